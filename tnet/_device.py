@@ -1,0 +1,22 @@
+"""Where tnet keeps its tensors, decided once at import.
+
+With a CUDA GPU, tensors live on it and Triton compiles the kernels. Without one, tnet
+keeps tensors on the CPU and runs the same kernels through Triton's interpreter, which
+must be switched on before any `@triton.jit` decorator runs (a user's own
+TRITON_INTERPRET wins).
+"""
+import os
+import sys
+
+import torch
+
+if torch.cuda.is_available():
+    DEVICE = torch.device("cuda")
+else:
+    DEVICE = torch.device("cpu")
+    if "TRITON_INTERPRET" not in os.environ:
+        os.environ["TRITON_INTERPRET"] = "1"
+        print("tnet: no CUDA GPU, running Triton kernels on the CPU through the interpreter (slow)",
+              file=sys.stderr)
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
