@@ -1,0 +1,214 @@
+"""CIFAR-10: read the official binary or python batches, subtract the training mean image
+(as Caffe's cifar10 example does), and serve shuffled, optionally augmented batches that
+are gathered on the device by a Triton kernel."""
+import hashlib
+import os
+import pickle
+import tarfile
+import urllib.request
+
+import numpy as np
+import torch
+
+from . import _device
+from .kernels.data import gather
+
+URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
+ARCHIVE = "cifar-10-binary.tar.gz"
+BIN_DIR, PY_DIR = "cifar-10-batches-bin", "cifar-10-batches-py"
+TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
+TEST_BATCH = "test_batch"
+RECORD = 1 + 3 * 32 * 32  # one label byte, then the R, G, B planes of a 32x32 image
+
+
+class DataError(Exception):
+    """The data set is missing, truncated, corrupt or could not be downloaded."""
+
+
+def load_cifar10(root="./data", download=True):
+    """Return (train_x, train_y, test_x, test_y): uint8 [N,3,32,32] images, int64 [N] labels.
+
+    `root` holds cifar-10-batches-bin or cifar-10-batches-py, or is one of those folders.
+    When neither is there and `download` is set, fetch the binary version into `root`.
+    """
+    folder, fmt = _find(root)
+    if folder is None:
+        if not download:
+            raise DataError(f"no CIFAR-10 under {root}: pass --data DIR pointing at a folder "
+                            f"holding {BIN_DIR} or {PY_DIR}")
+        _fetch(root)
+        folder, fmt = _find(root)
+        if folder is None:
+            raise DataError(f"{os.path.join(root, ARCHIVE)} unpacked without a {BIN_DIR} folder")
+    read = _read_bin if fmt == "bin" else _read_py
+    suffix = ".bin" if fmt == "bin" else ""
+    train = [read(os.path.join(folder, name + suffix)) for name in TRAIN_BATCHES]
+    test_x, test_y = read(os.path.join(folder, TEST_BATCH + suffix))
+    train_x = np.concatenate([x for x, _ in train])
+    train_y = np.concatenate([y for _, y in train])
+    return train_x, train_y, test_x, test_y
+
+
+def _find(root):
+    """(folder, "bin" | "py") for the CIFAR-10 folder at or under root, else (None, None)."""
+    for name, fmt in ((BIN_DIR, "bin"), (PY_DIR, "py")):
+        if os.path.isdir(os.path.join(root, name)):
+            return os.path.join(root, name), fmt
+    base = os.path.basename(os.path.normpath(root))
+    if os.path.isdir(root):
+        if base == BIN_DIR or os.path.isfile(os.path.join(root, "data_batch_1.bin")):
+            return root, "bin"
+        if base == PY_DIR or os.path.isfile(os.path.join(root, "data_batch_1")):
+            return root, "py"
+    return None, None
+
+
+def _read_bin(path):
+    if not os.path.isfile(path):
+        raise DataError(f"{path}: file missing")
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw.size == 0 or raw.size % RECORD:
+        raise DataError(f"{path}: truncated or corrupt, {raw.size} bytes is not a whole number "
+                        f"of {RECORD}-byte records")
+    records = raw.reshape(-1, RECORD)
+    return _checked(path, records[:, 1:], records[:, 0])
+
+
+def _read_py(path):
+    if not os.path.isfile(path):
+        raise DataError(f"{path}: file missing")
+    try:
+        with open(path, "rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data, labels = np.asarray(batch[b"data"]), np.asarray(batch[b"labels"])
+    except Exception as e:  # a damaged pickle can raise almost anything
+        raise DataError(f"{path}: not a readable CIFAR-10 python batch "
+                        f"({type(e).__name__}: {e})") from None
+    if data.ndim != 2 or data.shape[1] != RECORD - 1 or labels.shape != (data.shape[0],):
+        raise DataError(f"{path}: corrupt, data has shape {data.shape} and labels {labels.shape}, "
+                        f"expected [n,{RECORD - 1}] and [n]")
+    if data.min(initial=0) < 0 or data.max(initial=0) > 255:
+        raise DataError(f"{path}: corrupt, pixel values outside 0..255")
+    return _checked(path, data, labels)
+
+
+def _checked(path, pixels, labels):
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise DataError(f"{path}: corrupt, labels outside 0..9")
+    images = np.ascontiguousarray(pixels, dtype=np.uint8).reshape(-1, 3, 32, 32)
+    return images, labels.astype(np.int64)
+
+
+def _fetch(root):
+    """Download (unless already there), verify and unpack the binary archive into root."""
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, ARCHIVE)
+    if not os.path.isfile(path):
+        _download(URL, path)
+    elif _md5(path) != MD5:
+        raise DataError(f"{path}: md5 {_md5(path)} does not match {MD5}; delete it and retry")
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            if hasattr(tarfile, "data_filter"):  # refuses paths that escape root
+                tar.extractall(root, filter="data")
+            else:
+                tar.extractall(root)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot unpack ({type(e).__name__}: {e}); "
+                        f"delete it and retry") from None
+
+
+def _download(url, path):
+    from tqdm import tqdm
+
+    part = path + ".part"
+    md5 = hashlib.md5()
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f:
+            total = int(r.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(path)) as bar:
+                while chunk := r.read(1 << 20):
+                    f.write(chunk)
+                    md5.update(chunk)
+                    bar.update(len(chunk))
+    except OSError as e:
+        if os.path.exists(part):
+            os.remove(part)
+        reason = " ".join(str(e).split())
+        raise DataError(f"could not download CIFAR-10 from {url} ({reason}); fetch it elsewhere "
+                        f"and pass --data DIR pointing at a folder holding {BIN_DIR} or "
+                        f"{PY_DIR}") from None
+    if md5.hexdigest() != MD5:
+        os.remove(part)
+        raise DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
+                        f"(corrupted download); retry")
+    os.replace(part, path)
+
+
+def _md5(path):
+    md5 = hashlib.md5()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            md5.update(chunk)
+    return md5.hexdigest()
+
+
+def preprocess(train_x, test_x):
+    """Return float32 (train, test): raw 0-255 pixels minus the training set's mean image."""
+    mean = train_x.mean(axis=0, dtype=np.float64).astype(np.float32)
+    return train_x.astype(np.float32) - mean, test_x.astype(np.float32) - mean
+
+
+class Loader:
+    """Iterate over (x [B,C,H,W] float32, y [B] int64) device batches of a data set held on
+    the device. Each epoch draws a permutation (and with `augment` a crop shift in
+    [-pad, pad]^2 and a flip coin per image) from a numpy generator; the last batch may be
+    short. A returned batch is fresh memory, so it stays valid as long as the caller holds it.
+    """
+
+    def __init__(self, images, labels, batch_size, shuffle=True, augment=False, seed=0,
+                 device=None, pad=4):
+        if not (isinstance(images, np.ndarray) and images.ndim == 4 and images.dtype == np.float32):
+            raise ValueError(f"images must be a float32 numpy array [N,C,H,W], got "
+                             f"{getattr(images, 'dtype', type(images))} {np.shape(images)}")
+        if not (isinstance(labels, np.ndarray) and labels.shape == (len(images),)):
+            raise ValueError(f"labels must be a numpy array [{len(images)}], got {np.shape(labels)}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.device = torch.device(device) if device is not None else _device.DEVICE
+        self.n = len(images)
+        self.batch_size, self.shuffle, self.augment, self.pad = batch_size, shuffle, augment, pad
+        self.images = torch.from_numpy(np.ascontiguousarray(images)).to(self.device)
+        self.labels = torch.from_numpy(labels.astype(np.int64)).to(self.device)
+        self.rng = np.random.default_rng(seed)
+        self.epoch = 0
+
+    def __len__(self):
+        return -(-self.n // self.batch_size)
+
+    def state(self):
+        """What `set_state` needs to replay the draws of the next epoch (take it between epochs)."""
+        return {"epoch": self.epoch, "rng": self.rng.bit_generator.state}
+
+    def set_state(self, state):
+        self.epoch = state["epoch"]
+        self.rng.bit_generator.state = state["rng"]
+
+    def __iter__(self):
+        # draw now, not at the first next(), so state() taken after iter() is past this epoch
+        perm = self.rng.permutation(self.n) if self.shuffle else np.arange(self.n)
+        if self.augment:
+            shifts = self.rng.integers(-self.pad, self.pad + 1, size=(self.n, 2), dtype=np.int32)
+            flips = (self.rng.random(self.n) < 0.5).astype(np.int32)
+            aug = (torch.from_numpy(shifts).to(self.device), torch.from_numpy(flips).to(self.device))
+        self.epoch += 1
+        perm = torch.from_numpy(perm.astype(np.int64)).to(self.device)
+
+        def batches():
+            for i in range(0, self.n, self.batch_size):
+                j = min(i + self.batch_size, self.n)
+                extra = (aug[0][i:j], aug[1][i:j]) if self.augment else ()
+                yield gather(self.images, self.labels, perm[i:j], *extra)
+
+        return batches()

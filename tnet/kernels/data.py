@@ -1,0 +1,90 @@
+"""Batch gather for the data loader: pick images and labels by index on the device,
+optionally with random crop (zero padding) and horizontal flip."""
+import torch
+import triton
+import triton.language as tl
+
+from .._device import INTERPRET
+from ._autotune import check
+
+# Images per program. The interpreter pays per program and per op, not per element, so it
+# gets a few big programs; on the GPU one CIFAR image (3072 floats) per program keeps the
+# registers per thread small and still gives a batch of 128 plenty of programs.
+IMGS = 8 if INTERPRET else 1
+NUM_WARPS = 8
+
+
+@triton.jit
+def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, out_labels_ptr,
+                  B, C, H, W,
+                  IMGS: tl.constexpr, BLOCK: tl.constexpr, AUGMENT: tl.constexpr):
+    """out[b] = src[idx[b]], out_labels[b] = labels[idx[b]]; src [N,C,H,W], idx [B] int64.
+    AUGMENT: out[b,c,h,w] = src[idx[b],c,h+dy,v+dx] (0 outside) with v = W-1-w if flip[b]
+    else w; shift [B,2] int32 (dy, dx), flip [B] int32."""
+    rows = tl.program_id(0).to(tl.int64) * IMGS + tl.arange(0, IMGS)
+    row_ok = rows < B
+    src_rows = tl.load(idx_ptr + rows, mask=row_ok, other=0)
+    hw = H * W
+    chw = C * hw
+    e = tl.arange(0, BLOCK)
+    mask = row_ok[:, None] & (e < chw)[None, :]
+    if AUGMENT:
+        c = e // hw
+        h = (e // W) % H
+        w = e % W
+        dy = tl.load(shift_ptr + 2 * rows, mask=row_ok, other=0)
+        dx = tl.load(shift_ptr + 2 * rows + 1, mask=row_ok, other=0)
+        flip = tl.load(flip_ptr + rows, mask=row_ok, other=0)
+        hs = h[None, :] + dy[:, None]
+        ws = tl.where(flip[:, None] != 0, W - 1 - w[None, :], w[None, :]) + dx[:, None]
+        # pixels shifted in from outside the image are the zero padding
+        inside = (hs >= 0) & (hs < H) & (ws >= 0) & (ws < W)
+        offs = src_rows[:, None] * chw + (c * hw)[None, :] + hs * W + ws
+        x = tl.load(src_ptr + offs, mask=mask & inside, other=0.0)
+    else:
+        x = tl.load(src_ptr + src_rows[:, None] * chw + e[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + rows[:, None] * chw + e[None, :], x.to(tl.float32), mask=mask)
+    label = tl.load(labels_ptr + src_rows, mask=row_ok, other=0)
+    tl.store(out_labels_ptr + rows, label, mask=row_ok)
+
+
+def gather(images, labels, idx, shifts=None, flips=None):
+    """Return (x [B,C,H,W] float32, y [B] int64) with x[b] = images[idx[b]], y[b] = labels[idx[b]].
+
+    images [N,C,H,W] float32, labels [N] int64, idx [B] int64, all contiguous on one device.
+    Indices are not bounds-checked on the device: the caller must keep them in [0, N).
+    With shifts [B,2] int32 (dy, dx) and flips [B] int32, image b is read shifted by
+    (dy, dx) with zeros outside, then mirrored left-right when flips[b] != 0.
+    """
+    check(images.dim() == 4, f"images must be [N,C,H,W], got shape {tuple(images.shape)}")
+    check(images.dtype == torch.float32, f"images must be float32, got {images.dtype}")
+    n, c, h, w = images.shape
+    check(labels.shape == (n,), f"labels must be [{n}], got {tuple(labels.shape)}")
+    check(labels.dtype == torch.int64, f"labels must be int64, got {labels.dtype}")
+    check(idx.dim() == 1, f"idx must be [B], got shape {tuple(idx.shape)}")
+    check(idx.dtype == torch.int64, f"idx must be int64, got {idx.dtype}")
+    b = idx.shape[0]
+    augment = shifts is not None or flips is not None
+    tensors = [images, labels, idx]
+    if augment:
+        check(shifts is not None and flips is not None, "shifts and flips go together")
+        check(shifts.shape == (b, 2) and shifts.dtype == torch.int32,
+              f"shifts must be [{b},2] int32, got {tuple(shifts.shape)} {shifts.dtype}")
+        check(flips.shape == (b,) and flips.dtype == torch.int32,
+              f"flips must be [{b}] int32, got {tuple(flips.shape)} {flips.dtype}")
+        tensors += [shifts, flips]
+    for t in tensors:
+        check(t.device == images.device, f"all inputs must be on {images.device}, got {t.device}")
+        check(t.is_contiguous(), f"inputs must be contiguous (shape {tuple(t.shape)} is not)")
+    block = triton.next_power_of_2(c * h * w)
+    check(block <= 1 << 16, f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
+
+    out = torch.empty((b, c, h, w), dtype=torch.float32, device=images.device)
+    out_labels = torch.empty((b,), dtype=torch.int64, device=images.device)
+    if b == 0:
+        return out, out_labels
+    grid = (triton.cdiv(b, IMGS),)
+    gather_kernel[grid](images, labels, idx, shifts if augment else idx, flips if augment else idx,
+                        out, out_labels, b, c, h, w,
+                        IMGS=IMGS, BLOCK=block, AUGMENT=augment, num_warps=NUM_WARPS)
+    return out, out_labels
