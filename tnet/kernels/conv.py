@@ -1,0 +1,107 @@
+"""im2col and col2im in Caffe's layout, batched: col[n, (c, i, j), (oh, ow)] holds
+x[n, c, oh*sh - ph + i, ow*sw - pw + j], zero outside the image. A convolution is then
+the GEMM W[Cout, C*kh*kw] @ col[n], whose output is already NCHW."""
+import torch
+import triton
+import triton.language as tl
+
+from ._autotune import autotune, check
+
+_CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
+            triton.Config({"BLOCK": 512}, num_warps=4)]
+
+
+def out_size(size, kernel, stride, pad, ceil_mode=False):
+    """Output length of a sliding window; ceil mode drops a last window that starts in the
+    padding (Caffe's and PyTorch's rule)."""
+    span = size + 2 * pad - kernel
+    check(span >= 0, f"window of {kernel} with padding {pad} does not fit an input of {size}")
+    n = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
+        n -= 1
+    return n
+
+
+@triton.jit
+def window_source(h, pad, i, stride, out_len):
+    """The window (along one axis) whose tap i reads input position h, and whether it exists."""
+    num = h + pad - i
+    o = num // stride
+    return o, (num >= 0) & (num % stride == 0) & (o < out_len)
+
+
+@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"])
+@triton.jit
+def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
+                  KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
+    """x [N, C, H, W] -> col [N, C*KH*KW, OH*OW]; grid (blocks of one image's col, N)."""
+    n = tl.program_id(1).to(tl.int64)
+    P = OH * OW
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < C * KH * KW * P
+    k = offs // P
+    p = offs % P
+    c = k // (KH * KW)
+    i = (k // KW) % KH
+    j = k % KW
+    h = (p // OW) * SH - PH + i
+    w = (p % OW) * SW - PW + j
+    inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    v = tl.load(x_ptr + n * C * H * W + (c * H + h) * W + w, mask=inside, other=0.0)
+    tl.store(col_ptr + n * C * KH * KW * P + offs, v, mask=mask)
+
+
+@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"])
+@triton.jit
+def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
+                  KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] = sum of the col [N, C*KH*KW, OH*OW] entries that read each pixel.
+    A gather per pixel: no atomics, so the result is deterministic."""
+    n = tl.program_id(1).to(tl.int64)
+    P = OH * OW
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < C * H * W
+    c = offs // (H * W)
+    h = (offs // W) % H
+    w = offs % W
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    base = col_ptr + n * C * KH * KW * P
+    for i in tl.static_range(KH):
+        oh, ok_h = window_source(h, PH, i, SH, OH)
+        for j in tl.static_range(KW):
+            ow, ok_w = window_source(w, PW, j, SW, OW)
+            ok = mask & ok_h & ok_w
+            acc += tl.load(base + ((c * KH + i) * KW + j) * P + oh * OW + ow, mask=ok, other=0.0)
+    tl.store(x_ptr + n * C * H * W + offs, acc, mask=mask)
+
+
+def _check_image(name, x):
+    check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
+    check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
+    check(x.is_contiguous(), f"{name}: expected a contiguous NCHW tensor, got strides {x.stride()}")
+
+
+def im2col(x, kernel, stride, padding):
+    """x [N, C, H, W] -> col [N, C*kh*kw, OH*OW]; kernel, stride, padding are (h, w) pairs."""
+    _check_image("im2col", x)
+    N, C, H, W = x.shape
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
+    col = torch.empty((N, C * KH * KW, OH * OW), device=x.device, dtype=x.dtype)
+    grid = lambda meta: (triton.cdiv(C * KH * KW * OH * OW, meta["BLOCK"]), N)
+    im2col_kernel[grid](x, col, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
+    return col, (OH, OW)
+
+
+def col2im(col, image_shape, kernel, stride, padding):
+    """The adjoint of im2col: col [N, C*kh*kw, OH*OW] -> dx of image_shape [N, C, H, W]."""
+    N, C, H, W = image_shape
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
+    expect = (N, C * KH * KW, OH * OW)
+    check(tuple(col.shape) == expect, f"col2im: col is {tuple(col.shape)}, expected {expect}")
+    check(col.is_contiguous() and col.dtype == torch.float32, "col2im: col must be contiguous float32")
+    x = torch.empty(image_shape, device=col.device, dtype=col.dtype)
+    grid = lambda meta: (triton.cdiv(C * H * W, meta["BLOCK"]), N)
+    col2im_kernel[grid](col, x, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
+    return x

@@ -1,0 +1,119 @@
+"""Elementwise kernels: ReLU forward and backward, in-place add and scale, and Caffe's
+SGD update. Each works on flat contiguous tensors of any size."""
+import torch
+import triton
+import triton.language as tl
+
+from ._autotune import autotune, check
+
+_CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
+            triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
+
+
+def _check_like(name, *xs):
+    first = xs[0]
+    for x in xs:
+        check(x.shape == first.shape, f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
+        check(x.device == first.device, f"{name}: tensors on {first.device} and {x.device}")
+        check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
+        check(x.is_contiguous(), f"{name}: expected contiguous tensors, got strides {x.stride()}")
+
+
+def _grid(n):
+    return lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+
+
+@autotune(_CONFIGS, key=["n"])
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """y = max(x, 0) over n elements."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+@autotune(_CONFIGS, key=["n"])
+@triton.jit
+def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    """dx = dy where the ReLU's output y > 0, else 0."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask)
+    tl.store(dx_ptr + offs, tl.where(y > 0.0, dy, 0.0), mask=mask)
+
+
+@autotune(_CONFIGS, key=["n"], restore_value=["x_ptr"])
+@triton.jit
+def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """x += y over n elements."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(x_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@autotune(_CONFIGS, key=["n"], restore_value=["x_ptr"])
+@triton.jit
+def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
+    """x *= s[0]: the scalar is read on the device, so no host synchronisation."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    s = tl.load(s_ptr)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * s, mask=mask)
+
+
+@autotune(_CONFIGS, key=["n"], restore_value=["w_ptr", "h_ptr"])
+@triton.jit
+def sgd_kernel(w_ptr, g_ptr, h_ptr, lr_ptr, n, momentum, weight_decay, lr_mult, decay_mult,
+               BLOCK: tl.constexpr):
+    """Caffe's SGD: h = momentum*h + lr*lr_mult*(g + weight_decay*decay_mult*w); w -= h."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    w = tl.load(w_ptr + offs, mask=mask)
+    g = tl.load(g_ptr + offs, mask=mask)
+    h = tl.load(h_ptr + offs, mask=mask)
+    lr = tl.load(lr_ptr) * lr_mult
+    h = momentum * h + lr * (g + (weight_decay * decay_mult) * w)
+    tl.store(h_ptr + offs, h, mask=mask)
+    tl.store(w_ptr + offs, w - h, mask=mask)
+
+
+def relu(x, out=None):
+    out = torch.empty_like(x) if out is None else out
+    _check_like("relu", x, out)
+    relu_kernel[_grid(x.numel())](x, out, x.numel())
+    return out
+
+
+def relu_backward(y, dy):
+    _check_like("relu_backward", y, dy)
+    dx = torch.empty_like(dy)
+    relu_backward_kernel[_grid(y.numel())](y, dy, dx, y.numel())
+    return dx
+
+
+def add_(x, y):
+    """x += y in place; returns x."""
+    _check_like("add_", x, y)
+    add_kernel[_grid(x.numel())](x, y, x.numel())
+    return x
+
+
+def scale_(x, s):
+    """x *= s in place, where s is a one-element device tensor; returns x."""
+    _check_like("scale_", x)
+    check(s.numel() == 1 and s.device == x.device and s.dtype == torch.float32,
+          f"scale_: s must be one float32 element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
+    scale_kernel[_grid(x.numel())](x, s, x.numel())
+    return x
+
+
+def sgd_(w, g, h, lr, momentum=0.0, weight_decay=0.0, lr_mult=1.0, decay_mult=1.0):
+    """Update w and its momentum h in place; lr is a one-element device tensor."""
+    _check_like("sgd", w, g, h)
+    check(lr.numel() == 1 and lr.device == w.device and lr.dtype == torch.float32,
+          f"sgd: lr must be one float32 element on {w.device}")
+    sgd_kernel[_grid(w.numel())](w, g, h, lr, w.numel(), float(momentum), float(weight_decay),
+                                 float(lr_mult), float(decay_mult))

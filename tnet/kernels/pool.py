@@ -1,0 +1,117 @@
+"""Max and average pooling over NCHW tensors, forward and backward, with Caffe's rules:
+max pooling skips the padding and keeps the first maximum in row-major order; average
+pooling divides by the window clipped to the padded image (count_include_pad)."""
+import torch
+import triton
+import triton.language as tl
+
+from ._autotune import autotune, check
+from .conv import _check_image, out_size, window_source
+
+_CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
+            triton.Config({"BLOCK": 256}, num_warps=2)]
+
+
+@triton.jit
+def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
+    """First row and column of a window, and Caffe's average divisor for it."""
+    h0 = oh * SH - PH
+    w0 = ow * SW - PW
+    size = (tl.minimum(h0 + KH, H + PH) - h0) * (tl.minimum(w0 + KW, W + PW) - w0)
+    return h0, w0, size
+
+
+@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"])
+@triton.jit
+def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
+                KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
+    """x [N, C, H, W] -> y [N, C, OH, OW]; max pooling also writes arg, the row-major
+    index h*W+w of each maximum in its plane."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    plane = offs // (OH * OW)
+    oh = (offs // OW) % OH
+    ow = offs % OW
+    h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
+    src = x_ptr + plane * H * W
+    if MAX:
+        best = tl.full((BLOCK,), float("-inf"), tl.float32)
+        arg = tl.zeros((BLOCK,), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in tl.static_range(KH):
+        h = h0 + i
+        for j in tl.static_range(KW):
+            w = w0 + j
+            inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            if MAX:
+                v = tl.load(src + h * W + w, mask=inside, other=float("-inf"))
+                better = v > best  # strict: the first maximum wins ties
+                best = tl.where(better, v, best)
+                arg = tl.where(better, (h * W + w).to(tl.int32), arg)
+            else:
+                acc += tl.load(src + h * W + w, mask=inside, other=0.0)
+    if MAX:
+        tl.store(y_ptr + offs, best, mask=mask)
+        tl.store(arg_ptr + offs, arg, mask=mask)
+    else:
+        tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
+
+
+@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"])
+@triton.jit
+def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
+                         KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
+    it (no atomics, deterministic); max pooling only from windows whose maximum it was."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    plane = offs // (H * W)
+    h = (offs // W) % H
+    w = offs % W
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in tl.static_range(KH):
+        oh, ok_h = window_source(h, PH, i, SH, OH)
+        for j in tl.static_range(KW):
+            ow, ok_w = window_source(w, PW, j, SW, OW)
+            ok = mask & ok_h & ok_w
+            at = plane * OH * OW + oh * OW + ow
+            g = tl.load(dy_ptr + at, mask=ok, other=0.0)
+            if MAX:
+                hit = tl.load(arg_ptr + at, mask=ok, other=-1) == (h * W + w).to(tl.int32)
+                acc += tl.where(hit, g, 0.0)
+            else:
+                _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
+                acc += g / size.to(tl.float32)
+    tl.store(dx_ptr + offs, acc, mask=mask)
+
+
+def pool2d(x, kernel, stride, padding, ceil_mode, mode):
+    """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
+    arg is the int32 argmax for max pooling and None for average pooling."""
+    _check_image(f"{mode}_pool2d", x)
+    check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
+    N, C, H, W = x.shape
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    check(PH < KH and PW < KW, f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
+    OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
+    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype)
+    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32) if mode == "max" else None
+    total = y.numel()
+    grid = lambda meta: (triton.cdiv(total, meta["BLOCK"]),)
+    pool_kernel[grid](x, y, arg if arg is not None else y, total, H, W, OH, OW, SH, SW, PH, PW,
+                      KH=KH, KW=KW, MAX=mode == "max")
+    return y, arg
+
+
+def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode):
+    N, C, H, W = image_shape
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    OH, OW = dy.shape[2], dy.shape[3]
+    _check_image(f"{mode}_pool2d backward", dy)
+    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype)
+    total = dx.numel()
+    grid = lambda meta: (triton.cdiv(total, meta["BLOCK"]),)
+    pool_backward_kernel[grid](dy, arg if arg is not None else dy, dx, total, H, W, OH, OW,
+                               SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max")
+    return dx

@@ -1,0 +1,41 @@
+"""Sums over the batch axes, as bias gradients need: out[j] = sum over i, l of x[i, j, l]."""
+import torch
+import triton
+import triton.language as tl
+
+from ._autotune import autotune, check
+
+_CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
+            triton.Config({"BLOCK_R": 256, "BLOCK_J": 32}, num_warps=4),
+            triton.Config({"BLOCK_R": 1024, "BLOCK_J": 8}, num_warps=8),
+            triton.Config({"BLOCK_R": 64, "BLOCK_J": 64}, num_warps=4)]
+
+
+@autotune(_CONFIGS, key=["I", "J", "L"])
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, I, J, L, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
+    """x [I, J, L] contiguous -> out [J]; the reduced index r = i*L + l runs down the tile."""
+    offs_j = tl.program_id(0) * BLOCK_J + tl.arange(0, BLOCK_J)
+    acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.float32)
+    for start in range(0, I * L, BLOCK_R):
+        r = start + tl.arange(0, BLOCK_R).to(tl.int64)
+        offs = (r // L * J * L + r % L)[:, None] + offs_j[None, :] * L
+        mask = (r < I * L)[:, None] & (offs_j < J)[None, :]
+        acc += tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs_j, tl.sum(acc, axis=0), mask=offs_j < J)
+
+
+def sum_except(x, dim):
+    """Sum a contiguous float32 tensor over every axis but `dim`: [N, out] with dim=1 gives a
+    linear layer's bias gradient, [N, C, H, W] with dim=1 a convolution's."""
+    check(x.dtype == torch.float32 and x.is_contiguous(),
+          f"sum_except: expected a contiguous float32 tensor, got {x.dtype} with strides {x.stride()}")
+    check(0 <= dim < x.dim(), f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
+    I, J = 1, x.shape[dim]
+    for s in x.shape[:dim]:
+        I *= s
+    L = x.numel() // max(1, I * J)
+    out = torch.empty((J,), device=x.device, dtype=torch.float32)
+    grid = lambda meta: (triton.cdiv(J, meta["BLOCK_J"]),)
+    sum_kernel[grid](x, out, I, J, L)
+    return out
