@@ -1,0 +1,8 @@
+"""tnet: a deep-learning mini-framework whose GPU kernels are written in Triton."""
+from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
+from .kernels.gemm import get_precision, set_precision
+from .tensor import Tensor, is_grad_enabled, no_grad, tensor
+from . import functional
+
+__all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled",
+           "set_precision", "get_precision", "functional"]

@@ -1,0 +1,145 @@
+"""Differentiable ops. Each computes its forward with tnet's kernels and records, right
+beside it, the backward closure that returns one gradient per input (None where no input
+needs one). Forward saves only what backward needs."""
+import torch
+
+from .kernels import conv as _conv
+from .kernels import elementwise as _ew
+from .kernels import gemm as _gemm
+from .kernels import pool as _pool
+from .kernels import reduce as _reduce
+from .kernels import softmax as _softmax
+from .kernels._autotune import check
+from .tensor import Tensor, record
+
+
+def _pair(v, name):
+    v = (v, v) if isinstance(v, int) else tuple(v)
+    check(len(v) == 2 and all(isinstance(i, int) for i in v), f"{name} must be an int or a pair of ints, got {v}")
+    return v
+
+
+def _need(*xs):
+    return [isinstance(x, Tensor) and x.requires_grad for x in xs]
+
+
+def _is_tensor(name, **xs):
+    for arg, x in xs.items():
+        check(isinstance(x, Tensor), f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
+
+
+def matmul(a, b):
+    """a [M, K] @ b [K, N]."""
+    _is_tensor("matmul", a=a, b=b)
+    check(a.ndim == 2 and b.ndim == 2, f"matmul: a and b must be 2-D, got {a.shape} and {b.shape}")
+    need_a, need_b = _need(a, b)
+    A, B = a.data, b.data
+
+    def backward(g):
+        return (_gemm.matmul(g, B.t()) if need_a else None,
+                _gemm.matmul(A.t(), g) if need_b else None)
+    return record(_gemm.matmul(A, B), (a, b), backward)
+
+
+def linear(x, w, b=None):
+    """x [N, in] @ w.T + b, with w [out, in] and b [out]."""
+    _is_tensor("linear", x=x, w=w)
+    check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
+          f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
+    check(b is None or b.shape == (w.shape[0],), f"linear: b is {b and b.shape}, expected ({w.shape[0]},)")
+    need_x, need_w, need_b = _need(x, w, b)
+    X, W = x.data, w.data
+
+    def backward(g):
+        return (_gemm.matmul(g, W) if need_x else None,
+                _gemm.matmul(g.t(), X) if need_w else None,
+                _reduce.sum_except(g, 1) if need_b else None)
+    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
+    return record(y, (x, w) if b is None else (x, w, b), backward)
+
+
+def conv2d(x, w, b=None, stride=1, padding=0):
+    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as im2col then one batched GEMM."""
+    _is_tensor("conv2d", x=x, w=w)
+    check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
+    check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
+    check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {b and b.shape}, expected ({w.shape[0]},)")
+    stride, padding = _pair(stride, "conv2d: stride"), _pair(padding, "conv2d: padding")
+    need_x, need_w, need_b = _need(x, w, b)
+    N, C, H, Wd = x.shape
+    cout, kernel = w.shape[0], w.shape[2:]
+    col, (OH, OW) = _conv.im2col(x.data, kernel, stride, padding)
+    W2 = w.data.reshape(cout, -1)
+    y = _gemm.matmul(W2, col, bias=None if b is None else b.data, bias_dim=0)  # [N, Cout, OH*OW]
+    if not need_w:
+        col = None  # only the weight gradient reads it
+
+    def backward(g):
+        g3 = g.reshape(N, cout, OH * OW)
+        gx = gw = gb = None
+        if need_x:
+            gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)
+        if need_w:
+            gw = _gemm.matmul(g3, col.transpose(1, 2), sum_batch=True).reshape(w.shape)
+        if need_b:
+            gb = _reduce.sum_except(g, 1)
+        return gx, gw, gb
+    return record(y.reshape(N, cout, OH, OW), (x, w) if b is None else (x, w, b), backward)
+
+
+def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
+    _is_tensor(f"{mode}_pool2d", x=x)
+    kernel = _pair(kernel_size, f"{mode}_pool2d: kernel_size")
+    stride = kernel if stride is None else _pair(stride, f"{mode}_pool2d: stride")
+    padding = _pair(padding, f"{mode}_pool2d: padding")
+    y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode)
+    shape = x.shape
+
+    def backward(g):
+        return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode),)
+    return record(y, (x,), backward)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """Max pooling over [N, C, H, W]; ties go to the first maximum in row-major order."""
+    return _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """Average pooling over [N, C, H, W]; the divisor counts the padding (Caffe's rule)."""
+    return _pool2d("avg", x, kernel_size, stride, padding, ceil_mode)
+
+
+def relu(x):
+    _is_tensor("relu", x=x)
+    y = _ew.relu(x.data)
+    return record(y, (x,), lambda g: (_ew.relu_backward(y, g),))
+
+
+def softmax(x, dim=1):
+    """Softmax over the rows of a 2-D tensor."""
+    _is_tensor("softmax", x=x)
+    check(x.ndim == 2 and dim in (1, -1), f"softmax: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
+    y = _softmax.softmax(x.data)
+    return record(y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
+
+
+def cross_entropy(logits, labels):
+    """Mean over the batch of -log softmax(logits)[label]; labels is an int64 tnet tensor.
+    The loss and its gradient come out of one fused kernel."""
+    _is_tensor("cross_entropy", logits=logits, labels=labels)
+    check(logits.ndim == 2, f"cross_entropy: logits must be [N, classes], got {logits.shape}")
+    loss, dlogits = _softmax.cross_entropy(logits.data, labels.data)
+    return record(loss, (logits,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
+
+
+def reshape(x, *shape):
+    """A view when the memory allows (torch's reshape; a copy otherwise)."""
+    _is_tensor("reshape", x=x)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    try:
+        y = x.data.reshape(shape)
+    except RuntimeError as e:
+        raise ValueError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
+    return record(y, (x,), lambda g: (g.reshape(x.shape),))

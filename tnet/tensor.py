@@ -1,0 +1,160 @@
+"""tnet.Tensor and the tape.
+
+Each differentiable op calls `record(...)`, which gives its output a tape entry: the next
+sequence number, the inputs, and the backward closure written beside the op's forward.
+`backward()` takes the part of the tape that the output depends on and walks it in
+reverse sequence order, then frees each entry's saved state.
+"""
+import itertools
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from ._device import DEVICE
+from .kernels.elementwise import add_
+
+_seq = itertools.count()
+_grad_enabled = [True]
+
+
+@contextmanager
+def no_grad():
+    """Within this block ops record nothing on the tape."""
+    previous, _grad_enabled[0] = _grad_enabled[0], False
+    try:
+        yield
+    finally:
+        _grad_enabled[0] = previous
+
+
+class _Entry:
+    __slots__ = ("seq", "inputs", "backward")
+
+    def __init__(self, inputs, backward):
+        self.seq = next(_seq)
+        self.inputs = inputs
+        self.backward = backward
+
+
+def _as_storage(data, dtype=None):
+    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number:
+    int64 for integer input, float32 otherwise (unless dtype says)."""
+    if isinstance(data, Tensor):
+        data = data.data
+    if not isinstance(data, torch.Tensor):
+        data = torch.from_numpy(np.array(data))
+    if dtype is None:
+        dtype = torch.float32 if data.is_floating_point() else torch.int64
+    return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
+
+
+class Tensor:
+    """A torch tensor used as device memory, plus what autograd needs."""
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._entry = None
+
+    shape = property(lambda self: tuple(self.data.shape))
+    dtype = property(lambda self: self.data.dtype)
+    device = property(lambda self: self.data.device)
+    ndim = property(lambda self: self.data.dim())
+
+    def numel(self):
+        return self.data.numel()
+
+    def numpy(self):
+        return self.data.detach().cpu().numpy()
+
+    def item(self):
+        return self.data.item()
+
+    def detach(self):
+        return Tensor(self.data)
+
+    def reshape(self, *shape):
+        from .functional import reshape
+        return reshape(self, *shape)
+
+    def __matmul__(self, other):
+        from .functional import matmul
+        return matmul(self, other)
+
+    def __repr__(self):
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"tnet.Tensor({self.numpy()!r}{grad})"
+
+    def backward(self, grad=None):
+        """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it."""
+        if not self.requires_grad:
+            raise RuntimeError("backward: this tensor does not require grad (no input did, or it was made under no_grad)")
+        if grad is None:
+            if self.data.numel() != 1:
+                raise ValueError(f"backward: grad can be omitted only for a scalar, this tensor is {self.shape}")
+            grad = torch.ones_like(self.data)
+        else:
+            grad = _as_storage(grad, torch.float32)
+            if tuple(grad.shape) != self.shape:
+                raise ValueError(f"backward: grad is {tuple(grad.shape)} but the tensor is {self.shape}")
+
+        # The part of the tape this tensor depends on, found without recursion.
+        entries, stack, seen = [], [self], set()
+        while stack:
+            t = stack.pop()
+            if t._entry is not None and id(t) not in seen:
+                seen.add(id(t))
+                entries.append(t)
+                stack.extend(x for x in t._entry.inputs if x.requires_grad)
+        if self._entry is None:  # a leaf: its own gradient is the seed
+            _accumulate_leaf(self, grad)
+            return
+        grads = {id(self): grad}
+        for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
+            g = grads.pop(id(t), None)
+            entry = t._entry
+            if entry.backward is None:
+                raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
+            if g is not None:
+                for x, gx in zip(entry.inputs, entry.backward(g)):
+                    if gx is None or not x.requires_grad:
+                        continue
+                    assert tuple(gx.shape) == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
+                    if x._entry is None:
+                        _accumulate_leaf(x, gx)
+                    elif id(x) in grads:  # used twice: a fresh buffer, as gx may be a view
+                        grads[id(x)] = add_(grads[id(x)].clone(), gx)
+                    else:
+                        grads[id(x)] = gx
+            entry.backward = None  # frees what the closure saved
+            entry.inputs = ()
+
+
+def _accumulate_leaf(x, g):
+    if x.grad is None:
+        x.grad = Tensor(g.clone() if g._base is not None else g)
+    else:
+        add_(x.grad.data, g.contiguous())
+
+
+def record(data, inputs, backward):
+    """Wrap an op's output; put it on the tape when grad is on and an input requires it."""
+    out = Tensor(data)
+    if _grad_enabled[0] and any(x.requires_grad for x in inputs):
+        out.requires_grad = True
+        out._entry = _Entry(tuple(inputs), backward)
+    return out
+
+
+def tensor(data, requires_grad=False, dtype=None):
+    """A tnet.Tensor from a numpy array, torch tensor or list: float32 by default, int64 stays int64."""
+    t = Tensor(_as_storage(data, dtype), requires_grad=requires_grad)
+    if requires_grad and not t.data.is_floating_point():
+        raise ValueError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")
+    return t
+
+
+def is_grad_enabled():
+    return _grad_enabled[0]
