@@ -1,0 +1,44 @@
+import numpy as np
+import pytest
+import torch
+
+import tnet
+
+TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2}
+
+
+def rel_err(out, ref):
+    """||out - ref|| / ||ref|| in float64; out and ref may be tnet, torch or numpy."""
+    out, ref = (np.asarray(to_numpy(v), dtype=np.float64) for v in (out, ref))
+    return np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)
+
+
+def to_numpy(v):
+    if isinstance(v, tnet.Tensor):
+        return v.numpy()
+    if isinstance(v, torch.Tensor):
+        return v.detach().cpu().numpy()
+    return v
+
+
+def assert_close(out, ref, tol, what=""):
+    out, ref = (np.asarray(to_numpy(v), dtype=np.float64) for v in (out, ref))
+    assert out.shape == ref.shape, f"{what}: shape {out.shape} != {ref.shape}"
+    err = rel_err(out, ref)
+    if not (err <= tol):  # also catches NaN
+        i = np.unravel_index(np.nanargmax(np.abs(out - ref)), out.shape) if out.size else ()
+        pytest.fail(f"{what}: relative error {err:.3g} > {tol:g}; worst element at {i}: "
+                    f"{out[i]!r} vs reference {ref[i]!r}")
+
+
+@pytest.fixture
+def ieee():
+    """fp32 GEMMs in exact IEEE arithmetic, for comparisons at the fp32 tolerance."""
+    previous = tnet.set_precision("ieee")
+    yield
+    tnet.set_precision(previous)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)

@@ -1,0 +1,157 @@
+"""The public API: each op forward and backward against torch in float64, and autograd's rules."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from conftest import TOL, assert_close
+
+
+def pair(rng, *shape, scale=1.0):
+    """A tnet leaf and the float64 torch leaf with the same values."""
+    a = rng.standard_normal(shape) * scale
+    return tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
+    out, ref = fn_tnet(*[t for t, _ in inputs]), fn_torch(*[r for _, r in inputs])
+    assert_close(out, ref, tol, "forward")
+    g = seed_rng.standard_normal(ref.shape)
+    out.backward(g)
+    ref.backward(torch.tensor(g))
+    for i, (t, r) in enumerate(inputs):
+        if r.requires_grad:
+            assert_close(t.grad, r.grad, tol, f"gradient of input {i}")
+
+
+def test_matmul(rng, ieee):
+    check_op(F.matmul, torch.matmul, [pair(rng, 37, 75), pair(rng, 75, 29)], TOL["ieee"], rng)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(rng, ieee, bias):
+    inputs = [pair(rng, 13, 75), pair(rng, 17, 75)] + ([pair(rng, 17)] if bias else [])
+    check_op(F.linear, tF.linear, inputs, TOL["ieee"], rng)
+
+
+@pytest.mark.parametrize("shape,wshape,stride,padding", [
+    ((2, 3, 11, 11), (5, 3, 5, 5), 1, 2),   # K = 75
+    ((3, 2, 7, 9), (7, 2, 3, 3), 2, 1),
+    ((1, 1, 1, 1), (1, 1, 1, 1), 1, 0),
+    ((2, 4, 8, 6), (3, 4, 3, 2), (2, 1), (0, 1)),
+])
+def test_conv2d(rng, ieee, shape, wshape, stride, padding):
+    inputs = [pair(rng, *shape), pair(rng, *wshape, scale=0.3), pair(rng, wshape[0])]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
+             lambda x, w, b: tF.conv2d(x, w, b, stride, padding), inputs, TOL["ieee"], rng)
+
+
+def test_conv2d_tf32_default(rng):
+    assert tnet.get_precision() == "tf32"
+    inputs = [pair(rng, 2, 3, 11, 11), pair(rng, 5, 3, 5, 5), pair(rng, 5)]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, padding=2), lambda x, w, b: tF.conv2d(x, w, b, padding=2),
+             inputs, TOL["tf32"], rng)
+
+
+@pytest.mark.parametrize("ceil_mode", [True, False])
+def test_pools(rng, ceil_mode):
+    check_op(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=ceil_mode),
+             lambda x: tF.max_pool2d(x, 3, 2, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)
+    check_op(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode),
+             lambda x: tF.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)
+
+
+def test_relu_softmax_reshape(rng):
+    check_op(F.relu, torch.relu, [pair(rng, 3, 5, 7)], 1e-7, rng)
+    check_op(F.softmax, lambda x: torch.softmax(x, 1), [pair(rng, 7, 10)], 1e-6, rng)
+    check_op(lambda x: x.reshape(6, -1), lambda x: x.reshape(6, -1), [pair(rng, 2, 3, 5)], 1e-7, rng)
+
+
+def test_cross_entropy(rng):
+    labels = rng.integers(0, 10, 37)
+    logits, ref = pair(rng, 37, 10, scale=3)
+    loss = F.cross_entropy(logits, tnet.tensor(labels))
+    r = tF.cross_entropy(ref, torch.tensor(labels))
+    assert_close(loss, r, 1e-6, "loss")
+    loss.backward(2.0 * np.ones(()))
+    (2.0 * r).backward()
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+def test_tensor_api():
+    x = tnet.tensor([[1, 2], [3, 4]])
+    assert x.dtype == torch.int64 and x.shape == (2, 2) and x.grad is None
+    y = tnet.tensor(np.ones((2, 3), dtype=np.float64))
+    assert y.dtype == torch.float32 and y.device.type == tnet.DEVICE.type
+    assert isinstance(y.numpy(), np.ndarray)
+    assert tnet.tensor(torch.arange(3)).dtype == torch.int64
+
+
+def test_grads_add_when_used_twice(rng, ieee):
+    (a, ra), (b, rb) = pair(rng, 4, 4), pair(rng, 4, 4)
+    c = F.matmul(a, b)
+    F.matmul(c, F.relu(c)).backward(np.ones((4, 4)))  # c feeds both operands
+    rc = ra @ rb
+    (rc @ torch.relu(rc)).sum().backward()
+    assert_close(a.grad, ra.grad, TOL["ieee"], "a")
+    assert_close(b.grad, rb.grad, TOL["ieee"], "b")
+
+
+def test_leaf_grads_accumulate_across_backwards(rng, ieee):
+    (a, ra), (b, rb) = pair(rng, 3, 4), pair(rng, 4, 2)
+    for _ in range(2):
+        F.matmul(a, b).backward(np.ones((3, 2)))
+        (ra @ rb).sum().backward()
+    assert_close(a.grad, ra.grad, TOL["ieee"], "twice")
+
+
+def test_no_grad_records_nothing(rng):
+    a, _ = pair(rng, 3, 4)
+    with tnet.no_grad():
+        y = F.relu(a)
+    assert not y.requires_grad and y._entry is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.backward(np.ones((3, 4)))
+
+
+def test_saved_state_freed_after_backward(rng):
+    a, _ = pair(rng, 3, 4)
+    y = F.relu(F.relu(a))
+    entry = y._entry
+    y.backward(np.ones((3, 4)))
+    assert entry.backward is None and entry.inputs == ()
+    with pytest.raises(RuntimeError, match="freed"):
+        y.backward(np.ones((3, 4)))
+
+
+def test_backward_grad_checks(rng):
+    a, _ = pair(rng, 3, 4)
+    y = F.relu(a)
+    with pytest.raises(ValueError, match="scalar"):
+        y.backward()
+    with pytest.raises(ValueError, match=r"\(2, 2\)"):
+        y.backward(np.ones((2, 2)))
+    y.backward(tnet.tensor(np.ones((3, 4))))  # a tnet grad works
+
+
+def test_bad_input_messages(rng):
+    a, _ = pair(rng, 3, 4)
+    b, _ = pair(rng, 5, 6)
+    with pytest.raises(ValueError, match="matmul: a is 3x4 but b is 5x6"):
+        F.matmul(a, b)
+    with pytest.raises(ValueError, match="linear: x is 3x4 but w is 5x6"):
+        F.linear(a, b)
+    x, _ = pair(rng, 1, 3, 8, 8)
+    w, _ = pair(rng, 4, 2, 3, 3)
+    with pytest.raises(ValueError, match="x has 3 channels but w expects 2"):
+        F.conv2d(x, w)
+    with pytest.raises(ValueError, match="4-D"):
+        F.max_pool2d(a, 2)
+    with pytest.raises(ValueError, match="float32"):
+        F.relu(tnet.tensor([1, 2]))
+    with pytest.raises(ValueError, match="labels"):
+        F.cross_entropy(a, tnet.tensor(np.zeros(3)))
+    with pytest.raises(ValueError, match="tnet.Tensor"):
+        F.relu(np.ones(3))

@@ -1,0 +1,172 @@
+"""Each kernel against torch in float64, on odd shapes (K = 75, primes, 1x1)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+from tnet.kernels import conv, elementwise, gemm, pool, reduce, softmax
+from conftest import TOL, assert_close
+
+DEV = tnet.DEVICE
+
+
+def randn(*shape, gen=[0]):
+    gen[0] += 1
+    g = torch.Generator().manual_seed(gen[0])
+    return torch.randn(*shape, generator=g).to(DEV)
+
+
+def f64(x):
+    return x.double().cpu()
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16"])
+@pytest.mark.parametrize("M,K,N", [(37, 75, 29), (1, 1, 1), (67, 131, 17), (128, 64, 96)])
+def test_gemm(precision, M, K, N):
+    a, b = randn(M, K), randn(K, N)
+    assert_close(gemm.matmul(a, b, precision=precision), f64(a) @ f64(b), TOL[precision], f"{precision} {M}x{K}x{N}")
+
+
+def test_gemm_strides_bias_relu_accumulate():
+    a, b = randn(29, 75).t(), randn(31, 29).t()  # transposed views, no copy
+    bias_n, bias_m = randn(31), randn(75)
+    ref = f64(a) @ f64(b)
+    assert_close(gemm.matmul(a, b, bias=bias_n, relu=True, precision="ieee"),
+                 torch.relu(ref + f64(bias_n)), TOL["ieee"], "bias along n + relu")
+    assert_close(gemm.matmul(a, b, bias=bias_m, bias_dim=0, precision="ieee"),
+                 ref + f64(bias_m)[:, None], TOL["ieee"], "bias along m")
+    out = randn(75, 31)
+    expect = f64(out) + ref
+    gemm.matmul(a, b, out=out, accumulate=True, precision="ieee")
+    assert_close(out, expect, TOL["ieee"], "accumulate")
+
+
+def test_gemm_batched_and_summed():
+    a, b = randn(3, 13, 75), randn(3, 75, 7)
+    assert_close(gemm.matmul(a, b, precision="ieee"), f64(a) @ f64(b), TOL["ieee"], "batched")
+    assert_close(gemm.matmul(randn(13, 75) * 0 + a[0], b, precision="ieee"), f64(a[0]) @ f64(b), TOL["ieee"], "broadcast a")
+    assert_close(gemm.matmul(a, b, sum_batch=True, precision="ieee"), (f64(a) @ f64(b)).sum(0), TOL["ieee"], "summed")
+
+
+def test_gemm_bad_input():
+    with pytest.raises(ValueError, match="a is 3x4 but b is 5x6"):
+        gemm.matmul(randn(3, 4), randn(5, 6))
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        gemm.matmul(randn(3, 4).double(), randn(4, 6))
+    with pytest.raises(ValueError, match="precision"):
+        gemm.matmul(randn(3, 4), randn(4, 6), precision="fp8")
+    with pytest.raises(ValueError, match="bias"):
+        gemm.matmul(randn(3, 4), randn(4, 6), bias=randn(5))
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [((5, 5), (1, 1), (2, 2)), ((3, 2), (2, 1), (1, 0)), ((1, 1), (1, 1), (0, 0))])
+def test_im2col_col2im(kernel, stride, padding):
+    x = randn(2, 3, 11, 7)
+    col, _ = conv.im2col(x, kernel, stride, padding)
+    ref = tF.unfold(f64(x), kernel, padding=padding, stride=stride)
+    assert_close(col, ref, 0, "im2col")
+    assert_close(conv.col2im(col, x.shape, kernel, stride, padding),
+                 tF.fold(ref, (11, 7), kernel, padding=padding, stride=stride), 1e-6, "col2im")
+
+
+POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),
+         ((3, 2), (1, 2), (1, 1), False), ((1, 1), (1, 1), (0, 0), False)]
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
+def test_pool(mode, kernel, stride, padding, ceil_mode):
+    x = randn(2, 3, 13, 8)
+    xd = f64(x).requires_grad_(True)
+    if mode == "max":
+        ref = tF.max_pool2d(xd, kernel, stride, padding, ceil_mode=ceil_mode)
+    else:
+        ref = tF.avg_pool2d(xd, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=True)
+    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode)
+    assert_close(y, ref, 1e-6, f"{mode} forward")
+    g = randn(*ref.shape)
+    ref.backward(f64(g))
+    assert_close(pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode), xd.grad, 1e-6, f"{mode} backward")
+
+
+def test_max_pool_ties_take_first_in_row_major_order():
+    x = torch.zeros(1, 1, 4, 4, device=DEV)  # all ties
+    y, arg = pool.pool2d(x, (3, 3), (2, 2), (0, 0), True, "max")
+    assert arg.cpu().flatten().tolist() == [0, 2, 8, 10]
+
+
+def test_relu():
+    x = randn(1000 + 7)
+    y = elementwise.relu(x)
+    assert_close(y, torch.relu(f64(x)), 0, "relu")
+    g = randn(1007)
+    assert_close(elementwise.relu_backward(y, g), f64(g) * (f64(x) > 0), 0, "relu backward")
+
+
+def test_add_scale_sgd():
+    x, y = randn(301), randn(301)
+    expect = f64(x) + f64(y)
+    assert_close(elementwise.add_(x, y), expect, 1e-7, "add_")
+    s = torch.full((1,), 2.5, device=DEV)
+    assert_close(elementwise.scale_(x, s), expect * 2.5, 1e-7, "scale_")
+    w, g, h = randn(301), randn(301), randn(301)
+    w0, g0, h0 = f64(w), f64(g), f64(h)
+    lr = torch.full((1,), 0.01, device=DEV)
+    elementwise.sgd_(w, g, h, lr, momentum=0.9, weight_decay=0.004, lr_mult=2.0, decay_mult=1.0)
+    h1 = 0.9 * h0 + 0.01 * 2.0 * (g0 + 0.004 * w0)
+    assert_close(h, h1, 1e-6, "sgd momentum")
+    assert_close(w, w0 - h1, 1e-6, "sgd weights")
+
+
+@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (5, 131)])
+def test_softmax(R, C):
+    x = randn(R, C) * 5
+    y = softmax.softmax(x)
+    xd = f64(x).requires_grad_(True)
+    ref = torch.softmax(xd, 1)
+    assert_close(y, ref, 1e-6, "softmax")
+    g = randn(R, C)
+    ref.backward(f64(g))
+    assert_close(softmax.softmax_backward(y, g), xd.grad, 1e-5, "softmax backward")
+
+
+@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (300, 7)])
+def test_cross_entropy(R, C):
+    x = randn(R, C) * 5
+    labels = torch.randint(0, C, (R,), generator=torch.Generator().manual_seed(R)).to(DEV)
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels.cpu())
+    ref.backward()
+    loss, dx = softmax.cross_entropy(x, labels)
+    assert_close(loss, ref, 1e-6, "loss")
+    assert_close(dx, xd.grad, 1e-5, "dlogits")
+    count = torch.zeros((), dtype=torch.int32, device=DEV)
+    softmax.count_correct(x, labels, count)
+    assert count.item() == (f64(x).argmax(1) == labels.cpu()).sum().item()
+
+
+def test_softmax_and_loss_finite_at_1e4():
+    x = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, 3.0]], device=DEV)
+    labels = torch.tensor([0, 0], device=DEV)
+    loss, dx = softmax.cross_entropy(x, labels)
+    y = softmax.softmax(x)
+    assert torch.isfinite(loss).all() and torch.isfinite(dx).all() and torch.isfinite(y).all()
+    assert_close(loss, tF.cross_entropy(f64(x), labels.cpu()), 1e-6, "loss at 1e4")
+    assert_close(y, torch.softmax(f64(x), 1), 1e-6, "softmax at 1e4")
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 5, 4, 6), 1), ((37, 10), 1), ((1, 1), 1), ((2, 64, 1023), 1)])
+def test_sum_except(shape, dim):
+    x = randn(*shape)
+    axes = tuple(i for i in range(len(shape)) if i != dim)
+    assert_close(reduce.sum_except(x, dim), f64(x).sum(axes), 1e-6, "sum_except")
+
+
+def test_launchers_reject_bad_layout():
+    with pytest.raises(ValueError, match="contiguous"):
+        elementwise.relu(randn(4, 6).t())
+    with pytest.raises(ValueError, match="4-D"):
+        pool.pool2d(randn(4, 6), (2, 2), (2, 2), (0, 0), False, "max")
+    with pytest.raises(ValueError, match="labels"):
+        softmax.cross_entropy(randn(4, 3), torch.zeros(5, dtype=torch.int64, device=DEV))
