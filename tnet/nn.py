@@ -1,0 +1,164 @@
+"""Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+from . import functional as F
+from .kernels._autotune import check
+from .tensor import Tensor, _as_storage
+
+
+class Parameter(Tensor):
+    """A leaf that requires grad, with Caffe's lr_mult and decay_mult."""
+
+    def __init__(self, array, lr_mult=1.0, decay_mult=1.0):
+        super().__init__(_as_storage(array, torch.float32), requires_grad=True)
+        self.lr_mult, self.decay_mult = lr_mult, decay_mult
+
+
+def gaussian(std, mean=0.0):
+    """Caffe's gaussian filler: draws from numpy's seeded generator, so a seed gives the same
+    weights on CPU and GPU."""
+    return lambda shape, rng: rng.normal(mean, std, size=shape).astype(np.float32)
+
+
+def constant(value=0.0):
+    """Caffe's constant filler."""
+    return lambda shape, rng: np.full(shape, value, dtype=np.float32)
+
+
+class Module:
+    training = True
+
+    def forward(self, *args):
+        raise NotImplementedError
+
+    def __call__(self, *args):
+        return self.forward(*args)
+
+    def children(self):
+        return [(k, v) for k, v in vars(self).items() if isinstance(v, Module)]
+
+    def named_parameters(self, prefix=""):
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+            elif isinstance(value, Module):
+                yield from value.named_parameters(f"{prefix}{name}.")
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def train(self, mode=True):
+        self.training = mode
+        for _, child in self.children():
+            child.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def state_dict(self):
+        """Parameter values as numpy arrays, named after the layers ("conv1.weight")."""
+        return OrderedDict((name, p.numpy().copy()) for name, p in self.named_parameters())
+
+    def load_state_dict(self, state):
+        params = dict(self.named_parameters())
+        missing, unexpected = params.keys() - state.keys(), state.keys() - params.keys()
+        check(not missing and not unexpected,
+              f"load_state_dict: missing {sorted(missing)}, unexpected {sorted(unexpected)}")
+        for name, p in params.items():
+            value = np.asarray(state[name])
+            check(value.shape == p.shape, f"load_state_dict: {name} is {p.shape} but the state holds {value.shape}")
+            p.data.copy_(torch.from_numpy(value.astype(np.float32)))
+
+    def __repr__(self):
+        inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.children())
+        return f"{type(self).__name__}({self.extra_repr()}{inner}{chr(10) if inner else ''})"
+
+    def extra_repr(self):
+        return ""
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True,
+                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
+        rng = np.random.default_rng(0) if rng is None else rng
+        self.stride, self.padding = stride, padding
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
+        self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+
+    def extra_repr(self):
+        cout, cin, kh, kw = self.weight.shape
+        return f"{cin}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding}"
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, weight_filler=gaussian(0.01),
+                 bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
+        rng = np.random.default_rng(0) if rng is None else rng
+        self.weight = Parameter(weight_filler((out_features, in_features), rng))
+        self.bias = Parameter(bias_filler((out_features,), rng), lr_mult=bias_lr_mult) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
+
+
+class _Pool(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
+        self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, ceil_mode={self.ceil_mode}"
+
+
+class MaxPool2d(_Pool):
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+
+
+class AvgPool2d(_Pool):
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Flatten(Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1)
+
+
+class Sequential(Module):
+    """Layers applied in order; give an OrderedDict (or name=module pairs) to name them."""
+
+    def __init__(self, *layers):
+        if len(layers) == 1 and isinstance(layers[0], dict):
+            layers = layers[0].items()
+        else:
+            layers = ((str(i), layer) for i, layer in enumerate(layers))
+        for name, layer in layers:
+            check(isinstance(layer, Module), f"Sequential: {name} is a {type(layer).__name__}, not a Module")
+            setattr(self, name, layer)
+
+    def forward(self, x):
+        for _, layer in self.children():
+            x = layer(x)
+        return x
+
+    def __getitem__(self, i):
+        return self.children()[i][1]
+
+    def __len__(self):
+        return len(self.children())
