@@ -1,0 +1,152 @@
+"""Train Caffe's CIFAR-10 quick network with tnet.
+
+    python train.py --epochs 10            # Caffe's recipe: 5,000 iterations at batch 100
+
+Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
+0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
+raw pixels minus the training set's mean image.
+"""
+import argparse
+import json
+import math
+import os
+import pickle
+import sys
+import time
+
+import torch
+from tqdm import tqdm
+
+import tnet
+import tnet.functional as F
+from tnet import data, optim
+from tnet.kernels.elementwise import add_
+from tnet.kernels.softmax import count_correct
+from tnet.models import cifar10_quick
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--epochs", type=int, default=10, help="passes over the training set (default 10: Caffe's 5,000 iterations)")
+    p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
+    p.add_argument("--batch-size", type=int, default=100, help="images per step (default 100)")
+    p.add_argument("--lr", type=float, default=0.001, help="base learning rate (default 0.001)")
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
+    p.add_argument("--weight-decay", type=float, default=0.004, help="L2 weight decay (default 0.004)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling (default 0)")
+    p.add_argument("--augment", action="store_true", help="random crop (pad 4) and horizontal flip")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images")
+    p.add_argument("--checkpoint", default="runs/cifar10_quick.ckpt",
+                   help="checkpoint path, written atomically every epoch; the JSON log goes beside it")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint")
+    args = p.parse_args(argv)
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be at least 1")
+    return args
+
+
+def save_checkpoint(path, state):
+    """Write to a temporary file, then rename: a crash never leaves half a checkpoint."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(state, f)
+    os.replace(tmp, path)
+
+
+def evaluate(model, loader):
+    """Fraction of correctly classified images."""
+    correct = torch.zeros((), dtype=torch.int32, device=tnet.DEVICE)
+    model.eval()
+    with tnet.no_grad():
+        for x, y in loader:
+            count_correct(model(tnet.Tensor(x)).data, y, correct)
+    model.train()
+    return correct.item() / loader.n
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if tnet.INTERPRET:
+        print("warning: no GPU, so every kernel runs in Triton's interpreter and training is very slow; "
+              "try --limit 500 --epochs 1", file=sys.stderr)
+    try:
+        train_x, train_y, test_x, test_y = data.load_cifar10(args.data)
+    except data.DataError as e:
+        sys.exit(f"error: {e}")
+    if args.limit:
+        train_x, train_y, test_x, test_y = train_x[:args.limit], train_y[:args.limit], test_x[:args.limit], test_y[:args.limit]
+    train_x, test_x = data.preprocess(train_x, test_x)
+    train = data.Loader(train_x, train_y, args.batch_size, shuffle=True, augment=args.augment, seed=args.seed)
+    test = data.Loader(test_x, test_y, args.batch_size, shuffle=False)
+
+    model = cifar10_quick(seed=args.seed)
+    opt = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    total = args.epochs * len(train)
+    schedule = optim.LambdaLR(opt, optim.caffe_quick(total))
+    log_path = os.path.splitext(args.checkpoint)[0] + ".json"
+    start_epoch, skip, log, train_time = 0, 0, [], 0.0
+    if args.resume:
+        if not os.path.exists(args.checkpoint):
+            sys.exit(f"error: --resume but no checkpoint at {args.checkpoint}")
+        with open(args.checkpoint, "rb") as f:
+            ck = pickle.load(f)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        train.set_state(ck["loader"])
+        schedule.iteration = ck["iteration"]
+        schedule._apply()
+        start_epoch, skip, log, train_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"]
+        print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
+
+    def checkpoint(epoch, batch, loader_state):
+        """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
+        save_checkpoint(args.checkpoint, {"model": model.state_dict(), "optimizer": opt.state_dict(),
+                                          "loader": loader_state, "iteration": schedule.iteration,
+                                          "epoch": epoch, "batch": batch, "log": log,
+                                          "train_time": train_time, "args": vars(args)})
+
+    for epoch in range(start_epoch, args.epochs):
+        loader_state = train.state()  # replays this epoch's shuffle on resume
+        loss_sum = torch.zeros(1, device=tnet.DEVICE)
+        bar = tqdm(train, total=len(train), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
+        t0, i = time.perf_counter(), 0
+        try:
+            for i, (x, y) in enumerate(bar):
+                if i < skip:  # batches an interrupted run already trained on
+                    continue
+                loss = F.cross_entropy(model(tnet.Tensor(x)), tnet.Tensor(y))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                schedule.step()
+                add_(loss_sum, loss.data.reshape(1))  # summed on the device: no sync per step
+                if (i + 1) % 50 == 0 or i + 1 == len(train):  # logging is the only sync
+                    mean = loss_sum.item() / (i + 1 - skip)
+                    if not math.isfinite(mean):
+                        sys.exit(f"error: the loss became {mean} in epoch {epoch + 1}; "
+                                 f"the last good checkpoint is {args.checkpoint}")
+                    rate = (i + 1 - skip) * args.batch_size / (time.perf_counter() - t0)
+                    bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{rate:.0f}")
+        except KeyboardInterrupt:
+            train_time += time.perf_counter() - t0
+            checkpoint(epoch, schedule.iteration - epoch * len(train), loader_state)
+            sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
+        train_time += time.perf_counter() - t0
+        skip = 0
+        accuracy = evaluate(model, test)
+        log.append({"epoch": epoch + 1, "loss": mean, "test_accuracy": accuracy, "train_time": train_time})
+        print(f"epoch {epoch + 1}: loss {mean:.4f}, test accuracy {100 * accuracy:.2f}%, {train_time:.1f} s")
+        checkpoint(epoch + 1, 0, train.state())
+        with open(log_path, "w") as f:
+            json.dump(log, f, indent=1)
+    accuracy = log[-1]["test_accuracy"] if log else evaluate(model, test)
+    print(f"test accuracy: {100 * accuracy:.2f}%  (training time {train_time:.1f} s, "
+          f"{1000 * train_time / max(1, total):.2f} ms per iteration)")
+
+
+if __name__ == "__main__":
+    main()
