@@ -1,12 +1,26 @@
-"""`triton.autotune` that keeps only the first config under the interpreter, which
-cannot benchmark (see TRITON_NOTES.md): so put the config cheapest to interpret first."""
+"""`triton.autotune` for tnet's kernels, and the launchers' input check."""
+import os
+
 import triton
 
 from .._device import INTERPRET
 
+# TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs).
+TUNE = os.environ.get("TNET_AUTOTUNE", "1") != "0"
 
-def autotune(configs, key, **kwargs):
-    return triton.autotune(configs[:1] if INTERPRET else configs, key=key, **kwargs)
+
+def autotune(configs, key, interpret=None, **kwargs):
+    """Autotune over `configs` on the GPU, keyed on `key`. The interpreter cannot benchmark
+    (see TRITON_NOTES.md), so there only the first config runs, with the block sizes in
+    `interpret` put over it: the interpreter pays per program and per op, not per element,
+    so big blocks make CPU runs many times faster."""
+    if INTERPRET:
+        first = configs[0]
+        configs = [triton.Config({**first.kwargs, **(interpret or {})},
+                                 num_warps=first.num_warps, num_stages=first.num_stages)]
+    elif not TUNE:
+        configs = configs[:1]
+    return triton.autotune(configs, key=key, **kwargs)
 
 
 def check(cond, msg):

@@ -30,7 +30,7 @@ def window_source(h, pad, i, stride, out_len):
     return o, (num >= 0) & (num % stride == 0) & (o < out_len)
 
 
-@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"])
+@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
                   KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
@@ -51,7 +51,7 @@ def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
     tl.store(col_ptr + n * C * KH * KW * P + offs, v, mask=mask)
 
 
-@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"])
+@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
                   KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):

@@ -23,7 +23,7 @@ def _grid(n):
     return lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
 
 
-@autotune(_CONFIGS, key=["n"])
+@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     """y = max(x, 0) over n elements."""
@@ -33,7 +33,7 @@ def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
 
 
-@autotune(_CONFIGS, key=["n"])
+@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     """dx = dy where the ReLU's output y > 0, else 0."""
@@ -44,7 +44,7 @@ def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     tl.store(dx_ptr + offs, tl.where(y > 0.0, dy, 0.0), mask=mask)
 
 
-@autotune(_CONFIGS, key=["n"], restore_value=["x_ptr"])
+@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
 @triton.jit
 def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     """x += y over n elements."""
@@ -54,7 +54,7 @@ def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-@autotune(_CONFIGS, key=["n"], restore_value=["x_ptr"])
+@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
 @triton.jit
 def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     """x *= s[0]: the scalar is read on the device, so no host synchronisation."""
@@ -64,7 +64,7 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * s, mask=mask)
 
 
-@autotune(_CONFIGS, key=["n"], restore_value=["w_ptr", "h_ptr"])
+@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["w_ptr", "h_ptr"])
 @triton.jit
 def sgd_kernel(w_ptr, g_ptr, h_ptr, lr_ptr, n, momentum, weight_decay, lr_mult, decay_mult,
                BLOCK: tl.constexpr):

@@ -34,7 +34,6 @@ def _config(bm, bn, bk, warps, stages):
                          num_warps=warps, num_stages=stages)
 
 
-# The first config is the one the interpreter runs: large tiles mean few programs.
 _CONFIGS = [
     _config(64, 64, 32, 4, 4),
     _config(128, 128, 32, 8, 3),
@@ -49,7 +48,8 @@ _CONFIGS = [
 ]
 
 
-@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "PRECISION", "SUM_BATCH"], restore_value=["c_ptr"])
+@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "PRECISION", "SUM_BATCH"], restore_value=["c_ptr"],
+          interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
 @triton.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 M, N, K, BATCH,

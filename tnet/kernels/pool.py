@@ -21,7 +21,7 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
     return h0, w0, size
 
 
-@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"])
+@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
                 KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
@@ -58,7 +58,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
         tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
 
 
-@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"])
+@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
                          KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):

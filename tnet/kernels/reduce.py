@@ -11,7 +11,7 @@ _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 64, "BLOCK_J": 64}, num_warps=4)]
 
 
-@autotune(_CONFIGS, key=["I", "J", "L"])
+@autotune(_CONFIGS, key=["I", "J", "L"], interpret={"BLOCK_R": 4096, "BLOCK_J": 16})
 @triton.jit
 def sum_kernel(x_ptr, out_ptr, I, J, L, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
     """x [I, J, L] contiguous -> out [J]; the reduced index r = i*L + l runs down the tile."""

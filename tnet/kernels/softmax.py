@@ -28,7 +28,7 @@ def _softmax(x):
     return e / tl.sum(e, axis=1)[:, None]
 
 
-@autotune(_CONFIGS, key=["R", "C"])
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """y [R, C] = softmax of each row of x [R, C]."""
@@ -36,7 +36,7 @@ def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     tl.store(y_ptr + offs, _softmax(x), mask=mask)
 
 
-@autotune(_CONFIGS, key=["R", "C"])
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
 @triton.jit
 def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """dx = y * (dy - sum(dy * y)) row by row, from the softmax output y."""

@@ -1,0 +1,49 @@
+"""tnet uses torch for memory only: a forward, backward and SGD step may dispatch no aten
+operator but allocation, fill, copy and views."""
+import numpy as np
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tnet
+import tnet.functional as F
+from tnet import optim
+from tnet.models import cifar10_quick
+
+MEMORY_OPS = {
+    # allocation and fill
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "ones", "ones_like", "full", "full_like", "new_zeros", "new_full", "new_ones", "fill", "fill_", "zero_",
+    "scalar_tensor", "lift_fresh", "lift_fresh_copy", "set_",
+    # copies
+    "copy", "copy_", "_to_copy", "clone", "contiguous", "_copy_from", "_local_scalar_dense",
+    # views
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided", "slice",
+    "select", "unsqueeze", "squeeze", "detach", "alias", "unbind", "split", "narrow",
+}
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def test_training_step_uses_torch_for_memory_only():
+    rng = np.random.default_rng(0)
+    model = cifar10_quick(seed=0)
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=0.004)
+    x = tnet.tensor(rng.standard_normal((4, 3, 32, 32)))
+    y = tnet.tensor(rng.integers(0, 10, 4))
+    with Recorder() as rec:
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with tnet.no_grad():
+            F.softmax(model(x), dim=1)
+        F.max_pool2d(F.relu(x), 2).reshape(4, -1)
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
