@@ -25,7 +25,7 @@ from tnet.kernels.softmax import count_correct
 from tnet.models import cifar10_quick
 
 
-def parse_args(argv=None):
+def build_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--epochs", type=int, default=10, help="passes over the training set (default 10: Caffe's 5,000 iterations)")
     p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
@@ -39,6 +39,11 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", default="runs/cifar10_quick.ckpt",
                    help="checkpoint path, written atomically every epoch; the JSON log goes beside it")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint")
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     for name in ("epochs", "batch_size"):
         if getattr(args, name) < 1:

@@ -72,7 +72,7 @@ CASES = [(name, p) for name, (_, ps) in gemm_variants.VARIANTS.items() for p in 
 @pytest.mark.parametrize("name,precision", CASES)
 def test_variant_matches_torch(name, precision, M, N, K):
     torch.manual_seed(0)
-    a, b = torch.randn(M, K), torch.randn(K, N)
+    a, b = torch.randn(M, K).to(tnet.DEVICE), torch.randn(K, N).to(tnet.DEVICE)
     ref = a.double() @ b.double()
     # The interpreter ignores tf32 and rounds fp32 to bf16 by truncation (GPU: to nearest),
     # hence ~7e-3 for bf16 here where the GPU gets ~3e-3.
@@ -88,7 +88,7 @@ def test_variant_matches_torch(name, precision, M, N, K):
 def test_variant_bf16_inputs_exact_products(name):
     """bf16 inputs: the products are exact in fp32, so only the fp32 sums differ from float64."""
     torch.manual_seed(1)
-    a, b = torch.randn(37, 75).bfloat16(), torch.randn(75, 29).bfloat16()
+    a, b = (torch.randn(*s).bfloat16().to(tnet.DEVICE) for s in ((37, 75), (75, 29)))
     ref = a.double() @ b.double()
     out = gemm_variants.VARIANTS[name][0](a, b, "bf16")
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-5

@@ -162,17 +162,17 @@ def test_gather_matches_numpy_odd_sizes():
     images = rng.standard_normal((13, 3, 5, 7)).astype(np.float32)
     labels = rng.integers(0, 10, 13)
     idx = rng.integers(0, 13, 11)
-    x, y = gather(torch.from_numpy(images), torch.from_numpy(labels), torch.from_numpy(idx))
-    np.testing.assert_array_equal(x.numpy(), images[idx])
-    np.testing.assert_array_equal(y.numpy(), labels[idx])
+    dev = lambda a: torch.from_numpy(a).to(tnet._device.DEVICE)
+    x, y = gather(dev(images), dev(labels), dev(idx))
+    np.testing.assert_array_equal(x.cpu().numpy(), images[idx])
+    np.testing.assert_array_equal(y.cpu().numpy(), labels[idx])
 
     shifts = rng.integers(-4, 5, (11, 2)).astype(np.int32)
     shifts[0] = (-4, 4)  # the extreme shifts
     flips = (rng.random(11) < 0.5).astype(np.int32)
-    x, y = gather(torch.from_numpy(images), torch.from_numpy(labels), torch.from_numpy(idx),
-                  torch.from_numpy(shifts), torch.from_numpy(flips))
-    np.testing.assert_array_equal(x.numpy(), reference_augment(images[idx], shifts, flips))
-    np.testing.assert_array_equal(y.numpy(), labels[idx])
+    x, y = gather(dev(images), dev(labels), dev(idx), dev(shifts), dev(flips))
+    np.testing.assert_array_equal(x.cpu().numpy(), reference_augment(images[idx], shifts, flips))
+    np.testing.assert_array_equal(y.cpu().numpy(), labels[idx])
 
 
 def test_gather_rejects_bad_input():

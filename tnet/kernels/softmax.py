@@ -9,7 +9,7 @@ from ._autotune import autotune, check
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
 # Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN.
-NEG = -3.0e38
+NEG = tl.constexpr(-3.0e38)
 
 
 @triton.jit

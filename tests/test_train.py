@@ -1,0 +1,151 @@
+"""tnet.nn, the cifar10_quick model, SGD and train.py, on small inputs."""
+import json
+import os
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet import nn, optim
+from tnet.models import cifar10_quick
+from conftest import TOL, assert_close
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import train  # noqa: E402
+
+
+def torch_quick(state, x):
+    """cifar10_quick in torch float64, from a tnet state_dict."""
+    w = {k: torch.tensor(v, dtype=torch.float64) for k, v in state.items()}
+    x = tF.conv2d(x, w["conv1.weight"], w["conv1.bias"], padding=2)
+    x = torch.relu(tF.max_pool2d(x, 3, 2, ceil_mode=True))
+    x = torch.relu(tF.conv2d(x, w["conv2.weight"], w["conv2.bias"], padding=2))
+    x = tF.avg_pool2d(x, 3, 2, ceil_mode=True)
+    x = torch.relu(tF.conv2d(x, w["conv3.weight"], w["conv3.bias"], padding=2))
+    x = tF.avg_pool2d(x, 3, 2, ceil_mode=True).reshape(x.shape[0], -1)
+    return tF.linear(tF.linear(x, w["ip1.weight"], w["ip1.bias"]), w["ip2.weight"], w["ip2.bias"])
+
+
+def test_quick_model_matches_torch(rng, ieee):
+    model = cifar10_quick(seed=3)
+    names = [n for n, _ in model.named_parameters()]
+    assert names == [f"{l}.{p}" for l in ("conv1", "conv2", "conv3", "ip1", "ip2") for p in ("weight", "bias")]
+    assert model.ip1.weight.shape == (64, 1024)
+    state = model.state_dict()
+    for name in state:  # non-zero biases and larger weights so every layer matters
+        state[name] = rng.standard_normal(state[name].shape).astype(np.float32) * (0.05 if "conv" in name else 0.1)
+    model.load_state_dict(state)
+    x = rng.standard_normal((2, 3, 32, 32)) * 50
+    assert_close(model(tnet.tensor(x)), torch_quick(state, torch.tensor(x)), TOL["ieee"], "logits")
+
+
+def test_fillers_and_seeds():
+    w = nn.gaussian(0.01)((200, 500), np.random.default_rng(0))
+    assert w.dtype == np.float32 and abs(w.std() - 0.01) < 2e-4 and abs(w.mean()) < 2e-4
+    assert (nn.constant(0.5)((3, 4), None) == 0.5).all()
+    a, b, c = cifar10_quick(seed=1).state_dict(), cifar10_quick(seed=1).state_dict(), cifar10_quick(seed=2).state_dict()
+    assert all((a[k] == b[k]).all() for k in a) and not (a["conv2.weight"] == c["conv2.weight"]).all()
+    assert all((a[k] == 0).all() for k in a if k.endswith("bias"))
+    stds = {k: a[k].std() for k in a if k.endswith("weight")}
+    assert abs(stds["conv1.weight"] / 1e-4 - 1) < 0.1 and abs(stds["ip1.weight"] / 0.1 - 1) < 0.1
+
+
+def test_load_state_dict_rejects_mismatch():
+    model = cifar10_quick()
+    state = model.state_dict()
+    state["ip2.weight"] = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="ip2.weight"):
+        model.load_state_dict(state)
+    del state["ip2.weight"]
+    with pytest.raises(ValueError, match="missing"):
+        model.load_state_dict(state)
+
+
+def test_sgd_matches_hand_computed_caffe_update():
+    w = nn.Parameter(np.array([1.0, -2.0], np.float32))
+    b = nn.Parameter(np.array([0.5], np.float32), lr_mult=2.0)
+    opt = optim.SGD([w, b], lr=0.1, momentum=0.9, weight_decay=0.01)
+    hw, hb = np.zeros(2), np.zeros(1)
+    ww, bb = np.array([1.0, -2.0]), np.array([0.5])
+    for g_w, g_b in [([0.3, 0.1], [1.0]), ([-0.2, 0.4], [0.5])]:
+        w.grad, b.grad = tnet.tensor(g_w), tnet.tensor(g_b)
+        opt.step()
+        hw = 0.9 * hw + 0.1 * 1.0 * (np.array(g_w) + 0.01 * ww)
+        hb = 0.9 * hb + 0.1 * 2.0 * (np.array(g_b) + 0.01 * bb)
+        ww, bb = ww - hw, bb - hb
+    assert_close(w, ww, 1e-6, "weights")
+    assert_close(b, bb, 1e-6, "bias")
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_sgd_param_groups_and_schedule():
+    w, v = nn.Parameter(np.ones(3)), nn.Parameter(np.ones(3))
+    opt = optim.SGD([{"params": [w]}, {"params": [v], "lr": 1.0}], lr=0.5)
+    sched = optim.LambdaLR(opt, optim.caffe_quick(10))
+    lrs = []
+    for _ in range(10):
+        lrs.append(opt.param_groups[0]["lr"])
+        w.grad = v.grad = tnet.tensor(np.ones(3))
+        opt.step()
+        sched.step()
+    assert lrs == [0.5] * 8 + [0.05] * 2
+    assert_close(v, np.ones(3) - (8 * 1.0 + 2 * 0.1), 1e-6, "group lr")
+
+
+def write_bin_pack(root, n_train=20, n_test=10, seed=0):
+    """A tiny pack in the official binary layout."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-bin"
+    folder.mkdir(parents=True)
+    for name, n in [(f"data_batch_{i}.bin", n_train // 5) for i in range(1, 6)] + [("test_batch.bin", n_test)]:
+        rec = rng.integers(0, 256, (n, 3073), dtype=np.uint8)
+        rec[:, 0] = rng.integers(0, 10, n)
+        rec.tofile(folder / name)
+    return root
+
+
+def test_train_saves_resumes_and_reports(tmp_path, capsys):
+    data = write_bin_pack(tmp_path / "data")
+    ck = str(tmp_path / "run" / "quick.ckpt")
+    common = ["--data", str(data), "--batch-size", "10", "--checkpoint", ck]
+    train.main(common + ["--epochs", "1"])
+    first = capsys.readouterr().out
+    assert os.path.exists(ck) and not os.path.exists(ck + ".tmp")
+    train.main(common + ["--epochs", "2", "--resume"])
+    out = capsys.readouterr().out
+    assert "resumed" in out and "epoch 2:" in out and "epoch 1:" not in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("test accuracy: ") and "%" in last and "training time" in last
+    log = json.load(open(str(tmp_path / "run" / "quick.json")))
+    assert [e["epoch"] for e in log] == [1, 2] and all(np.isfinite(e["loss"]) for e in log)
+    assert "epoch 1:" in first
+
+
+def test_train_bad_data_is_one_clear_error(tmp_path, monkeypatch):
+    def offline(*a, **k):
+        raise OSError("no network")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(SystemExit) as e:
+        train.main(["--data", str(tmp_path / "nothing"), "--epochs", "1"])
+    assert str(e.value).startswith("error:") and "--data" in str(e.value)
+
+    data = write_bin_pack(tmp_path / "data")
+    with open(data / "cifar-10-batches-bin" / "data_batch_3.bin", "r+b") as f:
+        f.truncate(3073 * 2 + 100)
+    with pytest.raises(SystemExit) as e:
+        train.main(["--data", str(data), "--epochs", "1"])
+    assert str(e.value).startswith("error:") and "data_batch_3.bin" in str(e.value)
+
+
+def test_train_options_have_help():
+    actions = train.build_parser()._actions
+    assert len(actions) > 10 and all(a.help for a in actions)
+    for bad in (["--epochs", "0"], ["--limit", "-1"], ["--batch-size", "0"]):
+        with pytest.raises(SystemExit):
+            train.parse_args(bad)
