@@ -74,9 +74,9 @@ def test_variant_matches_torch(name, precision, M, N, K):
     torch.manual_seed(0)
     a, b = torch.randn(M, K).to(tnet.DEVICE), torch.randn(K, N).to(tnet.DEVICE)
     ref = a.double() @ b.double()
-    # The interpreter ignores tf32 and rounds fp32 to bf16 by truncation (GPU: to nearest),
+    # The interpreter ignores tf32 (the GPU does not) and rounds fp32 to bf16 by truncation (GPU: to nearest),
     # hence ~7e-3 for bf16 here where the GPU gets ~3e-3.
-    tol = {"ieee": 1e-5, "tf32": 1e-5, "bf16": 3e-2}[precision]
+    tol = {"ieee": 1e-5, "tf32": 3e-3, "bf16": 3e-2}[precision]  # tf32 on the GPU: ~1e-3
     out = gemm_variants.VARIANTS[name][0](a, b, precision)
     assert out.shape == (M, N) and out.dtype == torch.float32
     err = (out.double() - ref).abs()
