@@ -14,13 +14,11 @@ import pickle
 import sys
 import time
 
-import torch
 from tqdm import tqdm
 
 import tnet
-import tnet.functional as F
 from tnet import data, optim
-from tnet.kernels.elementwise import add_
+from tnet.graph import EvalStep, TrainStep, train_step
 from tnet.kernels.softmax import count_correct
 from tnet.models import cifar10_quick
 
@@ -62,15 +60,22 @@ def save_checkpoint(path, state):
     os.replace(tmp, path)
 
 
-def evaluate(model, loader):
-    """Fraction of correctly classified images."""
-    correct = torch.zeros((), dtype=torch.int32, device=tnet.DEVICE)
+def evaluate(model, loader, captured):
+    """Fraction of correctly classified images; full batches replay the captured forward."""
+    captured.correct.zero_()
     model.eval()
     with tnet.no_grad():
         for x, y in loader:
-            count_correct(model(tnet.Tensor(x)).data, y, correct)
+            if x.shape == captured.x.shape:
+                captured(x, y)
+            else:
+                count_correct(model(tnet.Tensor(x)).data, y, captured.correct)
     model.train()
-    return correct.item() / loader.n
+    return captured.correct.item() / loader.n
+
+
+def first_batch(images, labels, batch_size):
+    return next(iter(data.Loader(images[:batch_size], labels[:batch_size], batch_size, shuffle=False)))
 
 
 def main(argv=None):
@@ -114,21 +119,24 @@ def main(argv=None):
                                           "epoch": epoch, "batch": batch, "log": log,
                                           "train_time": train_time, "args": vars(args)})
 
+    print("compiling and autotuning the kernels, then capturing the step in a CUDA graph...")
+    step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size))
+    test_step = EvalStep(model, *first_batch(test_x, test_y, args.batch_size))
+    loss_sum = step.loss_sum
     for epoch in range(start_epoch, args.epochs):
         loader_state = train.state()  # replays this epoch's shuffle on resume
-        loss_sum = torch.zeros(1, device=tnet.DEVICE)
+        loss_sum.zero_()
         bar = tqdm(train, total=len(train), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
         t0, i = time.perf_counter(), 0
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on
                     continue
-                loss = F.cross_entropy(model(tnet.Tensor(x)), tnet.Tensor(y))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                schedule.step()
-                add_(loss_sum, loss.data.reshape(1))  # summed on the device: no sync per step
+                if x.shape == step.x.shape:
+                    step(x, y)
+                else:  # a short last batch runs eagerly
+                    train_step(model, opt, x, y, loss_sum)
+                schedule.step()  # the loss is summed on the device: no sync per step
                 if (i + 1) % 50 == 0 or i + 1 == len(train):  # logging is the only sync
                     mean = loss_sum.item() / (i + 1 - skip)
                     if not math.isfinite(mean):
@@ -142,13 +150,13 @@ def main(argv=None):
             sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
         train_time += time.perf_counter() - t0
         skip = 0
-        accuracy = evaluate(model, test)
+        accuracy = evaluate(model, test, test_step)
         log.append({"epoch": epoch + 1, "loss": mean, "test_accuracy": accuracy, "train_time": train_time})
         print(f"epoch {epoch + 1}: loss {mean:.4f}, test accuracy {100 * accuracy:.2f}%, {train_time:.1f} s")
         checkpoint(epoch + 1, 0, train.state())
         with open(log_path, "w") as f:
             json.dump(log, f, indent=1)
-    accuracy = log[-1]["test_accuracy"] if log else evaluate(model, test)
+    accuracy = log[-1]["test_accuracy"] if log else evaluate(model, test, test_step)
     print(f"test accuracy: {100 * accuracy:.2f}%  (training time {train_time:.1f} s, "
           f"{1000 * train_time / max(1, total):.2f} ms per iteration)")
 

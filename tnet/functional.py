@@ -38,7 +38,7 @@ def matmul(a, b):
     def backward(g):
         return (_gemm.matmul(g, B.t()) if need_a else None,
                 _gemm.matmul(A.t(), g) if need_b else None)
-    return record(_gemm.matmul(A, B), (a, b), backward)
+    return record("matmul", _gemm.matmul(A, B), (a, b), backward)
 
 
 def linear(x, w, b=None):
@@ -55,7 +55,7 @@ def linear(x, w, b=None):
                 _gemm.matmul(g.t(), X) if need_w else None,
                 _reduce.sum_except(g, 1) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
-    return record(y, (x, w) if b is None else (x, w, b), backward)
+    return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
 def conv2d(x, w, b=None, stride=1, padding=0):
@@ -84,7 +84,7 @@ def conv2d(x, w, b=None, stride=1, padding=0):
         if need_b:
             gb = _reduce.sum_except(g, 1)
         return gx, gw, gb
-    return record(y.reshape(N, cout, OH, OW), (x, w) if b is None else (x, w, b), backward)
+    return record("conv2d", y.reshape(N, cout, OH, OW), (x, w) if b is None else (x, w, b), backward)
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
@@ -97,7 +97,7 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
 
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode),)
-    return record(y, (x,), backward)
+    return record(f"{mode}_pool2d", y, (x,), backward)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
@@ -113,7 +113,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
 def relu(x):
     _is_tensor("relu", x=x)
     y = _ew.relu(x.data)
-    return record(y, (x,), lambda g: (_ew.relu_backward(y, g),))
+    return record("relu", y, (x,), lambda g: (_ew.relu_backward(y, g),))
 
 
 def softmax(x, dim=1):
@@ -121,7 +121,7 @@ def softmax(x, dim=1):
     _is_tensor("softmax", x=x)
     check(x.ndim == 2 and dim in (1, -1), f"softmax: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
     y = _softmax.softmax(x.data)
-    return record(y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
+    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
 
 
 def cross_entropy(logits, labels):
@@ -130,7 +130,7 @@ def cross_entropy(logits, labels):
     _is_tensor("cross_entropy", logits=logits, labels=labels)
     check(logits.ndim == 2, f"cross_entropy: logits must be [N, classes], got {logits.shape}")
     loss, dlogits = _softmax.cross_entropy(logits.data, labels.data)
-    return record(loss, (logits,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
+    return record("cross_entropy", loss, (logits,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
 
 
 def reshape(x, *shape):
@@ -142,4 +142,4 @@ def reshape(x, *shape):
         y = x.data.reshape(shape)
     except RuntimeError as e:
         raise ValueError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
-    return record(y, (x,), lambda g: (g.reshape(x.shape),))
+    return record("reshape", y, (x,), lambda g: (g.reshape(x.shape),))

@@ -17,24 +17,27 @@ class SGD:
         defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay}
         self.param_groups = [{**defaults, **g, "params": list(g["params"])} for g in groups]
         self.state = {}
-        self._lr = {}  # per group: (value, one-element device tensor), so steps read lr on the device
         for group in self.param_groups:
             for p in group["params"]:
                 check(p.requires_grad, "SGD: a parameter does not require grad")
                 self.state[id(p)] = torch.zeros_like(p.data)
+            # The kernel reads lr from the device, so a captured step (tnet.graph) follows
+            # the schedule: update_lr() writes it there outside the graph.
+            group["_lr_device"] = (None, torch.empty(1, device=group["params"][0].data.device))
+        self.update_lr()
 
-    def _lr_tensor(self, i, group):
-        value, t = self._lr.get(i, (None, None))
-        if t is None:
-            t = torch.empty(1, device=group["params"][0].data.device)
-        if value != group["lr"]:
-            t.fill_(group["lr"])
-            self._lr[i] = (group["lr"], t)
-        return t
+    def update_lr(self):
+        """Copy each group's lr to the device where it changed."""
+        for group in self.param_groups:
+            value, t = group["_lr_device"]
+            if value != group["lr"]:
+                t.fill_(group["lr"])
+                group["_lr_device"] = (group["lr"], t)
 
     def step(self):
-        for i, group in enumerate(self.param_groups):
-            lr = self._lr_tensor(i, group)
+        self.update_lr()
+        for group in self.param_groups:
+            lr = group["_lr_device"][1]
             for p in group["params"]:
                 if p.grad is not None:
                     sgd_(p.data, p.grad.data, self.state[id(p)], lr, group["momentum"], group["weight_decay"],
@@ -59,6 +62,7 @@ class SGD:
             self.state[id(p)].copy_(torch.from_numpy(h))
         for g, lr in zip(self.param_groups, state["lr"]):
             g["lr"] = lr
+        self.update_lr()
 
 
 class LambdaLR:
@@ -72,6 +76,7 @@ class LambdaLR:
     def _apply(self):
         for g, base in zip(self.optimizer.param_groups, self.base_lrs):
             g["lr"] = base * self.factor(self.iteration)
+        self.optimizer.update_lr()
 
     def step(self):
         self.iteration += 1

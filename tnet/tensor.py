@@ -16,6 +16,13 @@ from .kernels.elementwise import add_
 
 _seq = itertools.count()
 _grad_enabled = [True]
+_backward_timer = [None]
+
+
+def set_backward_timer(timer):
+    """timer(op, run) is called around every backward closure (op is the op's name, run()
+    computes and returns the gradients); None switches it off. For per-layer profiles."""
+    _backward_timer[0] = timer
 
 
 @contextmanager
@@ -29,10 +36,11 @@ def no_grad():
 
 
 class _Entry:
-    __slots__ = ("seq", "inputs", "backward")
+    __slots__ = ("seq", "op", "inputs", "backward")
 
-    def __init__(self, inputs, backward):
+    def __init__(self, op, inputs, backward):
         self.seq = next(_seq)
+        self.op = op
         self.inputs = inputs
         self.backward = backward
 
@@ -118,7 +126,9 @@ class Tensor:
             if entry.backward is None:
                 raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
             if g is not None:
-                for x, gx in zip(entry.inputs, entry.backward(g)):
+                timer = _backward_timer[0]
+                gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
+                for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x.requires_grad:
                         continue
                     assert tuple(gx.shape) == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
@@ -139,12 +149,13 @@ def _accumulate_leaf(x, g):
         add_(x.grad.data, g.contiguous())
 
 
-def record(data, inputs, backward):
-    """Wrap an op's output; put it on the tape when grad is on and an input requires it."""
+def record(op, data, inputs, backward):
+    """Wrap the output of op (its name); put it on the tape when grad is on and an input
+    requires it."""
     out = Tensor(data)
     if _grad_enabled[0] and any(x.requires_grad for x in inputs):
         out.requires_grad = True
-        out._entry = _Entry(tuple(inputs), backward)
+        out._entry = _Entry(op, tuple(inputs), backward)
     return out
 
 
