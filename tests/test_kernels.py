@@ -156,11 +156,11 @@ def test_softmax_and_loss_finite_at_1e4():
     assert_close(y, torch.softmax(f64(x), 1), 1e-6, "softmax at 1e4")
 
 
-@pytest.mark.parametrize("shape,dim", [((3, 5, 4, 6), 1), ((37, 10), 1), ((1, 1), 1), ((2, 64, 1023), 1)])
+@pytest.mark.parametrize("shape,dim", [((3, 5, 4, 6), 1), ((37, 10), 1), ((1, 1), 1), ((2, 64, 1023), 1), ((3, 5, 4000), 1)])
 def test_sum_except(shape, dim):
     x = randn(*shape)
     axes = tuple(i for i in range(len(shape)) if i != dim)
-    assert_close(reduce.sum_except(x, dim), f64(x).sum(axes), 1e-6, "sum_except")
+    assert_close(reduce.sum_except(x, dim), f64(x).sum(axes), 1e-5, "sum_except")  # fp32 sums of 1e4 terms
 
 
 def test_launchers_reject_bad_layout():

@@ -34,10 +34,11 @@ def window_source(h, pad, i, stride, out_len):
 @triton.jit
 def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
                   KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
-    """x [N, C, H, W] -> col [N, C*KH*KW, OH*OW]; grid (blocks of one image's col, N)."""
+    """x [N, C, H, W] -> col [N, C*KH*KW, OH*OW]; grid (blocks of one image's col, N).
+    Index math is int32 (int64 division is slow); only the image offset is int64."""
     n = tl.program_id(1).to(tl.int64)
     P = OH * OW
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < C * KH * KW * P
     k = offs // P
     p = offs % P
@@ -59,7 +60,7 @@ def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
     A gather per pixel: no atomics, so the result is deterministic."""
     n = tl.program_id(1).to(tl.int64)
     P = OH * OW
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < C * H * W
     c = offs // (H * W)
     h = (offs // W) % H
@@ -77,6 +78,7 @@ def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
 
 def _check_image(name, x):
     check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
+    check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
     check(x.is_contiguous(), f"{name}: expected a contiguous NCHW tensor, got strides {x.stride()}")
 
@@ -87,6 +89,7 @@ def im2col(x, kernel, stride, padding):
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
+    check(C * KH * KW * OH * OW < 2**31, "im2col: one image's columns exceed 2^31 elements")
     col = torch.empty((N, C * KH * KW, OH * OW), device=x.device, dtype=x.dtype)
     grid = lambda meta: (triton.cdiv(C * KH * KW * OH * OW, meta["BLOCK"]), N)
     im2col_kernel[grid](x, col, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)

@@ -13,8 +13,10 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, check
+from .reduce import sum_except
 
 PRECISIONS = ("ieee", "tf32", "bf16")
+_SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
 _default = {"precision": "tf32"}
 
 
@@ -37,31 +39,37 @@ def _config(bm, bn, bk, warps, stages):
 _CONFIGS = [
     _config(64, 64, 32, 4, 4),
     _config(128, 128, 32, 8, 3),
-    _config(128, 64, 32, 4, 4),
-    _config(64, 128, 32, 4, 4),
     _config(128, 256, 32, 8, 3),
-    _config(128, 128, 64, 8, 3),
     _config(128, 256, 64, 8, 3),
+    _config(128, 64, 32, 4, 4),
     _config(64, 32, 32, 4, 4),
-    _config(32, 64, 64, 4, 4),
-    _config(32, 32, 64, 2, 4),
+    _config(32, 64, 32, 4, 4),
 ]
 
 
-@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "PRECISION", "SUM_BATCH"], restore_value=["c_ptr"],
+def _prune(configs, named_args, **kwargs):
+    """Skip tiles far larger than the problem: they cost compile and tuning time only."""
+    M, N = named_args["M"], named_args["N"]
+    fits = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * M) and c.kwargs["BLOCK_N"] <= max(32, 2 * N)]
+    return fits or configs[:1]
+
+
+@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "PRECISION"], restore_value=["c_ptr"],
+          prune_configs_by={"early_config_prune": _prune},
           interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
 @triton.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
-                M, N, K, BATCH,
+                M, N, K, BATCH, batch_per,
                 stride_ab, stride_am, stride_ak,
                 stride_bb, stride_bk, stride_bn,
                 stride_cb, stride_cm, stride_cn,
                 BIAS: tl.constexpr, RELU: tl.constexpr, ACCUMULATE: tl.constexpr,
-                SUM_BATCH: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_M: tl.constexpr):
-    """C[b] (+)= relu(A[b] @ B[b] + bias), A [BATCH, M, K], B [BATCH, K, N], C [BATCH, M, N];
-    with SUM_BATCH, C [M, N] = sum over b. BIAS: 0 none, 1 indexed by row m, 2 by column n."""
+    """C[s] (+)= relu(sum over b in part s of A[b] @ B[b] + bias), A [BATCH, M, K],
+    B [BATCH, K, N]; part s holds the batch_per products from b = s*batch_per (1: a batched
+    GEMM, more: split-K over the batch). BIAS: 0 none, 1 indexed by row m, 2 by column n."""
     # Grouped ordering: GROUP_M row-blocks share their B tiles while they sit in L2.
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
@@ -78,9 +86,9 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     mask_m = offs_m < M
     mask_n = offs_n < N
 
-    # With SUM_BATCH the grid has one batch column and each program loops over the batch.
-    b_first = tl.program_id(1).to(tl.int64)
-    b_count = BATCH if SUM_BATCH else 1
+    part = tl.program_id(1).to(tl.int64)
+    b_first = part * batch_per
+    b_count = tl.minimum(batch_per, BATCH - b_first)
     a_base = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_base = b_ptr + b_first * stride_bb + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -106,7 +114,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
         a_base += stride_ab
         b_base += stride_bb
 
-    c_ptrs = c_ptr + b_first * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
     if ACCUMULATE:
         acc += tl.load(c_ptrs, mask=c_mask, other=0.0)
@@ -152,7 +160,8 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     check(precision in PRECISIONS, f"matmul: precision must be one of {PRECISIONS}, got {precision!r}")
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
-    if out is None:
+    fresh = out is None
+    if fresh:
         check(not accumulate, "matmul: accumulate=True needs out")
         out = torch.empty(out_shape, device=a.device, dtype=torch.float32)
     check(tuple(out.shape) == out_shape,
@@ -172,13 +181,25 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     # stride 0 broadcasts a 2-D operand over the batch
     sab = a3.stride(0) if a3.shape[0] > 1 else 0
     sbb = b3.stride(0) if b3.shape[0] > 1 else 0
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),
-                         1 if sum_batch else batch)
+    parts, per = batch, 1
+    if sum_batch:
+        # Split-K over the batch, so that a small output still fills the GPU (weight
+        # gradients: a 32x75 output summed over 100 images); the parts are summed after.
+        tiles = triton.cdiv(M, 64) * triton.cdiv(N, 64)
+        parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, 2 * _SMS // tiles))
+        per = triton.cdiv(batch, parts)
+        parts = triton.cdiv(batch, per)
+        if parts > 1:
+            c3 = torch.empty((parts, M, N), device=a.device, dtype=torch.float32)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), parts)
     gemm_kernel[grid](a3, b3, c3, bias if bias is not None else c3,
-                      M, N, K, batch,
+                      M, N, K, batch, per,
                       sab, a3.stride(1), a3.stride(2),
                       sbb, b3.stride(1), b3.stride(2),
                       c3.stride(0), c3.stride(1), c3.stride(2),
-                      BIAS=kind, RELU=relu, ACCUMULATE=accumulate, SUM_BATCH=sum_batch,
+                      BIAS=kind, RELU=relu, ACCUMULATE=accumulate,
                       PRECISION=precision, INTERPRET=INTERPRET)
+    if sum_batch and parts > 1:
+        total = sum_except(c3.reshape(parts, M * N), 1).reshape(M, N)
+        out = total if fresh else out.copy_(total)
     return out

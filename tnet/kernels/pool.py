@@ -27,7 +27,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
                 KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
     """x [N, C, H, W] -> y [N, C, OH, OW]; max pooling also writes arg, the row-major
     index h*W+w of each maximum in its plane."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
     mask = offs < total
     plane = offs // (OH * OW)
     oh = (offs // OW) % OH
@@ -64,7 +64,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, P
                          KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
     """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
     it (no atomics, deterministic); max pooling only from windows whose maximum it was."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
     mask = offs < total
     plane = offs // (H * W)
     h = (offs // W) % H

@@ -7,22 +7,34 @@ from ._autotune import autotune, check
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 256, "BLOCK_J": 32}, num_warps=4),
-            triton.Config({"BLOCK_R": 1024, "BLOCK_J": 8}, num_warps=8),
-            triton.Config({"BLOCK_R": 64, "BLOCK_J": 64}, num_warps=4)]
+            triton.Config({"BLOCK_R": 128, "BLOCK_J": 64}, num_warps=4),
+            triton.Config({"BLOCK_R": 64, "BLOCK_J": 128}, num_warps=4)]
+CHUNK = 4096  # reduced elements per program: long sums are split, then the parts summed
 
 
 @autotune(_CONFIGS, key=["I", "J", "L"], interpret={"BLOCK_R": 4096, "BLOCK_J": 16})
 @triton.jit
-def sum_kernel(x_ptr, out_ptr, I, J, L, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
-    """x [I, J, L] contiguous -> out [J]; the reduced index r = i*L + l runs down the tile."""
+def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
+    """x [I, J, L] contiguous -> out [S, J], part s summing reduced indices r = i*L + l in
+    [s*chunk, (s+1)*chunk); grid (J blocks, S). int32 indices: the launcher checks sizes."""
     offs_j = tl.program_id(0) * BLOCK_J + tl.arange(0, BLOCK_J)
+    first = tl.program_id(1) * chunk
+    end = tl.minimum(first + chunk, I * L)
     acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.float32)
-    for start in range(0, I * L, BLOCK_R):
-        r = start + tl.arange(0, BLOCK_R).to(tl.int64)
+    for start in range(first, end, BLOCK_R):
+        r = start + tl.arange(0, BLOCK_R)
         offs = (r // L * J * L + r % L)[:, None] + offs_j[None, :] * L
-        mask = (r < I * L)[:, None] & (offs_j < J)[None, :]
+        mask = (r < end)[:, None] & (offs_j < J)[None, :]
         acc += tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs_j, tl.sum(acc, axis=0), mask=offs_j < J)
+    tl.store(out_ptr + tl.program_id(1).to(tl.int64) * J + offs_j, tl.sum(acc, axis=0), mask=offs_j < J)
+
+
+def _sum(x, I, J, L):
+    parts = max(1, triton.cdiv(I * L, CHUNK))
+    out = torch.empty((parts, J), device=x.device, dtype=torch.float32)
+    grid = lambda meta: (triton.cdiv(J, meta["BLOCK_J"]), parts)
+    sum_kernel[grid](x, out, I, J, L, CHUNK)
+    return out[0] if parts == 1 else _sum(out, parts, J, 1)
 
 
 def sum_except(x, dim):
@@ -31,11 +43,9 @@ def sum_except(x, dim):
     check(x.dtype == torch.float32 and x.is_contiguous(),
           f"sum_except: expected a contiguous float32 tensor, got {x.dtype} with strides {x.stride()}")
     check(0 <= dim < x.dim(), f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
+    check(x.numel() < 2**31, f"sum_except: {x.numel()} elements exceed int32 indexing")
     I, J = 1, x.shape[dim]
     for s in x.shape[:dim]:
         I *= s
     L = x.numel() // max(1, I * J)
-    out = torch.empty((J,), device=x.device, dtype=torch.float32)
-    grid = lambda meta: (triton.cdiv(J, meta["BLOCK_J"]),)
-    sum_kernel[grid](x, out, I, J, L)
-    return out
+    return _sum(x, I, J, L)
