@@ -1,17 +1,21 @@
 """The original student project's studies, side by side with PyTorch.
 
     python bench.py gemm [--quick] [--out results/]    # GEMM variants against cuBLAS and numpy
-    python bench.py layers                             # per-layer times (comes with the model)
-    python bench.py train                              # training throughput (comes with the model)
+    python bench.py layers [--quick] [--out results/]  # one CIFAR-10 quick training step, split by layer type
+    python bench.py train [--quick] [--out results/]   # 100 training steps: tnet against PyTorch
 
-Every result is checked against a float64 reference before it is timed: a wrong kernel is
+Every result is checked against a float64 reference before it is timed: a GEMM against the
+float64 product; a training step (the losses and every parameter's change over CHECK_STEPS
+steps) against PyTorch in float64 from the same weights on the same batches. A wrong result is
 reported WRONG, never timed. Each study prints a table and writes OUT/<study>.json (rows,
 GPU, versions, date, command line) and OUT/<study>.png. Needs a CUDA GPU.
 
-GPU times are do_bench medians of the Python call, launch included: at the smallest shapes
-they measure launch overhead as much as the kernel.
+All times include Python's launch overhead: GEMM times are do_bench medians of the Python
+call (at the smallest shapes they measure launches as much as the kernel); training times
+are CUDA events around blocks of steps, which is the overhead a CUDA graph removes.
 """
 import argparse
+import collections
 import datetime
 import itertools
 import json
@@ -43,6 +47,36 @@ MAX_FLOP = {"naive": 2 * 2048**3, "numpy": 2 * 1024**3}  # beyond these a varian
 ROTATE_BYTES = 120e6  # inputs cycled through per timing: twice the H200's 60 MB L2, so memory is measured
 BENCH = {"warmup": 25, "rep": 100}  # do_bench milliseconds; --quick uses QUICK_BENCH
 QUICK_BENCH = {"warmup": 10, "rep": 40}
+NUMPY_TIMING = {"warmup": 0, "iters": 1, "repeats": 5}  # host-clock calls of numpy (the check was the warm-up)
+
+# -----------------------------------------------------------------------------
+# layers and train study settings: CIFAR-10 quick training steps
+SOLVER = {"lr": 0.001, "momentum": 0.9, "weight_decay": 0.004}  # Caffe's cifar10_quick_solver.prototxt
+N_BATCHES = 4  # different random batches, cycled through
+CHECK_STEPS = 2  # steps compared with PyTorch in float64 before timing; the second one uses the momentum
+# Bounds relative to float64 PyTorch. The changes are loose for tf32: in a float64 emulation of tf32 GEMMs
+# the worst (conv1.weight, whose gradient sums 10^5 terms that nearly cancel) is off by 2e-2 to 5e-2; a
+# missing update, momentum or bias lr_mult gives 0.3 to 1. The losses typically agree to 1e-6.
+CHECK_TOL = {"loss": 1e-3, "change": 0.2}
+NETS = [  # (label, width, batch): width 2 doubles every channel count
+    ("quick b100", 1, 100),
+    ("quick b1024", 1, 1024),
+    ("wide b100", 2, 100),
+    ("wide b1024", 2, 1024),
+]
+QUICK_NETS = NETS[:3]
+TIMING = {"warmup": 3, "iters": 100, "repeats": 5}  # blocks of iters steps timed with CUDA events, median
+QUICK_TIMING = {"warmup": 3, "iters": 100, "repeats": 2}
+CPU_TIMING = {"warmup": 1, "iters": 10, "repeats": 3}  # PyTorch on the CPU, smallest net only; scaled to 100
+LAYERS_BATCH = 100
+LAYERS_TIMING = {"warmup": 3, "iters": 20}  # profiled steps; the first ones autotune tnet's kernels
+QUICK_LAYERS_TIMING = {"warmup": 3, "iters": 10}
+FORWARD_PART = {"Conv2d": "convolution", "MaxPool2d": "pooling", "AvgPool2d": "pooling", "ReLU": "ReLU",
+                "Flatten": "flatten", "Linear": "inner product"}  # module class -> part of the step
+BACKWARD_PART = {"conv2d": "convolution", "max_pool2d": "pooling", "avg_pool2d": "pooling", "relu": "ReLU",
+                 "reshape": "flatten", "linear": "inner product", "cross_entropy": "softmax/loss"}  # tape op
+PARTS = ["convolution", "pooling", "ReLU", "flatten", "inner product", "softmax/loss", "update"]  # table order
+PHASES = ["forward", "backward", "update"]
 
 # -----------------------------------------------------------------------------
 # shared helpers: check then time, a table, JSON, a plot
@@ -53,15 +87,16 @@ def rel_error(out, ref):
     return ((out - ref).norm() / ref.norm()).item()
 
 
-def check_then_time(fn, inputs, ref, tol, timer):
-    """Run fn(*inputs[0]) and compare it with ref; only if within tol, time it with
-    timer(fn, inputs) -> ms. Returns the row fields: status, err, ms."""
+def check_then_time(check, time_it):
+    """err, tol = check(); only if err <= tol, ms = time_it(). Returns the row fields: status,
+    err, ms (an exception goes into the row too: a kernel that fails to compile or launch must
+    not end the sweep)."""
     try:
-        err = rel_error(fn(*inputs[0]), ref)
+        err, tol = check()
         if not err <= tol:  # also catches NaN
             return {"status": "WRONG", "err": err, "ms": None}
-        return {"status": "ok", "err": err, "ms": timer(fn, inputs)}
-    except Exception as e:  # a kernel that fails to compile or launch must not end the sweep
+        return {"status": "ok", "err": err, "ms": time_it()}
+    except Exception as e:
         return {"status": "ERROR", "err": None, "ms": None, "error": f"{type(e).__name__}: {e}"}
 
 
@@ -72,13 +107,45 @@ def gpu_time(fn, inputs, bench):
     return triton.testing.do_bench(lambda: fn(*next(sets)), return_mode="median", **bench)
 
 
-def cpu_time(fn, inputs, reps=5):
-    """Median ms of reps calls of fn on the host (it has run once already: the check)."""
+class Clock:
+    """Starts when made; stop() marks the end, ms() waits for it and returns the milliseconds
+    between. On a CUDA device these are events on the stream (no synchronisation before ms()),
+    elsewhere the host clock."""
+
+    def __init__(self, device):
+        self.cuda = torch.device(device).type == "cuda"
+        self.start = self._now()
+
+    def _now(self):
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def stop(self):
+        self.end = self._now()
+        return self
+
+    def ms(self):
+        if not self.cuda:
+            return (self.end - self.start) * 1e3
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end)
+
+
+def block_time(fn, inputs, device, warmup, iters, repeats):
+    """Median ms per call of fn over `repeats` blocks of `iters` calls, after `warmup` calls,
+    cycling through the input sets."""
+    sets = itertools.cycle(inputs)
+    for _ in range(warmup):
+        fn(*next(sets))
     times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn(*inputs[0])
-        times.append((time.perf_counter() - t0) * 1e3)
+    for _ in range(repeats):
+        clock = Clock(device)
+        for _ in range(iters):
+            fn(*next(sets))
+        times.append(clock.stop().ms() / iters)
     return statistics.median(times)
 
 
@@ -95,9 +162,13 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
+def ratio(a, b):
+    return a / b if a and b else None
+
+
 def environment():
     import triton
-    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+    return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__, "triton": triton.__version__,
             "numpy": np.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "command": shlex.join(sys.orig_argv)}
 
@@ -108,8 +179,8 @@ def write_json(path, study, rows, **settings):
     print(f"wrote {path}")
 
 
-def plot(path, series, title, xlabel, ylabel):
-    """Log-log lines; series: label -> (xs, ys, matplotlib style kwargs)."""
+def figure(path, draw):
+    """draw(ax) on a fresh figure and save it to path (say so if matplotlib is missing)."""
     try:
         import matplotlib
     except ImportError:
@@ -117,20 +188,42 @@ def plot(path, series, title, xlabel, ylabel):
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for label, (xs, ys, style) in series.items():
-        ax.loglog(xs, ys, label=label, marker=".", **style)
-    xs = sorted({x for xs, _, _ in series.values() for x in xs})
-    ax.set_xticks(xs, [str(x) for x in xs], minor=False)
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # ticks at the measured sizes only
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    draw(ax)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     print(f"wrote {path}")
+
+
+def plot(path, series, title, xlabel, ylabel):
+    """Log-log lines; series: label -> (xs, ys, matplotlib style kwargs)."""
+    def draw(ax):
+        import matplotlib.ticker
+        for label, (xs, ys, style) in series.items():
+            ax.loglog(xs, ys, label=label, marker=".", **style)
+        xs = sorted({x for xs, _, _ in series.values() for x in xs})
+        ax.set_xticks(xs, [str(x) for x in xs], minor=False)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # ticks at the measured sizes only
+        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.legend(fontsize=6, ncol=2)
+    figure(path, draw)
+
+
+def bars(path, groups, series, title, ylabel, log=False):
+    """Grouped bars; series: label -> one value per group (None: no bar)."""
+    def draw(ax):
+        width = 0.8 / len(series)
+        for i, (label, values) in enumerate(series.items()):
+            shown = [(g + (i - (len(series) - 1) / 2) * width, v) for g, v in enumerate(values) if v is not None]
+            ax.bar([x for x, _ in shown], [v for _, v in shown], width, label=label)
+        ax.set_xticks(range(len(groups)), groups, fontsize=7)
+        ax.set_yscale("log" if log else "linear")
+        ax.set(title=title, ylabel=ylabel)
+        if len(series) > 1:
+            ax.legend(fontsize=7)
+    figure(path, draw)
 
 
 # -----------------------------------------------------------------------------
@@ -165,7 +258,6 @@ def study_gemm(args):
     shapes = [(f"{n}^3", (n, n, n)) for n in (QUICK_SQUARE if args.quick else SQUARE)]
     shapes += [(f"{name} {M}x{N}x{K}", (M, N, K)) for name, (M, N, K) in (QUICK_CIFAR if args.quick else CIFAR)]
     bench = QUICK_BENCH if args.quick else BENCH
-    timer = lambda fn, inputs: gpu_time(fn, inputs, bench)
 
     torch.manual_seed(0)
     rows = []
@@ -188,9 +280,11 @@ def study_gemm(args):
                     row.update(status="skipped", err=None, ms=None)
                 elif name == "numpy":
                     host = [(pairs[0][0].cpu().numpy(), pairs[0][1].cpu().numpy())]
-                    row.update(check_then_time(fn, host, ref.cpu(), TOL[precision], cpu_time))
+                    row.update(check_then_time(lambda: (rel_error(fn(*host[0]), ref), TOL[precision]),
+                                               lambda: block_time(fn, host, "cpu", **NUMPY_TIMING)))
                 else:
-                    row.update(check_then_time(fn, pairs, ref, TOL[precision], timer))
+                    row.update(check_then_time(lambda: (rel_error(fn(*pairs[0]), ref), TOL[precision]),
+                                               lambda: gpu_time(fn, pairs, bench)))
                 if name == "cublas":
                     cublas_ms = row["ms"]
                 ms = row["ms"]
@@ -198,7 +292,7 @@ def study_gemm(args):
                 row["vs_cublas"] = cublas_ms / ms if ms and cublas_ms else None
                 print_row(row, GEMM_COLUMNS)
                 rows.append(row)
-        del A, B, pairs
+        A = B = pairs = None  # free them for the next shape
         torch.cuda.empty_cache()
     for row in rows:
         if "error" in row:
@@ -222,24 +316,317 @@ def study_gemm(args):
 
 
 # -----------------------------------------------------------------------------
-# studies that need tnet.models and tnet.optim
+# CIFAR-10 quick training steps, tnet's and PyTorch's, from the same weights on the same batches
+
+
+def random_batches(batch, device, n=N_BATCHES, seed=0):
+    """n different (images, labels) batches: randn * 50, about the spread of Caffe's
+    mean-subtracted pixels, and random labels; drawn on the host so any device gets the same."""
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(batch, 3, 32, 32, generator=gen).mul_(50).to(device),
+             torch.randint(0, 10, (batch,), generator=gen).to(device)) for _ in range(n)]
+
+
+def tnet_quick(width=1):
+    """tnet's cifar10_quick (seed 0) and Caffe's solver: (model, optimizer, parameters by name)."""
+    from tnet import optim
+    from tnet.models import cifar10_quick
+    model = cifar10_quick(width=width)
+    return model, optim.SGD(model.parameters(), **SOLVER), {n: p.data for n, p in model.named_parameters()}
+
+
+def tnet_variant(width, batches, graphed=False):
+    """(step(x, y) -> loss, parameters): tnet eager, or captured whole by tnet.graph.TrainStep."""
+    from tnet.graph import TrainStep, train_step
+    model, opt, params = tnet_quick(width)
+    step = TrainStep(model, opt, *batches[0]) if graphed else lambda x, y: train_step(model, opt, x, y)
+    return step, params
+
+
+def torch_quick(state):
+    """cifar10_quick as a torch.nn.Sequential holding a tnet state_dict, under the same
+    parameter names: conv 5x5 pad 2, max pool 3 stride 2 (ceil), ReLU, conv, ReLU, avg pool,
+    conv, ReLU, avg pool, then two linear layers."""
+    nn = torch.nn
+    c1, c2, c3, hidden = (state[f"{layer}.weight"].shape[0] for layer in ("conv1", "conv2", "conv3", "ip1"))
+    net = nn.Sequential(collections.OrderedDict([
+        ("conv1", nn.Conv2d(3, c1, 5, padding=2)),
+        ("pool1", nn.MaxPool2d(3, 2, ceil_mode=True)),
+        ("relu1", nn.ReLU()),
+        ("conv2", nn.Conv2d(c1, c2, 5, padding=2)),
+        ("relu2", nn.ReLU()),
+        ("pool2", nn.AvgPool2d(3, 2, ceil_mode=True)),
+        ("conv3", nn.Conv2d(c2, c3, 5, padding=2)),
+        ("relu3", nn.ReLU()),
+        ("pool3", nn.AvgPool2d(3, 2, ceil_mode=True)),
+        ("flatten", nn.Flatten()),
+        ("ip1", nn.Linear(c3 * 4 * 4, hidden)),
+        ("ip2", nn.Linear(hidden, 10)),
+    ]))
+    net.load_state_dict({name: torch.from_numpy(value) for name, value in state.items()})
+    return net
+
+
+def torch_sgd(net):
+    """SOLVER in torch.optim, biases at twice the lr (Caffe's lr_mult 2). At a constant lr,
+    torch's rule (buf = m*buf + g + wd*p; p -= lr*buf) takes the same steps as Caffe's
+    (h = m*h + lr*(g + wd*p); p -= h)."""
+    weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
+    biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
+    return torch.optim.SGD([{"params": weights}, {"params": biases, "lr": 2 * SOLVER["lr"]}], **SOLVER,
+                           foreach=True)
+
+
+def torch_variant(width, batches, graphed=False):
+    """(step(x, y) -> loss, parameters): PyTorch on the batches' device and in their dtype,
+    from tnet's initial weights; graphed captures the whole step in a CUDA graph."""
+    from tnet.models import cifar10_quick
+    x0, y0 = batches[0]
+    net = torch_quick(cifar10_quick(width=width).state_dict()).to(x0.device, x0.dtype)
+    opt = torch_sgd(net)
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return (torch_graphed(step, net, opt, x0, y0) if graphed else step), dict(net.named_parameters())
+
+
+def torch_graphed(step, net, opt, x, y):
+    """step(x, y) captured with tnet.graph.Graph, as tnet's TrainStep is: warm-up on a side
+    stream, then torch.cuda.graph. The warm-up is undone: the weights go back and the momentum
+    to zero, which is where SGD's first step starts. Calls copy the batch into static inputs."""
+    from tnet.graph import Graph
+    x, y = x.clone(), y.clone()
+    initial = {k: v.clone() for k, v in net.state_dict().items()}
+
+    def restore():
+        net.load_state_dict(initial)
+        for state in opt.state.values():
+            state["momentum_buffer"].zero_()
+    graph = Graph(lambda: step(x, y), restore, warmup=3)  # the first warm-up runs let cuDNN pick algorithms
+
+    def replay(xb, yb):
+        x.copy_(xb)
+        y.copy_(yb)
+        return graph()
+    return replay
+
+
+def record(step, params, batches):
+    """What the first CHECK_STEPS steps do, in float64 on the host: their losses ("loss") and
+    each parameter's change over them (by name)."""
+    before = {name: p.detach().to("cpu", torch.float64, copy=True) for name, p in params.items()}
+    losses = torch.tensor([float(step(x, y)) for x, y in batches[:CHECK_STEPS]], dtype=torch.float64)
+    return {"loss": losses, **{name: p.detach().double().cpu() - before[name] for name, p in params.items()}}
+
+
+def reference_record(width, batches):
+    """record() of PyTorch in float64, from the same weights on the same batches: the truth."""
+    batches = [(x.double(), y) for x, y in batches]
+    return record(*torch_variant(width, batches), batches)
+
+
+def check_record(rec, ref):
+    """Compare a record with the reference: (err, tol, name) of the piece furthest out of
+    CHECK_TOL (relative to its tolerance), so err <= tol exactly when every piece is within."""
+    errs = {name: (rel_error(rec[name], ref[name]), CHECK_TOL["loss" if name == "loss" else "change"])
+            for name in ref}
+    name = max(errs, key=lambda k: math.inf if math.isnan(errs[k][0]) else errs[k][0] / errs[k][1])
+    return (*errs[name], name)
+
+
+# -----------------------------------------------------------------------------
+# the layers study: one CIFAR-10 quick training step split by layer type (the original's
+# "96% of the time is convolution and inner product")
+
+LAYERS_COLUMNS = [
+    ("part", "<14", lambda r: r["part"]),
+    *[(f"{phase} ms", ">11", lambda r, p=phase: fmt(r[f"{p}_ms"], ".3f")) for phase in PHASES],
+    ("ms", ">7", lambda r: fmt(r["ms"], ".3f")),
+    ("share", ">6", lambda r: f"{r['share']:.1f}%"),
+]
+
+
+def profiled_step(model, opt, marks):
+    """tnet.graph.train_step with a Clock around each layer's forward, each backward closure
+    (tnet.tensor.set_backward_timer) and the update; marks gets (part, phase, clock)."""
+    import tnet
+    import tnet.functional as F
+    from tnet.tensor import set_backward_timer
+
+    def timed(part, phase, run, *args):
+        clock = Clock(tnet.DEVICE)
+        out = run(*args)
+        marks.append((part, phase, clock.stop()))
+        return out
+
+    def step(x, y):
+        h = tnet.Tensor(x)
+        for _, layer in model.children():
+            h = timed(FORWARD_PART.get(type(layer).__name__, type(layer).__name__), "forward", layer, h)
+        loss = timed("softmax/loss", "forward", F.cross_entropy, h, tnet.Tensor(y))
+        opt.zero_grad()
+        set_backward_timer(lambda op, run: timed(BACKWARD_PART.get(op, op), "backward", run))
+        try:
+            loss.backward()
+        finally:
+            set_backward_timer(None)
+        timed("update", "update", opt.step)
+        return loss.data
+    return step
+
+
+def layer_rows(samples):
+    """samples: per step (step ms, {(part, phase): ms}). Rows per part: the median ms of each
+    phase, their sum and its share of the median step; "other" is the rest of the step (Python
+    between the parts, gradient copies outside the backward closures). Returns (rows, step ms)."""
+    step_ms = statistics.median(ms for ms, _ in samples)
+    keys = dict.fromkeys(key for _, parts in samples for key in parts)
+    median = {key: statistics.median(parts.get(key, 0.0) for _, parts in samples) for key in keys}
+    names = dict.fromkeys(PARTS + [part for part, _ in keys])
+    rows = []
+    for part in (p for p in names if any(k[0] == p for k in keys)):
+        by_phase = {f"{phase}_ms": median.get((part, phase)) for phase in PHASES}
+        rows.append({"part": part, **by_phase, "ms": sum(v for v in by_phase.values() if v is not None)})
+    rows.append({"part": "other", **{f"{phase}_ms": None for phase in PHASES},
+                 "ms": step_ms - sum(r["ms"] for r in rows)})
+    for row in rows:
+        row["share"] = 100 * row["ms"] / step_ms
+    return rows, step_ms
 
 
 def study_layers(args):
-    """Forward and backward time of each CIFAR-10 quick layer: tnet against torch.nn.
-    Fills rows through check_then_time and print_row, then write_json and plot."""
-    raise NotImplementedError("the layers study comes with the model (tnet.models)")
+    """One training step of CIFAR-10 quick at batch 100, forward, backward and update, timed
+    part by part with CUDA events: medians over the profiled steps."""
+    import tnet
+    from tnet.graph import train_step
+    timing = QUICK_LAYERS_TIMING if args.quick else LAYERS_TIMING
+    tnet.set_precision("tf32")
+    batches = random_batches(LAYERS_BATCH, tnet.DEVICE)
+    model, opt, params = tnet_quick()
+    marks = []
+    step = profiled_step(model, opt, marks)
+    err, tol, worst = check_record(record(step, params, batches), reference_record(1, batches))
+    print(f"check: {CHECK_STEPS} profiled steps against PyTorch float64, worst {worst}: {err:.1e} (bound {tol:g})")
+    if not err <= tol:
+        sys.exit(f"bench.py layers: WRONG, tnet's training step disagrees with PyTorch's ({worst}: {err:.3g}); not timed")
+
+    samples = []
+    for i in range(timing["warmup"] + timing["iters"]):
+        marks.clear()
+        clock = Clock(tnet.DEVICE)
+        step(*batches[i % len(batches)])
+        step_ms = clock.stop().ms()  # waits for the step, so every mark has its end
+        parts = collections.defaultdict(float)
+        for part, phase, mark in marks:
+            parts[part, phase] += mark.ms()
+        if i >= timing["warmup"]:
+            samples.append((step_ms, parts))
+    rows, step_ms = layer_rows(samples)
+    eager_ms = block_time(lambda x, y: train_step(model, opt, x, y), batches, tnet.DEVICE,
+                          warmup=1, iters=timing["iters"], repeats=3)
+    print_header(LAYERS_COLUMNS)
+    for row in rows:
+        print_row(row, LAYERS_COLUMNS)
+    print(f"step {step_ms:.3f} ms profiled, {eager_ms:.3f} ms without the events (tnet.graph.train_step)")
+
+    write_json(os.path.join(args.out, "layers.json"), "layers", rows, batch=LAYERS_BATCH, timing=timing,
+               step_ms=step_ms, unprofiled_step_ms=eager_ms, check={"worst": worst, "err": err, "tol": tol},
+               solver=SOLVER, precision="tf32")
+    bars(os.path.join(args.out, "layers.png"), [f"{r['part']}\n{r['share']:.0f}%" for r in rows],
+         {"ms": [r["ms"] for r in rows]},
+         f"CIFAR-10 quick, one training step at batch {LAYERS_BATCH}: {step_ms:.2f} ms\n{environment()['gpu']}",
+         "ms per step (median)")
+    return rows
+
+
+# -----------------------------------------------------------------------------
+# the train study: 100 training steps of nets of growing size, tnet against PyTorch
+
+TRAIN_VARIANTS = {  # name: (on the host?, make(width, batches) -> (step, parameters)); PyTorch's GPU ones first
+    "torch eager": (False, lambda width, batches: torch_variant(width, batches)),
+    "torch graphed": (False, lambda width, batches: torch_variant(width, batches, graphed=True)),
+    "tnet eager": (False, lambda width, batches: tnet_variant(width, batches)),
+    "tnet graphed": (False, lambda width, batches: tnet_variant(width, batches, graphed=True)),
+    "torch cpu": (True, lambda width, batches: torch_variant(width, batches)),  # the smallest net only
+}
+TRAIN_COLUMNS = [
+    ("net", "<12", lambda r: r["net"]),
+    ("variant", "<13", lambda r: r["variant"]),
+    ("rel.err", ">8", lambda r: fmt(r["err"], ".1e")),
+    ("ms/step", ">9", lambda r: fmt(r["ms"], ".3f") if r["status"] == "ok" else r["status"]),
+    ("s/100", ">7", lambda r: fmt(r["s_per_100"], ".3f")),
+    ("/torch eager", ">12", lambda r: fmt(r["vs_torch_eager"], ".2f")),
+    ("/torch graphed", ">14", lambda r: fmt(r["vs_torch_graphed"], ".2f")),
+]
+
+
+def check_then_time_steps(make, batches, ref, device, timing):
+    """make() -> (step, parameters) from the initial weights; its first CHECK_STEPS steps are
+    compared with ref, and only if they agree is it timed (carrying on from there)."""
+    built = {}
+
+    def check():
+        built["step"], params = make()
+        err, tol, built["worst"] = check_record(record(built["step"], params, batches), ref)
+        return err, tol
+    row = check_then_time(check, lambda: block_time(built["step"], batches, device, **timing))
+    return {**row, "worst": built.get("worst")}
 
 
 def study_train(args):
-    """Training throughput and accuracy of CIFAR-10 quick: tnet against PyTorch."""
-    raise NotImplementedError("the train study comes with the model (tnet.models, tnet.optim)")
+    """Milliseconds per training step (forward, backward, SGD) of CIFAR-10 quick and its wide
+    variant at batches 100 and 1024: tnet eager and graphed, PyTorch eager and graphed on the
+    GPU, PyTorch on the CPU. Ratios are times: above 1 is slower than PyTorch."""
+    import tnet
+    torch.backends.cudnn.benchmark = True  # cuDNN tries its algorithms in the warm-up and keeps the fastest
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True  # tnet's default precision
+    tnet.set_precision("tf32")
+    nets = QUICK_NETS if args.quick else NETS
+    timing = QUICK_TIMING if args.quick else TIMING
+    rows = []
+    print_header(TRAIN_COLUMNS)
+    for label, width, batch in nets:
+        batches = random_batches(batch, tnet.DEVICE)
+        ref = reference_record(width, batches)
+        ms = {}
+        for name, (host, make) in TRAIN_VARIANTS.items():
+            if host and label != nets[0][0]:
+                continue
+            data = [(x.cpu(), y.cpu()) for x, y in batches] if host else batches
+            row = {"net": label, "width": width, "batch": batch, "variant": name}
+            row.update(check_then_time_steps(lambda: make(width, data), data, ref, data[0][0].device,
+                                             CPU_TIMING if host else timing))
+            ms[name] = row["ms"]
+            row.update(s_per_100=ms[name] and ms[name] * 100 / 1e3, vs_torch_eager=ratio(ms[name], ms["torch eager"]),
+                       vs_torch_graphed=ratio(ms[name], ms.get("torch graphed")))
+            print_row(row, TRAIN_COLUMNS)
+            rows.append(row)
+    for row in rows:
+        if row["status"] != "ok":
+            detail = row.get("error") or f"worst piece {row['worst']}: {row['err']:.3g}"
+            print(f"{row['net']} {row['variant']}: {row['status']}, {detail}")
+
+    write_json(os.path.join(args.out, "train.json"), "train", rows, nets=nets, timing=timing, cpu_timing=CPU_TIMING,
+               cpu_threads=torch.get_num_threads(), n_batches=N_BATCHES, solver=SOLVER, check_steps=CHECK_STEPS,
+               check_tol=CHECK_TOL, precision="tf32 (tnet, cuDNN, cuBLAS); fp32 on the CPU",
+               pytorch_sgd="torch.optim.SGD, foreach, two groups (weights lr, biases 2*lr): Caffe's steps at a constant lr")
+    labels = [label for label, _, _ in nets]
+    by_variant = {name: [next((r["ms"] for r in rows if r["net"] == label and r["variant"] == name), None)
+                         for label in labels] for name in TRAIN_VARIANTS}
+    bars(os.path.join(args.out, "train.png"), labels, by_variant,
+         f"CIFAR-10 quick training, one step (forward, backward, SGD)\n{environment()['gpu']}",
+         "ms per step (median)", log=True)
+    return rows
 
 
 STUDIES = {
     "gemm": (study_gemm, "GEMM variants (naive, tiled, two_tiles, tnet) against cuBLAS and numpy"),
-    "layers": (study_layers, "per-layer forward/backward times of CIFAR-10 quick against torch.nn"),
-    "train": (study_train, "CIFAR-10 quick training speed and accuracy against PyTorch"),
+    "layers": (study_layers, "one CIFAR-10 quick training step split by layer type (conv, pool, ReLU, ...)"),
+    "train": (study_train, "time for 100 CIFAR-10 quick training steps: tnet eager and graphed against PyTorch"),
 }
 
 # -----------------------------------------------------------------------------
@@ -263,10 +650,7 @@ def main(argv=None):
         print(f"bench.py {args.study}: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         sys.exit(2)
     os.makedirs(args.out, exist_ok=True)
-    try:
-        STUDIES[args.study][0](args)
-    except NotImplementedError as e:
-        sys.exit(f"bench.py {args.study}: {e}")
+    STUDIES[args.study][0](args)
 
 
 if __name__ == "__main__":

@@ -155,3 +155,14 @@ def test_bad_input_messages(rng):
         F.cross_entropy(a, tnet.tensor(np.zeros(3)))
     with pytest.raises(ValueError, match="tnet.Tensor"):
         F.relu(np.ones(3))
+
+
+def test_cross_entropy_label_smoothing(rng):
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3)
+    loss = F.cross_entropy(logits, tnet.tensor(labels), label_smoothing=0.1)
+    r = tF.cross_entropy(ref, torch.tensor(labels), label_smoothing=0.1)
+    assert_close(loss, r, 1e-6, "loss")
+    loss.backward()
+    r.backward()
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")

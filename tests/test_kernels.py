@@ -131,14 +131,15 @@ def test_softmax(R, C):
     assert_close(softmax.softmax_backward(y, g), xd.grad, 1e-5, "softmax backward")
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
 @pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (300, 7)])
-def test_cross_entropy(R, C):
+def test_cross_entropy(R, C, smoothing):
     x = randn(R, C) * 5
     labels = torch.randint(0, C, (R,), generator=torch.Generator().manual_seed(R)).to(DEV)
     xd = f64(x).requires_grad_(True)
-    ref = tF.cross_entropy(xd, labels.cpu())
+    ref = tF.cross_entropy(xd, labels.cpu(), label_smoothing=smoothing)
     ref.backward()
-    loss, dx = softmax.cross_entropy(x, labels)
+    loss, dx = softmax.cross_entropy(x, labels, smoothing)
     assert_close(loss, ref, 1e-6, "loss")
     assert_close(dx, xd.grad, 1e-5, "dlogits")
     count = torch.zeros((), dtype=torch.int32, device=DEV)

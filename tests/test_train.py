@@ -149,3 +149,45 @@ def test_train_options_have_help():
     for bad in (["--epochs", "0"], ["--limit", "-1"], ["--batch-size", "0"]):
         with pytest.raises(SystemExit):
             train.parse_args(bad)
+
+
+def test_recipes_fill_unset_options():
+    caffe = train.parse_args([])
+    assert (caffe.epochs, caffe.batch_size, caffe.lr, caffe.weight_decay, caffe.schedule, caffe.augment) == \
+        (10, 100, 0.001, 0.004, "caffe", False)
+    fast = train.parse_args(["--recipe", "fast", "--lr", "0.5", "--no-augment"])
+    assert fast.lr == 0.5 and fast.augment is False and fast.tta is True and fast.label_smoothing > 0
+    assert fast.epochs == train.RECIPES["fast"]["epochs"]
+
+
+def test_one_cycle_schedule():
+    f = optim.one_cycle(100, 0.1)
+    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0) and f(55) == pytest.approx(0.5)
+    assert f(99) == pytest.approx(1 / 90) and f(100) == 0.0
+
+
+def test_eval_step_flip_averaging(rng, ieee):
+    from tnet.graph import EvalStep
+    model = cifar10_quick(seed=0)
+    state = model.state_dict()
+    for name in state:
+        state[name] = rng.standard_normal(state[name].shape).astype(np.float32) * 0.05
+    model.load_state_dict(state)
+    x = rng.standard_normal((6, 3, 32, 32)).astype(np.float32) * 50
+    logits = (torch_quick(state, torch.tensor(x, dtype=torch.float64))
+              + torch_quick(state, torch.tensor(x[..., ::-1].copy(), dtype=torch.float64)))
+    labels = logits.argmax(1).numpy()
+    labels[:2] = (labels[:2] + 1) % 10  # two wrong
+    xt, yt = torch.from_numpy(x).to(tnet.DEVICE), torch.from_numpy(labels).to(tnet.DEVICE)
+    step = EvalStep(model, xt, yt, flip=True)
+    step(xt, yt)
+    assert step.correct.item() == 4
+
+
+def test_train_fast_recipe_on_a_validation_split(tmp_path, capsys):
+    data = write_bin_pack(tmp_path / "data")
+    train.main(["--recipe", "fast", "--data", str(data), "--epochs", "1", "--batch-size", "5", "--val", "5",
+                "--checkpoint", str(tmp_path / "fast.ckpt")])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("validation accuracy: ")
+    assert json.load(open(str(tmp_path / "fast.json")))[0]["validation_accuracy"] >= 0

@@ -124,12 +124,13 @@ def softmax(x, dim=1):
     return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
 
 
-def cross_entropy(logits, labels):
+def cross_entropy(logits, labels, label_smoothing=0.0):
     """Mean over the batch of -log softmax(logits)[label]; labels is an int64 tnet tensor.
+    label_smoothing moves that much of the target to a uniform one, as in PyTorch.
     The loss and its gradient come out of one fused kernel."""
     _is_tensor("cross_entropy", logits=logits, labels=labels)
     check(logits.ndim == 2, f"cross_entropy: logits must be [N, classes], got {logits.shape}")
-    loss, dlogits = _softmax.cross_entropy(logits.data, labels.data)
+    loss, dlogits = _softmax.cross_entropy(logits.data, labels.data, label_smoothing)
     return record("cross_entropy", loss, (logits,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
 
 

@@ -2,9 +2,15 @@
 replay them with one launch and no Python. The function must read its inputs from fixed
 ("static") tensors and do no host synchronisation; copy new data into those tensors
 before each replay. torch.cuda.CUDAGraph only records and replays launches: no math."""
+import numpy as np
 import torch
 
+from . import functional as F
 from ._device import DEVICE
+from .kernels.data import gather
+from .kernels.elementwise import add_
+from .kernels.softmax import count_correct
+from .tensor import Tensor, no_grad
 
 
 class Graph:
@@ -36,12 +42,9 @@ class Graph:
         return self.result
 
 
-def train_step(model, opt, x, y, loss_sum=None):
+def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0):
     """One SGD step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum."""
-    from . import functional as F
-    from .kernels.elementwise import add_
-    from .tensor import Tensor
-    loss = F.cross_entropy(model(Tensor(x)), Tensor(y))
+    loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -50,13 +53,29 @@ def train_step(model, opt, x, y, loss_sum=None):
     return loss.data
 
 
-class TrainStep:
-    """A captured training step for batches shaped like (x, y): step(x, y) copies the batch
-    into the graph's static buffers and replays forward, backward and the SGD update. The
-    eager run that compiles and autotunes the kernels is undone (weights, momentum)."""
+class _Static:
+    """A captured function of a batch (x, y): calling it copies a batch of the captured shape
+    into the static buffers and replays; a batch of another shape (a short last one) runs
+    eagerly."""
 
-    def __init__(self, model, opt, x, y):
-        self.x, self.y = x.clone(), y.clone()
+    def __init__(self, fn, x, y, restore=None):
+        self.fn, self.x, self.y = fn, x.clone(), y.clone()
+        self.graph = Graph(lambda: fn(self.x, self.y), restore)
+
+    def __call__(self, x, y):
+        if x.shape != self.x.shape:
+            return self.fn(x, y)
+        self.x.copy_(x)
+        self.y.copy_(y)
+        return self.graph()
+
+
+class TrainStep(_Static):
+    """The whole training step (forward, backward, SGD update) in one CUDA graph, for
+    batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
+    undone (weights, momentum). The losses add up in self.loss_sum."""
+
+    def __init__(self, model, opt, x, y, label_smoothing=0.0):
         self.loss_sum = torch.zeros(1, device=x.device)
         weights, momentum = model.state_dict(), opt.state_dict()
 
@@ -64,29 +83,32 @@ class TrainStep:
             model.load_state_dict(weights)
             opt.load_state_dict(momentum)
             self.loss_sum.zero_()
-        self.graph = Graph(lambda: train_step(model, opt, self.x, self.y, self.loss_sum), restore)
-
-    def __call__(self, x, y):
-        self.x.copy_(x)
-        self.y.copy_(y)
-        return self.graph()
+        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing), x, y, restore)
 
 
-class EvalStep:
-    """A captured forward pass that adds the number of correct predictions to self.correct."""
+class EvalStep(_Static):
+    """A captured forward pass that adds the number of correct predictions to self.correct;
+    with flip=True the logits of each image and of its mirror image are averaged."""
 
-    def __init__(self, model, x, y):
-        from .kernels.softmax import count_correct
-        from .tensor import Tensor, no_grad
-        self.x, self.y = x.clone(), y.clone()
+    def __init__(self, model, x, y, flip=False):
+        self.model, self.flip = model, flip
         self.correct = torch.zeros((), dtype=torch.int32, device=x.device)
+        self._mirror = {}
+        super().__init__(self._count, x, y, restore=self.correct.zero_)
 
-        def forward():
-            with no_grad():
-                count_correct(model(Tensor(self.x)).data, self.y, self.correct)
-        self.graph = Graph(forward, restore=self.correct.zero_)
+    def _mirror_args(self, n, device):
+        """Indices 0..n-1, no shift, all flipped: the batch gather kernel mirrors a batch."""
+        if n not in self._mirror:
+            self._mirror[n] = (torch.from_numpy(np.arange(n)).to(device),
+                               torch.zeros((n, 2), dtype=torch.int32, device=device),
+                               torch.ones(n, dtype=torch.int32, device=device))
+        return self._mirror[n]
 
-    def __call__(self, x, y):
-        self.x.copy_(x)
-        self.y.copy_(y)
-        self.graph()
+    def _count(self, x, y):
+        with no_grad():
+            logits = self.model(Tensor(x)).data
+            if self.flip:
+                idx, shifts, flips = self._mirror_args(x.shape[0], x.device)
+                mirrored, _ = gather(x, y, idx, shifts, flips)
+                add_(logits, self.model(Tensor(mirrored)).data)
+            count_correct(logits, y, self.correct)

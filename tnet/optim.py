@@ -88,3 +88,10 @@ def caffe_quick(total_iterations):
     last fifth (4,000 + 1,000 iterations in Caffe's own example)."""
     switch = round(total_iterations * 0.8)
     return lambda it: 1.0 if it < switch else 0.1
+
+
+def one_cycle(total_iterations, warmup_fraction=0.15):
+    """Linear warm-up from 0 to the base rate over the first warmup_fraction of the
+    iterations, then a linear decay to 0 at the end."""
+    warmup = max(1, round(total_iterations * warmup_fraction))
+    return lambda it: (it + 1) / warmup if it < warmup else max(0.0, (total_iterations - it) / (total_iterations - warmup))

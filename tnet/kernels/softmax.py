@@ -47,10 +47,11 @@ def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COL
 
 
 @triton.jit
-def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, R, C,
+def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, R, C, smoothing,
                          ROWS: tl.constexpr, COLS: tl.constexpr):
-    """loss[0] = mean over rows of logsumexp(x) - x[label]; dx = (softmax(x) - onehot) / R.
-    One program walks all rows, so the mean needs no second launch and is deterministic."""
+    """loss[0] = mean over rows of logsumexp(x) - sum(target * x), target = (1 - smoothing) *
+    onehot(label) + smoothing / C; dx = (softmax(x) - target) / R. One program walks all
+    rows, so the mean needs no second launch and is deterministic."""
     total = tl.zeros((ROWS,), dtype=tl.float32)
     for start in range(0, R, ROWS):
         rows = start + tl.arange(0, ROWS)
@@ -64,9 +65,10 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, R, C,
         m = tl.max(x, axis=1)
         e = tl.exp(x - m[:, None])
         s = tl.sum(e, axis=1)
-        picked = tl.sum(tl.where(onehot, x, 0.0), axis=1)
+        target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
+        picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
         total += tl.where(row_ok, m + tl.log(s) - picked, 0.0)
-        grad = (e / s[:, None] - tl.where(onehot, 1.0, 0.0)) / R
+        grad = (e / s[:, None] - target) / R
         tl.store(dx_ptr + offs, grad, mask=mask)
     tl.store(loss_ptr, tl.sum(total, axis=0) / R)
 
@@ -115,14 +117,15 @@ def softmax_backward(y, dy):
     return dx
 
 
-def cross_entropy(x, labels):
+def cross_entropy(x, labels, label_smoothing=0.0):
     """Returns (mean loss as a one-element tensor, gradient of the mean loss w.r.t. x)."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
     check(R > 0, "cross_entropy: empty batch")
+    check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
     loss = torch.empty((), device=x.device, dtype=torch.float32)
     dx = torch.empty_like(x)
-    cross_entropy_kernel[(1,)](x, labels, loss, dx, R, C, ROWS=max(1, 2048 // COLS), COLS=COLS)
+    cross_entropy_kernel[(1,)](x, labels, loss, dx, R, C, float(label_smoothing), ROWS=max(1, 2048 // COLS), COLS=COLS)
     return loss, dx
 
 
