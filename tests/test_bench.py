@@ -1,20 +1,37 @@
-"""bench.py's command line, its CPU-only exit, and the GEMM variants under the interpreter."""
+"""bench.py's command line, its CPU-only exit, its helpers, the GEMM variants under the
+interpreter, and the training studies' checks and reference net (the timing needs a GPU)."""
 import argparse
+import importlib
+import json
+import math
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
-import tnet._device  # noqa: F401  (switches the Triton interpreter on before kernels load)
+import tnet  # first: switches the Triton interpreter on before kernels load
+from conftest import TOL, assert_close
+from tnet import optim
 from tnet.kernels import gemm_variants
+from tnet.models import cifar10_quick
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
 
 STUDIES = ["gemm", "layers", "train"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """PyTorch's CPU steps here are tiny: on a busy machine its thread pool spins for far longer than they take."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("study", STUDIES)
@@ -56,12 +73,151 @@ def test_gemm_without_gpu_exits_with_one_line(tmp_path):
 
 
 def test_check_then_time_does_not_time_a_wrong_result():
-    ref = torch.ones(3, dtype=torch.float64)
-    timer = lambda fn, inputs: pytest.fail("a wrong result was timed")
-    row = bench.check_then_time(lambda x: x * 2, [(torch.ones(3),)], ref, 1e-4, timer)
-    assert row["status"] == "WRONG" and row["ms"] is None and row["err"] == pytest.approx(1.0)
-    row = bench.check_then_time(lambda x: x, [(torch.ones(3),)], ref, 1e-4, lambda fn, inputs: 1.5)
-    assert row == {"status": "ok", "err": 0.0, "ms": 1.5}
+    row = bench.check_then_time(lambda: (1.0, 1e-4), lambda: pytest.fail("a wrong result was timed"))
+    assert row == {"status": "WRONG", "err": 1.0, "ms": None}
+    row = bench.check_then_time(lambda: (math.nan, 1e-4), lambda: pytest.fail("a NaN result was timed"))
+    assert row["status"] == "WRONG"
+    assert bench.check_then_time(lambda: (0.0, 1e-4), lambda: 1.5) == {"status": "ok", "err": 0.0, "ms": 1.5}
+    row = bench.check_then_time(lambda: 1 / 0, lambda: 1.5)
+    assert row["status"] == "ERROR" and "ZeroDivisionError" in row["error"]
+
+
+def test_block_time_warms_up_then_takes_the_median_per_call():
+    calls = []
+    ms = bench.block_time(lambda x: calls.append(x), [(1,), (2,), (3,)], "cpu", warmup=2, iters=3, repeats=4)
+    assert calls == [1, 2, 3] * 4 + [1, 2]  # cycled through the inputs
+    assert 0 <= ms < 1
+
+
+def test_bars_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "bars.png"
+    bench.bars(str(path), ["a", "b"], {"x": [1.0, None], "y": [2.0, 3.0]}, "title", "ms", log=True)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+# -----------------------------------------------------------------------------
+# the layers and train studies' helpers
+
+
+def test_layer_rows_medians_and_shares():
+    samples = [(10.0, {("convolution", "forward"): 3.0, ("convolution", "backward"): 5.0, ("update", "update"): 1.0}),
+               (12.0, {("convolution", "forward"): 4.0, ("convolution", "backward"): 6.0, ("update", "update"): 1.0}),
+               (11.0, {("convolution", "forward"): 5.0, ("convolution", "backward"): 4.0, ("matmul", "backward"): 2.0})]
+    rows, step_ms = bench.layer_rows(samples)
+    assert step_ms == 11.0
+    by_part = {r["part"]: r for r in rows}
+    assert list(by_part) == ["convolution", "update", "matmul", "other"]  # PARTS order, then unknown parts, then the rest
+    conv = by_part["convolution"]
+    assert (conv["forward_ms"], conv["backward_ms"], conv["update_ms"], conv["ms"]) == (4.0, 5.0, None, 9.0)
+    assert by_part["update"]["ms"] == 1.0 and by_part["matmul"]["ms"] == 0.0  # medians count missing samples as 0
+    assert by_part["other"]["ms"] == pytest.approx(1.0)
+    assert sum(r["share"] for r in rows) == pytest.approx(100)
+    assert conv["share"] == pytest.approx(100 * 9 / 11)
+
+
+def test_torch_quick_holds_tnet_weights_under_tnet_names():
+    for width in (1, 2):
+        state = cifar10_quick(width=width).state_dict()
+        net = bench.torch_quick(state)
+        assert list(net.state_dict()) == list(state)
+        assert all((net.state_dict()[k].numpy() == v).all() for k, v in state.items())
+
+
+def test_torch_quick_computes_what_tnet_computes(ieee):
+    """The reference net is tnet's net: both forwards on 2 images, with weights that make every layer count."""
+    rng = np.random.default_rng(5)
+    model = cifar10_quick()
+    state = {name: rng.standard_normal(v.shape).astype(np.float32) * (0.05 if "conv" in name else 0.1)
+             for name, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    x = rng.standard_normal((2, 3, 32, 32)).astype(np.float32) * 50
+    ref = bench.torch_quick(state).double()(torch.tensor(x, dtype=torch.float64))
+    assert_close(model(tnet.tensor(x)), ref, TOL["ieee"], "logits")
+
+
+def test_torch_sgd_takes_caffes_steps():
+    """torch.optim.SGD with the bias group at 2*lr against tnet's SGD (Caffe's rule), same gradients."""
+    state = cifar10_quick().state_dict()
+    net = bench.torch_quick(state)
+    opt = bench.torch_sgd(net)
+    model = cifar10_quick()
+    caffe = optim.SGD(model.parameters(), **bench.SOLVER)
+    torch.manual_seed(0)
+    for _ in range(3):
+        for (name, p), q in zip(net.named_parameters(), model.parameters()):
+            p.grad = torch.randn_like(p)
+            q.grad = tnet.tensor(p.grad)
+        opt.step()
+        caffe.step()
+    for (name, p), q in zip(net.named_parameters(), model.parameters()):
+        assert_close(q.numpy() - state[name], p.detach() - torch.from_numpy(state[name]), 1e-4, name)
+
+
+@pytest.fixture
+def cpu_batches():
+    return bench.random_batches(3, "cpu")
+
+
+def test_random_batches_differ_and_repeat(cpu_batches):
+    assert len(cpu_batches) == bench.N_BATCHES
+    (x0, y0), (x1, y1) = cpu_batches[:2]
+    assert x0.shape == (3, 3, 32, 32) and x0.dtype == torch.float32 and y0.dtype == torch.int64
+    assert not torch.equal(x0, x1) and 30 < x0.std() < 70 and ((0 <= y0) & (y0 < 10)).all()
+    assert all(torch.equal(a, b) for a, b in zip(cpu_batches[0], bench.random_batches(3, "cpu")[0]))
+
+
+def test_check_passes_pytorch_in_fp32(cpu_batches):
+    ref = bench.reference_record(1, cpu_batches)
+    assert set(ref) == {"loss"} | set(cifar10_quick().state_dict())
+    assert ref["loss"].shape == (bench.CHECK_STEPS,) and all(ref[k].norm() > 0 for k in ref)
+    for graphed in (False, True):  # without a GPU, graphed runs the step eagerly
+        err, tol, worst = bench.check_record(bench.record(*bench.torch_variant(1, cpu_batches, graphed), cpu_batches), ref)
+        assert err <= tol, worst
+
+
+def test_a_wrong_step_is_reported_not_timed(cpu_batches, monkeypatch):
+    ref = bench.reference_record(1, cpu_batches)
+    monkeypatch.setattr(bench, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
+    monkeypatch.setattr(bench, "torch_sgd", lambda net: torch.optim.SGD(net.parameters(), **bench.SOLVER))  # no lr_mult 2
+    row = bench.check_then_time_steps(lambda: bench.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
+                                      bench.CPU_TIMING)
+    assert row["status"] == "WRONG" and row["worst"].endswith(".bias") and row["err"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_profiled_step_is_a_training_step_and_times_every_part(monkeypatch):
+    monkeypatch.setattr(bench, "CHECK_STEPS", 1)  # one tnet step under the interpreter: a few seconds
+    batches = bench.random_batches(2, tnet.DEVICE)
+    model, opt, params = bench.tnet_quick()
+    marks = []
+    err, tol, worst = bench.check_record(bench.record(bench.profiled_step(model, opt, marks), params, batches),
+                                         bench.reference_record(1, batches))
+    assert err <= tol, worst
+    assert importlib.import_module("tnet.tensor")._backward_timer[0] is None  # switched off again
+    parts = {(part, phase) for part, phase, _ in marks}
+    assert {part for part, _ in parts} == set(bench.PARTS)
+    assert {phase for _, phase in parts} == set(bench.PHASES)
+    assert len(marks) == 12 + 1 + 13 + 1  # forward: 12 layers and the loss; backward: their 13 closures; update
+    assert all(clock.ms() >= 0 for _, _, clock in marks)
+
+
+def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
+    """The study on the CPU with PyTorch's variants only (tnet's would run through the interpreter)."""
+    monkeypatch.setattr(bench, "QUICK_NETS", [("tiny b3", 1, 3), ("tiny b5", 1, 5)])
+    monkeypatch.setattr(bench, "QUICK_TIMING", {"warmup": 1, "iters": 2, "repeats": 2})
+    monkeypatch.setattr(bench, "CPU_TIMING", {"warmup": 0, "iters": 1, "repeats": 1})
+    monkeypatch.setattr(bench, "TRAIN_VARIANTS", {k: v for k, v in bench.TRAIN_VARIANTS.items() if k.startswith("torch")})
+    rows = bench.study_train(argparse.Namespace(quick=True, out=str(tmp_path)))
+    assert [(r["net"], r["variant"]) for r in rows] == [
+        ("tiny b3", "torch eager"), ("tiny b3", "torch graphed"), ("tiny b3", "torch cpu"),
+        ("tiny b5", "torch eager"), ("tiny b5", "torch graphed")]  # the CPU: the smallest net only
+    assert all(r["status"] == "ok" and r["err"] <= bench.CHECK_TOL["change"] and r["ms"] > 0 for r in rows), rows
+    eager, graphed, cpu = rows[:3]
+    assert eager["vs_torch_eager"] == 1 and eager["vs_torch_graphed"] is None and graphed["vs_torch_graphed"] == 1
+    assert cpu["vs_torch_eager"] == pytest.approx(cpu["ms"] / eager["ms"])
+    assert cpu["s_per_100"] == pytest.approx(cpu["ms"] / 10)
+    saved = json.loads((tmp_path / "train.json").read_text())
+    assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == bench.CHECK_STEPS
 
 
 SHAPES = [(37, 29, 75), (1, 1, 1), (33, 70, 40)]  # odd sizes; 70 > 64 gives two_tiles a half-empty block
