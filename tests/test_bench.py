@@ -61,9 +61,26 @@ def test_every_option_has_help():
             assert action.help, f"{name}: {action.option_strings} has no help text"
 
 
+@pytest.mark.parametrize("study", STUDIES)
+def test_main_runs_the_study_asked_for(study, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setitem(bench.STUDIES, study, (lambda args: calls.append(args), "help"))
+    bench.main([study, "--quick", "--out", str(tmp_path / "out")])
+    assert [(a.study, a.quick) for a in calls] == [(study, True)] and (tmp_path / "out").is_dir()
+
+
+def test_quick_settings_are_a_subset():
+    assert ("wide b1024", 2, 1024) in bench.NETS and ("wide b1024", 2, 1024) not in bench.QUICK_NETS
+    assert set(bench.QUICK_NETS) < set(bench.NETS) and bench.QUICK_NETS[0] == bench.NETS[0]  # the CPU's net
+    assert bench.QUICK_TIMING["repeats"] < bench.TIMING["repeats"] and bench.TIMING["iters"] == 100
+    assert min(bench.LAYERS_TIMING["warmup"], bench.QUICK_LAYERS_TIMING["warmup"]) >= 3  # autotuning steps
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the exit on a machine without a GPU")
-def test_gemm_without_gpu_exits_with_one_line(tmp_path):
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench.py"), "gemm", "--out", str(tmp_path)],
+@pytest.mark.parametrize("study", STUDIES)
+def test_without_gpu_exits_with_one_line(study, tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench.py"), study, "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=60, cwd=tmp_path)
     output = (result.stdout + result.stderr).strip()
     assert result.returncode == 2, output
