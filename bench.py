@@ -54,9 +54,9 @@ NUMPY_TIMING = {"warmup": 0, "iters": 1, "repeats": 5}  # host-clock calls of nu
 SOLVER = {"lr": 0.001, "momentum": 0.9, "weight_decay": 0.004}  # Caffe's cifar10_quick_solver.prototxt
 N_BATCHES = 4  # different random batches, cycled through
 CHECK_STEPS = 2  # steps compared with PyTorch in float64 before timing; the second one uses the momentum
-# Bounds relative to float64 PyTorch. The changes are loose for tf32: in a float64 emulation of tf32 GEMMs
-# the worst (conv1.weight, whose gradient sums 10^5 terms that nearly cancel) is off by 2e-2 to 5e-2; a
-# missing update, momentum or bias lr_mult gives 0.3 to 1. The losses typically agree to 1e-6.
+# Bounds relative to float64 PyTorch. The changes' bound is loose for tf32: emulating tf32 GEMMs on the CPU
+# (operands rounded to 10-bit mantissas) puts the worst, conv1.weight's change, 2e-2 to 5e-2 off, where a
+# missing update, momentum or bias lr_mult is 0.3 to 1 off. The losses agreed to 1e-7 to 1e-5 there.
 CHECK_TOL = {"loss": 1e-3, "change": 0.2}
 NETS = [  # (label, width, batch): width 2 doubles every channel count
     ("quick b100", 1, 100),
