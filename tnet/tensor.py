@@ -108,6 +108,9 @@ class Tensor:
             if tuple(grad.shape) != self.shape:
                 raise ValueError(f"backward: grad is {tuple(grad.shape)} but the tensor is {self.shape}")
 
+        if self._entry is None:  # a leaf: its own gradient is the seed
+            _accumulate_leaf(self, grad)
+            return
         # The part of the tape this tensor depends on, found without recursion.
         entries, stack, seen = [], [self], set()
         while stack:
@@ -116,9 +119,6 @@ class Tensor:
                 seen.add(id(t))
                 entries.append(t)
                 stack.extend(x for x in t._entry.inputs if x.requires_grad)
-        if self._entry is None:  # a leaf: its own gradient is the seed
-            _accumulate_leaf(self, grad)
-            return
         grads = {id(self): grad}
         for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
             g = grads.pop(id(t), None)
