@@ -63,6 +63,18 @@ def test_load_both_formats(tmp_path, fmt):
     assert_loaded(load_cifar10(str(folder), download=False), pack)  # root at the batches folder
 
 
+def test_cifar10_splits(tmp_path):
+    pack = make_pack()
+    write_bin(str(tmp_path / "cifar-10-batches-bin"), pack)
+    train_x, train_y, test_x, test_y = expected(pack)
+    train, test = data.CIFAR10(str(tmp_path), train=True), data.CIFAR10(str(tmp_path), train=False)
+    assert len(train) == len(train_y) and len(test) == N_TEST
+    image, label = test[2]
+    np.testing.assert_array_equal(image, test_x[2])
+    assert label == test_y[2]
+    np.testing.assert_array_equal(train.images, train_x)
+
+
 def test_truncated_bin_names_file(tmp_path):
     folder = tmp_path / "cifar-10-batches-bin"
     write_bin(str(folder), make_pack())

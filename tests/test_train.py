@@ -143,6 +143,16 @@ def test_train_bad_data_is_one_clear_error(tmp_path, monkeypatch):
     assert str(e.value).startswith("error:") and "data_batch_3.bin" in str(e.value)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy overflows, as it should
+def test_train_stops_on_a_nan_loss(tmp_path):
+    data = write_bin_pack(tmp_path / "data")
+    ck = tmp_path / "nan.ckpt"
+    with pytest.raises(SystemExit) as e:
+        train.main(["--data", str(data), "--batch-size", "10", "--epochs", "1", "--lr", "1e30",
+                    "--checkpoint", str(ck)])
+    assert "loss became" in str(e.value) and not ck.exists()
+
+
 def test_train_options_have_help():
     actions = train.build_parser()._actions
     assert len(actions) > 10 and all(a.help for a in actions)

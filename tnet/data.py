@@ -154,6 +154,21 @@ def _md5(path):
     return md5.hexdigest()
 
 
+class CIFAR10:
+    """One split of CIFAR-10 as numpy arrays, torchvision-style: `images` uint8 [N,3,32,32],
+    `labels` int64 [N]; indexing gives (image, label). Reads (or downloads) as load_cifar10."""
+
+    def __init__(self, root="./data", train=True, download=True):
+        train_x, train_y, test_x, test_y = load_cifar10(root, download)
+        self.images, self.labels = (train_x, train_y) if train else (test_x, test_y)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.images[i], self.labels[i]
+
+
 def preprocess(train_x, test_x):
     """Return float32 (train, test): raw 0-255 pixels minus the training set's mean image."""
     mean = train_x.mean(axis=0, dtype=np.float64).astype(np.float32)
