@@ -130,15 +130,14 @@ def main(argv=None):
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         train.set_state(ck["loader"])
-        schedule.iteration = ck["iteration"]
-        schedule._apply()
+        schedule.load_state_dict(ck["schedule"])
         start_epoch, skip, log, train_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"]
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
 
     def checkpoint(epoch, batch, loader_state):
         """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
         save_checkpoint(args.checkpoint, {"model": model.state_dict(), "optimizer": opt.state_dict(),
-                                          "loader": loader_state, "iteration": schedule.iteration,
+                                          "loader": loader_state, "schedule": schedule.state_dict(),
                                           "epoch": epoch, "batch": batch, "log": log,
                                           "train_time": train_time, "args": vars(args)})
 
@@ -150,7 +149,7 @@ def main(argv=None):
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()
         bar = tqdm(train, total=len(train), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
-        t0, i = time.perf_counter(), 0
+        t0 = time.perf_counter()
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on

@@ -1,5 +1,4 @@
 """Each kernel against torch in float64, on odd shapes (K = 75, primes, 1x1)."""
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF

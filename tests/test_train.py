@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as tF
 
 import tnet
-import tnet.functional as F
 from tnet import nn, optim
 from tnet.models import cifar10_quick
 from conftest import TOL, assert_close

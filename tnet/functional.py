@@ -1,8 +1,6 @@
 """Differentiable ops. Each computes its forward with tnet's kernels and records, right
 beside it, the backward closure that returns one gradient per input (None where no input
 needs one). Forward saves only what backward needs."""
-import torch
-
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm

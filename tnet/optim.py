@@ -82,6 +82,13 @@ class LambdaLR:
         self.iteration += 1
         self._apply()
 
+    def state_dict(self):
+        return {"iteration": self.iteration}
+
+    def load_state_dict(self, state):
+        self.iteration = state["iteration"]
+        self._apply()
+
 
 def caffe_quick(total_iterations):
     """Caffe's quick recipe scaled to any length: the base rate, then a tenth of it for the
