@@ -69,6 +69,72 @@ def test_im2col_col2im(kernel, stride, padding):
                  tF.fold(ref, (11, 7), kernel, padding=padding, stride=stride), 1e-6, "col2im")
 
 
+CONVS = [  # x shape, Cout, kernel, stride, padding
+    ((2, 3, 11, 7), 5, (5, 5), (1, 1), (2, 2)),  # K = 75
+    ((1, 6, 17, 13), 3, (5, 5), (1, 1), (2, 2)),  # K = 150, P = 221: several tiles along both
+    ((3, 2, 13, 17), 7, (3, 3), (2, 2), (1, 1)),  # primes, stride 2
+    ((2, 5, 7, 3), 3, (1, 1), (1, 1), (0, 0)),  # 1x1
+    ((2, 4, 9, 8), 3, (3, 2), (2, 1), (1, 0)),  # rectangular kernel, stride and padding
+]
+
+
+def conv_reference(x, w, stride, padding, dy):
+    """torch's float64 convolution of x and w, and its weight gradient for the output gradient dy."""
+    xd, wd = f64(x), f64(w).requires_grad_(True)
+    y = tF.conv2d(xd, wd, None, stride, padding)
+    y.backward(f64(dy))
+    return y.detach(), wd.grad
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16"])
+@pytest.mark.parametrize("shape,cout,kernel,stride,padding", CONVS)
+def test_conv_implicit_gemm(precision, shape, cout, kernel, stride, padding):
+    x, w = randn(*shape), randn(cout, shape[1], *kernel)
+    dy = randn(*tF.conv2d(f64(x), f64(w), None, stride, padding).shape)
+    y_ref, dw_ref = conv_reference(x, w, stride, padding, dy)
+    what = f"{precision} x {tuple(shape)} kernel {kernel} stride {stride} padding {padding}"
+    y = gemm.conv_gemm(w.reshape(cout, -1), x, kernel, stride, padding, precision=precision)
+    assert_close(y, y_ref, TOL[precision], f"forward {what}")
+    dw = gemm.conv_weight_grad(dy, x, kernel, stride, padding, precision=precision)
+    assert_close(dw, dw_ref, TOL[precision], f"weight gradient {what}")
+
+
+def test_conv_gemm_bias_relu():
+    x, w, b = randn(2, 3, 11, 7), randn(5, 3, 5, 5), randn(5)
+    y = gemm.conv_gemm(w.reshape(5, -1), x, (5, 5), (2, 1), (2, 2), bias=b, relu=True, precision="ieee")
+    assert_close(y, torch.relu(tF.conv2d(f64(x), f64(w), f64(b), (2, 1), (2, 2))), TOL["ieee"], "bias + relu")
+
+
+def test_conv_weight_grad_split_over_the_batch(monkeypatch):
+    monkeypatch.setattr(gemm, "_SMS", 2)  # as on a GPU with 2 SMs: the 7 images go to 4 parts, summed after
+    x, w = randn(7, 3, 6, 5), randn(4, 3, 3, 3)
+    dy = randn(7, 4, 6, 5)
+    _, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
+    assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "split")
+    # a strided dy (a channel slice) works without a copy
+    dy2 = randn(7, 9, 6, 5)[:, 2:6]
+    _, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy2)
+    assert_close(gemm.conv_weight_grad(dy2, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "strided dy")
+
+
+def test_conv_launchers_bad_input():
+    x = randn(2, 3, 11, 7)
+    with pytest.raises(ValueError, match=r"w2 is 5x74 .* needs \[Cout, 75\]"):
+        gemm.conv_gemm(randn(5, 74), x, (5, 5), (1, 1), (2, 2))
+    with pytest.raises(ValueError, match="4-D"):
+        gemm.conv_gemm(randn(5, 75), randn(3, 11, 7), (5, 5), (1, 1), (2, 2))
+    with pytest.raises(ValueError, match="contiguous"):
+        gemm.conv_gemm(randn(5, 75), randn(2, 3, 7, 11).transpose(2, 3), (5, 5), (1, 1), (2, 2))
+    with pytest.raises(ValueError, match="does not fit"):
+        gemm.conv_gemm(randn(5, 75), randn(2, 3, 3, 3), (5, 5), (1, 1), (0, 0))
+    with pytest.raises(ValueError, match="bias"):
+        gemm.conv_gemm(randn(5, 75), x, (5, 5), (1, 1), (2, 2), bias=randn(4))
+    with pytest.raises(ValueError, match=r"dy is 2x5x11x6 .* gives \[2, Cout, 11, 7\]"):
+        gemm.conv_weight_grad(randn(2, 5, 11, 6), x, (5, 5), (1, 1), (2, 2))
+    with pytest.raises(ValueError, match="merge OH and OW"):
+        gemm.conv_weight_grad(randn(2, 5, 7, 11).transpose(2, 3), x, (5, 5), (1, 1), (2, 2))
+
+
 POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),
          ((3, 2), (1, 2), (1, 1), False), ((1, 1), (1, 1), (0, 0), False)]
 

@@ -57,7 +57,9 @@ def linear(x, w, b=None):
 
 
 def conv2d(x, w, b=None, stride=1, padding=0):
-    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as im2col then one batched GEMM."""
+    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
+    weight gradient read im2col's columns straight from x; the input gradient is col2im of
+    W.T @ dy."""
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
@@ -66,23 +68,22 @@ def conv2d(x, w, b=None, stride=1, padding=0):
     need_x, need_w, need_b = _need(x, w, b)
     N, C, H, Wd = x.shape
     cout, kernel = w.shape[0], w.shape[2:]
-    col, (OH, OW) = _conv.im2col(x.data, kernel, stride, padding)
     W2 = w.data.reshape(cout, -1)
-    y = _gemm.matmul(W2, col, bias=None if b is None else b.data, bias_dim=0)  # [N, Cout, OH*OW]
-    if not need_w:
-        col = None  # only the weight gradient reads it
+    y = _gemm.conv_gemm(W2, x.data, kernel, stride, padding, bias=None if b is None else b.data)
+    OH, OW = y.shape[2:]
+    X = x.data if need_w else None  # only the weight gradient reads it
 
     def backward(g):
-        g3 = g.reshape(N, cout, OH * OW)
         gx = gw = gb = None
         if need_x:
+            g3 = g.reshape(N, cout, OH * OW)
             gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)
         if need_w:
-            gw = _gemm.matmul(g3, col.transpose(1, 2), sum_batch=True).reshape(w.shape)
+            gw = _gemm.conv_weight_grad(g, X, kernel, stride, padding)
         if need_b:
             gb = _reduce.sum_except(g, 1)
         return gx, gw, gb
-    return record("conv2d", y.reshape(N, cout, OH, OW), (x, w) if b is None else (x, w, b), backward)
+    return record("conv2d", y, (x, w) if b is None else (x, w, b), backward)
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):

@@ -1,6 +1,8 @@
 """im2col and col2im in Caffe's layout, batched: col[n, (c, i, j), (oh, ow)] holds
 x[n, c, oh*sh - ph + i, ow*sw - pw + j], zero outside the image. A convolution is then
-the GEMM W[Cout, C*kh*kw] @ col[n], whose output is already NCHW."""
+the GEMM W[Cout, C*kh*kw] @ col[n], whose output is already NCHW. gemm.py reads its B
+operand through `im2col_tile` (implicit GEMM), so convolutions never write col; im2col
+stays as the reference of the layout, col2im serves the input gradient."""
 import torch
 import triton
 import triton.language as tl
@@ -23,6 +25,19 @@ def out_size(size, kernel, stride, pad, ceil_mode=False):
 
 
 @triton.jit
+def im2col_tile(x_ptr, k, p, mask, H, W, OW, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
+    """col[k, p] of one image x [C, H, W] for int32 index tensors k = (c, i, j) and p = (oh, ow)
+    of any broadcastable shapes ([BK, 1] and [1, BN] or the transpose), zero outside the image."""
+    c = k // (KH * KW)
+    i = (k // KW) % KH
+    j = k % KW
+    h = (p // OW) * SH - PH + i
+    w = (p % OW) * SW - PW + j
+    inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    return tl.load(x_ptr + (c * H + h) * W + w, mask=inside, other=0.0)
+
+
+@triton.jit
 def window_source(h, pad, i, stride, out_len):
     """The window (along one axis) whose tap i reads input position h, and whether it exists."""
     num = h + pad - i
@@ -40,15 +55,7 @@ def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
     P = OH * OW
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < C * KH * KW * P
-    k = offs // P
-    p = offs % P
-    c = k // (KH * KW)
-    i = (k // KW) % KH
-    j = k % KW
-    h = (p // OW) * SH - PH + i
-    w = (p % OW) * SW - PW + j
-    inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
-    v = tl.load(x_ptr + n * C * H * W + (c * H + h) * W + w, mask=inside, other=0.0)
+    v = im2col_tile(x_ptr + n * C * H * W, offs // P, offs % P, mask, H, W, OW, SH, SW, PH, PW, KH, KW)
     tl.store(col_ptr + n * C * KH * KW * P + offs, v, mask=mask)
 
 
@@ -76,7 +83,7 @@ def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
     tl.store(x_ptr + n * C * H * W + offs, acc, mask=mask)
 
 
-def _check_image(name, x):
+def check_image(name, x):
     check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
     check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
@@ -85,7 +92,7 @@ def _check_image(name, x):
 
 def im2col(x, kernel, stride, padding):
     """x [N, C, H, W] -> col [N, C*kh*kw, OH*OW]; kernel, stride, padding are (h, w) pairs."""
-    _check_image("im2col", x)
+    check_image("im2col", x)
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)

@@ -1,4 +1,6 @@
-"""Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue.
+"""Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue. B may also
+be the im2col view of an image batch, read straight from the image (implicit GEMM): the
+convolution's forward and weight gradient never write an im2col buffer.
 
 Precision of the products (the sums are always fp32):
   "ieee": exact fp32 products, on the CUDA cores;
@@ -13,6 +15,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, check
+from .conv import check_image, im2col_tile, out_size
 from .reduce import sum_except
 
 PRECISIONS = ("ieee", "tf32", "bf16")
@@ -54,22 +57,26 @@ def _prune(configs, named_args, **kwargs):
     return fits or configs[:1]
 
 
-@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "PRECISION"], restore_value=["c_ptr"],
+@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION"], restore_value=["c_ptr"],
           prune_configs_by={"early_config_prune": _prune},
-          interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+          interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
 @triton.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 M, N, K, BATCH, batch_per,
                 stride_ab, stride_am, stride_ak,
                 stride_bb, stride_bk, stride_bn,
                 stride_cb, stride_cm, stride_cn,
+                H, W, OW, SH, SW, PH, PW,
+                B_MODE: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
                 BIAS: tl.constexpr, RELU: tl.constexpr, ACCUMULATE: tl.constexpr,
                 PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_M: tl.constexpr):
-    """C[s] (+)= relu(sum over b in part s of A[b] @ B[b] + bias), A [BATCH, M, K],
-    B [BATCH, K, N]; part s holds the batch_per products from b = s*batch_per (1: a batched
-    GEMM, more: split-K over the batch). BIAS: 0 none, 1 indexed by row m, 2 by column n."""
+    """C[s] (+)= relu(sum over b in part s of A[b] @ B[b] + bias), A [BATCH, M, K]; part s
+    holds the batch_per products from b = s*batch_per (1: a batched GEMM, more: split-K over
+    the batch). BIAS: 0 none, 1 indexed by row m, 2 by column n. B_MODE 0: B [BATCH, K, N]
+    strided; 1: B[b] = im2col(x[b]) [C*KH*KW, OH*OW] of images x [BATCH, C, H, W] at b_ptr
+    (stride_bb = C*H*W, geometry H..PW); 2: B[b] = im2col(x[b]).T [OH*OW, C*KH*KW]."""
     # Grouped ordering: GROUP_M row-blocks share their B tiles while they sit in L2.
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
@@ -90,15 +97,27 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     b_first = part * batch_per
     b_count = tl.minimum(batch_per, BATCH - b_first)
     a_base = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_base = b_ptr + b_first * stride_bb + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    b_image = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, b_count):
         a_ptrs = a_base
-        b_ptrs = b_base
+        if B_MODE == 0:
+            b_ptrs = b_image + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
         for k in range(0, K, BLOCK_K):
             mask_k = offs_k < K - k
+            b_mask = mask_k[:, None] & mask_n[None, :]
             a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+            # An implicit B tile is gathered from the image: no im2col buffer is written
+            # (C*KH*KW*OH*OW floats per image) nor read back.
+            if B_MODE == 0:
+                b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+                b_ptrs += BLOCK_K * stride_bk
+            elif B_MODE == 1:
+                b = im2col_tile(b_image, (k + offs_k)[:, None], offs_n[None, :], b_mask,
+                                H, W, OW, SH, SW, PH, PW, KH, KW)
+            else:
+                b = im2col_tile(b_image, offs_n[None, :], (k + offs_k)[:, None], b_mask,
+                                H, W, OW, SH, SW, PH, PW, KH, KW)
             if PRECISION == "bf16":
                 if INTERPRET:
                     # The interpreter's bf16 dot is broken; rounding then an fp32 dot is exact.
@@ -110,9 +129,8 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
             else:
                 acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision=PRECISION)
             a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
         a_base += stride_ab
-        b_base += stride_bb
+        b_image += stride_bb
 
     c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
@@ -136,6 +154,61 @@ def _shape(x):
     return "x".join(map(str, x.shape))
 
 
+def _check_dtype(name, x, arg):
+    check(x.dtype in (torch.float32, torch.bfloat16), f"{name}: {arg} must be float32 or bfloat16, got {x.dtype}")
+
+
+def _precision(name, precision, *xs):
+    if precision is None:
+        precision = "bf16" if any(x.dtype == torch.bfloat16 for x in xs) else _default["precision"]
+    check(precision in PRECISIONS, f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
+    return precision
+
+
+def _bias_kind(name, bias, bias_dim, M, N, device):
+    """BIAS of gemm_kernel: 0 none, 1 along m (bias_dim=0), 2 along n (bias_dim=1)."""
+    if bias is None:
+        return 0
+    check(bias_dim in (0, 1), f"{name}: bias_dim must be 0 or 1, got {bias_dim}")
+    size = (M, N)[bias_dim]
+    check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype == torch.float32 and bias.device == device,
+          f"{name}: bias must be a contiguous float32 vector of {size} on {device}, got {tuple(bias.shape)} {bias.dtype}")
+    return 1 + bias_dim
+
+
+def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias_kind=0, relu=False,
+            accumulate=False, sum_batch=False, fresh=True, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
+    """Run gemm_kernel on checked operands: a3 [1 or batch, M, K] (stride 0 broadcasts a
+    single A), B as b_mode says with b_strides (batch, k, n), out [batch, M, N] or, with
+    sum_batch, [M, N]. conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes.
+    Returns out, or the sum of the split-K parts when out was fresh."""
+    c3 = out if out.dim() == 3 else out.unsqueeze(0)
+    sab = a3.stride(0) if a3.shape[0] > 1 else 0
+    parts, per = batch, 1
+    if sum_batch:
+        # Split-K over the batch, so that a small output still fills the GPU (weight
+        # gradients: a 32x75 output summed over 100 images); the parts are summed after.
+        tiles = triton.cdiv(M, 64) * triton.cdiv(N, 64)
+        parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, 2 * _SMS // tiles))
+        per = triton.cdiv(batch, parts)
+        parts = triton.cdiv(batch, per)
+        if parts > 1:
+            c3 = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), parts)
+    gemm_kernel[grid](a3, b, c3, bias if bias is not None else c3,
+                      M, N, K, batch, per,
+                      sab, a3.stride(1), a3.stride(2),
+                      *b_strides,
+                      c3.stride(0), c3.stride(1), c3.stride(2),
+                      *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
+                      BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
+                      PRECISION=precision, INTERPRET=INTERPRET)
+    if sum_batch and parts > 1:
+        total = sum_except(c3.reshape(parts, M * N), 1).reshape(M, N)
+        out = total if fresh else out.copy_(total)
+    return out
+
+
 def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=False,
            sum_batch=False, precision=None):
     """C = relu(A @ B + bias) for 2-D or batched 3-D operands with any strides.
@@ -146,18 +219,15 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     sum_batch=True sums the batch of products into one [M, N] output.
     """
     check(a.device == b.device, f"matmul: a is on {a.device} but b is on {b.device}")
-    for name, x in (("a", a), ("b", b)):
-        check(x.dtype in (torch.float32, torch.bfloat16),
-              f"matmul: {name} must be float32 or bfloat16, got {x.dtype}")
+    _check_dtype("matmul", a, "a")
+    _check_dtype("matmul", b, "b")
     a3, b3 = _as3d(a, "a"), _as3d(b, "b")
     check(a3.shape[2] == b3.shape[1], f"matmul: a is {_shape(a)} but b is {_shape(b)}")
     batch = max(a3.shape[0], b3.shape[0])
     check(a3.shape[0] in (1, batch) and b3.shape[0] in (1, batch),
           f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
     M, K, N = a3.shape[1], a3.shape[2], b3.shape[2]
-    if precision is None:
-        precision = "bf16" if torch.bfloat16 in (a.dtype, b.dtype) else _default["precision"]
-    check(precision in PRECISIONS, f"matmul: precision must be one of {PRECISIONS}, got {precision!r}")
+    precision = _precision("matmul", precision, a, b)
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
     fresh = out is None
@@ -167,39 +237,57 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     check(tuple(out.shape) == out_shape,
           f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
     check(out.dtype == torch.float32 and out.device == a.device, "matmul: out must be float32 on a's device")
-    c3 = out if out.dim() == 3 else out.unsqueeze(0)
-    kind = 0
-    if bias is not None:
-        check(bias_dim in (0, 1), f"matmul: bias_dim must be 0 or 1, got {bias_dim}")
-        size = (M, N)[bias_dim]
-        check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype == torch.float32
-              and bias.device == a.device,
-              f"matmul: bias must be a contiguous float32 vector of {size} on {a.device}, "
-              f"got {tuple(bias.shape)} {bias.dtype}")
-        kind = 1 + bias_dim
+    kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device)
+    sbb = b3.stride(0) if b3.shape[0] > 1 else 0  # stride 0 broadcasts a 2-D B over the batch
+    return _launch(a3, b3, out, M, N, K, batch, b_strides=(sbb, b3.stride(1), b3.stride(2)),
+                   precision=precision, bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate,
+                   sum_batch=sum_batch, fresh=fresh)
 
-    # stride 0 broadcasts a 2-D operand over the batch
-    sab = a3.stride(0) if a3.shape[0] > 1 else 0
-    sbb = b3.stride(0) if b3.shape[0] > 1 else 0
-    parts, per = batch, 1
-    if sum_batch:
-        # Split-K over the batch, so that a small output still fills the GPU (weight
-        # gradients: a 32x75 output summed over 100 images); the parts are summed after.
-        tiles = triton.cdiv(M, 64) * triton.cdiv(N, 64)
-        parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, 2 * _SMS // tiles))
-        per = triton.cdiv(batch, parts)
-        parts = triton.cdiv(batch, per)
-        if parts > 1:
-            c3 = torch.empty((parts, M, N), device=a.device, dtype=torch.float32)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), parts)
-    gemm_kernel[grid](a3, b3, c3, bias if bias is not None else c3,
-                      M, N, K, batch, per,
-                      sab, a3.stride(1), a3.stride(2),
-                      sbb, b3.stride(1), b3.stride(2),
-                      c3.stride(0), c3.stride(1), c3.stride(2),
-                      BIAS=kind, RELU=relu, ACCUMULATE=accumulate,
-                      PRECISION=precision, INTERPRET=INTERPRET)
-    if sum_batch and parts > 1:
-        total = sum_except(c3.reshape(parts, M * N), 1).reshape(M, N)
-        out = total if fresh else out.copy_(total)
-    return out
+
+def _conv_geometry(name, x, kernel, stride, padding):
+    """Checks x [N, C, H, W]; returns the im2col sizes (K = C*kh*kw, P = OH*OW), the output
+    size (OH, OW) and gemm_kernel's conv arguments."""
+    check_image(name, x)
+    _, C, H, W = x.shape
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
+    return C * KH * KW, OH * OW, (OH, OW), dict(conv=(H, W, OW, SH, SW, PH, PW), kernel=(KH, KW))
+
+
+def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precision=None):
+    """y [N, Cout, OH, OW] = relu(w2 [Cout, C*kh*kw] @ im2col(x)[n] + bias[Cout]) for images
+    x [N, C, H, W]: a convolution, reading the columns straight from x. kernel, stride and
+    padding are (h, w) pairs."""
+    K, P, (OH, OW), geometry = _conv_geometry("conv_gemm", x, kernel, stride, padding)
+    _check_dtype("conv_gemm", w2, "w2")
+    check(w2.dim() == 2 and w2.shape[1] == K and w2.device == x.device,
+          f"conv_gemm: w2 is {_shape(w2)} on {w2.device}, but x {_shape(x)} with a {kernel[0]}x{kernel[1]} "
+          f"kernel needs [Cout, {K}] on {x.device}")
+    N, Cout = x.shape[0], w2.shape[0]
+    kind = _bias_kind("conv_gemm", bias, 0, Cout, P, x.device)
+    y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32)
+    _launch(w2.unsqueeze(0), x, y.view(N, Cout, P), Cout, P, K, N, b_strides=(x.stride(0), 0, 0),
+            precision=_precision("conv_gemm", precision, w2), bias=bias, bias_kind=kind, relu=relu,
+            b_mode=1, **geometry)
+    return y
+
+
+def conv_weight_grad(dy, x, kernel, stride, padding, *, precision=None):
+    """dw [Cout, C, kh, kw] = sum over n of dy[n] [Cout, OH*OW] @ im2col(x)[n].T for the
+    output gradient dy [N, Cout, OH, OW] of a convolution of x [N, C, H, W], reading the
+    columns straight from x and splitting the sum over the batch when the output is small."""
+    K, P, (OH, OW), geometry = _conv_geometry("conv_weight_grad", x, kernel, stride, padding)
+    _check_dtype("conv_weight_grad", dy, "dy")
+    N, C = x.shape[:2]
+    check(dy.dim() == 4 and dy.shape[0] == N and dy.shape[2:] == (OH, OW) and dy.device == x.device,
+          f"conv_weight_grad: dy is {_shape(dy)} on {dy.device}, but x {_shape(x)} with a "
+          f"{kernel[0]}x{kernel[1]} kernel gives [{N}, Cout, {OH}, {OW}] on {x.device}")
+    Cout = dy.shape[1]
+    try:
+        dy3 = dy.view(N, Cout, P)
+    except RuntimeError:
+        raise ValueError(f"conv_weight_grad: dy's strides {dy.stride()} do not merge OH and OW into one axis") from None
+    dw = torch.empty((Cout, K), device=x.device, dtype=torch.float32)
+    dw = _launch(dy3, x, dw, Cout, K, P, N, b_strides=(x.stride(0), 0, 0),
+                 precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
+    return dw.view(Cout, C, *kernel)

@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 from ._autotune import autotune, check
-from .conv import _check_image, out_size, window_source
+from .conv import check_image, out_size, window_source
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 256}, num_warps=2)]
@@ -27,7 +27,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
                 KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
     """x [N, C, H, W] -> y [N, C, OH, OW]; max pooling also writes arg, the row-major
     index h*W+w of each maximum in its plane."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
     plane = offs // (OH * OW)
     oh = (offs // OW) % OH
@@ -64,7 +64,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, P
                          KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
     """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
     it (no atomics, deterministic); max pooling only from windows whose maximum it was."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
     plane = offs // (H * W)
     h = (offs // W) % H
@@ -89,7 +89,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, P
 def pool2d(x, kernel, stride, padding, ceil_mode, mode):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
     arg is the int32 argmax for max pooling and None for average pooling."""
-    _check_image(f"{mode}_pool2d", x)
+    check_image(f"{mode}_pool2d", x)
     check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
@@ -108,7 +108,7 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode):
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
-    _check_image(f"{mode}_pool2d backward", dy)
+    check_image(f"{mode}_pool2d backward", dy)
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype)
     total = dx.numel()
     grid = lambda meta: (triton.cdiv(total, meta["BLOCK"]),)
