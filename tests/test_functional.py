@@ -48,6 +48,39 @@ def test_conv2d(rng, ieee, shape, wshape, stride, padding):
              lambda x, w, b: tF.conv2d(x, w, b, stride, padding), inputs, TOL["ieee"], rng)
 
 
+def test_conv2d_fused_relu(rng, ieee):
+    inputs = [pair(rng, 2, 3, 9, 9), pair(rng, 4, 3, 3, 3, scale=0.3), pair(rng, 4)]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, 1, 1, relu=True),
+             lambda x, w, b: torch.relu(tF.conv2d(x, w, b, 1, 1)), inputs, TOL["ieee"], rng)
+
+
+def test_sequential_fuses_relu_into_conv(rng, ieee):
+    """conv -> ReLU and conv -> max pool -> ReLU run fused; values and gradients are those
+    of the layers run one by one."""
+    from tnet import nn
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, weight_filler=nn.gaussian(0.3)), nn.MaxPool2d(3, 2),
+                        nn.ReLU(), nn.Conv2d(4, 5, 3, weight_filler=nn.gaussian(0.3)), nn.ReLU(),
+                        nn.AvgPool2d(2), nn.ReLU())
+    for p in net.parameters():  # biases that move some outputs below zero
+        p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32) * 0.3))
+    x = rng.standard_normal((2, 3, 10, 10))
+    g = rng.standard_normal((2, 5, 1, 1))
+    results = []
+    for fused in (True, False):
+        h = tnet.tensor(x)
+        if fused:
+            h = net(h)
+        else:
+            for layer in net:
+                h = layer(h)
+        h.backward(g)
+        results.append([h.numpy()] + [p.grad.numpy() for p in net.parameters()])
+        for p in net.parameters():
+            p.grad = None
+    for fused, alone in zip(*results):
+        np.testing.assert_allclose(fused, alone, rtol=1e-6, atol=1e-7)
+
+
 def test_conv2d_tf32_default(rng):
     assert tnet.get_precision() == "tf32"
     inputs = [pair(rng, 2, 3, 11, 11), pair(rng, 5, 3, 5, 5), pair(rng, 5)]

@@ -56,10 +56,11 @@ def linear(x, w, b=None):
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
-def conv2d(x, w, b=None, stride=1, padding=0):
+def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
     """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
     weight gradient read im2col's columns straight from x; the input gradient is col2im of
-    W.T @ dy."""
+    W.T @ dy. relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass
+    over the output instead of three)."""
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
@@ -69,12 +70,14 @@ def conv2d(x, w, b=None, stride=1, padding=0):
     N, C, H, Wd = x.shape
     cout, kernel = w.shape[0], w.shape[2:]
     W2 = w.data.reshape(cout, -1)
-    y = _gemm.conv_gemm(W2, x.data, kernel, stride, padding, bias=None if b is None else b.data)
+    y = _gemm.conv_gemm(W2, x.data, kernel, stride, padding, bias=None if b is None else b.data, relu=relu)
     OH, OW = y.shape[2:]
     X = x.data if need_w else None  # only the weight gradient reads it
 
     def backward(g):
         gx = gw = gb = None
+        if relu:
+            g = _ew.relu_backward(y, g)
         if need_x:
             g3 = g.reshape(N, cout, OH * OW)
             gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)

@@ -34,8 +34,8 @@ class Module:
     def forward(self, *args):
         raise NotImplementedError
 
-    def __call__(self, *args):
-        return self.forward(*args)
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
 
     def children(self):
         return [(k, v) for k, v in vars(self).items() if isinstance(v, Module)]
@@ -90,8 +90,8 @@ class Conv2d(Module):
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
 
-    def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+    def forward(self, x, relu=False):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, relu=relu)
 
     def extra_repr(self):
         cout, cin, kh, kw = self.weight.shape
@@ -141,7 +141,11 @@ class Flatten(Module):
 
 
 class Sequential(Module):
-    """Layers applied in order; give an OrderedDict (or name=module pairs) to name them."""
+    """Layers applied in order; give an OrderedDict (or name=module pairs) to name them.
+
+    A Conv2d followed by a ReLU runs as one fused op (F.conv2d(..., relu=True)), also across
+    a MaxPool2d in between: ReLU commutes with max pooling, so conv -> max pool -> ReLU is
+    computed as conv+ReLU -> max pool, with the same values and gradients."""
 
     def __init__(self, *layers):
         if len(layers) == 1 and isinstance(layers[0], dict):
@@ -153,8 +157,18 @@ class Sequential(Module):
             setattr(self, name, layer)
 
     def forward(self, x):
-        for _, layer in self.children():
-            x = layer(x)
+        layers = [layer for _, layer in self.children()]
+        i = 0
+        while i < len(layers):
+            fused = _fused_relu(layers[i:i + 3])
+            if fused:
+                x = layers[i](x, relu=True)
+                if fused == 3:
+                    x = layers[i + 1](x)
+                i += fused
+            else:
+                x = layers[i](x)
+                i += 1
         return x
 
     def __getitem__(self, i):
@@ -162,3 +176,14 @@ class Sequential(Module):
 
     def __len__(self):
         return len(self.children())
+
+
+def _fused_relu(layers):
+    """How many of `layers` one Conv2d with a fused ReLU covers: 2 for conv, ReLU; 3 for conv,
+    max pool, ReLU; 0 when the first layer is no Conv2d followed by a ReLU."""
+    kinds = [type(layer) for layer in layers]
+    if kinds[:2] == [Conv2d, ReLU]:
+        return 2
+    if kinds[:3] == [Conv2d, MaxPool2d, ReLU]:
+        return 3
+    return 0

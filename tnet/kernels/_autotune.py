@@ -24,6 +24,12 @@ def autotune(configs, key, interpret=None, **kwargs):
 
 
 def check(cond, msg):
-    """Raise the ValueError every launcher uses for bad shape, dtype or device."""
+    """Raise the ValueError every launcher uses for bad shape, dtype or device. msg may be a
+    function returning the text, for hot paths where building it costs launch time."""
     if not cond:
-        raise ValueError(msg)
+        raise ValueError(msg() if callable(msg) else msg)
+
+
+def cdiv(a, b):
+    """ceil(a / b) for the host side (triton.cdiv costs microseconds per call there)."""
+    return -(-a // b)

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 512}, num_warps=4)]
@@ -98,7 +98,7 @@ def im2col(x, kernel, stride, padding):
     OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
     check(C * KH * KW * OH * OW < 2**31, "im2col: one image's columns exceed 2^31 elements")
     col = torch.empty((N, C * KH * KW, OH * OW), device=x.device, dtype=x.dtype)
-    grid = lambda meta: (triton.cdiv(C * KH * KW * OH * OW, meta["BLOCK"]), N)
+    grid = lambda meta: (cdiv(C * KH * KW * OH * OW, meta["BLOCK"]), N)
     im2col_kernel[grid](x, col, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
     return col, (OH, OW)
 
@@ -112,6 +112,6 @@ def col2im(col, image_shape, kernel, stride, padding):
     check(tuple(col.shape) == expect, f"col2im: col is {tuple(col.shape)}, expected {expect}")
     check(col.is_contiguous() and col.dtype == torch.float32, "col2im: col must be contiguous float32")
     x = torch.empty(image_shape, device=col.device, dtype=col.dtype)
-    grid = lambda meta: (triton.cdiv(C * H * W, meta["BLOCK"]), N)
+    grid = lambda meta: (cdiv(C * H * W, meta["BLOCK"]), N)
     col2im_kernel[grid](col, x, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
     return x

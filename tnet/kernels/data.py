@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import check
+from ._autotune import cdiv, check
 
 # Images per program. The interpreter pays per program and per op, not per element, so it
 # gets a few big programs; on the GPU one CIFAR image (3072 floats) per program keeps the
@@ -83,7 +83,7 @@ def gather(images, labels, idx, shifts=None, flips=None):
     out_labels = torch.empty((b,), dtype=torch.int64, device=images.device)
     if b == 0:
         return out, out_labels
-    grid = (triton.cdiv(b, IMGS),)
+    grid = (cdiv(b, IMGS),)
     gather_kernel[grid](images, labels, idx, shifts if augment else idx, flips if augment else idx,
                         out, out_labels, b, c, h, w,
                         IMGS=IMGS, BLOCK=block, AUGMENT=augment, num_warps=NUM_WARPS)

@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
@@ -20,7 +20,7 @@ def _check_like(name, *xs):
 
 
 def _grid(n):
-    return lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+    return lambda meta: (cdiv(n, meta["BLOCK"]),)
 
 
 @autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 from .conv import check_image, im2col_tile, out_size
 from .reduce import sum_except
 
@@ -146,7 +146,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
 
 
 def _as3d(x, name):
-    check(x.dim() in (2, 3), f"matmul: {name} must be 2-D or 3-D, got shape {tuple(x.shape)}")
+    check(x.dim() in (2, 3), lambda: f"matmul: {name} must be 2-D or 3-D, got shape {tuple(x.shape)}")
     return x if x.dim() == 3 else x.unsqueeze(0)
 
 
@@ -155,13 +155,13 @@ def _shape(x):
 
 
 def _check_dtype(name, x, arg):
-    check(x.dtype in (torch.float32, torch.bfloat16), f"{name}: {arg} must be float32 or bfloat16, got {x.dtype}")
+    check(x.dtype in (torch.float32, torch.bfloat16), lambda: f"{name}: {arg} must be float32 or bfloat16, got {x.dtype}")
 
 
 def _precision(name, precision, *xs):
     if precision is None:
         precision = "bf16" if any(x.dtype == torch.bfloat16 for x in xs) else _default["precision"]
-    check(precision in PRECISIONS, f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
+    check(precision in PRECISIONS, lambda: f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
     return precision
 
 
@@ -169,32 +169,33 @@ def _bias_kind(name, bias, bias_dim, M, N, device):
     """BIAS of gemm_kernel: 0 none, 1 along m (bias_dim=0), 2 along n (bias_dim=1)."""
     if bias is None:
         return 0
-    check(bias_dim in (0, 1), f"{name}: bias_dim must be 0 or 1, got {bias_dim}")
+    check(bias_dim in (0, 1), lambda: f"{name}: bias_dim must be 0 or 1, got {bias_dim}")
     size = (M, N)[bias_dim]
     check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype == torch.float32 and bias.device == device,
-          f"{name}: bias must be a contiguous float32 vector of {size} on {device}, got {tuple(bias.shape)} {bias.dtype}")
+          lambda: f"{name}: bias must be a contiguous float32 vector of {size} on {device}, "
+                  f"got {tuple(bias.shape)} {bias.dtype}")
     return 1 + bias_dim
 
 
 def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias_kind=0, relu=False,
-            accumulate=False, sum_batch=False, fresh=True, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
+            accumulate=False, sum_batch=False, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
     """Run gemm_kernel on checked operands: a3 [1 or batch, M, K] (stride 0 broadcasts a
     single A), B as b_mode says with b_strides (batch, k, n), out [batch, M, N] or, with
     sum_batch, [M, N]. conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes.
-    Returns out, or the sum of the split-K parts when out was fresh."""
+    Returns out."""
     c3 = out if out.dim() == 3 else out.unsqueeze(0)
     sab = a3.stride(0) if a3.shape[0] > 1 else 0
     parts, per = batch, 1
     if sum_batch:
         # Split-K over the batch, so that a small output still fills the GPU (weight
         # gradients: a 32x75 output summed over 100 images); the parts are summed after.
-        tiles = triton.cdiv(M, 64) * triton.cdiv(N, 64)
+        tiles = cdiv(M, 64) * cdiv(N, 64)
         parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, 2 * _SMS // tiles))
-        per = triton.cdiv(batch, parts)
-        parts = triton.cdiv(batch, per)
+        per = cdiv(batch, parts)
+        parts = cdiv(batch, per)
         if parts > 1:
             c3 = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), parts)
+    grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
     gemm_kernel[grid](a3, b, c3, bias if bias is not None else c3,
                       M, N, K, batch, per,
                       sab, a3.stride(1), a3.stride(2),
@@ -204,8 +205,10 @@ def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias
                       BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
                       PRECISION=precision, INTERPRET=INTERPRET)
     if sum_batch and parts > 1:
-        total = sum_except(c3.reshape(parts, M * N), 1).reshape(M, N)
-        out = total if fresh else out.copy_(total)
+        if out.is_contiguous():
+            sum_except(c3.view(parts, M * N), 1, out=out.view(M * N))
+        else:
+            out.copy_(sum_except(c3.view(parts, M * N), 1).view(M, N))
     return out
 
 
@@ -218,30 +221,29 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     accumulate=True adds the existing contents of `out` (before bias and ReLU).
     sum_batch=True sums the batch of products into one [M, N] output.
     """
-    check(a.device == b.device, f"matmul: a is on {a.device} but b is on {b.device}")
+    check(a.device == b.device, lambda: f"matmul: a is on {a.device} but b is on {b.device}")
     _check_dtype("matmul", a, "a")
     _check_dtype("matmul", b, "b")
     a3, b3 = _as3d(a, "a"), _as3d(b, "b")
-    check(a3.shape[2] == b3.shape[1], f"matmul: a is {_shape(a)} but b is {_shape(b)}")
+    check(a3.shape[2] == b3.shape[1], lambda: f"matmul: a is {_shape(a)} but b is {_shape(b)}")
     batch = max(a3.shape[0], b3.shape[0])
     check(a3.shape[0] in (1, batch) and b3.shape[0] in (1, batch),
-          f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
+          lambda: f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
     M, K, N = a3.shape[1], a3.shape[2], b3.shape[2]
     precision = _precision("matmul", precision, a, b)
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
-    fresh = out is None
-    if fresh:
+    if out is None:
         check(not accumulate, "matmul: accumulate=True needs out")
         out = torch.empty(out_shape, device=a.device, dtype=torch.float32)
     check(tuple(out.shape) == out_shape,
-          f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
+          lambda: f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
     check(out.dtype == torch.float32 and out.device == a.device, "matmul: out must be float32 on a's device")
     kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device)
     sbb = b3.stride(0) if b3.shape[0] > 1 else 0  # stride 0 broadcasts a 2-D B over the batch
     return _launch(a3, b3, out, M, N, K, batch, b_strides=(sbb, b3.stride(1), b3.stride(2)),
                    precision=precision, bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate,
-                   sum_batch=sum_batch, fresh=fresh)
+                   sum_batch=sum_batch)
 
 
 def _conv_geometry(name, x, kernel, stride, padding):
@@ -261,8 +263,8 @@ def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precisio
     K, P, (OH, OW), geometry = _conv_geometry("conv_gemm", x, kernel, stride, padding)
     _check_dtype("conv_gemm", w2, "w2")
     check(w2.dim() == 2 and w2.shape[1] == K and w2.device == x.device,
-          f"conv_gemm: w2 is {_shape(w2)} on {w2.device}, but x {_shape(x)} with a {kernel[0]}x{kernel[1]} "
-          f"kernel needs [Cout, {K}] on {x.device}")
+          lambda: f"conv_gemm: w2 is {_shape(w2)} on {w2.device}, but x {_shape(x)} with a "
+                  f"{kernel[0]}x{kernel[1]} kernel needs [Cout, {K}] on {x.device}")
     N, Cout = x.shape[0], w2.shape[0]
     kind = _bias_kind("conv_gemm", bias, 0, Cout, P, x.device)
     y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32)
@@ -280,14 +282,14 @@ def conv_weight_grad(dy, x, kernel, stride, padding, *, precision=None):
     _check_dtype("conv_weight_grad", dy, "dy")
     N, C = x.shape[:2]
     check(dy.dim() == 4 and dy.shape[0] == N and dy.shape[2:] == (OH, OW) and dy.device == x.device,
-          f"conv_weight_grad: dy is {_shape(dy)} on {dy.device}, but x {_shape(x)} with a "
-          f"{kernel[0]}x{kernel[1]} kernel gives [{N}, Cout, {OH}, {OW}] on {x.device}")
+          lambda: f"conv_weight_grad: dy is {_shape(dy)} on {dy.device}, but x {_shape(x)} with a "
+                  f"{kernel[0]}x{kernel[1]} kernel gives [{N}, Cout, {OH}, {OW}] on {x.device}")
     Cout = dy.shape[1]
     try:
         dy3 = dy.view(N, Cout, P)
     except RuntimeError:
         raise ValueError(f"conv_weight_grad: dy's strides {dy.stride()} do not merge OH and OW into one axis") from None
-    dw = torch.empty((Cout, K), device=x.device, dtype=torch.float32)
-    dw = _launch(dy3, x, dw, Cout, K, P, N, b_strides=(x.stride(0), 0, 0),
-                 precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
-    return dw.view(Cout, C, *kernel)
+    dw = torch.empty((Cout, C, *kernel), device=x.device, dtype=torch.float32)
+    _launch(dy3, x, dw.view(Cout, K), Cout, K, P, N, b_strides=(x.stride(0), 0, 0),
+            precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
+    return dw

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import check
+from ._autotune import cdiv, check
 
 PRECISIONS = ("ieee", "tf32", "bf16")
 
@@ -127,7 +127,7 @@ def naive(a, b, precision="ieee"):
     """C = A @ B with no tiles and no tl.dot: one row strip of up to 128 outputs per program."""
     M, N, K, c = _prepare("naive", a, b, precision, ("ieee",))
     block_n = min(128, max(32, triton.next_power_of_2(N)))
-    naive_kernel[(M, triton.cdiv(N, block_n))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+    naive_kernel[(M, cdiv(N, block_n))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
                                                BLOCK_N=block_n, num_warps=block_n // 32)
     return c
 
@@ -135,7 +135,7 @@ def naive(a, b, precision="ieee"):
 def tiled(a, b, precision="ieee", block=32):
     """C = A @ B by square block x block tiles, one tl.dot per K-step; block >= 16 on the GPU."""
     M, N, K, c = _prepare("tiled", a, b, precision, PRECISIONS)
-    grid = (triton.cdiv(M, block), triton.cdiv(N, block))
+    grid = (cdiv(M, block), cdiv(N, block))
     tiled_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
                        PRECISION=precision, INTERPRET=INTERPRET, BLOCK=block, num_warps=4)
     return c
@@ -144,7 +144,7 @@ def tiled(a, b, precision="ieee", block=32):
 def two_tiles(a, b, precision="ieee", block=32):
     """C = A @ B by block x (2 * block) blocks, computed as two square tiles sharing A."""
     M, N, K, c = _prepare("two_tiles", a, b, precision, PRECISIONS)
-    grid = (triton.cdiv(M, block), triton.cdiv(N, 2 * block))
+    grid = (cdiv(M, block), cdiv(N, 2 * block))
     two_tiles_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
                            PRECISION=precision, INTERPRET=INTERPRET, BLOCK=block, num_warps=4)
     return c

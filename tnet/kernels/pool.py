@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 from .conv import check_image, out_size, window_source
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
@@ -98,7 +98,7 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode):
     y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype)
     arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32) if mode == "max" else None
     total = y.numel()
-    grid = lambda meta: (triton.cdiv(total, meta["BLOCK"]),)
+    grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
     pool_kernel[grid](x, y, arg if arg is not None else y, total, H, W, OH, OW, SH, SW, PH, PW,
                       KH=KH, KW=KW, MAX=mode == "max")
     return y, arg
@@ -111,7 +111,7 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode):
     check_image(f"{mode}_pool2d backward", dy)
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype)
     total = dx.numel()
-    grid = lambda meta: (triton.cdiv(total, meta["BLOCK"]),)
+    grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
     pool_backward_kernel[grid](dy, arg if arg is not None else dy, dx, total, H, W, OH, OW,
                                SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max")
     return dx

@@ -3,7 +3,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 256, "BLOCK_J": 32}, num_warps=4),
@@ -29,17 +29,18 @@ def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: t
     tl.store(out_ptr + tl.program_id(1).to(tl.int64) * J + offs_j, tl.sum(acc, axis=0), mask=offs_j < J)
 
 
-def _sum(x, I, J, L):
-    parts = max(1, triton.cdiv(I * L, CHUNK))
-    out = torch.empty((parts, J), device=x.device, dtype=torch.float32)
-    grid = lambda meta: (triton.cdiv(J, meta["BLOCK_J"]), parts)
-    sum_kernel[grid](x, out, I, J, L, CHUNK)
-    return out[0] if parts == 1 else _sum(out, parts, J, 1)
+def _sum(x, I, J, L, out):
+    parts = max(1, cdiv(I * L, CHUNK))
+    part_sums = out if parts == 1 else torch.empty((parts, J), device=x.device, dtype=torch.float32)
+    grid = lambda meta: (cdiv(J, meta["BLOCK_J"]), parts)
+    sum_kernel[grid](x, part_sums, I, J, L, CHUNK)
+    return out if parts == 1 else _sum(part_sums, parts, J, 1, out)
 
 
-def sum_except(x, dim):
+def sum_except(x, dim, out=None):
     """Sum a contiguous float32 tensor over every axis but `dim`: [N, out] with dim=1 gives a
-    linear layer's bias gradient, [N, C, H, W] with dim=1 a convolution's."""
+    linear layer's bias gradient, [N, C, H, W] with dim=1 a convolution's. The result is a
+    fresh vector, or goes into `out` (contiguous float32, x.shape[dim] long)."""
     check(x.dtype == torch.float32 and x.is_contiguous(),
           f"sum_except: expected a contiguous float32 tensor, got {x.dtype} with strides {x.stride()}")
     check(0 <= dim < x.dim(), f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
@@ -48,4 +49,8 @@ def sum_except(x, dim):
     for s in x.shape[:dim]:
         I *= s
     L = x.numel() // max(1, I * J)
-    return _sum(x, I, J, L)
+    if out is None:
+        out = torch.empty(J, device=x.device, dtype=torch.float32)
+    check(out.shape == (J,) and out.is_contiguous() and out.dtype == torch.float32 and out.device == x.device,
+          lambda: f"sum_except: out must be a contiguous float32 vector of {J} on {x.device}, got {tuple(out.shape)}")
+    return _sum(x, I, J, L, out)

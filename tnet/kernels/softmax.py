@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, check
+from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
@@ -99,7 +99,7 @@ def _check_labels(name, x, labels):
 
 
 def _row_grid(R):
-    return lambda meta: (triton.cdiv(R, meta["ROWS"]),)
+    return lambda meta: (cdiv(R, meta["ROWS"]),)
 
 
 def softmax(x):
@@ -134,4 +134,4 @@ def count_correct(x, labels, count):
     R, C, COLS = _check_rows("count_correct", x)
     _check_labels("count_correct", x, labels)
     ROWS = max(1, 2048 // COLS)
-    count_correct_kernel[(triton.cdiv(R, ROWS),)](x, labels, count, R, C, ROWS=ROWS, COLS=COLS)
+    count_correct_kernel[(cdiv(R, ROWS),)](x, labels, count, R, C, ROWS=ROWS, COLS=COLS)
