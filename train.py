@@ -121,7 +121,7 @@ def main(argv=None):
     total = args.epochs * len(train)
     schedule = optim.LambdaLR(opt, SCHEDULES[args.schedule](total))
     log_path = os.path.splitext(args.checkpoint)[0] + ".json"
-    start_epoch, skip, log, train_time = 0, 0, [], 0.0
+    start_epoch, skip, log, train_time, eval_time = 0, 0, [], 0.0, 0.0
     if args.resume:
         if not os.path.exists(args.checkpoint):
             sys.exit(f"error: --resume but no checkpoint at {args.checkpoint}")
@@ -132,6 +132,7 @@ def main(argv=None):
         train.set_state(ck["loader"])
         schedule.load_state_dict(ck["schedule"])
         start_epoch, skip, log, train_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"]
+        eval_time = ck.get("eval_time", 0.0)
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
 
     def checkpoint(epoch, batch, loader_state):
@@ -139,7 +140,7 @@ def main(argv=None):
         save_checkpoint(args.checkpoint, {"model": model.state_dict(), "optimizer": opt.state_dict(),
                                           "loader": loader_state, "schedule": schedule.state_dict(),
                                           "epoch": epoch, "batch": batch, "log": log,
-                                          "train_time": train_time, "args": vars(args)})
+                                          "train_time": train_time, "eval_time": eval_time, "args": vars(args)})
 
     print("compiling and autotuning the kernels, then capturing the step in a CUDA graph...")
     step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing)
@@ -169,15 +170,18 @@ def main(argv=None):
             sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
         train_time += time.perf_counter() - t0
         skip = 0
+        t0 = time.perf_counter()
         accuracy = evaluate(model, test, test_step)
-        log.append({"epoch": epoch + 1, "loss": mean, f"{split}_accuracy": accuracy, "train_time": train_time})
+        eval_time += time.perf_counter() - t0
+        log.append({"epoch": epoch + 1, "loss": mean, f"{split}_accuracy": accuracy, "train_time": train_time,
+                    "eval_time": eval_time})
         print(f"epoch {epoch + 1}: loss {mean:.4f}, {split} accuracy {100 * accuracy:.2f}%, {train_time:.1f} s")
         checkpoint(epoch + 1, 0, train.state())
         with open(log_path, "w") as f:
             json.dump(log, f, indent=1)
     accuracy = log[-1][f"{split}_accuracy"] if log else evaluate(model, test, test_step)
-    print(f"{split} accuracy: {100 * accuracy:.2f}%  (training time {train_time:.1f} s, "
-          f"{1000 * train_time / max(1, total):.2f} ms per iteration)")
+    print(f"{split} accuracy: {100 * accuracy:.2f}%  (training time {train_time:.2f} s + evaluation "
+          f"{eval_time:.2f} s, {1000 * train_time / max(1, total):.3f} ms per iteration)")
 
 
 if __name__ == "__main__":

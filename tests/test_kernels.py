@@ -48,6 +48,16 @@ def test_gemm_batched_and_summed():
     assert_close(gemm.matmul(a, b, sum_batch=True, precision="ieee"), (f64(a) @ f64(b)).sum(0), TOL["ieee"], "summed")
 
 
+def test_gemm_tf32_reads_b_from_a_k_major_copy(monkeypatch):
+    monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
+    a, b = randn(37, 75), randn(75, 29)
+    assert_close(gemm.matmul(a, b, precision="tf32"), f64(a) @ f64(b), TOL["tf32"], "2-D")
+    a3, b3 = randn(3, 70, 9)[:, :, 1:], randn(9, 3, 41)[1:].transpose(0, 1)  # odd strides
+    assert_close(gemm.matmul(a3, b3, precision="tf32"), f64(a3) @ f64(b3), TOL["tf32"], "batched, strided")
+    bt = gemm._k_major(b3)
+    assert bt.stride(1) == 1 and torch.equal(bt.cpu(), b3.cpu())
+
+
 def test_gemm_bad_input():
     with pytest.raises(ValueError, match="a is 3x4 but b is 5x6"):
         gemm.matmul(randn(3, 4), randn(5, 6))

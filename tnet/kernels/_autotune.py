@@ -20,6 +20,8 @@ def autotune(configs, key, interpret=None, **kwargs):
                                  num_warps=first.num_warps, num_stages=first.num_stages)]
     elif not TUNE:
         configs = configs[:1]
+    else:
+        kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
     return triton.autotune(configs, key=key, **kwargs)
 
 
