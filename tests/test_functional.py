@@ -41,6 +41,7 @@ def test_linear(rng, ieee, bias):
     ((3, 2, 7, 9), (7, 2, 3, 3), 2, 1),
     ((1, 1, 1, 1), (1, 1, 1, 1), 1, 0),
     ((2, 4, 8, 6), (3, 4, 3, 2), (2, 1), (0, 1)),
+    ((2, 4, 8, 6), (3, 4, 3, 2), 1, (2, 0)),  # stride 1: the input gradient is a convolution too
 ])
 def test_conv2d(rng, ieee, shape, wshape, stride, padding):
     inputs = [pair(rng, *shape), pair(rng, *wshape, scale=0.3), pair(rng, wshape[0])]

@@ -58,9 +58,10 @@ def linear(x, w, b=None):
 
 def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
     """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
-    weight gradient read im2col's columns straight from x; the input gradient is col2im of
-    W.T @ dy. relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass
-    over the output instead of three)."""
+    weight gradient read im2col's columns straight from x; the input gradient of a stride-1
+    convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
+    relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
+    output instead of three)."""
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
@@ -78,7 +79,11 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
         gx = gw = gb = None
         if relu:
             g = _ew.relu_backward(y, g)
-        if need_x:
+        if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)) and g.is_contiguous():
+            # a "full" convolution of dy: implicit GEMM again, no column buffer
+            full = (kernel[0] - 1 - padding[0], kernel[1] - 1 - padding[1])
+            gx = _gemm.conv_gemm(_conv.flip_weight(w.data), g, kernel, (1, 1), full)
+        elif need_x:
             g3 = g.reshape(N, cout, OH * OW)
             gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)
         if need_w:

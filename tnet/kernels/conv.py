@@ -2,7 +2,8 @@
 x[n, c, oh*sh - ph + i, ow*sw - pw + j], zero outside the image. A convolution is then
 the GEMM W[Cout, C*kh*kw] @ col[n], whose output is already NCHW. gemm.py reads its B
 operand through `im2col_tile` (implicit GEMM), so convolutions never write col; im2col
-stays as the reference of the layout, col2im serves the input gradient."""
+stays as the reference of the layout. The input gradient of a stride-1 convolution is
+itself a convolution, of dy with `flip_weight(w)`; col2im serves the other strides."""
 import torch
 import triton
 import triton.language as tl
@@ -115,3 +116,28 @@ def col2im(col, image_shape, kernel, stride, padding):
     grid = lambda meta: (cdiv(C * H * W, meta["BLOCK"]), N)
     col2im_kernel[grid](col, x, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
     return x
+
+
+@triton.jit
+def flip_weight_kernel(w_ptr, out_ptr, COUT, C, KK, BLOCK: tl.constexpr):
+    """out[c, (co, k)] = w[co, c, KK-1-k] for w [COUT, C, KH, KW], k = i*KW + j over KK = KH*KW
+    taps: reversing k flips the kernel in both axes."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < C * COUT * KK
+    c = offs // (COUT * KK)
+    co = (offs // KK) % COUT
+    k = offs % KK
+    tl.store(out_ptr + offs, tl.load(w_ptr + (co * C + c) * KK + KK - 1 - k, mask=mask), mask=mask)
+
+
+def flip_weight(w):
+    """w [Cout, C, kh, kw] -> [C, Cout*kh*kw], the kernel flipped in both axes with the channel
+    axes swapped: the input gradient of a stride-1 convolution with padding p is the
+    convolution of dy with it, padding kh-1-p (a "full" convolution)."""
+    check(w.dim() == 4 and w.dtype == torch.float32 and w.is_contiguous(),
+          f"flip_weight: expected a contiguous float32 [Cout, C, kh, kw] tensor, got {tuple(w.shape)} {w.dtype}")
+    COUT, C, KH, KW = w.shape
+    out = torch.empty((C, COUT * KH * KW), device=w.device, dtype=w.dtype)
+    BLOCK = 1024
+    flip_weight_kernel[(cdiv(out.numel(), BLOCK),)](w, out, COUT, C, KH * KW, BLOCK=BLOCK)
+    return out
