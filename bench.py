@@ -10,9 +10,10 @@ steps) against PyTorch in float64 from the same weights on the same batches. A w
 reported WRONG, never timed. Each study prints a table and writes OUT/<study>.json (rows,
 GPU, versions, date, command line) and OUT/<study>.png. Needs a CUDA GPU.
 
-All times include Python's launch overhead: GEMM times are do_bench medians of the Python
-call (at the smallest shapes they measure launches as much as the kernel); training times
-are CUDA events around blocks of steps, which is the overhead a CUDA graph removes.
+Times include Python's launch overhead: GEMM times are do_bench medians of the Python call
+(at the smallest shapes they measure launches as much as the kernel), and for cuBLAS and
+tnet also of the same calls replayed from a CUDA graph (the GPU's time alone); training
+times are CUDA events around blocks of steps, eager and from a CUDA graph.
 """
 import argparse
 import collections
@@ -31,7 +32,8 @@ import torch
 
 # -----------------------------------------------------------------------------
 # GEMM study settings
-SQUARE = [64, 128, 256, 512, 1024, 2048, 4096]  # n for n x n x n GEMMs
+SQUARE = [64, 128, 256, 512, 1024, 2048, 4096, 8192]  # n for n x n x n GEMMs
+GRAPHED = ("cublas", "tnet")  # also timed replayed from a CUDA graph: the GPU's time without the host's
 QUICK_SQUARE = [256, 1024, 4096]
 CIFAR = [  # CIFAR-10 quick at batch 100 as (M, N, K): convolutions as im2col GEMMs, then the linear layers
     ("conv1", (102400, 32, 75)),  # 100*32*32 pixels, 32 channels, 3*5*5 inputs
@@ -105,6 +107,24 @@ def gpu_time(fn, inputs, bench):
     import triton.testing
     sets = itertools.cycle(inputs)
     return triton.testing.do_bench(lambda: fn(*next(sets)), return_mode="median", **bench)
+
+
+def graph_time(fn, inputs, bench):
+    """Median ms per call of fn replayed from a CUDA graph that calls it once per input set:
+    the GPU's time alone, without the host's launch cost (autotune before: the first call)."""
+    import triton.testing
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # allocations made before capture, as torch asks
+        for args in inputs:
+            fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for args in inputs:
+            fn(*args)
+    ms = triton.testing.do_bench(graph.replay, return_mode="median", **bench)
+    return ms / len(inputs)
 
 
 class Clock:
@@ -237,6 +257,8 @@ GEMM_COLUMNS = [
     ("ms", ">9", lambda r: fmt(r["ms"], ".4f") if r["status"] == "ok" else r["status"]),
     ("TFLOP/s", ">7", lambda r: fmt(r["tflops"], ".1f")),
     ("x cuBLAS", ">8", lambda r: fmt(r["vs_cublas"], ".2f")),
+    ("graph ms", ">9", lambda r: fmt(r.get("graph_ms"), ".4f")),
+    ("x cuBLAS", ">8", lambda r: fmt(r.get("graph_vs_cublas"), ".2f")),
 ]
 
 
@@ -270,7 +292,7 @@ def study_gemm(args):
             # bf16: every variant reads bf16 inputs, as cuBLAS does (cuBLAS also writes bf16)
             cast = (lambda x: x.bfloat16()) if precision == "bf16" else (lambda x: x)
             pairs = list(zip(cast(A).unbind(0), cast(B).unbind(0)))
-            cublas_ms = None
+            cublas_ms = cublas_graph_ms = None
             for name, (run, precisions) in variants.items():
                 if precision not in precisions:
                     continue
@@ -285,18 +307,27 @@ def study_gemm(args):
                 else:
                     row.update(check_then_time(lambda: (rel_error(fn(*pairs[0]), ref), TOL[precision]),
                                                lambda: gpu_time(fn, pairs, bench)))
+                if name in GRAPHED and row["ms"]:
+                    try:
+                        row["graph_ms"] = graph_time(fn, pairs, bench)
+                    except Exception as e:  # a failed capture must not end the sweep either
+                        row["graph_error"] = f"{type(e).__name__}: {e}"
                 if name == "cublas":
-                    cublas_ms = row["ms"]
-                ms = row["ms"]
+                    cublas_ms, cublas_graph_ms = row["ms"], row.get("graph_ms")
+                ms, graph_ms = row["ms"], row.get("graph_ms")
                 row["tflops"] = 2 * M * N * K / (ms * 1e9) if ms else None
                 row["vs_cublas"] = cublas_ms / ms if ms and cublas_ms else None
+                if graph_ms and cublas_graph_ms:
+                    row["graph_tflops"] = 2 * M * N * K / (graph_ms * 1e9)
+                    row["graph_vs_cublas"] = cublas_graph_ms / graph_ms
                 print_row(row, GEMM_COLUMNS)
                 rows.append(row)
         A = B = pairs = None  # free them for the next shape
         torch.cuda.empty_cache()
     for row in rows:
-        if "error" in row:
-            print(f"{row['shape']} {row['variant']} {row['precision']}: {row['error']}")
+        for key in ("error", "graph_error"):
+            if key in row:
+                print(f"{row['shape']} {row['variant']} {row['precision']}: {row[key]}")
 
     write_json(os.path.join(args.out, "gemm.json"), "gemm", rows, tolerance=TOL, max_flop=MAX_FLOP,
                rotate_bytes=ROTATE_BYTES, do_bench=bench)
