@@ -55,17 +55,26 @@ def test_conv2d_fused_relu(rng, ieee):
              lambda x, w, b: torch.relu(tF.conv2d(x, w, b, 1, 1)), inputs, TOL["ieee"], rng)
 
 
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_conv2d_relu_pool2d(rng, ieee, mode):
+    pool = tF.max_pool2d if mode == "max" else tF.avg_pool2d
+    inputs = [pair(rng, 2, 3, 9, 9), pair(rng, 4, 3, 3, 3, scale=0.3), pair(rng, 4)]
+    check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, mode, 3, 2, ceil_mode=True),
+             lambda x, w, b: pool(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
+             inputs, TOL["ieee"], rng)
+
+
 def test_sequential_fuses_relu_into_conv(rng, ieee):
-    """conv -> ReLU and conv -> max pool -> ReLU run fused; values and gradients are those
-    of the layers run one by one."""
+    """conv -> max pool -> ReLU, conv -> ReLU -> avg pool and conv -> ReLU run fused; values
+    and gradients are those of the layers run one by one."""
     from tnet import nn
     net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, weight_filler=nn.gaussian(0.3)), nn.MaxPool2d(3, 2),
                         nn.ReLU(), nn.Conv2d(4, 5, 3, weight_filler=nn.gaussian(0.3)), nn.ReLU(),
-                        nn.AvgPool2d(2), nn.ReLU())
+                        nn.AvgPool2d(2), nn.ReLU(), nn.Conv2d(5, 6, 1, weight_filler=nn.gaussian(0.3)), nn.ReLU())
     for p in net.parameters():  # biases that move some outputs below zero
         p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32) * 0.3))
     x = rng.standard_normal((2, 3, 10, 10))
-    g = rng.standard_normal((2, 5, 1, 1))
+    g = rng.standard_normal((2, 6, 1, 1))
     results = []
     for fused in (True, False):
         h = tnet.tensor(x)

@@ -56,12 +56,9 @@ def linear(x, w, b=None):
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
-def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
-    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
-    weight gradient read im2col's columns straight from x; the input gradient of a stride-1
-    convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
-    relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
-    output instead of three)."""
+def _convolve(x, w, b, stride, padding, relu):
+    """Checks and runs a convolution; returns y and grads(g), the gradients (x, w, b) for
+    the gradient g of y (with relu: already masked by y > 0)."""
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
@@ -75,10 +72,8 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
     OH, OW = y.shape[2:]
     X = x.data if need_w else None  # only the weight gradient reads it
 
-    def backward(g):
+    def grads(g):
         gx = gw = gb = None
-        if relu:
-            g = _ew.relu_backward(y, g)
         if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)) and g.is_contiguous():
             # a "full" convolution of dy: implicit GEMM again, no column buffer
             full = (kernel[0] - 1 - padding[0], kernel[1] - 1 - padding[1])
@@ -90,21 +85,54 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
             gw = _gemm.conv_weight_grad(g, X, kernel, stride, padding)
         if need_b:
             gb = _reduce.sum_except(g, 1)
-        return gx, gw, gb
+        return (gx, gw) if b is None else (gx, gw, gb)
+    return y, grads
+
+
+def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
+    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
+    weight gradient read im2col's columns straight from x; the input gradient of a stride-1
+    convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
+    relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
+    output instead of three)."""
+    y, grads = _convolve(x, w, b, stride, padding, relu)
+
+    def backward(g):
+        return grads(_ew.relu_backward(y, g) if relu else g)
     return record("conv2d", y, (x, w) if b is None else (x, w, b), backward)
+
+
+def _pool_args(mode, kernel_size, stride, padding):
+    kernel = _pair(kernel_size, f"{mode}_pool2d: kernel_size")
+    stride = kernel if stride is None else _pair(stride, f"{mode}_pool2d: stride")
+    return kernel, stride, _pair(padding, f"{mode}_pool2d: padding")
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     _is_tensor(f"{mode}_pool2d", x=x)
-    kernel = _pair(kernel_size, f"{mode}_pool2d: kernel_size")
-    stride = kernel if stride is None else _pair(stride, f"{mode}_pool2d: stride")
-    padding = _pair(padding, f"{mode}_pool2d: padding")
+    kernel, stride, padding = _pool_args(mode, kernel_size, stride, padding)
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode)
     shape = x.shape
 
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode),)
     return record(f"{mode}_pool2d", y, (x,), backward)
+
+
+def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,
+                       ceil_mode=False):
+    """{mode}_pool2d(relu(conv2d(x, w, b, stride, padding)), kernel_size, ...) as one op, mode
+    "max" or "avg": ReLU runs in the GEMM's epilogue, its gradient in the pooling's backward
+    kernel, so the convolution's output is written once and its gradient once. ReLU commutes
+    with max pooling, so this is also max_pool2d followed by relu."""
+    check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
+    y, grads = _convolve(x, w, b, stride, padding, relu=True)
+    kernel, pool_stride, pool_padding = _pool_args(mode, kernel_size, pool_stride, pool_padding)
+    p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode)
+
+    def backward(g):
+        return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y))
+    return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):

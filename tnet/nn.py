@@ -90,8 +90,14 @@ class Conv2d(Module):
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
 
-    def forward(self, x, relu=False):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, relu=relu)
+    def forward(self, x, relu=False, pool=None):
+        """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
+        fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
+        if pool is None:
+            return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, relu=relu)
+        check(relu, "Conv2d: a fused pooling needs relu=True")
+        return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, self.padding, pool.mode,
+                                    pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode)
 
     def extra_repr(self):
         cout, cin, kh, kw = self.weight.shape
@@ -121,11 +127,15 @@ class _Pool(Module):
 
 
 class MaxPool2d(_Pool):
+    mode = "max"
+
     def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
 
 
 class AvgPool2d(_Pool):
+    mode = "avg"
+
     def forward(self, x):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
 
@@ -143,9 +153,10 @@ class Flatten(Module):
 class Sequential(Module):
     """Layers applied in order; give an OrderedDict (or name=module pairs) to name them.
 
-    A Conv2d followed by a ReLU runs as one fused op (F.conv2d(..., relu=True)), also across
-    a MaxPool2d in between: ReLU commutes with max pooling, so conv -> max pool -> ReLU is
-    computed as conv+ReLU -> max pool, with the same values and gradients."""
+    A Conv2d followed by a ReLU runs as one fused op (F.conv2d(..., relu=True)), and with a
+    pooling right after the ReLU as one op too (F.conv2d_relu_pool2d). ReLU commutes with
+    max pooling, so conv -> max pool -> ReLU is fused the same way: same values, same
+    gradients."""
 
     def __init__(self, *layers):
         if len(layers) == 1 and isinstance(layers[0], dict):
@@ -160,15 +171,9 @@ class Sequential(Module):
         layers = [layer for _, layer in self.children()]
         i = 0
         while i < len(layers):
-            fused = _fused_relu(layers[i:i + 3])
-            if fused:
-                x = layers[i](x, relu=True)
-                if fused == 3:
-                    x = layers[i + 1](x)
-                i += fused
-            else:
-                x = layers[i](x)
-                i += 1
+            covered, pool = _fusion(layers[i:i + 3])
+            x = layers[i](x, relu=True, pool=pool) if covered else layers[i](x)
+            i += covered or 1
         return x
 
     def __getitem__(self, i):
@@ -178,12 +183,13 @@ class Sequential(Module):
         return len(self.children())
 
 
-def _fused_relu(layers):
-    """How many of `layers` one Conv2d with a fused ReLU covers: 2 for conv, ReLU; 3 for conv,
-    max pool, ReLU; 0 when the first layer is no Conv2d followed by a ReLU."""
+def _fusion(layers):
+    """(how many of `layers` one fused Conv2d covers, the pooling it fuses or None): conv,
+    ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None)."""
     kinds = [type(layer) for layer in layers]
     if kinds[:2] == [Conv2d, ReLU]:
-        return 2
-    if kinds[:3] == [Conv2d, MaxPool2d, ReLU]:
-        return 3
-    return 0
+        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool)
+        return (3, layers[2]) if pooled else (2, None)
+    if kinds == [Conv2d, MaxPool2d, ReLU]:
+        return 3, layers[1]
+    return 0, None

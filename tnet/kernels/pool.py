@@ -58,12 +58,15 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
         tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
 
 
-@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
-                         KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
+def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
+                         KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
+                         BLOCK: tl.constexpr):
     """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
-    it (no atomics, deterministic); max pooling only from windows whose maximum it was."""
+    it (no atomics, deterministic); max pooling only from windows whose maximum it was.
+    RELU: the pooled x [N, C, H, W] was a ReLU's output, whose gradient mask (x > 0) is
+    applied here too."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
     plane = offs // (H * W)
@@ -83,6 +86,8 @@ def pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, P
             else:
                 _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
                 acc += g / size.to(tl.float32)
+    if RELU:
+        acc = tl.where(tl.load(x_ptr + offs, mask=mask, other=0.0) > 0, acc, 0.0)
     tl.store(dx_ptr + offs, acc, mask=mask)
 
 
@@ -104,7 +109,9 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode):
     return y, arg
 
 
-def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode):
+def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None):
+    """dx of pool2d for dy; with relu_input, the pooled tensor (a ReLU's output), dx is
+    also masked where relu_input <= 0: the ReLU's backward in the same pass."""
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
@@ -112,6 +119,10 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode):
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype)
     total = dx.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
-    pool_backward_kernel[grid](dy, arg if arg is not None else dy, dx, total, H, W, OH, OW,
-                               SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max")
+    if relu_input is not None:
+        check(tuple(relu_input.shape) == tuple(image_shape) and relu_input.is_contiguous(),
+              f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected contiguous {tuple(image_shape)}")
+    pool_backward_kernel[grid](dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx,
+                               total, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max",
+                               RELU=relu_input is not None)
     return dx
