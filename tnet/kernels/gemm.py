@@ -1,6 +1,6 @@
 """Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue. B may also
 be the im2col view of an image batch, read straight from the image (implicit GEMM): the
-convolution's forward and weight gradient never write an im2col buffer.
+convolutions never write an im2col buffer (col2im serves only strided input gradients).
 
 Precision of the products (the sums are always fp32):
   "ieee": exact fp32 products, on the CUDA cores;
