@@ -193,10 +193,16 @@ def environment():
             "command": shlex.join(sys.orig_argv)}
 
 
-def write_json(path, study, rows, **settings):
-    with open(path, "w") as f:
-        json.dump({"study": study, **environment(), "settings": settings, "rows": rows}, f, indent=1)
-    print(f"wrote {path}")
+def write_json(path, study, rows, complete=True, **settings):
+    """Atomically (a cut run leaves the last whole file). The studies also write it after
+    every shape or net with complete=False, so that a run cut short keeps what it measured."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"study": study, **environment(), "complete": complete, "settings": settings, "rows": rows},
+                  f, indent=1)
+    os.replace(tmp, path)
+    if complete:
+        print(f"wrote {path}")
 
 
 def figure(path, draw):
@@ -283,6 +289,8 @@ def study_gemm(args):
 
     torch.manual_seed(0)
     rows = []
+    path = os.path.join(args.out, "gemm.json")
+    settings = dict(tolerance=TOL, max_flop=MAX_FLOP, rotate_bytes=ROTATE_BYTES, do_bench=bench)
     print_header(GEMM_COLUMNS)
     for label, (M, N, K) in shapes:
         A, B = input_sets(M, N, K)
@@ -324,13 +332,13 @@ def study_gemm(args):
                 rows.append(row)
         A = B = pairs = None  # free them for the next shape
         torch.cuda.empty_cache()
+        write_json(path, "gemm", rows, complete=False, **settings)
     for row in rows:
         for key in ("error", "graph_error"):
             if key in row:
                 print(f"{row['shape']} {row['variant']} {row['precision']}: {row[key]}")
 
-    write_json(os.path.join(args.out, "gemm.json"), "gemm", rows, tolerance=TOL, max_flop=MAX_FLOP,
-               rotate_bytes=ROTATE_BYTES, do_bench=bench)
+    write_json(path, "gemm", rows, **settings)
     colors = {name: f"C{i}" for i, name in enumerate(variants)}
     dashes = {"ieee": "-", "tf32": "--", "bf16": ":"}
     series = {}
@@ -621,6 +629,12 @@ def study_train(args):
     nets = QUICK_NETS if args.quick else NETS
     timing = QUICK_TIMING if args.quick else TIMING
     rows = []
+    path = os.path.join(args.out, "train.json")
+    settings = dict(nets=nets, timing=timing, cpu_timing=CPU_TIMING, cpu_threads=torch.get_num_threads(),
+                    n_batches=N_BATCHES, solver=SOLVER, check_steps=CHECK_STEPS, check_tol=CHECK_TOL,
+                    precision="tf32 (tnet, cuDNN, cuBLAS); fp32 on the CPU",
+                    pytorch_sgd="torch.optim.SGD, foreach, two groups (weights lr, biases 2*lr): Caffe's steps at a "
+                                "constant lr")
     print_header(TRAIN_COLUMNS)
     for label, width, batch in nets:
         batches = random_batches(batch, tnet.DEVICE)
@@ -639,15 +653,13 @@ def study_train(args):
                        vs_torch_graphed=ratio(ms[name], ms.get("torch graphed")))
             print_row(row, TRAIN_COLUMNS)
             rows.append(row)
+        write_json(path, "train", rows, complete=False, **settings)
     for row in rows:
         if row["status"] != "ok":
             detail = row.get("error") or f"worst piece {row['worst']}: {row['err']:.3g}"
             print(f"{row['net']} {row['variant']}: {row['status']}, {detail}")
 
-    write_json(os.path.join(args.out, "train.json"), "train", rows, nets=nets, timing=timing, cpu_timing=CPU_TIMING,
-               cpu_threads=torch.get_num_threads(), n_batches=N_BATCHES, solver=SOLVER, check_steps=CHECK_STEPS,
-               check_tol=CHECK_TOL, precision="tf32 (tnet, cuDNN, cuBLAS); fp32 on the CPU",
-               pytorch_sgd="torch.optim.SGD, foreach, two groups (weights lr, biases 2*lr): Caffe's steps at a constant lr")
+    write_json(path, "train", rows, **settings)
     labels = [label for label, _, _ in nets]
     by_variant = {name: [next((r["ms"] for r in rows if r["net"] == label and r["variant"] == name), None)
                          for label in labels] for name in TRAIN_VARIANTS}

@@ -106,6 +106,16 @@ def test_block_time_warms_up_then_takes_the_median_per_call():
     assert 0 <= ms < 1
 
 
+def test_write_json_is_atomic_and_says_whether_complete(tmp_path, capsys):
+    path = str(tmp_path / "gemm.json")
+    bench.write_json(path, "gemm", [{"ms": 1.0}], complete=False, tolerance=1)
+    saved = json.load(open(path))
+    assert saved["complete"] is False and saved["rows"] == [{"ms": 1.0}] and saved["settings"] == {"tolerance": 1}
+    assert capsys.readouterr().out == ""  # partial saves are quiet
+    bench.write_json(path, "gemm", [{"ms": 1.0}, {"ms": 2.0}], tolerance=1)
+    assert json.load(open(path))["complete"] is True and os.listdir(tmp_path) == ["gemm.json"]
+
+
 def test_bars_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "bars.png"
@@ -236,6 +246,7 @@ def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     assert cpu["s_per_100"] == pytest.approx(cpu["ms"] / 10)
     saved = json.loads((tmp_path / "train.json").read_text())
     assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == bench.CHECK_STEPS
+    assert saved["complete"] is True
 
 
 SHAPES = [(37, 29, 75), (1, 1, 1), (33, 70, 40)]  # odd sizes; 70 > 64 gives two_tiles a half-empty block
