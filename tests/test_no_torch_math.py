@@ -31,7 +31,9 @@ class Recorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_training_step_uses_torch_for_memory_only():
+def test_training_step_uses_torch_for_memory_only(monkeypatch):
+    from tnet.kernels import gemm
+    monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)  # small tf32 products take the K-major copy path too
     rng = np.random.default_rng(0)
     model = cifar10_quick(seed=0)
     opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=0.004)
@@ -45,5 +47,7 @@ def test_training_step_uses_torch_for_memory_only():
         with tnet.no_grad():
             F.softmax(model(x), dim=1)
         F.max_pool2d(F.relu(x), 2).reshape(4, -1)
+        xs, w = (tnet.tensor(rng.standard_normal(s), requires_grad=True) for s in ((2, 3, 9, 9), (2, 3, 3, 3)))
+        F.conv2d(xs, w, stride=2).backward(np.ones((2, 2, 4, 4)))  # a strided input gradient: col2im
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
