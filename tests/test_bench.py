@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
 
-STUDIES = ["gemm", "layers", "train"]
+STUDIES = ["gemm", "layers", "train", "profile"]
 
 
 @pytest.fixture(autouse=True)
@@ -114,6 +114,29 @@ def test_write_json_is_atomic_and_says_whether_complete(tmp_path, capsys):
     assert capsys.readouterr().out == ""  # partial saves are quiet
     bench.write_json(path, "gemm", [{"ms": 1.0}, {"ms": 2.0}], tolerance=1)
     assert json.load(open(path))["complete"] is True and os.listdir(tmp_path) == ["gemm.json"]
+
+
+def test_kernel_rows_per_step_gpu_only_longest_first():
+    from types import SimpleNamespace as E
+    events = [E(key="gemm_kernel", device_type="DeviceType.CUDA", self_device_time_total=300.0, count=70),
+              E(key="aten::mm", device_type="DeviceType.CPU", self_device_time_total=0.0, count=5),
+              E(key="pool_kernel", device_type="DeviceType.CUDA", self_device_time_total=500.0, count=15),
+              E(key="idle", device_type="DeviceType.CUDA", self_device_time_total=0.0, count=5)]
+    assert bench.kernel_rows(events, 5) == [("pool_kernel", 100.0, 3), ("gemm_kernel", 60.0, 14)]
+
+
+def test_gemm_launches_records_each_gemm_of_a_step_and_replays_it(ieee):
+    from tnet.graph import train_step
+    from tnet.kernels import gemm
+    model, opt, _ = bench.tnet_quick()
+    x, y = bench.random_batches(2, tnet.DEVICE, n=1)[0]
+    launches = bench.gemm_launches(lambda x, y: train_step(model, opt, x, y), x, y)
+    assert gemm._launch.__name__ == "_launch"  # the watch is gone
+    labels = [label for label, _ in launches]
+    assert len(labels) == 14, labels  # 3 conv forwards, 2 input and 3 weight gradients, 6 inner-product GEMMs
+    assert "32x1024x75, 2 products, implicit" in labels and "64x1024x2" in labels
+    label, launch = next((label, launch) for label, launch in launches if label.startswith("64x1024x2"))
+    assert launch() is not None
 
 
 def test_bars_writes_a_png(tmp_path):
