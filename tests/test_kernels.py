@@ -109,6 +109,24 @@ def test_conv_implicit_gemm(precision, shape, cout, kernel, stride, padding):
     assert_close(dw, dw_ref, TOL[precision], f"weight gradient {what}")
 
 
+@pytest.mark.parametrize("config", gemm._CONFIGS, ids=lambda c: "x".join(str(v) for v in c.kwargs.values()))
+def test_gemm_every_config(config, monkeypatch):
+    """Each tile config the GPU's autotuner may pick (the other tests there run the first
+    only, TNET_AUTOTUNE=0): a plain, a split-K and both implicit GEMMs, on sizes that leave
+    every kind of tile edge."""
+    monkeypatch.setattr(gemm.gemm_kernel, "configs", [config])
+    monkeypatch.setattr(gemm, "_SMS", 2)
+    a, b = randn(70, 45), randn(45, 300)
+    assert_close(gemm.matmul(a, b, precision="ieee"), f64(a) @ f64(b), TOL["ieee"], "plain")
+    a3, b3 = randn(5, 33, 70), randn(5, 70, 17)
+    assert_close(gemm.matmul(a3, b3, sum_batch=True, precision="ieee"), (f64(a3) @ f64(b3)).sum(0), TOL["ieee"], "split")
+    x, w = randn(3, 4, 9, 10), randn(6, 4, 3, 3)
+    dy = randn(3, 6, 9, 10)
+    y_ref, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
+    assert_close(gemm.conv_gemm(w.reshape(6, -1), x, (3, 3), (1, 1), (1, 1), precision="ieee"), y_ref, TOL["ieee"], "conv")
+    assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "dw")
+
+
 def test_conv_gemm_bias_relu():
     x, w, b = randn(2, 3, 11, 7), randn(5, 3, 5, 5), randn(5)
     y = gemm.conv_gemm(w.reshape(5, -1), x, (5, 5), (2, 1), (2, 2), bias=b, relu=True, precision="ieee")
