@@ -264,3 +264,25 @@ def test_launchers_reject_bad_layout():
         pool.pool2d(randn(4, 6), (2, 2), (2, 2), (0, 0), False, "max")
     with pytest.raises(ValueError, match="labels"):
         softmax.cross_entropy(randn(4, 3), torch.zeros(5, dtype=torch.int64, device=DEV))
+
+
+SMALL_KERNELS = [(conv, "im2col_kernel"), (conv, "col2im_kernel"), (pool, "pool_kernel"), (pool, "pool_backward_kernel"),
+                 (elementwise, "relu_kernel"), (elementwise, "relu_backward_kernel"), (elementwise, "add_kernel"),
+                 (elementwise, "scale_kernel"), (elementwise, "sgd_kernel"), (reduce, "sum_kernel"),
+                 (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel")]
+
+
+@pytest.mark.parametrize("i", range(max(len(module._CONFIGS) for module, _ in SMALL_KERNELS)))
+def test_small_kernels_every_config(i, monkeypatch):
+    """The other tests again, with each kernel's i-th tile config (or its last): on the GPU
+    they otherwise run only the first (TNET_AUTOTUNE=0)."""
+    for module, name in SMALL_KERNELS:
+        configs = module._CONFIGS
+        monkeypatch.setattr(getattr(module, name), "configs", [configs[min(i, len(configs) - 1)]])
+    test_im2col_col2im((5, 5), (1, 1), (2, 2))
+    for mode in ("max", "avg"):
+        test_pool(mode, *POOLS[1])
+    test_relu()
+    test_add_scale_sgd()
+    test_softmax(5, 131)
+    test_sum_except((3, 5, 4000), 1)
