@@ -22,6 +22,7 @@ from tqdm import tqdm
 import tnet
 from tnet import data, optim
 from tnet.graph import EvalStep, TrainStep
+from tnet.kernels.gemm import PRECISIONS
 from tnet.models import cifar10_quick
 
 RECIPES = {
@@ -49,6 +50,9 @@ def build_parser():
     p.add_argument("--tta", action=argparse.BooleanOptionalAction, help="average the logits of each test image and its mirror")
     p.add_argument("--val", type=int, default=0,
                    help="hold out the last N training images and evaluate on them instead of the test set")
+    p.add_argument("--precision", choices=PRECISIONS, default="tf32",
+                   help="GEMM products: tf32 (default) on the tensor cores, as cuDNN does; ieee, exact fp32; "
+                        "bf16, operands rounded to bfloat16 (weights, sums and updates stay fp32)")
     p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling (default 0)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images")
     p.add_argument("--checkpoint", default="runs/cifar10_quick.ckpt",
@@ -116,6 +120,7 @@ def main(argv=None):
     train = data.Loader(train_x, train_y, args.batch_size, shuffle=True, augment=args.augment, seed=args.seed)
     test = data.Loader(test_x, test_y, args.batch_size, shuffle=False)
 
+    tnet.set_precision(args.precision)
     model = cifar10_quick(seed=args.seed)
     opt = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     total = args.epochs * len(train)

@@ -18,6 +18,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def keep_precision():
+    """train.main sets the GEMM precision for the process; each test starts from the default."""
+    previous = tnet.get_precision()
+    yield
+    tnet.set_precision(previous)
+
+
 def torch_quick(state, x):
     """cifar10_quick in torch float64, from a tnet state_dict."""
     w = {k: torch.tensor(v, dtype=torch.float64) for k, v in state.items()}
@@ -116,7 +124,8 @@ def test_train_saves_resumes_and_reports(tmp_path, capsys):
     train.main(common + ["--epochs", "1"])
     first = capsys.readouterr().out
     assert os.path.exists(ck) and not os.path.exists(ck + ".tmp")
-    train.main(common + ["--epochs", "2", "--resume"])
+    train.main(common + ["--epochs", "2", "--resume", "--precision", "ieee"])
+    assert tnet.get_precision() == "ieee"  # the autouse fixture puts the default back
     out = capsys.readouterr().out
     assert "resumed" in out and "epoch 2:" in out and "epoch 1:" not in out
     last = out.strip().splitlines()[-1]
@@ -162,6 +171,7 @@ def test_train_options_have_help():
 
 def test_recipes_fill_unset_options():
     caffe = train.parse_args([])
+    assert caffe.precision == "tf32" and train.parse_args(["--precision", "bf16"]).precision == "bf16"
     assert (caffe.epochs, caffe.batch_size, caffe.lr, caffe.weight_decay, caffe.schedule, caffe.augment) == \
         (10, 100, 0.001, 0.004, "caffe", False)
     fast = train.parse_args(["--recipe", "fast", "--lr", "0.5", "--no-augment"])
