@@ -114,17 +114,9 @@ def graph_time(fn, inputs, bench):
     """Median ms per call of fn replayed from a CUDA graph that calls it once per input set:
     the GPU's time alone, without the host's launch cost (autotune before: the first call)."""
     import triton.testing
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # allocations made before capture, as torch asks
-        for args in inputs:
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for args in inputs:
-            fn(*args)
-    ms = triton.testing.do_bench(graph.replay, return_mode="median", **bench)
+    from tnet.graph import Graph
+    graph = Graph(lambda: [fn(*args) for args in inputs])  # a warm-up run on a side stream, then the capture
+    ms = triton.testing.do_bench(graph, return_mode="median", **bench)
     return ms / len(inputs)
 
 
