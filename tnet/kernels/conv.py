@@ -28,7 +28,10 @@ def out_size(size, kernel, stride, pad, ceil_mode=False):
 @triton.jit
 def im2col_tile(x_ptr, k, p, mask, H, W, OW, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
     """col[k, p] of one image x [C, H, W] for int32 index tensors k = (c, i, j) and p = (oh, ow)
-    of any broadcastable shapes ([BK, 1] and [1, BN] or the transpose), zero outside the image."""
+    of any broadcastable shapes ([BK, 1] and [1, BN] or the transpose), zero outside the image.
+    Callers pass the geometry as constexpr (one compile per layer shape), so the divisions by
+    OW, KW and the strides compile to multiplies and shifts instead of ~20-instruction
+    run-time integer divisions per element."""
     c = k // (KH * KW)
     i = (k // KW) % KH
     j = k % KW
@@ -48,7 +51,8 @@ def window_source(h, pad, i, stride, out_len):
 
 @autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
+def im2col_kernel(x_ptr, col_ptr, C, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+                  SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
                   KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
     """x [N, C, H, W] -> col [N, C*KH*KW, OH*OW]; grid (blocks of one image's col, N).
     Index math is int32 (int64 division is slow); only the image offset is int64."""
@@ -62,7 +66,8 @@ def im2col_kernel(x_ptr, col_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
 
 @autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def col2im_kernel(col_ptr, x_ptr, C, H, W, OH, OW, SH, SW, PH, PW,
+def col2im_kernel(col_ptr, x_ptr, C, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+                  SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
                   KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
     """dx [N, C, H, W] = sum of the col [N, C*KH*KW, OH*OW] entries that read each pixel.
     A gather per pixel: no atomics, so the result is deterministic."""

@@ -1,6 +1,7 @@
 """Max and average pooling over NCHW tensors, forward and backward, with Caffe's rules:
 max pooling skips the padding and keeps the first maximum in row-major order; average
-pooling divides by the window clipped to the padded image (count_include_pad)."""
+pooling divides by the window clipped to the padded image (count_include_pad). The geometry
+is constexpr, as in im2col_tile: index divisions become multiplies."""
 import torch
 import triton
 import triton.language as tl
@@ -23,7 +24,8 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
 
 @autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
+def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+                SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
                 KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
     """x [N, C, H, W] -> y [N, C, OH, OW]; max pooling also writes arg, the row-major
     index h*W+w of each maximum in its plane."""
@@ -60,7 +62,8 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
 
 @autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, H, W, OH, OW, SH, SW, PH, PW,
+def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr,
+                         OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
                          KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
                          BLOCK: tl.constexpr):
     """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
