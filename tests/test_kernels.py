@@ -268,7 +268,7 @@ def test_launchers_reject_bad_layout():
 
 SMALL_KERNELS = [(conv, "im2col_kernel"), (conv, "col2im_kernel"), (pool, "pool_kernel"), (pool, "pool_backward_kernel"),
                  (elementwise, "relu_kernel"), (elementwise, "relu_backward_kernel"), (elementwise, "add_kernel"),
-                 (elementwise, "scale_kernel"), (elementwise, "sgd_kernel"), (reduce, "sum_kernel"),
+                 (elementwise, "scale_kernel"), (reduce, "sum_kernel"),
                  (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel")]
 
 

@@ -2,7 +2,7 @@
 import torch
 
 from .kernels._autotune import check
-from .kernels.elementwise import sgd_
+from .kernels.elementwise import sgd_many_
 
 
 class SGD:
@@ -35,13 +35,11 @@ class SGD:
                 group["_lr_device"] = (group["lr"], t)
 
     def step(self):
+        """Update every parameter that has a gradient, in one kernel launch."""
         self.update_lr()
-        for group in self.param_groups:
-            lr = group["_lr_device"][1]
-            for p in group["params"]:
-                if p.grad is not None:
-                    sgd_(p.data, p.grad.data, self.state[id(p)], lr, group["momentum"], group["weight_decay"],
-                         getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
+        sgd_many_([(p.data, p.grad.data, self.state[id(p)], group["_lr_device"][1], group["momentum"],
+                    group["weight_decay"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
+                   for group in self.param_groups for p in group["params"] if p.grad is not None])
 
     def zero_grad(self):
         for group in self.param_groups:

@@ -4,10 +4,16 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
+# SGD's block is fixed (its grid depends on it, tensor by tensor): about 150 programs for
+# cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.
+SGD_BLOCK = 1 << 16 if INTERPRET else 1024
+# Kernel arguments may take 4 KB: 32 tensors take about 1.5 KB (4 pointers and 4 numbers each).
+SGD_TENSORS_PER_LAUNCH = 32
 
 
 def _check_like(name, *xs):
@@ -64,20 +70,26 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * s, mask=mask)
 
 
-@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["w_ptr", "h_ptr"])
 @triton.jit
-def sgd_kernel(w_ptr, g_ptr, h_ptr, lr_ptr, n, momentum, weight_decay, lr_mult, decay_mult,
-               BLOCK: tl.constexpr):
-    """Caffe's SGD: h = momentum*h + lr*lr_mult*(g + weight_decay*decay_mult*w); w -= h."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    w = tl.load(w_ptr + offs, mask=mask)
-    g = tl.load(g_ptr + offs, mask=mask)
-    h = tl.load(h_ptr + offs, mask=mask)
-    lr = tl.load(lr_ptr) * lr_mult
-    h = momentum * h + lr * (g + (weight_decay * decay_mult) * w)
-    tl.store(h_ptr + offs, h, mask=mask)
-    tl.store(w_ptr + offs, w - h, mask=mask)
+def sgd_kernel(w_ptrs, g_ptrs, h_ptrs, lr_ptrs, ns, momentums, decays, lr_mults, BLOCK: tl.constexpr):
+    """Caffe's SGD, h = momentum*h + lr*lr_mult*(g + decay*w); w -= h with decay = weight_decay*decay_mult,
+    on every tensor w_ptrs[i] (ns[i] elements) in one launch: the programs take the tensors in
+    turn, cdiv(ns[i], BLOCK) programs each."""
+    block = tl.program_id(0)
+    # Unrolled: every program checks each tensor, and updates one block of one of them.
+    for i in tl.static_range(len(w_ptrs)):
+        count = tl.cdiv(ns[i], BLOCK)
+        if (block >= 0) & (block < count):
+            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < ns[i]
+            w = tl.load(w_ptrs[i] + offs, mask=mask)
+            g = tl.load(g_ptrs[i] + offs, mask=mask)
+            h = tl.load(h_ptrs[i] + offs, mask=mask)
+            lr = tl.load(lr_ptrs[i]) * lr_mults[i]
+            h = momentums[i] * h + lr * (g + decays[i] * w)
+            tl.store(h_ptrs[i] + offs, h, mask=mask)
+            tl.store(w_ptrs[i] + offs, w - h, mask=mask)
+        block -= count
 
 
 def relu(x, out=None):
@@ -112,8 +124,24 @@ def scale_(x, s):
 
 def sgd_(w, g, h, lr, momentum=0.0, weight_decay=0.0, lr_mult=1.0, decay_mult=1.0):
     """Update w and its momentum h in place; lr is a one-element device tensor."""
-    _check_like("sgd", w, g, h)
-    check(lr.numel() == 1 and lr.device == w.device and lr.dtype == torch.float32,
-          f"sgd: lr must be one float32 element on {w.device}")
-    sgd_kernel[_grid(w.numel())](w, g, h, lr, w.numel(), float(momentum), float(weight_decay),
-                                 float(lr_mult), float(decay_mult))
+    sgd_many_([(w, g, h, lr, momentum, weight_decay, lr_mult, decay_mult)])
+
+
+def sgd_many_(updates):
+    """sgd_ on many tensors in one launch (one per SGD_TENSORS_PER_LAUNCH): updates is a list of
+    sgd_'s arguments, (w, g, h, lr, momentum, weight_decay, lr_mult, decay_mult), all given.
+    The addresses travel as kernel arguments, not in a device table: the launch needs no
+    host-to-device copy, so a CUDA graph can capture it like any other."""
+    for w, g, h, lr, *_ in updates:
+        _check_like("sgd", w, g, h)
+        check(lr.numel() == 1 and lr.device == w.device and lr.dtype == torch.float32,
+              f"sgd: lr must be one float32 element on {w.device}")
+    for start in range(0, len(updates), SGD_TENSORS_PER_LAUNCH):
+        chunk = updates[start:start + SGD_TENSORS_PER_LAUNCH]
+        ws, gs, hs, lrs, momentums, weight_decays, lr_mults, decay_mults = zip(*chunk)
+        ns = tuple(w.numel() for w in ws)
+        programs = sum(cdiv(n, SGD_BLOCK) for n in ns)
+        if programs:
+            sgd_kernel[(programs,)](ws, gs, hs, lrs, ns, tuple(map(float, momentums)),
+                                    tuple(float(wd) * float(dm) for wd, dm in zip(weight_decays, decay_mults)),
+                                    tuple(map(float, lr_mults)), BLOCK=SGD_BLOCK, num_warps=4)
