@@ -124,34 +124,7 @@ def test_gemm_every_config(config, monkeypatch):
     dy = randn(3, 6, 9, 10)
     y_ref, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
     assert_close(gemm.conv_gemm(w.reshape(6, -1), x, (3, 3), (1, 1), (1, 1), precision="ieee"), y_ref, TOL["ieee"], "conv")
-    dw, db = gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), bias_grad=True, precision="ieee")
-    assert_close(dw, dw_ref, TOL["ieee"], "dw")
-    assert_close(db, f64(dy).sum((0, 2, 3)), TOL["ieee"], "db")
-
-
-@pytest.mark.parametrize("sms", [0, 2], ids=["one part", "split"])
-def test_bias_gradient_from_the_weight_gradient_launch(sms, monkeypatch):
-    """ROW_SUMS: the ones column of B gives the row sums of A beside the product."""
-    monkeypatch.setattr(gemm, "_SMS", sms)  # 0: no split-K; 2: 7 images in 4 parts, summed after
-    x, w, dy = randn(7, 3, 6, 5), randn(4, 3, 3, 3), randn(7, 4, 6, 5)
-    _, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
-    dw, db = gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), bias_grad=True, precision="ieee")
-    assert_close(dw, dw_ref, TOL["ieee"], "dw")
-    assert_close(db, f64(dy).sum((0, 2, 3)), TOL["ieee"], "db")
-    g, x2 = randn(9, 70), randn(9, 65)  # a linear layer's dW = g.T @ x and db = g summed over the batch
-    db = torch.empty(70, device=DEV)
-    assert_close(gemm.matmul(g.t(), x2, row_sums=db, precision="ieee"), f64(g).t() @ f64(x2), TOL["ieee"], "linear dW")
-    assert_close(db, f64(g).sum(0), TOL["ieee"], "linear db")
-    a3, b3, sums = randn(5, 33, 70), randn(5, 70, 17), torch.empty(33, device=DEV)  # sums apart from out
-    assert_close(gemm.matmul(a3, b3, sum_batch=True, row_sums=sums, precision="ieee"), (f64(a3) @ f64(b3)).sum(0),
-                 TOL["ieee"], "summed batch")
-    assert_close(sums, f64(a3).sum((0, 2)), TOL["ieee"], "summed batch row sums")
-    with pytest.raises(ValueError, match="row_sums needs one output"):
-        gemm.matmul(a3, b3, row_sums=sums)
-    with pytest.raises(ValueError, match="no bias, relu or accumulate"):
-        gemm.matmul(g.t(), x2, row_sums=db, relu=True)
-    with pytest.raises(ValueError, match="vector of 70"):
-        gemm.matmul(g.t(), x2, row_sums=sums)
+    assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "dw")
 
 
 def test_conv_gemm_bias_relu():

@@ -1,8 +1,6 @@
 """Differentiable ops. Each computes its forward with tnet's kernels and records, right
 beside it, the backward closure that returns one gradient per input (None where no input
 needs one). Forward saves only what backward needs."""
-import torch
-
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
@@ -51,11 +49,9 @@ def linear(x, w, b=None):
     X, W = x.data, w.data
 
     def backward(g):
-        gb = torch.empty_like(b.data) if need_b and need_w else None  # filled by the weight gradient's GEMM
-        gw = _gemm.matmul(g.t(), X, row_sums=gb) if need_w else None
-        if need_b and gb is None:
-            gb = _reduce.sum_except(g, 1)
-        return _gemm.matmul(g, W) if need_x else None, gw, gb
+        return (_gemm.matmul(g, W) if need_x else None,
+                _gemm.matmul(g.t(), X) if need_w else None,
+                _reduce.sum_except(g, 1) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
@@ -85,11 +81,9 @@ def _convolve(x, w, b, stride, padding, relu):
         elif need_x:
             g3 = g.reshape(N, cout, OH * OW)
             gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)
-        if need_w and need_b:  # the bias gradient from the weight gradient's launches
-            gw, gb = _gemm.conv_weight_grad(g, X, kernel, stride, padding, bias_grad=True)
-        elif need_w:
+        if need_w:
             gw = _gemm.conv_weight_grad(g, X, kernel, stride, padding)
-        elif need_b:
+        if need_b:
             gb = _reduce.sum_except(g, 1)
         return (gx, gw) if b is None else (gx, gw, gb)
     return y, grads

@@ -51,27 +51,18 @@ _CONFIGS = [
     _config(128, 64, 32, 4, 4),
     _config(64, 32, 32, 4, 4),
     _config(32, 64, 32, 4, 4),
-    # Small tiles for the convolutions' products (M = 32 or 64 channels, ~100 products of a few
-    # hundred columns each): more programs in flight, or fewer steps of their long K loops.
-    _config(32, 32, 32, 2, 4),
-    _config(32, 128, 32, 4, 4),
-    _config(32, 64, 64, 4, 3),
-    _config(64, 64, 64, 4, 3),
 ]
 TRANSPOSE_MIN = 512  # tf32 products with M and K from this size read B from a K-major copy
 
 
 def _prune(configs, named_args, **kwargs):
-    """Skip tiles far larger than the problem, and tiles under 64x64 where both sides are
-    long: they cost compile and tuning time only."""
+    """Skip tiles far larger than the problem: they cost compile and tuning time only."""
     M, N = named_args["M"], named_args["N"]
-    fits = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * M) and c.kwargs["BLOCK_N"] <= max(32, 2 * N)
-            and (c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 64 * 64 or min(M, N) <= 64)]
+    fits = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * M) and c.kwargs["BLOCK_N"] <= max(32, 2 * N)]
     return fits or configs[:1]
 
 
-@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION", "ROW_SUMS"],
-          restore_value=["c_ptr", "bias_ptr"],
+@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION"], restore_value=["c_ptr"],
           prune_configs_by={"early_config_prune": _prune},
           interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
 @triton.jit
@@ -82,7 +73,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 stride_cb, stride_cm, stride_cn,
                 H: tl.constexpr, W: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
                 PH: tl.constexpr, PW: tl.constexpr, B_MODE: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
-                BIAS: tl.constexpr, RELU: tl.constexpr, ACCUMULATE: tl.constexpr, ROW_SUMS: tl.constexpr,
+                BIAS: tl.constexpr, RELU: tl.constexpr, ACCUMULATE: tl.constexpr,
                 PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_M: tl.constexpr):
@@ -90,14 +81,11 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     holds the batch_per products from b = s*batch_per (1: a batched GEMM, more: split-K over
     the batch). BIAS: 0 none, 1 indexed by row m, 2 by column n. B_MODE 0: B [BATCH, K, N]
     strided; 1: B[b] = im2col(x[b]) [C*KH*KW, OH*OW] of images x [BATCH, C, H, W] at b_ptr
-    (stride_bb = C*H*W, geometry H..PW); 2: B[b] = im2col(x[b]).T [OH*OW, C*KH*KW].
-    ROW_SUMS: B gets an extra column N of ones, so that C's column N holds the row sums of A
-    (sum over b and k of A[b, m, k]: a bias gradient beside a weight gradient); it goes to
-    bias_ptr[s * stride_cb + m] instead of C. Needs BIAS 0."""
+    (stride_bb = C*H*W, geometry H..PW); 2: B[b] = im2col(x[b]).T [OH*OW, C*KH*KW]."""
     # Grouped ordering: GROUP_M row-blocks share their B tiles while they sit in L2.
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
-    num_n = tl.cdiv(N + ROW_SUMS, BLOCK_N)
+    num_n = tl.cdiv(N, BLOCK_N)
     group = pid // (GROUP_M * num_n)
     first_m = group * GROUP_M
     group_size = min(num_m - first_m, GROUP_M)
@@ -135,8 +123,6 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
             else:
                 b = im2col_tile(b_image, offs_n[None, :], (k + offs_k)[:, None], b_mask,
                                 H, W, OW, SH, SW, PH, PW, KH, KW)
-            if ROW_SUMS:
-                b = tl.where(offs_n[None, :] == N, 1.0, b.to(tl.float32))  # A is zero past K
             if PRECISION == "bf16":
                 if INTERPRET:
                     # The interpreter's bf16 dot is broken; rounding then an fp32 dot is exact.
@@ -162,10 +148,6 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     if RELU:
         acc = tl.maximum(acc, 0.0)
     tl.store(c_ptrs, acc, mask=c_mask)
-    if ROW_SUMS:
-        at_n = (offs_n[None, :] == N) & mask_m[:, None]
-        sums = tl.sum(tl.where(at_n, acc, 0.0), axis=1)
-        tl.store(bias_ptr + part * stride_cb + offs_m, sums, mask=tl.sum(at_n.to(tl.int32), axis=1) > 0)
 
 
 @triton.jit
@@ -225,11 +207,11 @@ def _bias_kind(name, bias, bias_dim, M, N, device):
 
 
 def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias_kind=0, relu=False,
-            accumulate=False, sum_batch=False, row_sums=None, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
+            accumulate=False, sum_batch=False, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
     """Run gemm_kernel on checked operands: a3 [1 or batch, M, K] (stride 0 broadcasts a
     single A), B as b_mode says with b_strides (batch, k, n), out [batch, M, N] or, with
-    sum_batch, [M, N]; row_sums [M] (with sum_batch or a single product) gets the row sums
-    of A. conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes. Returns out."""
+    sum_batch, [M, N]. conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes.
+    Returns out."""
     c3 = out if out.dim() == 3 else out.unsqueeze(0)
     sab = a3.stride(0) if a3.shape[0] > 1 else 0
     parts, per = batch, 1
@@ -240,43 +222,33 @@ def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias
         parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, 2 * _SMS // tiles))
         per = cdiv(batch, parts)
         parts = cdiv(batch, per)
-        if parts > 1:  # each part's M*N products, then its M row sums
-            partials = torch.empty((parts, M * N + (M if row_sums is not None else 0)),
-                                   device=out.device, dtype=torch.float32)
-            c3 = partials[:, :M * N].view(parts, M, N)
-    rows = row_sums if row_sums is None or parts == 1 else partials[:, M * N:]
-    grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N + (rows is not None), meta["BLOCK_N"]), parts)
-    gemm_kernel[grid](a3, b, c3, bias if bias is not None else rows if rows is not None else c3,
+        if parts > 1:
+            c3 = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
+    grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
+    gemm_kernel[grid](a3, b, c3, bias if bias is not None else c3,
                       M, N, K, batch, per,
                       sab, a3.stride(1), a3.stride(2),
                       *b_strides,
                       c3.stride(0), c3.stride(1), c3.stride(2),
                       *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
-                      BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate, ROW_SUMS=rows is not None,
+                      BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
                       PRECISION=precision, INTERPRET=INTERPRET)
-    if parts > 1 and sum_batch:
-        total = partials.shape[1]
-        if out.is_contiguous() and (row_sums is None or row_sums.data_ptr() == out.data_ptr() + 4 * M * N):
-            # out then row_sums, one run of memory (conv_weight_grad's buffer): one sum fills both
-            sum_except(partials, 1, out=out.view(-1) if row_sums is None else out.as_strided((total,), (1,)))
+    if sum_batch and parts > 1:
+        if out.is_contiguous():
+            sum_except(c3.view(parts, M * N), 1, out=out.view(M * N))
         else:
-            sums = sum_except(partials, 1)
-            out.copy_(sums[:M * N].view(M, N))
-            if row_sums is not None:
-                row_sums.copy_(sums[M * N:])
+            out.copy_(sum_except(c3.view(parts, M * N), 1).view(M, N))
     return out
 
 
 def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=False,
-           sum_batch=False, row_sums=None, precision=None):
+           sum_batch=False, precision=None):
     """C = relu(A @ B + bias) for 2-D or batched 3-D operands with any strides.
 
     bias_dim=1 adds bias[n] to every row (a linear layer), bias_dim=0 adds bias[m] to every
     column (a convolution's output channels). A 2-D operand is broadcast over the batch.
     accumulate=True adds the existing contents of `out` (before bias and ReLU).
     sum_batch=True sums the batch of products into one [M, N] output.
-    row_sums, an [M] float32 tensor, also receives the sums over k (and the batch, with
-    sum_batch) of A[m, k] from the same launch: dW = g.T @ x gives the bias gradient too.
     """
     check(a.device == b.device, lambda: f"matmul: a is on {a.device} but b is on {b.device}")
     _check_dtype("matmul", a, "a")
@@ -297,23 +269,12 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
           lambda: f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
     check(out.dtype == torch.float32 and out.device == a.device, "matmul: out must be float32 on a's device")
     kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device)
-    _check_row_sums("matmul", row_sums, M, a.device, sum_batch or batch == 1, bias is None and not relu and not accumulate)
     if precision == "tf32" and b3.stride(1) != 1 and min(M, K) >= TRANSPOSE_MIN:
         b3 = _k_major(b3)
     sbb = b3.stride(0) if b3.shape[0] > 1 else 0  # stride 0 broadcasts a 2-D B over the batch
     return _launch(a3, b3, out, M, N, K, batch, b_strides=(sbb, b3.stride(1), b3.stride(2)),
                    precision=precision, bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate,
-                   sum_batch=sum_batch, row_sums=row_sums)
-
-
-def _check_row_sums(name, row_sums, M, device, one_output, plain):
-    if row_sums is not None:
-        check(one_output and plain, lambda: f"{name}: row_sums needs one output (sum_batch or 2-D operands) "
-                                            "and no bias, relu or accumulate")
-        check(row_sums.shape == (M,) and row_sums.is_contiguous() and row_sums.dtype == torch.float32
-              and row_sums.device == device,
-              lambda: f"{name}: row_sums must be a contiguous float32 vector of {M} on {device}, "
-                      f"got {tuple(row_sums.shape)} {row_sums.dtype}")
+                   sum_batch=sum_batch)
 
 
 def _conv_geometry(name, x, kernel, stride, padding):
@@ -344,12 +305,10 @@ def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precisio
     return y
 
 
-def conv_weight_grad(dy, x, kernel, stride, padding, *, bias_grad=False, precision=None):
+def conv_weight_grad(dy, x, kernel, stride, padding, *, precision=None):
     """dw [Cout, C, kh, kw] = sum over n of dy[n] [Cout, OH*OW] @ im2col(x)[n].T for the
     output gradient dy [N, Cout, OH, OW] of a convolution of x [N, C, H, W], reading the
-    columns straight from x and splitting the sum over the batch when the output is small.
-    bias_grad=True returns (dw, db) with db [Cout] = dy summed over N, OH and OW, from the
-    same launches (ROW_SUMS of gemm_kernel)."""
+    columns straight from x and splitting the sum over the batch when the output is small."""
     K, P, (OH, OW), geometry = _conv_geometry("conv_weight_grad", x, kernel, stride, padding)
     _check_dtype("conv_weight_grad", dy, "dy")
     N, C = x.shape[:2]
@@ -361,9 +320,7 @@ def conv_weight_grad(dy, x, kernel, stride, padding, *, bias_grad=False, precisi
         dy3 = dy.view(N, Cout, P)
     except RuntimeError:
         raise ValueError(f"conv_weight_grad: dy's strides {dy.stride()} do not merge OH and OW into one axis") from None
-    grads = torch.empty(Cout * K + (Cout if bias_grad else 0), device=x.device, dtype=torch.float32)
-    dw, db = grads[:Cout * K].view(Cout, C, *kernel), grads[Cout * K:] if bias_grad else None
+    dw = torch.empty((Cout, C, *kernel), device=x.device, dtype=torch.float32)
     _launch(dy3, x, dw.view(Cout, K), Cout, K, P, N, b_strides=(x.stride(0), 0, 0),
-            precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, row_sums=db,
-            b_mode=2, **geometry)
-    return (dw, db) if bias_grad else dw
+            precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
+    return dw
