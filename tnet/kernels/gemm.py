@@ -51,23 +51,15 @@ _CONFIGS = [
     _config(128, 64, 32, 4, 4),
     _config(64, 32, 32, 4, 4),
     _config(32, 64, 32, 4, 4),
-    # Small tiles for the convolutions' products (M = 32 or 64 channels, ~100 products of a few
-    # hundred columns each): more programs in flight, or fewer steps of their long K loops.
-    _config(32, 32, 32, 2, 4),
-    _config(32, 128, 32, 4, 4),
-    _config(32, 64, 64, 4, 3),
-    _config(64, 64, 64, 4, 3),
 ]
 SPLIT_WAVES = 2  # split-K over the batch aims at this many programs per SM
 TRANSPOSE_MIN = 512  # tf32 products with M and K from this size read B from a K-major copy
 
 
 def _prune(configs, named_args, **kwargs):
-    """Skip tiles far larger than the problem, and tiles under 64x64 where both sides are
-    long: they cost compile and tuning time only."""
+    """Skip tiles far larger than the problem: they cost compile and tuning time only."""
     M, N = named_args["M"], named_args["N"]
-    fits = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * M) and c.kwargs["BLOCK_N"] <= max(32, 2 * N)
-            and (c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 64 * 64 or min(M, N) <= 64)]
+    fits = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * M) and c.kwargs["BLOCK_N"] <= max(32, 2 * N)]
     return fits or configs[:1]
 
 
