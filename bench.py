@@ -237,7 +237,7 @@ def bars(path, groups, series, title, ylabel, log=False):
         for i, (label, values) in enumerate(series.items()):
             shown = [(g + (i - (len(series) - 1) / 2) * width, v) for g, v in enumerate(values) if v is not None]
             ax.bar([x for x, _ in shown], [v for _, v in shown], width, label=label)
-        ax.set_xticks(range(len(groups)), groups, fontsize=7)
+        ax.set_xticks(range(len(groups)), groups, fontsize=7, rotation=30, ha="right")
         ax.set_yscale("log" if log else "linear")
         ax.set(title=title, ylabel=ylabel)
         if len(series) > 1:
@@ -752,7 +752,7 @@ def study_profile(args):
     per_batch = {f"batch {b}": [next((r["us"] for r in rows if r["batch"] == b and r["table"] == "kernel"
                                       and r["name"] == n), None) for n in names]
                  for b in dict.fromkeys(r["batch"] for r in rows)}
-    bars(os.path.join(args.out, "profile.png"), [n[:18] for n in names], per_batch,
+    bars(os.path.join(args.out, "profile.png"), [n.removesuffix("_kernel")[:18] for n in names], per_batch,
          f"GPU time per training step by kernel (eager, torch.profiler)\n{environment()['gpu']}",
          "microseconds per step", log=True)
     return rows
