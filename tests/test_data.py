@@ -195,6 +195,8 @@ def test_gather_rejects_bad_input():
         gather(images, labels[:3], torch.zeros(2, dtype=torch.int64))
     with pytest.raises(ValueError, match="float32"):
         gather(images.double(), labels, torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"out must be contiguous \(\[2,3,8,8\]"):
+        gather(images, labels, torch.zeros(2, dtype=torch.int64), out=(torch.zeros(3, 3, 8, 8), labels[:2]))
 
 
 def tiny_set(n=21, seed=4):
@@ -217,6 +219,18 @@ def test_loader_batches_match_numpy():
 
     ordered = Loader(images, labels, batch_size=16, shuffle=False)
     np.testing.assert_array_equal(next(iter(ordered))[0].cpu().numpy(), images[:16])
+
+
+def test_loader_writes_full_batches_into_out():
+    """batches(out=...) fills a captured step's buffers: full batches land there, the short
+    last one is fresh memory, and the contents are those of plain iteration."""
+    images, labels = tiny_set()
+    out = (torch.empty(8, 3, 32, 32, device=tnet._device.DEVICE), torch.empty(8, dtype=torch.int64, device=tnet._device.DEVICE))
+    plain = [(x.cpu().numpy(), y.cpu().numpy()) for x, y in Loader(images, labels, batch_size=8, seed=2)]
+    for (x, y), (px, py) in zip(Loader(images, labels, batch_size=8, seed=2).batches(out=out), plain):
+        assert (x is out[0] and y is out[1]) == (len(y) == 8)
+        np.testing.assert_array_equal(x.cpu().numpy(), px)
+        np.testing.assert_array_equal(y.cpu().numpy(), py)
 
 
 def test_loader_augment_matches_numpy():

@@ -171,7 +171,7 @@ def write_bin_pack(root, n_train=20, n_test=10, seed=0):
 def test_train_saves_resumes_and_reports(tmp_path, capsys):
     data = write_bin_pack(tmp_path / "data")
     ck = str(tmp_path / "run" / "quick.ckpt")
-    common = ["--data", str(data), "--batch-size", "10", "--checkpoint", ck]
+    common = ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "7", "--checkpoint", ck]
     train.main(common + ["--epochs", "1"])
     first = capsys.readouterr().out
     assert os.path.exists(ck) and not os.path.exists(ck + ".tmp")
@@ -215,7 +215,7 @@ def test_train_stops_on_a_nan_loss(tmp_path):
 def test_train_options_have_help():
     actions = train.build_parser()._actions
     assert len(actions) > 10 and all(a.help for a in actions)
-    for bad in (["--epochs", "0"], ["--limit", "-1"], ["--batch-size", "0"]):
+    for bad in (["--epochs", "0"], ["--limit", "-1"], ["--batch-size", "0"], ["--eval-batch-size", "0"]):
         with pytest.raises(SystemExit):
             train.parse_args(bad)
 

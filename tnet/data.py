@@ -179,7 +179,8 @@ class Loader:
     """Iterate over (x [B,C,H,W] float32, y [B] int64) device batches of a data set held on
     the device. Each epoch draws a permutation (and with `augment` a crop shift in
     [-pad, pad]^2 and a flip coin per image) from a numpy generator; the last batch may be
-    short. A returned batch is fresh memory, so it stays valid as long as the caller holds it.
+    short. A returned batch is fresh memory, so it stays valid as long as the caller holds it,
+    unless it comes from `batches(out=...)`.
     """
 
     def __init__(self, images, labels, batch_size, shuffle=True, augment=False, seed=0,
@@ -211,6 +212,12 @@ class Loader:
         self.rng.bit_generator.state = state["rng"]
 
     def __iter__(self):
+        return self.batches()
+
+    def batches(self, out=None):
+        """This epoch's batches. out: a pair (x, y) of buffers shaped like a full batch (a
+        captured step's inputs): full batches are written there, which saves a copy per
+        step, and each is valid until the next; a short last batch is fresh memory."""
         # draw now, not at the first next(), so state() taken after iter() is past this epoch
         perm = self.rng.permutation(self.n) if self.shuffle else np.arange(self.n)
         if self.augment:
@@ -220,10 +227,11 @@ class Loader:
         self.epoch += 1
         perm = torch.from_numpy(perm.astype(np.int64)).to(self.device)
 
-        def batches():
+        def draw():
             for i in range(0, self.n, self.batch_size):
                 j = min(i + self.batch_size, self.n)
                 extra = (aug[0][i:j], aug[1][i:j]) if self.augment else ()
-                yield gather(self.images, self.labels, perm[i:j], *extra)
+                full = out is not None and j - i == len(out[1])
+                yield gather(self.images, self.labels, perm[i:j], *extra, out=out if full else None)
 
-        return batches()
+        return draw()

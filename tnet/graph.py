@@ -55,7 +55,8 @@ def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0):
 
 class _Static:
     """A captured function of a batch (x, y): calling it copies a batch of the captured shape
-    into the static buffers and replays; a batch of another shape (a short last one) runs
+    into the static buffers self.x and self.y (unless it is already there: see
+    `Loader.batches(out=...)`) and replays; a batch of another shape (a short last one) runs
     eagerly."""
 
     def __init__(self, fn, x, y, restore=None):
@@ -65,8 +66,10 @@ class _Static:
     def __call__(self, x, y):
         if x.shape != self.x.shape:
             return self.fn(x, y)
-        self.x.copy_(x)
-        self.y.copy_(y)
+        if x is not self.x:
+            self.x.copy_(x)
+        if y is not self.y:
+            self.y.copy_(y)
         return self.graph()
 
 

@@ -48,13 +48,15 @@ def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, ou
     tl.store(out_labels_ptr + rows, label, mask=row_ok)
 
 
-def gather(images, labels, idx, shifts=None, flips=None):
+def gather(images, labels, idx, shifts=None, flips=None, out=None):
     """Return (x [B,C,H,W] float32, y [B] int64) with x[b] = images[idx[b]], y[b] = labels[idx[b]].
 
     images [N,C,H,W] float32, labels [N] int64, idx [B] int64, all contiguous on one device.
     Indices are not bounds-checked on the device: the caller must keep them in [0, N).
     With shifts [B,2] int32 (dy, dx) and flips [B] int32, image b is read shifted by
     (dy, dx) with zeros outside, then mirrored left-right when flips[b] != 0.
+    out: a pair (x, y) of contiguous tensors of those shapes and dtypes to write into
+    (a captured step's input buffers); by default the batch is fresh memory.
     """
     check(images.dim() == 4, f"images must be [N,C,H,W], got shape {tuple(images.shape)}")
     check(images.dtype == torch.float32, f"images must be float32, got {images.dtype}")
@@ -79,8 +81,15 @@ def gather(images, labels, idx, shifts=None, flips=None):
     block = triton.next_power_of_2(c * h * w)
     check(block <= 1 << 16, f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
 
-    out = torch.empty((b, c, h, w), dtype=torch.float32, device=images.device)
-    out_labels = torch.empty((b,), dtype=torch.int64, device=images.device)
+    if out is None:
+        out = (torch.empty((b, c, h, w), dtype=torch.float32, device=images.device),
+               torch.empty((b,), dtype=torch.int64, device=images.device))
+    out, out_labels = out
+    check(out.shape == (b, c, h, w) and out.dtype == torch.float32 and out.device == images.device
+          and out.is_contiguous() and out_labels.shape == (b,) and out_labels.dtype == torch.int64
+          and out_labels.device == images.device and out_labels.is_contiguous(),
+          lambda: f"out must be contiguous ([{b},{c},{h},{w}] float32, [{b}] int64) on {images.device}, "
+                  f"got {tuple(out.shape)} {out.dtype} and {tuple(out_labels.shape)} {out_labels.dtype}")
     if b == 0:
         return out, out_labels
     grid = (cdiv(b, IMGS),)

@@ -63,9 +63,12 @@ def _prune(configs, named_args, **kwargs):
     return fits or configs[:1]
 
 
-@autotune(_CONFIGS, key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION"], restore_value=["c_ptr"],
-          prune_configs_by={"early_config_prune": _prune},
-          interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
+_TUNING = dict(key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION"],
+               prune_configs_by={"early_config_prune": _prune},
+               interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
+
+
+@autotune(_CONFIGS, **_TUNING)
 @triton.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 M, N, K, BATCH, batch_per,
@@ -151,6 +154,11 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     tl.store(c_ptrs, acc, mask=c_mask)
 
 
+# With ACCUMULATE the kernel reads C, so the tuner's trial launches must put C back after
+# each one; that clone and copy would otherwise be timed with every trial of every GEMM.
+gemm_accumulate_kernel = autotune(_CONFIGS, restore_value=["c_ptr"], **_TUNING)(gemm_kernel.fn)
+
+
 @triton.jit
 def transpose_kernel(x_ptr, y_ptr, R, C, stride_xb, stride_xr, stride_xc,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
@@ -226,7 +234,8 @@ def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias
         if parts > 1:
             c3 = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
     grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
-    gemm_kernel[grid](a3, b, c3, bias if bias is not None else c3,
+    tuned = gemm_accumulate_kernel if accumulate else gemm_kernel
+    tuned[grid](a3, b, c3, bias if bias is not None else c3,
                       M, N, K, batch, per,
                       sab, a3.stride(1), a3.stride(2),
                       *b_strides,
