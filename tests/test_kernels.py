@@ -134,6 +134,29 @@ def test_gemm_every_config(config, monkeypatch):
     assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "dw")
 
 
+@pytest.mark.parametrize("config", gemm._TMA_CONFIGS, ids=lambda c: f"{c.num_warps}w{c.num_stages}s")
+def test_gemm_tma_every_config(config, monkeypatch):
+    """Large 2-D tf32 products run gemm_tma_kernel (TMA tiles, one program walking several
+    output tiles here): B row-major (copied K-major) or already K-major, bias along either
+    axis, ReLU, tile edges in M, N and K. Misaligned rows fall back to gemm_kernel."""
+    monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
+    monkeypatch.setattr(gemm, "_SMS", 1)
+    monkeypatch.setattr(gemm.gemm_tma_tuned, "configs", [config])
+    calls = []
+    launch = gemm._launch_tma
+    monkeypatch.setattr(gemm, "_launch_tma", lambda *a, **k: calls.append(1) or launch(*a, **k))
+    a, b, bt = randn(140, 132), randn(132, 88), randn(88, 132)
+    bias_n, bias_m = randn(88), randn(140)
+    ref = f64(a) @ f64(b)
+    assert_close(gemm.matmul(a, b, bias=bias_n, relu=True), torch.relu(ref + f64(bias_n)), TOL["tf32"], "B row-major")
+    assert_close(gemm.matmul(a, bt.t(), bias=bias_m, bias_dim=0), f64(a) @ f64(bt).t() + f64(bias_m)[:, None],
+                 TOL["tf32"], "B K-major")
+    assert len(calls) == 2
+    a, b = randn(140, 75), randn(75, 88)  # rows of 300 bytes: no TMA descriptor
+    assert_close(gemm.matmul(a, b), f64(a) @ f64(b), TOL["tf32"], "fallback")
+    assert len(calls) == 2
+
+
 def test_conv_gemm_bias_relu():
     x, w, b = randn(2, 3, 11, 7), randn(5, 3, 5, 5), randn(5)
     y = gemm.conv_gemm(w.reshape(5, -1), x, (5, 5), (2, 1), (2, 2), bias=b, relu=True, precision="ieee")
