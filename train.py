@@ -17,6 +17,7 @@ import pickle
 import sys
 import time
 
+import torch
 from tqdm import tqdm
 
 import tnet
@@ -98,6 +99,35 @@ def evaluate(model, loader, captured):
     return captured.correct.item() / loader.n
 
 
+class RunningLoss:
+    """The mean training loss for the progress bar without stalling the GPU. update(n) (n
+    steps summed so far) queues a copy of the device sum to pinned host memory and returns
+    the mean of the last copy that has landed (None before one has), so the bar lags by up
+    to one logging interval; exact(n) waits for the GPU. Waiting at every log line left the
+    GPU idle while the host queued the next steps (about 10 us per step of the Caffe recipe)."""
+
+    def __init__(self, loss_sum):
+        self.sum, self.mean, self.pending = loss_sum, None, None
+        if loss_sum.is_cuda:
+            self.host = torch.zeros(1, pin_memory=True)
+            self.landed = torch.cuda.Event()
+
+    def update(self, n):
+        if not self.sum.is_cuda:
+            return self.exact(n)
+        if self.pending is not None and self.landed.query():
+            self.mean, self.pending = self.host.item() / self.pending, None
+        if self.pending is None:
+            self.host.copy_(self.sum, non_blocking=True)
+            self.landed.record()
+            self.pending = n
+        return self.mean
+
+    def exact(self, n):
+        self.mean, self.pending = self.sum.item() / n, None
+        return self.mean
+
+
 def first_batch(images, labels, batch_size):
     return next(iter(data.Loader(images[:batch_size], labels[:batch_size], batch_size, shuffle=False)))
 
@@ -153,24 +183,30 @@ def main(argv=None):
     step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing)
     test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta)
     loss_sum = step.loss_sum
+    running = RunningLoss(loss_sum)
     for epoch in range(start_epoch, args.epochs):
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()
         bar = tqdm(train.batches(out=(step.x, step.y)), total=len(train), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
         t0 = time.perf_counter()
+
+        def show(mean, steps):
+            if mean is None:
+                return
+            if not math.isfinite(mean):
+                sys.exit(f"error: the loss became {mean} in epoch {epoch + 1}; "
+                         f"the last good checkpoint is {args.checkpoint}")
+            bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{steps * args.batch_size / (time.perf_counter() - t0):.0f}")
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on
                     continue
                 step(x, y)  # a CUDA graph replay (a short last batch runs eagerly)
                 schedule.step()  # the loss is summed on the device: no sync per step
-                if (i + 1) % 50 == 0 or i + 1 == len(train):  # logging is the only sync
-                    mean = loss_sum.item() / (i + 1 - skip)
-                    if not math.isfinite(mean):
-                        sys.exit(f"error: the loss became {mean} in epoch {epoch + 1}; "
-                                 f"the last good checkpoint is {args.checkpoint}")
-                    rate = (i + 1 - skip) * args.batch_size / (time.perf_counter() - t0)
-                    bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{rate:.0f}")
+                if (i + 1) % 50 == 0:
+                    show(running.update(i + 1 - skip), i + 1 - skip)
+            mean = running.exact(max(1, len(train) - skip))  # the epoch's one sync, before the clock stops
+            show(mean, len(train) - skip)
         except KeyboardInterrupt:
             train_time += time.perf_counter() - t0
             checkpoint(epoch, schedule.iteration - epoch * len(train), loader_state)

@@ -261,3 +261,15 @@ def test_train_fast_recipe_on_a_validation_split(tmp_path, capsys):
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("validation accuracy: ")
     assert json.load(open(str(tmp_path / "fast.json")))[0]["validation_accuracy"] >= 0
+
+
+def test_running_loss_mean():
+    """Without a GPU the running loss is read at once; exact() always waits for the device."""
+    assert train.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE)).exact(3) == 2.0
+    running = train.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE))
+    if not tnet.DEVICE.type == "cuda":
+        assert running.update(4) == 1.5
+    else:  # the first update queues a copy and has nothing landed yet
+        assert running.update(4) is None
+        torch.cuda.synchronize()
+        assert running.update(4) == 1.5
