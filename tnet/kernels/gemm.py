@@ -309,13 +309,13 @@ def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias
     grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
     tuned = gemm_accumulate_kernel if accumulate else gemm_kernel
     tuned[grid](a3, b, c3, bias if bias is not None else c3,
-                      M, N, K, batch, per,
-                      sab, a3.stride(1), a3.stride(2),
-                      *b_strides,
-                      c3.stride(0), c3.stride(1), c3.stride(2),
-                      *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
-                      BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
-                      PRECISION=precision, INTERPRET=INTERPRET)
+                M, N, K, batch, per,
+                sab, a3.stride(1), a3.stride(2),
+                *b_strides,
+                c3.stride(0), c3.stride(1), c3.stride(2),
+                *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
+                BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
+                PRECISION=precision, INTERPRET=INTERPRET)
     if sum_batch and parts > 1:
         if out.is_contiguous():
             sum_except(c3.view(parts, M * N), 1, out=out.view(M * N))

@@ -11,6 +11,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import cdiv, check
+from .gemm import mma
 
 PRECISIONS = ("ieee", "tf32", "bf16")
 
@@ -34,20 +35,6 @@ def naive_kernel(a_ptr, b_ptr, c_ptr,
 
 
 @triton.jit
-def _dot(a, b, acc, PRECISION: tl.constexpr, INTERPRET: tl.constexpr):
-    """acc + a @ b with the products at PRECISION; the sums stay fp32."""
-    if PRECISION == "bf16":
-        if INTERPRET:
-            # The interpreter's bf16 dot is broken; rounding then an fp32 dot is exact.
-            acc = tl.dot(a.to(tl.bfloat16).to(tl.float32), b.to(tl.bfloat16).to(tl.float32), acc)
-        else:
-            acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
-    else:
-        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision=PRECISION)
-    return acc
-
-
-@triton.jit
 def tiled_kernel(a_ptr, b_ptr, c_ptr,
                  M, N, K,
                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -66,7 +53,7 @@ def tiled_kernel(a_ptr, b_ptr, c_ptr,
         mask_k = offs_k < K - k
         a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        acc = _dot(a, b, acc, PRECISION, INTERPRET)
+        acc = mma(a, b, acc, PRECISION, INTERPRET)
         a_ptrs += BLOCK * stride_ak
         b_ptrs += BLOCK * stride_bk
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc,
@@ -97,8 +84,8 @@ def two_tiles_kernel(a_ptr, b_ptr, c_ptr,
         a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         b0 = tl.load(b0_ptrs, mask=mask_k[:, None] & mask_n0[None, :], other=0.0)
         b1 = tl.load(b1_ptrs, mask=mask_k[:, None] & mask_n1[None, :], other=0.0)
-        acc0 = _dot(a, b0, acc0, PRECISION, INTERPRET)
-        acc1 = _dot(a, b1, acc1, PRECISION, INTERPRET)
+        acc0 = mma(a, b0, acc0, PRECISION, INTERPRET)
+        acc1 = mma(a, b1, acc1, PRECISION, INTERPRET)
         a_ptrs += BLOCK * stride_ak
         b0_ptrs += BLOCK * stride_bk
         b1_ptrs += BLOCK * stride_bk
