@@ -355,8 +355,10 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     if precision == "tf32" and b3.stride(1) != 1 and min(M, K) >= TRANSPOSE_MIN:
         b3 = _k_major(b3)
     if (precision == "tf32" and a.dim() == b.dim() == 2 and a.dtype == b.dtype == torch.float32 and not sum_batch
-            and not accumulate and min(M, N, K) >= TRANSPOSE_MIN and _tma_fits(a, b3[0].t(), out)):
-        return _launch_tma(a, b3[0].t(), out, precision=precision, bias=bias, bias_kind=kind, relu=relu)
+            and not accumulate and min(M, N, K) >= TRANSPOSE_MIN):
+        bt = b3[0].t()  # [N, K]: K-major after the copy above, or as the caller passed it
+        if _tma_fits(a, bt, out):
+            return _launch_tma(a, bt, out, precision=precision, bias=bias, bias_kind=kind, relu=relu)
     sbb = b3.stride(0) if b3.shape[0] > 1 else 0  # stride 0 broadcasts a 2-D B over the batch
     return _launch(a3, b3, out, M, N, K, batch, b_strides=(sbb, b3.stride(1), b3.stride(2)),
                    precision=precision, bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate,
