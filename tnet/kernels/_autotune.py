@@ -24,7 +24,37 @@ def autotune(configs, key, interpret=None, **kwargs):
     else:
         kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
         kwargs.setdefault("do_bench", warm_bench)
-    return triton.autotune(configs, key=key, **kwargs)
+    tuned = triton.autotune(configs, key=key, **kwargs)
+    # Built by Triton, so that its constructor's arguments may change between versions;
+    # only run() is replaced.
+    return lambda fn: _Remembered.adopt(tuned(fn))
+
+
+class _Remembered(triton.runtime.Autotuner):
+    """Triton's autotuner that remembers, per tuning key, the chosen config's arguments.
+    Triton's run() rebuilds dicts of all ~35 arguments and checks each one for a dtype on
+    every launch: about a sixth of the host time of a GEMM call. Here a launch with a known
+    key costs one tuple and one dict lookup; a new key goes through Triton's run() as before.
+    The key is Triton's: the key arguments' values and the tensor (*_ptr) arguments' dtypes."""
+
+    @classmethod
+    def adopt(cls, tuner):
+        tuner.__class__ = cls
+        names = tuner.arg_names
+        tuner.key_args = [(names.index(k), k) for k in tuner.keys]
+        tuner.tensor_args = [i for i, name in enumerate(names) if name.endswith("_ptr")]
+        tuner.chosen = {}
+        return tuner
+
+    def run(self, *args, **kwargs):
+        key = (*[args[i] if i < len(args) else kwargs[name] for i, name in self.key_args],
+               *[args[i].dtype for i in self.tensor_args if i < len(args)])
+        config = self.chosen.get(key)
+        if config is None:
+            ret = super().run(*args, **kwargs)
+            self.chosen[key] = self.best_config.all_kwargs()
+            return ret
+        return self.fn.run(*args, **kwargs, **config)
 
 
 def warm_bench(kernel_call, quantiles):

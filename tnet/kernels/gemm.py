@@ -124,32 +124,32 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     part = tl.program_id(1).to(tl.int64)
     b_first = part * batch_per
     b_count = tl.minimum(batch_per, BATCH - b_first)
-    a_base = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_image = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
+    a_tile = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_part = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
+    if B_MODE == 0:
+        b_tile = b_part + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, b_count):
-        a_ptrs = a_base
+    # The part's b_count products are one sum of b_count * k_steps tile products, run as
+    # one loop: nested loops would restart the software pipeline at every image, and a
+    # weight gradient sums hundreds of images of 2 to 32 tiles each.
+    k_steps = tl.cdiv(K, BLOCK_K)
+    for t in range(0, b_count * k_steps):
+        image = (t // k_steps).to(tl.int64)
+        k = (t % k_steps) * BLOCK_K
+        mask_k = offs_k < K - k
+        b_mask = mask_k[:, None] & mask_n[None, :]
+        a = tl.load(a_tile + image * stride_ab + k * stride_ak, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+        # An implicit B tile is gathered from the image: no im2col buffer is written
+        # (C*KH*KW*OH*OW floats per image) nor read back.
         if B_MODE == 0:
-            b_ptrs = b_image + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-        for k in range(0, K, BLOCK_K):
-            mask_k = offs_k < K - k
-            b_mask = mask_k[:, None] & mask_n[None, :]
-            a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            # An implicit B tile is gathered from the image: no im2col buffer is written
-            # (C*KH*KW*OH*OW floats per image) nor read back.
-            if B_MODE == 0:
-                b = tl.load(b_ptrs, mask=b_mask, other=0.0)
-                b_ptrs += BLOCK_K * stride_bk
-            elif B_MODE == 1:
-                b = im2col_tile(b_image, (k + offs_k)[:, None], offs_n[None, :], b_mask,
-                                H, W, OW, SH, SW, PH, PW, KH, KW)
-            else:
-                b = im2col_tile(b_image, offs_n[None, :], (k + offs_k)[:, None], b_mask,
-                                H, W, OW, SH, SW, PH, PW, KH, KW)
-            acc = mma(a, b, acc, PRECISION, INTERPRET)
-            a_ptrs += BLOCK_K * stride_ak
-        a_base += stride_ab
-        b_image += stride_bb
+            b = tl.load(b_tile + image * stride_bb + k * stride_bk, mask=b_mask, other=0.0)
+        elif B_MODE == 1:
+            b = im2col_tile(b_part + image * stride_bb, (k + offs_k)[:, None], offs_n[None, :], b_mask,
+                            H, W, OW, SH, SW, PH, PW, KH, KW)
+        else:
+            b = im2col_tile(b_part + image * stride_bb, offs_n[None, :], (k + offs_k)[:, None], b_mask,
+                            H, W, OW, SH, SW, PH, PW, KH, KW)
+        acc = mma(a, b, acc, PRECISION, INTERPRET)
 
     c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
@@ -245,20 +245,26 @@ def _launch_tma(a, bt, out, *, precision, bias=None, bias_kind=0, relu=False, co
     return out
 
 
-def _k_major(b3):
-    """b3 [batch, K, N] as a view of a contiguous [batch, N, K] copy. Hopper's tf32 tensor-core
-    instruction reads both operands K-major from shared memory: with an N-major B, Triton
-    routes every B tile through registers to transpose it, which ran at 0.4x of cuBLAS where
-    a K-major B ran at 0.7-0.8x, so large tf32 products pay for one transposed copy."""
-    batch, K, N = b3.shape
-    bt = torch.empty((batch, N, K), device=b3.device, dtype=b3.dtype)
-    transpose_kernel[(cdiv(K, 64) * cdiv(N, 64), batch)](b3, bt, K, N, *b3.stride(), BLOCK_R=64, BLOCK_C=64)
-    return bt.transpose(1, 2)
+def _k_major(b):
+    """b [K, N] or [batch, K, N] as a view of a contiguous [N, K] or [batch, N, K] copy.
+    Hopper's tf32 tensor-core instruction reads both operands K-major from shared memory:
+    with an N-major B, Triton routes every B tile through registers to transpose it, which
+    ran at 0.4x of cuBLAS where a K-major B ran at 0.7-0.8x, so large tf32 products pay for
+    one transposed copy."""
+    *batch, K, N = b.shape
+    bt = torch.empty((*batch, N, K), device=b.device, dtype=b.dtype)
+    grid = (cdiv(K, 64) * cdiv(N, 64), batch[0] if batch else 1)
+    transpose_kernel[grid](b, bt, K, N, b.stride(0) if batch else 0, b.stride(-2), b.stride(-1), BLOCK_R=64, BLOCK_C=64)
+    return bt.transpose(-2, -1)
 
 
-def _as3d(x, name):
-    check(x.dim() in (2, 3), lambda: f"matmul: {name} must be 2-D or 3-D, got shape {tuple(x.shape)}")
-    return x if x.dim() == 3 else x.unsqueeze(0)
+def _strides(x):
+    """(batch, row, column) strides of a 2-D or 3-D operand. A 2-D operand, or a batch of
+    one, gets batch stride 0: the kernel then reads the same matrix for every product."""
+    if x.dim() == 2:
+        return (0, *x.stride())
+    s = x.stride()
+    return (s[0] if x.shape[0] > 1 else 0, s[1], s[2])
 
 
 def _shape(x):
@@ -288,14 +294,13 @@ def _bias_kind(name, bias, bias_dim, M, N, device):
     return 1 + bias_dim
 
 
-def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias_kind=0, relu=False,
+def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=None, bias_kind=0, relu=False,
             accumulate=False, sum_batch=False, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
-    """Run gemm_kernel on checked operands: a3 [1 or batch, M, K] (stride 0 broadcasts a
-    single A), B as b_mode says with b_strides (batch, k, n), out [batch, M, N] or, with
-    sum_batch, [M, N]. conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes.
-    Returns out."""
-    c3 = out if out.dim() == 3 else out.unsqueeze(0)
-    sab = a3.stride(0) if a3.shape[0] > 1 else 0
+    """Run gemm_kernel on checked operands: A at a and B at b (as b_mode says) with
+    (batch, row, column) strides (batch stride 0 broadcasts one matrix), out [batch, M, N]
+    or [M, N]; with sum_batch out is [M, N] and holds the sum of the batch of products.
+    conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes. Returns out."""
+    c, c_strides = out, _strides(out)
     parts, per = batch, 1
     if sum_batch:
         # Split-K over the batch, so that a small output still fills the GPU (weight
@@ -305,22 +310,21 @@ def _launch(a3, b, out, M, N, K, batch, *, b_strides, precision, bias=None, bias
         per = cdiv(batch, parts)
         parts = cdiv(batch, per)
         if parts > 1:
-            c3 = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
+            c = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
+            c_strides = (M * N, N, 1)
     grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
     tuned = gemm_accumulate_kernel if accumulate else gemm_kernel
-    tuned[grid](a3, b, c3, bias if bias is not None else c3,
+    tuned[grid](a, b, c, bias if bias is not None else c,
                 M, N, K, batch, per,
-                sab, a3.stride(1), a3.stride(2),
-                *b_strides,
-                c3.stride(0), c3.stride(1), c3.stride(2),
+                *a_strides, *b_strides, *c_strides,
                 *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
                 BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
                 PRECISION=precision, INTERPRET=INTERPRET)
     if sum_batch and parts > 1:
         if out.is_contiguous():
-            sum_except(c3.view(parts, M * N), 1, out=out.view(M * N))
+            sum_except(c.view(parts, M * N), 1, out=out.view(M * N))
         else:
-            out.copy_(sum_except(c3.view(parts, M * N), 1).view(M, N))
+            out.copy_(sum_except(c.view(parts, M * N), 1).view(M, N))
     return out
 
 
@@ -333,36 +337,38 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     accumulate=True adds the existing contents of `out` (before bias and ReLU).
     sum_batch=True sums the batch of products into one [M, N] output.
     """
+    # Every call pays this host code (tens of microseconds of Python): no tensor views are
+    # made before the launch, and the error texts are built only when a check fails.
     check(a.device == b.device, lambda: f"matmul: a is on {a.device} but b is on {b.device}")
     _check_dtype("matmul", a, "a")
     _check_dtype("matmul", b, "b")
-    a3, b3 = _as3d(a, "a"), _as3d(b, "b")
-    check(a3.shape[2] == b3.shape[1], lambda: f"matmul: a is {_shape(a)} but b is {_shape(b)}")
-    batch = max(a3.shape[0], b3.shape[0])
-    check(a3.shape[0] in (1, batch) and b3.shape[0] in (1, batch),
+    check(a.dim() in (2, 3) and b.dim() in (2, 3),
+          lambda: f"matmul: a and b must be 2-D or 3-D, got shapes {_shape(a)} and {_shape(b)}")
+    a_batch, M, K = a.shape if a.dim() == 3 else (1, *a.shape)
+    b_batch, b_rows, N = b.shape if b.dim() == 3 else (1, *b.shape)
+    check(K == b_rows, lambda: f"matmul: a is {_shape(a)} but b is {_shape(b)}")
+    batch = max(a_batch, b_batch)
+    check(a_batch in (1, batch) and b_batch in (1, batch),
           lambda: f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
-    M, K, N = a3.shape[1], a3.shape[2], b3.shape[2]
     precision = _precision("matmul", precision, a, b)
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
     if out is None:
         check(not accumulate, "matmul: accumulate=True needs out")
         out = torch.empty(out_shape, device=a.device, dtype=torch.float32)
-    check(tuple(out.shape) == out_shape,
+    check(out.shape == out_shape,
           lambda: f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
     check(out.dtype == torch.float32 and out.device == a.device, "matmul: out must be float32 on a's device")
     kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device)
-    if precision == "tf32" and b3.stride(1) != 1 and min(M, K) >= TRANSPOSE_MIN:
-        b3 = _k_major(b3)
+    if precision == "tf32" and b.stride(-2) != 1 and min(M, K) >= TRANSPOSE_MIN:
+        b = _k_major(b)
     if (precision == "tf32" and a.dim() == b.dim() == 2 and a.dtype == b.dtype == torch.float32 and not sum_batch
             and not accumulate and min(M, N, K) >= TRANSPOSE_MIN):
-        bt = b3[0].t()  # [N, K]: K-major after the copy above, or as the caller passed it
+        bt = b.t()  # [N, K]: K-major after the copy above, or as the caller passed it
         if _tma_fits(a, bt, out):
             return _launch_tma(a, bt, out, precision=precision, bias=bias, bias_kind=kind, relu=relu)
-    sbb = b3.stride(0) if b3.shape[0] > 1 else 0  # stride 0 broadcasts a 2-D B over the batch
-    return _launch(a3, b3, out, M, N, K, batch, b_strides=(sbb, b3.stride(1), b3.stride(2)),
-                   precision=precision, bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate,
-                   sum_batch=sum_batch)
+    return _launch(a, b, out, M, N, K, batch, a_strides=_strides(a), b_strides=_strides(b), precision=precision,
+                   bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate, sum_batch=sum_batch)
 
 
 def _conv_geometry(name, x, kernel, stride, padding):
@@ -387,7 +393,7 @@ def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precisio
     N, Cout = x.shape[0], w2.shape[0]
     kind = _bias_kind("conv_gemm", bias, 0, Cout, P, x.device)
     y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32)
-    _launch(w2.unsqueeze(0), x, y.view(N, Cout, P), Cout, P, K, N, b_strides=(x.stride(0), 0, 0),
+    _launch(w2, x, y.view(N, Cout, P), Cout, P, K, N, a_strides=_strides(w2), b_strides=(x.stride(0), 0, 0),
             precision=_precision("conv_gemm", precision, w2), bias=bias, bias_kind=kind, relu=relu,
             b_mode=1, **geometry)
     return y
@@ -409,6 +415,6 @@ def conv_weight_grad(dy, x, kernel, stride, padding, *, precision=None):
     except RuntimeError:
         raise ValueError(f"conv_weight_grad: dy's strides {dy.stride()} do not merge OH and OW into one axis") from None
     dw = torch.empty((Cout, C, *kernel), device=x.device, dtype=torch.float32)
-    _launch(dy3, x, dw.view(Cout, K), Cout, K, P, N, b_strides=(x.stride(0), 0, 0),
+    _launch(dy3, x, dw.view(Cout, K), Cout, K, P, N, a_strides=_strides(dy3), b_strides=(x.stride(0), 0, 0),
             precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
     return dw
