@@ -124,32 +124,32 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     part = tl.program_id(1).to(tl.int64)
     b_first = part * batch_per
     b_count = tl.minimum(batch_per, BATCH - b_first)
-    a_tile = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_part = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
-    if B_MODE == 0:
-        b_tile = b_part + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    a_base = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_image = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    # The part's b_count products are one sum of b_count * k_steps tile products, run as
-    # one loop: nested loops would restart the software pipeline at every image, and a
-    # weight gradient sums hundreds of images of 2 to 32 tiles each.
-    k_steps = tl.cdiv(K, BLOCK_K)
-    for t in range(0, b_count * k_steps):
-        image = (t // k_steps).to(tl.int64)
-        k = (t % k_steps) * BLOCK_K
-        mask_k = offs_k < K - k
-        b_mask = mask_k[:, None] & mask_n[None, :]
-        a = tl.load(a_tile + image * stride_ab + k * stride_ak, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        # An implicit B tile is gathered from the image: no im2col buffer is written
-        # (C*KH*KW*OH*OW floats per image) nor read back.
+    for _ in range(0, b_count):
+        a_ptrs = a_base
         if B_MODE == 0:
-            b = tl.load(b_tile + image * stride_bb + k * stride_bk, mask=b_mask, other=0.0)
-        elif B_MODE == 1:
-            b = im2col_tile(b_part + image * stride_bb, (k + offs_k)[:, None], offs_n[None, :], b_mask,
-                            H, W, OW, SH, SW, PH, PW, KH, KW)
-        else:
-            b = im2col_tile(b_part + image * stride_bb, offs_n[None, :], (k + offs_k)[:, None], b_mask,
-                            H, W, OW, SH, SW, PH, PW, KH, KW)
-        acc = mma(a, b, acc, PRECISION, INTERPRET)
+            b_ptrs = b_image + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        for k in range(0, K, BLOCK_K):
+            mask_k = offs_k < K - k
+            b_mask = mask_k[:, None] & mask_n[None, :]
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
+            # An implicit B tile is gathered from the image: no im2col buffer is written
+            # (C*KH*KW*OH*OW floats per image) nor read back.
+            if B_MODE == 0:
+                b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+                b_ptrs += BLOCK_K * stride_bk
+            elif B_MODE == 1:
+                b = im2col_tile(b_image, (k + offs_k)[:, None], offs_n[None, :], b_mask,
+                                H, W, OW, SH, SW, PH, PW, KH, KW)
+            else:
+                b = im2col_tile(b_image, offs_n[None, :], (k + offs_k)[:, None], b_mask,
+                                H, W, OW, SH, SW, PH, PW, KH, KW)
+            acc = mma(a, b, acc, PRECISION, INTERPRET)
+            a_ptrs += BLOCK_K * stride_ak
+        a_base += stride_ab
+        b_image += stride_bb
 
     c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
