@@ -49,6 +49,18 @@ def test_gemm_batched_and_summed():
     assert_close(gemm.matmul(a, b, sum_batch=True, precision="ieee"), (f64(a) @ f64(b)).sum(0), TOL["ieee"], "summed")
 
 
+def test_autotuned_kernel_remembers_each_key():
+    """After its first launch a tuning key skips Triton's autotuner; a new dtype is a new key."""
+    a, b = randn(19, 23), randn(23, 11)
+    gemm.gemm_kernel.chosen.clear()
+    for _ in range(2):
+        assert_close(gemm.matmul(a, b, precision="ieee"), f64(a) @ f64(b), TOL["ieee"], "fp32")
+    assert len(gemm.gemm_kernel.chosen) == 1
+    a16, b16 = a.bfloat16(), b.bfloat16()
+    assert_close(gemm.matmul(a16, b16), f64(a16) @ f64(b16), TOL["bf16"], "bf16")
+    assert len(gemm.gemm_kernel.chosen) == 2
+
+
 def test_gemm_tf32_reads_b_from_a_k_major_copy(monkeypatch):
     monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
     a, b = randn(37, 75), randn(75, 29)

@@ -48,7 +48,7 @@ class _Remembered(triton.runtime.Autotuner):
 
     def run(self, *args, **kwargs):
         key = (*[args[i] if i < len(args) else kwargs[name] for i, name in self.key_args],
-               *[args[i].dtype for i in self.tensor_args if i < len(args)])
+               *[getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)])
         config = self.chosen.get(key)
         if config is None:
             ret = super().run(*args, **kwargs)
