@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
 
-STUDIES = ["gemm", "layers", "train", "profile"]
+STUDIES = ["gemm", "layers", "train", "profile", "launch"]
 
 
 @pytest.fixture(autouse=True)
@@ -104,6 +104,13 @@ def test_block_time_warms_up_then_takes_the_median_per_call():
     ms = bench.block_time(lambda x: calls.append(x), [(1,), (2,), (3,)], "cpu", warmup=2, iters=3, repeats=4)
     assert calls == [1, 2, 3] * 4 + [1, 2]  # cycled through the inputs
     assert 0 <= ms < 1
+
+
+def test_host_ms_times_the_calls_between_two_syncs(monkeypatch):
+    syncs, calls = [], []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(len(calls)))
+    ms = bench.host_ms(lambda: calls.append(1), warmup=3, iters=5)
+    assert syncs == [3, 8] and ms > 0
 
 
 def test_write_json_is_atomic_and_says_whether_complete(tmp_path, capsys):
