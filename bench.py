@@ -746,23 +746,42 @@ def kernel_rows(events, steps):
     return sorted(rows, key=lambda r: -r[1])
 
 
+def _gemm_label(a, b, out, M, N, K, batch, **kw):
+    implicit = kw.get("a_mode", 0) or kw.get("b_mode", 0)
+    return (f"{M}x{N}x{K}" + (f", {batch} products" if batch > 1 else "") + (", implicit" if implicit else "")
+            + (", summed" if kw.get("sum_batch") else ""))
+
+
+def _nhwc_conv_label(x, w, w_strides, cout, kernel, *_):
+    n, c, h, w = x.shape  # MxNxK of the GEMM; stride 1, so about as many output pixels as input ones
+    return f"{n * h * w}x{cout}x{c * kernel[0] * kernel[1]}, NHWC"
+
+
+def _nhwc_weight_grad_label(x, dy, kernel, *_):
+    return f"{dy.shape[1]}x{x.shape[1] * kernel[0] * kernel[1]}x{dy.numel() // dy.shape[1]}, NHWC, summed"
+
+
 def gemm_launches(step, x, y):
     """(label, launch) for each GEMM that one call of step(x, y) runs; launch() runs it again
-    on the same operands. tnet.kernels.gemm._launch is watched during the call."""
-    from tnet.kernels import gemm
-    launches, run = [], gemm._launch
+    on the same operands. The GEMM launchers (gemm._launch, nhwc._run_conv and
+    nhwc._run_weight_grad) are watched during the call."""
+    from tnet.kernels import gemm, nhwc
+    launches, watched = [], [(gemm, "_launch", _gemm_label), (nhwc, "_run_conv", _nhwc_conv_label),
+                             (nhwc, "_run_weight_grad", _nhwc_weight_grad_label)]
 
-    def watch(a, b, out, M, N, K, batch, **kw):
-        implicit = kw.get("a_mode", 0) or kw.get("b_mode", 0)
-        label = (f"{M}x{N}x{K}" + (f", {batch} products" if batch > 1 else "") + (", implicit" if implicit else "")
-                 + (", summed" if kw.get("sum_batch") else ""))
-        launches.append((label, lambda: run(a, b, out, M, N, K, batch, **kw)))
-        return run(a, b, out, M, N, K, batch, **kw)
-    gemm._launch = watch
+    def watch(run, label):
+        def launch(*args, **kw):
+            launches.append((label(*args, **kw), lambda: run(*args, **kw)))
+            return run(*args, **kw)
+        return launch
+    runs = [getattr(module, name) for module, name, _ in watched]
+    for (module, name, label), run in zip(watched, runs):
+        setattr(module, name, watch(run, label))
     try:
         step(x, y)
     finally:
-        gemm._launch = run
+        for (module, name, _), run in zip(watched, runs):
+            setattr(module, name, run)
     return launches
 
 

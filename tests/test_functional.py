@@ -64,6 +64,29 @@ def test_conv2d_relu_pool2d(rng, ieee, mode):
              inputs, TOL["ieee"], rng)
 
 
+def test_conv2d_channels_last_path(rng, ieee):
+    """16-channel stride-1 convolutions run the NHWC kernels (an NCHW input is copied) and
+    return channels-last outputs; a 3-channel one runs the NCHW kernel and also returns
+    channels-last for 16 output channels. Reshape hands back an NCHW gradient, which the
+    tape puts into each output's layout before its backward."""
+    from tnet.kernels.conv import is_channels_last
+    inputs = [pair(rng, 2, 3, 8, 7), pair(rng, 16, 3, 3, 3, scale=0.3), pair(rng, 16),
+              pair(rng, 16, 16, 5, 5, scale=0.1), pair(rng, 16)]
+
+    def net(conv, pool, relu, x, w1, b1, w2, b2):
+        h = pool(relu(conv(x, w1, b1, 1, 1)), 3, 2, ceil_mode=True)
+        return relu(conv(h, w2, b2, 1, 2)).reshape(2, -1)
+    check_op(lambda *a: net(F.conv2d, F.max_pool2d, F.relu, *a), lambda *a: net(tF.conv2d, tF.max_pool2d, torch.relu, *a),
+             inputs, TOL["ieee"], rng)
+    x, w1, b1 = (t for t, _ in inputs[:3])
+    h = F.conv2d(x, w1, b1, 1, 1)
+    assert is_channels_last(h.data) and is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
+    fused = [pair(rng, 2, 16, 9, 9), pair(rng, 32, 16, 3, 3, scale=0.3), pair(rng, 32)]
+    check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, "avg", 3, 2, ceil_mode=True),
+             lambda x, w, b: tF.avg_pool2d(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
+             fused, TOL["ieee"], rng)
+
+
 def test_sequential_fuses_relu_into_conv(rng, ieee):
     """conv -> max pool -> ReLU, conv -> ReLU -> avg pool and conv -> ReLU run fused; values
     and gradients are those of the layers run one by one."""

@@ -1,14 +1,25 @@
 """Differentiable ops. Each computes its forward with tnet's kernels and records, right
 beside it, the backward closure that returns one gradient per input (None where no input
-needs one). Forward saves only what backward needs."""
+needs one). Forward saves only what backward needs.
+
+Convolutions return channels-last tensors (torch.channels_last: NCHW shape, NHWC memory)
+when their output channels are a multiple of 16, so that the next convolution can run the
+faster NHWC kernels (kernels/nhwc.py); pooling and ReLU keep their input's layout, and the
+tape hands every backward its gradient in the layout of the op's output."""
+import torch
+
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
+from .kernels import nhwc as _nhwc
 from .kernels import pool as _pool
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
 from .kernels._autotune import check
+from .kernels.conv import is_channels_last
 from .tensor import Tensor, record
+
+_CL = torch.channels_last
 
 
 def _pair(v, name):
@@ -56,35 +67,57 @@ def linear(x, w, b=None):
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
+def _channel_sum(g):
+    """The bias gradient of a convolution: g [N, C, H, W] summed over all axes but C."""
+    if is_channels_last(g):
+        return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1)
+    return _reduce.sum_except(g, 1)
+
+
 def _convolve(x, w, b, stride, padding, relu):
     """Checks and runs a convolution; returns y and grads(g), the gradients (x, w, b) for
-    the gradient g of y (with relu: already masked by y > 0)."""
+    the gradient g of y (with relu: already masked by y > 0), g in y's layout."""
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
     check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {b and b.shape}, expected ({w.shape[0]},)")
     stride, padding = _pair(stride, "conv2d: stride"), _pair(padding, "conv2d: padding")
     need_x, need_w, need_b = _need(x, w, b)
-    N, C, H, Wd = x.shape
+    X, Wt, B = x.data, w.data, None if b is None else b.data
     cout, kernel = w.shape[0], w.shape[2:]
-    W2 = w.data.reshape(cout, -1)
-    y = _gemm.conv_gemm(W2, x.data, kernel, stride, padding, bias=None if b is None else b.data, relu=relu)
+    if _nhwc.fits(X, Wt, stride, padding):
+        X = X if X.is_contiguous(memory_format=_CL) else X.contiguous(memory_format=_CL)
+        y = _nhwc.conv(X, Wt, padding, bias=B, relu=relu)
+
+        def grads(g):
+            gx = _nhwc.input_grad(g, Wt, padding) if need_x else None
+            gw = _nhwc.weight_grad(g, X, kernel, padding) if need_w else None
+            return (gx, gw) if b is None else (gx, gw, _channel_sum(g) if need_b else None)
+        return y, grads
+
+    # NCHW: the images stay in NCHW order (a channels-last x is copied), the output is
+    # channels-last when the next convolution could run on the NHWC kernels
+    X = X if X.is_contiguous() else X.contiguous()
+    N, C, H, Wd = X.shape
+    W2 = Wt.reshape(cout, -1)
+    y = _gemm.conv_gemm(W2, X, kernel, stride, padding, bias=B, relu=relu, channels_last=cout % 16 == 0)
     OH, OW = y.shape[2:]
-    X = x.data if need_w else None  # only the weight gradient reads it
+    X = X if need_w else None  # only the weight gradient reads it
 
     def grads(g):
         gx = gw = gb = None
-        if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)) and g.is_contiguous():
+        if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)):
             # a "full" convolution of dy: implicit GEMM again, no column buffer
             full = (kernel[0] - 1 - padding[0], kernel[1] - 1 - padding[1])
-            gx = _gemm.conv_gemm(_conv.flip_weight(w.data), g, kernel, (1, 1), full)
+            gx = _gemm.conv_gemm(_conv.flip_weight(Wt), g if g.is_contiguous() else g.contiguous(), kernel, (1, 1),
+                                 full)
         elif need_x:
-            g3 = g.reshape(N, cout, OH * OW)
-            gx = _conv.col2im(_gemm.matmul(W2.t(), g3), (N, C, H, Wd), kernel, stride, padding)
+            gx = _conv.col2im(_gemm.matmul(W2.t(), g.reshape(N, cout, OH * OW)), (N, C, H, Wd), kernel, stride,
+                              padding)
         if need_w:
             gw = _gemm.conv_weight_grad(g, X, kernel, stride, padding)
         if need_b:
-            gb = _reduce.sum_except(g, 1)
+            gb = _channel_sum(g)
         return (gx, gw) if b is None else (gx, gw, gb)
     return y, grads
 
@@ -93,6 +126,8 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
     """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
     weight gradient read im2col's columns straight from x; the input gradient of a stride-1
     convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
+    Stride-1 convolutions with C and Cout multiples of 16 run the NHWC kernels (kernels/nhwc.py)
+    on a channels-last x (copied to it if NCHW).
     relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
     output instead of three)."""
     y, grads = _convolve(x, w, b, stride, padding, relu)
@@ -112,10 +147,10 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     _is_tensor(f"{mode}_pool2d", x=x)
     kernel, stride, padding = _pool_args(mode, kernel_size, stride, padding)
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode)
-    shape = x.shape
+    shape, cl = x.shape, is_channels_last(x.data)
 
     def backward(g):
-        return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode),)
+        return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, channels_last=cl),)
     return record(f"{mode}_pool2d", y, (x,), backward)
 
 
@@ -131,7 +166,8 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode)
 
     def backward(g):
-        return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y))
+        return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y,
+                                           channels_last=is_channels_last(y)))
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward)
 
 

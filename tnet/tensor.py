@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ._device import DEVICE
+from .kernels.conv import is_channels_last
 from .kernels.elementwise import add_
 
 _seq = itertools.count()
@@ -126,6 +127,7 @@ class Tensor:
             if entry.backward is None:
                 raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
             if g is not None:
+                g = _in_layout(g, t.data)
                 timer = _backward_timer[0]
                 gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
                 for x, gx in zip(entry.inputs, gxs):
@@ -142,11 +144,21 @@ class Tensor:
             entry.inputs = ()
 
 
+def _in_layout(g, like):
+    """g, contiguous in the memory layout (NCHW or channels-last) of `like`, the tensor it is
+    the gradient of: kernels take their operands in one layout, and ops such as reshape or
+    a user's seed hand back NCHW. A copy only where the layouts differ."""
+    if is_channels_last(like):
+        return g if is_channels_last(g) else g.contiguous(memory_format=torch.channels_last)
+    return g if g.is_contiguous() else g.contiguous()
+
+
 def _accumulate_leaf(x, g):
+    g = _in_layout(g, x.data)
     if x.grad is None:
         x.grad = Tensor(g.clone() if g._base is not None else g)
     else:
-        add_(x.grad.data, g.contiguous())
+        add_(x.grad.data, g)
 
 
 def record(op, data, inputs, backward):

@@ -89,11 +89,21 @@ def col2im_kernel(col_ptr, x_ptr, C, H: tl.constexpr, W: tl.constexpr, OH: tl.co
     tl.store(x_ptr + n * C * H * W + offs, acc, mask=mask)
 
 
-def check_image(name, x):
+def is_channels_last(x):
+    """Whether x [N, C, H, W] lies in channels-last memory (torch.channels_last: NHWC order)
+    and not also in NCHW order (C == 1 or H == W == 1 make the two orders the same)."""
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
+def check_image(name, x, channels_last=False):
+    """x must be a float32 [N, C, H, W] tensor, contiguous (or, with channels_last=True,
+    contiguous in either memory format), under 2^31 elements."""
     check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
     check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
-    check(x.is_contiguous(), f"{name}: expected a contiguous NCHW tensor, got strides {x.stride()}")
+    check(x.is_contiguous() or (channels_last and x.is_contiguous(memory_format=torch.channels_last)),
+          f"{name}: expected a contiguous {'NCHW or channels-last' if channels_last else 'NCHW'} tensor, "
+          f"got strides {x.stride()}")
 
 
 def im2col(x, kernel, stride, padding):

@@ -1,11 +1,13 @@
 """Elementwise kernels: ReLU forward and backward, in-place add and scale, and Caffe's
-SGD update. Each works on flat contiguous tensors of any size."""
+SGD update. Each works on the flat memory of dense tensors of any size: contiguous, or
+channels-last, with every operand laid out alike."""
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
+from .conv import is_channels_last
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
@@ -22,7 +24,8 @@ def _check_like(name, *xs):
         check(x.shape == first.shape, f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
         check(x.device == first.device, f"{name}: tensors on {first.device} and {x.device}")
         check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
-        check(x.is_contiguous(), f"{name}: expected contiguous tensors, got strides {x.stride()}")
+        check(is_channels_last(x) == is_channels_last(first) and (x.is_contiguous() or is_channels_last(x)),
+              f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
 
 
 def _grid(n):

@@ -1,4 +1,4 @@
-"""Max and average pooling over NCHW tensors, forward and backward, with Caffe's rules:
+"""Max and average pooling over NCHW or channels-last tensors, forward and backward, with Caffe's rules:
 max pooling skips the padding and keeps the first maximum in row-major order; average
 pooling divides by the window clipped to the padded image (count_include_pad). The geometry
 is constexpr, as in im2col_tile: index divisions become multiplies."""
@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from ._autotune import autotune, cdiv, check
-from .conv import check_image, out_size, window_source
+from .conv import check_image, is_channels_last, out_size, window_source
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 256}, num_warps=2)]
@@ -22,20 +22,40 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
     return h0, w0, size
 
 
-@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
-                SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, BLOCK: tl.constexpr):
-    """x [N, C, H, W] -> y [N, C, OH, OW]; max pooling also writes arg, the row-major
-    index h*W+w of each maximum in its plane."""
+def _split(offs, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
+    """(plane n*C + c, row, column) of flat offsets into an [N, C, H, W] tensor, NCHW or, with
+    CL, channels-last (NHWC memory)."""
+    if CL:
+        pixel = offs // C
+        return (pixel // (H * W)) * C + offs % C, (pixel // W) % H, pixel % W
+    else:
+        return offs // (H * W), (offs // W) % H, offs % W
+
+
+@triton.jit
+def _origin(plane, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
+    """Flat offset of (plane, 0, 0); pixel (h, w) of the plane is (h*W + w) * (C if CL else 1) further."""
+    if CL:
+        return (plane // C) * (H * W * C) + plane % C
+    else:
+        return plane * (H * W)
+
+
+@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "CL"], interpret={"BLOCK": 1 << 16})
+@triton.jit
+def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+                OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+                PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """x [N, C, H, W] -> y [N, C, OH, OW], both NCHW or both channels-last (CL); max pooling
+    also writes arg (laid out as y), the row-major index h*W+w of each maximum in its plane."""
+    PIX: tl.constexpr = 1 + (C - 1) * CL  # distance between neighbouring pixels of a plane
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
-    plane = offs // (OH * OW)
-    oh = (offs // OW) % OH
-    ow = offs % OW
+    plane, oh, ow = _split(offs, C, OH, OW, CL)
     h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
-    src = x_ptr + plane * H * W
+    src = x_ptr + _origin(plane, C, H, W, CL)
     if MAX:
         best = tl.full((BLOCK,), float("-inf"), tl.float32)
         arg = tl.zeros((BLOCK,), dtype=tl.int32)
@@ -47,12 +67,12 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H: tl.constexpr, W: tl.constexpr, 
             w = w0 + j
             inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
             if MAX:
-                v = tl.load(src + h * W + w, mask=inside, other=float("-inf"))
+                v = tl.load(src + (h * W + w) * PIX, mask=inside, other=float("-inf"))
                 better = v > best  # strict: the first maximum wins ties
                 best = tl.where(better, v, best)
                 arg = tl.where(better, (h * W + w).to(tl.int32), arg)
             else:
-                acc += tl.load(src + h * W + w, mask=inside, other=0.0)
+                acc += tl.load(src + (h * W + w) * PIX, mask=inside, other=0.0)
     if MAX:
         tl.store(y_ptr + offs, best, mask=mask)
         tl.store(arg_ptr + offs, arg, mask=mask)
@@ -60,28 +80,29 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, H: tl.constexpr, W: tl.constexpr, 
         tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
 
 
-@autotune(_CONFIGS, key=["total", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU", "CL"],
+          interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr,
-                         OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                         KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
-                         BLOCK: tl.constexpr):
-    """dx [N, C, H, W] from dy [N, C, OH, OW]: each pixel gathers from the windows that read
-    it (no atomics, deterministic); max pooling only from windows whose maximum it was.
-    RELU: the pooled x [N, C, H, W] was a ReLU's output, whose gradient mask (x > 0) is
-    applied here too."""
+def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+                         OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
+                         PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
+                         CL: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] from dy [N, C, OH, OW], all NCHW or all channels-last (CL): each pixel
+    gathers from the windows that read it (no atomics, deterministic); max pooling only from
+    windows whose maximum it was. RELU: the pooled x [N, C, H, W] was a ReLU's output, whose
+    gradient mask (x > 0) is applied here too."""
+    PIX: tl.constexpr = 1 + (C - 1) * CL
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
-    plane = offs // (H * W)
-    h = (offs // W) % H
-    w = offs % W
+    plane, h, w = _split(offs, C, H, W, CL)
+    origin = _origin(plane, C, OH, OW, CL)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for i in tl.static_range(KH):
         oh, ok_h = window_source(h, PH, i, SH, OH)
         for j in tl.static_range(KW):
             ow, ok_w = window_source(w, PW, j, SW, OW)
             ok = mask & ok_h & ok_w
-            at = plane * OH * OW + oh * OW + ow
+            at = origin + (oh * OW + ow) * PIX
             g = tl.load(dy_ptr + at, mask=ok, other=0.0)
             if MAX:
                 hit = tl.load(arg_ptr + at, mask=ok, other=-1) == (h * W + w).to(tl.int32)
@@ -97,35 +118,43 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, H: tl.constexpr,
 def pool2d(x, kernel, stride, padding, ceil_mode, mode):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
     arg is the int32 argmax for max pooling and None for average pooling."""
-    check_image(f"{mode}_pool2d", x)
+    check_image(f"{mode}_pool2d", x, channels_last=True)
     check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     check(PH < KH and PW < KW, f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
     OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
-    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype)
-    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32) if mode == "max" else None
+    cl = is_channels_last(x)
+    layout = torch.channels_last if cl else torch.contiguous_format
+    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=layout)
+    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=layout) if mode == "max" else None
     total = y.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
-    pool_kernel[grid](x, y, arg if arg is not None else y, total, H, W, OH, OW, SH, SW, PH, PW,
-                      KH=KH, KW=KW, MAX=mode == "max")
+    pool_kernel[grid](x, y, arg if arg is not None else y, total, C, H, W, OH, OW, SH, SW, PH, PW,
+                      KH=KH, KW=KW, MAX=mode == "max", CL=cl)
     return y, arg
 
 
-def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None):
+def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None, channels_last=False):
     """dx of pool2d for dy; with relu_input, the pooled tensor (a ReLU's output), dx is
-    also masked where relu_input <= 0: the ReLU's backward in the same pass."""
+    also masked where relu_input <= 0: the ReLU's backward in the same pass. channels_last:
+    the pooled tensor's layout (is_channels_last), which dx gets and dy, arg and relu_input
+    must have."""
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
-    check_image(f"{mode}_pool2d backward", dy)
-    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    check_image(f"{mode}_pool2d backward", dy, channels_last=True)
+    for name, t in (("dy", dy), ("arg", arg), ("relu_input", relu_input)):
+        check(t is None or t.is_contiguous(memory_format=layout),
+              lambda: f"{mode}_pool2d backward: {name} is not in the pooled tensor's layout "
+                      f"({'channels-last' if channels_last else 'NCHW'}), strides {t.stride()}")
+    check(relu_input is None or tuple(relu_input.shape) == tuple(image_shape),
+          lambda: f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected {tuple(image_shape)}")
+    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=layout)
     total = dx.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
-    if relu_input is not None:
-        check(tuple(relu_input.shape) == tuple(image_shape) and relu_input.is_contiguous(),
-              f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected contiguous {tuple(image_shape)}")
     pool_backward_kernel[grid](dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx,
-                               total, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max",
-                               RELU=relu_input is not None)
+                               total, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max",
+                               RELU=relu_input is not None, CL=channels_last)
     return dx

@@ -1,0 +1,117 @@
+"""Channels-last (NHWC) convolutions, pooling and elementwise kernels against torch in float64."""
+import pytest
+import torch
+import torch.nn.functional as tF
+
+from tnet.kernels import elementwise, gemm, nhwc, pool
+from conftest import TOL, assert_close
+from test_kernels import POOLS, f64, randn
+
+CL = torch.channels_last
+CONVS = [  # x shape, Cout, kernel, padding
+    ((2, 16, 6, 7), 32, (5, 5), (2, 2)),  # cifar10_quick's 5x5, padding 2
+    ((3, 32, 5, 4), 16, (3, 3), (1, 1)),  # BLOCK_C 32, several output tiles
+    ((2, 48, 7, 5), 16, (3, 2), (1, 0)),  # C 48 (chunks of 16), rectangular kernel, output smaller than x
+]
+
+
+def cl_randn(*shape):
+    return randn(*shape).contiguous(memory_format=CL)
+
+
+def check_conv(shape, cout, kernel, padding, precision, parts=None):
+    x, w, b = cl_randn(*shape), randn(cout, shape[1], *kernel) * 0.3, randn(cout)
+    xd, wd = f64(x).requires_grad_(True), f64(w).requires_grad_(True)
+    ref = tF.conv2d(xd, wd, f64(b), 1, padding)
+    what = f"{precision} x {shape} w {tuple(w.shape)} padding {padding}"
+    y = nhwc.conv(x, w, padding, bias=b, relu=True, precision=precision)
+    assert nhwc.is_channels_last(y) and y.shape == ref.shape
+    assert_close(y, torch.relu(ref), TOL[precision], f"forward {what}")
+    g = cl_randn(*ref.shape)
+    ref.backward(f64(g))
+    dx = nhwc.input_grad(g, w, padding, precision=precision)
+    assert nhwc.is_channels_last(dx)
+    assert_close(dx, xd.grad, TOL[precision], f"input gradient {what}")
+    dw = nhwc.weight_grad(g, x, kernel, padding, precision=precision, parts=parts)
+    assert dw.is_contiguous()
+    assert_close(dw, wd.grad, TOL[precision], f"weight gradient {what}, parts {parts}")
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16"])
+@pytest.mark.parametrize("shape,cout,kernel,padding", CONVS)
+def test_nhwc_conv(precision, shape, cout, kernel, padding):
+    check_conv(shape, cout, kernel, padding, precision)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 5])
+def test_nhwc_weight_grad_parts(parts, monkeypatch):
+    """The pixels split into parts (the last one shorter), summed after."""
+    monkeypatch.setattr(nhwc, "PART_ALIGN", 16)
+    check_conv((3, 16, 5, 6), 16, (3, 3), (1, 1), "ieee", parts)
+
+
+@pytest.mark.parametrize("i", range(max(len(nhwc._CONV_CONFIGS), len(nhwc._GRAD_CONFIGS))))
+def test_nhwc_every_config(i, monkeypatch):
+    """Each tile config the GPU's autotuner may pick (the other tests there run the first
+    only, TNET_AUTOTUNE=0), the weight gradient split in parts."""
+    for kernel, configs in ((nhwc.conv_kernel, nhwc._CONV_CONFIGS), (nhwc.weight_grad_kernel, nhwc._GRAD_CONFIGS)):
+        monkeypatch.setattr(kernel, "configs", [configs[min(i, len(configs) - 1)]])
+    monkeypatch.setattr(nhwc, "PART_ALIGN", 16)
+    check_conv((2, 32, 5, 6), 64, (3, 3), (1, 1), "ieee", parts=3)
+
+
+def test_nhwc_bad_input():
+    x, w = cl_randn(2, 16, 6, 6), randn(16, 16, 3, 3)
+    with pytest.raises(ValueError, match="channels-last"):
+        nhwc.conv(randn(2, 16, 6, 6), w, (1, 1))
+    with pytest.raises(ValueError, match="multiples of 16"):
+        nhwc.conv(cl_randn(2, 8, 6, 6), randn(16, 8, 3, 3), (1, 1))
+    with pytest.raises(ValueError, match=r"w is 16x32x3x3"):
+        nhwc.conv(x, randn(16, 32, 3, 3), (1, 1))
+    with pytest.raises(ValueError, match="bias"):
+        nhwc.conv(x, w, (1, 1), bias=randn(8))
+    with pytest.raises(ValueError, match=r"dy is 2x16x5x6 but"):
+        nhwc.weight_grad(cl_randn(2, 16, 5, 6), x, (3, 3), (1, 1))
+    assert not nhwc.fits(x, w, (2, 2), (1, 1)) and not nhwc.fits(x, w, (1, 1), (3, 3))
+    assert nhwc.fits(x, w, (1, 1), (1, 1)) and not nhwc.fits(x, randn(16, 16, 3, 3)[:, :8], (1, 1), (1, 1))
+
+
+def test_conv_gemm_writes_channels_last():
+    x, w, b = randn(2, 3, 11, 7), randn(16, 3, 5, 5), randn(16)
+    y = gemm.conv_gemm(w.reshape(16, -1), x, (5, 5), (1, 1), (2, 2), bias=b, relu=True, precision="ieee",
+                       channels_last=True)
+    assert nhwc.is_channels_last(y)
+    assert_close(y, torch.relu(tF.conv2d(f64(x), f64(w), f64(b), 1, 2)), TOL["ieee"], "channels-last output")
+    dy = cl_randn(*y.shape)  # the NCHW weight gradient reads a channels-last dy through its strides
+    wd = f64(w).requires_grad_(True)
+    (tF.conv2d(f64(x), wd, None, 1, 2) * f64(dy)).sum().backward()
+    assert_close(gemm.conv_weight_grad(dy, x, (5, 5), (1, 1), (2, 2), precision="ieee"), wd.grad, TOL["ieee"], "dw")
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
+def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode):
+    """Channels-last pooling gives NCHW pooling's values, in channels-last memory."""
+    x = cl_randn(2, 5, 13, 8)
+    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode)
+    y_ref, arg_ref = pool.pool2d(x.contiguous(), kernel, stride, padding, ceil_mode, mode)
+    assert nhwc.is_channels_last(y) or y.shape[2:] == (1, 1)
+    assert torch.equal(y.cpu(), y_ref.cpu()) and (arg is None or torch.equal(arg.cpu(), arg_ref.cpu()))
+    g = cl_randn(*y.shape)
+    relu_input = torch.relu(x).contiguous(memory_format=CL)
+    for r in (None, relu_input):
+        dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r, channels_last=True)
+        ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
+                                   relu_input=None if r is None else r.contiguous())
+        assert nhwc.is_channels_last(dx) and torch.equal(dx.cpu(), ref.cpu()), f"{mode} backward, relu {r is not None}"
+    with pytest.raises(ValueError, match="layout"):
+        pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, channels_last=True)
+
+
+def test_elementwise_channels_last():
+    x, g = cl_randn(2, 3, 4, 5), cl_randn(2, 3, 4, 5)
+    y = elementwise.relu(x)
+    assert nhwc.is_channels_last(y) and torch.equal(y.cpu(), torch.relu(x).cpu())
+    assert torch.equal(elementwise.relu_backward(y, g).cpu(), torch.where(x > 0, g, 0.0).cpu())
+    with pytest.raises(ValueError, match="laid out alike"):
+        elementwise.add_(x, g.contiguous())
