@@ -66,9 +66,9 @@ def test_conv2d_relu_pool2d(rng, ieee, mode):
 
 def test_conv2d_channels_last_path(rng, ieee):
     """16-channel stride-1 convolutions run the NHWC kernels (an NCHW input is copied) and
-    return channels-last outputs; a 3-channel one runs the NCHW kernel and also returns
-    channels-last for 16 output channels. Reshape hands back an NCHW gradient, which the
-    tape puts into each output's layout before its backward."""
+    return channels-last outputs; a 3-channel one runs the NCHW kernel, and the pooling
+    after it turns its 16 channels channels-last. Reshape hands back an NCHW gradient,
+    which the tape puts into each output's layout before its backward."""
     from tnet.kernels.conv import is_channels_last
     inputs = [pair(rng, 2, 3, 8, 7), pair(rng, 16, 3, 3, 3, scale=0.3), pair(rng, 16),
               pair(rng, 16, 16, 5, 5, scale=0.1), pair(rng, 16)]
@@ -80,7 +80,10 @@ def test_conv2d_channels_last_path(rng, ieee):
              inputs, TOL["ieee"], rng)
     x, w1, b1 = (t for t, _ in inputs[:3])
     h = F.conv2d(x, w1, b1, 1, 1)
-    assert is_channels_last(h.data) and is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
+    p = F.max_pool2d(h, 3, 2, ceil_mode=True)
+    assert not is_channels_last(h.data) and is_channels_last(p.data)
+    assert is_channels_last(F.conv2d(p, *[t for t, _ in inputs[3:]], 1, 2).data)
+    assert is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
     fused = [pair(rng, 2, 16, 9, 9), pair(rng, 32, 16, 3, 3, scale=0.3), pair(rng, 32)]
     check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, "avg", 3, 2, ceil_mode=True),
              lambda x, w, b: tF.avg_pool2d(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
@@ -112,6 +115,27 @@ def test_sequential_fuses_relu_into_conv(rng, ieee):
             p.grad = None
     for fused, alone in zip(*results):
         np.testing.assert_allclose(fused, alone, rtol=1e-6, atol=1e-7)
+
+
+def test_conv2d_module_keeps_nhwc_weights_channels_last(rng, ieee):
+    """nn.Conv2d stores the weights of convolutions that run the NHWC kernels channels-last;
+    their gradients, momentum and state_dict follow, with the logical [Cout, C, kh, kw] values."""
+    from tnet import nn, optim
+    from tnet.kernels.conv import is_channels_last
+    conv = nn.Conv2d(16, 32, 3, padding=1)
+    assert is_channels_last(conv.weight.data) and not is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
+    assert not is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    conv.load_state_dict({"weight": w, "bias": np.zeros(32, np.float32)})
+    assert is_channels_last(conv.weight.data) and (conv.state_dict()["weight"] == w).all()
+    x, g = rng.standard_normal((2, 16, 5, 5)), rng.standard_normal((2, 32, 5, 5))
+    wd = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    tF.conv2d(torch.tensor(x), wd, None, 1, 1).backward(torch.tensor(g))
+    opt = optim.SGD(conv.parameters(), lr=0.5)
+    conv(tnet.tensor(x)).backward(g)
+    assert is_channels_last(conv.weight.grad.data)
+    opt.step()
+    assert_close(conv.weight, wd.detach() - 0.5 * wd.grad, TOL["ieee"], "one SGD step")
 
 
 def test_conv2d_tf32_default(rng):

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as tF
 
-from tnet.kernels import elementwise, gemm, nhwc, pool
+from tnet.kernels import elementwise, nhwc, pool
 from conftest import TOL, assert_close
 from test_kernels import POOLS, f64, randn
 
@@ -76,36 +76,30 @@ def test_nhwc_bad_input():
     assert nhwc.fits(x, w, (1, 1), (1, 1)) and not nhwc.fits(x, randn(16, 16, 3, 3)[:, :8], (1, 1), (1, 1))
 
 
-def test_conv_gemm_writes_channels_last():
-    x, w, b = randn(2, 3, 11, 7), randn(16, 3, 5, 5), randn(16)
-    y = gemm.conv_gemm(w.reshape(16, -1), x, (5, 5), (1, 1), (2, 2), bias=b, relu=True, precision="ieee",
-                       channels_last=True)
-    assert nhwc.is_channels_last(y)
-    assert_close(y, torch.relu(tF.conv2d(f64(x), f64(w), f64(b), 1, 2)), TOL["ieee"], "channels-last output")
-    dy = cl_randn(*y.shape)  # the NCHW weight gradient reads a channels-last dy through its strides
-    wd = f64(w).requires_grad_(True)
-    (tF.conv2d(f64(x), wd, None, 1, 2) * f64(dy)).sum().backward()
-    assert_close(gemm.conv_weight_grad(dy, x, (5, 5), (1, 1), (2, 2), precision="ieee"), wd.grad, TOL["ieee"], "dw")
-
-
+@pytest.mark.parametrize("layouts", [(True, True), (False, True), (True, False)], ids=["cl-cl", "nchw-cl", "cl-nchw"])
 @pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
-def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode):
-    """Channels-last pooling gives NCHW pooling's values, in channels-last memory."""
-    x = cl_randn(2, 5, 13, 8)
-    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode)
+def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
+    """Pooling between any two layouts (x's, y's) gives NCHW pooling's values, forward and
+    backward, with or without the fused ReLU gradient."""
+    x_cl, y_cl = layouts
+    x = cl_randn(2, 5, 13, 8) if x_cl else randn(2, 5, 13, 8)
+    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     y_ref, arg_ref = pool.pool2d(x.contiguous(), kernel, stride, padding, ceil_mode, mode)
-    assert nhwc.is_channels_last(y) or y.shape[2:] == (1, 1)
+    assert nhwc.is_channels_last(y) == (y_cl and y.shape[2:] != (1, 1))
     assert torch.equal(y.cpu(), y_ref.cpu()) and (arg is None or torch.equal(arg.cpu(), arg_ref.cpu()))
-    g = cl_randn(*y.shape)
-    relu_input = torch.relu(x).contiguous(memory_format=CL)
+    g = cl_randn(*y.shape) if y_cl else randn(*y.shape)
+    relu_input = torch.relu(x).contiguous(memory_format=CL if x_cl else torch.contiguous_format)
     for r in (None, relu_input):
-        dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r, channels_last=True)
+        dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r,
+                                  x_channels_last=x_cl, y_channels_last=y_cl)
         ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
                                    relu_input=None if r is None else r.contiguous())
-        assert nhwc.is_channels_last(dx) and torch.equal(dx.cpu(), ref.cpu()), f"{mode} backward, relu {r is not None}"
-    with pytest.raises(ValueError, match="layout"):
-        pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, channels_last=True)
+        assert nhwc.is_channels_last(dx) == x_cl and torch.equal(dx.cpu(), ref.cpu()), f"backward, relu {r is not None}"
+    if y_cl and y.shape[2:] != (1, 1):
+        with pytest.raises(ValueError, match="layout"):
+            pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, x_channels_last=x_cl,
+                                 y_channels_last=True)
 
 
 def test_elementwise_channels_last():

@@ -2,10 +2,12 @@
 beside it, the backward closure that returns one gradient per input (None where no input
 needs one). Forward saves only what backward needs.
 
-Convolutions return channels-last tensors (torch.channels_last: NCHW shape, NHWC memory)
-when their output channels are a multiple of 16, so that the next convolution can run the
-faster NHWC kernels (kernels/nhwc.py); pooling and ReLU keep their input's layout, and the
-tape hands every backward its gradient in the layout of the op's output."""
+Activations whose channel count is a multiple of 16 are kept channels-last
+(torch.channels_last: NCHW shape, NHWC memory), so that convolutions can run the faster NHWC
+kernels (kernels/nhwc.py): those convolutions return channels-last outputs, and pooling
+turns an NCHW input channels-last (conv1's, whose 3 input channels take the NCHW kernel).
+ReLU keeps its input's layout. The tape hands every backward its gradient in the layout of
+the op's output."""
 import torch
 
 from .kernels import conv as _conv
@@ -86,21 +88,24 @@ def _convolve(x, w, b, stride, padding, relu):
     X, Wt, B = x.data, w.data, None if b is None else b.data
     cout, kernel = w.shape[0], w.shape[2:]
     if _nhwc.fits(X, Wt, stride, padding):
+        # channels-last operands; nn.Conv2d keeps such weights channels-last (the kernels
+        # read them 2.3x faster than NCHW ones: contiguous channels), others are copied
         X = X if X.is_contiguous(memory_format=_CL) else X.contiguous(memory_format=_CL)
-        y = _nhwc.conv(X, Wt, padding, bias=B, relu=relu)
+        Wc = Wt if Wt.is_contiguous(memory_format=_CL) else Wt.contiguous(memory_format=_CL)
+        y = _nhwc.conv(X, Wc, padding, bias=B, relu=relu)
+        w_cl = is_channels_last(Wt)
 
         def grads(g):
-            gx = _nhwc.input_grad(g, Wt, padding) if need_x else None
-            gw = _nhwc.weight_grad(g, X, kernel, padding) if need_w else None
+            gx = _nhwc.input_grad(g, Wc, padding) if need_x else None
+            gw = _nhwc.weight_grad(g, X, kernel, padding, channels_last=w_cl) if need_w else None
             return (gx, gw) if b is None else (gx, gw, _channel_sum(g) if need_b else None)
         return y, grads
 
-    # NCHW: the images stay in NCHW order (a channels-last x is copied), the output is
-    # channels-last when the next convolution could run on the NHWC kernels
+    # NCHW operands (channels-last ones are copied)
     X = X if X.is_contiguous() else X.contiguous()
     N, C, H, Wd = X.shape
-    W2 = Wt.reshape(cout, -1)
-    y = _gemm.conv_gemm(W2, X, kernel, stride, padding, bias=B, relu=relu, channels_last=cout % 16 == 0)
+    W2 = (Wt if Wt.is_contiguous() else Wt.contiguous()).view(cout, -1)
+    y = _gemm.conv_gemm(W2, X, kernel, stride, padding, bias=B, relu=relu)
     OH, OW = y.shape[2:]
     X = X if need_w else None  # only the weight gradient reads it
 
@@ -146,11 +151,13 @@ def _pool_args(mode, kernel_size, stride, padding):
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     _is_tensor(f"{mode}_pool2d", x=x)
     kernel, stride, padding = _pool_args(mode, kernel_size, stride, padding)
-    y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode)
-    shape, cl = x.shape, is_channels_last(x.data)
+    y_cl = _nhwc.channels_fit(x.shape[1])
+    y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
+    shape, x_cl = x.shape, is_channels_last(x.data)
 
     def backward(g):
-        return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, channels_last=cl),)
+        return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
+                                      y_channels_last=y_cl),)
     return record(f"{mode}_pool2d", y, (x,), backward)
 
 
@@ -163,11 +170,13 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
     y, grads = _convolve(x, w, b, stride, padding, relu=True)
     kernel, pool_stride, pool_padding = _pool_args(mode, kernel_size, pool_stride, pool_padding)
-    p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode)
+    p_cl = _nhwc.channels_fit(y.shape[1])
+    p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)
+    y_cl = is_channels_last(y)
 
     def backward(g):
         return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y,
-                                           channels_last=is_channels_last(y)))
+                                           x_channels_last=y_cl, y_channels_last=p_cl))
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward)
 
 

@@ -3,6 +3,7 @@ import torch
 
 from .kernels._autotune import check
 from .kernels.elementwise import sgd_many_
+from .tensor import _in_layout
 
 
 class SGD:
@@ -35,9 +36,10 @@ class SGD:
                 group["_lr_device"] = (group["lr"], t)
 
     def step(self):
-        """Update every parameter that has a gradient, in one kernel launch."""
+        """Update every parameter that has a gradient, in one kernel launch. A gradient set by
+        hand in another memory layout than its parameter's is copied into that layout."""
         self.update_lr()
-        sgd_many_([(p.data, p.grad.data, self.state[id(p)], group["_lr_device"][1], group["momentum"],
+        sgd_many_([(p.data, _in_layout(p.grad.data, p.data), self.state[id(p)], group["_lr_device"][1], group["momentum"],
                     group["weight_decay"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
                    for group in self.param_groups for p in group["params"] if p.grad is not None])
 

@@ -381,10 +381,10 @@ def _conv_geometry(name, x, kernel, stride, padding):
     return C * KH * KW, OH * OW, (OH, OW), dict(conv=(H, W, OW, SH, SW, PH, PW), kernel=(KH, KW))
 
 
-def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precision=None, channels_last=False):
+def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precision=None):
     """y [N, Cout, OH, OW] = relu(w2 [Cout, C*kh*kw] @ im2col(x)[n] + bias[Cout]) for images
     x [N, C, H, W]: a convolution, reading the columns straight from x. kernel, stride and
-    padding are (h, w) pairs. channels_last: y in channels-last memory (NHWC) instead of NCHW."""
+    padding are (h, w) pairs."""
     K, P, (OH, OW), geometry = _conv_geometry("conv_gemm", x, kernel, stride, padding)
     _check_dtype("conv_gemm", w2, "w2")
     check(w2.dim() == 2 and w2.shape[1] == K and w2.device == x.device,
@@ -392,8 +392,7 @@ def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precisio
                   f"{kernel[0]}x{kernel[1]} kernel needs [Cout, {K}] on {x.device}")
     N, Cout = x.shape[0], w2.shape[0]
     kind = _bias_kind("conv_gemm", bias, 0, Cout, P, x.device)
-    layout = torch.channels_last if channels_last else torch.contiguous_format
-    y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32, memory_format=layout)
+    y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32)
     _launch(w2, x, y.view(N, Cout, P), Cout, P, K, N, a_strides=_strides(w2), b_strides=(x.stride(0), 0, 0),
             precision=_precision("conv_gemm", precision, w2), bias=bias, bias_kind=kind, relu=relu,
             b_mode=1, **geometry)

@@ -21,6 +21,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
+from .conv import is_channels_last  # noqa: F401 (tnet.kernels.nhwc.is_channels_last)
 from .gemm import SPLIT_WAVES, _SMS, _check_dtype, _precision, _shape, mma
 from .reduce import sum_except
 
@@ -135,18 +136,23 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_dp, stride_d
     tl.store(dw + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
 
 
-def is_channels_last(x):
-    """Whether x [N, C, H, W] lies in NHWC memory and not also in NCHW (C == 1 or H == W == 1
-    make the two the same)."""
-    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+def channels_fit(channels):
+    """Whether a channel count suits the NHWC kernels: a multiple of 16, the tensor cores'
+    smallest K. Activations with such counts are kept channels-last."""
+    return channels % 16 == 0
+
+
+def fits_shape(c, cout, kernel, stride, padding):
+    """Whether this module runs a convolution of C = c to cout channels: stride 1, padding
+    below the kernel (the input gradient is then a convolution too), and channel counts
+    that fit."""
+    return (tuple(stride) == (1, 1) and padding[0] < kernel[0] and padding[1] < kernel[1]
+            and channels_fit(c) and channels_fit(cout))
 
 
 def fits(x, w, stride, padding):
-    """Whether this module runs the convolution of x by w [Cout, C, kh, kw]: stride 1, padding
-    below the kernel (the input gradient is then a convolution too), and C and Cout multiples
-    of 16 (the tensor cores' smallest K)."""
-    (cout, c, kh, kw), (ph, pw) = w.shape, padding
-    return stride == (1, 1) and ph < kh and pw < kw and c % 16 == 0 and cout % 16 == 0 and x.numel() < 2**31
+    """fits_shape for x [N, C, H, W] and w [Cout, C, kh, kw], and x under 2^31 elements."""
+    return fits_shape(w.shape[1], w.shape[0], w.shape[2:], stride, padding) and x.numel() < 2**31
 
 
 def _check_image(name, x, arg="x"):
@@ -175,7 +181,7 @@ def _run_conv(x, w, w_strides, cout, kernel, padding, bias, relu, precision):
 
 def _check_weight(name, x, w):
     _check_dtype(name, w, "w")
-    check(w.dim() == 4 and w.shape[1] == x.shape[1] and w.shape[0] % 16 == 0 and w.shape[1] % 16 == 0
+    check(w.dim() == 4 and w.shape[1] == x.shape[1] and channels_fit(w.shape[0]) and channels_fit(w.shape[1])
           and w.device == x.device,
           lambda: f"{name}: w is {_shape(w)} on {w.device}; x {_shape(x)} on {x.device} needs [Cout, {x.shape[1]}, kh, kw] "
                   "there, with Cout and C multiples of 16")
@@ -206,11 +212,12 @@ def input_grad(dy, w, padding, *, precision=None):
                      _precision("input_grad", precision, w))
 
 
-def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None):
-    """dw [Cout, C, kh, kw] (contiguous) of a stride-1 convolution of x [N, C, H, W] with
-    padding, for its output gradient dy [N, Cout, OH, OW]; both channels-last. The pixels are
-    split into `parts` sums (by default enough programs for SPLIT_WAVES per SM), which are
-    added after in a fixed order."""
+def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None, channels_last=False):
+    """dw [Cout, C, kh, kw] of a stride-1 convolution of x [N, C, H, W] with padding, for its
+    output gradient dy [N, Cout, OH, OW]; both channels-last. dw is contiguous, or with
+    channels_last in channels-last memory (as a weight kept there). The pixels are split
+    into `parts` sums (by default enough programs for SPLIT_WAVES per SM), which are added
+    after in a fixed order."""
     _check_image("weight_grad", dy, "dy")
     _check_image("weight_grad", x)
     N, C, H, W = x.shape
@@ -218,10 +225,10 @@ def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None):
     cout, OH, OW = dy.shape[1], H + 2 * PH - KH + 1, W + 2 * PW - KW + 1
     check(dy.shape == (N, cout, OH, OW) and dy.device == x.device,
           lambda: f"weight_grad: dy is {_shape(dy)} but x {_shape(x)} with a {KH}x{KW} kernel gives [{N}, Cout, {OH}, {OW}]")
-    return _run_weight_grad(x, dy, kernel, padding, _precision("weight_grad", precision, dy), parts)
+    return _run_weight_grad(x, dy, kernel, padding, _precision("weight_grad", precision, dy), parts, channels_last)
 
 
-def _run_weight_grad(x, dy, kernel, padding, precision, parts):
+def _run_weight_grad(x, dy, kernel, padding, precision, parts, channels_last):
     """weight_grad_kernel over checked operands, then the sum of its parts."""
     N, C, H, W = x.shape
     (KH, KW), (PH, PW) = kernel, padding
@@ -230,11 +237,12 @@ def _run_weight_grad(x, dy, kernel, padding, precision, parts):
         parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), SPLIT_WAVES * _SMS // (KH * KW)))
     per = cdiv(cdiv(npix, parts), PART_ALIGN) * PART_ALIGN
     parts = cdiv(npix, per)
-    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32)
-    out = dw if parts == 1 else torch.empty((parts, *dw.shape), device=x.device, dtype=torch.float32)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32, memory_format=layout)
+    out = dw if parts == 1 else torch.empty((parts, dw.numel()), device=x.device, dtype=torch.float32)
     grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)
     weight_grad_kernel[grid](x, dy, out, npix, per, dw.numel(), *dw.stride(), H, W, C, cout, KH, KW, PH, PW,
                              PRECISION=precision, INTERPRET=INTERPRET)
     if parts > 1:
-        sum_except(out.view(parts, -1), 1, out=dw.view(-1))
+        sum_except(out, 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw

@@ -42,20 +42,22 @@ def _origin(plane, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.con
         return plane * (H * W)
 
 
-@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "CL"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "CL_X", "CL_Y"],
+          interpret={"BLOCK": 1 << 16})
 @triton.jit
 def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                 OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
-                PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL: tl.constexpr,
-                BLOCK: tl.constexpr):
-    """x [N, C, H, W] -> y [N, C, OH, OW], both NCHW or both channels-last (CL); max pooling
-    also writes arg (laid out as y), the row-major index h*W+w of each maximum in its plane."""
-    PIX: tl.constexpr = 1 + (C - 1) * CL  # distance between neighbouring pixels of a plane
+                PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL_X: tl.constexpr,
+                CL_Y: tl.constexpr, BLOCK: tl.constexpr):
+    """x [N, C, H, W] -> y [N, C, OH, OW], each NCHW or channels-last (CL_X, CL_Y: pooling is
+    where an NCHW activation turns channels-last); max pooling also writes arg (laid out as
+    y), the row-major index h*W+w of each maximum in its plane."""
+    PIX: tl.constexpr = 1 + (C - 1) * CL_X  # distance between neighbouring pixels of a plane of x
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
-    plane, oh, ow = _split(offs, C, OH, OW, CL)
+    plane, oh, ow = _split(offs, C, OH, OW, CL_Y)
     h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
-    src = x_ptr + _origin(plane, C, H, W, CL)
+    src = x_ptr + _origin(plane, C, H, W, CL_X)
     if MAX:
         best = tl.full((BLOCK,), float("-inf"), tl.float32)
         arg = tl.zeros((BLOCK,), dtype=tl.int32)
@@ -80,22 +82,22 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, 
         tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
 
 
-@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU", "CL"],
+@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU", "CL_X", "CL_Y"],
           interpret={"BLOCK": 1 << 16})
 @triton.jit
 def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                          OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
                          PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
-                         CL: tl.constexpr, BLOCK: tl.constexpr):
-    """dx [N, C, H, W] from dy [N, C, OH, OW], all NCHW or all channels-last (CL): each pixel
-    gathers from the windows that read it (no atomics, deterministic); max pooling only from
-    windows whose maximum it was. RELU: the pooled x [N, C, H, W] was a ReLU's output, whose
-    gradient mask (x > 0) is applied here too."""
-    PIX: tl.constexpr = 1 + (C - 1) * CL
+                         CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] (laid out as the pooled x: CL_X) from dy [N, C, OH, OW] and arg (laid
+    out as y: CL_Y): each pixel gathers from the windows that read it (no atomics,
+    deterministic); max pooling only from windows whose maximum it was. RELU: the pooled x
+    was a ReLU's output, whose gradient mask (x > 0) is applied here too."""
+    PIX: tl.constexpr = 1 + (C - 1) * CL_Y  # distance between neighbouring pixels of a plane of dy
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
     mask = offs < total
-    plane, h, w = _split(offs, C, H, W, CL)
-    origin = _origin(plane, C, OH, OW, CL)
+    plane, h, w = _split(offs, C, H, W, CL_X)
+    origin = _origin(plane, C, OH, OW, CL_Y)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for i in tl.static_range(KH):
         oh, ok_h = window_source(h, PH, i, SH, OH)
@@ -115,46 +117,55 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
     tl.store(dx_ptr + offs, acc, mask=mask)
 
 
-def pool2d(x, kernel, stride, padding, ceil_mode, mode):
+def _layout(channels_last):
+    return torch.channels_last if channels_last else torch.contiguous_format
+
+
+def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
-    arg is the int32 argmax for max pooling and None for average pooling."""
+    arg is the int32 argmax for max pooling and None for average pooling; both channels-last
+    if channels_last (None: as x is)."""
     check_image(f"{mode}_pool2d", x, channels_last=True)
     check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     check(PH < KH and PW < KW, f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
     OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
-    cl = is_channels_last(x)
-    layout = torch.channels_last if cl else torch.contiguous_format
-    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=layout)
-    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=layout) if mode == "max" else None
+    x_cl = is_channels_last(x)
+    y_cl = x_cl if channels_last is None else channels_last
+    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=_layout(y_cl))
+    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=_layout(y_cl)) \
+        if mode == "max" else None
     total = y.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
     pool_kernel[grid](x, y, arg if arg is not None else y, total, C, H, W, OH, OW, SH, SW, PH, PW,
-                      KH=KH, KW=KW, MAX=mode == "max", CL=cl)
+                      KH=KH, KW=KW, MAX=mode == "max", CL_X=x_cl, CL_Y=y_cl)
     return y, arg
 
 
-def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None, channels_last=False):
+def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None,
+                    x_channels_last=False, y_channels_last=None):
     """dx of pool2d for dy; with relu_input, the pooled tensor (a ReLU's output), dx is
-    also masked where relu_input <= 0: the ReLU's backward in the same pass. channels_last:
-    the pooled tensor's layout (is_channels_last), which dx gets and dy, arg and relu_input
-    must have."""
+    also masked where relu_input <= 0: the ReLU's backward in the same pass.
+    x_channels_last: the pooled tensor's layout (is_channels_last), which dx gets and
+    relu_input must have; y_channels_last (None: the same): the pooling output's, which dy
+    and arg must have."""
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
-    layout = torch.channels_last if channels_last else torch.contiguous_format
+    y_channels_last = x_channels_last if y_channels_last is None else y_channels_last
     check_image(f"{mode}_pool2d backward", dy, channels_last=True)
-    for name, t in (("dy", dy), ("arg", arg), ("relu_input", relu_input)):
-        check(t is None or t.is_contiguous(memory_format=layout),
-              lambda: f"{mode}_pool2d backward: {name} is not in the pooled tensor's layout "
-                      f"({'channels-last' if channels_last else 'NCHW'}), strides {t.stride()}")
+    for name, t, cl in (("dy", dy, y_channels_last), ("arg", arg, y_channels_last),
+                        ("relu_input", relu_input, x_channels_last)):
+        check(t is None or t.is_contiguous(memory_format=_layout(cl)),
+              lambda: f"{mode}_pool2d backward: {name} is not in the layout given for it "
+                      f"({'channels-last' if cl else 'NCHW'}), strides {t.stride()}")
     check(relu_input is None or tuple(relu_input.shape) == tuple(image_shape),
           lambda: f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected {tuple(image_shape)}")
-    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=layout)
+    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=_layout(x_channels_last))
     total = dx.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
     pool_backward_kernel[grid](dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx,
                                total, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max",
-                               RELU=relu_input is not None, CL=channels_last)
+                               RELU=relu_input is not None, CL_X=x_channels_last, CL_Y=y_channels_last)
     return dx
