@@ -65,10 +65,10 @@ def test_conv2d_relu_pool2d(rng, ieee, mode):
 
 
 def test_conv2d_channels_last_path(rng, ieee):
-    """16-channel stride-1 convolutions run the NHWC kernels (an NCHW input is copied) and
-    return channels-last outputs; a 3-channel one runs the NCHW kernel, and the pooling
-    after it turns its 16 channels channels-last. Reshape hands back an NCHW gradient,
-    which the tape puts into each output's layout before its backward."""
+    """Stride-1 convolutions to 16 channels run the NHWC kernels and return channels-last
+    outputs: from 16 channels on a channels-last x (an NCHW one is copied), from 3 on the NCHW
+    x itself. Reshape hands back an NCHW gradient, which the tape puts into each output's
+    layout before its backward."""
     from tnet.kernels.conv import is_channels_last
     inputs = [pair(rng, 2, 3, 8, 7), pair(rng, 16, 3, 3, 3, scale=0.3), pair(rng, 16),
               pair(rng, 16, 16, 5, 5, scale=0.1), pair(rng, 16)]
@@ -81,7 +81,8 @@ def test_conv2d_channels_last_path(rng, ieee):
     x, w1, b1 = (t for t, _ in inputs[:3])
     h = F.conv2d(x, w1, b1, 1, 1)
     p = F.max_pool2d(h, 3, 2, ceil_mode=True)
-    assert not is_channels_last(h.data) and is_channels_last(p.data)
+    assert is_channels_last(h.data) and is_channels_last(p.data)
+    assert is_channels_last(F.max_pool2d(tnet.tensor(rng.standard_normal((2, 16, 5, 5))), 2).data)
     assert is_channels_last(F.conv2d(p, *[t for t, _ in inputs[3:]], 1, 2).data)
     assert is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
     fused = [pair(rng, 2, 16, 9, 9), pair(rng, 32, 16, 3, 3, scale=0.3), pair(rng, 32)]

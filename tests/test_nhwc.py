@@ -12,6 +12,8 @@ CONVS = [  # x shape, Cout, kernel, padding
     ((2, 16, 6, 7), 32, (5, 5), (2, 2)),  # cifar10_quick's 5x5, padding 2
     ((3, 32, 5, 4), 16, (3, 3), (1, 1)),  # BLOCK_C 32, several output tiles
     ((2, 48, 7, 5), 16, (3, 2), (1, 0)),  # C 48 (chunks of 16), rectangular kernel, output smaller than x
+    ((2, 3, 9, 8), 32, (5, 5), (2, 2)),  # conv1: an NCHW x (NCHW_X), K = 75
+    ((3, 5, 4, 6), 16, (3, 2), (0, 1)),  # NCHW_X, K = 30, output smaller than x
 ]
 
 
@@ -20,7 +22,8 @@ def cl_randn(*shape):
 
 
 def check_conv(shape, cout, kernel, padding, precision, parts=None):
-    x, w, b = cl_randn(*shape), randn(cout, shape[1], *kernel) * 0.3, randn(cout)
+    x = cl_randn(*shape) if nhwc.channels_fit(shape[1]) else randn(*shape)
+    w, b = randn(cout, shape[1], *kernel) * 0.3, randn(cout)
     xd, wd = f64(x).requires_grad_(True), f64(w).requires_grad_(True)
     ref = tF.conv2d(xd, wd, f64(b), 1, padding)
     what = f"{precision} x {shape} w {tuple(w.shape)} padding {padding}"
@@ -58,14 +61,17 @@ def test_nhwc_every_config(i, monkeypatch):
         monkeypatch.setattr(kernel, "configs", [configs[min(i, len(configs) - 1)]])
     monkeypatch.setattr(nhwc, "PART_ALIGN", 16)
     check_conv((2, 32, 5, 6), 64, (3, 3), (1, 1), "ieee", parts=3)
+    check_conv((1, 3, 4, 5), 32, (3, 3), (1, 1), "ieee", parts=2)
 
 
 def test_nhwc_bad_input():
     x, w = cl_randn(2, 16, 6, 6), randn(16, 16, 3, 3)
     with pytest.raises(ValueError, match="channels-last"):
         nhwc.conv(randn(2, 16, 6, 6), w, (1, 1))
-    with pytest.raises(ValueError, match="multiples of 16"):
+    with pytest.raises(ValueError, match="NCHW otherwise"):
         nhwc.conv(cl_randn(2, 8, 6, 6), randn(16, 8, 3, 3), (1, 1))
+    with pytest.raises(ValueError, match="Cout a multiple of 16"):
+        nhwc.conv(x, randn(8, 16, 3, 3), (1, 1))
     with pytest.raises(ValueError, match=r"w is 16x32x3x3"):
         nhwc.conv(x, randn(16, 32, 3, 3), (1, 1))
     with pytest.raises(ValueError, match="bias"):
@@ -73,7 +79,7 @@ def test_nhwc_bad_input():
     with pytest.raises(ValueError, match=r"dy is 2x16x5x6 but"):
         nhwc.weight_grad(cl_randn(2, 16, 5, 6), x, (3, 3), (1, 1))
     assert not nhwc.fits(x, w, (2, 2), (1, 1)) and not nhwc.fits(x, w, (1, 1), (3, 3))
-    assert nhwc.fits(x, w, (1, 1), (1, 1)) and not nhwc.fits(x, randn(16, 16, 3, 3)[:, :8], (1, 1), (1, 1))
+    assert nhwc.fits(x, w, (1, 1), (1, 1)) and not nhwc.fits(x, randn(16, 16, 3, 3)[:8], (1, 1), (1, 1))
 
 
 @pytest.mark.parametrize("layouts", [(True, True), (False, True), (True, False)], ids=["cl-cl", "nchw-cl", "cl-nchw"])

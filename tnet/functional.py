@@ -4,9 +4,9 @@ needs one). Forward saves only what backward needs.
 
 Activations whose channel count is a multiple of 16 are kept channels-last
 (torch.channels_last: NCHW shape, NHWC memory), so that convolutions can run the faster NHWC
-kernels (kernels/nhwc.py): those convolutions return channels-last outputs, and pooling
-turns an NCHW input channels-last (conv1's, whose 3 input channels take the NCHW kernel).
-ReLU keeps its input's layout. The tape hands every backward its gradient in the layout of
+kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv1 too,
+which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
+such a channel count channels-last. ReLU keeps its input's layout. The tape hands every backward its gradient in the layout of
 the op's output."""
 import torch
 
@@ -88,10 +88,12 @@ def _convolve(x, w, b, stride, padding, relu):
     X, Wt, B = x.data, w.data, None if b is None else b.data
     cout, kernel = w.shape[0], w.shape[2:]
     if _nhwc.fits(X, Wt, stride, padding):
-        # channels-last operands; nn.Conv2d keeps such weights channels-last (the kernels
-        # read them 2.3x faster than NCHW ones: contiguous channels), others are copied
-        X = X if X.is_contiguous(memory_format=_CL) else X.contiguous(memory_format=_CL)
-        Wc = Wt if Wt.is_contiguous(memory_format=_CL) else Wt.contiguous(memory_format=_CL)
+        # channels-last operands, or NCHW ones for C not a multiple of 16 (conv1's 3), copied
+        # where they are not; nn.Conv2d keeps channels-last weights so (the kernels read them
+        # 2.3x faster than NCHW ones: contiguous channels)
+        layout = _CL if _nhwc.channels_fit(x.shape[1]) else torch.contiguous_format
+        X = X if X.is_contiguous(memory_format=layout) else X.contiguous(memory_format=layout)
+        Wc = Wt if Wt.is_contiguous(memory_format=layout) else Wt.contiguous(memory_format=layout)
         y = _nhwc.conv(X, Wc, padding, bias=B, relu=relu)
         w_cl = is_channels_last(Wt)
 

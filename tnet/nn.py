@@ -6,7 +6,7 @@ import torch
 
 from . import functional as F
 from .kernels._autotune import check
-from .kernels.nhwc import fits_shape
+from .kernels.nhwc import channels_fit, fits_shape
 from .tensor import Tensor, _as_storage
 
 
@@ -91,7 +91,7 @@ class Conv2d(Module):
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
         pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
-        if fits_shape(in_channels, out_channels, (kh, kw), pair(stride), pair(padding)):
+        if fits_shape(in_channels, out_channels, (kh, kw), pair(stride), pair(padding)) and channels_fit(in_channels):
             # the NHWC kernels read the weight's channels contiguously
             self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
 

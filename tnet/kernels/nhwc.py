@@ -21,7 +21,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
-from .conv import is_channels_last  # noqa: F401 (tnet.kernels.nhwc.is_channels_last)
+from .conv import im2col_tile, is_channels_last
 from .gemm import SPLIT_WAVES, _SMS, _check_dtype, _precision, _shape, mma
 from .reduce import sum_except
 
@@ -33,7 +33,8 @@ def _config(bm, bn, warps, stages, block_p=None):
 
 def _prune(configs, named_args, **kwargs):
     """Skip tiles wider than the output channels (conv) or the input channels (weight_grad)."""
-    n = named_args["C"] if "BLOCK_P" in configs[0].kwargs else named_args["COUT"]
+    n = named_args["C"] * (named_args["KH"] * named_args["KW"] if named_args["NCHW_X"] else 1) \
+        if "BLOCK_P" in configs[0].kwargs else named_args["COUT"]
     fits = [c for c in configs if c.kwargs["BLOCK_N"] <= max(32, n)]
     return fits or configs[:1]
 
@@ -52,19 +53,21 @@ def _pixel(p, OH: tl.constexpr, OW: tl.constexpr):
     return p // (OH * OW), (p // OW) % OH, p % OW
 
 
-@autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "KH", "KW", "PRECISION"],
+@autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "KH", "KW", "NCHW_X", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 256, "BLOCK_N": 64})
 @triton.jit
 def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, stride_wi, stride_wj,
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr,
-                KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, NCHW_X: tl.constexpr,
                 BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr):
     """y [NPIX, COUT] = relu(sum over taps (i, j) and channels c of x[pixel + (i, j) - (PH, PW), c]
     * w[o, c, i, j] + bias[o]), for x [N, H, W, C] and y [N, OH, OW, COUT] in NHWC memory and
     w read as w_ptr + o*stride_wo + c*stride_wc + i*stride_wi + j*stride_wj. Stride 1, so
     OH = H + 2*PH - KH + 1. BLOCK_C divides C. Taps and channel chunks are one loop with
-    constexpr divisors: no run-time division, and Triton pipelines it."""
+    constexpr divisors: no run-time division, and Triton pipelines it.
+    NCHW_X: x is NCHW instead (a few channels: conv1's 3), read through im2col_tile in
+    chunks of BLOCK_C of K = (c, i, j), and w is contiguous (stride_wc etc. unused)."""
     OH: tl.constexpr = H + 2 * PH - KH + 1
     OW: tl.constexpr = W + 2 * PW - KW + 1
     CHUNKS: tl.constexpr = C // BLOCK_C
@@ -76,7 +79,17 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, strid
     img, oh, ow = _pixel(offs_m, OH, OW)
     w_tile = w_ptr + offs_n[None, :] * stride_wo + offs_c[:, None] * stride_wc
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for t in range(0, KH * KW * CHUNKS):
+    if NCHW_X:
+        K: tl.constexpr = C * KH * KW
+        x_image = x_ptr + (img * (C * H * W))[:, None]
+        pixel = (oh * OW + ow)[:, None]
+        for k0 in range(0, K, BLOCK_C):
+            k = k0 + offs_c
+            a = im2col_tile(x_image, k[None, :], pixel, mask_m[:, None] & (k < K)[None, :], H, W, OW, 1, 1, PH, PW,
+                            KH, KW)
+            b = tl.load(w_ptr + offs_n[None, :] * K + k[:, None], mask=(k < K)[:, None] & mask_n[None, :], other=0.0)
+            acc = mma(a, b, acc, PRECISION, INTERPRET)
+    for t in range(0, (1 - NCHW_X) * KH * KW * CHUNKS):
         i = t // (KW * CHUNKS)
         j = (t // CHUNKS) % KW
         c0 = (t % CHUNKS) * BLOCK_C
@@ -94,18 +107,19 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, strid
     tl.store(y_ptr + offs_m[:, None] * COUT + offs_n[None, :], acc, mask=mask_m[:, None] & mask_n[None, :])
 
 
-@autotune(_GRAD_CONFIGS, key=["NPIX", "PIX_PER", "H", "W", "C", "COUT", "KH", "KW", "PRECISION"],
+@autotune(_GRAD_CONFIGS, key=["NPIX", "PIX_PER", "H", "W", "C", "COUT", "KH", "KW", "NCHW_X", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_P": 256})
 @triton.jit
 def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_dp, stride_do, stride_dc, stride_di, stride_dj,
                        H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr,
-                       KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                       KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, NCHW_X: tl.constexpr,
                        PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_P: tl.constexpr):
     """dw[part s, o, c, i, j] = sum over the output pixels p of part s (PIX_PER of them) of
     dy[p, o] * x[p + (i, j) - (PH, PW), c], for x [N, H, W, C] and dy [N, OH, OW, COUT] in NHWC
     memory; dw at dw_ptr + s*stride_dp + o*stride_do + c*stride_dc + i*stride_di + j*stride_dj.
-    Grid (KH*KW * C blocks, COUT blocks, parts)."""
+    Grid (KH*KW * C blocks, COUT blocks, parts). NCHW_X: x is NCHW, the N axis is K = (c, i, j)
+    read through im2col_tile, in blocks of BLOCK_N, and dw is contiguous; grid (K blocks, ...)."""
     OH: tl.constexpr = H + 2 * PH - KH + 1
     OW: tl.constexpr = W + 2 * PW - KW + 1
     C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
@@ -113,8 +127,11 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_dp, stride_d
     i = tap // KW
     j = tap % KW
     offs_n = (tl.program_id(0) % C_BLOCKS) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_n = offs_n < C
+    if NCHW_X:
+        offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < C * KH * KW
+    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < COUT
     part = tl.program_id(2)
     first = part * PIX_PER
@@ -129,11 +146,19 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_dp, stride_d
         inside = in_part & (h >= 0) & (h < H) & (w >= 0) & (w < W)
         g = tl.load(dy_ptr + offs_p[None, :] * COUT + offs_m[:, None], mask=mask_m[:, None] & in_part[None, :],
                     other=0.0)
-        x = tl.load(x_ptr + (((img * H + h) * W + w) * C)[:, None] + offs_n[None, :],
-                    mask=inside[:, None] & mask_n[None, :], other=0.0)
+        if NCHW_X:
+            x = im2col_tile(x_ptr + (img * (C * H * W))[:, None], offs_n[None, :], (oh * OW + ow)[:, None],
+                            in_part[:, None] & mask_n[None, :], H, W, OW, 1, 1, PH, PW, KH, KW)
+        else:
+            x = tl.load(x_ptr + (((img * H + h) * W + w) * C)[:, None] + offs_n[None, :],
+                        mask=inside[:, None] & mask_n[None, :], other=0.0)
         acc = mma(g, x, acc, PRECISION, INTERPRET)
-    dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do + offs_n[None, :] * stride_dc
-    tl.store(dw + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
+    dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do
+    if NCHW_X:
+        tl.store(dw + offs_n[None, :], acc, mask=mask_m[:, None] & mask_n[None, :])
+    else:
+        tl.store(dw + offs_n[None, :] * stride_dc + i * stride_di + j * stride_dj, acc,
+                 mask=mask_m[:, None] & mask_n[None, :])
 
 
 def channels_fit(channels):
@@ -143,11 +168,10 @@ def channels_fit(channels):
 
 
 def fits_shape(c, cout, kernel, stride, padding):
-    """Whether this module runs a convolution of C = c to cout channels: stride 1, padding
-    below the kernel (the input gradient is then a convolution too), and channel counts
-    that fit."""
-    return (tuple(stride) == (1, 1) and padding[0] < kernel[0] and padding[1] < kernel[1]
-            and channels_fit(c) and channels_fit(cout))
+    """Whether this module runs a convolution of c to cout channels: stride 1, padding below
+    the kernel (the input gradient is then a convolution too) and cout fitting. x is then
+    channels-last if c fits too, else NCHW (NCHW_X: conv1's 3 channels)."""
+    return (tuple(stride) == (1, 1) and padding[0] < kernel[0] and padding[1] < kernel[1] and channels_fit(cout))
 
 
 def fits(x, w, stride, padding):
@@ -156,10 +180,11 @@ def fits(x, w, stride, padding):
 
 
 def _check_image(name, x, arg="x"):
-    check(x.dim() == 4 and x.dtype == torch.float32 and x.numel() < 2**31
-          and x.is_contiguous(memory_format=torch.channels_last),
-          lambda: f"{name}: {arg} must be a channels-last float32 [N, C, H, W] tensor under 2^31 elements, "
-                  f"got {_shape(x)} {x.dtype} with strides {x.stride()}")
+    """x: float32 [N, C, H, W] under 2^31 elements, channels-last if C fits, else NCHW."""
+    layout = torch.channels_last if channels_fit(x.shape[1]) else torch.contiguous_format
+    check(x.dim() == 4 and x.dtype == torch.float32 and x.numel() < 2**31 and x.is_contiguous(memory_format=layout),
+          lambda: f"{name}: {arg} must be a float32 [N, C, H, W] tensor under 2^31 elements, channels-last if C is a "
+                  f"multiple of 16 and NCHW otherwise; got {_shape(x)} {x.dtype} with strides {x.stride()}")
 
 
 def _run_conv(x, w, w_strides, cout, kernel, padding, bias, relu, precision):
@@ -173,23 +198,25 @@ def _run_conv(x, w, w_strides, cout, kernel, padding, bias, relu, precision):
     npix = N * OH * OW
     check(npix * cout < 2**31, "conv: the output exceeds 2^31 elements; split the batch")
     grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(cout, meta["BLOCK_N"]))
+    nchw_x = not channels_fit(C)
     conv_kernel[grid](x, w, y, bias if bias is not None else y, npix, *w_strides, H, W, C, cout, KH, KW, PH, PW,
-                      BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
-                      BLOCK_C=32 if C % 32 == 0 else 16)
+                      NCHW_X=nchw_x, BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
+                      BLOCK_C=16 if nchw_x or C % 32 else 32)
     return y
 
 
 def _check_weight(name, x, w):
     _check_dtype(name, w, "w")
-    check(w.dim() == 4 and w.shape[1] == x.shape[1] and channels_fit(w.shape[0]) and channels_fit(w.shape[1])
-          and w.device == x.device,
+    check(w.dim() == 4 and w.shape[1] == x.shape[1] and channels_fit(w.shape[0]) and w.device == x.device
+          and (channels_fit(w.shape[1]) or w.is_contiguous()),
           lambda: f"{name}: w is {_shape(w)} on {w.device}; x {_shape(x)} on {x.device} needs [Cout, {x.shape[1]}, kh, kw] "
-                  "there, with Cout and C multiples of 16")
+                  "there, Cout a multiple of 16 (and w contiguous when C is not)")
 
 
 def conv(x, w, padding, *, bias=None, relu=False, precision=None):
-    """y = relu(conv2d(x, w, stride 1, padding) + bias) for a channels-last x [N, C, H, W] and
-    w [Cout, C, kh, kw] (any strides); y [N, Cout, OH, OW] is channels-last."""
+    """y = relu(conv2d(x, w, stride 1, padding) + bias) for x [N, C, H, W] (channels-last if C
+    is a multiple of 16, else NCHW) and w [Cout, C, kh, kw] (any strides, or contiguous for an
+    NCHW x); y [N, Cout, OH, OW] is channels-last."""
     _check_image("conv", x)
     _check_weight("conv", x, w)
     check(bias is None or (bias.shape == (w.shape[0],) and bias.is_contiguous() and bias.dtype == torch.float32),
@@ -214,8 +241,8 @@ def input_grad(dy, w, padding, *, precision=None):
 
 def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None, channels_last=False):
     """dw [Cout, C, kh, kw] of a stride-1 convolution of x [N, C, H, W] with padding, for its
-    output gradient dy [N, Cout, OH, OW]; both channels-last. dw is contiguous, or with
-    channels_last in channels-last memory (as a weight kept there). The pixels are split
+    output gradient dy [N, Cout, OH, OW], channels-last (x as for `conv`). dw is contiguous,
+    or with channels_last in channels-last memory (as a weight kept there). The pixels are split
     into `parts` sums (by default enough programs for SPLIT_WAVES per SM), which are added
     after in a fixed order."""
     _check_image("weight_grad", dy, "dy")
@@ -225,6 +252,7 @@ def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None, channels_
     cout, OH, OW = dy.shape[1], H + 2 * PH - KH + 1, W + 2 * PW - KW + 1
     check(dy.shape == (N, cout, OH, OW) and dy.device == x.device,
           lambda: f"weight_grad: dy is {_shape(dy)} but x {_shape(x)} with a {KH}x{KW} kernel gives [{N}, Cout, {OH}, {OW}]")
+    check(not channels_last or channels_fit(C), "weight_grad: channels_last needs C to be a multiple of 16")
     return _run_weight_grad(x, dy, kernel, padding, _precision("weight_grad", precision, dy), parts, channels_last)
 
 
@@ -233,16 +261,19 @@ def _run_weight_grad(x, dy, kernel, padding, precision, parts, channels_last):
     N, C, H, W = x.shape
     (KH, KW), (PH, PW) = kernel, padding
     cout, npix = dy.shape[1], dy.shape[0] * dy.shape[2] * dy.shape[3]
-    if parts is None:
-        parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), SPLIT_WAVES * _SMS // (KH * KW)))
+    nchw_x = not channels_fit(C)
+    if parts is None:  # enough programs for SPLIT_WAVES per SM (with 32-wide tiles)
+        blocks = cdiv(C * KH * KW, 32) if nchw_x else KH * KW
+        parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), SPLIT_WAVES * _SMS // blocks))
     per = cdiv(cdiv(npix, parts), PART_ALIGN) * PART_ALIGN
     parts = cdiv(npix, per)
     layout = torch.channels_last if channels_last else torch.contiguous_format
     dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32, memory_format=layout)
     out = dw if parts == 1 else torch.empty((parts, dw.numel()), device=x.device, dtype=torch.float32)
-    grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)
+    k_blocks = lambda n: cdiv(C * KH * KW, n) if nchw_x else KH * KW * cdiv(C, n)
+    grid = lambda meta: (k_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)
     weight_grad_kernel[grid](x, dy, out, npix, per, dw.numel(), *dw.stride(), H, W, C, cout, KH, KW, PH, PW,
-                             PRECISION=precision, INTERPRET=INTERPRET)
+                             NCHW_X=nchw_x, PRECISION=precision, INTERPRET=INTERPRET)
     if parts > 1:
         sum_except(out, 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw
