@@ -64,6 +64,15 @@ def test_nhwc_every_config(i, monkeypatch):
     check_conv((1, 3, 4, 5), 32, (3, 3), (1, 1), "ieee", parts=2)
 
 
+def test_nhwc_prune_reads_keyword_arguments():
+    """As Triton calls it: positional arguments in a dict, the keyword ones (NCHW_X) as keywords."""
+    conv = nhwc._prune(nhwc._CONV_CONFIGS, {"C": 3, "COUT": 32, "KH": 5, "KW": 5}, NCHW_X=True)
+    assert conv and all(c.kwargs["BLOCK_N"] <= 32 for c in conv)
+    assert nhwc._prune(nhwc._GRAD_CONFIGS, {"C": 3, "COUT": 32, "KH": 5, "KW": 5}, NCHW_X=True) == nhwc._GRAD_CONFIGS
+    grad = nhwc._prune(nhwc._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5}, NCHW_X=False)
+    assert grad and all(c.kwargs["BLOCK_N"] <= 32 for c in grad)
+
+
 def test_nhwc_bad_input():
     x, w = cl_randn(2, 16, 6, 6), randn(16, 16, 3, 3)
     with pytest.raises(ValueError, match="channels-last"):

@@ -32,9 +32,10 @@ def _config(bm, bn, warps, stages, block_p=None):
 
 
 def _prune(configs, named_args, **kwargs):
-    """Skip tiles wider than the output channels (conv) or the input channels (weight_grad)."""
-    n = named_args["C"] * (named_args["KH"] * named_args["KW"] if named_args["NCHW_X"] else 1) \
-        if "BLOCK_P" in configs[0].kwargs else named_args["COUT"]
+    """Skip tiles wider than the output channels (conv) or the weight gradient's K blocks.
+    Triton passes the positional arguments in named_args, the keyword ones in kwargs."""
+    args = {**named_args, **kwargs}
+    n = args["C"] * (args["KH"] * args["KW"] if args["NCHW_X"] else 1) if "BLOCK_P" in configs[0].kwargs else args["COUT"]
     fits = [c for c in configs if c.kwargs["BLOCK_N"] <= max(32, n)]
     return fits or configs[:1]
 
