@@ -36,8 +36,13 @@ def _prune(configs, named_args, **kwargs):
     Triton passes the positional arguments in named_args, the keyword ones in kwargs."""
     args = {**named_args, **kwargs}
     n = args["C"] * (args["KH"] * args["KW"] if args["NCHW_X"] else 1) if "BLOCK_P" in configs[0].kwargs else args["COUT"]
-    fits = [c for c in configs if c.kwargs["BLOCK_N"] <= max(32, n)]
+    fits = [c for c in configs if c.kwargs["BLOCK_N"] <= max(32, n) and not (args.get("BLOCK_C") == 16 and _MISCOMPILED(c))]
     return fits or configs[:1]
+
+
+# On the H200 with triton 3.6, conv_kernel with this config and 16-wide K steps (BLOCK_C 16)
+# gave tf32 results 22% off (NCHW_X, conv1 at b100); ieee ones and the other configs were right.
+_MISCOMPILED = lambda c: (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) == (128, 32, 4, 4)
 
 
 # From the prototype's tuning on the H200 (b100 and b1024, conv2, conv3 and conv3's dx).
