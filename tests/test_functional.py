@@ -76,8 +76,8 @@ def test_conv2d_channels_last_path(rng, ieee):
     def net(conv, pool, relu, x, w1, b1, w2, b2):
         h = pool(relu(conv(x, w1, b1, 1, 1)), 3, 2, ceil_mode=True)
         return relu(conv(h, w2, b2, 1, 2)).reshape(2, -1)
-    check_op(lambda *a: net(F.conv2d, F.max_pool2d, F.relu, *a), lambda *a: net(tF.conv2d, tF.max_pool2d, torch.relu, *a),
-             inputs, TOL["ieee"], rng)
+    check_op(lambda *a: net(F.conv2d, F.max_pool2d, F.relu, *a),
+             lambda *a: net(tF.conv2d, tF.max_pool2d, torch.relu, *a), inputs, TOL["ieee"], rng)
     x, w1, b1 = (t for t, _ in inputs[:3])
     h = F.conv2d(x, w1, b1, 1, 1)
     p = F.max_pool2d(h, 3, 2, ceil_mode=True)

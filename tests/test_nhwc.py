@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as tF
 
 from tnet.kernels import elementwise, nhwc, pool
+from tnet.kernels.conv import is_channels_last
 from conftest import TOL, assert_close
 from test_kernels import POOLS, f64, randn
 
@@ -28,12 +29,12 @@ def check_conv(shape, cout, kernel, padding, precision, parts=None):
     ref = tF.conv2d(xd, wd, f64(b), 1, padding)
     what = f"{precision} x {shape} w {tuple(w.shape)} padding {padding}"
     y = nhwc.conv(x, w, padding, bias=b, relu=True, precision=precision)
-    assert nhwc.is_channels_last(y) and y.shape == ref.shape
+    assert is_channels_last(y) and y.shape == ref.shape
     assert_close(y, torch.relu(ref), TOL[precision], f"forward {what}")
     g = cl_randn(*ref.shape)
     ref.backward(f64(g))
     dx = nhwc.input_grad(g, w, padding, precision=precision)
-    assert nhwc.is_channels_last(dx)
+    assert is_channels_last(dx)
     assert_close(dx, xd.grad, TOL[precision], f"input gradient {what}")
     dw = nhwc.weight_grad(g, x, kernel, padding, precision=precision, parts=parts)
     assert dw.is_contiguous()
@@ -105,7 +106,7 @@ def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
     x = cl_randn(2, 5, 13, 8) if x_cl else randn(2, 5, 13, 8)
     y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     y_ref, arg_ref = pool.pool2d(x.contiguous(), kernel, stride, padding, ceil_mode, mode)
-    assert nhwc.is_channels_last(y) == (y_cl and y.shape[2:] != (1, 1))
+    assert is_channels_last(y) == (y_cl and y.shape[2:] != (1, 1))
     assert torch.equal(y.cpu(), y_ref.cpu()) and (arg is None or torch.equal(arg.cpu(), arg_ref.cpu()))
     g = cl_randn(*y.shape) if y_cl else randn(*y.shape)
     relu_input = torch.relu(x).contiguous(memory_format=CL if x_cl else torch.contiguous_format)
@@ -114,7 +115,7 @@ def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
                                   x_channels_last=x_cl, y_channels_last=y_cl)
         ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
                                    relu_input=None if r is None else r.contiguous())
-        assert nhwc.is_channels_last(dx) == x_cl and torch.equal(dx.cpu(), ref.cpu()), f"backward, relu {r is not None}"
+        assert is_channels_last(dx) == x_cl and torch.equal(dx.cpu(), ref.cpu()), f"relu {r is not None}"
     if y_cl and y.shape[2:] != (1, 1):
         with pytest.raises(ValueError, match="layout"):
             pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, x_channels_last=x_cl,
@@ -124,7 +125,7 @@ def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
 def test_elementwise_channels_last():
     x, g = cl_randn(2, 3, 4, 5), cl_randn(2, 3, 4, 5)
     y = elementwise.relu(x)
-    assert nhwc.is_channels_last(y) and torch.equal(y.cpu(), torch.relu(x).cpu())
+    assert is_channels_last(y) and torch.equal(y.cpu(), torch.relu(x).cpu())
     assert torch.equal(elementwise.relu_backward(y, g).cpu(), torch.where(x > 0, g, 0.0).cpu())
     with pytest.raises(ValueError, match="laid out alike"):
         elementwise.add_(x, g.contiguous())

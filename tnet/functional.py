@@ -6,8 +6,8 @@ Activations whose channel count is a multiple of 16 are kept channels-last
 (torch.channels_last: NCHW shape, NHWC memory), so that convolutions can run the faster NHWC
 kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv1 too,
 which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
-such a channel count channels-last. ReLU keeps its input's layout. The tape hands every backward its gradient in the layout of
-the op's output."""
+such a channel count channels-last. ReLU keeps its input's layout. The tape hands every
+backward its gradient in the layout of the op's output."""
 import torch
 
 from .kernels import conv as _conv
@@ -133,8 +133,9 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
     """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
     weight gradient read im2col's columns straight from x; the input gradient of a stride-1
     convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
-    Stride-1 convolutions with C and Cout multiples of 16 run the NHWC kernels (kernels/nhwc.py)
-    on a channels-last x (copied to it if NCHW).
+    Stride-1 convolutions with Cout a multiple of 16 run the NHWC kernels (kernels/nhwc.py)
+    instead, on a channels-last x if C is a multiple of 16 too (copied to it if NCHW), else
+    on an NCHW x; their output is channels-last.
     relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
     output instead of three)."""
     y, grads = _convolve(x, w, b, stride, padding, relu)

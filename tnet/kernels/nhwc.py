@@ -6,11 +6,13 @@ are the GEMM's M, the output channels its N, and K runs over (tap i, tap j, inpu
 Each row of an A tile is BLOCK_C consecutive channels of one input pixel: one contiguous,
 aligned vector, where the NCHW kernel (gemm.py, B_MODE 1) gathers single floats. On the
 H200 this ran cifar10_quick's conv2 and conv3 2-4x faster than the NCHW kernel, forward and
-backward (bench.py layers).
+backward (README, Results). An input with few channels (conv1's 3, not a multiple of 16)
+stays NCHW and is read through im2col_tile instead (NCHW_X); the output is channels-last.
 
-- `conv`: y = relu(conv(x, w) + bias), channels-last in and out. The weight is read through
-  its strides, so the parameter keeps its [Cout, C, kh, kw] layout, and `input_grad` is the
-  same kernel run over dy with the flipped weight: a view of w with negative tap strides.
+- `conv`: y = relu(conv(x, w) + bias), channels-last out. The weight is read through its
+  strides (any layout; channels-last weights, as nn.Conv2d keeps them, read 2.3x faster),
+  and `input_grad` is the same kernel run over dy with the flipped weight: a view of w
+  with negative tap strides.
 - `weight_grad`: dw = sum over output pixels of dy[pixel] (x) x[pixel shifted by the tap].
   One program per (tap, C block, Cout block, pixel part); the parts are summed afterwards,
   so the result is deterministic.
@@ -21,7 +23,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
-from .conv import im2col_tile, is_channels_last
+from .conv import im2col_tile
 from .gemm import SPLIT_WAVES, _SMS, _check_dtype, _precision, _shape, mma
 from .reduce import sum_except
 
@@ -31,18 +33,25 @@ def _config(bm, bn, warps, stages, block_p=None):
     return triton.Config(sizes, num_warps=warps, num_stages=stages)
 
 
+def _MISCOMPILED(config):
+    """On the H200 with triton 3.6, conv_kernel with this config and 16-wide K steps
+    (BLOCK_C 16) gave tf32 results 22% off (NCHW_X, conv1 at b100); its ieee results and
+    the other configs were right."""
+    return (config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"], config.num_warps, config.num_stages) == (128, 32, 4, 4)
+
+
 def _prune(configs, named_args, **kwargs):
-    """Skip tiles wider than the output channels (conv) or the weight gradient's K blocks.
-    Triton passes the positional arguments in named_args, the keyword ones in kwargs."""
+    """Skip tiles wider than the output channels (conv) or the weight gradient's K blocks,
+    and _MISCOMPILED ones. Triton passes the positional arguments in named_args, the keyword
+    ones in kwargs."""
     args = {**named_args, **kwargs}
-    n = args["C"] * (args["KH"] * args["KW"] if args["NCHW_X"] else 1) if "BLOCK_P" in configs[0].kwargs else args["COUT"]
-    fits = [c for c in configs if c.kwargs["BLOCK_N"] <= max(32, n) and not (args.get("BLOCK_C") == 16 and _MISCOMPILED(c))]
+    if "BLOCK_P" in configs[0].kwargs:
+        n = args["C"] * (args["KH"] * args["KW"] if args["NCHW_X"] else 1)
+    else:
+        n = args["COUT"]
+    fits = [c for c in configs
+            if c.kwargs["BLOCK_N"] <= max(32, n) and not (args.get("BLOCK_C") == 16 and _MISCOMPILED(c))]
     return fits or configs[:1]
-
-
-# On the H200 with triton 3.6, conv_kernel with this config and 16-wide K steps (BLOCK_C 16)
-# gave tf32 results 22% off (NCHW_X, conv1 at b100); ieee ones and the other configs were right.
-_MISCOMPILED = lambda c: (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) == (128, 32, 4, 4)
 
 
 # From the prototype's tuning on the H200 (b100 and b1024, conv2, conv3 and conv3's dx).
@@ -95,7 +104,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, strid
                             KH, KW)
             b = tl.load(w_ptr + offs_n[None, :] * K + k[:, None], mask=(k < K)[:, None] & mask_n[None, :], other=0.0)
             acc = mma(a, b, acc, PRECISION, INTERPRET)
-    for t in range(0, (1 - NCHW_X) * KH * KW * CHUNKS):
+    for t in range(0, (1 - NCHW_X) * KH * KW * CHUNKS):  # the NHWC loop (no steps with NCHW_X)
         i = t // (KW * CHUNKS)
         j = (t // CHUNKS) % KW
         c0 = (t % CHUNKS) * BLOCK_C
@@ -215,8 +224,8 @@ def _check_weight(name, x, w):
     _check_dtype(name, w, "w")
     check(w.dim() == 4 and w.shape[1] == x.shape[1] and channels_fit(w.shape[0]) and w.device == x.device
           and (channels_fit(w.shape[1]) or w.is_contiguous()),
-          lambda: f"{name}: w is {_shape(w)} on {w.device}; x {_shape(x)} on {x.device} needs [Cout, {x.shape[1]}, kh, kw] "
-                  "there, Cout a multiple of 16 (and w contiguous when C is not)")
+          lambda: f"{name}: w is {_shape(w)} on {w.device}; x {_shape(x)} on {x.device} needs "
+                  f"[Cout, {x.shape[1]}, kh, kw] there, Cout a multiple of 16 (and w contiguous when C is not)")
 
 
 def conv(x, w, padding, *, bias=None, relu=False, precision=None):
@@ -257,7 +266,8 @@ def weight_grad(dy, x, kernel, padding, *, precision=None, parts=None, channels_
     (KH, KW), (PH, PW) = kernel, padding
     cout, OH, OW = dy.shape[1], H + 2 * PH - KH + 1, W + 2 * PW - KW + 1
     check(dy.shape == (N, cout, OH, OW) and dy.device == x.device,
-          lambda: f"weight_grad: dy is {_shape(dy)} but x {_shape(x)} with a {KH}x{KW} kernel gives [{N}, Cout, {OH}, {OW}]")
+          lambda: f"weight_grad: dy is {_shape(dy)} but x {_shape(x)} with a {KH}x{KW} kernel gives "
+                  f"[{N}, Cout, {OH}, {OW}]")
     check(not channels_last or channels_fit(C), "weight_grad: channels_last needs C to be a multiple of 16")
     return _run_weight_grad(x, dy, kernel, padding, _precision("weight_grad", precision, dy), parts, channels_last)
 

@@ -1,7 +1,7 @@
-"""Max and average pooling over NCHW or channels-last tensors, forward and backward, with Caffe's rules:
-max pooling skips the padding and keeps the first maximum in row-major order; average
-pooling divides by the window clipped to the padded image (count_include_pad). The geometry
-is constexpr, as in im2col_tile: index divisions become multiplies."""
+"""Max and average pooling over NCHW or channels-last tensors, forward and backward, with
+Caffe's rules: max pooling skips the padding and keeps the first maximum in row-major order;
+average pooling divides by the window clipped to the padded image (count_include_pad). The
+geometry is constexpr, as in im2col_tile: index divisions become multiplies."""
 import torch
 import triton
 import triton.language as tl
