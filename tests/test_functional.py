@@ -118,6 +118,14 @@ def test_sequential_fuses_relu_into_conv(rng, ieee):
         np.testing.assert_allclose(fused, alone, rtol=1e-6, atol=1e-7)
 
 
+def test_conv2d_mixes_layouts(rng, ieee):
+    """A channels-last output feeding a strided convolution (the NCHW kernels: its input is
+    copied to NCHW, and its input gradient back to channels-last by the tape)."""
+    inputs = [pair(rng, 2, 16, 6, 5), pair(rng, 16, 16, 3, 3, scale=0.2), pair(rng, 16, 16, 3, 3, scale=0.2)]
+    check_op(lambda x, w1, w2: F.conv2d(F.conv2d(x, w1, None, 1, 1), w2, None, 2, 1),
+             lambda x, w1, w2: tF.conv2d(tF.conv2d(x, w1, None, 1, 1), w2, None, 2, 1), inputs, TOL["ieee"], rng)
+
+
 def test_conv2d_module_keeps_nhwc_weights_channels_last(rng, ieee):
     """nn.Conv2d stores the weights of convolutions that run the NHWC kernels channels-last;
     their gradients, momentum and state_dict follow, with the logical [Cout, C, kh, kw] values."""
