@@ -8,8 +8,6 @@ kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv
 which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
 such a channel count channels-last. ReLU keeps its input's layout. The tape hands every
 backward its gradient in the layout of the op's output."""
-import torch
-
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
@@ -18,10 +16,8 @@ from .kernels import pool as _pool
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
 from .kernels._autotune import check
-from .kernels.conv import is_channels_last
+from .kernels.conv import is_channels_last, memory_format
 from .tensor import Tensor, record
-
-_CL = torch.channels_last
 
 
 def _pair(v, name):
@@ -91,7 +87,7 @@ def _convolve(x, w, b, stride, padding, relu):
         # channels-last operands, or NCHW ones for C not a multiple of 16 (conv1's 3), copied
         # where they are not; nn.Conv2d keeps channels-last weights so (the kernels read them
         # 2.3x faster than NCHW ones: contiguous channels)
-        layout = _CL if _nhwc.channels_fit(x.shape[1]) else torch.contiguous_format
+        layout = memory_format(_nhwc.channels_fit(x.shape[1]))
         X = X if X.is_contiguous(memory_format=layout) else X.contiguous(memory_format=layout)
         Wc = Wt if Wt.is_contiguous(memory_format=layout) else Wt.contiguous(memory_format=layout)
         y = _nhwc.conv(X, Wc, padding, bias=B, relu=relu)

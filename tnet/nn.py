@@ -87,11 +87,11 @@ class Conv2d(Module):
                  weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
         rng = np.random.default_rng(0) if rng is None else rng
         self.stride, self.padding = stride, padding
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        kh, kw = F._pair(kernel_size, "Conv2d: kernel_size")
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
-        pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
-        if fits_shape(in_channels, out_channels, (kh, kw), pair(stride), pair(padding)) and channels_fit(in_channels):
+        pair = (F._pair(stride, "Conv2d: stride"), F._pair(padding, "Conv2d: padding"))
+        if fits_shape(in_channels, out_channels, (kh, kw), *pair) and channels_fit(in_channels):
             # the NHWC kernels read the weight's channels contiguously
             self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
 

@@ -39,8 +39,8 @@ class SGD:
         """Update every parameter that has a gradient, in one kernel launch. A gradient set by
         hand in another memory layout than its parameter's is copied into that layout."""
         self.update_lr()
-        sgd_many_([(p.data, _in_layout(p.grad.data, p.data), self.state[id(p)], group["_lr_device"][1], group["momentum"],
-                    group["weight_decay"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
+        sgd_many_([(p.data, _in_layout(p.grad.data, p.data), self.state[id(p)], group["_lr_device"][1],
+                    group["momentum"], group["weight_decay"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
                    for group in self.param_groups for p in group["params"] if p.grad is not None])
 
     def zero_grad(self):

@@ -95,6 +95,11 @@ def is_channels_last(x):
     return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
 
 
+def memory_format(channels_last):
+    """torch's memory format for a layout: channels-last, or NCHW (contiguous)."""
+    return torch.channels_last if channels_last else torch.contiguous_format
+
+
 def check_image(name, x, channels_last=False):
     """x must be a float32 [N, C, H, W] tensor, contiguous (or, with channels_last=True,
     contiguous in either memory format), under 2^31 elements."""

@@ -23,7 +23,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
-from .conv import im2col_tile
+from .conv import im2col_tile, memory_format
 from .gemm import SPLIT_WAVES, _SMS, _check_dtype, _precision, _shape, mma
 from .reduce import sum_except
 
@@ -196,7 +196,7 @@ def fits(x, w, stride, padding):
 
 def _check_image(name, x, arg="x"):
     """x: float32 [N, C, H, W] under 2^31 elements, channels-last if C fits, else NCHW."""
-    layout = torch.channels_last if channels_fit(x.shape[1]) else torch.contiguous_format
+    layout = memory_format(channels_fit(x.shape[1]))
     check(x.dim() == 4 and x.dtype == torch.float32 and x.numel() < 2**31 and x.is_contiguous(memory_format=layout),
           lambda: f"{name}: {arg} must be a float32 [N, C, H, W] tensor under 2^31 elements, channels-last if C is a "
                   f"multiple of 16 and NCHW otherwise; got {_shape(x)} {x.dtype} with strides {x.stride()}")
@@ -283,8 +283,8 @@ def _run_weight_grad(x, dy, kernel, padding, precision, parts, channels_last):
         parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), SPLIT_WAVES * _SMS // blocks))
     per = cdiv(cdiv(npix, parts), PART_ALIGN) * PART_ALIGN
     parts = cdiv(npix, per)
-    layout = torch.channels_last if channels_last else torch.contiguous_format
-    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32, memory_format=layout)
+    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
+                     memory_format=memory_format(channels_last))
     out = dw if parts == 1 else torch.empty((parts, dw.numel()), device=x.device, dtype=torch.float32)
     k_blocks = lambda n: cdiv(C * KH * KW, n) if nchw_x else KH * KW * cdiv(C, n)
     grid = lambda meta: (k_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)

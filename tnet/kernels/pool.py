@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from ._autotune import autotune, cdiv, check
-from .conv import check_image, is_channels_last, out_size, window_source
+from .conv import check_image, is_channels_last, memory_format, out_size, window_source
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 256}, num_warps=2)]
@@ -117,10 +117,6 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
     tl.store(dx_ptr + offs, acc, mask=mask)
 
 
-def _layout(channels_last):
-    return torch.channels_last if channels_last else torch.contiguous_format
-
-
 def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
     arg is the int32 argmax for max pooling and None for average pooling; both channels-last
@@ -133,8 +129,8 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
     x_cl = is_channels_last(x)
     y_cl = x_cl if channels_last is None else channels_last
-    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=_layout(y_cl))
-    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=_layout(y_cl)) \
+    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=memory_format(y_cl))
+    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=memory_format(y_cl)) \
         if mode == "max" else None
     total = y.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
@@ -157,12 +153,12 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
     check_image(f"{mode}_pool2d backward", dy, channels_last=True)
     for name, t, cl in (("dy", dy, y_channels_last), ("arg", arg, y_channels_last),
                         ("relu_input", relu_input, x_channels_last)):
-        check(t is None or t.is_contiguous(memory_format=_layout(cl)),
+        check(t is None or t.is_contiguous(memory_format=memory_format(cl)),
               lambda: f"{mode}_pool2d backward: {name} is not in the layout given for it "
                       f"({'channels-last' if cl else 'NCHW'}), strides {t.stride()}")
     check(relu_input is None or tuple(relu_input.shape) == tuple(image_shape),
           lambda: f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected {tuple(image_shape)}")
-    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=_layout(x_channels_last))
+    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(x_channels_last))
     total = dx.numel()
     grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
     pool_backward_kernel[grid](dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx,
