@@ -206,7 +206,8 @@ def test_conv_launchers_bad_input():
 
 
 POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),
-         ((3, 2), (1, 2), (1, 1), False), ((1, 1), (1, 1), (0, 0), False)]
+         ((3, 2), (1, 2), (1, 1), False), ((1, 1), (1, 1), (0, 0), False),
+         ((2, 3), (3, 2), (0, 1), True), ((5, 5), (2, 3), (2, 2), False)]  # gaps between windows; 3 and 2 per row
 
 
 @pytest.mark.parametrize("mode", ["max", "avg"])
