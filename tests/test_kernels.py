@@ -268,7 +268,7 @@ def test_softmax(R, C):
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (300, 7)])
+@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (300, 7), (2100, 10)])  # the last in 3 steps
 def test_cross_entropy(R, C, smoothing):
     x = randn(R, C) * 5
     labels = torch.randint(0, C, (R,), generator=torch.Generator().manual_seed(R)).to(DEV)
