@@ -15,6 +15,7 @@ CONVS = [  # x shape, Cout, kernel, padding
     ((2, 48, 7, 5), 16, (3, 2), (1, 0)),  # C 48 (chunks of 16), rectangular kernel, output smaller than x
     ((2, 3, 9, 8), 32, (5, 5), (2, 2)),  # conv1: an NCHW x (NCHW_X), K = 75
     ((3, 5, 4, 6), 16, (3, 2), (0, 1)),  # NCHW_X, K = 30, output smaller than x
+    ((2, 6, 5, 4), 16, (5, 5), (2, 2)),  # NCHW_X, K = 150: steps of 16 (K up to 128 takes one step)
 ]
 
 
@@ -62,10 +63,10 @@ def test_nhwc_every_config(i, monkeypatch):
         monkeypatch.setattr(kernel, "configs", [configs[min(i, len(configs) - 1)]])
     monkeypatch.setattr(nhwc, "PART_ALIGN", 16)
     check_conv((2, 32, 5, 6), 64, (3, 3), (1, 1), "ieee", parts=3)
-    if nhwc._MISCOMPILED(nhwc._CONV_CONFIGS[min(i, len(nhwc._CONV_CONFIGS) - 1)]):
-        return  # pruned for 16-wide K steps, which NCHW_X takes
     for precision in ("ieee", "tf32"):  # tf32 caught a miscompiled config on the GPU
-        check_conv((1, 3, 4, 5), 32, (3, 3), (1, 1), precision, parts=2)
+        check_conv((1, 3, 4, 5), 32, (3, 3), (1, 1), precision, parts=2)  # NCHW_X, K = 27 in one step
+        if not nhwc._MISCOMPILED(nhwc._CONV_CONFIGS[min(i, len(nhwc._CONV_CONFIGS) - 1)]):  # pruned there
+            check_conv((1, 6, 4, 5), 32, (5, 5), (2, 2), precision, parts=2)  # NCHW_X, K = 150 in steps of 16
 
 
 def test_nhwc_prune_reads_keyword_arguments():
