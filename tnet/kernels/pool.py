@@ -99,8 +99,8 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
     plane, h, w = _split(offs, C, H, W, CL_X)
     origin = _origin(plane, C, OH, OW, CL_Y)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    # The windows that read row h are oh = (h + PH) // SH - t for t < ceil(KH / SH) (4 for a
-    # 3x3 window at stride 2, where trying every tap takes 9 steps), those that exist.
+    # The windows that read row h are oh = (h + PH) // SH - t for t < ceil(KH / SH), those that
+    # exist: 2 per axis for a 3x3 window at stride 2, so 4 loads where trying every tap takes 9.
     for t in tl.static_range((KH + SH - 1) // SH):
         oh = (h + PH) // SH - t
         ok_h = (oh >= 0) & (oh < OH) & (h + PH - oh * SH < KH)

@@ -11,7 +11,7 @@ _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}
 # Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN.
 NEG = tl.constexpr(-3.0e38)
 # cross_entropy_kernel's program reads up to this many logits per step: a batch of 1024 x 10
-# is one step (in steps of 128 rows it took 32 us on the H200, a 40th of the b1024 step)
+# is one step (23 us on the H200, against 30 in eight steps of 128 rows)
 CE_STEP = 16384
 
 
