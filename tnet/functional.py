@@ -88,8 +88,7 @@ def _convolve(x, w, b, stride, padding, relu):
         # where they are not; nn.Conv2d keeps channels-last weights so (the kernels read them
         # 2.3x faster than NCHW ones: contiguous channels)
         layout = memory_format(_nhwc.channels_fit(x.shape[1]))
-        X = X if X.is_contiguous(memory_format=layout) else X.contiguous(memory_format=layout)
-        Wc = Wt if Wt.is_contiguous(memory_format=layout) else Wt.contiguous(memory_format=layout)
+        X, Wc = X.contiguous(memory_format=layout), Wt.contiguous(memory_format=layout)  # no copy if already so
         y = _nhwc.conv(X, Wc, padding, bias=B, relu=relu)
         w_cl = is_channels_last(Wt)
 
@@ -100,9 +99,9 @@ def _convolve(x, w, b, stride, padding, relu):
         return y, grads
 
     # NCHW operands (channels-last ones are copied)
-    X = X if X.is_contiguous() else X.contiguous()
+    X = X.contiguous()
     N, C, H, Wd = X.shape
-    W2 = (Wt if Wt.is_contiguous() else Wt.contiguous()).view(cout, -1)
+    W2 = Wt.contiguous().view(cout, -1)
     y = _gemm.conv_gemm(W2, X, kernel, stride, padding, bias=B, relu=relu)
     OH, OW = y.shape[2:]
     X = X if need_w else None  # only the weight gradient reads it
@@ -112,8 +111,7 @@ def _convolve(x, w, b, stride, padding, relu):
         if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)):
             # a "full" convolution of dy: implicit GEMM again, no column buffer
             full = (kernel[0] - 1 - padding[0], kernel[1] - 1 - padding[1])
-            gx = _gemm.conv_gemm(_conv.flip_weight(Wt), g if g.is_contiguous() else g.contiguous(), kernel, (1, 1),
-                                 full)
+            gx = _gemm.conv_gemm(_conv.flip_weight(Wt), g.contiguous(), kernel, (1, 1), full)
         elif need_x:
             gx = _conv.col2im(_gemm.matmul(W2.t(), g.reshape(N, cout, OH * OW)), (N, C, H, Wd), kernel, stride,
                               padding)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ._device import DEVICE
-from .kernels.conv import is_channels_last
+from .kernels.conv import is_channels_last, memory_format
 from .kernels.elementwise import add_
 
 _seq = itertools.count()
@@ -148,9 +148,7 @@ def _in_layout(g, like):
     """g, contiguous in the memory layout (NCHW or channels-last) of `like`, the tensor it is
     the gradient of: kernels take their operands in one layout, and ops such as reshape or
     a user's seed hand back NCHW. A copy only where the layouts differ."""
-    if is_channels_last(like):
-        return g if is_channels_last(g) else g.contiguous(memory_format=torch.channels_last)
-    return g if g.is_contiguous() else g.contiguous()
+    return g.contiguous(memory_format=memory_format(is_channels_last(like)))  # g itself if already so
 
 
 def _accumulate_leaf(x, g):
