@@ -265,6 +265,12 @@ def test_softmax(R, C):
     g = randn(R, C)
     ref.backward(f64(g))
     assert_close(softmax.softmax_backward(y, g), xd.grad, 1e-5, "softmax backward")
+    y = softmax.log_softmax(x)
+    xd.grad = None
+    ref = torch.log_softmax(xd, 1)
+    assert_close(y, ref, 1e-6, "log_softmax")
+    ref.backward(f64(g))
+    assert_close(softmax.log_softmax_backward(y, g), xd.grad, 1e-5, "log_softmax backward")
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
@@ -281,6 +287,34 @@ def test_cross_entropy(R, C, smoothing):
     count = torch.zeros((), dtype=torch.int32, device=DEV)
     softmax.count_correct(x, labels, count)
     assert count.item() == (f64(x).argmax(1) == labels.cpu()).sum().item()
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_reductions_and_ignore_index(reduction):
+    x = randn(37, 10) * 5
+    labels = torch.randint(0, 10, (37,), generator=torch.Generator().manual_seed(3))
+    labels[[0, 5, 36]] = -100  # ignored, and left out of the mean
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels, reduction=reduction, label_smoothing=0.1)
+    loss, dx = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction)
+    assert_close(loss, ref, 1e-6, "loss")
+    g = randn(*(ref.shape or (1,)))
+    ref.backward(f64(g).reshape(ref.shape))
+    if reduction == "none":
+        softmax.scale_rows_(dx, g)
+    else:
+        elementwise.scale_(dx, g.reshape(1))
+    assert_close(dx, xd.grad, 1e-5, "dlogits")
+
+
+@pytest.mark.parametrize("bad", [10, -1, 1000])
+def test_cross_entropy_flags_labels_out_of_range(bad):
+    labels = torch.randint(0, 10, (300,), generator=torch.Generator().manual_seed(4))
+    labels[[150, 200]] = bad
+    with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
+        softmax.cross_entropy(randn(300, 10), labels.to(DEV))
+    assert softmax.take_label_error(DEV) is None  # the eager check cleared the flag
+    softmax.cross_entropy(randn(300, 10), labels.to(DEV) * 0)  # good labels pass again
 
 
 def test_softmax_and_loss_finite_at_1e4():
@@ -312,7 +346,8 @@ def test_launchers_reject_bad_layout():
 SMALL_KERNELS = [(conv, "im2col_kernel"), (conv, "col2im_kernel"), (pool, "pool_kernel"), (pool, "pool_backward_kernel"),
                  (elementwise, "relu_kernel"), (elementwise, "relu_backward_kernel"), (elementwise, "add_kernel"),
                  (elementwise, "scale_kernel"), (reduce, "sum_kernel"),
-                 (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel")]
+                 (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel"),
+                 (softmax, "log_softmax_kernel"), (softmax, "log_softmax_backward_kernel")]
 
 
 @pytest.mark.parametrize("i", range(max(len(module._CONFIGS) for module, _ in SMALL_KERNELS)))

@@ -2,7 +2,10 @@
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
 from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, is_grad_enabled, no_grad, tensor
-from . import functional
+from .serialize import LoadError, load, save
+from . import functional, nn, optim, models, data, graph
 
-__all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled",
-           "set_precision", "get_precision", "functional"]
+__version__ = "0.1.0"  # pyproject.toml reads it from here
+
+__all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
+           "get_precision", "save", "load", "LoadError", "functional", "nn", "optim", "models", "data", "graph"]

@@ -20,9 +20,12 @@ from .kernels.conv import is_channels_last, memory_format
 from .tensor import Tensor, record
 
 
-def _pair(v, name):
+def _pair(v, name, least=0):
+    """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel
+    sizes and strides, 0 for paddings)."""
     v = (v, v) if isinstance(v, int) else tuple(v)
     check(len(v) == 2 and all(isinstance(i, int) for i in v), f"{name} must be an int or a pair of ints, got {v}")
+    check(min(v) >= least, f"{name} must be at least {least}, got {v}")
     return v
 
 
@@ -79,7 +82,7 @@ def _convolve(x, w, b, stride, padding, relu):
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
     check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {b and b.shape}, expected ({w.shape[0]},)")
-    stride, padding = _pair(stride, "conv2d: stride"), _pair(padding, "conv2d: padding")
+    stride, padding = _pair(stride, "conv2d: stride", 1), _pair(padding, "conv2d: padding")
     need_x, need_w, need_b = _need(x, w, b)
     X, Wt, B = x.data, w.data, None if b is None else b.data
     cout, kernel = w.shape[0], w.shape[2:]
@@ -140,8 +143,8 @@ def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
 
 
 def _pool_args(mode, kernel_size, stride, padding):
-    kernel = _pair(kernel_size, f"{mode}_pool2d: kernel_size")
-    stride = kernel if stride is None else _pair(stride, f"{mode}_pool2d: stride")
+    kernel = _pair(kernel_size, f"{mode}_pool2d: kernel_size", 1)
+    stride = kernel if stride is None else _pair(stride, f"{mode}_pool2d: stride", 1)
     return kernel, stride, _pair(padding, f"{mode}_pool2d: padding")
 
 
@@ -193,22 +196,41 @@ def relu(x):
     return record("relu", y, (x,), lambda g: (_ew.relu_backward(y, g),))
 
 
+def _rows(name, x, dim):
+    _is_tensor(name, x=x)
+    check(x.ndim == 2 and dim in (1, -1), f"{name}: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
+
+
 def softmax(x, dim=1):
     """Softmax over the rows of a 2-D tensor."""
-    _is_tensor("softmax", x=x)
-    check(x.ndim == 2 and dim in (1, -1), f"softmax: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
+    _rows("softmax", x, dim)
     y = _softmax.softmax(x.data)
     return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
 
 
-def cross_entropy(logits, labels, label_smoothing=0.0):
-    """Mean over the batch of -log softmax(logits)[label]; labels is an int64 tnet tensor.
-    label_smoothing moves that much of the target to a uniform one, as in PyTorch.
+def log_softmax(x, dim=1):
+    """x - logsumexp(x) over the rows of a 2-D tensor."""
+    _rows("log_softmax", x, dim)
+    y = _softmax.log_softmax(x.data)
+    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g),))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """-log softmax(input)[target] per row of input [N, classes], target int64 [N]; reduction
+    'mean' (over the rows whose target is not ignore_index), 'sum' or 'none', and
+    label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
+    are not supported). A target outside [0, classes) raises ValueError; inside a captured
+    CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
     The loss and its gradient come out of one fused kernel."""
-    _is_tensor("cross_entropy", logits=logits, labels=labels)
-    check(logits.ndim == 2, f"cross_entropy: logits must be [N, classes], got {logits.shape}")
-    loss, dlogits = _softmax.cross_entropy(logits.data, labels.data, label_smoothing)
-    return record("cross_entropy", loss, (logits,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
+    _is_tensor("cross_entropy", input=input, target=target)
+    check(weight is None and size_average is None and reduce is None,
+          "cross_entropy: weight, size_average and reduce are not supported")
+    check(input.ndim == 2, f"cross_entropy: input must be [N, classes], got {input.shape}")
+    loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index)
+    if reduction == "none":
+        return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
+    return record("cross_entropy", loss, (input,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))
 
 
 def reshape(x, *shape):

@@ -44,7 +44,7 @@ class Graph:
 
 def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0):
     """One SGD step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum."""
-    loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing)
+    loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing)
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -87,10 +87,10 @@ class Conv2d(Module):
                  weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
         rng = np.random.default_rng(0) if rng is None else rng
         self.stride, self.padding = stride, padding
-        kh, kw = F._pair(kernel_size, "Conv2d: kernel_size")
+        kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
-        pair = (F._pair(stride, "Conv2d: stride"), F._pair(padding, "Conv2d: padding"))
+        pair = (F._pair(stride, "Conv2d: stride", 1), F._pair(padding, "Conv2d: padding"))
         if fits_shape(in_channels, out_channels, (kh, kw), *pair) and channels_fit(in_channels):
             # the NHWC kernels read the weight's channels contiguously
             self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)

@@ -1,5 +1,5 @@
-"""Row softmax forward and backward, fused softmax + cross-entropy, and the count of
-correct predictions. Rows are short (the classes), so a program holds whole rows."""
+"""Row softmax and log-softmax forward and backward, fused softmax + cross-entropy (with the
+label check), and the count of correct predictions. Rows are short (the classes), so a program holds whole rows."""
 import torch
 import triton
 import triton.language as tl
@@ -50,30 +50,82 @@ def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COL
 
 
 @triton.jit
-def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, R, C, smoothing,
-                         ROWS: tl.constexpr, COLS: tl.constexpr):
-    """loss[0] = mean over rows of logsumexp(x) - sum(target * x), target = (1 - smoothing) *
-    onehot(label) + smoothing / C; dx = (softmax(x) - target) / R. One program walks all
-    rows, so the mean needs no second launch and is deterministic."""
+def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoothing, ignore_index,
+                         ROWS: tl.constexpr, COLS: tl.constexpr, REDUCTION: tl.constexpr):
+    """Per row of x [R, C], loss = logsumexp(x) - sum(target * x), target = (1 - smoothing) *
+    onehot(label) + smoothing / C, and dx = softmax(x) - target; rows whose label is
+    ignore_index give 0 for both. REDUCTION 0 ("none"): loss [R] holds each row's; 1 ("sum")
+    and 2 ("mean"): loss[0] holds the sum, or the mean over the rows not ignored, and dx is
+    scaled to match. One program walks all rows, so the sum needs no second launch and is
+    deterministic. A label outside [0, C) sets bad [2] = (1, label) unless already set: the
+    flag stays on the device, so a captured CUDA graph needs no host read per step."""
+    n = 0
+    if REDUCTION == 2:  # the mean's divisor, before dx is written (labels only: cheap)
+        for start in range(0, R, ROWS):
+            rows = start + tl.arange(0, ROWS)
+            label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
+            n += tl.sum((label != ignore_index).to(tl.int32), axis=0)
+    scale = 1.0
+    if REDUCTION == 2:
+        scale = 1.0 / tl.maximum(n, 1).to(tl.float32)
     total = tl.zeros((ROWS,), dtype=tl.float32)
+    bad = tl.zeros((ROWS,), dtype=tl.int32) - 1
     for start in range(0, R, ROWS):
         rows = start + tl.arange(0, ROWS)
         cols = tl.arange(0, COLS)
-        row_ok = rows < R
+        label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
+        row_ok = (rows < R) & (label != ignore_index)
+        out_of_range = row_ok & ((label < 0) | (label >= C))
+        bad = tl.where(out_of_range & (bad < 0), rows, bad)
         mask = row_ok[:, None] & (cols < C)[None, :]
         offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-        x = tl.load(x_ptr + offs, mask=mask, other=NEG)
-        label = tl.load(label_ptr + rows, mask=row_ok, other=0)
+        x = tl.load(x_ptr + offs, mask=mask, other=NEG).to(tl.float32)
         onehot = cols[None, :] == label[:, None]
         m = tl.max(x, axis=1)
         e = tl.exp(x - m[:, None])
         s = tl.sum(e, axis=1)
         target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
         picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
-        total += tl.where(row_ok, m + tl.log(s) - picked, 0.0)
-        grad = (e / s[:, None] - target) / R
-        tl.store(dx_ptr + offs, grad, mask=mask)
-    tl.store(loss_ptr, tl.sum(total, axis=0) / R)
+        row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
+        if REDUCTION == 0:
+            tl.store(loss_ptr + rows, row_loss, mask=rows < R)
+        total += row_loss
+        dx_mask = (rows < R)[:, None] & (cols < C)[None, :]
+        tl.store(dx_ptr + offs, tl.where(mask, (e / s[:, None] - target) * scale, 0.0), mask=dx_mask)
+    if REDUCTION != 0:
+        tl.store(loss_ptr, tl.sum(total, axis=0) * scale)
+    first_bad = tl.min(tl.where(bad < 0, R, bad), axis=0)
+    flagged = tl.load(bad_ptr)
+    if (first_bad < R) & (flagged == 0):
+        tl.store(bad_ptr, flagged + 1)
+        tl.store(bad_ptr + 1, tl.load(label_ptr + first_bad))
+
+
+@triton.jit
+def scale_rows_kernel(x_ptr, s_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """x [R, C] *= s [R] row by row (the backward of a per-row loss)."""
+    _, rows, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
+    s = tl.load(s_ptr + rows, mask=rows < R, other=0.0)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) * s[:, None], mask=mask)
+
+
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@triton.jit
+def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """y [R, C] = x - logsumexp of each row of x."""
+    x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
+    m = tl.max(x, axis=1)
+    lse = m + tl.log(tl.sum(tl.exp(x - m[:, None]), axis=1))
+    tl.store(y_ptr + offs, x - lse[:, None], mask=mask)
+
+
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@triton.jit
+def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """dx = dy - exp(y) * sum(dy) row by row, from the log-softmax output y."""
+    y, _, _, offs, mask = _load_rows(y_ptr, R, C, ROWS, COLS)
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0)
+    tl.store(dx_ptr + offs, dy - tl.exp(y) * tl.sum(dy, axis=1)[:, None], mask=mask)
 
 
 @triton.jit
@@ -105,33 +157,84 @@ def _row_grid(R):
     return lambda meta: (cdiv(R, meta["ROWS"]),)
 
 
+def _rows_op(kernel, name, *xs):
+    R, C, COLS = _check_rows(name, xs[0])
+    for x in xs[1:]:
+        check(x.shape == xs[0].shape and x.is_contiguous(), f"{name}: gradient is {tuple(x.shape)}, expected {tuple(xs[0].shape)}")
+    out = torch.empty_like(xs[0])
+    kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
+    return out
+
+
 def softmax(x):
-    R, C, COLS = _check_rows("softmax", x)
-    y = torch.empty_like(x)
-    softmax_kernel[_row_grid(R)](x, y, R, C, COLS=COLS)
-    return y
+    return _rows_op(softmax_kernel, "softmax", x)
 
 
 def softmax_backward(y, dy):
-    R, C, COLS = _check_rows("softmax backward", y)
-    check(dy.shape == y.shape and dy.is_contiguous(), f"softmax backward: dy is {tuple(dy.shape)}, y is {tuple(y.shape)}")
-    dx = torch.empty_like(y)
-    softmax_backward_kernel[_row_grid(R)](y, dy, dx, R, C, COLS=COLS)
-    return dx
+    return _rows_op(softmax_backward_kernel, "softmax backward", y, dy)
 
 
-def cross_entropy(x, labels, label_smoothing=0.0):
-    """Returns (mean loss as a one-element tensor, gradient of the mean loss w.r.t. x)."""
+def log_softmax(x):
+    return _rows_op(log_softmax_kernel, "log_softmax", x)
+
+
+def log_softmax_backward(y, dy):
+    return _rows_op(log_softmax_backward_kernel, "log_softmax backward", y, dy)
+
+
+_label_flags = {}  # device -> int64 [2]: (a label was out of range, that label)
+
+
+def _label_flag(device):
+    if device not in _label_flags:
+        _label_flags[device] = torch.zeros(2, dtype=torch.int64, device=device)
+    return _label_flags[device]
+
+
+def take_label_error(device):
+    """The out-of-range label a cross_entropy on `device` has met since the last call, or None;
+    clears the flag. Reads the device (a synchronisation): train.py calls it once an epoch."""
+    flag = _label_flag(device)
+    seen, label = flag.tolist()
+    if not seen:
+        return None
+    flag.zero_()
+    return label
+
+
+REDUCTIONS = ("none", "sum", "mean")  # cross_entropy_kernel's REDUCTION is the index
+
+
+def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index=-100):
+    """Returns (loss, gradient of the loss w.r.t. x): loss is a 0-d tensor for reduction "mean"
+    or "sum", one value per row for "none" (the gradient is then each row's own). Rows labelled
+    ignore_index count for nothing. Outside a CUDA graph capture, a label outside [0, classes)
+    raises ValueError (a host read of the device flag); inside one, the flag waits for
+    take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
     check(R > 0, "cross_entropy: empty batch")
     check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
-    loss = torch.empty((), device=x.device, dtype=torch.float32)
+    check(reduction in REDUCTIONS, f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=torch.float32)
     dx = torch.empty_like(x)
     rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
-    cross_entropy_kernel[(1,)](x, labels, loss, dx, R, C, float(label_smoothing), ROWS=rows, COLS=COLS,
+    cross_entropy_kernel[(1,)](x, labels, loss, dx, _label_flag(x.device), R, C, float(label_smoothing),
+                               int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
                                num_warps=16 if rows * COLS >= 8192 else 4)
+    if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        bad = take_label_error(x.device)
+        check(bad is None, lambda: f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}))")
     return loss, dx
+
+
+def scale_rows_(x, s):
+    """x [R, C] *= s [R] in place, row by row; returns x."""
+    R, C, COLS = _check_rows("scale_rows_", x)
+    check(s.shape == (R,) and s.dtype == torch.float32 and s.is_contiguous(), f"scale_rows_: s must be ({R},) float32")
+    ROWS = max(1, 2048 // COLS)
+    scale_rows_kernel[(cdiv(R, ROWS),)](x, s, R, C, ROWS=ROWS, COLS=COLS)
+    return x
 
 
 def count_correct(x, labels, count):

@@ -1,0 +1,98 @@
+"""tnet.save and tnet.load: round trips, and files that must be refused without running anything."""
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet.models import cifar10_quick
+
+
+def test_round_trip(tmp_path):
+    obj = {"weights": {"w": tnet.tensor(np.arange(6.0).reshape(2, 3)), "b": torch.ones(3, dtype=torch.bfloat16)},
+           "array": np.arange(5, dtype=np.int64), "numbers": [1, 2.5, float("inf"), True, None], "name": "x",
+           "pair": (3, "y"), "by_index": {0: np.zeros(2), 7: "seven"}, "$odd": 1}
+    path = str(tmp_path / "obj.npz")
+    tnet.save(obj, path)
+    back = tnet.load(path)
+    assert isinstance(back["weights"]["w"], tnet.Tensor)
+    np.testing.assert_array_equal(back["weights"]["w"].numpy(), obj["weights"]["w"].numpy())
+    assert back["weights"]["b"].dtype == torch.bfloat16
+    assert back["weights"]["b"].data.float().tolist() == [1.0, 1.0, 1.0]
+    np.testing.assert_array_equal(back["array"], obj["array"])
+    assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == [3, "y"]
+    assert sorted(back["by_index"]) == [0, 7] and back["by_index"][7] == "seven" and back["$odd"] == 1
+    assert os.listdir(tmp_path) == ["obj.npz"]  # no temporary file left behind
+
+
+def test_model_state_dict_round_trip(tmp_path):
+    model, other = cifar10_quick(seed=0), cifar10_quick(seed=1)
+    path = str(tmp_path / "model.npz")
+    tnet.save(model.state_dict(), path)
+    other.load_state_dict(tnet.load(path))
+    for (name, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+
+
+def test_unsupported_values_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="cannot store a object"):
+        tnet.save({"x": object()}, str(tmp_path / "x.npz"))
+    with pytest.raises(ValueError, match="Python objects"):
+        tnet.save(np.array([{}], dtype=object), str(tmp_path / "x.npz"))
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"", "empty"),
+    (b"not a tnet file at all", "not a zip archive"),
+    (None, "not a readable tnet file"),  # truncated: the first half of a real file
+])
+def test_bad_files_give_one_line_errors(tmp_path, content, match):
+    path = str(tmp_path / "bad.npz")
+    if content is None:
+        tnet.save({"w": np.arange(1000.0)}, path)
+        with open(path, "rb") as f:
+            content = f.read()[:600]
+    with open(path, "wb") as f:
+        f.write(content)
+    with pytest.raises(tnet.LoadError, match=match) as e:
+        tnet.load(path)
+    assert "\n" not in str(e.value)
+    with pytest.raises(tnet.LoadError, match="no such file"):
+        tnet.load(str(tmp_path / "missing.npz"))
+
+
+class _Touch:
+    """Unpickling this creates a file: what a malicious checkpoint could do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_is_refused_and_runs_nothing(tmp_path):
+    marker, path = tmp_path / "created", str(tmp_path / "evil.ckpt")
+    with open(path, "wb") as f:
+        pickle.dump({"model": _Touch(str(marker))}, f)
+    with pytest.raises(tnet.LoadError, match="pickled data"):
+        tnet.load(path)
+    assert not marker.exists()
+    np.save(str(tmp_path / "array.npy"), np.arange(3))  # a plain .npy is not a tnet file either
+    with pytest.raises(tnet.LoadError, match="not a zip archive"):
+        tnet.load(str(tmp_path / "array.npy"))
+    np.savez(str(tmp_path / "plain.npz"), a=np.arange(3))  # nor is an .npz that tnet.save did not write
+    with pytest.raises(tnet.LoadError, match="not a file written by tnet.save"):
+        tnet.load(str(tmp_path / "plain.npz"))
+
+
+def test_import_gives_the_whole_api():
+    code = ("import tnet; print(tnet.__version__, tnet.nn.Conv2d, tnet.optim.SGD, tnet.models.cifar10_quick, "
+            "tnet.data.CIFAR10, tnet.functional.relu, tnet.save, tnet.load)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith(tnet.__version__ + " ")
