@@ -13,18 +13,21 @@ import argparse
 import json
 import math
 import os
-import pickle
 import sys
+import tempfile
 import time
 
 import torch
 from tqdm import tqdm
 
 import tnet
-from tnet import data, optim
+from tnet import data, optim, serialize
 from tnet.graph import EvalStep, TrainStep
 from tnet.kernels.gemm import PRECISIONS
+from tnet.kernels.softmax import take_label_error
 from tnet.models import cifar10_quick
+
+MODEL = "cifar10_quick"
 
 RECIPES = {
     "caffe": dict(epochs=10, batch_size=100, lr=0.001, momentum=0.9, weight_decay=0.004, schedule="caffe",
@@ -33,34 +36,60 @@ RECIPES = {
                  augment=True, label_smoothing=0.1, tta=True),
 }
 SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
+# What a checkpoint's run was made with: --resume refuses other values for these. The others
+# may change: --epochs extends a run, --precision, --tta and --eval-batch-size change how it
+# computes or evaluates, not what it trains on.
+RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing",
+                "val", "seed", "limit", "data", "model")
+CPU_TRYOUT = "python train.py --limit 100 --epochs 1 --batch-size 25 --eval-batch-size 100"
+CPU_SECONDS_PER_IMAGE = 0.4  # a training step through Triton's interpreter, per image of the batch (2 cores)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The docstring as written, and every option's default after its help (the recipes'
+    options list each recipe's value instead)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, argparse.SUPPRESS) or not action.option_strings or "default" in action.help:
+            return action.help
+        return action.help + " (default: %(default)s)"
+
+
+def recipe_values(name):
+    return ", ".join(f"{recipe}: {values[name]}" for recipe, values in RECIPES.items())
 
 
 def build_parser():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=_Formatter)
     p.add_argument("--recipe", choices=RECIPES, default="caffe",
-                   help="caffe (default): Caffe's exact recipe; fast: the best found for the same net")
-    p.add_argument("--epochs", type=int, help="passes over the training set (caffe: 10, Caffe's 5,000 iterations)")
+                   help="caffe: Caffe's exact recipe; fast: the best found for the same net")
+    r = lambda name, text: f"{text} (default: the recipe's; {recipe_values(name)})"
+    p.add_argument("--epochs", type=int, help=r("epochs", "passes over the training set"))
     p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
-    p.add_argument("--batch-size", type=int, help="images per step (caffe: 100)")
+    p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
-                   help="images per evaluation pass (default 1000; it changes speed only, not the result)")
-    p.add_argument("--lr", type=float, help="base learning rate (caffe: 0.001)")
-    p.add_argument("--momentum", type=float, help="SGD momentum (caffe: 0.9)")
-    p.add_argument("--weight-decay", type=float, help="L2 weight decay (caffe: 0.004)")
-    p.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (caffe: caffe, a tenth for the last fifth)")
-    p.add_argument("--augment", action=argparse.BooleanOptionalAction, help="random crop (pad 4) and horizontal flip")
-    p.add_argument("--label-smoothing", type=float, help="share of the target spread over all classes (caffe: 0)")
-    p.add_argument("--tta", action=argparse.BooleanOptionalAction, help="average the logits of each test image and its mirror")
+                   help="images per evaluation pass (it changes speed only, not the result)")
+    p.add_argument("--lr", type=float, help=r("lr", "base learning rate"))
+    p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum"))
+    p.add_argument("--weight-decay", type=float, help=r("weight_decay", "L2 weight decay"))
+    p.add_argument("--schedule", choices=SCHEDULES,
+                   help=r("schedule", "learning-rate schedule: caffe, a tenth for the last fifth; one-cycle, "
+                                      "linear warm-up then linear decay"))
+    p.add_argument("--augment", action=argparse.BooleanOptionalAction,
+                   help=r("augment", "random crop (pad 4) and horizontal flip"))
+    p.add_argument("--label-smoothing", type=float, help=r("label_smoothing", "share of the target spread over all classes"))
+    p.add_argument("--tta", action=argparse.BooleanOptionalAction,
+                   help=r("tta", "average the logits of each test image and its mirror"))
     p.add_argument("--val", type=int, default=0,
                    help="hold out the last N training images and evaluate on them instead of the test set")
     p.add_argument("--precision", choices=PRECISIONS, default="tf32",
-                   help="GEMM products: tf32 (default) on the tensor cores, as cuDNN does; ieee, exact fp32; "
+                   help="GEMM products: tf32 on the tensor cores, as cuDNN does; ieee, exact fp32; "
                         "bf16, operands rounded to bfloat16 (weights, sums and updates stay fp32)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling (default 0)")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images")
-    p.add_argument("--checkpoint", default="runs/cifar10_quick.ckpt",
-                   help="checkpoint path, written atomically every epoch; the JSON log goes beside it")
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint")
+    p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images (default: all)")
+    p.add_argument("--checkpoint", default=f"runs/{MODEL}.ckpt",
+                   help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint, with the same settings")
     return p
 
 
@@ -77,16 +106,43 @@ def parse_args(argv=None):
         p.error("--limit must be at least 1")
     if args.val < 0:
         p.error("--val must be 0 or more")
+    for name in ("lr", "momentum", "weight_decay"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value >= 0):
+            p.error(f"--{name.replace('_', '-')} must be a finite number at least 0, got {value}")
+    if not 0 <= args.label_smoothing < 1:
+        p.error(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
+    args.data, args.model = os.path.abspath(args.data), MODEL
     return args
 
 
-def save_checkpoint(path, state):
-    """Write to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(state, f)
-    os.replace(tmp, path)
+def writable_folder(path):
+    """Create the folder that will hold `path` and check that a file can be written there,
+    before any training: an error now costs nothing, after an epoch it costs the epoch."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        sys.exit(f"error: cannot write the checkpoint {path}: {e.strerror or e}")
+
+
+def read_checkpoint(args):
+    """The checkpoint to resume, after checking it was made by a run with these settings."""
+    try:
+        ck = tnet.load(args.checkpoint)
+    except tnet.LoadError as e:
+        sys.exit(f"error: cannot resume: {e}")
+    if not isinstance(ck, dict) or ck.get("kind") != "train.py checkpoint":
+        sys.exit(f"error: cannot resume: {args.checkpoint} is not a train.py checkpoint")
+    saved = ck["settings"]
+    changed = [f"--{k.replace('_', '-')} {saved.get(k)!r} in the checkpoint, {getattr(args, k)!r} now"
+               for k in RUN_SETTINGS if saved.get(k) != getattr(args, k)]
+    if changed:
+        sys.exit(f"error: --resume with other settings than the checkpoint's: {'; '.join(changed)}. "
+                 f"Give the same settings, or another --checkpoint to start a new run")
+    return ck
 
 
 def evaluate(model, loader, captured):
@@ -134,9 +190,14 @@ def first_batch(images, labels, batch_size):
 
 def main(argv=None):
     args = parse_args(argv)
-    if tnet.INTERPRET:
-        print("warning: no GPU, so every kernel runs in Triton's interpreter and training is very slow; "
-              "try --limit 500 --epochs 1", file=sys.stderr)
+    cuda = tnet.DEVICE.type == "cuda"
+    if not cuda:
+        print(f"no CUDA GPU: every kernel runs in Triton's interpreter on the CPU, about "
+              f"{CPU_SECONDS_PER_IMAGE * args.batch_size:.0f} s per training step at batch {args.batch_size}. "
+              f"For a try-out of about a minute: {CPU_TRYOUT}", file=sys.stderr)
+    log_path = os.path.splitext(args.checkpoint)[0] + ".json"
+    ck = read_checkpoint(args) if args.resume else None
+    writable_folder(args.checkpoint)
     try:
         train_x, train_y, test_x, test_y = data.load_cifar10(args.data)
     except data.DataError as e:
@@ -157,33 +218,42 @@ def main(argv=None):
     opt = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     total = args.epochs * len(train)
     schedule = optim.LambdaLR(opt, SCHEDULES[args.schedule](total))
-    log_path = os.path.splitext(args.checkpoint)[0] + ".json"
-    start_epoch, skip, log, train_time, eval_time = 0, 0, [], 0.0, 0.0
-    if args.resume:
-        if not os.path.exists(args.checkpoint):
-            sys.exit(f"error: --resume but no checkpoint at {args.checkpoint}")
-        with open(args.checkpoint, "rb") as f:
-            ck = pickle.load(f)
+    start_epoch, skip, log, train_time, eval_time, last_saved = 0, 0, [], 0.0, 0.0, None
+    if ck is not None:
+        if ck["epoch"] >= args.epochs:
+            print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
+                  f"to train on, or another --checkpoint to start a new run")
+            report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
+            return
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         train.set_state(ck["loader"])
         schedule.load_state_dict(ck["schedule"])
-        start_epoch, skip, log, train_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"]
-        eval_time = ck.get("eval_time", 0.0)
+        start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
+        last_saved = f"{args.checkpoint} (epoch {start_epoch}, batch {skip})"
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
+    print(f"checkpoint: {args.checkpoint} (every epoch), log: {log_path}")
 
     def checkpoint(epoch, batch, loader_state):
         """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
-        save_checkpoint(args.checkpoint, {"model": model.state_dict(), "optimizer": opt.state_dict(),
-                                          "loader": loader_state, "schedule": schedule.state_dict(),
-                                          "epoch": epoch, "batch": batch, "log": log,
-                                          "train_time": train_time, "eval_time": eval_time, "args": vars(args)})
+        nonlocal last_saved
+        tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
+                   "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
+                   "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
+                   "train_time": train_time, "eval_time": eval_time}, args.checkpoint)
+        last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
 
-    print("compiling and autotuning the kernels, then capturing the step in a CUDA graph...")
+    def stop(problem):
+        saved = f"the last checkpoint is {last_saved}" if last_saved else "no checkpoint was written"
+        sys.exit(f"error: {problem}; {saved}")
+
+    print("compiling and autotuning the kernels, then capturing the step in a CUDA graph..." if cuda else
+          "compiling the kernels for the interpreter...")
     step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing)
     test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta)
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
+    log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
     for epoch in range(start_epoch, args.epochs):
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()
@@ -194,8 +264,7 @@ def main(argv=None):
             if mean is None:
                 return
             if not math.isfinite(mean):
-                sys.exit(f"error: the loss became {mean} in epoch {epoch + 1}; "
-                         f"the last good checkpoint is {args.checkpoint}")
+                stop(f"the loss became {mean} in epoch {epoch + 1}")
             bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{steps * args.batch_size / (time.perf_counter() - t0):.0f}")
         try:
             for i, (x, y) in enumerate(bar):
@@ -203,7 +272,7 @@ def main(argv=None):
                     continue
                 step(x, y)  # a CUDA graph replay (a short last batch runs eagerly)
                 schedule.step()  # the loss is summed on the device: no sync per step
-                if (i + 1) % 50 == 0:
+                if (i + 1) % log_every == 0:
                     show(running.update(i + 1 - skip), i + 1 - skip)
             mean = running.exact(max(1, len(train) - skip))  # the epoch's one sync, before the clock stops
             show(mean, len(train) - skip)
@@ -212,6 +281,9 @@ def main(argv=None):
             checkpoint(epoch, schedule.iteration - epoch * len(train), loader_state)
             sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
         train_time += time.perf_counter() - t0
+        bad = take_label_error(tnet.DEVICE)  # the captured loss flags labels on the device
+        if bad is not None:
+            stop(f"a training label is {bad}, outside [0, 10), in epoch {epoch + 1}")
         skip = 0
         t0 = time.perf_counter()
         accuracy = evaluate(model, test, test_step)
@@ -220,11 +292,13 @@ def main(argv=None):
                     "eval_time": eval_time})
         print(f"epoch {epoch + 1}: loss {mean:.4f}, {split} accuracy {100 * accuracy:.2f}%, {train_time:.1f} s")
         checkpoint(epoch + 1, 0, train.state())
-        with open(log_path, "w") as f:
-            json.dump(log, f, indent=1)
-    accuracy = log[-1][f"{split}_accuracy"] if log else evaluate(model, test, test_step)
+        serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
+    report(log[-1][f"{split}_accuracy"], split, train_time, eval_time, total)
+
+
+def report(accuracy, split, train_time, eval_time, iterations):
     print(f"{split} accuracy: {100 * accuracy:.2f}%  (training time {train_time:.2f} s + evaluation "
-          f"{eval_time:.2f} s, {1000 * train_time / max(1, total):.3f} ms per iteration)")
+          f"{eval_time:.2f} s, {1000 * train_time / max(1, iterations):.3f} ms per iteration)")
 
 
 if __name__ == "__main__":

@@ -101,6 +101,25 @@ def test_corrupt_pickle_names_file(tmp_path):
         load_cifar10(str(tmp_path), download=False)
 
 
+class _Touch:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_python_batch_that_would_run_code_is_refused(tmp_path):
+    folder = tmp_path / "cifar-10-batches-py"
+    write_py(str(folder), make_pack())
+    marker = tmp_path / "created"
+    with open(folder / "data_batch_3", "wb") as f:
+        pickle.dump({b"data": _Touch(str(marker)), b"labels": []}, f)
+    with pytest.raises(DataError, match="data_batch_3.*refused to load"):
+        load_cifar10(str(tmp_path), download=False)
+    assert not marker.exists()
+
+
 def test_no_network_one_line_error(tmp_path, monkeypatch):
     def offline(*args, **kwargs):
         raise OSError("[Errno -3] Temporary failure\nin name resolution")

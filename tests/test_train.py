@@ -1,6 +1,8 @@
 """tnet.nn, the cifar10_quick model, SGD and train.py, on small inputs."""
 import json
 import os
+import pickle
+import re
 import sys
 import urllib.request
 
@@ -273,3 +275,108 @@ def test_running_loss_mean():
         assert running.update(4) is None
         torch.cuda.synchronize()
         assert running.update(4) == 1.5
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--lr", "-0.1"], "--lr must be a finite number at least 0"),
+    (["--lr", "nan"], "--lr must be a finite number at least 0"),
+    (["--momentum", "-0.5"], "--momentum must be"),
+    (["--weight-decay", "-1"], "--weight-decay must be"),
+    (["--label-smoothing", "2"], r"--label-smoothing must be in \[0, 1\)"),
+    (["--label-smoothing", "-0.1"], r"--label-smoothing must be in \[0, 1\)"),
+])
+def test_train_refuses_bad_hyperparameters(argv, match, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(argv)
+    assert e.value.code == 2
+    assert re.search(match, capsys.readouterr().err)
+
+
+def test_train_help_shows_every_default(capsys):
+    parser = train.build_parser()
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if action.dest != "help":
+            assert "default" in formatter._get_help_string(action), action.dest
+    with pytest.raises(SystemExit):
+        train.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for default in ("default: the recipe's; caffe: 0.001, fast: 0.01", "default: ./data", "default: 1000",
+                    "default: tf32", "default: runs/cifar10_quick.ckpt", "default: caffe"):
+        assert default in text, default
+
+
+def _quick_run(tmp_path, *extra):
+    data = write_bin_pack(tmp_path / "data")
+    ck = tmp_path / "run" / "q.ckpt"
+    return ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "10", "--epochs", "1",
+            "--checkpoint", str(ck), *extra], ck
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "corrupt", "pickle"])
+def test_train_resume_refuses_a_bad_checkpoint(tmp_path, damage):
+    argv, ck = _quick_run(tmp_path)
+    ck.parent.mkdir()
+    marker = tmp_path / "created"
+    if damage == "pickle":  # a file that would create `marker` if unpickled
+        class Touch:
+            def __reduce__(self):
+                return (open, (str(marker), "w"))
+        ck.write_bytes(pickle.dumps({"model": Touch()}))
+    else:
+        tnet.save({"kind": "train.py checkpoint", "w": np.arange(2000.0)}, str(ck))
+        raw = ck.read_bytes()
+        ck.write_bytes({"empty": b"", "truncated": raw[:len(raw) // 2], "corrupt": raw[:100] + b"x" * 50 + raw[150:]}[damage])
+    before = ck.read_bytes()
+    with pytest.raises(SystemExit) as e:
+        train.main(argv + ["--resume"])
+    message = str(e.value)
+    assert message.startswith("error: cannot resume: ") and "\n" not in message
+    assert ck.read_bytes() == before and not marker.exists()
+
+
+def test_train_resume_lists_changed_settings_and_reports_a_finished_run(tmp_path, capsys):
+    argv, ck = _quick_run(tmp_path)
+    train.main(argv)
+    out = capsys.readouterr().out
+    assert f"checkpoint: {ck} (every epoch), log: {ck.with_suffix('.json')}" in out
+    with pytest.raises(SystemExit) as e:
+        train.main(argv + ["--resume", "--batch-size", "5", "--lr", "0.5", "--seed", "3"])
+    message = str(e.value)
+    for changed in ("--batch-size 10 in the checkpoint, 5 now", "--lr 0.001 in the checkpoint, 0.5 now",
+                    "--seed 0 in the checkpoint, 3 now"):
+        assert changed in message
+    assert "--limit" not in message
+    train.main(argv + ["--resume"])  # the same settings: the run is finished, its result shown again
+    out = capsys.readouterr().out
+    assert "already finished (1 epochs)" in out and out.strip().splitlines()[-1].startswith("test accuracy: ")
+
+
+def test_train_checks_the_checkpoint_folder_before_training(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+
+    def never(*a, **k):
+        raise AssertionError("data loaded before the checkpoint path was checked")
+    monkeypatch.setattr(train.data, "load_cifar10", never)
+    with pytest.raises(SystemExit) as e:
+        train.main(["--checkpoint", str(blocker / "run.ckpt"), "--epochs", "1"])
+    assert str(e.value).startswith(f"error: cannot write the checkpoint {blocker / 'run.ckpt'}")
+
+
+def test_label_out_of_range_in_a_captured_step(rng):
+    """Eager calls raise at once; a CUDA graph replay flags it on the device, read later."""
+    from tnet.graph import TrainStep
+    from tnet.kernels.softmax import take_label_error
+    model = cifar10_quick(seed=0)
+    opt = optim.SGD(model.parameters(), lr=0.001)
+    x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32)).to(tnet.DEVICE)
+    good, bad = (torch.tensor(v, device=tnet.DEVICE) for v in ([1, 2, 3, 4], [1, 12, 3, 4]))
+    step = TrainStep(model, opt, x, good)
+    if tnet.DEVICE.type != "cuda":
+        with pytest.raises(ValueError, match="target 12 is out of bounds"):
+            step(x, bad)
+        return
+    step(x, bad)
+    torch.cuda.synchronize()
+    assert take_label_error(tnet.DEVICE) == 12 and take_label_error(tnet.DEVICE) is None

@@ -75,12 +75,25 @@ def _read_bin(path):
     return _checked(path, records[:, 1:], records[:, 0])
 
 
+class _ArraysOnly(pickle.Unpickler):
+    """The official python-format batches are pickles of dicts, lists and numpy arrays. This
+    unpickler builds only those: any other global a file names (a function to call, say) is
+    refused, so a tampered download cannot run code."""
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refused to load {module}.{name}")
+        return super().find_class(module, name)
+
+
 def _read_py(path):
     if not os.path.isfile(path):
         raise DataError(f"{path}: file missing")
     try:
         with open(path, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
+            batch = _ArraysOnly(f, encoding="bytes").load()
         data, labels = np.asarray(batch[b"data"]), np.asarray(batch[b"labels"])
     except Exception as e:  # a damaged pickle can raise almost anything
         raise DataError(f"{path}: not a readable CIFAR-10 python batch "
