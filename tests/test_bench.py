@@ -1,5 +1,5 @@
-"""bench.py's command line, its CPU-only exit, its helpers, the GEMM variants under the
-interpreter, and the training studies' checks and reference net (the timing needs a GPU)."""
+"""bench.py's command line and its CPU-only exit, the helpers in benchmarks/, the GEMM variants under
+the interpreter, and the training studies' checks and reference net (the timing needs a GPU)."""
 import argparse
 import importlib
 import json
@@ -21,6 +21,7 @@ from tnet.models import cifar10_quick
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
+from benchmarks import common, launch, layers, profile, steps, train  # noqa: E402
 
 STUDIES = ["gemm", "layers", "train", "profile", "launch"]
 
@@ -61,6 +62,25 @@ def test_every_option_has_help():
             assert action.help, f"{name}: {action.option_strings} has no help text"
 
 
+def test_each_study_runs_its_own_module():
+    for name, (run, _) in bench.STUDIES.items():
+        assert run is importlib.import_module(f"benchmarks.{name}").run, name
+
+
+def test_help_says_every_study_needs_a_gpu():
+    for argv in (["--help"], ["gemm", "--help"]):
+        result = subprocess.run([sys.executable, os.path.join(ROOT, "bench.py"), *argv], capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 0 and "Every study needs a CUDA GPU" in " ".join(result.stdout.split()), result.stdout
+
+
+def test_bench_imports_no_tnet_before_the_gpu_check():
+    """tnet switches on Triton's interpreter when there is no GPU: the studies import it in run()."""
+    code = "import sys, bench; print(sorted(m for m in sys.modules if m.split('.')[0] in ('tnet', 'triton')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("study", STUDIES)
 def test_main_runs_the_study_asked_for(study, tmp_path, monkeypatch):
     calls = []
@@ -71,10 +91,10 @@ def test_main_runs_the_study_asked_for(study, tmp_path, monkeypatch):
 
 
 def test_quick_settings_are_a_subset():
-    assert ("wide b1024", 2, 1024) in bench.NETS and ("wide b1024", 2, 1024) not in bench.QUICK_NETS
-    assert set(bench.QUICK_NETS) < set(bench.NETS) and bench.QUICK_NETS[0] == bench.NETS[0]  # the CPU's net
-    assert bench.QUICK_TIMING["repeats"] < bench.TIMING["repeats"] and bench.TIMING["iters"] == 100
-    assert min(bench.LAYERS_TIMING["warmup"], bench.QUICK_LAYERS_TIMING["warmup"]) >= 3  # autotuning steps
+    assert ("wide b1024", 2, 1024) in train.NETS and ("wide b1024", 2, 1024) not in train.QUICK_NETS
+    assert set(train.QUICK_NETS) < set(train.NETS) and train.QUICK_NETS[0] == train.NETS[0]  # the CPU's net
+    assert train.QUICK_TIMING["repeats"] < train.TIMING["repeats"] and train.TIMING["iters"] == 100
+    assert min(layers.LAYERS_TIMING["warmup"], layers.QUICK_LAYERS_TIMING["warmup"]) >= 3  # autotuning steps
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the exit on a machine without a GPU")
@@ -90,18 +110,18 @@ def test_without_gpu_exits_with_one_line(study, tmp_path):
 
 
 def test_check_then_time_does_not_time_a_wrong_result():
-    row = bench.check_then_time(lambda: (1.0, 1e-4), lambda: pytest.fail("a wrong result was timed"))
+    row = common.check_then_time(lambda: (1.0, 1e-4), lambda: pytest.fail("a wrong result was timed"))
     assert row == {"status": "WRONG", "err": 1.0, "ms": None}
-    row = bench.check_then_time(lambda: (math.nan, 1e-4), lambda: pytest.fail("a NaN result was timed"))
+    row = common.check_then_time(lambda: (math.nan, 1e-4), lambda: pytest.fail("a NaN result was timed"))
     assert row["status"] == "WRONG"
-    assert bench.check_then_time(lambda: (0.0, 1e-4), lambda: 1.5) == {"status": "ok", "err": 0.0, "ms": 1.5}
-    row = bench.check_then_time(lambda: 1 / 0, lambda: 1.5)
+    assert common.check_then_time(lambda: (0.0, 1e-4), lambda: 1.5) == {"status": "ok", "err": 0.0, "ms": 1.5}
+    row = common.check_then_time(lambda: 1 / 0, lambda: 1.5)
     assert row["status"] == "ERROR" and "ZeroDivisionError" in row["error"]
 
 
 def test_block_time_warms_up_then_takes_the_median_per_call():
     calls = []
-    ms = bench.block_time(lambda x: calls.append(x), [(1,), (2,), (3,)], "cpu", warmup=2, iters=3, repeats=4)
+    ms = common.block_time(lambda x: calls.append(x), [(1,), (2,), (3,)], "cpu", warmup=2, iters=3, repeats=4)
     assert calls == [1, 2, 3] * 4 + [1, 2]  # cycled through the inputs
     assert 0 <= ms < 1
 
@@ -109,17 +129,17 @@ def test_block_time_warms_up_then_takes_the_median_per_call():
 def test_host_ms_times_the_calls_between_two_syncs(monkeypatch):
     syncs, calls = [], []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(len(calls)))
-    ms = bench.host_ms(lambda: calls.append(1), warmup=3, iters=5)
+    ms = launch.host_ms(lambda: calls.append(1), warmup=3, iters=5)
     assert syncs == [3, 8] and ms > 0
 
 
 def test_write_json_is_atomic_and_says_whether_complete(tmp_path, capsys):
     path = str(tmp_path / "gemm.json")
-    bench.write_json(path, "gemm", [{"ms": 1.0}], complete=False, tolerance=1)
+    common.write_json(path, "gemm", [{"ms": 1.0}], complete=False, tolerance=1)
     saved = json.load(open(path))
     assert saved["complete"] is False and saved["rows"] == [{"ms": 1.0}] and saved["settings"] == {"tolerance": 1}
     assert capsys.readouterr().out == ""  # partial saves are quiet
-    bench.write_json(path, "gemm", [{"ms": 1.0}, {"ms": 2.0}], tolerance=1)
+    common.write_json(path, "gemm", [{"ms": 1.0}, {"ms": 2.0}], tolerance=1)
     assert json.load(open(path))["complete"] is True and os.listdir(tmp_path) == ["gemm.json"]
 
 
@@ -129,15 +149,15 @@ def test_kernel_rows_per_step_gpu_only_longest_first():
               E(key="aten::mm", device_type="DeviceType.CPU", self_device_time_total=0.0, count=5),
               E(key="pool_kernel", device_type="DeviceType.CUDA", self_device_time_total=500.0, count=15),
               E(key="idle", device_type="DeviceType.CUDA", self_device_time_total=0.0, count=5)]
-    assert bench.kernel_rows(events, 5) == [("pool_kernel", 100.0, 3), ("gemm_kernel", 60.0, 14)]
+    assert profile.kernel_rows(events, 5) == [("pool_kernel", 100.0, 3), ("gemm_kernel", 60.0, 14)]
 
 
 def test_gemm_launches_records_each_gemm_of_a_step_and_replays_it(ieee):
     from tnet.graph import train_step
     from tnet.kernels import gemm
-    model, opt, _ = bench.tnet_quick()
-    x, y = bench.random_batches(2, tnet.DEVICE, n=1)[0]
-    launches = bench.gemm_launches(lambda x, y: train_step(model, opt, x, y), x, y)
+    model, opt, _ = steps.tnet_quick()
+    x, y = steps.random_batches(2, tnet.DEVICE, n=1)[0]
+    launches = profile.gemm_launches(lambda x, y: train_step(model, opt, x, y), x, y)
     assert gemm._launch.__name__ == "_launch"  # the watch is gone
     labels = [label for label, _ in launches]
     assert len(labels) == 14, labels  # 3 conv forwards, 2 input and 3 weight gradients, 6 inner-product GEMMs
@@ -149,7 +169,7 @@ def test_gemm_launches_records_each_gemm_of_a_step_and_replays_it(ieee):
 def test_bars_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "bars.png"
-    bench.bars(str(path), ["a", "b"], {"x": [1.0, None], "y": [2.0, 3.0]}, "title", "ms", log=True)
+    common.bars(str(path), ["a", "b"], {"x": [1.0, None], "y": [2.0, 3.0]}, "title", "ms", log=True)
     assert path.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -161,7 +181,7 @@ def test_layer_rows_medians_and_shares():
     samples = [(10.0, {("convolution", "forward"): 3.0, ("convolution", "backward"): 5.0, ("update", "update"): 1.0}),
                (12.0, {("convolution", "forward"): 4.0, ("convolution", "backward"): 6.0, ("update", "update"): 1.0}),
                (11.0, {("convolution", "forward"): 5.0, ("convolution", "backward"): 4.0, ("matmul", "backward"): 2.0})]
-    rows, step_ms = bench.layer_rows(samples)
+    rows, step_ms = layers.layer_rows(samples)
     assert step_ms == 11.0
     by_part = {r["part"]: r for r in rows}
     assert list(by_part) == ["convolution", "update", "matmul", "other"]  # PARTS order, then unknown parts, then the rest
@@ -176,7 +196,7 @@ def test_layer_rows_medians_and_shares():
 def test_torch_quick_holds_tnet_weights_under_tnet_names():
     for width in (1, 2):
         state = cifar10_quick(width=width).state_dict()
-        net = bench.torch_quick(state)
+        net = steps.torch_quick(state)
         assert list(net.state_dict()) == list(state)
         assert all((net.state_dict()[k].numpy() == v).all() for k, v in state.items())
 
@@ -189,17 +209,17 @@ def test_torch_quick_computes_what_tnet_computes(ieee):
              for name, v in model.state_dict().items()}
     model.load_state_dict(state)
     x = rng.standard_normal((2, 3, 32, 32)).astype(np.float32) * 50
-    ref = bench.torch_quick(state).double()(torch.tensor(x, dtype=torch.float64))
+    ref = steps.torch_quick(state).double()(torch.tensor(x, dtype=torch.float64))
     assert_close(model(tnet.tensor(x)), ref, TOL["ieee"], "logits")
 
 
 def test_torch_sgd_takes_caffes_steps():
     """torch.optim.SGD with the bias group at 2*lr against tnet's SGD (Caffe's rule), same gradients."""
     state = cifar10_quick().state_dict()
-    net = bench.torch_quick(state)
-    opt = bench.torch_sgd(net)
+    net = steps.torch_quick(state)
+    opt = steps.torch_sgd(net)
     model = cifar10_quick()
-    caffe = optim.SGD(model.parameters(), **bench.SOLVER)
+    caffe = optim.SGD(model.parameters(), **steps.SOLVER)
     torch.manual_seed(0)
     for _ in range(3):
         for (name, p), q in zip(net.named_parameters(), model.parameters()):
@@ -213,69 +233,69 @@ def test_torch_sgd_takes_caffes_steps():
 
 @pytest.fixture
 def cpu_batches():
-    return bench.random_batches(3, "cpu")
+    return steps.random_batches(3, "cpu")
 
 
 def test_random_batches_differ_and_repeat(cpu_batches):
-    assert len(cpu_batches) == bench.N_BATCHES
+    assert len(cpu_batches) == steps.N_BATCHES
     (x0, y0), (x1, y1) = cpu_batches[:2]
     assert x0.shape == (3, 3, 32, 32) and x0.dtype == torch.float32 and y0.dtype == torch.int64
     assert not torch.equal(x0, x1) and 30 < x0.std() < 70 and ((0 <= y0) & (y0 < 10)).all()
-    assert all(torch.equal(a, b) for a, b in zip(cpu_batches[0], bench.random_batches(3, "cpu")[0]))
+    assert all(torch.equal(a, b) for a, b in zip(cpu_batches[0], steps.random_batches(3, "cpu")[0]))
 
 
 def test_check_passes_pytorch_in_fp32(cpu_batches):
-    ref = bench.reference_record(1, cpu_batches)
+    ref = steps.reference_record(1, cpu_batches)
     assert set(ref) == {"loss"} | set(cifar10_quick().state_dict())
-    assert ref["loss"].shape == (bench.CHECK_STEPS,) and all(ref[k].norm() > 0 for k in ref)
+    assert ref["loss"].shape == (steps.CHECK_STEPS,) and all(ref[k].norm() > 0 for k in ref)
     # graphed: without a GPU the step runs eagerly; with one, CPU work cannot be captured
     for graphed in (False,) if torch.cuda.is_available() else (False, True):
-        err, tol, worst = bench.check_record(bench.record(*bench.torch_variant(1, cpu_batches, graphed), cpu_batches), ref)
+        err, tol, worst = steps.check_record(steps.record(*steps.torch_variant(1, cpu_batches, graphed), cpu_batches), ref)
         assert err <= tol, worst
 
 
 def test_a_wrong_step_is_reported_not_timed(cpu_batches, monkeypatch):
-    ref = bench.reference_record(1, cpu_batches)
-    monkeypatch.setattr(bench, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
-    monkeypatch.setattr(bench, "torch_sgd", lambda net: torch.optim.SGD(net.parameters(), **bench.SOLVER))  # no lr_mult 2
-    row = bench.check_then_time_steps(lambda: bench.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
-                                      bench.CPU_TIMING)
+    ref = steps.reference_record(1, cpu_batches)
+    monkeypatch.setattr(train, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
+    monkeypatch.setattr(steps, "torch_sgd", lambda net: torch.optim.SGD(net.parameters(), **steps.SOLVER))  # no lr_mult 2
+    row = train.check_then_time_steps(lambda: steps.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
+                                      train.CPU_TIMING)
     assert row["status"] == "WRONG" and row["worst"].endswith(".bias") and row["err"] == pytest.approx(0.5, rel=0.02)
 
 
 def test_profiled_step_is_a_training_step_and_times_every_part(monkeypatch):
-    monkeypatch.setattr(bench, "CHECK_STEPS", 1)  # one tnet step under the interpreter: a few seconds
-    batches = bench.random_batches(2, tnet.DEVICE)
-    model, opt, params = bench.tnet_quick()
+    monkeypatch.setattr(steps, "CHECK_STEPS", 1)  # one tnet step under the interpreter: a few seconds
+    batches = steps.random_batches(2, tnet.DEVICE)
+    model, opt, params = steps.tnet_quick()
     marks = []
-    err, tol, worst = bench.check_record(bench.record(bench.profiled_step(model, opt, marks), params, batches),
-                                         bench.reference_record(1, batches))
+    err, tol, worst = steps.check_record(steps.record(layers.profiled_step(model, opt, marks), params, batches),
+                                         steps.reference_record(1, batches))
     assert err <= tol, worst
     assert importlib.import_module("tnet.tensor")._backward_timer[0] is None  # switched off again
     parts = {(part, phase) for part, phase, _ in marks}
-    assert {part for part, _ in parts} == set(bench.PARTS)
-    assert {phase for _, phase in parts} == set(bench.PHASES)
+    assert {part for part, _ in parts} == set(layers.PARTS)
+    assert {phase for _, phase in parts} == set(layers.PHASES)
     assert len(marks) == 12 + 1 + 13 + 1  # forward: 12 layers and the loss; backward: their 13 closures; update
     assert all(clock.ms() >= 0 for _, _, clock in marks)
 
 
 def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     """The study on the CPU with PyTorch's variants only (tnet's would run through the interpreter)."""
-    monkeypatch.setattr(bench, "QUICK_NETS", [("tiny b3", 1, 3), ("tiny b5", 1, 5)])
-    monkeypatch.setattr(bench, "QUICK_TIMING", {"warmup": 1, "iters": 2, "repeats": 2})
-    monkeypatch.setattr(bench, "CPU_TIMING", {"warmup": 0, "iters": 1, "repeats": 1})
-    monkeypatch.setattr(bench, "TRAIN_VARIANTS", {k: v for k, v in bench.TRAIN_VARIANTS.items() if k.startswith("torch")})
-    rows = bench.study_train(argparse.Namespace(quick=True, out=str(tmp_path)))
+    monkeypatch.setattr(train, "QUICK_NETS", [("tiny b3", 1, 3), ("tiny b5", 1, 5)])
+    monkeypatch.setattr(train, "QUICK_TIMING", {"warmup": 1, "iters": 2, "repeats": 2})
+    monkeypatch.setattr(train, "CPU_TIMING", {"warmup": 0, "iters": 1, "repeats": 1})
+    monkeypatch.setattr(train, "TRAIN_VARIANTS", {k: v for k, v in train.TRAIN_VARIANTS.items() if k.startswith("torch")})
+    rows = train.run(argparse.Namespace(quick=True, out=str(tmp_path)))
     assert [(r["net"], r["variant"]) for r in rows] == [
         ("tiny b3", "torch eager"), ("tiny b3", "torch graphed"), ("tiny b3", "torch cpu"),
         ("tiny b5", "torch eager"), ("tiny b5", "torch graphed")]  # the CPU: the smallest net only
-    assert all(r["status"] == "ok" and r["err"] <= bench.CHECK_TOL["change"] and r["ms"] > 0 for r in rows), rows
+    assert all(r["status"] == "ok" and r["err"] <= steps.CHECK_TOL["change"] and r["ms"] > 0 for r in rows), rows
     eager, graphed, cpu = rows[:3]
     assert eager["vs_torch_eager"] == 1 and eager["vs_torch_graphed"] is None and graphed["vs_torch_graphed"] == 1
     assert cpu["vs_torch_eager"] == pytest.approx(cpu["ms"] / eager["ms"])
     assert cpu["s_per_100"] == pytest.approx(cpu["ms"] / 10)
     saved = json.loads((tmp_path / "train.json").read_text())
-    assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == bench.CHECK_STEPS
+    assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == steps.CHECK_STEPS
     assert saved["complete"] is True
 
 

@@ -1,0 +1,175 @@
+"""The studies' shared helpers: check then time, timing, a table, JSON, a plot."""
+import datetime
+import itertools
+import json
+import os
+import shlex
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+BENCH = {"warmup": 25, "rep": 100}  # do_bench milliseconds (gpu_time, graph_time); --quick uses QUICK_BENCH
+QUICK_BENCH = {"warmup": 10, "rep": 40}
+
+
+def rel_error(out, ref):
+    out = torch.as_tensor(out).to(ref.device, torch.float64)
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+def check_then_time(check, time_it):
+    """err, tol = check(); only if err <= tol, ms = time_it(). Returns the row fields: status,
+    err, ms (an exception goes into the row too: a kernel that fails to compile or launch must
+    not end the sweep)."""
+    try:
+        err, tol = check()
+        if not err <= tol:  # also catches NaN
+            return {"status": "WRONG", "err": err, "ms": None}
+        return {"status": "ok", "err": err, "ms": time_it()}
+    except Exception as e:
+        return {"status": "ERROR", "err": None, "ms": None, "error": f"{type(e).__name__}: {e}"}
+
+
+def gpu_time(fn, inputs, bench):
+    """Median ms of fn over do_bench's runs, cycling through the input sets."""
+    import triton.testing
+    sets = itertools.cycle(inputs)
+    return triton.testing.do_bench(lambda: fn(*next(sets)), return_mode="median", **bench)
+
+
+def graph_time(fn, inputs, bench):
+    """Median ms per call of fn replayed from a CUDA graph that calls it once per input set:
+    the GPU's time alone, without the host's launch cost (autotune before: the first call)."""
+    import triton.testing
+    from tnet.graph import Graph
+    graph = Graph(lambda: [fn(*args) for args in inputs])  # a warm-up run on a side stream, then the capture
+    ms = triton.testing.do_bench(graph, return_mode="median", **bench)
+    return ms / len(inputs)
+
+
+class Clock:
+    """Starts when made; stop() marks the end, ms() waits for it and returns the milliseconds
+    between. On a CUDA device these are events on the stream (no synchronisation before ms()),
+    elsewhere the host clock."""
+
+    def __init__(self, device):
+        self.cuda = torch.device(device).type == "cuda"
+        self.start = self._now()
+
+    def _now(self):
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def stop(self):
+        self.end = self._now()
+        return self
+
+    def ms(self):
+        if not self.cuda:
+            return (self.end - self.start) * 1e3
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end)
+
+
+def block_time(fn, inputs, device, warmup, iters, repeats):
+    """Median ms per call of fn over `repeats` blocks of `iters` calls, after `warmup` calls,
+    cycling through the input sets."""
+    sets = itertools.cycle(inputs)
+    for _ in range(warmup):
+        fn(*next(sets))
+    times = []
+    for _ in range(repeats):
+        clock = Clock(device)
+        for _ in range(iters):
+            fn(*next(sets))
+        times.append(clock.stop().ms() / iters)
+    return statistics.median(times)
+
+
+def print_header(columns):
+    """columns: (title, format spec such as "<20" or ">8", row -> str)."""
+    print("  ".join(f"{title:{spec}}" for title, spec, _ in columns))
+
+
+def print_row(row, columns):
+    print("  ".join(f"{cell(row):{spec}}" for _, spec, cell in columns), flush=True)
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def environment():
+    import triton
+    return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__, "triton": triton.__version__,
+            "numpy": np.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "command": shlex.join(sys.orig_argv)}
+
+
+def write_json(path, study, rows, complete=True, **settings):
+    """Atomically (a cut run leaves the last whole file). The studies also write it after
+    every shape or net with complete=False, so that a run cut short keeps what it measured."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"study": study, **environment(), "complete": complete, "settings": settings, "rows": rows},
+                  f, indent=1)
+    os.replace(tmp, path)
+    if complete:
+        print(f"wrote {path}")
+
+
+def figure(path, draw):
+    """draw(ax) on a fresh figure and save it to path (say so if matplotlib is missing)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"matplotlib is not installed: no {path}")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    draw(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def plot(path, series, title, xlabel, ylabel):
+    """Log-log lines; series: label -> (xs, ys, matplotlib style kwargs)."""
+    def draw(ax):
+        import matplotlib.ticker
+        for label, (xs, ys, style) in series.items():
+            ax.loglog(xs, ys, label=label, marker=".", **style)
+        xs = sorted({x for xs, _, _ in series.values() for x in xs})
+        ax.set_xticks(xs, [str(x) for x in xs], minor=False)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # ticks at the measured sizes only
+        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.legend(fontsize=6, ncol=2)
+    figure(path, draw)
+
+
+def bars(path, groups, series, title, ylabel, log=False):
+    """Grouped bars; series: label -> one value per group (None: no bar)."""
+    def draw(ax):
+        width = 0.8 / len(series)
+        for i, (label, values) in enumerate(series.items()):
+            shown = [(g + (i - (len(series) - 1) / 2) * width, v) for g, v in enumerate(values) if v is not None]
+            ax.bar([x for x, _ in shown], [v for _, v in shown], width, label=label)
+        ax.set_xticks(range(len(groups)), groups, fontsize=7, rotation=30, ha="right")
+        ax.set_yscale("log" if log else "linear")
+        ax.set(title=title, ylabel=ylabel)
+        if len(series) > 1:
+            ax.legend(fontsize=7)
+    figure(path, draw)
