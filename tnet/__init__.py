@@ -3,6 +3,8 @@ from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's inter
 from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, is_grad_enabled, no_grad, tensor
 from . import functional
+from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
 
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled",
-           "set_precision", "get_precision", "functional"]
+           "set_precision", "get_precision", "functional",
+           "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16", "bfloat16", "int64", "int32"]
