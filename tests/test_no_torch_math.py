@@ -51,3 +51,20 @@ def test_training_step_uses_torch_for_memory_only(monkeypatch):
         F.conv2d(xs, w, stride=2).backward(np.ones((2, 2, 4, 4)))  # a strided input gradient: col2im
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_shape_ops_casts_random_and_dropout_use_torch_for_memory_only():
+    import torch
+    from tnet import nn
+    rng = np.random.default_rng(0)
+    with Recorder() as rec:
+        tnet.manual_seed(3)
+        x = tnet.tensor(rng.standard_normal((4, 16, 5, 3)), requires_grad=True)
+        x.data = x.data.contiguous(memory_format=torch.channels_last)
+        y = F.dropout(x[1:, ::2, None, 1:][..., 0, :, :], 0.3)  # slices of a channels-last tensor
+        h = y.flatten(1).T.to(tnet.float16).float().t().view(3, -1)
+        F.matmul(h, h.T).backward(np.ones((3, 3)))
+        nn.Dropout(0.5)(tnet.randn(6, 7, requires_grad=True)).backward(np.ones((6, 7)))
+        tnet.zeros(2, 3), tnet.ones(4), tnet.full((2,), 7), tnet.rand(5, 2)
+        x.to(tnet.int64).float(), x[0, 0, 0].tolist(), float(x[0, 0, 0, 0]), int(x.size(1))
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -8,11 +8,13 @@ kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv
 which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
 such a channel count channels-last. ReLU keeps its input's layout. The tape hands every
 backward its gradient in the layout of the op's output."""
+from .factory import rng_state
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
 from .kernels import nhwc as _nhwc
 from .kernels import pool as _pool
+from .kernels import random as _random
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
 from .kernels._autotune import check
@@ -243,3 +245,25 @@ def reshape(x, *shape):
     except RuntimeError as e:
         raise ValueError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
     return record("reshape", y, (x,), lambda g: (g.reshape(x.shape),))
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training only; else
+    the input itself). The mask comes from tnet's Philox generator (tnet.manual_seed), whose
+    state the kernels advance on the device: a captured CUDA graph draws a new mask on each
+    replay. The backward regenerates the mask from the forward's 16-byte snapshot of that
+    state instead of keeping it (kernels/random.py). inplace=True is not supported: the tape
+    has no version counters to catch a backward that needs the overwritten values."""
+    _is_tensor("dropout", input=input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        raise NotImplementedError("dropout: inplace=True is not supported by tnet; use inplace=False")
+    X = input.data
+    if not _random.is_dense(X):  # a strided view: the mask is drawn over flat memory
+        X = X.contiguous()
+    snapshot = _random.take(rng_state(), X.numel())
+    y = _random.dropout(X, p, snapshot)
+    return record("dropout", y, (input,), lambda g: (_random.dropout(g, p, snapshot),))

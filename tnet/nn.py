@@ -155,6 +155,31 @@ class Flatten(Module):
         return x.reshape(x.shape[0], -1)
 
 
+class Dropout(Module):
+    """F.dropout in training mode (module.train()), the identity in eval mode."""
+
+    def __init__(self, p=0.5, inplace=False):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Identity(Module):
+    """Returns its input; takes and ignores any arguments, as torch's."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def forward(self, x):
+        return x
+
+
 class Sequential(Module):
     """Layers applied in order; give an OrderedDict (or name=module pairs) to name them.
 

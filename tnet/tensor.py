@@ -13,6 +13,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels.conv import is_channels_last, memory_format
+from .kernels.copy import copy_
 from .kernels.elementwise import add_
 
 _seq = itertools.count()
@@ -80,6 +81,125 @@ class Tensor:
 
     def item(self):
         return self.data.item()
+
+    # Shapes, views and casts, as torch's. Views (indexing, view, t, flatten where it can)
+    # share the input's memory; each backward hands back its gradient in the input's layout.
+    def __getitem__(self, index):
+        """Basic indexing only (ints, slices with step > 0, None, Ellipsis): a view of the same
+        memory. The backward writes g through the same view of a zeroed gradient."""
+        index = Tensor._basic_index(index)
+        y = self.data[index]
+
+        def backward(g):
+            gx = Tensor._empty_in_layout(self.data).zero_()
+            copy_(gx[index], g)
+            return (gx,)
+        return record("getitem", y, (self,), backward)
+
+    def view(self, *shape):
+        """The same memory under another shape; RuntimeError (torch's) where the strides do not
+        allow it: use reshape."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        y = self.data.view(shape)
+        return record("view", y, (self,), lambda g: (_in_layout(g.reshape(self.shape), self.data),))
+
+    def t(self):
+        """The transpose of a tensor of at most 2 dims (a view)."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return record("t", self.data.t(), (self,), lambda g: (_in_layout(g.t(), self.data),))
+
+    T = property(t)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
+        shape = self.shape or (1,)
+        start, end = Tensor._dim(start_dim, len(shape)), Tensor._dim(end_dim, len(shape))
+        if start > end:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        return self.reshape(*shape[:start], int(np.prod(shape[start:end + 1])), *shape[end + 1:])
+
+    def size(self, dim=None):
+        """torch.Size of the shape, or the size of one dim."""
+        return self.data.size() if dim is None else self.shape[Tensor._dim(dim, self.ndim)]
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __float__(self):
+        return float(self.data)  # a one-element check and a host sync, as torch's
+
+    def __int__(self):
+        return int(self.data)
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def to(self, *args, **kwargs):
+        """to(dtype), to(device), to(device, dtype) (with keywords too): tnet has one device, so
+        only the dtype may change. A cast makes a fresh tensor (self when the dtype is already
+        that, as torch); casts between float dtypes are on the tape (the gradient casts back)."""
+        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, torch.dtype):
+                dtype = arg
+            else:
+                device = arg
+        if device is not None and torch.device(device).type != self.device.type:
+            raise ValueError(f"to: tnet keeps tensors on {self.device}, got device {device}")
+        if dtype is None or dtype == self.dtype:
+            return self
+        y = copy_(torch.empty_like(self.data, dtype=dtype), self.data)
+        if not y.is_floating_point():
+            return Tensor(y)  # no gradient flows through an integer tensor (torch's rule)
+        return record("to", y, (self,), lambda g: (copy_(Tensor._empty_in_layout(self.data), g),))
+
+    def float(self):
+        return self.to(torch.float32)
+
+    def contiguous(self):
+        """self when contiguous, else a contiguous copy (on the tape)."""
+        if self.data.is_contiguous():
+            return self
+        return record("contiguous", self.data.contiguous(), (self,), lambda g: (_in_layout(g, self.data),))
+
+    @staticmethod
+    def _empty_in_layout(x):
+        """An uninitialised tensor shaped like x, contiguous in x's layout (NCHW or channels-last),
+        as the tape keeps gradients."""
+        return torch.empty_like(x, memory_format=memory_format(is_channels_last(x)))
+
+    @staticmethod
+    def _basic_index(index):
+        """index as a tuple, checked to hold only what basic indexing takes."""
+        def is_int(v):
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced
+        items = index if isinstance(index, tuple) else (index,)
+        for item in items:
+            if item is None or item is Ellipsis or is_int(item):
+                continue
+            if not isinstance(item, slice):
+                raise TypeError(f"tnet.Tensor indexing: only basic slicing is supported (ints, slices, None, ...), "
+                                f"got a {type(item).__name__}; advanced indexing (tensors, lists, bools) is not")
+            if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
+                raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
+            if item.step is not None and item.step <= 0:
+                raise ValueError(f"tnet.Tensor indexing: step must be greater than zero, got {item}")
+        return items
+
+    @staticmethod
+    def _dim(dim, ndim):
+        """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
+        top = max(ndim, 1)
+        if not -top <= dim < top:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {dim})")
+        return dim % top
 
     def detach(self):
         return Tensor(self.data)

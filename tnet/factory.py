@@ -1,0 +1,96 @@
+"""Tensor factories (zeros, ones, full, rand, randn), the dtype names, and the random
+generator's state with `manual_seed`.
+
+The generator is Philox (kernels/random.py) with its state [seed, offset] in one device
+tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
+dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
+import torch
+
+from ._device import DEVICE
+from .kernels import random as _random
+from .tensor import Tensor
+
+float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
+DEFAULT_SEED = 67280421310721  # torch's default generator's seed
+_state = []  # [the generator's device tensor [seed, offset]], made on first use
+
+
+def _capturing():
+    return DEVICE.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def rng_state():
+    """The generator's device tensor [seed, offset] (int64); the draw kernels advance it."""
+    if not _state:
+        if _capturing():
+            raise RuntimeError("tnet's random generator is made on its first draw, which must come before a "
+                               "CUDA graph capture (or call tnet.manual_seed first)")
+        _state.append(torch.tensor([DEFAULT_SEED, 0], dtype=torch.int64, device=DEVICE))
+    return _state[0]
+
+
+def manual_seed(seed):
+    """Reset the generator: draws after this repeat those after any earlier manual_seed(seed).
+    A host write, so not within a CUDA graph capture. Seeds are taken modulo 2^64, as torch's."""
+    if _capturing():
+        raise RuntimeError("manual_seed: writes the generator state from the host; call it outside a graph capture")
+    seed = int(seed) % (1 << 64)
+    seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the int64 with the same bits
+    state = rng_state()
+    state[0].fill_(seed)
+    state[1].fill_(0)
+
+
+def _size(name, size):
+    """Sizes given as ints or as one tuple/list, as torch takes them."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in size):
+        raise ValueError(f"{name}: sizes must be non-negative ints, got {size}")
+    return tuple(size)
+
+
+def _check_device(name, device):
+    if device is not None and torch.device(device).type != DEVICE.type:
+        raise ValueError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
+
+
+def _leaf(name, data, requires_grad):
+    if requires_grad and not data.is_floating_point():
+        raise ValueError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
+    bool for a bool, float32 otherwise)."""
+    _check_device("full", device)
+    data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
+    return _leaf("full", data, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return full(_size("zeros", size), 0.0, dtype or float32, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return full(_size("ones", size), 1.0, dtype or float32, device, requires_grad)
+
+
+def _random_tensor(name, size, dtype, device, requires_grad, normal):
+    _check_device(name, device)
+    dtype = dtype or float32
+    if dtype not in _random.FLOATS:
+        raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
+    data = _random.fill_random_(torch.empty(_size(name, size), dtype=dtype, device=DEVICE), rng_state(), normal)
+    return _leaf(name, data, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform numbers in [0, 1) from tnet's generator (not torch's: other numbers than torch.rand)."""
+    return _random_tensor("rand", size, dtype, device, requires_grad, normal=False)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers from tnet's generator (not torch's: other numbers than torch.randn)."""
+    return _random_tensor("randn", size, dtype, device, requires_grad, normal=True)
