@@ -42,3 +42,10 @@ def ieee():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def only_config(monkeypatch, kernel, config):
+    """Make the autotuned `kernel` run `config` alone, for this test: its configs, and the config
+    it remembers for each tuning key (autotune._Remembered), which would otherwise win."""
+    monkeypatch.setattr(kernel, "configs", [config])
+    monkeypatch.setattr(kernel, "chosen", {})

@@ -6,7 +6,7 @@ from triton.runtime.errors import OutOfResources
 
 import tnet
 from tnet.kernels import conv, elementwise, gemm, pool, reduce, softmax
-from conftest import TOL, assert_close
+from conftest import TOL, assert_close, only_config
 
 DEV = tnet.DEVICE
 
@@ -127,7 +127,7 @@ def test_gemm_every_config(config, monkeypatch):
     """Each tile config the GPU's autotuner may pick (the other tests there run the first
     only, TNET_AUTOTUNE=0): a plain, a split-K and both implicit GEMMs, on sizes that leave
     every kind of tile edge."""
-    monkeypatch.setattr(gemm.gemm_kernel, "configs", [config])
+    only_config(monkeypatch, gemm.gemm_kernel, config)
     monkeypatch.setattr(gemm, "_SMS", 2)
     a, b = randn(70, 45), randn(45, 300)
     try:
@@ -153,7 +153,7 @@ def test_gemm_tma_every_config(config, monkeypatch):
     axis, ReLU, tile edges in M, N and K. Misaligned rows fall back to gemm_kernel."""
     monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
     monkeypatch.setattr(gemm, "_SMS", 1)
-    monkeypatch.setattr(gemm.gemm_tma_tuned, "configs", [config])
+    only_config(monkeypatch, gemm.gemm_tma_tuned, config)
     calls = []
     launch = gemm._launch_tma
     monkeypatch.setattr(gemm, "_launch_tma", lambda *a, **k: calls.append(1) or launch(*a, **k))
@@ -356,7 +356,7 @@ def test_small_kernels_every_config(i, monkeypatch):
     they otherwise run only the first (TNET_AUTOTUNE=0)."""
     for module, name in SMALL_KERNELS:
         configs = module._CONFIGS
-        monkeypatch.setattr(getattr(module, name), "configs", [configs[min(i, len(configs) - 1)]])
+        only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
     test_im2col_col2im((5, 5), (1, 1), (2, 2))
     for mode in ("max", "avg"):
         test_pool(mode, *POOLS[1])

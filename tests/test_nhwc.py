@@ -5,7 +5,7 @@ import torch.nn.functional as tF
 
 from tnet.kernels import elementwise, nhwc, pool
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close
+from conftest import TOL, assert_close, only_config
 from test_kernels import POOLS, f64, randn
 
 CL = torch.channels_last
@@ -60,7 +60,7 @@ def test_nhwc_every_config(i, monkeypatch):
     """Each tile config the GPU's autotuner may pick (the other tests there run the first
     only, TNET_AUTOTUNE=0), the weight gradient split in parts."""
     for kernel, configs in ((nhwc.conv_kernel, nhwc._CONV_CONFIGS), (nhwc.weight_grad_kernel, nhwc._GRAD_CONFIGS)):
-        monkeypatch.setattr(kernel, "configs", [configs[min(i, len(configs) - 1)]])
+        only_config(monkeypatch, kernel, configs[min(i, len(configs) - 1)])
     monkeypatch.setattr(nhwc, "PART_ALIGN", 16)
     check_conv((2, 32, 5, 6), 64, (3, 3), (1, 1), "ieee", parts=3)
     for precision in ("ieee", "tf32"):  # tf32 caught a miscompiled config on the GPU

@@ -10,7 +10,7 @@ from tnet import nn
 from tnet.kernels import copy as copy_module
 from tnet.kernels import random as random_module
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close
+from conftest import TOL, assert_close, only_config
 
 DEV = tnet.DEVICE
 
@@ -378,11 +378,10 @@ KERNELS = [(copy_module, "copy_kernel"), (random_module, "random_kernel"), (rand
 @pytest.mark.parametrize("i", range(max(len(module._CONFIGS) for module, _ in KERNELS)))
 def test_kernels_every_config(i, monkeypatch, rng):
     """Copy, random and dropout tests again with each kernel's i-th tile config (or its last);
-    the tuned choices are forgotten first, or a key seen before would keep its config."""
+    conftest.only_config forgets the tuned choices too, or a key seen before would keep its config."""
     for module, name in KERNELS:
         configs = module._CONFIGS
-        monkeypatch.setattr(getattr(module, name), "configs", [configs[min(i, len(configs) - 1)]])
-        monkeypatch.setattr(getattr(module, name), "chosen", {})
+        only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
     for case in ("permuted", "sliced"):
         test_copy_kernel_strides(case)
     test_rand_and_randn_statistics()
