@@ -58,7 +58,7 @@ def linear(x, w, b=None):
     _is_tensor("linear", x=x, w=w)
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
-    check(b is None or b.shape == (w.shape[0],), f"linear: b is {b and b.shape}, expected ({w.shape[0]},)")
+    check(b is None or b.shape == (w.shape[0],), f"linear: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     need_x, need_w, need_b = _need(x, w, b)
     X, W = x.data, w.data
 
@@ -83,7 +83,7 @@ def _convolve(x, w, b, stride, padding, relu):
     _is_tensor("conv2d", x=x, w=w)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
-    check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {b and b.shape}, expected ({w.shape[0]},)")
+    check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     stride, padding = _pair(stride, "conv2d: stride", 1), _pair(padding, "conv2d: padding")
     need_x, need_w, need_b = _need(x, w, b)
     X, Wt, B = x.data, w.data, None if b is None else b.data

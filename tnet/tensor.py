@@ -129,6 +129,10 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
+    def __bool__(self):
+        """True or False for a one-element tensor (a host sync); RuntimeError otherwise, as torch's."""
+        return bool(self.data)
+
     def __float__(self):
         return float(self.data)  # a one-element check and a host sync, as torch's
 
@@ -257,7 +261,7 @@ class Tensor:
                     if x._entry is None:
                         _accumulate_leaf(x, gx)
                     elif id(x) in grads:  # used twice: a fresh buffer, as gx may be a view
-                        grads[id(x)] = add_(grads[id(x)].clone(), gx)
+                        grads[id(x)] = add_(grads[id(x)].clone(), _in_layout(gx, grads[id(x)]))
                     else:
                         grads[id(x)] = gx
             entry.backward = None  # frees what the closure saved
