@@ -129,8 +129,8 @@ def test_replayed_launches_follow_the_schedule(name, monkeypatch, rng):
 @pytest.mark.parametrize("per_launch", [32, 2])
 def test_all_parameters_in_one_launch(name, per_launch, monkeypatch, rng):
     """Blocks of 64, so that tensors fall short of a block or span several; one launch per
-    per_launch tensors, plus the one that counts; a parameter that never has a gradient
-    keeps its value and a zero step count."""
+    per_launch tensors, plus the one that counts; the second group's own momentum or betas; a
+    parameter that never has a gradient keeps its value and a zero step count."""
     monkeypatch.setattr(kernels, "BLOCK", 64)
     monkeypatch.setattr(kernels, "TENSORS_PER_LAUNCH", per_launch)
     log = []
@@ -138,7 +138,8 @@ def test_all_parameters_in_one_launch(name, per_launch, monkeypatch, rng):
     specs = [((1,), False, 1.0, 1.0, 0), ((5,), False, 2.0, 1.0, 0), ((64,), False, 1.0, 0.0, 0),
              ((199,), False, 1.0, 1.0, 1), ((7, 30), False, 0.5, 3.0, 1), ((3,), False, 1.0, 1.0, 1)]
     kwargs = {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01} if name == "SGD" else {"lr": 0.01, "weight_decay": 0.01}
-    params, opt, refs, ref = make(name, kwargs, rng, specs)
+    group1 = {"lr": 0.03, "weight_decay": 0.004, **({"momentum": 0.5} if name == "SGD" else {"betas": (0.8, 0.99)})}
+    params, opt, refs, ref = make(name, kwargs, rng, specs, group1)
     before = params[5].numpy()
     for step in range(3):
         skip = {5, 1} if step == 1 else {5}
