@@ -68,3 +68,25 @@ def test_shape_ops_casts_random_and_dropout_use_torch_for_memory_only():
         tnet.zeros(2, 3), tnet.ones(4), tnet.full((2,), 7), tnet.rand(5, 2)
         x.to(tnet.int64).float(), x[0, 0, 0].tolist(), float(x[0, 0, 0, 0]), int(x.size(1))
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_optimizers_use_torch_for_memory_only():
+    """Each optimizer built, stepped (a channels-last parameter, a gradient in the other
+    layout, one parameter without gradient, an lr schedule) and its state saved and loaded."""
+    import torch
+    from tnet import nn
+    rng = np.random.default_rng(0)
+    for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+                 lambda ps: optim.Adam(ps, weight_decay=0.01), lambda ps: optim.AdamW(ps)):
+        with Recorder() as rec:
+            params = [nn.Parameter(rng.standard_normal(s)) for s in ((3, 5, 2, 2), (7,), (2,))]
+            params[0].data = params[0].data.contiguous(memory_format=torch.channels_last)
+            opt = make([{"params": params[:2]}, {"params": params[2:], "lr": 0.5}])
+            schedule = optim.LambdaLR(opt, lambda it: 0.5 ** it)
+            for p in params[:2]:
+                p.grad = tnet.tensor(rng.standard_normal(p.shape))
+            opt.step()
+            schedule.step()
+            opt.load_state_dict(opt.state_dict())
+            opt.zero_grad(set_to_none=False)
+        assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

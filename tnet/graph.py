@@ -43,7 +43,7 @@ class Graph:
 
 
 def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0):
-    """One SGD step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum."""
+    """One optimizer step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum."""
     loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing)
     opt.zero_grad()
     loss.backward()
@@ -74,17 +74,18 @@ class _Static:
 
 
 class TrainStep(_Static):
-    """The whole training step (forward, backward, SGD update) in one CUDA graph, for
+    """The whole training step (forward, backward, optimizer update) in one CUDA graph, for
     batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
-    undone (weights, momentum). The losses add up in self.loss_sum."""
+    undone (weights, and the optimizer's buffers and step counts). The losses add up in
+    self.loss_sum."""
 
     def __init__(self, model, opt, x, y, label_smoothing=0.0):
         self.loss_sum = torch.zeros(1, device=x.device)
-        weights, momentum = model.state_dict(), opt.state_dict()
+        weights, opt_state = model.state_dict(), opt.state_dict()
 
         def restore():
             model.load_state_dict(weights)
-            opt.load_state_dict(momentum)
+            opt.load_state_dict(opt_state)
             self.loss_sum.zero_()
         super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing), x, y, restore)
 

@@ -1,68 +1,206 @@
-"""Caffe's SGD with momentum, and learning-rate schedules."""
+"""Optimizers with PyTorch's rules (SGD, Adam, AdamW) and Caffe's per-parameter lr_mult
+and decay_mult, and learning-rate schedules.
+
+A step updates every parameter in one kernel launch (per 32 tensors), after a tiny one that
+counts the steps. Hyperparameters and step counts live on the device and the kernels read
+them there, so a step captured in a CUDA graph (tnet.graph) follows a schedule, and Adam's
+bias corrections advance at every replay."""
+import math
+
+import numpy as np
 import torch
 
+from .kernels import optim as kernels
 from .kernels._autotune import check
-from .kernels.elementwise import sgd_many_
 from .tensor import _in_layout
 
 
-class SGD:
-    """Caffe's rule for every parameter p, with its lr_mult and decay_mult (default 1):
-        h = momentum*h + lr*lr_mult*(g + weight_decay*decay_mult*p);  p -= h
-    params: an iterable of parameters, or of dicts {"params": [...], "lr": ..., ...}."""
+class Optimizer:
+    """What the optimizers share. params: an iterable of parameters, or of dicts
+    {"params": [...], "lr": ..., ...} (param groups; the constructor's arguments are the
+    defaults). Every parameter has a step count, one float32 on the device as in torch
+    (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the
+    buffers a subclass names in BUFFERS, allocated at once. A subclass gives RULE (the
+    kernel's), BUFFERS, _validate(group) and _hyper(group): the group's hyperparameters in
+    the kernel's order (kernels.optim.HYPER)."""
+    RULE, BUFFERS = None, ()
 
-    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
+    def __init__(self, params, defaults):
+        name = type(self).__name__
         params = list(params)
-        check(len(params) > 0, "SGD: got no parameters")
+        check(len(params) > 0, f"{name}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
-        defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay}
+        self.defaults = defaults
         self.param_groups = [{**defaults, **g, "params": list(g["params"])} for g in groups]
-        self.state = {}
+        self._params = [p for g in self.param_groups for p in g["params"]]
+        check(len({id(p) for p in self._params}) == len(self._params),
+              f"{name}: some parameters appear in more than one parameter group")
         for group in self.param_groups:
-            for p in group["params"]:
-                check(p.requires_grad, "SGD: a parameter does not require grad")
-                self.state[id(p)] = torch.zeros_like(p.data)
-            # The kernel reads lr from the device, so a captured step (tnet.graph) follows
-            # the schedule: update_lr() writes it there outside the graph.
-            group["_lr_device"] = (None, torch.empty(1, device=group["params"][0].data.device))
+            check(len(group["params"]) > 0, f"{name}: a parameter group has no parameters")
+            self._validate(group)
+        for p in self._params:
+            check(p.requires_grad, f"{name}: a parameter {p.shape} does not require grad")
+        device = self._params[0].device
+        self._steps = torch.zeros(len(self._params), device=device)
+        self.state = {p: {"step": self._steps[i], **{b: torch.zeros_like(p.data) for b in self.BUFFERS}}
+                      for i, p in enumerate(self._params)}
+        self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
+                              for _ in self.param_groups]
+        self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
         self.update_lr()
+
+    def _validate(self, group):
+        self._require(group["lr"] >= 0, "learning rate", group["lr"])
+        self._require(group["weight_decay"] >= 0, "weight_decay value", group["weight_decay"])
+
+    def _require(self, ok, what, value):
+        check(ok, f"{type(self).__name__}: invalid {what} {value}")
 
     def update_lr(self):
-        """Copy each group's lr to the device where it changed."""
-        for group in self.param_groups:
-            value, t = group["_lr_device"]
-            if value != group["lr"]:
-                t.fill_(group["lr"])
-                group["_lr_device"] = (group["lr"], t)
+        """Copy each group's lr, and its other hyperparameters, to the device where they
+        changed. Schedulers call it after setting param_groups[i]["lr"]; step() calls it too."""
+        for group, cached in zip(self.param_groups, self._device_hyper):
+            values, t = self._hyper(group), cached[1]
+            for j, v in enumerate(values):
+                if cached[0] is None or cached[0][j] != v:
+                    t[j].fill_(v)
+            cached[0] = values
 
-    def step(self):
-        """Update every parameter that has a gradient, in one kernel launch. A gradient set by
-        hand in another memory layout than its parameter's is copied into that layout."""
+    def step(self, closure=None):
+        """Update every parameter that has a gradient, in one kernel launch; closure, if given,
+        recomputes the loss first and its value is returned. A gradient set by hand in another
+        memory layout than its parameter's is copied into that layout."""
+        loss = None if closure is None else closure()
         self.update_lr()
-        sgd_many_([(p.data, _in_layout(p.grad.data, p.data), self.state[id(p)], group["_lr_device"][1],
-                    group["momentum"], group["weight_decay"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
-                   for group in self.param_groups for p in group["params"] if p.grad is not None])
+        took = tuple(p.grad is not None for p in self._params)
+        if any(took):
+            if took not in self._took:
+                self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
+            kernels.count_steps_(self._steps, self._took[took])
+            kernels.step_(self.RULE, [
+                (p.data, _in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS], hyper,
+                 self.state[p]["step"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
+                for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
+                for p in group["params"] if p.grad is not None])
+        return loss
 
-    def zero_grad(self):
-        for group in self.param_groups:
-            for p in group["params"]:
+    def zero_grad(self, set_to_none=True):
+        for p in self._params:
+            if set_to_none:
                 p.grad = None
+            elif p.grad is not None:
+                p.grad.data.zero_()
 
     def state_dict(self):
-        """Momentum buffers as numpy arrays, in parameter order, and each group's lr."""
-        return {"momentum": [self.state[id(p)].cpu().numpy() for g in self.param_groups for p in g["params"]],
-                "lr": [g["lr"] for g in self.param_groups]}
+        """torch's layout in plain numbers, lists and numpy arrays (copies; reading them is a
+        host synchronisation): {"state": {index: {"step": float, buffer name: array}},
+        "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
+        indexed in group order."""
+        steps = self._steps.cpu().numpy()
+        state = {i: {"step": float(steps[i]), **{b: self.state[p][b].cpu().numpy().copy() for b in self.BUFFERS}}
+                 for i, p in enumerate(self._params)}
+        groups, start = [], 0
+        for group in self.param_groups:
+            n = len(group["params"])
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(start, start + n))})
+            start += n
+        return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state):
-        params = [p for g in self.param_groups for p in g["params"]]
-        check(len(state["momentum"]) == len(params),
-              f"SGD.load_state_dict: {len(state['momentum'])} buffers for {len(params)} parameters")
-        for p, h in zip(params, state["momentum"]):
-            check(tuple(h.shape) == p.shape, f"SGD.load_state_dict: buffer {tuple(h.shape)} for parameter {p.shape}")
-            self.state[id(p)].copy_(torch.from_numpy(h))
-        for g, lr in zip(self.param_groups, state["lr"]):
-            g["lr"] = lr
+    def load_state_dict(self, state_dict):
+        """Take the step counts, buffers and hyperparameters of state_dict() into this
+        optimizer's own device tensors (a captured step keeps its addresses). A parameter that
+        the state lacks starts afresh; "state" may be keyed by str(index) too (JSON)."""
+        name = f"{type(self).__name__}.load_state_dict"
+        saved_groups, saved = state_dict["param_groups"], state_dict["state"]
+        check(len(saved_groups) == len(self.param_groups),
+              f"{name}: {len(saved_groups)} parameter groups for {len(self.param_groups)}")
+        groups = []
+        for group, g in zip(self.param_groups, saved_groups):
+            check(len(g["params"]) == len(group["params"]),
+                  f"{name}: a group of {len(g['params'])} parameters for one of {len(group['params'])}")
+            groups.append({**group, **{k: v for k, v in g.items() if k != "params"}})
+            self._validate(groups[-1])
+        entries = [saved.get(i, saved.get(str(i), {})) for i in range(len(self._params))]
+        for i, (p, entry) in enumerate(zip(self._params, entries)):
+            for b in self.BUFFERS:
+                check(b in entry or not entry, f"{name}: parameter {i} has no {b}")
+                check(not entry or tuple(np.shape(entry[b])) == p.shape,
+                      f"{name}: {b} {tuple(np.shape(entry.get(b)))} for parameter {i} {p.shape}")
+        self._steps.copy_(torch.from_numpy(np.array([float(e.get("step", 0.0)) for e in entries], np.float32)))
+        for p, entry in zip(self._params, entries):
+            for b in self.BUFFERS:
+                if b in entry:
+                    self.state[p][b].copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
+                else:
+                    self.state[p][b].zero_()
+        for group, g in zip(self.param_groups, groups):
+            group.update(g)
         self.update_lr()
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD's rule, for every parameter p with gradient g:
+        g = g + weight_decay*p
+        buf = g at p's first step, else momentum*buf + (1 - dampening)*g   (if momentum != 0)
+        g = g + momentum*buf if nesterov else buf                          (if momentum != 0)
+        p = p - lr*g
+    with Caffe's per-parameter multipliers (attributes of p, default 1): lr*lr_mult and
+    weight_decay*decay_mult. The buffer is in gradient units, as in PyTorch, not Caffe's
+    lr-scaled h = momentum*h + lr*(g + weight_decay*p); p -= h: at a constant lr both take
+    the same steps, but here an lr change acts at once, where Caffe's h carries the old lr
+    for a while."""
+    RULE, BUFFERS = "sgd", ("momentum_buffer",)
+
+    def __init__(self, params, lr=0.001, momentum=0, dampening=0, weight_decay=0, nesterov=False):
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["momentum"] >= 0, "momentum value", group["momentum"])
+        check(not group["nesterov"] or (group["momentum"] > 0 and group["dampening"] == 0),
+              "SGD: nesterov momentum requires a momentum > 0 and zero dampening")
+
+    def _hyper(self, group):
+        return [group["lr"], group["momentum"], group["dampening"], group["weight_decay"], float(group["nesterov"])]
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam's rule, for every parameter p with gradient g, at its step t:
+        g = g + weight_decay*p
+        m = beta1*m + (1 - beta1)*g;  v = beta2*v + (1 - beta2)*g*g
+        p = p - lr/(1 - beta1**t) * m / (sqrt(v)/sqrt(1 - beta2**t) + eps)
+    with Caffe's per-parameter multipliers, lr*lr_mult and weight_decay*decay_mult. The state
+    names are torch's: exp_avg (m) and exp_avg_sq (v). amsgrad is not implemented."""
+    RULE, BUFFERS = "adam", ("exp_avg", "exp_avg_sq")
+
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0, amsgrad=False):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "amsgrad": amsgrad})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+        beta1, beta2 = group["betas"]
+        self._require(0 <= beta1 < 1 and 0 <= beta2 < 1, "betas", tuple(group["betas"]))
+        if group["amsgrad"]:
+            raise NotImplementedError(f"{type(self).__name__}: amsgrad is not implemented")
+
+    def _hyper(self, group):
+        # 1 - beta and log(beta) in float64 here: in float32 on the device they lose digits.
+        betas = group["betas"]
+        return [group["lr"], *(1 - b for b in betas), *(math.log(b) if b > 0 else -math.inf for b in betas),
+                group["eps"], group["weight_decay"]]
+
+
+class AdamW(Adam):
+    """torch.optim.AdamW: Adam with decoupled weight decay, p = p*(1 - lr*weight_decay) before
+    the update instead of weight_decay*p added to the gradient (lr and weight_decay times
+    the parameter's lr_mult and decay_mult)."""
+    RULE = "adamw"
+
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
 
 
 class LambdaLR:

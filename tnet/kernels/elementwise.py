@@ -1,21 +1,15 @@
-"""Elementwise kernels: ReLU forward and backward, in-place add and scale, and Caffe's
-SGD update. Each works on the flat memory of dense tensors of any size: contiguous, or
-channels-last, with every operand laid out alike."""
+"""Elementwise kernels: ReLU forward and backward, in-place add and scale. Each works on
+the flat memory of dense tensors of any size: contiguous, or channels-last, with every
+operand laid out alike."""
 import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
 from .conv import is_channels_last
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
-# SGD's block is fixed (its grid depends on it, tensor by tensor): about 150 programs for
-# cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.
-SGD_BLOCK = 1 << 16 if INTERPRET else 1024
-# Kernel arguments may take 4 KB: 32 tensors take about 1.5 KB (4 pointers and 4 numbers each).
-SGD_TENSORS_PER_LAUNCH = 32
 
 
 def _check_like(name, *xs):
@@ -73,28 +67,6 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * s, mask=mask)
 
 
-@triton.jit
-def sgd_kernel(w_ptrs, g_ptrs, h_ptrs, lr_ptrs, ns, momentums, decays, lr_mults, BLOCK: tl.constexpr):
-    """Caffe's SGD, h = momentum*h + lr*lr_mult*(g + decay*w); w -= h with decay = weight_decay*decay_mult,
-    on every tensor w_ptrs[i] (ns[i] elements) in one launch: the programs take the tensors in
-    turn, cdiv(ns[i], BLOCK) programs each."""
-    block = tl.program_id(0)
-    # Unrolled: every program checks each tensor, and updates one block of one of them.
-    for i in tl.static_range(len(w_ptrs)):
-        count = tl.cdiv(ns[i], BLOCK)
-        if (block >= 0) & (block < count):
-            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            mask = offs < ns[i]
-            w = tl.load(w_ptrs[i] + offs, mask=mask)
-            g = tl.load(g_ptrs[i] + offs, mask=mask)
-            h = tl.load(h_ptrs[i] + offs, mask=mask)
-            lr = tl.load(lr_ptrs[i]) * lr_mults[i]
-            h = momentums[i] * h + lr * (g + decays[i] * w)
-            tl.store(h_ptrs[i] + offs, h, mask=mask)
-            tl.store(w_ptrs[i] + offs, w - h, mask=mask)
-        block -= count
-
-
 def relu(x, out=None):
     out = torch.empty_like(x) if out is None else out
     _check_like("relu", x, out)
@@ -123,28 +95,3 @@ def scale_(x, s):
           f"scale_: s must be one float32 element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
     scale_kernel[_grid(x.numel())](x, s, x.numel())
     return x
-
-
-def sgd_(w, g, h, lr, momentum=0.0, weight_decay=0.0, lr_mult=1.0, decay_mult=1.0):
-    """Update w and its momentum h in place; lr is a one-element device tensor."""
-    sgd_many_([(w, g, h, lr, momentum, weight_decay, lr_mult, decay_mult)])
-
-
-def sgd_many_(updates):
-    """sgd_ on many tensors in one launch (one per SGD_TENSORS_PER_LAUNCH): updates is a list of
-    sgd_'s arguments, (w, g, h, lr, momentum, weight_decay, lr_mult, decay_mult), all given.
-    The addresses travel as kernel arguments, not in a device table: the launch needs no
-    host-to-device copy, so a CUDA graph can capture it like any other."""
-    for w, g, h, lr, *_ in updates:
-        _check_like("sgd", w, g, h)
-        check(lr.numel() == 1 and lr.device == w.device and lr.dtype == torch.float32,
-              f"sgd: lr must be one float32 element on {w.device}")
-    for start in range(0, len(updates), SGD_TENSORS_PER_LAUNCH):
-        chunk = updates[start:start + SGD_TENSORS_PER_LAUNCH]
-        ws, gs, hs, lrs, momentums, weight_decays, lr_mults, decay_mults = zip(*chunk)
-        ns = tuple(w.numel() for w in ws)
-        programs = sum(cdiv(n, SGD_BLOCK) for n in ns)
-        if programs:
-            sgd_kernel[(programs,)](ws, gs, hs, lrs, ns, tuple(map(float, momentums)),
-                                    tuple(float(wd) * float(dm) for wd, dm in zip(weight_decays, decay_mults)),
-                                    tuple(map(float, lr_mults)), BLOCK=SGD_BLOCK, num_warps=4)

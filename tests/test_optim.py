@@ -1,0 +1,236 @@
+"""tnet.optim's SGD, Adam and AdamW against torch.optim in float64: param groups, an lr
+schedule, Caffe's lr_mult and decay_mult, skipped parameters, state_dict, validation, and
+launches replayed as a CUDA graph would replay them."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import nn, optim
+from tnet.kernels import optim as kernels
+from conftest import TOL, assert_close
+
+# (shape, channels-last, lr_mult, decay_mult, group): odd shapes, one 4-D channels-last.
+PARAMS = [((7, 3), False, 1.0, 1.0, 0), ((5, 3, 4, 3), True, 2.0, 0.5, 0), ((11,), False, 1.0, 1.0, 1)]
+GROUP1 = {"lr": 0.03, "weight_decay": 0.02}  # the second group's own lr and weight decay
+CASES = [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.1, "momentum": 0.8, "nesterov": True, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.1, "dampening": 0.5}),  # no momentum: torch ignores the dampening
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.01, "betas": (0.5, 0.8), "eps": 1e-3}),
+    ("AdamW", {"lr": 0.01}),
+    ("AdamW", {"lr": 0.01, "betas": (0.0, 0.99), "weight_decay": 0.3}),
+]
+
+DEFAULT_DECAY = {"SGD": 0.0, "Adam": 0.0, "AdamW": 0.01}
+
+
+def schedule(it):
+    return [1.0, 0.5, 2.0, 0.25, 1.0][it]
+
+
+def make(name, kwargs, rng, specs=PARAMS, group1=GROUP1):
+    """tnet parameters in two groups and their optimizer; the same in torch float64, one group
+    a parameter with Caffe's multipliers folded into its lr and weight decay."""
+    params, ref_groups = [], []
+    for shape, channels_last, lr_mult, decay_mult, group in specs:
+        p = nn.Parameter(rng.standard_normal(shape), lr_mult, decay_mult)
+        if channels_last:
+            p.data = p.data.contiguous(memory_format=torch.channels_last)
+        params.append(p)
+        settings = {"weight_decay": DEFAULT_DECAY[name], **kwargs, **(group1 if group else {})}
+        ref_groups.append({**settings, "params": [torch.tensor(p.numpy(), dtype=torch.float64, requires_grad=True)],
+                           "lr": settings["lr"] * lr_mult, "weight_decay": settings["weight_decay"] * decay_mult})
+    groups = [{"params": [p for p, s in zip(params, specs) if s[4] == g], **(group1 if g else {})} for g in (0, 1)]
+    opt = getattr(optim, name)(groups, **kwargs)
+    ref = getattr(torch.optim, name)(ref_groups, foreach=False)
+    return params, opt, [g["params"][0] for g in ref_groups], ref
+
+
+def set_grads(params, refs, rng, skip=()):
+    """The same random gradient on both sides; None for the parameters in skip."""
+    for i, (p, r) in enumerate(zip(params, refs)):
+        g = None if i in skip else rng.standard_normal(p.shape)
+        p.grad = None if g is None else tnet.tensor(g)
+        r.grad = None if g is None else torch.tensor(g)
+
+
+def assert_same(params, opt, refs, ref, what):
+    for i, (p, r) in enumerate(zip(params, refs)):
+        assert_close(p, r, TOL["ieee"], f"{what}, parameter {i} {p.shape}")
+        for name in opt.BUFFERS:
+            if ref.state[r].get(name) is not None:
+                assert_close(opt.state[p][name], ref.state[r][name], TOL["ieee"], f"{what}, {name} {i}")
+        if "step" in ref.state[r]:
+            assert opt.state[p]["step"].item() == ref.state[r]["step"].item(), f"{what}, step {i}"
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{'-'.join(k)}" for n, k in CASES])
+def test_matches_torch(name, kwargs, rng):
+    """4 steps with an lr change between each (LambdaLR on both sides); parameter 1 misses
+    step 1, so its step count and momentum start later."""
+    params, opt, refs, ref = make(name, kwargs, rng)
+    sched, ref_sched = optim.LambdaLR(opt, schedule), torch.optim.lr_scheduler.LambdaLR(ref, schedule)
+    for step in range(4):
+        set_grads(params, refs, rng, skip={1} if step == 1 else ())
+        opt.step()
+        ref.step()
+        sched.step()
+        ref_sched.step()
+        assert_same(params, opt, refs, ref, f"{name} step {step}")
+
+
+class Launches:
+    """Stands in for a kernel: counts its launches and keeps their arguments in `log`."""
+
+    def __init__(self, kernel, log):
+        self.kernel, self.log = kernel, log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.log.append((self.kernel, grid, args, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_replayed_launches_follow_the_schedule(name, monkeypatch, rng):
+    """A CUDA graph replays the launches of one step with the same arguments: here step 0's
+    launches are run again for steps 1-3, with the lr changing and the gradients copied into
+    the same tensors. They must still take torch's steps: lr, hyperparameters and step
+    counts (Adam's bias corrections) come from the device."""
+    log = []
+    monkeypatch.setattr(kernels, "step_kernel", Launches(kernels.step_kernel, log))
+    monkeypatch.setattr(kernels, "count_steps_kernel", Launches(kernels.count_steps_kernel, log))
+    kwargs = {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01} if name == "SGD" else {"lr": 0.05}
+    specs = [(shape, False, *rest) for shape, _, *rest in PARAMS]  # a gradient in another layout would be a copy
+    params, opt, refs, ref = make(name, kwargs, rng, specs)
+    sched, ref_sched = optim.LambdaLR(opt, schedule), torch.optim.lr_scheduler.LambdaLR(ref, schedule)
+    set_grads(params, refs, rng)
+    opt.step()
+    assert len(log) == 2, "one launch to count the steps, one to update"
+    launches = list(log)
+    for step in range(1, 4):
+        ref.step()
+        sched.step()
+        ref_sched.step()
+        for p, r in zip(params, refs):
+            r.grad = torch.randn(r.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(step))
+            p.grad.data.copy_(r.grad)
+        for kernel, grid, args, kwargs in launches:
+            kernel[grid](*args, **kwargs)
+    ref.step()
+    assert_same(params, opt, refs, ref, f"{name} replayed")
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+@pytest.mark.parametrize("per_launch", [32, 2])
+def test_all_parameters_in_one_launch(name, per_launch, monkeypatch, rng):
+    """Blocks of 64, so that tensors fall short of a block or span several; one launch per
+    per_launch tensors, plus the one that counts; the second group's own momentum or betas; a
+    parameter that never has a gradient keeps its value and a zero step count."""
+    monkeypatch.setattr(kernels, "BLOCK", 64)
+    monkeypatch.setattr(kernels, "TENSORS_PER_LAUNCH", per_launch)
+    log = []
+    monkeypatch.setattr(kernels, "step_kernel", Launches(kernels.step_kernel, log))
+    specs = [((1,), False, 1.0, 1.0, 0), ((5,), False, 2.0, 1.0, 0), ((64,), False, 1.0, 0.0, 0),
+             ((199,), False, 1.0, 1.0, 1), ((7, 30), False, 0.5, 3.0, 1), ((3,), False, 1.0, 1.0, 1)]
+    kwargs = {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01} if name == "SGD" else {"lr": 0.01, "weight_decay": 0.01}
+    group1 = {"lr": 0.03, "weight_decay": 0.004, **({"momentum": 0.5} if name == "SGD" else {"betas": (0.8, 0.99)})}
+    params, opt, refs, ref = make(name, kwargs, rng, specs, group1)
+    before = params[5].numpy()
+    for step in range(3):
+        skip = {5, 1} if step == 1 else {5}
+        set_grads(params, refs, rng, skip)
+        del log[:]
+        opt.step()
+        ref.step()
+        assert len(log) == -(-(len(params) - len(skip)) // per_launch)
+        assert_same(params, opt, refs, ref, f"{name} step {step}")
+    assert (params[5].numpy() == before).all() and opt.state[params[5]]["step"].item() == 0
+
+
+def plain(value):
+    """Whether value holds only numbers, strings, tuples, lists, dicts and numpy arrays."""
+    if isinstance(value, dict):
+        return all(plain(k) and plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str, np.ndarray))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_state_dict_resumes_exactly(name, rng):
+    kwargs = {"lr": 0.1, "momentum": 0.9, "nesterov": True} if name == "SGD" else {"lr": 0.01}
+    params, opt, refs, _ = make(name, kwargs, rng)
+    for _ in range(2):
+        set_grads(params, refs, rng)
+        opt.step()
+    opt.param_groups[1]["lr"] = 0.007
+    state = opt.state_dict()
+    assert plain(state), state
+    assert [g["params"] for g in state["param_groups"]] == [[0, 1], [2]]
+    assert state["state"][1]["step"] == 2.0 and state["param_groups"][1]["lr"] == 0.007
+
+    # a second optimizer over copies of the parameters, at other hyperparameters
+    copies, resumed, _, _ = make(name, {**kwargs, "lr": 0.5}, np.random.default_rng(9))
+    for p, q in zip(params, copies):
+        q.data.copy_(p.data)
+    resumed.load_state_dict(state)
+    assert [g["lr"] for g in resumed.param_groups] == [g["lr"] for g in opt.param_groups]
+    for _ in range(2):
+        grads = [rng.standard_normal(p.shape) for p in params]
+        for p, q, g in zip(params, copies, grads):
+            p.grad, q.grad = tnet.tensor(g), tnet.tensor(g)
+        opt.step()
+        resumed.step()
+    for p, q in zip(params, copies):
+        assert (p.numpy() == q.numpy()).all()
+
+    fresh = opt.state_dict()  # steps and buffers are copies: stepping again leaves them alone
+    opt.step()
+    assert fresh["state"][0]["step"] == 4.0
+    fresh["param_groups"].pop()
+    with pytest.raises(ValueError, match="1 parameter groups for 2"):
+        opt.load_state_dict(fresh)
+    buffer = opt.BUFFERS[0]
+    state["state"][0][buffer] = np.zeros((3, 7))
+    with pytest.raises(ValueError, match=f"{buffer} \\(3, 7\\) for parameter 0"):
+        resumed.load_state_dict(state)
+
+
+@pytest.mark.parametrize("make_opt,error", [
+    (lambda p: optim.SGD([p], lr=-0.1), "SGD: invalid learning rate -0.1"),
+    (lambda p: optim.SGD([p], momentum=-0.5), "SGD: invalid momentum value -0.5"),
+    (lambda p: optim.SGD([p], weight_decay=-1e-4), "SGD: invalid weight_decay value -0.0001"),
+    (lambda p: optim.SGD([p], nesterov=True), "SGD: nesterov momentum requires a momentum > 0 and zero dampening"),
+    (lambda p: optim.SGD([p], momentum=0.9, dampening=0.1, nesterov=True), "SGD: nesterov momentum requires"),
+    (lambda p: optim.Adam([{"params": [p], "lr": -1.0}]), "Adam: invalid learning rate -1.0"),
+    (lambda p: optim.Adam([p], eps=-1e-8), "Adam: invalid epsilon value -1e-08"),
+    (lambda p: optim.Adam([p], betas=(1.0, 0.999)), "Adam: invalid betas \\(1.0, 0.999\\)"),
+    (lambda p: optim.AdamW([p], betas=(0.9, -0.1)), "AdamW: invalid betas \\(0.9, -0.1\\)"),
+    (lambda p: optim.AdamW([p], weight_decay=-0.01), "AdamW: invalid weight_decay value -0.01"),
+    (lambda p: optim.SGD([]), "SGD: got an empty parameter list"),
+    (lambda p: optim.Adam([tnet.tensor(np.ones(3))]), "Adam: a parameter \\(3,\\) does not require grad"),
+    (lambda p: optim.SGD([{"params": [p]}, {"params": [p]}]), "more than one parameter group"),
+])
+def test_invalid_hyperparameters_raise(make_opt, error):
+    with pytest.raises(ValueError, match=error):
+        make_opt(nn.Parameter(np.ones(3)))
+
+
+def test_amsgrad_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="amsgrad"):
+        optim.Adam([nn.Parameter(np.ones(3))], amsgrad=True)
+
+
+def test_zero_grad():
+    p, q = nn.Parameter(np.ones(3)), nn.Parameter(np.ones(2))
+    opt = optim.SGD([p, q])
+    p.grad = tnet.tensor(np.ones(3))
+    opt.zero_grad(set_to_none=False)
+    assert (p.grad.numpy() == 0).all() and q.grad is None
+    opt.zero_grad()
+    assert p.grad is None
