@@ -81,13 +81,16 @@ class Module:
                             "(nn.Parameter or None required)")
         setattr(self, name, param)
 
+    def _submodules(self):
+        return [(name, value) for name, value in vars(self).items() if isinstance(value, Module)]
+
     def named_children(self):
-        """(name, module) of each direct submodule, in the order of assignment."""
+        """(name, module) of each direct submodule, in the order of assignment, each once."""
         seen = set()
-        for name, value in vars(self).items():
-            if isinstance(value, Module) and id(value) not in seen:
-                seen.add(id(value))
-                yield name, value
+        for name, module in self._submodules():
+            if id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
 
     def children(self):
         for _, module in self.named_children():
@@ -95,14 +98,15 @@ class Module:
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """(name, module) of this module ("") and of every submodule ("layer1.0.conv1"),
-        depth first in the order of assignment, each module once."""
+        depth first in the order of assignment; a module held twice comes once, unless
+        remove_duplicate=False (state_dict lists a shared layer's values under each name)."""
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
         if remove_duplicate:
             memo.add(id(self))
         yield prefix, self
-        for name, module in self.named_children():
+        for name, module in self._submodules():
             yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
     def modules(self):

@@ -60,22 +60,25 @@ def _normaliser(mean_ptr, stat_ptr, cols, C, eps, RUNNING: tl.constexpr):
 @triton.jit
 def batch_norm_stats_kernel(x_ptr, mean_ptr, m2_ptr, count_ptr, R, C, chunk, L: tl.constexpr, COUNT: tl.constexpr,
                             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """x as [R, C] -> mean [S, C] and m2 [S, C]: per part of chunk rows, its mean and the sum
-    of squared deviations from it; grid (S, C blocks). COUNT: program (0, 0) adds 1 to the
-    int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
+    """x as [R, C] -> mean [S, C] and m2 [S, C]: per part of chunk rows, the mean of x - x[0]
+    and the sum of squared deviations from it; grid (S, C blocks). COUNT: program (0, 0) adds
+    1 to the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     first = part * chunk
     end = tl.minimum(first + chunk, R)
+    # Shifted by row 0, the part means are of the size of the std, not of the mean: stored in
+    # fp32 they would otherwise carry |mean| * 6e-8 of error into the parts' combination.
+    shift = tl.load(x_ptr + cols * L, mask=cols < C, other=0.0).to(tl.float32)[None, :]
     # Welford's update in every lane, then the lanes combined: no cancellation of large sums
-    # of squares when |mean| >> std.
+    # of squares.
     mean = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
     m2 = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
     n = tl.zeros((BLOCK_R, 1), dtype=tl.float32)
     for start in range(first, end, BLOCK_R):
         rows = start + tl.arange(0, BLOCK_R)
         offs, mask = _offsets(rows, cols, end, C, L)
-        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift
         valid = (rows < end)[:, None]
         n += valid.to(tl.float32)
         delta = tl.where(valid, x - mean, 0.0)
@@ -94,11 +97,11 @@ def batch_norm_stats_kernel(x_ptr, mean_ptr, m2_ptr, count_ptr, R, C, chunk, L: 
 
 
 @triton.jit
-def batch_norm_finalize_kernel(pmean_ptr, pm2_ptr, mean_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr,
-                               R, C, S, chunk, momentum, eps, TRACK: tl.constexpr, CUMULATIVE: tl.constexpr,
-                               BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
-    """The S parts [S, C] of batch_norm_stats_kernel -> mean [C] and invstd [C] = 1/sqrt(biased
-    var + eps); grid (C blocks). TRACK: running = (1 - f) * running + f * batch, with the
+def batch_norm_finalize_kernel(x_ptr, pmean_ptr, pm2_ptr, mean_ptr, invstd_ptr, run_mean_ptr, run_var_ptr,
+                               count_ptr, R, C, S, chunk, momentum, eps, L: tl.constexpr, TRACK: tl.constexpr,
+                               CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """The S parts [S, C] of batch_norm_stats_kernel for x -> mean [C] and invstd [C] =
+    1/sqrt(biased var + eps); grid (C blocks). TRACK: running = (1 - f) * running + f * batch, with the
     unbiased variance, f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
@@ -108,7 +111,7 @@ def batch_norm_finalize_kernel(pmean_ptr, pm2_ptr, mean_ptr, invstd_ptr, run_mea
         mask = (s < S)[:, None] & cmask[None, :]
         n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
         acc += n * tl.load(pmean_ptr + s[:, None] * C + cols[None, :], mask=mask, other=0.0)
-    mean = tl.sum(acc, axis=0) / R
+    mean = tl.sum(acc, axis=0) / R  # of x - x[0]
     acc = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
     for s0 in range(0, S, BLOCK_S):  # Chan's rule: M2 = sum of M2_s + n_s * (mean_s - mean)^2
         s = s0 + tl.arange(0, BLOCK_S)
@@ -118,6 +121,7 @@ def batch_norm_finalize_kernel(pmean_ptr, pm2_ptr, mean_ptr, invstd_ptr, run_mea
         d = tl.load(pmean_ptr + at, mask=mask, other=0.0) - mean[None, :]
         acc += tl.load(pm2_ptr + at, mask=mask, other=0.0) + tl.where(mask, n * d * d, 0.0)
     m2 = tl.sum(acc, axis=0)
+    mean += tl.load(x_ptr + cols * L, mask=cmask, other=0.0).to(tl.float32)
     tl.store(mean_ptr + cols, mean, mask=cmask)
     tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
     if TRACK:
@@ -273,8 +277,8 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     batch_norm_stats_kernel[grid](x, part_mean, part_m2, mean if count is None else count, R, C, chunk, L=L,
                                   COUNT=count is not None)
     batch_norm_finalize_kernel[(cdiv(C, FINAL_BLOCK_C),)](
-        part_mean, part_m2, mean, invstd, running_mean if track else mean, running_var if track else mean,
-        mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), TRACK=track,
+        x, part_mean, part_m2, mean, invstd, running_mean if track else mean, running_var if track else mean,
+        mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), L=L, TRACK=track,
         CUMULATIVE=momentum is None, BLOCK_S=FINAL_BLOCK_S, BLOCK_C=FINAL_BLOCK_C)
     return _apply("batch_norm", x, mean, invstd, weight, bias, eps, running=False), mean, invstd
 
