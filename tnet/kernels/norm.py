@@ -7,8 +7,8 @@ sums over the R rows are split into parts of `chunk` rows, one program per part 
 channels, then the parts are combined in a fixed order: deterministic, no atomics, and many
 programs at ResNet sizes (R = N*H*W up to a million).
 
-Training forward: batch_norm_stats_kernel (per part: mean and M2 by Welford's update),
-batch_norm_finalize_kernel (Chan's combination of the parts; the running statistics' update
+Training forward: batch_norm_stats_kernel (per part: mean and M2 by Welford's update, of x
+shifted by its first row), batch_norm_finalize_kernel (Chan's combination of the parts; the running statistics' update
 on the device) and batch_norm_apply_kernel. Eval forward: batch_norm_apply_kernel alone, from
 the running statistics. Backward: batch_norm_backward_reduce_kernel (per part: sum dy and
 sum dy * xhat, added up by reduce.sum_except) and batch_norm_backward_kernel (dx)."""
@@ -33,7 +33,9 @@ _INTERPRET_BLOCKS = {"BLOCK_R": 2048, "BLOCK_C": 16}
 # of 1024 rows. The interpreter pays per program: one part for test-sized inputs.
 ROWS_MIN = 4096 if INTERPRET else 128
 MAX_PARTS = 1024
-FINAL_BLOCK_S, FINAL_BLOCK_C = 32, 64  # batch_norm_finalize_kernel's tile: reads S x C partials
+# batch_norm_finalize_kernel's tile: narrow, so that up to 2 x 1024 x C partials are read by
+# several programs (C / 16), not one
+FINAL_BLOCK_S, FINAL_BLOCK_C = 64, 16
 
 
 @triton.jit
