@@ -344,3 +344,5 @@ def test_modules_without_super_init_still_work():
     assert list(m.state_dict()) == ["a.w"] and list(m.buffers()) == [] and len(m) == 2 and isinstance(m[1], nn.ReLU)
     m.a.register_buffer("count", tnet.tensor(np.zeros(1)))
     assert list(m.state_dict()) == ["a.w", "a.count"] and not m.eval().a.training
+    relu = nn.ReLU()
+    assert len(nn.Sequential(relu, relu)) == 2  # a layer given twice runs twice, as in torch

@@ -203,7 +203,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _is_tensor("batch_norm", input=input)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
-        check(v is None or isinstance(v, Tensor), f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+        check(v is None or isinstance(v, Tensor),
+              lambda: f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.data
     X, W, B = input.data, data(weight), data(bias)
     need_x, need_w, need_b = _need(input, weight, bias)

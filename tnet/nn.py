@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from . import functional as F
+from ._device import DEVICE
 from .kernels._autotune import check
 from .kernels.nhwc import channels_fit, fits_shape
-from ._device import DEVICE
 from .tensor import Tensor, _as_storage, tensor
 
 
@@ -354,8 +354,11 @@ class Sequential(Module):
             check(isinstance(layer, Module), f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
+    def _layers(self):
+        return [layer for _, layer in self._submodules()]  # a layer given twice runs twice
+
     def forward(self, x):
-        layers = list(self.children())
+        layers = self._layers()
         i = 0
         while i < len(layers):
             covered, pool = _fusion(layers[i:i + 3])
@@ -364,10 +367,10 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, i):
-        return list(self.children())[i]
+        return self._layers()[i]
 
     def __len__(self):
-        return len(list(self.children()))
+        return len(self._layers())
 
 
 def _fusion(layers):
