@@ -41,7 +41,7 @@ def profiled_step(model, opt, marks):
 
     def step(x, y):
         h = tnet.Tensor(x)
-        for _, layer in model.children():
+        for layer in model.children():
             h = timed(FORWARD_PART.get(type(layer).__name__, type(layer).__name__), "forward", layer, h)
         loss = timed("softmax/loss", "forward", F.cross_entropy, h, tnet.Tensor(y))
         opt.zero_grad()

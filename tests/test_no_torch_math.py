@@ -90,3 +90,24 @@ def test_optimizers_use_torch_for_memory_only():
             opt.load_state_dict(opt.state_dict())
             opt.zero_grad(set_to_none=False)
         assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_batch_norm_uses_torch_for_memory_only():
+    """BatchNorm2d's training forward (running statistics and count updated on the device,
+    momentum and cumulative) and backward, on NCHW and channels-last input, then eval mode."""
+    import torch
+    from tnet import nn
+    rng = np.random.default_rng(0)
+    layers = [nn.BatchNorm2d(3), nn.BatchNorm2d(3, momentum=None)]
+    xs = [tnet.tensor(rng.standard_normal((4, 3, 5, 5)), requires_grad=True) for _ in range(2)]
+    xs[1].data = xs[1].data.contiguous(memory_format=torch.channels_last)
+    g = np.ones((4, 3, 5, 5))
+    with Recorder() as rec:
+        for bn, x in zip(layers, xs):
+            bn(x).backward(g)
+            bn.eval()
+            bn(x).backward(g)
+            with tnet.no_grad():
+                bn(x)
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -1,20 +1,29 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
+from types import MappingProxyType
 
 import numpy as np
 import torch
 
 from . import functional as F
+from ._device import DEVICE
 from .kernels._autotune import check
 from .kernels.nhwc import channels_fit, fits_shape
-from .tensor import Tensor, _as_storage
+from .tensor import Tensor, _as_storage, tensor
 
 
 class Parameter(Tensor):
-    """A leaf that requires grad, with Caffe's lr_mult and decay_mult."""
+    """A leaf that requires grad, with Caffe's lr_mult and decay_mult (Caffe's order:
+    torch's requires_grad comes as a keyword). From a tnet.Tensor it shares that tensor's
+    memory, as torch's does (float32 on tnet's device: else a copy); from a numpy array,
+    list or torch tensor it holds a float32 copy."""
 
-    def __init__(self, array, lr_mult=1.0, decay_mult=1.0):
-        super().__init__(_as_storage(array, torch.float32), requires_grad=True)
+    def __init__(self, data, lr_mult=1.0, decay_mult=1.0, *, requires_grad=True):
+        if isinstance(data, Tensor) and data.dtype == torch.float32 and data.device == DEVICE:
+            data = data.data
+        else:
+            data = _as_storage(data, torch.float32)
+        super().__init__(data, requires_grad=requires_grad)
         self.lr_mult, self.decay_mult = lr_mult, decay_mult
 
 
@@ -30,7 +39,19 @@ def constant(value=0.0):
 
 
 class Module:
+    """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
+    assigns its Parameters and submodules as attributes, which register them in the order of
+    assignment; tensors that are state but not parameters are registered with
+    register_buffer. Subclasses that skip super().__init__() work too. Methods that walk the
+    tree (parameters, buffers, modules, children and their named_ forms) return generators.
+    Difference: state_dict holds numpy copies, not tensors (see state_dict)."""
+
     training = True
+    _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
+
+    def __init__(self):
+        self.training = True
+        self._buffer_names = {}
 
     def forward(self, *args):
         raise NotImplementedError
@@ -38,48 +59,161 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor of the module's state that is no parameter (BatchNorm's running mean):
+        an attribute, in buffers() and, if persistent, in the state_dict. None is allowed
+        (and skipped by both)."""
+        check(isinstance(name, str) and name and "." not in name, f"register_buffer: bad name {name!r}")
+        if not isinstance(tensor, (Tensor, type(None))):
+            raise TypeError(f"register_buffer: cannot assign a {type(tensor).__name__} to buffer {name!r} "
+                            "(tnet.Tensor or None required)")
+        if "_buffer_names" not in vars(self):
+            self._buffer_names = {}
+        self._buffer_names[name] = persistent
+        setattr(self, name, tensor)
+
+    def register_parameter(self, name, param):
+        """setattr(self, name, param) for a Parameter or None (torch's way of saying a layer has
+        no such parameter, as BatchNorm2d(affine=False)'s weight)."""
+        check(isinstance(name, str) and name and "." not in name, f"register_parameter: bad name {name!r}")
+        if not isinstance(param, (Parameter, type(None))):
+            raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to parameter {name!r} "
+                            "(nn.Parameter or None required)")
+        setattr(self, name, param)
+
+    def _submodules(self):
+        return [(name, value) for name, value in vars(self).items() if isinstance(value, Module)]
+
+    def named_children(self):
+        """(name, module) of each direct submodule, in the order of assignment, each once."""
+        seen = set()
+        for name, module in self._submodules():
+            if id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
     def children(self):
-        return [(k, v) for k, v in vars(self).items() if isinstance(v, Module)]
+        for _, module in self.named_children():
+            yield module
 
-    def named_parameters(self, prefix=""):
-        for name, value in vars(self).items():
-            if isinstance(value, Parameter):
-                yield prefix + name, value
-            elif isinstance(value, Module):
-                yield from value.named_parameters(f"{prefix}{name}.")
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(name, module) of this module ("") and of every submodule ("layer1.0.conv1"),
+        depth first in the order of assignment; a module held twice comes once, unless
+        remove_duplicate=False (state_dict lists a shared layer's values under each name)."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._submodules():
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
-    def parameters(self):
-        return [p for _, p in self.named_parameters()]
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def _named_members(self, members, prefix, recurse, remove_duplicate):
+        """(name, tensor) from members(module) -> (name, tensor) pairs, for each module of the
+        tree (or this one only): a module's own first, then its submodules', as torch."""
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in members(module):
+                if remove_duplicate and id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def _own_parameters(self):
+        return [(name, v) for name, v in vars(self).items() if isinstance(v, Parameter)]
+
+    def _own_buffers(self, persistent_only=False):
+        names = [name for name, persistent in self._buffer_names.items() if persistent or not persistent_only]
+        return [(name, getattr(self, name, None)) for name in names if getattr(self, name, None) is not None]
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """("conv1.weight", parameter) pairs; a parameter shared by two layers comes once."""
+        return self._named_members(Module._own_parameters, prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(Module._own_buffers, prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def zero_grad(self, set_to_none=True):
+        """Drop every parameter's gradient (set_to_none=False: zero it in place)."""
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.data.zero_()
+
+    def requires_grad_(self, requires_grad=True):
+        """Whether autograd computes the parameters' gradients (False freezes them)."""
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
 
     def train(self, mode=True):
-        self.training = mode
-        for _, child in self.children():
-            child.train(mode)
+        """Training mode (or eval mode, mode=False) for this module and every submodule."""
+        if not isinstance(mode, bool):
+            raise ValueError("train: training mode is expected to be boolean")
+        for module in self.modules():
+            module.training = mode
         return self
 
     def eval(self):
         return self.train(False)
 
     def state_dict(self):
-        """Parameter values as numpy arrays, named after the layers ("conv1.weight")."""
-        return OrderedDict((name, p.numpy().copy()) for name, p in self.named_parameters())
+        """Parameters and persistent buffers, named after the layers ("conv1.weight",
+        "bn1.running_mean", "bn1.num_batches_tracked"), as numpy copies: unlike torch's
+        tensors, later training does not change them (tnet.graph relies on that to put a
+        model back), and they save with numpy alone."""
+        return OrderedDict((name, t.numpy().copy()) for name, t in self._state().items())
 
-    def load_state_dict(self, state):
-        params = dict(self.named_parameters())
-        missing, unexpected = params.keys() - state.keys(), state.keys() - params.keys()
-        check(not missing and not unexpected,
-              f"load_state_dict: missing {sorted(missing)}, unexpected {sorted(unexpected)}")
-        for name, p in params.items():
-            value = np.asarray(state[name])
-            check(value.shape == p.shape, f"load_state_dict: {name} is {p.shape} but the state holds {value.shape}")
-            p.data.copy_(torch.from_numpy(value.astype(np.float32)))
+    def _state(self):
+        """The tnet tensors behind state_dict(), by the same names."""
+        members = lambda module: module._own_parameters() + module._own_buffers(persistent_only=True)
+        return OrderedDict(self._named_members(members, "", True, False))
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy the values of state_dict (numpy arrays, tnet or torch tensors, by name as in
+        state_dict()) into the parameters and persistent buffers, keeping their dtype and
+        memory layout. Shapes must match; with strict, the names too. Nothing is copied when
+        a check fails. Returns (missing_keys, unexpected_keys), as torch."""
+        own = self._state()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        values = {k: state_dict[k].data if isinstance(state_dict[k], Tensor) else state_dict[k]
+                  for k in own if k in state_dict}
+        values = {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v)) for k, v in values.items()}
+        errors = [f"size mismatch for {k}: the model's is {own[k].shape}, the state's {tuple(v.shape)}"
+                  for k, v in values.items() if tuple(v.shape) != own[k].shape]
+        if strict:
+            errors = [f"missing keys {missing}"] * bool(missing) + [f"unexpected keys {unexpected}"] * bool(unexpected) \
+                + errors
+        check(not errors, lambda: f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+        for k, v in values.items():
+            own[k].data.copy_(v)
+        return _IncompatibleKeys(missing, unexpected)
 
     def __repr__(self):
-        inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.children())
+        inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
         return f"{type(self).__name__}({self.extra_repr()}{inner}{chr(10) if inner else ''})"
 
     def extra_repr(self):
         return ""
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 class Conv2d(Module):
@@ -145,6 +279,54 @@ class AvgPool2d(_Pool):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
 
 
+class _BatchNorm(Module):
+    """torch's batch normalisation modules: weight (ones) and bias (zeros) Parameters with
+    affine (bias=False: weight only), buffers running_mean (zeros), running_var (ones) and
+    num_batches_tracked (int64 0) with track_running_stats. Training mode normalises with the
+    batch's statistics and updates the running ones (momentum=None: their cumulative
+    average); eval mode uses the running ones, or the batch's without them. The count and
+    the running statistics change on the device only, so a CUDA graph can replay a step."""
+
+    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, *, bias=True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.register_parameter("weight", Parameter(np.ones(num_features, np.float32)) if affine else None)
+        self.register_parameter("bias", Parameter(np.zeros(num_features, np.float32)) if affine and bias else None)
+        track = track_running_stats
+        self.register_buffer("running_mean", tensor(np.zeros(num_features, np.float32)) if track else None)
+        self.register_buffer("running_var", tensor(np.ones(num_features, np.float32)) if track else None)
+        self.register_buffer("num_batches_tracked", tensor(np.array(0, np.int64)) if track else None)
+
+    def forward(self, x):
+        self._check_input_dim(x)
+        # torch's rules: the running statistics are updated in training mode if tracked, and
+        # used in eval mode if they exist
+        track = self.training and self.track_running_stats
+        use_stats = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if use_stats else None, self.running_var if use_stats else None,
+                            self.weight, self.bias, self.training or self.running_mean is None, self.momentum,
+                            self.eps, num_batches_tracked=self.num_batches_tracked if track else None)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Over [N, C] or [N, C, L] input."""
+
+    def _check_input_dim(self, x):
+        check(x.ndim in (2, 3), f"BatchNorm1d: expected 2D or 3D input (got {x.ndim}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Over [N, C, H, W] input, NCHW or channels-last (the output keeps the layout)."""
+
+    def _check_input_dim(self, x):
+        check(x.ndim == 4, f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+
+
 class ReLU(Module):
     def forward(self, x):
         return F.relu(x)
@@ -197,8 +379,11 @@ class Sequential(Module):
             check(isinstance(layer, Module), f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
+    def _layers(self):
+        return [layer for _, layer in self._submodules()]  # a layer given twice runs twice
+
     def forward(self, x):
-        layers = [layer for _, layer in self.children()]
+        layers = self._layers()
         i = 0
         while i < len(layers):
             covered, pool = _fusion(layers[i:i + 3])
@@ -207,10 +392,10 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, i):
-        return self.children()[i][1]
+        return self._layers()[i]
 
     def __len__(self):
-        return len(self.children())
+        return len(self._layers())
 
 
 def _fusion(layers):

@@ -1,0 +1,348 @@
+"""Batch normalisation (kernels, F.batch_norm, nn.BatchNorm1d/2d) against torch in float64,
+and the nn.Module features: buffers, named_modules, state_dict, zero_grad, requires_grad_."""
+import inspect
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from tnet.kernels import norm
+from tnet.kernels.conv import is_channels_last
+from conftest import TOL, assert_close
+
+# (shape, channels-last, weight, bias)
+CASES = [((5, 3, 5, 3), False, True, True), ((5, 7, 5, 3), True, True, True), ((5, 7, 1, 1), False, False, False),
+         ((5, 7), False, True, True), ((5, 3, 4), False, True, False), ((5, 3, 5, 3), True, False, False)]
+
+
+def leaf(a, channels_last=False, requires_grad=True):
+    """A tnet leaf and the float64 torch leaf with the values of the numpy array a, rounded to
+    float32 first (at |x| = 1000 the rounding would move the variance by 1e-5)."""
+    a = np.asarray(a, np.float32)
+    t = tnet.tensor(a, requires_grad=requires_grad)
+    if channels_last:
+        t.data = t.data.contiguous(memory_format=torch.channels_last)
+    return t, torch.tensor(a, dtype=torch.float64, requires_grad=requires_grad)
+
+
+def check_backward(out, ref, pairs, rng, what):
+    g = rng.standard_normal(ref.shape)
+    out.backward(g)
+    ref.backward(torch.tensor(g))
+    for name, (t, r) in pairs.items():
+        if t is not None:
+            assert_close(t.grad, r.grad, TOL["ieee"], f"{what}: gradient of {name}")
+
+
+@pytest.mark.parametrize("shape,channels_last,affine_w,affine_b", CASES)
+def test_batch_norm(rng, shape, channels_last, affine_w, affine_b):
+    """Three training steps that update the running statistics (the last one backward too),
+    then eval mode, forward and backward."""
+    C = shape[1]
+    w, rw = leaf(rng.standard_normal(C)) if affine_w else (None, None)
+    b, rb = leaf(rng.standard_normal(C)) if affine_b else (None, None)
+    rm, rv = tnet.tensor(np.zeros(C)), tnet.tensor(np.ones(C))
+    trm, trv = torch.zeros(C, dtype=torch.float64), torch.ones(C, dtype=torch.float64)
+    what = f"{shape} {'channels-last' if channels_last else 'contiguous'}"
+    for step in range(3):
+        x, rx = leaf(rng.standard_normal(shape) * 2 + 3, channels_last)
+        y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1)
+        ref = tF.batch_norm(rx, trm, trv, rw, rb, training=True, momentum=0.1)
+        assert_close(y, ref, TOL["ieee"], f"{what}: step {step}")
+        assert_close(rm, trm, TOL["ieee"], f"{what}: running_mean {step}")
+        assert_close(rv, trv, TOL["ieee"], f"{what}: running_var {step}")
+        assert is_channels_last(y.data) == channels_last
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: training")
+    for t in (x, w, b):
+        if t is not None:
+            t.grad = None
+    y = F.batch_norm(x, rm, rv, w, b)
+    ref = tF.batch_norm(rx, trm, trv, rw, rb)
+    assert_close(y, ref, TOL["ieee"], f"{what}: eval")
+    for t in (rx, rw, rb):
+        if t is not None:
+            t.grad = None
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: eval")
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last):
+    """Rows in parts as at GPU sizes (75 rows: parts of 32, 32 and 11, combined after), with
+    |mean| = 1000 std: a sum of squares would lose the variance in fp32, Welford's does not."""
+    monkeypatch.setattr(norm, "ROWS_MIN", 16)
+    monkeypatch.setattr(norm, "MAX_PARTS", 4)
+    assert norm._parts(75) == (32, 3)
+    a = rng.standard_normal((5, 3, 5, 3)) + 1000 * np.array([1, -1, 2])[:, None, None]
+    x, rx = leaf(a, channels_last)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    y, mean, invstd = norm.batch_norm_train(x.data, None, None, 1e-5, rm, rv, 0.5)
+    ref_var = rx.detach().var((0, 2, 3), unbiased=False)
+    assert_close(mean, rx.detach().mean((0, 2, 3)), TOL["ieee"], "mean")
+    assert_close(1 / invstd.double() ** 2 - 1e-5, ref_var, TOL["ieee"], "biased variance")
+    assert_close(rv, 0.5 + 0.5 * rx.detach().var((0, 2, 3)), TOL["ieee"], "running_var")
+    # the inputs' fp32 rounding (1000 * 6e-8 against std 1) bounds y's accuracy: 1e-4
+    assert_close(y, tF.batch_norm(rx, None, None, training=True), 1e-4, "y")
+    x, rx = leaf(rng.standard_normal((5, 3, 5, 3)), channels_last)
+    w, rw = leaf(rng.standard_normal(3))
+    y = F.batch_norm(x, None, None, w, None, training=True)
+    ref = tF.batch_norm(rx, None, None, rw, None, training=True)
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw)}, rng, "parts")
+
+
+def test_batch_norm_cumulative_average_counts_on_the_device(rng):
+    """momentum=None: the running statistics are the average over the batches so far, with
+    num_batches_tracked counted by the kernels; torch's module as the reference."""
+    bn, ref = nn.BatchNorm2d(3, momentum=None), torch.nn.BatchNorm2d(3, momentum=None).double()
+    for step in range(3):
+        x, rx = leaf(rng.standard_normal((5, 3, 5, 3)) + step, channels_last=step == 1, requires_grad=False)
+        assert_close(bn(x), ref(rx), TOL["ieee"], f"step {step}")
+    assert bn.num_batches_tracked.item() == 3 and bn.num_batches_tracked.dtype == torch.int64
+    assert_close(bn.running_mean, ref.running_mean, TOL["ieee"], "running_mean")
+    assert_close(bn.running_var, ref.running_var, TOL["ieee"], "running_var")
+
+
+def torch_bn(cls, tnet_module, **kwargs):
+    """The torch module of class cls with the tnet module's arguments and state, in float64."""
+    ref = cls(tnet_module.num_features, **kwargs).double()
+    ref.load_state_dict({k: torch.from_numpy(v) for k, v in tnet_module.state_dict().items()})
+    return ref
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"affine": False}, {"track_running_stats": False}, {"bias": False},
+                                    {"momentum": 0.3, "eps": 1e-3}])
+def test_batch_norm_modules(rng, kwargs):
+    """BatchNorm1d on [N, C] and [N, C, L], BatchNorm2d on a channels-last batch: two training
+    steps (forward and backward), then eval mode, against torch's modules."""
+    for cls, shape, cl in ((nn.BatchNorm1d, (5, 7), False), (nn.BatchNorm1d, (5, 3, 4), False),
+                           (nn.BatchNorm2d, (5, 3, 5, 3), True)):
+        bn = cls(shape[1], **kwargs)
+        for p in bn.parameters():
+            p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
+        ref = torch_bn(getattr(torch.nn, cls.__name__), bn, **kwargs)
+        what = f"{cls.__name__} {shape} {kwargs}"
+        for step in range(2):
+            x, rx = leaf(rng.standard_normal(shape) + 2, cl)
+            y, r = bn(x), ref(rx)
+            assert_close(y, r, TOL["ieee"], f"{what}: step {step}")
+            check_backward(y, r, {"x": (x, rx), **{n: (p, q) for (n, p), q in zip(bn.named_parameters(),
+                                                                                    ref.parameters())}}, rng, what)
+            for p, q in zip(bn.parameters(), ref.parameters()):
+                p.grad, q.grad = None, None
+        state = bn.state_dict()
+        assert list(state) == list(ref.state_dict())
+        for k, v in ref.state_dict().items():
+            assert_close(state[k], v, TOL["ieee"], f"{what}: {k}")
+        bn.eval(), ref.eval()
+        x, rx = leaf(rng.standard_normal(shape), cl, requires_grad=False)
+        assert_close(bn(x), ref(rx), TOL["ieee"], f"{what}: eval")
+        assert_close(bn.state_dict().get("num_batches_tracked", 0), ref.state_dict().get("num_batches_tracked", 0),
+                     0, "eval counts no batch")
+
+
+def test_batch_norm_bad_input(rng):
+    x = tnet.tensor(rng.standard_normal((5, 3, 4, 4)))
+    rm, rv = tnet.tensor(np.zeros(3)), tnet.tensor(np.ones(3))
+    with pytest.raises(ValueError, match="running_mean must be a contiguous torch.float32 vector of 3"):
+        F.batch_norm(x, tnet.tensor(np.zeros(4)), rv, training=True)
+    with pytest.raises(ValueError, match="weight must be"):
+        F.batch_norm(x, rm, rv, weight=tnet.tensor(np.ones(5)))
+    with pytest.raises(ValueError, match="running_var must be"):
+        F.batch_norm(x, rm, tnet.tensor(np.ones(3, np.int64)))
+    with pytest.raises(ValueError, match="float32 input"):
+        F.batch_norm(tnet.tensor(np.ones((5, 3), np.int64)), rm, rv)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(tnet.tensor(np.ones((1, 3, 1, 1))), rm, rv, training=True)
+    with pytest.raises(ValueError, match="evaluation mode"):
+        F.batch_norm(x, None, None)
+    with pytest.raises(ValueError, match="both running_mean and running_var"):
+        F.batch_norm(x, rm, None, training=True)
+    with pytest.raises(ValueError, match="needs num_batches_tracked"):
+        F.batch_norm(x, rm, rv, training=True, momentum=None)
+    with pytest.raises(ValueError, match="tnet.Tensor"):
+        F.batch_norm(x, rm.data, rv)
+    with pytest.raises(ValueError, match="contiguous"):
+        F.batch_norm(tnet.Tensor(x.data.transpose(2, 3)), rm, rv)
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
+        nn.BatchNorm2d(3)(tnet.tensor(np.ones((5, 3))))
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        nn.BatchNorm1d(3)(x)
+
+
+NORM_KERNELS = ["batch_norm_stats_kernel", "batch_norm_apply_kernel", "batch_norm_backward_reduce_kernel",
+                "batch_norm_backward_kernel"]
+
+
+@pytest.mark.parametrize("i", range(len(norm._CONFIGS)))
+def test_norm_kernels_every_config(i, monkeypatch, rng):
+    """test_batch_norm and the split into parts with the i-th tile config of every kernel: on
+    the GPU the other tests run only the first (TNET_AUTOTUNE=0)."""
+    for name in NORM_KERNELS:
+        monkeypatch.setattr(getattr(norm, name), "configs", [norm._CONFIGS[i]])
+        monkeypatch.setattr(getattr(norm, name), "chosen", {})  # else a shape seen before keeps its config
+    test_batch_norm(rng, *CASES[1])
+    test_batch_norm(rng, *CASES[0])
+    test_batch_norm_split_into_parts(monkeypatch, rng, True)
+
+
+# nn.Module: a user's network, and the same network in torch
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1, bias=False, weight_filler=nn.gaussian(0.3))
+        self.bn = nn.BatchNorm2d(c)
+        self.scale = nn.Parameter(np.full(1, 0.5, np.float32))
+        self.register_buffer("calls", tnet.tensor(np.zeros(1)), persistent=False)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 3, padding=1, weight_filler=nn.gaussian(0.3))
+        self.block = Block(4)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 2 * 2, 3, weight_filler=nn.gaussian(0.3)))
+        self.again = self.block  # a shared module: listed once
+
+    def forward(self, x):
+        return self.head(self.pool(self.block(self.stem(x))))
+
+
+class TorchBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(c)
+        self.scale = torch.nn.Parameter(torch.full((1,), 0.5))
+        self.register_buffer("calls", torch.zeros(1), persistent=False)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class TorchNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.block = TorchBlock(4)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4 * 2 * 2, 3))
+        self.again = self.block
+
+    def forward(self, x):
+        return self.head(self.pool(self.block(self.stem(x))))
+
+
+def test_module_tree_matches_torch():
+    net, ref = Net(), TorchNet()
+    names = lambda pairs: [name for name, _ in pairs]
+    assert names(net.named_modules()) == names(ref.named_modules())
+    assert names(net.named_children()) == names(ref.named_children()) == ["stem", "block", "pool", "head"]
+    assert names(net.named_parameters()) == names(ref.named_parameters())
+    assert names(net.named_buffers()) == names(ref.named_buffers())
+    assert list(net.state_dict()) == list(ref.state_dict())  # no "calls": not persistent
+    assert names(net.block.named_parameters(prefix="b", recurse=False)) == ["b.scale"]
+    assert len(list(net.modules())) == len(list(ref.modules())) == 9
+    assert [type(m).__name__ for m in net.children()] == ["Conv2d", "Block", "MaxPool2d", "Sequential"]
+    assert next(net.parameters()) is net.stem.weight
+    assert set(map(id, net.buffers())) == {id(b) for b in (net.block.bn.running_mean, net.block.bn.running_var,
+                                                           net.block.bn.num_batches_tracked, net.block.calls)}
+    assert net.eval() is net and not any(m.training for m in net.modules())
+    assert all(m.training for m in net.train().modules())
+    assert "(bn): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)" in repr(net)
+
+
+def test_module_state_dict_round_trip(rng, ieee):
+    """A training step changes the running statistics; their state_dict (numpy copies) loads
+    into a fresh network, and so does torch's state_dict (tensors); eval outputs agree."""
+    net = Net()
+    x = tnet.tensor(rng.standard_normal((3, 3, 4, 4)))
+    net(x).backward(np.ones((3, 3)))
+    state = net.state_dict()
+    assert state["block.bn.num_batches_tracked"] == 1 and state["block.bn.num_batches_tracked"].shape == ()
+    assert not (state["block.bn.running_mean"] == 0).all()
+    net(x)
+    assert net.state_dict()["block.bn.num_batches_tracked"] == 2 and state["block.bn.num_batches_tracked"] == 1
+    fresh = Net()
+    result = fresh.load_state_dict(state)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    for k, v in fresh.state_dict().items():
+        np.testing.assert_array_equal(v, state[k], err_msg=k)
+    ref = TorchNet().double()
+    fresh.load_state_dict(ref.state_dict())  # torch tensors
+    fresh.eval(), ref.eval()
+    assert_close(fresh(x), ref(torch.tensor(x.numpy(), dtype=torch.float64)), TOL["ieee"], "eval after loading")
+    fresh.load_state_dict({k: tnet.tensor(v) for k, v in state.items()})  # tnet tensors
+    assert (fresh.block.bn.running_var.numpy() == state["block.bn.running_var"]).all()
+
+
+def test_load_state_dict_reports_every_problem():
+    net = Net()
+    del net.again  # else "again.bn.weight" would load after "block.bn.weight", into the same tensor
+    state = net.state_dict()
+    state["block.bn.running_mean"] = np.zeros(5, np.float32)
+    state["extra"] = np.zeros(1)
+    del state["stem.bias"]
+    before = net.block.bn.weight.numpy().copy()
+    state["block.bn.weight"] = before + 1
+    with pytest.raises(ValueError, match=r"missing keys \['stem.bias'\]; unexpected keys \['extra'\]; "
+                                         r"size mismatch for block.bn.running_mean"):
+        net.load_state_dict(state)
+    assert (net.block.bn.weight.numpy() == before).all()  # nothing copied
+    with pytest.raises(ValueError, match="size mismatch"):
+        net.load_state_dict(state, strict=False)
+    state["block.bn.running_mean"] = np.ones(4, np.float32)
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    assert missing == ["stem.bias"] and unexpected == ["extra"]
+    assert (net.block.bn.running_mean.numpy() == 1).all() and (net.block.bn.weight.numpy() == before + 1).all()
+
+
+def test_zero_grad_requires_grad_and_parameters(rng):
+    net = Net()
+    x = tnet.tensor(rng.standard_normal((2, 3, 4, 4)))
+    net(x).backward(np.ones((2, 3)))
+    used = [p for name, p in net.named_parameters() if name != "block.scale"]  # forward does not use it
+    assert all(p.grad is not None for p in used)
+    net.zero_grad(set_to_none=False)
+    assert all((p.grad.numpy() == 0).all() for p in used)
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    assert net.requires_grad_(False) is net and not net(x).requires_grad
+    net.requires_grad_()
+    assert all(p.requires_grad for p in net.parameters()) and net(x).requires_grad
+    net.block.register_parameter("scale", None)
+    assert "block.scale" not in dict(net.named_parameters())
+    with pytest.raises(TypeError, match="nn.Parameter or None"):
+        net.register_parameter("w", tnet.tensor(np.ones(2)))
+    with pytest.raises(TypeError, match="tnet.Tensor or None"):
+        net.register_buffer("b", np.ones(2))
+    t = tnet.tensor(np.ones(3))
+    p = nn.Parameter(t, requires_grad=False)
+    assert p.data is t.data and not p.requires_grad  # shares the memory, as torch's
+    assert nn.Parameter(np.ones(2), 2.0, 0.0).lr_mult == 2.0  # Caffe's multipliers, positional
+
+
+def test_modules_without_super_init_still_work():
+    """Layers written without super().__init__() (tnet's own, say) keep working."""
+    class Scale(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter(np.ones(2))
+
+        def forward(self, x):
+            return x
+
+    m = nn.Sequential(OrderedDict([("a", Scale()), ("b", nn.ReLU())]))
+    assert list(m.state_dict()) == ["a.w"] and list(m.buffers()) == [] and len(m) == 2 and isinstance(m[1], nn.ReLU)
+    m.a.register_buffer("count", tnet.tensor(np.zeros(1)))
+    assert list(m.state_dict()) == ["a.w", "a.count"] and not m.eval().a.training
+    relu = nn.ReLU()
+    assert len(nn.Sequential(relu, relu)) == 2  # a layer given twice runs twice, as in torch
