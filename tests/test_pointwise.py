@@ -64,6 +64,10 @@ def test_number_on_either_side(rng, fn, ref):
 def test_tensor_used_twice(rng):
     check(lambda x, y: x * x + x / y - x, lambda x, y: x * x + x / y - x, [leaf(rng, 5, 7), leaf(rng, 7, positive=True)], rng)
     check(lambda x: x + x, lambda x: x + x, [leaf(rng, 3, 5)], rng)
+    # u's two gradients come from an NCHW and a channels-last output: the tape adds them, so each
+    # must arrive in u's layout
+    fn = lambda x, y: (lambda u: (x * u).sum() + u.exp().sum())(y * 0.5)
+    check(fn, fn, [leaf(rng, 2, 5, 3, 7), leaf(rng, 2, 5, 3, 7, channels_last=True)], rng)
 
 
 def test_passed_on_gradients_are_not_shared(rng):

@@ -212,13 +212,16 @@ def _operands(name, input, other):
     return [v.data if isinstance(v, Tensor) else float(v) for v in (input, other)]
 
 
-def _sum_to(g, shape):
-    """g, of a broadcast result's shape, summed over the axes that broadcasting stretched to `shape`."""
-    if g is None or tuple(g.shape) == tuple(shape):
-        return g
-    lead = g.dim() - len(shape)
-    dims = [*range(lead), *(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)]
-    return _reduce.reduce(g, dims).reshape(shape)
+def _sum_to(g, x):
+    """g, of a broadcast result's shape, summed over the axes that broadcasting stretched to x's
+    shape, in x's layout (the tape adds the gradients of an input used twice, which must be alike)."""
+    if g is None:
+        return None
+    if tuple(g.shape) != x.shape:
+        lead = g.dim() - x.ndim
+        dims = [*range(lead), *(lead + i for i, s in enumerate(x.shape) if s == 1 and g.shape[lead + i] != 1)]
+        g = _reduce.reduce(g, dims).reshape(x.shape)
+    return g.contiguous(memory_format=memory_format(is_channels_last(x.data)))  # g itself if already so
 
 
 def _record2(name, y, input, other, grads):
@@ -227,7 +230,7 @@ def _record2(name, y, input, other, grads):
     inputs = [v for v in (input, other) if isinstance(v, Tensor)]
 
     def backward(g):
-        return tuple(_sum_to(gv, v.shape) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
+        return tuple(_sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
     return record(name, y, inputs, backward)
 
 
