@@ -128,6 +128,7 @@ def test_gemm_every_config(config, monkeypatch):
     only, TNET_AUTOTUNE=0): a plain, a split-K and both implicit GEMMs, on sizes that leave
     every kind of tile edge."""
     monkeypatch.setattr(gemm.gemm_kernel, "configs", [config])
+    monkeypatch.setattr(gemm.gemm_kernel, "chosen", {})  # else a key seen before keeps its config
     monkeypatch.setattr(gemm, "_SMS", 2)
     a, b = randn(70, 45), randn(45, 300)
     try:
@@ -322,6 +323,7 @@ def test_small_kernels_every_config(i, monkeypatch):
     for module, name in SMALL_KERNELS:
         configs = module._CONFIGS
         monkeypatch.setattr(getattr(module, name), "configs", [configs[min(i, len(configs) - 1)]])
+        monkeypatch.setattr(getattr(module, name), "chosen", {})  # else a key seen before keeps its config
     test_im2col_col2im((5, 5), (1, 1), (2, 2))
     for mode in ("max", "avg"):
         test_pool(mode, *POOLS[1])
