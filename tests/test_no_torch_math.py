@@ -109,5 +109,20 @@ def test_batch_norm_uses_torch_for_memory_only():
             bn(x).backward(g)
             with tnet.no_grad():
                 bn(x)
+def test_pointwise_ops_and_reductions_use_torch_for_memory_only():
+    import warnings
+
+    import torch
+    rng = np.random.default_rng(0)
+    x, y = (tnet.tensor(rng.standard_normal(s) + 3, requires_grad=True) for s in ((2, 16, 3, 5), (16, 1, 1)))
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    with Recorder() as rec, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the interpreter's numpy on masked lanes (log of 0)
+        h = (2 - x * y / 3 + x) ** 2
+        h = F.gelu(h.sqrt().log(), approximate="tanh") + F.gelu(-h) + F.sigmoid(h) * F.tanh(h) - F.silu(h.exp() * 0.01)
+        pooled = F.adaptive_avg_pool2d(h, 1)
+        loss = h.mean((2, 3)).sum(0).max() + F.mse_loss(pooled, x.max(2, keepdim=True).values.mean(3, True))
+        loss.backward()
+        F.argmax(h, 1), F.argmax(h)
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

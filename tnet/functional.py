@@ -8,12 +8,17 @@ kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv
 which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
 such a channel count channels-last. ReLU keeps its input's layout. The tape hands every
 backward its gradient in the layout of the op's output."""
+import collections
+import math
+import numbers
+
 from .factory import rng_state
 from .kernels import conv as _conv
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
 from .kernels import norm as _norm
 from .kernels import nhwc as _nhwc
+from .kernels import pointwise as _pw
 from .kernels import pool as _pool
 from .kernels import random as _random
 from .kernels import reduce as _reduce
@@ -234,6 +239,242 @@ def relu(x):
     _is_tensor("relu", x=x)
     y = _ew.relu(x.data)
     return record("relu", y, (x,), lambda g: (_ew.relu_backward(y, g),))
+
+
+# Arithmetic, element-wise functions, activations and reductions (PyTorch's names). Binary ops
+# broadcast like PyTorch's and take a Python number on either side; each operand's gradient is
+# summed back to its shape. A gradient passed on unchanged goes out as a view, so that no two
+# inputs hold one buffer (the tape copies a view before keeping it as a leaf's .grad).
+
+def _operands(name, input, other):
+    """The kernel operands of input and other: a tnet.Tensor's storage, or a Python number."""
+    for arg, v in (("input", input), ("other", other)):
+        check(isinstance(v, (Tensor, numbers.Real)),
+              f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
+    check(isinstance(input, Tensor) or isinstance(other, Tensor), f"{name}: input or other must be a tnet.Tensor")
+    return [v.data if isinstance(v, Tensor) else float(v) for v in (input, other)]
+
+
+def _sum_to(g, x):
+    """g, of a broadcast result's shape, summed over the axes that broadcasting stretched to x's
+    shape, in x's layout (the tape adds the gradients of an input used twice, which must be alike)."""
+    if g is None:
+        return None
+    if tuple(g.shape) != x.shape:
+        lead = g.dim() - x.ndim
+        dims = [*range(lead), *(lead + i for i, s in enumerate(x.shape) if s == 1 and g.shape[lead + i] != 1)]
+        g = _reduce.reduce(g, dims).reshape(x.shape)
+    return g.contiguous(memory_format=memory_format(is_channels_last(x.data)))  # g itself if already so
+
+
+def _record2(name, y, input, other, grads):
+    """Record y = name(input, other); grads(g) gives both operands' gradients at y's shape (None
+    where not needed), summed here to each tensor operand's shape; numbers get none."""
+    inputs = [v for v in (input, other) if isinstance(v, Tensor)]
+
+    def backward(g):
+        return tuple(_sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
+    return record(name, y, inputs, backward)
+
+
+def add(input, other):
+    """input + other."""
+    a, b = _operands("add", input, other)
+    return _record2("add", _pw.pointwise("add", a, b), input, other, lambda g: (g.view(g.shape), g.view(g.shape)))
+
+
+def sub(input, other):
+    """input - other."""
+    a, b = _operands("sub", input, other)
+    need_b = _need(other)[0]
+    return _record2("sub", _pw.pointwise("sub", a, b), input, other,
+                    lambda g: (g.view(g.shape), _pw.pointwise("neg", g) if need_b else None))
+
+
+def mul(input, other):
+    """input * other."""
+    a, b = _operands("mul", input, other)
+    need_a, need_b = _need(input, other)
+    return _record2("mul", _pw.pointwise("mul", a, b), input, other,
+                    lambda g: (_pw.pointwise("mul", g, b) if need_a else None,
+                               _pw.pointwise("mul", g, a) if need_b else None))
+
+
+def div(input, other):
+    """input / other (true division)."""
+    a, b = _operands("div", input, other)
+    need_a, need_b = _need(input, other)
+    y = _pw.pointwise("div", a, b)
+    return _record2("div", y, input, other,
+                    lambda g: (_pw.pointwise("div", g, b) if need_a else None,
+                               _pw.pointwise("div_backward", g, y, b) if need_b else None))
+
+
+def _map(name, input, op, *args):
+    """The kernel op over input's elements (and args), in input's layout."""
+    _is_tensor(name, input=input)
+    return _pw.pointwise(op, input.data, *args)
+
+
+def neg(input):
+    return record("neg", _map("neg", input, "neg"), (input,), lambda g: (_pw.pointwise("neg", g),))
+
+
+def exp(input):
+    y = _map("exp", input, "exp")
+    return record("exp", y, (input,), lambda g: (_pw.pointwise("mul", g, y),))
+
+
+def log(input):
+    y, X = _map("log", input, "log"), input.data
+    return record("log", y, (input,), lambda g: (_pw.pointwise("div", g, X),))
+
+
+def sqrt(input):
+    y = _map("sqrt", input, "sqrt")
+    return record("sqrt", y, (input,), lambda g: (_pw.pointwise("sqrt_backward", g, y),))
+
+
+def pow(input, exponent):
+    """input ** exponent for a Python number exponent (tensor exponents are not supported)."""
+    check(isinstance(exponent, numbers.Real),
+          f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
+    s = float(exponent)
+    y, X = _map("pow", input, "pow", s), input.data
+    return record("pow", y, (input,), lambda g: (_pw.pointwise("pow_backward", g, X, s),))
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
+    check(approximate in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    op = "gelu" if approximate == "none" else "gelu_tanh"
+    y, X = _map("gelu", input, op), input.data
+    return record("gelu", y, (input,), lambda g: (_pw.pointwise(op + "_backward", g, X),))
+
+
+def sigmoid(input):
+    y = _map("sigmoid", input, "sigmoid")
+    return record("sigmoid", y, (input,), lambda g: (_pw.pointwise("sigmoid_backward", g, y),))
+
+
+def tanh(input):
+    y = _map("tanh", input, "tanh")
+    return record("tanh", y, (input,), lambda g: (_pw.pointwise("tanh_backward", g, y),))
+
+
+def silu(input):
+    """x * sigmoid(x)."""
+    y, X = _map("silu", input, "silu"), input.data
+    return record("silu", y, (input,), lambda g: (_pw.pointwise("silu_backward", g, X),))
+
+
+def _dims(name, input, dim):
+    """dim (None, an int or a sequence of ints; negative ones count from the end) as a sorted tuple of
+    input's axes; None and () mean all of them, as in PyTorch's sum (a 0-d input has none)."""
+    n = input.ndim
+    dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
+    out = []
+    for d in dims:
+        check(isinstance(d, numbers.Integral), f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+        low, high = (-n, n - 1) if n else (-1, 0)
+        check(low <= d <= high, f"{name}: dimension out of range (expected to be in range of [{low}, {high}], but got {d})")
+        if not n:
+            continue
+        d %= n
+        check(d not in out, f"{name}: dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out)) if out else tuple(range(n))
+
+
+def _dense(x):
+    """x's storage, copied contiguous if it has gaps (a slice): the reductions read dense memory."""
+    return x.data if _reduce.is_dense(x.data) else x.data.contiguous()
+
+
+def _shape(shape, dims, keepdim):
+    return tuple(1 if d in dims else s for d, s in enumerate(shape) if keepdim or d not in dims)
+
+
+def _sum(name, input, dim, keepdim, mean):
+    _is_tensor(name, input=input)
+    dims = _dims(name, input, dim)
+    X, shape = _dense(input), input.shape
+    count = math.prod(shape[d] for d in dims) if mean else 1
+    y = _reduce.reduce(X, dims, divisor=count)
+    cl = is_channels_last(X)
+
+    def backward(g):  # g spread back over the reduced axes (and divided by the count: mean)
+        return (_pw.pointwise("div", g.reshape(y.shape).expand(shape), float(count), channels_last=cl),)
+    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward)
+
+
+def sum(input, dim=None, keepdim=False):
+    """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32."""
+    return _sum("sum", input, dim, keepdim, mean=False)
+
+
+def mean(input, dim=None, keepdim=False):
+    """The mean over dim (None: all axes; an int or a tuple), accumulated in fp32."""
+    return _sum("mean", input, dim, keepdim, mean=True)
+
+
+max_result = collections.namedtuple("max", ["values", "indices"])
+
+
+def max(input, dim=None, keepdim=False):
+    """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
+    it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
+    the first maximum; the gradient goes to those. NaN counts as the largest, as in PyTorch."""
+    _is_tensor("max", input=input)
+    check(dim is None or isinstance(dim, numbers.Integral),
+          f"max: dim must be an int or None, got {dim!r} (an elementwise max of two tensors is not supported)")
+    check(input.numel() > 0, "max: the input is empty")
+    check(dim is None or input.ndim > 0, "max: a 0-d input takes no dim")
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+    if dim is None:
+        y, _ = _reduce.reduce(X, tuple(range(input.ndim)), "max")
+
+        def share(g):
+            ties = _pw.pointwise("eq", X, y)
+            return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
+        return record("max", y.reshape(()), (input,), share)
+    d = _dims("max", input, dim)
+    y, indices = _reduce.reduce(X, d, "max")
+
+    def backward(g):
+        return (_pw.route(g.reshape(y.shape), indices, shape, d[0], channels_last=cl),)
+    out = _shape(shape, d, keepdim)
+    return max_result(record("max", y.reshape(out), (input,), backward), Tensor(indices.reshape(out)))
+
+
+def argmax(input, dim=None, keepdim=False):
+    """The int64 index of the first maximum along dim, or (dim None) in the flattened input."""
+    _is_tensor("argmax", input=input)
+    check(dim is None or isinstance(dim, numbers.Integral), f"argmax: dim must be an int or None, got {dim!r}")
+    check(input.numel() > 0, "argmax: the input is empty")
+    if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
+        _, indices = _reduce.reduce(input.data.contiguous().reshape(-1), (0,), "max")
+        return Tensor(indices.reshape((1,) * input.ndim if keepdim else ()))
+    d = _dims("argmax", input, dim)
+    _, indices = _reduce.reduce(_dense(input), d, "max")
+    return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
+
+
+def mse_loss(input, target, reduction="mean"):
+    """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none')."""
+    _is_tensor("mse_loss", input=input, target=target)
+    check(reduction in ("mean", "sum", "none"), f"mse_loss: {reduction!r} is not a valid value for reduction")
+    loss = pow(sub(input, target), 2)
+    return loss if reduction == "none" else _sum("mse_loss", loss, None, False, mean=reduction == "mean")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over H and W of [N, C, H, W] (or [C, H, W]) as [N, C, 1, 1]: only output size 1."""
+    _is_tensor("adaptive_avg_pool2d", input=input)
+    check(output_size in (1, (1, 1), [1, 1]),
+          f"adaptive_avg_pool2d: only output_size 1 (global average pooling) is supported, got {output_size!r}")
+    check(input.ndim in (3, 4), f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got {input.shape}")
+    return _sum("adaptive_avg_pool2d", input, (-2, -1), True, mean=True)
 
 
 def _rows(name, x, dim):

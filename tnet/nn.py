@@ -332,6 +332,53 @@ class ReLU(Module):
         return F.relu(x)
 
 
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    def forward(self, x):
+        return F.silu(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, self.reduction)
+
+
+class AdaptiveAvgPool2d(Module):
+    """Global average pooling: output_size 1 (or (1, 1)) only."""
+
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
 class Flatten(Module):
     def forward(self, x):
         return x.reshape(x.shape[0], -1)

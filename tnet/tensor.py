@@ -216,6 +216,75 @@ class Tensor:
         from .functional import matmul
         return matmul(self, other)
 
+    # Arithmetic and reductions: PyTorch's operators and methods, each a call into functional.
+    def __add__(self, other):
+        from . import functional as F
+        return F.add(self, other)
+
+    def __radd__(self, other):
+        from . import functional as F
+        return F.add(other, self)
+
+    def __sub__(self, other):
+        from . import functional as F
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        from . import functional as F
+        return F.sub(other, self)
+
+    def __mul__(self, other):
+        from . import functional as F
+        return F.mul(self, other)
+
+    def __rmul__(self, other):
+        from . import functional as F
+        return F.mul(other, self)
+
+    def __truediv__(self, other):
+        from . import functional as F
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        from . import functional as F
+        return F.div(other, self)
+
+    def __neg__(self):
+        from . import functional as F
+        return F.neg(self)
+
+    def __pow__(self, exponent):
+        from . import functional as F
+        return F.pow(self, exponent)
+
+    def exp(self):
+        from . import functional as F
+        return F.exp(self)
+
+    def log(self):
+        from . import functional as F
+        return F.log(self)
+
+    def sqrt(self):
+        from . import functional as F
+        return F.sqrt(self)
+
+    def sum(self, dim=None, keepdim=False):
+        from . import functional as F
+        return F.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        from . import functional as F
+        return F.mean(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        from . import functional as F
+        return F.max(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        from . import functional as F
+        return F.argmax(self, dim, keepdim)
+
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         return f"tnet.Tensor({self.numpy()!r}{grad})"

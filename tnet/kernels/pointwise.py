@@ -1,0 +1,253 @@
+"""Pointwise kernels: arithmetic with PyTorch's broadcasting, element-wise functions, activations
+and their gradients, all through one kernel whose OP is a compile-time name.
+
+Operands are tensors of any strides (stride 0 on broadcast axes), or one Python number. The
+output is dense: channels-last when the first operand of the output's full shape is, else
+contiguous. The launcher walks the axes in the output's memory order and merges those that
+every operand steps through evenly, so dense operands laid out alike (a residual sum of two
+channels-last activations) run as one flat pass, and a channels-last activation plus a
+[1, C, 1, 1] bias as a 2-D one."""
+import torch
+import triton
+import triton.language as tl
+
+from ._autotune import autotune, cdiv, check
+from .conv import is_channels_last, memory_format
+
+_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 4096}, num_warps=8),
+            triton.Config({"BLOCK": 2048}, num_warps=4)]
+
+# Operand count of each OP. Backward OPs take the output gradient first.
+ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
+         "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "eq": 2, "route": 2,
+         "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
+         "tanh_backward": 2, "silu_backward": 2,
+         "pow_backward": 3, "div_backward": 3, "muldiv": 3}
+
+
+@triton.jit
+def _tanh(x):
+    """tanh from exp (libdevice's tanh is missing from the interpreter); a series near 0, where
+    1 - exp(-2|x|) would cancel (relative error 2.7e-9 at the switch)."""
+    a = tl.abs(x)
+    t = tl.exp(-2.0 * a)
+    x2 = x * x
+    small = a * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * -0.05396825396825397)))
+    r = tl.where(a < 0.125, small, (1.0 - t) / (1.0 + t))
+    return tl.where(x < 0.0, -r, r)
+
+
+@triton.jit
+def _pow(x, s):
+    """x ** s, s a tensor of one repeated exponent: exp2(s * log2|x|), which loses about |s log2 x|
+    ulps, so the common s = 1, 2 and 0.5 are exact; a negative x keeps its sign under an odd power and
+    is NaN under a non-integer one; x ** 0 is 1, as in PyTorch."""
+    r = tl.exp2(s * tl.log2(tl.abs(x)))
+    half = s * 0.5
+    odd = tl.floor(half) != half
+    r = tl.where(x < 0.0, tl.where(tl.floor(s) != s, float("nan"), tl.where(odd, -r, r)), r)
+    r = tl.where(s == 2.0, x * x, tl.where(s == 0.5, tl.sqrt_rn(x), tl.where(s == 1.0, x, r)))
+    return tl.where(s == 0.0, 1.0, r)
+
+
+@triton.jit
+def _apply(OP: tl.constexpr, a, b, c, coord):
+    """OP on fp32 operands; coord is the output's coordinate along the routed axis."""
+    if OP == "add":
+        y = a + b
+    elif OP == "sub":
+        y = a - b
+    elif OP == "mul":
+        y = a * b
+    elif OP == "div":
+        y = a / b
+    elif OP == "neg":
+        y = -a
+    elif OP == "exp":
+        y = tl.exp(a)
+    elif OP == "log":
+        y = tl.log(a)
+    elif OP == "sqrt":
+        y = tl.sqrt_rn(a)
+    elif OP == "pow":
+        y = _pow(a, b)
+    elif OP == "gelu":  # x Phi(x), Phi the normal CDF: 0.5 (1 + erf(x / sqrt(2)))
+        y = 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
+    elif OP == "gelu_tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        y = 0.5 * a * (1.0 + _tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+    elif OP == "sigmoid":
+        y = tl.sigmoid(a)
+    elif OP == "tanh":
+        y = _tanh(a)
+    elif OP == "silu":
+        y = a * tl.sigmoid(a)
+    elif OP == "sqrt_backward":  # b = sqrt(x)
+        y = a / (2.0 * b)
+    elif OP == "gelu_backward":  # b = x: Phi(x) + x phi(x), phi the normal density
+        y = a * (0.5 * (1.0 + tl.math.erf(b * 0.7071067811865476)) + b * tl.exp(-0.5 * b * b) * 0.3989422804014327)
+    elif OP == "gelu_tanh_backward":  # b = x
+        t = _tanh(0.7978845608028654 * (b + 0.044715 * b * b * b))
+        y = a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 0.134145 * b * b))
+    elif OP == "sigmoid_backward":  # b = sigmoid(x)
+        y = a * b * (1.0 - b)
+    elif OP == "tanh_backward":  # b = tanh(x)
+        y = a * (1.0 - b * b)
+    elif OP == "silu_backward":  # b = x
+        s = tl.sigmoid(b)
+        y = a * s * (1.0 + b * (1.0 - s))
+    elif OP == "pow_backward":  # b = x, c = the exponent; 0 for x ** 0 (PyTorch's rule, also at x = 0)
+        y = tl.where(c == 0.0, 0.0, a * c * _pow(b, c - 1.0))
+    elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
+        y = -a * b / c
+    elif OP == "eq":  # 1 where a == b, NaN matching NaN (the ties of a max)
+        y = tl.where((a == b) | ((a != a) & (b != b)), 1.0, 0.0)
+    elif OP == "muldiv":
+        y = a * b / c
+    else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
+        y = tl.where(coord == b, a, 0.0)
+    return y
+
+
+@autotune(_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
+@triton.jit
+def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_strides, c_strides,
+                     OP: tl.constexpr, ARITY: tl.constexpr, SCALAR: tl.constexpr, FLAT: tl.constexpr,
+                     ROUTE: tl.constexpr, BLOCK: tl.constexpr):
+    """y = OP(a, b, c) over the n elements of y, dense with axes `sizes` (innermost first); operand i
+    is read through its strides on those axes, or is `scalar` when SCALAR == i. FLAT: every operand
+    is dense like y and read at y's offsets. ROUTE: the axis whose coordinate "route" compares."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    coord = 0
+    if FLAT:
+        off_a = offs
+        off_b = offs
+        off_c = offs
+    else:  # int32 index arithmetic: the launcher checks that every offset fits
+        rest = offs.to(tl.int32)
+        off_a = tl.zeros([BLOCK], tl.int32)
+        off_b = off_a
+        off_c = off_a
+        for d in tl.static_range(len(sizes)):
+            if d < len(sizes) - 1:
+                pos = rest % sizes[d]
+                rest = rest // sizes[d]
+            else:
+                pos = rest
+            off_a += pos * a_strides[d]
+            off_b += pos * b_strides[d]
+            off_c += pos * c_strides[d]
+            if d == ROUTE:
+                coord = pos
+    # Loads written out, not a helper: each call of a jit function costs ms in the interpreter.
+    # A number becomes a tensor like the others, for tl.where.
+    number = tl.zeros([BLOCK], tl.float32) + scalar
+    a = number if SCALAR == 0 else tl.load(a_ptr + off_a, mask=mask).to(tl.float32)
+    b = a
+    c = a
+    if ARITY > 1:
+        if SCALAR == 1:
+            b = number
+        elif OP == "route":  # int64 indices
+            b = tl.load(b_ptr + off_b, mask=mask)
+        else:
+            b = tl.load(b_ptr + off_b, mask=mask).to(tl.float32)
+    if ARITY > 2:
+        c = number if SCALAR == 2 else tl.load(c_ptr + off_c, mask=mask).to(tl.float32)
+    y = _apply(OP, a, b, c, coord)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def broadcast_shape(name, *shapes):
+    """The shape that `shapes` broadcast to, by PyTorch's rule (trailing axes aligned; 1 stretches)."""
+    out = []
+    for i in range(1, max(len(s) for s in shapes) + 1):
+        sizes = {s[-i] for s in shapes if i <= len(s)} - {1}
+        check(len(sizes) <= 1, lambda: f"{name}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast: "
+                                        f"sizes {' and '.join(map(str, sorted(sizes)))} at dimension -{i}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(reversed(out))
+
+
+def _strides_in(x, shape):
+    """x's strides as an operand of an output of `shape`: 0 on its broadcast (and missing) axes."""
+    if not isinstance(x, torch.Tensor):
+        return [0] * len(shape)
+    pad = len(shape) - x.dim()
+    return [0] * pad + [st if sz != 1 else 0 for sz, st in zip(x.shape, x.stride())]
+
+
+def _merged_axes(y, strides, keep=None):
+    """y's axes in memory order, outermost first, without those of size 1, adjacent ones merged
+    where every operand steps evenly across both; returned innermost first: (sizes, each operand's
+    strides, the merged axis holding axis `keep`, which is never merged, or -1)."""
+    order = sorted((d for d in range(y.dim()) if y.shape[d] != 1), key=lambda d: -y.stride(d))
+    sizes, out, kept = [], [[] for _ in strides], -1
+    for d in order:
+        mergeable = sizes and d != keep and kept != len(sizes) - 1
+        if mergeable and all(s[-1] == st[d] * y.shape[d] for s, st in zip(out, strides)):
+            sizes[-1] *= y.shape[d]
+            for s, st in zip(out, strides):
+                s[-1] = st[d]
+            continue
+        kept = len(sizes) if d == keep else kept
+        sizes.append(y.shape[d])
+        for s, st in zip(out, strides):
+            s.append(st[d])
+    if not sizes:  # one element
+        return [1], [[0] for _ in strides], -1
+    return sizes[::-1], [s[::-1] for s in out], -1 if kept < 0 else len(sizes) - 1 - kept
+
+
+def _launch(op, operands, channels_last=None, route_dim=None):
+    check(op in ARITY, f"pointwise: unknown op {op!r}")
+    check(len(operands) == ARITY[op], f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
+    tensors = [x for x in operands if isinstance(x, torch.Tensor)]
+    scalars = [i for i, x in enumerate(operands) if not isinstance(x, torch.Tensor)]
+    check(tensors and len(scalars) <= 1, f"{op}: needs a tensor operand and at most one number")
+    first = tensors[0]
+    for i, x in enumerate(operands):
+        if not isinstance(x, torch.Tensor):
+            continue
+        check(x.device == first.device, f"{op}: tensors on {first.device} and {x.device}")
+        if op == "route" and i == 1:
+            check(x.dtype == torch.int64, f"route: indices must be int64, got {x.dtype}")
+        else:
+            check(x.is_floating_point() and x.dtype == first.dtype,
+                  f"{op}: expected floating-point tensors of one dtype, got {' and '.join(str(t.dtype) for t in tensors)}")
+    shape = broadcast_shape(op, *[x.shape for x in tensors])
+    if channels_last is None:
+        full = [x for x in tensors if tuple(x.shape) == shape]
+        channels_last = bool(full) and is_channels_last(full[0])
+    y = torch.empty(shape, dtype=first.dtype, device=first.device, memory_format=memory_format(channels_last))
+    n = y.numel()
+    if n == 0:
+        return y
+    slots = list(operands) + [y] * (3 - len(operands))  # unused slots point anywhere: never read
+    sizes, strides, route = _merged_axes(y, [_strides_in(x, shape) for x in slots], route_dim)
+    flat = len(sizes) == 1 and all(s[0] == 1 for s, x in zip(strides, operands) if isinstance(x, torch.Tensor))
+    if not flat:
+        check(n < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
+              f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
+    ptrs = [x if isinstance(x, torch.Tensor) else y for x in slots]
+    scalar = float(operands[scalars[0]]) if scalars else 0.0
+    pointwise_kernel[lambda meta: (cdiv(n, meta["BLOCK"]),)](
+        *ptrs, y, n, scalar, tuple(sizes), *map(tuple, strides),
+        OP=op, ARITY=ARITY[op], SCALAR=scalars[0] if scalars else -1, FLAT=flat, ROUTE=route)
+    return y
+
+
+def pointwise(op, *operands, channels_last=None):
+    """op (a name in ARITY) over operands broadcast like PyTorch's: tensors of one floating dtype,
+    or one Python number, into a new tensor of that dtype. Its layout is channels-last when the
+    first operand of the output's shape is (channels_last=True/False says instead), else contiguous."""
+    return _launch(op, operands, channels_last)
+
+
+def route(g, indices, shape, dim, channels_last=False):
+    """The gradient of a max over `dim` of an input of `shape`: g, the gradient of its values, at the
+    index along dim that `indices` (int64) holds, 0 elsewhere; g and indices have the shape with dim 1."""
+    check(len(shape) == g.dim() == indices.dim() and g.shape[dim] == indices.shape[dim] == 1,
+          f"route: g {tuple(g.shape)} and indices {tuple(indices.shape)} must be {tuple(shape)} with 1 at dim {dim}")
+    return _launch("route", (g.expand(shape), indices.expand(shape)), channels_last, route_dim=dim)
+
