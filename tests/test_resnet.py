@@ -32,7 +32,7 @@ def make(lib, c):
     class Net(lib.Module):
         def __init__(self, c):
             super().__init__()
-            self.stem = lib.Conv2d(3, c, 3, padding=1)
+            self.stem = lib.Conv2d(3, c, 3, padding=1, bias=False)  # BN follows: a bias would get no gradient
             self.bn = lib.BatchNorm2d(c)
             self.act = lib.GELU(approximate="tanh")
             self.block = Block(c)

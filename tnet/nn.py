@@ -217,8 +217,13 @@ _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_
 
 
 class Conv2d(Module):
+    """torch.nn.Conv2d's arguments, with Caffe's ways kept: the weight is drawn by Caffe's
+    gaussian filler (std 0.01, from `rng`, numpy's generator: a seed gives the same weights on
+    CPU and GPU), not PyTorch's Kaiming-uniform init, and the bias may learn at bias_lr_mult
+    times the lr (Caffe's lr_mult; 1 by default)."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True,
-                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
+                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
         rng = np.random.default_rng(0) if rng is None else rng
         self.stride, self.padding = stride, padding
         kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
@@ -244,8 +249,10 @@ class Conv2d(Module):
 
 
 class Linear(Module):
+    """torch.nn.Linear's arguments, with Caffe's gaussian filler and bias_lr_mult as in Conv2d."""
+
     def __init__(self, in_features, out_features, bias=True, weight_filler=gaussian(0.01),
-                 bias_filler=constant(0.0), rng=None, bias_lr_mult=2.0):
+                 bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
         rng = np.random.default_rng(0) if rng is None else rng
         self.weight = Parameter(weight_filler((out_features, in_features), rng))
         self.bias = Parameter(bias_filler((out_features,), rng), lr_mult=bias_lr_mult) if bias else None
