@@ -310,62 +310,57 @@ def div(input, other):
                                _pw.pointwise("div_backward", g, y, b) if need_b else None))
 
 
-def _map(name, input, op, *args):
-    """The kernel op over input's elements (and args), in input's layout."""
+def _unary(name, input, op, grad_op, saves_output, *args):
+    """Record y = op(input, *args) elementwise, in input's layout; its backward is
+    grad_op(g, y or input, *args), saving only the one it reads."""
     _is_tensor(name, input=input)
-    return _pw.pointwise(op, input.data, *args)
+    y = _pw.pointwise(op, input.data, *args)
+    saved = y if saves_output else input.data
+    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),))
 
 
 def neg(input):
-    return record("neg", _map("neg", input, "neg"), (input,), lambda g: (_pw.pointwise("neg", g),))
+    _is_tensor("neg", input=input)
+    return record("neg", _pw.pointwise("neg", input.data), (input,), lambda g: (_pw.pointwise("neg", g),))
 
 
 def exp(input):
-    y = _map("exp", input, "exp")
-    return record("exp", y, (input,), lambda g: (_pw.pointwise("mul", g, y),))
+    return _unary("exp", input, "exp", "mul", True)
 
 
 def log(input):
-    y, X = _map("log", input, "log"), input.data
-    return record("log", y, (input,), lambda g: (_pw.pointwise("div", g, X),))
+    return _unary("log", input, "log", "div", False)
 
 
 def sqrt(input):
-    y = _map("sqrt", input, "sqrt")
-    return record("sqrt", y, (input,), lambda g: (_pw.pointwise("sqrt_backward", g, y),))
+    return _unary("sqrt", input, "sqrt", "sqrt_backward", True)
 
 
 def pow(input, exponent):
     """input ** exponent for a Python number exponent (tensor exponents are not supported)."""
     check(isinstance(exponent, numbers.Real),
           f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
-    s = float(exponent)
-    y, X = _map("pow", input, "pow", s), input.data
-    return record("pow", y, (input,), lambda g: (_pw.pointwise("pow_backward", g, X, s),))
+    return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
 
 
 def gelu(input, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
     check(approximate in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     op = "gelu" if approximate == "none" else "gelu_tanh"
-    y, X = _map("gelu", input, op), input.data
-    return record("gelu", y, (input,), lambda g: (_pw.pointwise(op + "_backward", g, X),))
+    return _unary("gelu", input, op, op + "_backward", False)
 
 
 def sigmoid(input):
-    y = _map("sigmoid", input, "sigmoid")
-    return record("sigmoid", y, (input,), lambda g: (_pw.pointwise("sigmoid_backward", g, y),))
+    return _unary("sigmoid", input, "sigmoid", "sigmoid_backward", True)
 
 
 def tanh(input):
-    y = _map("tanh", input, "tanh")
-    return record("tanh", y, (input,), lambda g: (_pw.pointwise("tanh_backward", g, y),))
+    return _unary("tanh", input, "tanh", "tanh_backward", True)
 
 
 def silu(input):
     """x * sigmoid(x)."""
-    y, X = _map("silu", input, "silu"), input.data
-    return record("silu", y, (input,), lambda g: (_pw.pointwise("silu_backward", g, X),))
+    return _unary("silu", input, "silu", "silu_backward", False)
 
 
 def _dims(name, input, dim):
