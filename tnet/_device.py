@@ -11,7 +11,8 @@ import sys
 import torch
 
 if torch.cuda.is_available():
-    DEVICE = torch.device("cuda")
+    # with its index, so that `t.device == DEVICE` holds for the tensors tnet makes (cuda:0)
+    DEVICE = torch.device("cuda", torch.cuda.current_device())
 else:
     DEVICE = torch.device("cpu")
     if "TRITON_INTERPRET" not in os.environ:
