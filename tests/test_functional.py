@@ -265,3 +265,44 @@ def test_cross_entropy_label_smoothing(rng):
     loss.backward()
     r.backward()
     assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_loss_module(rng, reduction):
+    labels = rng.integers(0, 7, 11)
+    labels[4] = -100
+    logits, ref = pair(rng, 11, 7, scale=3)
+    loss = tnet.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(logits, tnet.tensor(labels))
+    r = torch.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(ref, torch.tensor(labels))
+    assert_close(loss, r, 1e-6, "loss")
+    g = rng.standard_normal(r.shape)
+    loss.backward(g)
+    r.backward(torch.tensor(g))
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+def test_bad_hyperparameters_are_value_errors():
+    x = tnet.tensor(np.ones((1, 3, 6, 6)))
+    w = tnet.tensor(np.ones((2, 3, 3, 3)))
+    for bad in (lambda: tnet.nn.Conv2d(3, 4, 0), lambda: tnet.nn.Conv2d(3, 4, 3, stride=0),
+                lambda: F.conv2d(x, w, stride=0), lambda: F.max_pool2d(x, 0), lambda: F.avg_pool2d(x, 2, stride=-1),
+                lambda: F.conv2d(x, w, padding=-1), lambda: tnet.nn.CrossEntropyLoss(label_smoothing=1.0),
+                lambda: F.cross_entropy(tnet.tensor(np.ones((2, 3))), tnet.tensor([0, 1]), label_smoothing=2),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=-0.1),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=0.1, momentum=-1),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=0.1, weight_decay=-1),
+                lambda: tnet.optim.AdamW(tnet.nn.Linear(2, 2).parameters(), lr=-1)):
+        with pytest.raises(ValueError):
+            bad()
+
+
+@pytest.mark.parametrize("bad", [10, -1, 1000])
+def test_cross_entropy_names_a_label_out_of_range(rng, bad):
+    labels = rng.integers(0, 10, 6)
+    labels[2] = bad
+    with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
+        F.cross_entropy(tnet.tensor(rng.standard_normal((6, 10))), tnet.tensor(labels))
+
+
+def test_log_softmax(rng):
+    check_op(F.log_softmax, lambda x: torch.log_softmax(x, 1), [pair(rng, 7, 10)], 1e-6, rng)

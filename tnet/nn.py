@@ -373,6 +373,23 @@ class MSELoss(Module):
         return F.mse_loss(input, target, self.reduction)
 
 
+class CrossEntropyLoss(Module):
+    """F.cross_entropy as a module, with torch's arguments (class weights and the deprecated
+    size_average and reduce are not supported)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        check(weight is None and size_average is None and reduce is None,
+              "CrossEntropyLoss: weight, size_average and reduce are not supported")
+        check(reduction in ("mean", "sum", "none"), f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check(0.0 <= label_smoothing < 1.0, f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
 class AdaptiveAvgPool2d(Module):
     """Global average pooling: output_size 1 (or (1, 1)) only."""
 
