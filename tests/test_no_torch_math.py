@@ -126,3 +126,45 @@ def test_pointwise_ops_and_reductions_use_torch_for_memory_only():
         F.argmax(h, 1), F.argmax(h)
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_training_step_of_a_modern_net_uses_torch_for_memory_only():
+    """A user's net with every new layer (BatchNorm, a residual add, GELU, SiLU, Sigmoid, Tanh,
+    Dropout, global pooling, BatchNorm1d), trained one AdamW step and run in eval mode."""
+    import torch
+    from tnet import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(16)
+            self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+            self.acts = nn.Sequential(nn.GELU(), nn.SiLU(), nn.Identity())
+            self.drop = nn.Dropout(0.2)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.bn1d = nn.BatchNorm1d(16)
+            self.head = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.acts(self.bn(self.conv(x)))
+            x = x + nn.Tanh()(self.conv2(x)) * nn.Sigmoid()(x)
+            x = self.drop(x).mean((2, 3)) + self.pool(x).flatten(1)
+            return self.head(self.bn1d(x))
+
+    rng = np.random.default_rng(0)
+    model = Net()
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    x = tnet.tensor(rng.standard_normal((4, 3, 8, 8)))
+    y = tnet.tensor(rng.integers(0, 10, 4))
+    with Recorder() as rec:
+        logits = model(x)
+        loss = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, y) + F.mse_loss(logits, tnet.zeros(4, 10)) * 0.1
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        model.eval()
+        with tnet.no_grad():
+            model(x).argmax(1)
+    assert torch.is_tensor(loss.data) and rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
