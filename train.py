@@ -41,8 +41,8 @@ SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
 # computes or evaluates, not what it trains on.
 RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing",
                 "val", "seed", "limit", "data", "model")
-CPU_TRYOUT = "python train.py --limit 100 --epochs 1 --batch-size 25 --eval-batch-size 100"
-CPU_SECONDS_PER_IMAGE = 0.4  # a training step through Triton's interpreter, per image of the batch (2 cores)
+CPU_TRYOUT = "python train.py --limit 20 --batch-size 10 --epochs 1 --eval-batch-size 20"
+CPU_SECONDS_PER_IMAGE = 2.5  # a training step through Triton's interpreter, per image of the batch (2 cores)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

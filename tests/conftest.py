@@ -49,3 +49,27 @@ def only_config(monkeypatch, kernel, config):
     it remembers for each tuning key (autotune._Remembered), which would otherwise win."""
     monkeypatch.setattr(kernel, "configs", [config])
     monkeypatch.setattr(kernel, "chosen", {})
+
+
+class Touch:
+    """Unpickling this creates the file `path`: what a malicious pickle could do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
+    """The forward and every input's gradient (where torch's requires one) against torch;
+    inputs are (tnet leaf, torch leaf) pairs. Returns tnet's output."""
+    out, ref = fn_tnet(*[t for t, _ in inputs]), fn_torch(*[r for _, r in inputs])
+    assert_close(out, ref, tol, "forward")
+    g = seed_rng.standard_normal(ref.shape)
+    out.backward(g)
+    ref.backward(torch.tensor(g))
+    for i, (t, r) in enumerate(inputs):
+        if r.requires_grad:
+            assert_close(t.grad, r.grad, tol, f"gradient of input {i}")
+    return out

@@ -13,6 +13,7 @@ import tnet._device  # noqa: F401  (switches the Triton interpreter on before ke
 import tnet.data as data
 from tnet.data import DataError, Loader, load_cifar10, preprocess
 from tnet.kernels.data import gather
+from conftest import Touch
 
 SIZES = [3, 4, 2, 5, 3]  # records in data_batch_1..5: a reduced pack, not 10000 each
 N_TEST = 4
@@ -101,20 +102,12 @@ def test_corrupt_pickle_names_file(tmp_path):
         load_cifar10(str(tmp_path), download=False)
 
 
-class _Touch:
-    def __init__(self, path):
-        self.path = path
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
-
-
 def test_python_batch_that_would_run_code_is_refused(tmp_path):
     folder = tmp_path / "cifar-10-batches-py"
     write_py(str(folder), make_pack())
     marker = tmp_path / "created"
     with open(folder / "data_batch_3", "wb") as f:
-        pickle.dump({b"data": _Touch(str(marker)), b"labels": []}, f)
+        pickle.dump({b"data": Touch(str(marker)), b"labels": []}, f)
     with pytest.raises(DataError, match="data_batch_3.*refused to load"):
         load_cifar10(str(tmp_path), download=False)
     assert not marker.exists()

@@ -6,24 +6,13 @@ import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
-from conftest import TOL, assert_close
+from conftest import TOL, assert_close, check_op
 
 
 def pair(rng, *shape, scale=1.0):
     """A tnet leaf and the float64 torch leaf with the same values."""
     a = rng.standard_normal(shape) * scale
     return tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
-
-
-def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
-    out, ref = fn_tnet(*[t for t, _ in inputs]), fn_torch(*[r for _, r in inputs])
-    assert_close(out, ref, tol, "forward")
-    g = seed_rng.standard_normal(ref.shape)
-    out.backward(g)
-    ref.backward(torch.tensor(g))
-    for i, (t, r) in enumerate(inputs):
-        if r.requires_grad:
-            assert_close(t.grad, r.grad, tol, f"gradient of input {i}")
 
 
 def test_matmul(rng, ieee):

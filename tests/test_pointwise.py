@@ -10,7 +10,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise, reduce
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close
+from conftest import TOL, assert_close, check_op
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -32,14 +32,7 @@ def leaf(rng, *shape, channels_last=False, positive=False, values=None):
 
 def check(fn_tnet, fn_torch, inputs, rng, tol=TOL["ieee"]):
     """Forward and every input's gradient against torch; returns tnet's output."""
-    out, ref = fn_tnet(*[t for t, _ in inputs]), fn_torch(*[r for _, r in inputs])
-    assert_close(out, ref, tol, "forward")
-    g = rng.standard_normal(ref.shape)
-    out.backward(g)
-    ref.backward(torch.tensor(g))
-    for i, (t, r) in enumerate(inputs):
-        assert_close(t.grad, r.grad, tol, f"gradient of input {i}")
-    return out
+    return check_op(fn_tnet, fn_torch, inputs, tol, rng)
 
 
 BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b}

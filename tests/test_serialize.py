@@ -10,6 +10,7 @@ import torch
 
 import tnet
 from tnet.models import cifar10_quick
+from conftest import Touch
 
 
 def test_round_trip(tmp_path):
@@ -66,20 +67,10 @@ def test_bad_files_give_one_line_errors(tmp_path, content, match):
         tnet.load(str(tmp_path / "missing.npz"))
 
 
-class _Touch:
-    """Unpickling this creates a file: what a malicious checkpoint could do."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
-
-
 def test_a_pickle_is_refused_and_runs_nothing(tmp_path):
     marker, path = tmp_path / "created", str(tmp_path / "evil.ckpt")
     with open(path, "wb") as f:
-        pickle.dump({"model": _Touch(str(marker))}, f)
+        pickle.dump({"model": Touch(str(marker))}, f)
     with pytest.raises(tnet.LoadError, match="pickled data"):
         tnet.load(path)
     assert not marker.exists()

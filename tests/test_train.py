@@ -14,7 +14,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import nn, optim
 from tnet.models import cifar10_quick
-from conftest import TOL, assert_close
+from conftest import TOL, Touch, assert_close
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train  # noqa: E402
@@ -269,10 +269,7 @@ def test_train_resume_refuses_a_bad_checkpoint(tmp_path, damage):
     ck.parent.mkdir()
     marker = tmp_path / "created"
     if damage == "pickle":  # a file that would create `marker` if unpickled
-        class Touch:
-            def __reduce__(self):
-                return (open, (str(marker), "w"))
-        ck.write_bytes(pickle.dumps({"model": Touch()}))
+        ck.write_bytes(pickle.dumps({"model": Touch(str(marker))}))
     else:
         tnet.save({"kind": "train.py checkpoint", "w": np.arange(2000.0)}, str(ck))
         raw = ck.read_bytes()
