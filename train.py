@@ -41,6 +41,8 @@ SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
 # computes or evaluates, not what it trains on.
 RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing",
                 "val", "seed", "limit", "data", "model")
+CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoch", "batch", "log", "train_time",
+                   "eval_time"}
 CPU_TRYOUT = "python train.py --limit 20 --batch-size 10 --epochs 1 --eval-batch-size 20"
 CPU_SECONDS_PER_IMAGE = 2.5  # a training step through Triton's interpreter, per image of the batch (2 cores)
 
@@ -134,7 +136,7 @@ def read_checkpoint(args):
         ck = tnet.load(args.checkpoint)
     except tnet.LoadError as e:
         sys.exit(f"error: cannot resume: {e}")
-    if not isinstance(ck, dict) or ck.get("kind") != "train.py checkpoint":
+    if not isinstance(ck, dict) or ck.get("kind") != "train.py checkpoint" or not CHECKPOINT_KEYS <= ck.keys():
         sys.exit(f"error: cannot resume: {args.checkpoint} is not a train.py checkpoint")
     saved = ck["settings"]
     changed = [f"--{k.replace('_', '-')} {saved.get(k)!r} in the checkpoint, {getattr(args, k)!r} now"
@@ -225,10 +227,13 @@ def main(argv=None):
                   f"to train on, or another --checkpoint to start a new run")
             report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
             return
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        train.set_state(ck["loader"])
-        schedule.load_state_dict(ck["schedule"])
+        try:
+            model.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
+            train.set_state(ck["loader"])
+            schedule.load_state_dict(ck["schedule"])
+        except (ValueError, KeyError, TypeError) as e:
+            sys.exit(f"error: cannot resume: {args.checkpoint} does not fit this run ({type(e).__name__}: {e})")
         start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
         last_saved = f"{args.checkpoint} (epoch {start_epoch}, batch {skip})"
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
