@@ -43,8 +43,8 @@ RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "sched
                 "val", "seed", "limit", "data", "model")
 CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoch", "batch", "log", "train_time",
                    "eval_time"}
-CPU_TRYOUT = "python train.py --limit 20 --batch-size 10 --epochs 1 --eval-batch-size 20"
-CPU_SECONDS_PER_IMAGE = 2.5  # a training step through Triton's interpreter, per image of the batch (2 cores)
+CPU_TRYOUT = "python train.py --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
+CPU_SECONDS_PER_IMAGE = 0.8  # a training step through Triton's interpreter, per image of the batch (2 cores)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

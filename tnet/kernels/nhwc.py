@@ -69,8 +69,10 @@ def _pixel(p, OH: tl.constexpr, OW: tl.constexpr):
     return p // (OH * OW), (p // OW) % OH, p % OW
 
 
+# The interpreter's big blocks: it pays per program and per op, so 1024-pixel blocks made a CPU
+# training step 2.5x faster than 256 (cifar10_quick at b25: 50 -> 20 s on 2 cores)
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "KH", "KW", "NCHW_X", "PRECISION"],
-          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 256, "BLOCK_N": 64})
+          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
 @triton.jit
 def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, stride_wi, stride_wj,
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr,
@@ -125,7 +127,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wo, stride_wc, strid
 
 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "PIX_PER", "H", "W", "C", "COUT", "KH", "KW", "NCHW_X", "PRECISION"],
-          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_P": 256})
+          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_P": 1024})
 @triton.jit
 def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_dp, stride_do, stride_dc, stride_di, stride_dj,
                        H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr,
