@@ -2,7 +2,6 @@
 import datetime
 import itertools
 import json
-import os
 import shlex
 import statistics
 import sys
@@ -119,11 +118,9 @@ def environment():
 def write_json(path, study, rows, complete=True, **settings):
     """Atomically (a cut run leaves the last whole file). The studies also write it after
     every shape or net with complete=False, so that a run cut short keeps what it measured."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"study": study, **environment(), "complete": complete, "settings": settings, "rows": rows},
-                  f, indent=1)
-    os.replace(tmp, path)
+    from tnet.serialize import atomic_write
+    doc = {"study": study, **environment(), "complete": complete, "settings": settings, "rows": rows}
+    atomic_write(path, lambda f: f.write(json.dumps(doc, indent=1).encode()))
     if complete:
         print(f"wrote {path}")
 

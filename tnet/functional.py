@@ -257,14 +257,14 @@ def _operands(name, input, other):
 
 def _sum_to(g, x):
     """g, of a broadcast result's shape, summed over the axes that broadcasting stretched to x's
-    shape, in x's layout (the tape adds the gradients of an input used twice, which must be alike)."""
+    shape (in any layout: the tape puts gradients in their tensor's layout)."""
     if g is None:
         return None
     if tuple(g.shape) != x.shape:
         lead = g.dim() - x.ndim
         dims = [*range(lead), *(lead + i for i, s in enumerate(x.shape) if s == 1 and g.shape[lead + i] != 1)]
         g = _reduce.reduce(g, dims).reshape(x.shape)
-    return g.contiguous(memory_format=memory_format(is_channels_last(x.data)))  # g itself if already so
+    return g
 
 
 def _record2(name, y, input, other, grads):

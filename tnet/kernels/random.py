@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from ._autotune import autotune, cdiv, check
+from .conv import is_channels_last
 
 _CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),
             triton.Config({"BLOCK": 512}, num_warps=4)]
@@ -61,7 +62,7 @@ def _grid(n):
 
 def is_dense(x):
     """Contiguous, or channels-last: flat memory holds exactly the tensor's elements."""
-    return x.is_contiguous() or (x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last))
+    return x.is_contiguous() or is_channels_last(x)
 
 
 def take(state, n):
