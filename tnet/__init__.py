@@ -4,6 +4,7 @@ from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, is_grad_enabled, no_grad, tensor
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
 from .serialize import LoadError, load, save
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, nn, optim, models, data, graph
 
 __version__ = "0.1.0"  # pyproject.toml reads it from here
@@ -11,4 +12,4 @@ __version__ = "0.1.0"  # pyproject.toml reads it from here
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
            "bfloat16", "int64", "int32", "save", "load", "LoadError", "functional", "nn", "optim", "models",
-           "data", "graph"]
+           "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled"]

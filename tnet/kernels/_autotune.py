@@ -1,6 +1,7 @@
 """`triton.autotune` for tnet's kernels, and the launchers' input check."""
 import os
 
+import torch
 import triton
 import triton.testing
 
@@ -73,6 +74,14 @@ def check(cond, msg):
     function returning the text, for hot paths where building it costs launch time."""
     if not cond:
         raise ValueError(msg() if callable(msg) else msg)
+
+
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors
+
+
+def check_float(name, x, arg="x"):
+    """x must hold one of FLOATS (16-bit tensors are storage: kernels compute in fp32)."""
+    check(x.dtype in FLOATS, lambda: f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
 
 
 def cdiv(a, b):
