@@ -33,27 +33,26 @@ def kernel_rows(events, steps):
 
 
 def _gemm_label(a, b, out, M, N, K, batch, **kw):
-    implicit = kw.get("a_mode", 0) or kw.get("b_mode", 0)
-    return (f"{M}x{N}x{K}" + (f", {batch} products" if batch > 1 else "") + (", implicit" if implicit else "")
-            + (", summed" if kw.get("sum_batch") else ""))
+    return f"{M}x{N}x{K}" + (f", {batch} products" if batch > 1 else "") + (", summed" if kw.get("sum_batch") else "")
 
 
-def _nhwc_conv_label(x, w, w_strides, cout, kernel, *_):
-    n, c, h, w = x.shape  # MxNxK of the GEMM; stride 1, so about as many output pixels as input ones
-    return f"{n * h * w}x{cout}x{c * kernel[0] * kernel[1]}, NHWC"
+def _conv_label(x, w_base, w_strides, cout, out_hw, kernel, stride, padding, transposed, *_):
+    n, c = x.shape[:2]  # MxNxK of the implicit GEMM
+    return f"{n * out_hw[0] * out_hw[1]}x{cout}x{c * kernel[0] * kernel[1]}, conv" + (" input grad" if transposed else "")
 
 
-def _nhwc_weight_grad_label(x, dy, kernel, *_):
-    return f"{dy.shape[1]}x{x.shape[1] * kernel[0] * kernel[1]}x{dy.numel() // dy.shape[1]}, NHWC, summed"
+def _conv_weight_label(x, weight_size, dy, *_, **__):
+    cout, c, kh, kw = weight_size
+    return f"{cout}x{c * kh * kw}x{dy.numel() // cout}, conv weight grad"
 
 
 def gemm_launches(step, x, y):
     """(label, launch) for each GEMM that one call of step(x, y) runs; launch() runs it again
-    on the same operands. The GEMM launchers (gemm._launch, nhwc._run_conv and
-    nhwc._run_weight_grad) are watched during the call."""
-    from tnet.kernels import gemm, nhwc
-    launches, watched = [], [(gemm, "_launch", _gemm_label), (nhwc, "_run_conv", _nhwc_conv_label),
-                             (nhwc, "_run_weight_grad", _nhwc_weight_grad_label)]
+    on the same operands. The GEMM launchers (gemm._launch, conv._run_conv and
+    conv.conv2d_weight) are watched during the call."""
+    from tnet.kernels import conv, gemm
+    launches, watched = [], [(gemm, "_launch", _gemm_label), (conv, "_run_conv", _conv_label),
+                             (conv, "conv2d_weight", _conv_weight_label)]
 
     def watch(run, label):
         def launch(*args, **kw):

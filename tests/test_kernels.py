@@ -5,7 +5,7 @@ import torch.nn.functional as tF
 from triton.runtime.errors import OutOfResources
 
 import tnet
-from tnet.kernels import conv, elementwise, gemm, pool, reduce, softmax
+from tnet.kernels import elementwise, gemm, pool, reduce, softmax
 from conftest import TOL, assert_close, only_config
 
 DEV = tnet.DEVICE
@@ -82,50 +82,10 @@ def test_gemm_bad_input():
         gemm.matmul(randn(3, 4), randn(4, 6), bias=randn(5))
 
 
-@pytest.mark.parametrize("kernel,stride,padding", [((5, 5), (1, 1), (2, 2)), ((3, 2), (2, 1), (1, 0)), ((1, 1), (1, 1), (0, 0))])
-def test_im2col_col2im(kernel, stride, padding):
-    x = randn(2, 3, 11, 7)
-    col, _ = conv.im2col(x, kernel, stride, padding)
-    ref = tF.unfold(f64(x), kernel, padding=padding, stride=stride)
-    assert_close(col, ref, 0, "im2col")
-    assert_close(conv.col2im(col, x.shape, kernel, stride, padding),
-                 tF.fold(ref, (11, 7), kernel, padding=padding, stride=stride), 1e-6, "col2im")
-
-
-CONVS = [  # x shape, Cout, kernel, stride, padding
-    ((2, 3, 11, 7), 5, (5, 5), (1, 1), (2, 2)),  # K = 75
-    ((1, 6, 17, 13), 3, (5, 5), (1, 1), (2, 2)),  # K = 150, P = 221: several tiles along both
-    ((3, 2, 13, 17), 7, (3, 3), (2, 2), (1, 1)),  # primes, stride 2
-    ((2, 5, 7, 3), 3, (1, 1), (1, 1), (0, 0)),  # 1x1
-    ((2, 4, 9, 8), 3, (3, 2), (2, 1), (1, 0)),  # rectangular kernel, stride and padding
-]
-
-
-def conv_reference(x, w, stride, padding, dy):
-    """torch's float64 convolution of x and w, and its weight gradient for the output gradient dy."""
-    xd, wd = f64(x), f64(w).requires_grad_(True)
-    y = tF.conv2d(xd, wd, None, stride, padding)
-    y.backward(f64(dy))
-    return y.detach(), wd.grad
-
-
-@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16"])
-@pytest.mark.parametrize("shape,cout,kernel,stride,padding", CONVS)
-def test_conv_implicit_gemm(precision, shape, cout, kernel, stride, padding):
-    x, w = randn(*shape), randn(cout, shape[1], *kernel)
-    dy = randn(*tF.conv2d(f64(x), f64(w), None, stride, padding).shape)
-    y_ref, dw_ref = conv_reference(x, w, stride, padding, dy)
-    what = f"{precision} x {tuple(shape)} kernel {kernel} stride {stride} padding {padding}"
-    y = gemm.conv_gemm(w.reshape(cout, -1), x, kernel, stride, padding, precision=precision)
-    assert_close(y, y_ref, TOL[precision], f"forward {what}")
-    dw = gemm.conv_weight_grad(dy, x, kernel, stride, padding, precision=precision)
-    assert_close(dw, dw_ref, TOL[precision], f"weight gradient {what}")
-
-
 @pytest.mark.parametrize("config", gemm._CONFIGS, ids=lambda c: "x".join(str(v) for v in c.kwargs.values()))
 def test_gemm_every_config(config, monkeypatch):
     """Each tile config the GPU's autotuner may pick (the other tests there run the first
-    only, TNET_AUTOTUNE=0): a plain, a split-K and both implicit GEMMs, on sizes that leave
+    only, TNET_AUTOTUNE=0): a plain and a split-K GEMM, on sizes that leave
     every kind of tile edge."""
     only_config(monkeypatch, gemm.gemm_kernel, config)
     monkeypatch.setattr(gemm, "_SMS", 2)
@@ -139,11 +99,6 @@ def test_gemm_every_config(config, monkeypatch):
         return
     a3, b3 = randn(5, 33, 70), randn(5, 70, 17)
     assert_close(gemm.matmul(a3, b3, sum_batch=True, precision="ieee"), (f64(a3) @ f64(b3)).sum(0), TOL["ieee"], "split")
-    x, w = randn(3, 4, 9, 10), randn(6, 4, 3, 3)
-    dy = randn(3, 6, 9, 10)
-    y_ref, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
-    assert_close(gemm.conv_gemm(w.reshape(6, -1), x, (3, 3), (1, 1), (1, 1), precision="ieee"), y_ref, TOL["ieee"], "conv")
-    assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "dw")
 
 
 @pytest.mark.parametrize("config", gemm._TMA_CONFIGS, ids=lambda c: f"{c.num_warps}w{c.num_stages}s")
@@ -167,42 +122,6 @@ def test_gemm_tma_every_config(config, monkeypatch):
     a, b = randn(140, 75), randn(75, 88)  # rows of 300 bytes: no TMA descriptor
     assert_close(gemm.matmul(a, b), f64(a) @ f64(b), TOL["tf32"], "fallback")
     assert len(calls) == 2
-
-
-def test_conv_gemm_bias_relu():
-    x, w, b = randn(2, 3, 11, 7), randn(5, 3, 5, 5), randn(5)
-    y = gemm.conv_gemm(w.reshape(5, -1), x, (5, 5), (2, 1), (2, 2), bias=b, relu=True, precision="ieee")
-    assert_close(y, torch.relu(tF.conv2d(f64(x), f64(w), f64(b), (2, 1), (2, 2))), TOL["ieee"], "bias + relu")
-
-
-def test_conv_weight_grad_split_over_the_batch(monkeypatch):
-    monkeypatch.setattr(gemm, "_SMS", 2)  # as on a GPU with 2 SMs: the 7 images go to 4 parts, summed after
-    x, w = randn(7, 3, 6, 5), randn(4, 3, 3, 3)
-    dy = randn(7, 4, 6, 5)
-    _, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy)
-    assert_close(gemm.conv_weight_grad(dy, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "split")
-    # a strided dy (a channel slice) works without a copy
-    dy2 = randn(7, 9, 6, 5)[:, 2:6]
-    _, dw_ref = conv_reference(x, w, (1, 1), (1, 1), dy2)
-    assert_close(gemm.conv_weight_grad(dy2, x, (3, 3), (1, 1), (1, 1), precision="ieee"), dw_ref, TOL["ieee"], "strided dy")
-
-
-def test_conv_launchers_bad_input():
-    x = randn(2, 3, 11, 7)
-    with pytest.raises(ValueError, match=r"w2 is 5x74 .* needs \[Cout, 75\]"):
-        gemm.conv_gemm(randn(5, 74), x, (5, 5), (1, 1), (2, 2))
-    with pytest.raises(ValueError, match="4-D"):
-        gemm.conv_gemm(randn(5, 75), randn(3, 11, 7), (5, 5), (1, 1), (2, 2))
-    with pytest.raises(ValueError, match="contiguous"):
-        gemm.conv_gemm(randn(5, 75), randn(2, 3, 7, 11).transpose(2, 3), (5, 5), (1, 1), (2, 2))
-    with pytest.raises(ValueError, match="does not fit"):
-        gemm.conv_gemm(randn(5, 75), randn(2, 3, 3, 3), (5, 5), (1, 1), (0, 0))
-    with pytest.raises(ValueError, match="bias"):
-        gemm.conv_gemm(randn(5, 75), x, (5, 5), (1, 1), (2, 2), bias=randn(4))
-    with pytest.raises(ValueError, match=r"dy is 2x5x11x6 .* gives \[2, Cout, 11, 7\]"):
-        gemm.conv_weight_grad(randn(2, 5, 11, 6), x, (5, 5), (1, 1), (2, 2))
-    with pytest.raises(ValueError, match="merge OH and OW"):
-        gemm.conv_weight_grad(randn(2, 5, 7, 11).transpose(2, 3), x, (5, 5), (1, 1), (2, 2))
 
 
 POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),
@@ -336,7 +255,7 @@ def test_launchers_reject_bad_layout():
         softmax.cross_entropy(randn(4, 3), torch.zeros(5, dtype=torch.int64, device=DEV))
 
 
-SMALL_KERNELS = [(conv, "im2col_kernel"), (conv, "col2im_kernel"), (pool, "pool_kernel"), (pool, "pool_backward_kernel"),
+SMALL_KERNELS = [(pool, "pool_kernel"), (pool, "pool_backward_kernel"),
                  (elementwise, "relu_kernel"), (elementwise, "relu_backward_kernel"), (elementwise, "add_kernel"),
                  (elementwise, "scale_kernel"), (reduce, "sum_kernel"),
                  (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel"),
@@ -350,7 +269,6 @@ def test_small_kernels_every_config(i, monkeypatch):
     for module, name in SMALL_KERNELS:
         configs = module._CONFIGS
         only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
-    test_im2col_col2im((5, 5), (1, 1), (2, 2))
     for mode in ("max", "avg"):
         test_pool(mode, *POOLS[1])
     test_relu()

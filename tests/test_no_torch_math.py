@@ -48,7 +48,7 @@ def test_training_step_uses_torch_for_memory_only(monkeypatch):
             F.softmax(model(x), dim=1)
         F.max_pool2d(F.relu(x), 2).reshape(4, -1)
         xs, w = (tnet.tensor(rng.standard_normal(s), requires_grad=True) for s in ((2, 3, 9, 9), (2, 3, 3, 3)))
-        F.conv2d(xs, w, stride=2).backward(np.ones((2, 2, 4, 4)))  # a strided input gradient: col2im
+        F.conv2d(xs, w, stride=2).backward(np.ones((2, 2, 4, 4)))  # a strided input gradient
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 

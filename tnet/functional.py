@@ -2,22 +2,25 @@
 beside it, the backward closure that returns one gradient per input (None where no input
 needs one). Forward saves only what backward needs.
 
-Activations whose channel count is a multiple of 16 are kept channels-last
-(torch.channels_last: NCHW shape, NHWC memory), so that convolutions can run the faster NHWC
-kernels (kernels/nhwc.py): those convolutions return channels-last outputs (conv1 too,
-which reads its 3-channel NCHW input through im2col), and pooling turns an NCHW input with
-such a channel count channels-last. ReLU keeps its input's layout. The tape hands every
+Activations of 16 channels or more are kept channels-last (torch.channels_last: NCHW shape,
+NHWC memory), where the convolutions (kernels/conv.py) read a tap's channels as one vector:
+convolutions return channels-last outputs (also from a 3-channel NCHW input, which they
+gather from), and pooling turns an NCHW input of such a width channels-last. Elementwise ops
+keep their input's layout. The tape hands every
 backward its gradient in the layout of the op's output."""
 import collections
 import math
 import numbers
 
+import torch
+
 from .factory import rng_state
+from . import amp
 from .kernels import conv as _conv
+from .kernels import copy as _copy
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
 from .kernels import norm as _norm
-from .kernels import nhwc as _nhwc
 from .kernels import pointwise as _pw
 from .kernels import pool as _pool
 from .kernels import random as _random
@@ -76,11 +79,23 @@ def linear(x, w, b=None):
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
-def _channel_sum(g):
-    """The bias gradient of a convolution: g [N, C, H, W] summed over all axes but C."""
+def _channel_sum(g, dtype):
+    """The bias gradient of a convolution: g [N, C, H, W] summed over all axes but C, in fp32,
+    written in dtype."""
+    out = torch.empty(g.shape[1], device=g.device, dtype=dtype)
     if is_channels_last(g):
-        return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1)
-    return _reduce.sum_except(g, 1)
+        return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1, out=out)
+    return _reduce.sum_except(g, 1, out=out)
+
+
+def _low_operand(t, low):
+    """The storage a layer multiplies for tensor t: under autocast (low, a 16-bit dtype) an fp32
+    parameter's 16-bit copy (amp.low_copy, kept on it) or a cast of another fp32 tensor."""
+    if low is None or t.dtype != torch.float32:
+        return t.data
+    if t.requires_grad and t._entry is None:
+        return amp.low_copy(t, low)
+    return _copy.copy_(torch.empty_like(t.data, dtype=low), t.data)
 
 
 def _convolve(x, w, b, stride, padding, relu):
@@ -91,58 +106,35 @@ def _convolve(x, w, b, stride, padding, relu):
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
     check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     stride, padding = _pair(stride, "conv2d: stride", 1), _pair(padding, "conv2d: padding")
+    low = amp.get_autocast_dtype()
+    check(low is not None or x.dtype == w.dtype,
+          f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
     need_x, need_w, need_b = _need(x, w, b)
-    X, Wt, B = x.data, w.data, None if b is None else b.data
-    cout, kernel = w.shape[0], w.shape[2:]
-    if _nhwc.fits(X, Wt, stride, padding):
-        # channels-last operands, or NCHW ones for C not a multiple of 16 (conv1's 3), copied
-        # where they are not; nn.Conv2d keeps channels-last weights so (the kernels read them
-        # 2.3x faster than NCHW ones: contiguous channels)
-        layout = memory_format(_nhwc.channels_fit(x.shape[1]))
-        X, Wc = X.contiguous(memory_format=layout), Wt.contiguous(memory_format=layout)  # no copy if already so
-        y = _nhwc.conv(X, Wc, padding, bias=B, relu=relu)
-        w_cl = is_channels_last(Wt)
-
-        def grads(g):
-            gx = _nhwc.input_grad(g, Wc, padding) if need_x else None
-            gw = _nhwc.weight_grad(g, X, kernel, padding, channels_last=w_cl) if need_w else None
-            return (gx, gw) if b is None else (gx, gw, _channel_sum(g) if need_b else None)
-        return y, grads
-
-    # NCHW operands (channels-last ones are copied)
-    X = X.contiguous()
-    N, C, H, Wd = X.shape
-    W2 = Wt.contiguous().view(cout, -1)
-    y = _gemm.conv_gemm(W2, X, kernel, stride, padding, bias=B, relu=relu)
-    OH, OW = y.shape[2:]
+    # a wide x is read as channel vectors, so channels-last (no copy if already so), once for
+    # the forward and the weight gradient; a narrow one (RGB) is read in any layout
+    X = x.data.contiguous(memory_format=torch.channels_last) if _conv.wide(x.shape[1]) else x.data
+    Wl, B = _low_operand(w, low), None if b is None else b.data
+    y = _conv.conv2d(X, Wl, stride, padding, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
 
     def grads(g):
-        gx = gw = gb = None
-        if need_x and stride == (1, 1) and all(p < k for p, k in zip(padding, kernel)):
-            # a "full" convolution of dy: implicit GEMM again, no column buffer
-            full = (kernel[0] - 1 - padding[0], kernel[1] - 1 - padding[1])
-            gx = _gemm.conv_gemm(_conv.flip_weight(Wt), g.contiguous(), kernel, (1, 1), full)
-        elif need_x:
-            gx = _conv.col2im(_gemm.matmul(W2.t(), g.reshape(N, cout, OH * OW)), (N, C, H, Wd), kernel, stride,
-                              padding)
+        gx = _conv.conv2d_input(x.shape, Wl, g, stride, padding, out_dtype=x.dtype) if need_x else None
+        gw = gb = None
         if need_w:
-            gw = _gemm.conv_weight_grad(g, X, kernel, stride, padding)
+            gw = _conv.conv2d_weight(X, w.shape, g, stride, padding, channels_last=is_channels_last(w.data))
+            gw = gw if w.dtype == torch.float32 else _copy.copy_(torch.empty_like(w.data), gw)
         if need_b:
-            gb = _channel_sum(g)
+            gb = _channel_sum(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)
     return y, grads
 
 
 def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
-    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs: the forward and the
-    weight gradient read im2col's columns straight from x; the input gradient of a stride-1
-    convolution is the convolution of dy with the flipped kernel, of others col2im of W.T @ dy.
-    Stride-1 convolutions with Cout a multiple of 16 run the NHWC kernels (kernels/nhwc.py)
-    instead, on a channels-last x if C is a multiple of 16 too (copied to it if NCHW), else
-    on an NCHW x; their output is channels-last.
-    relu=True applies ReLU in the GEMM's epilogue (relu(conv2d(...)) in one pass over the
-    output instead of three)."""
+    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs (kernels/conv.py):
+    the output is channels-last. relu=True applies ReLU in the GEMM's epilogue
+    (relu(conv2d(...)) in one pass over the output instead of three). Under tnet.autocast the
+    products are 16-bit and so is the output; an fp32 w is read through its 16-bit copy and
+    gets an fp32 gradient."""
     y, grads = _convolve(x, w, b, stride, padding, relu)
 
     def backward(g):
@@ -159,7 +151,7 @@ def _pool_args(mode, kernel_size, stride, padding):
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     _is_tensor(f"{mode}_pool2d", x=x)
     kernel, stride, padding = _pool_args(mode, kernel_size, stride, padding)
-    y_cl = _nhwc.channels_fit(x.shape[1])
+    y_cl = _conv.wide(x.shape[1])
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     shape, x_cl = x.shape, is_channels_last(x.data)
 
@@ -178,7 +170,7 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
     y, grads = _convolve(x, w, b, stride, padding, relu=True)
     kernel, pool_stride, pool_padding = _pool_args(mode, kernel_size, pool_stride, pool_padding)
-    p_cl = _nhwc.channels_fit(y.shape[1])
+    p_cl = _conv.wide(y.shape[1])
     p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)
     y_cl = is_channels_last(y)
 

@@ -8,7 +8,6 @@ import torch
 from . import functional as F
 from ._device import DEVICE
 from .kernels._autotune import check
-from .kernels.nhwc import channels_fit, fits_shape
 from .tensor import Tensor, _as_storage, tensor
 
 
@@ -229,10 +228,9 @@ class Conv2d(Module):
         kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
-        pair = (F._pair(stride, "Conv2d: stride", 1), F._pair(padding, "Conv2d: padding"))
-        if fits_shape(in_channels, out_channels, (kh, kw), *pair) and channels_fit(in_channels):
-            # the NHWC kernels read the weight's channels contiguously
-            self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
+        F._pair(stride, "Conv2d: stride", 1), F._pair(padding, "Conv2d: padding")
+        # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
+        self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
 
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also

@@ -1,18 +1,31 @@
-"""im2col and col2im in Caffe's layout, batched: col[n, (c, i, j), (oh, ow)] holds
-x[n, c, oh*sh - ph + i, ow*sw - pw + j], zero outside the image. A convolution is then
-the GEMM W[Cout, C*kh*kw] @ col[n], whose output is already NCHW. gemm.py reads its B
-operand through `im2col_tile` (implicit GEMM), so convolutions never write col; im2col
-stays as the reference of the layout. The input gradient of a stride-1 convolution is
-itself a convolution, of dy with `flip_weight(w)`; col2im serves the other strides."""
+"""Convolutions as implicit GEMMs over channels-last images, and the layout helpers.
+
+Channels-last is PyTorch's torch.channels_last: the tensor keeps its [N, C, H, W] shape, but
+element (n, c, h, w) sits at ((n*H + h)*W + w)*C + c (NHWC memory). A convolution is the GEMM
+whose M runs over output pixels, N over output channels and K over (tap i, tap j, input
+channel c); the A tile is gathered from the image as the loop goes (no im2col buffer):
+
+- `conv2d`: y = relu(conv(x, w) + bias), any stride, padding, kernel and channel counts, in
+  fp32 (ieee or tf32 products) or with 16-bit products (bf16, fp16); y is channels-last, in
+  x's dtype or `out_dtype`.
+- `conv2d_input`: the input gradient, the same kernel run "transposed": output pixel (h, w)
+  of dx reads dy at ((h + PH - i) / SH, (w + PW - j) / SW) where that divides evenly, with
+  the weight's channel axes swapped (a view: no flipped copy).
+- `conv2d_weight`: dw = sum over output pixels of dy[pixel] (x) x[pixel's source at tap (i, j)],
+  split over pixel parts summed after in a fixed order (deterministic). fp32 out.
+
+The K loop reads A in one of two ways. Wide images (C of 16 or more) take one tap at a time
+and BLOCK_K channels of it: each row of A is a contiguous vector in channels-last memory.
+Narrow ones (C below 16: RGB input, 3 channels) gather K = (i, j, c) flattened, through x's
+strides, so x may be NCHW too (a data batch as it comes)."""
 import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
-
-_CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
-            triton.Config({"BLOCK": 512}, num_warps=4)]
-
+from .._device import INTERPRET
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .gemm import _SMS, mma, pick_precision
+from .reduce import sum_except
 
 def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
@@ -23,70 +36,6 @@ def out_size(size, kernel, stride, pad, ceil_mode=False):
     if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
         n -= 1
     return n
-
-
-@triton.jit
-def im2col_tile(x_ptr, k, p, mask, H, W, OW, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
-    """col[k, p] of one image x [C, H, W] for int32 index tensors k = (c, i, j) and p = (oh, ow)
-    of any broadcastable shapes ([BK, 1] and [1, BN] or the transpose), zero outside the image.
-    Callers pass the geometry as constexpr (one compile per layer shape), so the divisions by
-    OW, KW and the strides compile to multiplies and shifts instead of ~20-instruction
-    run-time integer divisions per element."""
-    c = k // (KH * KW)
-    i = (k // KW) % KH
-    j = k % KW
-    h = (p // OW) * SH - PH + i
-    w = (p % OW) * SW - PW + j
-    inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
-    return tl.load(x_ptr + (c * H + h) * W + w, mask=inside, other=0.0)
-
-
-@triton.jit
-def window_source(h, pad, i, stride, out_len):
-    """The window (along one axis) whose tap i reads input position h, and whether it exists."""
-    num = h + pad - i
-    o = num // stride
-    return o, (num >= 0) & (num % stride == 0) & (o < out_len)
-
-
-@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
-@triton.jit
-def im2col_kernel(x_ptr, col_ptr, C, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
-                  SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                  KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
-    """x [N, C, H, W] -> col [N, C*KH*KW, OH*OW]; grid (blocks of one image's col, N).
-    Index math is int32 (int64 division is slow); only the image offset is int64."""
-    n = tl.program_id(1).to(tl.int64)
-    P = OH * OW
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < C * KH * KW * P
-    v = im2col_tile(x_ptr + n * C * H * W, offs // P, offs % P, mask, H, W, OW, SH, SW, PH, PW, KH, KW)
-    tl.store(col_ptr + n * C * KH * KW * P + offs, v, mask=mask)
-
-
-@autotune(_CONFIGS, key=["C", "H", "W", "OH", "OW", "KH", "KW"], interpret={"BLOCK": 1 << 16})
-@triton.jit
-def col2im_kernel(col_ptr, x_ptr, C, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
-                  SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                  KH: tl.constexpr, KW: tl.constexpr, BLOCK: tl.constexpr):
-    """dx [N, C, H, W] = sum of the col [N, C*KH*KW, OH*OW] entries that read each pixel.
-    A gather per pixel: no atomics, so the result is deterministic."""
-    n = tl.program_id(1).to(tl.int64)
-    P = OH * OW
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < C * H * W
-    c = offs // (H * W)
-    h = (offs // W) % H
-    w = offs % W
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    base = col_ptr + n * C * KH * KW * P
-    for i in tl.static_range(KH):
-        oh, ok_h = window_source(h, PH, i, SH, OH)
-        for j in tl.static_range(KW):
-            ow, ok_w = window_source(w, PW, j, SW, OW)
-            ok = mask & ok_h & ok_w
-            acc += tl.load(base + ((c * KH + i) * KW + j) * P + oh * OW + ow, mask=ok, other=0.0)
-    tl.store(x_ptr + n * C * H * W + offs, acc, mask=mask)
 
 
 def is_channels_last(x):
@@ -101,63 +50,313 @@ def memory_format(channels_last):
 
 
 def check_image(name, x, channels_last=False):
-    """x must be a float32 [N, C, H, W] tensor, contiguous (or, with channels_last=True,
+    """x must be a float [N, C, H, W] tensor, contiguous (or, with channels_last=True,
     contiguous in either memory format), under 2^31 elements."""
     check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
     check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
-    check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
+    check_float(name, x)
     check(x.is_contiguous() or (channels_last and x.is_contiguous(memory_format=torch.channels_last)),
           f"{name}: expected a contiguous {'NCHW or channels-last' if channels_last else 'NCHW'} tensor, "
           f"got strides {x.stride()}")
 
 
-def im2col(x, kernel, stride, padding):
-    """x [N, C, H, W] -> col [N, C*kh*kw, OH*OW]; kernel, stride, padding are (h, w) pairs."""
-    check_image("im2col", x)
-    N, C, H, W = x.shape
-    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
-    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
-    check(C * KH * KW * OH * OW < 2**31, "im2col: one image's columns exceed 2^31 elements")
-    col = torch.empty((N, C * KH * KW, OH * OW), device=x.device, dtype=x.dtype)
-    grid = lambda meta: (cdiv(C * KH * KW * OH * OW, meta["BLOCK"]), N)
-    im2col_kernel[grid](x, col, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
-    return col, (OH, OW)
+def wide(channels):
+    """Whether images of this many channels are read a tap at a time, as channel vectors
+    (the tensor cores' K step is 16); narrower ones are gathered. Activations of such widths
+    are kept channels-last."""
+    return channels >= 16
 
 
-def col2im(col, image_shape, kernel, stride, padding):
-    """The adjoint of im2col: col [N, C*kh*kw, OH*OW] -> dx of image_shape [N, C, H, W]."""
-    N, C, H, W = image_shape
-    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
-    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
-    expect = (N, C * KH * KW, OH * OW)
-    check(tuple(col.shape) == expect, f"col2im: col is {tuple(col.shape)}, expected {expect}")
-    check(col.is_contiguous() and col.dtype == torch.float32, "col2im: col must be contiguous float32")
-    x = torch.empty(image_shape, device=col.device, dtype=col.dtype)
-    grid = lambda meta: (cdiv(C * H * W, meta["BLOCK"]), N)
-    col2im_kernel[grid](col, x, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW)
-    return x
+def _config(bm, bn, bk, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, num_warps=warps, num_stages=stages)
+
+
+# From the tuning on the H200 (bench.py convs): small tiles for cifar10_quick's 32 to 64
+# channels, large ones for airbench's 256; BLOCK_K is the K step (channels of one tap).
+_CONV_CONFIGS = [_config(64, 32, 32, 4, 4), _config(128, 64, 32, 4, 4), _config(128, 128, 32, 8, 4),
+                 _config(128, 128, 64, 8, 3), _config(128, 256, 64, 8, 3), _config(64, 64, 32, 4, 4),
+                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3)]
+_GRAD_CONFIGS = [_config(32, 32, 64, 4, 3), _config(64, 64, 64, 4, 3), _config(128, 128, 64, 8, 3),
+                 _config(64, 128, 64, 4, 3), _config(128, 64, 32, 4, 4), _config(32, 64, 64, 4, 3)]
+PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
+PARTS_WAVES = 4  # conv2d_weight's parts aim at this many programs per SM
+
+
+def _fits(config, m, n, k, low):
+    """Whether a tile suits a GEMM of m x n x k: not far wider than the problem, and fp32
+    tiles no deeper than 32 (a 64-deep fp32 stage overflows shared memory at 128x128)."""
+    kw = config.kwargs
+    return (kw["BLOCK_M"] <= max(32, 2 * m) and kw["BLOCK_N"] <= max(32, 2 * n) and kw["BLOCK_K"] <= max(16, 2 * k)
+            and (low or kw["BLOCK_K"] <= 32))
+
+
+def _prune_conv(configs, named_args, **kwargs):
+    """Triton passes the positional arguments in named_args, the keyword ones in kwargs."""
+    a = {**named_args, **kwargs}
+    k = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
+    fits = [c for c in configs if _fits(c, a["NPIX"], a["COUT"], k, a["PRECISION"] in ("bf16", "fp16"))]
+    return fits or configs[:1]
+
+
+def _prune_grad(configs, named_args, **kwargs):
+    a = {**named_args, **kwargs}
+    n = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
+    fits = [c for c in configs if _fits(c, a["COUT"], n, a["PIX_PER"], a["PRECISION"] in ("bf16", "fp16"))]
+    return fits or configs[:1]
 
 
 @triton.jit
-def flip_weight_kernel(w_ptr, out_ptr, COUT, C, KK, BLOCK: tl.constexpr):
-    """out[c, (co, k)] = w[co, c, KK-1-k] for w [COUT, C, KH, KW], k = i*KW + j over KK = KH*KW
-    taps: reversing k flips the kernel in both axes."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < C * COUT * KK
-    c = offs // (COUT * KK)
-    co = (offs // KK) % COUT
-    k = offs % KK
-    tl.store(out_ptr + offs, tl.load(w_ptr + (co * C + c) * KK + KK - 1 - k, mask=mask), mask=mask)
+def _pixel(p, OH: tl.constexpr, OW: tl.constexpr):
+    """(image, row, column) of output pixel numbers p."""
+    return p // (OH * OW), (p // OW) % OH, p % OW
 
 
-def flip_weight(w):
-    """w [Cout, C, kh, kw] -> [C, Cout*kh*kw], the kernel flipped in both axes with the channel
-    axes swapped: the input gradient of a stride-1 convolution with padding p is the
-    convolution of dy with it, padding kh-1-p (a "full" convolution)."""
-    check(w.dim() == 4 and w.dtype == torch.float32 and w.is_contiguous(),
-          f"flip_weight: expected a contiguous float32 [Cout, C, kh, kw] tensor, got {tuple(w.shape)} {w.dtype}")
-    COUT, C, KH, KW = w.shape
-    out = torch.empty((C, COUT * KH * KW), device=w.device, dtype=w.dtype)
-    BLOCK = 1024
-    flip_weight_kernel[(cdiv(out.numel(), BLOCK),)](w, out, COUT, C, KH * KW, BLOCK=BLOCK)
-    return out
+@triton.jit
+def _source(oh, ow, i, j, H: tl.constexpr, W: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+            PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """The input pixel (h, w) that output pixel (oh, ow) reads at tap (i, j), and whether it
+    exists (inside the image; TRANSPOSED: also reached by a whole number of strides)."""
+    if TRANSPOSED:
+        nh = oh + PH - i
+        nw = ow + PW - j
+        h = nh // SH
+        w = nw // SW
+        ok = (nh >= 0) & (nw >= 0) & (h < H) & (w < W)
+        if SH > 1:
+            ok = ok & (nh % SH == 0)
+        if SW > 1:
+            ok = ok & (nw % SW == 0)
+    else:
+        h = oh * SH - PH + i
+        w = ow * SW - PW + j
+        ok = (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    return h, w, ok
+
+
+# The interpreter's big blocks: it pays per program and per op, so 1024-pixel blocks made a CPU
+# training step 2.5x faster than 256 (cifar10_quick at b25: 50 -> 20 s on 2 cores)
+@autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW",
+                              "TRANSPOSED", "WIDE", "PRECISION"],
+          prune_configs_by={"early_config_prune": _prune_conv}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
+@triton.jit
+def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
+                stride_wn, stride_wk, stride_wi, stride_wj,
+                H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
+                OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr, WIDE: tl.constexpr,
+                BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """y [NPIX, COUT] = relu(sum over taps (i, j) and channels c of x[source(pixel, i, j), c]
+    * w[o, c, i, j] + bias[o]) for y [N, OH, OW, COUT] in NHWC memory, x [N, C, H, W] read
+    through its strides and w through (o, c, i, j) strides stride_wn, stride_wk, stride_wi,
+    stride_wj. WIDE: K steps of BLOCK_K channels of one tap; else of BLOCK_K of K = (i, j, c)."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # int32: the launcher checks sizes
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < NPIX
+    mask_n = offs_n < COUT
+    img, oh, ow = _pixel(offs_m, OH, OW)
+    x_image = x_ptr + img * stride_xn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if WIDE:
+        CHUNKS: tl.constexpr = (C + BLOCK_K - 1) // BLOCK_K
+        w_tile = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk
+        # one loop over taps and channel chunks, with constexpr divisors: Triton pipelines it
+        for t in range(0, KH * KW * CHUNKS):
+            i = t // (KW * CHUNKS)
+            j = (t // CHUNKS) % KW
+            c0 = (t % CHUNKS) * BLOCK_K
+            h, w, ok = _source(oh, ow, i, j, H, W, SH, SW, PH, PW, TRANSPOSED)
+            a_mask = (mask_m & ok)[:, None]
+            b_mask = mask_n[None, :]
+            if C % BLOCK_K != 0:
+                a_mask = a_mask & (c0 + offs_k < C)[None, :]
+                b_mask = b_mask & (c0 + offs_k < C)[:, None]
+            a = tl.load(x_image[:, None] + (h * stride_xh + w * stride_xw)[:, None] + (c0 + offs_k)[None, :] * stride_xc,
+                        mask=a_mask, other=0.0)
+            b = tl.load(w_tile + i * stride_wi + j * stride_wj + c0 * stride_wk, mask=b_mask, other=0.0)
+            acc = mma(a, b, acc, PRECISION, INTERPRET)
+    else:
+        K: tl.constexpr = KH * KW * C
+        for k0 in range(0, K, BLOCK_K):
+            k = k0 + offs_k
+            i = k // (KW * C)
+            j = (k // C) % KW
+            c = k % C
+            h, w, ok = _source(oh[:, None], ow[:, None], i[None, :], j[None, :], H, W, SH, SW, PH, PW, TRANSPOSED)
+            a = tl.load(x_image[:, None] + c[None, :] * stride_xc + h * stride_xh + w * stride_xw,
+                        mask=mask_m[:, None] & (k < K)[None, :] & ok, other=0.0)
+            b = tl.load(w_ptr + offs_n[None, :] * stride_wn + (c * stride_wk + i * stride_wi + j * stride_wj)[:, None],
+                        mask=(k < K)[:, None] & mask_n[None, :], other=0.0)
+            acc = mma(a, b, acc, PRECISION, INTERPRET)
+    if BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0)
+    tl.store(y_ptr + offs_m[:, None] * COUT + offs_n[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_n[None, :])
+
+
+@autotune(_GRAD_CONFIGS, key=["NPIX", "PIX_PER", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
+                              "PW", "WIDE", "PRECISION"],
+          prune_configs_by={"early_config_prune": _prune_grad}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 1024})
+@triton.jit
+def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_xn, stride_xc, stride_xh, stride_xw,
+                       stride_dp, stride_do, stride_dc, stride_di, stride_dj,
+                       H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
+                       OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                       PH: tl.constexpr, PW: tl.constexpr, WIDE: tl.constexpr,
+                       PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """dw[part s, o, c, i, j] = sum over the output pixels p of part s (PIX_PER of them) of
+    dy[p, o] * x[source(p, i, j), c], for dy [N, OH, OW, COUT] in NHWC memory and x [N, C, H, W]
+    read through its strides; dw at dw_ptr + s*stride_dp + o*stride_do + c*stride_dc +
+    i*stride_di + j*stride_dj. M = o, K = pixels, N = channels of one tap (WIDE; grid axis 0
+    over taps x channel blocks) or (i, j, c) flattened; grid (.., COUT blocks, parts)."""
+    if WIDE:
+        C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
+        tap = tl.program_id(0) // C_BLOCKS
+        i = tap // KW
+        j = tap % KW
+        c = (tl.program_id(0) % C_BLOCKS) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask_n = c < C
+    else:
+        k = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask_n = k < KH * KW * C
+        i = (k // (KW * C))[None, :]
+        j = ((k // C) % KW)[None, :]
+        c = k % C
+    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask_m = offs_m < COUT
+    part = tl.program_id(2)
+    first = part * PIX_PER
+    end = tl.minimum(first + PIX_PER, NPIX)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for p0 in range(first, end, BLOCK_K):
+        offs_p = p0 + tl.arange(0, BLOCK_K)
+        img, oh, ow = _pixel(offs_p, OH, OW)
+        in_part = offs_p < end
+        g = tl.load(dy_ptr + offs_p[None, :] * COUT + offs_m[:, None], mask=mask_m[:, None] & in_part[None, :],
+                    other=0.0)
+        h, w, ok = _source(oh[:, None], ow[:, None], i, j, H, W, SH, SW, PH, PW, False)
+        x = tl.load(x_ptr + (img * stride_xn)[:, None] + h * stride_xh + w * stride_xw + (c * stride_xc)[None, :],
+                    mask=(in_part[:, None] & ok) & mask_n[None, :], other=0.0)
+        acc = mma(g, x, acc, PRECISION, INTERPRET)
+    dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do
+    tl.store(dw + (c * stride_dc)[None, :] + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
+
+
+def _shape(x):
+    return "x".join(map(str, x.shape))
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _check_image4(name, x, arg):
+    check(x.dim() == 4 and x.numel() < 2**31,
+          lambda: f"{name}: {arg} must be a 4-D [N, C, H, W] tensor under 2^31 elements, got {_shape(x)}")
+    check_float(name, x, arg)
+
+
+def _check_weight(name, w, c, device):
+    check(w.dim() == 4 and w.shape[1] == c and w.device == device,
+          lambda: f"{name}: the weight is {_shape(w)} on {w.device}; it must be [Cout, {c}, kh, kw] on {device}")
+    check_float(name, w, "weight")
+
+
+def _check_dy(name, dy, n, cout, oh, ow, device):
+    check(dy.dim() == 4 and tuple(dy.shape) == (n, cout, oh, ow) and dy.device == device,
+          lambda: f"{name}: grad_output is {_shape(dy)} on {dy.device}; the convolution gives "
+                  f"[{n}, {cout}, {oh}, {ow}] on {device}")
+    check_float(name, dy, "grad_output")
+
+
+def _run_conv(x, w_base, w_strides, cout, out_hw, kernel, stride, padding, transposed, bias, relu, precision,
+              out_dtype):
+    """conv_kernel over x [N, C, H, W] (any strides) with the weight read at w_base through
+    w_strides (o, c, i, j); returns y [N, cout, OH, OW] channels-last in out_dtype."""
+    N, C, H, W = x.shape
+    (OH, OW), (KH, KW), (SH, SW), (PH, PW) = out_hw, kernel, stride, padding
+    y = torch.empty((N, cout, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
+    npix = N * OH * OW
+    check(npix * cout < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
+    # a wide x is read as channel vectors: channels-last (copied if not; no copy if already so)
+    x = x.contiguous(memory_format=torch.channels_last) if wide(C) else x
+    grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(cout, meta["BLOCK_N"]))
+    conv_kernel[grid](x, w_base, y, bias if bias is not None else y, npix, *x.stride(), *w_strides,
+                      H, W, C, cout, OH, OW, KH, KW, SH, SW, PH, PW, TRANSPOSED=transposed, WIDE=wide(C),
+                      BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET)
+    return y
+
+
+def conv2d(x, w, stride=1, padding=0, *, bias=None, relu=False, precision=None, out_dtype=None):
+    """y = relu(conv2d(x, w, stride, padding) + bias) for x [N, C, H, W] (channels-last; or any
+    layout when C < 16, else copied to channels-last) and w [Cout, C, kh, kw] (any strides:
+    channels-last weights, as nn.Conv2d keeps them, read fastest). y [N, Cout, OH, OW] is
+    channels-last, in out_dtype (default x's dtype). bias: a float vector of Cout."""
+    _check_image4("conv2d", x, "input")
+    _check_weight("conv2d", w, x.shape[1], x.device)
+    stride, padding = _pair(stride), _pair(padding)
+    cout, kernel = w.shape[0], tuple(w.shape[2:])
+    check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
+          lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
+    out_hw = tuple(out_size(x.shape[2 + d], kernel[d], stride[d], padding[d]) for d in range(2))
+    return _run_conv(x, w, w.stride(), cout, out_hw, kernel, stride, padding, False, bias, relu,
+                     pick_precision("conv2d", precision, x, w), out_dtype or x.dtype)
+
+
+def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, *, precision=None, out_dtype=None):
+    """dx [N, C, H, W] (input_size; channels-last, in grad_output's dtype or out_dtype) of a
+    convolution by weight [Cout, C, kh, kw], for its output gradient grad_output (torch.nn.grad's
+    argument order). The transposed convolution: the same kernel, reading dy at the pixels that
+    each input pixel reaches, the weight's channel axes swapped through strides. An fp32 weight
+    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands (reading
+    a channels-last weight instead made cifar10_quick's b1024 step 40 us slower on the H200)."""
+    N, C, H, W = input_size
+    stride, padding = _pair(stride), _pair(padding)
+    _check_weight("conv2d_input", weight, C, grad_output.device)
+    cout, kernel = weight.shape[0], tuple(weight.shape[2:])
+    OH, OW = (out_size((H, W)[d], kernel[d], stride[d], padding[d]) for d in range(2))
+    _check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
+    if weight.dtype == torch.float32:
+        weight = weight.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)
+    so, sc, si, sj = weight.stride()
+    return _run_conv(grad_output, weight, (sc, so, si, sj), C, (H, W), kernel, stride, padding, True, None, False,
+                     pick_precision("conv2d_input", precision, grad_output, weight), out_dtype or grad_output.dtype)
+
+
+def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, precision=None, channels_last=True,
+                  parts=None):
+    """dw (weight_size [Cout, C, kh, kw], fp32, channels-last or with channels_last=False
+    contiguous) of a convolution of input [N, C, H, W] for its output gradient grad_output
+    (torch.nn.grad's argument order); input as for conv2d, grad_output channels-last (copied
+    if not). The pixels are split into `parts` sums (by default enough programs for
+    PARTS_WAVES per SM), added after in a fixed order."""
+    _check_image4("conv2d_weight", input, "input")
+    N, C, H, W = input.shape
+    cout, c, KH, KW = weight_size
+    check(c == C, lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {_shape(input)}")
+    (SH, SW), (PH, PW) = _pair(stride), _pair(padding)
+    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
+    _check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
+    dy = grad_output.contiguous(memory_format=torch.channels_last)
+    x = input.contiguous(memory_format=torch.channels_last) if wide(C) else input
+    precision = pick_precision("conv2d_weight", precision, dy, x)
+    npix = N * OH * OW
+    if parts is None:  # enough programs for PARTS_WAVES per SM (with 64-wide tiles)
+        blocks = KH * KW * cdiv(C, 64) * cdiv(cout, 64) if wide(C) else cdiv(C * KH * KW, 64) * cdiv(cout, 64)
+        parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), PARTS_WAVES * _SMS // blocks))
+    per = cdiv(cdiv(npix, parts), PART_ALIGN) * PART_ALIGN
+    parts = cdiv(npix, per)
+    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
+                     memory_format=memory_format(channels_last))
+    out = dw if parts == 1 else torch.empty((parts, dw.numel()), device=x.device, dtype=torch.float32)
+    n_blocks = lambda n: KH * KW * cdiv(C, n) if wide(C) else cdiv(C * KH * KW, n)
+    grid = lambda meta: (n_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)
+    weight_grad_kernel[grid](x, dy, out, npix, per, *x.stride(), dw.numel(), *dw.stride(), H, W, C, cout, OH, OW,
+                             KH, KW, SH, SW, PH, PW, WIDE=wide(C), PRECISION=precision, INTERPRET=INTERPRET)
+    if parts > 1:
+        sum_except(out, 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
+    return dw

@@ -1,13 +1,12 @@
-"""Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue. B may also
-be the im2col view of an image batch, read straight from the image (implicit GEMM): the
-convolutions never write an im2col buffer (col2im serves only strided input gradients).
+"""Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue (the
+convolutions, implicit GEMMs over images, are in conv.py).
 
 Precision of the products (the sums are always fp32):
   "ieee": exact fp32 products, on the CUDA cores;
   "tf32": fp32 operands rounded to tf32 on the tensor cores (~3e-4 relative error);
-  "bf16": operands rounded to bf16 on the tensor cores (~1e-2 relative error).
-fp32 tensors default to "tf32", as PyTorch's cuDNN convolutions do; bf16 tensors always
-use "bf16". Change the default with `tnet.set_precision`.
+  "bf16", "fp16": operands rounded to bf16 or fp16 on the tensor cores (~1e-2 relative error).
+fp32 tensors default to "tf32", as PyTorch's cuDNN convolutions do; 16-bit tensors always
+use their own dtype. Change the default with `tnet.set_precision`.
 
 Large 2-D tf32 products run gemm_tma_kernel instead: TMA tile loads and persistent programs.
 """
@@ -17,10 +16,9 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
-from .conv import check_image, im2col_tile, out_size
 from .reduce import sum_except
 
-PRECISIONS = ("ieee", "tf32", "bf16")
+PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
 _SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
 _default = {"precision": "tf32"}
 _allocator = []  # set once Triton has an allocator for gemm_tma_kernel's descriptors
@@ -70,12 +68,13 @@ def _prune(configs, named_args, **kwargs):
 @triton.jit
 def mma(a, b, acc, PRECISION: tl.constexpr, INTERPRET: tl.constexpr):
     """acc + a @ b with the products at PRECISION and the sums in fp32."""
-    if PRECISION == "bf16":
+    if PRECISION == "bf16" or PRECISION == "fp16":
+        low = tl.bfloat16 if PRECISION == "bf16" else tl.float16
         if INTERPRET:
             # The interpreter's bf16 dot is broken; rounding then an fp32 dot is exact.
-            acc = tl.dot(a.to(tl.bfloat16).to(tl.float32), b.to(tl.bfloat16).to(tl.float32), acc)
+            acc = tl.dot(a.to(low).to(tl.float32), b.to(low).to(tl.float32), acc)
         else:
-            acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
+            acc = tl.dot(a.to(low), b.to(low), acc)
     else:
         acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision=PRECISION)
     return acc
@@ -91,7 +90,7 @@ def grouped_tile(tile, num_m, num_n, GROUP_M: tl.constexpr):
     return first_m + (tile % (GROUP_M * num_n)) % group_size, (tile % (GROUP_M * num_n)) // group_size
 
 
-_TUNING = dict(key=["M", "N", "K", "BATCH", "batch_per", "B_MODE", "PRECISION"],
+_TUNING = dict(key=["M", "N", "K", "BATCH", "batch_per", "PRECISION"],
                prune_configs_by={"early_config_prune": _prune},
                interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
 
@@ -103,17 +102,13 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 stride_ab, stride_am, stride_ak,
                 stride_bb, stride_bk, stride_bn,
                 stride_cb, stride_cm, stride_cn,
-                H: tl.constexpr, W: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-                PH: tl.constexpr, PW: tl.constexpr, B_MODE: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
                 BIAS: tl.constexpr, RELU: tl.constexpr, ACCUMULATE: tl.constexpr,
                 PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_M: tl.constexpr):
     """C[s] (+)= relu(sum over b in part s of A[b] @ B[b] + bias), A [BATCH, M, K]; part s
     holds the batch_per products from b = s*batch_per (1: a batched GEMM, more: split-K over
-    the batch). BIAS: 0 none, 1 indexed by row m, 2 by column n. B_MODE 0: B [BATCH, K, N]
-    strided; 1: B[b] = im2col(x[b]) [C*KH*KW, OH*OW] of images x [BATCH, C, H, W] at b_ptr
-    (stride_bb = C*H*W, geometry H..PW); 2: B[b] = im2col(x[b]).T [OH*OW, C*KH*KW]."""
+    the batch), B [BATCH, K, N]. BIAS: 0 none, 1 indexed by row m, 2 by column n."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -125,31 +120,21 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     b_first = part * batch_per
     b_count = tl.minimum(batch_per, BATCH - b_first)
     a_base = a_ptr + b_first * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_image = b_ptr + b_first * stride_bb  # the only int64 offsets: per-image bases
+    b_base = b_ptr + b_first * stride_bb + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, b_count):
         a_ptrs = a_base
-        if B_MODE == 0:
-            b_ptrs = b_image + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        b_ptrs = b_base
         for k in range(0, K, BLOCK_K):
             mask_k = offs_k < K - k
             b_mask = mask_k[:, None] & mask_n[None, :]
             a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            # An implicit B tile is gathered from the image: no im2col buffer is written
-            # (C*KH*KW*OH*OW floats per image) nor read back.
-            if B_MODE == 0:
-                b = tl.load(b_ptrs, mask=b_mask, other=0.0)
-                b_ptrs += BLOCK_K * stride_bk
-            elif B_MODE == 1:
-                b = im2col_tile(b_image, (k + offs_k)[:, None], offs_n[None, :], b_mask,
-                                H, W, OW, SH, SW, PH, PW, KH, KW)
-            else:
-                b = im2col_tile(b_image, offs_n[None, :], (k + offs_k)[:, None], b_mask,
-                                H, W, OW, SH, SW, PH, PW, KH, KW)
+            b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+            b_ptrs += BLOCK_K * stride_bk
             acc = mma(a, b, acc, PRECISION, INTERPRET)
             a_ptrs += BLOCK_K * stride_ak
         a_base += stride_ab
-        b_image += stride_bb
+        b_base += stride_bb
 
     c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
@@ -275,9 +260,13 @@ def _check_dtype(name, x, arg):
     check(x.dtype in (torch.float32, torch.bfloat16), lambda: f"{name}: {arg} must be float32 or bfloat16, got {x.dtype}")
 
 
-def _precision(name, precision, *xs):
+_LOW = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def pick_precision(name, precision, *xs):
+    """The products' precision: the caller's, else a 16-bit operand's dtype, else the default."""
     if precision is None:
-        precision = "bf16" if any(x.dtype == torch.bfloat16 for x in xs) else _default["precision"]
+        precision = next((_LOW[x.dtype] for x in xs if x.dtype in _LOW), _default["precision"])
     check(precision in PRECISIONS, lambda: f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
     return precision
 
@@ -295,11 +284,11 @@ def _bias_kind(name, bias, bias_dim, M, N, device):
 
 
 def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=None, bias_kind=0, relu=False,
-            accumulate=False, sum_batch=False, b_mode=0, conv=(0,) * 7, kernel=(1, 1)):
-    """Run gemm_kernel on checked operands: A at a and B at b (as b_mode says) with
+            accumulate=False, sum_batch=False):
+    """Run gemm_kernel on checked operands: A at a and B at b with
     (batch, row, column) strides (batch stride 0 broadcasts one matrix), out [batch, M, N]
     or [M, N]; with sum_batch out is [M, N] and holds the sum of the batch of products.
-    conv: (H, W, OW, SH, SW, PH, PW) for the im2col modes. Returns out."""
+    Returns out."""
     c, c_strides = out, _strides(out)
     parts, per = batch, 1
     if sum_batch:
@@ -317,7 +306,6 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
     tuned[grid](a, b, c, bias if bias is not None else c,
                 M, N, K, batch, per,
                 *a_strides, *b_strides, *c_strides,
-                *conv, B_MODE=b_mode, KH=kernel[0], KW=kernel[1],
                 BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
                 PRECISION=precision, INTERPRET=INTERPRET)
     if sum_batch and parts > 1:
@@ -350,7 +338,7 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     batch = max(a_batch, b_batch)
     check(a_batch in (1, batch) and b_batch in (1, batch),
           lambda: f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
-    precision = _precision("matmul", precision, a, b)
+    precision = pick_precision("matmul", precision, a, b)
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
     if out is None:
@@ -369,52 +357,3 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
             return _launch_tma(a, bt, out, precision=precision, bias=bias, bias_kind=kind, relu=relu)
     return _launch(a, b, out, M, N, K, batch, a_strides=_strides(a), b_strides=_strides(b), precision=precision,
                    bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate, sum_batch=sum_batch)
-
-
-def _conv_geometry(name, x, kernel, stride, padding):
-    """Checks x [N, C, H, W]; returns the im2col sizes (K = C*kh*kw, P = OH*OW), the output
-    size (OH, OW) and gemm_kernel's conv arguments."""
-    check_image(name, x)
-    _, C, H, W = x.shape
-    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
-    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
-    return C * KH * KW, OH * OW, (OH, OW), dict(conv=(H, W, OW, SH, SW, PH, PW), kernel=(KH, KW))
-
-
-def conv_gemm(w2, x, kernel, stride, padding, *, bias=None, relu=False, precision=None):
-    """y [N, Cout, OH, OW] = relu(w2 [Cout, C*kh*kw] @ im2col(x)[n] + bias[Cout]) for images
-    x [N, C, H, W]: a convolution, reading the columns straight from x. kernel, stride and
-    padding are (h, w) pairs."""
-    K, P, (OH, OW), geometry = _conv_geometry("conv_gemm", x, kernel, stride, padding)
-    _check_dtype("conv_gemm", w2, "w2")
-    check(w2.dim() == 2 and w2.shape[1] == K and w2.device == x.device,
-          lambda: f"conv_gemm: w2 is {_shape(w2)} on {w2.device}, but x {_shape(x)} with a "
-                  f"{kernel[0]}x{kernel[1]} kernel needs [Cout, {K}] on {x.device}")
-    N, Cout = x.shape[0], w2.shape[0]
-    kind = _bias_kind("conv_gemm", bias, 0, Cout, P, x.device)
-    y = torch.empty((N, Cout, OH, OW), device=x.device, dtype=torch.float32)
-    _launch(w2, x, y.view(N, Cout, P), Cout, P, K, N, a_strides=_strides(w2), b_strides=(x.stride(0), 0, 0),
-            precision=_precision("conv_gemm", precision, w2), bias=bias, bias_kind=kind, relu=relu,
-            b_mode=1, **geometry)
-    return y
-
-
-def conv_weight_grad(dy, x, kernel, stride, padding, *, precision=None):
-    """dw [Cout, C, kh, kw] = sum over n of dy[n] [Cout, OH*OW] @ im2col(x)[n].T for the
-    output gradient dy [N, Cout, OH, OW] of a convolution of x [N, C, H, W], reading the
-    columns straight from x and splitting the sum over the batch when the output is small."""
-    K, P, (OH, OW), geometry = _conv_geometry("conv_weight_grad", x, kernel, stride, padding)
-    _check_dtype("conv_weight_grad", dy, "dy")
-    N, C = x.shape[:2]
-    check(dy.dim() == 4 and dy.shape[0] == N and dy.shape[2:] == (OH, OW) and dy.device == x.device,
-          lambda: f"conv_weight_grad: dy is {_shape(dy)} on {dy.device}, but x {_shape(x)} with a "
-                  f"{kernel[0]}x{kernel[1]} kernel gives [{N}, Cout, {OH}, {OW}] on {x.device}")
-    Cout = dy.shape[1]
-    try:
-        dy3 = dy.view(N, Cout, P)
-    except RuntimeError:
-        raise ValueError(f"conv_weight_grad: dy's strides {dy.stride()} do not merge OH and OW into one axis") from None
-    dw = torch.empty((Cout, C, *kernel), device=x.device, dtype=torch.float32)
-    _launch(dy3, x, dw.view(Cout, K), Cout, K, P, N, a_strides=_strides(dy3), b_strides=(x.stride(0), 0, 0),
-            precision=_precision("conv_weight_grad", precision, dy), sum_batch=True, b_mode=2, **geometry)
-    return dw
