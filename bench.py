@@ -9,14 +9,16 @@
                                                        # each conv layer's three passes against cuDNN
 
 Every result is checked against a float64 reference before it is timed: a GEMM against the
-float64 product; a training step (the losses and every parameter's change over CHECK_STEPS
+float64 product; a convolution's forward, input or weight gradient against PyTorch in float64 on
+the same (rounded) inputs; a training step (the losses and every parameter's change over CHECK_STEPS
 steps) against PyTorch in float64 from the same weights on the same batches. A wrong result is
 reported WRONG, never timed. Each study prints a table and writes OUT/<study>.json (rows,
 GPU, versions, date, command line) and OUT/<study>.png.
 
 Times include Python's launch overhead: GEMM times are do_bench medians of the Python call
 (at the smallest shapes they measure launches as much as the kernel), and for cuBLAS and
-tnet also of the same calls replayed from a CUDA graph (the GPU's time alone); training
+tnet also of the same calls replayed from a CUDA graph (the GPU's time alone); convolution
+times are do_bench medians of the Python call, tnet's and cuDNN's (through PyTorch); training
 times are CUDA events around blocks of steps, eager and from a CUDA graph.
 
 Each study is one module in benchmarks/ (benchmarks/gemm.py and so on: its settings at the top,
