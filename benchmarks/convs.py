@@ -76,7 +76,8 @@ def add_arguments(parser):
 
 def input_sets(layer, batch, dtype):
     """(x, w, bias, dy) sets, random normal (never zeros), channels-last; w scaled by 1/sqrt(fan in)
-    so that y and dx stay near 1 in fp16; the bias in fp32. As many sets as make ROTATE_BYTES."""
+    so that y and dx stay near 1 in fp16; the bias in fp32. Enough sets to pass ROTATE_BYTES (twice the
+    L2), at most MAX_SETS."""
     size = layer.size + 2 * layer.padding - layer.kernel + 1
     shapes = [(batch, layer.cin, layer.size, layer.size), (layer.cout, layer.cin, layer.kernel, layer.kernel),
               (batch, layer.cout, size, size)]
