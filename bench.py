@@ -5,16 +5,20 @@
     python bench.py train [--quick] [--out results/]   # 100 training steps: tnet against PyTorch
     python bench.py profile [--quick] [--out results/] # a tnet step's GPU time by kernel and by GEMM
     python bench.py launch [--quick] [--out results/]  # the host's cost of one tnet.matmul call
+    python bench.py convs [--quick] [--out results/] [--batch 1024] [--precisions tf32,bf16,fp16] [--layers ...]
+                                                       # each conv layer's three passes against cuDNN
 
 Every result is checked against a float64 reference before it is timed: a GEMM against the
-float64 product; a training step (the losses and every parameter's change over CHECK_STEPS
+float64 product; a convolution's forward, input or weight gradient against PyTorch in float64 on
+the same (rounded) inputs; a training step (the losses and every parameter's change over CHECK_STEPS
 steps) against PyTorch in float64 from the same weights on the same batches. A wrong result is
 reported WRONG, never timed. Each study prints a table and writes OUT/<study>.json (rows,
 GPU, versions, date, command line) and OUT/<study>.png.
 
 Times include Python's launch overhead: GEMM times are do_bench medians of the Python call
 (at the smallest shapes they measure launches as much as the kernel), and for cuBLAS and
-tnet also of the same calls replayed from a CUDA graph (the GPU's time alone); training
+tnet also of the same calls replayed from a CUDA graph (the GPU's time alone); convolution
+times are do_bench medians of the Python call, tnet's and cuDNN's (through PyTorch); training
 times are CUDA events around blocks of steps, eager and from a CUDA graph.
 
 Each study is one module in benchmarks/ (benchmarks/gemm.py and so on: its settings at the top,
@@ -29,7 +33,7 @@ import sys
 
 import torch
 
-from benchmarks import gemm, launch, layers, profile, train
+from benchmarks import convs, gemm, launch, layers, profile, train
 
 STUDIES = {  # name: (run(args), one-line help)
     "gemm": (gemm.run, "GEMM variants (naive, tiled, two_tiles, tnet) against cuBLAS and numpy"),
@@ -37,7 +41,10 @@ STUDIES = {  # name: (run(args), one-line help)
     "train": (train.run, "time for 100 CIFAR-10 quick training steps: tnet eager and graphed against PyTorch"),
     "profile": (profile.run, "where a tnet training step's GPU time goes: per kernel, and GEMM by GEMM"),
     "launch": (launch.run, "the host's time per GEMM call: tnet.matmul against torch.matmul"),
+    "convs": (convs.run, "airbench94's and CIFAR-10 quick's convolutions, forward, dgrad and wgrad: tnet against "
+                         "cuDNN in tf32, bf16 and fp16"),
 }
+OPTIONS = {"convs": convs.add_arguments}  # study: adds its own options to its parser
 NEEDS_GPU = ("Every study needs a CUDA GPU: without one (torch.cuda.is_available() is False) bench.py prints "
              "'bench.py STUDY: needs a CUDA GPU' and exits with status 2, before it imports tnet (which would "
              "run its kernels on Triton's CPU interpreter, far too slow to time).")
@@ -52,6 +59,8 @@ def build_parser():
         p = sub.add_parser(name, help=text, description=text, epilog=NEEDS_GPU)
         p.add_argument("--quick", action="store_true", help="a reduced sweep that runs in about a minute")
         p.add_argument("--out", default="results/", help="folder for <study>.json and <study>.png (default: results/)")
+        if name in OPTIONS:
+            OPTIONS[name](p)
     return parser
 
 

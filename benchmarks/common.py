@@ -157,14 +157,16 @@ def plot(path, series, title, xlabel, ylabel):
     figure(path, draw)
 
 
-def bars(path, groups, series, title, ylabel, log=False):
-    """Grouped bars; series: label -> one value per group (None: no bar)."""
+def bars(path, groups, series, title, ylabel, log=False, line=None):
+    """Grouped bars; series: label -> one value per group (None: no bar); line: a horizontal line at that value."""
     def draw(ax):
         width = 0.8 / len(series)
         for i, (label, values) in enumerate(series.items()):
             shown = [(g + (i - (len(series) - 1) / 2) * width, v) for g, v in enumerate(values) if v is not None]
             ax.bar([x for x, _ in shown], [v for _, v in shown], width, label=label)
         ax.set_xticks(range(len(groups)), groups, fontsize=7, rotation=30, ha="right")
+        if line is not None:
+            ax.axhline(line, color="black", linewidth=0.8)
         ax.set_yscale("log" if log else "linear")
         ax.set(title=title, ylabel=ylabel)
         if len(series) > 1:

@@ -21,9 +21,9 @@ from tnet.models import cifar10_quick
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
-from benchmarks import common, launch, layers, profile, steps, train  # noqa: E402
+from benchmarks import common, convs, launch, layers, profile, steps, train  # noqa: E402
 
-STUDIES = ["gemm", "layers", "train", "profile", "launch"]
+STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs"]
 
 
 @pytest.fixture(autouse=True)
@@ -297,6 +297,101 @@ def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "train.json").read_text())
     assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == steps.CHECK_STEPS
     assert saved["complete"] is True
+
+
+# -----------------------------------------------------------------------------
+# the convs study
+
+
+AIRBENCH_CONVS = ["2x2 3->24 at 32x32", "3x3 24->64 at 31x31", "3x3 64->64 at 15x15", "3x3 64->256 at 15x15",
+                  "3x3 256->256 at 7x7", "3x3 256->256 at 3x3"]  # ../shared/ANCHORS.md's cuDNN table, in order
+
+
+def test_convs_layers_are_airbench94s_and_cifar10_quicks():
+    airbench = [layer for layer in convs.LAYERS if layer.net == "airbench94"]
+    assert [convs.shape(layer) for layer in airbench] == AIRBENCH_CONVS
+    assert [(layer.padding, layer.bias) for layer in airbench] == [(0, True)] + [(1, False)] * 5
+    # cifar10_quick's convolutions as PyTorch's copy of tnet's net sees them
+    seen = []
+    net = steps.torch_quick(cifar10_quick().state_dict())
+    for module in net.children():
+        if isinstance(module, torch.nn.Conv2d):
+            module.register_forward_hook(lambda m, args, out: seen.append(
+                ("cifar10_quick", m.in_channels, m.out_channels, args[0].shape[-1], *m.kernel_size[:1], *m.padding[:1],
+                 m.bias is not None)))
+    net(torch.zeros(1, 3, 32, 32))
+    assert [(layer.net, *layer[2:8]) for layer in convs.LAYERS if layer.net == "cifar10_quick"] == seen
+    assert all(layer.cin == 3 for layer in convs.LAYERS if "dgrad" in layer.unused)  # the data's gradient only
+
+
+def test_convs_options():
+    args = bench.build_parser().parse_args(["convs"])
+    assert (args.batch, args.precisions) == (1024, ["tf32", "bf16", "fp16"])
+    assert args.layers == [layer.layer for layer in convs.LAYERS]
+    args = bench.build_parser().parse_args(["convs", "--batch", "8", "--precisions", "fp16,tf32",
+                                            "--layers", "g3c2,cifar10_quick"])
+    assert (args.batch, args.precisions, args.layers) == (8, ["fp16", "tf32"], ["g3c2", "cifar10_quick"])
+    for bad in (["--precisions", "fp32"], ["--layers", "conv9"], ["--layers", ","]):
+        with pytest.raises(SystemExit):
+            bench.build_parser().parse_args(["convs", *bad])
+
+
+CONVS_MS = {("forward", "tnet"): 1.0, ("dgrad", "tnet"): 2.0, ("wgrad", "tnet"): 3.0,
+            ("forward", "cudnn"): 0.5, ("dgrad", "cudnn"): 1.0, ("wgrad", "cudnn"): 4.0}  # fake timings
+
+
+def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys):
+    """run() at batch 2 on the CPU, PyTorch's passes standing in for tnet's (conv3's bf16 dgrad wrong)
+    and each (pass, impl) timed at CONVS_MS: the checks, rows, totals, ratios, table, JSON and plot."""
+    cudnn_passes = convs.cudnn_passes
+    monkeypatch.setattr(convs, "DEVICE", "cpu")
+
+    def fake(impl):
+        def passes(layer, precision=None):
+            wrong = impl == "tnet" and (layer.layer, precision) == ("conv3", "bf16")
+            out = {}
+            for p, fn in cudnn_passes(layer).items():
+                def run(x, w, b, dy, fn=fn, scale=1.5 if wrong and p == "dgrad" else 1):
+                    return fn(x, w, b if b is None else b.to(x.dtype), dy) * scale
+                run.ms = CONVS_MS[p, impl]
+                out[p] = run
+            return out
+        return passes
+    timed = []
+
+    def fake_time(fn, inputs, bench):
+        timed.append(inputs)
+        return fn.ms
+    monkeypatch.setattr(convs, "tnet_passes", fake("tnet"))
+    monkeypatch.setattr(convs, "cudnn_passes", fake("cudnn"))
+    monkeypatch.setattr(convs, "gpu_time", fake_time)
+    flags = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+    args = bench.build_parser().parse_args(["convs", "--quick", "--batch", "2", "--layers", "whiten,conv3",
+                                            "--out", str(tmp_path)])
+    rows = convs.run(args)
+    assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32) == flags  # restored
+    assert [(r["layer"], r["precision"]) for r in rows] == [(n, p) for n in ("whiten", "conv3") for p in convs.PRECISIONS]
+    assert all(1 < len(inputs) <= convs.MAX_SETS and all((t != 0).all() for t in inputs[1] if t is not None)
+               for inputs in timed)  # several input sets, no zeros
+    for row in rows:
+        wrong = (row["layer"], row["precision"]) == ("conv3", "bf16")
+        for (p, impl), ms in CONVS_MS.items():
+            status = "WRONG" if wrong and (p, impl) == ("dgrad", "tnet") else "ok"
+            assert row[f"{p}_{impl}_status"] == status and row[f"{p}_{impl}_ms"] == (ms if status == "ok" else None)
+            assert row[f"{p}_{impl}_err"] <= convs.TOL[row["precision"]] or status == "WRONG"
+        assert (row["forward_ratio"], row["wgrad_ratio"]) == (2.0, 0.75)
+        assert (row["dgrad_ratio"], row["tnet_ms"], row["cudnn_ms"]) == ((None, None, 5.5) if wrong else (2.0, 6.0, 5.5))
+        assert row["ratio"] == (None if wrong else pytest.approx(6.0 / 5.5))
+    saved = json.loads((tmp_path / "convs.json").read_text())
+    assert saved["study"] == "convs" and saved["complete"] is True and saved["rows"] == json.loads(json.dumps(rows))
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()]
+    assert "conv3 5x5 32->64 at 8x8 bf16 dgrad WRONG 1.000 - 5.0e-01".split() in lines
+    assert "conv3 5x5 32->64 at 8x8 bf16 total - 5.500 - -".split() in lines
+    assert "whiten 2x2 3->24 at 32x32 fp16 wgrad (unused) 3.000 4.000 0.75".split() == lines[11][:-1]  # after the header
+    assert sum(line[6] == "total" for line in lines if len(line) > 6) == 6
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "convs.png").read_bytes()[:4] == b"\x89PNG"
 
 
 SHAPES = [(37, 29, 75), (1, 1, 1), (33, 70, 40)]  # odd sizes; 70 > 64 gives two_tiles a half-empty block

@@ -1,0 +1,219 @@
+"""The convs study: every convolution layer of airbench94 and of CIFAR-10 quick, forward, input
+gradient (dgrad) and weight gradient (wgrad), tnet against cuDNN in the same precision."""
+import argparse
+import collections
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+
+from .common import (BENCH, QUICK_BENCH, bars, check_then_time, environment, fmt, gpu_time, print_header,
+                     print_row, ratio, rel_error, write_json)
+from .gemm import ROTATE_BYTES
+
+DEVICE = "cuda"
+BATCH = 1024
+PRECISIONS = ("tf32", "bf16", "fp16")
+DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what the tensors hold
+TOL = {"tf32": 2e-3, "bf16": 2e-2, "fp16": 2e-2}  # bounds on ||out - ref|| / ||ref|| against float64
+PASSES = ("forward", "dgrad", "wgrad")
+IMPLS = ("tnet", "cudnn")
+MAX_SETS = 16  # input sets cycled through per timing: enough for ROTATE_BYTES at the smallest layer
+
+Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused")
+LAYERS = [  # stride 1; size: the input's height and width; unused: passes that training does not run
+    # ../shared/ANCHORS.md's six shapes; whiten's filters are frozen and its input is the data
+    Layer("whiten", "airbench94", 3, 24, 32, 2, 0, True, ("dgrad", "wgrad")),
+    Layer("g1c1", "airbench94", 24, 64, 31, 3, 1, False, ()),
+    Layer("g1c2", "airbench94", 64, 64, 15, 3, 1, False, ()),
+    Layer("g2c1", "airbench94", 64, 256, 15, 3, 1, False, ()),
+    Layer("g2c2", "airbench94", 256, 256, 7, 3, 1, False, ()),  # also group 3's first conv
+    Layer("g3c2", "airbench94", 256, 256, 3, 3, 1, False, ()),
+    Layer("conv1", "cifar10_quick", 3, 32, 32, 5, 2, True, ("dgrad",)),  # its input is the data
+    Layer("conv2", "cifar10_quick", 32, 32, 16, 5, 2, True, ()),
+    Layer("conv3", "cifar10_quick", 32, 64, 8, 5, 2, True, ()),
+]
+
+CONVS_COLUMNS = [
+    ("layer", "<6", lambda r: r["layer"]),
+    ("shape", "<20", lambda r: r["shape"]),
+    ("prec", "<4", lambda r: r["precision"]),
+    ("pass", "<14", lambda r: r["pass"]),
+    ("tnet ms", ">8", lambda r: r["tnet"]),
+    ("cuDNN ms", ">8", lambda r: r["cudnn"]),
+    ("ratio", ">5", lambda r: fmt(r["ratio"], ".2f")),
+    ("tnet err", ">8", lambda r: fmt(r["err"], ".1e")),
+]
+
+
+def shape(layer):
+    k, s = layer.kernel, layer.size
+    return f"{k}x{k} {layer.cin}->{layer.cout} at {s}x{s}"
+
+
+def names_list(choices):
+    """argparse type: a comma-separated subset of choices, in the order given."""
+    def parse(text):
+        names = [name for name in text.split(",") if name]
+        unknown = [name for name in names if name not in choices]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"{','.join(unknown) or repr(text)}: choose from {','.join(choices)}")
+        return names
+    return parse
+
+
+def add_arguments(parser):
+    nets = list(dict.fromkeys(layer.net for layer in LAYERS))
+    parser.add_argument("--batch", type=int, default=BATCH, help=f"images per batch (default: {BATCH})")
+    parser.add_argument("--precisions", type=names_list(PRECISIONS), default=list(PRECISIONS),
+                        help=f"comma-separated precisions (default: {','.join(PRECISIONS)})")
+    parser.add_argument("--layers", type=names_list([layer.layer for layer in LAYERS] + nets),
+                        default=[layer.layer for layer in LAYERS],
+                        help=f"comma-separated layers, or a net for all of its layers (default: all): "
+                             f"{', '.join(f'{layer.layer} ({layer.net} {shape(layer)})' for layer in LAYERS)}")
+
+
+def input_sets(layer, batch, dtype):
+    """(x, w, bias, dy) sets, random normal (never zeros), channels-last; w scaled by 1/sqrt(fan in)
+    so that y and dx stay near 1 in fp16; the bias in fp32. Enough sets to pass ROTATE_BYTES (twice the
+    L2), at most MAX_SETS."""
+    size = layer.size + 2 * layer.padding - layer.kernel + 1
+    shapes = [(batch, layer.cin, layer.size, layer.size), (layer.cout, layer.cin, layer.kernel, layer.kernel),
+              (batch, layer.cout, size, size)]
+    set_bytes = sum(math.prod(s) for s in shapes) * torch.finfo(dtype).bits // 8
+    n = max(1, min(MAX_SETS, math.ceil(ROTATE_BYTES / set_bytes)))
+    fan_in = layer.cin * layer.kernel ** 2
+
+    def randn(*s, scale=1.0):
+        return (torch.randn(*s, device=DEVICE) * scale).to(dtype).contiguous(memory_format=torch.channels_last)
+    return [(randn(*shapes[0]), randn(*shapes[1], scale=fan_in ** -0.5),
+             torch.randn(layer.cout, device=DEVICE) if layer.bias else None, randn(*shapes[2])) for _ in range(n)]
+
+
+def reference(layer, x, w, bias, dy):
+    """The three passes in float64 from the same (rounded) inputs."""
+    x, w, dy = (t.double().contiguous() for t in (x, w, dy))
+    bias = bias.double() if bias is not None else None
+    pad = (layer.padding, layer.padding)
+    dx, dw, _ = torch.ops.aten.convolution_backward(dy, x, w, None, (1, 1), pad, (1, 1), False, (0, 0), 1,
+                                                    (True, True, False))
+    return {"forward": F.conv2d(x, w, bias, 1, pad), "dgrad": dx, "wgrad": dw}
+
+
+def tnet_passes(layer, precision):
+    """pass: fn(x, w, bias, dy) through tnet's convolution launchers."""
+    from tnet.kernels.conv import conv2d, conv2d_input, conv2d_weight
+    stride, pad = (1, 1), (layer.padding, layer.padding)
+    return {"forward": lambda x, w, b, dy: conv2d(x, w, stride, pad, bias=b, precision=precision),
+            "dgrad": lambda x, w, b, dy: conv2d_input(x.shape, w, dy, stride, pad, precision=precision),
+            "wgrad": lambda x, w, b, dy: conv2d_weight(x, w.shape, dy, stride, pad, precision=precision)}
+
+
+def cudnn_passes(layer):
+    """pass: fn(x, w, bias, dy) through PyTorch (cuDNN on the GPU); each gradient alone, as
+    torch.nn.grad.conv2d_input and conv2d_weight compute it."""
+    stride, pad = (1, 1), (layer.padding, layer.padding)
+
+    def gradient(i):
+        mask = tuple(j == i for j in range(3))
+        return lambda x, w, b, dy: torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, (1, 1), False,
+                                                                       (0, 0), 1, mask)[i]
+    return {"forward": lambda x, w, b, dy: F.conv2d(x, w, b, stride, pad), "dgrad": gradient(0), "wgrad": gradient(1)}
+
+
+def checked(fn, args, ref, tol):
+    out = fn(*args)
+    if out.shape != ref.shape:
+        raise ValueError(f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    return rel_error(out, ref), tol
+
+
+def measure(layer, precision, batch, bench):
+    """Each pass, tnet then cuDNN: checked against float64 on the first input set, then timed
+    cycling through the sets. Returns the layer's row."""
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    sets = {"tnet": input_sets(layer, batch, DTYPES[precision])}
+    # cuDNN takes a bias in the input's dtype: cast here, not in the timed call
+    sets["cudnn"] = [(x, w, b if b is None else b.to(x.dtype), dy) for x, w, b, dy in sets["tnet"]]
+    ref = reference(layer, *sets["tnet"][0])
+    passes = {"tnet": tnet_passes(layer, precision), "cudnn": cudnn_passes(layer)}
+    results = {}
+    for p in PASSES:
+        for impl in IMPLS:
+            fn, impl_sets = passes[impl][p], sets[impl]
+            results[p, impl] = check_then_time(lambda: checked(fn, impl_sets[0], ref[p], TOL[precision]),
+                                               lambda: gpu_time(fn, impl_sets, bench))
+    return layer_row(layer, precision, batch, len(sets["tnet"]), results)
+
+
+def layer_row(layer, precision, batch, n_sets, results):
+    """results: (pass, impl) -> check_then_time's fields. The JSON row: the layer, then per pass
+    <pass>_<impl>_{status,err,ms[,error]} and <pass>_ratio; tnet_ms and cudnn_ms sum the three
+    passes (None unless all three were timed) and ratio = tnet_ms / cudnn_ms."""
+    row = {**layer._asdict(), "shape": shape(layer), "precision": precision, "batch": batch, "input_sets": n_sets}
+    for p in PASSES:
+        for impl in IMPLS:
+            row.update({f"{p}_{impl}_{key}": value for key, value in results[p, impl].items()})
+        row[f"{p}_ratio"] = ratio(row[f"{p}_tnet_ms"], row[f"{p}_cudnn_ms"])
+    for impl in IMPLS:
+        times = [row[f"{p}_{impl}_ms"] for p in PASSES]
+        row[f"{impl}_ms"] = None if None in times else sum(times)
+    row["ratio"] = ratio(row["tnet_ms"], row["cudnn_ms"])
+    return row
+
+
+def table_lines(row):
+    """The table's lines for one row: a line per pass, then the total."""
+    def cell(p, impl):
+        status, ms = row[f"{p}_{impl}_status"], row[f"{p}_{impl}_ms"]
+        return fmt(ms, ".3f") if status == "ok" else status
+    head = {key: row[key] for key in ("layer", "shape", "precision")}
+    lines = [{**head, "pass": p + (" (unused)" if p in row["unused"] else ""), "tnet": cell(p, "tnet"),
+              "cudnn": cell(p, "cudnn"), "ratio": row[f"{p}_ratio"], "err": row[f"{p}_tnet_err"]} for p in PASSES]
+    return lines + [{**head, "pass": "total", "tnet": fmt(row["tnet_ms"], ".3f"), "cudnn": fmt(row["cudnn_ms"], ".3f"),
+                     "ratio": row["ratio"], "err": None}]
+
+
+def run(args):
+    """Each selected layer at each selected precision: the three passes checked, then timed,
+    tnet and cuDNN side by side (cuDNN through torch, channels-last, cudnn.benchmark on, tf32
+    allowed for the tf32 rows only)."""
+    layers = [layer for layer in LAYERS if layer.layer in args.layers or layer.net in args.layers]
+    precisions = [p for p in PRECISIONS if p in args.precisions]
+    bench = QUICK_BENCH if args.quick else BENCH
+    path = os.path.join(args.out, "convs.json")
+    settings = dict(batch=args.batch, precisions=precisions, tolerance=TOL, rotate_bytes=ROTATE_BYTES, do_bench=bench)
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.benchmark = True  # the check's call picks cuDNN's fastest algorithm
+    torch.manual_seed(0)
+    rows = []
+    print_header(CONVS_COLUMNS)
+    try:
+        for layer in layers:
+            for precision in precisions:
+                rows.append(measure(layer, precision, args.batch, bench))
+                for line in table_lines(rows[-1]):
+                    print_row(line, CONVS_COLUMNS)
+                if DEVICE == "cuda":
+                    torch.cuda.empty_cache()
+            write_json(path, "convs", rows, complete=False, **settings)
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved
+    for row in rows:
+        for p in PASSES:
+            for impl in IMPLS:
+                if f"{p}_{impl}_error" in row:
+                    print(f"{row['layer']} {row['precision']} {p} {impl}: {row[f'{p}_{impl}_error']}")
+    if any(row["unused"] for row in rows):
+        print("(unused): a pass that training does not run (the input is the data, or the weights are frozen); "
+              "the totals count it")
+
+    write_json(path, "convs", rows, **settings)
+    shapes = {row["layer"]: row["shape"] for row in rows}
+    ratios = {(row["layer"], row["precision"]): row["ratio"] for row in rows}
+    bars(os.path.join(args.out, "convs.png"), [f"{name}\n{s}" for name, s in shapes.items()],
+         {p: [ratios.get((name, p)) for name in shapes] for p in precisions},
+         f"tnet / cuDNN, forward + dgrad + wgrad, batch {args.batch}\n{environment()['gpu']}",
+         "tnet time / cuDNN time", line=1.0)
+    return rows
