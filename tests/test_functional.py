@@ -115,14 +115,15 @@ def test_conv2d_mixes_layouts(rng, ieee):
              lambda x, w1, w2: tF.conv2d(tF.conv2d(x, w1, None, 1, 1), w2, None, 2, 1), inputs, TOL["ieee"], rng)
 
 
-def test_conv2d_module_keeps_nhwc_weights_channels_last(rng, ieee):
-    """nn.Conv2d stores the weights of convolutions that run the NHWC kernels channels-last;
-    their gradients, momentum and state_dict follow, with the logical [Cout, C, kh, kw] values."""
+def test_conv2d_module_keeps_weights_channels_last(rng, ieee):
+    """nn.Conv2d stores its weights channels-last (the kernels read a tap's channels, or
+    (i, j, c), contiguously); their gradients, momentum and state_dict follow, with the logical
+    [Cout, C, kh, kw] values."""
     from tnet import nn, optim
     from tnet.kernels.conv import is_channels_last
     conv = nn.Conv2d(16, 32, 3, padding=1)
-    assert is_channels_last(conv.weight.data) and not is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
-    assert not is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)
+    assert is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
+    assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
     conv.load_state_dict({"weight": w, "bias": np.zeros(32, np.float32)})
     assert is_channels_last(conv.weight.data) and (conv.state_dict()["weight"] == w).all()
