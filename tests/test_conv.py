@@ -18,7 +18,8 @@ CONVS = [  # x shape, Cout, kernel, stride, padding
     ((2, 48, 7, 5), 16, (3, 2), (1, 1), (1, 0)),  # C 48: a partial channel chunk; rectangular kernel
     ((2, 3, 9, 8), 32, (5, 5), (1, 1), (2, 2)),  # conv1: a narrow NCHW x, K = (i, j, c) = 75 gathered
     ((2, 3, 8, 8), 24, (2, 2), (1, 1), (0, 0)),  # airbench's whitening conv: Cout 24, no padding
-    ((2, 24, 7, 9), 20, (3, 3), (2, 2), (1, 1)),  # stride 2, C and Cout not multiples of 16
+    ((2, 24, 7, 9), 20, (3, 3), (2, 2), (1, 1)),  # stride 2, C and Cout not multiples of 16, C gathered
+    ((2, 40, 6, 5), 20, (3, 3), (2, 2), (1, 1)),  # stride 2, C read in a full and a partial chunk
     ((1, 5, 6, 7), 8, (2, 3), (2, 1), (0, 1)),  # narrow, mixed strides
     ((2, 16, 5, 5), 16, (1, 1), (1, 1), (0, 0)),  # 1x1
     ((2, 20, 9, 9), 16, (5, 5), (2, 2), (2, 2)),  # 5x5 stride 2
@@ -34,7 +35,7 @@ def check_conv(shape, cout, kernel, stride, padding, precision, parts=None):
     """conv2d (bias, ReLU), conv2d_input and conv2d_weight against torch in float64 on the same
     (rounded) inputs; x channels-last when wide, NCHW when narrow (as the layers keep them)."""
     dtype = DTYPES[precision]
-    x = (cl_randn(*shape) if conv.wide(shape[1]) else randn(*shape)).to(dtype)
+    x = (cl_randn(*shape) if conv.keeps_channels_last(shape[1]) else randn(*shape)).to(dtype)
     w = (randn(cout, shape[1], *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
     b = randn(cout)
     xd, wd = f64(x).requires_grad_(True), f64(w).requires_grad_(True)
@@ -75,7 +76,10 @@ def test_conv_every_config(i, precision, monkeypatch):
     """Each tile config the GPU's autotuner may pick (the other tests there run the first only,
     TNET_AUTOTUNE=0), in each precision, wide and narrow, the weight gradient split in parts."""
     for kernel, configs in ((conv.conv_kernel, conv._CONV_CONFIGS), (conv.weight_grad_kernel, conv._GRAD_CONFIGS)):
-        only_config(monkeypatch, kernel, configs[min(i, len(configs) - 1)])
+        config = configs[min(i, len(configs) - 1)]
+        if not conv.fits_shared_memory(config, precision):
+            continue  # pruned: too large for fp32 operands
+        only_config(monkeypatch, kernel, config)
     monkeypatch.setattr(conv, "PART_ALIGN", 16)
     check_conv((2, 64, 9, 10), 128, (3, 3), (1, 1), (1, 1), precision, parts=3)
     check_conv((2, 24, 9, 8), 64, (3, 3), (2, 2), (1, 1), precision, parts=2)
@@ -84,10 +88,11 @@ def test_conv_every_config(i, precision, monkeypatch):
 
 def test_conv_prune_reads_keyword_arguments():
     """As Triton calls it: positional arguments in a dict, the keyword ones as keywords; tiles
-    no wider than the problem, fp32 tiles no deeper than 32."""
+    no wider than the problem, and within shared memory."""
     args = {"NPIX": 5000, "C": 3, "COUT": 32, "KH": 5, "KW": 5}
     tiles = conv._prune_conv(conv._CONV_CONFIGS, args, WIDE=False, PRECISION="tf32")
-    assert tiles and all(c.kwargs["BLOCK_N"] <= 64 and c.kwargs["BLOCK_K"] <= 32 for c in tiles)
+    assert tiles and all(c.kwargs["BLOCK_N"] <= 64 and conv.fits_shared_memory(c, "tf32") for c in tiles)
+    assert not conv.fits_shared_memory(conv._config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
     wide = conv._prune_conv(conv._CONV_CONFIGS, {**args, "C": 256, "COUT": 256}, WIDE=True, PRECISION="bf16")
     assert any(c.kwargs["BLOCK_K"] == 64 and c.kwargs["BLOCK_N"] == 256 for c in wide)
     grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "PIX_PER": 512}, WIDE=True,

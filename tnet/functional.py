@@ -111,8 +111,8 @@ def _convolve(x, w, b, stride, padding, relu):
           f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
     need_x, need_w, need_b = _need(x, w, b)
     # a wide x is read as channel vectors, so channels-last (no copy if already so), once for
-    # the forward and the weight gradient; a narrow one (RGB) is read in any layout
-    X = x.data.contiguous(memory_format=torch.channels_last) if _conv.wide(x.shape[1]) else x.data
+    # the forward and the weight gradient; a narrow one (RGB) is gathered in any layout
+    X = x.data.contiguous(memory_format=torch.channels_last) if _conv.reads_vectors(x.shape[1]) else x.data
     Wl, B = _low_operand(w, low), None if b is None else b.data
     y = _conv.conv2d(X, Wl, stride, padding, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
@@ -151,7 +151,7 @@ def _pool_args(mode, kernel_size, stride, padding):
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     _is_tensor(f"{mode}_pool2d", x=x)
     kernel, stride, padding = _pool_args(mode, kernel_size, stride, padding)
-    y_cl = _conv.wide(x.shape[1])
+    y_cl = _conv.keeps_channels_last(x.shape[1])
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     shape, x_cl = x.shape, is_channels_last(x.data)
 
@@ -170,7 +170,7 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
     y, grads = _convolve(x, w, b, stride, padding, relu=True)
     kernel, pool_stride, pool_padding = _pool_args(mode, kernel_size, pool_stride, pool_padding)
-    p_cl = _conv.wide(y.shape[1])
+    p_cl = _conv.keeps_channels_last(y.shape[1])
     p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)
     y_cl = is_channels_last(y)
 
