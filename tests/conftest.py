@@ -15,9 +15,10 @@ def rel_err(out, ref):
 
 def to_numpy(v):
     if isinstance(v, tnet.Tensor):
-        return v.numpy()
+        v = v.data
     if isinstance(v, torch.Tensor):
-        return v.detach().cpu().numpy()
+        v = v.detach().cpu()
+        return (v.float() if v.dtype == torch.bfloat16 else v).numpy()  # numpy has no bfloat16
     return v
 
 
