@@ -162,10 +162,11 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_
 def result_type(tensors):
     """The dtype of an op on float tensors, by PyTorch's type promotion: the tensors with dims
     decide, 0-d ones only when all are 0-d (a bf16 activation times an fp32 0-d tensor stays
-    bf16); two dtypes promote to the wider, bf16 with fp16 to fp32. A Python number takes no part."""
+    bf16); two different ones of FLOATS promote to fp32 (bf16 with fp16 too: neither holds the
+    other). A Python number takes no part."""
     dtype = None
     for x in [x for x in tensors if x.dim()] or tensors:
-        dtype = x.dtype if dtype is None else torch.promote_types(dtype, x.dtype)
+        dtype = x.dtype if dtype in (None, x.dtype) else torch.float32
     return dtype
 
 
