@@ -227,7 +227,8 @@ def test_copy_kernel_strides(case, dtype=torch.float32):
     elif case == "expanded src":
         src = src[:, :1].expand(3, 5, 4, 7)
     elif case == "5-D merged":
-        src, dst = torch.randn(2, 3, 4, 5, 6, device=DEV, dtype=dtype), torch.empty(2, 3, 4, 5, 6, device=DEV, dtype=dtype)
+        src = torch.randn(2, 3, 4, 5, 6, device=DEV, dtype=dtype)
+        dst = torch.empty_like(src)
     elif case == "0-d":
         src, dst = torch.tensor(2.5, device=DEV, dtype=dtype), torch.empty((), device=DEV, dtype=dtype)
     elif case == "empty":
@@ -338,7 +339,8 @@ def check_dropout(x, y, p):
 
 
 def test_dropout_train_mask_scale_gradient(rng, dtype=torch.float32):
-    x = tnet.tensor(rng.standard_normal((64, 67)) + 5.0, requires_grad=True, dtype=dtype)  # no zeros: y != 0 is the mask
+    # no zeros: y != 0 is the mask
+    x = tnet.tensor(rng.standard_normal((64, 67)) + 5.0, requires_grad=True, dtype=dtype)
     y = F.dropout(x, P)
     kept = check_dropout(x, y, P)
     g = rng.standard_normal(y.shape)

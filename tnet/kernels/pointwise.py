@@ -253,8 +253,8 @@ def _launch(op, operands, channels_last=None, route_dim=None):
 def pointwise(op, *operands, channels_last=None):
     """op (a name in ARITY) over operands broadcast like PyTorch's: float32, float16 or bfloat16
     tensors, or one Python number, computed in fp32 into a new tensor of their promoted dtype
-    (result_type). Its layout is channels-last when the
-    first operand of the output's shape is (channels_last=True/False says instead), else contiguous."""
+    (result_type). Its layout is channels-last when the first operand of the output's shape is
+    (channels_last=True/False says instead), else contiguous."""
     return _launch(op, operands, channels_last)
 
 

@@ -244,7 +244,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
 def scale_rows_(x, s):
     """x [R, C] *= s [R] in place, row by row; returns x."""
     R, C, COLS = _check_rows("scale_rows_", x)
-    check(s.shape == (R,) and s.dtype in FLOATS and s.is_contiguous(), f"scale_rows_: s must be ({R},) float, got {s.dtype}")
+    check(s.shape == (R,) and s.dtype in FLOATS and s.is_contiguous(),
+          f"scale_rows_: s must be a contiguous float ({R},), got {tuple(s.shape)} {s.dtype}")
     ROWS = max(1, 2048 // COLS)
     scale_rows_kernel[(cdiv(R, ROWS),)](x, s, R, C, ROWS=ROWS, COLS=COLS)
     return x
