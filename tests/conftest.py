@@ -6,6 +6,19 @@ import tnet
 
 TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
 
+# 16-bit storage: each dtype's tolerance against float64 of the same rounded inputs (the
+# interpreter truncates fp32 -> bf16 stores, the GPU rounds them).
+LOW = (torch.float16, torch.bfloat16)
+FLOATS = (torch.float32, *LOW)
+# The "every config" tests run each tile config in every storage dtype on the GPU; under the
+# interpreter the configs matter little and the 16-bit cases have their own tests, so fp32 only.
+CONFIG_DTYPES = FLOATS if tnet.DEVICE.type == "cuda" else (torch.float32,)
+
+
+def tol_for(dtype, fp32_tol=TOL["ieee"]):
+    """fp32_tol for float32, TOL["fp16"] or TOL["bf16"] for the 16-bit dtypes."""
+    return {torch.float16: TOL["fp16"], torch.bfloat16: TOL["bf16"]}.get(dtype, fp32_tol)
+
 
 def rel_err(out, ref):
     """||out - ref|| / ||ref|| in float64; out and ref may be tnet, torch or numpy."""
@@ -68,7 +81,7 @@ def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
     assert_close(out, ref, tol, "forward")
     g = seed_rng.standard_normal(ref.shape)
     out.backward(g)
-    ref.backward(torch.tensor(g))
+    ref.backward(torch.tensor(g).to(out.dtype).double())  # the seed as tnet rounds it to out's dtype
     for i, (t, r) in enumerate(inputs):
         if r.requires_grad:
             assert_close(t.grad, r.grad, tol, f"gradient of input {i}")

@@ -13,7 +13,7 @@ import tnet._device  # noqa: F401  (switches the Triton interpreter on before ke
 import tnet.data as data
 from tnet.data import DataError, Loader, load_cifar10, preprocess
 from tnet.kernels.data import gather
-from conftest import Touch
+from conftest import Touch, assert_close, tol_for
 
 SIZES = [3, 4, 2, 5, 3]  # records in data_batch_1..5: a reduced pack, not 10000 each
 N_TEST = 4
@@ -197,6 +197,22 @@ def test_gather_matches_numpy_odd_sizes():
     x, y = gather(dev(images), dev(labels), dev(idx), dev(shifts), dev(flips))
     np.testing.assert_array_equal(x.cpu().numpy(), reference_augment(images[idx], shifts, flips))
     np.testing.assert_array_equal(y.cpu().numpy(), labels[idx])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gather_16_bit(dtype):
+    """A 16-bit batch from fp32 images through `out`, cast in the same pass; 16-bit images keep
+    their dtype."""
+    rng = np.random.default_rng(5)
+    images = torch.from_numpy(rng.standard_normal((13, 3, 5, 7)).astype(np.float32)).to(tnet._device.DEVICE)
+    labels, idx = torch.arange(13, device=images.device), torch.tensor([3, 0, 12, 3], device=images.device)
+    out = (torch.empty(4, 3, 5, 7, dtype=dtype, device=images.device), torch.empty(4, dtype=torch.int64,
+                                                                                   device=images.device))
+    x, y = gather(images, labels, idx, out=out)
+    assert x is out[0] and y.tolist() == [3, 0, 12, 3]
+    assert_close(x, images[idx], tol_for(dtype), "cast batch")  # the interpreter truncates to bf16
+    x, _ = gather(images.to(dtype), labels, idx)
+    assert x.dtype == dtype and torch.equal(x.cpu(), images[idx].to(dtype).cpu())
 
 
 def test_gather_rejects_bad_input():

@@ -6,13 +6,13 @@ import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
-from conftest import TOL, assert_close, check_op
+from conftest import LOW, TOL, assert_close, check_op, tol_for
 
 
-def pair(rng, *shape, scale=1.0):
-    """A tnet leaf and the float64 torch leaf with the same values."""
-    a = rng.standard_normal(shape) * scale
-    return tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+def pair(rng, *shape, scale=1.0, dtype=torch.float32):
+    """A tnet leaf of dtype and the float64 torch leaf with the same (rounded) values."""
+    t = tnet.tensor(rng.standard_normal(shape) * scale, requires_grad=True, dtype=dtype)
+    return t, t.data.double().cpu().requires_grad_(True)
 
 
 def test_matmul(rng, ieee):
@@ -296,3 +296,86 @@ def test_cross_entropy_names_a_label_out_of_range(rng, bad):
 
 def test_log_softmax(rng):
     check_op(F.log_softmax, lambda x: torch.log_softmax(x, 1), [pair(rng, 7, 10)], 1e-6, rng)
+
+
+# ---- 16-bit storage and tnet.autocast ----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_ops_16_bit(rng, dtype):
+    """Outputs and gradients in the input's dtype, fp32 math inside."""
+    tol = tol_for(dtype)
+    for fn, ref, shape in [(F.relu, torch.relu, (3, 5, 7)),
+                           (lambda x: F.max_pool2d(x, 3, 2), lambda x: tF.max_pool2d(x, 3, 2), (2, 3, 9, 9)),
+                           (lambda x: F.avg_pool2d(x, 3, 2, 1), lambda x: tF.avg_pool2d(x, 3, 2, 1), (2, 3, 9, 9)),
+                           (F.softmax, lambda x: torch.softmax(x, 1), (7, 10)),
+                           (F.log_softmax, lambda x: torch.log_softmax(x, 1), (7, 10))]:
+        x = pair(rng, *shape, dtype=dtype)
+        out = check_op(fn, ref, [x], tol, rng)
+        assert out.dtype == x[0].grad.dtype == dtype
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3, dtype=dtype)
+    loss = F.cross_entropy(logits, tnet.tensor(labels), label_smoothing=0.1)
+    r = tF.cross_entropy(ref, torch.tensor(labels), label_smoothing=0.1)
+    assert loss.dtype == dtype  # torch's, outside autocast
+    assert_close(loss, r, tol, "loss")
+    loss.backward()
+    r.backward()
+    assert logits.grad.dtype == dtype
+    assert_close(logits.grad, ref.grad, tol, "dlogits")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter computes pow's unused branches too
+@pytest.mark.parametrize("dtype", LOW)
+def test_losses_and_softmax_in_fp32_under_autocast(rng, dtype):
+    """As torch's autocast: softmax, log_softmax, cross_entropy and mse_loss return fp32 (at fp32's
+    tolerance from the 16-bit inputs), and hand the 16-bit inputs 16-bit gradients."""
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3, dtype=dtype)
+    target, ref_target = pair(rng, 13, 10, dtype=dtype)
+    with tnet.autocast("cuda", dtype=dtype):
+        loss = F.cross_entropy(logits, tnet.tensor(labels))
+        mse = F.mse_loss(logits, target)
+        outs = [F.softmax(logits), F.log_softmax(logits), loss, mse]
+    refs = [torch.softmax(ref, 1), torch.log_softmax(ref, 1), tF.cross_entropy(ref, torch.tensor(labels)),
+            tF.mse_loss(ref, ref_target)]
+    for out, r, name in zip(outs, refs, ["softmax", "log_softmax", "cross_entropy", "mse_loss"]):
+        assert out.dtype == torch.float32, name
+        assert_close(out, r, TOL["ieee"], name)
+    (loss + mse).backward()
+    (refs[2] + refs[3]).backward()
+    assert logits.grad.dtype == target.grad.dtype == dtype
+    assert_close(logits.grad, ref.grad, tol_for(dtype), "dlogits")
+    assert_close(target.grad, ref_target.grad, tol_for(dtype), "dtarget")
+    assert F.cross_entropy(logits, tnet.tensor(labels)).dtype == F.softmax(logits).dtype == dtype  # outside
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_bfloat16_training_step_through_the_tape(rng, channels_last):
+    """BatchNorm (fp32 parameters and statistics) -> GELU -> max pooling -> mean on a bf16 batch,
+    NCHW (C = 5) or channels-last (C = 16): every gradient against torch in float64. Each 3x3
+    window holds one spike at its centre: near-ties, which bf16's rounding of the activations
+    may break the other way, would send the max's gradient elsewhere."""
+    C = 16 if channels_last else 5
+    a = rng.standard_normal((3, C, 7, 6)) * 0.5
+    a[:, :, ::2, ::2] += 4
+    x = tnet.tensor(a, requires_grad=True, dtype=torch.bfloat16)
+    rx = x.data.double().requires_grad_(True)
+    if channels_last:
+        x.data = x.data.contiguous(memory_format=torch.channels_last)
+    bn, ref_bn = tnet.nn.BatchNorm2d(C), torch.nn.BatchNorm2d(C).double()
+    for p, q in zip(bn.parameters(), ref_bn.parameters()):
+        values = rng.uniform(0.5, 1.5, p.shape)  # weights > 0 keep the spikes the maxima
+        p.data.copy_(torch.from_numpy(values))
+        q.data.copy_(torch.from_numpy(values.astype(np.float32)))
+    loss = F.max_pool2d(F.gelu(bn(x)), 3, 2, 1).mean()
+    ref = tF.max_pool2d(tF.gelu(ref_bn(rx)), 3, 2, 1).mean()
+    assert loss.dtype == torch.bfloat16
+    assert_close(loss, ref, 2e-2, "loss")
+    loss.backward()
+    ref.backward()
+    assert x.grad.dtype == torch.bfloat16 and bn.weight.grad.dtype == bn.bias.grad.dtype == torch.float32
+    assert_close(x.grad, rx.grad, 2e-2, "x.grad")
+    assert_close(bn.weight.grad, ref_bn.weight.grad, 2e-2, "weight.grad")
+    assert_close(bn.bias.grad, ref_bn.bias.grad, 2e-2, "bias.grad")
+    assert_close(bn.running_mean, ref_bn.running_mean, TOL["ieee"], "running_mean")
+    assert_close(bn.running_var, ref_bn.running_var, TOL["ieee"], "running_var")

@@ -5,8 +5,8 @@ import torch.nn.functional as tF
 from triton.runtime.errors import OutOfResources
 
 import tnet
-from tnet.kernels import elementwise, gemm, pool, reduce, softmax
-from conftest import TOL, assert_close, only_config
+from tnet.kernels import conv, elementwise, gemm, pool, reduce, softmax
+from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
 
@@ -129,20 +129,47 @@ POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2)
          ((2, 3), (3, 2), (0, 1), True), ((5, 5), (2, 3), (2, 2), False)]  # gaps between windows; 3 and 2 per row
 
 
+def torch_pool(mode, x, kernel, stride, padding, ceil_mode=False):
+    if mode == "max":
+        return tF.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode)
+    return tF.avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=True)
+
+
 @pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
-def test_pool(mode, kernel, stride, padding, ceil_mode):
-    x = randn(2, 3, 13, 8)
+def test_pool(mode, kernel, stride, padding, ceil_mode, dtype=torch.float32):
+    x = randn(2, 3, 13, 8).to(dtype)
     xd = f64(x).requires_grad_(True)
-    if mode == "max":
-        ref = tF.max_pool2d(xd, kernel, stride, padding, ceil_mode=ceil_mode)
-    else:
-        ref = tF.avg_pool2d(xd, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=True)
+    ref = torch_pool(mode, xd, kernel, stride, padding, ceil_mode)
     y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode)
-    assert_close(y, ref, 1e-6, f"{mode} forward")
-    g = randn(*ref.shape)
+    assert y.dtype == dtype
+    assert_close(y, ref, tol_for(dtype, 1e-6), f"{mode} forward {dtype}")
+    g = randn(*ref.shape).to(dtype)
     ref.backward(f64(g))
-    assert_close(pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode), xd.grad, 1e-6, f"{mode} backward")
+    dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype, 1e-6), f"{mode} backward {dtype}")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_pool_16_bit(dtype, mode):
+    """16-bit pooling, and as conv2d_relu_pool2d runs it: a channels-last ReLU output pooled into
+    NCHW, the ReLU's mask applied in the backward."""
+    test_pool(mode, *POOLS[1], dtype=dtype)
+    pre = randn(2, 16, 9, 7).to(dtype)
+    relu_out = elementwise.relu(pre.contiguous(memory_format=torch.channels_last))
+    xd = f64(pre).requires_grad_(True)
+    ref = torch_pool(mode, torch.relu(xd), (3, 3), (2, 2), (1, 1))
+    y, arg = pool.pool2d(relu_out, (3, 3), (2, 2), (1, 1), False, mode, channels_last=False)
+    assert y.dtype == dtype and y.is_contiguous()
+    assert_close(y, ref, tol_for(dtype), f"{mode} forward")
+    g = randn(*ref.shape).to(dtype)
+    ref.backward(f64(g))
+    dx = pool.pool2d_backward(g, arg, pre.shape, (3, 3), (2, 2), (1, 1), mode, relu_input=relu_out,
+                              x_channels_last=True, y_channels_last=False)
+    assert dx.dtype == dtype and conv.is_channels_last(dx)
+    assert_close(dx, xd.grad, tol_for(dtype), f"{mode} backward through the ReLU")
 
 
 def test_max_pool_ties_take_first_in_row_major_order():
@@ -151,38 +178,72 @@ def test_max_pool_ties_take_first_in_row_major_order():
     assert arg.cpu().flatten().tolist() == [0, 2, 8, 10]
 
 
-def test_relu():
-    x = randn(1000 + 7)
+def test_relu(dtype=torch.float32):
+    x = randn(1000 + 7).to(dtype)
     y = elementwise.relu(x)
-    assert_close(y, torch.relu(f64(x)), 0, "relu")
-    g = randn(1007)
-    assert_close(elementwise.relu_backward(y, g), f64(g) * (f64(x) > 0), 0, "relu backward")
+    assert_close(y, torch.relu(f64(x)), 0, "relu")  # exact in every dtype
+    g = randn(1007).to(dtype)
+    dx = elementwise.relu_backward(y, g)
+    assert y.dtype == dx.dtype == dtype
+    assert_close(dx, f64(g) * (f64(x) > 0), 0, "relu backward")
 
 
-def test_add_scale():
-    x, y = randn(301), randn(301)
+def test_add_scale(dtype=torch.float32):
+    x, y = randn(301).to(dtype), randn(301).to(dtype)
     expect = f64(x) + f64(y)
-    assert_close(elementwise.add_(x, y), expect, 1e-7, "add_")
+    assert_close(elementwise.add_(x, y), expect, tol_for(dtype, 1e-7), "add_")
     s = torch.full((1,), 2.5, device=DEV)
-    assert_close(elementwise.scale_(x, s), expect * 2.5, 1e-7, "scale_")
+    assert_close(elementwise.scale_(x, s), expect * 2.5, tol_for(dtype, 1e-7), "scale_")
+    assert x.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_elementwise_16_bit(dtype):
+    test_relu(dtype)
+    test_add_scale(dtype)
+    x, y = randn(301), randn(301).to(dtype)  # a 16-bit gradient into an fp32 sum; a 16-bit scale
+    expect = f64(x) + f64(y)
+    assert_close(elementwise.add_(x, y), expect, 1e-7, "fp32 += 16-bit")
+    assert_close(elementwise.scale_(x, torch.full((1,), -0.5, dtype=dtype, device=DEV)), -0.5 * expect, 1e-7, "scale_")
 
 
 @pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (5, 131)])
-def test_softmax(R, C):
-    x = randn(R, C) * 5
+def test_softmax(R, C, dtype=torch.float32):
+    x = (randn(R, C) * 5).to(dtype)
     y = softmax.softmax(x)
     xd = f64(x).requires_grad_(True)
     ref = torch.softmax(xd, 1)
-    assert_close(y, ref, 1e-6, "softmax")
-    g = randn(R, C)
+    assert_close(y, ref, tol_for(dtype, 1e-6), "softmax")
+    g = randn(R, C).to(dtype)
     ref.backward(f64(g))
-    assert_close(softmax.softmax_backward(y, g), xd.grad, 1e-5, "softmax backward")
+    assert_close(softmax.softmax_backward(y, g), xd.grad, tol_for(dtype), "softmax backward")
     y = softmax.log_softmax(x)
     xd.grad = None
     ref = torch.log_softmax(xd, 1)
-    assert_close(y, ref, 1e-6, "log_softmax")
+    assert_close(y, ref, tol_for(dtype, 1e-6), "log_softmax")
     ref.backward(f64(g))
-    assert_close(softmax.log_softmax_backward(y, g), xd.grad, 1e-5, "log_softmax backward")
+    dx = softmax.log_softmax_backward(y, g)
+    assert y.dtype == dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "log_softmax backward")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_softmax_16_bit(dtype):
+    """16-bit rows; and fp32 outputs of 16-bit logits (tnet.autocast's softmax), whose fp32 math
+    then shows at fp32's tolerance, with the input's gradient back in 16 bits."""
+    test_softmax(5, 131, dtype)
+    x = (randn(37, 10) * 5).to(dtype)
+    xd = f64(x).requires_grad_(True)
+    ref = torch.softmax(xd, 1)
+    y = softmax.softmax(x, torch.float32)
+    assert y.dtype == torch.float32
+    assert_close(y, ref, 1e-6, "fp32 softmax of 16-bit logits")
+    g = randn(37, 10)
+    ref.backward(f64(g))
+    dx = softmax.softmax_backward(y, g, dtype)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "its gradient")
+    assert_close(softmax.log_softmax(x, torch.float32), torch.log_softmax(f64(x), 1), 1e-6, "fp32 log_softmax")
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
@@ -229,6 +290,35 @@ def test_cross_entropy_flags_labels_out_of_range(bad):
     softmax.cross_entropy(randn(300, 10), labels.to(DEV) * 0)  # good labels pass again
 
 
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_cross_entropy_16_bit(dtype, reduction):
+    """The loss in the logits' dtype, or fp32 (autocast's), computed in fp32 either way; the
+    logits' gradient in their dtype."""
+    x = (randn(37, 10) * 5).to(dtype)
+    labels = torch.randint(0, 10, (37,), generator=torch.Generator().manual_seed(5))
+    labels[3] = -100
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels, reduction=reduction, label_smoothing=0.1)
+    loss, dx = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction)
+    assert loss.dtype == dx.dtype == dtype
+    assert_close(loss, ref, tol_for(dtype), "loss")
+    loss32, _ = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction, dtype=torch.float32)
+    assert loss32.dtype == torch.float32
+    assert_close(loss32, ref, 1e-6, "fp32 loss")
+    g = randn(*(ref.shape or (1,))).to(dtype)
+    ref.backward(f64(g).reshape(ref.shape))
+    if reduction == "none":
+        softmax.scale_rows_(dx, g)
+    else:
+        elementwise.scale_(dx, g)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "dlogits")
+    count = torch.zeros((), dtype=torch.int32, device=DEV)
+    softmax.count_correct(x, labels.to(DEV), count)
+    assert count.item() == (f64(x).argmax(1) == labels).sum().item()
+
+
 def test_softmax_and_loss_finite_at_1e4():
     x = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, 3.0]], device=DEV)
     labels = torch.tensor([0, 0], device=DEV)
@@ -240,10 +330,21 @@ def test_softmax_and_loss_finite_at_1e4():
 
 
 @pytest.mark.parametrize("shape,dim", [((3, 5, 4, 6), 1), ((37, 10), 1), ((1, 1), 1), ((2, 64, 1023), 1), ((3, 5, 4000), 1)])
-def test_sum_except(shape, dim):
-    x = randn(*shape)
+def test_sum_except(shape, dim, dtype=torch.float32):
+    x = randn(*shape).to(dtype)
     axes = tuple(i for i in range(len(shape)) if i != dim)
-    assert_close(reduce.sum_except(x, dim), f64(x).sum(axes), 1e-5, "sum_except")  # fp32 sums of 1e4 terms
+    out = reduce.sum_except(x, dim)
+    assert out.dtype == dtype
+    assert_close(out, f64(x).sum(axes), tol_for(dtype), "sum_except")  # fp32 sums of 1e4 terms
+    if dtype != torch.float32:  # the bias gradient of 16-bit gradients: fp32 sums into an fp32 vector
+        out = reduce.sum_except(x, dim, out=torch.empty(shape[dim], device=DEV))
+        assert_close(out, f64(x).sum(axes), TOL["ieee"], "sum_except into fp32")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_sum_except_16_bit(dtype):
+    test_sum_except((3, 5, 4000), 1, dtype)  # in parts
+    test_sum_except((3, 5, 4, 6), 1, dtype)
 
 
 def test_launchers_reject_bad_layout():
@@ -269,9 +370,10 @@ def test_small_kernels_every_config(i, monkeypatch):
     for module, name in SMALL_KERNELS:
         configs = module._CONFIGS
         only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
-    for mode in ("max", "avg"):
-        test_pool(mode, *POOLS[1])
-    test_relu()
-    test_add_scale()
-    test_softmax(5, 131)
-    test_sum_except((3, 5, 4000), 1)
+    for dtype in CONFIG_DTYPES:
+        for mode in ("max", "avg"):
+            test_pool(mode, *POOLS[1], dtype=dtype)
+        test_relu(dtype)
+        test_add_scale(dtype)
+        test_softmax(5, 131, dtype)
+        test_sum_except((3, 5, 4000), 1, dtype)

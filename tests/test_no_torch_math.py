@@ -168,3 +168,28 @@ def test_training_step_of_a_modern_net_uses_torch_for_memory_only():
             model(x).argmax(1)
     assert torch.is_tensor(loss.data) and rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_16_bit_ops_use_torch_for_memory_only():
+    """bf16 and fp16 activations through BatchNorm, GELU, pooling, a mixed-dtype sum, a mean, and
+    the losses under tnet.autocast (fp32 outputs, 16-bit gradients cast back on the tape)."""
+    import warnings
+
+    import torch
+    from tnet import nn
+    rng = np.random.default_rng(0)
+    bn = nn.BatchNorm2d(16)
+    x = tnet.tensor(rng.standard_normal((2, 16, 5, 5)), requires_grad=True, dtype=torch.bfloat16)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    logits = tnet.tensor(rng.standard_normal((4, 10)), requires_grad=True, dtype=torch.float16)
+    with Recorder() as rec, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the interpreter's numpy on masked lanes
+        h = F.max_pool2d(F.gelu(bn(x)), 2) + tnet.ones(16, 1, 1)  # bf16 + fp32: fp32
+        h.mean().backward()
+        with tnet.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(logits, tnet.tensor([1, 2, 3, 4])) + F.mse_loss(logits, logits.detach())
+            F.log_softmax(logits).sum().backward()
+        loss.backward()
+        x.half().bfloat16().float().sum().backward()
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -13,61 +13,71 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import norm
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close
+from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, tol_for
 
 # (shape, channels-last, weight, bias)
 CASES = [((5, 3, 5, 3), False, True, True), ((5, 7, 5, 3), True, True, True), ((5, 7, 1, 1), False, False, False),
          ((5, 7), False, True, True), ((5, 3, 4), False, True, False), ((5, 3, 5, 3), True, False, False)]
 
 
-def leaf(a, channels_last=False, requires_grad=True):
-    """A tnet leaf and the float64 torch leaf with the values of the numpy array a, rounded to
-    float32 first (at |x| = 1000 the rounding would move the variance by 1e-5)."""
-    a = np.asarray(a, np.float32)
-    t = tnet.tensor(a, requires_grad=requires_grad)
+def leaf(a, channels_last=False, requires_grad=True, dtype=torch.float32):
+    """A tnet leaf of dtype and the float64 torch leaf with the values of the numpy array a, rounded
+    to dtype first (at |x| = 1000 fp32's rounding would move the variance by 1e-5)."""
+    t = tnet.tensor(a, requires_grad=requires_grad, dtype=dtype)
+    ref = t.data.double().cpu().requires_grad_(requires_grad)
     if channels_last:
         t.data = t.data.contiguous(memory_format=torch.channels_last)
-    return t, torch.tensor(a, dtype=torch.float64, requires_grad=requires_grad)
+    return t, ref
 
 
-def check_backward(out, ref, pairs, rng, what):
+def check_backward(out, ref, pairs, rng, what, tol=TOL["ieee"]):
     g = rng.standard_normal(ref.shape)
     out.backward(g)
-    ref.backward(torch.tensor(g))
+    ref.backward(torch.tensor(g).to(out.dtype).double())  # the seed as tnet rounds it
     for name, (t, r) in pairs.items():
         if t is not None:
-            assert_close(t.grad, r.grad, TOL["ieee"], f"{what}: gradient of {name}")
+            assert t.grad.dtype == t.dtype, f"{what}: gradient of {name} is {t.grad.dtype}, not {t.dtype}"
+            assert_close(t.grad, r.grad, tol, f"{what}: gradient of {name}")
 
 
 @pytest.mark.parametrize("shape,channels_last,affine_w,affine_b", CASES)
-def test_batch_norm(rng, shape, channels_last, affine_w, affine_b):
+def test_batch_norm(rng, shape, channels_last, affine_w, affine_b, dtype=torch.float32):
     """Three training steps that update the running statistics (the last one backward too),
-    then eval mode, forward and backward."""
+    then eval mode, forward and backward. A 16-bit x keeps fp32 parameters and statistics, as
+    under tnet.autocast: the statistics match torch's at fp32's tolerance, y and the gradients
+    at the 16-bit one."""
     C = shape[1]
+    tol = tol_for(dtype)
     w, rw = leaf(rng.standard_normal(C)) if affine_w else (None, None)
     b, rb = leaf(rng.standard_normal(C)) if affine_b else (None, None)
     rm, rv = tnet.tensor(np.zeros(C)), tnet.tensor(np.ones(C))
     trm, trv = torch.zeros(C, dtype=torch.float64), torch.ones(C, dtype=torch.float64)
     what = f"{shape} {'channels-last' if channels_last else 'contiguous'}"
     for step in range(3):
-        x, rx = leaf(rng.standard_normal(shape) * 2 + 3, channels_last)
+        x, rx = leaf(rng.standard_normal(shape) * 2 + 3, channels_last, dtype=dtype)
         y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1)
         ref = tF.batch_norm(rx, trm, trv, rw, rb, training=True, momentum=0.1)
-        assert_close(y, ref, TOL["ieee"], f"{what}: step {step}")
+        assert_close(y, ref, tol, f"{what}: step {step}")
         assert_close(rm, trm, TOL["ieee"], f"{what}: running_mean {step}")
         assert_close(rv, trv, TOL["ieee"], f"{what}: running_var {step}")
-        assert is_channels_last(y.data) == channels_last
-    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: training")
+        assert is_channels_last(y.data) == channels_last and y.dtype == dtype and rm.dtype == torch.float32
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: training", tol)
     for t in (x, w, b):
         if t is not None:
             t.grad = None
     y = F.batch_norm(x, rm, rv, w, b)
     ref = tF.batch_norm(rx, trm, trv, rw, rb)
-    assert_close(y, ref, TOL["ieee"], f"{what}: eval")
+    assert_close(y, ref, tol, f"{what}: eval")
     for t in (rx, rw, rb):
         if t is not None:
             t.grad = None
-    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: eval")
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: eval", tol)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3]], ids=["nchw", "channels-last", "2-d"])
+def test_batch_norm_16_bit(rng, dtype, case):
+    test_batch_norm(rng, *case, dtype)
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
@@ -149,13 +159,13 @@ def test_batch_norm_modules(rng, kwargs):
 def test_batch_norm_bad_input(rng):
     x = tnet.tensor(rng.standard_normal((5, 3, 4, 4)))
     rm, rv = tnet.tensor(np.zeros(3)), tnet.tensor(np.ones(3))
-    with pytest.raises(ValueError, match="running_mean must be a contiguous torch.float32 vector of 3"):
+    with pytest.raises(ValueError, match="running_mean must be a contiguous float vector of 3"):
         F.batch_norm(x, tnet.tensor(np.zeros(4)), rv, training=True)
     with pytest.raises(ValueError, match="weight must be"):
         F.batch_norm(x, rm, rv, weight=tnet.tensor(np.ones(5)))
     with pytest.raises(ValueError, match="running_var must be"):
         F.batch_norm(x, rm, tnet.tensor(np.ones(3, np.int64)))
-    with pytest.raises(ValueError, match="float32 input"):
+    with pytest.raises(ValueError, match="input must be float32, float16 or bfloat16"):
         F.batch_norm(tnet.tensor(np.ones((5, 3), np.int64)), rm, rv)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         F.batch_norm(tnet.tensor(np.ones((1, 3, 1, 1))), rm, rv, training=True)
@@ -186,8 +196,9 @@ def test_norm_kernels_every_config(i, monkeypatch, rng):
     for name in NORM_KERNELS:
         monkeypatch.setattr(getattr(norm, name), "configs", [norm._CONFIGS[i]])
         monkeypatch.setattr(getattr(norm, name), "chosen", {})  # else a shape seen before keeps its config
-    test_batch_norm(rng, *CASES[1])
-    test_batch_norm(rng, *CASES[0])
+    for dtype in CONFIG_DTYPES:
+        test_batch_norm(rng, *CASES[1], dtype)
+        test_batch_norm(rng, *CASES[0], dtype)
     test_batch_norm_split_into_parts(monkeypatch, rng, True)
 
 

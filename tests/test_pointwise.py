@@ -10,7 +10,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise, reduce
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close, check_op
+from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, check_op, tol_for
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -18,16 +18,19 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 CL = torch.channels_last
 
 
-def leaf(rng, *shape, channels_last=False, positive=False, values=None):
-    """A tnet leaf (channels-last memory if asked) and the float64 torch leaf with the same values:
-    standard normal, spread over magnitudes 0.01 to 5 (tanh's series and exp branches), or > 0.5."""
-    a = rng.standard_normal(shape) * rng.choice([0.01, 1.0, 5.0], shape) if values is None else values
+def leaf(rng, *shape, channels_last=False, positive=False, values=None, dtype=torch.float32):
+    """A tnet leaf of dtype (channels-last memory if asked) and the float64 torch leaf with the same
+    (rounded) values: standard normal, spread over magnitudes 0.01 to 5 (tanh's series and exp
+    branches; to 2 in 16 bits, where exp(15) would overflow float16), or > 0.5."""
+    big = 5.0 if dtype == torch.float32 else 2.0
+    a = rng.standard_normal(shape) * rng.choice([0.01, 1.0, big], shape) if values is None else values
     a = np.abs(a) + 0.5 if positive else a
-    t = tnet.tensor(a)
+    t = tnet.tensor(a, dtype=dtype)
+    ref = t.data.double().cpu().requires_grad_(True)
     if channels_last:
         t.data = t.data.contiguous(memory_format=CL)
     t.requires_grad = True
-    return t, torch.tensor(a, requires_grad=True)
+    return t, ref
 
 
 def check(fn_tnet, fn_torch, inputs, rng, tol=TOL["ieee"]):
@@ -40,10 +43,12 @@ BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a,
 
 @pytest.mark.parametrize("op", BINARY)
 @pytest.mark.parametrize("shapes", [((5, 1, 7), (3, 1)), ((2, 3, 5, 7), (3, 1, 1)), ((7,), (2, 5, 1))])
-def test_binary_broadcast(rng, op, shapes):
-    inputs = [leaf(rng, *shapes[0]), leaf(rng, *shapes[1], positive=op == "div")]
-    check(BINARY[op], BINARY[op], inputs, rng)
-    check(getattr(F, op), getattr(torch, op), [leaf(rng, *shapes[1]), leaf(rng, *shapes[0], positive=op == "div")], rng)
+def test_binary_broadcast(rng, op, shapes, dtype=torch.float32):
+    inputs = [leaf(rng, *shapes[0], dtype=dtype), leaf(rng, *shapes[1], positive=op == "div", dtype=dtype)]
+    out = check(BINARY[op], BINARY[op], inputs, rng, tol_for(dtype))
+    assert out.dtype == inputs[0][0].grad.dtype == inputs[1][0].grad.dtype == dtype
+    inputs = [leaf(rng, *shapes[1], dtype=dtype), leaf(rng, *shapes[0], positive=op == "div", dtype=dtype)]
+    check(getattr(F, op), getattr(torch, op), inputs, rng, tol_for(dtype))
 
 
 @pytest.mark.parametrize("fn,ref", [(lambda x: x + 2, None), (lambda x: 2.5 + x, None), (lambda x: x - 3, None),
@@ -112,12 +117,13 @@ UNARY = {
 
 @pytest.mark.parametrize("name,channels_last", [(name, False) for name in UNARY] +
                          [("gelu", True), ("cube", True), ("sigmoid", True)])
-def test_unary(rng, name, channels_last):
+def test_unary(rng, name, channels_last, dtype=torch.float32):
     """Every op on NCHW memory, a few on channels-last (the same flat pass): the output keeps the layout."""
     fn, ref, positive = UNARY[name]
-    x = leaf(rng, 3, 5, 2, 7, channels_last=channels_last, positive=positive)
-    out = check(fn, ref, [x], rng)
+    x = leaf(rng, 3, 5, 2, 7, channels_last=channels_last, positive=positive, dtype=dtype)
+    out = check(fn, ref, [x], rng, tol_for(dtype))
     assert is_channels_last(out.data) == channels_last
+    assert out.dtype == x[0].grad.dtype == dtype
 
 
 def test_unary_strided_input(rng):
@@ -156,9 +162,9 @@ def test_sum_each_subset_of_axes():
 
 
 @pytest.mark.parametrize("shape,dim", [((3, 2500), 1), ((2500, 3), 0), ((5000,), None), ((3, 1100, 5), 1)])
-def test_long_sums_in_parts(rng, shape, dim):
+def test_long_sums_in_parts(rng, shape, dim, dtype=torch.float32):
     """Sums longer than reduce.CHUNK: parts, then the sum of the parts."""
-    check(lambda t: F.mean(t, dim), lambda t: t.mean(dim), [leaf(rng, *shape)], rng)
+    check(lambda t: F.mean(t, dim), lambda t: t.mean(dim), [leaf(rng, *shape, dtype=dtype)], rng, tol_for(dtype))
 
 
 @pytest.mark.parametrize("shape", [(3, 37, 4, 4), (2, 32, 8, 8)])
@@ -173,14 +179,15 @@ def test_global_average_pooling(rng, shape, channels_last):
 
 @pytest.mark.parametrize("dim,keepdim,channels_last", [(0, False, False), (1, True, True), (2, False, True),
                                                        (-1, False, False), (3, True, True)])
-def test_max_dim_with_ties(rng, dim, keepdim, channels_last):
+def test_max_dim_with_ties(rng, dim, keepdim, channels_last, dtype=torch.float32):
     """Values of few levels, so most rows hold ties: the first index, like torch's, gets the gradient."""
-    x = leaf(rng, 3, 5, 4, 7, channels_last=channels_last, values=rng.integers(0, 3, (3, 5, 4, 7)).astype(float))
+    x = leaf(rng, 3, 5, 4, 7, channels_last=channels_last, values=rng.integers(0, 3, (3, 5, 4, 7)).astype(float),
+             dtype=dtype)
     out = x[0].max(dim, keepdim)
     ref = x[1].max(dim, keepdim)
     assert out.indices.dtype == torch.int64 and np.array_equal(out.indices.numpy(), ref.indices.numpy())
     assert np.array_equal(F.argmax(x[0], dim, keepdim).numpy(), torch.argmax(x[1], dim, keepdim).numpy())
-    check(lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [x], rng)
+    check(lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [x], rng, tol_for(dtype))
 
 
 def test_max_ties_across_parts(monkeypatch):
@@ -215,6 +222,48 @@ def test_max_propagates_nan():
     assert np.isnan(F.max(tnet.tensor(x)).item())
 
 
+# ---- 16-bit storage: fp32 math, outputs and gradients in the inputs' dtype -------------------
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_16_bit(rng, dtype, op):
+    test_binary_broadcast(rng, op, ((2, 3, 5, 7), (3, 1, 1)), dtype)
+    check(lambda t: 3 - t * 1.5, lambda t: 3 - t * 1.5, [leaf(rng, 3, 7, dtype=dtype)], rng, tol_for(dtype))
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_16_bit(rng, dtype, name):
+    test_unary(rng, name, name == "gelu", dtype)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_reductions_16_bit(rng, dtype):
+    """Sums in fp32 (in parts too), each result rounded once; maxima with ties; argmax."""
+    for op, dim, cl in (("sum", None, False), ("mean", (0, 2, 3), True), ("sum", 1, True)):
+        x = leaf(rng, 3, 5, 4, 7, channels_last=cl, dtype=dtype)
+        out = check(lambda t: getattr(t, op)(dim), lambda t: getattr(t, op)(dim), [x], rng, tol_for(dtype))
+        assert out.dtype == x[0].grad.dtype == dtype
+    test_long_sums_in_parts(rng, (3, 2500), 1, dtype)
+    test_max_dim_with_ties(rng, 1, True, True, dtype)
+    x = leaf(rng, 2, 3, 4, 5, values=rng.integers(0, 4, (2, 3, 4, 5)).astype(float), dtype=dtype)
+    check(lambda t: t.max(), lambda t: t.max(), [x], rng, tol_for(dtype))
+    assert x[0].argmax().item() == x[1].argmax().item()
+
+
+@pytest.mark.parametrize("a,b", [(torch.bfloat16, torch.float32), (torch.float16, torch.bfloat16),
+                                 (torch.float32, torch.float16)])
+def test_type_promotion(rng, a, b):
+    """Mixed dtypes as in PyTorch: the wider dtype, fp32 for bf16 with fp16; a 0-d tensor or a number
+    does not widen a tensor with dims. Each gradient comes back in its operand's dtype."""
+    x, y = leaf(rng, 3, 5, dtype=a), leaf(rng, 5, positive=True, dtype=b)
+    out = check(lambda s, t: s * t - s / t, lambda s, t: s * t - s / t, [x, y], rng, TOL["bf16"])
+    assert out.dtype == torch.promote_types(a, b) and x[0].grad.dtype == a and y[0].grad.dtype == b
+    x, s = leaf(rng, 3, 5, dtype=a), leaf(rng, dtype=b)
+    out = check(lambda t, u: t * u + 2.5, lambda t, u: t * u + 2.5, [x, s], rng, TOL["bf16"])
+    assert out.dtype == (x[1].to(a) * s[1].detach().to(b)).dtype == a and s[0].grad.dtype == b
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss(rng, reduction):
     inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
@@ -247,7 +296,7 @@ def test_bad_input(rng):
              (lambda: F.mse_loss(x, x, "avg"), "not a valid value for reduction"),
              (lambda: F.adaptive_avg_pool2d(tnet.tensor(np.ones((2, 3, 4, 4))), 2), "only output_size 1"),
              (lambda: F.exp(np.ones(3)), "must be a tnet.Tensor"),
-             (lambda: F.sum(tnet.tensor(np.ones(3, dtype=np.int64))), "floating-point")]
+             (lambda: F.sum(tnet.tensor(np.ones(3, dtype=np.int64))), "must be float32, float16 or bfloat16")]
     for fn, message in cases:
         with pytest.raises(ValueError, match=message):
             fn()
@@ -265,9 +314,11 @@ def test_every_config(rng, i, monkeypatch):
         monkeypatch.setattr(getattr(module, name), "configs", [configs[min(i, len(configs) - 1)]])
         monkeypatch.setattr(getattr(module, name), "chosen", {})
     monkeypatch.setattr(reduce, "CHUNK", 64)
-    test_binary_broadcast(rng, "div", ((2, 3, 5, 7), (3, 1, 1)))
-    test_unary(rng, "gelu", True)
-    test_long_sums_in_parts(rng, (3, 150, 5), 1)
-    check(lambda t: t.mean((2, 3)), lambda t: t.mean((2, 3)), [leaf(rng, 3, 37, 4, 4)], rng)
-    test_max_dim_with_ties(rng, 1, False, True)
+    for dtype in CONFIG_DTYPES:
+        test_binary_broadcast(rng, "div", ((2, 3, 5, 7), (3, 1, 1)), dtype)
+        test_unary(rng, "gelu", True, dtype)
+        test_long_sums_in_parts(rng, (3, 150, 5), 1, dtype)
+        check(lambda t: t.mean((2, 3)), lambda t: t.mean((2, 3)), [leaf(rng, 3, 37, 4, 4, dtype=dtype)], rng,
+              tol_for(dtype))
+        test_max_dim_with_ties(rng, 1, False, True, dtype)
     test_max_ties_across_parts(monkeypatch)

@@ -10,7 +10,7 @@ from tnet import nn
 from tnet.kernels import copy as copy_module
 from tnet.kernels import random as random_module
 from tnet.kernels.conv import is_channels_last
-from conftest import TOL, assert_close, only_config
+from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
 
@@ -161,6 +161,23 @@ def test_to_16_bit_and_back_with_gradients(rng, dtype, tol):
     assert x.grad.dtype == torch.float32
 
 
+def test_half_and_bfloat16_with_mixed_dtypes_on_the_tape(rng):
+    """torch's method names; a sum of fp32, fp16 and bf16 paths (promoted to fp32) hands each cast
+    back its gradient, and the leaf gets the fp32 sum."""
+    x, xr = pair(rng, 3, 4)
+    h, b = x.half(), x.bfloat16()
+    assert h.dtype == torch.float16 and b.dtype == torch.bfloat16 and h.requires_grad and b.bfloat16() is b
+    y = h.float() * 2 + b + x  # fp32 * 2, + bf16 (fp32 again), + fp32
+    assert y.dtype == torch.float32
+    y.backward(np.ones((3, 4)))
+    assert x.grad.dtype == torch.float32 and np.all(x.grad.numpy() == 4.0)
+    z = x.half() * x.bfloat16()  # fp16 with bf16: fp32; each operand's gradient in its dtype, then fp32
+    assert z.dtype == torch.float32
+    x.grad = None
+    z.backward(np.ones((3, 4)))
+    assert_close(x.grad, 2 * xr.detach(), TOL["bf16"], "gradient of x.half() * x.bfloat16()")
+
+
 def test_to_int_and_back():
     a = np.array([[-2.7, -0.5, 0.0], [0.5, 3.9, 1e6]])
     x = tnet.tensor(a, requires_grad=True)
@@ -198,21 +215,22 @@ def strided(shape, order, dtype=torch.float32):
 
 @pytest.mark.parametrize("case", ["contiguous", "permuted", "channels-last", "sliced", "expanded src", "5-D merged",
                                   "0-d", "empty"])
-def test_copy_kernel_strides(case):
-    src = torch.randn(3, 5, 4, 7, device=DEV)
+def test_copy_kernel_strides(case, dtype=torch.float32):
+    src = torch.randn(3, 5, 4, 7, device=DEV, dtype=dtype)
     dst = torch.empty_like(src)
     if case == "permuted":
-        dst = strided(src.shape, (2, 0, 3, 1))
+        dst = strided(src.shape, (2, 0, 3, 1), dtype)
     elif case == "channels-last":
         src = src.contiguous(memory_format=torch.channels_last)
     elif case == "sliced":
-        src, dst = src[:, 1:4, ::2, 2:], torch.empty(7, 9, 9, 9, device=DEV)[1:4, 2:5, 1::5, 4:9]
+        src, dst = src[:, 1:4, ::2, 2:], torch.empty(7, 9, 9, 9, device=DEV, dtype=dtype)[1:4, 2:5, 1::5, 4:9]
     elif case == "expanded src":
         src = src[:, :1].expand(3, 5, 4, 7)
     elif case == "5-D merged":
-        src, dst = torch.randn(2, 3, 4, 5, 6, device=DEV), torch.empty(2, 3, 4, 5, 6, device=DEV)
+        src = torch.randn(2, 3, 4, 5, 6, device=DEV, dtype=dtype)
+        dst = torch.empty_like(src)
     elif case == "0-d":
-        src, dst = torch.tensor(2.5, device=DEV), torch.empty((), device=DEV)
+        src, dst = torch.tensor(2.5, device=DEV, dtype=dtype), torch.empty((), device=DEV, dtype=dtype)
     elif case == "empty":
         src, dst = src[:0], dst[:0]
     copy_module.copy_(dst, src)
@@ -244,6 +262,30 @@ def test_factories_shapes_and_dtypes():
                 lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="meta")):
         with pytest.raises(ValueError):
             bad()
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_factories_16_bit(dtype):
+    for t, value in ((tnet.zeros(2, 3, dtype=dtype), 0.0), (tnet.ones(3, dtype=dtype), 1.0),
+                     (tnet.full((2, 2), 1.5, dtype=dtype), 1.5)):
+        assert t.dtype == dtype and np.all(f64(t) == value)
+    tnet.manual_seed(0)
+    u, z = f64(tnet.rand(4096, dtype=dtype)), f64(tnet.randn(4096, dtype=dtype))
+    assert u.min() >= 0.0 and u.max() <= 1.0 and abs(u.mean() - 0.5) < 0.03  # <= 1: rounding may reach 1
+    assert abs(z.mean()) < 0.1 and abs(z.std() - 1.0) < 0.06
+    assert tnet.randn(3, dtype=dtype, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_copy_and_dropout_16_bit(rng, dtype):
+    for case in ("permuted", "sliced", "channels-last"):
+        test_copy_kernel_strides(case, dtype)
+    test_dropout_train_mask_scale_gradient(rng, dtype)
+    x = tnet.tensor(rng.standard_normal((2, 16, 5, 3)) + 5.0, dtype=dtype)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    y = F.dropout(x, 0.5)
+    assert y.dtype == dtype and is_channels_last(y.data)
+    check_dropout(x, y, 0.5)
 
 
 def test_manual_seed_reproduces_draws():
@@ -282,23 +324,31 @@ def binomial_ok(zeroed, n, p):
     return abs(zeroed - n * p) <= 5 * np.sqrt(n * p * (1 - p))
 
 
+def f64(t):
+    """A tnet tensor's values as a float64 numpy array (numpy has no bfloat16)."""
+    return t.data.double().cpu().numpy()
+
+
 def check_dropout(x, y, p):
-    """y zeroes about p of x and scales the rest by 1/(1-p); returns the kept mask."""
-    X, Y = x.numpy().astype(np.float64), y.numpy().astype(np.float64)
+    """y zeroes about p of x and scales the rest by 1/(1-p) (rounded to y's dtype); returns the kept mask."""
+    X, Y = f64(x), f64(y)
     kept = Y != 0
     assert binomial_ok((~kept).sum(), X.size, p), f"{(~kept).mean():.3f} zeroed for p = {p}"
-    assert_close(Y[kept], X[kept] / (1 - p), TOL["ieee"], "kept values")
+    assert_close(Y[kept], X[kept] / (1 - p), tol_for(y.dtype), "kept values")
     return kept
 
 
-def test_dropout_train_mask_scale_gradient(rng):
-    x = tnet.tensor(rng.standard_normal((64, 67)) + 5.0, requires_grad=True)  # no zeros: y != 0 is the mask
+def test_dropout_train_mask_scale_gradient(rng, dtype=torch.float32):
+    # no zeros: y != 0 is the mask
+    x = tnet.tensor(rng.standard_normal((64, 67)) + 5.0, requires_grad=True, dtype=dtype)
     y = F.dropout(x, P)
     kept = check_dropout(x, y, P)
     g = rng.standard_normal(y.shape)
     y.backward(g)
-    assert_close(x.grad, np.where(kept, g / (1 - P), 0.0), TOL["ieee"], "gradient follows the mask")
-    assert np.all(x.grad.numpy()[~kept] == 0)
+    g = torch.tensor(g).to(dtype).double().numpy()  # as the tape rounds the seed
+    assert y.dtype == x.grad.dtype == dtype
+    assert_close(x.grad, np.where(kept, g / (1 - P), 0.0), tol_for(dtype), "gradient follows the mask")
+    assert np.all(f64(x.grad)[~kept] == 0)
 
 
 def test_dropout_channels_last_keeps_layout(rng):
@@ -382,7 +432,8 @@ def test_kernels_every_config(i, monkeypatch, rng):
     for module, name in KERNELS:
         configs = module._CONFIGS
         only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
-    for case in ("permuted", "sliced"):
-        test_copy_kernel_strides(case)
+    for dtype in CONFIG_DTYPES:
+        for case in ("permuted", "sliced"):
+            test_copy_kernel_strides(case, dtype)
+        test_dropout_train_mask_scale_gradient(rng, dtype)
     test_rand_and_randn_statistics()
-    test_dropout_train_mask_scale_gradient(rng)

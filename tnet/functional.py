@@ -14,8 +14,9 @@ import numbers
 
 import torch
 
-from .factory import rng_state
 from . import amp
+from .amp import is_autocast_enabled
+from .factory import float32, rng_state
 from .kernels import conv as _conv
 from .kernels import copy as _copy
 from .kernels import elementwise as _ew
@@ -448,9 +449,12 @@ def argmax(input, dim=None, keepdim=False):
 
 
 def mse_loss(input, target, reduction="mean"):
-    """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none')."""
+    """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
+    under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
     _is_tensor("mse_loss", input=input, target=target)
     check(reduction in ("mean", "sum", "none"), f"mse_loss: {reduction!r} is not a valid value for reduction")
+    if is_autocast_enabled():
+        input, target = input.float(), target.float()
     loss = pow(sub(input, target), 2)
     return loss if reduction == "none" else _sum("mse_loss", loss, None, False, mean=reduction == "mean")
 
@@ -469,18 +473,26 @@ def _rows(name, x, dim):
     check(x.ndim == 2 and dim in (1, -1), f"{name}: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
 
 
+def _autocast_fp32(x):
+    """The output dtype of softmax, log_softmax and the losses: float32 inside a tnet.autocast
+    block (torch's autocast runs them in fp32), else x's. They compute in fp32 either way."""
+    return float32 if is_autocast_enabled() else x.dtype
+
+
 def softmax(x, dim=1):
-    """Softmax over the rows of a 2-D tensor."""
+    """Softmax over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32 under
+    tnet.autocast)."""
     _rows("softmax", x, dim)
-    y = _softmax.softmax(x.data)
-    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g),))
+    y, dtype = _softmax.softmax(x.data, _autocast_fp32(x)), x.dtype
+    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g, dtype),))
 
 
 def log_softmax(x, dim=1):
-    """x - logsumexp(x) over the rows of a 2-D tensor."""
+    """x - logsumexp(x) over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32
+    under tnet.autocast)."""
     _rows("log_softmax", x, dim)
-    y = _softmax.log_softmax(x.data)
-    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g),))
+    y, dtype = _softmax.log_softmax(x.data, _autocast_fp32(x)), x.dtype
+    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g, dtype),))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -490,12 +502,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
     are not supported). A target outside [0, classes) raises ValueError; inside a captured
     CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
-    The loss and its gradient come out of one fused kernel."""
+    The loss and its gradient come out of one fused kernel, in fp32; the loss has input's
+    dtype (fp32 under tnet.autocast, as torch's), the gradient input's."""
     _is_tensor("cross_entropy", input=input, target=target)
     check(weight is None and size_average is None and reduce is None,
           "cross_entropy: weight, size_average and reduce are not supported")
     check(input.ndim == 2, f"cross_entropy: input must be [N, classes], got {input.shape}")
-    loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index)
+    loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index,
+                                           dtype=_autocast_fp32(input))
     if reduction == "none":
         return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
     return record("cross_entropy", loss, (input,), lambda g: (_ew.scale_(dlogits, g.reshape(1)),))

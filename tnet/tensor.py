@@ -3,7 +3,9 @@
 Each differentiable op calls `record(...)`, which gives its output a tape entry: the next
 sequence number, the inputs, and the backward closure written beside the op's forward.
 `backward()` takes the part of the tape that the output depends on and walks it in
-reverse sequence order, then frees each entry's saved state.
+reverse sequence order, then frees each entry's saved state. A gradient has its tensor's
+dtype (float32, float16 or bfloat16): where an op of mixed dtypes hands back another, the
+tape casts it, as torch's engine does.
 """
 import itertools
 from contextlib import contextmanager
@@ -167,6 +169,12 @@ class Tensor:
     def float(self):
         return self.to(torch.float32)
 
+    def half(self):
+        return self.to(torch.float16)
+
+    def bfloat16(self):
+        return self.to(torch.bfloat16)
+
     def contiguous(self):
         """self when contiguous, else a contiguous copy (on the tape)."""
         if self.data.is_contiguous():
@@ -290,7 +298,8 @@ class Tensor:
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
     def backward(self, grad=None):
-        """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it."""
+        """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it. grad (any
+        array, cast to self's dtype) may be omitted for a one-element self: then ones."""
         if not self.requires_grad:
             raise RuntimeError("backward: this tensor does not require grad (no input did, or it was made under no_grad)")
         if grad is None:
@@ -298,7 +307,7 @@ class Tensor:
                 raise ValueError(f"backward: grad can be omitted only for a scalar, this tensor is {self.shape}")
             grad = torch.ones_like(self.data)
         else:
-            grad = _as_storage(grad, torch.float32)
+            grad = _as_storage(grad, self.dtype)
             if tuple(grad.shape) != self.shape:
                 raise ValueError(f"backward: grad is {tuple(grad.shape)} but the tensor is {self.shape}")
 
@@ -327,6 +336,8 @@ class Tensor:
                     if gx is None or not x.requires_grad:
                         continue
                     assert tuple(gx.shape) == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
+                    if gx.dtype != x.dtype:
+                        gx = copy_(Tensor._empty_in_layout(x.data), gx)
                     if x._entry is None:
                         _accumulate_leaf(x, gx)
                     elif id(x) in grads:  # used twice: a fresh buffer, as gx may be a view

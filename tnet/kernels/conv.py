@@ -49,17 +49,6 @@ def memory_format(channels_last):
     return torch.channels_last if channels_last else torch.contiguous_format
 
 
-def check_image(name, x, channels_last=False):
-    """x must be a float [N, C, H, W] tensor, contiguous (or, with channels_last=True,
-    contiguous in either memory format), under 2^31 elements."""
-    check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
-    check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
-    check_float(name, x)
-    check(x.is_contiguous() or (channels_last and x.is_contiguous(memory_format=torch.channels_last)),
-          f"{name}: expected a contiguous {'NCHW or channels-last' if channels_last else 'NCHW'} tensor, "
-          f"got strides {x.stride()}")
-
-
 def keeps_channels_last(channels):
     """Whether activations of this many channels are kept channels-last, where the
     convolutions read them fastest (a few channels, RGB, may stay NCHW)."""

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import cdiv, check
+from ._autotune import FLOATS, cdiv, check, check_float
 
 # Images per program. The interpreter pays per program and per op, not per element, so it
 # gets a few big programs; on the GPU one CIFAR image (3072 floats) per program keeps the
@@ -43,23 +43,25 @@ def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, ou
         x = tl.load(src_ptr + offs, mask=mask & inside, other=0.0)
     else:
         x = tl.load(src_ptr + src_rows[:, None] * chw + e[None, :], mask=mask, other=0.0)
-    tl.store(out_ptr + rows[:, None] * chw + e[None, :], x.to(tl.float32), mask=mask)
+    tl.store(out_ptr + rows[:, None] * chw + e[None, :], x.to(out_ptr.dtype.element_ty), mask=mask)
     label = tl.load(labels_ptr + src_rows, mask=row_ok, other=0)
     tl.store(out_labels_ptr + rows, label, mask=row_ok)
 
 
 def gather(images, labels, idx, shifts=None, flips=None, out=None):
-    """Return (x [B,C,H,W] float32, y [B] int64) with x[b] = images[idx[b]], y[b] = labels[idx[b]].
+    """Return (x [B,C,H,W], y [B] int64) with x[b] = images[idx[b]], y[b] = labels[idx[b]].
 
-    images [N,C,H,W] float32, labels [N] int64, idx [B] int64, all contiguous on one device.
+    images [N,C,H,W] float32, float16 or bfloat16, labels [N] int64, idx [B] int64, all contiguous on one device.
     Indices are not bounds-checked on the device: the caller must keep them in [0, N).
     With shifts [B,2] int32 (dy, dx) and flips [B] int32, image b is read shifted by
     (dy, dx) with zeros outside, then mirrored left-right when flips[b] != 0.
-    out: a pair (x, y) of contiguous tensors of those shapes and dtypes to write into
-    (a captured step's input buffers); by default the batch is fresh memory.
+    out: a pair (x, y) of contiguous tensors of those shapes to write into (a captured step's
+    input buffers), x of any of the three float dtypes (the images are cast to it: a 16-bit
+    batch from fp32 images in the same pass); by default the batch is fresh memory of the
+    images' dtype.
     """
     check(images.dim() == 4, f"images must be [N,C,H,W], got shape {tuple(images.shape)}")
-    check(images.dtype == torch.float32, f"images must be float32, got {images.dtype}")
+    check_float("gather", images, "images")
     n, c, h, w = images.shape
     check(labels.shape == (n,), f"labels must be [{n}], got {tuple(labels.shape)}")
     check(labels.dtype == torch.int64, f"labels must be int64, got {labels.dtype}")
@@ -82,13 +84,13 @@ def gather(images, labels, idx, shifts=None, flips=None, out=None):
     check(block <= 1 << 16, f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
 
     if out is None:
-        out = (torch.empty((b, c, h, w), dtype=torch.float32, device=images.device),
+        out = (torch.empty((b, c, h, w), dtype=images.dtype, device=images.device),
                torch.empty((b,), dtype=torch.int64, device=images.device))
     out, out_labels = out
-    check(out.shape == (b, c, h, w) and out.dtype == torch.float32 and out.device == images.device
+    check(out.shape == (b, c, h, w) and out.dtype in FLOATS and out.device == images.device
           and out.is_contiguous() and out_labels.shape == (b,) and out_labels.dtype == torch.int64
           and out_labels.device == images.device and out_labels.is_contiguous(),
-          lambda: f"out must be contiguous ([{b},{c},{h},{w}] float32, [{b}] int64) on {images.device}, "
+          lambda: f"out must be contiguous ([{b},{c},{h},{w}] float, [{b}] int64) on {images.device}, "
                   f"got {tuple(out.shape)} {out.dtype} and {tuple(out_labels.shape)} {out_labels.dtype}")
     if b == 0:
         return out, out_labels

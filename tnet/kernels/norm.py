@@ -11,7 +11,12 @@ Training forward: batch_norm_stats_kernel (per part: mean and M2 by Welford's up
 shifted by its first row), batch_norm_finalize_kernel (Chan's combination of the parts; the running statistics' update
 on the device) and batch_norm_apply_kernel. Eval forward: batch_norm_apply_kernel alone, from
 the running statistics. Backward: batch_norm_backward_reduce_kernel (per part: sum dy and
-sum dy * xhat, added up by reduce.sum_except) and batch_norm_backward_kernel (dx)."""
+sum dy * xhat, added up by reduce.sum_except) and batch_norm_backward_kernel (dx).
+
+Dtypes: x and dy are float32, float16 or bfloat16 (one dtype), y and dx take x's; the
+per-channel vectors (weight, bias, running statistics) may be any of the three and are
+usually fp32; statistics and sums are fp32, and so are the saved mean and invstd and the
+returned dweight and dbias."""
 import math
 
 import torch
@@ -20,7 +25,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from . import reduce as _reduce
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
 from .conv import is_channels_last
 
 _CONFIGS = [triton.Config({"BLOCK_R": 64, "BLOCK_C": 64}, num_warps=4),
@@ -215,7 +220,7 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, sums_pt
 def _view(name, x):
     """(R, C, L) of x, checked: the [R, C] view of the module's docstring."""
     check(x.dim() in (2, 3, 4), f"{name}: expected [N, C], [N, C, L] or [N, C, H, W] input, got {tuple(x.shape)}")
-    check(x.dtype == torch.float32, f"{name}: expected float32 input, got {x.dtype}")
+    check_float(name, x, "input")
     check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     cl = is_channels_last(x)
     check(x.is_contiguous() or cl,
@@ -225,9 +230,9 @@ def _view(name, x):
     return x.numel() // max(C, 1), C, L
 
 
-def _check_vector(name, arg, v, C, device, dtype=torch.float32):
-    check(v is None or (tuple(v.shape) == (C,) and v.is_contiguous() and v.dtype == dtype and v.device == device),
-          lambda: f"{name}: {arg} must be a contiguous {dtype} vector of {C} on {device}, got "
+def _check_vector(name, arg, v, C, device):
+    check(v is None or (tuple(v.shape) == (C,) and v.is_contiguous() and v.dtype in FLOATS and v.device == device),
+          lambda: f"{name}: {arg} must be a contiguous float vector of {C} on {device}, got "
                   f"{tuple(v.shape)} {v.dtype} on {v.device}")
 
 

@@ -1,7 +1,8 @@
 """Pointwise kernels: arithmetic with PyTorch's broadcasting, element-wise functions, activations
 and their gradients, all through one kernel whose OP is a compile-time name.
 
-Operands are tensors of any strides (stride 0 on broadcast axes), or one Python number. The
+Operands are tensors of any strides (stride 0 on broadcast axes), or one Python number; float32,
+float16 or bfloat16, computed in fp32, the output in their promoted dtype (result_type). The
 output is dense: channels-last when the first operand of the output's full shape is, else
 contiguous. The launcher walks the axes in the output's memory order and merges those that
 every operand steps through evenly, so dense operands laid out alike (a residual sum of two
@@ -11,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check
 from .conv import is_channels_last, memory_format
 
 _CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 4096}, num_warps=8),
@@ -158,6 +159,17 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def result_type(tensors):
+    """The dtype of an op on float tensors, by PyTorch's type promotion: the tensors with dims
+    decide, 0-d ones only when all are 0-d (a bf16 activation times an fp32 0-d tensor stays
+    bf16); two different ones of FLOATS promote to fp32 (bf16 with fp16 too: neither holds the
+    other). A Python number takes no part."""
+    dtype = None
+    for x in [x for x in tensors if x.dim()] or tensors:
+        dtype = x.dtype if dtype in (None, x.dtype) else torch.float32
+    return dtype
+
+
 def broadcast_shape(name, *shapes):
     """The shape that `shapes` broadcast to, by PyTorch's rule (trailing axes aligned; 1 stretches)."""
     out = []
@@ -213,13 +225,14 @@ def _launch(op, operands, channels_last=None, route_dim=None):
         if op == "route" and i == 1:
             check(x.dtype == torch.int64, f"route: indices must be int64, got {x.dtype}")
         else:
-            check(x.is_floating_point() and x.dtype == first.dtype,
-                  f"{op}: expected floating-point tensors of one dtype, got {' and '.join(str(t.dtype) for t in tensors)}")
+            check(x.dtype in FLOATS, lambda: f"{op}: expected floating-point tensors (float32, float16 or bfloat16), "
+                                             f"got {' and '.join(str(t.dtype) for t in tensors)}")
     shape = broadcast_shape(op, *[x.shape for x in tensors])
     if channels_last is None:
         full = [x for x in tensors if tuple(x.shape) == shape]
         channels_last = bool(full) and is_channels_last(full[0])
-    y = torch.empty(shape, dtype=first.dtype, device=first.device, memory_format=memory_format(channels_last))
+    floats = tensors[:1] if op == "route" else tensors
+    y = torch.empty(shape, dtype=result_type(floats), device=first.device, memory_format=memory_format(channels_last))
     n = y.numel()
     if n == 0:
         return y
@@ -238,9 +251,10 @@ def _launch(op, operands, channels_last=None, route_dim=None):
 
 
 def pointwise(op, *operands, channels_last=None):
-    """op (a name in ARITY) over operands broadcast like PyTorch's: tensors of one floating dtype,
-    or one Python number, into a new tensor of that dtype. Its layout is channels-last when the
-    first operand of the output's shape is (channels_last=True/False says instead), else contiguous."""
+    """op (a name in ARITY) over operands broadcast like PyTorch's: float32, float16 or bfloat16
+    tensors, or one Python number, computed in fp32 into a new tensor of their promoted dtype
+    (result_type). Its layout is channels-last when the first operand of the output's shape is
+    (channels_last=True/False says instead), else contiguous."""
     return _launch(op, operands, channels_last)
 
 

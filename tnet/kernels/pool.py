@@ -1,13 +1,14 @@
 """Max and average pooling over NCHW or channels-last tensors, forward and backward, with
 Caffe's rules: max pooling skips the padding and keeps the first maximum in row-major order;
 average pooling divides by the window clipped to the padded image (count_include_pad). The
-geometry is constexpr, as in im2col_tile: index divisions become multiplies."""
+geometry is constexpr: index divisions become multiplies. Tensors are float32,
+float16 or bfloat16: sums and comparisons in fp32, y in x's dtype, dx in dy's."""
 import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
-from .conv import check_image, is_channels_last, memory_format, out_size
+from ._autotune import autotune, cdiv, check, check_float
+from .conv import is_channels_last, memory_format, out_size
 
 _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 256}, num_warps=2)]
@@ -53,7 +54,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, 
     where an NCHW activation turns channels-last); max pooling also writes arg (laid out as
     y), the row-major index h*W+w of each maximum in its plane."""
     PIX: tl.constexpr = 1 + (C - 1) * CL_X  # distance between neighbouring pixels of a plane of x
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
     mask = offs < total
     plane, oh, ow = _split(offs, C, OH, OW, CL_Y)
     h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
@@ -69,17 +70,17 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, 
             w = w0 + j
             inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
             if MAX:
-                v = tl.load(src + (h * W + w) * PIX, mask=inside, other=float("-inf"))
+                v = tl.load(src + (h * W + w) * PIX, mask=inside, other=float("-inf")).to(tl.float32)
                 better = v > best  # strict: the first maximum wins ties
                 best = tl.where(better, v, best)
                 arg = tl.where(better, (h * W + w).to(tl.int32), arg)
             else:
-                acc += tl.load(src + (h * W + w) * PIX, mask=inside, other=0.0)
+                acc += tl.load(src + (h * W + w) * PIX, mask=inside, other=0.0).to(tl.float32)
     if MAX:
-        tl.store(y_ptr + offs, best, mask=mask)
+        tl.store(y_ptr + offs, best.to(y_ptr.dtype.element_ty), mask=mask)
         tl.store(arg_ptr + offs, arg, mask=mask)
     else:
-        tl.store(y_ptr + offs, acc / size.to(tl.float32), mask=mask)
+        tl.store(y_ptr + offs, (acc / size.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU", "CL_X", "CL_Y"],
@@ -94,7 +95,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
     deterministic); max pooling only from windows whose maximum it was. RELU: the pooled x
     was a ReLU's output, whose gradient mask (x > 0) is applied here too."""
     PIX: tl.constexpr = 1 + (C - 1) * CL_Y  # distance between neighbouring pixels of a plane of dy
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see check_image
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
     mask = offs < total
     plane, h, w = _split(offs, C, H, W, CL_X)
     origin = _origin(plane, C, OH, OW, CL_Y)
@@ -109,7 +110,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
             ok_w = (ow >= 0) & (ow < OW) & (w + PW - ow * SW < KW)
             ok = mask & ok_h & ok_w
             at = origin + (oh * OW + ow) * PIX
-            g = tl.load(dy_ptr + at, mask=ok, other=0.0)
+            g = tl.load(dy_ptr + at, mask=ok, other=0.0).to(tl.float32)
             if MAX:
                 hit = tl.load(arg_ptr + at, mask=ok, other=-1) == (h * W + w).to(tl.int32)
                 acc += tl.where(hit, g, 0.0)
@@ -117,15 +118,24 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr,
                 _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
                 acc += g / size.to(tl.float32)
     if RELU:
-        acc = tl.where(tl.load(x_ptr + offs, mask=mask, other=0.0) > 0, acc, 0.0)
-    tl.store(dx_ptr + offs, acc, mask=mask)
+        acc = tl.where(tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) > 0, acc, 0.0)
+    tl.store(dx_ptr + offs, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def _check_image(name, x):
+    """x must be a float [N, C, H, W] tensor, NCHW or channels-last, under 2^31 elements."""
+    check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
+    check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
+    check_float(name, x)
+    check(x.is_contiguous() or is_channels_last(x),
+          f"{name}: expected a contiguous NCHW or channels-last tensor, got strides {x.stride()}")
 
 
 def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
     arg is the int32 argmax for max pooling and None for average pooling; both channels-last
     if channels_last (None: as x is)."""
-    check_image(f"{mode}_pool2d", x, channels_last=True)
+    _check_image(f"{mode}_pool2d", x)
     check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
@@ -154,7 +164,7 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
     y_channels_last = x_channels_last if y_channels_last is None else y_channels_last
-    check_image(f"{mode}_pool2d backward", dy, channels_last=True)
+    _check_image(f"{mode}_pool2d backward", dy)
     for name, t, cl in (("dy", dy, y_channels_last), ("arg", arg, y_channels_last),
                         ("relu_input", relu_input, x_channels_last)):
         check(t is None or t.is_contiguous(memory_format=memory_format(cl)),

@@ -12,12 +12,11 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
 from .conv import is_channels_last
 
 _CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),
             triton.Config({"BLOCK": 512}, num_warps=4)]
-FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @triton.jit
@@ -95,7 +94,7 @@ def dropout(x, p, snapshot):
     mask, so nothing but 16 bytes is kept between the passes (a mask would cost a byte per
     element written and read back; Philox is a few dozen integer operations per element,
     hidden under the memory traffic)."""
-    check(x.dtype in FLOATS, f"dropout: expected a float tensor, got {x.dtype}")
+    check_float("dropout", x)
     check(is_dense(x), f"dropout: expected a contiguous or channels-last tensor, got strides {x.stride()}")
     check(0.0 <= p <= 1.0, f"dropout: p must be in [0, 1], got {p}")
     check(snapshot.device == x.device, f"dropout: x on {x.device}, the snapshot on {snapshot.device}")

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 256, "BLOCK_J": 32}, num_warps=4),
@@ -29,8 +29,9 @@ def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: t
         r = start + tl.arange(0, BLOCK_R)
         offs = (r // L * J * L + r % L)[:, None] + offs_j[None, :] * L
         mask = (r < end)[:, None] & (offs_j < J)[None, :]
-        acc += tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + tl.program_id(1).to(tl.int64) * J + offs_j, tl.sum(acc, axis=0), mask=offs_j < J)
+        acc += tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + tl.program_id(1).to(tl.int64) * J + offs_j, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty),
+             mask=offs_j < J)
 
 
 def _sum(x, I, J, L, out):
@@ -42,11 +43,12 @@ def _sum(x, I, J, L, out):
 
 
 def sum_except(x, dim, out=None):
-    """Sum a contiguous float32 tensor over every axis but `dim`: [N, out] with dim=1 gives a
-    linear layer's bias gradient, [N, C, H, W] with dim=1 a convolution's. The result is a
-    fresh vector, or goes into `out` (contiguous float32, x.shape[dim] long)."""
-    check(x.dtype == torch.float32 and x.is_contiguous(),
-          f"sum_except: expected a contiguous float32 tensor, got {x.dtype} with strides {x.stride()}")
+    """Sum a contiguous float tensor over every axis but `dim`, in fp32: [N, out] with dim=1 gives
+    a linear layer's bias gradient, [N, C, H, W] with dim=1 a convolution's. The result is a
+    fresh vector of x's dtype, or goes into `out` (a contiguous float vector, x.shape[dim] long,
+    of any float dtype: an fp32 bias gradient of a 16-bit x is rounded once, not twice)."""
+    check_float("sum_except", x)
+    check(x.is_contiguous(), f"sum_except: expected a contiguous tensor, got strides {x.stride()}")
     check(0 <= dim < x.dim(), f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
     check(x.numel() < 2**31, f"sum_except: {x.numel()} elements exceed int32 indexing")
     I, J = 1, x.shape[dim]
@@ -54,9 +56,10 @@ def sum_except(x, dim, out=None):
         I *= s
     L = x.numel() // max(1, I * J)
     if out is None:
-        out = torch.empty(J, device=x.device, dtype=torch.float32)
-    check(out.shape == (J,) and out.is_contiguous() and out.dtype == torch.float32 and out.device == x.device,
-          lambda: f"sum_except: out must be a contiguous float32 vector of {J} on {x.device}, got {tuple(out.shape)}")
+        out = torch.empty(J, device=x.device, dtype=x.dtype)
+    check(out.shape == (J,) and out.is_contiguous() and out.dtype in FLOATS and out.device == x.device,
+          lambda: f"sum_except: out must be a contiguous float vector of {J} on {x.device}, got "
+                  f"{tuple(out.shape)} {out.dtype}")
     return _sum(x, I, J, L, out)
 
 
@@ -172,7 +175,7 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     the first of equal maxima; with all axes reduced, indices in memory order). x must be dense
     (see is_dense): the reduced axes then fall into runs between kept ones; several runs (a sum
     over N, H and W of NCHW) are summed one run after the other, the longest first."""
-    check(x.is_floating_point(), f"{op}: expected a floating-point tensor, got {x.dtype}")
+    check_float(op, x)
     check(is_dense(x), f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
                        f"got shape {tuple(x.shape)} with strides {x.stride()}")
     check(op in ("sum", "max"), f"reduce: op must be 'sum' or 'max', got {op!r}")

@@ -1,14 +1,17 @@
 """Row softmax and log-softmax forward and backward, fused softmax + cross-entropy (with the
-label check), and the count of correct predictions. Rows are short (the classes), so a program holds whole rows."""
+label check), and the count of correct predictions. Rows are short (the classes), so a program holds whole rows.
+Tensors are float32, float16 or bfloat16, computed in fp32; an output takes its first input's
+dtype unless the launcher's `dtype` says otherwise (tnet.autocast's fp32 softmax and losses)."""
 import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
-# Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN.
+# Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN; set in
+# fp32 after the load (as a load's `other` it would become -inf in an fp16 tensor's dtype).
 NEG = tl.constexpr(-3.0e38)
 # cross_entropy_kernel's program reads up to this many logits per step: a batch of 1024 x 10
 # is one step (23 us on the H200, against 30 in eight steps of 128 rows)
@@ -21,7 +24,7 @@ def _load_rows(x_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     cols = tl.arange(0, COLS)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
     offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=NEG).to(tl.float32)
+    x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), NEG)
     return x, rows, cols, offs, mask
 
 
@@ -36,7 +39,7 @@ def _softmax(x):
 def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """y [R, C] = softmax of each row of x [R, C]."""
     x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
-    tl.store(y_ptr + offs, _softmax(x), mask=mask)
+    tl.store(y_ptr + offs, _softmax(x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
@@ -45,8 +48,9 @@ def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COL
     """dx = y * (dy - sum(dy * y)) row by row, from the softmax output y."""
     y, _, _, offs, mask = _load_rows(y_ptr, R, C, ROWS, COLS)
     y = tl.where(mask, y, 0.0)
-    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0)
-    tl.store(dx_ptr + offs, y * (dy - tl.sum(dy * y, axis=1)[:, None]), mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dx = y * (dy - tl.sum(dy * y, axis=1)[:, None])
+    tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -79,7 +83,7 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
         bad = tl.where(out_of_range & (bad < 0), rows, bad)
         mask = row_ok[:, None] & (cols < C)[None, :]
         offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-        x = tl.load(x_ptr + offs, mask=mask, other=NEG).to(tl.float32)
+        x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), NEG)
         onehot = cols[None, :] == label[:, None]
         m = tl.max(x, axis=1)
         e = tl.exp(x - m[:, None])
@@ -88,12 +92,13 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
         picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
         row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
         if REDUCTION == 0:
-            tl.store(loss_ptr + rows, row_loss, mask=rows < R)
+            tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
         total += row_loss
         dx_mask = (rows < R)[:, None] & (cols < C)[None, :]
-        tl.store(dx_ptr + offs, tl.where(mask, (e / s[:, None] - target) * scale, 0.0), mask=dx_mask)
+        dx = tl.where(mask, (e / s[:, None] - target) * scale, 0.0)
+        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=dx_mask)
     if REDUCTION != 0:
-        tl.store(loss_ptr, tl.sum(total, axis=0) * scale)
+        tl.store(loss_ptr, (tl.sum(total, axis=0) * scale).to(loss_ptr.dtype.element_ty))
     first_bad = tl.min(tl.where(bad < 0, R, bad), axis=0)
     flagged = tl.load(bad_ptr)
     if (first_bad < R) & (flagged == 0):
@@ -105,8 +110,9 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
 def scale_rows_kernel(x_ptr, s_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """x [R, C] *= s [R] row by row (the backward of a per-row loss)."""
     _, rows, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
-    s = tl.load(s_ptr + rows, mask=rows < R, other=0.0)
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) * s[:, None], mask=mask)
+    s = tl.load(s_ptr + rows, mask=rows < R, other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(x_ptr + offs, (x * s[:, None]).to(x_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
@@ -116,7 +122,7 @@ def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexp
     x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
     m = tl.max(x, axis=1)
     lse = m + tl.log(tl.sum(tl.exp(x - m[:, None]), axis=1))
-    tl.store(y_ptr + offs, x - lse[:, None], mask=mask)
+    tl.store(y_ptr + offs, (x - lse[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
@@ -124,8 +130,9 @@ def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexp
 def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """dx = dy - exp(y) * sum(dy) row by row, from the log-softmax output y."""
     y, _, _, offs, mask = _load_rows(y_ptr, R, C, ROWS, COLS)
-    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0)
-    tl.store(dx_ptr + offs, dy - tl.exp(y) * tl.sum(dy, axis=1)[:, None], mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dx = dy - tl.exp(y) * tl.sum(dy, axis=1)[:, None]
+    tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -140,7 +147,7 @@ def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, ROWS: tl.constexpr, 
 
 def _check_rows(name, x):
     check(x.dim() == 2, f"{name}: expected a 2-D [rows, classes] tensor, got shape {tuple(x.shape)}")
-    check(x.dtype == torch.float32, f"{name}: expected float32, got {x.dtype}")
+    check_float(name, x)
     check(x.is_contiguous(), f"{name}: expected a contiguous tensor, got strides {x.stride()}")
     R, C = x.shape
     return R, C, triton.next_power_of_2(C)
@@ -157,29 +164,33 @@ def _row_grid(R):
     return lambda meta: (cdiv(R, meta["ROWS"]),)
 
 
-def _rows_op(kernel, name, *xs):
+def _rows_op(kernel, name, *xs, dtype=None):
+    """kernel over the [R, C] tensors xs into a new one of dtype (None: xs[0]'s)."""
     R, C, COLS = _check_rows(name, xs[0])
+    check(dtype is None or dtype in FLOATS, f"{name}: dtype must be float32, float16 or bfloat16, got {dtype}")
     for x in xs[1:]:
+        check_float(name, x, "the gradient")
         check(x.shape == xs[0].shape and x.is_contiguous(), f"{name}: gradient is {tuple(x.shape)}, expected {tuple(xs[0].shape)}")
-    out = torch.empty_like(xs[0])
+    out = torch.empty_like(xs[0], dtype=dtype)
     kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
     return out
 
 
-def softmax(x):
-    return _rows_op(softmax_kernel, "softmax", x)
+def softmax(x, dtype=None):
+    return _rows_op(softmax_kernel, "softmax", x, dtype=dtype)
 
 
-def softmax_backward(y, dy):
-    return _rows_op(softmax_backward_kernel, "softmax backward", y, dy)
+def softmax_backward(y, dy, dtype=None):
+    """dx for the output y and its gradient dy, of dtype (None: y's), the input's."""
+    return _rows_op(softmax_backward_kernel, "softmax backward", y, dy, dtype=dtype)
 
 
-def log_softmax(x):
-    return _rows_op(log_softmax_kernel, "log_softmax", x)
+def log_softmax(x, dtype=None):
+    return _rows_op(log_softmax_kernel, "log_softmax", x, dtype=dtype)
 
 
-def log_softmax_backward(y, dy):
-    return _rows_op(log_softmax_backward_kernel, "log_softmax backward", y, dy)
+def log_softmax_backward(y, dy, dtype=None):
+    return _rows_op(log_softmax_backward_kernel, "log_softmax backward", y, dy, dtype=dtype)
 
 
 _label_flags = {}  # device -> int64 [2]: (a label was out of range, that label)
@@ -205,9 +216,10 @@ def take_label_error(device):
 REDUCTIONS = ("none", "sum", "mean")  # cross_entropy_kernel's REDUCTION is the index
 
 
-def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index=-100):
+def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index=-100, dtype=None):
     """Returns (loss, gradient of the loss w.r.t. x): loss is a 0-d tensor for reduction "mean"
-    or "sum", one value per row for "none" (the gradient is then each row's own). Rows labelled
+    or "sum", one value per row for "none" (the gradient is then each row's own), of dtype
+    (None: x's); the gradient has x's dtype. Rows labelled
     ignore_index count for nothing. Outside a CUDA graph capture, a label outside [0, classes)
     raises ValueError (a host read of the device flag); inside one, the flag waits for
     take_label_error."""
@@ -216,7 +228,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     check(R > 0, "cross_entropy: empty batch")
     check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
     check(reduction in REDUCTIONS, f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=torch.float32)
+    check(dtype is None or dtype in FLOATS, f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
+    loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
     cross_entropy_kernel[(1,)](x, labels, loss, dx, _label_flag(x.device), R, C, float(label_smoothing),
@@ -231,7 +244,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
 def scale_rows_(x, s):
     """x [R, C] *= s [R] in place, row by row; returns x."""
     R, C, COLS = _check_rows("scale_rows_", x)
-    check(s.shape == (R,) and s.dtype == torch.float32 and s.is_contiguous(), f"scale_rows_: s must be ({R},) float32")
+    check(s.shape == (R,) and s.dtype in FLOATS and s.is_contiguous(),
+          f"scale_rows_: s must be a contiguous float ({R},), got {tuple(s.shape)} {s.dtype}")
     ROWS = max(1, 2048 // COLS)
     scale_rows_kernel[(cdiv(R, ROWS),)](x, s, R, C, ROWS=ROWS, COLS=COLS)
     return x
