@@ -245,7 +245,8 @@ _TMA_CONFIGS = [_config(128, 128, 32, 4, 4), _config(128, 128, 32, 4, 5), _confi
 # sm_90 by triton 3.9 the kernel takes 176 KB with 3 stages (the epilogue's layout change
 # adds 32 KB), 224 KB with 4, a hair under the H200's 227 KB. Not yet timed.
 _TMA16_CONFIGS = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 4)]
-_TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"], interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
+_TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
+                   interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 gemm_tma_tuned = autotune(_TMA_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # tf32
 gemm_tma16_tuned = autotune(_TMA16_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # bf16 and fp16
 _TMA_DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what runs there
@@ -335,7 +336,8 @@ def _bias_kind(name, bias, bias_dim, M, N, device, dtype=torch.float32):
         return 0
     check(bias_dim in (0, 1), lambda: f"{name}: bias_dim must be 0 or 1, got {bias_dim}")
     size = (M, N)[bias_dim]
-    check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype in (torch.float32, dtype) and bias.device == device,
+    check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype in (torch.float32, dtype)
+          and bias.device == device,
           lambda: f"{name}: bias must be a contiguous vector of {size} on {device}, float32 or {dtype}, "
                   f"got {tuple(bias.shape)} {bias.dtype} on {bias.device}")
     return 1 + bias_dim
