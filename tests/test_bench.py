@@ -406,7 +406,7 @@ def test_variant_matches_torch(name, precision, M, N, K):
     ref = a.double() @ b.double()
     # The interpreter ignores tf32 (the GPU does not) and rounds fp32 to bf16 by truncation (GPU: to nearest),
     # hence ~7e-3 for bf16 here where the GPU gets ~3e-3.
-    tol = {"ieee": 1e-5, "tf32": 3e-3, "bf16": 3e-2}[precision]  # tf32 on the GPU: ~1e-3
+    tol = {"ieee": 1e-5, "tf32": 3e-3, "bf16": 3e-2, "fp16": 5e-3}[precision]  # tf32 on the GPU: ~1e-3
     out = gemm_variants.VARIANTS[name][0](a, b, precision)
     assert out.shape == (M, N) and out.dtype == torch.float32
     err = (out.double() - ref).abs()
@@ -414,13 +414,14 @@ def test_variant_matches_torch(name, precision, M, N, K):
     assert (err.norm() / ref.norm()).item() < tol, f"worst element {worst}: {out[worst].item()} vs {ref[worst].item()}"
 
 
+@pytest.mark.parametrize("dtype,precision", [(torch.bfloat16, "bf16"), (torch.float16, "fp16")])
 @pytest.mark.parametrize("name", ["tiled", "two_tiles"])
-def test_variant_bf16_inputs_exact_products(name):
-    """bf16 inputs: the products are exact in fp32, so only the fp32 sums differ from float64."""
+def test_variant_bf16_inputs_exact_products(name, dtype, precision):
+    """16-bit inputs: the products are exact in fp32, so only the fp32 sums differ from float64."""
     torch.manual_seed(1)
-    a, b = (torch.randn(*s).bfloat16().to(tnet.DEVICE) for s in ((37, 75), (75, 29)))
+    a, b = (torch.randn(*s).to(dtype).to(tnet.DEVICE) for s in ((37, 75), (75, 29)))
     ref = a.double() @ b.double()
-    out = gemm_variants.VARIANTS[name][0](a, b, "bf16")
+    out = gemm_variants.VARIANTS[name][0](a, b, precision)
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-5
 
 

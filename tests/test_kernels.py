@@ -57,7 +57,7 @@ def test_autotuned_kernel_remembers_each_key():
         assert_close(gemm.matmul(a, b, precision="ieee"), f64(a) @ f64(b), TOL["ieee"], "fp32")
     assert len(gemm.gemm_kernel.chosen) == 1
     a16, b16 = a.bfloat16(), b.bfloat16()
-    assert_close(gemm.matmul(a16, b16), f64(a16) @ f64(b16), TOL["bf16"], "bf16")
+    assert_close(f64(gemm.matmul(a16, b16)), f64(a16) @ f64(b16), TOL["bf16"], "bf16")
     assert len(gemm.gemm_kernel.chosen) == 2
 
 
@@ -74,7 +74,7 @@ def test_gemm_tf32_reads_b_from_a_k_major_copy(monkeypatch):
 def test_gemm_bad_input():
     with pytest.raises(ValueError, match="a is 3x4 but b is 5x6"):
         gemm.matmul(randn(3, 4), randn(5, 6))
-    with pytest.raises(ValueError, match="float32 or bfloat16"):
+    with pytest.raises(ValueError, match="float32, float16 or bfloat16"):
         gemm.matmul(randn(3, 4).double(), randn(4, 6))
     with pytest.raises(ValueError, match="precision"):
         gemm.matmul(randn(3, 4), randn(4, 6), precision="fp8")
@@ -82,46 +82,73 @@ def test_gemm_bad_input():
         gemm.matmul(randn(3, 4), randn(4, 6), bias=randn(5))
 
 
+DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # the operands of each precision
+TOLS = {"tf32": TOL["tf32"], "bf16": TOL["bf16"], "fp16": TOL["bf16"]}  # 16-bit outputs: one rounding at the store
+
+
+def close16(out, ref, tol, what):
+    """assert_close for 16-bit outputs too (numpy has no bfloat16)."""
+    assert_close(f64(out), ref, tol, what)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16", "fp16"])
 @pytest.mark.parametrize("config", gemm._CONFIGS, ids=lambda c: "x".join(str(v) for v in c.kwargs.values()))
-def test_gemm_every_config(config, monkeypatch):
+def test_gemm_every_config(config, precision, monkeypatch):
     """Each tile config the GPU's autotuner may pick (the other tests there run the first
-    only, TNET_AUTOTUNE=0): a plain and a split-K GEMM, on sizes that leave
-    every kind of tile edge."""
+    only, TNET_AUTOTUNE=0), in each precision on its own operands (16-bit ones in and out): a
+    plain and a split-K GEMM, on sizes that leave every kind of tile edge."""
     only_config(monkeypatch, gemm.gemm_kernel, config)
     monkeypatch.setattr(gemm, "_SMS", 2)
-    a, b = randn(70, 45), randn(45, 300)
+    dtype = DTYPES[precision]
+    a, b = randn(70, 45).to(dtype), randn(45, 300).to(dtype)
     try:
-        assert_close(gemm.matmul(a, b, precision="ieee"), f64(a) @ f64(b), TOL["ieee"], "plain")
+        c = gemm.matmul(a, b, precision=precision)
     except OutOfResources:  # GPU only: fp32 tiles this big overflow shared memory, so the
-        # autotuner skips the config for fp32 operands; it serves bf16 ones, checked instead
-        a16, b16 = a.bfloat16(), b.bfloat16()
-        assert_close(gemm.matmul(a16, b16), f64(a16) @ f64(b16), TOL["bf16"], "plain bf16")
+        assert precision == "tf32"  # autotuner skips the config for fp32 operands
         return
-    a3, b3 = randn(5, 33, 70), randn(5, 70, 17)
-    assert_close(gemm.matmul(a3, b3, sum_batch=True, precision="ieee"), (f64(a3) @ f64(b3)).sum(0), TOL["ieee"], "split")
+    assert c.dtype == dtype
+    close16(c, f64(a) @ f64(b), TOLS[precision], "plain")
+    a3, b3 = randn(5, 33, 70).to(dtype), randn(5, 70, 17).to(dtype)
+    close16(gemm.matmul(a3, b3, sum_batch=True, precision=precision), (f64(a3) @ f64(b3)).sum(0), TOLS[precision],
+            "split")
 
 
-@pytest.mark.parametrize("config", gemm._TMA_CONFIGS, ids=lambda c: f"{c.num_warps}w{c.num_stages}s")
-def test_gemm_tma_every_config(config, monkeypatch):
-    """Large 2-D tf32 products run gemm_tma_kernel (TMA tiles, one program walking several
-    output tiles here): B row-major (copied K-major) or already K-major, bias along either
-    axis, ReLU, tile edges in M, N and K. Misaligned rows fall back to gemm_kernel."""
+TMA_CASES = ([(c, "tf32") for c in gemm._TMA_CONFIGS]
+             + [(c, p) for c in gemm._TMA16_CONFIGS for p in ("bf16", "fp16")])
+
+
+@pytest.mark.parametrize("config,precision", TMA_CASES,
+                         ids=lambda v: v if isinstance(v, str) else "x".join(map(str, list(v.kwargs.values())[:3]))
+                         + f"_{v.num_warps}w{v.num_stages}s")
+def test_gemm_tma_every_config(config, precision, monkeypatch):
+    """Large 2-D tf32, bf16 and fp16 products run gemm_tma_kernel (TMA tiles, one program
+    walking several output tiles here): B row-major (tf32: copied K-major) or K-major, and
+    16-bit A row- or column-major, bias along either axis, ReLU, an fp32 output from 16-bit
+    operands, tile edges in M, N and K. Misaligned rows fall back to gemm_kernel."""
     monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
     monkeypatch.setattr(gemm, "_SMS", 1)
-    only_config(monkeypatch, gemm.gemm_tma_tuned, config)
+    only_config(monkeypatch, gemm.gemm_tma_tuned if precision == "tf32" else gemm.gemm_tma16_tuned, config)
     calls = []
     launch = gemm._launch_tma
-    monkeypatch.setattr(gemm, "_launch_tma", lambda *a, **k: calls.append(1) or launch(*a, **k))
-    a, b, bt = randn(140, 132), randn(132, 88), randn(88, 132)
-    bias_n, bias_m = randn(88), randn(140)
-    ref = f64(a) @ f64(b)
-    assert_close(gemm.matmul(a, b, bias=bias_n, relu=True), torch.relu(ref + f64(bias_n)), TOL["tf32"], "B row-major")
-    assert_close(gemm.matmul(a, bt.t(), bias=bias_m, bias_dim=0), f64(a) @ f64(bt).t() + f64(bias_m)[:, None],
-                 TOL["tf32"], "B K-major")
-    assert len(calls) == 2
-    a, b = randn(140, 75), randn(75, 88)  # rows of 300 bytes: no TMA descriptor
-    assert_close(gemm.matmul(a, b), f64(a) @ f64(b), TOL["tf32"], "fallback")
-    assert len(calls) == 2
+    monkeypatch.setattr(gemm, "_launch_tma", lambda *a, **k: calls.append(k) or launch(*a, **k))
+    dtype = DTYPES[precision]
+    a, at, b, bt = (randn(*s).to(dtype) for s in ((144, 136), (136, 144), (136, 88), (88, 136)))
+    bias_n, bias_m = randn(88), randn(144)
+    tol = TOLS[precision]
+    close16(gemm.matmul(a, b, bias=bias_n, relu=True), torch.relu(f64(a) @ f64(b) + f64(bias_n)), tol, "B row-major")
+    close16(gemm.matmul(a, bt.t(), bias=bias_m, bias_dim=0), f64(a) @ f64(bt).t() + f64(bias_m)[:, None], tol,
+            "B K-major")
+    expect = [(False, True), (False, True)]
+    if precision != "tf32":
+        c = gemm.matmul(at.t(), b, out_dtype=torch.float32)
+        assert c.dtype == torch.float32
+        close16(c, f64(at).t() @ f64(b), TOL["ieee"], "A column-major, fp32 output")
+        close16(gemm.matmul(at.t(), bt.t()), f64(at).t() @ f64(bt).t(), tol, "A column-major, B K-major")
+        expect = [(False, False), (False, True), (True, False), (True, True)]
+    assert [(k["a_t"], k["b_t"]) for k in calls] == expect
+    a, b = randn(144, 75).to(dtype), randn(75, 88).to(dtype)  # rows of 75 elements: no TMA descriptor
+    close16(gemm.matmul(a, b), f64(a) @ f64(b), tol, "fallback")
+    assert len(calls) == len(expect)
 
 
 POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),

@@ -82,3 +82,14 @@ def refresh_low_copies(p):
     """Rewrite p's 16-bit copies from p.data in place (their addresses stay)."""
     for t in low_copies(p):
         copy_(t, p.data)
+
+
+def cast_operand(x, dtype):
+    """The torch data of tnet.Tensor x in dtype, for a GEMM or convolution under autocast: x's
+    own data when already in dtype; a parameter's (an fp32 leaf that requires grad) kept
+    16-bit copy (low_copy); else a fresh cast by the copy kernel, in x's memory layout."""
+    if x.dtype == dtype:
+        return x.data
+    if x.dtype == torch.float32 and x.requires_grad and x._entry is None:
+        return low_copy(x, dtype)
+    return copy_(torch.empty_like(x.data, dtype=dtype), x.data)

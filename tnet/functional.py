@@ -18,7 +18,6 @@ from . import amp
 from .amp import is_autocast_enabled
 from .factory import float32, rng_state
 from .kernels import conv as _conv
-from .kernels import copy as _copy
 from .kernels import elementwise as _ew
 from .kernels import gemm as _gemm
 from .kernels import norm as _norm
@@ -51,31 +50,39 @@ def _is_tensor(name, **xs):
 
 
 def matmul(a, b):
-    """a [M, K] @ b [K, N]."""
+    """a [M, K] @ b [K, N]. Under autocast the product reads 16-bit operands (amp.cast_operand)
+    and returns a 16-bit output; each gradient comes in its input's dtype, written so by the GEMM."""
     _is_tensor("matmul", a=a, b=b)
     check(a.ndim == 2 and b.ndim == 2, f"matmul: a and b must be 2-D, got {a.shape} and {b.shape}")
     need_a, need_b = _need(a, b)
-    A, B = a.data, b.data
+    low = amp.get_autocast_dtype()
+    A, B = (a.data, b.data) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
+    a_dtype, b_dtype = a.dtype, b.dtype
 
     def backward(g):
-        return (_gemm.matmul(g, B.t()) if need_a else None,
-                _gemm.matmul(A.t(), g) if need_b else None)
+        return (_gemm.matmul(g, B.t(), out_dtype=a_dtype) if need_a else None,
+                _gemm.matmul(A.t(), g, out_dtype=b_dtype) if need_b else None)
     return record("matmul", _gemm.matmul(A, B), (a, b), backward)
 
 
 def linear(x, w, b=None):
-    """x [N, in] @ w.T + b, with w [out, in] and b [out]."""
+    """x [N, in] @ w.T + b, with w [out, in] and b [out]. Under autocast the GEMM reads 16-bit
+    x and w (amp.cast_operand: an fp32 parameter's kept copy) and writes a 16-bit output, the
+    fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
+    masters), written so by the GEMM or the reduction: no extra cast pass."""
     _is_tensor("linear", x=x, w=w)
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     check(b is None or b.shape == (w.shape[0],), f"linear: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     need_x, need_w, need_b = _need(x, w, b)
-    X, W = x.data, w.data
+    low = amp.get_autocast_dtype()
+    X, W = (x.data, w.data) if low is None else (amp.cast_operand(x, low), amp.cast_operand(w, low))
+    x_dtype, w_dtype, b_dtype = x.dtype, w.dtype, None if b is None else b.dtype
 
     def backward(g):
-        return (_gemm.matmul(g, W) if need_x else None,
-                _gemm.matmul(g.t(), X) if need_w else None,
-                _reduce.sum_except(g, 1) if need_b else None)
+        return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
+                _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
+                _reduce.sum_except(g, 1, out=g.new_empty(g.shape[1], dtype=b_dtype)) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
@@ -87,16 +94,6 @@ def _channel_sum(g, dtype):
     if is_channels_last(g):
         return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1, out=out)
     return _reduce.sum_except(g, 1, out=out)
-
-
-def _low_operand(t, low):
-    """The storage a layer multiplies for tensor t: under autocast (low, a 16-bit dtype) an fp32
-    parameter's 16-bit copy (amp.low_copy, kept on it) or a cast of another fp32 tensor."""
-    if low is None or t.dtype != torch.float32:
-        return t.data
-    if t.requires_grad and t._entry is None:
-        return amp.low_copy(t, low)
-    return _copy.copy_(torch.empty_like(t.data, dtype=low), t.data)
 
 
 def _convolve(x, w, b, stride, padding, relu):
@@ -114,7 +111,7 @@ def _convolve(x, w, b, stride, padding, relu):
     # a wide x is read as channel vectors, so channels-last (no copy if already so), once for
     # the forward and the weight gradient; a narrow one (RGB) is gathered in any layout
     X = x.data.contiguous(memory_format=torch.channels_last) if _conv.reads_vectors(x.shape[1]) else x.data
-    Wl, B = _low_operand(w, low), None if b is None else b.data
+    Wl, B = w.data if low is None else amp.cast_operand(w, low), None if b is None else b.data
     y = _conv.conv2d(X, Wl, stride, padding, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
 
@@ -123,7 +120,6 @@ def _convolve(x, w, b, stride, padding, relu):
         gw = gb = None
         if need_w:
             gw = _conv.conv2d_weight(X, w.shape, g, stride, padding, channels_last=is_channels_last(w.data))
-            gw = gw if w.dtype == torch.float32 else _copy.copy_(torch.empty_like(w.data), gw)
         if need_b:
             gb = _channel_sum(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)

@@ -1,31 +1,39 @@
 """Tiled GEMM: C = A @ B with any strides, a batch axis, and a fused epilogue (the
 convolutions, implicit GEMMs over images, are in conv.py).
 
-Precision of the products (the sums are always fp32):
+Operands and outputs are float32, float16 or bfloat16 in memory (16-bit: storage only); the
+sums, the bias and the ReLU are fp32, rounded once at the store into the output's dtype.
+Precision of the products:
   "ieee": exact fp32 products, on the CUDA cores;
-  "tf32": fp32 operands rounded to tf32 on the tensor cores (~3e-4 relative error);
-  "bf16", "fp16": operands rounded to bf16 or fp16 on the tensor cores (~1e-2 relative error).
-fp32 tensors default to "tf32", as PyTorch's cuDNN convolutions do; 16-bit tensors always
-use their own dtype. Change the default with `tnet.set_precision`.
+  "tf32": operands rounded to tf32 on the tensor cores (~3e-4 relative error);
+  "bf16": operands rounded to bf16 on the tensor cores (~1e-2 relative error);
+  "fp16": operands rounded to fp16 on the tensor cores (~1e-3; fp16 overflows past 65504).
+bf16 and fp16 tensors use their own precision; fp32 tensors default to "tf32", as PyTorch's
+cuDNN convolutions do ("bf16" or "fp16" round fp32 operands in registers). Change that
+default with `tnet.set_precision`.
 
-Large 2-D tf32 products run gemm_tma_kernel instead: TMA tile loads and persistent programs.
+Large 2-D tf32, bf16 and fp16 products run gemm_tma_kernel instead: TMA tile loads and
+persistent programs.
 """
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import autotune, cdiv, check
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .copy import copy_
 from .reduce import sum_except
 
 PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
+_LOW = {torch.bfloat16: "bf16", torch.float16: "fp16"}  # a 16-bit dtype's own precision
 _SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
 _default = {"precision": "tf32"}
 _allocator = []  # set once Triton has an allocator for gemm_tma_kernel's descriptors
 
 
 def set_precision(precision):
-    """Set the default GEMM precision for fp32 tensors; returns the previous one."""
+    """Set the default GEMM precision for fp32 tensors; returns the previous one. 16-bit
+    tensors keep their own ("bf16" or "fp16")."""
     check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     previous, _default["precision"] = _default["precision"], precision
     return previous
@@ -55,7 +63,7 @@ _CONFIGS = [
 ]
 SPLIT_WAVES = 2  # split-K over the batch aims at this many programs per SM
 TRANSPOSE_MIN = 512  # tf32 products with M and K from this size read B from a K-major copy;
-# 2-D ones with N from this size too run gemm_tma_kernel
+# 2-D tf32, bf16 and fp16 ones with N from this size too run gemm_tma_kernel
 
 
 def _prune(configs, named_args, **kwargs):
@@ -90,6 +98,19 @@ def grouped_tile(tile, num_m, num_n, GROUP_M: tl.constexpr):
     return first_m + (tile % (GROUP_M * num_n)) % group_size, (tile % (GROUP_M * num_n)) // group_size
 
 
+@triton.jit
+def epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS: tl.constexpr, RELU: tl.constexpr):
+    """relu(acc + bias) in fp32, whatever the bias's dtype. BIAS: 0 none, 1 indexed by row m,
+    2 by column n."""
+    if BIAS == 1:
+        acc += tl.load(bias_ptr + offs_m, mask=mask_m, other=0.0).to(tl.float32)[:, None]
+    if BIAS == 2:
+        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0)
+    return acc
+
+
 _TUNING = dict(key=["M", "N", "K", "BATCH", "batch_per", "PRECISION"],
                prune_configs_by={"early_config_prune": _prune},
                interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
@@ -108,7 +129,8 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
                 GROUP_M: tl.constexpr):
     """C[s] (+)= relu(sum over b in part s of A[b] @ B[b] + bias), A [BATCH, M, K]; part s
     holds the batch_per products from b = s*batch_per (1: a batched GEMM, more: split-K over
-    the batch), B [BATCH, K, N]. BIAS: 0 none, 1 indexed by row m, 2 by column n."""
+    the batch), B [BATCH, K, N]. BIAS: 0 none, 1 indexed by row m, 2 by column n.
+    A, B and C may each hold fp32, fp16 or bf16; C's is rounded to once, from fp32 sums."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -139,14 +161,9 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     c_ptrs = c_ptr + part * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = mask_m[:, None] & mask_n[None, :]
     if ACCUMULATE:
-        acc += tl.load(c_ptrs, mask=c_mask, other=0.0)
-    if BIAS == 1:
-        acc += tl.load(bias_ptr + offs_m, mask=mask_m, other=0.0)[:, None]
-    if BIAS == 2:
-        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0)[None, :]
-    if RELU:
-        acc = tl.maximum(acc, 0.0)
-    tl.store(c_ptrs, acc, mask=c_mask)
+        acc += tl.load(c_ptrs, mask=c_mask, other=0.0).to(tl.float32)
+    acc = epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS, RELU)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
 # With ACCUMULATE the kernel reads C, so the tuner's trial launches must put C back after
@@ -155,17 +172,26 @@ gemm_accumulate_kernel = autotune(_CONFIGS, restore_value=["c_ptr"], **_TUNING)(
 
 
 @triton.jit
-def gemm_tma_kernel(a_ptr, bt_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_bn, stride_cm,
+def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, stride_cm,
+                    A_T: tl.constexpr, B_T: tl.constexpr,
                     BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                     NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     GROUP_M: tl.constexpr):
     """C = relu(A @ B + bias) for large 2-D operands: Hopper's tensor-memory accelerator
     (TMA) moves the A and B tiles into shared memory, through descriptors, and each of the
     NUM_SMS programs walks over output tiles (a persistent kernel: no tail of short-lived
-    programs). A [M, K] and C [M, N] have unit column strides; B comes as bt [N, K] = B.T with
-    a unit column stride (K-major, as Hopper's tf32 instruction reads it). BIAS as gemm_kernel."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
-    bt_desc = tl.make_tensor_descriptor(bt_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
+    programs). C [M, N] has a unit column stride, and so has what a_ptr and b_ptr hold (row
+    stride stride_a, stride_b): A [M, K], or A.T [K, M] with A_T; B [K, N], or B.T [N, K] with
+    B_T (K-major, as Hopper's tf32 instruction needs; its 16-bit one reads either). BIAS as
+    gemm_kernel."""
+    if A_T:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
+    if B_T:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
@@ -174,24 +200,36 @@ def gemm_tma_kernel(a_ptr, bt_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_b
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, K, BLOCK_K):
-            a = a_desc.load([pid_m * BLOCK_M, k])
-            b = bt_desc.load([pid_n * BLOCK_N, k]).T
+            if A_T:
+                a = a_desc.load([k, pid_m * BLOCK_M]).T
+            else:
+                a = a_desc.load([pid_m * BLOCK_M, k])
+            if B_T:
+                b = b_desc.load([pid_n * BLOCK_N, k]).T
+            else:
+                b = b_desc.load([k, pid_n * BLOCK_N])
             acc = mma(a, b, acc, PRECISION, INTERPRET)
-        if BIAS == 1:
-            acc += tl.load(bias_ptr + offs_m, mask=offs_m < M, other=0.0)[:, None]
-        if BIAS == 2:
-            acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)[None, :]
-        if RELU:
-            acc = tl.maximum(acc, 0.0)
-        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc, mask=(offs_m < M)[:, None] & (offs_n < N)[None, :])
+        mask_m = offs_m < M
+        mask_n = offs_n < N
+        acc = epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS, RELU)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
+                 mask=mask_m[:, None] & mask_n[None, :])
 
 
 # Measured on the H200 for tf32 products of 2048^3 to 8192^3 (2026-11-29): 128x128x32 tiles
 # with 4 warps and 4-5 stages ran at 0.91-0.97x of cuBLAS before B's transposed copy; with
 # 6 stages the tile overflows shared memory once a bias is added, larger tiles always do.
 _TMA_CONFIGS = [_config(128, 128, 32, 4, 4), _config(128, 128, 32, 4, 5), _config(128, 128, 32, 8, 5)]
-gemm_tma_tuned = autotune(_TMA_CONFIGS, key=["M", "N", "K", "PRECISION"],
-                          interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})(gemm_tma_kernel)
+# 16-bit tiles: 128x256x64 with 3 stages and 8 warps is Triton's persistent-matmul tutorial's
+# choice for fp16 on the H100. A stage holds (128 + 256) x 64 x 2 bytes = 48 KB; compiled for
+# sm_90 by triton 3.9 the kernel takes 176 KB with 3 stages (the epilogue's layout change
+# adds 32 KB), 224 KB with 4, a hair under the H200's 227 KB. Not yet timed.
+_TMA16_CONFIGS = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 4)]
+_TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
+                   interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
+gemm_tma_tuned = autotune(_TMA_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # tf32
+gemm_tma16_tuned = autotune(_TMA16_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # bf16 and fp16
+_TMA_DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what runs there
 
 
 @triton.jit
@@ -207,24 +245,28 @@ def transpose_kernel(x_ptr, y_ptr, R, C, stride_xb, stride_xr, stride_xc,
     tl.store(y_ptr + b * R * C + offs_c[None, :] * R + offs_r[:, None], tile, mask=mask)
 
 
-def _tma_fits(*xs):
-    """Whether TMA descriptors can address these 2-D tensors: unit column stride, and the
-    base address and row stride multiples of 16 bytes."""
-    return all(x.stride(1) == 1 and x.stride(0) * x.element_size() % 16 == 0 and x.data_ptr() % 16 == 0 for x in xs)
+def _tma_fits(x, transposed=False):
+    """Whether a TMA descriptor can address the 2-D tensor x (x.T if transposed): a unit
+    column stride, and the base address and row stride multiples of 16 bytes."""
+    row, col = x.stride()[::-1] if transposed else x.stride()
+    return col == 1 and row * x.element_size() % 16 == 0 and x.data_ptr() % 16 == 0
 
 
-def _launch_tma(a, bt, out, *, precision, bias=None, bias_kind=0, relu=False, config=None):
-    """Run gemm_tma_kernel on checked operands that `_tma_fits`: a [M, K], bt [N, K] = B.T,
-    out [M, N]. config: a triton.Config to run instead of autotuning (studies)."""
+def _launch_tma(a, b, out, *, a_t, b_t, precision, bias=None, bias_kind=0, relu=False, config=None):
+    """Run gemm_tma_kernel on checked operands a [M, K] and b [K, N] that `_tma_fits`, read
+    as a.T with a_t and b.T with b_t, and out [M, N] with a unit column stride. config: a
+    triton.Config to run instead of autotuning (studies)."""
     if not _allocator:  # the kernel builds its TMA descriptors in memory that Triton asks for
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=out.device))
         _allocator.append(True)
-    (M, K), N = a.shape, bt.shape[0]
-    args = (a, bt, out, bias if bias is not None else out, M, N, K, a.stride(0), bt.stride(0), out.stride(0))
-    meta = dict(BIAS=bias_kind, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET, NUM_SMS=_SMS or 4)
+    (M, K), N = a.shape, b.shape[1]
+    args = (a, b, out, bias if bias is not None else out, M, N, K,
+            a.stride(1 if a_t else 0), b.stride(1 if b_t else 0), out.stride(0))
+    meta = dict(A_T=a_t, B_T=b_t, BIAS=bias_kind, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
+                NUM_SMS=_SMS or 4)
     grid = lambda meta: (min(meta["NUM_SMS"], cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
     if config is None:
-        gemm_tma_tuned[grid](*args, **meta)
+        (gemm_tma_tuned if precision == "tf32" else gemm_tma16_tuned)[grid](*args, **meta)
     else:
         gemm_tma_kernel[grid](*args, **meta, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
     return out
@@ -256,13 +298,6 @@ def _shape(x):
     return "x".join(map(str, x.shape))
 
 
-def _check_dtype(name, x, arg):
-    check(x.dtype in (torch.float32, torch.bfloat16), lambda: f"{name}: {arg} must be float32 or bfloat16, got {x.dtype}")
-
-
-_LOW = {torch.bfloat16: "bf16", torch.float16: "fp16"}
-
-
 def pick_precision(name, precision, *xs):
     """The products' precision: the caller's, else a 16-bit operand's dtype, else the default."""
     if precision is None:
@@ -271,15 +306,17 @@ def pick_precision(name, precision, *xs):
     return precision
 
 
-def _bias_kind(name, bias, bias_dim, M, N, device):
-    """BIAS of gemm_kernel: 0 none, 1 along m (bias_dim=0), 2 along n (bias_dim=1)."""
+def _bias_kind(name, bias, bias_dim, M, N, device, dtype=torch.float32):
+    """BIAS of gemm_kernel: 0 none, 1 along m (bias_dim=0), 2 along n (bias_dim=1). The bias
+    is float32 or the output's dtype (it is added in fp32 either way)."""
     if bias is None:
         return 0
     check(bias_dim in (0, 1), lambda: f"{name}: bias_dim must be 0 or 1, got {bias_dim}")
     size = (M, N)[bias_dim]
-    check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype == torch.float32 and bias.device == device,
-          lambda: f"{name}: bias must be a contiguous float32 vector of {size} on {device}, "
-                  f"got {tuple(bias.shape)} {bias.dtype}")
+    check(bias.shape == (size,) and bias.is_contiguous() and bias.dtype in (torch.float32, dtype)
+          and bias.device == device,
+          lambda: f"{name}: bias must be a contiguous vector of {size} on {device}, float32 or {dtype}, "
+                  f"got {tuple(bias.shape)} {bias.dtype} on {bias.device}")
     return 1 + bias_dim
 
 
@@ -293,7 +330,8 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
     parts, per = batch, 1
     if sum_batch:
         # Split-K over the batch, so that a small output still fills the GPU (weight
-        # gradients: a 32x75 output summed over 100 images); the parts are summed after.
+        # gradients: a 32x75 output summed over 100 images); the parts, fp32 whatever out's
+        # dtype, are summed after.
         tiles = cdiv(M, 64) * cdiv(N, 64)
         parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, SPLIT_WAVES * _SMS // tiles))
         per = cdiv(batch, parts)
@@ -309,14 +347,14 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
                 BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
                 PRECISION=precision, INTERPRET=INTERPRET)
     if sum_batch and parts > 1:
-        if out.is_contiguous():
+        if out.is_contiguous() and out.dtype == torch.float32:
             sum_except(c.view(parts, M * N), 1, out=out.view(M * N))
         else:
-            out.copy_(sum_except(c.view(parts, M * N), 1).view(M, N))
+            copy_(out, sum_except(c.view(parts, M * N), 1).view(M, N))
     return out
 
 
-def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=False,
+def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, out_dtype=None, accumulate=False,
            sum_batch=False, precision=None):
     """C = relu(A @ B + bias) for 2-D or batched 3-D operands with any strides.
 
@@ -324,12 +362,20 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     column (a convolution's output channels). A 2-D operand is broadcast over the batch.
     accumulate=True adds the existing contents of `out` (before bias and ReLU).
     sum_batch=True sums the batch of products into one [M, N] output.
+
+    a and b are float32, float16 or bfloat16; a 16-bit operand may meet a float32 one (which
+    is then rounded in registers at the 16-bit precision), float16 may not meet bfloat16
+    (torch refuses mixed dtypes; tnet refuses only this pair). C's dtype is out's, else
+    out_dtype, else the operands' (float32 for mixed ones, torch's type promotion). The sums,
+    the bias (float32 or C's dtype) and the ReLU are fp32, rounded once into C's dtype.
     """
     # Every call pays this host code (tens of microseconds of Python): no tensor views are
     # made before the launch, and the error texts are built only when a check fails.
     check(a.device == b.device, lambda: f"matmul: a is on {a.device} but b is on {b.device}")
-    _check_dtype("matmul", a, "a")
-    _check_dtype("matmul", b, "b")
+    check_float("matmul", a, "a")
+    check_float("matmul", b, "b")
+    check(a.dtype == b.dtype or torch.float32 in (a.dtype, b.dtype),
+          lambda: f"matmul: a is {a.dtype} but b is {b.dtype}: float16 and bfloat16 do not mix, cast one")
     check(a.dim() in (2, 3) and b.dim() in (2, 3),
           lambda: f"matmul: a and b must be 2-D or 3-D, got shapes {_shape(a)} and {_shape(b)}")
     a_batch, M, K = a.shape if a.dim() == 3 else (1, *a.shape)
@@ -343,17 +389,25 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, accumulate=Fals
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
     if out is None:
         check(not accumulate, "matmul: accumulate=True needs out")
-        out = torch.empty(out_shape, device=a.device, dtype=torch.float32)
+        if out_dtype is None:
+            out_dtype = a.dtype if a.dtype == b.dtype else torch.float32
+        check(out_dtype in FLOATS, lambda: f"matmul: out_dtype must be float32, float16 or bfloat16, got {out_dtype}")
+        out = torch.empty(out_shape, device=a.device, dtype=out_dtype)
     check(out.shape == out_shape,
           lambda: f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
-    check(out.dtype == torch.float32 and out.device == a.device, "matmul: out must be float32 on a's device")
-    kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device)
-    if precision == "tf32" and b.stride(-2) != 1 and min(M, K) >= TRANSPOSE_MIN:
+    check(out.dtype in FLOATS and out_dtype in (None, out.dtype) and out.device == a.device,
+          lambda: f"matmul: out must be float32, float16 or bfloat16 on a's device ({a.device}), as out_dtype "
+                  f"({out_dtype}) says if given; got {out.dtype} on {out.device}")
+    kind = _bias_kind("matmul", bias, bias_dim, M, N, a.device, out.dtype)
+    if precision == "tf32" and b.dtype == torch.float32 and b.stride(-2) != 1 and min(M, K) >= TRANSPOSE_MIN:
         b = _k_major(b)
-    if (precision == "tf32" and a.dim() == b.dim() == 2 and a.dtype == b.dtype == torch.float32 and not sum_batch
+    if (a.dim() == b.dim() == 2 and a.dtype == b.dtype == _TMA_DTYPES.get(precision) and not sum_batch
             and not accumulate and min(M, N, K) >= TRANSPOSE_MIN):
-        bt = b.t()  # [N, K]: K-major after the copy above, or as the caller passed it
-        if _tma_fits(a, bt, out):
-            return _launch_tma(a, bt, out, precision=precision, bias=bias, bias_kind=kind, relu=relu)
+        # tf32 reads A [M, K] and B.T [N, K] (K-major, after the copy above); 16-bit reads
+        # either layout of each as it comes, preferring K-major
+        a_t = precision != "tf32" and a.stride(1) != 1
+        b_t = precision == "tf32" or b.stride(0) == 1
+        if _tma_fits(a, a_t) and _tma_fits(b, b_t) and out.stride(1) == 1:  # C: plain stores
+            return _launch_tma(a, b, out, a_t=a_t, b_t=b_t, precision=precision, bias=bias, bias_kind=kind, relu=relu)
     return _launch(a, b, out, M, N, K, batch, a_strides=_strides(a), b_strides=_strides(b), precision=precision,
                    bias=bias, bias_kind=kind, relu=relu, accumulate=accumulate, sum_batch=sum_batch)

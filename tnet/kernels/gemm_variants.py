@@ -1,19 +1,17 @@
 """The original student project's GEMM variants, C = A @ B, in Triton: kept for bench.py
 to compare with the production kernel (gemm.py) and cuBLAS, not used by the layers.
 
-Each launcher takes 2-D row-major contiguous float32 (or bfloat16) A [M, K] and B [K, N]
-and returns a float32 C [M, N]. `precision` is as in gemm.py: "ieee", "tf32" or "bf16"
-(naive is "ieee" only: it never touches the tensor cores).
+Each launcher takes 2-D row-major contiguous A [M, K] and B [K, N], both float32, both
+float16 or both bfloat16, and returns a float32 C [M, N]. `precision` is as in gemm.py:
+"ieee", "tf32", "bf16" or "fp16" (naive is "ieee" only: it never touches the tensor cores).
 """
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import cdiv, check
-from .gemm import mma
-
-PRECISIONS = ("ieee", "tf32", "bf16")
+from ._autotune import FLOATS, cdiv, check
+from .gemm import PRECISIONS, mma
 
 
 @triton.jit
@@ -99,8 +97,8 @@ def _prepare(name, a, b, precision, precisions):
     check(precision in precisions, f"{name}: precision must be one of {precisions}, got {precision!r}")
     check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
           f"{name}: need A [M, K] and B [K, N], got {tuple(a.shape)} and {tuple(b.shape)}")
-    check(a.dtype == b.dtype and a.dtype in (torch.float32, torch.bfloat16),
-          f"{name}: A and B must both be float32 or both bfloat16, got {a.dtype} and {b.dtype}")
+    check(a.dtype == b.dtype and a.dtype in FLOATS,
+          f"{name}: A and B must both be float32, both float16 or both bfloat16, got {a.dtype} and {b.dtype}")
     check(a.device == b.device, f"{name}: A is on {a.device} but B is on {b.device}")
     check(a.is_contiguous() and b.is_contiguous(),
           f"{name}: A and B must be row-major contiguous, got strides {a.stride()} and {b.stride()}")
