@@ -4,8 +4,8 @@ import os
 import torch
 
 from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
-from .steps import (CHECK_STEPS, CHECK_TOL, N_BATCHES, SOLVER, check_record, random_batches, record,
-                    reference_record, tnet_variant, torch_variant)
+from .steps import (CHECK_STEPS, CHECK_TOL, CHECK_TOL_BF16, N_BATCHES, SOLVER, check_record, random_batches,
+                    record, reference_record, tnet_variant, torch_variant)
 
 NETS = [  # (label, width, batch): width 2 doubles every channel count
     ("quick b100", 1, 100),
@@ -23,28 +23,32 @@ TRAIN_VARIANTS = {  # name: (on the host?, make(width, batches) -> (step, parame
     "torch graphed": (False, lambda width, batches: torch_variant(width, batches, graphed=True)),
     "tnet eager": (False, lambda width, batches: tnet_variant(width, batches)),
     "tnet graphed": (False, lambda width, batches: tnet_variant(width, batches, graphed=True)),
+    # 16-bit activations: the forward and the loss under autocast in bf16, fp32 master weights
+    "torch graphed bf16": (False, lambda width, batches: torch_variant(width, batches, True, torch.bfloat16)),
+    "tnet graphed bf16": (False, lambda width, batches: tnet_variant(width, batches, True, torch.bfloat16)),
     "torch cpu": (True, lambda width, batches: torch_variant(width, batches)),  # the smallest net only
 }
 TRAIN_COLUMNS = [
     ("net", "<12", lambda r: r["net"]),
-    ("variant", "<13", lambda r: r["variant"]),
+    ("variant", "<18", lambda r: r["variant"]),
     ("rel.err", ">8", lambda r: fmt(r["err"], ".1e")),
     ("ms/step", ">9", lambda r: fmt(r["ms"], ".3f") if r["status"] == "ok" else r["status"]),
     ("s/100", ">7", lambda r: fmt(r["s_per_100"], ".3f")),
     ("/torch eager", ">12", lambda r: fmt(r["vs_torch_eager"], ".2f")),
     ("/torch graphed", ">14", lambda r: fmt(r["vs_torch_graphed"], ".2f")),
+    ("/torch same prec.", ">17", lambda r: fmt(r["vs_torch_same"], ".2f")),
 ]
 
 
-def check_then_time_steps(make, batches, ref, device, timing):
+def check_then_time_steps(make, batches, ref, device, timing, tol=CHECK_TOL):
     """make() -> (step, parameters) from the initial weights; its first CHECK_STEPS steps are
-    compared with ref, and only if they agree is it timed (carrying on from there)."""
+    compared with ref (within tol), and only if they agree is it timed (carrying on from there)."""
     built = {}
 
     def check():
         built["step"], params = make()
-        err, tol, built["worst"] = check_record(record(built["step"], params, batches), ref)
-        return err, tol
+        err, bound, built["worst"] = check_record(record(built["step"], params, batches), ref, tol)
+        return err, bound
     row = check_then_time(check, lambda: block_time(built["step"], batches, device, **timing))
     return {**row, "worst": built.get("worst")}
 
@@ -77,11 +81,14 @@ def run(args):
             data = [(x.cpu(), y.cpu()) for x, y in batches] if host else batches
             row = {"net": label, "width": width, "batch": batch, "variant": name}
             row.update(check_then_time_steps(lambda: make(width, data), data, ref, data[0][0].device,
-                                             CPU_TIMING if host else timing))
+                                             CPU_TIMING if host else timing,
+                                             CHECK_TOL_BF16 if name.endswith("bf16") else CHECK_TOL))
             ms[name] = row["ms"]
             row.update(s_per_100=None if ms[name] is None else ms[name] * 100 / 1e3,
                        vs_torch_eager=ratio(ms[name], ms["torch eager"]),
-                       vs_torch_graphed=ratio(ms[name], ms.get("torch graphed")))
+                       vs_torch_graphed=ratio(ms[name], ms.get("torch graphed")),
+                       vs_torch_same=ratio(ms[name], ms.get("torch graphed bf16" if name.endswith("bf16") else
+                                                            "torch graphed")))
             print_row(row, TRAIN_COLUMNS)
             rows.append(row)
         write_json(path, "train", rows, complete=False, **settings)
