@@ -152,9 +152,10 @@ def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexp
     unless found_inf[0] is set (found_inf_ptr None: no GradScaler)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
+    took = tl.load(took_ptr + offs, mask=mask)
     if found_inf_ptr is not None:
-        mask = mask & (tl.load(found_inf_ptr) == 0)
-    tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + tl.load(took_ptr + offs, mask=mask), mask=mask)
+        took = took * (tl.load(found_inf_ptr) == 0).to(tl.float32)
+    tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + took, mask=mask)
 
 
 def _check_alike(name, p, others):
