@@ -214,6 +214,28 @@ def test_16bit_parameters_step_as_torch(name, kwargs, dtype, rng):
     assert all(saved[b].dtype == np.float32 for b in opt.BUFFERS)
 
 
+def test_step_checks_copies_state_and_scale(rng):
+    """A copy made before its parameter changed layout, state in another dtype than the
+    parameter's, a scale without found_inf, a float64 gradient: ValueError before any launch."""
+    p = nn.Parameter(rng.standard_normal((2, 3, 4, 4)))
+    amp.low_copy(p, torch.float16)
+    p.data = p.data.contiguous(memory_format=torch.channels_last)
+    p.grad = tnet.tensor(rng.standard_normal(p.shape))
+    with pytest.raises(ValueError, match="laid out alike"):
+        optim.SGD([p], lr=0.1).step()
+
+    q = nn.Parameter(rng.standard_normal((3, 5)))
+    opt = optim.SGD([q], lr=0.1, momentum=0.9)
+    g, buf, hyper, step = torch.ones_like(q.data), opt.state[q]["momentum_buffer"], opt._device_hyper[0][1], \
+        opt.state[q]["step"]
+    with pytest.raises(ValueError, match="state buffers must be torch.float32"):
+        kernels.step_("sgd", [(q.data, g, [buf.to(torch.bfloat16)], [], hyper, step, 1.0, 1.0)])
+    with pytest.raises(ValueError, match="give both scale and found_inf"):
+        kernels.step_("sgd", [(q.data, g, [buf], [], hyper, step, 1.0, 1.0)], scale=torch.ones(()))
+    with pytest.raises(ValueError, match="a gradient must be float32, float16 or bfloat16"):
+        kernels.step_("sgd", [(q.data, g.double(), [buf], [], hyper, step, 1.0, 1.0)])
+
+
 def test_load_state_dict_refreshes_the_copies(rng):
     model = nn.Sequential(nn.Linear(5, 3), nn.BatchNorm1d(3))
     copies = [amp.low_copy(p, dtype) for p, dtype in zip(model.parameters(), LOW * 2)]
