@@ -86,7 +86,7 @@ def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs,
     programs a tensor, in turn. With a GradScaler's scale and found_inf (else None), g is divided by
     the scale, and nothing is written if found_inf is set."""
     block = tl.program_id(0)
-    live = block >= 0
+    live = block >= 0  # False in every program after a GradScaler flagged the gradients
     if found_inf_ptr is not None:
         live = tl.load(found_inf_ptr) == 0
         inv_scale = 1 / tl.load(scale_ptr)
