@@ -126,9 +126,10 @@ class EvalStep(_Static):
 
     def _count(self, x, y):
         with no_grad(), autocast(dtype=self.dtype, enabled=self.dtype is not None):
-            logits = self.model(Tensor(x)).data
+            # fp32 logits (a copy only under autocast): the flip's sum and the argmax in fp32
+            logits = self.model(Tensor(x)).float().data
             if self.flip:
                 idx, shifts, flips = self._mirror_args(x.shape[0], x.device)
                 mirrored, _ = gather(x, y, idx, shifts, flips)
-                add_(logits, self.model(Tensor(mirrored)).data)
+                add_(logits, self.model(Tensor(mirrored)).float().data)
             count_correct(logits, y, self.correct)
