@@ -40,8 +40,8 @@ SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
 PRECISIONS = {
     "ieee": ("ieee", None, "fp32 tensors, exact fp32 products"),
     "tf32": ("tf32", None, "fp32 tensors, products in tf32 on the tensor cores, as cuDNN's"),
-    "bf16": ("tf32", torch.bfloat16, "tnet.autocast to bfloat16: 16-bit activations and GEMM operands; fp32 sums, "
-                                     "master weights, BatchNorm statistics and loss"),
+    "bf16": ("tf32", torch.bfloat16, "under tnet.autocast(bfloat16), 16-bit activations and GEMM operands, with fp32 "
+                                     "sums, master weights, BatchNorm statistics and loss"),
     "fp16": ("tf32", torch.float16, "the same in float16, with a dynamic loss scale (tnet.amp.GradScaler)"),
 }
 # What a checkpoint's run was made with: --resume refuses other values for these. The others
