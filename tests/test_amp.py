@@ -52,7 +52,8 @@ def params(rng, dtype=torch.float32):
     ps = []
     for shape, channels_last in SHAPES:
         p = nn.Parameter(rng.standard_normal(shape))
-        p.data = p.data.to(dtype).contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        layout = torch.channels_last if channels_last else torch.contiguous_format
+        p.data = p.data.to(dtype).contiguous(memory_format=layout)
         ps.append(p)
     return ps
 

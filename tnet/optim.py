@@ -112,7 +112,8 @@ class Optimizer:
         "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
         indexed in group order; buffers of 16-bit parameters are saved in float32."""
         steps = self._steps.cpu().numpy()
-        state = {i: {"step": float(steps[i]), **{b: self.state[p][b].float().cpu().numpy().copy() for b in self.BUFFERS}}
+        state = {i: {"step": float(steps[i]),
+                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self.BUFFERS}}
                  for i, p in enumerate(self._params)}
         groups, start = [], 0
         for group in self.param_groups:

@@ -195,7 +195,7 @@ def step_(rule, updates, scale=None, found_inf=None):
         check(len(bufs) == buffers, f"{rule}: {len(bufs)} state buffers, expected {buffers}")
         check_float(rule, p, "a parameter")
         check_float(rule, g, "a gradient")
-        check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as the parameter")
+        check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
         check(all(t.dtype in FLOATS for t in lows), lambda: f"{rule}: a parameter's copy must be a float tensor")
         _check_alike(rule, p, (g, *bufs, *lows))
         check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
@@ -239,6 +239,8 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
           f"update_scale_: growth_tracker must be one int32 element on {scale.device}")
     update_scale_kernel[(1,)](scale, growth_tracker, found_inf, float(growth_factor), float(backoff_factor),
                               int(growth_interval), num_warps=1)
+
+
 def count_steps_(steps, took, found_inf=None):
     """steps += took in place: float32 vectors of one optimizer's parameters, on one device; with a
     GradScaler's found_inf (one float32 element), nothing where it is set."""
