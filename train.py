@@ -2,6 +2,7 @@
 
     python train.py --epochs 10            # Caffe's recipe: 5,000 iterations at batch 100
     python train.py --recipe fast          # the same network, a better recipe
+    python train.py --precision bf16       # 16-bit activations, fp32 master weights
 
 Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
 0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
@@ -21,9 +22,8 @@ import torch
 from tqdm import tqdm
 
 import tnet
-from tnet import data, optim, serialize
+from tnet import amp, data, optim, serialize
 from tnet.graph import EvalStep, TrainStep
-from tnet.kernels.gemm import PRECISIONS
 from tnet.kernels.softmax import take_label_error
 from tnet.models import cifar10_quick
 
@@ -36,6 +36,14 @@ RECIPES = {
                  augment=True, label_smoothing=0.1, tta=True),
 }
 SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
+# --precision: (tnet.set_precision's GEMM precision for fp32 operands, the step's autocast dtype, help)
+PRECISIONS = {
+    "ieee": ("ieee", None, "fp32 tensors, exact fp32 products"),
+    "tf32": ("tf32", None, "fp32 tensors, products in tf32 on the tensor cores, as cuDNN's"),
+    "bf16": ("tf32", torch.bfloat16, "under tnet.autocast(bfloat16), 16-bit activations and GEMM operands, with fp32 "
+                                     "sums, master weights, BatchNorm statistics and loss"),
+    "fp16": ("tf32", torch.float16, "the same in float16, with a dynamic loss scale (tnet.amp.GradScaler)"),
+}
 # What a checkpoint's run was made with: --resume refuses other values for these. The others
 # may change: --epochs extends a run, --precision, --tta and --eval-batch-size change how it
 # computes or evaluates, not what it trains on.
@@ -85,8 +93,7 @@ def build_parser():
     p.add_argument("--val", type=int, default=0,
                    help="hold out the last N training images and evaluate on them instead of the test set")
     p.add_argument("--precision", choices=PRECISIONS, default="tf32",
-                   help="GEMM products: tf32 on the tensor cores, as cuDNN does; ieee, exact fp32; "
-                        "bf16, operands rounded to bfloat16 (weights, sums and updates stay fp32)")
+                   help="; ".join(f"{name}: {text}" for name, (_, _, text) in PRECISIONS.items()))
     p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling")
     p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images (default: all)")
     p.add_argument("--checkpoint", default=f"runs/{MODEL}.ckpt",
@@ -215,7 +222,9 @@ def main(argv=None):
     train = data.Loader(train_x, train_y, args.batch_size, shuffle=True, augment=args.augment, seed=args.seed)
     test = data.Loader(test_x, test_y, args.eval_batch_size, shuffle=False)
 
-    tnet.set_precision(args.precision)
+    gemm_precision, dtype, _ = PRECISIONS[args.precision]
+    tnet.set_precision(gemm_precision)
+    scaler = amp.GradScaler(enabled=dtype == torch.float16)  # bfloat16 has fp32's range: no scale needed
     model = cifar10_quick(seed=args.seed)
     opt = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     total = args.epochs * len(train)
@@ -232,6 +241,8 @@ def main(argv=None):
             opt.load_state_dict(ck["optimizer"])
             train.set_state(ck["loader"])
             schedule.load_state_dict(ck["schedule"])
+            if ck.get("scaler"):  # saved by an fp16 run; another precision starts at the initial scale
+                scaler.load_state_dict(ck["scaler"])
         except (ValueError, KeyError, TypeError) as e:
             sys.exit(f"error: cannot resume: {args.checkpoint} does not fit this run ({type(e).__name__}: {e})")
         start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
@@ -245,7 +256,7 @@ def main(argv=None):
         tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
                    "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
                    "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
-                   "train_time": train_time, "eval_time": eval_time}, args.checkpoint)
+                   "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict()}, args.checkpoint)
         last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
 
     def stop(problem):
@@ -254,8 +265,9 @@ def main(argv=None):
 
     print("compiling and autotuning the kernels, then capturing the step in a CUDA graph..." if cuda else
           "compiling the kernels for the interpreter...")
-    step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing)
-    test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta)
+    step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing,
+                     dtype=dtype, scaler=scaler)
+    test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta, dtype=dtype)
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds

@@ -193,3 +193,25 @@ def test_16_bit_ops_use_torch_for_memory_only():
         x.half().bfloat16().float().sum().backward()
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_mixed_precision_step_uses_torch_for_memory_only():
+    """A step under float16 autocast with a GradScaler: the parameters' copies (bfloat16 ones made
+    here, float16 ones by the layers), written by the optimizer, refreshed by load_state_dict."""
+    import torch
+    from tnet import amp, nn
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(nn.Linear(6, 5), nn.GELU(), nn.Linear(5, 3))
+    opt, scaler = optim.Adam(model.parameters()), amp.GradScaler()
+    x, y = tnet.tensor(rng.standard_normal((4, 6))), tnet.tensor(rng.integers(0, 3, 4))
+    with Recorder() as rec:
+        for p in model.parameters():
+            amp.low_copy(p, torch.bfloat16)
+        with tnet.autocast(dtype=torch.float16):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        scaler.load_state_dict(scaler.state_dict())
+        model.load_state_dict(model.state_dict())
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

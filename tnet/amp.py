@@ -12,13 +12,19 @@ stay fp32 masters with fp32 gradients: a layer reads a parameter's 16-bit copy (
 made on first use and then rewritten by the optimizer's kernel as it updates the parameter
 (no extra pass), and by Module.load_state_dict. A parameter changed by hand through `.data`
 must call `refresh_low_copies(p)`: its copy is kept for the parameter's lifetime, unlike
-torch's per-block cache, so that a captured CUDA graph keeps one address for it."""
+torch's per-block cache, so that a captured CUDA graph keeps one address for it.
+
+float16 needs a loss scale, as in torch (its gradients underflow below 6e-8; bfloat16's
+range is fp32's): GradScaler, torch's dynamic one, with its state on the device."""
 import functools
 
 import torch
 
+from ._device import DEVICE
+from .kernels import optim as optim_kernels
 from .kernels._autotune import check
 from .kernels.copy import copy_
+from .tensor import Tensor
 
 LOW = (torch.float16, torch.bfloat16)
 _state = {"dtype": None}
@@ -93,3 +99,89 @@ def cast_operand(x, dtype):
     if x.dtype == torch.float32 and x.requires_grad and x._entry is None:
         return low_copy(x, dtype)
     return copy_(torch.empty_like(x.data, dtype=dtype), x.data)
+
+
+class GradScaler:
+    """torch.amp.GradScaler's arguments and methods scale, step, update, get_scale, is_enabled,
+    state_dict and load_state_dict (not unscale_):
+
+        scaler.scale(loss).backward()   # the gradients, times the scale, do not underflow float16
+        scaler.step(opt)                # divided by it again; no update if one holds an inf or NaN
+        scaler.update()                 # the scale halves after such a step, doubles after 2000 without
+
+    Unlike torch's, the whole is free of host synchronisation, so a CUDA graph can capture it:
+    the scale, its growth tracker and the inf flag are device tensors, the optimizer's kernel
+    divides each gradient as it reads it and skips the update (step counts too) on the flag,
+    and step() returns None. With enabled=False, scale() returns its input and step() is
+    optimizer.step()."""
+
+    def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        check(device in ("cuda", "cpu"), f"GradScaler: device must be 'cuda' or 'cpu', got {device!r}")
+        check(growth_factor > 1.0, "GradScaler: the growth factor must be > 1.0")
+        check(0.0 < backoff_factor < 1.0, "GradScaler: the backoff factor must be < 1.0 and > 0")
+        check(int(growth_interval) > 0, "GradScaler: growth_interval must be a positive integer")
+        self._enabled = bool(enabled)
+        self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._scale = torch.full((), float(init_scale), device=DEVICE)
+        self._growth_tracker = torch.zeros((), dtype=torch.int32, device=DEVICE)
+        self._found_inf = torch.zeros((), device=DEVICE)
+        self._scale_tensor = Tensor(self._scale)
+
+    def is_enabled(self):
+        return self._enabled
+
+    def scale(self, outputs):
+        """outputs times the scale (a tensor, or a list or tuple of them), on the tape."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(t) for t in outputs)
+        return outputs * self._scale_tensor
+
+    def step(self, optimizer, *args, **kwargs):
+        """optimizer's step on the gradients divided by the scale, in its one launch, after a pass
+        that flags an inf or NaN in them; a flagged step changes nothing."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if args or "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        optimizer._step(self._scale, self._found_inf)
+        return None
+
+    def update(self, new_scale=None):
+        """torch's rule, on the device: the scale times backoff_factor after a flagged step, times
+        growth_factor after growth_interval steps in a row without one; or new_scale if given."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale.fill_(float(new_scale))  # a host value (a tensor: a sync, as torch's .item())
+            self._growth_tracker.zero_()
+            self._found_inf.zero_()
+            return
+        optim_kernels.update_scale_(self._scale, self._growth_tracker, self._found_inf, self._growth_factor,
+                                    self._backoff_factor, self._growth_interval)
+
+    def get_scale(self):
+        """The scale as a Python float (a host synchronisation); 1.0 when disabled."""
+        return self._scale.item() if self._enabled else 1.0
+
+    def state_dict(self):
+        """torch's keys (host copies; {} when disabled)."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval, "_growth_tracker": int(self._growth_tracker.item())}
+
+    def load_state_dict(self, state_dict):
+        """Take state_dict()'s values into this scaler's device tensors (their addresses stay)."""
+        if not self._enabled:
+            return
+        check(len(state_dict) > 0, "GradScaler.load_state_dict: the state is empty (saved by a disabled scaler)")
+        self._scale.fill_(float(state_dict["scale"]))
+        self._growth_tracker.fill_(int(state_dict["_growth_tracker"]))
+        self._found_inf.zero_()
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])

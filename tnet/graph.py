@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from . import functional as F
+from .amp import autocast
 from ._device import DEVICE
 from .kernels.data import gather
 from .kernels.elementwise import add_
@@ -42,12 +43,20 @@ class Graph:
         return self.result
 
 
-def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0):
-    """One optimizer step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum."""
-    loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing)
+def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0, dtype=None, scaler=None):
+    """One optimizer step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum.
+    dtype: the forward pass and the loss under tnet.autocast(dtype=dtype) (None: no autocast);
+    scaler: a tnet.amp.GradScaler that scales the loss and steps the optimizer (float16)."""
+    with autocast(dtype=dtype, enabled=dtype is not None):
+        loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing)
     opt.zero_grad()
-    loss.backward()
-    opt.step()
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
     if loss_sum is not None:
         add_(loss_sum, loss.data.reshape(1))
     return loss.data
@@ -76,26 +85,33 @@ class _Static:
 class TrainStep(_Static):
     """The whole training step (forward, backward, optimizer update) in one CUDA graph, for
     batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
-    undone (weights, and the optimizer's buffers and step counts). The losses add up in
-    self.loss_sum."""
+    undone (weights and their 16-bit copies, the optimizer's buffers and step counts, the
+    scaler's state); it makes the copies that layers read under autocast, so the captured step
+    writes them at fixed addresses. The losses add up in self.loss_sum. dtype and scaler: as
+    train_step's."""
 
-    def __init__(self, model, opt, x, y, label_smoothing=0.0):
+    def __init__(self, model, opt, x, y, label_smoothing=0.0, dtype=None, scaler=None):
         self.loss_sum = torch.zeros(1, device=x.device)
         weights, opt_state = model.state_dict(), opt.state_dict()
+        scaler_state = None if scaler is None else scaler.state_dict()
 
         def restore():
             model.load_state_dict(weights)
             opt.load_state_dict(opt_state)
+            if scaler_state:
+                scaler.load_state_dict(scaler_state)
             self.loss_sum.zero_()
-        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing), x, y, restore)
+        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing, dtype, scaler),
+                         x, y, restore)
 
 
 class EvalStep(_Static):
     """A captured forward pass that adds the number of correct predictions to self.correct;
-    with flip=True the logits of each image and of its mirror image are averaged."""
+    with flip=True the logits of each image and of its mirror image are averaged; dtype: under
+    tnet.autocast(dtype=dtype) (None: no autocast)."""
 
-    def __init__(self, model, x, y, flip=False):
-        self.model, self.flip = model, flip
+    def __init__(self, model, x, y, flip=False, dtype=None):
+        self.model, self.flip, self.dtype = model, flip, dtype
         self.correct = torch.zeros((), dtype=torch.int32, device=x.device)
         self._mirror = {}
         super().__init__(self._count, x, y, restore=self.correct.zero_)
@@ -109,10 +125,11 @@ class EvalStep(_Static):
         return self._mirror[n]
 
     def _count(self, x, y):
-        with no_grad():
-            logits = self.model(Tensor(x)).data
+        with no_grad(), autocast(dtype=self.dtype, enabled=self.dtype is not None):
+            # fp32 logits (a copy only under autocast): the flip's sum and the argmax in fp32
+            logits = self.model(Tensor(x)).float().data
             if self.flip:
                 idx, shifts, flips = self._mirror_args(x.shape[0], x.device)
                 mirrored, _ = gather(x, y, idx, shifts, flips)
-                add_(logits, self.model(Tensor(mirrored)).data)
+                add_(logits, self.model(Tensor(mirrored)).float().data)
             count_correct(logits, y, self.correct)

@@ -5,6 +5,7 @@ from types import MappingProxyType
 import numpy as np
 import torch
 
+from . import amp
 from . import functional as F
 from ._device import DEVICE
 from .kernels._autotune import check
@@ -187,7 +188,8 @@ class Module:
         """Copy the values of state_dict (numpy arrays, tnet or torch tensors, by name as in
         state_dict()) into the parameters and persistent buffers, keeping their dtype and
         memory layout. Shapes must match; with strict, the names too. Nothing is copied when
-        a check fails. Returns (missing_keys, unexpected_keys), as torch."""
+        a check fails. Returns (missing_keys, unexpected_keys), as torch. The parameters'
+        16-bit copies (tnet.amp.low_copy) are rewritten from the loaded values."""
         own = self._state()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -202,6 +204,7 @@ class Module:
         check(not errors, lambda: f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
         for k, v in values.items():
             own[k].data.copy_(v)
+            amp.refresh_low_copies(own[k])  # the 16-bit copies that layers read under autocast
         return _IncompatibleKeys(missing, unexpected)
 
     def __repr__(self):

@@ -4,12 +4,15 @@ and decay_mult, and learning-rate schedules.
 A step updates every parameter in one kernel launch (per 32 tensors), after a tiny one that
 counts the steps. Hyperparameters and step counts live on the device and the kernels read
 them there, so a step captured in a CUDA graph (tnet.graph) follows a schedule, and Adam's
-bias corrections advance at every replay."""
+bias corrections advance at every replay. The same launch rewrites the parameters' 16-bit
+copies that layers read under autocast (tnet.amp): a copy made by a step before a capture
+keeps its address, so the captured step writes it."""
 import math
 
 import numpy as np
 import torch
 
+from . import amp
 from .kernels import optim as kernels
 from .kernels._autotune import check
 from .tensor import _in_layout
@@ -67,22 +70,34 @@ class Optimizer:
             cached[0] = values
 
     def step(self, closure=None):
-        """Update every parameter that has a gradient, in one kernel launch; closure, if given,
-        recomputes the loss first and its value is returned. A gradient set by hand in another
-        memory layout than its parameter's is copied into that layout."""
+        """Update every parameter that has a gradient, and its 16-bit copies, in one kernel
+        launch; closure, if given, recomputes the loss first and its value is returned. A
+        gradient set by hand in another memory layout than its parameter's is copied into that
+        layout."""
         loss = None if closure is None else closure()
+        self._step()
+        return loss
+
+    def _step(self, scale=None, found_inf=None):
+        """step() without closure; a GradScaler gives its device scale and found_inf (one float32
+        element each, found_inf zero unless a step since its last update found one): the
+        gradients are checked for inf and NaN first (found_inf is set if one holds any), then
+        divided by the scale, and nothing changes, step counts included, if found_inf is set."""
         self.update_lr()
         took = tuple(p.grad is not None for p in self._params)
-        if any(took):
-            if took not in self._took:
-                self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-            kernels.count_steps_(self._steps, self._took[took])
-            kernels.step_(self.RULE, [
-                (p.data, _in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS], hyper,
-                 self.state[p]["step"], getattr(p, "lr_mult", 1.0), getattr(p, "decay_mult", 1.0))
-                for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
-                for p in group["params"] if p.grad is not None])
-        return loss
+        if not any(took):
+            return
+        if took not in self._took:
+            self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
+        updates = [(p.data, _in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS],
+                    amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
+                    getattr(p, "decay_mult", 1.0))
+                   for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
+                   for p in group["params"] if p.grad is not None]
+        if found_inf is not None:
+            kernels.find_inf_([u[1] for u in updates], found_inf)
+        kernels.count_steps_(self._steps, self._took[took], found_inf)
+        kernels.step_(self.RULE, updates, scale, found_inf)
 
     def zero_grad(self, set_to_none=True):
         for p in self._params:
@@ -95,9 +110,10 @@ class Optimizer:
         """torch's layout in plain numbers, lists and numpy arrays (copies; reading them is a
         host synchronisation): {"state": {index: {"step": float, buffer name: array}},
         "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
-        indexed in group order."""
+        indexed in group order; buffers of 16-bit parameters are saved in float32."""
         steps = self._steps.cpu().numpy()
-        state = {i: {"step": float(steps[i]), **{b: self.state[p][b].cpu().numpy().copy() for b in self.BUFFERS}}
+        state = {i: {"step": float(steps[i]),
+                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self.BUFFERS}}
                  for i, p in enumerate(self._params)}
         groups, start = [], 0
         for group in self.param_groups:

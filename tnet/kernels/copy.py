@@ -6,12 +6,25 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import INTERPRET
 from ._autotune import autotune, cdiv, check
 
 _CONFIGS = [triton.Config({"BLOCK": 2048}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 4096}, num_warps=8)]
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32)
 MAX_DIMS = 4
+_ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
+
+
+@triton.jit
+def cast(x, dtype: tl.constexpr):
+    """x cast to dtype, float narrowing rounded to nearest even as on the GPU: the interpreter
+    truncates fp32 -> bf16, so there the rounding is done on the bits (NaN kept quiet)."""
+    if _ROUND_BF16_BY_HAND and (dtype == tl.bfloat16) and (x.dtype == tl.float32):
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = tl.where(x == x, bits + 0x7FFF + ((bits >> 16) & 1), bits | 0x400000)
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return x.to(dtype)
 
 
 @autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
@@ -20,7 +33,7 @@ def copy_kernel(dst_ptr, src_ptr, n, size1, size2, size3, dst0, dst1, dst2, dst3
                 BLOCK: tl.constexpr):
     """dst[i] = src[i] cast to dst's dtype over the shape [n / (size1 size2 size3), size1, size2, size3],
     with the strides (in elements) dst0..dst3 and src0..src3.
-    Narrowing float casts round to nearest even (the interpreter truncates fp32 -> bf16)."""
+    Narrowing float casts round to nearest even (see cast)."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     i3 = i % size3
@@ -31,7 +44,7 @@ def copy_kernel(dst_ptr, src_ptr, n, size1, size2, size3, dst0, dst1, dst2, dst3
     i0 = rest // size1
     # a direct cast, not through fp32: int64 -> int64 and float -> int stay exact
     x = tl.load(src_ptr + i0 * src0 + i1 * src1 + i2 * src2 + i3 * src3, mask=mask)
-    tl.store(dst_ptr + i0 * dst0 + i1 * dst1 + i2 * dst2 + i3 * dst3, x.to(dst_ptr.dtype.element_ty), mask=mask)
+    tl.store(dst_ptr + i0 * dst0 + i1 * dst1 + i2 * dst2 + i3 * dst3, cast(x, dst_ptr.dtype.element_ty), mask=mask)
 
 
 def _overlaps(x):

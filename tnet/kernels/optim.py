@@ -1,20 +1,27 @@
 """Optimizer kernels: one launch updates every parameter tensor (torch.optim's SGD, Adam or
-AdamW rule), and a tiny one counts the steps. Hyperparameters and step counts are read on
-the device, so a step captured in a CUDA graph follows a schedule and its bias corrections
-advance at every replay. Each tensor is dense (contiguous or channels-last) and laid out
-like its gradient and state, so the update runs over flat memory."""
+AdamW rule) and writes its 16-bit copy, and a tiny one counts the steps. Hyperparameters and
+step counts are read on the device, so a step captured in a CUDA graph follows a schedule and
+its bias corrections advance at every replay. Each tensor is dense (contiguous or
+channels-last) and laid out like its gradient, state and copy, so the update runs over flat
+memory. A parameter and its state may be float32, float16 or bfloat16 (the state in the
+parameter's dtype, as torch's), its gradient any of them; the arithmetic is fp32.
+
+For mixed precision's GradScaler (tnet.amp): a pass that flags an inf or NaN in the
+gradients, the step dividing them by the loss scale and skipping the update where one was
+flagged, and torch's scale update, all on the device."""
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import cdiv, check
-from .elementwise import _check_like
+from ._autotune import FLOATS, cdiv, check, check_float
+from .conv import is_channels_last
+from .copy import cast, copy_
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
 # cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.
 BLOCK = 1 << 16 if INTERPRET else 1024
-# Kernel arguments may take 4 KB: 32 tensors take about 2 KB (6 pointers and 3 numbers each).
+# Kernel arguments may take 4 KB: 32 tensors take about 2.5 KB (7 pointers and 3 numbers each).
 TENSORS_PER_LAUNCH = 32
 # Each group's hyperparameters, in the order of its device vector (see tnet/optim.py).
 HYPER = {"sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
@@ -43,7 +50,7 @@ def _sgd(p, g, buf_ptr, offs, mask, hyper_ptr, step, lr_mult, decay_mult):
     buf = tl.load(buf_ptr + offs, mask=mask).to(tl.float32)
     # torch starts the buffer at g itself: no dampening on a parameter's first step.
     buf = tl.where(step == 1, g, momentum * buf + (1 - dampening) * g)
-    tl.store(buf_ptr + offs, buf, mask=mask)
+    tl.store(buf_ptr + offs, cast(buf, buf_ptr.dtype.element_ty), mask=mask)
     d = tl.where(tl.load(hyper_ptr + 4) != 0, g + momentum * buf, buf)
     return p - lr * tl.where(momentum != 0, d, g)
 
@@ -63,75 +70,183 @@ def _adam(p, g, m_ptr, v_ptr, offs, mask, hyper_ptr, step, lr_mult, decay_mult, 
     m = m + tl.load(hyper_ptr + 1) * (g - m)
     v = tl.load(v_ptr + offs, mask=mask).to(tl.float32)
     v = v + tl.load(hyper_ptr + 2) * (g * g - v)
-    tl.store(m_ptr + offs, m, mask=mask)
-    tl.store(v_ptr + offs, v, mask=mask)
+    tl.store(m_ptr + offs, cast(m, m_ptr.dtype.element_ty), mask=mask)
+    tl.store(v_ptr + offs, cast(v, v_ptr.dtype.element_ty), mask=mask)
     correction1 = _one_minus_exp(step * tl.load(hyper_ptr + 3))
     correction2 = _one_minus_exp(step * tl.load(hyper_ptr + 4))
     return p - (lr / correction1) * m / (tl.sqrt(v) / tl.sqrt(correction2) + tl.load(hyper_ptr + 5))
 
 
 @triton.jit
-def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, hyper_ptrs, step_ptrs, ns, lr_mults, decay_mults,
-                RULE: tl.constexpr, BLOCK: tl.constexpr):
+def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs, scale_ptr, found_inf_ptr, ns,
+                lr_mults, decay_mults, RULE: tl.constexpr, BLOCK: tl.constexpr):
     """One step of RULE ("sgd", "adam", "adamw") on every tensor p_ptrs[i] (ns[i] elements), with its
-    gradient g, state a (momentum buffer or exp_avg) and b (exp_avg_sq), its group's hyperparameters
-    (HYPER[RULE]) and its step count (already counted): cdiv(ns[i], BLOCK) programs a tensor, in turn."""
+    gradient g, state a (momentum buffer or exp_avg) and b (exp_avg_sq), its 16-bit copy low (or None),
+    its group's hyperparameters (HYPER[RULE]) and its step count (already counted): cdiv(ns[i], BLOCK)
+    programs a tensor, in turn. With a GradScaler's scale and found_inf (else None), g is divided by
+    the scale, and nothing is written if found_inf is set."""
     block = tl.program_id(0)
+    live = block >= 0  # False in every program after a GradScaler flagged the gradients
+    if found_inf_ptr is not None:
+        live = tl.load(found_inf_ptr) == 0
+        inv_scale = 1 / tl.load(scale_ptr)
     # Unrolled: every program checks each tensor, and updates one block of one of them.
     for i in tl.static_range(len(p_ptrs)):
         count = tl.cdiv(ns[i], BLOCK)
-        if (block >= 0) & (block < count):
+        if (block >= 0) & (block < count) & live:
             offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < ns[i]
             p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32)
             g = tl.load(g_ptrs[i] + offs, mask=mask).to(tl.float32)
+            if found_inf_ptr is not None:
+                g = g * inv_scale
             step = tl.load(step_ptrs[i]).to(tl.float32)
             if RULE == "sgd":
                 p = _sgd(p, g, a_ptrs[i], offs, mask, hyper_ptrs[i], step, lr_mults[i], decay_mults[i])
             else:
                 p = _adam(p, g, a_ptrs[i], b_ptrs[i], offs, mask, hyper_ptrs[i], step, lr_mults[i], decay_mults[i],
                           RULE == "adamw")
+            p = cast(p, p_ptrs[i].dtype.element_ty)
             tl.store(p_ptrs[i] + offs, p, mask=mask)
+            # In the same pass: the copy that layers read under autocast is the stored p, cast.
+            if low_ptrs[i] is not None:
+                tl.store(low_ptrs[i] + offs, cast(p.to(tl.float32), low_ptrs[i].dtype.element_ty), mask=mask)
         block -= count
 
 
 @triton.jit
-def count_steps_kernel(steps_ptr, took_ptr, n, BLOCK: tl.constexpr):
-    """steps[j] += took[j] for the n parameters of an optimizer (took is 1 where one steps, else 0)."""
+def find_inf_kernel(g_ptrs, found_inf_ptr, ns, BLOCK: tl.constexpr):
+    """found_inf[0] = 1 if a tensor g_ptrs[i] (ns[i] elements) holds an inf or NaN, else left as it
+    is: cdiv(ns[i], BLOCK) programs a tensor, in turn, as step_kernel."""
+    block = tl.program_id(0)
+    for i in tl.static_range(len(g_ptrs)):
+        count = tl.cdiv(ns[i], BLOCK)
+        if (block >= 0) & (block < count):
+            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            g = tl.load(g_ptrs[i] + offs, mask=offs < ns[i], other=0).to(tl.float32)
+            # False for NaN too; programs that find one all store the same 1, so they may race.
+            if tl.min((tl.abs(g) < float("inf")).to(tl.int32)) == 0:
+                tl.store(found_inf_ptr, 1.0)
+        block -= count
+
+
+@triton.jit
+def update_scale_kernel(scale_ptr, growth_tracker_ptr, found_inf_ptr, growth_factor, backoff_factor,
+                        growth_interval):
+    """torch's GradScaler.update on one-element tensors: after a step with an inf or NaN, scale *=
+    backoff_factor; after growth_interval steps in a row without, scale *= growth_factor (if finite).
+    found_inf is cleared for the next step."""
+    scale = tl.load(scale_ptr)
+    found = tl.load(found_inf_ptr) != 0
+    tracker = tl.load(growth_tracker_ptr) + 1
+    grown = scale * growth_factor
+    grow = (tracker == growth_interval) & (tl.abs(grown) < float("inf"))
+    tl.store(scale_ptr, tl.where(found, scale * backoff_factor, tl.where(grow, grown, scale)))
+    tl.store(growth_tracker_ptr, tl.where(found | (tracker == growth_interval), 0, tracker))
+    tl.store(found_inf_ptr, 0.0)
+
+
+@triton.jit
+def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexpr):
+    """steps[j] += took[j] for the n parameters of an optimizer (took is 1 where one steps, else 0),
+    unless found_inf[0] is set (found_inf_ptr None: no GradScaler)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + tl.load(took_ptr + offs, mask=mask), mask=mask)
+    took = tl.load(took_ptr + offs, mask=mask)
+    if found_inf_ptr is not None:
+        took = took * (tl.load(found_inf_ptr) == 0).to(tl.float32)
+    tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + took, mask=mask)
 
 
-def step_(rule, updates):
+def _check_alike(name, p, others):
+    """Every tensor of p's shape and device, and dense in p's layout: the kernels run over flat memory."""
+    for x in (p, *others):
+        check(x.shape == p.shape, lambda: f"{name}: shapes differ, {tuple(p.shape)} and {tuple(x.shape)}")
+        check(x.device == p.device, lambda: f"{name}: tensors on {p.device} and {x.device}")
+        check(is_channels_last(x) == is_channels_last(p) and (x.is_contiguous() or is_channels_last(x)),
+              lambda: f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
+
+
+def _check_scalar(name, what, t, device):
+    check(t.numel() == 1 and t.dtype == torch.float32 and t.device == device,
+          lambda: f"{name}: {what} must be one float32 element on {device}")
+
+
+def _launches(tensors):
+    """The slices of TENSORS_PER_LAUNCH of a list of tensors, with their sizes and program counts."""
+    for start in range(0, len(tensors), TENSORS_PER_LAUNCH):
+        ns = tuple(t.numel() for t in tensors[start:start + TENSORS_PER_LAUNCH])
+        yield slice(start, start + len(ns)), ns, sum(cdiv(n, BLOCK) for n in ns)
+
+
+def step_(rule, updates, scale=None, found_inf=None):
     """One step of rule ("sgd", "adam" or "adamw") on many tensors, in one launch per
-    TENSORS_PER_LAUNCH: updates holds (p, g, buffers, hyper, step, lr_mult, decay_mult) per
-    tensor, buffers being (momentum_buffer,) for SGD and (exp_avg, exp_avg_sq) for Adam,
-    hyper its group's float32 device vector (HYPER[rule]) and step a one-element view of its
-    step count. The addresses travel as kernel arguments, not in a device table: the launch
-    needs no host-to-device copy, so a CUDA graph can capture it like any other."""
+    TENSORS_PER_LAUNCH: updates holds (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per
+    tensor, buffers being (momentum_buffer,) for SGD and (exp_avg, exp_avg_sq) for Adam, in p's
+    dtype, lows p's 16-bit copies (a list, often empty: the kernel writes the first as it updates
+    p, a second is copied after), hyper its group's float32 device vector (HYPER[rule]) and step
+    a one-element view of its step count. With a GradScaler, scale and found_inf are its
+    one-element float32 tensors: the gradients are divided by the scale, and a step with
+    found_inf set changes nothing. The addresses travel as kernel arguments, not in a device
+    table: the launch needs no host-to-device copy, so a CUDA graph can capture it like any other."""
     check(rule in HYPER, f"optimizer step: unknown rule {rule!r}")
     buffers = 1 if rule == "sgd" else 2
-    for p, g, bufs, hyper, step, *_ in updates:
+    for p, g, bufs, lows, hyper, step, *_ in updates:
         check(len(bufs) == buffers, f"{rule}: {len(bufs)} state buffers, expected {buffers}")
-        _check_like(rule, p, g, *bufs)
+        check_float(rule, p, "a parameter")
+        check_float(rule, g, "a gradient")
+        check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
+        check(all(t.dtype in FLOATS for t in lows), lambda: f"{rule}: a parameter's copy must be a float tensor")
+        _check_alike(rule, p, (g, *bufs, *lows))
         check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
               f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
-        check(step.numel() == 1 and step.dtype == torch.float32 and step.device == p.device,
-              f"{rule}: step must be one float32 element on {p.device}")
-    for start in range(0, len(updates), TENSORS_PER_LAUNCH):
-        ps, gs, bufs, hypers, steps, lr_mults, decay_mults = zip(*updates[start:start + TENSORS_PER_LAUNCH])
-        ns = tuple(p.numel() for p in ps)
-        programs = sum(cdiv(n, BLOCK) for n in ns)
+        _check_scalar(rule, "step", step, p.device)
+    check((scale is None) == (found_inf is None), f"{rule}: give both scale and found_inf, or neither")
+    if scale is not None and updates:
+        _check_scalar(rule, "scale", scale, updates[0][0].device)
+        _check_scalar(rule, "found_inf", found_inf, updates[0][0].device)
+    for part, ns, programs in _launches([u[0] for u in updates]):
+        ps, gs, bufs, lows, hypers, steps, lr_mults, decay_mults = zip(*updates[part])
         if programs:
-            step_kernel[(programs,)](ps, gs, tuple(b[0] for b in bufs), tuple(b[-1] for b in bufs), hypers, steps, ns,
-                                     tuple(map(float, lr_mults)), tuple(map(float, decay_mults)),
+            step_kernel[(programs,)](ps, gs, tuple(b[0] for b in bufs), tuple(b[-1] for b in bufs),
+                                     tuple(copies[0] if copies else None for copies in lows), hypers, steps,
+                                     scale, found_inf, ns, tuple(map(float, lr_mults)), tuple(map(float, decay_mults)),
                                      RULE=rule, BLOCK=BLOCK, num_warps=4)
+    for p, _, _, lows, *_ in updates:
+        for low in lows[1:]:
+            copy_(low, p)
 
 
-def count_steps_(steps, took):
-    """steps += took in place: float32 vectors of one optimizer's parameters, on one device."""
+def find_inf_(grads, found_inf):
+    """found_inf[0] = 1 if a tensor of grads (dense tensors of any float dtype) holds an inf or
+    NaN; else found_inf is left as it is (zero it first). One launch per TENSORS_PER_LAUNCH."""
+    for g in grads:
+        check_float("find_inf_", g, "a gradient")
+        _check_alike("find_inf_", g, ())
+    if grads:
+        _check_scalar("find_inf_", "found_inf", found_inf, grads[0].device)
+    for part, ns, programs in _launches(grads):
+        if programs:
+            find_inf_kernel[(programs,)](tuple(grads[part]), found_inf, ns, BLOCK=BLOCK, num_warps=4)
+
+
+def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    """torch's GradScaler.update in place on scale (float32) and growth_tracker (int32), one element
+    each, from found_inf (float32, non-zero after a step with an inf or NaN), which it zeroes."""
+    _check_scalar("update_scale_", "scale", scale, scale.device)
+    _check_scalar("update_scale_", "found_inf", found_inf, scale.device)
+    check(growth_tracker.numel() == 1 and growth_tracker.dtype == torch.int32 and growth_tracker.device == scale.device,
+          f"update_scale_: growth_tracker must be one int32 element on {scale.device}")
+    update_scale_kernel[(1,)](scale, growth_tracker, found_inf, float(growth_factor), float(backoff_factor),
+                              int(growth_interval), num_warps=1)
+
+
+def count_steps_(steps, took, found_inf=None):
+    """steps += took in place: float32 vectors of one optimizer's parameters, on one device; with a
+    GradScaler's found_inf (one float32 element), nothing where it is set."""
     check(steps.shape == took.shape and steps.dim() == 1, f"count_steps_: shapes {tuple(steps.shape)} and {tuple(took.shape)}")
     check(steps.dtype == took.dtype == torch.float32 and steps.device == took.device and steps.is_contiguous()
           and took.is_contiguous(), "count_steps_: expected contiguous float32 vectors on one device")
-    count_steps_kernel[(cdiv(steps.numel(), 1024),)](steps, took, steps.numel(), BLOCK=1024)
+    if found_inf is not None:
+        _check_scalar("count_steps_", "found_inf", found_inf, steps.device)
+    count_steps_kernel[(cdiv(steps.numel(), 1024),)](steps, took, found_inf, steps.numel(), BLOCK=1024)
