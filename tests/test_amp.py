@@ -121,6 +121,12 @@ def test_low_copy_is_made_once_and_cached(rng):
     assert amp.low_copies(params(rng)[0]) == []
 
 
+
+def within_an_ulp(a, b):
+    """fp32 values equal but for the last bit: kernels built with and without an extra store or
+    cast may contract a multiply-add differently on the GPU (bit-equal in the interpreter)."""
+    return torch.allclose(a, b, rtol=2.5e-7, atol=0)
+
 @pytest.mark.parametrize("dtype", LOW, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("name,kwargs", RULES, ids=RULE_IDS)
 def test_step_writes_the_copies(name, kwargs, dtype, rng, monkeypatch):
@@ -145,7 +151,7 @@ def test_step_writes_the_copies(name, kwargs, dtype, rng, monkeypatch):
         assert len(log) == 1, "the copies are written by the update's one launch"
         ref.step()
         for i, (p, q, copy) in enumerate(zip(ps, plain, copies)):
-            assert torch.equal(p.data, q.data), f"step {step}, parameter {i}: changed by writing its copy"
+            assert within_an_ulp(p.data, q.data), f"step {step}, parameter {i}: changed by writing its copy"
             assert_copy_is_cast(p, copy, f"step {step}, copy of parameter {i}")
         assert_copy_is_cast(ps[1], other, f"step {step}, second copy of parameter 1")
 
@@ -184,7 +190,7 @@ def test_16bit_gradients_are_read_as_fp32(name, kwargs, dtype, rng):
         opt.step()
         ref.step()
     for i, (p, q) in enumerate(zip(ps, same)):
-        assert torch.equal(p.data, q.data), f"parameter {i}"
+        assert within_an_ulp(p.data, q.data), f"parameter {i}"
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=["fp16", "bf16"])
@@ -370,16 +376,24 @@ class SmallNet(nn.Module):
         return self.fc(self.flat(self.pool(self.act(self.bn(self.conv(x))))))
 
 
+def to_bf16(x):
+    """x rounded to bfloat16 as tnet's kernels round it: to nearest on the GPU; the interpreter's
+    fp32 -> bf16 casts truncate (TRITON_NOTES), so there the low 16 bits of the fp32 value go."""
+    if not tnet.INTERPRET:
+        return x.to(torch.bfloat16).double()
+    return (x.float().view(torch.int32) & -65536).view(torch.float32).double()
+
+
 class _Bf16(torch.autograd.Function):
     """A float64 tensor rounded to bfloat16, and its gradient too: an activation that tnet stores in 16 bits."""
 
     @staticmethod
     def forward(ctx, x):
-        return x.to(torch.bfloat16).double()
+        return to_bf16(x)
 
     @staticmethod
     def backward(ctx, g):
-        return g.to(torch.bfloat16).double()
+        return to_bf16(g)
 
 
 class _Bf16Copy(_Bf16):
@@ -442,5 +456,5 @@ def test_small_net_under_bfloat16_autocast_matches_torch(rng):
     # a layer reads the copy, not the parameter: an edited copy shows in the output
     amp.low_copies(model.fc.weight)[0].zero_()
     with tnet.autocast(dtype=torch.bfloat16), tnet.no_grad():
-        bias_only = model(tnet.tensor(x)).data.float()
-    assert torch.equal(bias_only, model.fc.bias.data.to(torch.bfloat16).float().expand(5, 7))
+        bias_only = model(tnet.tensor(x)).data.double()
+    assert torch.equal(bias_only, to_bf16(model.fc.bias.data).expand(5, 7))

@@ -161,7 +161,7 @@ def test_gemm_launches_records_each_gemm_of_a_step_and_replays_it(ieee):
     assert gemm._launch.__name__ == "_launch"  # the watch is gone
     labels = [label for label, _ in launches]
     assert len(labels) == 14, labels  # 3 conv forwards, 2 input and 3 weight gradients, 6 inner-product GEMMs
-    assert "2048x32x75, NHWC" in labels and "64x1024x2" in labels
+    assert "2048x32x75, conv" in labels and "64x1024x2" in labels
     label, launch = next((label, launch) for label, launch in launches if label.startswith("64x1024x2"))
     assert launch() is not None
 

@@ -362,7 +362,7 @@ def test_bfloat16_training_step_through_the_tape(rng, channels_last):
     rx = x.data.double().requires_grad_(True)
     if channels_last:
         x.data = x.data.contiguous(memory_format=torch.channels_last)
-    bn, ref_bn = tnet.nn.BatchNorm2d(C), torch.nn.BatchNorm2d(C).double()
+    bn, ref_bn = tnet.nn.BatchNorm2d(C), torch.nn.BatchNorm2d(C).double().to(rx.device)
     for p, q in zip(bn.parameters(), ref_bn.parameters()):
         values = rng.uniform(0.5, 1.5, p.shape)  # weights > 0 keep the spikes the maxima
         p.data.copy_(torch.from_numpy(values))

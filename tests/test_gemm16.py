@@ -126,7 +126,7 @@ def test_linear_under_autocast(dtype, bias):
     writes a 16-bit output; the gradients of the fp32 inputs and parameters are fp32, written
     directly by the GEMM and the reduction from exact products: fp32 accuracy."""
     (x0, x0_ref), (w, w_ref), (b, b_ref) = pair(13, 75), pair(17, 75), pair(17)
-    g = randn(13, 17).numpy()
+    g = randn(13, 17).cpu().numpy()
     x = x0.view(13, 75)  # fp32, not a parameter: cast for the GEMM, not kept
     with tnet.autocast(dtype=dtype):
         y = F.linear(x, w, b if bias else None)
@@ -146,7 +146,7 @@ def test_two_linears_under_autocast_pass_16bit_gradients():
     bf16 gradient into an fp32 vector."""
     (x, x_ref), (w1, w1_ref), (b1, b1_ref), (w2, w2_ref), (b2, b2_ref) = (
         pair(11, 19), pair(23, 19), pair(23), pair(7, 23), pair(7))
-    g = randn(11, 7).numpy()
+    g = randn(11, 7).cpu().numpy()
     with tnet.autocast(dtype=torch.bfloat16):
         h = F.linear(x, w1, b1)
         y = F.linear(h, w2, b2)
@@ -163,7 +163,7 @@ def test_two_linears_under_autocast_pass_16bit_gradients():
 
 def test_matmul_under_autocast_and_with_16bit_tensors():
     (a, a_ref), (b, b_ref) = pair(37, 75), pair(75, 29)
-    g = randn(37, 29).numpy()
+    g = randn(37, 29).cpu().numpy()
     with tnet.autocast(dtype=torch.float16):
         y = F.matmul(a, b)
     assert y.dtype == torch.float16
