@@ -123,9 +123,10 @@ def test_low_copy_is_made_once_and_cached(rng):
 
 
 def within_an_ulp(a, b):
-    """fp32 values equal but for the last bit: kernels built with and without an extra store or
-    cast may contract a multiply-add differently on the GPU (bit-equal in the interpreter)."""
-    return torch.allclose(a, b, rtol=2.5e-7, atol=0)
+    """fp32 values equal but for the last bits of an intermediate: kernels built with and without
+    an extra store or cast may contract a multiply-add differently on the GPU (bit-equal in the
+    interpreter). Writing a rounded value back would be ~1e-3 off."""
+    return torch.allclose(a, b, rtol=1e-6, atol=1e-7)
 
 @pytest.mark.parametrize("dtype", LOW, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("name,kwargs", RULES, ids=RULE_IDS)

@@ -7,8 +7,11 @@ import triton.testing
 
 from .._device import INTERPRET
 
-# TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs).
-TUNE = os.environ.get("TNET_AUTOTUNE", "1") != "0"
+# TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
+# TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
+# warm-up of Triton's cache that parallel processes can share before one tunes undisturbed.
+MODE = os.environ.get("TNET_AUTOTUNE", "1")
+TUNE = MODE != "0"
 
 
 def autotune(configs, key, interpret=None, **kwargs):
@@ -22,6 +25,8 @@ def autotune(configs, key, interpret=None, **kwargs):
                                  num_warps=first.num_warps, num_stages=first.num_stages)]
     elif not TUNE:
         configs = configs[:1]
+    elif MODE == "compile":
+        kwargs["do_bench"] = lambda kernel_call, quantiles: [kernel_call() or 1.0] * len(quantiles or [0])
     else:
         kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
         kwargs.setdefault("do_bench", warm_bench)
