@@ -27,7 +27,7 @@ from .kernels import random as _random
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
 from .kernels._autotune import check
-from .kernels.conv import is_channels_last, memory_format
+from .kernels.conv import is_channels_last
 from .tensor import Tensor, is_grad_enabled, record
 
 

@@ -13,14 +13,16 @@ _CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK":
             triton.Config({"BLOCK": 2048}, num_warps=4), triton.Config({"BLOCK": 512}, num_warps=2)]
 
 
-def _check_like(name, *xs):
+def check_like(name, *xs):
+    """Float tensors of one shape and device, dense in one layout (contiguous or channels-last):
+    the kernels run over their flat memory."""
     first = xs[0]
     for x in xs:
-        check(x.shape == first.shape, f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
-        check(x.device == first.device, f"{name}: tensors on {first.device} and {x.device}")
+        check(x.shape == first.shape, lambda: f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
+        check(x.device == first.device, lambda: f"{name}: tensors on {first.device} and {x.device}")
         check_float(name, x, "operands")
         check(is_channels_last(x) == is_channels_last(first) and (x.is_contiguous() or is_channels_last(x)),
-              f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
+              lambda: f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
 
 
 def _grid(n):
@@ -73,14 +75,14 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
 def relu(x, out=None):
     """max(x, 0) into out (default: a new tensor like x)."""
     out = torch.empty_like(x) if out is None else out
-    _check_like("relu", x, out)
+    check_like("relu", x, out)
     relu_kernel[_grid(x.numel())](x, out, x.numel())
     return out
 
 
 def relu_backward(y, dy):
     """dy where the ReLU's output y > 0, else 0: a new tensor like dy."""
-    _check_like("relu_backward", y, dy)
+    check_like("relu_backward", y, dy)
     dx = torch.empty_like(dy)
     relu_backward_kernel[_grid(y.numel())](y, dy, dx, y.numel())
     return dx
@@ -88,14 +90,14 @@ def relu_backward(y, dy):
 
 def add_(x, y):
     """x += y in place (y cast to x's dtype, the sum in fp32); returns x."""
-    _check_like("add_", x, y)
+    check_like("add_", x, y)
     add_kernel[_grid(x.numel())](x, y, x.numel())
     return x
 
 
 def scale_(x, s):
     """x *= s in place, where s is a one-element float device tensor; returns x."""
-    _check_like("scale_", x)
+    check_like("scale_", x)
     check(s.numel() == 1 and s.device == x.device and s.dtype in FLOATS,
           f"scale_: s must be one float element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
     scale_kernel[_grid(x.numel())](x, s, x.numel())

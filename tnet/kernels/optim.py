@@ -14,9 +14,9 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import FLOATS, cdiv, check, check_float
-from .conv import is_channels_last
+from ._autotune import cdiv, check, check_float
 from .copy import cast, copy_
+from .elementwise import check_like
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
 # cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.
@@ -158,15 +158,6 @@ def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexp
     tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + took, mask=mask)
 
 
-def _check_alike(name, p, others):
-    """Every tensor of p's shape and device, and dense in p's layout: the kernels run over flat memory."""
-    for x in (p, *others):
-        check(x.shape == p.shape, lambda: f"{name}: shapes differ, {tuple(p.shape)} and {tuple(x.shape)}")
-        check(x.device == p.device, lambda: f"{name}: tensors on {p.device} and {x.device}")
-        check(is_channels_last(x) == is_channels_last(p) and (x.is_contiguous() or is_channels_last(x)),
-              lambda: f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
-
-
 def _check_scalar(name, what, t, device):
     check(t.numel() == 1 and t.dtype == torch.float32 and t.device == device,
           lambda: f"{name}: {what} must be one float32 element on {device}")
@@ -196,8 +187,7 @@ def step_(rule, updates, scale=None, found_inf=None):
         check_float(rule, p, "a parameter")
         check_float(rule, g, "a gradient")
         check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
-        check(all(t.dtype in FLOATS for t in lows), lambda: f"{rule}: a parameter's copy must be a float tensor")
-        _check_alike(rule, p, (g, *bufs, *lows))
+        check_like(rule, p, g, *bufs, *lows)
         check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
               f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
         _check_scalar(rule, "step", step, p.device)
@@ -222,7 +212,7 @@ def find_inf_(grads, found_inf):
     NaN; else found_inf is left as it is (zero it first). One launch per TENSORS_PER_LAUNCH."""
     for g in grads:
         check_float("find_inf_", g, "a gradient")
-        _check_alike("find_inf_", g, ())
+        check_like("find_inf_", g)
     if grads:
         _check_scalar("find_inf_", "found_inf", found_inf, grads[0].device)
     for part, ns, programs in _launches(grads):
