@@ -82,14 +82,14 @@ def linear(x, w, b=None):
     def backward(g):
         return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
-                _reduce.sum_except(g, 1, out=g.new_empty(g.shape[1], dtype=b_dtype)) if need_b else None)
+                _bias_grad(g, b_dtype) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
     return record("linear", y, (x, w) if b is None else (x, w, b), backward)
 
 
-def _channel_sum(g, dtype):
-    """The bias gradient of a convolution: g [N, C, H, W] summed over all axes but C, in fp32,
-    written in dtype."""
+def _bias_grad(g, dtype):
+    """The bias gradient of a linear layer or a convolution: g [N, C] or [N, C, H, W] summed
+    over all axes but C, in fp32, written in dtype."""
     out = torch.empty(g.shape[1], device=g.device, dtype=dtype)
     if is_channels_last(g):
         return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1, out=out)
@@ -121,7 +121,7 @@ def _convolve(x, w, b, stride, padding, relu):
         if need_w:
             gw = _conv.conv2d_weight(X, w.shape, g, stride, padding, channels_last=is_channels_last(w.data))
         if need_b:
-            gb = _channel_sum(g, b.dtype)
+            gb = _bias_grad(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)
     return y, grads
 

@@ -27,6 +27,7 @@ from ._autotune import FLOATS, autotune, cdiv, check, check_float
 from .gemm import _SMS, mma, pick_precision
 from .reduce import sum_except
 
+
 def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
     padding (Caffe's and PyTorch's rule)."""
