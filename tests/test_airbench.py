@@ -122,9 +122,13 @@ def test_init_is_dirac_and_pytorch_default_drawn_from_the_seed():
     assert np.abs(bias).max() <= 1 / math.sqrt(12) and bias.std() > 0.1, "whiten.bias: torch's default init"
 
 
+FULL = pytest.param((64, 256, 256), marks=pytest.mark.skipif(tnet.INTERPRET, reason="a minute on the interpreter"))
+
+
+@pytest.mark.parametrize("widths", [WIDTHS, FULL], ids=["narrow", "full"])
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
-def test_forward_and_gradients_match_pytorch(train, ieee):
-    net, ref = paired(WIDTHS)
+def test_forward_and_gradients_match_pytorch(train, widths, ieee):
+    net, ref = paired(widths)
     net.train(train)
     ref.train(train)
     rng = np.random.default_rng(1)
