@@ -215,3 +215,17 @@ def test_mixed_precision_step_uses_torch_for_memory_only():
         scaler.load_state_dict(scaler.state_dict())
         model.load_state_dict(model.state_dict())
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_airbench94_whitening_and_step_use_torch_for_memory_only():
+    """airbench94's whitening init, then a forward and backward in training mode (narrow widths:
+    the same ops as the full net's, block1 gathered, block2 and block3 read as channel vectors)."""
+    from tnet.models import airbench94, init_whitening
+    rng = np.random.default_rng(0)
+    model = airbench94(widths=(16, 32, 32))
+    x = tnet.tensor(rng.standard_normal((2, 3, 32, 32)))
+    with Recorder() as rec:
+        init_whitening(model, x)
+        F.cross_entropy(model(x), tnet.tensor([1, 2]), label_smoothing=0.2, reduction="sum").backward()
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
