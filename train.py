@@ -296,7 +296,6 @@ def main(argv=None):
         sys.exit(f"error: {len(train_x)} training images make no full batch of {args.batch_size}")
     steps_per_epoch = len(train)
     total = math.ceil(args.epochs * steps_per_epoch - 1e-9)  # airbench's rule; 1e-9: 9.9 * 10 is 99.00000000000001
-    epochs = -(-total // steps_per_epoch)
     reduction = AIRBENCH["reduction"] if airbench else "mean"
     loss_per_step = args.batch_size if reduction == "sum" else 1  # the bar and the log show the loss per image
 
@@ -320,7 +319,7 @@ def main(argv=None):
     lookahead = optim.Lookahead(model, total, every=AIRBENCH["lookahead_every"]) if airbench else None
     start_epoch, skip, log, eval_time, last_saved = 0, 0, [], 0.0, None
     if ck is not None:
-        if ck["epoch"] >= epochs:
+        if ck["schedule"]["iteration"] >= total:
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
             report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
@@ -367,13 +366,15 @@ def main(argv=None):
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
+    # the steps left fill whole epochs but the last (a run extended after a fraction goes on from there)
+    epochs = start_epoch + -(-(skip + total - schedule.iteration) // steps_per_epoch)
     for epoch in range(start_epoch, epochs):
-        steps = min(steps_per_epoch, total - epoch * steps_per_epoch)  # the last epoch may be a fraction
+        steps = min(steps_per_epoch, skip + total - schedule.iteration)
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()
         batches = itertools.islice(train.batches(out=(step.x, step.y)), steps)
         bar = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{epochs}", leave=False, file=sys.stdout)
-        t0 = time.perf_counter()
+        t0, first_step = time.perf_counter(), schedule.iteration
 
         def show(mean, done):
             if mean is None:
@@ -395,7 +396,7 @@ def main(argv=None):
             show(mean, steps - skip)
         except KeyboardInterrupt:
             train_time += time.perf_counter() - t0
-            checkpoint(epoch, schedule.iteration - epoch * steps_per_epoch, loader_state)
+            checkpoint(epoch, skip + schedule.iteration - first_step, loader_state)
             sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
         train_time += time.perf_counter() - t0
         bad = take_label_error(tnet.DEVICE)  # the captured loss flags labels on the device

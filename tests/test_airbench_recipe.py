@@ -163,3 +163,204 @@ def test_normalize():
     out = data.normalize(images)
     assert out.dtype == np.float32
     assert_close(out, ref, 1e-6, "normalised")
+
+
+# --- optimizer, schedule, lookahead ---
+
+def airbench_lr(step, total):
+    """airbench94's get_lr."""
+    warmup_steps = int(total * 0.23)
+    if step < warmup_steps:
+        frac = step / warmup_steps
+        return 0.2 * (1 - frac) + 1.0 * frac
+    frac = (step - warmup_steps) / (total - warmup_steps)
+    return 1.0 * (1 - frac) + 0.07 * frac
+
+
+def test_schedule_and_step_count():
+    f = optim.warmup_decay(476)
+    for it in (0, 1, 50, 108, 109, 110, 300, 475, 476):
+        assert f(it) == pytest.approx(airbench_lr(it, 476), rel=1e-12), it
+    assert f(0) == pytest.approx(0.2) and f(109) == pytest.approx(1.0) and f(476) == pytest.approx(0.07)
+    args = train.parse_args(["--model", "airbench94"])
+    assert (args.recipe, args.epochs, args.batch_size, args.precision, args.grad_scaler, args.tta) == \
+        ("airbench", 9.9, 1024, "fp16", False, 2)
+    assert args.checkpoint == "runs/airbench94.ckpt" and train.parse_args([]).recipe == "caffe"
+    assert math.ceil(9.9 * (50000 // 1024) - 1e-9) == 476  # train.py's rule, airbench's ceil(9.9 * 48)
+
+
+def test_param_groups_match_torch_sgd(standin):
+    """train.make_optimizer's airbench groups against torch.optim.SGD with airbench94's groups, where
+    the whitening bias stops after 3 epochs by losing its gradient (airbench's requires_grad = False):
+    tnet's group lr falls to 0 through the device hyperparameters instead."""
+    model = StandIn(seed=1)
+    args = train.parse_args(["--model", "airbench94", "--batch-size", "20"])
+    steps_per_epoch, total = 2, 9
+    opt, schedule = train.make_optimizer(model, args, steps_per_epoch, total)
+    named = dict(model.named_parameters())
+    s = 1024 * (1 + 1 / (1 - 0.85))
+    lr, wd = 11.5 / s, 0.0153 * 20 / s
+    groups = [[n for n, p in named.items() if any(p is q for q in g["params"])] for g in opt.param_groups]
+    assert groups[1] == [f"block{b}.norm{i}.bias" for b in (1, 2, 3) for i in (1, 2)]
+    assert groups[2] == ["whiten.bias"]
+    assert groups[0] == ["block1.conv1.weight", "block1.conv2.weight", "block2.conv1.weight", "block2.conv2.weight",
+                         "block3.conv1.weight", "block3.conv2.weight", "head.weight"]
+    for g, group_lr in zip(opt.param_groups, (lr, 64 * lr, lr)):
+        assert g["lr"] == pytest.approx(0.2 * group_lr) and g["nesterov"] and g["momentum"] == 0.85
+        assert g["weight_decay"] == pytest.approx(wd / group_lr)
+
+    ref = {n: torch.tensor(p.numpy(), dtype=torch.float64, requires_grad=True) for n, p in named.items()
+           if p.requires_grad}
+    torch_opt = torch.optim.SGD([dict(params=[ref[n] for n in g], lr=group_lr, weight_decay=wd / group_lr)
+                                 for g, group_lr in zip(groups, (lr, 64 * lr, lr))], momentum=0.85, nesterov=True)
+    torch_schedule = torch.optim.lr_scheduler.LambdaLR(torch_opt, lambda it: airbench_lr(it, total))
+    rng = np.random.default_rng(0)
+    whiten_before = None
+    for it in range(total):
+        grads = {n: rng.standard_normal(p.shape) * 50 for n, p in ref.items()}
+        for n, g in grads.items():
+            named[n].grad = tnet.tensor(g)
+            ref[n].grad = torch.tensor(g)
+        if it >= 3 * steps_per_epoch:  # airbench: model[0].bias.requires_grad = epoch < 3
+            ref["whiten.bias"].grad = None
+            whiten_before = whiten_before if whiten_before is not None else named["whiten.bias"].numpy().copy()
+        assert opt._device_hyper[2][1][0].item() == pytest.approx(opt.param_groups[2]["lr"])  # the device's lr
+        opt.step()
+        schedule.step()
+        torch_opt.step()
+        torch_schedule.step()
+    assert opt.param_groups[2]["lr"] == 0 and opt._device_hyper[2][1][0].item() == 0
+    np.testing.assert_array_equal(named["whiten.bias"].numpy(), whiten_before)
+    for n, r in ref.items():
+        assert_close(named[n], r.detach(), 1e-5, n)
+
+
+def test_lookahead_matches_torch():
+    """Every 5th step ema = lerp(ema, w, 1 - d), w = ema, d = 0.95**5 (step / total)**3, over the
+    parameters (a 16-bit copy too) and the running statistics, 33 tensors in two launches; finish()
+    sets w = ema; the state saves and loads."""
+    model = StandIn(seed=2)
+    low = amp.low_copy(model.head.weight, torch.float16)
+    total = 12
+    la = optim.Lookahead(model, total)
+    tensors = la.tensors
+    assert len(tensors) == 33 and "block1.norm1.running_var" in tensors and "block1.norm1.num_batches_tracked" not in tensors
+    ema = {n: t.data.double().clone() for n, t in tensors.items()}
+    rng = np.random.default_rng(3)
+    for step in range(1, total + 1):
+        for n, t in tensors.items():  # the optimizer's move
+            t.data.copy_(t.data + torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)))
+        amp.refresh_low_copies(model.head.weight)
+        if step % 5 == 0:
+            d = 0.95 ** 5 * (step / total) ** 3
+            for n, t in tensors.items():
+                ema[n] = torch.lerp(ema[n], t.data.double(), 1 - d)
+        la.step()
+        for n, t in tensors.items():
+            if step % 5 == 0:
+                assert_close(t, ema[n], 1e-6, f"{n} at step {step}")
+            assert_close(la.ema[n], ema[n], 1e-6, f"the average of {n} at step {step}")
+        assert_close(low, model.head.weight, TOL["fp16"] / 10, "head's float16 copy")
+    state = la.state_dict()
+    assert state["step"] == total
+    la.finish()
+    for n, t in tensors.items():
+        assert_close(t, ema[n], 1e-6, f"{n} after finish")
+    assert_close(low, ema["head.weight"], TOL["fp16"] / 10, "head's float16 copy after finish")
+    other = optim.Lookahead(StandIn(seed=3), total)
+    other.load_state_dict(state)
+    assert other.state_dict()["step"] == total
+    for n in ema:
+        assert_close(other.ema[n], ema[n], 1e-6, f"loaded average of {n}")
+
+
+def test_lookahead_clock_on_the_device():
+    """The clock counts each call and gives -1 (no update) except on every 5th step."""
+    count, decay = torch.zeros(1, dtype=torch.int32, device=DEV), torch.zeros(1, device=DEV)
+    for step in range(1, 11):
+        optim_kernels.lookahead_clock_(count, decay, 10, 5, 0.95 ** 5)
+        want = 0.95 ** 5 * (step / 10) ** 3 if step % 5 == 0 else -1.0
+        assert count.item() == step and decay.item() == pytest.approx(want, rel=1e-6)
+
+
+# --- test-time augmentation ---
+
+def test_tta_weights_count_correct_against_torch():
+    rng = np.random.default_rng(5)
+    weights = [w for *_, w in tta_views(True, True)]
+    assert weights == [0.25, 0.25, 0.125, 0.125, 0.125, 0.125]
+    x = torch.from_numpy(rng.standard_normal((6 * 37, 10)).astype(np.float32))
+    views = x.double().view(6, 37, 10)
+    weighted = (torch.tensor(weights, dtype=torch.float64)[:, None, None] * views).sum(0).argmax(1)
+    plain = views.sum(0).argmax(1)
+    assert (weighted != plain).sum() >= 3  # the weights matter on these rows
+    labels = torch.where(torch.arange(37) % 2 == 0, weighted, plain)
+    count = torch.zeros((), dtype=torch.int32, device=DEV)
+    count_correct(x.to(DEV), labels.to(DEV), count, weights)
+    assert count.item() == (weighted == labels).sum().item()
+
+
+def airbench_tta_logits(model, x):
+    """airbench94's infer at tta_level 2, the views built by torch, the logits by model."""
+    logits = lambda v: torch.from_numpy(model(tnet.tensor(v.float().contiguous())).numpy()).double()
+    mirror = lambda v: 0.5 * logits(v) + 0.5 * logits(v.flip(-1))
+    padded = tF.pad(x, (1,) * 4, "reflect")
+    translated = [mirror(padded[:, :, 0:x.shape[2], 0:x.shape[3]]), mirror(padded[:, :, 2:, 2:])]
+    return 0.5 * mirror(x) + 0.5 * torch.stack(translated).mean(0)
+
+
+@pytest.mark.parametrize("translate", [False, True])
+def test_eval_step_tta_matches_airbench(translate, ieee):
+    rng = np.random.default_rng(6)
+    model = nn.Sequential(OrderedDict([("conv", nn.Conv2d(3, 5, 3, padding=1, rng=rng, weight_filler=nn.gaussian(0.5))),
+                                       ("flatten", nn.Flatten()),
+                                       ("fc", nn.Linear(5 * 6 * 7, 10, rng=rng, weight_filler=nn.gaussian(0.5)))]))
+    x = torch.from_numpy(rng.standard_normal((9, 3, 6, 7))).double()
+    ref = airbench_tta_logits(model, x) if translate else \
+        0.5 * torch.from_numpy(model(tnet.tensor(x.float())).numpy() + model(tnet.tensor(x.flip(-1).float())).numpy())
+    labels = ref.argmax(1)
+    labels[:3] = (labels[:3] + 1) % 10  # three wrong
+    step = EvalStep(model, x.float().to(DEV), labels.to(DEV), flip=True, translate=translate)
+    step(x.float().to(DEV), labels.to(DEV))
+    assert step.correct.item() == 6
+    with pytest.raises(ValueError, match="translate"):
+        EvalStep(model, x.float().to(DEV), labels.to(DEV), translate=True)
+
+
+# --- train.py ---
+
+def test_train_airbench_end_to_end(tmp_path, capsys, standin):
+    pack = write_bin_pack(tmp_path / "data", n_train=20, n_test=20)
+    ck = tmp_path / "run" / "air.ckpt"
+    train.main(["--model", "airbench94", "--data", str(pack), "--limit", "20", "--batch-size", "10",
+                "--eval-batch-size", "20", "--epochs", "1", "--checkpoint", str(ck)])
+    out = capsys.readouterr().out
+    assert "whitening conv set from 20 training images" in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("test accuracy: ") and "training time" in last and "evaluation" in last
+    saved = tnet.load(str(ck))
+    assert saved["settings"]["model"] == "airbench94" and saved["settings"]["recipe"] == "airbench"
+    assert saved["lookahead"]["step"] == 2 and saved["schedule"]["iteration"] == 2
+    log = json.load(open(ck.with_suffix(".json")))
+    assert len(log) == 1 and 0 <= log[0]["test_accuracy"] <= 1 and np.isfinite(log[0]["loss"])
+
+
+def test_train_airbench_resumes_on_a_validation_split(tmp_path, capsys, standin):
+    """1.5 epochs (3 steps of 2 an epoch), then --resume to 3 epochs (6 steps, in epochs 3 and 4):
+    the lookahead's count and averages come back from the checkpoint; only the last epoch of
+    each run is evaluated."""
+    pack = write_bin_pack(tmp_path / "data", n_train=30, n_test=5)
+    ck = tmp_path / "air.ckpt"
+    common = ["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--val", "10", "--tta", "0",
+              "--eval-batch-size", "10", "--checkpoint", str(ck)]
+    train.main(common + ["--epochs", "1.5"])
+    out = capsys.readouterr().out
+    assert "epoch 2: loss" in out and "epoch 1: loss" in out and "validation accuracy" not in out.split("epoch 2")[0]
+    assert tnet.load(str(ck))["lookahead"]["step"] == 3
+    train.main(common + ["--epochs", "3", "--resume"])
+    out = capsys.readouterr().out
+    assert "resumed" in out and "epoch 4:" in out and out.strip().splitlines()[-1].startswith("validation accuracy: ")
+    saved = tnet.load(str(ck))
+    assert saved["lookahead"]["step"] == 6 and saved["schedule"]["iteration"] == 6 and saved["epoch"] == 4
+    log = json.load(open(ck.with_suffix(".json")))
+    assert [("validation_accuracy" in e) for e in log] == [False, True, False, True]
