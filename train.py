@@ -103,9 +103,10 @@ def build_parser():
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")
-    p.add_argument("--lr", type=float, help=r("lr", "base learning rate"))
+    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above)"))
     p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum"))
-    p.add_argument("--weight-decay", type=float, help=r("weight_decay", "L2 weight decay"))
+    p.add_argument("--weight-decay", type=float,
+                   help=r("weight_decay", "L2 weight decay (airbench: in airbench's units, see above)"))
     p.add_argument("--schedule", choices=SCHEDULES,
                    help=r("schedule", "learning-rate schedule: caffe, a tenth for the last fifth; one-cycle, "
                                       "linear warm-up then linear decay; airbench, 0.2 to 1 over 23%% of the "
