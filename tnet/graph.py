@@ -131,7 +131,7 @@ class EvalStep(_Static):
 
     def _gather_args(self, n, device):
         """For a batch of n: the batch gather kernel's indices, shifts and flips that put the
-        views one after another, and the buffers they go to."""
+        views of the batch one after another."""
         if n not in self._gather:
             k = len(self.views)
             shifts = np.repeat([[dy, dx] for dy, dx, _, _ in self.views], n, axis=0).astype(np.int32)

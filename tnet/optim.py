@@ -294,13 +294,8 @@ class Lookahead:
         self._count = torch.zeros(1, dtype=torch.int32, device=device)
         self._d = torch.zeros(1, device=device)
         self._one = torch.ones(1, device=device)
-        self.reset()
-
-    def reset(self):
-        """Take the tensors' current values as the averages, and count from 0."""
         for name, t in self.tensors.items():
             copy_(self.ema[name], t.data)
-        self._count.zero_()
 
     def _updates(self):
         return [(t.data, self.ema[name], amp.low_copies(t)) for name, t in self.tensors.items()]
