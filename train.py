@@ -1,16 +1,31 @@
-"""Train Caffe's CIFAR-10 quick network with tnet.
+"""Train Caffe's CIFAR-10 quick network, or the speed run's airbench94, with tnet.
 
     python train.py --epochs 10            # Caffe's recipe: 5,000 iterations at batch 100
     python train.py --recipe fast          # the same network, a better recipe
     python train.py --precision bf16       # 16-bit activations, fp32 master weights
+    python train.py --model airbench94     # airbench94 and its recipe: 9.9 epochs at batch 1024
 
 Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
 0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
 raw pixels minus the training set's mean image. The fast recipe adds random crops and
 flips, label smoothing, a one-cycle learning rate and flip averaging at test time.
+
+airbench's recipe (airbench94's): inputs normalised per channel; random translates by up to
+2 pixels (reflect padding) and alternating flips (a coin per image in the first epoch, then
+the mirror of the previous epoch's view); the last partial batch dropped; cross-entropy with
+label smoothing 0.2 summed over the batch; SGD with Nesterov momentum 0.85, where --lr and
+--weight-decay are airbench's: lr = 11.5 / s and decay wd = 0.0153 * batch / s with
+s = 1024 * (1 + 1 / (1 - momentum)), weight_decay = wd / lr per group as PyTorch's SGD (the
+BatchNorm shifts at 64 lr, the whitening bias trained for 3 epochs only); the lr factor linear
+from 0.2 to 1 over the first 23% of the steps, then to 0.07; lookahead every 5 steps; 9.9
+epochs (ceil(9.9 x batches per epoch) steps); fp16 without a loss scale (the summed loss
+scales the gradients by the batch size, as airbench trains); the whitening conv set from the
+first 5,000 training images (its time counts as training); the test images mirrored and
+translated (test-time augmentation level 2), evaluated after the last epoch only.
 Options given on the command line override the recipe's.
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -22,35 +37,39 @@ import torch
 from tqdm import tqdm
 
 import tnet
-from tnet import amp, data, optim, serialize
+from tnet import amp, data, models, optim, serialize
 from tnet.graph import EvalStep, TrainStep
 from tnet.kernels.softmax import take_label_error
-from tnet.models import cifar10_quick
 
-MODEL = "cifar10_quick"
-
+MODELS = {"cifar10_quick": "caffe", "airbench94": "airbench"}  # each model's default recipe
 RECIPES = {
     "caffe": dict(epochs=10, batch_size=100, lr=0.001, momentum=0.9, weight_decay=0.004, schedule="caffe",
-                  augment=False, label_smoothing=0.0, tta=False),
+                  augment=False, label_smoothing=0.0, tta=0, precision="tf32", grad_scaler=True, eval_every=1),
     "fast": dict(epochs=40, batch_size=125, lr=0.01, momentum=0.9, weight_decay=0.001, schedule="one-cycle",
-                 augment=True, label_smoothing=0.1, tta=True),
+                 augment=True, label_smoothing=0.1, tta=1, precision="tf32", grad_scaler=True, eval_every=1),
+    "airbench": dict(epochs=9.9, batch_size=1024, lr=11.5, momentum=0.85, weight_decay=0.0153, schedule="airbench",
+                     augment=True, label_smoothing=0.2, tta=2, precision="fp16", grad_scaler=False, eval_every=0),
 }
-SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle}
+# The airbench recipe's parts that no option changes (airbench94's values)
+AIRBENCH = dict(loader=dict(pad=2, padding_mode="reflect", flip="alternate", drop_last=True), reduction="sum",
+                bias_lr_scale=64, whiten_bias_epochs=3, lookahead_every=5, whitening_images=5000)
+SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle, "airbench": optim.warmup_decay}
 # --precision: (tnet.set_precision's GEMM precision for fp32 operands, the step's autocast dtype, help)
 PRECISIONS = {
     "ieee": ("ieee", None, "fp32 tensors, exact fp32 products"),
     "tf32": ("tf32", None, "fp32 tensors, products in tf32 on the tensor cores, as cuDNN's"),
     "bf16": ("tf32", torch.bfloat16, "under tnet.autocast(bfloat16), 16-bit activations and GEMM operands, with fp32 "
                                      "sums, master weights, BatchNorm statistics and loss"),
-    "fp16": ("tf32", torch.float16, "the same in float16, with a dynamic loss scale (tnet.amp.GradScaler)"),
+    "fp16": ("tf32", torch.float16, "the same in float16, with a dynamic loss scale (tnet.amp.GradScaler) "
+                                     "unless --no-grad-scaler"),
 }
 # What a checkpoint's run was made with: --resume refuses other values for these. The others
-# may change: --epochs extends a run, --precision, --tta and --eval-batch-size change how it
-# computes or evaluates, not what it trains on.
+# may change: --epochs extends a run, --precision, --grad-scaler, --tta, --eval-every and
+# --eval-batch-size change how it computes or evaluates, not what it trains on.
 RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing",
                 "val", "seed", "limit", "data", "model")
 CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoch", "batch", "log", "train_time",
-                   "eval_time"}
+                   "eval_time"}  # and "scaler" and "lookahead" where the run has them
 CPU_TRYOUT = "python train.py --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
 CPU_SECONDS_PER_IMAGE = 0.8  # a training step through Triton's interpreter, per image of the batch (2 cores)
 
@@ -71,33 +90,48 @@ def recipe_values(name):
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=_Formatter)
-    p.add_argument("--recipe", choices=RECIPES, default="caffe",
-                   help="caffe: Caffe's exact recipe; fast: the best found for the same net")
+    p.add_argument("--model", choices=MODELS, default="cifar10_quick",
+                   help="cifar10_quick: Caffe's CIFAR-10 quick network; airbench94: the CIFAR-10 speed run's network")
+    p.add_argument("--recipe", choices=RECIPES,
+                   help="caffe: Caffe's exact recipe; fast: the best found for cifar10_quick; airbench: airbench94's "
+                        "(default: " + ", ".join(f"{r} for {m}" for m, r in MODELS.items()) + ")")
     r = lambda name, text: f"{text} (default: the recipe's; {recipe_values(name)})"
-    p.add_argument("--epochs", type=int, help=r("epochs", "passes over the training set"))
+    p.add_argument("--epochs", type=float,
+                   help=r("epochs", "passes over the training set; a fraction runs ceil(epochs x batches per epoch) "
+                                    "steps, airbench's rule"))
     p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")
-    p.add_argument("--lr", type=float, help=r("lr", "base learning rate"))
+    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above)"))
     p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum"))
-    p.add_argument("--weight-decay", type=float, help=r("weight_decay", "L2 weight decay"))
+    p.add_argument("--weight-decay", type=float,
+                   help=r("weight_decay", "L2 weight decay (airbench: in airbench's units, see above)"))
     p.add_argument("--schedule", choices=SCHEDULES,
                    help=r("schedule", "learning-rate schedule: caffe, a tenth for the last fifth; one-cycle, "
-                                      "linear warm-up then linear decay"))
+                                      "linear warm-up then linear decay; airbench, 0.2 to 1 over 23%% of the "
+                                      "steps, then to 0.07"))
     p.add_argument("--augment", action=argparse.BooleanOptionalAction,
-                   help=r("augment", "random crop (pad 4) and horizontal flip"))
+                   help=r("augment", "random crop (pad 4; airbench: 2, reflected) and horizontal flip (airbench: "
+                                     "alternating)"))
     p.add_argument("--label-smoothing", type=float, help=r("label_smoothing", "share of the target spread over all classes"))
-    p.add_argument("--tta", action=argparse.BooleanOptionalAction,
-                   help=r("tta", "average the logits of each test image and its mirror"))
+    p.add_argument("--tta", type=int, choices=(0, 1, 2),
+                   help=r("tta", "test-time augmentation: 0 none; 1 average the logits of each test image and its "
+                                 "mirror; 2 also of the mirrored pair translated by a pixel up-left and down-right, "
+                                 "at half the weight"))
+    p.add_argument("--eval-every", type=int,
+                   help=r("eval_every", "evaluate every N epochs and after the last (0: after the last only)"))
     p.add_argument("--val", type=int, default=0,
                    help="hold out the last N training images and evaluate on them instead of the test set")
-    p.add_argument("--precision", choices=PRECISIONS, default="tf32",
-                   help="; ".join(f"{name}: {text}" for name, (_, _, text) in PRECISIONS.items()))
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help=r("precision", "; ".join(f"{name}: {text}" for name, (_, _, text) in PRECISIONS.items())))
+    p.add_argument("--grad-scaler", action=argparse.BooleanOptionalAction,
+                   help=r("grad_scaler", "with --precision fp16, a dynamic loss scale"))
     p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling")
     p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images (default: all)")
-    p.add_argument("--checkpoint", default=f"runs/{MODEL}.ckpt",
-                   help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it")
+    p.add_argument("--checkpoint",
+                   help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it "
+                        "(default: runs/cifar10_quick.ckpt, runs/MODEL.ckpt for another --model)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint, with the same settings")
     return p
 
@@ -105,12 +139,17 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
+    args.recipe = args.recipe or MODELS[args.model]
     for name, value in RECIPES[args.recipe].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("epochs", "batch_size", "eval_batch_size"):
+    for name in ("batch_size", "eval_batch_size"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if not (math.isfinite(args.epochs) and args.epochs > 0):
+        p.error(f"--epochs must be a number above 0, got {args.epochs}")
+    if args.eval_every < 0:
+        p.error("--eval-every must be 0 or more")
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be at least 1")
     if args.val < 0:
@@ -121,7 +160,10 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} must be a finite number at least 0, got {value}")
     if not 0 <= args.label_smoothing < 1:
         p.error(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
-    args.data, args.model = os.path.abspath(args.data), MODEL
+    if args.recipe == "airbench" and not (args.momentum < 1 and args.lr > 0):
+        p.error("the airbench recipe needs --momentum below 1 and --lr above 0 (its lr scale is 1 / (1 - momentum))")
+    args.data = os.path.abspath(args.data)
+    args.checkpoint = args.checkpoint or f"runs/{args.model}.ckpt"
     return args
 
 
@@ -197,6 +239,31 @@ def first_batch(images, labels, batch_size):
     return next(iter(data.Loader(images[:batch_size], labels[:batch_size], batch_size, shuffle=False)))
 
 
+def make_optimizer(model, args, steps_per_epoch, total):
+    """SGD over the trainable parameters and its schedule (a LambdaLR). caffe and fast: one
+    group, --lr and --weight-decay as given. airbench: Nesterov momentum; --lr and
+    --weight-decay in airbench's units (see the module's text); three groups: the weights (the
+    whitening bias among them, as in airbench94), the BatchNorm shifts (named *norm*, airbench's
+    rule) at 64 times the lr with the same absolute decay, and the whitening bias, whose lr
+    factor drops to 0 after 3 epochs (airbench stops its gradient)."""
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    factor = SCHEDULES[args.schedule](total)
+    if args.recipe != "airbench":
+        opt = optim.SGD([p for _, p in named], lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+        return opt, optim.LambdaLR(opt, factor)
+    scale = 1024 * (1 + 1 / (1 - args.momentum))  # a Nesterov step's length in gradients, at a steady gradient
+    lr, decay = args.lr / scale, args.weight_decay * args.batch_size / scale
+    whiten_steps = AIRBENCH["whiten_bias_epochs"] * steps_per_epoch
+    groups = [([p for name, p in named if "norm" not in name and name != "whiten.bias"], lr, factor),
+              ([p for name, p in named if "norm" in name], lr * AIRBENCH["bias_lr_scale"], factor),
+              ([p for name, p in named if name == "whiten.bias"], lr,
+               lambda it: factor(it) if it < whiten_steps else 0.0)]
+    groups = [g for g in groups if g[0]]
+    opt = optim.SGD([{"params": params, "lr": group_lr, "weight_decay": decay / group_lr}
+                     for params, group_lr, _ in groups], momentum=args.momentum, nesterov=True)
+    return opt, optim.LambdaLR(opt, [f for *_, f in groups])
+
+
 def main(argv=None):
     args = parse_args(argv)
     cuda = tnet.DEVICE.type == "cuda"
@@ -218,20 +285,42 @@ def main(argv=None):
             sys.exit(f"error: --val {args.val} leaves no training images out of {len(train_x)}")
         train_x, train_y, test_x, test_y = train_x[:-args.val], train_y[:-args.val], train_x[-args.val:], train_y[-args.val:]
     split = "validation" if args.val else "test"
-    train_x, test_x = data.preprocess(train_x, test_x)
-    train = data.Loader(train_x, train_y, args.batch_size, shuffle=True, augment=args.augment, seed=args.seed)
+    airbench = args.recipe == "airbench"
+    if airbench:
+        train_x, test_x = data.normalize(train_x), data.normalize(test_x)
+    else:
+        train_x, test_x = data.preprocess(train_x, test_x)
+    train = data.Loader(train_x, train_y, args.batch_size, shuffle=True, augment=args.augment, seed=args.seed,
+                        **(AIRBENCH["loader"] if airbench else {}))
     test = data.Loader(test_x, test_y, args.eval_batch_size, shuffle=False)
+    if len(train) == 0:
+        sys.exit(f"error: {len(train_x)} training images make no full batch of {args.batch_size}")
+    steps_per_epoch = len(train)
+    total = math.ceil(args.epochs * steps_per_epoch - 1e-9)  # airbench's rule; 1e-9: 9.9 * 10 is 99.00000000000001
+    reduction = AIRBENCH["reduction"] if airbench else "mean"
+    loss_per_step = args.batch_size if reduction == "sum" else 1  # the bar and the log show the loss per image
 
     gemm_precision, dtype, _ = PRECISIONS[args.precision]
     tnet.set_precision(gemm_precision)
-    scaler = amp.GradScaler(enabled=dtype == torch.float16)  # bfloat16 has fp32's range: no scale needed
-    model = cifar10_quick(seed=args.seed)
-    opt = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
-    total = args.epochs * len(train)
-    schedule = optim.LambdaLR(opt, SCHEDULES[args.schedule](total))
-    start_epoch, skip, log, train_time, eval_time, last_saved = 0, 0, [], 0.0, 0.0, None
+    # bfloat16 has fp32's range: no scale needed
+    scaler = amp.GradScaler(enabled=dtype == torch.float16 and args.grad_scaler)
+    model = getattr(models, args.model)(seed=args.seed)
+    train_time, init_time = 0.0, 0.0
+    if args.model == "airbench94" and ck is None:
+        whitening = train.images[:AIRBENCH["whitening_images"]]
+        if cuda:  # compiles and tunes its kernels, untimed, as airbench's warm-up run does
+            models.init_whitening(model, whitening)
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        models.init_whitening(model, whitening)
+        if cuda:
+            torch.cuda.synchronize()
+        init_time = time.perf_counter() - t0
+    opt, schedule = make_optimizer(model, args, steps_per_epoch, total)
+    lookahead = optim.Lookahead(model, total, every=AIRBENCH["lookahead_every"]) if airbench else None
+    start_epoch, skip, log, eval_time, last_saved = 0, 0, [], 0.0, None
     if ck is not None:
-        if ck["epoch"] >= args.epochs:
+        if ck["schedule"]["iteration"] >= total:
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
             report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
@@ -243,11 +332,16 @@ def main(argv=None):
             schedule.load_state_dict(ck["schedule"])
             if ck.get("scaler"):  # saved by an fp16 run; another precision starts at the initial scale
                 scaler.load_state_dict(ck["scaler"])
+            if lookahead is not None:
+                lookahead.load_state_dict(ck["lookahead"])
         except (ValueError, KeyError, TypeError) as e:
             sys.exit(f"error: cannot resume: {args.checkpoint} does not fit this run ({type(e).__name__}: {e})")
         start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
         last_saved = f"{args.checkpoint} (epoch {start_epoch}, batch {skip})"
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
+    elif init_time:
+        train_time = init_time
+        print(f"whitening conv set from {len(whitening)} training images in {init_time:.3f} s (counted as training)")
     print(f"checkpoint: {args.checkpoint} (every epoch), log: {log_path}")
 
     def checkpoint(epoch, batch, loader_state):
@@ -256,7 +350,8 @@ def main(argv=None):
         tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
                    "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
                    "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
-                   "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict()}, args.checkpoint)
+                   "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict(),
+                   "lookahead": None if lookahead is None else lookahead.state_dict()}, args.checkpoint)
         last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
 
     def stop(problem):
@@ -266,23 +361,28 @@ def main(argv=None):
     print("compiling and autotuning the kernels, then capturing the step in a CUDA graph..." if cuda else
           "compiling the kernels for the interpreter...")
     step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing,
-                     dtype=dtype, scaler=scaler)
-    test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta, dtype=dtype)
+                     dtype=dtype, scaler=scaler, reduction=reduction, lookahead=lookahead)
+    test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta >= 1, dtype=dtype,
+                         translate=args.tta == 2)
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
-    for epoch in range(start_epoch, args.epochs):
+    # the steps left fill whole epochs but the last (a run extended after a fraction goes on from there)
+    epochs = start_epoch + -(-(skip + total - schedule.iteration) // steps_per_epoch)
+    for epoch in range(start_epoch, epochs):
+        steps = min(steps_per_epoch, skip + total - schedule.iteration)
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()
-        bar = tqdm(train.batches(out=(step.x, step.y)), total=len(train), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
-        t0 = time.perf_counter()
+        batches = itertools.islice(train.batches(out=(step.x, step.y)), steps)
+        bar = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{epochs}", leave=False, file=sys.stdout)
+        t0, first_step = time.perf_counter(), schedule.iteration
 
-        def show(mean, steps):
+        def show(mean, done):
             if mean is None:
                 return
             if not math.isfinite(mean):
                 stop(f"the loss became {mean} in epoch {epoch + 1}")
-            bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{steps * args.batch_size / (time.perf_counter() - t0):.0f}")
+            bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{done * args.batch_size / (time.perf_counter() - t0):.0f}")
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on
@@ -290,24 +390,28 @@ def main(argv=None):
                 step(x, y)  # a CUDA graph replay (a short last batch runs eagerly)
                 schedule.step()  # the loss is summed on the device: no sync per step
                 if (i + 1) % log_every == 0:
-                    show(running.update(i + 1 - skip), i + 1 - skip)
-            mean = running.exact(max(1, len(train) - skip))  # the epoch's one sync, before the clock stops
-            show(mean, len(train) - skip)
+                    show(running.update((i + 1 - skip) * loss_per_step), i + 1 - skip)
+            if epoch == epochs - 1 and lookahead is not None:
+                lookahead.finish()  # the weights take their average, airbench's last update
+            mean = running.exact(max(1, steps - skip) * loss_per_step)  # the epoch's one sync, before the clock stops
+            show(mean, steps - skip)
         except KeyboardInterrupt:
             train_time += time.perf_counter() - t0
-            checkpoint(epoch, schedule.iteration - epoch * len(train), loader_state)
+            checkpoint(epoch, skip + schedule.iteration - first_step, loader_state)
             sys.exit(f"interrupted: saved {args.checkpoint}; --resume continues from there")
         train_time += time.perf_counter() - t0
         bad = take_label_error(tnet.DEVICE)  # the captured loss flags labels on the device
         if bad is not None:
             stop(f"a training label is {bad}, outside [0, 10), in epoch {epoch + 1}")
         skip = 0
-        t0 = time.perf_counter()
-        accuracy = evaluate(model, test, test_step)
-        eval_time += time.perf_counter() - t0
-        log.append({"epoch": epoch + 1, "loss": mean, f"{split}_accuracy": accuracy, "train_time": train_time,
-                    "eval_time": eval_time})
-        print(f"epoch {epoch + 1}: loss {mean:.4f}, {split} accuracy {100 * accuracy:.2f}%, {train_time:.1f} s")
+        entry = {"epoch": epoch + 1, "loss": mean}
+        if epoch == epochs - 1 or (args.eval_every and (epoch + 1) % args.eval_every == 0):
+            t0 = time.perf_counter()
+            entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
+            eval_time += time.perf_counter() - t0
+        log.append({**entry, "train_time": train_time, "eval_time": eval_time})
+        accuracy = f", {split} accuracy {100 * entry[f'{split}_accuracy']:.2f}%" if f"{split}_accuracy" in entry else ""
+        print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
         checkpoint(epoch + 1, 0, train.state())
         serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
     report(log[-1][f"{split}_accuracy"], split, train_time, eval_time, total)

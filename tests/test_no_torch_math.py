@@ -227,5 +227,37 @@ def test_airbench94_whitening_and_step_use_torch_for_memory_only():
     with Recorder() as rec:
         init_whitening(model, x)
         F.cross_entropy(model(x), tnet.tensor([1, 2]), label_smoothing=0.2, reduction="sum").backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_airbench_recipe_pieces_use_torch_for_memory_only():
+    """The lookahead (its clock, update, finish, state), the reflect-padded gather with alternating
+    flips, a per-group LambdaLR and test-time augmentation's weighted count."""
+    import torch
+    from tnet import data, nn
+    from tnet.graph import EvalStep
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 8 * 8, 10))
+    images, labels = rng.standard_normal((6, 3, 8, 8)).astype(np.float32), rng.integers(0, 10, 6)
+    with Recorder() as rec:
+        opt = optim.SGD([{"params": list(model.parameters())[:2]}, {"params": list(model.parameters())[2:]}],
+                        lr=0.1, momentum=0.85, nesterov=True)
+        schedule = optim.LambdaLR(opt, [optim.warmup_decay(10), lambda it: 0.0])
+        lookahead = optim.Lookahead(model, 10, every=1)
+        loader = data.Loader(images, labels, 4, augment=True, pad=2, padding_mode="reflect", flip="alternate",
+                             drop_last=True)
+        for _ in range(2):
+            for x, y in loader:
+                loss = F.cross_entropy(model(tnet.Tensor(x)), tnet.Tensor(y), label_smoothing=0.2, reduction="sum")
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                schedule.step()
+                lookahead.step()
+        lookahead.finish()
+        lookahead.load_state_dict(lookahead.state_dict())
+        model.eval()
+        step = EvalStep(model, x, y, flip=True, translate=True)
+        step(x, y)
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -178,7 +178,7 @@ def test_recipes_fill_unset_options():
     assert (caffe.epochs, caffe.batch_size, caffe.lr, caffe.weight_decay, caffe.schedule, caffe.augment) == \
         (10, 100, 0.001, 0.004, "caffe", False)
     fast = train.parse_args(["--recipe", "fast", "--lr", "0.5", "--no-augment"])
-    assert fast.lr == 0.5 and fast.augment is False and fast.tta is True and fast.label_smoothing > 0
+    assert fast.lr == 0.5 and fast.augment is False and fast.tta == 1 and fast.label_smoothing > 0
     assert fast.epochs == train.RECIPES["fast"]["epochs"]
 
 
@@ -252,7 +252,7 @@ def test_train_help_shows_every_default(capsys):
         train.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     for default in ("default: the recipe's; caffe: 0.001, fast: 0.01", "default: ./data", "default: 1000",
-                    "default: tf32", "default: runs/cifar10_quick.ckpt", "default: caffe"):
+                    "caffe: tf32", "default: runs/cifar10_quick.ckpt", "default: caffe", "airbench: fp16"):
         assert default in text, default
 
 

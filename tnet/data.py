@@ -1,6 +1,6 @@
 """CIFAR-10: read the official binary or python batches, subtract the training mean image
-(as Caffe's cifar10 example does), and serve shuffled, optionally augmented batches that
-are gathered on the device by a Triton kernel."""
+(as Caffe's cifar10 example does) or normalise each channel, and serve shuffled, optionally
+augmented batches that are gathered on the device by a Triton kernel."""
 import hashlib
 import os
 import pickle
@@ -20,6 +20,8 @@ BIN_DIR, PY_DIR = "cifar-10-batches-bin", "cifar-10-batches-py"
 TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 TEST_BATCH = "test_batch"
 RECORD = 1 + 3 * 32 * 32  # one label byte, then the R, G, B planes of a 32x32 image
+# The training set's channel means and standard deviations of pixels in [0, 1] (airbench's)
+CIFAR10_MEAN, CIFAR10_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 
 
 class DataError(Exception):
@@ -188,16 +190,27 @@ def preprocess(train_x, test_x):
     return train_x.astype(np.float32) - mean, test_x.astype(np.float32) - mean
 
 
+def normalize(images, mean=CIFAR10_MEAN, std=CIFAR10_STD):
+    """float32 (images / 255 - mean) / std per channel, of uint8 [N,C,H,W] images (airbench's inputs)."""
+    mean, std = (np.asarray(v, np.float32).reshape(1, -1, 1, 1) for v in (mean, std))
+    return (images.astype(np.float32) / 255 - mean) / std
+
+
 class Loader:
     """Iterate over (x [B,C,H,W] float32, y [B] int64) device batches of a data set held on
     the device. Each epoch draws a permutation (and with `augment` a crop shift in
-    [-pad, pad]^2 and a flip coin per image) from a numpy generator; the last batch may be
-    short. A returned batch is fresh memory, so it stays valid as long as the caller holds it,
-    unless it comes from `batches(out=...)`.
+    [-pad, pad]^2 and a flip per image) from a numpy generator; the last batch may be
+    short, unless drop_last. A returned batch is fresh memory, so it stays valid as long as
+    the caller holds it, unless it comes from `batches(out=...)`.
+
+    padding_mode: what a shifted crop sees outside the image, "zeros" or "reflect" (the
+    gather kernel's). flip: "random", a coin per image and epoch; or "alternate" (airbench's),
+    a coin per image in the first epoch, and every later epoch the mirror of the previous
+    epoch's view: flipped = first coin XOR (epoch is odd).
     """
 
     def __init__(self, images, labels, batch_size, shuffle=True, augment=False, seed=0,
-                 device=None, pad=4):
+                 device=None, pad=4, drop_last=False, padding_mode="zeros", flip="random"):
         if not (isinstance(images, np.ndarray) and images.ndim == 4 and images.dtype == np.float32):
             raise ValueError(f"images must be a float32 numpy array [N,C,H,W], got "
                              f"{getattr(images, 'dtype', type(images))} {np.shape(images)}")
@@ -205,24 +218,36 @@ class Loader:
             raise ValueError(f"labels must be a numpy array [{len(images)}], got {np.shape(labels)}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if padding_mode not in ("zeros", "reflect") or flip not in ("random", "alternate"):
+            raise ValueError(f"padding_mode must be 'zeros' or 'reflect' and flip 'random' or 'alternate', "
+                             f"got {padding_mode!r} and {flip!r}")
+        if augment and padding_mode == "reflect" and not 0 <= pad < min(images.shape[2:]):
+            raise ValueError(f"reflect padding needs a pad smaller than the image, got {pad} for {images.shape[2:]}")
         self.device = torch.device(device) if device is not None else _device.DEVICE
         self.n = len(images)
         self.batch_size, self.shuffle, self.augment, self.pad = batch_size, shuffle, augment, pad
+        self.drop_last, self.padding_mode, self.flip = drop_last, padding_mode, flip
+        self.first_flips = None  # flip="alternate": the first epoch's coins, by image
         self.images = torch.from_numpy(np.ascontiguousarray(images)).to(self.device)
         self.labels = torch.from_numpy(labels.astype(np.int64)).to(self.device)
         self.rng = np.random.default_rng(seed)
         self.epoch = 0
 
     def __len__(self):
-        return -(-self.n // self.batch_size)
+        return self.n // self.batch_size if self.drop_last else -(-self.n // self.batch_size)
 
     def state(self):
         """What `set_state` needs to replay the draws of the next epoch (take it between epochs)."""
-        return {"epoch": self.epoch, "rng": self.rng.bit_generator.state}
+        state = {"epoch": self.epoch, "rng": self.rng.bit_generator.state}
+        if self.first_flips is not None:
+            state["first_flips"] = self.first_flips.copy()
+        return state
 
     def set_state(self, state):
         self.epoch = state["epoch"]
         self.rng.bit_generator.state = state["rng"]
+        first = state.get("first_flips")
+        self.first_flips = None if first is None else np.asarray(first, np.int32).copy()
 
     def __iter__(self):
         return self.batches()
@@ -235,16 +260,23 @@ class Loader:
         perm = self.rng.permutation(self.n) if self.shuffle else np.arange(self.n)
         if self.augment:
             shifts = self.rng.integers(-self.pad, self.pad + 1, size=(self.n, 2), dtype=np.int32)
-            flips = (self.rng.random(self.n) < 0.5).astype(np.int32)
+            if self.flip == "random" or self.first_flips is None:
+                flips = (self.rng.random(self.n) < 0.5).astype(np.int32)
+            if self.flip == "alternate":
+                if self.first_flips is None:
+                    self.first_flips = flips  # by image, where "random" takes them by position
+                flips = self.first_flips[perm] ^ (self.epoch % 2)
             aug = (torch.from_numpy(shifts).to(self.device), torch.from_numpy(flips).to(self.device))
         self.epoch += 1
         perm = torch.from_numpy(perm.astype(np.int64)).to(self.device)
+        end = len(self) * self.batch_size if self.drop_last else self.n
 
         def draw():
-            for i in range(0, self.n, self.batch_size):
+            for i in range(0, end, self.batch_size):
                 j = min(i + self.batch_size, self.n)
                 extra = (aug[0][i:j], aug[1][i:j]) if self.augment else ()
                 full = out is not None and j - i == len(out[1])
-                yield gather(self.images, self.labels, perm[i:j], *extra, out=out if full else None)
+                yield gather(self.images, self.labels, perm[i:j], *extra, out=out if full else None,
+                             padding_mode=self.padding_mode)
 
         return draw()

@@ -43,12 +43,15 @@ class Graph:
         return self.result
 
 
-def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0, dtype=None, scaler=None):
+def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0, dtype=None, scaler=None, reduction="mean",
+               lookahead=None):
     """One optimizer step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum.
     dtype: the forward pass and the loss under tnet.autocast(dtype=dtype) (None: no autocast);
-    scaler: a tnet.amp.GradScaler that scales the loss and steps the optimizer (float16)."""
+    scaler: a tnet.amp.GradScaler that scales the loss and steps the optimizer (float16);
+    reduction: the cross-entropy's over the batch; lookahead: a tnet.optim.Lookahead stepped after
+    the optimizer."""
     with autocast(dtype=dtype, enabled=dtype is not None):
-        loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing)
+        loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing, reduction=reduction)
     opt.zero_grad()
     if scaler is None:
         loss.backward()
@@ -57,6 +60,8 @@ def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0, dtype=None,
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
+    if lookahead is not None:
+        lookahead.step()
     if loss_sum is not None:
         add_(loss_sum, loss.data.reshape(1))
     return loss.data
@@ -83,53 +88,74 @@ class _Static:
 
 
 class TrainStep(_Static):
-    """The whole training step (forward, backward, optimizer update) in one CUDA graph, for
-    batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
+    """The whole training step (forward, backward, optimizer update, lookahead) in one CUDA graph,
+    for batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
     undone (weights and their 16-bit copies, the optimizer's buffers and step counts, the
-    scaler's state); it makes the copies that layers read under autocast, so the captured step
-    writes them at fixed addresses. The losses add up in self.loss_sum. dtype and scaler: as
-    train_step's."""
+    scaler's and the lookahead's state); it makes the copies that layers read under autocast, so
+    the captured step writes them at fixed addresses. The losses add up in self.loss_sum. dtype,
+    scaler, reduction and lookahead: as train_step's."""
 
-    def __init__(self, model, opt, x, y, label_smoothing=0.0, dtype=None, scaler=None):
+    def __init__(self, model, opt, x, y, label_smoothing=0.0, dtype=None, scaler=None, reduction="mean",
+                 lookahead=None):
         self.loss_sum = torch.zeros(1, device=x.device)
         weights, opt_state = model.state_dict(), opt.state_dict()
         scaler_state = None if scaler is None else scaler.state_dict()
+        lookahead_state = None if lookahead is None else lookahead.state_dict()
 
         def restore():
             model.load_state_dict(weights)
             opt.load_state_dict(opt_state)
             if scaler_state:
                 scaler.load_state_dict(scaler_state)
+            if lookahead_state:
+                lookahead.load_state_dict(lookahead_state)
             self.loss_sum.zero_()
-        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing, dtype, scaler),
-                         x, y, restore)
+        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing, dtype, scaler,
+                                                 reduction, lookahead), x, y, restore)
 
 
 class EvalStep(_Static):
     """A captured forward pass that adds the number of correct predictions to self.correct;
-    with flip=True the logits of each image and of its mirror image are averaged; dtype: under
-    tnet.autocast(dtype=dtype) (None: no autocast)."""
+    dtype: under tnet.autocast(dtype=dtype) (None: no autocast). Test-time augmentation: with
+    flip=True the logits of each image and of its mirror image are averaged; with translate=True
+    too (airbench's level 2), those two weigh 1/4 each, and the mirrored pairs of the image
+    shifted by one pixel up-left and down-right (reflect padding) 1/8 each. The views of a batch
+    are gathered into one batch for one forward pass."""
 
-    def __init__(self, model, x, y, flip=False, dtype=None):
-        self.model, self.flip, self.dtype = model, flip, dtype
+    def __init__(self, model, x, y, flip=False, dtype=None, translate=False):
+        self.model, self.dtype = model, dtype
+        self.views = tta_views(flip, translate)
         self.correct = torch.zeros((), dtype=torch.int32, device=x.device)
-        self._mirror = {}
+        self._gather = {}
         super().__init__(self._count, x, y, restore=self.correct.zero_)
 
-    def _mirror_args(self, n, device):
-        """Indices 0..n-1, no shift, all flipped: the batch gather kernel mirrors a batch."""
-        if n not in self._mirror:
-            self._mirror[n] = (torch.from_numpy(np.arange(n)).to(device),
-                               torch.zeros((n, 2), dtype=torch.int32, device=device),
-                               torch.ones(n, dtype=torch.int32, device=device))
-        return self._mirror[n]
+    def _gather_args(self, n, device):
+        """For a batch of n: the batch gather kernel's indices, shifts and flips that put the
+        views of the batch one after another."""
+        if n not in self._gather:
+            k = len(self.views)
+            shifts = np.repeat([[dy, dx] for dy, dx, _, _ in self.views], n, axis=0).astype(np.int32)
+            flips = np.repeat([f for _, _, f, _ in self.views], n).astype(np.int32)
+            self._gather[n] = [torch.from_numpy(a).to(device) for a in (np.tile(np.arange(n), k), shifts, flips)]
+        return self._gather[n]
 
     def _count(self, x, y):
         with no_grad(), autocast(dtype=self.dtype, enabled=self.dtype is not None):
-            # fp32 logits (a copy only under autocast): the flip's sum and the argmax in fp32
+            if len(self.views) > 1:
+                x, _ = gather(x, y, *self._gather_args(x.shape[0], x.device), padding_mode="reflect")
+            # fp32 logits (a copy only under autocast): the views' sum and the argmax in fp32
             logits = self.model(Tensor(x)).float().data
-            if self.flip:
-                idx, shifts, flips = self._mirror_args(x.shape[0], x.device)
-                mirrored, _ = gather(x, y, idx, shifts, flips)
-                add_(logits, self.model(Tensor(mirrored)).float().data)
-            count_correct(logits, y, self.correct)
+            count_correct(logits, y, self.correct, [w for *_, w in self.views])
+
+
+def tta_views(flip=False, translate=False):
+    """Test-time augmentation's views of an image: (dy, dx, mirrored, weight) as the batch
+    gather kernel's shift and flip (see EvalStep)."""
+    if translate and not flip:
+        raise ValueError("EvalStep: translate=True needs flip=True (airbench's level 2 translates the mirrored pair)")
+    if not flip:
+        return [(0, 0, 0, 1.0)]
+    pair = lambda dy, dx, w: [(dy, dx, 0, w), (dy, dx, 1, w)]
+    if not translate:
+        return pair(0, 0, 0.5)
+    return pair(0, 0, 0.25) + pair(-1, -1, 0.125) + pair(1, 1, 0.125)

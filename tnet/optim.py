@@ -15,6 +15,7 @@ import torch
 from . import amp
 from .kernels import optim as kernels
 from .kernels._autotune import check
+from .kernels.copy import copy_
 from .tensor import _in_layout
 
 
@@ -220,16 +221,20 @@ class AdamW(Adam):
 
 
 class LambdaLR:
-    """lr = base_lr * factor(iteration); call step() once per iteration, after optimizer.step()."""
+    """lr = base_lr * factor(iteration); call step() once per iteration, after optimizer.step().
+    factor may be a list of functions, one per parameter group, as torch's lr_lambda."""
 
     def __init__(self, optimizer, factor):
-        self.optimizer, self.factor, self.iteration = optimizer, factor, 0
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
+        self.optimizer, self.iteration = optimizer, 0
+        groups = optimizer.param_groups
+        self.factors = list(factor) if isinstance(factor, (list, tuple)) else [factor] * len(groups)
+        check(len(self.factors) == len(groups), f"LambdaLR: {len(self.factors)} factors for {len(groups)} groups")
+        self.base_lrs = [g["lr"] for g in groups]
         self._apply()
 
     def _apply(self):
-        for g, base in zip(self.optimizer.param_groups, self.base_lrs):
-            g["lr"] = base * self.factor(self.iteration)
+        for g, base, factor in zip(self.optimizer.param_groups, self.base_lrs, self.factors):
+            g["lr"] = base * factor(self.iteration)
         self.optimizer.update_lr()
 
     def step(self):
@@ -256,3 +261,63 @@ def one_cycle(total_iterations, warmup_fraction=0.15):
     iterations, then a linear decay to 0 at the end."""
     warmup = max(1, round(total_iterations * warmup_fraction))
     return lambda it: (it + 1) / warmup if it < warmup else max(0.0, (total_iterations - it) / (total_iterations - warmup))
+
+
+def warmup_decay(total_iterations, warmup_fraction=0.23, start=0.2, end=0.07):
+    """airbench's schedule: linear from start to 1 over the first int(warmup_fraction * total)
+    iterations, then linear from 1 to end at the last."""
+    warmup = int(total_iterations * warmup_fraction)
+
+    def factor(it):
+        if it < warmup:
+            return start + (1 - start) * it / warmup
+        return 1 + (end - 1) * (it - warmup) / max(1, total_iterations - warmup)
+    return factor
+
+
+class Lookahead:
+    """airbench's lookahead over a model's float parameters and buffers (BatchNorm's running
+    statistics): step() after each optimizer step counts it, and on every `every`-th step
+    sets ema = lerp(ema, w, 1 - d) and w = ema, d = decay * (step / total_steps)**3; finish()
+    sets w = ema (airbench's last update, d = 1). The averages are float32 copies of the
+    tensors as they are now. The count and d live on the device and the update is one launch
+    (per 32 tensors) that writes the parameters' 16-bit copies too: a CUDA graph can capture
+    step(), which then does nothing but on every `every`-th replay."""
+
+    def __init__(self, model, total_steps, every=5, decay=0.95 ** 5):
+        check(total_steps > 0 and every > 0, f"Lookahead: total_steps and every must be positive, "
+                                             f"got {total_steps} and {every}")
+        self.total_steps, self.every, self.decay = total_steps, every, decay
+        self.tensors = {name: t for name, t in model._state().items() if t.data.is_floating_point()}
+        self.ema = {name: torch.empty_like(t.data, dtype=torch.float32) for name, t in self.tensors.items()}
+        device = next(iter(self.ema.values())).device
+        self._count = torch.zeros(1, dtype=torch.int32, device=device)
+        self._d = torch.zeros(1, device=device)
+        self._one = torch.ones(1, device=device)
+        for name, t in self.tensors.items():
+            copy_(self.ema[name], t.data)
+
+    def _updates(self):
+        return [(t.data, self.ema[name], amp.low_copies(t)) for name, t in self.tensors.items()]
+
+    def step(self):
+        kernels.lookahead_clock_(self._count, self._d, self.total_steps, self.every, self.decay)
+        kernels.lookahead_(self._updates(), self._d)
+
+    def finish(self):
+        kernels.lookahead_(self._updates(), self._one)
+
+    def state_dict(self):
+        """{"step": steps counted, "ema": {name: float32 array}} (host copies: a synchronisation)."""
+        return {"step": int(self._count.item()), "ema": {k: v.cpu().numpy().copy() for k, v in self.ema.items()}}
+
+    def load_state_dict(self, state):
+        ema = state["ema"]
+        check(ema.keys() == self.ema.keys(), f"Lookahead.load_state_dict: tensors {sorted(ema)}, "
+                                             f"expected {sorted(self.ema)}")
+        for name, v in ema.items():
+            check(tuple(np.shape(v)) == tuple(self.ema[name].shape),
+                  f"Lookahead.load_state_dict: {name} {tuple(np.shape(v))}, expected {tuple(self.ema[name].shape)}")
+        for name, v in ema.items():
+            self.ema[name].copy_(torch.from_numpy(np.asarray(v, np.float32)))
+        self._count.fill_(int(state["step"]))

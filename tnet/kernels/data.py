@@ -1,5 +1,5 @@
 """Batch gather for the data loader: pick images and labels by index on the device,
-optionally with random crop (zero padding) and horizontal flip."""
+optionally with random crop (zero or reflect padding) and horizontal flip."""
 import torch
 import triton
 import triton.language as tl
@@ -12,15 +12,17 @@ from ._autotune import FLOATS, cdiv, check, check_float
 # registers per thread small and still gives a batch of 128 plenty of programs.
 IMGS = 8 if INTERPRET else 1
 NUM_WARPS = 8
+PADDING_MODES = ("zeros", "reflect")  # gather_kernel's PAD is the index
 
 
 @triton.jit
 def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, out_labels_ptr,
                   B, C, H, W,
-                  IMGS: tl.constexpr, BLOCK: tl.constexpr, AUGMENT: tl.constexpr):
+                  IMGS: tl.constexpr, BLOCK: tl.constexpr, AUGMENT: tl.constexpr, PAD: tl.constexpr):
     """out[b] = src[idx[b]], out_labels[b] = labels[idx[b]]; src [N,C,H,W], idx [B] int64.
-    AUGMENT: out[b,c,h,w] = src[idx[b],c,h+dy,v+dx] (0 outside) with v = W-1-w if flip[b]
-    else w; shift [B,2] int32 (dy, dx), flip [B] int32."""
+    AUGMENT: out[b,c,h,w] = src[idx[b],c,h+dy,v+dx] with v = W-1-w if flip[b] else w, outside
+    the image 0 (PAD 0) or its mirror image across the edge (PAD 1, reflect: -1 reads 1);
+    shift [B,2] int32 (dy, dx), flip [B] int32."""
     rows = tl.program_id(0).to(tl.int64) * IMGS + tl.arange(0, IMGS)
     row_ok = rows < B
     src_rows = tl.load(idx_ptr + rows, mask=row_ok, other=0)
@@ -37,6 +39,12 @@ def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, ou
         flip = tl.load(flip_ptr + rows, mask=row_ok, other=0)
         hs = h[None, :] + dy[:, None]
         ws = tl.where(flip[:, None] != 0, W - 1 - w[None, :], w[None, :]) + dx[:, None]
+        if PAD == 1:
+            hs = tl.where(hs < 0, -hs, tl.where(hs >= H, 2 * (H - 1) - hs, hs))
+            ws = tl.where(ws < 0, -ws, tl.where(ws >= W, 2 * (W - 1) - ws, ws))
+            # a shift of the image's size or more would reflect out of it: clamp, never read outside
+            hs = tl.minimum(tl.maximum(hs, 0), H - 1)
+            ws = tl.minimum(tl.maximum(ws, 0), W - 1)
         # pixels shifted in from outside the image are the zero padding
         inside = (hs >= 0) & (hs < H) & (ws >= 0) & (ws < W)
         offs = src_rows[:, None] * chw + (c * hw)[None, :] + hs * W + ws
@@ -48,13 +56,16 @@ def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, ou
     tl.store(out_labels_ptr + rows, label, mask=row_ok)
 
 
-def gather(images, labels, idx, shifts=None, flips=None, out=None):
+def gather(images, labels, idx, shifts=None, flips=None, out=None, padding_mode="zeros"):
     """Return (x [B,C,H,W], y [B] int64) with x[b] = images[idx[b]], y[b] = labels[idx[b]].
 
     images [N,C,H,W] float32, float16 or bfloat16, labels [N] int64, idx [B] int64, all contiguous on one device.
     Indices are not bounds-checked on the device: the caller must keep them in [0, N).
     With shifts [B,2] int32 (dy, dx) and flips [B] int32, image b is read shifted by
-    (dy, dx) with zeros outside, then mirrored left-right when flips[b] != 0.
+    (dy, dx), then mirrored left-right when flips[b] != 0; padding_mode says what lies outside
+    the image: "zeros", or "reflect" (torch's F.pad mode: row -1 is row 1), which needs
+    |dy| < H and |dx| < W (larger shifts are clamped into the image, not checked: they are
+    on the device).
     out: a pair (x, y) of contiguous tensors of those shapes to write into (a captured step's
     input buffers), x of any of the three float dtypes (the images are cast to it: a 16-bit
     batch from fp32 images in the same pass); by default the batch is fresh memory of the
@@ -69,6 +80,7 @@ def gather(images, labels, idx, shifts=None, flips=None, out=None):
     check(idx.dtype == torch.int64, f"idx must be int64, got {idx.dtype}")
     b = idx.shape[0]
     augment = shifts is not None or flips is not None
+    check(padding_mode in PADDING_MODES, f"padding_mode must be 'zeros' or 'reflect', got {padding_mode!r}")
     tensors = [images, labels, idx]
     if augment:
         check(shifts is not None and flips is not None, "shifts and flips go together")
@@ -97,5 +109,6 @@ def gather(images, labels, idx, shifts=None, flips=None, out=None):
     grid = (cdiv(b, IMGS),)
     gather_kernel[grid](images, labels, idx, shifts if augment else idx, flips if augment else idx,
                         out, out_labels, b, c, h, w,
-                        IMGS=IMGS, BLOCK=block, AUGMENT=augment, num_warps=NUM_WARPS)
+                        IMGS=IMGS, BLOCK=block, AUGMENT=augment, PAD=PADDING_MODES.index(padding_mode),
+                        num_warps=NUM_WARPS)
     return out, out_labels

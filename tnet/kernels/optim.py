@@ -6,6 +6,9 @@ channels-last) and laid out like its gradient, state and copy, so the update run
 memory. A parameter and its state may be float32, float16 or bfloat16 (the state in the
 parameter's dtype, as torch's), its gradient any of them; the arithmetic is fp32.
 
+The lookahead of airbench (tnet.optim.Lookahead) has two kernels of the same kind: a one-program
+clock that counts the steps and gives the decay, and one launch over every tensor of a model.
+
 For mixed precision's GradScaler (tnet.amp): a pass that flags an inf or NaN in the
 gradients, the step dividing them by the loss scale and skipping the update where one was
 flagged, and torch's scale update, all on the device."""
@@ -158,6 +161,38 @@ def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexp
     tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + took, mask=mask)
 
 
+@triton.jit
+def lookahead_clock_kernel(count_ptr, decay_ptr, total, every, base):
+    """count[0] += 1 (int32), then decay[0] = base * (count / total)**3 when count is a multiple of
+    every, else -1: lookahead_kernel leaves every tensor as it is."""
+    count = tl.load(count_ptr) + 1
+    tl.store(count_ptr, count)
+    t = count.to(tl.float32) / total
+    tl.store(decay_ptr, tl.where(count % every == 0, base * t * t * t, -1.0))
+
+
+@triton.jit
+def lookahead_kernel(w_ptrs, ema_ptrs, low_ptrs, decay_ptr, ns, BLOCK: tl.constexpr):
+    """Unless decay[0] < 0: ema = lerp(ema, w, 1 - decay), then w = ema (and w's 16-bit copy low, or None),
+    for every tensor w_ptrs[i] of ns[i] elements, ema float32: cdiv(ns[i], BLOCK) programs a tensor, in
+    turn, as step_kernel."""
+    block = tl.program_id(0)
+    decay = tl.load(decay_ptr)
+    for i in tl.static_range(len(w_ptrs)):
+        count = tl.cdiv(ns[i], BLOCK)
+        if (block >= 0) & (block < count) & (decay >= 0):
+            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < ns[i]
+            w = tl.load(w_ptrs[i] + offs, mask=mask).to(tl.float32)
+            ema = tl.load(ema_ptrs[i] + offs, mask=mask)
+            ema = ema + (1 - decay) * (w - ema)
+            tl.store(ema_ptrs[i] + offs, ema, mask=mask)
+            tl.store(w_ptrs[i] + offs, cast(ema, w_ptrs[i].dtype.element_ty), mask=mask)
+            if low_ptrs[i] is not None:
+                tl.store(low_ptrs[i] + offs, cast(ema, low_ptrs[i].dtype.element_ty), mask=mask)
+        block -= count
+
+
 def _check_scalar(name, what, t, device):
     check(t.numel() == 1 and t.dtype == torch.float32 and t.device == device,
           lambda: f"{name}: {what} must be one float32 element on {device}")
@@ -240,3 +275,34 @@ def count_steps_(steps, took, found_inf=None):
     if found_inf is not None:
         _check_scalar("count_steps_", "found_inf", found_inf, steps.device)
     count_steps_kernel[(cdiv(steps.numel(), 1024),)](steps, took, found_inf, steps.numel(), BLOCK=1024)
+
+
+def lookahead_clock_(count, decay, total, every, base):
+    """Advance count (one int32 element) by a step and set decay (one float32 element) for
+    lookahead_: base * (count / total)**3 on every `every`-th step, else -1 (no update)."""
+    check(count.numel() == 1 and count.dtype == torch.int32, "lookahead_clock_: count must be one int32 element")
+    _check_scalar("lookahead_clock_", "decay", decay, count.device)
+    check(total > 0 and every > 0, f"lookahead_clock_: total and every must be positive, got {total} and {every}")
+    lookahead_clock_kernel[(1,)](count, decay, float(total), int(every), float(base), num_warps=1)
+
+
+def lookahead_(updates, decay):
+    """For (w, ema, lows) in updates, unless decay (one float32 device element) is negative:
+    ema = lerp(ema, w, 1 - decay) and w = ema, with w's 16-bit copies (a list: the kernel writes
+    the first, a second is copied after). w is a dense float tensor of any of the three dtypes,
+    ema float32 laid out alike. One launch per TENSORS_PER_LAUNCH, read on the device: a CUDA graph
+    captures it like the optimizer's step."""
+    for w, ema, lows in updates:
+        check_float("lookahead_", w, "a tensor")
+        check(ema.dtype == torch.float32, lambda: f"lookahead_: the average must be float32, got {ema.dtype}")
+        check_like("lookahead_", w, ema, *lows)
+    if updates:
+        _check_scalar("lookahead_", "decay", decay, updates[0][0].device)
+    for part, ns, programs in _launches([u[0] for u in updates]):
+        ws, emas, lows = zip(*updates[part])
+        if programs:
+            lookahead_kernel[(programs,)](ws, emas, tuple(copies[0] if copies else None for copies in lows), decay,
+                                         ns, BLOCK=BLOCK, num_warps=4)
+    for w, _, lows in updates:
+        for low in lows[1:]:
+            copy_(low, w)

@@ -136,9 +136,17 @@ def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr,
 
 
 @triton.jit
-def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
-    """count[0] += number of rows whose first largest logit is at the label."""
-    x, rows, cols, _, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
+def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """count[0] += number of rows r < R whose first largest logit is at label[r], the logits of row r
+    being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's)."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    mask = (rows < R)[:, None] & (cols < C)[None, :]
+    x = tl.zeros((ROWS, COLS), tl.float32)
+    for v in tl.static_range(len(weights)):
+        offs = (v * R + rows).to(tl.int64)[:, None] * C + cols[None, :]
+        x += weights[v] * tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    x = tl.where(mask, x, NEG)
     m = tl.max(x, axis=1)
     first = tl.min(tl.where((x == m[:, None]) & mask, cols[None, :], COLS), axis=1)
     label = tl.load(label_ptr + rows, mask=rows < R, other=-1)
@@ -251,9 +259,15 @@ def scale_rows_(x, s):
     return x
 
 
-def count_correct(x, labels, count):
-    """Add to count (an int32 device scalar) the rows whose argmax equals the label."""
-    R, C, COLS = _check_rows("count_correct", x)
-    _check_labels("count_correct", x, labels)
+def count_correct(x, labels, count, weights=(1.0,)):
+    """Add to count (an int32 device scalar) the rows whose argmax equals the label. With V weights,
+    x [V*R, C] holds V views of R rows (view v's rows at v*R ...), and a row's logits are the
+    weighted sum of its views' (test-time augmentation); labels [R]."""
+    _, C, COLS = _check_rows("count_correct", x)
+    weights = tuple(map(float, weights))
+    check(len(weights) > 0 and x.shape[0] % len(weights) == 0,
+          f"count_correct: {x.shape[0]} rows are not {len(weights)} views of a batch")
+    R = x.shape[0] // len(weights)
+    _check_labels("count_correct", x[:R], labels)
     ROWS = max(1, 2048 // COLS)
-    count_correct_kernel[(cdiv(R, ROWS),)](x, labels, count, R, C, ROWS=ROWS, COLS=COLS)
+    count_correct_kernel[(cdiv(R, ROWS),)](x, labels, count, R, C, weights, ROWS=ROWS, COLS=COLS)
