@@ -9,8 +9,8 @@ import tnet
 import tnet.functional as F
 from tnet import amp
 from tnet.kernels import gemm
-from conftest import TOL
-from conftest import assert_close as _assert_close
+from conftest import TOL, assert_close
+from test_kernels import f64
 from test_no_torch_math import MEMORY_OPS, Recorder
 
 DEV = tnet.DEVICE
@@ -26,15 +26,6 @@ def randn(*shape, dtype=torch.float32, gen=[100]):
     gen[0] += 1
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(gen[0]))
     return x.bfloat16().to(dtype).to(DEV)
-
-
-def f64(x):
-    return x.double().cpu()
-
-
-def assert_close(out, ref, tol, what=""):
-    """conftest's, for 16-bit tensors too (numpy has no bfloat16)."""
-    _assert_close(f64(out.data if isinstance(out, tnet.Tensor) else out), ref, tol, what)
 
 
 @pytest.mark.parametrize("out_dtype", [None, torch.float32, torch.float16, torch.bfloat16])

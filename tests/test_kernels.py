@@ -86,11 +86,6 @@ DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16} 
 TOLS = {"tf32": TOL["tf32"], "bf16": TOL["bf16"], "fp16": TOL["bf16"]}  # 16-bit outputs: one rounding at the store
 
 
-def close16(out, ref, tol, what):
-    """assert_close for 16-bit outputs too (numpy has no bfloat16)."""
-    assert_close(f64(out), ref, tol, what)
-
-
 @pytest.mark.parametrize("precision", ["tf32", "bf16", "fp16"])
 @pytest.mark.parametrize("config", gemm._CONFIGS, ids=lambda c: "x".join(str(v) for v in c.kwargs.values()))
 def test_gemm_every_config(config, precision, monkeypatch):
@@ -107,9 +102,9 @@ def test_gemm_every_config(config, precision, monkeypatch):
         assert precision == "tf32"  # autotuner skips the config for fp32 operands
         return
     assert c.dtype == dtype
-    close16(c, f64(a) @ f64(b), TOLS[precision], "plain")
+    assert_close(c, f64(a) @ f64(b), TOLS[precision], "plain")
     a3, b3 = randn(5, 33, 70).to(dtype), randn(5, 70, 17).to(dtype)
-    close16(gemm.matmul(a3, b3, sum_batch=True, precision=precision), (f64(a3) @ f64(b3)).sum(0), TOLS[precision],
+    assert_close(gemm.matmul(a3, b3, sum_batch=True, precision=precision), (f64(a3) @ f64(b3)).sum(0), TOLS[precision],
             "split")
 
 
@@ -135,19 +130,19 @@ def test_gemm_tma_every_config(config, precision, monkeypatch):
     a, at, b, bt = (randn(*s).to(dtype) for s in ((144, 136), (136, 144), (136, 88), (88, 136)))
     bias_n, bias_m = randn(88), randn(144)
     tol = TOLS[precision]
-    close16(gemm.matmul(a, b, bias=bias_n, relu=True), torch.relu(f64(a) @ f64(b) + f64(bias_n)), tol, "B row-major")
-    close16(gemm.matmul(a, bt.t(), bias=bias_m, bias_dim=0), f64(a) @ f64(bt).t() + f64(bias_m)[:, None], tol,
+    assert_close(gemm.matmul(a, b, bias=bias_n, relu=True), torch.relu(f64(a) @ f64(b) + f64(bias_n)), tol, "B row-major")
+    assert_close(gemm.matmul(a, bt.t(), bias=bias_m, bias_dim=0), f64(a) @ f64(bt).t() + f64(bias_m)[:, None], tol,
             "B K-major")
     expect = [(False, True), (False, True)]
     if precision != "tf32":
         c = gemm.matmul(at.t(), b, out_dtype=torch.float32)
         assert c.dtype == torch.float32
-        close16(c, f64(at).t() @ f64(b), TOL["ieee"], "A column-major, fp32 output")
-        close16(gemm.matmul(at.t(), bt.t()), f64(at).t() @ f64(bt).t(), tol, "A column-major, B K-major")
+        assert_close(c, f64(at).t() @ f64(b), TOL["ieee"], "A column-major, fp32 output")
+        assert_close(gemm.matmul(at.t(), bt.t()), f64(at).t() @ f64(bt).t(), tol, "A column-major, B K-major")
         expect = [(False, False), (False, True), (True, False), (True, True)]
     assert [(k["a_t"], k["b_t"]) for k in calls] == expect
     a, b = randn(144, 75).to(dtype), randn(75, 88).to(dtype)  # rows of 75 elements: no TMA descriptor
-    close16(gemm.matmul(a, b), f64(a) @ f64(b), tol, "fallback")
+    assert_close(gemm.matmul(a, b), f64(a) @ f64(b), tol, "fallback")
     assert len(calls) == len(expect)
 
 

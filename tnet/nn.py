@@ -231,7 +231,8 @@ class Conv2d(Module):
         kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
-        F._pair(stride, "Conv2d: stride", 1), F._pair(padding, "Conv2d: padding")
+        F._pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
+        F._pair(padding, "Conv2d: padding")
         # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
         self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
 

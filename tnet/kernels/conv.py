@@ -24,7 +24,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from ._autotune import FLOATS, autotune, cdiv, check, check_float
-from .gemm import _SMS, mma, pick_precision
+from .gemm import _SMS, _shape, mma, pick_precision
 from .reduce import sum_except
 
 
@@ -252,10 +252,6 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_xn, stride_x
         acc = mma(g, x, acc, PRECISION, INTERPRET)
     dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do
     tl.store(dw + (c * stride_dc)[None, :] + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
-
-
-def _shape(x):
-    return "x".join(map(str, x.shape))
 
 
 def _pair(v):
