@@ -360,8 +360,19 @@ def main(argv=None):
 
     print("compiling and autotuning the kernels, then capturing the step in a CUDA graph..." if cuda else
           "compiling the kernels for the interpreter...")
-    step = TrainStep(model, opt, *first_batch(train_x, train_y, args.batch_size), label_smoothing=args.label_smoothing,
-                     dtype=dtype, scaler=scaler, reduction=reduction, lookahead=lookahead)
+    batch = first_batch(train_x, train_y, args.batch_size)
+    make_step = lambda **kw: TrainStep(model, opt, *batch, label_smoothing=args.label_smoothing, dtype=dtype,
+                                       scaler=scaler, reduction=reduction, lookahead=lookahead, **kw)
+    step = make_step()
+    # airbench's whitening bias stops training after a few epochs (its group's lr falls to 0): a
+    # second graph for the epochs after, without its gradient, nor the input gradient of the conv
+    # after it (block1.conv1's largest pass)
+    whiten_steps = AIRBENCH["whiten_bias_epochs"] * steps_per_epoch if airbench else math.inf
+    phase_steps = {True: step}  # by whether the whitening bias trains
+    if total > whiten_steps:
+        model.whiten.bias.requires_grad = False
+        phase_steps[False] = make_step(loss_sum=step.loss_sum)
+        model.whiten.bias.requires_grad = True
     test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta >= 1, dtype=dtype,
                          translate=args.tta == 2)
     loss_sum = step.loss_sum
@@ -370,6 +381,9 @@ def main(argv=None):
     # the steps left fill whole epochs but the last (a run extended after a fraction goes on from there)
     epochs = start_epoch + -(-(skip + total - schedule.iteration) // steps_per_epoch)
     for epoch in range(start_epoch, epochs):
+        if airbench:  # an epoch that starts after the bias's last step needs no gradient for it
+            model.whiten.bias.requires_grad = schedule.iteration < whiten_steps
+            step = phase_steps[model.whiten.bias.requires_grad]
         steps = min(steps_per_epoch, skip + total - schedule.iteration)
         loader_state = train.state()  # replays this epoch's shuffle on resume
         loss_sum.zero_()

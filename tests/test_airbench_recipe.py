@@ -17,7 +17,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import amp, data, models, nn, optim
 from tnet import functional as F
-from tnet.graph import EvalStep, tta_views
+from tnet.graph import EvalStep, TrainStep, tta_views
 from tnet.kernels import optim as optim_kernels
 from tnet.kernels.data import gather
 from tnet.kernels.softmax import count_correct
@@ -262,7 +262,7 @@ def test_lookahead_matches_torch():
     rng = np.random.default_rng(3)
     for step in range(1, total + 1):
         for n, t in tensors.items():  # the optimizer's move
-            t.data.copy_(t.data + torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)))
+            t.data.copy_(t.data + torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)).to(t.data.device))
         amp.refresh_low_copies(model.head.weight)
         if step % 5 == 0:
             d = 0.95 ** 5 * (step / total) ** 3
@@ -377,3 +377,26 @@ def test_train_airbench_resumes_on_a_validation_split(tmp_path, capsys, standin)
     assert saved["lookahead"]["step"] == 6 and saved["schedule"]["iteration"] == 6 and saved["epoch"] == 4
     log = json.load(open(ck.with_suffix(".json")))
     assert [("validation_accuracy" in e) for e in log] == [False, True, False, True]
+
+
+def test_train_airbench_freezes_the_whitening_bias_after_3_epochs(tmp_path, monkeypatch, standin):
+    """Two captured steps: the first 3 epochs train the whitening bias, the rest run a step
+    captured without its gradient (nor the input gradient of the conv after it)."""
+    built, seen = [], []
+
+    class Spy(TrainStep):
+        def __init__(self, model, *args, **kwargs):
+            super().__init__(model, *args, **kwargs)
+            self.model = model
+            built.append(self)
+
+        def __call__(self, x, y):
+            out = super().__call__(x, y)
+            seen.append((built.index(self), self.model.whiten.bias.grad is not None))
+            return out
+    monkeypatch.setattr(train, "TrainStep", Spy)
+    pack = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
+    train.main(["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--epochs", "5", "--tta", "0",
+                "--eval-batch-size", "5", "--checkpoint", str(tmp_path / "air.ckpt")])
+    assert len(built) == 2 and built[1].loss_sum is built[0].loss_sum
+    assert seen == [(0, True)] * 3 + [(1, False)] * 2

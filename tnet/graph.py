@@ -92,12 +92,15 @@ class TrainStep(_Static):
     for batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
     undone (weights and their 16-bit copies, the optimizer's buffers and step counts, the
     scaler's and the lookahead's state); it makes the copies that layers read under autocast, so
-    the captured step writes them at fixed addresses. The losses add up in self.loss_sum. dtype,
-    scaler, reduction and lookahead: as train_step's."""
+    the captured step writes them at fixed addresses. The losses add up in self.loss_sum (a
+    one-element fp32 tensor, `loss_sum` if given: two steps of one run can share it). dtype,
+    scaler, reduction and lookahead: as train_step's. The graph holds the gradients that were
+    needed at capture: a parameter frozen later (requires_grad False) still gets its gradient
+    from this graph; capture another TrainStep for the frozen phase."""
 
     def __init__(self, model, opt, x, y, label_smoothing=0.0, dtype=None, scaler=None, reduction="mean",
-                 lookahead=None):
-        self.loss_sum = torch.zeros(1, device=x.device)
+                 lookahead=None, loss_sum=None):
+        self.loss_sum = torch.zeros(1, device=x.device) if loss_sum is None else loss_sum
         weights, opt_state = model.state_dict(), opt.state_dict()
         scaler_state = None if scaler is None else scaler.state_dict()
         lookahead_state = None if lookahead is None else lookahead.state_dict()
