@@ -95,7 +95,7 @@ def test_conv_prune_reads_keyword_arguments():
     assert not conv.fits_shared_memory(conv._config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
     wide = conv._prune_conv(conv._CONV_CONFIGS, {**args, "C": 256, "COUT": 256}, WIDE=True, PRECISION="bf16")
     assert any(c.kwargs["BLOCK_K"] == 64 and c.kwargs["BLOCK_N"] == 256 for c in wide)
-    grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "PIX_PER": 512}, WIDE=True,
+    grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "NPIX": 512}, WIDE=True,
                             PRECISION="tf32")
     assert grad and all(c.kwargs["BLOCK_N"] <= 64 and c.kwargs["BLOCK_M"] <= 64 for c in grad)
 

@@ -109,7 +109,7 @@ def _prune_conv(configs, named_args, **kwargs):
 def _prune_grad(configs, named_args, **kwargs):
     a = {**named_args, **kwargs}
     n = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
-    fits = [c for c in configs if _fits(c, a["COUT"], n, a["PIX_PER"], a["PRECISION"])]
+    fits = [c for c in configs if _fits(c, a["COUT"], n, a["NPIX"], a["PRECISION"])]
     return fits or configs[:1]
 
 
@@ -141,6 +141,17 @@ def _source(oh, ow, i, j, H: tl.constexpr, W: tl.constexpr, SH: tl.constexpr, SW
     return h, w, ok
 
 
+@triton.jit
+def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.constexpr, W: tl.constexpr,
+              C: tl.constexpr, NHWC: tl.constexpr):
+    """Where x[img, c, h, w] sits. NHWC (dense channels-last x): through the constexpr sizes, so
+    the compiler sees runs of contiguous, aligned channels and loads them as 16-byte vectors
+    (runtime strides that are no multiple of 16, like 24 channels', gave 2-byte loads)."""
+    if NHWC:
+        return ((img * H + h) * W + w) * C + c
+    return img * stride_xn + h * stride_xh + w * stride_xw + c * stride_xc
+
+
 # The interpreter's big blocks: it pays per program and per op, so 1024-pixel blocks made a CPU
 # training step 2.5x faster than 256 (cifar10_quick at b25: 50 -> 20 s on 2 cores)
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW",
@@ -152,7 +163,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
                 OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
                 PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr, WIDE: tl.constexpr,
-                BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                NHWC: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y [NPIX, COUT] = relu(sum over taps (i, j) and channels c of x[source(pixel, i, j), c]
     * w[o, c, i, j] + bias[o]) for y [N, OH, OW, COUT] in NHWC memory, x [N, C, H, W] read
@@ -164,7 +175,6 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
     mask_m = offs_m < NPIX
     mask_n = offs_n < COUT
     img, oh, ow = _pixel(offs_m, OH, OW)
-    x_image = x_ptr + img * stride_xn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if WIDE:
         CHUNKS: tl.constexpr = (C + BLOCK_K - 1) // BLOCK_K
@@ -180,8 +190,8 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
             if C % BLOCK_K != 0:
                 a_mask = a_mask & (c0 + offs_k < C)[None, :]
                 b_mask = b_mask & (c0 + offs_k < C)[:, None]
-            a = tl.load(x_image[:, None] + (h * stride_xh + w * stride_xw)[:, None] + (c0 + offs_k)[None, :] * stride_xc,
-                        mask=a_mask, other=0.0)
+            a = tl.load(x_ptr + _x_offset(img[:, None], h[:, None], w[:, None], (c0 + offs_k)[None, :], stride_xn,
+                                          stride_xc, stride_xh, stride_xw, H, W, C, NHWC), mask=a_mask, other=0.0)
             b = tl.load(w_tile + i * stride_wi + j * stride_wj + c0 * stride_wk, mask=b_mask, other=0.0)
             acc = mma(a, b, acc, PRECISION, INTERPRET)
     else:
@@ -192,8 +202,8 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
             j = (k // C) % KW
             c = k % C
             h, w, ok = _source(oh[:, None], ow[:, None], i[None, :], j[None, :], H, W, SH, SW, PH, PW, TRANSPOSED)
-            a = tl.load(x_image[:, None] + c[None, :] * stride_xc + h * stride_xh + w * stride_xw,
-                        mask=mask_m[:, None] & (k < K)[None, :] & ok, other=0.0)
+            a = tl.load(x_ptr + _x_offset(img[:, None], h, w, c[None, :], stride_xn, stride_xc, stride_xh, stride_xw,
+                                          H, W, C, NHWC), mask=mask_m[:, None] & (k < K)[None, :] & ok, other=0.0)
             b = tl.load(w_ptr + offs_n[None, :] * stride_wn + (c * stride_wk + i * stride_wi + j * stride_wj)[:, None],
                         mask=(k < K)[:, None] & mask_n[None, :], other=0.0)
             acc = mma(a, b, acc, PRECISION, INTERPRET)
@@ -205,22 +215,23 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
              mask=mask_m[:, None] & mask_n[None, :])
 
 
-@autotune(_GRAD_CONFIGS, key=["NPIX", "PIX_PER", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
+@autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
                               "PW", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_grad}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 1024})
 @triton.jit
-def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_xn, stride_xc, stride_xh, stride_xw,
+def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                        stride_dp, stride_do, stride_dc, stride_di, stride_dj,
                        H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
                        OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-                       PH: tl.constexpr, PW: tl.constexpr, WIDE: tl.constexpr,
-                       PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                       PH: tl.constexpr, PW: tl.constexpr, WIDE: tl.constexpr, NHWC: tl.constexpr,
+                       PART_ALIGN: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """dw[part s, o, c, i, j] = sum over the output pixels p of part s (PIX_PER of them) of
+    """dw[part s, o, c, i, j] = sum over the output pixels p of part s of
     dy[p, o] * x[source(p, i, j), c], for dy [N, OH, OW, COUT] in NHWC memory and x [N, C, H, W]
     read through its strides; dw at dw_ptr + s*stride_dp + o*stride_do + c*stride_dc +
     i*stride_di + j*stride_dj. M = o, K = pixels, N = channels of one tap (WIDE; grid axis 0
-    over taps x channel blocks) or (i, j, c) flattened; grid (.., COUT blocks, parts)."""
+    over taps x channel blocks) or (i, j, c) flattened; grid (.., COUT blocks, parts), the parts
+    splitting the pixels into runs of whole PART_ALIGNs (the last run shorter, or empty)."""
     if WIDE:
         C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
         tap = tl.program_id(0) // C_BLOCKS
@@ -237,8 +248,9 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_xn, stride_x
     offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < COUT
     part = tl.program_id(2)
-    first = part * PIX_PER
-    end = tl.minimum(first + PIX_PER, NPIX)
+    per = tl.cdiv(tl.cdiv(NPIX, tl.num_programs(2)), PART_ALIGN) * PART_ALIGN
+    first = part * per
+    end = tl.minimum(first + per, NPIX)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for p0 in range(first, end, BLOCK_K):
         offs_p = p0 + tl.arange(0, BLOCK_K)
@@ -247,11 +259,24 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, PIX_PER, stride_xn, stride_x
         g = tl.load(dy_ptr + offs_p[None, :] * COUT + offs_m[:, None], mask=mask_m[:, None] & in_part[None, :],
                     other=0.0)
         h, w, ok = _source(oh[:, None], ow[:, None], i, j, H, W, SH, SW, PH, PW, False)
-        x = tl.load(x_ptr + (img * stride_xn)[:, None] + h * stride_xh + w * stride_xw + (c * stride_xc)[None, :],
-                    mask=(in_part[:, None] & ok) & mask_n[None, :], other=0.0)
+        x = tl.load(x_ptr + _x_offset(img[:, None], h, w, c[None, :], stride_xn, stride_xc, stride_xh, stride_xw, H, W,
+                                      C, NHWC), mask=(in_part[:, None] & ok) & mask_n[None, :], other=0.0)
         acc = mma(g, x, acc, PRECISION, INTERPRET)
     dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do
     tl.store(dw + (c * stride_dc)[None, :] + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
+
+
+def is_dense_nhwc(x):
+    """Whether x [N, C, H, W] lies in dense channels-last memory: the kernels then address it
+    through its sizes (see _x_offset)."""
+    n, c, h, w = x.shape
+    return x.stride() == (h * w * c, 1, w * c, c)
+
+
+def _parts(npix, blocks):
+    """How many pixel parts conv2d_weight splits into, for a tile that makes `blocks` programs
+    per part: PARTS_WAVES programs per SM, each part at least 4 PART_ALIGNs long."""
+    return max(1, min(cdiv(npix, 4 * PART_ALIGN), PARTS_WAVES * _SMS // blocks))
 
 
 def _pair(v):
@@ -291,7 +316,7 @@ def _run_conv(x, w_base, w_strides, cout, out_hw, kernel, stride, padding, trans
     grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(cout, meta["BLOCK_N"]))
     conv_kernel[grid](x, w_base, y, bias if bias is not None else y, npix, *x.stride(), *w_strides,
                       H, W, C, cout, OH, OW, KH, KW, SH, SW, PH, PW, TRANSPOSED=transposed, WIDE=reads_vectors(C),
-                      BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET)
+                      NHWC=is_dense_nhwc(x), BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET)
     return y
 
 
@@ -336,8 +361,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     """dw (weight_size [Cout, C, kh, kw], fp32, channels-last or with channels_last=False
     contiguous) of a convolution of input [N, C, H, W] for its output gradient grad_output
     (torch.nn.grad's argument order); input as for conv2d, grad_output channels-last (copied
-    if not). The pixels are split into `parts` sums (by default enough programs for
-    PARTS_WAVES per SM), added after in a fixed order."""
+    if not). The pixels are split into `parts` sums (by default PARTS_WAVES programs per SM
+    for the tile the autotuner picks), added after in a fixed order."""
     _check_image4("conv2d_weight", input, "input")
     N, C, H, W = input.shape
     cout, c, KH, KW = weight_size
@@ -350,19 +375,23 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     x = input.contiguous(memory_format=torch.channels_last) if wide else input
     precision = pick_precision("conv2d_weight", precision, dy, x)
     npix = N * OH * OW
-    if parts is None:  # enough programs for PARTS_WAVES per SM, with the tiles that won on such widths
-        tile = 128 if min(C, cout) >= 128 else 64 if min(C, cout) >= 64 else 32
-        blocks = (KH * KW * cdiv(C, tile) if wide else cdiv(C * KH * KW, tile)) * cdiv(cout, tile)
-        parts = max(1, min(cdiv(npix, 4 * PART_ALIGN), PARTS_WAVES * _SMS // blocks))
-    per = cdiv(cdiv(npix, parts), PART_ALIGN) * PART_ALIGN
-    parts = cdiv(npix, per)
+    n_blocks = lambda n: KH * KW * cdiv(C, n) if wide else cdiv(C * KH * KW, n)
+    blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
+    # the parts of each tile: the launch's grid (called with the config that runs) tells which
+    parts_of = (lambda meta: parts) if parts else (lambda meta: _parts(npix, blocks(meta)))
+    most = parts or max(_parts(npix, blocks(c.kwargs)) for c in _GRAD_CONFIGS)
+    most = min(most, cdiv(npix, PART_ALIGN))  # no part beyond the pixels
     dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
-    out = dw if parts == 1 else torch.empty((parts, dw.numel()), device=x.device, dtype=torch.float32)
-    n_blocks = lambda n: KH * KW * cdiv(C, n) if wide else cdiv(C * KH * KW, n)
-    grid = lambda meta: (n_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), parts)
-    weight_grad_kernel[grid](x, dy, out, npix, per, *x.stride(), dw.numel(), *dw.stride(), H, W, C, cout, OH, OW,
-                             KH, KW, SH, SW, PH, PW, WIDE=wide, PRECISION=precision, INTERPRET=INTERPRET)
-    if parts > 1:
-        sum_except(out, 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
+    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
+    launched = []
+
+    def grid(meta):
+        launched.append(min(parts_of(meta), most))
+        return n_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), launched[-1]
+    weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, C, cout, OH, OW,
+                             KH, KW, SH, SW, PH, PW, WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN,
+                             PRECISION=precision, INTERPRET=INTERPRET)
+    if most > 1:
+        sum_except(out[:launched[-1]], 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw
