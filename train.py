@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -133,6 +134,9 @@ def build_parser():
                    help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it "
                         "(default: runs/cifar10_quick.ckpt, runs/MODEL.ckpt for another --model)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint, with the same settings")
+    p.add_argument("--runs", type=int, default=1,
+                   help="train this many runs, seeds --seed, --seed + 1, ..., each with its own checkpoint "
+                        "(PATH-seedS.ckpt), then print every run's accuracy and time, the mean and the spread")
     return p
 
 
@@ -150,6 +154,10 @@ def parse_args(argv=None):
         p.error(f"--epochs must be a number above 0, got {args.epochs}")
     if args.eval_every < 0:
         p.error("--eval-every must be 0 or more")
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    if args.runs > 1 and args.resume:
+        p.error("--resume continues one run: give it without --runs")
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be at least 1")
     if args.val < 0:
@@ -265,7 +273,19 @@ def make_optimizer(model, args, steps_per_epoch, total):
 
 
 def main(argv=None):
+    """Train as the command line says; returns the last run's result (see report)."""
     args = parse_args(argv)
+    if args.runs == 1:
+        return run(args)
+    stem, ext = os.path.splitext(args.checkpoint)
+    results = [run(argparse.Namespace(**{**vars(args), "seed": seed, "checkpoint": f"{stem}-seed{seed}{ext}"}))
+               for seed in range(args.seed, args.seed + args.runs)]
+    summary(results)
+    return results[-1]
+
+
+def run(args):
+    """One training run of the parsed arguments."""
     cuda = tnet.DEVICE.type == "cuda"
     if not cuda:
         print(f"no CUDA GPU: every kernel runs in Triton's interpreter on the CPU, about "
@@ -323,8 +343,7 @@ def main(argv=None):
         if ck["schedule"]["iteration"] >= total:
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
-            report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
-            return
+            return report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
         try:
             model.load_state_dict(ck["model"])
             opt.load_state_dict(ck["optimizer"])
@@ -428,12 +447,25 @@ def main(argv=None):
         print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
         checkpoint(epoch + 1, 0, train.state())
         serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
-    report(log[-1][f"{split}_accuracy"], split, train_time, eval_time, total)
+    return report(log[-1][f"{split}_accuracy"], split, train_time, eval_time, total, args.seed)
 
 
-def report(accuracy, split, train_time, eval_time, iterations):
+def report(accuracy, split, train_time, eval_time, iterations, seed=None):
+    """Print a run's result line; returns it as a dict."""
     print(f"{split} accuracy: {100 * accuracy:.2f}%  (training time {train_time:.2f} s + evaluation "
           f"{eval_time:.2f} s, {1000 * train_time / max(1, iterations):.3f} ms per iteration)")
+    return {"seed": seed, "split": split, "accuracy": accuracy, "train_time": train_time, "eval_time": eval_time}
+
+
+def summary(results):
+    """--runs: every run's accuracy and time, then their mean, spread and range."""
+    acc = np.array([r["accuracy"] for r in results]) * 100
+    total = np.array([r["train_time"] + r["eval_time"] for r in results])
+    for r, t in zip(results, total):
+        print(f"seed {r['seed']}: {r['split']} accuracy {100 * r['accuracy']:.2f}%, {t:.3f} s "
+              f"({r['train_time']:.3f} s training + {r['eval_time']:.3f} s evaluation)")
+    print(f"{len(results)} runs: {results[0]['split']} accuracy mean {acc.mean():.2f}% (std {acc.std(ddof=1):.2f}, "
+          f"{acc.min():.2f}-{acc.max():.2f}); time mean {total.mean():.3f} s ({total.min():.3f}-{total.max():.3f})")
 
 
 if __name__ == "__main__":

@@ -327,3 +327,22 @@ def test_label_out_of_range_in_a_captured_step(rng):
     step(x, bad)
     torch.cuda.synchronize()
     assert take_label_error(tnet.DEVICE) == 12 and take_label_error(tnet.DEVICE) is None
+
+
+def test_train_runs_several_seeds_and_summarises(tmp_path, capsys):
+    """--runs 2: seeds 4 and 5, each with its own checkpoint, then the mean and spread."""
+    data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
+    ck = tmp_path / "quick.ckpt"
+    last = train.main(["--data", str(data), "--batch-size", "10", "--eval-batch-size", "5", "--epochs", "1",
+                       "--seed", "4", "--runs", "2", "--checkpoint", str(ck)])
+    out = capsys.readouterr().out
+    assert last["seed"] == 5 and 0 <= last["accuracy"] <= 1 and last["train_time"] > 0
+    assert os.path.exists(tmp_path / "quick-seed4.ckpt") and os.path.exists(tmp_path / "quick-seed5.ckpt")
+    assert tnet.load(str(tmp_path / "quick-seed5.ckpt"))["settings"]["seed"] == 5
+    lines = out.strip().splitlines()
+    assert lines[-3].startswith("seed 4: test accuracy ") and lines[-2].startswith("seed 5: test accuracy ")
+    assert lines[-1].startswith("2 runs: test accuracy mean ") and "std" in lines[-1] and "time mean" in lines[-1]
+    with pytest.raises(SystemExit):
+        train.parse_args(["--runs", "2", "--resume"])
+    with pytest.raises(SystemExit):
+        train.parse_args(["--runs", "0"])

@@ -72,10 +72,12 @@ def _config(bm, bn, bk, warps, stages):
 # channels, large ones for airbench's 256; BLOCK_K is the K step (channels of one tap).
 _CONV_CONFIGS = [_config(64, 32, 32, 4, 4), _config(128, 64, 32, 4, 4), _config(128, 128, 32, 8, 4),
                  _config(128, 128, 64, 8, 3), _config(128, 256, 64, 8, 3), _config(64, 64, 32, 4, 4),
-                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3)]
+                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3), _config(256, 128, 64, 8, 3),
+                 _config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 3), _config(64, 128, 64, 4, 4)]
 _GRAD_CONFIGS = [_config(32, 32, 64, 4, 3), _config(64, 64, 64, 4, 3), _config(128, 128, 64, 8, 3),
                  _config(128, 64, 64, 4, 4), _config(128, 64, 32, 4, 4), _config(32, 64, 64, 4, 3),
-                 _config(128, 128, 32, 8, 4)]
+                 _config(128, 128, 32, 8, 4), _config(128, 128, 64, 8, 4), _config(64, 128, 64, 4, 4),
+                 _config(128, 256, 64, 8, 3), _config(256, 128, 64, 8, 3), _config(64, 128, 128, 4, 3)]
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
 PARTS_WAVES = 4  # conv2d_weight's parts aim at this many programs per SM
 
