@@ -258,10 +258,11 @@ def test_cross_entropy_label_smoothing(rng):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_loss_module(rng, reduction):
-    labels = rng.integers(0, 7, 11)
-    labels[4] = -100
-    logits, ref = pair(rng, 11, 7, scale=3)
+@pytest.mark.parametrize("rows", [11, 517])  # 517 rows of 10: five programs, their sums added after
+def test_cross_entropy_loss_module(rng, reduction, rows):
+    labels = rng.integers(0, 7, rows)
+    labels[4] = labels[300 % rows] = -100
+    logits, ref = pair(rng, rows, 7, scale=3)
     loss = tnet.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(logits, tnet.tensor(labels))
     r = torch.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(ref, torch.tensor(labels))
     assert_close(loss, r, 1e-6, "loss")
@@ -287,11 +288,12 @@ def test_bad_hyperparameters_are_value_errors():
 
 
 @pytest.mark.parametrize("bad", [10, -1, 1000])
-def test_cross_entropy_names_a_label_out_of_range(rng, bad):
-    labels = rng.integers(0, 10, 6)
-    labels[2] = bad
+@pytest.mark.parametrize("rows", [6, 300])
+def test_cross_entropy_names_a_label_out_of_range(rng, bad, rows):
+    labels = rng.integers(0, 10, rows)
+    labels[rows - 4] = bad
     with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
-        F.cross_entropy(tnet.tensor(rng.standard_normal((6, 10))), tnet.tensor(labels))
+        F.cross_entropy(tnet.tensor(rng.standard_normal((rows, 10))), tnet.tensor(labels))
 
 
 def test_log_softmax(rng):

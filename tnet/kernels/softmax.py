@@ -7,15 +7,16 @@ import triton
 import triton.language as tl
 
 from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
 # Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN; set in
 # fp32 after the load (as a load's `other` it would become -inf in an fp16 tensor's dtype).
 NEG = tl.constexpr(-3.0e38)
-# cross_entropy_kernel's program reads up to this many logits per step: a batch of 1024 x 10
-# is one step (23 us on the H200, against 30 in eight steps of 128 rows)
-CE_STEP = 16384
+# cross_entropy_kernel's rows per program hold up to this many logits: 128 of CIFAR-10's (one
+# program of all 1024 rows took 23-27 us on the H200, eight steps of 128 rows in it 30)
+CE_STEP = 2048
 
 
 @triton.jit
@@ -55,55 +56,50 @@ def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COL
 
 @triton.jit
 def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoothing, ignore_index,
-                         ROWS: tl.constexpr, COLS: tl.constexpr, REDUCTION: tl.constexpr):
+                         ROWS: tl.constexpr, COLS: tl.constexpr, REDUCTION: tl.constexpr,
+                         LABELS: tl.constexpr):
     """Per row of x [R, C], loss = logsumexp(x) - sum(target * x), target = (1 - smoothing) *
     onehot(label) + smoothing / C, and dx = softmax(x) - target; rows whose label is
-    ignore_index give 0 for both. REDUCTION 0 ("none"): loss [R] holds each row's; 1 ("sum")
-    and 2 ("mean"): loss[0] holds the sum, or the mean over the rows not ignored, and dx is
-    scaled to match. One program walks all rows, so the sum needs no second launch and is
-    deterministic. A label outside [0, C) sets bad [2] = (1, label) unless already set: the
-    flag stays on the device, so a captured CUDA graph needs no host read per step."""
-    n = 0
-    if REDUCTION == 2:  # the mean's divisor, before dx is written (labels only: cheap)
-        for start in range(0, R, ROWS):
-            rows = start + tl.arange(0, ROWS)
-            label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
-            n += tl.sum((label != ignore_index).to(tl.int32), axis=0)
+    ignore_index give 0 for both. A program takes ROWS rows. REDUCTION 0 ("none"): loss [R]
+    holds each row's; 1 ("sum") and 2 ("mean"): loss [programs] holds each program's sum (the
+    mean's share: each program counts the rows not ignored, LABELS labels a step), for a
+    fixed-order sum after, and dx is scaled to match. A label outside [0, C) sets bad [2] =
+    (1, label) unless already set: the flag stays on the device, so a captured CUDA graph needs
+    no host read per step (two programs may race to set it: either one's label is a bad one)."""
     scale = 1.0
     if REDUCTION == 2:
+        n = 0
+        for start in range(0, R, LABELS):
+            every = start + tl.arange(0, LABELS)
+            n += tl.sum((tl.load(label_ptr + every, mask=every < R, other=ignore_index) != ignore_index).to(tl.int32),
+                        axis=0)
         scale = 1.0 / tl.maximum(n, 1).to(tl.float32)
-    total = tl.zeros((ROWS,), dtype=tl.float32)
-    bad = tl.zeros((ROWS,), dtype=tl.int32) - 1
-    for start in range(0, R, ROWS):
-        rows = start + tl.arange(0, ROWS)
-        cols = tl.arange(0, COLS)
-        label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
-        row_ok = (rows < R) & (label != ignore_index)
-        out_of_range = row_ok & ((label < 0) | (label >= C))
-        bad = tl.where(out_of_range & (bad < 0), rows, bad)
-        mask = row_ok[:, None] & (cols < C)[None, :]
-        offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-        x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), NEG)
-        onehot = cols[None, :] == label[:, None]
-        m = tl.max(x, axis=1)
-        e = tl.exp(x - m[:, None])
-        s = tl.sum(e, axis=1)
-        target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
-        picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
-        row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
-        if REDUCTION == 0:
-            tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
-        total += row_loss
-        dx_mask = (rows < R)[:, None] & (cols < C)[None, :]
-        dx = tl.where(mask, (e / s[:, None] - target) * scale, 0.0)
-        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=dx_mask)
-    if REDUCTION != 0:
-        tl.store(loss_ptr, (tl.sum(total, axis=0) * scale).to(loss_ptr.dtype.element_ty))
-    first_bad = tl.min(tl.where(bad < 0, R, bad), axis=0)
-    flagged = tl.load(bad_ptr)
-    if (first_bad < R) & (flagged == 0):
-        tl.store(bad_ptr, flagged + 1)
-        tl.store(bad_ptr + 1, tl.load(label_ptr + first_bad))
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
+    row_ok = (rows < R) & (label != ignore_index)
+    out_of_range = row_ok & ((label < 0) | (label >= C))
+    mask = row_ok[:, None] & (cols < C)[None, :]
+    offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
+    x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), NEG)
+    onehot = cols[None, :] == label[:, None]
+    m = tl.max(x, axis=1)
+    e = tl.exp(x - m[:, None])
+    s = tl.sum(e, axis=1)
+    target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
+    picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
+    row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
+    if REDUCTION == 0:
+        tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
+    else:
+        tl.store(loss_ptr + tl.program_id(0), tl.sum(row_loss, axis=0) * scale)
+    dx = tl.where(mask, (e / s[:, None] - target) * scale, 0.0)
+    tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=(rows < R)[:, None] & (cols < C)[None, :])
+    first_bad = tl.min(tl.where(out_of_range, rows, R), axis=0)
+    if first_bad < R:
+        if tl.load(bad_ptr) == 0:
+            tl.store(bad_ptr, 1)
+            tl.store(bad_ptr + 1, tl.load(label_ptr + first_bad))
 
 
 @triton.jit
@@ -240,9 +236,13 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
-    cross_entropy_kernel[(1,)](x, labels, loss, dx, _label_flag(x.device), R, C, float(label_smoothing),
-                               int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
-                               num_warps=16 if rows * COLS >= 8192 else 4)
+    programs = cdiv(R, rows)
+    sums = loss if reduction == "none" else torch.empty(programs, device=x.device, dtype=torch.float32)
+    cross_entropy_kernel[(programs,)](x, labels, sums, dx, _label_flag(x.device), R, C, float(label_smoothing),
+                                      int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
+                                      LABELS=min(triton.next_power_of_2(R), 4096))
+    if reduction != "none":
+        sum_except(sums.view(programs, 1), 1, out=loss.view(1))
     if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         bad = take_label_error(x.device)
         check(bad is None, lambda: f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}))")
