@@ -405,10 +405,10 @@ def run(args):
             step = phase_steps[model.whiten.bias.requires_grad]
         steps = min(steps_per_epoch, skip + total - schedule.iteration)
         loader_state = train.state()  # replays this epoch's shuffle on resume
+        t0, first_step = time.perf_counter(), schedule.iteration  # the epoch's draws count as training
         loss_sum.zero_()
         batches = itertools.islice(train.batches(out=(step.x, step.y)), steps)
         bar = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{epochs}", leave=False, file=sys.stdout)
-        t0, first_step = time.perf_counter(), schedule.iteration
 
         def show(mean, done):
             if mean is None:
