@@ -68,16 +68,16 @@ def _config(bm, bn, bk, warps, stages):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, num_warps=warps, num_stages=stages)
 
 
-# From the tuning on the H200 (bench.py convs): small tiles for cifar10_quick's 32 to 64
-# channels, large ones for airbench's 256; BLOCK_K is the K step (channels of one tap).
+# From the tuning on the H200 (bench.py convs, and the autotuner's picks in airbench94's fp16
+# step on 2026-12-02: 256x128x64 for the 256-channel forwards and weight gradients, 64x128x64
+# for 24 -> 64's weight gradient); small tiles for cifar10_quick's 32 to 64 channels, large
+# ones for airbench's 256; BLOCK_K is the K step (channels of one tap).
 _CONV_CONFIGS = [_config(64, 32, 32, 4, 4), _config(128, 64, 32, 4, 4), _config(128, 128, 32, 8, 4),
                  _config(128, 128, 64, 8, 3), _config(128, 256, 64, 8, 3), _config(64, 64, 32, 4, 4),
-                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3), _config(256, 128, 64, 8, 3),
-                 _config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 3), _config(64, 128, 64, 4, 4)]
+                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3), _config(256, 128, 64, 8, 3)]
 _GRAD_CONFIGS = [_config(32, 32, 64, 4, 3), _config(64, 64, 64, 4, 3), _config(128, 128, 64, 8, 3),
                  _config(128, 64, 64, 4, 4), _config(128, 64, 32, 4, 4), _config(32, 64, 64, 4, 3),
-                 _config(128, 128, 32, 8, 4), _config(128, 128, 64, 8, 4), _config(64, 128, 64, 4, 4),
-                 _config(128, 256, 64, 8, 3), _config(256, 128, 64, 8, 3), _config(64, 128, 128, 4, 3)]
+                 _config(128, 128, 32, 8, 4), _config(64, 128, 64, 4, 4), _config(256, 128, 64, 8, 3)]
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
 PARTS_WAVES = 4  # conv2d_weight's parts aim at this many programs per SM
 
