@@ -102,12 +102,13 @@ def test_batch_norm_gelu_16_bit(rng, dtype, case):
 def test_gelu_of_batch_norm_is_erf_gelu_elementwise(rng):
     """The fused GELU and its gradient element by element, z from -12 to 12 (eval mode with mean
     0, variance 1, eps 0 and bias 0: z = x), against torch's erf GELU in float64: within
-    4e-7 (1 + |z|), about 3 fp32 ulps of 1 (kernels/norm.py: _gelu_cdf)."""
+    1.5e-6 (1 + |z|), about 12 fp32 ulps of 1 (kernels/norm.py: _gelu_cdf; 3e-7 here, up to
+    8e-7 with the GPU's approximate reciprocal and exp2)."""
     z = np.linspace(-12, 12, 2401).reshape(7, 7, 7, 7)
     x, rx = leaf(z)
     y = F.batch_norm(x, tnet.tensor(np.zeros(7)), tnet.tensor(np.ones(7)), eps=0.0, activation="gelu")
     ref = tF.gelu(rx)
-    bound = 4e-7 * (1 + rx.detach().abs())
+    bound = 1.5e-6 * (1 + rx.detach().abs())
     assert (torch.as_tensor(y.numpy()).double() - ref.detach()).abs().le(bound).all(), "GELU"
     y.backward(np.ones(z.shape))
     ref.backward(torch.ones_like(ref))
