@@ -153,6 +153,22 @@ def test_forward_and_gradients_match_pytorch(train, widths, ieee):
             assert_close(v, ref_state[k], NET_TOL, k)
 
 
+def test_conv_groups_fuse_gelu_into_batch_norm(monkeypatch):
+    """Each ConvGroup's BatchNorm -> GELU runs as one op (F.batch_norm's activation) with the
+    norm's own settings; F.gelu runs once, after the whitening conv."""
+    calls, gelu, batch_norm = [], tnet.functional.gelu, tnet.functional.batch_norm
+
+    def spy_batch_norm(*args, **kwargs):
+        calls.append(("batch_norm", kwargs.get("activation"), args[6:8]))
+        return batch_norm(*args, **kwargs)
+    monkeypatch.setattr(tnet.functional, "gelu", lambda *a, **k: calls.append(("gelu",)) or gelu(*a, **k))
+    monkeypatch.setattr(tnet.functional, "batch_norm", spy_batch_norm)
+    net = airbench94(widths=(16, 32, 32))
+    with tnet.no_grad():
+        net(tnet.tensor(np.random.default_rng(0).standard_normal((2, 3, 32, 32))))
+    assert calls == [("gelu",)] + [("batch_norm", "gelu", (0.4, 1e-12))] * 6, calls
+
+
 def torch_patches(x):
     """Every 2x2x3 patch of x [N, 3, H, W] as a row, (c, i, j) ordered, in float64."""
     p = torch.as_tensor(x, dtype=torch.float64).unfold(2, 2, 1).unfold(3, 2, 1)  # [N, 3, H-1, W-1, 2, 2]

@@ -94,7 +94,8 @@ def test_optimizers_use_torch_for_memory_only():
 
 def test_batch_norm_uses_torch_for_memory_only():
     """BatchNorm2d's training forward (running statistics and count updated on the device,
-    momentum and cumulative) and backward, on NCHW and channels-last input, then eval mode."""
+    momentum and cumulative) and backward, on NCHW and channels-last input, then eval mode;
+    each also with GELU fused."""
     import torch
     from tnet import nn
     rng = np.random.default_rng(0)
@@ -105,8 +106,10 @@ def test_batch_norm_uses_torch_for_memory_only():
     with Recorder() as rec:
         for bn, x in zip(layers, xs):
             bn(x).backward(g)
+            bn(x, activation=nn.GELU()).backward(g)  # GELU fused
             bn.eval()
             bn(x).backward(g)
+            bn(x, activation=nn.GELU()).backward(g)
             with tnet.no_grad():
                 bn(x)
 def test_pointwise_ops_and_reductions_use_torch_for_memory_only():

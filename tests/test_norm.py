@@ -13,7 +13,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import norm
 from tnet.kernels.conv import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, tol_for
+from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 # (shape, channels-last, weight, bias)
 CASES = [((5, 3, 5, 3), False, True, True), ((5, 7, 5, 3), True, True, True), ((5, 7, 1, 1), False, False, False),
@@ -41,22 +41,23 @@ def check_backward(out, ref, pairs, rng, what, tol=TOL["ieee"]):
 
 
 @pytest.mark.parametrize("shape,channels_last,affine_w,affine_b", CASES)
-def test_batch_norm(rng, shape, channels_last, affine_w, affine_b, dtype=torch.float32):
+def test_batch_norm(rng, shape, channels_last, affine_w, affine_b, dtype=torch.float32, activation=None):
     """Three training steps that update the running statistics (the last one backward too),
     then eval mode, forward and backward. A 16-bit x keeps fp32 parameters and statistics, as
     under tnet.autocast: the statistics match torch's at fp32's tolerance, y and the gradients
-    at the 16-bit one."""
+    at the 16-bit one. activation='gelu': against F.gelu of torch's batch norm."""
     C = shape[1]
     tol = tol_for(dtype)
+    act = tF.gelu if activation == "gelu" else lambda t: t
     w, rw = leaf(rng.standard_normal(C)) if affine_w else (None, None)
     b, rb = leaf(rng.standard_normal(C)) if affine_b else (None, None)
     rm, rv = tnet.tensor(np.zeros(C)), tnet.tensor(np.ones(C))
     trm, trv = torch.zeros(C, dtype=torch.float64), torch.ones(C, dtype=torch.float64)
-    what = f"{shape} {'channels-last' if channels_last else 'contiguous'}"
+    what = f"{shape} {'channels-last' if channels_last else 'contiguous'} {dtype} {activation or ''}"
     for step in range(3):
         x, rx = leaf(rng.standard_normal(shape) * 2 + 3, channels_last, dtype=dtype)
-        y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1)
-        ref = tF.batch_norm(rx, trm, trv, rw, rb, training=True, momentum=0.1)
+        y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, activation=activation)
+        ref = act(tF.batch_norm(rx, trm, trv, rw, rb, training=True, momentum=0.1))
         assert_close(y, ref, tol, f"{what}: step {step}")
         assert_close(rm, trm, TOL["ieee"], f"{what}: running_mean {step}")
         assert_close(rv, trv, TOL["ieee"], f"{what}: running_var {step}")
@@ -65,8 +66,8 @@ def test_batch_norm(rng, shape, channels_last, affine_w, affine_b, dtype=torch.f
     for t in (x, w, b):
         if t is not None:
             t.grad = None
-    y = F.batch_norm(x, rm, rv, w, b)
-    ref = tF.batch_norm(rx, trm, trv, rw, rb)
+    y = F.batch_norm(x, rm, rv, w, b, activation=activation)
+    ref = act(tF.batch_norm(rx, trm, trv, rw, rb))
     assert_close(y, ref, tol, f"{what}: eval")
     for t in (rx, rw, rb):
         if t is not None:
@@ -80,28 +81,67 @@ def test_batch_norm_16_bit(rng, dtype, case):
     test_batch_norm(rng, *case, dtype)
 
 
+# Wider than one block of channels (16 under the interpreter, 8 in the finalize kernel)
+WIDE = ((3, 37, 3, 5), True, True, True)
+GELU_CASES = [CASES[0], CASES[1], CASES[3], CASES[4], WIDE]
+
+
+@pytest.mark.parametrize("shape,channels_last,affine_w,affine_b", GELU_CASES,
+                         ids=["nchw", "channels-last", "2-d", "3-d-no-bias", "wide"])
+def test_batch_norm_gelu(rng, shape, channels_last, affine_w, affine_b):
+    """activation='gelu': F.gelu(F.batch_norm(...)) in one op; the running statistics as without."""
+    test_batch_norm(rng, shape, channels_last, affine_w, affine_b, activation="gelu")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("case", [CASES[0], WIDE], ids=["nchw", "channels-last"])
+def test_batch_norm_gelu_16_bit(rng, dtype, case):
+    test_batch_norm(rng, *case, dtype, activation="gelu")
+
+
+def test_gelu_of_batch_norm_is_erf_gelu_elementwise(rng):
+    """The fused GELU and its gradient element by element, z from -12 to 12 (eval mode with mean
+    0, variance 1, eps 0 and bias 0: z = x), against torch's erf GELU in float64: within
+    1.5e-6 (1 + |z|), about 12 fp32 ulps of 1 (kernels/norm.py: _gelu_cdf; 3e-7 here, up to
+    8e-7 with the GPU's approximate reciprocal and exp2)."""
+    z = np.linspace(-12, 12, 2401).reshape(7, 7, 7, 7)
+    x, rx = leaf(z)
+    y = F.batch_norm(x, tnet.tensor(np.zeros(7)), tnet.tensor(np.ones(7)), eps=0.0, activation="gelu")
+    ref = tF.gelu(rx)
+    bound = 1.5e-6 * (1 + rx.detach().abs())
+    assert (torch.as_tensor(y.numpy()).double() - ref.detach()).abs().le(bound).all(), "GELU"
+    y.backward(np.ones(z.shape))
+    ref.backward(torch.ones_like(ref))
+    assert (torch.as_tensor(x.grad.numpy()).double() - rx.grad).abs().le(bound).all(), "GELU'"
+
+
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last):
-    """Rows in parts as at GPU sizes (75 rows: parts of 32, 32 and 11, combined after), with
-    |mean| = 1000 std: a sum of squares would lose the variance in fp32, Welford's does not."""
-    monkeypatch.setattr(norm, "ROWS_MIN", 16)
+@pytest.mark.parametrize("activation", [None, "gelu"])
+def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last, activation):
+    """Rows in parts as at GPU sizes (315 rows: parts of 128, 128 and 59, combined after; several
+    tiles of rows per part with the tile configs of the every-config test), with |mean| =
+    1000 std: a plain sum of squares would lose the variance in fp32, the sums shifted by
+    a sample do not."""
+    monkeypatch.setattr(norm, "ROWS_MIN", 64)
     monkeypatch.setattr(norm, "MAX_PARTS", 4)
-    assert norm._parts(75) == (32, 3)
-    a = rng.standard_normal((5, 3, 5, 3)) + 1000 * np.array([1, -1, 2])[:, None, None]
+    assert norm._parts(315) == (128, 3)
+    a = rng.standard_normal((7, 3, 9, 5)) + 1000 * np.array([1, -1, 2])[:, None, None]
     x, rx = leaf(a, channels_last)
     rm, rv = torch.zeros(3, device=tnet.DEVICE), torch.ones(3, device=tnet.DEVICE)
-    y, mean, invstd = norm.batch_norm_train(x.data, None, None, 1e-5, rm, rv, 0.5)
+    act = tF.gelu if activation == "gelu" else lambda t: t
+    y, mean, invstd = norm.batch_norm_train(x.data, None, None, 1e-5, rm, rv, 0.5, activation=activation)
     ref_var = rx.detach().var((0, 2, 3), unbiased=False)
     assert_close(mean, rx.detach().mean((0, 2, 3)), TOL["ieee"], "mean")
     assert_close(1 / invstd.double() ** 2 - 1e-5, ref_var, TOL["ieee"], "biased variance")
     assert_close(rv, 0.5 + 0.5 * rx.detach().var((0, 2, 3)).to(rv.device), TOL["ieee"], "running_var")
     # the inputs' fp32 rounding (1000 * 6e-8 against std 1) bounds y's accuracy: 1e-4
-    assert_close(y, tF.batch_norm(rx, None, None, training=True), 1e-4, "y")
-    x, rx = leaf(rng.standard_normal((5, 3, 5, 3)), channels_last)
+    assert_close(y, act(tF.batch_norm(rx, None, None, training=True)), 1e-4, "y")
+    x, rx = leaf(rng.standard_normal((7, 3, 9, 5)), channels_last)
     w, rw = leaf(rng.standard_normal(3))
-    y = F.batch_norm(x, None, None, w, None, training=True)
-    ref = tF.batch_norm(rx, None, None, rw, None, training=True)
-    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw)}, rng, "parts")
+    b, rb = leaf(rng.standard_normal(3))
+    y = F.batch_norm(x, None, None, w, b, training=True, activation=activation)
+    ref = act(tF.batch_norm(rx, None, None, rw, rb, training=True))
+    check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, "parts")
 
 
 def test_batch_norm_cumulative_average_counts_on_the_device(rng):
@@ -156,6 +196,32 @@ def test_batch_norm_modules(rng, kwargs):
                      0, "eval counts no batch")
 
 
+def test_batch_norm_module_fuses_gelu(rng):
+    """bn(x, activation=nn.GELU()) is nn.GELU()(bn(x)): two training steps and eval mode against
+    torch's module and GELU, gradients and running statistics included; only the exact GELU fuses."""
+    bn = nn.BatchNorm2d(7, eps=1e-12, momentum=0.4)
+    for p in bn.parameters():
+        p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
+    ref = torch_bn(torch.nn.BatchNorm2d, bn, eps=1e-12, momentum=0.4)
+    for step in range(2):
+        x, rx = leaf(rng.standard_normal((5, 7, 5, 3)) + 2, channels_last=True)
+        y, r = bn(x, activation=nn.GELU()), tF.gelu(ref(rx))
+        assert_close(y, r, TOL["ieee"], f"step {step}")
+        check_backward(y, r, {"x": (x, rx), "weight": (bn.weight, ref.weight), "bias": (bn.bias, ref.bias)}, rng,
+                       f"step {step}")
+        for p, q in zip(bn.parameters(), ref.parameters()):
+            p.grad, q.grad = None, None
+    for k, v in ref.state_dict().items():
+        assert_close(bn.state_dict()[k], v, TOL["ieee"], k)
+    bn.eval(), ref.eval()
+    assert_close(bn(x, activation=nn.GELU()), tF.gelu(ref(rx)), TOL["ieee"], "eval")
+    for act in (nn.GELU("tanh"), nn.ReLU(), "gelu"):
+        with pytest.raises(ValueError, match=r"activation must be None or nn.GELU\(\) to fuse"):
+            bn(x, activation=act)
+    with pytest.raises(ValueError, match="activation must be None or 'gelu', got 'relu'"):
+        F.batch_norm(x, bn.running_mean, bn.running_var, activation="relu")
+
+
 def test_batch_norm_bad_input(rng):
     x = tnet.tensor(rng.standard_normal((5, 3, 4, 4)))
     rm, rv = tnet.tensor(np.zeros(3)), tnet.tensor(np.ones(3))
@@ -187,19 +253,22 @@ def test_batch_norm_bad_input(rng):
 
 NORM_KERNELS = ["batch_norm_stats_kernel", "batch_norm_apply_kernel", "batch_norm_backward_reduce_kernel",
                 "batch_norm_backward_kernel"]
+PART_KERNELS = ["batch_norm_stats_kernel", "batch_norm_backward_reduce_kernel"]
 
 
-@pytest.mark.parametrize("i", range(len(norm._CONFIGS)))
+@pytest.mark.parametrize("i", range(max(len(norm._PART_CONFIGS), len(norm._TILE_CONFIGS))))
 def test_norm_kernels_every_config(i, monkeypatch, rng):
-    """test_batch_norm and the split into parts with the i-th tile config of every kernel: on
-    the GPU the other tests run only the first (TNET_AUTOTUNE=0)."""
+    """test_batch_norm, with and without GELU, and the split into parts with the i-th tile
+    config of every kernel: on the GPU the other tests run only the first (TNET_AUTOTUNE=0)."""
     for name in NORM_KERNELS:
-        monkeypatch.setattr(getattr(norm, name), "configs", [norm._CONFIGS[i]])
-        monkeypatch.setattr(getattr(norm, name), "chosen", {})  # else a shape seen before keeps its config
+        configs = norm._PART_CONFIGS if name in PART_KERNELS else norm._TILE_CONFIGS
+        only_config(monkeypatch, getattr(norm, name), configs[i % len(configs)])
     for dtype in CONFIG_DTYPES:
         test_batch_norm(rng, *CASES[1], dtype)
         test_batch_norm(rng, *CASES[0], dtype)
-    test_batch_norm_split_into_parts(monkeypatch, rng, True)
+        test_batch_norm(rng, *WIDE, dtype, activation="gelu")
+    test_batch_norm_split_into_parts(monkeypatch, rng, True, "gelu")
+    test_batch_norm_split_into_parts(monkeypatch, rng, False, None)
 
 
 # nn.Module: a user's network, and the same network in torch

@@ -80,8 +80,9 @@ class ConvGroup(nn.Module):
         self.activ = nn.GELU()
 
     def forward(self, x):
-        x = self.activ(self.norm1(self.pool(self.conv1(x))))
-        return self.activ(self.norm2(self.conv2(x)))
+        # self.activ(self.norm1(x)), with the GELU fused into the norm's passes (nn.BatchNorm2d's activation)
+        x = self.norm1(self.pool(self.conv1(x)), activation=self.activ)
+        return self.norm2(self.conv2(x), activation=self.activ)
 
 
 class Airbench94(nn.Module):

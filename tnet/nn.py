@@ -307,15 +307,20 @@ class _BatchNorm(Module):
         self.register_buffer("running_var", tensor(np.ones(num_features, np.float32)) if track else None)
         self.register_buffer("num_batches_tracked", tensor(np.array(0, np.int64)) if track else None)
 
-    def forward(self, x):
+    def forward(self, x, activation=None):
+        """activation, tnet's addition: an nn.GELU() (approximate='none'), fused after the
+        normalisation: the same as activation(self(x)), in one op (F.batch_norm's activation)."""
         self._check_input_dim(x)
+        check(activation is None or (isinstance(activation, GELU) and activation.approximate == "none"),
+              lambda: f"{type(self).__name__}: activation must be None or nn.GELU() to fuse, got {activation!r}")
         # torch's rules: the running statistics are updated in training mode if tracked, and
         # used in eval mode if they exist
         track = self.training and self.track_running_stats
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(x, self.running_mean if use_stats else None, self.running_var if use_stats else None,
                             self.weight, self.bias, self.training or self.running_mean is None, self.momentum,
-                            self.eps, num_batches_tracked=self.num_batches_tracked if track else None)
+                            self.eps, num_batches_tracked=self.num_batches_tracked if track else None,
+                            activation=None if activation is None else "gelu")
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
