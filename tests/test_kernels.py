@@ -197,7 +197,9 @@ def test_pool_16_bit(dtype, mode):
 def test_max_pool_ties_take_first_in_row_major_order():
     x = torch.zeros(1, 1, 4, 4, device=DEV)  # all ties
     y, arg = pool.pool2d(x, (3, 3), (2, 2), (0, 0), True, "max")
-    assert arg.cpu().flatten().tolist() == [0, 2, 8, 10]
+    assert arg.dtype == torch.int8 and arg.cpu().flatten().tolist() == [0, 0, 0, 0]  # each window's first tap
+    dx = pool.pool2d_backward(torch.ones_like(y), arg, x.shape, (3, 3), (2, 2), (0, 0), "max")
+    assert torch.nonzero(dx.cpu().flatten()).flatten().tolist() == [0, 2, 8, 10]  # rows 0 and 2, columns 0 and 2
 
 
 def test_relu(dtype=torch.float32):

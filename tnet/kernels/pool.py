@@ -2,7 +2,12 @@
 Caffe's rules: max pooling skips the padding and keeps the first maximum in row-major order;
 average pooling divides by the window clipped to the padded image (count_include_pad). The
 geometry is constexpr: index divisions become multiplies. Tensors are float32,
-float16 or bfloat16: sums and comparisons in fp32, y in x's dtype, dx in dy's."""
+float16 or bfloat16: sums and comparisons in fp32, y in x's dtype, dx in dy's.
+
+Each program takes a tile of pixels x channels. In channels-last memory a tile row is a run of
+contiguous channels addressed through the constexpr sizes, so loads and stores move 16-byte
+vectors (see conv._x_offset). Max pooling keeps, per output, the index i*KW + j of its maximum
+inside the window: int8 (a quarter of an int32 plane index's traffic) where KH*KW <= 127."""
 import torch
 import triton
 import triton.language as tl
@@ -10,8 +15,51 @@ import triton.language as tl
 from ._autotune import autotune, cdiv, check, check_float
 from .conv import is_channels_last, memory_format, out_size
 
-_CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
-            triton.Config({"BLOCK": 256}, num_warps=2)]
+# BLOCK: elements (pixels x channels) per program. 8 per thread: 16-byte vectors of 16-bit values
+# and 8-byte ones of int8 arg in the same layout (16 per thread took an 8 KB shared-memory
+# conversion between them in the PTX of triton 3.9 for sm_90).
+_CONFIGS = [triton.Config({"BLOCK": 2048}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
+            triton.Config({"BLOCK": 4096}, num_warps=16)]
+
+
+def arg_dtype(kernel):
+    """The dtype of max pooling's argmax for a (KH, KW) window: int8 indices while they fit."""
+    return torch.int8 if kernel[0] * kernel[1] <= 127 else torch.int32
+
+
+def _tiling(N, C, x_cl, y_cl):
+    """(images, channels, channels per tile row) as the kernels see the tensors. Channels-last on
+    either side: a tile row is a run of channels that divides C where C is a multiple of 8
+    (unmasked 16-byte vectors of 16-bit values), up to 64. NCHW on both sides: N*C one-channel
+    images, the same memory, so that tile rows run along the planes' contiguous pixels."""
+    if not (x_cl or y_cl):
+        return N * C, 1, 1
+    return N, C, min(C & -C, 64) if C % 8 == 0 else min(triton.next_power_of_2(C), 64)
+
+
+@triton.jit
+def _tile(NPIX, C: tl.constexpr, BLOCK: tl.constexpr, BLOCK_C: tl.constexpr):
+    """This program's pixel rows p [BLOCK // BLOCK_C, 1] (of NPIX) and channel columns c
+    [1, BLOCK_C], and the mask of the tile's valid elements; channel blocks vary fastest
+    across programs."""
+    BLOCKS_C: tl.constexpr = (C + BLOCK_C - 1) // BLOCK_C
+    BLOCK_P: tl.constexpr = BLOCK // BLOCK_C
+    pid = tl.program_id(0)
+    p = ((pid // BLOCKS_C) * BLOCK_P + tl.arange(0, BLOCK_P))[:, None]
+    c = ((pid % BLOCKS_C) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
+    ok = p < NPIX
+    if C % BLOCK_C != 0:
+        ok = ok & (c < C)
+    return p, c, ok
+
+
+@triton.jit
+def _at(n, c, h, w, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
+    """Flat offset of element [n, c, h, w] of an [N, C, H, W] tensor, NCHW or, with CL,
+    channels-last (int32: see _check_image)."""
+    if CL:
+        return ((n * H + h) * W + w) * C + c
+    return ((n * C + c) * H + h) * W + w
 
 
 @triton.jit
@@ -23,103 +71,120 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
     return h0, w0, size
 
 
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "CL_X",
+                         "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def _split(offs, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
-    """(plane n*C + c, row, column) of flat offsets into an [N, C, H, W] tensor, NCHW or, with
-    CL, channels-last (NHWC memory)."""
-    if CL:
-        pixel = offs // C
-        return (pixel // (H * W)) * C + offs % C, (pixel // W) % H, pixel % W
-    else:
-        return offs // (H * W), (offs // W) % H, offs % W
-
-
-@triton.jit
-def _origin(plane, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
-    """Flat offset of (plane, 0, 0); pixel (h, w) of the plane is (h*W + w) * (C if CL else 1) further."""
-    if CL:
-        return (plane // C) * (H * W * C) + plane % C
-    else:
-        return plane * (H * W)
-
-
-@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "CL_X", "CL_Y"],
-          interpret={"BLOCK": 1 << 16})
-@triton.jit
-def pool_kernel(x_ptr, y_ptr, arg_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                 OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
                 PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL_X: tl.constexpr,
-                CL_Y: tl.constexpr, BLOCK: tl.constexpr):
-    """x [N, C, H, W] -> y [N, C, OH, OW], each NCHW or channels-last (CL_X, CL_Y: pooling is
-    where an NCHW activation turns channels-last); max pooling also writes arg (laid out as
-    y), the row-major index h*W+w of each maximum in its plane."""
-    PIX: tl.constexpr = 1 + (C - 1) * CL_X  # distance between neighbouring pixels of a plane of x
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
-    mask = offs < total
-    plane, oh, ow = _split(offs, C, OH, OW, CL_Y)
+                CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+    """x [N, C, H, W] -> y [N, C, OH, OW] (NPIX = N*OH*OW pixels), each NCHW or channels-last
+    (CL_X, CL_Y: pooling is where an NCHW activation turns channels-last); max pooling also
+    writes arg (laid out as y), the index i*KW + j of each maximum inside its window."""
+    p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
+    n, oh, ow = p // (OH * OW), (p // OW) % OH, p % OW
     h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
-    src = x_ptr + _origin(plane, C, H, W, CL_X)
     if MAX:
-        best = tl.full((BLOCK,), float("-inf"), tl.float32)
-        arg = tl.zeros((BLOCK,), dtype=tl.int32)
+        best = tl.full((BLOCK // BLOCK_C, BLOCK_C), float("-inf"), tl.float32)
+        # A window of -inf only: its first tap inside the image, as PyTorch takes.
+        arg = tl.zeros((BLOCK // BLOCK_C, BLOCK_C), tl.int32) + \
+            (tl.maximum(h0, 0) - h0) * KW + tl.maximum(w0, 0) - w0
     else:
-        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        acc = tl.zeros((BLOCK // BLOCK_C, BLOCK_C), tl.float32)
     for i in tl.static_range(KH):
         h = h0 + i
         for j in tl.static_range(KW):
             w = w0 + j
-            inside = mask & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            inside = ok & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            src = x_ptr + _at(n, c, h, w, C, H, W, CL_X)
             if MAX:
-                v = tl.load(src + (h * W + w) * PIX, mask=inside, other=float("-inf")).to(tl.float32)
+                v = tl.load(src, mask=inside, other=float("-inf")).to(tl.float32)
                 better = v > best  # strict: the first maximum wins ties
                 best = tl.where(better, v, best)
-                arg = tl.where(better, (h * W + w).to(tl.int32), arg)
+                arg = tl.where(better, i * KW + j, arg)
             else:
-                acc += tl.load(src + (h * W + w) * PIX, mask=inside, other=0.0).to(tl.float32)
+                acc += tl.load(src, mask=inside, other=0.0).to(tl.float32)
+    out = _at(n, c, oh, ow, C, OH, OW, CL_Y)
     if MAX:
-        tl.store(y_ptr + offs, best.to(y_ptr.dtype.element_ty), mask=mask)
-        tl.store(arg_ptr + offs, arg, mask=mask)
+        tl.store(y_ptr + out, best.to(y_ptr.dtype.element_ty), mask=ok)
+        tl.store(arg_ptr + out, arg.to(arg_ptr.dtype.element_ty), mask=ok)
     else:
-        tl.store(y_ptr + offs, (acc / size.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_ptr + out, (acc / size.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=ok)
 
 
-@autotune(_CONFIGS, key=["total", "C", "H", "W", "OH", "OW", "KH", "KW", "MAX", "RELU", "CL_X", "CL_Y"],
-          interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "RELU",
+                         "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
 @triton.jit
-def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, total, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                          OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
                          PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
-                         CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK: tl.constexpr):
-    """dx [N, C, H, W] (laid out as the pooled x: CL_X) from dy [N, C, OH, OW] and arg (laid
-    out as y: CL_Y): each pixel gathers from the windows that read it (no atomics,
-    deterministic); max pooling only from windows whose maximum it was. RELU: the pooled x
-    was a ReLU's output, whose gradient mask (x > 0) is applied here too."""
-    PIX: tl.constexpr = 1 + (C - 1) * CL_Y  # distance between neighbouring pixels of a plane of dy
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: see _check_image
-    mask = offs < total
-    plane, h, w = _split(offs, C, H, W, CL_X)
-    origin = _origin(plane, C, OH, OW, CL_Y)
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+                         CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] (NPIX = N*H*W pixels, laid out as the pooled x: CL_X) from dy
+    [N, C, OH, OW] and arg (laid out as y: CL_Y): each pixel gathers from the windows that read
+    it (no atomics, deterministic); max pooling only from windows whose maximum it was. RELU:
+    the pooled x was a ReLU's output, whose gradient mask (x > 0) is applied here too."""
+    p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
+    n, h, w = p // (H * W), (p // W) % H, p % W
+    acc = tl.zeros((BLOCK // BLOCK_C, BLOCK_C), tl.float32)
     # The windows that read row h are oh = (h + PH) // SH - t for t < ceil(KH / SH), those that
     # exist: 2 per axis for a 3x3 window at stride 2, so 4 loads where trying every tap takes 9.
     for t in tl.static_range((KH + SH - 1) // SH):
         oh = (h + PH) // SH - t
-        ok_h = (oh >= 0) & (oh < OH) & (h + PH - oh * SH < KH)
+        i = h + PH - oh * SH  # the row inside window oh
+        ok_h = (oh >= 0) & (oh < OH) & (i < KH)
         for u in tl.static_range((KW + SW - 1) // SW):
             ow = (w + PW) // SW - u
-            ok_w = (ow >= 0) & (ow < OW) & (w + PW - ow * SW < KW)
-            ok = mask & ok_h & ok_w
-            at = origin + (oh * OW + ow) * PIX
-            g = tl.load(dy_ptr + at, mask=ok, other=0.0).to(tl.float32)
+            j = w + PW - ow * SW
+            hit = ok & ok_h & (ow >= 0) & (ow < OW) & (j < KW)
+            at = _at(n, c, oh, ow, C, OH, OW, CL_Y)
+            g = tl.load(dy_ptr + at, mask=hit, other=0.0).to(tl.float32)
             if MAX:
-                hit = tl.load(arg_ptr + at, mask=ok, other=-1) == (h * W + w).to(tl.int32)
-                acc += tl.where(hit, g, 0.0)
+                acc += tl.where(tl.load(arg_ptr + at, mask=hit, other=-1).to(tl.int32) == i * KW + j, g, 0.0)
             else:
                 _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
                 acc += g / size.to(tl.float32)
+    at = _at(n, c, h, w, C, H, W, CL_X)
     if RELU:
-        acc = tl.where(tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) > 0, acc, 0.0)
-    tl.store(dx_ptr + offs, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+        acc = tl.where(tl.load(x_ptr + at, mask=ok, other=0.0).to(tl.float32) > 0, acc, 0.0)
+    tl.store(dx_ptr + at, acc.to(dx_ptr.dtype.element_ty), mask=ok)
+
+
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "OHX", "OWX", "PH", "PW", "KH", "KW", "MAX", "RELU",
+                         "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+@triton.jit
+def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr,
+                                  W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, OHX: tl.constexpr,
+                                  OWX: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, KH: tl.constexpr,
+                                  KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr, CL_X: tl.constexpr,
+                                  CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+    """pool_backward_kernel's dx where the windows tile the image (stride == kernel): each
+    window of the [N, OHX, OWX] grid that covers the padded image (NPIX = N*OHX*OWX) reads its
+    dy and arg once and writes each of its pixels' dx once. Windows past the output (the last
+    rows and columns a floor-mode pooling leaves out) write zeros. airbench's 31 -> 15 at b1024
+    in fp16: 44 MB read (dy, int8 arg), 126 MB written, all in 16-byte vectors."""
+    p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
+    n, oh, ow = p // (OHX * OWX), (p // OWX) % OHX, p % OWX
+    at = _at(n, c, oh, ow, C, OH, OW, CL_Y)
+    real = ok & (oh < OH) & (ow < OW)
+    h0, w0, size = _window(oh, ow, H, W, KH, KW, PH, PW, KH, KW)
+    g = tl.load(dy_ptr + at, mask=real, other=0.0).to(tl.float32)
+    if MAX:
+        arg = tl.load(arg_ptr + at, mask=real, other=-1).to(tl.int32)
+    else:
+        g = g / size.to(tl.float32)
+    for i in tl.static_range(KH):
+        h = h0 + i
+        for j in tl.static_range(KW):
+            w = w0 + j
+            inside = ok & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            if MAX:
+                d = tl.where(arg == i * KW + j, g, 0.0)
+            else:
+                d = g
+            dst = _at(n, c, h, w, C, H, W, CL_X)
+            if RELU:
+                d = tl.where(tl.load(x_ptr + dst, mask=inside, other=0.0).to(tl.float32) > 0, d, 0.0)
+            tl.store(dx_ptr + dst, d.to(dx_ptr.dtype.element_ty), mask=inside)
 
 
 def _check_image(name, x):
@@ -133,8 +198,8 @@ def _check_image(name, x):
 
 def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
-    arg is the int32 argmax for max pooling and None for average pooling; both channels-last
-    if channels_last (None: as x is)."""
+    arg is max pooling's argmax (the index i*KW + j inside each window, arg_dtype(kernel)) and
+    None for average pooling; both channels-last if channels_last (None: as x is)."""
     _check_image(f"{mode}_pool2d", x)
     check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
@@ -144,12 +209,13 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     x_cl = is_channels_last(x)
     y_cl = x_cl if channels_last is None else channels_last
     y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=memory_format(y_cl))
-    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=torch.int32, memory_format=memory_format(y_cl)) \
+    arg = torch.empty((N, C, OH, OW), device=x.device, dtype=arg_dtype(kernel), memory_format=memory_format(y_cl)) \
         if mode == "max" else None
-    total = y.numel()
-    grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
-    pool_kernel[grid](x, y, arg if arg is not None else y, total, C, H, W, OH, OW, SH, SW, PH, PW,
-                      KH=KH, KW=KW, MAX=mode == "max", CL_X=x_cl, CL_Y=y_cl)
+    n, c, block_c = _tiling(N, C, x_cl, y_cl)
+    npix = n * OH * OW
+    grid = lambda meta: (cdiv(npix, meta["BLOCK"] // block_c) * cdiv(c, block_c),)
+    pool_kernel[grid](x, y, arg if arg is not None else y, npix, c, H, W, OH, OW, SH, SW, PH, PW,
+                      KH=KH, KW=KW, MAX=mode == "max", CL_X=x_cl, CL_Y=y_cl, BLOCK_C=block_c)
     return y, arg
 
 
@@ -159,12 +225,16 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
     also masked where relu_input <= 0: the ReLU's backward in the same pass.
     x_channels_last: the pooled tensor's layout (is_channels_last), which dx gets and
     relu_input must have; y_channels_last (None: the same): the pooling output's, which dy
-    and arg must have."""
+    and arg must have. Windows that tile the image (stride == kernel) write dx window by
+    window; overlapping or spaced ones gather it pixel by pixel."""
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
     y_channels_last = x_channels_last if y_channels_last is None else y_channels_last
     _check_image(f"{mode}_pool2d backward", dy)
+    check(mode != "max" or (arg is not None and arg.dtype == arg_dtype(kernel) and arg.shape == dy.shape),
+          lambda: f"max_pool2d backward: arg must be pool2d's {arg_dtype(kernel)} argmax of dy's shape "
+                  f"{tuple(dy.shape)}, got {None if arg is None else (arg.dtype, tuple(arg.shape))}")
     for name, t, cl in (("dy", dy, y_channels_last), ("arg", arg, y_channels_last),
                         ("relu_input", relu_input, x_channels_last)):
         check(t is None or t.is_contiguous(memory_format=memory_format(cl)),
@@ -173,9 +243,17 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
     check(relu_input is None or tuple(relu_input.shape) == tuple(image_shape),
           lambda: f"{mode}_pool2d backward: relu_input is {tuple(relu_input.shape)}, expected {tuple(image_shape)}")
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(x_channels_last))
-    total = dx.numel()
-    grid = lambda meta: (cdiv(total, meta["BLOCK"]),)
-    pool_backward_kernel[grid](dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx,
-                               total, C, H, W, OH, OW, SH, SW, PH, PW, KH=KH, KW=KW, MAX=mode == "max",
-                               RELU=relu_input is not None, CL_X=x_channels_last, CL_Y=y_channels_last)
+    n, c, block_c = _tiling(N, C, x_channels_last, y_channels_last)
+    args = (dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx)
+    flags = dict(KH=KH, KW=KW, MAX=mode == "max", RELU=relu_input is not None, CL_X=x_channels_last,
+                 CL_Y=y_channels_last, BLOCK_C=block_c)
+    if (SH, SW) == (KH, KW):
+        OHX, OWX = max(OH, cdiv(H + PH, KH)), max(OW, cdiv(W + PW, KW))  # windows that cover the image
+        npix = n * OHX * OWX
+        grid = lambda meta: (cdiv(npix, meta["BLOCK"] // block_c) * cdiv(c, block_c),)
+        pool_backward_disjoint_kernel[grid](*args, npix, c, H, W, OH, OW, OHX, OWX, PH, PW, **flags)
+    else:
+        npix = n * H * W
+        grid = lambda meta: (cdiv(npix, meta["BLOCK"] // block_c) * cdiv(c, block_c),)
+        pool_backward_kernel[grid](*args, npix, c, H, W, OH, OW, SH, SW, PH, PW, **flags)
     return dx
