@@ -3,9 +3,9 @@ import os
 
 import torch
 
-from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
-from .steps import (CHECK_STEPS, CHECK_TOL, CHECK_TOL_BF16, N_BATCHES, SOLVER, check_record, random_batches,
-                    record, reference_record, tnet_variant, torch_variant)
+from .common import bars, environment, fmt, print_header, print_row, ratio, write_json
+from .steps import (CHECK_STEPS, CHECK_TOL, CHECK_TOL_BF16, N_BATCHES, SOLVER, check_then_time_steps,
+                    random_batches, reference_record, tnet_variant, torch_variant)
 
 NETS = [  # (label, width, batch): width 2 doubles every channel count
     ("quick b100", 1, 100),
@@ -38,19 +38,6 @@ TRAIN_COLUMNS = [
     ("/torch graphed", ">14", lambda r: fmt(r["vs_torch_graphed"], ".2f")),
     ("/torch same prec.", ">17", lambda r: fmt(r["vs_torch_same"], ".2f")),
 ]
-
-
-def check_then_time_steps(make, batches, ref, device, timing, tol=CHECK_TOL):
-    """make() -> (step, parameters) from the initial weights; its first CHECK_STEPS steps are
-    compared with ref (within tol), and only if they agree is it timed (carrying on from there)."""
-    built = {}
-
-    def check():
-        built["step"], params = make()
-        err, bound, built["worst"] = check_record(record(built["step"], params, batches), ref, tol)
-        return err, bound
-    row = check_then_time(check, lambda: block_time(built["step"], batches, device, **timing))
-    return {**row, "worst": built.get("worst")}
 
 
 def run(args):

@@ -256,9 +256,9 @@ def test_check_passes_pytorch_in_fp32(cpu_batches):
 
 def test_a_wrong_step_is_reported_not_timed(cpu_batches, monkeypatch):
     ref = steps.reference_record(1, cpu_batches)
-    monkeypatch.setattr(train, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
+    monkeypatch.setattr(steps, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
     monkeypatch.setattr(steps, "torch_sgd", lambda net: torch.optim.SGD(net.parameters(), **steps.SOLVER))  # no lr_mult 2
-    row = train.check_then_time_steps(lambda: steps.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
+    row = steps.check_then_time_steps(lambda: steps.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
                                       train.CPU_TIMING)
     assert row["status"] == "WRONG" and row["worst"].endswith(".bias") and row["err"] == pytest.approx(0.5, rel=0.02)
 
