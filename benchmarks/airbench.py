@@ -160,8 +160,9 @@ def torch_step(state, widths, batches, groups, args, dtype=torch.float16, graphe
     x0, y0 = batches[0]
     net = torch_airbench94(widths)
     net.load_state_dict({name: torch.from_numpy(np.asarray(value)) for name, value in state.items()})
-    net = net.to(x0.device, dtype, memory_format=torch.channels_last)
+    net = net.to(x0.device, dtype)
     if dtype == torch.float16:
+        net = net.to(memory_format=torch.channels_last)
         for module in net.modules():
             if isinstance(module, torch.nn.BatchNorm2d):
                 module.float()

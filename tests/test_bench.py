@@ -398,6 +398,7 @@ def test_pytorch_airbench_steps_pass_the_check_and_a_wrong_one_fails(tiny_airben
     for graphed in (False, True):  # graphed: eager on the CPU, captured on a GPU
         step, params = airbench.torch_step(t.state, t.widths, half, t.groups, t.args, torch.float16, graphed)
         assert params["head.weight"].dtype == torch.float16 and params["block1.norm1.bias"].dtype == torch.float32
+        assert params["block1.conv1.weight"].is_contiguous(memory_format=torch.channels_last)
         err, tol, worst = steps.check_record(steps.record(step, params, half, airbench.CHECK_STEPS), ref,
                                              airbench.CHECK_TOL_FP16)
         assert err <= tol, worst
