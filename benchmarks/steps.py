@@ -1,11 +1,12 @@
 """CIFAR-10 quick training steps, tnet's and PyTorch's, from the same weights on the same batches:
-the layers, train and profile studies' nets, and the check of a step against PyTorch in float64."""
+the layers, train and profile studies' nets, and the check of a step against PyTorch in float64
+(a step is timed only after it passes)."""
 import collections
 import math
 
 import torch
 
-from .common import rel_error
+from .common import block_time, check_then_time, rel_error
 
 SOLVER = {"lr": 0.001, "momentum": 0.9, "weight_decay": 0.004}  # Caffe's cifar10_quick_solver.prototxt
 N_BATCHES = 4  # different random batches, cycled through
@@ -19,11 +20,12 @@ CHECK_TOL = {"loss": 1e-3, "change": 0.2}
 CHECK_TOL_BF16 = {"loss": 3e-2, "change": 0.6}
 
 
-def random_batches(batch, device, n=N_BATCHES, seed=0):
-    """n different (images, labels) batches: randn * 50, about the spread of Caffe's
-    mean-subtracted pixels, and random labels; drawn on the host so any device gets the same."""
+def random_batches(batch, device, n=N_BATCHES, seed=0, std=50):
+    """n different (images, labels) batches: randn * std (50: about the spread of Caffe's
+    mean-subtracted pixels; 1: images normalised per channel, airbench's) and random labels;
+    drawn on the host so any device gets the same."""
     gen = torch.Generator().manual_seed(seed)
-    return [(torch.randn(batch, 3, 32, 32, generator=gen).mul_(50).to(device),
+    return [(torch.randn(batch, 3, 32, 32, generator=gen).mul_(std).to(device),
              torch.randint(0, 10, (batch,), generator=gen).to(device)) for _ in range(n)]
 
 
@@ -119,11 +121,11 @@ def torch_graphed(step, net, opt, x, y):
     return replay
 
 
-def record(step, params, batches):
-    """What the first CHECK_STEPS steps do, in float64 on the host: their losses ("loss") and
-    each parameter's change over them (by name)."""
+def record(step, params, batches, n=None):
+    """What the first n steps (default CHECK_STEPS) do, in float64 on the host: their losses
+    ("loss") and each parameter's change over them (by name)."""
     before = {name: p.detach().to("cpu", torch.float64, copy=True) for name, p in params.items()}
-    losses = torch.tensor([float(step(x, y)) for x, y in batches[:CHECK_STEPS]], dtype=torch.float64)
+    losses = torch.tensor([float(step(x, y)) for x, y in batches[:n or CHECK_STEPS]], dtype=torch.float64)
     return {"loss": losses, **{name: p.detach().double().cpu() - before[name] for name, p in params.items()}}
 
 
@@ -140,3 +142,18 @@ def check_record(rec, ref, tol=CHECK_TOL):
             for name in ref}
     name = max(errs, key=lambda k: math.inf if math.isnan(errs[k][0]) else errs[k][0] / errs[k][1])
     return (*errs[name], name)
+
+
+def check_then_time_steps(make, batches, ref, device, timing, tol=CHECK_TOL, n=None):
+    """make() -> (step, parameters) from the initial weights; its first n steps (default
+    CHECK_STEPS) are compared with ref (within tol), and only if they agree is it timed with
+    block_time(**timing), carrying on from there. The row's fields, and "worst": the piece
+    furthest out."""
+    built = {}
+
+    def check():
+        built["step"], params = make()
+        err, bound, built["worst"] = check_record(record(built["step"], params, batches, n), ref, tol)
+        return err, bound
+    row = check_then_time(check, lambda: block_time(built["step"], batches, device, **timing))
+    return {**row, "worst": built.get("worst")}

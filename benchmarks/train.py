@@ -1,11 +1,13 @@
-"""The train study: 100 training steps of nets of growing size, tnet against PyTorch."""
+"""The train study: 100 training steps of nets of growing size, tnet against PyTorch; then
+airbench94's step at batch 1024 against PyTorch eager, graphed and compiled (benchmarks/airbench.py)."""
 import os
 
 import torch
 
-from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
-from .steps import (CHECK_STEPS, CHECK_TOL, CHECK_TOL_BF16, N_BATCHES, SOLVER, check_record, random_batches,
-                    record, reference_record, tnet_variant, torch_variant)
+from . import airbench
+from .common import bars, environment, fmt, print_header, print_row, ratio, write_json
+from .steps import (CHECK_STEPS, CHECK_TOL, CHECK_TOL_BF16, N_BATCHES, SOLVER, check_then_time_steps,
+                    random_batches, reference_record, tnet_variant, torch_variant)
 
 NETS = [  # (label, width, batch): width 2 doubles every channel count
     ("quick b100", 1, 100),
@@ -29,39 +31,39 @@ TRAIN_VARIANTS = {  # name: (on the host?, make(width, batches) -> (step, parame
     "torch cpu": (True, lambda width, batches: torch_variant(width, batches)),  # the smallest net only
 }
 TRAIN_COLUMNS = [
-    ("net", "<12", lambda r: r["net"]),
-    ("variant", "<18", lambda r: r["variant"]),
+    ("net", "<16", lambda r: r["net"]),
+    ("variant", "<27", lambda r: r["variant"]),
     ("rel.err", ">8", lambda r: fmt(r["err"], ".1e")),
     ("ms/step", ">9", lambda r: fmt(r["ms"], ".3f") if r["status"] == "ok" else r["status"]),
     ("s/100", ">7", lambda r: fmt(r["s_per_100"], ".3f")),
     ("/torch eager", ">12", lambda r: fmt(r["vs_torch_eager"], ".2f")),
     ("/torch graphed", ">14", lambda r: fmt(r["vs_torch_graphed"], ".2f")),
     ("/torch same prec.", ">17", lambda r: fmt(r["vs_torch_same"], ".2f")),
+    ("/compiled", ">9", lambda r: fmt(r.get("vs_torch_compiled"), ".2f")),  # the airbench94 rows only
+    ("/compiled graphed", ">17", lambda r: fmt(r.get("vs_torch_compiled_graphed"), ".2f")),
 ]
 
 
-def check_then_time_steps(make, batches, ref, device, timing, tol=CHECK_TOL):
-    """make() -> (step, parameters) from the initial weights; its first CHECK_STEPS steps are
-    compared with ref (within tol), and only if they agree is it timed (carrying on from there)."""
-    built = {}
-
-    def check():
-        built["step"], params = make()
-        err, bound, built["worst"] = check_record(record(built["step"], params, batches), ref, tol)
-        return err, bound
-    row = check_then_time(check, lambda: block_time(built["step"], batches, device, **timing))
-    return {**row, "worst": built.get("worst")}
+def add_arguments(parser):
+    parser.add_argument("--compile-mode", choices=airbench.COMPILE_MODES,
+                        help=f"torch.compile's mode for the airbench94 rows (default: {airbench.COMPILE_MODE}; with "
+                             f"--quick, {airbench.QUICK_COMPILE_MODE}, quicker to compile); "
+                             f"{' and '.join(airbench.GRAPHING_MODES)} capture CUDA graphs themselves, so they get no "
+                             f"'compiled graphed' row. The compile time is reported apart, never in the step time")
+    parser.add_argument("--only-airbench", action="store_true",
+                        help="the airbench94 rows alone, without the CIFAR-10 quick nets")
 
 
 def run(args):
     """Milliseconds per training step (forward, backward, SGD) of CIFAR-10 quick and its wide
     variant at batches 100 and 1024: tnet eager and graphed, PyTorch eager and graphed on the
-    GPU, PyTorch on the CPU. Ratios are times: above 1 is slower than PyTorch."""
+    GPU, PyTorch on the CPU; then airbench94's whole step at batch 1024 in float16 (airbench.rows).
+    Ratios are times: above 1 is slower than PyTorch."""
     import tnet
     torch.backends.cudnn.benchmark = True  # cuDNN tries its algorithms in the warm-up and keeps the fastest
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True  # tnet's default precision
     tnet.set_precision("tf32")
-    nets = QUICK_NETS if args.quick else NETS
+    nets = [] if args.only_airbench else QUICK_NETS if args.quick else NETS
     timing = QUICK_TIMING if args.quick else TIMING
     rows = []
     path = os.path.join(args.out, "train.json")
@@ -69,7 +71,7 @@ def run(args):
                     n_batches=N_BATCHES, solver=SOLVER, check_steps=CHECK_STEPS, check_tol=CHECK_TOL,
                     precision="tf32 (tnet, cuDNN, cuBLAS); fp32 on the CPU",
                     pytorch_sgd="torch.optim.SGD, foreach, two groups (weights lr, biases 2*lr): Caffe's steps at a "
-                                "constant lr")
+                                "constant lr", airbench94=airbench.settings(args))
     print_header(TRAIN_COLUMNS)
     for label, width, batch in nets:
         batches = random_batches(batch, tnet.DEVICE)
@@ -92,16 +94,23 @@ def run(args):
             print_row(row, TRAIN_COLUMNS)
             rows.append(row)
         write_json(path, "train", rows, complete=False, **settings)
+    for row in airbench.rows(args):  # a variant can take minutes to compile: saved one by one
+        print_row(row, TRAIN_COLUMNS)
+        rows.append(row)
+        write_json(path, "train", rows, complete=False, **settings)
     for row in rows:
         if row["status"] != "ok":
             detail = row.get("error") or f"worst piece {row['worst']}: {row['err']:.3g}"
             print(f"{row['net']} {row['variant']}: {row['status']}, {detail}")
+        if row.get("compile_s") is not None:
+            print(f"{row['net']} {row['variant']}: torch.compile (mode {row['compile_mode']}) took "
+                  f"{row['compile_s']:.1f} s, in its first step (not in its ms/step)")
 
     write_json(path, "train", rows, **settings)
-    labels = [label for label, _, _ in nets]
+    labels = list(dict.fromkeys(r["net"] for r in rows))
     by_variant = {name: [next((r["ms"] for r in rows if r["net"] == label and r["variant"] == name), None)
-                         for label in labels] for name in TRAIN_VARIANTS}
+                         for label in labels] for name in dict.fromkeys(r["variant"] for r in rows)}
     bars(os.path.join(args.out, "train.png"), labels, by_variant,
-         f"CIFAR-10 quick training, one step (forward, backward, SGD)\n{environment()['gpu']}",
+         f"CIFAR-10 quick and airbench94, one training step\n{environment()['gpu']}",
          "ms per step (median)", log=True)
     return rows

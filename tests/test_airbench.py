@@ -2,7 +2,8 @@
 and gradients against the same net in PyTorch float64 (narrow widths: the interpreter is slow;
 32x32 images, which the pools need: 31 -> 15 -> 7 -> 3 -> 1)."""
 import math
-from collections import OrderedDict
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -13,36 +14,17 @@ from tnet import amp
 from tnet.models import airbench94, init_whitening
 from conftest import TOL, assert_close
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.airbench import torch_airbench94  # noqa: E402
+
 WIDTHS = (32, 48, 64)  # block1 above 24 channels, block2 and block3 wide (channel vectors), yet cheap
 NET_TOL = 1e-4  # fp32 against float64 through ten layers
 
 
 def torch_twin(widths):
-    """The same net in PyTorch, float64, named as tnet's (the state dicts load into each other)."""
-    nn = torch.nn
-
-    class Scale(nn.Module):
-        def forward(self, x):
-            return x * (1 / 9)
-
-    def norm(c):
-        bn = nn.BatchNorm2d(c, eps=1e-12, momentum=0.4)
-        bn.weight.requires_grad = False
-        return bn
-
-    def group(cin, cout):
-        return nn.Sequential(OrderedDict([
-            ("conv1", nn.Conv2d(cin, cout, 3, padding=1, bias=False)), ("pool", nn.MaxPool2d(2)),
-            ("norm1", norm(cout)), ("act1", nn.GELU()),
-            ("conv2", nn.Conv2d(cout, cout, 3, padding=1, bias=False)), ("norm2", norm(cout)), ("act2", nn.GELU())]))
-    w1, w2, w3 = widths
-    net = nn.Sequential(OrderedDict([
-        ("whiten", nn.Conv2d(3, 24, 2, padding=0)), ("act", nn.GELU()),
-        ("block1", group(24, w1)), ("block2", group(w1, w2)), ("block3", group(w2, w3)),
-        ("pool", nn.MaxPool2d(3)), ("flatten", nn.Flatten()), ("head", nn.Linear(w3, 10, bias=False)),
-        ("scale", Scale())])).double()
-    net.whiten.weight.requires_grad = False
-    return net
+    """The same net in PyTorch, float64, named as tnet's (the state dicts load into each other):
+    the train study's (benchmarks/airbench.py)."""
+    return torch_airbench94(widths).double()
 
 
 def paired(widths, seed=0):

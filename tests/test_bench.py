@@ -21,7 +21,7 @@ from tnet.models import cifar10_quick
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import bench  # noqa: E402
-from benchmarks import common, convs, launch, layers, profile, steps, train  # noqa: E402
+from benchmarks import airbench, common, convs, launch, layers, profile, steps, train  # noqa: E402
 
 STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs"]
 
@@ -256,9 +256,9 @@ def test_check_passes_pytorch_in_fp32(cpu_batches):
 
 def test_a_wrong_step_is_reported_not_timed(cpu_batches, monkeypatch):
     ref = steps.reference_record(1, cpu_batches)
-    monkeypatch.setattr(train, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
+    monkeypatch.setattr(steps, "block_time", lambda *args, **kwargs: pytest.fail("a wrong step was timed"))
     monkeypatch.setattr(steps, "torch_sgd", lambda net: torch.optim.SGD(net.parameters(), **steps.SOLVER))  # no lr_mult 2
-    row = train.check_then_time_steps(lambda: steps.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
+    row = steps.check_then_time_steps(lambda: steps.torch_variant(1, cpu_batches), cpu_batches, ref, "cpu",
                                       train.CPU_TIMING)
     assert row["status"] == "WRONG" and row["worst"].endswith(".bias") and row["err"] == pytest.approx(0.5, rel=0.02)
 
@@ -286,7 +286,8 @@ def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     monkeypatch.setattr(train, "CPU_TIMING", {"warmup": 0, "iters": 1, "repeats": 1})
     monkeypatch.setattr(train, "TRAIN_VARIANTS", {k: v for k, v in train.TRAIN_VARIANTS.items()
                                                   if k.startswith("torch") and not k.endswith("bf16")})
-    rows = train.run(argparse.Namespace(quick=True, out=str(tmp_path)))
+    monkeypatch.setattr(airbench, "rows", lambda args: iter(()))  # test_airbench_rows_end_to_end has them
+    rows = train.run(bench.build_parser().parse_args(["train", "--quick", "--out", str(tmp_path)]))
     assert [(r["net"], r["variant"]) for r in rows] == [
         ("tiny b3", "torch eager"), ("tiny b3", "torch graphed"), ("tiny b3", "torch cpu"),
         ("tiny b5", "torch eager"), ("tiny b5", "torch graphed")]  # the CPU: the smallest net only
@@ -298,6 +299,158 @@ def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "train.json").read_text())
     assert saved["study"] == "train" and len(saved["rows"]) == 5 and saved["settings"]["check_steps"] == steps.CHECK_STEPS
     assert saved["complete"] is True
+
+
+# -----------------------------------------------------------------------------
+# the train study's airbench94 rows, on the CPU at widths 8 and batch 2 (the interpreter runs tnet's step)
+
+TINY_AIRBENCH = ("airbench94 tiny b2", (8, 8, 8), 2)
+
+
+def tiny_recipe(batch, recipe=airbench.recipe):
+    """The recipe at 1024 / batch times its lr: the summed loss's gradients grow with the batch, so
+    batch 2 then takes steps of batch 1024's size, which float16 weights can hold (at the recipe's lr
+    whiten.bias's change falls under its float16 ulp: its check fails, as airbench's would at batch 2)."""
+    args = recipe(batch)
+    args.lr *= 1024 / batch
+    return args
+
+
+@pytest.fixture
+def tiny_airbench(monkeypatch):
+    """airbench.rows at TINY_AIRBENCH, with torch.compile standing in as the function itself (the modes
+    asked for in `modes`) and fake timings (in `timed`: 1 ms more per variant, in order); the
+    rows' pieces built alike for tests that take them apart: the initial state, groups and batches."""
+    _, widths, batch = TINY_AIRBENCH
+    modes, timed = [], []
+
+    def fake_compile(fn, mode):
+        modes.append(mode)
+        return fn
+
+    def fake_time(fn, inputs, device, warmup, iters, repeats):
+        timed.append(inputs)
+        return float(len(timed))
+    monkeypatch.setattr(airbench, "NET", TINY_AIRBENCH)
+    monkeypatch.setattr(airbench, "recipe", tiny_recipe)
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    monkeypatch.setattr(steps, "block_time", fake_time)
+    args = tiny_recipe(batch)
+    batches = steps.random_batches(batch, tnet.DEVICE, std=1)
+    state = airbench.initial_state(widths, torch.cat([x for x, _ in batches]))
+    return argparse.Namespace(modes=modes, timed=timed, args=args, batches=batches, state=state, widths=widths,
+                              groups=airbench.sgd_groups(state, widths, args))
+
+
+def test_train_options():
+    parse = bench.build_parser().parse_args
+    args = parse(["train"])
+    assert (args.compile_mode, args.only_airbench) == (None, False)
+    assert airbench.compile_mode(args) == "max-autotune-no-cudagraphs"
+    assert airbench.compile_mode(parse(["train", "--quick"])) == "default"  # quicker to compile
+    args = parse(["train", "--quick", "--compile-mode", "max-autotune", "--only-airbench"])
+    assert (airbench.compile_mode(args), args.only_airbench) == ("max-autotune", True)
+    with pytest.raises(SystemExit):
+        parse(["train", "--compile-mode", "fast"])
+
+
+def test_airbench_settings_are_a_subset():
+    assert airbench.NET == ("airbench94 b1024", (64, 256, 256), 1024)
+    assert airbench.QUICK_TIMING["repeats"] < airbench.TIMING["repeats"]
+    for timing in (airbench.TIMING, airbench.QUICK_TIMING):  # each block holds as many lookahead updates
+        assert timing["iters"] % 5 == 0 and timing["warmup"] >= 3  # cuDNN's benchmark mode picks in the first
+    assert airbench.CHECK_STEPS < 5 and airbench.CHECK_STEPS <= steps.N_BATCHES  # no lookahead update in the check
+
+
+def test_torch_airbench94_holds_tnet_weights_under_tnet_names():
+    """(test_airbench runs both nets' forward and gradients against each other.)"""
+    from tnet.models import airbench94
+    model = airbench94(widths=(8, 16, 8))
+    state = model.state_dict()
+    net = airbench.torch_airbench94((8, 16, 8))
+    net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
+    assert list(net.state_dict()) == list(state)
+    assert all(np.array_equal(net.state_dict()[k].numpy(), v) for k, v in state.items())
+    assert ({k: p.requires_grad for k, p in net.named_parameters()} ==
+            {k: p.requires_grad for k, p in model.named_parameters()})
+
+
+def test_sgd_groups_are_train_pys_airbench_groups(tiny_airbench):
+    weights, shifts, bias = tiny_airbench.groups
+    assert bias["params"] == ["whiten.bias"] and "head.weight" in weights["params"]
+    assert sorted(shifts["params"]) == sorted(f"block{b}.norm{i}.bias" for b in (1, 2, 3) for i in (1, 2))
+    assert len(weights["params"]) == 7 and "whiten.weight" not in weights["params"]  # frozen
+    lr = 0.2 * tiny_airbench.args.lr / (1024 * (1 + 1 / 0.15))  # airbench's units; the schedule starts at 0.2
+    assert (weights["lr"], bias["lr"], shifts["lr"]) == pytest.approx((lr, lr, 64 * lr))
+    assert shifts["lr"] * shifts["weight_decay"] == pytest.approx(weights["lr"] * weights["weight_decay"])
+    assert all(g["nesterov"] and g["momentum"] == 0.85 and g["dampening"] == 0 for g in tiny_airbench.groups)
+
+
+def test_pytorch_airbench_steps_pass_the_check_and_a_wrong_one_fails(tiny_airbench):
+    t = tiny_airbench
+    ref_batches = airbench.torch_batches(t.batches, torch.float64)
+    ref = steps.record(*airbench.torch_step(t.state, t.widths, ref_batches, t.groups, t.args, torch.float64),
+                       ref_batches, airbench.CHECK_STEPS)
+    assert ref["loss"].shape == (3,) and all(ref[k].norm() > 0 for k in ref)  # trainable parameters only
+    assert set(ref) == {"loss"} | {n for g in t.groups for n in g["params"]}
+    half = airbench.torch_batches(t.batches, torch.float16)
+    assert half[0][0].dtype == torch.float16 and half[0][0].is_contiguous(memory_format=torch.channels_last)
+    for graphed in (False, True):  # graphed: eager on the CPU, captured on a GPU
+        step, params = airbench.torch_step(t.state, t.widths, half, t.groups, t.args, torch.float16, graphed)
+        assert params["head.weight"].dtype == torch.float16 and params["block1.norm1.bias"].dtype == torch.float32
+        assert params["block1.conv1.weight"].is_contiguous(memory_format=torch.channels_last)
+        err, tol, worst = steps.check_record(steps.record(step, params, half, airbench.CHECK_STEPS), ref,
+                                             airbench.CHECK_TOL_FP16)
+        assert err <= tol, worst
+    plain = [{**g, "nesterov": False} for g in t.groups]  # a step without the Nesterov term: WRONG, not timed
+    row = steps.check_then_time_steps(
+        lambda: airbench.torch_step(t.state, t.widths, half, plain, t.args, torch.float16), half, ref, tnet.DEVICE,
+        airbench.QUICK_TIMING, airbench.CHECK_TOL_FP16, airbench.CHECK_STEPS)
+    assert row["status"] == "WRONG" and row["err"] > 2 * airbench.CHECK_TOL_FP16["change"] and not t.timed
+
+
+def test_airbench_rows_in_a_graphing_compile_mode(tiny_airbench, monkeypatch):
+    """reduce-overhead graphs the compiled step itself: no compiled graphed row; tnet's step stands in
+    as PyTorch's in float32 here, so that the run takes a second."""
+    def torch_for_tnet(state, widths, batches, args):
+        return airbench.torch_step(state, widths, batches, airbench.sgd_groups(state, widths, args), args,
+                                   torch.float32)
+    monkeypatch.setattr(airbench, "tnet_step", torch_for_tnet)
+    args = bench.build_parser().parse_args(["train", "--compile-mode", "reduce-overhead"])
+    rows = list(airbench.rows(args))
+    assert [r["variant"] for r in rows] == ["torch eager fp16", "torch graphed fp16", "torch compiled fp16",
+                                           "tnet graphed fp16"]
+    assert tiny_airbench.modes == ["reduce-overhead"] and rows[2]["compile_mode"] == "reduce-overhead"
+    assert all(r["status"] == "ok" for r in rows), rows
+    assert rows[-1]["vs_torch_compiled"] == 4 / 3 and rows[-1]["vs_torch_compiled_graphed"] is None
+
+
+def test_airbench_rows_end_to_end(tiny_airbench, tmp_path, capsys):
+    """bench.py train --quick --only-airbench at TINY_AIRBENCH: tnet's graphed step (eager on the CPU)
+    and PyTorch's four pass the check, are timed (fake), and fill the table, the JSON and the plot."""
+    train.run(bench.build_parser().parse_args(["train", "--quick", "--only-airbench", "--out", str(tmp_path)]))
+    saved = json.loads((tmp_path / "train.json").read_text())
+    rows = saved["rows"]
+    names = ["torch eager fp16", "torch graphed fp16", "torch compiled fp16", "torch compiled graphed fp16",
+             "tnet graphed fp16"]
+    assert [(r["net"], r["variant"]) for r in rows] == [("airbench94 tiny b2", name) for name in names]
+    assert all(r["status"] == "ok" and r["err"] <= 1 for r in rows), rows
+    assert [r["ms"] for r in rows] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert all(inputs[0][0].dtype == (torch.float32 if i == 4 else torch.float16)
+               for i, inputs in enumerate(tiny_airbench.timed))  # float16 channels-last for PyTorch
+    assert tiny_airbench.modes == ["default", "default"]  # --quick's compile mode
+    assert all(r["compile_mode"] == "default" and r["compile_s"] > 0 for r in rows[2:4])
+    tnet_row = rows[-1]
+    assert (tnet_row["vs_torch_eager"], tnet_row["vs_torch_graphed"], tnet_row["vs_torch_same"]) == (5, 2.5, 2.5)
+    assert (tnet_row["vs_torch_compiled"], tnet_row["vs_torch_compiled_graphed"]) == (5 / 3, 1.25)
+    assert rows[1]["vs_torch_eager"] == 2 and rows[0]["vs_torch_compiled"] is None
+    assert saved["complete"] is True and saved["settings"]["airbench94"]["check_steps"] == airbench.CHECK_STEPS
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    tnet_line = next(line for line in lines if line[:6] == ["airbench94", "tiny", "b2", "tnet", "graphed", "fp16"])
+    assert tnet_line[7:] == "5.000 0.500 5.00 2.50 2.50 1.67 1.25".split()  # ms, s/100 and the five ratios
+    assert sum(line[3:6] == ["torch", "compiled", "graphed"] and "torch.compile" in line for line in lines) == 1
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "train.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # -----------------------------------------------------------------------------
