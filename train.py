@@ -247,6 +247,12 @@ def first_batch(images, labels, batch_size):
     return next(iter(data.Loader(images[:batch_size], labels[:batch_size], batch_size, shuffle=False)))
 
 
+def run_steps(epochs, steps_per_epoch):
+    """A run's steps: ceil(epochs x batches per epoch), airbench's rule (the 1e-9: 9.9 * 10 is
+    99.00000000000001)."""
+    return math.ceil(epochs * steps_per_epoch - 1e-9)
+
+
 def make_optimizer(model, args, steps_per_epoch, total):
     """SGD over the trainable parameters and its schedule (a LambdaLR). caffe and fast: one
     group, --lr and --weight-decay as given. airbench: Nesterov momentum; --lr and
@@ -316,7 +322,7 @@ def run(args):
     if len(train) == 0:
         sys.exit(f"error: {len(train_x)} training images make no full batch of {args.batch_size}")
     steps_per_epoch = len(train)
-    total = math.ceil(args.epochs * steps_per_epoch - 1e-9)  # airbench's rule; 1e-9: 9.9 * 10 is 99.00000000000001
+    total = run_steps(args.epochs, steps_per_epoch)
     reduction = AIRBENCH["reduction"] if airbench else "mean"
     loss_per_step = args.batch_size if reduction == "sum" else 1  # the bar and the log show the loss per image
 

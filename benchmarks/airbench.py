@@ -14,7 +14,6 @@ captured PyTorch SGD cannot change its lr) and the batch loader. In tnet's only:
 (its launches run at every step and change the weights on every 5th; airbench runs its lookahead
 on the host between steps)."""
 import functools
-import math
 import time
 from collections import OrderedDict
 
@@ -111,7 +110,7 @@ def tnet_optimizer(state, widths, args):
     model = airbench94(SEED, widths)
     model.load_state_dict(state)
     steps_per_epoch = TRAIN_IMAGES // args.batch_size  # the last partial batch dropped
-    total = math.ceil(args.epochs * steps_per_epoch - 1e-9)
+    total = train.run_steps(args.epochs, steps_per_epoch)
     opt, _ = train.make_optimizer(model, args, steps_per_epoch, total)
     return model, opt, total
 
