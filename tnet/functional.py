@@ -199,8 +199,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     is increased by 1 on the device in training mode, and momentum=None then means the
     cumulative average (momentum 1 / num_batches_tracked): torch's module reads that count on
     the host, which a CUDA graph could not replay. activation='gelu' returns
-    F.gelu(F.batch_norm(...)) (the exact, erf GELU) as one op: the normalised values are never
-    stored, the backward recomputes them from the input and the statistics (see kernels/norm.py)."""
+    F.gelu(F.batch_norm(...)) (the erf GELU, within 1e-6: see kernels/norm.py's _gelu_cdf) as
+    one op: the normalised values are never stored, the backward recomputes them from the
+    input and the statistics."""
     _is_tensor("batch_norm", input=input)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):

@@ -128,8 +128,8 @@ def init_whitening(model, images, eps=5e-4, center=True):
     airbench takes 5,000 normalised training images): with C the patches' covariance (12x12,
     over every patch of every image; center=False: their second moment X^T X / P, the mean
     not removed, as airbench94's code computes it: 90.57% against 90.70% centred, mean of 5
-    seeds on --val 5000, H200, 2026-12-02), L its eigenvalues (largest first) and V its eigenvectors, filter i is
-    V_i / sqrt(L_i + eps) for i < 12 and filter i + 12 its negative.
+    seeds on --val 5000, H200, 2026-12-02), L its eigenvalues (largest first) and V its
+    eigenvectors, filter i is V_i / sqrt(L_i + eps) for i < 12 and filter i + 12 its negative.
 
     The 12x12 products run on tnet's GEMM, split over the images (one batched GEMM summed
     over the batch); the eigendecomposition runs on the host in numpy (a host sync)."""

@@ -165,7 +165,8 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
                 OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
                 PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr, WIDE: tl.constexpr,
-                NHWC: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                NHWC: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr,
+                INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y [NPIX, COUT] = relu(sum over taps (i, j) and channels c of x[source(pixel, i, j), c]
     * w[o, c, i, j] + bias[o]) for y [N, OH, OW, COUT] in NHWC memory, x [N, C, H, W] read
@@ -269,10 +270,9 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride
 
 
 def is_dense_nhwc(x):
-    """Whether x [N, C, H, W] lies in dense channels-last memory: the kernels then address it
-    through its sizes (see _x_offset)."""
-    n, c, h, w = x.shape
-    return x.stride() == (h * w * c, 1, w * c, c)
+    """Whether x [N, C, H, W] lies in dense channels-last memory (NCHW too when that is the same
+    order): the kernels then address it through its sizes (see _x_offset)."""
+    return x.is_contiguous(memory_format=torch.channels_last)
 
 
 def _parts(npix, blocks):

@@ -107,8 +107,9 @@ def _gelu_cdf(z):
     """(Phi(z), phi(z)): the standard normal CDF and density, GELU(z) = z Phi(z) and GELU'(z) =
     Phi(z) + z phi(z). Phi by Abramowitz and Stegun's 7.1.26 for erf (error below 1.5e-7; 3e-7
     evaluated in fp32, at most 8e-7 with the GPU's approximate reciprocal and exp2, where
-    libdevice's erf gives 6e-8), whose exp(-z^2 / 2) is phi's: one exp and one reciprocal. With libdevice's erf and exp instead, the backward's reduce loop took 51 SASS
-    instructions per element and 233 registers, against 27 and 128 (triton 3.9, sm_90): these
+    libdevice's erf gives 6e-8), whose exp(-z^2 / 2) is phi's: one exp and one reciprocal. With
+    libdevice's erf and exp instead, the backward's reduce loop took 51 SASS instructions per
+    element and 233 registers, against 27 and 128 (triton 3.9, sm_90): these
     passes would be compute-bound. Phi from the tail q = erfc(|z| / sqrt 2) / 2 on either side:
     no cancellation at z < 0."""
     t = _rcp(1.0 + 0.23164188826636045 * tl.abs(z))  # 0.3275911 / sqrt(2)
