@@ -4,6 +4,7 @@
     python train.py --recipe fast          # the same network, a better recipe
     python train.py --precision bf16       # 16-bit activations, fp32 master weights
     python train.py --model airbench94     # airbench94 and its recipe: 9.9 epochs at batch 1024
+    python train.py --model airbench94 --runs 5  # seeds 0-4, every run, their mean and spread
 
 Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
 0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
@@ -349,7 +350,8 @@ def run(args):
         if ck["schedule"]["iteration"] >= total:
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
-            return report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total)
+            return report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total,
+                          args.seed)
         try:
             model.load_state_dict(ck["model"])
             opt.load_state_dict(ck["optimizer"])
