@@ -379,17 +379,17 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     npix = N * OH * OW
     n_blocks = lambda n: KH * KW * cdiv(C, n) if wide else cdiv(C * KH * KW, n)
     blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
-    # the parts of each tile: the launch's grid (called with the config that runs) tells which
-    parts_of = (lambda meta: parts) if parts else (lambda meta: _parts(npix, blocks(meta)))
-    most = parts or max(_parts(npix, blocks(c.kwargs)) for c in _GRAD_CONFIGS)
-    most = min(most, cdiv(npix, PART_ALIGN))  # no part beyond the pixels
+    # the parts of each tile (none beyond the pixels): the launch's grid, called with the config
+    # that runs, tells which
+    parts_of = lambda meta: min(parts or _parts(npix, blocks(meta)), cdiv(npix, PART_ALIGN))
+    most = max(parts_of(c.kwargs) for c in _GRAD_CONFIGS)
     dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
     out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
     launched = []
 
     def grid(meta):
-        launched.append(min(parts_of(meta), most))
+        launched.append(parts_of(meta))
         return n_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), launched[-1]
     weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, C, cout, OH, OW,
                              KH, KW, SH, SW, PH, PW, WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN,

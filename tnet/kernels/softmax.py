@@ -92,7 +92,7 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
     if REDUCTION == 0:
         tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
     else:
-        tl.store(loss_ptr + tl.program_id(0), tl.sum(row_loss, axis=0) * scale)
+        tl.store(loss_ptr + tl.program_id(0), (tl.sum(row_loss, axis=0) * scale).to(loss_ptr.dtype.element_ty))
     dx = tl.where(mask, (e / s[:, None] - target) * scale, 0.0)
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=(rows < R)[:, None] & (cols < C)[None, :])
     first_bad = tl.min(tl.where(out_of_range, rows, R), axis=0)
@@ -237,11 +237,13 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     dx = torch.empty_like(x)
     rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
     programs = cdiv(R, rows)
-    sums = loss if reduction == "none" else torch.empty(programs, device=x.device, dtype=torch.float32)
+    # one program's sum is the loss; more programs' are added after, in a fixed order
+    sums = loss.view(-1) if reduction == "none" or programs == 1 else \
+        torch.empty(programs, device=x.device, dtype=torch.float32)
     cross_entropy_kernel[(programs,)](x, labels, sums, dx, _label_flag(x.device), R, C, float(label_smoothing),
                                       int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
                                       LABELS=min(triton.next_power_of_2(R), 4096))
-    if reduction != "none":
+    if reduction != "none" and programs > 1:
         sum_except(sums.view(programs, 1), 1, out=loss.view(1))
     if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         bad = take_label_error(x.device)
