@@ -159,7 +159,11 @@ def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
                                   x_channels_last=x_cl, y_channels_last=y_cl)
         ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
                                    relu_input=None if r is None else r.contiguous())
-        assert is_channels_last(dx) == x_cl and torch.equal(dx.cpu(), ref.cpu()), f"relu {r is not None}"
+        assert is_channels_last(dx) == x_cl, f"relu {r is not None}"
+        if mode == "max":
+            assert torch.equal(dx.cpu(), ref.cpu()), f"relu {r is not None}"
+        else:  # the GPU's fp32 division is not correctly rounded, and each layout compiles its own
+            assert_close(dx, ref, TOL["ieee"], f"relu {r is not None}")
     if y_cl and y.shape[2:] != (1, 1):
         with pytest.raises(ValueError, match="layout"):
             pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, x_channels_last=x_cl,
