@@ -69,6 +69,19 @@ def test_conv_weight_parts(parts, monkeypatch):
     check_conv((3, 3, 5, 6), 16, (3, 3), (2, 1), (1, 1), "ieee", parts)
 
 
+def test_weight_parts_fill_whole_waves(monkeypatch):
+    """conv2d_weight's default part count, on the H200's 132 SMs: whole waves of programs, and
+    no more parts than the balance they bring pays for in sums; 1 in the interpreter."""
+    monkeypatch.setattr(conv, "_SMS", 132)
+    assert conv._parts(1024 * 7 * 7, 18) == 7  # airbench's 256 -> 256 at 7x7, 256x128 tiles: a wave of 126
+    assert conv._parts(1024 * 15 * 15, 18, resident=2) == 14  # two tiles at a time per SM: a wave of 252
+    assert conv._parts(300, 1) == 1  # too few pixels to split
+    assert conv._resident(conv._GRAD_CONFIGS[-1].kwargs, "fp16") == 1 and conv._resident({"BLOCK_M": 8, "BLOCK_N": 8,
+                                                                                        "BLOCK_K": 8}, "fp16") == 1
+    monkeypatch.setattr(conv, "_SMS", 0)
+    assert conv._parts(1024 * 7 * 7, 18) == 1
+
+
 @pytest.mark.skipif(tnet.INTERPRET, reason="the interpreter runs one config, and ignores warps and stages")
 @pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16", "fp16"])
 @pytest.mark.parametrize("i", range(max(len(conv._CONV_CONFIGS), len(conv._GRAD_CONFIGS))))

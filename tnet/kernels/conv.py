@@ -79,17 +79,26 @@ _GRAD_CONFIGS = [_config(32, 32, 64, 4, 3), _config(64, 64, 64, 4, 3), _config(1
                  _config(128, 64, 64, 4, 4), _config(128, 64, 32, 4, 4), _config(32, 64, 64, 4, 3),
                  _config(128, 128, 32, 8, 4), _config(64, 128, 64, 4, 4), _config(256, 128, 64, 8, 3)]
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
-PARTS_WAVES = 4  # conv2d_weight's parts aim at this many programs per SM
+PARTS_WAVES = 4  # conv2d_weight's parts fill at most this many waves of programs
+# GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
+# part sum's ~1.2 TB/s against the weight gradient's ~600 TFLOP/s (H200, fp16, 2026-12-02)
+PART_SUM_FLOPS = 2000
 
 
 SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (the H200 has 227 KB a block)
+SM_SHARED_MEMORY = 228 * 1024  # an H200 SM's, shared by the programs resident on it
+
+
+def stage_bytes(config, precision):
+    """Shared memory of a tile's pipeline stages of A [BLOCK_M, BLOCK_K] and B [BLOCK_K, BLOCK_N],
+    with 2-byte operands for 16-bit precisions, 4-byte ones otherwise."""
+    kw, size = config.kwargs, 2 if precision in ("bf16", "fp16") else 4
+    return (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * size * config.num_stages
 
 
 def fits_shared_memory(config, precision):
-    """Whether a tile's pipeline stages of A [BLOCK_M, BLOCK_K] and B [BLOCK_K, BLOCK_N] fit
-    SHARED_MEMORY, with 2-byte operands for 16-bit precisions, 4-byte ones otherwise."""
-    kw, size = config.kwargs, 2 if precision in ("bf16", "fp16") else 4
-    return (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * size * config.num_stages <= SHARED_MEMORY
+    """Whether a tile's pipeline stages fit SHARED_MEMORY."""
+    return stage_bytes(config, precision) <= SHARED_MEMORY
 
 
 def _fits(config, m, n, k, precision):
@@ -275,10 +284,31 @@ def is_dense_nhwc(x):
     return x.is_contiguous(memory_format=torch.channels_last)
 
 
-def _parts(npix, blocks):
+def _parts(npix, blocks, resident=1):
     """How many pixel parts conv2d_weight splits into, for a tile that makes `blocks` programs
-    per part: PARTS_WAVES programs per SM, each part at least 4 PART_ALIGNs long."""
-    return max(1, min(cdiv(npix, 4 * PART_ALIGN), PARTS_WAVES * _SMS // blocks))
+    per part, `resident` of them at a time on an SM: the count that fills 1 to PARTS_WAVES
+    whole waves of programs best, by a model of the time (the busiest program slot's pixels,
+    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long. On
+    the H200 it took airbench94's 256 -> 256 weight gradient at 7x7 from 29 parts to 7 (one
+    wave of 126 programs, a quarter of the sums' traffic): 160 -> 123 us, the sums included."""
+    slots, aligns = _SMS * resident, cdiv(npix, PART_ALIGN)
+    most = max(1, cdiv(npix, 4 * PART_ALIGN))
+    if slots == 0:  # the interpreter
+        return 1
+
+    def cost(p):  # in flops per weight; 2 * npix when the slots share the pixels evenly
+        busiest = cdiv(blocks * p, slots) * cdiv(aligns, p) * slots / (blocks * aligns)
+        return 2 * npix * busiest + PART_SUM_FLOPS * p
+    candidates = {max(1, min(most, waves * slots // blocks)) for waves in range(1, PARTS_WAVES + 1)}
+    return min(sorted(candidates), key=cost)
+
+
+def _resident(meta, precision):
+    """How many programs of the weight gradient's tile `meta` (a config's block sizes) an SM
+    holds at a time, by their shared memory; 1 for a tile not in _GRAD_CONFIGS."""
+    blocks = lambda kw: (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"])
+    config = next((c for c in _GRAD_CONFIGS if blocks(c.kwargs) == blocks(meta)), None)
+    return 1 if config is None else max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
 
 
 def _pair(v):
@@ -381,7 +411,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
     # the parts of each tile (none beyond the pixels): the launch's grid, called with the config
     # that runs, tells which
-    parts_of = lambda meta: min(parts or _parts(npix, blocks(meta)), cdiv(npix, PART_ALIGN))
+    parts_of = lambda meta: min(parts or _parts(npix, blocks(meta), _resident(meta, precision)),
+                                cdiv(npix, PART_ALIGN))
     most = max(parts_of(c.kwargs) for c in _GRAD_CONFIGS)
     dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
