@@ -2,6 +2,8 @@
 replay them with one launch and no Python. The function must read its inputs from fixed
 ("static") tensors and do no host synchronisation; copy new data into those tensors
 before each replay. torch.cuda.CUDAGraph only records and replays launches: no math."""
+import gc
+
 import numpy as np
 import torch
 
@@ -32,9 +34,20 @@ class Graph:
         torch.cuda.synchronize()
         if restore is not None:
             restore()
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.result = fn()
+        # No garbage collection inside the capture: collecting an unreferenced earlier graph
+        # there (a dead TrainStep's reference cycle) resets it, which a capturing stream does
+        # not permit, and the capture fails (the 11th run of a train.py --runs process did on
+        # the H200). Those are collected first.
+        gc.collect()
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.result = fn()
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def __call__(self):
         if self.graph is None:
