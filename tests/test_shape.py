@@ -422,7 +422,6 @@ def test_captured_dropout_draws_a_new_mask_on_every_replay():
     assert torch.equal(first, graph()[0])
 
 
-
 @pytest.mark.skipif(DEV.type != "cuda", reason="CUDA graphs need a GPU")
 def test_capture_after_dead_graphs_in_cycles():
     """train.py --runs builds new graphs while the last run's die in reference cycles: with the
@@ -444,6 +443,7 @@ def test_capture_after_dead_graphs_in_cycles():
     finally:
         gc.enable()
         gc.set_threshold(*threshold)
+
 
 KERNELS = [(copy_module, "copy_kernel"), (random_module, "random_kernel"), (random_module, "dropout_kernel")]
 

@@ -18,6 +18,8 @@ The K loop reads A in one of two ways. Wide images (`reads_vectors`: 32 channels
 take one tap at a time and BLOCK_K channels of it: each row of A is a contiguous vector in
 channels-last memory. Narrower ones (RGB input; airbench's 24 channels) gather K = (i, j, c)
 flattened through x's strides, so x may be NCHW too (a data batch as it comes)."""
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -291,10 +293,14 @@ def _parts(npix, blocks, resident=1):
     plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long. On
     the H200 it took airbench94's 256 -> 256 weight gradient at 7x7 from 29 parts to 7 (one
     wave of 126 programs, a quarter of the sums' traffic): 160 -> 123 us, the sums included."""
-    slots, aligns = _SMS * resident, cdiv(npix, PART_ALIGN)
-    most = max(1, cdiv(npix, 4 * PART_ALIGN))
+    return _best_parts(npix, blocks, _SMS * resident, PART_ALIGN)
+
+
+@functools.lru_cache(maxsize=4096)  # every launch asks, for each config (a call's buffer size)
+def _best_parts(npix, blocks, slots, align):
     if slots == 0:  # the interpreter
         return 1
+    aligns, most = cdiv(npix, align), max(1, cdiv(npix, 4 * align))
 
     def cost(p):  # in flops per weight; 2 * npix when the slots share the pixels evenly
         busiest = cdiv(blocks * p, slots) * cdiv(aligns, p) * slots / (blocks * aligns)
@@ -306,8 +312,13 @@ def _parts(npix, blocks, resident=1):
 def _resident(meta, precision):
     """How many programs of the weight gradient's tile `meta` (a config's block sizes) an SM
     holds at a time, by their shared memory; 1 for a tile not in _GRAD_CONFIGS."""
+    return _resident_of(meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], precision)
+
+
+@functools.lru_cache(maxsize=None)
+def _resident_of(bm, bn, bk, precision):
     blocks = lambda kw: (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"])
-    config = next((c for c in _GRAD_CONFIGS if blocks(c.kwargs) == blocks(meta)), None)
+    config = next((c for c in _GRAD_CONFIGS if blocks(c.kwargs) == (bm, bn, bk)), None)
     return 1 if config is None else max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
 
 
