@@ -224,7 +224,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
     if BIAS:
         acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     if RELU:
-        acc = tl.maximum(acc, 0.0)
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
     tl.store(y_ptr + offs_m[:, None] * COUT + offs_n[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])
 

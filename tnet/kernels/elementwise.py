@@ -36,18 +36,18 @@ def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    tl.store(y_ptr + offs, tl.maximum(x, 0.0).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
-    """dx = dy where the ReLU's output y > 0, else 0."""
+    """dx = 0 where the ReLU's output y <= 0, else dy (torch's threshold_backward: a NaN y passes dy)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
     dy = tl.load(dy_ptr + offs, mask=mask).to(tl.float32)
-    tl.store(dx_ptr + offs, tl.where(y > 0.0, dy, 0.0).to(dx_ptr.dtype.element_ty), mask=mask)
+    tl.store(dx_ptr + offs, tl.where(y <= 0.0, 0.0, dy).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])

@@ -107,7 +107,7 @@ def epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS: tl.constexpr, 
     if BIAS == 2:
         acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     if RELU:
-        acc = tl.maximum(acc, 0.0)
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
     return acc
 
 

@@ -99,7 +99,8 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W
             src = x_ptr + _at(n, c, h, w, C, H, W, CL_X)
             if MAX:
                 v = tl.load(src, mask=inside, other=float("-inf")).to(tl.float32)
-                better = v > best  # strict: the first maximum wins ties
+                # strict: the first maximum wins ties; a NaN wins always, so the last NaN is kept, as torch
+                better = (v > best) | (v != v)
                 best = tl.where(better, v, best)
                 arg = tl.where(better, i * KW + j, arg)
             else:
@@ -122,7 +123,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
     """dx [N, C, H, W] (NPIX = N*H*W pixels, laid out as the pooled x: CL_X) from dy
     [N, C, OH, OW] and arg (laid out as y: CL_Y): each pixel gathers from the windows that read
     it (no atomics, deterministic); max pooling only from windows whose maximum it was. RELU:
-    the pooled x was a ReLU's output, whose gradient mask (x > 0) is applied here too."""
+    the pooled x was a ReLU's output, whose gradient mask (0 where x <= 0: a NaN passes, as torch) is applied here too."""
     p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
     n, h, w = p // (H * W), (p // W) % H, p % W
     acc = tl.zeros((BLOCK // BLOCK_C, BLOCK_C), tl.float32)
@@ -145,7 +146,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
                 acc += g / size.to(tl.float32)
     at = _at(n, c, h, w, C, H, W, CL_X)
     if RELU:
-        acc = tl.where(tl.load(x_ptr + at, mask=ok, other=0.0).to(tl.float32) > 0, acc, 0.0)
+        acc = tl.where(tl.load(x_ptr + at, mask=ok, other=0.0).to(tl.float32) <= 0, 0.0, acc)
     tl.store(dx_ptr + at, acc.to(dx_ptr.dtype.element_ty), mask=ok)
 
 
@@ -183,7 +184,7 @@ def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.co
                 d = g
             dst = _at(n, c, h, w, C, H, W, CL_X)
             if RELU:
-                d = tl.where(tl.load(x_ptr + dst, mask=inside, other=0.0).to(tl.float32) > 0, d, 0.0)
+                d = tl.where(tl.load(x_ptr + dst, mask=inside, other=0.0).to(tl.float32) <= 0, 0.0, d)
             tl.store(dx_ptr + dst, d.to(dx_ptr.dtype.element_ty), mask=inside)
 
 

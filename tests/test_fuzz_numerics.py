@@ -1,0 +1,77 @@
+"""NaN, +-inf, -0.0, huge and subnormal inputs give torch's results (NaN where torch has NaN)."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+
+NAN, INF = float("nan"), float("inf")
+SPECIAL = [NAN, INF, -INF, -0.0, 3e38, -3e38, 1e-40, 1.0, -2.0]
+
+
+def _x(shape, seed=0):
+    """A float32 array of the given shape with every special value at random places."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    idx = rng.choice(flat.size, size=min(flat.size, len(SPECIAL)), replace=False)
+    flat[idx] = np.array(SPECIAL[:len(idx)], np.float32)
+    return x
+
+
+def _same(got, want):
+    got, want = np.asarray(got, np.float32), want.detach().numpy().astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), f"NaN positions differ:\n{got}\n{want}"
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_relu_keeps_nan():
+    x = _x((3, 7))
+    t = torch.tensor(x, requires_grad=True)
+    a = tnet.tensor(x, requires_grad=True)
+    y = F.relu(a)
+    _same(y.numpy(), torch.relu(t))
+    dy = np.ones_like(x)
+    y.backward(tnet.tensor(dy))
+    torch.relu(t).backward(torch.tensor(dy))
+    _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("row", [[NAN, 1.0, NAN, 2.0], [1.0, NAN, 3.0, NAN], [NAN, 5.0, 7.0, 2.0]])
+def test_max_pool_takes_nan(row):
+    x = np.array(row, np.float32).reshape(1, 1, 1, 4)
+    a = tnet.tensor(x, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    y = F.max_pool2d(a, (1, 4))
+    want = torch.nn.functional.max_pool2d(t, (1, 4))
+    _same(y.numpy(), want)
+    y.backward(tnet.ones(*y.shape))
+    want.backward(torch.ones_like(want))
+    _same(a.grad.numpy(), t.grad)  # the gradient goes to the NaN torch picked
+
+
+def test_linear_relu_nan_weight():
+    x = np.ones((2, 5), np.float32)
+    w = np.ones((3, 5), np.float32)
+    w[1, 2] = NAN
+    got = F.relu(F.linear(tnet.tensor(x), tnet.tensor(w))).numpy()
+    _same(got, torch.relu(torch.tensor(x) @ torch.tensor(w).T))
+
+
+def test_conv_relu_nan_weight():
+    x = np.ones((1, 2, 5, 5), np.float32)
+    w = -np.ones((3, 2, 3, 3), np.float32)
+    w[1, 0, 1, 1] = NAN
+    got = F.conv2d(tnet.tensor(x), tnet.tensor(w), None, 1, 1, relu=True).numpy()
+    _same(got, torch.relu(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), None, 1, 1)))
+
+
+def test_model_with_a_nan_weight_gives_nan_loss():
+    """train.py's non-finite loss guard needs the NaN to reach the loss."""
+    import tnet.nn as nn
+    tnet.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
+    model[0].weight.data[0, 0, 1, 1] = NAN  # .data is the parameter's device memory
+    loss = F.cross_entropy(model(tnet.randn(2, 3, 8, 8)), tnet.tensor(np.array([1, 2])))
+    assert np.isnan(loss.numpy()).all()
