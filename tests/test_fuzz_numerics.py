@@ -75,3 +75,24 @@ def test_model_with_a_nan_weight_gives_nan_loss():
     model[0].weight.data[0, 0, 1, 1] = NAN  # .data is the parameter's device memory
     loss = F.cross_entropy(model(tnet.randn(2, 3, 8, 8)), tnet.tensor(np.array([1, 2])))
     assert np.isnan(loss.numpy()).all()
+
+
+@pytest.mark.parametrize("c", [3, 4])
+@pytest.mark.parametrize("fill", [-3e38, -INF])
+def test_softmax_extreme_rows(c, fill):
+    x = np.full((2, c), fill, np.float32)
+    x[1] = _x((c,), seed=c)
+    _same(F.softmax(tnet.tensor(x), dim=1).numpy(), torch.softmax(torch.tensor(x), 1))
+
+
+def test_cross_entropy_masked_logit():
+    x = np.array([[0.0, -INF, 1.0], [2.0, 1.0, -INF]], np.float32)
+    y = np.array([0, 1])
+    _same(F.cross_entropy(tnet.tensor(x), tnet.tensor(y)).numpy(),
+          torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(y)))
+
+
+def test_cross_entropy_all_ignored_mean_is_nan():
+    x = np.zeros((2, 3), np.float32)
+    y = np.array([-100, -100])
+    assert np.isnan(F.cross_entropy(tnet.tensor(x), tnet.tensor(y)).numpy()).all()

@@ -11,9 +11,9 @@ from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
-# Padding lanes hold a large finite negative, not -inf, so that empty rows give no NaN; set in
-# fp32 after the load (as a load's `other` it would become -inf in an fp16 tensor's dtype).
-NEG = tl.constexpr(-3.0e38)
+# Padding lanes hold -inf (a finite -3e38 would count against a row of -3e38s), set in fp32 after
+# the load; a row of all -inf then gives NaN, as torch, and rows past R are never stored.
+NEG = tl.constexpr(float("-inf"))
 # cross_entropy_kernel's rows per program hold up to this many logits: 128 of CIFAR-10's (one
 # program of all 1024 rows took 23-27 us on the H200, eight steps of 128 rows in it 30)
 CE_STEP = 2048
@@ -73,7 +73,7 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
             every = start + tl.arange(0, LABELS)
             n += tl.sum((tl.load(label_ptr + every, mask=every < R, other=ignore_index) != ignore_index).to(tl.int32),
                         axis=0)
-        scale = 1.0 / tl.maximum(n, 1).to(tl.float32)
+        scale = 1.0 / n.to(tl.float32)  # every label ignored: 0 * inf = NaN, as torch
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, COLS)
     label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
@@ -87,7 +87,7 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
     e = tl.exp(x - m[:, None])
     s = tl.sum(e, axis=1)
     target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
-    picked = tl.sum(tl.where(mask, target * x, 0.0), axis=1)
+    picked = tl.sum(tl.where(mask & (target != 0.0), target * x, 0.0), axis=1)  # no 0 * -inf
     row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
     if REDUCTION == 0:
         tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
