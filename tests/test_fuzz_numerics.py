@@ -96,3 +96,12 @@ def test_cross_entropy_all_ignored_mean_is_nan():
     x = np.zeros((2, 3), np.float32)
     y = np.array([-100, -100])
     assert np.isnan(F.cross_entropy(tnet.tensor(x), tnet.tensor(y)).numpy()).all()
+
+
+@pytest.mark.parametrize("s", [-1.0, 2.0, 3.0, 0.5, -2.5, 0.0, INF, -INF, NAN])
+def test_pow_c_rules(s):
+    x = np.array([-0.0, 0.0, -1.0, 1.0, -2.0, 2.0, INF, -INF, NAN, 1e-40], np.float32)
+    got = F.pow(tnet.tensor(x), s).numpy()
+    want = torch.tensor(x) ** s
+    _same(got, want)
+    assert np.array_equal(np.signbit(got[np.isinf(got)]), np.signbit(want.numpy()[np.isinf(got)]))

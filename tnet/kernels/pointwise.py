@@ -42,13 +42,18 @@ def _tanh(x):
 def _pow(x, s):
     """x ** s, s a tensor of one repeated exponent: exp2(s * log2|x|), which loses about |s log2 x|
     ulps, so the common s = 1, 2 and 0.5 are exact; a negative x keeps its sign under an odd power and
-    is NaN under a non-integer one; x ** 0 is 1, as in PyTorch."""
+    is NaN under a non-integer one (-0.0 counts as negative: (-0.0) ** -1 = -inf); x ** 0, 1 ** s and
+    (-1) ** +-inf are 1, C's pow rules as in PyTorch."""
     r = tl.exp2(s * tl.log2(tl.abs(x)))
     half = s * 0.5
     odd = tl.floor(half) != half
-    r = tl.where(x < 0.0, tl.where(tl.floor(s) != s, float("nan"), tl.where(odd, -r, r)), r)
+    negative = (x < 0.0) | ((x == 0.0) & (1.0 / x < 0.0))
+    whole = tl.floor(s) == s  # a non-integer power of -0.0 or -inf is +0 or +inf, of other negatives NaN
+    r = tl.where(negative & whole & odd, -r, r)
+    r = tl.where((x < 0.0) & (x > float("-inf")) & ~whole, float("nan"), r)
     r = tl.where(s == 2.0, x * x, tl.where(s == 0.5, tl.sqrt_rn(x), tl.where(s == 1.0, x, r)))
-    return tl.where(s == 0.0, 1.0, r)
+    one = (s == 0.0) | (x == 1.0) | ((x == -1.0) & (tl.abs(s) == float("inf")))
+    return tl.where(one, 1.0, r)
 
 
 @triton.jit
