@@ -105,3 +105,46 @@ def test_pow_c_rules(s):
     want = torch.tensor(x) ** s
     _same(got, want)
     assert np.array_equal(np.signbit(got[np.isinf(got)]), np.signbit(want.numpy()[np.isinf(got)]))
+
+
+UNARY = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "relu": torch.relu}
+BINARY = {"add": torch.add, "mul": torch.mul, "div": torch.div}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_special(name):
+    x = _x((2, 9), seed=1)
+    _same(getattr(F, name)(tnet.tensor(x)).numpy(), UNARY[name](torch.tensor(x)))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_special(name):
+    a, b = _x((3, 9), seed=2), _x((3, 9), seed=3)
+    _same(getattr(F, name)(tnet.tensor(a), tnet.tensor(b)).numpy(), BINARY[name](torch.tensor(a), torch.tensor(b)))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max"])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_reduce_special(name, dim):
+    x = _x((3, 9), seed=4)
+    x[2] = -INF  # a row of -inf only
+    t = torch.tensor(x)
+    want = getattr(torch, name)(t) if dim is None else getattr(torch, name)(t, dim)
+    got = getattr(F, name)(tnet.tensor(x)) if dim is None else getattr(F, name)(tnet.tensor(x), dim)
+    if name == "max" and dim is not None:
+        got, want = got.values, want.values
+    _same(got.numpy(), want)
+
+
+def test_argmax_special():
+    x = _x((3, 9), seed=4)
+    x[2] = -INF
+    got = F.argmax(tnet.tensor(x), 1).numpy()
+    assert np.array_equal(got, torch.argmax(torch.tensor(x), 1).numpy())
+
+
+def test_log_softmax_and_avg_pool_special():
+    x = _x((2, 7), seed=5)
+    _same(F.log_softmax(tnet.tensor(x), dim=1).numpy(), torch.log_softmax(torch.tensor(x), 1))
+    x = _x((1, 2, 4, 4), seed=6)
+    _same(F.avg_pool2d(tnet.tensor(x), 2).numpy(), torch.nn.functional.avg_pool2d(torch.tensor(x), 2))

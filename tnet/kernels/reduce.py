@@ -122,7 +122,8 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
                 i = tl.load(xi_ptr + offs, mask=mask, other=_NO_INDEX)
             else:
                 i = tl.broadcast_to(r[:, None], (BLOCK_R, BLOCK_J))
-            take = (v > acc) | ((v != v) & (acc == acc))
+            # A lane's first element is taken whatever it is: a row of -inf only gives index 0, as torch.
+            take = ((v > acc) | ((v != v) & (acc == acc)) | (acc_i == _NO_INDEX)) & mask
             acc = tl.where(take, v, acc)
             acc_i = tl.where(take, i, acc_i)
     if OP == "sum":
