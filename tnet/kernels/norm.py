@@ -131,55 +131,61 @@ def _rows_of(part, chunk, R):
 @triton.jit
 def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.constexpr, COUNT: tl.constexpr,
                             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
-    """x as [R, C] -> part [S, 2, C]: per part of chunk rows, the sums of x - x[0] and of its
-    square, x[0] the first row; grid (S, C blocks). COUNT: program (0, 0) adds 1 to the int64
-    count (num_batches_tracked); the finalize kernel, launched after, reads it."""
+    """x as [R, C] -> part [S, 2, C]: per part of chunk rows, its mean and M2 (the sum of
+    squared deviations from that mean); grid (S, C blocks). COUNT: program (0, 0) adds 1 to
+    the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     first, end = _rows_of(part, chunk, R)
-    # Shifted by a sample, the variance's sum of squares minus square of the sum loses
-    # 1 + ((mean - x[0]) / std)^2 ulps, not (mean / std)^2: nothing at any plausible data.
-    shift = tl.load(x_ptr + cols * L, mask=cols < C, other=0.0).to(tl.float32)[None, :]
-    s1 = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
-    s2 = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
-    for start in tl.range(first, end, BLOCK_R, num_stages=STAGES):
+    # Sums of x - shift, shift the mean of the part's first tile (peeled off the loop): the
+    # sums then stay near n * (mean - shift), a few std / sqrt(BLOCK_R), whatever the rows'
+    # count or offset, and M2 = sum d^2 - (sum d)^2 / n cancels almost nothing.
+    offs, mask = _offsets(first + tl.arange(0, BLOCK_R), cols, end, C, L)
+    x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), 0.0)
+    shift = tl.sum(x, axis=0) / tl.minimum(end - first, BLOCK_R).to(tl.float32)
+    s1 = tl.where(mask, x - shift[None, :], 0.0)
+    s2 = s1 * s1
+    for start in tl.range(first + BLOCK_R, end, BLOCK_R, num_stages=STAGES):
         offs, mask = _offsets(start + tl.arange(0, BLOCK_R), cols, end, C, L)
-        x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift, 0.0)
+        x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift[None, :], 0.0)
         s1 += x
         s2 += x * x
+    n = (end - first).to(tl.float32)
+    d = tl.sum(s1, axis=0)
+    m2 = tl.sum(s2, axis=0) - d * d / n
+    m2 = tl.where(m2 < 0.0, 0.0, m2)  # not tl.maximum: a NaN stays NaN, as torch's
     out = part * 2 * C + cols
-    tl.store(part_ptr + out, tl.sum(s1, axis=0), mask=cols < C)
-    tl.store(part_ptr + out + C, tl.sum(s2, axis=0), mask=cols < C)
+    tl.store(part_ptr + out, shift + d / n, mask=cols < C)
+    tl.store(part_ptr + out + C, m2, mask=cols < C)
     if COUNT:
         if (part == 0) & (tl.program_id(1) == 0):
             tl.store(count_ptr, tl.load(count_ptr) + 1)
 
 
 @triton.jit
-def batch_norm_finalize_kernel(part_ptr, x_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C,
-                               S, momentum, eps, L: tl.constexpr, STATS: tl.constexpr, TRACK: tl.constexpr,
+def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
+                               chunk, momentum, eps, L: tl.constexpr, STATS: tl.constexpr, TRACK: tl.constexpr,
                                CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
     """part [S, 2, C] -> out [2, C], its sums over the S parts, in a fixed order (the backward's
-    sums); grid (C blocks). STATS (the stats kernel's parts of x): out [C] the mean and
+    sums); grid (C blocks). STATS (the stats kernel's parts of chunk rows): out [C] the mean and
     invstd [C] = 1/sqrt(biased var + eps) instead; TRACK: running = (1 - f) * running +
     f * batch, with the unbiased variance, f = momentum, or with CUMULATIVE 1 / count (the
     cumulative average)."""
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
-    acc0 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
-    acc1 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):  # once, where the launcher makes BLOCK_S >= S
-        s = s0 + tl.arange(0, BLOCK_S)
+    if STATS:
+        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum n d / R,
+        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S)
+        s = tl.arange(0, BLOCK_S)
+        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
         mask = (s < S)[:, None] & cmask[None, :]
         at = s[:, None] * (2 * C) + cols[None, :]
-        acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
-        acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
-    v0 = tl.sum(acc0, axis=0)
-    v1 = tl.sum(acc1, axis=0)
-    if STATS:
-        mean = v0 / R  # of x - x[0]
-        m2 = tl.maximum(v1 - v0 * mean, 0.0)
-        mean += tl.load(x_ptr + cols * L, mask=cmask, other=0.0).to(tl.float32)
+        m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0)
+        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0) - m0[None, :], 0.0)
+        dmean = tl.sum(n * d, axis=0) / R
+        e = tl.where(mask, d - dmean[None, :], 0.0)
+        m2 = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0) + n * e * e, axis=0)
+        mean = m0 + dmean
         tl.store(out_ptr + cols, mean, mask=cmask)
         tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
         if TRACK:
@@ -194,8 +200,16 @@ def batch_norm_finalize_kernel(part_ptr, x_ptr, out_ptr, invstd_ptr, run_mean_pt
             tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
             tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
     else:
-        tl.store(out_ptr + cols, v0, mask=cmask)
-        tl.store(out_ptr + C + cols, v1, mask=cmask)
+        acc0 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        acc1 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        for s0 in range(0, S, BLOCK_S):  # once, where the launcher makes BLOCK_S >= S
+            s = s0 + tl.arange(0, BLOCK_S)
+            mask = (s < S)[:, None] & cmask[None, :]
+            at = s[:, None] * (2 * C) + cols[None, :]
+            acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
+            acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
+        tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cmask)
+        tl.store(out_ptr + C + cols, tl.sum(acc1, axis=0), mask=cmask)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -322,10 +336,10 @@ def _tiles(R, C):
     return lambda meta: (cdiv(R, meta["BLOCK_R"]), cdiv(C, meta["BLOCK_C"]))
 
 
-def _finalize(part, x, out, invstd, run_mean, run_var, count, R, C, S, momentum, eps, L, stats, track, cumulative):
+def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, L, stats, track, cumulative):
     block_s = min(triton.next_power_of_2(S), MAX_PARTS)
     batch_norm_finalize_kernel[(cdiv(C, FINAL_BLOCK_C),)](
-        part, x, out, invstd, run_mean, run_var, count, R, C, S, momentum, eps, L=L, STATS=stats, TRACK=track,
+        part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, L=L, STATS=stats, TRACK=track,
         CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C, num_warps=8 if block_s > 128 else 4)
 
 
@@ -365,8 +379,8 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     invstd = torch.empty(C, device=x.device, dtype=torch.float32)
     batch_norm_stats_kernel[_parts_grid(S, C)](x, part, mean if count is None else count, R, C, chunk, L=L,
                                          COUNT=count is not None)
-    _finalize(part, x, mean, invstd, running_mean if track else mean, running_var if track else mean,
-              mean if count is None else count, R, C, S, float(momentum or 0.0), float(eps), L, stats=True,
+    _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
+              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), L, stats=True,
               track=track, cumulative=momentum is None)
     return _apply("batch_norm", x, mean, invstd, weight, bias, eps, False, act), mean, invstd
 
@@ -407,7 +421,7 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
         batch_norm_backward_reduce_kernel[_parts_grid(S, C)](dy, x, mean, stat, w, b, part, R, C, chunk, float(eps),
                                                              **flags)
         sums = torch.empty(2 * C, device=x.device, dtype=torch.float32)
-        _finalize(part, x, sums, sums, sums, sums, sums, R, C, S, 0.0, 0.0, L, stats=False, track=False,
+        _finalize(part, sums, sums, sums, sums, sums, R, C, S, chunk, 0.0, 0.0, L, stats=False, track=False,
                   cumulative=False)
     dx = None
     if need_x:
