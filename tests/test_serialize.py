@@ -87,3 +87,20 @@ def test_import_gives_the_whole_api():
             "tnet.data.CIFAR10, tnet.functional.relu, tnet.save, tnet.load)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith(tnet.__version__ + " ")
+
+
+def test_atomic_write_mode_stale_tmp_and_errors(tmp_path):
+    path = str(tmp_path / "ck.npz")
+    with open(path + ".tmp", "wb") as f:  # left by a writer killed mid-write
+        f.write(b"half")
+    old = os.umask(0o022)
+    try:
+        tnet.save({"w": np.arange(3)}, path)
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o644 and os.listdir(tmp_path) == ["ck.npz"]
+    with pytest.raises(OSError, match=r"cannot write .*ck.npz/ck.npz: File exists") as e:
+        tnet.save({}, str(tmp_path / "ck.npz" / "ck.npz"))  # the folder is a file
+    assert "\n" not in str(e.value)
+    with pytest.raises(OSError, match="cannot write .*Is a directory"):
+        tnet.save({}, str(tmp_path))

@@ -5,8 +5,8 @@ file from elsewhere therefore never runs code. Writes are atomic: a temporary fi
 same folder, fsync, then a rename over the target."""
 import io
 import json
+import errno
 import os
-import tempfile
 
 import numpy as np
 import torch
@@ -71,21 +71,44 @@ def _decode(obj, arrays, as_tensor):
     return {k: _decode(v, arrays, as_tensor) for k, v in obj.items()}
 
 
+class WriteError(OSError):
+    """A file atomic_write could not write; the previous file at the path is intact."""
+
+
 def atomic_write(path, write):
-    """write(file) into a temporary file beside path, fsync it, then rename it over path: a
-    crash or a full disk never leaves a half-written file at path."""
+    """write(file) into path + ".tmp", fsync it, rename it over path, then fsync the folder: a
+    crash or a full disk never leaves a half-written file at path. The temporary name is fixed so
+    that one left by a killed writer is replaced by the next write. The mode honours the umask
+    (0644 typically), as torch.save's files do."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    tmp = path + ".tmp"
     try:
-        with os.fdopen(fd, "wb") as f:
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        os.makedirs(folder, exist_ok=True)  # benchmarks write into a --out folder they do not create
+        with open(tmp, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
+        _discard(tmp)
+        raise WriteError(e.errno, f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
-        os.unlink(tmp)
+        _discard(tmp)
         raise
+
+
+def _discard(tmp):
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def save(obj, path):
