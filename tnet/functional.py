@@ -423,6 +423,10 @@ def _shape(shape, dims, keepdim):
 def _sum(name, input, dim, keepdim, mean):
     _is_tensor(name, input=input)
     dims = _dims(name, input, dim)
+    if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
+        out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0, dtype=input.dtype,
+                         device=input.device)
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
     y = _reduce.reduce(X, dims, divisor=count)

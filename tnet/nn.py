@@ -1,5 +1,6 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -191,18 +192,27 @@ class Module:
         memory layout. Shapes must match; with strict, the names too. Nothing is copied when
         a check fails. Returns (missing_keys, unexpected_keys), as torch. The parameters'
         16-bit copies (tnet.amp.low_copy) are rewritten from the loaded values."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         own = self._state()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         values = {k: state_dict[k].data if isinstance(state_dict[k], Tensor) else state_dict[k]
                   for k in own if k in state_dict}
-        values = {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v)) for k, v in values.items()}
-        errors = [f"size mismatch for {k}: the model's is {own[k].shape}, the state's {tuple(v.shape)}"
-                  for k, v in values.items() if tuple(v.shape) != own[k].shape]
+        for k, v in values.items():
+            try:
+                values[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"load_state_dict: the value for {k!r} is not an array of numbers ({e})") from None
+            if values[k].is_complex() or values[k].dtype == torch.bool and own[k].data.is_floating_point():
+                raise TypeError(f"load_state_dict: the value for {k!r} is {values[k].dtype}, the model's {own[k].dtype}")
+        names = lambda keys: ", ".join(f'"{k}"' for k in keys)
+        errors = [f"size mismatch for {k}: copying a param with shape {tuple(v.shape)} from checkpoint, the shape in "
+                  f"current model is {own[k].shape}" for k, v in values.items() if tuple(v.shape) != own[k].shape]
         if strict:
-            errors = [f"missing keys {missing}"] * bool(missing) + [f"unexpected keys {unexpected}"] * bool(unexpected) \
-                + errors
-        check(not errors, lambda: f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+            errors = [f"Missing key(s) in state_dict: {names(missing)}"] * bool(missing) \
+                + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
+        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
         for k, v in values.items():
             own[k].data.copy_(v)
             amp.refresh_low_copies(own[k])  # the 16-bit copies that layers read under autocast

@@ -74,10 +74,20 @@ def _as_storage(data, dtype=None):
     int64 for integer input, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.data
+    if data is None:
+        raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
-        data = torch.from_numpy(np.array(data))
+        try:
+            array = np.array(data)
+        except ValueError as e:  # ragged nested lists
+            raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
+        if array.dtype == object or array.dtype.kind in "USV":
+            raise TypeError(f"tensor: data must hold numbers, got {type(data).__name__} of {array.dtype} values")
+        data = torch.from_numpy(array)
+    if data.is_complex():
+        raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
-        dtype = torch.float32 if data.is_floating_point() else torch.int64
+        dtype = torch.float32 if data.is_floating_point() else torch.bool if data.dtype == torch.bool else torch.int64
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
 
