@@ -524,7 +524,7 @@ def softmax(x, dim=1):
     """Softmax over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32 under
     tnet.autocast)."""
     _rows("softmax", x, dim)
-    y, dtype = _softmax.softmax(x.data, _autocast_fp32(x)), x.dtype
+    y, dtype = _softmax.softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
     return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g, dtype),), saved=(y,))
 
 
@@ -532,7 +532,7 @@ def log_softmax(x, dim=1):
     """x - logsumexp(x) over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32
     under tnet.autocast)."""
     _rows("log_softmax", x, dim)
-    y, dtype = _softmax.log_softmax(x.data, _autocast_fp32(x)), x.dtype
+    y, dtype = _softmax.log_softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
     return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g, dtype),), saved=(y,))
 
 
