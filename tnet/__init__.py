@@ -1,5 +1,6 @@
 """tnet: a deep-learning mini-framework whose GPU kernels are written in Triton."""
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
+from .kernels._autotune import InputError
 from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, is_grad_enabled, no_grad, tensor
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
@@ -11,5 +12,5 @@ __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
-           "bfloat16", "int64", "int32", "save", "load", "LoadError", "functional", "nn", "optim", "models",
+           "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "nn", "optim", "models",
            "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled"]

@@ -4,6 +4,7 @@ generator's state with `manual_seed`.
 The generator is Philox (kernels/random.py) with its state [seed, offset] in one device
 tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
 dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
+import numpy as np
 import torch
 
 from ._device import DEVICE
@@ -13,6 +14,14 @@ from .tensor import Tensor
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
 _state = []  # [the generator's device tensor [seed, offset]], made on first use
+_init = [np.random.default_rng(DEFAULT_SEED)]  # the host stream that layers draw their initial weights from
+
+
+def init_generator():
+    """The numpy Generator that every layer built without an explicit `rng` draws its initial
+    weights from, as torch's layers draw from its global generator: two layers of one shape
+    start different, and manual_seed(s) makes a model's init repeat."""
+    return _init[0]
 
 
 def _capturing():
@@ -30,11 +39,13 @@ def rng_state():
 
 
 def manual_seed(seed):
-    """Reset the generator: draws after this repeat those after any earlier manual_seed(seed).
-    A host write, so not within a CUDA graph capture. Seeds are taken modulo 2^64, as torch's."""
+    """Reset the generator and the layers' init stream (init_generator): draws and layers built
+    after this repeat those after any earlier manual_seed(seed). A host write, so not within a
+    CUDA graph capture. Seeds are taken modulo 2^64, as torch's."""
     if _capturing():
         raise RuntimeError("manual_seed: writes the generator state from the host; call it outside a graph capture")
     seed = int(seed) % (1 << 64)
+    _init[0] = np.random.default_rng(seed)
     seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the int64 with the same bits
     state = rng_state()
     state[0].fill_(seed)

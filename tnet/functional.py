@@ -62,7 +62,7 @@ def matmul(a, b):
     def backward(g):
         return (_gemm.matmul(g, B.t(), out_dtype=a_dtype) if need_a else None,
                 _gemm.matmul(A.t(), g, out_dtype=b_dtype) if need_b else None)
-    return record("matmul", _gemm.matmul(A, B), (a, b), backward)
+    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None))
 
 
 def linear(x, w, b=None):
@@ -84,7 +84,8 @@ def linear(x, w, b=None):
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
                 _bias_grad(g, b_dtype) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
-    return record("linear", y, (x, w) if b is None else (x, w, b), backward)
+    return record("linear", y, (x, w) if b is None else (x, w, b), backward,
+                  saved=(w if need_x else None, x if need_w else None))
 
 
 def _bias_grad(g, dtype):
@@ -96,14 +97,43 @@ def _bias_grad(g, dtype):
     return _reduce.sum_except(g, 1, out=out)
 
 
-def _convolve(x, w, b, stride, padding, relu):
+def _conv_padding(padding, stride, kernel):
+    """padding as a pair of ints: an int, a pair, or torch's 'valid' (0) and 'same' (the output
+    as large as the input: stride 1 only, as torch; odd kernel sizes only, as tnet's kernels
+    pad both sides alike)."""
+    if isinstance(padding, str):
+        check(padding in ("same", "valid"), f"conv2d: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+        if padding == "valid":
+            return 0, 0
+        check(_pair(stride, "conv2d: stride", 1) == (1, 1), "conv2d: padding='same' is not supported for strided convolutions")
+        if any(k % 2 == 0 for k in kernel):
+            raise NotImplementedError(f"conv2d: padding='same' with an even kernel size {tuple(kernel)} needs uneven "
+                                      "padding, which tnet does not support; pad explicitly")
+        return tuple((k - 1) // 2 for k in kernel)
+    return _pair(padding, "conv2d: padding")
+
+
+def _unsupported_conv_args(dilation, groups):
+    """dilation and groups: only 1 (NotImplementedError otherwise, with a TypeError or ValueError
+    for values torch rejects too)."""
+    check(isinstance(groups, int) and not isinstance(groups, bool) and groups > 0,
+          f"conv2d: groups must be a positive int, got {groups!r}")
+    if _pair(dilation, "conv2d: dilation", 1) != (1, 1):
+        raise NotImplementedError(f"conv2d: dilation={dilation} is not supported by tnet (only 1)")
+    if groups != 1:
+        raise NotImplementedError(f"conv2d: groups={groups} is not supported by tnet (only 1)")
+
+
+def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     """Checks and runs a convolution; returns y and grads(g), the gradients (x, w, b) for
     the gradient g of y (with relu: already masked by y > 0), g in y's layout."""
     _is_tensor("conv2d", x=x, w=w)
+    check(b is None or isinstance(b, Tensor), f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
+    _unsupported_conv_args(dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
     check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
-    stride, padding = _pair(stride, "conv2d: stride", 1), _pair(padding, "conv2d: padding")
+    stride, padding = _pair(stride, "conv2d: stride", 1), _conv_padding(padding, stride, w.shape[2:])
     low = amp.get_autocast_dtype()
     check(low is not None or x.dtype == w.dtype,
           f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
@@ -114,6 +144,7 @@ def _convolve(x, w, b, stride, padding, relu):
     Wl, B = w.data if low is None else amp.cast_operand(w, low), None if b is None else b.data
     y = _conv.conv2d(X, Wl, stride, padding, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
+    saved = (w if need_x else None, X, y if relu else None)  # what grads reads (y: the ReLU's mask)
 
     def grads(g):
         gx = _conv.conv2d_input(x.shape, Wl, g, stride, padding, out_dtype=x.dtype) if need_x else None
@@ -123,20 +154,23 @@ def _convolve(x, w, b, stride, padding, relu):
         if need_b:
             gb = _bias_grad(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)
-    return y, grads
+    return y, grads, saved
 
 
-def conv2d(x, w, b=None, stride=1, padding=0, relu=False):
-    """x [N, C, H, W] * w [Cout, C, kh, kw] + b [Cout], as implicit GEMMs (kernels/conv.py):
-    the output is channels-last. relu=True applies ReLU in the GEMM's epilogue
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, relu=False):
+    """input [N, C, H, W] * weight [Cout, C, kh, kw] + bias [Cout], torch's arguments in torch's
+    order (padding an int, a pair, 'same' or 'valid'; dilation and groups 1 only), as implicit
+    GEMMs (kernels/conv.py): the output is channels-last. tnet's addition, keyword-only:
+    relu=True applies ReLU in the GEMM's epilogue
     (relu(conv2d(...)) in one pass over the output instead of three). Under tnet.autocast the
     products are 16-bit and so is the output; an fp32 w is read through its 16-bit copy and
     gets an fp32 gradient."""
-    y, grads = _convolve(x, w, b, stride, padding, relu)
+    x, w, b = input, weight, bias
+    y, grads, saved = _convolve(x, w, b, stride, padding, relu, dilation, groups)
 
     def backward(g):
         return grads(_ew.relu_backward(y, g) if relu else g)
-    return record("conv2d", y, (x, w) if b is None else (x, w, b), backward)
+    return record("conv2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved)
 
 
 def _pool_args(mode, kernel_size, stride, padding):
@@ -165,7 +199,7 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     kernel, so the convolution's output is written once and its gradient once. ReLU commutes
     with max pooling, so this is also max_pool2d followed by relu."""
     check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
-    y, grads = _convolve(x, w, b, stride, padding, relu=True)
+    y, grads, saved = _convolve(x, w, b, stride, padding, relu=True)
     kernel, pool_stride, pool_padding = _pool_args(mode, kernel_size, pool_stride, pool_padding)
     p_cl = _conv.keeps_channels_last(y.shape[1])
     p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)
@@ -174,7 +208,7 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     def backward(g):
         return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y,
                                            x_channels_last=y_cl, y_channels_last=p_cl))
-    return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward)
+    return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward, saved=saved)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
@@ -224,13 +258,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                                                need_params=need_w or need_b, bias=B, activation=activation)
         grads = (dx, dw if need_w else None, db if need_b else None)
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
-    return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward)
+    return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
+                  saved=(X, W, B if activation else None))
 
 
 def relu(x):
     _is_tensor("relu", x=x)
     y = _ew.relu(x.data)
-    return record("relu", y, (x,), lambda g: (_ew.relu_backward(y, g),))
+    return record("relu", y, (x,), lambda g: (_ew.relu_backward(y, g),), saved=(y,))
 
 
 # Arithmetic, element-wise functions, activations and reductions (PyTorch's names). Binary ops
@@ -259,14 +294,15 @@ def _sum_to(g, x):
     return g
 
 
-def _record2(name, y, input, other, grads):
+def _record2(name, y, input, other, grads, saved=()):
     """Record y = name(input, other); grads(g) gives both operands' gradients at y's shape (None
-    where not needed), summed here to each tensor operand's shape; numbers get none."""
+    where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
+    tensors grads reads (record's)."""
     inputs = [v for v in (input, other) if isinstance(v, Tensor)]
 
     def backward(g):
         return tuple(_sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
-    return record(name, y, inputs, backward)
+    return record(name, y, inputs, backward, saved=[v for v in saved if isinstance(v, (Tensor, torch.Tensor))])
 
 
 def add(input, other):
@@ -289,7 +325,8 @@ def mul(input, other):
     need_a, need_b = _need(input, other)
     return _record2("mul", _pw.pointwise("mul", a, b), input, other,
                     lambda g: (_pw.pointwise("mul", g, b) if need_a else None,
-                               _pw.pointwise("mul", g, a) if need_b else None))
+                               _pw.pointwise("mul", g, a) if need_b else None),
+                    saved=(b if need_a else None, a if need_b else None))
 
 
 def div(input, other):
@@ -299,7 +336,8 @@ def div(input, other):
     y = _pw.pointwise("div", a, b)
     return _record2("div", y, input, other,
                     lambda g: (_pw.pointwise("div", g, b) if need_a else None,
-                               _pw.pointwise("div_backward", g, y, b) if need_b else None))
+                               _pw.pointwise("div_backward", g, y, b) if need_b else None),
+                    saved=(b, y if need_b else None))
 
 
 def _unary(name, input, op, grad_op, saves_output, *args):
@@ -308,7 +346,7 @@ def _unary(name, input, op, grad_op, saves_output, *args):
     _is_tensor(name, input=input)
     y = _pw.pointwise(op, input.data, *args)
     saved = y if saves_output else input.data
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),))
+    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,))
 
 
 def neg(input):
@@ -385,6 +423,10 @@ def _shape(shape, dims, keepdim):
 def _sum(name, input, dim, keepdim, mean):
     _is_tensor(name, input=input)
     dims = _dims(name, input, dim)
+    if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
+        out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0, dtype=input.dtype,
+                         device=input.device)
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
     y = _reduce.reduce(X, dims, divisor=count)
@@ -424,14 +466,14 @@ def max(input, dim=None, keepdim=False):
         def share(g):
             ties = _pw.pointwise("eq", X, y)
             return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
-        return record("max", y.reshape(()), (input,), share)
+        return record("max", y.reshape(()), (input,), share, saved=(X, y))
     d = _dims("max", input, dim)
     y, indices = _reduce.reduce(X, d, "max")
 
     def backward(g):
         return (_pw.route(g.reshape(y.shape), indices, shape, d[0], channels_last=cl),)
     out = _shape(shape, d, keepdim)
-    return max_result(record("max", y.reshape(out), (input,), backward), Tensor(indices.reshape(out)))
+    return max_result(record("max", y.reshape(out), (input,), backward, saved=(indices,)), Tensor(indices.reshape(out)))
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -482,16 +524,16 @@ def softmax(x, dim=1):
     """Softmax over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32 under
     tnet.autocast)."""
     _rows("softmax", x, dim)
-    y, dtype = _softmax.softmax(x.data, _autocast_fp32(x)), x.dtype
-    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g, dtype),))
+    y, dtype = _softmax.softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
+    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g, dtype),), saved=(y,))
 
 
 def log_softmax(x, dim=1):
     """x - logsumexp(x) over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32
     under tnet.autocast)."""
     _rows("log_softmax", x, dim)
-    y, dtype = _softmax.log_softmax(x.data, _autocast_fp32(x)), x.dtype
-    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g, dtype),))
+    y, dtype = _softmax.log_softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
+    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g, dtype),), saved=(y,))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -1,5 +1,6 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -9,6 +10,7 @@ from . import amp
 from . import functional as F
 from ._device import DEVICE
 from .kernels._autotune import check
+from .factory import init_generator
 from .tensor import Tensor, _as_storage, tensor
 
 
@@ -190,18 +192,27 @@ class Module:
         memory layout. Shapes must match; with strict, the names too. Nothing is copied when
         a check fails. Returns (missing_keys, unexpected_keys), as torch. The parameters'
         16-bit copies (tnet.amp.low_copy) are rewritten from the loaded values."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         own = self._state()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         values = {k: state_dict[k].data if isinstance(state_dict[k], Tensor) else state_dict[k]
                   for k in own if k in state_dict}
-        values = {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v)) for k, v in values.items()}
-        errors = [f"size mismatch for {k}: the model's is {own[k].shape}, the state's {tuple(v.shape)}"
-                  for k, v in values.items() if tuple(v.shape) != own[k].shape]
+        for k, v in values.items():
+            try:
+                values[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"load_state_dict: the value for {k!r} is not an array of numbers ({e})") from None
+            if values[k].is_complex() or values[k].dtype == torch.bool and own[k].data.is_floating_point():
+                raise TypeError(f"load_state_dict: the value for {k!r} is {values[k].dtype}, the model's {own[k].dtype}")
+        names = lambda keys: ", ".join(f'"{k}"' for k in keys)
+        errors = [f"size mismatch for {k}: copying a param with shape {tuple(v.shape)} from checkpoint, the shape in "
+                  f"current model is {own[k].shape}" for k, v in values.items() if tuple(v.shape) != own[k].shape]
         if strict:
-            errors = [f"missing keys {missing}"] * bool(missing) + [f"unexpected keys {unexpected}"] * bool(unexpected) \
-                + errors
-        check(not errors, lambda: f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+            errors = [f"Missing key(s) in state_dict: {names(missing)}"] * bool(missing) \
+                + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
+        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
         for k, v in values.items():
             own[k].data.copy_(v)
             amp.refresh_low_copies(own[k])  # the 16-bit copies that layers read under autocast
@@ -215,24 +226,46 @@ class Module:
         return ""
 
 
+def _factory_args(name, device, dtype):
+    """torch's device= and dtype= of a layer: tnet's device and float32 only (parameters are fp32
+    masters; tnet.autocast gives 16-bit compute)."""
+    if device is not None and torch.device(device).type != DEVICE.type:
+        raise ValueError(f"{name}: tnet keeps parameters on {DEVICE}, got device={device}")
+    if dtype is not None and dtype != torch.float32:
+        raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
+
+
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 class Conv2d(Module):
-    """torch.nn.Conv2d's arguments, with Caffe's ways kept: the weight is drawn by Caffe's
-    gaussian filler (std 0.01, from `rng`, numpy's generator: a seed gives the same weights on
+    """torch.nn.Conv2d's arguments in torch's order (padding also 'same' or 'valid'), with
+    Caffe's ways kept as keyword-only extras: the weight is drawn by Caffe's gaussian filler
+    (std 0.01) from `rng`, a numpy Generator, by default tnet's init stream
+    (tnet.factory.init_generator, seeded by tnet.manual_seed; a seed gives the same weights on
     CPU and GPU), not PyTorch's Kaiming-uniform init, and the bias may learn at bias_lr_mult
-    times the lr (Caffe's lr_mult; 1 by default)."""
+    times the lr (Caffe's lr_mult; 1 by default). dilation and groups other than 1, and
+    padding modes other than 'zeros', raise NotImplementedError."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True,
-                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
-        rng = np.random.default_rng(0) if rng is None else rng
-        self.stride, self.padding = stride, padding
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=gaussian(0.01),
+                 bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
+        super().__init__()
+        for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
+            check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
+                  f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
+        F._pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
+        F._conv_padding(padding, stride, (kh, kw))
+        F._unsupported_conv_args(dilation, groups)
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        _factory_args("Conv2d", device, dtype)
+        rng = init_generator() if rng is None else rng
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.padding_mode = padding_mode
         self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
         self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
-        F._pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
-        F._pair(padding, "Conv2d: padding")
         # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
         self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
 
@@ -247,15 +280,21 @@ class Conv2d(Module):
 
     def extra_repr(self):
         cout, cin, kh, kw = self.weight.shape
-        return f"{cin}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding}"
+        return f"{cin}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding!r}"
 
 
 class Linear(Module):
-    """torch.nn.Linear's arguments, with Caffe's gaussian filler and bias_lr_mult as in Conv2d."""
+    """torch.nn.Linear's arguments in torch's order, with Caffe's gaussian filler, rng (tnet's
+    init stream by default) and bias_lr_mult keyword-only, as in Conv2d."""
 
-    def __init__(self, in_features, out_features, bias=True, weight_filler=gaussian(0.01),
-                 bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
-        rng = np.random.default_rng(0) if rng is None else rng
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
+                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
+        super().__init__()
+        for arg, v in (("in_features", in_features), ("out_features", out_features)):
+            check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                  f"Linear: {arg} must be a non-negative int, got {v!r}")
+        _factory_args("Linear", device, dtype)
+        rng = init_generator() if rng is None else rng
         self.weight = Parameter(weight_filler((out_features, in_features), rng))
         self.bias = Parameter(bias_filler((out_features,), rng), lr_mult=bias_lr_mult) if bias else None
 

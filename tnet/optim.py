@@ -16,7 +16,7 @@ from . import amp
 from .kernels import optim as kernels
 from .kernels._autotune import check
 from .kernels.copy import copy_
-from .tensor import _in_layout
+from .tensor import _in_layout, bump_version
 
 
 class Optimizer:
@@ -99,6 +99,7 @@ class Optimizer:
             kernels.find_inf_([u[1] for u in updates], found_inf)
         kernels.count_steps_(self._steps, self._took[took], found_inf)
         kernels.step_(self.RULE, updates, scale, found_inf)
+        bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
 
     def zero_grad(self, set_to_none=True):
         for p in self._params:
@@ -303,9 +304,11 @@ class Lookahead:
     def step(self):
         kernels.lookahead_clock_(self._count, self._d, self.total_steps, self.every, self.decay)
         kernels.lookahead_(self._updates(), self._d)
+        bump_version(*self.tensors.values())
 
     def finish(self):
         kernels.lookahead_(self._updates(), self._one)
+        bump_version(*self.tensors.values())
 
     def state_dict(self):
         """{"step": steps counted, "ema": {name: float32 array}} (host copies: a synchronisation)."""

@@ -3,7 +3,11 @@
 Each differentiable op calls `record(...)`, which gives its output a tape entry: the next
 sequence number, the inputs, and the backward closure written beside the op's forward.
 `backward()` takes the part of the tape that the output depends on and walks it in
-reverse sequence order, then frees each entry's saved state. A gradient has its tensor's
+reverse sequence order, then frees each entry's saved state. Version counters, as torch's:
+each tensor's `_version` (its storage's, so shared with its views) counts the in-place writes
+to it; an entry keeps the versions of the tensors its backward reads (record's saved=), and
+backward raises torch's RuntimeError if one changed since. tnet's in-place writers that torch
+does not see (Triton kernels: optimizer steps, Lookahead) call bump_version. A gradient has its tensor's
 dtype (float32, float16 or bfloat16): where an op of mixed dtypes hands back another, the
 tape casts it, as torch's engine does.
 """
@@ -40,13 +44,29 @@ def no_grad():
 
 
 class _Entry:
-    __slots__ = ("seq", "op", "inputs", "backward")
+    __slots__ = ("seq", "op", "inputs", "backward", "saved")
 
-    def __init__(self, op, inputs, backward):
+    def __init__(self, op, inputs, backward, saved):
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
         self.backward = backward
+        self.saved = saved
+
+    def check_versions(self):
+        """torch's error where a tensor this backward reads was written in place since the forward."""
+        for i, (t, version) in enumerate(self.saved):
+            if t._version != version:
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{t.dtype}, {list(t.shape)}] (saved tensor {i} of {self.op}) is at version "
+                    f"{t._version}; expected version {version} instead.")
+
+
+def bump_version(*tensors):
+    """Count an in-place write that torch did not see (a Triton kernel's) to these tnet or torch
+    tensors, so that the tape's version check catches it."""
+    torch.autograd.graph.increment_version([t.data if isinstance(t, Tensor) else t for t in tensors])
 
 
 def _as_storage(data, dtype=None):
@@ -54,10 +74,20 @@ def _as_storage(data, dtype=None):
     int64 for integer input, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.data
+    if data is None:
+        raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
-        data = torch.from_numpy(np.array(data))
+        try:
+            array = np.array(data)
+        except ValueError as e:  # ragged nested lists
+            raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
+        if array.dtype == object or array.dtype.kind in "USV":
+            raise TypeError(f"tensor: data must hold numbers, got {type(data).__name__} of {array.dtype} values")
+        data = torch.from_numpy(array)
+    if data.is_complex():
+        raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
-        dtype = torch.float32 if data.is_floating_point() else torch.int64
+        dtype = torch.float32 if data.is_floating_point() else torch.bool if data.dtype == torch.bool else torch.int64
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
 
@@ -74,6 +104,7 @@ class Tensor:
     dtype = property(lambda self: self.data.dtype)
     device = property(lambda self: self.data.device)
     ndim = property(lambda self: self.data.dim())
+    _version = property(lambda self: self.data._version, doc="in-place writes so far (shared with views), as torch's")
 
     def numel(self):
         return self.data.numel()
@@ -329,6 +360,7 @@ class Tensor:
             if entry.backward is None:
                 raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
             if g is not None:
+                entry.check_versions()
                 g = _in_layout(g, t.data)
                 timer = _backward_timer[0]
                 gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
@@ -345,7 +377,7 @@ class Tensor:
                     else:
                         grads[id(x)] = gx
             entry.backward = None  # frees what the closure saved
-            entry.inputs = ()
+            entry.inputs = entry.saved = ()
 
 
 def _in_layout(g, like):
@@ -363,13 +395,15 @@ def _accumulate_leaf(x, g):
         add_(x.grad.data, g)
 
 
-def record(op, data, inputs, backward):
+def record(op, data, inputs, backward, saved=()):
     """Wrap the output of op (its name); put it on the tape when grad is on and an input
-    requires it."""
+    requires it. saved: the tensors (tnet or torch; None skipped) that backward reads, whose
+    versions backward checks; only those, so that an in-place write to anything else is allowed."""
     out = Tensor(data)
     if _grad_enabled[0] and any(x.requires_grad for x in inputs):
         out.requires_grad = True
-        out._entry = _Entry(op, tuple(inputs), backward)
+        saved = [t.data if isinstance(t, Tensor) else t for t in saved if t is not None]
+        out._entry = _Entry(op, tuple(inputs), backward, [(t, t._version) for t in saved])
     return out
 
 

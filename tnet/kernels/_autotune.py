@@ -74,11 +74,16 @@ def warm_bench(kernel_call, quantiles):
     return triton.testing.do_bench_cudagraph(kernel_call, rep=5, quantiles=quantiles)
 
 
+class InputError(ValueError, RuntimeError):
+    """tnet's one-line error for bad input (shape, dtype, device, value): a ValueError, and a
+    RuntimeError too, as torch raises for most of these, so that either except clause catches it."""
+
+
 def check(cond, msg):
-    """Raise the ValueError every launcher uses for bad shape, dtype or device. msg may be a
+    """Raise the InputError every launcher uses for bad shape, dtype or device. msg may be a
     function returning the text, for hot paths where building it costs launch time."""
     if not cond:
-        raise ValueError(msg() if callable(msg) else msg)
+        raise InputError(msg() if callable(msg) else msg)
 
 
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors

@@ -1,0 +1,125 @@
+"""Bad and extreme input for the public ops and layers, against torch: tnet gives torch's result
+or a one-line error of the kind torch raises (issue 24, defect 12)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+
+
+def one_line_error(kind, fn):
+    with pytest.raises(kind) as info:
+        fn()
+    assert "\n" not in str(info.value), str(info.value)
+
+
+def test_layers_draw_from_one_seeded_init_stream():
+    a, b = nn.Conv2d(4, 4, 3), nn.Conv2d(4, 4, 3)
+    assert not np.array_equal(a.weight.numpy(), b.weight.numpy())
+    assert not np.array_equal(nn.Linear(4, 4).weight.numpy(), nn.Linear(4, 4).weight.numpy())
+    tnet.manual_seed(3)
+    first = [nn.Conv2d(4, 4, 3).weight.numpy(), nn.Linear(5, 2).weight.numpy()]
+    tnet.manual_seed(3)
+    again = [nn.Conv2d(4, 4, 3).weight.numpy(), nn.Linear(5, 2).weight.numpy()]
+    assert all(np.array_equal(u, v) for u, v in zip(first, again))
+
+
+def test_conv2d_takes_torchs_argument_order():
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, 3, 6, 6), (4, 3, 3, 3), (4,)))
+    ref = tF.conv2d(*map(torch.tensor, (x, w, b)), 1, 1, 1).numpy()  # the 6th positional is dilation
+    np.testing.assert_allclose(F.conv2d(*map(tnet.tensor, (x, w, b)), 1, 1, 1).numpy(), ref, atol=1e-4)
+    same = tF.conv2d(torch.tensor(x), torch.tensor(w), padding="same").numpy()
+    np.testing.assert_allclose(F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="same").numpy(), same, atol=1e-4)
+    assert F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="valid").shape == (1, 4, 4, 4)
+    for kw in ({"dilation": 2}, {"groups": 3}):
+        one_line_error(NotImplementedError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), **kw))
+        one_line_error(NotImplementedError, lambda: nn.Conv2d(3, 3, 3, **kw))
+    one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), stride=2, padding="same"))
+    one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="full"))
+    conv = nn.Conv2d(3, 4, 3, 1, 0, 1, 1, False)  # torch's positional order: bias 8th
+    assert conv.bias is None and nn.Linear(3, 2, False).bias is None
+
+
+def test_inplace_write_to_a_saved_tensor_raises_as_torch():
+    rng = np.random.default_rng(0)
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    y = F.exp(x)
+    loss = F.sum(y)
+    y.data.add_(1)
+    one_line_error(RuntimeError, loss.backward)
+    w = nn.Parameter(rng.standard_normal((4, 4)))
+    loss = F.sum(F.matmul(x, w))
+    opt = tnet.optim.SGD([w], lr=0.1)
+    w.grad = tnet.tensor(np.ones((4, 4)))
+    opt.step()  # an optimizer step writes w in place
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_no_false_positive_for_tensors_backward_does_not_read():
+    x = tnet.tensor(np.arange(6.0).reshape(2, 3) - 2, requires_grad=True)
+    loss = F.sum(F.mul(F.relu(x), 2.0))  # relu reads its output, not x
+    x.data.add_(1)
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [2, 2, 2]])
+    x.grad = None
+    loss = F.sum(F.add(x, 1.0))
+    x.data.mul_(2)
+    loss.backward()
+    assert x._version == 2
+
+
+@pytest.mark.parametrize("data, kind", [(None, TypeError), ([[1, 2], [3]], ValueError), ([1j], TypeError),
+                                        ("ab", TypeError), ([object()], TypeError)])
+def test_tensor_rejects_what_it_cannot_hold(data, kind):
+    one_line_error(kind, lambda: tnet.tensor(data))
+
+
+def test_tensor_keeps_bool():
+    assert tnet.tensor([True, False]).dtype == torch.bool
+
+
+def test_sum_and_mean_of_no_elements_as_torch():
+    for shape, dim in (((0,), None), ((0, 3), None), ((0, 3), 0), ((0, 3), 1)):
+        x = np.zeros(shape, np.float32)
+        for name in ("sum", "mean"):
+            ref = getattr(torch, name)(torch.tensor(x), dim) if dim is not None else getattr(torch, name)(torch.tensor(x))
+            got = getattr(F, name)(tnet.tensor(x), dim)
+            np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+def test_load_state_dict_errors_name_the_problem():
+    layer = nn.Linear(3, 2)
+    one_line_error(TypeError, lambda: layer.load_state_dict([1, 2]))
+    state = layer.state_dict()
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "bias"'):
+        layer.load_state_dict({"weight": state["weight"]})
+    with pytest.raises(RuntimeError, match='Unexpected key\\(s\\) in state_dict: "extra"'):
+        layer.load_state_dict({**state, "extra": np.zeros(1)})
+    with pytest.raises(RuntimeError, match="size mismatch for weight"):
+        layer.load_state_dict({**state, "weight": np.zeros((3, 3))})
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: F.relu(x.numpy()), lambda x: F.conv2d(x, x), lambda x: F.linear(x, x[:, :2]),
+    lambda x: F.sum(x, 5), lambda x: F.softmax(x, 0), lambda x: F.max(tnet.tensor(np.zeros(0))),
+    lambda x: F.pow(x, x), lambda x: F.max_pool2d(x, 0), lambda x: nn.Conv2d(0, 3, 3),
+    lambda x: nn.Linear(2.5, 3), lambda x: nn.Conv2d(3, 3, 3, device="meta"), lambda x: x.to("meta"),
+    lambda x: F.cross_entropy(x, tnet.tensor([0, 1, 2, 9])), lambda x: F.dropout(x, 2.0),
+])
+def test_bad_arguments_give_one_line_errors(call):
+    x = tnet.tensor(np.ones((4, 3), np.float32))
+    with pytest.raises((ValueError, TypeError, RuntimeError, IndexError, NotImplementedError)) as info:
+        call(x)
+    assert "\n" not in str(info.value), str(info.value)
+
+
+def test_softmax_of_a_strided_view_as_torch():
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    for fn in ("softmax", "log_softmax"):
+        got = getattr(F, fn)(tnet.tensor(x)[:, ::2], dim=1).numpy()
+        np.testing.assert_allclose(got, getattr(tF, fn)(torch.tensor(x)[:, ::2], dim=1).numpy(), atol=1e-6)
