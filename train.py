@@ -28,8 +28,10 @@ Options given on the command line override the recipe's.
 import argparse
 import itertools
 import json
+import contextlib
 import math
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -86,6 +88,19 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return action.help + " (default: %(default)s)"
 
 
+def number(kind, low, what):
+    """An argparse type: a finite `kind` at least `low`, or a one-line error saying so."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (math.isfinite(value) and value >= low):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return parse
+
+
 def recipe_values(name):
     return ", ".join(f"{recipe}: {values[name]}" for recipe, values in RECIPES.items())
 
@@ -98,7 +113,7 @@ def build_parser():
                    help="caffe: Caffe's exact recipe; fast: the best found for cifar10_quick; airbench: airbench94's "
                         "(default: " + ", ".join(f"{r} for {m}" for m, r in MODELS.items()) + ")")
     r = lambda name, text: f"{text} (default: the recipe's; {recipe_values(name)})"
-    p.add_argument("--epochs", type=float,
+    p.add_argument("--epochs", type=number(float, 1e-3, "a number of epochs of at least 0.001"),
                    help=r("epochs", "passes over the training set; a fraction runs ceil(epochs x batches per epoch) "
                                     "steps, airbench's rule"))
     p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
@@ -129,12 +144,14 @@ def build_parser():
                    help=r("precision", "; ".join(f"{name}: {text}" for name, (_, _, text) in PRECISIONS.items())))
     p.add_argument("--grad-scaler", action=argparse.BooleanOptionalAction,
                    help=r("grad_scaler", "with --precision fp16, a dynamic loss scale"))
-    p.add_argument("--seed", type=int, default=0, help="seed for the weights and the shuffling")
+    p.add_argument("--seed", type=number(int, 0, "a seed from 0 up"), default=0, help="seed for the weights and the shuffling")
     p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images (default: all)")
     p.add_argument("--checkpoint",
                    help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it "
                         "(default: runs/cifar10_quick.ckpt, runs/MODEL.ckpt for another --model)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint, with the same settings")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start a new run over an existing --checkpoint (without it, a new run refuses to)")
     p.add_argument("--runs", type=int, default=1,
                    help="train this many runs, seeds --seed, --seed + 1, ..., each with its own checkpoint "
                         "(PATH-seedS.ckpt), then print every run's accuracy and time, the mean and the spread")
@@ -176,6 +193,24 @@ def parse_args(argv=None):
     return args
 
 
+def log_path_of(checkpoint):
+    """The JSON log beside a checkpoint: its stem + .json, or + .log.json where the checkpoint
+    itself ends in .json, so the log never overwrites it."""
+    stem, ext = os.path.splitext(checkpoint)
+    return stem + (".log.json" if ext == ".json" else ".json")
+
+
+def check_checkpoint_path(args):
+    """Before any training: the checkpoint must be a file path that can be written, and a new
+    run must not silently replace an earlier run's checkpoint."""
+    if os.path.isdir(args.checkpoint):
+        sys.exit(f"error: cannot write the checkpoint {args.checkpoint}: it is a directory")
+    if not args.resume and not args.overwrite and os.path.exists(args.checkpoint):
+        sys.exit(f"error: {args.checkpoint} exists: --resume continues its run, --overwrite starts a new one "
+                 f"over it, or give another --checkpoint")
+    writable_folder(args.checkpoint)
+
+
 def writable_folder(path):
     """Create the folder that will hold `path` and check that a file can be written there,
     before any training: an error now costs nothing, after an epoch it costs the epoch."""
@@ -203,6 +238,24 @@ def read_checkpoint(args):
         sys.exit(f"error: --resume with other settings than the checkpoint's: {'; '.join(changed)}. "
                  f"Give the same settings, or another --checkpoint to start a new run")
     return ck
+
+
+@contextlib.contextmanager
+def ctrl_c_deferred():
+    """Ctrl-C inside the block waits for its end, then raises KeyboardInterrupt: the evaluation
+    and the checkpoint after an epoch run whole, so a stop there loses nothing."""
+    pressed = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    except ValueError:  # not the main thread: no handler to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def evaluate(model, loader, captured):
@@ -298,9 +351,9 @@ def run(args):
         print(f"no CUDA GPU: every kernel runs in Triton's interpreter on the CPU, about "
               f"{CPU_SECONDS_PER_IMAGE * args.batch_size:.0f} s per training step at batch {args.batch_size}. "
               f"For a try-out of about a minute: {CPU_TRYOUT}", file=sys.stderr)
-    log_path = os.path.splitext(args.checkpoint)[0] + ".json"
+    log_path = log_path_of(args.checkpoint)
     ck = read_checkpoint(args) if args.resume else None
-    writable_folder(args.checkpoint)
+    check_checkpoint_path(args)
     try:
         train_x, train_y, test_x, test_y = data.load_cifar10(args.data)
     except data.DataError as e:
@@ -374,11 +427,14 @@ def run(args):
     def checkpoint(epoch, batch, loader_state):
         """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
         nonlocal last_saved
-        tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
-                   "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
-                   "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
-                   "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict(),
-                   "lookahead": None if lookahead is None else lookahead.state_dict()}, args.checkpoint)
+        try:
+                tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
+                       "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
+                       "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
+                       "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict(),
+                       "lookahead": None if lookahead is None else lookahead.state_dict()}, args.checkpoint)
+        except OSError as e:  # the write is atomic: the previous checkpoint is intact
+            stop(f"cannot write the checkpoint {args.checkpoint}: {e.strerror or e}")
         last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
 
     def stop(problem):
@@ -446,15 +502,24 @@ def run(args):
             stop(f"a training label is {bad}, outside [0, 10), in epoch {epoch + 1}")
         skip = 0
         entry = {"epoch": epoch + 1, "loss": mean}
-        if epoch == epochs - 1 or (args.eval_every and (epoch + 1) % args.eval_every == 0):
-            t0 = time.perf_counter()
-            entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
-            eval_time += time.perf_counter() - t0
-        log.append({**entry, "train_time": train_time, "eval_time": eval_time})
-        accuracy = f", {split} accuracy {100 * entry[f'{split}_accuracy']:.2f}%" if f"{split}_accuracy" in entry else ""
-        print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
-        checkpoint(epoch + 1, 0, train.state())
-        serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
+        try:
+            with ctrl_c_deferred():
+                if epoch == epochs - 1 or (args.eval_every and (epoch + 1) % args.eval_every == 0):
+                    t0 = time.perf_counter()
+                    entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
+                    eval_time += time.perf_counter() - t0
+                log.append({**entry, "train_time": train_time, "eval_time": eval_time})
+                accuracy = (f", {split} accuracy {100 * entry[f'{split}_accuracy']:.2f}%"
+                            if f"{split}_accuracy" in entry else "")
+                print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
+                checkpoint(epoch + 1, 0, train.state())
+                try:
+                    serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
+                except OSError as e:
+                    stop(f"cannot write the log {log_path}: {e.strerror or e}")
+        except KeyboardInterrupt:
+            sys.exit(f"interrupted after epoch {epoch + 1}: the last checkpoint is {last_saved}; "
+                     f"--resume continues from there")
     return report(log[-1][f"{split}_accuracy"], split, train_time, eval_time, total, args.seed)
 
 

@@ -346,3 +346,61 @@ def test_train_runs_several_seeds_and_summarises(tmp_path, capsys):
         train.parse_args(["--runs", "2", "--resume"])
     with pytest.raises(SystemExit):
         train.parse_args(["--runs", "0"])
+
+
+def test_log_never_overwrites_a_json_checkpoint():
+    assert train.log_path_of("runs/run.json") == "runs/run.log.json"
+    assert train.log_path_of("runs/q.ckpt") == "runs/q.json"
+
+
+@pytest.mark.parametrize("argv,match", [(["--epochs", "1e-10"], "--epochs"), (["--epochs", "-1"], "--epochs"),
+                                        (["--epochs", "inf"], "--epochs"), (["--seed", "-1"], "--seed"),
+                                        (["--seed", "x"], "--seed")])
+def test_train_refuses_bad_epochs_and_seeds(argv, match, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(argv)
+    assert e.value.code == 2 and match in capsys.readouterr().err
+
+
+def test_train_checkpoint_path_checked_before_training(tmp_path, monkeypatch):
+    def never(*a, **k):
+        raise AssertionError("data loaded before the checkpoint path was checked")
+    monkeypatch.setattr(train.data, "load_cifar10", never)
+    with pytest.raises(SystemExit) as e:
+        train.main(["--checkpoint", str(tmp_path), "--epochs", "1"])
+    assert "is a directory" in str(e.value) and "\n" not in str(e.value)
+    old = tmp_path / "old.ckpt"
+    old.write_bytes(b"an earlier run")
+    with pytest.raises(SystemExit) as e:
+        train.main(["--checkpoint", str(old), "--epochs", "1"])
+    assert "--overwrite" in str(e.value) and old.read_bytes() == b"an earlier run"
+
+
+def test_train_save_error_is_one_line(tmp_path, monkeypatch):
+    argv, ck = _quick_run(tmp_path)
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(train.tnet, "save", full_disk)
+    with pytest.raises(SystemExit) as e:
+        train.main(argv)
+    assert str(e.value).startswith(f"error: cannot write the checkpoint {ck}: No space left on device")
+    assert "\n" not in str(e.value)
+
+
+def test_train_ctrl_c_during_evaluation_keeps_the_epoch(tmp_path, monkeypatch, capsys):
+    import signal
+    argv, ck = _quick_run(tmp_path)
+    evaluate = train.evaluate
+
+    def pressed(*a):  # Ctrl-C arrives in the middle of the evaluation
+        os.kill(os.getpid(), signal.SIGINT)
+        return evaluate(*a)
+    monkeypatch.setattr(train, "evaluate", pressed)
+    with pytest.raises(SystemExit) as e:
+        train.main(argv)
+    assert str(e.value).startswith("interrupted after epoch 1") and "\n" not in str(e.value)
+    assert tnet.load(str(ck))["epoch"] == 1
+    monkeypatch.setattr(train, "evaluate", evaluate)
+    train.main(argv + ["--resume"])
+    assert "already finished" in capsys.readouterr().out
