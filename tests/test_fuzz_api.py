@@ -27,7 +27,7 @@ def test_layers_draw_from_one_seeded_init_stream():
     assert all(np.array_equal(u, v) for u, v in zip(first, again))
 
 
-def test_conv2d_takes_torchs_argument_order():
+def test_conv2d_takes_torchs_argument_order(ieee):
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, 3, 6, 6), (4, 3, 3, 3), (4,)))
     ref = tF.conv2d(*map(torch.tensor, (x, w, b)), 1, 1, 1).numpy()  # the 6th positional is dilation
