@@ -144,6 +144,13 @@ def test_sample_shape_and_classes():
     assert data.CIFAR10("sample", train=False).images.shape == (100, 3, 32, 32)
 
 
+def test_sample_by_absolute_path(tmp_path, monkeypatch):
+    # train.py makes --data absolute, so --data sample arrives as CWD/sample
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sample").mkdir()  # a folder of that name does not hide the sample
+    assert len(load_cifar10(str(tmp_path / "sample"), download=False)[1]) == 500
+
+
 def test_default_root_falls_back_to_sample_offline(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(data.urllib.request, "urlopen", offline)

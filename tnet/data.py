@@ -50,10 +50,11 @@ def load_cifar10(root=DEFAULT_ROOT, download=True):
     `root` holds cifar-10-batches-bin or cifar-10-batches-py, or is one of those folders.
     When neither is there and `download` is set, fetch the binary version into `root`.
     root "sample" gives the sample shipped inside tnet (500 training and 100 test images, see
-    load_sample). So does the default root ./data when the download fails, with a line on
-    stderr; a folder named otherwise is never swapped for the sample.
+    load_sample), as does the same path made absolute (train.py makes --data absolute), even
+    where a folder ./sample exists. So does the default root ./data when the download fails,
+    with a line on stderr; a folder named otherwise is never swapped for the sample.
     """
-    if root == SAMPLE:
+    if _is(root, SAMPLE):
         return load_sample()
     folder, fmt = _find(root)
     if folder is None:
@@ -63,7 +64,7 @@ def load_cifar10(root=DEFAULT_ROOT, download=True):
         try:
             _fetch(root)
         except DownloadError as e:
-            if os.path.abspath(root) != os.path.abspath(DEFAULT_ROOT):
+            if not _is(root, DEFAULT_ROOT):
                 raise
             print(f"{e.reason}: using the {SAMPLE_SIZE} sample shipped with tnet (--data {SAMPLE})",
                   file=sys.stderr)
@@ -78,6 +79,11 @@ def load_cifar10(root=DEFAULT_ROOT, download=True):
     train_x = np.concatenate([x for x, _ in train])
     train_y = np.concatenate([y for _, y in train])
     return train_x, train_y, test_x, test_y
+
+
+def _is(root, name):
+    """Whether root names the folder `name` of the current directory (absolute or not)."""
+    return isinstance(root, (str, os.PathLike)) and os.path.abspath(root) == os.path.abspath(name)
 
 
 def load_sample():
