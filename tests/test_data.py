@@ -175,6 +175,18 @@ def fake_urlopen(payload):
     return urlopen
 
 
+def test_corrupt_download_leaves_no_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen(b"not a tarball"))
+    with pytest.raises(DataError, match="md5"):
+        load_cifar10(str(tmp_path / "new" / "data"), download=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_root_of_wrong_type():
+    with pytest.raises(TypeError, match="root must be"):
+        load_cifar10(None)
+
+
 def test_download_md5_mismatch(tmp_path, monkeypatch):
     monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen(b"not a tarball"))
     with pytest.raises(DataError, match="md5"):

@@ -54,6 +54,8 @@ def load_cifar10(root=DEFAULT_ROOT, download=True):
     where a folder ./sample exists. So does the default root ./data when the download fails,
     with a line on stderr; a folder named otherwise is never swapped for the sample.
     """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a folder's path, got {type(root).__name__}")
     if _is(root, SAMPLE):
         return load_sample()
     folder, fmt = _find(root)
@@ -83,7 +85,7 @@ def load_cifar10(root=DEFAULT_ROOT, download=True):
 
 def _is(root, name):
     """Whether root names the folder `name` of the current directory (absolute or not)."""
-    return isinstance(root, (str, os.PathLike)) and os.path.abspath(root) == os.path.abspath(name)
+    return os.path.abspath(root) == os.path.abspath(name)
 
 
 def load_sample():
@@ -194,12 +196,16 @@ def _download(url, path):
         r = urllib.request.urlopen(url, timeout=60)
     except OSError as e:  # URLError (no network, no such host), timeouts, refusals
         raise DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})") from None
+    # the folder only once the server answers, and removed again if the download then fails,
+    # so a failed download leaves nothing behind
+    folder = os.path.dirname(path) or "."
+    made = _missing_folders(folder)
     try:
-        # the folder only once the server answers, so a failed request leaves nothing behind
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
     except OSError as e:
         r.close()
-        raise DataError(f"cannot create {os.path.dirname(path)} for the download ({e.strerror})") from None
+        _remove_empty(made)
+        raise DataError(f"cannot create {folder} for the download ({e.strerror})") from None
     try:
         with r, open(part, "wb") as f:
             total = int(r.headers.get("Content-Length") or 0) or None
@@ -209,14 +215,34 @@ def _download(url, path):
                     md5.update(chunk)
                     bar.update(len(chunk))
     except OSError as e:  # a reset or timeout mid-transfer, a full disk
-        if os.path.exists(part):
-            os.remove(part)
-        raise DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})") from None
-    if md5.hexdigest() != MD5:
+        error = DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})")
+    else:
+        if md5.hexdigest() == MD5:
+            os.replace(part, path)
+            return
+        error = DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
+                          f"(corrupted download); retry")
+    if os.path.exists(part):
         os.remove(part)
-        raise DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
-                        f"(corrupted download); retry")
-    os.replace(part, path)
+    _remove_empty(made)
+    raise error from None
+
+
+def _missing_folders(folder):
+    """The folders os.makedirs(folder) would create, deepest first."""
+    missing = []
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    return missing
+
+
+def _remove_empty(folders):
+    for folder in folders:  # deepest first; stop at the first that is not empty
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
 
 
 def _md5(path):
