@@ -113,16 +113,58 @@ def test_python_batch_that_would_run_code_is_refused(tmp_path):
     assert not marker.exists()
 
 
-def test_no_network_one_line_error(tmp_path, monkeypatch):
-    def offline(*args, **kwargs):
-        raise OSError("[Errno -3] Temporary failure\nin name resolution")
+def offline(*args, **kwargs):
+    raise OSError("[Errno -3] Temporary failure\nin name resolution")
 
+
+def test_no_network_one_line_error(tmp_path, monkeypatch):
     monkeypatch.setattr(data.urllib.request, "urlopen", offline)
     with pytest.raises(DataError) as err:
         load_cifar10(str(tmp_path / "data"), download=True)
     msg = str(err.value)
     assert "\n" not in msg and "--data" in msg and "cifar-10-batches-bin" in msg
-    assert not os.path.exists(tmp_path / "data" / (data.ARCHIVE + ".part"))
+    assert data.URL in msg and "name resolution" in msg and "--data sample" in msg
+
+
+def test_failed_download_creates_no_folder(tmp_path, monkeypatch):
+    # train.py --data /nonexistent used to make the folder, then fail the download
+    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    root = tmp_path / "nonexistent" / "deeper"
+    with pytest.raises(DataError, match="could not download"):
+        load_cifar10(str(root), download=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_sample_shape_and_classes():
+    train_x, train_y, test_x, test_y = load_cifar10("sample")
+    assert train_x.shape == (500, 3, 32, 32) and test_x.shape == (100, 3, 32, 32)
+    assert train_x.dtype == test_x.dtype == np.uint8 and train_y.dtype == test_y.dtype == np.int64
+    assert (np.bincount(train_y, minlength=10) == 50).all() and (np.bincount(test_y, minlength=10) == 10).all()
+    assert train_x.std() > 30  # real images, not a blank array
+    assert data.CIFAR10("sample", train=False).images.shape == (100, 3, 32, 32)
+
+
+def test_sample_by_absolute_path(tmp_path, monkeypatch):
+    # train.py makes --data absolute, so --data sample arrives as CWD/sample
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sample").mkdir()  # a folder of that name does not hide the sample
+    assert len(load_cifar10(str(tmp_path / "sample"), download=False)[1]) == 500
+
+
+def test_default_root_falls_back_to_sample_offline(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    got = load_cifar10()
+    for g, e in zip(got, load_cifar10("sample")):
+        np.testing.assert_array_equal(g, e)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and data.URL in err and "sample" in err
+    assert os.listdir(tmp_path) == []  # no ./data left behind
+
+
+def test_download_false_names_the_sample(tmp_path):
+    with pytest.raises(DataError, match="--data sample"):
+        load_cifar10(str(tmp_path), download=False)
 
 
 def fake_urlopen(payload):
@@ -131,6 +173,18 @@ def fake_urlopen(payload):
         response.headers = {"Content-Length": str(len(payload))}
         return response
     return urlopen
+
+
+def test_corrupt_download_leaves_no_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen(b"not a tarball"))
+    with pytest.raises(DataError, match="md5"):
+        load_cifar10(str(tmp_path / "new" / "data"), download=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_root_of_wrong_type():
+    with pytest.raises(TypeError, match="root must be"):
+        load_cifar10(None)
 
 
 def test_download_md5_mismatch(tmp_path, monkeypatch):

@@ -1,9 +1,11 @@
-"""CIFAR-10: read the official binary or python batches, subtract the training mean image
+"""CIFAR-10: read the official binary or python batches (or the small sample shipped inside
+tnet, for trying things out with no network), subtract the training mean image
 (as Caffe's cifar10 example does) or normalise each channel, and serve shuffled, optionally
 augmented batches that are gathered on the device by a Triton kernel."""
 import hashlib
 import os
 import pickle
+import sys
 import tarfile
 import urllib.request
 
@@ -20,6 +22,10 @@ BIN_DIR, PY_DIR = "cifar-10-batches-bin", "cifar-10-batches-py"
 TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 TEST_BATCH = "test_batch"
 RECORD = 1 + 3 * 32 * 32  # one label byte, then the R, G, B planes of a 32x32 image
+DEFAULT_ROOT = "./data"
+SAMPLE = "sample"  # the root that names the shipped sample
+SAMPLE_SIZE = "500 + 100 image"
+SAMPLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cifar10_sample.npz")
 # The training set's channel means and standard deviations of pixels in [0, 1] (airbench's)
 CIFAR10_MEAN, CIFAR10_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 
@@ -28,18 +34,43 @@ class DataError(Exception):
     """The data set is missing, truncated, corrupt or could not be downloaded."""
 
 
-def load_cifar10(root="./data", download=True):
+class DownloadError(DataError):
+    """The archive could not be fetched (no network, say); `reason` names the URL and the problem."""
+
+    def __init__(self, reason):
+        super().__init__(f"{reason}; fetch it elsewhere and pass --data DIR pointing at a folder "
+                         f"holding {BIN_DIR} or {PY_DIR}, or --data {SAMPLE} for the "
+                         f"{SAMPLE_SIZE} sample shipped with tnet")
+        self.reason = reason
+
+
+def load_cifar10(root=DEFAULT_ROOT, download=True):
     """Return (train_x, train_y, test_x, test_y): uint8 [N,3,32,32] images, int64 [N] labels.
 
     `root` holds cifar-10-batches-bin or cifar-10-batches-py, or is one of those folders.
     When neither is there and `download` is set, fetch the binary version into `root`.
+    root "sample" gives the sample shipped inside tnet (500 training and 100 test images, see
+    load_sample), as does the same path made absolute (train.py makes --data absolute), even
+    where a folder ./sample exists. So does the default root ./data when the download fails,
+    with a line on stderr; a folder named otherwise is never swapped for the sample.
     """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a folder's path, got {type(root).__name__}")
+    if _is(root, SAMPLE):
+        return load_sample()
     folder, fmt = _find(root)
     if folder is None:
         if not download:
             raise DataError(f"no CIFAR-10 under {root}: pass --data DIR pointing at a folder "
-                            f"holding {BIN_DIR} or {PY_DIR}")
-        _fetch(root)
+                            f"holding {BIN_DIR} or {PY_DIR}, or --data {SAMPLE} for the sample")
+        try:
+            _fetch(root)
+        except DownloadError as e:
+            if not _is(root, DEFAULT_ROOT):
+                raise
+            print(f"{e.reason}: using the {SAMPLE_SIZE} sample shipped with tnet (--data {SAMPLE})",
+                  file=sys.stderr)
+            return load_sample()
         folder, fmt = _find(root)
         if folder is None:
             raise DataError(f"{os.path.join(root, ARCHIVE)} unpacked without a {BIN_DIR} folder")
@@ -50,6 +81,28 @@ def load_cifar10(root="./data", download=True):
     train_x = np.concatenate([x for x, _ in train])
     train_y = np.concatenate([y for _, y in train])
     return train_x, train_y, test_x, test_y
+
+
+def _is(root, name):
+    """Whether root names the folder `name` of the current directory (absolute or not)."""
+    return os.path.abspath(root) == os.path.abspath(name)
+
+
+def load_sample():
+    """The CIFAR-10 sample inside the package, as load_cifar10 returns it: the first 50 training
+    and 10 test images of each class, in the data set's order, from the JPEG-quality-75 copy of
+    CIFAR-10 that tnet's results used (so slightly below the official pixels), stored as raw
+    uint8 arrays (tools/make_cifar10_sample.py wrote it). For try-outs and tests: 500 images
+    train no useful model."""
+    try:
+        with np.load(SAMPLE_FILE, allow_pickle=False) as f:
+            arrays = [f[k] for k in ("train_x", "train_y", "test_x", "test_y")]
+    except (OSError, KeyError, ValueError) as e:
+        raise DataError(f"{SAMPLE_FILE}: cannot read the shipped sample ({type(e).__name__}: {e}); "
+                        f"reinstall tnet") from None
+    train = _checked(SAMPLE_FILE, arrays[0].reshape(len(arrays[0]), -1), arrays[1])
+    test = _checked(SAMPLE_FILE, arrays[2].reshape(len(arrays[2]), -1), arrays[3])
+    return (*train, *test)
 
 
 def _find(root):
@@ -116,8 +169,8 @@ def _checked(path, pixels, labels):
 
 
 def _fetch(root):
-    """Download (unless already there), verify and unpack the binary archive into root."""
-    os.makedirs(root, exist_ok=True)
+    """Download (unless already there), verify and unpack the binary archive into root. root is
+    made only once the server answers, so a failed request leaves no folder behind."""
     path = os.path.join(root, ARCHIVE)
     if not os.path.isfile(path):
         _download(URL, path)
@@ -140,25 +193,56 @@ def _download(url, path):
     part = path + ".part"
     md5 = hashlib.md5()
     try:
-        with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f:
+        r = urllib.request.urlopen(url, timeout=60)
+    except OSError as e:  # URLError (no network, no such host), timeouts, refusals
+        raise DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})") from None
+    # the folder only once the server answers, and removed again if the download then fails,
+    # so a failed download leaves nothing behind
+    folder = os.path.dirname(path) or "."
+    made = _missing_folders(folder)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        r.close()
+        _remove_empty(made)
+        raise DataError(f"cannot create {folder} for the download ({e.strerror})") from None
+    try:
+        with r, open(part, "wb") as f:
             total = int(r.headers.get("Content-Length") or 0) or None
             with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(path)) as bar:
                 while chunk := r.read(1 << 20):
                     f.write(chunk)
                     md5.update(chunk)
                     bar.update(len(chunk))
-    except OSError as e:
-        if os.path.exists(part):
-            os.remove(part)
-        reason = " ".join(str(e).split())
-        raise DataError(f"could not download CIFAR-10 from {url} ({reason}); fetch it elsewhere "
-                        f"and pass --data DIR pointing at a folder holding {BIN_DIR} or "
-                        f"{PY_DIR}") from None
-    if md5.hexdigest() != MD5:
+    except OSError as e:  # a reset or timeout mid-transfer, a full disk
+        error = DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})")
+    else:
+        if md5.hexdigest() == MD5:
+            os.replace(part, path)
+            return
+        error = DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
+                          f"(corrupted download); retry")
+    if os.path.exists(part):
         os.remove(part)
-        raise DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
-                        f"(corrupted download); retry")
-    os.replace(part, path)
+    _remove_empty(made)
+    raise error from None
+
+
+def _missing_folders(folder):
+    """The folders os.makedirs(folder) would create, deepest first."""
+    missing = []
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    return missing
+
+
+def _remove_empty(folders):
+    for folder in folders:  # deepest first; stop at the first that is not empty
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
 
 
 def _md5(path):
@@ -173,7 +257,7 @@ class CIFAR10:
     """One split of CIFAR-10 as numpy arrays, torchvision-style: `images` uint8 [N,3,32,32],
     `labels` int64 [N]; indexing gives (image, label). Reads (or downloads) as load_cifar10."""
 
-    def __init__(self, root="./data", train=True, download=True):
+    def __init__(self, root=DEFAULT_ROOT, train=True, download=True):
         train_x, train_y, test_x, test_y = load_cifar10(root, download)
         self.images, self.labels = (train_x, train_y) if train else (test_x, test_y)
 
