@@ -134,7 +134,8 @@ def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr,
 @triton.jit
 def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.constexpr, COLS: tl.constexpr):
     """count[0] += number of rows r < R whose first largest logit is at label[r], the logits of row r
-    being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's)."""
+    being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's).
+    A row holding a NaN picks its first NaN, as torch's argmax."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, COLS)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
@@ -143,8 +144,11 @@ def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.co
         offs = (v * R + rows).to(tl.int64)[:, None] * C + cols[None, :]
         x += weights[v] * tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     x = tl.where(mask, x, NEG)
-    m = tl.max(x, axis=1)
+    isnan = x != x
+    m = tl.max(tl.where(isnan, NEG, x), axis=1)  # tl.max drops NaN on the GPU, keeps it in the interpreter
     first = tl.min(tl.where((x == m[:, None]) & mask, cols[None, :], COLS), axis=1)
+    first_nan = tl.min(tl.where(isnan, cols[None, :], COLS), axis=1)
+    first = tl.where(first_nan < COLS, first_nan, first)
     label = tl.load(label_ptr + rows, mask=rows < R, other=-1)
     tl.atomic_add(count_ptr, tl.sum((first == label).to(tl.int32), axis=0))
 
