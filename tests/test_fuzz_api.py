@@ -123,3 +123,17 @@ def test_softmax_of_a_strided_view_as_torch():
     for fn in ("softmax", "log_softmax"):
         got = getattr(F, fn)(tnet.tensor(x)[:, ::2], dim=1).numpy()
         np.testing.assert_allclose(got, getattr(tF, fn)(torch.tensor(x)[:, ::2], dim=1).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("target, ignore_index", [(10, -100), (-1, -100), (-5, -100), (-100, 5), (11, 10)])
+def test_cross_entropy_target_out_of_bounds_is_an_index_error(target, ignore_index):
+    x = np.zeros((3, 10), np.float32)
+    y = np.array([target, 0, 2])
+    with pytest.raises(IndexError, match="out of bounds") as want:
+        tF.cross_entropy(torch.tensor(x), torch.tensor(y), ignore_index=ignore_index)
+    assert f"Target {target} " in str(want.value)  # torch's kind and wording, tnet's prefixed
+    with pytest.raises(IndexError, match=f"target {target} is out of bounds") as got:
+        F.cross_entropy(tnet.tensor(x), tnet.tensor(y), ignore_index=ignore_index)
+    assert "\n" not in str(got.value)
+    loss = F.cross_entropy(tnet.tensor(x), tnet.tensor(np.array([ignore_index, 0, 2])), ignore_index=ignore_index)
+    np.testing.assert_allclose(loss.numpy(), np.log(10), rtol=1e-6)  # ignore_index itself passes

@@ -541,7 +541,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """-log softmax(input)[target] per row of input [N, classes], target int64 [N]; reduction
     'mean' (over the rows whose target is not ignore_index), 'sum' or 'none', and
     label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
-    are not supported). A target outside [0, classes) raises ValueError; inside a captured
+    are not supported). A target outside [0, classes), other than ignore_index, raises IndexError
+    (kernels.softmax.TargetError, also a ValueError) as torch's; inside a captured
     CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
     The loss and its gradient come out of one fused kernel, in fp32; the loss has input's
     dtype (fp32 under tnet.autocast, as torch's), the gradient input's."""
