@@ -123,3 +123,48 @@ def test_softmax_of_a_strided_view_as_torch():
     for fn in ("softmax", "log_softmax"):
         got = getattr(F, fn)(tnet.tensor(x)[:, ::2], dim=1).numpy()
         np.testing.assert_allclose(got, getattr(tF, fn)(torch.tensor(x)[:, ::2], dim=1).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("target, ignore_index", [(10, -100), (-1, -100), (-5, -100), (-100, 5), (11, 10)])
+def test_cross_entropy_target_out_of_bounds_is_an_index_error(target, ignore_index):
+    x = np.zeros((3, 10), np.float32)
+    y = np.array([target, 0, 2])
+    with pytest.raises(IndexError, match="out of bounds") as want:
+        tF.cross_entropy(torch.tensor(x), torch.tensor(y), ignore_index=ignore_index)
+    assert f"Target {target} " in str(want.value)  # torch's kind and wording, tnet's prefixed
+    with pytest.raises(IndexError, match=f"target {target} is out of bounds") as got:
+        F.cross_entropy(tnet.tensor(x), tnet.tensor(y), ignore_index=ignore_index)
+    assert "\n" not in str(got.value)
+    loss = F.cross_entropy(tnet.tensor(x), tnet.tensor(np.array([ignore_index, 0, 2])), ignore_index=ignore_index)
+    np.testing.assert_allclose(loss.numpy(), np.log(10), rtol=1e-6)  # ignore_index itself passes
+
+
+@pytest.mark.parametrize("shape, dim", [((0,), None), ((0,), 0), ((0, 3), None), ((0, 3), 0), ((0, 3), 1),
+                                        ((3, 0), 1), ((3, 0), -2), ((2, 0, 3), 2), ((2, 0, 3), 0), ((), None),
+                                        ((), 0), ((), -1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("name", ["max", "argmax"])
+def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
+    """torch's error kind and wording for a reduced dim of size 0 (or no dim), else its (empty) result."""
+    x = np.full(shape, 2.0, np.float32)
+    if name == "max" and dim is None and keepdim:
+        pytest.skip("torch.max takes keepdim only with dim")
+    call = lambda f, t: (f(t) if name == "max" else f(t, keepdim=keepdim)) if dim is None else f(t, dim, keepdim)
+    try:
+        want = call(getattr(torch, name), torch.tensor(x))
+    except (IndexError, RuntimeError) as e:
+        with pytest.raises(type(e)) as got:
+            call(getattr(F, name), tnet.tensor(x))
+        assert str(got.value) == str(e), f"{got.value!r} vs torch's {e!r}"
+        return
+    a = tnet.tensor(x, requires_grad=True)
+    got = call(getattr(F, name), a)
+    if name == "max" and dim is not None:
+        assert tuple(got.indices.shape) == tuple(want.indices.shape)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        got, want = got.values, want.values
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if name == "max":
+        F.sum(got).backward()
+        assert a.grad.shape == shape and np.all(a.grad.numpy() == (1.0 if x.size else 0.0))

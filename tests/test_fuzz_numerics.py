@@ -148,3 +148,17 @@ def test_log_softmax_and_avg_pool_special():
     _same(F.log_softmax(tnet.tensor(x), dim=1).numpy(), torch.log_softmax(torch.tensor(x), 1))
     x = _x((1, 2, 4, 4), seed=6)
     _same(F.avg_pool2d(tnet.tensor(x), 2).numpy(), torch.nn.functional.avg_pool2d(torch.tensor(x), 2))
+
+
+def test_count_correct_picks_the_first_nan_as_torchs_argmax():
+    from tnet.kernels.softmax import count_correct
+    x = _x((9, 10), seed=7)  # the special values, NaN among them
+    x[1, [3, 7]] = NAN
+    x[2] = NAN
+    x[3, 9] = NAN
+    want = torch.argmax(torch.tensor(x), 1)
+    for shift in (0, 1):  # labels at torch's pick, then off it: each row counted exactly when torch's is
+        labels = (want + shift) % 10
+        count = torch.zeros((), dtype=torch.int32)
+        count_correct(torch.tensor(x), labels, count)
+        assert count.item() == (want == labels).sum().item(), f"shift {shift}: {count.item()}, argmax {want}"

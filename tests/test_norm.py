@@ -428,3 +428,36 @@ def test_modules_without_super_init_still_work():
     assert list(m.state_dict()) == ["a.w", "a.count"] and not m.eval().a.training
     relu = nn.ReLU()
     assert len(nn.Sequential(relu, relu)) == 2  # a layer given twice runs twice, as in torch
+
+
+@pytest.mark.parametrize("shape, channels_last", [((0, 3, 4, 4), False), ((0, 20, 2, 2), True), ((0, 3), False),
+                                                   ((2, 3, 0, 4), False)])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_empty_batch_as_torch(shape, channels_last, training, momentum):
+    """No rows: an empty output, the running statistics unchanged (the batch still counted),
+    an empty input gradient and zero parameter gradients."""
+    C = shape[1]
+    ours = (nn.BatchNorm2d if len(shape) == 4 else nn.BatchNorm1d)(C, momentum=momentum)
+    theirs = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(C, momentum=momentum)
+    ours.train(training), theirs.train(training)
+    x, ref = leaf(np.zeros(shape), channels_last)
+    ref = ref.float().detach().requires_grad_(True)
+    y, want = ours(x), theirs(ref)
+    assert y.shape == tuple(want.shape)
+    F.sum(y).backward()
+    want.sum().backward()
+    assert x.grad.shape == tuple(ref.grad.shape)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_array_equal(getattr(ours, name).numpy(), getattr(theirs, name).numpy(), err_msg=name)
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(getattr(ours, name).grad.numpy(), getattr(theirs, name).grad.numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1), (1, 3, 1)])
+def test_batch_norm_one_value_per_channel_in_training_as_torch(shape):
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+        tF.batch_norm(torch.zeros(shape), None, None, training=True)
+    with pytest.raises(ValueError, match="xpected more than 1 value per channel when training") as info:
+        F.batch_norm(tnet.tensor(np.zeros(shape, np.float32)), None, None, training=True)
+    assert "\n" not in str(info.value)

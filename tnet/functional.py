@@ -26,7 +26,7 @@ from .kernels import pool as _pool
 from .kernels import random as _random
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
-from .kernels._autotune import check
+from .kernels._autotune import InputError, check
 from .kernels.conv import is_channels_last
 from .tensor import Tensor, is_grad_enabled, record
 
@@ -450,15 +450,35 @@ def mean(input, dim=None, keepdim=False):
 max_result = collections.namedtuple("max", ["values", "indices"])
 
 
+def _max_dims(name, input, dim):
+    """The checks of max and argmax, as torch's: returns dim's one axis as a tuple, () for dim None.
+    No elements: dim must be given (RuntimeError for max, IndexError for argmax, as torch) and
+    name an axis of nonzero size (IndexError); the other axes may be empty."""
+    _is_tensor(name, input=input)
+    check(dim is None or isinstance(dim, numbers.Integral),
+          f"{name}: dim must be an int or None, got {dim!r}" +
+          (" (an elementwise max of two tensors is not supported)" if name == "max" else ""))
+    if dim is None:
+        if input.numel() == 0:
+            if name == "argmax":
+                raise _reduce.EmptyReductionError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise InputError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                             "Specify the reduction dim with the 'dim' argument.")
+        return ()
+    d = _dims(name, input, dim)
+    if input.ndim and input.shape[d[0]] == 0:
+        raise _reduce.EmptyReductionError(f"{name}(): Expected reduction dim {d[0]} to have non-zero size.")
+    return d
+
+
 def max(input, dim=None, keepdim=False):
     """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
-    the first maximum; the gradient goes to those. NaN counts as the largest, as in PyTorch."""
-    _is_tensor("max", input=input)
-    check(dim is None or isinstance(dim, numbers.Integral),
-          f"max: dim must be an int or None, got {dim!r} (an elementwise max of two tensors is not supported)")
-    check(input.numel() > 0, "max: the input is empty")
-    check(dim is None or input.ndim > 0, "max: a 0-d input takes no dim")
+    the first maximum; the gradient goes to those. NaN counts as the largest, as in PyTorch.
+    A dim of size 0 is an error, other empty axes give empty results, as torch's."""
+    d = _max_dims("max", input, dim)
+    if dim is not None and input.ndim == 0:  # torch takes dim 0 (or -1) of a 0-d input: itself, index 0
+        return max(reshape(input, 1), 0)
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
     if dim is None:
         y, _ = _reduce.reduce(X, tuple(range(input.ndim)), "max")
@@ -467,24 +487,27 @@ def max(input, dim=None, keepdim=False):
             ties = _pw.pointwise("eq", X, y)
             return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
         return record("max", y.reshape(()), (input,), share, saved=(X, y))
-    d = _dims("max", input, dim)
+    out = _shape(shape, d, keepdim)
+    if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
+        y = torch.empty(out, device=input.device, dtype=input.dtype)
+        indices = torch.empty(out, device=input.device, dtype=torch.int64)
+        return max_result(record("max", y, (input,), lambda g: (torch.zeros_like(input.data),)), Tensor(indices))
     y, indices = _reduce.reduce(X, d, "max")
 
     def backward(g):
         return (_pw.route(g.reshape(y.shape), indices, shape, d[0], channels_last=cl),)
-    out = _shape(shape, d, keepdim)
     return max_result(record("max", y.reshape(out), (input,), backward, saved=(indices,)), Tensor(indices.reshape(out)))
 
 
 def argmax(input, dim=None, keepdim=False):
-    """The int64 index of the first maximum along dim, or (dim None) in the flattened input."""
-    _is_tensor("argmax", input=input)
-    check(dim is None or isinstance(dim, numbers.Integral), f"argmax: dim must be an int or None, got {dim!r}")
-    check(input.numel() > 0, "argmax: the input is empty")
+    """The int64 index of the first maximum along dim, or (dim None) in the flattened input. A dim
+    of size 0 is an error, other empty axes give an empty result, as torch's."""
+    d = _max_dims("argmax", input, dim)
     if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
         _, indices = _reduce.reduce(input.data.contiguous().reshape(-1), (0,), "max")
         return Tensor(indices.reshape((1,) * input.ndim if keepdim else ()))
-    d = _dims("argmax", input, dim)
+    if input.ndim == 0 or input.numel() == 0:  # a 0-d input's index is 0; a kept axis of size 0: empty
+        return Tensor(torch.zeros(_shape(input.shape, d, keepdim), device=input.device, dtype=torch.int64))
     _, indices = _reduce.reduce(_dense(input), d, "max")
     return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
 
@@ -541,7 +564,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """-log softmax(input)[target] per row of input [N, classes], target int64 [N]; reduction
     'mean' (over the rows whose target is not ignore_index), 'sum' or 'none', and
     label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
-    are not supported). A target outside [0, classes) raises ValueError; inside a captured
+    are not supported). A target outside [0, classes), other than ignore_index, raises IndexError
+    (kernels.softmax.TargetError, also a ValueError) as torch's; inside a captured
     CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
     The loss and its gradient come out of one fused kernel, in fp32; the loss has input's
     dtype (fp32 under tnet.autocast, as torch's), the gradient input's."""

@@ -142,7 +142,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
     # count or offset, and M2 = sum d^2 - (sum d)^2 / n cancels almost nothing.
     offs, mask = _offsets(first + tl.arange(0, BLOCK_R), cols, end, C, L)
     x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), 0.0)
-    shift = tl.sum(x, axis=0) / tl.minimum(end - first, BLOCK_R).to(tl.float32)
+    shift = tl.sum(x, axis=0) / tl.maximum(tl.minimum(end - first, BLOCK_R), 1).to(tl.float32)
     s1 = tl.where(mask, x - shift[None, :], 0.0)
     s2 = s1 * s1
     for start in tl.range(first + BLOCK_R, end, BLOCK_R, num_stages=STAGES):
@@ -150,7 +150,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
         x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift[None, :], 0.0)
         s1 += x
         s2 += x * x
-    n = (end - first).to(tl.float32)
+    n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
     d = tl.sum(s1, axis=0)
     m2 = tl.sum(s2, axis=0) - d * d / n
     m2 = tl.where(m2 < 0.0, 0.0, m2)  # not tl.maximum: a NaN stays NaN, as torch's
@@ -306,7 +306,7 @@ def _view(name, x):
     check(x.is_contiguous() or cl,
           f"{name}: expected a contiguous (or channels-last) tensor, got strides {x.stride()}")
     C = x.shape[1]
-    L = 1 if cl else math.prod(x.shape[2:])
+    L = 1 if cl else max(1, math.prod(x.shape[2:]))  # no pixels (H or W 0): no rows, and no division by 0
     return x.numel() // max(C, 1), C, L
 
 
@@ -346,6 +346,8 @@ def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momen
 def _apply(name, x, mean, stat, weight, bias, eps, running, act):
     R, C, L = _view(name, x)
     y = torch.empty_like(x)
+    if R == 0:  # no rows: nothing to launch
+        return y
     batch_norm_apply_kernel[_tiles(R, C)](x, mean, stat, x if weight is None else weight, x if bias is None else bias,
                                           y, R, C, float(eps), L=L, RUNNING=running, HAS_W=weight is not None,
                                           HAS_B=bias is not None, ACT=act)
@@ -359,10 +361,12 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     batch_norm_backward needs). Given running_mean and running_var, updates them in place on
     the device, with momentum, or with momentum=None the cumulative average over
     num_batches_tracked; given num_batches_tracked (one int64 element), adds 1 to it on the
-    device first. No host synchronisation: a CUDA graph replays all of it."""
+    device first. No host synchronisation: a CUDA graph replays all of it. An empty batch (no
+    rows) gives an empty y and leaves the running statistics as they are, as torch (which still
+    counts the batch in num_batches_tracked)."""
     R, C, L = _view("batch_norm", x)
     act = _act("batch_norm", activation)
-    check(R > 1, f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
+    check(R != 1, f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     for arg, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         _check_vector("batch_norm", arg, v, C, x.device)
     track = running_mean is not None
@@ -374,11 +378,14 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     check(momentum is not None or not track or count is not None,
           "batch_norm: momentum=None (the cumulative average) needs num_batches_tracked")
     chunk, S = _parts(R)
-    part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
+    part = torch.empty((max(S, 1), 2, C), device=x.device, dtype=torch.float32)
     mean = torch.empty(C, device=x.device, dtype=torch.float32)
     invstd = torch.empty(C, device=x.device, dtype=torch.float32)
-    batch_norm_stats_kernel[_parts_grid(S, C)](x, part, mean if count is None else count, R, C, chunk, L=L,
-                                         COUNT=count is not None)
+    # no rows: one program only counts the batch (its part, of no rows, is never read)
+    grid = _parts_grid(S, C) if R else (1, 1)
+    batch_norm_stats_kernel[grid](x, part, mean if count is None else count, R, C, chunk, L=L, COUNT=count is not None)
+    if R == 0:
+        return torch.empty_like(x), mean, invstd
     _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
               mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), L, stats=True,
               track=track, cumulative=momentum is None)
@@ -403,7 +410,8 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
     with its (mean, invstd) as (mean, stat), or with running=True of batch_norm_eval with its
     running (mean, var) as (mean, stat); weight, bias and activation as given to the forward
     (bias matters only under the activation). dx is None unless need_x, dweight and dbias None
-    unless need_params (dweight is the gradient of a weight, also without one)."""
+    unless need_params (dweight is the gradient of a weight, also without one). No rows: an
+    empty dx, zero dweight and dbias."""
     R, C, L = _view("batch_norm backward", x)
     act = _act("batch_norm backward", activation)
     check(dy.shape == x.shape and dy.dtype == x.dtype and is_channels_last(dy) == is_channels_last(x)
@@ -412,6 +420,9 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
                   f"out as x {tuple(x.shape)} {x.dtype} with strides {x.stride()}")
     for arg, v in (("mean", mean), ("stat", stat), ("weight", weight), ("bias", bias)):
         _check_vector("batch_norm backward", arg, v, C, x.device)
+    if R == 0:
+        zeros = lambda: torch.zeros(C, device=x.device, dtype=torch.float32) if need_params else None
+        return torch.empty_like(x) if need_x else None, zeros(), zeros()
     flags = dict(L=L, RUNNING=running, HAS_W=weight is not None, HAS_B=bias is not None, ACT=act)
     w, b = x if weight is None else weight, x if bias is None else bias
     sums = None

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from ._autotune import FLOATS, InputError, autotune, cdiv, check, check_float
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
@@ -134,7 +134,8 @@ def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr,
 @triton.jit
 def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.constexpr, COLS: tl.constexpr):
     """count[0] += number of rows r < R whose first largest logit is at label[r], the logits of row r
-    being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's)."""
+    being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's).
+    A row holding a NaN picks its first NaN, as torch's argmax."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, COLS)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
@@ -143,8 +144,11 @@ def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.co
         offs = (v * R + rows).to(tl.int64)[:, None] * C + cols[None, :]
         x += weights[v] * tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     x = tl.where(mask, x, NEG)
-    m = tl.max(x, axis=1)
+    isnan = x != x
+    m = tl.max(tl.where(isnan, NEG, x), axis=1)  # tl.max drops NaN on the GPU, keeps it in the interpreter
     first = tl.min(tl.where((x == m[:, None]) & mask, cols[None, :], COLS), axis=1)
+    first_nan = tl.min(tl.where(isnan, cols[None, :], COLS), axis=1)
+    first = tl.where(first_nan < COLS, first_nan, first)
     label = tl.load(label_ptr + rows, mask=rows < R, other=-1)
     tl.atomic_add(count_ptr, tl.sum((first == label).to(tl.int32), axis=0))
 
@@ -217,6 +221,11 @@ def take_label_error(device):
     return label
 
 
+class TargetError(InputError, IndexError):
+    """A cross_entropy label outside [0, classes) that is not ignore_index: an IndexError, as
+    torch's "Target 10 is out of bounds.", and tnet's InputError (ValueError, RuntimeError)."""
+
+
 REDUCTIONS = ("none", "sum", "mean")  # cross_entropy_kernel's REDUCTION is the index
 
 
@@ -225,8 +234,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     or "sum", one value per row for "none" (the gradient is then each row's own), of dtype
     (None: x's); the gradient has x's dtype. Rows labelled
     ignore_index count for nothing. Outside a CUDA graph capture, a label outside [0, classes)
-    raises ValueError (a host read of the device flag); inside one, the flag waits for
-    take_label_error."""
+    (negative ones too) raises TargetError, an IndexError as torch's (a host read of the device
+    flag); inside one, the flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
     check(R > 0, "cross_entropy: empty batch")
@@ -247,7 +256,9 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
         sum_except(sums.view(programs, 1), 1, out=loss.view(1))
     if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         bad = take_label_error(x.device)
-        check(bad is None, lambda: f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}))")
+        if bad is not None:
+            raise TargetError(f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}) or "
+                              f"ignore_index {ignore_index})")
     return loss, dx
 
 
