@@ -26,7 +26,7 @@ from .kernels import pool as _pool
 from .kernels import random as _random
 from .kernels import reduce as _reduce
 from .kernels import softmax as _softmax
-from .kernels._autotune import InputError, check
+from .kernels._autotune import InputError, InputIndexError, check
 from .kernels.conv import is_channels_last
 from .tensor import Tensor, is_grad_enabled, record
 
@@ -461,13 +461,13 @@ def _max_dims(name, input, dim):
     if dim is None:
         if input.numel() == 0:
             if name == "argmax":
-                raise _reduce.EmptyReductionError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
+                raise InputIndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
             raise InputError("max(): Expected reduction dim to be specified for input.numel() == 0. "
                              "Specify the reduction dim with the 'dim' argument.")
         return ()
     d = _dims(name, input, dim)
     if input.ndim and input.shape[d[0]] == 0:
-        raise _reduce.EmptyReductionError(f"{name}(): Expected reduction dim {d[0]} to have non-zero size.")
+        raise InputIndexError(f"{name}(): Expected reduction dim {d[0]} to have non-zero size.")
     return d
 
 
@@ -565,7 +565,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     'mean' (over the rows whose target is not ignore_index), 'sum' or 'none', and
     label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
     are not supported). A target outside [0, classes), other than ignore_index, raises IndexError
-    (kernels.softmax.TargetError, also a ValueError) as torch's; inside a captured
+    (InputIndexError, also a ValueError) as torch's; inside a captured
     CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
     The loss and its gradient come out of one fused kernel, in fp32; the loss has input's
     dtype (fp32 under tnet.autocast, as torch's), the gradient input's."""

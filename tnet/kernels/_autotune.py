@@ -79,6 +79,11 @@ class InputError(ValueError, RuntimeError):
     RuntimeError too, as torch raises for most of these, so that either except clause catches it."""
 
 
+class InputIndexError(InputError, IndexError):
+    """An index out of range (a cross_entropy label, a reduction over a dim of size 0): an
+    IndexError, as torch raises, and an InputError."""
+
+
 def check(cond, msg):
     """Raise the InputError every launcher uses for bad shape, dtype or device. msg may be a
     function returning the text, for hot paths where building it costs launch time."""

@@ -6,12 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, InputError, autotune, cdiv, check, check_float
+from ._autotune import FLOATS, autotune, cdiv, check, check_float
 
-
-class EmptyReductionError(InputError, IndexError):
-    """A max or argmax over a dim of size 0: an IndexError, as torch's "Expected reduction dim 0
-    to have non-zero size.", and tnet's InputError (ValueError, RuntimeError)."""
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 256, "BLOCK_J": 32}, num_warps=4),

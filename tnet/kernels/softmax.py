@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, InputError, autotune, cdiv, check, check_float
+from ._autotune import FLOATS, InputIndexError, autotune, cdiv, check, check_float
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
@@ -221,11 +221,6 @@ def take_label_error(device):
     return label
 
 
-class TargetError(InputError, IndexError):
-    """A cross_entropy label outside [0, classes) that is not ignore_index: an IndexError, as
-    torch's "Target 10 is out of bounds.", and tnet's InputError (ValueError, RuntimeError)."""
-
-
 REDUCTIONS = ("none", "sum", "mean")  # cross_entropy_kernel's REDUCTION is the index
 
 
@@ -234,7 +229,7 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     or "sum", one value per row for "none" (the gradient is then each row's own), of dtype
     (None: x's); the gradient has x's dtype. Rows labelled
     ignore_index count for nothing. Outside a CUDA graph capture, a label outside [0, classes)
-    (negative ones too) raises TargetError, an IndexError as torch's (a host read of the device
+    (negative ones too) raises InputIndexError, an IndexError as torch's (a host read of the device
     flag); inside one, the flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
@@ -257,7 +252,7 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         bad = take_label_error(x.device)
         if bad is not None:
-            raise TargetError(f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}) or "
+            raise InputIndexError(f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}) or "
                               f"ignore_index {ignore_index})")
     return loss, dx
 
