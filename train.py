@@ -224,20 +224,88 @@ def writable_folder(path):
 
 
 def read_checkpoint(args):
-    """The checkpoint to resume, after checking it was made by a run with these settings."""
+    """The checkpoint to resume, after checking it was made by a run with these settings and
+    that every plain field --resume reads has its type (a hand-edited file gets one line
+    naming the field, never a traceback)."""
+    if os.path.isdir(args.checkpoint):
+        sys.exit(f"error: cannot resume: {args.checkpoint} is a directory, not a checkpoint")
     try:
         ck = tnet.load(args.checkpoint)
-    except tnet.LoadError as e:
-        sys.exit(f"error: cannot resume: {e}")
+    except (tnet.LoadError, OSError) as e:
+        sys.exit(f"error: cannot resume: {one_line(e)}")
     if not isinstance(ck, dict) or ck.get("kind") != "train.py checkpoint" or not CHECKPOINT_KEYS <= ck.keys():
         sys.exit(f"error: cannot resume: {args.checkpoint} is not a train.py checkpoint")
+
+    def bad(field, problem):
+        sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's {field} {problem}")
     saved = ck["settings"]
+    if not isinstance(saved, dict):
+        bad("'settings'", f"is a {type(saved).__name__}, not a dict")
+    for k in RUN_SETTINGS:
+        if not isinstance(saved.get(k), (type(None), bool, int, float, str)):
+            bad(f"'settings' {k!r}", f"is a {type(saved[k]).__name__}, not a number or string")
+    for field in ("epoch", "batch"):
+        if not is_count(ck[field]):
+            bad(repr(field), f"is {ck[field]!r}, not a count from 0 up")
+    for field in ("train_time", "eval_time"):
+        if not (is_number(ck[field]) and ck[field] >= 0):
+            bad(repr(field), f"is {ck[field]!r}, not a number of seconds")
+    if not (isinstance(ck["schedule"], dict) and is_count(ck["schedule"].get("iteration"))):
+        bad("'schedule'", f"is {short(ck['schedule'])}, not {{'iteration': a count from 0 up}}")
+    log = ck["log"]
+    if not (isinstance(log, list) and all(isinstance(e, dict) and all(isinstance(k, str) and is_number(v)
+                                                                        for k, v in e.items()) for e in log)):
+        bad("'log'", f"is {short(log)}, not a list of {{name: number}} entries")
+    for field in ("model", "optimizer", "loader"):
+        if not isinstance(ck[field], dict):
+            bad(repr(field), f"is a {type(ck[field]).__name__}, not a dict")
     changed = [f"--{k.replace('_', '-')} {saved.get(k)!r} in the checkpoint, {getattr(args, k)!r} now"
                for k in RUN_SETTINGS if saved.get(k) != getattr(args, k)]
     if changed:
         sys.exit(f"error: --resume with other settings than the checkpoint's: {'; '.join(changed)}. "
                  f"Give the same settings, or another --checkpoint to start a new run")
     return ck
+
+
+def is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def short(value, width=60):
+    """repr(value), cut to `width` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def one_line(e):
+    return " ".join(str(e).split())
+
+
+def resume_states(ck, args, fields):
+    """Load each (field, load) of the checkpoint: a value that does not fit this run (a
+    hand-edited or foreign one) stops with one line naming the field."""
+    for field, load in fields:
+        try:
+            load(ck.get(field))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, RuntimeError, OverflowError) as e:
+            sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's {field!r} does not fit this run "
+                     f"({type(e).__name__}: {short(one_line(e), 200)})")
+
+
+def checked_set_state(train):
+    """Data.Loader.set_state, with the checks its fields need before an epoch draws from them."""
+    def load(state):
+        if not is_count(state.get("epoch")):
+            raise ValueError(f"'epoch' is {short(state.get('epoch'))}, not a count from 0 up")
+        first = state.get("first_flips")
+        if first is not None and np.shape(first) != (train.n,):
+            raise ValueError(f"'first_flips' has shape {np.shape(first)}, not ({train.n},)")
+        train.set_state(state)
+    return load
 
 
 @contextlib.contextmanager
@@ -403,19 +471,20 @@ def run(args):
         if ck["schedule"]["iteration"] >= total:
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
+            if not (ck["log"] and f"{split}_accuracy" in ck["log"][-1]):
+                sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's 'log' has no {split} accuracy "
+                         f"for its last epoch")
             return report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total,
                           args.seed)
-        try:
-            model.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
-            train.set_state(ck["loader"])
-            schedule.load_state_dict(ck["schedule"])
-            if ck.get("scaler"):  # saved by an fp16 run; another precision starts at the initial scale
-                scaler.load_state_dict(ck["scaler"])
-            if lookahead is not None:
-                lookahead.load_state_dict(ck["lookahead"])
-        except (ValueError, KeyError, TypeError) as e:
-            sys.exit(f"error: cannot resume: {args.checkpoint} does not fit this run ({type(e).__name__}: {e})")
+        if ck["batch"] >= steps_per_epoch:
+            sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's 'batch' is {ck['batch']}, "
+                     f"past an epoch of {steps_per_epoch} batches")
+        resume_states(ck, args, [
+            ("model", model.load_state_dict), ("optimizer", opt.load_state_dict), ("loader", checked_set_state(train)),
+            ("schedule", schedule.load_state_dict),
+            # saved by an fp16 run; another precision starts at the initial scale
+            ("scaler", lambda s: s and scaler.load_state_dict(s)),
+            *([("lookahead", lookahead.load_state_dict)] if lookahead is not None else [])])
         start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
         last_saved = f"{args.checkpoint} (epoch {start_epoch}, batch {skip})"
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
