@@ -256,6 +256,8 @@ def read_checkpoint(args):
     if not (isinstance(log, list) and all(isinstance(e, dict) and all(isinstance(k, str) and is_number(v)
                                                                         for k, v in e.items()) for e in log)):
         bad("'log'", f"is {short(log)}, not a list of {{name: number}} entries")
+    if not isinstance(ck.get("evaluate", False), bool) or (ck.get("evaluate") and not log):
+        bad("'evaluate'", f"is {short(ck.get('evaluate'))}, not true (with a log entry to complete) or false")
     for field in ("model", "optimizer", "loader"):
         if not isinstance(ck[field], dict):
             bad(repr(field), f"is a {type(ck[field]).__name__}, not a dict")
@@ -468,7 +470,7 @@ def run(args):
     lookahead = optim.Lookahead(model, total, every=AIRBENCH["lookahead_every"]) if airbench else None
     start_epoch, skip, log, eval_time, last_saved = 0, 0, [], 0.0, None
     if ck is not None:
-        if ck["schedule"]["iteration"] >= total:
+        if ck["schedule"]["iteration"] >= total and not ck.get("evaluate"):
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
             if not (ck["log"] and f"{split}_accuracy" in ck["log"][-1]):
@@ -493,18 +495,43 @@ def run(args):
         print(f"whitening conv set from {len(whitening)} training images in {init_time:.3f} s (counted as training)")
     print(f"checkpoint: {args.checkpoint} (every epoch), log: {log_path}")
 
-    def checkpoint(epoch, batch, loader_state):
-        """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
+    def checkpoint(epoch, batch, loader_state, evaluate=False):
+        """epoch: epochs done; batch: batches done in the next one; loader_state: its start;
+        evaluate: the evaluation after `epoch` was stopped, --resume runs it first."""
         nonlocal last_saved
         try:
                 tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
                        "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
                        "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
                        "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict(),
-                       "lookahead": None if lookahead is None else lookahead.state_dict()}, args.checkpoint)
+                       "lookahead": None if lookahead is None else lookahead.state_dict(), "evaluate": evaluate},
+                      args.checkpoint)
         except OSError as e:  # the write is atomic: the previous checkpoint is intact
             stop(f"cannot write the checkpoint {args.checkpoint}: {e.strerror or e}")
         last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
+
+    def write_log():
+        try:
+            serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
+        except OSError as e:
+            stop(f"cannot write the log {log_path}: {e.strerror or e}")
+
+    def evaluated(epoch, entry):
+        """The evaluation after `epoch` epochs into `entry` (a log entry). A KeyboardInterrupt
+        raised inside it (a real Ctrl-C waits for its end) keeps the epoch's training: the
+        checkpoint then records the evaluation as pending, and --resume runs it first."""
+        nonlocal eval_time
+        t0 = time.perf_counter()
+        try:
+            entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
+        except KeyboardInterrupt:
+            eval_time += time.perf_counter() - t0
+            entry["eval_time"] = eval_time
+            checkpoint(epoch, 0, train.state(), evaluate=True)
+            write_log()
+            raise
+        eval_time += time.perf_counter() - t0
+        entry["eval_time"] = eval_time
 
     def stop(problem):
         saved = f"the last checkpoint is {last_saved}" if last_saved else "no checkpoint was written"
@@ -527,6 +554,16 @@ def run(args):
         model.whiten.bias.requires_grad = True
     test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta >= 1, dtype=dtype,
                          translate=args.tta == 2)
+    if ck is not None and ck.get("evaluate"):  # the evaluation an interrupted run did not finish
+        try:
+            with ctrl_c_deferred():
+                evaluated(start_epoch, log[-1])
+                print(f"epoch {start_epoch}: {split} accuracy {100 * log[-1][f'{split}_accuracy']:.2f}% (its "
+                      f"evaluation, interrupted before)")
+                checkpoint(start_epoch, 0, train.state())
+                write_log()
+        except KeyboardInterrupt:
+            sys.exit(f"interrupted: the last checkpoint is {last_saved}; --resume continues from there")
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
@@ -570,22 +607,17 @@ def run(args):
         if bad is not None:
             stop(f"a training label is {bad}, outside [0, 10), in epoch {epoch + 1}")
         skip = 0
-        entry = {"epoch": epoch + 1, "loss": mean}
+        entry = {"epoch": epoch + 1, "loss": mean, "train_time": train_time, "eval_time": eval_time}
         try:
             with ctrl_c_deferred():
+                log.append(entry)
                 if epoch == epochs - 1 or (args.eval_every and (epoch + 1) % args.eval_every == 0):
-                    t0 = time.perf_counter()
-                    entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
-                    eval_time += time.perf_counter() - t0
-                log.append({**entry, "train_time": train_time, "eval_time": eval_time})
+                    evaluated(epoch + 1, entry)
                 accuracy = (f", {split} accuracy {100 * entry[f'{split}_accuracy']:.2f}%"
                             if f"{split}_accuracy" in entry else "")
                 print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
                 checkpoint(epoch + 1, 0, train.state())
-                try:
-                    serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
-                except OSError as e:
-                    stop(f"cannot write the log {log_path}: {e.strerror or e}")
+                write_log()
         except KeyboardInterrupt:
             sys.exit(f"interrupted after epoch {epoch + 1}: the last checkpoint is {last_saved}; "
                      f"--resume continues from there")

@@ -483,3 +483,34 @@ def test_train_resume_of_a_non_checkpoint_is_one_line(tiny_checkpoint, tmp_path,
         train.main([*argv, "--checkpoint", str(path), "--epochs", "1", "--resume"])
     message = str(e.value)
     assert message.startswith("error: cannot resume: ") and str(path) in message and "\n" not in message
+
+
+def test_train_keyboard_interrupt_inside_evaluation_keeps_the_epoch(tmp_path, monkeypatch, capsys):
+    """A KeyboardInterrupt raised by the evaluation itself (not the deferred SIGINT): the
+    epoch's training is saved with the evaluation pending, and --resume runs it, then ends."""
+    data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
+    ck = tmp_path / "k.ckpt"
+    argv = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--epochs", "1",
+            "--checkpoint", str(ck)]
+    evaluate = train.evaluate
+
+    def interrupted(*a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "evaluate", interrupted)
+    with pytest.raises(SystemExit) as e:
+        train.main(argv)
+    assert str(e.value).startswith("interrupted after epoch 1: the last checkpoint is ") and "\n" not in str(e.value)
+    saved = tnet.load(str(ck))
+    assert saved["epoch"] == 1 and saved["batch"] == 0 and saved["evaluate"] is True
+    assert saved["schedule"]["iteration"] == 1 and "test_accuracy" not in saved["log"][-1]
+    monkeypatch.setattr(train, "evaluate", evaluate)
+    capsys.readouterr()
+    result = train.main(argv + ["--resume"])
+    out = capsys.readouterr().out
+    assert "(its evaluation, interrupted before)" in out and "already finished" not in out
+    assert 0 <= result["accuracy"] <= 1
+    saved = tnet.load(str(ck))
+    assert saved["evaluate"] is False and saved["log"][-1]["test_accuracy"] == result["accuracy"]
+    assert json.load(open(str(tmp_path / "k.json")))[-1]["test_accuracy"] == result["accuracy"]
+    train.main(argv + ["--resume"])
+    assert "already finished" in capsys.readouterr().out
