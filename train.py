@@ -41,9 +41,26 @@ import torch
 from tqdm import tqdm
 
 import tnet
-from tnet import amp, data, models, optim, serialize
-from tnet.graph import EvalStep, TrainStep
-from tnet.kernels.softmax import take_label_error
+
+
+def tnet_problem(module):
+    """Why `module` (what `import tnet` found) is not tnet, or None. A folder named tnet
+    without an __init__.py (a checkout's folder beside the script, say) imports as a namespace
+    package: no __file__, none of tnet's names."""
+    if getattr(module, "__file__", None) is not None and hasattr(module, "manual_seed"):
+        return None
+    where = " ".join(getattr(module, "__path__", None) or [str(getattr(module, "__file__", None))])
+    return (f"error: `import tnet` found {where}, a folder without tnet's code (Python imported it as a "
+            f"namespace package); run from a folder without a `tnet` folder, or install tnet "
+            f"(pip install -e CHECKOUT) so the real one is found")
+
+
+if tnet_problem(tnet):
+    sys.exit(tnet_problem(tnet))
+
+from tnet import amp, data, models, optim, serialize  # noqa: E402
+from tnet.graph import EvalStep, TrainStep  # noqa: E402
+from tnet.kernels.softmax import take_label_error  # noqa: E402
 
 MODELS = {"cifar10_quick": "caffe", "airbench94": "airbench"}  # each model's default recipe
 RECIPES = {
@@ -76,6 +93,7 @@ CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoc
                    "eval_time"}  # and "scaler" and "lookahead" where the run has them
 CPU_TRYOUT = "python train.py --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
 CPU_SECONDS_PER_IMAGE = 0.8  # a training step through Triton's interpreter, per image of the batch (2 cores)
+TIMED_STEPS = (1, 3)  # the CPU's estimate of a run times these steps (the first one warms caches up)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -367,6 +385,22 @@ class RunningLoss:
         return self.mean
 
 
+def rate(value):
+    """A rate for the progress bar: 3 significant digits below 100 (0.012, not 0), whole above."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def duration(seconds):
+    return (f"{seconds / 3600:.3g} h" if seconds >= 3600 else f"{seconds / 60:.3g} min" if seconds >= 60
+            else f"{seconds:.3g} s")
+
+
+def cpu_estimate(seconds_per_step, steps):
+    """The CPU's line saying how long the run's `steps` will take, from timed steps."""
+    return (f"CPU interpreter: about {duration(seconds_per_step * steps)} for this run ({steps} steps at "
+            f"{seconds_per_step:.3g} s); try --limit/--epochs for a shorter one, e.g. {CPU_TRYOUT}")
+
+
 def first_batch(images, labels, batch_size):
     return next(iter(data.Loader(images[:batch_size], labels[:batch_size], batch_size, shuffle=False)))
 
@@ -569,6 +603,7 @@ def run(args):
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
     # the steps left fill whole epochs but the last (a run extended after a fraction goes on from there)
     epochs = start_epoch + -(-(skip + total - schedule.iteration) // steps_per_epoch)
+    timing, steps_left = {}, total - schedule.iteration  # the CPU's estimate: when each timed step ended
     for epoch in range(start_epoch, epochs):
         if airbench:  # an epoch that starts after the bias's last step needs no gradient for it
             model.whiten.bias.requires_grad = schedule.iteration < whiten_steps
@@ -585,13 +620,20 @@ def run(args):
                 return
             if not math.isfinite(mean):
                 stop(f"the loss became {mean} in epoch {epoch + 1}")
-            bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{done * args.batch_size / (time.perf_counter() - t0):.0f}")
+            bar.set_postfix(loss=f"{mean:.4f}", img_s=rate(done * args.batch_size / (time.perf_counter() - t0)))
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on
                     continue
                 step(x, y)  # a CUDA graph replay (a short last batch runs eagerly)
                 schedule.step()  # the loss is summed on the device: no sync per step
+                if not cuda and len(timing) < 2 and steps_left > TIMED_STEPS[1]:
+                    done = total - schedule.iteration
+                    if steps_left - done in TIMED_STEPS:
+                        timing[steps_left - done] = time.perf_counter()
+                    if len(timing) == 2:
+                        per_step = (timing[TIMED_STEPS[1]] - timing[TIMED_STEPS[0]]) / (TIMED_STEPS[1] - TIMED_STEPS[0])
+                        tqdm.write(cpu_estimate(per_step, steps_left), file=sys.stderr)
                 if (i + 1) % log_every == 0:
                     show(running.update((i + 1 - skip) * loss_per_step), i + 1 - skip)
             if epoch == epochs - 1 and lookahead is not None:

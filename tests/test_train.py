@@ -514,3 +514,21 @@ def test_train_keyboard_interrupt_inside_evaluation_keeps_the_epoch(tmp_path, mo
     assert json.load(open(str(tmp_path / "k.json")))[-1]["test_accuracy"] == result["accuracy"]
     train.main(argv + ["--resume"])
     assert "already finished" in capsys.readouterr().out
+
+
+def test_tnet_found_as_a_namespace_package_is_named():
+    """A folder named tnet without __init__.py beside a script imports as a namespace package."""
+    import types
+    fake = types.ModuleType("tnet")
+    fake.__path__ = ["/somewhere/tnet"]  # what Python gives a namespace package: no __file__
+    problem = train.tnet_problem(fake)
+    assert problem.startswith("error: `import tnet` found /somewhere/tnet") and "namespace package" in problem
+    assert "pip install -e" in problem and "\n" not in problem
+    assert train.tnet_problem(tnet) is None
+
+
+def test_cpu_estimate_and_small_rates():
+    assert [train.rate(v) for v in (0.000123, 0.5, 12.34, 99.96, 1234.4)] == ["0.000123", "0.5", "12.3", "100", "1234"]
+    line = train.cpu_estimate(40.0, 10000)  # Caffe's 5,000 steps... at 10 epochs of batch 100: 111 h
+    assert line.startswith("CPU interpreter: about 111 h for this run") and "--limit" in line
+    assert "about 50 s" in train.cpu_estimate(5.0, 10) and "min" in train.cpu_estimate(30.0, 10)
