@@ -51,8 +51,9 @@ def tnet_problem(module):
         return None
     where = " ".join(getattr(module, "__path__", None) or [str(getattr(module, "__file__", None))])
     return (f"error: `import tnet` found {where}, a folder without tnet's code (Python imported it as a "
-            f"namespace package); run from a folder without a `tnet` folder, or install tnet "
-            f"(pip install -e CHECKOUT) so the real one is found")
+            f"namespace package); run from a folder without a `tnet` folder (or rename it), or put the "
+            f"checkout first: PYTHONPATH=CHECKOUT, or pip install CHECKOUT (an editable install's finder "
+            f"loses to the folder)")
 
 
 if tnet_problem(tnet):

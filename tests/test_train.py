@@ -523,7 +523,7 @@ def test_tnet_found_as_a_namespace_package_is_named():
     fake.__path__ = ["/somewhere/tnet"]  # what Python gives a namespace package: no __file__
     problem = train.tnet_problem(fake)
     assert problem.startswith("error: `import tnet` found /somewhere/tnet") and "namespace package" in problem
-    assert "pip install -e" in problem and "\n" not in problem
+    assert "PYTHONPATH=CHECKOUT" in problem and "\n" not in problem
     assert train.tnet_problem(tnet) is None
 
 
