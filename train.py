@@ -41,9 +41,27 @@ import torch
 from tqdm import tqdm
 
 import tnet
-from tnet import amp, data, models, optim, serialize
-from tnet.graph import EvalStep, TrainStep
-from tnet.kernels.softmax import take_label_error
+
+
+def tnet_problem(module):
+    """Why `module` (what `import tnet` found) is not tnet, or None. A folder named tnet
+    without an __init__.py (a checkout's folder beside the script, say) imports as a namespace
+    package: no __file__, none of tnet's names."""
+    if getattr(module, "__file__", None) is not None and hasattr(module, "manual_seed"):
+        return None
+    where = " ".join(getattr(module, "__path__", None) or [str(getattr(module, "__file__", None))])
+    return (f"error: `import tnet` found {where}, a folder without tnet's code (Python imported it as a "
+            f"namespace package); run from a folder without a `tnet` folder (or rename it), or put the "
+            f"checkout first: PYTHONPATH=CHECKOUT, or pip install CHECKOUT (an editable install's finder "
+            f"loses to the folder)")
+
+
+if tnet_problem(tnet):
+    sys.exit(tnet_problem(tnet))
+
+from tnet import amp, data, models, optim, serialize  # noqa: E402
+from tnet.graph import EvalStep, TrainStep  # noqa: E402
+from tnet.kernels.softmax import take_label_error  # noqa: E402
 
 MODELS = {"cifar10_quick": "caffe", "airbench94": "airbench"}  # each model's default recipe
 RECIPES = {
@@ -76,6 +94,7 @@ CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoc
                    "eval_time"}  # and "scaler" and "lookahead" where the run has them
 CPU_TRYOUT = "python train.py --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
 CPU_SECONDS_PER_IMAGE = 0.8  # a training step through Triton's interpreter, per image of the batch (2 cores)
+TIMED_STEPS = (1, 3)  # the CPU's estimate of a run times these steps (the first one warms caches up)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -224,20 +243,90 @@ def writable_folder(path):
 
 
 def read_checkpoint(args):
-    """The checkpoint to resume, after checking it was made by a run with these settings."""
+    """The checkpoint to resume, after checking it was made by a run with these settings and
+    that every plain field --resume reads has its type (a hand-edited file gets one line
+    naming the field, never a traceback)."""
+    if os.path.isdir(args.checkpoint):
+        sys.exit(f"error: cannot resume: {args.checkpoint} is a directory, not a checkpoint")
     try:
         ck = tnet.load(args.checkpoint)
-    except tnet.LoadError as e:
-        sys.exit(f"error: cannot resume: {e}")
+    except (tnet.LoadError, OSError) as e:
+        sys.exit(f"error: cannot resume: {one_line(e)}")
     if not isinstance(ck, dict) or ck.get("kind") != "train.py checkpoint" or not CHECKPOINT_KEYS <= ck.keys():
         sys.exit(f"error: cannot resume: {args.checkpoint} is not a train.py checkpoint")
+
+    def bad(field, problem):
+        sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's {field} {problem}")
     saved = ck["settings"]
+    if not isinstance(saved, dict):
+        bad("'settings'", f"is a {type(saved).__name__}, not a dict")
+    for k in RUN_SETTINGS:
+        if not isinstance(saved.get(k), (type(None), bool, int, float, str)):
+            bad(f"'settings' {k!r}", f"is a {type(saved[k]).__name__}, not a number or string")
+    for field in ("epoch", "batch"):
+        if not is_count(ck[field]):
+            bad(repr(field), f"is {ck[field]!r}, not a count from 0 up")
+    for field in ("train_time", "eval_time"):
+        if not (is_number(ck[field]) and ck[field] >= 0):
+            bad(repr(field), f"is {ck[field]!r}, not a number of seconds")
+    if not (isinstance(ck["schedule"], dict) and is_count(ck["schedule"].get("iteration"))):
+        bad("'schedule'", f"is {short(ck['schedule'])}, not {{'iteration': a count from 0 up}}")
+    log = ck["log"]
+    if not (isinstance(log, list) and all(isinstance(e, dict) and all(isinstance(k, str) and is_number(v)
+                                                                        for k, v in e.items()) for e in log)):
+        bad("'log'", f"is {short(log)}, not a list of {{name: number}} entries")
+    if not isinstance(ck.get("evaluate", False), bool) or (ck.get("evaluate") and not log):
+        bad("'evaluate'", f"is {short(ck.get('evaluate'))}, not true (with a log entry to complete) or false")
+    for field in ("model", "optimizer", "loader"):
+        if not isinstance(ck[field], dict):
+            bad(repr(field), f"is a {type(ck[field]).__name__}, not a dict")
     changed = [f"--{k.replace('_', '-')} {saved.get(k)!r} in the checkpoint, {getattr(args, k)!r} now"
                for k in RUN_SETTINGS if saved.get(k) != getattr(args, k)]
     if changed:
         sys.exit(f"error: --resume with other settings than the checkpoint's: {'; '.join(changed)}. "
                  f"Give the same settings, or another --checkpoint to start a new run")
     return ck
+
+
+def is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def short(value, width=60):
+    """repr(value), cut to `width` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def one_line(e):
+    return " ".join(str(e).split())
+
+
+def resume_states(ck, args, fields):
+    """Load each (field, load) of the checkpoint: a value that does not fit this run (a
+    hand-edited or foreign one) stops with one line naming the field."""
+    for field, load in fields:
+        try:
+            load(ck.get(field))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, RuntimeError, OverflowError) as e:
+            sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's {field!r} does not fit this run "
+                     f"({type(e).__name__}: {short(one_line(e), 200)})")
+
+
+def checked_set_state(train):
+    """Data.Loader.set_state, with the checks its fields need before an epoch draws from them."""
+    def load(state):
+        if not is_count(state.get("epoch")):
+            raise ValueError(f"'epoch' is {short(state.get('epoch'))}, not a count from 0 up")
+        first = state.get("first_flips")
+        if first is not None and np.shape(first) != (train.n,):
+            raise ValueError(f"'first_flips' has shape {np.shape(first)}, not ({train.n},)")
+        train.set_state(state)
+    return load
 
 
 @contextlib.contextmanager
@@ -295,6 +384,22 @@ class RunningLoss:
     def exact(self, n):
         self.mean, self.pending = self.sum.item() / n, None
         return self.mean
+
+
+def rate(value):
+    """A rate for the progress bar: 3 significant digits below 100 (0.012, not 0), whole above."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def duration(seconds):
+    return (f"{seconds / 3600:.3g} h" if seconds >= 3600 else f"{seconds / 60:.3g} min" if seconds >= 60
+            else f"{seconds:.3g} s")
+
+
+def cpu_estimate(seconds_per_step, steps):
+    """The CPU's line saying how long the run's `steps` will take, from timed steps."""
+    return (f"CPU interpreter: about {duration(seconds_per_step * steps)} for this run ({steps} steps at "
+            f"{seconds_per_step:.3g} s); try --limit/--epochs for a shorter one, e.g. {CPU_TRYOUT}")
 
 
 def first_batch(images, labels, batch_size):
@@ -400,22 +505,23 @@ def run(args):
     lookahead = optim.Lookahead(model, total, every=AIRBENCH["lookahead_every"]) if airbench else None
     start_epoch, skip, log, eval_time, last_saved = 0, 0, [], 0.0, None
     if ck is not None:
-        if ck["schedule"]["iteration"] >= total:
+        if ck["schedule"]["iteration"] >= total and not ck.get("evaluate"):
             print(f"the run in {args.checkpoint} is already finished ({ck['epoch']} epochs); give more --epochs "
                   f"to train on, or another --checkpoint to start a new run")
+            if not (ck["log"] and f"{split}_accuracy" in ck["log"][-1]):
+                sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's 'log' has no {split} accuracy "
+                         f"for its last epoch")
             return report(ck["log"][-1][f"{split}_accuracy"], split, ck["train_time"], ck["eval_time"], total,
                           args.seed)
-        try:
-            model.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
-            train.set_state(ck["loader"])
-            schedule.load_state_dict(ck["schedule"])
-            if ck.get("scaler"):  # saved by an fp16 run; another precision starts at the initial scale
-                scaler.load_state_dict(ck["scaler"])
-            if lookahead is not None:
-                lookahead.load_state_dict(ck["lookahead"])
-        except (ValueError, KeyError, TypeError) as e:
-            sys.exit(f"error: cannot resume: {args.checkpoint} does not fit this run ({type(e).__name__}: {e})")
+        if ck["batch"] >= steps_per_epoch:
+            sys.exit(f"error: cannot resume: {args.checkpoint}: the checkpoint's 'batch' is {ck['batch']}, "
+                     f"past an epoch of {steps_per_epoch} batches")
+        resume_states(ck, args, [
+            ("model", model.load_state_dict), ("optimizer", opt.load_state_dict), ("loader", checked_set_state(train)),
+            ("schedule", schedule.load_state_dict),
+            # saved by an fp16 run; another precision starts at the initial scale
+            ("scaler", lambda s: s and scaler.load_state_dict(s)),
+            *([("lookahead", lookahead.load_state_dict)] if lookahead is not None else [])])
         start_epoch, skip, log, train_time, eval_time = ck["epoch"], ck["batch"], ck["log"], ck["train_time"], ck["eval_time"]
         last_saved = f"{args.checkpoint} (epoch {start_epoch}, batch {skip})"
         print(f"resumed from {args.checkpoint}: epoch {start_epoch + 1}, batch {skip}")
@@ -424,18 +530,43 @@ def run(args):
         print(f"whitening conv set from {len(whitening)} training images in {init_time:.3f} s (counted as training)")
     print(f"checkpoint: {args.checkpoint} (every epoch), log: {log_path}")
 
-    def checkpoint(epoch, batch, loader_state):
-        """epoch: epochs done; batch: batches done in the next one; loader_state: its start."""
+    def checkpoint(epoch, batch, loader_state, evaluate=False):
+        """epoch: epochs done; batch: batches done in the next one; loader_state: its start;
+        evaluate: the evaluation after `epoch` was stopped, --resume runs it first."""
         nonlocal last_saved
         try:
                 tnet.save({"kind": "train.py checkpoint", "settings": {k: getattr(args, k) for k in RUN_SETTINGS},
                        "model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader_state,
                        "schedule": schedule.state_dict(), "epoch": epoch, "batch": batch, "log": log,
                        "train_time": train_time, "eval_time": eval_time, "scaler": scaler.state_dict(),
-                       "lookahead": None if lookahead is None else lookahead.state_dict()}, args.checkpoint)
+                       "lookahead": None if lookahead is None else lookahead.state_dict(), "evaluate": evaluate},
+                      args.checkpoint)
         except OSError as e:  # the write is atomic: the previous checkpoint is intact
             stop(f"cannot write the checkpoint {args.checkpoint}: {e.strerror or e}")
         last_saved = f"{args.checkpoint} (epoch {epoch}, batch {batch})"
+
+    def write_log():
+        try:
+            serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
+        except OSError as e:
+            stop(f"cannot write the log {log_path}: {e.strerror or e}")
+
+    def evaluated(epoch, entry):
+        """The evaluation after `epoch` epochs into `entry` (a log entry). A KeyboardInterrupt
+        raised inside it (a real Ctrl-C waits for its end) keeps the epoch's training: the
+        checkpoint then records the evaluation as pending, and --resume runs it first."""
+        nonlocal eval_time
+        t0 = time.perf_counter()
+        try:
+            entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
+        except KeyboardInterrupt:
+            eval_time += time.perf_counter() - t0
+            entry["eval_time"] = eval_time
+            checkpoint(epoch, 0, train.state(), evaluate=True)
+            write_log()
+            raise
+        eval_time += time.perf_counter() - t0
+        entry["eval_time"] = eval_time
 
     def stop(problem):
         saved = f"the last checkpoint is {last_saved}" if last_saved else "no checkpoint was written"
@@ -458,11 +589,22 @@ def run(args):
         model.whiten.bias.requires_grad = True
     test_step = EvalStep(model, *first_batch(test_x, test_y, args.eval_batch_size), flip=args.tta >= 1, dtype=dtype,
                          translate=args.tta == 2)
+    if ck is not None and ck.get("evaluate"):  # the evaluation an interrupted run did not finish
+        try:
+            with ctrl_c_deferred():
+                evaluated(start_epoch, log[-1])
+                print(f"epoch {start_epoch}: {split} accuracy {100 * log[-1][f'{split}_accuracy']:.2f}% (its "
+                      f"evaluation, interrupted before)")
+                checkpoint(start_epoch, 0, train.state())
+                write_log()
+        except KeyboardInterrupt:
+            sys.exit(f"interrupted: the last checkpoint is {last_saved}; --resume continues from there")
     loss_sum = step.loss_sum
     running = RunningLoss(loss_sum)
     log_every = 50 if cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
     # the steps left fill whole epochs but the last (a run extended after a fraction goes on from there)
     epochs = start_epoch + -(-(skip + total - schedule.iteration) // steps_per_epoch)
+    timing, steps_left = {}, total - schedule.iteration  # the CPU's estimate: when each timed step ended
     for epoch in range(start_epoch, epochs):
         if airbench:  # an epoch that starts after the bias's last step needs no gradient for it
             model.whiten.bias.requires_grad = schedule.iteration < whiten_steps
@@ -479,13 +621,20 @@ def run(args):
                 return
             if not math.isfinite(mean):
                 stop(f"the loss became {mean} in epoch {epoch + 1}")
-            bar.set_postfix(loss=f"{mean:.4f}", img_s=f"{done * args.batch_size / (time.perf_counter() - t0):.0f}")
+            bar.set_postfix(loss=f"{mean:.4f}", img_s=rate(done * args.batch_size / (time.perf_counter() - t0)))
         try:
             for i, (x, y) in enumerate(bar):
                 if i < skip:  # batches an interrupted run already trained on
                     continue
                 step(x, y)  # a CUDA graph replay (a short last batch runs eagerly)
                 schedule.step()  # the loss is summed on the device: no sync per step
+                if not cuda and len(timing) < 2 and steps_left > TIMED_STEPS[1]:
+                    done = total - schedule.iteration
+                    if steps_left - done in TIMED_STEPS:
+                        timing[steps_left - done] = time.perf_counter()
+                    if len(timing) == 2:
+                        per_step = (timing[TIMED_STEPS[1]] - timing[TIMED_STEPS[0]]) / (TIMED_STEPS[1] - TIMED_STEPS[0])
+                        tqdm.write(cpu_estimate(per_step, steps_left), file=sys.stderr)
                 if (i + 1) % log_every == 0:
                     show(running.update((i + 1 - skip) * loss_per_step), i + 1 - skip)
             if epoch == epochs - 1 and lookahead is not None:
@@ -501,22 +650,17 @@ def run(args):
         if bad is not None:
             stop(f"a training label is {bad}, outside [0, 10), in epoch {epoch + 1}")
         skip = 0
-        entry = {"epoch": epoch + 1, "loss": mean}
+        entry = {"epoch": epoch + 1, "loss": mean, "train_time": train_time, "eval_time": eval_time}
         try:
             with ctrl_c_deferred():
+                log.append(entry)
                 if epoch == epochs - 1 or (args.eval_every and (epoch + 1) % args.eval_every == 0):
-                    t0 = time.perf_counter()
-                    entry[f"{split}_accuracy"] = evaluate(model, test, test_step)
-                    eval_time += time.perf_counter() - t0
-                log.append({**entry, "train_time": train_time, "eval_time": eval_time})
+                    evaluated(epoch + 1, entry)
                 accuracy = (f", {split} accuracy {100 * entry[f'{split}_accuracy']:.2f}%"
                             if f"{split}_accuracy" in entry else "")
                 print(f"epoch {epoch + 1}: loss {mean:.4f}{accuracy}, {train_time:.1f} s")
                 checkpoint(epoch + 1, 0, train.state())
-                try:
-                    serialize.atomic_write(log_path, lambda f: f.write(json.dumps(log, indent=1).encode()))
-                except OSError as e:
-                    stop(f"cannot write the log {log_path}: {e.strerror or e}")
+                write_log()
         except KeyboardInterrupt:
             sys.exit(f"interrupted after epoch {epoch + 1}: the last checkpoint is {last_saved}; "
                      f"--resume continues from there")

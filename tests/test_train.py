@@ -71,7 +71,7 @@ def test_load_state_dict_rejects_mismatch():
     with pytest.raises(ValueError, match="ip2.weight"):
         model.load_state_dict(state)
     del state["ip2.weight"]
-    with pytest.raises(ValueError, match="Missing"):
+    with pytest.raises(ValueError, match=r"Missing key\(s\) in state_dict: \"ip2.weight\""):
         model.load_state_dict(state)
 
 
@@ -404,3 +404,131 @@ def test_train_ctrl_c_during_evaluation_keeps_the_epoch(tmp_path, monkeypatch, c
     monkeypatch.setattr(train, "evaluate", evaluate)
     train.main(argv + ["--resume"])
     assert "already finished" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """One epoch of the smallest run (2 images, batch 2): its argv (less --epochs) and checkpoint."""
+    root = tmp_path_factory.mktemp("tiny")
+    data = write_bin_pack(root / "data", n_train=10, n_test=5)
+    ck = root / "tiny.ckpt"
+    argv = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--checkpoint", str(ck)]
+    previous = tnet.get_precision()
+    train.main(argv + ["--epochs", "1"])
+    tnet.set_precision(previous)
+    return argv, ck
+
+
+def _edited(tiny_checkpoint, tmp_path, edit):
+    """tiny_checkpoint's argv and checkpoint, the checkpoint a copy with `edit(ck)` applied."""
+    argv, ck = tiny_checkpoint
+    state = tnet.load(str(ck))
+    edit(state)
+    copy = tmp_path / "edited.ckpt"
+    tnet.save(state, str(copy))
+    return [*argv, "--checkpoint", str(copy)], copy
+
+
+def _set(field, value):
+    return lambda ck: ck.__setitem__(field, value)
+
+
+@pytest.mark.parametrize("field,edit", [
+    ("'settings'", _set("settings", "caffe")),
+    ("'settings' 'lr'", lambda ck: ck["settings"].__setitem__("lr", [0.001])),
+    ("'schedule'", _set("schedule", 12)),
+    ("'schedule'", _set("schedule", {"iteration": "1"})),
+    ("'epoch'", _set("epoch", -1)),
+    ("'epoch'", _set("epoch", "1")),
+    ("'epoch'", _set("epoch", 1.5)),
+    ("'batch'", _set("batch", 99)),
+    ("'log'", _set("log", "none")),
+    ("'log'", _set("log", [1])),
+    ("'log'", _set("log", [{"epoch": "one"}])),
+    ("'train_time'", _set("train_time", "3 s")),
+    ("'eval_time'", _set("eval_time", -1.0)),
+    ("'model'", _set("model", [])),
+    ("'model'", lambda ck: ck["model"].__setitem__("conv1.weight", "abc")),
+    ("'optimizer'", _set("optimizer", {"param_groups": 3, "state": {}})),
+    ("'optimizer'", lambda ck: ck["optimizer"]["param_groups"][0].__setitem__("lr", "fast")),
+    ("'loader'", lambda ck: ck["loader"].__setitem__("epoch", "1")),
+    ("'loader'", lambda ck: ck["loader"].__setitem__("rng", 5)),
+    ("'loader'", lambda ck: ck["loader"].__setitem__("first_flips", [1, 0, 1])),
+])
+def test_train_resume_names_a_bad_field(tiny_checkpoint, tmp_path, field, edit):
+    """A hand-edited checkpoint: one line naming the field, before any training."""
+    argv, copy = _edited(tiny_checkpoint, tmp_path, edit)
+    with pytest.raises(SystemExit) as e:
+        train.main(argv + ["--epochs", "2", "--resume"])
+    message = str(e.value)
+    assert message.startswith(f"error: cannot resume: {copy}: the checkpoint's {field} ") and "\n" not in message
+
+
+def test_train_resume_of_a_finished_run_needs_its_accuracy(tiny_checkpoint, tmp_path):
+    argv, _ = _edited(tiny_checkpoint, tmp_path, _set("log", []))
+    with pytest.raises(SystemExit) as e:
+        train.main(argv + ["--epochs", "1", "--resume"])
+    assert "the checkpoint's 'log' has no test accuracy" in str(e.value)
+
+
+@pytest.mark.parametrize("make", ["missing", "directory", "not a checkpoint"])
+def test_train_resume_of_a_non_checkpoint_is_one_line(tiny_checkpoint, tmp_path, make):
+    argv, _ = tiny_checkpoint
+    path = tmp_path / "x.ckpt"
+    if make == "directory":
+        path.mkdir()
+    elif make == "not a checkpoint":
+        tnet.save({"weights": np.zeros(3)}, str(path))
+    with pytest.raises(SystemExit) as e:
+        train.main([*argv, "--checkpoint", str(path), "--epochs", "1", "--resume"])
+    message = str(e.value)
+    assert message.startswith("error: cannot resume: ") and str(path) in message and "\n" not in message
+
+
+def test_train_keyboard_interrupt_inside_evaluation_keeps_the_epoch(tmp_path, monkeypatch, capsys):
+    """A KeyboardInterrupt raised by the evaluation itself (not the deferred SIGINT): the
+    epoch's training is saved with the evaluation pending, and --resume runs it, then ends."""
+    data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
+    ck = tmp_path / "k.ckpt"
+    argv = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--epochs", "1",
+            "--checkpoint", str(ck)]
+    evaluate = train.evaluate
+
+    def interrupted(*a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "evaluate", interrupted)
+    with pytest.raises(SystemExit) as e:
+        train.main(argv)
+    assert str(e.value).startswith("interrupted after epoch 1: the last checkpoint is ") and "\n" not in str(e.value)
+    saved = tnet.load(str(ck))
+    assert saved["epoch"] == 1 and saved["batch"] == 0 and saved["evaluate"] is True
+    assert saved["schedule"]["iteration"] == 1 and "test_accuracy" not in saved["log"][-1]
+    monkeypatch.setattr(train, "evaluate", evaluate)
+    capsys.readouterr()
+    result = train.main(argv + ["--resume"])
+    out = capsys.readouterr().out
+    assert "(its evaluation, interrupted before)" in out and "already finished" not in out
+    assert 0 <= result["accuracy"] <= 1
+    saved = tnet.load(str(ck))
+    assert saved["evaluate"] is False and saved["log"][-1]["test_accuracy"] == result["accuracy"]
+    assert json.load(open(str(tmp_path / "k.json")))[-1]["test_accuracy"] == result["accuracy"]
+    train.main(argv + ["--resume"])
+    assert "already finished" in capsys.readouterr().out
+
+
+def test_tnet_found_as_a_namespace_package_is_named():
+    """A folder named tnet without __init__.py beside a script imports as a namespace package."""
+    import types
+    fake = types.ModuleType("tnet")
+    fake.__path__ = ["/somewhere/tnet"]  # what Python gives a namespace package: no __file__
+    problem = train.tnet_problem(fake)
+    assert problem.startswith("error: `import tnet` found /somewhere/tnet") and "namespace package" in problem
+    assert "PYTHONPATH=CHECKOUT" in problem and "\n" not in problem
+    assert train.tnet_problem(tnet) is None
+
+
+def test_cpu_estimate_and_small_rates():
+    assert [train.rate(v) for v in (0.000123, 0.5, 12.34, 99.96, 1234.4)] == ["0.000123", "0.5", "12.3", "100", "1234"]
+    line = train.cpu_estimate(40.0, 10000)  # Caffe's 5,000 steps... at 10 epochs of batch 100: 111 h
+    assert line.startswith("CPU interpreter: about 111 h for this run") and "--limit" in line
+    assert "about 50 s" in train.cpu_estimate(5.0, 10) and "min" in train.cpu_estimate(30.0, 10)
