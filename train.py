@@ -92,7 +92,7 @@ RUN_SETTINGS = ("recipe", "batch_size", "lr", "momentum", "weight_decay", "sched
                 "val", "seed", "limit", "data", "model")
 CHECKPOINT_KEYS = {"settings", "model", "optimizer", "loader", "schedule", "epoch", "batch", "log", "train_time",
                    "eval_time"}  # and "scaler" and "lookahead" where the run has them
-CPU_TRYOUT = "python train.py --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
+CPU_TRYOUT = "python train.py --data sample --limit 40 --batch-size 20 --epochs 1 --eval-batch-size 40"
 CPU_SECONDS_PER_IMAGE = 0.8  # a training step through Triton's interpreter, per image of the batch (2 cores)
 TIMED_STEPS = (1, 3)  # the CPU's estimate of a run times these steps (the first one warms caches up)
 
@@ -135,7 +135,8 @@ def build_parser():
     p.add_argument("--epochs", type=number(float, 1e-3, "a number of epochs of at least 0.001"),
                    help=r("epochs", "passes over the training set; a fraction runs ceil(epochs x batches per epoch) "
                                     "steps, airbench's rule"))
-    p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py; downloaded there if absent")
+    p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py (downloaded there if absent), "
+                   "or 'sample' for the 500 + 100-image sample shipped with tnet")
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")
