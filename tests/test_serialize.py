@@ -50,7 +50,7 @@ def test_unsupported_values_are_refused(tmp_path):
 @pytest.mark.parametrize("content,match", [
     (b"", "empty"),
     (b"not a tnet file at all", "not a zip archive"),
-    (None, "not a readable tnet file"),  # truncated: the first half of a real file
+    (None, "truncated"),  # truncated: the first half of a real file
 ])
 def test_bad_files_give_one_line_errors(tmp_path, content, match):
     path = str(tmp_path / "bad.npz")
@@ -104,3 +104,28 @@ def test_atomic_write_mode_stale_tmp_and_errors(tmp_path):
     assert "\n" not in str(e.value)
     with pytest.raises(OSError, match="cannot write .*Is a directory"):
         tnet.save({}, str(tmp_path))
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("head", [b"junk", b"PK\x03\x04"])
+def test_a_big_file_is_refused_from_its_first_bytes(tmp_path, head):
+    path = str(tmp_path / "big.npz")
+    with open(path, "wb") as f:  # 2 GiB, sparse: it costs no disk
+        f.write(head)
+        f.truncate(2 << 30)
+    match = "not a zip archive" if head == b"junk" else "no zip directory"
+
+    def refused():
+        with pytest.raises(tnet.LoadError, match=match):
+            tnet.load(path)
+    assert _peak_bytes(refused) < 4 << 20
