@@ -44,7 +44,19 @@ def test_unsupported_values_are_refused(tmp_path):
         tnet.save({"x": object()}, str(tmp_path / "x.npz"))
     with pytest.raises(ValueError, match="Python objects"):
         tnet.save(np.array([{}], dtype=object), str(tmp_path / "x.npz"))
+    # what load refuses, save refuses too, so that every saved file loads
+    deep = 1
+    for _ in range(tnet.serialize.MAX_DEPTH + 1):
+        deep = [deep]
+    for bad, match in [(deep, "nested deeper than 100"), ({"x": {0: deep}}, "nested deeper than 100"),
+                       (torch.zeros(2, dtype=torch.complex64), "cannot store a complex64 tensor"),
+                       (np.array(["a"]), "cannot store an array of <U1"), (np.complex64(1), "cannot store a complex")]:
+        with pytest.raises(ValueError, match=match) as e:
+            tnet.save(bad, str(tmp_path / "x.npz"))
+        assert "\n" not in str(e.value)
     assert not os.listdir(tmp_path)
+    tnet.save(deep[0], str(tmp_path / "x.npz"))  # 100 levels are fine
+    assert tnet.load(str(tmp_path / "x.npz")) == deep[0]
 
 
 @pytest.mark.parametrize("content,match", [

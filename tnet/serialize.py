@@ -20,40 +20,67 @@ _TREE = "__tree__"  # the archive member holding the JSON structure
 _AS_BITS = {"bfloat16": (torch.int16, np.int16)}
 
 
+# Limits a file must keep for load to read it; tnet.save refuses what would pass them.
+MAX_DEPTH = 100  # nested lists and dicts
+_MAX_MEMBERS = 65535  # arrays in one file
+_MAX_NAME = 256  # bytes of a member's name
+_MAX_TREE = 16 << 20  # bytes of the JSON structure
+_CHUNK = 1 << 20  # members are read this much at a time
+_TENSOR_DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16"}
+_ARRAY_KINDS = "biufc"  # bool, ints, floats, complex: no objects, strings or records
+_EOCD = struct.Struct("<4s4H2IH")  # zip's end of central directory record
+_EOCD64 = struct.Struct("<4sQ2H2I4Q")  # its zip64 form, found through the locator
+_LOCATOR64 = struct.Struct("<4sIQI")
+_CENTRAL = struct.Struct("<4s6H3I5H2I")  # one central directory entry
+_LOCAL = struct.Struct("<4s5H3I2H")  # one member's local header
+
+
 class LoadError(ValueError):
     """A file tnet.load cannot read: missing, empty, truncated, corrupt or not tnet's."""
 
 
-def _encode(obj, arrays):
+def _encode(obj, arrays, depth=0):
+    """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
+    would refuse, so that every file save writes loads."""
     from .tensor import Tensor
+    if depth > MAX_DEPTH:
+        raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, Tensor):
         obj = obj.data
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
         name = str(t.dtype).removeprefix("torch.")
+        if name not in _TENSOR_DTYPES:
+            raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
         if name in _AS_BITS:
             t = t.view(_AS_BITS[name][0])
-        arrays.append(t.numpy())
-        return {"$tensor": len(arrays) - 1, "dtype": name}
+        return {"$tensor": _add(arrays, t.numpy()), "dtype": name}
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            raise ValueError("tnet.save: arrays of Python objects are not supported")
-        arrays.append(obj)
-        return {"$array": len(arrays) - 1}
+        if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
+            raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
+                             "complex arrays only; no Python objects)")
+        return {"$array": _add(arrays, obj)}
     if isinstance(obj, np.generic):
-        return obj.item()
+        return _encode(obj.item(), arrays, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, (list, tuple)):
-        return [_encode(v, arrays) for v in obj]
+        return [_encode(v, arrays, depth + 1) for v in obj]
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
-            return {k: _encode(v, arrays) for k, v in obj.items()}
+            return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
         if all(isinstance(k, (str, int)) for k in obj):  # int keys (an optimizer's state)
-            return {"$items": [[k, _encode(v, arrays)] for k, v in obj.items()]}
+            return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
                      "strings, None, lists, tuples and dicts only)")
+
+
+def _add(arrays, a):
+    if len(arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
+        raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
+    arrays.append(a)
+    return len(arrays) - 1
 
 
 class WriteError(OSError):
@@ -100,25 +127,13 @@ def save(obj, path):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings and None) to path, atomically. Tuples come back as lists."""
     arrays = []
-    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)})
+    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
+    if len(tree) > _MAX_TREE:
+        raise ValueError(f"tnet.save: the structure is {len(tree)} bytes of JSON (at most {_MAX_TREE}); "
+                         "store long lists of numbers as arrays")
     members = {f"a{i}": a for i, a in enumerate(arrays)}
-    members[_TREE] = np.frombuffer(tree.encode(), dtype=np.uint8)
+    members[_TREE] = np.frombuffer(tree, dtype=np.uint8)
     atomic_write(path, lambda f: np.savez(f, **members))
-
-
-# Limits a file must keep for load to read it; tnet.save refuses what would pass them.
-MAX_DEPTH = 100  # nested lists and dicts
-_MAX_MEMBERS = 65535  # arrays in one file
-_MAX_NAME = 256  # bytes of a member's name
-_MAX_TREE = 16 << 20  # bytes of the JSON structure
-_CHUNK = 1 << 20  # members are read this much at a time
-_TENSOR_DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16"}
-_ARRAY_KINDS = "biufc"  # bool, ints, floats, complex: no objects, strings or records
-_EOCD = struct.Struct("<4s4H2IH")  # zip's end of central directory record
-_EOCD64 = struct.Struct("<4sQ2H2I4Q")  # its zip64 form, found through the locator
-_LOCATOR64 = struct.Struct("<4sIQI")
-_CENTRAL = struct.Struct("<4s6H3I5H2I")  # one central directory entry
-_LOCAL = struct.Struct("<4s5H3I2H")  # one member's local header
 
 
 class _Bad(Exception):
