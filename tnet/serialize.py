@@ -22,7 +22,7 @@ _AS_BITS = {"bfloat16": (torch.int16, np.int16)}
 
 # Limits a file must keep for load to read it; tnet.save refuses what would pass them.
 MAX_DEPTH = 100  # nested lists and dicts
-_MAX_MEMBERS = 65535  # arrays in one file
+_MAX_MEMBERS = 1 << 15  # members of one file
 _MAX_NAME = 256  # bytes of a member's name
 _MAX_TREE = 16 << 20  # bytes of the JSON structure
 _CHUNK = 1 << 20  # members are read this much at a time
