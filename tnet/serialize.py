@@ -230,7 +230,7 @@ def _read_member(f, name, entry, limit, cap=None):
     if cap is not None and usize > cap:
         raise _Bad(f"member {name} is {usize} bytes (at most {cap})")
     f.seek(start)
-    buf, view, got, check = bytearray(usize), None, 0, 0
+    buf, got, check = bytearray(usize), 0, 0
     view = memoryview(buf)
     while got < usize:
         n = f.readinto(view[got:got + _CHUNK])
