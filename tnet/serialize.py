@@ -1,7 +1,8 @@
 """tnet.save and tnet.load: nested dicts and lists of tensors, arrays, numbers and strings in
-one .npz file, with no pickle. The arrays are the archive's .npy members, read back with
-allow_pickle=False; the structure is a JSON document stored beside them as bytes. Loading a
-file from elsewhere therefore never runs code. Writes are atomic: a temporary file in the
+one .npz file, with no pickle. The arrays are the archive's stored (uncompressed) .npy members;
+the structure is a JSON document stored beside them as bytes. load reads the zip directory and
+the .npy headers itself, strictly and within fixed limits, and allows only number dtypes, so a
+file from elsewhere never runs code and costs no more memory than its own size. Writes are atomic: a temporary file in the
 same folder, fsync, then a rename over the target."""
 import errno
 import io
