@@ -44,13 +44,25 @@ def test_unsupported_values_are_refused(tmp_path):
         tnet.save({"x": object()}, str(tmp_path / "x.npz"))
     with pytest.raises(ValueError, match="Python objects"):
         tnet.save(np.array([{}], dtype=object), str(tmp_path / "x.npz"))
+    # what load refuses, save refuses too, so that every saved file loads
+    deep = 1
+    for _ in range(tnet.serialize.MAX_DEPTH + 1):
+        deep = [deep]
+    for bad, match in [(deep, "nested deeper than 100"), ({"x": {0: deep}}, "nested deeper than 100"),
+                       (torch.zeros(2, dtype=torch.complex64), "cannot store a complex64 tensor"),
+                       (np.array(["a"]), "cannot store an array of <U1"), (np.complex64(1), "cannot store a complex")]:
+        with pytest.raises(ValueError, match=match) as e:
+            tnet.save(bad, str(tmp_path / "x.npz"))
+        assert "\n" not in str(e.value)
     assert not os.listdir(tmp_path)
+    tnet.save(deep[0], str(tmp_path / "x.npz"))  # 100 levels are fine
+    assert tnet.load(str(tmp_path / "x.npz")) == deep[0]
 
 
 @pytest.mark.parametrize("content,match", [
     (b"", "empty"),
     (b"not a tnet file at all", "not a zip archive"),
-    (None, "not a readable tnet file"),  # truncated: the first half of a real file
+    (None, "truncated"),  # truncated: the first half of a real file
 ])
 def test_bad_files_give_one_line_errors(tmp_path, content, match):
     path = str(tmp_path / "bad.npz")
@@ -104,3 +116,28 @@ def test_atomic_write_mode_stale_tmp_and_errors(tmp_path):
     assert "\n" not in str(e.value)
     with pytest.raises(OSError, match="cannot write .*Is a directory"):
         tnet.save({}, str(tmp_path))
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("head", [b"junk", b"PK\x03\x04"])
+def test_a_big_file_is_refused_from_its_first_bytes(tmp_path, head):
+    path = str(tmp_path / "big.npz")
+    with open(path, "wb") as f:  # 2 GiB, sparse: it costs no disk
+        f.write(head)
+        f.truncate(2 << 30)
+    match = "not a zip archive" if head == b"junk" else "no zip directory"
+
+    def refused():
+        with pytest.raises(tnet.LoadError, match=match):
+            tnet.load(path)
+    assert _peak_bytes(refused) < 4 << 20

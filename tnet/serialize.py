@@ -1,12 +1,16 @@
 """tnet.save and tnet.load: nested dicts and lists of tensors, arrays, numbers and strings in
-one .npz file, with no pickle. The arrays are the archive's .npy members, read back with
-allow_pickle=False; the structure is a JSON document stored beside them as bytes. Loading a
-file from elsewhere therefore never runs code. Writes are atomic: a temporary file in the
+one .npz file, with no pickle. The arrays are the archive's stored (uncompressed) .npy members;
+the structure is a JSON document stored beside them as bytes. load reads the zip directory and
+the .npy headers itself, strictly and within fixed limits, and allows only number dtypes, so a
+file from elsewhere never runs code and costs no more memory than its own size. Writes are atomic: a temporary file in the
 same folder, fsync, then a rename over the target."""
+import errno
 import io
 import json
-import errno
+import math
 import os
+import struct
+import zlib
 
 import numpy as np
 import torch
@@ -17,58 +21,67 @@ _TREE = "__tree__"  # the archive member holding the JSON structure
 _AS_BITS = {"bfloat16": (torch.int16, np.int16)}
 
 
+# Limits a file must keep for load to read it; tnet.save refuses what would pass them.
+MAX_DEPTH = 100  # nested lists and dicts
+_MAX_MEMBERS = 1 << 15  # members of one file
+_MAX_NAME = 256  # bytes of a member's name
+_MAX_TREE = 16 << 20  # bytes of the JSON structure
+_CHUNK = 1 << 20  # members are read this much at a time
+_TENSOR_DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16"}
+_ARRAY_KINDS = "biufc"  # bool, ints, floats, complex: no objects, strings or records
+_EOCD = struct.Struct("<4s4H2IH")  # zip's end of central directory record
+_EOCD64 = struct.Struct("<4sQ2H2I4Q")  # its zip64 form, found through the locator
+_LOCATOR64 = struct.Struct("<4sIQI")
+_CENTRAL = struct.Struct("<4s6H3I5H2I")  # one central directory entry
+_LOCAL = struct.Struct("<4s5H3I2H")  # one member's local header
+
+
 class LoadError(ValueError):
     """A file tnet.load cannot read: missing, empty, truncated, corrupt or not tnet's."""
 
 
-def _encode(obj, arrays):
+def _encode(obj, arrays, depth=0):
+    """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
+    would refuse, so that every file save writes loads."""
     from .tensor import Tensor
+    if depth > MAX_DEPTH:
+        raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, Tensor):
         obj = obj.data
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
         name = str(t.dtype).removeprefix("torch.")
+        if name not in _TENSOR_DTYPES:
+            raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
         if name in _AS_BITS:
             t = t.view(_AS_BITS[name][0])
-        arrays.append(t.numpy())
-        return {"$tensor": len(arrays) - 1, "dtype": name}
+        return {"$tensor": _add(arrays, t.numpy()), "dtype": name}
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            raise ValueError("tnet.save: arrays of Python objects are not supported")
-        arrays.append(obj)
-        return {"$array": len(arrays) - 1}
+        if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
+            raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
+                             "complex arrays only; no Python objects)")
+        return {"$array": _add(arrays, obj)}
     if isinstance(obj, np.generic):
-        return obj.item()
+        return _encode(obj.item(), arrays, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, (list, tuple)):
-        return [_encode(v, arrays) for v in obj]
+        return [_encode(v, arrays, depth + 1) for v in obj]
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
-            return {k: _encode(v, arrays) for k, v in obj.items()}
+            return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
         if all(isinstance(k, (str, int)) for k in obj):  # int keys (an optimizer's state)
-            return {"$items": [[k, _encode(v, arrays)] for k, v in obj.items()]}
+            return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
                      "strings, None, lists, tuples and dicts only)")
 
 
-def _decode(obj, arrays, as_tensor):
-    if isinstance(obj, list):
-        return [_decode(v, arrays, as_tensor) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if "$tensor" in obj:
-        a = arrays[obj["$tensor"]]
-        t = torch.from_numpy(a)
-        if obj["dtype"] in _AS_BITS:
-            t = t.view(getattr(torch, obj["dtype"]))
-        return as_tensor(t)
-    if "$array" in obj:
-        return arrays[obj["$array"]]
-    if "$items" in obj:
-        return {k: _decode(v, arrays, as_tensor) for k, v in obj["$items"]}
-    return {k: _decode(v, arrays, as_tensor) for k, v in obj.items()}
+def _add(arrays, a):
+    if len(arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
+        raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
+    arrays.append(a)
+    return len(arrays) - 1
 
 
 class WriteError(OSError):
@@ -115,41 +128,239 @@ def save(obj, path):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings and None) to path, atomically. Tuples come back as lists."""
     arrays = []
-    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)})
+    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
+    if len(tree) > _MAX_TREE:
+        raise ValueError(f"tnet.save: the structure is {len(tree)} bytes of JSON (at most {_MAX_TREE}); "
+                         "store long lists of numbers as arrays")
     members = {f"a{i}": a for i, a in enumerate(arrays)}
-    members[_TREE] = np.frombuffer(tree.encode(), dtype=np.uint8)
+    members[_TREE] = np.frombuffer(tree, dtype=np.uint8)
     atomic_write(path, lambda f: np.savez(f, **members))
+
+
+class _Bad(Exception):
+    """A problem in the file, turned into a LoadError naming the file."""
+
+
+def _members(f, size):
+    """{name: (flag, method, crc, compressed size, size, header offset)} from the zip's central
+    directory, read with caps so that a crafted directory costs no more than the limits allow.
+    tnet.save writes no archive comment, so the end record is the file's last 22 bytes."""
+    if size < _EOCD.size:
+        raise _Bad("truncated (no zip directory)")
+    f.seek(size - _EOCD.size)
+    sig, _, _, _, count, cd_size, cd_offset, _ = _EOCD.unpack(f.read(_EOCD.size))
+    end = size - _EOCD.size
+    if sig != b"PK\x05\x06":
+        raise _Bad("truncated or damaged (no zip directory at the end)")
+    if end >= _LOCATOR64.size:
+        f.seek(end - _LOCATOR64.size)
+        loc = _LOCATOR64.unpack(f.read(_LOCATOR64.size))
+        if loc[0] == b"PK\x06\x07":  # zip64: the real counts are in the zip64 record
+            if loc[2] + _EOCD64.size > end - _LOCATOR64.size:
+                raise _Bad("damaged zip64 directory")
+            f.seek(loc[2])
+            rec = _EOCD64.unpack(f.read(_EOCD64.size))
+            if rec[0] != b"PK\x06\x06":
+                raise _Bad("damaged zip64 directory")
+            count, cd_size, cd_offset, end = rec[7], rec[8], rec[9], loc[2]
+    if count > _MAX_MEMBERS:
+        raise _Bad(f"the archive lists {count} members (at most {_MAX_MEMBERS})")
+    if cd_offset + cd_size > end or cd_size > count * (_CENTRAL.size + _MAX_NAME + 64):
+        raise _Bad("damaged zip directory (its size does not fit the file)")
+    f.seek(cd_offset)
+    cd = f.read(cd_size)
+    members, pos = {}, 0
+    for _ in range(count):
+        if pos + _CENTRAL.size > len(cd):
+            raise _Bad("damaged zip directory (truncated entry)")
+        e = _CENTRAL.unpack_from(cd, pos)
+        if e[0] != b"PK\x01\x02":
+            raise _Bad("damaged zip directory (bad entry signature)")
+        flag, method, crc, csize, usize, nlen, xlen, clen, offset = e[3], e[4], e[7], e[8], e[9], e[10], e[11], e[12], e[16]
+        if nlen > _MAX_NAME:
+            raise _Bad(f"a member's name is {nlen} bytes long (at most {_MAX_NAME})")
+        pos += _CENTRAL.size
+        name = cd[pos:pos + nlen].decode("utf-8", "replace")
+        extra = cd[pos + nlen:pos + nlen + xlen]
+        pos += nlen + xlen + clen
+        if pos > len(cd):
+            raise _Bad("damaged zip directory (truncated entry)")
+        usize, csize, offset = _zip64_sizes(extra, usize, csize, offset)
+        if name in members:
+            raise _Bad(f"member {name} appears twice")
+        if offset >= cd_offset:
+            raise _Bad(f"member {name}: its offset lies outside the archive")
+        members[name] = (flag, method, crc, csize, usize, offset)
+    return members, cd_offset
+
+
+def _zip64_sizes(extra, usize, csize, offset):
+    """The sizes and offset a zip64 extra field stands in for (those stored as 0xFFFFFFFF)."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, n = struct.unpack_from("<2H", extra, pos)
+        body, pos = extra[pos + 4:pos + 4 + n], pos + 4 + n
+        if tag == 1:
+            values = [v for v in (usize, csize, offset) if v == 0xFFFFFFFF]
+            big = struct.unpack_from(f"<{min(len(values), len(body) // 8)}Q", body)
+            it = iter(big)
+            usize, csize, offset = (next(it, v) if v == 0xFFFFFFFF else v for v in (usize, csize, offset))
+    return usize, csize, offset
+
+
+def _read_member(f, name, entry, limit, cap=None):
+    """The bytes of one stored member, read in chunks into a buffer no larger than its declared
+    size, which must fit inside the archive (and under cap); the CRC is checked."""
+    flag, method, crc, csize, usize, offset = entry
+    if flag & 1:
+        raise _Bad(f"member {name} is encrypted")
+    if method != 0:  # tnet.save never compresses: a deflated member could inflate to any size
+        raise _Bad(f"member {name} is compressed (tnet.save never writes compressed members)")
+    if csize != usize:
+        raise _Bad(f"member {name}: stored size {csize} differs from its size {usize}")
+    f.seek(offset)
+    head = f.read(_LOCAL.size)
+    if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
+        raise _Bad(f"member {name}: damaged local header")
+    nlen, xlen = _LOCAL.unpack(head)[-2:]
+    if f.read(nlen).decode("utf-8", "replace") != name:
+        raise _Bad(f"member {name}: its local header names another member")
+    start = offset + _LOCAL.size + nlen + xlen
+    if start + usize > limit:
+        raise _Bad(f"member {name} declares {usize} bytes, more than the file holds")
+    if cap is not None and usize > cap:
+        raise _Bad(f"member {name} is {usize} bytes (at most {cap})")
+    f.seek(start)
+    buf, got, check = bytearray(usize), 0, 0
+    view = memoryview(buf)
+    while got < usize:
+        n = f.readinto(view[got:got + _CHUNK])
+        if not n:
+            raise _Bad(f"member {name} is truncated")
+        check = zlib.crc32(view[got:got + n], check)
+        got += n
+    if check != crc:
+        raise _Bad(f"member {name} is damaged (CRC mismatch)")
+    return buf
+
+
+def _parse_npy(name, buf):
+    """The numpy array an .npy member holds, strictly: a version 1 or 2 header, an allowed dtype,
+    and exactly shape x itemsize bytes of data after it. Non-native byte order is swapped."""
+    if bytes(buf[:6]) != b"\x93NUMPY" or len(buf) < 10:
+        raise _Bad(f"member {name} has no npy header")
+    stream = io.BytesIO(buf[:10 + 65536])
+    version = np.lib.format.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise _Bad(f"member {name}: npy version {version} is not supported")
+    try:
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read(stream)
+    except Exception as e:  # numpy raises ValueError, SyntaxError or TypeError for a bad header
+        raise _Bad(f"member {name}: bad npy header ({type(e).__name__}: {e})") from None
+    if (dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.shape != ()
+            or dtype.itemsize == 0):
+        raise _Bad(f"member {name}: dtype {dtype.str} is not supported")
+    if not all(type(d) is int and d >= 0 for d in shape):
+        raise _Bad(f"member {name}: bad shape {shape}")
+    offset = stream.tell()
+    if math.prod(shape) * dtype.itemsize != len(buf) - offset:
+        raise _Bad(f"member {name}: shape {shape} of {dtype.str} needs {math.prod(shape) * dtype.itemsize} "
+                   f"bytes, the member holds {len(buf) - offset}")
+    a = np.ndarray(shape, dtype, buffer=buf, offset=offset, order="F" if fortran else "C")
+    return a if dtype.isnative else a.astype(dtype.newbyteorder("="))
+
+
+def _decode(obj, array, as_tensor, where="obj", depth=0):
+    """The object a JSON node stands for; every node's type and keys are checked. array(i)
+    reads member i on first use, so only members the structure refers to are read."""
+    if depth > MAX_DEPTH:
+        raise _Bad(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, list):
+        return [_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
+    if not isinstance(obj, dict):
+        raise _Bad(f"{where}: unexpected {type(obj).__name__}")
+    if "$tensor" in obj:
+        if obj.keys() != {"$tensor", "dtype"} or obj["dtype"] not in _TENSOR_DTYPES:
+            raise _Bad(f"{where}: bad tensor entry {str(obj)[:80]}")
+        a, tag = array(obj["$tensor"], where), obj["dtype"]
+        if tag in _AS_BITS:  # stored as same-size integers, of the same shape
+            if a.dtype not in (np.int16, np.uint16):
+                raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype} (must be int16)")
+            t = torch.from_numpy(a.view(np.int16)).view(getattr(torch, tag))
+        else:
+            t = torch.from_numpy(a)
+            if str(t.dtype).removeprefix("torch.") != tag:
+                raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype}")
+        return as_tensor(t)
+    if "$array" in obj:
+        if obj.keys() != {"$array"}:
+            raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
+        return array(obj["$array"], where)
+    if "$items" in obj:
+        items = obj["$items"]
+        if obj.keys() != {"$items"} or not isinstance(items, list):
+            raise _Bad(f"{where}: bad $items entry")
+        out = {}
+        for i, kv in enumerate(items):
+            if not (isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], (str, int))):
+                raise _Bad(f"{where}: $items entry {i} is not a [key, value] pair")
+            out[kv[0]] = _decode(kv[1], array, as_tensor, f"{where}[{kv[0]!r}]", depth + 1)
+        return out
+    if any(k.startswith("$") for k in obj):  # save writes such keys through $items
+        raise _Bad(f"{where}: unknown entry {next(k for k in obj if k.startswith('$'))!r}")
+    return {k: _decode(v, array, as_tensor, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
 
 
 def load(path):
     """What save(obj, path) stored; tensors come back as tnet.Tensors on tnet's device, arrays
-    as numpy arrays. Raises LoadError, one line, for any file it cannot read."""
+    as numpy arrays. Raises LoadError, one line, for any file it cannot read. The first bytes
+    are checked before anything else is read, only the members the structure refers to are
+    read, and no member may claim more bytes than the file holds, so memory stays within the
+    file's size whatever it declares."""
     from .tensor import Tensor, _as_storage
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
-    with open(path, "rb") as f:
-        raw = f.read()
-    if not raw:
-        raise LoadError(f"{path}: the file is empty")
-    if raw[:1] == b"\x80":  # a pickle's protocol opcode: never unpickled, it could run code
-        raise LoadError(f"{path}: holds pickled data, which tnet never loads (it could run code)")
-    if not raw.startswith(b"PK"):
-        raise LoadError(f"{path}: not a file written by tnet.save (not a zip archive)")
     try:
-        archive = np.load(io.BytesIO(raw), allow_pickle=False)
-        with archive:
-            if _TREE not in archive.files:
-                raise LoadError(f"{path}: not a file written by tnet.save")
-            tree = json.loads(archive[_TREE].tobytes().decode())
-            if not isinstance(tree, dict) or tree.get("format") != FORMAT:
-                raise LoadError(f"{path}: not a file written by tnet.save")
-            arrays = {int(name[1:]): archive[name] for name in archive.files if name != _TREE}
-    except LoadError:
-        raise
-    except Exception as e:  # a damaged archive can raise almost anything (SyntaxError from a .npy header)
-        # allow_pickle=False refuses a pickled member before anything in it runs
-        raise LoadError(f"{path}: not a readable tnet file ({type(e).__name__}: {e})") from None
+        with open(path, "rb") as f:
+            return _load(f, os.fstat(f.fileno()).st_size, lambda t: Tensor(_as_storage(t, t.dtype)))
+    except _Bad as e:
+        raise LoadError(f"{path}: {e}") from None
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+def _load(f, size, as_tensor):
+    magic = f.read(4)
+    if not magic:
+        raise _Bad("the file is empty")
+    if magic[:1] == b"\x80":  # a pickle's protocol opcode: never unpickled, it could run code
+        raise _Bad("holds pickled data, which tnet never loads (it could run code)")
+    if not magic.startswith(b"PK"):
+        raise _Bad("not a file written by tnet.save (not a zip archive)")
+    members, limit = _members(f, size)
+    if _TREE + ".npy" not in members:
+        raise _Bad("not a file written by tnet.save (no structure member)")
+    a = _parse_npy(_TREE, _read_member(f, _TREE + ".npy", members[_TREE + ".npy"], limit, _MAX_TREE))
+    if a.dtype != np.uint8 or a.ndim != 1:
+        raise _Bad(f"not a file written by tnet.save ({_TREE} is {a.dtype} of shape {a.shape})")
     try:
-        return _decode(tree["obj"], arrays, lambda t: Tensor(_as_storage(t, t.dtype)))
-    except (KeyError, TypeError, IndexError, AttributeError) as e:
-        raise LoadError(f"{path}: corrupt tnet file ({type(e).__name__}: {e})") from None
+        tree = json.loads(a.tobytes().decode())
+    except RecursionError:
+        raise _Bad(f"the structure is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError among them
+        raise _Bad(f"corrupt structure ({type(e).__name__}: {e})") from None
+    if not isinstance(tree, dict) or tree.get("format") != FORMAT or "obj" not in tree:
+        raise _Bad("not a file written by tnet.save (unknown format)")
+    arrays = {}
+
+    def array(i, where):
+        if type(i) is not int or f"a{i}.npy" not in members:
+            raise _Bad(f"{where}: refers to a missing member {i!r}")
+        if i not in arrays:
+            arrays[i] = _parse_npy(f"a{i}.npy", _read_member(f, f"a{i}.npy", members[f"a{i}.npy"], limit))
+        return arrays[i]
+
+    return _decode(tree["obj"], array, as_tensor)
