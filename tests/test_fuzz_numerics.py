@@ -159,6 +159,6 @@ def test_count_correct_picks_the_first_nan_as_torchs_argmax():
     want = torch.argmax(torch.tensor(x), 1)
     for shift in (0, 1):  # labels at torch's pick, then off it: each row counted exactly when torch's is
         labels = (want + shift) % 10
-        count = torch.zeros((), dtype=torch.int32)
-        count_correct(torch.tensor(x), labels, count)
+        count = torch.zeros((), dtype=torch.int32, device=tnet.DEVICE)
+        count_correct(torch.tensor(x, device=tnet.DEVICE), labels.to(tnet.DEVICE), count)
         assert count.item() == (want == labels).sum().item(), f"shift {shift}: {count.item()}, argmax {want}"
