@@ -6,7 +6,6 @@ import json
 import os
 import struct
 import sys
-import tracemalloc
 import zlib
 
 import numpy as np
@@ -15,6 +14,7 @@ import torch
 
 import tnet
 from tnet.serialize import FORMAT, MAX_DEPTH
+from helpers import peak_bytes
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train  # noqa: E402
@@ -202,16 +202,6 @@ def test_bf16_tag_on_int16_keeps_the_shape(tmp_path):
     assert back[1].shape == () and back[1].data.float().item() == 1.0
 
 
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        fn()
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak
-
-
 def _refused(path, match):
     def run():
         with pytest.raises(tnet.LoadError, match=match):
@@ -225,12 +215,12 @@ def test_a_zip_bomb_never_inflates(tmp_path):
     bomb = (packer.compress(bytes(1 << 24)) + packer.flush(zlib.Z_FULL_FLUSH)) * 64 + packer.flush()
     assert len(bomb) < 2 << 20
     path = _craft(tmp_path, {"$array": 0}, (), extra=[("a0.npy", bomb, 8, 1 << 30)])
-    assert _peak(_refused(path, "a0.npy is compressed")) < 8 << 20
+    assert peak_bytes(_refused(path, "a0.npy is compressed")) < 8 << 20
     path = _craft(tmp_path, {"$array": 0}, (), extra=[("a0.npy", b"\x93NUMPY" + bytes(1 << 20), 0, 1 << 30)])
-    assert _peak(_refused(path, "differs from its size")) < 8 << 20
+    assert peak_bytes(_refused(path, "differs from its size")) < 8 << 20
     # a member no key refers to is never read
     path = _craft(tmp_path, {"x": 1}, (), extra=[("a0.npy", bomb, 8, 1 << 30)])
-    assert _peak(lambda: tnet.load(path)) < 8 << 20 and tnet.load(path) == {"x": 1}
+    assert peak_bytes(lambda: tnet.load(path)) < 8 << 20 and tnet.load(path) == {"x": 1}
 
 
 def test_zip_directory_limits(tmp_path):
@@ -254,4 +244,4 @@ def test_a_big_sparse_file_costs_no_memory(tmp_path):
     with open(path, "wb") as f:  # a valid start, then 2 GiB of zeros: sparse, no disk
         f.write(_zip([("__tree__.npy", _tree(1), 0, None)])[:40])
         f.truncate(2 << 30)
-    assert _peak(_refused(path, "no zip directory")) < 4 << 20
+    assert peak_bytes(_refused(path, "no zip directory")) < 4 << 20

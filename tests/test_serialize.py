@@ -11,6 +11,7 @@ import torch
 import tnet
 from tnet.models import cifar10_quick
 from conftest import Touch
+from helpers import peak_bytes
 
 
 def test_round_trip(tmp_path):
@@ -118,17 +119,6 @@ def test_atomic_write_mode_stale_tmp_and_errors(tmp_path):
         tnet.save({}, str(tmp_path))
 
 
-def _peak_bytes(fn):
-    import tracemalloc
-    tracemalloc.start()
-    try:
-        fn()
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak
-
-
 @pytest.mark.parametrize("head", [b"junk", b"PK\x03\x04"])
 def test_a_big_file_is_refused_from_its_first_bytes(tmp_path, head):
     path = str(tmp_path / "big.npz")
@@ -140,4 +130,4 @@ def test_a_big_file_is_refused_from_its_first_bytes(tmp_path, head):
     def refused():
         with pytest.raises(tnet.LoadError, match=match):
             tnet.load(path)
-    assert _peak_bytes(refused) < 4 << 20
+    assert peak_bytes(refused) < 4 << 20
