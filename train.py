@@ -135,8 +135,9 @@ def build_parser():
     p.add_argument("--epochs", type=number(float, 1e-3, "a number of epochs of at least 0.001"),
                    help=r("epochs", "passes over the training set; a fraction runs ceil(epochs x batches per epoch) "
                                     "steps, airbench's rule"))
-    p.add_argument("--data", default="./data", help="folder holding cifar-10-batches-bin or -py (downloaded there if absent), "
-                   "or 'sample' for the 500 + 100-image sample shipped with tnet")
+    p.add_argument("--data", default="./data",
+                   help="folder holding cifar-10-batches-bin or -py (downloaded there if absent), "
+                        "or 'sample' for the 500 + 100-image sample shipped with tnet")
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")

@@ -123,7 +123,8 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
     """dx [N, C, H, W] (NPIX = N*H*W pixels, laid out as the pooled x: CL_X) from dy
     [N, C, OH, OW] and arg (laid out as y: CL_Y): each pixel gathers from the windows that read
     it (no atomics, deterministic); max pooling only from windows whose maximum it was. RELU:
-    the pooled x was a ReLU's output, whose gradient mask (0 where x <= 0: a NaN passes, as torch) is applied here too."""
+    the pooled x was a ReLU's output, whose gradient mask (0 where x <= 0: a NaN passes, as torch)
+    is applied here too."""
     p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
     n, h, w = p // (H * W), (p // W) % H, p % W
     acc = tl.zeros((BLOCK // BLOCK_C, BLOCK_C), tl.float32)
