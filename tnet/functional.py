@@ -302,7 +302,7 @@ def _record2(name, y, input, other, grads, saved=()):
 
     def backward(g):
         return tuple(_sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
-    return record(name, y, inputs, backward, saved=[v for v in saved if isinstance(v, (Tensor, torch.Tensor))])
+    return record(name, y, inputs, backward, saved=saved)
 
 
 def add(input, other):

@@ -397,12 +397,12 @@ def _accumulate_leaf(x, g):
 
 def record(op, data, inputs, backward, saved=()):
     """Wrap the output of op (its name); put it on the tape when grad is on and an input
-    requires it. saved: the tensors (tnet or torch; None skipped) that backward reads, whose
+    requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose
     versions backward checks; only those, so that an in-place write to anything else is allowed."""
     out = Tensor(data)
     if _grad_enabled[0] and any(x.requires_grad for x in inputs):
         out.requires_grad = True
-        saved = [t.data if isinstance(t, Tensor) else t for t in saved if t is not None]
+        saved = [t.data if isinstance(t, Tensor) else t for t in saved if isinstance(t, (Tensor, torch.Tensor))]
         out._entry = _Entry(op, tuple(inputs), backward, [(t, t._version) for t in saved])
     return out
 

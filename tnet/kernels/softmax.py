@@ -253,7 +253,7 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
         bad = take_label_error(x.device)
         if bad is not None:
             raise InputIndexError(f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}) or "
-                              f"ignore_index {ignore_index})")
+                                  f"ignore_index {ignore_index})")
     return loss, dx
 
 
