@@ -164,7 +164,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
 
 @triton.jit
 def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
-                               chunk, momentum, eps, L: tl.constexpr, STATS: tl.constexpr, TRACK: tl.constexpr,
+                               chunk, momentum, eps, STATS: tl.constexpr, TRACK: tl.constexpr,
                                CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
     """part [S, 2, C] -> out [2, C], its sums over the S parts, in a fixed order (the backward's
     sums); grid (C blocks). STATS (the stats kernel's parts of chunk rows): out [C] the mean and
@@ -336,10 +336,10 @@ def _tiles(R, C):
     return lambda meta: (cdiv(R, meta["BLOCK_R"]), cdiv(C, meta["BLOCK_C"]))
 
 
-def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, L, stats, track, cumulative):
+def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, stats, track, cumulative):
     block_s = min(triton.next_power_of_2(S), MAX_PARTS)
     batch_norm_finalize_kernel[(cdiv(C, FINAL_BLOCK_C),)](
-        part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, L=L, STATS=stats, TRACK=track,
+        part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, STATS=stats, TRACK=track,
         CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C, num_warps=8 if block_s > 128 else 4)
 
 
@@ -387,7 +387,7 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     if R == 0:
         return torch.empty_like(x), mean, invstd
     _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
-              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), L, stats=True,
+              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), stats=True,
               track=track, cumulative=momentum is None)
     return _apply("batch_norm", x, mean, invstd, weight, bias, eps, False, act), mean, invstd
 
@@ -432,7 +432,7 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
         batch_norm_backward_reduce_kernel[_parts_grid(S, C)](dy, x, mean, stat, w, b, part, R, C, chunk, float(eps),
                                                              **flags)
         sums = torch.empty(2 * C, device=x.device, dtype=torch.float32)
-        _finalize(part, sums, sums, sums, sums, sums, R, C, S, chunk, 0.0, 0.0, L, stats=False, track=False,
+        _finalize(part, sums, sums, sums, sums, sums, R, C, S, chunk, 0.0, 0.0, stats=False, track=False,
                   cumulative=False)
     dx = None
     if need_x:
