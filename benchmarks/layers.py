@@ -27,8 +27,9 @@ LAYERS_COLUMNS = [
 
 
 def profiled_step(model, opt, marks):
-    """tnet.graph.train_step with a Clock around each layer's forward, each backward closure
-    (tnet.tensor.set_backward_timer) and the update; marks gets (part, phase, clock)."""
+    """tnet.recipes.make_train_step's step with a Clock around each layer's forward, each
+    backward closure (tnet.tensor.set_backward_timer) and the update; marks gets (part, phase,
+    clock)."""
     import tnet
     import tnet.functional as F
     from tnet.tensor import set_backward_timer
@@ -78,7 +79,7 @@ def run(args):
     """One training step of CIFAR-10 quick at batch 100, forward, backward and update, timed
     part by part with CUDA events: medians over the profiled steps."""
     import tnet
-    from tnet.graph import train_step
+    from tnet.recipes import make_train_step
     timing = QUICK_LAYERS_TIMING if args.quick else LAYERS_TIMING
     tnet.set_precision("tf32")
     batches = random_batches(LAYERS_BATCH, tnet.DEVICE)
@@ -102,13 +103,13 @@ def run(args):
         if i >= timing["warmup"]:
             samples.append((step_ms, parts))
     rows, step_ms = layer_rows(samples)
-    eager_ms = block_time(lambda x, y: train_step(model, opt, x, y), batches, tnet.DEVICE,
+    eager_ms = block_time(make_train_step(model, opt), batches, tnet.DEVICE,
                           warmup=1, iters=timing["iters"], repeats=3)
     print_header(LAYERS_COLUMNS)
     for row in rows:
         print_row(row, LAYERS_COLUMNS)
     conv_ip = sum(r["share"] for r in rows if r["part"] in ("convolution", "inner product"))
-    print(f"step {step_ms:.3f} ms profiled, {eager_ms:.3f} ms without the events (tnet.graph.train_step); "
+    print(f"step {step_ms:.3f} ms profiled, {eager_ms:.3f} ms without the events (tnet.recipes.make_train_step); "
           f"convolution and inner product: {conv_ip:.1f}% (the original's Caffe: 96%)")
 
     write_json(os.path.join(args.out, "layers.json"), "layers", rows, batch=LAYERS_BATCH, timing=timing,

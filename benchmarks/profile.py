@@ -76,7 +76,7 @@ def run(args):
     replayed whole from a CUDA graph."""
     import tnet
     from torch.profiler import ProfilerActivity, profile
-    from tnet.graph import train_step
+    from tnet.recipes import make_train_step
     tnet.set_precision("tf32")
     bench = QUICK_BENCH if args.quick else BENCH
     rows = []
@@ -87,7 +87,7 @@ def run(args):
         graphed, _ = tnet_variant(1, batches, graphed=True)
         graph_ms = block_time(graphed, batches, tnet.DEVICE, **QUICK_TIMING)
         model, opt, _ = tnet_quick()
-        step = lambda x, y: train_step(model, opt, x, y)
+        step = make_train_step(model, opt)
         for x, y in batches:  # compiles and autotunes
             step(x, y)
         torch.cuda.synchronize()

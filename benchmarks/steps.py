@@ -40,11 +40,11 @@ def tnet_quick(width=1):
 def tnet_variant(width, batches, graphed=False, dtype=None):
     """(step(x, y) -> loss, parameters): tnet eager, or captured whole by tnet.graph.TrainStep;
     dtype: under tnet.autocast(dtype=dtype)."""
-    from tnet.graph import TrainStep, train_step
+    from tnet.graph import TrainStep
+    from tnet.recipes import make_train_step
     model, opt, params = tnet_quick(width)
-    step = (TrainStep(model, opt, *batches[0], dtype=dtype) if graphed
-            else lambda x, y: train_step(model, opt, x, y, dtype=dtype))
-    return step, params
+    step = make_train_step(model, opt, dtype=dtype)
+    return (TrainStep(step, *batches[0], state=(model, opt)) if graphed else step), params
 
 
 def torch_quick(state):

@@ -153,11 +153,11 @@ def test_kernel_rows_per_step_gpu_only_longest_first():
 
 
 def test_gemm_launches_records_each_gemm_of_a_step_and_replays_it(ieee):
-    from tnet.graph import train_step
+    from tnet.recipes import make_train_step
     from tnet.kernels import gemm
     model, opt, _ = steps.tnet_quick()
     x, y = steps.random_batches(2, tnet.DEVICE, n=1)[0]
-    launches = profile.gemm_launches(lambda x, y: train_step(model, opt, x, y), x, y)
+    launches = profile.gemm_launches(make_train_step(model, opt), x, y)
     assert gemm._launch.__name__ == "_launch"  # the watch is gone
     labels = [label for label, _ in launches]
     assert len(labels) == 14, labels  # 3 conv forwards, 2 input and 3 weight gradients, 6 inner-product GEMMs

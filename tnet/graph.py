@@ -7,7 +7,6 @@ import gc
 import numpy as np
 import torch
 
-from . import functional as F
 from .amp import autocast
 from ._device import DEVICE
 from .kernels.data import gather
@@ -56,30 +55,6 @@ class Graph:
         return self.result
 
 
-def train_step(model, opt, x, y, loss_sum=None, label_smoothing=0.0, dtype=None, scaler=None, reduction="mean",
-               lookahead=None):
-    """One optimizer step of model on the batch (x, y) of torch tensors; adds the loss to loss_sum.
-    dtype: the forward pass and the loss under tnet.autocast(dtype=dtype) (None: no autocast);
-    scaler: a tnet.amp.GradScaler that scales the loss and steps the optimizer (float16);
-    reduction: the cross-entropy's over the batch; lookahead: a tnet.optim.Lookahead stepped after
-    the optimizer."""
-    with autocast(dtype=dtype, enabled=dtype is not None):
-        loss = F.cross_entropy(model(Tensor(x)), Tensor(y), label_smoothing=label_smoothing, reduction=reduction)
-    opt.zero_grad()
-    if scaler is None:
-        loss.backward()
-        opt.step()
-    else:
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-    if lookahead is not None:
-        lookahead.step()
-    if loss_sum is not None:
-        add_(loss_sum, loss.data.reshape(1))
-    return loss.data
-
-
 class _Static:
     """A captured function of a batch (x, y): calling it copies a batch of the captured shape
     into the static buffers self.x and self.y (unless it is already there: see
@@ -101,33 +76,32 @@ class _Static:
 
 
 class TrainStep(_Static):
-    """The whole training step (forward, backward, optimizer update, lookahead) in one CUDA graph,
-    for batches shaped like (x, y). The eager run that compiles and autotunes the kernels is
-    undone (weights and their 16-bit copies, the optimizer's buffers and step counts, the
-    scaler's and the lookahead's state); it makes the copies that layers read under autocast, so
-    the captured step writes them at fixed addresses. The losses add up in self.loss_sum (a
-    one-element fp32 tensor, `loss_sum` if given: two steps of one run can share it). dtype,
-    scaler, reduction and lookahead: as train_step's. The graph holds the gradients that were
+    """A whole training step, step(x, y) -> loss (forward, backward, optimizer update, and
+    whatever else it does: tnet.recipes.make_train_step builds one), in one CUDA graph, for
+    batches shaped like (x, y). state: the objects the step changes, each with state_dict and
+    load_state_dict (say the model, the optimizer, a GradScaler, a Lookahead; None entries
+    skipped): the eager run that compiles and autotunes the kernels is undone by loading their
+    states back (weights and their 16-bit copies, the optimizer's buffers and step counts...);
+    it makes the copies that layers read under autocast, so the captured step writes them at
+    fixed addresses. The losses add up in self.loss_sum (a one-element fp32 tensor, `loss_sum`
+    if given: two steps of one run can share it). The graph holds the gradients that were
     needed at capture: a parameter frozen later (requires_grad False) still gets its gradient
     from this graph; capture another TrainStep for the frozen phase."""
 
-    def __init__(self, model, opt, x, y, label_smoothing=0.0, dtype=None, scaler=None, reduction="mean",
-                 lookahead=None, loss_sum=None):
+    def __init__(self, step, x, y, state=(), loss_sum=None):
         self.loss_sum = torch.zeros(1, device=x.device) if loss_sum is None else loss_sum
-        weights, opt_state = model.state_dict(), opt.state_dict()
-        scaler_state = None if scaler is None else scaler.state_dict()
-        lookahead_state = None if lookahead is None else lookahead.state_dict()
+        saved = [(obj, obj.state_dict()) for obj in state if obj is not None]
 
         def restore():
-            model.load_state_dict(weights)
-            opt.load_state_dict(opt_state)
-            if scaler_state:
-                scaler.load_state_dict(scaler_state)
-            if lookahead_state:
-                lookahead.load_state_dict(lookahead_state)
+            for obj, obj_state in saved:
+                obj.load_state_dict(obj_state)
             self.loss_sum.zero_()
-        super().__init__(lambda x, y: train_step(model, opt, x, y, self.loss_sum, label_smoothing, dtype, scaler,
-                                                 reduction, lookahead), x, y, restore)
+
+        def counted(x, y):
+            loss = step(x, y)
+            add_(self.loss_sum, loss.reshape(1))
+            return loss
+        super().__init__(counted, x, y, restore)
 
 
 class EvalStep(_Static):
