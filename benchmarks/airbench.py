@@ -1,9 +1,9 @@
 """The train study's airbench94 rows: the CIFAR-10 speed run's whole training step at batch 1024,
 tnet against the same net in PyTorch, from the same weights on the same batches.
 
-tnet's step is train.py's: airbench94, the airbench recipe's SGD (train.make_optimizer: Nesterov
-momentum, three groups) and lookahead, the loss summed with label smoothing under
-tnet.autocast(float16), captured whole by tnet.graph.TrainStep. PyTorch's is airbench's own: the
+tnet's step is train.py's: airbench94 and the airbench recipe's Training (tnet.recipes: its SGD
+with Nesterov momentum in three groups, its lookahead, the loss summed with label smoothing under
+tnet.autocast(float16)), captured whole by tnet.graph.TrainStep. PyTorch's is airbench's own: the
 net in float16 with its BatchNorms in float32, channels-last, cuDNN's benchmark mode,
 torch.optim.SGD with the same groups; eager, captured whole in a CUDA graph, with the forward and
 the loss under torch.compile, and compiled then captured. Every variant is checked against
@@ -13,6 +13,7 @@ Not in any variant's step: the lr schedule (every variant keeps the schedule's f
 captured PyTorch SGD cannot change its lr) and the batch loader. In tnet's only: the lookahead
 (its launches run at every step and change the weights on every 5th; airbench runs its lookahead
 on the host between steps)."""
+import dataclasses
 import functools
 import time
 from collections import OrderedDict
@@ -88,9 +89,9 @@ def torch_airbench94(widths=(64, 256, 256)):
 
 
 def recipe(batch):
-    """train.py's arguments for --model airbench94 (the airbench recipe) at this batch size."""
-    import train
-    return train.parse_args(["--model", "airbench94", "--batch-size", str(batch)])
+    """The airbench recipe (train.py's for --model airbench94) at this batch size."""
+    from tnet.recipes import RECIPES
+    return dataclasses.replace(RECIPES["airbench"], batch_size=batch)
 
 
 def initial_state(widths, images):
@@ -102,41 +103,33 @@ def initial_state(widths, images):
     return model.state_dict()
 
 
-def tnet_optimizer(state, widths, args):
-    """tnet's airbench94 holding state, train.py's optimizer for it (the schedule stays at its
-    first step) and the run's length in steps (the lookahead's clock), as train.py counts them."""
-    import train
+def tnet_training(state, widths, recipe):
+    """tnet's airbench94 holding state and the recipe's Training for it (tnet.recipes: optimizer,
+    schedule, lookahead; the schedule stays at its first step), for a run as long as train.py
+    counts it (the lookahead's clock)."""
     from tnet.models import airbench94
+    from tnet.recipes import Training, run_steps
     model = airbench94(SEED, widths)
     model.load_state_dict(state)
-    steps_per_epoch = TRAIN_IMAGES // args.batch_size  # the last partial batch dropped
-    total = train.run_steps(args.epochs, steps_per_epoch)
-    opt, _ = train.make_optimizer(model, args, steps_per_epoch, total)
-    return model, opt, total
+    steps_per_epoch = TRAIN_IMAGES // recipe.batch_size  # the last partial batch dropped
+    return model, Training(recipe, model, steps_per_epoch, run_steps(recipe.epochs, steps_per_epoch))
 
 
-def sgd_groups(state, widths, args):
+def sgd_groups(state, widths, recipe):
     """tnet's optimizer's parameter groups as torch.optim.SGD's, the parameters by name."""
-    model, opt, _ = tnet_optimizer(state, widths, args)
+    model, training = tnet_training(state, widths, recipe)
     names = {id(p): name for name, p in model.named_parameters()}
     return [{"params": [names[id(p)] for p in g["params"]],
              **{k: g[k] for k in ("lr", "momentum", "dampening", "weight_decay", "nesterov")}}
-            for g in opt.param_groups]
+            for g in training.opt.param_groups]
 
 
-def tnet_step(state, widths, batches, args):
-    """(step(x, y) -> loss, trainable parameters by name): the whole step captured by TrainStep,
-    as train.py's main builds it for the recipe args."""
-    import train
-    from tnet import amp, optim
-    from tnet.graph import TrainStep
-    model, opt, total = tnet_optimizer(state, widths, args)
-    _, dtype, _ = train.PRECISIONS[args.precision]
-    scaler = amp.GradScaler(enabled=dtype == torch.float16 and args.grad_scaler)
-    lookahead = optim.Lookahead(model, total, every=train.AIRBENCH["lookahead_every"])
-    step = TrainStep(model, opt, *batches[0], label_smoothing=args.label_smoothing, dtype=dtype, scaler=scaler,
-                     reduction=train.AIRBENCH["reduction"], lookahead=lookahead)
-    return step, {name: p.data for name, p in model.named_parameters() if p.requires_grad}
+def tnet_step(state, widths, batches, recipe):
+    """(step(x, y) -> loss, trainable parameters by name): the recipe's first step (the whitening
+    bias trained) captured whole by its Training, as train.py's run captures it."""
+    model, training = tnet_training(state, widths, recipe)
+    training.capture(*batches[0])
+    return training.step_at(0), {name: p.data for name, p in model.named_parameters() if p.requires_grad}
 
 
 def torch_batches(batches, dtype):
@@ -147,15 +140,15 @@ def torch_batches(batches, dtype):
     return [(x.to(dtype), y) for x, y in batches]
 
 
-def torch_step(state, widths, batches, groups, args, dtype=torch.float16, graphed=False, compile_mode=None,
+def torch_step(state, widths, batches, groups, recipe, dtype=torch.float16, graphed=False, compile_mode=None,
                compile_s=None):
     """(step(x, y) -> loss, trainable parameters by name): airbench94 in PyTorch holding state,
-    on the batches' device (from torch_batches), with torch.optim.SGD over groups (sgd_groups).
+    on the batches' device (from torch_batches), with torch.optim.SGD over groups (sgd_groups) and
+    the recipe's loss.
     float16: airbench's way, the net in float16 but its BatchNorms in float32, channels-last;
     float64: the reference. compile_mode: the forward and the loss under torch.compile; the
     seconds of the first step (the compilation) are appended to compile_s. graphed: the whole
     step captured in a CUDA graph after a warm-up on a side stream (steps.torch_graphed)."""
-    import train
     x0, y0 = batches[0]
     net = torch_airbench94(widths)
     net.load_state_dict({name: torch.from_numpy(np.asarray(value)) for name, value in state.items()})
@@ -167,7 +160,7 @@ def torch_step(state, widths, batches, groups, args, dtype=torch.float16, graphe
                 module.float()
     params = dict(net.named_parameters())
     opt = torch.optim.SGD([{**g, "params": [params[name] for name in g["params"]]} for g in groups])
-    smoothing, reduction = args.label_smoothing, train.AIRBENCH["reduction"]
+    smoothing, reduction = recipe.label_smoothing, recipe.reduction
 
     def loss_of(x, y):
         return torch.nn.functional.cross_entropy(net(x), y, label_smoothing=smoothing, reduction=reduction)
@@ -213,7 +206,7 @@ def settings(args):
     return dict(net=label, widths=widths, batch=batch, seed=SEED, n_batches=N_BATCHES, check_steps=CHECK_STEPS,
                 check_tol=CHECK_TOL_FP16, timing=QUICK_TIMING if args.quick else TIMING,
                 compile_mode=compile_mode(args),
-                tnet="train.py's airbench recipe (make_optimizer's SGD groups, lookahead, summed loss with label "
+                tnet="train.py's airbench recipe (tnet.recipes: its SGD groups, lookahead, summed loss with label "
                      "smoothing, fp16 autocast, no loss scale) captured by tnet.graph.TrainStep",
                 pytorch="float16 net, BatchNorm in float32, channels-last, cuDNN benchmark mode, torch.optim.SGD "
                         "with tnet's groups; torch.compile over the forward and the loss, the optimizer eager",
@@ -231,12 +224,12 @@ def rows(args):
     label, widths, batch = NET
     timing = QUICK_TIMING if args.quick else TIMING
     mode = compile_mode(args)
-    recipe_args = recipe(batch)
+    airbench_recipe = recipe(batch)
     batches = random_batches(batch, tnet.DEVICE, std=1)
     state = initial_state(widths, torch.cat([x for x, _ in batches]))
-    groups = sgd_groups(state, widths, recipe_args)
+    groups = sgd_groups(state, widths, airbench_recipe)
     ref_batches = torch_batches(batches, torch.float64)
-    ref = record(*torch_step(state, widths, ref_batches, groups, recipe_args, torch.float64), ref_batches,
+    ref = record(*torch_step(state, widths, ref_batches, groups, airbench_recipe, torch.float64), ref_batches,
                  CHECK_STEPS)
     half = torch_batches(batches, torch.float16)
     variants = {}  # name: (its batches, make() -> (step, parameters), the compile's seconds or None)
@@ -244,9 +237,9 @@ def rows(args):
         if graphed and compiled and mode in GRAPHING_MODES:
             continue
         seconds = [] if compiled else None
-        variants[name] = (half, functools.partial(torch_step, state, widths, half, groups, recipe_args, torch.float16,
-                                                  graphed, mode if compiled else None, seconds), seconds)
-    variants[TNET_VARIANT] = (batches, functools.partial(tnet_step, state, widths, batches, recipe_args), None)
+        variants[name] = (half, functools.partial(torch_step, state, widths, half, groups, airbench_recipe,
+                                                  torch.float16, graphed, mode if compiled else None, seconds), seconds)
+    variants[TNET_VARIANT] = (batches, functools.partial(tnet_step, state, widths, batches, airbench_recipe), None)
     ms = {}
     for name, (data, make, seconds) in variants.items():
         row = {"net": label, "widths": list(widths), "batch": batch, "variant": name, "precision": "fp16"}

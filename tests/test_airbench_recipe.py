@@ -1,11 +1,10 @@
-"""train.py's airbench recipe, piece by piece against torch, and a tiny end-to-end run: the
+"""The airbench recipe (tnet.recipes), piece by piece against torch, and a tiny end-to-end run: the
 reflect-padded batch gather, the alternating flip, the schedule, the parameter groups, the
 lookahead kernel and test-time augmentation. A small stand-in for tnet.models.airbench94
 (the same parameter names) serves where the model is needed."""
+import dataclasses
 import inspect
 import json
-import os
-import sys
 from collections import OrderedDict
 
 import numpy as np
@@ -14,17 +13,15 @@ import torch
 import torch.nn.functional as tF
 
 import tnet
-from tnet import amp, data, models, nn, optim
+from tnet import amp, data, models, nn, optim, recipes, trainer
 from tnet import functional as F
 from tnet.graph import EvalStep, TrainStep, tta_views
 from tnet.kernels import optim as optim_kernels
 from tnet.kernels.data import gather
 from tnet.kernels.softmax import count_correct
 from conftest import TOL, assert_close
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import train  # noqa: E402
-from test_train import write_bin_pack  # noqa: E402
+from helpers import train_main
+from test_train import write_bin_pack
 
 DEV = tnet.DEVICE
 
@@ -194,21 +191,21 @@ def test_schedule_and_step_count():
     for it in (0, 1, 50, 108, 109, 110, 300, 475, 476):
         assert f(it) == pytest.approx(airbench_lr(it, 476), rel=1e-12), it
     assert f(0) == pytest.approx(0.2) and f(109) == pytest.approx(1.0) and f(476) == pytest.approx(0.07)
-    args = train.parse_args(["--model", "airbench94"])
+    args = trainer.parse_args(["--model", "airbench94"])
     assert (args.recipe, args.epochs, args.batch_size, args.precision, args.grad_scaler, args.tta) == \
         ("airbench", 9.9, 1024, "fp16", False, 2)
-    assert args.checkpoint == "runs/airbench94.ckpt" and train.parse_args([]).recipe == "caffe"
-    assert train.run_steps(9.9, 50000 // 1024) == 476 and train.run_steps(9.9, 10) == 99  # airbench: ceil(9.9 * 48)
+    assert args.checkpoint == "runs/airbench94.ckpt" and trainer.parse_args([]).recipe == "caffe"
+    assert recipes.run_steps(9.9, 50000 // 1024) == 476 and recipes.run_steps(9.9, 10) == 99  # airbench: ceil(9.9 * 48)
 
 
 def test_param_groups_match_torch_sgd(standin):
-    """train.make_optimizer's airbench groups against torch.optim.SGD with airbench94's groups, where
+    """The airbench recipe's groups (Airbench.optimizer) against torch.optim.SGD with airbench94's groups, where
     the whitening bias stops after 3 epochs by losing its gradient (airbench's requires_grad = False):
     tnet's group lr falls to 0 through the device hyperparameters instead."""
     model = StandIn(seed=1)
-    args = train.parse_args(["--model", "airbench94", "--batch-size", "20"])
+    recipe = dataclasses.replace(recipes.RECIPES["airbench"], batch_size=20)
     steps_per_epoch, total = 2, 9
-    opt, schedule = train.make_optimizer(model, args, steps_per_epoch, total)
+    opt, schedule = recipe.optimizer(model, steps_per_epoch, total)
     named = dict(model.named_parameters())
     s = 1024 * (1 + 1 / (1 - 0.85))
     lr, wd = 11.5 / s, 0.0153 * 20 / s
@@ -339,12 +336,12 @@ def test_eval_step_tta_matches_airbench(translate, ieee):
         EvalStep(model, x.float().to(DEV), labels.to(DEV), translate=True)
 
 
-# --- train.py ---
+# --- a run (tnet.trainer, as train.py makes it) ---
 
 def test_train_airbench_end_to_end(tmp_path, capsys, airbench94):
     pack = write_bin_pack(tmp_path / "data", n_train=20, n_test=20)
     ck = tmp_path / "run" / "air.ckpt"
-    train.main(["--model", "airbench94", "--data", str(pack), "--limit", "20", "--batch-size", "10",
+    train_main(["--model", "airbench94", "--data", str(pack), "--limit", "20", "--batch-size", "10",
                 "--eval-batch-size", "20", "--epochs", "1", "--checkpoint", str(ck)])
     out = capsys.readouterr().out
     assert "whitening conv set from 20 training images" in out
@@ -365,11 +362,11 @@ def test_train_airbench_resumes_on_a_validation_split(tmp_path, capsys, standin)
     ck = tmp_path / "air.ckpt"
     common = ["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--val", "10", "--tta", "0",
               "--eval-batch-size", "10", "--checkpoint", str(ck)]
-    train.main(common + ["--epochs", "1.5"])
+    train_main(common + ["--epochs", "1.5"])
     out = capsys.readouterr().out
     assert "epoch 2: loss" in out and "epoch 1: loss" in out and "validation accuracy" not in out.split("epoch 2")[0]
     assert tnet.load(str(ck))["lookahead"]["step"] == 3
-    train.main(common + ["--epochs", "3", "--resume"])
+    train_main(common + ["--epochs", "3", "--resume"])
     out = capsys.readouterr().out
     assert "resumed" in out and "epoch 4:" in out and out.strip().splitlines()[-1].startswith("validation accuracy: ")
     saved = tnet.load(str(ck))
@@ -384,10 +381,10 @@ def test_train_airbench_freezes_the_whitening_bias_after_3_epochs(tmp_path, monk
     built, seen = [], []
 
     class Spy(TrainStep):
-        def __init__(self, model, *args, **kwargs):
-            self.trains_bias = model.whiten.bias.requires_grad  # when captured (a GPU replays it so)
-            super().__init__(model, *args, **kwargs)
-            self.model = model
+        def __init__(self, step, x, y, state=(), **kwargs):
+            self.model = state[0]
+            self.trains_bias = self.model.whiten.bias.requires_grad  # when captured (a GPU replays it so)
+            super().__init__(step, x, y, state, **kwargs)
             built.append(self)
 
         def __call__(self, x, y):
@@ -396,9 +393,9 @@ def test_train_airbench_freezes_the_whitening_bias_after_3_epochs(tmp_path, monk
                 assert (self.model.whiten.bias.grad is not None) == self.trains_bias
             seen.append((built.index(self), self.trains_bias))
             return out
-    monkeypatch.setattr(train, "TrainStep", Spy)
+    monkeypatch.setattr(recipes, "TrainStep", Spy)
     pack = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
-    train.main(["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--epochs", "5", "--tta", "0",
+    train_main(["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--epochs", "5", "--tta", "0",
                 "--eval-batch-size", "5", "--checkpoint", str(tmp_path / "air.ckpt")])
     assert len(built) == 2 and built[1].loss_sum is built[0].loss_sum
     assert seen == [(0, True)] * 3 + [(1, False)] * 2

@@ -1,10 +1,8 @@
 """Mixed precision: tnet.autocast's state, the parameters' 16-bit copies that the optimizer's
 kernel writes (bit for bit the cast of the updated parameter), 16-bit parameters and
-gradients, GradScaler against torch's, load_state_dict, train.py's --precision, and a small
-net under bfloat16 autocast against torch float64."""
-import os
-import sys
-
+gradients, GradScaler against torch's, load_state_dict, train.py's --precision (tnet.recipes'
+PRECISIONS, tnet.trainer's option), and a small net under bfloat16 autocast against torch
+float64."""
 import numpy as np
 import pytest
 import torch
@@ -12,14 +10,12 @@ import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
-from tnet import amp, nn, optim
+from tnet import amp, nn, optim, recipes, trainer
 from tnet.kernels import optim as kernels
 from conftest import TOL, assert_close
 from test_optim import Launches
+from helpers import train_main
 from test_train import write_bin_pack
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import train  # noqa: E402
 
 LOW = [torch.float16, torch.bfloat16]
 RULES = [
@@ -322,23 +318,23 @@ def test_grad_scaler_state_and_disabled(rng):
         amp.GradScaler(backoff_factor=1.5)
 
 
-# train.py
+# train.py's --precision
 
 def test_train_precision_option(capsys):
-    assert list(train.PRECISIONS) == ["ieee", "tf32", "bf16", "fp16"]
-    assert train.parse_args([]).precision == "tf32"
-    for name in train.PRECISIONS:
-        assert train.parse_args(["--precision", name]).precision == name
-    assert [train.PRECISIONS[p][1] for p in train.PRECISIONS] == [None, None, torch.bfloat16, torch.float16]
-    assert all(train.PRECISIONS[p][0] in tnet.kernels.gemm.PRECISIONS for p in train.PRECISIONS)
+    assert list(recipes.PRECISIONS) == ["ieee", "tf32", "bf16", "fp16"]
+    assert trainer.parse_args([]).precision == "tf32"
+    for name in recipes.PRECISIONS:
+        assert trainer.parse_args(["--precision", name]).precision == name
+    assert [p.autocast for p in recipes.PRECISIONS.values()] == [None, None, torch.bfloat16, torch.float16]
+    assert all(p.gemm in tnet.kernels.gemm.PRECISIONS for p in recipes.PRECISIONS.values())
     with pytest.raises(SystemExit) as e:
-        train.parse_args(["--precision", "fp32"])
+        trainer.parse_args(["--precision", "fp32"])
     assert e.value.code == 2 and "invalid choice: 'fp32'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        train.parse_args(["--help"])
+        trainer.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for name, (_, _, help_text) in train.PRECISIONS.items():
-        assert f"{name}: {' '.join(help_text.split())}" in text
+    for name, precision in recipes.PRECISIONS.items():
+        assert f"{name}: {' '.join(precision.help.split())}" in text
 
 
 def test_train_resumes_with_another_precision(tmp_path, capsys):
@@ -349,9 +345,9 @@ def test_train_resumes_with_another_precision(tmp_path, capsys):
     ck = str(tmp_path / "run" / "amp.ckpt")
     common = ["--data", str(data), "--batch-size", "5", "--eval-batch-size", "5", "--checkpoint", ck]
     try:
-        train.main(common + ["--epochs", "1", "--precision", "bf16"])
+        train_main(common + ["--epochs", "1", "--precision", "bf16"])
         assert tnet.load(ck)["scaler"] == {}
-        train.main(common + ["--epochs", "2", "--resume", "--precision", "fp16"])
+        train_main(common + ["--epochs", "2", "--resume", "--precision", "fp16"])
     finally:
         tnet.set_precision(previous)
     scaler = tnet.load(ck)["scaler"]

@@ -1,6 +1,7 @@
 """bench.py's command line and its CPU-only exit, the helpers in benchmarks/, the GEMM variants under
 the interpreter, and the training studies' checks and reference net (the timing needs a GPU)."""
 import argparse
+import dataclasses
 import importlib
 import json
 import math
@@ -311,9 +312,8 @@ def tiny_recipe(batch, recipe=airbench.recipe):
     """The recipe at 1024 / batch times its lr: the summed loss's gradients grow with the batch, so
     batch 2 then takes steps of batch 1024's size, which float16 weights can hold (at the recipe's lr
     whiten.bias's change falls under its float16 ulp: its check fails, as airbench's would at batch 2)."""
-    args = recipe(batch)
-    args.lr *= 1024 / batch
-    return args
+    at_batch = recipe(batch)
+    return dataclasses.replace(at_batch, lr=at_batch.lr * 1024 / batch)
 
 
 @pytest.fixture
@@ -335,11 +335,11 @@ def tiny_airbench(monkeypatch):
     monkeypatch.setattr(airbench, "recipe", tiny_recipe)
     monkeypatch.setattr(torch, "compile", fake_compile)
     monkeypatch.setattr(steps, "block_time", fake_time)
-    args = tiny_recipe(batch)
+    recipe = tiny_recipe(batch)
     batches = steps.random_batches(batch, tnet.DEVICE, std=1)
     state = airbench.initial_state(widths, torch.cat([x for x, _ in batches]))
-    return argparse.Namespace(modes=modes, timed=timed, args=args, batches=batches, state=state, widths=widths,
-                              groups=airbench.sgd_groups(state, widths, args))
+    return argparse.Namespace(modes=modes, timed=timed, recipe=recipe, batches=batches, state=state, widths=widths,
+                              groups=airbench.sgd_groups(state, widths, recipe))
 
 
 def test_train_options():
@@ -380,7 +380,7 @@ def test_sgd_groups_are_train_pys_airbench_groups(tiny_airbench):
     assert bias["params"] == ["whiten.bias"] and "head.weight" in weights["params"]
     assert sorted(shifts["params"]) == sorted(f"block{b}.norm{i}.bias" for b in (1, 2, 3) for i in (1, 2))
     assert len(weights["params"]) == 7 and "whiten.weight" not in weights["params"]  # frozen
-    lr = 0.2 * tiny_airbench.args.lr / (1024 * (1 + 1 / 0.15))  # airbench's units; the schedule starts at 0.2
+    lr = 0.2 * tiny_airbench.recipe.lr / (1024 * (1 + 1 / 0.15))  # airbench's units; the schedule starts at 0.2
     assert (weights["lr"], bias["lr"], shifts["lr"]) == pytest.approx((lr, lr, 64 * lr))
     assert shifts["lr"] * shifts["weight_decay"] == pytest.approx(weights["lr"] * weights["weight_decay"])
     assert all(g["nesterov"] and g["momentum"] == 0.85 and g["dampening"] == 0 for g in tiny_airbench.groups)
@@ -389,14 +389,14 @@ def test_sgd_groups_are_train_pys_airbench_groups(tiny_airbench):
 def test_pytorch_airbench_steps_pass_the_check_and_a_wrong_one_fails(tiny_airbench):
     t = tiny_airbench
     ref_batches = airbench.torch_batches(t.batches, torch.float64)
-    ref = steps.record(*airbench.torch_step(t.state, t.widths, ref_batches, t.groups, t.args, torch.float64),
+    ref = steps.record(*airbench.torch_step(t.state, t.widths, ref_batches, t.groups, t.recipe, torch.float64),
                        ref_batches, airbench.CHECK_STEPS)
     assert ref["loss"].shape == (3,) and all(ref[k].norm() > 0 for k in ref)  # trainable parameters only
     assert set(ref) == {"loss"} | {n for g in t.groups for n in g["params"]}
     half = airbench.torch_batches(t.batches, torch.float16)
     assert half[0][0].dtype == torch.float16 and half[0][0].is_contiguous(memory_format=torch.channels_last)
     for graphed in (False, True):  # graphed: eager on the CPU, captured on a GPU
-        step, params = airbench.torch_step(t.state, t.widths, half, t.groups, t.args, torch.float16, graphed)
+        step, params = airbench.torch_step(t.state, t.widths, half, t.groups, t.recipe, torch.float16, graphed)
         assert params["head.weight"].dtype == torch.float16 and params["block1.norm1.bias"].dtype == torch.float32
         assert params["block1.conv1.weight"].is_contiguous(memory_format=torch.channels_last)
         err, tol, worst = steps.check_record(steps.record(step, params, half, airbench.CHECK_STEPS), ref,
@@ -404,7 +404,7 @@ def test_pytorch_airbench_steps_pass_the_check_and_a_wrong_one_fails(tiny_airben
         assert err <= tol, worst
     plain = [{**g, "nesterov": False} for g in t.groups]  # a step without the Nesterov term: WRONG, not timed
     row = steps.check_then_time_steps(
-        lambda: airbench.torch_step(t.state, t.widths, half, plain, t.args, torch.float16), half, ref, tnet.DEVICE,
+        lambda: airbench.torch_step(t.state, t.widths, half, plain, t.recipe, torch.float16), half, ref, tnet.DEVICE,
         airbench.QUICK_TIMING, airbench.CHECK_TOL_FP16, airbench.CHECK_STEPS)
     assert row["status"] == "WRONG" and row["err"] > 2 * airbench.CHECK_TOL_FP16["change"] and not t.timed
 
@@ -412,8 +412,8 @@ def test_pytorch_airbench_steps_pass_the_check_and_a_wrong_one_fails(tiny_airben
 def test_airbench_rows_in_a_graphing_compile_mode(tiny_airbench, monkeypatch):
     """reduce-overhead graphs the compiled step itself: no compiled graphed row; tnet's step stands in
     as PyTorch's in float32 here, so that the run takes a second."""
-    def torch_for_tnet(state, widths, batches, args):
-        return airbench.torch_step(state, widths, batches, airbench.sgd_groups(state, widths, args), args,
+    def torch_for_tnet(state, widths, batches, recipe):
+        return airbench.torch_step(state, widths, batches, airbench.sgd_groups(state, widths, recipe), recipe,
                                    torch.float32)
     monkeypatch.setattr(airbench, "tnet_step", torch_for_tnet)
     args = bench.build_parser().parse_args(["train", "--compile-mode", "reduce-overhead"])

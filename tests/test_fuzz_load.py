@@ -1,11 +1,9 @@
 """tnet.load against damaged and crafted files: each gives a one-line LoadError or loads exactly
 what was saved, never another exception, a silent wrong result or a memory blow-up."""
-import argparse
 import io
 import json
 import os
 import struct
-import sys
 import zlib
 
 import numpy as np
@@ -14,10 +12,8 @@ import torch
 
 import tnet
 from tnet.serialize import FORMAT, MAX_DEPTH
+from tnet import trainer
 from helpers import peak_bytes
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import train  # noqa: E402
 
 
 def _sample():
@@ -171,7 +167,7 @@ def test_crafted_structures_are_refused(tmp_path, case):
         tnet.load(path)
     assert "\n" not in str(e.value) and str(e.value).startswith(path + ": ")
     with pytest.raises(SystemExit, match="^error: cannot resume: "):  # train.py --resume says it in one line
-        train.read_checkpoint(argparse.Namespace(checkpoint=path))
+        trainer.read_checkpoint(path, {})
 
 
 @pytest.mark.parametrize("tree,match", [

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import tnet
+from tnet import trainer
+from helpers import train_main
 from test_train import write_bin_pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-import train  # noqa: E402
 
 # A SIGKILL in the middle of the Nth checkpoint write: half a file at path.tmp, then death.
 KILLER = """
@@ -83,9 +83,9 @@ def test_cpu_run_says_its_time_and_a_nonzero_rate(finished):
     (["--model", "resnet"], "--model"), (["--precision", "fp8"], "--precision"),
 ])
 def test_bad_arguments_exit_2_naming_the_option(argv, option, capsys):
-    """In-process (the parser is the CLI's): a subprocess per value would cost seconds each."""
+    """In-process (tnet.trainer's parser is the CLI's): a subprocess per value would cost seconds each."""
     with pytest.raises(SystemExit) as e:
-        train.parse_args(argv)
+        trainer.parse_args(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and option in last_line(err)
 
@@ -100,7 +100,7 @@ def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):
         raise OSError("no network")
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     with pytest.raises(SystemExit) as e:
-        train.main(["--data", str(tmp_path / "nonexistent" / "cifar"), "--epochs", "1",
+        train_main(["--data", str(tmp_path / "nonexistent" / "cifar"), "--epochs", "1",
                     "--checkpoint", str(tmp_path / "r.ckpt")])
     message = str(e.value)
     assert message.startswith("error: ") and "--data" in message and "\n" not in message

@@ -1,8 +1,9 @@
-"""tnet.nn, the cifar10_quick model, SGD and train.py, on small inputs."""
+"""tnet.nn, the cifar10_quick model, SGD and train.py's run (tnet.trainer), on small inputs."""
 import json
 import os
 import pickle
 import re
+import subprocess
 import sys
 import urllib.request
 
@@ -12,17 +13,17 @@ import torch
 import torch.nn.functional as tF
 
 import tnet
-from tnet import nn, optim
+from tnet import nn, optim, recipes, trainer
 from tnet.models import cifar10_quick
 from conftest import TOL, Touch, assert_close
+from helpers import train_main
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import train  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
 def keep_precision():
-    """train.main sets the GEMM precision for the process; each test starts from the default."""
+    """A run sets the GEMM precision for the process; each test starts from the default."""
     previous = tnet.get_precision()
     yield
     tnet.set_precision(previous)
@@ -124,10 +125,10 @@ def test_train_saves_resumes_and_reports(tmp_path, capsys):
     data = write_bin_pack(tmp_path / "data")
     ck = str(tmp_path / "run" / "quick.ckpt")
     common = ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "7", "--checkpoint", ck]
-    train.main(common + ["--epochs", "1"])
+    train_main(common + ["--epochs", "1"])
     first = capsys.readouterr().out
     assert os.path.exists(ck) and not os.path.exists(ck + ".tmp")
-    train.main(common + ["--epochs", "2", "--resume", "--precision", "ieee"])
+    train_main(common + ["--epochs", "2", "--resume", "--precision", "ieee"])
     assert tnet.get_precision() == "ieee"  # the autouse fixture puts the default back
     out = capsys.readouterr().out
     assert "resumed" in out and "epoch 2:" in out and "epoch 1:" not in out
@@ -143,14 +144,14 @@ def test_train_bad_data_is_one_clear_error(tmp_path, monkeypatch):
         raise OSError("no network")
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     with pytest.raises(SystemExit) as e:
-        train.main(["--data", str(tmp_path / "nothing"), "--epochs", "1"])
+        train_main(["--data", str(tmp_path / "nothing"), "--epochs", "1"])
     assert str(e.value).startswith("error:") and "--data" in str(e.value)
 
     data = write_bin_pack(tmp_path / "data")
     with open(data / "cifar-10-batches-bin" / "data_batch_3.bin", "r+b") as f:
         f.truncate(3073 * 2 + 100)
     with pytest.raises(SystemExit) as e:
-        train.main(["--data", str(data), "--epochs", "1"])
+        train_main(["--data", str(data), "--epochs", "1"])
     assert str(e.value).startswith("error:") and "data_batch_3.bin" in str(e.value)
 
 
@@ -159,27 +160,27 @@ def test_train_stops_on_a_nan_loss(tmp_path):
     data = write_bin_pack(tmp_path / "data")
     ck = tmp_path / "nan.ckpt"
     with pytest.raises(SystemExit) as e:
-        train.main(["--data", str(data), "--batch-size", "10", "--epochs", "1", "--lr", "1e30",
+        train_main(["--data", str(data), "--batch-size", "10", "--epochs", "1", "--lr", "1e30",
                     "--checkpoint", str(ck)])
     assert "loss became" in str(e.value) and not ck.exists()
 
 
 def test_train_options_have_help():
-    actions = train.build_parser()._actions
+    actions = trainer.build_parser()._actions
     assert len(actions) > 10 and all(a.help for a in actions)
     for bad in (["--epochs", "0"], ["--limit", "-1"], ["--batch-size", "0"], ["--eval-batch-size", "0"]):
         with pytest.raises(SystemExit):
-            train.parse_args(bad)
+            trainer.parse_args(bad)
 
 
 def test_recipes_fill_unset_options():
-    caffe = train.parse_args([])
-    assert caffe.precision == "tf32" and train.parse_args(["--precision", "bf16"]).precision == "bf16"
+    caffe = trainer.parse_args([])
+    assert caffe.precision == "tf32" and trainer.parse_args(["--precision", "bf16"]).precision == "bf16"
     assert (caffe.epochs, caffe.batch_size, caffe.lr, caffe.weight_decay, caffe.schedule, caffe.augment) == \
         (10, 100, 0.001, 0.004, "caffe", False)
-    fast = train.parse_args(["--recipe", "fast", "--lr", "0.5", "--no-augment"])
+    fast = trainer.parse_args(["--recipe", "fast", "--lr", "0.5", "--no-augment"])
     assert fast.lr == 0.5 and fast.augment is False and fast.tta == 1 and fast.label_smoothing > 0
-    assert fast.epochs == train.RECIPES["fast"]["epochs"]
+    assert fast.epochs == recipes.RECIPES["fast"].epochs
 
 
 def test_one_cycle_schedule():
@@ -208,7 +209,7 @@ def test_eval_step_flip_averaging(rng, ieee):
 
 def test_train_fast_recipe_on_a_validation_split(tmp_path, capsys):
     data = write_bin_pack(tmp_path / "data")
-    train.main(["--recipe", "fast", "--data", str(data), "--epochs", "1", "--batch-size", "5", "--val", "5",
+    train_main(["--recipe", "fast", "--data", str(data), "--epochs", "1", "--batch-size", "5", "--val", "5",
                 "--checkpoint", str(tmp_path / "fast.ckpt")])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("validation accuracy: ")
@@ -217,8 +218,8 @@ def test_train_fast_recipe_on_a_validation_split(tmp_path, capsys):
 
 def test_running_loss_mean():
     """Without a GPU the running loss is read at once; exact() always waits for the device."""
-    assert train.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE)).exact(3) == 2.0
-    running = train.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE))
+    assert trainer.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE)).exact(3) == 2.0
+    running = trainer.RunningLoss(torch.tensor([6.0], device=tnet.DEVICE))
     if not tnet.DEVICE.type == "cuda":
         assert running.update(4) == 1.5
     else:  # the first update queues a copy and has nothing landed yet
@@ -237,19 +238,19 @@ def test_running_loss_mean():
 ])
 def test_train_refuses_bad_hyperparameters(argv, match, capsys):
     with pytest.raises(SystemExit) as e:
-        train.parse_args(argv)
+        trainer.parse_args(argv)
     assert e.value.code == 2
     assert re.search(match, capsys.readouterr().err)
 
 
 def test_train_help_shows_every_default(capsys):
-    parser = train.build_parser()
+    parser = trainer.build_parser()
     formatter = parser._get_formatter()
     for action in parser._actions:
         if action.dest != "help":
             assert "default" in formatter._get_help_string(action), action.dest
     with pytest.raises(SystemExit):
-        train.parse_args(["--help"])
+        trainer.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     for default in ("default: the recipe's; caffe: 0.001, fast: 0.01", "default: ./data", "default: 1000",
                     "caffe: tf32", "default: runs/cifar10_quick.ckpt", "default: caffe", "airbench: fp16"):
@@ -276,7 +277,7 @@ def test_train_resume_refuses_a_bad_checkpoint(tmp_path, damage):
         ck.write_bytes({"empty": b"", "truncated": raw[:len(raw) // 2], "corrupt": raw[:100] + b"x" * 50 + raw[150:]}[damage])
     before = ck.read_bytes()
     with pytest.raises(SystemExit) as e:
-        train.main(argv + ["--resume"])
+        train_main(argv + ["--resume"])
     message = str(e.value)
     assert message.startswith("error: cannot resume: ") and "\n" not in message
     assert ck.read_bytes() == before and not marker.exists()
@@ -284,17 +285,17 @@ def test_train_resume_refuses_a_bad_checkpoint(tmp_path, damage):
 
 def test_train_resume_lists_changed_settings_and_reports_a_finished_run(tmp_path, capsys):
     argv, ck = _quick_run(tmp_path)
-    train.main(argv)
+    train_main(argv)
     out = capsys.readouterr().out
     assert f"checkpoint: {ck} (every epoch), log: {ck.with_suffix('.json')}" in out
     with pytest.raises(SystemExit) as e:
-        train.main(argv + ["--resume", "--batch-size", "5", "--lr", "0.5", "--seed", "3"])
+        train_main(argv + ["--resume", "--batch-size", "5", "--lr", "0.5", "--seed", "3"])
     message = str(e.value)
     for changed in ("--batch-size 10 in the checkpoint, 5 now", "--lr 0.001 in the checkpoint, 0.5 now",
                     "--seed 0 in the checkpoint, 3 now"):
         assert changed in message
     assert "--limit" not in message
-    train.main(argv + ["--resume"])  # the same settings: the run is finished, its result shown again
+    train_main(argv + ["--resume"])  # the same settings: the run is finished, its result shown again
     out = capsys.readouterr().out
     assert "already finished (1 epochs)" in out and out.strip().splitlines()[-1].startswith("test accuracy: ")
 
@@ -305,9 +306,9 @@ def test_train_checks_the_checkpoint_folder_before_training(tmp_path, monkeypatc
 
     def never(*a, **k):
         raise AssertionError("data loaded before the checkpoint path was checked")
-    monkeypatch.setattr(train.data, "load_cifar10", never)
+    monkeypatch.setattr(trainer.data, "load_cifar10", never)
     with pytest.raises(SystemExit) as e:
-        train.main(["--checkpoint", str(blocker / "run.ckpt"), "--epochs", "1"])
+        train_main(["--checkpoint", str(blocker / "run.ckpt"), "--epochs", "1"])
     assert str(e.value).startswith(f"error: cannot write the checkpoint {blocker / 'run.ckpt'}")
 
 
@@ -319,7 +320,7 @@ def test_label_out_of_range_in_a_captured_step(rng):
     opt = optim.SGD(model.parameters(), lr=0.001)
     x = torch.from_numpy(rng.standard_normal((4, 3, 32, 32)).astype(np.float32)).to(tnet.DEVICE)
     good, bad = (torch.tensor(v, device=tnet.DEVICE) for v in ([1, 2, 3, 4], [1, 12, 3, 4]))
-    step = TrainStep(model, opt, x, good)
+    step = TrainStep(recipes.make_train_step(model, opt), x, good, state=(model, opt))
     if tnet.DEVICE.type != "cuda":
         with pytest.raises(ValueError, match="target 12 is out of bounds"):
             step(x, bad)
@@ -333,7 +334,7 @@ def test_train_runs_several_seeds_and_summarises(tmp_path, capsys):
     """--runs 2: seeds 4 and 5, each with its own checkpoint, then the mean and spread."""
     data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
     ck = tmp_path / "quick.ckpt"
-    last = train.main(["--data", str(data), "--batch-size", "10", "--eval-batch-size", "5", "--epochs", "1",
+    last = train_main(["--data", str(data), "--batch-size", "10", "--eval-batch-size", "5", "--epochs", "1",
                        "--seed", "4", "--runs", "2", "--checkpoint", str(ck)])
     out = capsys.readouterr().out
     assert last["seed"] == 5 and 0 <= last["accuracy"] <= 1 and last["train_time"] > 0
@@ -343,14 +344,14 @@ def test_train_runs_several_seeds_and_summarises(tmp_path, capsys):
     assert lines[-3].startswith("seed 4: test accuracy ") and lines[-2].startswith("seed 5: test accuracy ")
     assert lines[-1].startswith("2 runs: test accuracy mean ") and "std" in lines[-1] and "time mean" in lines[-1]
     with pytest.raises(SystemExit):
-        train.parse_args(["--runs", "2", "--resume"])
+        trainer.parse_args(["--runs", "2", "--resume"])
     with pytest.raises(SystemExit):
-        train.parse_args(["--runs", "0"])
+        trainer.parse_args(["--runs", "0"])
 
 
 def test_log_never_overwrites_a_json_checkpoint():
-    assert train.log_path_of("runs/run.json") == "runs/run.log.json"
-    assert train.log_path_of("runs/q.ckpt") == "runs/q.json"
+    assert trainer.log_path_of("runs/run.json") == "runs/run.log.json"
+    assert trainer.log_path_of("runs/q.ckpt") == "runs/q.json"
 
 
 @pytest.mark.parametrize("argv,match", [(["--epochs", "1e-10"], "--epochs"), (["--epochs", "-1"], "--epochs"),
@@ -358,21 +359,21 @@ def test_log_never_overwrites_a_json_checkpoint():
                                         (["--seed", "x"], "--seed")])
 def test_train_refuses_bad_epochs_and_seeds(argv, match, capsys):
     with pytest.raises(SystemExit) as e:
-        train.parse_args(argv)
+        trainer.parse_args(argv)
     assert e.value.code == 2 and match in capsys.readouterr().err
 
 
 def test_train_checkpoint_path_checked_before_training(tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("data loaded before the checkpoint path was checked")
-    monkeypatch.setattr(train.data, "load_cifar10", never)
+    monkeypatch.setattr(trainer.data, "load_cifar10", never)
     with pytest.raises(SystemExit) as e:
-        train.main(["--checkpoint", str(tmp_path), "--epochs", "1"])
+        train_main(["--checkpoint", str(tmp_path), "--epochs", "1"])
     assert "is a directory" in str(e.value) and "\n" not in str(e.value)
     old = tmp_path / "old.ckpt"
     old.write_bytes(b"an earlier run")
     with pytest.raises(SystemExit) as e:
-        train.main(["--checkpoint", str(old), "--epochs", "1"])
+        train_main(["--checkpoint", str(old), "--epochs", "1"])
     assert "--overwrite" in str(e.value) and old.read_bytes() == b"an earlier run"
 
 
@@ -381,9 +382,9 @@ def test_train_save_error_is_one_line(tmp_path, monkeypatch):
 
     def full_disk(*a, **k):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(train.tnet, "save", full_disk)
+    monkeypatch.setattr(trainer.serialize, "save", full_disk)
     with pytest.raises(SystemExit) as e:
-        train.main(argv)
+        train_main(argv)
     assert str(e.value).startswith(f"error: cannot write the checkpoint {ck}: No space left on device")
     assert "\n" not in str(e.value)
 
@@ -391,18 +392,18 @@ def test_train_save_error_is_one_line(tmp_path, monkeypatch):
 def test_train_ctrl_c_during_evaluation_keeps_the_epoch(tmp_path, monkeypatch, capsys):
     import signal
     argv, ck = _quick_run(tmp_path)
-    evaluate = train.evaluate
+    evaluate = trainer.evaluate
 
     def pressed(*a):  # Ctrl-C arrives in the middle of the evaluation
         os.kill(os.getpid(), signal.SIGINT)
         return evaluate(*a)
-    monkeypatch.setattr(train, "evaluate", pressed)
+    monkeypatch.setattr(trainer, "evaluate", pressed)
     with pytest.raises(SystemExit) as e:
-        train.main(argv)
+        train_main(argv)
     assert str(e.value).startswith("interrupted after epoch 1") and "\n" not in str(e.value)
     assert tnet.load(str(ck))["epoch"] == 1
-    monkeypatch.setattr(train, "evaluate", evaluate)
-    train.main(argv + ["--resume"])
+    monkeypatch.setattr(trainer, "evaluate", evaluate)
+    train_main(argv + ["--resume"])
     assert "already finished" in capsys.readouterr().out
 
 
@@ -414,7 +415,7 @@ def tiny_checkpoint(tmp_path_factory):
     ck = root / "tiny.ckpt"
     argv = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--checkpoint", str(ck)]
     previous = tnet.get_precision()
-    train.main(argv + ["--epochs", "1"])
+    train_main(argv + ["--epochs", "1"])
     tnet.set_precision(previous)
     return argv, ck
 
@@ -459,7 +460,7 @@ def test_train_resume_names_a_bad_field(tiny_checkpoint, tmp_path, field, edit):
     """A hand-edited checkpoint: one line naming the field, before any training."""
     argv, copy = _edited(tiny_checkpoint, tmp_path, edit)
     with pytest.raises(SystemExit) as e:
-        train.main(argv + ["--epochs", "2", "--resume"])
+        train_main(argv + ["--epochs", "2", "--resume"])
     message = str(e.value)
     assert message.startswith(f"error: cannot resume: {copy}: the checkpoint's {field} ") and "\n" not in message
 
@@ -467,7 +468,7 @@ def test_train_resume_names_a_bad_field(tiny_checkpoint, tmp_path, field, edit):
 def test_train_resume_of_a_finished_run_needs_its_accuracy(tiny_checkpoint, tmp_path):
     argv, _ = _edited(tiny_checkpoint, tmp_path, _set("log", []))
     with pytest.raises(SystemExit) as e:
-        train.main(argv + ["--epochs", "1", "--resume"])
+        train_main(argv + ["--epochs", "1", "--resume"])
     assert "the checkpoint's 'log' has no test accuracy" in str(e.value)
 
 
@@ -480,7 +481,7 @@ def test_train_resume_of_a_non_checkpoint_is_one_line(tiny_checkpoint, tmp_path,
     elif make == "not a checkpoint":
         tnet.save({"weights": np.zeros(3)}, str(path))
     with pytest.raises(SystemExit) as e:
-        train.main([*argv, "--checkpoint", str(path), "--epochs", "1", "--resume"])
+        train_main([*argv, "--checkpoint", str(path), "--epochs", "1", "--resume"])
     message = str(e.value)
     assert message.startswith("error: cannot resume: ") and str(path) in message and "\n" not in message
 
@@ -492,43 +493,60 @@ def test_train_keyboard_interrupt_inside_evaluation_keeps_the_epoch(tmp_path, mo
     ck = tmp_path / "k.ckpt"
     argv = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--epochs", "1",
             "--checkpoint", str(ck)]
-    evaluate = train.evaluate
+    evaluate = trainer.evaluate
 
     def interrupted(*a):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train, "evaluate", interrupted)
+    monkeypatch.setattr(trainer, "evaluate", interrupted)
     with pytest.raises(SystemExit) as e:
-        train.main(argv)
+        train_main(argv)
     assert str(e.value).startswith("interrupted after epoch 1: the last checkpoint is ") and "\n" not in str(e.value)
     saved = tnet.load(str(ck))
     assert saved["epoch"] == 1 and saved["batch"] == 0 and saved["evaluate"] is True
     assert saved["schedule"]["iteration"] == 1 and "test_accuracy" not in saved["log"][-1]
-    monkeypatch.setattr(train, "evaluate", evaluate)
+    monkeypatch.setattr(trainer, "evaluate", evaluate)
     capsys.readouterr()
-    result = train.main(argv + ["--resume"])
+    result = train_main(argv + ["--resume"])
     out = capsys.readouterr().out
     assert "(its evaluation, interrupted before)" in out and "already finished" not in out
     assert 0 <= result["accuracy"] <= 1
     saved = tnet.load(str(ck))
     assert saved["evaluate"] is False and saved["log"][-1]["test_accuracy"] == result["accuracy"]
     assert json.load(open(str(tmp_path / "k.json")))[-1]["test_accuracy"] == result["accuracy"]
-    train.main(argv + ["--resume"])
+    train_main(argv + ["--resume"])
     assert "already finished" in capsys.readouterr().out
 
 
-def test_tnet_found_as_a_namespace_package_is_named():
-    """A folder named tnet without __init__.py beside a script imports as a namespace package."""
-    import types
-    fake = types.ModuleType("tnet")
-    fake.__path__ = ["/somewhere/tnet"]  # what Python gives a namespace package: no __file__
-    problem = train.tnet_problem(fake)
-    assert problem.startswith("error: `import tnet` found /somewhere/tnet") and "namespace package" in problem
+def test_tnet_found_as_a_namespace_package_is_named(tmp_path):
+    """A folder named tnet without __init__.py beside the script imports as a namespace
+    package: train.py, run there, says so in one line before using any of tnet's names."""
+    (tmp_path / "tnet").mkdir()
+    (tmp_path / "train.py").write_text(open(os.path.join(ROOT, "train.py")).read())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([sys.executable, "train.py", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    problem = p.stderr.strip()
+    assert p.returncode == 1 and p.stdout == "", p.stderr
+    assert problem.startswith(f"error: `import tnet` found {tmp_path / 'tnet'}") and "namespace package" in problem
     assert "PYTHONPATH=CHECKOUT" in problem and "\n" not in problem
-    assert train.tnet_problem(tnet) is None
 
 
 def test_cpu_estimate_and_small_rates():
-    assert [train.rate(v) for v in (0.000123, 0.5, 12.34, 99.96, 1234.4)] == ["0.000123", "0.5", "12.3", "100", "1234"]
-    line = train.cpu_estimate(40.0, 10000)  # Caffe's 5,000 steps... at 10 epochs of batch 100: 111 h
+    assert [trainer.rate(v) for v in (0.000123, 0.5, 12.34, 99.96, 1234.4)] == ["0.000123", "0.5", "12.3", "100", "1234"]
+    line = trainer.cpu_estimate(40.0, 10000)  # Caffe's 5,000 steps... at 10 epochs of batch 100: 111 h
     assert line.startswith("CPU interpreter: about 111 h for this run") and "--limit" in line
-    assert "about 50 s" in train.cpu_estimate(5.0, 10) and "min" in train.cpu_estimate(30.0, 10)
+    assert "about 50 s" in trainer.cpu_estimate(5.0, 10) and "min" in trainer.cpu_estimate(30.0, 10)
+
+
+def test_recipes_live_in_the_library_and_no_script_is_imported():
+    """The recipes are tnet.recipes' data: train.py defines no recipe tables, and no test or
+    benchmark imports train.py (they reach the run through tnet.trainer)."""
+    for folder in ("tests", "benchmarks"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if name.endswith(".py"):
+                text = open(os.path.join(ROOT, folder, name)).read()
+                found = re.search(r"^\s*(import train\b|from train\b)", text, re.M)
+                assert not found, f"{folder}/{name} imports train.py: {found.group(0).strip()}"
+    script = open(os.path.join(ROOT, "train.py")).read()
+    tables = re.findall(r"^(RECIPES|AIRBENCH|SCHEDULES|PRECISIONS|MODELS)\s*=", script, re.M)
+    assert not tables, f"train.py defines recipe tables {tables}: they belong in tnet/recipes.py"
