@@ -42,12 +42,16 @@ PRECISIONS = {
                                              "unless --no-grad-scaler"),
 }
 
+# the settings that train.py's options of the same names override
+OPTIONS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing", "tta",
+           "precision", "grad_scaler", "eval_every")
+
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     """A recipe for SGD over every trainable parameter in one group, at lr and weight_decay as
-    given (Caffe's recipe and the fast one). The fields before `input_norm` are train.py's
-    options of the same names (OPTIONS); the rest no option changes."""
+    given (Caffe's recipe and the fast one). `name` is --recipe's; the fields from `epochs` to
+    `eval_every` are train.py's options of the same names (OPTIONS); no option changes the rest."""
     name: str
     epochs: float  # passes over the training set; a fraction runs ceil(epochs x batches per epoch) steps
     batch_size: int  # images per step
@@ -147,9 +151,6 @@ RECIPES = {
                          schedule="airbench", augment=True, label_smoothing=0.2, tta=2, precision="fp16",
                          grad_scaler=False, eval_every=0),
 }
-# the settings that train.py's options of the same names override
-OPTIONS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "schedule", "augment", "label_smoothing", "tta",
-           "precision", "grad_scaler", "eval_every")
 
 
 def run_steps(epochs, steps_per_epoch):

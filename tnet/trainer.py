@@ -62,7 +62,8 @@ def number(kind, low, what):
 
 
 def recipe_values(name):
-    return ", ".join(f"{recipe}: {getattr(values, name)}" for recipe, values in recipes.RECIPES.items())
+    """Each recipe's value of the setting `name`, for its option's help."""
+    return ", ".join(f"{key}: {getattr(recipe, name)}" for key, recipe in recipes.RECIPES.items())
 
 
 def build_parser(description=None):
