@@ -7,7 +7,7 @@ import torch
 
 from . import amp, nn
 from .kernels import gemm as _gemm
-from .kernels._autotune import check
+from .kernels.launch import check
 from .tensor import Tensor
 
 

@@ -6,7 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .autotune import autotune
+from .launch import FLOATS, cdiv, check, check_float
 
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),

@@ -6,7 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, InputIndexError, autotune, cdiv, check, check_float
+from .autotune import autotune
+from .launch import FLOATS, InputIndexError, cdiv, check, check_float
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
