@@ -16,7 +16,7 @@ TUNE = MODE != "0"
 
 def autotune(configs, key, interpret=None, **kwargs):
     """Autotune over `configs` on the GPU, keyed on `key`. The interpreter cannot benchmark
-    (see TRITON_NOTES.md), so there only the first config runs, with the block sizes in
+    (docs/triton.md), so there only the first config runs, with the block sizes in
     `interpret` put over it: the interpreter pays per program and per op, not per element,
     so big blocks make CPU runs many times faster."""
     every = list(configs)

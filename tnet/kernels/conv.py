@@ -33,9 +33,9 @@ from .reduce import sum_except
 
 def reads_vectors(channels):
     """Whether the convolutions read images of this many channels a tap at a time, as channel
-    vectors; narrower ones are gathered as K = (i, j, c). On the H200 airbench's 24 channels
-    ran 1.3x (forward) to 2.2x (weight gradient) faster gathered, in steps of 64 of K = 216,
-    than as 9 taps of 24 channels masked to 32 (bf16, b1024); 32 channels fill a step."""
+    vectors; narrower ones are gathered as K = (i, j, c), which wastes no lanes on masked
+    channels (airbench's 24 ran faster gathered: docs/results.md, tuning notes); 32 channels fill
+    a step."""
     return channels >= 32
 
 
@@ -48,12 +48,12 @@ _GRAD_CONFIGS = [tile_config(32, 32, 64, 4, 3), tile_config(64, 64, 64, 4, 3), t
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
 PARTS_WAVES = 4  # conv2d_weight's parts fill at most this many waves of programs
 # GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
-# part sum's ~1.2 TB/s against the weight gradient's ~600 TFLOP/s (H200, fp16, 2026-12-02)
+# part sum's memory bandwidth against the weight gradient's tensor-core rate
 PART_SUM_FLOPS = 2000
 
 
-SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (the H200 has 227 KB a block)
-SM_SHARED_MEMORY = 228 * 1024  # an H200 SM's, shared by the programs resident on it
+SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (a Hopper block has 227 KB)
+SM_SHARED_MEMORY = 228 * 1024  # a Hopper SM's, shared by the programs resident on it
 
 
 def stage_bytes(config, precision):
@@ -130,8 +130,7 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
     return img * stride_xn + h * stride_xh + w * stride_xw + c * stride_xc
 
 
-# The interpreter's big blocks: it pays per program and per op, so 1024-pixel blocks made a CPU
-# training step 2.5x faster than 256 (cifar10_quick at b25: 50 -> 20 s on 2 cores)
+# 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW",
                               "TRANSPOSED", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_conv}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
@@ -255,9 +254,8 @@ def weight_grad_parts(npix, blocks, resident=1):
     """How many pixel parts conv2d_weight splits into, for a tile that makes `blocks` programs
     per part, `resident` of them at a time on an SM: the count that fills 1 to PARTS_WAVES
     whole waves of programs best, by a model of the time (the busiest program slot's pixels,
-    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long. On
-    the H200 it took airbench94's 256 -> 256 weight gradient at 7x7 from 29 parts to 7 (one
-    wave of 126 programs, a quarter of the sums' traffic): 160 -> 123 us, the sums included."""
+    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long.
+    Whole waves leave no SM idle at the end; fewer parts cut the sums' traffic."""
     return _best_parts(npix, blocks, SMS * resident, PART_ALIGN)
 
 
@@ -345,8 +343,7 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, *, precis
     convolution by weight [Cout, C, kh, kw], for its output gradient grad_output (torch.nn.grad's
     argument order). The transposed convolution: the same kernel, reading dy at the pixels that
     each input pixel reaches, the weight's channel axes swapped through strides. An fp32 weight
-    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands (reading
-    a channels-last weight instead made cifar10_quick's b1024 step 40 us slower on the H200)."""
+    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands."""
     N, C, H, W = input_size
     stride, padding = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
     _check_weight("conv2d_input", weight, C, grad_output.device)

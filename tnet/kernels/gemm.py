@@ -44,8 +44,8 @@ def get_precision():
     return _default["precision"]
 
 
-# The large tiles are the best measured on the H200 (bench.py gemm, 2048^3 to 8192^3):
-# 128x256x64 with 4 stages for bf16, 128x256x32 for tf32, 256x128x32 and 64x128x32 for ieee.
+# Small tiles for small products; the large ones are each precision's best for large products
+# (bench.py gemm; docs/results.md, tuning notes).
 _CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [
     (64, 64, 32, 4, 4), (128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (256, 128, 32, 8, 3), (128, 256, 64, 8, 4),
     (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 32, 32, 4, 4), (32, 64, 32, 4, 4)]]
@@ -204,13 +204,10 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
                  mask=mask_m[:, None] & mask_n[None, :])
 
 
-# Measured on the H200 for tf32 products of 2048^3 to 8192^3 (2026-11-29): 128x128x32 tiles
-# with 4 warps and 4-5 stages ran at 0.91-0.97x of cuBLAS before B's transposed copy; with
-# 6 stages the tile overflows shared memory once a bias is added, larger tiles always do.
+# tf32 tiles: the largest whose stages fit shared memory with a bias added (docs/results.md,
+# tuning notes).
 _TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5)]]
-# 16-bit tiles, not yet timed: 128x256x64 with 3 stages (Triton's persistent-matmul tutorial's
-# choice for fp16 on the H100) needed 278 KB of shared memory under triton 3.6 on the H200
-# (227 KB), so 128x128x64 it is.
+# 16-bit tiles: 128x128x64, as 128x256x64 needs more shared memory than a Hopper block has.
 _TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4)]]
 _TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
                    interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
@@ -262,9 +259,8 @@ def _launch_tma(a, b, out, *, a_t, b_t, precision, bias=None, bias_kind=0, relu=
 def _k_major(b):
     """b [K, N] or [batch, K, N] as a view of a contiguous [N, K] or [batch, N, K] copy.
     Hopper's tf32 tensor-core instruction reads both operands K-major from shared memory:
-    with an N-major B, Triton routes every B tile through registers to transpose it, which
-    ran at 0.4x of cuBLAS where a K-major B ran at 0.7-0.8x, so large tf32 products pay for
-    one transposed copy."""
+    with an N-major B, Triton routes every B tile through registers to transpose it, at about
+    half the speed, so large tf32 products pay for one transposed copy."""
     *batch, K, N = b.shape
     bt = torch.empty((*batch, N, K), device=b.device, dtype=b.dtype)
     grid = (cdiv(K, 64) * cdiv(N, 64), batch[0] if batch else 1)
