@@ -7,7 +7,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import functional as F
 from tnet.kernels import conv, pointwise, pool
-from tnet.kernels.launch import is_channels_last, keeps_channels_last
+from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
 from conftest import TOL, assert_close, only_config
 from test_kernels import POOLS, f64, randn
 
@@ -105,7 +105,7 @@ def test_conv_prune_reads_keyword_arguments():
     args = {"NPIX": 5000, "C": 3, "COUT": 32, "KH": 5, "KW": 5}
     tiles = conv._prune_conv(conv._CONV_CONFIGS, args, WIDE=False, PRECISION="tf32")
     assert tiles and all(c.kwargs["BLOCK_N"] <= 64 and conv.fits_shared_memory(c, "tf32") for c in tiles)
-    assert not conv.fits_shared_memory(conv._config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
+    assert not conv.fits_shared_memory(tile_config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
     wide = conv._prune_conv(conv._CONV_CONFIGS, {**args, "C": 256, "COUT": 256}, WIDE=True, PRECISION="bf16")
     assert any(c.kwargs["BLOCK_K"] == 64 and c.kwargs["BLOCK_N"] == 256 for c in wide)
     grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "NPIX": 512}, WIDE=True,

@@ -43,8 +43,8 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-# The one-axis kernels' configs (elements per program, warps): 8 elements per thread at most, so
-# 16-bit values load as 16-byte vectors. The first is what the interpreter and TNET_AUTOTUNE=0 run.
+# The one-axis kernels' configs (elements per program, warps), from 4 to 16 elements a thread. The
+# first is what the interpreter (with its own block) and TNET_AUTOTUNE=0 run.
 BLOCK_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),
                  triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 2048}, num_warps=4),
                  triton.Config({"BLOCK": 512}, num_warps=2)]
