@@ -47,7 +47,7 @@ def run(args):
     """C = A @ B at square sizes and at CIFAR-10 quick's GEMM shapes, every variant at each precision it
     supports: checked against the float64 product, then timed."""
     from tnet.kernels.gemm import matmul
-    from tnet.kernels.gemm_variants import VARIANTS
+    from .gemm_variants import VARIANTS
     variants = {  # name: (C = multiply(a, b, precision), precisions); cuBLAS first, the others are compared with it
         "cublas": (lambda a, b, p: torch.matmul(a, b), PRECISIONS),
         "tnet": (lambda a, b, p: matmul(a, b, precision=p), PRECISIONS),

@@ -16,7 +16,7 @@ import torch
 import tnet  # first: switches the Triton interpreter on before kernels load
 from conftest import TOL, assert_close
 from tnet import optim
-from tnet.kernels import gemm_variants
+from benchmarks import gemm_variants
 from tnet.models import cifar10_quick
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

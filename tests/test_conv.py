@@ -6,8 +6,8 @@ import torch.nn.functional as tF
 
 import tnet
 from tnet import functional as F
-from tnet.kernels import conv, elementwise, pool
-from tnet.kernels.conv import is_channels_last
+from tnet.kernels import conv, pointwise, pool
+from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
 from conftest import TOL, assert_close, only_config
 from test_kernels import POOLS, f64, randn
 
@@ -35,7 +35,7 @@ def check_conv(shape, cout, kernel, stride, padding, precision, parts=None):
     """conv2d (bias, ReLU), conv2d_input and conv2d_weight against torch in float64 on the same
     (rounded) inputs; x channels-last when wide, NCHW when narrow (as the layers keep them)."""
     dtype = DTYPES[precision]
-    x = (cl_randn(*shape) if conv.keeps_channels_last(shape[1]) else randn(*shape)).to(dtype)
+    x = (cl_randn(*shape) if keeps_channels_last(shape[1]) else randn(*shape)).to(dtype)
     w = (randn(cout, shape[1], *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
     b = randn(cout)
     xd, wd = f64(x).requires_grad_(True), f64(w).requires_grad_(True)
@@ -72,14 +72,14 @@ def test_conv_weight_parts(parts, monkeypatch):
 def test_weight_parts_fill_whole_waves(monkeypatch):
     """conv2d_weight's default part count, on the H200's 132 SMs: whole waves of programs, and
     no more parts than the balance they bring pays for in sums; 1 in the interpreter."""
-    monkeypatch.setattr(conv, "_SMS", 132)
-    assert conv._parts(1024 * 7 * 7, 18) == 7  # airbench's 256 -> 256 at 7x7, 256x128 tiles: a wave of 126
-    assert conv._parts(1024 * 15 * 15, 18, resident=2) == 14  # two tiles at a time per SM: a wave of 252
-    assert conv._parts(300, 1) == 1  # too few pixels to split
+    monkeypatch.setattr(conv, "SMS", 132)
+    assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 7  # airbench's 256 -> 256 at 7x7, 256x128 tiles: a wave of 126
+    assert conv.weight_grad_parts(1024 * 15 * 15, 18, resident=2) == 14  # two tiles at a time per SM: a wave of 252
+    assert conv.weight_grad_parts(300, 1) == 1  # too few pixels to split
     assert conv._resident(conv._GRAD_CONFIGS[-1].kwargs, "fp16") == 1 and conv._resident({"BLOCK_M": 8, "BLOCK_N": 8,
                                                                                         "BLOCK_K": 8}, "fp16") == 1
-    monkeypatch.setattr(conv, "_SMS", 0)
-    assert conv._parts(1024 * 7 * 7, 18) == 1
+    monkeypatch.setattr(conv, "SMS", 0)
+    assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 1
 
 
 @pytest.mark.skipif(tnet.INTERPRET, reason="the interpreter runs one config, and ignores warps and stages")
@@ -105,7 +105,7 @@ def test_conv_prune_reads_keyword_arguments():
     args = {"NPIX": 5000, "C": 3, "COUT": 32, "KH": 5, "KW": 5}
     tiles = conv._prune_conv(conv._CONV_CONFIGS, args, WIDE=False, PRECISION="tf32")
     assert tiles and all(c.kwargs["BLOCK_N"] <= 64 and conv.fits_shared_memory(c, "tf32") for c in tiles)
-    assert not conv.fits_shared_memory(conv._config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
+    assert not conv.fits_shared_memory(tile_config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
     wide = conv._prune_conv(conv._CONV_CONFIGS, {**args, "C": 256, "COUT": 256}, WIDE=True, PRECISION="bf16")
     assert any(c.kwargs["BLOCK_K"] == 64 and c.kwargs["BLOCK_N"] == 256 for c in wide)
     grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "NPIX": 512}, WIDE=True,
@@ -185,8 +185,8 @@ def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
 
 def test_elementwise_channels_last():
     x, g = cl_randn(2, 3, 4, 5), cl_randn(2, 3, 4, 5)
-    y = elementwise.relu(x)
+    y = pointwise.relu(x)
     assert is_channels_last(y) and torch.equal(y.cpu(), torch.relu(x).cpu())
-    assert torch.equal(elementwise.relu_backward(y, g).cpu(), torch.where(x > 0, g, 0.0).cpu())
+    assert torch.equal(pointwise.relu_backward(y, g).cpu(), torch.where(x > 0, g, 0.0).cpu())
     with pytest.raises(ValueError, match="laid out alike"):
-        elementwise.add_(x, g.contiguous())
+        pointwise.add_(x, g.contiguous())

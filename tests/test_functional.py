@@ -58,7 +58,7 @@ def test_conv2d_channels_last_path(rng, ieee):
     outputs: from 16 channels on a channels-last x (an NCHW one is copied), from 3 on the NCHW
     x itself. Reshape hands back an NCHW gradient, which the tape puts into each output's
     layout before its backward."""
-    from tnet.kernels.conv import is_channels_last
+    from tnet.kernels.launch import is_channels_last
     inputs = [pair(rng, 2, 3, 8, 7), pair(rng, 16, 3, 3, 3, scale=0.3), pair(rng, 16),
               pair(rng, 16, 16, 5, 5, scale=0.1), pair(rng, 16)]
 
@@ -120,7 +120,7 @@ def test_conv2d_module_keeps_weights_channels_last(rng, ieee):
     (i, j, c), contiguously); their gradients, momentum and state_dict follow, with the logical
     [Cout, C, kh, kw] values."""
     from tnet import nn, optim
-    from tnet.kernels.conv import is_channels_last
+    from tnet.kernels.launch import is_channels_last
     conv = nn.Conv2d(16, 32, 3, padding=1)
     assert is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
     assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)

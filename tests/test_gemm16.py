@@ -57,7 +57,7 @@ def test_matmul_16bit_bias_relu_accumulate(dtype):
 
 @pytest.mark.parametrize("dtype", LOW)
 def test_matmul_16bit_batched_and_summed(dtype, monkeypatch):
-    monkeypatch.setattr(gemm, "_SMS", 2)  # as on a GPU with 2 SMs: sum_batch splits the 5 products into 3 parts
+    monkeypatch.setattr(gemm, "SMS", 2)  # as on a GPU with 2 SMs: sum_batch splits the 5 products into 3 parts
     a, b = randn(5, 13, 75, dtype=dtype), randn(5, 75, 7, dtype=dtype)
     ref = f64(a) @ f64(b)
     assert_close(gemm.matmul(a, b), ref, TOL16, "batched")

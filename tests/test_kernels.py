@@ -5,7 +5,8 @@ import torch.nn.functional as tF
 from triton.runtime.errors import OutOfResources
 
 import tnet
-from tnet.kernels import conv, elementwise, gemm, pool, reduce, softmax
+from tnet.kernels import gemm, pointwise, pool, reduce, softmax
+from tnet.kernels.launch import is_channels_last
 from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
@@ -93,7 +94,7 @@ def test_gemm_every_config(config, precision, monkeypatch):
     only, TNET_AUTOTUNE=0), in each precision on its own operands (16-bit ones in and out): a
     plain and a split-K GEMM, on sizes that leave every kind of tile edge."""
     only_config(monkeypatch, gemm.gemm_kernel, config)
-    monkeypatch.setattr(gemm, "_SMS", 2)
+    monkeypatch.setattr(gemm, "SMS", 2)
     dtype = DTYPES[precision]
     a, b = randn(70, 45).to(dtype), randn(45, 300).to(dtype)
     try:
@@ -121,7 +122,7 @@ def test_gemm_tma_every_config(config, precision, monkeypatch):
     16-bit A row- or column-major, bias along either axis, ReLU, an fp32 output from 16-bit
     operands, tile edges in M, N and K. Misaligned rows fall back to gemm_kernel."""
     monkeypatch.setattr(gemm, "TRANSPOSE_MIN", 8)
-    monkeypatch.setattr(gemm, "_SMS", 1)
+    monkeypatch.setattr(gemm, "SMS", 1)
     only_config(monkeypatch, gemm.gemm_tma_tuned if precision == "tf32" else gemm.gemm_tma16_tuned, config)
     calls = []
     launch = gemm._launch_tma
@@ -180,7 +181,7 @@ def test_pool_16_bit(dtype, mode):
     NCHW, the ReLU's mask applied in the backward."""
     test_pool(mode, *POOLS[1], dtype=dtype)
     pre = randn(2, 16, 9, 7).to(dtype)
-    relu_out = elementwise.relu(pre.contiguous(memory_format=torch.channels_last))
+    relu_out = pointwise.relu(pre.contiguous(memory_format=torch.channels_last))
     xd = f64(pre).requires_grad_(True)
     ref = torch_pool(mode, torch.relu(xd), (3, 3), (2, 2), (1, 1))
     y, arg = pool.pool2d(relu_out, (3, 3), (2, 2), (1, 1), False, mode, channels_last=False)
@@ -190,7 +191,7 @@ def test_pool_16_bit(dtype, mode):
     ref.backward(f64(g))
     dx = pool.pool2d_backward(g, arg, pre.shape, (3, 3), (2, 2), (1, 1), mode, relu_input=relu_out,
                               x_channels_last=True, y_channels_last=False)
-    assert dx.dtype == dtype and conv.is_channels_last(dx)
+    assert dx.dtype == dtype and is_channels_last(dx)
     assert_close(dx, xd.grad, tol_for(dtype), f"{mode} backward through the ReLU")
 
 
@@ -204,10 +205,10 @@ def test_max_pool_ties_take_first_in_row_major_order():
 
 def test_relu(dtype=torch.float32):
     x = randn(1000 + 7).to(dtype)
-    y = elementwise.relu(x)
+    y = pointwise.relu(x)
     assert_close(y, torch.relu(f64(x)), 0, "relu")  # exact in every dtype
     g = randn(1007).to(dtype)
-    dx = elementwise.relu_backward(y, g)
+    dx = pointwise.relu_backward(y, g)
     assert y.dtype == dx.dtype == dtype
     assert_close(dx, f64(g) * (f64(x) > 0), 0, "relu backward")
 
@@ -215,9 +216,9 @@ def test_relu(dtype=torch.float32):
 def test_add_scale(dtype=torch.float32):
     x, y = randn(301).to(dtype), randn(301).to(dtype)
     expect = f64(x) + f64(y)
-    assert_close(elementwise.add_(x, y), expect, tol_for(dtype, 1e-7), "add_")
+    assert_close(pointwise.add_(x, y), expect, tol_for(dtype, 1e-7), "add_")
     s = torch.full((1,), 2.5, device=DEV)
-    assert_close(elementwise.scale_(x, s), expect * 2.5, tol_for(dtype, 1e-7), "scale_")
+    assert_close(pointwise.scale_(x, s), expect * 2.5, tol_for(dtype, 1e-7), "scale_")
     assert x.dtype == dtype
 
 
@@ -227,8 +228,8 @@ def test_elementwise_16_bit(dtype):
     test_add_scale(dtype)
     x, y = randn(301), randn(301).to(dtype)  # a 16-bit gradient into an fp32 sum; a 16-bit scale
     expect = f64(x) + f64(y)
-    assert_close(elementwise.add_(x, y), expect, 1e-7, "fp32 += 16-bit")
-    assert_close(elementwise.scale_(x, torch.full((1,), -0.5, dtype=dtype, device=DEV)), -0.5 * expect, 1e-7, "scale_")
+    assert_close(pointwise.add_(x, y), expect, 1e-7, "fp32 += 16-bit")
+    assert_close(pointwise.scale_(x, torch.full((1,), -0.5, dtype=dtype, device=DEV)), -0.5 * expect, 1e-7, "scale_")
 
 
 @pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (5, 131)])
@@ -300,7 +301,7 @@ def test_cross_entropy_reductions_and_ignore_index(reduction):
     if reduction == "none":
         softmax.scale_rows_(dx, g)
     else:
-        elementwise.scale_(dx, g.reshape(1))
+        pointwise.scale_(dx, g.reshape(1))
     assert_close(dx, xd.grad, 1e-5, "dlogits")
 
 
@@ -335,7 +336,7 @@ def test_cross_entropy_16_bit(dtype, reduction):
     if reduction == "none":
         softmax.scale_rows_(dx, g)
     else:
-        elementwise.scale_(dx, g)
+        pointwise.scale_(dx, g)
     assert dx.dtype == dtype
     assert_close(dx, xd.grad, tol_for(dtype), "dlogits")
     count = torch.zeros((), dtype=torch.int32, device=DEV)
@@ -373,7 +374,7 @@ def test_sum_except_16_bit(dtype):
 
 def test_launchers_reject_bad_layout():
     with pytest.raises(ValueError, match="contiguous"):
-        elementwise.relu(randn(4, 6).t())
+        pointwise.relu(randn(4, 6).t())
     with pytest.raises(ValueError, match="4-D"):
         pool.pool2d(randn(4, 6), (2, 2), (2, 2), (0, 0), False, "max")
     with pytest.raises(ValueError, match="labels"):
@@ -381,18 +382,18 @@ def test_launchers_reject_bad_layout():
 
 
 SMALL_KERNELS = [(pool, "pool_kernel"), (pool, "pool_backward_kernel"),
-                 (elementwise, "relu_kernel"), (elementwise, "relu_backward_kernel"), (elementwise, "add_kernel"),
-                 (elementwise, "scale_kernel"), (reduce, "sum_kernel"),
+                 (pointwise, "relu_kernel"), (pointwise, "relu_backward_kernel"), (pointwise, "add_kernel"),
+                 (pointwise, "scale_kernel"), (reduce, "sum_kernel"),
                  (softmax, "softmax_kernel"), (softmax, "softmax_backward_kernel"),
                  (softmax, "log_softmax_kernel"), (softmax, "log_softmax_backward_kernel")]
 
 
-@pytest.mark.parametrize("i", range(max(len(module._CONFIGS) for module, _ in SMALL_KERNELS)))
+@pytest.mark.parametrize("i", range(max(len(getattr(module, name).all_configs) for module, name in SMALL_KERNELS)))
 def test_small_kernels_every_config(i, monkeypatch):
     """The other tests again, with each kernel's i-th tile config (or its last): on the GPU
     they otherwise run only the first (TNET_AUTOTUNE=0)."""
     for module, name in SMALL_KERNELS:
-        configs = module._CONFIGS
+        configs = getattr(module, name).all_configs
         only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
     for dtype in CONFIG_DTYPES:
         for mode in ("max", "avg"):

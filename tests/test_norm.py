@@ -12,7 +12,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 from tnet.kernels import norm
-from tnet.kernels.conv import is_channels_last
+from tnet.kernels.launch import is_channels_last
 from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 # (shape, channels-last, weight, bias)
@@ -124,7 +124,7 @@ def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last, activation
     a sample do not."""
     monkeypatch.setattr(norm, "ROWS_MIN", 64)
     monkeypatch.setattr(norm, "MAX_PARTS", 4)
-    assert norm._parts(315) == (128, 3)
+    assert norm._row_parts(315) == (128, 3)
     a = rng.standard_normal((7, 3, 9, 5)) + 1000 * np.array([1, -1, 2])[:, None, None]
     x, rx = leaf(a, channels_last)
     rm, rv = torch.zeros(3, device=tnet.DEVICE), torch.ones(3, device=tnet.DEVICE)

@@ -9,7 +9,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise, reduce
-from tnet.kernels.conv import is_channels_last
+from tnet.kernels.launch import is_channels_last
 from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, check_op, tol_for
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
@@ -302,7 +302,7 @@ def test_bad_input(rng):
             fn()
 
 
-KERNELS = [(pointwise, "pointwise_kernel", pointwise._CONFIGS), (reduce, "reduce_kernel", reduce._REDUCE_CONFIGS)]
+KERNELS = [(pointwise, "pointwise_kernel", pointwise.pointwise_kernel.all_configs), (reduce, "reduce_kernel", reduce._REDUCE_CONFIGS)]
 
 
 @pytest.mark.parametrize("i", range(max(len(configs) for *_, configs in KERNELS)))

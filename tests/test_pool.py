@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as tF
 
-from tnet.kernels import conv, pool
+from tnet.kernels import pool
+from tnet.kernels.launch import is_channels_last
 from conftest import CONFIG_DTYPES, FLOATS, assert_close, only_config, tol_for
 from test_kernels import DEV, f64, randn, torch_pool
 
@@ -54,7 +55,7 @@ def check_pool(x, mode, kernel, stride, padding, ceil_mode, layouts=(True, True)
         ref = torch_pool(mode, src, kernel, stride, padding, ceil_mode)
     y, arg = pool.pool2d(layout(r, x_cl) if relu else x, kernel, stride, padding, ceil_mode, mode,
                          channels_last=y_cl)
-    assert y.dtype == x.dtype and conv.is_channels_last(y) == (y_cl and y.shape[1] > 1 and y.shape[2:] != (1, 1))
+    assert y.dtype == x.dtype and is_channels_last(y) == (y_cl and y.shape[1] > 1 and y.shape[2:] != (1, 1))
     if mode == "avg":
         assert_close(y, ref, tol_for(x.dtype, 1e-6), "avg forward")
     else:
@@ -65,7 +66,7 @@ def check_pool(x, mode, kernel, stride, padding, ceil_mode, layouts=(True, True)
     ref.backward(f64(g))
     dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r,
                               x_channels_last=x_cl, y_channels_last=y_cl)
-    assert dx.dtype == x.dtype and conv.is_channels_last(dx) == (x_cl and x.shape[1] > 1)
+    assert dx.dtype == x.dtype and is_channels_last(dx) == (x_cl and x.shape[1] > 1)
     # A pixel of overlapping windows sums their gradients, rounded; of disjoint ones it copies one.
     tol = 0.0 if mode == "max" and stride == kernel else tol_for(x.dtype, 1e-6)
     assert_close(dx, xd.grad, tol, f"{mode} backward{' through the ReLU' if relu else ''}")

@@ -9,7 +9,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import copy as copy_module
 from tnet.kernels import random as random_module
-from tnet.kernels.conv import is_channels_last
+from tnet.kernels.launch import is_channels_last
 from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
@@ -448,12 +448,12 @@ def test_capture_after_dead_graphs_in_cycles():
 KERNELS = [(copy_module, "copy_kernel"), (random_module, "random_kernel"), (random_module, "dropout_kernel")]
 
 
-@pytest.mark.parametrize("i", range(max(len(module._CONFIGS) for module, _ in KERNELS)))
+@pytest.mark.parametrize("i", range(max(len(getattr(module, name).all_configs) for module, name in KERNELS)))
 def test_kernels_every_config(i, monkeypatch, rng):
     """Copy, random and dropout tests again with each kernel's i-th tile config (or its last);
     conftest.only_config forgets the tuned choices too, or a key seen before would keep its config."""
     for module, name in KERNELS:
-        configs = module._CONFIGS
+        configs = getattr(module, name).all_configs
         only_config(monkeypatch, getattr(module, name), configs[min(i, len(configs) - 1)])
     for dtype in CONFIG_DTYPES:
         for case in ("permuted", "sliced"):

@@ -1,6 +1,6 @@
 """tnet: a deep-learning mini-framework whose GPU kernels are written in Triton."""
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
-from .kernels._autotune import InputError
+from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, is_grad_enabled, no_grad, tensor
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros

@@ -22,7 +22,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import optim as optim_kernels
-from .kernels._autotune import check
+from .kernels.launch import check
 from .kernels.copy import copy_
 from .tensor import Tensor
 

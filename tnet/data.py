@@ -12,7 +12,7 @@ import urllib.request
 import numpy as np
 import torch
 
-from . import _device
+from ._device import DEVICE
 from .kernels.data import gather
 
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
@@ -307,7 +307,7 @@ class Loader:
                              f"got {padding_mode!r} and {flip!r}")
         if augment and padding_mode == "reflect" and not 0 <= pad < min(images.shape[2:]):
             raise ValueError(f"reflect padding needs a pad smaller than the image, got {pad} for {images.shape[2:]}")
-        self.device = torch.device(device) if device is not None else _device.DEVICE
+        self.device = torch.device(device) if device is not None else DEVICE
         self.n = len(images)
         self.batch_size, self.shuffle, self.augment, self.pad = batch_size, shuffle, augment, pad
         self.drop_last, self.padding_mode, self.flip = drop_last, padding_mode, flip

@@ -10,7 +10,7 @@ import torch
 from .amp import autocast
 from ._device import DEVICE
 from .kernels.data import gather
-from .kernels.elementwise import add_
+from .kernels.pointwise import add_
 from .kernels.softmax import count_correct
 from .tensor import Tensor, no_grad
 

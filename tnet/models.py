@@ -7,7 +7,7 @@ import torch
 
 from . import amp, nn
 from .kernels import gemm as _gemm
-from .kernels._autotune import check
+from .kernels.launch import check
 from .tensor import Tensor
 
 
@@ -127,8 +127,8 @@ def init_whitening(model, images, eps=5e-4, center=True):
     `images` (a torch or tnet float tensor [N, 3, 32, 32] on tnet's device, in any layout;
     airbench takes 5,000 normalised training images): with C the patches' covariance (12x12,
     over every patch of every image; center=False: their second moment X^T X / P, the mean
-    not removed, as airbench94's code computes it: 90.57% against 90.70% centred, mean of 5
-    seeds on --val 5000, H200, 2026-12-02), L its eigenvalues (largest first) and V its
+    not removed, as airbench94's code computes it; centred scored higher on --val 5000, see
+    docs/results.md), L its eigenvalues (largest first) and V its
     eigenvectors, filter i is V_i / sqrt(L_i + eps) for i < 12 and filter i + 12 its negative.
 
     The 12x12 products run on tnet's GEMM, split over the images (one batched GEMM summed

@@ -9,9 +9,10 @@ import torch
 from . import amp
 from . import functional as F
 from ._device import DEVICE
-from .kernels._autotune import check
+from .functional.conv import check_conv_args, conv_padding
+from .kernels.launch import check, pair
 from .factory import init_generator
-from .tensor import Tensor, _as_storage, tensor
+from .tensor import Tensor, as_storage, tensor
 
 
 class Parameter(Tensor):
@@ -24,7 +25,7 @@ class Parameter(Tensor):
         if isinstance(data, Tensor) and data.dtype == torch.float32 and data.device == DEVICE:
             data = data.data
         else:
-            data = _as_storage(data, torch.float32)
+            data = as_storage(data, torch.float32)
         super().__init__(data, requires_grad=requires_grad)
         self.lr_mult, self.decay_mult = lr_mult, decay_mult
 
@@ -254,10 +255,10 @@ class Conv2d(Module):
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   f"Conv2d: {arg} must be a positive int, got {v!r}")
-        kh, kw = F._pair(kernel_size, "Conv2d: kernel_size", 1)
-        F._pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
-        F._conv_padding(padding, stride, (kh, kw))
-        F._unsupported_conv_args(dilation, groups)
+        kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
+        pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
+        conv_padding(padding, stride, (kh, kw))
+        check_conv_args(dilation, groups)
         if padding_mode != "zeros":
             raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
         _factory_args("Conv2d", device, dtype)

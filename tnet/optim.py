@@ -14,9 +14,9 @@ import torch
 
 from . import amp
 from .kernels import optim as kernels
-from .kernels._autotune import check
+from .kernels.launch import check
 from .kernels.copy import copy_
-from .tensor import _in_layout, bump_version
+from .tensor import in_layout, bump_version
 
 
 class Optimizer:
@@ -90,7 +90,7 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.data, _in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS],
+        updates = [(p.data, in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS],
                     amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
                     getattr(p, "decay_mult", 1.0))
                    for group, (_, hyper) in zip(self.param_groups, self._device_hyper)

@@ -320,12 +320,12 @@ def load(path):
     are checked before anything else is read, only the members the structure refers to are
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
-    from .tensor import Tensor, _as_storage
+    from .tensor import Tensor, as_storage
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
-            return _load(f, os.fstat(f.fileno()).st_size, lambda t: Tensor(_as_storage(t, t.dtype)))
+            return _load(f, os.fstat(f.fileno()).st_size, lambda t: Tensor(as_storage(t, t.dtype)))
     except _Bad as e:
         raise LoadError(f"{path}: {e}") from None
     except OSError as e:

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 from ._device import DEVICE
-from .kernels.conv import is_channels_last, memory_format
+from .kernels.launch import is_channels_last, memory_format
 from .kernels.copy import copy_
-from .kernels.elementwise import add_
+from .kernels.pointwise import add_
 
 _seq = itertools.count()
 _grad_enabled = [True]
@@ -69,7 +69,7 @@ def bump_version(*tensors):
     torch.autograd.graph.increment_version([t.data if isinstance(t, Tensor) else t for t in tensors])
 
 
-def _as_storage(data, dtype=None):
+def as_storage(data, dtype=None):
     """A torch tensor on tnet's device from a numpy array, torch tensor, list or number:
     int64 for integer input, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
@@ -92,7 +92,9 @@ def _as_storage(data, dtype=None):
 
 
 class Tensor:
-    """A torch tensor used as device memory, plus what autograd needs."""
+    """A torch tensor used as device memory, plus what autograd needs. Its differentiable
+    operators and methods (arithmetic, views, casts, indexing, reductions) are bound in one place,
+    tnet/functional/__init__.py, each a call of the op of the same name."""
 
     def __init__(self, data, requires_grad=False):
         self.data = data
@@ -115,47 +117,9 @@ class Tensor:
     def item(self):
         return self.data.item()
 
-    # Shapes, views and casts, as torch's. Views (indexing, view, t, flatten where it can)
-    # share the input's memory; each backward hands back its gradient in the input's layout.
-    def __getitem__(self, index):
-        """Basic indexing only (ints, slices with step > 0, None, Ellipsis): a view of the same
-        memory. The backward writes g through the same view of a zeroed gradient."""
-        index = Tensor._basic_index(index)
-        y = self.data[index]
-
-        def backward(g):
-            gx = Tensor._empty_in_layout(self.data).zero_()
-            copy_(gx[index], g)
-            return (gx,)
-        return record("getitem", y, (self,), backward)
-
-    def view(self, *shape):
-        """The same memory under another shape; RuntimeError (torch's) where the strides do not
-        allow it: use reshape."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        y = self.data.view(shape)
-        return record("view", y, (self,), lambda g: (_in_layout(g.reshape(self.shape), self.data),))
-
-    def t(self):
-        """The transpose of a tensor of at most 2 dims (a view)."""
-        if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return record("t", self.data.t(), (self,), lambda g: (_in_layout(g.t(), self.data),))
-
-    T = property(t)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
-        shape = self.shape or (1,)
-        start, end = Tensor._dim(start_dim, len(shape)), Tensor._dim(end_dim, len(shape))
-        if start > end:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        return self.reshape(*shape[:start], int(np.prod(shape[start:end + 1])), *shape[end + 1:])
-
     def size(self, dim=None):
         """torch.Size of the shape, or the size of one dim."""
-        return self.data.size() if dim is None else self.shape[Tensor._dim(dim, self.ndim)]
+        return self.data.size() if dim is None else self.shape[dim_index(dim, self.ndim)]
 
     def __len__(self):
         if self.ndim == 0:
@@ -175,154 +139,8 @@ class Tensor:
     def tolist(self):
         return self.data.tolist()
 
-    def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype) (with keywords too): tnet has one device, so
-        only the dtype may change. A cast makes a fresh tensor (self when the dtype is already
-        that, as torch); casts between float dtypes are on the tape (the gradient casts back)."""
-        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, torch.dtype):
-                dtype = arg
-            else:
-                device = arg
-        if device is not None and torch.device(device).type != self.device.type:
-            raise ValueError(f"to: tnet keeps tensors on {self.device}, got device {device}")
-        if dtype is None or dtype == self.dtype:
-            return self
-        y = copy_(torch.empty_like(self.data, dtype=dtype), self.data)
-        if not y.is_floating_point():
-            return Tensor(y)  # no gradient flows through an integer tensor (torch's rule)
-        return record("to", y, (self,), lambda g: (copy_(Tensor._empty_in_layout(self.data), g),))
-
-    def float(self):
-        return self.to(torch.float32)
-
-    def half(self):
-        return self.to(torch.float16)
-
-    def bfloat16(self):
-        return self.to(torch.bfloat16)
-
-    def contiguous(self):
-        """self when contiguous, else a contiguous copy (on the tape)."""
-        if self.data.is_contiguous():
-            return self
-        return record("contiguous", self.data.contiguous(), (self,), lambda g: (_in_layout(g, self.data),))
-
-    @staticmethod
-    def _empty_in_layout(x):
-        """An uninitialised tensor shaped like x, contiguous in x's layout (NCHW or channels-last),
-        as the tape keeps gradients."""
-        return torch.empty_like(x, memory_format=memory_format(is_channels_last(x)))
-
-    @staticmethod
-    def _basic_index(index):
-        """index as a tuple, checked to hold only what basic indexing takes."""
-        def is_int(v):
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced
-        items = index if isinstance(index, tuple) else (index,)
-        for item in items:
-            if item is None or item is Ellipsis or is_int(item):
-                continue
-            if not isinstance(item, slice):
-                raise TypeError(f"tnet.Tensor indexing: only basic slicing is supported (ints, slices, None, ...), "
-                                f"got a {type(item).__name__}; advanced indexing (tensors, lists, bools) is not")
-            if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
-                raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
-            if item.step is not None and item.step <= 0:
-                raise ValueError(f"tnet.Tensor indexing: step must be greater than zero, got {item}")
-        return items
-
-    @staticmethod
-    def _dim(dim, ndim):
-        """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
-        top = max(ndim, 1)
-        if not -top <= dim < top:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {dim})")
-        return dim % top
-
     def detach(self):
         return Tensor(self.data)
-
-    def reshape(self, *shape):
-        from .functional import reshape
-        return reshape(self, *shape)
-
-    def __matmul__(self, other):
-        from .functional import matmul
-        return matmul(self, other)
-
-    # Arithmetic and reductions: PyTorch's operators and methods, each a call into functional.
-    def __add__(self, other):
-        from . import functional as F
-        return F.add(self, other)
-
-    def __radd__(self, other):
-        from . import functional as F
-        return F.add(other, self)
-
-    def __sub__(self, other):
-        from . import functional as F
-        return F.sub(self, other)
-
-    def __rsub__(self, other):
-        from . import functional as F
-        return F.sub(other, self)
-
-    def __mul__(self, other):
-        from . import functional as F
-        return F.mul(self, other)
-
-    def __rmul__(self, other):
-        from . import functional as F
-        return F.mul(other, self)
-
-    def __truediv__(self, other):
-        from . import functional as F
-        return F.div(self, other)
-
-    def __rtruediv__(self, other):
-        from . import functional as F
-        return F.div(other, self)
-
-    def __neg__(self):
-        from . import functional as F
-        return F.neg(self)
-
-    def __pow__(self, exponent):
-        from . import functional as F
-        return F.pow(self, exponent)
-
-    def exp(self):
-        from . import functional as F
-        return F.exp(self)
-
-    def log(self):
-        from . import functional as F
-        return F.log(self)
-
-    def sqrt(self):
-        from . import functional as F
-        return F.sqrt(self)
-
-    def sum(self, dim=None, keepdim=False):
-        from . import functional as F
-        return F.sum(self, dim, keepdim)
-
-    def mean(self, dim=None, keepdim=False):
-        from . import functional as F
-        return F.mean(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim=False):
-        from . import functional as F
-        return F.max(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim=False):
-        from . import functional as F
-        return F.argmax(self, dim, keepdim)
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
@@ -338,7 +156,7 @@ class Tensor:
                 raise ValueError(f"backward: grad can be omitted only for a scalar, this tensor is {self.shape}")
             grad = torch.ones_like(self.data)
         else:
-            grad = _as_storage(grad, self.dtype)
+            grad = as_storage(grad, self.dtype)
             if tuple(grad.shape) != self.shape:
                 raise ValueError(f"backward: grad is {tuple(grad.shape)} but the tensor is {self.shape}")
 
@@ -361,7 +179,7 @@ class Tensor:
                 raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
             if g is not None:
                 entry.check_versions()
-                g = _in_layout(g, t.data)
+                g = in_layout(g, t.data)
                 timer = _backward_timer[0]
                 gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
                 for x, gx in zip(entry.inputs, gxs):
@@ -369,26 +187,40 @@ class Tensor:
                         continue
                     assert tuple(gx.shape) == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
                     if gx.dtype != x.dtype:
-                        gx = copy_(Tensor._empty_in_layout(x.data), gx)
+                        gx = copy_(empty_in_layout(x.data), gx)
                     if x._entry is None:
                         _accumulate_leaf(x, gx)
                     elif id(x) in grads:  # used twice: a fresh buffer, as gx may be a view
-                        grads[id(x)] = add_(grads[id(x)].clone(), _in_layout(gx, grads[id(x)]))
+                        grads[id(x)] = add_(grads[id(x)].clone(), in_layout(gx, grads[id(x)]))
                     else:
                         grads[id(x)] = gx
             entry.backward = None  # frees what the closure saved
             entry.inputs = entry.saved = ()
 
 
-def _in_layout(g, like):
+def in_layout(g, like):
     """g, contiguous in the memory layout (NCHW or channels-last) of `like`, the tensor it is
     the gradient of: kernels take their operands in one layout, and ops such as reshape or
     a user's seed hand back NCHW. A copy only where the layouts differ."""
     return g.contiguous(memory_format=memory_format(is_channels_last(like)))  # g itself if already so
 
 
+def dim_index(dim, ndim):
+    """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
+    top = max(ndim, 1)
+    if not -top <= dim < top:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {dim})")
+    return dim % top
+
+
+def empty_in_layout(x):
+    """An uninitialised tensor shaped like x, contiguous in x's layout (NCHW or channels-last),
+    as the tape keeps gradients."""
+    return torch.empty_like(x, memory_format=memory_format(is_channels_last(x)))
+
+
 def _accumulate_leaf(x, g):
-    g = _in_layout(g, x.data)
+    g = in_layout(g, x.data)
     if x.grad is None:
         x.grad = Tensor(g.clone() if g._base is not None else g)
     else:
@@ -409,7 +241,7 @@ def record(op, data, inputs, backward, saved=()):
 
 def tensor(data, requires_grad=False, dtype=None):
     """A tnet.Tensor from a numpy array, torch tensor or list: float32 by default, int64 stays int64."""
-    t = Tensor(_as_storage(data, dtype), requires_grad=requires_grad)
+    t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.data.is_floating_point():
         raise ValueError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")
     return t

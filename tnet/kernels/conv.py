@@ -25,70 +25,35 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
-from .gemm import _SMS, _shape, mma, pick_precision
+from .autotune import autotune
+from .gemm import SMS, shape_text, mma, pick_precision
+from .launch import FLOATS, cdiv, check, check_float, memory_format, out_size, pair, tile_config
 from .reduce import sum_except
-
-
-def out_size(size, kernel, stride, pad, ceil_mode=False):
-    """Output length of a sliding window; ceil mode drops a last window that starts in the
-    padding (Caffe's and PyTorch's rule)."""
-    span = size + 2 * pad - kernel
-    check(span >= 0, f"window of {kernel} with padding {pad} does not fit an input of {size}")
-    n = (-(-span // stride) if ceil_mode else span // stride) + 1
-    if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
-        n -= 1
-    return n
-
-
-def is_channels_last(x):
-    """Whether x [N, C, H, W] lies in channels-last memory (torch.channels_last: NHWC order)
-    and not also in NCHW order (C == 1 or H == W == 1 make the two orders the same)."""
-    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
-
-
-def memory_format(channels_last):
-    """torch's memory format for a layout: channels-last, or NCHW (contiguous)."""
-    return torch.channels_last if channels_last else torch.contiguous_format
-
-
-def keeps_channels_last(channels):
-    """Whether activations of this many channels are kept channels-last, where the
-    convolutions read them fastest (a few channels, RGB, may stay NCHW)."""
-    return channels >= 16
 
 
 def reads_vectors(channels):
     """Whether the convolutions read images of this many channels a tap at a time, as channel
-    vectors; narrower ones are gathered as K = (i, j, c). On the H200 airbench's 24 channels
-    ran 1.3x (forward) to 2.2x (weight gradient) faster gathered, in steps of 64 of K = 216,
-    than as 9 taps of 24 channels masked to 32 (bf16, b1024); 32 channels fill a step."""
+    vectors; narrower ones are gathered as K = (i, j, c), which wastes no lanes on masked
+    channels (airbench's 24 ran faster gathered: docs/results.md, tuning notes); 32 channels fill
+    a step."""
     return channels >= 32
 
 
-def _config(bm, bn, bk, warps, stages):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, num_warps=warps, num_stages=stages)
-
-
-# From the tuning on the H200 (bench.py convs, and the autotuner's picks in airbench94's fp16
-# step on 2026-12-02: 256x128x64 for the 256-channel forwards and weight gradients, 64x128x64
-# for 24 -> 64's weight gradient); small tiles for cifar10_quick's 32 to 64 channels, large
-# ones for airbench's 256; BLOCK_K is the K step (channels of one tap).
-_CONV_CONFIGS = [_config(64, 32, 32, 4, 4), _config(128, 64, 32, 4, 4), _config(128, 128, 32, 8, 4),
-                 _config(128, 128, 64, 8, 3), _config(128, 256, 64, 8, 3), _config(64, 64, 32, 4, 4),
-                 _config(64, 32, 16, 4, 4), _config(128, 64, 64, 4, 3), _config(256, 128, 64, 8, 3)]
-_GRAD_CONFIGS = [_config(32, 32, 64, 4, 3), _config(64, 64, 64, 4, 3), _config(128, 128, 64, 8, 3),
-                 _config(128, 64, 64, 4, 4), _config(128, 64, 32, 4, 4), _config(32, 64, 64, 4, 3),
-                 _config(128, 128, 32, 8, 4), _config(64, 128, 64, 4, 4), _config(256, 128, 64, 8, 3)]
+_CONV_CONFIGS = [tile_config(64, 32, 32, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(128, 128, 32, 8, 4),
+                 tile_config(128, 128, 64, 8, 3), tile_config(128, 256, 64, 8, 3), tile_config(64, 64, 32, 4, 4),
+                 tile_config(64, 32, 16, 4, 4), tile_config(128, 64, 64, 4, 3), tile_config(256, 128, 64, 8, 3)]
+_GRAD_CONFIGS = [tile_config(32, 32, 64, 4, 3), tile_config(64, 64, 64, 4, 3), tile_config(128, 128, 64, 8, 3),
+                 tile_config(128, 64, 64, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(32, 64, 64, 4, 3),
+                 tile_config(128, 128, 32, 8, 4), tile_config(64, 128, 64, 4, 4), tile_config(256, 128, 64, 8, 3)]
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
 PARTS_WAVES = 4  # conv2d_weight's parts fill at most this many waves of programs
 # GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
-# part sum's ~1.2 TB/s against the weight gradient's ~600 TFLOP/s (H200, fp16, 2026-12-02)
+# part sum's memory bandwidth against the weight gradient's tensor-core rate
 PART_SUM_FLOPS = 2000
 
 
-SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (the H200 has 227 KB a block)
-SM_SHARED_MEMORY = 228 * 1024  # an H200 SM's, shared by the programs resident on it
+SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (a Hopper block has 227 KB)
+SM_SHARED_MEMORY = 228 * 1024  # a Hopper SM's, shared by the programs resident on it
 
 
 def stage_bytes(config, precision):
@@ -165,8 +130,7 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
     return img * stride_xn + h * stride_xh + w * stride_xw + c * stride_xc
 
 
-# The interpreter's big blocks: it pays per program and per op, so 1024-pixel blocks made a CPU
-# training step 2.5x faster than 256 (cifar10_quick at b25: 50 -> 20 s on 2 cores)
+# 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW",
                               "TRANSPOSED", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_conv}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
@@ -286,14 +250,13 @@ def is_dense_nhwc(x):
     return x.is_contiguous(memory_format=torch.channels_last)
 
 
-def _parts(npix, blocks, resident=1):
+def weight_grad_parts(npix, blocks, resident=1):
     """How many pixel parts conv2d_weight splits into, for a tile that makes `blocks` programs
     per part, `resident` of them at a time on an SM: the count that fills 1 to PARTS_WAVES
     whole waves of programs best, by a model of the time (the busiest program slot's pixels,
-    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long. On
-    the H200 it took airbench94's 256 -> 256 weight gradient at 7x7 from 29 parts to 7 (one
-    wave of 126 programs, a quarter of the sums' traffic): 160 -> 123 us, the sums included."""
-    return _best_parts(npix, blocks, _SMS * resident, PART_ALIGN)
+    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long.
+    Whole waves leave no SM idle at the end; fewer parts cut the sums' traffic."""
+    return _best_parts(npix, blocks, SMS * resident, PART_ALIGN)
 
 
 @functools.lru_cache(maxsize=4096)  # every launch asks, for each config (a call's buffer size)
@@ -322,25 +285,21 @@ def _resident_of(bm, bn, bk, precision):
     return 1 if config is None else max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
 
 
-def _pair(v):
-    return (v, v) if isinstance(v, int) else tuple(v)
-
-
 def _check_image4(name, x, arg):
     check(x.dim() == 4 and x.numel() < 2**31,
-          lambda: f"{name}: {arg} must be a 4-D [N, C, H, W] tensor under 2^31 elements, got {_shape(x)}")
+          lambda: f"{name}: {arg} must be a 4-D [N, C, H, W] tensor under 2^31 elements, got {shape_text(x)}")
     check_float(name, x, arg)
 
 
 def _check_weight(name, w, c, device):
     check(w.dim() == 4 and w.shape[1] == c and w.device == device,
-          lambda: f"{name}: the weight is {_shape(w)} on {w.device}; it must be [Cout, {c}, kh, kw] on {device}")
+          lambda: f"{name}: the weight is {shape_text(w)} on {w.device}; it must be [Cout, {c}, kh, kw] on {device}")
     check_float(name, w, "weight")
 
 
 def _check_dy(name, dy, n, cout, oh, ow, device):
     check(dy.dim() == 4 and tuple(dy.shape) == (n, cout, oh, ow) and dy.device == device,
-          lambda: f"{name}: grad_output is {_shape(dy)} on {dy.device}; the convolution gives "
+          lambda: f"{name}: grad_output is {shape_text(dy)} on {dy.device}; the convolution gives "
                   f"[{n}, {cout}, {oh}, {ow}] on {device}")
     check_float(name, dy, "grad_output")
 
@@ -370,7 +329,7 @@ def conv2d(x, w, stride=1, padding=0, *, bias=None, relu=False, precision=None, 
     channels-last, in out_dtype (default x's dtype). bias: a float vector of Cout."""
     _check_image4("conv2d", x, "input")
     _check_weight("conv2d", w, x.shape[1], x.device)
-    stride, padding = _pair(stride), _pair(padding)
+    stride, padding = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
     cout, kernel = w.shape[0], tuple(w.shape[2:])
     check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
           lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
@@ -384,10 +343,9 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, *, precis
     convolution by weight [Cout, C, kh, kw], for its output gradient grad_output (torch.nn.grad's
     argument order). The transposed convolution: the same kernel, reading dy at the pixels that
     each input pixel reaches, the weight's channel axes swapped through strides. An fp32 weight
-    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands (reading
-    a channels-last weight instead made cifar10_quick's b1024 step 40 us slower on the H200)."""
+    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands."""
     N, C, H, W = input_size
-    stride, padding = _pair(stride), _pair(padding)
+    stride, padding = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
     _check_weight("conv2d_input", weight, C, grad_output.device)
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
     OH, OW = (out_size((H, W)[d], kernel[d], stride[d], padding[d]) for d in range(2))
@@ -409,8 +367,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     _check_image4("conv2d_weight", input, "input")
     N, C, H, W = input.shape
     cout, c, KH, KW = weight_size
-    check(c == C, lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {_shape(input)}")
-    (SH, SW), (PH, PW) = _pair(stride), _pair(padding)
+    check(c == C, lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)}")
+    (SH, SW), (PH, PW) = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
     OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
     _check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     dy = grad_output.contiguous(memory_format=torch.channels_last)
@@ -422,7 +380,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, preci
     blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
     # the parts of each tile (none beyond the pixels): the launch's grid, called with the config
     # that runs, tells which
-    parts_of = lambda meta: min(parts or _parts(npix, blocks(meta), _resident(meta, precision)),
+    parts_of = lambda meta: min(parts or weight_grad_parts(npix, blocks(meta), _resident(meta, precision)),
                                 cdiv(npix, PART_ALIGN))
     most = max(parts_of(c.kwargs) for c in _GRAD_CONFIGS)
     dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,

@@ -7,10 +7,9 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import autotune, cdiv, check
+from .autotune import autotune
+from .launch import BLOCK_CONFIGS, check, grid1d
 
-_CONFIGS = [triton.Config({"BLOCK": 2048}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
-            triton.Config({"BLOCK": 4096}, num_warps=8)]
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32)
 MAX_DIMS = 4
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
@@ -27,7 +26,7 @@ def cast(x, dtype: tl.constexpr):
     return x.to(dtype)
 
 
-@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def copy_kernel(dst_ptr, src_ptr, n, size1, size2, size3, dst0, dst1, dst2, dst3, src0, src1, src2, src3,
                 BLOCK: tl.constexpr):
@@ -86,5 +85,5 @@ def copy_(dst, src):
     sizes, dst_strides, src_strides = [1] * pad + sizes, [0] * pad + dst_strides, [0] * pad + src_strides
     n = dst.numel()
     if n:
-        copy_kernel[lambda meta: (cdiv(n, meta["BLOCK"]),)](dst, src, n, *sizes[1:], *dst_strides, *src_strides)
+        copy_kernel[grid1d(n)](dst, src, n, *sizes[1:], *dst_strides, *src_strides)
     return dst

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import FLOATS, cdiv, check, check_float
+from .launch import FLOATS, cdiv, check, check_float
 
 # Images per program. The interpreter pays per program and per op, not per element, so it
 # gets a few big programs; on the GPU one CIFAR image (3072 floats) per program keeps the

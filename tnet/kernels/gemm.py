@@ -20,13 +20,14 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .autotune import autotune
+from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
 from .reduce import sum_except
 
 PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
 _LOW = {torch.bfloat16: "bf16", torch.float16: "fp16"}  # a 16-bit dtype's own precision
-_SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
+SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
 _default = {"precision": "tf32"}
 _allocator = []  # set once Triton has an allocator for gemm_tma_kernel's descriptors
 
@@ -43,24 +44,11 @@ def get_precision():
     return _default["precision"]
 
 
-def _config(bm, bn, bk, warps, stages):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-                         num_warps=warps, num_stages=stages)
-
-
-# The large tiles are the best measured on the H200 (bench.py gemm, 2048^3 to 8192^3):
-# 128x256x64 with 4 stages for bf16, 128x256x32 for tf32, 256x128x32 and 64x128x32 for ieee.
-_CONFIGS = [
-    _config(64, 64, 32, 4, 4),
-    _config(128, 128, 32, 8, 3),
-    _config(128, 256, 32, 8, 3),
-    _config(256, 128, 32, 8, 3),
-    _config(128, 256, 64, 8, 4),
-    _config(64, 128, 32, 4, 4),
-    _config(128, 64, 32, 4, 4),
-    _config(64, 32, 32, 4, 4),
-    _config(32, 64, 32, 4, 4),
-]
+# Small tiles for small products; the large ones are each precision's best for large products
+# (bench.py gemm; docs/results.md, tuning notes).
+_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [
+    (64, 64, 32, 4, 4), (128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (256, 128, 32, 8, 3), (128, 256, 64, 8, 4),
+    (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 32, 32, 4, 4), (32, 64, 32, 4, 4)]]
 SPLIT_WAVES = 2  # split-K over the batch aims at this many programs per SM
 TRANSPOSE_MIN = 512  # tf32 products with M and K from this size read B from a K-major copy;
 # 2-D tf32, bf16 and fp16 ones with N from this size too run gemm_tma_kernel
@@ -216,14 +204,11 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
                  mask=mask_m[:, None] & mask_n[None, :])
 
 
-# Measured on the H200 for tf32 products of 2048^3 to 8192^3 (2026-11-29): 128x128x32 tiles
-# with 4 warps and 4-5 stages ran at 0.91-0.97x of cuBLAS before B's transposed copy; with
-# 6 stages the tile overflows shared memory once a bias is added, larger tiles always do.
-_TMA_CONFIGS = [_config(128, 128, 32, 4, 4), _config(128, 128, 32, 4, 5), _config(128, 128, 32, 8, 5)]
-# 16-bit tiles, not yet timed: 128x256x64 with 3 stages (Triton's persistent-matmul tutorial's
-# choice for fp16 on the H100) needed 278 KB of shared memory under triton 3.6 on the H200
-# (227 KB), so 128x128x64 it is.
-_TMA16_CONFIGS = [_config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 4)]
+# tf32 tiles: the largest whose stages fit shared memory with a bias added (docs/results.md,
+# tuning notes).
+_TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5)]]
+# 16-bit tiles: 128x128x64, as 128x256x64 needs more shared memory than a Hopper block has.
+_TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4)]]
 _TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
                    interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 gemm_tma_tuned = autotune(_TMA_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # tf32
@@ -262,7 +247,7 @@ def _launch_tma(a, b, out, *, a_t, b_t, precision, bias=None, bias_kind=0, relu=
     args = (a, b, out, bias if bias is not None else out, M, N, K,
             a.stride(1 if a_t else 0), b.stride(1 if b_t else 0), out.stride(0))
     meta = dict(A_T=a_t, B_T=b_t, BIAS=bias_kind, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
-                NUM_SMS=_SMS or 4)
+                NUM_SMS=SMS or 4)
     grid = lambda meta: (min(meta["NUM_SMS"], cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
     if config is None:
         (gemm_tma_tuned if precision == "tf32" else gemm_tma16_tuned)[grid](*args, **meta)
@@ -274,9 +259,8 @@ def _launch_tma(a, b, out, *, a_t, b_t, precision, bias=None, bias_kind=0, relu=
 def _k_major(b):
     """b [K, N] or [batch, K, N] as a view of a contiguous [N, K] or [batch, N, K] copy.
     Hopper's tf32 tensor-core instruction reads both operands K-major from shared memory:
-    with an N-major B, Triton routes every B tile through registers to transpose it, which
-    ran at 0.4x of cuBLAS where a K-major B ran at 0.7-0.8x, so large tf32 products pay for
-    one transposed copy."""
+    with an N-major B, Triton routes every B tile through registers to transpose it, at about
+    half the speed, so large tf32 products pay for one transposed copy."""
     *batch, K, N = b.shape
     bt = torch.empty((*batch, N, K), device=b.device, dtype=b.dtype)
     grid = (cdiv(K, 64) * cdiv(N, 64), batch[0] if batch else 1)
@@ -293,7 +277,7 @@ def _strides(x):
     return (s[0] if x.shape[0] > 1 else 0, s[1], s[2])
 
 
-def _shape(x):
+def shape_text(x):
     return "x".join(map(str, x.shape))
 
 
@@ -332,7 +316,7 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
         # gradients: a 32x75 output summed over 100 images); the parts, fp32 whatever out's
         # dtype, are summed after.
         tiles = cdiv(M, 64) * cdiv(N, 64)
-        parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, SPLIT_WAVES * _SMS // tiles))
+        parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, SPLIT_WAVES * SMS // tiles))
         per = cdiv(batch, parts)
         parts = cdiv(batch, per)
         if parts > 1:
@@ -376,13 +360,13 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, out_dtype=None,
     check(a.dtype == b.dtype or torch.float32 in (a.dtype, b.dtype),
           lambda: f"matmul: a is {a.dtype} but b is {b.dtype}: float16 and bfloat16 do not mix, cast one")
     check(a.dim() in (2, 3) and b.dim() in (2, 3),
-          lambda: f"matmul: a and b must be 2-D or 3-D, got shapes {_shape(a)} and {_shape(b)}")
+          lambda: f"matmul: a and b must be 2-D or 3-D, got shapes {shape_text(a)} and {shape_text(b)}")
     a_batch, M, K = a.shape if a.dim() == 3 else (1, *a.shape)
     b_batch, b_rows, N = b.shape if b.dim() == 3 else (1, *b.shape)
-    check(K == b_rows, lambda: f"matmul: a is {_shape(a)} but b is {_shape(b)}")
+    check(K == b_rows, lambda: f"matmul: a is {shape_text(a)} but b is {shape_text(b)}")
     batch = max(a_batch, b_batch)
     check(a_batch in (1, batch) and b_batch in (1, batch),
-          lambda: f"matmul: batch sizes differ, a is {_shape(a)} but b is {_shape(b)}")
+          lambda: f"matmul: batch sizes differ, a is {shape_text(a)} but b is {shape_text(b)}")
     precision = pick_precision("matmul", precision, a, b)
 
     out_shape = (M, N) if sum_batch or (a.dim() == 2 and b.dim() == 2) else (batch, M, N)
@@ -393,7 +377,7 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, out_dtype=None,
         check(out_dtype in FLOATS, lambda: f"matmul: out_dtype must be float32, float16 or bfloat16, got {out_dtype}")
         out = torch.empty(out_shape, device=a.device, dtype=out_dtype)
     check(out.shape == out_shape,
-          lambda: f"matmul: out is {_shape(out)} but a {_shape(a)} @ b {_shape(b)} is {'x'.join(map(str, out_shape))}")
+          lambda: f"matmul: out is {shape_text(out)} but a {shape_text(a)} @ b {shape_text(b)} is {'x'.join(map(str, out_shape))}")
     check(out.dtype in FLOATS and out_dtype in (None, out.dtype) and out.device == a.device,
           lambda: f"matmul: out must be float32, float16 or bfloat16 on a's device ({a.device}), as out_dtype "
                   f"({out_dtype}) says if given; got {out.dtype} on {out.device}")

@@ -33,8 +33,8 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
-from .conv import is_channels_last
+from .autotune import autotune
+from .launch import FLOATS, cdiv, check, check_float, is_channels_last
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -322,7 +322,7 @@ def _act(name, activation):
     return activation == "gelu"
 
 
-def _parts(R):
+def _row_parts(R):
     """(chunk, S): rows per part and the number of parts."""
     chunk = cdiv(max(ROWS_MIN, cdiv(R, MAX_PARTS)), ROWS_MIN) * ROWS_MIN
     return chunk, cdiv(R, chunk)
@@ -377,7 +377,7 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
                   f"{tuple(count.shape)} {count.dtype} on {count.device}")
     check(momentum is not None or not track or count is not None,
           "batch_norm: momentum=None (the cumulative average) needs num_batches_tracked")
-    chunk, S = _parts(R)
+    chunk, S = _row_parts(R)
     part = torch.empty((max(S, 1), 2, C), device=x.device, dtype=torch.float32)
     mean = torch.empty(C, device=x.device, dtype=torch.float32)
     invstd = torch.empty(C, device=x.device, dtype=torch.float32)
@@ -427,7 +427,7 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
     w, b = x if weight is None else weight, x if bias is None else bias
     sums = None
     if need_params or (need_x and not running):
-        chunk, S = _parts(R)
+        chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
         batch_norm_backward_reduce_kernel[_parts_grid(S, C)](dy, x, mean, stat, w, b, part, R, C, chunk, float(eps),
                                                              **flags)

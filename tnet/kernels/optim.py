@@ -17,9 +17,9 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from ._autotune import cdiv, check, check_float
+from .launch import cdiv, check, check_float
 from .copy import cast, copy_
-from .elementwise import check_like
+from .pointwise import check_like
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
 # cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.

@@ -1,5 +1,7 @@
-"""Pointwise kernels: arithmetic with PyTorch's broadcasting, element-wise functions, activations
-and their gradients, all through one kernel whose OP is a compile-time name.
+"""Pointwise kernels, of two kinds.
+
+Broadcasting: arithmetic with PyTorch's broadcasting, element-wise functions, activations and
+their gradients, all through one kernel whose OP is a compile-time name.
 
 Operands are tensors of any strides (stride 0 on broadcast axes), or one Python number; float32,
 float16 or bfloat16, computed in fp32, the output in their promoted dtype (result_type). The
@@ -7,16 +9,18 @@ output is dense: channels-last when the first operand of the output's full shape
 contiguous. The launcher walks the axes in the output's memory order and merges those that
 every operand steps through evenly, so dense operands laid out alike (a residual sum of two
 channels-last activations) run as one flat pass, and a channels-last activation plus a
-[1, C, 1, 1] bias as a 2-D one."""
+[1, C, 1, 1] bias as a 2-D one.
+
+Flat: ReLU forward and backward, in-place add and scale, each a kernel of its own over the flat
+memory of dense tensors laid out alike (contiguous or channels-last, see check_like), whose
+operands may differ in dtype: the tape's gradient sums and the fused steps call these, where a
+broadcast's strides would cost host time and registers for nothing."""
 import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, autotune, cdiv, check
-from .conv import is_channels_last, memory_format
-
-_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 4096}, num_warps=8),
-            triton.Config({"BLOCK": 2048}, num_warps=4)]
+from .autotune import autotune
+from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, memory_format
 
 # Operand count of each OP. Backward OPs take the output gradient first.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
@@ -114,7 +118,7 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
     return y
 
 
-@autotune(_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
 @triton.jit
 def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_strides, c_strides,
                      OP: tl.constexpr, ARITY: tl.constexpr, SCALAR: tl.constexpr, FLAT: tl.constexpr,
@@ -249,7 +253,7 @@ def _launch(op, operands, channels_last=None, route_dim=None):
               f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
     ptrs = [x if isinstance(x, torch.Tensor) else y for x in slots]
     scalar = float(operands[scalars[0]]) if scalars else 0.0
-    pointwise_kernel[lambda meta: (cdiv(n, meta["BLOCK"]),)](
+    pointwise_kernel[grid1d(n)](
         *ptrs, y, n, scalar, tuple(sizes), *map(tuple, strides),
         OP=op, ARITY=ARITY[op], SCALAR=scalars[0] if scalars else -1, FLAT=flat, ROUTE=route)
     return y
@@ -270,3 +274,89 @@ def route(g, indices, shape, dim, channels_last=False):
           f"route: g {tuple(g.shape)} and indices {tuple(indices.shape)} must be {tuple(shape)} with 1 at dim {dim}")
     return _launch("route", (g.expand(shape), indices.expand(shape)), channels_last, route_dim=dim)
 
+
+def check_like(name, *xs):
+    """Float tensors of one shape and device, dense in one layout (contiguous or channels-last):
+    the kernels run over their flat memory."""
+    first = xs[0]
+    for x in xs:
+        check(x.shape == first.shape, lambda: f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
+        check(x.device == first.device, lambda: f"{name}: tensors on {first.device} and {x.device}")
+        check_float(name, x, "operands")
+        check(is_channels_last(x) == is_channels_last(first) and is_flat(x),
+              lambda: f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
+
+
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """y = max(x, 0) over n elements."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@triton.jit
+def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    """dx = 0 where the ReLU's output y <= 0, else dy (torch's threshold_backward: a NaN y passes dy)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
+    dy = tl.load(dy_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(dx_ptr + offs, tl.where(y <= 0.0, 0.0, dy).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
+@triton.jit
+def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """x += y over n elements."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(x_ptr + offs, (x + y).to(x_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
+@triton.jit
+def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
+    """x *= s[0]: the scalar is read on the device, so no host synchronisation."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    s = tl.load(s_ptr).to(tl.float32)
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(x_ptr + offs, (x * s).to(x_ptr.dtype.element_ty), mask=mask)
+
+
+def relu(x, out=None):
+    """max(x, 0) into out (default: a new tensor like x)."""
+    out = torch.empty_like(x) if out is None else out
+    check_like("relu", x, out)
+    relu_kernel[grid1d(x.numel())](x, out, x.numel())
+    return out
+
+
+def relu_backward(y, dy):
+    """dy where the ReLU's output y > 0, else 0: a new tensor like dy."""
+    check_like("relu_backward", y, dy)
+    dx = torch.empty_like(dy)
+    relu_backward_kernel[grid1d(y.numel())](y, dy, dx, y.numel())
+    return dx
+
+
+def add_(x, y):
+    """x += y in place (y cast to x's dtype, the sum in fp32); returns x."""
+    check_like("add_", x, y)
+    add_kernel[grid1d(x.numel())](x, y, x.numel())
+    return x
+
+
+def scale_(x, s):
+    """x *= s in place, where s is a one-element float device tensor; returns x."""
+    check_like("scale_", x)
+    check(s.numel() == 1 and s.device == x.device and s.dtype in FLOATS,
+          f"scale_: s must be one float element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
+    scale_kernel[grid1d(x.numel())](x, s, x.numel())
+    return x

@@ -12,8 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import autotune, cdiv, check, check_float
-from .conv import is_channels_last, memory_format, out_size
+from .autotune import autotune
+from .launch import cdiv, check, check_float, is_channels_last, memory_format, out_size
 
 # BLOCK: elements (pixels x channels) per program. 8 per thread: 16-byte vectors of 16-bit values
 # and 8-byte ones of int8 arg in the same layout (16 per thread took an 8 KB shared-memory

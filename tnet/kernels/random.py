@@ -12,11 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
-from .conv import is_channels_last
-
-_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),
-            triton.Config({"BLOCK": 512}, num_warps=4)]
+from .autotune import autotune
+from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_flat
 
 
 @triton.jit
@@ -29,7 +26,7 @@ def take_kernel(state_ptr, snapshot_ptr, n):
     tl.store(state_ptr + 1, offset + n)
 
 
-@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def random_kernel(out_ptr, snapshot_ptr, n, NORMAL: tl.constexpr, BLOCK: tl.constexpr):
     """out [n] = uniform [0, 1) numbers, or standard normal ones with NORMAL, for the Philox
@@ -43,7 +40,7 @@ def random_kernel(out_ptr, snapshot_ptr, n, NORMAL: tl.constexpr, BLOCK: tl.cons
     tl.store(out_ptr + i, x.to(out_ptr.dtype.element_ty), mask=i < n)
 
 
-@autotune(_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
 @triton.jit
 def dropout_kernel(x_ptr, y_ptr, snapshot_ptr, n, p, scale, BLOCK: tl.constexpr):
     """y [n] = x * scale where the uniform number of counter snapshot[1] + i is >= p, else 0.
@@ -53,15 +50,6 @@ def dropout_kernel(x_ptr, y_ptr, snapshot_ptr, n, p, scale, BLOCK: tl.constexpr)
     keep = tl.rand(tl.load(snapshot_ptr), tl.load(snapshot_ptr + 1) + i) >= p
     x = tl.load(x_ptr + i, mask=mask).to(tl.float32)
     tl.store(y_ptr + i, tl.where(keep, x * scale, 0.0).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _grid(n):
-    return lambda meta: (cdiv(n, meta["BLOCK"]),)
-
-
-def is_dense(x):
-    """Contiguous, or channels-last: flat memory holds exactly the tensor's elements."""
-    return x.is_contiguous() or is_channels_last(x)
 
 
 def take(state, n):
@@ -78,12 +66,12 @@ def fill_random_(out, state, normal=False):
     """Fill a dense float tensor with uniform [0, 1) numbers (standard normal ones with normal=True)
     in memory order; returns out."""
     check(out.dtype in FLOATS, f"random: expected a float tensor, got {out.dtype}")
-    check(is_dense(out), f"random: expected a contiguous or channels-last tensor, got strides {out.stride()}")
+    check(is_flat(out), f"random: expected a contiguous or channels-last tensor, got strides {out.stride()}")
     check(out.device == state.device, f"random: out on {out.device}, the generator on {state.device}")
     n = out.numel()
     snapshot = take(state, n)
     if n:
-        random_kernel[_grid(n)](out, snapshot, n, NORMAL=normal)
+        random_kernel[grid1d(n)](out, snapshot, n, NORMAL=normal)
     return out
 
 
@@ -95,11 +83,11 @@ def dropout(x, p, snapshot):
     element written and read back; Philox is a few dozen integer operations per element,
     hidden under the memory traffic)."""
     check_float("dropout", x)
-    check(is_dense(x), f"dropout: expected a contiguous or channels-last tensor, got strides {x.stride()}")
+    check(is_flat(x), f"dropout: expected a contiguous or channels-last tensor, got strides {x.stride()}")
     check(0.0 <= p <= 1.0, f"dropout: p must be in [0, 1], got {p}")
     check(snapshot.device == x.device, f"dropout: x on {x.device}, the snapshot on {snapshot.device}")
     y = torch.empty_like(x)
     n = x.numel()
     if n:
-        dropout_kernel[_grid(n)](x, y, snapshot, n, float(p), 0.0 if p == 1 else 1.0 / (1.0 - p))
+        dropout_kernel[grid1d(n)](x, y, snapshot, n, float(p), 0.0 if p == 1 else 1.0 / (1.0 - p))
     return y

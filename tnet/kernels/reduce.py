@@ -6,7 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, autotune, cdiv, check, check_float
+from .autotune import autotune
+from .launch import FLOATS, cdiv, check, check_float
 
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
@@ -16,8 +17,9 @@ _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             # few long rows: a weight gradient's pixel parts
             triton.Config({"BLOCK_R": 16, "BLOCK_J": 256}, num_warps=4),
             triton.Config({"BLOCK_R": 8, "BLOCK_J": 1024}, num_warps=8)]
-CHUNK = 1024  # reduced elements per program: long sums are split, then the parts summed
-# (4096: a cifar10_quick b100 graphed step 10 us slower on the H200, too few programs for the bias sums)
+# Reduced elements per program: long sums are split, then the parts summed. Larger chunks leave
+# too few programs for a small batch's bias sums (docs/results.md, tuning notes).
+CHUNK = 1024
 
 
 @autotune(_CONFIGS, key=["I", "J", "L"], interpret={"BLOCK_R": 4096, "BLOCK_J": 16})

@@ -6,7 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._autotune import FLOATS, InputIndexError, autotune, cdiv, check, check_float
+from .autotune import autotune
+from .launch import FLOATS, InputIndexError, cdiv, check, check_float
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
@@ -14,8 +15,8 @@ _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}
 # Padding lanes hold -inf (a finite -3e38 would count against a row of -3e38s), set in fp32 after
 # the load; a row of all -inf then gives NaN, as torch, and rows past R are never stored.
 NEG = tl.constexpr(float("-inf"))
-# cross_entropy_kernel's rows per program hold up to this many logits: 128 of CIFAR-10's (one
-# program of all 1024 rows took 23-27 us on the H200, eight steps of 128 rows in it 30)
+# cross_entropy_kernel's rows per program hold up to this many logits (128 of CIFAR-10's rows):
+# a small batch's loss in one program, with its sum written directly
 CE_STEP = 2048
 
 

@@ -1,7 +1,7 @@
-"""`triton.autotune` for tnet's kernels, and the launchers' input check."""
+"""`triton.autotune` for tnet's kernels: the interpreter's single config, the chosen config
+remembered per key, and timing as a captured training step runs a kernel."""
 import os
 
-import torch
 import triton
 import triton.testing
 
@@ -16,9 +16,10 @@ TUNE = MODE != "0"
 
 def autotune(configs, key, interpret=None, **kwargs):
     """Autotune over `configs` on the GPU, keyed on `key`. The interpreter cannot benchmark
-    (see TRITON_NOTES.md), so there only the first config runs, with the block sizes in
+    (docs/triton.md), so there only the first config runs, with the block sizes in
     `interpret` put over it: the interpreter pays per program and per op, not per element,
     so big blocks make CPU runs many times faster."""
+    every = list(configs)
     if INTERPRET:
         first = configs[0]
         configs = [triton.Config({**first.kwargs, **(interpret or {})},
@@ -33,7 +34,7 @@ def autotune(configs, key, interpret=None, **kwargs):
     tuned = triton.autotune(configs, key=key, **kwargs)
     # Built by Triton, so that its constructor's arguments may change between versions;
     # only run() is replaced.
-    return lambda fn: _Remembered.adopt(tuned(fn))
+    return lambda fn: _Remembered.adopt(tuned(fn), every)
 
 
 class _Remembered(triton.runtime.Autotuner):
@@ -46,13 +47,14 @@ class _Remembered(triton.runtime.Autotuner):
     path would skip."""
 
     @classmethod
-    def adopt(cls, tuner):
+    def adopt(cls, tuner, every):
         assert all(c.pre_hook is None for c in tuner.configs), "_Remembered skips config pre-hooks"
         tuner.__class__ = cls
         names = tuner.arg_names
         tuner.key_args = [(names.index(k), k) for k in tuner.keys]
         tuner.tensor_args = [i for i, name in enumerate(names) if name.endswith("_ptr")]
         tuner.chosen = {}
+        tuner.all_configs = every  # every config the GPU tunes over, for the tests of each one
         return tuner
 
     def run(self, *args, **kwargs):
@@ -72,33 +74,3 @@ def warm_bench(kernel_call, quantiles):
     before every launch; for the step's small GEMMs that ranks tiles for a regime the step
     never sees (small conv tiles won the cold timing and made the captured step slower)."""
     return triton.testing.do_bench_cudagraph(kernel_call, rep=5, quantiles=quantiles)
-
-
-class InputError(ValueError, RuntimeError):
-    """tnet's one-line error for bad input (shape, dtype, device, value): a ValueError, and a
-    RuntimeError too, as torch raises for most of these, so that either except clause catches it."""
-
-
-class InputIndexError(InputError, IndexError):
-    """An index out of range (a cross_entropy label, a reduction over a dim of size 0): an
-    IndexError, as torch raises, and an InputError."""
-
-
-def check(cond, msg):
-    """Raise the InputError every launcher uses for bad shape, dtype or device. msg may be a
-    function returning the text, for hot paths where building it costs launch time."""
-    if not cond:
-        raise InputError(msg() if callable(msg) else msg)
-
-
-FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors
-
-
-def check_float(name, x, arg="x"):
-    """x must hold one of FLOATS (16-bit tensors are storage: kernels compute in fp32)."""
-    check(x.dtype in FLOATS, lambda: f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
-
-
-def cdiv(a, b):
-    """ceil(a / b) for the host side (triton.cdiv costs microseconds per call there)."""
-    return -(-a // b)

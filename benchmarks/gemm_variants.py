@@ -9,9 +9,9 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
-from ._autotune import FLOATS, cdiv, check
-from .gemm import PRECISIONS, mma
+from tnet._device import INTERPRET
+from tnet.kernels.gemm import PRECISIONS, mma
+from tnet.kernels.launch import FLOATS, cdiv, check
 
 
 @triton.jit

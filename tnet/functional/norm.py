@@ -1,0 +1,46 @@
+"""Batch normalisation (kernels/norm.py), with its GELU fused where asked."""
+from ..kernels import norm as _norm
+from ..kernels.launch import check
+from ..tensor import Tensor, is_grad_enabled, record
+from .inputs import check_tensors, needs_grad
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
+               *, num_batches_tracked=None, activation=None):
+    """Batch normalisation of input [N, C], [N, C, L] or [N, C, H, W] (NCHW or channels-last;
+    the output keeps the layout) over every axis but C, as torch.nn.functional.batch_norm.
+    training=True normalises with the batch's mean and biased variance and, given
+    running_mean and running_var, updates them in place on the device:
+    running = (1 - momentum) * running + momentum * batch, with the unbiased variance.
+    training=False normalises with running_mean and running_var.
+    tnet's additions, keyword-only: num_batches_tracked, for nn.BatchNorm, one int64 element,
+    is increased by 1 on the device in training mode, and momentum=None then means the
+    cumulative average (momentum 1 / num_batches_tracked): torch's module reads that count on
+    the host, which a CUDA graph could not replay. activation='gelu' returns
+    F.gelu(F.batch_norm(...)) (the erf GELU, within 1e-6: see kernels/norm.py's _gelu_cdf) as
+    one op: the normalised values are never stored, the backward recomputes them from the
+    input and the statistics."""
+    check_tensors("batch_norm", input=input)
+    for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                   ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
+        check(v is None or isinstance(v, Tensor),
+              lambda: f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+    data = lambda v: None if v is None else v.data
+    X, W, B = input.data, data(weight), data(bias)
+    need_x, need_w, need_b = needs_grad(input, weight, bias)
+    if training:
+        y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,
+                                               data(num_batches_tracked), activation)
+    else:
+        y = _norm.batch_norm_eval(X, data(running_mean), data(running_var), W, B, eps, activation)
+        if is_grad_enabled() and (need_x or need_w or need_b):  # the running statistics now, for the backward
+            mean, stat = running_mean.data.clone(), running_var.data.clone()
+    inputs = [v for v in (input, weight, bias) if v is not None]
+
+    def backward(g):
+        dx, dw, db = _norm.batch_norm_backward(g, X, mean, stat, W, eps, running=not training, need_x=need_x,
+                                               need_params=need_w or need_b, bias=B, activation=activation)
+        grads = (dx, dw if need_w else None, db if need_b else None)
+        return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
+    return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
+                  saved=(X, W, B if activation else None))

@@ -1,0 +1,28 @@
+"""Dropout (kernels/random.py), its mask drawn from tnet's Philox generator."""
+from ..factory import rng_state
+from ..kernels import random as _random
+from ..kernels.launch import is_flat
+from ..tensor import record
+from .inputs import check_tensors
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training only; else
+    the input itself). The mask comes from tnet's Philox generator (tnet.manual_seed), whose
+    state the kernels advance on the device: a captured CUDA graph draws a new mask on each
+    replay. The backward regenerates the mask from the forward's 16-byte snapshot of that
+    state instead of keeping it (kernels/random.py). inplace=True is not supported: the tape
+    has no version counters to catch a backward that needs the overwritten values."""
+    check_tensors("dropout", input=input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        raise NotImplementedError("dropout: inplace=True is not supported by tnet; use inplace=False")
+    X = input.data
+    if not is_flat(X):  # a strided view: the mask is drawn over flat memory
+        X = X.contiguous()
+    snapshot = _random.take(rng_state(), X.numel())
+    y = _random.dropout(X, p, snapshot)
+    return record("dropout", y, (input,), lambda g: (_random.dropout(g, p, snapshot),))

@@ -1,0 +1,94 @@
+"""What every launcher shares: the input checks and their errors, the storage dtypes, grid
+arithmetic, tile configs, and the memory layouts of activations (NCHW or channels-last)."""
+import torch
+import triton
+
+
+class InputError(ValueError, RuntimeError):
+    """tnet's one-line error for bad input (shape, dtype, device, value): a ValueError, and a
+    RuntimeError too, as torch raises for most of these, so that either except clause catches it."""
+
+
+class InputIndexError(InputError, IndexError):
+    """An index out of range (a cross_entropy label, a reduction over a dim of size 0): an
+    IndexError, as torch raises, and an InputError."""
+
+
+def check(cond, msg):
+    """Raise the InputError every launcher uses for bad shape, dtype or device. msg may be a
+    function returning the text, for hot paths where building it costs launch time."""
+    if not cond:
+        raise InputError(msg() if callable(msg) else msg)
+
+
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors
+
+
+def check_float(name, x, arg="x"):
+    """x must hold one of FLOATS (16-bit tensors are storage: kernels compute in fp32)."""
+    check(x.dtype in FLOATS, lambda: f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
+
+
+def pair(v, name, least=0):
+    """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel
+    sizes and strides, 0 for paddings)."""
+    v = (v, v) if isinstance(v, int) else tuple(v)
+    check(len(v) == 2 and all(isinstance(i, int) for i in v), f"{name} must be an int or a pair of ints, got {v}")
+    check(min(v) >= least, f"{name} must be at least {least}, got {v}")
+    return v
+
+
+def cdiv(a, b):
+    """ceil(a / b) for the host side (triton.cdiv costs microseconds per call there)."""
+    return -(-a // b)
+
+
+# The one-axis kernels' configs (elements per program, warps), from 4 to 16 elements a thread. The
+# first is what the interpreter (with its own block) and TNET_AUTOTUNE=0 run.
+BLOCK_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),
+                 triton.Config({"BLOCK": 4096}, num_warps=8), triton.Config({"BLOCK": 2048}, num_warps=4),
+                 triton.Config({"BLOCK": 512}, num_warps=2)]
+
+
+def grid1d(n):
+    """The grid of a one-axis kernel over n elements, BLOCK per program."""
+    return lambda meta: (cdiv(n, meta["BLOCK"]),)
+
+
+def tile_config(bm, bn, bk, warps, stages, **extra):
+    """A GEMM-shaped kernel's config: BLOCK_M x BLOCK_N output tiles, BLOCK_K steps."""
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, **extra}, num_warps=warps, num_stages=stages)
+
+
+def out_size(size, kernel, stride, pad, ceil_mode=False):
+    """Output length of a sliding window; ceil mode drops a last window that starts in the
+    padding (Caffe's and PyTorch's rule)."""
+    span = size + 2 * pad - kernel
+    check(span >= 0, f"window of {kernel} with padding {pad} does not fit an input of {size}")
+    n = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
+        n -= 1
+    return n
+
+
+def is_channels_last(x):
+    """Whether x [N, C, H, W] lies in channels-last memory (torch.channels_last: NHWC order)
+    and not also in NCHW order (C == 1 or H == W == 1 make the two orders the same)."""
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
+def memory_format(channels_last):
+    """torch's memory format for a layout: channels-last, or NCHW (contiguous)."""
+    return torch.channels_last if channels_last else torch.contiguous_format
+
+
+def is_flat(x):
+    """Contiguous, or channels-last: x's flat memory holds exactly its elements, in one of the
+    two layouts the tape keeps, so a kernel may run over it as one vector."""
+    return x.is_contiguous() or is_channels_last(x)
+
+
+def keeps_channels_last(channels):
+    """Whether activations of this many channels are kept channels-last, where the
+    convolutions read them fastest (a few channels, RGB, may stay NCHW)."""
+    return channels >= 16
