@@ -1,1 +1,2 @@
-"""The studies bench.py runs, one module each (bench.py lists them); common.py and steps.py hold what they share."""
+"""The studies bench.py runs, one module each (cli.py, bench.py's command line, lists them); common.py
+and steps.py hold what they share."""

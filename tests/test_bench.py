@@ -1,5 +1,6 @@
-"""bench.py's command line and its CPU-only exit, the helpers in benchmarks/, the GEMM variants under
-the interpreter, and the training studies' checks and reference net (the timing needs a GPU)."""
+"""bench.py's command line (benchmarks/cli.py) and its CPU-only exit, the helpers in benchmarks/,
+the GEMM variants under the interpreter, and the training studies' checks and reference net (the
+timing needs a GPU)."""
 import argparse
 import dataclasses
 import importlib
@@ -16,13 +17,10 @@ import torch
 import tnet  # first: switches the Triton interpreter on before kernels load
 from conftest import TOL, assert_close
 from tnet import optim
-from benchmarks import gemm_variants
 from tnet.models import cifar10_quick
+from benchmarks import airbench, cli, common, convs, gemm_variants, launch, layers, profile, steps, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-import bench  # noqa: E402
-from benchmarks import airbench, common, convs, launch, layers, profile, steps, train  # noqa: E402
 
 STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs"]
 
@@ -38,21 +36,21 @@ def one_thread():
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_parse_each_study(study):
-    args = bench.build_parser().parse_args([study])
+    args = cli.build_parser().parse_args([study])
     assert (args.study, args.quick, args.out) == (study, False, "results/")
-    args = bench.build_parser().parse_args([study, "--quick", "--out", "somewhere"])
+    args = cli.build_parser().parse_args([study, "--quick", "--out", "somewhere"])
     assert (args.study, args.quick, args.out) == (study, True, "somewhere")
 
 
 def test_parse_needs_a_known_study(capsys):
     for argv in ([], ["nonsense"]):
         with pytest.raises(SystemExit) as e:
-            bench.build_parser().parse_args(argv)
+            cli.build_parser().parse_args(argv)
         assert e.value.code == 2
 
 
 def test_every_option_has_help():
-    parser = bench.build_parser()
+    parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert sorted(sub.choices) == sorted(STUDIES)
     assert all(choice.help for choice in sub._choices_actions)
@@ -64,7 +62,7 @@ def test_every_option_has_help():
 
 
 def test_each_study_runs_its_own_module():
-    for name, (run, _) in bench.STUDIES.items():
+    for name, (run, _) in cli.STUDIES.items():
         assert run is importlib.import_module(f"benchmarks.{name}").run, name
 
 
@@ -76,8 +74,9 @@ def test_help_says_every_study_needs_a_gpu():
 
 
 def test_bench_imports_no_tnet_before_the_gpu_check():
-    """tnet switches on Triton's interpreter when there is no GPU: the studies import it in run()."""
-    code = "import sys, bench; print(sorted(m for m in sys.modules if m.split('.')[0] in ('tnet', 'triton')))"
+    """tnet switches on Triton's interpreter when there is no GPU: the studies import it in run()
+    (bench.py imports benchmarks.cli alone)."""
+    code = "import sys, benchmarks.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('tnet', 'triton')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
 
@@ -86,8 +85,8 @@ def test_bench_imports_no_tnet_before_the_gpu_check():
 def test_main_runs_the_study_asked_for(study, tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setitem(bench.STUDIES, study, (lambda args: calls.append(args), "help"))
-    bench.main([study, "--quick", "--out", str(tmp_path / "out")])
+    monkeypatch.setitem(cli.STUDIES, study, (lambda args: calls.append(args), "help"))
+    cli.main([study, "--quick", "--out", str(tmp_path / "out")])
     assert [(a.study, a.quick) for a in calls] == [(study, True)] and (tmp_path / "out").is_dir()
 
 
@@ -288,7 +287,7 @@ def test_train_study_end_to_end_with_pytorch(tmp_path, monkeypatch):
     monkeypatch.setattr(train, "TRAIN_VARIANTS", {k: v for k, v in train.TRAIN_VARIANTS.items()
                                                   if k.startswith("torch") and not k.endswith("bf16")})
     monkeypatch.setattr(airbench, "rows", lambda args: iter(()))  # test_airbench_rows_end_to_end has them
-    rows = train.run(bench.build_parser().parse_args(["train", "--quick", "--out", str(tmp_path)]))
+    rows = train.run(cli.build_parser().parse_args(["train", "--quick", "--out", str(tmp_path)]))
     assert [(r["net"], r["variant"]) for r in rows] == [
         ("tiny b3", "torch eager"), ("tiny b3", "torch graphed"), ("tiny b3", "torch cpu"),
         ("tiny b5", "torch eager"), ("tiny b5", "torch graphed")]  # the CPU: the smallest net only
@@ -343,7 +342,7 @@ def tiny_airbench(monkeypatch):
 
 
 def test_train_options():
-    parse = bench.build_parser().parse_args
+    parse = cli.build_parser().parse_args
     args = parse(["train"])
     assert (args.compile_mode, args.only_airbench) == (None, False)
     assert airbench.compile_mode(args) == "max-autotune-no-cudagraphs"
@@ -416,7 +415,7 @@ def test_airbench_rows_in_a_graphing_compile_mode(tiny_airbench, monkeypatch):
         return airbench.torch_step(state, widths, batches, airbench.sgd_groups(state, widths, recipe), recipe,
                                    torch.float32)
     monkeypatch.setattr(airbench, "tnet_step", torch_for_tnet)
-    args = bench.build_parser().parse_args(["train", "--compile-mode", "reduce-overhead"])
+    args = cli.build_parser().parse_args(["train", "--compile-mode", "reduce-overhead"])
     rows = list(airbench.rows(args))
     assert [r["variant"] for r in rows] == ["torch eager fp16", "torch graphed fp16", "torch compiled fp16",
                                            "tnet graphed fp16"]
@@ -428,7 +427,7 @@ def test_airbench_rows_in_a_graphing_compile_mode(tiny_airbench, monkeypatch):
 def test_airbench_rows_end_to_end(tiny_airbench, tmp_path, capsys):
     """bench.py train --quick --only-airbench at TINY_AIRBENCH: tnet's graphed step (eager on the CPU)
     and PyTorch's four pass the check, are timed (fake), and fill the table, the JSON and the plot."""
-    train.run(bench.build_parser().parse_args(["train", "--quick", "--only-airbench", "--out", str(tmp_path)]))
+    train.run(cli.build_parser().parse_args(["train", "--quick", "--only-airbench", "--out", str(tmp_path)]))
     saved = json.loads((tmp_path / "train.json").read_text())
     rows = saved["rows"]
     names = ["torch eager fp16", "torch graphed fp16", "torch compiled fp16", "torch compiled graphed fp16",
@@ -479,15 +478,15 @@ def test_convs_layers_are_airbench94s_and_cifar10_quicks():
 
 
 def test_convs_options():
-    args = bench.build_parser().parse_args(["convs"])
+    args = cli.build_parser().parse_args(["convs"])
     assert (args.batch, args.precisions) == (1024, ["tf32", "bf16", "fp16"])
     assert args.layers == [layer.layer for layer in convs.LAYERS]
-    args = bench.build_parser().parse_args(["convs", "--batch", "8", "--precisions", "fp16,tf32",
+    args = cli.build_parser().parse_args(["convs", "--batch", "8", "--precisions", "fp16,tf32",
                                             "--layers", "g3c2,cifar10_quick"])
     assert (args.batch, args.precisions, args.layers) == (8, ["fp16", "tf32"], ["g3c2", "cifar10_quick"])
     for bad in (["--precisions", "fp32"], ["--layers", "conv9"], ["--layers", ","]):
         with pytest.raises(SystemExit):
-            bench.build_parser().parse_args(["convs", *bad])
+            cli.build_parser().parse_args(["convs", *bad])
 
 
 CONVS_MS = {("forward", "tnet"): 1.0, ("dgrad", "tnet"): 2.0, ("wgrad", "tnet"): 3.0,
@@ -520,7 +519,7 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(convs, "cudnn_passes", fake("cudnn"))
     monkeypatch.setattr(convs, "gpu_time", fake_time)
     flags = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
-    args = bench.build_parser().parse_args(["convs", "--quick", "--batch", "2", "--layers", "whiten,conv3",
+    args = cli.build_parser().parse_args(["convs", "--quick", "--batch", "2", "--layers", "whiten,conv3",
                                             "--out", str(tmp_path)])
     rows = convs.run(args)
     assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32) == flags  # restored

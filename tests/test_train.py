@@ -537,16 +537,3 @@ def test_cpu_estimate_and_small_rates():
     assert line.startswith("CPU interpreter: about 111 h for this run") and "--limit" in line
     assert "about 50 s" in trainer.cpu_estimate(5.0, 10) and "min" in trainer.cpu_estimate(30.0, 10)
 
-
-def test_recipes_live_in_the_library_and_no_script_is_imported():
-    """The recipes are tnet.recipes' data: train.py defines no recipe tables, and no test or
-    benchmark imports train.py (they reach the run through tnet.trainer)."""
-    for folder in ("tests", "benchmarks"):
-        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
-            if name.endswith(".py"):
-                text = open(os.path.join(ROOT, folder, name)).read()
-                found = re.search(r"^\s*(import train\b|from train\b)", text, re.M)
-                assert not found, f"{folder}/{name} imports train.py: {found.group(0).strip()}"
-    script = open(os.path.join(ROOT, "train.py")).read()
-    tables = re.findall(r"^(RECIPES|AIRBENCH|SCHEDULES|PRECISIONS|MODELS)\s*=", script, re.M)
-    assert not tables, f"train.py defines recipe tables {tables}: they belong in tnet/recipes.py"
