@@ -244,6 +244,28 @@ def test_param_groups_match_torch_sgd(standin):
         assert_close(named[n], r.detach(), 1e-5, n)
 
 
+def test_training_phases_and_settings():
+    """Training's phases: the whitening bias trains for whiten_bias_epochs, then a second step,
+    captured without it and sharing the loss sum, runs; a model without a whitening bias (the
+    airbench recipe on cifar10_quick) has one step. The recipe's options are its fields, and
+    its own check refuses settings its units cannot take."""
+    recipe = dataclasses.replace(recipes.RECIPES["airbench"], batch_size=2)
+    x, y = torch.zeros(2, 3, 32, 32, device=DEV), torch.zeros(2, dtype=torch.int64, device=DEV)
+    model = StandIn(seed=4)
+    training = recipes.Training(recipe, model, steps_per_epoch=2, total=9)
+    training.capture(x, y)
+    assert training.bias_steps == 6 and training.steps[False].loss_sum is training.loss_sum
+    assert training.step_at(5) is training.steps[True] and model.whiten.bias.requires_grad
+    assert training.step_at(6) is training.steps[False] and not model.whiten.bias.requires_grad
+    quick = recipes.Training(recipe, models.cifar10_quick(), steps_per_epoch=2, total=9)
+    quick.capture(x, y)
+    assert list(quick.steps) == [True] and quick.step_at(8) is quick.steps[True]
+    assert [g["lr"] for g in quick.opt.param_groups] == pytest.approx([0.2 * 11.5 / (1024 * (1 + 1 / 0.15))])
+    assert set(recipes.OPTIONS) < {f.name for f in dataclasses.fields(recipes.Recipe)}
+    assert recipes.RECIPES["caffe"].check() is None and recipe.check() is None
+    assert "--momentum below 1" in dataclasses.replace(recipe, momentum=1.0).check()
+
+
 def test_lookahead_matches_torch():
     """Every 5th step ema = lerp(ema, w, 1 - d), w = ema, d = 0.95**5 (step / total)**3, over the
     parameters (a 16-bit copy too) and the running statistics, 33 tensors in two launches; finish()

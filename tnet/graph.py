@@ -77,8 +77,8 @@ class _Static:
 
 class TrainStep(_Static):
     """A whole training step, step(x, y) -> loss (forward, backward, optimizer update, and
-    whatever else it does: tnet.recipes.make_train_step builds one), in one CUDA graph, for
-    batches shaped like (x, y). state: the objects the step changes, each with state_dict and
+    whatever else it does: tnet.recipes.make_train_step builds one; the loss a one-element tnet
+    or torch tensor), in one CUDA graph, for batches shaped like (x, y). state: the objects the step changes, each with state_dict and
     load_state_dict (say the model, the optimizer, a GradScaler, a Lookahead; None entries
     skipped): the eager run that compiles and autotunes the kernels is undone by loading their
     states back (weights and their 16-bit copies, the optimizer's buffers and step counts...);
@@ -99,7 +99,7 @@ class TrainStep(_Static):
 
         def counted(x, y):
             loss = step(x, y)
-            add_(self.loss_sum, loss.reshape(1))
+            add_(self.loss_sum, loss.data.reshape(1))
             return loss
         super().__init__(counted, x, y, restore)
 

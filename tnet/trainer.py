@@ -174,7 +174,7 @@ def run_settings(args, recipe):
     return {k: values[k] for k in RUN_SETTINGS}
 
 
-# --- checkpoints ---
+# --- checkpoints and Ctrl-C ---
 
 def log_path_of(checkpoint):
     """The JSON log beside a checkpoint: its stem + .json, or + .log.json where the checkpoint
@@ -318,17 +318,17 @@ def train(args, recipe):
     --seed, --seed + 1, ..., each with its own checkpoint (PATH-seedS.ckpt), then their summary.
     Returns the last run's result (see report)."""
     if args.runs == 1:
-        return Run(args, recipe).train()
+        return Run(args, recipe).run()
     stem, ext = os.path.splitext(args.checkpoint)
     results = [Run(argparse.Namespace(**{**vars(args), "seed": seed, "checkpoint": f"{stem}-seed{seed}{ext}"}),
-                   recipe).train()
+                   recipe).run()
                for seed in range(args.seed, args.seed + args.runs)]
     summary(results)
     return results[-1]
 
 
 class Run:
-    """One training run of `recipe` with the options `args`: train() loads the data, builds the
+    """One training run of `recipe` with the options `args`: run() loads the data, builds the
     model and the recipe's Training, resumes from the checkpoint where asked, then trains epoch
     by epoch, each followed by its evaluation (where due), checkpoint and log entry."""
 
@@ -340,7 +340,7 @@ class Run:
         self.log, self.train_time, self.eval_time, self.last_saved = [], 0.0, 0.0, None
         self.start_epoch, self.skip = 0, 0  # where training goes on: epochs done, batches done in the next
 
-    def train(self):
+    def run(self):
         """The run, start to end (or from its checkpoint on); returns its result (see report)."""
         args = self.args
         if not self.cuda:
