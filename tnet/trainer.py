@@ -445,7 +445,8 @@ class Run:
         return None
 
     def capture(self):
-        """The recipe's training steps and the evaluation step, captured (compiled, on the CPU)."""
+        """The recipe's training steps and the evaluation step, captured in CUDA graphs (without a
+        GPU, they run eagerly at each call)."""
         print("compiling and autotuning the kernels, then capturing the step in a CUDA graph..." if self.cuda else
               "compiling the kernels for the interpreter...")
         self.training.capture(*self.batch)
