@@ -20,7 +20,7 @@ from tnet.graph import EvalStep, TrainStep, tta_views
 from tnet.kernels import optim as optim_kernels
 from tnet.kernels.data import gather
 from tnet.kernels.softmax import count_correct
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train  # noqa: E402

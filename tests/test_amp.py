@@ -14,7 +14,7 @@ import tnet
 import tnet.functional as F
 from tnet import amp, nn, optim
 from tnet.kernels import optim as kernels
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 from test_optim import Launches
 from test_train import write_bin_pack
 

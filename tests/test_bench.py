@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import tnet  # first: switches the Triton interpreter on before kernels load
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 from tnet import optim
 from benchmarks import gemm_variants
 from tnet.models import cifar10_quick

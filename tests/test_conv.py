@@ -8,7 +8,7 @@ import tnet
 from tnet import functional as F
 from tnet.kernels import conv, pointwise, pool
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
-from conftest import TOL, assert_close, only_config
+from helpers import TOL, assert_close, only_config
 from test_kernels import POOLS, f64, randn
 
 CL = torch.channels_last

@@ -6,7 +6,7 @@ import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
-from conftest import LOW, TOL, assert_close, check_op, tol_for
+from helpers import LOW, TOL, assert_close, check_op, tol_for
 
 
 def pair(rng, *shape, scale=1.0, dtype=torch.float32):

@@ -9,7 +9,7 @@ import tnet
 import tnet.functional as F
 from tnet import amp
 from tnet.kernels import gemm
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 from test_kernels import f64
 from test_no_torch_math import MEMORY_OPS, Recorder
 

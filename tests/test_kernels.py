@@ -7,7 +7,7 @@ from triton.runtime.errors import OutOfResources
 import tnet
 from tnet.kernels import gemm, pointwise, pool, reduce, softmax
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
+from helpers import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
 

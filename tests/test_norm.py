@@ -13,7 +13,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import norm
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
+from helpers import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 # (shape, channels-last, weight, bias)
 CASES = [((5, 3, 5, 3), False, True, True), ((5, 7, 5, 3), True, True, True), ((5, 7, 1, 1), False, False, False),

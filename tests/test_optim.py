@@ -8,7 +8,7 @@ import torch
 import tnet
 from tnet import nn, optim
 from tnet.kernels import optim as kernels
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 
 # (shape, channels-last, lr_mult, decay_mult, group): odd shapes, one 4-D channels-last.
 PARAMS = [((7, 3), False, 1.0, 1.0, 0), ((5, 3, 4, 3), True, 2.0, 0.5, 0), ((11,), False, 1.0, 1.0, 1)]

@@ -10,7 +10,7 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise, reduce
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, check_op, tol_for
+from helpers import CONFIG_DTYPES, LOW, TOL, assert_close, check_op, tol_for
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -8,7 +8,7 @@ import torch.nn.functional as tF
 
 from tnet.kernels import pool
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, FLOATS, assert_close, only_config, tol_for
+from helpers import CONFIG_DTYPES, FLOATS, assert_close, only_config, tol_for
 from test_kernels import DEV, f64, randn, torch_pool
 
 CL = torch.channels_last

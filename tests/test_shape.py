@@ -10,7 +10,7 @@ from tnet import nn
 from tnet.kernels import copy as copy_module
 from tnet.kernels import random as random_module
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
+from helpers import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
 
 DEV = tnet.DEVICE
 

@@ -14,7 +14,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import nn, optim
 from tnet.models import cifar10_quick
-from conftest import TOL, Touch, assert_close
+from helpers import TOL, Touch, assert_close
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train  # noqa: E402
