@@ -1,7 +1,194 @@
-"""Helpers shared by test files (plain module: tests import it, never conftest)."""
+"""Helpers and constants that the test files share: tolerances, the comparison that names the
+worst element, tile configs one at a time, inputs paired with their float64 torch twins, and
+spies on torch's operators and on kernel launches. A plain module: tests import it (`from helpers
+import ...`); conftest.py holds only pytest's fixtures."""
 import tracemalloc
 
+import numpy as np
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tnet
 from tnet import trainer
+
+DEV = tnet.DEVICE
+CL = torch.channels_last
+TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
+
+# 16-bit storage: each dtype's tolerance against float64 of the same rounded inputs (the
+# interpreter truncates fp32 -> bf16 stores, the GPU rounds them).
+LOW = (torch.float16, torch.bfloat16)
+FLOATS = (torch.float32, *LOW)
+# The "every config" tests run each tile config in every storage dtype on the GPU; under the
+# interpreter the configs matter little and the 16-bit cases have their own tests, so fp32 only.
+CONFIG_DTYPES = FLOATS if DEV.type == "cuda" else (torch.float32,)
+
+
+def tol_for(dtype, fp32_tol=TOL["ieee"]):
+    """fp32_tol for float32, TOL["fp16"] or TOL["bf16"] for the 16-bit dtypes."""
+    return {torch.float16: TOL["fp16"], torch.bfloat16: TOL["bf16"]}.get(dtype, fp32_tol)
+
+
+def rel_err(out, ref):
+    """||out - ref|| / ||ref|| in float64; out and ref may be tnet, torch or numpy."""
+    out, ref = (np.asarray(to_numpy(v), dtype=np.float64) for v in (out, ref))
+    return np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)
+
+
+def to_numpy(v):
+    if isinstance(v, tnet.Tensor):
+        v = v.data
+    if isinstance(v, torch.Tensor):  # numpy has no bfloat16: float64 holds every 16-bit value
+        return v.detach().cpu().to(torch.float64 if v.dtype == torch.bfloat16 else v.dtype).numpy()
+    return v
+
+
+def assert_close(out, ref, tol, what=""):
+    out, ref = (np.asarray(to_numpy(v), dtype=np.float64) for v in (out, ref))
+    assert out.shape == ref.shape, f"{what}: shape {out.shape} != {ref.shape}"
+    err = rel_err(out, ref)
+    if not (err <= tol):  # also catches NaN
+        i = np.unravel_index(np.nanargmax(np.abs(out - ref)), out.shape) if out.size else ()
+        pytest.fail(f"{what}: relative error {err:.3g} > {tol:g}; worst element at {i}: "
+                    f"{out[i]!r} vs reference {ref[i]!r}")
+
+
+def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
+    """The forward and every input's gradient (where torch's requires one) against torch;
+    inputs are (tnet leaf, torch leaf) pairs. Returns tnet's output."""
+    out, ref = fn_tnet(*[t for t, _ in inputs]), fn_torch(*[r for _, r in inputs])
+    assert_close(out, ref, tol, "forward")
+    g = seed_rng.standard_normal(ref.shape)
+    out.backward(g)
+    ref.backward(torch.tensor(g).to(out.dtype).double())  # the seed as tnet rounds it to out's dtype
+    for i, (t, r) in enumerate(inputs):
+        if r.requires_grad:
+            assert_close(t.grad, r.grad, tol, f"gradient of input {i}")
+    return out
+
+
+# ---- tile configs, one at a time -------------------------------------------------------------
+
+def only_config(monkeypatch, kernel, config):
+    """Make the autotuned `kernel` run `config` alone, for this test: its configs, and the config
+    it remembers for each tuning key (autotune._Remembered), which would otherwise win."""
+    monkeypatch.setattr(kernel, "configs", [config])
+    monkeypatch.setattr(kernel, "chosen", {})
+
+
+def config_indices(kernels):
+    """range(n), n the most tile configs that one of the autotuned kernels has: the ids of a
+    test that runs each config."""
+    return range(max(len(k.all_configs) for k in kernels))
+
+
+def only_ith_config(monkeypatch, kernels, i):
+    """Make each autotuned kernel run its i-th config alone (its last where it has fewer), for
+    this test; on the GPU the other tests run only the first (TNET_AUTOTUNE=0)."""
+    for k in kernels:
+        only_config(monkeypatch, k, k.all_configs[min(i, len(k.all_configs) - 1)])
+
+
+# ---- inputs: device tensors, and tnet leaves beside their float64 torch twins ----------------
+
+def randn(*shape, gen=[0]):
+    """Standard normal values on the device, float32, from a new seed at each call."""
+    gen[0] += 1
+    g = torch.Generator().manual_seed(gen[0])
+    return torch.randn(*shape, generator=g).to(DEV)
+
+
+def cl_randn(*shape):
+    """randn in channels-last memory."""
+    return randn(*shape).contiguous(memory_format=CL)
+
+
+def f64(x):
+    """A torch tensor as float64 on the CPU: the reference's dtype."""
+    return x.double().cpu()
+
+
+def pair(rng, *shape, scale=1.0, dtype=torch.float32, channels_last=False):
+    """A tnet leaf of dtype (channels-last memory if asked) and the float64 torch leaf with the
+    same (rounded) values: standard normal times scale."""
+    t = tnet.tensor(rng.standard_normal(shape) * scale, requires_grad=True, dtype=dtype)
+    ref = t.data.double().cpu().requires_grad_(True)
+    if channels_last:
+        t.data = t.data.contiguous(memory_format=CL)
+    return t, ref
+
+
+def leaf(rng, *shape, channels_last=False, positive=False, values=None, dtype=torch.float32):
+    """A tnet leaf of dtype (channels-last memory if asked) and the float64 torch leaf with the same
+    (rounded) values: standard normal, spread over magnitudes 0.01 to 5 (tanh's series and exp
+    branches; to 2 in 16 bits, where exp(15) would overflow float16), or > 0.5."""
+    big = 5.0 if dtype == torch.float32 else 2.0
+    a = rng.standard_normal(shape) * rng.choice([0.01, 1.0, big], shape) if values is None else values
+    a = np.abs(a) + 0.5 if positive else a
+    t = tnet.tensor(a, dtype=dtype)
+    ref = t.data.double().cpu().requires_grad_(True)
+    if channels_last:
+        t.data = t.data.contiguous(memory_format=CL)
+    t.requires_grad = True
+    return t, ref
+
+
+def check(fn_tnet, fn_torch, inputs, rng, tol=TOL["ieee"]):
+    """Forward and every input's gradient against torch; returns tnet's output."""
+    return check_op(fn_tnet, fn_torch, inputs, tol, rng)
+
+
+# ---- spies: which torch operators and which kernel launches a step runs ----------------------
+
+MEMORY_OPS = {  # the aten operators that only allocate, fill, copy or view: torch as memory
+    # allocation and fill
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "ones", "ones_like", "full", "full_like", "new_zeros", "new_full", "new_ones", "fill", "fill_", "zero_",
+    "scalar_tensor", "lift_fresh", "lift_fresh_copy", "set_",
+    # copies
+    "copy", "copy_", "_to_copy", "clone", "contiguous", "_copy_from", "_local_scalar_dense",
+    # views
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided", "slice",
+    "select", "unsqueeze", "squeeze", "detach", "alias", "unbind", "split", "narrow",
+}
+
+
+class Recorder(TorchDispatchMode):
+    """Records the name of every aten operator that runs inside `with Recorder() as rec:` in rec.ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+class Launches:
+    """Stands in for a kernel: counts its launches and keeps their arguments in `log`."""
+
+    def __init__(self, kernel, log):
+        self.kernel, self.log = kernel, log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.log.append((self.kernel, grid, args, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+# ---- files ----------------------------------------------------------------------------------
+
+class Touch:
+    """Unpickling this creates the file `path`: what a malicious pickle could do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
 
 
 def peak_bytes(fn):

@@ -12,7 +12,7 @@ import torch
 import tnet
 from tnet import amp
 from tnet.models import airbench94, init_whitening
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.airbench import torch_airbench94  # noqa: E402

@@ -19,8 +19,7 @@ from tnet.graph import EvalStep, TrainStep, tta_views
 from tnet.kernels import optim as optim_kernels
 from tnet.kernels.data import gather
 from tnet.kernels.softmax import count_correct
-from conftest import TOL, assert_close
-from helpers import train_main
+from helpers import TOL, assert_close, train_main
 from test_train import write_bin_pack
 
 DEV = tnet.DEVICE

@@ -12,7 +12,7 @@ import tnet
 import tnet.functional as F
 from tnet import amp, nn, optim, recipes, trainer
 from tnet.kernels import optim as kernels
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 from test_optim import Launches
 from helpers import train_main
 from test_train import write_bin_pack

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tnet  # first: switches the Triton interpreter on before kernels load
-from conftest import TOL, assert_close
+from helpers import TOL, assert_close
 from tnet import optim
 from tnet.models import cifar10_quick
 from benchmarks import airbench, cli, common, convs, gemm_variants, launch, layers, profile, steps, train

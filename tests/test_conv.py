@@ -1,17 +1,19 @@
-"""Convolutions (implicit GEMMs over channels-last images), and channels-last pooling and
-elementwise kernels, against torch in float64."""
+"""Convolutions against torch in float64: the kernels (implicit GEMMs over channels-last images)
+and both gradients at each precision, every tile config, the weight gradient in parts; conv2d
+through the tape, with the fused ReLU and pooling, the layouts it keeps, nn.Conv2d's weights and
+autocast."""
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF
 
 import tnet
 from tnet import functional as F
-from tnet.kernels import conv, pointwise, pool
+from tnet.kernels import conv
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
-from conftest import TOL, assert_close, only_config
-from test_kernels import POOLS, f64, randn
+from helpers import CL, TOL, assert_close, check_op, cl_randn, f64, only_config, pair, randn
 
-CL = torch.channels_last
+
 CONVS = [  # x shape, Cout, kernel, stride, padding
     ((2, 16, 6, 7), 32, (5, 5), (1, 1), (2, 2)),  # cifar10_quick's 5x5: C below the K step (masked channels)
     ((3, 32, 5, 4), 16, (3, 3), (1, 1), (1, 1)),  # several output tiles
@@ -25,10 +27,6 @@ CONVS = [  # x shape, Cout, kernel, stride, padding
     ((2, 20, 9, 9), 16, (5, 5), (2, 2), (2, 2)),  # 5x5 stride 2
 ]
 DTYPES = {"ieee": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def cl_randn(*shape):
-    return randn(*shape).contiguous(memory_format=CL)
 
 
 def check_conv(shape, cout, kernel, stride, padding, precision, parts=None):
@@ -153,40 +151,122 @@ def test_conv2d_autocast(dtype):
     assert_close(w.grad.data, wd.grad, TOL["bf16"], "weight gradient")
 
 
-@pytest.mark.parametrize("layouts", [(True, True), (False, True), (True, False)], ids=["cl-cl", "nchw-cl", "cl-nchw"])
+# ---- conv2d through the tape ----------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,wshape,stride,padding", [
+    ((2, 3, 11, 11), (5, 3, 5, 5), 1, 2),   # K = 75
+    ((3, 2, 7, 9), (7, 2, 3, 3), 2, 1),
+    ((1, 1, 1, 1), (1, 1, 1, 1), 1, 0),
+    ((2, 4, 8, 6), (3, 4, 3, 2), (2, 1), (0, 1)),
+    ((2, 4, 8, 6), (3, 4, 3, 2), 1, (2, 0)),  # stride 1: the input gradient is a convolution too
+])
+def test_conv2d(rng, ieee, shape, wshape, stride, padding):
+    inputs = [pair(rng, *shape), pair(rng, *wshape, scale=0.3), pair(rng, wshape[0])]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
+             lambda x, w, b: tF.conv2d(x, w, b, stride, padding), inputs, TOL["ieee"], rng)
+
+
+def test_conv2d_fused_relu(rng, ieee):
+    inputs = [pair(rng, 2, 3, 9, 9), pair(rng, 4, 3, 3, 3, scale=0.3), pair(rng, 4)]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, 1, 1, relu=True),
+             lambda x, w, b: torch.relu(tF.conv2d(x, w, b, 1, 1)), inputs, TOL["ieee"], rng)
+
+
 @pytest.mark.parametrize("mode", ["max", "avg"])
-@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
-def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
-    """Pooling between any two layouts (x's, y's) gives NCHW pooling's values, forward and
-    backward, with or without the fused ReLU gradient."""
-    x_cl, y_cl = layouts
-    x = cl_randn(2, 5, 13, 8) if x_cl else randn(2, 5, 13, 8)
-    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
-    y_ref, arg_ref = pool.pool2d(x.contiguous(), kernel, stride, padding, ceil_mode, mode)
-    assert is_channels_last(y) == (y_cl and y.shape[2:] != (1, 1))
-    assert torch.equal(y.cpu(), y_ref.cpu()) and (arg is None or torch.equal(arg.cpu(), arg_ref.cpu()))
-    g = cl_randn(*y.shape) if y_cl else randn(*y.shape)
-    relu_input = torch.relu(x).contiguous(memory_format=CL if x_cl else torch.contiguous_format)
-    for r in (None, relu_input):
-        dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r,
-                                  x_channels_last=x_cl, y_channels_last=y_cl)
-        ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
-                                   relu_input=None if r is None else r.contiguous())
-        assert is_channels_last(dx) == x_cl, f"relu {r is not None}"
-        if mode == "max":
-            assert torch.equal(dx.cpu(), ref.cpu()), f"relu {r is not None}"
-        else:  # the GPU's fp32 division is not correctly rounded, and each layout compiles its own
-            assert_close(dx, ref, TOL["ieee"], f"relu {r is not None}")
-    if y_cl and y.shape[2:] != (1, 1):
-        with pytest.raises(ValueError, match="layout"):
-            pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, x_channels_last=x_cl,
-                                 y_channels_last=True)
+def test_conv2d_relu_pool2d(rng, ieee, mode):
+    pool = tF.max_pool2d if mode == "max" else tF.avg_pool2d
+    inputs = [pair(rng, 2, 3, 9, 9), pair(rng, 4, 3, 3, 3, scale=0.3), pair(rng, 4)]
+    check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, mode, 3, 2, ceil_mode=True),
+             lambda x, w, b: pool(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
+             inputs, TOL["ieee"], rng)
 
 
-def test_elementwise_channels_last():
-    x, g = cl_randn(2, 3, 4, 5), cl_randn(2, 3, 4, 5)
-    y = pointwise.relu(x)
-    assert is_channels_last(y) and torch.equal(y.cpu(), torch.relu(x).cpu())
-    assert torch.equal(pointwise.relu_backward(y, g).cpu(), torch.where(x > 0, g, 0.0).cpu())
-    with pytest.raises(ValueError, match="laid out alike"):
-        pointwise.add_(x, g.contiguous())
+def test_conv2d_channels_last_path(rng, ieee):
+    """Stride-1 convolutions to 16 channels run the NHWC kernels and return channels-last
+    outputs: from 16 channels on a channels-last x (an NCHW one is copied), from 3 on the NCHW
+    x itself. Reshape hands back an NCHW gradient, which the tape puts into each output's
+    layout before its backward."""
+    from tnet.kernels.launch import is_channels_last
+    inputs = [pair(rng, 2, 3, 8, 7), pair(rng, 16, 3, 3, 3, scale=0.3), pair(rng, 16),
+              pair(rng, 16, 16, 5, 5, scale=0.1), pair(rng, 16)]
+
+    def net(conv, pool, relu, x, w1, b1, w2, b2):
+        h = pool(relu(conv(x, w1, b1, 1, 1)), 3, 2, ceil_mode=True)
+        return relu(conv(h, w2, b2, 1, 2)).reshape(2, -1)
+    check_op(lambda *a: net(F.conv2d, F.max_pool2d, F.relu, *a),
+             lambda *a: net(tF.conv2d, tF.max_pool2d, torch.relu, *a), inputs, TOL["ieee"], rng)
+    x, w1, b1 = (t for t, _ in inputs[:3])
+    h = F.conv2d(x, w1, b1, 1, 1)
+    p = F.max_pool2d(h, 3, 2, ceil_mode=True)
+    assert is_channels_last(h.data) and is_channels_last(p.data)
+    assert is_channels_last(F.max_pool2d(tnet.tensor(rng.standard_normal((2, 16, 5, 5))), 2).data)
+    assert is_channels_last(F.conv2d(p, *[t for t, _ in inputs[3:]], 1, 2).data)
+    assert is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
+    fused = [pair(rng, 2, 16, 9, 9), pair(rng, 32, 16, 3, 3, scale=0.3), pair(rng, 32)]
+    check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, "avg", 3, 2, ceil_mode=True),
+             lambda x, w, b: tF.avg_pool2d(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
+             fused, TOL["ieee"], rng)
+
+
+def test_sequential_fuses_relu_into_conv(rng, ieee):
+    """conv -> max pool -> ReLU, conv -> ReLU -> avg pool and conv -> ReLU run fused; values
+    and gradients are those of the layers run one by one."""
+    from tnet import nn
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, weight_filler=nn.gaussian(0.3)), nn.MaxPool2d(3, 2),
+                        nn.ReLU(), nn.Conv2d(4, 5, 3, weight_filler=nn.gaussian(0.3)), nn.ReLU(),
+                        nn.AvgPool2d(2), nn.ReLU(), nn.Conv2d(5, 6, 1, weight_filler=nn.gaussian(0.3)), nn.ReLU())
+    for p in net.parameters():  # biases that move some outputs below zero
+        p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32) * 0.3))
+    x = rng.standard_normal((2, 3, 10, 10))
+    g = rng.standard_normal((2, 6, 1, 1))
+    results = []
+    for fused in (True, False):
+        h = tnet.tensor(x)
+        if fused:
+            h = net(h)
+        else:
+            for layer in net:
+                h = layer(h)
+        h.backward(g)
+        results.append([h.numpy()] + [p.grad.numpy() for p in net.parameters()])
+        for p in net.parameters():
+            p.grad = None
+    for fused, alone in zip(*results):
+        np.testing.assert_allclose(fused, alone, rtol=1e-6, atol=1e-7)
+
+
+def test_conv2d_mixes_layouts(rng, ieee):
+    """A channels-last output feeding a strided convolution (the NCHW kernels: its input is
+    copied to NCHW, and its input gradient back to channels-last by the tape)."""
+    inputs = [pair(rng, 2, 16, 6, 5), pair(rng, 16, 16, 3, 3, scale=0.2), pair(rng, 16, 16, 3, 3, scale=0.2)]
+    check_op(lambda x, w1, w2: F.conv2d(F.conv2d(x, w1, None, 1, 1), w2, None, 2, 1),
+             lambda x, w1, w2: tF.conv2d(tF.conv2d(x, w1, None, 1, 1), w2, None, 2, 1), inputs, TOL["ieee"], rng)
+
+
+def test_conv2d_module_keeps_weights_channels_last(rng, ieee):
+    """nn.Conv2d stores its weights channels-last (the kernels read a tap's channels, or
+    (i, j, c), contiguously); their gradients, momentum and state_dict follow, with the logical
+    [Cout, C, kh, kw] values."""
+    from tnet import nn, optim
+    from tnet.kernels.launch import is_channels_last
+    conv = nn.Conv2d(16, 32, 3, padding=1)
+    assert is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
+    assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    conv.load_state_dict({"weight": w, "bias": np.zeros(32, np.float32)})
+    assert is_channels_last(conv.weight.data) and (conv.state_dict()["weight"] == w).all()
+    x, g = rng.standard_normal((2, 16, 5, 5)), rng.standard_normal((2, 32, 5, 5))
+    wd = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    tF.conv2d(torch.tensor(x), wd, None, 1, 1).backward(torch.tensor(g))
+    opt = optim.SGD(conv.parameters(), lr=0.5)
+    conv(tnet.tensor(x)).backward(g)
+    assert is_channels_last(conv.weight.grad.data)
+    opt.step()
+    assert_close(conv.weight, wd.detach() - 0.5 * wd.grad, TOL["ieee"], "one SGD step")
+
+
+def test_conv2d_tf32_default(rng):
+    assert tnet.get_precision() == "tf32"
+    inputs = [pair(rng, 2, 3, 11, 11), pair(rng, 5, 3, 5, 5), pair(rng, 5)]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, padding=2), lambda x, w, b: tF.conv2d(x, w, b, padding=2),
+             inputs, TOL["tf32"], rng)

@@ -13,7 +13,7 @@ import tnet._device  # noqa: F401  (switches the Triton interpreter on before ke
 import tnet.data as data
 from tnet.data import DataError, Loader, load_cifar10, preprocess
 from tnet.kernels.data import gather
-from conftest import Touch, assert_close, tol_for
+from helpers import Touch, assert_close, tol_for
 
 SIZES = [3, 4, 2, 5, 3]  # records in data_batch_1..5: a reduced pack, not 10000 each
 N_TEST = 4

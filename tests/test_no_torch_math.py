@@ -1,34 +1,12 @@
 """tnet uses torch for memory only: a forward, backward and SGD step may dispatch no aten
 operator but allocation, fill, copy and views."""
 import numpy as np
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import tnet
 import tnet.functional as F
 from tnet import optim
 from tnet.models import cifar10_quick
-
-MEMORY_OPS = {
-    # allocation and fill
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
-    "ones", "ones_like", "full", "full_like", "new_zeros", "new_full", "new_ones", "fill", "fill_", "zero_",
-    "scalar_tensor", "lift_fresh", "lift_fresh_copy", "set_",
-    # copies
-    "copy", "copy_", "_to_copy", "clone", "contiguous", "_copy_from", "_local_scalar_dense",
-    # views
-    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided", "slice",
-    "select", "unsqueeze", "squeeze", "detach", "alias", "unbind", "split", "narrow",
-}
-
-
-class Recorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.add(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
+from helpers import MEMORY_OPS, Recorder
 
 
 def test_training_step_uses_torch_for_memory_only(monkeypatch):

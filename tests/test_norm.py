@@ -1,7 +1,8 @@
-"""Batch normalisation (kernels, F.batch_norm, nn.BatchNorm1d/2d) against torch in float64,
-and the nn.Module features: buffers, named_modules, state_dict, zero_grad, requires_grad_."""
+"""Batch normalisation (kernels/norm.py, F.batch_norm, nn.BatchNorm1d/2d) against torch in float64:
+training and eval, GELU fused, statistics in parts, the modules' options, empty batches, every tile
+config; and its accuracy beside torch fp32's own error (statistics, output, dx, dweight, dbias;
+odd sizes, channels-last, 16-bit input), and NaN/inf input as torch."""
 import inspect
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import norm
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
+from helpers import CONFIG_DTYPES, LOW, TOL, assert_close, only_config, tol_for
+
 
 # (shape, channels-last, weight, bias)
 CASES = [((5, 3, 5, 3), False, True, True), ((5, 7, 5, 3), True, True, True), ((5, 7, 1, 1), False, False, False),
@@ -271,165 +273,6 @@ def test_norm_kernels_every_config(i, monkeypatch, rng):
     test_batch_norm_split_into_parts(monkeypatch, rng, False, None)
 
 
-# nn.Module: a user's network, and the same network in torch
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.conv = nn.Conv2d(c, c, 3, padding=1, bias=False, weight_filler=nn.gaussian(0.3))
-        self.bn = nn.BatchNorm2d(c)
-        self.scale = nn.Parameter(np.full(1, 0.5, np.float32))
-        self.register_buffer("calls", tnet.tensor(np.zeros(1)), persistent=False)
-
-    def forward(self, x):
-        return F.relu(self.bn(self.conv(x)))
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 4, 3, padding=1, weight_filler=nn.gaussian(0.3))
-        self.block = Block(4)
-        self.pool = nn.MaxPool2d(2)
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 2 * 2, 3, weight_filler=nn.gaussian(0.3)))
-        self.again = self.block  # a shared module: listed once
-
-    def forward(self, x):
-        return self.head(self.pool(self.block(self.stem(x))))
-
-
-class TorchBlock(torch.nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
-        self.bn = torch.nn.BatchNorm2d(c)
-        self.scale = torch.nn.Parameter(torch.full((1,), 0.5))
-        self.register_buffer("calls", torch.zeros(1), persistent=False)
-
-    def forward(self, x):
-        return torch.relu(self.bn(self.conv(x)))
-
-
-class TorchNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.stem = torch.nn.Conv2d(3, 4, 3, padding=1)
-        self.block = TorchBlock(4)
-        self.pool = torch.nn.MaxPool2d(2)
-        self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4 * 2 * 2, 3))
-        self.again = self.block
-
-    def forward(self, x):
-        return self.head(self.pool(self.block(self.stem(x))))
-
-
-def test_module_tree_matches_torch():
-    net, ref = Net(), TorchNet()
-    names = lambda pairs: [name for name, _ in pairs]
-    assert names(net.named_modules()) == names(ref.named_modules())
-    assert names(net.named_children()) == names(ref.named_children()) == ["stem", "block", "pool", "head"]
-    assert names(net.named_parameters()) == names(ref.named_parameters())
-    assert names(net.named_buffers()) == names(ref.named_buffers())
-    assert list(net.state_dict()) == list(ref.state_dict())  # no "calls": not persistent
-    assert names(net.block.named_parameters(prefix="b", recurse=False)) == ["b.scale"]
-    assert len(list(net.modules())) == len(list(ref.modules())) == 9
-    assert [type(m).__name__ for m in net.children()] == ["Conv2d", "Block", "MaxPool2d", "Sequential"]
-    assert next(net.parameters()) is net.stem.weight
-    assert set(map(id, net.buffers())) == {id(b) for b in (net.block.bn.running_mean, net.block.bn.running_var,
-                                                           net.block.bn.num_batches_tracked, net.block.calls)}
-    assert net.eval() is net and not any(m.training for m in net.modules())
-    assert all(m.training for m in net.train().modules())
-    assert "(bn): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)" in repr(net)
-
-
-def test_module_state_dict_round_trip(rng, ieee):
-    """A training step changes the running statistics; their state_dict (numpy copies) loads
-    into a fresh network, and so does torch's state_dict (tensors); eval outputs agree."""
-    net = Net()
-    x = tnet.tensor(rng.standard_normal((3, 3, 4, 4)))
-    net(x).backward(np.ones((3, 3)))
-    state = net.state_dict()
-    assert state["block.bn.num_batches_tracked"] == 1 and state["block.bn.num_batches_tracked"].shape == ()
-    assert not (state["block.bn.running_mean"] == 0).all()
-    net(x)
-    assert net.state_dict()["block.bn.num_batches_tracked"] == 2 and state["block.bn.num_batches_tracked"] == 1
-    fresh = Net()
-    result = fresh.load_state_dict(state)
-    assert result.missing_keys == [] and result.unexpected_keys == []
-    for k, v in fresh.state_dict().items():
-        np.testing.assert_array_equal(v, state[k], err_msg=k)
-    ref = TorchNet().double()
-    fresh.load_state_dict(ref.state_dict())  # torch tensors
-    fresh.eval(), ref.eval()
-    assert_close(fresh(x), ref(torch.tensor(x.numpy(), dtype=torch.float64)), TOL["ieee"], "eval after loading")
-    fresh.load_state_dict({k: tnet.tensor(v) for k, v in state.items()})  # tnet tensors
-    assert (fresh.block.bn.running_var.numpy() == state["block.bn.running_var"]).all()
-
-
-def test_load_state_dict_reports_every_problem():
-    net = Net()
-    del net.again  # else "again.bn.weight" would load after "block.bn.weight", into the same tensor
-    state = net.state_dict()
-    state["block.bn.running_mean"] = np.zeros(5, np.float32)
-    state["extra"] = np.zeros(1)
-    del state["stem.bias"]
-    before = net.block.bn.weight.numpy().copy()
-    state["block.bn.weight"] = before + 1
-    with pytest.raises(ValueError, match=r'Missing key\(s\) in state_dict: "stem.bias"; Unexpected key\(s\) in state_dict: "extra"; '
-                                         r"size mismatch for block.bn.running_mean"):
-        net.load_state_dict(state)
-    assert (net.block.bn.weight.numpy() == before).all()  # nothing copied
-    with pytest.raises(ValueError, match="size mismatch"):
-        net.load_state_dict(state, strict=False)
-    state["block.bn.running_mean"] = np.ones(4, np.float32)
-    missing, unexpected = net.load_state_dict(state, strict=False)
-    assert missing == ["stem.bias"] and unexpected == ["extra"]
-    assert (net.block.bn.running_mean.numpy() == 1).all() and (net.block.bn.weight.numpy() == before + 1).all()
-
-
-def test_zero_grad_requires_grad_and_parameters(rng):
-    net = Net()
-    x = tnet.tensor(rng.standard_normal((2, 3, 4, 4)))
-    net(x).backward(np.ones((2, 3)))
-    used = [p for name, p in net.named_parameters() if name != "block.scale"]  # forward does not use it
-    assert all(p.grad is not None for p in used)
-    net.zero_grad(set_to_none=False)
-    assert all((p.grad.numpy() == 0).all() for p in used)
-    net.zero_grad()
-    assert all(p.grad is None for p in net.parameters())
-    assert net.requires_grad_(False) is net and not net(x).requires_grad
-    net.requires_grad_()
-    assert all(p.requires_grad for p in net.parameters()) and net(x).requires_grad
-    net.block.register_parameter("scale", None)
-    assert "block.scale" not in dict(net.named_parameters())
-    with pytest.raises(TypeError, match="nn.Parameter or None"):
-        net.register_parameter("w", tnet.tensor(np.ones(2)))
-    with pytest.raises(TypeError, match="tnet.Tensor or None"):
-        net.register_buffer("b", np.ones(2))
-    t = tnet.tensor(np.ones(3))
-    p = nn.Parameter(t, requires_grad=False)
-    assert p.data is t.data and not p.requires_grad  # shares the memory, as torch's
-    assert nn.Parameter(np.ones(2), 2.0, 0.0).lr_mult == 2.0  # Caffe's multipliers, positional
-
-
-def test_modules_without_super_init_still_work():
-    """Layers written without super().__init__() (tnet's own, say) keep working."""
-    class Scale(nn.Module):
-        def __init__(self):
-            self.w = nn.Parameter(np.ones(2))
-
-        def forward(self, x):
-            return x
-
-    m = nn.Sequential(OrderedDict([("a", Scale()), ("b", nn.ReLU())]))
-    assert list(m.state_dict()) == ["a.w"] and list(m.buffers()) == [] and len(m) == 2 and isinstance(m[1], nn.ReLU)
-    m.a.register_buffer("count", tnet.tensor(np.zeros(1)))
-    assert list(m.state_dict()) == ["a.w", "a.count"] and not m.eval().a.training
-    relu = nn.ReLU()
-    assert len(nn.Sequential(relu, relu)) == 2  # a layer given twice runs twice, as in torch
-
-
 @pytest.mark.parametrize("shape, channels_last", [((0, 3, 4, 4), False), ((0, 20, 2, 2), True), ((0, 3), False),
                                                    ((2, 3, 0, 4), False)])
 @pytest.mark.parametrize("training", [True, False])
@@ -461,3 +304,87 @@ def test_batch_norm_one_value_per_channel_in_training_as_torch(shape):
     with pytest.raises(ValueError, match="xpected more than 1 value per channel when training") as info:
         F.batch_norm(tnet.tensor(np.zeros(shape, np.float32)), None, None, training=True)
     assert "\n" not in str(info.value)
+
+
+# ---- accuracy against float64, beside torch fp32's own error --------------------------------
+
+@pytest.mark.parametrize("shift", [0.0, 1000.0, 1e-3])
+def test_batch_stats_as_accurate_as_torch(shift):
+    x = torch.tensor(np.random.default_rng(0).standard_normal((2048, 64)) + shift, dtype=torch.float32)
+    ref = x.double()
+    yref = (ref - ref.mean(0)) / torch.sqrt(ref.var(0, unbiased=False) + 1e-5)
+    err = lambda y: ((y.double() - yref).norm() / yref.norm()).item()
+    ours = err(F.batch_norm(tnet.tensor(x.numpy()), None, None, training=True).data.cpu())
+    theirs = err(tF.batch_norm(x, None, None, training=True))
+    assert ours <= 4 * theirs + 1e-7, f"shift {shift}: relative error {ours:.2e}, torch fp32 {theirs:.2e}"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nan_inf_like_torch(bad):
+    x = np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32)
+    x[2, 1] = bad
+    y = F.batch_norm(tnet.tensor(x), None, None, training=True).data.cpu()
+    ref = tF.batch_norm(torch.tensor(x), None, None, training=True)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref)), f"NaN pattern {y} vs torch {ref}"
+
+
+def _bn_grads(x, w, b, g, lib):
+    """(y, dx, dw, db) of training-mode batch norm of x with weight w and bias b for the output
+    gradient g, in lib (torch or tnet); the arrays as float64 numpy."""
+    if lib is torch:
+        leaves = [v.clone().requires_grad_(True) for v in (x, w, b)]
+        y = tF.batch_norm(leaves[0], None, None, leaves[1], leaves[2], training=True)
+        y.backward(g.to(y.dtype))
+        grads = [v.grad for v in leaves]
+    else:
+        leaves = [tnet.tensor(v.float().numpy(), requires_grad=True, dtype=v.dtype) for v in (x, w, b)]
+        if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] > 1:
+            leaves[0].data = leaves[0].data.contiguous(memory_format=torch.channels_last)
+        y = F.batch_norm(leaves[0], None, None, leaves[1], leaves[2], training=True)
+        y.backward(tnet.tensor(g.float().numpy(), dtype=g.dtype))
+        y, grads = y.data.cpu(), [v.grad.data.cpu() for v in leaves]
+    return [v.detach().double() for v in (y, *grads)]
+
+
+def _rel(got, want):
+    return ((got - want).norm() / want.norm()).item()
+
+
+@pytest.mark.parametrize("shape, channels_last", [((3, 5, 7, 7), False), ((3, 5, 7, 7), True), ((4, 20, 3, 5), True),
+                                                   ((37, 6), False), ((2, 3, 11), False)])
+def test_batch_norm_backward_as_accurate_as_torch(shape, channels_last):
+    """y, dx, dweight and dbias of the training mode against float64, within 4x of torch fp32's
+    own error (+ a floor for errors that are both at rounding level)."""
+    rng = np.random.default_rng(2)
+    x = torch.tensor(rng.standard_normal(shape) * 3 + 5, dtype=torch.float32)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    C = shape[1]
+    w = torch.tensor(rng.standard_normal(C) + 1, dtype=torch.float32)
+    b = torch.tensor(rng.standard_normal(C), dtype=torch.float32)
+    g = torch.tensor(rng.standard_normal(shape), dtype=torch.float32)
+    ref = _bn_grads(*(v.double() for v in (x, w, b, g)), torch)
+    theirs, ours = _bn_grads(x, w, b, g, torch), _bn_grads(x, w, b, g, tnet)
+    for name, o, t, r in zip(("y", "dx", "dweight", "dbias"), ours, theirs, ref):
+        assert o.shape == r.shape
+        assert _rel(o, r) <= 4 * _rel(t, r) + 2e-7, f"{name}: relative error {_rel(o, r):.2e}, torch fp32 {_rel(t, r):.2e}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_16_bit_input_against_float64(dtype, channels_last):
+    """16-bit x and dy (fp32 weight and bias, statistics in fp32): y and dx within their dtype's
+    rounding, dweight and dbias (fp32) within 1e-2 of float64 from the same rounded inputs."""
+    rng = np.random.default_rng(3)
+    shape = (3, 5, 7, 7)
+    x = torch.tensor(rng.standard_normal(shape) * 2 - 1).to(dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = torch.tensor(rng.standard_normal(5) + 1, dtype=torch.float32)
+    b = torch.tensor(rng.standard_normal(5), dtype=torch.float32)
+    g = torch.tensor(rng.standard_normal(shape)).to(dtype)
+    ref = _bn_grads(*(v.double() for v in (x, w, b, g)), torch)
+    ours = _bn_grads(x, w, b, g, tnet)
+    bound = 1e-2 if dtype == torch.bfloat16 else 2e-3
+    for name, o, r in zip(("y", "dx", "dweight", "dbias"), ours, ref):
+        assert _rel(o, r) <= bound, f"{name}: relative error {_rel(o, r):.2e} (bound {bound:.0e})"

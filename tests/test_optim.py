@@ -8,7 +8,7 @@ import torch
 import tnet
 from tnet import nn, optim
 from tnet.kernels import optim as kernels
-from conftest import TOL, assert_close
+from helpers import TOL, Launches, assert_close
 
 # (shape, channels-last, lr_mult, decay_mult, group): odd shapes, one 4-D channels-last.
 PARAMS = [((7, 3), False, 1.0, 1.0, 0), ((5, 3, 4, 3), True, 2.0, 0.5, 0), ((11,), False, 1.0, 1.0, 1)]
@@ -80,19 +80,6 @@ def test_matches_torch(name, kwargs, rng):
         sched.step()
         ref_sched.step()
         assert_same(params, opt, refs, ref, f"{name} step {step}")
-
-
-class Launches:
-    """Stands in for a kernel: counts its launches and keeps their arguments in `log`."""
-
-    def __init__(self, kernel, log):
-        self.kernel, self.log = kernel, log
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.log.append((self.kernel, grid, args, kwargs))
-            return self.kernel[grid](*args, **kwargs)
-        return launch
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])

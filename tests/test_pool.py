@@ -1,18 +1,31 @@
-"""Pooling kernels against torch in float64: airbench94's pools (2x2 windows that tile the image,
-31 -> 15 leaving the last row and column out), the compact argmax, ties, windows of -inf, the
-window-by-window backward with padding and ceil mode in every layout, and every tile config.
-The generic geometries are in test_kernels.py (NCHW) and test_conv.py (layouts)."""
+"""Pooling (kernels/pool.py, F.max_pool2d and F.avg_pool2d) against torch in float64: Caffe's
+geometries in NCHW and between layouts, 16-bit and through a ReLU's mask; airbench94's pools (2x2
+windows that tile the image, 31 -> 15 leaving the last row and column out), the compact argmax,
+ties, windows of -inf, the window-by-window backward with padding and ceil mode in every layout,
+and every tile config."""
 import pytest
 import torch
 import torch.nn.functional as tF
 
-from tnet.kernels import pool
+import tnet.functional as F
+from tnet.kernels import pointwise, pool
 from tnet.kernels.launch import is_channels_last
-from conftest import CONFIG_DTYPES, FLOATS, assert_close, only_config, tol_for
-from test_kernels import DEV, f64, randn, torch_pool
+from helpers import (CL, CONFIG_DTYPES, DEV, FLOATS, LOW, TOL, assert_close, check_op, cl_randn, f64, only_config,
+                     pair, randn, tol_for)
 
-CL = torch.channels_last
+
 LAYOUTS = {"cl-cl": (True, True), "nchw-cl": (False, True), "cl-nchw": (True, False), "nchw-nchw": (False, False)}
+
+
+POOLS = [((3, 3), (2, 2), (0, 0), True), ((3, 3), (2, 2), (1, 1), True), ((2, 2), (2, 2), (0, 0), False),
+         ((3, 2), (1, 2), (1, 1), False), ((1, 1), (1, 1), (0, 0), False),
+         ((2, 3), (3, 2), (0, 1), True), ((5, 5), (2, 3), (2, 2), False)]  # gaps between windows; 3 and 2 per row
+
+
+def torch_pool(mode, x, kernel, stride, padding, ceil_mode=False):
+    if mode == "max":
+        return tF.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode)
+    return tF.avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=True)
 
 
 @pytest.fixture
@@ -71,6 +84,81 @@ def check_pool(x, mode, kernel, stride, padding, ceil_mode, layouts=(True, True)
     tol = 0.0 if mode == "max" and stride == kernel else tol_for(x.dtype, 1e-6)
     assert_close(dx, xd.grad, tol, f"{mode} backward{' through the ReLU' if relu else ''}")
     return y, dx
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
+def test_pool(mode, kernel, stride, padding, ceil_mode, dtype=torch.float32):
+    x = randn(2, 3, 13, 8).to(dtype)
+    xd = f64(x).requires_grad_(True)
+    ref = torch_pool(mode, xd, kernel, stride, padding, ceil_mode)
+    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode)
+    assert y.dtype == dtype
+    assert_close(y, ref, tol_for(dtype, 1e-6), f"{mode} forward {dtype}")
+    g = randn(*ref.shape).to(dtype)
+    ref.backward(f64(g))
+    dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype, 1e-6), f"{mode} backward {dtype}")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_pool_16_bit(dtype, mode):
+    """16-bit pooling, and as conv2d_relu_pool2d runs it: a channels-last ReLU output pooled into
+    NCHW, the ReLU's mask applied in the backward."""
+    test_pool(mode, *POOLS[1], dtype=dtype)
+    pre = randn(2, 16, 9, 7).to(dtype)
+    relu_out = pointwise.relu(pre.contiguous(memory_format=torch.channels_last))
+    xd = f64(pre).requires_grad_(True)
+    ref = torch_pool(mode, torch.relu(xd), (3, 3), (2, 2), (1, 1))
+    y, arg = pool.pool2d(relu_out, (3, 3), (2, 2), (1, 1), False, mode, channels_last=False)
+    assert y.dtype == dtype and y.is_contiguous()
+    assert_close(y, ref, tol_for(dtype), f"{mode} forward")
+    g = randn(*ref.shape).to(dtype)
+    ref.backward(f64(g))
+    dx = pool.pool2d_backward(g, arg, pre.shape, (3, 3), (2, 2), (1, 1), mode, relu_input=relu_out,
+                              x_channels_last=True, y_channels_last=False)
+    assert dx.dtype == dtype and is_channels_last(dx)
+    assert_close(dx, xd.grad, tol_for(dtype), f"{mode} backward through the ReLU")
+
+
+def test_max_pool_ties_take_first_in_row_major_order():
+    x = torch.zeros(1, 1, 4, 4, device=DEV)  # all ties
+    y, arg = pool.pool2d(x, (3, 3), (2, 2), (0, 0), True, "max")
+    assert arg.dtype == torch.int8 and arg.cpu().flatten().tolist() == [0, 0, 0, 0]  # each window's first tap
+    dx = pool.pool2d_backward(torch.ones_like(y), arg, x.shape, (3, 3), (2, 2), (0, 0), "max")
+    assert torch.nonzero(dx.cpu().flatten()).flatten().tolist() == [0, 2, 8, 10]  # rows 0 and 2, columns 0 and 2
+
+
+@pytest.mark.parametrize("layouts", [(True, True), (False, True), (True, False)], ids=["cl-cl", "nchw-cl", "cl-nchw"])
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", POOLS)
+def test_pool_channels_last(mode, kernel, stride, padding, ceil_mode, layouts):
+    """Pooling between any two layouts (x's, y's) gives NCHW pooling's values, forward and
+    backward, with or without the fused ReLU gradient."""
+    x_cl, y_cl = layouts
+    x = cl_randn(2, 5, 13, 8) if x_cl else randn(2, 5, 13, 8)
+    y, arg = pool.pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
+    y_ref, arg_ref = pool.pool2d(x.contiguous(), kernel, stride, padding, ceil_mode, mode)
+    assert is_channels_last(y) == (y_cl and y.shape[2:] != (1, 1))
+    assert torch.equal(y.cpu(), y_ref.cpu()) and (arg is None or torch.equal(arg.cpu(), arg_ref.cpu()))
+    g = cl_randn(*y.shape) if y_cl else randn(*y.shape)
+    relu_input = torch.relu(x).contiguous(memory_format=CL if x_cl else torch.contiguous_format)
+    for r in (None, relu_input):
+        dx = pool.pool2d_backward(g, arg, x.shape, kernel, stride, padding, mode, relu_input=r,
+                                  x_channels_last=x_cl, y_channels_last=y_cl)
+        ref = pool.pool2d_backward(g.contiguous(), arg_ref, x.shape, kernel, stride, padding, mode,
+                                   relu_input=None if r is None else r.contiguous())
+        assert is_channels_last(dx) == x_cl, f"relu {r is not None}"
+        if mode == "max":
+            assert torch.equal(dx.cpu(), ref.cpu()), f"relu {r is not None}"
+        else:  # the GPU's fp32 division is not correctly rounded, and each layout compiles its own
+            assert_close(dx, ref, TOL["ieee"], f"relu {r is not None}")
+    if y_cl and y.shape[2:] != (1, 1):
+        with pytest.raises(ValueError, match="layout"):
+            pool.pool2d_backward(g.contiguous(), arg, x.shape, kernel, stride, padding, mode, x_channels_last=x_cl,
+                                 y_channels_last=True)
 
 
 AIRBENCH = [((2, 64, 31, 31), 2), ((2, 24, 15, 15), 2), ((2, 16, 7, 7), 2), ((3, 40, 3, 3), 3)]  # airbench: 64, 256, 256, 256 channels
@@ -149,7 +237,8 @@ KERNELS = ["pool_kernel", "pool_backward_kernel", "pool_backward_disjoint_kernel
 @pytest.mark.parametrize("i", range(len(pool._CONFIGS)))
 def test_pool_every_config(i, monkeypatch):
     """Each tile config of the three kernels (on the GPU the others run only the first,
-    TNET_AUTOTUNE=0): airbench's pool and an overlapping one, channels-last and NCHW."""
+    TNET_AUTOTUNE=0): airbench's pool and an overlapping one, channels-last and NCHW, and test_pool's NCHW
+    overlapping windows."""
     for name in KERNELS:
         only_config(monkeypatch, getattr(pool, name), pool._CONFIGS[i])
     for dtype in CONFIG_DTYPES:
@@ -158,3 +247,14 @@ def test_pool_every_config(i, monkeypatch):
             check_pool(x, mode, (2, 2), (2, 2), (0, 0), False)
             check_pool(x, mode, (3, 3), (2, 2), (1, 1), True, relu=True)
             check_pool(x[:, :3], mode, (2, 2), (2, 2), (0, 0), True, (False, False))
+            test_pool(mode, *POOLS[1], dtype=dtype)
+
+
+# ---- max_pool2d and avg_pool2d through the tape ---------------------------------------------
+
+@pytest.mark.parametrize("ceil_mode", [True, False])
+def test_pools(rng, ceil_mode):
+    check_op(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=ceil_mode),
+             lambda x: tF.max_pool2d(x, 3, 2, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)
+    check_op(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode),
+             lambda x: tF.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)

@@ -63,6 +63,8 @@ def test_commands_name_files_that_exist():
         assert (ROOT / script).is_file(), script
     layout = next(b for b in code_blocks(README) if b.startswith("tnet/__init__.py"))
     for line in layout.splitlines():
+        if line[:1].isspace():  # a description's continuation
+            continue
         path = line.split()[0]
         assert (ROOT / path).exists(), f"README's layout lists {path}, which does not exist"
 

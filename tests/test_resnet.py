@@ -9,7 +9,7 @@ import tnet
 import tnet.functional as F
 import tnet.nn as nn
 from tnet import optim
-from conftest import assert_close
+from helpers import assert_close
 
 TOL = 1e-4  # fp32 against float64 through a few steps of training
 

@@ -10,8 +10,7 @@ import torch
 
 import tnet
 from tnet.models import cifar10_quick
-from conftest import Touch
-from helpers import peak_bytes
+from helpers import Touch, peak_bytes
 
 
 def test_round_trip(tmp_path):

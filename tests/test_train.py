@@ -15,8 +15,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import nn, optim, recipes, trainer
 from tnet.models import cifar10_quick
-from conftest import TOL, Touch, assert_close
-from helpers import train_main
+from helpers import TOL, Touch, assert_close, train_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,0 +1,199 @@
+"""The factories and random numbers (tnet/factory.py, kernels/random.py): zeros, ones, full, rand,
+randn and manual_seed; dropout (functional/random.py, nn.Dropout): its mask, scale and gradient
+in every layout and dtype, and fresh masks in a replayed CUDA graph."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from tnet.kernels import random as random_module
+from tnet.kernels.launch import is_channels_last
+from helpers import CONFIG_DTYPES, DEV, LOW, TOL, assert_close, config_indices, only_ith_config, pair, tol_for
+
+
+# ---- factories and random numbers -----------------------------------------------------------
+
+def test_factories_shapes_and_dtypes():
+    for t, shape, dtype in [(tnet.zeros(2, 3), (2, 3), torch.float32), (tnet.zeros((4,)), (4,), torch.float32),
+                            (tnet.ones([2, 1, 3], dtype=tnet.float16), (2, 1, 3), torch.float16),
+                            (tnet.full((2, 3), 7), (2, 3), torch.int64), (tnet.full([5], 1.5), (5,), torch.float32),
+                            (tnet.full((2,), 2, dtype=tnet.int32), (2,), torch.int32), (tnet.zeros(), (), torch.float32),
+                            (tnet.rand(3, 4), (3, 4), torch.float32), (tnet.randn((5,)), (5,), torch.float32),
+                            (tnet.rand(0, 3), (0, 3), torch.float32), (tnet.randn(7, dtype=tnet.bfloat16), (7,), torch.bfloat16)]:
+        assert t.shape == shape and t.dtype == dtype and t.device.type == DEV.type
+    assert tnet.ones(2, 2).tolist() == [[1.0, 1.0], [1.0, 1.0]] and tnet.full((2,), 7).tolist() == [7, 7]
+    assert tnet.zeros(3, requires_grad=True).requires_grad and not tnet.randn(3).requires_grad
+    for bad in (lambda: tnet.zeros(2, -1), lambda: tnet.rand(2, dtype=tnet.int64),
+                lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="meta")):
+        with pytest.raises(ValueError):
+            bad()
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_factories_16_bit(dtype):
+    for t, value in ((tnet.zeros(2, 3, dtype=dtype), 0.0), (tnet.ones(3, dtype=dtype), 1.0),
+                     (tnet.full((2, 2), 1.5, dtype=dtype), 1.5)):
+        assert t.dtype == dtype and np.all(f64(t) == value)
+    tnet.manual_seed(0)
+    u, z = f64(tnet.rand(4096, dtype=dtype)), f64(tnet.randn(4096, dtype=dtype))
+    assert u.min() >= 0.0 and u.max() <= 1.0 and abs(u.mean() - 0.5) < 0.03  # <= 1: rounding may reach 1
+    assert abs(z.mean()) < 0.1 and abs(z.std() - 1.0) < 0.06
+    assert tnet.randn(3, dtype=dtype, requires_grad=True).requires_grad
+
+
+def test_manual_seed_reproduces_draws():
+    tnet.manual_seed(1234)
+    a, b = tnet.rand(37, 11), tnet.randn(5, 3)
+    tnet.manual_seed(1234)
+    assert torch.equal(a.data, tnet.rand(37, 11).data) and torch.equal(b.data, tnet.randn(5, 3).data)
+    assert not torch.equal(a.data, tnet.rand(37, 11).data), "a second draw differs"
+    tnet.manual_seed(1235)
+    assert not torch.equal(a.data, tnet.rand(37, 11).data), "another seed differs"
+    tnet.manual_seed(-1)  # any Python int, as torch (taken modulo 2^64)
+    tnet.rand(2)
+
+
+def test_rand_and_randn_statistics():
+    tnet.manual_seed(0)
+    u = tnet.rand(181, 113).numpy().astype(np.float64)  # n = 20453: the mean's std is 0.002
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.std() - 12 ** -0.5) < 0.01
+    assert abs((u < 0.25).mean() - 0.25) < 0.015
+    z = tnet.randn(181, 113).numpy().astype(np.float64)  # the mean's std is 0.007, the std's 0.005
+    assert abs(z.mean()) < 0.035 and abs(z.std() - 1.0) < 0.03
+    assert abs((np.abs(z) < 1).mean() - 0.6827) < 0.016
+    assert np.abs(np.corrcoef(z.ravel()[:-1], z.ravel()[1:])[0, 1]) < 0.035, "neighbours are independent"
+    h = tnet.rand(4096, dtype=tnet.float16).numpy().astype(np.float64)
+    assert h.min() >= 0.0 and h.max() <= 1.0 and abs(h.mean() - 0.5) < 0.03
+
+
+# ---- dropout --------------------------------------------------------------------------------
+
+P = 0.3
+
+
+def binomial_ok(zeroed, n, p):
+    """Zeroed count within 5 standard deviations of n*p."""
+    return abs(zeroed - n * p) <= 5 * np.sqrt(n * p * (1 - p))
+
+
+def f64(t):
+    """A tnet tensor's values as a float64 numpy array (numpy has no bfloat16)."""
+    return t.data.double().cpu().numpy()
+
+
+def check_dropout(x, y, p):
+    """y zeroes about p of x and scales the rest by 1/(1-p) (rounded to y's dtype); returns the kept mask."""
+    X, Y = f64(x), f64(y)
+    kept = Y != 0
+    assert binomial_ok((~kept).sum(), X.size, p), f"{(~kept).mean():.3f} zeroed for p = {p}"
+    assert_close(Y[kept], X[kept] / (1 - p), tol_for(y.dtype), "kept values")
+    return kept
+
+
+def test_dropout_train_mask_scale_gradient(rng, dtype=torch.float32):
+    # no zeros: y != 0 is the mask
+    x = tnet.tensor(rng.standard_normal((64, 67)) + 5.0, requires_grad=True, dtype=dtype)
+    y = F.dropout(x, P)
+    kept = check_dropout(x, y, P)
+    g = rng.standard_normal(y.shape)
+    y.backward(g)
+    g = torch.tensor(g).to(dtype).double().numpy()  # as the tape rounds the seed
+    assert y.dtype == x.grad.dtype == dtype
+    assert_close(x.grad, np.where(kept, g / (1 - P), 0.0), tol_for(dtype), "gradient follows the mask")
+    assert np.all(f64(x.grad)[~kept] == 0)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_dropout_16_bit(rng, dtype):
+    test_dropout_train_mask_scale_gradient(rng, dtype)
+    x = tnet.tensor(rng.standard_normal((2, 16, 5, 3)) + 5.0, dtype=dtype)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    y = F.dropout(x, 0.5)
+    assert y.dtype == dtype and is_channels_last(y.data)
+    check_dropout(x, y, 0.5)
+
+
+def test_dropout_channels_last_keeps_layout(rng):
+    x, _ = pair(rng, 2, 16, 5, 3, channels_last=True)
+    y = F.dropout(x, 0.5)
+    assert is_channels_last(y.data)
+    kept = check_dropout(x, y, 0.5)
+    g = torch.tensor(rng.standard_normal(y.shape), dtype=torch.float32).contiguous(memory_format=torch.channels_last)
+    y.backward(g)
+    assert_close(x.grad, np.where(kept, g.numpy() * 2.0, 0.0), TOL["ieee"], "gradient")
+
+
+def test_dropout_on_a_strided_view(rng):
+    x = tnet.tensor(rng.standard_normal((40, 90)) + 5.0, requires_grad=True)
+    v = x[:, ::3].T
+    y = F.dropout(v, P)
+    kept = check_dropout(v, y, P)
+    y.backward(np.ones(y.shape))
+    expect = np.zeros(x.shape)
+    expect[:, ::3] = np.where(kept, 1 / (1 - P), 0.0).T
+    assert_close(x.grad, expect, TOL["ieee"], "gradient")
+
+
+def test_dropout_seed_reproduces_and_calls_differ():
+    x = tnet.ones(50, 41)
+    tnet.manual_seed(7)
+    a = F.dropout(x, 0.5).numpy()
+    b = F.dropout(x, 0.5).numpy()
+    tnet.manual_seed(7)
+    assert np.array_equal(a, F.dropout(x, 0.5).numpy())
+    assert not np.array_equal(a, b)
+
+
+def test_dropout_identity_edges_and_errors():
+    x = tnet.ones(4, 5, requires_grad=True)
+    assert F.dropout(x, 0.5, training=False) is x and F.dropout(x, 0.0) is x
+    z = F.dropout(x, 1.0)
+    assert np.all(z.numpy() == 0)
+    z.backward(np.ones(z.shape))
+    assert np.all(x.grad.numpy() == 0)
+    for p in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            F.dropout(x, p)
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            nn.Dropout(p)
+    with pytest.raises(NotImplementedError):
+        F.dropout(x, 0.5, inplace=True)
+
+
+def test_dropout_and_identity_modules():
+    x = tnet.ones(30, 40)
+    drop = nn.Dropout(0.25)
+    assert repr(drop) == "Dropout(p=0.25, inplace=False)"
+    check_dropout(x, drop(x), 0.25)
+    model = nn.Sequential(nn.Identity(54, unused=1), drop)
+    assert model.eval()(x) is x
+    check_dropout(x, model.train()(x), 0.25)
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="CUDA graphs need a GPU")
+def test_captured_dropout_draws_a_new_mask_on_every_replay():
+    from tnet.graph import Graph
+    x = tnet.ones(256, 129)
+    graph = Graph(lambda: (F.dropout(x, 0.5).data, tnet.rand(1000).data))
+    masks, draws = zip(*[[t.clone() for t in graph()] for _ in range(3)])
+    for i in range(2):
+        assert not torch.equal(masks[i], masks[i + 1]) and not torch.equal(draws[i], draws[i + 1])
+    tnet.manual_seed(5)
+    first = graph()[0].clone()
+    tnet.manual_seed(5)
+    assert torch.equal(first, graph()[0])
+
+
+KERNELS = [random_module.random_kernel, random_module.dropout_kernel]
+
+
+@pytest.mark.parametrize("i", config_indices(KERNELS))
+def test_random_every_config(i, monkeypatch, rng):
+    """Dropout and rand/randn tests again with each kernel's i-th tile config (or its last)."""
+    only_ith_config(monkeypatch, KERNELS, i)
+    for dtype in CONFIG_DTYPES:
+        test_dropout_train_mask_scale_gradient(rng, dtype)
+    test_rand_and_randn_statistics()

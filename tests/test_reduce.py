@@ -1,0 +1,159 @@
+"""Reductions (kernels/reduce.py, functional/reduce.py) against torch in float64: sum and mean over
+any dims in either layout, long sums in parts, max and argmax with ties and NaN, global average
+pooling, mse_loss, the bias gradient's sum_except, 16-bit storage, every tile config."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from tnet.kernels import reduce
+from helpers import (CL, CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, config_indices, f64, leaf,
+                     only_ith_config, randn, tol_for)
+
+
+# The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("dim,keepdim,channels_last", [
+    (None, False, False), (0, False, True), (-1, True, False), ((0, 2), False, True), ((1, 2, 3), True, True),
+    ((), False, False), ((-3, 3), True, True), ((0, 2, 3), False, False)])
+def test_sum_mean(rng, op, dim, keepdim, channels_last):
+    x = leaf(rng, 3, 5, 4, 7, channels_last=channels_last)
+    check(lambda t: getattr(t, op)(dim, keepdim), lambda t: getattr(t, op)(dim, keepdim), [x], rng)
+
+
+def test_sum_each_subset_of_axes():
+    """Every set of axes in both layouts, forward only: the runs of reduced axes in memory order."""
+    x = torch.randn(3, 5, 4, 7, generator=torch.Generator().manual_seed(0)).to(tnet.DEVICE)
+    for data, masks in ((x, range(1, 16)), (x.contiguous(memory_format=CL), range(1, 16)),
+                        (x.permute(2, 0, 3, 1), (5, 6, 10))):
+        for mask in masks:
+            dims = tuple(d for d in range(4) if mask >> d & 1)
+            assert_close(F.sum(tnet.Tensor(data), dims), data.double().sum(dims), TOL["ieee"], f"sum over {dims}")
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 2500), 1), ((2500, 3), 0), ((5000,), None), ((3, 1100, 5), 1)])
+def test_long_sums_in_parts(rng, shape, dim, dtype=torch.float32):
+    """Sums longer than reduce.CHUNK: parts, then the sum of the parts."""
+    check(lambda t: F.mean(t, dim), lambda t: t.mean(dim), [leaf(rng, *shape, dtype=dtype)], rng, tol_for(dtype))
+
+
+@pytest.mark.parametrize("shape", [(3, 37, 4, 4), (2, 32, 8, 8)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_global_average_pooling(rng, shape, channels_last):
+    x = leaf(rng, *shape, channels_last=channels_last)
+    check(lambda t: t.mean((2, 3)), lambda t: t.mean((2, 3)), [x], rng)
+    x = leaf(rng, *shape, channels_last=channels_last)
+    out = check(nn.AdaptiveAvgPool2d(1), lambda t: tF.adaptive_avg_pool2d(t, (1, 1)), [x], rng)
+    assert out.shape == (shape[0], shape[1], 1, 1)
+
+
+@pytest.mark.parametrize("dim,keepdim,channels_last", [(0, False, False), (1, True, True), (2, False, True),
+                                                       (-1, False, False), (3, True, True)])
+def test_max_dim_with_ties(rng, dim, keepdim, channels_last, dtype=torch.float32):
+    """Values of few levels, so most rows hold ties: the first index, like torch's, gets the gradient."""
+    x = leaf(rng, 3, 5, 4, 7, channels_last=channels_last, values=rng.integers(0, 3, (3, 5, 4, 7)).astype(float),
+             dtype=dtype)
+    out = x[0].max(dim, keepdim)
+    ref = x[1].max(dim, keepdim)
+    assert out.indices.dtype == torch.int64 and np.array_equal(out.indices.numpy(), ref.indices.numpy())
+    assert np.array_equal(F.argmax(x[0], dim, keepdim).numpy(), torch.argmax(x[1], dim, keepdim).numpy())
+    check(lambda t: t.max(dim, keepdim).values, lambda t: t.max(dim, keepdim).values, [x], rng, tol_for(dtype))
+
+
+def test_max_ties_across_parts(monkeypatch):
+    """A max over three parts (of 64 here), tied in different parts: the first index."""
+    monkeypatch.setattr(reduce, "CHUNK", 64)
+    n = 150
+    x = torch.zeros(3, n, 5)
+    x[:, n - 3] = x[:, 7] = x[1, n // 2] = 1.0
+    values, indices = F.max(tnet.tensor(x), 1)
+    assert np.array_equal(indices.numpy(), x.argmax(1).numpy()) and (indices.numpy() == 7).all()
+    assert F.argmax(tnet.tensor(x[1:, :, 1:])).item() == x[1:, :, 1:].argmax().item() == 28
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_global_max_and_argmax(rng, channels_last):
+    """max() shares the gradient among tied maxima, as torch does; argmax() counts in row-major order."""
+    values = rng.integers(0, 4, (2, 3, 4, 5)).astype(float)
+    x = leaf(rng, 2, 3, 4, 5, channels_last=channels_last, values=values)
+    check(lambda t: t.max(), lambda t: t.max(), [x], rng)
+    values = rng.standard_normal((2, 3, 4, 5))
+    x = leaf(rng, 2, 3, 4, 5, channels_last=channels_last, values=values)
+    assert x[0].argmax().item() == values.argmax() and x[0].argmax().dtype == torch.int64
+    assert x[0].argmax(keepdim=True).shape == (1, 1, 1, 1)
+
+
+def test_max_propagates_nan():
+    x = torch.tensor([[1.0, float("nan"), 3.0], [2.0, 5.0, 4.0]])
+    values, indices = F.max(tnet.tensor(x), 1)
+    ref = x.max(1)
+    assert np.isnan(values.numpy()[0]) and values.numpy()[1] == 5.0
+    assert np.array_equal(indices.numpy(), ref.indices.numpy())
+    assert np.isnan(F.max(tnet.tensor(x)).item())
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_reductions_16_bit(rng, dtype):
+    """Sums in fp32 (in parts too), each result rounded once; maxima with ties; argmax."""
+    for op, dim, cl in (("sum", None, False), ("mean", (0, 2, 3), True), ("sum", 1, True)):
+        x = leaf(rng, 3, 5, 4, 7, channels_last=cl, dtype=dtype)
+        out = check(lambda t: getattr(t, op)(dim), lambda t: getattr(t, op)(dim), [x], rng, tol_for(dtype))
+        assert out.dtype == x[0].grad.dtype == dtype
+    test_long_sums_in_parts(rng, (3, 2500), 1, dtype)
+    test_max_dim_with_ties(rng, 1, True, True, dtype)
+    x = leaf(rng, 2, 3, 4, 5, values=rng.integers(0, 4, (2, 3, 4, 5)).astype(float), dtype=dtype)
+    check(lambda t: t.max(), lambda t: t.max(), [x], rng, tol_for(dtype))
+    assert x[0].argmax().item() == x[1].argmax().item()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss(rng, reduction):
+    inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
+    check(lambda a, b: F.mse_loss(a, b, reduction), lambda a, b: tF.mse_loss(a, b, reduction=reduction), inputs, rng)
+    inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
+    check(nn.MSELoss(reduction), torch.nn.MSELoss(reduction=reduction), inputs, rng)
+
+
+# ---- sum_except: the bias gradient's sum over every dim but one -----------------------------
+
+@pytest.mark.parametrize("shape,dim", [((3, 5, 4, 6), 1), ((37, 10), 1), ((1, 1), 1), ((2, 64, 1023), 1), ((3, 5, 4000), 1)])
+def test_sum_except(shape, dim, dtype=torch.float32):
+    x = randn(*shape).to(dtype)
+    axes = tuple(i for i in range(len(shape)) if i != dim)
+    out = reduce.sum_except(x, dim)
+    assert out.dtype == dtype
+    assert_close(out, f64(x).sum(axes), tol_for(dtype), "sum_except")  # fp32 sums of 1e4 terms
+    if dtype != torch.float32:  # the bias gradient of 16-bit gradients: fp32 sums into an fp32 vector
+        out = reduce.sum_except(x, dim, out=torch.empty(shape[dim], device=DEV))
+        assert_close(out, f64(x).sum(axes), TOL["ieee"], "sum_except into fp32")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_sum_except_16_bit(dtype):
+    test_sum_except((3, 5, 4000), 1, dtype)  # in parts
+    test_sum_except((3, 5, 4, 6), 1, dtype)
+
+
+KERNELS = [reduce.reduce_kernel, reduce.sum_kernel]
+
+
+@pytest.mark.parametrize("i", config_indices(KERNELS))
+def test_reduce_every_config(rng, i, monkeypatch):
+    """A few of the tests above with each kernel's i-th tile config (or its last); then sums
+    split into parts of 64, for short CPU runs."""
+    only_ith_config(monkeypatch, KERNELS, i)
+    for dtype in CONFIG_DTYPES:
+        test_sum_except((3, 5, 4000), 1, dtype)
+    monkeypatch.setattr(reduce, "CHUNK", 64)
+    for dtype in CONFIG_DTYPES:
+        test_long_sums_in_parts(rng, (3, 150, 5), 1, dtype)
+        check(lambda t: t.mean((2, 3)), lambda t: t.mean((2, 3)), [leaf(rng, 3, 37, 4, 4, dtype=dtype)], rng,
+              tol_for(dtype))
+        test_max_dim_with_ties(rng, 1, False, True, dtype)
+    test_max_ties_across_parts(monkeypatch)

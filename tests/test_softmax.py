@@ -1,0 +1,224 @@
+"""Softmax, log-softmax and cross-entropy (kernels/softmax.py, functional/softmax.py) against torch in
+float64: odd row lengths, label smoothing, reductions, ignored and out-of-range labels, 16-bit
+logits and autocast's fp32 losses, values at 1e4, nn.CrossEntropyLoss, every tile config."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet.kernels import pointwise, softmax
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check_op, config_indices, f64, only_ith_config,
+                     pair, randn, tol_for)
+
+
+@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (5, 131)])
+def test_softmax(R, C, dtype=torch.float32):
+    x = (randn(R, C) * 5).to(dtype)
+    y = softmax.softmax(x)
+    xd = f64(x).requires_grad_(True)
+    ref = torch.softmax(xd, 1)
+    assert_close(y, ref, tol_for(dtype, 1e-6), "softmax")
+    g = randn(R, C).to(dtype)
+    ref.backward(f64(g))
+    assert_close(softmax.softmax_backward(y, g), xd.grad, tol_for(dtype), "softmax backward")
+    y = softmax.log_softmax(x)
+    xd.grad = None
+    ref = torch.log_softmax(xd, 1)
+    assert_close(y, ref, tol_for(dtype, 1e-6), "log_softmax")
+    ref.backward(f64(g))
+    dx = softmax.log_softmax_backward(y, g)
+    assert y.dtype == dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "log_softmax backward")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_softmax_16_bit(dtype):
+    """16-bit rows; and fp32 outputs of 16-bit logits (tnet.autocast's softmax), whose fp32 math
+    then shows at fp32's tolerance, with the input's gradient back in 16 bits."""
+    test_softmax(5, 131, dtype)
+    x = (randn(37, 10) * 5).to(dtype)
+    xd = f64(x).requires_grad_(True)
+    ref = torch.softmax(xd, 1)
+    y = softmax.softmax(x, torch.float32)
+    assert y.dtype == torch.float32
+    assert_close(y, ref, 1e-6, "fp32 softmax of 16-bit logits")
+    g = randn(37, 10)
+    ref.backward(f64(g))
+    dx = softmax.softmax_backward(y, g, dtype)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "its gradient")
+    assert_close(softmax.log_softmax(x, torch.float32), torch.log_softmax(f64(x), 1), 1e-6, "fp32 log_softmax")
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("R,C", [(37, 10), (1, 1), (300, 7), (2100, 10)])  # the last in 3 steps
+def test_cross_entropy(R, C, smoothing):
+    x = randn(R, C) * 5
+    labels = torch.randint(0, C, (R,), generator=torch.Generator().manual_seed(R)).to(DEV)
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels.cpu(), label_smoothing=smoothing)
+    ref.backward()
+    loss, dx = softmax.cross_entropy(x, labels, smoothing)
+    assert_close(loss, ref, 1e-6, "loss")
+    assert_close(dx, xd.grad, 1e-5, "dlogits")
+    count = torch.zeros((), dtype=torch.int32, device=DEV)
+    softmax.count_correct(x, labels, count)
+    assert count.item() == (f64(x).argmax(1) == labels.cpu()).sum().item()
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_reductions_and_ignore_index(reduction):
+    x = randn(37, 10) * 5
+    labels = torch.randint(0, 10, (37,), generator=torch.Generator().manual_seed(3))
+    labels[[0, 5, 36]] = -100  # ignored, and left out of the mean
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels, reduction=reduction, label_smoothing=0.1)
+    loss, dx = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction)
+    assert_close(loss, ref, 1e-6, "loss")
+    g = randn(*(ref.shape or (1,)))
+    ref.backward(f64(g).reshape(ref.shape))
+    if reduction == "none":
+        softmax.scale_rows_(dx, g)
+    else:
+        pointwise.scale_(dx, g.reshape(1))
+    assert_close(dx, xd.grad, 1e-5, "dlogits")
+
+
+@pytest.mark.parametrize("bad", [10, -1, 1000])
+def test_cross_entropy_flags_labels_out_of_range(bad):
+    labels = torch.randint(0, 10, (300,), generator=torch.Generator().manual_seed(4))
+    labels[[150, 200]] = bad
+    with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
+        softmax.cross_entropy(randn(300, 10), labels.to(DEV))
+    assert softmax.take_label_error(DEV) is None  # the eager check cleared the flag
+    softmax.cross_entropy(randn(300, 10), labels.to(DEV) * 0)  # good labels pass again
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_cross_entropy_16_bit(dtype, reduction):
+    """The loss in the logits' dtype, or fp32 (autocast's), computed in fp32 either way; the
+    logits' gradient in their dtype."""
+    x = (randn(37, 10) * 5).to(dtype)
+    labels = torch.randint(0, 10, (37,), generator=torch.Generator().manual_seed(5))
+    labels[3] = -100
+    xd = f64(x).requires_grad_(True)
+    ref = tF.cross_entropy(xd, labels, reduction=reduction, label_smoothing=0.1)
+    loss, dx = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction)
+    assert loss.dtype == dx.dtype == dtype
+    assert_close(loss, ref, tol_for(dtype), "loss")
+    loss32, _ = softmax.cross_entropy(x, labels.to(DEV), 0.1, reduction, dtype=torch.float32)
+    assert loss32.dtype == torch.float32
+    assert_close(loss32, ref, 1e-6, "fp32 loss")
+    g = randn(*(ref.shape or (1,))).to(dtype)
+    ref.backward(f64(g).reshape(ref.shape))
+    if reduction == "none":
+        softmax.scale_rows_(dx, g)
+    else:
+        pointwise.scale_(dx, g)
+    assert dx.dtype == dtype
+    assert_close(dx, xd.grad, tol_for(dtype), "dlogits")
+    count = torch.zeros((), dtype=torch.int32, device=DEV)
+    softmax.count_correct(x, labels.to(DEV), count)
+    assert count.item() == (f64(x).argmax(1) == labels).sum().item()
+
+
+def test_softmax_and_loss_finite_at_1e4():
+    x = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, 3.0]], device=DEV)
+    labels = torch.tensor([0, 0], device=DEV)
+    loss, dx = softmax.cross_entropy(x, labels)
+    y = softmax.softmax(x)
+    assert torch.isfinite(loss).all() and torch.isfinite(dx).all() and torch.isfinite(y).all()
+    assert_close(loss, tF.cross_entropy(f64(x), labels.cpu()), 1e-6, "loss at 1e4")
+    assert_close(y, torch.softmax(f64(x), 1), 1e-6, "softmax at 1e4")
+
+
+KERNELS = [softmax.softmax_kernel, softmax.softmax_backward_kernel, softmax.log_softmax_kernel,
+           softmax.log_softmax_backward_kernel]
+
+
+@pytest.mark.parametrize("i", config_indices(KERNELS))
+def test_softmax_every_config(i, monkeypatch):
+    """test_softmax with each kernel's i-th tile config (or its last)."""
+    only_ith_config(monkeypatch, KERNELS, i)
+    for dtype in CONFIG_DTYPES:
+        test_softmax(5, 131, dtype)
+
+
+# ---- through the tape -----------------------------------------------------------------------
+
+def test_log_softmax(rng):
+    check_op(F.log_softmax, lambda x: torch.log_softmax(x, 1), [pair(rng, 7, 10)], 1e-6, rng)
+
+
+def test_functional_cross_entropy(rng):
+    labels = rng.integers(0, 10, 37)
+    logits, ref = pair(rng, 37, 10, scale=3)
+    loss = F.cross_entropy(logits, tnet.tensor(labels))
+    r = tF.cross_entropy(ref, torch.tensor(labels))
+    assert_close(loss, r, 1e-6, "loss")
+    loss.backward(2.0 * np.ones(()))
+    (2.0 * r).backward()
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+def test_cross_entropy_label_smoothing(rng):
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3)
+    loss = F.cross_entropy(logits, tnet.tensor(labels), label_smoothing=0.1)
+    r = tF.cross_entropy(ref, torch.tensor(labels), label_smoothing=0.1)
+    assert_close(loss, r, 1e-6, "loss")
+    loss.backward()
+    r.backward()
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("rows", [11, 517])  # 517 rows of 10: five programs, their sums added after
+def test_cross_entropy_loss_module(rng, reduction, rows):
+    labels = rng.integers(0, 7, rows)
+    labels[4] = labels[300 % rows] = -100
+    logits, ref = pair(rng, rows, 7, scale=3)
+    loss = tnet.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(logits, tnet.tensor(labels))
+    r = torch.nn.CrossEntropyLoss(reduction=reduction, label_smoothing=0.05)(ref, torch.tensor(labels))
+    assert_close(loss, r, 1e-6, "loss")
+    g = rng.standard_normal(r.shape)
+    loss.backward(g)
+    r.backward(torch.tensor(g))
+    assert_close(logits.grad, ref.grad, 1e-5, "dlogits")
+
+
+@pytest.mark.parametrize("bad", [10, -1, 1000])
+@pytest.mark.parametrize("rows", [6, 300])
+def test_cross_entropy_names_a_label_out_of_range(rng, bad, rows):
+    labels = rng.integers(0, 10, rows)
+    labels[rows - 4] = bad
+    with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
+        F.cross_entropy(tnet.tensor(rng.standard_normal((rows, 10))), tnet.tensor(labels))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter computes pow's unused branches too
+@pytest.mark.parametrize("dtype", LOW)
+def test_losses_and_softmax_in_fp32_under_autocast(rng, dtype):
+    """As torch's autocast: softmax, log_softmax, cross_entropy and mse_loss return fp32 (at fp32's
+    tolerance from the 16-bit inputs), and hand the 16-bit inputs 16-bit gradients."""
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3, dtype=dtype)
+    target, ref_target = pair(rng, 13, 10, dtype=dtype)
+    with tnet.autocast("cuda", dtype=dtype):
+        loss = F.cross_entropy(logits, tnet.tensor(labels))
+        mse = F.mse_loss(logits, target)
+        outs = [F.softmax(logits), F.log_softmax(logits), loss, mse]
+    refs = [torch.softmax(ref, 1), torch.log_softmax(ref, 1), tF.cross_entropy(ref, torch.tensor(labels)),
+            tF.mse_loss(ref, ref_target)]
+    for out, r, name in zip(outs, refs, ["softmax", "log_softmax", "cross_entropy", "mse_loss"]):
+        assert out.dtype == torch.float32, name
+        assert_close(out, r, TOL["ieee"], name)
+    (loss + mse).backward()
+    (refs[2] + refs[3]).backward()
+    assert logits.grad.dtype == target.grad.dtype == dtype
+    assert_close(logits.grad, ref.grad, tol_for(dtype), "dlogits")
+    assert_close(target.grad, ref_target.grad, tol_for(dtype), "dtarget")
+    assert F.cross_entropy(logits, tnet.tensor(labels)).dtype == F.softmax(logits).dtype == dtype  # outside

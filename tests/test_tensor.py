@@ -1,0 +1,202 @@
+"""The tape and the Tensor API (tnet/tensor.py): gradients summed where a tensor is used twice and
+accumulated across backwards, no_grad, saved state freed, backward's checks, size and conversions;
+and what spans op families: the public ops' argument checks, 16-bit tensors through every op
+and through a training step."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from helpers import LOW, TOL, assert_close, check, check_op, leaf, pair, tol_for
+
+
+def test_tensor_api():
+    x = tnet.tensor([[1, 2], [3, 4]])
+    assert x.dtype == torch.int64 and x.shape == (2, 2) and x.grad is None
+    y = tnet.tensor(np.ones((2, 3), dtype=np.float64))
+    assert y.dtype == torch.float32 and y.device.type == tnet.DEVICE.type
+    assert isinstance(y.numpy(), np.ndarray)
+    assert tnet.tensor(torch.arange(3)).dtype == torch.int64
+
+
+def test_size_len_float_int_tolist():
+    x = tnet.tensor(np.arange(12.0).reshape(3, 4))
+    assert x.size() == torch.Size([3, 4]) and isinstance(x.size(), tuple)
+    assert x.size(1) == 4 and x.size(-2) == 3 and len(x) == 3
+    with pytest.raises(IndexError):
+        x.size(2)
+    with pytest.raises(TypeError, match="0-d"):
+        len(tnet.tensor(1.0))
+    assert float(x[2, 1]) == 9.0 and int(x[1, 3]) == 7 and int(tnet.tensor([5])) == 5
+    with pytest.raises((ValueError, RuntimeError)):
+        float(x)
+    assert x.tolist() == np.arange(12.0).reshape(3, 4).tolist() and x[1, 1].tolist() == 5.0
+
+
+def test_grads_add_when_used_twice(rng, ieee):
+    (a, ra), (b, rb) = pair(rng, 4, 4), pair(rng, 4, 4)
+    c = F.matmul(a, b)
+    F.matmul(c, F.relu(c)).backward(np.ones((4, 4)))  # c feeds both operands
+    rc = ra @ rb
+    (rc @ torch.relu(rc)).sum().backward()
+    assert_close(a.grad, ra.grad, TOL["ieee"], "a")
+    assert_close(b.grad, rb.grad, TOL["ieee"], "b")
+
+
+def test_tensor_used_twice(rng):
+    check(lambda x, y: x * x + x / y - x, lambda x, y: x * x + x / y - x, [leaf(rng, 5, 7), leaf(rng, 7, positive=True)], rng)
+    check(lambda x: x + x, lambda x: x + x, [leaf(rng, 3, 5)], rng)
+    # u's two gradients come from an NCHW and a channels-last output: the tape adds them, so each
+    # must arrive in u's layout
+    fn = lambda x, y: (lambda u: (x * u).sum() + u.exp().sum())(y * 0.5)
+    check(fn, fn, [leaf(rng, 2, 5, 3, 7), leaf(rng, 2, 5, 3, 7, channels_last=True)], rng)
+
+
+def test_passed_on_gradients_are_not_shared(rng):
+    """a + b hands both leaves the same gradient: each must own its .grad (a second backward
+    accumulates into both)."""
+    (a, ra), (b, rb) = leaf(rng, 4, 3), leaf(rng, 4, 3)
+    for _ in range(2):
+        (a + b).backward(np.ones((4, 3)))
+        ((a - b) + 1).backward(np.ones((4, 3)))
+    assert_close(a.grad, np.full((4, 3), 4.0), 0, "a.grad")
+    assert_close(b.grad, np.zeros((4, 3)), 0, "b.grad")
+
+
+def test_leaf_grads_accumulate_across_backwards(rng, ieee):
+    (a, ra), (b, rb) = pair(rng, 3, 4), pair(rng, 4, 2)
+    for _ in range(2):
+        F.matmul(a, b).backward(np.ones((3, 2)))
+        (ra @ rb).sum().backward()
+    assert_close(a.grad, ra.grad, TOL["ieee"], "twice")
+
+
+def test_no_grad_records_nothing(rng):
+    a, _ = pair(rng, 3, 4)
+    with tnet.no_grad():
+        y = F.relu(a)
+    assert not y.requires_grad and y._entry is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.backward(np.ones((3, 4)))
+
+
+def test_saved_state_freed_after_backward(rng):
+    a, _ = pair(rng, 3, 4)
+    y = F.relu(F.relu(a))
+    entry = y._entry
+    y.backward(np.ones((3, 4)))
+    assert entry.backward is None and entry.inputs == ()
+    with pytest.raises(RuntimeError, match="freed"):
+        y.backward(np.ones((3, 4)))
+
+
+def test_backward_grad_checks(rng):
+    a, _ = pair(rng, 3, 4)
+    y = F.relu(a)
+    with pytest.raises(ValueError, match="scalar"):
+        y.backward()
+    with pytest.raises(ValueError, match=r"\(2, 2\)"):
+        y.backward(np.ones((2, 2)))
+    y.backward(tnet.tensor(np.ones((3, 4))))  # a tnet grad works
+
+
+# ---- across op families ---------------------------------------------------------------------
+
+def test_relu_softmax_reshape(rng):
+    check_op(F.relu, torch.relu, [pair(rng, 3, 5, 7)], 1e-7, rng)
+    check_op(F.softmax, lambda x: torch.softmax(x, 1), [pair(rng, 7, 10)], 1e-6, rng)
+    check_op(lambda x: x.reshape(6, -1), lambda x: x.reshape(6, -1), [pair(rng, 2, 3, 5)], 1e-7, rng)
+
+
+def test_bad_input_messages(rng):
+    a, _ = pair(rng, 3, 4)
+    b, _ = pair(rng, 5, 6)
+    with pytest.raises(ValueError, match="matmul: a is 3x4 but b is 5x6"):
+        F.matmul(a, b)
+    with pytest.raises(ValueError, match="linear: x is 3x4 but w is 5x6"):
+        F.linear(a, b)
+    x, _ = pair(rng, 1, 3, 8, 8)
+    w, _ = pair(rng, 4, 2, 3, 3)
+    with pytest.raises(ValueError, match="x has 3 channels but w expects 2"):
+        F.conv2d(x, w)
+    with pytest.raises(ValueError, match="4-D"):
+        F.max_pool2d(a, 2)
+    with pytest.raises(ValueError, match="float32"):
+        F.relu(tnet.tensor([1, 2]))
+    with pytest.raises(ValueError, match="labels"):
+        F.cross_entropy(a, tnet.tensor(np.zeros(3)))
+    with pytest.raises(ValueError, match="tnet.Tensor"):
+        F.relu(np.ones(3))
+
+
+def test_bad_hyperparameters_are_value_errors():
+    x = tnet.tensor(np.ones((1, 3, 6, 6)))
+    w = tnet.tensor(np.ones((2, 3, 3, 3)))
+    for bad in (lambda: tnet.nn.Conv2d(3, 4, 0), lambda: tnet.nn.Conv2d(3, 4, 3, stride=0),
+                lambda: F.conv2d(x, w, stride=0), lambda: F.max_pool2d(x, 0), lambda: F.avg_pool2d(x, 2, stride=-1),
+                lambda: F.conv2d(x, w, padding=-1), lambda: tnet.nn.CrossEntropyLoss(label_smoothing=1.0),
+                lambda: F.cross_entropy(tnet.tensor(np.ones((2, 3))), tnet.tensor([0, 1]), label_smoothing=2),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=-0.1),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=0.1, momentum=-1),
+                lambda: tnet.optim.SGD(tnet.nn.Linear(2, 2).parameters(), lr=0.1, weight_decay=-1),
+                lambda: tnet.optim.AdamW(tnet.nn.Linear(2, 2).parameters(), lr=-1)):
+        with pytest.raises(ValueError):
+            bad()
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_ops_16_bit(rng, dtype):
+    """Outputs and gradients in the input's dtype, fp32 math inside."""
+    tol = tol_for(dtype)
+    for fn, ref, shape in [(F.relu, torch.relu, (3, 5, 7)),
+                           (lambda x: F.max_pool2d(x, 3, 2), lambda x: tF.max_pool2d(x, 3, 2), (2, 3, 9, 9)),
+                           (lambda x: F.avg_pool2d(x, 3, 2, 1), lambda x: tF.avg_pool2d(x, 3, 2, 1), (2, 3, 9, 9)),
+                           (F.softmax, lambda x: torch.softmax(x, 1), (7, 10)),
+                           (F.log_softmax, lambda x: torch.log_softmax(x, 1), (7, 10))]:
+        x = pair(rng, *shape, dtype=dtype)
+        out = check_op(fn, ref, [x], tol, rng)
+        assert out.dtype == x[0].grad.dtype == dtype
+    labels = rng.integers(0, 10, 13)
+    logits, ref = pair(rng, 13, 10, scale=3, dtype=dtype)
+    loss = F.cross_entropy(logits, tnet.tensor(labels), label_smoothing=0.1)
+    r = tF.cross_entropy(ref, torch.tensor(labels), label_smoothing=0.1)
+    assert loss.dtype == dtype  # torch's, outside autocast
+    assert_close(loss, r, tol, "loss")
+    loss.backward()
+    r.backward()
+    assert logits.grad.dtype == dtype
+    assert_close(logits.grad, ref.grad, tol, "dlogits")
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_bfloat16_training_step_through_the_tape(rng, channels_last):
+    """BatchNorm (fp32 parameters and statistics) -> GELU -> max pooling -> mean on a bf16 batch,
+    NCHW (C = 5) or channels-last (C = 16): every gradient against torch in float64. Each 3x3
+    window holds one spike at its centre: near-ties, which bf16's rounding of the activations
+    may break the other way, would send the max's gradient elsewhere."""
+    C = 16 if channels_last else 5
+    a = rng.standard_normal((3, C, 7, 6)) * 0.5
+    a[:, :, ::2, ::2] += 4
+    x = tnet.tensor(a, requires_grad=True, dtype=torch.bfloat16)
+    rx = x.data.double().requires_grad_(True)
+    if channels_last:
+        x.data = x.data.contiguous(memory_format=torch.channels_last)
+    bn, ref_bn = tnet.nn.BatchNorm2d(C), torch.nn.BatchNorm2d(C).double().to(rx.device)
+    for p, q in zip(bn.parameters(), ref_bn.parameters()):
+        values = rng.uniform(0.5, 1.5, p.shape)  # weights > 0 keep the spikes the maxima
+        p.data.copy_(torch.from_numpy(values))
+        q.data.copy_(torch.from_numpy(values.astype(np.float32)))
+    loss = F.max_pool2d(F.gelu(bn(x)), 3, 2, 1).mean()
+    ref = tF.max_pool2d(tF.gelu(ref_bn(rx)), 3, 2, 1).mean()
+    assert loss.dtype == torch.bfloat16
+    assert_close(loss, ref, 2e-2, "loss")
+    loss.backward()
+    ref.backward()
+    assert x.grad.dtype == torch.bfloat16 and bn.weight.grad.dtype == bn.bias.grad.dtype == torch.float32
+    assert_close(x.grad, rx.grad, 2e-2, "x.grad")
+    assert_close(bn.weight.grad, ref_bn.weight.grad, 2e-2, "weight.grad")
+    assert_close(bn.bias.grad, ref_bn.bias.grad, 2e-2, "bias.grad")
+    assert_close(bn.running_mean, ref_bn.running_mean, TOL["ieee"], "running_mean")
+    assert_close(bn.running_var, ref_bn.running_var, TOL["ieee"], "running_var")
