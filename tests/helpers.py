@@ -206,3 +206,15 @@ def train_main(argv):
     """train.py's main in-process: the options of argv, the recipe they fill, the run."""
     args = trainer.parse_args(argv)
     return trainer.train(args, trainer.recipe_of(args))
+
+
+def write_bin_pack(root, n_train=20, n_test=10, seed=0):
+    """A tiny pack in the official binary layout."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-bin"
+    folder.mkdir(parents=True)
+    for name, n in [(f"data_batch_{i}.bin", n_train // 5) for i in range(1, 6)] + [("test_batch.bin", n_test)]:
+        rec = rng.integers(0, 256, (n, 3073), dtype=np.uint8)
+        rec[:, 0] = rng.integers(0, 10, n)
+        rec.tofile(folder / name)
+    return root

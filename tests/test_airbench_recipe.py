@@ -19,8 +19,7 @@ from tnet.graph import EvalStep, TrainStep, tta_views
 from tnet.kernels import optim as optim_kernels
 from tnet.kernels.data import gather
 from tnet.kernels.softmax import count_correct
-from helpers import TOL, assert_close, train_main
-from test_train import write_bin_pack
+from helpers import TOL, assert_close, train_main, write_bin_pack
 
 DEV = tnet.DEVICE
 

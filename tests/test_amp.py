@@ -12,10 +12,7 @@ import tnet
 import tnet.functional as F
 from tnet import amp, nn, optim, recipes, trainer
 from tnet.kernels import optim as kernels
-from helpers import TOL, assert_close
-from test_optim import Launches
-from helpers import train_main
-from test_train import write_bin_pack
+from helpers import TOL, Launches, assert_close, train_main, write_bin_pack
 
 LOW = [torch.float16, torch.bfloat16]
 RULES = [

@@ -11,8 +11,7 @@ import pytest
 
 import tnet
 from tnet import trainer
-from helpers import train_main
-from test_train import write_bin_pack
+from helpers import train_main, write_bin_pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -95,3 +95,11 @@ def test_pyproject_lists_every_package():
     listed = set(ast.literal_eval(text.split("packages = ", 1)[1].split("\n", 1)[0]))
     packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
     assert packages == listed, f"pyproject.toml lists {sorted(listed)}, the tree holds {sorted(packages)}"
+
+
+def test_no_test_file_imports_another():
+    """Shared test code lives in tests/helpers.py."""
+    tests = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    bad = [f"{path.name}: {module}" for path in (ROOT / "tests").glob("*.py") for module, _ in imports(path)
+           if module in tests]
+    assert not bad, bad

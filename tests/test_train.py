@@ -15,7 +15,7 @@ import torch.nn.functional as tF
 import tnet
 from tnet import nn, optim, recipes, trainer
 from tnet.models import cifar10_quick
-from helpers import TOL, Touch, assert_close, train_main
+from helpers import TOL, Touch, assert_close, train_main, write_bin_pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -106,18 +106,6 @@ def test_sgd_param_groups_and_schedule():
         sched.step()
     assert lrs == [0.5] * 8 + [0.05] * 2
     assert_close(v, np.ones(3) - (8 * 1.0 + 2 * 0.1), 1e-6, "group lr")
-
-
-def write_bin_pack(root, n_train=20, n_test=10, seed=0):
-    """A tiny pack in the official binary layout."""
-    rng = np.random.default_rng(seed)
-    folder = root / "cifar-10-batches-bin"
-    folder.mkdir(parents=True)
-    for name, n in [(f"data_batch_{i}.bin", n_train // 5) for i in range(1, 6)] + [("test_batch.bin", n_test)]:
-        rec = rng.integers(0, 256, (n, 3073), dtype=np.uint8)
-        rec[:, 0] = rng.integers(0, 10, n)
-        rec.tofile(folder / name)
-    return root
 
 
 def test_train_saves_resumes_and_reports(tmp_path, capsys):

@@ -35,8 +35,8 @@ class Graph:
             restore()
         # No garbage collection inside the capture: collecting an unreferenced earlier graph
         # there (a dead TrainStep's reference cycle) resets it, which a capturing stream does
-        # not permit, and the capture fails (the 11th run of a train.py --runs process did on
-        # the H200). Those are collected first.
+        # not permit, and the capture fails (a train.py --runs process of many runs: see
+        # docs/results.md). Those are collected first.
         gc.collect()
         was_enabled = gc.isenabled()
         gc.disable()
