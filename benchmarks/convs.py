@@ -23,7 +23,7 @@ MAX_SETS = 16  # input sets cycled through per timing: enough for ROTATE_BYTES a
 
 Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused")
 LAYERS = [  # stride 1; size: the input's height and width; unused: passes that training does not run
-    # ../shared/ANCHORS.md's six shapes; whiten's filters are frozen and its input is the data
+    # airbench94's six conv shapes (the anchors' cuDNN table); whiten's filters are frozen and its input is the data
     Layer("whiten", "airbench94", 3, 24, 32, 2, 0, True, ("dgrad", "wgrad")),
     Layer("g1c1", "airbench94", 24, 64, 31, 3, 1, False, ()),
     Layer("g1c2", "airbench94", 64, 64, 15, 3, 1, False, ()),

@@ -185,7 +185,7 @@ def test_init_whitening_whitens_the_patches(center, layout, dtype):
     assert_close(low, net.whiten.weight.data.to(torch.bfloat16), 0, "the weight's bf16 copy, refreshed")
 
 
-# The interpreter truncates fp32 -> bf16 stores (TRITON_NOTES): over the net's ~20 stores the
+# The interpreter truncates fp32 -> bf16 stores (docs/triton.md): over the net's ~20 stores the
 # errors add up in one direction, 3% on these logits; rounded to nearest (the GPU) 0.5%.
 BF16_NET_TOL = 5e-2 if tnet.INTERPRET else TOL["bf16"]
 

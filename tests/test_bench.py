@@ -457,7 +457,7 @@ def test_airbench_rows_end_to_end(tiny_airbench, tmp_path, capsys):
 
 
 AIRBENCH_CONVS = ["2x2 3->24 at 32x32", "3x3 24->64 at 31x31", "3x3 64->64 at 15x15", "3x3 64->256 at 15x15",
-                  "3x3 256->256 at 7x7", "3x3 256->256 at 3x3"]  # ../shared/ANCHORS.md's cuDNN table, in order
+                  "3x3 256->256 at 7x7", "3x3 256->256 at 3x3"]  # the anchors' cuDNN table's layers, in order
 
 
 def test_convs_layers_are_airbench94s_and_cifar10_quicks():
