@@ -39,7 +39,7 @@ def run_train(*argv, env=None, script=None):
     """train.py's exit status, stdout and stderr."""
     command = [sys.executable, *(["-c", script] if script else ["train.py"]), *map(str, argv)]
     environ = {**os.environ, "PYTHONPATH": ROOT, "PYTHONWARNINGS": "ignore", **(env or {})}
-    p = subprocess.run(command, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(command, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
 
 
