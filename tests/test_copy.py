@@ -8,7 +8,8 @@ import tnet
 import tnet.functional as F
 from tnet.kernels import copy as copy_module
 from tnet.kernels.launch import is_channels_last
-from helpers import CONFIG_DTYPES, DEV, LOW, TOL, assert_close, config_indices, only_ith_config, pair
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check_op, config_indices, only_ith_config, pair,
+                     tol_for)
 
 
 def backward_both(out, ref, rng):
@@ -186,7 +187,7 @@ def strided(shape, order, dtype=torch.float32):
 
 
 @pytest.mark.parametrize("case", ["contiguous", "permuted", "channels-last", "sliced", "expanded src", "5-D merged",
-                                  "0-d", "empty"])
+                                  "5-D unmerged", "0-d", "empty"])
 def test_copy_kernel_strides(case, dtype=torch.float32):
     src = torch.randn(3, 5, 4, 7, device=DEV, dtype=dtype)
     dst = torch.empty_like(src)
@@ -201,6 +202,8 @@ def test_copy_kernel_strides(case, dtype=torch.float32):
     elif case == "5-D merged":
         src = torch.randn(2, 3, 4, 5, 6, device=DEV, dtype=dtype)
         dst = torch.empty_like(src)
+    elif case == "5-D unmerged":  # no two dims merge: the kernel walks all five
+        src, dst = torch.randn(2, 3, 2, 3, 2, device=DEV, dtype=dtype), strided((2, 3, 2, 3, 2), (4, 2, 0, 3, 1), dtype)
     elif case == "0-d":
         src, dst = torch.tensor(2.5, device=DEV, dtype=dtype), torch.empty((), device=DEV, dtype=dtype)
     elif case == "empty":
@@ -214,8 +217,8 @@ def test_copy_kernel_refuses():
         copy_module.copy_(torch.empty(1, 4, device=DEV).expand(3, 4), torch.ones(3, 4, device=DEV))
     with pytest.raises(ValueError, match="shapes"):
         copy_module.copy_(torch.empty(3, 4, device=DEV), torch.ones(4, 3, device=DEV))
-    with pytest.raises(ValueError, match="dims remain"):
-        copy_module.copy_(strided((2, 3, 2, 3, 2), (4, 2, 0, 3, 1)), torch.ones(2, 3, 2, 3, 2, device=DEV))
+    with pytest.raises(ValueError, match="supports"):
+        copy_module.copy_(torch.empty(3, device=DEV, dtype=torch.float64), torch.ones(3, device=DEV))
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -234,3 +237,295 @@ def test_copy_every_config(i, monkeypatch):
     for dtype in CONFIG_DTYPES:
         for case in ("permuted", "sliced"):
             test_copy_kernel_strides(case, dtype)
+
+
+# ---- shape ops: forward and gradients against torch ------------------------------------------
+# Each case runs fn(m, *inputs) with m = tnet on tnet leaves and m = torch on their float64 twins,
+# so that torch's top-level names are checked too. An input shape ending in CL is channels-last.
+
+CLX = "channels-last"
+SHAPE_CASES = {
+    "cat channels-last": (lambda m, a, b: m.cat([a, b, a], 1), [(2, 16, 3, 5, CLX), (2, 17, 3, 5, CLX)]),
+    "cat mixed layouts": (lambda m, a, b: m.cat([a, b], 1), [(2, 16, 3, 5, CLX), (2, 3, 3, 5)]),
+    "cat dim -1": (lambda m, a, b: m.cat((a, b, a), dim=-1), [(2, 3, 4), (2, 3, 1)]),
+    "cat empty 1-D": (lambda m, a, e: m.cat([e, a, e], 1), [(3, 5), (0,)]),
+    "cat size 0 at dim": (lambda m, a, e: m.concat([a, e, a], 0), [(3, 5), (0, 5)]),
+    "concatenate": (lambda m, a, b: m.concatenate([a, b], axis=1), [(3, 2), (3, 5)]),
+    "stack -1": (lambda m, a, b: m.stack([a, b, a], -1), [(3, 4), (3, 4)]),
+    "stack channels-last": (lambda m, a, b: m.stack([a, b], 1), [(2, 16, 3, 5, CLX), (2, 16, 3, 5, CLX)]),
+    "split int": (lambda m, a: m.cat(m.split(a, 2, -1)[::-1], -1), [(3, 4, 5)]),
+    "split sizes channels-last": (lambda m, a: m.cat(a.split([5, 0, 11], 1)[::-1], 1), [(2, 16, 3, 3, CLX)]),
+    "chunk": (lambda m, a: m.cat(m.chunk(a, 3)[::-1]), [(7, 3)]),
+    "unbind": (lambda m, a: m.stack(a.unbind(1)[::-1]), [(2, 3, 4)]),
+    "permute channels-last": (lambda m, a: a.permute(0, 2, 3, 1).reshape(-1, 16), [(2, 16, 3, 5, CLX)]),
+    "permute": (lambda m, a: m.permute(a, (2, 0, -2)), [(3, 4, 5)]),
+    "transpose": (lambda m, a: a.transpose(-1, 0).swapaxes(0, 1), [(3, 4, 5)]),
+    "swapdims movedim": (lambda m, a: m.movedim(m.swapdims(a, 0, 2), (0, 1), (2, 0)), [(3, 4, 5)]),
+    "view channels-last": (lambda m, a: a.view(a.size(0), -1), [(2, 16, 3, 5, CLX)]),
+    "view splits channels": (lambda m, a: a.view(2, 4, 4, 3, 5).transpose(1, 2).contiguous().view(2, 16, 3, 5),
+                             [(2, 16, 3, 5, CLX)]),
+    "view slice of channels-last": (lambda m, a: a[:, 3:11].view(2, 8, 15), [(2, 16, 3, 5, CLX)]),
+    "flatten channels-last": (lambda m, a: m.flatten(a, 1) + a.flatten(2).flatten(1), [(2, 16, 3, 5, CLX)]),
+    "reshape channels-last": (lambda m, a: m.reshape(a, (-1, 15)), [(2, 16, 3, 5, CLX)]),
+    "unflatten": (lambda m, a: m.unflatten(a, 1, (4, -1)).unflatten(-1, (1, 5, 1)), [(2, 16, 1, 5, CLX)]),
+    "clone": (lambda m, a: m.clone(a[:, ::2]) + a[:, 1::2].clone(memory_format=torch.channels_last),
+              [(2, 16, 3, 5, CLX)]),
+    "contiguous": (lambda m, a: a.transpose(0, 1).contiguous(), [(3, 5)]),
+    "squeeze unsqueeze": (lambda m, a: m.unsqueeze(m.squeeze(a, 1), -1).squeeze((0, 3)).unsqueeze(0), [(1, 1, 4, 1)]),
+    "squeeze all": (lambda m, a: a.squeeze(), [(3, 1, 4, 1)]),
+    "flip": (lambda m, a: m.flip(a, (0, -1)), [(3, 4, 5)]),
+    "flip channels-last": (lambda m, a: a.flip(1, 2) + m.flip(a, ()), [(2, 16, 3, 5, CLX)]),
+    "unfold overlapping": (lambda m, a: a.unfold(1, 3, 1), [(3, 7, 2)]),
+    "unfold with gaps": (lambda m, a: a.unfold(-1, 2, 3), [(3, 8)]),
+    "unfold twice channels-last": (lambda m, a: a.unfold(2, 2, 1).unfold(3, 3, 2), [(2, 16, 4, 7, CLX)]),
+    "index_select repeats": (lambda m, a: m.index_select(a, 1, m.tensor([4, 0, 4, 2, 4])), [(3, 5, 2)]),
+    "index_select channels-last": (lambda m, a: a.index_select(1, m.tensor([15, 3, 3, 0])), [(2, 16, 3, 5, CLX)]),
+    "index_select int32 dim 0": (lambda m, a: m.index_select(a, -3, m.tensor([1, 1], dtype=m.int32)),
+                                 [(2, 16, 3, 5, CLX)]),
+    "index_select 0-d index": (lambda m, a: m.index_select(a, -1, m.tensor(2)), [(3, 4)]),
+    "expand": (lambda m, a: a.expand(4, -1, 3), [(2, 1)]),
+    "broadcast_to expand_as": (lambda m, a, b: m.broadcast_to(a, (3, 2, 5)) * a.expand_as(b) * b, [(1, 5), (2, 5)]),
+    "repeat": (lambda m, a: a.repeat(2, 1, 3), [(2, 3)]),
+    "repeat channels-last": (lambda m, a: a.repeat(2, 1, 1, 2), [(2, 16, 3, 5, CLX)]),
+    "narrow": (lambda m, a: m.narrow(a, 1, 1, 2) + m.narrow(a, -1, -3, 3)[:, :2], [(3, 4, 3)]),
+    "select": (lambda m, a: m.select(a, 1, -1) * a.select(0, 2), [(3, 3)]),
+}
+
+
+def shaped_pairs(rng, shapes, dtype=torch.float32):
+    return [pair(rng, *s[:-1], channels_last=True, dtype=dtype) if s[-1] == CLX else pair(rng, *s, dtype=dtype)
+            for s in shapes]
+
+
+@pytest.mark.parametrize("case", SHAPE_CASES, ids=str)
+def test_shape_ops_match_torch_with_gradients(rng, case):
+    fn, shapes = SHAPE_CASES[case]
+    inputs = shaped_pairs(rng, shapes)
+    out = check_op(lambda *xs: fn(tnet, *xs), lambda *xs: fn(torch, *xs), inputs, TOL["ieee"], rng)
+    for x, _ in inputs:
+        layout = torch.channels_last if is_channels_last(x.data) else torch.contiguous_format
+        assert x.grad.data.is_contiguous(memory_format=layout), f"{case}: the gradient in the input's layout"
+    if case in ("cat channels-last", "flip channels-last", "index_select channels-last"):
+        assert is_channels_last(out.data), f"{case} keeps the channels-last layout"
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("case", ["cat mixed layouts", "flip channels-last", "unfold twice channels-last",
+                                  "index_select repeats", "expand", "repeat"])
+def test_shape_ops_in_16_bit(rng, case, dtype):
+    """The gathers and the fp32 atomic-add buffers of the backwards, cast to the input's dtype."""
+    fn, shapes = SHAPE_CASES[case]
+    out = check_op(lambda *xs: fn(tnet, *xs), lambda *xs: fn(torch, *xs), shaped_pairs(rng, shapes, dtype),
+                   tol_for(dtype), rng)
+    assert out.dtype == dtype
+
+
+def test_views_share_memory_and_copies_do_not(rng):
+    x, _ = pair(rng, 2, 16, 3, 5, channels_last=True)
+    views = [x.permute(0, 2, 3, 1), x.transpose(1, 3), tnet.swapaxes(x, 0, 1), x.squeeze(), x.unsqueeze(2),
+             x[:, :1].expand(2, 4, 3, 5), x.narrow(1, 2, 3), x.select(2, 1), *x.split(5, 1), *x.chunk(3, 2),
+             *x.unbind(0), x.unfold(3, 2, 1), x.view(2, 4, 4, 3, 5), x.unflatten(1, (2, 8))]
+    for v in views:
+        assert same_storage(v.data, x.data)
+    copies = [x.clone(), x.flip(0), tnet.cat([x]), tnet.stack([x]), x.repeat(1, 1, 1, 1), x.index_select(0, tnet.tensor([0])),
+              x.view(2, -1), x.reshape(32, 15)]  # the last two: NHWC memory cannot be viewed in NCHW order
+    for c in copies:
+        assert not same_storage(c.data, x.data)
+    assert x.clone().data.stride() == x.data.stride() and x.contiguous(memory_format=torch.channels_last) is x
+
+
+def test_a_conv_output_flattens_as_torchs_nchw_tensor(rng):
+    """A user's `x.view(x.size(0), -1)` and nn.Flatten on a convolution's channels-last output, then
+    a linear layer: torch's values, and the gradients back through the convolution."""
+    from tnet import nn
+    conv = nn.Conv2d(3, 16, 3)
+    x, xr = pair(rng, 2, 3, 6, 5)
+    w, b = (p.data.double().cpu().contiguous().requires_grad_() for p in (conv.weight, conv.bias))  # NCHW, as torch
+    head, head_r = pair(rng, 10, 16 * 4 * 3)
+    y = conv(x)
+    assert is_channels_last(y.data)
+    out = F.linear(y.view(y.size(0), -1), head) + F.linear(nn.Flatten()(y), head)
+    yr = torch.nn.functional.conv2d(xr, w, b)
+    ref = yr.view(yr.size(0), -1) @ head_r.T + torch.nn.Flatten()(yr) @ head_r.T
+    assert_close(out, ref, TOL["tf32"], "forward")
+    backward_both(out, ref, rng)
+    for got, want, name in [(x.grad, xr.grad, "input"), (head.grad, head_r.grad, "head"),
+                            (conv.weight.grad, w.grad, "conv weight")]:
+        assert_close(got, want, TOL["tf32"], f"gradient of the {name}")
+
+
+def test_cat_promotes_dtypes_and_joins_integers_and_bools(rng):
+    a, ar = pair(rng, 2, 3)
+    h, hr = pair(rng, 4, 3, dtype=torch.float16)
+    y = tnet.cat([a, h])
+    assert y.dtype == torch.float32
+    backward_both(y, torch.cat([ar, hr]), rng)
+    assert h.grad.dtype == torch.float16 and a.grad.dtype == torch.float32
+    assert_close(h.grad, hr.grad, TOL["fp16"], "the fp16 input's gradient, cast back")
+    i = tnet.tensor([[1, 2, 3]])
+    assert tnet.cat([i, i.to(tnet.int32)]).tolist() == [[1, 2, 3]] * 2 and tnet.cat([i, i]).dtype == torch.int64
+    assert tnet.cat([i, h]).dtype == torch.float16 and not tnet.cat([i, i]).requires_grad
+    mask = tnet.tensor(np.array([True, False]))
+    assert tnet.stack([mask, mask]).tolist() == [[True, False]] * 2
+    assert tnet.cat([tnet.zeros(0), tnet.zeros(0)]).shape == (0,)
+    assert tnet.index_select(tnet.tensor(2.5), 0, tnet.tensor([0])).shape == ()
+    assert x_unfold_0d() == [2.5]
+
+
+def x_unfold_0d():
+    return tnet.tensor(2.5).unfold(0, 1, 1).tolist()
+
+
+ERRORS = [
+    (lambda: tnet.cat([]), ValueError, "non-empty list"),
+    (lambda: tnet.cat(tnet.ones(2)), TypeError, "tuple or list"),
+    (lambda: tnet.cat([tnet.ones(2, 3)], 1.0), TypeError, "must be int"),
+    (lambda: tnet.cat([tnet.ones(2, 3), tnet.ones(3, 3)], 1), RuntimeError,
+     "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor number 1"),
+    (lambda: tnet.cat([tnet.ones(2, 3), tnet.ones(2)]), RuntimeError, "same number of dimensions: got 2 and 1"),
+    (lambda: tnet.cat([tnet.tensor(1.0), tnet.ones(2)]), RuntimeError, r"zero-dimensional tensor \(at position 0\)"),
+    (lambda: tnet.cat([tnet.ones(2, 3)], -3), IndexError, "Dimension out of range"),
+    (lambda: tnet.stack([]), RuntimeError, "non-empty TensorList"),
+    (lambda: tnet.stack([tnet.ones(2, 3), tnet.ones(3, 2)]), RuntimeError, r"equal size, but got \[2, 3\] at entry 0"),
+    (lambda: tnet.stack([tnet.ones(2, 3)], 3), IndexError, "Dimension out of range"),
+    (lambda: tnet.split(tnet.ones(2, 3), [1, 1], 1), RuntimeError, "sum exactly to 3"),
+    (lambda: tnet.split(tnet.ones(2, 3), 0, 1), RuntimeError, "split_size can only be 0"),
+    (lambda: tnet.split(tnet.ones(2, 3), -1), RuntimeError, "non-negative"),
+    (lambda: tnet.chunk(tnet.ones(2, 3), 0), RuntimeError, "greater than 0"),
+    (lambda: tnet.chunk(tnet.tensor(1.0), 1), RuntimeError, "at least a 1-dimensional"),
+    (lambda: tnet.ones(2, 3).permute(0, 0), RuntimeError, "duplicate dims"),
+    (lambda: tnet.ones(2, 3).permute(1), RuntimeError, "does not match"),
+    (lambda: tnet.ones(2, 3).transpose(0, 2), IndexError, "Dimension out of range"),
+    (lambda: tnet.flip(tnet.ones(2, 3), (0, -2)), RuntimeError, "dim 0 appears multiple times"),
+    (lambda: tnet.flip(tnet.ones(2, 3), 1), TypeError, "tuple of ints"),
+    (lambda: tnet.ones(2, 3).unfold(1, 4, 1), RuntimeError, "maximum size for tensor at dimension 1 is 3 but size is 4"),
+    (lambda: tnet.ones(2, 3).unfold(1, 2, 0), RuntimeError, "step is 0 but must be > 0"),
+    (lambda: tnet.ones(2, 3).unfold(2, 1, 1), IndexError, "Dimension out of range"),
+    (lambda: tnet.index_select(tnet.ones(2, 3), 1, tnet.tensor([0, 3])), IndexError, "index 3 is out of range"),
+    (lambda: tnet.index_select(tnet.ones(2, 3), 1, tnet.tensor([-1])), IndexError, "index -1 is out of range"),
+    (lambda: tnet.index_select(tnet.ones(2, 3), 1, tnet.tensor([[0]])), IndexError, "supposed to be a vector"),
+    (lambda: tnet.index_select(tnet.ones(2, 3), 1, tnet.tensor([0.0])), RuntimeError, "int32 or int64"),
+    (lambda: tnet.ones(2, 3).expand(2, 4), RuntimeError, "must match the existing size"),
+    (lambda: tnet.ones(2, 3).repeat(2), RuntimeError, "can not be smaller"),
+    (lambda: tnet.ones(2, 3).narrow(1, 1, 3), RuntimeError, "exceeds dimension size"),
+    (lambda: tnet.ones(2, 3).select(1, 3), IndexError, "out of range"),
+    (lambda: tnet.ones(2, 3).squeeze(5), IndexError, "Dimension out of range"),
+    (lambda: tnet.ones(2, 3).unflatten(1, (2, 2)), RuntimeError, "don't multiply up to the size of dim 1"),
+    (lambda: tnet.ones(2, 3).view(-1, -1), RuntimeError, "only one dimension can be inferred"),
+    (lambda: tnet.ones(2, 16, 3, 5).contiguous(memory_format=torch.channels_last).view(7, -1), RuntimeError, "invalid"),
+    (lambda: tnet.ones(2, 3).reshape(5), RuntimeError, "invalid for input of size 6"),
+    (lambda: tnet.arange(0, 5, 0), ValueError, "step must be nonzero"),
+    (lambda: tnet.arange(5, 0), ValueError, "inconsistent with step sign"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ERRORS)))
+def test_shape_op_errors_like_torch(i):
+    fn, error, match = ERRORS[i]
+    with pytest.raises(error, match=match):
+        fn()
+
+
+def test_index_select_error_leaves_no_stale_flag():
+    with pytest.raises(IndexError):
+        tnet.index_select(tnet.ones(2, 3), 0, tnet.tensor([2]))
+    assert tnet.index_select(tnet.ones(2, 3), 0, tnet.tensor([1])).shape == (1, 3)
+
+
+# ---- factories ------------------------------------------------------------------------------
+
+def test_empty_and_like_factories_keep_torchs_dtypes_and_layouts():
+    x = tnet.zeros(2, 16, 3, 5)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    assert tnet.empty(2, 3).shape == (2, 3) and tnet.empty((4,), dtype=tnet.int64).dtype == torch.int64
+    assert tnet.empty(2, 3, requires_grad=True).requires_grad
+    for make in (tnet.empty_like, tnet.zeros_like, tnet.ones_like, lambda t, **kw: tnet.full_like(t, 2.5, **kw)):
+        y = make(x)
+        assert y.shape == x.shape and y.dtype == x.dtype and is_channels_last(y.data)
+        assert make(x, dtype=tnet.float16).dtype == torch.float16
+    assert tnet.zeros_like(x).data.abs().max() == 0 and tnet.ones_like(x, dtype=tnet.int64).data.min() == 1
+    assert tnet.full_like(tnet.tensor([1, 2]), 2.5).tolist() == [2, 2]  # an int tensor stays int, as torch
+    with pytest.raises(TypeError):
+        tnet.zeros_like(np.zeros(3))
+
+
+@pytest.mark.parametrize("args,kwargs", [((5,), {}), ((2, 9, 3), {}), ((5, 0, -2), {}), ((0, 1, 0.1), {}),
+                                         ((1, 2.5), {}), ((-1.5, 2, 0.7), {}), ((4,), {"dtype": torch.float16}),
+                                         ((3,), {"dtype": torch.float32}), ((0,), {})], ids=str)
+def test_arange_like_torch(args, kwargs):
+    y, ref = tnet.arange(*args, **kwargs), torch.arange(*args, **kwargs)
+    assert y.dtype == ref.dtype and y.shape == tuple(ref.shape)
+    assert_close(y.data.double(), ref.double(), 1e-7, f"arange{args}")
+
+
+def test_randperm_is_a_seeded_permutation():
+    tnet.manual_seed(5)
+    a = tnet.randperm(11)
+    tnet.manual_seed(5)
+    assert a.dtype == torch.int64 and sorted(a.tolist()) == list(range(11)) and tnet.randperm(11).tolist() == a.tolist()
+    assert tnet.randperm(0).shape == (0,) and tnet.randperm(3, dtype=tnet.float32).dtype == torch.float32
+
+
+def test_torchs_top_level_names():
+    for name in ["cat", "concat", "concatenate", "stack", "split", "chunk", "permute", "transpose", "swapaxes",
+                 "swapdims", "movedim", "flatten", "unflatten", "reshape", "clone", "flip", "index_select", "squeeze",
+                 "unsqueeze", "broadcast_to", "narrow", "select", "unbind", "t", "empty", "empty_like", "zeros_like",
+                 "ones_like", "full_like", "randperm", "arange", "sqrt", "exp", "log", "sigmoid", "tanh", "relu", "add",
+                 "sub", "mul", "div", "neg", "pow", "matmul", "sum", "mean", "max", "argmax"]:
+        assert callable(getattr(tnet, name)) and name in tnet.__all__, name
+    x = tnet.tensor([[4.0, 9.0]])
+    assert tnet.sqrt(x).tolist() == [[2.0, 3.0]] and tnet.sum(x).item() == 13.0 and x.dim() == 2
+
+
+# ---- the kernels: gather, scatter-add, windows, flips, each config ----------------------------
+
+def check_index_kernels(dtype=torch.float32):
+    """gather_ and index_add_ (repeated and out-of-order indices), unfold_add_ and flip_ against torch,
+    on channels-last and sliced tensors."""
+    src = torch.randn(3, 6, 4, 5, device=DEV).to(dtype).contiguous(memory_format=torch.channels_last)
+    index = torch.tensor([5, 0, 5, 2, 5], device=DEV)
+    out = torch.empty(3, 5, 4, 5, device=DEV, dtype=dtype)
+    assert torch.equal(copy_module.gather_(out, src, index, 1), src.index_select(1, index))
+    sliced = src[:, 1:, ::2]
+    assert torch.equal(copy_module.gather_(torch.empty(3, 5, 2, 2, device=DEV, dtype=dtype), sliced, index[1:4:2], 3),
+                       sliced.index_select(3, index[1:4:2]))
+    acc = torch.zeros(3, 6, 4, 5, device=DEV)
+    copy_module.index_add_(acc, out, index, 1)
+    want = torch.zeros(3, 6, 4, 5, device=DEV, dtype=torch.float64).index_add_(1, index, out.double())
+    assert_close(acc, want, TOL["ieee"], "index_add_")
+    windows = torch.randn(3, 6, 2, 5, 2, device=DEV).to(dtype)  # src.unfold(2, 2, 1 ... sized windows
+    acc = torch.zeros(3, 6, 4, 5, device=DEV).contiguous(memory_format=torch.channels_last)
+    leaf = torch.zeros(3, 6, 4, 5, dtype=torch.float64, requires_grad=True)
+    leaf.unfold(2, 2, 2).backward(windows.double().cpu())
+    assert_close(copy_module.unfold_add_(acc, windows, 2, 2, 2), leaf.grad, TOL["ieee"], "unfold_add_ with gaps")
+    leaf.grad = None
+    overlapping = torch.randn(3, 6, 3, 5, 2, device=DEV).to(dtype)
+    leaf.unfold(2, 2, 1).backward(overlapping.double().cpu())
+    acc.zero_()
+    assert_close(copy_module.unfold_add_(acc, overlapping, 2, 2, 1), leaf.grad, TOL["ieee"], "unfold_add_ overlapping")
+    assert torch.equal(copy_module.flip_(torch.empty_like(src), src, (0, 1, 3)), src.flip(0, 1, 3))
+    assert torch.equal(copy_module.flip_(torch.empty_like(sliced), sliced, (2,)), sliced.flip(2))
+
+
+def test_index_kernels():
+    check_index_kernels()
+
+
+def test_index_kernels_refuse():
+    x = torch.zeros(3, 4, device=DEV)
+    with pytest.raises(ValueError, match="index must be a vector"):
+        copy_module.gather_(x, x, torch.zeros(3, device=DEV), 0)
+    with pytest.raises(ValueError, match="float32 dst"):
+        copy_module.index_add_(x.half(), x, torch.zeros(3, dtype=torch.int64, device=DEV), 0)
+    with pytest.raises(ValueError, match="must be src"):
+        copy_module.gather_(x, x, torch.zeros(2, dtype=torch.int64, device=DEV), 0)
+    with pytest.raises(ValueError, match="dst's windows"):
+        copy_module.unfold_add_(x, torch.zeros(3, 2, 2, device=DEV), 1, 2, 1)
+
+
+@pytest.mark.parametrize("i", config_indices(KERNELS))
+def test_index_kernels_every_config(i, monkeypatch):
+    """The gathers, atomic adds and flips with the copy kernel's i-th config (GPU: each storage dtype)."""
+    only_ith_config(monkeypatch, KERNELS, i)
+    for dtype in CONFIG_DTYPES:
+        check_index_kernels(dtype)

@@ -1,6 +1,7 @@
 """The GEMM (kernels/gemm.py) and matmul and linear (functional/gemm.py) against torch in float64:
 fp32 operands at each precision, strides, bias, ReLU and accumulation, batched and summed products,
-every tile config, TMA; 16-bit operands, outputs and epilogue; linear and matmul under autocast."""
+every tile config, TMA; 16-bit operands, outputs and epilogue; linear and matmul under autocast; matmul
+on vectors and batches, linear on any leading dims."""
 import numpy as np
 import pytest
 import torch
@@ -311,3 +312,31 @@ def test_matmul(rng, ieee):
 def test_linear(rng, ieee, bias):
     inputs = [pair(rng, 13, 75), pair(rng, 17, 75)] + ([pair(rng, 17)] if bias else [])
     check_op(F.linear, tF.linear, inputs, TOL["ieee"], rng)
+
+
+# ---- matmul and linear on torch's other shapes ---------------------------------------------------
+
+@pytest.mark.parametrize("sa,sb", [((7,), (7,)), ((3, 7), (7,)), ((7,), (7, 4)), ((2, 3, 7), (7, 4)),
+                                   ((2, 3, 7), (2, 7, 4)), ((3, 7), (2, 5, 7, 4)), ((2, 5, 3, 7), (2, 5, 7, 4)),
+                                   ((7,), (2, 7, 4)), ((2, 3, 7), (7,))])
+def test_matmul_vectors_and_batches(rng, ieee, sa, sb):
+    """torch.matmul's shapes: dot, matrix-vector, leading dims folded into rows, batches (a shared
+    2-D operand's gradient summed over the batch)."""
+    check_op(F.matmul, torch.matmul, [pair(rng, *sa), pair(rng, *sb)], TOL["ieee"], rng)
+    check_op(lambda a, b: a @ b, lambda a, b: a @ b, [pair(rng, *sa), pair(rng, *sb)], TOL["ieee"], rng)
+
+
+def test_matmul_shape_errors(rng):
+    with pytest.raises(ValueError, match="a is 3x7 but b is 6x2"):
+        F.matmul(pair(rng, 3, 7)[0], pair(rng, 6, 2)[0])
+    with pytest.raises(ValueError, match="leading dims"):
+        F.matmul(pair(rng, 2, 3, 7)[0], pair(rng, 3, 7, 2)[0])
+
+
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 7), (2, 1, 3, 7)])
+def test_linear_any_leading_dims(rng, ieee, shape):
+    check_op(F.linear, tF.linear, [pair(rng, *shape), pair(rng, 5, 7), pair(rng, 5)], TOL["ieee"], rng)
+    layer = tnet.nn.Linear(7, 5)
+    ref = torch.nn.Linear(7, 5).double()
+    ref.weight.data, ref.bias.data = layer.weight.data.double().cpu(), layer.bias.data.double().cpu()
+    check_op(layer, ref, [pair(rng, *shape)], TOL["ieee"], rng)

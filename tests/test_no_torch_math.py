@@ -45,6 +45,14 @@ def test_shape_ops_casts_random_and_dropout_use_torch_for_memory_only():
         nn.Dropout(0.5)(tnet.randn(6, 7, requires_grad=True)).backward(np.ones((6, 7)))
         tnet.zeros(2, 3), tnet.ones(4), tnet.full((2,), 7), tnet.rand(5, 2)
         x.to(tnet.int64).float(), x[0, 0, 0].tolist(), float(x[0, 0, 0, 0]), int(x.size(1))
+        # the shape ops of issue 26, on the channels-last x, and their backwards
+        parts = [tnet.cat(x.split([5, 11], 1)[::-1], 1), tnet.stack(x.chunk(2, 0)).flatten(0, 1), x.flip(1, -1),
+                 x.permute(0, 2, 3, 1).transpose(1, 3).swapaxes(2, 3), x.clone(), x.repeat(1, 1, 1, 1),
+                 x[:, :1].expand(4, 16, 5, 3), tnet.index_select(x, 1, tnet.tensor([3, 3, 0] * 5 + [1])),
+                 x.unfold(2, 2, 1).unfold(3, 2, 1).sum((-2, -1)).narrow(2, 0, 4).unsqueeze(0).squeeze(0).select(-1, 0)
+                 .unsqueeze(-1).expand(4, 16, 4, 3).contiguous(), x.view(4, -1).view(4, 16, 5, 3)]
+        sum(p.sum() for p in parts).backward()
+        tnet.empty(2, 3), tnet.zeros_like(x), tnet.full_like(x, 2), tnet.arange(5), tnet.randperm(4)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 
 
@@ -240,5 +248,36 @@ def test_airbench_recipe_pieces_use_torch_for_memory_only():
         model.eval()
         step = EvalStep(model, x, y, flip=True, translate=True)
         step(x, y)
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_issue_26_element_wise_ops_and_layers_use_torch_for_memory_only():
+    """Comparisons and the accuracy idiom, where, the new activations (on a channel slice too),
+    pad in each mode, amax/var/std, softmax over dim 1, nll_loss and cross_entropy's other forms,
+    adaptive pooling, batched matmul and 3-D linear, forward and backward."""
+    import warnings
+
+    import torch
+    from tnet import nn
+    rng = np.random.default_rng(0)
+    x = tnet.tensor(rng.standard_normal((2, 16, 5, 6)), requires_grad=True)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    labels = tnet.tensor(rng.integers(0, 16, (2, 5, 6)))
+    w = tnet.tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    with Recorder() as rec, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        h = F.relu(x[:, :8]) + F.relu6(x[:, 8:], inplace=True) * F.hardswish(x[:, 8:]) - F.leaky_relu(x[:, :8], 0.1)
+        h = F.where(h > 0, h, F.elu(h) * 0.5) + F.hardsigmoid(h).abs().clamp(0.1, 0.9)
+        h = F.pad(h, (1, 1, 2, 0), "reflect") + F.pad(h, (1, 1, 2, 0), "replicate") + F.pad(h, (1, 1, 2, 0))
+        loss = F.cross_entropy(x, labels, label_smoothing=0.1) + F.nll_loss(F.log_softmax(x, 1), labels)
+        loss = loss + tnet.amax(h, (1, 3)).sum() + h.std(1).mean() + h.var((0, 2, 3)).sum()
+        loss = loss + F.adaptive_avg_pool2d(h, (3, 2)).mean() + F.adaptive_max_pool2d(h, 2).mean()
+        loss = loss + F.cross_entropy(x.mean((2, 3)), F.softmax(x.amin((2, 3)), 1))
+        loss = loss + F.linear(h[:, :, :4, :6], w).sum() + F.matmul(h[:, :, :4, :6], w.t()).mean()
+        loss.backward()
+        y = tnet.tensor(rng.integers(0, 8, 2))
+        (x.mean((2, 3)).argmax(1) == y).float().mean().item(), (x > 0).sum().item(), (~(x < 0) & (x != 1)).sum()
+        nn.BatchNorm2d(4)(x[:, 2:6]).sum().backward()
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -2,14 +2,15 @@
 geometries in NCHW and between layouts, 16-bit and through a ReLU's mask; airbench94's pools (2x2
 windows that tile the image, 31 -> 15 leaving the last row and column out), the compact argmax,
 ties, windows of -inf, the window-by-window backward with padding and ceil mode in every layout,
-and every tile config."""
+adaptive average and max pooling to any size, and every tile config."""
 import pytest
 import torch
 import torch.nn.functional as tF
 
 import tnet.functional as F
+from tnet import nn
 from tnet.kernels import pointwise, pool
-from tnet.kernels.launch import is_channels_last
+from tnet.kernels.launch import BLOCK_CONFIGS, is_channels_last
 from helpers import (CL, CONFIG_DTYPES, DEV, FLOATS, LOW, TOL, assert_close, check_op, cl_randn, f64, only_config,
                      pair, randn, tol_for)
 
@@ -258,3 +259,48 @@ def test_pools(rng, ceil_mode):
              lambda x: tF.max_pool2d(x, 3, 2, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)
     check_op(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode),
              lambda x: tF.avg_pool2d(x, 3, 2, 1, ceil_mode=ceil_mode), [pair(rng, 2, 3, 9, 9)], 1e-6, rng)
+
+
+# ---- adaptive pooling -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("shape,size,channels_last", [((2, 3, 7, 5), (3, 2), False), ((2, 17, 9, 11), (4, 5), True),
+                                                      ((3, 7, 5), 2, False), ((2, 3, 5, 7), (7, 9), False),
+                                                      ((2, 16, 8, 8), (None, 3), True), ((2, 3, 6, 6), 1, True)])
+def test_adaptive_pool(rng, mode, shape, size, channels_last, dtype=torch.float32):
+    """torch's windows (overlapping where sizes do not divide, and upsampling), both layouts, a
+    3-D input, None keeping a size; the gradient gathered from every window holding a pixel."""
+    ours, theirs = getattr(F, f"adaptive_{mode}_pool2d"), getattr(tF, f"adaptive_{mode}_pool2d")
+    x = pair(rng, *shape, dtype=dtype, channels_last=channels_last)
+    out = check_op(lambda t: ours(t, size), lambda t: theirs(t, size), [x], tol_for(dtype, 1e-6), rng)
+    assert out.dtype == dtype and is_channels_last(out.data) == (channels_last and out.shape[-2:] != (1, 1))
+
+
+def test_adaptive_pool_modules_indices_and_slices(rng):
+    x = pair(rng, 2, 6, 7, 7, channels_last=True)
+    check_op(lambda t: nn.AdaptiveAvgPool2d((3, 4))(t[:, 1:4]), lambda t: tF.adaptive_avg_pool2d(t[:, 1:4], (3, 4)),
+             [x], 1e-6, rng)
+    y, idx = nn.AdaptiveMaxPool2d(3, return_indices=True)(x[0])
+    ref, ref_idx = tF.adaptive_max_pool2d(x[1], 3, return_indices=True)
+    assert idx.dtype == torch.int64 and torch.equal(idx.data.cpu(), ref_idx)
+    nan = x[0].detach()
+    nan.data[0, 0, 1, 1] = float("nan")
+    assert torch.isnan(F.adaptive_max_pool2d(nan, 2).data[0, 0, 0, 0])
+    with pytest.raises(ValueError, match="output_size must be positive"):
+        F.adaptive_avg_pool2d(x[0], (0, 2))
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_adaptive_pool_16_bit(rng, dtype):
+    for mode in ("avg", "max"):
+        test_adaptive_pool(rng, mode, (2, 17, 9, 11), (4, 5), True, dtype)
+
+
+@pytest.mark.parametrize("i", range(len(BLOCK_CONFIGS)))
+def test_adaptive_pool_every_config(rng, i, monkeypatch):
+    for kernel in (pool.adaptive_pool_kernel, pool.adaptive_pool_backward_kernel):
+        only_config(monkeypatch, kernel, BLOCK_CONFIGS[i])
+    for dtype in CONFIG_DTYPES:
+        for mode in ("avg", "max"):
+            test_adaptive_pool(rng, mode, (2, 17, 9, 11), (4, 5), True, dtype)
+            test_adaptive_pool(rng, mode, (2, 3, 5, 7), (7, 9), False, dtype)

@@ -159,8 +159,11 @@ def test_dropout_identity_edges_and_errors():
             F.dropout(x, p)
         with pytest.raises(ValueError, match="between 0 and 1"):
             nn.Dropout(p)
-    with pytest.raises(NotImplementedError):
-        F.dropout(x, 0.5, inplace=True)
+    tnet.manual_seed(5)
+    y = F.dropout(x, 0.5)
+    tnet.manual_seed(5)
+    assert np.array_equal(F.dropout(x, 0.5, inplace=True).numpy(), y.numpy())  # out of place: x kept
+    assert np.all(x.numpy() == 1)
 
 
 def test_dropout_and_identity_modules():

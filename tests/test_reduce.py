@@ -1,6 +1,7 @@
 """Reductions (kernels/reduce.py, functional/reduce.py) against torch in float64: sum and mean over
 any dims in either layout, long sums in parts, max and argmax with ties and NaN, global average
-pooling, mse_loss, the bias gradient's sum_except, 16-bit storage, every tile config."""
+pooling, mse_loss, the bias gradient's sum_except, amax/amin with ties and NaN, var and std in
+torch's forms, exact integer sums, 16-bit storage, every tile config."""
 import numpy as np
 import pytest
 import torch
@@ -140,6 +141,77 @@ def test_sum_except_16_bit(dtype):
     test_sum_except((3, 5, 4, 6), 1, dtype)
 
 
+# ---- amax and amin, var and std, integer sums --------------------------------------------------
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+@pytest.mark.parametrize("dim,keepdim,channels_last", [((), False, False), (1, True, True), ((0, 2), False, True),
+                                                       ((-1, 1), True, False), ((0, 1, 2, 3), False, True)])
+def test_amax_amin(rng, name, dim, keepdim, channels_last, dtype=torch.float32):
+    """Every dim set (one run or several in memory order), with ties: the gradient is shared among
+    them, as torch's amax."""
+    values = np.round(rng.standard_normal((3, 5, 4, 7)), 0)  # many ties
+    x = leaf(rng, 3, 5, 4, 7, values=values, channels_last=channels_last, dtype=dtype)
+    check(lambda t: getattr(t, name)(dim, keepdim), lambda t: getattr(t, name)(dim, keepdim), [x], rng, tol_for(dtype))
+
+
+def test_amax_nan_and_errors():
+    x = tnet.tensor([[1.0, 3.0, 3.0], [np.nan, 1.0, 2.0]], requires_grad=True)
+    y = tnet.amax(x, 1)
+    y.backward(np.ones(2))
+    assert np.isnan(y.numpy()[1]) and y.numpy()[0] == 3
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0.5, 0.5], [np.nan] * 3])  # torch's: no element equals NaN
+    assert F.amin(x, 1).numpy()[0] == 1 and np.isnan(F.amin(x).item())
+    empty = tnet.zeros(0, 3)
+    assert F.amax(empty, 1).shape == (0,)
+    with pytest.raises(IndexError, match="reduction dim 0"):
+        F.amax(empty, 0)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        F.amin(empty)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dim,kwargs,channels_last", [
+    (None, {}, False), (1, {"keepdim": True}, True), ((0, 2, 3), {"unbiased": False}, True),
+    ((-1,), {"correction": 0}, False), ((0, 2), {"correction": 2, "keepdim": True}, False)])
+def test_var_std(rng, name, dim, kwargs, channels_last, dtype=torch.float32):
+    x = leaf(rng, 3, 5, 4, 7, channels_last=channels_last, dtype=dtype)
+    check(lambda t: getattr(t, name)(dim, **kwargs), lambda t: getattr(t, name)(dim, **kwargs), [x], rng, tol_for(dtype))
+
+
+def test_var_std_forms_and_edges(rng):
+    """torch's positional forms, the _mean pairs, a constant slice (std's gradient 0 there, as
+    torch) and too few elements (inf or NaN, as torch)."""
+    x = leaf(rng, 4, 6)
+    check(lambda t: F.var(t, False), lambda t: torch.var(t, False), [x], rng)
+    check(lambda t: F.std(t, 0, True, True), lambda t: torch.std(t, 0, True, True), [x], rng)
+    for ours, ref in [(tnet.std_mean, torch.std_mean), (tnet.var_mean, torch.var_mean)]:
+        check(lambda t: sum(ours(t, 1, correction=0)), lambda t: sum(ref(t, 1, correction=0)), [x], rng)
+    c = leaf(rng, 2, 5, values=np.array([[1.0] * 5, [1, 2, 3, 4, 5.0]]))
+    check(lambda t: t.std(1), lambda t: t.std(1), [c], rng)
+    one = tnet.tensor([[2.0], [3.0]])
+    assert np.isnan(F.var(one, 1).numpy()).all() and np.isinf(F.std(tnet.tensor([[2.0, 3.0]]), 1, correction=2).numpy()).all()
+    with pytest.raises(ValueError, match="unbiased or correction"):
+        F.var(x[0], 0, True, correction=1)
+
+
+def test_integer_sums():
+    """Sums of bool and integer tensors are exact int64, as torch; their mean raises as torch's."""
+    big = tnet.tensor(np.array([[2**40 + 1, 3], [5, -7]]))
+    assert big.sum().dtype == torch.int64 and big.sum().item() == 2**40 + 2
+    np.testing.assert_array_equal(F.sum(big, 0).numpy(), [2**40 + 6, -4])
+    flags = tnet.tensor(np.arange(3000) % 3 == 0)
+    assert flags.sum().item() == 1000 and flags.sum(0, keepdim=True).shape == (1,)
+    assert F.sum(tnet.tensor(np.ones((3, 0), np.int64)), 1).numpy().tolist() == [0, 0, 0]
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        big.mean()
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_amax_var_16_bit(rng, dtype):
+    test_amax_amin(rng, "amin", (0, 2), False, True, dtype)
+    test_var_std(rng, "std", 1, {"keepdim": True}, True, dtype)
+
+
 KERNELS = [reduce.reduce_kernel, reduce.sum_kernel]
 
 
@@ -156,4 +228,7 @@ def test_reduce_every_config(rng, i, monkeypatch):
         check(lambda t: t.mean((2, 3)), lambda t: t.mean((2, 3)), [leaf(rng, 3, 37, 4, 4, dtype=dtype)], rng,
               tol_for(dtype))
         test_max_dim_with_ties(rng, 1, False, True, dtype)
+        test_amax_amin(rng, "amin", (-1, 1), True, False, dtype)
+        check(lambda t: t.var(1), lambda t: t.var(1), [leaf(rng, 3, 150, 5, dtype=dtype)], rng, tol_for(dtype))
+    test_integer_sums()
     test_max_ties_across_parts(monkeypatch)

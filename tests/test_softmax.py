@@ -1,4 +1,4 @@
-"""Softmax, log-softmax and cross-entropy (kernels/softmax.py, functional/softmax.py) against torch in
+"""Softmax, log-softmax, cross-entropy and nll_loss (kernels/softmax.py, functional/softmax.py) against torch in
 float64: odd row lengths, label smoothing, reductions, ignored and out-of-range labels, 16-bit
 logits and autocast's fp32 losses, values at 1e4, nn.CrossEntropyLoss, every tile config."""
 import numpy as np
@@ -222,3 +222,111 @@ def test_losses_and_softmax_in_fp32_under_autocast(rng, dtype):
     assert_close(logits.grad, ref.grad, tol_for(dtype), "dlogits")
     assert_close(target.grad, ref_target.grad, tol_for(dtype), "dtarget")
     assert F.cross_entropy(logits, tnet.tensor(labels)).dtype == F.softmax(logits).dtype == dtype  # outside
+
+
+# ---- any dim, nll_loss, cross-entropy beyond [N, C] with class indices --------------------------
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,dim,channels_last", [((3, 5, 4, 6), 1, True), ((3, 5, 4, 6), 1, False),
+                                                     ((3, 5, 4, 6), -1, True), ((7, 5, 3), 0, False), ((11,), 0, False),
+                                                     ((2, 3, 5), None, False), ((), 0, False)])
+def test_softmax_any_dim(rng, name, shape, dim, channels_last):
+    x = pair(rng, *shape, scale=3, channels_last=channels_last)
+    ref_dim = dim if dim is not None else (0 if len(shape) in (0, 1, 3) else 1)
+    check_op(lambda t: getattr(F, name)(t, dim), lambda t: getattr(torch, name)(t, ref_dim), [x], TOL["ieee"], rng)
+
+
+def test_softmax_method_and_dtype(rng):
+    x = pair(rng, 4, 7)
+    check_op(lambda t: t.softmax(0), lambda t: t.softmax(0), [x], TOL["ieee"], rng)
+    assert F.log_softmax(x[0], 1, dtype=torch.float16).dtype == torch.float16
+
+
+def _loss_check(rng, ours, theirs, x, target, tol=1e-6, weight=None, **kwargs):
+    """A loss and its input's gradient against torch's (and the target's, for probabilities)."""
+    t, ref = x
+    args = (target[0],) if weight is None else (target[0], tnet.tensor(weight))
+    ref_args = (target[1],) if weight is None else (target[1], torch.tensor(weight))
+    loss, r = ours(t, *args, **kwargs), theirs(ref, *ref_args, **kwargs)
+    assert_close(loss, r, tol, "loss")
+    g = rng.standard_normal(r.shape)
+    loss.backward(g)
+    r.backward(torch.tensor(g))
+    assert_close(t.grad, ref.grad, tol * 10, "dinput")
+    if isinstance(target[0], tnet.Tensor) and target[0].requires_grad:
+        assert_close(target[0].grad, target[1].grad, tol * 10, "dtarget")
+
+
+def _labels(rng, shape, C, ignore=-100):
+    """Class indices, every 4th one ignored (a lone one is not: its mean would be NaN)."""
+    labels = rng.integers(0, C, shape)
+    if shape:
+        labels.reshape(-1)[::4] = ignore
+    else:
+        labels = np.array(1 if ignore != 1 else 0)
+    return tnet.tensor(labels), torch.tensor(labels)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape,weighted", [((13, 7), False), ((13, 7), True), ((2, 7, 3, 5), True), ((7,), False)])
+def test_nll_loss(rng, reduction, shape, weighted):
+    C = shape[0] if len(shape) == 1 else shape[1]
+    target_shape = () if len(shape) == 1 else (shape[0], *shape[2:])
+    weight = np.abs(rng.standard_normal(C)) + 0.1 if weighted else None
+    x = pair(rng, *shape, channels_last=len(shape) == 4)
+    labels = _labels(rng, target_shape, C)
+    _loss_check(rng, F.nll_loss, tF.nll_loss, x, labels, weight=weight, reduction=reduction)
+    module = tnet.nn.NLLLoss(None if weight is None else tnet.tensor(weight), ignore_index=2, reduction=reduction)
+    ref_module = torch.nn.NLLLoss(None if weight is None else torch.tensor(weight), ignore_index=2, reduction=reduction)
+    x = pair(rng, *shape)
+    _loss_check(rng, lambda t, y: module(t, y), lambda t, y: ref_module(t, y), x, _labels(rng, target_shape, C, 2))
+
+
+def test_nll_loss_edges(rng):
+    x = pair(rng, 5, 4)
+    every = tnet.tensor(np.full(5, -100))
+    assert np.isnan(F.nll_loss(x[0], every).item())  # 0 / 0, as torch
+    with pytest.raises(IndexError, match="target 4 is out of bounds"):
+        F.nll_loss(x[0], tnet.tensor([0, 1, 4, 2, 3]))
+    with pytest.raises(ValueError, match="target must be int64"):
+        F.nll_loss(x[0], x[0])
+    with pytest.raises(ValueError, match="expected"):
+        F.nll_loss(x[0], tnet.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape,weighted,smoothing", [((13, 7), True, 0.0), ((13, 7), True, 0.2),
+                                                      ((2, 7, 3, 5), False, 0.1), ((2, 7, 3, 5), True, 0.1),
+                                                      ((7,), False, 0.3)])
+def test_cross_entropy_class_indices_beyond_2d(rng, reduction, shape, weighted, smoothing):
+    """Weights, [C] and [N, C, d...] logits (log_softmax and nll_loss), with torch's smoothing."""
+    C = shape[0] if len(shape) == 1 else shape[1]
+    target_shape = () if len(shape) == 1 else (shape[0], *shape[2:])
+    weight = np.abs(rng.standard_normal(C)) + 0.1 if weighted else None
+    x = pair(rng, *shape, scale=3, channels_last=len(shape) == 4)
+    labels = _labels(rng, target_shape, C) if len(shape) > 1 else (tnet.tensor(np.array(2)), torch.tensor(2))
+    _loss_check(rng, F.cross_entropy, tF.cross_entropy, x, labels, weight=weight, reduction=reduction,
+                label_smoothing=smoothing)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape,weighted,smoothing", [((13, 7), False, 0.0), ((13, 7), True, 0.1),
+                                                      ((2, 7, 3, 5), False, 0.2)])
+def test_cross_entropy_probability_targets(rng, reduction, shape, weighted, smoothing):
+    weight = np.abs(rng.standard_normal(shape[1])) + 0.1 if weighted else None
+    x = pair(rng, *shape, scale=3)
+    probs = tnet.tensor(np.moveaxis(rng.dirichlet(np.ones(shape[1]), (shape[0], *shape[2:])), -1, 1), requires_grad=True)
+    target = (probs, probs.data.double().cpu().requires_grad_(True))
+    _loss_check(rng, F.cross_entropy, tF.cross_entropy, x, target, weight=weight, reduction=reduction,
+                label_smoothing=smoothing)
+    module = tnet.nn.CrossEntropyLoss(None if weight is None else tnet.tensor(weight), label_smoothing=smoothing)
+    assert_close(module(x[0], probs), torch.nn.CrossEntropyLoss(None if weight is None else torch.tensor(weight),
+                                                                label_smoothing=smoothing)(x[1], target[1]), 1e-6, "module")
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_nll_and_any_dim_16_bit(rng, dtype):
+    x = pair(rng, 2, 7, 3, 5, scale=3, dtype=dtype, channels_last=True)
+    check_op(lambda t: F.log_softmax(t, 1), lambda t: torch.log_softmax(t, 1), [x], tol_for(dtype), rng)
+    x = pair(rng, 13, 7, dtype=dtype)
+    _loss_check(rng, F.nll_loss, tF.nll_loss, x, _labels(rng, (13,), 7), tol=tol_for(dtype))

@@ -14,3 +14,19 @@ __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enable
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
            "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "nn", "optim", "models",
            "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+
+# torch's top-level functions: shape ops, factories, element-wise ops, activations and reductions
+from .functional import (abs, add, amax, amin, argmax, broadcast_to, cat, chunk, clamp, clamp_max, clamp_min, clip,
+                         clone, concat, concatenate, div, eq, exp, flatten, flip, ge, gt, index_select, le, log,
+                         log_softmax, logical_and, logical_not, logical_or, lt, matmul, max, mean, movedim, mul,
+                         narrow, ne, neg, permute, pow, relu, reshape, select, sigmoid, softmax, split, sqrt, squeeze,
+                         stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, transpose, unbind, unflatten,
+                         unsqueeze, var, var_mean, where)
+from .factory import arange, empty, empty_like, full_like, ones_like, randperm, zeros_like
+__all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chunk", "clamp", "clamp_max", "clamp_min",
+            "clip", "clone", "concat", "concatenate", "div", "eq", "exp", "flatten", "flip", "ge", "gt",
+            "index_select", "le", "log", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "matmul",
+            "max", "mean", "movedim", "mul", "narrow", "ne", "neg", "permute", "pow", "relu", "reshape", "select",
+            "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "std", "std_mean", "sub", "sum", "swapaxes",
+            "swapdims", "t", "tanh", "transpose", "unbind", "unflatten", "unsqueeze", "var", "var_mean", "where",
+            "arange", "empty", "empty_like", "full_like", "ones_like", "randperm", "zeros_like"]

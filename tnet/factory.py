@@ -1,15 +1,17 @@
-"""Tensor factories (zeros, ones, full, rand, randn), the dtype names, and the random
-generator's state with `manual_seed`.
+"""Tensor factories (zeros, ones, full, rand, randn; empty, the *_like ones, arange, randperm),
+the dtype names, and the random generator's state with `manual_seed`.
 
 The generator is Philox (kernels/random.py) with its state [seed, offset] in one device
 tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
 dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
+import math
+
 import numpy as np
 import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .tensor import Tensor
+from .tensor import Tensor, as_storage
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
@@ -105,3 +107,67 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
 def randn(*size, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers from tnet's generator (not torch's: other numbers than torch.randn)."""
     return _random_tensor("randn", size, dtype, device, requires_grad, normal=True)
+
+
+# ---- torch's other factories: uninitialised memory, tensors like another, ranges and permutations ----
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=torch.contiguous_format):
+    """An uninitialised tensor of `size` (float32 unless dtype says)."""
+    _check_device("empty", device)
+    data = torch.empty(_size("empty", size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
+    return _leaf("empty", data, requires_grad)
+
+
+def _like(name, input, make, dtype, device, requires_grad, memory_format):
+    """make(input's storage, dtype, memory_format): a new tensor shaped like input, of input's dtype
+    unless dtype says, in input's layout by default (torch's preserve_format)."""
+    _check_device(name, device)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be a tnet.Tensor, not {type(input).__name__}")
+    return _leaf(name, make(input.data, dtype=dtype or input.dtype, memory_format=memory_format), requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("empty_like", input, torch.empty_like, dtype, device, requires_grad, memory_format)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("zeros_like", input, torch.zeros_like, dtype, device, requires_grad, memory_format)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("ones_like", input, torch.ones_like, dtype, device, requires_grad, memory_format)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    fill = lambda x, **kw: torch.full_like(x, fill_value, **kw)
+    return _like("full_like", input, fill, dtype, device, requires_grad, memory_format)
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
+    step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
+    _check_device("arange", device)
+    start, end = (0, start) if end is None else (start, end)
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError("arange: upper bound and lower bound inconsistent with step sign")
+    ints = all(_is_int(v) for v in (start, end, step))
+    n = math.ceil((end - start) / step) if not ints else -(-(end - start) // step)
+    values = np.arange(n, dtype=np.int64) * step + start if ints else start + np.arange(n) * float(step)
+    dtype = dtype or (int64 if ints else float32)
+    return _leaf("arange", as_storage(values, dtype), requires_grad)
+
+
+def randperm(n, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
+    stream that tnet.manual_seed reseeds (init_generator), then copied: other numbers than torch's."""
+    _check_device("randperm", device)
+    if not _is_int(n) or n < 0:
+        raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    return _leaf("randperm", as_storage(init_generator().permutation(n), dtype or int64), requires_grad)

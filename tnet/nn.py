@@ -382,8 +382,60 @@ class BatchNorm2d(_BatchNorm):
 
 
 class ReLU(Module):
+    """F.relu; inplace=True is accepted and computed out of place (the input is not modified)."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
     def forward(self, x):
         return F.relu(x)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class _Activation(Module):
+    """An element-wise activation with torch's inplace= (accepted, computed out of place: the
+    input is not modified) and its parameters, in torch's order."""
+    fn, params = None, ()
+
+    def __init__(self, *args, inplace=False, **kwargs):
+        names = [name for name, _ in self.params]
+        check(len(args) <= len(names) + 1 and not set(kwargs) - set(names),
+              f"{type(self).__name__}: takes {', '.join(names + ['inplace'])}")
+        values = dict(self.params, **dict(zip(names, args)), **kwargs)
+        if len(args) > len(names):
+            inplace = args[-1]
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.inplace = inplace
+
+    def forward(self, x):
+        return type(self).fn(x, *[getattr(self, name) for name, _ in self.params])
+
+    def extra_repr(self):
+        return ", ".join([f"{name}={getattr(self, name)}" for name, _ in self.params] +
+                         ["inplace=True"] * bool(self.inplace))
+
+
+class ReLU6(_Activation):
+    fn = F.relu6
+
+
+class Hardswish(_Activation):
+    fn = F.hardswish
+
+
+class Hardsigmoid(_Activation):
+    fn = F.hardsigmoid
+
+
+class LeakyReLU(_Activation):
+    fn, params = F.leaky_relu, (("negative_slope", 0.01),)
+
+
+class ELU(_Activation):
+    fn, params = F.elu, (("alpha", 1.0),)
 
 
 class GELU(Module):
@@ -421,24 +473,37 @@ class MSELoss(Module):
 
 
 class CrossEntropyLoss(Module):
-    """F.cross_entropy as a module, with torch's arguments (class weights and the deprecated
-    size_average and reduce are not supported)."""
+    """F.cross_entropy as a module, with torch's arguments (the deprecated size_average and
+    reduce are not supported); weight is a tnet.Tensor of the class weights, or None."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
-        check(weight is None and size_average is None and reduce is None,
-              "CrossEntropyLoss: weight, size_average and reduce are not supported")
+        check(size_average is None and reduce is None,
+              "CrossEntropyLoss: the deprecated size_average and reduce are not supported")
         check(reduction in ("mean", "sum", "none"), f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         check(0.0 <= label_smoothing < 1.0, f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
-        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+        self.weight, self.ignore_index, self.reduction, self.label_smoothing = weight, ignore_index, reduction, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
 
 
+class NLLLoss(Module):
+    """F.nll_loss as a module, with torch's arguments (the deprecated size_average and reduce
+    are not supported)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        check(size_average is None and reduce is None, "NLLLoss: the deprecated size_average and reduce are not supported")
+        check(reduction in ("mean", "sum", "none"), f"NLLLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
 class AdaptiveAvgPool2d(Module):
-    """Global average pooling: output_size 1 (or (1, 1)) only."""
+    """F.adaptive_avg_pool2d to any output_size (an int or a pair; None keeps that size)."""
 
     def __init__(self, output_size):
         self.output_size = output_size
@@ -450,9 +515,66 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class Flatten(Module):
+class AdaptiveMaxPool2d(Module):
+    """F.adaptive_max_pool2d to any output_size, return_indices as torch."""
+
+    def __init__(self, output_size, return_indices=False):
+        self.output_size, self.return_indices = output_size, return_indices
+
     def forward(self, x):
-        return x.reshape(x.shape[0], -1)
+        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _Pad(Module):
+    """F.pad of the last two dims: padding an int (all four sides) or (left, right, top, bottom)."""
+    mode = "constant"
+
+    def __init__(self, padding, value=None):
+        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+        check(len(self.padding) == 4, f"{type(self).__name__}: padding must be an int or 4 ints, got {padding!r}")
+        self.value = value
+
+    def forward(self, x):
+        return F.pad(x, self.padding, self.mode, self.value)
+
+    def extra_repr(self):
+        return f"{self.padding}" + (f", value={self.value}" if self.value is not None else "")
+
+
+class ZeroPad2d(_Pad):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ConstantPad2d(_Pad):
+    pass
+
+
+class ReflectionPad2d(_Pad):
+    mode = "reflect"
+
+
+class ReplicationPad2d(_Pad):
+    mode = "replicate"
+
+
+class Flatten(Module):
+    """Dims start_dim..end_dim as one (F.flatten: torch's NCHW order for a channels-last activation)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return F.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Dropout(Module):

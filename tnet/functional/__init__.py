@@ -12,7 +12,10 @@ import torch
 
 from ..tensor import Tensor
 from .conv import conv2d, conv2d_relu_pool2d
-from .copy import contiguous, flatten, getitem, reshape, t, to, view
+from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
+from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
+                   movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
+                   unbind, unflatten, unfold_windows, unsqueeze)
 from .gemm import linear, matmul
 from .norm import batch_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
@@ -20,6 +23,15 @@ from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .random import dropout
 from .reduce import argmax, max, max_result, mean, mse_loss, sum
 from .softmax import cross_entropy, log_softmax, softmax
+# element-wise ops, activations, reductions and losses of issue 26
+from .pad import pad
+from .pointwise import (abs, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max, clamp_min, elu, eq, ge, gt,
+                        hardsigmoid, hardswish, le, leaky_relu, logical_and, logical_not, logical_or, lt, ne, relu6,
+                        where)
+from .pointwise import clamp as clip
+from .reduce import amax, amin, std, std_mean, var, var_mean
+from .pool import adaptive_max_pool2d
+from .softmax import nll_loss
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -34,8 +46,22 @@ for _name, _method in {
         "__getitem__": getitem, "view": view, "reshape": reshape, "flatten": flatten, "t": t, "T": property(t),
         "contiguous": contiguous, "to": to, "float": _cast(torch.float32), "half": _cast(torch.float16),
         "bfloat16": _cast(torch.bfloat16),
+        "dim": lambda self: self.ndim, "permute": lambda self, *dims: permute(self, shape_args(dims)),
+        "flip": lambda self, *dims: flip(self, shape_args(dims)), "transpose": transpose, "swapaxes": swapaxes,
+        "swapdims": swapdims, "movedim": movedim, "unflatten": unflatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
+        "expand": expand, "expand_as": expand_as, "repeat": repeat, "narrow": narrow, "select": select,
+        "unbind": unbind, "split": split, "chunk": chunk, "clone": clone, "unfold": unfold_windows,
+        "index_select": index_select,
         "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": _swapped(sub),
         "__mul__": mul, "__rmul__": _swapped(mul), "__truediv__": div, "__rtruediv__": _swapped(div),
         "__neg__": neg, "__pow__": pow, "exp": exp, "log": log, "sqrt": sqrt,
-        "sum": sum, "mean": mean, "max": max, "argmax": argmax}.items():
+        "sum": sum, "mean": mean, "max": max, "argmax": argmax,
+        # element-wise ops, activations and reductions (issue 26); __hash__ stays id-based, as torch's
+        "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__hash__": object.__hash__,
+        "__invert__": bitwise_not, "__and__": bitwise_and, "__or__": bitwise_or, "eq": eq, "ne": ne, "lt": lt,
+        "le": le, "gt": gt, "ge": ge, "logical_not": logical_not, "logical_and": logical_and,
+        "logical_or": logical_or, "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "abs": abs, "__abs__": abs,
+        "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "amax": amax, "amin": amin,
+        "std": std, "var": var, "softmax": softmax, "log_softmax": log_softmax, "long": _cast(torch.int64),
+        "int": _cast(torch.int32), "bool": _cast(torch.bool)}.items():
     setattr(Tensor, _name, _method)

@@ -1,24 +1,48 @@
 """Shapes, views, casts and indexing, as torch's (kernels/copy.py copies). Views share the
-input's memory; each backward hands back its gradient in the input's layout."""
+input's memory; where torch copies (cat, stack, clone, flip, repeat, index_select, a reshape
+that cannot view), tnet copies through its copy kernel. Each backward hands back its gradient
+in the input's layout.
+
+A channels-last activation (a convolution's output: NCHW shape, NHWC memory) behaves as torch's
+NCHW tensor: view, reshape and flatten give torch's values in torch's order, and where no view
+of the NHWC memory can, view copies to NCHW first (view may copy a channels-last activation)."""
+import functools
+import math
+import numbers
+
 import numpy as np
 import torch
 
+from ..kernels import copy as _copy
+from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
+from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, record
 from .inputs import check_tensors
+from .pointwise import sum_to
+
+
+def _part(name, x, make):
+    """make(x.data), a view of part of x's elements (a slice, narrow, select, a split piece). The
+    backward writes g through the same view of a zeroed gradient."""
+    def backward(g):
+        gx = empty_in_layout(x.data).zero_()
+        copy_(make(gx), g)
+        return (gx,)
+    return record(name, make(x.data), (x,), backward)
+
+
+def _rearranged(name, x, y, inverse):
+    """y, a view of all of x's elements in another shape or order (permute, transpose, squeeze...);
+    the backward is inverse(g), in x's layout."""
+    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.data),))
 
 
 def getitem(x, index):
     """x[index], basic indexing only (ints, slices with step > 0, None, Ellipsis): a view of the
-    same memory. The backward writes g through the same view of a zeroed gradient."""
+    same memory."""
     index = _basic_index(index)
-    y = x.data[index]
-
-    def backward(g):
-        gx = empty_in_layout(x.data).zero_()
-        copy_(gx[index], g)
-        return (gx,)
-    return record("getitem", y, (x,), backward)
+    return _part("getitem", x, lambda t: t[index])
 
 
 def _basic_index(index):
@@ -39,50 +63,399 @@ def _basic_index(index):
     return items
 
 
-def _shape_args(shape):
+def shape_args(shape):
     """view(2, 3) and view((2, 3)) alike."""
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)) else shape
+
+
+def _nhwc_memory(x):
+    """Whether x is 4-D with its channels (dim 1) innermost in memory: a channels-last activation
+    or a slice of one, where torch's twin is NCHW."""
+    return (x.dim() == 4 and x.shape[1] > 1 and any(x.shape[d] > 1 for d in (2, 3)) and
+            all(x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
+
+
+def _nchw_copy(x):
+    """x's elements copied into fresh NCHW-contiguous (row-major) memory."""
+    return copy_(torch.empty(x.shape, dtype=x.dtype, device=x.device), x)
+
+
+def _view_back(x):
+    return lambda g: (in_layout(g.reshape(x.shape), x.data),)
 
 
 def view(x, *shape):
-    """The same memory under another shape; RuntimeError (torch's) where the strides do not
-    allow it: use reshape."""
-    y = x.data.view(_shape_args(shape))
-    return record("view", y, (x,), lambda g: (in_layout(g.reshape(x.shape), x.data),))
+    """The same memory under another shape (torch's view rule: RuntimeError where the strides do
+    not allow it; use reshape). A channels-last activation is viewed as torch's NCHW tensor: where
+    its NHWC memory cannot be, it is copied to NCHW first (view may copy a channels-last activation)."""
+    check_tensors("view", x=x)
+    shape = shape_args(shape)
+    try:
+        y = x.data.view(shape)
+    except RuntimeError:
+        if not _nhwc_memory(x.data):
+            raise
+        y = _nchw_copy(x.data).view(shape)
+    return record("view", y, (x,), _view_back(x))
 
 
 def reshape(x, *shape):
-    """A view when the memory allows (torch's reshape; a copy otherwise)."""
+    """A view when the memory allows, else a copy (torch's reshape), in torch's NCHW order for a
+    channels-last activation."""
     check_tensors("reshape", x=x)
-    shape = _shape_args(shape)
+    shape = shape_args(shape)
     try:
-        y = x.data.reshape(shape)
-    except RuntimeError as e:
-        raise ValueError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
-    return record("reshape", y, (x,), lambda g: (g.reshape(x.shape),))
+        y = x.data.view(shape)
+    except RuntimeError:
+        try:
+            y = _nchw_copy(x.data).view(shape)
+        except RuntimeError as e:
+            raise InputError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
+    return record("reshape", y, (x,), _view_back(x))
 
 
 def t(x):
     """The transpose of a tensor of at most 2 dims (a view)."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return record("t", x.data.t(), (x,), lambda g: (in_layout(g.t(), x.data),))
+    return _rearranged("t", x, x.data.t(), lambda g: g.t())
 
 
 def flatten(x, start_dim=0, end_dim=-1):
     """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
+    check_tensors("flatten", input=x)
     shape = x.shape or (1,)
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    return reshape(x, *shape[:start], int(np.prod(shape[start:end + 1])), *shape[end + 1:])
+    return reshape(x, *shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
 
 
-def contiguous(x):
-    """x when contiguous, else a contiguous copy (on the tape)."""
-    if x.data.is_contiguous():
+def unflatten(input, dim, sizes):
+    """Dim `dim` as `sizes` (one may be -1), by view's rule."""
+    check_tensors("unflatten", input=input)
+    d = dim_index(dim, input.ndim)
+    sizes = tuple(sizes)
+    check(len(sizes) > 0, "unflatten: sizes must be non-empty")
+    known = math.prod(s for s in sizes if s != -1)
+    inferred = [(input.shape[d] // known if known else 0) if s == -1 else s for s in sizes]
+    check(math.prod(inferred) == input.shape[d] and sizes.count(-1) <= 1,
+          f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({input.shape[d]}) "
+          f"in the input tensor")
+    return view(input, *input.shape[:d], *inferred, *input.shape[d + 1:])
+
+
+def permute(input, dims):
+    """input's dims in the order `dims` (a view)."""
+    check_tensors("permute", input=input)
+    y = input.data.permute(tuple(dims))
+    back = np.argsort([dim_index(d, input.ndim) for d in dims]).tolist()
+    return _rearranged("permute", input, y, lambda g: g.permute(back))
+
+
+def movedim(input, source, destination):
+    """input with dims `source` moved to positions `destination` (ints or sequences; a view)."""
+    check_tensors("movedim", input=input)
+    n = input.ndim
+    src = [dim_index(d, n) for d in (source if isinstance(source, (tuple, list)) else [source])]
+    dst = [dim_index(d, n) for d in (destination if isinstance(destination, (tuple, list)) else [destination])]
+    check(len(src) == len(dst), f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+                                f"the same number of dims as destination ({dst} dims)")
+    check(len(set(src)) == len(src) and len(set(dst)) == len(dst), f"movedim: repeated dim in {src} or {dst}")
+    order = [-1] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    return permute(input, [s if s >= 0 else next(rest) for s in order])
+
+
+def transpose(input, dim0, dim1):
+    """input with dims dim0 and dim1 swapped (a view)."""
+    check_tensors("transpose", input=input)
+    y = input.data.transpose(dim0, dim1)
+    return _rearranged("transpose", input, y, lambda g: g.transpose(dim0, dim1))
+
+
+def swapaxes(input, axis0, axis1):
+    return transpose(input, axis0, axis1)
+
+
+swapdims = swapaxes
+
+
+def squeeze(input, dim=None):
+    """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
+    check_tensors("squeeze", input=input)
+    y = input.data.squeeze() if dim is None else input.data.squeeze(dim)
+    return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
+
+
+def unsqueeze(input, dim):
+    """input with a dim of size 1 inserted at dim (a view)."""
+    check_tensors("unsqueeze", input=input)
+    return _rearranged("unsqueeze", input, input.data.unsqueeze(dim), lambda g: g.reshape(input.shape))
+
+
+def expand(input, *sizes):
+    """input broadcast to `sizes` (-1 keeps a dim; new dims go first), a view with stride 0 on the
+    expanded dims; the backward sums over them (kernels/reduce.py)."""
+    check_tensors("expand", input=input)
+    y = input.data.expand(shape_args(sizes))
+    return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.data),))
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+def _copy_record(name, inputs, y, backward, saved=()):
+    """record() for y, a fresh copy of the elements of `inputs` (a tensor or a sequence): no
+    gradient flows through an integer y (torch's rule)."""
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    return record(name, y, inputs, backward, saved) if y.is_floating_point() else Tensor(y)
+
+
+def repeat(input, *repeats):
+    """input tiled repeats[i] times along each dim (leading repeats add dims): a copy. The
+    backward sums the tiles (kernels/reduce.py)."""
+    check_tensors("repeat", input=input)
+    repeats = tuple(shape_args(repeats))
+    if len(repeats) < input.ndim:
+        raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    check(all(r >= 0 for r in repeats), f"repeat: repeats must be non-negative, got {list(repeats)}")
+    shape = (1,) * (len(repeats) - input.ndim) + input.shape
+    tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
+    src = input.data.reshape(shape)
+    for i in range(len(shape)):
+        src = src.unsqueeze(2 * i)
+    y = torch.empty([r * s for r, s in zip(repeats, shape)], dtype=input.dtype, device=input.device)
+    copy_(y.view(tiled), src.expand(tiled))
+
+    def backward(g):
+        if g.numel() == 0 or input.numel() == 0:
+            return (empty_in_layout(input.data).zero_(),)
+        dims = [2 * i for i, r in enumerate(repeats) if r > 1]
+        g = g.reshape(tiled)
+        return (in_layout((_reduce.reduce(g, dims) if dims else g).reshape(input.shape), input.data),)
+    return _copy_record("repeat", input, y, backward)
+
+
+def narrow(input, dim, start, length):
+    """input[..., start:start + length, ...] along dim (a view)."""
+    check_tensors("narrow", input=input)
+    return _part("narrow", input, lambda t: t.narrow(dim, start, length))
+
+
+def select(input, dim, index):
+    """input's slice `index` along dim, without that dim (a view)."""
+    check_tensors("select", input=input)
+    return _part("select", input, lambda t: t.select(dim, index))
+
+
+def unbind(input, dim=0):
+    """The slices of input along dim, each a view without that dim."""
+    check_tensors("unbind", input=input)
+    d = dim_index(dim, input.ndim)
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+def _split_dim(name, input, dim):
+    check_tensors(name, input=input)
+    if input.ndim == 0:
+        raise InputError(f"{name} expects at least a 1-dimensional tensor")
+    d = dim_index(dim, input.ndim)
+    return d, input.shape[d]
+
+
+def _pieces(input, d, sizes):
+    starts = np.cumsum([0, *sizes[:-1]]).tolist()
+    return tuple(_part("split", input, lambda t, s=s, n=n: t.narrow(d, s, n)) for s, n in zip(starts, sizes))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
+    the last may be smaller) or of the listed sizes."""
+    d, size = _split_dim("split", tensor, dim)
+    if isinstance(split_size_or_sections, numbers.Integral):
+        step = int(split_size_or_sections)
+        check(step >= 0, f"split expects split_size be non-negative, but got split_size={step}")
+        check(step > 0 or size == 0,
+              f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        check(all(s >= 0 for s in sizes),
+              f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}")
+        check(sum(sizes) == size, f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                                  f"size at dimension {d}), but got split_sizes={sizes}")
+    return _pieces(tensor, d, sizes)
+
+
+def chunk(input, chunks, dim=0):
+    """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
+    fewer pieces where that covers the dim (torch's rule)."""
+    d, size = _split_dim("chunk", input, dim)
+    check(chunks > 0, f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if size == 0:
+        return _pieces(input, d, [0] * chunks)
+    return split(input, -(-size // chunks), d)
+
+
+_KINDS = {torch.bool: 0, torch.int32: 1, torch.int64: 2, torch.float16: 3, torch.bfloat16: 3, torch.float32: 4}
+
+
+def _promoted(name, tensors):
+    """torch's type promotion over tnet's dtypes (torch.promote_types, which torch dispatches as an
+    operator): bool < int32 < int64 < the 16-bit floats < float32; float16 with bfloat16 gives float32."""
+    def promote(a, b):
+        if a == b or _KINDS[a] != _KINDS[b]:
+            return max(a, b, key=_KINDS.get)
+        return torch.float32  # float16 with bfloat16: neither holds the other
+    dtypes = [t.dtype for t in tensors]
+    check(all(d in _KINDS for d in dtypes), f"{name}: supports {', '.join(map(str, _KINDS))}; got {dtypes}")
+    return functools.reduce(promote, dtypes)
+
+
+def cat(tensors, dim=0):
+    """tensors joined along dim into a new tensor of their promoted dtype (torch's promotion). All
+    have one number of dims and the same sizes off dim, except that 1-D empty tensors are
+    skipped (torch's legacy rule). Channels-last when every input is, else contiguous."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"cat(): argument 'tensors' must be a tuple or list of Tensors, not {type(tensors).__name__}")
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"cat(): argument 'dim' must be int, not {type(dim).__name__}")
+    if not tensors:
+        raise InputError("cat(): expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        check_tensors("cat", **{f"tensors[{i}]": x})
+        check(x.ndim > 0, f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    dtype = _promoted("cat", tensors)
+    joined = [(i, x) for i, x in enumerate(tensors) if x.shape != (0,)]
+    if not joined:  # 1-D empty tensors only
+        y = torch.empty(0, dtype=dtype, device=tensors[0].device)
+        return _copy_record("cat", tensors, y, lambda g: [torch.empty_like(x.data) for x in tensors])
+    first = joined[0][1]
+    d = dim_index(dim, first.ndim)
+    for i, x in joined:
+        check(x.ndim == first.ndim, f"Tensors must have same number of dimensions: got {first.ndim} and {x.ndim}")
+        for a, (s, t) in enumerate(zip(first.shape, x.shape)):
+            check(a == d or s == t, f"Sizes of tensors must match except in dimension {d}. Expected size {s} but got "
+                                    f"size {t} for tensor number {i} in the list.")
+    shape = list(first.shape)
+    shape[d] = sum(x.shape[d] for _, x in joined)
+    cl = all(is_channels_last(x.data) for _, x in joined)
+    y = torch.empty(shape, dtype=dtype, device=first.device, memory_format=memory_format(cl))
+    starts, at = {}, 0
+    for i, x in joined:
+        starts[i] = at
+        if x.shape[d]:
+            copy_(y.narrow(d, at, x.shape[d]), x.data)
+        at += x.shape[d]
+
+    def backward(g):
+        return [in_layout(g.narrow(d, starts[i], x.shape[d]), x.data) if i in starts else torch.empty_like(x.data)
+                for i, x in enumerate(tensors)]
+    return _copy_record("cat", tensors, y, backward)
+
+
+concat = cat
+
+
+def concatenate(tensors, axis=0):
+    return cat(tensors, axis)
+
+
+def stack(tensors, dim=0):
+    """tensors of one shape joined along a new dim at `dim`."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"stack(): argument 'tensors' must be a tuple or list of Tensors, not {type(tensors).__name__}")
+    if not tensors:
+        raise InputError("stack expects a non-empty TensorList")
+    for i, x in enumerate(tensors):
+        check_tensors("stack", **{f"tensors[{i}]": x})
+        check(x.shape == tensors[0].shape, f"stack expects each tensor to be equal size, but got "
+                                           f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
+    d = dim_index(dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(x, d) for x in tensors], d)
+
+
+def clone(input, memory_format=torch.preserve_format):
+    """A copy of input (torch's memory_format: preserve keeps a dense input's strides); the
+    gradient passes through."""
+    check_tensors("clone", input=input)
+    y = copy_(torch.empty_like(input.data, memory_format=memory_format), input.data)
+    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.data),))
+
+
+def contiguous(x, memory_format=torch.contiguous_format):
+    """x when contiguous in memory_format, else a copy that is (on the tape)."""
+    if x.data.is_contiguous(memory_format=memory_format):
         return x
-    return record("contiguous", x.data.contiguous(), (x,), lambda g: (in_layout(g, x.data),))
+    y = copy_(torch.empty_like(x.data, memory_format=memory_format), x.data)
+    return _copy_record("contiguous", x, y, lambda g: (in_layout(g, x.data),))
+
+
+def flip(input, dims):
+    """input reversed along `dims` (a sequence of ints): a copy, in input's layout."""
+    check_tensors("flip", input=input)
+    if isinstance(dims, numbers.Integral):
+        raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not {type(dims).__name__}")
+    axes = [dim_index(d, input.ndim) for d in dims]
+    for a in axes:
+        check(axes.count(a) == 1, f"dim {a} appears multiple times in the list of dims")
+    axes = [a for a in axes if input.ndim]  # a 0-d tensor flips to itself
+    y = _copy.flip_(torch.empty_like(input.data), input.data, axes)
+    return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.data), g, axes),))
+
+
+def _f32_gradient(x, add):
+    """The gradient of x accumulated by add(buffer) into a zeroed fp32 buffer in x's layout, then
+    in x's dtype."""
+    buf = add(torch.zeros_like(x.data, dtype=torch.float32, memory_format=memory_format(is_channels_last(x.data))))
+    return buf if x.dtype == torch.float32 else copy_(empty_in_layout(x.data), buf)
+
+
+def unfold_windows(input, dimension, size, step):
+    """Tensor.unfold, named apart from torch.nn.functional.unfold (an im2col): the windows of
+    `size` along `dimension`, `step` apart, as a new last dim (a view of input's memory). The
+    backward sums overlapping windows back (an atomic-add kernel)."""
+    check_tensors("unfold", input=input)
+    d = dim_index(dimension, input.ndim)
+    length = input.shape[d] if input.ndim else 1
+    check(size >= 0, f"size is {size} but must be >= 0")
+    check(size <= length, f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    check(step > 0, f"step is {step} but must be > 0")
+
+    def backward(g):
+        return (_f32_gradient(input, lambda buf: _copy.unfold_add_(buf, g, d, size, step)),)
+    return record("unfold", _copy.windows(input.data, d, size, step), (input,), backward)
+
+
+def index_select(input, dim, index):
+    """The slices of input along dim at `index` (a vector or a 0-d tensor of int64 or int32), in
+    input's layout (torch's result is contiguous): a gather kernel. An index out of range raises
+    IndexError (a host read of a device flag, skipped within a CUDA graph capture). The backward
+    adds each slice's gradient back at its index by atomic adds, so repeated indices sum."""
+    check_tensors("index_select", input=input, index=index)
+    if index.dtype not in _copy.INDEX_DTYPES:
+        raise InputError("index_select(): Expected dtype int32 or int64 for index")
+    if index.ndim > 1:
+        raise InputIndexError("index_select(): Index is supposed to be a vector")
+    if input.ndim == 0:
+        return reshape(index_select(reshape(input, 1), 0, index), ())
+    d = dim_index(dim, input.ndim)
+    idx = index.data.reshape(-1)
+    shape = list(input.shape)
+    shape[d] = idx.shape[0]
+    y = torch.empty(shape, dtype=input.dtype, device=input.device,
+                    memory_format=memory_format(is_channels_last(input.data)))
+    _copy.gather_(y, input.data, idx, d, "index_select()")
+    return _copy_record("index_select", input, y,
+                        lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d)),), saved=(idx,))
 
 
 def to(x, *args, **kwargs):
@@ -103,6 +476,4 @@ def to(x, *args, **kwargs):
     if dtype is None or dtype == x.dtype:
         return x
     y = copy_(torch.empty_like(x.data, dtype=dtype), x.data)
-    if not y.is_floating_point():
-        return Tensor(y)  # no gradient flows through an integer tensor (torch's rule)
-    return record("to", y, (x,), lambda g: (copy_(empty_in_layout(x.data), g),))
+    return _copy_record("to", x, y, lambda g: (copy_(empty_in_layout(x.data), g),))

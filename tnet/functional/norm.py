@@ -1,6 +1,6 @@
 """Batch normalisation (kernels/norm.py), with its GELU fused where asked."""
 from ..kernels import norm as _norm
-from ..kernels.launch import check
+from ..kernels.launch import check, is_flat, memory_format
 from ..tensor import Tensor, is_grad_enabled, record
 from .inputs import check_tensors, needs_grad
 
@@ -19,14 +19,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     the host, which a CUDA graph could not replay. activation='gelu' returns
     F.gelu(F.batch_norm(...)) (the erf GELU, within 1e-6: see kernels/norm.py's _gelu_cdf) as
     one op: the normalised values are never stored, the backward recomputes them from the
-    input and the statistics."""
+    input and the statistics. A strided input (a channel slice x[:, :c]) is copied dense first
+    (channels-last where its channels are innermost), as the kernels read dense memory."""
     check_tensors("batch_norm", input=input)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         check(v is None or isinstance(v, Tensor),
               lambda: f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.data
-    X, W, B = input.data, data(weight), data(bias)
+    X, W, B = dense(input.data), data(weight), data(bias)
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     if training:
         y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,
@@ -44,3 +45,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
     return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
                   saved=(X, W, B if activation else None))
+
+
+def dense(x):
+    """x, or a dense copy of a strided view: channels-last where its channels are innermost."""
+    if is_flat(x):
+        return x
+    return x.contiguous(memory_format=memory_format(x.dim() == 4 and x.stride(1) == 1 and x.shape[1] > 1))

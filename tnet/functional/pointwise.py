@@ -2,20 +2,33 @@
 names. Binary ops broadcast like PyTorch's and take a Python number on either side; each
 operand's gradient is summed back to its shape. A gradient passed on unchanged goes out as a
 view, so that no two inputs hold one buffer (the tape copies a view before keeping it as a
-leaf's .grad). Each keeps its input's layout."""
+leaf's .grad). Each keeps its input's layout.
+
+Comparisons (eq, ne, lt, le, gt, ge), logical ops and where take integer and bool tensors too;
+comparisons and logical ops give bool tensors, which carry no gradient."""
+import math
 import numbers
+
+import torch
 
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
-from ..kernels.launch import check
+from ..kernels.launch import check, is_flat
 from ..tensor import Tensor, record
 from .inputs import check_tensors, needs_grad
 
 
-def relu(x):
-    check_tensors("relu", x=x)
-    y = _pw.relu(x.data)
-    return record("relu", y, (x,), lambda g: (_pw.relu_backward(y, g),), saved=(y,))
+INPLACE = """inplace=True is accepted and computed out of place: the result is a new tensor and the input
+    is not modified (torch overwrites it); values and gradients are torch's."""
+
+
+def relu(input, inplace=False):
+    """max(x, 0), NaN kept. A strided view (a channel slice x[:, :c]) goes through the broadcasting
+    kernel, dense memory through the flat one; either way the output is dense. """ + INPLACE
+    check_tensors("relu", input=input)
+    X = input.data
+    y = _pw.relu(X) if is_flat(X) else _pw.pointwise("relu", X)
+    return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,))
 
 
 def _operands(name, input, other):
@@ -27,7 +40,7 @@ def _operands(name, input, other):
     return [v.data if isinstance(v, Tensor) else float(v) for v in (input, other)]
 
 
-def _sum_to(g, x):
+def sum_to(g, x):
     """g, of a broadcast result's shape, summed over the axes that broadcasting stretched to x's
     shape (in any layout: the tape puts gradients in their tensor's layout)."""
     if g is None:
@@ -46,7 +59,7 @@ def _record2(name, y, input, other, grads, saved=()):
     inputs = [v for v in (input, other) if isinstance(v, Tensor)]
 
     def backward(g):
-        return tuple(_sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
+        return tuple(sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
     return record(name, y, inputs, backward, saved=saved)
 
 
@@ -136,3 +149,121 @@ def tanh(input):
 def silu(input):
     """x * sigmoid(x)."""
     return _unary("silu", input, "silu", "silu_backward", False)
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6); the gradient is 0 at and outside 0 and 6 (torch's hardtanh rule). """ + INPLACE
+    return _unary("relu6", input, "relu6", "relu6_backward", False)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6. """ + INPLACE
+    return _unary("hardswish", input, "hardswish", "hardswish_backward", False)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6. """ + INPLACE
+    return _unary("hardsigmoid", input, "hardsigmoid", "hardsigmoid_backward", False)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x. """ + INPLACE
+    return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
+    return _unary("elu", input, "elu", "elu_backward", False, float(alpha))
+
+
+def abs(input):
+    """|x|; the gradient is g * sign(x), 0 at 0 (and at NaN, as torch)."""
+    return _unary("abs", input, "abs", "abs_backward", False)
+
+
+def clamp(input, min=None, max=None):
+    """min(max(x, min), max) for Python numbers min and max (either may be None), NaN kept; the
+    gradient passes where x lies within the bounds, bounds included, as torch. Tensor bounds are
+    not supported."""
+    check_tensors("clamp", input=input)
+    check(min is not None or max is not None, "clamp: at least one of 'min' or 'max' must not be None")
+    for arg, v in (("min", min), ("max", max)):
+        check(v is None or isinstance(v, numbers.Real),
+              f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
+    X = input.data
+    y = _pw.pointwise("clamp", X, -math.inf if min is None else float(min), math.inf if max is None else float(max))
+    return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def _compare(name, input, other):
+    """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
+    holds, or a Python number on either side."""
+    a, b = _operands(name, input, other)
+    return Tensor(_pw.pointwise(name, a, b))
+
+
+def _comparison(name, text):
+    """The op `name`: element-wise `text`, a bool tensor without gradient."""
+    def op(input, other):
+        return _compare(name, input, other)
+    op.__name__, op.__qualname__, op.__doc__ = name, name, f"{text}, element-wise: a bool tensor."
+    return op
+
+
+eq = _comparison("eq", "input == other (NaN equals nothing)")
+ne = _comparison("ne", "input != other (NaN differs from everything)")
+lt = _comparison("lt", "input < other")
+le = _comparison("le", "input <= other")
+gt = _comparison("gt", "input > other")
+ge = _comparison("ge", "input >= other")
+logical_and = _comparison("logical_and", "input and other (nonzero is true)")
+logical_or = _comparison("logical_or", "input or other (nonzero is true)")
+
+
+def logical_not(input):
+    """True where input is 0 (of any dtype): a bool tensor."""
+    check_tensors("logical_not", input=input)
+    return Tensor(_pw.pointwise("logical_not", input.data))
+
+
+def _bool_only(name, op):
+    """The operator `name` (&, |) of bool tensors: the logical op."""
+    def apply(input, other):
+        for v in (input, other):
+            check(not isinstance(v, Tensor) or v.dtype == torch.bool,
+                  f"{name}: tnet supports bool tensors only (bitwise ops on integers are not supported), got {v.dtype}")
+        return op(input, other)
+    return apply
+
+
+bitwise_and = _bool_only("bitwise_and", logical_and)
+bitwise_or = _bool_only("bitwise_or", logical_or)
+
+
+def bitwise_not(input):
+    """~x: logical not of a bool tensor, two's complement of an integer one (floats raise, as torch)."""
+    check_tensors("bitwise_not", input=input)
+    check(input.dtype in _pw.INTEGERS, f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
+    return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.data))
+
+
+def where(condition, input, other):
+    """input where condition (a bool tensor) holds, else other, broadcasting; input and other are
+    tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken."""
+    check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
+          f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
+    a, b = _operands("where", input, other)
+    C = condition.data
+    need_a, need_b = needs_grad(input, other)
+    y = _pw.pointwise("where", C, a, b)
+    return _record2("where", y, input, other,
+                    lambda g: (_pw.pointwise("where", C, g, 0.0) if need_a else None,
+                               _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,))

@@ -11,15 +11,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
     the input itself). The mask comes from tnet's Philox generator (tnet.manual_seed), whose
     state the kernels advance on the device: a captured CUDA graph draws a new mask on each
     replay. The backward regenerates the mask from the forward's 16-byte snapshot of that
-    state instead of keeping it (kernels/random.py). inplace=True is not supported: the tape
-    has no version counters to catch a backward that needs the overwritten values."""
+    state instead of keeping it (kernels/random.py). inplace=True is accepted and computed out
+    of place: the result is a new tensor and the input is not modified (torch overwrites it);
+    values and gradients are torch's."""
     check_tensors("dropout", input=input)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    if inplace:
-        raise NotImplementedError("dropout: inplace=True is not supported by tnet; use inplace=False")
     X = input.data
     if not is_flat(X):  # a strided view: the mask is drawn over flat memory
         X = X.contiguous()

@@ -1,4 +1,5 @@
-"""Reductions (kernels/reduce.py): sum, mean, max and argmax over any axes, and mse_loss."""
+"""Reductions (kernels/reduce.py): sum, mean, max, argmax, amax, amin, var and std over any axes, and mse_loss."""
+import builtins
 import collections
 import math
 import numbers
@@ -8,7 +9,8 @@ import torch
 from ..amp import is_autocast_enabled
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, InputIndexError, check, is_channels_last
+from ..kernels.copy import copy_
+from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
 from ..tensor import Tensor, record
 from .copy import reshape
 from .inputs import check_tensors
@@ -45,9 +47,12 @@ def _shape(shape, dims, keepdim):
 def sum_or_mean(name, input, dim, keepdim, mean):
     check_tensors(name, input=input)
     dims = _dims(name, input, dim)
+    integer = _reduce.integer(input.data)
+    check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
+                                          f"floating point or complex dtype. Got: {input.dtype}")
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
-        out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0, dtype=input.dtype,
-                         device=input.device)
+        out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
+                         dtype=torch.int64 if integer else input.dtype, device=input.device)
         return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
@@ -60,7 +65,8 @@ def sum_or_mean(name, input, dim, keepdim, mean):
 
 
 def sum(input, dim=None, keepdim=False):
-    """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32."""
+    """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32; of integers or
+    bools exactly, into int64 (as torch)."""
     return sum_or_mean("sum", input, dim, keepdim, mean=False)
 
 
@@ -106,7 +112,7 @@ def max(input, dim=None, keepdim=False):
         y, _ = _reduce.reduce(X, tuple(range(input.ndim)), "max")
 
         def share(g):
-            ties = _pw.pointwise("eq", X, y)
+            ties = _pw.pointwise("tie", X, y)
             return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
         return record("max", y.reshape(()), (input,), share, saved=(X, y))
     out = _shape(shape, d, keepdim)
@@ -132,6 +138,100 @@ def argmax(input, dim=None, keepdim=False):
         return Tensor(torch.zeros(_shape(input.shape, d, keepdim), device=input.device, dtype=torch.int64))
     _, indices = _reduce.reduce(_dense(input), d, "max")
     return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
+
+
+def _extreme(name, input, dim, keepdim):
+    """amax and amin: the largest (smallest) values over dim (() or None: every axis), NaN if the
+    reduced elements hold one. The gradient is shared equally among the elements equal to the
+    result, as torch's (NaN where the result is NaN: no element equals it)."""
+    check_tensors(name, input=input)
+    dims = _dims(name, input, () if dim is None else dim)
+    if input.numel() == 0:
+        if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+            raise InputError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                             "Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if input.shape[d] == 0:
+                raise InputIndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        out = torch.empty(_shape(input.shape, dims, keepdim), device=input.device, dtype=input.dtype)
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+    y = _reduce.reduce(X, dims, "max" if name == "amax" else "min")[0]
+
+    def backward(g):
+        ties = _pw.pointwise("eq", X, y, dtype=torch.float32)
+        count = _reduce.reduce(ties, dims)
+        return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), count, channels_last=cl, dtype=input.dtype),)
+    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, saved=(X, y))
+
+
+def amax(input, dim=(), keepdim=False):
+    """The largest values over dim (an int or a tuple; () means every axis), as torch.amax."""
+    return _extreme("amax", input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    """The smallest values over dim (an int or a tuple; () means every axis), as torch.amin."""
+    return _extreme("amin", input, dim, keepdim)
+
+
+def _correction(name, dim, unbiased, correction):
+    """(dim, correction) from torch's forms: var(x, dim, unbiased, keepdim), var(x, unbiased)
+    and var(x, dim, correction=c); the default correction is 1 (Bessel's)."""
+    if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
+        dim, unbiased = None, dim
+    check(unbiased is None or correction is None, f"{name}: give unbiased or correction, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+def _moments(name, input, dim, unbiased, keepdim, correction, root):
+    check_tensors(name, input=input)
+    check(input.dtype in FLOATS, f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
+    dim, correction = _correction(name, dim, unbiased, correction)
+    dims = _dims(name, input, dim)
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+    n = math.prod(shape[d] for d in dims)
+    dof = builtins.max(0, n - correction)  # none left: x / 0, inf or NaN, as torch (which warns)
+    out_shape = _shape(shape, dims, keepdim)
+    if input.numel() == 0:
+        return record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
+                      lambda g: (torch.zeros_like(input.data),))
+    mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+    var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
+    y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
+    out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
+    k = 1 / dof if dof else math.inf
+
+    def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule)
+        g = g.reshape(y.shape)
+        s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
+        return (_pw.pointwise("var_backward", s, X, mean, channels_last=cl, dtype=input.dtype),)
+    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,))
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over dim (None: every axis), sum((x - mean)^2) / (n - correction), correction 1
+    by default (unbiased=False: 0), computed in fp32 in two passes, as torch.var."""
+    return _moments("var", input, dim, unbiased, keepdim, correction, root=False)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation, sqrt(var) (see var); its gradient is 0 where it is 0, as torch's."""
+    return _moments("std", input, dim, unbiased, keepdim, correction, root=True)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dim, as torch.var_mean."""
+    dim, correction = _correction("var_mean", dim, unbiased, correction)
+    return var(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dim, as torch.std_mean."""
+    dim, correction = _correction("std_mean", dim, unbiased, correction)
+    return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 def mse_loss(input, target, reduction="mean"):

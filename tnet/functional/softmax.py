@@ -1,16 +1,37 @@
-"""Softmax, log-softmax and cross-entropy (kernels/softmax.py), over rows, in fp32."""
+"""Softmax, log-softmax, cross-entropy and the negative log-likelihood (kernels/softmax.py), in
+fp32. The kernels take rows: the op's dim is moved last (a view where the memory allows, as
+for dim 1 of a channels-last activation, else a copy)."""
+import torch
+
 from ..amp import is_autocast_enabled
 from ..factory import float32
 from ..kernels import pointwise as _pw
+from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
+from ..kernels.copy import copy_
 from ..kernels.launch import check
-from ..tensor import record
+from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors
+from .pointwise import mul, neg, where
+from .reduce import mean, sum
 
 
-def _rows(name, x, dim):
+def _rows(name, x, dim, dtype):
+    """(x cast to dtype, its storage as contiguous rows [R, C] along dim, the moved shape, dim)."""
     check_tensors(name, x=x)
-    check(x.ndim == 2 and dim in (1, -1), f"{name}: supports 2-D input over dim 1, got {x.shape} and dim={dim}")
+    if dtype is not None:
+        x = x.to(dtype)
+    if dim is None:  # torch's implicit dim, which it warns about
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    d = dim_index(dim, x.ndim)
+    X = x.data.reshape(1) if x.ndim == 0 else x.data
+    moved = X.movedim(d, -1)
+    return x, moved.contiguous().view(-1, moved.shape[-1]), moved.shape, d
+
+
+def _back(rows, moved_shape, d, like):
+    """Rows [R, C] of a result back in the op's shape (a view: dim d was moved last)."""
+    return rows.view(moved_shape).movedim(-1, d).reshape(like.shape)
 
 
 def _autocast_fp32(x):
@@ -19,38 +40,130 @@ def _autocast_fp32(x):
     return float32 if is_autocast_enabled() else x.dtype
 
 
-def softmax(x, dim=1):
-    """Softmax over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32 under
-    tnet.autocast)."""
-    _rows("softmax", x, dim)
-    y, dtype = _softmax.softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
-    return record("softmax", y, (x,), lambda g: (_softmax.softmax_backward(y, g, dtype),), saved=(y,))
+def _softmax_op(name, forward, backward, x, dim, dtype):
+    x, rows, moved_shape, d = _rows(name, x, dim, dtype)
+    if rows.numel() == 0:
+        return record(name, torch.empty_like(x.data), (x,), lambda g: (torch.zeros_like(x.data),))
+    y_rows, in_dtype = forward(rows, _autocast_fp32(x)), x.dtype
+
+    def grad(g):  # g in y's layout: for dim 1 of a channels-last y its rows are contiguous already
+        g_rows = (g.reshape(1) if x.ndim == 0 else g).movedim(d, -1).contiguous().view(y_rows.shape)
+        return (_back(backward(y_rows, g_rows, in_dtype), moved_shape, d, x),)
+    return record(name, _back(y_rows, moved_shape, d, x), (x,), grad, saved=(y_rows,))
 
 
-def log_softmax(x, dim=1):
-    """x - logsumexp(x) over the rows of a 2-D tensor (in fp32; the output in x's dtype, or fp32
-    under tnet.autocast)."""
-    _rows("log_softmax", x, dim)
-    y, dtype = _softmax.log_softmax(x.data.contiguous(), _autocast_fp32(x)), x.dtype  # a strided view: a copy
-    return record("log_softmax", y, (x,), lambda g: (_softmax.log_softmax_backward(y, g, dtype),), saved=(y,))
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax over dim of a tensor of any rank (in fp32; the output in input's dtype, or dtype's
+    if given, or fp32 under tnet.autocast). dim None: torch's implicit choice."""
+    return _softmax_op("softmax", _softmax.softmax, _softmax.softmax_backward, input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) over dim of a tensor of any rank (in fp32; the output in input's dtype, or
+    dtype's if given, or fp32 under tnet.autocast). dim None: torch's implicit choice."""
+    return _softmax_op("log_softmax", _softmax.log_softmax, _softmax.log_softmax_backward, input, dim, dtype)
+
+
+def _check_legacy(name, size_average, reduce, reduction):
+    check(size_average is None and reduce is None, f"{name}: the deprecated size_average and reduce are not supported")
+    check(reduction in ("mean", "sum", "none"), f"{name}: {reduction!r} is not a valid value for reduction")
+
+
+def _nll(input, target, weight, ignore_index, reduction):
+    """nll_loss, and the device sum of the weights of the rows not ignored (the mean's divisor)."""
+    check_tensors("nll_loss", input=input, target=target)
+    check(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
+    check(target.dtype == torch.int64, f"nll_loss: target must be int64 class indices, got {target.dtype}")
+    check(input.ndim >= 1, "nll_loss: input must have at least 1 dimension")
+    cdim = 0 if input.ndim == 1 else 1
+    C = input.shape[cdim]
+    expect = input.shape[:cdim] + input.shape[cdim + 1:]
+    check(target.shape == expect, f"nll_loss: target is {target.shape}, expected {expect} for input {input.shape}")
+    X = input.data.reshape(1, C) if input.ndim == 1 else input.data
+    moved = X.movedim(1, -1)
+    rows = moved.reshape(-1, C)  # a view where the memory allows; the kernel takes strides
+    labels = target.data.reshape(-1).contiguous()
+    W = None if weight is None else weight.data.contiguous()
+    loss, wt = _softmax.nll_loss(rows, labels, W, ignore_index)
+    dtype = _autocast_fp32(input)
+    if reduction == "none":
+        out, total = loss.view(target.shape), None
+    else:
+        out = _reduce.reduce(loss, (0,)).view(())
+        total = _reduce.reduce(wt, (0,)).view(())
+        if reduction == "mean":  # every row ignored: 0 / 0, NaN, as torch
+            out = _pw.pointwise("div", out, total)
+    y = _cast(out, dtype)
+    shape, R = input.shape, rows.shape[0]
+
+    def backward(g):  # -wt[r] g[r] (/ total for the mean) at each row's label, 0 elsewhere
+        g = g.reshape(-1) if reduction == "none" else g.reshape(1)
+        s = _pw.pointwise("muldiv", wt, g, total) if reduction == "mean" else _pw.pointwise("mul", wt, g)
+        d_rows = _pw.route(_pw.pointwise("neg", s).view(R, 1), labels.view(R, 1), (R, C), 1)
+        return (d_rows.view(moved.shape).movedim(-1, 1).reshape(shape),)
+    return record("nll_loss", y, (input,), backward, saved=(labels,)), total
+
+
+def _cast(x, dtype):
+    """x (a torch tensor) in dtype, through tnet's copy kernel."""
+    return x if x.dtype == dtype else copy_(torch.empty_like(x, dtype=dtype), x)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """-input[n, target[n]] * weight[target[n]] for input [N, C] (log-probabilities), [C] or
+    [N, C, d1, ...] and int64 target [N] ([], [N, d1, ...]); reduction 'mean' divides by the
+    weights of the targets not ignored (NaN if all are), 'sum' or 'none', as torch. A target
+    outside [0, C), other than ignore_index, raises IndexError (InputIndexError)."""
+    _check_legacy("nll_loss", size_average, reduce, reduction)
+    return _nll(input, target, weight, ignore_index, reduction)[0]
+
+
+def _reduced(loss, reduction):
+    return loss if reduction == "none" else sum(loss) if reduction == "sum" else mean(loss)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    """-log softmax(input)[target] per row of input [N, classes], target int64 [N]; reduction
-    'mean' (over the rows whose target is not ignore_index), 'sum' or 'none', and
-    label_smoothing, as in PyTorch (class weights and the deprecated size_average and reduce
-    are not supported). A target outside [0, classes), other than ignore_index, raises IndexError
-    (InputIndexError, also a ValueError) as torch's; inside a captured
-    CUDA graph it is flagged on the device instead (see kernels.softmax.take_label_error).
-    The loss and its gradient come out of one fused kernel, in fp32; the loss has input's
-    dtype (fp32 under tnet.autocast, as torch's), the gradient input's."""
+    """Cross-entropy of logits input [N, C] ([C], or [N, C, d1, ...]) against int64 class indices
+    target [N] ([], [N, d1, ...]), or against class probabilities (a float target of input's
+    shape), with weight, ignore_index (class indices only), reduction and label_smoothing as
+    torch (the deprecated size_average and reduce are not supported). A target outside [0, C),
+    other than ignore_index, raises IndexError (InputIndexError, also a ValueError) as torch's;
+    inside a captured CUDA graph it is flagged on the device instead (see
+    kernels.softmax.take_label_error). For [N, C] logits with class indices and no weight, the
+    loss and its gradient come out of one fused kernel, in fp32; other cases are log_softmax
+    and nll_loss (or, for probabilities, a product and sums). The loss has input's dtype (fp32
+    under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
-    check(weight is None and size_average is None and reduce is None,
-          "cross_entropy: weight, size_average and reduce are not supported")
-    check(input.ndim == 2, f"cross_entropy: input must be [N, classes], got {input.shape}")
-    loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index,
-                                           dtype=_autocast_fp32(input))
-    if reduction == "none":
-        return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
-    return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),))
+    _check_legacy("cross_entropy", size_average, reduce, reduction)
+    check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
+    check(input.ndim >= 1, "cross_entropy: input must have at least 1 dimension")
+    cdim = 0 if input.ndim == 1 else 1
+    C = input.shape[cdim]
+    w = None if weight is None else weight.reshape(C, *[1] * (input.ndim - cdim - 1))  # along the class dim
+    if target.data.is_floating_point():  # class probabilities
+        check(target.shape == input.shape, f"cross_entropy: target must be int64 labels or class probabilities of "
+                                           f"input's shape {input.shape}, got {target.dtype} {target.shape}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / C
+        terms = mul(log_softmax(input, cdim), target)
+        return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
+    if input.ndim == 2 and weight is None:
+        loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index,
+                                               dtype=_autocast_fp32(input))
+        if reduction == "none":
+            return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
+        return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),))
+    logp = log_softmax(input, cdim)
+    nll, total = _nll(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    # torch's smoothing term: -sum_c weight[c] logp[c] / C per element, 0 where ignored; its mean is
+    # over the weights of the targets not ignored, as nll's
+    smooth = neg(sum(logp if w is None else mul(logp, w), cdim))
+    smooth = where(target != ignore_index, smooth, 0.0)
+    if reduction != "none":
+        smooth = sum(smooth)
+        if reduction == "mean":
+            smooth = smooth / Tensor(total)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / C)

@@ -1,18 +1,24 @@
-"""A strided copy between two tensors of one shape, casting on the way: it serves casts
-(`Tensor.to(dtype)`) and the backward of slicing (the gradient written through the same view
-of a zeroed buffer). Any strides on either side; dims are ordered by the destination's strides
-and merged where both sides allow, so most copies run as 1-D or 2-D ones."""
+"""Strided copies between tensors of one shape, casting on the way: casts (`Tensor.to(dtype)`),
+the shape ops that copy (cat, stack, clone, flip, repeat, a view that cannot be one), and the
+backward of slicing (the gradient written through the same view of a zeroed buffer). With an
+index vector along one axis the same kernel gathers (index_select) or scatter-adds (its
+backward, index_add); with atomic adds into an overlapping view it sums unfold's windows back.
+Any number of dims, any strides on either side (negative ones flip); dims are ordered by the
+destination's strides and merged where both sides allow, so most copies run as 1-D or 2-D ones."""
+import math
+
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
 from .autotune import autotune
-from .launch import BLOCK_CONFIGS, check, grid1d
+from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32)
-MAX_DIMS = 4
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+INDEX_DTYPES = (torch.int64, torch.int32)
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
+_NONE, _GATHER, _SCATTER = 0, 1, 2  # copy_kernel's INDEXED: which side the index vector addresses
 
 
 @triton.jit
@@ -26,64 +32,184 @@ def cast(x, dtype: tl.constexpr):
     return x.to(dtype)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+# restore_value: the tuner runs a config many times, and an adding copy must add once.
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["dst_ptr"])
 @triton.jit
-def copy_kernel(dst_ptr, src_ptr, n, size1, size2, size3, dst0, dst1, dst2, dst3, src0, src1, src2, src3,
-                BLOCK: tl.constexpr):
-    """dst[i] = src[i] cast to dst's dtype over the shape [n / (size1 size2 size3), size1, size2, size3],
-    with the strides (in elements) dst0..dst3 and src0..src3.
-    Narrowing float casts round to nearest even (see cast)."""
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    i3 = i % size3
-    rest = i // size3
-    i2 = rest % size2
-    rest = rest // size2
-    i1 = rest % size1
-    i0 = rest // size1
+def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_strides, src_strides, index_stride,
+                INDEXED: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, BLOCK: tl.constexpr):
+    """dst[i] = src[i] cast to dst's dtype (ADD: dst[i] += src[i] by fp32 atomic adds) over the n
+    elements of dims `sizes` (innermost first), each side through its strides (in elements).
+    INDEXED (_GATHER on src, _SCATTER on dst): along axis AXIS that side's coordinate k is
+    index[k]; an index outside [0, limit) is skipped and recorded in flag [1, index]."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    rest = offs
+    dst_off = tl.zeros([BLOCK], tl.int64)
+    src_off = dst_off
+    for d in tl.static_range(len(sizes)):
+        pos = rest % sizes[d]  # on the last dim too: a lane past n wraps, but it is masked
+        rest = rest // sizes[d]
+        if d == AXIS:
+            k = tl.load(index_ptr + pos * index_stride, mask=ok, other=0).to(tl.int64)
+            bad = ok & ((k < 0) | (k >= limit))
+            tl.store(flag_ptr + tl.zeros_like(k), 1, mask=bad)  # any one bad index will do
+            tl.store(flag_ptr + 1 + tl.zeros_like(k), k, mask=bad)
+            ok = ok & ~bad
+            if INDEXED == _GATHER:
+                src_off += k * src_strides[d]
+                dst_off += pos * dst_strides[d]
+            else:
+                src_off += pos * src_strides[d]
+                dst_off += k * dst_strides[d]
+        else:
+            dst_off += pos * dst_strides[d]
+            src_off += pos * src_strides[d]
     # a direct cast, not through fp32: int64 -> int64 and float -> int stay exact
-    x = tl.load(src_ptr + i0 * src0 + i1 * src1 + i2 * src2 + i3 * src3, mask=mask)
-    tl.store(dst_ptr + i0 * dst0 + i1 * dst1 + i2 * dst2 + i3 * dst3, cast(x, dst_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(src_ptr + src_off, mask=ok)
+    if ADD:
+        tl.atomic_add(dst_ptr + dst_off, x.to(tl.float32), mask=ok, sem="relaxed")
+    else:
+        tl.store(dst_ptr + dst_off, cast(x, dst_ptr.dtype.element_ty), mask=ok)
 
 
 def _overlaps(x):
     """Whether two elements of x share memory (an expanded view): then writes would race."""
     span = 0  # the farthest element reachable through the smaller strides
-    for stride, size in sorted((st, s) for s, st in zip(x.shape, x.stride()) if s > 1):
+    for stride, size in sorted((abs(st), s) for s, st in zip(x.shape, x.stride()) if s > 1):
         if stride <= span:
             return True
         span += stride * (size - 1)
     return False
 
 
-def merge_dims(shape, dst_strides, src_strides):
-    """(sizes, dst strides, src strides) of the same copy in as few dims as possible: size-1 dims
-    dropped, the rest ordered by the destination's strides (its fastest dim last, so that
-    writes are coalesced), neighbours merged where both sides step through them as one."""
-    dims = sorted(((size, d, s) for size, d, s in zip(shape, dst_strides, src_strides) if size != 1),
-                  key=lambda dim: dim[1], reverse=True)
-    merged = []
-    for size, d, s in dims:
-        if merged and merged[-1][1] == d * size and merged[-1][2] == s * size:
+def merge_dims(shape, dst_strides, src_strides, keep=-1):
+    """(sizes, dst strides, src strides, position of axis `keep` or -1) of the same copy in as
+    few dims as possible, outermost first: size-1 dims dropped (but `keep`), the rest ordered by
+    the destination's strides (its fastest dim last, so that writes are coalesced), neighbours
+    merged where both sides step through them as one (never `keep`)."""
+    dims = sorted(((size, d, s, i) for i, (size, d, s) in enumerate(zip(shape, dst_strides, src_strides))
+                   if size != 1 or i == keep), key=lambda dim: abs(dim[1]), reverse=True)
+    merged, at = [], -1
+    for size, d, s, i in dims:
+        if merged and at != len(merged) - 1 and i != keep and merged[-1][1] == d * size and merged[-1][2] == s * size:
             merged[-1] = (merged[-1][0] * size, d, s)
         else:
+            at = len(merged) if i == keep else at
             merged.append((size, d, s))
-    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged]
+    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged], at
+
+
+_index_flags = {}  # (device, reported) -> int64 [2]: (an index was out of range, that index)
+
+
+def _launch(dst, src, shape, dst_strides, src_strides, index=None, indexed=_NONE, axis=-1, limit=0, add=False,
+            report=None):
+    """copy_kernel over `shape`, dst and src pointing at their first elements; with an index and
+    `report` (the op's name), raise InputIndexError for an index outside [0, limit): a host read
+    of the device flag, skipped within a CUDA graph capture."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    sizes, dsts, srcs, at = merge_dims(shape, dst_strides, src_strides, axis)
+    sizes, dsts, srcs = (v[::-1] or [z] for v, z in ((sizes, 1), (dsts, 0), (srcs, 0)))  # innermost first
+    key = (dst.device, bool(report))  # an unreported launch flags into a buffer of its own, never read
+    if index is not None and key not in _index_flags:
+        _index_flags[key] = torch.zeros(2, dtype=torch.int64, device=dst.device)
+    flag = _index_flags[key] if index is not None else dst
+    copy_kernel[grid1d(n)](dst, src, dst if index is None else index, flag, n, limit, tuple(sizes), tuple(dsts),
+                           tuple(srcs), 0 if index is None else index.stride(0),
+                           INDEXED=indexed, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add)
+    if report and not (dst.is_cuda and torch.cuda.is_current_stream_capturing()):
+        seen, k = flag.tolist()
+        if seen:
+            flag.zero_()
+            raise InputIndexError(f"{report}: index {k} is out of range for dimension {axis} of size {limit}")
+
+
+def _check_pair(name, dst, src):
+    check(dst.device == src.device, lambda: f"{name}: dst on {dst.device}, src on {src.device}")
+    check(dst.dtype in DTYPES and src.dtype in DTYPES,
+          lambda: f"{name}: supports {', '.join(map(str, DTYPES))}; got dst {dst.dtype}, src {src.dtype}")
 
 
 def copy_(dst, src):
     """dst[...] = src cast to dst's dtype, for tensors of one shape with any strides (dst may not
     overlap itself); returns dst."""
-    check(dst.shape == src.shape, f"copy_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
-    check(dst.device == src.device, f"copy_: dst on {dst.device}, src on {src.device}")
-    check(dst.dtype in DTYPES and src.dtype in DTYPES,
-          f"copy_: supports {', '.join(map(str, DTYPES))}; got dst {dst.dtype}, src {src.dtype}")
-    check(not _overlaps(dst), f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
-    sizes, dst_strides, src_strides = merge_dims(dst.shape, dst.stride(), src.stride())
-    check(len(sizes) <= MAX_DIMS, f"copy_: {len(sizes)} dims remain after merging; the kernel takes {MAX_DIMS}")
-    pad = MAX_DIMS - len(sizes)
-    sizes, dst_strides, src_strides = [1] * pad + sizes, [0] * pad + dst_strides, [0] * pad + src_strides
-    n = dst.numel()
-    if n:
-        copy_kernel[grid1d(n)](dst, src, n, *sizes[1:], *dst_strides, *src_strides)
+    check(dst.shape == src.shape, lambda: f"copy_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+    _check_pair("copy_", dst, src)
+    check(not _overlaps(dst), lambda: f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    _launch(dst, src, dst.shape, dst.stride(), src.stride())
+    return dst
+
+
+def flip_(dst, src, dims):
+    """dst[...] = src reversed along `dims` (axes >= 0), cast to dst's dtype; returns dst."""
+    check(dst.shape == src.shape, lambda: f"flip_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+    _check_pair("flip_", dst, src)
+    check(not _overlaps(dst), lambda: f"flip_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    if src.numel() == 0:
+        return dst
+    first = src  # src's last element along the flipped axes, read from there with negated strides
+    for d in dims:
+        first = first.narrow(d, src.shape[d] - 1, 1)
+    strides = [-st if d in dims else st for d, st in enumerate(src.stride())]
+    _launch(dst, first, dst.shape, dst.stride(), strides)
+    return dst
+
+
+def _check_index(name, dst, src, index, dim):
+    _check_pair(name, dst, src)
+    check(index.dim() == 1 and index.dtype in INDEX_DTYPES and index.device == dst.device,
+          lambda: f"{name}: index must be a vector of int64 or int32 on {dst.device}, got {tuple(index.shape)} "
+                  f"{index.dtype} on {index.device}")
+    check(0 <= dim < max(dst.dim(), 1) and dst.dim() == src.dim(),
+          lambda: f"{name}: dim {dim} of dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+
+
+def gather_(dst, src, index, dim, name="gather_"):
+    """dst = src.index_select(dim, index): dst's slice k along dim is src's slice index[k], cast to
+    dst's dtype. An index outside [0, src.shape[dim]) raises InputIndexError naming op `name`
+    (outside a CUDA graph capture: a host read of the device flag). Returns dst."""
+    _check_index("gather_", dst, src, index, dim)
+    check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
+          dst.shape[dim] == index.shape[0],
+          lambda: f"gather_: dst {tuple(dst.shape)} must be src {tuple(src.shape)} with {index.shape[0]} at dim {dim}")
+    check(not _overlaps(dst), lambda: f"gather_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, _GATHER, dim, src.shape[dim], report=name)
+    return dst
+
+
+def index_add_(dst, src, index, dim):
+    """dst.index_add_(dim, index, src) for an fp32 dst: src's slice k along dim is added to dst's
+    slice index[k], by atomic adds, so repeated indices sum (in no fixed order on the GPU, as
+    torch's CUDA index_add). Indices out of range are skipped, not reported. Returns dst."""
+    _check_index("index_add_", dst, src, index, dim)
+    check(dst.dtype == torch.float32 and src.dtype.is_floating_point,
+          lambda: f"index_add_: adds float src into a float32 dst, got {src.dtype} into {dst.dtype}")
+    check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
+          src.shape[dim] == index.shape[0],
+          lambda: f"index_add_: src {tuple(src.shape)} must be dst {tuple(dst.shape)} with {index.shape[0]} at dim {dim}")
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, _SCATTER, dim, dst.shape[dim], add=True)
+    return dst
+
+
+def windows(x, dim, size, step):
+    """x.unfold(dim, size, step) (dim >= 0; size and step checked by the caller): x's windows of
+    `size` along dim, `step` apart, as a view [..., windows, ..., size] of x's memory."""
+    if x.dim() == 0:
+        return x.as_strided((size,), (1,), x.storage_offset())
+    shape, strides = list(x.shape), list(x.stride())
+    shape[dim] = (shape[dim] - size) // step + 1
+    strides[dim] *= step
+    return x.as_strided((*shape, size), (*strides, x.stride(dim)), x.storage_offset())
+
+
+def unfold_add_(dst, src, dim, size, step):
+    """dst += src summed back from dst's windows (src is shaped as windows(dst, dim, size, step)):
+    unfold's backward, overlapping windows summed by atomic adds into an fp32 dst. Returns dst."""
+    check(dst.dtype == torch.float32 and src.dtype.is_floating_point and src.device == dst.device,
+          lambda: f"unfold_add_: adds float src into a float32 dst, got {src.dtype} into {dst.dtype}")
+    view = windows(dst, dim, size, step)
+    check(src.shape == view.shape, lambda: f"unfold_add_: src {tuple(src.shape)} must be {tuple(view.shape)}, dst's windows")
+    _launch(dst, src, src.shape, view.stride(), src.stride(), add=True)
     return dst

@@ -3,9 +3,11 @@
 Broadcasting: arithmetic with PyTorch's broadcasting, element-wise functions, activations and
 their gradients, all through one kernel whose OP is a compile-time name.
 
-Operands are tensors of any strides (stride 0 on broadcast axes), or one Python number; float32,
-float16 or bfloat16, computed in fp32, the output in their promoted dtype (result_type). The
-output is dense: channels-last when the first operand of the output's full shape is, else
+Operands are tensors of any strides (stride 0 on broadcast axes), or Python numbers; float32,
+float16 or bfloat16, computed in fp32, the output in their promoted dtype (result_type).
+Comparisons, logical ops and where also take int64, int32 and bool tensors: integer operands
+compare exactly (in int64) with each other and with integer numbers, and comparisons and logical
+ops give bool tensors. The output is dense: channels-last when the first operand of the output's full shape is, else
 contiguous. The launcher walks the axes in the output's memory order and merges those that
 every operand steps through evenly, so dense operands laid out alike (a residual sum of two
 channels-last activations) run as one flat pass, and a channels-last activation plus a
@@ -15,6 +17,7 @@ Flat: ReLU forward and backward, in-place add and scale, each a kernel of its ow
 memory of dense tensors laid out alike (contiguous or channels-last, see check_like), whose
 operands may differ in dtype: the tape's gradient sums and the fused steps call these, where a
 broadcast's strides would cost host time and registers for nothing."""
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -24,10 +27,21 @@ from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channe
 
 # Operand count of each OP. Backward OPs take the output gradient first.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
-         "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "eq": 2, "route": 2,
+         "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "tie": 2, "route": 2,
          "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
          "tanh_backward": 2, "silu_backward": 2,
-         "pow_backward": 3, "div_backward": 3, "muldiv": 3}
+         "pow_backward": 3, "div_backward": 3, "muldiv": 3,
+         # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
+         "relu": 1, "relu6": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 2, "clamp": 3,
+         "relu6_backward": 2, "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
+         "leaky_relu_backward": 3, "elu_backward": 3, "clamp_backward": 3,
+         "sqdiff": 2, "std_backward": 3, "var_backward": 3,
+         # bool results (logical ops read any nonzero as true); where(condition, a, b)
+         "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+         "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3}
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
+INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
@@ -58,6 +72,15 @@ def _pow(x, s):
     r = tl.where(s == 2.0, x * x, tl.where(s == 0.5, tl.sqrt_rn(x), tl.where(s == 1.0, x, r)))
     one = (s == 0.0) | (x == 1.0) | ((x == -1.0) & (tl.abs(s) == float("inf")))
     return tl.where(one, 1.0, r)
+
+
+@triton.jit
+def _expm1(x):
+    """exp(x) - 1 without its cancellation near 0 (Kahan's: exact where exp rounds to 1, else
+    (e - 1) x / log(e), whose rounding errors cancel); far below 0 plainly e - 1 (log(0) is -inf)."""
+    e = tl.exp(x)
+    r = tl.where(e == 1.0, x, (e - 1.0) * x / tl.log(e))
+    return tl.where(x < -20.0, e - 1.0, r)
 
 
 @triton.jit
@@ -109,10 +132,70 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
         y = tl.where(c == 0.0, 0.0, a * c * _pow(b, c - 1.0))
     elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
         y = -a * b / c
-    elif OP == "eq":  # 1 where a == b, NaN matching NaN (the ties of a max)
+    elif OP == "tie":  # 1 where a == b, NaN matching NaN (the ties of a max)
         y = tl.where((a == b) | ((a != a) & (b != b)), 1.0, 0.0)
     elif OP == "muldiv":
         y = a * b / c
+    # Activations. NaN inputs give NaN; their gradients at NaN follow torch's CUDA kernels (whose
+    # CPU vectorised loops differ there): the comparisons below are written as those kernels'.
+    elif OP == "relu":
+        y = tl.maximum(a, 0.0, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "relu6":
+        y = tl.where(a != a, a, tl.minimum(tl.maximum(a, 0.0), 6.0))
+    elif OP == "relu6_backward":  # b = x; hardtanh's: 0 at or outside the bounds, g at NaN
+        y = tl.where((b <= 0.0) | (b >= 6.0), 0.0, a)
+    elif OP == "hardswish":  # a NaN a stays NaN through the product
+        y = a * tl.minimum(tl.maximum(a + 3.0, 0.0), 6.0) / 6.0
+    elif OP == "hardswish_backward":  # b = x
+        y = tl.where(b <= -3.0, 0.0, tl.where(b < 3.0, a * (b / 3.0 + 0.5), a))
+    elif OP == "hardsigmoid":
+        y = tl.where(a != a, a, tl.minimum(tl.maximum(a + 3.0, 0.0), 6.0) / 6.0)
+    elif OP == "hardsigmoid_backward":  # b = x
+        y = tl.where((b > -3.0) & (b < 3.0), a / 6.0, 0.0)
+    elif OP == "leaky_relu":  # b = the negative slope
+        y = tl.where(a > 0.0, a, a * b)
+    elif OP == "leaky_relu_backward":  # b = x, c = the negative slope
+        y = tl.where(b > 0.0, a, a * c)
+    elif OP == "elu":  # b = alpha
+        y = tl.where(a <= 0.0, b * _expm1(a), a)
+    elif OP == "elu_backward":  # b = x, c = alpha
+        y = tl.where(b <= 0.0, a * c * tl.exp(b), a)
+    elif OP == "abs":
+        y = tl.abs(a)
+    elif OP == "abs_backward":  # b = x: g sign(x), 0 at 0 and NaN
+        y = tl.where(b > 0.0, a, tl.where(b < 0.0, -a, 0.0))
+    elif OP == "clamp":  # b, c = the bounds (min(max(x, b), c), as torch's when b > c)
+        y = tl.where(a != a, a, tl.minimum(tl.maximum(a, b), c))
+    elif OP == "clamp_backward":  # b = x, c = clamp(x): g where x was kept (inclusive bounds, 0 at NaN)
+        y = tl.where(b == c, a, 0.0)
+    elif OP == "sqdiff":  # (x - mean)^2, a variance's terms
+        y = (a - b) * (a - b)
+    elif OP == "std_backward":  # a = g, b = std, c = 1 / (n - correction): 0 where std is 0, as torch
+        y = tl.where(b == 0.0, 0.0, a * c / b)
+    elif OP == "var_backward":  # a = scaled g, b = x, c = mean
+        y = a * (b - c)
+    elif OP == "eq":
+        y = a == b
+    elif OP == "ne":
+        y = a != b
+    elif OP == "lt":
+        y = a < b
+    elif OP == "le":
+        y = a <= b
+    elif OP == "gt":
+        y = a > b
+    elif OP == "ge":
+        y = a >= b
+    elif OP == "logical_not":
+        y = a == 0
+    elif OP == "logical_and":
+        y = (a != 0) & (b != 0)
+    elif OP == "logical_or":
+        y = (a != 0) | (b != 0)
+    elif OP == "bitwise_not":  # of integers (two's complement)
+        y = -a - 1
+    elif OP == "where":
+        y = tl.where(a != 0, b, c)
     else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
         y = tl.where(coord == b, a, 0.0)
     return y
@@ -120,12 +203,13 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
 
 @autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
 @triton.jit
-def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_strides, c_strides,
-                     OP: tl.constexpr, ARITY: tl.constexpr, SCALAR: tl.constexpr, FLAT: tl.constexpr,
-                     ROUTE: tl.constexpr, BLOCK: tl.constexpr):
+def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalars, sizes, a_strides, b_strides, c_strides,
+                     OP: tl.constexpr, ARITY: tl.constexpr, SCALARS: tl.constexpr, FLAT: tl.constexpr,
+                     ROUTE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """y = OP(a, b, c) over the n elements of y, dense with axes `sizes` (innermost first); operand i
-    is read through its strides on those axes, or is `scalar` when SCALAR == i. FLAT: every operand
-    is dense like y and read at y's offsets. ROUTE: the axis whose coordinate "route" compares."""
+    is read through its strides on those axes, or is the number scalars[i] where bit i of SCALARS
+    is set. FLAT: every operand is dense like y and read at y's offsets. ROUTE: the axis whose
+    coordinate "route" compares. COMPUTE: the operands' dtype in registers (fp32, or int64)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     coord = 0
@@ -151,19 +235,24 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalar, sizes, a_strides, b_
                 coord = pos
     # Loads written out, not a helper: each call of a jit function costs ms in the interpreter.
     # A number becomes a tensor like the others, for tl.where.
-    number = tl.zeros([BLOCK], tl.float32) + scalar
-    a = number if SCALAR == 0 else tl.load(a_ptr + off_a, mask=mask).to(tl.float32)
+    if SCALARS & 1:
+        a = tl.zeros([BLOCK], COMPUTE) + scalars[0]
+    else:
+        a = tl.load(a_ptr + off_a, mask=mask).to(COMPUTE)
     b = a
     c = a
     if ARITY > 1:
-        if SCALAR == 1:
-            b = number
+        if SCALARS & 2:
+            b = tl.zeros([BLOCK], COMPUTE) + scalars[1]
         elif OP == "route":  # int64 indices
             b = tl.load(b_ptr + off_b, mask=mask)
         else:
-            b = tl.load(b_ptr + off_b, mask=mask).to(tl.float32)
+            b = tl.load(b_ptr + off_b, mask=mask).to(COMPUTE)
     if ARITY > 2:
-        c = number if SCALAR == 2 else tl.load(c_ptr + off_c, mask=mask).to(tl.float32)
+        if SCALARS & 4:
+            c = tl.zeros([BLOCK], COMPUTE) + scalars[2]
+        else:
+            c = tl.load(c_ptr + off_c, mask=mask).to(COMPUTE)
     y = _apply(OP, a, b, c, coord)
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -220,13 +309,46 @@ def _merged_axes(y, strides, keep=None):
     return sizes[::-1], [s[::-1] for s in out], -1 if kept < 0 else len(sizes) - 1 - kept
 
 
-def _launch(op, operands, channels_last=None, route_dim=None):
+INTEGERS = (torch.int64, torch.int32, torch.bool)  # the integer dtypes that INTEGER_OPS take
+
+
+def _is_int(v):
+    """Whether v, a tensor or a number, holds integers (bool included)."""
+    return v.dtype in INTEGERS if isinstance(v, torch.Tensor) else isinstance(v, (int, np.integer))
+
+
+def round_to(v, dtype):
+    """The Python float v rounded to dtype (to nearest even): torch compares a float16 or bfloat16
+    tensor with a number in the tensor's dtype."""
+    if dtype == torch.float16:
+        return float(np.float16(v))
+    bits = np.array(v, np.float32).view(np.uint32)
+    if dtype == torch.bfloat16 and v == v:
+        bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return float(bits.view(np.float32))
+
+
+def _out_dtype(op, operands, integer):
+    """The output's dtype: bool for comparisons and logical ops; else, by torch's promotion, that of
+    the operands that make the values (where's a and b, route's g), tensors before numbers."""
+    if op in BOOL_OPS:
+        return torch.bool
+    values = operands[1:] if op == "where" else operands[:1] if op == "route" else operands
+    tensors = [x for x in values if isinstance(x, torch.Tensor)]
+    if integer:
+        dtypes = {x.dtype for x in tensors}
+        return dtypes.pop() if len(dtypes) == 1 else torch.int64
+    floats = [x for x in tensors if x.dtype in FLOATS]
+    return result_type(floats) if floats else torch.float32
+
+
+def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
     check(op in ARITY, f"pointwise: unknown op {op!r}")
     check(len(operands) == ARITY[op], f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
-    scalars = [i for i, x in enumerate(operands) if not isinstance(x, torch.Tensor)]
-    check(tensors and len(scalars) <= 1, f"{op}: needs a tensor operand and at most one number")
+    check(tensors, f"{op}: needs a tensor operand")
     first = tensors[0]
+    allowed = FLOATS + INTEGERS if op in INTEGER_OPS else FLOATS
     for i, x in enumerate(operands):
         if not isinstance(x, torch.Tensor):
             continue
@@ -234,14 +356,17 @@ def _launch(op, operands, channels_last=None, route_dim=None):
         if op == "route" and i == 1:
             check(x.dtype == torch.int64, f"route: indices must be int64, got {x.dtype}")
         else:
-            check(x.dtype in FLOATS, lambda: f"{op}: expected floating-point tensors (float32, float16 or bfloat16), "
-                                             f"got {' and '.join(str(t.dtype) for t in tensors)}")
+            check(x.dtype in allowed, lambda: f"{op}: expected floating-point tensors (float32, float16 or bfloat16)"
+                                              f"{', integer or bool ones' if op in INTEGER_OPS else ''}, "
+                                              f"got {' and '.join(str(t.dtype) for t in tensors)}")
+    # integer arithmetic where every operand that makes the values is an integer (where: not its condition)
+    integer = op in INTEGER_OPS and all(_is_int(x) for x in (operands[1:] if op == "where" else operands))
     shape = broadcast_shape(op, *[x.shape for x in tensors])
     if channels_last is None:
         full = [x for x in tensors if tuple(x.shape) == shape]
         channels_last = bool(full) and is_channels_last(full[0])
-    floats = tensors[:1] if op == "route" else tensors
-    y = torch.empty(shape, dtype=result_type(floats), device=first.device, memory_format=memory_format(channels_last))
+    y = torch.empty(shape, dtype=dtype or _out_dtype(op, operands, integer), device=first.device,
+                    memory_format=memory_format(channels_last))
     n = y.numel()
     if n == 0:
         return y
@@ -252,19 +377,25 @@ def _launch(op, operands, channels_last=None, route_dim=None):
         check(n < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
               f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
     ptrs = [x if isinstance(x, torch.Tensor) else y for x in slots]
-    scalar = float(operands[scalars[0]]) if scalars else 0.0
+    numbers, mask = [0] * 3, 0
+    for i, x in enumerate(operands):
+        if not isinstance(x, torch.Tensor):
+            numbers[i], mask = int(x) if integer else float(x), mask | 1 << i
+            if op in COMPARISONS and not integer:  # compared in the tensors' dtype, as torch
+                numbers[i] = round_to(numbers[i], _out_dtype("add", tensors, False))
     pointwise_kernel[grid1d(n)](
-        *ptrs, y, n, scalar, tuple(sizes), *map(tuple, strides),
-        OP=op, ARITY=ARITY[op], SCALAR=scalars[0] if scalars else -1, FLAT=flat, ROUTE=route)
+        *ptrs, y, n, tuple(numbers), tuple(sizes), *map(tuple, strides),
+        OP=op, ARITY=ARITY[op], SCALARS=mask, FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
     return y
 
 
-def pointwise(op, *operands, channels_last=None):
-    """op (a name in ARITY) over operands broadcast like PyTorch's: float32, float16 or bfloat16
-    tensors, or one Python number, computed in fp32 into a new tensor of their promoted dtype
-    (result_type). Its layout is channels-last when the first operand of the output's shape is
-    (channels_last=True/False says instead), else contiguous."""
-    return _launch(op, operands, channels_last)
+def pointwise(op, *operands, channels_last=None, dtype=None):
+    """op (a name in ARITY) over operands broadcast like PyTorch's: tensors (float32, float16 or
+    bfloat16; also int64, int32 or bool for INTEGER_OPS) or Python numbers, computed in fp32 (in
+    int64 where all are integers) into a new tensor of their promoted dtype (result_type; bool for
+    BOOL_OPS), or of `dtype` (a comparison's 0/1 as floats). Its layout is channels-last when the
+    first operand of the output's shape is (channels_last=True/False says instead), else contiguous."""
+    return _launch(op, operands, channels_last, dtype=dtype)
 
 
 def route(g, indices, shape, dim, channels_last=False):

@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune
-from .launch import cdiv, check, check_float, is_channels_last, memory_format, out_size
+from .launch import BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channels_last, memory_format, out_size
 
 # BLOCK: elements (pixels x channels) per program. 8 per thread: 16-byte vectors of 16-bit values
 # and 8-byte ones of int8 arg in the same layout (16 per thread took an 8 KB shared-memory
@@ -258,4 +258,140 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
         npix = n * H * W
         grid = lambda meta: (cdiv(npix, meta["BLOCK"] // block_c) * cdiv(c, block_c),)
         pool_backward_kernel[grid](*args, npix, c, H, W, OH, OW, SH, SW, PH, PW, **flags)
+    return dx
+
+
+# Adaptive pooling (torch's rule): output row oh reads input rows floor(oh*H/OH) to
+# ceil((oh+1)*H/OH), exclusive; columns likewise. Windows differ in size and may overlap.
+# One program takes BLOCK outputs (or inputs, backward) in the tensors' flat memory order.
+
+@triton.jit
+def _nchw_index(offs, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.constexpr):
+    """(n, c, h, w) of flat offsets into an [N, C, H, W] tensor, NCHW or channels-last (CL)."""
+    if CL:
+        c = offs % C
+        rest = offs // C
+        w = rest % W
+        rest = rest // W
+        h = rest % H
+        n = rest // H
+    else:
+        w = offs % W
+        rest = offs // W
+        h = rest % H
+        rest = rest // H
+        c = rest % C
+        n = rest // C
+    return n, c, h, w
+
+
+@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": 1 << 14})
+@triton.jit
+def adaptive_pool_kernel(x_ptr, y_ptr, arg_ptr, n, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr,
+                         OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    """y [N, C, OH, OW] (n elements; x and y both NCHW, or both channels-last: CL) = the mean, or
+    (MAX) the maximum, with arg its input pixel h*W + w, of x over each output's window, of at
+    most KH x KW pixels."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    b, c, oh, ow = _nchw_index(offs, C, OH, OW, CL)
+    h0 = oh * H // OH
+    h1 = ((oh + 1) * H + OH - 1) // OH
+    w0 = ow * W // OW
+    w1 = ((ow + 1) * W + OW - 1) // OW
+    acc = tl.zeros([BLOCK], tl.float32)
+    if MAX:
+        acc += float("-inf")
+    arg = h0 * W + w0  # torch's index where every value is -inf
+    for i in range(0, KH):
+        for j in range(0, KW):
+            h = h0 + i
+            w = w0 + j
+            inside = mask & (h < h1) & (w < w1)
+            at = _at(b, c, h, w, C, H, W, CL)
+            if MAX:  # the first maximum wins ties; a NaN always wins, so the last NaN is kept, as torch
+                v = tl.load(x_ptr + at, mask=inside, other=float("-inf")).to(tl.float32)
+                better = inside & ((v > acc) | (v != v))
+                acc = tl.where(better, v, acc)
+                arg = tl.where(better, h * W + w, arg)
+            else:
+                acc += tl.load(x_ptr + at, mask=inside, other=0.0).to(tl.float32)
+    if MAX:
+        tl.store(arg_ptr + offs, arg.to(arg_ptr.dtype.element_ty), mask=mask)
+    else:
+        acc = acc / ((h1 - h0) * (w1 - w0)).to(tl.float32)
+    tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": 1 << 14})
+@triton.jit
+def adaptive_pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, n, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+                                  OH: tl.constexpr, OW: tl.constexpr, KOH: tl.constexpr, KOW: tl.constexpr,
+                                  MAX: tl.constexpr, CL: tl.constexpr, BLOCK: tl.constexpr):
+    """dx [N, C, H, W] (n elements, laid out as dy: CL) gathers from the outputs whose windows
+    hold its pixel, rows oh in [floor(h*OH/H), ceil((h+1)*OH/H)), at most KOH (and KOW columns):
+    dy / the window's size, or (MAX) dy where arg names the pixel. No atomics: deterministic."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    b, c, h, w = _nchw_index(offs, C, H, W, CL)
+    oh0 = h * OH // H
+    oh1 = ((h + 1) * OH + H - 1) // H
+    ow0 = w * OW // W
+    ow1 = ((w + 1) * OW + W - 1) // W
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(0, KOH):
+        for j in range(0, KOW):
+            oh = oh0 + i
+            ow = ow0 + j
+            hit = mask & (oh < oh1) & (ow < ow1)
+            at = _at(b, c, oh, ow, C, OH, OW, CL)
+            g = tl.load(dy_ptr + at, mask=hit, other=0.0).to(tl.float32)
+            if MAX:
+                acc += tl.where(tl.load(arg_ptr + at, mask=hit, other=-1) == h * W + w, g, 0.0)
+            else:
+                size = (((oh + 1) * H + OH - 1) // OH - oh * H // OH) * (((ow + 1) * W + OW - 1) // OW - ow * W // OW)
+                acc += g / size.to(tl.float32)
+    tl.store(dx_ptr + offs, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def _span(size, out):
+    """The most input rows an adaptive window of `out` windows over `size` rows takes."""
+    return max(-(-(o + 1) * size // out) - o * size // out for o in range(out))
+
+
+def adaptive_pool2d(x, output_size, mode):
+    """Adaptive average ("avg") or max ("max") pooling of x [N, C, H, W] (NCHW or channels-last;
+    y in x's layout) to output_size (OH, OW): (y, arg), arg the int32 input pixel h*W + w of each
+    maximum (None for "avg")."""
+    name = f"adaptive_{mode}_pool2d"
+    _check_image(name, x)
+    check(mode in ("avg", "max"), f"adaptive_pool2d: mode must be 'avg' or 'max', got {mode!r}")
+    N, C, H, W = x.shape
+    OH, OW = output_size
+    check(OH > 0 and OW > 0, f"{name}: output_size must be positive, got {output_size}")
+    check(H > 0 and W > 0, f"{name}: input {tuple(x.shape)} has an empty spatial dim")
+    cl = is_channels_last(x)
+    y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=memory_format(cl))
+    arg = torch.empty_like(y, dtype=torch.int32) if mode == "max" else None
+    if y.numel():
+        adaptive_pool_kernel[grid1d(y.numel())](x, y, y if arg is None else arg, y.numel(), C, H, W, OH, OW,
+                                                _span(H, OH), _span(W, OW), MAX=mode == "max", CL=cl)
+    return y, arg
+
+
+def adaptive_pool2d_backward(dy, arg, image_shape, mode):
+    """dx [N, C, H, W] of adaptive_pool2d, laid out as dy, from dy and (max) its arg."""
+    name = f"adaptive_{mode}_pool2d backward"
+    _check_image(name, dy)
+    cl = is_channels_last(dy)
+    check(mode == "avg" or (arg is not None and arg.shape == dy.shape and arg.is_contiguous(memory_format=memory_format(cl))),
+          f"{name}: arg must be the forward's, laid out as dy")
+    N, C, H, W = image_shape
+    OH, OW = dy.shape[2:]
+    dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(cl))
+    if dx.numel():
+        adaptive_pool_backward_kernel[grid1d(dx.numel())](dy, dy if arg is None else arg, dx, dx.numel(), C, H, W,
+                                                          OH, OW, _span(OH, H), _span(OW, W), MAX=mode == "max",
+                                                          CL=cl)
     return dx

@@ -81,10 +81,11 @@ _NO_INDEX = tl.constexpr(2**62)  # above every index
 @autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"], interpret={"BLOCK_R": 64, "BLOCK_J": 128})
 @triton.jit
 def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
-                  OP: tl.constexpr, INNER: tl.constexpr, INDEXED: tl.constexpr,
+                  OP: tl.constexpr, INNER: tl.constexpr, INDEXED: tl.constexpr, INTEGER: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
     """x [K1, R, K2] dense -> y [K1, S, K2], S = cdiv(R, chunk), part s over r in [s*chunk, (s+1)*chunk):
-    OP "sum" (in fp32, divided by divisor) or "max" with yi its index (r, or xi's value if INDEXED).
+    OP "sum" (in fp32, divided by divisor; INTEGER: in int64, undivided) or "max" or "min" with yi
+    its index (r, or xi's value if INDEXED).
     INNER (K2 == 1): a tile's J axis runs over k1, else over k2. Grid: S * (J blocks) [* K1 unless INNER]."""
     pid = tl.program_id(0)
     parts = (R + chunk - 1) // chunk  # not tl.cdiv: each call of a jit function costs ms in the interpreter
@@ -107,20 +108,27 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         step = K2
     first = part.to(tl.int64) * chunk  # int64 index arithmetic, which the interpreter does not check for overflow
     end = tl.minimum(first + chunk, R)
-    acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.float32)
+    if INTEGER:
+        acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.int64)
+    else:
+        acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.float32)
     acc_i = tl.full((BLOCK_R, BLOCK_J), _NO_INDEX, tl.int64)
-    if OP == "max":
+    if OP != "sum":
         acc += float("-inf")
     for start in range(first, end, BLOCK_R):
         r = start + tl.arange(0, BLOCK_R)
         offs = cols[None, :] + r[:, None] * step
         mask = (r < end)[:, None] & col_mask[None, :]
         if OP == "sum":
-            acc += tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            acc += tl.load(x_ptr + offs, mask=mask, other=0).to(acc.dtype)
         else:
             # A lane meets its indices in increasing order, so it keeps its first maximum by taking
-            # only larger values, or a first NaN (PyTorch's max propagates NaN).
-            v = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
+            # only larger values, or a first NaN (PyTorch's max propagates NaN). A minimum is the
+            # maximum of the negated values.
+            if OP == "min":
+                v = -tl.load(x_ptr + offs, mask=mask, other=float("inf")).to(tl.float32)
+            else:
+                v = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
             if INDEXED:
                 i = tl.load(xi_ptr + offs, mask=mask, other=_NO_INDEX)
             else:
@@ -130,12 +138,17 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
             acc = tl.where(take, v, acc)
             acc_i = tl.where(take, i, acc_i)
     if OP == "sum":
-        tl.store(y_ptr + out, (tl.sum(acc, axis=0) / divisor).to(y_ptr.dtype.element_ty), mask=col_mask)
+        total = tl.sum(acc, axis=0)
+        if not INTEGER:
+            total = total / divisor
+        tl.store(y_ptr + out, total.to(y_ptr.dtype.element_ty), mask=col_mask)
     else:  # across lanes: the first index holding the maximum (or a NaN)
         isnan = acc != acc
         nan_col = tl.max(isnan.to(tl.int32), axis=0) > 0
         v = tl.max(tl.where(isnan, float("-inf"), acc), axis=0)
         hit = tl.where(nan_col[None, :], isnan, acc == v[None, :])
+        if OP == "min":
+            v = -v
         tl.store(y_ptr + out, tl.where(nan_col, float("nan"), v).to(y_ptr.dtype.element_ty), mask=col_mask)
         tl.store(yi_ptr + out, tl.min(tl.where(hit, acc_i, _NO_INDEX), axis=0), mask=col_mask)
 
@@ -162,31 +175,40 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
     whose [K1, parts, K2] results are then reduced the same way."""
     parts = max(1, cdiv(R, CHUNK))
     if parts > 1:
-        out = torch.empty(K1 * parts * K2, device=x.device, dtype=torch.float32)
-        out_i = torch.empty(K1 * parts * K2, device=x.device, dtype=torch.int64) if op == "max" else None
+        out = torch.empty(K1 * parts * K2, device=x.device, dtype=y.dtype if integer(y) else torch.float32)
+        out_i = torch.empty(K1 * parts * K2, device=x.device, dtype=torch.int64) if op != "sum" else None
     else:
         out, out_i = y, yi
     inner = K2 == 1
     blocks = lambda meta: cdiv(K1 if inner else K2, meta["BLOCK_J"]) * (1 if inner else K1)
     reduce_kernel[lambda meta: (parts * blocks(meta),)](
         x, x if xi is None else xi, out, out if out_i is None else out_i, K1, R, K2, CHUNK,
-        divisor if parts == 1 else 1.0, OP=op, INNER=inner, INDEXED=xi is not None)
+        divisor if parts == 1 else 1.0, OP=op, INNER=inner, INDEXED=xi is not None, INTEGER=integer(x))
     if parts > 1:
         _reduce_view(out, out_i, K1, parts, K2, op, divisor, y, yi)
 
 
+def integer(x):
+    """Whether x holds integers or bools, which sum exactly in int64."""
+    return x.dtype in (torch.int64, torch.int32, torch.bool)
+
+
 def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
-    """x summed (then divided by divisor) or maximised over `dims`, distinct axes >= 0, in fp32.
-    Returns a new tensor shaped like x with 1 on those axes, laid out in x's memory order, of `dtype`
-    (x's by default); "max" returns (values, int64 indices along its one reduced axis of size > 1,
-    the first of equal maxima; with all axes reduced, indices in memory order). x must be dense
-    (see is_dense): the reduced axes then fall into runs between kept ones; several runs (a sum
-    over N, H and W of NCHW) are summed one run after the other, the longest first."""
-    check_float(op, x)
+    """x summed (then divided by divisor), maximised or minimised over `dims`, distinct axes >= 0,
+    in fp32; integer or bool x sums exactly into int64 (no divisor). Returns a new tensor shaped
+    like x with 1 on those axes, laid out in x's memory order, of `dtype` (x's, or int64, by
+    default); "max" and "min" return (values, int64 indices along its one reduced axis of size > 1,
+    the first of equal extremes; with all axes reduced, indices in memory order; None where the
+    reduced axes make several runs, below). x must be dense (see is_dense): the reduced axes
+    then fall into runs between kept ones; several runs (a sum over N, H and W of NCHW) are
+    reduced one run after the other, the longest first."""
+    check(x.dtype in FLOATS or (op == "sum" and integer(x)),
+          lambda: f"{op}: x must be float32, float16 or bfloat16{' (or integers)' if op == 'sum' else ''}, got {x.dtype}")
     check(is_dense(x), f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
                        f"got shape {tuple(x.shape)} with strides {x.stride()}")
-    check(op in ("sum", "max"), f"reduce: op must be 'sum' or 'max', got {op!r}")
-    check(op == "sum" or x.numel() > 0, f"{op}: cannot take the max of an empty tensor")
+    check(op in ("sum", "max", "min"), f"reduce: op must be 'sum', 'max' or 'min', got {op!r}")
+    check(op == "sum" or x.numel() > 0, f"{op}: cannot take the {op} of an empty tensor")
+    dtype = dtype or (torch.int64 if integer(x) else x.dtype)
     order = memory_order(x)
     runs = []  # [reduced?, size, axes] in memory order, axes of size 1 left out
     for d in order:
@@ -198,17 +220,19 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
                 runs.append([d in dims, x.shape[d], [d]])
     reduced = [run for run in runs if run[0]]
     if len(reduced) > 1:
-        check(op == "sum", f"{op}: takes one run of axes in memory order, got dims {dims} of {tuple(x.shape)}")
         longest = max(reduced, key=lambda run: run[1])[2]
-        part = reduce(x, longest, "sum", dtype=torch.float32)
-        return reduce(part, [d for d in dims if d not in longest], "sum", divisor, dtype or x.dtype)
+        rest = [d for d in dims if d not in longest]
+        if op != "sum":  # values only: an index along several runs is not one number
+            return reduce(reduce(x, longest, op)[0], rest, op, dtype=dtype)[0], None
+        part = reduce(x, longest, "sum", dtype=torch.int64 if integer(x) else torch.float32)
+        return reduce(part, rest, "sum", divisor, dtype)
     at = runs.index(reduced[0]) if reduced else len(runs)
     K1, K2 = (math.prod(run[1] for run in runs[i]) for i in (slice(0, at), slice(at + 1, None)))
     R = reduced[0][1] if reduced else 1
     shape = [1 if d in dims else x.shape[d] for d in order]
     back = sorted(range(x.dim()), key=order.__getitem__)
-    y = torch.empty(shape, device=x.device, dtype=dtype or x.dtype).permute(back)
-    yi = torch.empty(shape, device=x.device, dtype=torch.int64).permute(back) if op == "max" else None
+    y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
+    yi = torch.empty(shape, device=x.device, dtype=torch.int64).permute(back) if op != "sum" else None
     if y.numel():
         _reduce_view(x, None, K1, R, K2, op, float(divisor), y, yi)
     return y if op == "sum" else (y, yi)

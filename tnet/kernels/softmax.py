@@ -1,5 +1,5 @@
 """Row softmax and log-softmax forward and backward, fused softmax + cross-entropy (with the
-label check), and the count of correct predictions. Rows are short (the classes), so a program holds whole rows.
+label check), the negative log-likelihood's per-row terms, and the count of correct predictions. Rows are short (the classes), so a program holds whole rows.
 Tensors are float32, float16 or bfloat16, computed in fp32; an output takes its first input's
 dtype unless the launcher's `dtype` says otherwise (tnet.autocast's fp32 softmax and losses)."""
 import torch
@@ -154,6 +154,31 @@ def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.co
     tl.atomic_add(count_ptr, tl.sum((first == label).to(tl.int32), axis=0))
 
 
+@triton.jit
+def nll_loss_kernel(x_ptr, label_ptr, w_ptr, loss_ptr, wt_ptr, bad_ptr, R, C, stride_r, stride_c, ignore_index,
+                    HAS_W: tl.constexpr, BLOCK: tl.constexpr):
+    """Per row r < R of x [R, C] (strides stride_r, stride_c): wt[r] = weight[label[r]] (1 without
+    weights) and loss[r] = -wt[r] * x[r, label[r]], both 0 where the label is ignore_index. A label
+    outside [0, C) counts as ignored and sets bad, as in cross_entropy_kernel."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    in_rows = rows < R
+    label = tl.load(label_ptr + rows, mask=in_rows, other=ignore_index)
+    kept = in_rows & (label != ignore_index)
+    valid = kept & (label >= 0) & (label < C)
+    x = tl.load(x_ptr + rows.to(tl.int64) * stride_r + label * stride_c, mask=valid, other=0.0).to(tl.float32)
+    if HAS_W:
+        w = tl.load(w_ptr + label, mask=valid, other=0.0).to(tl.float32)
+    else:
+        w = tl.where(valid, 1.0, 0.0)
+    tl.store(loss_ptr + rows, tl.where(valid, -w * x, 0.0), mask=in_rows)
+    tl.store(wt_ptr + rows, w, mask=in_rows)
+    first_bad = tl.min(tl.where(kept & ~valid, rows, R), axis=0)
+    if first_bad < R:
+        if tl.load(bad_ptr) == 0:
+            tl.store(bad_ptr, 1)
+            tl.store(bad_ptr + 1, tl.load(label_ptr + first_bad))
+
+
 def _check_rows(name, x):
     check(x.dim() == 2, f"{name}: expected a 2-D [rows, classes] tensor, got shape {tuple(x.shape)}")
     check_float(name, x)
@@ -250,12 +275,43 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
                                       LABELS=min(triton.next_power_of_2(R), 4096))
     if reduction != "none" and programs > 1:
         sum_except(sums.view(programs, 1), 1, out=loss.view(1))
+    _raise_label_error("cross_entropy", x, C, ignore_index)
+    return loss, dx
+
+
+def _raise_label_error(name, x, C, ignore_index):
+    """Outside a CUDA graph capture, the IndexError of a label out of range (a host read)."""
     if not (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         bad = take_label_error(x.device)
         if bad is not None:
-            raise InputIndexError(f"cross_entropy: target {bad} is out of bounds (labels must be in [0, {C}) or "
+            raise InputIndexError(f"{name}: target {bad} is out of bounds (labels must be in [0, {C}) or "
                                   f"ignore_index {ignore_index})")
-    return loss, dx
+
+
+NLL_BLOCK = 1024  # rows per program: one load of a label, a weight and a logit per row
+
+
+def nll_loss(x, labels, weight=None, ignore_index=-100):
+    """The negative log-likelihood's terms of x [R, C] (any strides; log-probabilities) at int64
+    labels [R]: (loss [R], wt [R]), fp32, loss[r] = -weight[label] * x[r, label] and wt[r] =
+    weight[label] (1 without weights), both 0 for rows labelled ignore_index. A label outside
+    [0, C) raises InputIndexError as cross_entropy's (in a CUDA graph capture, see take_label_error)."""
+    check(x.dim() == 2, f"nll_loss: expected [rows, classes], got shape {tuple(x.shape)}")
+    check_float("nll_loss", x)
+    _check_labels("nll_loss", x, labels)
+    R, C = x.shape
+    check(weight is None or (weight.shape == (C,) and weight.dtype in FLOATS and weight.is_contiguous()
+                             and weight.device == x.device),
+          lambda: f"nll_loss: weight must be a contiguous float ({C},) on {x.device}, got {tuple(weight.shape)} {weight.dtype}")
+    check(R * max(abs(x.stride(0)), 1) < 2**62, "nll_loss: offsets too large")
+    loss = torch.empty(R, device=x.device, dtype=torch.float32)
+    wt = torch.empty(R, device=x.device, dtype=torch.float32)
+    if R:
+        nll_loss_kernel[(cdiv(R, NLL_BLOCK),)](x, labels, x if weight is None else weight, loss, wt,
+                                               _label_flag(x.device), R, C, x.stride(0), x.stride(1),
+                                               int(ignore_index), HAS_W=weight is not None, BLOCK=NLL_BLOCK)
+        _raise_label_error("nll_loss", x, C, ignore_index)
+    return loss, wt
 
 
 def scale_rows_(x, s):

@@ -1,0 +1,18 @@
+"""Padding (kernels/pad.py), as torch.nn.functional.pad."""
+from ..kernels import pad as _pad
+from ..kernels.launch import check
+from ..tensor import record
+from .inputs import check_tensors
+
+
+def pad(input, pad, mode="constant", value=None):
+    """input padded on its last len(pad) // 2 dims, pad = (before, after) of the last dim, then of
+    the one before...: mode 'constant' (value, 0 by default; negative pads crop), 'reflect',
+    'replicate' or 'circular' (non-negative pads, on the last 1 to 3 dims of a batched or unbatched
+    input, as torch). The gradient sums the contributions of every output element an input
+    element was copied to, in a fixed order. The output is dense in input's layout."""
+    check_tensors("pad", input=input)
+    check(mode == "constant" or value is None, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
+    y = _pad.pad(input.data, tuple(pad), mode, 0.0 if value is None else value)
+    shape, padding = input.shape, tuple(pad)
+    return record("pad", y, (input,), lambda g: (_pad.pad_backward(g, shape, padding, mode),))
