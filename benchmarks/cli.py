@@ -16,8 +16,8 @@ STUDIES = {  # name: (run(args), one-line help)
                          "compiled and compiled + graphed"),
     "profile": (profile.run, "where a tnet training step's GPU time goes: per kernel, and GEMM by GEMM"),
     "launch": (launch.run, "the host's time per GEMM call: tnet.matmul against torch.matmul"),
-    "convs": (convs.run, "airbench94's and CIFAR-10 quick's convolutions, forward, dgrad and wgrad: tnet against "
-                         "cuDNN in tf32, bf16 and fp16"),
+    "convs": (convs.run, "airbench94's and CIFAR-10 quick's convolutions and MobileNetV2's depthwise ones, forward, "
+                         "dgrad and wgrad: tnet against cuDNN in tf32, bf16 and fp16"),
 }
 OPTIONS = {"convs": convs.add_arguments, "train": train.add_arguments}  # study: adds its own options to its parser
 NEEDS_GPU = ("Every study needs a CUDA GPU: without one (torch.cuda.is_available() is False) bench.py prints "

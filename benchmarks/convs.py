@@ -1,5 +1,6 @@
-"""The convs study: every convolution layer of airbench94 and of CIFAR-10 quick, forward, input
-gradient (dgrad) and weight gradient (wgrad), tnet against cuDNN in the same precision."""
+"""The convs study: every convolution layer of airbench94 and of CIFAR-10 quick, and MobileNetV2's
+depthwise layers (CIFAR-10 sizes), forward, input gradient (dgrad) and weight gradient (wgrad), tnet
+against cuDNN in the same precision."""
 import argparse
 import collections
 import math
@@ -21,8 +22,9 @@ PASSES = ("forward", "dgrad", "wgrad")
 IMPLS = ("tnet", "cudnn")
 MAX_SETS = 16  # input sets cycled through per timing: enough for ROTATE_BYTES at the smallest layer
 
-Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused")
-LAYERS = [  # stride 1; size: the input's height and width; unused: passes that training does not run
+Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused stride groups",
+                               defaults=(1, 1))
+LAYERS = [  # size: the input's height and width; unused: passes that training does not run
     # airbench94's six conv shapes (the anchors' cuDNN table); whiten's filters are frozen and its input is the data
     Layer("whiten", "airbench94", 3, 24, 32, 2, 0, True, ("dgrad", "wgrad")),
     Layer("g1c1", "airbench94", 24, 64, 31, 3, 1, False, ()),
@@ -33,6 +35,10 @@ LAYERS = [  # stride 1; size: the input's height and width; unused: passes that 
     Layer("conv1", "cifar10_quick", 3, 32, 32, 5, 2, True, ("dgrad",)),  # its input is the data
     Layer("conv2", "cifar10_quick", 32, 32, 16, 5, 2, True, ()),
     Layer("conv3", "cifar10_quick", 32, 64, 8, 5, 2, True, ()),
+    # kuangliu/pytorch-cifar's MobileNetV2: each block's depthwise 3x3 (groups = channels), by stride and size
+    *[Layer(f"dw{c}" + ("s2" if s == 2 else ""), "mobilenetv2", c, c, size, 3, 1, False, (), s, c)
+      for c, size, s in ((32, 32, 1), (96, 32, 1), (144, 32, 1), (144, 32, 2), (192, 16, 1), (192, 16, 2),
+                         (384, 8, 1), (576, 8, 1), (576, 8, 2), (960, 4, 1))],
 ]
 
 CONVS_COLUMNS = [
@@ -49,7 +55,9 @@ CONVS_COLUMNS = [
 
 def shape(layer):
     k, s = layer.kernel, layer.size
-    return f"{k}x{k} {layer.cin}->{layer.cout} at {s}x{s}"
+    text = f"{k}x{k} {layer.cin}->{layer.cout} at {s}x{s}"
+    text += f" /{layer.stride}" if layer.stride > 1 else ""
+    return text + (" dw" if layer.groups == layer.cin else f" g{layer.groups}" if layer.groups > 1 else "")
 
 
 def names_list(choices):
@@ -78,12 +86,13 @@ def input_sets(layer, batch, dtype):
     """(x, w, bias, dy) sets, random normal (never zeros), channels-last; w scaled by 1/sqrt(fan in)
     so that y and dx stay near 1 in fp16; the bias in fp32. Enough sets to pass ROTATE_BYTES (twice the
     L2), at most MAX_SETS."""
-    size = layer.size + 2 * layer.padding - layer.kernel + 1
-    shapes = [(batch, layer.cin, layer.size, layer.size), (layer.cout, layer.cin, layer.kernel, layer.kernel),
+    size = (layer.size + 2 * layer.padding - layer.kernel) // layer.stride + 1
+    cin = layer.cin // layer.groups  # the weight's input channels
+    shapes = [(batch, layer.cin, layer.size, layer.size), (layer.cout, cin, layer.kernel, layer.kernel),
               (batch, layer.cout, size, size)]
     set_bytes = sum(math.prod(s) for s in shapes) * torch.finfo(dtype).bits // 8
     n = max(1, min(MAX_SETS, math.ceil(ROTATE_BYTES / set_bytes)))
-    fan_in = layer.cin * layer.kernel ** 2
+    fan_in = cin * layer.kernel ** 2
 
     def randn(*s, scale=1.0):
         return (torch.randn(*s, device=DEVICE) * scale).to(dtype).contiguous(memory_format=torch.channels_last)
@@ -95,31 +104,34 @@ def reference(layer, x, w, bias, dy):
     """The three passes in float64 from the same (rounded) inputs."""
     x, w, dy = (t.double().contiguous() for t in (x, w, dy))
     bias = bias.double() if bias is not None else None
-    pad = (layer.padding, layer.padding)
-    dx, dw, _ = torch.ops.aten.convolution_backward(dy, x, w, None, (1, 1), pad, (1, 1), False, (0, 0), 1,
+    pad, stride = (layer.padding, layer.padding), (layer.stride, layer.stride)
+    dx, dw, _ = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, (1, 1), False, (0, 0), layer.groups,
                                                     (True, True, False))
-    return {"forward": F.conv2d(x, w, bias, 1, pad), "dgrad": dx, "wgrad": dw}
+    return {"forward": F.conv2d(x, w, bias, stride, pad, 1, layer.groups), "dgrad": dx, "wgrad": dw}
 
 
 def tnet_passes(layer, precision):
-    """pass: fn(x, w, bias, dy) through tnet's convolution launchers."""
-    from tnet.kernels.conv import conv2d, conv2d_input, conv2d_weight
-    stride, pad = (1, 1), (layer.padding, layer.padding)
-    return {"forward": lambda x, w, b, dy: conv2d(x, w, stride, pad, bias=b, precision=precision),
-            "dgrad": lambda x, w, b, dy: conv2d_input(x.shape, w, dy, stride, pad, precision=precision),
-            "wgrad": lambda x, w, b, dy: conv2d_weight(x, w.shape, dy, stride, pad, precision=precision)}
+    """pass: fn(x, w, bias, dy) through tnet's convolution launchers (depthwise.py's for a
+    depthwise layer, as F.conv2d picks them)."""
+    from tnet.kernels import conv, depthwise
+    kernels = depthwise if depthwise.is_depthwise(layer.cin, layer.groups) else conv
+    args = (layer.stride, layer.stride), (layer.padding, layer.padding), 1, layer.groups
+    return {"forward": lambda x, w, b, dy: kernels.conv2d(x, w, *args, bias=b, precision=precision),
+            "dgrad": lambda x, w, b, dy: kernels.conv2d_input(x.shape, w, dy, *args, precision=precision),
+            "wgrad": lambda x, w, b, dy: kernels.conv2d_weight(x, w.shape, dy, *args, precision=precision)}
 
 
 def cudnn_passes(layer):
     """pass: fn(x, w, bias, dy) through PyTorch (cuDNN on the GPU); each gradient alone, as
     torch.nn.grad.conv2d_input and conv2d_weight compute it."""
-    stride, pad = (1, 1), (layer.padding, layer.padding)
+    stride, pad, groups = (layer.stride, layer.stride), (layer.padding, layer.padding), layer.groups
 
     def gradient(i):
         mask = tuple(j == i for j in range(3))
         return lambda x, w, b, dy: torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, (1, 1), False,
-                                                                       (0, 0), 1, mask)[i]
-    return {"forward": lambda x, w, b, dy: F.conv2d(x, w, b, stride, pad), "dgrad": gradient(0), "wgrad": gradient(1)}
+                                                                       (0, 0), groups, mask)[i]
+    return {"forward": lambda x, w, b, dy: F.conv2d(x, w, b, stride, pad, 1, groups), "dgrad": gradient(0),
+            "wgrad": gradient(1)}
 
 
 def checked(fn, args, ref, tol):

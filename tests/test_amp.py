@@ -216,11 +216,11 @@ def test_16bit_parameters_step_as_torch(name, kwargs, dtype, rng):
 
 
 def test_step_checks_copies_state_and_scale(rng):
-    """A copy made before its parameter changed layout, state in another dtype than the
+    """A copy laid out otherwise than its parameter, state in another dtype than the
     parameter's, a scale without found_inf, a float64 gradient: ValueError before any launch."""
     p = nn.Parameter(rng.standard_normal((2, 3, 4, 4)))
-    amp.low_copy(p, torch.float16)
-    p.data = p.data.contiguous(memory_format=torch.channels_last)
+    p.data = p.data.contiguous(memory_format=torch.channels_last)  # (an assignment drops a copy of another layout)
+    p._low = {torch.float16: torch.zeros(p.shape, dtype=torch.float16, device=p.device)}  # NCHW
     p.grad = tnet.tensor(rng.standard_normal(p.shape))
     with pytest.raises(ValueError, match="laid out alike"):
         optim.SGD([p], lr=0.1).step()

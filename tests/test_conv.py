@@ -9,7 +9,7 @@ import torch.nn.functional as tF
 
 import tnet
 from tnet import functional as F
-from tnet.kernels import conv
+from tnet.kernels import conv, depthwise
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
 from helpers import CL, TOL, assert_close, check_op, cl_randn, f64, only_config, pair, randn
 
@@ -27,29 +27,51 @@ CONVS = [  # x shape, Cout, kernel, stride, padding
     ((2, 20, 9, 9), 16, (5, 5), (2, 2), (2, 2)),  # 5x5 stride 2
 ]
 DTYPES = {"ieee": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+GROUPED = [  # x shape, Cout, kernel, stride, padding, dilation, groups: the implicit GEMMs
+    ((2, 6, 7, 9), 9, (3, 3), (1, 1), (1, 1), (1, 1), 3),  # 2 channels a group, gathered as (i, j, c)
+    ((2, 8, 7, 6), 12, (3, 2), (2, 2), (1, 0), (1, 1), 4),  # stride 2, rectangular kernel
+    ((2, 64, 6, 5), 64, (3, 3), (1, 1), (2, 2), (2, 2), 2),  # 32 channels a group: read as vectors; dilation 2
+    ((2, 10, 9, 8), 10, (2, 4), (1, 1), "same", (2, 1), 2),  # 'same', even kernel: padding after > before
+    ((2, 16, 9, 7), 24, (4, 4), (1, 1), "same", (1, 1), 1),  # groups 1, 'same' with an even kernel
+    ((1, 5, 9, 10), 8, (3, 3), (2, 2), (2, 2), (2, 3), 1),  # groups 1, dilation, a narrow NCHW x
+    ((2, 12, 7, 8), 12, (3, 3), (2, 1), "valid", (1, 2), 3),  # 'valid', mixed strides and dilations
+    ((2, 6, 7, 5), 6, (3, 3), (1, 1), (1, 1), (1, 1), 6),  # depthwise as 6 GEMMs of one channel
+]
+DEPTHWISE = [  # x shape, Cout, kernel, stride, padding, dilation: groups == C, the stencils
+    ((2, 16, 7, 9), 16, (3, 3), (1, 1), (1, 1), (1, 1)),  # MobileNet's 3x3, stride 1
+    ((2, 24, 9, 8), 24, (3, 3), (2, 2), (1, 1), (1, 1)),  # stride 2
+    ((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), (1, 1)),  # channel multiplier 2
+    ((2, 12, 8, 7), 24, (5, 5), (2, 2), (2, 2), (1, 1)),  # EfficientNet's 5x5, stride 2, multiplier 2
+    ((2, 10, 7, 9), 10, (4, 2), (1, 1), "same", (2, 1)),  # 'same' with an even kernel, dilation
+    ((1, 3, 6, 7), 3, (3, 3), (1, 2), (0, 1), (2, 1)),  # a narrow NCHW x, mixed strides and dilations
+    ((2, 80, 5, 6), 80, (3, 3), (1, 1), (1, 1), (1, 1)),  # a second, partial channel block
+]
 
 
-def check_conv(shape, cout, kernel, stride, padding, precision, parts=None):
-    """conv2d (bias, ReLU), conv2d_input and conv2d_weight against torch in float64 on the same
-    (rounded) inputs; x channels-last when wide, NCHW when narrow (as the layers keep them)."""
+def check_conv(shape, cout, kernel, stride, padding, precision, parts=None, dilation=1, groups=1, kernels=conv):
+    """conv2d (bias, ReLU), conv2d_input and conv2d_weight of `kernels` (conv or depthwise)
+    against torch in float64 on the same (rounded) inputs; x channels-last when wide, NCHW when
+    narrow (as the layers keep them)."""
     dtype = DTYPES[precision]
     x = (cl_randn(*shape) if keeps_channels_last(shape[1]) else randn(*shape)).to(dtype)
-    w = (randn(cout, shape[1], *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
+    w = (randn(cout, shape[1] // groups, *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
     b = randn(cout)
     xd, wd = f64(x).requires_grad_(True), f64(w).requires_grad_(True)
-    ref = tF.conv2d(xd, wd, f64(b), stride, padding)
-    what = f"{precision} x {shape} w {tuple(w.shape)} stride {stride} padding {padding}"
-    y = conv.conv2d(x, w, stride, padding, bias=b, relu=True, precision=precision)
+    ref = tF.conv2d(xd, wd, f64(b), stride, padding, dilation, groups)
+    what = (f"{precision} x {shape} w {tuple(w.shape)} stride {stride} padding {padding} dilation {dilation} "
+            f"groups {groups}")
+    args = (stride, padding, dilation, groups)
+    y = kernels.conv2d(x, w, *args, bias=b, relu=True, precision=precision)
     assert is_channels_last(y) or y.shape[1] == 1, "channels-last output"
     assert y.dtype == dtype and y.shape == ref.shape
     assert_close(y, torch.relu(ref), TOL[precision], f"forward {what}")
     g = cl_randn(*ref.shape).to(dtype)
     ref.backward(f64(g))
-    dx = conv.conv2d_input(x.shape, w, g, stride, padding, precision=precision)
+    dx = kernels.conv2d_input(x.shape, w, g, *args, precision=precision)
     assert dx.dtype == dtype and (is_channels_last(dx) or shape[2:] == (1, 1))
     assert_close(dx, xd.grad, TOL[precision], f"input gradient {what}")
-    dw = conv.conv2d_weight(x, w.shape, g, stride, padding, precision=precision, parts=parts)
-    assert dw.dtype == torch.float32 and is_channels_last(dw) == (kernel != (1, 1))
+    dw = kernels.conv2d_weight(x, w.shape, g, *args, precision=precision, parts=parts)
+    assert dw.dtype == torch.float32 and dw.is_contiguous(memory_format=CL)
     assert_close(dw, wd.grad, TOL[precision], f"weight gradient {what}, parts {parts}")
 
 
@@ -59,12 +81,40 @@ def test_conv(precision, shape, cout, kernel, stride, padding):
     check_conv(shape, cout, kernel, stride, padding, precision)
 
 
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16", "fp16"])
+@pytest.mark.parametrize("shape,cout,kernel,stride,padding,dilation,groups", GROUPED)
+def test_conv_groups_dilation(precision, shape, cout, kernel, stride, padding, dilation, groups):
+    check_conv(shape, cout, kernel, stride, padding, precision, dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("precision", ["ieee", "bf16", "fp16"])  # fp32 products at every precision: tf32 is ieee
+@pytest.mark.parametrize("shape,cout,kernel,stride,padding,dilation", DEPTHWISE)
+def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
+    check_conv(shape, cout, kernel, stride, padding, precision, dilation=dilation, groups=shape[1], kernels=depthwise)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 5])
+def test_depthwise_weight_parts(parts, monkeypatch):
+    """The depthwise weight gradient's pixels split into parts (the last one shorter), summed after."""
+    monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
+    check_conv((3, 16, 5, 6), 32, (3, 3), (1, 1), (1, 1), "ieee", parts, groups=16, kernels=depthwise)
+
+
 @pytest.mark.parametrize("parts", [1, 2, 5])
 def test_conv_weight_parts(parts, monkeypatch):
     """The pixels split into parts (the last one shorter), summed after."""
     monkeypatch.setattr(conv, "PART_ALIGN", 16)
     check_conv((3, 16, 5, 6), 16, (3, 3), (1, 1), (1, 1), "ieee", parts)
     check_conv((3, 3, 5, 6), 16, (3, 3), (2, 1), (1, 1), "ieee", parts)
+
+
+@pytest.mark.parametrize("kernels,groups", [(conv, 1), (conv, 4), (depthwise, 16)])
+def test_conv_empty_batch(kernels, groups):
+    """An empty batch: empty outputs and input gradients, a weight gradient of zeros (as torch)."""
+    x, w = cl_randn(0, 16, 5, 5), randn(16, 16 // groups, 3, 3)
+    y = kernels.conv2d(x, w, 1, 1, 1, groups)
+    assert y.shape == (0, 16, 5, 5) and kernels.conv2d_input(x.shape, w, y, 1, 1, 1, groups).shape == x.shape
+    assert (kernels.conv2d_weight(x, w.shape, y, 1, 1, 1, groups) == 0).all()
 
 
 def test_weight_parts_fill_whole_waves(monkeypatch):
@@ -95,6 +145,25 @@ def test_conv_every_config(i, precision, monkeypatch):
     check_conv((2, 64, 9, 10), 128, (3, 3), (1, 1), (1, 1), precision, parts=3)
     check_conv((2, 24, 9, 8), 64, (3, 3), (2, 2), (1, 1), precision, parts=2)
     check_conv((1, 3, 9, 10), 32, (5, 5), (1, 1), (2, 2), precision, parts=2)
+    # groups and dilation: read as vectors (32 channels a group), and gathered (8 a group)
+    check_conv((2, 64, 9, 10), 96, (3, 3), (1, 1), (2, 2), precision, parts=3, dilation=2, groups=2)
+    check_conv((2, 24, 9, 8), 48, (3, 2), (2, 2), "valid", precision, parts=2, dilation=(1, 2), groups=3)
+
+
+@pytest.mark.skipif(tnet.INTERPRET, reason="the interpreter runs one config, and ignores warps and stages")
+@pytest.mark.parametrize("precision", ["ieee", "bf16", "fp16"])
+@pytest.mark.parametrize("i", range(max(len(depthwise._CONFIGS), len(depthwise._GRAD_CONFIGS))))
+def test_depthwise_every_config(i, precision, monkeypatch):
+    """Each config of the depthwise kernels (their products are fp32 at every precision: tf32
+    is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
+    kernel, several channel blocks, the weight gradient in parts."""
+    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel):
+        only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
+    monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
+    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
+    check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)
+    check_conv((2, 264, 6, 7), 264, (4, 2), (1, 1), "same", precision, parts=2, dilation=(1, 2), groups=264,
+               kernels=depthwise)
 
 
 def test_conv_prune_reads_keyword_arguments():
@@ -129,21 +198,40 @@ def test_conv_bad_input():
         conv.conv2d_weight(x, w.shape, cl_randn(2, 16, 5, 6), 1, 1)
     with pytest.raises(ValueError, match=r"grad_output is 2x16x6x6 .* gives \[2, 16, 3, 3\]"):
         conv.conv2d_input(x.shape, w, cl_randn(2, 16, 6, 6), 2, 1)
+    with pytest.raises(ValueError, match="groups must be a positive int that divides the input's 16 channels"):
+        conv.conv2d(x, w, groups=3)
+    with pytest.raises(ValueError, match=r"weight is 16x16x3x3 .* must be \[Cout, 8, kh, kw\]"):
+        conv.conv2d(x, w, groups=2)
+    with pytest.raises(ValueError, match=r"Cout a multiple of groups=4"):
+        conv.conv2d(x, randn(6, 4, 3, 3), groups=4)
+    with pytest.raises(ValueError, match="does not fit input"):
+        conv.conv2d_weight(x, (16, 4, 3, 3), cl_randn(2, 16, 6, 6), 1, 1, 1, 2)
+    with pytest.raises(ValueError, match=r"dilation 4\) with padding 1, 1 does not fit"):
+        conv.conv2d(x, w, 1, 1, 4)
+    with pytest.raises(ValueError, match="'same' is not supported for strided"):
+        conv.conv2d(x, w, 2, "same")
+    with pytest.raises(ValueError, match="groups must equal the input's 16 channels"):
+        depthwise.conv2d(x, randn(16, 2, 3, 3), groups=8)
+    with pytest.raises(ValueError, match=r"weight is 8x1x3x3 .* must be \[Cout, 1, kh, kw\] .* multiple of groups=16"):
+        depthwise.conv2d(x, randn(8, 1, 3, 3), groups=16)
+    with pytest.raises(ValueError, match="does not fit input"):
+        depthwise.conv2d_weight(x, (16, 2, 3, 3), cl_randn(2, 16, 6, 6), 1, 1, 1, 16)
 
 
+@pytest.mark.parametrize("groups", [1, 16])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_conv2d_autocast(dtype):
+def test_conv2d_autocast(dtype, groups):
     """F.conv2d under tnet.autocast: 16-bit products and output from an fp32 input and fp32
-    weights (read through their 16-bit copies), fp32 gradients for both."""
+    weights (read through their 16-bit copies), fp32 gradients for both; also depthwise."""
     x = tnet.Tensor(randn(2, 16, 5, 6), requires_grad=True)
-    w = tnet.nn.Parameter(randn(24, 16, 3, 3) * 0.3)
+    w = tnet.nn.Parameter(randn(32 if groups > 1 else 24, 16 // groups, 3, 3) * 0.3)
     with tnet.autocast("cuda", dtype=dtype):
-        y = F.conv2d(x, w, None, 1, 1)
+        y = F.conv2d(x, w, None, 1, 1, 1, groups)
     assert y.dtype == dtype and x.data.dtype == torch.float32
     g = cl_randn(*y.shape).to(dtype)
     y.backward(tnet.Tensor(g))
     xd, wd = f64(x.data).requires_grad_(True), f64(w.data.to(dtype)).requires_grad_(True)
-    ref = tF.conv2d(xd, wd, None, 1, 1)
+    ref = tF.conv2d(xd, wd, None, 1, 1, 1, groups)
     ref.backward(f64(g))
     assert_close(y.data, ref, TOL["bf16"], "forward")
     assert x.grad.dtype == torch.float32 and w.grad.dtype == torch.float32
@@ -164,6 +252,44 @@ def test_conv2d(rng, ieee, shape, wshape, stride, padding):
     inputs = [pair(rng, *shape), pair(rng, *wshape, scale=0.3), pair(rng, wshape[0])]
     check_op(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
              lambda x, w, b: tF.conv2d(x, w, b, stride, padding), inputs, TOL["ieee"], rng)
+
+
+@pytest.mark.parametrize("shape,wshape,stride,padding,dilation,groups", [
+    ((2, 6, 7, 8), (9, 2, 3, 3), 1, 1, 1, 3),  # grouped
+    ((2, 4, 9, 7), (4, 1, 3, 3), 2, 1, 1, 4),  # depthwise, stride 2
+    ((2, 3, 8, 7), (6, 1, 3, 3), 1, "same", 2, 3),  # depthwise, channel multiplier 2, dilated 'same'
+    ((2, 4, 7, 6), (5, 4, 2, 2), 1, "same", 1, 1),  # 'same' with an even kernel
+    ((2, 4, 9, 8), (4, 2, 3, 2), (2, 1), "valid", (1, 3), 2),
+])
+def test_conv2d_groups_dilation(rng, ieee, shape, wshape, stride, padding, dilation, groups):
+    """Through the tape, torch's positional order, with the fused ReLU."""
+    inputs = [pair(rng, *shape), pair(rng, *wshape, scale=0.3), pair(rng, wshape[0])]
+    check_op(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups, relu=True),
+             lambda x, w, b: torch.relu(tF.conv2d(x, w, b, stride, padding, dilation, groups)), inputs, TOL["ieee"],
+             rng)
+
+
+def test_depthwise_separable_block(rng, ieee):
+    """MobileNet's block as nn layers: a depthwise 3x3 (stride 2) and a pointwise 1x1, each with
+    its ReLU fused by Sequential, then a grouped conv with a fused max pooling; weights [Cout,
+    C/groups, kh, kw] as torch's, loaded from torch's layers."""
+    from tnet import nn
+
+    def block(nn, **kw):
+        return nn.Sequential(nn.Conv2d(16, 16, 3, 2, 1, groups=16, **kw), nn.ReLU(), nn.Conv2d(16, 32, 1, **kw),
+                             nn.ReLU(), nn.Conv2d(32, 32, 3, 1, 1, 1, 4, **kw), nn.MaxPool2d(2), nn.ReLU())
+    net, ref = block(nn), block(torch.nn, dtype=torch.float64)
+    assert net[0].weight.shape == (16, 1, 3, 3) and net[4].weight.shape == (32, 8, 3, 3)
+    assert "groups=16" in repr(net[0])
+    net.load_state_dict({k: v.float().numpy() for k, v in ref.state_dict().items()})
+    x = rng.standard_normal((2, 16, 9, 9))
+    out, out_ref = net(tnet.tensor(x)), ref(torch.tensor(x))
+    assert_close(out, out_ref, TOL["ieee"], "forward")
+    g = rng.standard_normal(out_ref.shape)
+    out_ref.backward(torch.tensor(g))
+    out.backward(g)
+    for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+        assert_close(p.grad, q.grad, TOL["ieee"], f"gradient of {name}")
 
 
 def test_conv2d_fused_relu(rng, ieee):

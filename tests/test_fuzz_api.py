@@ -35,9 +35,12 @@ def test_conv2d_takes_torchs_argument_order(ieee):
     same = tF.conv2d(torch.tensor(x), torch.tensor(w), padding="same").numpy()
     np.testing.assert_allclose(F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="same").numpy(), same, atol=1e-4)
     assert F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="valid").shape == (1, 4, 4, 4)
-    for kw in ({"dilation": 2}, {"groups": 3}):
-        one_line_error(NotImplementedError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), **kw))
-        one_line_error(NotImplementedError, lambda: nn.Conv2d(3, 3, 3, **kw))
+    dilated = tF.conv2d(torch.tensor(x), torch.tensor(w), dilation=2).numpy()
+    np.testing.assert_allclose(F.conv2d(tnet.tensor(x), tnet.tensor(w), dilation=2).numpy(), dilated, atol=1e-4)
+    one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), groups=3))  # 4 outputs in 3 groups
+    one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), groups=0))
+    one_line_error(ValueError, lambda: nn.Conv2d(3, 4, 3, groups=2))
+    assert nn.Conv2d(3, 6, 3, groups=3).weight.shape == (6, 1, 3, 3)
     one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), stride=2, padding="same"))
     one_line_error(ValueError, lambda: F.conv2d(tnet.tensor(x), tnet.tensor(w), padding="full"))
     conv = nn.Conv2d(3, 4, 3, 1, 0, 1, 1, False)  # torch's positional order: bias 8th

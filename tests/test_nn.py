@@ -1,5 +1,7 @@
 """nn.Module's features against torch.nn.Module: the module tree, parameters and buffers,
-state_dict and load_state_dict, zero_grad and requires_grad_, layers without super().__init__()."""
+state_dict and load_state_dict, zero_grad and requires_grad_, layers without super().__init__(),
+the containers (Sequential, ModuleList, ModuleDict), add_module, apply, to and the dtype casts,
+Parameter.data assignment."""
 from collections import OrderedDict
 
 import numpy as np
@@ -8,7 +10,7 @@ import torch
 
 import tnet
 import tnet.functional as F
-from tnet import nn
+from tnet import amp, nn
 from helpers import TOL, assert_close
 
 
@@ -169,3 +171,164 @@ def test_modules_without_super_init_still_work():
     assert list(m.state_dict()) == ["a.w", "a.count"] and not m.eval().a.training
     relu = nn.ReLU()
     assert len(nn.Sequential(relu, relu)) == 2  # a layer given twice runs twice, as in torch
+
+
+def same_tree(net, ref):
+    """The same submodule names and layer types, and the same parameter names, in tnet and torch."""
+    names = lambda pairs: [name for name, _ in pairs]
+    assert names(net.named_parameters()) == names(ref.named_parameters())
+    kinds = lambda model: [(n, type(m).__name__.removeprefix("Torch")) for n, m in model.named_modules()]
+    assert kinds(net) == kinds(ref)
+
+
+def test_module_list_matches_torch():
+    """The same edits on a tnet and a torch ModuleList give the same tree (registered "0", "1"...)."""
+    for lib in (nn, torch.nn):
+        m = lib.ModuleList([lib.Linear(2, 3), lib.ReLU()])
+        m.append(lib.Linear(3, 4))
+        m.extend([lib.Tanh(), lib.Linear(4, 5)])
+        m.insert(1, lib.Sigmoid())
+        m.insert(5, lib.Linear(4, 4))  # not -1: torch's ModuleList.insert fails on a negative index
+        m += [lib.Identity()]
+        del m[2]
+        m[0] = lib.Linear(2, 2)
+        popped = m.pop(3)
+        if lib is nn:
+            net, net_popped = m, popped
+        else:
+            ref, ref_popped = m, popped
+    same_tree(net, ref)
+    assert type(net_popped).__name__ == type(ref_popped).__name__
+    assert len(net) == len(ref) and [type(x).__name__ for x in net] == [type(x).__name__ for x in ref]
+    assert isinstance(net[1:3], nn.ModuleList) and [type(x).__name__ for x in net[1:3]] == ["Sigmoid", "Linear"]
+    assert net[-1] is list(net)[-1] and isinstance(net + nn.ModuleList([nn.ReLU()]), nn.ModuleList)
+    with pytest.raises(IndexError, match="index 9 is out of range"):
+        net[9]
+    with pytest.raises(TypeError, match="ModuleList.extend should be called with an iterable"):
+        net.extend(3)
+    with pytest.raises(TypeError, match="int is not a Module subclass"):
+        net.append(3)
+    with pytest.raises(NotImplementedError):
+        net(tnet.tensor(np.ones(2)))  # no forward, as torch's
+
+
+def test_module_dict_matches_torch():
+    for lib in (nn, torch.nn):
+        d = lib.ModuleDict({"conv": lib.Conv2d(1, 2, 3), "act": lib.ReLU()})
+        d["fc"] = lib.Linear(2, 3)
+        d.update([("head", lib.Linear(3, 4)), ("act", lib.Tanh())])
+        d.update(OrderedDict(drop=lib.Dropout()))
+        popped = d.pop("conv")
+        if lib is nn:
+            net, net_popped = d, popped
+        else:
+            ref, ref_popped = d, popped
+    same_tree(net, ref)
+    assert list(net) == list(ref) == list(net.keys()) and type(net_popped).__name__ == type(ref_popped).__name__
+    assert [type(v).__name__ for v in net.values()] == [type(v).__name__ for v in ref.values()]
+    assert [k for k, _ in net.items()] == list(ref.keys()) and "fc" in net and "conv" not in net and len(net) == 4
+    assert isinstance(net["act"], nn.Tanh) and list(net.state_dict()) == list(ref.state_dict())
+    del net["drop"]
+    with pytest.raises(KeyError):
+        net["drop"]
+    with pytest.raises(KeyError, match="attribute 'training' already exists"):
+        net["training"] = nn.ReLU()
+    with pytest.raises(KeyError, match=r'contain "\.", got: a\.b'):
+        net["a.b"] = nn.ReLU()
+    with pytest.raises(TypeError, match="should be called with an iterable"):
+        net.update(3)
+    net.clear()
+    assert len(net) == 0 and list(net.parameters()) == []
+
+
+def test_sequential_container_api_matches_torch_and_still_fuses(monkeypatch):
+    """append, insert, extend, pop, del, item assignment and slices as torch's; a Conv2d -> ReLU
+    -> MaxPool2d chain built by append still runs as one fused op."""
+    for lib in (nn, torch.nn):
+        s = lib.Sequential(lib.Conv2d(3, 4, 3, padding=1))
+        s.append(lib.ReLU())
+        s.add_module("2", lib.MaxPool2d(2))  # numbered: torch's insert needs numbered layers
+        s.extend([lib.Flatten(), lib.Linear(16, 3)])
+        s.insert(1, lib.Identity())
+        del s[1]
+        s.insert(-1, lib.Identity())
+        s.pop(5)
+        s[4] = lib.Linear(16, 2)
+        if lib is nn:
+            net = s
+        else:
+            ref = s
+    same_tree(net, ref)
+    assert [n for n, _ in net[1:3].named_children()] == [n for n, _ in ref[1:3].named_children()] == ["1", "2"]
+    calls = []
+    forward = nn.Conv2d.forward
+    monkeypatch.setattr(nn.Conv2d, "forward", lambda self, x, relu=False, pool=None:
+                        calls.append((relu, type(pool).__name__)) or forward(self, x, relu, pool))
+    ref.load_state_dict({k: torch.tensor(v) for k, v in net.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    assert_close(net(tnet.tensor(x)), ref(torch.tensor(x)), TOL["tf32"], "appended layers")
+    assert calls == [(True, "MaxPool2d")]
+    with pytest.raises(IndexError):
+        net.insert(9, nn.ReLU())
+
+
+def test_add_module_and_apply_as_torch():
+    net, ref = Net(), TorchNet()
+    net.add_module("extra", nn.Linear(2, 2))
+    ref.add_module("extra", torch.nn.Linear(2, 2))
+    same_tree(net, ref)
+    seen, ref_seen = [], []
+    names = {id(m): n for n, m in net.named_modules()}
+    ref_names = {id(m): n for n, m in ref.named_modules()}
+    assert net.apply(lambda m: seen.append(names[id(m)])) is net
+    ref.apply(lambda m: ref_seen.append(ref_names[id(m)]))
+    assert seen == ref_seen and seen[-1] == ""  # children first, then the module itself
+    for bad, error in [((3, nn.ReLU()), TypeError), (("x", 3), TypeError), (("a.b", nn.ReLU()), KeyError),
+                       (("", nn.ReLU()), KeyError), (("forward", nn.ReLU()), KeyError)]:
+        with pytest.raises(error):
+            net.add_module(*bad)
+
+
+def test_to_and_dtype_casts(rng):
+    """to() on tnet's device is a no-op returning the module; another device raises. half() and
+    bfloat16() keep fp32 master parameters and run the forward under autocast (16-bit outputs,
+    as torch's half model gives); an enclosing autocast block wins; float() goes back."""
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 5))
+    x = tnet.tensor(rng.standard_normal((2, 3, 4, 4)))
+    full = net(x).numpy()
+    for call in (lambda: net.to(tnet.DEVICE), lambda: net.to(tnet.DEVICE.type), lambda: net.to(x),
+                 lambda: net.to(memory_format=torch.channels_last), lambda: net.float(),
+                 lambda: net.cuda() if tnet.DEVICE.type == "cuda" else net.cpu()):
+        assert call() is net
+    other = "cpu" if tnet.DEVICE.type == "cuda" else "cuda"
+    with pytest.raises(ValueError, match=f"tnet keeps parameters on {tnet.DEVICE}"):
+        net.to(other)
+    with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+        net.double()
+    with pytest.raises(TypeError, match="only accepts floating point"):
+        net.to(torch.int64)
+    assert net.half() is net
+    out = net(x)
+    assert out.dtype == torch.float16 and all(p.dtype == torch.float32 for p in net.parameters())
+    assert_close(out, full, TOL["fp16"] * 2, "half model")
+    with tnet.autocast(dtype=torch.bfloat16):
+        assert net(x).dtype == torch.bfloat16
+    out.float().sum().backward()
+    assert net[0].weight.grad.dtype == torch.float32
+    assert net.bfloat16()(x).dtype == torch.bfloat16 and net.to(torch.float32)(x).dtype == torch.float32
+
+
+def test_parameter_data_assignment():
+    """p.data = t as torch's: a tnet tensor's or a torch tensor's memory and dtype; the 16-bit
+    copies follow, or are dropped for a new shape."""
+    p = nn.Parameter(np.zeros((2, 3), np.float32))
+    low = amp.low_copy(p, torch.float16)
+    t = tnet.tensor(np.ones((2, 3)))
+    p.data = t
+    assert p.data is t.data and p.requires_grad and (low.float().cpu().numpy() == 1).all()
+    p.data = torch.full((2, 3), 2.0, dtype=torch.bfloat16, device=tnet.DEVICE)  # a 16-bit parameter, as torch's
+    assert p.dtype == torch.bfloat16 and (p.float().numpy() == 2).all() and (low.float().cpu().numpy() == 2).all()
+    p.data = torch.zeros(4, device=tnet.DEVICE)
+    assert p.shape == (4,) and amp.low_copies(p) == []
+    with pytest.raises(TypeError, match="Parameter.data: expected a tnet.Tensor or a torch tensor"):
+        p.data = np.ones(3)

@@ -27,6 +27,10 @@ def test_training_step_uses_torch_for_memory_only(monkeypatch):
         F.max_pool2d(F.relu(x), 2).reshape(4, -1)
         xs, w = (tnet.tensor(rng.standard_normal(s), requires_grad=True) for s in ((2, 3, 9, 9), (2, 3, 3, 3)))
         F.conv2d(xs, w, stride=2).backward(np.ones((2, 2, 4, 4)))  # a strided input gradient
+        xg, wg, wd = (tnet.tensor(rng.standard_normal(s), requires_grad=True)
+                      for s in ((2, 4, 7, 7), (4, 2, 2, 2), (8, 1, 3, 3)))
+        F.conv2d(xg, wg, None, 1, "same", 2, 2).backward(np.ones((2, 4, 7, 7)))  # grouped, dilated, uneven 'same'
+        F.conv2d(xg, wd, None, 2, 1, 1, 4).backward(np.ones((2, 8, 4, 4)))  # depthwise, channel multiplier 2
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 
@@ -76,6 +80,32 @@ def test_optimizers_use_torch_for_memory_only():
             opt.load_state_dict(opt.state_dict())
             opt.zero_grad(set_to_none=False)
         assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_init_modules_and_schedulers_use_torch_for_memory_only():
+    """Layers built with torch's default init, every nn.init function, reset_parameters, a
+    half() model's forward, Parameter.data assignment, and torch's schedulers stepping."""
+    import torch
+    import tnet.nn.init as init
+    from tnet import amp, nn
+    with Recorder() as rec:
+        net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3))
+        amp.low_copy(net[0].weight, torch.float16)
+        w, fc = net[0].weight, net[4].weight
+        for fill in (lambda t: init.uniform_(t, -1, 1), init.normal_, init.trunc_normal_, lambda t: init.constant_(t, 2),
+                     init.ones_, init.zeros_, init.dirac_, init.xavier_uniform_, init.xavier_normal_,
+                     init.kaiming_uniform_, init.kaiming_normal_, init.orthogonal_):
+            fill(w)
+        init.eye_(fc), init.sparse_(fc, 0.5)
+        net.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)
+        net.half()(tnet.randn(2, 3, 2, 2)).float().sum().backward()
+        w.data = w.data.contiguous(memory_format=torch.channels_last)
+        opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        scheds = [optim.lr_scheduler.OneCycleLR(opt, 0.5, total_steps=5), optim.lr_scheduler.CosineAnnealingLR(opt, 4)]
+        opt.step()
+        for s in scheds:
+            s.step()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 
 
 def test_batch_norm_uses_torch_for_memory_only():

@@ -1,6 +1,6 @@
 """tnet.optim's SGD, Adam and AdamW against torch.optim in float64: param groups, an lr
-schedule, Caffe's lr_mult and decay_mult, skipped parameters, state_dict, validation, and
-launches replayed as a CUDA graph would replay them."""
+schedule, Caffe's lr_mult and decay_mult, skipped and frozen parameters, state_dict,
+validation, and launches replayed as a CUDA graph would replay them."""
 import numpy as np
 import pytest
 import torch
@@ -200,7 +200,7 @@ def test_state_dict_resumes_exactly(name, rng):
     (lambda p: optim.AdamW([p], betas=(0.9, -0.1)), "AdamW: invalid betas \\(0.9, -0.1\\)"),
     (lambda p: optim.AdamW([p], weight_decay=-0.01), "AdamW: invalid weight_decay value -0.01"),
     (lambda p: optim.SGD([]), "SGD: got an empty parameter list"),
-    (lambda p: optim.Adam([tnet.tensor(np.ones(3))]), "Adam: a parameter \\(3,\\) does not require grad"),
+    (lambda p: optim.Adam([p * 2]), "Adam: can't optimize a non-leaf Tensor"),
     (lambda p: optim.SGD([{"params": [p]}, {"params": [p]}]), "more than one parameter group"),
 ])
 def test_invalid_hyperparameters_raise(make_opt, error):
@@ -221,3 +221,47 @@ def test_zero_grad():
     assert (p.grad.numpy() == 0).all() and q.grad is None
     opt.zero_grad()
     assert p.grad is None
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+                                         ("Adam", {"lr": 0.01, "weight_decay": 0.01}), ("AdamW", {"lr": 0.01})])
+def test_frozen_parameters_are_skipped(name, kwargs, rng):
+    """An optimizer over every parameter of a model with frozen ones (requires_grad False, as a
+    fine-tuning script freezes a backbone) takes torch's steps and leaves the frozen ones,
+    their buffers and step counts untouched; unfrozen later, they step from then on."""
+    params, opt, refs, ref = make(name, kwargs, rng)
+    params[0].requires_grad = refs[0].requires_grad = False
+    before = params[0].numpy().copy()  # numpy() of a CPU tensor is a view
+    x = rng.standard_normal(params[0].shape)
+    for step in range(3):
+        if step == 2:
+            params[0].requires_grad = refs[0].requires_grad = True
+        opt.zero_grad()
+        ref.zero_grad()
+        losses = [(p * tnet.tensor(x if i == 0 else np.ones(p.shape))).sum() for i, p in enumerate(params)]
+        sum(losses[1:], losses[0]).backward()
+        for p, r in zip(params, refs):
+            r.grad = None if p.grad is None else torch.tensor(p.grad.numpy(), dtype=torch.float64)
+        assert (params[0].grad is None) == (step < 2)
+        opt.step()
+        ref.step()
+        if step < 2:
+            assert (params[0].numpy() == before).all() and opt.state[params[0]]["step"].item() == 0
+        assert_same(params, opt, refs, ref, f"{name} step {step}")
+
+
+def test_frozen_parameters_in_a_captured_step(rng):
+    """graph.TrainStep over a model with a frozen layer (a real capture on the GPU, the same
+    function eagerly on the CPU): the frozen layer keeps its weights, the others train."""
+    from tnet import graph, recipes
+    model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    model[0].requires_grad_(False)
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    frozen, trained = model[0].weight.numpy().copy(), model[2].weight.numpy().copy()
+    x = torch.tensor(rng.standard_normal((4, 6)), dtype=torch.float32, device=tnet.DEVICE)
+    y = torch.tensor([0, 2, 1, 2], device=tnet.DEVICE)
+    step = graph.TrainStep(recipes.make_train_step(model, opt), x, y, state=(model, opt))
+    for _ in range(2):
+        step(x, y)
+    assert (model[0].weight.numpy() == frozen).all() and model[0].weight.grad is None
+    assert not (model[2].weight.numpy() == trained).all()

@@ -90,6 +90,12 @@ def refresh_low_copies(p):
         copy_(t, p.data)
 
 
+def drop_low_copies(p):
+    """Forget p's 16-bit copies (p.data was replaced by another shape or layout): the next use
+    under autocast makes them anew."""
+    p.__dict__.pop("_low", None)
+
+
 def cast_operand(x, dtype):
     """The torch data of tnet.Tensor x in dtype, for a GEMM or convolution under autocast: x's
     own data when already in dtype; a parameter's (an fp32 leaf that requires grad) kept

@@ -15,23 +15,24 @@ def cifar10_quick(seed=0, width=1):
     """Caffe's cifar10_quick_train_test.prototxt, layer for layer (without the loss layer;
     use tnet.functional.cross_entropy). Shapes: 32 -> 16 -> 8 -> 4, so ip1 sees 64*4*4.
     width multiplies every channel count (1 is Caffe's net). The biases learn at twice the
-    rate (Caffe's lr_mult 2 in that file)."""
+    rate (Caffe's lr_mult 2 in that file). Caffe's fillers, as that file asks: gaussian weights,
+    zero biases (not torch's default init)."""
     rng = np.random.default_rng(seed)
     c1, c2, c3, hidden = 32 * width, 32 * width, 64 * width, 64 * width
-    g = nn.gaussian
+    caffe = lambda std: dict(weight_filler=nn.gaussian(std), bias_filler=nn.constant(0.0), rng=rng, bias_lr_mult=2)
     return nn.Sequential(OrderedDict([
-        ("conv1", nn.Conv2d(3, c1, 5, padding=2, weight_filler=g(1e-4), rng=rng, bias_lr_mult=2)),
+        ("conv1", nn.Conv2d(3, c1, 5, padding=2, **caffe(1e-4))),
         ("pool1", nn.MaxPool2d(3, 2, ceil_mode=True)),
         ("relu1", nn.ReLU()),
-        ("conv2", nn.Conv2d(c1, c2, 5, padding=2, weight_filler=g(0.01), rng=rng, bias_lr_mult=2)),
+        ("conv2", nn.Conv2d(c1, c2, 5, padding=2, **caffe(0.01))),
         ("relu2", nn.ReLU()),
         ("pool2", nn.AvgPool2d(3, 2, ceil_mode=True)),
-        ("conv3", nn.Conv2d(c2, c3, 5, padding=2, weight_filler=g(0.01), rng=rng, bias_lr_mult=2)),
+        ("conv3", nn.Conv2d(c2, c3, 5, padding=2, **caffe(0.01))),
         ("relu3", nn.ReLU()),
         ("pool3", nn.AvgPool2d(3, 2, ceil_mode=True)),
         ("flatten", nn.Flatten()),
-        ("ip1", nn.Linear(c3 * 4 * 4, hidden, weight_filler=g(0.1), rng=rng, bias_lr_mult=2)),
-        ("ip2", nn.Linear(hidden, 10, weight_filler=g(0.1), rng=rng, bias_lr_mult=2)),
+        ("ip1", nn.Linear(c3 * 4 * 4, hidden, **caffe(0.1))),
+        ("ip2", nn.Linear(hidden, 10, **caffe(0.1))),
     ]))
 
 

@@ -1,74 +1,65 @@
-"""Convolutions (kernels/conv.py): conv2d, and conv2d_relu_pool2d, a convolution, its ReLU and
-the pooling after it as one op. Wide activations are read as channel vectors, so channels-last:
-convolutions return channels-last outputs (also from a 3-channel NCHW input, which they gather
-from)."""
+"""Convolutions (kernels/conv.py; depthwise ones, kernels/depthwise.py): conv2d, and
+conv2d_relu_pool2d, a convolution, its ReLU and the pooling after it as one op. Wide activations
+are read as channel vectors, so channels-last: convolutions return channels-last outputs (also from
+a 3-channel NCHW input, which they gather from)."""
 import torch
 
 from .. import amp
 from ..kernels import conv as _conv
+from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last, pair
+from ..kernels.launch import check, is_channels_last, keeps_channels_last
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
 from .pool import pool_args
 
 
-def conv_padding(padding, stride, kernel):
-    """padding as a pair of ints: an int, a pair, or torch's 'valid' (0) and 'same' (the output
-    as large as the input: stride 1 only, as torch; odd kernel sizes only, as tnet's kernels
-    pad both sides alike)."""
-    if isinstance(padding, str):
-        check(padding in ("same", "valid"), f"conv2d: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
-        if padding == "valid":
-            return 0, 0
-        check(pair(stride, "conv2d: stride", 1) == (1, 1), "conv2d: padding='same' is not supported for strided convolutions")
-        if any(k % 2 == 0 for k in kernel):
-            raise NotImplementedError(f"conv2d: padding='same' with an even kernel size {tuple(kernel)} needs uneven "
-                                      "padding, which tnet does not support; pad explicitly")
-        return tuple((k - 1) // 2 for k in kernel)
-    return pair(padding, "conv2d: padding")
-
-
-def check_conv_args(dilation, groups):
-    """dilation and groups: only 1 (NotImplementedError otherwise, with a TypeError or ValueError
-    for values torch rejects too)."""
+def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_channels):
+    """A convolution's arguments as torch takes them: stride and dilation positive ints or
+    pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
+    positive int that divides both channel counts."""
     check(isinstance(groups, int) and not isinstance(groups, bool) and groups > 0,
           f"conv2d: groups must be a positive int, got {groups!r}")
-    if pair(dilation, "conv2d: dilation", 1) != (1, 1):
-        raise NotImplementedError(f"conv2d: dilation={dilation} is not supported by tnet (only 1)")
-    if groups != 1:
-        raise NotImplementedError(f"conv2d: groups={groups} is not supported by tnet (only 1)")
+    check(in_channels % groups == 0 and out_channels % groups == 0,
+          f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
+    _conv.conv_pads(padding, stride, kernel, dilation)
 
 
 def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     """Checks and runs a convolution; returns y and grads(g), the gradients (x, w, b) for
-    the gradient g of y (with relu: already masked by y > 0), g in y's layout."""
+    the gradient g of y (with relu: already masked by y > 0), g in y's layout. Depthwise ones
+    (groups == C) run kernels/depthwise.py's stencils, the others conv.py's implicit GEMMs."""
     check_tensors("conv2d", x=x, w=w)
     check(b is None or isinstance(b, Tensor), f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
-    check_conv_args(dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
-    check(x.shape[1] == w.shape[1], f"conv2d: x has {x.shape[1]} channels but w expects {w.shape[1]}")
+    check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
+    check(x.shape[1] == w.shape[1] * groups, f"conv2d: x has {x.shape[1]} channels but w expects "
+                                             f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
-    stride, padding = pair(stride, "conv2d: stride", 1), conv_padding(padding, stride, w.shape[2:])
     low = amp.get_autocast_dtype()
     check(low is not None or x.dtype == w.dtype,
           f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
     need_x, need_w, need_b = needs_grad(x, w, b)
-    # a wide x is read as channel vectors, so channels-last (no copy if already so), once for
-    # the forward and the weight gradient; a narrow one (RGB) is gathered in any layout
-    X = x.data.contiguous(memory_format=torch.channels_last) if _conv.reads_vectors(x.shape[1]) else x.data
+    kernels = _depthwise if _depthwise.is_depthwise(x.shape[1], groups) else _conv
+    # a wide x is read as channel vectors (a depthwise one always), so channels-last (no copy if
+    # already so), once for the forward and the weight gradient; a narrow one (RGB) is gathered
+    # in any layout
+    cl = kernels is _depthwise or _conv.reads_vectors(x.shape[1])
+    X = x.data.contiguous(memory_format=torch.channels_last) if cl else x.data
     Wl, B = w.data if low is None else amp.cast_operand(w, low), None if b is None else b.data
-    y = _conv.conv2d(X, Wl, stride, padding, bias=B, relu=relu, out_dtype=low or x.dtype)
+    y = kernels.conv2d(X, Wl, stride, padding, dilation, groups, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
     saved = (w if need_x else None, X, y if relu else None)  # what grads reads (y: the ReLU's mask)
 
     def grads(g):
-        gx = _conv.conv2d_input(x.shape, Wl, g, stride, padding, out_dtype=x.dtype) if need_x else None
-        gw = gb = None
+        gx = gw = gb = None
+        if need_x:
+            gx = kernels.conv2d_input(x.shape, Wl, g, stride, padding, dilation, groups, out_dtype=x.dtype)
         if need_w:
-            gw = _conv.conv2d_weight(X, w.shape, g, stride, padding, channels_last=is_channels_last(w.data))
+            gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
+                                       channels_last=is_channels_last(w.data))
         if need_b:
             gb = bias_grad(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)
@@ -76,9 +67,11 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, relu=False):
-    """input [N, C, H, W] * weight [Cout, C, kh, kw] + bias [Cout], torch's arguments in torch's
-    order (padding an int, a pair, 'same' or 'valid'; dilation and groups 1 only), as implicit
-    GEMMs (kernels/conv.py): the output is channels-last. tnet's addition, keyword-only:
+    """input [N, C, H, W] * weight [Cout, C/groups, kh, kw] + bias [Cout], torch's arguments in
+    torch's order (padding an int, a pair, 'same' or 'valid'; 'same' pads an even kernel's odd
+    row and column at the end, as torch), as implicit GEMMs (kernels/conv.py), a group per grid
+    row; depthwise ones (groups == C) as stencils (kernels/depthwise.py), fp32 products whatever
+    the precision. The output is channels-last. tnet's addition, keyword-only:
     relu=True applies ReLU in the GEMM's epilogue
     (relu(conv2d(...)) in one pass over the output instead of three). Under tnet.autocast the
     products are 16-bit and so is the output; an fp32 w is read through its 16-bit copy and
@@ -92,13 +85,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 
 
 def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,
-                       ceil_mode=False):
-    """{mode}_pool2d(relu(conv2d(x, w, b, stride, padding)), kernel_size, ...) as one op, mode
-    "max" or "avg": ReLU runs in the GEMM's epilogue, its gradient in the pooling's backward
-    kernel, so the convolution's output is written once and its gradient once. ReLU commutes
-    with max pooling, so this is also max_pool2d followed by relu."""
+                       ceil_mode=False, *, dilation=1, groups=1):
+    """{mode}_pool2d(relu(conv2d(x, w, b, stride, padding, dilation, groups)), kernel_size, ...)
+    as one op, mode "max" or "avg": ReLU runs in the convolution's epilogue, its gradient in the
+    pooling's backward kernel, so the convolution's output is written once and its gradient once.
+    ReLU commutes with max pooling, so this is also max_pool2d followed by relu."""
     check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
-    y, grads, saved = _convolve(x, w, b, stride, padding, relu=True)
+    y, grads, saved = _convolve(x, w, b, stride, padding, True, dilation, groups)
     kernel, pool_stride, pool_padding = pool_args(mode, kernel_size, pool_stride, pool_padding)
     p_cl = keeps_channels_last(y.shape[1])
     p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)

@@ -5,11 +5,11 @@ element (n, c, h, w) sits at ((n*H + h)*W + w)*C + c (NHWC memory). A convolutio
 whose M runs over output pixels, N over output channels and K over (tap i, tap j, input
 channel c); the A tile is gathered from the image as the loop goes (no im2col buffer):
 
-- `conv2d`: y = relu(conv(x, w) + bias), any stride, padding, kernel and channel counts, in
-  fp32 (ieee or tf32 products) or with 16-bit products (bf16, fp16); y is channels-last, in
-  x's dtype or `out_dtype`.
+- `conv2d`: y = relu(conv(x, w) + bias), any stride, padding (also torch's 'same', whose odd
+  padding goes at the end), dilation, groups, kernel and channel counts, in fp32 (ieee or tf32
+  products) or with 16-bit products (bf16, fp16); y is channels-last, in x's dtype or `out_dtype`.
 - `conv2d_input`: the input gradient, the same kernel run "transposed": output pixel (h, w)
-  of dx reads dy at ((h + PH - i) / SH, (w + PW - j) / SW) where that divides evenly, with
+  of dx reads dy at ((h + PH - i*DH) / SH, (w + PW - j*DW) / SW) where that divides evenly, with
   the weight's channel axes swapped (a view: no flipped copy).
 - `conv2d_weight`: dw = sum over output pixels of dy[pixel] (x) x[pixel's source at tap (i, j)],
   split over pixel parts summed after in a fixed order (deterministic). fp32 out.
@@ -17,7 +17,12 @@ channel c); the A tile is gathered from the image as the loop goes (no im2col bu
 The K loop reads A in one of two ways. Wide images (`reads_vectors`: 32 channels or more)
 take one tap at a time and BLOCK_K channels of it: each row of A is a contiguous vector in
 channels-last memory. Narrower ones (RGB input; airbench's 24 channels) gather K = (i, j, c)
-flattened through x's strides, so x may be NCHW too (a data batch as it comes)."""
+flattened through x's strides, so x may be NCHW too (a data batch as it comes).
+
+Groups (torch's weight [Cout, C/groups, kh, kw]) are a grid axis: each group is a GEMM of C/groups
+input channels to Cout/groups outputs, its operands offset once per program. With G = 1 and
+dilation 1 the group and dilation code compiles away (constexpr branches). Depthwise convolutions
+(groups == C) have their own kernels, in depthwise.py."""
 import functools
 
 import torch
@@ -27,7 +32,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, memory_format, out_size, pair, tile_config
+from .launch import FLOATS, cdiv, check, check_float, memory_format, pair, tile_config
 from .reduce import sum_except
 
 
@@ -92,16 +97,22 @@ def _prune_grad(configs, named_args, **kwargs):
 
 
 @triton.jit
-def _pixel(p, OH: tl.constexpr, OW: tl.constexpr):
+def pixel(p, OH: tl.constexpr, OW: tl.constexpr):
     """(image, row, column) of output pixel numbers p."""
     return p // (OH * OW), (p // OW) % OH, p % OW
 
 
 @triton.jit
-def _source(oh, ow, i, j, H: tl.constexpr, W: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-            PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr):
+def source(oh, ow, i, j, H: tl.constexpr, W: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+           PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, TRANSPOSED: tl.constexpr):
     """The input pixel (h, w) that output pixel (oh, ow) reads at tap (i, j), and whether it
-    exists (inside the image; TRANSPOSED: also reached by a whole number of strides)."""
+    exists (inside the image; TRANSPOSED: also reached by a whole number of strides). PH, PW:
+    the padding before the image (the padding after shows only in the output's size); DH, DW:
+    the dilation, taps DH rows and DW columns apart."""
+    if DH > 1:
+        i = i * DH
+    if DW > 1:
+        j = j * DW
     if TRANSPOSED:
         nh = oh + PH - i
         nw = ow + PW - j
@@ -131,28 +142,38 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
 
 
 # 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
-@autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW",
-                              "TRANSPOSED", "WIDE", "PRECISION"],
+@autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
+                              "G", "TRANSPOSED", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_conv}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
 @triton.jit
 def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
-                stride_wn, stride_wk, stride_wi, stride_wj,
+                stride_wn, stride_wk, stride_wi, stride_wj, stride_wg,
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
                 OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-                PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr, WIDE: tl.constexpr,
+                PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, G: tl.constexpr,
+                TRANSPOSED: tl.constexpr, WIDE: tl.constexpr,
                 NHWC: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr,
                 INTERPRET: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """y [NPIX, COUT] = relu(sum over taps (i, j) and channels c of x[source(pixel, i, j), c]
-    * w[o, c, i, j] + bias[o]) for y [N, OH, OW, COUT] in NHWC memory, x [N, C, H, W] read
+    """y [NPIX, G*COUT] = relu(sum over taps (i, j) and channels c of x[source(pixel, i, j), c]
+    * w[o, c, i, j] + bias[o]) for y [N, OH, OW, G*COUT] in NHWC memory, x [N, G*C, H, W] read
     through its strides and w through (o, c, i, j) strides stride_wn, stride_wk, stride_wi,
-    stride_wj. WIDE: K steps of BLOCK_K channels of one tap; else of BLOCK_K of K = (i, j, c)."""
+    stride_wj; group g (grid axis 2) reads x's channels g*C.., w from g*stride_wg and writes y's
+    channels g*COUT... WIDE: K steps of BLOCK_K channels of one tap; else of BLOCK_K of K = (i, j, c)."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # int32: the launcher checks sizes
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     mask_m = offs_m < NPIX
     mask_n = offs_n < COUT
-    img, oh, ow = _pixel(offs_m, OH, OW)
+    CX: tl.constexpr = C * G  # x's and y's channels: their pixels' strides in NHWC memory
+    CY: tl.constexpr = COUT * G
+    if G > 1:  # once per program: the group's operands
+        group = tl.program_id(2)
+        x_ptr += group * C * (1 if NHWC else stride_xc)
+        w_ptr += group * stride_wg
+        y_ptr += group * COUT
+        bias_ptr += group * COUT
+    img, oh, ow = pixel(offs_m, OH, OW)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if WIDE:
         CHUNKS: tl.constexpr = (C + BLOCK_K - 1) // BLOCK_K
@@ -162,14 +183,14 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
             i = t // (KW * CHUNKS)
             j = (t // CHUNKS) % KW
             c0 = (t % CHUNKS) * BLOCK_K
-            h, w, ok = _source(oh, ow, i, j, H, W, SH, SW, PH, PW, TRANSPOSED)
+            h, w, ok = source(oh, ow, i, j, H, W, SH, SW, PH, PW, DH, DW, TRANSPOSED)
             a_mask = (mask_m & ok)[:, None]
             b_mask = mask_n[None, :]
             if C % BLOCK_K != 0:
                 a_mask = a_mask & (c0 + offs_k < C)[None, :]
                 b_mask = b_mask & (c0 + offs_k < C)[:, None]
             a = tl.load(x_ptr + _x_offset(img[:, None], h[:, None], w[:, None], (c0 + offs_k)[None, :], stride_xn,
-                                          stride_xc, stride_xh, stride_xw, H, W, C, NHWC), mask=a_mask, other=0.0)
+                                          stride_xc, stride_xh, stride_xw, H, W, CX, NHWC), mask=a_mask, other=0.0)
             b = tl.load(w_tile + i * stride_wi + j * stride_wj + c0 * stride_wk, mask=b_mask, other=0.0)
             acc = mma(a, b, acc, PRECISION, INTERPRET)
     else:
@@ -179,9 +200,10 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
             i = k // (KW * C)
             j = (k // C) % KW
             c = k % C
-            h, w, ok = _source(oh[:, None], ow[:, None], i[None, :], j[None, :], H, W, SH, SW, PH, PW, TRANSPOSED)
+            h, w, ok = source(oh[:, None], ow[:, None], i[None, :], j[None, :], H, W, SH, SW, PH, PW, DH, DW,
+                              TRANSPOSED)
             a = tl.load(x_ptr + _x_offset(img[:, None], h, w, c[None, :], stride_xn, stride_xc, stride_xh, stride_xw,
-                                          H, W, C, NHWC), mask=mask_m[:, None] & (k < K)[None, :] & ok, other=0.0)
+                                          H, W, CX, NHWC), mask=mask_m[:, None] & (k < K)[None, :] & ok, other=0.0)
             b = tl.load(w_ptr + offs_n[None, :] * stride_wn + (c * stride_wk + i * stride_wi + j * stride_wj)[:, None],
                         mask=(k < K)[:, None] & mask_n[None, :], other=0.0)
             acc = mma(a, b, acc, PRECISION, INTERPRET)
@@ -189,27 +211,28 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
         acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     if RELU:
         acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
-    tl.store(y_ptr + offs_m[:, None] * COUT + offs_n[None, :], acc.to(y_ptr.dtype.element_ty),
+    tl.store(y_ptr + offs_m[:, None] * CY + offs_n[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])
 
 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
-                              "PW", "WIDE", "PRECISION"],
+                              "PW", "DH", "DW", "G", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_grad}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 1024})
 @triton.jit
 def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                        stride_dp, stride_do, stride_dc, stride_di, stride_dj,
                        H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
                        OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-                       PH: tl.constexpr, PW: tl.constexpr, WIDE: tl.constexpr, NHWC: tl.constexpr,
+                       PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, G: tl.constexpr,
+                       WIDE: tl.constexpr, NHWC: tl.constexpr,
                        PART_ALIGN: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[part s, o, c, i, j] = sum over the output pixels p of part s of
-    dy[p, o] * x[source(p, i, j), c], for dy [N, OH, OW, COUT] in NHWC memory and x [N, C, H, W]
+    dy[p, o] * x[source(p, i, j), c], for dy [N, OH, OW, G*COUT] in NHWC memory and x [N, G*C, H, W]
     read through its strides; dw at dw_ptr + s*stride_dp + o*stride_do + c*stride_dc +
     i*stride_di + j*stride_dj. M = o, K = pixels, N = channels of one tap (WIDE; grid axis 0
-    over taps x channel blocks) or (i, j, c) flattened; grid (.., COUT blocks, parts), the parts
-    splitting the pixels into runs of whole PART_ALIGNs (the last run shorter, or empty)."""
+    over taps x channel blocks) or (i, j, c) flattened; grid (.., groups x COUT blocks, parts), the
+    parts splitting the pixels into runs of whole PART_ALIGNs (the last run shorter, or empty)."""
     if WIDE:
         C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
         tap = tl.program_id(0) // C_BLOCKS
@@ -223,7 +246,17 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride
         i = (k // (KW * C))[None, :]
         j = ((k // C) % KW)[None, :]
         c = k % C
-    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_block = tl.program_id(1)
+    CX: tl.constexpr = C * G
+    CY: tl.constexpr = COUT * G
+    if G > 1:  # grid axis 1 runs over groups x COUT blocks: the group's operands, once per program
+        M_BLOCKS: tl.constexpr = (COUT + BLOCK_M - 1) // BLOCK_M
+        group = m_block // M_BLOCKS
+        m_block = m_block % M_BLOCKS
+        x_ptr += group * C * (1 if NHWC else stride_xc)
+        dy_ptr += group * COUT
+        dw_ptr += group * COUT * stride_do
+    offs_m = m_block * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = offs_m < COUT
     part = tl.program_id(2)
     per = tl.cdiv(tl.cdiv(NPIX, tl.num_programs(2)), PART_ALIGN) * PART_ALIGN
@@ -232,13 +265,13 @@ def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for p0 in range(first, end, BLOCK_K):
         offs_p = p0 + tl.arange(0, BLOCK_K)
-        img, oh, ow = _pixel(offs_p, OH, OW)
+        img, oh, ow = pixel(offs_p, OH, OW)
         in_part = offs_p < end
-        g = tl.load(dy_ptr + offs_p[None, :] * COUT + offs_m[:, None], mask=mask_m[:, None] & in_part[None, :],
+        g = tl.load(dy_ptr + offs_p[None, :] * CY + offs_m[:, None], mask=mask_m[:, None] & in_part[None, :],
                     other=0.0)
-        h, w, ok = _source(oh[:, None], ow[:, None], i, j, H, W, SH, SW, PH, PW, False)
+        h, w, ok = source(oh[:, None], ow[:, None], i, j, H, W, SH, SW, PH, PW, DH, DW, False)
         x = tl.load(x_ptr + _x_offset(img[:, None], h, w, c[None, :], stride_xn, stride_xc, stride_xh, stride_xw, H, W,
-                                      C, NHWC), mask=(in_part[:, None] & ok) & mask_n[None, :], other=0.0)
+                                      CX, NHWC), mask=(in_part[:, None] & ok) & mask_n[None, :], other=0.0)
         acc = mma(g, x, acc, PRECISION, INTERPRET)
     dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_m[:, None] * stride_do
     tl.store(dw + (c * stride_dc)[None, :] + i * stride_di + j * stride_dj, acc, mask=mask_m[:, None] & mask_n[None, :])
@@ -285,115 +318,166 @@ def _resident_of(bm, bn, bk, precision):
     return 1 if config is None else max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
 
 
-def _check_image4(name, x, arg):
+def check_image4(name, x, arg):
     check(x.dim() == 4 and x.numel() < 2**31,
           lambda: f"{name}: {arg} must be a 4-D [N, C, H, W] tensor under 2^31 elements, got {shape_text(x)}")
     check_float(name, x, arg)
 
 
-def _check_weight(name, w, c, device):
-    check(w.dim() == 4 and w.shape[1] == c and w.device == device,
-          lambda: f"{name}: the weight is {shape_text(w)} on {w.device}; it must be [Cout, {c}, kh, kw] on {device}")
+def check_groups(name, groups, c):
+    check(isinstance(groups, int) and not isinstance(groups, bool) and groups > 0 and c % groups == 0,
+          lambda: f"{name}: groups must be a positive int that divides the input's {c} channels, got {groups!r}")
+
+
+def check_weight(name, w, c, groups, device):
+    """w [Cout, c/groups, kh, kw] on device, Cout a multiple of groups (torch's grouped weight)."""
+    check(w.dim() == 4 and w.shape[1] * groups == c and w.shape[0] % groups == 0 and w.device == device,
+          lambda: f"{name}: the weight is {shape_text(w)} on {w.device}; it must be [Cout, {c // groups}, kh, kw] on "
+                  f"{device}" + (f", Cout a multiple of groups={groups}" if groups > 1 else ""))
     check_float(name, w, "weight")
 
 
-def _check_dy(name, dy, n, cout, oh, ow, device):
+def check_dy(name, dy, n, cout, oh, ow, device):
     check(dy.dim() == 4 and tuple(dy.shape) == (n, cout, oh, ow) and dy.device == device,
           lambda: f"{name}: grad_output is {shape_text(dy)} on {dy.device}; the convolution gives "
                   f"[{n}, {cout}, {oh}, {ow}] on {device}")
     check_float(name, dy, "grad_output")
 
 
-def _run_conv(x, w_base, w_strides, cout, out_hw, kernel, stride, padding, transposed, bias, relu, precision,
-              out_dtype):
+def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
+    """((top, bottom), (left, right)): torch's padding, an int, a pair, 'valid' (none) or 'same'
+    (stride 1 only, as torch; d*(k-1) rows and columns in all, the odd one at the end, as torch
+    pads them for an even kernel)."""
+    if isinstance(padding, str):
+        check(padding in ("same", "valid"), f"conv2d: invalid padding string {padding!r}, should be one of "
+                                            "{'valid', 'same'}")
+        if padding == "valid":
+            return (0, 0), (0, 0)
+        check(pair(stride, "conv2d: stride", 1) == (1, 1), "conv2d: padding='same' is not supported for strided "
+                                                           "convolutions")
+        total = [d * (k - 1) for k, d in zip(kernel, pair(dilation, "conv2d: dilation", 1))]
+        return tuple((t // 2, t - t // 2) for t in total)
+    ph, pw = pair(padding, "conv2d: padding")
+    return (ph, ph), (pw, pw)
+
+
+def conv_geometry(name, size, kernel, stride, padding, dilation):
+    """stride, dilation, the padding before the image (PH, PW) and the output's size (OH, OW) of
+    a convolution of an image of size (H, W) by a kernel (kh, kw), from torch's arguments. The
+    kernels need only the padding before: what is after shows in the output's size alone."""
+    stride, dilation = pair(stride, "conv2d: stride", 1), pair(dilation, "conv2d: dilation", 1)
+    pads = conv_pads(padding, stride, kernel, dilation)
+    out = []
+    for n, k, s, (before, after), d in zip(size, kernel, stride, pads, dilation):
+        span = n + before + after - d * (k - 1) - 1
+        check(span >= 0, lambda: f"{name}: a window of {k} (dilation {d}) with padding {before}, {after} does not fit "
+                                 f"an input of {n}")
+        out.append(span // s + 1)
+    return stride, dilation, (pads[0][0], pads[1][0]), tuple(out)
+
+
+def _run_conv(x, w_base, w_strides, stride_wg, cout, out_hw, kernel, stride, padding, dilation, groups, transposed,
+              bias, relu, precision, out_dtype):
     """conv_kernel over x [N, C, H, W] (any strides) with the weight read at w_base through
-    w_strides (o, c, i, j); returns y [N, cout, OH, OW] channels-last in out_dtype."""
+    w_strides (o, c, i, j), group g's from w_base + g*stride_wg; padding: before the image only;
+    returns y [N, cout, OH, OW] channels-last in out_dtype."""
     N, C, H, W = x.shape
-    (OH, OW), (KH, KW), (SH, SW), (PH, PW) = out_hw, kernel, stride, padding
+    (OH, OW), (KH, KW), (SH, SW), (PH, PW), (DH, DW) = out_hw, kernel, stride, padding, dilation
     y = torch.empty((N, cout, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
-    npix = N * OH * OW
+    npix, cg, coutg = N * OH * OW, C // groups, cout // groups
     check(npix * cout < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
     # a wide x is read as channel vectors: channels-last (copied if not; no copy if already so)
     x = x.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else x
-    grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(cout, meta["BLOCK_N"]))
-    conv_kernel[grid](x, w_base, y, bias if bias is not None else y, npix, *x.stride(), *w_strides,
-                      H, W, C, cout, OH, OW, KH, KW, SH, SW, PH, PW, TRANSPOSED=transposed, WIDE=reads_vectors(C),
-                      NHWC=is_dense_nhwc(x), BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET)
+    grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(coutg, meta["BLOCK_N"]), groups)
+    conv_kernel[grid](x, w_base, y, bias if bias is not None else y, npix, *x.stride(), *w_strides, stride_wg,
+                      H, W, cg, coutg, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, groups, TRANSPOSED=transposed,
+                      WIDE=reads_vectors(cg), NHWC=is_dense_nhwc(x), BIAS=bias is not None, RELU=relu,
+                      PRECISION=precision, INTERPRET=INTERPRET)
     return y
 
 
-def conv2d(x, w, stride=1, padding=0, *, bias=None, relu=False, precision=None, out_dtype=None):
-    """y = relu(conv2d(x, w, stride, padding) + bias) for x [N, C, H, W] (channels-last; or any
-    layout when C < 32, else copied to channels-last) and w [Cout, C, kh, kw] (any strides:
-    channels-last weights, as nn.Conv2d keeps them, read fastest). y [N, Cout, OH, OW] is
-    channels-last, in out_dtype (default x's dtype). bias: a float vector of Cout."""
-    _check_image4("conv2d", x, "input")
-    _check_weight("conv2d", w, x.shape[1], x.device)
-    stride, padding = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
+def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=False, precision=None,
+           out_dtype=None):
+    """y = relu(conv2d(x, w, stride, padding, dilation, groups) + bias) for x [N, C, H, W]
+    (channels-last; or any layout when C < 32, else copied to channels-last) and w
+    [Cout, C/groups, kh, kw] (any strides: channels-last weights, as nn.Conv2d keeps them, read
+    fastest). y [N, Cout, OH, OW] is channels-last, in out_dtype (default x's dtype). bias: a
+    float vector of Cout. padding as torch's (also 'same', 'valid'). A depthwise convolution
+    (groups == C) runs here as C GEMMs of one channel; depthwise.conv2d is its fast kernel."""
+    check_image4("conv2d", x, "input")
+    check_groups("conv2d", groups, x.shape[1])
+    check_weight("conv2d", w, x.shape[1], groups, x.device)
     cout, kernel = w.shape[0], tuple(w.shape[2:])
     check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
           lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
-    out_hw = tuple(out_size(x.shape[2 + d], kernel[d], stride[d], padding[d]) for d in range(2))
-    return _run_conv(x, w, w.stride(), cout, out_hw, kernel, stride, padding, False, bias, relu,
-                     pick_precision("conv2d", precision, x, w), out_dtype or x.dtype)
+    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation)
+    return _run_conv(x, w, w.stride(), cout // groups * w.stride(0), cout, out_hw, kernel, stride, padding, dilation,
+                     groups, False, bias, relu, pick_precision("conv2d", precision, x, w), out_dtype or x.dtype)
 
 
-def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, *, precision=None, out_dtype=None):
+def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1, *, precision=None,
+                 out_dtype=None):
     """dx [N, C, H, W] (input_size; channels-last, in grad_output's dtype or out_dtype) of a
-    convolution by weight [Cout, C, kh, kw], for its output gradient grad_output (torch.nn.grad's
-    argument order). The transposed convolution: the same kernel, reading dy at the pixels that
-    each input pixel reaches, the weight's channel axes swapped through strides. An fp32 weight
-    is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major operands."""
+    convolution by weight [Cout, C/groups, kh, kw], for its output gradient grad_output
+    (torch.nn.grad's argument order). The transposed convolution: the same kernel, reading dy at
+    the pixels that each input pixel reaches, the weight's channel axes swapped through strides.
+    An fp32 weight is first copied with Cout fastest: Hopper's tf32 tensor cores want K-major
+    operands."""
     N, C, H, W = input_size
-    stride, padding = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
-    _check_weight("conv2d_input", weight, C, grad_output.device)
+    check_groups("conv2d_input", groups, C)
+    check_weight("conv2d_input", weight, C, groups, grad_output.device)
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
-    OH, OW = (out_size((H, W)[d], kernel[d], stride[d], padding[d]) for d in range(2))
-    _check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
+    stride, dilation, padding, (OH, OW) = conv_geometry("conv2d_input", (H, W), kernel, stride, padding, dilation)
+    check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
     if weight.dtype == torch.float32:
         weight = weight.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)
     so, sc, si, sj = weight.stride()
-    return _run_conv(grad_output, weight, (sc, so, si, sj), C, (H, W), kernel, stride, padding, True, None, False,
+    return _run_conv(grad_output, weight, (sc, so, si, sj), cout // groups * so, C, (H, W), kernel, stride, padding,
+                     dilation, groups, True, None, False,
                      pick_precision("conv2d_input", precision, grad_output, weight), out_dtype or grad_output.dtype)
 
 
-def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, *, precision=None, channels_last=True,
-                  parts=None):
-    """dw (weight_size [Cout, C, kh, kw], fp32, channels-last or with channels_last=False
+def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1, *, precision=None,
+                  channels_last=True, parts=None):
+    """dw (weight_size [Cout, C/groups, kh, kw], fp32, channels-last or with channels_last=False
     contiguous) of a convolution of input [N, C, H, W] for its output gradient grad_output
     (torch.nn.grad's argument order); input as for conv2d, grad_output channels-last (copied
     if not). The pixels are split into `parts` sums (by default PARTS_WAVES programs per SM
     for the tile the autotuner picks), added after in a fixed order."""
-    _check_image4("conv2d_weight", input, "input")
+    check_image4("conv2d_weight", input, "input")
     N, C, H, W = input.shape
     cout, c, KH, KW = weight_size
-    check(c == C, lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)}")
-    (SH, SW), (PH, PW) = pair(stride, "conv2d: stride", 1), pair(padding, "conv2d: padding")
-    OH, OW = out_size(H, KH, SH, PH), out_size(W, KW, SW, PW)
-    _check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
+    check_groups("conv2d_weight", groups, C)
+    check(c * groups == C and cout % groups == 0,
+          lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)}"
+                  + (f" in groups={groups}" if groups > 1 else ""))
+    (SH, SW), (DH, DW), (PH, PW), (OH, OW) = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding,
+                                                           dilation)
+    check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     dy = grad_output.contiguous(memory_format=torch.channels_last)
-    wide = reads_vectors(C)
-    x = input.contiguous(memory_format=torch.channels_last) if wide else input
+    coutg, wide = cout // groups, reads_vectors(c)
+    x = input.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else input
     precision = pick_precision("conv2d_weight", precision, dy, x)
     npix = N * OH * OW
-    n_blocks = lambda n: KH * KW * cdiv(C, n) if wide else cdiv(C * KH * KW, n)
-    blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
-    # the parts of each tile (none beyond the pixels): the launch's grid, called with the config
-    # that runs, tells which
-    parts_of = lambda meta: min(parts or weight_grad_parts(npix, blocks(meta), _resident(meta, precision)),
-                                cdiv(npix, PART_ALIGN))
-    most = max(parts_of(c.kwargs) for c in _GRAD_CONFIGS)
-    dw = torch.empty((cout, C, KH, KW), device=x.device, dtype=torch.float32,
+    n_blocks = lambda n: KH * KW * cdiv(c, n) if wide else cdiv(c * KH * KW, n)
+    m_blocks = lambda meta: groups * cdiv(coutg, meta["BLOCK_M"])
+    blocks = lambda meta: n_blocks(meta["BLOCK_N"]) * m_blocks(meta)
+    # the parts of each tile (none beyond the pixels; one, of zeros, for none): the launch's grid,
+    # called with the config that runs, tells which
+    parts_of = lambda meta: max(1, min(parts or weight_grad_parts(npix, blocks(meta), _resident(meta, precision)),
+                                       cdiv(npix, PART_ALIGN)))
+    most = max(parts_of(config.kwargs) for config in _GRAD_CONFIGS)
+    dw = torch.empty((cout, c, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
     out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
     launched = []
 
     def grid(meta):
         launched.append(parts_of(meta))
-        return n_blocks(meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), launched[-1]
-    weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, C, cout, OH, OW,
-                             KH, KW, SH, SW, PH, PW, WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN,
-                             PRECISION=precision, INTERPRET=INTERPRET)
+        return n_blocks(meta["BLOCK_N"]), m_blocks(meta), launched[-1]
+    weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW,
+                             KH, KW, SH, SW, PH, PW, DH, DW, groups, WIDE=wide, NHWC=is_dense_nhwc(x),
+                             PART_ALIGN=PART_ALIGN, PRECISION=precision, INTERPRET=INTERPRET)
     if most > 1:
         sum_except(out[:launched[-1]], 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw

@@ -18,7 +18,6 @@ from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
 INDEX_DTYPES = (torch.int64, torch.int32)
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
-_NONE, _GATHER, _SCATTER = 0, 1, 2  # copy_kernel's INDEXED: which side the index vector addresses
 
 
 @triton.jit
@@ -36,10 +35,10 @@ def cast(x, dtype: tl.constexpr):
 @autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["dst_ptr"])
 @triton.jit
 def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_strides, src_strides, index_stride,
-                INDEXED: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, BLOCK: tl.constexpr):
+                GATHER: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, BLOCK: tl.constexpr):
     """dst[i] = src[i] cast to dst's dtype (ADD: dst[i] += src[i] by fp32 atomic adds) over the n
     elements of dims `sizes` (innermost first), each side through its strides (in elements).
-    INDEXED (_GATHER on src, _SCATTER on dst): along axis AXIS that side's coordinate k is
+    Along axis AXIS (if any) the coordinate k of one side (GATHER: src's, else dst's) is
     index[k]; an index outside [0, limit) is skipped and recorded in flag [1, index]."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
@@ -55,7 +54,7 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
             tl.store(flag_ptr + tl.zeros_like(k), 1, mask=bad)  # any one bad index will do
             tl.store(flag_ptr + 1 + tl.zeros_like(k), k, mask=bad)
             ok = ok & ~bad
-            if INDEXED == _GATHER:
+            if GATHER:
                 src_off += k * src_strides[d]
                 dst_off += pos * dst_strides[d]
             else:
@@ -102,7 +101,7 @@ def merge_dims(shape, dst_strides, src_strides, keep=-1):
 _index_flags = {}  # (device, reported) -> int64 [2]: (an index was out of range, that index)
 
 
-def _launch(dst, src, shape, dst_strides, src_strides, index=None, indexed=_NONE, axis=-1, limit=0, add=False,
+def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False, axis=-1, limit=0, add=False,
             report=None):
     """copy_kernel over `shape`, dst and src pointing at their first elements; with an index and
     `report` (the op's name), raise InputIndexError for an index outside [0, limit): a host read
@@ -118,7 +117,7 @@ def _launch(dst, src, shape, dst_strides, src_strides, index=None, indexed=_NONE
     flag = _index_flags[key] if index is not None else dst
     copy_kernel[grid1d(n)](dst, src, dst if index is None else index, flag, n, limit, tuple(sizes), tuple(dsts),
                            tuple(srcs), 0 if index is None else index.stride(0),
-                           INDEXED=indexed, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add)
+                           GATHER=gather, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add)
     if report and not (dst.is_cuda and torch.cuda.is_current_stream_capturing()):
         seen, k = flag.tolist()
         if seen:
@@ -175,7 +174,7 @@ def gather_(dst, src, index, dim, name="gather_"):
           dst.shape[dim] == index.shape[0],
           lambda: f"gather_: dst {tuple(dst.shape)} must be src {tuple(src.shape)} with {index.shape[0]} at dim {dim}")
     check(not _overlaps(dst), lambda: f"gather_: dst overlaps itself (strides {dst.stride()}), elements would race")
-    _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, _GATHER, dim, src.shape[dim], report=name)
+    _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, True, dim, src.shape[dim], report=name)
     return dst
 
 
@@ -189,7 +188,7 @@ def index_add_(dst, src, index, dim):
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
           src.shape[dim] == index.shape[0],
           lambda: f"index_add_: src {tuple(src.shape)} must be dst {tuple(dst.shape)} with {index.shape[0]} at dim {dim}")
-    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, _SCATTER, dim, dst.shape[dim], add=True)
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], add=True)
     return dst
 
 

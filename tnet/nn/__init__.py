@@ -1,18 +1,21 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
+import math
+import operator
 from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 import numpy as np
 import torch
 
-from . import amp
-from . import functional as F
-from ._device import DEVICE
-from .functional.conv import check_conv_args, conv_padding
-from .kernels.launch import check, pair
-from .factory import init_generator
-from .tensor import Tensor, as_storage, tensor
+from .. import amp
+from .. import functional as F
+from .._device import DEVICE
+from ..functional.conv import check_conv_args
+from ..kernels.launch import check, pair
+from ..factory import init_generator
+from ..tensor import Tensor, as_storage, tensor
+from . import init
 
 
 class Parameter(Tensor):
@@ -28,6 +31,29 @@ class Parameter(Tensor):
             data = as_storage(data, torch.float32)
         super().__init__(data, requires_grad=requires_grad)
         self.lr_mult, self.decay_mult = lr_mult, decay_mult
+
+    @property
+    def data(self):
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        """p.data = t, as torch's: p then holds t's memory (a tnet.Tensor's or a torch tensor's)
+        and dtype; a copy on tnet's device where t is elsewhere. p's 16-bit copies (tnet.amp)
+        are rewritten in place where the shape and strides stay, else dropped (the next
+        autocast use makes them anew)."""
+        if isinstance(value, Tensor):
+            value = value.data
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"Parameter.data: expected a tnet.Tensor or a torch tensor, got {type(value).__name__}")
+        if value.device != DEVICE:
+            value = value.to(DEVICE)
+        self._data = value
+        low = amp.low_copies(self)
+        if low and all(t.shape == value.shape and t.stride() == value.stride() for t in low):
+            amp.refresh_low_copies(self)
+        elif low:
+            amp.drop_low_copies(self)
 
 
 def gaussian(std, mean=0.0):
@@ -51,6 +77,7 @@ class Module:
 
     training = True
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
+    _compute_dtype = None  # float16 or bfloat16 after .half() or .bfloat16(): the forward runs under autocast
 
     def __init__(self):
         self.training = True
@@ -60,7 +87,10 @@ class Module:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if self._compute_dtype is None or amp.is_autocast_enabled():
+            return self.forward(*args, **kwargs)
+        with amp.autocast(dtype=self._compute_dtype):
+            return self.forward(*args, **kwargs)
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
@@ -84,8 +114,32 @@ class Module:
                             "(nn.Parameter or None required)")
         setattr(self, name, param)
 
+    def add_module(self, name, module):
+        """setattr(self, name, module) with torch's checks: module a Module or None, name a
+        non-empty str without "." that is no other attribute's."""
+        if not isinstance(module, (Module, type(None))):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if hasattr(self, name) and not isinstance(vars(self).get(name), Module):
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        setattr(self, name, module)
+
+    register_module = add_module
+
     def _submodules(self):
         return [(name, value) for name, value in vars(self).items() if isinstance(value, Module)]
+
+    def _set_submodules(self, pairs):
+        """Replace the submodules by (name, module) pairs, in their order (containers insert)."""
+        for name, _ in self._submodules():
+            delattr(self, name)
+        for name, module in pairs:
+            setattr(self, name, module)
 
     def named_children(self):
         """(name, module) of each direct submodule, in the order of assignment, each once."""
@@ -164,6 +218,63 @@ class Module:
             p.requires_grad = requires_grad
         return self
 
+    def apply(self, fn):
+        """fn(module) for every submodule (children first, depth first), then for self; returns
+        self, as torch's (a script's weight init: model.apply(init_weights))."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs):
+        """torch's Module.to(device, dtype, non_blocking, memory_format) (or to(tensor)), as far
+        as tnet's one device and fp32 master parameters allow:
+        - device: tnet's device type is a no-op; another raises;
+        - dtype: the parameters stay float32 masters; float16 or bfloat16 runs every forward of
+          this module tree under tnet.autocast(dtype=...) (unless an autocast block is already
+          active, which wins as in torch): 16-bit outputs as torch's half model gives, while the
+          optimizer updates fp32 weights; float32 back to full precision; float64 raises (tnet
+          has no float64 kernels);
+        - memory_format is accepted and ignored: tnet picks the layouts (channels-last
+          convolutions). Returns self."""
+        if args and isinstance(args[0], Tensor):
+            args = (args[0].data, *args[1:])
+        if isinstance(kwargs.get("tensor"), Tensor):
+            kwargs["tensor"] = kwargs["tensor"].data
+        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        _check_device(f"{type(self).__name__}.to", device)
+        if dtype is not None:
+            if not dtype.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
+            if dtype not in (torch.float32,) + amp.LOW:
+                raise TypeError(f"{type(self).__name__}.to: tnet computes in float32, float16 or bfloat16 "
+                                f"(parameters are fp32 masters), got {dtype}")
+            for module in self.modules():
+                module._compute_dtype = None if dtype == torch.float32 else dtype
+        return self
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else torch.device("cuda", device) if isinstance(device, int) else device)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def float(self):
+        return self.to(torch.float32)
+
+    def half(self):
+        """Float16 compute with fp32 master parameters (see to)."""
+        return self.to(torch.float16)
+
+    def bfloat16(self):
+        """Bfloat16 compute with fp32 master parameters (see to)."""
+        return self.to(torch.bfloat16)
+
+    def double(self):
+        """Raises: tnet has no float64 kernels (see to)."""
+        return self.to(torch.float64)
+
     def train(self, mode=True):
         """Training mode (or eval mode, mode=False) for this module and every submodule."""
         if not isinstance(mode, bool):
@@ -227,11 +338,16 @@ class Module:
         return ""
 
 
+def _check_device(name, device):
+    """device (a torch device, str or None) must be of tnet's device type."""
+    if device is not None and torch.device(device).type != DEVICE.type:
+        raise ValueError(f"{name}: tnet keeps parameters on {DEVICE}, got device={device}")
+
+
 def _factory_args(name, device, dtype):
     """torch's device= and dtype= of a layer: tnet's device and float32 only (parameters are fp32
     masters; tnet.autocast gives 16-bit compute)."""
-    if device is not None and torch.device(device).type != DEVICE.type:
-        raise ValueError(f"{name}: tnet keeps parameters on {DEVICE}, got device={device}")
+    _check_device(name, device)
     if dtype is not None and dtype != torch.float32:
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
@@ -239,65 +355,103 @@ def _factory_args(name, device, dtype):
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
+def _torch_default_init(layer):
+    """torch's reset_parameters of Conv2d and Linear: the weight kaiming_uniform_ with a=sqrt(5),
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
+    from layer.rng (None: tnet's init stream at the time of the call); a Caffe filler given
+    at construction (weight_filler=, bias_filler=) draws instead, from the same stream."""
+    rng = init_generator() if layer.rng is None else layer.rng
+    weight_filler, bias_filler = layer.fillers
+    if weight_filler is None:
+        init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=rng)
+    else:
+        init.write_(layer.weight, weight_filler(layer.weight.shape, rng))
+    if layer.bias is None:
+        return
+    if bias_filler is None:
+        fan_in, _ = init.calculate_fan_in_and_fan_out(layer.weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(layer.bias, -bound, bound, generator=rng)
+    else:
+        init.write_(layer.bias, bias_filler(layer.bias.shape, rng))
+
+
 class Conv2d(Module):
-    """torch.nn.Conv2d's arguments in torch's order (padding also 'same' or 'valid'), with
-    Caffe's ways kept as keyword-only extras: the weight is drawn by Caffe's gaussian filler
-    (std 0.01) from `rng`, a numpy Generator, by default tnet's init stream
-    (tnet.factory.init_generator, seeded by tnet.manual_seed; a seed gives the same weights on
-    CPU and GPU), not PyTorch's Kaiming-uniform init, and the bias may learn at bias_lr_mult
-    times the lr (Caffe's lr_mult; 1 by default). dilation and groups other than 1, and
-    padding modes other than 'zeros', raise NotImplementedError."""
+    """torch.nn.Conv2d's arguments in torch's order (padding also 'same' or 'valid'), and
+    torch's default init (reset_parameters: kaiming_uniform_ with a=sqrt(5) for the weight,
+    U(+-1/sqrt(fan_in)) for the bias), drawn by numpy from `rng`, by default tnet's init
+    stream (tnet.factory.init_generator, seeded by tnet.manual_seed; a seed gives the same
+    weights on CPU and GPU, not torch's numbers). Caffe's ways as keyword-only extras:
+    weight_filler and bias_filler (Caffe's fillers, nn.gaussian(std) or nn.constant(value),
+    instead of torch's init), and bias_lr_mult, the bias learning at that many times the lr
+    (Caffe's lr_mult; 1 by default). The weight is [out_channels, in_channels/groups, kh, kw],
+    as torch's; padding modes other than 'zeros' raise NotImplementedError."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=gaussian(0.01),
-                 bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
+                 bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=None,
+                 bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
         pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
-        conv_padding(padding, stride, (kh, kw))
-        check_conv_args(dilation, groups)
+        check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
         if padding_mode != "zeros":
             raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
         _factory_args("Conv2d", device, dtype)
-        rng = init_generator() if rng is None else rng
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(weight_filler((out_channels, in_channels, kh, kw), rng))
-        self.bias = Parameter(bias_filler((out_channels,), rng), lr_mult=bias_lr_mult) if bias else None
+        self.rng, self.fillers = rng, (weight_filler, bias_filler)
         # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
-        self.weight.data = self.weight.data.contiguous(memory_format=torch.channels_last)
+        self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, kh, kw), device=DEVICE,
+                                                   memory_format=torch.channels_last)))
+        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
+        _torch_default_init(self)
 
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
         fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
         if pool is None:
-            return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, relu=relu)
+            return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
+                            relu=relu)
         check(relu, "Conv2d: a fused pooling needs relu=True")
         return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, self.padding, pool.mode,
-                                    pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode)
+                                    pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
+                                    dilation=self.dilation, groups=self.groups)
 
     def extra_repr(self):
         cout, cin, kh, kw = self.weight.shape
-        return f"{cin}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding!r}"
+        text = f"{cin * self.groups}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding!r}"
+        if self.dilation not in (1, (1, 1)):
+            text += f", dilation={self.dilation}"
+        return text + (f", groups={self.groups}" if self.groups != 1 else "")
 
 
 class Linear(Module):
-    """torch.nn.Linear's arguments in torch's order, with Caffe's gaussian filler, rng (tnet's
-    init stream by default) and bias_lr_mult keyword-only, as in Conv2d."""
+    """torch.nn.Linear's arguments in torch's order and torch's default init, drawn from rng
+    (tnet's init stream by default), with Caffe's weight_filler, bias_filler and bias_lr_mult
+    keyword-only, as in Conv2d."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
-                 weight_filler=gaussian(0.01), bias_filler=constant(0.0), rng=None, bias_lr_mult=1.0):
+                 weight_filler=None, bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
             check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                   f"Linear: {arg} must be a non-negative int, got {v!r}")
         _factory_args("Linear", device, dtype)
-        rng = init_generator() if rng is None else rng
-        self.weight = Parameter(weight_filler((out_features, in_features), rng))
-        self.bias = Parameter(bias_filler((out_features,), rng), lr_mult=bias_lr_mult) if bias else None
+        self.rng, self.fillers = rng, (weight_filler, bias_filler)
+        self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
+        self.bias = Parameter(Tensor(torch.empty(out_features, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
+        _torch_default_init(self)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -346,6 +500,19 @@ class _BatchNorm(Module):
         self.register_buffer("running_mean", tensor(np.zeros(num_features, np.float32)) if track else None)
         self.register_buffer("running_var", tensor(np.ones(num_features, np.float32)) if track else None)
         self.register_buffer("num_batches_tracked", tensor(np.array(0, np.int64)) if track else None)
+
+    def reset_running_stats(self):
+        """running_mean zeros, running_var ones, num_batches_tracked 0 (in place: their addresses stay)."""
+        if self.track_running_stats:
+            for buffer in (self.running_mean, self.running_var, self.num_batches_tracked):
+                (init.ones_ if buffer is self.running_var else init.zeros_)(buffer)
+
+    def reset_parameters(self):
+        """reset_running_stats(), the weight ones and the bias zeros, as torch's."""
+        self.reset_running_stats()
+        for p, fill in ((self.weight, init.ones_), (self.bias, init.zeros_)):
+            if p is not None:
+                fill(p)
 
     def forward(self, x, activation=None):
         """activation, tnet's addition: an nn.GELU() (approximate='none'), fused after the
@@ -602,8 +769,64 @@ class Identity(Module):
         return x
 
 
-class Sequential(Module):
+def _index(container, idx):
+    """The int idx (negative from the end, as torch's) as a position in container; IndexError out of range."""
+    idx, n = operator.index(idx), len(container)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % n
+
+
+class _Numbered(Module):
+    """What Sequential and ModuleList share, as torch's: submodules in order, numbered "0",
+    "1"... by append and extend, renumbered by insert and del; len, iteration, item
+    assignment (under the same name), pop."""
+
+    def _items(self):
+        return [module for _, module in self._submodules()]  # a module given twice comes twice
+
+    def __len__(self):
+        return len(self._submodules())
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __setitem__(self, idx, module):
+        self.add_module(self._submodules()[_index(self, idx)][0], module)
+
+    def __delitem__(self, idx):
+        items = self._items()
+        del items[idx if isinstance(idx, slice) else _index(self, idx)]
+        self._set_submodules((str(i), module) for i, module in enumerate(items))
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable, but got "
+                            f"{type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def _insert(self, index, module):
+        items = self._items()
+        items.insert(index, module)
+        self._set_submodules((str(i), m) for i, m in enumerate(items))
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
+
+
+class Sequential(_Numbered):
     """Layers applied in order; give an OrderedDict (or name=module pairs) to name them.
+    torch's container API: append, extend, insert, pop, add_module, len, iteration, indexing
+    (an int gives a layer, a slice a Sequential of those layers, by their names), item
+    assignment and deletion (which renumbers the layers "0", "1"..., as torch's).
 
     A Conv2d followed by a ReLU runs as one fused op (F.conv2d(..., relu=True)), and with a
     pooling right after the ReLU as one op too (F.conv2d_relu_pool2d). ReLU commutes with
@@ -619,11 +842,8 @@ class Sequential(Module):
             check(isinstance(layer, Module), f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
-    def _layers(self):
-        return [layer for _, layer in self._submodules()]  # a layer given twice runs twice
-
     def forward(self, x):
-        layers = self._layers()
+        layers = self._items()
         i = 0
         while i < len(layers):
             covered, pool = _fusion(layers[i:i + 3])
@@ -631,11 +851,113 @@ class Sequential(Module):
             i += covered or 1
         return x
 
-    def __getitem__(self, i):
-        return self._layers()[i]
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(self._submodules()[idx]))
+        return self._items()[_index(self, idx)]
+
+    def insert(self, index, module):
+        """module at position index (-len <= index <= len); the layers are renumbered "0", "1"...,
+        as torch's insert does for a Sequential of numbered layers."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        self._insert(index, module)
+        return self
+
+
+class ModuleList(_Numbered):
+    """torch.nn.ModuleList: submodules in a list, registered as "0", "1"... (so parameters(),
+    state_dict() and apply() see them): append, extend, insert, pop, len, iteration, indexing
+    (a slice gives a ModuleList), item assignment and deletion, +=. No forward, as torch's."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(self._items()[idx])
+        return self._items()[_index(self, idx)]
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        return type(self)(self._items() + list(other))
+
+    def insert(self, index, module):
+        """module before position index, as list.insert (torch's fails on a negative index)."""
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._insert(index, module)
+
+
+class ModuleDict(Module):
+    """torch.nn.ModuleDict: submodules by name, registered under their keys, in insertion order;
+    the mapping API (indexing, assignment, del, in, len, iteration over keys, keys, values,
+    items, pop, clear, update)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        return vars(self)[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        delattr(self, key)
 
     def __len__(self):
-        return len(self._layers())
+        return len(self._submodules())
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __contains__(self, key):
+        return isinstance(vars(self).get(key), Module)
+
+    def keys(self):
+        return [name for name, _ in self._submodules()]
+
+    def values(self):
+        return [module for _, module in self._submodules()]
+
+    def items(self):
+        return self._submodules()
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self):
+        self._set_submodules(())
+
+    def update(self, modules):
+        """Add (or replace) the modules of a mapping, in its order, or of an iterable of
+        (key, module) pairs."""
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(modules).__name__}")
+        pairs = modules.items() if isinstance(modules, (Mapping, ModuleDict)) else modules
+        for j, item in enumerate(pairs):
+            if not isinstance(item, Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is {type(item).__name__}")
+            if len(item) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(item)}; 2 is required")
+            self[item[0]] = item[1]
 
 
 def _fusion(layers):

@@ -12,11 +12,11 @@ import math
 import numpy as np
 import torch
 
-from . import amp
-from .kernels import optim as kernels
-from .kernels.launch import check
-from .kernels.copy import copy_
-from .tensor import in_layout, bump_version
+from .. import amp
+from ..kernels import optim as kernels
+from ..kernels.launch import check
+from ..kernels.copy import copy_
+from ..tensor import Tensor, in_layout, bump_version
 
 
 class Optimizer:
@@ -26,7 +26,8 @@ class Optimizer:
     (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the
     buffers a subclass names in BUFFERS, allocated at once. A subclass gives RULE (the
     kernel's), BUFFERS, _validate(group) and _hyper(group): the group's hyperparameters in
-    the kernel's order (kernels.optim.HYPER)."""
+    the kernel's order (kernels.optim.HYPER). As torch's, a parameter that does not require
+    grad (frozen) may be given: a step leaves every parameter without a gradient untouched."""
     RULE, BUFFERS = None, ()
 
     def __init__(self, params, defaults):
@@ -43,7 +44,9 @@ class Optimizer:
             check(len(group["params"]) > 0, f"{name}: a parameter group has no parameters")
             self._validate(group)
         for p in self._params:
-            check(p.requires_grad, f"{name}: a parameter {p.shape} does not require grad")
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            check(p._entry is None, f"{name}: can't optimize a non-leaf Tensor")
         device = self._params[0].device
         self._steps = torch.zeros(len(self._params), device=device)
         self.state = {p: {"step": self._steps[i], **{b: torch.zeros_like(p.data) for b in self.BUFFERS}}
@@ -221,35 +224,6 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
 
 
-class LambdaLR:
-    """lr = base_lr * factor(iteration); call step() once per iteration, after optimizer.step().
-    factor may be a list of functions, one per parameter group, as torch's lr_lambda."""
-
-    def __init__(self, optimizer, factor):
-        self.optimizer, self.iteration = optimizer, 0
-        groups = optimizer.param_groups
-        self.factors = list(factor) if isinstance(factor, (list, tuple)) else [factor] * len(groups)
-        check(len(self.factors) == len(groups), f"LambdaLR: {len(self.factors)} factors for {len(groups)} groups")
-        self.base_lrs = [g["lr"] for g in groups]
-        self._apply()
-
-    def _apply(self):
-        for g, base, factor in zip(self.optimizer.param_groups, self.base_lrs, self.factors):
-            g["lr"] = base * factor(self.iteration)
-        self.optimizer.update_lr()
-
-    def step(self):
-        self.iteration += 1
-        self._apply()
-
-    def state_dict(self):
-        return {"iteration": self.iteration}
-
-    def load_state_dict(self, state):
-        self.iteration = state["iteration"]
-        self._apply()
-
-
 def caffe_quick(total_iterations):
     """Caffe's quick recipe scaled to any length: the base rate, then a tenth of it for the
     last fifth (4,000 + 1,000 iterations in Caffe's own example)."""
@@ -324,3 +298,8 @@ class Lookahead:
         for name, v in ema.items():
             self.ema[name].copy_(torch.from_numpy(np.asarray(v, np.float32)))
         self._count.fill_(int(state["step"]))
+
+
+# after Optimizer, which lr_scheduler imports; LambdaLR here too, as tnet's recipes name it
+from . import lr_scheduler  # noqa: E402
+from .lr_scheduler import LambdaLR  # noqa: E402

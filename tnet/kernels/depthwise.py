@@ -1,0 +1,255 @@
+"""Depthwise convolutions: groups == C input channels, Cout = M*C for a channel multiplier M
+(MobileNet's and EfficientNet's 3x3 and 5x5 layers), output channel o reading input channel o // M
+through torch's grouped weight [Cout, 1, kh, kw]. Each weight meets one channel, so there is no
+GEMM to run: these are memory-bound stencils over channels-last images (NHWC memory), each tap a
+[pixels, channels] tile of contiguous channel vectors, fp32 sums whatever the storage.
+
+- `conv2d`: y = relu(conv(x, w) + bias), a program per block of output pixels x a vector of
+  output channels, the taps unrolled.
+- `conv2d_input`: dx, the same kernel run transposed (as conv.py's), each input channel summing
+  its M output channels' taps.
+- `conv2d_weight`: dw, a reduction over the output pixels: a program per (block of up to 16
+  taps, channel block, part of the pixels) keeps [pixels, taps, channels] fp32 sums, reduced once
+  at its end; the parts are added after in a fixed order (deterministic).
+
+Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
+multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
+import torch
+import triton
+import triton.language as tl
+
+from .autotune import autotune
+from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
+from .gemm import SMS, pick_precision, shape_text
+from .launch import FLOATS, cdiv, check, memory_format
+from .reduce import sum_except
+
+_CONFIGS = [triton.Config({"BLOCK_P": 32, "BLOCK_C": 64}, num_warps=4),
+            triton.Config({"BLOCK_P": 64, "BLOCK_C": 64}, num_warps=4),
+            triton.Config({"BLOCK_P": 16, "BLOCK_C": 128}, num_warps=4),
+            triton.Config({"BLOCK_P": 128, "BLOCK_C": 32}, num_warps=4),
+            triton.Config({"BLOCK_P": 64, "BLOCK_C": 128}, num_warps=8),
+            triton.Config({"BLOCK_P": 32, "BLOCK_C": 32}, num_warps=2),
+            triton.Config({"BLOCK_P": 8, "BLOCK_C": 256}, num_warps=4),
+            triton.Config({"BLOCK_P": 128, "BLOCK_C": 16}, num_warps=4)]  # 144 or 240 channels: no masked lanes
+# [BLOCK_P, TAPS, BLOCK_C] tiles of 8K to 16K elements for the 16 taps of a 3x3 or 5x5 kernel's block
+_GRAD_CONFIGS = [triton.Config({"BLOCK_P": 8, "BLOCK_C": 64}, num_warps=4),
+                 triton.Config({"BLOCK_P": 16, "BLOCK_C": 64}, num_warps=8),
+                 triton.Config({"BLOCK_P": 4, "BLOCK_C": 128}, num_warps=4),
+                 triton.Config({"BLOCK_P": 16, "BLOCK_C": 32}, num_warps=4),
+                 triton.Config({"BLOCK_P": 32, "BLOCK_C": 32}, num_warps=8),
+                 triton.Config({"BLOCK_P": 8, "BLOCK_C": 128}, num_warps=8),
+                 triton.Config({"BLOCK_P": 32, "BLOCK_C": 16}, num_warps=4)]
+PART_PIXELS = 1024  # the weight gradient's parts start at multiples of this many pixels, and are no shorter
+PROGRAMS_PER_SM = 8  # the weight gradient's parts make about this many programs per SM: many loads in flight
+MAX_TAPS = 16  # a weight gradient program's taps (fewer for a smaller kernel): a 3x3 kernel's in one block
+
+
+def _prune(configs, named_args, **kwargs):
+    """Channel vectors not far wider than the output's channels CO (Triton passes the positional
+    arguments in named_args, the keyword ones in kwargs)."""
+    channels = {**named_args, **kwargs}["CO"]
+    return [c for c in configs if c.kwargs["BLOCK_C"] <= max(32, 2 * channels)] or configs[:1]
+
+
+def is_depthwise(channels, groups):
+    """Whether a convolution of this many input channels in these groups is depthwise (one input
+    channel a group), which this module's kernels run; groups=1 (one channel too) stays a GEMM."""
+    return groups > 1 and groups == channels
+
+
+# 256-pixel blocks in the interpreter: it pays per program and per op, not per element
+@autotune(_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
+                         "M", "TRANSPOSED"],
+          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 256, "BLOCK_C": 64})
+@triton.jit
+def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj,
+                     H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
+                     OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                     PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, M: tl.constexpr,
+                     TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
+                     BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    """y [N, OH, OW, CO] (NHWC memory) from x [N, H, W, CI] (NHWC) and w [Cout, 1, KH, KW] read
+    through strides (o, i, j). Forward (CO = M*CI): y[p, o] = relu(sum over taps of
+    x[source(p, i, j), o // M] * w[o, i, j] + bias[o]). TRANSPOSED (the input gradient, x = dy,
+    CI = M*CO): y[p, c] = sum over m < M and taps of x[source(p, i, j), c*M + m] * w[c*M + m, i, j]."""
+    offs_p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)  # int32: the launcher checks sizes
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_p = offs_p < NPIX
+    mask_c = offs_c < CO
+    img, oh, ow = pixel(offs_p, OH, OW)
+    acc = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    for m in tl.static_range(M if TRANSPOSED else 1):
+        if TRANSPOSED:
+            ch = offs_c * M + m if M > 1 else offs_c  # the channel of x (dy) read, and its weight's
+            row = ch
+        else:
+            ch = offs_c // M if M > 1 else offs_c
+            row = offs_c
+        for i in tl.static_range(KH):
+            for j in tl.static_range(KW):
+                h, w, ok = source(oh, ow, i, j, H, W, SH, SW, PH, PW, DH, DW, TRANSPOSED)
+                x = tl.load(x_ptr + ((img * H + h) * W + w)[:, None] * CI + ch[None, :],
+                            mask=(mask_p & ok)[:, None] & mask_c[None, :], other=0.0)
+                wt = tl.load(w_ptr + row * stride_wn + i * stride_wi + j * stride_wj, mask=mask_c, other=0.0)
+                acc += x.to(tl.float32) * wt.to(tl.float32)[None, :]
+    if BIAS:
+        acc += tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+    if RELU:
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
+    tl.store(y_ptr + offs_p[:, None] * CO + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=mask_p[:, None] & mask_c[None, :])
+
+
+@autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
+                              "DW", "M", "TAPS"],
+          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 64, "BLOCK_C": 64})
+@triton.jit
+def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
+                            H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
+                            OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
+                            SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr,
+                            DW: tl.constexpr, M: tl.constexpr, TAPS: tl.constexpr, PART_PIXELS: tl.constexpr,
+                            BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dw[part s, o, i, j] = sum over the output pixels p of part s of dy[p, o] * x[source(p, i, j),
+    o // M] for dy [N, OH, OW, CO] and x [N, H, W, CI] (NHWC memory), at dw_ptr + s*stride_dp +
+    o*KH*KW + i*KW + j. Grid (channel blocks x blocks of TAPS taps, parts): a program reads a dy
+    tile once for its taps, and their x tiles as one [pixels, taps, channels] load, whose
+    neighbouring taps share cache lines. The parts split the pixels into runs of whole
+    PART_PIXELS (the last run shorter, or empty)."""
+    KK: tl.constexpr = KH * KW
+    TAP_BLOCKS: tl.constexpr = (KK + TAPS - 1) // TAPS
+    taps = (tl.program_id(0) % TAP_BLOCKS) * TAPS + tl.arange(0, TAPS)
+    mask_t = taps < KK
+    i = (taps // KW)[None, :]
+    j = (taps % KW)[None, :]
+    offs_c = (tl.program_id(0) // TAP_BLOCKS) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < CO
+    ch = offs_c // M if M > 1 else offs_c
+    part = tl.program_id(1)
+    per = tl.cdiv(tl.cdiv(NPIX, tl.num_programs(1)), PART_PIXELS) * PART_PIXELS
+    first = part * per
+    end = tl.minimum(first + per, NPIX)
+    # fp32 sums per pixel slot, tap and channel; summed over the pixel slots once, at the end
+    acc = tl.zeros((BLOCK_P, TAPS, BLOCK_C), dtype=tl.float32)
+    for p0 in range(first, end, BLOCK_P):
+        offs_p = p0 + tl.arange(0, BLOCK_P)
+        in_part = offs_p < end
+        img, oh, ow = pixel(offs_p, OH, OW)
+        h, w, ok = source(oh[:, None], ow[:, None], i, j, H, W, SH, SW, PH, PW, DH, DW, False)
+        g = tl.load(dy_ptr + offs_p[:, None] * CO + offs_c[None, :], mask=in_part[:, None] & mask_c[None, :],
+                    other=0.0)
+        pix = (img[:, None] * H + h) * W + w
+        x = tl.load(x_ptr + pix[:, :, None] * CI + ch[None, None, :],
+                    mask=(in_part[:, None] & ok & mask_t[None, :])[:, :, None] & mask_c[None, None, :], other=0.0)
+        acc += g.to(tl.float32)[:, None, :] * x.to(tl.float32)
+    dw = dw_ptr + part.to(tl.int64) * stride_dp + offs_c[None, :] * KK + taps[:, None]
+    tl.store(dw, tl.sum(acc, axis=0), mask=mask_t[:, None] & mask_c[None, :])
+
+
+def weight_parts(npix, blocks):
+    """How many pixel parts conv2d_weight splits into, for `blocks` programs per part: about
+    PROGRAMS_PER_SM programs per SM in all, each part at least PART_PIXELS long; 1 in the
+    interpreter."""
+    if SMS == 0:
+        return 1
+    return max(1, min(cdiv(SMS * PROGRAMS_PER_SM, blocks), npix // PART_PIXELS))
+
+
+def _check_depthwise(name, groups, c):
+    check(groups == c, lambda: f"depthwise.{name}: groups must equal the input's {c} channels, got {groups!r}")
+
+
+def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, relu, out_dtype):
+    """depthwise_kernel over x [N, CI, H, W] (copied to channels-last if not so) into y
+    [N, co, OH, OW], channels-last in out_dtype; padding: before the image only."""
+    N, CI, H, W = x.shape
+    (OH, OW), (KH, KW), (SH, SW), (PH, PW), (DH, DW) = out_hw, kernel, stride, padding, dilation
+    x = x.contiguous(memory_format=torch.channels_last)
+    # the weight copied taps-major, [KH, KW, 1, Cout]: a tap's weights are then one contiguous
+    # vector, read as such (through torch's layout, strided by KH*KW: one load per channel)
+    w = w.permute(2, 3, 1, 0).contiguous().permute(3, 2, 0, 1)
+    y = torch.empty((N, co, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
+    npix = N * OH * OW
+    check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
+    grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
+    depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
+                           H, W, CI, co, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, CI // co if transposed else co // CI,
+                           TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
+    return y
+
+
+def conv2d(x, w, stride=1, padding=0, dilation=1, groups=None, *, bias=None, relu=False, precision=None,
+           out_dtype=None):
+    """y = relu(conv2d(x, w, stride, padding, dilation, groups=C) + bias) for x [N, C, H, W]
+    (copied to channels-last if not so) and w [M*C, 1, kh, kw]; y [N, M*C, OH, OW] channels-last,
+    in out_dtype (default x's dtype). conv.conv2d's arguments; groups must be C (None: C)."""
+    check_image4("conv2d", x, "input")
+    C = x.shape[1]
+    groups = C if groups is None else groups
+    _check_depthwise("conv2d", groups, C)
+    check_weight("conv2d", w, C, groups, x.device)
+    cout, kernel = w.shape[0], tuple(w.shape[2:])
+    check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
+          lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
+    pick_precision("conv2d", precision, x, w)
+    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation)
+    return _run(x, w, cout, out_hw, kernel, stride, padding, dilation, False, bias, relu, out_dtype or x.dtype)
+
+
+def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=None, *, precision=None,
+                 out_dtype=None):
+    """dx [N, C, H, W] (input_size; channels-last, in grad_output's dtype or out_dtype) of a
+    depthwise convolution by weight [M*C, 1, kh, kw], for its output gradient grad_output
+    (copied to channels-last if not so)."""
+    N, C, H, W = input_size
+    groups = C if groups is None else groups
+    _check_depthwise("conv2d_input", groups, C)
+    check_weight("conv2d_input", weight, C, groups, grad_output.device)
+    cout, kernel = weight.shape[0], tuple(weight.shape[2:])
+    pick_precision("conv2d_input", precision, grad_output, weight)
+    stride, dilation, padding, (OH, OW) = conv_geometry("conv2d_input", (H, W), kernel, stride, padding, dilation)
+    check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
+    return _run(grad_output, weight, C, (H, W), kernel, stride, padding, dilation, True, None, False,
+                out_dtype or grad_output.dtype)
+
+
+def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=None, *, precision=None,
+                  channels_last=True, parts=None):
+    """dw (weight_size [M*C, 1, kh, kw], fp32; one channel, so channels-last or not is the same
+    memory) of a depthwise convolution of input [N, C, H, W] for its output gradient grad_output
+    (both copied to channels-last if not so). The pixels are split into `parts` sums (by default
+    weight_parts'), added after in a fixed order."""
+    check_image4("conv2d_weight", input, "input")
+    N, C, H, W = input.shape
+    cout, c, KH, KW = weight_size
+    groups = C if groups is None else groups
+    _check_depthwise("conv2d_weight", groups, C)
+    check(c == 1 and cout % C == 0,
+          lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)} in "
+                  f"groups={groups}")
+    pick_precision("conv2d_weight", precision, grad_output, input)
+    (SH, SW), (DH, DW), (PH, PW), (OH, OW) = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding,
+                                                           dilation)
+    check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
+    x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
+    npix = N * OH * OW
+    taps = min(MAX_TAPS, triton.next_power_of_2(KH * KW))
+    blocks = lambda meta: cdiv(KH * KW, taps) * cdiv(cout, meta["BLOCK_C"])
+    # the parts of each config (none beyond the pixels; one, of zeros, for none): the launch's
+    # grid, called with the config that runs, tells which
+    parts_of = lambda meta: max(1, min(parts or weight_parts(npix, blocks(meta)), cdiv(npix, PART_PIXELS)))
+    most = max(parts_of(config.kwargs) for config in depthwise_weight_kernel.configs)
+    dw = torch.empty((cout, 1, KH, KW), device=x.device, dtype=torch.float32,
+                     memory_format=memory_format(channels_last))
+    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
+    launched = []
+
+    def grid(meta):
+        launched.append(parts_of(meta))
+        return blocks(meta), launched[-1]
+    depthwise_weight_kernel[grid](x, dy, out, npix, dw.numel(), H, W, C, cout, OH, OW, KH, KW, SH, SW, PH, PW,
+                                  DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS)
+    if most > 1:
+        sum_except(out[:launched[-1]], 1, out=dw.view(-1))
+    return dw
