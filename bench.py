@@ -9,12 +9,16 @@
     python bench.py launch [--quick] [--out results/]  # the host's cost of one tnet.matmul call
     python bench.py convs [--quick] [--out results/] [--batch 1024] [--precisions tf32,bf16,fp16] [--layers ...]
                                                        # each conv layer's three passes against cuDNN
+    python bench.py zoo [--quick] [--out results/] [--batch 256] [--models ResNet18,...]
+                                                       # pytorch-cifar's models, each bf16 training step:
+                                                       # tnet captured against PyTorch CUDA-graphed
 
 Every result is checked against a float64 reference before it is timed: a GEMM against the
 float64 product; a convolution's forward, input or weight gradient against PyTorch in float64 on
 the same (rounded) inputs; a training step (the losses and every parameter's change over CHECK_STEPS
 steps; airbench94's over 3 steps, in float16's tolerance) against PyTorch in float64 from the same
-weights on the same batches. A wrong result is reported WRONG, never timed. Each study prints a
+weights on the same batches (the zoo's bf16 steps piece by piece, each within its tolerance or 100
+times PyTorch fp32's own error on it, where larger). A wrong result is reported WRONG, never timed. Each study prints a
 table and writes OUT/<study>.json (rows, GPU, versions, date, command line) and OUT/<study>.png.
 
 Times include Python's launch overhead: GEMM times are do_bench medians of the Python call
@@ -32,7 +36,8 @@ Each study is one module in benchmarks/ (benchmarks/gemm.py and so on: its setti
 then run(args)); benchmarks/cli.py holds this command line (the studies, their options, main),
 benchmarks/common.py the shared timing, table, JSON and plot helpers, and
 benchmarks/steps.py the CIFAR-10 quick training steps (tnet's and PyTorch's) and their check,
-benchmarks/airbench.py the train study's airbench94 rows.
+benchmarks/airbench.py the train study's airbench94 rows, benchmarks/zoo_models.py the zoo's models
+(which tests/test_zoo.py trains too).
 
 Every study needs a CUDA GPU: without one, bench.py says so in one line and exits with status 2.
 """

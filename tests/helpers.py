@@ -218,3 +218,98 @@ def write_bin_pack(root, n_train=20, n_test=10, seed=0):
         rec[:, 0] = rng.integers(0, 10, n)
         rec.tofile(folder / name)
     return root
+
+
+# ---- training side by side: the model zoo (tests/test_zoo.py) -------------------------------
+
+def train_record(model, sgd, F, x, y, steps=2, **settings):
+    """What `steps` SGD steps (sgd: tnet's or torch's optim.SGD, with settings) of model on the
+    batch (x, y) do, as float64 numpy arrays by name: each step's "loss" and "logits", each
+    parameter's gradient ("grad <name>", where it has one) and each parameter's "change" over
+    the steps. The same code trains tnet and torch models (F: their functional module)."""
+    params = dict(model.named_parameters())
+    before = {name: to_numpy(p.detach()).astype(np.float64) for name, p in params.items()}
+    opt = sgd(params.values(), **settings)
+    record = {}
+    for step in range(steps):
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        opt.step()
+        record[f"step {step} loss"] = np.float64(loss.item())
+        record[f"step {step} logits"] = to_numpy(logits.detach()).astype(np.float64)
+        record.update({f"step {step} grad {name}": to_numpy(p.grad).astype(np.float64)
+                       for name, p in params.items() if p.grad is not None})
+    record.update({f"change {name}": to_numpy(p.detach()).astype(np.float64) - before[name]
+                   for name, p in params.items()})
+    return record
+
+
+def calibrate_batch_norm(model, x):
+    """Set every torch BatchNorm's running statistics to the batch x's own (a training-mode
+    forward at momentum 1, no gradients), then eval mode: the activations keep unit scale as in
+    training mode, but each BatchNorm is a fixed affine map."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    momenta = [m.momentum for m in norms]
+    for m in norms:
+        m.momentum = 1.0
+    model.train()
+    with torch.no_grad():
+        model(x)
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+    return model.eval()
+
+
+class Kinks(TorchDispatchMode):
+    """Inside `with Kinks() as k:` torch's ReLUs and max pools keep their inputs in k.sites, in
+    call order: (op, input, pooling's (kernel, stride, padding) or None). Where an input sits near
+    a kink (a ReLU input near 0, two near-equal maxima in a pooling window), a rounding error
+    changes which elements the gradient flows through."""
+    RELUS = ("relu", "relu_")
+
+    def __init__(self):
+        super().__init__()
+        self.sites = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        op = func.overloadpacket.__name__
+        if op in self.RELUS:
+            self.sites.append((op, args[0].detach().clone(), None))
+        elif op == "max_pool2d_with_indices":
+            kernel = args[1]
+            stride = args[2] if len(args) > 2 and args[2] else kernel  # [] means the kernel's
+            padding = args[3] if len(args) > 3 else 0
+            self.sites.append((op, args[0].detach().clone(), (kernel, stride, padding)))
+        return func(*args, **(kwargs or {}))
+
+
+def kink_distances(x, pool):
+    """Each ReLU input's |value| (ReLU: pool None), or each max pooling window's gap between
+    its two largest values, as the same-shaped tensor of a value per element or window."""
+    if pool is None:
+        return x.abs()
+    k, s, p = ((v, v) if isinstance(v, int) else tuple(v) for v in pool)
+    padded = torch.nn.functional.pad(x, (p[1], p[1], p[0], p[0]), value=-torch.inf)
+    windows = padded.unfold(2, k[0], s[0]).unfold(3, k[1], s[1]).flatten(-2)
+    top = windows.topk(2, dim=-1).values
+    return top[..., 0] - top[..., 1]
+
+
+def kink_margin(sites, sites32):
+    """How far the float64 run (`sites`, from Kinks) stays from every kink, in units of the float32
+    run's largest error on the same channel of the same op's input: the smallest |ReLU input|
+    or pooling gap over that error (an input exactly at a kink in both runs, a zero from an earlier
+    ReLU or a maximum copied twice, is no risk: every rounding keeps it). Below 1, float32 may
+    already take the other side; tnet, rounding in its own order, must stay on float64's side."""
+    margin = np.inf
+    for (_, x, pool), (_, x32, _) in zip(sites, sites32):
+        dims = [d for d in range(x.ndim) if d != 1]
+        err = (x32.double() - x).abs().amax(dim=dims, keepdim=True)  # per channel
+        dist, dist32 = kink_distances(x, pool), kink_distances(x32.double(), pool)
+        exact = (dist == 0) & (dist32 == 0)
+        ratio = (dist / err.clamp_min(1e-300)).masked_fill(exact, np.inf)
+        if ratio.numel():
+            margin = min(margin, ratio.min().item())
+    return margin

@@ -18,11 +18,11 @@ import tnet  # first: switches the Triton interpreter on before kernels load
 from helpers import TOL, assert_close
 from tnet import optim
 from tnet.models import cifar10_quick
-from benchmarks import airbench, cli, common, convs, gemm_variants, launch, layers, profile, steps, train
+from benchmarks import airbench, cli, common, convs, gemm_variants, launch, layers, profile, steps, train, zoo, zoo_models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs"]
+STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo"]
 
 
 @pytest.fixture(autouse=True)
@@ -545,6 +545,90 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
     assert sum(line[6] == "total" for line in lines if len(line) > 6) == 6
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "convs.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# -----------------------------------------------------------------------------
+# the zoo study: pytorch-cifar's models (benchmarks/zoo_models.py; tests/test_zoo.py trains them on the CPU)
+
+
+def test_zoo_options_and_models():
+    parse = cli.build_parser().parse_args
+    args = parse(["zoo"])
+    assert (args.batch, args.models, zoo.models_of(args)) == (256, None, list(zoo_models.ZOO))
+    assert zoo.models_of(parse(["zoo", "--quick"])) == zoo.QUICK_MODELS
+    args = parse(["zoo", "--quick", "--models", "DPN92,LeNet", "--batch", "8"])
+    assert (zoo.models_of(args), args.batch) == (["DPN92", "LeNet"], 8)
+    for bad in (["--models", "ResNet19"], ["--models", ","]):
+        with pytest.raises(SystemExit):
+            parse(["zoo", *bad])
+    assert set(zoo.QUICK_MODELS) < set(zoo.MODELS) and zoo.SIZE == "full"
+    assert zoo.QUICK_TIMING["repeats"] < zoo.TIMING["repeats"] and min(zoo.TIMING["warmup"], zoo.QUICK_TIMING["warmup"]) >= 3
+
+
+@pytest.fixture
+def reduced_zoo(monkeypatch):
+    """The zoo study at the CPU test's reduced sizes."""
+    monkeypatch.setattr(zoo, "SIZE", "reduced")
+
+
+def test_zoo_check_bounds_each_piece_by_pytorchs_own_error(reduced_zoo, monkeypatch):
+    """EfficientNet's BatchNorm shifts before a 1x1 convolution and another BatchNorm get no gradient
+    but rounding, and its first block's expansion conv none at all: PyTorch's own bf16 error bounds
+    the first, the second is exact; PyTorch's bf16 step passes, one without Nesterov's term fails."""
+    batches = steps.random_batches(2, "cpu", std=1)
+    torch.manual_seed(0)
+    state = {k: v.numpy() for k, v in zoo.build("EfficientNetB0", "torch").state_dict().items()}
+    wide = [(x.double(), y) for x, y in batches]
+    ref = steps.record(*zoo.torch_step("EfficientNetB0", state, wide, torch.float64), wide, zoo.CHECK_STEPS)
+
+    def record(**kwargs):
+        return steps.record(*zoo.torch_step("EfficientNetB0", state, batches, **kwargs), batches, zoo.CHECK_STEPS)
+    bounds = zoo.bounds_of(ref, record(autocast=torch.bfloat16))
+    assert bounds["layers.0.bn3.bias"] > 1e3 and bounds["layers.0.conv2.weight"] == zoo.CHECK_TOL["change"]
+    assert bounds["loss"] == zoo.CHECK_TOL["loss"] and set(bounds) == set(ref)
+    assert ref["layers.0.conv1.weight"].norm() == 0 and bounds["layers.0.conv1.weight"] == zoo.CHECK_TOL["change"]
+    err, bound, worst = zoo.check_pieces(record(), ref, bounds)  # fp32 passes the bf16 bounds
+    assert err <= bound, worst
+    monkeypatch.setitem(zoo.SGD, "nesterov", False)
+    err, bound, worst = zoo.check_pieces(record(autocast=torch.bfloat16), ref, bounds)
+    assert err > bound, worst
+
+
+def test_zoo_study_end_to_end_on_the_cpu(reduced_zoo, monkeypatch, tmp_path, capsys):
+    """bench.py zoo on two reduced models at batch 2: PyTorch's fp32 step stands in for tnet's (which
+    would run in the interpreter), the timings are fake (1 ms more per variant, in order), and
+    MobileNet fails to build in tnet: its row says why, PyTorch's is timed from its own weights."""
+    timed = []
+
+    def fake_time(fn, inputs, device, warmup, iters, repeats):
+        timed.append(inputs)
+        return float(len(timed))
+    tnet_state = zoo.tnet_state
+
+    def no_groups(name):
+        if name == "MobileNet":
+            raise NotImplementedError("Conv2d: groups=8 is not supported")
+        return tnet_state(name)
+    monkeypatch.setattr(zoo, "block_time", fake_time)
+    monkeypatch.setattr(zoo, "tnet_state", no_groups)
+    monkeypatch.setattr(zoo, "tnet_step", lambda name, state, batches: zoo.torch_step(name, state, batches))
+    args = cli.build_parser().parse_args(["zoo", "--models", "LeNet,MobileNet", "--batch", "2", "--out", str(tmp_path)])
+    rows = zoo.run(args)
+    assert [(r["model"], r["variant"], r["status"], r["ms"]) for r in rows] == [
+        ("LeNet", zoo.TORCH, "ok", 1.0), ("LeNet", zoo.TNET, "ok", 2.0),
+        ("MobileNet", zoo.TORCH, "ok", 3.0), ("MobileNet", zoo.TNET, "ERROR", None)]
+    assert rows[1]["vs_torch_graphed"] == 2.0 and rows[3]["vs_torch_graphed"] is None
+    assert all(r["err"] <= r["bound"] for r in rows[:3]) and rows[0]["params_m"] == pytest.approx(0.062006)
+    assert rows[3]["error"] == "NotImplementedError: Conv2d: groups=8 is not supported"
+    assert timed[0][0][0].is_contiguous(memory_format=torch.channels_last)  # PyTorch's batches
+    saved = json.loads((tmp_path / "zoo.json").read_text())
+    assert saved["study"] == "zoo" and saved["complete"] and saved["rows"] == json.loads(json.dumps(rows))
+    assert saved["settings"]["models"] == ["LeNet", "MobileNet"] and saved["settings"]["batch"] == 2
+    out = capsys.readouterr().out
+    assert "MobileNet tnet graphed bf16: ERROR, NotImplementedError: Conv2d: groups=8 is not supported" in out
+    assert "LeNet 0.06M tnet graphed bf16".split() == [line.split() for line in out.splitlines()][2][:5]
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "zoo.png").read_bytes()[:4] == b"\x89PNG"
 
 
 SHAPES = [(37, 29, 75), (1, 1, 1), (33, 70, 40)]  # odd sizes; 70 > 64 gives two_tiles a half-empty block
