@@ -332,3 +332,10 @@ def test_parameter_data_assignment():
     assert p.shape == (4,) and amp.low_copies(p) == []
     with pytest.raises(TypeError, match="Parameter.data: expected a tnet.Tensor or a torch tensor"):
         p.data = np.ones(3)
+
+
+def test_nn_functional_is_tnet_functional():
+    """torch's import path ports: `import tnet.nn.functional as F` is tnet.functional itself."""
+    import tnet.nn.functional as F1
+    from tnet.nn import functional as F2
+    assert F1 is F2 is tnet.functional

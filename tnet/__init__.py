@@ -6,25 +6,25 @@ from .tensor import Tensor, is_grad_enabled, no_grad, tensor
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, nn, optim, models, data, graph
+from . import functional, linalg, nn, optim, models, data, graph
 
 __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
-           "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "nn", "optim", "models",
+           "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "linalg", "nn", "optim", "models",
            "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
 
 # torch's top-level functions: shape ops, factories, element-wise ops, activations and reductions
 from .functional import (abs, add, amax, amin, argmax, broadcast_to, cat, chunk, clamp, clamp_max, clamp_min, clip,
-                         clone, concat, concatenate, div, eq, exp, flatten, flip, ge, gt, index_select, le, log,
+                         clone, cov, concat, concatenate, div, eq, exp, flatten, flip, ge, gt, index_select, le, log,
                          log_softmax, logical_and, logical_not, logical_or, lt, matmul, max, mean, movedim, mul,
                          narrow, ne, neg, permute, pow, relu, reshape, select, sigmoid, softmax, split, sqrt, squeeze,
                          stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, transpose, unbind, unflatten,
                          unsqueeze, var, var_mean, where)
 from .factory import arange, empty, empty_like, full_like, ones_like, randperm, zeros_like
 __all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chunk", "clamp", "clamp_max", "clamp_min",
-            "clip", "clone", "concat", "concatenate", "div", "eq", "exp", "flatten", "flip", "ge", "gt",
+            "clip", "clone", "cov", "concat", "concatenate", "div", "eq", "exp", "flatten", "flip", "ge", "gt",
             "index_select", "le", "log", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "matmul",
             "max", "mean", "movedim", "mul", "narrow", "ne", "neg", "permute", "pow", "relu", "reshape", "select",
             "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "std", "std_mean", "sub", "sum", "swapaxes",

@@ -16,7 +16,7 @@ from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
                    unbind, unflatten, unfold_windows, unsqueeze)
-from .gemm import linear, matmul
+from .gemm import cov, linear, matmul
 from .norm import batch_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d

@@ -66,6 +66,23 @@ def matmul(a, b):
     return reshape(out, *lead, M, N)
 
 
+def cov(x, *, correction=1, fweights=None, aweights=None):
+    """torch.cov: the covariance matrix of the variables in x's rows over its columns, the
+    observations (x [vars, obs], or [obs] for one variable: a 0-d result), dividing by
+    obs - correction (at most 0: infinities, as torch); differentiable. Observation weights (fweights, aweights) raise
+    NotImplementedError."""
+    check_tensors("cov", input=x)
+    check(x.ndim <= 2, lambda: f"cov: expected input to have two or fewer dimensions but got an input with {x.ndim} "
+                               f"dimensions")
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights are not supported")
+    rows = reshape(x, 1, -1) if x.ndim < 2 else x
+    centred = rows - rows.mean(1, keepdim=True)
+    dof = rows.shape[1] - correction
+    out = matmul(centred, centred.t()) * (1.0 / dof if dof > 0 else float("inf"))  # x / 0 as torch: inf, or NaN
+    return reshape(out) if x.ndim < 2 else out
+
+
 def linear(x, w, b=None):
     """x [N, in] @ w.T + b, with w [out, in] and b [out]; x may also be [in] or [..., in], as
     torch's (the leading dims are the rows of one GEMM). Under autocast the GEMM reads 16-bit

@@ -1,6 +1,7 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
 import math
 import operator
+import sys
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -16,6 +17,11 @@ from ..kernels.launch import check, pair
 from ..factory import init_generator
 from ..tensor import Tensor, as_storage, tensor
 from . import init
+
+# torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
+# `from tnet.nn import functional as F` give tnet.functional itself
+functional = F
+sys.modules[__name__ + ".functional"] = F
 
 
 class Parameter(Tensor):
