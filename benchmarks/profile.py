@@ -36,9 +36,11 @@ def _gemm_label(a, b, out, M, N, K, batch, **kw):
     return f"{M}x{N}x{K}" + (f", {batch} products" if batch > 1 else "") + (", summed" if kw.get("sum_batch") else "")
 
 
-def _conv_label(x, w_base, w_strides, cout, out_hw, kernel, stride, padding, transposed, *_):
-    n, c = x.shape[:2]  # MxNxK of the implicit GEMM
-    return f"{n * out_hw[0] * out_hw[1]}x{cout}x{c * kernel[0] * kernel[1]}, conv" + (" input grad" if transposed else "")
+def _conv_label(x, w_base, w_strides, stride_wg, cout, out_hw, kernel, stride, padding, dilation, groups, transposed,
+                *_):
+    n, c = x.shape[:2]  # MxNxK of each group's implicit GEMM
+    return (f"{n * out_hw[0] * out_hw[1]}x{cout // groups}x{c // groups * kernel[0] * kernel[1]}, conv"
+            + (f", {groups} groups" if groups > 1 else "") + (" input grad" if transposed else ""))
 
 
 def _conv_weight_label(x, weight_size, dy, *_, **__):

@@ -4,7 +4,8 @@ same batches.
 
 tnet's step is train.py's way: tnet.recipes.make_train_step (the forward and the loss under
 tnet.autocast(bfloat16), fp32 master weights) captured whole by tnet.graph.TrainStep. PyTorch's:
-the same model in fp32 under torch.autocast(bfloat16), channels-last, cuDNN's benchmark mode,
+the same model in fp32 under torch.autocast(bfloat16), channels-last (NCHW where the model's
+view(N, -1) cannot take it: LeNet), cuDNN's benchmark mode,
 torch.optim.SGD (foreach), the whole step captured in a CUDA graph (steps.torch_graphed). Both:
 SGD with Nesterov momentum 0.9, lr 0.01, weight decay 5e-4, cross-entropy, BatchNorm in training
 mode; EfficientNet's dropout and drop connect off (random masks cannot be compared).
@@ -86,12 +87,27 @@ def torch_model(name, state, device, dtype=torch.float32, channels_last=False):
     return net.to(memory_format=torch.channels_last) if channels_last else net
 
 
+def takes_channels_last(name, state, x):
+    """Whether PyTorch's model runs on channels-last activations: a view(N, -1) of one larger than
+    1x1 (LeNet's) raises in PyTorch, and such a model runs NCHW."""
+    try:
+        with torch.no_grad():
+            torch_model(name, state, x.device, channels_last=True)(x.contiguous(memory_format=torch.channels_last))
+    except RuntimeError as e:
+        if "view size is not compatible" not in str(e):
+            raise
+        return False
+    return True
+
+
 def torch_step(name, state, batches, dtype=torch.float32, autocast=None, graphed=False):
     """(step(x, y) -> loss, parameters by name): PyTorch's model holding state, on the batches'
     device, in dtype (float32 or float64), the forward and the loss under torch.autocast(autocast)
-    if given, channels-last then; graphed: the whole step captured in a CUDA graph."""
+    if given, in the batches' layout (channels-last or NCHW); graphed: the whole step captured in a
+    CUDA graph."""
     x0, y0 = batches[0]
-    net = torch_model(name, state, x0.device, dtype, channels_last=autocast is not None)
+    net = torch_model(name, state, x0.device, dtype,
+                      channels_last=x0.is_contiguous(memory_format=torch.channels_last))
     opt = torch.optim.SGD(net.parameters(), **SGD, foreach=True)
 
     def step(x, y):
@@ -154,7 +170,9 @@ def model_rows(name, batch, timing, device):
     batches = random_batches(batch, device, std=1)
     wide = [(x.double(), y) for x, y in batches]
     ref = record(*torch_step(name, state, wide, torch.float64), wide, CHECK_STEPS)
-    half = [(x.contiguous(memory_format=torch.channels_last), y) for x, y in batches]
+    layout = torch.channels_last if takes_channels_last(name, state, batches[0][0]) else torch.contiguous_format
+    head["torch_layout"] = "channels-last" if layout == torch.channels_last else "NCHW"
+    half = [(x.contiguous(memory_format=layout), y) for x, y in batches]
     bounds = bounds_of(ref, record(*torch_step(name, state, half, autocast=DTYPE), half, CHECK_STEPS))
     variants = {TORCH: (half, lambda: torch_step(name, state, half, autocast=DTYPE, graphed=True)),
                 TNET: (batches, lambda: tnet_step(name, state, batches))}
@@ -187,7 +205,8 @@ def settings(args):
                 timing=QUICK_TIMING if args.quick else TIMING, no_dropout=NO_DROPOUT,
                 tnet="make_train_step under tnet.autocast(bfloat16), fp32 master weights, captured by "
                      "tnet.graph.TrainStep; tf32 precision for fp32 products",
-                pytorch="the same model in fp32 under torch.autocast(bfloat16), channels-last, cuDNN benchmark "
+                pytorch="the same model in fp32 under torch.autocast(bfloat16), channels-last (NCHW where its "
+                        "view(N, -1) cannot take it: row torch_layout), cuDNN benchmark "
                         "mode, torch.optim.SGD (foreach), the whole step CUDA-graphed",
                 check="the first check_steps steps' losses and parameter changes against PyTorch float64, each "
                       "within max(check_tol, factor x the error of PyTorch's eager bf16 steps on it)")

@@ -584,7 +584,7 @@ def test_zoo_check_bounds_each_piece_by_pytorchs_own_error(reduced_zoo, monkeypa
     def record(**kwargs):
         return steps.record(*zoo.torch_step("EfficientNetB0", state, batches, **kwargs), batches, zoo.CHECK_STEPS)
     bounds = zoo.bounds_of(ref, record(autocast=torch.bfloat16))
-    assert bounds["layers.0.bn3.bias"] > 1e3 and bounds["layers.0.conv2.weight"] == zoo.CHECK_TOL["change"]
+    assert bounds["layers.0.bn3.bias"] > 1e3 and bounds["layers.0.conv2.weight"] < 1
     assert bounds["loss"] == zoo.CHECK_TOL["loss"] and set(bounds) == set(ref)
     assert ref["layers.0.conv1.weight"].norm() == 0 and bounds["layers.0.conv1.weight"] == zoo.CHECK_TOL["change"]
     err, bound, worst = zoo.check_pieces(record(), ref, bounds)  # fp32 passes the bf16 bounds
@@ -620,7 +620,9 @@ def test_zoo_study_end_to_end_on_the_cpu(reduced_zoo, monkeypatch, tmp_path, cap
     assert rows[1]["vs_torch_graphed"] == 2.0 and rows[3]["vs_torch_graphed"] is None
     assert all(r["err"] <= r["bound"] for r in rows[:3]) and rows[0]["params_m"] == pytest.approx(0.062006)
     assert rows[3]["error"] == "NotImplementedError: Conv2d: groups=8 is not supported"
-    assert timed[0][0][0].is_contiguous(memory_format=torch.channels_last)  # PyTorch's batches
+    # PyTorch's batches: LeNet's view(N, -1) cannot take channels-last, MobileNet's can
+    assert [r["torch_layout"] for r in rows] == ["NCHW", "NCHW", "channels-last", "channels-last"]
+    assert timed[2][0][0].is_contiguous(memory_format=torch.channels_last)
     saved = json.loads((tmp_path / "zoo.json").read_text())
     assert saved["study"] == "zoo" and saved["complete"] and saved["rows"] == json.loads(json.dumps(rows))
     assert saved["settings"]["models"] == ["LeNet", "MobileNet"] and saved["settings"]["batch"] == 2
