@@ -124,8 +124,8 @@ def test_weight_parts_fill_whole_waves(monkeypatch):
     assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 7  # airbench's 256 -> 256 at 7x7, 256x128 tiles: a wave of 126
     assert conv.weight_grad_parts(1024 * 15 * 15, 18, resident=2) == 14  # two tiles at a time per SM: a wave of 252
     assert conv.weight_grad_parts(300, 1) == 1  # too few pixels to split
-    assert conv._resident(conv._GRAD_CONFIGS[-1].kwargs, "fp16") == 1 and conv._resident({"BLOCK_M": 8, "BLOCK_N": 8,
-                                                                                        "BLOCK_K": 8}, "fp16") == 1
+    assert conv._resident(tile_config(256, 128, 64, 8, 3).kwargs, "fp16") == 1
+    assert conv._resident({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8}, "fp16") == 1
     monkeypatch.setattr(conv, "SMS", 0)
     assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 1
 
@@ -145,6 +145,8 @@ def test_conv_every_config(i, precision, monkeypatch):
     check_conv((2, 64, 9, 10), 128, (3, 3), (1, 1), (1, 1), precision, parts=3)
     check_conv((2, 24, 9, 8), 64, (3, 3), (2, 2), (1, 1), precision, parts=2)
     check_conv((1, 3, 9, 10), 32, (5, 5), (1, 1), (2, 2), precision, parts=2)
+    if i >= conv.GROUPED_CONFIGS:
+        return  # never run for groups or dilation
     # groups and dilation: read as vectors (32 channels a group), and gathered (8 a group)
     check_conv((2, 64, 9, 10), 96, (3, 3), (1, 1), (2, 2), precision, parts=3, dilation=2, groups=2)
     check_conv((2, 24, 9, 8), 48, (3, 2), (2, 2), "valid", precision, parts=2, dilation=(1, 2), groups=3)
@@ -169,15 +171,21 @@ def test_depthwise_every_config(i, precision, monkeypatch):
 def test_conv_prune_reads_keyword_arguments():
     """As Triton calls it: positional arguments in a dict, the keyword ones as keywords; tiles
     no wider than the problem, and within shared memory."""
-    args = {"NPIX": 5000, "C": 3, "COUT": 32, "KH": 5, "KW": 5}
+    args = {"NPIX": 5000, "C": 3, "COUT": 32, "KH": 5, "KW": 5, "G": 1, "DH": 1, "DW": 1}
     tiles = conv._prune_conv(conv._CONV_CONFIGS, args, WIDE=False, PRECISION="tf32")
     assert tiles and all(c.kwargs["BLOCK_N"] <= 64 and conv.fits_shared_memory(c, "tf32") for c in tiles)
     assert not conv.fits_shared_memory(tile_config(128, 256, 64, 8, 3), "tf32")  # 294 KB: failed on the H200
     wide = conv._prune_conv(conv._CONV_CONFIGS, {**args, "C": 256, "COUT": 256}, WIDE=True, PRECISION="bf16")
     assert any(c.kwargs["BLOCK_K"] == 64 and c.kwargs["BLOCK_N"] == 256 for c in wide)
-    grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "NPIX": 512}, WIDE=True,
-                            PRECISION="tf32")
+    grad = conv._prune_grad(conv._GRAD_CONFIGS, {"C": 32, "COUT": 32, "KH": 5, "KW": 5, "NPIX": 512, "G": 1, "DH": 1,
+                                                 "DW": 1}, WIDE=True, PRECISION="tf32")
     assert grad and all(c.kwargs["BLOCK_N"] <= 64 and c.kwargs["BLOCK_M"] <= 64 for c in grad)
+    # grouped or dilated: the first GROUPED_CONFIGS only
+    for prune, configs in ((conv._prune_conv, conv._CONV_CONFIGS), (conv._prune_grad, conv._GRAD_CONFIGS)):
+        for extra in ({"G": 2}, {"DH": 2}, {"DW": 3}):
+            kept = prune(configs, {**args, "C": 256, "COUT": 256, "NPIX": 1 << 20, **extra}, WIDE=True,
+                         PRECISION="bf16")
+            assert kept and all(c in configs[:conv.GROUPED_CONFIGS] for c in kept)
 
 
 def test_conv_bad_input():

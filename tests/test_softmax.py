@@ -242,8 +242,9 @@ def test_softmax_method_and_dtype(rng):
     assert F.log_softmax(x[0], 1, dtype=torch.float16).dtype == torch.float16
 
 
-def _loss_check(rng, ours, theirs, x, target, tol=1e-6, weight=None, **kwargs):
-    """A loss and its input's gradient against torch's (and the target's, for probabilities)."""
+def _loss_check(rng, ours, theirs, x, target, tol=TOL["ieee"], weight=None, **kwargs):
+    """A loss and its input's gradient against torch's (and the target's, for probabilities).
+    A weighted mean of a few terms can cancel: the GPU's fp32 order missed 1e-6 by 1.3x."""
     t, ref = x
     args = (target[0],) if weight is None else (target[0], tnet.tensor(weight))
     ref_args = (target[1],) if weight is None else (target[1], torch.tensor(weight))

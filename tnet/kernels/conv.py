@@ -45,11 +45,16 @@ def reads_vectors(channels):
 
 
 _CONV_CONFIGS = [tile_config(64, 32, 32, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(128, 128, 32, 8, 4),
-                 tile_config(128, 128, 64, 8, 3), tile_config(128, 256, 64, 8, 3), tile_config(64, 64, 32, 4, 4),
-                 tile_config(64, 32, 16, 4, 4), tile_config(128, 64, 64, 4, 3), tile_config(256, 128, 64, 8, 3)]
+                 tile_config(128, 128, 64, 8, 3), tile_config(128, 256, 64, 8, 3), tile_config(256, 128, 64, 8, 3),
+                 tile_config(64, 64, 32, 4, 4), tile_config(64, 32, 16, 4, 4), tile_config(128, 64, 64, 4, 3)]
 _GRAD_CONFIGS = [tile_config(32, 32, 64, 4, 3), tile_config(64, 64, 64, 4, 3), tile_config(128, 128, 64, 8, 3),
-                 tile_config(128, 64, 64, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(32, 64, 64, 4, 3),
-                 tile_config(128, 128, 32, 8, 4), tile_config(64, 128, 64, 4, 4), tile_config(256, 128, 64, 8, 3)]
+                 tile_config(128, 64, 64, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(256, 128, 64, 8, 3),
+                 tile_config(32, 64, 64, 4, 3), tile_config(128, 128, 32, 8, 4), tile_config(64, 128, 64, 4, 4)]
+# Grouped and dilated convolutions run only the first GROUPED_CONFIGS of each list: those that
+# passed them on the GPU in every precision. The forward's (64, 64, 32, 4 warps, 4 stages) made an
+# illegal memory access there with 16-bit operands in a grouped, dilated convolution (cause not
+# found yet; docs/results.md), and the run that would have cleared the rest was cut short.
+GROUPED_CONFIGS = 6
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
 PARTS_WAVES = 4  # conv2d_weight's parts fill at most this many waves of programs
 # GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
@@ -81,9 +86,14 @@ def _fits(config, m, n, k, precision):
             and fits_shared_memory(config, precision))
 
 
+def _grouped_prune(configs, a):
+    return configs[:GROUPED_CONFIGS] if a["G"] > 1 or a["DH"] > 1 or a["DW"] > 1 else configs
+
+
 def _prune_conv(configs, named_args, **kwargs):
     """Triton passes the positional arguments in named_args, the keyword ones in kwargs."""
     a = {**named_args, **kwargs}
+    configs = _grouped_prune(configs, a)
     k = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
     fits = [c for c in configs if _fits(c, a["NPIX"], a["COUT"], k, a["PRECISION"])]
     return fits or configs[:1]
@@ -91,6 +101,7 @@ def _prune_conv(configs, named_args, **kwargs):
 
 def _prune_grad(configs, named_args, **kwargs):
     a = {**named_args, **kwargs}
+    configs = _grouped_prune(configs, a)
     n = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
     fits = [c for c in configs if _fits(c, a["COUT"], n, a["NPIX"], a["PRECISION"])]
     return fits or configs[:1]
@@ -294,7 +305,7 @@ def weight_grad_parts(npix, blocks, resident=1):
 
 @functools.lru_cache(maxsize=4096)  # every launch asks, for each config (a call's buffer size)
 def _best_parts(npix, blocks, slots, align):
-    if slots == 0:  # the interpreter
+    if slots == 0 or npix == 0:  # the interpreter; an empty batch
         return 1
     aligns, most = cdiv(npix, align), max(1, cdiv(npix, 4 * align))
 
