@@ -304,3 +304,14 @@ def test_adaptive_pool_every_config(rng, i, monkeypatch):
         for mode in ("avg", "max"):
             test_adaptive_pool(rng, mode, (2, 17, 9, 11), (4, 5), True, dtype)
             test_adaptive_pool(rng, mode, (2, 3, 5, 7), (7, 9), False, dtype)
+
+
+@pytest.mark.parametrize("stride,ceil_mode", [(None, False), (1, False), (2, True)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_avg_pool_of_the_whole_image_is_a_mean(rng, stride, ceil_mode, channels_last):
+    """F.avg_pool2d(x, x.size(2)) (SENet's squeeze) runs as the mean kernel, with torch's values,
+    gradient and shape, whatever the stride."""
+    x = pair(rng, 2, 40, 6, 5, channels_last=channels_last)
+    y = check_op(lambda t: F.avg_pool2d(t, (6, 5), stride, 0, ceil_mode),
+                 lambda t: tF.avg_pool2d(t, (6, 5), stride, 0, ceil_mode), [x], TOL["ieee"], rng)
+    assert y.shape == (2, 40, 1, 1)
