@@ -2,7 +2,9 @@
 replay them with one launch and no Python. The function must read its inputs from fixed
 ("static") tensors and do no host synchronisation; copy new data into those tensors
 before each replay. torch.cuda.CUDAGraph only records and replays launches: no math."""
+import functools
 import gc
+import warnings
 
 import numpy as np
 import torch
@@ -10,6 +12,7 @@ import torch
 from .amp import autocast
 from ._device import DEVICE
 from .kernels.data import gather
+from .kernels.launch import CaptureError  # noqa: F401 (tnet.graph.CaptureError: what capture raises)
 from .kernels.pointwise import add_
 from .kernels.softmax import count_correct
 from .tensor import Tensor, no_grad
@@ -53,6 +56,110 @@ class Graph:
             return self.fn()
         self.graph.replay()
         return self.result
+
+
+def capture(fn=None, *, warmup=1, max_graphs=8):
+    """A user's function captured in a CUDA graph, in the spirit of torch.compile(fn,
+    mode="reduce-overhead"): `step = tnet.graph.capture(step)`, or `@tnet.graph.capture` on its
+    definition. Each call runs fn once, with the same effects as an eager call:
+    - the first `warmup` calls of each input signature (the tensors' shapes, dtypes and
+      requires_grad; every other argument's value) run eagerly, compiling and autotuning the
+      kernels;
+    - the next one captures fn on static copies of the tensor arguments, then replays the graph
+      (that first replay is the call's run);
+    - later calls copy their tensors into those copies and replay: fn's Python does not run.
+    The result is the captured one, the same tensors each replay, overwritten by the next call
+    (clone what must outlive it); read it on the host after the call, never inside fn.
+
+    fn must read its inputs only through its arguments and state on the device (a model, an
+    optimizer: tnet's keep their step counts, learning rates and random state there), and must
+    not read a device tensor on the host (.item(), float(), printing): that raises CaptureError
+    at the capture, whose message names the read. A new signature gets its own graph; past
+    `max_graphs` of them, fn runs eagerly, with one warning. Without a GPU every call runs fn."""
+    if fn is None:  # @capture(warmup=2)
+        return functools.partial(capture, warmup=warmup, max_graphs=max_graphs)
+    return CapturedFunction(fn, warmup, max_graphs)
+
+
+class CapturedFunction:
+    """What tnet.graph.capture returns: fn, and a graph for each input signature it has captured."""
+
+    def __init__(self, fn, warmup, max_graphs):
+        functools.update_wrapper(self, fn)
+        self.fn, self.warmup, self.max_graphs = fn, warmup, max_graphs
+        self.graphs, self.calls, self.warned = {}, {}, False
+
+    def __call__(self, *args):
+        if DEVICE.type != "cuda":
+            return self.fn(*args)
+        key = _signature(args)
+        graph = self.graphs.get(key)
+        if graph is None:
+            calls = self.calls[key] = self.calls.get(key, 0) + 1
+            if calls <= self.warmup:
+                return self.fn(*args)
+            if len(self.graphs) >= self.max_graphs:
+                if not self.warned:
+                    warnings.warn(f"tnet.graph.capture: {self.__name__} has met {len(self.graphs) + 1} input "
+                                  f"signatures; past max_graphs={self.max_graphs} it runs eagerly", stacklevel=2)
+                    self.warned = True
+                return self.fn(*args)
+            graph = self.graphs[key] = _Captured(self.fn, args)
+        return graph(args)
+
+
+def _signature(args):
+    """A call's key: each tensor argument's shape, dtype, device and requires_grad; every other
+    argument's value (it must be hashable: it is fixed in the graph)."""
+    key = []
+    for i, a in enumerate(args):
+        t = a.data if isinstance(a, Tensor) else a
+        if isinstance(t, torch.Tensor):
+            key.append((type(a), tuple(t.shape), t.dtype, t.device, isinstance(a, Tensor) and a.requires_grad))
+            continue
+        try:
+            hash(a)
+        except TypeError:
+            raise TypeError(f"tnet.graph.capture: argument {i} is a {type(a).__name__}; pass tensors, or hashable "
+                            f"values (numbers, strings), which the graph fixes") from None
+        key.append((type(a), a))
+    return tuple(key)
+
+
+class _Captured:
+    """fn captured on static copies of the tensor arguments; calling it copies the new tensors in
+    and replays."""
+
+    def __init__(self, fn, args):
+        self.static = [_static_copy(a) for a in args]
+        try:
+            self.graph = Graph(lambda: fn(*self.static), warmup=0)
+        except RuntimeError as e:  # tnet's CaptureError, perhaps under the capture's end failing after it
+            cause = e
+            while cause is not None and not isinstance(cause, CaptureError):
+                cause = cause.__context__
+            if cause is not None:
+                raise cause from None
+            raise CaptureError(f"tnet.graph.capture: {getattr(fn, '__name__', 'the function')} cannot be captured "
+                               f"in a CUDA graph: {str(e).splitlines()[0]}") from e
+        self.graph.graph.replay()  # the capture recorded the launches without running them
+
+    def __call__(self, args):
+        for static, a in zip(self.static, args):
+            src = a.data if isinstance(a, Tensor) else a
+            dst = static.data if isinstance(static, Tensor) else static
+            if isinstance(dst, torch.Tensor) and src is not dst:
+                dst.copy_(src)
+        self.graph.graph.replay()
+        return self.graph.result
+
+
+def _static_copy(a):
+    if isinstance(a, Tensor):
+        copy = Tensor(a.data.clone())
+        copy.requires_grad = a.requires_grad
+        return copy
+    return a.clone() if isinstance(a, torch.Tensor) else a
 
 
 class _Static:

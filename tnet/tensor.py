@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ._device import DEVICE
-from .kernels.launch import is_channels_last, memory_format
+from .kernels.launch import is_channels_last, memory_format, no_host_read
 from .kernels.copy import copy_
 from .kernels.pointwise import add_
 
@@ -112,9 +112,11 @@ class Tensor:
         return self.data.numel()
 
     def numpy(self):
+        no_host_read(self.data, "Tensor.numpy()")
         return self.data.detach().cpu().numpy()
 
     def item(self):
+        no_host_read(self.data, "Tensor.item()")
         return self.data.item()
 
     def size(self, dim=None):
@@ -128,15 +130,19 @@ class Tensor:
 
     def __bool__(self):
         """True or False for a one-element tensor (a host sync); RuntimeError otherwise, as torch's."""
+        no_host_read(self.data, "bool(tensor)")
         return bool(self.data)
 
     def __float__(self):
+        no_host_read(self.data, "float(tensor)")
         return float(self.data)  # a one-element check and a host sync, as torch's
 
     def __int__(self):
+        no_host_read(self.data, "int(tensor)")
         return int(self.data)
 
     def tolist(self):
+        no_host_read(self.data, "Tensor.tolist()")
         return self.data.tolist()
 
     def detach(self):

@@ -14,6 +14,19 @@ class InputIndexError(InputError, IndexError):
     IndexError, as torch raises, and an InputError."""
 
 
+class CaptureError(RuntimeError):
+    """A function that a CUDA graph capture records (tnet.graph.capture, Graph, TrainStep) does
+    what a capture cannot: it reads a device tensor on the host, say."""
+
+
+def no_host_read(x, what):
+    """Raise CaptureError for `what`, a host read of the device tensor x, inside a CUDA graph
+    capture: the capture records launches and cannot wait for their results."""
+    if x.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise CaptureError(f"{what} reads a device tensor on the host, which a CUDA graph capture cannot do: "
+                           f"read it outside the captured function (return the tensor, read it after the call)")
+
+
 def check(cond, msg):
     """Raise the InputError every launcher uses for bad shape, dtype or device. msg may be a
     function returning the text, for hot paths where building it costs launch time."""
