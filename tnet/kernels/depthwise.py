@@ -58,10 +58,10 @@ def is_depthwise(channels, groups):
     return groups > 1 and groups == channels
 
 
-# 4096-pixel blocks in the interpreter: it pays per program and per op, not per element
+# 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
 @autotune(_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
                          "M", "TRANSPOSED"],
-          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 4096, "BLOCK_C": 64})
+          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 1024, "BLOCK_C": 64})
 @triton.jit
 def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj,
                      H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,

@@ -22,8 +22,9 @@ from .copy import cast, copy_
 from .pointwise import check_like
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
-# cifar10_quick's 145K parameters on the GPU, one a tensor under the interpreter.
-BLOCK = 1 << 16 if INTERPRET else 1024
+# cifar10_quick's 145K parameters on the GPU, 4096 elements a program under the interpreter (whose
+# ops cost by the element too: a bias in a block of 65536 lanes took most of a small model's step).
+BLOCK = 1 << 12 if INTERPRET else 1024
 # Kernel arguments may take 4 KB: 32 tensors take about 2.5 KB (7 pointers and 3 numbers each).
 TENSORS_PER_LAUNCH = 32
 # Each group's hyperparameters, in the order of its device vector (see tnet/optim.py).
