@@ -88,11 +88,16 @@ def torch_variant(width, batches, graphed=False, dtype=None):
     from tnet.models import cifar10_quick
     x0, y0 = batches[0]
     net = torch_quick(cifar10_quick(width=width).state_dict()).to(x0.device, x0.dtype)
-    opt = torch_sgd(net)
+    return torch_train_step(net, torch_sgd(net), x0, y0, graphed, dtype)
 
+
+def torch_train_step(net, opt, x0, y0, graphed=False, autocast=None):
+    """(step(x, y) -> loss, parameters by name): one step of opt on net's cross-entropy, the
+    forward and the loss under torch.autocast(dtype=autocast) if given; graphed: captured whole
+    (torch_graphed) for batches shaped like (x0, y0)."""
     def step(x, y):
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(x.device.type, dtype=dtype, enabled=dtype is not None):
+        with torch.autocast(x.device.type, dtype=autocast, enabled=autocast is not None):
             loss = torch.nn.functional.cross_entropy(net(x), y)
         loss.backward()
         opt.step()

@@ -24,7 +24,7 @@ import torch
 from . import zoo_models
 from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
 from .convs import names_list
-from .steps import N_BATCHES, random_batches, record, torch_graphed
+from .steps import N_BATCHES, random_batches, record, torch_train_step
 
 BATCH = 256
 DTYPE = torch.bfloat16
@@ -108,16 +108,7 @@ def torch_step(name, state, batches, dtype=torch.float32, autocast=None, graphed
     x0, y0 = batches[0]
     net = torch_model(name, state, x0.device, dtype,
                       channels_last=x0.is_contiguous(memory_format=torch.channels_last))
-    opt = torch.optim.SGD(net.parameters(), **SGD, foreach=True)
-
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(x.device.type, dtype=autocast, enabled=autocast is not None):
-            loss = torch.nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-    return (torch_graphed(step, net, opt, x0, y0) if graphed else step), dict(net.named_parameters())
+    return torch_train_step(net, torch.optim.SGD(net.parameters(), **SGD, foreach=True), x0, y0, graphed, autocast)
 
 
 def tnet_step(name, state, batches):

@@ -19,6 +19,8 @@ def pool_args(mode, kernel_size, stride, padding):
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     check_tensors(f"{mode}_pool2d", x=x)
     kernel, stride, padding = pool_args(mode, kernel_size, stride, padding)
+    if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]):
+        return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True)  # a global pooling: see avg_pool2d
     y_cl = keeps_channels_last(x.shape[1])
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     shape, x_cl = x.shape, is_channels_last(x.data)
@@ -38,10 +40,6 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """Average pooling over [N, C, H, W]; the divisor counts the padding (Caffe's rule). A window
     of the whole image without padding (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a
     mean, the reduction kernel: the window kernel would loop over every tap of it."""
-    check_tensors("avg_pool2d", x=x)
-    kernel, _, pads = pool_args("avg", kernel_size, stride, padding)
-    if x.ndim == 4 and pads == (0, 0) and kernel == tuple(x.shape[2:]):
-        return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True)
     return _pool2d("avg", x, kernel_size, stride, padding, ceil_mode)
 
 
