@@ -244,7 +244,7 @@ def test_softmax_method_and_dtype(rng):
 
 def _loss_check(rng, ours, theirs, x, target, tol=TOL["ieee"], weight=None, **kwargs):
     """A loss and its input's gradient against torch's (and the target's, for probabilities).
-    A weighted mean of a few terms can cancel: the GPU's fp32 order missed 1e-6 by 1.3x."""
+    A weighted mean of a few terms can cancel, so the bound is fp32's (docs/results.md)."""
     t, ref = x
     args = (target[0],) if weight is None else (target[0], tnet.tensor(weight))
     ref_args = (target[1],) if weight is None else (target[1], torch.tensor(weight))

@@ -43,8 +43,8 @@ BATCH = 1
 TOL = 1e-4  # fp32 against float64 through two steps (tests/test_resnet.py's)
 FACTOR = 10  # times PyTorch fp32's own error, where that is larger
 # times PyTorch fp32's error on a piece that fp32 cannot resolve at all (that error above 1: a
-# gradient that is zero but for rounding, as EfficientNet's BatchNorm before its squeeze-excite,
-# where tnet's order gave 40x PyTorch's noise)
+# gradient that is zero but for rounding, as EfficientNet's BatchNorm before its squeeze-excite:
+# noise in another summation order, not a digit of the result)
 NOISE_FACTOR = 100
 MARGIN = 2  # the float64 run's distance to every kink, in PyTorch fp32's largest error on that channel
 SEEDS = 16  # batches tried for one that keeps MARGIN
