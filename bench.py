@@ -12,6 +12,9 @@
     python bench.py zoo [--quick] [--out results/] [--batch 256] [--models ResNet18,...]
                                                        # pytorch-cifar's models, each bf16 training step:
                                                        # tnet captured against PyTorch CUDA-graphed
+    python bench.py eager [--quick] [--out results/] [--profile] [--no-steps]
+                                                       # the host's time per op and eager training steps:
+                                                       # tnet against PyTorch eager (and graphed)
 
 Every result is checked against a float64 reference before it is timed: a GEMM against the
 float64 product; a convolution's forward, input or weight gradient against PyTorch in float64 on

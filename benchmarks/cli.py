@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from . import convs, gemm, launch, layers, profile, train, zoo
+from . import convs, eager, gemm, launch, layers, profile, train, zoo
 
 STUDIES = {  # name: (run(args), one-line help)
     "gemm": (gemm.run, "GEMM variants (naive, tiled, two_tiles, tnet) against cuBLAS and numpy"),
@@ -20,9 +20,12 @@ STUDIES = {  # name: (run(args), one-line help)
                          "dgrad and wgrad: tnet against cuDNN in tf32, bf16 and fp16"),
     "zoo": (zoo.run, "pytorch-cifar's models (ResNet, MobileNetV2, DenseNet, ...): each bf16 training step at batch 256, "
                      "tnet captured against PyTorch CUDA-graphed, channels-last"),
+    "eager": (eager.run, "the host's time per op (a + b, relu, a backward, conv2d, BatchNorm2d) and eager training steps "
+                         "(the README network, ResNet-18 bf16 at batch 128 and 256): tnet against PyTorch eager, "
+                         "and tnet.graph.capture against PyTorch graphed"),
 }
 OPTIONS = {"convs": convs.add_arguments, "train": train.add_arguments,  # study: adds its own options to its parser
-           "zoo": zoo.add_arguments}
+           "zoo": zoo.add_arguments, "eager": eager.add_arguments}
 NEEDS_GPU = ("Every study needs a CUDA GPU: without one (torch.cuda.is_available() is False) bench.py prints "
              "'bench.py STUDY: needs a CUDA GPU' and exits with status 2, before it imports tnet (which would "
              "run its kernels on Triton's CPU interpreter, far too slow to time).")

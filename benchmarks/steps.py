@@ -91,14 +91,14 @@ def torch_variant(width, batches, graphed=False, dtype=None):
     return torch_train_step(net, torch_sgd(net), x0, y0, graphed, dtype)
 
 
-def torch_train_step(net, opt, x0, y0, graphed=False, autocast=None):
-    """(step(x, y) -> loss, parameters by name): one step of opt on net's cross-entropy, the
-    forward and the loss under torch.autocast(dtype=autocast) if given; graphed: captured whole
-    (torch_graphed) for batches shaped like (x0, y0)."""
+def torch_train_step(net, opt, x0, y0, graphed=False, autocast=None, label_smoothing=0.0):
+    """(step(x, y) -> loss, parameters by name): one step of opt on net's cross-entropy (with
+    label_smoothing), the forward and the loss under torch.autocast(dtype=autocast) if given;
+    graphed: captured whole (torch_graphed) for batches shaped like (x0, y0)."""
     def step(x, y):
         opt.zero_grad(set_to_none=True)
         with torch.autocast(x.device.type, dtype=autocast, enabled=autocast is not None):
-            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss = torch.nn.functional.cross_entropy(net(x), y, label_smoothing=label_smoothing)
         loss.backward()
         opt.step()
         return loss.detach()

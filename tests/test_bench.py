@@ -22,7 +22,7 @@ from benchmarks import airbench, cli, common, convs, gemm_variants, launch, laye
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo"]
+STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo", "eager"]
 
 
 @pytest.fixture(autouse=True)
