@@ -76,9 +76,9 @@ def test_capture_signatures_and_arguments():
     def double(x, k):
         calls.append(k)
         return x * k
-    for shape in ((4,), (4,), (4,), (6,), (6,)):
+    for i, shape in enumerate(((4,), (4,), (4,), (6,), (6,))):
         x = tnet.ones(*shape)
-        if DEV.type == "cuda" and shape == (6,):
+        if DEV.type == "cuda" and i == 4:  # (6,)'s first call is its eager warm-up; its second would capture
             with pytest.warns(UserWarning, match="max_graphs=1"):
                 out = double(x, 2.0)
         else:

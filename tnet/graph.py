@@ -128,7 +128,8 @@ def _signature(args):
 
 class _Captured:
     """fn captured on static copies of the tensor arguments; calling it copies the new tensors in
-    and replays."""
+    and replays. The capture records fn's launches without running them: the call that captures
+    runs fn by its first replay, and only by it (one step, not two)."""
 
     def __init__(self, fn, args):
         self.static = [_static_copy(a) for a in args]
@@ -142,7 +143,6 @@ class _Captured:
                 raise cause from None
             raise CaptureError(f"tnet.graph.capture: {getattr(fn, '__name__', 'the function')} cannot be captured "
                                f"in a CUDA graph: {str(e).splitlines()[0]}") from e
-        self.graph.graph.replay()  # the capture recorded the launches without running them
 
     def __call__(self, args):
         for static, a in zip(self.static, args):
