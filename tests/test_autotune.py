@@ -1,7 +1,11 @@
 """The autotuner (kernels/autotune.py): each tuning key's config is remembered after its first
-launch."""
-from tnet.kernels import gemm
-from helpers import TOL, assert_close, f64, randn
+launch; a compiled kernel is launched directly, per specialization, on the GPU."""
+import pytest
+import torch
+
+from tnet.kernels import gemm, pointwise
+from tnet.kernels.autotune import _Fast, _spec
+from helpers import DEV, TOL, assert_close, f64, randn
 
 
 def test_autotuned_kernel_remembers_each_key():
@@ -14,3 +18,28 @@ def test_autotuned_kernel_remembers_each_key():
     a16, b16 = a.bfloat16(), b.bfloat16()
     assert_close(f64(gemm.matmul(a16, b16)), f64(a16) @ f64(b16), TOL["bf16"], "bf16")
     assert len(gemm.gemm_kernel.chosen) == 2
+
+
+def test_spec_is_what_triton_specializes_on():
+    """_Fast's key for a non-constexpr argument: an int's 1-ness, multiple of 16 and type range; a
+    tensor's dtype and 16-byte alignment; a float's or bool's type; a tuple's elements."""
+    x = torch.zeros(8)
+    assert _spec(1) != _spec(3) != _spec(16) and _spec(3) == _spec(5) and _spec(32) == _spec(48)
+    assert _spec(2**31) != _spec(17) and _spec(2**63) != _spec(2**40 + 1) and _spec(True) != _spec(1)
+    assert _spec(x) == _spec(torch.ones(3)) != _spec(x[1:]) and _spec(x) != _spec(x.bfloat16())
+    assert _spec(1.0) == _spec(2.5) == float and _spec((4, x[1:])) == (_spec(4), _spec(x[1:]))
+    assert _spec(None) is None and _spec("add") == "add"
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the fast launch runs on the GPU (the interpreter keeps Triton's)")
+def test_fast_launch_keeps_a_kernel_per_specialization():
+    """A launched kernel is kept per specialization: a misaligned view, n of 1 or a multiple of 16
+    and another dtype each get their own compiled kernel, and every launch computes the right thing."""
+    kernel = pointwise.relu_kernel.fn
+    assert isinstance(kernel, _Fast)
+    base = torch.randn(4096, device=DEV)
+    for x in (base, base[1:], base[:1], base[:16], base[:17], base[3:20], base.bfloat16(), base[1:].bfloat16()):
+        for _ in range(2):  # the second launch takes the fast path
+            assert torch.equal(pointwise.relu(x), torch.relu(x))
+    keys = [k for k in kernel.fast if k[0][0][0] in (torch.float32, torch.bfloat16)]
+    assert len({k[0][0] for k in keys}) >= 4  # dtypes and alignments

@@ -1,7 +1,9 @@
-"""`triton.autotune` for tnet's kernels: the interpreter's single config, the chosen config
-remembered per key, and timing as a captured training step runs a kernel."""
+"""`triton.autotune` and `triton.jit` for tnet's kernels: the interpreter's single config, the
+chosen config remembered per key, timing as a captured training step runs a kernel, and a launch
+that skips Triton's per-call Python once a kernel is compiled for its arguments' specialization."""
 import os
 
+import torch
 import triton
 import triton.testing
 
@@ -34,7 +36,79 @@ def autotune(configs, key, interpret=None, **kwargs):
     tuned = triton.autotune(configs, key=key, **kwargs)
     # Built by Triton, so that its constructor's arguments may change between versions;
     # only run() is replaced.
-    return lambda fn: _Remembered.adopt(tuned(fn), every)
+    return lambda fn: _Remembered.adopt(tuned(jit_fast(fn)), every)
+
+
+def jit(fn):
+    """triton.jit, launched by _Fast on the GPU (the kernels tnet launches; not their helpers)."""
+    return jit_fast(triton.jit(fn))
+
+
+def jit_fast(fn):
+    """A triton.jit function made a _Fast one (in the interpreter, left as it is)."""
+    if not INTERPRET and isinstance(fn, triton.runtime.JITFunction):
+        _Fast.adopt(fn)
+    return fn
+
+
+def _spec(a):
+    """What Triton's specialization of a non-constexpr argument depends on (Triton 3.x's rules):
+    a tensor's dtype and whether its address is a multiple of 16; an int's type (i32, i64, u64),
+    whether it is 1 and whether a multiple of 16; a float's and a bool's type alone; a tuple's,
+    each element's. Anything else (None, a dtype, a string) by its value."""
+    cls = a.__class__
+    if cls is int:
+        return (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 2**63)
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.data_ptr() % 16 == 0)
+    if cls is tuple:
+        return tuple(_spec(x) for x in a)
+    if cls is float or cls is bool:
+        return cls
+    return a
+
+
+class _Fast(triton.runtime.JITFunction):
+    """A JITFunction whose launch, once compiled for a call's specialization, skips Triton's
+    run(): its binder, cache key, option and hook handling cost ~10 us a launch, several times
+    the launch itself. The compiled kernel is kept per (constexpr values, _spec of the other
+    arguments, options), exactly what Triton's choice of a compiled kernel depends on, and
+    launched with Triton's own launcher. Triton's path stays for the first call of each such
+    key, for warm-up compiles, and while a launch hook is set (profilers)."""
+
+    @classmethod
+    def adopt(cls, fn):
+        fn.__class__ = cls
+        fn.fast = {}
+        fn.constexpr_at = tuple(p.is_constexpr for p in fn.params)
+        fn.specialized = {p.name for p in fn.params if not p.is_constexpr}  # other keywords: options, by value
+        fn.defaults = {p.name: p.default for p in fn.params if p.has_default}
+        return fn
+
+    def run(self, *args, grid, warmup, **kwargs):
+        hooks = triton.knobs.runtime
+        if warmup or hooks.launch_enter_hook is not None or hooks.launch_exit_hook is not None:
+            return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+        key = (tuple(a if const else _spec(a) for a, const in zip(args, self.constexpr_at)),
+               tuple((k, _spec(v) if k in self.specialized else v) for k, v in kwargs.items()))
+        kernel = self.fast.get(key)
+        if kernel is None:
+            kernel = super().run(*args, grid=grid, warmup=warmup, **kwargs)
+            if hasattr(kernel, "result"):  # a future, where Triton compiles asynchronously
+                kernel = kernel.result()
+            if len(self.fast) >= 4096:  # shapes seen once, say: keep memory bounded
+                self.fast.clear()
+            self.fast[key] = kernel
+            driver = triton.runtime.driver.active  # started by the launch above
+            self.device, self.stream = driver.get_current_device, driver.get_current_stream
+            return kernel
+        values = [*args, *(kwargs[name] if name in kwargs else self.defaults[name]
+                           for name in self.arg_names[len(args):])]
+        if callable(grid):
+            grid = grid(dict(zip(self.arg_names, values)))
+        kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
+                   self.stream(self.device()), kernel.function, kernel.packed_metadata, None, None, None, *values)
+        return kernel
 
 
 class _Remembered(triton.runtime.Autotuner):

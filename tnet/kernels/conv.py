@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune
+from .autotune import autotune, jit
 from .gemm import SMS, shape_text, mma, pick_precision
 from .launch import FLOATS, cdiv, check, check_float, memory_format, pair, tile_config
 from .reduce import sum_except
@@ -156,7 +156,7 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
                               "G", "TRANSPOSED", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_conv}, interpret={"BLOCK_M": 1024, "BLOCK_N": 64})
-@triton.jit
+@jit
 def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                 stride_wn, stride_wk, stride_wi, stride_wj, stride_wg,
                 H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,
@@ -229,7 +229,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
                               "PW", "DH", "DW", "G", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_grad}, interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 1024})
-@triton.jit
+@jit
 def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                        stride_dp, stride_do, stride_dc, stride_di, stride_dj,
                        H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, COUT: tl.constexpr, OH: tl.constexpr,

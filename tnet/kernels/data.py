@@ -4,6 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .autotune import jit
 from .._device import INTERPRET
 from .launch import FLOATS, cdiv, check, check_float
 
@@ -15,7 +16,7 @@ NUM_WARPS = 8
 PADDING_MODES = ("zeros", "reflect")  # gather_kernel's PAD is the index
 
 
-@triton.jit
+@jit
 def gather_kernel(src_ptr, labels_ptr, idx_ptr, shift_ptr, flip_ptr, out_ptr, out_labels_ptr,
                   B, C, H, W,
                   IMGS: tl.constexpr, BLOCK: tl.constexpr, AUGMENT: tl.constexpr, PAD: tl.constexpr):

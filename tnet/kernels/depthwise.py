@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
 from .launch import FLOATS, cdiv, check, memory_format
@@ -62,7 +62,7 @@ def is_depthwise(channels, groups):
 @autotune(_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
                          "M", "TRANSPOSED"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 1024, "BLOCK_C": 64})
-@triton.jit
+@jit
 def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj,
                      H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
                      OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
@@ -104,7 +104,7 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
                               "DW", "M", "TAPS"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 64, "BLOCK_C": 64})
-@triton.jit
+@jit
 def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
                             H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
                             OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune
+from .autotune import autotune, jit
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
 from .reduce import sum_except
@@ -159,7 +159,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
 gemm_accumulate_kernel = autotune(_CONFIGS, restore_value=["c_ptr"], **_TUNING)(gemm_kernel.fn)
 
 
-@triton.jit
+@jit
 def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, stride_cm,
                     A_T: tl.constexpr, B_T: tl.constexpr,
                     BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
@@ -216,7 +216,7 @@ gemm_tma16_tuned = autotune(_TMA16_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # b
 _TMA_DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what runs there
 
 
-@triton.jit
+@jit
 def transpose_kernel(x_ptr, y_ptr, R, C, stride_xb, stride_xr, stride_xc,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """y[b] = x[b].T for x [B, R, C] with any strides, y [B, C, R] contiguous; grid (tiles, B)."""

@@ -33,7 +33,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune
+from .autotune import autotune, jit
 from .launch import FLOATS, cdiv, check, check_float, is_channels_last
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
@@ -162,7 +162,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
             tl.store(count_ptr, tl.load(count_ptr) + 1)
 
 
-@triton.jit
+@jit
 def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
                                chunk, momentum, eps, STATS: tl.constexpr, TRACK: tl.constexpr,
                                CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):

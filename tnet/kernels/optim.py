@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .autotune import jit
 from .._device import INTERPRET
 from .launch import cdiv, check, check_float
 from .copy import cast, copy_
@@ -81,7 +82,7 @@ def _adam(p, g, m_ptr, v_ptr, offs, mask, hyper_ptr, step, lr_mult, decay_mult, 
     return p - (lr / correction1) * m / (tl.sqrt(v) / tl.sqrt(correction2) + tl.load(hyper_ptr + 5))
 
 
-@triton.jit
+@jit
 def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs, scale_ptr, found_inf_ptr, ns,
                 lr_mults, decay_mults, RULE: tl.constexpr, BLOCK: tl.constexpr):
     """One step of RULE ("sgd", "adam", "adamw") on every tensor p_ptrs[i] (ns[i] elements), with its
@@ -118,7 +119,7 @@ def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs,
         block -= count
 
 
-@triton.jit
+@jit
 def find_inf_kernel(g_ptrs, found_inf_ptr, ns, BLOCK: tl.constexpr):
     """found_inf[0] = 1 if a tensor g_ptrs[i] (ns[i] elements) holds an inf or NaN, else left as it
     is: cdiv(ns[i], BLOCK) programs a tensor, in turn, as step_kernel."""
@@ -134,7 +135,7 @@ def find_inf_kernel(g_ptrs, found_inf_ptr, ns, BLOCK: tl.constexpr):
         block -= count
 
 
-@triton.jit
+@jit
 def update_scale_kernel(scale_ptr, growth_tracker_ptr, found_inf_ptr, growth_factor, backoff_factor,
                         growth_interval):
     """torch's GradScaler.update on one-element tensors: after a step with an inf or NaN, scale *=
@@ -150,7 +151,7 @@ def update_scale_kernel(scale_ptr, growth_tracker_ptr, found_inf_ptr, growth_fac
     tl.store(found_inf_ptr, 0.0)
 
 
-@triton.jit
+@jit
 def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexpr):
     """steps[j] += took[j] for the n parameters of an optimizer (took is 1 where one steps, else 0),
     unless found_inf[0] is set (found_inf_ptr None: no GradScaler)."""
@@ -162,7 +163,7 @@ def count_steps_kernel(steps_ptr, took_ptr, found_inf_ptr, n, BLOCK: tl.constexp
     tl.store(steps_ptr + offs, tl.load(steps_ptr + offs, mask=mask) + took, mask=mask)
 
 
-@triton.jit
+@jit
 def lookahead_clock_kernel(count_ptr, decay_ptr, total, every, base):
     """count[0] += 1 (int32), then decay[0] = base * (count / total)**3 when count is a multiple of
     every, else -1: lookahead_kernel leaves every tensor as it is."""
@@ -172,7 +173,7 @@ def lookahead_clock_kernel(count_ptr, decay_ptr, total, every, base):
     tl.store(decay_ptr, tl.where(count % every == 0, base * t * t * t, -1.0))
 
 
-@triton.jit
+@jit
 def lookahead_kernel(w_ptrs, ema_ptrs, low_ptrs, decay_ptr, ns, BLOCK: tl.constexpr):
     """Unless decay[0] < 0: ema = lerp(ema, w, 1 - decay), then w = ema (and w's 16-bit copy low, or None),
     for every tensor w_ptrs[i] of ns[i] elements, ema float32: cdiv(ns[i], BLOCK) programs a tensor, in

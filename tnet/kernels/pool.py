@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, jit
 from .launch import BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channels_last, memory_format, out_size
 
 # BLOCK: elements (pixels x channels) per program. 8 per thread: 16-byte vectors of 16-bit values
@@ -73,7 +73,7 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "CL_X",
                          "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
-@triton.jit
+@jit
 def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                 OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
                 PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL_X: tl.constexpr,
@@ -115,7 +115,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "RELU",
                          "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
-@triton.jit
+@jit
 def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                          OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
                          PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
@@ -153,7 +153,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "OHX", "OWX", "PH", "PW", "KH", "KW", "MAX", "RELU",
                          "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
-@triton.jit
+@jit
 def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr,
                                   W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, OHX: tl.constexpr,
                                   OWX: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, KH: tl.constexpr,

@@ -12,11 +12,11 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, jit
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_flat
 
 
-@triton.jit
+@jit
 def take_kernel(state_ptr, snapshot_ptr, n):
     """snapshot [2] = state [2] = (seed, offset); then state's offset += n. One program."""
     seed = tl.load(state_ptr)

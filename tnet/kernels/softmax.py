@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, jit
 from .launch import FLOATS, InputIndexError, cdiv, check, check_float
 from .reduce import sum_except
 
@@ -55,7 +55,7 @@ def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COL
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@jit
 def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoothing, ignore_index,
                          ROWS: tl.constexpr, COLS: tl.constexpr, REDUCTION: tl.constexpr,
                          LABELS: tl.constexpr):
@@ -103,7 +103,7 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
             tl.store(bad_ptr + 1, tl.load(label_ptr + first_bad))
 
 
-@triton.jit
+@jit
 def scale_rows_kernel(x_ptr, s_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """x [R, C] *= s [R] row by row (the backward of a per-row loss)."""
     _, rows, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
@@ -132,7 +132,7 @@ def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr,
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@jit
 def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.constexpr, COLS: tl.constexpr):
     """count[0] += number of rows r < R whose first largest logit is at label[r], the logits of row r
     being sum_v weights[v] * x[v*R + r] (x [V*R, C], V views of each row, as test-time augmentation's).
@@ -154,7 +154,7 @@ def count_correct_kernel(x_ptr, label_ptr, count_ptr, R, C, weights, ROWS: tl.co
     tl.atomic_add(count_ptr, tl.sum((first == label).to(tl.int32), axis=0))
 
 
-@triton.jit
+@jit
 def nll_loss_kernel(x_ptr, label_ptr, w_ptr, loss_ptr, wt_ptr, bad_ptr, R, C, stride_r, stride_c, ignore_index,
                     HAS_W: tl.constexpr, BLOCK: tl.constexpr):
     """Per row r < R of x [R, C] (strides stride_r, stride_c): wt[r] = weight[label[r]] (1 without
