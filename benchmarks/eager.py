@@ -248,8 +248,6 @@ def run(args):
     import tnet
     saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True  # tnet's default precision
-    tnet.set_precision("tf32")
     timing = zoo.QUICK_TIMING if args.quick else zoo.TIMING
     path = os.path.join(args.out, "eager.json")
     profile = [] if args.profile else None
@@ -257,7 +255,12 @@ def run(args):
                     model=STEP_MODEL)
     print_header(COLUMNS)
     try:
+        # the ops in exact fp32 on both sides (OP_TOL); the steps in tnet's default, tf32
+        tnet.set_precision("ieee")
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
         rows = op_rows(settings["op_timing"], profile)
+        tnet.set_precision("tf32")
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
         if profile is not None:
             with open(os.path.join(args.out, "eager_profile.txt"), "w") as f:
                 f.write("\n".join(profile))

@@ -342,7 +342,19 @@ def _out_dtype(op, operands, integer):
     return result_type(floats) if floats else torch.float32
 
 
-def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
+_PLANS = {}  # a launch's plan (_plan) per signature of its operands (_signature)
+
+
+def _signature(op, operands, channels_last, route_dim, dtype):
+    """What a launch's plan depends on: each tensor operand's shape, strides, dtype and device,
+    each number's type."""
+    return (op, channels_last, route_dim, dtype,
+            *[(x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else type(x) for x in operands])
+
+
+def _plan(op, operands, channels_last, route_dim, dtype):
+    """Check the operands and work out their launch: (the output's shape, dtype, memory format and
+    device, its merged axes' sizes, each slot's strides on them, FLAT, ROUTE, integer arithmetic)."""
     check(op in ARITY, f"pointwise: unknown op {op!r}")
     check(len(operands) == ARITY[op], f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
@@ -365,26 +377,42 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
     if channels_last is None:
         full = [x for x in tensors if tuple(x.shape) == shape]
         channels_last = bool(full) and is_channels_last(full[0])
-    y = torch.empty(shape, dtype=dtype or _out_dtype(op, operands, integer), device=first.device,
-                    memory_format=memory_format(channels_last))
-    n = y.numel()
-    if n == 0:
-        return y
+    fmt = memory_format(channels_last)
+    y = torch.empty(shape, device="meta", memory_format=fmt)  # the output's strides, without memory
     slots = list(operands) + [y] * (3 - len(operands))  # unused slots point anywhere: never read
     sizes, strides, route = _merged_axes(y, [_strides_in(x, shape) for x in slots], route_dim)
     flat = len(sizes) == 1 and all(s[0] == 1 for s, x in zip(strides, operands) if isinstance(x, torch.Tensor))
-    if not flat:
-        check(n < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
+    if not flat and y.numel():
+        check(y.numel() < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
               f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
-    ptrs = [x if isinstance(x, torch.Tensor) else y for x in slots]
-    numbers, mask = [0] * 3, 0
+    out_dtype = dtype or _out_dtype(op, operands, integer)
+    return shape, out_dtype, fmt, first.device, tuple(sizes), tuple(map(tuple, strides)), flat, route, integer
+
+
+def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
+    key = _signature(op, operands, channels_last, route_dim, dtype)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(op, operands, channels_last, route_dim, dtype)  # raises for bad operands: nothing kept
+        if len(_PLANS) >= 4096:  # shapes seen once, say: keep memory bounded
+            _PLANS.clear()
+        _PLANS[key] = plan
+    shape, out_dtype, fmt, device, sizes, strides, flat, route, integer = plan
+    y = torch.empty(shape, dtype=out_dtype, device=device, memory_format=fmt)
+    n = y.numel()
+    if n == 0:
+        return y
+    ptrs, numbers, mask = [y, y, y], [0, 0, 0], 0
     for i, x in enumerate(operands):
-        if not isinstance(x, torch.Tensor):
+        if isinstance(x, torch.Tensor):
+            ptrs[i] = x
+        else:
             numbers[i], mask = int(x) if integer else float(x), mask | 1 << i
             if op in COMPARISONS and not integer:  # compared in the tensors' dtype, as torch
-                numbers[i] = round_to(numbers[i], _out_dtype("add", tensors, False))
+                numbers[i] = round_to(numbers[i], _out_dtype("add", [t for t in operands if isinstance(t, torch.Tensor)],
+                                                             False))
     pointwise_kernel[grid1d(n)](
-        *ptrs, y, n, tuple(numbers), tuple(sizes), *map(tuple, strides),
+        *ptrs, y, n, tuple(numbers), sizes, *strides,
         OP=op, ARITY=ARITY[op], SCALARS=mask, FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
     return y
 
