@@ -68,6 +68,12 @@ def _spec(a):
     return a
 
 
+def _hooked(hook):
+    """Whether a launch hook is set: Triton 3.x's are HookChains, empty unless a profiler adds one
+    (never None: a None test would take every launch for a hooked one)."""
+    return bool(getattr(hook, "calls", hook))
+
+
 class _Fast(triton.runtime.JITFunction):
     """A JITFunction whose launch, once compiled for a call's specialization, skips Triton's
     run(): its binder, cache key, option and hook handling cost ~10 us a launch, several times
@@ -87,7 +93,7 @@ class _Fast(triton.runtime.JITFunction):
 
     def run(self, *args, grid, warmup, **kwargs):
         hooks = triton.knobs.runtime
-        if warmup or hooks.launch_enter_hook is not None or hooks.launch_exit_hook is not None:
+        if warmup or _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         key = (tuple(a if const else _spec(a) for a, const in zip(args, self.constexpr_at)),
                tuple((k, _spec(v) if k in self.specialized else v) for k, v in kwargs.items()))
