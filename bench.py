@@ -12,7 +12,7 @@
     python bench.py zoo [--quick] [--out results/] [--batch 256] [--models ResNet18,...]
                                                        # pytorch-cifar's models, each bf16 training step:
                                                        # tnet captured against PyTorch CUDA-graphed
-    python bench.py eager [--quick] [--out results/] [--profile] [--no-steps]
+    python bench.py eager [--quick] [--out results/] [--profile] [--steps all|readme|none]
                                                        # the host's time per op and eager training steps:
                                                        # tnet against PyTorch eager (and graphed)
 

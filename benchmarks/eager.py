@@ -3,7 +3,7 @@ PyTorch eager on the same GPU.
 
 - Ops: each on tensors so small that the GPU waits on the host (launch.host_ms: calls with no
   synchronisation between them, on the host clock), tnet against the same call in PyTorch; and a
-  bare Triton launch (one program of an empty kernel) for the floor.
+  bare launch of an empty kernel (one program), by Triton and by tnet's direct launch, the floors.
 - Steps: the README example's network (AdamW, label-smoothed cross-entropy, fp32) and ResNet-18
   (the zoo's, bf16 autocast, Nesterov SGD) at batch 128 and 256: tnet eager, tnet under
   tnet.graph.capture and tnet's TrainStep, against PyTorch eager and CUDA-graphed (zoo.torch_step).
@@ -40,15 +40,16 @@ COLUMNS = [
 ]
 
 
-def empty_kernel():
-    """A Triton kernel that does nothing: one launch's host cost is all it measures. Made after
-    tnet is imported (without a GPU, tnet switches Triton's interpreter on before any kernel is made)."""
+def empty_kernels():
+    """A Triton kernel that does nothing, launched by Triton and by tnet (kernels.autotune.jit): one
+    launch's host cost is all it measures. Made after tnet is imported (without a GPU, tnet switches
+    Triton's interpreter on before any kernel is made)."""
     import triton
+    from tnet.kernels.autotune import jit_fast
 
-    @triton.jit
     def empty(x_ptr, n):
         pass
-    return empty
+    return triton.jit(empty), jit_fast(triton.jit(empty))
 
 
 def op_cases(device):
@@ -57,7 +58,7 @@ def op_cases(device):
     import tnet
     import tnet.functional as F
     from tnet import nn
-    empty = empty_kernel()
+    empty, tnet_empty = empty_kernels()
     gen = torch.Generator().manual_seed(0)
     r = lambda *shape: torch.randn(*shape, generator=gen).to(device)
     a, b = r(1024), r(1024)
@@ -76,6 +77,7 @@ def op_cases(device):
     mean = xd.mean((0, 2, 3), keepdim=True)
     return {
         "bare Triton launch (1 program)": (lambda: empty[(1,)](a, 1024), None, None),
+        "bare tnet launch (1 program)": (lambda: tnet_empty[(1,)](a, 1024), None, None),
         "a + b (1024 floats)": (lambda: (ta + tb).data, lambda: a + b, ad + b.double()),
         "F.relu(a)": (lambda: F.relu(ta).data, lambda: torch.relu(a), ad.clamp(min=0)),
         "(a * a).sum().backward()": (lambda: square_sum_backward(tga), lambda: square_sum_backward(ga), 2 * ad),
@@ -240,7 +242,9 @@ def step_rows(case, variants, ref, bounds, batches, timing, device, torch_batche
 def add_arguments(parser):
     parser.add_argument("--profile", action="store_true",
                         help="also write OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls")
-    parser.add_argument("--no-steps", action="store_true", help="the per-op table only (no training steps)")
+    parser.add_argument("--steps", choices=["all", "readme", "none"], default="all",
+                        help="which training steps follow the per-op table: the README network's and ResNet-18's "
+                             "(all, the default), the README network's alone, or none")
 
 
 def run(args):
@@ -265,11 +269,11 @@ def run(args):
             with open(os.path.join(args.out, "eager_profile.txt"), "w") as f:
                 f.write("\n".join(profile))
         write_json(path, "eager", rows, complete=False, **settings)
-        if not args.no_steps:
+        if args.steps != "none":
             small = [(x[:8, :, :16, :16].contiguous(), y[:8]) for x, y in random_batches(8, tnet.DEVICE, std=1)]
             rows += step_rows("README network, fp32, batch 8", *readme_steps(small), small, timing, tnet.DEVICE)
             write_json(path, "eager", rows, complete=False, **settings)
-            for batch in [BATCHES[0]] if args.quick else BATCHES:
+            for batch in [] if args.steps == "readme" else [BATCHES[0]] if args.quick else BATCHES:
                 batches = random_batches(batch, tnet.DEVICE, std=1)
                 variants, ref, bounds, half = resnet_steps(batches)
                 rows += step_rows(f"ResNet-18, bf16, batch {batch}", variants, ref, bounds, batches, timing,

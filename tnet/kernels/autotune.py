@@ -1,6 +1,7 @@
 """`triton.autotune` and `triton.jit` for tnet's kernels: the interpreter's single config, the
 chosen config remembered per key, timing as a captured training step runs a kernel, and a launch
 that skips Triton's per-call Python once a kernel is compiled for its arguments' specialization."""
+import functools
 import os
 
 import torch
@@ -52,19 +53,23 @@ def jit_fast(fn):
 
 
 def _spec(a):
-    """What Triton's specialization of a non-constexpr argument depends on (Triton 3.x's rules):
-    a tensor's dtype and whether its address is a multiple of 16; an int's type (i32, i64, u64),
-    whether it is 1 and whether a multiple of 16; a float's and a bool's type alone; a tuple's,
-    each element's. Anything else (None, a dtype, a string) by its value."""
+    """A non-constexpr argument as _Fast's key holds it: a tensor as its dtype and whether its
+    address is a multiple of 16, a float or a bool as its type alone, a tuple element by element,
+    anything else (an int, None) by its value. Triton 3.x specializes a kernel on a tensor's dtype
+    and 16-byte alignment, an int's type (i32, i64, u64), whether it is 1 and whether a multiple
+    of 16, a float's or a bool's type: this key tells apart every pair of calls that Triton does,
+    and more (ints are shapes: few values each)."""
     cls = a.__class__
     if cls is int:
-        return (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 2**63)
-    if isinstance(a, torch.Tensor):
+        return a
+    if cls is torch.Tensor:
         return (a.dtype, a.data_ptr() % 16 == 0)
-    if cls is tuple:
-        return tuple(_spec(x) for x in a)
     if cls is float or cls is bool:
         return cls
+    if cls is tuple:
+        return tuple(map(_spec, a))
+    if isinstance(a, torch.Tensor):  # a subclass
+        return (a.dtype, a.data_ptr() % 16 == 0)
     return a
 
 
@@ -77,39 +82,48 @@ def _hooked(hook):
 class _Fast(triton.runtime.JITFunction):
     """A JITFunction whose launch, once compiled for a call's specialization, skips Triton's
     run(): its binder, cache key, option and hook handling cost ~10 us a launch, several times
-    the launch itself. The compiled kernel is kept per (constexpr values, _spec of the other
-    arguments, options), exactly what Triton's choice of a compiled kernel depends on, and
-    launched with Triton's own launcher. Triton's path stays for the first call of each such
-    key, for warm-up compiles, and while a launch hook is set (profilers)."""
+    the launch itself. The compiled kernel is kept per key (constexprs and options by value, the
+    other arguments by _spec) and launched with Triton's own launcher. Triton's path stays for
+    the first call of each key, for warm-up compiles, and while a launch hook is set (profilers)."""
 
     @classmethod
     def adopt(cls, fn):
         fn.__class__ = cls
         fn.fast = {}
-        fn.constexpr_at = tuple(p.is_constexpr for p in fn.params)
+        constexpr = [p.is_constexpr for p in fn.params]
+        fn.constexpr_at = tuple(constexpr)
+        # positional arguments before the first constexpr parameter go through _spec as they are
+        fn.plain_args = constexpr.index(True) if True in constexpr else len(constexpr)
         fn.specialized = {p.name for p in fn.params if not p.is_constexpr}  # other keywords: options, by value
         fn.defaults = {p.name: p.default for p in fn.params if p.has_default}
         return fn
+
+    def __getitem__(self, grid):
+        return functools.partial(self.run, grid=grid, warmup=False)  # Triton's lambda, in C
 
     def run(self, *args, grid, warmup, **kwargs):
         hooks = triton.knobs.runtime
         if warmup or _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
-        key = (tuple(a if const else _spec(a) for a, const in zip(args, self.constexpr_at)),
+        key = (tuple(map(_spec, args)) if len(args) <= self.plain_args else
+               tuple(a if const else _spec(a) for a, const in zip(args, self.constexpr_at)),
+               tuple(kwargs.items()) if self.specialized.isdisjoint(kwargs) else
                tuple((k, _spec(v) if k in self.specialized else v) for k, v in kwargs.items()))
-        kernel = self.fast.get(key)
-        if kernel is None:
+        entry = self.fast.get(key)
+        if entry is None:
             kernel = super().run(*args, grid=grid, warmup=warmup, **kwargs)
             if hasattr(kernel, "result"):  # a future, where Triton compiles asynchronously
                 kernel = kernel.result()
             if len(self.fast) >= 4096:  # shapes seen once, say: keep memory bounded
                 self.fast.clear()
-            self.fast[key] = kernel
+            # the parameters after the positional ones, each from the keywords or its default
+            self.fast[key] = (kernel, [(name, name in kwargs, self.defaults.get(name))
+                                       for name in self.arg_names[len(args):]])
             driver = triton.runtime.driver.active  # started by the launch above
             self.device, self.stream = driver.get_current_device, driver.get_current_stream
             return kernel
-        values = [*args, *(kwargs[name] if name in kwargs else self.defaults[name]
-                           for name in self.arg_names[len(args):])]
+        kernel, rest = entry
+        values = (*args, *[kwargs[name] if given else default for name, given, default in rest])
         if callable(grid):
             grid = grid(dict(zip(self.arg_names, values)))
         kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
