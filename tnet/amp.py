@@ -38,9 +38,10 @@ class autocast:
     for torch's signature: tnet always keeps the parameters' copies (see the module's text)."""
 
     def __init__(self, device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
-        check(device_type in ("cuda", "cpu"), f"autocast: device_type must be 'cuda' or 'cpu', got {device_type!r}")
+        check(device_type in ("cuda", "cpu"),
+              lambda: f"autocast: device_type must be 'cuda' or 'cpu', got {device_type!r}")
         dtype = dtype if dtype is not None else (torch.float16 if device_type == "cuda" else torch.bfloat16)
-        check(dtype in LOW, f"autocast: dtype must be torch.float16 or torch.bfloat16, got {dtype}")
+        check(dtype in LOW, lambda: f"autocast: dtype must be torch.float16 or torch.bfloat16, got {dtype}")
         self.dtype, self.enabled = dtype, bool(enabled)
         self._previous = []
 
@@ -123,7 +124,7 @@ class GradScaler:
 
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
-        check(device in ("cuda", "cpu"), f"GradScaler: device must be 'cuda' or 'cpu', got {device!r}")
+        check(device in ("cuda", "cpu"), lambda: f"GradScaler: device must be 'cuda' or 'cpu', got {device!r}")
         check(growth_factor > 1.0, "GradScaler: the growth factor must be > 1.0")
         check(0.0 < backoff_factor < 1.0, "GradScaler: the backoff factor must be < 1.0 and > 0")
         check(int(growth_interval) > 0, "GradScaler: growth_interval must be a positive integer")

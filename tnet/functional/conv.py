@@ -21,9 +21,9 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
     positive int that divides both channel counts."""
     check(isinstance(groups, int) and not isinstance(groups, bool) and groups > 0,
-          f"conv2d: groups must be a positive int, got {groups!r}")
+          lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
-          f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
+          lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 
@@ -32,15 +32,17 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     the gradient g of y (with relu: already masked by y > 0), g in y's layout. Depthwise ones
     (groups == C) run kernels/depthwise.py's stencils, the others conv.py's implicit GEMMs."""
     check_tensors("conv2d", x=x, w=w)
-    check(b is None or isinstance(b, Tensor), f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
-    check(x.ndim == 4 and w.ndim == 4, f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
+    check(b is None or isinstance(b, Tensor),
+          lambda: f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
+    check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
-    check(x.shape[1] == w.shape[1] * groups, f"conv2d: x has {x.shape[1]} channels but w expects "
-                                             f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
-    check(b is None or b.shape == (w.shape[0],), f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+    check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
+                                                     f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
+    check(b is None or b.shape == (w.shape[0],),
+          lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     low = amp.get_autocast_dtype()
     check(low is not None or x.dtype == w.dtype,
-          f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
+          lambda: f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
     need_x, need_w, need_b = needs_grad(x, w, b)
     kernels = _depthwise if _depthwise.is_depthwise(x.shape[1], groups) else _conv
     # a wide x is read as channel vectors (a depthwise one always), so channels-last (no copy if
@@ -90,7 +92,7 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     as one op, mode "max" or "avg": ReLU runs in the convolution's epilogue, its gradient in the
     pooling's backward kernel, so the convolution's output is written once and its gradient once.
     ReLU commutes with max pooling, so this is also max_pool2d followed by relu."""
-    check(mode in ("max", "avg"), f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
+    check(mode in ("max", "avg"), lambda: f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
     y, grads, saved = _convolve(x, w, b, stride, padding, True, dilation, groups)
     kernel, pool_stride, pool_padding = pool_args(mode, kernel_size, pool_stride, pool_padding)
     p_cl = keeps_channels_last(y.shape[1])

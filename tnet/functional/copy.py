@@ -140,8 +140,8 @@ def unflatten(input, dim, sizes):
     known = math.prod(s for s in sizes if s != -1)
     inferred = [(input.shape[d] // known if known else 0) if s == -1 else s for s in sizes]
     check(math.prod(inferred) == input.shape[d] and sizes.count(-1) <= 1,
-          f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({input.shape[d]}) "
-          f"in the input tensor")
+          lambda: f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({input.shape[d]}) "
+                  f"in the input tensor")
     return view(input, *input.shape[:d], *inferred, *input.shape[d + 1:])
 
 
@@ -159,8 +159,9 @@ def movedim(input, source, destination):
     n = input.ndim
     src = [dim_index(d, n) for d in (source if isinstance(source, (tuple, list)) else [source])]
     dst = [dim_index(d, n) for d in (destination if isinstance(destination, (tuple, list)) else [destination])]
-    check(len(src) == len(dst), f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
-                                f"the same number of dims as destination ({dst} dims)")
+    check(len(src) == len(dst),
+          lambda: f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+                  f"the same number of dims as destination ({dst} dims)")
     check(len(set(src)) == len(src) and len(set(dst)) == len(dst), f"movedim: repeated dim in {src} or {dst}")
     order = [-1] * n
     for s, d in zip(src, dst):
@@ -226,7 +227,7 @@ def repeat(input, *repeats):
     repeats = tuple(shape_args(repeats))
     if len(repeats) < input.ndim:
         raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-    check(all(r >= 0 for r in repeats), f"repeat: repeats must be non-negative, got {list(repeats)}")
+    check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")
     shape = (1,) * (len(repeats) - input.ndim) + input.shape
     tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
     src = input.data.reshape(shape)
@@ -282,16 +283,17 @@ def split(tensor, split_size_or_sections, dim=0):
     d, size = _split_dim("split", tensor, dim)
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
-        check(step >= 0, f"split expects split_size be non-negative, but got split_size={step}")
+        check(step >= 0, lambda: f"split expects split_size be non-negative, but got split_size={step}")
         check(step > 0 or size == 0,
-              f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+              lambda: f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
     else:
         sizes = [int(s) for s in split_size_or_sections]
         check(all(s >= 0 for s in sizes),
-              f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}")
-        check(sum(sizes) == size, f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                                  f"size at dimension {d}), but got split_sizes={sizes}")
+              lambda: f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}")
+        check(sum(sizes) == size,
+              lambda: f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                      f"size at dimension {d}), but got split_sizes={sizes}")
     return _pieces(tensor, d, sizes)
 
 
@@ -299,7 +301,7 @@ def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""
     d, size = _split_dim("chunk", input, dim)
-    check(chunks > 0, f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if size == 0:
         return _pieces(input, d, [0] * chunks)
     return split(input, -(-size // chunks), d)
@@ -316,7 +318,7 @@ def _promoted(name, tensors):
             return max(a, b, key=_KINDS.get)
         return torch.float32  # float16 with bfloat16: neither holds the other
     dtypes = [t.dtype for t in tensors]
-    check(all(d in _KINDS for d in dtypes), f"{name}: supports {', '.join(map(str, _KINDS))}; got {dtypes}")
+    check(all(d in _KINDS for d in dtypes), lambda: f"{name}: supports {', '.join(map(str, _KINDS))}; got {dtypes}")
     return functools.reduce(promote, dtypes)
 
 
@@ -332,7 +334,7 @@ def cat(tensors, dim=0):
         raise InputError("cat(): expected a non-empty list of Tensors")
     for i, x in enumerate(tensors):
         check_tensors("cat", **{f"tensors[{i}]": x})
-        check(x.ndim > 0, f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        check(x.ndim > 0, lambda: f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     dtype = _promoted("cat", tensors)
     joined = [(i, x) for i, x in enumerate(tensors) if x.shape != (0,)]
     if not joined:  # 1-D empty tensors only
@@ -341,10 +343,12 @@ def cat(tensors, dim=0):
     first = joined[0][1]
     d = dim_index(dim, first.ndim)
     for i, x in joined:
-        check(x.ndim == first.ndim, f"Tensors must have same number of dimensions: got {first.ndim} and {x.ndim}")
+        check(x.ndim == first.ndim,
+              lambda: f"Tensors must have same number of dimensions: got {first.ndim} and {x.ndim}")
         for a, (s, t) in enumerate(zip(first.shape, x.shape)):
-            check(a == d or s == t, f"Sizes of tensors must match except in dimension {d}. Expected size {s} but got "
-                                    f"size {t} for tensor number {i} in the list.")
+            check(a == d or s == t,
+                  lambda: f"Sizes of tensors must match except in dimension {d}. Expected size {s} but got "
+                          f"size {t} for tensor number {i} in the list.")
     shape = list(first.shape)
     shape[d] = sum(x.shape[d] for _, x in joined)
     cl = all(is_channels_last(x.data) for _, x in joined)
@@ -377,8 +381,8 @@ def stack(tensors, dim=0):
         raise InputError("stack expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         check_tensors("stack", **{f"tensors[{i}]": x})
-        check(x.shape == tensors[0].shape, f"stack expects each tensor to be equal size, but got "
-                                           f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
+        check(x.shape == tensors[0].shape, lambda: f"stack expects each tensor to be equal size, but got "
+                                                   f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
     d = dim_index(dim, tensors[0].ndim + 1)
     return cat([unsqueeze(x, d) for x in tensors], d)
 
@@ -406,7 +410,7 @@ def flip(input, dims):
         raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not {type(dims).__name__}")
     axes = [dim_index(d, input.ndim) for d in dims]
     for a in axes:
-        check(axes.count(a) == 1, f"dim {a} appears multiple times in the list of dims")
+        check(axes.count(a) == 1, lambda: f"dim {a} appears multiple times in the list of dims")
     axes = [a for a in axes if input.ndim]  # a 0-d tensor flips to itself
     y = _copy.flip_(torch.empty_like(input.data), input.data, axes)
     return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.data), g, axes),))
@@ -426,9 +430,9 @@ def unfold_windows(input, dimension, size, step):
     check_tensors("unfold", input=input)
     d = dim_index(dimension, input.ndim)
     length = input.shape[d] if input.ndim else 1
-    check(size >= 0, f"size is {size} but must be >= 0")
-    check(size <= length, f"maximum size for tensor at dimension {d} is {length} but size is {size}")
-    check(step > 0, f"step is {step} but must be > 0")
+    check(size >= 0, lambda: f"size is {size} but must be >= 0")
+    check(size <= length, lambda: f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    check(step > 0, lambda: f"step is {step} but must be > 0")
 
     def backward(g):
         return (_f32_gradient(input, lambda buf: _copy.unfold_add_(buf, g, d, size, step)),)

@@ -46,10 +46,11 @@ def matmul(a, b):
     leading dims are not supported. Under autocast the GEMMs read 16-bit operands and return
     16-bit outputs; each gradient comes in its input's dtype."""
     check_tensors("matmul", a=a, b=b)
-    check(a.ndim >= 1 and b.ndim >= 1, f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")
+    check(a.ndim >= 1 and b.ndim >= 1,
+          lambda: f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")
     K = a.shape[-1]
     check(K == b.shape[-2 if b.ndim > 1 else 0],
-          f"matmul: a is {'x'.join(map(str, a.shape))} but b is {'x'.join(map(str, b.shape))}: they cannot be multiplied")
+          lambda: f"matmul: a is {'x'.join(map(str, a.shape))} but b is {'x'.join(map(str, b.shape))}: they cannot be multiplied")
     if a.ndim == b.ndim == 2:
         return _matmul2d(a, b)
     if b.ndim == 1:  # a matrix (or batch) times a vector: a column, dropped after
@@ -61,7 +62,7 @@ def matmul(a, b):
         return reshape(_matmul2d(reshape(a, -1, K), b), *a.shape[:-1], N)
     lead = b.shape[:-2]
     check(a.ndim == 2 or a.shape[:-2] == lead,
-          f"matmul: the leading dims of {a.shape} and {b.shape} differ (tnet does not broadcast them)")
+          lambda: f"matmul: the leading dims of {a.shape} and {b.shape} differ (tnet does not broadcast them)")
     out = _bmm(a if a.ndim == 2 else reshape(a, -1, M, K), reshape(b, -1, K, N))
     return reshape(out, *lead, M, N)
 
@@ -91,12 +92,13 @@ def linear(x, w, b=None):
     masters), written so by the GEMM or the reduction: no extra cast pass."""
     check_tensors("linear", x=x, w=w)
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
-          f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
+          lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
         return reshape(linear(reshape(x, -1, x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
-          f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
-    check(b is None or b.shape == (w.shape[0],), f"linear: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+          lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
+    check(b is None or b.shape == (w.shape[0],),
+          lambda: f"linear: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     need_x, need_w, need_b = needs_grad(x, w, b)
     low = amp.get_autocast_dtype()
     X, W = (x.data, w.data) if low is None else (amp.cast_operand(x, low), amp.cast_operand(w, low))

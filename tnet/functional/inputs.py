@@ -11,4 +11,4 @@ def needs_grad(*xs):
 def check_tensors(name, **xs):
     """Each keyword argument must be a tnet.Tensor (InputError naming the op and the argument)."""
     for arg, x in xs.items():
-        check(isinstance(x, Tensor), f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
+        check(isinstance(x, Tensor), lambda: f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")

@@ -35,8 +35,9 @@ def _operands(name, input, other):
     """The kernel operands of input and other: a tnet.Tensor's storage, or a Python number."""
     for arg, v in (("input", input), ("other", other)):
         check(isinstance(v, (Tensor, numbers.Real)),
-              f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
-    check(isinstance(input, Tensor) or isinstance(other, Tensor), f"{name}: input or other must be a tnet.Tensor")
+              lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
+    check(isinstance(input, Tensor) or isinstance(other, Tensor),
+          lambda: f"{name}: input or other must be a tnet.Tensor")
     return [v.data if isinstance(v, Tensor) else float(v) for v in (input, other)]
 
 
@@ -127,13 +128,13 @@ def sqrt(input):
 def pow(input, exponent):
     """input ** exponent for a Python number exponent (tensor exponents are not supported)."""
     check(isinstance(exponent, numbers.Real),
-          f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
+          lambda: f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
     return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
 
 
 def gelu(input, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
-    check(approximate in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    check(approximate in ("none", "tanh"), lambda: f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     op = "gelu" if approximate == "none" else "gelu_tanh"
     return _unary("gelu", input, op, op + "_backward", False)
 
@@ -189,7 +190,7 @@ def clamp(input, min=None, max=None):
     check(min is not None or max is not None, "clamp: at least one of 'min' or 'max' must not be None")
     for arg, v in (("min", min), ("max", max)):
         check(v is None or isinstance(v, numbers.Real),
-              f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
+              lambda: f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
     X = input.data
     y = _pw.pointwise("clamp", X, -math.inf if min is None else float(min), math.inf if max is None else float(max))
     return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
@@ -239,7 +240,7 @@ def _bool_only(name, op):
     def apply(input, other):
         for v in (input, other):
             check(not isinstance(v, Tensor) or v.dtype == torch.bool,
-                  f"{name}: tnet supports bool tensors only (bitwise ops on integers are not supported), got {v.dtype}")
+                  lambda: f"{name}: tnet supports bool tensors only (bitwise ops on integers are not supported), got {v.dtype}")
         return op(input, other)
     return apply
 
@@ -251,7 +252,8 @@ bitwise_or = _bool_only("bitwise_or", logical_or)
 def bitwise_not(input):
     """~x: logical not of a bool tensor, two's complement of an integer one (floats raise, as torch)."""
     check_tensors("bitwise_not", input=input)
-    check(input.dtype in _pw.INTEGERS, f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
+    check(input.dtype in _pw.INTEGERS,
+          lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
     return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.data))
 
 
@@ -259,7 +261,7 @@ def where(condition, input, other):
     """input where condition (a bool tensor) holds, else other, broadcasting; input and other are
     tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken."""
     check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
-          f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
+          lambda: f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
     a, b = _operands("where", input, other)
     C = condition.data
     need_a, need_b = needs_grad(input, other)

@@ -48,9 +48,9 @@ def _adaptive(mode, input, output_size):
     None keeps the input's size): (the result, the max's int32 pixel indices or None)."""
     name = f"adaptive_{mode}_pool2d"
     check_tensors(name, input=input)
-    check(input.ndim in (3, 4), f"{name}: expected a 3-D or 4-D input, got {input.shape}")
+    check(input.ndim in (3, 4), lambda: f"{name}: expected a 3-D or 4-D input, got {input.shape}")
     size = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
-    check(len(size) == 2, f"{name}: output_size must be an int or a pair, got {output_size!r}")
+    check(len(size) == 2, lambda: f"{name}: output_size must be an int or a pair, got {output_size!r}")
     OH, OW = (input.shape[-2 + i] if s is None else s for i, s in enumerate(size))
     if mode == "avg" and (OH, OW) == (1, 1):  # global average pooling: the mean kernel
         return sum_or_mean(name, input, (-2, -1), True, mean=True), None

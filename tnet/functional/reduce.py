@@ -24,13 +24,14 @@ def _dims(name, input, dim):
     dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
     out = []
     for d in dims:
-        check(isinstance(d, numbers.Integral), f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+        check(isinstance(d, numbers.Integral), lambda: f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
         low, high = (-n, n - 1) if n else (-1, 0)
-        check(low <= d <= high, f"{name}: dimension out of range (expected to be in range of [{low}, {high}], but got {d})")
+        check(low <= d <= high,
+              lambda: f"{name}: dimension out of range (expected to be in range of [{low}, {high}], but got {d})")
         if not n:
             continue
         d %= n
-        check(d not in out, f"{name}: dim {d} appears multiple times in the list of dims")
+        check(d not in out, lambda: f"{name}: dim {d} appears multiple times in the list of dims")
         out.append(d)
     return tuple(sorted(out)) if out else tuple(range(n))
 
@@ -84,7 +85,7 @@ def _max_dims(name, input, dim):
     name an axis of nonzero size (IndexError); the other axes may be empty."""
     check_tensors(name, input=input)
     check(dim is None or isinstance(dim, numbers.Integral),
-          f"{name}: dim must be an int or None, got {dim!r}" +
+          lambda: f"{name}: dim must be an int or None, got {dim!r}" +
           (" (an elementwise max of two tensors is not supported)" if name == "max" else ""))
     if dim is None:
         if input.numel() == 0:
@@ -180,7 +181,7 @@ def _correction(name, dim, unbiased, correction):
     and var(x, dim, correction=c); the default correction is 1 (Bessel's)."""
     if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
         dim, unbiased = None, dim
-    check(unbiased is None or correction is None, f"{name}: give unbiased or correction, not both")
+    check(unbiased is None or correction is None, lambda: f"{name}: give unbiased or correction, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     return dim, correction
@@ -188,7 +189,7 @@ def _correction(name, dim, unbiased, correction):
 
 def _moments(name, input, dim, unbiased, keepdim, correction, root):
     check_tensors(name, input=input)
-    check(input.dtype in FLOATS, f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
+    check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
     dim, correction = _correction(name, dim, unbiased, correction)
     dims = _dims(name, input, dim)
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
@@ -238,7 +239,7 @@ def mse_loss(input, target, reduction="mean"):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
     under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
     check_tensors("mse_loss", input=input, target=target)
-    check(reduction in ("mean", "sum", "none"), f"mse_loss: {reduction!r} is not a valid value for reduction")
+    check(reduction in ("mean", "sum", "none"), lambda: f"mse_loss: {reduction!r} is not a valid value for reduction")
     if is_autocast_enabled():
         input, target = input.float(), target.float()
     loss = pow(sub(input, target), 2)

@@ -65,20 +65,22 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _check_legacy(name, size_average, reduce, reduction):
-    check(size_average is None and reduce is None, f"{name}: the deprecated size_average and reduce are not supported")
-    check(reduction in ("mean", "sum", "none"), f"{name}: {reduction!r} is not a valid value for reduction")
+    check(size_average is None and reduce is None,
+          lambda: f"{name}: the deprecated size_average and reduce are not supported")
+    check(reduction in ("mean", "sum", "none"), lambda: f"{name}: {reduction!r} is not a valid value for reduction")
 
 
 def _nll(input, target, weight, ignore_index, reduction):
     """nll_loss, and the device sum of the weights of the rows not ignored (the mean's divisor)."""
     check_tensors("nll_loss", input=input, target=target)
     check(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
-    check(target.dtype == torch.int64, f"nll_loss: target must be int64 class indices, got {target.dtype}")
+    check(target.dtype == torch.int64, lambda: f"nll_loss: target must be int64 class indices, got {target.dtype}")
     check(input.ndim >= 1, "nll_loss: input must have at least 1 dimension")
     cdim = 0 if input.ndim == 1 else 1
     C = input.shape[cdim]
     expect = input.shape[:cdim] + input.shape[cdim + 1:]
-    check(target.shape == expect, f"nll_loss: target is {target.shape}, expected {expect} for input {input.shape}")
+    check(target.shape == expect,
+          lambda: f"nll_loss: target is {target.shape}, expected {expect} for input {input.shape}")
     X = input.data.reshape(1, C) if input.ndim == 1 else input.data
     moved = X.movedim(1, -1)
     rows = moved.reshape(-1, C)  # a view where the memory allows; the kernel takes strides
@@ -136,14 +138,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
     _check_legacy("cross_entropy", size_average, reduce, reduction)
-    check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
+    check(0.0 <= label_smoothing < 1.0,
+          lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
     check(input.ndim >= 1, "cross_entropy: input must have at least 1 dimension")
     cdim = 0 if input.ndim == 1 else 1
     C = input.shape[cdim]
     w = None if weight is None else weight.reshape(C, *[1] * (input.ndim - cdim - 1))  # along the class dim
     if target.data.is_floating_point():  # class probabilities
-        check(target.shape == input.shape, f"cross_entropy: target must be int64 labels or class probabilities of "
-                                           f"input's shape {input.shape}, got {target.dtype} {target.shape}")
+        check(target.shape == input.shape,
+              lambda: f"cross_entropy: target must be int64 labels or class probabilities of "
+                      f"input's shape {input.shape}, got {target.dtype} {target.shape}")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
         terms = mul(log_softmax(input, cdim), target)

@@ -360,8 +360,8 @@ def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
     (stride 1 only, as torch; d*(k-1) rows and columns in all, the odd one at the end, as torch
     pads them for an even kernel)."""
     if isinstance(padding, str):
-        check(padding in ("same", "valid"), f"conv2d: invalid padding string {padding!r}, should be one of "
-                                            "{'valid', 'same'}")
+        check(padding in ("same", "valid"), lambda: f"conv2d: invalid padding string {padding!r}, should be one of "
+                                                    "{'valid', 'same'}")
         if padding == "valid":
             return (0, 0), (0, 0)
         check(pair(stride, "conv2d: stride", 1) == (1, 1), "conv2d: padding='same' is not supported for strided "

@@ -72,29 +72,29 @@ def gather(images, labels, idx, shifts=None, flips=None, out=None, padding_mode=
     batch from fp32 images in the same pass); by default the batch is fresh memory of the
     images' dtype.
     """
-    check(images.dim() == 4, f"images must be [N,C,H,W], got shape {tuple(images.shape)}")
+    check(images.dim() == 4, lambda: f"images must be [N,C,H,W], got shape {tuple(images.shape)}")
     check_float("gather", images, "images")
     n, c, h, w = images.shape
-    check(labels.shape == (n,), f"labels must be [{n}], got {tuple(labels.shape)}")
-    check(labels.dtype == torch.int64, f"labels must be int64, got {labels.dtype}")
-    check(idx.dim() == 1, f"idx must be [B], got shape {tuple(idx.shape)}")
-    check(idx.dtype == torch.int64, f"idx must be int64, got {idx.dtype}")
+    check(labels.shape == (n,), lambda: f"labels must be [{n}], got {tuple(labels.shape)}")
+    check(labels.dtype == torch.int64, lambda: f"labels must be int64, got {labels.dtype}")
+    check(idx.dim() == 1, lambda: f"idx must be [B], got shape {tuple(idx.shape)}")
+    check(idx.dtype == torch.int64, lambda: f"idx must be int64, got {idx.dtype}")
     b = idx.shape[0]
     augment = shifts is not None or flips is not None
-    check(padding_mode in PADDING_MODES, f"padding_mode must be 'zeros' or 'reflect', got {padding_mode!r}")
+    check(padding_mode in PADDING_MODES, lambda: f"padding_mode must be 'zeros' or 'reflect', got {padding_mode!r}")
     tensors = [images, labels, idx]
     if augment:
         check(shifts is not None and flips is not None, "shifts and flips go together")
         check(shifts.shape == (b, 2) and shifts.dtype == torch.int32,
-              f"shifts must be [{b},2] int32, got {tuple(shifts.shape)} {shifts.dtype}")
+              lambda: f"shifts must be [{b},2] int32, got {tuple(shifts.shape)} {shifts.dtype}")
         check(flips.shape == (b,) and flips.dtype == torch.int32,
-              f"flips must be [{b}] int32, got {tuple(flips.shape)} {flips.dtype}")
+              lambda: f"flips must be [{b}] int32, got {tuple(flips.shape)} {flips.dtype}")
         tensors += [shifts, flips]
     for t in tensors:
-        check(t.device == images.device, f"all inputs must be on {images.device}, got {t.device}")
-        check(t.is_contiguous(), f"inputs must be contiguous (shape {tuple(t.shape)} is not)")
+        check(t.device == images.device, lambda: f"all inputs must be on {images.device}, got {t.device}")
+        check(t.is_contiguous(), lambda: f"inputs must be contiguous (shape {tuple(t.shape)} is not)")
     block = triton.next_power_of_2(c * h * w)
-    check(block <= 1 << 16, f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
+    check(block <= 1 << 16, lambda: f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
 
     if out is None:
         out = (torch.empty((b, c, h, w), dtype=images.dtype, device=images.device),

@@ -35,7 +35,7 @@ _allocator = []  # set once Triton has an allocator for gemm_tma_kernel's descri
 def set_precision(precision):
     """Set the default GEMM precision for fp32 tensors; returns the previous one. 16-bit
     tensors keep their own ("bf16" or "fp16")."""
-    check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
+    check(precision in PRECISIONS, lambda: f"precision must be one of {PRECISIONS}, got {precision!r}")
     previous, _default["precision"] = _default["precision"], precision
     return previous
 

@@ -47,7 +47,7 @@ def pair(v, name, least=0):
     sizes and strides, 0 for paddings)."""
     v = (v, v) if isinstance(v, int) else tuple(v)
     check(len(v) == 2 and all(isinstance(i, int) for i in v), f"{name} must be an int or a pair of ints, got {v}")
-    check(min(v) >= least, f"{name} must be at least {least}, got {v}")
+    check(min(v) >= least, lambda: f"{name} must be at least {least}, got {v}")
     return v
 
 
@@ -77,7 +77,7 @@ def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
     padding (Caffe's and PyTorch's rule)."""
     span = size + 2 * pad - kernel
-    check(span >= 0, f"window of {kernel} with padding {pad} does not fit an input of {size}")
+    check(span >= 0, lambda: f"window of {kernel} with padding {pad} does not fit an input of {size}")
     n = (-(-span // stride) if ceil_mode else span // stride) + 1
     if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
         n -= 1

@@ -299,12 +299,13 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, 
 
 def _view(name, x):
     """(R, C, L) of x, checked: the [R, C] view of the module's docstring."""
-    check(x.dim() in (2, 3, 4), f"{name}: expected [N, C], [N, C, L] or [N, C, H, W] input, got {tuple(x.shape)}")
+    check(x.dim() in (2, 3, 4),
+          lambda: f"{name}: expected [N, C], [N, C, L] or [N, C, H, W] input, got {tuple(x.shape)}")
     check_float(name, x, "input")
-    check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
+    check(x.numel() < 2**31, lambda: f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     cl = is_channels_last(x)
     check(x.is_contiguous() or cl,
-          f"{name}: expected a contiguous (or channels-last) tensor, got strides {x.stride()}")
+          lambda: f"{name}: expected a contiguous (or channels-last) tensor, got strides {x.stride()}")
     C = x.shape[1]
     L = 1 if cl else max(1, math.prod(x.shape[2:]))  # no pixels (H or W 0): no rows, and no division by 0
     return x.numel() // max(C, 1), C, L
@@ -366,7 +367,8 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     counts the batch in num_batches_tracked)."""
     R, C, L = _view("batch_norm", x)
     act = _act("batch_norm", activation)
-    check(R != 1, f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
+    check(R != 1,
+          lambda: f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     for arg, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         _check_vector("batch_norm", arg, v, C, x.device)
     track = running_mean is not None

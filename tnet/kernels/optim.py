@@ -217,18 +217,18 @@ def step_(rule, updates, scale=None, found_inf=None):
     one-element float32 tensors: the gradients are divided by the scale, and a step with
     found_inf set changes nothing. The addresses travel as kernel arguments, not in a device
     table: the launch needs no host-to-device copy, so a CUDA graph can capture it like any other."""
-    check(rule in HYPER, f"optimizer step: unknown rule {rule!r}")
+    check(rule in HYPER, lambda: f"optimizer step: unknown rule {rule!r}")
     buffers = 1 if rule == "sgd" else 2
     for p, g, bufs, lows, hyper, step, *_ in updates:
-        check(len(bufs) == buffers, f"{rule}: {len(bufs)} state buffers, expected {buffers}")
+        check(len(bufs) == buffers, lambda: f"{rule}: {len(bufs)} state buffers, expected {buffers}")
         check_float(rule, p, "a parameter")
         check_float(rule, g, "a gradient")
         check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
         check_like(rule, p, g, *bufs, *lows)
         check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
-              f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
+              lambda: f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
         _check_scalar(rule, "step", step, p.device)
-    check((scale is None) == (found_inf is None), f"{rule}: give both scale and found_inf, or neither")
+    check((scale is None) == (found_inf is None), lambda: f"{rule}: give both scale and found_inf, or neither")
     if scale is not None and updates:
         _check_scalar(rule, "scale", scale, updates[0][0].device)
         _check_scalar(rule, "found_inf", found_inf, updates[0][0].device)
@@ -263,7 +263,7 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
     _check_scalar("update_scale_", "scale", scale, scale.device)
     _check_scalar("update_scale_", "found_inf", found_inf, scale.device)
     check(growth_tracker.numel() == 1 and growth_tracker.dtype == torch.int32 and growth_tracker.device == scale.device,
-          f"update_scale_: growth_tracker must be one int32 element on {scale.device}")
+          lambda: f"update_scale_: growth_tracker must be one int32 element on {scale.device}")
     update_scale_kernel[(1,)](scale, growth_tracker, found_inf, float(growth_factor), float(backoff_factor),
                               int(growth_interval), num_warps=1)
 
@@ -271,7 +271,8 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
 def count_steps_(steps, took, found_inf=None):
     """steps += took in place: float32 vectors of one optimizer's parameters, on one device; with a
     GradScaler's found_inf (one float32 element), nothing where it is set."""
-    check(steps.shape == took.shape and steps.dim() == 1, f"count_steps_: shapes {tuple(steps.shape)} and {tuple(took.shape)}")
+    check(steps.shape == took.shape and steps.dim() == 1,
+          lambda: f"count_steps_: shapes {tuple(steps.shape)} and {tuple(took.shape)}")
     check(steps.dtype == took.dtype == torch.float32 and steps.device == took.device and steps.is_contiguous()
           and took.is_contiguous(), "count_steps_: expected contiguous float32 vectors on one device")
     if found_inf is not None:
@@ -284,7 +285,8 @@ def lookahead_clock_(count, decay, total, every, base):
     lookahead_: base * (count / total)**3 on every `every`-th step, else -1 (no update)."""
     check(count.numel() == 1 and count.dtype == torch.int32, "lookahead_clock_: count must be one int32 element")
     _check_scalar("lookahead_clock_", "decay", decay, count.device)
-    check(total > 0 and every > 0, f"lookahead_clock_: total and every must be positive, got {total} and {every}")
+    check(total > 0 and every > 0,
+          lambda: f"lookahead_clock_: total and every must be positive, got {total} and {every}")
     lookahead_clock_kernel[(1,)](count, decay, float(total), int(every), float(base), num_warps=1)
 
 

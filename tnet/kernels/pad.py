@@ -103,35 +103,38 @@ def _memory_axes(y):
 def _check_offsets(name, *xs):
     for x in xs:
         check(x.numel() < 2**31 and sum((s - 1) * abs(st) for s, st in zip(x.shape, x.stride())) < 2**31,
-              f"{name}: offsets past 2^31; split the batch")
+              lambda: f"{name}: offsets past 2^31; split the batch")
 
 
 def pads_of(name, shape, pad, mode):
     """[(before, after)] of each dim of a tensor of `shape` from torch's flat pad (last dim first),
     checked as torch does."""
-    check(mode in MODES, f"{name}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    check(mode in MODES, lambda: f"{name}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
     check(isinstance(pad, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in pad),
-          f"{name}: pad must be a tuple of ints, got {pad!r}")
-    check(len(pad) % 2 == 0, f"{name}: Padding length must be divisible by 2, got {len(pad)}")
+          lambda: f"{name}: pad must be a tuple of ints, got {pad!r}")
+    check(len(pad) % 2 == 0, lambda: f"{name}: Padding length must be divisible by 2, got {len(pad)}")
     k = len(pad) // 2
     ndim = len(shape)
-    check(k <= ndim, f"{name}: Padding length should be less than or equal to two times the input dimension "
-                     f"but got padding length {len(pad)} and input of dimension {ndim}")
+    check(k <= ndim, lambda: f"{name}: Padding length should be less than or equal to two times the input dimension "
+                             f"but got padding length {len(pad)} and input of dimension {ndim}")
     pads = [(0, 0)] * (ndim - k) + [(pad[2 * j], pad[2 * j + 1]) for j in reversed(range(k))]
     if mode != "constant":
         check(1 <= k <= 3 and ndim in (k + 1, k + 2),
-              f"{name}: padding size {len(pad)} is not supported for {ndim}D input in mode {mode!r} (as torch: "
-              f"2 for 2D or 3D input, 4 for 3D or 4D, 6 for 4D or 5D)")
+              lambda: f"{name}: padding size {len(pad)} is not supported for {ndim}D input in mode {mode!r} (as torch: "
+                      f"2 for 2D or 3D input, 4 for 3D or 4D, 6 for 4D or 5D)")
         for d, (b, a) in enumerate(pads):
             L = shape[d]
-            check(b >= 0 and a >= 0, f"{name}: negative padding is supported in constant mode only, got {pad}")
+            check(b >= 0 and a >= 0, lambda: f"{name}: negative padding is supported in constant mode only, got {pad}")
             check(mode != "reflect" or (b < L and a < L),
-                  f"{name}: Padding size should be less than the corresponding input dimension, but got: padding "
-                  f"({b}, {a}) at dimension {d} of input {list(shape)}")
-            check(mode != "circular" or (b <= L and a <= L), f"{name}: Padding value causes wrapping around more than once.")
-            check(mode != "replicate" or L > 0 or b == a == 0, f"{name}: cannot replicate an empty dimension {d}")
+                  lambda: f"{name}: Padding size should be less than the corresponding input dimension, but got: padding "
+                          f"({b}, {a}) at dimension {d} of input {list(shape)}")
+            check(mode != "circular" or (b <= L and a <= L),
+                  lambda: f"{name}: Padding value causes wrapping around more than once.")
+            check(mode != "replicate" or L > 0 or b == a == 0,
+                  lambda: f"{name}: cannot replicate an empty dimension {d}")
     for d, (b, a) in enumerate(pads):
-        check(shape[d] + b + a >= 0, f"{name}: the padding {pad} leaves dimension {d} of {list(shape)} negative")
+        check(shape[d] + b + a >= 0,
+              lambda: f"{name}: the padding {pad} leaves dimension {d} of {list(shape)} negative")
     return pads
 
 
@@ -139,7 +142,7 @@ def pad(x, pad, mode="constant", value=0.0):
     """x padded (and, with negative constant pads, cropped) as torch.nn.functional.pad: pad =
     (before, after) of the last dim, then of the one before, ...; a new dense tensor in x's layout."""
     pads = pads_of("pad", x.shape, pad, mode)
-    check(x.dtype in DTYPES, f"pad: dtype {x.dtype} is not supported")
+    check(x.dtype in DTYPES, lambda: f"pad: dtype {x.dtype} is not supported")
     shape = [s + b + a for s, (b, a) in zip(x.shape, pads)]
     y = torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=memory_format(is_channels_last(x)))
     if y.numel() == 0:
@@ -157,7 +160,7 @@ def pad_backward(g, shape, padding, mode):
     cropped back (the opposite pads), else folded along each padded axis in turn (sums in fp32)."""
     if mode == "constant":
         return pad(g, [-p for p in padding], "constant", 0.0)
-    check(g.dtype in FLOATS, f"pad backward: g must be float32, float16 or bfloat16, got {g.dtype}")
+    check(g.dtype in FLOATS, lambda: f"pad backward: g must be float32, float16 or bfloat16, got {g.dtype}")
     pads = pads_of("pad backward", shape, padding, mode)
     for d in range(len(shape)):
         before, after = pads[d]

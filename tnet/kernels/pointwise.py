@@ -273,8 +273,9 @@ def broadcast_shape(name, *shapes):
     out = []
     for i in range(1, max(len(s) for s in shapes) + 1):
         sizes = {s[-i] for s in shapes if i <= len(s)} - {1}
-        check(len(sizes) <= 1, lambda: f"{name}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast: "
-                                        f"sizes {' and '.join(map(str, sorted(sizes)))} at dimension -{i}")
+        check(len(sizes) <= 1,
+              lambda: f"{name}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast: "
+                      f"sizes {' and '.join(map(str, sorted(sizes)))} at dimension -{i}")
         out.append(sizes.pop() if sizes else 1)
     return tuple(reversed(out))
 
@@ -355,18 +356,18 @@ def _signature(op, operands, channels_last, route_dim, dtype):
 def _plan(op, operands, channels_last, route_dim, dtype):
     """Check the operands and work out their launch: (the output's shape, dtype, memory format and
     device, its merged axes' sizes, each slot's strides on them, FLAT, ROUTE, integer arithmetic)."""
-    check(op in ARITY, f"pointwise: unknown op {op!r}")
-    check(len(operands) == ARITY[op], f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
+    check(op in ARITY, lambda: f"pointwise: unknown op {op!r}")
+    check(len(operands) == ARITY[op], lambda: f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
-    check(tensors, f"{op}: needs a tensor operand")
+    check(tensors, lambda: f"{op}: needs a tensor operand")
     first = tensors[0]
     allowed = FLOATS + INTEGERS if op in INTEGER_OPS else FLOATS
     for i, x in enumerate(operands):
         if not isinstance(x, torch.Tensor):
             continue
-        check(x.device == first.device, f"{op}: tensors on {first.device} and {x.device}")
+        check(x.device == first.device, lambda: f"{op}: tensors on {first.device} and {x.device}")
         if op == "route" and i == 1:
-            check(x.dtype == torch.int64, f"route: indices must be int64, got {x.dtype}")
+            check(x.dtype == torch.int64, lambda: f"route: indices must be int64, got {x.dtype}")
         else:
             check(x.dtype in allowed, lambda: f"{op}: expected floating-point tensors (float32, float16 or bfloat16)"
                                               f"{', integer or bool ones' if op in INTEGER_OPS else ''}, "
@@ -384,7 +385,7 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     flat = len(sizes) == 1 and all(s[0] == 1 for s, x in zip(strides, operands) if isinstance(x, torch.Tensor))
     if not flat and y.numel():
         check(y.numel() < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
-              f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
+              lambda: f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
     out_dtype = dtype or _out_dtype(op, operands, integer)
     return shape, out_dtype, fmt, first.device, tuple(sizes), tuple(map(tuple, strides)), flat, route, integer
 
@@ -430,7 +431,7 @@ def route(g, indices, shape, dim, channels_last=False):
     """The gradient of a max over `dim` of an input of `shape`: g, the gradient of its values, at the
     index along dim that `indices` (int64) holds, 0 elsewhere; g and indices have the shape with dim 1."""
     check(len(shape) == g.dim() == indices.dim() and g.shape[dim] == indices.shape[dim] == 1,
-          f"route: g {tuple(g.shape)} and indices {tuple(indices.shape)} must be {tuple(shape)} with 1 at dim {dim}")
+          lambda: f"route: g {tuple(g.shape)} and indices {tuple(indices.shape)} must be {tuple(shape)} with 1 at dim {dim}")
     return _launch("route", (g.expand(shape), indices.expand(shape)), channels_last, route_dim=dim)
 
 
@@ -438,6 +439,10 @@ def check_like(name, *xs):
     """Float tensors of one shape and device, dense in one layout (contiguous or channels-last):
     the kernels run over their flat memory."""
     first = xs[0]
+    shape, strides, device = first.shape, first.stride(), first.device
+    if is_flat(first) and all(x.shape == shape and x.stride() == strides and x.device == device and x.dtype in FLOATS
+                              for x in xs):
+        return  # the common case, cheaply: equal strides on one dense first are one dense layout
     for x in xs:
         check(x.shape == first.shape, lambda: f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
         check(x.device == first.device, lambda: f"{name}: tensors on {first.device} and {x.device}")
@@ -516,6 +521,6 @@ def scale_(x, s):
     """x *= s in place, where s is a one-element float device tensor; returns x."""
     check_like("scale_", x)
     check(s.numel() == 1 and s.device == x.device and s.dtype in FLOATS,
-          f"scale_: s must be one float element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
+          lambda: f"scale_: s must be one float element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
     scale_kernel[grid1d(x.numel())](x, s, x.numel())
     return x

@@ -191,11 +191,11 @@ def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.co
 
 def _check_image(name, x):
     """x must be a float [N, C, H, W] tensor, NCHW or channels-last, under 2^31 elements."""
-    check(x.dim() == 4, f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
-    check(x.numel() < 2**31, f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
+    check(x.dim() == 4, lambda: f"{name}: expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
+    check(x.numel() < 2**31, lambda: f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     check_float(name, x)
     check(x.is_contiguous() or is_channels_last(x),
-          f"{name}: expected a contiguous NCHW or channels-last tensor, got strides {x.stride()}")
+          lambda: f"{name}: expected a contiguous NCHW or channels-last tensor, got strides {x.stride()}")
 
 
 def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
@@ -203,10 +203,10 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     arg is max pooling's argmax (the index i*KW + j inside each window, arg_dtype(kernel)) and
     None for average pooling; both channels-last if channels_last (None: as x is)."""
     _check_image(f"{mode}_pool2d", x)
-    check(mode in ("max", "avg"), f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
+    check(mode in ("max", "avg"), lambda: f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
-    check(PH < KH and PW < KW, f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
+    check(PH < KH and PW < KW, lambda: f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
     OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
     x_cl = is_channels_last(x)
     y_cl = x_cl if channels_last is None else channels_last
@@ -366,11 +366,11 @@ def adaptive_pool2d(x, output_size, mode):
     maximum (None for "avg")."""
     name = f"adaptive_{mode}_pool2d"
     _check_image(name, x)
-    check(mode in ("avg", "max"), f"adaptive_pool2d: mode must be 'avg' or 'max', got {mode!r}")
+    check(mode in ("avg", "max"), lambda: f"adaptive_pool2d: mode must be 'avg' or 'max', got {mode!r}")
     N, C, H, W = x.shape
     OH, OW = output_size
-    check(OH > 0 and OW > 0, f"{name}: output_size must be positive, got {output_size}")
-    check(H > 0 and W > 0, f"{name}: input {tuple(x.shape)} has an empty spatial dim")
+    check(OH > 0 and OW > 0, lambda: f"{name}: output_size must be positive, got {output_size}")
+    check(H > 0 and W > 0, lambda: f"{name}: input {tuple(x.shape)} has an empty spatial dim")
     cl = is_channels_last(x)
     y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=memory_format(cl))
     arg = torch.empty_like(y, dtype=torch.int32) if mode == "max" else None
@@ -386,7 +386,7 @@ def adaptive_pool2d_backward(dy, arg, image_shape, mode):
     _check_image(name, dy)
     cl = is_channels_last(dy)
     check(mode == "avg" or (arg is not None and arg.shape == dy.shape and arg.is_contiguous(memory_format=memory_format(cl))),
-          f"{name}: arg must be the forward's, laid out as dy")
+          lambda: f"{name}: arg must be the forward's, laid out as dy")
     N, C, H, W = image_shape
     OH, OW = dy.shape[2:]
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(cl))

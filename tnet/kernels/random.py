@@ -56,7 +56,7 @@ def take(state, n):
     """A snapshot (seed, offset) of the generator state for a draw of n numbers; advances the
     state past them, on the device."""
     check(state.shape == (2,) and state.dtype == torch.int64 and state.is_contiguous(),
-          f"take: the state must be 2 contiguous int64, got {tuple(state.shape)} {state.dtype}")
+          lambda: f"take: the state must be 2 contiguous int64, got {tuple(state.shape)} {state.dtype}")
     snapshot = torch.empty(2, dtype=torch.int64, device=state.device)
     take_kernel[(1,)](state, snapshot, n)
     return snapshot
@@ -65,9 +65,9 @@ def take(state, n):
 def fill_random_(out, state, normal=False):
     """Fill a dense float tensor with uniform [0, 1) numbers (standard normal ones with normal=True)
     in memory order; returns out."""
-    check(out.dtype in FLOATS, f"random: expected a float tensor, got {out.dtype}")
-    check(is_flat(out), f"random: expected a contiguous or channels-last tensor, got strides {out.stride()}")
-    check(out.device == state.device, f"random: out on {out.device}, the generator on {state.device}")
+    check(out.dtype in FLOATS, lambda: f"random: expected a float tensor, got {out.dtype}")
+    check(is_flat(out), lambda: f"random: expected a contiguous or channels-last tensor, got strides {out.stride()}")
+    check(out.device == state.device, lambda: f"random: out on {out.device}, the generator on {state.device}")
     n = out.numel()
     snapshot = take(state, n)
     if n:
@@ -83,9 +83,9 @@ def dropout(x, p, snapshot):
     element written and read back; Philox is a few dozen integer operations per element,
     hidden under the memory traffic)."""
     check_float("dropout", x)
-    check(is_flat(x), f"dropout: expected a contiguous or channels-last tensor, got strides {x.stride()}")
-    check(0.0 <= p <= 1.0, f"dropout: p must be in [0, 1], got {p}")
-    check(snapshot.device == x.device, f"dropout: x on {x.device}, the snapshot on {snapshot.device}")
+    check(is_flat(x), lambda: f"dropout: expected a contiguous or channels-last tensor, got strides {x.stride()}")
+    check(0.0 <= p <= 1.0, lambda: f"dropout: p must be in [0, 1], got {p}")
+    check(snapshot.device == x.device, lambda: f"dropout: x on {x.device}, the snapshot on {snapshot.device}")
     y = torch.empty_like(x)
     n = x.numel()
     if n:

@@ -54,9 +54,9 @@ def sum_except(x, dim, out=None):
     fresh vector of x's dtype, or goes into `out` (a contiguous float vector, x.shape[dim] long,
     of any float dtype: an fp32 bias gradient of a 16-bit x is rounded once, not twice)."""
     check_float("sum_except", x)
-    check(x.is_contiguous(), f"sum_except: expected a contiguous tensor, got strides {x.stride()}")
-    check(0 <= dim < x.dim(), f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
-    check(x.numel() < 2**31, f"sum_except: {x.numel()} elements exceed int32 indexing")
+    check(x.is_contiguous(), lambda: f"sum_except: expected a contiguous tensor, got strides {x.stride()}")
+    check(0 <= dim < x.dim(), lambda: f"sum_except: dim {dim} out of range for shape {tuple(x.shape)}")
+    check(x.numel() < 2**31, lambda: f"sum_except: {x.numel()} elements exceed int32 indexing")
     I, J = 1, x.shape[dim]
     for s in x.shape[:dim]:
         I *= s
@@ -204,10 +204,10 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     reduced one run after the other, the longest first."""
     check(x.dtype in FLOATS or (op == "sum" and integer(x)),
           lambda: f"{op}: x must be float32, float16 or bfloat16{' (or integers)' if op == 'sum' else ''}, got {x.dtype}")
-    check(is_dense(x), f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
-                       f"got shape {tuple(x.shape)} with strides {x.stride()}")
-    check(op in ("sum", "max", "min"), f"reduce: op must be 'sum', 'max' or 'min', got {op!r}")
-    check(op == "sum" or x.numel() > 0, f"{op}: cannot take the {op} of an empty tensor")
+    check(is_dense(x), lambda: f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
+                               f"got shape {tuple(x.shape)} with strides {x.stride()}")
+    check(op in ("sum", "max", "min"), lambda: f"reduce: op must be 'sum', 'max' or 'min', got {op!r}")
+    check(op == "sum" or x.numel() > 0, lambda: f"{op}: cannot take the {op} of an empty tensor")
     dtype = dtype or (torch.int64 if integer(x) else x.dtype)
     order = memory_order(x)
     runs = []  # [reduced?, size, axes] in memory order, axes of size 1 left out

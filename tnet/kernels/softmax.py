@@ -180,18 +180,18 @@ def nll_loss_kernel(x_ptr, label_ptr, w_ptr, loss_ptr, wt_ptr, bad_ptr, R, C, st
 
 
 def _check_rows(name, x):
-    check(x.dim() == 2, f"{name}: expected a 2-D [rows, classes] tensor, got shape {tuple(x.shape)}")
+    check(x.dim() == 2, lambda: f"{name}: expected a 2-D [rows, classes] tensor, got shape {tuple(x.shape)}")
     check_float(name, x)
-    check(x.is_contiguous(), f"{name}: expected a contiguous tensor, got strides {x.stride()}")
+    check(x.is_contiguous(), lambda: f"{name}: expected a contiguous tensor, got strides {x.stride()}")
     R, C = x.shape
     return R, C, triton.next_power_of_2(C)
 
 
 def _check_labels(name, x, labels):
     check(labels.dtype == torch.int64 and labels.dim() == 1 and labels.shape[0] == x.shape[0],
-          f"{name}: labels must be int64 of shape ({x.shape[0]},), got {tuple(labels.shape)} {labels.dtype}")
-    check(labels.device == x.device, f"{name}: logits on {x.device} but labels on {labels.device}")
-    check(labels.is_contiguous(), f"{name}: labels must be contiguous")
+          lambda: f"{name}: labels must be int64 of shape ({x.shape[0]},), got {tuple(labels.shape)} {labels.dtype}")
+    check(labels.device == x.device, lambda: f"{name}: logits on {x.device} but labels on {labels.device}")
+    check(labels.is_contiguous(), lambda: f"{name}: labels must be contiguous")
 
 
 def _row_grid(R):
@@ -201,10 +201,11 @@ def _row_grid(R):
 def _rows_op(kernel, name, *xs, dtype=None):
     """kernel over the [R, C] tensors xs into a new one of dtype (None: xs[0]'s)."""
     R, C, COLS = _check_rows(name, xs[0])
-    check(dtype is None or dtype in FLOATS, f"{name}: dtype must be float32, float16 or bfloat16, got {dtype}")
+    check(dtype is None or dtype in FLOATS, lambda: f"{name}: dtype must be float32, float16 or bfloat16, got {dtype}")
     for x in xs[1:]:
         check_float(name, x, "the gradient")
-        check(x.shape == xs[0].shape and x.is_contiguous(), f"{name}: gradient is {tuple(x.shape)}, expected {tuple(xs[0].shape)}")
+        check(x.shape == xs[0].shape and x.is_contiguous(),
+              lambda: f"{name}: gradient is {tuple(x.shape)}, expected {tuple(xs[0].shape)}")
     out = torch.empty_like(xs[0], dtype=dtype)
     kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
     return out
@@ -260,9 +261,12 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
     check(R > 0, "cross_entropy: empty batch")
-    check(0.0 <= label_smoothing < 1.0, f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
-    check(reduction in REDUCTIONS, f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    check(dtype is None or dtype in FLOATS, f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
+    check(0.0 <= label_smoothing < 1.0,
+          lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
+    check(reduction in REDUCTIONS,
+          lambda: f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    check(dtype is None or dtype in FLOATS,
+          lambda: f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
@@ -296,7 +300,7 @@ def nll_loss(x, labels, weight=None, ignore_index=-100):
     labels [R]: (loss [R], wt [R]), fp32, loss[r] = -weight[label] * x[r, label] and wt[r] =
     weight[label] (1 without weights), both 0 for rows labelled ignore_index. A label outside
     [0, C) raises InputIndexError as cross_entropy's (in a CUDA graph capture, see take_label_error)."""
-    check(x.dim() == 2, f"nll_loss: expected [rows, classes], got shape {tuple(x.shape)}")
+    check(x.dim() == 2, lambda: f"nll_loss: expected [rows, classes], got shape {tuple(x.shape)}")
     check_float("nll_loss", x)
     _check_labels("nll_loss", x, labels)
     R, C = x.shape
@@ -318,7 +322,7 @@ def scale_rows_(x, s):
     """x [R, C] *= s [R] in place, row by row; returns x."""
     R, C, COLS = _check_rows("scale_rows_", x)
     check(s.shape == (R,) and s.dtype in FLOATS and s.is_contiguous(),
-          f"scale_rows_: s must be a contiguous float ({R},), got {tuple(s.shape)} {s.dtype}")
+          lambda: f"scale_rows_: s must be a contiguous float ({R},), got {tuple(s.shape)} {s.dtype}")
     ROWS = max(1, 2048 // COLS)
     scale_rows_kernel[(cdiv(R, ROWS),)](x, s, R, C, ROWS=ROWS, COLS=COLS)
     return x
@@ -331,7 +335,7 @@ def count_correct(x, labels, count, weights=(1.0,)):
     _, C, COLS = _check_rows("count_correct", x)
     weights = tuple(map(float, weights))
     check(len(weights) > 0 and x.shape[0] % len(weights) == 0,
-          f"count_correct: {x.shape[0]} rows are not {len(weights)} views of a batch")
+          lambda: f"count_correct: {x.shape[0]} rows are not {len(weights)} views of a batch")
     R = x.shape[0] // len(weights)
     _check_labels("count_correct", x[:R], labels)
     ROWS = max(1, 2048 // COLS)

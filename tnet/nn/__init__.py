@@ -102,7 +102,7 @@ class Module:
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
         an attribute, in buffers() and, if persistent, in the state_dict. None is allowed
         (and skipped by both)."""
-        check(isinstance(name, str) and name and "." not in name, f"register_buffer: bad name {name!r}")
+        check(isinstance(name, str) and name and "." not in name, lambda: f"register_buffer: bad name {name!r}")
         if not isinstance(tensor, (Tensor, type(None))):
             raise TypeError(f"register_buffer: cannot assign a {type(tensor).__name__} to buffer {name!r} "
                             "(tnet.Tensor or None required)")
@@ -114,7 +114,7 @@ class Module:
     def register_parameter(self, name, param):
         """setattr(self, name, param) for a Parameter or None (torch's way of saying a layer has
         no such parameter, as BatchNorm2d(affine=False)'s weight)."""
-        check(isinstance(name, str) and name and "." not in name, f"register_parameter: bad name {name!r}")
+        check(isinstance(name, str) and name and "." not in name, lambda: f"register_parameter: bad name {name!r}")
         if not isinstance(param, (Parameter, type(None))):
             raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to parameter {name!r} "
                             "(nn.Parameter or None required)")
@@ -399,7 +399,7 @@ class Conv2d(Module):
         super().__init__()
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
-                  f"Conv2d: {arg} must be a positive int, got {v!r}")
+                  lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
         pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
@@ -448,7 +448,7 @@ class Linear(Module):
         super().__init__()
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
             check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                  f"Linear: {arg} must be a non-negative int, got {v!r}")
+                  lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
         _factory_args("Linear", device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
@@ -544,14 +544,14 @@ class BatchNorm1d(_BatchNorm):
     """Over [N, C] or [N, C, L] input."""
 
     def _check_input_dim(self, x):
-        check(x.ndim in (2, 3), f"BatchNorm1d: expected 2D or 3D input (got {x.ndim}D input)")
+        check(x.ndim in (2, 3), lambda: f"BatchNorm1d: expected 2D or 3D input (got {x.ndim}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
     """Over [N, C, H, W] input, NCHW or channels-last (the output keeps the layout)."""
 
     def _check_input_dim(self, x):
-        check(x.ndim == 4, f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+        check(x.ndim == 4, lambda: f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
 
 
 class ReLU(Module):
@@ -575,7 +575,7 @@ class _Activation(Module):
     def __init__(self, *args, inplace=False, **kwargs):
         names = [name for name, _ in self.params]
         check(len(args) <= len(names) + 1 and not set(kwargs) - set(names),
-              f"{type(self).__name__}: takes {', '.join(names + ['inplace'])}")
+              lambda: f"{type(self).__name__}: takes {', '.join(names + ['inplace'])}")
         values = dict(self.params, **dict(zip(names, args)), **kwargs)
         if len(args) > len(names):
             inplace = args[-1]
@@ -653,8 +653,10 @@ class CrossEntropyLoss(Module):
                  label_smoothing=0.0):
         check(size_average is None and reduce is None,
               "CrossEntropyLoss: the deprecated size_average and reduce are not supported")
-        check(reduction in ("mean", "sum", "none"), f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        check(0.0 <= label_smoothing < 1.0, f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
+        check(reduction in ("mean", "sum", "none"),
+              lambda: f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check(0.0 <= label_smoothing < 1.0,
+              lambda: f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
         self.weight, self.ignore_index, self.reduction, self.label_smoothing = weight, ignore_index, reduction, label_smoothing
 
     def forward(self, input, target):
@@ -668,7 +670,8 @@ class NLLLoss(Module):
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         check(size_average is None and reduce is None, "NLLLoss: the deprecated size_average and reduce are not supported")
-        check(reduction in ("mean", "sum", "none"), f"NLLLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check(reduction in ("mean", "sum", "none"),
+              lambda: f"NLLLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
 
     def forward(self, input, target):
@@ -707,7 +710,8 @@ class _Pad(Module):
 
     def __init__(self, padding, value=None):
         self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
-        check(len(self.padding) == 4, f"{type(self).__name__}: padding must be an int or 4 ints, got {padding!r}")
+        check(len(self.padding) == 4,
+              lambda: f"{type(self).__name__}: padding must be an int or 4 ints, got {padding!r}")
         self.value = value
 
     def forward(self, x):
@@ -845,7 +849,7 @@ class Sequential(_Numbered):
         else:
             layers = ((str(i), layer) for i, layer in enumerate(layers))
         for name, layer in layers:
-            check(isinstance(layer, Module), f"Sequential: {name} is a {type(layer).__name__}, not a Module")
+            check(isinstance(layer, Module), lambda: f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
     def forward(self, x):

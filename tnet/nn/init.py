@@ -114,13 +114,13 @@ def _calculate_correct_fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Values from U(a, b)."""
-    check(a <= b, f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    check(a <= b, lambda: f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     return write_(tensor, _rng(generator).uniform(a, b, size=_storage(tensor).shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Values from N(mean, std^2)."""
-    check(std >= 0.0, f"normal expects std >= 0.0, but found std {std}")
+    check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
     return write_(tensor, _rng(generator).normal(mean, std, size=_storage(tensor).shape))
 
 
@@ -132,7 +132,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
                       "The distribution of values may be incorrect.", stacklevel=2)
     norm_cdf = lambda x: (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     accept = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) if std > 0 else float(a <= mean <= b)
-    check(accept > 0, f"trunc_normal_: N({mean}, {std}^2) has no mass in [{a}, {b}]")
+    check(accept > 0, lambda: f"trunc_normal_: N({mean}, {std}^2) has no mass in [{a}, {b}]")
     rng, shape = _rng(generator), _storage(tensor).shape
     n = math.prod(shape)
     kept = np.empty(0)

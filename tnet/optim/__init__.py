@@ -33,20 +33,20 @@ class Optimizer:
     def __init__(self, params, defaults):
         name = type(self).__name__
         params = list(params)
-        check(len(params) > 0, f"{name}: got an empty parameter list")
+        check(len(params) > 0, lambda: f"{name}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups = [{**defaults, **g, "params": list(g["params"])} for g in groups]
         self._params = [p for g in self.param_groups for p in g["params"]]
         check(len({id(p) for p in self._params}) == len(self._params),
-              f"{name}: some parameters appear in more than one parameter group")
+              lambda: f"{name}: some parameters appear in more than one parameter group")
         for group in self.param_groups:
-            check(len(group["params"]) > 0, f"{name}: a parameter group has no parameters")
+            check(len(group["params"]) > 0, lambda: f"{name}: a parameter group has no parameters")
             self._validate(group)
         for p in self._params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
-            check(p._entry is None, f"{name}: can't optimize a non-leaf Tensor")
+            check(p._entry is None, lambda: f"{name}: can't optimize a non-leaf Tensor")
         device = self._params[0].device
         self._steps = torch.zeros(len(self._params), device=device)
         self.state = {p: {"step": self._steps[i], **{b: torch.zeros_like(p.data) for b in self.BUFFERS}}
@@ -61,7 +61,7 @@ class Optimizer:
         self._require(group["weight_decay"] >= 0, "weight_decay value", group["weight_decay"])
 
     def _require(self, ok, what, value):
-        check(ok, f"{type(self).__name__}: invalid {what} {value}")
+        check(ok, lambda: f"{type(self).__name__}: invalid {what} {value}")
 
     def update_lr(self):
         """Copy each group's lr, and its other hyperparameters, to the device where they
@@ -134,19 +134,19 @@ class Optimizer:
         name = f"{type(self).__name__}.load_state_dict"
         saved_groups, saved = state_dict["param_groups"], state_dict["state"]
         check(len(saved_groups) == len(self.param_groups),
-              f"{name}: {len(saved_groups)} parameter groups for {len(self.param_groups)}")
+              lambda: f"{name}: {len(saved_groups)} parameter groups for {len(self.param_groups)}")
         groups = []
         for group, g in zip(self.param_groups, saved_groups):
             check(len(g["params"]) == len(group["params"]),
-                  f"{name}: a group of {len(g['params'])} parameters for one of {len(group['params'])}")
+                  lambda: f"{name}: a group of {len(g['params'])} parameters for one of {len(group['params'])}")
             groups.append({**group, **{k: v for k, v in g.items() if k != "params"}})
             self._validate(groups[-1])
         entries = [saved.get(i, saved.get(str(i), {})) for i in range(len(self._params))]
         for i, (p, entry) in enumerate(zip(self._params, entries)):
             for b in self.BUFFERS:
-                check(b in entry or not entry, f"{name}: parameter {i} has no {b}")
+                check(b in entry or not entry, lambda: f"{name}: parameter {i} has no {b}")
                 check(not entry or tuple(np.shape(entry[b])) == p.shape,
-                      f"{name}: {b} {tuple(np.shape(entry.get(b)))} for parameter {i} {p.shape}")
+                      lambda: f"{name}: {b} {tuple(np.shape(entry.get(b)))} for parameter {i} {p.shape}")
         self._steps.copy_(torch.from_numpy(np.array([float(e.get("step", 0.0)) for e in entries], np.float32)))
         for p, entry in zip(self._params, entries):
             for b in self.BUFFERS:
@@ -260,8 +260,8 @@ class Lookahead:
     step(), which then does nothing but on every `every`-th replay."""
 
     def __init__(self, model, total_steps, every=5, decay=0.95 ** 5):
-        check(total_steps > 0 and every > 0, f"Lookahead: total_steps and every must be positive, "
-                                             f"got {total_steps} and {every}")
+        check(total_steps > 0 and every > 0, lambda: f"Lookahead: total_steps and every must be positive, "
+                                                     f"got {total_steps} and {every}")
         self.total_steps, self.every, self.decay = total_steps, every, decay
         self.tensors = {name: t for name, t in model._state().items() if t.data.is_floating_point()}
         self.ema = {name: torch.empty_like(t.data, dtype=torch.float32) for name, t in self.tensors.items()}
@@ -290,11 +290,11 @@ class Lookahead:
 
     def load_state_dict(self, state):
         ema = state["ema"]
-        check(ema.keys() == self.ema.keys(), f"Lookahead.load_state_dict: tensors {sorted(ema)}, "
-                                             f"expected {sorted(self.ema)}")
+        check(ema.keys() == self.ema.keys(), lambda: f"Lookahead.load_state_dict: tensors {sorted(ema)}, "
+                                                     f"expected {sorted(self.ema)}")
         for name, v in ema.items():
             check(tuple(np.shape(v)) == tuple(self.ema[name].shape),
-                  f"Lookahead.load_state_dict: {name} {tuple(np.shape(v))}, expected {tuple(self.ema[name].shape)}")
+                  lambda: f"Lookahead.load_state_dict: {name} {tuple(np.shape(v))}, expected {tuple(self.ema[name].shape)}")
         for name, v in ema.items():
             self.ema[name].copy_(torch.from_numpy(np.asarray(v, np.float32)))
         self._count.fill_(int(state["step"]))
