@@ -101,8 +101,17 @@ class Tensor:
         self.requires_grad = requires_grad
         self.grad = None
         self._entry = None
+        self._shape_of = None  # the storage whose shape self._shape holds
 
-    shape = property(lambda self: tuple(self.data.shape))
+    @property
+    def shape(self):
+        """The shape as a tuple, kept until .data is replaced (every op reads it, often several
+        times: tuple(torch.Size) costs several times a lookup)."""
+        data = self.data
+        if data is not self._shape_of:
+            self._shape, self._shape_of = tuple(data.shape), data
+        return self._shape
+
     dtype = property(lambda self: self.data.dtype)
     device = property(lambda self: self.data.device)
     ndim = property(lambda self: self.data.dim())

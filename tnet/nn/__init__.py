@@ -55,6 +55,7 @@ class Parameter(Tensor):
         if value.device != DEVICE:
             value = value.to(DEVICE)
         self._data = value
+        self._shape_of = None  # Tensor.shape's cache: drops its hold on the old memory
         low = amp.low_copies(self)
         if low and all(t.shape == value.shape and t.stride() == value.stride() for t in low):
             amp.refresh_low_copies(self)
