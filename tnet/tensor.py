@@ -200,7 +200,7 @@ class Tensor:
                 for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x.requires_grad:
                         continue
-                    assert tuple(gx.shape) == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
+                    assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
                     if gx.dtype != x.dtype:
                         gx = copy_(empty_in_layout(x.data), gx)
                     if x._entry is None:
@@ -217,6 +217,8 @@ def in_layout(g, like):
     """g, contiguous in the memory layout (NCHW or channels-last) of `like`, the tensor it is
     the gradient of: kernels take their operands in one layout, and ops such as reshape or
     a user's seed hand back NCHW. A copy only where the layouts differ."""
+    if g.is_contiguous() and like.is_contiguous():  # the common case, in two calls: NCHW already
+        return g
     return g.contiguous(memory_format=memory_format(is_channels_last(like)))  # g itself if already so
 
 

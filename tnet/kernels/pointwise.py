@@ -353,9 +353,15 @@ def _signature(op, operands, channels_last, route_dim, dtype):
             *[(x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else type(x) for x in operands])
 
 
+class _Plan:
+    """What a launch of pointwise_kernel on operands of one signature needs beyond their addresses
+    and numbers: the output's shape, dtype, memory format, device and size, the grid, the number
+    arguments' rounding (a comparison's dtype, else None), and the arguments after the numbers."""
+    __slots__ = ("shape", "dtype", "fmt", "device", "n", "grid", "tensor_at", "integer", "round", "tail", "kw")
+
+
 def _plan(op, operands, channels_last, route_dim, dtype):
-    """Check the operands and work out their launch: (the output's shape, dtype, memory format and
-    device, its merged axes' sizes, each slot's strides on them, FLAT, ROUTE, integer arithmetic)."""
+    """Check the operands and work out their launch (_Plan)."""
     check(op in ARITY, lambda: f"pointwise: unknown op {op!r}")
     check(len(operands) == ARITY[op], lambda: f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
@@ -386,8 +392,18 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     if not flat and y.numel():
         check(y.numel() < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
               lambda: f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
-    out_dtype = dtype or _out_dtype(op, operands, integer)
-    return shape, out_dtype, fmt, first.device, tuple(sizes), tuple(map(tuple, strides)), flat, route, integer
+    plan = _Plan()
+    plan.shape, plan.dtype, plan.fmt, plan.device = shape, dtype or _out_dtype(op, operands, integer), fmt, first.device
+    plan.n, plan.grid = y.numel(), grid1d(y.numel())
+    # the slots past the operands hold y's address: never read
+    plan.tensor_at = tuple(isinstance(x, torch.Tensor) for x in operands) + (True,) * (3 - len(operands))
+    plan.integer = integer
+    # a number is compared in the tensors' dtype, as torch
+    plan.round = _out_dtype("add", tensors, False) if op in COMPARISONS and not integer else None
+    plan.tail = (tuple(sizes), *map(tuple, strides))
+    plan.kw = dict(OP=op, ARITY=ARITY[op], SCALARS=sum(1 << i for i, x in enumerate(operands) if not plan.tensor_at[i]),
+                   FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
+    return plan
 
 
 def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
@@ -398,24 +414,25 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
         if len(_PLANS) >= 4096:  # shapes seen once, say: keep memory bounded
             _PLANS.clear()
         _PLANS[key] = plan
-    shape, out_dtype, fmt, device, sizes, strides, flat, route, integer = plan
-    y = torch.empty(shape, dtype=out_dtype, device=device, memory_format=fmt)
-    n = y.numel()
-    if n == 0:
+    y = torch.empty(plan.shape, dtype=plan.dtype, device=plan.device, memory_format=plan.fmt)
+    if plan.n == 0:
         return y
-    ptrs, numbers, mask = [y, y, y], [0, 0, 0], 0
-    for i, x in enumerate(operands):
-        if isinstance(x, torch.Tensor):
-            ptrs[i] = x
-        else:
-            numbers[i], mask = int(x) if integer else float(x), mask | 1 << i
-            if op in COMPARISONS and not integer:  # compared in the tensors' dtype, as torch
-                numbers[i] = round_to(numbers[i], _out_dtype("add", [t for t in operands if isinstance(t, torch.Tensor)],
-                                                             False))
-    pointwise_kernel[grid1d(n)](
-        *ptrs, y, n, tuple(numbers), sizes, *strides,
-        OP=op, ARITY=ARITY[op], SCALARS=mask, FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
+    slots = (*operands, y, y)[:3]
+    if plan.kw["SCALARS"]:
+        ptrs = [x if tensor else y for x, tensor in zip(slots, plan.tensor_at)]
+        numbers = tuple(0 if tensor else _number(x, plan) for x, tensor in zip(slots, plan.tensor_at))
+    else:
+        ptrs, numbers = slots, (0, 0, 0)
+    pointwise_kernel[plan.grid](*ptrs, y, plan.n, numbers, *plan.tail, **plan.kw)
     return y
+
+
+def _number(x, plan):
+    """A number operand as the kernel takes it: an int for integer arithmetic, else a float, rounded
+    to the tensors' dtype for a comparison."""
+    if plan.integer:
+        return int(x)
+    return float(x) if plan.round is None else round_to(float(x), plan.round)
 
 
 def pointwise(op, *operands, channels_last=None, dtype=None):
