@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from tnet.kernels import pointwise, pool, softmax
+from tnet.kernels import conv, pointwise, pool, softmax
+from tnet.kernels.launch import InputError, plain
 from helpers import DEV, randn
 
 
@@ -13,3 +14,13 @@ def test_launchers_reject_bad_layout():
         pool.pool2d(randn(4, 6), (2, 2), (2, 2), (0, 0), False, "max")
     with pytest.raises(ValueError, match="labels"):
         softmax.cross_entropy(randn(4, 3), torch.zeros(5, dtype=torch.int64, device=DEV))
+
+
+def test_plain_arguments_key_caches_by_type_too():
+    """plain(): ints, strings and tuples of ints only, so that a cached answer for padding=1 is
+    never given to padding=1.0 (which equals it and hashes alike)."""
+    assert plain(1, "same", (1, 2), ()) and not plain(1.0) and not plain((1, 2.0)) and not plain([1, 2])
+    assert not plain(True) and not plain(None)
+    conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, 1, 1)
+    with pytest.raises(InputError, match="padding"):
+        conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, 1.0, 1)

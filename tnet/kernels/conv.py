@@ -32,7 +32,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, memory_format, pair, tile_config
+from .launch import FLOATS, cdiv, check, check_float, memory_format, pair, plain, tile_config
 from .reduce import sum_except
 
 
@@ -372,10 +372,23 @@ def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
     return (ph, ph), (pw, pw)
 
 
+_GEOMETRY = {}  # conv_geometry's results by their arguments, where plain ones
+
+
 def conv_geometry(name, size, kernel, stride, padding, dilation):
     """stride, dilation, the padding before the image (PH, PW) and the output's size (OH, OW) of
     a convolution of an image of size (H, W) by a kernel (kh, kw), from torch's arguments. The
-    kernels need only the padding before: what is after shows in the output's size alone."""
+    kernels need only the padding before: what is after shows in the output's size alone. Kept
+    per arguments where they are plain (every forward and backward pass asks again)."""
+    key = (tuple(size), tuple(kernel), stride, padding, dilation)
+    if plain(*key):
+        if key not in _GEOMETRY:
+            _GEOMETRY[key] = _conv_geometry(name, size, kernel, stride, padding, dilation)
+        return _GEOMETRY[key]
+    return _conv_geometry(name, size, kernel, stride, padding, dilation)
+
+
+def _conv_geometry(name, size, kernel, stride, padding, dilation):
     stride, dilation = pair(stride, "conv2d: stride", 1), pair(dilation, "conv2d: dilation", 1)
     pads = conv_pads(padding, stride, kernel, dilation)
     out = []

@@ -51,6 +51,14 @@ def pair(v, name, least=0):
     return v
 
 
+def plain(*values):
+    """Whether every value is an int, a string or a tuple of ints, compared by value and by type
+    alike: arguments that may key a cache of what was worked out from them (1.0 equals 1, and a
+    check that refuses the one must not be skipped for it)."""
+    return all(type(v) is int or type(v) is str or (type(v) is tuple and all(type(i) is int for i in v))
+               for v in values)
+
+
 def cdiv(a, b):
     """ceil(a / b) for the host side (triton.cdiv costs microseconds per call there)."""
     return -(-a // b)
