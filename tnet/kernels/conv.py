@@ -461,6 +461,9 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
                      pick_precision("conv2d_input", precision, grad_output, weight), out_dtype or grad_output.dtype)
 
 
+_MOST_PARTS = {}
+
+
 def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1, *, precision=None,
                   channels_last=True, parts=None):
     """dw (weight_size [Cout, C/groups, kh, kw], fp32, channels-last or with channels_last=False
@@ -490,14 +493,18 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     # called with the config that runs, tells which
     parts_of = lambda meta: max(1, min(parts or weight_grad_parts(npix, blocks(meta), _resident(meta, precision)),
                                        cdiv(npix, PART_ALIGN)))
-    most = max(parts_of(config.kwargs) for config in _GRAD_CONFIGS)
+    # the most parts a config splits into (the buffer's size), kept per shape: every config's model
+    key = (npix, c, KH, KW, coutg, groups, wide, precision, parts)
+    if key not in _MOST_PARTS:
+        _MOST_PARTS[key] = max(parts_of(config.kwargs) for config in _GRAD_CONFIGS)
+    most = _MOST_PARTS[key]
     dw = torch.empty((cout, c, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
     out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
     launched = []
 
     def grid(meta):
-        launched.append(parts_of(meta))
+        launched.append(min(parts_of(meta), most))  # never past the buffer
         return n_blocks(meta["BLOCK_N"]), m_blocks(meta), launched[-1]
     weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW,
                              KH, KW, SH, SW, PH, PW, DH, DW, groups, WIDE=wide, NHWC=is_dense_nhwc(x),
