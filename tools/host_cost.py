@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""tnet's own Python cost per op: every kernel launch replaced by a no-op, so that what is timed is
+the checks, plans, tape and allocations around the launches (the host cost that issue 27 cuts),
+on any machine, the CPU included. Not a GPU figure: a launch adds Triton's launcher to each call.
+
+usage: python tools/host_cost.py [--case NAME] [--profile tottime|cumtime] [--calls N]
+
+Prints each case's median microseconds per call over 5 blocks; --profile prints cProfile's top
+functions of one case (with --case) sorted by that column.
+"""
+import argparse
+import cProfile
+import importlib
+import os
+import pkgutil
+import pstats
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's tnet
+
+import torch  # noqa: E402
+
+import tnet  # noqa: E402
+import tnet.functional as F  # noqa: E402
+import tnet.kernels  # noqa: E402
+from benchmarks.eager import readme_net  # noqa: E402
+
+
+class _NoLaunch:
+    """Stands for a kernel: kernel[grid](...) does nothing."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def no_launches():
+    """Replace every kernel (a module-level *_kernel) of tnet.kernels by _NoLaunch."""
+    for info in pkgutil.iter_modules(tnet.kernels.__path__):
+        module = importlib.import_module(f"tnet.kernels.{info.name}")
+        for name in dir(module):
+            if name.endswith("_kernel"):
+                setattr(module, name, _NoLaunch())
+
+
+def cases():
+    """name -> (call, calls per block)."""
+    tnet.manual_seed(0)
+    a, b = tnet.randn(1024), tnet.randn(1024)
+    leaf = tnet.Tensor(a.data.clone(), requires_grad=True)
+    x = tnet.Tensor(torch.randn(8, 16, 8, 8).to(tnet.DEVICE).contiguous(memory_format=torch.channels_last))
+    w, bn = tnet.randn(16, 16, 3, 3), tnet.nn.BatchNorm2d(16)
+    model = readme_net(tnet)
+    opt = tnet.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    images, labels = tnet.randn(8, 3, 16, 16), tnet.tensor(list(range(8)))
+
+    def backward():
+        leaf.grad = None
+        (leaf * leaf).sum().backward()
+
+    def step():
+        loss = F.cross_entropy(model(images), labels, label_smoothing=0.1)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return {"a + b": (lambda: a + b, 1000), "relu": (lambda: F.relu(a), 1000),
+            "(a * a).sum().backward()": (backward, 300), "conv2d": (lambda: F.conv2d(x, w, padding=1), 300),
+            "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20)}
+
+
+def median_us(fn, calls):
+    for _ in range(10):
+        fn()
+    blocks = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        blocks.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(blocks)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", help="one case only (default: all): 'a + b', 'relu', 'conv2d', ...")
+    parser.add_argument("--profile", choices=["tottime", "cumtime"], help="print cProfile's top functions of --case")
+    parser.add_argument("--calls", type=int, default=None, help="calls per timed block (default: each case's own)")
+    args = parser.parse_args()
+    no_launches()
+    chosen = {name: c for name, c in cases().items() if args.case in (None, name)}
+    if not chosen:
+        parser.error(f"no case {args.case!r}")
+    for name, (fn, calls) in chosen.items():
+        print(f"{name:28s} {median_us(fn, args.calls or calls):10.1f} us", flush=True)
+    if args.profile:
+        name, (fn, calls) = next(iter(chosen.items()))
+        profile = cProfile.Profile()
+        profile.runcall(lambda: [fn() for _ in range(calls)])
+        pstats.Stats(profile).sort_stats(args.profile).print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
