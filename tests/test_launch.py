@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tnet.kernels import conv, pointwise, pool, softmax
-from tnet.kernels.launch import InputError, plain
+from tnet.kernels.launch import InputError, next_power_of_2, plain
 from helpers import DEV, randn
 
 
@@ -24,3 +24,8 @@ def test_plain_arguments_key_caches_by_type_too():
     conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, (1, 1), 1)
     with pytest.raises(InputError, match="padding"):
         conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, (1, 1.0), 1)
+
+
+def test_next_power_of_2_is_tritons():
+    import triton
+    assert [next_power_of_2(n) for n in range(0, 2100)] == [triton.next_power_of_2(n) for n in range(0, 2100)]

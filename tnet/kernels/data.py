@@ -6,7 +6,7 @@ import triton.language as tl
 
 from .autotune import jit
 from .._device import INTERPRET
-from .launch import FLOATS, cdiv, check, check_float
+from .launch import FLOATS, cdiv, check, check_float, next_power_of_2
 
 # Images per program. The interpreter pays per program and per op, not per element, so it
 # gets a few big programs; on the GPU one CIFAR image (3072 floats) per program keeps the
@@ -93,7 +93,7 @@ def gather(images, labels, idx, shifts=None, flips=None, out=None, padding_mode=
     for t in tensors:
         check(t.device == images.device, lambda: f"all inputs must be on {images.device}, got {t.device}")
         check(t.is_contiguous(), lambda: f"inputs must be contiguous (shape {tuple(t.shape)} is not)")
-    block = triton.next_power_of_2(c * h * w)
+    block = next_power_of_2(c * h * w)
     check(block <= 1 << 16, lambda: f"an image of {c}x{h}x{w} = {c * h * w} values exceeds 65536")
 
     if out is None:

@@ -21,7 +21,7 @@ import triton.language as tl
 from .autotune import autotune, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
-from .launch import FLOATS, cdiv, check, memory_format
+from .launch import FLOATS, cdiv, check, memory_format, next_power_of_2
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"BLOCK_P": 32, "BLOCK_C": 64}, num_warps=4),
@@ -234,7 +234,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
     npix = N * OH * OW
-    taps = min(MAX_TAPS, triton.next_power_of_2(KH * KW))
+    taps = min(MAX_TAPS, next_power_of_2(KH * KW))
     blocks = lambda meta: cdiv(KH * KW, taps) * cdiv(cout, meta["BLOCK_C"])
     # the parts of each config (none beyond the pixels; one, of zeros, for none): the launch's
     # grid, called with the config that runs, tells which

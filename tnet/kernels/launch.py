@@ -64,6 +64,12 @@ def cdiv(a, b):
     return -(-a // b)
 
 
+def next_power_of_2(n):
+    """The least power of 2 at least n (0 for 0), triton.next_power_of_2's answer, for the host
+    side (Triton's is a jit-callable there: microseconds a call)."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 # The one-axis kernels' configs (elements per program, warps), from 4 to 16 elements a thread. The
 # first is what the interpreter (with its own block) and TNET_AUTOTUNE=0 run.
 BLOCK_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=8),

@@ -34,7 +34,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, jit
-from .launch import FLOATS, cdiv, check, check_float, is_channels_last
+from .launch import FLOATS, cdiv, check, check_float, is_channels_last, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -338,7 +338,7 @@ def _tiles(R, C):
 
 
 def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, stats, track, cumulative):
-    block_s = min(triton.next_power_of_2(S), MAX_PARTS)
+    block_s = min(next_power_of_2(S), MAX_PARTS)
     batch_norm_finalize_kernel[(cdiv(C, FINAL_BLOCK_C),)](
         part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, STATS=stats, TRACK=track,
         CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C, num_warps=8 if block_s > 128 else 4)

@@ -13,7 +13,8 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune, jit
-from .launch import BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channels_last, memory_format, out_size
+from .launch import (BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channels_last, memory_format, next_power_of_2,
+                     out_size)
 
 # BLOCK: elements (pixels x channels) per program. 8 per thread: 16-byte vectors of 16-bit values
 # and 8-byte ones of int8 arg in the same layout (16 per thread took an 8 KB shared-memory
@@ -34,7 +35,7 @@ def _tiling(N, C, x_cl, y_cl):
     images, the same memory, so that tile rows run along the planes' contiguous pixels."""
     if not (x_cl or y_cl):
         return N * C, 1, 1
-    return N, C, min(C & -C, 64) if C % 8 == 0 else min(triton.next_power_of_2(C), 64)
+    return N, C, min(C & -C, 64) if C % 8 == 0 else min(next_power_of_2(C), 64)
 
 
 @triton.jit

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune, jit
-from .launch import FLOATS, InputIndexError, cdiv, check, check_float
+from .launch import FLOATS, InputIndexError, cdiv, check, check_float, next_power_of_2
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
@@ -184,7 +184,7 @@ def _check_rows(name, x):
     check_float(name, x)
     check(x.is_contiguous(), lambda: f"{name}: expected a contiguous tensor, got strides {x.stride()}")
     R, C = x.shape
-    return R, C, triton.next_power_of_2(C)
+    return R, C, next_power_of_2(C)
 
 
 def _check_labels(name, x, labels):
@@ -269,14 +269,14 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
           lambda: f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
-    rows = min(triton.next_power_of_2(R), max(1, CE_STEP // COLS))
+    rows = min(next_power_of_2(R), max(1, CE_STEP // COLS))
     programs = cdiv(R, rows)
     # one program's sum is the loss; more programs' are added after, in a fixed order
     sums = loss.view(-1) if reduction == "none" or programs == 1 else \
         torch.empty(programs, device=x.device, dtype=torch.float32)
     cross_entropy_kernel[(programs,)](x, labels, sums, dx, _label_flag(x.device), R, C, float(label_smoothing),
                                       int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
-                                      LABELS=min(triton.next_power_of_2(R), 4096))
+                                      LABELS=min(next_power_of_2(R), 4096))
     if reduction != "none" and programs > 1:
         sum_except(sums.view(programs, 1), 1, out=loss.view(1))
     _raise_label_error("cross_entropy", x, C, ignore_index)
