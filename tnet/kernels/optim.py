@@ -18,7 +18,7 @@ import triton.language as tl
 
 from .autotune import jit
 from .._device import INTERPRET
-from .launch import cdiv, check, check_float
+from .launch import FLOATS, cdiv, check, check_float, is_flat
 from .copy import cast, copy_
 from .pointwise import check_like
 
@@ -207,6 +207,32 @@ def _launches(tensors):
         yield slice(start, start + len(ns)), ns, sum(cdiv(n, BLOCK) for n in ns)
 
 
+def _update_ok(p, g, bufs, lows, hyper, step, buffers, n_hyper):
+    """_check_update's conditions as one expression: the common case, cheaply (equal strides on a
+    dense p are one dense layout)."""
+    shape, strides, device = p.shape, p.stride(), p.device
+    return (len(bufs) == buffers and p.dtype in FLOATS and g.dtype in FLOATS and is_flat(p)
+            and g.shape == shape and g.stride() == strides and g.device == device
+            and all(b.dtype == p.dtype and b.shape == shape and b.stride() == strides and b.device == device
+                    for b in bufs)
+            and all(t.dtype in FLOATS and t.shape == shape and t.stride() == strides and t.device == device
+                    for t in lows)
+            and hyper.shape == (n_hyper,) and hyper.dtype == torch.float32 and hyper.device == device
+            and step.numel() == 1 and step.dtype == torch.float32 and step.device == device)
+
+
+def _check_update(rule, p, g, bufs, lows, hyper, step, buffers):
+    """step_'s checks of one parameter's update, each with its one-line error."""
+    check(len(bufs) == buffers, lambda: f"{rule}: {len(bufs)} state buffers, expected {buffers}")
+    check_float(rule, p, "a parameter")
+    check_float(rule, g, "a gradient")
+    check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
+    check_like(rule, p, g, *bufs, *lows)
+    check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
+          lambda: f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
+    _check_scalar(rule, "step", step, p.device)
+
+
 def step_(rule, updates, scale=None, found_inf=None):
     """One step of rule ("sgd", "adam" or "adamw") on many tensors, in one launch per
     TENSORS_PER_LAUNCH: updates holds (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per
@@ -220,14 +246,8 @@ def step_(rule, updates, scale=None, found_inf=None):
     check(rule in HYPER, lambda: f"optimizer step: unknown rule {rule!r}")
     buffers = 1 if rule == "sgd" else 2
     for p, g, bufs, lows, hyper, step, *_ in updates:
-        check(len(bufs) == buffers, lambda: f"{rule}: {len(bufs)} state buffers, expected {buffers}")
-        check_float(rule, p, "a parameter")
-        check_float(rule, g, "a gradient")
-        check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
-        check_like(rule, p, g, *bufs, *lows)
-        check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
-              lambda: f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
-        _check_scalar(rule, "step", step, p.device)
+        if not _update_ok(p, g, bufs, lows, hyper, step, buffers, len(HYPER[rule])):
+            _check_update(rule, p, g, bufs, lows, hyper, step, buffers)
     check((scale is None) == (found_inf is None), lambda: f"{rule}: give both scale and found_inf, or neither")
     if scale is not None and updates:
         _check_scalar(rule, "scale", scale, updates[0][0].device)
