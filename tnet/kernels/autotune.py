@@ -81,8 +81,8 @@ def _hooked(hook):
 
 class _Fast(triton.runtime.JITFunction):
     """A JITFunction whose launch, once compiled for a call's specialization, skips Triton's
-    run(): its binder, cache key, option and hook handling cost ~10 us a launch, several times
-    the launch itself. The compiled kernel is kept per key (constexprs and options by value, the
+    run(): its binder, cache key, option and hook handling cost several times the launch itself
+    (docs/results.md). The compiled kernel is kept per key (constexprs and options by value, the
     other arguments by _spec) and launched with Triton's own launcher. Triton's path stays for
     the first call of each key, for warm-up compiles, and while a launch hook is set (profilers)."""
 
