@@ -18,7 +18,8 @@ import tnet  # first: switches the Triton interpreter on before kernels load
 from helpers import TOL, assert_close
 from tnet import optim
 from tnet.models import cifar10_quick
-from benchmarks import airbench, cli, common, convs, gemm_variants, launch, layers, profile, steps, train, zoo, zoo_models
+from benchmarks import (airbench, cli, common, convs, eager, gemm_variants, launch, layers, profile, steps, train, zoo,
+                        zoo_models)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -674,3 +675,32 @@ def test_variants_reject_bad_input():
         gemm_variants.two_tiles(a, torch.randn(5, 3).t())
     with pytest.raises(ValueError, match="float32"):
         gemm_variants.tiled(a.double(), b.double())
+
+
+# the eager study: host time per op and eager steps (benchmarks/eager.py)
+
+
+def test_eager_options():
+    parse = cli.build_parser().parse_args
+    args = parse(["eager"])
+    assert (args.steps, args.profile) == ("all", False)
+    assert parse(["eager", "--steps", "readme", "--profile"]).steps == "readme"
+    with pytest.raises(SystemExit):
+        parse(["eager", "--steps", "resnet"])
+
+
+def test_eager_op_rows_check_each_op_then_time_it(monkeypatch):
+    """Each op's tnet and PyTorch calls are checked against float64, then timed (a fake timing that
+    runs the call twice and says 2 ms); the bare launches have no PyTorch row; cProfile's text is
+    kept per op."""
+    monkeypatch.setattr(eager, "host_ms", lambda fn, warmup, iters: [fn(), fn()] and 2.0)
+    monkeypatch.setattr(eager, "PROFILE_CALLS", 1)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # the profile's, on the CPU
+    profile = []
+    rows = eager.op_rows({"warmup": 0, "iters": 1}, profile)
+    assert all(r["status"] == "ok" and r["ms"] == 2.0 for r in rows), [r for r in rows if r["status"] != "ok"]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    assert len(cases) == 7 and len(profile) == 7 and all(p.startswith("### ") for p in profile)
+    assert [r["variant"] for r in rows if r["case"].startswith("bare")] == ["tnet", "tnet"]
+    assert all(r["err"] <= eager.OP_TOL for r in rows)
+    assert [r["vs_torch"] for r in rows if r["variant"] == "tnet" and not r["case"].startswith("bare")] == [1.0] * 5
