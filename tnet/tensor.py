@@ -106,7 +106,8 @@ class Tensor:
     @property
     def shape(self):
         """The shape as a tuple, kept until .data is replaced (every op reads it, often several
-        times: tuple(torch.Size) costs several times a lookup)."""
+        times: tuple(torch.Size) costs several times a lookup). tnet never reshapes a storage in
+        place; a torch call that does so on .data (resize_, unsqueeze_) is not seen here."""
         data = self.data
         if data is not self._shape_of:
             self._shape, self._shape_of = tuple(data.shape), data
