@@ -10,7 +10,8 @@ PyTorch eager on the same GPU.
   Each step is checked against PyTorch float64 from the same weights before it is timed (the
   zoo's check: each piece within max(CHECK_TOL, FACTOR x PyTorch's own error on it)).
 
---profile writes OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls."""
+--profile writes OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls and of tnet's
+eager steps (the GPU's wait included: a synchronisation inside a step shows as its call's time)."""
 import cProfile
 import io
 import os
@@ -29,6 +30,7 @@ BATCHES = [128, 256]
 STEP_MODEL = "ResNet18"
 OP_TOL = 1e-5  # fp32 against float64: tnet and PyTorch alike
 PROFILE_CALLS = 300
+PROFILE_STEPS = 20  # eager training steps profiled (--profile)
 
 COLUMNS = [
     ("case", "<34", lambda r: r["case"]),
@@ -113,17 +115,19 @@ def op_rows(timing, profile):
     return rows
 
 
-def profile_text(case, fn):
-    """cProfile's top functions (by own time) over PROFILE_CALLS calls of fn."""
+def profile_text(case, fn, calls=None):
+    """cProfile's top functions (by own time) over `calls` (default PROFILE_CALLS) calls of fn,
+    the GPU's wait included (a synchronisation inside shows as its call's time)."""
+    calls = calls or PROFILE_CALLS
     prof = cProfile.Profile()
     prof.enable()
-    for _ in range(PROFILE_CALLS):
+    for _ in range(calls):
         fn()
-    prof.disable()
     torch.cuda.synchronize()
+    prof.disable()
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
-    return f"### {case}: {PROFILE_CALLS} calls\n{out.getvalue()}"
+    return f"### {case}: {calls} calls\n{out.getvalue()}"
 
 
 def readme_net(lib):
@@ -214,9 +218,10 @@ def resnet_steps(batches):
     return variants, ref, bounds, half
 
 
-def step_rows(case, variants, ref, bounds, batches, timing, device, torch_batches=None):
+def step_rows(case, variants, ref, bounds, batches, timing, device, torch_batches=None, profile=None):
     """Each variant checked (zoo.check_pieces) then timed; tnet's rows with their ratio to PyTorch
-    eager's (eager and capture) or graphed's (capture and TrainStep: vs_torch_graphed)."""
+    eager's (eager and capture) or graphed's (capture and TrainStep: vs_torch_graphed); profile: a
+    list that gets the eager tnet step's cProfile text (PROFILE_STEPS steps on one batch)."""
     rows, ms = [], {}
     for variant, make in variants.items():
         data = torch_batches if torch_batches and variant.startswith("torch") else batches
@@ -236,12 +241,22 @@ def step_rows(case, variants, ref, bounds, batches, timing, device, torch_batche
             row["vs_torch_graphed"] = ratio(row["ms"], ms.get("torch graphed"))
         print_row(row, COLUMNS)
         rows.append(row)
+        if profile is not None and variant == "tnet eager" and row["status"] == "ok":
+            profile.append(profile_text(f"{case}, {variant}", lambda: built["step"](*data[0]), PROFILE_STEPS))
     return rows
+
+
+def write_profile(out, profile):
+    """OUT/eager_profile.txt: the profiles so far (--profile), rewritten as each part ends."""
+    if profile is not None:
+        with open(os.path.join(out, "eager_profile.txt"), "w") as f:
+            f.write("\n".join(profile))
 
 
 def add_arguments(parser):
     parser.add_argument("--profile", action="store_true",
-                        help="also write OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls")
+                        help="also write OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls and "
+                             "of tnet's eager training steps")
     parser.add_argument("--steps", choices=["all", "readme", "none"], default="all",
                         help="which training steps follow the per-op table: the README network's and ResNet-18's "
                              "(all, the default), the README network's alone, or none")
@@ -265,20 +280,21 @@ def run(args):
         rows = op_rows(settings["op_timing"], profile)
         tnet.set_precision("tf32")
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
-        if profile is not None:
-            with open(os.path.join(args.out, "eager_profile.txt"), "w") as f:
-                f.write("\n".join(profile))
+        write_profile(args.out, profile)
         write_json(path, "eager", rows, complete=False, **settings)
         if args.steps != "none":
             small = [(x[:8, :, :16, :16].contiguous(), y[:8]) for x, y in random_batches(8, tnet.DEVICE, std=1)]
-            rows += step_rows("README network, fp32, batch 8", *readme_steps(small), small, timing, tnet.DEVICE)
+            rows += step_rows("README network, fp32, batch 8", *readme_steps(small), small, timing, tnet.DEVICE,
+                              profile=profile)
             write_json(path, "eager", rows, complete=False, **settings)
+            write_profile(args.out, profile)
             for batch in [] if args.steps == "readme" else [BATCHES[0]] if args.quick else BATCHES:
                 batches = random_batches(batch, tnet.DEVICE, std=1)
                 variants, ref, bounds, half = resnet_steps(batches)
                 rows += step_rows(f"ResNet-18, bf16, batch {batch}", variants, ref, bounds, batches, timing,
-                                  tnet.DEVICE, torch_batches=half)
+                                  tnet.DEVICE, torch_batches=half, profile=profile)
                 write_json(path, "eager", rows, complete=False, **settings)
+                write_profile(args.out, profile)
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
     write_json(path, "eager", rows, **settings)
