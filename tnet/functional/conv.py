@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last
+from ..kernels.launch import check, is_channels_last, keeps_channels_last, plain
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
@@ -27,6 +27,18 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 
+_CHECKED = set()  # (shapes, arguments) that passed _check_shapes, where the arguments are plain
+
+
+def _check_shapes(x, w, b, stride, padding, dilation, groups):
+    check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
+    check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
+    check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
+                                                     f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
+    check(b is None or b.shape == (w.shape[0],),
+          lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+
+
 def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     """Checks and runs a convolution; returns y and grads(g), the gradients (x, w, b) for
     the gradient g of y (with relu: already masked by y > 0), g in y's layout. Depthwise ones
@@ -34,12 +46,15 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     check_tensors("conv2d", x=x, w=w)
     check(b is None or isinstance(b, Tensor),
           lambda: f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
-    check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
-    check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
-    check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
-                                                     f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
-    check(b is None or b.shape == (w.shape[0],),
-          lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+    # the shapes' and arguments' checks, once for plain arguments (lists are not hashable, and
+    # (1, 1.0) equals (1, 1))
+    key = (x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation, groups)
+    if not (plain(stride, padding, dilation, groups) and key in _CHECKED):
+        _check_shapes(x, w, b, stride, padding, dilation, groups)
+        if plain(stride, padding, dilation, groups):
+            if len(_CHECKED) >= 4096:  # shapes seen once, say: keep memory bounded
+                _CHECKED.clear()
+            _CHECKED.add(key)
     low = amp.get_autocast_dtype()
     check(low is not None or x.dtype == w.dtype,
           lambda: f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
