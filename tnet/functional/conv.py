@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last, plain
+from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, plain
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
@@ -27,7 +27,7 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 
-_CHECKED = set()  # (shapes, arguments) that passed _check_shapes, where the arguments are plain
+_CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the arguments are plain
 
 
 def _check_shapes(x, w, b, stride, padding, dilation, groups):
@@ -48,13 +48,11 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
           lambda: f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
     # the shapes' and arguments' checks, once for plain arguments (lists are not hashable, and
     # (1, 1.0) equals (1, 1))
-    key = (x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation, groups)
-    if not (plain(stride, padding, dilation, groups) and key in _CHECKED):
-        _check_shapes(x, w, b, stride, padding, dilation, groups)
-        if plain(stride, padding, dilation, groups):
-            if len(_CHECKED) >= 4096:  # shapes seen once, say: keep memory bounded
-                _CHECKED.clear()
-            _CHECKED.add(key)
+    checks = lambda: _check_shapes(x, w, b, stride, padding, dilation, groups)
+    if plain(stride, padding, dilation, groups):
+        kept(_CHECKED, (x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation, groups), checks)
+    else:
+        checks()
     low = amp.get_autocast_dtype()
     check(low is not None or x.dtype == w.dtype,
           lambda: f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")

@@ -32,7 +32,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, memory_format, pair, plain, tile_config
+from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
 from .reduce import sum_except
 
 
@@ -381,11 +381,8 @@ def conv_geometry(name, size, kernel, stride, padding, dilation):
     kernels need only the padding before: what is after shows in the output's size alone. Kept
     per arguments where they are plain (every forward and backward pass asks again)."""
     key = (tuple(size), tuple(kernel), stride, padding, dilation)
-    if plain(*key):
-        if key not in _GEOMETRY:
-            _GEOMETRY[key] = _conv_geometry(name, size, kernel, stride, padding, dilation)
-        return _GEOMETRY[key]
-    return _conv_geometry(name, size, kernel, stride, padding, dilation)
+    work = lambda: _conv_geometry(name, size, kernel, stride, padding, dilation)
+    return kept(_GEOMETRY, key, work) if plain(*key) else work()
 
 
 def _conv_geometry(name, size, kernel, stride, padding, dilation):
@@ -461,7 +458,7 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
                      pick_precision("conv2d_input", precision, grad_output, weight), out_dtype or grad_output.dtype)
 
 
-_MOST_PARTS = {}
+_MOST_PARTS = {}  # conv2d_weight's largest part count of any config, per shape
 
 
 def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1, *, precision=None,
@@ -494,10 +491,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     parts_of = lambda meta: max(1, min(parts or weight_grad_parts(npix, blocks(meta), _resident(meta, precision)),
                                        cdiv(npix, PART_ALIGN)))
     # the most parts a config splits into (the buffer's size), kept per shape: every config's model
-    key = (npix, c, KH, KW, coutg, groups, wide, precision, parts)
-    if key not in _MOST_PARTS:
-        _MOST_PARTS[key] = max(parts_of(config.kwargs) for config in _GRAD_CONFIGS)
-    most = _MOST_PARTS[key]
+    most = kept(_MOST_PARTS, (npix, c, KH, KW, coutg, groups, wide, precision, parts),
+                lambda: max(parts_of(config.kwargs) for config in _GRAD_CONFIGS))
     dw = torch.empty((cout, c, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
     out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)

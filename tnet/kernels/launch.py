@@ -51,6 +51,24 @@ def pair(v, name, least=0):
     return v
 
 
+CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
+
+
+def kept(cache, key, make):
+    """cache[key], made by make() where missing (an error in make() keeps nothing): what is
+    worked out per shape (checks passed, a launch's plan) once. Past CACHE_SIZE keys the cache
+    starts over, so that memory stays bounded."""
+    try:
+        return cache[key]
+    except KeyError:
+        pass
+    value = make()
+    if len(cache) >= CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def plain(*values):
     """Whether every value is an int, a string or a tuple of ints, compared by value and by type
     alike: arguments that may key a cache of what was worked out from them (1.0 equals 1, and a

@@ -34,7 +34,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, jit
-from .launch import FLOATS, cdiv, check, check_float, is_channels_last, next_power_of_2
+from .launch import FLOATS, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -302,13 +302,7 @@ _VIEWS = {}  # _view's answers by (shape, strides, dtype): every forward and bac
 
 def _view(name, x):
     """(R, C, L) of x, checked: the [R, C] view of the module's docstring."""
-    key = (x.shape, x.stride(), x.dtype)
-    view = _VIEWS.get(key)
-    if view is None:
-        view = _VIEWS[key] = _checked_view(name, x)  # raises for a bad x: nothing kept
-        if len(_VIEWS) > 4096:  # shapes seen once, say: keep memory bounded
-            _VIEWS.clear()
-    return view
+    return kept(_VIEWS, (x.shape, x.stride(), x.dtype), lambda: _checked_view(name, x))
 
 
 def _checked_view(name, x):

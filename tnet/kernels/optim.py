@@ -18,9 +18,9 @@ import triton.language as tl
 
 from .autotune import jit
 from .._device import INTERPRET
-from .launch import FLOATS, cdiv, check, check_float, is_flat
+from .launch import cdiv, check, check_float
 from .copy import cast, copy_
-from .pointwise import check_like
+from .pointwise import check_like, laid_alike
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
 # cifar10_quick's 145K parameters on the GPU, 4096 elements a program under the interpreter (whose
@@ -208,17 +208,10 @@ def _launches(tensors):
 
 
 def _update_ok(p, g, bufs, lows, hyper, step, buffers, n_hyper):
-    """_check_update's conditions as one expression: the common case, cheaply (equal strides on a
-    dense p are one dense layout)."""
-    shape, strides, device = p.shape, p.stride(), p.device
-    return (len(bufs) == buffers and p.dtype in FLOATS and g.dtype in FLOATS and is_flat(p)
-            and g.shape == shape and g.stride() == strides and g.device == device
-            and all(b.dtype == p.dtype and b.shape == shape and b.stride() == strides and b.device == device
-                    for b in bufs)
-            and all(t.dtype in FLOATS and t.shape == shape and t.stride() == strides and t.device == device
-                    for t in lows)
-            and hyper.shape == (n_hyper,) and hyper.dtype == torch.float32 and hyper.device == device
-            and step.numel() == 1 and step.dtype == torch.float32 and step.device == device)
+    """_check_update's conditions as one expression: the common case, cheaply."""
+    return (len(bufs) == buffers and laid_alike(p, g, *bufs, *lows) and all(b.dtype == p.dtype for b in bufs)
+            and hyper.shape == (n_hyper,) and hyper.dtype == torch.float32 and hyper.device == p.device
+            and step.numel() == 1 and step.dtype == torch.float32 and step.device == p.device)
 
 
 def _check_update(rule, p, g, bufs, lows, hyper, step, buffers):

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune
-from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, memory_format
+from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
 # Operand count of each OP. Backward OPs take the output gradient first.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
@@ -407,13 +407,8 @@ def _plan(op, operands, channels_last, route_dim, dtype):
 
 
 def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
-    key = _signature(op, operands, channels_last, route_dim, dtype)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _plan(op, operands, channels_last, route_dim, dtype)  # raises for bad operands: nothing kept
-        if len(_PLANS) >= 4096:  # shapes seen once, say: keep memory bounded
-            _PLANS.clear()
-        _PLANS[key] = plan
+    plan = kept(_PLANS, _signature(op, operands, channels_last, route_dim, dtype),
+                lambda: _plan(op, operands, channels_last, route_dim, dtype))
     y = torch.empty(plan.shape, dtype=plan.dtype, device=plan.device, memory_format=plan.fmt)
     if plan.n == 0:
         return y
@@ -452,14 +447,22 @@ def route(g, indices, shape, dim, channels_last=False):
     return _launch("route", (g.expand(shape), indices.expand(shape)), channels_last, route_dim=dim)
 
 
+def laid_alike(*xs):
+    """Whether xs are float tensors of the first's shape, strides and device, the first dense:
+    check_like's conditions in one pass, for its common case (equal strides on a dense first are
+    one dense layout; tensors whose layouts agree with other strides, size-1 axes, are not)."""
+    first = xs[0]
+    shape, strides, device = first.shape, first.stride(), first.device
+    return is_flat(first) and all(x.shape == shape and x.stride() == strides and x.device == device
+                                  and x.dtype in FLOATS for x in xs)
+
+
 def check_like(name, *xs):
     """Float tensors of one shape and device, dense in one layout (contiguous or channels-last):
     the kernels run over their flat memory."""
+    if laid_alike(*xs):
+        return  # the common case, cheaply
     first = xs[0]
-    shape, strides, device = first.shape, first.stride(), first.device
-    if is_flat(first) and all(x.shape == shape and x.stride() == strides and x.device == device and x.dtype in FLOATS
-                              for x in xs):
-        return  # the common case, cheaply: equal strides on one dense first are one dense layout
     for x in xs:
         check(x.shape == first.shape, lambda: f"{name}: shapes differ, {tuple(first.shape)} and {tuple(x.shape)}")
         check(x.device == first.device, lambda: f"{name}: tensors on {first.device} and {x.device}")
