@@ -15,11 +15,16 @@ parameter's change) against PyTorch in float64, each piece within max(CHECK_TOL,
 error of PyTorch's eager bf16 step on it). A piece that bf16 cannot pin down (a BatchNorm shift
 before a convolution and another BatchNorm, a conv bias before a BatchNorm: zero gradients but
 for rounding) is so bounded by PyTorch's own error; a wrong step is off on most pieces."""
+import concurrent.futures
 import gc
 import math
 import os
+import subprocess
+import sys
+import time
 
 import torch
+from tqdm import tqdm
 
 from . import zoo_models
 from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
@@ -41,6 +46,9 @@ FACTOR = 10  # times PyTorch's eager bf16 step's error on a piece, where larger
 TIMING = {"warmup": 5, "iters": 20, "repeats": 5}  # blocks of iters steps timed with CUDA events, median
 QUICK_TIMING = {"warmup": 3, "iters": 10, "repeats": 3}
 TNET, TORCH = "tnet graphed bf16", "torch graphed bf16"
+# Compiling every tile config of every kernel a model runs takes minutes per model in one
+# process: the warm-up's processes share the machine's cores (and Triton's cache on disk)
+JOBS = 8
 
 ZOO_COLUMNS = [
     ("model", "<16", lambda r: r["model"]),
@@ -58,6 +66,10 @@ def add_arguments(parser):
                         help=f"comma-separated models (default: all; with --quick, {','.join(QUICK_MODELS)}): "
                              f"{', '.join(MODELS)}")
     parser.add_argument("--batch", type=int, default=BATCH, help=f"images per batch (default: {BATCH})")
+    parser.add_argument("--jobs", type=int, default=JOBS,
+                        help=f"processes that compile the models' kernels in parallel first, every tile config, "
+                             f"into Triton's cache (TNET_AUTOTUNE=compile), so that the timed run compiles none; "
+                             f"0: none (default: {JOBS})")
 
 
 def models_of(args):
@@ -190,6 +202,40 @@ def model_rows(name, batch, timing, device):
     return rows
 
 
+def warm_one(name, batch):
+    """Run tnet's step of the model twice (under TNET_AUTOTUNE=compile, in its own process): every
+    kernel it launches compiled in every tile config, into Triton's cache."""
+    import tnet
+    tnet.set_precision("tf32")
+    _, state = tnet_state(name)
+    batches = random_batches(batch, tnet.DEVICE, std=1)
+    step, _ = tnet_step(name, state, batches)
+    for x, y in batches[:2]:
+        step(x, y)
+    torch.cuda.synchronize()
+
+
+def warm(models, batch, jobs):
+    """warm_one for each model in `jobs` processes at a time; returns {model: error text} of those
+    that failed (their rows will say why again)."""
+    env = {**os.environ, "TNET_AUTOTUNE": "compile"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def one(name):
+        done = subprocess.run([sys.executable, "-m", "benchmarks.zoo", name, str(batch)], cwd=root, env=env,
+                              capture_output=True, text=True)
+        return name, done.returncode, done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    failed = {}
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for name, code, tail in tqdm(pool.map(one, models), total=len(models), desc="compiling the models' kernels"):
+            if code:
+                failed[name] = tail[0] if tail else f"exit status {code}"
+    print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
+          + "".join(f"\n{name}: {err}" for name, err in failed.items()), flush=True)
+    return failed
+
+
 def settings(args):
     return dict(models=models_of(args), batch=args.batch, dtype="bfloat16", sgd=SGD, size=SIZE,
                 n_batches=N_BATCHES, check_steps=CHECK_STEPS, check_tol=CHECK_TOL, factor=FACTOR,
@@ -212,6 +258,8 @@ def run(args):
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True  # tnet's default precision
     tnet.set_precision("tf32")
     timing = QUICK_TIMING if args.quick else TIMING
+    if args.jobs > 0 and tnet.DEVICE.type == "cuda":
+        warm(models_of(args), args.batch, args.jobs)
     path = os.path.join(args.out, "zoo.json")
     rows = []
     print_header(ZOO_COLUMNS)
@@ -237,3 +285,7 @@ def run(args):
          f"the zoo's bf16 training steps at batch {args.batch}: tnet / PyTorch CUDA-graphed\n{environment()['gpu']}",
          "tnet time / PyTorch time", line=1.0)
     return rows
+
+
+if __name__ == "__main__":  # warm()'s processes: python -m benchmarks.zoo MODEL BATCH
+    warm_one(sys.argv[1], int(sys.argv[2]))

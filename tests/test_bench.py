@@ -555,7 +555,8 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
 def test_zoo_options_and_models():
     parse = cli.build_parser().parse_args
     args = parse(["zoo"])
-    assert (args.batch, args.models, zoo.models_of(args)) == (256, None, list(zoo_models.ZOO))
+    assert (args.batch, args.models, zoo.models_of(args), args.jobs) == (256, None, list(zoo_models.ZOO), zoo.JOBS)
+    assert parse(["zoo", "--jobs", "0"]).jobs == 0
     assert zoo.models_of(parse(["zoo", "--quick"])) == zoo.QUICK_MODELS
     args = parse(["zoo", "--quick", "--models", "DPN92,LeNet", "--batch", "8"])
     assert (zoo.models_of(args), args.batch) == (["DPN92", "LeNet"], 8)
@@ -564,6 +565,21 @@ def test_zoo_options_and_models():
             parse(["zoo", *bad])
     assert set(zoo.QUICK_MODELS) < set(zoo.MODELS) and zoo.SIZE == "full"
     assert zoo.QUICK_TIMING["repeats"] < zoo.TIMING["repeats"] and min(zoo.TIMING["warmup"], zoo.QUICK_TIMING["warmup"]) >= 3
+
+
+def test_zoo_warm_up_runs_each_model_in_its_own_compiling_process(monkeypatch, capsys):
+    """warm() runs `python -m benchmarks.zoo MODEL BATCH` per model under TNET_AUTOTUNE=compile and
+    reports the ones that failed by their last line of stderr."""
+    calls = []
+
+    def fake_run(argv, cwd, env, capture_output, text):
+        calls.append((argv[1:], env["TNET_AUTOTUNE"], os.path.isfile(os.path.join(cwd, "bench.py"))))
+        failed = argv[3] == "DPN92"
+        return subprocess.CompletedProcess(argv, int(failed), "", "Traceback\nValueError: no" if failed else "")
+    monkeypatch.setattr(zoo.subprocess, "run", fake_run)
+    assert zoo.warm(["LeNet", "DPN92"], 8, jobs=2) == {"DPN92": "ValueError: no"}
+    assert sorted(calls) == [(["-m", "benchmarks.zoo", name, "8"], "compile", True) for name in ("DPN92", "LeNet")]
+    assert "DPN92: ValueError: no" in capsys.readouterr().out
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import torch
 from ._device import DEVICE
 from .kernels.launch import is_channels_last, memory_format, no_host_read
 from .kernels.copy import copy_
-from .kernels.pointwise import add_
+from .kernels.pointwise import add_, pointwise
 
 _seq = itertools.count()
 _grad_enabled = [True]
@@ -206,8 +206,8 @@ class Tensor:
                         gx = copy_(empty_in_layout(x.data), gx)
                     if x._entry is None:
                         _accumulate_leaf(x, gx)
-                    elif id(x) in grads:  # used twice: a fresh buffer, as gx may be a view
-                        grads[id(x)] = add_(grads[id(x)].clone(), in_layout(gx, grads[id(x)]))
+                    elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
+                        grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
                     else:
                         grads[id(x)] = gx
             entry.backward = None  # frees what the closure saved

@@ -25,7 +25,9 @@ import torch  # noqa: E402
 import tnet  # noqa: E402
 import tnet.functional as F  # noqa: E402
 import tnet.kernels  # noqa: E402
+from benchmarks import zoo  # noqa: E402
 from benchmarks.eager import readme_net  # noqa: E402
+from tnet.recipes import make_train_step  # noqa: E402
 
 
 class _NoLaunch:
@@ -64,9 +66,14 @@ def cases():
         loss.backward()
         opt.step()
         opt.zero_grad()
+    resnet, _ = zoo.tnet_state("ResNet18")
+    resnet_step = make_train_step(resnet, tnet.optim.SGD(resnet.parameters(), **zoo.SGD), dtype=zoo.DTYPE)
+    rx = torch.randn(2, 3, 32, 32).to(tnet.DEVICE)
+    ry = torch.tensor([0, 1]).to(tnet.DEVICE)
     return {"a + b": (lambda: a + b, 1000), "relu": (lambda: F.relu(a), 1000),
             "(a * a).sum().backward()": (backward, 300), "conv2d": (lambda: F.conv2d(x, w, padding=1), 300),
-            "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20)}
+            "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20),
+            "ResNet-18 bf16 step": (lambda: resnet_step(rx, ry), 5)}
 
 
 def median_us(fn, calls):
