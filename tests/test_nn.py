@@ -241,9 +241,11 @@ def test_module_dict_matches_torch():
     assert len(net) == 0 and list(net.parameters()) == []
 
 
-def test_sequential_container_api_matches_torch_and_still_fuses(monkeypatch):
+def test_sequential_container_api_matches_torch_and_still_fuses(monkeypatch, ieee):
     """append, insert, extend, pop, del, item assignment and slices as torch's; a Conv2d -> ReLU
-    -> MaxPool2d chain built by append still runs as one fused op."""
+    -> MaxPool2d chain built by append still runs as one fused op. In IEEE fp32: its four outputs,
+    from whatever weights the worker's earlier tests leave the RNG at, can cancel past tf32's
+    tolerance."""
     for lib in (nn, torch.nn):
         s = lib.Sequential(lib.Conv2d(3, 4, 3, padding=1))
         s.append(lib.ReLU())
@@ -266,7 +268,7 @@ def test_sequential_container_api_matches_torch_and_still_fuses(monkeypatch):
                         calls.append((relu, type(pool).__name__)) or forward(self, x, relu, pool))
     ref.load_state_dict({k: torch.tensor(v) for k, v in net.state_dict().items()})
     x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
-    assert_close(net(tnet.tensor(x)), ref(torch.tensor(x)), TOL["tf32"], "appended layers")
+    assert_close(net(tnet.tensor(x)), ref(torch.tensor(x)), TOL["ieee"], "appended layers")
     assert calls == [(True, "MaxPool2d")]
     with pytest.raises(IndexError):
         net.insert(9, nn.ReLU())
