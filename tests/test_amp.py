@@ -451,4 +451,5 @@ def test_small_net_under_bfloat16_autocast_matches_torch(rng):
     amp.low_copies(model.fc.weight)[0].zero_()
     with tnet.autocast(dtype=torch.bfloat16), tnet.no_grad():
         bias_only = model(tnet.tensor(x)).data.double()
-    assert torch.equal(bias_only, to_bf16(model.fc.bias.data).expand(5, 7))
+    # GEMM outputs round to nearest under the interpreter too (kernels.copy.cast)
+    assert torch.equal(bias_only, model.fc.bias.data.to(torch.bfloat16).double().expand(5, 7))

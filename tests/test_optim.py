@@ -265,3 +265,123 @@ def test_frozen_parameters_in_a_captured_step(rng):
         step(x, y)
     assert (model[0].weight.numpy() == frozen).all() and model[0].weight.grad is None
     assert not (model[2].weight.numpy() == trained).all()
+
+
+# ---- Muon ----------------------------------------------------------------------------------
+
+def newton_schulz(u, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7):
+    """torch.optim.Muon's orthogonalisation in float64 (torch's runs it in bf16 whatever the dtype)."""
+    a, b, c = coefficients
+    x = u.reshape(len(u), -1).double()
+    tall = x.shape[0] > x.shape[1]
+    x = x.T if tall else x
+    x = x / max(x.norm().item(), eps)
+    for _ in range(steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return (x.T if tall else x).reshape(u.shape)
+
+
+def muon_reference(params, grads, bufs, groups):
+    """One step of torch.optim.Muon's rule in float64 on torch tensors (params of any dimension as
+    [shape[0], -1] matrices); groups: each parameter's settings."""
+    for p, g, buf, s in zip(params, grads, bufs, groups):
+        if g is None:
+            continue
+        buf.lerp_(g, 1 - s["momentum"])
+        u = g.lerp(buf, s["momentum"]) if s.get("nesterov", True) else buf
+        rows, cols = p.shape[0], p.numel() // p.shape[0]
+        ratio = 0.2 * max(rows, cols) ** 0.5 if s.get("adjust_lr_fn") == "match_rms_adamw" else max(1, rows / cols) ** 0.5
+        p.mul_(1 - s["lr"] * s.get("weight_decay", 0.1)).add_(newton_schulz(u), alpha=-s["lr"] * ratio)
+
+
+MUON_PARAMS = [((7, 5), False, 0), ((4, 9), False, 0), ((6, 3, 2, 2), True, 1), ((4, 9), False, 1), ((6, 3, 2, 2), False, 0)]
+MUON_GROUP1 = {"lr": 0.05, "momentum": 0.8, "nesterov": False, "adjust_lr_fn": "match_rms_adamw"}
+
+
+def change_error(after, before, ref_after):
+    """||(after - before) - (ref_after - before)|| / ||ref_after - before||: the update's error."""
+    step = ref_after - before
+    return ((after - before) - step).norm().item() / step.norm().item()
+
+
+def test_muon_matches_its_float64_rule_within_torchs_own_bf16_error(rng):
+    """Three steps with an lr change between each: tall, wide and 4-D parameters (one channels-last),
+    two of each size (the same size is orthogonalised together, across groups), the second group with
+    its own lr, momentum, nesterov and adjust_lr_fn, a parameter without a gradient at step 1. Each
+    update is within 3x torch.optim.Muon's own error (its bf16 Newton-Schulz) against the float64
+    rule; the momentum buffers at fp32's tolerance."""
+    params, refs, settings = [], [], []
+    for shape, channels_last, group in MUON_PARAMS:
+        p = nn.Parameter(rng.standard_normal(shape))
+        if channels_last:
+            p.data = p.data.contiguous(memory_format=torch.channels_last)
+        params.append(p)
+        refs.append(torch.tensor(p.numpy(), dtype=torch.float64))
+        settings.append({"lr": 0.02, "momentum": 0.95, "weight_decay": 0.1, **(MUON_GROUP1 if group else {})})
+    groups = [{"params": [p for p, s in zip(params, MUON_PARAMS) if s[2] == g], **(MUON_GROUP1 if g else {})}
+              for g in (0, 1)]
+    opt = optim.Muon(groups, lr=0.02)
+    bufs = [torch.zeros_like(r) for r in refs]
+    two_d = [i for i, (shape, _, g) in enumerate(MUON_PARAMS) if len(shape) == 2 and g == 0]
+    torch_ref = torch.optim.Muon([refs[i].float() for i in two_d], lr=0.02)
+    sched = optim.LambdaLR(opt, schedule)
+    for step in range(3):
+        skip = {1} if step == 1 else set()
+        grads = [None if i in skip else torch.tensor(rng.standard_normal(p.shape)) for i, p in enumerate(params)]
+        for p, g in zip(params, grads):
+            p.grad = None if g is None else tnet.tensor(g.numpy())
+        for t, i in zip(torch_ref.param_groups[0]["params"], two_d):
+            t.grad = None if grads[i] is None else grads[i].float()
+        before = [r.clone() for r in refs]
+        torch_before = [t.detach().clone().double() for t in torch_ref.param_groups[0]["params"]]
+        opt.step()
+        torch_ref.step()
+        muon_reference(refs, grads, bufs, settings)
+        scale = schedule(step + 1)
+        for s, g in zip(settings, MUON_PARAMS):
+            s["lr"] = (MUON_GROUP1["lr"] if g[2] else 0.02) * scale
+        torch_ref.param_groups[0]["lr"] = 0.02 * scale
+        sched.step()
+        for t, i, b in zip(torch_ref.param_groups[0]["params"], two_d, torch_before):
+            if grads[i] is None:
+                continue
+            bound = max(3 * change_error(t.detach().double(), b, refs[i]), TOL["bf16"])
+            err = change_error(torch.tensor(params[i].numpy(), dtype=torch.float64), before[i], refs[i])
+            assert err <= bound, f"step {step}, parameter {i}: {err:.2e} > {bound:.2e}"
+        for i, p in enumerate(params):
+            if grads[i] is not None:
+                err = change_error(torch.tensor(p.numpy(), dtype=torch.float64), before[i], refs[i])
+                assert err <= 4 * TOL["bf16"], f"step {step}, parameter {i} {p.shape}: {err:.2e}"
+            assert_close(opt.state[p]["momentum_buffer"], bufs[i], TOL["ieee"], f"step {step}, buffer {i}")
+
+
+def test_muon_state_dict_and_errors(rng):
+    """Muon's state is torch's (momentum_buffer), resumed exactly; torch's checks, one-line, as
+    ValueErrors; a GradScaler's step and Caffe's multipliers are refused."""
+    p, q = nn.Parameter(rng.standard_normal((5, 4))), nn.Parameter(rng.standard_normal((5, 4)))
+    opt = optim.Muon([p], lr=0.05)
+    p.grad = tnet.tensor(rng.standard_normal((5, 4)))
+    opt.step()
+    twin = optim.Muon([q], lr=0.05)
+    q.data.copy_(p.data)
+    twin.load_state_dict(opt.state_dict())
+    g = rng.standard_normal((5, 4))
+    p.grad, q.grad = tnet.tensor(g), tnet.tensor(g)
+    opt.step()
+    twin.step()
+    assert (p.numpy() == q.numpy()).all() and set(opt.state_dict()["state"][0]) == {"step", "momentum_buffer"}
+    for make_opt, error in [(lambda: optim.Muon([nn.Parameter(np.ones(3))]), "Muon only supports parameters of 2"),
+                            (lambda: optim.Muon([p], momentum=-0.1), "Muon: invalid momentum value -0.1"),
+                            (lambda: optim.Muon([p], adjust_lr_fn="rms"), "Muon: invalid adjust_lr_fn rms"),
+                            (lambda: optim.Muon([p], ns_steps=100), "Muon: invalid ns_steps"),
+                            (lambda: optim.Muon([p], ns_coefficients=(1.0, 2.0)), "Muon: invalid ns_coefficients"),
+                            (lambda: optim.Muon([p], lr=-1.0), "Muon: invalid learning rate -1.0")]:
+        with pytest.raises(ValueError, match=error):
+            make_opt()
+    with pytest.raises(ValueError, match="GradScaler"):
+        opt._step(tnet.tensor([1.0]).data, tnet.tensor([0.0]).data)
+    r = nn.Parameter(np.ones((2, 2)), 2.0)
+    r.grad = tnet.tensor(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="lr_mult"):
+        optim.Muon([r]).step()

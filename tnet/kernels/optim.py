@@ -18,8 +18,9 @@ import triton.language as tl
 
 from .autotune import jit
 from .._device import INTERPRET
-from .launch import cdiv, check, check_float
+from .launch import cdiv, check, check_float, next_power_of_2
 from .copy import cast, copy_
+from .gemm import matmul
 from .pointwise import check_like, laid_alike
 
 # The block is fixed (the grid depends on it, tensor by tensor): about 150 programs for
@@ -32,6 +33,7 @@ TENSORS_PER_LAUNCH = 32
 HYPER = {"sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
          "adam": ("lr", "1 - beta1", "1 - beta2", "log beta1", "log beta2", "eps", "weight_decay")}
 HYPER["adamw"] = HYPER["adam"]
+HYPER["muon"] = ("lr", "momentum", "weight_decay", "nesterov")
 
 
 @triton.jit
@@ -193,6 +195,143 @@ def lookahead_kernel(w_ptrs, ema_ptrs, low_ptrs, decay_ptr, ns, BLOCK: tl.conste
             if low_ptrs[i] is not None:
                 tl.store(low_ptrs[i] + offs, cast(ema, low_ptrs[i].dtype.element_ty), mask=mask)
         block -= count
+
+
+@jit
+def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, x_ptr, part_ptr, n, first, BLOCK: tl.constexpr):
+    """Muon's momentum on tensors first + i of a batch of equal-sized ones (i < len(g_ptrs), n
+    elements each): buf = lerp(buf, g, 1 - momentum); the update u = lerp(g, buf, momentum) with
+    nesterov, else buf, into row first + i of x [k, n] (bfloat16), and the sum of its (rounded)
+    squares per block into part [k, blocks]. Grid (blocks, tensors)."""
+    block, t = tl.program_id(0), tl.program_id(1)
+    offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    row = (first + t).to(tl.int64)
+    for i in tl.static_range(len(g_ptrs)):
+        if t == i:
+            momentum = tl.load(hyper_ptrs[i] + 1)
+            g = tl.load(g_ptrs[i] + offs, mask=mask, other=0.0).to(tl.float32)
+            buf = tl.load(buf_ptrs[i] + offs, mask=mask, other=0.0).to(tl.float32)
+            buf = buf + (1 - momentum) * (g - buf)
+            tl.store(buf_ptrs[i] + offs, cast(buf, buf_ptrs[i].dtype.element_ty), mask=mask)
+            u = cast(tl.where(tl.load(hyper_ptrs[i] + 3) != 0, g + momentum * (buf - g), buf), x_ptr.dtype.element_ty)
+            tl.store(x_ptr + row * n + offs, u, mask=mask)
+            u = u.to(tl.float32)
+            tl.store(part_ptr + row * tl.num_programs(0) + block, tl.sum(u * u, axis=0))
+
+
+@jit
+def muon_normalize_kernel(x_ptr, part_ptr, n, parts, eps, BLOCK: tl.constexpr, PARTS: tl.constexpr):
+    """Row t of x [k, n] divided by max(its norm, eps), the norm from part [k, parts] (its blocks'
+    sums of squares, added in a fixed order). Grid (blocks, rows)."""
+    block, t = tl.program_id(0), tl.program_id(1).to(tl.int64)
+    j = tl.arange(0, PARTS)
+    norm = tl.sqrt(tl.sum(tl.load(part_ptr + t * parts + j, mask=j < parts, other=0.0), axis=0))
+    scale = 1.0 / tl.maximum(norm, eps)
+    offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + t * n + offs, mask=mask).to(tl.float32)
+    tl.store(x_ptr + t * n + offs, cast(x * scale, x_ptr.dtype.element_ty), mask=mask)
+
+
+@jit
+def muon_polynomial_kernel(gram_ptr, square_ptr, total, m, a, b, c, BLOCK: tl.constexpr):
+    """gram = a*I + b*gram + c*square in place over a batch of m x m matrices (total elements):
+    one Newton-Schulz step is then x = gram @ x."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    at = offs % (m * m)
+    g = tl.load(gram_ptr + offs, mask=mask).to(tl.float32)
+    h = tl.load(square_ptr + offs, mask=mask).to(tl.float32)
+    y = b * g + c * h + tl.where(at // m == at % m, a, 0.0)
+    tl.store(gram_ptr + offs, cast(y, gram_ptr.dtype.element_ty), mask=mask)
+
+
+@jit
+def muon_update_kernel(p_ptrs, low_ptrs, hyper_ptrs, adjusts, x_ptr, n, first, BLOCK: tl.constexpr):
+    """p = p * (1 - lr * weight_decay) - lr * adjust * x[first + i] for tensors p_ptrs[i] of n
+    elements (and p's 16-bit copy low, or None), lr and weight_decay from its group's device
+    vector. Grid (blocks, tensors)."""
+    block, t = tl.program_id(0), tl.program_id(1)
+    offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    row = (first + t).to(tl.int64)
+    for i in tl.static_range(len(p_ptrs)):
+        if t == i:
+            lr = tl.load(hyper_ptrs[i])
+            p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32)
+            o = tl.load(x_ptr + row * n + offs, mask=mask).to(tl.float32)
+            p = cast(p * (1 - lr * tl.load(hyper_ptrs[i] + 2)) - lr * adjusts[i] * o, p_ptrs[i].dtype.element_ty)
+            tl.store(p_ptrs[i] + offs, p, mask=mask)
+            if low_ptrs[i] is not None:
+                tl.store(low_ptrs[i] + offs, cast(p.to(tl.float32), low_ptrs[i].dtype.element_ty), mask=mask)
+
+
+def muon_work(k, rows, cols, device):
+    """The buffers of muon_ for k matrices of rows x cols: two of the matrices (bfloat16, the
+    Newton-Schulz iterates), the Gram matrix and its square (m x m, m = min(rows, cols)), and the
+    blocks' sums of squares. Made once per batch, so a captured step keeps their addresses."""
+    m = min(rows, cols)
+    low = dict(device=device, dtype=torch.bfloat16)
+    return {"x": (torch.empty((k, rows, cols), **low), torch.empty((k, rows, cols), **low)),
+            "gram": torch.empty((k, m, m), **low), "square": torch.empty((k, m, m), **low),
+            "part": torch.empty((k, cdiv(rows * cols, BLOCK)), device=device, dtype=torch.float32)}
+
+
+def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7):
+    """One Muon step on k parameters of one size: updates holds (p, g, buf, lows, hyper, adjust)
+    per tensor, p a dense float tensor whose first dimension is outermost in memory (contiguous
+    or channels-last), seen as the matrix [p.shape[0], p.numel() // p.shape[0]] in memory order,
+    g and buf (the momentum buffer, p's dtype) laid out alike, lows p's 16-bit copies, hyper its
+    group's float32 device vector (HYPER["muon"]) and adjust the factor of lr for the update.
+    work: muon_work's buffers. The momentum update, the matrices normalised to norm 1 and
+    orthogonalised by `steps` Newton-Schulz steps of (a, b, c) = coefficients in batched bf16
+    GEMMs (x = (a I + b A + c A^2) x, A = x x^T, over the transposes where rows > cols), then
+    p = p * (1 - lr * weight_decay) - lr * adjust * x. A column order other than torch's changes
+    nothing: the iteration commutes with permuting the columns."""
+    check(len(coefficients) == 3, lambda: f"muon: ns_coefficients must be three numbers, got {coefficients!r}")
+    p0 = updates[0][0]
+    rows, n = p0.shape[0], p0.numel()
+    cols = n // max(rows, 1)
+    x, x_next = work["x"]
+    check(x.shape == (len(updates), rows, cols), lambda: f"muon: work for {tuple(x.shape)}, got {len(updates)} "
+                                                         f"tensors of {rows}x{cols}")
+    for p, g, buf, lows, hyper, _ in updates:
+        check_float("muon", p, "a parameter")
+        check_float("muon", g, "a gradient")
+        check(p.numel() == n and p.shape[0] == rows and p.stride(0) == cols and buf.dtype == p.dtype,
+              lambda: f"muon: a parameter {tuple(p.shape)} with strides {p.stride()} and buffer {buf.dtype} in a "
+                      f"batch of {rows}x{cols} {p0.dtype}: each must hold its rows one after another")
+        check_like("muon", p, g, buf, *lows)
+        check(hyper.shape == (len(HYPER["muon"]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
+              lambda: f"muon: hyper must be {len(HYPER['muon'])} float32 values on {p.device}")
+    if n == 0:
+        return
+    blocks, part = cdiv(n, BLOCK), work["part"]
+    for start in range(0, len(updates), TENSORS_PER_LAUNCH):
+        ps, gs, bufs, _, hypers, _ = zip(*updates[start:start + TENSORS_PER_LAUNCH])
+        muon_momentum_kernel[(blocks, len(ps))](gs, bufs, hypers, x, part, n, start, BLOCK=BLOCK, num_warps=4)
+    muon_normalize_kernel[(blocks, len(updates))](x, part, n, blocks, float(eps), BLOCK=BLOCK,
+                                                  PARTS=next_power_of_2(blocks), num_warps=4)
+    a, b, c = map(float, coefficients)
+    gram, square = work["gram"], work["square"]
+    m = gram.shape[1]
+    for _ in range(steps):
+        # x x^T is the Gram matrix of the shorter side: the rows', or the columns' for a tall x
+        xs, out = (x, x_next) if rows <= cols else (x.transpose(1, 2), x_next.transpose(1, 2))
+        matmul(xs, xs.transpose(1, 2), out=gram)
+        matmul(gram, gram, out=square)
+        muon_polynomial_kernel[(cdiv(gram.numel(), BLOCK),)](gram, square, gram.numel(), m, a, b, c, BLOCK=BLOCK,
+                                                             num_warps=4)
+        matmul(gram, xs, out=out)
+        x, x_next = x_next, x
+    for start in range(0, len(updates), TENSORS_PER_LAUNCH):
+        ps, _, _, lows, hypers, adjusts = zip(*updates[start:start + TENSORS_PER_LAUNCH])
+        muon_update_kernel[(blocks, len(ps))](ps, tuple(copies[0] if copies else None for copies in lows), hypers,
+                                              tuple(map(float, adjusts)), x, n, start, BLOCK=BLOCK, num_warps=4)
+    for p, _, _, lows, *_ in updates:
+        for low in lows[1:]:
+            copy_(low, p)
 
 
 def _check_scalar(name, what, t, device):

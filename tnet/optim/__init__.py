@@ -1,4 +1,4 @@
-"""Optimizers with PyTorch's rules (SGD, Adam, AdamW) and Caffe's per-parameter lr_mult
+"""Optimizers with PyTorch's rules (SGD, Adam, AdamW, Muon) and Caffe's per-parameter lr_mult
 and decay_mult, and learning-rate schedules.
 
 A step updates every parameter in one kernel launch (per 32 tensors), after a tiny one that
@@ -101,8 +101,12 @@ class Optimizer:
         if found_inf is not None:
             kernels.find_inf_([u[1] for u in updates], found_inf)
         kernels.count_steps_(self._steps, self._took[took], found_inf)
-        kernels.step_(self.RULE, updates, scale, found_inf)
+        self._update(updates, scale, found_inf)
         bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+
+    def _update(self, updates, scale, found_inf):
+        """The parameters' updates (kernels.step_'s tuples, one per parameter with a gradient)."""
+        kernels.step_(self.RULE, updates, scale, found_inf)
 
     def zero_grad(self, set_to_none=True):
         for p in self._params:
@@ -222,6 +226,74 @@ class AdamW(Adam):
 
     def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+
+
+class Muon(Optimizer):
+    """torch.optim.Muon's rule, for every parameter p with gradient g, seen as a matrix M x N:
+        buf = lerp(buf, g, 1 - momentum)
+        u = lerp(g, buf, momentum) if nesterov else buf
+        o = NS(u): u / max(||u||, eps), then ns_steps Newton-Schulz steps x = (a I + b A + c A^2) x,
+            A = x x^T (over x^T where M > N), (a, b, c) = ns_coefficients, in bfloat16
+        p = p * (1 - lr*weight_decay) - lr * r * o
+    with r = sqrt(max(1, M/N)) (adjust_lr_fn None or "original") or 0.2 * sqrt(max(M, N))
+    ("match_rms_adamw"). The matrices of one size are orthogonalised together, in batched bf16
+    GEMMs, whatever their groups. Where tnet differs from torch: a parameter of more than 2
+    dimensions (a convolution's filters) is taken as the matrix [shape[0], numel / shape[0]] in its
+    memory order (torch raises; a channels-last filter's columns come in another order than a
+    reshape's, which changes nothing: the iteration commutes with permuting the columns), and a
+    GradScaler's step is not supported (train Muon in bfloat16). Caffe's lr_mult and decay_mult
+    are not taken: they must be 1."""
+    RULE, BUFFERS = "muon", ("momentum_buffer",)
+
+    def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
+                 ns_coefficients=(3.4445, -4.7750, 2.0315), eps=1e-7, ns_steps=5, adjust_lr_fn=None):
+        super().__init__(params, {"lr": lr, "weight_decay": weight_decay, "momentum": momentum, "nesterov": nesterov,
+                                  "ns_coefficients": tuple(ns_coefficients), "eps": eps, "ns_steps": ns_steps,
+                                  "adjust_lr_fn": adjust_lr_fn})
+        for p in self._params:
+            check(p.data.dim() >= 2, lambda: f"Muon only supports parameters of 2 or more dimensions (matrices, "
+                                             f"filters), but found a parameter with size: {p.shape}")
+        self._work = {}  # kernels.muon_work's buffers by (rows, columns, matrices)
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["momentum"] >= 0, "momentum value", group["momentum"])
+        self._require(group["adjust_lr_fn"] in (None, "original", "match_rms_adamw"), "adjust_lr_fn",
+                      group["adjust_lr_fn"])
+        self._require(len(group["ns_coefficients"]) == 3, "ns_coefficients", group["ns_coefficients"])
+        self._require(isinstance(group["ns_steps"], int) and 0 <= group["ns_steps"] < 100, "ns_steps (0 to 99)",
+                      group["ns_steps"])
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+
+    def _hyper(self, group):
+        return [group["lr"], group["momentum"], group["weight_decay"], float(group["nesterov"])]
+
+    def _step(self, scale=None, found_inf=None):
+        check(scale is None, "Muon: a GradScaler's step is not supported; train Muon in bfloat16 (no loss scale)")
+        super()._step()
+
+    def _update(self, updates, scale, found_inf):
+        groups = {id(t): group for group, (_, t) in zip(self.param_groups, self._device_hyper)}
+        batches = {}
+        for p, g, (buf,), lows, hyper, _count, lr_mult, decay_mult in updates:
+            check(lr_mult == decay_mult == 1.0, "Muon: Caffe's lr_mult and decay_mult are not taken; leave them 1")
+            group = groups[id(hyper)]
+            rows = p.shape[0]
+            cols = p.numel() // max(rows, 1)
+            key = (rows, cols, p.dtype, group["ns_coefficients"], group["ns_steps"], group["eps"])
+            batches.setdefault(key, []).append((p, g, buf, lows, hyper, _adjust(group["adjust_lr_fn"], rows, cols)))
+        for (rows, cols, _, coefficients, steps, eps), batch in batches.items():
+            size = (rows, cols, len(batch))
+            if size not in self._work:
+                self._work[size] = kernels.muon_work(len(batch), rows, cols, batch[0][0].device)
+            kernels.muon_(batch, self._work[size], coefficients, steps, eps)
+
+
+def _adjust(adjust_lr_fn, rows, cols):
+    """Muon's factor of lr for an update of rows x cols (torch's _adjust_lr)."""
+    if adjust_lr_fn == "match_rms_adamw":
+        return 0.2 * math.sqrt(max(rows, cols))
+    return math.sqrt(max(1.0, rows / max(cols, 1)))
 
 
 def caffe_quick(total_iterations):
