@@ -292,11 +292,13 @@ def muon_reference(params, grads, bufs, groups):
         u = g.lerp(buf, s["momentum"]) if s.get("nesterov", True) else buf
         rows, cols = p.shape[0], p.numel() // p.shape[0]
         ratio = 0.2 * max(rows, cols) ** 0.5 if s.get("adjust_lr_fn") == "match_rms_adamw" else max(1, rows / cols) ** 0.5
+        if s.get("renormalize"):  # airbench94_muon's: the filters kept at norm sqrt(rows)
+            p.mul_(rows ** 0.5 / p.norm())
         p.mul_(1 - s["lr"] * s.get("weight_decay", 0.1)).add_(newton_schulz(u), alpha=-s["lr"] * ratio)
 
 
 MUON_PARAMS = [((7, 5), False, 0), ((4, 9), False, 0), ((6, 3, 2, 2), True, 1), ((4, 9), False, 1), ((6, 3, 2, 2), False, 0)]
-MUON_GROUP1 = {"lr": 0.05, "momentum": 0.8, "nesterov": False, "adjust_lr_fn": "match_rms_adamw"}
+MUON_GROUP1 = {"lr": 0.05, "momentum": 0.8, "nesterov": False, "adjust_lr_fn": "match_rms_adamw", "renormalize": True}
 
 
 def change_error(after, before, ref_after):
@@ -308,9 +310,9 @@ def change_error(after, before, ref_after):
 def test_muon_matches_its_float64_rule_within_torchs_own_bf16_error(rng):
     """Three steps with an lr change between each: tall, wide and 4-D parameters (one channels-last),
     two of each size (the same size is orthogonalised together, across groups), the second group with
-    its own lr, momentum, nesterov and adjust_lr_fn, a parameter without a gradient at step 1. Each
-    update is within 3x torch.optim.Muon's own error (its bf16 Newton-Schulz) against the float64
-    rule; the momentum buffers at fp32's tolerance."""
+    its own lr, momentum, nesterov, adjust_lr_fn and tnet's renormalize, a parameter without a
+    gradient at step 1. Each update is within 3x torch.optim.Muon's own error (its bf16
+    Newton-Schulz) against the float64 rule; the momentum buffers at fp32's tolerance."""
     params, refs, settings = [], [], []
     for shape, channels_last, group in MUON_PARAMS:
         p = nn.Parameter(rng.standard_normal(shape))

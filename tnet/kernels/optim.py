@@ -12,6 +12,8 @@ clock that counts the steps and gives the decay, and one launch over every tenso
 For mixed precision's GradScaler (tnet.amp): a pass that flags an inf or NaN in the
 gradients, the step dividing them by the loss scale and skipping the update where one was
 flagged, and torch's scale update, all on the device."""
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -198,11 +200,13 @@ def lookahead_kernel(w_ptrs, ema_ptrs, low_ptrs, decay_ptr, ns, BLOCK: tl.conste
 
 
 @jit
-def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, x_ptr, part_ptr, n, first, BLOCK: tl.constexpr):
+def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, p_ptrs, x_ptr, part_ptr, norm_ptr, n, first,
+                         NORMS: tl.constexpr, BLOCK: tl.constexpr):
     """Muon's momentum on tensors first + i of a batch of equal-sized ones (i < len(g_ptrs), n
     elements each): buf = lerp(buf, g, 1 - momentum); the update u = lerp(g, buf, momentum) with
     nesterov, else buf, into row first + i of x [k, n] (bfloat16), and the sum of its (rounded)
-    squares per block into part [k, blocks]. Grid (blocks, tensors)."""
+    squares per block into part [k, blocks]; with NORMS, the parameter's (p_ptrs[i]) into norm
+    [k, blocks] too. Grid (blocks, tensors)."""
     block, t = tl.program_id(0), tl.program_id(1)
     offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -218,6 +222,9 @@ def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, x_ptr, part_ptr, n, first
             tl.store(x_ptr + row * n + offs, u, mask=mask)
             u = u.to(tl.float32)
             tl.store(part_ptr + row * tl.num_programs(0) + block, tl.sum(u * u, axis=0))
+            if NORMS:
+                p = tl.load(p_ptrs[i] + offs, mask=mask, other=0.0).to(tl.float32)
+                tl.store(norm_ptr + row * tl.num_programs(0) + block, tl.sum(p * p, axis=0))
 
 
 @jit
@@ -248,18 +255,26 @@ def muon_polynomial_kernel(gram_ptr, square_ptr, total, m, a, b, c, BLOCK: tl.co
 
 
 @jit
-def muon_update_kernel(p_ptrs, low_ptrs, hyper_ptrs, adjusts, x_ptr, n, first, BLOCK: tl.constexpr):
+def muon_update_kernel(p_ptrs, low_ptrs, hyper_ptrs, adjusts, x_ptr, norm_ptr, n, first, target,
+                       RENORM: tl.constexpr, BLOCK: tl.constexpr, PARTS: tl.constexpr):
     """p = p * (1 - lr * weight_decay) - lr * adjust * x[first + i] for tensors p_ptrs[i] of n
     elements (and p's 16-bit copy low, or None), lr and weight_decay from its group's device
-    vector. Grid (blocks, tensors)."""
+    vector; with RENORM, p first scaled to norm `target` (from norm [k, blocks], the blocks' sums
+    of squares; a zero p stays zero). Grid (blocks, tensors)."""
     block, t = tl.program_id(0), tl.program_id(1)
     offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     row = (first + t).to(tl.int64)
+    scale = 1.0
+    if RENORM:
+        j = tl.arange(0, PARTS)
+        norm = tl.sqrt(tl.sum(tl.load(norm_ptr + row * tl.num_programs(0) + j, mask=j < tl.num_programs(0), other=0.0),
+                              axis=0))
+        scale = tl.where(norm > 0, target / norm, 1.0)
     for i in tl.static_range(len(p_ptrs)):
         if t == i:
             lr = tl.load(hyper_ptrs[i])
-            p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32)
+            p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32) * scale
             o = tl.load(x_ptr + row * n + offs, mask=mask).to(tl.float32)
             p = cast(p * (1 - lr * tl.load(hyper_ptrs[i] + 2)) - lr * adjusts[i] * o, p_ptrs[i].dtype.element_ty)
             tl.store(p_ptrs[i] + offs, p, mask=mask)
@@ -275,10 +290,11 @@ def muon_work(k, rows, cols, device):
     low = dict(device=device, dtype=torch.bfloat16)
     return {"x": (torch.empty((k, rows, cols), **low), torch.empty((k, rows, cols), **low)),
             "gram": torch.empty((k, m, m), **low), "square": torch.empty((k, m, m), **low),
-            "part": torch.empty((k, cdiv(rows * cols, BLOCK)), device=device, dtype=torch.float32)}
+            "part": torch.empty((k, cdiv(rows * cols, BLOCK)), device=device, dtype=torch.float32),
+            "norm": torch.empty((k, cdiv(rows * cols, BLOCK)), device=device, dtype=torch.float32)}
 
 
-def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7):
+def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7, renormalize=False):
     """One Muon step on k parameters of one size: updates holds (p, g, buf, lows, hyper, adjust)
     per tensor, p a dense float tensor whose first dimension is outermost in memory (contiguous
     or channels-last), seen as the matrix [p.shape[0], p.numel() // p.shape[0]] in memory order,
@@ -287,8 +303,9 @@ def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e
     work: muon_work's buffers. The momentum update, the matrices normalised to norm 1 and
     orthogonalised by `steps` Newton-Schulz steps of (a, b, c) = coefficients in batched bf16
     GEMMs (x = (a I + b A + c A^2) x, A = x x^T, over the transposes where rows > cols), then
-    p = p * (1 - lr * weight_decay) - lr * adjust * x. A column order other than torch's changes
-    nothing: the iteration commutes with permuting the columns."""
+    p = p * (1 - lr * weight_decay) - lr * adjust * x, with renormalize p first scaled to norm
+    sqrt(rows) (airbench94_muon's rule). A column order other than torch's changes nothing: the
+    iteration commutes with permuting the columns."""
     check(len(coefficients) == 3, lambda: f"muon: ns_coefficients must be three numbers, got {coefficients!r}")
     p0 = updates[0][0]
     rows, n = p0.shape[0], p0.numel()
@@ -307,10 +324,11 @@ def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e
               lambda: f"muon: hyper must be {len(HYPER['muon'])} float32 values on {p.device}")
     if n == 0:
         return
-    blocks, part = cdiv(n, BLOCK), work["part"]
+    blocks, part, norm = cdiv(n, BLOCK), work["part"], work["norm"]
     for start in range(0, len(updates), TENSORS_PER_LAUNCH):
         ps, gs, bufs, _, hypers, _ = zip(*updates[start:start + TENSORS_PER_LAUNCH])
-        muon_momentum_kernel[(blocks, len(ps))](gs, bufs, hypers, x, part, n, start, BLOCK=BLOCK, num_warps=4)
+        muon_momentum_kernel[(blocks, len(ps))](gs, bufs, hypers, ps, x, part, norm, n, start, NORMS=renormalize,
+                                                BLOCK=BLOCK, num_warps=4)
     muon_normalize_kernel[(blocks, len(updates))](x, part, n, blocks, float(eps), BLOCK=BLOCK,
                                                   PARTS=next_power_of_2(blocks), num_warps=4)
     a, b, c = map(float, coefficients)
@@ -328,7 +346,9 @@ def muon_(updates, work, coefficients=(3.4445, -4.7750, 2.0315), steps=5, eps=1e
     for start in range(0, len(updates), TENSORS_PER_LAUNCH):
         ps, _, _, lows, hypers, adjusts = zip(*updates[start:start + TENSORS_PER_LAUNCH])
         muon_update_kernel[(blocks, len(ps))](ps, tuple(copies[0] if copies else None for copies in lows), hypers,
-                                              tuple(map(float, adjusts)), x, n, start, BLOCK=BLOCK, num_warps=4)
+                                              tuple(map(float, adjusts)), x, norm, n, start, math.sqrt(rows),
+                                              RENORM=renormalize, BLOCK=BLOCK, PARTS=next_power_of_2(blocks),
+                                              num_warps=4)
     for p, _, _, lows, *_ in updates:
         for low in lows[1:]:
             copy_(low, p)

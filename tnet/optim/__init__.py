@@ -242,14 +242,16 @@ class Muon(Optimizer):
     memory order (torch raises; a channels-last filter's columns come in another order than a
     reshape's, which changes nothing: the iteration commutes with permuting the columns), and a
     GradScaler's step is not supported (train Muon in bfloat16). Caffe's lr_mult and decay_mult
-    are not taken: they must be 1."""
+    are not taken: they must be 1. tnet's addition, keyword-only: renormalize=True scales p to norm
+    sqrt(M) before each update (airbench94_muon's Muon, whose filters keep that norm)."""
     RULE, BUFFERS = "muon", ("momentum_buffer",)
 
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
-                 ns_coefficients=(3.4445, -4.7750, 2.0315), eps=1e-7, ns_steps=5, adjust_lr_fn=None):
+                 ns_coefficients=(3.4445, -4.7750, 2.0315), eps=1e-7, ns_steps=5, adjust_lr_fn=None, *,
+                 renormalize=False):
         super().__init__(params, {"lr": lr, "weight_decay": weight_decay, "momentum": momentum, "nesterov": nesterov,
                                   "ns_coefficients": tuple(ns_coefficients), "eps": eps, "ns_steps": ns_steps,
-                                  "adjust_lr_fn": adjust_lr_fn})
+                                  "adjust_lr_fn": adjust_lr_fn, "renormalize": renormalize})
         for p in self._params:
             check(p.data.dim() >= 2, lambda: f"Muon only supports parameters of 2 or more dimensions (matrices, "
                                              f"filters), but found a parameter with size: {p.shape}")
@@ -280,13 +282,13 @@ class Muon(Optimizer):
             group = groups[id(hyper)]
             rows = p.shape[0]
             cols = p.numel() // max(rows, 1)
-            key = (rows, cols, p.dtype, group["ns_coefficients"], group["ns_steps"], group["eps"])
+            key = (rows, cols, p.dtype, group["ns_coefficients"], group["ns_steps"], group["eps"], group["renormalize"])
             batches.setdefault(key, []).append((p, g, buf, lows, hyper, _adjust(group["adjust_lr_fn"], rows, cols)))
-        for (rows, cols, _, coefficients, steps, eps), batch in batches.items():
+        for (rows, cols, _, coefficients, steps, eps, renormalize), batch in batches.items():
             size = (rows, cols, len(batch))
             if size not in self._work:
                 self._work[size] = kernels.muon_work(len(batch), rows, cols, batch[0][0].device)
-            kernels.muon_(batch, self._work[size], coefficients, steps, eps)
+            kernels.muon_(batch, self._work[size], coefficients, steps, eps, renormalize)
 
 
 def _adjust(adjust_lr_fn, rows, cols):
