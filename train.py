@@ -5,6 +5,7 @@
     python train.py --precision bf16       # 16-bit activations, fp32 master weights
     python train.py --model airbench94     # airbench94 and its recipe: 9.9 epochs at batch 1024
     python train.py --model airbench94 --runs 5  # seeds 0-4, every run, their mean and spread
+    python train.py --model airbench94 --recipe muon  # airbench94_muon's: Muon, 8 epochs at batch 2000
 
 Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
 0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
@@ -23,6 +24,13 @@ epochs (ceil(9.9 x batches per epoch) steps); fp16 without a loss scale (the sum
 scales the gradients by the batch size, as airbench trains); the whitening conv set from the
 first 5,000 training images (its time counts as training); the test images mirrored and
 translated (test-time augmentation level 2), evaluated after the last epoch only.
+
+The muon recipe (airbench94_muon's, the same data and evaluation): 8 epochs at batch 2000, no
+lookahead; Muon (lr 0.24, momentum 0.6, Nesterov, 3 Newton-Schulz steps, each filter kept at
+norm sqrt(its output channels)) on the convolutions' filters; SGD with Nesterov momentum 0.85 on
+the whitening bias and the BatchNorm shifts (lr 0.053) and the head (airbench94_muon's lr 0.67,
+for its head's scale), with a weight decay of 2e-6 per image; every lr linear down to 0 (the
+whitening bias's over its 3 epochs).
 Options given on the command line override the recipe's.
 """
 import sys

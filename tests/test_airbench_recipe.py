@@ -242,6 +242,62 @@ def test_param_groups_match_torch_sgd(standin):
         assert_close(named[n], r.detach(), 1e-5, n)
 
 
+def test_muon_recipe_groups_schedule_and_steps():
+    """The muon recipe (airbench94_muon's): Muon (renormalize, no decay, 3 steps) on the six block
+    filters, SGD with Nesterov 0.85 on the whitening bias, the BatchNorm shifts and the head (its lr in
+    tnet's head scale), a decay of 2e-6 per image; lrs linear to 0, the whitening bias's over 3
+    epochs. Its captured steps train; the two optimizers' state round-trips through one
+    state_dict."""
+    args = trainer.parse_args(["--model", "airbench94", "--recipe", "muon"])
+    assert (args.epochs, args.batch_size, args.lr, args.momentum, args.schedule, args.tta, args.precision) == \
+        (8, 2000, 0.24, 0.6, "linear", 2, "fp16")
+    recipe = dataclasses.replace(recipes.RECIPES["muon"], batch_size=2)
+    assert recipe.check() is None and "--momentum" in dataclasses.replace(recipe, momentum=1.0).check()
+    model = StandIn(seed=5)
+    steps_per_epoch, total = 2, 9
+    opt, schedule = recipe.optimizer(model, steps_per_epoch, total)
+    sgd, muon = opt.members
+    named = dict(model.named_parameters())
+    names = lambda group: [n for n, p in named.items() if any(p is q for q in group["params"])]
+    assert [names(g) for g in sgd.param_groups] == [
+        ["whiten.bias"], [f"block{b}.norm{i}.bias" for b in (1, 2, 3) for i in (1, 2)], ["head.weight"]]
+    assert names(muon.param_groups[0]) == [f"block{b}.conv{i}.weight" for b in (1, 2, 3) for i in (1, 2)]
+    decay = 2e-6 * 2
+    for g, lr in zip(sgd.param_groups, (0.053, 0.053, 0.67 * (9 / 256) ** 2)):
+        assert g["lr"] == pytest.approx(lr) and g["weight_decay"] == pytest.approx(decay / lr)
+        assert g["momentum"] == 0.85 and g["nesterov"]
+    m = muon.param_groups[0]
+    assert (m["lr"], m["momentum"], m["nesterov"], m["weight_decay"], m["ns_steps"], m["renormalize"]) == \
+        (0.24, 0.6, True, 0.0, 3, True)
+    assert opt.param_groups == [*sgd.param_groups, *muon.param_groups]
+    for it in range(1, total):
+        for p in named.values():
+            p.grad = tnet.tensor(np.ones(p.shape)) if p.requires_grad else None
+        opt.step()
+        schedule.step()
+        assert sgd.param_groups[0]["lr"] == pytest.approx(0.053 * max(0.0, 1 - it / 6))
+        assert m["lr"] == pytest.approx(0.24 * (1 - it / total))
+    assert muon._device_hyper[0][1][0].item() == pytest.approx(m["lr"])  # the device's copy follows
+
+    training = recipes.Training(recipe, StandIn(seed=6), steps_per_epoch, total)
+    before = {n: p.numpy().copy() for n, p in training.model.named_parameters()}
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0)).to(DEV)
+    y = torch.tensor([1, 7], device=DEV)
+    training.capture(x, y)
+    for it in range(2):
+        training.step_at(it)(x, y)
+        training.schedule.step()
+    assert training.lookahead is None and np.isfinite(training.loss_sum.item())
+    for n, p in training.model.named_parameters():
+        assert (p.numpy() != before[n]).any() == p.requires_grad, n
+    state = training.opt.state_dict()
+    twin = recipes.Training(recipe, StandIn(seed=6), steps_per_epoch, total)
+    twin.opt.load_state_dict(json.loads(json.dumps(state, default=lambda a: a.tolist())))
+    for a, b in zip(twin.opt.members, training.opt.members):
+        for p, q in zip(a._params, b._params):
+            np.testing.assert_array_equal(a.state[p]["momentum_buffer"].cpu(), b.state[q]["momentum_buffer"].cpu())
+
+
 def test_training_phases_and_settings():
     """Training's phases: the whitening bias trains for whiten_bias_epochs, then a second step,
     captured without it and sharing the loss sum, runs; a model without a whitening bias (the

@@ -24,7 +24,8 @@ from .graph import TrainStep
 from .tensor import Tensor
 
 MODELS = {"cifar10_quick": "caffe", "airbench94": "airbench"}  # each model's default recipe
-SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle, "airbench": optim.warmup_decay}
+SCHEDULES = {"caffe": optim.caffe_quick, "one-cycle": optim.one_cycle, "airbench": optim.warmup_decay,
+             "linear": optim.linear_decay}
 
 
 class Precision(NamedTuple):
@@ -142,6 +143,84 @@ class Airbench(Recipe):
         return opt, optim.LambdaLR(opt, [f for *_, f in groups])
 
 
+class Optimizers(optim.Optimizer):
+    """Several optimizers stepped as one (a recipe's SGD and Muon): their param_groups in one list
+    (the same dicts, so that one schedule sets them all), and one step(), zero_grad(),
+    update_lr(), state_dict() and load_state_dict()."""
+
+    def __init__(self, *members):
+        # not Optimizer.__init__: the members hold the parameters, their state and the device copies
+        self.members = members
+        self.param_groups = [g for m in members for g in m.param_groups]
+        self.defaults = {}
+        self.state = {p: s for m in members for p, s in m.state.items()}
+
+    def update_lr(self):
+        for m in self.members:
+            m.update_lr()
+
+    def _step(self, scale=None, found_inf=None):
+        for m in self.members:
+            m._step(scale, found_inf)
+
+    def zero_grad(self, set_to_none=True):
+        for m in self.members:
+            m.zero_grad(set_to_none)
+
+    def state_dict(self):
+        return {"optimizers": [m.state_dict() for m in self.members]}
+
+    def load_state_dict(self, state_dict):
+        saved = state_dict["optimizers"]
+        if len(saved) != len(self.members):
+            raise ValueError(f"Optimizers.load_state_dict: {len(saved)} optimizers' states for {len(self.members)}")
+        for m, s in zip(self.members, saved):
+            m.load_state_dict(s)
+
+
+@dataclasses.dataclass(frozen=True)
+class AirbenchMuon(Airbench):
+    """airbench94_muon's recipe: Muon (tnet.optim.Muon with renormalize=True: no weight decay, each
+    filter kept at norm sqrt(Cout), ns_steps Newton-Schulz steps) at `lr` and `momentum` on the
+    convolutions' filters; SGD with Nesterov momentum sgd_momentum on the rest: the whitening bias
+    and the BatchNorm shifts at bias_lr, the head at head_lr, each group's weight_decay =
+    weight_decay * batch_size / its lr (a decay of weight_decay per image and step). Every lr decays
+    linearly to 0 over the run, the whitening bias's over its whiten_bias_epochs. No lookahead.
+    head_lr is airbench94_muon's, whose head divides its output by its width (256) and starts at
+    std 1; tnet's airbench94 head multiplies by 1/9 from torch's default init (about the same
+    function): the same steps take head_lr * (9 / 256)^2."""
+    lookahead_every: Optional[int] = None
+    sgd_momentum: float = 0.85
+    bias_lr: float = 0.053
+    head_lr: float = 0.67
+    ns_steps: int = 3
+
+    def check(self):
+        if not (0 <= self.momentum < 1 and 0 <= self.sgd_momentum < 1):
+            return "the muon recipe needs --momentum from 0 to below 1"
+        return None
+
+    def optimizer(self, model, steps_per_epoch, total):
+        named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+        filters = [p for _, p in named if p.data.dim() == 4]
+        factor = SCHEDULES[self.schedule](total)
+        whiten_steps = self.whiten_bias_steps(steps_per_epoch)
+        decay = self.weight_decay * self.batch_size
+        head_lr = self.head_lr * (9 / 256) ** 2
+        groups = [([p for name, p in named if name == "whiten.bias"], self.bias_lr,
+                   lambda it: max(0.0, 1 - it / whiten_steps)),
+                  ([p for name, p in named if "norm" in name], self.bias_lr, factor),
+                  ([p for name, p in named if p.data.dim() < 4 and "norm" not in name and name != "whiten.bias"],
+                   head_lr, factor)]
+        groups = [g for g in groups if g[0]]
+        sgd = optim.SGD([{"params": params, "lr": lr, "weight_decay": decay / lr} for params, lr, _ in groups],
+                        momentum=self.sgd_momentum, nesterov=True)
+        muon = optim.Muon(filters, lr=self.lr, momentum=self.momentum, weight_decay=0.0, ns_steps=self.ns_steps,
+                          renormalize=True)
+        opt = Optimizers(sgd, muon)
+        return opt, optim.LambdaLR(opt, [f for *_, f in groups] + [factor])
+
+
 RECIPES = {
     "caffe": Recipe("caffe", epochs=10, batch_size=100, lr=0.001, momentum=0.9, weight_decay=0.004, schedule="caffe",
                     augment=False, label_smoothing=0.0, tta=0, precision="tf32", grad_scaler=True, eval_every=1),
@@ -149,6 +228,9 @@ RECIPES = {
                    augment=True, label_smoothing=0.1, tta=1, precision="tf32", grad_scaler=True, eval_every=1),
     "airbench": Airbench("airbench", epochs=9.9, batch_size=1024, lr=11.5, momentum=0.85, weight_decay=0.0153,
                          schedule="airbench", augment=True, label_smoothing=0.2, tta=2, precision="fp16",
+                         grad_scaler=False, eval_every=0),
+    "muon": AirbenchMuon("muon", epochs=8, batch_size=2000, lr=0.24, momentum=0.6, weight_decay=2e-6,
+                         schedule="linear", augment=True, label_smoothing=0.2, tta=2, precision="fp16",
                          grad_scaler=False, eval_every=0),
 }
 

@@ -72,7 +72,8 @@ def build_parser(description=None):
     p.add_argument("--model", choices=recipes.MODELS, default="cifar10_quick",
                    help="cifar10_quick: Caffe's CIFAR-10 quick network; airbench94: the CIFAR-10 speed run's network")
     p.add_argument("--recipe", choices=recipes.RECIPES,
-                   help="caffe: Caffe's exact recipe; fast: the best found for cifar10_quick; airbench: airbench94's "
+                   help="caffe: Caffe's exact recipe; fast: the best found for cifar10_quick; airbench: airbench94's; "
+                        "muon: airbench94_muon's, Muon on the filters (for airbench94) "
                         "(default: " + ", ".join(f"{r} for {m}" for m, r in recipes.MODELS.items()) + ")")
     r = lambda name, text: f"{text} (default: the recipe's; {recipe_values(name)})"
     p.add_argument("--epochs", type=number(float, 1e-3, "a number of epochs of at least 0.001"),
@@ -84,14 +85,16 @@ def build_parser(description=None):
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")
-    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above)"))
-    p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum"))
+    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above; muon: Muon's, "
+                                                         "on the filters)"))
+    p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum (muon: Muon's)"))
     p.add_argument("--weight-decay", type=float,
-                   help=r("weight_decay", "L2 weight decay (airbench: in airbench's units, see above)"))
+                   help=r("weight_decay", "L2 weight decay (airbench: in airbench's units, see above; muon: per "
+                                          "image of the batch, on all but the filters)"))
     p.add_argument("--schedule", choices=recipes.SCHEDULES,
                    help=r("schedule", "learning-rate schedule: caffe, a tenth for the last fifth; one-cycle, "
                                       "linear warm-up then linear decay; airbench, 0.2 to 1 over 23%% of the "
-                                      "steps, then to 0.07"))
+                                      "steps, then to 0.07; linear, down to 0"))
     p.add_argument("--augment", action=argparse.BooleanOptionalAction,
                    help=r("augment", "random crop (pad 4; airbench: 2, reflected) and horizontal flip (airbench: "
                                      "alternating)"))

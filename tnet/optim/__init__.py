@@ -312,6 +312,11 @@ def one_cycle(total_iterations, warmup_fraction=0.15):
     return lambda it: (it + 1) / warmup if it < warmup else max(0.0, (total_iterations - it) / (total_iterations - warmup))
 
 
+def linear_decay(total_iterations):
+    """From the base rate down to 0 at the end, linearly (airbench94_muon's)."""
+    return lambda it: max(0.0, 1 - it / total_iterations)
+
+
 def warmup_decay(total_iterations, warmup_fraction=0.23, start=0.2, end=0.07):
     """airbench's schedule: linear from start to 1 over the first int(warmup_fraction * total)
     iterations, then linear from 1 to end at the last."""
