@@ -291,10 +291,15 @@ class Loader:
     gather kernel's). flip: "random", a coin per image and epoch; or "alternate" (airbench's),
     a coin per image in the first epoch, and every later epoch the mirror of the previous
     epoch's view: flipped = first coin XOR (epoch is odd).
+
+    num_replicas and rank (torch's DistributedSampler's): each of num_replicas processes, with
+    the same seed, draws the same epoch and takes every num_replicas-th image of it from position
+    rank, the epoch first padded with its own first images to a multiple of num_replicas (so every
+    rank has as many); batch_size is then a rank's.
     """
 
     def __init__(self, images, labels, batch_size, shuffle=True, augment=False, seed=0,
-                 device=None, pad=4, drop_last=False, padding_mode="zeros", flip="random"):
+                 device=None, pad=4, drop_last=False, padding_mode="zeros", flip="random", num_replicas=1, rank=0):
         if not (isinstance(images, np.ndarray) and images.ndim == 4 and images.dtype == np.float32):
             raise ValueError(f"images must be a float32 numpy array [N,C,H,W], got "
                              f"{getattr(images, 'dtype', type(images))} {np.shape(images)}")
@@ -305,10 +310,14 @@ class Loader:
         if padding_mode not in ("zeros", "reflect") or flip not in ("random", "alternate"):
             raise ValueError(f"padding_mode must be 'zeros' or 'reflect' and flip 'random' or 'alternate', "
                              f"got {padding_mode!r} and {flip!r}")
+        if not (isinstance(num_replicas, int) and isinstance(rank, int) and 0 <= rank < num_replicas):
+            raise ValueError(f"rank must be in [0, num_replicas), got rank {rank!r} of {num_replicas!r}")
         if augment and padding_mode == "reflect" and not 0 <= pad < min(images.shape[2:]):
             raise ValueError(f"reflect padding needs a pad smaller than the image, got {pad} for {images.shape[2:]}")
         self.device = torch.device(device) if device is not None else DEVICE
-        self.n = len(images)
+        self.total = len(images)
+        self.num_replicas, self.rank = num_replicas, rank
+        self.n = -(-self.total // num_replicas)  # this rank's images an epoch
         self.batch_size, self.shuffle, self.augment, self.pad = batch_size, shuffle, augment, pad
         self.drop_last, self.padding_mode, self.flip = drop_last, padding_mode, flip
         self.first_flips = None  # flip="alternate": the first epoch's coins, by image
@@ -341,16 +350,21 @@ class Loader:
         captured step's inputs): full batches are written there, which saves a copy per
         step, and each is valid until the next; a short last batch is fresh memory."""
         # draw now, not at the first next(), so state() taken after iter() is past this epoch
-        perm = self.rng.permutation(self.n) if self.shuffle else np.arange(self.n)
+        total = self.total
+        perm = self.rng.permutation(total) if self.shuffle else np.arange(total)
+        # this rank's positions in the epoch (all of them for one process)
+        mine = np.arange(self.rank, self.n * self.num_replicas, self.num_replicas) % max(total, 1)
         if self.augment:
-            shifts = self.rng.integers(-self.pad, self.pad + 1, size=(self.n, 2), dtype=np.int32)
+            shifts = self.rng.integers(-self.pad, self.pad + 1, size=(total, 2), dtype=np.int32)[mine]
             if self.flip == "random" or self.first_flips is None:
-                flips = (self.rng.random(self.n) < 0.5).astype(np.int32)
+                flips = (self.rng.random(total) < 0.5).astype(np.int32)
             if self.flip == "alternate":
                 if self.first_flips is None:
                     self.first_flips = flips  # by image, where "random" takes them by position
                 flips = self.first_flips[perm] ^ (self.epoch % 2)
+            flips = flips[mine]
             aug = (torch.from_numpy(shifts).to(self.device), torch.from_numpy(flips).to(self.device))
+        perm = perm[mine]
         self.epoch += 1
         perm = torch.from_numpy(perm.astype(np.int64)).to(self.device)
         end = len(self) * self.batch_size if self.drop_last else self.n

@@ -91,6 +91,30 @@ def as_storage(data, dtype=None):
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
 
+_backward_callbacks = []  # queue_callback's, run once at the end of the backward under way or the next
+
+
+def queue_callback(fn):
+    """Run fn() once, when the backward under way (else the next one) has finished: torch's
+    Variable._execution_engine.queue_callback (tnet.distributed's data parallelism waits there)."""
+    _backward_callbacks.append(fn)
+
+
+def _run_callbacks():
+    while _backward_callbacks:
+        _backward_callbacks.pop(0)()
+
+
+class _RemovableHandle:
+    """What register_post_accumulate_grad_hook returns: remove() takes the hook away."""
+
+    def __init__(self, hooks, key):
+        self.hooks, self.key = hooks, key
+
+    def remove(self):
+        self.hooks.pop(self.key, None)
+
+
 class Tensor:
     """A torch tensor used as device memory, plus what autograd needs. Its differentiable
     operators and methods (arithmetic, views, casts, indexing, reductions) are bound in one place,
@@ -162,6 +186,18 @@ class Tensor:
         grad = ", requires_grad=True" if self.requires_grad else ""
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(self) each time a backward has accumulated a gradient into this leaf's .grad (a
+        parameter used twice: twice), as torch's; returns a handle whose remove() takes it away."""
+        if self._entry is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        hooks = self.__dict__.setdefault("_grad_hooks", {})
+        key = max(hooks, default=-1) + 1
+        hooks[key] = hook
+        return _RemovableHandle(hooks, key)
+
     def backward(self, grad=None):
         """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it. grad (any
         array, cast to self's dtype) may be omitted for a one-element self: then ones."""
@@ -178,6 +214,7 @@ class Tensor:
 
         if self._entry is None:  # a leaf: its own gradient is the seed
             _accumulate_leaf(self, grad)
+            _run_callbacks()
             return
         # The part of the tape this tensor depends on, found without recursion.
         entries, stack, seen = [], [self], set()
@@ -212,6 +249,7 @@ class Tensor:
                         grads[id(x)] = gx
             entry.backward = None  # frees what the closure saved
             entry.inputs = entry.saved = ()
+        _run_callbacks()
 
 
 def in_layout(g, like):
@@ -243,6 +281,10 @@ def _accumulate_leaf(x, g):
         x.grad = Tensor(g.clone() if g._base is not None else g)
     else:
         add_(x.grad.data, g)
+    hooks = x.__dict__.get("_grad_hooks")
+    if hooks:
+        for hook in list(hooks.values()):
+            hook(x)
 
 
 def record(op, data, inputs, backward, saved=()):

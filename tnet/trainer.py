@@ -290,8 +290,8 @@ def checked_set_state(loader):
         if not is_count(state.get("epoch")):
             raise ValueError(f"'epoch' is {short(state.get('epoch'))}, not a count from 0 up")
         first = state.get("first_flips")
-        if first is not None and np.shape(first) != (loader.n,):
-            raise ValueError(f"'first_flips' has shape {np.shape(first)}, not ({loader.n},)")
+        if first is not None and np.shape(first) != (loader.total,):
+            raise ValueError(f"'first_flips' has shape {np.shape(first)}, not ({loader.total},)")
         loader.set_state(state)
     return load
 

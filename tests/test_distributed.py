@@ -1,0 +1,121 @@
+"""tnet.distributed over gloo on the CPU (two processes, each through the interpreter), and the
+loader's shards: after a backward every rank's gradients are those of the whole batch in one
+process, and after a step every rank holds the same weights."""
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import data, nn, optim
+from helpers import TOL, assert_close
+
+WORLD, BATCH = 2, 8
+
+
+class Net(nn.Module):
+    """A conv (channels-last weights), a Linear used twice (its gradient accumulates twice) and a
+    head: several buckets at a small cap."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.mix = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.conv(x)), 4).flatten(1)
+        return self.head(self.mix(F.relu(self.mix(h))))
+
+
+def batch():
+    rng = np.random.default_rng(7)
+    return rng.standard_normal((BATCH, 3, 8, 8)).astype(np.float32), rng.integers(0, 5, BATCH)
+
+
+def worker(rank, port, out):
+    """One rank: a model from its own seed (DDP takes rank 0's), its half of the batch, a backward
+    (gradients saved), an SGD step (weights saved)."""
+    import tnet.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    tnet.manual_seed(rank)
+    model = dist.DistributedDataParallel(Net(), bucket_cap_mb=0.001)
+    x, y = batch()
+    part = slice(rank * BATCH // WORLD, (rank + 1) * BATCH // WORLD)
+    loss = F.cross_entropy(model(tnet.tensor(x[part])), tnet.tensor(y[part]))
+    loss.backward()
+    grads = {f"grad.{n}": p.grad.numpy() for n, p in model.module.named_parameters()}
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt.step()
+    weights = {f"weight.{n}": p.numpy() for n, p in model.module.named_parameters()}
+    np.savez(out, buckets=len(model._buckets), **grads, **weights)
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_ranks_average_the_gradients_of_the_whole_batch(tmp_path):
+    port, here = free_port(), os.path.dirname(os.path.abspath(__file__))
+    code = "import sys; sys.path.insert(0, {!r}); import test_distributed as t; t.worker({}, {}, {!r})"
+    procs = [subprocess.Popen([sys.executable, "-c", code.format(here, rank, port, str(tmp_path / f"rank{rank}.npz"))],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in range(WORLD)]
+    for proc in procs:
+        output = proc.communicate(timeout=600)[0]
+        assert proc.returncode == 0, output[-3000:]
+    ranks = [dict(np.load(tmp_path / f"rank{rank}.npz")) for rank in range(WORLD)]
+    assert ranks[0]["buckets"] > 1
+
+    tnet.manual_seed(0)  # rank 0's model, the whole batch, one process
+    model = Net()
+    x, y = batch()
+    F.cross_entropy(model(tnet.tensor(x)), tnet.tensor(y)).backward()
+    ref = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+    optim.SGD(model.parameters(), lr=0.1, momentum=0.9).step()
+    for name, p in model.named_parameters():
+        for rank, saved in enumerate(ranks):
+            assert_close(torch.from_numpy(saved[f"grad.{name}"]), torch.from_numpy(ref[name]), TOL["ieee"],
+                         f"rank {rank}'s gradient of {name}")
+        np.testing.assert_array_equal(ranks[0][f"weight.{name}"], ranks[1][f"weight.{name}"])
+        assert_close(torch.from_numpy(ranks[0][f"weight.{name}"]), p.data.cpu(), TOL["ieee"], f"{name} after the step")
+
+
+def test_loader_shards_an_epoch_as_distributed_sampler(rng):
+    """Two ranks with one seed take every other image of the same epoch, padded with its first
+    images to an even count; one rank alone draws what it always did."""
+    images = np.arange(7, dtype=np.float32)[:, None, None, None] * np.ones((7, 1, 2, 2), np.float32)
+    labels = np.arange(7)
+    alone = [y.tolist() for _, y in data.Loader(images, labels, 2, seed=3)]
+    shards = [[y.tolist() for _, y in data.Loader(images, labels, 2, seed=3, num_replicas=2, rank=r)] for r in (0, 1)]
+    epoch = np.random.default_rng(3).permutation(7).tolist()
+    assert sum(alone, []) == epoch
+    padded = epoch + epoch[:1]
+    assert sum(shards[0], []) == padded[0::2] and sum(shards[1], []) == padded[1::2]
+    assert [len(s) for s in shards] == [2, 2] and len(data.Loader(images, labels, 2, num_replicas=2, rank=1)) == 2
+    with pytest.raises(ValueError, match="rank"):
+        data.Loader(images, labels, 2, num_replicas=2, rank=2)
+
+
+def test_post_accumulate_grad_hooks_and_backward_callbacks():
+    """torch's hook on a leaf runs after each accumulation into .grad (twice for a leaf used
+    twice); a queued callback runs once, at the backward's end; remove() takes a hook away."""
+    from tnet.tensor import queue_callback
+    w = tnet.tensor(np.ones(3), requires_grad=True)
+    seen = []
+    handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(("hook", t.grad.numpy().sum())))
+    queue_callback(lambda: seen.append(("end", w.grad.numpy().sum())))
+    ((w * 2).sum() + (w * 3).sum()).backward()
+    assert seen == [("hook", 9.0), ("hook", 15.0), ("end", 15.0)]  # the later use's gradient first
+    handle.remove()
+    (w * 1).sum().backward()
+    assert len(seen) == 3
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (w * 2).register_post_accumulate_grad_hook(print)

@@ -1,0 +1,140 @@
+"""Data parallelism in PyTorch's shape, over torch.distributed (NCCL between GPUs, gloo on the
+CPU), which moves the memory: tnet has no communication layer of its own.
+
+    import tnet.distributed as dist
+    dist.init_process_group("nccl")              # under torchrun; "gloo" on the CPU
+    model = dist.DistributedDataParallel(model)  # the same weights on every rank (rank 0's)
+    loader = tnet.data.Loader(..., num_replicas=dist.get_world_size(), rank=dist.get_rank())
+    loss = F.cross_entropy(model(x), y); loss.backward()   # .grad: the average over the ranks
+
+Each rank runs the same step on its own batch. As a backward accumulates the gradients, each full
+bucket of them (about bucket_cap_mb, in the reverse order of the parameters, the order a backward
+reaches them) is copied into one flat buffer, scaled by 1 / world_size (a tnet kernel) and summed
+over the ranks by one all_reduce that runs while the backward goes on; at the backward's end the
+rest are reduced, every reduction waited for, and the averages copied back into the .grad tensors.
+A parameter that has no gradient on a rank takes part with zeros (torch's find_unused_parameters);
+one accumulated again after its bucket went is reduced again at the end. BatchNorm keeps each
+rank's own statistics, as torch's DDP does. All of it is launches and collectives on the current
+stream, so a captured step (graph.TrainStep) replays it, where the process group allows capture
+(NCCL)."""
+import torch
+import torch.distributed as _dist
+from torch.distributed import (barrier, destroy_process_group, get_rank, get_world_size, init_process_group,
+                               is_initialized)
+
+from . import amp
+from .kernels.copy import copy_
+from .kernels.launch import check
+from .kernels.pointwise import scale_
+from .nn import Module
+from .tensor import Tensor, empty_in_layout, is_grad_enabled, queue_callback
+
+__all__ = ["DistributedDataParallel", "barrier", "destroy_process_group", "get_rank", "get_world_size",
+           "init_process_group", "is_initialized"]
+
+BUCKET_CAP_MB = 25  # torch's default
+
+
+def _flat(t):
+    """t's memory as a vector, in its own order (a dense tensor: contiguous or channels-last)."""
+    return t.as_strided((t.numel(),), (1,))
+
+
+class _Bucket:
+    """Parameters whose gradients are reduced together, and their flat buffer."""
+
+    def __init__(self, params, device, dtype):
+        self.params = params
+        self.offsets, n = [], 0
+        for p in params:
+            self.offsets.append(n)
+            n += p.data.numel()
+        self.buffer = torch.empty(n, device=device, dtype=dtype)
+        self.reset()
+
+    def reset(self):
+        self.ready, self.work, self.late = set(), None, False
+
+
+class DistributedDataParallel(Module):
+    """torch.nn.parallel.DistributedDataParallel's gradient averaging for a tnet module (see the
+    module's docstring): forward is the module's; after each backward every parameter's .grad is
+    the average of the ranks' gradients. The module's parameters and buffers are rank 0's from the
+    start (broadcast_buffers: its buffers at construction only; BatchNorm statistics stay each
+    rank's). device_ids and output_device are accepted for torch's signature: a process has one
+    device, tnet's. state_dict() keys start with "module.", as torch's."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False):
+        super().__init__()
+        check(_dist.is_initialized(), "DistributedDataParallel: call tnet.distributed.init_process_group first")
+        check(dim == 0, lambda: f"DistributedDataParallel: the batch dimension must be 0, got {dim}")
+        self.module = module
+        self.process_group = process_group
+        self.world_size = _dist.get_world_size(process_group)
+        params = [p for p in module.parameters() if p.requires_grad]
+        check(params, "DistributedDataParallel: the module has no parameter that requires grad")
+        device = params[0].data.device
+        self._scale = torch.full((1,), 1.0 / self.world_size, device=device)
+        # rank 0's weights (and buffers) everywhere, and their 16-bit copies rewritten
+        for t in module._state().values():
+            _dist.broadcast(t.data, 0, group=process_group)
+        for p in module.parameters():
+            amp.refresh_low_copies(p)
+        cap = (BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb) * 2**20
+        self._buckets, current, size = [], [], 0
+        for p in reversed(params):  # a backward reaches the last layers first
+            if current and (size + p.data.numel() * p.data.element_size() > cap or p.dtype != current[0].dtype):
+                self._buckets.append(_Bucket(current, device, current[0].dtype))
+                current, size = [], 0
+            current.append(p)
+            size += p.data.numel() * p.data.element_size()
+        self._buckets.append(_Bucket(current, device, current[0].dtype))
+        self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
+        self._handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
+        self._queued = False
+
+    def forward(self, *args, **kwargs):
+        if is_grad_enabled() and not self._queued:
+            queue_callback(self._finish)  # a backward of this forward averages at its end
+            self._queued = True
+        return self.module(*args, **kwargs)
+
+    def _ready(self, p):
+        bucket = self._bucket_of[id(p)]
+        if bucket.work is not None:  # accumulated again after its bucket went: reduce again at the end
+            bucket.late = True
+            return
+        bucket.ready.add(id(p))
+        if len(bucket.ready) == len(bucket.params):
+            self._launch(bucket)
+
+    def _launch(self, bucket):
+        """Copy the bucket's gradients (zeros for a parameter without one) into its buffer, scale
+        it by 1 / world_size and start its all_reduce."""
+        for p, offset in zip(bucket.params, bucket.offsets):
+            part = bucket.buffer[offset:offset + p.data.numel()]
+            if p.grad is None:
+                part.zero_()
+            else:
+                copy_(part, _flat(p.grad.data))
+        scale_(bucket.buffer, self._scale)
+        bucket.work = _dist.all_reduce(bucket.buffer, group=self.process_group, async_op=True)
+
+    def _finish(self):
+        """At a backward's end: the buckets not yet reduced (some gradient missing) and those
+        with a late one go now; wait for all, then copy the averages into the .grad tensors."""
+        self._queued = False
+        for bucket in self._buckets:
+            if bucket.work is None or bucket.late:
+                if bucket.work is not None:
+                    bucket.work.wait()
+                self._launch(bucket)
+        for bucket in self._buckets:
+            bucket.work.wait()
+            for p, offset in zip(bucket.params, bucket.offsets):
+                part = bucket.buffer[offset:offset + p.data.numel()]
+                if p.grad is None:  # no rank's backward reached it here: the others' average
+                    p.grad = Tensor(empty_in_layout(p.data))
+                copy_(_flat(p.grad.data), part)
+            bucket.reset()
