@@ -119,3 +119,25 @@ def test_post_accumulate_grad_hooks_and_backward_callbacks():
     assert len(seen) == 3
     with pytest.raises(RuntimeError, match="non-leaf"):
         (w * 2).register_post_accumulate_grad_hook(print)
+
+
+def test_train_py_under_torchrun_matches_one_process(tmp_path):
+    """train.py under torchrun with 2 processes over gloo: each takes half of every batch (the
+    epoch's alternate images), rank 0 alone prints and writes; after a step of Caffe's recipe (no
+    BatchNorm, no augmentation) the weights are the one-process run's."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    common = ["train.py", "--data", "sample", "--limit", "16", "--batch-size", "8", "--epochs", "0.5",
+              "--eval-batch-size", "16", "--precision", "ieee"]
+    one = subprocess.run([sys.executable, *common, "--checkpoint", str(tmp_path / "one.ckpt")], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                          "--master_port", str(free_port()), *common, "--checkpoint", str(tmp_path / "two.ckpt")],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert two.returncode == 0, (two.stdout + two.stderr)[-3000:]
+    assert "2 processes, a batch of 4 each (global 8)" in two.stdout and "throughput:" in two.stdout
+    assert two.stdout.count("test accuracy:") == 1  # rank 0's report alone
+    a, b = tnet.load(tmp_path / "one.ckpt"), tnet.load(tmp_path / "two.ckpt")
+    assert a["epoch"] == b["epoch"] == 1
+    for name, w in a["model"].items():
+        assert_close(torch.from_numpy(np.asarray(b["model"][name])), torch.from_numpy(np.asarray(w)), TOL["ieee"], name)

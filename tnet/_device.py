@@ -1,6 +1,7 @@
 """Where tnet keeps its tensors, decided once at import.
 
-With a CUDA GPU, tensors live on it and Triton compiles the kernels. Without one, tnet
+With a CUDA GPU, tensors live on it (under torchrun, GPU LOCAL_RANK) and Triton compiles the
+kernels. Without one, tnet
 keeps tensors on the CPU and runs the same kernels through Triton's interpreter, which
 must be switched on before any `@triton.jit` decorator runs (a user's own
 TRITON_INTERPRET wins).
@@ -11,6 +12,8 @@ import sys
 import torch
 
 if torch.cuda.is_available():
+    if "LOCAL_RANK" in os.environ:  # a torchrun process: its own GPU, before anything is allocated
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     # with its index, so that `t.device == DEVICE` holds for the tensors tnet makes (cuda:0)
     DEVICE = torch.device("cuda", torch.cuda.current_device())
 else:

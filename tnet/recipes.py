@@ -265,14 +265,16 @@ def make_train_step(model, opt, *, label_smoothing=0.0, dtype=None, scaler=None,
 
 
 class Training:
-    """A run of `total` steps of `recipe` on `model`: its optimizer (opt), schedule, loss scaler
-    and lookahead, made at once; load a checkpoint's states into them, then capture(x, y)
+    """A run of `total` steps of `recipe` on `model` (the step calls `forward`, model by default,
+    or a tnet.distributed.DistributedDataParallel of it): its optimizer (opt), schedule, loss
+    scaler and lookahead, made at once; load a checkpoint's states into them, then capture(x, y)
     captures the run's steps for batches shaped like (x, y). step_at(iteration) gives the step
     of that iteration's phase; the losses of every step add up in loss_sum; finish() makes the
     last update (the lookahead's)."""
 
-    def __init__(self, recipe, model, steps_per_epoch, total):
+    def __init__(self, recipe, model, steps_per_epoch, total, forward=None):
         self.recipe, self.model, self.total = recipe, model, total
+        self.forward = model if forward is None else forward  # what the step calls: model, or its DDP wrapper
         self.dtype = PRECISIONS[recipe.precision].autocast
         # bfloat16 has fp32's range: no scale needed
         self.scaler = GradScaler(enabled=self.dtype == torch.float16 and recipe.grad_scaler)
@@ -298,7 +300,7 @@ class Training:
 
     def _capture(self, x, y, loss_sum=None):
         r = self.recipe
-        step = make_train_step(self.model, self.opt, label_smoothing=r.label_smoothing, dtype=self.dtype,
+        step = make_train_step(self.forward, self.opt, label_smoothing=r.label_smoothing, dtype=self.dtype,
                                scaler=self.scaler, reduction=r.reduction, lookahead=self.lookahead)
         return TrainStep(step, x, y, state=(self.model, self.opt, self.scaler, self.lookahead), loss_sum=loss_sum)
 

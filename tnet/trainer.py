@@ -316,18 +316,37 @@ def ctrl_c_deferred():
 
 # --- the run ---
 
+def ranks():
+    """(rank, world size): torchrun's RANK and WORLD_SIZE, else (0, 1)."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
 def train(args, recipe):
     """Train `recipe` with the options `args` (parse_args's): one run, or --runs runs of seeds
     --seed, --seed + 1, ..., each with its own checkpoint (PATH-seedS.ckpt), then their summary.
-    Returns the last run's result (see report)."""
-    if args.runs == 1:
-        return Run(args, recipe).run()
-    stem, ext = os.path.splitext(args.checkpoint)
-    results = [Run(argparse.Namespace(**{**vars(args), "seed": seed, "checkpoint": f"{stem}-seed{seed}{ext}"}),
-                   recipe).run()
-               for seed in range(args.seed, args.seed + args.runs)]
-    summary(results)
-    return results[-1]
+    Returns the last run's result (see report). Under torchrun (WORLD_SIZE > 1) each process
+    trains on its share of every batch (the recipe's batch is the global one) through
+    tnet.distributed.DistributedDataParallel; rank 0 alone prints and writes."""
+    rank, world = ranks()
+    if world > 1:
+        from . import distributed
+        if recipe.batch_size % world:
+            sys.exit(f"error: the batch of {recipe.batch_size} does not split over {world} processes")
+        distributed.init_process_group("nccl" if DEVICE.type == "cuda" else "gloo")
+    quiet = contextlib.redirect_stdout(open(os.devnull, "w")) if rank else contextlib.nullcontext()
+    try:
+        with quiet:
+            if args.runs == 1:
+                return Run(args, recipe).run()
+            stem, ext = os.path.splitext(args.checkpoint)
+            results = [Run(argparse.Namespace(**{**vars(args), "seed": seed, "checkpoint": f"{stem}-seed{seed}{ext}"}),
+                           recipe).run()
+                       for seed in range(args.seed, args.seed + args.runs)]
+            summary(results)
+            return results[-1]
+    finally:
+        if world > 1:
+            distributed.destroy_process_group()
 
 
 class Run:
@@ -342,6 +361,7 @@ class Run:
         self.log_path = log_path_of(args.checkpoint)
         self.log, self.train_time, self.eval_time, self.last_saved = [], 0.0, 0.0, None
         self.start_epoch, self.skip = 0, 0  # where training goes on: epochs done, batches done in the next
+        self.rank, self.world = ranks()
 
     def run(self):
         """The run, start to end (or from its checkpoint on); returns its result (see report)."""
@@ -351,12 +371,19 @@ class Run:
                   f"{CPU_SECONDS_PER_IMAGE * self.recipe.batch_size:.0f} s per training step at batch "
                   f"{self.recipe.batch_size}. For a try-out of about a minute: {CPU_TRYOUT}", file=sys.stderr)
         ck = read_checkpoint(args.checkpoint, self.settings) if args.resume else None
-        check_checkpoint_path(args)
+        if self.rank == 0:
+            check_checkpoint_path(args)
         self.load_data()
         set_precision(recipes.PRECISIONS[self.recipe.precision].gemm)
         self.model = getattr(models, args.model)(seed=args.seed)
         init_time = self.init_whitening() if args.model == "airbench94" and ck is None else 0.0
-        self.training = recipes.Training(self.recipe, self.model, self.steps_per_epoch, self.total)
+        forward = None
+        if self.world > 1:  # rank 0's weights everywhere; gradients averaged over the processes
+            from .distributed import DistributedDataParallel
+            forward = DistributedDataParallel(self.model)
+            print(f"{self.world} processes, a batch of {self.recipe.batch_size // self.world} each "
+                  f"(global {self.recipe.batch_size})")
+        self.training = recipes.Training(self.recipe, self.model, self.steps_per_epoch, self.total, forward)
         if ck is not None:
             finished = self.resume(ck)
             if finished is not None:
@@ -377,6 +404,9 @@ class Run:
         for epoch in range(self.start_epoch, epochs):
             mean = self.train_epoch(epoch, epochs)
             self.end_epoch(epoch, epochs, mean)
+        if self.train_time:
+            print(f"throughput: {rate(self.total * self.recipe.batch_size / self.train_time)} images/s"
+                  f" over {self.world} process{'es' if self.world > 1 else ''} (global batch {self.recipe.batch_size})")
         return report(self.log[-1][f"{self.split}_accuracy"], self.split, self.train_time, self.eval_time, self.total,
                       args.seed)
 
@@ -397,14 +427,15 @@ class Run:
             train_x, train_y, test_x, test_y = train_x[:-args.val], train_y[:-args.val], train_x[-args.val:], train_y[-args.val:]
         self.split = "validation" if args.val else "test"
         train_x, test_x = recipe.inputs(train_x, test_x)
-        self.loader = data.Loader(train_x, train_y, recipe.batch_size, shuffle=True, augment=recipe.augment,
-                                  seed=args.seed, **recipe.loader)
+        batch = recipe.batch_size // self.world  # each process's share of the global batch
+        self.loader = data.Loader(train_x, train_y, batch, shuffle=True, augment=recipe.augment, seed=args.seed,
+                                  num_replicas=self.world, rank=self.rank, **recipe.loader)
         self.test_loader = data.Loader(test_x, test_y, args.eval_batch_size, shuffle=False)
         if len(self.loader) == 0:
             sys.exit(f"error: {len(train_x)} training images make no full batch of {recipe.batch_size}")
         self.steps_per_epoch = len(self.loader)
         self.total = recipes.run_steps(recipe.epochs, self.steps_per_epoch)
-        self.batch = first_batch(train_x, train_y, recipe.batch_size)
+        self.batch = first_batch(train_x, train_y, batch)
         self.test_batch = first_batch(test_x, test_y, args.eval_batch_size)
 
     def init_whitening(self):
@@ -477,7 +508,7 @@ class Run:
         steps = min(self.steps_per_epoch, self.skip + self.total - schedule.iteration)
         loader_state = self.loader.state()  # replays this epoch's shuffle on resume
         t0, first_step = time.perf_counter(), schedule.iteration  # the epoch's draws count as training
-        loss_per_step = recipe.batch_size if recipe.reduction == "sum" else 1  # the bar and the log: per image
+        loss_per_step = self.loader.batch_size if recipe.reduction == "sum" else 1  # the bar and the log: per image
         log_every = 50 if self.cuda else 1  # the GPU queues steps ahead; the interpreter's steps take seconds
         training.loss_sum.zero_()
         batches = itertools.islice(self.loader.batches(out=(step.x, step.y)), steps)
@@ -556,6 +587,8 @@ class Run:
         """epoch: epochs done; batch: batches done in the next one; loader_state: its start;
         evaluate: the evaluation after `epoch` was stopped, --resume runs it first."""
         t, path = self.training, self.args.checkpoint
+        if self.rank:  # rank 0 writes the run's one checkpoint
+            return
         try:
             serialize.save({"kind": "train.py checkpoint", "settings": self.settings, "model": self.model.state_dict(),
                             "optimizer": t.opt.state_dict(), "loader": loader_state,
@@ -568,6 +601,8 @@ class Run:
         self.last_saved = f"{path} (epoch {epoch}, batch {batch})"
 
     def write_log(self):
+        if self.rank:
+            return
         try:
             serialize.atomic_write(self.log_path, lambda f: f.write(json.dumps(self.log, indent=1).encode()))
         except OSError as e:
