@@ -6,6 +6,7 @@
     python train.py --model airbench94     # airbench94 and its recipe: 9.9 epochs at batch 1024
     python train.py --model airbench94 --runs 5  # seeds 0-4, every run, their mean and spread
     python train.py --model airbench94 --recipe muon  # airbench94_muon's: Muon, 8 epochs at batch 2000
+    torchrun --nproc_per_node 2 train.py --model airbench94  # its batch split over 2 GPUs
 
 Caffe's recipe (cifar10_quick_solver.prototxt): SGD, lr 0.001, momentum 0.9, weight decay
 0.004, batch 100, the lr divided by ten for the last fifth of the iterations; inputs are
