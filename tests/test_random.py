@@ -200,3 +200,28 @@ def test_random_every_config(i, monkeypatch, rng):
     for dtype in CONFIG_DTYPES:
         test_dropout_train_mask_scale_gradient(rng, dtype)
     test_rand_and_randn_statistics()
+
+
+def test_dropout2d_drops_whole_channels():
+    """Each (sample, channel) map is zero or scaled by 1/(1-p), as torch's (a [C, H, W] input: each
+    channel); the gradient takes the same mask; eval mode and p=0 give the input back; a channels-last
+    input keeps its layout."""
+    tnet.manual_seed(4)
+    x = tnet.tensor(np.random.default_rng(0).uniform(1, 2, (6, 16, 3, 3)), requires_grad=True)
+    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    y = F.dropout2d(x, 0.4)
+    y.sum().backward()
+    ratio = (y.data / x.data).cpu().numpy()
+    per_map = ratio.reshape(6, 16, 9)
+    kept = per_map[..., 0]
+    assert np.allclose(per_map, per_map[..., :1]) and np.all(np.isclose(kept, 0) | np.isclose(kept, 1 / 0.6))
+    assert 10 < (per_map[..., 0] == 0).sum() < 70 and is_channels_last(y.data)
+    assert np.allclose(x.grad.numpy(), ratio)
+    assert F.dropout2d(x, 0.4, training=False) is x and F.dropout2d(x, 0.0) is x
+    z = F.dropout2d(tnet.ones(5, 2, 2), 0.5).numpy().reshape(5, 4)
+    assert np.allclose(z, z[:, :1])
+    m = nn.Dropout2d(0.5)
+    m.eval()
+    assert m(x) is x
+    with pytest.raises(ValueError, match="3-D or 4-D"):
+        F.dropout2d(tnet.ones(4), 0.5)

@@ -118,7 +118,53 @@ def test_mse_loss(rng, reduction):
     inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
     check(lambda a, b: F.mse_loss(a, b, reduction), lambda a, b: tF.mse_loss(a, b, reduction=reduction), inputs, rng)
     inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
-    check(nn.MSELoss(reduction), torch.nn.MSELoss(reduction=reduction), inputs, rng)
+    check(nn.MSELoss(reduction=reduction), torch.nn.MSELoss(reduction=reduction), inputs, rng)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_l1_smooth_l1_and_binary_cross_entropy_losses(rng, reduction):
+    """l1_loss, smooth_l1_loss (beta 1, 0.5 and 0), binary_cross_entropy (probabilities, 0 and 1
+    among them: the log's floor of -100) and binary_cross_entropy_with_logits (weight, pos_weight,
+    logits up to +-60) as torch's, functions and modules, values and gradients."""
+    pairs = lambda: [leaf(rng, 4, 6), leaf(rng, 4, 6)]
+    check(lambda a, b: F.l1_loss(a, b, reduction), lambda a, b: tF.l1_loss(a, b, reduction=reduction), pairs(), rng)
+    check(nn.L1Loss(reduction=reduction), torch.nn.L1Loss(reduction=reduction), pairs(), rng)
+    for beta in (1.0, 0.5, 0.0):
+        check(lambda a, b: F.smooth_l1_loss(a, b, reduction, beta),
+              lambda a, b: tF.smooth_l1_loss(a, b, reduction=reduction, beta=beta), pairs(), rng)
+    check(nn.SmoothL1Loss(reduction=reduction, beta=0.5), torch.nn.SmoothL1Loss(reduction=reduction, beta=0.5),
+          pairs(), rng)
+    p = rng.uniform(0.02, 0.98, (4, 6))
+    probs, target = leaf(rng, 4, 6, values=p), leaf(rng, 4, 6, values=rng.uniform(0, 1, (4, 6)))
+    weight = rng.uniform(0.5, 2, 6)
+    check(lambda a, b: F.binary_cross_entropy(a, b, tnet.tensor(weight), reduction=reduction),
+          lambda a, b: tF.binary_cross_entropy(a, b, torch.tensor(weight), reduction=reduction), [probs, target], rng)
+    p[0, :2], p[1, :2] = 0.0, 1.0  # the target's gradient is infinite there: the input's alone
+    y = rng.uniform(0, 1, (4, 6))
+    check(lambda a: F.binary_cross_entropy(a, tnet.tensor(y), reduction=reduction),
+          lambda a: tF.binary_cross_entropy(a, torch.tensor(y), reduction=reduction), [leaf(rng, 4, 6, values=p)], rng)
+    logits = rng.standard_normal((4, 6)) * 5
+    logits[0, :2] = 60, -60
+    check(nn.BCEWithLogitsLoss(tnet.tensor(weight), reduction=reduction, pos_weight=tnet.tensor(weight[::-1].copy())),
+          torch.nn.BCEWithLogitsLoss(torch.tensor(weight), reduction=reduction,
+                                     pos_weight=torch.tensor(weight[::-1].copy())),
+          [leaf(rng, 4, 6, values=logits), leaf(rng, 4, 6, values=rng.uniform(0, 1, (4, 6)))], rng)
+    check(nn.BCELoss(reduction=reduction), torch.nn.BCELoss(reduction=reduction), [probs, target], rng)
+    with pytest.raises(RuntimeError, match="negative values for beta"):
+        F.smooth_l1_loss(*[t for t, _ in pairs()], beta=-1.0)
+    with pytest.raises(ValueError, match="deprecated"):
+        nn.MSELoss(True)
+
+
+def test_one_hot_as_torch():
+    y = tnet.tensor([[3, 0], [1, 1]])
+    assert F.one_hot(y).tolist() == tF.one_hot(torch.tensor([[3, 0], [1, 1]])).tolist()
+    assert F.one_hot(y, 6).dtype == torch.int64 and F.one_hot(y, 6).shape == (2, 2, 6)
+    for bad, classes, error in (([1, -1], -1, "non-negative"), ([1, 5], 5, "smaller than num_classes")):
+        with pytest.raises(RuntimeError, match=error):
+            F.one_hot(tnet.tensor(bad), classes)
+    with pytest.raises(RuntimeError, match="LongTensor"):
+        F.one_hot(tnet.tensor([1.0]))
 
 
 # ---- sum_except: the bias gradient's sum over every dim but one -----------------------------

@@ -200,3 +200,30 @@ def test_bfloat16_training_step_through_the_tape(rng, channels_last):
     assert_close(bn.bias.grad, ref_bn.bias.grad, 2e-2, "bias.grad")
     assert_close(bn.running_mean, ref_bn.running_mean, TOL["ieee"], "running_mean")
     assert_close(bn.running_var, ref_bn.running_var, TOL["ieee"], "running_var")
+
+
+def test_a_scripts_device_and_grad_mode_idioms():
+    """`device = tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`, `tnet.enable_grad()`
+    inside no_grad, `set_grad_enabled` and `inference_mode` as blocks and decorators, is_tensor,
+    from_numpy (a float32 copy), nn.Softmax and nn.LogSoftmax as torch's."""
+    device = tnet.device("cuda" if tnet.cuda.is_available() else "cpu")
+    assert device.type == tnet.DEVICE.type and tnet.cuda.is_available() == (tnet.DEVICE.type == "cuda")
+    assert tnet.cuda.device_count() == (torch.cuda.device_count() if tnet.cuda.is_available() else 0)
+    tnet.cuda.synchronize()
+    with tnet.no_grad():
+        assert not tnet.is_grad_enabled()
+        with tnet.enable_grad():
+            assert tnet.is_grad_enabled()
+    with tnet.set_grad_enabled(False):
+        assert not tnet.is_grad_enabled()
+
+    @tnet.inference_mode()
+    def infer():
+        return tnet.is_grad_enabled()
+    assert infer() is False and infer() is False and tnet.is_grad_enabled()
+    a = np.arange(6.0).reshape(2, 3)
+    t = tnet.from_numpy(a)
+    assert tnet.is_tensor(t) and not tnet.is_tensor(a) and t.dtype == torch.float32 and t.tolist() == a.tolist()
+    x = leaf(np.random.default_rng(1), 3, 5)
+    for mine, ref in ((tnet.nn.Softmax(dim=1), torch.nn.Softmax(dim=1)), (tnet.nn.LogSoftmax(1), torch.nn.LogSoftmax(1))):
+        assert_close(mine(x[0]), ref(x[1]), TOL["ieee"], type(mine).__name__)

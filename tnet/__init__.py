@@ -2,18 +2,31 @@
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
 from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
-from .tensor import Tensor, is_grad_enabled, no_grad, tensor
+from .tensor import Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, tensor
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph
+from . import functional, linalg, nn, optim, models, data, graph, cuda
+from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def from_numpy(ndarray):
+    """tnet.tensor(ndarray): a copy on tnet's device (torch's shares the array's memory, which a GPU
+    cannot); floats become float32, integers int64, as tnet.tensor."""
+    return tensor(ndarray)
+
 
 __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
            "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "linalg", "nn", "optim", "models",
-           "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+           "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled", "cuda", "device",
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_tensor", "from_numpy"]
 
 # torch's top-level functions: shape ops, factories, element-wise ops, activations and reductions
 from .functional import (abs, add, amax, amin, argmax, broadcast_to, cat, chunk, clamp, clamp_max, clamp_min, clip,

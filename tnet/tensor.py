@@ -34,13 +34,29 @@ def set_backward_timer(timer):
 
 
 @contextmanager
-def no_grad():
-    """Within this block ops record nothing on the tape."""
-    previous, _grad_enabled[0] = _grad_enabled[0], False
+def set_grad_enabled(mode):
+    """Within this block ops record on the tape (mode True) or not (False), as torch's; also a
+    decorator (as every block here)."""
+    previous, _grad_enabled[0] = _grad_enabled[0], bool(mode)
     try:
         yield
     finally:
         _grad_enabled[0] = previous
+
+
+def no_grad():
+    """Within this block ops record nothing on the tape."""
+    return set_grad_enabled(False)
+
+
+def enable_grad():
+    """Within this block ops record on the tape again (inside no_grad, say)."""
+    return set_grad_enabled(True)
+
+
+def inference_mode(mode=True):
+    """torch's inference_mode as no_grad (mode True): tnet has no inference tensors."""
+    return set_grad_enabled(not mode)
 
 
 class _Entry:

@@ -20,8 +20,9 @@ from .gemm import cov, linear, matmul
 from .norm import batch_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .random import dropout
-from .reduce import argmax, max, max_result, mean, mse_loss, sum
+from .random import dropout, dropout2d
+from .reduce import (argmax, binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, max, max_result, mean,
+                     mse_loss, one_hot, smooth_l1_loss, sum)
 from .softmax import cross_entropy, log_softmax, softmax
 # element-wise ops, activations, reductions and losses of issue 26
 from .pad import pad

@@ -269,3 +269,4 @@ def where(condition, input, other):
     return _record2("where", y, input, other,
                     lambda g: (_pw.pointwise("where", C, g, 0.0) if need_a else None,
                                _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,))
+

@@ -11,10 +11,11 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
-from ..tensor import Tensor, record
-from .copy import reshape
+from ..tensor import Tensor, no_grad, record
+from ..factory import arange
+from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import pow, sub
+from .pointwise import abs, clamp_min, div, eq, exp, log, lt, mul, neg, pow, relu, sub, where
 
 
 def _dims(name, input, dim):
@@ -235,12 +236,97 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
 
 
+def _loss_inputs(name, input, target, reduction):
+    """The checked operands of an element-wise loss: fp32 copies of 16-bit ones under tnet.autocast,
+    as torch's autocast."""
+    check_tensors(name, input=input, target=target)
+    check(reduction in ("mean", "sum", "none"), lambda: f"{name}: {reduction!r} is not a valid value for reduction")
+    return (input.float(), target.float()) if is_autocast_enabled() else (input, target)
+
+
+def _reduced(name, loss, reduction):
+    return loss if reduction == "none" else sum_or_mean(name, loss, None, False, mean=reduction == "mean")
+
+
 def mse_loss(input, target, reduction="mean"):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
     under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
-    check_tensors("mse_loss", input=input, target=target)
-    check(reduction in ("mean", "sum", "none"), lambda: f"mse_loss: {reduction!r} is not a valid value for reduction")
-    if is_autocast_enabled():
-        input, target = input.float(), target.float()
-    loss = pow(sub(input, target), 2)
-    return loss if reduction == "none" else sum_or_mean("mse_loss", loss, None, False, mean=reduction == "mean")
+    input, target = _loss_inputs("mse_loss", input, target, reduction)
+    return _reduced("mse_loss", pow(sub(input, target), 2), reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    """|input - target|, reduced as mse_loss."""
+    input, target = _loss_inputs("l1_loss", input, target, reduction)
+    return _reduced("l1_loss", abs(sub(input, target)), reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """torch's Huber-like loss: 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
+    (beta 0: l1_loss), reduced as mse_loss."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
+    d = abs(sub(input, target))
+    loss = d if beta == 0 else where(lt(d, beta), mul(d, d) * (0.5 / beta), d - 0.5 * beta)
+    return _reduced("smooth_l1_loss", loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
+    weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x), softplus(-x) = relu(-x) +
+    log(1 + exp(-|x|)): no exp overflows. torch's deprecated size_average and reduce are not taken."""
+    check(size_average is None and reduce is None,
+          "binary_cross_entropy_with_logits: size_average and reduce are deprecated; use reduction")
+    x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
+    softplus = relu(neg(x)) + log(exp(neg(abs(x))) + 1.0)
+    if pos_weight is not None:
+        softplus = mul(softplus, mul(y, pos_weight - 1.0) + 1.0)
+    loss = mul(1.0 - y, x) + softplus
+    if weight is not None:
+        loss = mul(loss, weight)
+    return _reduced("binary_cross_entropy_with_logits", loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
+    as torch's. torch's deprecated size_average and reduce are not taken."""
+    check(size_average is None and reduce is None,
+          "binary_cross_entropy: size_average and reduce are deprecated; use reduction")
+    x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
+    if x.shape != y.shape:
+        raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
+                         f"deprecated. Please ensure they have the same size.")
+    with no_grad():
+        log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
+        loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
+        loss = loss if weight is None else mul(loss, weight)
+
+    def backward(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
+        with no_grad():
+            g = Tensor(g) if weight is None else mul(Tensor(g), weight)
+            gx = div(mul(g, x - y), clamp_min(mul(x, 1.0 - x), 1e-12))
+            return gx.data, mul(g, log(1.0 - x) - log(x)).data
+    loss = record("binary_cross_entropy", loss.data, (x, y), backward, saved=(x, y))
+    return _reduced("binary_cross_entropy", loss, reduction)
+
+
+def one_hot(tensor, num_classes=-1):
+    """[..., num_classes] int64, 1 at each element's class, as torch's (num_classes -1: the
+    largest class + 1). Its classes are checked on the host, as torch checks them: a sync."""
+    check_tensors("one_hot", tensor=tensor)
+    if tensor.dtype != torch.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel():
+        every = tuple(range(tensor.dim()))
+        classes = tensor.float()  # the min and max kernels take floats: exact up to 2^24 classes
+        low, high = int(amin(classes, every).item()), int(amax(classes, every).item())
+        if low < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if num_classes != -1 and high >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+        num_classes = high + 1 if num_classes == -1 else num_classes
+    elif num_classes == -1:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    return eq(unsqueeze(tensor, -1), arange(num_classes)).long()

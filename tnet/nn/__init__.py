@@ -639,11 +639,51 @@ class Tanh(Module):
 
 
 class MSELoss(Module):
-    def __init__(self, reduction="mean"):
+    _loss = staticmethod(F.mse_loss)
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        if size_average is not None or reduce is not None:
+            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
         self.reduction = reduction
 
     def forward(self, input, target):
-        return F.mse_loss(input, target, self.reduction)
+        return self._loss(input, target, self.reduction)
+
+
+class L1Loss(MSELoss):
+    _loss = staticmethod(F.l1_loss)
+
+
+class SmoothL1Loss(MSELoss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class BCELoss(MSELoss):
+    """F.binary_cross_entropy as a module; weight: a tnet.Tensor broadcast over the elements, or None."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.weight = weight
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(BCELoss):
+    """F.binary_cross_entropy_with_logits as a module (weight and pos_weight: tnet.Tensors, or None)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.pos_weight = pos_weight
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class CrossEntropyLoss(Module):
@@ -757,6 +797,7 @@ class Flatten(Module):
 
 class Dropout(Module):
     """F.dropout in training mode (module.train()), the identity in eval mode."""
+    _drop = staticmethod(F.dropout)
 
     def __init__(self, p=0.5, inplace=False):
         if not 0.0 <= p <= 1.0:
@@ -764,10 +805,31 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training, self.inplace)
+        return self._drop(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    """F.dropout2d (whole channels) in training mode, the identity in eval mode."""
+    _drop = staticmethod(F.dropout2d)
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
 
 
 class Identity(Module):

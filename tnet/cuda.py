@@ -1,0 +1,35 @@
+"""torch.cuda's questions a training script asks (`torch.cuda.is_available()` in
+`device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), answered for tnet: a
+process has one device, tnet.DEVICE."""
+import torch
+
+from ._device import DEVICE
+from .factory import manual_seed
+
+
+def is_available():
+    """Whether tnet runs on a CUDA GPU (else on the CPU, through Triton's interpreter)."""
+    return DEVICE.type == "cuda"
+
+
+def device_count():
+    return torch.cuda.device_count() if is_available() else 0
+
+
+def current_device():
+    return DEVICE.index if is_available() else 0
+
+
+def synchronize(device=None):
+    """Wait for the GPU's queued work (nothing to wait for on the CPU)."""
+    if is_available():
+        torch.cuda.synchronize(device)
+
+
+def manual_seed_all(seed):
+    """tnet.manual_seed: one stream serves the one device."""
+    manual_seed(seed)
+
+
+def get_device_name(device=None):
+    return torch.cuda.get_device_name(device) if is_available() else "cpu"
