@@ -410,3 +410,36 @@ def test_batch_norm_16_bit_input_against_float64(dtype, channels_last):
     bound = 1e-2 if dtype == torch.bfloat16 else 2e-3
     for name, o, r in zip(("y", "dx", "dweight", "dbias"), ours, ref):
         assert _rel(o, r) <= bound, f"{name}: relative error {_rel(o, r):.2e} (bound {bound:.0e})"
+
+
+# ---- layer and group normalisation, embeddings (composed of other kernels) ----------------------
+
+def test_layer_norm_group_norm_and_embedding_as_torch(rng):
+    """LayerNorm over one and two trailing dims (with and without affine or bias), GroupNorm on a
+    channels-last activation, Embedding with a padding row (no gradient there), against torch in
+    float64: values and every gradient."""
+    from helpers import check, leaf
+    for shape, norm_shape, kwargs in (((3, 5, 8), 8, {}), ((2, 3, 4, 5), (4, 5), {"bias": False}),
+                                      ((4, 6), 6, {"elementwise_affine": False})):
+        mine, ref = nn.LayerNorm(norm_shape, **kwargs), torch.nn.LayerNorm(norm_shape, **kwargs).double()
+        for p, r in zip(mine.parameters(), ref.parameters()):
+            values = rng.standard_normal(p.shape)
+            p.data.copy_(torch.from_numpy(values))
+            r.data.copy_(torch.from_numpy(values))
+        check(mine, ref, [leaf(rng, *shape)], rng)
+        for p, r in zip(mine.parameters(), ref.parameters()):
+            assert_close(p.grad, r.grad, TOL["ieee"], f"LayerNorm{norm_shape} parameter gradient")
+    w, b = leaf(rng, 8), leaf(rng, 8)
+    check(lambda x, w, b: F.group_norm(x, 4, w, b), lambda x, w, b: tF.group_norm(x, 4, w, b),
+          [leaf(rng, 3, 8, 5, 5, channels_last=True), w, b], rng)
+    assert tuple(nn.GroupNorm(2, 8)(tnet.randn(2, 8, 3, 3)).shape) == (2, 8, 3, 3)
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        F.group_norm(tnet.randn(2, 6, 3), 4)
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        F.layer_norm(tnet.randn(2, 6), (5,))
+    table = leaf(rng, 7, 4)
+    idx = np.array([[1, 3, 3], [6, 1, 0]])
+    check(lambda t: F.embedding(tnet.tensor(idx), t, padding_idx=3),
+          lambda t: tF.embedding(torch.tensor(idx), t, padding_idx=3), [table], rng)
+    e = nn.Embedding(10, 3, padding_idx=-1)
+    assert e.padding_idx == 9 and not e.weight.numpy()[9].any() and e(tnet.tensor([9, 2])).shape == (2, 3)

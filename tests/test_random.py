@@ -225,3 +225,17 @@ def test_dropout2d_drops_whole_channels():
     assert m(x) is x
     with pytest.raises(ValueError, match="3-D or 4-D"):
         F.dropout2d(tnet.ones(4), 0.5)
+
+
+def test_eye_linspace_randint_isnan_isinf_as_torch():
+    assert tnet.eye(3, 2).tolist() == torch.eye(3, 2).tolist() and tnet.eye(2).dtype == torch.float32
+    assert_close(tnet.linspace(-1, 2, 7), torch.linspace(-1, 2, 7), TOL["ieee"], "linspace")
+    tnet.manual_seed(5)
+    a = tnet.randint(3, 9, (200,))
+    tnet.manual_seed(5)
+    assert a.tolist() == tnet.randint(3, 9, (200,)).tolist() and a.dtype == torch.int64
+    assert set(a.tolist()) == set(range(3, 9)) and set(tnet.randint(2, (50,)).tolist()) <= {0, 1}
+    x = [1.0, float("nan"), float("inf"), -float("inf"), 0.0]
+    assert tnet.isnan(tnet.tensor(x)).tolist() == torch.isnan(torch.tensor(x)).tolist()
+    assert tnet.isinf(tnet.tensor(x)).tolist() == torch.isinf(torch.tensor(x)).tolist()
+    assert tnet.isinf(tnet.tensor([3, 4])).tolist() == [False, False] and tnet.isnan(tnet.tensor(x)).dtype == torch.bool

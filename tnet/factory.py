@@ -164,6 +164,31 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _leaf("arange", as_storage(values, dtype), requires_grad)
 
 
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
+    _check_device("eye", device)
+    return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
+    _check_device("linspace", device)
+    return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Integers uniform in [low, high) (randint(high, size): from 0), int64 unless dtype says, drawn on
+    the host from the stream tnet.manual_seed reseeds (or from generator, a numpy Generator): other
+    numbers than torch's."""
+    _check_device("randint", device)
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint() missing the high or size argument")
+    draw = (generator or init_generator()).integers(low, high, size=tuple(size))
+    return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
+
+
 def randperm(n, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
     stream that tnet.manual_seed reseeds (init_generator), then copied: other numbers than torch's."""

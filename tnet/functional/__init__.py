@@ -16,8 +16,9 @@ from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
                    unbind, unflatten, unfold_windows, unsqueeze)
+from .copy import embedding
 from .gemm import cov, linear, matmul
-from .norm import batch_norm
+from .norm import batch_norm, group_norm, layer_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .random import dropout, dropout2d

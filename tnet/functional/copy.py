@@ -19,7 +19,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, record
 from .inputs import check_tensors
-from .pointwise import sum_to
+from .pointwise import ne, sum_to, where
 
 
 def _part(name, x, make):
@@ -481,3 +481,18 @@ def to(x, *args, **kwargs):
         return x
     y = copy_(torch.empty_like(x.data, dtype=dtype), x.data)
     return _copy_record("to", x, y, lambda g: (copy_(empty_in_layout(x.data), g),))
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """weight's rows at the indices of input (int64, any shape): [*input.shape, embedding_dim], as
+    torch's; the rows at padding_idx get no gradient. max_norm, scale_grad_by_freq and sparse are
+    not implemented."""
+    check_tensors("embedding", input=input, weight=weight)
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
+    rows = reshape(index_select(weight, 0, reshape(input, (-1,))), (*input.shape, weight.shape[1]))
+    if padding_idx is None:
+        return rows
+    padding_idx = padding_idx % weight.shape[0]
+    keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
+    return where(keep, rows, Tensor(rows.data))  # the padding rows' values, without their gradient

@@ -1,8 +1,12 @@
-"""Batch normalisation (kernels/norm.py), with its GELU fused where asked."""
+"""Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
+normalisation composed of the reductions' and element-wise kernels."""
 from ..kernels import norm as _norm
 from ..kernels.launch import check, is_flat, memory_format
 from ..tensor import Tensor, is_grad_enabled, record
+from .copy import reshape
 from .inputs import check_tensors, needs_grad
+from .pointwise import add, div, mul, sqrt, sub
+from .reduce import var_mean
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
@@ -52,3 +56,40 @@ def dense(x):
     if is_flat(x):
         return x
     return x.contiguous(memory_format=memory_format(x.dim() == 4 and x.stride(1) == 1 and x.shape[1] > 1))
+
+
+def _normalised(x, dims, eps):
+    """(x - mean) / sqrt(var + eps) over dims, the biased variance."""
+    var, mean = var_mean(x, dims, keepdim=True, correction=0)
+    return div(sub(x, mean), sqrt(add(var, eps)))
+
+
+def _affine(y, weight, bias, shape):
+    """y * weight + bias, weight and bias viewed as `shape` (either may be None)."""
+    if weight is not None:
+        y = mul(y, reshape(weight, shape))
+    return y if bias is None else add(y, reshape(bias, shape))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
+    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
+    check_tensors("layer_norm", input=input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or tuple(input.shape[input.dim() - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+                           f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    y = _normalised(input, tuple(range(-len(shape), 0)), eps)
+    return _affine(y, weight, bias, shape)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalisation over each sample's groups of C / num_groups channels (and every position),
+    then per-channel weight and bias, as torch's; composed as layer_norm."""
+    check_tensors("group_norm", input=input)
+    if input.dim() < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    n, c = input.shape[:2]
+    y = reshape(_normalised(reshape(input, (n, num_groups, -1)), 2, eps), input.shape)
+    return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))

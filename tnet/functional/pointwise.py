@@ -270,3 +270,15 @@ def where(condition, input, other):
                     lambda g: (_pw.pointwise("where", C, g, 0.0) if need_a else None,
                                _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,))
 
+
+
+def isnan(input):
+    """A bool tensor, True where input is NaN (never for integers)."""
+    return ne(input, input)
+
+
+def isinf(input):
+    """A bool tensor, True where input is +inf or -inf (never for integers)."""
+    if not input.data.is_floating_point():
+        return ne(input, input)
+    return eq(abs(input), math.inf)

@@ -467,6 +467,74 @@ class Linear(Module):
         return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
 
 
+class LayerNorm(Module):
+    """F.layer_norm over the last dims (normalized_shape), with weight (ones) and bias (zeros) of
+    that shape where elementwise_affine (bias=False: no bias), as torch's."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        _factory_args("LayerNorm", device, dtype)
+        self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                                 else tuple(normalized_shape))
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        affine = lambda value, on: Parameter(np.full(self.normalized_shape, value)) if on else None
+        self.weight = affine(1.0, elementwise_affine)
+        self.bias = affine(0.0, elementwise_affine and bias)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class GroupNorm(Module):
+    """F.group_norm with per-channel weight (ones) and bias (zeros) where affine, as torch's."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        _factory_args("GroupNorm", device, dtype)
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.weight = Parameter(np.ones(num_channels)) if affine else None
+        self.bias = Parameter(np.zeros(num_channels)) if affine else None
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class Embedding(Module):
+    """F.embedding's table of num_embeddings rows of embedding_dim, drawn from N(0, 1) (tnet's init
+    stream) with the padding_idx row zero, as torch's; max_norm and the sparse options are not
+    implemented."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+        super().__init__()
+        _factory_args("Embedding", device, dtype)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
+        if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
+        table = init_generator().normal(size=(num_embeddings, embedding_dim)) if _weight is None else _weight
+        self.weight = Parameter(table, requires_grad=not _freeze)
+        if _weight is None and self.padding_idx is not None:
+            self.weight.data[self.padding_idx].zero_()
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}" + (
+            "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
+
+
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
         self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
