@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as tF
 
 import tnet
-from tnet import functional as F
+from tnet import functional as F, nn
 from tnet.kernels import conv, depthwise
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
-from helpers import CL, TOL, assert_close, check_op, cl_randn, f64, only_config, pair, randn
+from helpers import CL, TOL, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
 
 
 CONVS = [  # x shape, Cout, kernel, stride, padding
@@ -404,3 +404,33 @@ def test_conv2d_tf32_default(rng):
     inputs = [pair(rng, 2, 3, 11, 11), pair(rng, 5, 3, 5, 5), pair(rng, 5)]
     check_op(lambda x, w, b: F.conv2d(x, w, b, padding=2), lambda x, w, b: tF.conv2d(x, w, b, padding=2),
              inputs, TOL["tf32"], rng)
+
+
+# ---- the transposed convolution ------------------------------------------------------------
+
+@pytest.mark.parametrize("n,cin,hw,cout,k,stride,padding,output_padding,groups,dilation", [
+    (2, 4, 5, 6, 3, 2, 1, 1, 1, 1),   # a DCGAN-like upsampling, the odd row and column added
+    (2, 32, 4, 16, 4, 2, 1, 0, 1, 1),  # wide: channel vectors
+    (1, 4, 3, 4, 3, 1, 0, 0, 2, 2),    # grouped and dilated
+    (2, 8, 4, 8, 3, 2, 1, 1, 8, 1),    # depthwise
+])
+def test_conv_transpose2d_as_torch(rng, ieee, n, cin, hw, cout, k, stride, padding, output_padding, groups, dilation):
+    """F.conv_transpose2d and nn.ConvTranspose2d against torch in float64: the output, and the
+    input's, weight's and bias's gradients."""
+    x, w, b = leaf(rng, n, cin, hw, hw), leaf(rng, cin, cout // groups, k, k), leaf(rng, cout)
+    args = (stride, padding, output_padding, groups, dilation)
+    check(lambda x, w, b: F.conv_transpose2d(x, w, b, *args), lambda x, w, b: tF.conv_transpose2d(x, w, b, *args),
+          [x, w, b], rng)
+    layer = nn.ConvTranspose2d(cin, cout, k, stride, padding, output_padding, groups, dilation=dilation)
+    ref = torch.nn.ConvTranspose2d(cin, cout, k, stride, padding, output_padding, groups, dilation=dilation).double()
+    ref.load_state_dict({name: torch.from_numpy(np.asarray(v, np.float64)) for name, v in layer.state_dict().items()})
+    check(layer, ref, [leaf(rng, n, cin, hw, hw)], rng)
+    assert tuple(layer.weight.shape) == tuple(ref.weight.shape)
+
+
+def test_conv_transpose2d_errors():
+    x, w = tnet.randn(1, 4, 3, 3), tnet.randn(4, 2, 3, 3)
+    with pytest.raises(RuntimeError, match="output padding must be smaller"):
+        F.conv_transpose2d(x, w, stride=2, output_padding=2)
+    with pytest.raises(ValueError, match="Cin"):
+        F.conv_transpose2d(tnet.randn(1, 3, 3, 3), w)

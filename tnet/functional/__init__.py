@@ -11,7 +11,7 @@ Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
 from ..tensor import Tensor
-from .conv import conv2d, conv2d_relu_pool2d
+from .conv import conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,

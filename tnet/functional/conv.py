@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, plain
+from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, pair, plain
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
@@ -116,3 +116,52 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
         return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y,
                                            x_channels_last=y_cl, y_channels_last=p_cl))
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward, saved=saved)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed convolution (the gradient of conv2d's input, as a layer): input [N, Cin, H, W],
+    weight [Cin, Cout/groups, kh, kw], torch's arguments in torch's order; the output [N, Cout, OH,
+    OW], OH = (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1, is
+    channels-last. It runs the convolutions' input-gradient kernels; its gradients, a convolution
+    (the input's) and the weight-gradient kernel. Under tnet.autocast as conv2d."""
+    x, w, b = input, weight, bias
+    check_tensors("conv_transpose2d", x=x, w=w)
+    check(x.ndim == 4 and w.ndim == 4 and x.shape[1] == w.shape[0],
+          lambda: f"conv_transpose2d: input {x.shape} and weight {w.shape}: expected [N, Cin, H, W] and [Cin, "
+                  f"Cout/groups, kh, kw] with Cin = {x.shape[1] if x.ndim == 4 else '?'}")
+    check(isinstance(groups, int) and groups > 0 and w.shape[0] % groups == 0,
+          lambda: f"conv_transpose2d: groups={groups!r} must be a positive int dividing in_channels {w.shape[0]}")
+    cout = w.shape[1] * groups
+    check(b is None or (isinstance(b, Tensor) and b.shape == (cout,)),
+          lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
+    stride, padding = pair(stride, "conv_transpose2d: stride", 1), pair(padding, "conv_transpose2d: padding")
+    extra, dilation = pair(output_padding, "conv_transpose2d: output_padding"), pair(dilation, "conv_transpose2d: "
+                                                                                                "dilation", 1)
+    if any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
+                           f"{extra}, stride: {stride}, dilation: {dilation}")
+    out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1
+                for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
+    check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
+    low = amp.get_autocast_dtype()
+    check(low is not None or x.dtype == w.dtype,
+          lambda: f"conv_transpose2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
+    need_x, need_w, need_b = needs_grad(x, w, b)
+    # the convolution whose input gradient this is maps cout channels to Cin: its kernels
+    kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
+    X = x.data.contiguous(memory_format=torch.channels_last)
+    Wl = w.data if low is None else amp.cast_operand(w, low)
+    y = kernels.conv2d_input((x.shape[0], cout, *out), Wl, X, stride, padding, dilation, groups,
+                             out_dtype=low or x.dtype)
+    if b is not None:
+        y = _pw.pointwise("add", y, b.data.view(1, cout, 1, 1).to(y.dtype))
+
+    def backward(g):
+        g = g.contiguous(memory_format=torch.channels_last)
+        gx = kernels.conv2d(g, Wl, stride, padding, dilation, groups, out_dtype=x.dtype) if need_x else None
+        gw = (kernels.conv2d_weight(g, w.shape, X, stride, padding, dilation, groups,
+                                    channels_last=is_channels_last(w.data)) if need_w else None)
+        gb = bias_grad(g, b.dtype) if need_b else None
+        return (gx, gw) if b is None else (gx, gw, gb)
+    saved = (w if need_x else None, X if need_w else None)
+    return record("conv_transpose2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved)

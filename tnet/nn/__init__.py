@@ -467,6 +467,42 @@ class Linear(Module):
         return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
 
 
+class ConvTranspose2d(Module):
+    """torch.nn.ConvTranspose2d's arguments in torch's order and torch's default init (drawn from
+    rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, kh, kw],
+    channels-last, as torch's layout; padding_mode 'zeros' only."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
+        super().__init__()
+        kh, kw = pair(kernel_size, "ConvTranspose2d: kernel_size", 1)
+        check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
+              lambda: f"ConvTranspose2d: groups={groups!r} must divide in_channels ({in_channels}) and "
+                      f"out_channels ({out_channels})")
+        if padding_mode != "zeros":
+            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
+        _factory_args("ConvTranspose2d", device, dtype)
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.groups, self.dilation, self.padding_mode = groups, dilation, padding_mode
+        self.rng, self.fillers = rng, (None, None)
+        self.weight = Parameter(Tensor(torch.empty((in_channels, out_channels // groups, kh, kw), device=DEVICE,
+                                                   memory_format=torch.channels_last)))
+        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _torch_default_init(self)
+
+    def forward(self, x, output_size=None):
+        check(output_size is None, "ConvTranspose2d: output_size is not supported; give output_padding")
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+    def extra_repr(self):
+        cin, cout, kh, kw = self.weight.shape
+        return f"{cin}, {cout * self.groups}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding}"
+
+
 class LayerNorm(Module):
     """F.layer_norm over the last dims (normalized_shape), with weight (ones) and bias (zeros) of
     that shape where elementwise_affine (bias=False: no bias), as torch's."""
