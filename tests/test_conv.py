@@ -434,3 +434,15 @@ def test_conv_transpose2d_errors():
         F.conv_transpose2d(x, w, stride=2, output_padding=2)
     with pytest.raises(ValueError, match="Cin"):
         F.conv_transpose2d(tnet.randn(1, 3, 3, 3), w)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 1, 1, 1), (2, 0, 2, 2), (1, "same", 1, 4)])
+def test_conv1d_as_torch(rng, ieee, stride, padding, dilation, groups):
+    """F.conv1d and nn.Conv1d (a conv2d over [N, C, 1, L]) against torch in float64, gradients too."""
+    x, w, b = leaf(rng, 2, 8, 11), leaf(rng, 12, 8 // groups, 3), leaf(rng, 12)
+    args = (stride, padding, dilation, groups)
+    check(lambda x, w, b: F.conv1d(x, w, b, *args), lambda x, w, b: tF.conv1d(x, w, b, *args), [x, w, b], rng)
+    layer = nn.Conv1d(8, 12, 3, stride, padding, dilation, groups)
+    ref = torch.nn.Conv1d(8, 12, 3, stride, padding, dilation, groups).double()
+    ref.load_state_dict({name: torch.from_numpy(np.asarray(v, np.float64)) for name, v in layer.state_dict().items()})
+    check(layer, ref, [leaf(rng, 2, 8, 11)], rng)

@@ -356,3 +356,25 @@ def test_every_config(rng, i, monkeypatch):
         test_unary(rng, "hardswish", False, dtype)
         test_relu(dtype)
         test_add_scale(dtype)
+
+
+def test_maximum_and_minimum_as_torch(rng):
+    """Broadcast pairs with ties and NaNs: values, and gradients (a tie's halved, a NaN's whole to
+    both), as torch's; integers too."""
+    from helpers import leaf
+    a = rng.standard_normal((4, 5))
+    b = rng.standard_normal((1, 5))
+    a[0], a[1, 0], b[0, 3] = b[0], np.nan, np.nan
+    for mine, ref in ((tnet.maximum, torch.maximum), (tnet.minimum, torch.minimum)):
+        x, y = leaf(rng, 4, 5, values=a), leaf(rng, 1, 5, values=b)
+        out = mine(x[0], y[0])
+        expected = ref(x[1], y[1])
+        assert np.array_equal(np.isnan(out.numpy()), np.isnan(expected.detach().numpy()))
+        g = rng.standard_normal((4, 5))
+        out.backward(tnet.tensor(g))
+        expected.backward(torch.tensor(g))
+        for t, r in ((x, x[1]), (y, y[1])):
+            np.testing.assert_allclose(t[0].grad.numpy(), r.grad.numpy(), rtol=1e-6, atol=1e-7)
+        ok = ~np.isnan(expected.detach().numpy())
+        np.testing.assert_allclose(out.numpy()[ok], expected.detach().numpy()[ok], rtol=1e-6)
+    assert tnet.maximum(tnet.tensor([1, 5]), tnet.tensor([3, 2])).tolist() == [3, 5]

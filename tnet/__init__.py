@@ -35,7 +35,7 @@ from .functional import (abs, add, amax, amin, argmax, broadcast_to, cat, chunk,
                          narrow, ne, neg, permute, pow, relu, reshape, select, sigmoid, softmax, split, sqrt, squeeze,
                          stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, transpose, unbind, unflatten,
                          unsqueeze, var, var_mean, where)
-from .functional.pointwise import isinf, isnan
+from .functional.pointwise import isinf, isnan, maximum, minimum
 from .factory import arange, empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like
 __all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chunk", "clamp", "clamp_max", "clamp_min",
             "clip", "clone", "cov", "concat", "concatenate", "div", "eq", "exp", "flatten", "flip", "ge", "gt",
@@ -44,4 +44,4 @@ __all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chun
             "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "std", "std_mean", "sub", "sum", "swapaxes",
             "swapdims", "t", "tanh", "transpose", "unbind", "unflatten", "unsqueeze", "var", "var_mean", "where",
             "arange", "empty", "empty_like", "full_like", "ones_like", "randperm", "zeros_like", "isinf", "isnan",
-            "eye", "linspace", "randint"]
+            "eye", "linspace", "randint", "maximum", "minimum"]

@@ -11,7 +11,7 @@ Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
 from ..tensor import Tensor
-from .conv import conv2d, conv2d_relu_pool2d, conv_transpose2d
+from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
@@ -27,6 +27,7 @@ from .reduce import (argmax, binary_cross_entropy, binary_cross_entropy_with_log
 from .softmax import cross_entropy, log_softmax, softmax
 # element-wise ops, activations, reductions and losses of issue 26
 from .pad import pad
+from .pointwise import maximum, minimum
 from .pointwise import (abs, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max, clamp_min, elu, eq, ge, gt,
                         hardsigmoid, hardswish, le, leaky_relu, logical_and, logical_not, logical_or, lt, ne, relu6,
                         where)

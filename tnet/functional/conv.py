@@ -165,3 +165,23 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         return (gx, gw) if b is None else (gx, gw, gb)
     saved = (w if need_x else None, X if need_w else None)
     return record("conv_transpose2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """input [N, C, L] * weight [Cout, C/groups, k] + bias, torch's arguments in torch's order
+    (padding also 'same' or 'valid'): conv2d over [N, C, 1, L]. The output [N, Cout, L'] keeps its
+    channels-last memory (NLC)."""
+    check_tensors("conv1d", input=input, weight=weight)
+    check(input.ndim == 3 and weight.ndim == 3,
+          lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and {weight.shape}")
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")),
+               padding if isinstance(padding, str) else (0, _single(padding, "padding")), (1, _single(dilation, "dilation")),
+               groups)
+    return y.squeeze(2)
+
+
+def _single(v, name):
+    """An int, or a 1-tuple of one (torch's _single)."""
+    v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+    check(isinstance(v, int) and not isinstance(v, bool), lambda: f"conv1d: {name} must be an int, got {v!r}")
+    return v

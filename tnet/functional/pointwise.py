@@ -282,3 +282,26 @@ def isinf(input):
     if not input.data.is_floating_point():
         return ne(input, input)
     return eq(abs(input), math.inf)
+
+
+def _extremum(input, other, wins, loses):
+    """The element winning `wins` (gt: the larger), NaN where either is, a tie's gradient shared half
+    and half (a NaN's whole to both), as torch's maximum and minimum (integers: the winner, no
+    gradient)."""
+    if not (input.data.is_floating_point() or getattr(other, "data", other).is_floating_point()):
+        return where(logical_not(loses(input, other)), input, other)
+    tie = add(mul(input, 0.5), mul(other, 0.5))  # either value; halves never overflow
+    neither = where(eq(input, other), tie, add(input, other))  # a NaN: NaN, the whole gradient to both
+    return where(wins(input, other), input, where(loses(input, other), other, neither))
+
+
+def maximum(input, other):
+    """The larger of each pair of elements (broadcast), as torch.maximum."""
+    check_tensors("maximum", input=input, other=other)
+    return _extremum(input, other, gt, lt)
+
+
+def minimum(input, other):
+    """The smaller of each pair of elements (broadcast), as torch.minimum."""
+    check_tensors("minimum", input=input, other=other)
+    return _extremum(input, other, lt, gt)

@@ -467,6 +467,31 @@ class Linear(Module):
         return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
 
 
+class Conv1d(Module):
+    """torch.nn.Conv1d's arguments in torch's order and torch's default init (drawn from rng, tnet's
+    init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'zeros' only."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None, *, rng=None):
+        super().__init__()
+        k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+        check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        _factory_args("Conv1d", device, dtype)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.rng, self.fillers = rng, (None, None)
+        self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
+        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _torch_default_init(self)
+
+    def forward(self, x):
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
 class ConvTranspose2d(Module):
     """torch.nn.ConvTranspose2d's arguments in torch's order and torch's default init (drawn from
     rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, kh, kw],
