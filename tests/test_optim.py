@@ -291,13 +291,15 @@ def muon_reference(params, grads, bufs, groups):
         buf.lerp_(g, 1 - s["momentum"])
         u = g.lerp(buf, s["momentum"]) if s.get("nesterov", True) else buf
         rows, cols = p.shape[0], p.numel() // p.shape[0]
-        ratio = 0.2 * max(rows, cols) ** 0.5 if s.get("adjust_lr_fn") == "match_rms_adamw" else max(1, rows / cols) ** 0.5
+        rms = s.get("adjust_lr_fn") == "match_rms_adamw"
+        ratio = 0.2 * max(rows, cols) ** 0.5 if rms else max(1, rows / cols) ** 0.5
         if s.get("renormalize"):  # airbench94_muon's: the filters kept at norm sqrt(rows)
             p.mul_(rows ** 0.5 / p.norm())
         p.mul_(1 - s["lr"] * s.get("weight_decay", 0.1)).add_(newton_schulz(u), alpha=-s["lr"] * ratio)
 
 
-MUON_PARAMS = [((7, 5), False, 0), ((4, 9), False, 0), ((6, 3, 2, 2), True, 1), ((4, 9), False, 1), ((6, 3, 2, 2), False, 0)]
+MUON_PARAMS = [((7, 5), False, 0), ((4, 9), False, 0), ((6, 3, 2, 2), True, 1), ((4, 9), False, 1),
+               ((6, 3, 2, 2), False, 0)]
 MUON_GROUP1 = {"lr": 0.05, "momentum": 0.8, "nesterov": False, "adjust_lr_fn": "match_rms_adamw", "renormalize": True}
 
 

@@ -225,5 +225,6 @@ def test_a_scripts_device_and_grad_mode_idioms():
     t = tnet.from_numpy(a)
     assert tnet.is_tensor(t) and not tnet.is_tensor(a) and t.dtype == torch.float32 and t.tolist() == a.tolist()
     x = leaf(np.random.default_rng(1), 3, 5)
-    for mine, ref in ((tnet.nn.Softmax(dim=1), torch.nn.Softmax(dim=1)), (tnet.nn.LogSoftmax(1), torch.nn.LogSoftmax(1))):
+    for mine, ref in ((tnet.nn.Softmax(dim=1), torch.nn.Softmax(dim=1)),
+                      (tnet.nn.LogSoftmax(1), torch.nn.LogSoftmax(1))):
         assert_close(mine(x[0]), ref(x[1]), TOL["ieee"], type(mine).__name__)

@@ -85,8 +85,8 @@ def build_parser(description=None):
     p.add_argument("--batch-size", type=int, help=r("batch_size", "images per step"))
     p.add_argument("--eval-batch-size", type=int, default=1000,
                    help="images per evaluation pass (it changes speed only, not the result)")
-    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above; muon: Muon's, "
-                                                         "on the filters)"))
+    p.add_argument("--lr", type=float, help=r("lr", "base learning rate (airbench: in airbench's units, see above; "
+                                                  "muon: Muon's, on the filters)"))
     p.add_argument("--momentum", type=float, help=r("momentum", "SGD momentum (muon: Muon's)"))
     p.add_argument("--weight-decay", type=float,
                    help=r("weight_decay", "L2 weight decay (airbench: in airbench's units, see above; muon: per "
@@ -333,9 +333,10 @@ def train(args, recipe):
         if recipe.batch_size % world:
             sys.exit(f"error: the batch of {recipe.batch_size} does not split over {world} processes")
         distributed.init_process_group("nccl" if DEVICE.type == "cuda" else "gloo")
-    quiet = contextlib.redirect_stdout(open(os.devnull, "w")) if rank else contextlib.nullcontext()
     try:
-        with quiet:
+        with contextlib.ExitStack() as quiet:
+            if rank:  # rank 0 alone prints
+                quiet.enter_context(contextlib.redirect_stdout(quiet.enter_context(open(os.devnull, "w"))))
             if args.runs == 1:
                 return Run(args, recipe).run()
             stem, ext = os.path.splitext(args.checkpoint)

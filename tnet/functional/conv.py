@@ -173,10 +173,11 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     channels-last memory (NLC)."""
     check_tensors("conv1d", input=input, weight=weight)
     check(input.ndim == 3 and weight.ndim == 3,
-          lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and {weight.shape}")
-    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")),
-               padding if isinstance(padding, str) else (0, _single(padding, "padding")), (1, _single(dilation, "dilation")),
-               groups)
+          lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
+                  f"{weight.shape}")
+    padding = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), padding,
+               (1, _single(dilation, "dilation")), groups)
     return y.squeeze(2)
 
 
