@@ -945,20 +945,12 @@ class Dropout2d(Dropout):
     _drop = staticmethod(F.dropout2d)
 
 
-class Softmax(Module):
-    def __init__(self, dim=None):
-        self.dim = dim
-
-    def forward(self, x):
-        return F.softmax(x, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class Softmax(_Activation):
+    fn, params = F.softmax, (("dim", None),)
 
 
-class LogSoftmax(Softmax):
-    def forward(self, x):
-        return F.log_softmax(x, self.dim)
+class LogSoftmax(_Activation):
+    fn, params = F.log_softmax, (("dim", None),)
 
 
 class Identity(Module):
