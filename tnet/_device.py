@@ -1,9 +1,8 @@
 """Where tnet keeps its tensors, decided once at import.
 
 With a CUDA GPU, tensors live on it (under torchrun, GPU LOCAL_RANK) and Triton compiles the
-kernels. Without one, tnet
-keeps tensors on the CPU and runs the same kernels through Triton's interpreter, which
-must be switched on before any `@triton.jit` decorator runs (a user's own
+kernels. Without one, tnet keeps tensors on the CPU and runs the same kernels through Triton's
+interpreter, which must be switched on before any `@triton.jit` decorator runs (a user's own
 TRITON_INTERPRET wins).
 """
 import os

@@ -45,11 +45,9 @@ class _Bucket:
 
     def __init__(self, params, device, dtype):
         self.params = params
-        self.offsets, n = [], 0
-        for p in params:
-            self.offsets.append(n)
-            n += p.data.numel()
-        self.buffer = torch.empty(n, device=device, dtype=dtype)
+        self.buffer = torch.empty(sum(p.data.numel() for p in params), device=device, dtype=dtype)
+        # each parameter's part of the buffer, in order
+        self.parts = list(zip(params, self.buffer.split([p.data.numel() for p in params])))
         self.reset()
 
     def reset(self):
@@ -112,8 +110,7 @@ class DistributedDataParallel(Module):
     def _launch(self, bucket):
         """Copy the bucket's gradients (zeros for a parameter without one) into its buffer, scale
         it by 1 / world_size and start its all_reduce."""
-        for p, offset in zip(bucket.params, bucket.offsets):
-            part = bucket.buffer[offset:offset + p.data.numel()]
+        for p, part in bucket.parts:
             if p.grad is None:
                 part.zero_()
             else:
@@ -132,8 +129,7 @@ class DistributedDataParallel(Module):
                 self._launch(bucket)
         for bucket in self._buckets:
             bucket.work.wait()
-            for p, offset in zip(bucket.params, bucket.offsets):
-                part = bucket.buffer[offset:offset + p.data.numel()]
+            for p, part in bucket.parts:
                 if p.grad is None:  # no rank's backward reached it here: the others' average
                     p.grad = Tensor(empty_in_layout(p.data))
                 copy_(_flat(p.grad.data), part)

@@ -271,7 +271,6 @@ def where(condition, input, other):
                                _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,))
 
 
-
 def isnan(input):
     """A bool tensor, True where input is NaN (never for integers)."""
     return ne(input, input)

@@ -7,12 +7,12 @@ import numbers
 import torch
 
 from ..amp import is_autocast_enabled
+from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from ..factory import arange
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
 from .pointwise import abs, clamp_min, div, eq, exp, log, lt, mul, neg, pow, relu, sub, where

@@ -227,14 +227,19 @@ def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, p_ptrs, x_ptr, part_ptr, 
                 tl.store(norm_ptr + row * tl.num_programs(0) + block, tl.sum(p * p, axis=0))
 
 
+@triton.jit
+def _row_norm(part_ptr, row, parts, PARTS: tl.constexpr):
+    """The norm of row `row` from its blocks' sums of squares, part [k, parts], added in a fixed order."""
+    j = tl.arange(0, PARTS)
+    return tl.sqrt(tl.sum(tl.load(part_ptr + row * parts + j, mask=j < parts, other=0.0), axis=0))
+
+
 @jit
 def muon_normalize_kernel(x_ptr, part_ptr, n, parts, eps, BLOCK: tl.constexpr, PARTS: tl.constexpr):
     """Row t of x [k, n] divided by max(its norm, eps), the norm from part [k, parts] (its blocks'
     sums of squares, added in a fixed order). Grid (blocks, rows)."""
     block, t = tl.program_id(0), tl.program_id(1).to(tl.int64)
-    j = tl.arange(0, PARTS)
-    norm = tl.sqrt(tl.sum(tl.load(part_ptr + t * parts + j, mask=j < parts, other=0.0), axis=0))
-    scale = 1.0 / tl.maximum(norm, eps)
+    scale = 1.0 / tl.maximum(_row_norm(part_ptr, t, parts, PARTS), eps)
     offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + t * n + offs, mask=mask).to(tl.float32)
@@ -267,9 +272,7 @@ def muon_update_kernel(p_ptrs, low_ptrs, hyper_ptrs, adjusts, x_ptr, norm_ptr, n
     row = (first + t).to(tl.int64)
     scale = 1.0
     if RENORM:
-        j = tl.arange(0, PARTS)
-        norm = tl.sqrt(tl.sum(tl.load(norm_ptr + row * tl.num_programs(0) + j, mask=j < tl.num_programs(0), other=0.0),
-                              axis=0))
+        norm = _row_norm(norm_ptr, row, tl.num_programs(0), PARTS)
         scale = tl.where(norm > 0, target / norm, 1.0)
     for i in tl.static_range(len(p_ptrs)):
         if t == i:

@@ -583,10 +583,12 @@ class Embedding(Module):
             raise AssertionError("Padding_idx must be within num_embeddings")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        table = init_generator().normal(size=(num_embeddings, embedding_dim)) if _weight is None else _weight
+        table = np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight
         self.weight = Parameter(table, requires_grad=not _freeze)
-        if _weight is None and self.padding_idx is not None:
-            self.weight.data[self.padding_idx].zero_()
+        if _weight is None:
+            init.normal_(self.weight)
+            if self.padding_idx is not None:
+                self.weight.data[self.padding_idx].zero_()
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)
