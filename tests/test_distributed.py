@@ -133,14 +133,15 @@ def test_train_py_under_torchrun_matches_one_process(tmp_path):
     epoch's alternate images), rank 0 alone prints and writes; after a step of Caffe's recipe (no
     BatchNorm, no augmentation) the weights are the one-process run's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU and gloo on any machine: one GPU takes one rank
     common = ["train.py", "--data", "sample", "--limit", "16", "--batch-size", "8", "--epochs", "0.5",
               "--eval-batch-size", "16", "--precision", "ieee"]
     one = subprocess.run([sys.executable, *common, "--checkpoint", str(tmp_path / "one.ckpt")], cwd=root,
-                         capture_output=True, text=True, timeout=600)
+                         env=env, capture_output=True, text=True, timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                           "--master_port", str(free_port()), *common, "--checkpoint", str(tmp_path / "two.ckpt")],
-                         cwd=root, capture_output=True, text=True, timeout=600)
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert two.returncode == 0, (two.stdout + two.stderr)[-3000:]
     assert "2 processes, a batch of 4 each (global 8)" in two.stdout and "throughput:" in two.stdout
     assert two.stdout.count("test accuracy:") == 1  # rank 0's report alone

@@ -12,7 +12,11 @@ import torch
 
 if torch.cuda.is_available():
     if "LOCAL_RANK" in os.environ:  # a torchrun process: its own GPU, before anything is allocated
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        rank, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
+        if rank >= gpus:  # NCCL takes one process per GPU
+            raise RuntimeError(f"tnet: local rank {rank} has no GPU of its own ({gpus} visible): "
+                               f"start at most {gpus} processes a machine (torchrun --nproc_per_node {gpus})")
+        torch.cuda.set_device(rank)
     # with its index, so that `t.device == DEVICE` holds for the tensors tnet makes (cuda:0)
     DEVICE = torch.device("cuda", torch.cuda.current_device())
 else:
