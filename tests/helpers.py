@@ -72,9 +72,10 @@ def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
 
 def only_config(monkeypatch, kernel, config):
     """Make the autotuned `kernel` run `config` alone, for this test: its configs, and the config
-    it remembers for each tuning key (autotune._Remembered), which would otherwise win."""
+    and kernel it remembers for each tuning key and call (autotune._Remembered), which would otherwise win."""
     monkeypatch.setattr(kernel, "configs", [config])
     monkeypatch.setattr(kernel, "chosen", {})
+    monkeypatch.setattr(kernel, "launches", {})
 
 
 def config_indices(kernels):

@@ -9,6 +9,7 @@ import triton
 import triton.testing
 
 from .._device import INTERPRET
+from .launch import kept, plain
 
 # TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
 # TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
@@ -54,29 +55,43 @@ def jit_fast(fn):
 
 def _spec(a):
     """A non-constexpr argument as _Fast's key holds it: a tensor as its dtype and whether its
-    address is a multiple of 16, a float or a bool as its type alone, a tuple element by element,
-    anything else (an int, None) by its value. Triton 3.x specializes a kernel on a tensor's dtype
-    and 16-byte alignment, an int's type (i32, i64, u64), whether it is 1 and whether a multiple
-    of 16, a float's or a bool's type: this key tells apart every pair of calls that Triton does,
-    and more (ints are shapes: few values each)."""
+    address is a multiple of 16, a float or a bool as its type alone, anything else (an int, a
+    tuple of ints, None) by its value. Triton 3.x specializes a kernel on a tensor's dtype and
+    16-byte alignment, an int's type (i32, i64, u64), whether it is 1 and whether a multiple of 16,
+    a float's or a bool's type: this key tells apart every pair of calls that Triton does, and
+    more (ints are shapes: few values each). tnet's kernels take tuples of ints alone (shapes,
+    strides; _Fast checks it on each new key), so that a tuple is its own key, at no cost."""
     cls = a.__class__
-    if cls is int:
+    if cls is int or cls is tuple:
         return a
     if cls is torch.Tensor:
         return (a.dtype, a.data_ptr() % 16 == 0)
     if cls is float or cls is bool:
         return cls
-    if cls is tuple:
-        return tuple(map(_spec, a))
     if isinstance(a, torch.Tensor):  # a subclass
         return (a.dtype, a.data_ptr() % 16 == 0)
     return a
+
+
+def _int_tuples(args):
+    """Whether every tuple among args holds ints alone, at any depth (_spec's rule)."""
+    return all(_ints(a) for a in args if type(a) is tuple)
+
+
+def _ints(t):
+    return all(type(i) is int or (type(i) is tuple and _ints(i)) for i in t)
 
 
 def _hooked(hook):
     """Whether a launch hook is set: Triton 3.x's are HookChains, empty unless a profiler adds one
     (never None: a None test would take every launch for a hooked one)."""
     return bool(getattr(hook, "calls", hook))
+
+
+def _hooks_set():
+    """Whether a launch enter or exit hook is set (a profiler's): then Triton's own path runs."""
+    hooks = triton.knobs.runtime
+    return _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook)
 
 
 class _Fast(triton.runtime.JITFunction):
@@ -101,44 +116,55 @@ class _Fast(triton.runtime.JITFunction):
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid, warmup=False)  # Triton's lambda, in C
 
+    def key(self, args, kwargs):
+        """A call's specialization: constexprs and options by value, the other arguments by _spec."""
+        if len(args) <= self.plain_args:
+            positional = tuple([a if (c := a.__class__) is int or c is tuple else  # _spec, inlined where common
+                                (a.dtype, a.data_ptr() % 16 == 0) if c is torch.Tensor else _spec(a) for a in args])
+        else:
+            positional = tuple([a if const else _spec(a) for a, const in zip(args, self.constexpr_at)])
+        return positional, (tuple(kwargs.items()) if self.specialized.isdisjoint(kwargs) else
+                            tuple([(k, _spec(v) if k in self.specialized else v) for k, v in kwargs.items()]))
+
     def run(self, *args, grid, warmup, **kwargs):
-        hooks = triton.knobs.runtime
-        if warmup or _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
+        if warmup or _hooks_set():
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
-        key = (tuple(map(_spec, args)) if len(args) <= self.plain_args else
-               tuple(a if const else _spec(a) for a, const in zip(args, self.constexpr_at)),
-               tuple(kwargs.items()) if self.specialized.isdisjoint(kwargs) else
-               tuple((k, _spec(v) if k in self.specialized else v) for k, v in kwargs.items()))
+        key = self.key(args, kwargs)
         entry = self.fast.get(key)
         if entry is None:
+            assert _int_tuples(args), f"{self.__name__}: a tuple argument holds more than ints (see _spec)"
             kernel = super().run(*args, grid=grid, warmup=warmup, **kwargs)
             if hasattr(kernel, "result"):  # a future, where Triton compiles asynchronously
                 kernel = kernel.result()
-            if len(self.fast) >= 4096:  # shapes seen once, say: keep memory bounded
-                self.fast.clear()
             # the parameters after the positional ones, each from the keywords or its default
-            self.fast[key] = (kernel, [(name, name in kwargs, self.defaults.get(name))
-                                       for name in self.arg_names[len(args):]])
+            kept(self.fast, key, lambda: (kernel, [(name, name in kwargs, self.defaults.get(name))
+                                                   for name in self.arg_names[len(args):]]))
             driver = triton.runtime.driver.active  # started by the launch above
-            self.device, self.stream = driver.get_current_device, driver.get_current_stream
+            # the current stream of tnet's one device (the device's index looked up once)
+            self.stream = functools.partial(driver.get_current_stream, driver.get_current_device())
             return kernel
+        return self.launch(entry, args, kwargs, grid)
+
+    def launch(self, entry, args, kwargs, grid):
+        """Launch a kept (kernel, the parameters after the positional ones) with Triton's launcher."""
         kernel, rest = entry
         values = (*args, *[kwargs[name] if given else default for name, given, default in rest])
         if callable(grid):  # tnet's grids read keyword constexprs alone (a config's block sizes)
             grid = grid(kwargs)
         kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-                   self.stream(self.device()), kernel.function, kernel.packed_metadata, None, None, None, *values)
+                   self.stream(), kernel.function, kernel.packed_metadata, None, None, None, *values)
         return kernel
 
 
 class _Remembered(triton.runtime.Autotuner):
-    """Triton's autotuner that remembers, per tuning key, the chosen config's arguments.
-    Triton's run() rebuilds dicts of all ~35 arguments and checks each one for a dtype on
-    every launch: a fifth of a GEMM call's host time under cProfile. Here a launch with a
-    known key costs one tuple and one dict lookup; a new key goes through Triton's run() as
-    before. The key is Triton's: the key arguments' values and the tensor arguments' dtypes
-    (tnet names every tensor argument *_ptr). Configs may not have pre-hooks, which this
-    path would skip."""
+    """Triton's autotuner that remembers, per tuning key, the chosen config's arguments, and per
+    specialization (_Fast's key of the call) the config and the compiled kernel. Triton's run()
+    rebuilds dicts of all ~35 arguments and checks each one for a dtype on every launch: a fifth
+    of a GEMM call's host time under cProfile. Here a launch seen before costs _Fast's key and one
+    dict lookup; a new tuning key goes through Triton's run() as before. The tuning key is
+    Triton's: the key arguments' values and the tensor arguments' dtypes (tnet names every tensor
+    argument *_ptr); _Fast's key holds both where the key arguments are plain (ints, strings). Configs
+    may not have pre-hooks, which this path would skip."""
 
     @classmethod
     def adopt(cls, tuner, every):
@@ -147,19 +173,34 @@ class _Remembered(triton.runtime.Autotuner):
         names = tuner.arg_names
         tuner.key_args = [(names.index(k), k) for k in tuner.keys]
         tuner.tensor_args = [i for i, name in enumerate(names) if name.endswith("_ptr")]
-        tuner.chosen = {}
+        tuner.chosen = {}  # tuning key -> the chosen config's arguments
+        tuner.launches = {}  # _Fast's key of a call -> (those arguments, _Fast's entry)
         tuner.all_configs = every  # every config the GPU tunes over, for the tests of each one
         return tuner
 
-    def run(self, *args, **kwargs):
-        key = (*[args[i] if i < len(args) else kwargs[name] for i, name in self.key_args],
-               *[getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)])
-        config = self.chosen.get(key)
+    def run(self, *args, grid, warmup, **kwargs):
+        fn = self.fn
+        fast = fn.__class__ is _Fast and not warmup and not _hooks_set()  # not in the interpreter
+        if fast:
+            key = fn.key(args, kwargs)
+            seen = self.launches.get(key)
+            if seen is not None:
+                config, entry = seen
+                return fn.launch(entry, args, {**kwargs, **config}, grid)
+        tuning = [args[i] if i < len(args) else kwargs[name] for i, name in self.key_args]
+        dtypes = [getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)]
+        config = self.chosen.get((*tuning, *dtypes))
         if config is None:
-            ret = super().run(*args, **kwargs)
-            self.chosen[key] = self.best_config.all_kwargs()
+            ret = super().run(*args, grid=grid, warmup=warmup, **kwargs)
+            self.chosen[(*tuning, *dtypes)] = self.best_config.all_kwargs()
             return ret
-        return self.fn.run(*args, **kwargs, **config)
+        meta = {**kwargs, **config}
+        kernel = fn.run(*args, grid=grid, warmup=warmup, **meta)
+        if fast and plain(*tuning):
+            entry = fn.fast.get(fn.key(args, meta))
+            if entry is not None:
+                kept(self.launches, key, lambda: (config, entry))
+        return kernel
 
 
 def warm_bench(kernel_call, quantiles):

@@ -203,11 +203,11 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
 
 @autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
 @triton.jit
-def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalars, sizes, a_strides, b_strides, c_strides,
+def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, sizes, a_strides, b_strides, c_strides,
                      OP: tl.constexpr, ARITY: tl.constexpr, SCALARS: tl.constexpr, FLAT: tl.constexpr,
                      ROUTE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """y = OP(a, b, c) over the n elements of y, dense with axes `sizes` (innermost first); operand i
-    is read through its strides on those axes, or is the number scalars[i] where bit i of SCALARS
+    is read through its strides on those axes, or is the number s0, s1 or s2 where bit i of SCALARS
     is set. FLAT: every operand is dense like y and read at y's offsets. ROUTE: the axis whose
     coordinate "route" compares. COMPUTE: the operands' dtype in registers (fp32, or int64)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -236,21 +236,21 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, scalars, sizes, a_strides, b
     # Loads written out, not a helper: each call of a jit function costs ms in the interpreter.
     # A number becomes a tensor like the others, for tl.where.
     if SCALARS & 1:
-        a = tl.zeros([BLOCK], COMPUTE) + scalars[0]
+        a = tl.zeros([BLOCK], COMPUTE) + s0
     else:
         a = tl.load(a_ptr + off_a, mask=mask).to(COMPUTE)
     b = a
     c = a
     if ARITY > 1:
         if SCALARS & 2:
-            b = tl.zeros([BLOCK], COMPUTE) + scalars[1]
+            b = tl.zeros([BLOCK], COMPUTE) + s1
         elif OP == "route":  # int64 indices
             b = tl.load(b_ptr + off_b, mask=mask)
         else:
             b = tl.load(b_ptr + off_b, mask=mask).to(COMPUTE)
     if ARITY > 2:
         if SCALARS & 4:
-            c = tl.zeros([BLOCK], COMPUTE) + scalars[2]
+            c = tl.zeros([BLOCK], COMPUTE) + s2
         else:
             c = tl.load(c_ptr + off_c, mask=mask).to(COMPUTE)
     y = _apply(OP, a, b, c, coord)
@@ -418,7 +418,7 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
         numbers = tuple(0 if tensor else _number(x, plan) for x, tensor in zip(slots, plan.tensor_at))
     else:
         ptrs, numbers = slots, (0, 0, 0)
-    pointwise_kernel[plan.grid](*ptrs, y, plan.n, numbers, *plan.tail, **plan.kw)
+    pointwise_kernel[plan.grid](*ptrs, y, plan.n, *numbers, *plan.tail, **plan.kw)
     return y
 
 
