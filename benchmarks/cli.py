@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from . import convs, eager, gemm, launch, layers, profile, train, zoo
+from . import convs, eager, gemm, launch, layers, profile, runs, train, zoo
 
 STUDIES = {  # name: (run(args), one-line help)
     "gemm": (gemm.run, "GEMM variants (naive, tiled, two_tiles, tnet) against cuBLAS and numpy"),
@@ -23,9 +23,11 @@ STUDIES = {  # name: (run(args), one-line help)
     "eager": (eager.run, "the host's time per op (a + b, relu, a backward, conv2d, BatchNorm2d) and eager training steps "
                          "(the README network, ResNet-18 bf16 at batch 128 and 256): tnet against PyTorch eager, "
                          "and tnet.graph.capture against PyTorch graphed"),
+    "runs": (runs.run, "airbench94's whole training runs, seeds 0 to N-1: tnet's (train.py's) and a PyTorch twin of the "
+                       "same recipe (muon) on the same batches, accuracy and seconds per run"),
 }
 OPTIONS = {"convs": convs.add_arguments, "train": train.add_arguments,  # study: adds its own options to its parser
-           "zoo": zoo.add_arguments, "eager": eager.add_arguments}
+           "zoo": zoo.add_arguments, "eager": eager.add_arguments, "runs": runs.add_arguments}
 NEEDS_GPU = ("Every study needs a CUDA GPU: without one (torch.cuda.is_available() is False) bench.py prints "
              "'bench.py STUDY: needs a CUDA GPU' and exits with status 2, before it imports tnet (which would "
              "run its kernels on Triton's CPU interpreter, far too slow to time).")

@@ -18,12 +18,12 @@ import tnet  # first: switches the Triton interpreter on before kernels load
 from helpers import TOL, assert_close
 from tnet import optim
 from tnet.models import cifar10_quick
-from benchmarks import (airbench, cli, common, convs, eager, gemm_variants, launch, layers, profile, steps, train, zoo,
-                        zoo_models)
+from benchmarks import (airbench, cli, common, convs, eager, gemm_variants, launch, layers, profile, runs, steps, train,
+                        zoo, zoo_models)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo", "eager"]
+STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo", "eager", "runs"]
 
 
 @pytest.fixture(autouse=True)
@@ -720,3 +720,41 @@ def test_eager_op_rows_check_each_op_then_time_it(monkeypatch):
     assert [r["variant"] for r in rows if r["case"].startswith("bare")] == ["tnet", "tnet"]
     assert all(r["err"] <= eager.OP_TOL for r in rows)
     assert [r["vs_torch"] for r in rows if r["variant"] == "tnet" and not r["case"].startswith("bare")] == [1.0] * 5
+
+
+# ---- the runs study's PyTorch twin -----------------------------------------------------------
+
+def test_runs_twin_muon_is_tnets_muon(rng):
+    """The twin's Muon (PyTorch, bf16 Newton-Schulz, filters of a shape in one batch) takes the
+    same steps as tnet.optim.Muon with renormalize=True, within bf16's tolerance."""
+    shapes = [(8, 4, 3, 3), (8, 4, 3, 3), (6, 8, 3, 3)]
+    ws = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    params = [tnet.nn.Parameter(w) for w in ws]
+    twins = [torch.tensor(w, requires_grad=True) for w in ws]
+    opt = optim.Muon(params, lr=0.2, momentum=0.6, weight_decay=0.0, ns_steps=3, renormalize=True)
+    twin = runs.TorchMuon(twins, 0.2, 0.6, 3)
+    for step in range(2):
+        grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        for p, t, g in zip(params, twins, grads):
+            p.grad, t.grad = tnet.tensor(g), torch.tensor(g)
+        opt.step()
+        twin.step(1.0)
+    for p, t, w in zip(params, twins, ws):
+        assert_close(torch.from_numpy(p.numpy()) - torch.from_numpy(w), t.detach() - torch.from_numpy(w), TOL["bf16"], "step")
+
+
+def test_runs_twin_trains_the_recipe_on_the_sample():
+    """A short run of the muon recipe's twin on the built-in sample (no torch.compile on the CPU):
+    its steps change every trainable weight and its accuracy is a fraction of the test images."""
+    from tnet import data
+    from tnet.recipes import RECIPES
+    recipe = dataclasses.replace(RECIPES["muon"], batch_size=100, epochs=1, whitening_images=100)
+    train_x, train_y, test_x, test_y = data.load_cifar10("sample")
+    train_x, test_x = recipe.inputs(train_x, test_x)
+    twin = runs.Twin(recipe, compile_mode=None, dtype=torch.float32)  # PyTorch's CPU float16 convolutions: slow
+    before = {n: p.detach().clone() for n, p in twin.net.named_parameters() if p.requires_grad}
+    accuracy, train_s, eval_s = twin.run(0, train_x, train_y, test_x[:20], test_y[:20], 10)
+    assert 0 <= accuracy <= 1 and train_s > 0 and eval_s > 0
+    for name, p in twin.net.named_parameters():
+        if p.requires_grad:
+            assert not torch.equal(p.detach(), before[name]), name
