@@ -55,26 +55,27 @@ def jit_fast(fn):
 
 def _spec(a):
     """A non-constexpr argument as _Fast's key holds it: a tensor as its dtype and whether its
-    address is a multiple of 16, a float or a bool as its type alone, anything else (an int, a
-    tuple of ints, None) by its value. Triton 3.x specializes a kernel on a tensor's dtype and
-    16-byte alignment, an int's type (i32, i64, u64), whether it is 1 and whether a multiple of 16,
-    a float's or a bool's type: this key tells apart every pair of calls that Triton does, and
-    more (ints are shapes: few values each). tnet's kernels take tuples of ints alone (shapes,
-    strides; _Fast checks it on each new key), so that a tuple is its own key, at no cost."""
+    address is a multiple of 16, a float or a bool as its type alone, a tuple element by element,
+    anything else (an int, None) by its value. Triton 3.x specializes a kernel on a tensor's dtype
+    and 16-byte alignment, an int's type (i32, i64, u64), whether it is 1 and whether a multiple
+    of 16, a float's or a bool's type: this key tells apart every pair of calls that Triton does,
+    and more (ints are shapes: few values each)."""
     cls = a.__class__
-    if cls is int or cls is tuple:
+    if cls is int:
         return a
     if cls is torch.Tensor:
         return (a.dtype, a.data_ptr() % 16 == 0)
     if cls is float or cls is bool:
         return cls
+    if cls is tuple:
+        return tuple([i if i.__class__ is int else _spec(i) for i in a])
     if isinstance(a, torch.Tensor):  # a subclass
         return (a.dtype, a.data_ptr() % 16 == 0)
     return a
 
 
 def _int_tuples(args):
-    """Whether every tuple among args holds ints alone, at any depth (_spec's rule)."""
+    """Whether every tuple among args holds ints alone, at any depth: then each is its own _spec."""
     return all(_ints(a) for a in args if type(a) is tuple)
 
 
@@ -111,6 +112,9 @@ class _Fast(triton.runtime.JITFunction):
         fn.plain_args = constexpr.index(True) if True in constexpr else len(constexpr)
         fn.specialized = {p.name for p in fn.params if not p.is_constexpr}  # other keywords: options, by value
         fn.defaults = {p.name: p.default for p in fn.params if p.has_default}
+        # Until a call passes a tuple holding more than ints (tensors, floats), the key takes each
+        # tuple as it is (shapes and strides: _spec's value at no cost); from then on, by _spec.
+        fn.int_tuples = True
         return fn
 
     def __getitem__(self, grid):
@@ -118,9 +122,11 @@ class _Fast(triton.runtime.JITFunction):
 
     def key(self, args, kwargs):
         """A call's specialization: constexprs and options by value, the other arguments by _spec."""
-        if len(args) <= self.plain_args:
+        if len(args) <= self.plain_args and self.int_tuples:
             positional = tuple([a if (c := a.__class__) is int or c is tuple else  # _spec, inlined where common
                                 (a.dtype, a.data_ptr() % 16 == 0) if c is torch.Tensor else _spec(a) for a in args])
+        elif len(args) <= self.plain_args:
+            positional = tuple([a if a.__class__ is int else _spec(a) for a in args])
         else:
             positional = tuple([a if const else _spec(a) for a, const in zip(args, self.constexpr_at)])
         return positional, (tuple(kwargs.items()) if self.specialized.isdisjoint(kwargs) else
@@ -132,7 +138,10 @@ class _Fast(triton.runtime.JITFunction):
         key = self.key(args, kwargs)
         entry = self.fast.get(key)
         if entry is None:
-            assert _int_tuples(args), f"{self.__name__}: a tuple argument holds more than ints (see _spec)"
+            if self.int_tuples and not _int_tuples(args):
+                self.int_tuples = False
+                self.fast.clear()  # keys that held such tuples as they are
+                key = self.key(args, kwargs)
             kernel = super().run(*args, grid=grid, warmup=warmup, **kwargs)
             if hasattr(kernel, "result"):  # a future, where Triton compiles asynchronously
                 kernel = kernel.result()
@@ -198,8 +207,8 @@ class _Remembered(triton.runtime.Autotuner):
         kernel = fn.run(*args, grid=grid, warmup=warmup, **meta)
         if fast and plain(*tuning):
             entry = fn.fast.get(fn.key(args, meta))
-            if entry is not None:
-                kept(self.launches, key, lambda: (config, entry))
+            if entry is not None:  # keyed anew: the run may have changed how fn keys tuples
+                kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))
         return kernel
 
 
