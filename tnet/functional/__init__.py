@@ -35,6 +35,11 @@ from .pointwise import clamp as clip
 from .reduce import amax, amin, std, std_mean, var, var_mean
 from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
+# what training scripts use besides (issue 26, fifth session)
+from .copy import interpolate
+from .norm import instance_norm
+from .pointwise import prelu
+from .reduce import cosine_similarity, kl_div, norm, normalize
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -67,4 +72,15 @@ for _name, _method in {
         "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "amax": amax, "amin": amin,
         "std": std, "var": var, "softmax": softmax, "log_softmax": log_softmax, "long": _cast(torch.int64),
         "int": _cast(torch.int32), "bool": _cast(torch.bool)}.items():
+    setattr(Tensor, _name, _method)
+
+
+def _host(self):
+    """cpu() and cuda(): tnet keeps every tensor on its one device, so both return the tensor
+    itself (numpy(), item() and tolist() copy to the host)."""
+    return self
+
+
+for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
+                       "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow}.items():
     setattr(Tensor, _name, _method)

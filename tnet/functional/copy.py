@@ -17,7 +17,8 @@ from ..kernels import copy as _copy
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
-from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, record
+from ..kernels.launch import no_host_read
+from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, record, tensor
 from .inputs import check_tensors
 from .pointwise import ne, sum_to, where
 
@@ -39,10 +40,50 @@ def _rearranged(name, x, y, inverse):
 
 
 def getitem(x, index):
-    """x[index], basic indexing only (ints, slices with step > 0, None, Ellipsis): a view of the
-    same memory."""
+    """x[index]: basic indexing (ints, slices with step > 0, None, Ellipsis), a view of the same
+    memory; or the advanced indexing that training scripts use, a copy (_advanced)."""
+    advanced = _advanced(x, index)
+    if advanced is not None:
+        return advanced
     index = _basic_index(index)
     return _part("getitem", x, lambda t: t[index])
+
+
+def _is_advanced(item):
+    return isinstance(item, (Tensor, list, np.ndarray))
+
+
+def _advanced(x, index):
+    """x[index] for an index that is an integer tensor (or list) of rows, x[idx] = [*idx.shape,
+    *x.shape[1:]]; a bool mask of x's leading dims, x[mask] = the selected rows in order (a host
+    read of the mask, as torch's); or a tuple of full slices with one 1-D integer index, x[:, idx],
+    index_select along that dim. None for basic indexing. Other mixes raise."""
+    items = index if isinstance(index, tuple) else (index,)
+    where_ = [i for i, item in enumerate(items) if _is_advanced(item)]
+    if not where_:
+        return None
+    if len(where_) > 1 or any(not _is_advanced(item) and item != slice(None) for item in items):
+        raise TypeError("tnet.Tensor indexing: advanced indexing takes one integer or bool tensor (or list), alone "
+                        "or among full slices (x[idx], x[mask], x[:, idx]); other mixes are not supported")
+    (d,) = where_
+    idx = items[d]
+    idx = idx if isinstance(idx, Tensor) else tensor(np.asarray(idx))
+    if idx.dtype == torch.bool:
+        check(d == 0, "tnet.Tensor indexing: a bool mask indexes the leading dims (x[mask]) only")
+        check(tuple(idx.shape) == tuple(x.shape[:idx.ndim]),
+              lambda: f"tnet.Tensor indexing: the mask's shape {tuple(idx.shape)} does not match the indexed "
+                      f"tensor's {tuple(x.shape[:idx.ndim])}")
+        no_host_read(idx.data, "x[mask]")
+        rows = np.flatnonzero(idx.data.cpu().numpy()).astype(np.int64)
+        flat = reshape(x, (-1, *x.shape[idx.ndim:]))
+        return index_select(flat, 0, tensor(rows))
+    check(idx.dtype in _copy.INDEX_DTYPES,
+          lambda: f"tnet.Tensor indexing: tensors used as indices must be long, int or bool tensors, got {idx.dtype}")
+    if d > 0:
+        check(idx.ndim <= 1, "tnet.Tensor indexing: x[:, idx] takes a 1-D index")
+        return index_select(x, d, reshape(idx, (-1,)))
+    rows = index_select(x, 0, reshape(idx, (-1,)))
+    return reshape(rows, (*idx.shape, *x.shape[1:]))
 
 
 def _basic_index(index):
@@ -496,3 +537,35 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     padding_idx = padding_idx % weight.shape[0]
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
     return where(keep, rows, Tensor(rows.data))  # the padding rows' values, without their gradient
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resize [N, C, L] or [N, C, H, W] to `size` or by `scale_factor`, mode 'nearest' (torch's:
+    output pixel i takes input pixel min(floor(i * scale), in - 1), scale = in / out, or
+    1 / scale_factor where given), as index_select along each axis (its gradient sums back).
+    Other modes are not implemented."""
+    check_tensors("interpolate", input=input)
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented (only 'nearest')")
+    check(align_corners is None, "interpolate: align_corners only goes with the linear modes")
+    check(not antialias, "interpolate: antialias only goes with the linear modes")
+    check(input.ndim in (3, 4), lambda: f"interpolate: expected a 3-D or 4-D input, got {tuple(input.shape)}")
+    check((size is None) != (scale_factor is None), "interpolate: give either size or scale_factor")
+    spatial = input.shape[2:]
+    sizes = [size] * len(spatial) if isinstance(size, int) else size
+    scales = [scale_factor] * len(spatial) if isinstance(scale_factor, numbers.Real) else scale_factor
+    check((sizes if size is not None else scales) is not None and len(sizes if size is not None else scales) == len(spatial),
+          lambda: f"interpolate: size or scale_factor must have {len(spatial)} elements")
+    out = input
+    for axis, n in enumerate(spatial):
+        if size is not None:
+            m, scale = int(sizes[axis]), None
+        else:
+            m = int(math.floor(n * scales[axis]))
+            scale = None if recompute_scale_factor else 1.0 / scales[axis]
+        check(m > 0, lambda: f"interpolate: the output size must be positive, got {m}")
+        step = np.float32(n / m if scale is None else scale)
+        src = np.minimum(np.floor(np.arange(m, dtype=np.float32) * step), n - 1).astype(np.int64)
+        out = index_select(out, axis + 2, tensor(src))
+    return out

@@ -93,3 +93,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     n, c = input.shape[:2]
     y = reshape(_normalised(reshape(input, (n, num_groups, -1)), 2, eps), input.shape)
     return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Each sample's channels normalised over their positions (group_norm with a group per channel),
+    then per-channel weight and bias. Running statistics (track_running_stats) are not implemented."""
+    check(use_input_stats and running_mean is None and running_var is None,
+          "instance_norm: running statistics are not implemented (use track_running_stats=False)")
+    check_tensors("instance_norm", input=input)
+    check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
+    return group_norm(input, input.shape[1], weight, bias, eps)

@@ -15,7 +15,7 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import abs, clamp_min, div, eq, exp, log, lt, mul, neg, pow, relu, sub, where
+from .pointwise import abs, clamp_min, div, eq, exp, gt, log, lt, mul, neg, pow, relu, sub, where
 
 
 def _dims(name, input, dim):
@@ -330,3 +330,72 @@ def one_hot(tensor, num_classes=-1):
     elif num_classes == -1:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     return eq(unsqueeze(tensor, -1), arange(num_classes)).long()
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """torch.norm's vector norms over dim (None: all elements): p 2 or 'fro' (the elements' 2-norm)
+    sqrt(sum |x|^2), p 1, inf and -inf; other p sum(|x|^p)^(1/p); 'nuc' and p 0 raise. dtype: the
+    input cast first."""
+    check_tensors("norm", input=input)
+    if dtype is not None:
+        input = input.to(dtype)
+    check(p == "fro" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
+          lambda: f"norm: p must be a number or 'fro', got {p!r}")
+    dim = () if dim is None else dim
+    if p == "fro" or p == 2:
+        return _two_norm(input, dim, keepdim)
+    if p == math.inf:
+        return amax(abs(input), dim, keepdim)
+    if p == -math.inf:
+        return amin(abs(input), dim, keepdim)
+    if p == 1:
+        return sum(abs(input), dim, keepdim)
+    check(p != 0, "norm: p=0 (the count of nonzeros) is not supported; use count_nonzero")
+    return pow(sum(pow(abs(input), p), dim, keepdim), 1.0 / p)
+
+
+def _two_norm(input, dim, keepdim):
+    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN)."""
+    with no_grad():
+        y = pow(sum(mul(input, input), dim, keepdim=True), 0.5)
+
+    def backward(g):
+        with no_grad():
+            g = reshape(Tensor(g), y.shape)
+            return where(eq(y, 0), 0.0, div(mul(g, input), y)).data
+    out = record("norm", y.data, (input,), lambda g: (backward(g),), saved=(input, y))
+    return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p over dim, eps), as torch.nn.functional.normalize."""
+    check(out is None, "normalize: out= is not supported")
+    return div(input, clamp_min(norm(input, p, dim, keepdim=True), eps))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
+    torch.nn.functional.cosine_similarity."""
+    check_tensors("cosine_similarity", x1=x1, x2=x2)
+    n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
+    n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)
+    return sum(mul(div(x1, n1), div(x2, n2)), dim)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """torch's KL divergence with input log-probabilities: target * (log(target) - input) (0 where
+    target is 0), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
+    element, torch's default), 'batchmean' (the sum over the batch size), 'sum' or 'none'."""
+    check(size_average is None and reduce is None, "kl_div: size_average and reduce are deprecated; use reduction")
+    check(reduction in ("mean", "batchmean", "sum", "none"),
+          lambda: f"kl_div: {reduction!r} is not a valid value for reduction")
+    input, target = _loss_inputs("kl_div", input, target, "none")
+    if log_target:
+        loss = mul(exp(target), sub(target, input))
+    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf), and NaN stays NaN
+        positive = gt(target, 0)
+        loss = sub(where(positive, mul(target, log(where(positive, target, 1.0))), mul(target, 0.0)),
+                   mul(target, input))
+    if reduction == "batchmean":
+        return div(sum(loss), input.shape[0] if input.ndim else 1)
+    return _reduced("kl_div", loss, reduction)

@@ -926,6 +926,80 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Module):
+    """Dim `dim` unflattened into unflattened_size (F.unflatten), as torch's."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        return F.unflatten(x, self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class PReLU(Module):
+    """F.prelu with num_parameters slopes (1, or one per channel), each starting at init."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        _factory_args("PReLU", device, dtype)
+        self.num_parameters = num_parameters
+        self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class InstanceNorm2d(Module):
+    """F.instance_norm, with per-channel weight (ones) and bias (zeros) where affine, as torch's
+    (affine=False by default). track_running_stats=True is not implemented."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__()
+        _factory_args("InstanceNorm2d", device, dtype)
+        if track_running_stats:
+            raise NotImplementedError("InstanceNorm2d: track_running_stats=True is not implemented")
+        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
+        self.weight = Parameter(np.ones(num_features)) if affine else None
+        self.bias = Parameter(np.zeros(num_features)) if affine else None
+
+    def forward(self, x):
+        check(x.ndim == 4, lambda: f"InstanceNorm2d: expected a 4-D input, got {tuple(x.shape)}")
+        return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+
+
+class Upsample(Module):
+    """F.interpolate by size or scale_factor ('nearest' only), as torch's."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self):
+        shown = f"scale_factor={self.scale_factor}" if self.size is None else f"size={self.size}"
+        return f"{shown}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, "nearest")
+
+
 class Dropout(Module):
     """F.dropout in training mode (module.train()), the identity in eval mode."""
     _drop = staticmethod(F.dropout)

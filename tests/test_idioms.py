@@ -1,0 +1,109 @@
+"""What training scripts use beside the layers (issue 26): advanced indexing, norms, normalize,
+cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
+script touches once (backends, compile, Variable, cpu/cuda/type_as). Each against torch in float64."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from helpers import TOL, assert_close, check, leaf
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, 3, math.inf, -math.inf])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), ((0, 2), True)])
+def test_norm_as_torch(rng, p, dim, keepdim):
+    x, ref = leaf(rng, 3, 4, 5)
+    check(lambda a: tnet.norm(a, p, dim, keepdim), lambda a: torch.norm(a, p, dim, keepdim), [(x, ref)], rng)
+
+
+def test_two_norm_of_zeros_has_torchs_zero_gradient():
+    x = tnet.tensor(np.zeros((2, 3)), requires_grad=True)
+    x.norm(dim=1).sum().backward()
+    assert np.array_equal(x.grad.numpy(), np.zeros((2, 3)))
+
+
+def test_normalize_cosine_similarity_kl_div_as_torch(rng):
+    x, xr = leaf(rng, 4, 6)
+    y, yr = leaf(rng, 4, 6)
+    check(lambda a: F.normalize(a, dim=1), lambda a: torch.nn.functional.normalize(a, dim=1), [(x, xr)], rng)
+    check(lambda a, b: F.cosine_similarity(a, b), lambda a, b: torch.nn.functional.cosine_similarity(a, b),
+          [(x, xr), (y, yr)], rng)
+    for reduction in ("mean", "batchmean", "sum", "none"):
+        logp = lambda t, mod: mod.log_softmax(t, 1)
+        check(lambda a, b: F.kl_div(logp(a, F), F.softmax(b, 1), reduction=reduction),
+              lambda a, b: torch.nn.functional.kl_div(logp(a, torch), torch.softmax(b, 1), reduction=reduction),
+              [(x, xr), (y, yr)], rng)
+        check(lambda a, b: F.kl_div(logp(a, F), logp(b, F), reduction=reduction, log_target=True),
+              lambda a, b: torch.nn.functional.kl_div(logp(a, torch), logp(b, torch), reduction=reduction,
+                                                      log_target=True), [(x, xr), (y, yr)], rng)
+
+
+def test_kl_div_of_a_zero_target_is_zero():
+    out = F.kl_div(tnet.tensor([[-1.0, -2.0]]), tnet.tensor([[0.0, 1.0]]), reduction="none")
+    assert out.numpy().tolist() == [[0.0, 2.0]]
+
+
+def test_prelu_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, 4, 4)
+    x.data[0, 0, 0, :2] = 0.0
+    xr.data[0, 0, 0, :2] = 0.0
+    for n in (1, 3):
+        w, wr = leaf(rng, n)
+        check(lambda a, b: F.prelu(a, b), lambda a, b: torch.nn.functional.prelu(a, b), [(x, xr), (w, wr)], rng)
+    assert nn.PReLU(3).weight.numpy().tolist() == [0.25] * 3
+
+
+def test_instance_norm_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, 4, 5)
+    w, wr = leaf(rng, 3)
+    b, br = leaf(rng, 3)
+    check(lambda a, c, d: F.instance_norm(a, weight=c, bias=d), lambda a, c, d: torch.nn.functional.instance_norm(
+        a, weight=c, bias=d), [(x, xr), (w, wr), (b, br)], rng, TOL["ieee"] * 10)
+    assert nn.InstanceNorm2d(3).weight is None and nn.InstanceNorm2d(3, affine=True).weight.shape == (3,)
+    with pytest.raises(NotImplementedError):
+        nn.InstanceNorm2d(3, track_running_stats=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(scale_factor=2), dict(size=(6, 10)), dict(size=3), dict(scale_factor=1.5),
+                                    dict(scale_factor=(0.5, 3))])
+def test_nearest_interpolate_as_torch(rng, kwargs):
+    x, xr = leaf(rng, 2, 3, 4, 5)
+    check(lambda a: F.interpolate(a, **kwargs), lambda a: torch.nn.functional.interpolate(a, **kwargs), [(x, xr)], rng)
+    assert tuple(nn.Upsample(**kwargs)(x).shape) == tuple(torch.nn.Upsample(**kwargs)(xr).shape)
+
+
+def test_interpolate_errors():
+    x = tnet.randn(1, 2, 4, 4)
+    with pytest.raises(NotImplementedError, match="bilinear"):
+        F.interpolate(x, scale_factor=2, mode="bilinear")
+    with pytest.raises(ValueError, match="either size or scale_factor"):
+        F.interpolate(x)
+
+
+def test_advanced_indexing_as_torch(rng):
+    x, xr = leaf(rng, 5, 3, 2)
+    idx = tnet.tensor(np.array([[4, 0], [0, 2]]))
+    check(lambda a: a[idx], lambda a: a[torch.tensor([[4, 0], [0, 2]])], [(x, xr)], rng)
+    check(lambda a: a[[1, 1, 3]], lambda a: a[[1, 1, 3]], [(x, xr)], rng)
+    check(lambda a: a[:, tnet.tensor([2, 0])], lambda a: a[:, torch.tensor([2, 0])], [(x, xr)], rng)
+    mask = xr.detach()[:, 0, 0] > 0
+    check(lambda a: a[tnet.tensor(mask.numpy())], lambda a: a[mask], [(x, xr)], rng)
+    full = xr.detach() > 0
+    check(lambda a: a[tnet.tensor(full.numpy())], lambda a: a[full], [(x, xr)], rng)
+    with pytest.raises(TypeError, match="advanced indexing"):
+        x[idx, 1]
+
+
+def test_names_scripts_touch_once():
+    tnet.backends.cudnn.benchmark = True
+    model = nn.Linear(2, 2)
+    assert tnet.compile(model) is model and tnet.compile(mode="max-autotune")(print) is print
+    x = tnet.randn(2, 2)
+    assert x.cpu() is x and x.cuda() is x and tnet.autograd.Variable(x) is x
+    assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
+    assert_close(x.pow(2).data, x.data.double() ** 2, TOL["ieee"])
+    assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
