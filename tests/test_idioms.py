@@ -107,3 +107,50 @@ def test_names_scripts_touch_once():
     assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
     assert_close(x.pow(2).data, x.data.double() ** 2, TOL["ieee"])
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_as_torch(rng, dim):
+    x, xr = leaf(rng, 4, 5, 3)
+    shape = [3, 4, 2]
+    idx = rng.integers(0, x.shape[dim], shape)
+    check(lambda a: a.gather(dim, tnet.tensor(idx)), lambda a: a.gather(dim, torch.tensor(idx)), [(x, xr)], rng)
+    with pytest.raises(IndexError, match="out of bounds"):
+        tnet.gather(x, dim, tnet.tensor(idx + 10))
+
+
+def test_label_smoothing_gather_idiom(rng):
+    logits, ref = leaf(rng, 6, 10)
+    y = rng.integers(0, 10, 6)
+    check(lambda a: -F.log_softmax(a, -1).gather(-1, tnet.tensor(y).unsqueeze(1)).mean(),
+          lambda a: -torch.log_softmax(a, -1).gather(-1, torch.tensor(y).unsqueeze(1)).mean(), [(logits, ref)], rng)
+
+
+def test_scatter_as_torch(rng):
+    x, xr = leaf(rng, 3, 5)
+    s, sr = leaf(rng, 3, 4)
+    idx = np.array([[0, 1, 2, 3], [4, 3, 2, 1], [1, 0, 4, 2]])  # no repeats in a row: one value per position
+    check(lambda a, b: tnet.scatter(a, 1, tnet.tensor(idx), b), lambda a, b: torch.scatter(a, 1, torch.tensor(idx), b),
+          [(x, xr), (s, sr)], rng)
+    check(lambda a: a.scatter(1, tnet.tensor(idx), 2.5), lambda a: a.scatter(1, torch.tensor(idx), 2.5), [(x, xr)], rng)
+    y = rng.integers(0, 10, 6)
+    one_hot = tnet.zeros(6, 10).scatter_(1, tnet.tensor(y).view(-1, 1), 1)
+    assert np.array_equal(one_hot.numpy(), np.eye(10, dtype=np.float32)[y])
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,kj", [(3, 4), (5, 4)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+    ("i,i->", [(4,), (4,)]), ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ij->j", [(3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("bi,bi->b", [(3, 4), (3, 4)]), ("ijk,ik->j", [(2, 3, 4), (2, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)])])
+def test_einsum_as_torch(rng, equation, shapes):
+    pairs = [leaf(rng, *s) for s in shapes]
+    check(lambda *a: tnet.einsum(equation, *a), lambda *a: torch.einsum(equation, *a), pairs, rng, TOL["tf32"])
+
+
+def test_einsum_errors():
+    with pytest.raises(ValueError, match="diagonal"):
+        tnet.einsum("ii->i", tnet.randn(3, 3))
+    with pytest.raises(ValueError, match="sizes"):
+        tnet.einsum("ij,jk->ik", tnet.randn(3, 4), tnet.randn(5, 2))

@@ -193,7 +193,8 @@ def test_bad_input(rng):
     cases = [(lambda: F.add(x, "a"), "tnet.Tensor or a Python number"),
              (lambda: F.mul(2, 3), "must be a tnet.Tensor"),
              (lambda: x + tnet.tensor(np.ones((4, 3))), "do not broadcast"),
-             (lambda: x + tnet.tensor(np.ones((3, 4), dtype=np.int64)), "floating-point"),
+             (lambda: tnet.tensor(np.ones(3, dtype=np.int64)) / tnet.tensor(np.ones(3, dtype=np.int64)),
+              "floating-point"),
              (lambda: F.sum(x, 2), r"out of range \(expected to be in range of \[-2, 1\], but got 2\)"),
              (lambda: F.mean(x, (1, -1)), "dim 1 appears multiple times"),
              (lambda: F.sum(x, 1.5), "dim must be an int"),
@@ -208,6 +209,19 @@ def test_bad_input(rng):
     for fn, message in cases:
         with pytest.raises(ValueError, match=message):
             fn()
+
+
+def test_integer_arithmetic_promotes_as_torch(rng):
+    """add, sub, mul and neg take integer tensors: integers stay int64, a float tensor or a float
+    number makes the result float32, as torch's promotion."""
+    a, b = rng.integers(-50, 50, (3, 4)), rng.integers(-50, 50, (4,))
+    f = rng.standard_normal((3, 4)).astype(np.float32)
+    ta, tb, tf = tnet.tensor(a), tnet.tensor(b), tnet.tensor(f)
+    ra, rb, rf = torch.tensor(a), torch.tensor(b), torch.tensor(f)
+    for got, ref in [(ta + tb, ra + rb), (ta - 3, ra - 3), (ta * tb, ra * rb), (-ta, -ra), (2 * ta, 2 * ra),
+                     (ta * 2.5, ra * 2.5), (tf + ta, rf + ra), (ta - tf, ra - rf)]:
+        assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+        assert_close(got.data, ref, TOL["ieee"])
 
 
 # ---- activations at NaN and at their kinks; the inplace= flag --------------------------------

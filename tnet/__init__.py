@@ -45,11 +45,11 @@ __all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chun
             "swapdims", "t", "tanh", "transpose", "unbind", "unflatten", "unsqueeze", "var", "var_mean", "where",
             "arange", "empty", "empty_like", "full_like", "ones_like", "randperm", "zeros_like", "isinf", "isnan",
             "eye", "linspace", "randint", "maximum", "minimum"]
-from .functional import norm  # noqa: E402
+from .functional import einsum, gather, norm, scatter  # noqa: E402
 from . import backends  # noqa: E402
 from .autograd import Variable  # noqa: E402
 from . import autograd  # noqa: E402
-__all__ += ["norm", "backends", "autograd", "Variable", "compile"]
+__all__ += ["einsum", "gather", "norm", "scatter", "backends", "autograd", "Variable", "compile"]
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,

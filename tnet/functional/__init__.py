@@ -36,7 +36,8 @@ from .reduce import amax, amin, std, std_mean, var, var_mean
 from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
 # what training scripts use besides (issue 26, fifth session)
-from .copy import interpolate
+from .copy import gather, interpolate, scatter, scatter_
+from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
@@ -82,5 +83,6 @@ def _host(self):
 
 
 for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
-                       "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow}.items():
+                       "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
+                       "gather": gather, "scatter": scatter, "scatter_": scatter_}.items():
     setattr(Tensor, _name, _method)

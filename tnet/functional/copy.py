@@ -6,6 +6,7 @@ in the input's layout.
 A channels-last activation (a convolution's output: NCHW shape, NHWC memory) behaves as torch's
 NCHW tensor: view, reshape and flatten give torch's values in torch's order, and where no view
 of the NHWC memory can, view copies to NCHW first (view may copy a channels-last activation)."""
+import builtins
 import functools
 import math
 import numbers
@@ -14,13 +15,14 @@ import numpy as np
 import torch
 
 from ..kernels import copy as _copy
+from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..kernels.launch import no_host_read
-from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, record, tensor
+from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, is_grad_enabled, record, tensor
 from .inputs import check_tensors
-from .pointwise import ne, sum_to, where
+from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
 
 
 def _part(name, x, make):
@@ -569,3 +571,80 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         src = np.minimum(np.floor(np.arange(m, dtype=np.float32) * step), n - 1).astype(np.int64)
         out = index_select(out, axis + 2, tensor(src))
     return out
+
+
+def _flat_positions(name, input, dim, index):
+    """The positions in input.reshape(-1) (row-major) that gather and scatter address: at
+    coordinate c of index, c with c[dim] replaced by index[c]. index: int64 or int32 of input's
+    number of dims, no larger than input along every dim but dim. An index outside [0,
+    input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
+    check_tensors(name, input=input, index=index)
+    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected dtype int64 for index")
+    d = dim_index(dim, max(input.ndim, 1))
+    check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
+          lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
+                  f"{tuple(input.shape)}, dim {d}")
+    if index.numel():
+        no_host_read(index.data, f"{name}()")
+        outside = logical_or(lt(index, 0), ge(index, input.shape[d])).long().data.reshape(-1)
+        bad = int(_reduce.reduce(outside, (0,)).reshape(-1)[0])
+        if bad:
+            raise InputIndexError(f"{name}(): index out of bounds for dimension {d} with size {input.shape[d]}")
+    strides = [math.prod(input.shape[k + 1:]) for k in range(input.ndim)]
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * (0 if k == d else strides[k])
+                          for k, n in enumerate(index.shape)], indexing="ij")
+    base = tensor(builtins.sum(grids) if grids else np.zeros((), np.int64))
+    return add(mul(index.long(), strides[d] if input.ndim else 1), base)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """torch.gather: out[c] = input[c with c[dim] = index[c]], the shape of index; its gradient
+    adds back at those positions."""
+    check(not sparse_grad, "gather: sparse_grad is not supported")
+    positions = _flat_positions("gather", input, dim, index)
+    return reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))), tuple(index.shape))
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """torch.scatter (out of place): input with input[c with c[dim] = index[c]] = src[c] (or
+    value) for every coordinate c of index. A repeated position keeps one of its values, as
+    torch's. Gradients: input's where not overwritten, src's gathered back. reduce is not
+    supported."""
+    check(reduce is None, "scatter: reduce= is not supported")
+    if isinstance(src, numbers.Number):  # torch.scatter(input, dim, index, 1.0): the value form
+        src, value = None, src
+    check((src is None) != (value is None), "scatter: give src or value")
+    positions = reshape(_flat_positions("scatter", input, dim, index), (-1,)).data
+    m, n = positions.shape[0], input.numel()
+    if src is None:
+        values = torch.full((m,), value, dtype=input.dtype, device=input.device)
+    else:
+        check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),
+              lambda: f"scatter(): src {tuple(getattr(src, 'shape', ()))} must be at least index's {tuple(index.shape)}")
+        part = src.data[tuple(slice(0, k) for k in index.shape)]
+        values = copy_(torch.empty(m, dtype=input.dtype, device=input.device), part.reshape(-1))
+    out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.data)
+    _copy.put_(out.view(-1), values, positions)
+    kept_mask = torch.ones(n, dtype=input.dtype, device=input.device)  # 0 where overwritten
+    _copy.put_(kept_mask, torch.zeros(m, dtype=input.dtype, device=input.device), positions)
+    with_src = isinstance(src, Tensor)
+
+    def backward(g):
+        flat = g.contiguous().view(-1)
+        g_input = _pw.pointwise("mul", flat, kept_mask).view(input.shape)
+        if not with_src:
+            return (g_input,)
+        g_src = torch.zeros(src.shape, dtype=src.dtype, device=src.device)
+        picked = _copy.gather_(torch.empty(m, dtype=src.dtype, device=src.device), flat, positions, 0, "scatter")
+        copy_(g_src[tuple(slice(0, k) for k in index.shape)], picked.view(tuple(index.shape)))
+        return g_input, g_src
+    return record("scatter", out, (input, src) if with_src else (input,), backward, saved=(kept_mask, positions))
+
+
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    """Tensor.scatter_: scatter's result written into self (returned). Not on the tape: a tensor
+    that requires grad raises, as an in-place op on a leaf does in torch (use scatter)."""
+    if self.requires_grad and is_grad_enabled():
+        raise RuntimeError("scatter_: tnet's in-place scatter takes no gradient; use the out-of-place scatter")
+    copy_(self.data, scatter(self, dim, index, src, value, reduce=reduce).data)
+    return self

@@ -1,5 +1,7 @@
 """Matrix products: matmul and linear (kernels/gemm.py), and the bias gradient that linear
 and the convolutions share."""
+import math
+
 import torch
 
 from .. import amp
@@ -7,8 +9,9 @@ from ..kernels import gemm as _gemm
 from ..kernels import reduce as _reduce
 from ..kernels.launch import check, is_channels_last
 from ..tensor import record
-from .copy import reshape
+from .copy import permute, reshape
 from .inputs import check_tensors, needs_grad
+from .reduce import sum as _reduce_sum
 
 
 def _matmul2d(a, b):
@@ -120,3 +123,74 @@ def bias_grad(g, dtype):
     if is_channels_last(g):
         return _reduce.sum_except(g.permute(0, 2, 3, 1).view(-1, g.shape[1]), 1, out=out)
     return _reduce.sum_except(g, 1, out=out)
+
+
+def _einsum_labels(equation, operands):
+    """The equation's labels per operand and the output's: each '...' as capital letters standing
+    for the dims it covers (the same count in every operand that has one)."""
+    check(all(c.isalpha() or c in ",.->" or c.isspace() for c in equation),
+          lambda: f"einsum(): invalid subscript given in the equation string {equation!r}")
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    check(len(terms) == len(operands),
+          lambda: f"einsum(): {len(terms)} operands in the equation, but {len(operands)} were given")
+    spans = [x.ndim - len(t.replace("...", "")) if "..." in t else 0 for t, x in zip(terms, operands)]
+    width = max(spans, default=0)
+    dots = "".join(chr(ord("Z") - i) for i in range(width))[::-1]  # the same letters for every '...'
+    labels = [t.replace("...", dots[width - n:]) for t, n in zip(terms, spans)]
+    if arrow:
+        out = rhs.replace("...", dots)
+    else:  # implicit: '...' first, then the labels seen once, in alphabetical order
+        seen = "".join(labels)
+        out = dots + "".join(sorted(c for c in set(seen) if c.islower() and seen.count(c) == 1))
+    for t, x in zip(labels, operands):
+        check(len(t) == x.ndim, lambda: f"einsum(): the subscripts {t!r} do not match an operand of {x.ndim} dims")
+        check(len(set(t)) == len(t), lambda: f"einsum(): a label repeated in one operand ({t!r}, a diagonal) is "
+                                             f"not supported")
+    return labels, out
+
+
+def _einsum_sum(x, labels, keep):
+    """x summed over its labels not in keep: (x, its remaining labels)."""
+    drop = [i for i, c in enumerate(labels) if c not in keep]
+    if drop:
+        x = _reduce_sum(x, tuple(drop))
+    return x, "".join(c for c in labels if c in keep)
+
+
+def einsum(equation, *operands):
+    """torch.einsum for one or two operands (more are taken two at a time, left to right), with
+    '...' and the implicit output: labels summed out, then one batched matmul (batch labels, each
+    operand's free labels, the contracted ones), then the output's order. Not supported: a label
+    repeated within one operand (a diagonal), and sizes that broadcast (1 against n)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    check_tensors("einsum", **{f"operand {i}": x for i, x in enumerate(operands)})
+    labels, out = _einsum_labels(equation, operands)
+    sizes = {}
+    for t, x in zip(labels, operands):
+        for c, n in zip(t, x.shape):
+            check(sizes.setdefault(c, n) == n, lambda: f"einsum(): the label {c!r} has sizes {sizes[c]} and {n}")
+    x, lx = operands[0], labels[0]
+    for i in range(1, len(operands)):
+        x, lx = _einsum_pair(x, lx, operands[i], labels[i], set(out) | set("".join(labels[i + 1:])), sizes)
+    x, lx = _einsum_sum(x, lx, set(out))
+    return permute(x, tuple(lx.index(c) for c in out)) if lx != out else x
+
+
+def _einsum_pair(a, la, b, lb, keep, sizes):
+    """a (labels la) times b (lb), summed over the labels in both that keep (the output's and the
+    later operands') lacks: (the product, its labels: batch, a's free, b's free)."""
+    a, la = _einsum_sum(a, la, set(lb) | keep)
+    b, lb = _einsum_sum(b, lb, set(la) | keep)
+    batch = [c for c in la if c in lb and c in keep]
+    summed = [c for c in la if c in lb and c not in keep]
+    free_a = [c for c in la if c not in lb]
+    free_b = [c for c in lb if c not in la]
+    size = lambda cs: math.prod(sizes[c] for c in cs)
+    a = reshape(permute(a, tuple(la.index(c) for c in batch + free_a + summed)),
+                (size(batch), size(free_a), size(summed)))
+    b = reshape(permute(b, tuple(lb.index(c) for c in batch + summed + free_b)),
+                (size(batch), size(summed), size(free_b)))
+    product = matmul(a, b)
+    return reshape(product, tuple(sizes[c] for c in batch + free_a + free_b)), "".join(batch + free_a + free_b)

@@ -38,7 +38,9 @@ def _operands(name, input, other):
               lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
     check(isinstance(input, Tensor) or isinstance(other, Tensor),
           lambda: f"{name}: input or other must be a tnet.Tensor")
-    return [v.data if isinstance(v, Tensor) else float(v) for v in (input, other)]
+    # ints stay ints: integer arithmetic where every operand is an integer, as torch's
+    return [v.data if isinstance(v, Tensor) else int(v) if isinstance(v, numbers.Integral) else float(v)
+            for v in (input, other)]
 
 
 def sum_to(g, x):

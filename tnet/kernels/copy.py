@@ -192,6 +192,17 @@ def index_add_(dst, src, index, dim):
     return dst
 
 
+def put_(dst, src, index):
+    """dst[index[k]] = src[k] for vectors dst and src (index a vector of int64 or int32 like src):
+    torch's index_copy_ along one axis. A repeated index keeps one of its values (which one is
+    not fixed on the GPU, as torch's scatter). An index out of range raises InputIndexError."""
+    _check_index("put_", dst, src, index, 0)
+    check(dst.dim() == 1 and src.shape == index.shape, lambda: f"put_: dst {tuple(dst.shape)} must be a vector, "
+                                                               f"src {tuple(src.shape)} like index {tuple(index.shape)}")
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, 0, dst.shape[0], report="scatter")
+    return dst
+
+
 def windows(x, dim, size, step):
     """x.unfold(dim, size, step) (dim >= 0; size and step checked by the caller): x's windows of
     `size` along dim, `step` apart, as a view [..., windows, ..., size] of x's memory."""

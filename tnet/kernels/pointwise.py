@@ -41,7 +41,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
-INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not")  # the OPs that take integer and bool tensors
+INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
