@@ -222,6 +222,7 @@ def test_worker_options_are_accepted_and_loading_stays_here():
     loader = DataLoader(dataset, 2, False, None, None, 2, None, True, False, 5.0, boom, None, None,
                         prefetch_factor=4, persistent_workers=True, pin_memory_device="cuda", in_order=False)
     assert loader.num_workers == 2 and loader.pin_memory and loader.timeout == 5.0
+    assert data.get_worker_info() is None
     device = tnet.device("cuda" if tnet.cuda.is_available() else "cpu")
     for (x, y), (rx, ry) in zip(loader, tud.DataLoader(tud.TensorDataset(*map(torch.from_numpy, (
             np.arange(10.0).reshape(5, 2), np.arange(5)))), 2)):
@@ -245,7 +246,9 @@ def test_errors_are_torchs(kwargs, match):
             make(dataset, **kwargs)
 
 
-def test_collate_errors():
+def test_collate_errors_and_edges():
+    """torch's errors; a read-only numpy array and a torch tensor that requires grad collate
+    quietly into plain device data."""
     with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
         data.default_collate([[1, 2], [3]])
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
@@ -261,3 +264,5 @@ def test_collate_errors():
         frozen = np.arange(4.0)
         frozen.flags.writeable = False
         assert data.default_collate([frozen, frozen]).shape == (2, 4)
+    batch = data.default_collate([torch.ones(2, requires_grad=True)] * 3)
+    assert batch.shape == (3, 2) and not batch.requires_grad and not batch.data.requires_grad

@@ -34,7 +34,7 @@ from ..tensor import Tensor, as_storage
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler", "DataLoader",
-           "default_collate", "default_convert"]
+           "default_collate", "default_convert", "get_worker_info"]
 
 KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
 COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -55,7 +55,7 @@ def device_dtype(dtype):
 def _host(v):
     """v, a numpy array or a torch tensor, as a torch tensor (a numpy array's memory shared)."""
     if isinstance(v, torch.Tensor):
-        return v
+        return v.detach()  # data: torch's autograd has no part in tnet
     if not isinstance(v, np.ndarray) or v.dtype.kind in "OSUV":  # objects, strings: torch's refusal
         raise TypeError(COLLATE_ERROR.format(v.dtype if isinstance(v, np.ndarray) else type(v)))
     return torch.from_numpy(np.require(v, requirements="W"))  # a read-only array (a memory map) copied: torch warns
@@ -361,6 +361,12 @@ class BatchSampler(Sampler):
 
 
 # ---- the loader ----
+
+def get_worker_info():
+    """None, torch's answer in the main process: tnet loads there (an IterableDataset that shards
+    its items by worker yields them all)."""
+    return None
+
 
 def _gathered(dataset, indices):
     """default_collate's batch of the items at indices of a TensorDataset (or of Subsets of one, as
