@@ -1,6 +1,7 @@
 """tnet.optim.lr_scheduler against torch.optim.lr_scheduler: the lr (and momentum) sequences to
 the last bit on the same optimizer config, the steps they give reaching the device (also as a
-CUDA graph replays them), state_dict and resuming, and torch's errors."""
+CUDA graph replays them), state_dict and resuming, and torch's errors; ReduceLROnPlateau's lrs and
+counters over a metric sequence."""
 import numpy as np
 import pytest
 import torch
@@ -180,3 +181,71 @@ def test_errors_are_torchs(rng):
     opt.defaults = {k: v for k, v in opt.defaults.items() if k != "momentum"}  # an optimizer without momentum
     with pytest.raises(ValueError, match="optimizer must support momentum"):
         OneCycleLR(opt, 0.1, total_steps=2)
+
+
+PLATEAU = [
+    {"mode": "min", "factor": 0.5, "patience": 2, "cooldown": 1, "min_lr": [0.01, 0.004], "threshold": 0.05},
+    {"mode": "max", "threshold_mode": "abs", "threshold": 0.1, "patience": 0, "factor": 0.3, "eps": 0.005},
+    {"mode": "min", "threshold_mode": "abs", "patience": 1, "cooldown": 2, "min_lr": 0.02},
+]
+
+
+@pytest.mark.parametrize("kwargs", PLATEAU, ids=["min-rel-cooldown", "max-abs-eps", "min-abs-cooldown"])
+def test_reduce_lr_on_plateau_is_torchs(kwargs, rng):
+    """A metric that improves, stalls and worsens (numbers and 0-d tensors): torch's lrs and
+    counters at every step, and the parameters of the steps taken with them (the reduced lrs
+    reach the kernel)."""
+    params, refs, opt, ref = make("SGD", {"momentum": 0.9}, rng)
+    sched = optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    ref_sched = torch.optim.lr_scheduler.ReduceLROnPlateau(ref, **kwargs)
+    walk = np.concatenate([np.linspace(1, 0.5, 4), np.full(5, 0.5), rng.standard_normal(12).cumsum() * 0.1 + 0.5])
+    walk = walk.astype(np.float32)  # the values a float32 0-d tensor holds
+    for epoch, metric in enumerate(walk):
+        sched.step(tnet.tensor(metric) if epoch % 2 else float(metric))
+        ref_sched.step(float(metric))
+        assert sched.get_last_lr() == ref_sched.get_last_lr(), f"lr at epoch {epoch}"
+        assert [g["lr"] for g in opt.param_groups] == [g["lr"] for g in ref.param_groups]
+        for key in ("best", "num_bad_epochs", "cooldown_counter", "last_epoch"):
+            assert getattr(sched, key) == getattr(ref_sched, key), f"{key} at epoch {epoch}"
+        for p, r in zip(params, refs):
+            r.grad = torch.tensor(rng.standard_normal(p.shape))
+            p.grad = tnet.tensor(r.grad.numpy())
+        opt.step()
+        ref.step()
+    assert sched.get_last_lr() != [0.1, 0.03], "the metric never plateaued: the test tests nothing"
+    for i, (p, r) in enumerate(zip(params, refs)):
+        assert_close(p, r, TOL["ieee"], f"parameter {i}")
+
+
+def test_reduce_lr_on_plateau_state_and_errors(tmp_path, rng):
+    """torch's state keys, saved by tnet.save; a loaded scheduler goes on as the first; torch's
+    errors and the deprecated epoch's warning."""
+    _, _, opt, ref = make("Adam", {}, rng)
+    Plateau = optim.lr_scheduler.ReduceLROnPlateau
+    sched, ref_sched = Plateau(opt, patience=1, factor=0.5), torch.optim.lr_scheduler.ReduceLROnPlateau(ref)
+    assert isinstance(sched, optim.lr_scheduler.LRScheduler) and sched.get_last_lr() == [0.1, 0.03]
+    for metric in (3.0, 2.0, 2.5, 2.5):
+        sched.step(metric)
+    assert set(sched.state_dict()) == set(ref_sched.state_dict())
+    tnet.save({"schedule": sched.state_dict()}, str(tmp_path / "ck.npz"))
+    _, _, opt2, _ = make("Adam", {}, rng)
+    resumed = Plateau(opt2, mode="max")
+    opt2.load_state_dict(opt.state_dict())
+    resumed.load_state_dict(tnet.load(str(tmp_path / "ck.npz"))["schedule"])
+    assert resumed.mode == "min" and resumed.mode_worse == float("inf")
+    for metric in (2.4, 2.1, 2.2, 2.3, 1.0):
+        sched.step(metric)
+        resumed.step(metric)
+        assert resumed.get_last_lr() == sched.get_last_lr() and resumed.best == sched.best
+    with pytest.warns(UserWarning, match="epoch parameter"):
+        sched.step(1.0, 9)
+    assert sched.last_epoch == 9
+    for kwargs, error, match in (({"factor": 1.0}, ValueError, "Factor should be < 1.0."),
+                                 ({"mode": "low"}, ValueError, "mode low is unknown!"),
+                                 ({"threshold_mode": "x"}, ValueError, "threshold mode x is unknown!"),
+                                 ({"min_lr": [0.1]}, ValueError, "expected 2 min_lrs, got 1")):
+        for make_sched, o in ((Plateau, opt), (torch.optim.lr_scheduler.ReduceLROnPlateau, ref)):
+            with pytest.raises(error, match=match):
+                make_sched(o, **kwargs)
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        Plateau(ref)

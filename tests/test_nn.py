@@ -1,7 +1,7 @@
 """nn.Module's features against torch.nn.Module: the module tree, parameters and buffers,
 state_dict and load_state_dict, zero_grad and requires_grad_, layers without super().__init__(),
 the containers (Sequential, ModuleList, ModuleDict), add_module, apply, to and the dtype casts,
-Parameter.data assignment."""
+Parameter.data assignment; nn.utils's gradient clipping against torch.nn.utils."""
 from collections import OrderedDict
 
 import numpy as np
@@ -341,3 +341,83 @@ def test_nn_functional_is_tnet_functional():
     import tnet.nn.functional as F1
     from tnet.nn import functional as F2
     assert F1 is F2 is tnet.functional
+
+
+# ---- nn.utils: gradient clipping ----
+
+def grads_pair(rng, shapes=((5, 3), (7,), (2, 3, 1, 2))):
+    """Parameters with gradients (the last without one), in tnet and in torch float32, same values;
+    the second parameter's gradient is a transposed view, as a gradient set by hand may be."""
+    params = [nn.Parameter(rng.standard_normal(s)) for s in shapes]
+    refs = [torch.tensor(p.numpy(), requires_grad=True) for p in params]
+    for i, (p, r) in enumerate(zip(params[:-1], refs)):
+        r.grad = torch.tensor(rng.standard_normal(p.shape), dtype=torch.float32)
+        p.grad = tnet.Tensor(r.grad.clone().to(tnet.DEVICE))
+    params[1].grad = tnet.Tensor(torch.stack([refs[1].grad] * 2).to(tnet.DEVICE).t()[:, 0])  # stride 2
+    return params, refs
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, 3.0, 0.5, "inf", -float("inf"), 0])
+@pytest.mark.parametrize("max_norm", [0.7, 1e4])
+def test_clip_grad_norm_is_torchs(norm_type, max_norm, rng):
+    """The total norm returned and the gradients scaled in place (their memory kept), clipping
+    (max_norm 0.7) or not; a parameter without gradient skipped."""
+    params, refs = grads_pair(rng)
+    ptrs = [p.grad.data.data_ptr() for p in params[:-1]]
+    total = nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+    ref = torch.nn.utils.clip_grad_norm_(refs, max_norm, norm_type)
+    assert isinstance(total, tnet.Tensor) and total.shape == ()
+    assert_close(total, ref, TOL["ieee"], f"total {norm_type}-norm")
+    for i, (p, r) in enumerate(zip(params[:-1], refs)):
+        assert_close(p.grad, r.grad, TOL["ieee"], f"gradient {i}")
+    assert [p.grad.data.data_ptr() for p in params[:-1]] == ptrs and params[-1].grad is None
+
+
+def test_clip_grad_norm_stays_on_the_device(rng):
+    """No host read (aten's _local_scalar_dense) and no torch math: the norm and the clip factor
+    stay on the device, also through get_total_norm and clip_grads_with_norm_; one tensor, or a
+    generator, is taken as torch's."""
+    from helpers import MEMORY_OPS, Recorder
+    params, refs = grads_pair(rng)
+    with Recorder() as rec:
+        total = nn.utils.clip_grad_norm_(iter(params), 0.5)
+        nn.utils.clip_grad_norm_(params[0], 0.5, "inf")
+        nn.utils.clip_grads_with_norm_(params, 0.5, nn.utils.get_total_norm([p.grad for p in params[:-1]], 3.0))
+        nn.utils.clip_grad_value_(params, 0.1)
+    assert "_local_scalar_dense" not in rec.ops and rec.ops <= MEMORY_OPS, sorted(rec.ops)
+    ref = torch.nn.utils.clip_grad_norm_(iter(refs), 0.5)
+    torch.nn.utils.clip_grad_norm_(refs[0], 0.5, "inf")
+    torch.nn.utils.clip_grads_with_norm_(refs, 0.5, torch.nn.utils.get_total_norm([r.grad for r in refs[:-1]], 3.0))
+    torch.nn.utils.clip_grad_value_(refs, 0.1)
+    assert_close(total, ref, TOL["ieee"], "total norm")
+    for i, (p, r) in enumerate(zip(params[:-1], refs)):
+        assert_close(p.grad, r.grad, TOL["ieee"], f"gradient {i}")
+
+
+def test_clip_grad_norm_of_nonfinite_and_missing_gradients(rng):
+    """An infinite gradient: RuntimeError with error_if_nonfinite, else torch's NaN and zeros; no
+    gradients: a zero norm (an empty generator warns, as torch's)."""
+    params, refs = grads_pair(rng)
+    refs[0].grad[1, 2] = float("inf")
+    params[0].grad.data[1, 2] = float("inf")
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        nn.utils.clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
+    total = nn.utils.clip_grad_norm_(params, 1.0)
+    assert total.item() == torch.nn.utils.clip_grad_norm_(refs, 1.0).item() == float("inf")
+    for p, r in zip(params[:-1], refs):
+        np.testing.assert_array_equal(p.grad.numpy(), r.grad.numpy())  # NaN where inf * 0, else 0
+    assert nn.utils.clip_grad_norm_([params[-1]], 1.0).item() == 0.0
+    with pytest.warns(UserWarning, match="empty generator"):
+        assert nn.utils.clip_grad_norm_((p for p in []), 1.0).item() == 0.0
+
+
+def test_clip_grad_value_is_torchs(rng):
+    params, refs = grads_pair(rng)
+    versions = [p.grad._version for p in params[:-1]]
+    assert nn.utils.clip_grad_value_(params, 0.5) is None
+    torch.nn.utils.clip_grad_value_(refs, 0.5)
+    for i, (p, r) in enumerate(zip(params[:-1], refs)):
+        assert_close(p.grad, r.grad, TOL["ieee"], f"gradient {i}")
+        assert p.grad._version > versions[i]
+    import tnet.nn.utils
+    assert tnet.nn.utils is nn.utils and nn.utils.clip_grad_norm_ is tnet.nn.utils.clip_grad_norm_

@@ -311,3 +311,21 @@ def test_issue_26_element_wise_ops_and_layers_use_torch_for_memory_only():
         nn.BatchNorm2d(4)(x[:, 2:6]).sum().backward()
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_data_loading_uses_torch_for_memory_only():
+    """tnet.utils.data's DataLoader: a TensorDataset's batches gathered on the device (shuffled),
+    and samples of numpy arrays, torch tensors, numbers and tnet rows collated."""
+    import torch
+    from tnet.utils.data import DataLoader, TensorDataset
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((7, 2, 3)), rng.integers(0, 5, 7)
+    samples = [(x[i], torch.from_numpy(y)[i], float(i), {"n": i}) for i in range(7)]
+    with Recorder() as rec:
+        tnet.manual_seed(0)
+        for _ in DataLoader(TensorDataset(x, torch.from_numpy(y)), batch_size=3, shuffle=True):
+            pass
+        list(DataLoader(samples, batch_size=4))
+        list(DataLoader(TensorDataset(tnet.tensor(x, requires_grad=True)), batch_size=4))
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -6,7 +6,7 @@ from .tensor import Tensor, enable_grad, inference_mode, is_grad_enabled, no_gra
 from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 
 
@@ -25,7 +25,7 @@ __version__ = "0.1.0"  # pyproject.toml reads it from here
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
            "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
            "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "linalg", "nn", "optim", "models",
-           "data", "graph", "autocast", "get_autocast_dtype", "is_autocast_enabled", "cuda", "device",
+           "data", "graph", "utils", "autocast", "get_autocast_dtype", "is_autocast_enabled", "cuda", "device",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_tensor", "from_numpy"]
 
 # torch's top-level functions: shape ops, factories, element-wise ops, activations and reductions

@@ -26,6 +26,18 @@ def init_generator():
     return _init[0]
 
 
+def host_generator(name, generator=None):
+    """The numpy Generator a host-side draw takes: `generator` (what tnet's functions take as
+    generator=), or the init stream (init_generator) when None. tnet draws on the host with numpy,
+    so a torch.Generator raises TypeError."""
+    if generator is None:
+        return init_generator()
+    if not isinstance(generator, np.random.Generator):
+        raise TypeError(f"{name}: tnet draws on the host, so generator must be a numpy Generator "
+                        f"(np.random.default_rng(seed)), got {type(generator).__name__}")
+    return generator
+
+
 def _capturing():
     return DEVICE.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
@@ -185,7 +197,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     if high is None or size is None:
         raise TypeError("randint() missing the high or size argument")
-    draw = (generator or init_generator()).integers(low, high, size=tuple(size))
+    draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
     return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
 
 

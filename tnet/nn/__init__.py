@@ -16,7 +16,7 @@ from ..functional.conv import check_conv_args
 from ..kernels.launch import check, pair
 from ..factory import init_generator
 from ..tensor import Tensor, as_storage, tensor
-from . import init
+from . import init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
 # `from tnet.nn import functional as F` give tnet.functional itself

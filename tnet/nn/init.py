@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import init_generator
+from ..factory import host_generator
 from ..kernels.launch import check
 from ..tensor import Tensor, bump_version
 
@@ -32,12 +32,7 @@ def _storage(tensor):
 
 
 def _rng(generator):
-    if generator is None:
-        return init_generator()
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"nn.init: tnet draws initial values on the host, so generator must be a numpy Generator "
-                        f"(np.random.default_rng(seed)), got {type(generator).__name__}")
-    return generator
+    return host_generator("nn.init", generator)
 
 
 def _written(tensor):

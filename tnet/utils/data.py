@@ -1,0 +1,479 @@
+"""torch.utils.data for tnet: data sets, samplers and DataLoader, with torch's arguments and
+semantics; a batch comes out as tnet Tensors on tnet's device.
+
+Where tnet differs:
+- Loading runs in the calling process. num_workers, pin_memory, timeout, worker_init_fn,
+  multiprocessing_context, prefetch_factor, persistent_workers, pin_memory_device and in_order
+  are checked as torch checks them and otherwise ignored (worker_init_fn is never called).
+- Random draws (shuffle, RandomSampler, SubsetRandomSampler, random_split) are numpy's, on the
+  host, from the stream that tnet.manual_seed reseeds, or from `generator=`, a numpy Generator:
+  tnet.manual_seed(s) repeats an order, with other numbers than torch's.
+- Batches hold tnet's dtypes: float32, float16, bfloat16, int64, int32 and bool are kept, other
+  floats (float64: Python floats, numpy's default) become float32 and other integers (uint8
+  images) int64, where torch keeps every dtype. Items of one batch must share a dtype (torch
+  promotes).
+
+tnet.data.Loader is tnet's own loader for image sets held on the device (augmentation there)."""
+import bisect
+import collections.abc
+import copy
+import itertools
+import math
+import numbers
+import warnings
+
+import numpy as np
+import torch
+
+from .._device import DEVICE
+from ..factory import host_generator
+from ..functional import stack
+from ..kernels.copy import gather_
+from ..kernels.launch import is_channels_last, memory_format
+from ..tensor import Tensor, as_storage
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
+           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler", "DataLoader",
+           "default_collate", "default_convert", "get_worker_info"]
+
+KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+
+
+# ---- host data to device tensors ----
+
+def device_dtype(dtype):
+    """The dtype tnet holds data of torch dtype `dtype` in: itself where tnet has it, else float32
+    for floats and int64 for integers."""
+    if dtype in KEPT_DTYPES:
+        return dtype
+    if dtype.is_complex:
+        raise TypeError(f"tnet holds no complex data, got {dtype}")
+    return torch.float32 if dtype.is_floating_point else torch.int64
+
+
+def _host(v):
+    """v, a numpy array or a torch tensor, as a torch tensor (a numpy array's memory shared)."""
+    if isinstance(v, torch.Tensor):
+        return v.detach()  # data: torch's autograd has no part in tnet
+    if not isinstance(v, np.ndarray) or v.dtype.kind in "OSUV":  # objects, strings: torch's refusal
+        raise TypeError(COLLATE_ERROR.format(v.dtype if isinstance(v, np.ndarray) else type(v)))
+    return torch.from_numpy(np.require(v, requirements="W"))  # a read-only array (a memory map) copied: torch warns
+
+
+def to_device(v):
+    """A tnet.Tensor on tnet's device holding a copy of v (a numpy array or a torch tensor on any
+    device), in device_dtype."""
+    v = _host(v)
+    return Tensor(as_storage(v, device_dtype(v.dtype)))
+
+
+def _stack_host(items):
+    """numpy arrays or torch tensors of one shape and dtype, stacked where they are: one copy to the
+    device follows, not one per item."""
+    rows = [_host(v) for v in items]
+    first = rows[0]
+    for i, row in enumerate(rows):
+        if row.shape != first.shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(first.shape)} at entry 0 "
+                               f"and {list(row.shape)} at entry {i}")
+        if row.dtype != first.dtype:
+            raise TypeError(f"default_collate: tnet stacks items of one dtype, got {first.dtype} at entry 0 and "
+                            f"{row.dtype} at entry {i}")
+    out = torch.empty((len(rows), *first.shape), dtype=first.dtype, device=first.device)
+    for i, row in enumerate(rows):
+        out[i].copy_(row)
+    return out
+
+
+def _rebuilt(elem, parts):
+    """parts (a dict where elem is a mapping, else a list) in elem's container type, as torch's
+    collate rebuilds them: a named tuple as itself, another tuple as a list (torch's backward
+    compatibility), a mutable mapping or sequence as a copy of elem updated (keeping its type and
+    attributes), other types built from parts; a plain list or dict where that fails."""
+    if isinstance(elem, tuple):
+        return type(elem)(*parts) if hasattr(elem, "_fields") else parts
+    try:
+        if isinstance(elem, collections.abc.MutableMapping):
+            out = copy.copy(elem)
+            out.update(parts)
+            return out
+        if isinstance(elem, collections.abc.MutableSequence):
+            out = copy.copy(elem)
+            for i, part in enumerate(parts):
+                out[i] = part
+            return out
+        return type(elem)(parts)
+    except TypeError:
+        return parts
+
+
+def default_collate(batch):
+    """torch's default_collate: a list of samples into a batch, by the first sample's type. tnet
+    Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
+    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
+    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
+    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return stack(list(batch))
+    if isinstance(elem, (torch.Tensor, np.ndarray)):
+        return to_device(_stack_host(batch))
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, (numbers.Number, np.bool_)):
+        return to_device(np.asarray(batch))
+    if isinstance(elem, collections.abc.Mapping):
+        return _rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
+    if isinstance(elem, collections.abc.Sequence):
+        if any(len(sample) != len(elem) for sample in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        return _rebuilt(elem, [default_collate(samples) for samples in zip(*batch)])
+    raise TypeError(COLLATE_ERROR.format(type(elem)))
+
+
+def default_convert(data):
+    """torch's default_convert (the DataLoader's collate_fn when batch_size is None): numpy arrays
+    and scalars, and torch tensors (which torch leaves), become tnet Tensors on the device, also
+    within dicts, named tuples and sequences (a tuple becomes a list); all else stays as it is."""
+    if isinstance(data, np.ndarray) and data.dtype.kind in "OSUV":
+        return data
+    if isinstance(data, (torch.Tensor, np.ndarray)):
+        return to_device(data)
+    if isinstance(data, (np.number, np.bool_)):
+        return to_device(np.asarray(data))
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        return _rebuilt(data, {key: default_convert(data[key]) for key in data})
+    if isinstance(data, collections.abc.Sequence):
+        return _rebuilt(data, [default_convert(d) for d in data])
+    return data
+
+
+# ---- data sets ----
+
+class Dataset:
+    """torch's map-style data set: a subclass gives __getitem__(index) and, for the samplers,
+    __len__(); `a + b` is ConcatDataset([a, b])."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """torch's iterable-style data set: a subclass gives __iter__; a DataLoader batches its items in
+    the order they come (no sampler, no shuffle). `+` (torch's ChainDataset) is not there."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+    def __add__(self, other):
+        raise TypeError("tnet.utils.data has no ChainDataset: IterableDatasets do not add")
+
+
+class TensorDataset(Dataset):
+    """Tensors of one length, item i the tuple of their rows i. tnet Tensors are kept; numpy
+    arrays and torch tensors are copied to the device once, in default_collate's dtypes, so an
+    item's rows are tnet views. A DataLoader gathers a batch of each tensor by one kernel. A
+    length mismatch raises ValueError (torch asserts)."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        self.tensors = tuple(t if isinstance(t, Tensor) else to_device(t) for t in tensors)
+        if any(t.ndim == 0 or len(t) != len(self.tensors[0]) for t in self.tensors):
+            raise ValueError(f"Size mismatch between tensors: first dims {[tuple(t.shape[:1]) for t in self.tensors]}")
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return len(self.tensors[0])
+
+
+class Subset(Dataset):
+    """The items of dataset at `indices` (a sequence of ints), in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices):
+        """The items at indices, by the data set's own __getitems__ where it has one, as torch's."""
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return getitems([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """The items of several data sets, one after another."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("datasets should not be an empty iterable")
+        if any(isinstance(d, IterableDataset) for d in self.datasets):
+            raise ValueError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx += len(self)
+        i = bisect.bisect_right(self.cumulative_sizes, idx)
+        return self.datasets[i][idx - (self.cumulative_sizes[i - 1] if i else 0)]
+
+
+def random_split(dataset, lengths, generator=None):
+    """Subsets of dataset, of `lengths` (ints, or fractions summing to 1: floor(fraction * len),
+    the remainder dealt one by one from the first, as torch's), over one random permutation drawn
+    by numpy from the stream tnet.manual_seed reseeds (or from generator, a numpy Generator)."""
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = []
+        for i, fraction in enumerate(lengths):
+            if fraction < 0 or fraction > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            sizes.append(math.floor(len(dataset) * fraction))
+        for i in range(len(dataset) - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        for i, size in enumerate(sizes):
+            if size == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
+        lengths = sizes
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = host_generator("random_split", generator).permutation(sum(lengths)).tolist()
+    return [Subset(dataset, indices[end - size:end]) for end, size in zip(itertools.accumulate(lengths), lengths)]
+
+
+# ---- samplers ----
+
+class Sampler:
+    """torch's Sampler: iterating it gives indices (a batch sampler: lists of them)."""
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A new permutation of the data set's indices at every pass; num_samples beyond its length
+    takes further permutations, the last cut short; replacement=True draws num_samples indices
+    with replacement. Drawn by numpy from the stream tnet.manual_seed reseeds, or from
+    generator (a numpy Generator): other orders than torch's."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source, self.replacement, self._num_samples = data_source, replacement, num_samples
+        self.generator = generator
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+        host_generator("RandomSampler", generator)  # a torch.Generator raises here, not at the first batch
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n, rng = len(self.data_source), host_generator("RandomSampler", self.generator)
+        if self.replacement:
+            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        if self.num_samples % n:
+            yield from rng.permutation(n)[:self.num_samples % n].tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a new random order at every pass (drawn as RandomSampler's)."""
+
+    def __init__(self, indices, generator=None):
+        self.indices, self.generator = indices, generator
+        host_generator("SubsetRandomSampler", generator)
+
+    def __iter__(self):
+        for i in host_generator("SubsetRandomSampler", self.generator).permutation(len(self.indices)):
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+def _check_batching(batch_size, drop_last):
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+    if not isinstance(drop_last, bool):
+        raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+
+
+class BatchSampler(Sampler):
+    """Lists of batch_size consecutive indices of sampler (any iterable: the DataLoader groups an
+    IterableDataset's items with it too), the last shorter unless drop_last."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        _check_batching(batch_size, drop_last)
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        items = iter(self.sampler)
+        while batch := list(itertools.islice(items, self.batch_size)):
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# ---- the loader ----
+
+def get_worker_info():
+    """None, torch's answer in the main process: tnet loads there (an IterableDataset that shards
+    its items by worker yields them all)."""
+    return None
+
+
+def _gathered(dataset, indices):
+    """default_collate's batch of the items at indices of a TensorDataset (or of Subsets of one, as
+    random_split makes), gathered on the device by one kernel per tensor where collating the rows
+    would copy each; None for other data sets, and where a tensor requires grad (default_collate
+    stacks those on the tape)."""
+    while type(dataset) is Subset:
+        indices = [dataset.indices[i] for i in indices]
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset or any(t.requires_grad for t in dataset.tensors):
+        return None
+    index, n = np.asarray(indices), len(dataset)
+    if index.ndim != 1 or index.dtype.kind not in "iu":
+        return None  # not a list of ints: the rows' own indexing says what is wrong
+    outside = (index < -n) | (index >= n)
+    if outside.any():
+        raise IndexError(f"index {index[outside][0]} is out of bounds for dimension 0 with size {n}")
+    # negative indices count from the end, as t[i]; checked here, so the kernel's flag is not read
+    # back (a host synchronisation per batch)
+    index = torch.from_numpy((index % n).astype(np.int64)).to(DEVICE)
+    batch = []
+    for t in dataset.tensors:
+        rows = torch.empty((len(index), *t.shape[1:]), dtype=t.dtype, device=DEVICE,
+                           memory_format=memory_format(is_channels_last(t.data)))
+        batch.append(Tensor(gather_(rows, t.data, index, 0, name=None)))
+    return batch
+
+
+class DataLoader:
+    """torch's DataLoader, its arguments in its order: batches of dataset's items in the order of
+    sampler (default: SequentialSampler; shuffle=True: a RandomSampler with generator), in lists of
+    batch_size (the last shorter unless drop_last; batch_sampler gives the lists itself),
+    collated by collate_fn (default_collate: tnet Tensors on tnet's device). batch_size=None
+    yields single items through default_convert. An IterableDataset's items are batched in the
+    order they come. len() as torch's. Each iteration draws a new order.
+
+    What tnet ignores (loading runs in this process) and its dtypes: see the module docstring.
+    With the default collate_fn, a batch of a TensorDataset (or a Subset of one) is gathered on
+    the device by one kernel per tensor: the same values as collating its rows."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True):
+        # torch's checks of the worker options, so that a script that torch takes runs here
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if isinstance(dataset, IterableDataset):
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                                     f"but got {name}={value}")
+        shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                                 "and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+        elif batch_size is not None:
+            _check_batching(batch_size, drop_last)
+        if not isinstance(dataset, IterableDataset):
+            if sampler is None:
+                sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+            if batch_size is not None:
+                batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
+        self._batched = batch_size is not None or batch_sampler is not None  # torch's auto-collation
+        self.collate_fn = collate_fn if collate_fn is not None else default_collate if self._batched else default_convert
+        self.num_workers, self.pin_memory, self.timeout, self.worker_init_fn = num_workers, pin_memory, timeout, \
+            worker_init_fn
+        self.multiprocessing_context, self.prefetch_factor = multiprocessing_context, prefetch_factor
+        self.persistent_workers, self.pin_memory_device, self.in_order = persistent_workers, pin_memory_device, in_order
+
+    def __len__(self):
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)
+            return n if self.batch_size is None else len(BatchSampler(range(n), self.batch_size, self.drop_last))
+        return len(self.batch_sampler if self._batched else self.sampler)
+
+    def __iter__(self):
+        if isinstance(self.dataset, IterableDataset):
+            items = iter(self.dataset)
+            if self.batch_size is None:
+                return map(self.collate_fn, items)
+            return map(self.collate_fn, BatchSampler(items, self.batch_size, self.drop_last))
+        if not self._batched:
+            return (self.collate_fn(self.dataset[i]) for i in self.sampler)
+        return map(self._fetch, self.batch_sampler)
+
+    def _fetch(self, indices):
+        if self.collate_fn is default_collate:
+            batch = _gathered(self.dataset, indices)
+            if batch is not None:
+                return batch
+        getitems = getattr(self.dataset, "__getitems__", None)
+        return self.collate_fn(getitems(indices) if callable(getitems) else [self.dataset[i] for i in indices])
