@@ -50,6 +50,12 @@ from . import backends  # noqa: E402
 from .autograd import Variable  # noqa: E402
 from . import autograd  # noqa: E402
 __all__ += ["einsum", "gather", "norm", "scatter", "backends", "autograd", "Variable", "compile"]
+from .functional import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, floor, hardshrink, lerp, log10,  # noqa: E402
+                         log1p, log2, masked_fill, reciprocal, round, rsqrt, selu, sign, sin, square, threshold, tril,
+                         triu, trunc)
+__all__ += ["addcdiv", "addcmul", "celu", "ceil", "cos", "erf", "exp2", "expm1", "floor", "hardshrink", "lerp", "log10",
+            "log1p", "log2", "masked_fill", "reciprocal", "round", "rsqrt", "selu", "sign", "sin", "square",
+            "threshold", "tril", "triu", "trunc"]
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,

@@ -41,6 +41,11 @@ from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
+# torch's element-wise functions, more activations and tensor math (lerp, addcmul, masked_fill, tril)
+from .pointwise import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, floor, glu, hardshrink, hardtanh, lerp,
+                        log10, log1p, log2, logsigmoid, masked_fill, mish, reciprocal, round, rsqrt, selu, sign, sin,
+                        softplus, softshrink, softsign, square, tanhshrink, threshold, tril, triu, trunc)
+from .softmax import softmin
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -86,3 +91,7 @@ for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_block
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
                        "gather": gather, "scatter": scatter, "scatter_": scatter_}.items():
     setattr(Tensor, _name, _method)
+
+for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin", "cos", "reciprocal", "rsqrt", "log2",
+              "log10", "exp2", "square", "erf", "lerp", "addcmul", "addcdiv", "masked_fill", "tril", "triu", "hardshrink"):
+    setattr(Tensor, _name, globals()[_name])

@@ -6,15 +6,18 @@ leaf's .grad). Each keeps its input's layout.
 
 Comparisons (eq, ne, lt, le, gt, ge), logical ops and where take integer and bool tensors too;
 comparisons and logical ops give bool tensors, which carry no gradient."""
+import functools
 import math
 import numbers
 
+import numpy as np
 import torch
 
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
+from ..kernels.copy import copy_
 from ..kernels.launch import check, is_flat
-from ..tensor import Tensor, record
+from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors, needs_grad
 
 
@@ -55,15 +58,20 @@ def sum_to(g, x):
     return g
 
 
-def _record2(name, y, input, other, grads, saved=()):
-    """Record y = name(input, other); grads(g) gives both operands' gradients at y's shape (None
+def _record_each(name, y, operands, grads, saved=()):
+    """Record y = name(*operands); grads(g) gives every operand's gradient at y's shape (None
     where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
     tensors grads reads (record's)."""
-    inputs = [v for v in (input, other) if isinstance(v, Tensor)]
+    inputs = [v for v in operands if isinstance(v, Tensor)]
 
     def backward(g):
-        return tuple(sum_to(gv, v) for v, gv in zip((input, other), grads(g)) if isinstance(v, Tensor))
+        return tuple(sum_to(gv, v) for v, gv in zip(operands, grads(g)) if isinstance(v, Tensor))
     return record(name, y, inputs, backward, saved=saved)
+
+
+def _record2(name, y, input, other, grads, saved=()):
+    """_record_each of the two operands input and other."""
+    return _record_each(name, y, (input, other), grads, saved)
 
 
 def add(input, other):
@@ -155,8 +163,8 @@ def silu(input):
 
 
 def relu6(input, inplace=False):
-    """min(max(x, 0), 6); the gradient is 0 at and outside 0 and 6 (torch's hardtanh rule). """ + INPLACE
-    return _unary("relu6", input, "relu6", "relu6_backward", False)
+    """min(max(x, 0), 6): hardtanh(x, 0, 6), as torch's. """ + INPLACE
+    return hardtanh(input, 0.0, 6.0)
 
 
 def hardswish(input, inplace=False):
@@ -176,11 +184,14 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
-    return _unary("elu", input, "elu", "elu_backward", False, float(alpha))
+    return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0)
 
 
 def abs(input):
-    """|x|; the gradient is g * sign(x), 0 at 0 (and at NaN, as torch)."""
+    """|x|; the gradient is g * sign(x), 0 at 0 (and at NaN, as torch). Integer tensors keep their
+    dtype; bool ones raise, as torch."""
+    check_tensors("abs", input=input)
+    check(input.dtype != torch.bool, "abs: not implemented for bool tensors")
     return _unary("abs", input, "abs", "abs_backward", False)
 
 
@@ -318,3 +329,246 @@ def prelu(input, weight):
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     positive = relu(input)
     return add(positive, mul(weight, sub(input, positive)))
+
+
+# ---- torch's element-wise functions -----------------------------------------------------------
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+# name: (what it computes, its kernel OP, then its gradient: the OP and its operands after g, "x"
+# the input, "y" the output, or numbers; no OP: a zero gradient, as torch's for step functions)
+MATH = {
+    "floor": ("the largest integer <= x", "floor"),
+    "ceil": ("the smallest integer >= x", "ceil"),
+    "trunc": ("x rounded toward 0", "trunc"),
+    "sign": ("-1, 0 or 1 by x's sign (0 at NaN, as torch's)", "sign"),
+    "log1p": ("log(1 + x), accurate near 0", "log1p", "log1p_backward", "x"),
+    "expm1": ("exp(x) - 1, accurate near 0", "expm1", "expm1_backward", "y"),
+    "sin": ("sin(x)", "sin", "sin_backward", "x"),
+    "cos": ("cos(x)", "cos", "cos_backward", "x"),
+    "reciprocal": ("1 / x", "reciprocal", "div_backward", "y", "x"),
+    "rsqrt": ("1 / sqrt(x)", "rsqrt", "rsqrt_backward", "y"),
+    "log2": ("log(x) / log(2)", "log2", "muldiv", 1 / _LN2, "x"),  # g (1 / ln 2) / x
+    "log10": ("log(x) / log(10)", "log10", "muldiv", 1 / _LN10, "x"),
+    "exp2": ("2 ** x", "exp2", "muldiv", "y", 1 / _LN2),  # g y / (1 / ln 2)
+    "erf": ("the error function", "erf", "erf_backward", "x"),
+}
+STEPS = ("floor", "ceil", "round", "trunc")  # integer tensors: a copy, as torch's (bool ones raise)
+
+
+def _elementwise(name, input, op, grad=()):
+    """Record y = op(input) by the MATH rule grad (OP and operands; empty: a zero gradient).
+    Integer and bool tensors: a copy for STEPS, sign in their dtype, float32 for the rest (torch's
+    promotion); no gradient either way."""
+    check_tensors(name, input=input)
+    X = input.data
+    if X.dtype in _pw.INTEGERS and name != "sign":
+        check(name not in STEPS or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        X = copy_(torch.empty_like(X, dtype=X.dtype if name in STEPS else torch.float32), X)
+        if name in STEPS:
+            return Tensor(X)
+    y = _pw.pointwise(op, X)
+    if not grad:
+        return record(name, y, (input,), lambda g: (torch.zeros_like(g),))
+    args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
+    return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
+                  saved=[a for a in args if isinstance(a, torch.Tensor)])
+
+
+def _math(name, text, op, *grad):
+    def fn(input):
+        return _elementwise(name, input, op, grad)
+    fn.__name__, fn.__qualname__, fn.__doc__ = name, name, f"{text}, element-wise, as torch.{name}."
+    return fn
+
+
+floor, ceil, trunc, sign, log1p, expm1, sin, cos, reciprocal, rsqrt, log2, log10, exp2, erf = (
+    _math(name, *spec) for name, spec in MATH.items())
+
+
+def round(input, *, decimals=0):
+    """x rounded to the nearest integer, ties to even, as torch.round; decimals != 0: to that many
+    decimal places (negative: tens, hundreds...), as torch's: round(x * 10^d) / 10^d, or
+    round(x / 10^-d) * 10^-d, in fp32. The gradient is 0."""
+    if decimals == 0:
+        return _elementwise("round", input, "round")
+    check_tensors("round", input=input)
+    check(input.data.is_floating_point(), "round: decimals is supported for floating-point tensors only")
+    scale, there, back = (10.0 ** decimals, "mul", "div") if decimals > 0 else (10.0 ** -decimals, "div", "mul")
+    r = _pw.pointwise("round", _pw.pointwise(there, input.data, scale, dtype=torch.float32))
+    y = _pw.pointwise(back, r, scale, dtype=input.dtype)
+    return record("round", y, (input,), lambda g: (torch.zeros_like(g),))
+
+
+def square(input):
+    """x * x: integer tensors keep their dtype, as torch's (bool ones become int64)."""
+    check_tensors("square", input=input)
+    if input.dtype in _pw.INTEGERS:
+        X = input.data if input.dtype != torch.bool else copy_(torch.empty_like(input.data, dtype=torch.int64), input.data)
+        return Tensor(_pw.pointwise("mul", X, X))
+    return pow(input, 2)
+
+
+# ---- more activations ---------------------------------------------------------------------------
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """min(max(x, min_val), max_val), NaN kept; the gradient is 0 at and outside the bounds (torch's). """ + INPLACE
+    check(min_val <= max_val, "min_val cannot be greater than max_val")
+    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    return _unary("softplus", input, "softplus", "softplus_backward", False, float(beta), float(threshold))
+
+
+def mish(input, inplace=False):
+    """x tanh(softplus(x)). """ + INPLACE
+    return _unary("mish", input, "mish", "mish_backward", False)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with torch's constants (alpha 1.6733, scale 1.0507). """ + INPLACE
+    return _unary("selu", input, "selu", "selu_backward", False)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x / alpha) - 1). """ + INPLACE
+    check(alpha != 0, "ZeroDivisionError in the celu: alpha cannot be 0")
+    return _unary("celu", input, "elu", "elu_backward", False, float(alpha), 1.0 / alpha)
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
+    return _unary("logsigmoid", input, "logsigmoid", "logsigmoid_backward", False)
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return _unary("softsign", input, "softsign", "softsign_backward", False)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value (NaN kept); the gradient is 0 where x <= threshold. """ + INPLACE
+    check_tensors("threshold", input=input)
+    X = input.data
+    y = _pw.pointwise("threshold", X, float(threshold), float(value))
+    return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
+                  saved=(X,))
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return _unary("hardshrink", input, "hardshrink", "shrink_backward", False, float(lambd))
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (NaN kept)."""
+    check(lambd >= 0, lambda: f"softshrink: lambda must be in range [0, inf], but found {lambd}")
+    return _unary("softshrink", input, "softshrink", "shrink_backward", False, float(lambd))
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the halves of input along dim."""
+    check_tensors("glu", input=input)
+    check(input.ndim > 0, "glu does not support scalars because halving size must be even")
+    d = dim_index(dim, input.ndim)
+    check(input.shape[d] % 2 == 0,
+          lambda: f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return mul(a, sigmoid(b))
+
+
+# ---- tensor math: lerp, addcmul, addcdiv, masked_fill, tril, triu -------------------------------
+
+def _same_dtype(name, input, **others):
+    for arg, v in others.items():
+        check(not isinstance(v, Tensor) or v.dtype == input.dtype,
+              lambda: f"{name}: expected dtype {input.dtype} for `{arg}` but got dtype {v.dtype}")
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
+    as end), computed from the nearer end as torch's."""
+    check_tensors("lerp", input=input, end=end)
+    check(isinstance(weight, (Tensor, numbers.Real)),
+          lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
+    _same_dtype("lerp", input, end=end, weight=weight)
+    S, E = input.data, end.data
+    W = weight.data if isinstance(weight, Tensor) else float(weight)
+    need_s, need_e, need_w = needs_grad(input, end, weight)
+    return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
+                        lambda g: (_pw.pointwise("lerp", g, 0.0, W) if need_s else None,  # g (1 - w)
+                                   _pw.pointwise("mul", g, W) if need_e else None,
+                                   _pw.pointwise("var_backward", g, E, S) if need_w else None),  # g (end - input)
+                        saved=(S if need_w else None, E if need_w else None, W))
+
+
+def _addc(name, input, tensor1, tensor2, value, t1_grad):
+    check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
+    check(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
+    X, A, B, v = input.data, tensor1.data, tensor2.data, float(value)
+    need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
+    return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
+                        lambda g: (g.view(g.shape) if need_x else None,
+                                   _pw.pointwise(name, 0.0, g, B, v) if need_a else None,  # value g t2 (or / t2)
+                                   t1_grad(g, A, B, v) if need_b else None),
+                        saved=(A if need_b else None, B if need_a or need_b else None))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcasting."""
+    return _addc("addcmul", input, tensor1, tensor2, value, lambda g, A, B, v: _pw.pointwise("addcmul", 0.0, g, A, v))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (floating-point tensors only)."""
+    return _addc("addcdiv", input, tensor1, tensor2, value,
+                 lambda g, A, B, v: _pw.pointwise("addcdiv_backward", g, A, B, v))
+
+
+def masked_fill(input, mask, value):
+    """input with value where mask (a bool tensor, broadcasting) is True; value a number or a 0-d
+    tensor (which gets the gradient of the filled elements), cast to input's dtype as torch's."""
+    check_tensors("masked_fill", input=input)
+    check(isinstance(mask, Tensor) and mask.dtype == torch.bool,
+          lambda: f"masked_fill only supports boolean masks, but got mask with dtype {getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        check(value.ndim == 0, lambda: f"masked_fill only supports a 0-dimensional value tensor, but got tensor with "
+                                       f"{value.ndim} dimension(s).")
+        value = value.to(input.dtype)
+    else:
+        check(isinstance(value, numbers.Real),
+              lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
+        value = value if input.data.is_floating_point() else int(bool(value) if input.dtype == torch.bool else value)
+    return where(mask, value, input)
+
+
+@functools.lru_cache(maxsize=64)
+def _triangle(rows, cols, diagonal, upper, device):
+    """A bool [rows, cols] device tensor, True on the triangle that tril (upper: triu) keeps; made on
+    the host (numpy) once per shape."""
+    keep = ~np.tri(rows, cols, diagonal - 1, dtype=bool) if upper else np.tri(rows, cols, diagonal, dtype=bool)
+    return torch.from_numpy(keep).to(device)
+
+
+def _triangular(name, input, diagonal, upper):
+    check_tensors(name, input=input)
+    check(input.ndim >= 2, lambda: f"{name}: input tensor must have at least 2 dimensions")
+    keep = _triangle(*input.shape[-2:], int(diagonal), upper, input.device)
+    return where(Tensor(keep), input, 0)
+
+
+def tril(input, diagonal=0):
+    """input's lower triangle over its last two dims, on and below diagonal `diagonal`; 0 elsewhere."""
+    return _triangular("tril", input, diagonal, False)
+
+
+def triu(input, diagonal=0):
+    """input's upper triangle over its last two dims, on and above diagonal `diagonal`; 0 elsewhere."""
+    return _triangular("triu", input, diagonal, True)

@@ -64,6 +64,12 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax_op("log_softmax", _softmax.log_softmax, _softmax.log_softmax_backward, input, dim, dtype)
 
 
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-input) over dim, as torch's (dtype: cast before the negation)."""
+    check_tensors("softmin", input=input)
+    return softmax(neg(input if dtype is None else input.to(dtype)), dim)
+
+
 def _check_legacy(name, size_average, reduce, reduction):
     check(size_average is None and reduce is None,
           lambda: f"{name}: the deprecated size_average and reduce are not supported")

@@ -25,23 +25,36 @@ import triton.language as tl
 from .autotune import autotune
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
-# Operand count of each OP. Backward OPs take the output gradient first.
+# Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
+# always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
          "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "tie": 2, "route": 2,
          "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
          "tanh_backward": 2, "silu_backward": 2,
          "pow_backward": 3, "div_backward": 3, "muldiv": 3,
          # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
-         "relu": 1, "relu6": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 2, "clamp": 3,
-         "relu6_backward": 2, "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
-         "leaky_relu_backward": 3, "elu_backward": 3, "clamp_backward": 3,
+         "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3,
+         "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
+         "leaky_relu_backward": 3, "elu_backward": 4, "clamp_backward": 3, "hardtanh_backward": 4,
          "sqdiff": 2, "std_backward": 3, "var_backward": 3,
+         # torch's element-wise functions (their gradients reuse mul, muldiv and div_backward where they can)
+         "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sign": 1, "log1p": 1, "expm1": 1, "sin": 1, "cos": 1,
+         "rsqrt": 1, "reciprocal": 1, "log2": 1, "log10": 1, "exp2": 1, "erf": 1,
+         "log1p_backward": 2, "expm1_backward": 2, "sin_backward": 2, "cos_backward": 2, "rsqrt_backward": 2,
+         "erf_backward": 2,
+         # more activations; shrink_backward is hardshrink's and softshrink's
+         "softplus": 3, "mish": 1, "selu": 1, "logsigmoid": 1, "softsign": 1, "tanhshrink": 1, "threshold": 3,
+         "hardshrink": 2, "softshrink": 2,
+         "softplus_backward": 4, "mish_backward": 2, "selu_backward": 2, "logsigmoid_backward": 2,
+         "softsign_backward": 2, "tanhshrink_backward": 2, "threshold_backward": 3, "shrink_backward": 3,
+         # tensor math: lerp(start, end, weight), input + value * t1 * t2 (or / t2)
+         "lerp": 3, "addcmul": 4, "addcdiv": 4, "addcdiv_backward": 4,
          # bool results (logical ops read any nonzero as true); where(condition, a, b)
          "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
          "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
-INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg")  # the OPs that take integer and bool tensors
+INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
@@ -77,15 +90,35 @@ def _pow(x, s):
 @triton.jit
 def _expm1(x):
     """exp(x) - 1 without its cancellation near 0 (Kahan's: exact where exp rounds to 1, else
-    (e - 1) x / log(e), whose rounding errors cancel); far below 0 plainly e - 1 (log(0) is -inf)."""
+    (e - 1) x / log(e), whose rounding errors cancel); far from 0 plainly e - 1 (log(0) is -inf,
+    inf / log(inf) NaN)."""
     e = tl.exp(x)
     r = tl.where(e == 1.0, x, (e - 1.0) * x / tl.log(e))
-    return tl.where(x < -20.0, e - 1.0, r)
+    return tl.where(tl.abs(x) > 20.0, e - 1.0, r)
 
 
 @triton.jit
-def _apply(OP: tl.constexpr, a, b, c, coord):
-    """OP on fp32 operands; coord is the output's coordinate along the routed axis."""
+def _log1p(x):
+    """log(1 + x) without its cancellation near 0 (Kahan's: x where u = 1 + x rounds to 1, else
+    log(u) x / (u - 1), whose rounding errors cancel); +inf stays +inf (inf / inf would be NaN)."""
+    u = 1.0 + x
+    r = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+    return tl.where(x == float("inf"), x, r)
+
+
+@triton.jit
+def _round(x):
+    """x rounded to the nearest integer, ties to even (torch.round); x - floor(x) is exact below
+    2^23, and from there on every float is an integer (d = 0), inf gives NaN d and stays inf."""
+    r = tl.floor(x)
+    d = x - r
+    half = r * 0.5
+    return tl.where((d > 0.5) | ((d == 0.5) & (tl.floor(half) != half)), r + 1.0, r)
+
+
+@triton.jit
+def _apply(OP: tl.constexpr, a, b, c, d, coord):
+    """OP on fp32 operands (d a number); coord is the output's coordinate along the routed axis."""
     if OP == "add":
         y = a + b
     elif OP == "sub":
@@ -140,10 +173,6 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
     # CPU vectorised loops differ there): the comparisons below are written as those kernels'.
     elif OP == "relu":
         y = tl.maximum(a, 0.0, propagate_nan=tl.PropagateNan.ALL)
-    elif OP == "relu6":
-        y = tl.where(a != a, a, tl.minimum(tl.maximum(a, 0.0), 6.0))
-    elif OP == "relu6_backward":  # b = x; hardtanh's: 0 at or outside the bounds, g at NaN
-        y = tl.where((b <= 0.0) | (b >= 6.0), 0.0, a)
     elif OP == "hardswish":  # a NaN a stays NaN through the product
         y = a * tl.minimum(tl.maximum(a + 3.0, 0.0), 6.0) / 6.0
     elif OP == "hardswish_backward":  # b = x
@@ -156,10 +185,10 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
         y = tl.where(a > 0.0, a, a * b)
     elif OP == "leaky_relu_backward":  # b = x, c = the negative slope
         y = tl.where(b > 0.0, a, a * c)
-    elif OP == "elu":  # b = alpha
-        y = tl.where(a <= 0.0, b * _expm1(a), a)
-    elif OP == "elu_backward":  # b = x, c = alpha
-        y = tl.where(b <= 0.0, a * c * tl.exp(b), a)
+    elif OP == "elu":  # b = alpha, c = the input's scale (celu's 1 / alpha)
+        y = tl.where(a <= 0.0, b * _expm1(a * c), a)
+    elif OP == "elu_backward":  # b = x, c = alpha, d = the input's scale
+        y = tl.where(b <= 0.0, a * c * d * tl.exp(b * d), a)
     elif OP == "abs":
         y = tl.abs(a)
     elif OP == "abs_backward":  # b = x: g sign(x), 0 at 0 and NaN
@@ -168,12 +197,106 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
         y = tl.where(a != a, a, tl.minimum(tl.maximum(a, b), c))
     elif OP == "clamp_backward":  # b = x, c = clamp(x): g where x was kept (inclusive bounds, 0 at NaN)
         y = tl.where(b == c, a, 0.0)
+    elif OP == "hardtanh_backward":  # b = x, c and d = the bounds: 0 at or outside them, g at NaN
+        y = tl.where((b <= c) | (b >= d), 0.0, a)
     elif OP == "sqdiff":  # (x - mean)^2, a variance's terms
         y = (a - b) * (a - b)
     elif OP == "std_backward":  # a = g, b = std, c = 1 / (n - correction): 0 where std is 0, as torch
         y = tl.where(b == 0.0, 0.0, a * c / b)
     elif OP == "var_backward":  # a = scaled g, b = x, c = mean
         y = a * (b - c)
+    # torch's element-wise functions; sign(NaN) is 0 as torch's (0 < x) - (x < 0)
+    elif OP == "floor":
+        y = tl.floor(a)
+    elif OP == "ceil":
+        y = tl.ceil(a)
+    elif OP == "round":
+        y = _round(a)
+    elif OP == "trunc":
+        y = tl.where(a < 0.0, tl.ceil(a), tl.floor(a))
+    elif OP == "sign":  # integers too, in int64
+        y = tl.where(a > 0, 1.0, tl.where(a < 0, -1.0, 0.0))
+    elif OP == "log1p":
+        y = _log1p(a)
+    elif OP == "log1p_backward":  # b = x
+        y = a / (1.0 + b)
+    elif OP == "expm1":
+        y = _expm1(a)
+    elif OP == "expm1_backward":  # b = expm1(x)
+        y = a * (b + 1.0)
+    elif OP == "sin":
+        y = tl.sin(a)
+    elif OP == "sin_backward":  # b = x
+        y = a * tl.cos(b)
+    elif OP == "cos":
+        y = tl.cos(a)
+    elif OP == "cos_backward":  # b = x
+        y = -a * tl.sin(b)
+    elif OP == "reciprocal":  # its gradient is div_backward's
+        y = 1.0 / a
+    elif OP == "rsqrt":  # a correctly rounded sqrt, then an IEEE division: rsqrt(-0.0) = -inf
+        y = 1.0 / tl.sqrt_rn(a)
+    elif OP == "rsqrt_backward":  # b = rsqrt(x)
+        y = -0.5 * a * b * b * b
+    elif OP == "log2":
+        y = tl.log2(a)
+    elif OP == "log10":
+        y = tl.log(a) * 0.4342944819032518
+    elif OP == "exp2":
+        y = tl.exp2(a)
+    elif OP == "erf":
+        y = tl.math.erf(a)
+    elif OP == "erf_backward":  # b = x: 2 / sqrt(pi) exp(-x^2)
+        y = a * 1.1283791670955126 * tl.exp(-b * b)
+    # more activations, each comparison written as torch's CUDA kernel's (NaN takes the else branch)
+    elif OP == "softplus":  # b = beta, c = threshold: x where beta x > threshold
+        y = tl.where(a * b > c, a, _log1p(tl.exp(a * b)) / b)
+    elif OP == "softplus_backward":  # b = x, c = beta, d = threshold
+        z = tl.exp(b * c)
+        y = tl.where(b * c > d, a, a * z / (z + 1.0))
+    elif OP == "mish":  # x tanh(softplus(x)), without softplus's threshold, as torch's
+        y = a * _tanh(_log1p(tl.exp(a)))
+    elif OP == "mish_backward":  # b = x
+        t = _tanh(_log1p(tl.exp(b)))
+        y = a * (t + b * tl.sigmoid(b) * (1.0 - t * t))
+    elif OP == "selu":  # scale * elu(x, alpha), torch's constants
+        y = tl.where(a <= 0.0, 1.7580993408473766 * _expm1(a), 1.0507009873554805 * a)
+    elif OP == "selu_backward":  # b = x
+        y = tl.where(b <= 0.0, a * 1.7580993408473766 * tl.exp(b), a * 1.0507009873554805)
+    elif OP == "logsigmoid":  # min(x, 0) - log1p(exp(-|x|))
+        y = tl.where(a < 0.0, a, 0.0) - _log1p(tl.exp(-tl.abs(a)))
+    elif OP == "logsigmoid_backward":  # b = x
+        z = tl.exp(-tl.abs(b))
+        y = tl.where(b < 0.0, a * (1.0 - z / (1.0 + z)), a * (z / (1.0 + z)))
+    elif OP == "softsign":
+        y = a / (1.0 + tl.abs(a))
+    elif OP == "softsign_backward":  # b = x: g / (1 + |x|)^2, NaN at +-inf as torch's composite
+        s = 1.0 + tl.abs(b)
+        y = tl.where(s == float("inf"), float("nan"), a / (s * s))
+    elif OP == "tanhshrink":
+        y = a - _tanh(a)
+    elif OP == "tanhshrink_backward":  # b = x
+        t = _tanh(b)
+        y = a * t * t
+    elif OP == "threshold":  # b = threshold, c = value
+        y = tl.where(a <= b, c, a)
+    elif OP == "threshold_backward":  # b = x, c = threshold
+        y = tl.where(b <= c, 0.0, a)
+    elif OP == "hardshrink":  # b = lambd
+        y = tl.where((a >= -b) & (a <= b), 0.0, a)
+    elif OP == "softshrink":  # b = lambd; a * 0 keeps NaN (and -0.0)
+        y = tl.where(a > b, a - b, tl.where(a < -b, a + b, a * 0.0))
+    elif OP == "shrink_backward":  # b = x, c = lambd
+        y = tl.where((b >= -c) & (b <= c), 0.0, a)
+    # tensor math, as torch's formulas
+    elif OP == "lerp":  # a = start, b = end, c = weight: from the nearer end
+        y = tl.where(tl.abs(c) < 0.5, a + c * (b - a), b - (b - a) * (1.0 - c))
+    elif OP == "addcmul":  # d = value
+        y = a + d * b * c
+    elif OP == "addcdiv":  # d = value
+        y = a + d * (b / c)
+    elif OP == "addcdiv_backward":  # a = g, b = t1, c = t2, d = value: t2's gradient
+        y = -(a * (d / c)) * b / c
     elif OP == "eq":
         y = a == b
     elif OP == "ne":
@@ -203,12 +326,12 @@ def _apply(OP: tl.constexpr, a, b, c, coord):
 
 @autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
 @triton.jit
-def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, sizes, a_strides, b_strides, c_strides,
+def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, s3, sizes, a_strides, b_strides, c_strides,
                      OP: tl.constexpr, ARITY: tl.constexpr, SCALARS: tl.constexpr, FLAT: tl.constexpr,
                      ROUTE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """y = OP(a, b, c) over the n elements of y, dense with axes `sizes` (innermost first); operand i
     is read through its strides on those axes, or is the number s0, s1 or s2 where bit i of SCALARS
-    is set. FLAT: every operand is dense like y and read at y's offsets. ROUTE: the axis whose
+    is set; s3 is a fourth operand, always a number. FLAT: every operand is dense like y and read at y's offsets. ROUTE: the axis whose
     coordinate "route" compares. COMPUTE: the operands' dtype in registers (fp32, or int64)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -253,7 +376,7 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, sizes, a_strides
             c = tl.zeros([BLOCK], COMPUTE) + s2
         else:
             c = tl.load(c_ptr + off_c, mask=mask).to(COMPUTE)
-    y = _apply(OP, a, b, c, coord)
+    y = _apply(OP, a, b, c, s3, coord)
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -364,6 +487,8 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     """Check the operands and work out their launch (_Plan)."""
     check(op in ARITY, lambda: f"pointwise: unknown op {op!r}")
     check(len(operands) == ARITY[op], lambda: f"{op}: takes {ARITY[op]} operands, got {len(operands)}")
+    check(len(operands) < 4 or not isinstance(operands[3], torch.Tensor), lambda: f"{op}: its fourth operand is a number")
+    operands = operands[:3]  # the fourth, a number, goes to the kernel as s3
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
     check(tensors, lambda: f"{op}: needs a tensor operand")
     first = tensors[0]
@@ -418,7 +543,8 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
         numbers = tuple(0 if tensor else _number(x, plan) for x, tensor in zip(slots, plan.tensor_at))
     else:
         ptrs, numbers = slots, (0, 0, 0)
-    pointwise_kernel[plan.grid](*ptrs, y, plan.n, *numbers, *plan.tail, **plan.kw)
+    s3 = float(operands[3]) if len(operands) > 3 else 0.0  # a float always: an int would compile anew
+    pointwise_kernel[plan.grid](*ptrs, y, plan.n, *numbers, s3, *plan.tail, **plan.kw)
     return y
 
 

@@ -743,6 +743,79 @@ class ELU(_Activation):
     fn, params = F.elu, (("alpha", 1.0),)
 
 
+class Hardtanh(_Activation):
+    fn, params = F.hardtanh, (("min_val", -1.0), ("max_val", 1.0))
+
+
+class Mish(_Activation):
+    fn = F.mish
+
+
+class SELU(_Activation):
+    fn = F.selu
+
+
+class CELU(_Activation):
+    fn, params = F.celu, (("alpha", 1.0),)
+
+
+class Threshold(_Activation):
+    """F.threshold: threshold and value are required, as torch's."""
+    fn, params = F.threshold, (("threshold", None), ("value", None))
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__(threshold, value, inplace=inplace)
+
+
+class _Parametrised(Module):
+    """An activation without inplace= whose parameters, in torch's order, go to fn."""
+    fn, params = None, ()
+
+    def __init__(self, *args, **kwargs):
+        names = [name for name, _ in self.params]
+        check(len(args) <= len(names) and not set(kwargs) - set(names),
+              lambda: f"{type(self).__name__}: takes {', '.join(names) or 'no arguments'}")
+        for name, value in dict(self.params, **dict(zip(names, args)), **kwargs).items():
+            setattr(self, name, value)
+
+    def forward(self, x):
+        return type(self).fn(x, *[getattr(self, name) for name, _ in self.params])
+
+    def extra_repr(self):
+        return ", ".join(f"{name}={getattr(self, name)}" for name, _ in self.params)
+
+
+class Softplus(_Parametrised):
+    fn, params = F.softplus, (("beta", 1.0), ("threshold", 20.0))
+
+
+class LogSigmoid(_Parametrised):
+    fn = F.logsigmoid
+
+
+class Softsign(_Parametrised):
+    fn = F.softsign
+
+
+class Tanhshrink(_Parametrised):
+    fn = F.tanhshrink
+
+
+class Hardshrink(_Parametrised):
+    fn, params = F.hardshrink, (("lambd", 0.5),)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    fn = F.softshrink
+
+
+class GLU(_Parametrised):
+    fn, params = F.glu, (("dim", -1),)
+
+
 class GELU(Module):
     def __init__(self, approximate="none"):
         self.approximate = approximate
@@ -1027,6 +1100,10 @@ class Softmax(_Activation):
 
 class LogSoftmax(_Activation):
     fn, params = F.log_softmax, (("dim", None),)
+
+
+class Softmin(_Activation):
+    fn, params = F.softmin, (("dim", None),)
 
 
 class Identity(Module):

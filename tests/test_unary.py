@@ -1,0 +1,200 @@
+"""torch's element-wise functions (floor ... erf), the activations softplus ... softmin and their nn
+modules, and lerp, addcmul, addcdiv, masked_fill, tril and triu (functional/pointwise.py): values and
+gradients against torch in float64 on odd shapes and at NaN, +-inf, +-0 and the kinks; integer and
+bool inputs; the names at the top level, in functional and as Tensor methods where torch has them."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from tnet.kernels.launch import is_channels_last
+from helpers import LOW, TOL, check, leaf, tol_for
+
+# The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+MATH = ["floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin", "cos", "reciprocal", "rsqrt", "log2",
+        "log10", "exp2", "square", "erf"]
+POSITIVE = {"log1p", "reciprocal", "rsqrt", "log2", "log10"}  # their random inputs are > 0.5
+
+# name: (tnet's, torch's); the numbers are the parameters each is tested with
+ACTIVATIONS = {
+    "softplus": (lambda x: F.softplus(x), tF.softplus),
+    "softplus 2 1": (lambda x: F.softplus(x, 2.0, 1.0), lambda x: tF.softplus(x, 2.0, 1.0)),
+    "mish": (F.mish, tF.mish),
+    "selu": (F.selu, tF.selu),
+    "celu 0.7": (lambda x: F.celu(x, 0.7), lambda x: tF.celu(x, 0.7)),
+    "logsigmoid": (F.logsigmoid, tF.logsigmoid),
+    "softsign": (F.softsign, tF.softsign),
+    "tanhshrink": (F.tanhshrink, tF.tanhshrink),
+    "hardtanh": (F.hardtanh, tF.hardtanh),
+    "hardtanh -0.5 1.5": (lambda x: F.hardtanh(x, -0.5, 1.5, True), lambda x: tF.hardtanh(x, -0.5, 1.5)),
+    "relu6": (lambda x: F.relu6(x * 4), lambda x: tF.relu6(x * 4)),
+    "threshold": (lambda x: F.threshold(x, 0.5, -2.0), lambda x: tF.threshold(x, 0.5, -2.0)),
+    "hardshrink": (F.hardshrink, tF.hardshrink),
+    "softshrink 1.5": (lambda x: F.softshrink(x, 1.5), lambda x: tF.softshrink(x, 1.5)),
+    "elu": (F.elu, tF.elu),
+}
+
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0, 6.0, 1e-6, -3e-5, 30.0, -30.0,
+           7.3, -0.999]
+
+
+# The gradient at NaN of torch's CUDA kernels, which tnet follows, where torch's float64 CPU one
+# differs: elu's family takes its x > 0 branch, hardtanh's and the shrinks' pass g (their CPU
+# vector loops give 0; aten/src/ATen/native/cuda/ActivationHardtanhKernel.cu, ...SoftshrinkKernel.cu).
+NAN_GRAD = {"selu": 1.0507009873554805, "celu 0.7": 1.0, "elu": 1.0, "hardtanh": 1.0, "hardtanh -0.5 1.5": 1.0,
+            "relu6": 4.0, "hardshrink": 1.0, "softshrink 1.5": 1.0}
+
+
+def _at_special(fn, ref, nan_grad=None):
+    """Values and gradients at SPECIAL element by element against torch's in float64 (of the float32
+    inputs), NaN matching NaN; nan_grad: the gradient at NaN (SPECIAL[0]) instead of float64's."""
+    x = tnet.tensor(SPECIAL, requires_grad=True)
+    rx = x.data.double().cpu().requires_grad_(True)
+    y, ry = fn(x), ref(rx)
+    np.testing.assert_allclose(y.numpy(), ry.detach().numpy(), rtol=2e-6, atol=1e-7, equal_nan=True)
+    y.backward(np.ones(len(SPECIAL)))
+    ry.backward(torch.ones(len(SPECIAL), dtype=torch.float64))
+    want = rx.grad.numpy()
+    if nan_grad is not None:
+        want[0] = nan_grad
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", MATH)
+def test_math(rng, name):
+    """Each at the top level, as a method and (where NaN, inf and 0 are in its domain) at them."""
+    positive = name in POSITIVE
+    check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 3, 5, 7, positive=positive)], rng)
+    check(lambda t: getattr(t, name)(), lambda t: getattr(t, name)(), [leaf(rng, 5, positive=positive)], rng)
+    _at_special(getattr(tnet, name), getattr(torch, name))
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activations(rng, name):
+    fn, ref = ACTIVATIONS[name]
+    check(fn, ref, [leaf(rng, 3, 5, 7)], rng)
+    _at_special(fn, ref, NAN_GRAD.get(name))
+
+
+def test_rounding_and_accuracy():
+    """Ties to even, large floats, decimals; log1p and expm1 keep relative accuracy near 0."""
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999997, -0.49999997, 8388609.0, -8388607.5, 1e30, 2.0 ** 23 + 2])
+    assert torch.equal(tnet.round(tnet.Tensor(x.to(tnet.DEVICE))).data.cpu(), torch.round(x))
+    y = torch.tensor([1.2345, -1234.5, 0.125, 2.675, -0.0051, 1e-3])
+    for d in (2, 1, -1, -2):
+        assert torch.equal(tnet.round(tnet.Tensor(y.to(tnet.DEVICE)), decimals=d).data.cpu(), torch.round(y, decimals=d))
+    tiny = torch.tensor([1e-7, -3e-6, 2e-4, -0.01, 0.3, -0.7, 5.0])
+    for name in ("log1p", "expm1"):
+        got = getattr(tnet, name)(tnet.Tensor(tiny.to(tnet.DEVICE))).data.double().cpu()
+        want = getattr(torch, name)(tiny.double())
+        assert ((got - want).abs() / want.abs()).max() < 2e-6, name
+
+
+def test_integer_and_bool_inputs():
+    """Step functions, sign, square and abs keep an integer dtype, as torch's; the floating ones
+    compute on float32; bool tensors raise where torch's do."""
+    i = torch.tensor([[-3, 0, 4], [7, -1, 2]])
+    b = torch.tensor([True, False])
+    for name in ("floor", "ceil", "round", "trunc", "sign", "square", "abs", "sin", "exp2", "reciprocal", "erf"):
+        got, want = getattr(tnet, name)(tnet.tensor(i)), getattr(torch, name)(i)
+        assert got.dtype == want.dtype and np.allclose(got.numpy(), want.numpy()), name
+    for name in ("sign", "square", "log1p"):
+        got, want = getattr(tnet, name)(tnet.tensor(b)), getattr(torch, name)(b)
+        assert got.dtype == want.dtype and np.allclose(got.numpy(), want.numpy()), name
+    for name in ("floor", "round", "abs"):
+        with pytest.raises(RuntimeError, match="not implemented for bool"):
+            getattr(tnet, name)(tnet.tensor(b))
+    with pytest.raises(RuntimeError, match="floating-point"):
+        F.softplus(tnet.tensor(i))
+
+
+def test_tensor_math(rng):
+    """lerp with a number and a tensor weight, addcmul and addcdiv, broadcasting; masked_fill with a
+    number and a 0-d tensor; tril and triu of a batch, each with its gradients."""
+    check(lambda a, b: tnet.lerp(a, b, 0.3), lambda a, b: torch.lerp(a, b, 0.3), [leaf(rng, 3, 5), leaf(rng, 5)], rng)
+    check(lambda a, b, w: a.lerp(b, w), lambda a, b, w: a.lerp(b, w),
+          [leaf(rng, 3, 1), leaf(rng, 5), leaf(rng, 2, 1, 5)], rng)
+    check(lambda a, b, c: tnet.addcmul(a, b, c, value=-0.7), lambda a, b, c: torch.addcmul(a, b, c, value=-0.7),
+          [leaf(rng, 5), leaf(rng, 3, 5), leaf(rng, 2, 1, 1)], rng)
+    check(lambda a, b, c: a.addcdiv(b, c, value=2), lambda a, b, c: a.addcdiv(b, c, value=2),
+          [leaf(rng, 3, 5), leaf(rng, 1, 5), leaf(rng, 3, 1, positive=True)], rng)
+    mask = rng.random((3, 1, 7)) < 0.5
+    m, rm = tnet.tensor(mask), torch.tensor(mask)
+    check(lambda x: tnet.masked_fill(x, m, -1.5), lambda x: torch.masked_fill(x, rm, -1.5), [leaf(rng, 5, 7)], rng)
+    check(lambda x, v: x.masked_fill(m, v), lambda x, v: x.masked_fill(rm, v), [leaf(rng, 3, 5, 7), leaf(rng)], rng)
+    for d in (0, -1, 2):
+        check(lambda x: tnet.tril(x, d), lambda x: torch.tril(x, d), [leaf(rng, 2, 4, 5)], rng)
+        check(lambda x: x.triu(d), lambda x: x.triu(d), [leaf(rng, 5, 3)], rng)
+    x = tnet.tensor([[np.nan, 1.0], [2.0, np.inf]])
+    assert np.array_equal(tnet.triu(x).numpy(), [[np.nan, 1.0], [0.0, np.inf]], equal_nan=True)
+    ints = tnet.tensor(np.arange(12).reshape(3, 4))
+    assert torch.equal(tnet.tril(ints).data.cpu(), torch.tril(torch.arange(12).reshape(3, 4)))
+    filled = ints.masked_fill(tnet.tensor([True, False, False, True]), 2.7)
+    assert torch.equal(filled.data.cpu(), torch.arange(12).reshape(3, 4).masked_fill(torch.tensor([1, 0, 0, 1]).bool(), 2.7))
+
+
+def test_glu_softmin_and_layout(rng):
+    check(lambda x: F.glu(x, 1), lambda x: tF.glu(x, 1), [leaf(rng, 3, 6, 5)], rng)
+    check(lambda x: F.softmin(x, -1), lambda x: tF.softmin(x, -1), [leaf(rng, 3, 7)], rng)
+    x = leaf(rng, 2, 5, 3, 3, channels_last=True)
+    out = check(lambda t: F.mish(t).sin(), lambda t: tF.mish(t).sin(), [x], rng)
+    assert is_channels_last(out.data)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_16_bit(rng, dtype):
+    for fn, ref in [(F.softplus, tF.softplus), (tnet.erf, torch.erf), (tnet.rsqrt, torch.rsqrt)]:
+        x = leaf(rng, 3, 7, positive=True, dtype=dtype)
+        out = check(fn, ref, [x], rng, tol_for(dtype))
+        assert out.dtype == x[0].grad.dtype == dtype
+    a, b = leaf(rng, 3, 7, dtype=dtype), leaf(rng, 7, dtype=dtype)
+    check(lambda s, t: tnet.lerp(s, t, 0.6), lambda s, t: torch.lerp(s, t, 0.6), [a, b], rng, tol_for(dtype))
+
+
+def test_modules(rng):
+    x, rx = leaf(rng, 3, 4, 5)
+    cases = [(nn.Softplus(2.0, 1.0), torch.nn.Softplus(2.0, 1.0)), (nn.Mish(), torch.nn.Mish()),
+             (nn.SELU(), torch.nn.SELU()), (nn.CELU(0.5), torch.nn.CELU(0.5)), (nn.LogSigmoid(), torch.nn.LogSigmoid()),
+             (nn.Softsign(), torch.nn.Softsign()), (nn.Tanhshrink(), torch.nn.Tanhshrink()),
+             (nn.Hardtanh(-0.5, 2.0), torch.nn.Hardtanh(-0.5, 2.0)), (nn.Threshold(0.1, 20), torch.nn.Threshold(0.1, 20)),
+             (nn.Hardshrink(), torch.nn.Hardshrink()), (nn.Softshrink(0.3), torch.nn.Softshrink(0.3)),
+             (nn.GLU(1), torch.nn.GLU(1)), (nn.Softmin(1), torch.nn.Softmin(1)), (nn.ReLU6(), torch.nn.ReLU6()),
+             (nn.Hardtanh(inplace=True), torch.nn.Hardtanh()), (nn.SELU(True), torch.nn.SELU())]
+    for module, ref in cases:
+        np.testing.assert_allclose(module(x).numpy(), ref(rx).detach().numpy(), rtol=TOL["ieee"], atol=1e-6)
+        if not getattr(module, "inplace", False):
+            assert repr(module) == repr(ref)
+
+
+def test_names_follow_torch():
+    """Each new name is where torch has it: the top level, functional (torch.nn.functional's, or
+    torch's), Tensor methods; gelu and silu are not top-level, as in torch."""
+    new = MATH + ["lerp", "addcmul", "addcdiv", "masked_fill", "tril", "triu", "softplus", "mish", "selu", "celu",
+                  "logsigmoid", "softsign", "tanhshrink", "hardtanh", "threshold", "hardshrink", "softshrink", "glu",
+                  "softmin", "gelu", "silu"]
+    for name in new:
+        assert hasattr(tnet, name) == hasattr(torch, name), name
+        assert hasattr(tnet.Tensor, name) == hasattr(torch.Tensor, name), name
+        assert hasattr(F, name) or not hasattr(tF, name), name
+        assert name not in tnet.__all__ or hasattr(tnet, name)
+
+
+def test_bad_input():
+    x = tnet.tensor(np.ones((3, 5)))
+    cases = [(lambda: F.glu(x), RuntimeError, "Halving dimension must be even, but dimension 1 is size 5"),
+             (lambda: F.glu(tnet.tensor(1.0)), RuntimeError, "does not support scalars"),
+             (lambda: tnet.tril(tnet.ones(3)), RuntimeError, "tril: input tensor must have at least 2 dimensions"),
+             (lambda: x.masked_fill(tnet.tensor([1, 0, 1, 0, 1]), 0.0), RuntimeError, "only supports boolean masks"),
+             (lambda: x.masked_fill(x > 0, tnet.ones(1)), RuntimeError, "0-dimensional value tensor"),
+             (lambda: F.hardtanh(x, 2.0, 1.0), ValueError, "min_val cannot be greater than max_val"),
+             (lambda: F.softshrink(x, -0.5), RuntimeError, "lambda must be in range"),
+             (lambda: tnet.lerp(x, x.half(), 0.5), RuntimeError, "expected dtype torch.float32 for `end`"),
+             (lambda: tnet.addcmul(x, x, 2.0), ValueError, "tensor2 must be a tnet.Tensor")]
+    for fn, error, message in cases:
+        with pytest.raises(error, match=message):
+            fn()
