@@ -11,7 +11,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 from tnet.kernels.launch import is_channels_last
-from helpers import LOW, TOL, check, leaf, tol_for
+from helpers import LOW, MEMORY_OPS, TOL, Recorder, check, leaf, tol_for
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -181,7 +181,21 @@ def test_names_follow_torch():
         assert hasattr(tnet, name) == hasattr(torch, name), name
         assert hasattr(tnet.Tensor, name) == hasattr(torch.Tensor, name), name
         assert hasattr(F, name) or not hasattr(tF, name), name
-        assert name not in tnet.__all__ or hasattr(tnet, name)
+        assert (name in tnet.__all__) == hasattr(torch, name), name
+
+
+def test_torch_for_memory_only(rng):
+    """Every new op, forward and backward, dispatches no aten operator but allocation, fill, copy
+    and views."""
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    w = tnet.tensor(0.3, requires_grad=True)
+    with Recorder() as rec:
+        outs = [getattr(tnet, name)(x) for name in MATH] + [fn(x) for fn, _ in ACTIVATIONS.values()]
+        outs += [tnet.round(x, decimals=2), tnet.lerp(x, x * 2, w), tnet.addcmul(x, x, x, value=2),
+                 tnet.addcdiv(x, x, x + 9), x.masked_fill(x > 0, w), x.tril(-1), x.triu(1), F.glu(x), F.softmin(x, 1),
+                 tnet.sign(tnet.tensor([2, -3])), tnet.floor(tnet.tensor([2, -3])), tnet.sin(tnet.tensor([2, -3]))]
+        sum(o.sum() for o in outs[:-3]).backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 
 
 def test_bad_input():

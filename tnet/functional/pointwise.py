@@ -5,7 +5,12 @@ view, so that no two inputs hold one buffer (the tape copies a view before keepi
 leaf's .grad). Each keeps its input's layout.
 
 Comparisons (eq, ne, lt, le, gt, ge), logical ops and where take integer and bool tensors too;
-comparisons and logical ops give bool tensors, which carry no gradient."""
+comparisons and logical ops give bool tensors, which carry no gradient.
+
+torch's element-wise functions (floor ... erf) are one table, MATH; integer tensors keep their dtype
+through floor, ceil, round, trunc, sign, square and abs, and compute on float32 in the others, as
+torch's. Then more activations (softplus ... glu) and tensor math (lerp, addcmul, addcdiv,
+masked_fill, tril, triu)."""
 import functools
 import math
 import numbers
