@@ -60,3 +60,5 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda fn: fn
     return model
+from .functional import all, any, argmin, count_nonzero, logsumexp, min, prod  # noqa: E402
+__all__ += ["all", "any", "argmin", "count_nonzero", "logsumexp", "min", "prod"]

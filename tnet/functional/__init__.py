@@ -41,6 +41,8 @@ from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
+# reductions, sorting and scans
+from .reduce import all, any, argmin, count_nonzero, logsumexp, min, min_result, prod
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -84,5 +86,7 @@ def _host(self):
 
 for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
-                       "gather": gather, "scatter": scatter, "scatter_": scatter_}.items():
+                       "gather": gather, "scatter": scatter, "scatter_": scatter_,
+                       "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
+                       "count_nonzero": count_nonzero}.items():
     setattr(Tensor, _name, _method)
