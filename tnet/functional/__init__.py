@@ -43,6 +43,7 @@ from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
 # reductions, sorting and scans
 from .reduce import all, any, argmin, count_nonzero, logsumexp, min, min_result, prod
+from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -88,5 +89,6 @@ for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_block
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
                        "gather": gather, "scatter": scatter, "scatter_": scatter_,
                        "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
-                       "count_nonzero": count_nonzero}.items():
+                       "count_nonzero": count_nonzero, "sort": sort, "argsort": argsort, "topk": topk,
+                       "cumsum": cumsum, "cumprod": cumprod}.items():
     setattr(Tensor, _name, _method)
