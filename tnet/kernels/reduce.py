@@ -80,8 +80,14 @@ _NO_INDEX = tl.constexpr(2**62)  # above every index
 
 
 @triton.jit
-def _multiply(a, b):
-    return a * b
+def _product(x, R: tl.constexpr, J: tl.constexpr):
+    """The product of x [R, J] (R a power of two up to 2^10) over axis 0, by halving: no tl.reduce
+    with a combine function, which the interpreter runs element by element (0.7 s a 64 x 128 tile)."""
+    for i in tl.static_range(1, 11):
+        if (R >> i) > 0:
+            a, b = tl.split(tl.permute(tl.reshape(x, [R >> i, 2, J]), (0, 2, 1)))
+            x = a * b
+    return tl.reshape(x, [J])
 
 
 @autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"], interpret={"BLOCK_R": 64, "BLOCK_J": 128})
@@ -153,7 +159,7 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
             total = total / divisor
         tl.store(y_ptr + out, total.to(y_ptr.dtype.element_ty), mask=col_mask)
     elif OP == "prod":
-        tl.store(y_ptr + out, tl.reduce(acc, 0, _multiply).to(y_ptr.dtype.element_ty), mask=col_mask)
+        tl.store(y_ptr + out, _product(acc, BLOCK_R, BLOCK_J).to(y_ptr.dtype.element_ty), mask=col_mask)
     else:  # across lanes: the first index holding the maximum (or a NaN)
         isnan = acc != acc
         nan_col = tl.max(isnan.to(tl.int32), axis=0) > 0

@@ -20,6 +20,8 @@ SORT_DTYPES = (*FLOATS, torch.int32, torch.bool)  # keys that fit an int32 besid
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 # The longest row a sort holds in one program (registers; the interpreter's numpy has no limit).
 MAX_SORT = 1 << 14
+# A scan's chunk: whole rows in the interpreter, which pays per op, not per element.
+SCAN_BLOCK = 1 << 14 if INTERPRET else 1024
 _LAST = tl.constexpr(2**63 - 1)  # padding's packed key: after every element, NaN's included
 
 
@@ -106,6 +108,7 @@ def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_s
         carry = tl.zeros([ROWS], COMPUTE)
     else:
         carry = tl.zeros([ROWS], COMPUTE) + 1
+    last = (tl.arange(0, BLOCK) == BLOCK - 1)[None, :]
     for start in range(0, n, BLOCK):
         col = start + tl.arange(0, BLOCK).to(tl.int64)
         if REVERSE:
@@ -116,11 +119,10 @@ def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_s
         if OP == "sum":
             x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=0).to(COMPUTE)
             y = tl.associative_scan(x, 1, _add) + carry[:, None]
-            carry += tl.sum(x, axis=1)
         else:
             x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=1).to(COMPUTE)
             y = tl.associative_scan(x, 1, _multiply) * carry[:, None]
-            carry *= tl.reduce(x, 1, _multiply)
+        carry = tl.sum(tl.where(last, y, 0), axis=1)  # the chunk's last column: padding adds 0 or multiplies by 1
         tl.store(y_ptr + y_row[:, None] + pos[None, :] * y_stride, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -195,9 +197,8 @@ def scan(x, dim, op="sum", reverse=False, dtype=None):
         return y
     n = x.shape[dim]
     rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, y)
-    # whole rows in one chunk in the interpreter, which pays per op, not per element
-    block = min(next_power_of_2(n), 1 << 14 if INTERPRET else 1024)
-    per = _row_block(rows, block, 1 << 14 if INTERPRET else 4096)
+    block = min(next_power_of_2(n), SCAN_BLOCK)
+    per = _row_block(rows, block, 4 * SCAN_BLOCK)
     scan_kernel[(cdiv(rows, per),)](x, y, rows, n, x.stride(dim), y.stride(dim), sizes, x_strides, y_strides,
                                     OP=op, REVERSE=reverse, COMPUTE=tl.int64 if integer else tl.float32,
                                     ROWS=per, BLOCK=block)
