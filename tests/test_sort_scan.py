@@ -73,8 +73,13 @@ def test_sort_dtypes_views_and_errors(rng):
         tnet.topk(tnet.ones(3), 4)
     with pytest.raises(IndexError):
         tnet.sort(tnet.ones(3), 1)
-    with pytest.raises(tnet.InputError, match="int64"):
-        tnet.sort(tnet.tensor([3, 1]))
+    big = np.array([[2**40 + 3, -2**40, 5, 2**40 + 3, -1, 0, 2**33, -2**40 + 7, 5]])
+    for a in (big, rng.integers(-3, 3, (4, 6))):  # int64: sorted by low halves, then high halves
+        x, r = tnet.tensor(a), torch.tensor(a)
+        for descending in (False, True):
+            same(x.sort(-1, descending).indices, r.sort(dim=-1, descending=descending, stable=True).indices, "int64")
+            same(x.topk(3, 1, largest=descending).values, r.topk(3, 1, largest=descending).values, "int64 topk")
+            same(x.sort(0, descending).values, r.sort(dim=0, descending=descending).values, "int64 dim 0")
 
 
 def test_top5_accuracy_idiom(rng):
@@ -194,3 +199,14 @@ def test_logsumexp_as_torch(rng):
     same(tnet.logsumexp(tnet.zeros(0, 3), 0), torch.zeros(0, 3).logsumexp(0), "empty")
     with pytest.raises(TypeError):
         tnet.logsumexp(tnet.ones(3))
+
+
+def test_torch_for_memory_only(rng):
+    from helpers import MEMORY_OPS, Recorder
+    x = tnet.tensor(rng.standard_normal((3, 9)), requires_grad=True)
+    with Recorder() as rec:
+        parts = [x.sort(0).values, x.topk(2).values, x.cumsum(1), x.cumprod(0), x.prod(1, keepdim=True),
+                 x.logsumexp(1, keepdim=True), x.min(1, keepdim=True).values]
+        sum(p.sum() for p in parts).backward()
+        tnet.tensor([[5, -2**40, 3]]).T.argsort(0), x.any(), x.all(1), x.count_nonzero(), x.argmin()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -1,8 +1,6 @@
 """Sorting and scans along one axis (kernels/sort.py): sort, argsort, topk, cumsum and cumprod, as
 torch's, with their gradients. Sorts are always stable (torch's stable=True order, which
-stable=False also allows); they take float32, float16, bfloat16, int32 and bool tensors (not int64:
-the kernel packs a 32-bit key beside the index), rows of up to kernels.sort.MAX_SORT elements on
-the GPU."""
+stable=False also allows), of rows of up to kernels.sort.MAX_SORT elements on the GPU."""
 import collections
 
 import torch
@@ -27,8 +25,6 @@ def _sorted(name, input, dim, k, descending, result):
         values, indices = _sorted(name, reshape(input, 1), 0, k, descending, result)
         return result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
-    check(input.dtype in _sort.SORT_DTYPES,
-          lambda: f"{name}: tnet sorts float32, float16, bfloat16, int32 and bool tensors, got {input.dtype}")
     shape = input.shape
     values, indices = _sort.sort(input.data, d, k, descending)
 

@@ -5,7 +5,8 @@ A row is the elements along the axis at one coordinate of the other axes; a prog
 rows, each reached through the other axes' strides (any layout, no copy). A sort holds its rows
 whole, padded to a power of two, and packs each element's key (an int32 whose order is the
 values' order) above its index in one int64: tl.sort's bitonic network then sorts the pairs, and
-equal keys keep their input order (a stable sort). A scan walks its rows in BLOCK-long chunks,
+equal keys keep their input order (a stable sort). int64 values are sorted in two such passes, by
+their low halves, then by their high halves (stable sorts compose: least significant first). A scan walks its rows in BLOCK-long chunks,
 carrying each row's running total."""
 import math
 
@@ -16,7 +17,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .launch import FLOATS, cdiv, check, next_power_of_2
 
-SORT_DTYPES = (*FLOATS, torch.int32, torch.bool)  # keys that fit an int32 beside the index
+SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 # The longest row a sort holds in one program (registers; the interpreter's numpy has no limit).
 MAX_SORT = 1 << 14
@@ -40,19 +41,29 @@ def _row_offsets(row, sizes, x_strides, y_strides):
 
 
 @triton.jit
-def sort_kernel(x_ptr, values_ptr, indices_ptr, rows, n, k, x_stride, y_stride, sizes, x_strides, y_strides,
-                DESCENDING: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def sort_kernel(x_ptr, order_ptr, values_ptr, indices_ptr, rows, n, k, x_stride, y_stride, sizes, x_strides,
+                y_strides, PART: tl.constexpr, DESCENDING: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     """Each of `rows` rows of n elements of x sorted (ascending, or DESCENDING), its first k written
     to values and indices (int64, the positions in x's row); x's row r starts at the offset its
     coordinates give through x_strides (sizes: the other axes, innermost first), element j is
     x_stride further on; likewise values and indices through y_strides and y_stride. NaN sorts
-    above +inf, -0.0 ties with 0.0, as torch's; BLOCK >= n."""
+    above +inf, -0.0 ties with 0.0, as torch's; BLOCK >= n. The key is the value (PART 0), an int64's
+    low half (PART 1), or its high half (PART 2), the row then read in the order of `order` (PART 1's
+    indices, laid out as the output; k = n)."""
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
     col = tl.arange(0, BLOCK).to(tl.int64)
     mask = (row < rows)[:, None] & (col < n)[None, :]
-    x = tl.load(x_ptr + x_row[:, None] + col[None, :] * x_stride, mask=mask, other=0)
-    if x.dtype.is_floating():
+    if PART == 2:
+        pos = tl.load(order_ptr + y_row[:, None] + col[None, :] * y_stride, mask=mask, other=0)
+    else:
+        pos = col[None, :]
+    x = tl.load(x_ptr + x_row[:, None] + pos * x_stride, mask=mask, other=0)
+    if PART == 1:
+        key = x.to(tl.int32) ^ -2147483648  # the low half's unsigned order, as int32's
+    elif PART == 2:
+        key = (x >> 32).to(tl.int32)
+    elif x.dtype.is_floating():
         f = x.to(tl.float32)
         b = tl.where(f == 0.0, 0.0, f).to(tl.int32, bitcast=True)
         key = tl.where(b < 0, b ^ 0x7FFFFFFF, b)  # a negative float's bits order backwards
@@ -65,6 +76,8 @@ def sort_kernel(x_ptr, values_ptr, indices_ptr, rows, n, k, x_stride, y_stride, 
     packed = tl.sort(packed, dim=1)
     index = packed.to(tl.int32).to(tl.int64)  # the low half
     keep = (row < rows)[:, None] & (col < k)[None, :]
+    if PART == 2:
+        index = tl.load(order_ptr + y_row[:, None] + index * y_stride, mask=keep, other=0)
     # the values read back from x: NaN payloads and the sign of zero as they were
     values = tl.load(x_ptr + x_row[:, None] + index * x_stride, mask=keep)
     out = y_row[:, None] + col[None, :] * y_stride
@@ -141,26 +154,40 @@ def _row_block(rows, block, elements):
 
 
 def sort(x, dim, k=None, descending=False):
-    """(values, int64 indices) of x (float32, float16, bfloat16, int32 or bool; any strides) sorted
-    along dim (>= 0), stably: equal elements keep their order; NaN is the largest. k: only the first
-    k along dim. Both new tensors are contiguous, x's shape with k at dim."""
+    """(values, int64 indices) of x (float32, float16, bfloat16, int64, int32 or bool; any strides)
+    sorted along dim (>= 0), stably: equal elements keep their order; NaN is the largest. k: only
+    the first k along dim. Both new tensors are contiguous, x's shape with k at dim."""
     check(x.dtype in SORT_DTYPES, lambda: f"sort: supports {', '.join(map(str, SORT_DTYPES))}, got {x.dtype}")
     check(0 <= dim < x.dim(), lambda: f"sort: dim {dim} out of range for shape {tuple(x.shape)}")
     n = x.shape[dim]
     k = n if k is None else k
     check(0 <= k <= n, lambda: f"sort: k {k} out of range for a dim of {n}")
     check(n <= MAX_SORT or INTERPRET, lambda: f"sort: rows of at most {MAX_SORT} elements are supported, got {n}")
+    if x.dtype != torch.int64:
+        return _sort_pass(x, dim, k, descending, 0)
+    if x.numel() == 0:
+        return _sort_pass(x, dim, k, descending, 1)
+    values, indices = _sort_pass(x, dim, n, descending, 2, _sort_pass(x, dim, n, descending, 1)[1])
+    if k == n:
+        return values, indices
+    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+
+
+def _sort_pass(x, dim, k, descending, part, order=None):
+    """One launch of sort_kernel (its PART), into new values and indices."""
     shape = list(x.shape)
     shape[dim] = k
     values = torch.empty(shape, dtype=x.dtype, device=x.device)
     indices = torch.empty(shape, dtype=torch.int64, device=x.device)
     if values.numel() == 0:
         return values, indices
+    n = x.shape[dim]
     rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, values)
     block = max(2, next_power_of_2(n))  # tl.sort wants two elements at least
     per = _row_block(rows, block, 4096)
-    sort_kernel[(cdiv(rows, per),)](x, values, indices, rows, n, k, x.stride(dim), values.stride(dim), sizes,
-                                    x_strides, y_strides, DESCENDING=descending, ROWS=per, BLOCK=block,
+    sort_kernel[(cdiv(rows, per),)](x, indices if order is None else order, values, indices, rows, n, k, x.stride(dim),
+                                    values.stride(dim), sizes, x_strides, y_strides, PART=part,
+                                    DESCENDING=descending, ROWS=per, BLOCK=block,
                                     num_warps=4 if block <= 1024 else 8 if block <= 4096 else 16)
     return values, indices
 
