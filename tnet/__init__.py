@@ -66,3 +66,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda fn: fn
     return model
+from .functional import (all, any, argmin, argsort, count_nonzero, cumprod, cumsum, logsumexp, min, prod,  # noqa: E402
+                         sort, topk)
+__all__ += ["all", "any", "argmin", "argsort", "count_nonzero", "cumprod", "cumsum", "logsumexp", "min", "prod",
+            "sort", "topk"]

@@ -46,6 +46,10 @@ from .pointwise import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, flo
                         log10, log1p, log2, logsigmoid, masked_fill, mish, reciprocal, round, rsqrt, selu, sign, sin,
                         softplus, softshrink, softsign, square, tanhshrink, threshold, tril, triu, trunc)
 from .softmax import softmin
+# reductions, sorting and scans
+from .reduce import all, any, argmin, count_nonzero, logsumexp, min, min_result, prod
+from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
+
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -89,7 +93,10 @@ def _host(self):
 
 for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
-                       "gather": gather, "scatter": scatter, "scatter_": scatter_}.items():
+                       "gather": gather, "scatter": scatter, "scatter_": scatter_,
+                       "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
+                       "count_nonzero": count_nonzero, "sort": sort, "argsort": argsort, "topk": topk,
+                       "cumsum": cumsum, "cumprod": cumprod}.items():
     setattr(Tensor, _name, _method)
 
 for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin", "cos", "reciprocal", "rsqrt", "log2",

@@ -1,4 +1,5 @@
-"""Reductions (kernels/reduce.py): sum, mean, max, argmax, amax, amin, var and std over any axes, and mse_loss."""
+"""Reductions (kernels/reduce.py): sum, mean, prod, max, min, argmax, argmin, amax, amin, any, all,
+count_nonzero, logsumexp, var and std over any axes, and the element-wise losses."""
 import builtins
 import collections
 import math
@@ -15,7 +16,7 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import abs, clamp_min, div, eq, exp, gt, log, lt, mul, neg, pow, relu, sub, where
+from .pointwise import abs, clamp_min, div, eq, exp, gt, log, lt, maximum, minimum, mul, neg, pow, relu, sub, where
 
 
 def _dims(name, input, dim):
@@ -78,21 +79,21 @@ def mean(input, dim=None, keepdim=False):
 
 
 max_result = collections.namedtuple("max", ["values", "indices"])
+min_result = collections.namedtuple("min", ["values", "indices"])
 
 
 def _max_dims(name, input, dim):
-    """The checks of max and argmax, as torch's: returns dim's one axis as a tuple, () for dim None.
-    No elements: dim must be given (RuntimeError for max, IndexError for argmax, as torch) and
-    name an axis of nonzero size (IndexError); the other axes may be empty."""
+    """The checks of max, min, argmax and argmin, as torch's: returns dim's one axis as a tuple, ()
+    for dim None. No elements: dim must be given (RuntimeError for max and min, IndexError for
+    argmax and argmin, as torch) and name an axis of nonzero size (IndexError); the other axes may
+    be empty."""
     check_tensors(name, input=input)
-    check(dim is None or isinstance(dim, numbers.Integral),
-          lambda: f"{name}: dim must be an int or None, got {dim!r}" +
-          (" (an elementwise max of two tensors is not supported)" if name == "max" else ""))
+    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
     if dim is None:
         if input.numel() == 0:
-            if name == "argmax":
-                raise InputIndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
-            raise InputError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+            if name.startswith("arg"):
+                raise InputIndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise InputError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                              "Specify the reduction dim with the 'dim' argument.")
         return ()
     d = _dims(name, input, dim)
@@ -101,45 +102,148 @@ def _max_dims(name, input, dim):
     return d
 
 
-def max(input, dim=None, keepdim=False):
-    """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
-    it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
-    the first maximum; the gradient goes to those. NaN counts as the largest, as in PyTorch.
-    A dim of size 0 is an error, other empty axes give empty results, as torch's."""
-    d = _max_dims("max", input, dim)
+def _max_or_min(name, input, dim, keepdim, result):
+    """max and min: dim None, the extreme element (its gradient shared by the elements equal to it);
+    an int dim, result(values, indices) of the first extreme along dim (the gradient goes to those)."""
+    d = _max_dims(name, input, dim)
     if dim is not None and input.ndim == 0:  # torch takes dim 0 (or -1) of a 0-d input: itself, index 0
-        return max(reshape(input, 1), 0)
+        return _max_or_min(name, reshape(input, 1), 0, keepdim, result)
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
     if dim is None:
-        y, _ = _reduce.reduce(X, tuple(range(input.ndim)), "max")
+        y, _ = _reduce.reduce(X, tuple(range(input.ndim)), name)
 
         def share(g):
             ties = _pw.pointwise("tie", X, y)
             return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
-        return record("max", y.reshape(()), (input,), share, saved=(X, y))
+        return record(name, y.reshape(()), (input,), share, saved=(X, y))
     out = _shape(shape, d, keepdim)
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)
         indices = torch.empty(out, device=input.device, dtype=torch.int64)
-        return max_result(record("max", y, (input,), lambda g: (torch.zeros_like(input.data),)), Tensor(indices))
-    y, indices = _reduce.reduce(X, d, "max")
+        return result(record(name, y, (input,), lambda g: (torch.zeros_like(input.data),)), Tensor(indices))
+    y, indices = _reduce.reduce(X, d, name)
 
     def backward(g):
         return (_pw.route(g.reshape(y.shape), indices, shape, d[0], channels_last=cl),)
-    return max_result(record("max", y.reshape(out), (input,), backward, saved=(indices,)), Tensor(indices.reshape(out)))
+    return result(record(name, y.reshape(out), (input,), backward, saved=(indices,)), Tensor(indices.reshape(out)))
+
+
+def max(input, dim=None, keepdim=False):
+    """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
+    it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
+    the first maximum; the gradient goes to those. A tensor in dim's place: maximum(input, other).
+    NaN counts as the largest, as in PyTorch. A dim of size 0 is an error, other empty axes give
+    empty results, as torch's."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    return _max_or_min("max", input, dim, keepdim, max_result)
+
+
+def min(input, dim=None, keepdim=False):
+    """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
+    min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    return _max_or_min("min", input, dim, keepdim, min_result)
+
+
+def _arg(name, input, dim, keepdim):
+    d = _max_dims(name, input, dim)
+    op = name[3:]
+    if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
+        _, indices = _reduce.reduce(input.data.contiguous().reshape(-1), (0,), op)
+        return Tensor(indices.reshape((1,) * input.ndim if keepdim else ()))
+    if input.ndim == 0 or input.numel() == 0:  # a 0-d input's index is 0; a kept axis of size 0: empty
+        return Tensor(torch.zeros(_shape(input.shape, d, keepdim), device=input.device, dtype=torch.int64))
+    _, indices = _reduce.reduce(_dense(input), d, op)
+    return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
 
 
 def argmax(input, dim=None, keepdim=False):
     """The int64 index of the first maximum along dim, or (dim None) in the flattened input. A dim
     of size 0 is an error, other empty axes give an empty result, as torch's."""
-    d = _max_dims("argmax", input, dim)
-    if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
-        _, indices = _reduce.reduce(input.data.contiguous().reshape(-1), (0,), "max")
-        return Tensor(indices.reshape((1,) * input.ndim if keepdim else ()))
-    if input.ndim == 0 or input.numel() == 0:  # a 0-d input's index is 0; a kept axis of size 0: empty
-        return Tensor(torch.zeros(_shape(input.shape, d, keepdim), device=input.device, dtype=torch.int64))
-    _, indices = _reduce.reduce(_dense(input), d, "max")
-    return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
+    return _arg("argmax", input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """The int64 index of the first minimum (or NaN) along dim, or in the flattened input, as argmax."""
+    return _arg("argmin", input, dim, keepdim)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """The product over dim (None: every element; an int), in fp32; of integers or bools exactly, in
+    int64 (wrapping on overflow), as torch's. dtype: the input cast to it first. The gradient is
+    torch's, zeros included: g times the product of the other elements of the slice (g * prod / x
+    where the slice holds no zero)."""
+    check_tensors("prod", input=input)
+    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
+    if dtype is not None:
+        input = input.to(dtype)
+    dims = _dims("prod", input, dim)
+    X, out_shape = _dense(input), _shape(input.shape, dims, keepdim)
+    if _reduce.integer(X):
+        return Tensor(_reduce.reduce(X, dims, "prod").reshape(out_shape))
+    y = _reduce.reduce(X, dims, "prod", dtype=torch.float32)  # fp32, as the backward reads it
+    out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
+
+    def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
+        zero = _pw.pointwise("eq", X, 0)
+        single = _pw.pointwise("eq", _reduce.reduce(zero, dims), 1)
+        others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
+        at_zero = _pw.pointwise("where", single, others, 0.0)
+        factor = _pw.pointwise("where", zero, at_zero, _pw.pointwise("div", y, X))
+        return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
+    return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
+
+
+def _count(name, input, dim, keepdim, op):
+    """How many elements over dim (None: all; an int or a tuple) are nonzero (op "ne") or zero ("eq"),
+    int64; NaN is nonzero."""
+    check_tensors(name, input=input)
+    dims = _dims(name, input, dim)
+    return Tensor(_reduce.reduce(_pw.pointwise(op, _dense(input), 0), dims).reshape(_shape(input.shape, dims, keepdim)))
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements over dim (None: all; an int or a tuple), int64, as torch's."""
+    return _count("count_nonzero", input, dim, False, "ne")
+
+
+def any(input, dim=None, keepdim=False):
+    """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor."""
+    return gt(_count("any", input, dim, keepdim, "ne"), 0)
+
+
+def all(input, dim=None, keepdim=False):
+    """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
+    return eq(_count("all", input, dim, keepdim, "eq"), 0)
+
+
+_FLOAT_MAX = 3.4028234663852886e38
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) over dim (an int or a tuple), stable: the maximum is taken out first, in fp32.
+    A slice of -inf gives -inf, one holding +inf gives inf, NaN gives NaN; the gradient g * exp(x -
+    result) is NaN on a slice of -inf, as torch's. Integers are cast to float32 first, as torch."""
+    check_tensors("logsumexp", input=input)
+    if input.dtype not in FLOATS:
+        input = input.float()
+    dims = _dims("logsumexp", input, dim)
+    X, out_shape = _dense(input), _shape(input.shape, dims, keepdim)
+    if input.numel() == 0:  # log(0), as torch
+        return record("logsumexp", torch.full(out_shape, -math.inf, device=input.device, dtype=input.dtype),
+                      (input,), lambda g: (torch.zeros_like(input.data),))
+    # the maximum, clamped to finite values: an infinite one leaves exp(x - shift) at 0 or inf, not NaN
+    shift = _pw.pointwise("clamp", _reduce.reduce(X, dims, "max", dtype=torch.float32)[0], -_FLOAT_MAX, _FLOAT_MAX)
+    total = _reduce.reduce(_pw.pointwise("exp", _pw.pointwise("sub", X, shift)), dims, dtype=torch.float32)
+    y = _pw.pointwise("add", _pw.pointwise("log", total), shift)  # fp32, as the backward reads it
+    out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
+
+    def backward(g):
+        e = _pw.pointwise("exp", _pw.pointwise("sub", X, y))
+        return (_pw.pointwise("mul", e, g.reshape(y.shape), dtype=input.dtype),)
+    return record("logsumexp", out.reshape(out_shape), (input,), backward, saved=(X,))
 
 
 def _extreme(name, input, dim, keepdim):

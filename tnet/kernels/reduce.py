@@ -1,5 +1,6 @@
 """Sums over the batch axes, as bias gradients need: out[j] = sum over i, l of x[i, j, l]; and
-sums and maxima over any axes (reduce), for PyTorch's sum, mean, max and argmax."""
+sums, products, maxima and minima over any axes (reduce), for PyTorch's sum, mean, prod, max,
+min, argmax and argmin."""
 import math
 
 import torch
@@ -69,13 +70,24 @@ def sum_except(x, dim, out=None):
     return _sum(x, I, J, L, out)
 
 
-# Sums and maxima over any dims (PyTorch's sum, mean, max, argmax): x is seen in its memory order
-# as [K1, R, K2], the reduced axes R between kept ones, and reduced to [K1, K2].
+# Sums, products, maxima and minima over any dims (PyTorch's sum, mean, prod, max, argmax...): x is
+# seen in its memory order as [K1, R, K2], the reduced axes R between kept ones, and reduced to [K1, K2].
 _REDUCE_CONFIGS = [triton.Config({"BLOCK_R": 16, "BLOCK_J": 256}, num_warps=4),
                    triton.Config({"BLOCK_R": 64, "BLOCK_J": 64}, num_warps=4),
                    triton.Config({"BLOCK_R": 256, "BLOCK_J": 16}, num_warps=4),
                    triton.Config({"BLOCK_R": 512, "BLOCK_J": 8}, num_warps=4)]
 _NO_INDEX = tl.constexpr(2**62)  # above every index
+
+
+@triton.jit
+def _product(x, R: tl.constexpr, J: tl.constexpr):
+    """The product of x [R, J] (R a power of two up to 2^10) over axis 0, by halving: no tl.reduce
+    with a combine function, which the interpreter runs element by element (0.7 s a 64 x 128 tile)."""
+    for i in tl.static_range(1, 11):
+        if (R >> i) > 0:
+            a, b = tl.split(tl.permute(tl.reshape(x, [R >> i, 2, J]), (0, 2, 1)))
+            x = a * b
+    return tl.reshape(x, [J])
 
 
 @autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"], interpret={"BLOCK_R": 64, "BLOCK_J": 128})
@@ -84,8 +96,8 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
                   OP: tl.constexpr, INNER: tl.constexpr, INDEXED: tl.constexpr, INTEGER: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
     """x [K1, R, K2] dense -> y [K1, S, K2], S = cdiv(R, chunk), part s over r in [s*chunk, (s+1)*chunk):
-    OP "sum" (in fp32, divided by divisor; INTEGER: in int64, undivided) or "max" or "min" with yi
-    its index (r, or xi's value if INDEXED).
+    OP "sum" (in fp32, divided by divisor; INTEGER: in int64, undivided), "prod" (in fp32, or
+    int64) or "max" or "min" with yi its index (r, or xi's value if INDEXED).
     INNER (K2 == 1): a tile's J axis runs over k1, else over k2. Grid: S * (J blocks) [* K1 unless INNER]."""
     pid = tl.program_id(0)
     parts = (R + chunk - 1) // chunk  # not tl.cdiv: each call of a jit function costs ms in the interpreter
@@ -113,7 +125,9 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
     else:
         acc = tl.zeros((BLOCK_R, BLOCK_J), dtype=tl.float32)
     acc_i = tl.full((BLOCK_R, BLOCK_J), _NO_INDEX, tl.int64)
-    if OP != "sum":
+    if OP == "prod":
+        acc += 1
+    elif OP != "sum":
         acc += float("-inf")
     for start in range(first, end, BLOCK_R):
         r = start + tl.arange(0, BLOCK_R)
@@ -121,6 +135,8 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         mask = (r < end)[:, None] & col_mask[None, :]
         if OP == "sum":
             acc += tl.load(x_ptr + offs, mask=mask, other=0).to(acc.dtype)
+        elif OP == "prod":
+            acc *= tl.load(x_ptr + offs, mask=mask, other=1).to(acc.dtype)
         else:
             # A lane meets its indices in increasing order, so it keeps its first maximum by taking
             # only larger values, or a first NaN (PyTorch's max propagates NaN). A minimum is the
@@ -142,6 +158,8 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         if not INTEGER:
             total = total / divisor
         tl.store(y_ptr + out, total.to(y_ptr.dtype.element_ty), mask=col_mask)
+    elif OP == "prod":
+        tl.store(y_ptr + out, _product(acc, BLOCK_R, BLOCK_J).to(y_ptr.dtype.element_ty), mask=col_mask)
     else:  # across lanes: the first index holding the maximum (or a NaN)
         isnan = acc != acc
         nan_col = tl.max(isnan.to(tl.int32), axis=0) > 0
@@ -176,7 +194,7 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
     parts = max(1, cdiv(R, CHUNK))
     if parts > 1:
         out = torch.empty(K1 * parts * K2, device=x.device, dtype=y.dtype if integer(y) else torch.float32)
-        out_i = torch.empty(K1 * parts * K2, device=x.device, dtype=torch.int64) if op != "sum" else None
+        out_i = torch.empty(K1 * parts * K2, device=x.device, dtype=torch.int64) if op in ("max", "min") else None
     else:
         out, out_i = y, yi
     inner = K2 == 1
@@ -189,25 +207,27 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
 
 
 def integer(x):
-    """Whether x holds integers or bools, which sum exactly in int64."""
+    """Whether x holds integers or bools, which sum (and multiply) exactly in int64."""
     return x.dtype in (torch.int64, torch.int32, torch.bool)
 
 
 def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
-    """x summed (then divided by divisor), maximised or minimised over `dims`, distinct axes >= 0,
-    in fp32; integer or bool x sums exactly into int64 (no divisor). Returns a new tensor shaped
+    """x summed (then divided by divisor), multiplied ("prod"), maximised or minimised over `dims`,
+    distinct axes >= 0, in fp32; integer or bool x sums or multiplies exactly into int64 (no divisor,
+    wrapping around on overflow as torch's). Returns a new tensor shaped
     like x with 1 on those axes, laid out in x's memory order, of `dtype` (x's, or int64, by
     default); "max" and "min" return (values, int64 indices along its one reduced axis of size > 1,
     the first of equal extremes; with all axes reduced, indices in memory order; None where the
     reduced axes make several runs, below). x must be dense (see is_dense): the reduced axes
     then fall into runs between kept ones; several runs (a sum over N, H and W of NCHW) are
     reduced one run after the other, the longest first."""
-    check(x.dtype in FLOATS or (op == "sum" and integer(x)),
-          lambda: f"{op}: x must be float32, float16 or bfloat16{' (or integers)' if op == 'sum' else ''}, got {x.dtype}")
+    exact = op in ("sum", "prod")
+    check(x.dtype in FLOATS or (exact and integer(x)),
+          lambda: f"{op}: x must be float32, float16 or bfloat16{' (or integers)' if exact else ''}, got {x.dtype}")
     check(is_dense(x), lambda: f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
                                f"got shape {tuple(x.shape)} with strides {x.stride()}")
-    check(op in ("sum", "max", "min"), lambda: f"reduce: op must be 'sum', 'max' or 'min', got {op!r}")
-    check(op == "sum" or x.numel() > 0, lambda: f"{op}: cannot take the {op} of an empty tensor")
+    check(op in ("sum", "prod", "max", "min"), lambda: f"reduce: op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
+    check(exact or x.numel() > 0, lambda: f"{op}: cannot take the {op} of an empty tensor")
     dtype = dtype or (torch.int64 if integer(x) else x.dtype)
     order = memory_order(x)
     runs = []  # [reduced?, size, axes] in memory order, axes of size 1 left out
@@ -222,17 +242,17 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     if len(reduced) > 1:
         longest = max(reduced, key=lambda run: run[1])[2]
         rest = [d for d in dims if d not in longest]
-        if op != "sum":  # values only: an index along several runs is not one number
+        if not exact:  # values only: an index along several runs is not one number
             return reduce(reduce(x, longest, op)[0], rest, op, dtype=dtype)[0], None
-        part = reduce(x, longest, "sum", dtype=torch.int64 if integer(x) else torch.float32)
-        return reduce(part, rest, "sum", divisor, dtype)
+        part = reduce(x, longest, op, dtype=torch.int64 if integer(x) else torch.float32)
+        return reduce(part, rest, op, divisor, dtype)
     at = runs.index(reduced[0]) if reduced else len(runs)
     K1, K2 = (math.prod(run[1] for run in runs[i]) for i in (slice(0, at), slice(at + 1, None)))
     R = reduced[0][1] if reduced else 1
     shape = [1 if d in dims else x.shape[d] for d in order]
     back = sorted(range(x.dim()), key=order.__getitem__)
     y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
-    yi = torch.empty(shape, device=x.device, dtype=torch.int64).permute(back) if op != "sum" else None
+    yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64).permute(back)
     if y.numel():
         _reduce_view(x, None, K1, R, K2, op, float(divisor), y, yi)
-    return y if op == "sum" else (y, yi)
+    return y if exact else (y, yi)

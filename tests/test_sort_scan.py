@@ -1,0 +1,212 @@
+"""Sorting, scans and the reductions beside them (kernels/sort.py, functional/sort.py,
+functional/reduce.py) against torch in float64: sort, argsort and topk with ties, NaN and rows of
+1, 7 and 33; the top-5 accuracy idiom; cumsum and cumprod (zeros in its gradient, long rows in
+chunks); min, argmin, prod with zeros, any, all, count_nonzero and logsumexp with infinite rows."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet.kernels import sort as sort_kernels
+from helpers import TOL, assert_close, check, leaf
+
+# The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def same(out, ref, what=""):
+    """Equal values, NaN matching NaN, and equal shapes."""
+    out, ref = np.asarray(out.numpy(), np.float64), np.asarray(ref.detach().numpy(), np.float64)
+    assert out.shape == ref.shape and np.array_equal(out, ref, equal_nan=True), f"{what}: {out} vs {ref}"
+
+
+def tied(rng, *shape):
+    """Values of few levels (most rows hold ties), a NaN row and a NaN among them, -0.0 beside 0.0."""
+    a = rng.integers(-2, 3, shape).astype(np.float64)
+    a.reshape(-1, shape[-1])[0] = np.nan
+    a.reshape(-1)[-2] = np.nan
+    a.reshape(-1)[1::7] *= -1  # -0.0 where a was 0
+    return a
+
+
+@pytest.mark.parametrize("shape,dim", [((7,), -1), ((3, 33), 1), ((4, 1, 5), 0), ((2, 7, 3), 1)])
+def test_sort_ties_and_nan_as_torch_stable(rng, shape, dim):
+    a = tied(rng, *shape)
+    x, r = tnet.tensor(a), torch.tensor(a)
+    for descending in (False, True):
+        out, ref = tnet.sort(x, dim, descending), torch.sort(r, dim=dim, descending=descending, stable=True)
+        same(out.values, ref.values, "values")
+        same(out.indices, ref.indices, "indices")
+        same(x.argsort(dim, descending), ref.indices, "argsort")
+    top, ref = x.topk(shape[dim] // 2 + 1, dim), r.topk(shape[dim] // 2 + 1, dim)
+    same(top.values, ref.values, "topk values")
+    same(r.gather(dim, torch.from_numpy(top.indices.numpy())), ref.values, "topk indices")  # any of equal ones
+    small = x.topk(2 if shape[dim] > 1 else 1, dim, largest=False)
+    same(small.values, r.topk(small.values.shape[dim], dim, largest=False).values, "topk smallest")
+
+
+def test_sort_and_topk_gradients(rng):
+    x = leaf(rng, 5, 33)  # distinct values: the same elements move as in torch
+    check(lambda t: t.sort(1, descending=True).values * 1.0, lambda t: t.sort(1, descending=True).values, [x], rng)
+    x = leaf(rng, 7, 4, dtype=torch.float16)
+    check(lambda t: t.sort(0).values, lambda t: t.sort(0).values, [x], rng, TOL["fp16"])
+    x = leaf(rng, 7, 3, 6)
+    check(lambda t: t.topk(3, 1, largest=False).values, lambda t: t.topk(3, 1, largest=False).values, [x], rng)
+    x = leaf(rng, 1, 1)
+    check(lambda t: t.topk(1).values, lambda t: t.topk(1).values, [x], rng)
+
+
+def test_sort_dtypes_views_and_errors(rng):
+    a = rng.integers(-5, 5, (3, 9))
+    r = torch.tensor(a, dtype=torch.int32)
+    x = tnet.tensor(r, dtype=tnet.int32)
+    same(tnet.sort(x).values, r.sort(stable=True).values, "int32")
+    same(tnet.sort(x).indices, r.sort(stable=True).indices, "int32 indices")
+    same(tnet.argsort((x > 0).T, 0, descending=True), torch.argsort((r > 0).T, dim=0, descending=True, stable=True),
+         "bool, a transposed view")
+    x = tnet.tensor(2.5, requires_grad=True)
+    assert x.sort().values.shape == () and x.topk(1).indices.item() == 0
+    assert tnet.sort(tnet.zeros(0, 3)).values.shape == (0, 3) and tnet.topk(tnet.ones(4, 2), 0).values.shape == (4, 0)
+    with pytest.raises(RuntimeError, match="out of range"):
+        tnet.topk(tnet.ones(3), 4)
+    with pytest.raises(IndexError):
+        tnet.sort(tnet.ones(3), 1)
+    big = np.array([[2**40 + 3, -2**40, 5, 2**40 + 3, -1, 0, 2**33, -2**40 + 7, 5]])
+    for a in (big, rng.integers(-3, 3, (4, 6))):  # int64: sorted by low halves, then high halves
+        x, r = tnet.tensor(a), torch.tensor(a)
+        for descending in (False, True):
+            same(x.sort(-1, descending).indices, r.sort(dim=-1, descending=descending, stable=True).indices, "int64")
+            same(x.topk(3, 1, largest=descending).values, r.topk(3, 1, largest=descending).values, "int64 topk")
+            same(x.sort(0, descending).values, r.sort(dim=0, descending=descending).values, "int64 dim 0")
+
+
+def test_top5_accuracy_idiom(rng):
+    """ImageNet's accuracy(): the top-5 predictions against the targets."""
+    logits, target = rng.standard_normal((9, 12)), rng.integers(0, 12, 9)
+    out, y = tnet.tensor(logits), tnet.tensor(target)
+    _, pred = out.topk(5, 1, True, True)
+    pred = pred.t()
+    correct = pred.eq(y.view(1, -1).expand_as(pred))
+    _, ref = torch.tensor(logits).topk(5, 1, True, True)
+    ref = ref.t().eq(torch.tensor(target).view(1, -1).expand_as(ref.t()))
+    same(correct, ref, "correct")
+    for k in (1, 5):
+        same(correct[:k].reshape(-1).float().sum(0, keepdim=True), ref[:k].reshape(-1).float().sum(0, keepdim=True))
+
+
+@pytest.mark.parametrize("shape,dim", [((7,), 0), ((3, 33), -1), ((33, 2), 0), ((2, 1, 7), 1)])
+def test_cumsum_cumprod_as_torch(rng, shape, dim):
+    x = leaf(rng, *shape)
+    check(lambda t: tnet.cumsum(t, dim), lambda t: torch.cumsum(t, dim), [x], rng)
+    x = leaf(rng, *shape, values=rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape))
+    check(lambda t: t.cumprod(dim), lambda t: t.cumprod(dim), [x], rng)
+
+
+def test_cumprod_gradient_at_zeros(rng):
+    a = rng.uniform(0.5, 1.5, (5, 7))
+    a[0, 3] = a[1, 0] = a[2, 6] = a[3, 2] = a[3, 5] = a[4, 1] = a[4, 2] = 0.0  # one, first, last, two, adjacent
+    check(lambda t: t.cumprod(1), lambda t: t.cumprod(1), [leaf(rng, 5, 7, values=a)], rng)
+    check(lambda t: t.cumprod(0), lambda t: t.cumprod(0), [leaf(rng, 7, 5, values=a.T.copy())], rng)
+
+
+def test_scan_dtypes_and_long_rows_in_chunks(rng, monkeypatch):
+    b = torch.tensor(rng.integers(-3, 4, (4, 6)))
+    for r in (b, b.int(), b > 0):
+        out = tnet.tensor(r).cumsum(1)
+        assert out.dtype == torch.int64
+        same(out, r.cumsum(1), f"{r.dtype} cumsum")
+        same(tnet.tensor(r).cumprod(0), r.cumprod(0), f"{r.dtype} cumprod")
+    same(tnet.tensor(b).cumsum(0, dtype=tnet.float32), b.cumsum(0, dtype=torch.float32), "dtype")
+    assert tnet.cumsum(tnet.tensor(3.0), 0).item() == 3.0 and tnet.cumsum(tnet.zeros(0, 2), 1).shape == (0, 2)
+    monkeypatch.setattr(sort_kernels, "SCAN_BLOCK", 16)  # rows of 3 chunks and a part, the totals carried
+    x = leaf(rng, 3, 55)
+    check(lambda t: t.cumsum(1), lambda t: t.cumsum(1), [x], rng)
+    x = leaf(rng, 55, 2, values=rng.uniform(0.9, 1.1, (55, 2)))
+    check(lambda t: t.cumprod(0), lambda t: t.cumprod(0), [x], rng)
+
+
+def test_min_argmin_as_torch(rng):
+    a = tied(rng, 4, 7)
+    x, r = tnet.tensor(a), torch.tensor(a)
+    for dim, keepdim in ((0, False), (1, True), (-1, False)):
+        out, ref = tnet.min(x, dim, keepdim), torch.min(r, dim, keepdim)
+        same(out.values, ref.values, "values")
+        same(out.indices, ref.indices, "indices")
+        same(x.argmin(dim, keepdim), r.argmin(dim, keepdim), "argmin")
+    same(x.min(), r.min(), "min of all")
+    same(x[1:].argmin(), r[1:].argmin(), "argmin of all")
+    y = leaf(rng, 4, 7)
+    check(lambda t: t.min(1).values, lambda t: t.min(1).values, [y], rng)
+    z = leaf(rng, 4, 7, values=np.nan_to_num(a[::-1].copy()))
+    check(lambda t: t.min(), lambda t: t.min(), [z], rng)  # ties share the gradient
+    check(lambda t, u: tnet.min(t, u), lambda t, u: torch.min(t, u), [leaf(rng, 3, 5), leaf(rng, 1, 5)], rng)
+    check(lambda t, u: tnet.max(t, u), lambda t, u: torch.max(t, u), [leaf(rng, 3, 5), leaf(rng, 3, 1)], rng)
+    with pytest.raises(IndexError):
+        tnet.argmin(tnet.zeros(0))
+
+
+def test_prod_with_zeros_as_torch(rng):
+    a = rng.uniform(0.5, 1.5, (4, 5)) * rng.choice([-1, 1], (4, 5))
+    a[1, 2] = a[2, 0] = a[2, 4] = 0.0  # rows with no, one and two zeros
+    for dim, keepdim in ((None, False), (1, False), (0, True), (-1, True)):
+        check(lambda t: t.prod(dim, keepdim) if dim is not None else t.prod(),
+              lambda t: t.prod(dim, keepdim) if dim is not None else t.prod(), [leaf(rng, 4, 5, values=a)], rng)
+    check(lambda t: t.prod(), lambda t: t.prod(), [leaf(rng, 1, 3, values=np.array([[0.5, 0.0, 3.0]]))], rng)
+    i = torch.tensor(rng.integers(-3, 4, (3, 5)))
+    for r in (i, i.int(), i != 0):
+        out = tnet.tensor(r).prod(1)
+        assert out.dtype == torch.int64
+        same(out, r.prod(1), f"{r.dtype} prod")
+    same(tnet.tensor(i).prod(dtype=tnet.float32), i.prod(dtype=torch.float32), "dtype")
+    assert tnet.prod(tnet.zeros(0, 3), 0).numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_any_all_count_nonzero_as_torch(rng):
+    a = rng.integers(0, 2, (3, 4, 5)).astype(np.float64)
+    a[0] = 1.0
+    a[1, 1] = np.nan
+    for r in (torch.tensor(a), torch.tensor(a).long(), torch.tensor(a) > 0):
+        x = tnet.tensor(r)
+        same(tnet.any(x), torch.any(r), "any")
+        same(tnet.all(x), torch.all(r), "all")
+        same(tnet.count_nonzero(x), torch.count_nonzero(r), "count_nonzero")
+        for dim in (0, -1, (1, 2)):
+            same(x.any(dim, keepdim=True), r.any(dim, keepdim=True), f"any {dim}")
+            same(x.all(dim), r.all(dim), f"all {dim}")
+            same(x.count_nonzero(dim), r.count_nonzero(dim), f"count_nonzero {dim}")
+    assert tnet.all(tnet.zeros(0)).item() and not tnet.any(tnet.zeros(0)).item()
+
+
+def test_logsumexp_as_torch(rng):
+    for dim, keepdim in ((1, False), (0, True), ((0, 2), False)):
+        check(lambda t: t.logsumexp(dim, keepdim), lambda t: t.logsumexp(dim, keepdim), [leaf(rng, 3, 7, 2)], rng)
+    a = rng.standard_normal((5, 4)) * 50
+    a[0] = -math.inf
+    a[1, 1] = math.inf
+    a[2, 2] = np.nan
+    a[3, 0] = -math.inf
+    x, r = tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, ref = tnet.logsumexp(x, 1), torch.logsumexp(r, 1)
+    assert_close(out.data[3:], ref.detach()[3:], TOL["ieee"], "finite rows")
+    same(out, ref.float(), "-inf, inf and NaN rows")
+    out.backward(np.ones(5))
+    ref.sum().backward()
+    same(x.grad[0], r.grad[0].float(), "the gradient of a row of -inf: NaN")
+    assert_close(x.grad.data[3:], r.grad[3:], TOL["ieee"], "gradient")
+    same(tnet.logsumexp(tnet.tensor([[1, 2]]), 1), torch.tensor([[1, 2]]).logsumexp(1), "integers")
+    same(tnet.logsumexp(tnet.zeros(0, 3), 0), torch.zeros(0, 3).logsumexp(0), "empty")
+    with pytest.raises(TypeError):
+        tnet.logsumexp(tnet.ones(3))
+
+
+def test_torch_for_memory_only(rng):
+    from helpers import MEMORY_OPS, Recorder
+    x = tnet.tensor(rng.standard_normal((3, 9)), requires_grad=True)
+    with Recorder() as rec:
+        parts = [x.sort(0).values, x.topk(2).values, x.cumsum(1), x.cumprod(0), x.prod(1, keepdim=True),
+                 x.logsumexp(1, keepdim=True), x.min(1, keepdim=True).values]
+        sum(p.sum() for p in parts).backward()
+        tnet.tensor([[5, -2**40, 3]]).T.argsort(0), x.any(), x.all(1), x.count_nonzero(), x.argmin()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -1,0 +1,232 @@
+"""Along one axis of any tensor: sorting (PyTorch's sort, argsort and topk), the scatter of a
+gradient back to the sorted elements' places, and scans (cumsum, cumprod).
+
+A row is the elements along the axis at one coordinate of the other axes; a program takes ROWS
+rows, each reached through the other axes' strides (any layout, no copy). A sort holds its rows
+whole, padded to a power of two, and packs each element's key (an int32 whose order is the
+values' order) above its index in one int64: tl.sort's bitonic network then sorts the pairs, and
+equal keys keep their input order (a stable sort). int64 values are sorted in two such passes, by
+their low halves, then by their high halves (stable sorts compose: least significant first). A scan walks its rows in BLOCK-long chunks,
+carrying each row's running total."""
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from .._device import INTERPRET
+from .launch import FLOATS, cdiv, check, next_power_of_2
+
+SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
+SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
+# The longest row a sort holds in one program (registers; the interpreter's numpy has no limit).
+MAX_SORT = 1 << 14
+# A scan's chunk: whole rows in the interpreter, which pays per op, not per element.
+SCAN_BLOCK = 1 << 14 if INTERPRET else 1024
+_LAST = tl.constexpr(2**63 - 1)  # padding's packed key: after every element, NaN's included
+
+
+@triton.jit
+def _row_offsets(row, sizes, x_strides, y_strides):
+    """The offsets of rows `row` (indices into the other axes, innermost first) in x and y."""
+    rest = row
+    x_off = tl.zeros_like(row)
+    y_off = tl.zeros_like(row)
+    for d in tl.static_range(len(sizes)):
+        pos = rest % sizes[d]
+        rest = rest // sizes[d]
+        x_off += pos * x_strides[d]
+        y_off += pos * y_strides[d]
+    return x_off, y_off
+
+
+@triton.jit
+def sort_kernel(x_ptr, order_ptr, values_ptr, indices_ptr, rows, n, k, x_stride, y_stride, sizes, x_strides,
+                y_strides, PART: tl.constexpr, DESCENDING: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each of `rows` rows of n elements of x sorted (ascending, or DESCENDING), its first k written
+    to values and indices (int64, the positions in x's row); x's row r starts at the offset its
+    coordinates give through x_strides (sizes: the other axes, innermost first), element j is
+    x_stride further on; likewise values and indices through y_strides and y_stride. NaN sorts
+    above +inf, -0.0 ties with 0.0, as torch's; BLOCK >= n. The key is the value (PART 0), an int64's
+    low half (PART 1), or its high half (PART 2), the row then read in the order of `order` (PART 1's
+    indices, laid out as the output; k = n)."""
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
+    col = tl.arange(0, BLOCK).to(tl.int64)
+    mask = (row < rows)[:, None] & (col < n)[None, :]
+    if PART == 2:
+        pos = tl.load(order_ptr + y_row[:, None] + col[None, :] * y_stride, mask=mask, other=0)
+    else:
+        pos = col[None, :]
+    x = tl.load(x_ptr + x_row[:, None] + pos * x_stride, mask=mask, other=0)
+    if PART == 1:
+        key = x.to(tl.int32) ^ -2147483648  # the low half's unsigned order, as int32's
+    elif PART == 2:
+        key = (x >> 32).to(tl.int32)
+    elif x.dtype.is_floating():
+        f = x.to(tl.float32)
+        b = tl.where(f == 0.0, 0.0, f).to(tl.int32, bitcast=True)
+        key = tl.where(b < 0, b ^ 0x7FFFFFFF, b)  # a negative float's bits order backwards
+        key = tl.where(f != f, 0x7FFFFFFF, key)
+    else:
+        key = x.to(tl.int32)
+    if DESCENDING:
+        key = ~key
+    packed = tl.where(mask, (key.to(tl.int64) << 32) | col[None, :], _LAST)
+    packed = tl.sort(packed, dim=1)
+    index = packed.to(tl.int32).to(tl.int64)  # the low half
+    keep = (row < rows)[:, None] & (col < k)[None, :]
+    if PART == 2:
+        index = tl.load(order_ptr + y_row[:, None] + index * y_stride, mask=keep, other=0)
+    # the values read back from x: NaN payloads and the sign of zero as they were
+    values = tl.load(x_ptr + x_row[:, None] + index * x_stride, mask=keep)
+    out = y_row[:, None] + col[None, :] * y_stride
+    tl.store(values_ptr + out, values, mask=keep)
+    tl.store(indices_ptr + out, index, mask=keep)
+
+
+@triton.jit
+def unsort_kernel(g_ptr, indices_ptr, dx_ptr, rows, k, g_stride, dx_stride, sizes, g_strides, dx_strides,
+                  ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """dx's row r at position indices[r, j] = g[r, j] for j < k (rows as in sort_kernel; indices
+    laid out as g): a sort's gradient, scattered back to where its values came from."""
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    g_row, dx_row = _row_offsets(row, sizes, g_strides, dx_strides)
+    col = tl.arange(0, BLOCK).to(tl.int64)
+    mask = (row < rows)[:, None] & (col < k)[None, :]
+    at = g_row[:, None] + col[None, :] * g_stride
+    index = tl.load(indices_ptr + at, mask=mask, other=0)
+    tl.store(dx_ptr + dx_row[:, None] + index * dx_stride, tl.load(g_ptr + at, mask=mask), mask=mask)
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _multiply(a, b):
+    return a * b
+
+
+@triton.jit
+def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_strides,
+                OP: tl.constexpr, REVERSE: tl.constexpr, COMPUTE: tl.constexpr, ROWS: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """y = the running sum (OP "sum") or product ("prod") along each row of x (rows as in
+    sort_kernel), in COMPUTE (fp32 or int64); REVERSE: from the row's end."""
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
+    if OP == "sum":
+        carry = tl.zeros([ROWS], COMPUTE)
+    else:
+        carry = tl.zeros([ROWS], COMPUTE) + 1
+    last = (tl.arange(0, BLOCK) == BLOCK - 1)[None, :]
+    for start in range(0, n, BLOCK):
+        col = start + tl.arange(0, BLOCK).to(tl.int64)
+        if REVERSE:
+            pos = n - 1 - col
+        else:
+            pos = col
+        mask = (row < rows)[:, None] & (col < n)[None, :]
+        if OP == "sum":
+            x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=0).to(COMPUTE)
+            y = tl.associative_scan(x, 1, _add) + carry[:, None]
+        else:
+            x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=1).to(COMPUTE)
+            y = tl.associative_scan(x, 1, _multiply) * carry[:, None]
+        carry = tl.sum(tl.where(last, y, 0), axis=1)  # the chunk's last column: padding adds 0 or multiplies by 1
+        tl.store(y_ptr + y_row[:, None] + pos[None, :] * y_stride, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _rows(shape, dim, *tensors):
+    """(rows, the other axes' sizes innermost first, and each tensor's strides along them): the
+    row layout of tensors shaped like `shape` along dim (their sizes at dim may differ)."""
+    others = [d for d in range(len(shape)) if d != dim][::-1]
+    sizes = tuple(shape[d] for d in others) or (1,)
+    strides = [tuple(t.stride(d) for d in others) or (0,) for t in tensors]
+    return math.prod(shape[d] for d in others), sizes, strides
+
+
+def _row_block(rows, block, elements):
+    """Rows per program: `elements` in a program's tile (at least one row, no more than there are)."""
+    return max(1, min(next_power_of_2(rows), elements // block))
+
+
+def sort(x, dim, k=None, descending=False):
+    """(values, int64 indices) of x (float32, float16, bfloat16, int64, int32 or bool; any strides)
+    sorted along dim (>= 0), stably: equal elements keep their order; NaN is the largest. k: only
+    the first k along dim. Both new tensors are contiguous, x's shape with k at dim."""
+    check(x.dtype in SORT_DTYPES, lambda: f"sort: supports {', '.join(map(str, SORT_DTYPES))}, got {x.dtype}")
+    check(0 <= dim < x.dim(), lambda: f"sort: dim {dim} out of range for shape {tuple(x.shape)}")
+    n = x.shape[dim]
+    k = n if k is None else k
+    check(0 <= k <= n, lambda: f"sort: k {k} out of range for a dim of {n}")
+    check(n <= MAX_SORT or INTERPRET, lambda: f"sort: rows of at most {MAX_SORT} elements are supported, got {n}")
+    if x.dtype != torch.int64:
+        return _sort_pass(x, dim, k, descending, 0)
+    if x.numel() == 0:
+        return _sort_pass(x, dim, k, descending, 1)
+    values, indices = _sort_pass(x, dim, n, descending, 2, _sort_pass(x, dim, n, descending, 1)[1])
+    if k == n:
+        return values, indices
+    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+
+
+def _sort_pass(x, dim, k, descending, part, order=None):
+    """One launch of sort_kernel (its PART), into new values and indices."""
+    shape = list(x.shape)
+    shape[dim] = k
+    values = torch.empty(shape, dtype=x.dtype, device=x.device)
+    indices = torch.empty(shape, dtype=torch.int64, device=x.device)
+    if values.numel() == 0:
+        return values, indices
+    n = x.shape[dim]
+    rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, values)
+    block = max(2, next_power_of_2(n))  # tl.sort wants two elements at least
+    per = _row_block(rows, block, 4096)
+    sort_kernel[(cdiv(rows, per),)](x, indices if order is None else order, values, indices, rows, n, k, x.stride(dim),
+                                    values.stride(dim), sizes, x_strides, y_strides, PART=part,
+                                    DESCENDING=descending, ROWS=per, BLOCK=block,
+                                    num_warps=4 if block <= 1024 else 8 if block <= 4096 else 16)
+    return values, indices
+
+
+def unsort(g, indices, shape, dim):
+    """A new tensor of `shape` (g's dtype), g at the positions along dim that indices (g's shape,
+    int64, distinct along dim) name, 0 elsewhere: the gradient of sort's values."""
+    check(g.shape == indices.shape and indices.dtype == torch.int64 and g.device == indices.device,
+          lambda: f"unsort: g {tuple(g.shape)} and int64 indices {tuple(indices.shape)} {indices.dtype} must match")
+    dx = torch.zeros(shape, dtype=g.dtype, device=g.device)
+    k = g.shape[dim]
+    if g.numel() == 0:
+        return dx
+    g = g.contiguous()  # the tape hands g contiguous already
+    indices = indices.contiguous()
+    rows, sizes, (g_strides, dx_strides) = _rows(g.shape, dim, g, dx)
+    block = next_power_of_2(k)
+    per = _row_block(rows, block, 4096)
+    unsort_kernel[(cdiv(rows, per),)](g, indices, dx, rows, k, g.stride(dim), dx.stride(dim), sizes, g_strides,
+                                      dx_strides, ROWS=per, BLOCK=block)
+    return dx
+
+
+def scan(x, dim, op="sum", reverse=False, dtype=None):
+    """The running sum (op "sum") or product ("prod") of x (any strides) along dim (>= 0), from the
+    row's start (or its end: reverse), in fp32 (integers and bools in int64), into a new contiguous
+    tensor of dtype (default x's; int64 for integers and bools, as torch)."""
+    check(x.dtype in SCAN_DTYPES, lambda: f"scan: supports {', '.join(map(str, SCAN_DTYPES))}, got {x.dtype}")
+    check(op in ("sum", "prod"), lambda: f"scan: op must be 'sum' or 'prod', got {op!r}")
+    check(0 <= dim < x.dim(), lambda: f"scan: dim {dim} out of range for shape {tuple(x.shape)}")
+    y = torch.empty(x.shape, dtype=dtype or (x.dtype if x.dtype in FLOATS else torch.int64), device=x.device)
+    integer = y.dtype not in FLOATS  # torch computes in the result's dtype
+    if y.numel() == 0:
+        return y
+    n = x.shape[dim]
+    rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, y)
+    block = min(next_power_of_2(n), SCAN_BLOCK)
+    per = _row_block(rows, block, 4 * SCAN_BLOCK)
+    scan_kernel[(cdiv(rows, per),)](x, y, rows, n, x.stride(dim), y.stride(dim), sizes, x_strides, y_strides,
+                                    OP=op, REVERSE=reverse, COMPUTE=tl.int64 if integer else tl.float32,
+                                    ROWS=per, BLOCK=block)
+    return y
