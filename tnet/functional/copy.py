@@ -288,6 +288,51 @@ def repeat(input, *repeats):
     return _copy_record("repeat", input, y, backward)
 
 
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    """Each element (dim=None: of the flattened input) or each slice along dim repeated `repeats`
+    times (an int, or one count per slice: a list or an integer tnet.Tensor, read on the host), as
+    torch's. An int repeats is expand and reshape (a copy), else index_select; the backward sums
+    the copies."""
+    check_tensors("repeat_interleave", input=input)
+    if dim is None:
+        input, dim = reshape(input, -1), 0
+    d = dim_index(dim, input.ndim)
+    if isinstance(repeats, Tensor):
+        no_host_read(repeats.data, "repeat_interleave(repeats=tensor)")
+        repeats = repeats.data.tolist()
+    if isinstance(repeats, numbers.Integral) or (isinstance(repeats, list) and len(repeats) == 1):
+        r = int(repeats if isinstance(repeats, numbers.Integral) else repeats[0])
+        check(r >= 0, "repeat_interleave: repeats can not be negative")
+        shape = list(input.shape)
+        out = expand(unsqueeze(input, d + 1), *shape[:d + 1], r, *shape[d + 1:])
+        return reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:]))
+    check(len(repeats) == input.shape[d] and builtins.min(repeats, default=0) >= 0,
+          lambda: f"repeat_interleave: repeats must have the same size as input along dim ({input.shape[d]}) and be "
+                  f"non-negative, got {repeats}")
+    return index_select(input, d, tensor(np.repeat(np.arange(input.shape[d]), repeats)))
+
+
+def roll(input, shifts, dims=None):
+    """input's elements shifted along dims (dims=None: the flattened input's, then the shape
+    restored), those that leave one end coming back at the other, as torch.roll: narrow and cat."""
+    check_tensors("roll", input=input)
+    shifts = [shifts] if isinstance(shifts, numbers.Integral) else list(shifts)
+    if dims is None:
+        check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
+        return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
+    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
+    check(len(shifts) == len(dims),
+          lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    out = input
+    for shift, dim in zip(shifts, dims):
+        d = dim_index(dim, input.ndim)
+        n = input.shape[d]
+        k = shift % n if n else 0
+        if k:
+            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
+    return clone(input) if out is input else out  # a copy, as torch's
+
+
 def narrow(input, dim, start, length):
     """input[..., start:start + length, ...] along dim (a view)."""
     check_tensors("narrow", input=input)
