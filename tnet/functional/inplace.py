@@ -201,6 +201,9 @@ def _draw(name, self, normal, scale, shift, generator):
         if scale != 1 or shift != 0:
             z = _pw.pointwise("add", _pw.pointwise("mul", z, float(scale)), float(shift))
         _copy_(self.data, z)
+        if not normal:  # a value rounded up to the bound becomes the other bound, as torch's
+            top = _pw.pointwise("eq", self.data, float(shift + scale))
+            _copy_(self.data, _pw.pointwise("where", top, float(shift), self.data))
         return _overwritten(name, x, self.data)
     return inplace(self, name, compute)
 
