@@ -8,7 +8,7 @@ import torch
 
 import tnet
 from tnet import amp, nn
-from helpers import TOL, assert_close, check, leaf
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, check, leaf
 
 # (method, args): each applied to a strided view, in tnet and torch
 OPS = [("add_", (2.5,)), ("add_", ("other",), {"alpha": -2}), ("sub_", ("row",), {"alpha": 3}), ("mul_", ("row",)),
@@ -233,3 +233,21 @@ def test_roll_repeat_interleave_masked_fill_as_torch(rng):
           [(x, xr), (v, vr)], rng)
     check(lambda a: tnet.masked_fill(a, tnet.tensor(m[0]), -2.0), lambda a: a.masked_fill(torch.tensor(m[0]), -2.0),
           [(x, xr)], rng)
+
+
+def test_in_place_ops_use_torch_for_memory_only(rng):
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    w = tnet.tensor(rng.standard_normal(4), requires_grad=True)
+    with Recorder() as rec:
+        y = x * 2
+        y.add_(w, alpha=2).mul_(w).sub_(1).div_(w).clamp_(-1, 1).abs_().sqrt_().exp_().neg_().relu_()
+        y.masked_fill_(y > 0, w[0])
+        z = tnet.zeros(3, 4)
+        z[:, 1:].copy_(x[0, 1:].detach())
+        (y.sum() + z.sum()).backward()
+        with tnet.no_grad():
+            x -= 0.1 * x.grad
+            x[:, :2].zero_()
+            x.fill_(1).normal_(0, 2).uniform_(-1, 1)
+        x.roll(1, 0).repeat_interleave(2).masked_fill(x.flatten().repeat_interleave(2) > 0, 0.0)
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
