@@ -34,13 +34,15 @@ def test_inplace_ops_write_through_a_strided_view_as_torch(rng):
               "mask": rng.standard_normal((3, 2)) > 0}
     for name, args, *kw in OPS:
         kw = kw[0] if kw else {}
-        x, ref = tnet.tensor(base), torch.tensor(base)
-        v, rv = x[:, 1:5:2], ref[:, 1:5:2]
-        out = getattr(v, name)(*_args(args, tnet, values), **kw)
-        getattr(rv, name)(*_args(args, torch, values), **kw)
-        assert out is v, name
-        assert_close(x, ref, TOL["ieee"], name)  # the base saw the write, nothing else changed
-        assert x._version == ref._version == v._version == 1, name
+        for strided in (True, False):  # a view, written through; dense memory, written by the kernel itself
+            x, ref = (tnet.tensor(base), torch.tensor(base)) if strided else (tnet.tensor(base[:, :2]),
+                                                                              torch.tensor(base[:, :2]))
+            v, rv = (x[:, 1:5:2], ref[:, 1:5:2]) if strided else (x, ref)
+            out = getattr(v, name)(*_args(args, tnet, values), **kw)
+            getattr(rv, name)(*_args(args, torch, values), **kw)
+            assert out is v, name
+            assert_close(x, ref, TOL["ieee"], name)  # the base saw the write, nothing else changed
+            assert x._version == ref._version == v._version == 1, name
     x = tnet.tensor(base)
     x.abs_().sqrt_()
     assert_close(x, torch.tensor(base).abs().sqrt(), TOL["ieee"], "sqrt_")

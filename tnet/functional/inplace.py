@@ -18,7 +18,7 @@ from ..factory import rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import InputError, check, memory_format, is_channels_last
+from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, rebase, record
 from .copy import to
 from .inputs import check_tensors, needs_grad
@@ -88,9 +88,28 @@ def _binary(name, op, self, other, keeps_self=False, result_kind=None):
     check(isinstance(other, (Tensor, numbers.Number)),
           lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
     if isinstance(other, Tensor):
-        _pw.broadcast_shape(name, self.shape, other.shape)
+        shape = _pw.broadcast_shape(name, self.shape, other.shape)
+        check(shape == self.shape,
+              lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
+    if _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
+        _pw.pointwise(op.__name__, self.data, other.data if isinstance(other, Tensor) else other,
+                      channels_last=is_channels_last(self.data), out=self.data)
+        return inplace(self, name, lambda x: x)
     return inplace(self, name, lambda x: op(x, x if other is self else other), (other,), keeps_self or other is self)
+
+
+def _writes_directly(self, other):
+    """Whether op(self, other) may be written by the pointwise kernel straight into self's memory:
+    nothing records, self is a dense float tensor, and other a number, self itself or apart from it."""
+    if is_grad_enabled() and (self.requires_grad or needs_grad(other)[0]):
+        return False
+    if not (self.dtype in _pw.FLOATS and is_flat(self.data)):
+        return False
+    if not isinstance(other, Tensor) or other.data is self.data:
+        return True
+    root = self.data if self.data._base is None else self.data._base
+    return (other.data if other.data._base is None else other.data._base) is not root
 
 
 def _scaled(other, alpha):
