@@ -246,6 +246,9 @@ def test_in_place_ops_use_torch_for_memory_only(rng):
         y.masked_fill_(y > 0, w[0])
         z = tnet.zeros(3, 4)
         z[:, 1:].copy_(x[0, 1:].detach())
+        z[0] = 1.0
+        z[z > 0.5] = 2.0
+        z[1:, :2] = y[0, 1:3]
         (y.sum() + z.sum()).backward()
         with tnet.no_grad():
             x -= 0.1 * x.grad
@@ -253,3 +256,25 @@ def test_in_place_ops_use_torch_for_memory_only(rng):
             x.fill_(1).normal_(0, 2).uniform_(-1, 1)
         x.roll(1, 0).repeat_interleave(2).masked_fill(x.flatten().repeat_interleave(2) > 0, 0.0)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def _assign(mod, x, v):
+    y = x * 1
+    y[:, 0] = 2.5
+    y[1, 1:] = v[:3]  # a tensor, cast and broadcast
+    y[0, ::2] = v[3]
+    y[y > 1.0] = -1.0
+    return y * x
+
+
+def test_setitem_as_torch(rng):
+    x, xr = leaf(rng, 3, 4, values=rng.standard_normal((3, 4)))
+    v, vr = leaf(rng, 4, values=rng.standard_normal(4))
+    check(lambda a, b: _assign(tnet, a, b), lambda a, b: _assign(torch, a, b), [(x, xr), (v, vr)], rng)
+    m = tnet.zeros(2, 3, dtype=torch.bool)
+    m[0, 1:] = True
+    assert m.numpy().tolist() == [[False, True, True], [False, False, False]] and m._version == 1
+    with pytest.raises(TypeError, match="integer index tensors .* are not supported"):
+        m[tnet.tensor([0])] = True
+    with pytest.raises(RuntimeError, match="cannot be broadcast to indexing result of shape"):
+        x.detach()[0] = tnet.ones(3)

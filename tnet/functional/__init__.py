@@ -154,5 +154,5 @@ for _name, _method in {
             data, dtype or self.dtype, device, requires_grad),
         "view_as": lambda self, other: view(self, other.shape), "reshape_as": lambda self, other: reshape(self, other.shape),
         "type": _type, "double": _double, "mT": property(_mT), "repeat_interleave": repeat_interleave,
-        "roll": roll}.items():
+        "roll": roll, "__setitem__": _inplace.setitem}.items():
     setattr(Tensor, _name, _method)

@@ -47,11 +47,11 @@ def getitem(x, index):
     advanced = _advanced(x, index)
     if advanced is not None:
         return advanced
-    index = _basic_index(index)
+    index = basic_index(index)
     return _part("getitem", x, lambda t: t[index])
 
 
-def _is_advanced(item):
+def is_advanced(item):
     return isinstance(item, (Tensor, list, np.ndarray))
 
 
@@ -61,10 +61,10 @@ def _advanced(x, index):
     read of the mask, as torch's); or a tuple of full slices with one 1-D integer index, x[:, idx],
     index_select along that dim. None for basic indexing. Other mixes raise."""
     items = index if isinstance(index, tuple) else (index,)
-    where_ = [i for i, item in enumerate(items) if _is_advanced(item)]
+    where_ = [i for i, item in enumerate(items) if is_advanced(item)]
     if not where_:
         return None
-    if len(where_) > 1 or any(not _is_advanced(item) and item != slice(None) for item in items):
+    if len(where_) > 1 or any(not is_advanced(item) and item != slice(None) for item in items):
         raise TypeError("tnet.Tensor indexing: advanced indexing takes one integer or bool tensor (or list), alone "
                         "or among full slices (x[idx], x[mask], x[:, idx]); other mixes are not supported")
     (d,) = where_
@@ -88,7 +88,7 @@ def _advanced(x, index):
     return reshape(rows, (*idx.shape, *x.shape[1:]))
 
 
-def _basic_index(index):
+def basic_index(index):
     """index as a tuple, checked to hold only what basic indexing takes."""
     def is_int(v):
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced

@@ -11,6 +11,7 @@ requiring grad): tnet does not rebase a view's base; and a backward through a vi
 its base was written in place raises (tensor._inputs_then)."""
 import numbers
 
+import numpy as np
 import torch
 
 from .. import amp
@@ -20,7 +21,8 @@ from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, rebase, record
-from .copy import to
+from ..tensor import tensor as tnet_tensor
+from .copy import basic_index, is_advanced, reshape, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, clamp, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, sum_to, tanh,
                         where)
@@ -266,3 +268,53 @@ def masked_fill(input, mask, value):
 def masked_fill_(self, mask, value):
     value = _masked_value("masked_fill_", self, mask, value)
     return inplace(self, "masked_fill_", lambda x: where(mask, value, x), (value,))
+
+
+def setitem(self, index, value):
+    """self[index] = value (a number, or a tnet.Tensor broadcast to the indexed part and cast), as
+    torch's, for basic indexing (ints, slices, None, ...); a bool mask of self's leading dims takes a
+    number or a 0-d tensor (masked_fill_). Other advanced indexing raises TypeError. The overwritten
+    part gets no gradient; value's is summed back to its shape."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(is_advanced(item) for item in items):
+        mask = items[0] if len(items) == 1 else None
+        mask = tnet_tensor(np.asarray(mask)) if isinstance(mask, (list, np.ndarray)) else mask
+        if mask is None or mask.dtype != torch.bool or (isinstance(value, Tensor) and value.ndim):
+            raise TypeError("tnet.Tensor item assignment: advanced indexing takes one bool mask and a number or a "
+                            "0-d tensor (x[mask] = v); integer index tensors and other mixes are not supported")
+        check(mask.shape == self.shape[:mask.ndim],
+              lambda: f"tnet.Tensor item assignment: the mask's shape {tuple(mask.shape)} does not match the "
+                      f"indexed tensor's {tuple(self.shape[:mask.ndim])}")
+        return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - mask.ndim)), value)
+    items = basic_index(items)
+    if not isinstance(value, Tensor):
+        check(isinstance(value, numbers.Number),
+              lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
+    part_shape = self.data[items].shape
+    if isinstance(value, Tensor):
+        fits = value.ndim <= len(part_shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], part_shape[::-1]))
+        check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
+                      f"result of shape {list(part_shape)}")
+
+    def compute(x):
+        part = self.data[items]
+        if isinstance(value, Tensor):
+            src = value.data
+            root = self.data if self.data._base is None else self.data._base
+            if (src if src._base is None else src._base) is root:
+                src = src.clone()  # overlapping memory: elements would race
+            _copy_(part, src.expand(part.shape))
+        else:
+            part.fill_(value)
+
+        def backward(g):
+            gx = None
+            if x.requires_grad:
+                gx = g.clone()
+                gx[items].zero_()
+            if not isinstance(value, Tensor):
+                return (gx,)
+            gv = g[items]
+            return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
+        return record("setitem", self.data, (x, value) if isinstance(value, Tensor) else (x,), backward)
+    inplace(self, "setitem", compute, (value,))
