@@ -318,8 +318,9 @@ class Tensor:
         _run_callbacks()
 
 
-def _root(data):
-    """The torch tensor whose memory data views (data itself when it is no view)."""
+def memory_root(data):
+    """The torch tensor whose memory data views (data itself when it is no view): two tensors
+    share memory where their roots are one."""
     return data if data._base is None else data._base
 
 
@@ -331,7 +332,7 @@ def _inputs_then(t, entry):
     for i, x in enumerate(inputs):
         for seq, old in x.__dict__.get("_past", ()):
             if seq > entry.seq:
-                if _root(old.data) is _root(t.data):
+                if memory_root(old.data) is memory_root(t.data):
                     raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
                                        f"inplace operation; tnet does not rebase views: take the view after the "
                                        f"in-place op")

@@ -20,7 +20,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
-from ..tensor import Tensor, bump_version, is_grad_enabled, rebase, record
+from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
 from .copy import basic_index, is_advanced, reshape, to
 from .inputs import check_tensors, needs_grad
@@ -43,9 +43,7 @@ def _is_view(t):
     which holds t's very storage), or (no op) any."""
     if t._entry is None:
         return t.data._base is not None
-    root = t.data if t.data._base is None else t.data._base
-    return any(x.data is not t.data and (x.data if x.data._base is None else x.data._base) is root
-               for x in t._entry.inputs)
+    return any(x.data is not t.data and memory_root(x.data) is memory_root(t.data) for x in t._entry.inputs)
 
 
 def inplace(self, name, compute, others=(), keeps_self=False):
@@ -87,7 +85,7 @@ def _check_result(name, self, kind):
 
 def _binary(name, op, self, other, keeps_self=False, result_kind=None):
     """self = op(self, other), other a tnet.Tensor or a Python number broadcast to self."""
-    check(isinstance(other, (Tensor, numbers.Number)),
+    check(isinstance(other, (Tensor, numbers.Real)),
           lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
     if isinstance(other, Tensor):
         shape = _pw.broadcast_shape(name, self.shape, other.shape)
@@ -110,8 +108,7 @@ def _writes_directly(self, other):
         return False
     if not isinstance(other, Tensor) or other.data is self.data:
         return True
-    root = self.data if self.data._base is None else self.data._base
-    return (other.data if other.data._base is None else other.data._base) is not root
+    return memory_root(other.data) is not memory_root(self.data)
 
 
 def _scaled(other, alpha):
@@ -181,7 +178,7 @@ def fill_(self, value):
         check(value.ndim == 0, lambda: f"fill_ only supports 0-dimension value tensor but got tensor with "
                                        f"{value.ndim} dimensions.")
         return copy_(self, value)
-    check(isinstance(value, numbers.Number), lambda: f"fill_: value must be a number, got {type(value).__name__}")
+    check(isinstance(value, numbers.Real), lambda: f"fill_: value must be a number, got {type(value).__name__}")
     return inplace(self, "fill_", lambda x: _overwritten("fill_", x, self.data.fill_(value)))
 
 
@@ -199,14 +196,19 @@ def copy_(self, src, non_blocking=False):
           lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
 
     def compute(x):
-        data = src.data
-        root = self.data if self.data._base is None else self.data._base
-        if data is not self.data and (data if data._base is None else data._base) is root:
-            data = data.clone()  # overlapping memory: elements would race
-        if data is not self.data:
-            _copy_(self.data, data.expand(self.shape))
+        _write(self.data, src.data)
         return _overwritten("copy_", x, self.data, src)
     return inplace(self, "copy_", compute, (src,))
+
+
+def _write(dst, src):
+    """dst's elements = src's (torch tensors), broadcast and cast; a copy of src first where the two
+    share memory (not where they are one), as elements would race."""
+    if src is dst:
+        return
+    if memory_root(src) is memory_root(dst):
+        src = src.clone()
+    _copy_(dst, src.expand(dst.shape))
 
 
 def _draw(name, self, normal, scale, shift, generator):
@@ -288,7 +290,7 @@ def setitem(self, index, value):
         return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - mask.ndim)), value)
     items = basic_index(items)
     if not isinstance(value, Tensor):
-        check(isinstance(value, numbers.Number),
+        check(isinstance(value, numbers.Real),
               lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
     part_shape = self.data[items].shape
     if isinstance(value, Tensor):
@@ -299,11 +301,7 @@ def setitem(self, index, value):
     def compute(x):
         part = self.data[items]
         if isinstance(value, Tensor):
-            src = value.data
-            root = self.data if self.data._base is None else self.data._base
-            if (src if src._base is None else src._base) is root:
-                src = src.clone()  # overlapping memory: elements would race
-            _copy_(part, src.expand(part.shape))
+            _write(part, value.data)
         else:
             part.fill_(value)
 
