@@ -20,6 +20,18 @@ def from_numpy(ndarray):
     return tensor(ndarray)
 
 
+def numel(input):
+    return input.numel()
+
+
+def as_tensor(data, dtype=None, device=None):
+    """data itself where it is a tnet.Tensor of dtype (or dtype None), else tnet.tensor(data, dtype=dtype):
+    a copy on tnet's device (torch's shares a numpy array's memory on the CPU)."""
+    if isinstance(data, Tensor):
+        return data if dtype in (None, data.dtype) else data.to(dtype)
+    return tensor(data, dtype=dtype).to(device=device)
+
+
 __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 __all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
@@ -56,6 +68,8 @@ from .functional import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, fl
 __all__ += ["addcdiv", "addcmul", "celu", "ceil", "cos", "erf", "exp2", "expm1", "floor", "hardshrink", "lerp", "log10",
             "log1p", "log2", "masked_fill", "reciprocal", "round", "rsqrt", "selu", "sign", "sin", "square",
             "threshold", "tril", "triu", "trunc"]
+from .functional import repeat_interleave, roll  # noqa: E402
+__all__ += ["numel", "as_tensor", "repeat_interleave", "roll"]
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,

@@ -7,7 +7,9 @@ reverse sequence order, then frees each entry's saved state. Version counters, a
 each tensor's `_version` (its storage's, so shared with its views) counts the in-place writes
 to it; an entry keeps the versions of the tensors its backward reads (record's saved=), and
 backward raises torch's RuntimeError if one changed since. tnet's in-place writers that torch
-does not see (Triton kernels: optimizer steps, Lookahead) call bump_version. A gradient has its tensor's
+does not see (Triton kernels: optimizer steps, Lookahead) call bump_version. An in-place op on a
+tensor in the graph (functional/inplace.py) gives the Tensor object a new entry (torch's rebase):
+its identity before the write is kept in `_past`, and an entry recorded earlier reads that one. A gradient has its tensor's
 dtype (float32, float16 or bfloat16): where an op of mixed dtypes hands back another, the
 tape casts it, as torch's engine does.
 """
@@ -161,6 +163,25 @@ class Tensor:
     def numel(self):
         return self.data.numel()
 
+    nelement = numel
+
+    # memory facts, as torch's: a channels-last activation (a convolution's output) shows its NHWC
+    # strides, so is_contiguous() is False where torch's NCHW tensor says True
+    def stride(self, dim=None):
+        return self.data.stride() if dim is None else self.data.stride(dim_index(dim, self.ndim))
+
+    def is_contiguous(self, memory_format=torch.contiguous_format):
+        return self.data.is_contiguous(memory_format=memory_format)
+
+    def storage_offset(self):
+        return self.data.storage_offset()
+
+    def data_ptr(self):
+        return self.data.data_ptr()
+
+    def element_size(self):
+        return self.data.element_size()
+
     def numpy(self):
         no_host_read(self.data, "Tensor.numpy()")
         return self.data.detach().cpu().numpy()
@@ -202,6 +223,29 @@ class Tensor:
         grad = ", requires_grad=True" if self.requires_grad else ""
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
+    is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
+        if self._entry is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not (self.data.is_floating_point() or self.data.is_complex()):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in .grad after backward (summed over backwards), as torch's;
+        a leaf keeps it anyway."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._entry is not None:
+            self._retains_grad = True
+
+    retains_grad = property(lambda self: "_retains_grad" in self.__dict__)
+
     def register_post_accumulate_grad_hook(self, hook):
         """hook(self) each time a backward has accumulated a gradient into this leaf's .grad (a
         parameter used twice: twice), as torch's; returns a handle whose remove() takes it away."""
@@ -239,6 +283,7 @@ class Tensor:
             if t._entry is not None and id(t) not in seen:
                 seen.add(id(t))
                 entries.append(t)
+                t._entry.inputs = _inputs_then(t, t._entry)
                 stack.extend(x for x in t._entry.inputs if x.requires_grad)
         grads = {id(self): grad}
         for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
@@ -249,6 +294,11 @@ class Tensor:
             if g is not None:
                 entry.check_versions()
                 g = in_layout(g, t.data)
+                if "_retains_grad" in t.__dict__:  # retain_grad(): a copy, as the tape passes g on
+                    if t.grad is None:
+                        t.grad = Tensor(g.clone())
+                    else:
+                        add_(t.grad.data, g)
                 timer = _backward_timer[0]
                 gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
                 for x, gx in zip(entry.inputs, gxs):
@@ -266,6 +316,37 @@ class Tensor:
             entry.backward = None  # frees what the closure saved
             entry.inputs = entry.saved = ()
         _run_callbacks()
+
+
+def memory_root(data):
+    """The torch tensor whose memory data views (data itself when it is no view): two tensors
+    share memory where their roots are one."""
+    return data if data._base is None else data._base
+
+
+def _inputs_then(t, entry):
+    """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
+    op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
+    changed under it, and tnet does not rebase views."""
+    inputs = list(entry.inputs)
+    for i, x in enumerate(inputs):
+        for seq, old in x.__dict__.get("_past", ()):
+            if seq > entry.seq:
+                if memory_root(old.data) is memory_root(t.data):
+                    raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
+                                       f"inplace operation; tnet does not rebase views: take the view after the "
+                                       f"in-place op")
+                inputs[i] = old
+                break
+    return tuple(inputs)
+
+
+def rebase(t, old, out):
+    """t, just written in place by an op recorded as out (whose inputs hold old, t's identity
+    before the write), takes out's place in the graph, as torch's rebase_history: entries
+    recorded before read old instead (_inputs_then)."""
+    t.__dict__.setdefault("_past", []).append((out._entry.seq, old))
+    t._entry, t.requires_grad = out._entry, True
 
 
 def in_layout(g, like):

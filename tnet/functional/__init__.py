@@ -10,7 +10,9 @@ input's layout. The tape hands every backward its gradient in the layout of the 
 Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
-from ..tensor import Tensor
+from .. import factory
+from ..kernels.launch import InputError
+from ..tensor import Tensor, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
@@ -49,6 +51,9 @@ from .softmax import softmin
 # reductions, sorting and scans
 from .reduce import all, any, argmin, count_nonzero, logsumexp, min, min_result, prod
 from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
+# in-place methods and the Tensor conveniences scripts use
+from . import inplace as _inplace
+from .copy import repeat_interleave, roll
 
 
 def _swapped(op):
@@ -102,3 +107,67 @@ for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_block
 for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin", "cos", "reciprocal", "rsqrt", "log2",
               "log10", "exp2", "square", "erf", "lerp", "addcmul", "addcdiv", "masked_fill", "tril", "triu", "hardshrink"):
     setattr(Tensor, _name, globals()[_name])
+
+
+def _new(make):
+    """Tensor.new_zeros & co: make(size, dtype=, requires_grad=) in self's dtype unless dtype says."""
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return make(shape_args(size), dtype=dtype or self.dtype, device=device, requires_grad=requires_grad, **kwargs)
+    return method
+
+
+def _type(self, dtype=None, non_blocking=False):
+    """type(): torch's type string for self's dtype on tnet's device ('torch.cuda.FloatTensor' on a
+    GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype or such a string): to."""
+    if dtype is None:
+        return _TYPE_PREFIX[self.device.type] + _TYPE_NAMES[self.dtype]
+    if isinstance(dtype, str):
+        names = {v: k for k, v in _TYPE_NAMES.items()}
+        name = dtype.rsplit(".", 1)[-1]
+        if name not in names:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = names[name]
+    return to(self, dtype)
+
+
+_TYPE_NAMES = {torch.float32: "FloatTensor", torch.float16: "HalfTensor", torch.bfloat16: "BFloat16Tensor",
+               torch.int64: "LongTensor", torch.int32: "IntTensor", torch.bool: "BoolTensor"}
+_TYPE_PREFIX = {"cuda": "torch.cuda.", "cpu": "torch."}
+
+
+def _new_tensor(data, dtype, device, requires_grad):
+    """A copy of data (tnet.tensor's), in dtype; device checked as to() does."""
+    return to(tensor(data, requires_grad=requires_grad, dtype=dtype), device=device)
+
+
+def _double(self):
+    raise TypeError("Tensor.double: tnet has no float64 kernels (float32, float16, bfloat16); use float()")
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise InputError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def _iop(method):
+    """x op= y: method (add_, ...) writes x in place, as torch's; Python binds the result to x."""
+    return lambda self, other: method(self, other)
+
+
+for _name in ("add_", "sub_", "mul_", "div_", "zero_", "fill_", "clamp_", "clamp_min_", "clamp_max_", "relu_",
+              "copy_", "normal_", "uniform_", "abs_", "neg_", "sqrt_", "exp_", "log_", "sigmoid_", "tanh_", "pow_",
+              "masked_fill_"):
+    setattr(Tensor, _name, getattr(_inplace, _name))
+for _name, _method in {
+        "clip_": _inplace.clamp_, "__iadd__": _iop(_inplace.add_), "__isub__": _iop(_inplace.sub_),
+        "__imul__": _iop(_inplace.mul_), "__itruediv__": _iop(_inplace.div_),
+        "new_zeros": _new(factory.zeros), "new_ones": _new(factory.ones), "new_empty": _new(factory.empty),
+        "new_full": lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: factory.full(
+            size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
+        "new_tensor": lambda self, data, dtype=None, device=None, requires_grad=False: _new_tensor(
+            data, dtype or self.dtype, device, requires_grad),
+        "view_as": lambda self, other: view(self, other.shape), "reshape_as": lambda self, other: reshape(self, other.shape),
+        "type": _type, "double": _double, "mT": property(_mT), "repeat_interleave": repeat_interleave,
+        "roll": roll, "__setitem__": _inplace.setitem}.items():
+    setattr(Tensor, _name, _method)

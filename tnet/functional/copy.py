@@ -47,11 +47,11 @@ def getitem(x, index):
     advanced = _advanced(x, index)
     if advanced is not None:
         return advanced
-    index = _basic_index(index)
+    index = basic_index(index)
     return _part("getitem", x, lambda t: t[index])
 
 
-def _is_advanced(item):
+def is_advanced(item):
     return isinstance(item, (Tensor, list, np.ndarray))
 
 
@@ -61,10 +61,10 @@ def _advanced(x, index):
     read of the mask, as torch's); or a tuple of full slices with one 1-D integer index, x[:, idx],
     index_select along that dim. None for basic indexing. Other mixes raise."""
     items = index if isinstance(index, tuple) else (index,)
-    where_ = [i for i, item in enumerate(items) if _is_advanced(item)]
+    where_ = [i for i, item in enumerate(items) if is_advanced(item)]
     if not where_:
         return None
-    if len(where_) > 1 or any(not _is_advanced(item) and item != slice(None) for item in items):
+    if len(where_) > 1 or any(not is_advanced(item) and item != slice(None) for item in items):
         raise TypeError("tnet.Tensor indexing: advanced indexing takes one integer or bool tensor (or list), alone "
                         "or among full slices (x[idx], x[mask], x[:, idx]); other mixes are not supported")
     (d,) = where_
@@ -88,7 +88,7 @@ def _advanced(x, index):
     return reshape(rows, (*idx.shape, *x.shape[1:]))
 
 
-def _basic_index(index):
+def basic_index(index):
     """index as a tuple, checked to hold only what basic indexing takes."""
     def is_int(v):
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced
@@ -286,6 +286,51 @@ def repeat(input, *repeats):
         g = g.reshape(tiled)
         return (in_layout((_reduce.reduce(g, dims) if dims else g).reshape(input.shape), input.data),)
     return _copy_record("repeat", input, y, backward)
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    """Each element (dim=None: of the flattened input) or each slice along dim repeated `repeats`
+    times (an int, or one count per slice: a list or an integer tnet.Tensor, read on the host), as
+    torch's. An int repeats is expand and reshape (a copy), else index_select; the backward sums
+    the copies."""
+    check_tensors("repeat_interleave", input=input)
+    if dim is None:
+        input, dim = reshape(input, -1), 0
+    d = dim_index(dim, input.ndim)
+    if isinstance(repeats, Tensor):
+        no_host_read(repeats.data, "repeat_interleave(repeats=tensor)")
+        repeats = repeats.data.tolist()
+    if isinstance(repeats, numbers.Integral) or (isinstance(repeats, list) and len(repeats) == 1):
+        r = int(repeats if isinstance(repeats, numbers.Integral) else repeats[0])
+        check(r >= 0, "repeat_interleave: repeats can not be negative")
+        shape = list(input.shape)
+        out = expand(unsqueeze(input, d + 1), *shape[:d + 1], r, *shape[d + 1:])
+        return reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:]))
+    check(len(repeats) == input.shape[d] and builtins.min(repeats, default=0) >= 0,
+          lambda: f"repeat_interleave: repeats must have the same size as input along dim ({input.shape[d]}) and be "
+                  f"non-negative, got {repeats}")
+    return index_select(input, d, tensor(np.repeat(np.arange(input.shape[d]), repeats)))
+
+
+def roll(input, shifts, dims=None):
+    """input's elements shifted along dims (dims=None: the flattened input's, then the shape
+    restored), those that leave one end coming back at the other, as torch.roll: narrow and cat."""
+    check_tensors("roll", input=input)
+    shifts = [shifts] if isinstance(shifts, numbers.Integral) else list(shifts)
+    if dims is None:
+        check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
+        return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
+    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
+    check(len(shifts) == len(dims),
+          lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    out = input
+    for shift, dim in zip(shifts, dims):
+        d = dim_index(dim, input.ndim)
+        n = input.shape[d]
+        k = shift % n if n else 0
+        if k:
+            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
+    return clone(input) if out is input else out  # a copy, as torch's
 
 
 def narrow(input, dim, start, length):

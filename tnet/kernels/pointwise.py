@@ -324,7 +324,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     return y
 
 
-@autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14})
+# restore_value: y may be an operand (an in-place op's out=), and the tuner runs a config many times.
+@autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14}, restore_value=["y_ptr"])
 @triton.jit
 def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, s3, sizes, a_strides, b_strides, c_strides,
                      OP: tl.constexpr, ARITY: tl.constexpr, SCALARS: tl.constexpr, FLAT: tl.constexpr,
@@ -531,10 +532,16 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     return plan
 
 
-def _launch(op, operands, channels_last=None, route_dim=None, dtype=None):
+def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=None):
     plan = kept(_PLANS, _signature(op, operands, channels_last, route_dim, dtype),
                 lambda: _plan(op, operands, channels_last, route_dim, dtype))
-    y = torch.empty(plan.shape, dtype=plan.dtype, device=plan.device, memory_format=plan.fmt)
+    if out is None:
+        y = torch.empty(plan.shape, dtype=plan.dtype, device=plan.device, memory_format=plan.fmt)
+    else:
+        check(tuple(out.shape) == plan.shape and out.is_contiguous(memory_format=plan.fmt) and out.device == plan.device
+              and out.dtype in FLOATS, lambda: f"{op}: out must be a float tensor of shape {plan.shape}, dense in the "
+                                               f"output's layout, got {tuple(out.shape)} {out.dtype} strides {out.stride()}")
+        y = out
     if plan.n == 0:
         return y
     slots = (*operands, y, y)[:3]
@@ -556,13 +563,16 @@ def _number(x, plan):
     return float(x) if plan.round is None else round_to(float(x), plan.round)
 
 
-def pointwise(op, *operands, channels_last=None, dtype=None):
+def pointwise(op, *operands, channels_last=None, dtype=None, out=None):
     """op (a name in ARITY) over operands broadcast like PyTorch's: tensors (float32, float16 or
     bfloat16; also int64, int32 or bool for INTEGER_OPS) or Python numbers, computed in fp32 (in
     int64 where all are integers) into a new tensor of their promoted dtype (result_type; bool for
     BOOL_OPS), or of `dtype` (a comparison's 0/1 as floats). Its layout is channels-last when the
-    first operand of the output's shape is (channels_last=True/False says instead), else contiguous."""
-    return _launch(op, operands, channels_last, dtype=dtype)
+    first operand of the output's shape is (channels_last=True/False says instead), else contiguous.
+    out: a float tensor to write instead (cast to its dtype), dense in that layout; it may be an
+    operand read at the same offsets (each element is read before it is written), not a view that
+    overlaps one otherwise."""
+    return _launch(op, operands, channels_last, dtype=dtype, out=out)
 
 
 def route(g, indices, shape, dim, channels_last=False):

@@ -1,0 +1,280 @@
+"""torch's in-place Tensor methods (add_, mul_, copy_, zero_, normal_, x += y, ...) and the small
+Tensor conveniences scripts use (requires_grad_, retain_grad, new_*, type, stride, mT, roll,
+repeat_interleave, ...), against torch in float64: values, versions, views that see the write,
+gradients through in-place ops on non-leaves, torch's errors, and a manual SGD step."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import amp, nn
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, check, leaf
+
+# (method, args): each applied to a strided view, in tnet and torch
+OPS = [("add_", (2.5,)), ("add_", ("other",), {"alpha": -2}), ("sub_", ("row",), {"alpha": 3}), ("mul_", ("row",)),
+       ("div_", (-4.0,)), ("zero_", ()), ("fill_", (1.5,)), ("clamp_", (-0.5, 0.5)), ("clamp_min_", (0.1,)),
+       ("relu_", ()), ("abs_", ()), ("neg_", ()), ("exp_", ()), ("copy_", ("row",)), ("masked_fill_", ("mask", 7.0)),
+       ("__iadd__", ("other",)), ("__isub__", (1,)), ("__imul__", ("row",)), ("__itruediv__", ("other",))]
+
+
+def _args(args, mod, rng_values):
+    """The placeholders of OPS as tnet or torch tensors (mod: tnet or torch)."""
+    def make(a):
+        if a == "mask":
+            return mod.tensor(rng_values["mask"])
+        if isinstance(a, str):
+            return mod.tensor(rng_values[a]) if mod is tnet else torch.tensor(rng_values[a], dtype=torch.float64)
+        return a
+    return [make(a) for a in args]
+
+
+def test_inplace_ops_write_through_a_strided_view_as_torch(rng):
+    base = rng.standard_normal((3, 5))
+    values = {"other": rng.standard_normal((3, 2)), "row": rng.standard_normal(2) + 3.0,
+              "mask": rng.standard_normal((3, 2)) > 0}
+    for name, args, *kw in OPS:
+        kw = kw[0] if kw else {}
+        for strided in (True, False):  # a view, written through; dense memory, written by the kernel itself
+            x, ref = (tnet.tensor(base), torch.tensor(base)) if strided else (tnet.tensor(base[:, :2]),
+                                                                              torch.tensor(base[:, :2]))
+            v, rv = (x[:, 1:5:2], ref[:, 1:5:2]) if strided else (x, ref)
+            out = getattr(v, name)(*_args(args, tnet, values), **kw)
+            getattr(rv, name)(*_args(args, torch, values), **kw)
+            assert out is v, name
+            assert_close(x, ref, TOL["ieee"], name)  # the base saw the write, nothing else changed
+            assert x._version == ref._version == v._version == 1, name
+    x = tnet.tensor(base)
+    x.abs_().sqrt_()
+    assert_close(x, torch.tensor(base).abs().sqrt(), TOL["ieee"], "sqrt_")
+
+
+def test_operators_modify_in_place_and_torchs_errors():
+    x = tnet.tensor([[1.0, 2.0], [3.0, 4.0]])
+    alias = x
+    x += 1
+    x *= tnet.tensor([2.0, 0.5])
+    x -= tnet.tensor([[1.0], [2.0]])
+    x /= 2
+    assert alias is x and x.numpy().tolist() == [[1.5, 0.25], [3.0, 0.25]]
+    i = tnet.tensor([1, 2, 3])
+    i += 2
+    i *= 3
+    assert i.dtype == torch.int64 and i.numpy().tolist() == [9, 12, 15]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        i += 0.5
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        i /= 2
+    with pytest.raises(RuntimeError, match=r"output with shape \[2\] doesn't match the broadcast shape \[2, 2\]"):
+        tnet.ones(2).add_(tnet.ones(2, 2))
+    h = tnet.ones(2, 3, dtype=tnet.float16)
+    h.add_(tnet.tensor([0.5, 1.0, 2.0]))  # a float32 operand, the result cast to float16
+    assert h.dtype == torch.float16 and h.numpy().tolist() == [[1.5, 2.0, 3.0]] * 2
+    b = tnet.zeros(2, 3, dtype=tnet.int64)
+    b.copy_(tnet.tensor([1.7, -2.2, 3.0]))  # broadcast and cast, as torch
+    assert b.numpy().tolist() == torch.zeros(2, 3, dtype=torch.int64).copy_(torch.tensor([1.7, -2.2, 3.0])).tolist()
+    i.masked_fill_(i > 10, 2.9)
+    assert i.numpy().tolist() == [9, 2, 2]
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        i.masked_fill_(i, 0)
+
+
+def _chain(mod, x, w, s):
+    """In-place ops on non-leaves, as a script writes them; returns what backward starts from."""
+    y = x * 2
+    early = y + 1  # read before the writes: its gradient goes through y's first value
+    y.add_(w, alpha=3)
+    y.mul_(w)
+    y -= s
+    y.div_(1.5)
+    y.clamp_(-2.0, 4.0)
+    y.abs_()
+    y.exp_()
+    z = mod.zeros(2, 3)
+    z.copy_(s)  # broadcast from s's [3]
+    z.masked_fill_(x > 0.5, 0.25)
+    z.mul_(x)
+    return (y * early).sum() + z.sum()
+
+
+def test_gradients_through_in_place_ops_on_non_leaves_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, values=rng.standard_normal((2, 3)))
+    w, wr = leaf(rng, 3, values=rng.uniform(0.5, 1.0, 3))
+    s, sr = leaf(rng, 3, values=rng.standard_normal(3))
+    check(lambda a, b, c: _chain(tnet, a, b, c), lambda a, b, c: _chain(torch, a, b, c),
+          [(x, xr), (w, wr), (s, sr)], rng)
+    # torch's rebase: y = x * 2; y.add_(1) gives x the gradient 2; a fill or draw gives 0
+    x = tnet.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.add_(1)
+    assert y.requires_grad and not y.is_leaf
+    y.sum().backward()
+    assert x.grad.numpy().tolist() == [2.0, 2.0]
+    x.grad = None
+    y = x * 2
+    y.zero_()
+    u = x * 3
+    u.normal_()
+    (y + u).sum().backward()
+    assert x.grad.numpy().tolist() == [0.0, 0.0]
+
+
+def test_in_place_errors_as_torch():
+    x = tnet.tensor([1.0, 2.0], requires_grad=True)
+    for op in (lambda: x.add_(1), lambda: x.zero_(), lambda: x.normal_()):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            op()
+    with tnet.no_grad():
+        x.mul_(2)
+    assert x.numpy().tolist() == [2.0, 4.0] and x._version == 1 and x.is_leaf
+    y = x.exp()
+    y.add_(1)  # exp's backward reads its output, now changed: torch's error at backward
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    with pytest.raises(RuntimeError, match="tnet does not rebase the view's base"):
+        (x * 2)[0].mul_(3)  # a view in the graph: tnet refuses (torch rebases its base)
+    y = x * 2
+    v = y[1:]
+    y.mul_(3)
+    with pytest.raises(RuntimeError, match="a view .* of a tensor that was later modified"):
+        v.sum().backward()
+
+
+def test_manual_sgd_and_weight_init_under_no_grad_as_torch(rng):
+    w0, x0, t0 = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
+    w = nn.Parameter(w0)
+    wr = torch.tensor(w0, requires_grad=True)
+    x, t = tnet.tensor(x0), tnet.tensor(t0)
+    for _ in range(2):
+        ((x @ w.T - t) ** 2).mean().backward()
+        ((torch.tensor(x0) @ wr.T - torch.tensor(t0)) ** 2).mean().backward()
+        with tnet.no_grad():
+            w -= 0.1 * w.grad
+            w.grad.zero_()
+        with torch.no_grad():
+            wr -= 0.1 * wr.grad
+            wr.grad.zero_()
+    assert_close(w, wr, TOL["ieee"], "weights after two steps")
+    assert w.is_leaf and w.requires_grad and w._version == 2
+    low = amp.low_copy(w, torch.float16)  # the 16-bit copy autocast reads follows the write
+    with tnet.no_grad():
+        w.fill_(0.5)
+    assert np.all(low.cpu().numpy() == 0.5)
+
+
+def test_normal_and_uniform_draw_from_tnets_generator():
+    x = tnet.zeros(64, 65)
+    tnet.manual_seed(5)
+    v = x[:, 1:]
+    v.normal_(2.0, 3.0)
+    a = x.numpy()
+    assert np.all(a[:, 0] == 0) and abs(a[:, 1:].mean() - 2.0) < 0.2 and abs(a[:, 1:].std() - 3.0) < 0.2
+    tnet.manual_seed(5)
+    assert np.array_equal(tnet.zeros(64, 64).normal_(2.0, 3.0).numpy(), a[:, 1:])
+    u = tnet.empty(4096, dtype=tnet.float16).uniform_(-1.0, 3.0).numpy()
+    assert u.min() >= -1.0 and u.max() < 3.0 and abs(u.mean() - 1.0) < 0.1
+    with pytest.raises(ValueError, match="generator= is not supported"):
+        x.normal_(generator=torch.Generator())
+
+
+def test_requires_grad_and_retain_grad_as_torch(rng):
+    x = tnet.tensor([1.0, 2.0, 3.0]).requires_grad_()
+    xr = torch.tensor([1.0, 2.0, 3.0]).requires_grad_()
+    y, yr = x * x, xr * xr
+    y.retain_grad()
+    yr.retain_grad()
+    assert y.retains_grad and not x.retains_grad
+    (y * 3).sum().backward()
+    (yr * 3).sum().backward()
+    assert y.grad.numpy().tolist() == yr.grad.tolist() == [3.0] * 3
+    with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
+        y.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        tnet.ones(2).retain_grad()
+    assert not x.requires_grad_(False).requires_grad
+
+
+def test_tensor_conveniences_as_torch(rng):
+    a = rng.standard_normal((2, 3, 4))
+    x, ref = tnet.tensor(a, dtype=tnet.float16), torch.tensor(a, dtype=torch.float16)
+    for name, args, kw in [("new_zeros", (2, 3), {}), ("new_ones", ((2,),), {}), ("new_full", ((2, 2), 7), {}),
+                           ("new_zeros", (3,), {"dtype": torch.int64}), ("new_tensor", ([1, 2],), {}),
+                           ("new_tensor", ([1.5],), {"dtype": torch.int32})]:
+        out, want = getattr(x, name)(*args, **kw), getattr(ref, name)(*args, **kw)
+        assert out.dtype == want.dtype and out.numpy().tolist() == want.tolist(), name
+    assert x.new_empty(2, 5).shape == (2, 5)
+    assert x.view_as(tnet.ones(4, 6)).shape == (4, 6) and x.reshape_as(tnet.ones(24)).shape == (24,)
+    assert x.type() == ref.type().replace("torch.", "torch.cuda." if tnet.DEVICE.type == "cuda" else "torch.")
+    assert x.type(torch.float32).dtype == torch.float32 and x.type("torch.cuda.LongTensor").dtype == torch.int64
+    with pytest.raises(TypeError, match="no float64"):
+        x.double()
+    t = x.transpose(0, 2)[1:]
+    rt = ref.transpose(0, 2)[1:]
+    assert (t.stride(), t.stride(-1), t.storage_offset(), t.is_contiguous(), t.element_size(), t.nelement()) == \
+           (rt.stride(), rt.stride(-1), rt.storage_offset(), rt.is_contiguous(), rt.element_size(), rt.nelement())
+    assert t.data_ptr() == t.data.data_ptr() and tnet.numel(t) == 18 and x.mT.shape == (2, 4, 3)
+    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
+        tnet.ones(3).mT
+    n = np.arange(3)
+    assert tnet.is_tensor(x) and not tnet.is_tensor(ref)
+    assert tnet.as_tensor(x) is x and tnet.as_tensor(n).dtype == torch.int64
+    assert tnet.from_numpy(n).numpy().tolist() == [0, 1, 2]
+
+
+def test_roll_repeat_interleave_masked_fill_as_torch(rng):
+    x, xr = leaf(rng, 3, 4)
+    m = rng.standard_normal((3, 4)) > 0
+    check(lambda a: tnet.cat([a.roll(1), a.roll((-1, 5), (0, 1)), a.roll(2, -1), a.roll(0, 0)]),
+          lambda a: torch.cat([a.roll(1), a.roll((-1, 5), (0, 1)), a.roll(2, -1), a.roll(0, 0)]), [(x, xr)], rng)
+    check(lambda a: tnet.cat([a.repeat_interleave(2, 0).flatten(), a.repeat_interleave(3), a.repeat_interleave(1, 1)
+                              .flatten(), tnet.repeat_interleave(a, tnet.tensor([0, 2, 1, 1]), dim=1).flatten()]),
+          lambda a: torch.cat([a.repeat_interleave(2, 0).flatten(), a.repeat_interleave(3), a.repeat_interleave(1, 1)
+                               .flatten(), torch.repeat_interleave(a, torch.tensor([0, 2, 1, 1]), dim=1).flatten()]),
+          [(x, xr)], rng)
+    v, vr = leaf(rng, values=np.array(1.5))
+    check(lambda a, b: a.masked_fill(tnet.tensor(m), b), lambda a, b: a.masked_fill(torch.tensor(m), b),
+          [(x, xr), (v, vr)], rng)
+    check(lambda a: tnet.masked_fill(a, tnet.tensor(m[0]), -2.0), lambda a: a.masked_fill(torch.tensor(m[0]), -2.0),
+          [(x, xr)], rng)
+
+
+def test_in_place_ops_use_torch_for_memory_only(rng):
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    w = tnet.tensor(rng.standard_normal(4), requires_grad=True)
+    with Recorder() as rec:
+        y = x * 2
+        y.add_(w, alpha=2).mul_(w).sub_(1).div_(w).clamp_(-1, 1).abs_().sqrt_().exp_().neg_().relu_()
+        y.masked_fill_(y > 0, w[0])
+        z = tnet.zeros(3, 4)
+        z[:, 1:].copy_(x[0, 1:].detach())
+        z[0] = 1.0
+        z[z > 0.5] = 2.0
+        z[1:, :2] = y[0, 1:3]
+        (y.sum() + z.sum()).backward()
+        with tnet.no_grad():
+            x -= 0.1 * x.grad
+            x[:, :2].zero_()
+            x.fill_(1).normal_(0, 2).uniform_(-1, 1)
+        x.roll(1, 0).repeat_interleave(2).masked_fill(x.flatten().repeat_interleave(2) > 0, 0.0)
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def _assign(mod, x, v):
+    y = x * 1
+    y[:, 0] = 2.5
+    y[1, 1:] = v[:3]  # a tensor, cast and broadcast
+    y[0, ::2] = v[3]
+    y[y > 1.0] = -1.0
+    return y * x
+
+
+def test_setitem_as_torch(rng):
+    x, xr = leaf(rng, 3, 4, values=rng.standard_normal((3, 4)))
+    v, vr = leaf(rng, 4, values=rng.standard_normal(4))
+    check(lambda a, b: _assign(tnet, a, b), lambda a, b: _assign(torch, a, b), [(x, xr), (v, vr)], rng)
+    m = tnet.zeros(2, 3, dtype=torch.bool)
+    m[0, 1:] = True
+    assert m.numpy().tolist() == [[False, True, True], [False, False, False]] and m._version == 1
+    with pytest.raises(TypeError, match="integer index tensors .* are not supported"):
+        m[tnet.tensor([0])] = True
+    with pytest.raises(RuntimeError, match="cannot be broadcast to indexing result of shape"):
+        x.detach()[0] = tnet.ones(3)

@@ -1,0 +1,313 @@
+"""torch's in-place Tensor methods (add_, mul_, zero_, copy_, normal_, x += y, ...). Each writes
+into the tensor's own memory (a strided view writes through to its base), counts one write in
+`_version` (shared with views) and returns the tensor.
+
+Under no_grad, or where nothing involved requires grad, the op just writes. Otherwise it is
+recorded as torch records it: the result is computed out of place by the op of the same name
+(its graph node beside it), copied into the memory, and the Tensor object takes the new node
+(tensor.rebase), so that after `y = x * 2; y.add_(1)` the gradient of x is 2. As torch, a leaf
+that requires grad refuses. Unlike torch, so does a view in the graph (`y[0].mul_(2)` with y
+requiring grad): tnet does not rebase a view's base; and a backward through a view taken before
+its base was written in place raises (tensor._inputs_then)."""
+import numbers
+
+import numpy as np
+import torch
+
+from .. import amp
+from ..factory import rng_state
+from ..kernels import pointwise as _pw
+from ..kernels import random as _random
+from ..kernels.copy import copy_ as _copy_
+from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
+from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
+from ..tensor import tensor as tnet_tensor
+from .copy import basic_index, is_advanced, reshape, to
+from .inputs import check_tensors, needs_grad
+from .pointwise import (abs, add, clamp, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, sum_to, tanh,
+                        where)
+
+_TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
+                torch.int32: "Int", torch.bool: "Bool"}
+
+
+def _kind(v):
+    """0 for bool, 1 for integers, 2 for floats (a tensor's dtype or a Python number's type)."""
+    if isinstance(v, Tensor):
+        return 0 if v.dtype == torch.bool else 2 if v.dtype.is_floating_point else 1
+    return 0 if isinstance(v, bool) else 1 if isinstance(v, numbers.Integral) else 2
+
+
+def _is_view(t):
+    """Whether t views another tensor's memory: an input of the op that made it (not t's own past,
+    which holds t's very storage), or (no op) any."""
+    if t._entry is None:
+        return t.data._base is not None
+    return any(x.data is not t.data and memory_root(x.data) is memory_root(t.data) for x in t._entry.inputs)
+
+
+def inplace(self, name, compute, others=(), keeps_self=False):
+    """Write compute(x) (a tnet.Tensor of self's shape) into self's memory and return self. x is
+    self, or, where the write is recorded, a Tensor with self's node before it (a copy of its
+    values where keeps_self: the op's backward reads them); compute may also write self.data
+    itself and return a Tensor holding it."""
+    recording = is_grad_enabled() and (self.requires_grad or any(needs_grad(*others)))
+    x = self
+    if recording:
+        if self.requires_grad and self._entry is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if _is_view(self):
+            raise RuntimeError(f"{name}: in-place on a view, with grad: tnet does not rebase the view's base; "
+                               f"compute out of place (torch.where, torch.cat) or under no_grad")
+        x = Tensor(self.data.clone() if keeps_self else self.data, self.requires_grad)
+        x._entry = self._entry
+    version = self._version
+    out = compute(x)
+    check(out.shape == self.shape,
+          lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
+    if out.data is not self.data:
+        _copy_(self.data, out.data)
+    if self._version == version:  # a torch fill counted itself
+        bump_version(self)
+    if recording and out._entry is not None:
+        rebase(self, x, out)
+    if "_low" in self.__dict__:  # a parameter's 16-bit copies read under autocast
+        amp.refresh_low_copies(self)
+    return self
+
+
+def _check_result(name, self, kind):
+    """torch's error where the result (of kind, _kind's) would not fit self's dtype."""
+    if kind > _kind(self):
+        result = {0: "Bool", 1: "Long", 2: "Float"}[kind]
+        raise RuntimeError(f"result type {result} can't be cast to the desired output type {_TORCH_NAMES[self.dtype]}")
+
+
+def _binary(name, op, self, other, keeps_self=False, result_kind=None):
+    """self = op(self, other), other a tnet.Tensor or a Python number broadcast to self."""
+    check(isinstance(other, (Tensor, numbers.Real)),
+          lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
+    if isinstance(other, Tensor):
+        shape = _pw.broadcast_shape(name, self.shape, other.shape)
+        check(shape == self.shape,
+              lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+    _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
+    if _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
+        _pw.pointwise(op.__name__, self.data, other.data if isinstance(other, Tensor) else other,
+                      channels_last=is_channels_last(self.data), out=self.data)
+        return inplace(self, name, lambda x: x)
+    return inplace(self, name, lambda x: op(x, x if other is self else other), (other,), keeps_self or other is self)
+
+
+def _writes_directly(self, other):
+    """Whether op(self, other) may be written by the pointwise kernel straight into self's memory:
+    nothing records, self is a dense float tensor, and other a number, self itself or apart from it."""
+    if is_grad_enabled() and (self.requires_grad or needs_grad(other)[0]):
+        return False
+    if not (self.dtype in _pw.FLOATS and is_flat(self.data)):
+        return False
+    if not isinstance(other, Tensor) or other.data is self.data:
+        return True
+    return memory_root(other.data) is not memory_root(self.data)
+
+
+def _scaled(other, alpha):
+    """alpha * other, as add_ and sub_ take it."""
+    return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+
+def add_(self, other, *, alpha=1):
+    """self += alpha * other."""
+    return _binary("add_", add, self, _scaled(other, alpha))
+
+
+def sub_(self, other, *, alpha=1):
+    """self -= alpha * other."""
+    return _binary("sub_", sub, self, _scaled(other, alpha))
+
+
+def mul_(self, other):
+    return _binary("mul_", mul, self, other, keeps_self=needs_grad(other)[0])
+
+
+def div_(self, other):
+    """self /= other (true division: an integer self raises, as torch)."""
+    return _binary("div_", div, self, other, result_kind=2)
+
+
+def _unary(name, op, keeps_self=False):
+    """The method self.name(*args): self = op(self, *args)."""
+    def method(self, *args, **kwargs):
+        return inplace(self, name, lambda x: op(x, *args, **kwargs), keeps_self=keeps_self)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+abs_ = _unary("abs_", abs, keeps_self=True)
+neg_ = _unary("neg_", neg)
+sqrt_ = _unary("sqrt_", sqrt)
+exp_ = _unary("exp_", exp)
+log_ = _unary("log_", log, keeps_self=True)
+sigmoid_ = _unary("sigmoid_", sigmoid)
+tanh_ = _unary("tanh_", tanh)
+relu_ = _unary("relu_", relu)
+pow_ = _unary("pow_", pow, keeps_self=True)
+clamp_ = _unary("clamp_", clamp, keeps_self=True)
+
+
+def clamp_min_(self, min):
+    return clamp_(self, min=min)
+
+
+def clamp_max_(self, max):
+    return clamp_(self, max=max)
+
+
+def _overwritten(name, x, data, src=None):
+    """The record of data (self's memory, already written) replacing x's values: x's gradient is
+    0, src's (if any: a tnet.Tensor that data was broadcast from) g summed back to its shape."""
+    def backward(g):
+        gx = torch.zeros_like(g) if x.requires_grad else None
+        return (gx,) if src is None else (gx, sum_to(g, src))
+    return record(name, data, (x,) if src is None else (x, src), backward)
+
+
+def fill_(self, value):
+    """Every element = value (a number, or a one-element tnet.Tensor: a copy_ of it)."""
+    if isinstance(value, Tensor):
+        check(value.ndim == 0, lambda: f"fill_ only supports 0-dimension value tensor but got tensor with "
+                                       f"{value.ndim} dimensions.")
+        return copy_(self, value)
+    check(isinstance(value, numbers.Real), lambda: f"fill_: value must be a number, got {type(value).__name__}")
+    return inplace(self, "fill_", lambda x: _overwritten("fill_", x, self.data.fill_(value)))
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def copy_(self, src, non_blocking=False):
+    """self's elements = src's, broadcast to self's shape and cast to self's dtype; src's gradient
+    is summed back to its shape, self's earlier values get none."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+    shape = _pw.broadcast_shape("copy_", self.shape, src.shape)
+    check(shape == self.shape,
+          lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+
+    def compute(x):
+        _write(self.data, src.data)
+        return _overwritten("copy_", x, self.data, src)
+    return inplace(self, "copy_", compute, (src,))
+
+
+def _write(dst, src):
+    """dst's elements = src's (torch tensors), broadcast and cast; a copy of src first where the two
+    share memory (not where they are one), as elements would race."""
+    if src is dst:
+        return
+    if memory_root(src) is memory_root(dst):
+        src = src.clone()
+    _copy_(dst, src.expand(dst.shape))
+
+
+def _draw(name, self, normal, scale, shift, generator):
+    """self = shift + scale * (a uniform [0, 1) or standard normal draw of tnet's generator)."""
+    check(generator is None, lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
+                                     f"seeded by tnet.manual_seed)")
+    check(self.dtype in _random.FLOATS, lambda: f"{name}: expected a float tensor, got {self.dtype}")
+
+    def compute(x):
+        z = _random.fill_random_(torch.empty_like(self.data, dtype=torch.float32,
+                                                  memory_format=memory_format(is_channels_last(self.data))),
+                                 rng_state(), normal)
+        if scale != 1 or shift != 0:
+            z = _pw.pointwise("add", _pw.pointwise("mul", z, float(scale)), float(shift))
+        _copy_(self.data, z)
+        if not normal:  # a value rounded up to the bound becomes the other bound, as torch's
+            top = _pw.pointwise("eq", self.data, float(shift + scale))
+            _copy_(self.data, _pw.pointwise("where", top, float(shift), self.data))
+        return _overwritten(name, x, self.data)
+    return inplace(self, name, compute)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Normal numbers of mean and std from tnet's generator (tnet.manual_seed; other numbers than
+    torch's), as tnet.randn draws them."""
+    check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
+    return _draw("normal_", self, True, std, mean, generator)
+
+
+def uniform_(self, from_=0.0, to=1.0, *, generator=None):
+    """Uniform numbers in [from_, to) from tnet's generator (other numbers than torch's)."""
+    check(from_ <= to, lambda: f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    return _draw("uniform_", self, False, to - from_, from_, generator)
+
+
+def _masked_value(name, input, mask, value):
+    """value checked as masked_fill takes it (a number, cast to input's dtype, or a 0-d tnet.Tensor)
+    with mask (bool, broadcast to input's shape)."""
+    check_tensors(name, input=input, mask=mask)
+    if mask.dtype != torch.bool:
+        raise InputError(f"{name} only supports boolean masks, but got mask with dtype {mask.dtype}")
+    if isinstance(value, Tensor):
+        check(value.ndim == 0, lambda: f"{name} only supports a 0-dimensional value tensor, but got tensor "
+                                       f"with {value.ndim} dimension(s).")
+        value = to(value, input.dtype)
+    elif _kind(input) < 2:
+        value = bool(value) if input.dtype == torch.bool else int(value)  # cast to input's dtype, as torch
+    shape = _pw.broadcast_shape(name, input.shape, mask.shape)
+    check(shape == input.shape,
+          lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    return value
+
+
+def masked_fill_(self, mask, value):
+    value = _masked_value("masked_fill_", self, mask, value)
+    return inplace(self, "masked_fill_", lambda x: where(mask, value, x), (value,))
+
+
+def setitem(self, index, value):
+    """self[index] = value (a number, or a tnet.Tensor broadcast to the indexed part and cast), as
+    torch's, for basic indexing (ints, slices, None, ...); a bool mask of self's leading dims takes a
+    number or a 0-d tensor (masked_fill_). Other advanced indexing raises TypeError. The overwritten
+    part gets no gradient; value's is summed back to its shape."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(is_advanced(item) for item in items):
+        mask = items[0] if len(items) == 1 else None
+        mask = tnet_tensor(np.asarray(mask)) if isinstance(mask, (list, np.ndarray)) else mask
+        if mask is None or mask.dtype != torch.bool or (isinstance(value, Tensor) and value.ndim):
+            raise TypeError("tnet.Tensor item assignment: advanced indexing takes one bool mask and a number or a "
+                            "0-d tensor (x[mask] = v); integer index tensors and other mixes are not supported")
+        check(mask.shape == self.shape[:mask.ndim],
+              lambda: f"tnet.Tensor item assignment: the mask's shape {tuple(mask.shape)} does not match the "
+                      f"indexed tensor's {tuple(self.shape[:mask.ndim])}")
+        return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - mask.ndim)), value)
+    items = basic_index(items)
+    if not isinstance(value, Tensor):
+        check(isinstance(value, numbers.Real),
+              lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
+    part_shape = self.data[items].shape
+    if isinstance(value, Tensor):
+        fits = value.ndim <= len(part_shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], part_shape[::-1]))
+        check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
+                      f"result of shape {list(part_shape)}")
+
+    def compute(x):
+        part = self.data[items]
+        if isinstance(value, Tensor):
+            _write(part, value.data)
+        else:
+            part.fill_(value)
+
+        def backward(g):
+            gx = None
+            if x.requires_grad:
+                gx = g.clone()
+                gx[items].zero_()
+            if not isinstance(value, Tensor):
+                return (gx,)
+            gv = g[items]
+            return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
+        return record("setitem", self.data, (x, value) if isinstance(value, Tensor) else (x,), backward)
+    inplace(self, "setitem", compute, (value,))
