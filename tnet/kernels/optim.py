@@ -548,11 +548,16 @@ def _shaped(rule, bufs):
 def _update_ok(rule, p, g, bufs, lows, hyper, step):
     """_check_update's conditions as one expression: the common case, cheaply."""
     shaped = _shaped(rule, bufs)
-    return (len(bufs) == len(SLOTS[rule]) and all(b is not None for b in bufs[:REQUIRED[rule]])
+    return (_slots_ok(rule, bufs)
             and laid_alike(p, g, *shaped, *lows) and all(b.dtype == p.dtype for b in shaped)
             and (rule not in SCALAR_SLOT or _scalar_ok(bufs[SCALAR_SLOT[rule]], p.device))
             and hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device
             and _scalar_ok(step, p.device))
+
+
+def _slots_ok(rule, bufs):
+    """Whether bufs holds the state of SLOTS[rule], the first REQUIRED[rule] given, the others given or None."""
+    return REQUIRED[rule] <= len(bufs) <= len(SLOTS[rule]) and all(b is not None for b in bufs[:REQUIRED[rule]])
 
 
 def _scalar_ok(t, device):
@@ -561,7 +566,7 @@ def _scalar_ok(t, device):
 
 def _check_update(rule, p, g, bufs, lows, hyper, step):
     """step_'s checks of one parameter's update, each with its one-line error."""
-    check(len(bufs) == len(SLOTS[rule]) and all(b is not None for b in bufs[:REQUIRED[rule]]),
+    check(_slots_ok(rule, bufs),
           lambda: f"{rule}: {len(bufs)} state buffers, expected {SLOTS[rule]} (the first {REQUIRED[rule]} given)")
     check_float(rule, p, "a parameter")
     check_float(rule, g, "a gradient")
@@ -579,7 +584,7 @@ def step_(rule, updates, scale=None, found_inf=None):
     """One step of rule (a key of HYPER but "muon": torch.optim's SGD, Adam, RMSprop, Adagrad, Adamax,
     NAdam, RAdam or Adadelta) on many tensors, in one launch per TENSORS_PER_LAUNCH: updates holds
     (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per tensor, buffers being its state in the
-    order of SLOTS[rule] (None where a rule's option leaves one out), shaped as p and in p's dtype
+    order of SLOTS[rule] (None where a rule's option leaves one out, or left off at the end), shaped as p and in p's dtype
     but NAdam's mu_product (one float32 element), lows p's 16-bit copies (a list, often empty: the
     kernel writes the first as it updates p, a second is copied after), hyper its group's float32
     device vector (HYPER[rule]) and step a one-element view of its step count, already counted. With
