@@ -208,11 +208,6 @@ def test_invalid_hyperparameters_raise(make_opt, error):
         make_opt(nn.Parameter(np.ones(3)))
 
 
-def test_amsgrad_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="amsgrad"):
-        optim.Adam([nn.Parameter(np.ones(3))], amsgrad=True)
-
-
 def test_zero_grad():
     p, q = nn.Parameter(np.ones(3)), nn.Parameter(np.ones(2))
     opt = optim.SGD([p, q])

@@ -109,10 +109,11 @@ def cast_operand(x, dtype):
 
 
 class GradScaler:
-    """torch.amp.GradScaler's arguments and methods scale, step, update, get_scale, is_enabled,
-    state_dict and load_state_dict (not unscale_):
+    """torch.amp.GradScaler's arguments and methods scale, unscale_, step, update, get_scale,
+    is_enabled, state_dict and load_state_dict:
 
         scaler.scale(loss).backward()   # the gradients, times the scale, do not underflow float16
+        scaler.unscale_(opt)            # optional: divided by it in place, to clip them (once a step)
         scaler.step(opt)                # divided by it again; no update if one holds an inf or NaN
         scaler.update()                 # the scale halves after such a step, doubles after 2000 without
 
@@ -135,6 +136,10 @@ class GradScaler:
         self._growth_tracker = torch.zeros((), dtype=torch.int32, device=DEVICE)
         self._found_inf = torch.zeros((), device=DEVICE)
         self._scale_tensor = Tensor(self._scale)
+        self._stages = {}  # id(optimizer): "unscaled" or "stepped" since the last update(), as torch's
+
+    def _stage(self, optimizer):
+        return self._stages.get(id(optimizer))
 
     def is_enabled(self):
         return self._enabled
@@ -147,14 +152,36 @@ class GradScaler:
             return type(outputs)(self.scale(t) for t in outputs)
         return outputs * self._scale_tensor
 
+    def unscale_(self, optimizer):
+        """Divide optimizer's gradients by the scale in place, flagging an inf or NaN among them
+        (one launch a 32 tensors, on the device), so that they may be clipped before step(), which
+        then skips its own division. Once per optimizer between update()s, and before its step():
+        else RuntimeError, as torch's."""
+        if not self._enabled:
+            return
+        if self._stage(optimizer) == "unscaled":
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+        if self._stage(optimizer) == "stepped":
+            raise RuntimeError("unscale_() is being called after step().")
+        grads = [p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        optim_kernels.find_inf_(grads, self._found_inf, self._scale)
+        self._stages[id(optimizer)] = "unscaled"
+
     def step(self, optimizer, *args, **kwargs):
         """optimizer's step on the gradients divided by the scale, in its one launch, after a pass
-        that flags an inf or NaN in them; a flagged step changes nothing."""
+        that flags an inf or NaN in them (or on those that unscale_ divided and checked); a flagged
+        step changes nothing."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if args or "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
-        optimizer._step(self._scale, self._found_inf)
+        if self._stage(optimizer) == "stepped":
+            raise RuntimeError("step() has already been called since the last update().")
+        if self._stage(optimizer) == "unscaled":
+            optimizer._step(None, self._found_inf)
+        else:
+            optimizer._step(self._scale, self._found_inf)
+        self._stages[id(optimizer)] = "stepped"
         return None
 
     def update(self, new_scale=None):
@@ -162,6 +189,7 @@ class GradScaler:
         growth_factor after growth_interval steps in a row without one; or new_scale if given."""
         if not self._enabled:
             return
+        self._stages.clear()
         if new_scale is not None:
             self._scale.fill_(float(new_scale))  # a host value (a tensor: a sync, as torch's .item())
             self._growth_tracker.zero_()

@@ -1,5 +1,6 @@
-"""Optimizer kernels: one launch updates every parameter tensor (torch.optim's SGD, Adam or
-AdamW rule) and writes its 16-bit copy, and a tiny one counts the steps. Hyperparameters and
+"""Optimizer kernels: one launch updates every parameter tensor (torch.optim's SGD, Adam, AdamW,
+RMSprop, Adagrad, Adamax, NAdam, RAdam or Adadelta rule, one step_kernel for all) and writes its
+16-bit copy, and a tiny one counts the steps (NAdam's has a second, for its mu_product). Hyperparameters and
 step counts are read on the device, so a step captured in a CUDA graph follows a schedule and
 its bias corrections advance at every replay. Each tensor is dense (contiguous or
 channels-last) and laid out like its gradient, state and copy, so the update runs over flat
@@ -10,7 +11,7 @@ The lookahead of airbench (tnet.optim.Lookahead) has two kernels of the same kin
 clock that counts the steps and gives the decay, and one launch over every tensor of a model.
 
 For mixed precision's GradScaler (tnet.amp): a pass that flags an inf or NaN in the
-gradients, the step dividing them by the loss scale and skipping the update where one was
+gradients (and divides them by the scale, for unscale_), the step dividing them by the loss scale and skipping the update where one was
 flagged, and torch's scale update, all on the device."""
 import math
 
@@ -31,10 +32,23 @@ from .pointwise import check_like, laid_alike
 BLOCK = 1 << 12 if INTERPRET else 1024
 # Kernel arguments may take 4 KB: 32 tensors take about 2.5 KB (7 pointers and 3 numbers each).
 TENSORS_PER_LAUNCH = 32
-# Each group's hyperparameters, in the order of its device vector (see tnet/optim.py).
-HYPER = {"sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
-         "adam": ("lr", "1 - beta1", "1 - beta2", "log beta1", "log beta2", "eps", "weight_decay")}
-HYPER["adamw"] = HYPER["adam"]
+# Each group's hyperparameters, in the order of its device vector (see tnet/optim.py): for every
+# rule of step_kernel the four that every torch optimizer has first, then the rule's own.
+COMMON = ("lr", "maximize", "weight_decay", "decoupled_weight_decay")
+HYPER = {"sgd": COMMON + ("momentum", "dampening", "nesterov"),
+         "adam": COMMON + ("1 - beta1", "1 - beta2", "log beta1", "log beta2", "eps"),
+         "rmsprop": COMMON + ("alpha", "1 - alpha", "eps", "momentum"),
+         "adagrad": COMMON + ("lr_decay", "eps"),
+         "adamax": COMMON + ("1 - beta1", "beta2", "log beta1", "eps"),
+         "nadam": COMMON + ("1 - beta1", "1 - beta2", "log beta2", "eps", "beta1", "momentum_decay"),
+         "radam": COMMON + ("1 - beta1", "1 - beta2", "log beta1", "log beta2", "eps", "rho_inf"),
+         "adadelta": COMMON + ("rho", "1 - rho", "eps")}
+# The state of each rule's parameters, by kernel slot (a, b, c): tensors shaped as the parameter,
+# but NAdam's mu_product, one float32 element as the step count. None: a slot the rule may leave empty.
+SLOTS = {"sgd": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+         "rmsprop": ("square_avg", "momentum_buffer", "grad_avg"), "adagrad": ("sum",),
+         "adamax": ("exp_avg", "exp_inf"), "nadam": ("exp_avg", "exp_avg_sq", "mu_product"),
+         "radam": ("exp_avg", "exp_avg_sq"), "adadelta": ("square_avg", "acc_delta")}
 HYPER["muon"] = ("lr", "momentum", "weight_decay", "nesterov")
 
 
@@ -50,54 +64,169 @@ def _one_minus_exp(x):
 
 
 @triton.jit
-def _sgd(p, g, buf_ptr, offs, mask, hyper_ptr, step, lr_mult, decay_mult):
+def _load(ptr, offs, mask):
+    return tl.load(ptr + offs, mask=mask).to(tl.float32)
+
+
+@triton.jit
+def _store(ptr, offs, mask, x):
+    tl.store(ptr + offs, cast(x, ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _sgd(p, g, buf_ptr, offs, mask, h, step, lr):
     """torch.optim.SGD on one block: returns the new p and stores the momentum buffer."""
-    lr = tl.load(hyper_ptr) * lr_mult
-    momentum = tl.load(hyper_ptr + 1)
-    dampening = tl.load(hyper_ptr + 2)
-    g = g + tl.load(hyper_ptr + 3) * decay_mult * p
-    buf = tl.load(buf_ptr + offs, mask=mask).to(tl.float32)
+    momentum = tl.load(h + 4)
+    buf = _load(buf_ptr, offs, mask)
     # torch starts the buffer at g itself: no dampening on a parameter's first step.
-    buf = tl.where(step == 1, g, momentum * buf + (1 - dampening) * g)
-    tl.store(buf_ptr + offs, cast(buf, buf_ptr.dtype.element_ty), mask=mask)
-    d = tl.where(tl.load(hyper_ptr + 4) != 0, g + momentum * buf, buf)
+    buf = tl.where(step == 1, g, momentum * buf + (1 - tl.load(h + 5)) * g)
+    _store(buf_ptr, offs, mask, buf)
+    d = tl.where(tl.load(h + 6) != 0, g + momentum * buf, buf)
     return p - lr * tl.where(momentum != 0, d, g)
 
 
 @triton.jit
-def _adam(p, g, m_ptr, v_ptr, offs, mask, hyper_ptr, step, lr_mult, decay_mult, DECOUPLED: tl.constexpr):
-    """torch.optim.Adam (or AdamW when DECOUPLED) on one block: returns the new p and stores
-    exp_avg m and exp_avg_sq v."""
-    lr = tl.load(hyper_ptr) * lr_mult
-    decay = tl.load(hyper_ptr + 6) * decay_mult
-    if DECOUPLED:
-        p = p * (1 - lr * decay)
-    else:
-        g = g + decay * p
+def _adam(p, g, m_ptr, v_ptr, vmax_ptr, offs, mask, h, step, lr):
+    """torch.optim.Adam on one block (AdamW's decay is applied before): returns the new p and stores
+    exp_avg m, exp_avg_sq v, and with amsgrad (vmax_ptr not None) max_exp_avg_sq."""
     # 1 - beta comes from the host in float64: 1 - float32(0.999) would be 1.3e-5 off.
-    m = tl.load(m_ptr + offs, mask=mask).to(tl.float32)
-    m = m + tl.load(hyper_ptr + 1) * (g - m)
-    v = tl.load(v_ptr + offs, mask=mask).to(tl.float32)
-    v = v + tl.load(hyper_ptr + 2) * (g * g - v)
-    tl.store(m_ptr + offs, cast(m, m_ptr.dtype.element_ty), mask=mask)
-    tl.store(v_ptr + offs, cast(v, v_ptr.dtype.element_ty), mask=mask)
-    correction1 = _one_minus_exp(step * tl.load(hyper_ptr + 3))
-    correction2 = _one_minus_exp(step * tl.load(hyper_ptr + 4))
-    return p - (lr / correction1) * m / (tl.sqrt(v) / tl.sqrt(correction2) + tl.load(hyper_ptr + 5))
+    m = _load(m_ptr, offs, mask)
+    m = m + tl.load(h + 4) * (g - m)
+    v = _load(v_ptr, offs, mask)
+    v = v + tl.load(h + 5) * (g * g - v)
+    _store(m_ptr, offs, mask, m)
+    _store(v_ptr, offs, mask, v)
+    if vmax_ptr is not None:
+        v = tl.maximum(_load(vmax_ptr, offs, mask), v, propagate_nan=tl.PropagateNan.ALL)
+        _store(vmax_ptr, offs, mask, v)
+    correction1 = _one_minus_exp(step * tl.load(h + 6))
+    correction2 = _one_minus_exp(step * tl.load(h + 7))
+    return p - (lr / correction1) * m / (tl.sqrt(v) / tl.sqrt(correction2) + tl.load(h + 8))
+
+
+@triton.jit
+def _rmsprop(p, g, sq_ptr, buf_ptr, avg_ptr, offs, mask, h, lr):
+    """torch.optim.RMSprop on one block: square_avg, and momentum_buffer and grad_avg where given
+    (momentum > 0 and centered at construction)."""
+    sq = _load(sq_ptr, offs, mask)
+    sq = sq * tl.load(h + 4) + tl.load(h + 5) * g * g
+    _store(sq_ptr, offs, mask, sq)
+    if avg_ptr is not None:
+        avg = _load(avg_ptr, offs, mask)
+        avg = avg + tl.load(h + 5) * (g - avg)
+        _store(avg_ptr, offs, mask, avg)
+        sq = sq - avg * avg
+    d = g / (tl.sqrt(sq) + tl.load(h + 6))
+    if buf_ptr is not None:
+        momentum = tl.load(h + 7)
+        buf = _load(buf_ptr, offs, mask)
+        buf = tl.where(momentum > 0, momentum * buf + d, buf)
+        _store(buf_ptr, offs, mask, buf)
+        d = tl.where(momentum > 0, buf, d)
+    return p - lr * d
+
+
+@triton.jit
+def _adagrad(p, g, sum_ptr, offs, mask, h, step, lr):
+    """torch.optim.Adagrad on one block: the sum of squares, lr / (1 + (t - 1) * lr_decay)."""
+    s = _load(sum_ptr, offs, mask) + g * g
+    _store(sum_ptr, offs, mask, s)
+    return p - lr / (1 + (step - 1) * tl.load(h + 4)) * g / (tl.sqrt(s) + tl.load(h + 5))
+
+
+@triton.jit
+def _adamax(p, g, m_ptr, u_ptr, offs, mask, h, step, lr):
+    """torch.optim.Adamax on one block: exp_avg m and the infinity norm exp_inf u."""
+    m = _load(m_ptr, offs, mask)
+    m = m + tl.load(h + 4) * (g - m)
+    u = tl.maximum(_load(u_ptr, offs, mask) * tl.load(h + 5), tl.abs(g) + tl.load(h + 7),
+                   propagate_nan=tl.PropagateNan.ALL)
+    _store(m_ptr, offs, mask, m)
+    _store(u_ptr, offs, mask, u)
+    return p - lr / _one_minus_exp(step * tl.load(h + 6)) * m / u
+
+
+@triton.jit
+def _nadam_mu(h, step):
+    """NAdam's momentum at step t: beta1 * (1 - 0.5 * 0.96**(t * momentum_decay))."""
+    return tl.load(h + 8) * (1 - 0.5 * tl.exp(step * tl.load(h + 9) * -0.040821994520255166))  # log(0.96)
+
+
+@triton.jit
+def _nadam(p, g, m_ptr, v_ptr, mu_product_ptr, offs, mask, h, step, lr):
+    """torch.optim.NAdam on one block; mu_product (one element) is already this step's (nadam_clock_kernel)."""
+    m = _load(m_ptr, offs, mask)
+    m = m + tl.load(h + 4) * (g - m)
+    v = _load(v_ptr, offs, mask)
+    v = v + tl.load(h + 5) * (g * g - v)
+    _store(m_ptr, offs, mask, m)
+    _store(v_ptr, offs, mask, v)
+    denom = tl.sqrt(v / _one_minus_exp(step * tl.load(h + 6))) + tl.load(h + 7)
+    mu, mu_next = _nadam_mu(h, step), _nadam_mu(h, step + 1)
+    mu_product = tl.load(mu_product_ptr)
+    p = p - lr * (1 - mu) / (1 - mu_product) * g / denom
+    return p - lr * mu_next / (1 - mu_product * mu_next) * m / denom
+
+
+@triton.jit
+def _radam_rho(step, log_beta2, rho_inf):
+    """RAdam's rho_t = rho_inf - 2 t beta2**t / (1 - beta2**t). The difference cancels where y = t c
+    is small (c = -log beta2; 1998 - 1997 at t = 1 for beta2 = 0.999), so there it is the series
+    rho_t = t - (t y - c)/6 + (t y^3 - c^3)/360 - (t y^5 - c^5)/15120 + (t y^7 - c^7)/604800 (from
+    x/(e^x - 1)'s, exact at t = 1; the next term is below 1e-7 relative for y < 1)."""
+    c = -log_beta2
+    y = step * c
+    c2, y2 = c * c, y * y
+    series = step - (step * y - c) / 6 + (step * y * y2 - c * c2) / 360 - (step * y * y2 * y2 - c * c2 * c2) / 15120 \
+        + (step * y * y2 * y2 * y2 - c * c2 * c2 * c2) / 604800
+    direct = rho_inf - 2 * step * tl.exp(-y) / _one_minus_exp(-y)
+    return tl.where(y < 1, series, direct)
+
+
+@triton.jit
+def _radam(p, g, m_ptr, v_ptr, offs, mask, h, step, lr):
+    """torch.optim.RAdam on one block: Adam's update, rectified, where rho_t > 5; momentum alone before."""
+    m = _load(m_ptr, offs, mask)
+    m = m + tl.load(h + 4) * (g - m)
+    v = _load(v_ptr, offs, mask)
+    v = v + tl.load(h + 5) * (g * g - v)
+    _store(m_ptr, offs, mask, m)
+    _store(v_ptr, offs, mask, v)
+    rho_inf = tl.load(h + 9)
+    rho = _radam_rho(step, tl.load(h + 7), rho_inf)
+    rect = tl.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+    adaptive = tl.sqrt(_one_minus_exp(step * tl.load(h + 7))) / (tl.sqrt(v) + tl.load(h + 8))
+    m = m / _one_minus_exp(step * tl.load(h + 6)) * lr
+    return p - tl.where(rho > 5, m * adaptive * rect, m)
+
+
+@triton.jit
+def _adadelta(p, g, sq_ptr, acc_ptr, offs, mask, h, lr):
+    """torch.optim.Adadelta on one block: square_avg and acc_delta."""
+    rho, one_minus_rho, eps = tl.load(h + 4), tl.load(h + 5), tl.load(h + 6)
+    sq = _load(sq_ptr, offs, mask)
+    sq = sq * rho + one_minus_rho * g * g
+    acc = _load(acc_ptr, offs, mask)
+    delta = tl.sqrt(acc + eps) / tl.sqrt(sq + eps) * g
+    _store(sq_ptr, offs, mask, sq)
+    _store(acc_ptr, offs, mask, acc * rho + one_minus_rho * delta * delta)
+    return p - lr * delta
 
 
 @jit
-def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs, scale_ptr, found_inf_ptr, ns,
+def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, c_ptrs, low_ptrs, hyper_ptrs, step_ptrs, scale_ptr, found_inf_ptr, ns,
                 lr_mults, decay_mults, RULE: tl.constexpr, BLOCK: tl.constexpr):
-    """One step of RULE ("sgd", "adam", "adamw") on every tensor p_ptrs[i] (ns[i] elements), with its
-    gradient g, state a (momentum buffer or exp_avg) and b (exp_avg_sq), its 16-bit copy low (or None),
-    its group's hyperparameters (HYPER[RULE]) and its step count (already counted): cdiv(ns[i], BLOCK)
-    programs a tensor, in turn. With a GradScaler's scale and found_inf (else None), g is divided by
-    the scale, and nothing is written if found_inf is set."""
+    """One step of RULE (a key of HYPER but "muon") on every tensor p_ptrs[i] (ns[i] elements), with its
+    gradient g, state a, b, c (SLOTS[RULE], each None where the rule leaves it empty), its 16-bit copy
+    low (or None), its group's hyperparameters (HYPER[RULE]) and its step count (already counted):
+    cdiv(ns[i], BLOCK) programs a tensor, in turn. What every rule shares is here: maximize, and the
+    weight decay, added to g or (decoupled) taken from p first. With a GradScaler's found_inf (else
+    None) nothing is written if it is set; with its scale too, g is divided by the scale."""
     block = tl.program_id(0)
     live = block >= 0  # False in every program after a GradScaler flagged the gradients
     if found_inf_ptr is not None:
         live = tl.load(found_inf_ptr) == 0
+    if scale_ptr is not None:
         inv_scale = 1 / tl.load(scale_ptr)
     # Unrolled: every program checks each tensor, and updates one block of one of them.
     for i in tl.static_range(len(p_ptrs)):
@@ -105,16 +234,34 @@ def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs,
         if (block >= 0) & (block < count) & live:
             offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < ns[i]
+            h = hyper_ptrs[i]
             p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32)
             g = tl.load(g_ptrs[i] + offs, mask=mask).to(tl.float32)
-            if found_inf_ptr is not None:
+            if scale_ptr is not None:
                 g = g * inv_scale
+            g = tl.where(tl.load(h + 1) != 0, -g, g)
+            lr = tl.load(h) * lr_mults[i]
+            decay = tl.load(h + 2) * decay_mults[i]
+            decoupled = tl.load(h + 3) != 0
+            g = tl.where(decoupled, g, g + decay * p)
+            p = tl.where(decoupled, p * (1 - lr * decay), p)
             step = tl.load(step_ptrs[i]).to(tl.float32)
             if RULE == "sgd":
-                p = _sgd(p, g, a_ptrs[i], offs, mask, hyper_ptrs[i], step, lr_mults[i], decay_mults[i])
+                p = _sgd(p, g, a_ptrs[i], offs, mask, h, step, lr)
+            elif RULE == "adam":
+                p = _adam(p, g, a_ptrs[i], b_ptrs[i], c_ptrs[i], offs, mask, h, step, lr)
+            elif RULE == "rmsprop":
+                p = _rmsprop(p, g, a_ptrs[i], b_ptrs[i], c_ptrs[i], offs, mask, h, lr)
+            elif RULE == "adagrad":
+                p = _adagrad(p, g, a_ptrs[i], offs, mask, h, step, lr)
+            elif RULE == "adamax":
+                p = _adamax(p, g, a_ptrs[i], b_ptrs[i], offs, mask, h, step, lr)
+            elif RULE == "nadam":
+                p = _nadam(p, g, a_ptrs[i], b_ptrs[i], c_ptrs[i], offs, mask, h, step, lr)
+            elif RULE == "radam":
+                p = _radam(p, g, a_ptrs[i], b_ptrs[i], offs, mask, h, step, lr)
             else:
-                p = _adam(p, g, a_ptrs[i], b_ptrs[i], offs, mask, hyper_ptrs[i], step, lr_mults[i], decay_mults[i],
-                          RULE == "adamw")
+                p = _adadelta(p, g, a_ptrs[i], b_ptrs[i], offs, mask, h, lr)
             p = cast(p, p_ptrs[i].dtype.element_ty)
             tl.store(p_ptrs[i] + offs, p, mask=mask)
             # In the same pass: the copy that layers read under autocast is the stored p, cast.
@@ -124,18 +271,36 @@ def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, low_ptrs, hyper_ptrs, step_ptrs,
 
 
 @jit
-def find_inf_kernel(g_ptrs, found_inf_ptr, ns, BLOCK: tl.constexpr):
+def nadam_clock_kernel(mu_product_ptrs, hyper_ptrs, step_ptrs, found_inf_ptr):
+    """mu_product *= NAdam's momentum at the (already counted) step, for each tensor of a step_kernel
+    launch, unless a GradScaler's found_inf (or None) is set: one program, before the update, which
+    reads mu_product in every program of a tensor."""
+    live = tl.program_id(0) >= 0
+    if found_inf_ptr is not None:
+        live = tl.load(found_inf_ptr) == 0
+    for i in tl.static_range(len(mu_product_ptrs)):
+        if live:
+            mu = _nadam_mu(hyper_ptrs[i], tl.load(step_ptrs[i]))
+            tl.store(mu_product_ptrs[i], tl.load(mu_product_ptrs[i]) * mu)
+
+
+@jit
+def find_inf_kernel(g_ptrs, found_inf_ptr, scale_ptr, ns, BLOCK: tl.constexpr):
     """found_inf[0] = 1 if a tensor g_ptrs[i] (ns[i] elements) holds an inf or NaN, else left as it
-    is: cdiv(ns[i], BLOCK) programs a tensor, in turn, as step_kernel."""
+    is, and with scale_ptr (else None) g divided by scale[0] in place (GradScaler.unscale_):
+    cdiv(ns[i], BLOCK) programs a tensor, in turn, as step_kernel."""
     block = tl.program_id(0)
     for i in tl.static_range(len(g_ptrs)):
         count = tl.cdiv(ns[i], BLOCK)
         if (block >= 0) & (block < count):
             offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            g = tl.load(g_ptrs[i] + offs, mask=offs < ns[i], other=0).to(tl.float32)
+            mask = offs < ns[i]
+            g = tl.load(g_ptrs[i] + offs, mask=mask, other=0).to(tl.float32)
             # False for NaN too; programs that find one all store the same 1, so they may race.
             if tl.min((tl.abs(g) < float("inf")).to(tl.int32)) == 0:
                 tl.store(found_inf_ptr, 1.0)
+            if scale_ptr is not None:
+                _store(g_ptrs[i], offs, mask, g * (1 / tl.load(scale_ptr)))
         block -= count
 
 
@@ -369,67 +534,102 @@ def _launches(tensors):
         yield slice(start, start + len(ns)), ns, sum(cdiv(n, BLOCK) for n in ns)
 
 
-def _update_ok(p, g, bufs, lows, hyper, step, buffers, n_hyper):
+# How many of SLOTS[rule] every parameter has (the others may be None: Adam without amsgrad,
+# RMSprop without momentum or centering), and the slot that is one element (NAdam's mu_product).
+REQUIRED = {"sgd": 1, "adam": 2, "rmsprop": 1, "adagrad": 1, "adamax": 2, "nadam": 3, "radam": 2, "adadelta": 2}
+SCALAR_SLOT = {"nadam": 2}
+
+
+def _shaped(rule, bufs):
+    """The state buffers of bufs shaped as the parameter: all but None and a one-element slot."""
+    return [b for j, b in enumerate(bufs) if b is not None and j != SCALAR_SLOT.get(rule)]
+
+
+def _update_ok(rule, p, g, bufs, lows, hyper, step):
     """_check_update's conditions as one expression: the common case, cheaply."""
-    return (len(bufs) == buffers and laid_alike(p, g, *bufs, *lows) and all(b.dtype == p.dtype for b in bufs)
-            and hyper.shape == (n_hyper,) and hyper.dtype == torch.float32 and hyper.device == p.device
-            and step.numel() == 1 and step.dtype == torch.float32 and step.device == p.device)
+    shaped = _shaped(rule, bufs)
+    return (_slots_ok(rule, bufs)
+            and laid_alike(p, g, *shaped, *lows) and all(b.dtype == p.dtype for b in shaped)
+            and (rule not in SCALAR_SLOT or _scalar_ok(bufs[SCALAR_SLOT[rule]], p.device))
+            and hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device
+            and _scalar_ok(step, p.device))
 
 
-def _check_update(rule, p, g, bufs, lows, hyper, step, buffers):
+def _slots_ok(rule, bufs):
+    """Whether bufs holds the state of SLOTS[rule], the first REQUIRED[rule] given, the others given or None."""
+    return REQUIRED[rule] <= len(bufs) <= len(SLOTS[rule]) and all(b is not None for b in bufs[:REQUIRED[rule]])
+
+
+def _scalar_ok(t, device):
+    return t.numel() == 1 and t.dtype == torch.float32 and t.device == device
+
+
+def _check_update(rule, p, g, bufs, lows, hyper, step):
     """step_'s checks of one parameter's update, each with its one-line error."""
-    check(len(bufs) == buffers, lambda: f"{rule}: {len(bufs)} state buffers, expected {buffers}")
+    check(_slots_ok(rule, bufs),
+          lambda: f"{rule}: {len(bufs)} state buffers, expected {SLOTS[rule]} (the first {REQUIRED[rule]} given)")
     check_float(rule, p, "a parameter")
     check_float(rule, g, "a gradient")
-    check(all(b.dtype == p.dtype for b in bufs), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
-    check_like(rule, p, g, *bufs, *lows)
+    shaped = _shaped(rule, bufs)
+    check(all(b.dtype == p.dtype for b in shaped), lambda: f"{rule}: state buffers must be {p.dtype}, as p")
+    check_like(rule, p, g, *shaped, *lows)
+    if rule in SCALAR_SLOT:
+        _check_scalar(rule, SLOTS[rule][SCALAR_SLOT[rule]], bufs[SCALAR_SLOT[rule]], p.device)
     check(hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device,
           lambda: f"{rule}: hyper must be {len(HYPER[rule])} float32 values on {p.device}")
     _check_scalar(rule, "step", step, p.device)
 
 
 def step_(rule, updates, scale=None, found_inf=None):
-    """One step of rule ("sgd", "adam" or "adamw") on many tensors, in one launch per
-    TENSORS_PER_LAUNCH: updates holds (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per
-    tensor, buffers being (momentum_buffer,) for SGD and (exp_avg, exp_avg_sq) for Adam, in p's
-    dtype, lows p's 16-bit copies (a list, often empty: the kernel writes the first as it updates
-    p, a second is copied after), hyper its group's float32 device vector (HYPER[rule]) and step
-    a one-element view of its step count. With a GradScaler, scale and found_inf are its
-    one-element float32 tensors: the gradients are divided by the scale, and a step with
-    found_inf set changes nothing. The addresses travel as kernel arguments, not in a device
+    """One step of rule (a key of HYPER but "muon": torch.optim's SGD, Adam, RMSprop, Adagrad, Adamax,
+    NAdam, RAdam or Adadelta) on many tensors, in one launch per TENSORS_PER_LAUNCH: updates holds
+    (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per tensor, buffers being its state in the
+    order of SLOTS[rule] (None where a rule's option leaves one out, or left off at the end), shaped as p and in p's dtype
+    but NAdam's mu_product (one float32 element), lows p's 16-bit copies (a list, often empty: the
+    kernel writes the first as it updates p, a second is copied after), hyper its group's float32
+    device vector (HYPER[rule]) and step a one-element view of its step count, already counted. With
+    a GradScaler, scale and found_inf are its one-element float32 tensors: the gradients are divided
+    by the scale, and a step with found_inf set changes nothing; found_inf alone: the gradients were
+    unscaled already (GradScaler.unscale_). The addresses travel as kernel arguments, not in a device
     table: the launch needs no host-to-device copy, so a CUDA graph can capture it like any other."""
-    check(rule in HYPER, lambda: f"optimizer step: unknown rule {rule!r}")
-    buffers = 1 if rule == "sgd" else 2
+    check(rule in SLOTS, lambda: f"optimizer step: unknown rule {rule!r}")
     for p, g, bufs, lows, hyper, step, *_ in updates:
-        if not _update_ok(p, g, bufs, lows, hyper, step, buffers, len(HYPER[rule])):
-            _check_update(rule, p, g, bufs, lows, hyper, step, buffers)
-    check((scale is None) == (found_inf is None), lambda: f"{rule}: give both scale and found_inf, or neither")
-    if scale is not None and updates:
-        _check_scalar(rule, "scale", scale, updates[0][0].device)
+        if not _update_ok(rule, p, g, bufs, lows, hyper, step):
+            _check_update(rule, p, g, bufs, lows, hyper, step)
+    check(scale is None or found_inf is not None,
+          lambda: f"{rule}: give both scale and found_inf, or found_inf alone, or neither")
+    if found_inf is not None and updates:
+        if scale is not None:
+            _check_scalar(rule, "scale", scale, updates[0][0].device)
         _check_scalar(rule, "found_inf", found_inf, updates[0][0].device)
     for part, ns, programs in _launches([u[0] for u in updates]):
         ps, gs, bufs, lows, hypers, steps, lr_mults, decay_mults = zip(*updates[part])
+        slots = [tuple(b[j] if j < len(b) else None for b in bufs) for j in range(3)]
+        if rule == "nadam":  # its mu_product advances first, once a tensor: every program reads it
+            nadam_clock_kernel[(1,)](slots[2], hypers, steps, found_inf, num_warps=1)
         if programs:
-            step_kernel[(programs,)](ps, gs, tuple(b[0] for b in bufs), tuple(b[-1] for b in bufs),
-                                     tuple(copies[0] if copies else None for copies in lows), hypers, steps,
-                                     scale, found_inf, ns, tuple(map(float, lr_mults)), tuple(map(float, decay_mults)),
-                                     RULE=rule, BLOCK=BLOCK, num_warps=4)
+            step_kernel[(programs,)](ps, gs, *slots, tuple(copies[0] if copies else None for copies in lows), hypers,
+                                     steps, scale, found_inf, ns, tuple(map(float, lr_mults)),
+                                     tuple(map(float, decay_mults)), RULE=rule, BLOCK=BLOCK, num_warps=4)
     for p, _, _, lows, *_ in updates:
         for low in lows[1:]:
             copy_(low, p)
 
 
-def find_inf_(grads, found_inf):
+def find_inf_(grads, found_inf, scale=None):
     """found_inf[0] = 1 if a tensor of grads (dense tensors of any float dtype) holds an inf or
-    NaN; else found_inf is left as it is (zero it first). One launch per TENSORS_PER_LAUNCH."""
+    NaN; else found_inf is left as it is (zero it first). With scale (one float32 element), each
+    gradient is divided by it in place too (GradScaler.unscale_). One launch per TENSORS_PER_LAUNCH."""
     for g in grads:
         check_float("find_inf_", g, "a gradient")
         check_like("find_inf_", g)
     if grads:
         _check_scalar("find_inf_", "found_inf", found_inf, grads[0].device)
+        if scale is not None:
+            _check_scalar("find_inf_", "scale", scale, grads[0].device)
     for part, ns, programs in _launches(grads):
         if programs:
-            find_inf_kernel[(programs,)](tuple(grads[part]), found_inf, ns, BLOCK=BLOCK, num_warps=4)
+            find_inf_kernel[(programs,)](tuple(grads[part]), found_inf, scale, ns, BLOCK=BLOCK, num_warps=4)
 
 
 def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):

@@ -1,4 +1,5 @@
-"""Optimizers with PyTorch's rules (SGD, Adam, AdamW, Muon) and Caffe's per-parameter lr_mult
+"""Optimizers with PyTorch's rules (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam,
+Adadelta, Muon) and Caffe's per-parameter lr_mult
 and decay_mult, and learning-rate schedules.
 
 A step updates every parameter in one kernel launch (per 32 tensors), after a tiny one that
@@ -23,12 +24,18 @@ class Optimizer:
     """What the optimizers share. params: an iterable of parameters, or of dicts
     {"params": [...], "lr": ..., ...} (param groups; the constructor's arguments are the
     defaults). Every parameter has a step count, one float32 on the device as in torch
-    (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the
-    buffers a subclass names in BUFFERS, allocated at once. A subclass gives RULE (the
-    kernel's), BUFFERS, _validate(group) and _hyper(group): the group's hyperparameters in
-    the kernel's order (kernels.optim.HYPER). As torch's, a parameter that does not require
-    grad (frozen) may be given: a step leaves every parameter without a gradient untouched."""
-    RULE, BUFFERS = None, ()
+    (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the state
+    that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once:
+    options that add state (Adam's amsgrad, RMSprop's centered and momentum > 0) are taken at
+    construction. A subclass gives RULE (the kernel's), _validate(group) and _rule_hyper(group):
+    the group's own hyperparameters in the kernel's order (kernels.optim.HYPER[RULE] after the four
+    of kernels.optim.COMMON, which every rule takes: lr, maximize, weight_decay and whether it is
+    decoupled). As torch's, a parameter that does not require grad (frozen) may be given: a step
+    leaves every parameter without a gradient untouched. foreach, fused and capturable are taken
+    and change nothing (the step is always one fused launch, and capturable); differentiable=True
+    raises NotImplementedError."""
+    RULE = None
+    SCALARS = {}  # one-element state of each parameter besides its step, by name: its initial value
 
     def __init__(self, params, defaults):
         name = type(self).__name__
@@ -49,19 +56,53 @@ class Optimizer:
             check(p._entry is None, lambda: f"{name}: can't optimize a non-leaf Tensor")
         device = self._params[0].device
         self._steps = torch.zeros(len(self._params), device=device)
-        self.state = {p: {"step": self._steps[i], **{b: torch.zeros_like(p.data) for b in self.BUFFERS}}
-                      for i, p in enumerate(self._params)}
+        self._scalars = {s: torch.full((len(self._params),), v, device=device) for s, v in self.SCALARS.items()}
+        self._slots = {p: self._slots_of(group) for group in self.param_groups for p in group["params"]}
+        self.state = {}
+        for i, (group, p) in enumerate((group, p) for group in self.param_groups for p in group["params"]):
+            self.state[p] = {"step": self._steps[i]}
+            for s in self._slots[p]:
+                if s in self.SCALARS:
+                    self.state[p][s] = self._scalars[s][i]
+                elif s is not None:
+                    self.state[p][s] = torch.full_like(p.data, self._initial(group, s))
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
         self.update_lr()
 
+    @property
+    def BUFFERS(self):
+        """The names of the state buffers (shaped as their parameters) that some parameter has."""
+        names = [s for slots in self._slots.values() for s in slots if s is not None and s not in self.SCALARS]
+        return tuple(dict.fromkeys(names))
+
+    def _slots_of(self, group):
+        """The state of a parameter of group by kernel slot: a name, or None where the group's options
+        leave the slot out."""
+        return kernels.SLOTS[self.RULE][:kernels.REQUIRED[self.RULE]]
+
+    def _initial(self, group, name):
+        """The value that the state buffer `name` of a parameter of group starts at."""
+        return 0.0
+
     def _validate(self, group):
         self._require(group["lr"] >= 0, "learning rate", group["lr"])
         self._require(group["weight_decay"] >= 0, "weight_decay value", group["weight_decay"])
+        if group.get("differentiable"):
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not supported")
 
     def _require(self, ok, what, value):
         check(ok, lambda: f"{type(self).__name__}: invalid {what} {value}")
+
+    def _require_betas(self, group):
+        beta1, beta2 = group["betas"]
+        self._require(0 <= beta1 < 1 and 0 <= beta2 < 1, "betas", tuple(group["betas"]))
+
+    def _hyper(self, group):
+        """The group's hyperparameters in the kernel's order (kernels.optim.HYPER[RULE])."""
+        return [group["lr"], float(group.get("maximize", False)), group["weight_decay"],
+                float(group.get("decoupled_weight_decay", False)), *self._rule_hyper(group)]
 
     def update_lr(self):
         """Copy each group's lr, and its other hyperparameters, to the device where they
@@ -86,19 +127,20 @@ class Optimizer:
         """step() without closure; a GradScaler gives its device scale and found_inf (one float32
         element each, found_inf zero unless a step since its last update found one): the
         gradients are checked for inf and NaN first (found_inf is set if one holds any), then
-        divided by the scale, and nothing changes, step counts included, if found_inf is set."""
+        divided by the scale, and nothing changes, step counts included, if found_inf is set.
+        found_inf alone: the scaler's unscale_ has checked and divided the gradients already."""
         self.update_lr()
         took = tuple(p.grad is not None for p in self._params)
         if not any(took):
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.data, in_layout(p.grad.data, p.data), [self.state[p][b] for b in self.BUFFERS],
+        updates = [(p.data, in_layout(p.grad.data, p.data), [s and self.state[p][s] for s in self._slots[p]],
                     amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
                     getattr(p, "decay_mult", 1.0))
                    for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
                    for p in group["params"] if p.grad is not None]
-        if found_inf is not None:
+        if scale is not None:
             kernels.find_inf_([u[1] for u in updates], found_inf)
         kernels.count_steps_(self._steps, self._took[took], found_inf)
         self._update(updates, scale, found_inf)
@@ -119,10 +161,11 @@ class Optimizer:
         """torch's layout in plain numbers, lists and numpy arrays (copies; reading them is a
         host synchronisation): {"state": {index: {"step": float, buffer name: array}},
         "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
-        indexed in group order; buffers of 16-bit parameters are saved in float32."""
-        steps = self._steps.cpu().numpy()
-        state = {i: {"step": float(steps[i]),
-                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self.BUFFERS}}
+        indexed in group order; buffers of 16-bit parameters are saved in float32, one-element
+        state (NAdam's mu_product) as a float, as the step."""
+        scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
+        state = {i: {**{s: float(v[i]) for s, v in scalars.items()},
+                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self._buffers(p)}}
                  for i, p in enumerate(self._params)}
         groups, start = [], 0
         for group in self.param_groups:
@@ -130,6 +173,9 @@ class Optimizer:
             groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(start, start + n))})
             start += n
         return {"state": state, "param_groups": groups}
+
+    def _buffers(self, p):
+        return [s for s in self._slots[p] if s is not None and s not in self.SCALARS]
 
     def load_state_dict(self, state_dict):
         """Take the step counts, buffers and hyperparameters of state_dict() into this
@@ -147,17 +193,20 @@ class Optimizer:
             self._validate(groups[-1])
         entries = [saved.get(i, saved.get(str(i), {})) for i in range(len(self._params))]
         for i, (p, entry) in enumerate(zip(self._params, entries)):
-            for b in self.BUFFERS:
+            for b in self._buffers(p):
                 check(b in entry or not entry, lambda: f"{name}: parameter {i} has no {b}")
                 check(not entry or tuple(np.shape(entry[b])) == p.shape,
                       lambda: f"{name}: {b} {tuple(np.shape(entry.get(b)))} for parameter {i} {p.shape}")
-        self._steps.copy_(torch.from_numpy(np.array([float(e.get("step", 0.0)) for e in entries], np.float32)))
+        for s, t in [("step", self._steps), *self._scalars.items()]:
+            initial = self.SCALARS.get(s, 0.0)
+            t.copy_(torch.from_numpy(np.array([float(e.get(s, initial)) for e in entries], np.float32)))
+        group_of = {p: group for group in groups for p in group["params"]}
         for p, entry in zip(self._params, entries):
-            for b in self.BUFFERS:
+            for b in self._buffers(p):
                 if b in entry:
                     self.state[p][b].copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
                 else:
-                    self.state[p][b].zero_()
+                    self.state[p][b].fill_(self._initial(group_of[p], b))
         for group, g in zip(self.param_groups, groups):
             group.update(g)
         self.update_lr()
@@ -165,6 +214,7 @@ class Optimizer:
 
 class SGD(Optimizer):
     """torch.optim.SGD's rule, for every parameter p with gradient g:
+        g = -g if maximize
         g = g + weight_decay*p
         buf = g at p's first step, else momentum*buf + (1 - dampening)*g   (if momentum != 0)
         g = g + momentum*buf if nesterov else buf                          (if momentum != 0)
@@ -173,12 +223,14 @@ class SGD(Optimizer):
     weight_decay*decay_mult. The buffer is in gradient units, as in PyTorch, not Caffe's
     lr-scaled h = momentum*h + lr*(g + weight_decay*p); p -= h: at a constant lr both take
     the same steps, but here an lr change acts at once, where Caffe's h carries the old lr
-    for a while."""
-    RULE, BUFFERS = "sgd", ("momentum_buffer",)
+    for a while. Unlike torch's, momentum_buffer exists (zeros) from the start, with momentum 0 too."""
+    RULE = "sgd"
 
-    def __init__(self, params, lr=0.001, momentum=0, dampening=0, weight_decay=0, nesterov=False):
+    def __init__(self, params, lr=0.001, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
-                                  "weight_decay": weight_decay, "nesterov": nesterov})
+                                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                                  "foreach": foreach, "differentiable": differentiable, "fused": fused})
 
     def _validate(self, group):
         super()._validate(group)
@@ -186,46 +238,232 @@ class SGD(Optimizer):
         check(not group["nesterov"] or (group["momentum"] > 0 and group["dampening"] == 0),
               "SGD: nesterov momentum requires a momentum > 0 and zero dampening")
 
-    def _hyper(self, group):
-        return [group["lr"], group["momentum"], group["dampening"], group["weight_decay"], float(group["nesterov"])]
+    def _rule_hyper(self, group):
+        return [group["momentum"], group["dampening"], float(group["nesterov"])]
+
+
+def _one_minus(beta):
+    """1 - beta in float64 on the host: in float32 on the device it loses digits."""
+    return 1 - beta
+
+
+def _log(beta):
+    return math.log(beta) if beta > 0 else -math.inf
 
 
 class Adam(Optimizer):
     """torch.optim.Adam's rule, for every parameter p with gradient g, at its step t:
-        g = g + weight_decay*p
+        g = -g if maximize
+        g = g + weight_decay*p   (p = p*(1 - lr*weight_decay) instead if decoupled_weight_decay: AdamW)
         m = beta1*m + (1 - beta1)*g;  v = beta2*v + (1 - beta2)*g*g
+        v_max = max(v_max, v), used as v below   (if amsgrad)
         p = p - lr/(1 - beta1**t) * m / (sqrt(v)/sqrt(1 - beta2**t) + eps)
     with Caffe's per-parameter multipliers, lr*lr_mult and weight_decay*decay_mult. The state
-    names are torch's: exp_avg (m) and exp_avg_sq (v). amsgrad is not implemented."""
-    RULE, BUFFERS = "adam", ("exp_avg", "exp_avg_sq")
+    names are torch's: exp_avg (m), exp_avg_sq (v) and max_exp_avg_sq (v_max). An lr given as a
+    tensor is not supported (a float: the device keeps its own copy, that update_lr refreshes)."""
+    RULE = "adam"
 
-    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0, amsgrad=False):
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
-                                  "amsgrad": amsgrad})
+                                  "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                                  "capturable": capturable, "differentiable": differentiable, "fused": fused,
+                                  "decoupled_weight_decay": decoupled_weight_decay})
 
     def _validate(self, group):
         super()._validate(group)
         self._require(group["eps"] >= 0, "epsilon value", group["eps"])
-        beta1, beta2 = group["betas"]
-        self._require(0 <= beta1 < 1 and 0 <= beta2 < 1, "betas", tuple(group["betas"]))
-        if group["amsgrad"]:
-            raise NotImplementedError(f"{type(self).__name__}: amsgrad is not implemented")
+        self._require_betas(group)
 
-    def _hyper(self, group):
-        # 1 - beta and log(beta) in float64 here: in float32 on the device they lose digits.
+    def _slots_of(self, group):
+        return kernels.SLOTS["adam"] if group["amsgrad"] else kernels.SLOTS["adam"][:2]
+
+    def _rule_hyper(self, group):
         betas = group["betas"]
-        return [group["lr"], *(1 - b for b in betas), *(math.log(b) if b > 0 else -math.inf for b in betas),
-                group["eps"], group["weight_decay"]]
+        return [*map(_one_minus, betas), *map(_log, betas), group["eps"]]
 
 
 class AdamW(Adam):
     """torch.optim.AdamW: Adam with decoupled weight decay, p = p*(1 - lr*weight_decay) before
     the update instead of weight_decay*p added to the gradient (lr and weight_decay times
     the parameter's lr_mult and decay_mult)."""
-    RULE = "adamw"
 
-    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:  # as torch's: AdamW's decay stays decoupled
+            group["decoupled_weight_decay"] = True
+        self.update_lr()
+
+
+class RMSprop(Optimizer):
+    """torch.optim.RMSprop's rule, for every parameter p with gradient g:
+        g = -g if maximize;  g = g + weight_decay*p
+        square_avg = alpha*square_avg + (1 - alpha)*g*g
+        grad_avg = lerp(grad_avg, g, 1 - alpha); avg = sqrt(square_avg - grad_avg**2)   (centered)
+        avg = sqrt(square_avg) otherwise, then avg = avg + eps
+        buf = momentum*buf + g/avg; p = p - lr*buf   (momentum > 0), else p = p - lr*g/avg
+    with Caffe's lr_mult and decay_mult. centered, and momentum > 0, are taken at construction
+    (they add grad_avg and momentum_buffer to the state); momentum may change later but not from 0."""
+    RULE = "rmsprop"
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        super().__init__(params, {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
+                                  "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+        self._require(group["momentum"] >= 0, "momentum value", group["momentum"])
+        self._require(group["alpha"] >= 0, "alpha value", group["alpha"])
+
+    def _slots_of(self, group):
+        square_avg, momentum_buffer, grad_avg = kernels.SLOTS["rmsprop"]
+        return (square_avg, momentum_buffer if group["momentum"] > 0 else None, grad_avg if group["centered"] else None)
+
+    def _rule_hyper(self, group):
+        return [group["alpha"], _one_minus(group["alpha"]), group["eps"], group["momentum"]]
+
+
+class Adagrad(Optimizer):
+    """torch.optim.Adagrad's rule, for every parameter p with gradient g, at its step t:
+        g = -g if maximize;  g = g + weight_decay*p
+        sum = sum + g*g   (sum starts at initial_accumulator_value)
+        p = p - lr/(1 + (t - 1)*lr_decay) * g/(sqrt(sum) + eps)
+    with Caffe's lr_mult and decay_mult. Sparse gradients do not exist in tnet."""
+    RULE = "adagrad"
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                                  "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable, "fused": fused})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["lr_decay"] >= 0, "lr_decay value", group["lr_decay"])
+        self._require(group["initial_accumulator_value"] >= 0, "initial_accumulator_value value",
+                      group["initial_accumulator_value"])
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+
+    def _initial(self, group, name):
+        return group["initial_accumulator_value"]
+
+    def _rule_hyper(self, group):
+        return [group["lr_decay"], group["eps"]]
+
+
+class Adamax(Optimizer):
+    """torch.optim.Adamax's rule, for every parameter p with gradient g, at its step t:
+        g = -g if maximize;  g = g + weight_decay*p
+        exp_avg = lerp(exp_avg, g, 1 - beta1);  exp_inf = max(beta2*exp_inf, |g| + eps)
+        p = p - lr/(1 - beta1**t) * exp_avg/exp_inf
+    with Caffe's lr_mult and decay_mult."""
+    RULE = "adamax"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+                                  "capturable": capturable})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+        self._require_betas(group)
+
+    def _rule_hyper(self, group):
+        beta1, beta2 = group["betas"]
+        return [_one_minus(beta1), beta2, _log(beta1), group["eps"]]
+
+
+class NAdam(Optimizer):
+    """torch.optim.NAdam's rule, for every parameter p with gradient g, at its step t:
+        g = -g if maximize
+        g = g + weight_decay*p   (p = p*(1 - lr*weight_decay) instead if decoupled_weight_decay)
+        mu_t = beta1*(1 - 0.5*0.96**(t*momentum_decay));  mu_product = mu_product*mu_t
+        m = lerp(m, g, 1 - beta1);  v = beta2*v + (1 - beta2)*g*g;  d = sqrt(v/(1 - beta2**t)) + eps
+        p = p - lr*(1 - mu_t)/(1 - mu_product) * g/d - lr*mu_{t+1}/(1 - mu_product*mu_{t+1}) * m/d
+    with Caffe's lr_mult and decay_mult. The state is torch's: exp_avg (m), exp_avg_sq (v), and
+    mu_product, one float32 on the device (a view into one vector, as the step)."""
+    RULE = "nadam"
+    SCALARS = {"mu_product": 1.0}
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
+                                  "foreach": foreach, "maximize": maximize, "capturable": capturable,
+                                  "differentiable": differentiable})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+        self._require_betas(group)
+        self._require(group["momentum_decay"] >= 0, "momentum_decay value", group["momentum_decay"])
+
+    def _rule_hyper(self, group):
+        beta1, beta2 = group["betas"]
+        return [_one_minus(beta1), _one_minus(beta2), _log(beta2), group["eps"], beta1, group["momentum_decay"]]
+
+
+class RAdam(Optimizer):
+    """torch.optim.RAdam's rule, for every parameter p with gradient g, at its step t:
+        g = -g if maximize
+        g = g + weight_decay*p   (p = p*(1 - lr*weight_decay) instead if decoupled_weight_decay)
+        m = lerp(m, g, 1 - beta1);  v = beta2*v + (1 - beta2)*g*g;  u = lr * m/(1 - beta1**t)
+        rho_inf = 2/(1 - beta2) - 1;  rho_t = rho_inf - 2t*beta2**t/(1 - beta2**t)
+        p = p - u * r_t * sqrt(1 - beta2**t)/(sqrt(v) + eps)   if rho_t > 5, else p = p - u
+    with r_t = sqrt((rho_t - 4)(rho_t - 2)rho_inf / ((rho_inf - 4)(rho_inf - 2)rho_t)), and Caffe's
+    lr_mult and decay_mult. The state is torch's: exp_avg (m) and exp_avg_sq (v)."""
+    RULE = "radam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "decoupled_weight_decay": decoupled_weight_decay, "foreach": foreach,
+                                  "maximize": maximize, "capturable": capturable, "differentiable": differentiable})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+        self._require_betas(group)
+
+    def _rule_hyper(self, group):
+        betas = group["betas"]
+        return [*map(_one_minus, betas), *map(_log, betas), group["eps"], 2 / (1 - betas[1]) - 1]
+
+
+class Adadelta(Optimizer):
+    """torch.optim.Adadelta's rule, for every parameter p with gradient g:
+        g = -g if maximize;  g = g + weight_decay*p
+        square_avg = rho*square_avg + (1 - rho)*g*g
+        delta = sqrt(acc_delta + eps)/sqrt(square_avg + eps) * g
+        acc_delta = rho*acc_delta + (1 - rho)*delta*delta;  p = p - lr*delta
+    with Caffe's lr_mult and decay_mult."""
+    RULE = "adadelta"
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
+                                  "capturable": capturable, "maximize": maximize, "differentiable": differentiable})
+
+    def _validate(self, group):
+        super()._validate(group)
+        self._require(0 <= group["rho"] <= 1, "rho value", group["rho"])
+        self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+
+    def _rule_hyper(self, group):
+        return [group["rho"], _one_minus(group["rho"]), group["eps"]]
 
 
 class Muon(Optimizer):
@@ -244,7 +482,7 @@ class Muon(Optimizer):
     GradScaler's step is not supported (train Muon in bfloat16). Caffe's lr_mult and decay_mult
     are not taken: they must be 1. tnet's addition, keyword-only: renormalize=True scales p to norm
     sqrt(M) before each update (airbench94_muon's Muon, whose filters keep that norm)."""
-    RULE, BUFFERS = "muon", ("momentum_buffer",)
+    RULE = "muon"
 
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
                  ns_coefficients=(3.4445, -4.7750, 2.0315), eps=1e-7, ns_steps=5, adjust_lr_fn=None, *,
@@ -267,11 +505,15 @@ class Muon(Optimizer):
                       group["ns_steps"])
         self._require(group["eps"] >= 0, "epsilon value", group["eps"])
 
+    def _slots_of(self, group):
+        return ("momentum_buffer",)
+
     def _hyper(self, group):
         return [group["lr"], group["momentum"], group["weight_decay"], float(group["nesterov"])]
 
     def _step(self, scale=None, found_inf=None):
-        check(scale is None, "Muon: a GradScaler's step is not supported; train Muon in bfloat16 (no loss scale)")
+        check(scale is None and found_inf is None,
+              "Muon: a GradScaler's step is not supported; train Muon in bfloat16 (no loss scale)")
         super()._step()
 
     def _update(self, updates, scale, found_inf):

@@ -1,0 +1,178 @@
+"""tnet.optim's RMSprop, Adagrad, Adamax, NAdam, RAdam and Adadelta, Adam's and AdamW's amsgrad and
+maximize, against torch.optim in float64: two param groups (the second with its own lr and weight
+decay), a frozen parameter, an lr change, torch's state names; state_dict round trips; launches
+replayed as a CUDA graph replays them; GradScaler.unscale_ before clipping."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import nn, optim
+from tnet.kernels import optim as kernels
+from helpers import TOL, Launches, assert_close
+
+SHAPES = [(5, 3), (7,), (4,)]  # the second in group 1; the third frozen (no gradient)
+GROUP1 = {"lr": 0.02, "weight_decay": 0.05}
+CASES = [
+    ("RMSprop", {"lr": 0.01}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True, "weight_decay": 0.1, "maximize": True}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.1, "maximize": True}),
+    ("Adam", {"lr": 0.01, "amsgrad": True, "maximize": True, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.01, "amsgrad": True}),
+    ("Adamax", {"lr": 0.01, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.01, "decoupled_weight_decay": True, "maximize": True, "momentum_decay": 0.1}),
+    ("RAdam", {"lr": 0.01}),  # beta2 = 0.999: rho_t passes 5 at step 6, from the series that avoids cancellation
+    ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("Adadelta", {"weight_decay": 0.1, "maximize": True}),
+]
+STEPS = 7
+
+
+def make(name, kwargs, rng):
+    """tnet parameters in two groups (the last frozen) and their optimizer; the same in torch float64."""
+    params = [nn.Parameter(rng.standard_normal(shape)) for shape in SHAPES]
+    refs = [torch.tensor(p.numpy(), dtype=torch.float64, requires_grad=True) for p in params]
+    params[2].requires_grad = refs[2].requires_grad = False
+
+    def groups(ps):
+        return [{"params": [ps[0], ps[2]]}, {"params": [ps[1]], **GROUP1}]
+    return params, getattr(optim, name)(groups(params), **kwargs), refs, getattr(torch.optim, name)(
+        groups(refs), **kwargs, foreach=False)
+
+
+def set_grads(params, refs, rng):
+    for p, r in zip(params, refs):
+        g = rng.standard_normal(p.shape) if p.requires_grad else None
+        p.grad = None if g is None else tnet.tensor(g)
+        r.grad = None if g is None else torch.tensor(g)
+
+
+def assert_same(params, opt, refs, ref, what):
+    """Parameters and every state tensor of torch's (the same names) at fp32's tolerance."""
+    for i, (p, r) in enumerate(zip(params, refs)):
+        assert_close(p, r, TOL["ieee"], f"{what}, parameter {i}")
+        for name, value in ref.state[r].items():
+            assert_close(opt.state[p][name], value, TOL["ieee"], f"{what}, {name} {i}")
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{'-'.join(k)}" for n, k in CASES])
+def test_matches_torch(name, kwargs, rng):
+    """STEPS steps, the groups' lr changed halfway; the frozen parameter keeps its value and a zero step."""
+    params, opt, refs, ref = make(name, kwargs, rng)
+    frozen = params[2].numpy().copy()
+    for step in range(STEPS):
+        if step == 3:
+            for o in (opt, ref):
+                for g in o.param_groups:
+                    g["lr"] *= 0.5
+        set_grads(params, refs, rng)
+        opt.step()
+        ref.step()
+    assert_same(params, opt, refs, ref, name)
+    assert (params[2].numpy() == frozen).all() and opt.state[params[2]]["step"].item() == 0
+    assert set(opt.state[params[0]]) == set(ref.state[refs[0]]), "torch's state names"
+
+
+def test_state_dict_round_trip(rng):
+    """Each optimizer's state_dict into a fresh one over copies of the parameters: the next steps agree
+    exactly; the saved state has torch's names; Adagrad's initial_accumulator_value fills a missing sum."""
+    for name, kwargs in CASES[1::2] + [("Adagrad", {"initial_accumulator_value": 0.3})]:
+        params, opt, refs, _ = make(name, kwargs, rng)
+        for _ in range(2):
+            set_grads(params, refs, rng)
+            opt.step()
+        state = opt.state_dict()
+        copies, resumed, _, _ = make(name, {**kwargs, "lr": 0.5}, np.random.default_rng(9))
+        for p, q in zip(params, copies):
+            q.data.copy_(p.data)
+        resumed.load_state_dict(state)
+        assert resumed.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+        for _ in range(2):
+            set_grads(params, copies, rng)
+            for p, q in zip(params, copies):
+                q.grad = None if p.grad is None else tnet.tensor(p.grad.numpy())
+            opt.step()
+            resumed.step()
+        for p, q in zip(params, copies):
+            assert (p.numpy() == q.numpy()).all(), name
+        assert isinstance(state["state"][0]["step"], float) and state["state"][0]["step"] == 2.0
+    assert set(state["state"][0]) == {"step", "sum"}
+    del state["state"][2]  # the parameters in group order: 2 is the second group's
+    resumed.load_state_dict(state)
+    assert (resumed.state[copies[1]]["sum"].cpu().numpy() == np.float32(0.3)).all()
+    assert resumed.state[copies[1]]["step"].item() == 0 and resumed.state[copies[0]]["step"].item() == 2
+
+
+def test_replayed_launches_follow_the_schedule(monkeypatch, rng):
+    """NAdam's launches of step 0 (count, mu_product clock, update) run again for steps 1-4 with the lr
+    changed and new gradients in the same tensors, as a CUDA graph replays them: torch's steps still."""
+    log = []
+    for kernel in ("step_kernel", "count_steps_kernel", "nadam_clock_kernel"):
+        monkeypatch.setattr(kernels, kernel, Launches(getattr(kernels, kernel), log))
+    params, opt, refs, ref = make("NAdam", {"lr": 0.02, "weight_decay": 0.1}, rng)
+    set_grads(params, refs, rng)
+    opt.step()
+    ref.step()
+    assert len(log) == 3, "one launch to count the steps, one for mu_product, one to update"
+    for step in range(1, 5):
+        for o in (opt, ref):
+            o.param_groups[0]["lr"] = 0.02 / (step + 1)
+        opt.update_lr()  # what a scheduler calls
+        for p, r in zip(params, refs):
+            if p.grad is not None:
+                r.grad = torch.tensor(rng.standard_normal(p.shape))
+                p.grad.data.copy_(r.grad)
+        for kernel, grid, args, kwargs in log[:3]:
+            kernel[grid](*args, **kwargs)
+        ref.step()
+    assert_same(params, opt, refs, ref, "replayed")
+
+
+def test_gradscaler_unscale_then_clip(rng):
+    """scaler.unscale_(opt); clip_grad_norm_; scaler.step(opt); scaler.update(): torch's steps on the
+    clipped gradients; an inf skips the step and halves the scale; torch's RuntimeErrors."""
+    params, opt, refs, ref = make("RMSprop", {"lr": 0.01, "momentum": 0.5}, rng)
+    scaler = tnet.amp.GradScaler(init_scale=1024.0)
+    for step in range(3):
+        set_grads(params, refs, rng)
+        if step == 1:
+            params[0].grad.data[1, 2] = float("inf")
+        for p in params[:2]:
+            p.grad.data.mul_(scaler.get_scale())  # as scaler.scale(loss).backward() leaves them
+        scaler.unscale_(opt)
+        with pytest.raises(RuntimeError, match="already been called"):
+            scaler.unscale_(opt)
+        if step != 1:
+            assert_close(params[1].grad, refs[1].grad, TOL["ieee"], "unscaled gradient")
+            nn.utils.clip_grad_norm_(params, 1.0)
+            torch.nn.utils.clip_grad_norm_(refs, 1.0)
+            ref.step()
+        scaler.step(opt)
+        with pytest.raises(RuntimeError, match="after step"):
+            scaler.unscale_(opt)
+        scaler.update()
+        assert scaler.get_scale() == (512.0 if step >= 1 else 1024.0)
+        assert_same(params, opt, refs, ref, f"step {step}")
+    assert opt.state[params[0]]["step"].item() == 2
+
+
+def test_errors():
+    p = nn.Parameter(np.ones(3))
+    for make_opt, error in [(lambda: optim.RMSprop([p], alpha=-0.1), "RMSprop: invalid alpha value -0.1"),
+                            (lambda: optim.Adagrad([p], lr_decay=-1), "Adagrad: invalid lr_decay value -1"),
+                            (lambda: optim.Adagrad([p], initial_accumulator_value=-1), "initial_accumulator_value"),
+                            (lambda: optim.NAdam([p], momentum_decay=-1), "NAdam: invalid momentum_decay value -1"),
+                            (lambda: optim.RAdam([p], betas=(0.9, 1.0)), "RAdam: invalid betas \\(0.9, 1.0\\)"),
+                            (lambda: optim.Adadelta([p], rho=1.5), "Adadelta: invalid rho value 1.5"),
+                            (lambda: optim.Adamax([p], eps=-1), "Adamax: invalid epsilon value -1")]:
+        with pytest.raises(ValueError, match=error):
+            make_opt()
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        optim.Adam([p], differentiable=True)
+    opt = optim.RMSprop([p])
+    assert opt.defaults["alpha"] == 0.99 and opt.defaults["eps"] == 1e-8 and optim.Adadelta([p]).defaults["lr"] == 1.0
+    assert set(opt.state[p]) == {"step", "square_avg"}  # no momentum_buffer, no grad_avg: as torch's
+    p.grad = tnet.tensor(np.ones(3))
+    opt.zero_grad()
+    assert p.grad is None
