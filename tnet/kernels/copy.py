@@ -15,7 +15,7 @@ from .._device import INTERPRET
 from .autotune import autotune
 from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8, torch.bool)  # int8: max pooling's argmax
 INDEX_DTYPES = (torch.int64, torch.int32)
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
 
