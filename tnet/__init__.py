@@ -51,6 +51,8 @@ from .autograd import Variable  # noqa: E402
 from . import autograd  # noqa: E402
 __all__ += ["einsum", "gather", "norm", "scatter", "backends", "autograd", "Variable", "compile"]
 
+from .functional import addmm, baddbmm, bmm, channel_shuffle, dot, index_add, mm, mv, outer, pixel_shuffle, pixel_unshuffle  # noqa: E402,E501
+__all__ += ["addmm", "baddbmm", "bmm", "channel_shuffle", "dot", "index_add", "mm", "mv", "outer", "pixel_shuffle", "pixel_unshuffle"]
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):

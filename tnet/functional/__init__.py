@@ -41,6 +41,13 @@ from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
+# the modules, losses and matrix ops of CIFAR/MNIST scripts (issue: nn modules)
+from .copy import channel_shuffle, fold, index_add, pixel_shuffle, pixel_unshuffle, unfold
+from .gemm import addmm, baddbmm, bmm, dot, mm, mv, outer
+from .norm import local_response_norm
+from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
+from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,
+                     soft_margin_loss, triplet_margin_loss)
 
 def _swapped(op):
     """other (op) self, for the reflected operators (2 - x)."""
@@ -84,5 +91,7 @@ def _host(self):
 
 for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
-                       "gather": gather, "scatter": scatter, "scatter_": scatter_}.items():
+                       "gather": gather, "scatter": scatter, "scatter_": scatter_,
+                       "matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm, "outer": outer,
+                       "dot": dot, "mv": mv, "index_add": index_add}.items():
     setattr(Tensor, _name, _method)
