@@ -43,7 +43,7 @@ from .pointwise import prelu
 from .reduce import cosine_similarity, kl_div, norm, normalize
 # the modules, losses and matrix ops of CIFAR/MNIST scripts (issue: nn modules)
 from .copy import channel_shuffle, fold, index_add, pixel_shuffle, pixel_unshuffle, unfold
-from .gemm import addmm, baddbmm, bmm, dot, mm, mv, outer
+from .gemm import addmm, baddbmm, bilinear, bmm, dot, mm, mv, outer
 from .norm import local_response_norm
 from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
 from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,

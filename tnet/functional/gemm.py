@@ -268,3 +268,20 @@ def mv(input, vec):
     check(input.ndim == 2 and vec.ndim == 1,
           lambda: f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
     return matmul(input, vec)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """torch's bilinear map: y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o],
+    as one GEMM (input1 against weight read as [in1, out * in2]), a product with input2 and a sum."""
+    check_tensors("bilinear", input1=input1, input2=input2, weight=weight)
+    check(weight.ndim == 3 and input1.shape[-1] == weight.shape[1] and input2.shape[-1] == weight.shape[2] and
+          input1.shape[:-1] == input2.shape[:-1],
+          lambda: f"bilinear: input1 {input1.shape} and input2 {input2.shape} must be [..., in1] and [..., in2] for "
+                  f"the weight {weight.shape} [out, in1, in2]")
+    out, in1, in2 = weight.shape
+    x1, x2 = reshape(input1, (-1, in1)), reshape(input2, (-1, 1, in2))
+    t = reshape(matmul(x1, reshape(permute(weight, (1, 0, 2)), (in1, out * in2))), (-1, out, in2))
+    y = _reduce_sum(mul(t, x2), -1)
+    if bias is not None:
+        y = add(y, bias)
+    return reshape(y, (*input1.shape[:-1], out))
