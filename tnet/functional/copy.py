@@ -735,7 +735,7 @@ def channel_shuffle(input, groups):
 def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
     """What unfold and fold share: (the flat position in the padded [Hp, Wp] plane of each
     element of the [kh, kw, OH, OW] blocks, an int64 tensor; the kernel; the padding; (Hp, Wp);
-    OH * OW)."""
+    (OH, OW))."""
     (kh, kw), (dh, dw) = pair(kernel_size, f"{name}: kernel_size", 1), pair(dilation, f"{name}: dilation", 1)
     (ph, pw), (sh, sw) = pair(padding, f"{name}: padding"), pair(stride, f"{name}: stride", 1)
     hp, wp = size[0] + 2 * ph, size[1] + 2 * pw
@@ -744,7 +744,7 @@ def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
                                      f"input {(hp, wp)}")
     rows = np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh
     cols = np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw
-    return tensor((rows * wp + cols).reshape(-1)), (kh, kw), (ph, pw), (hp, wp), oh * ow
+    return tensor((rows * wp + cols).reshape(-1)), (kh, kw), (ph, pw), (hp, wp), (oh, ow)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -760,7 +760,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     n, c = x.shape[:2]
-    out = reshape(index_select(reshape(x, (n, c, hp * wp)), 2, positions), (n, c * kh * kw, blocks))
+    out = reshape(index_select(reshape(x, (n, c, hp * wp)), 2, positions), (n, c * kh * kw, blocks[0] * blocks[1]))
     return out if input.ndim == 4 else squeeze(out, 0)
 
 
@@ -778,13 +778,13 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     check(x.shape[1] % (kh * kw) == 0,
           lambda: f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
                   f"input.size(1)={x.shape[1]} and kernel_size={(kh, kw)}.")
-    check(x.shape[2] == blocks,
+    check(x.shape[2] == blocks[0] * blocks[1],
           lambda: f"Given output_size={size}, kernel_size={(kh, kw)}, dilation={pair(dilation, '')}, padding={(ph, pw)}, "
                   f"stride={pair(stride, '')}, expected size of input's dimension 2 to match the calculated number of "
-                  f"sliding blocks {blocks}, but got input.size(2)={x.shape[2]}.")
+                  f"sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
     n, c = x.shape[0], x.shape[1] // (kh * kw)
     plane = Tensor(torch.zeros((n, c, hp * wp), dtype=input.dtype, device=input.device))
-    out = reshape(index_add(plane, 2, positions, reshape(x, (n, c, kh * kw * blocks))), (n, c, hp, wp))
+    out = reshape(index_add(plane, 2, positions, reshape(x, (n, c, -1))), (n, c, hp, wp))
     if ph or pw:
         out = contiguous(out[:, :, ph:ph + size[0], pw:pw + size[1]])
     return out if input.ndim == 3 else squeeze(out, 0)
