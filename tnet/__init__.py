@@ -71,6 +71,8 @@ __all__ += ["addcdiv", "addcmul", "celu", "ceil", "cos", "erf", "exp2", "expm1",
 from .functional import repeat_interleave, roll  # noqa: E402
 __all__ += ["numel", "as_tensor", "repeat_interleave", "roll"]
 
+from .functional import addmm, baddbmm, bmm, channel_shuffle, dot, index_add, mm, mv, outer, pixel_shuffle, pixel_unshuffle  # noqa: E402,E501
+__all__ += ["addmm", "baddbmm", "bmm", "channel_shuffle", "dot", "index_add", "mm", "mv", "outer", "pixel_shuffle", "pixel_unshuffle"]
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):

@@ -54,6 +54,13 @@ from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
 # in-place methods and the Tensor conveniences scripts use
 from . import inplace as _inplace
 from .copy import repeat_interleave, roll
+# the modules, losses and matrix ops of CIFAR and MNIST scripts
+from .copy import channel_shuffle, fold, index_add, pixel_shuffle, pixel_unshuffle, unfold
+from .gemm import addmm, baddbmm, bilinear, bmm, dot, mm, mv, outer
+from .norm import local_response_norm
+from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
+from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,
+                     soft_margin_loss, triplet_margin_loss)
 
 
 def _swapped(op):
@@ -101,7 +108,9 @@ for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_block
                        "gather": gather, "scatter": scatter, "scatter_": scatter_,
                        "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
                        "count_nonzero": count_nonzero, "sort": sort, "argsort": argsort, "topk": topk,
-                       "cumsum": cumsum, "cumprod": cumprod}.items():
+                       "cumsum": cumsum, "cumprod": cumprod,
+                       "matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm, "outer": outer,
+                       "dot": dot, "mv": mv, "index_add": index_add}.items():
     setattr(Tensor, _name, _method)
 
 for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin", "cos", "reciprocal", "rsqrt", "log2",

@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, pair, plain
+from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, pair, plain, single
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
@@ -175,14 +175,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     check(input.ndim == 3 and weight.ndim == 3,
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
-    padding = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
-    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), padding,
-               (1, _single(dilation, "dilation")), groups)
+    padding = padding if isinstance(padding, str) else (0, single(padding, "conv1d: padding"))
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, single(stride, "conv1d: stride")), padding,
+               (1, single(dilation, "conv1d: dilation")), groups)
     return y.squeeze(2)
 
-
-def _single(v, name):
-    """An int, or a 1-tuple of one (torch's _single)."""
-    v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
-    check(isinstance(v, int) and not isinstance(v, bool), lambda: f"conv1d: {name} must be an int, got {v!r}")
-    return v

@@ -19,9 +19,10 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
-from ..kernels.launch import no_host_read
+from ..kernels.launch import no_host_read, pair
 from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, is_grad_enabled, record, tensor
 from .inputs import check_tensors
+from .pad import pad
 from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
 
 
@@ -629,17 +630,21 @@ def _flat_positions(name, input, dim, index):
     check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")
-    if index.numel():
-        no_host_read(index.data, f"{name}()")
-        outside = logical_or(lt(index, 0), ge(index, input.shape[d])).long().data.reshape(-1)
-        bad = int(_reduce.reduce(outside, (0,)).reshape(-1)[0])
-        if bad:
-            raise InputIndexError(f"{name}(): index out of bounds for dimension {d} with size {input.shape[d]}")
+    _check_bounds(name, index, input.shape[d], d)
     strides = [math.prod(input.shape[k + 1:]) for k in range(input.ndim)]
     grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * (0 if k == d else strides[k])
                           for k, n in enumerate(index.shape)], indexing="ij")
     base = tensor(builtins.sum(grids) if grids else np.zeros((), np.int64))
     return add(mul(index.long(), strides[d] if input.ndim else 1), base)
+
+
+def _check_bounds(name, index, size, d):
+    """IndexError where an index lies outside [0, size) (a host read of a device count)."""
+    if index.numel():
+        no_host_read(index.data, f"{name}()")
+        outside = logical_or(lt(index, 0), ge(index, size)).long().data.reshape(-1)
+        if int(_reduce.reduce(outside, (0,)).reshape(-1)[0]):
+            raise InputIndexError(f"{name}(): index out of bounds for dimension {d} with size {size}")
 
 
 def gather(input, dim, index, *, sparse_grad=False):
@@ -693,3 +698,138 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
         raise RuntimeError("scatter_: tnet's in-place scatter takes no gradient; use the out-of-place scatter")
     copy_(self.data, scatter(self, dim, index, src, value, reduce=reduce).data)
     return self
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """torch.index_add (out of place): input with alpha * source's slice k along dim added to its
+    slice index[k] (a vector of int64 or int32); repeated indices sum, by atomic adds (in no fixed
+    order on the GPU, as torch's CUDA index_add), in fp32. An index out of range raises IndexError
+    (a host read). Gradients: input's g, source's alpha * g's slices at index (a gather)."""
+    check_tensors("index_add", input=input, index=index, source=source)
+    check(index.dtype in _copy.INDEX_DTYPES and index.ndim <= 1,
+          lambda: f"index_add(): index must be a vector of int64 or int32, got {index.dtype} of {tuple(index.shape)}")
+    d = dim_index(dim, max(input.ndim, 1))
+    check(input.ndim == source.ndim and source.shape[d:d + 1] == (index.numel(),) and
+          all(a == b for k, (a, b) in enumerate(zip(input.shape, source.shape)) if k != d),
+          lambda: f"index_add(): source {tuple(source.shape)} must be input {tuple(input.shape)} with "
+                  f"{index.numel()} elements at dim {d}")
+    _check_bounds("index_add", index, input.shape[d], d)
+    idx = index.data.reshape(-1)
+    src = source.data if alpha == 1 else _pw.pointwise("mul", source.data, alpha)
+    buf = copy_(torch.empty(input.shape, dtype=torch.float32, device=input.device), input.data)
+    _copy.index_add_(buf, src, idx, d)
+    y = buf if input.dtype == torch.float32 else copy_(torch.empty_like(buf, dtype=input.dtype), buf)
+    need_source = source.requires_grad
+
+    def backward(g):
+        gs = None
+        if need_source:
+            gs = _copy.gather_(torch.empty(source.shape, dtype=source.dtype, device=g.device), g, idx, d, "index_add")
+            gs = gs if alpha == 1 else _pw.pointwise("mul", gs, alpha)
+        return in_layout(g, input.data), gs
+    return _copy_record("index_add", (input, source), y, backward, saved=(idx,))
+
+
+def pixel_shuffle(input, upscale_factor):
+    """[*, C * r * r, H, W] -> [*, C, H * r, W * r] (r = upscale_factor), as torch's: a reshape and
+    a permute, copied (in torch's NCHW order for a channels-last input) into an NCHW result."""
+    check_tensors("pixel_shuffle", input=input)
+    r = upscale_factor
+    check(r > 0, lambda: f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    check(input.ndim >= 3, lambda: f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                                   f"{input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    check(c % (r * r) == 0, lambda: f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+                                    f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = permute(reshape(input, (*lead, c // (r * r), r, r, h, w)), (*range(n + 1), n + 3, n + 1, n + 4, n + 2))
+    return reshape(x, (*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """[*, C, H * r, W * r] -> [*, C * r * r, H, W] (r = downscale_factor), pixel_shuffle's inverse,
+    as torch's: a reshape and a permute, copied into an NCHW result."""
+    check_tensors("pixel_unshuffle", input=input)
+    r = downscale_factor
+    check(r > 0, lambda: f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    check(input.ndim >= 3, lambda: f"pixel_unshuffle expects input to have at least 3 dimensions, but got input "
+                                   f"with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    for what, size, k in (("height", h, -2), ("width", w, -1)):
+        check(size % r == 0, lambda: f"pixel_unshuffle expects {what} to be divisible by downscale_factor, but "
+                                     f"input.size({k})={size} is not divisible by {r}")
+    n = len(lead)
+    x = permute(reshape(input, (*lead, c, h // r, r, w // r, r)), (*range(n + 1), n + 2, n + 4, n + 1, n + 3))
+    return reshape(x, (*lead, c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):
+    """[N, C, *] with its channels read as [groups, C / groups] and written as [C / groups, groups],
+    as torch's (ShuffleNet's shuffle): a reshape, a transpose and a copy, NCHW."""
+    check_tensors("channel_shuffle", input=input)
+    check(input.ndim > 2, lambda: f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                                  f"{list(input.shape)}")
+    check(groups > 0, lambda: f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c, *rest = input.shape
+    check(c % groups == 0, lambda: f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
+                                   f"groups.")
+    x = transpose(reshape(input, (n, groups, c // groups, *rest)), 1, 2)
+    return reshape(x, input.shape)
+
+
+def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
+    """What unfold and fold share: (the flat position in the padded [Hp, Wp] plane of each
+    element of the [kh, kw, OH, OW] blocks, an int64 tensor; the kernel; the padding; (Hp, Wp);
+    (OH, OW))."""
+    (kh, kw), (dh, dw) = pair(kernel_size, f"{name}: kernel_size", 1), pair(dilation, f"{name}: dilation", 1)
+    (ph, pw), (sh, sw) = pair(padding, f"{name}: padding"), pair(stride, f"{name}: stride", 1)
+    hp, wp = size[0] + 2 * ph, size[1] + 2 * pw
+    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    check(oh > 0 and ow > 0, lambda: f"{name}: the kernel {(kh, kw)} with dilation {(dh, dw)} does not fit the padded "
+                                     f"input {(hp, wp)}")
+    rows = np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh
+    cols = np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw
+    return tensor((rows * wp + cols).reshape(-1)), (kh, kw), (ph, pw), (hp, wp), (oh, ow)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.unfold (im2col; Tensor.unfold is unfold_windows): [N, C, H, W] (or
+    [C, H, W]) -> [N, C * kh * kw, L], column c * kh * kw + i * kw + j of block l (row-major over
+    the OH x OW block positions) the input at that block's tap (i, j), zero padding. The padded
+    input gathered through one index_select (its gradient sums overlapping blocks back)."""
+    check_tensors("unfold", input=input)
+    check(input.ndim in (3, 4), lambda: f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    x = input if input.ndim == 4 else unsqueeze(input, 0)
+    positions, (kh, kw), (ph, pw), (hp, wp), blocks = _sliding_blocks("unfold", x.shape[2:], kernel_size, dilation,
+                                                                      padding, stride)
+    if ph or pw:
+        x = pad(x, (pw, pw, ph, ph))
+    n, c = x.shape[:2]
+    out = reshape(index_select(reshape(x, (n, c, hp * wp)), 2, positions), (n, c * kh * kw, blocks[0] * blocks[1]))
+    return out if input.ndim == 4 else squeeze(out, 0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.fold (col2im), unfold's adjoint: [N, C * kh * kw, L] (or [C * kh * kw, L])
+    -> [N, C, *output_size], each block's taps added at their places (overlaps sum; the padding
+    cropped), through one index_add (atomic adds; its gradient is unfold's gather)."""
+    check_tensors("fold", input=input)
+    check(input.ndim in (2, 3), lambda: f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                                        f"supported (got {input.ndim}D)")
+    size = pair(output_size, "fold: output_size", 1)
+    positions, (kh, kw), (ph, pw), (hp, wp), blocks = _sliding_blocks("fold", size, kernel_size, dilation, padding,
+                                                                      stride)
+    x = input if input.ndim == 3 else unsqueeze(input, 0)
+    check(x.shape[1] % (kh * kw) == 0,
+          lambda: f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+                  f"input.size(1)={x.shape[1]} and kernel_size={(kh, kw)}.")
+    check(x.shape[2] == blocks[0] * blocks[1],
+          lambda: f"Given output_size={size}, kernel_size={(kh, kw)}, dilation={pair(dilation, '')}, padding={(ph, pw)}, "
+                  f"stride={pair(stride, '')}, expected size of input's dimension 2 to match the calculated number of "
+                  f"sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
+    n, c = x.shape[0], x.shape[1] // (kh * kw)
+    plane = Tensor(torch.zeros((n, c, hp * wp), dtype=input.dtype, device=input.device))
+    out = reshape(index_add(plane, 2, positions, reshape(x, (n, c, -1))), (n, c, hp, wp))
+    if ph or pw:
+        out = contiguous(out[:, :, ph:ph + size[0], pw:pw + size[1]])
+    return out if input.ndim == 3 else squeeze(out, 0)

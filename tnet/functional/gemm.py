@@ -8,8 +8,9 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels import reduce as _reduce
 from ..kernels.launch import check, is_channels_last
-from ..tensor import record
+from ..tensor import Tensor, record
 from .copy import permute, reshape
+from .pointwise import add, mul, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 
@@ -194,3 +195,93 @@ def _einsum_pair(a, la, b, lb, keep, sizes):
                 (size(batch), size(summed), size(free_b)))
     product = matmul(a, b)
     return reshape(product, tuple(sizes[c] for c in batch + free_a + free_b)), "".join(batch + free_a + free_b)
+
+
+def mm(input, mat2):
+    """torch.mm: [n, m] @ [m, p], matrices only (matmul)."""
+    check_tensors("mm", input=input, mat2=mat2)
+    check(input.ndim == 2, "self must be a matrix")
+    check(mat2.ndim == 2, "mat2 must be a matrix")
+    return matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    """torch.bmm: [b, n, m] @ [b, m, p], batches of one size only (matmul's batched GEMM)."""
+    check_tensors("bmm", input=input, mat2=mat2)
+    check(input.ndim == 3, "batch1 must be a 3D tensor")
+    check(mat2.ndim == 3, "batch2 must be a 3D tensor")
+    check(input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
+          lambda: f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
+                  f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return matmul(input, mat2)
+
+
+def _scaled_sum(name, input, product, beta, alpha):
+    """beta * input + alpha * product, input broadcast to product's shape; beta 0 takes product's
+    values alone (not input's NaN or inf) and gives input a zero gradient, as torch."""
+    product = product if alpha == 1 else mul(product, alpha)
+    if beta == 0:  # where: input's values never enter, its gradient is zeros
+        out = where(Tensor(torch.ones((), dtype=torch.bool, device=product.device)), product, input)
+    else:
+        out = add(input if beta == 1 else mul(input, beta), product)
+    check(out.shape == product.shape,
+          lambda: f"{name}: the input {input.shape} does not broadcast to the product's shape {product.shape}")
+    return out
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """torch.addmm: beta * input + alpha * (mat1 @ mat2), input broadcast to [n, p]; beta=0
+    ignores input (its NaN and inf too), as torch."""
+    check_tensors("addmm", input=input)
+    return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2), input broadcast; beta=0 ignores
+    input, as torch."""
+    check_tensors("baddbmm", input=input)
+    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+
+
+def outer(input, vec2):
+    """torch.outer: [n] x [m] -> [n, m], as torch computes it: a column times a row (element-wise)."""
+    check_tensors("outer", input=input, vec2=vec2)
+    check(input.ndim == 1, lambda: f"outer: Expected 1-D argument self, but got {input.ndim}-D")
+    check(vec2.ndim == 1, lambda: f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return mul(reshape(input, (-1, 1)), vec2)
+
+
+def dot(input, tensor):
+    """torch.dot: the 0-d inner product of two vectors of one size (matmul)."""
+    check_tensors("dot", input=input, tensor=tensor)
+    check(input.ndim == 1 and tensor.ndim == 1,
+          lambda: f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    check(input.shape == tensor.shape,
+          lambda: f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] to have "
+                  f"the same number of elements, but got {input.shape[0]} and {tensor.shape[0]} elements respectively")
+    return matmul(input, tensor)
+
+
+def mv(input, vec):
+    """torch.mv: [n, m] @ [m] -> [n] (matmul)."""
+    check_tensors("mv", input=input, vec=vec)
+    check(input.ndim == 2 and vec.ndim == 1,
+          lambda: f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    return matmul(input, vec)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """torch's bilinear map: y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o],
+    as one GEMM (input1 against weight read as [in1, out * in2]), a product with input2 and a sum."""
+    check_tensors("bilinear", input1=input1, input2=input2, weight=weight)
+    check(weight.ndim == 3 and input1.shape[-1] == weight.shape[1] and input2.shape[-1] == weight.shape[2] and
+          input1.shape[:-1] == input2.shape[:-1],
+          lambda: f"bilinear: input1 {input1.shape} and input2 {input2.shape} must be [..., in1] and [..., in2] for "
+                  f"the weight {weight.shape} [out, in1, in2]")
+    out, in1, in2 = weight.shape
+    x1, x2 = reshape(input1, (-1, in1)), reshape(input2, (-1, 1, in2))
+    t = reshape(matmul(x1, reshape(permute(weight, (1, 0, 2)), (in1, out * in2))), (-1, out, in2))
+    y = _reduce_sum(mul(t, x2), -1)
+    if bias is not None:
+        y = add(y, bias)
+    return reshape(y, (*input1.shape[:-1], out))

@@ -5,7 +5,9 @@ from ..kernels.launch import check, is_flat, memory_format
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
 from .inputs import check_tensors, needs_grad
-from .pointwise import add, div, mul, sqrt, sub
+from .pad import pad
+from .pointwise import add, div, mul, pow, sqrt, sub
+from .pool import avg_pool2d
 from .reduce import var_mean
 
 
@@ -104,3 +106,19 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     check_tensors("instance_norm", input=input)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
     return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta over [N, C, *] input,
+    composed as torch composes it: the squares viewed as [N, 1, C, rest], zero-padded by
+    size // 2 channels before and (size - 1) // 2 after, averaged by a (size, 1) pooling
+    (AlexNet's and Caffe's LRN across channels)."""
+    check_tensors("local_response_norm", input=input)
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    n, c = input.shape[:2]
+    div_ = reshape(mul(input, input), (n, 1, c, -1))
+    div_ = avg_pool2d(pad(div_, (0, 0, size // 2, (size - 1) // 2)), (size, 1), stride=1)
+    return div(input, pow(add(mul(reshape(div_, input.shape), alpha), k), beta))

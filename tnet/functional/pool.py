@@ -1,12 +1,16 @@
 """Pooling (kernels/pool.py): max and average pooling over windows, and adaptive pooling.
 An NCHW input of a width kept channels-last (launch.keeps_channels_last) comes out channels-last."""
+import numpy as np
 import torch
 
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
-from ..kernels.launch import check, is_channels_last, is_flat, keeps_channels_last, pair
-from ..tensor import Tensor, in_layout, record
+from ..kernels import pointwise as _pw
+from ..kernels.launch import check, is_channels_last, is_flat, keeps_channels_last, pair, single
+from ..tensor import Tensor, as_storage, in_layout, no_grad, record
+from .copy import contiguous, squeeze, unsqueeze
 from .inputs import check_tensors
+from .pointwise import div
 from .reduce import sum_or_mean
 
 
@@ -17,10 +21,11 @@ def pool_args(mode, kernel_size, stride, padding):
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
+    """(the pooled x, max pooling's argmax: pool2d's index i * KW + j inside each window)."""
     check_tensors(f"{mode}_pool2d", x=x)
     kernel, stride, padding = pool_args(mode, kernel_size, stride, padding)
     if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]):
-        return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True)  # a global pooling: see avg_pool2d
+        return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True), None  # a global pooling: see avg_pool2d
     y_cl = keeps_channels_last(x.shape[1])
     y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
     shape, x_cl = x.shape, is_channels_last(x.data)
@@ -28,19 +33,100 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
                                       y_channels_last=y_cl),)
-    return record(f"{mode}_pool2d", y, (x,), backward)
+    return record(f"{mode}_pool2d", y, (x,), backward), arg
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """Max pooling over [N, C, H, W]; ties go to the first maximum in row-major order."""
-    return _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
+    return _pool2d("max", x, kernel_size, stride, padding, ceil_mode)[0]
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
-    """Average pooling over [N, C, H, W]; the divisor counts the padding (Caffe's rule). A window
-    of the whole image without padding (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a
-    mean, the reduction kernel: the window kernel would loop over every tap of it."""
-    return _pool2d("avg", x, kernel_size, stride, padding, ceil_mode)
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Average pooling over [N, C, H, W]; the divisor counts the padding (Caffe's rule, torch's
+    count_include_pad=True); count_include_pad=False divides by the window's input pixels only
+    (the average divided by that of ones). divisor_override is not supported. A window of the
+    whole image without padding (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a mean,
+    the reduction kernel: the window kernel would loop over every tap of it."""
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
+    y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode)[0]
+    if count_include_pad or pair(padding, "avg_pool2d: padding") == (0, 0):
+        return y
+    with no_grad():  # the share of each window inside the input: its pixels over Caffe's divisor
+        share = _pool2d("avg", Tensor(torch.ones_like(x.data)), kernel_size, stride, padding, ceil_mode)[0]
+    return div(y, share)
+
+
+def _signal_as_image(name, input):
+    """[N, C, L] or [C, L] as [N, C, 1, L] (a view; a strided input copied dense) for the 2-D
+    kernels, as conv1d does."""
+    check_tensors(name, input=input)
+    check(input.ndim in (2, 3), lambda: f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for "
+                                        f"argument #1 'self' (while checking arguments for {name})")
+    x = unsqueeze(input if input.ndim == 3 else unsqueeze(input, 0), 2)
+    return x if is_flat(x.data) else contiguous(x)
+
+
+def _image_as_signal(y, input):
+    """The [N, C, 1, L'] result of a pooling of _signal_as_image(input) in input's shape."""
+    y = squeeze(y, 2)
+    return y if input.ndim == 3 else squeeze(y, 0)
+
+
+def _window_1d(name, kernel_size, stride, padding):
+    k = single(kernel_size, f"{name}: kernel_size", 1)
+    s = k if stride is None or stride == () else single(stride, f"{name}: stride", 1)
+    p = single(padding, f"{name}: padding")
+    check(p <= k // 2, lambda: f"{name}() padding should be at most half of kernel size, but got padding={p} and "
+                               f"kernel_size={k}")
+    return k, s, p
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Average pooling over [N, C, L] (or [C, L]), torch's arguments: avg_pool2d over [N, C, 1, L]."""
+    k, s, p = _window_1d("avg_pool1d", kernel_size, stride, padding)
+    y = avg_pool2d(_signal_as_image("avg_pool1d", input), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    return _image_as_signal(y, input)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over [N, C, L] (or [C, L]), torch's arguments: max_pool2d over [N, C, 1, L];
+    return_indices=True also gives the int64 position of each maximum along L. dilation > 1 is
+    not supported (NotImplementedError)."""
+    if single(dilation, "max_pool1d: dilation", 1) != 1:
+        raise NotImplementedError("max_pool1d: dilation > 1 is not supported")
+    k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding)
+    y, arg = _pool2d("max", _signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), ceil_mode)
+    y = _image_as_signal(y, input)
+    if not return_indices:
+        return y
+    # the window's first position (o * s - p), plus the maximum's tap inside it
+    start = as_storage(np.arange(arg.shape[-1], dtype=np.int64) * s - p)
+    index = _pw.pointwise("add", copy_(torch.empty_like(arg, dtype=torch.int64), arg), start)
+    return y, _image_as_signal(Tensor(index), input)
+
+
+def _adaptive_1d(mode, input, output_size, return_indices=False):
+    name = f"adaptive_{mode}_pool1d"
+    size = single(output_size, f"{name}: output_size", 1)
+    y, arg = _adaptive(mode, _signal_as_image(name, input), (1, size))
+    y = _image_as_signal(y, input)
+    if not return_indices:
+        return y
+    return y, _image_as_signal(Tensor(copy_(torch.empty_like(arg, dtype=torch.int64), arg)), input)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """The mean over adaptive windows of [N, C, L] (or [C, L]) to output_size, torch's windows:
+    adaptive_avg_pool2d over [N, C, 1, L]."""
+    return _adaptive_1d("avg", input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """The maximum over adaptive windows of [N, C, L] (or [C, L]) (see adaptive_avg_pool1d);
+    return_indices=True also gives the int64 position of each maximum along L."""
+    return _adaptive_1d("max", input, output_size, return_indices)
 
 
 def _adaptive(mode, input, output_size):

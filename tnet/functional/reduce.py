@@ -16,7 +16,8 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import abs, clamp_min, div, eq, exp, gt, log, lt, maximum, minimum, mul, neg, pow, relu, sub, where
+from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, log, lt, maximum, minimum, mul, ne, neg, pow, relu, sub,
+                        where)
 
 
 def _dims(name, input, dim):
@@ -503,3 +504,88 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction == "batchmean":
         return div(sum(loss), input.shape[0] if input.ndim else 1)
     return _reduced("kl_div", loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta), d = input - target (broadcast),
+    times weight (input's shape) where given, reduced as mse_loss, as torch's."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    input, target = _loss_inputs("huber_loss", input, target, reduction)
+    d = sub(input, target)
+    a = abs(d)
+    loss = where(lt(a, delta), mul(d, d) * 0.5, (a - 0.5 * delta) * delta)
+    if weight is not None:
+        if weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        loss = mul(loss, weight)
+    return _reduced("huber_loss", loss, reduction)
+
+
+def _no_deprecated(name, size_average, reduce):
+    check(size_average is None and reduce is None, f"{name}: size_average and reduce are deprecated; use reduction")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), broadcasting inputs of one number of dims."""
+    _no_deprecated("margin_ranking_loss", size_average, reduce)
+    check_tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    input1, input2 = _loss_inputs("margin_ranking_loss", input1, input2, reduction)
+    return _reduced("margin_ranking_loss", clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1, as torch's (which adds
+    both terms for other target values)."""
+    _no_deprecated("hinge_embedding_loss", size_average, reduce)
+    input, target = _loss_inputs("hinge_embedding_loss", input, target, reduction)
+    loss = add(where(ne(target, 1), clamp_min(sub(margin, input), 0.0), 0.0), where(ne(target, -1), input, 0.0))
+    return _reduced("hinge_embedding_loss", loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88)."""
+    _no_deprecated("soft_margin_loss", size_average, reduce)
+    input, target = _loss_inputs("soft_margin_loss", input, target, reduction)
+    return _reduced("soft_margin_loss", log(add(exp(neg(mul(target, input))), 1.0)), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1, the cosine
+    over the last dim of [N, D] (or [D]) inputs with torch's 1e-12 added to each squared norm."""
+    _no_deprecated("cosine_embedding_loss", size_average, reduce)
+    check_tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    check(input1.ndim in (1, 2) and input1.shape == input2.shape and target.ndim == input1.ndim - 1,
+          lambda: f"cosine_embedding_loss: expected input1 and input2 of one shape [N, D] or [D] and target [N] or [], "
+                  f"got {input1.shape}, {input2.shape} and {target.shape}")
+    input1, input2 = _loss_inputs("cosine_embedding_loss", input1, input2, reduction)
+    squares = mul(add(sum(mul(input1, input1), -1), 1e-12), add(sum(mul(input2, input2), -1), 1e-12))
+    cos = div(sum(mul(input1, input2), -1), pow(squares, 0.5))
+    loss = add(where(eq(target, 1), sub(1.0, cos), 0.0), where(eq(target, -1), clamp_min(sub(cos, margin), 0.0), 0.0))
+    return _reduced("cosine_embedding_loss", loss, reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim (broadcasting x1 and x2), as torch's."""
+    check_tensors("pairwise_distance", x1=x1, x2=x2)
+    return norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise_distance (swap:
+    the smaller of d(anchor, negative) and d(positive, negative)), as torch's."""
+    _no_deprecated("triplet_margin_loss", size_average, reduce)
+    check_tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
+    check(anchor.ndim == positive.ndim == negative.ndim,
+          lambda: f"The anchor, positive, and negative tensors are expected to have the same number of dimensions, "
+                  f"but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    check(reduction in ("mean", "sum", "none"), lambda: f"{reduction!r} is not a valid value for reduction")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduced("triplet_margin_loss", clamp_min(add(sub(d_pos, d_neg), margin), 0.0), reduction)

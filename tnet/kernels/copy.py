@@ -15,7 +15,8 @@ from .._device import INTERPRET
 from .autotune import autotune
 from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+# int8: max pooling's argmax (kernels/pool.py), which max_pool1d's return_indices widens to int64
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8, torch.bool)
 INDEX_DTYPES = (torch.int64, torch.int32)
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
 

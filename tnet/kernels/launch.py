@@ -51,6 +51,14 @@ def pair(v, name, least=0):
     return v
 
 
+def single(v, name, least=0):
+    """v for an int v or a 1-tuple of one (torch's _single), at least `least`."""
+    v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+    check(isinstance(v, int) and not isinstance(v, bool), lambda: f"{name} must be an int, got {v!r}")
+    check(v >= least, lambda: f"{name} must be at least {least}, got {v}")
+    return v
+
+
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
 
 

@@ -1317,3 +1317,368 @@ def _fusion(layers):
     if kinds == [Conv2d, MaxPool2d, ReLU]:
         return 3, layers[1]
     return 0, None
+
+
+# ---- the containers of parameters, shape layers, 1-D pooling, losses and the rest that CIFAR/MNIST scripts use ----
+
+def _as_parameter(value):
+    """A tensor as a Parameter (sharing its memory), as torch's parameter containers wrap it; other values as they are."""
+    return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
+
+
+class ParameterList(Module):
+    """torch.nn.ParameterList: parameters in a list, registered as "0", "1"... (so parameters(),
+    named_parameters() and state_dict() name them as torch's); a tensor added is wrapped in a
+    Parameter sharing its memory. append, extend, indexing (a slice gives a ParameterList), item
+    assignment, len, iteration, +=."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(getattr(self, str(i)) for i in range(self._size))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self)[idx])
+        return getattr(self, str(_index(self, idx)))
+
+    def __setitem__(self, idx, value):
+        setattr(self, str(_index(self, idx)), _as_parameter(value))
+
+    def append(self, value):
+        self._size += 1
+        setattr(self, str(self._size - 1), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def extra_repr(self):
+        return "".join(f"\n    ({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                       if isinstance(p, Tensor) else f"\n    ({i}): Object of type: {type(p).__name__}"
+                       for i, p in enumerate(self)) + ("\n" if len(self) else "")
+
+
+class ParameterDict(Module):
+    """torch.nn.ParameterDict: parameters by name (str keys), registered under their keys (so
+    named_parameters() and state_dict() name them as torch's), in insertion order (a plain dict
+    given to the constructor or update goes in sorted order, as torch's); a tensor is wrapped in a
+    Parameter sharing its memory. The mapping API: indexing, assignment, del, in, len, iteration,
+    keys, values, items, get, pop, popitem, setdefault, clear, update, copy, fromkeys."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self):
+        key = list(self._keys)[-1]
+        return key, self.pop(key)
+
+    def clear(self):
+        for key in list(self._keys):
+            del self[key]
+
+    def copy(self):
+        return type(self)(OrderedDict(self.items()))
+
+    def fromkeys(self, keys, default=None):
+        return type(self)(OrderedDict((k, default) for k in keys))
+
+    def update(self, parameters):
+        """The (key, parameter) pairs of a mapping (a plain dict in sorted key order, as torch's) or
+        an iterable of pairs."""
+        if not isinstance(parameters, Iterable):
+            raise TypeError(f"ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(parameters).__name__}")
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = list(parameters)
+        for j, pair_ in enumerate(pairs):
+            if not isinstance(pair_, Iterable) or len(pair_) != 2:
+                raise ValueError(f"ParameterDict update sequence element #{j} should be a (key, value) pair")
+            self[pair_[0]] = pair_[1]
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def extra_repr(self):
+        return "".join(f"\n    ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                       if isinstance(p, Tensor) else f"\n    ({k}): Object of type: {type(p).__name__}"
+                       for k, p in self.items()) + ("\n" if len(self) else "")
+
+
+class _Call(Module):
+    """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
+    torch's order (a subclass's __init__ sets them)."""
+    fn, names = None, ()
+
+    def forward(self, *inputs):
+        return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
+
+    def extra_repr(self):
+        return ", ".join(f"{name}={getattr(self, name)}" for name in self.names)
+
+
+class PixelShuffle(_Call):
+    fn, names = F.pixel_shuffle, ("upscale_factor",)
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+
+class PixelUnshuffle(_Call):
+    fn, names = F.pixel_unshuffle, ("downscale_factor",)
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+
+class ChannelShuffle(_Call):
+    fn, names = F.channel_shuffle, ("groups",)
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+
+class AvgPool1d(_Call):
+    """F.avg_pool1d over [N, C, L] or [C, L]."""
+    fn, names = F.avg_pool1d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+
+class MaxPool1d(_Call):
+    """F.max_pool1d over [N, C, L] or [C, L] (torch's argument order: return_indices before
+    ceil_mode); dilation > 1 is not supported."""
+    fn, names = F.max_pool1d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+
+class AdaptiveAvgPool1d(_Call):
+    fn, names = F.adaptive_avg_pool1d, ("output_size",)
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+
+class AdaptiveMaxPool1d(_Call):
+    fn, names = F.adaptive_max_pool1d, ("output_size", "return_indices")
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+
+class LocalResponseNorm(_Call):
+    """F.local_response_norm across channels (AlexNet's and Caffe's LRN)."""
+    fn, names = F.local_response_norm, ("size", "alpha", "beta", "k")
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+
+class Unfold(_Call):
+    """F.unfold (im2col)."""
+    fn, names = F.unfold, ("kernel_size", "dilation", "padding", "stride")
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+
+class Fold(_Call):
+    """F.fold (col2im)."""
+    fn, names = F.fold, ("output_size", "kernel_size", "dilation", "padding", "stride")
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+
+class CosineSimilarity(_Call):
+    fn, names = F.cosine_similarity, ("dim", "eps")
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+
+class PairwiseDistance(_Call):
+    fn, names = F.pairwise_distance, ("norm", "eps", "keepdim")
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+
+class _Loss(_Call):
+    """A loss module with torch's reduction= (the deprecated size_average and reduce raise)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
+        self.reduction = reduction
+
+    def forward(self, *inputs):
+        return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
+
+
+class HuberLoss(_Loss):
+    fn, names = F.huber_loss, ("reduction", "delta")
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+
+class KLDivLoss(_Loss):
+    """F.kl_div: input log-probabilities; reduction 'mean' (torch's default, over every element),
+    'batchmean', 'sum' or 'none'."""
+    fn, names = F.kl_div, ("reduction", "log_target")
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+
+class MarginRankingLoss(_Loss):
+    fn, names = F.margin_ranking_loss, ("margin", "reduction")
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+
+class HingeEmbeddingLoss(MarginRankingLoss):
+    fn = F.hinge_embedding_loss
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(margin, size_average, reduce, reduction)
+
+
+class SoftMarginLoss(_Loss):
+    fn, names = F.soft_margin_loss, ("reduction",)
+
+
+class CosineEmbeddingLoss(MarginRankingLoss):
+    fn = F.cosine_embedding_loss
+
+
+class TripletMarginLoss(_Loss):
+    fn, names = F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+
+class Bilinear(Module):
+    """torch.nn.Bilinear: F.bilinear with weight [out, in1, in2] and bias [out], both drawn from
+    U(-1/sqrt(in1), 1/sqrt(in1)) as torch's reset_parameters, by numpy from rng (tnet's init stream
+    by default: a seed gives the same weights on CPU and GPU, not torch's numbers)."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None, *, rng=None):
+        super().__init__()
+        _factory_args("Bilinear", device, dtype)
+        self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
+        self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
+        self.bias = Parameter(np.zeros(out_features, np.float32)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        rng = init_generator() if self.rng is None else self.rng
+        bound = 1 / math.sqrt(self.in1_features) if self.in1_features else 0
+        for p in (self.weight, self.bias):
+            if p is not None:
+                init.uniform_(p, -bound, bound, generator=rng)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -1,0 +1,176 @@
+"""The modules and functional ops of CIFAR/MNIST scripts: parameter containers, pixel and channel
+shuffles, 1-D pooling, the margin and embedding losses, matrix products, local response norm,
+unfold/fold and Bilinear. Forward and gradients against torch in float64, on small odd shapes."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, check, leaf
+
+TF = torch.nn.functional
+
+
+def test_parameter_list_and_dict_register_as_torchs():
+    def build(lib, tensor):
+        m = lib.nn.Module()
+        m.pl = lib.nn.ParameterList([lib.nn.Parameter(tensor(np.ones(2))), tensor(np.zeros(3))])
+        m.pl.append(tensor(np.ones(1)))
+        m.pd = lib.nn.ParameterDict({"b": tensor(np.ones(1)), "a": tensor(np.ones(2))})
+        m.pd["c"] = lib.nn.Parameter(tensor(np.ones(4)))
+        m.pd.update([("b", tensor(np.zeros(5)))])
+        del m.pd["a"]
+        return m
+    ours, theirs = build(tnet, tnet.tensor), build(torch, lambda a: torch.tensor(a, dtype=torch.float32))
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours.parameters())
+    assert len(ours.pl) == 3 and ours.pl[-1].shape == (1,) and len(ours.pl[1:]) == 2
+    assert list(ours.pd) == ["b", "c"] and "c" in ours.pd and ours.pd["b"].shape == (5,)
+    ours.load_state_dict({k: np.full(v.shape, 2.0) for k, v in ours.state_dict().items()})
+    assert ours.pd["c"].numpy().tolist() == [2.0] * 4
+
+
+def test_pixel_and_channel_shuffles_as_torch(rng):
+    x, xr = leaf(rng, 2, 18, 3, 5, channels_last=True)  # a channels-last activation reads as NCHW
+    check(lambda a: F.pixel_shuffle(a, 3), lambda a: TF.pixel_shuffle(a, 3), [(x, xr)], rng)
+    check(lambda a: nn.PixelUnshuffle(3)(nn.PixelShuffle(3)(a)) * 2, lambda a: a * 2, [(x, xr)], rng)
+    y, yr = leaf(rng, 3, 2, 6, 9)
+    check(lambda a: F.pixel_unshuffle(a, 3), lambda a: TF.pixel_unshuffle(a, 3), [(y, yr)], rng)
+    check(lambda a: nn.ChannelShuffle(6)(a), lambda a: torch.nn.ChannelShuffle(6)(a), [(x, xr)], rng)
+    with pytest.raises(RuntimeError, match="divisible by the square"):
+        F.pixel_shuffle(y, 2)
+    with pytest.raises(RuntimeError, match="divisible by groups"):
+        F.channel_shuffle(y, 4)
+
+
+@pytest.mark.parametrize("channels", [3, 17])  # 17: the 2-D kernels keep it channels-last
+def test_pooling_1d_as_torch(rng, channels):
+    x, xr = leaf(rng, 2, channels, 11)
+    for ours, theirs in [(nn.AvgPool1d(3, 2, 1), torch.nn.AvgPool1d(3, 2, 1)),
+                         (nn.AvgPool1d(4, 3, 2, True, False), torch.nn.AvgPool1d(4, 3, 2, True, False)),
+                         (nn.MaxPool1d(4, 3, 2, ceil_mode=True), torch.nn.MaxPool1d(4, 3, 2, ceil_mode=True)),
+                         (nn.AdaptiveAvgPool1d(4), torch.nn.AdaptiveAvgPool1d(4)),
+                         (nn.AdaptiveMaxPool1d(5), torch.nn.AdaptiveMaxPool1d(5))]:
+        check(ours, theirs, [(x, xr)], rng)
+    _, i = F.max_pool1d(x, 3, 2, 1, return_indices=True)
+    _, j = TF.max_pool1d(xr, 3, 2, 1, return_indices=True)
+    _, k = nn.AdaptiveMaxPool1d(4, return_indices=True)(x)
+    _, m = TF.adaptive_max_pool1d(xr, 4, return_indices=True)
+    assert i.dtype == torch.int64 and np.array_equal(i.numpy(), j.numpy()) and np.array_equal(k.numpy(), m.numpy())
+    u, ur = leaf(rng, channels, 7)  # unbatched [C, L]
+    check(lambda a: F.avg_pool1d(a, 2), lambda a: TF.avg_pool1d(a, 2), [(u, ur)], rng)
+    with pytest.raises(RuntimeError, match="at most half"):
+        F.max_pool1d(x, 3, padding=2)
+
+
+def test_losses_as_torch(rng):
+    x, xr = leaf(rng, 4, 5)
+    y, yr = leaf(rng, 4, 5)
+    z, zr = leaf(rng, 4, 5)
+    sign = np.sign(rng.standard_normal((4, 5)))
+    s, sr = tnet.tensor(sign), torch.tensor(sign)
+    s1, s1r = tnet.tensor(sign[:, 0]), torch.tensor(sign[:, 0])
+    for reduction in ("mean", "sum", "none"):
+        check(lambda a, b: nn.HuberLoss(reduction, 0.7)(a, b),
+              lambda a, b: torch.nn.HuberLoss(reduction, 0.7)(a, b), [(x, xr), (y, yr)], rng)
+    check(lambda a, b: nn.MarginRankingLoss(0.3)(a, b, s), lambda a, b: TF.margin_ranking_loss(a, b, sr, 0.3),
+          [(x, xr), (y, yr)], rng)
+    check(lambda a: nn.HingeEmbeddingLoss(0.5, reduction="sum")(a, s),
+          lambda a: TF.hinge_embedding_loss(a, sr, 0.5, reduction="sum"), [(x, xr)], rng)
+    check(lambda a: nn.SoftMarginLoss()(a, s), lambda a: TF.soft_margin_loss(a, sr), [(x, xr)], rng)
+    check(lambda a, b: nn.CosineEmbeddingLoss(0.2, reduction="none")(a, b, s1),
+          lambda a, b: TF.cosine_embedding_loss(a, b, s1r, 0.2, reduction="none"), [(x, xr), (y, yr)], rng)
+    check(lambda a, b, c: nn.TripletMarginLoss(swap=True)(a, b, c),
+          lambda a, b, c: TF.triplet_margin_loss(a, b, c, swap=True), [(x, xr), (y, yr), (z, zr)], rng)
+    check(lambda a, b, c: F.triplet_margin_loss(a, b, c, 0.5, p=1, reduction="sum"),
+          lambda a, b, c: TF.triplet_margin_loss(a, b, c, 0.5, p=1, reduction="sum"), [(x, xr), (y, yr), (z, zr)], rng)
+    check(lambda a, b: nn.PairwiseDistance(keepdim=True)(a, b), lambda a, b: TF.pairwise_distance(a, b, keepdim=True),
+          [(x, xr), (y, yr)], rng)
+    check(lambda a, b: nn.CosineSimilarity(0)(a, b), lambda a, b: TF.cosine_similarity(a, b, 0), [(x, xr), (y, yr)],
+          rng)
+    logp = lambda t, mod: mod.log_softmax(t, 1)
+    check(lambda a, b: nn.KLDivLoss(reduction="batchmean")(logp(a, F), F.softmax(b, 1)),
+          lambda a, b: TF.kl_div(logp(a, torch), torch.softmax(b, 1), reduction="batchmean"), [(x, xr), (y, yr)], rng)
+    with pytest.raises(RuntimeError, match="non-positive"):
+        F.huber_loss(x, y, delta=0)
+
+
+def test_matrix_products_as_torch(rng, ieee):
+    a, ar = leaf(rng, 3, 5)
+    b, br = leaf(rng, 5, 4)
+    c, cr = leaf(rng, 4)
+    v, vr = leaf(rng, 5)
+    check(lambda p, q, r: tnet.addmm(r, p, q, beta=0.5, alpha=2), lambda p, q, r: torch.addmm(r, p, q, beta=0.5, alpha=2),
+          [(a, ar), (b, br), (c, cr)], rng)
+    check(lambda p, q, r: r.addmm(p, q, beta=0), lambda p, q, r: r.addmm(p, q, beta=0), [(a, ar), (b, br), (c, cr)], rng)
+    check(lambda p, q: p.mm(q), lambda p, q: p.mm(q), [(a, ar), (b, br)], rng)
+    check(lambda p, q: tnet.mv(p, q), lambda p, q: torch.mv(p, q), [(a, ar), (v, vr)], rng)
+    check(lambda p, q: tnet.outer(p, q), lambda p, q: torch.outer(p, q), [(v, vr), (c, cr)], rng)
+    check(lambda p: p.dot(p), lambda p: p.dot(p), [(v, vr)], rng)
+    x, xr = leaf(rng, 2, 3, 5)
+    y, yr = leaf(rng, 2, 5, 4)
+    z, zr = leaf(rng, 3, 1)
+    check(lambda p, q: tnet.bmm(p, q), lambda p, q: torch.bmm(p, q), [(x, xr), (y, yr)], rng)
+    check(lambda p, q, r: tnet.baddbmm(r, p, q, alpha=0.5), lambda p, q, r: torch.baddbmm(r, p, q, alpha=0.5),
+          [(x, xr), (y, yr), (z, zr)], rng)
+    w, wr = leaf(rng, 3, 5, 4)
+    h, hr = leaf(rng, 3)
+    e, er = leaf(rng, 3, 4)
+    check(lambda p, q, r, s: F.bilinear(p, q, r, s), lambda p, q, r, s: TF.bilinear(p, q, r, s),
+          [(a, ar), (e, er), (w, wr), (h, hr)], rng)
+    assert nn.Bilinear(5, 4, 3).weight.shape == (3, 5, 4)
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
+        tnet.mm(v, b)
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        tnet.dot(v, c)
+
+
+def test_local_response_norm_as_torch(rng):
+    x, xr = leaf(rng, 2, 7, 3, 4, channels_last=True)
+    check(nn.LocalResponseNorm(3, alpha=0.01), torch.nn.LocalResponseNorm(3, alpha=0.01), [(x, xr)], rng, TOL["ieee"] * 10)
+    y, yr = leaf(rng, 2, 5, 6)
+    check(lambda a: F.local_response_norm(a, 4, 0.1, 0.5, 2.0), lambda a: TF.local_response_norm(a, 4, 0.1, 0.5, 2.0),
+          [(y, yr)], rng, TOL["ieee"] * 10)
+    with pytest.raises(ValueError, match="3D or higher"):
+        F.local_response_norm(tnet.randn(2, 3), 2)
+
+
+def test_unfold_fold_as_torch(rng):
+    args = dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
+    x, xr = leaf(rng, 2, 3, 6, 5)
+    check(lambda a: nn.Unfold(**args)(a), lambda a: torch.nn.Unfold(**args)(a), [(x, xr)], rng)
+    cols, colsr = leaf(rng, 2, 18, 18)
+    check(lambda a: nn.Fold((6, 5), **args)(a), lambda a: torch.nn.Fold((6, 5), **args)(a), [(cols, colsr)], rng)
+    u, ur = leaf(rng, 3, 4, 4)  # unbatched
+    check(lambda a: F.fold(F.unfold(a, 2), 4, 2), lambda a: TF.fold(TF.unfold(a, 2), 4, 2), [(u, ur)], rng)
+    with pytest.raises(RuntimeError, match="sliding blocks"):
+        F.fold(tnet.randn(2, 8, 5), (3, 3), 2)
+
+
+def test_index_add_as_torch(rng):
+    x, xr = leaf(rng, 3, 4)
+    s, sr = leaf(rng, 3, 5)
+    idx = [0, 3, 0, 1, 3]
+    check(lambda a, b: tnet.index_add(a, 1, tnet.tensor(idx), b, alpha=2),
+          lambda a, b: torch.index_add(a, 1, torch.tensor(idx), b, alpha=2), [(x, xr), (s, sr)], rng)
+    with pytest.raises(IndexError):
+        tnet.index_add(x, 1, tnet.tensor([0, 1, 2, 3, 4]), s)
+    assert_close(x.index_add(0, tnet.tensor([2]), tnet.ones(1, 4)), xr.detach().index_add(0, torch.tensor([2]),
+                                                                                         torch.ones(1, 4).double()),
+                 TOL["ieee"])
+
+
+def test_new_ops_use_torch_for_memory_only(rng):
+    """The ops that allocate or cast beside their kernels (the rest compose tnet's ops)."""
+    x = tnet.tensor(rng.standard_normal((2, 4, 4, 6)), requires_grad=True)
+    v = tnet.tensor(rng.standard_normal(6), requires_grad=True)
+    with Recorder() as rec:
+        s = x.reshape(2, 4, 24)
+        parts = [F.pixel_shuffle(x, 2), F.max_pool1d(s, 3, 2, 1, return_indices=True)[0],
+                 F.avg_pool1d(s, 3, 2, 1, count_include_pad=False), F.fold(F.unfold(x, 2, padding=1), (4, 6), 2, padding=1),
+                 tnet.addmm(v, x[0, 0].t(), x[0, 1], beta=0)]
+        sum(p.sum() for p in parts).backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
