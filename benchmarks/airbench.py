@@ -129,7 +129,7 @@ def tnet_step(state, widths, batches, recipe):
     bias trained) captured whole by its Training, as train.py's run captures it."""
     model, training = tnet_training(state, widths, recipe)
     training.capture(*batches[0])
-    return training.step_at(0), {name: p.data for name, p in model.named_parameters() if p.requires_grad}
+    return training.step_at(0), {name: p.memory for name, p in model.named_parameters() if p.requires_grad}
 
 
 def torch_batches(batches, dtype):

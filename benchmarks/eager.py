@@ -73,20 +73,20 @@ def op_cases(device):
         """(t * t).sum().backward() from a fresh gradient; returns it as a torch tensor."""
         t.grad = None
         (t * t).sum().backward()
-        return t.grad.data if isinstance(t, tnet.Tensor) else t.grad
+        return t.grad.memory if isinstance(t, tnet.Tensor) else t.grad
     ga, tga = a.clone().requires_grad_(), tnet.Tensor(a.clone(), requires_grad=True)
     ad, xd, wd = a.double(), x.double(), w.double()
     mean = xd.mean((0, 2, 3), keepdim=True)
     return {
         "bare Triton launch (1 program)": (lambda: empty[(1,)](a, 1024), None, None),
         "bare tnet launch (1 program)": (lambda: tnet_empty[(1,)](a, 1024), None, None),
-        "a + b (1024 floats)": (lambda: (ta + tb).data, lambda: a + b, ad + b.double()),
-        "F.relu(a)": (lambda: F.relu(ta).data, lambda: torch.relu(a), ad.clamp(min=0)),
+        "a + b (1024 floats)": (lambda: (ta + tb).memory, lambda: a + b, ad + b.double()),
+        "F.relu(a)": (lambda: F.relu(ta).memory, lambda: torch.relu(a), ad.clamp(min=0)),
         "(a * a).sum().backward()": (lambda: square_sum_backward(tga), lambda: square_sum_backward(ga), 2 * ad),
-        "conv2d 8x16x8x8, 16 3x3 filters": (lambda: F.conv2d(tx, tw, padding=1).data,
+        "conv2d 8x16x8x8, 16 3x3 filters": (lambda: F.conv2d(tx, tw, padding=1).memory,
                                             lambda: torch.nn.functional.conv2d(x, w, padding=1),
                                             torch.nn.functional.conv2d(xd, wd, padding=1)),
-        "BatchNorm2d 8x16x8x8, train": (lambda: tbn(tx).data, lambda: bn(x),
+        "BatchNorm2d 8x16x8x8, train": (lambda: tbn(tx).memory, lambda: bn(x),
                                         (xd - mean) / (xd.var((0, 2, 3), unbiased=False, keepdim=True) + 1e-5).sqrt()),
     }
 
@@ -185,8 +185,8 @@ def readme_steps(batches):
             loss.backward()
             opt.step()
             opt.zero_grad()
-            return loss.data
-        return (tnet.graph.capture(step) if captured else step), {n: p.data for n, p in model.named_parameters()}
+            return loss.memory
+        return (tnet.graph.capture(step) if captured else step), {n: p.memory for n, p in model.named_parameters()}
     wide = [(x.double(), y) for x, y in batches]
     ref = record(*torch_make(torch.float64, data=wide), wide)
     bounds = zoo.bounds_of(ref, record(*torch_make(), batches))
@@ -210,7 +210,7 @@ def resnet_steps(batches):
         model, _ = zoo.tnet_state(name)
         model.load_state_dict(state)
         step = make_train_step(model, tnet.optim.SGD(model.parameters(), **zoo.SGD), dtype=zoo.DTYPE)
-        return (tnet.graph.capture(step) if captured else step), {n: p.data for n, p in model.named_parameters()}
+        return (tnet.graph.capture(step) if captured else step), {n: p.memory for n, p in model.named_parameters()}
     variants = {"torch eager": lambda: zoo.torch_step(name, state, half, autocast=zoo.DTYPE),
                 "torch graphed": lambda: zoo.torch_step(name, state, half, autocast=zoo.DTYPE, graphed=True),
                 "tnet eager": lambda: tnet_make(False), "tnet capture": lambda: tnet_make(True),

@@ -52,7 +52,7 @@ def profiled_step(model, opt, marks):
         finally:
             set_backward_timer(None)
         timed("update", "update", opt.step)
-        return loss.data
+        return loss.memory
     return step
 
 

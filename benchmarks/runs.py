@@ -159,8 +159,8 @@ class Twin:
             for x, y in loader.batches():
                 if it == total:
                     break
-                x = (x.data if isinstance(x, tnet.Tensor) else x).to(self.dtype).contiguous(memory_format=torch.channels_last)
-                self.loss_of(x, y.data if isinstance(y, tnet.Tensor) else y).backward()
+                x = (x.memory if isinstance(x, tnet.Tensor) else x).to(self.dtype).contiguous(memory_format=torch.channels_last)
+                self.loss_of(x, y.memory if isinstance(y, tnet.Tensor) else y).backward()
                 for opt, bases, factors in opts:
                     if isinstance(opt, TorchMuon):
                         opt.step(factors[0](it))

@@ -34,7 +34,7 @@ def tnet_quick(width=1):
     from tnet import optim
     from tnet.models import cifar10_quick
     model = cifar10_quick(width=width)
-    return model, optim.SGD(model.parameters(), **SOLVER), {n: p.data for n, p in model.named_parameters()}
+    return model, optim.SGD(model.parameters(), **SOLVER), {n: p.memory for n, p in model.named_parameters()}
 
 
 def tnet_variant(width, batches, graphed=False, dtype=None):

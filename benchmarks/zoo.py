@@ -133,7 +133,7 @@ def tnet_step(name, state, batches):
     model.load_state_dict(state)
     opt = tnet.optim.SGD(model.parameters(), **SGD)
     step = TrainStep(make_train_step(model, opt, dtype=DTYPE), *batches[0], state=(model, opt))
-    return step, {name: p.data for name, p in model.named_parameters()}
+    return step, {name: p.memory for name, p in model.named_parameters()}
 
 
 def piece_error(out, ref):

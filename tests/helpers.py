@@ -38,7 +38,7 @@ def rel_err(out, ref):
 
 def to_numpy(v):
     if isinstance(v, tnet.Tensor):
-        v = v.data
+        v = v.memory
     if isinstance(v, torch.Tensor):  # numpy has no bfloat16: float64 holds every 16-bit value
         return v.detach().cpu().to(torch.float64 if v.dtype == torch.bfloat16 else v.dtype).numpy()
     return v
@@ -114,9 +114,9 @@ def pair(rng, *shape, scale=1.0, dtype=torch.float32, channels_last=False):
     """A tnet leaf of dtype (channels-last memory if asked) and the float64 torch leaf with the
     same (rounded) values: standard normal times scale."""
     t = tnet.tensor(rng.standard_normal(shape) * scale, requires_grad=True, dtype=dtype)
-    ref = t.data.double().cpu().requires_grad_(True)
+    ref = t.memory.double().cpu().requires_grad_(True)
     if channels_last:
-        t.data = t.data.contiguous(memory_format=CL)
+        t.memory = t.memory.contiguous(memory_format=CL)
     return t, ref
 
 
@@ -128,9 +128,9 @@ def leaf(rng, *shape, channels_last=False, positive=False, values=None, dtype=to
     a = rng.standard_normal(shape) * rng.choice([0.01, 1.0, big], shape) if values is None else values
     a = np.abs(a) + 0.5 if positive else a
     t = tnet.tensor(a, dtype=dtype)
-    ref = t.data.double().cpu().requires_grad_(True)
+    ref = t.memory.double().cpu().requires_grad_(True)
     if channels_last:
-        t.data = t.data.contiguous(memory_format=CL)
+        t.memory = t.memory.contiguous(memory_format=CL)
     t.requires_grad = True
     return t, ref
 

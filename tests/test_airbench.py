@@ -77,7 +77,7 @@ def test_parameters_names_shapes_frozen_and_layout():
             assert np.all(module.weight.numpy() == 1) and np.all(module.bias.numpy() == 0), name
     for k, p in params.items():
         if p.ndim == 4:
-            assert p.data.is_contiguous(memory_format=torch.channels_last), k
+            assert p.memory.is_contiguous(memory_format=torch.channels_last), k
         assert p.dtype == torch.float32, k
 
 
@@ -181,8 +181,8 @@ def test_init_whitening_whitens_the_patches(center, layout, dtype):
     assert_close(np.linalg.norm(w[:12], axis=1), 1 / np.sqrt(eigenvalues + eps), 1e-5, "filter norms")
     assert_close(w[:12] @ cov @ w[:12].T, np.diag(eigenvalues / (eigenvalues + eps)), 1e-4,
                  "covariance of the whitened patches")
-    assert net.whiten.weight.data.is_contiguous(memory_format=torch.channels_last)
-    assert_close(low, net.whiten.weight.data.to(torch.bfloat16), 0, "the weight's bf16 copy, refreshed")
+    assert net.whiten.weight.memory.is_contiguous(memory_format=torch.channels_last)
+    assert_close(low, net.whiten.weight.memory.to(torch.bfloat16), 0, "the weight's bf16 copy, refreshed")
 
 
 # The interpreter truncates fp32 -> bf16 stores (docs/triton.md): over the net's ~20 stores the

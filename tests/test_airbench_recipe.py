@@ -73,7 +73,7 @@ def standin_whitening(model, images):
     eigenvalues, eigenvectors = torch.linalg.eigh(torch.cov(patches.T))
     filters = (eigenvectors.T.flip(0) / (eigenvalues.flip(0) + 5e-4).sqrt()[:, None]).reshape(-1, 3, 2, 2)[:3]
     w = torch.cat([filters, -filters]).float()
-    model.whiten.weight.data.copy_(w.to(DEV))
+    model.whiten.weight.memory.copy_(w.to(DEV))
     amp.refresh_low_copies(model.whiten.weight)
 
 
@@ -330,16 +330,16 @@ def test_lookahead_matches_torch():
     la = optim.Lookahead(model, total)
     tensors = la.tensors
     assert len(tensors) == 33 and "block1.norm1.running_var" in tensors and "block1.norm1.num_batches_tracked" not in tensors
-    ema = {n: t.data.double().clone() for n, t in tensors.items()}
+    ema = {n: t.memory.double().clone() for n, t in tensors.items()}
     rng = np.random.default_rng(3)
     for step in range(1, total + 1):
         for n, t in tensors.items():  # the optimizer's move
-            t.data.copy_(t.data + torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)).to(t.data.device))
+            t.memory.copy_(t.memory + torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)).to(t.memory.device))
         amp.refresh_low_copies(model.head.weight)
         if step % 5 == 0:
             d = 0.95 ** 5 * (step / total) ** 3
             for n, t in tensors.items():
-                ema[n] = torch.lerp(ema[n], t.data.double(), 1 - d)
+                ema[n] = torch.lerp(ema[n], t.memory.double(), 1 - d)
         la.step()
         for n, t in tensors.items():
             if step % 5 == 0:

@@ -33,8 +33,8 @@ def bits(t):
 
 def assert_copy_is_cast(p, copy, what):
     """copy is p's value cast to copy's dtype by torch, bit for bit; and back to p's dtype too."""
-    assert copy.dtype in LOW and copy.shape == p.data.shape and copy.stride() == p.data.stride(), what
-    expected = p.data.to(copy.dtype)
+    assert copy.dtype in LOW and copy.shape == p.memory.shape and copy.stride() == p.memory.stride(), what
+    expected = p.memory.to(copy.dtype)
     same = bits(copy) == bits(expected)
     assert same.all(), f"{what}: {int((~same).sum())} elements differ from the cast, first at " \
                        f"{np.unravel_index(int((~same).flatten().nonzero()[0]), copy.shape)}"
@@ -46,7 +46,7 @@ def params(rng, dtype=torch.float32):
     for shape, channels_last in SHAPES:
         p = nn.Parameter(rng.standard_normal(shape))
         layout = torch.channels_last if channels_last else torch.contiguous_format
-        p.data = p.data.to(dtype).contiguous(memory_format=layout)
+        p.memory = p.memory.to(dtype).contiguous(memory_format=layout)
         ps.append(p)
     return ps
 
@@ -105,7 +105,7 @@ def test_low_copy_is_made_once_and_cached(rng):
     assert_copy_is_cast(p, copy, "the new copy")
     half = amp.low_copy(p, torch.float16)
     assert amp.low_copies(p) == [copy, half]
-    p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))  # a hand edit: the copies are stale until refreshed
+    p.memory.copy_(torch.from_numpy(rng.standard_normal(p.shape)))  # a hand edit: the copies are stale until refreshed
     address = copy.data_ptr()
     amp.refresh_low_copies(p)
     assert copy.data_ptr() == address
@@ -145,7 +145,7 @@ def test_step_writes_the_copies(name, kwargs, dtype, rng, monkeypatch):
         assert len(log) == 1, "the copies are written by the update's one launch"
         ref.step()
         for i, (p, q, copy) in enumerate(zip(ps, plain, copies)):
-            assert within_an_ulp(p.data, q.data), f"step {step}, parameter {i}: changed by writing its copy"
+            assert within_an_ulp(p.memory, q.memory), f"step {step}, parameter {i}: changed by writing its copy"
             assert_copy_is_cast(p, copy, f"step {step}, copy of parameter {i}")
         assert_copy_is_cast(ps[1], other, f"step {step}, second copy of parameter 1")
 
@@ -165,7 +165,7 @@ def test_replayed_launches_write_the_copies(name, monkeypatch, rng):
     launches = list(log)
     for step in range(1, 3):
         for p in ps:
-            p.grad.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
+            p.grad.memory.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
         for kernel, grid, args, kw in launches:
             kernel[grid](*args, **kw)
         for i, (p, copy) in enumerate(zip(ps, copies)):
@@ -180,11 +180,11 @@ def test_16bit_gradients_are_read_as_fp32(name, kwargs, dtype, rng):
     opt, ref = getattr(optim, name)(ps, **kwargs), getattr(optim, name)(same, **kwargs)
     for _ in range(2):
         for p, q, g in zip(ps, same, set_grads(ps, rng, dtype)):
-            q.grad = tnet.Tensor(p.grad.data.to(torch.float32))
+            q.grad = tnet.Tensor(p.grad.memory.to(torch.float32))
         opt.step()
         ref.step()
     for i, (p, q) in enumerate(zip(ps, same)):
-        assert within_an_ulp(p.data, q.data), f"parameter {i}"
+        assert within_an_ulp(p.memory, q.memory), f"parameter {i}"
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=["fp16", "bf16"])
@@ -195,7 +195,7 @@ def test_16bit_parameters_step_as_torch(name, kwargs, dtype, rng):
     Their state_dict saves the buffers in float32."""
     ps = params(rng, dtype)
     opt = getattr(optim, name)(ps, **kwargs)
-    refs = [torch.tensor(p.data.double().cpu().numpy(), requires_grad=True) for p in ps]
+    refs = [torch.tensor(p.memory.double().cpu().numpy(), requires_grad=True) for p in ps]
     ref = getattr(torch.optim, name)(refs, **kwargs, foreach=False)
     for step in range(3):
         for p, r in zip(ps, refs):
@@ -204,10 +204,10 @@ def test_16bit_parameters_step_as_torch(name, kwargs, dtype, rng):
         opt.step()
         ref.step()
         for r, p in zip(refs, ps):  # torch's next step starts from the 16-bit values too
-            r.data.copy_(p.data.double())
+            r.data.copy_(p.memory.double())
     for i, (p, r) in enumerate(zip(ps, refs)):
         assert p.dtype == dtype and all(b.dtype == dtype for k, b in opt.state[p].items() if k != "step")
-        assert_close(p.data.float(), r, TOL["bf16"], f"parameter {i}")
+        assert_close(p.memory.float(), r, TOL["bf16"], f"parameter {i}")
         for b in opt.BUFFERS:
             if b in ref.state[r]:
                 assert_close(opt.state[p][b].float(), ref.state[r][b], TOL["bf16"], f"{b} {i}")
@@ -219,7 +219,7 @@ def test_step_checks_copies_state_and_scale(rng):
     """A copy laid out otherwise than its parameter, state in another dtype than the
     parameter's, a scale without found_inf, a float64 gradient: ValueError before any launch."""
     p = nn.Parameter(rng.standard_normal((2, 3, 4, 4)))
-    p.data = p.data.contiguous(memory_format=torch.channels_last)  # (an assignment drops a copy of another layout)
+    p.memory = p.memory.contiguous(memory_format=torch.channels_last)  # (an assignment drops a copy of another layout)
     p._low = {torch.float16: torch.zeros(p.shape, dtype=torch.float16, device=p.device)}  # NCHW
     p.grad = tnet.tensor(rng.standard_normal(p.shape))
     with pytest.raises(ValueError, match="laid out alike"):
@@ -227,14 +227,14 @@ def test_step_checks_copies_state_and_scale(rng):
 
     q = nn.Parameter(rng.standard_normal((3, 5)))
     opt = optim.SGD([q], lr=0.1, momentum=0.9)
-    g, buf, hyper, step = torch.ones_like(q.data), opt.state[q]["momentum_buffer"], opt._device_hyper[0][1], \
+    g, buf, hyper, step = torch.ones_like(q.memory), opt.state[q]["momentum_buffer"], opt._device_hyper[0][1], \
         opt.state[q]["step"]
     with pytest.raises(ValueError, match="state buffers must be torch.float32"):
-        kernels.step_("sgd", [(q.data, g, [buf.to(torch.bfloat16)], [], hyper, step, 1.0, 1.0)])
+        kernels.step_("sgd", [(q.memory, g, [buf.to(torch.bfloat16)], [], hyper, step, 1.0, 1.0)])
     with pytest.raises(ValueError, match="give both scale and found_inf"):
-        kernels.step_("sgd", [(q.data, g, [buf], [], hyper, step, 1.0, 1.0)], scale=torch.ones(()))
+        kernels.step_("sgd", [(q.memory, g, [buf], [], hyper, step, 1.0, 1.0)], scale=torch.ones(()))
     with pytest.raises(ValueError, match="a gradient must be float32, float16 or bfloat16"):
-        kernels.step_("sgd", [(q.data, g.double(), [buf], [], hyper, step, 1.0, 1.0)])
+        kernels.step_("sgd", [(q.memory, g.double(), [buf], [], hyper, step, 1.0, 1.0)])
 
 
 def test_load_state_dict_refreshes_the_copies(rng):
@@ -450,6 +450,6 @@ def test_small_net_under_bfloat16_autocast_matches_torch(rng):
     # a layer reads the copy, not the parameter: an edited copy shows in the output
     amp.low_copies(model.fc.weight)[0].zero_()
     with tnet.autocast(dtype=torch.bfloat16), tnet.no_grad():
-        bias_only = model(tnet.tensor(x)).data.double()
+        bias_only = model(tnet.tensor(x)).memory.double()
     # GEMM outputs round to nearest under the interpreter too (kernels.copy.cast)
-    assert torch.equal(bias_only, model.fc.bias.data.to(torch.bfloat16).double().expand(5, 7))
+    assert torch.equal(bias_only, model.fc.bias.memory.to(torch.bfloat16).double().expand(5, 7))

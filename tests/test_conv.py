@@ -235,16 +235,16 @@ def test_conv2d_autocast(dtype, groups):
     w = tnet.nn.Parameter(randn(32 if groups > 1 else 24, 16 // groups, 3, 3) * 0.3)
     with tnet.autocast("cuda", dtype=dtype):
         y = F.conv2d(x, w, None, 1, 1, 1, groups)
-    assert y.dtype == dtype and x.data.dtype == torch.float32
+    assert y.dtype == dtype and x.memory.dtype == torch.float32
     g = cl_randn(*y.shape).to(dtype)
     y.backward(tnet.Tensor(g))
-    xd, wd = f64(x.data).requires_grad_(True), f64(w.data.to(dtype)).requires_grad_(True)
+    xd, wd = f64(x.memory).requires_grad_(True), f64(w.memory.to(dtype)).requires_grad_(True)
     ref = tF.conv2d(xd, wd, None, 1, 1, 1, groups)
     ref.backward(f64(g))
-    assert_close(y.data, ref, TOL["bf16"], "forward")
+    assert_close(y.memory, ref, TOL["bf16"], "forward")
     assert x.grad.dtype == torch.float32 and w.grad.dtype == torch.float32
-    assert_close(x.grad.data, xd.grad, TOL["bf16"], "input gradient")
-    assert_close(w.grad.data, wd.grad, TOL["bf16"], "weight gradient")
+    assert_close(x.grad.memory, xd.grad, TOL["bf16"], "input gradient")
+    assert_close(w.grad.memory, wd.grad, TOL["bf16"], "weight gradient")
 
 
 # ---- conv2d through the tape ----------------------------------------------------------------
@@ -332,10 +332,10 @@ def test_conv2d_channels_last_path(rng, ieee):
     x, w1, b1 = (t for t, _ in inputs[:3])
     h = F.conv2d(x, w1, b1, 1, 1)
     p = F.max_pool2d(h, 3, 2, ceil_mode=True)
-    assert is_channels_last(h.data) and is_channels_last(p.data)
-    assert is_channels_last(F.max_pool2d(tnet.tensor(rng.standard_normal((2, 16, 5, 5))), 2).data)
-    assert is_channels_last(F.conv2d(p, *[t for t, _ in inputs[3:]], 1, 2).data)
-    assert is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).data)
+    assert is_channels_last(h.memory) and is_channels_last(p.memory)
+    assert is_channels_last(F.max_pool2d(tnet.tensor(rng.standard_normal((2, 16, 5, 5))), 2).memory)
+    assert is_channels_last(F.conv2d(p, *[t for t, _ in inputs[3:]], 1, 2).memory)
+    assert is_channels_last(F.conv2d(h, *[t for t, _ in inputs[3:]], 1, 2).memory)
     fused = [pair(rng, 2, 16, 9, 9), pair(rng, 32, 16, 3, 3, scale=0.3), pair(rng, 32)]
     check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, "avg", 3, 2, ceil_mode=True),
              lambda x, w, b: tF.avg_pool2d(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
@@ -350,7 +350,7 @@ def test_sequential_fuses_relu_into_conv(rng, ieee):
                         nn.ReLU(), nn.Conv2d(4, 5, 3, weight_filler=nn.gaussian(0.3)), nn.ReLU(),
                         nn.AvgPool2d(2), nn.ReLU(), nn.Conv2d(5, 6, 1, weight_filler=nn.gaussian(0.3)), nn.ReLU())
     for p in net.parameters():  # biases that move some outputs below zero
-        p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32) * 0.3))
+        p.memory.copy_(torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32) * 0.3))
     x = rng.standard_normal((2, 3, 10, 10))
     g = rng.standard_normal((2, 6, 1, 1))
     results = []
@@ -384,17 +384,17 @@ def test_conv2d_module_keeps_weights_channels_last(rng, ieee):
     from tnet import nn, optim
     from tnet.kernels.launch import is_channels_last
     conv = nn.Conv2d(16, 32, 3, padding=1)
-    assert is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.data)
-    assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.data)
+    assert is_channels_last(nn.Conv2d(3, 16, 3, padding=1).weight.memory)
+    assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.memory)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
     conv.load_state_dict({"weight": w, "bias": np.zeros(32, np.float32)})
-    assert is_channels_last(conv.weight.data) and (conv.state_dict()["weight"] == w).all()
+    assert is_channels_last(conv.weight.memory) and (conv.state_dict()["weight"] == w).all()
     x, g = rng.standard_normal((2, 16, 5, 5)), rng.standard_normal((2, 32, 5, 5))
     wd = torch.tensor(w, dtype=torch.float64, requires_grad=True)
     tF.conv2d(torch.tensor(x), wd, None, 1, 1).backward(torch.tensor(g))
     opt = optim.SGD(conv.parameters(), lr=0.5)
     conv(tnet.tensor(x)).backward(g)
-    assert is_channels_last(conv.weight.grad.data)
+    assert is_channels_last(conv.weight.grad.memory)
     opt.step()
     assert_close(conv.weight, wd.detach() - 0.5 * wd.grad, TOL["ieee"], "one SGD step")
 

@@ -35,7 +35,7 @@ def test_getitem_is_a_view_with_torchs_values_and_gradient(rng, index):
     y, ref = x[index], xr[index]
     assert y.shape == tuple(ref.shape)
     assert_close(y, ref, 0, f"x[{index}]")
-    assert same_storage(y.data, x.data) and y.data.stride() == ref.stride()
+    assert same_storage(y.memory, x.memory) and y.memory.stride() == ref.stride()
     backward_both(y, ref, rng)
     assert_close(x.grad, xr.grad, 0, f"gradient of x[{index}]")
 
@@ -66,10 +66,10 @@ def test_getitem_channels_last(rng):
     x, xr = pair(rng, 2, 16, 5, 3, channels_last=True)
     y, ref = x[:, 2:9, 1:, ::2], xr[:, 2:9, 1:, ::2]
     assert_close(y, ref, 0, "channels-last slice")
-    assert same_storage(y.data, x.data)
+    assert same_storage(y.memory, x.memory)
     backward_both(y, ref, rng)
     assert_close(x.grad, xr.grad, 0, "gradient")
-    assert is_channels_last(x.grad.data), "the gradient keeps x's layout"
+    assert is_channels_last(x.grad.memory), "the gradient keeps x's layout"
 
 
 @pytest.mark.parametrize("index,error", [
@@ -99,10 +99,10 @@ def test_t_view_flatten_with_gradients(rng):
         x.grad, xr.grad = None, None
         y, ref = fn(x), fn(xr)
         assert_close(y, ref, 0, name)
-        assert same_storage(y.data, x.data), f"{name} is a view"
+        assert same_storage(y.memory, x.memory), f"{name} is a view"
         backward_both(y, ref, rng)
         assert_close(x.grad, xr.grad, 0, f"gradient of {name}")
-        assert x.grad.data.is_contiguous()
+        assert x.grad.memory.is_contiguous()
 
 
 def test_view_and_t_errors_like_torch():
@@ -124,7 +124,7 @@ def test_to_16_bit_and_back_with_gradients(rng, dtype, tol):
     x, xr = pair(rng, 6, 11)
     h, hr = x.to(dtype), xr.to(dtype)
     assert h.dtype == dtype and h.requires_grad
-    assert_close(h.data.float(), hr.float(), tol, f"to({dtype})")
+    assert_close(h.memory.float(), hr.float(), tol, f"to({dtype})")
     y, ref = h.to(torch.float32), hr.double()
     assert y.dtype == torch.float32
     backward_both(y, ref, rng)
@@ -174,7 +174,7 @@ def test_contiguous():
     x = tnet.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert x.contiguous() is x
     c = x.T.contiguous()
-    assert c.data.is_contiguous() and c.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    assert c.memory.is_contiguous() and c.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
     c.backward(np.arange(6.0).reshape(3, 2))
     assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
 
@@ -301,10 +301,10 @@ def test_shape_ops_match_torch_with_gradients(rng, case):
     inputs = shaped_pairs(rng, shapes)
     out = check_op(lambda *xs: fn(tnet, *xs), lambda *xs: fn(torch, *xs), inputs, TOL["ieee"], rng)
     for x, _ in inputs:
-        layout = torch.channels_last if is_channels_last(x.data) else torch.contiguous_format
-        assert x.grad.data.is_contiguous(memory_format=layout), f"{case}: the gradient in the input's layout"
+        layout = torch.channels_last if is_channels_last(x.memory) else torch.contiguous_format
+        assert x.grad.memory.is_contiguous(memory_format=layout), f"{case}: the gradient in the input's layout"
     if case in ("cat channels-last", "flip channels-last", "index_select channels-last"):
-        assert is_channels_last(out.data), f"{case} keeps the channels-last layout"
+        assert is_channels_last(out.memory), f"{case} keeps the channels-last layout"
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -324,12 +324,12 @@ def test_views_share_memory_and_copies_do_not(rng):
              x[:, :1].expand(2, 4, 3, 5), x.narrow(1, 2, 3), x.select(2, 1), *x.split(5, 1), *x.chunk(3, 2),
              *x.unbind(0), x.unfold(3, 2, 1), x.view(2, 4, 4, 3, 5), x.unflatten(1, (2, 8))]
     for v in views:
-        assert same_storage(v.data, x.data)
+        assert same_storage(v.memory, x.memory)
     copies = [x.clone(), x.flip(0), tnet.cat([x]), tnet.stack([x]), x.repeat(1, 1, 1, 1), x.index_select(0, tnet.tensor([0])),
               x.view(2, -1), x.reshape(32, 15)]  # the last two: NHWC memory cannot be viewed in NCHW order
     for c in copies:
-        assert not same_storage(c.data, x.data)
-    assert x.clone().data.stride() == x.data.stride() and x.contiguous(memory_format=torch.channels_last) is x
+        assert not same_storage(c.memory, x.memory)
+    assert x.clone().memory.stride() == x.memory.stride() and x.contiguous(memory_format=torch.channels_last) is x
 
 
 def test_a_conv_output_flattens_as_torchs_nchw_tensor(rng):
@@ -338,10 +338,10 @@ def test_a_conv_output_flattens_as_torchs_nchw_tensor(rng):
     from tnet import nn
     conv = nn.Conv2d(3, 16, 3)
     x, xr = pair(rng, 2, 3, 6, 5)
-    w, b = (p.data.double().cpu().contiguous().requires_grad_() for p in (conv.weight, conv.bias))  # NCHW, as torch
+    w, b = (p.memory.double().cpu().contiguous().requires_grad_() for p in (conv.weight, conv.bias))  # NCHW, as torch
     head, head_r = pair(rng, 10, 16 * 4 * 3)
     y = conv(x)
-    assert is_channels_last(y.data)
+    assert is_channels_last(y.memory)
     out = F.linear(y.view(y.size(0), -1), head) + F.linear(nn.Flatten()(y), head)
     yr = torch.nn.functional.conv2d(xr, w, b)
     ref = yr.view(yr.size(0), -1) @ head_r.T + torch.nn.Flatten()(yr) @ head_r.T
@@ -434,14 +434,14 @@ def test_index_select_error_leaves_no_stale_flag():
 
 def test_empty_and_like_factories_keep_torchs_dtypes_and_layouts():
     x = tnet.zeros(2, 16, 3, 5)
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     assert tnet.empty(2, 3).shape == (2, 3) and tnet.empty((4,), dtype=tnet.int64).dtype == torch.int64
     assert tnet.empty(2, 3, requires_grad=True).requires_grad
     for make in (tnet.empty_like, tnet.zeros_like, tnet.ones_like, lambda t, **kw: tnet.full_like(t, 2.5, **kw)):
         y = make(x)
-        assert y.shape == x.shape and y.dtype == x.dtype and is_channels_last(y.data)
+        assert y.shape == x.shape and y.dtype == x.dtype and is_channels_last(y.memory)
         assert make(x, dtype=tnet.float16).dtype == torch.float16
-    assert tnet.zeros_like(x).data.abs().max() == 0 and tnet.ones_like(x, dtype=tnet.int64).data.min() == 1
+    assert tnet.zeros_like(x).memory.abs().max() == 0 and tnet.ones_like(x, dtype=tnet.int64).memory.min() == 1
     assert tnet.full_like(tnet.tensor([1, 2]), 2.5).tolist() == [2, 2]  # an int tensor stays int, as torch
     with pytest.raises(TypeError):
         tnet.zeros_like(np.zeros(3))
@@ -453,7 +453,7 @@ def test_empty_and_like_factories_keep_torchs_dtypes_and_layouts():
 def test_arange_like_torch(args, kwargs):
     y, ref = tnet.arange(*args, **kwargs), torch.arange(*args, **kwargs)
     assert y.dtype == ref.dtype and y.shape == tuple(ref.shape)
-    assert_close(y.data.double(), ref.double(), 1e-7, f"arange{args}")
+    assert_close(y.memory.double(), ref.double(), 1e-7, f"arange{args}")
 
 
 def test_randperm_is_a_seeded_permutation():

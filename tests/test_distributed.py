@@ -92,7 +92,7 @@ def test_two_ranks_average_the_gradients_of_the_whole_batch(tmp_path):
             assert_close(torch.from_numpy(saved[f"grad.{name}"]), torch.from_numpy(ref[name]), TOL["ieee"],
                          f"rank {rank}'s gradient of {name}")
         np.testing.assert_array_equal(ranks[0][f"weight.{name}"], ranks[1][f"weight.{name}"])
-        assert_close(torch.from_numpy(ranks[0][f"weight.{name}"]), p.data.cpu(), TOL["ieee"], f"{name} after the step")
+        assert_close(torch.from_numpy(ranks[0][f"weight.{name}"]), p.memory.cpu(), TOL["ieee"], f"{name} after the step")
 
 
 def test_loader_shards_an_epoch_as_distributed_sampler(rng):

@@ -52,7 +52,7 @@ def test_inplace_write_to_a_saved_tensor_raises_as_torch():
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     y = F.exp(x)
     loss = F.sum(y)
-    y.data.add_(1)
+    y.memory.add_(1)
     one_line_error(RuntimeError, loss.backward)
     w = nn.Parameter(rng.standard_normal((4, 4)))
     loss = F.sum(F.matmul(x, w))
@@ -66,12 +66,12 @@ def test_inplace_write_to_a_saved_tensor_raises_as_torch():
 def test_no_false_positive_for_tensors_backward_does_not_read():
     x = tnet.tensor(np.arange(6.0).reshape(2, 3) - 2, requires_grad=True)
     loss = F.sum(F.mul(F.relu(x), 2.0))  # relu reads its output, not x
-    x.data.add_(1)
+    x.memory.add_(1)
     loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [2, 2, 2]])
     x.grad = None
     loss = F.sum(F.add(x, 1.0))
-    x.data.mul_(2)
+    x.memory.mul_(2)
     loss.backward()
     assert x._version == 2
 

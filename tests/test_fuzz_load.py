@@ -26,7 +26,7 @@ def _same(a, b):
     if isinstance(a, (tnet.Tensor, torch.Tensor)):
         if not isinstance(b, tnet.Tensor):
             return False
-        a, b = a.data if isinstance(a, tnet.Tensor) else a, b.data
+        a, b = a.memory if isinstance(a, tnet.Tensor) else a, b.memory
     if isinstance(a, torch.Tensor):
         return (isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape
                 and torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8)))
@@ -194,8 +194,8 @@ def test_bf16_tag_on_int16_keeps_the_shape(tmp_path):
     bits = torch.tensor([1.0, -2.0, 3.5], dtype=torch.bfloat16).view(torch.int16).numpy()
     back = tnet.load(_craft(tmp_path, [{"$tensor": 0, "dtype": "bfloat16"}, {"$tensor": 1, "dtype": "bfloat16"}],
                             (bits, bits[0].reshape(()))))
-    assert back[0].shape == (3,) and back[0].data.float().tolist() == [1.0, -2.0, 3.5]
-    assert back[1].shape == () and back[1].data.float().item() == 1.0
+    assert back[0].shape == (3,) and back[0].memory.float().tolist() == [1.0, -2.0, 3.5]
+    assert back[1].shape == () and back[1].memory.float().item() == 1.0
 
 
 def _refused(path, match):

@@ -72,7 +72,7 @@ def test_model_with_a_nan_weight_gives_nan_loss():
     import tnet.nn as nn
     tnet.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
-    model[0].weight.data[0, 0, 1, 1] = NAN  # .data is the parameter's device memory
+    model[0].weight.memory[0, 0, 1, 1] = NAN  # .memory is the parameter's device memory
     loss = F.cross_entropy(model(tnet.randn(2, 3, 8, 8)), tnet.tensor(np.array([1, 2])))
     assert np.isnan(loss.numpy()).all()
 

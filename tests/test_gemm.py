@@ -338,5 +338,5 @@ def test_linear_any_leading_dims(rng, ieee, shape):
     check_op(F.linear, tF.linear, [pair(rng, *shape), pair(rng, 5, 7), pair(rng, 5)], TOL["ieee"], rng)
     layer = tnet.nn.Linear(7, 5)
     ref = torch.nn.Linear(7, 5).double()
-    ref.weight.data, ref.bias.data = layer.weight.data.double().cpu(), layer.bias.data.double().cpu()
+    ref.weight.data, ref.bias.data = layer.weight.memory.double().cpu(), layer.bias.memory.double().cpu()
     check_op(layer, ref, [pair(rng, *shape)], TOL["ieee"], rng)

@@ -19,11 +19,11 @@ def test_capture_after_dead_graphs_in_cycles():
     gc.set_threshold(1)
     try:
         for _ in range(4):
-            graph = Graph(lambda: F.relu(x).data)
+            graph = Graph(lambda: F.relu(x).memory)
             graph.cycle = graph  # dead at the next rebinding, freed only by gc
-            assert gc.isenabled() and torch.equal(graph(), x.data)
+            assert gc.isenabled() and torch.equal(graph(), x.memory)
         gc.disable()
-        Graph(lambda: F.relu(x).data)
+        Graph(lambda: F.relu(x).memory)
         assert not gc.isenabled()
     finally:
         gc.enable()
@@ -63,7 +63,7 @@ def test_capture_runs_a_user_step_as_eager_calls_do():
     losses = [captured(x, y).item() for x, y in batches]
     assert losses == pytest.approx(eager, rel=1e-5)
     for (name, p), q in zip(model.named_parameters(), eager_model.parameters()):
-        assert torch.allclose(p.data, q.data, rtol=1e-5, atol=1e-6), name
+        assert torch.allclose(p.memory, q.memory, rtol=1e-5, atol=1e-6), name
     assert captured.__name__ == "step" and len(captured.graphs) == (1 if DEV.type == "cuda" else 0)
 
 
@@ -83,7 +83,7 @@ def test_capture_signatures_and_arguments():
                 out = double(x, 2.0)
         else:
             out = double(x, 2.0)
-        assert torch.equal(out.data, torch.full(shape, 2.0, device=DEV))
+        assert torch.equal(out.memory, torch.full(shape, 2.0, device=DEV))
     # on the GPU: (4,) eager, captured (its Python runs once more), replayed; (6,) eager twice
     assert len(calls) == (4 if DEV.type == "cuda" else 5)
     with pytest.raises(TypeError, match="hashable"):

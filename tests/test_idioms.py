@@ -49,7 +49,7 @@ def test_kl_div_of_a_zero_target_is_zero():
 
 def test_prelu_as_torch(rng):
     x, xr = leaf(rng, 2, 3, 4, 4)
-    x.data[0, 0, 0, :2] = 0.0
+    x.memory[0, 0, 0, :2] = 0.0
     xr.data[0, 0, 0, :2] = 0.0
     for n in (1, 3):
         w, wr = leaf(rng, n)
@@ -105,7 +105,7 @@ def test_names_scripts_touch_once():
     x = tnet.randn(2, 2)
     assert x.cpu() is x and x.cuda() is x and tnet.autograd.Variable(x) is x
     assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
-    assert_close(x.pow(2).data, x.data.double() ** 2, TOL["ieee"])
+    assert_close(x.pow(2).memory, x.memory.double() ** 2, TOL["ieee"])
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
 
 

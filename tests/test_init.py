@@ -78,12 +78,12 @@ def test_fills_are_in_place_counted_and_repeat_under_a_seed():
     under tnet.manual_seed or a numpy Generator given, and differ otherwise."""
     conv = nn.Conv2d(3, 5, 3)
     w = conv.weight
-    ptr, version = w.data.data_ptr(), w._version
+    ptr, version = w.memory.data_ptr(), w._version
     tnet.manual_seed(7)
     assert init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu") is w
     first = w.numpy().copy()
-    assert w.data.data_ptr() == ptr and w._version > version
-    assert w.data.is_contiguous(memory_format=torch.channels_last)
+    assert w.memory.data_ptr() == ptr and w._version > version
+    assert w.memory.is_contiguous(memory_format=torch.channels_last)
     assert not (init.kaiming_normal_(w).numpy() == first).all()
     tnet.manual_seed(7)
     assert (init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu").numpy() == first).all()
@@ -102,7 +102,7 @@ def test_fills_rewrite_the_16_bit_copies():
     low = amp.low_copy(p, torch.bfloat16)
     init.normal_(p)
     assert amp.low_copy(p, torch.bfloat16) is low
-    np.testing.assert_array_equal(low.float().cpu().numpy(), p.data.to(torch.bfloat16).float().cpu().numpy())
+    np.testing.assert_array_equal(low.float().cpu().numpy(), p.memory.to(torch.bfloat16).float().cpu().numpy())
     init.constant_(p, 0.25)
     assert (low.float().cpu().numpy() == 0.25).all()
     h = init.uniform_(leaf((5,), torch.float16), 2.0, 3.0)  # a 16-bit tensor is filled in its dtype
@@ -163,7 +163,7 @@ def test_layers_draw_torchs_default_init():
     assert (again.weight.numpy() == conv.weight.numpy()).all() and (again.bias.numpy() == conv.bias.numpy()).all()
     before = conv.weight.numpy().copy()
     conv.reset_parameters()
-    assert not (conv.weight.numpy() == before).all() and conv.weight.data.is_contiguous(memory_format=torch.channels_last)
+    assert not (conv.weight.numpy() == before).all() and conv.weight.memory.is_contiguous(memory_format=torch.channels_last)
     caffe = nn.Conv2d(16, 32, 3, weight_filler=nn.gaussian(0.01), bias_filler=nn.constant(0.5))
     assert abs(caffe.weight.numpy().std() / 0.01 - 1) < 0.1 and (caffe.bias.numpy() == 0.5).all()
     with pytest.raises(TypeError):

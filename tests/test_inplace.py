@@ -211,7 +211,7 @@ def test_tensor_conveniences_as_torch(rng):
     rt = ref.transpose(0, 2)[1:]
     assert (t.stride(), t.stride(-1), t.storage_offset(), t.is_contiguous(), t.element_size(), t.nelement()) == \
            (rt.stride(), rt.stride(-1), rt.storage_offset(), rt.is_contiguous(), rt.element_size(), rt.nelement())
-    assert t.data_ptr() == t.data.data_ptr() and tnet.numel(t) == 18 and x.mT.shape == (2, 4, 3)
+    assert t.data_ptr() == t.memory.data_ptr() and tnet.numel(t) == 18 and x.mT.shape == (2, 4, 3)
     with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
         tnet.ones(3).mT
     n = np.arange(3)

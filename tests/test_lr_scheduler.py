@@ -88,7 +88,7 @@ def test_scheduled_steps_reach_the_device(opt_name, opt_kwargs, monkeypatch, rng
         ref_sched.step()
         for p, r in zip(params, refs):
             r.grad = torch.tensor(rng.standard_normal(p.shape))
-            p.grad.data.copy_(r.grad)
+            p.grad.memory.copy_(r.grad)
         for kernel, grid, args, launch_kwargs in launches:
             kernel[grid](*args, **launch_kwargs)
     ref.step()

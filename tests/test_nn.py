@@ -152,7 +152,7 @@ def test_zero_grad_requires_grad_and_parameters(rng):
         net.register_buffer("b", np.ones(2))
     t = tnet.tensor(np.ones(3))
     p = nn.Parameter(t, requires_grad=False)
-    assert p.data is t.data and not p.requires_grad  # shares the memory, as torch's
+    assert p.memory is t.memory and not p.requires_grad  # shares the memory, as torch's
     assert nn.Parameter(np.ones(2), 2.0, 0.0).lr_mult == 2.0  # Caffe's multipliers, positional
 
 
@@ -327,13 +327,26 @@ def test_parameter_data_assignment():
     low = amp.low_copy(p, torch.float16)
     t = tnet.tensor(np.ones((2, 3)))
     p.data = t
-    assert p.data is t.data and p.requires_grad and (low.float().cpu().numpy() == 1).all()
+    assert p.memory is t.memory and p.requires_grad and (low.float().cpu().numpy() == 1).all()
     p.data = torch.full((2, 3), 2.0, dtype=torch.bfloat16, device=tnet.DEVICE)  # a 16-bit parameter, as torch's
     assert p.dtype == torch.bfloat16 and (p.float().numpy() == 2).all() and (low.float().cpu().numpy() == 2).all()
     p.data = torch.zeros(4, device=tnet.DEVICE)
     assert p.shape == (4,) and amp.low_copies(p) == []
-    with pytest.raises(TypeError, match="Parameter.data: expected a tnet.Tensor or a torch tensor"):
+    with pytest.raises(TypeError, match="Tensor.data: expected a tnet.Tensor"):
         p.data = np.ones(3)
+
+
+def test_data_is_a_tensor_autograd_does_not_see():
+    """x.data as torch's: a tnet Tensor on x's memory, without gradient, whose in-place writes
+    x's version counter does not see; tnet's ops take it (torch.max(out.data, 1))."""
+    x = tnet.tensor([[1.0, 3.0], [4.0, 2.0]], requires_grad=True)
+    d = x.data
+    assert isinstance(d, tnet.Tensor) and not d.requires_grad and d.memory.data_ptr() == x.memory.data_ptr()
+    values, indices = tnet.max(x.data, 1)
+    assert values.tolist() == [3.0, 4.0] and indices.tolist() == [1, 0]
+    version = x._version
+    d.memory.fill_(0.0)  # a write through .data
+    assert x._version == version and x.sum().item() == 0.0
 
 
 def test_nn_functional_is_tnet_functional():
@@ -363,14 +376,14 @@ def test_clip_grad_norm_is_torchs(norm_type, max_norm, rng):
     """The total norm returned and the gradients scaled in place (their memory kept), clipping
     (max_norm 0.7) or not; a parameter without gradient skipped."""
     params, refs = grads_pair(rng)
-    ptrs = [p.grad.data.data_ptr() for p in params[:-1]]
+    ptrs = [p.grad.memory.data_ptr() for p in params[:-1]]
     total = nn.utils.clip_grad_norm_(params, max_norm, norm_type)
     ref = torch.nn.utils.clip_grad_norm_(refs, max_norm, norm_type)
     assert isinstance(total, tnet.Tensor) and total.shape == ()
     assert_close(total, ref, TOL["ieee"], f"total {norm_type}-norm")
     for i, (p, r) in enumerate(zip(params[:-1], refs)):
         assert_close(p.grad, r.grad, TOL["ieee"], f"gradient {i}")
-    assert [p.grad.data.data_ptr() for p in params[:-1]] == ptrs and params[-1].grad is None
+    assert [p.grad.memory.data_ptr() for p in params[:-1]] == ptrs and params[-1].grad is None
 
 
 def test_clip_grad_norm_stays_on_the_device(rng):
@@ -399,7 +412,7 @@ def test_clip_grad_norm_of_nonfinite_and_missing_gradients(rng):
     gradients: a zero norm (an empty generator warns, as torch's)."""
     params, refs = grads_pair(rng)
     refs[0].grad[1, 2] = float("inf")
-    params[0].grad.data[1, 2] = float("inf")
+    params[0].grad.memory[1, 2] = float("inf")
     with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
         nn.utils.clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
     total = nn.utils.clip_grad_norm_(params, 1.0)

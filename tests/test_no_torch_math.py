@@ -42,7 +42,7 @@ def test_shape_ops_casts_random_and_dropout_use_torch_for_memory_only():
     with Recorder() as rec:
         tnet.manual_seed(3)
         x = tnet.tensor(rng.standard_normal((4, 16, 5, 3)), requires_grad=True)
-        x.data = x.data.contiguous(memory_format=torch.channels_last)
+        x.memory = x.memory.contiguous(memory_format=torch.channels_last)
         y = F.dropout(x[1:, ::2, None, 1:][..., 0, :, :], 0.3)  # slices of a channels-last tensor
         h = y.flatten(1).T.to(tnet.float16).float().t().view(3, -1)
         F.matmul(h, h.T).backward(np.ones((3, 3)))
@@ -70,7 +70,7 @@ def test_optimizers_use_torch_for_memory_only():
                  lambda ps: optim.Adam(ps, weight_decay=0.01), lambda ps: optim.AdamW(ps)):
         with Recorder() as rec:
             params = [nn.Parameter(rng.standard_normal(s)) for s in ((3, 5, 2, 2), (7,), (2,))]
-            params[0].data = params[0].data.contiguous(memory_format=torch.channels_last)
+            params[0].memory = params[0].memory.contiguous(memory_format=torch.channels_last)
             opt = make([{"params": params[:2]}, {"params": params[2:], "lr": 0.5}])
             schedule = optim.LambdaLR(opt, lambda it: 0.5 ** it)
             for p in params[:2]:
@@ -99,7 +99,7 @@ def test_init_modules_and_schedulers_use_torch_for_memory_only():
         init.eye_(fc), init.sparse_(fc, 0.5)
         net.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)
         net.half()(tnet.randn(2, 3, 2, 2)).float().sum().backward()
-        w.data = w.data.contiguous(memory_format=torch.channels_last)
+        w.memory = w.memory.contiguous(memory_format=torch.channels_last)
         opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
         scheds = [optim.lr_scheduler.OneCycleLR(opt, 0.5, total_steps=5), optim.lr_scheduler.CosineAnnealingLR(opt, 4)]
         opt.step()
@@ -117,7 +117,7 @@ def test_batch_norm_uses_torch_for_memory_only():
     rng = np.random.default_rng(0)
     layers = [nn.BatchNorm2d(3), nn.BatchNorm2d(3, momentum=None)]
     xs = [tnet.tensor(rng.standard_normal((4, 3, 5, 5)), requires_grad=True) for _ in range(2)]
-    xs[1].data = xs[1].data.contiguous(memory_format=torch.channels_last)
+    xs[1].memory = xs[1].memory.contiguous(memory_format=torch.channels_last)
     g = np.ones((4, 3, 5, 5))
     with Recorder() as rec:
         for bn, x in zip(layers, xs):
@@ -134,7 +134,7 @@ def test_pointwise_ops_and_reductions_use_torch_for_memory_only():
     import torch
     rng = np.random.default_rng(0)
     x, y = (tnet.tensor(rng.standard_normal(s) + 3, requires_grad=True) for s in ((2, 16, 3, 5), (16, 1, 1)))
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     with Recorder() as rec, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the interpreter's numpy on masked lanes (log of 0)
         h = (2 - x * y / 3 + x) ** 2
@@ -185,7 +185,7 @@ def test_training_step_of_a_modern_net_uses_torch_for_memory_only():
         model.eval()
         with tnet.no_grad():
             model(x).argmax(1)
-    assert torch.is_tensor(loss.data) and rec.ops, "the recorder saw nothing"
+    assert torch.is_tensor(loss.memory) and rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
 
 
@@ -199,7 +199,7 @@ def test_16_bit_ops_use_torch_for_memory_only():
     rng = np.random.default_rng(0)
     bn = nn.BatchNorm2d(16)
     x = tnet.tensor(rng.standard_normal((2, 16, 5, 5)), requires_grad=True, dtype=torch.bfloat16)
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     logits = tnet.tensor(rng.standard_normal((4, 10)), requires_grad=True, dtype=torch.float16)
     with Recorder() as rec, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the interpreter's numpy on masked lanes
@@ -292,7 +292,7 @@ def test_issue_26_element_wise_ops_and_layers_use_torch_for_memory_only():
     from tnet import nn
     rng = np.random.default_rng(0)
     x = tnet.tensor(rng.standard_normal((2, 16, 5, 6)), requires_grad=True)
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     labels = tnet.tensor(rng.integers(0, 16, (2, 5, 6)))
     w = tnet.tensor(rng.standard_normal((4, 6)), requires_grad=True)
     with Recorder() as rec, warnings.catch_warnings():

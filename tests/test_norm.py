@@ -26,9 +26,9 @@ def leaf(a, channels_last=False, requires_grad=True, dtype=torch.float32):
     """A tnet leaf of dtype and the float64 torch leaf with the values of the numpy array a, rounded
     to dtype first (at |x| = 1000 fp32's rounding would move the variance by 1e-5)."""
     t = tnet.tensor(a, requires_grad=requires_grad, dtype=dtype)
-    ref = t.data.double().cpu().requires_grad_(requires_grad)
+    ref = t.memory.double().cpu().requires_grad_(requires_grad)
     if channels_last:
-        t.data = t.data.contiguous(memory_format=torch.channels_last)
+        t.memory = t.memory.contiguous(memory_format=torch.channels_last)
     return t, ref
 
 
@@ -63,7 +63,7 @@ def test_batch_norm(rng, shape, channels_last, affine_w, affine_b, dtype=torch.f
         assert_close(y, ref, tol, f"{what}: step {step}")
         assert_close(rm, trm, TOL["ieee"], f"{what}: running_mean {step}")
         assert_close(rv, trv, TOL["ieee"], f"{what}: running_var {step}")
-        assert is_channels_last(y.data) == channels_last and y.dtype == dtype and rm.dtype == torch.float32
+        assert is_channels_last(y.memory) == channels_last and y.dtype == dtype and rm.dtype == torch.float32
     check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, f"{what}: training", tol)
     for t in (x, w, b):
         if t is not None:
@@ -83,8 +83,8 @@ def test_batch_norm_on_a_channel_slice(rng, channels_last):
     and gradients as torch's, through the slice into x."""
     x = tnet.tensor(rng.standard_normal((4, 6, 3, 5)), requires_grad=True)
     if channels_last:
-        x.data = x.data.contiguous(memory_format=torch.channels_last)
-    rx = x.data.double().cpu().requires_grad_(True)
+        x.memory = x.memory.contiguous(memory_format=torch.channels_last)
+    rx = x.memory.double().cpu().requires_grad_(True)
     layer, ref_layer = nn.BatchNorm2d(4), torch.nn.BatchNorm2d(4).double()
     for train in (True, False):
         layer.train(train), ref_layer.train(train)
@@ -153,7 +153,7 @@ def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last, activation
     x, rx = leaf(a, channels_last)
     rm, rv = torch.zeros(3, device=tnet.DEVICE), torch.ones(3, device=tnet.DEVICE)
     act = tF.gelu if activation == "gelu" else lambda t: t
-    y, mean, invstd = norm.batch_norm_train(x.data, None, None, 1e-5, rm, rv, 0.5, activation=activation)
+    y, mean, invstd = norm.batch_norm_train(x.memory, None, None, 1e-5, rm, rv, 0.5, activation=activation)
     ref_var = rx.detach().var((0, 2, 3), unbiased=False)
     assert_close(mean, rx.detach().mean((0, 2, 3)), TOL["ieee"], "mean")
     assert_close(1 / invstd.double() ** 2 - 1e-5, ref_var, TOL["ieee"], "biased variance")
@@ -198,7 +198,7 @@ def test_batch_norm_modules(rng, kwargs):
                            (nn.BatchNorm2d, (5, 3, 5, 3), True)):
         bn = cls(shape[1], **kwargs)
         for p in bn.parameters():
-            p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
+            p.memory.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
         ref = torch_bn(getattr(torch.nn, cls.__name__), bn, **kwargs)
         what = f"{cls.__name__} {shape} {kwargs}"
         for step in range(2):
@@ -225,7 +225,7 @@ def test_batch_norm_module_fuses_gelu(rng):
     torch's module and GELU, gradients and running statistics included; only the exact GELU fuses."""
     bn = nn.BatchNorm2d(7, eps=1e-12, momentum=0.4)
     for p in bn.parameters():
-        p.data.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
+        p.memory.copy_(torch.from_numpy(rng.standard_normal(p.shape)))
     ref = torch_bn(torch.nn.BatchNorm2d, bn, eps=1e-12, momentum=0.4)
     for step in range(2):
         x, rx = leaf(rng.standard_normal((5, 7, 5, 3)) + 2, channels_last=True)
@@ -266,9 +266,9 @@ def test_batch_norm_bad_input(rng):
     with pytest.raises(ValueError, match="needs num_batches_tracked"):
         F.batch_norm(x, rm, rv, training=True, momentum=None)
     with pytest.raises(ValueError, match="tnet.Tensor"):
-        F.batch_norm(x, rm.data, rv)
-    strided = F.batch_norm(tnet.Tensor(x.data.transpose(2, 3)), rm, rv)  # copied dense: as torch, no error
-    assert np.array_equal(strided.numpy(), F.batch_norm(tnet.Tensor(x.data.transpose(2, 3).contiguous()), rm, rv).numpy())
+        F.batch_norm(x, rm.memory, rv)
+    strided = F.batch_norm(tnet.Tensor(x.memory.transpose(2, 3)), rm, rv)  # copied dense: as torch, no error
+    assert np.array_equal(strided.numpy(), F.batch_norm(tnet.Tensor(x.memory.transpose(2, 3).contiguous()), rm, rv).numpy())
     with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
         nn.BatchNorm2d(3)(tnet.tensor(np.ones((5, 3))))
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
@@ -336,7 +336,7 @@ def test_batch_stats_as_accurate_as_torch(shift):
     ref = x.double()
     yref = (ref - ref.mean(0)) / torch.sqrt(ref.var(0, unbiased=False) + 1e-5)
     err = lambda y: ((y.double() - yref).norm() / yref.norm()).item()
-    ours = err(F.batch_norm(tnet.tensor(x.numpy()), None, None, training=True).data.cpu())
+    ours = err(F.batch_norm(tnet.tensor(x.numpy()), None, None, training=True).memory.cpu())
     theirs = err(tF.batch_norm(x, None, None, training=True))
     assert ours <= 4 * theirs + 1e-7, f"shift {shift}: relative error {ours:.2e}, torch fp32 {theirs:.2e}"
 
@@ -345,7 +345,7 @@ def test_batch_stats_as_accurate_as_torch(shift):
 def test_nan_inf_like_torch(bad):
     x = np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32)
     x[2, 1] = bad
-    y = F.batch_norm(tnet.tensor(x), None, None, training=True).data.cpu()
+    y = F.batch_norm(tnet.tensor(x), None, None, training=True).memory.cpu()
     ref = tF.batch_norm(torch.tensor(x), None, None, training=True)
     assert torch.equal(torch.isnan(y), torch.isnan(ref)), f"NaN pattern {y} vs torch {ref}"
 
@@ -361,10 +361,10 @@ def _bn_grads(x, w, b, g, lib):
     else:
         leaves = [tnet.tensor(v.float().numpy(), requires_grad=True, dtype=v.dtype) for v in (x, w, b)]
         if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] > 1:
-            leaves[0].data = leaves[0].data.contiguous(memory_format=torch.channels_last)
+            leaves[0].memory = leaves[0].memory.contiguous(memory_format=torch.channels_last)
         y = F.batch_norm(leaves[0], None, None, leaves[1], leaves[2], training=True)
         y.backward(tnet.tensor(g.float().numpy(), dtype=g.dtype))
-        y, grads = y.data.cpu(), [v.grad.data.cpu() for v in leaves]
+        y, grads = y.memory.cpu(), [v.grad.memory.cpu() for v in leaves]
     return [v.detach().double() for v in (y, *grads)]
 
 
@@ -424,7 +424,7 @@ def test_layer_norm_group_norm_and_embedding_as_torch(rng):
         mine, ref = nn.LayerNorm(norm_shape, **kwargs), torch.nn.LayerNorm(norm_shape, **kwargs).double()
         for p, r in zip(mine.parameters(), ref.parameters()):
             values = rng.standard_normal(p.shape)
-            p.data.copy_(torch.from_numpy(values))
+            p.memory.copy_(torch.from_numpy(values))
             r.data.copy_(torch.from_numpy(values))
         check(mine, ref, [leaf(rng, *shape)], rng)
         for p, r in zip(mine.parameters(), ref.parameters()):

@@ -38,7 +38,7 @@ def make(name, kwargs, rng, specs=PARAMS, group1=GROUP1):
     for shape, channels_last, lr_mult, decay_mult, group in specs:
         p = nn.Parameter(rng.standard_normal(shape), lr_mult, decay_mult)
         if channels_last:
-            p.data = p.data.contiguous(memory_format=torch.channels_last)
+            p.memory = p.memory.contiguous(memory_format=torch.channels_last)
         params.append(p)
         settings = {"weight_decay": DEFAULT_DECAY[name], **kwargs, **(group1 if group else {})}
         ref_groups.append({**settings, "params": [torch.tensor(p.numpy(), dtype=torch.float64, requires_grad=True)],
@@ -105,7 +105,7 @@ def test_replayed_launches_follow_the_schedule(name, monkeypatch, rng):
         ref_sched.step()
         for p, r in zip(params, refs):
             r.grad = torch.randn(r.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(step))
-            p.grad.data.copy_(r.grad)
+            p.grad.memory.copy_(r.grad)
         for kernel, grid, args, kwargs in launches:
             kernel[grid](*args, **kwargs)
     ref.step()
@@ -164,7 +164,7 @@ def test_state_dict_resumes_exactly(name, rng):
     # a second optimizer over copies of the parameters, at other hyperparameters
     copies, resumed, _, _ = make(name, {**kwargs, "lr": 0.5}, np.random.default_rng(9))
     for p, q in zip(params, copies):
-        q.data.copy_(p.data)
+        q.memory.copy_(p.memory)
     resumed.load_state_dict(state)
     assert [g["lr"] for g in resumed.param_groups] == [g["lr"] for g in opt.param_groups]
     for _ in range(2):
@@ -314,7 +314,7 @@ def test_muon_matches_its_float64_rule_within_torchs_own_bf16_error(rng):
     for shape, channels_last, group in MUON_PARAMS:
         p = nn.Parameter(rng.standard_normal(shape))
         if channels_last:
-            p.data = p.data.contiguous(memory_format=torch.channels_last)
+            p.memory = p.memory.contiguous(memory_format=torch.channels_last)
         params.append(p)
         refs.append(torch.tensor(p.numpy(), dtype=torch.float64))
         settings.append({"lr": 0.02, "momentum": 0.95, "weight_decay": 0.1, **(MUON_GROUP1 if group else {})})
@@ -363,7 +363,7 @@ def test_muon_state_dict_and_errors(rng):
     p.grad = tnet.tensor(rng.standard_normal((5, 4)))
     opt.step()
     twin = optim.Muon([q], lr=0.05)
-    q.data.copy_(p.data)
+    q.memory.copy_(p.memory)
     twin.load_state_dict(opt.state_dict())
     g = rng.standard_normal((5, 4))
     p.grad, q.grad = tnet.tensor(g), tnet.tensor(g)
@@ -379,7 +379,7 @@ def test_muon_state_dict_and_errors(rng):
         with pytest.raises(ValueError, match=error):
             make_opt()
     with pytest.raises(ValueError, match="GradScaler"):
-        opt._step(tnet.tensor([1.0]).data, tnet.tensor([0.0]).data)
+        opt._step(tnet.tensor([1.0]).memory, tnet.tensor([0.0]).memory)
     r = nn.Parameter(np.ones((2, 2)), 2.0)
     r.grad = tnet.tensor(np.ones((2, 2)))
     with pytest.raises(ValueError, match="lr_mult"):

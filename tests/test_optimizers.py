@@ -85,7 +85,7 @@ def test_state_dict_round_trip(rng):
         state = opt.state_dict()
         copies, resumed, _, _ = make(name, {**kwargs, "lr": 0.5}, np.random.default_rng(9))
         for p, q in zip(params, copies):
-            q.data.copy_(p.data)
+            q.memory.copy_(p.memory)
         resumed.load_state_dict(state)
         assert resumed.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
         for _ in range(2):
@@ -122,7 +122,7 @@ def test_replayed_launches_follow_the_schedule(monkeypatch, rng):
         for p, r in zip(params, refs):
             if p.grad is not None:
                 r.grad = torch.tensor(rng.standard_normal(p.shape))
-                p.grad.data.copy_(r.grad)
+                p.grad.memory.copy_(r.grad)
         for kernel, grid, args, kwargs in log[:3]:
             kernel[grid](*args, **kwargs)
         ref.step()
@@ -137,9 +137,9 @@ def test_gradscaler_unscale_then_clip(rng):
     for step in range(3):
         set_grads(params, refs, rng)
         if step == 1:
-            params[0].grad.data[1, 2] = float("inf")
+            params[0].grad.memory[1, 2] = float("inf")
         for p in params[:2]:
-            p.grad.data.mul_(scaler.get_scale())  # as scaler.scale(loss).backward() leaves them
+            p.grad.memory.mul_(scaler.get_scale())  # as scaler.scale(loss).backward() leaves them
         scaler.unscale_(opt)
         with pytest.raises(RuntimeError, match="already been called"):
             scaler.unscale_(opt)

@@ -29,7 +29,7 @@ def test_pad(rng, shape, padding, mode, channels_last, dtype=torch.float32):
     value = 0.5 if mode == "constant" else None
     out = check_op(lambda t: F.pad(t, padding, mode, value), lambda t: tF.pad(t, padding, mode, value), [x],
                    tol_for(dtype, 1e-6), rng)
-    assert is_channels_last(out.data) == channels_last and out.dtype == dtype
+    assert is_channels_last(out.memory) == channels_last and out.dtype == dtype
 
 
 def test_pad_strided_input_and_layers(rng):

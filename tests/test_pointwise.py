@@ -55,7 +55,7 @@ def test_layouts(rng, monkeypatch):
         x, y = leaf(rng, *shape, channels_last=cl_x), leaf(rng, *other, channels_last=cl_y)
         flat.clear()
         out = check(lambda a, b: a * b + a, lambda a, b: a * b + a, [x, y], rng)
-        assert is_channels_last(out.data) == want_cl and is_channels_last(x[0].grad.data) == cl_x
+        assert is_channels_last(out.memory) == want_cl and is_channels_last(x[0].grad.memory) == cl_x
         assert flat[:2] == [want_flat, True], flat  # a * b, then (a * b) + a: both outputs laid out like a
 
 
@@ -92,16 +92,16 @@ def test_unary(rng, name, channels_last, dtype=torch.float32):
     fn, ref, positive = UNARY[name]
     x = leaf(rng, 3, 5, 2, 7, channels_last=channels_last, positive=positive, dtype=dtype)
     out = check(fn, ref, [x], rng, tol_for(dtype))
-    assert is_channels_last(out.data) == channels_last
+    assert is_channels_last(out.memory) == channels_last
     assert out.dtype == x[0].grad.dtype == dtype
 
 
 def test_unary_strided_input(rng):
     """A transposed view (no copy) goes through the strided path; the output is contiguous."""
     x, rx = leaf(rng, 7, 5)
-    out = F.tanh(tnet.Tensor(x.data.t()))
+    out = F.tanh(tnet.Tensor(x.memory.t()))
     assert_close(out, torch.tanh(rx.t()), TOL["ieee"], "tanh of a transposed view")
-    assert out.data.is_contiguous()
+    assert out.memory.is_contiguous()
 
 
 def test_tanh_accuracy():
@@ -221,7 +221,7 @@ def test_integer_arithmetic_promotes_as_torch(rng):
     for got, ref in [(ta + tb, ra + rb), (ta - 3, ra - 3), (ta * tb, ra * rb), (-ta, -ra), (2 * ta, 2 * ra),
                      (ta * 2.5, ra * 2.5), (tf + ta, rf + ra), (ta - tf, ra - rf)]:
         assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
-        assert_close(got.data, ref, TOL["ieee"])
+        assert_close(got.memory, ref, TOL["ieee"])
 
 
 # ---- activations at NaN and at their kinks; the inplace= flag --------------------------------
@@ -252,7 +252,7 @@ def test_activations_at_nan_and_kinks():
 def test_elu_accuracy_near_zero():
     """elu's expm1 keeps its relative accuracy where exp(x) - 1 would cancel."""
     x = torch.tensor([-1e-7, -3e-4, -0.01, -0.3, -5.0, -30.0, -200.0])
-    y = F.elu(tnet.Tensor(x.to(DEV))).data.double().cpu()
+    y = F.elu(tnet.Tensor(x.to(DEV))).memory.double().cpu()
     assert ((y - torch.expm1(x.double())).abs() / torch.expm1(x.double()).abs()).max() < 1e-6
 
 
@@ -298,30 +298,30 @@ def test_comparisons(rng, name):
     op = getattr(torch, name)
     for out, ref in [(getattr(F, name)(ta, tb), op(ra, rb)), (getattr(ta, COMPARE[name])(tb), op(ra, rb)),
                      (getattr(F, name)(ta, 0.25), op(ra, 0.25)), (getattr(F, name)(0.25, tb), op(torch.tensor(0.25), rb)),
-                     (getattr(F, name)(tnet.Tensor(tb.data.t()), 0.1), op(rb.t(), 0.1))]:  # a strided view
+                     (getattr(F, name)(tnet.Tensor(tb.memory.t()), 0.1), op(rb.t(), 0.1))]:  # a strided view
         assert out.dtype == torch.bool and not out.requires_grad
         assert np.array_equal(out.numpy(), ref.numpy())
     ia, ib = tnet.tensor([3, 2**40 + 1, -7]), tnet.tensor([3, 2**40, 5])  # integers compare exactly
-    assert np.array_equal(getattr(F, name)(ia, ib).numpy(), op(ia.data.cpu(), ib.data.cpu()).numpy())
-    assert np.array_equal(getattr(F, name)(ia, 2**40 + 1).numpy(), op(ia.data.cpu(), 2**40 + 1).numpy())
+    assert np.array_equal(getattr(F, name)(ia, ib).numpy(), op(ia.memory.cpu(), ib.memory.cpu()).numpy())
+    assert np.array_equal(getattr(F, name)(ia, 2**40 + 1).numpy(), op(ia.memory.cpu(), 2**40 + 1).numpy())
 
 
 def test_comparison_operators_and_accuracy_idiom(rng):
     x = tnet.tensor(rng.standard_normal((9, 4)), requires_grad=True)
     y = tnet.tensor(rng.integers(0, 4, 9))
     hits = x.argmax(1) == y
-    expect = (x.data.cpu().argmax(1) == y.data.cpu())
+    expect = (x.memory.cpu().argmax(1) == y.memory.cpu())
     assert hits.dtype == torch.bool and np.array_equal(hits.numpy(), expect.numpy())
     assert hits.float().mean().item() == pytest.approx(expect.float().mean().item())
     total = hits.sum()
     assert total.dtype == torch.int64 and total.item() == expect.sum().item() and isinstance(total.item(), int)
-    assert np.array_equal((x > 0).numpy(), (x.data > 0).cpu().numpy())
-    assert np.array_equal((0 < x).numpy(), (x.data > 0).cpu().numpy())  # Python reflects it to x > 0
+    assert np.array_equal((x > 0).numpy(), (x.memory > 0).cpu().numpy())
+    assert np.array_equal((0 < x).numpy(), (x.memory > 0).cpu().numpy())  # Python reflects it to x > 0
     assert np.array_equal((x != x).numpy(), np.zeros((9, 4), bool))
     assert hash(x) == hash(x) and len({x, x}) == 1  # tensors stay hashable by identity
     counts = (x > 0).sum(1)
-    assert counts.dtype == torch.int64 and np.array_equal(counts.numpy(), (x.data > 0).sum(1).cpu().numpy())
-    assert (x > 0).long().sum().item() == int((x.data > 0).sum()) and (x > 0).int().dtype == torch.int32
+    assert counts.dtype == torch.int64 and np.array_equal(counts.numpy(), (x.memory > 0).sum(1).cpu().numpy())
+    assert (x > 0).long().sum().item() == int((x.memory > 0).sum()) and (x > 0).int().dtype == torch.int32
 
 
 @pytest.mark.parametrize("dtype", LOW)

@@ -273,7 +273,7 @@ def test_adaptive_pool(rng, mode, shape, size, channels_last, dtype=torch.float3
     ours, theirs = getattr(F, f"adaptive_{mode}_pool2d"), getattr(tF, f"adaptive_{mode}_pool2d")
     x = pair(rng, *shape, dtype=dtype, channels_last=channels_last)
     out = check_op(lambda t: ours(t, size), lambda t: theirs(t, size), [x], tol_for(dtype, 1e-6), rng)
-    assert out.dtype == dtype and is_channels_last(out.data) == (channels_last and out.shape[-2:] != (1, 1))
+    assert out.dtype == dtype and is_channels_last(out.memory) == (channels_last and out.shape[-2:] != (1, 1))
 
 
 def test_adaptive_pool_modules_indices_and_slices(rng):
@@ -282,10 +282,10 @@ def test_adaptive_pool_modules_indices_and_slices(rng):
              [x], 1e-6, rng)
     y, idx = nn.AdaptiveMaxPool2d(3, return_indices=True)(x[0])
     ref, ref_idx = tF.adaptive_max_pool2d(x[1], 3, return_indices=True)
-    assert idx.dtype == torch.int64 and torch.equal(idx.data.cpu(), ref_idx)
+    assert idx.dtype == torch.int64 and torch.equal(idx.memory.cpu(), ref_idx)
     nan = x[0].detach()
-    nan.data[0, 0, 1, 1] = float("nan")
-    assert torch.isnan(F.adaptive_max_pool2d(nan, 2).data[0, 0, 0, 0])
+    nan.memory[0, 0, 1, 1] = float("nan")
+    assert torch.isnan(F.adaptive_max_pool2d(nan, 2).memory[0, 0, 0, 0])
     with pytest.raises(ValueError, match="output_size must be positive"):
         F.adaptive_avg_pool2d(x[0], (0, 2))
 

@@ -47,10 +47,10 @@ def test_manual_seed_reproduces_draws():
     tnet.manual_seed(1234)
     a, b = tnet.rand(37, 11), tnet.randn(5, 3)
     tnet.manual_seed(1234)
-    assert torch.equal(a.data, tnet.rand(37, 11).data) and torch.equal(b.data, tnet.randn(5, 3).data)
-    assert not torch.equal(a.data, tnet.rand(37, 11).data), "a second draw differs"
+    assert torch.equal(a.memory, tnet.rand(37, 11).memory) and torch.equal(b.memory, tnet.randn(5, 3).memory)
+    assert not torch.equal(a.memory, tnet.rand(37, 11).memory), "a second draw differs"
     tnet.manual_seed(1235)
-    assert not torch.equal(a.data, tnet.rand(37, 11).data), "another seed differs"
+    assert not torch.equal(a.memory, tnet.rand(37, 11).memory), "another seed differs"
     tnet.manual_seed(-1)  # any Python int, as torch (taken modulo 2^64)
     tnet.rand(2)
 
@@ -81,7 +81,7 @@ def binomial_ok(zeroed, n, p):
 
 def f64(t):
     """A tnet tensor's values as a float64 numpy array (numpy has no bfloat16)."""
-    return t.data.double().cpu().numpy()
+    return t.memory.double().cpu().numpy()
 
 
 def check_dropout(x, y, p):
@@ -110,16 +110,16 @@ def test_dropout_train_mask_scale_gradient(rng, dtype=torch.float32):
 def test_dropout_16_bit(rng, dtype):
     test_dropout_train_mask_scale_gradient(rng, dtype)
     x = tnet.tensor(rng.standard_normal((2, 16, 5, 3)) + 5.0, dtype=dtype)
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     y = F.dropout(x, 0.5)
-    assert y.dtype == dtype and is_channels_last(y.data)
+    assert y.dtype == dtype and is_channels_last(y.memory)
     check_dropout(x, y, 0.5)
 
 
 def test_dropout_channels_last_keeps_layout(rng):
     x, _ = pair(rng, 2, 16, 5, 3, channels_last=True)
     y = F.dropout(x, 0.5)
-    assert is_channels_last(y.data)
+    assert is_channels_last(y.memory)
     kept = check_dropout(x, y, 0.5)
     g = torch.tensor(rng.standard_normal(y.shape), dtype=torch.float32).contiguous(memory_format=torch.channels_last)
     y.backward(g)
@@ -180,7 +180,7 @@ def test_dropout_and_identity_modules():
 def test_captured_dropout_draws_a_new_mask_on_every_replay():
     from tnet.graph import Graph
     x = tnet.ones(256, 129)
-    graph = Graph(lambda: (F.dropout(x, 0.5).data, tnet.rand(1000).data))
+    graph = Graph(lambda: (F.dropout(x, 0.5).memory, tnet.rand(1000).memory))
     masks, draws = zip(*[[t.clone() for t in graph()] for _ in range(3)])
     for i in range(2):
         assert not torch.equal(masks[i], masks[i + 1]) and not torch.equal(draws[i], draws[i + 1])
@@ -208,14 +208,14 @@ def test_dropout2d_drops_whole_channels():
     input keeps its layout."""
     tnet.manual_seed(4)
     x = tnet.tensor(np.random.default_rng(0).uniform(1, 2, (6, 16, 3, 3)), requires_grad=True)
-    x.data = x.data.contiguous(memory_format=torch.channels_last)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     y = F.dropout2d(x, 0.4)
     y.sum().backward()
-    ratio = (y.data / x.data).cpu().numpy()
+    ratio = (y.memory / x.memory).cpu().numpy()
     per_map = ratio.reshape(6, 16, 9)
     kept = per_map[..., 0]
     assert np.allclose(per_map, per_map[..., :1]) and np.all(np.isclose(kept, 0) | np.isclose(kept, 1 / 0.6))
-    assert 10 < (per_map[..., 0] == 0).sum() < 70 and is_channels_last(y.data)
+    assert 10 < (per_map[..., 0] == 0).sum() < 70 and is_channels_last(y.memory)
     assert np.allclose(x.grad.numpy(), ratio)
     assert F.dropout2d(x, 0.4, training=False) is x and F.dropout2d(x, 0.0) is x
     z = F.dropout2d(tnet.ones(5, 2, 2), 0.5).numpy().reshape(5, 4)

@@ -23,7 +23,7 @@ def test_round_trip(tmp_path):
     assert isinstance(back["weights"]["w"], tnet.Tensor)
     np.testing.assert_array_equal(back["weights"]["w"].numpy(), obj["weights"]["w"].numpy())
     assert back["weights"]["b"].dtype == torch.bfloat16
-    assert back["weights"]["b"].data.float().tolist() == [1.0, 1.0, 1.0]
+    assert back["weights"]["b"].memory.float().tolist() == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(back["array"], obj["array"])
     assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == [3, "y"]
     assert sorted(back["by_index"]) == [0, 7] and back["by_index"][7] == "seven" and back["$odd"] == 1

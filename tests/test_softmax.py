@@ -317,7 +317,7 @@ def test_cross_entropy_probability_targets(rng, reduction, shape, weighted, smoo
     weight = np.abs(rng.standard_normal(shape[1])) + 0.1 if weighted else None
     x = pair(rng, *shape, scale=3)
     probs = tnet.tensor(np.moveaxis(rng.dirichlet(np.ones(shape[1]), (shape[0], *shape[2:])), -1, 1), requires_grad=True)
-    target = (probs, probs.data.double().cpu().requires_grad_(True))
+    target = (probs, probs.memory.double().cpu().requires_grad_(True))
     _loss_check(rng, F.cross_entropy, tF.cross_entropy, x, target, weight=weight, reduction=reduction,
                 label_smoothing=smoothing)
     module = tnet.nn.CrossEntropyLoss(None if weight is None else tnet.tensor(weight), label_smoothing=smoothing)

@@ -180,13 +180,13 @@ def test_bfloat16_training_step_through_the_tape(rng, channels_last):
     a = rng.standard_normal((3, C, 7, 6)) * 0.5
     a[:, :, ::2, ::2] += 4
     x = tnet.tensor(a, requires_grad=True, dtype=torch.bfloat16)
-    rx = x.data.double().requires_grad_(True)
+    rx = x.memory.double().requires_grad_(True)
     if channels_last:
-        x.data = x.data.contiguous(memory_format=torch.channels_last)
+        x.memory = x.memory.contiguous(memory_format=torch.channels_last)
     bn, ref_bn = tnet.nn.BatchNorm2d(C), torch.nn.BatchNorm2d(C).double().to(rx.device)
     for p, q in zip(bn.parameters(), ref_bn.parameters()):
         values = rng.uniform(0.5, 1.5, p.shape)  # weights > 0 keep the spikes the maxima
-        p.data.copy_(torch.from_numpy(values))
+        p.memory.copy_(torch.from_numpy(values))
         q.data.copy_(torch.from_numpy(values.astype(np.float32)))
     loss = F.max_pool2d(F.gelu(bn(x)), 3, 2, 1).mean()
     ref = tF.max_pool2d(tF.gelu(ref_bn(rx)), 3, 2, 1).mean()

@@ -54,7 +54,7 @@ def _at_special(fn, ref, nan_grad=None):
     """Values and gradients at SPECIAL element by element against torch's in float64 (of the float32
     inputs), NaN matching NaN; nan_grad: the gradient at NaN (SPECIAL[0]) instead of float64's."""
     x = tnet.tensor(SPECIAL, requires_grad=True)
-    rx = x.data.double().cpu().requires_grad_(True)
+    rx = x.memory.double().cpu().requires_grad_(True)
     y, ry = fn(x), ref(rx)
     np.testing.assert_allclose(y.numpy(), ry.detach().numpy(), rtol=2e-6, atol=1e-7, equal_nan=True)
     y.backward(np.ones(len(SPECIAL)))
@@ -84,13 +84,13 @@ def test_activations(rng, name):
 def test_rounding_and_accuracy():
     """Ties to even, large floats, decimals; log1p and expm1 keep relative accuracy near 0."""
     x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999997, -0.49999997, 8388609.0, -8388607.5, 1e30, 2.0 ** 23 + 2])
-    assert torch.equal(tnet.round(tnet.Tensor(x.to(tnet.DEVICE))).data.cpu(), torch.round(x))
+    assert torch.equal(tnet.round(tnet.Tensor(x.to(tnet.DEVICE))).memory.cpu(), torch.round(x))
     y = torch.tensor([1.2345, -1234.5, 0.125, 2.675, -0.0051, 1e-3])
     for d in (2, 1, -1, -2):
-        assert torch.equal(tnet.round(tnet.Tensor(y.to(tnet.DEVICE)), decimals=d).data.cpu(), torch.round(y, decimals=d))
+        assert torch.equal(tnet.round(tnet.Tensor(y.to(tnet.DEVICE)), decimals=d).memory.cpu(), torch.round(y, decimals=d))
     tiny = torch.tensor([1e-7, -3e-6, 2e-4, -0.01, 0.3, -0.7, 5.0])
     for name in ("log1p", "expm1"):
-        got = getattr(tnet, name)(tnet.Tensor(tiny.to(tnet.DEVICE))).data.double().cpu()
+        got = getattr(tnet, name)(tnet.Tensor(tiny.to(tnet.DEVICE))).memory.double().cpu()
         want = getattr(torch, name)(tiny.double())
         assert ((got - want).abs() / want.abs()).max() < 2e-6, name
 
@@ -133,9 +133,9 @@ def test_tensor_math(rng):
     x = tnet.tensor([[np.nan, 1.0], [2.0, np.inf]])
     assert np.array_equal(tnet.triu(x).numpy(), [[np.nan, 1.0], [0.0, np.inf]], equal_nan=True)
     ints = tnet.tensor(np.arange(12).reshape(3, 4))
-    assert torch.equal(tnet.tril(ints).data.cpu(), torch.tril(torch.arange(12).reshape(3, 4)))
+    assert torch.equal(tnet.tril(ints).memory.cpu(), torch.tril(torch.arange(12).reshape(3, 4)))
     filled = ints.masked_fill(tnet.tensor([True, False, False, True]), 2.7)
-    assert torch.equal(filled.data.cpu(), torch.arange(12).reshape(3, 4).masked_fill(torch.tensor([1, 0, 0, 1]).bool(), 2.7))
+    assert torch.equal(filled.memory.cpu(), torch.arange(12).reshape(3, 4).masked_fill(torch.tensor([1, 0, 0, 1]).bool(), 2.7))
 
 
 def test_glu_softmin_and_layout(rng):
@@ -143,7 +143,7 @@ def test_glu_softmin_and_layout(rng):
     check(lambda x: F.softmin(x, -1), lambda x: tF.softmin(x, -1), [leaf(rng, 3, 7)], rng)
     x = leaf(rng, 2, 5, 3, 3, channels_last=True)
     out = check(lambda t: F.mish(t).sin(), lambda t: tF.mish(t).sin(), [x], rng)
-    assert is_channels_last(out.data)
+    assert is_channels_last(out.memory)
 
 
 @pytest.mark.parametrize("dtype", LOW)

@@ -24,7 +24,7 @@ def assert_same(ours, ref, what="batch"):
         assert isinstance(ours, tnet.Tensor) and ours.device == tnet.DEVICE, f"{what}: {type(ours).__name__}"
         assert ours.dtype == data.device_dtype(ref.dtype) and ours.shape == tuple(ref.shape), \
             f"{what}: {ours.dtype} {ours.shape} for {ref.dtype} {tuple(ref.shape)}"
-        assert torch.equal(ours.data.cpu(), ref.to(ours.dtype)), f"{what}: values differ"
+        assert torch.equal(ours.memory.cpu(), ref.to(ours.dtype)), f"{what}: values differ"
     elif isinstance(ref, dict):
         assert type(ours) is type(ref) and ours.keys() == ref.keys(), what
         for key in ref:
@@ -265,4 +265,4 @@ def test_collate_errors_and_edges():
         frozen.flags.writeable = False
         assert data.default_collate([frozen, frozen]).shape == (2, 4)
     batch = data.default_collate([torch.ones(2, requires_grad=True)] * 3)
-    assert batch.shape == (3, 2) and not batch.requires_grad and not batch.data.requires_grad
+    assert batch.shape == (3, 2) and not batch.requires_grad and not batch.memory.requires_grad

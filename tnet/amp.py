@@ -10,7 +10,7 @@ Inside the block, conv2d, linear and matmul run on 16-bit operands (fp32 sums) a
 input's dtype, with their statistics and sums in fp32; the losses return fp32. Parameters
 stay fp32 masters with fp32 gradients: a layer reads a parameter's 16-bit copy (`low_copy`),
 made on first use and then rewritten by the optimizer's kernel as it updates the parameter
-(no extra pass), and by Module.load_state_dict. A parameter changed by hand through `.data`
+(no extra pass), and by Module.load_state_dict. A parameter changed by hand through `.memory`
 must call `refresh_low_copies(p)`: its copy is kept for the parameter's lifetime, unlike
 torch's per-block cache, so that a captured CUDA graph keeps one address for it.
 
@@ -73,10 +73,10 @@ def is_autocast_enabled():
 
 def low_copy(p, dtype):
     """The 16-bit copy of parameter p (a tnet.Tensor holding fp32 data) in dtype: a torch
-    tensor laid out as p.data, made on the first call and kept on p (p._low, by dtype)."""
+    tensor laid out as p.memory, made on the first call and kept on p (p._low, by dtype)."""
     low = p.__dict__.setdefault("_low", {})
     if dtype not in low:
-        low[dtype] = copy_(torch.empty_like(p.data, dtype=dtype), p.data)
+        low[dtype] = copy_(torch.empty_like(p.memory, dtype=dtype), p.memory)
     return low[dtype]
 
 
@@ -86,13 +86,13 @@ def low_copies(p):
 
 
 def refresh_low_copies(p):
-    """Rewrite p's 16-bit copies from p.data in place (their addresses stay)."""
+    """Rewrite p's 16-bit copies from p.memory in place (their addresses stay)."""
     for t in low_copies(p):
-        copy_(t, p.data)
+        copy_(t, p.memory)
 
 
 def drop_low_copies(p):
-    """Forget p's 16-bit copies (p.data was replaced by another shape or layout): the next use
+    """Forget p's 16-bit copies (p.memory was replaced by another shape or layout): the next use
     under autocast makes them anew."""
     p.__dict__.pop("_low", None)
 
@@ -102,10 +102,10 @@ def cast_operand(x, dtype):
     own data when already in dtype; a parameter's (an fp32 leaf that requires grad) kept
     16-bit copy (low_copy); else a fresh cast by the copy kernel, in x's memory layout."""
     if x.dtype == dtype:
-        return x.data
+        return x.memory
     if x.dtype == torch.float32 and x.requires_grad and x._entry is None:
         return low_copy(x, dtype)
-    return copy_(torch.empty_like(x.data, dtype=dtype), x.data)
+    return copy_(torch.empty_like(x.memory, dtype=dtype), x.memory)
 
 
 class GradScaler:
@@ -163,7 +163,7 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if self._stage(optimizer) == "stepped":
             raise RuntimeError("unscale_() is being called after step().")
-        grads = [p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        grads = [p.grad.memory for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         optim_kernels.find_inf_(grads, self._found_inf, self._scale)
         self._stages[id(optimizer)] = "unscaled"
 

@@ -45,9 +45,9 @@ class _Bucket:
 
     def __init__(self, params, device, dtype):
         self.params = params
-        self.buffer = torch.empty(sum(p.data.numel() for p in params), device=device, dtype=dtype)
+        self.buffer = torch.empty(sum(p.memory.numel() for p in params), device=device, dtype=dtype)
         # each parameter's part of the buffer, in order
-        self.parts = list(zip(params, self.buffer.split([p.data.numel() for p in params])))
+        self.parts = list(zip(params, self.buffer.split([p.memory.numel() for p in params])))
         self.reset()
 
     def reset(self):
@@ -72,21 +72,21 @@ class DistributedDataParallel(Module):
         self.world_size = _dist.get_world_size(process_group)
         params = [p for p in module.parameters() if p.requires_grad]
         check(params, "DistributedDataParallel: the module has no parameter that requires grad")
-        device = params[0].data.device
+        device = params[0].memory.device
         self._scale = torch.full((1,), 1.0 / self.world_size, device=device)
         # rank 0's weights (and buffers) everywhere, and their 16-bit copies rewritten
         for t in module._state().values():
-            _dist.broadcast(t.data, 0, group=process_group)
+            _dist.broadcast(t.memory, 0, group=process_group)
         for p in module.parameters():
             amp.refresh_low_copies(p)
         cap = (BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb) * 2**20
         self._buckets, current, size = [], [], 0
         for p in reversed(params):  # a backward reaches the last layers first
-            if current and (size + p.data.numel() * p.data.element_size() > cap or p.dtype != current[0].dtype):
+            if current and (size + p.memory.numel() * p.memory.element_size() > cap or p.dtype != current[0].dtype):
                 self._buckets.append(_Bucket(current, device, current[0].dtype))
                 current, size = [], 0
             current.append(p)
-            size += p.data.numel() * p.data.element_size()
+            size += p.memory.numel() * p.memory.element_size()
         self._buckets.append(_Bucket(current, device, current[0].dtype))
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
@@ -114,7 +114,7 @@ class DistributedDataParallel(Module):
             if p.grad is None:
                 part.zero_()
             else:
-                copy_(part, _flat(p.grad.data))
+                copy_(part, _flat(p.grad.memory))
         scale_(bucket.buffer, self._scale)
         bucket.work = _dist.all_reduce(bucket.buffer, group=self.process_group, async_op=True)
 
@@ -131,6 +131,6 @@ class DistributedDataParallel(Module):
             bucket.work.wait()
             for p, part in bucket.parts:
                 if p.grad is None:  # no rank's backward reached it here: the others' average
-                    p.grad = Tensor(empty_in_layout(p.data))
-                copy_(_flat(p.grad.data), part)
+                    p.grad = Tensor(empty_in_layout(p.memory))
+                copy_(_flat(p.grad.memory), part)
             bucket.reset()

@@ -136,7 +136,7 @@ def _like(name, input, make, dtype, device, requires_grad, memory_format):
     _check_device(name, device)
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be a tnet.Tensor, not {type(input).__name__}")
-    return _leaf(name, make(input.data, dtype=dtype or input.dtype, memory_format=memory_format), requires_grad)
+    return _leaf(name, make(input.memory, dtype=dtype or input.dtype, memory_format=memory_format), requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):

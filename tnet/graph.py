@@ -15,7 +15,7 @@ from .kernels.data import gather
 from .kernels.launch import CaptureError  # noqa: F401 (tnet.graph.CaptureError: what capture raises)
 from .kernels.pointwise import add_
 from .kernels.softmax import count_correct
-from .tensor import Tensor, no_grad
+from .tensor import Tensor, memory_of, no_grad
 
 
 class Graph:
@@ -113,7 +113,7 @@ def _signature(args):
     argument's value (it must be hashable: it is fixed in the graph)."""
     key = []
     for i, a in enumerate(args):
-        t = a.data if isinstance(a, Tensor) else a
+        t = memory_of(a)
         if isinstance(t, torch.Tensor):
             key.append((type(a), tuple(t.shape), t.dtype, t.device, isinstance(a, Tensor) and a.requires_grad))
             continue
@@ -146,8 +146,8 @@ class _Captured:
 
     def __call__(self, args):
         for static, a in zip(self.static, args):
-            src = a.data if isinstance(a, Tensor) else a
-            dst = static.data if isinstance(static, Tensor) else static
+            src = memory_of(a)
+            dst = memory_of(static)
             if isinstance(dst, torch.Tensor) and src is not dst:
                 dst.copy_(src)
         self.graph.graph.replay()
@@ -156,7 +156,7 @@ class _Captured:
 
 def _static_copy(a):
     if isinstance(a, Tensor):
-        copy = Tensor(a.data.clone())
+        copy = Tensor(a.memory.clone())
         copy.requires_grad = a.requires_grad
         return copy
     return a.clone() if isinstance(a, torch.Tensor) else a
@@ -206,7 +206,7 @@ class TrainStep(_Static):
 
         def counted(x, y):
             loss = step(x, y)
-            add_(self.loss_sum, loss.data.reshape(1))
+            add_(self.loss_sum, memory_of(loss).reshape(1))
             return loss
         super().__init__(counted, x, y, restore)
 
@@ -241,7 +241,7 @@ class EvalStep(_Static):
             if len(self.views) > 1:
                 x, _ = gather(x, y, *self._gather_args(x.shape[0], x.device), padding_mode="reflect")
             # fp32 logits (a copy only under autocast): the views' sum and the argmax in fp32
-            logits = self.model(Tensor(x)).float().data
+            logits = self.model(Tensor(x)).float().memory
             count_correct(logits, y, self.correct, [w for *_, w in self.views])
 
 

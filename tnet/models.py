@@ -8,7 +8,7 @@ import torch
 from . import amp, nn
 from .kernels import gemm as _gemm
 from .kernels.launch import check
-from .tensor import Tensor
+from .tensor import memory_of
 
 
 def cifar10_quick(seed=0, width=1):
@@ -134,7 +134,7 @@ def init_whitening(model, images, eps=5e-4, center=True):
 
     The 12x12 products run on tnet's GEMM, split over the images (one batched GEMM summed
     over the batch); the eigendecomposition runs on the host in numpy (a host sync)."""
-    x = images.data if isinstance(images, Tensor) else images
+    x = memory_of(images)
     weight = model.whiten.weight
     cout, c, kh, kw = weight.shape
     k = c * kh * kw
@@ -165,6 +165,6 @@ def init_whitening(model, images, eps=5e-4, center=True):
     eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
     filters = (eigenvectors / np.sqrt(eigenvalues + eps)).T.reshape(k, c, kh, kw)
     filters = np.concatenate([filters, -filters]).astype(np.float32)
-    weight.data.copy_(torch.from_numpy(filters).to(weight.device))
+    weight.memory.copy_(torch.from_numpy(filters).to(weight.device))
     amp.refresh_low_copies(weight)  # the 16-bit copy a layer reads under autocast
     return model

@@ -202,7 +202,7 @@ class AirbenchMuon(Airbench):
 
     def optimizer(self, model, steps_per_epoch, total):
         named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
-        filters = [p for _, p in named if p.data.dim() == 4]
+        filters = [p for _, p in named if p.memory.dim() == 4]
         factor = SCHEDULES[self.schedule](total)
         whiten_steps = self.whiten_bias_steps(steps_per_epoch)
         decay = self.weight_decay * self.batch_size
@@ -210,7 +210,7 @@ class AirbenchMuon(Airbench):
         groups = [([p for name, p in named if name == "whiten.bias"], self.bias_lr,
                    lambda it: max(0.0, 1 - it / whiten_steps)),
                   ([p for name, p in named if "norm" in name], self.bias_lr, factor),
-                  ([p for name, p in named if p.data.dim() < 4 and "norm" not in name and name != "whiten.bias"],
+                  ([p for name, p in named if p.memory.dim() < 4 and "norm" not in name and name != "whiten.bias"],
                    head_lr, factor)]
         groups = [g for g in groups if g[0]]
         sgd = optim.SGD([{"params": params, "lr": lr, "weight_decay": decay / lr} for params, lr, _ in groups],
@@ -260,7 +260,7 @@ def make_train_step(model, opt, *, label_smoothing=0.0, dtype=None, scaler=None,
             scaler.update()
         if lookahead is not None:
             lookahead.step()
-        return loss.data
+        return loss.memory
     return step
 
 

@@ -47,7 +47,7 @@ def _encode(obj, arrays, depth=0):
     if depth > MAX_DEPTH:
         raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, Tensor):
-        obj = obj.data
+        obj = obj.memory
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
         name = str(t.dtype).removeprefix("torch.")

@@ -81,17 +81,22 @@ class _Entry:
                     f"{t._version}; expected version {version} instead.")
 
 
+def memory_of(x):
+    """The torch tensor behind x: a tnet Tensor's memory, or x itself where it is a torch tensor."""
+    return x.memory if isinstance(x, Tensor) else x
+
+
 def bump_version(*tensors):
     """Count an in-place write that torch did not see (a Triton kernel's) to these tnet or torch
     tensors, so that the tape's version check catches it."""
-    torch.autograd.graph.increment_version([t.data if isinstance(t, Tensor) else t for t in tensors])
+    torch.autograd.graph.increment_version([memory_of(t) for t in tensors])
 
 
 def as_storage(data, dtype=None):
     """A torch tensor on tnet's device from a numpy array, torch tensor, list or number:
     int64 for integer input, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.memory
     if data is None:
         raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
@@ -138,8 +143,8 @@ class Tensor:
     operators and methods (arithmetic, views, casts, indexing, reductions) are bound in one place,
     tnet/functional/__init__.py, each a call of the op of the same name."""
 
-    def __init__(self, data, requires_grad=False):
-        self.data = data
+    def __init__(self, memory, requires_grad=False):
+        self.memory = memory  # the torch tensor: tnet's kernels read and write it
         self.requires_grad = requires_grad
         self.grad = None
         self._entry = None
@@ -147,52 +152,68 @@ class Tensor:
 
     @property
     def shape(self):
-        """The shape as a tuple, kept until .data is replaced (every op reads it, often several
+        """The shape as a tuple, kept until .memory is replaced (every op reads it, often several
         times: tuple(torch.Size) costs several times a lookup). tnet never reshapes a storage in
-        place; a torch call that does so on .data (resize_, unsqueeze_) is not seen here."""
-        data = self.data
-        if data is not self._shape_of:
-            self._shape, self._shape_of = tuple(data.shape), data
+        place; a torch call that does so on .memory (resize_, unsqueeze_) is not seen here."""
+        memory = self.memory
+        if memory is not self._shape_of:
+            self._shape, self._shape_of = tuple(memory.shape), memory
         return self._shape
 
-    dtype = property(lambda self: self.data.dtype)
-    device = property(lambda self: self.data.device)
-    ndim = property(lambda self: self.data.dim())
-    _version = property(lambda self: self.data._version, doc="in-place writes so far (shared with views), as torch's")
+    @property
+    def data(self):
+        """torch's .data: a tensor on the same memory that autograd does not see (no gradient, and
+        its in-place writes are not counted in this tensor's _version, as torch's)."""
+        return Tensor(self.memory.data)
+
+    @data.setter
+    def data(self, value):
+        """x.data = t, as torch's: x then holds t's memory and dtype (a tnet.Tensor's, or a torch
+        tensor's: a copy on tnet's device where it is elsewhere)."""
+        if isinstance(value, Tensor):
+            value = value.memory
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"Tensor.data: expected a tnet.Tensor, got {type(value).__name__}")
+        self.memory = value if value.device == DEVICE else value.to(DEVICE)
+
+    dtype = property(lambda self: self.memory.dtype)
+    device = property(lambda self: self.memory.device)
+    ndim = property(lambda self: self.memory.dim())
+    _version = property(lambda self: self.memory._version, doc="in-place writes so far (shared with views), as torch's")
 
     def numel(self):
-        return self.data.numel()
+        return self.memory.numel()
 
     nelement = numel
 
     # memory facts, as torch's: a channels-last activation (a convolution's output) shows its NHWC
     # strides, so is_contiguous() is False where torch's NCHW tensor says True
     def stride(self, dim=None):
-        return self.data.stride() if dim is None else self.data.stride(dim_index(dim, self.ndim))
+        return self.memory.stride() if dim is None else self.memory.stride(dim_index(dim, self.ndim))
 
     def is_contiguous(self, memory_format=torch.contiguous_format):
-        return self.data.is_contiguous(memory_format=memory_format)
+        return self.memory.is_contiguous(memory_format=memory_format)
 
     def storage_offset(self):
-        return self.data.storage_offset()
+        return self.memory.storage_offset()
 
     def data_ptr(self):
-        return self.data.data_ptr()
+        return self.memory.data_ptr()
 
     def element_size(self):
-        return self.data.element_size()
+        return self.memory.element_size()
 
     def numpy(self):
-        no_host_read(self.data, "Tensor.numpy()")
-        return self.data.detach().cpu().numpy()
+        no_host_read(self.memory, "Tensor.numpy()")
+        return self.memory.detach().cpu().numpy()
 
     def item(self):
-        no_host_read(self.data, "Tensor.item()")
-        return self.data.item()
+        no_host_read(self.memory, "Tensor.item()")
+        return self.memory.item()
 
     def size(self, dim=None):
         """torch.Size of the shape, or the size of one dim."""
-        return self.data.size() if dim is None else self.shape[dim_index(dim, self.ndim)]
+        return self.memory.size() if dim is None else self.shape[dim_index(dim, self.ndim)]
 
     def __len__(self):
         if self.ndim == 0:
@@ -201,23 +222,23 @@ class Tensor:
 
     def __bool__(self):
         """True or False for a one-element tensor (a host sync); RuntimeError otherwise, as torch's."""
-        no_host_read(self.data, "bool(tensor)")
-        return bool(self.data)
+        no_host_read(self.memory, "bool(tensor)")
+        return bool(self.memory)
 
     def __float__(self):
-        no_host_read(self.data, "float(tensor)")
-        return float(self.data)  # a one-element check and a host sync, as torch's
+        no_host_read(self.memory, "float(tensor)")
+        return float(self.memory)  # a one-element check and a host sync, as torch's
 
     def __int__(self):
-        no_host_read(self.data, "int(tensor)")
-        return int(self.data)
+        no_host_read(self.memory, "int(tensor)")
+        return int(self.memory)
 
     def tolist(self):
-        no_host_read(self.data, "Tensor.tolist()")
-        return self.data.tolist()
+        no_host_read(self.memory, "Tensor.tolist()")
+        return self.memory.tolist()
 
     def detach(self):
-        return Tensor(self.data)
+        return Tensor(self.memory)
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
@@ -231,7 +252,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if requires_grad and not (self.data.is_floating_point() or self.data.is_complex()):
+        if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = bool(requires_grad)
         return self
@@ -264,9 +285,9 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("backward: this tensor does not require grad (no input did, or it was made under no_grad)")
         if grad is None:
-            if self.data.numel() != 1:
+            if self.memory.numel() != 1:
                 raise ValueError(f"backward: grad can be omitted only for a scalar, this tensor is {self.shape}")
-            grad = torch.ones_like(self.data)
+            grad = torch.ones_like(self.memory)
         else:
             grad = as_storage(grad, self.dtype)
             if tuple(grad.shape) != self.shape:
@@ -293,12 +314,12 @@ class Tensor:
                 raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
             if g is not None:
                 entry.check_versions()
-                g = in_layout(g, t.data)
+                g = in_layout(g, t.memory)
                 if "_retains_grad" in t.__dict__:  # retain_grad(): a copy, as the tape passes g on
                     if t.grad is None:
                         t.grad = Tensor(g.clone())
                     else:
-                        add_(t.grad.data, g)
+                        add_(t.grad.memory, g)
                 timer = _backward_timer[0]
                 gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
                 for x, gx in zip(entry.inputs, gxs):
@@ -306,7 +327,7 @@ class Tensor:
                         continue
                     assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
                     if gx.dtype != x.dtype:
-                        gx = copy_(empty_in_layout(x.data), gx)
+                        gx = copy_(empty_in_layout(x.memory), gx)
                     if x._entry is None:
                         _accumulate_leaf(x, gx)
                     elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
@@ -332,7 +353,7 @@ def _inputs_then(t, entry):
     for i, x in enumerate(inputs):
         for seq, old in x.__dict__.get("_past", ()):
             if seq > entry.seq:
-                if memory_root(old.data) is memory_root(t.data):
+                if memory_root(old.memory) is memory_root(t.memory):
                     raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
                                        f"inplace operation; tnet does not rebase views: take the view after the "
                                        f"in-place op")
@@ -373,11 +394,11 @@ def empty_in_layout(x):
 
 
 def _accumulate_leaf(x, g):
-    g = in_layout(g, x.data)
+    g = in_layout(g, x.memory)
     if x.grad is None:
         x.grad = Tensor(g.clone() if g._base is not None else g)
     else:
-        add_(x.grad.data, g)
+        add_(x.grad.memory, g)
     hooks = x.__dict__.get("_grad_hooks")
     if hooks:
         for hook in list(hooks.values()):
@@ -391,7 +412,7 @@ def record(op, data, inputs, backward, saved=()):
     out = Tensor(data)
     if _grad_enabled[0] and any(x.requires_grad for x in inputs):
         out.requires_grad = True
-        saved = [t.data if isinstance(t, Tensor) else t for t in saved if isinstance(t, (Tensor, torch.Tensor))]
+        saved = [memory_of(t) for t in saved if isinstance(t, (Tensor, torch.Tensor))]
         out._entry = _Entry(op, tuple(inputs), backward, [(t, t._version) for t in saved])
     return out
 
@@ -399,7 +420,7 @@ def record(op, data, inputs, backward, saved=()):
 def tensor(data, requires_grad=False, dtype=None):
     """A tnet.Tensor from a numpy array, torch tensor or list: float32 by default, int64 stays int64."""
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
-    if requires_grad and not t.data.is_floating_point():
+    if requires_grad and not t.memory.is_floating_point():
         raise ValueError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")
     return t
 

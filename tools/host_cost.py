@@ -50,7 +50,7 @@ def cases():
     """name -> (call, calls per block)."""
     tnet.manual_seed(0)
     a, b = tnet.randn(1024), tnet.randn(1024)
-    leaf = tnet.Tensor(a.data.clone(), requires_grad=True)
+    leaf = tnet.Tensor(a.memory.clone(), requires_grad=True)
     x = tnet.Tensor(torch.randn(8, 16, 8, 8).to(tnet.DEVICE).contiguous(memory_format=torch.channels_last))
     w, bn = tnet.randn(16, 16, 3, 3), tnet.nn.BatchNorm2d(16)
     model = readme_net(tnet)

@@ -62,8 +62,8 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     # already so), once for the forward and the weight gradient; a narrow one (RGB) is gathered
     # in any layout
     cl = kernels is _depthwise or _conv.reads_vectors(x.shape[1])
-    X = x.data.contiguous(memory_format=torch.channels_last) if cl else x.data
-    Wl, B = w.data if low is None else amp.cast_operand(w, low), None if b is None else b.data
+    X = x.memory.contiguous(memory_format=torch.channels_last) if cl else x.memory
+    Wl, B = w.memory if low is None else amp.cast_operand(w, low), None if b is None else b.memory
     y = kernels.conv2d(X, Wl, stride, padding, dilation, groups, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
     saved = (w if need_x else None, X, y if relu else None)  # what grads reads (y: the ReLU's mask)
@@ -74,7 +74,7 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
             gx = kernels.conv2d_input(x.shape, Wl, g, stride, padding, dilation, groups, out_dtype=x.dtype)
         if need_w:
             gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
-                                       channels_last=is_channels_last(w.data))
+                                       channels_last=is_channels_last(w.memory))
         if need_b:
             gb = bias_grad(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)
@@ -149,18 +149,18 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     need_x, need_w, need_b = needs_grad(x, w, b)
     # the convolution whose input gradient this is maps cout channels to Cin: its kernels
     kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
-    X = x.data.contiguous(memory_format=torch.channels_last)
-    Wl = w.data if low is None else amp.cast_operand(w, low)
+    X = x.memory.contiguous(memory_format=torch.channels_last)
+    Wl = w.memory if low is None else amp.cast_operand(w, low)
     y = kernels.conv2d_input((x.shape[0], cout, *out), Wl, X, stride, padding, dilation, groups,
                              out_dtype=low or x.dtype)
     if b is not None:
-        y = _pw.pointwise("add", y, b.data.view(1, cout, 1, 1).to(y.dtype))
+        y = _pw.pointwise("add", y, b.memory.view(1, cout, 1, 1).to(y.dtype))
 
     def backward(g):
         g = g.contiguous(memory_format=torch.channels_last)
         gx = kernels.conv2d(g, Wl, stride, padding, dilation, groups, out_dtype=x.dtype) if need_x else None
         gw = (kernels.conv2d_weight(g, w.shape, X, stride, padding, dilation, groups,
-                                    channels_last=is_channels_last(w.data)) if need_w else None)
+                                    channels_last=is_channels_last(w.memory)) if need_w else None)
         gb = bias_grad(g, b.dtype) if need_b else None
         return (gx, gw) if b is None else (gx, gw, gb)
     saved = (w if need_x else None, X if need_w else None)

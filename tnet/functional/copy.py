@@ -27,19 +27,19 @@ from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
 
 
 def _part(name, x, make):
-    """make(x.data), a view of part of x's elements (a slice, narrow, select, a split piece). The
+    """make(x.memory), a view of part of x's elements (a slice, narrow, select, a split piece). The
     backward writes g through the same view of a zeroed gradient."""
     def backward(g):
-        gx = empty_in_layout(x.data).zero_()
+        gx = empty_in_layout(x.memory).zero_()
         copy_(make(gx), g)
         return (gx,)
-    return record(name, make(x.data), (x,), backward)
+    return record(name, make(x.memory), (x,), backward)
 
 
 def _rearranged(name, x, y, inverse):
     """y, a view of all of x's elements in another shape or order (permute, transpose, squeeze...);
     the backward is inverse(g), in x's layout."""
-    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.data),))
+    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.memory),))
 
 
 def getitem(x, index):
@@ -76,8 +76,8 @@ def _advanced(x, index):
         check(tuple(idx.shape) == tuple(x.shape[:idx.ndim]),
               lambda: f"tnet.Tensor indexing: the mask's shape {tuple(idx.shape)} does not match the indexed "
                       f"tensor's {tuple(x.shape[:idx.ndim])}")
-        no_host_read(idx.data, "x[mask]")
-        rows = np.flatnonzero(idx.data.cpu().numpy()).astype(np.int64)
+        no_host_read(idx.memory, "x[mask]")
+        rows = np.flatnonzero(idx.memory.cpu().numpy()).astype(np.int64)
         flat = reshape(x, (-1, *x.shape[idx.ndim:]))
         return index_select(flat, 0, tensor(rows))
     check(idx.dtype in _copy.INDEX_DTYPES,
@@ -125,7 +125,7 @@ def _nchw_copy(x):
 
 
 def _view_back(x):
-    return lambda g: (in_layout(g.reshape(x.shape), x.data),)
+    return lambda g: (in_layout(g.reshape(x.shape), x.memory),)
 
 
 def view(x, *shape):
@@ -135,11 +135,11 @@ def view(x, *shape):
     check_tensors("view", x=x)
     shape = shape_args(shape)
     try:
-        y = x.data.view(shape)
+        y = x.memory.view(shape)
     except RuntimeError:
-        if not _nhwc_memory(x.data):
+        if not _nhwc_memory(x.memory):
             raise
-        y = _nchw_copy(x.data).view(shape)
+        y = _nchw_copy(x.memory).view(shape)
     return record("view", y, (x,), _view_back(x))
 
 
@@ -149,10 +149,10 @@ def reshape(x, *shape):
     check_tensors("reshape", x=x)
     shape = shape_args(shape)
     try:
-        y = x.data.view(shape)
+        y = x.memory.view(shape)
     except RuntimeError:
         try:
-            y = _nchw_copy(x.data).view(shape)
+            y = _nchw_copy(x.memory).view(shape)
         except RuntimeError as e:
             raise InputError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
     return record("reshape", y, (x,), _view_back(x))
@@ -162,7 +162,7 @@ def t(x):
     """The transpose of a tensor of at most 2 dims (a view)."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return _rearranged("t", x, x.data.t(), lambda g: g.t())
+    return _rearranged("t", x, x.memory.t(), lambda g: g.t())
 
 
 def flatten(x, start_dim=0, end_dim=-1):
@@ -192,7 +192,7 @@ def unflatten(input, dim, sizes):
 def permute(input, dims):
     """input's dims in the order `dims` (a view)."""
     check_tensors("permute", input=input)
-    y = input.data.permute(tuple(dims))
+    y = input.memory.permute(tuple(dims))
     back = np.argsort([dim_index(d, input.ndim) for d in dims]).tolist()
     return _rearranged("permute", input, y, lambda g: g.permute(back))
 
@@ -217,7 +217,7 @@ def movedim(input, source, destination):
 def transpose(input, dim0, dim1):
     """input with dims dim0 and dim1 swapped (a view)."""
     check_tensors("transpose", input=input)
-    y = input.data.transpose(dim0, dim1)
+    y = input.memory.transpose(dim0, dim1)
     return _rearranged("transpose", input, y, lambda g: g.transpose(dim0, dim1))
 
 
@@ -231,22 +231,22 @@ swapdims = swapaxes
 def squeeze(input, dim=None):
     """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
     check_tensors("squeeze", input=input)
-    y = input.data.squeeze() if dim is None else input.data.squeeze(dim)
+    y = input.memory.squeeze() if dim is None else input.memory.squeeze(dim)
     return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
 
 
 def unsqueeze(input, dim):
     """input with a dim of size 1 inserted at dim (a view)."""
     check_tensors("unsqueeze", input=input)
-    return _rearranged("unsqueeze", input, input.data.unsqueeze(dim), lambda g: g.reshape(input.shape))
+    return _rearranged("unsqueeze", input, input.memory.unsqueeze(dim), lambda g: g.reshape(input.shape))
 
 
 def expand(input, *sizes):
     """input broadcast to `sizes` (-1 keeps a dim; new dims go first), a view with stride 0 on the
     expanded dims; the backward sums over them (kernels/reduce.py)."""
     check_tensors("expand", input=input)
-    y = input.data.expand(shape_args(sizes))
-    return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.data),))
+    y = input.memory.expand(shape_args(sizes))
+    return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.memory),))
 
 
 def expand_as(input, other):
@@ -274,7 +274,7 @@ def repeat(input, *repeats):
     check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")
     shape = (1,) * (len(repeats) - input.ndim) + input.shape
     tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
-    src = input.data.reshape(shape)
+    src = input.memory.reshape(shape)
     for i in range(len(shape)):
         src = src.unsqueeze(2 * i)
     y = torch.empty([r * s for r, s in zip(repeats, shape)], dtype=input.dtype, device=input.device)
@@ -282,10 +282,10 @@ def repeat(input, *repeats):
 
     def backward(g):
         if g.numel() == 0 or input.numel() == 0:
-            return (empty_in_layout(input.data).zero_(),)
+            return (empty_in_layout(input.memory).zero_(),)
         dims = [2 * i for i, r in enumerate(repeats) if r > 1]
         g = g.reshape(tiled)
-        return (in_layout((_reduce.reduce(g, dims) if dims else g).reshape(input.shape), input.data),)
+        return (in_layout((_reduce.reduce(g, dims) if dims else g).reshape(input.shape), input.memory),)
     return _copy_record("repeat", input, y, backward)
 
 
@@ -299,8 +299,8 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
         input, dim = reshape(input, -1), 0
     d = dim_index(dim, input.ndim)
     if isinstance(repeats, Tensor):
-        no_host_read(repeats.data, "repeat_interleave(repeats=tensor)")
-        repeats = repeats.data.tolist()
+        no_host_read(repeats.memory, "repeat_interleave(repeats=tensor)")
+        repeats = repeats.memory.tolist()
     if isinstance(repeats, numbers.Integral) or (isinstance(repeats, list) and len(repeats) == 1):
         r = int(repeats if isinstance(repeats, numbers.Integral) else repeats[0])
         check(r >= 0, "repeat_interleave: repeats can not be negative")
@@ -428,7 +428,7 @@ def cat(tensors, dim=0):
     joined = [(i, x) for i, x in enumerate(tensors) if x.shape != (0,)]
     if not joined:  # 1-D empty tensors only
         y = torch.empty(0, dtype=dtype, device=tensors[0].device)
-        return _copy_record("cat", tensors, y, lambda g: [torch.empty_like(x.data) for x in tensors])
+        return _copy_record("cat", tensors, y, lambda g: [torch.empty_like(x.memory) for x in tensors])
     first = joined[0][1]
     d = dim_index(dim, first.ndim)
     for i, x in joined:
@@ -440,17 +440,17 @@ def cat(tensors, dim=0):
                           f"size {t} for tensor number {i} in the list.")
     shape = list(first.shape)
     shape[d] = sum(x.shape[d] for _, x in joined)
-    cl = all(is_channels_last(x.data) for _, x in joined)
+    cl = all(is_channels_last(x.memory) for _, x in joined)
     y = torch.empty(shape, dtype=dtype, device=first.device, memory_format=memory_format(cl))
     starts, at = {}, 0
     for i, x in joined:
         starts[i] = at
         if x.shape[d]:
-            copy_(y.narrow(d, at, x.shape[d]), x.data)
+            copy_(y.narrow(d, at, x.shape[d]), x.memory)
         at += x.shape[d]
 
     def backward(g):
-        return [in_layout(g.narrow(d, starts[i], x.shape[d]), x.data) if i in starts else torch.empty_like(x.data)
+        return [in_layout(g.narrow(d, starts[i], x.shape[d]), x.memory) if i in starts else torch.empty_like(x.memory)
                 for i, x in enumerate(tensors)]
     return _copy_record("cat", tensors, y, backward)
 
@@ -480,16 +480,16 @@ def clone(input, memory_format=torch.preserve_format):
     """A copy of input (torch's memory_format: preserve keeps a dense input's strides); the
     gradient passes through."""
     check_tensors("clone", input=input)
-    y = copy_(torch.empty_like(input.data, memory_format=memory_format), input.data)
-    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.data),))
+    y = copy_(torch.empty_like(input.memory, memory_format=memory_format), input.memory)
+    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.memory),))
 
 
 def contiguous(x, memory_format=torch.contiguous_format):
     """x when contiguous in memory_format, else a copy that is (on the tape)."""
-    if x.data.is_contiguous(memory_format=memory_format):
+    if x.memory.is_contiguous(memory_format=memory_format):
         return x
-    y = copy_(torch.empty_like(x.data, memory_format=memory_format), x.data)
-    return _copy_record("contiguous", x, y, lambda g: (in_layout(g, x.data),))
+    y = copy_(torch.empty_like(x.memory, memory_format=memory_format), x.memory)
+    return _copy_record("contiguous", x, y, lambda g: (in_layout(g, x.memory),))
 
 
 def flip(input, dims):
@@ -501,15 +501,15 @@ def flip(input, dims):
     for a in axes:
         check(axes.count(a) == 1, lambda: f"dim {a} appears multiple times in the list of dims")
     axes = [a for a in axes if input.ndim]  # a 0-d tensor flips to itself
-    y = _copy.flip_(torch.empty_like(input.data), input.data, axes)
-    return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.data), g, axes),))
+    y = _copy.flip_(torch.empty_like(input.memory), input.memory, axes)
+    return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.memory), g, axes),))
 
 
 def _f32_gradient(x, add):
     """The gradient of x accumulated by add(buffer) into a zeroed fp32 buffer in x's layout, then
     in x's dtype."""
-    buf = add(torch.zeros_like(x.data, dtype=torch.float32, memory_format=memory_format(is_channels_last(x.data))))
-    return buf if x.dtype == torch.float32 else copy_(empty_in_layout(x.data), buf)
+    buf = add(torch.zeros_like(x.memory, dtype=torch.float32, memory_format=memory_format(is_channels_last(x.memory))))
+    return buf if x.dtype == torch.float32 else copy_(empty_in_layout(x.memory), buf)
 
 
 def unfold_windows(input, dimension, size, step):
@@ -525,7 +525,7 @@ def unfold_windows(input, dimension, size, step):
 
     def backward(g):
         return (_f32_gradient(input, lambda buf: _copy.unfold_add_(buf, g, d, size, step)),)
-    return record("unfold", _copy.windows(input.data, d, size, step), (input,), backward)
+    return record("unfold", _copy.windows(input.memory, d, size, step), (input,), backward)
 
 
 def index_select(input, dim, index):
@@ -541,12 +541,12 @@ def index_select(input, dim, index):
     if input.ndim == 0:
         return reshape(index_select(reshape(input, 1), 0, index), ())
     d = dim_index(dim, input.ndim)
-    idx = index.data.reshape(-1)
+    idx = index.memory.reshape(-1)
     shape = list(input.shape)
     shape[d] = idx.shape[0]
     y = torch.empty(shape, dtype=input.dtype, device=input.device,
-                    memory_format=memory_format(is_channels_last(input.data)))
-    _copy.gather_(y, input.data, idx, d, "index_select()")
+                    memory_format=memory_format(is_channels_last(input.memory)))
+    _copy.gather_(y, input.memory, idx, d, "index_select()")
     return _copy_record("index_select", input, y,
                         lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d)),), saved=(idx,))
 
@@ -568,8 +568,8 @@ def to(x, *args, **kwargs):
         raise ValueError(f"to: tnet keeps tensors on {x.device}, got device {device}")
     if dtype is None or dtype == x.dtype:
         return x
-    y = copy_(torch.empty_like(x.data, dtype=dtype), x.data)
-    return _copy_record("to", x, y, lambda g: (copy_(empty_in_layout(x.data), g),))
+    y = copy_(torch.empty_like(x.memory, dtype=dtype), x.memory)
+    return _copy_record("to", x, y, lambda g: (copy_(empty_in_layout(x.memory), g),))
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
@@ -584,7 +584,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         return rows
     padding_idx = padding_idx % weight.shape[0]
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
-    return where(keep, rows, Tensor(rows.data))  # the padding rows' values, without their gradient
+    return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
@@ -641,8 +641,8 @@ def _flat_positions(name, input, dim, index):
 def _check_bounds(name, index, size, d):
     """IndexError where an index lies outside [0, size) (a host read of a device count)."""
     if index.numel():
-        no_host_read(index.data, f"{name}()")
-        outside = logical_or(lt(index, 0), ge(index, size)).long().data.reshape(-1)
+        no_host_read(index.memory, f"{name}()")
+        outside = logical_or(lt(index, 0), ge(index, size)).long().memory.reshape(-1)
         if int(_reduce.reduce(outside, (0,)).reshape(-1)[0]):
             raise InputIndexError(f"{name}(): index out of bounds for dimension {d} with size {size}")
 
@@ -664,16 +664,16 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if isinstance(src, numbers.Number):  # torch.scatter(input, dim, index, 1.0): the value form
         src, value = None, src
     check((src is None) != (value is None), "scatter: give src or value")
-    positions = reshape(_flat_positions("scatter", input, dim, index), (-1,)).data
+    positions = reshape(_flat_positions("scatter", input, dim, index), (-1,)).memory
     m, n = positions.shape[0], input.numel()
     if src is None:
         values = torch.full((m,), value, dtype=input.dtype, device=input.device)
     else:
         check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),
               lambda: f"scatter(): src {tuple(getattr(src, 'shape', ()))} must be at least index's {tuple(index.shape)}")
-        part = src.data[tuple(slice(0, k) for k in index.shape)]
+        part = src.memory[tuple(slice(0, k) for k in index.shape)]
         values = copy_(torch.empty(m, dtype=input.dtype, device=input.device), part.reshape(-1))
-    out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.data)
+    out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.memory)
     _copy.put_(out.view(-1), values, positions)
     kept_mask = torch.ones(n, dtype=input.dtype, device=input.device)  # 0 where overwritten
     _copy.put_(kept_mask, torch.zeros(m, dtype=input.dtype, device=input.device), positions)
@@ -696,7 +696,7 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     that requires grad raises, as an in-place op on a leaf does in torch (use scatter)."""
     if self.requires_grad and is_grad_enabled():
         raise RuntimeError("scatter_: tnet's in-place scatter takes no gradient; use the out-of-place scatter")
-    copy_(self.data, scatter(self, dim, index, src, value, reduce=reduce).data)
+    copy_(self.memory, scatter(self, dim, index, src, value, reduce=reduce).memory)
     return self
 
 
@@ -714,9 +714,9 @@ def index_add(input, dim, index, source, *, alpha=1):
           lambda: f"index_add(): source {tuple(source.shape)} must be input {tuple(input.shape)} with "
                   f"{index.numel()} elements at dim {d}")
     _check_bounds("index_add", index, input.shape[d], d)
-    idx = index.data.reshape(-1)
-    src = source.data if alpha == 1 else _pw.pointwise("mul", source.data, alpha)
-    buf = copy_(torch.empty(input.shape, dtype=torch.float32, device=input.device), input.data)
+    idx = index.memory.reshape(-1)
+    src = source.memory if alpha == 1 else _pw.pointwise("mul", source.memory, alpha)
+    buf = copy_(torch.empty(input.shape, dtype=torch.float32, device=input.device), input.memory)
     _copy.index_add_(buf, src, idx, d)
     y = buf if input.dtype == torch.float32 else copy_(torch.empty_like(buf, dtype=input.dtype), buf)
     need_source = source.requires_grad
@@ -726,7 +726,7 @@ def index_add(input, dim, index, source, *, alpha=1):
         if need_source:
             gs = _copy.gather_(torch.empty(source.shape, dtype=source.dtype, device=g.device), g, idx, d, "index_add")
             gs = gs if alpha == 1 else _pw.pointwise("mul", gs, alpha)
-        return in_layout(g, input.data), gs
+        return in_layout(g, input.memory), gs
     return _copy_record("index_add", (input, source), y, backward, saved=(idx,))
 
 

@@ -20,7 +20,7 @@ def _matmul2d(a, b):
     and returns a 16-bit output; each gradient comes in its input's dtype, written so by the GEMM."""
     need_a, need_b = needs_grad(a, b)
     low = amp.get_autocast_dtype()
-    A, B = (a.data, b.data) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
+    A, B = (a.memory, b.memory) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
     a_dtype, b_dtype = a.dtype, b.dtype
 
     def backward(g):
@@ -34,7 +34,7 @@ def _bmm(a, b):
     the batch, its gradient the sum over the batch). Autocast and dtypes as _matmul2d."""
     need_a, need_b = needs_grad(a, b)
     low = amp.get_autocast_dtype()
-    A, B = (a.data, b.data) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
+    A, B = (a.memory, b.memory) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
     a_dtype, b_dtype = a.dtype, b.dtype
 
     def backward(g):
@@ -105,14 +105,14 @@ def linear(x, w, b=None):
           lambda: f"linear: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     need_x, need_w, need_b = needs_grad(x, w, b)
     low = amp.get_autocast_dtype()
-    X, W = (x.data, w.data) if low is None else (amp.cast_operand(x, low), amp.cast_operand(w, low))
+    X, W = (x.memory, w.memory) if low is None else (amp.cast_operand(x, low), amp.cast_operand(w, low))
     x_dtype, w_dtype, b_dtype = x.dtype, w.dtype, None if b is None else b.dtype
 
     def backward(g):
         return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
                 bias_grad(g, b_dtype) if need_b else None)
-    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.data, bias_dim=1)
+    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory, bias_dim=1)
     return record("linear", y, (x, w) if b is None else (x, w, b), backward,
                   saved=(w if need_x else None, x if need_w else None))
 

@@ -42,14 +42,14 @@ def _is_view(t):
     """Whether t views another tensor's memory: an input of the op that made it (not t's own past,
     which holds t's very storage), or (no op) any."""
     if t._entry is None:
-        return t.data._base is not None
-    return any(x.data is not t.data and memory_root(x.data) is memory_root(t.data) for x in t._entry.inputs)
+        return t.memory._base is not None
+    return any(x.memory is not t.memory and memory_root(x.memory) is memory_root(t.memory) for x in t._entry.inputs)
 
 
 def inplace(self, name, compute, others=(), keeps_self=False):
     """Write compute(x) (a tnet.Tensor of self's shape) into self's memory and return self. x is
     self, or, where the write is recorded, a Tensor with self's node before it (a copy of its
-    values where keeps_self: the op's backward reads them); compute may also write self.data
+    values where keeps_self: the op's backward reads them); compute may also write self.memory
     itself and return a Tensor holding it."""
     recording = is_grad_enabled() and (self.requires_grad or any(needs_grad(*others)))
     x = self
@@ -59,14 +59,14 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         if _is_view(self):
             raise RuntimeError(f"{name}: in-place on a view, with grad: tnet does not rebase the view's base; "
                                f"compute out of place (torch.where, torch.cat) or under no_grad")
-        x = Tensor(self.data.clone() if keeps_self else self.data, self.requires_grad)
+        x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
         x._entry = self._entry
     version = self._version
     out = compute(x)
     check(out.shape == self.shape,
           lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
-    if out.data is not self.data:
-        _copy_(self.data, out.data)
+    if out.memory is not self.memory:
+        _copy_(self.memory, out.memory)
     if self._version == version:  # a torch fill counted itself
         bump_version(self)
     if recording and out._entry is not None:
@@ -93,8 +93,8 @@ def _binary(name, op, self, other, keeps_self=False, result_kind=None):
               lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
     if _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
-        _pw.pointwise(op.__name__, self.data, other.data if isinstance(other, Tensor) else other,
-                      channels_last=is_channels_last(self.data), out=self.data)
+        _pw.pointwise(op.__name__, self.memory, other.memory if isinstance(other, Tensor) else other,
+                      channels_last=is_channels_last(self.memory), out=self.memory)
         return inplace(self, name, lambda x: x)
     return inplace(self, name, lambda x: op(x, x if other is self else other), (other,), keeps_self or other is self)
 
@@ -104,11 +104,11 @@ def _writes_directly(self, other):
     nothing records, self is a dense float tensor, and other a number, self itself or apart from it."""
     if is_grad_enabled() and (self.requires_grad or needs_grad(other)[0]):
         return False
-    if not (self.dtype in _pw.FLOATS and is_flat(self.data)):
+    if not (self.dtype in _pw.FLOATS and is_flat(self.memory)):
         return False
-    if not isinstance(other, Tensor) or other.data is self.data:
+    if not isinstance(other, Tensor) or other.memory is self.memory:
         return True
-    return memory_root(other.data) is not memory_root(self.data)
+    return memory_root(other.memory) is not memory_root(self.memory)
 
 
 def _scaled(other, alpha):
@@ -179,7 +179,7 @@ def fill_(self, value):
                                        f"{value.ndim} dimensions.")
         return copy_(self, value)
     check(isinstance(value, numbers.Real), lambda: f"fill_: value must be a number, got {type(value).__name__}")
-    return inplace(self, "fill_", lambda x: _overwritten("fill_", x, self.data.fill_(value)))
+    return inplace(self, "fill_", lambda x: _overwritten("fill_", x, self.memory.fill_(value)))
 
 
 def zero_(self):
@@ -196,8 +196,8 @@ def copy_(self, src, non_blocking=False):
           lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
 
     def compute(x):
-        _write(self.data, src.data)
-        return _overwritten("copy_", x, self.data, src)
+        _write(self.memory, src.memory)
+        return _overwritten("copy_", x, self.memory, src)
     return inplace(self, "copy_", compute, (src,))
 
 
@@ -218,16 +218,16 @@ def _draw(name, self, normal, scale, shift, generator):
     check(self.dtype in _random.FLOATS, lambda: f"{name}: expected a float tensor, got {self.dtype}")
 
     def compute(x):
-        z = _random.fill_random_(torch.empty_like(self.data, dtype=torch.float32,
-                                                  memory_format=memory_format(is_channels_last(self.data))),
+        z = _random.fill_random_(torch.empty_like(self.memory, dtype=torch.float32,
+                                                  memory_format=memory_format(is_channels_last(self.memory))),
                                  rng_state(), normal)
         if scale != 1 or shift != 0:
             z = _pw.pointwise("add", _pw.pointwise("mul", z, float(scale)), float(shift))
-        _copy_(self.data, z)
+        _copy_(self.memory, z)
         if not normal:  # a value rounded up to the bound becomes the other bound, as torch's
-            top = _pw.pointwise("eq", self.data, float(shift + scale))
-            _copy_(self.data, _pw.pointwise("where", top, float(shift), self.data))
-        return _overwritten(name, x, self.data)
+            top = _pw.pointwise("eq", self.memory, float(shift + scale))
+            _copy_(self.memory, _pw.pointwise("where", top, float(shift), self.memory))
+        return _overwritten(name, x, self.memory)
     return inplace(self, name, compute)
 
 
@@ -287,16 +287,16 @@ def setitem(self, index, value):
     if not isinstance(value, Tensor):
         check(isinstance(value, numbers.Real),
               lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
-    part_shape = self.data[items].shape
+    part_shape = self.memory[items].shape
     if isinstance(value, Tensor):
         fits = value.ndim <= len(part_shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], part_shape[::-1]))
         check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
                       f"result of shape {list(part_shape)}")
 
     def compute(x):
-        part = self.data[items]
+        part = self.memory[items]
         if isinstance(value, Tensor):
-            _write(part, value.data)
+            _write(part, value.memory)
         else:
             part.fill_(value)
 
@@ -309,5 +309,5 @@ def setitem(self, index, value):
                 return (gx,)
             gv = g[items]
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
-        return record("setitem", self.data, (x, value) if isinstance(value, Tensor) else (x,), backward)
+        return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
     inplace(self, "setitem", compute, (value,))

@@ -32,8 +32,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         check(v is None or isinstance(v, Tensor),
               lambda: f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
-    data = lambda v: None if v is None else v.data
-    X, W, B = dense(input.data), data(weight), data(bias)
+    data = lambda v: None if v is None else v.memory
+    X, W, B = dense(input.memory), data(weight), data(bias)
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     if training:
         y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,
@@ -41,7 +41,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     else:
         y = _norm.batch_norm_eval(X, data(running_mean), data(running_var), W, B, eps, activation)
         if is_grad_enabled() and (need_x or need_w or need_b):  # the running statistics now, for the backward
-            mean, stat = running_mean.data.clone(), running_var.data.clone()
+            mean, stat = running_mean.memory.clone(), running_var.memory.clone()
     inputs = [v for v in (input, weight, bias) if v is not None]
 
     def backward(g):

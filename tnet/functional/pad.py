@@ -13,6 +13,6 @@ def pad(input, pad, mode="constant", value=None):
     element was copied to, in a fixed order. The output is dense in input's layout."""
     check_tensors("pad", input=input)
     check(mode == "constant" or value is None, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
-    y = _pad.pad(input.data, tuple(pad), mode, 0.0 if value is None else value)
+    y = _pad.pad(input.memory, tuple(pad), mode, 0.0 if value is None else value)
     shape, padding = input.shape, tuple(pad)
     return record("pad", y, (input,), lambda g: (_pad.pad_backward(g, shape, padding, mode),))

@@ -34,7 +34,7 @@ def relu(input, inplace=False):
     """max(x, 0), NaN kept. A strided view (a channel slice x[:, :c]) goes through the broadcasting
     kernel, dense memory through the flat one; either way the output is dense. """ + INPLACE
     check_tensors("relu", input=input)
-    X = input.data
+    X = input.memory
     y = _pw.relu(X) if is_flat(X) else _pw.pointwise("relu", X)
     return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,))
 
@@ -47,7 +47,7 @@ def _operands(name, input, other):
     check(isinstance(input, Tensor) or isinstance(other, Tensor),
           lambda: f"{name}: input or other must be a tnet.Tensor")
     # ints stay ints: integer arithmetic where every operand is an integer, as torch's
-    return [v.data if isinstance(v, Tensor) else int(v) if isinstance(v, numbers.Integral) else float(v)
+    return [v.memory if isinstance(v, Tensor) else int(v) if isinstance(v, numbers.Integral) else float(v)
             for v in (input, other)]
 
 
@@ -118,14 +118,14 @@ def _unary(name, input, op, grad_op, saves_output, *args):
     """Record y = op(input, *args) elementwise, in input's layout; its backward is
     grad_op(g, y or input, *args), saving only the one it reads."""
     check_tensors(name, input=input)
-    y = _pw.pointwise(op, input.data, *args)
-    saved = y if saves_output else input.data
+    y = _pw.pointwise(op, input.memory, *args)
+    saved = y if saves_output else input.memory
     return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,))
 
 
 def neg(input):
     check_tensors("neg", input=input)
-    return record("neg", _pw.pointwise("neg", input.data), (input,), lambda g: (_pw.pointwise("neg", g),))
+    return record("neg", _pw.pointwise("neg", input.memory), (input,), lambda g: (_pw.pointwise("neg", g),))
 
 
 def exp(input):
@@ -209,7 +209,7 @@ def clamp(input, min=None, max=None):
     for arg, v in (("min", min), ("max", max)):
         check(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
-    X = input.data
+    X = input.memory
     y = _pw.pointwise("clamp", X, -math.inf if min is None else float(min), math.inf if max is None else float(max))
     return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
 
@@ -250,7 +250,7 @@ logical_or = _comparison("logical_or", "input or other (nonzero is true)")
 def logical_not(input):
     """True where input is 0 (of any dtype): a bool tensor."""
     check_tensors("logical_not", input=input)
-    return Tensor(_pw.pointwise("logical_not", input.data))
+    return Tensor(_pw.pointwise("logical_not", input.memory))
 
 
 def _bool_only(name, op):
@@ -272,7 +272,7 @@ def bitwise_not(input):
     check_tensors("bitwise_not", input=input)
     check(input.dtype in _pw.INTEGERS,
           lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
-    return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.data))
+    return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.memory))
 
 
 def where(condition, input, other):
@@ -281,7 +281,7 @@ def where(condition, input, other):
     check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
           lambda: f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
     a, b = _operands("where", input, other)
-    C = condition.data
+    C = condition.memory
     need_a, need_b = needs_grad(input, other)
     y = _pw.pointwise("where", C, a, b)
     return _record2("where", y, input, other,
@@ -296,7 +296,7 @@ def isnan(input):
 
 def isinf(input):
     """A bool tensor, True where input is +inf or -inf (never for integers)."""
-    if not input.data.is_floating_point():
+    if not input.memory.is_floating_point():
         return ne(input, input)
     return eq(abs(input), math.inf)
 
@@ -305,7 +305,7 @@ def _extremum(input, other, wins, loses):
     """The element winning `wins` (gt: the larger), NaN where either is, a tie's gradient shared half
     and half (a NaN's whole to both), as torch's maximum and minimum (integers: the winner, no
     gradient)."""
-    if not (input.data.is_floating_point() or getattr(other, "data", other).is_floating_point()):
+    if not (input.memory.is_floating_point() or getattr(other, "memory", other).is_floating_point()):
         return where(logical_not(loses(input, other)), input, other)
     tie = add(mul(input, 0.5), mul(other, 0.5))  # either value; halves never overflow
     neither = where(eq(input, other), tie, add(input, other))  # a NaN: NaN, the whole gradient to both
@@ -366,7 +366,7 @@ def _elementwise(name, input, op, grad=()):
     Integer and bool tensors: a copy for STEPS, sign in their dtype, float32 for the rest (torch's
     promotion); no gradient either way."""
     check_tensors(name, input=input)
-    X = input.data
+    X = input.memory
     if X.dtype in _pw.INTEGERS and name != "sign":
         check(name not in STEPS or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
         X = copy_(torch.empty_like(X, dtype=X.dtype if name in STEPS else torch.float32), X)
@@ -398,9 +398,9 @@ def round(input, *, decimals=0):
     if decimals == 0:
         return _elementwise("round", input, "round")
     check_tensors("round", input=input)
-    check(input.data.is_floating_point(), "round: decimals is supported for floating-point tensors only")
+    check(input.memory.is_floating_point(), "round: decimals is supported for floating-point tensors only")
     scale, there, back = (10.0 ** decimals, "mul", "div") if decimals > 0 else (10.0 ** -decimals, "div", "mul")
-    r = _pw.pointwise("round", _pw.pointwise(there, input.data, scale, dtype=torch.float32))
+    r = _pw.pointwise("round", _pw.pointwise(there, input.memory, scale, dtype=torch.float32))
     y = _pw.pointwise(back, r, scale, dtype=input.dtype)
     return record("round", y, (input,), lambda g: (torch.zeros_like(g),))
 
@@ -409,7 +409,7 @@ def square(input):
     """x * x: integer tensors keep their dtype, as torch's (bool ones become int64)."""
     check_tensors("square", input=input)
     if input.dtype in _pw.INTEGERS:
-        X = input.data if input.dtype != torch.bool else copy_(torch.empty_like(input.data, dtype=torch.int64), input.data)
+        X = input.memory if input.dtype != torch.bool else copy_(torch.empty_like(input.memory, dtype=torch.int64), input.memory)
         return Tensor(_pw.pointwise("mul", X, X))
     return pow(input, 2)
 
@@ -461,7 +461,7 @@ def tanhshrink(input):
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value (NaN kept); the gradient is 0 where x <= threshold. """ + INPLACE
     check_tensors("threshold", input=input)
-    X = input.data
+    X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), float(value))
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
                   saved=(X,))
@@ -504,8 +504,8 @@ def lerp(input, end, weight):
     check(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
     _same_dtype("lerp", input, end=end, weight=weight)
-    S, E = input.data, end.data
-    W = weight.data if isinstance(weight, Tensor) else float(weight)
+    S, E = input.memory, end.memory
+    W = weight.memory if isinstance(weight, Tensor) else float(weight)
     need_s, need_e, need_w = needs_grad(input, end, weight)
     return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
                         lambda g: (_pw.pointwise("lerp", g, 0.0, W) if need_s else None,  # g (1 - w)
@@ -517,7 +517,7 @@ def lerp(input, end, weight):
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
     check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
     check(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
-    X, A, B, v = input.data, tensor1.data, tensor2.data, float(value)
+    X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
     return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
                         lambda g: (g.view(g.shape) if need_x else None,
@@ -550,7 +550,7 @@ def masked_fill(input, mask, value):
     else:
         check(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.data.is_floating_point() else int(bool(value) if input.dtype == torch.bool else value)
+        value = value if input.memory.is_floating_point() else int(bool(value) if input.dtype == torch.bool else value)
     return where(mask, value, input)
 
 

@@ -27,8 +27,8 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]):
         return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True), None  # a global pooling: see avg_pool2d
     y_cl = keeps_channels_last(x.shape[1])
-    y, arg = _pool.pool2d(x.data, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
-    shape, x_cl = x.shape, is_channels_last(x.data)
+    y, arg = _pool.pool2d(x.memory, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
+    shape, x_cl = x.shape, is_channels_last(x.memory)
 
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
@@ -54,7 +54,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     if count_include_pad or pair(padding, "avg_pool2d: padding") == (0, 0):
         return y
     with no_grad():  # the share of each window inside the input: its pixels over Caffe's divisor
-        share = _pool2d("avg", Tensor(torch.ones_like(x.data)), kernel_size, stride, padding, ceil_mode)[0]
+        share = _pool2d("avg", Tensor(torch.ones_like(x.memory)), kernel_size, stride, padding, ceil_mode)[0]
     return div(y, share)
 
 
@@ -65,7 +65,7 @@ def _signal_as_image(name, input):
     check(input.ndim in (2, 3), lambda: f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for "
                                         f"argument #1 'self' (while checking arguments for {name})")
     x = unsqueeze(input if input.ndim == 3 else unsqueeze(input, 0), 2)
-    return x if is_flat(x.data) else contiguous(x)
+    return x if is_flat(x.memory) else contiguous(x)
 
 
 def _image_as_signal(y, input):
@@ -140,7 +140,7 @@ def _adaptive(mode, input, output_size):
     OH, OW = (input.shape[-2 + i] if s is None else s for i, s in enumerate(size))
     if mode == "avg" and (OH, OW) == (1, 1):  # global average pooling: the mean kernel
         return sum_or_mean(name, input, (-2, -1), True, mean=True), None
-    X = input.data if input.ndim == 4 else input.data.unsqueeze(0)
+    X = input.memory if input.ndim == 4 else input.memory.unsqueeze(0)
     if not is_flat(X):  # a strided view (a channel slice): the kernels read dense memory
         X = X.contiguous()
     y, arg = _pool.adaptive_pool2d(X, (OH, OW), mode)

@@ -20,7 +20,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    X = input.data
+    X = input.memory
     if not is_flat(X):  # a strided view: the mask is drawn over flat memory
         X = X.contiguous()
     snapshot = _random.take(rng_state(), X.numel())

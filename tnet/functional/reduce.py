@@ -41,7 +41,7 @@ def _dims(name, input, dim):
 
 def _dense(x):
     """x's storage, copied contiguous if it has gaps (a slice): the reductions read dense memory."""
-    return x.data if _reduce.is_dense(x.data) else x.data.contiguous()
+    return x.memory if _reduce.is_dense(x.memory) else x.memory.contiguous()
 
 
 def _shape(shape, dims, keepdim):
@@ -51,13 +51,13 @@ def _shape(shape, dims, keepdim):
 def sum_or_mean(name, input, dim, keepdim, mean):
     check_tensors(name, input=input)
     dims = _dims(name, input, dim)
-    integer = _reduce.integer(input.data)
+    integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
                                           f"floating point or complex dtype. Got: {input.dtype}")
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
-        return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.memory),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
     y = _reduce.reduce(X, dims, divisor=count)
@@ -109,7 +109,7 @@ def _max_or_min(name, input, dim, keepdim, result):
     d = _max_dims(name, input, dim)
     if dim is not None and input.ndim == 0:  # torch takes dim 0 (or -1) of a 0-d input: itself, index 0
         return _max_or_min(name, reshape(input, 1), 0, keepdim, result)
-    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     if dim is None:
         y, _ = _reduce.reduce(X, tuple(range(input.ndim)), name)
 
@@ -121,7 +121,7 @@ def _max_or_min(name, input, dim, keepdim, result):
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)
         indices = torch.empty(out, device=input.device, dtype=torch.int64)
-        return result(record(name, y, (input,), lambda g: (torch.zeros_like(input.data),)), Tensor(indices))
+        return result(record(name, y, (input,), lambda g: (torch.zeros_like(input.memory),)), Tensor(indices))
     y, indices = _reduce.reduce(X, d, name)
 
     def backward(g):
@@ -152,7 +152,7 @@ def _arg(name, input, dim, keepdim):
     d = _max_dims(name, input, dim)
     op = name[3:]
     if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
-        _, indices = _reduce.reduce(input.data.contiguous().reshape(-1), (0,), op)
+        _, indices = _reduce.reduce(input.memory.contiguous().reshape(-1), (0,), op)
         return Tensor(indices.reshape((1,) * input.ndim if keepdim else ()))
     if input.ndim == 0 or input.numel() == 0:  # a 0-d input's index is 0; a kept axis of size 0: empty
         return Tensor(torch.zeros(_shape(input.shape, d, keepdim), device=input.device, dtype=torch.int64))
@@ -234,7 +234,7 @@ def logsumexp(input, dim, keepdim=False):
     X, out_shape = _dense(input), _shape(input.shape, dims, keepdim)
     if input.numel() == 0:  # log(0), as torch
         return record("logsumexp", torch.full(out_shape, -math.inf, device=input.device, dtype=input.dtype),
-                      (input,), lambda g: (torch.zeros_like(input.data),))
+                      (input,), lambda g: (torch.zeros_like(input.memory),))
     # the maximum, clamped to finite values: an infinite one leaves exp(x - shift) at 0 or inf, not NaN
     shift = _pw.pointwise("clamp", _reduce.reduce(X, dims, "max", dtype=torch.float32)[0], -_FLOAT_MAX, _FLOAT_MAX)
     total = _reduce.reduce(_pw.pointwise("exp", _pw.pointwise("sub", X, shift)), dims, dtype=torch.float32)
@@ -261,8 +261,8 @@ def _extreme(name, input, dim, keepdim):
             if input.shape[d] == 0:
                 raise InputIndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         out = torch.empty(_shape(input.shape, dims, keepdim), device=input.device, dtype=input.dtype)
-        return record(name, out, (input,), lambda g: (torch.zeros_like(input.data),))
-    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.memory),))
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     y = _reduce.reduce(X, dims, "max" if name == "amax" else "min")[0]
 
     def backward(g):
@@ -298,13 +298,13 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
     dim, correction = _correction(name, dim, unbiased, correction)
     dims = _dims(name, input, dim)
-    X, shape, cl = _dense(input), input.shape, is_channels_last(input.data)
+    X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     n = math.prod(shape[d] for d in dims)
     dof = builtins.max(0, n - correction)  # none left: x / 0, inf or NaN, as torch (which warns)
     out_shape = _shape(shape, dims, keepdim)
     if input.numel() == 0:
         return record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
-                      lambda g: (torch.zeros_like(input.data),))
+                      lambda g: (torch.zeros_like(input.memory),))
     mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
@@ -412,8 +412,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         with no_grad():
             g = Tensor(g) if weight is None else mul(Tensor(g), weight)
             gx = div(mul(g, x - y), clamp_min(mul(x, 1.0 - x), 1e-12))
-            return gx.data, mul(g, log(1.0 - x) - log(x)).data
-    loss = record("binary_cross_entropy", loss.data, (x, y), backward, saved=(x, y))
+            return gx.memory, mul(g, log(1.0 - x) - log(x)).memory
+    loss = record("binary_cross_entropy", loss.memory, (x, y), backward, saved=(x, y))
     return _reduced("binary_cross_entropy", loss, reduction)
 
 
@@ -467,8 +467,8 @@ def _two_norm(input, dim, keepdim):
     def backward(g):
         with no_grad():
             g = reshape(Tensor(g), y.shape)
-            return where(eq(y, 0), 0.0, div(mul(g, input), y)).data
-    out = record("norm", y.data, (input,), lambda g: (backward(g),), saved=(input, y))
+            return where(eq(y, 0), 0.0, div(mul(g, input), y)).memory
+    out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 

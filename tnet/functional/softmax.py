@@ -24,7 +24,7 @@ def _rows(name, x, dim, dtype):
     if dim is None:  # torch's implicit dim, which it warns about
         dim = 0 if x.ndim in (0, 1, 3) else 1
     d = dim_index(dim, x.ndim)
-    X = x.data.reshape(1) if x.ndim == 0 else x.data
+    X = x.memory.reshape(1) if x.ndim == 0 else x.memory
     moved = X.movedim(d, -1)
     return x, moved.contiguous().view(-1, moved.shape[-1]), moved.shape, d
 
@@ -43,7 +43,7 @@ def _autocast_fp32(x):
 def _softmax_op(name, forward, backward, x, dim, dtype):
     x, rows, moved_shape, d = _rows(name, x, dim, dtype)
     if rows.numel() == 0:
-        return record(name, torch.empty_like(x.data), (x,), lambda g: (torch.zeros_like(x.data),))
+        return record(name, torch.empty_like(x.memory), (x,), lambda g: (torch.zeros_like(x.memory),))
     y_rows, in_dtype = forward(rows, _autocast_fp32(x)), x.dtype
 
     def grad(g):  # g in y's layout: for dim 1 of a channels-last y its rows are contiguous already
@@ -87,11 +87,11 @@ def _nll(input, target, weight, ignore_index, reduction):
     expect = input.shape[:cdim] + input.shape[cdim + 1:]
     check(target.shape == expect,
           lambda: f"nll_loss: target is {target.shape}, expected {expect} for input {input.shape}")
-    X = input.data.reshape(1, C) if input.ndim == 1 else input.data
+    X = input.memory.reshape(1, C) if input.ndim == 1 else input.memory
     moved = X.movedim(1, -1)
     rows = moved.reshape(-1, C)  # a view where the memory allows; the kernel takes strides
-    labels = target.data.reshape(-1).contiguous()
-    W = None if weight is None else weight.data.contiguous()
+    labels = target.memory.reshape(-1).contiguous()
+    W = None if weight is None else weight.memory.contiguous()
     loss, wt = _softmax.nll_loss(rows, labels, W, ignore_index)
     dtype = _autocast_fp32(input)
     if reduction == "none":
@@ -150,7 +150,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     cdim = 0 if input.ndim == 1 else 1
     C = input.shape[cdim]
     w = None if weight is None else weight.reshape(C, *[1] * (input.ndim - cdim - 1))  # along the class dim
-    if target.data.is_floating_point():  # class probabilities
+    if target.memory.is_floating_point():  # class probabilities
         check(target.shape == input.shape,
               lambda: f"cross_entropy: target must be int64 labels or class probabilities of "
                       f"input's shape {input.shape}, got {target.dtype} {target.shape}")
@@ -159,7 +159,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         terms = mul(log_softmax(input, cdim), target)
         return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
     if input.ndim == 2 and weight is None:
-        loss, dlogits = _softmax.cross_entropy(input.data, target.data, label_smoothing, reduction, ignore_index,
+        loss, dlogits = _softmax.cross_entropy(input.memory, target.memory, label_smoothing, reduction, ignore_index,
                                                dtype=_autocast_fp32(input))
         if reduction == "none":
             return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))

@@ -26,7 +26,7 @@ def _sorted(name, input, dim, k, descending, result):
         return result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
     shape = input.shape
-    values, indices = _sort.sort(input.data, d, k, descending)
+    values, indices = _sort.sort(input.memory, d, k, descending)
 
     def backward(g):
         return (_sort.unsort(g, indices, shape, d),)
@@ -65,7 +65,7 @@ def cumsum(input, dim, *, dtype=None):
     d = _scan_dim("cumsum", input, dim)
     if input.ndim == 0:
         return reshape(cumsum(reshape(input, 1), 0, dtype=dtype), ())
-    y = _sort.scan(input.data, d, "sum", dtype=dtype)
+    y = _sort.scan(input.memory, d, "sum", dtype=dtype)
     if not y.is_floating_point():
         return Tensor(y)
     return record("cumsum", y, (input,), lambda g: (_sort.scan(g, d, "sum", reverse=True, dtype=input.dtype),))
@@ -79,7 +79,7 @@ def cumprod(input, dim, *, dtype=None):
     d = _scan_dim("cumprod", input, dim)
     if input.ndim == 0:
         return reshape(cumprod(reshape(input, 1), 0, dtype=dtype), ())
-    X = input.data
+    X = input.memory
     y = _sort.scan(X, d, "prod", dtype=dtype)
     if not y.is_floating_point():
         return Tensor(y)

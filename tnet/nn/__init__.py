@@ -32,29 +32,22 @@ class Parameter(Tensor):
 
     def __init__(self, data, lr_mult=1.0, decay_mult=1.0, *, requires_grad=True):
         if isinstance(data, Tensor) and data.dtype == torch.float32 and data.device == DEVICE:
-            data = data.data
+            data = data.memory
         else:
             data = as_storage(data, torch.float32)
         super().__init__(data, requires_grad=requires_grad)
         self.lr_mult, self.decay_mult = lr_mult, decay_mult
 
     @property
-    def data(self):
-        return self._data
+    def memory(self):
+        return self._memory
 
-    @data.setter
-    def data(self, value):
-        """p.data = t, as torch's: p then holds t's memory (a tnet.Tensor's or a torch tensor's)
-        and dtype; a copy on tnet's device where t is elsewhere. p's 16-bit copies (tnet.amp)
-        are rewritten in place where the shape and strides stay, else dropped (the next
-        autocast use makes them anew)."""
-        if isinstance(value, Tensor):
-            value = value.data
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"Parameter.data: expected a tnet.Tensor or a torch tensor, got {type(value).__name__}")
-        if value.device != DEVICE:
-            value = value.to(DEVICE)
-        self._data = value
+    @memory.setter
+    def memory(self, value):
+        """p.data = t, as torch's, and tnet's own writes: p's 16-bit copies (tnet.amp) are
+        rewritten in place where the shape and strides stay, else dropped (the next autocast use
+        makes them anew)."""
+        self._memory = value
         self._shape_of = None  # Tensor.shape's cache: drops its hold on the old memory
         low = amp.low_copies(self)
         if low and all(t.shape == value.shape and t.stride() == value.stride() for t in low):
@@ -217,7 +210,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad.data.zero_()
+                p.grad.memory.zero_()
 
     def requires_grad_(self, requires_grad=True):
         """Whether autograd computes the parameters' gradients (False freezes them)."""
@@ -245,9 +238,9 @@ class Module:
         - memory_format is accepted and ignored: tnet picks the layouts (channels-last
           convolutions). Returns self."""
         if args and isinstance(args[0], Tensor):
-            args = (args[0].data, *args[1:])
+            args = (args[0].memory, *args[1:])
         if isinstance(kwargs.get("tensor"), Tensor):
-            kwargs["tensor"] = kwargs["tensor"].data
+            kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
         _check_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
@@ -316,14 +309,14 @@ class Module:
         own = self._state()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        values = {k: state_dict[k].data if isinstance(state_dict[k], Tensor) else state_dict[k]
+        values = {k: state_dict[k].memory if isinstance(state_dict[k], Tensor) else state_dict[k]
                   for k in own if k in state_dict}
         for k, v in values.items():
             try:
                 values[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
             except (TypeError, ValueError) as e:
                 raise TypeError(f"load_state_dict: the value for {k!r} is not an array of numbers ({e})") from None
-            if values[k].is_complex() or values[k].dtype == torch.bool and own[k].data.is_floating_point():
+            if values[k].is_complex() or values[k].dtype == torch.bool and own[k].memory.is_floating_point():
                 raise TypeError(f"load_state_dict: the value for {k!r} is {values[k].dtype}, the model's {own[k].dtype}")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
         errors = [f"size mismatch for {k}: copying a param with shape {tuple(v.shape)} from checkpoint, the shape in "
@@ -333,7 +326,7 @@ class Module:
                 + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
         check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
         for k, v in values.items():
-            own[k].data.copy_(v)
+            own[k].memory.copy_(v)
             amp.refresh_low_copies(own[k])  # the 16-bit copies that layers read under autocast
         return _IncompatibleKeys(missing, unexpected)
 
@@ -588,7 +581,7 @@ class Embedding(Module):
         if _weight is None:
             init.normal_(self.weight)
             if self.padding_idx is not None:
-                self.weight.data[self.padding_idx].zero_()
+                self.weight.memory[self.padding_idx].zero_()
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)

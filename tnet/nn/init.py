@@ -25,7 +25,7 @@ __all__ = ["calculate_gain", "calculate_fan_in_and_fan_out", "uniform_", "normal
 
 def _storage(tensor):
     if isinstance(tensor, Tensor):
-        return tensor.data
+        return tensor.memory
     if isinstance(tensor, torch.Tensor):
         return tensor
     raise TypeError(f"nn.init: expected a tnet.Tensor or a torch tensor, got {type(tensor).__name__}")

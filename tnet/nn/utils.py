@@ -60,7 +60,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 def _rewrite_(g, values):
     """g's memory takes values (a torch tensor of g's shape), for the in-place writes torch makes
     on .grad: a captured step or an optimizer holding the gradient keeps its address."""
-    copy_(g.data, values)
+    copy_(g.memory, values)
     bump_version(g)
 
 
@@ -71,13 +71,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if not grads:
         return
     with no_grad():
-        scale = F.clamp(F.div(float(max_norm), F.add(total_norm, 1e-6)), max=1.0).data.reshape(1)
+        scale = F.clamp(F.div(float(max_norm), F.add(total_norm, 1e-6)), max=1.0).memory.reshape(1)
         for g in grads:
-            if is_flat(g.data):
-                _pw.scale_(g.data, scale)
+            if is_flat(g.memory):
+                _pw.scale_(g.memory, scale)
                 bump_version(g)
             else:  # a gradient set by hand as a strided view
-                _rewrite_(g, _pw.pointwise("mul", g.data, scale))
+                _rewrite_(g, _pw.pointwise("mul", g.memory, scale))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -99,5 +99,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     for p in _tensors(parameters):
         if p.grad is not None:
-            _rewrite_(p.grad, _pw.pointwise("clamp", p.grad.data, -clip_value, clip_value))
+            _rewrite_(p.grad, _pw.pointwise("clamp", p.grad.memory, -clip_value, clip_value))
 

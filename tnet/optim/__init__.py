@@ -65,7 +65,7 @@ class Optimizer:
                 if s in self.SCALARS:
                     self.state[p][s] = self._scalars[s][i]
                 elif s is not None:
-                    self.state[p][s] = torch.full_like(p.data, self._initial(group, s))
+                    self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
@@ -135,7 +135,7 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.data, in_layout(p.grad.data, p.data), [s and self.state[p][s] for s in self._slots[p]],
+        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and self.state[p][s] for s in self._slots[p]],
                     amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
                     getattr(p, "decay_mult", 1.0))
                    for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
@@ -155,7 +155,7 @@ class Optimizer:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad.data.zero_()
+                p.grad.memory.zero_()
 
     def state_dict(self):
         """torch's layout in plain numbers, lists and numpy arrays (copies; reading them is a
@@ -491,7 +491,7 @@ class Muon(Optimizer):
                                   "ns_coefficients": tuple(ns_coefficients), "eps": eps, "ns_steps": ns_steps,
                                   "adjust_lr_fn": adjust_lr_fn, "renormalize": renormalize})
         for p in self._params:
-            check(p.data.dim() >= 2, lambda: f"Muon only supports parameters of 2 or more dimensions (matrices, "
+            check(p.memory.dim() >= 2, lambda: f"Muon only supports parameters of 2 or more dimensions (matrices, "
                                              f"filters), but found a parameter with size: {p.shape}")
         self._work = {}  # kernels.muon_work's buffers by (rows, columns, matrices)
 
@@ -584,17 +584,17 @@ class Lookahead:
         check(total_steps > 0 and every > 0, lambda: f"Lookahead: total_steps and every must be positive, "
                                                      f"got {total_steps} and {every}")
         self.total_steps, self.every, self.decay = total_steps, every, decay
-        self.tensors = {name: t for name, t in model._state().items() if t.data.is_floating_point()}
-        self.ema = {name: torch.empty_like(t.data, dtype=torch.float32) for name, t in self.tensors.items()}
+        self.tensors = {name: t for name, t in model._state().items() if t.memory.is_floating_point()}
+        self.ema = {name: torch.empty_like(t.memory, dtype=torch.float32) for name, t in self.tensors.items()}
         device = next(iter(self.ema.values())).device
         self._count = torch.zeros(1, dtype=torch.int32, device=device)
         self._d = torch.zeros(1, device=device)
         self._one = torch.ones(1, device=device)
         for name, t in self.tensors.items():
-            copy_(self.ema[name], t.data)
+            copy_(self.ema[name], t.memory)
 
     def _updates(self):
-        return [(t.data, self.ema[name], amp.low_copies(t)) for name, t in self.tensors.items()]
+        return [(t.memory, self.ema[name], amp.low_copies(t)) for name, t in self.tensors.items()]
 
     def step(self):
         kernels.lookahead_clock_(self._count, self._d, self.total_steps, self.every, self.decay)

@@ -390,8 +390,8 @@ def _gathered(dataset, indices):
     batch = []
     for t in dataset.tensors:
         rows = torch.empty((len(index), *t.shape[1:]), dtype=t.dtype, device=DEVICE,
-                           memory_format=memory_format(is_channels_last(t.data)))
-        batch.append(Tensor(gather_(rows, t.data, index, 0, name=None)))
+                           memory_format=memory_format(is_channels_last(t.memory)))
+        batch.append(Tensor(gather_(rows, t.memory, index, 0, name=None)))
     return batch
 
 
