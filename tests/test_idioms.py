@@ -1,6 +1,7 @@
 """What training scripts use beside the layers (issue 26): advanced indexing, norms, normalize,
 cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
-script touches once (backends, compile, Variable, cpu/cuda/type_as). Each against torch in float64."""
+script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
+x.data). Each against torch in float64."""
 import math
 
 import numpy as np
@@ -154,3 +155,50 @@ def test_einsum_errors():
         tnet.einsum("ii->i", tnet.randn(3, 3))
     with pytest.raises(ValueError, match="sizes"):
         tnet.einsum("ij,jk->ik", tnet.randn(3, 4), tnet.randn(5, 2))
+
+
+def test_torch_names_scripts_use(tmp_path):
+    """dtype names, the host Generator, seeding, cuda's memory calls, DataParallel, torch.load's and
+    torch.tensor's arguments and the legacy typed constructors, as scripts write them."""
+    assert (tnet.long, tnet.float, tnet.half, tnet.int, tnet.bool, tnet.double) == (
+        torch.int64, torch.float32, torch.float16, torch.int32, torch.bool, torch.float64)
+    assert tnet.zeros(3, dtype=tnet.long).dtype == torch.int64
+    data = tnet.utils.data.TensorDataset(tnet.arange(10))
+    splits = [tnet.utils.data.random_split(data, [7, 3], generator=tnet.Generator().manual_seed(42)) for _ in range(2)]
+    assert [list(s.indices) for s in splits[0]] == [list(s.indices) for s in splits[1]]
+    tnet.random.manual_seed(5)
+    assert tnet.random.initial_seed() == 5 == tnet.initial_seed()
+    tnet.cuda.empty_cache()
+    assert tnet.cuda.memory_allocated() >= 0
+    model = nn.DataParallel(nn.Linear(2, 3))
+    assert list(model.state_dict()) == ["module.weight", "module.bias"] and model(tnet.randn(4, 2)).shape == (4, 3)
+    assert nn.parallel.DistributedDataParallel is tnet.distributed.DistributedDataParallel
+    tnet.save(model.state_dict(), tmp_path / "m.pt")
+    model.load_state_dict(tnet.load(tmp_path / "m.pt", map_location="cpu", weights_only=True))
+    assert tnet.tensor([1.0], device=tnet.DEVICE.type).device == tnet.DEVICE
+    assert tnet.FloatTensor([1, 2]).dtype == torch.float32 and tnet.LongTensor(2, 3).shape == (2, 3)
+
+
+def test_data_is_torchs_idioms():
+    """x.data as torch's scripts use it: torch.max(out.data, 1), m.weight.data.normal_(0, 0.01),
+    m.bias.data.zero_() change the parameter's values and not its autograd state."""
+    layer = nn.Linear(4, 3)
+    layer.weight.data.normal_(0, 0.01)
+    layer.bias.data.zero_()
+    assert layer.bias.tolist() == [0.0, 0.0, 0.0] and layer.weight.requires_grad and layer.weight.is_leaf
+    assert 0 < float(layer.weight.abs().max()) < 0.1
+    _, predicted = tnet.max(layer(tnet.randn(5, 4)).data, 1)
+    assert predicted.shape == (5,) and predicted.dtype == torch.int64
+
+
+def test_isclose_allclose_equal_as_torch():
+    values = [1.0, 1.0 + 1e-6, float("inf"), float("-inf"), float("nan"), 0.0, 2.0]
+    others = [1.0, 1.0, float("inf"), float("inf"), float("nan"), 1e-9, float("inf")]
+    a, b = tnet.tensor(values), tnet.tensor(others)
+    ra, rb = torch.tensor(values), torch.tensor(others)
+    for kwargs in ({}, {"equal_nan": True}, {"rtol": 0, "atol": 0}):
+        assert tnet.isclose(a, b, **kwargs).tolist() == torch.isclose(ra, rb, **kwargs).tolist(), kwargs
+        assert tnet.allclose(a[:2], b[:2], **kwargs) == torch.allclose(ra[:2], rb[:2], **kwargs)
+    assert tnet.allclose(a, a, equal_nan=True) and not tnet.allclose(a, a)
+    assert tnet.equal(a[:4], a[:4]) and not tnet.equal(a, a) and not tnet.equal(a[:2], a[:3])
+    assert a.isclose(b).dtype == torch.bool and a[:1].allclose(b[:1]) and a[:1].equal(b[:1])

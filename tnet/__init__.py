@@ -3,11 +3,30 @@ from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's inter
 from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
 from .tensor import Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, tensor
-from .factory import bfloat16, float16, float32, full, int32, int64, manual_seed, ones, rand, randn, zeros
+from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
+                      zeros)
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda, utils
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random
+from .autograd import Variable
+import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
+
+# torch's top-level functions: shape ops, element-wise ops, reductions, sorting, matrix products
+from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort,
+                         baddbmm, bmm, broadcast_to, cat, ceil, celu, channel_shuffle, chunk, clamp, clamp_max,
+                         clamp_min, clip, clone, concat, concatenate, cos, count_nonzero, cov, cumprod, cumsum, div,
+                         dot, einsum, eq, equal, erf, exp, exp2, expm1, flatten, flip, floor, gather, ge, gt,
+                         hardshrink, index_add, index_select, isclose, isinf, isnan, le, lerp, log, log10, log1p, log2,
+                         log_softmax, logical_and, logical_not, logical_or, logsumexp, lt, masked_fill, matmul, max,
+                         maximum, mean, min, minimum, mm, movedim, mul, mv, narrow, ne, neg, norm, outer, permute,
+                         pixel_shuffle, pixel_unshuffle, pow, prod, reciprocal, relu, repeat_interleave, reshape, roll,
+                         round, rsqrt, scatter, select, selu, sigmoid, sign, sin, softmax, sort, split, sqrt, square,
+                         squeeze, stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, threshold, topk,
+                         transpose, tril, triu, trunc, unbind, unflatten, unsqueeze, var, var_mean, where)
+# torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
+from .factory import (BFloat16Tensor, BoolTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor, arange,
+                      empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)
 
 
 def is_tensor(obj):
@@ -32,48 +51,6 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype).to(device=device)
 
 
-__version__ = "0.1.0"  # pyproject.toml reads it from here
-
-__all__ = ["DEVICE", "INTERPRET", "Tensor", "tensor", "no_grad", "is_grad_enabled", "set_precision",
-           "get_precision", "zeros", "ones", "full", "rand", "randn", "manual_seed", "float32", "float16",
-           "bfloat16", "int64", "int32", "save", "load", "LoadError", "InputError", "functional", "linalg", "nn", "optim", "models",
-           "data", "graph", "utils", "autocast", "get_autocast_dtype", "is_autocast_enabled", "cuda", "device",
-           "enable_grad", "set_grad_enabled", "inference_mode", "is_tensor", "from_numpy"]
-
-# torch's top-level functions: shape ops, factories, element-wise ops, activations and reductions
-from .functional import (abs, add, amax, amin, argmax, broadcast_to, cat, chunk, clamp, clamp_max, clamp_min, clip,
-                         clone, cov, concat, concatenate, div, eq, exp, flatten, flip, ge, gt, index_select, le, log,
-                         log_softmax, logical_and, logical_not, logical_or, lt, matmul, max, mean, movedim, mul,
-                         narrow, ne, neg, permute, pow, relu, reshape, select, sigmoid, softmax, split, sqrt, squeeze,
-                         stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, transpose, unbind, unflatten,
-                         unsqueeze, var, var_mean, where)
-from .functional.pointwise import isinf, isnan, maximum, minimum
-from .factory import arange, empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like
-__all__ += ["abs", "add", "amax", "amin", "argmax", "broadcast_to", "cat", "chunk", "clamp", "clamp_max", "clamp_min",
-            "clip", "clone", "cov", "concat", "concatenate", "div", "eq", "exp", "flatten", "flip", "ge", "gt",
-            "index_select", "le", "log", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "matmul",
-            "max", "mean", "movedim", "mul", "narrow", "ne", "neg", "permute", "pow", "relu", "reshape", "select",
-            "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "std", "std_mean", "sub", "sum", "swapaxes",
-            "swapdims", "t", "tanh", "transpose", "unbind", "unflatten", "unsqueeze", "var", "var_mean", "where",
-            "arange", "empty", "empty_like", "full_like", "ones_like", "randperm", "zeros_like", "isinf", "isnan",
-            "eye", "linspace", "randint", "maximum", "minimum"]
-from .functional import einsum, gather, norm, scatter  # noqa: E402
-from . import backends  # noqa: E402
-from .autograd import Variable  # noqa: E402
-from . import autograd  # noqa: E402
-__all__ += ["einsum", "gather", "norm", "scatter", "backends", "autograd", "Variable", "compile"]
-from .functional import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, floor, hardshrink, lerp, log10,  # noqa: E402
-                         log1p, log2, masked_fill, reciprocal, round, rsqrt, selu, sign, sin, square, threshold, tril,
-                         triu, trunc)
-__all__ += ["addcdiv", "addcmul", "celu", "ceil", "cos", "erf", "exp2", "expm1", "floor", "hardshrink", "lerp", "log10",
-            "log1p", "log2", "masked_fill", "reciprocal", "round", "rsqrt", "selu", "sign", "sin", "square",
-            "threshold", "tril", "triu", "trunc"]
-from .functional import repeat_interleave, roll  # noqa: E402
-__all__ += ["numel", "as_tensor", "repeat_interleave", "roll"]
-
-from .functional import addmm, baddbmm, bmm, channel_shuffle, dot, index_add, mm, mv, outer, pixel_shuffle, pixel_unshuffle  # noqa: E402,E501
-__all__ += ["addmm", "baddbmm", "bmm", "channel_shuffle", "dot", "index_add", "mm", "mv", "outer", "pixel_shuffle", "pixel_unshuffle"]
-
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
     """torch.compile's signature; returns model (or, used as a decorator without it, the identity):
@@ -82,7 +59,15 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda fn: fn
     return model
-from .functional import (all, any, argmin, argsort, count_nonzero, cumprod, cumsum, logsumexp, min, prod,  # noqa: E402
-                         sort, topk)
-__all__ += ["all", "any", "argmin", "argsort", "count_nonzero", "cumprod", "cumsum", "logsumexp", "min", "prod",
-            "sort", "topk"]
+
+
+__version__ = "0.1.0"  # pyproject.toml reads it from here
+
+# torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float
+# and bool in this module). tnet computes in float32, float16, bfloat16, int64, int32 and bool; the
+# float64 names exist for scripts to pass, and tnet's ops refuse float64 in one line.
+half, float, long, int, bool = float16, float32, int64, int32, _torch.bool
+float64 = double = _torch.float64
+uint8, int8, int16, short = _torch.uint8, _torch.int8, _torch.int16, _torch.int16
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("factory", "kernels", "serialize")]

@@ -33,3 +33,22 @@ def manual_seed_all(seed):
 
 def get_device_name(device=None):
     return torch.cuda.get_device_name(device) if is_available() else "cpu"
+
+
+def empty_cache():
+    """Hand the caching allocator's unused blocks back to the GPU, as torch's (tnet's memory is torch's)."""
+    if is_available():
+        torch.cuda.empty_cache()
+
+
+def memory_allocated(device=None):
+    return torch.cuda.memory_allocated(device) if is_available() else 0
+
+
+def max_memory_allocated(device=None):
+    return torch.cuda.max_memory_allocated(device) if is_available() else 0
+
+
+def reset_peak_memory_stats(device=None):
+    if is_available():
+        torch.cuda.reset_peak_memory_stats(device)

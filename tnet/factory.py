@@ -11,11 +11,12 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .tensor import Tensor, as_storage
+from .tensor import Tensor, as_storage, check_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
 _state = []  # [the generator's device tensor [seed, offset]], made on first use
+_seed = [DEFAULT_SEED]  # manual_seed's last seed (initial_seed)
 _init = [np.random.default_rng(DEFAULT_SEED)]  # the host stream that layers draw their initial weights from
 
 
@@ -24,6 +25,30 @@ def init_generator():
     weights from, as torch's layers draw from its global generator: two layers of one shape
     start different, and manual_seed(s) makes a model's init repeat."""
     return _init[0]
+
+
+class Generator(np.random.Generator):
+    """torch.Generator for what tnet draws on the host (DataLoader's shuffle, random_split, randperm,
+    the init functions' generator=): a numpy Generator with torch's manual_seed, initial_seed and
+    seed. device= is accepted: tnet's device draws (rand, dropout) take the global generator that
+    tnet.manual_seed seeds. Other numbers than torch's generator gives for a seed."""
+
+    def __init__(self, device="cpu"):
+        self._seed = DEFAULT_SEED
+        super().__init__(np.random.PCG64(DEFAULT_SEED))
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) % (1 << 64)
+        self.bit_generator.state = np.random.PCG64(self._seed).state
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        """Seed from the OS's entropy, as torch's; returns the seed."""
+        self.manual_seed(np.random.SeedSequence().entropy)
+        return self._seed
 
 
 def host_generator(name, generator=None):
@@ -59,11 +84,24 @@ def manual_seed(seed):
     if _capturing():
         raise RuntimeError("manual_seed: writes the generator state from the host; call it outside a graph capture")
     seed = int(seed) % (1 << 64)
+    _seed[0] = seed
     _init[0] = np.random.default_rng(seed)
     seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the int64 with the same bits
     state = rng_state()
     state[0].fill_(seed)
     state[1].fill_(0)
+
+
+def initial_seed():
+    """The seed manual_seed (or seed) set last, as torch's."""
+    return _seed[0]
+
+
+def seed():
+    """manual_seed with a seed from the OS's entropy, as torch's; returns that seed."""
+    s = int(np.random.SeedSequence().entropy) % (1 << 63)
+    manual_seed(s)
+    return s
 
 
 def _size(name, size):
@@ -75,11 +113,6 @@ def _size(name, size):
     return tuple(size)
 
 
-def _check_device(name, device):
-    if device is not None and torch.device(device).type != DEVICE.type:
-        raise ValueError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
-
-
 def _leaf(name, data, requires_grad):
     if requires_grad and not data.is_floating_point():
         raise ValueError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
@@ -89,7 +122,7 @@ def _leaf(name, data, requires_grad):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
-    _check_device("full", device)
+    check_device("full", device)
     data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
     return _leaf("full", data, requires_grad)
 
@@ -103,7 +136,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
 
 def _random_tensor(name, size, dtype, device, requires_grad, normal):
-    _check_device(name, device)
+    check_device(name, device)
     dtype = dtype or float32
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
@@ -125,7 +158,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=torch.contiguous_format):
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
-    _check_device("empty", device)
+    check_device("empty", device)
     data = torch.empty(_size("empty", size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
 
@@ -133,7 +166,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=tor
 def _like(name, input, make, dtype, device, requires_grad, memory_format):
     """make(input's storage, dtype, memory_format): a new tensor shaped like input, of input's dtype
     unless dtype says, in input's layout by default (torch's preserve_format)."""
-    _check_device(name, device)
+    check_device(name, device)
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be a tnet.Tensor, not {type(input).__name__}")
     return _leaf(name, make(input.memory, dtype=dtype or input.dtype, memory_format=memory_format), requires_grad)
@@ -163,7 +196,7 @@ def _is_int(v):
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
-    _check_device("arange", device)
+    check_device("arange", device)
     start, end = (0, start) if end is None else (start, end)
     if step == 0:
         raise ValueError("arange: step must be nonzero")
@@ -178,13 +211,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
-    _check_device("eye", device)
+    check_device("eye", device)
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
-    _check_device("linspace", device)
+    check_device("linspace", device)
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 
@@ -192,7 +225,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     """Integers uniform in [low, high) (randint(high, size): from 0), int64 unless dtype says, drawn on
     the host from the stream tnet.manual_seed reseeds (or from generator, a numpy Generator): other
     numbers than torch's."""
-    _check_device("randint", device)
+    check_device("randint", device)
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None or size is None:
@@ -204,7 +237,27 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 def randperm(n, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
     stream that tnet.manual_seed reseeds (init_generator), then copied: other numbers than torch's."""
-    _check_device("randperm", device)
+    check_device("randperm", device)
     if not _is_int(n) or n < 0:
         raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
     return _leaf("randperm", as_storage(init_generator().permutation(n), dtype or int64), requires_grad)
+
+
+def _typed(name, dtype):
+    """torch's legacy typed constructor: name(*sizes) an uninitialised tensor (empty), name(data) a
+    copy of data in dtype."""
+    def make(*args, device=None):
+        if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
+                (len(args) == 1 and isinstance(args[0], torch.Size)):
+            return empty(*args, dtype=dtype, device=device)
+        if len(args) > 1:
+            raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
+        return _leaf(name, as_storage(args[0], dtype), False)
+    make.__name__ = make.__qualname__ = name
+    return make
+
+
+FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (
+    ("FloatTensor", float32), ("HalfTensor", float16), ("BFloat16Tensor", bfloat16)))
+LongTensor, IntTensor, BoolTensor = (_typed(n, d) for n, d in (
+    ("LongTensor", int64), ("IntTensor", int32), ("BoolTensor", torch.bool)))

@@ -92,7 +92,8 @@ def atomic_write(path, write):
     """write(file) into path + ".tmp", fsync it, rename it over path, then fsync the folder: a
     crash or a full disk never leaves a half-written file at path. The temporary name is fixed so
     that one left by a killed writer is replaced by the next write. The mode honours the umask
-    (0644 typically), as torch.save's files do."""
+    (0644 typically), as torch.save's files do. path: a str or os.PathLike."""
+    path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     tmp = path + ".tmp"
     try:
@@ -124,9 +125,10 @@ def _discard(tmp):
         pass
 
 
-def save(obj, path):
+def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
-    strings and None) to path, atomically. Tuples come back as lists."""
+    strings and None) to path, atomically. Tuples come back as lists. torch.save's other
+    arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
     tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
     if len(tree) > _MAX_TREE:
@@ -314,13 +316,16 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
     return {k: _decode(v, array, as_tensor, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
 
 
-def load(path):
+def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """What save(obj, path) stored; tensors come back as tnet.Tensors on tnet's device, arrays
-    as numpy arrays. Raises LoadError, one line, for any file it cannot read. The first bytes
+    as numpy arrays. torch.load's other arguments are accepted and change nothing: tensors go to
+    tnet's one device whatever map_location says, and a tnet file holds data only (never pickle),
+    so every load is weights_only. Raises LoadError, one line, for any file it cannot read. The first bytes
     are checked before anything else is read, only the members the structure refers to are
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
     from .tensor import Tensor, as_storage
+    path = os.fspath(path)
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     try:

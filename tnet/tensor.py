@@ -417,8 +417,17 @@ def record(op, data, inputs, backward, saved=()):
     return out
 
 
-def tensor(data, requires_grad=False, dtype=None):
-    """A tnet.Tensor from a numpy array, torch tensor or list: float32 by default, int64 stays int64."""
+def check_device(name, device):
+    """device (a torch.device, a string or None) must be of tnet's one device's type: a process
+    has one device (a CUDA GPU, or the CPU under Triton's interpreter)."""
+    if device is not None and torch.device(device).type != DEVICE.type:
+        raise ValueError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A tnet.Tensor from a numpy array, torch tensor, list or number, as torch.tensor: float32 by
+    default, int64 stays int64 (pin_memory is accepted: the copy goes to tnet's device)."""
+    check_device("tensor", device)
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.memory.is_floating_point():
         raise ValueError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")

@@ -49,7 +49,8 @@ from .pointwise import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, flo
                         softplus, softshrink, softsign, square, tanhshrink, threshold, tril, triu, trunc)
 from .softmax import softmin
 # reductions, sorting and scans
-from .reduce import all, any, argmin, count_nonzero, logsumexp, min, min_result, prod
+from .pointwise import isclose, isinf, isnan
+from .reduce import all, allclose, any, argmin, count_nonzero, equal, logsumexp, min, min_result, prod
 from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
 # in-place methods and the Tensor conveniences scripts use
 from . import inplace as _inplace
@@ -108,7 +109,7 @@ for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_block
                        "gather": gather, "scatter": scatter, "scatter_": scatter_,
                        "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
                        "count_nonzero": count_nonzero, "sort": sort, "argsort": argsort, "topk": topk,
-                       "cumsum": cumsum, "cumprod": cumprod,
+                       "cumsum": cumsum, "cumprod": cumprod, "isclose": isclose, "allclose": allclose, "equal": equal,
                        "matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm, "outer": outer,
                        "dot": dot, "mv": mv, "index_add": index_add}.items():
     setattr(Tensor, _name, _method)

@@ -20,7 +20,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
-from ..tensor import Tensor, dim_index, empty_in_layout, in_layout, is_grad_enabled, record, tensor
+from ..tensor import Tensor, check_device, dim_index, empty_in_layout, in_layout, is_grad_enabled, record, tensor
 from .inputs import check_tensors
 from .pad import pad
 from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
@@ -564,8 +564,7 @@ def to(x, *args, **kwargs):
             dtype = arg
         else:
             device = arg
-    if device is not None and torch.device(device).type != x.device.type:
-        raise ValueError(f"to: tnet keeps tensors on {x.device}, got device {device}")
+    check_device("to", device)
     if dtype is None or dtype == x.dtype:
         return x
     y = copy_(torch.empty_like(x.memory, dtype=dtype), x.memory)

@@ -301,6 +301,22 @@ def isinf(input):
     return eq(abs(input), math.inf)
 
 
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise, as torch's: equal values (infinities too)
+    are close, a finite and an infinite value are not, NaN is close to NaN only with equal_nan. A
+    bool tensor without gradient."""
+    check_tensors("isclose", input=input, other=other)
+    check(input.dtype == other.dtype, lambda: f"isclose: {input.dtype} did not match {other.dtype}")
+    close = eq(input, other)
+    if input.dtype != torch.bool:
+        error = abs(sub(input, other))
+        within = logical_and(le(error, add(mul(abs(other), float(rtol)), float(atol))), logical_not(isinf(error)))
+        close = logical_or(close, within)
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+    return close
+
+
 def _extremum(input, other, wins, loses):
     """The element winning `wins` (gt: the larger), NaN where either is, a tie's gradient shared half
     and half (a NaN's whole to both), as torch's maximum and minimum (integers: the winner, no

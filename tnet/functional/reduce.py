@@ -16,8 +16,8 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, log, lt, maximum, minimum, mul, ne, neg, pow, relu, sub,
-                        where)
+from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, lt, maximum, minimum, mul, ne, neg, pow,
+                        relu, sub, where)
 
 
 def _dims(name, input, dim):
@@ -218,6 +218,18 @@ def any(input, dim=None, keepdim=False):
 def all(input, dim=None, keepdim=False):
     """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
     return eq(_count("all", input, dim, keepdim, "eq"), 0)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of input is close to other's (isclose), as a Python bool: a host read."""
+    return builtins.bool(all(isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+def equal(input, other):
+    """Whether input and other have one shape and equal elements (NaN equals nothing), as a Python
+    bool: a host read."""
+    check_tensors("equal", input=input, other=other)
+    return input.shape == other.shape and builtins.bool(all(eq(input, other)).item())
 
 
 _FLOAT_MAX = 3.4028234663852886e38

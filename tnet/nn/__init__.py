@@ -15,7 +15,7 @@ from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..kernels.launch import check, pair
 from ..factory import init_generator
-from ..tensor import Tensor, as_storage, tensor
+from ..tensor import Tensor, as_storage, check_device, tensor
 from . import init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -242,7 +242,7 @@ class Module:
         if isinstance(kwargs.get("tensor"), Tensor):
             kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        _check_device(f"{type(self).__name__}.to", device)
+        check_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
             if not dtype.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -338,16 +338,10 @@ class Module:
         return ""
 
 
-def _check_device(name, device):
-    """device (a torch device, str or None) must be of tnet's device type."""
-    if device is not None and torch.device(device).type != DEVICE.type:
-        raise ValueError(f"{name}: tnet keeps parameters on {DEVICE}, got device={device}")
-
-
 def _factory_args(name, device, dtype):
     """torch's device= and dtype= of a layer: tnet's device and float32 only (parameters are fp32
     masters; tnet.autocast gives 16-bit compute)."""
-    _check_device(name, device)
+    check_device(name, device)
     if dtype is not None and dtype != torch.float32:
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
@@ -1675,3 +1669,7 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
+from .parallel import DataParallel  # noqa: E402
