@@ -108,7 +108,7 @@ def _max_or_min(name, input, dim, keepdim, result):
     an int dim, result(values, indices) of the first extreme along dim (the gradient goes to those)."""
     d = _max_dims(name, input, dim)
     if dim is not None and input.ndim == 0:  # torch takes dim 0 (or -1) of a 0-d input: itself, index 0
-        return _max_or_min(name, reshape(input, 1), 0, keepdim, result)
+        return _max_or_min(name, reshape(input, 1), 0, False, result)  # 0-d out, keepdim or not
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     if dim is None:
         y, _ = _reduce.reduce(X, tuple(range(input.ndim)), name)
