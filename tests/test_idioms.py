@@ -202,3 +202,21 @@ def test_isclose_allclose_equal_as_torch():
     assert tnet.allclose(a, a, equal_nan=True) and not tnet.allclose(a, a)
     assert tnet.equal(a[:4], a[:4]) and not tnet.equal(a, a) and not tnet.equal(a[:2], a[:3])
     assert a.isclose(b).dtype == torch.bool and a[:1].allclose(b[:1]) and a[:1].equal(b[:1])
+
+
+def test_method_forms_alpha_rounding_and_integer_division_as_torch(rng):
+    """x.add(y, alpha=), x.sub, x.mul, x.div(rounding_mode=), x.where, 2 ** x, and true division of
+    integer tensors (correct / total) as torch's, with gradients."""
+    check(lambda a, b: a.add(b, alpha=0.5).sub(a, alpha=2).mul(b).div(b.abs() + 1),
+          lambda a, b: a.add(b, alpha=0.5).sub(a, alpha=2).mul(b).div(b.abs() + 1), [leaf(rng, 3, 4), leaf(rng, 4)], rng)
+    check(lambda a: (2 ** a) * a.where(a > 0, 0.5), lambda a: (2 ** a) * a.where(a > 0, 0.5), [leaf(rng, 5)], rng)
+    values = [7, -7, 6, -1]
+    for mode in ("floor", "trunc"):
+        for x, ref in ((tnet.tensor(values), torch.tensor(values)), (tnet.tensor(values) * 0.5, torch.tensor(values) * 0.5)):
+            got, want = x.div(2, rounding_mode=mode), ref.div(2, rounding_mode=mode)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist(), mode
+    assert (tnet.tensor(values) / 4).tolist() == (torch.tensor(values) / 4).tolist()
+    hits = (tnet.tensor([1, 2, 3]) == tnet.tensor([1, 0, 3])).sum()
+    assert (hits / 3).dtype == torch.float32 and abs((hits / 3).item() - 2 / 3) < 1e-7
+    x = tnet.tensor([1.0, float("nan")])
+    assert x.isnan().tolist() == [False, True] and x.is_floating_point() and x.ndimension() == 1

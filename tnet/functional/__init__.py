@@ -49,7 +49,7 @@ from .pointwise import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, flo
                         softplus, softshrink, softsign, square, tanhshrink, threshold, tril, triu, trunc)
 from .softmax import softmin
 # reductions, sorting and scans
-from .pointwise import isclose, isinf, isnan
+from .pointwise import isclose, isinf, isnan, rpow
 from .reduce import all, allclose, any, argmin, count_nonzero, equal, logsumexp, min, min_result, prod
 from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
 # in-place methods and the Tensor conveniences scripts use
@@ -94,7 +94,12 @@ for _name, _method in {
         "logical_or": logical_or, "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "abs": abs, "__abs__": abs,
         "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "amax": amax, "amin": amin,
         "std": std, "var": var, "softmax": softmax, "log_softmax": log_softmax, "long": _cast(torch.int64),
-        "int": _cast(torch.int32), "bool": _cast(torch.bool)}.items():
+        "int": _cast(torch.int32), "bool": _cast(torch.bool),
+        # torch's method forms of the functions above
+        "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "isnan": isnan, "isinf": isinf,
+        "maximum": maximum, "minimum": minimum, "where": lambda self, condition, other: where(condition, self, other),
+        "__rpow__": rpow, "is_floating_point": lambda self: self.memory.is_floating_point(),
+        "is_complex": lambda self: False, "ndimension": lambda self: self.ndim}.items():
     setattr(Tensor, _name, _method)
 
 

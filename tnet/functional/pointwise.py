@@ -79,14 +79,21 @@ def _record2(name, y, input, other, grads, saved=()):
     return _record_each(name, y, (input, other), grads, saved)
 
 
-def add(input, other):
-    """input + other."""
+def _scaled(other, alpha):
+    """alpha * other, for add's and sub's alpha= (other as it is where alpha is 1)."""
+    return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other."""
+    other = _scaled(other, alpha)
     a, b = _operands("add", input, other)
     return _record2("add", _pw.pointwise("add", a, b), input, other, lambda g: (g.view(g.shape), g.view(g.shape)))
 
 
-def sub(input, other):
-    """input - other."""
+def sub(input, other, *, alpha=1):
+    """input - alpha * other."""
+    other = _scaled(other, alpha)
     a, b = _operands("sub", input, other)
     need_b = needs_grad(other)[0]
     return _record2("sub", _pw.pointwise("sub", a, b), input, other,
@@ -103,8 +110,19 @@ def mul(input, other):
                     saved=(b if need_a else None, a if need_b else None))
 
 
-def div(input, other):
-    """input / other (true division)."""
+def div(input, other, *, rounding_mode=None):
+    """input / other: true division, or rounded toward zero (rounding_mode 'trunc') or down
+    ('floor'), as torch's (rounded results have no gradient, as torch's)."""
+    if rounding_mode is not None:
+        check(rounding_mode in ("trunc", "floor"),
+              lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        y = (trunc if rounding_mode == "trunc" else floor)(div(input, other))
+        exact = not input.memory.is_floating_point() and not (
+            isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
+        return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
+    # integer and bool tensors divide as float32, as torch's true division promotes them
+    input, other = (v.float() if isinstance(v, Tensor) and not v.memory.is_floating_point() else v
+                    for v in (input, other))
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
     y = _pw.pointwise("div", a, b)
@@ -145,6 +163,15 @@ def pow(input, exponent):
     check(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
     return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
+
+
+def rpow(input, base):
+    """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
+    its gradient; other bases raise NotImplementedError."""
+    check(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
+    if base <= 0:
+        raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
+    return exp2(mul(input, math.log2(base)))
 
 
 def gelu(input, approximate="none"):
