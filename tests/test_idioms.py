@@ -220,3 +220,79 @@ def test_method_forms_alpha_rounding_and_integer_division_as_torch(rng):
     assert (hits / 3).dtype == torch.float32 and abs((hits / 3).item() - 2 / 3) < 1e-7
     x = tnet.tensor([1.0, float("nan")])
     assert x.isnan().tolist() == [False, True] and x.is_floating_point() and x.ndimension() == 1
+
+
+def test_hooks_as_torch(rng):
+    """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
+    non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    seen = []
+    handle = model[0].register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    model[1].register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    assert model(tnet.randn(2, 3)).abs().sum().item() == 0 and seen == [(2, 4)]
+    handle.remove()
+    model(tnet.randn(1, 3))
+    assert seen == [(2, 4)] and model.get_submodule("1") is model[1] and model.get_submodule("") is model
+    with pytest.raises(AttributeError):
+        model.get_submodule("2")
+    values = rng.standard_normal(5)
+    grads = []
+    for lib in (tnet, torch):
+        x = lib.tensor(values.astype(np.float32), requires_grad=True)
+        y = x * 3
+        y.register_hook(lambda g: g * 10)
+        x.register_hook(lambda g: g + 1)
+        (y * y).sum().backward()
+        grads.append(np.asarray(x.grad.tolist()))
+    assert_close(grads[0], grads[1], TOL["ieee"], "hooked gradients")
+
+
+def test_optimizer_add_param_group_and_ema_as_torch(rng):
+    init = [rng.standard_normal(3).astype(np.float32), rng.standard_normal(2).astype(np.float32)]
+    for name, kwargs in (("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.1))):
+        ps = [nn.Parameter(v) for v in init]
+        refs = [torch.nn.Parameter(torch.tensor(v)) for v in init]
+        opt, ref = getattr(tnet.optim, name)(ps[:1], **kwargs), getattr(torch.optim, name)(refs[:1], **kwargs)
+        for step in range(3):
+            if step == 1:
+                opt.add_param_group({"params": ps[1], "lr": 0.05})
+                ref.add_param_group({"params": refs[1], "lr": 0.05})
+            for p, r in zip(ps, refs):
+                g = rng.standard_normal(p.shape).astype(np.float32)
+                p.grad, r.grad = tnet.tensor(g), torch.tensor(g)
+            opt.step()
+            ref.step()
+        for p, r in zip(ps, refs):
+            assert_close(p.numpy(), r.detach().numpy(), TOL["ieee"], name)
+    ema, ref = tnet.zeros(3), torch.zeros(3)
+    with tnet.no_grad():
+        ema.lerp_(tnet.ones(3), 0.1).mul_(0.5).addcmul_(tnet.ones(3), tnet.ones(3), value=2)
+    ref.lerp_(torch.ones(3), 0.1).mul_(0.5).addcmul_(torch.ones(3), torch.ones(3), value=2)
+    assert_close(ema.numpy(), ref.numpy(), TOL["ieee"], "ema")
+
+
+@pytest.mark.parametrize("mode, kernel, padding", [("reflect", 3, 1), ("replicate", (3, 4), "same"), ("circular", 3, 2)])
+def test_conv2d_padding_modes_as_torch(rng, mode, kernel, padding):
+    layer = nn.Conv2d(3, 4, kernel, padding=padding, padding_mode=mode)
+    ref = torch.nn.Conv2d(3, 4, kernel, padding=padding, padding_mode=mode).double()
+    ref.weight.data, ref.bias.data = (torch.tensor(p.numpy(), dtype=torch.float64) for p in (layer.weight, layer.bias))
+    check(layer, ref, [leaf(rng, 2, 3, 6, 7)], rng)
+
+
+def test_switches_constants_and_layout_calls():
+    tnet.set_float32_matmul_precision("highest")
+    assert tnet.get_float32_matmul_precision() == "highest" and tnet.get_precision() == "ieee"
+    tnet.set_float32_matmul_precision("high")
+    assert tnet.get_precision() == "tf32" and tnet.get_default_dtype() == torch.float32
+    assert (tnet.inf, tnet.pi, tnet.finfo(tnet.float16).max, tnet.Size([2])) == (math.inf, math.pi, 65504.0, (2,))
+    x = tnet.randn(2, 3, 4, 5).to(memory_format=tnet.channels_last)
+    assert not x.is_contiguous() and x.is_contiguous(memory_format=tnet.channels_last)
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4)))
+    assert isinstance(model[1], nn.SyncBatchNorm) and model(x[:, :3]).shape == (2, 4, 4, 5)
+    start, end = tnet.cuda.Event(enable_timing=True), tnet.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0
+    layer = nn.Linear(3, 2)
+    assert tnet.jit.script(layer) is layer and tnet.utils.checkpoint.checkpoint(layer, x[0, 0, :, :3]).shape == (4, 2)

@@ -7,7 +7,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
 from .autograd import Variable
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
@@ -59,6 +59,45 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda fn: fn
     return model
+
+
+# torch's constants and type facts, and the switches scripts set
+from torch import Size, channels_last, contiguous_format, finfo, iinfo, preserve_format  # noqa: E402
+from math import e, inf, nan, pi  # noqa: E402
+
+_MATMUL_PRECISIONS = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
+
+
+def set_float32_matmul_precision(precision):
+    """torch's switch, as tnet's GEMM precision for float32 tensors: 'highest' exact fp32 products
+    (set_precision("ieee")), 'high' and 'medium' TF32 (tnet's default; torch's 'medium' would take
+    bfloat16 products)."""
+    if precision not in _MATMUL_PRECISIONS:
+        raise RuntimeError(f"Invalid precision: {precision}. Expected one of: highest, high, medium")
+    set_precision(_MATMUL_PRECISIONS[precision])
+
+
+def get_float32_matmul_precision():
+    return "highest" if get_precision() == "ieee" else "high"
+
+
+def get_default_dtype():
+    return float32
+
+
+def set_default_dtype(d):
+    """tnet's floats are float32 by default, as torch's; other defaults are not supported."""
+    if d != float32:
+        raise TypeError(f"set_default_dtype: tnet's default float dtype is float32, got {d}")
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Accepted; tnet's kernels are deterministic except the atomic adds of index_add, fold,
+    index_select's and unfold's backwards and scatter with reduce, whose order is not fixed on the GPU."""
 
 
 __version__ = "0.1.0"  # pyproject.toml reads it from here

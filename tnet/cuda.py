@@ -1,6 +1,8 @@
 """torch.cuda's questions a training script asks (`torch.cuda.is_available()` in
 `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), answered for tnet: a
 process has one device, tnet.DEVICE."""
+import time
+
 import torch
 
 from ._device import DEVICE
@@ -52,3 +54,31 @@ def max_memory_allocated(device=None):
 def reset_peak_memory_stats(device=None):
     if is_available():
         torch.cuda.reset_peak_memory_stats(device)
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether bfloat16 runs: on tnet's GPU path (compute capability 8.0 and up), or on the CPU
+    through the interpreter."""
+    return not is_available() or torch.cuda.get_device_capability()[0] >= 8
+
+
+class _HostEvent:
+    """torch.cuda.Event's timing on the CPU (the interpreter runs synchronously): host clock."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.time = None
+
+    def record(self, stream=None):
+        self.time = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end_event):
+        return (end_event.time - self.time) * 1e3
+
+
+Event = torch.cuda.Event if is_available() else _HostEvent  # CUDA events on the GPU, as torch's

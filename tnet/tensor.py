@@ -129,13 +129,32 @@ def _run_callbacks():
 
 
 class _RemovableHandle:
-    """What register_post_accumulate_grad_hook returns: remove() takes the hook away."""
+    """What the register_*hook methods return: remove() takes the hook away."""
 
     def __init__(self, hooks, key):
         self.hooks, self.key = hooks, key
 
     def remove(self):
         self.hooks.pop(self.key, None)
+
+
+def add_hook(owner, attribute, hook):
+    """hook kept in owner's dict `attribute` (made on first use), in the order added; returns its
+    _RemovableHandle."""
+    hooks = owner.__dict__.setdefault(attribute, {})
+    key = max(hooks, default=-1) + 1
+    hooks[key] = hook
+    return _RemovableHandle(hooks, key)
+
+
+def _hooked_grad(t, g):
+    """g (a torch tensor, t's gradient) through t's register_hook hooks, in order: each may return
+    a replacement (a tnet or torch tensor) or None."""
+    for hook in list(t.__dict__["_hooks"].values()):
+        out = hook(Tensor(g))
+        if out is not None:
+            g = memory_of(out)
+    return g
 
 
 class Tensor:
@@ -274,10 +293,15 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        hooks = self.__dict__.setdefault("_grad_hooks", {})
-        key = max(hooks, default=-1) + 1
-        hooks[key] = hook
-        return _RemovableHandle(hooks, key)
+        return add_hook(self, "_grad_hooks", hook)
+
+    def register_hook(self, hook):
+        """hook(grad) each time a gradient with respect to this tensor is computed, before it is
+        used (passed on, or accumulated into a leaf's .grad); a returned tensor replaces it, as
+        torch's. Returns a handle whose remove() takes it away."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return add_hook(self, "_hooks", hook)
 
     def backward(self, grad=None):
         """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it. grad (any
@@ -315,6 +339,8 @@ class Tensor:
             if g is not None:
                 entry.check_versions()
                 g = in_layout(g, t.memory)
+                if "_hooks" in t.__dict__:
+                    g = in_layout(_hooked_grad(t, g), t.memory)
                 if "_retains_grad" in t.__dict__:  # retain_grad(): a copy, as the tape passes g on
                     if t.grad is None:
                         t.grad = Tensor(g.clone())
@@ -394,6 +420,8 @@ def empty_in_layout(x):
 
 
 def _accumulate_leaf(x, g):
+    if "_hooks" in x.__dict__:
+        g = _hooked_grad(x, g)
     g = in_layout(g, x.memory)
     if x.grad is None:
         x.grad = Tensor(g.clone() if g._base is not None else g)

@@ -554,9 +554,12 @@ def index_select(input, dim, index):
 def to(x, *args, **kwargs):
     """to(dtype), to(device), to(device, dtype) (with keywords too): tnet has one device, so
     only the dtype may change. A cast makes a fresh tensor (x when the dtype is already that, as
-    torch); casts between float dtypes are on the tape (the gradient casts back)."""
+    torch); casts between float dtypes are on the tape (the gradient casts back). memory_format=
+    (torch.channels_last, say) then gives contiguous()'s layout."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    layout = kwargs.pop("memory_format", torch.preserve_format)
     kwargs.pop("non_blocking", None)
+    kwargs.pop("copy", None)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
     for arg in args:
@@ -565,6 +568,8 @@ def to(x, *args, **kwargs):
         else:
             device = arg
     check_device("to", device)
+    if layout != torch.preserve_format:
+        return contiguous(to(x, dtype=dtype), layout)
     if dtype is None or dtype == x.dtype:
         return x
     y = copy_(torch.empty_like(x.memory, dtype=dtype), x.memory)

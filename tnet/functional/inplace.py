@@ -24,8 +24,8 @@ from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase,
 from ..tensor import tensor as tnet_tensor
 from .copy import basic_index, is_advanced, reshape, to
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, clamp, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, sum_to, tanh,
-                        where)
+from .pointwise import (abs, add, addcdiv, addcmul, clamp, div, exp, lerp, log, mul, neg, pow, relu, scaled, sigmoid,
+                        sqrt, sub, sum_to, tanh, where)
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
                 torch.int32: "Int", torch.bool: "Bool"}
@@ -111,19 +111,14 @@ def _writes_directly(self, other):
     return memory_root(other.memory) is not memory_root(self.memory)
 
 
-def _scaled(other, alpha):
-    """alpha * other, as add_ and sub_ take it."""
-    return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
-
-
 def add_(self, other, *, alpha=1):
     """self += alpha * other."""
-    return _binary("add_", add, self, _scaled(other, alpha))
+    return _binary("add_", add, self, scaled(other, alpha))
 
 
 def sub_(self, other, *, alpha=1):
     """self -= alpha * other."""
-    return _binary("sub_", sub, self, _scaled(other, alpha))
+    return _binary("sub_", sub, self, scaled(other, alpha))
 
 
 def mul_(self, other):
@@ -153,6 +148,19 @@ tanh_ = _unary("tanh_", tanh)
 relu_ = _unary("relu_", relu)
 pow_ = _unary("pow_", pow, keeps_self=True)
 clamp_ = _unary("clamp_", clamp, keeps_self=True)
+
+
+def lerp_(self, end, weight):
+    """self += weight * (end - self) (an EMA's update: ema.lerp_(p, 1 - decay))."""
+    return inplace(self, "lerp_", lambda x: lerp(x, end, weight), (end, weight), keeps_self=True)
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return inplace(self, "addcmul_", lambda x: addcmul(x, tensor1, tensor2, value=value), (tensor1, tensor2))
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return inplace(self, "addcdiv_", lambda x: addcdiv(x, tensor1, tensor2, value=value), (tensor1, tensor2))
 
 
 def clamp_min_(self, min):

@@ -79,21 +79,21 @@ def _record2(name, y, input, other, grads, saved=()):
     return _record_each(name, y, (input, other), grads, saved)
 
 
-def _scaled(other, alpha):
-    """alpha * other, for add's and sub's alpha= (other as it is where alpha is 1)."""
+def scaled(other, alpha):
+    """alpha * other, for alpha= of add, sub and their in-place forms (other itself where alpha is 1)."""
     return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
 def add(input, other, *, alpha=1):
     """input + alpha * other."""
-    other = _scaled(other, alpha)
+    other = scaled(other, alpha)
     a, b = _operands("add", input, other)
     return _record2("add", _pw.pointwise("add", a, b), input, other, lambda g: (g.view(g.shape), g.view(g.shape)))
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other."""
-    other = _scaled(other, alpha)
+    other = scaled(other, alpha)
     a, b = _operands("sub", input, other)
     need_b = needs_grad(other)[0]
     return _record2("sub", _pw.pointwise("sub", a, b), input, other,

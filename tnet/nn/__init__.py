@@ -15,7 +15,7 @@ from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..kernels.launch import check, pair
 from ..factory import init_generator
-from ..tensor import Tensor, as_storage, check_device, tensor
+from ..tensor import Tensor, add_hook, as_storage, check_device, tensor
 from . import init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -87,10 +87,41 @@ class Module:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
+        pre = self.__dict__.get("_forward_pre_hooks")
+        for hook in list(pre.values()) if pre else ():
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
         if self._compute_dtype is None or amp.is_autocast_enabled():
-            return self.forward(*args, **kwargs)
-        with amp.autocast(dtype=self._compute_dtype):
-            return self.forward(*args, **kwargs)
+            out = self.forward(*args, **kwargs)
+        else:
+            with amp.autocast(dtype=self._compute_dtype):
+                out = self.forward(*args, **kwargs)
+        post = self.__dict__.get("_forward_hooks")
+        for hook in list(post.values()) if post else ():
+            changed = hook(self, args, out)
+            if changed is not None:
+                out = changed
+        return out
+
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) before each forward; a returned value replaces the arguments (a tuple,
+        or one value), as torch's. Returns a handle whose remove() takes it away."""
+        return add_hook(self, "_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook):
+        """hook(module, args, output) after each forward; a returned value replaces the output, as
+        torch's (keyword arguments are not passed to hooks). Returns a handle with remove()."""
+        return add_hook(self, "_forward_hooks", hook)
+
+    def get_submodule(self, target):
+        """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
+        module = self
+        for name in target.split(".") if target else ():
+            if not isinstance(vars(module).get(name), Module):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            module = getattr(module, name)
+        return module
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
@@ -379,7 +410,7 @@ class Conv2d(Module):
     weight_filler and bias_filler (Caffe's fillers, nn.gaussian(std) or nn.constant(value),
     instead of torch's init), and bias_lr_mult, the bias learning at that many times the lr
     (Caffe's lr_mult; 1 by default). The weight is [out_channels, in_channels/groups, kh, kw],
-    as torch's; padding modes other than 'zeros' raise NotImplementedError."""
+    as torch's; padding_mode 'reflect', 'replicate' or 'circular' pads with F.pad first, as torch's."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=None,
@@ -391,11 +422,21 @@ class Conv2d(Module):
         kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
         pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
+              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                      f"padding_mode='{padding_mode}'")
         _factory_args("Conv2d", device, dtype)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = padding_mode
+        if padding_mode != "zeros":  # F.pad's (left, right, top, bottom), then a convolution without padding
+            if padding in ("valid", "same"):  # 'same': torch's split, the odd one at the end
+                (dh, dw), sides = pair(dilation, "Conv2d: dilation", 1), []
+                for total in (dw * (kw - 1), dh * (kh - 1)):
+                    sides += [0, 0] if padding == "valid" else [total // 2, total - total // 2]
+            else:
+                ph, pw = pair(padding, "Conv2d: padding")
+                sides = [pw, pw, ph, ph]
+            self._mode_pads = tuple(sides)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, kh, kw), device=DEVICE,
@@ -410,11 +451,13 @@ class Conv2d(Module):
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
         fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            x, padding = F.pad(x, self._mode_pads, mode=self.padding_mode), 0
         if pool is None:
-            return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-                            relu=relu)
+            return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups, relu=relu)
         check(relu, "Conv2d: a fused pooling needs relu=True")
-        return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, self.padding, pool.mode,
+        return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, padding, pool.mode,
                                     pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
                                     dilation=self.dilation, groups=self.groups)
 
@@ -615,7 +658,9 @@ class _BatchNorm(Module):
     average); eval mode uses the running ones, or the batch's without them. The count and
     the running statistics change on the device only, so a CUDA graph can replay a step."""
 
-    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, *, bias=True):
+    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, *, bias=True):
+        _factory_args(type(self).__name__, device, dtype)
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -671,6 +716,36 @@ class BatchNorm2d(_BatchNorm):
 
     def _check_input_dim(self, x):
         check(x.ndim == 4, lambda: f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch's SyncBatchNorm in a single process (or outside torch.distributed): BatchNorm over
+    [N, C, ...] inputs. tnet does not yet reduce the statistics across processes, so with
+    several processes it raises NotImplementedError (BatchNorm per process is DDP's default)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def _check_input_dim(self, x):
+        check(x.ndim >= 2, lambda: f"expected at least 2D input (got {x.ndim}D input)")
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and \
+                torch.distributed.get_world_size() > 1:
+            raise NotImplementedError("SyncBatchNorm: statistics across processes are not implemented in tnet; "
+                                      "use BatchNorm2d (per process, as DDP's default)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with each BatchNorm layer made a SyncBatchNorm holding its parameters and buffers."""
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            sync = cls.__new__(cls)
+            sync.__dict__.update(module.__dict__)
+            return sync
+        for name, child in module.named_children():
+            converted = cls.convert_sync_batchnorm(child, process_group)
+            if converted is not child:
+                setattr(module, name, converted)
+        return module
 
 
 class ReLU(Module):

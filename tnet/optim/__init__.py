@@ -71,6 +71,19 @@ class Optimizer:
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
         self.update_lr()
 
+    def add_param_group(self, param_group):
+        """Add a group ({"params": [...], options...}; the constructor's defaults fill the rest), as
+        torch's. The state is rebuilt around the kept one, so a step captured before (TrainStep)
+        must be captured again."""
+        check(isinstance(param_group, dict), lambda: f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        group = {**param_group, "params": [params] if isinstance(params, Tensor) else list(params)}
+        kept = self.state_dict()
+        Optimizer.__init__(self, [*self.param_groups, group], self.defaults)
+        fresh = self.state_dict()
+        self.load_state_dict({"state": {**fresh["state"], **kept["state"]},
+                              "param_groups": kept["param_groups"] + fresh["param_groups"][len(kept["param_groups"]):]})
+
     @property
     def BUFFERS(self):
         """The names of the state buffers (shaped as their parameters) that some parameter has."""
