@@ -8,8 +8,9 @@ import numpy as np
 from ..kernels import resample as _rs
 from ..kernels.launch import check
 from ..tensor import in_layout, record, tensor
-from .copy import index_select
+from .copy import index_select, reshape
 from .inputs import check_tensors
+from .pointwise import add, mul
 
 _LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4}  # mode: the input's number of dims
 
@@ -119,8 +120,79 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def affine_grid(theta, size, align_corners=None):
-    raise NotImplementedError
+    """The sampling grid [N, H, W, 2] of 2-D affine maps theta [N, 2, 3] over an output of size
+    [N, C, H, W], as torch's: grid[n, h, w] = theta[n] @ (x_w, y_h, 1), x and y spread over [-1, 1]
+    (align_corners=True: the corner pixels' centres; False, the default: their outer edges).
+    Element-wise ops on theta's columns (exact fp32; theta's gradient sums back). 3-D volumes
+    (a 5-D size) are not implemented."""
+    check_tensors("affine_grid", theta=theta)
+    if not theta.memory.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = [int(s) for s in size]
+    if len(size) == 5:
+        raise NotImplementedError("affine_grid: 3-D (5-D size) grids are not implemented")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+                         f"{list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    check(theta.shape[0] == size[0], lambda: f"affine_grid: theta's batch {theta.shape[0]} does not match size "
+                                             f"{size}")
+    N, _, H, W = size
+    xs = tensor(_linspace(W, align_corners).reshape(1, 1, W, 1), dtype=theta.dtype)
+    ys = tensor(_linspace(H, align_corners).reshape(1, H, 1, 1), dtype=theta.dtype)
+    column = [reshape(theta[:, :, j], (N, 1, 1, 2)) for j in range(3)]
+    return add(add(mul(column[0], xs), mul(column[1], ys)), column[2])
+
+
+def _linspace(n, align_corners):
+    """torch's linspace_from_neg_one: n points over [-1, 1], scaled by (n - 1) / n unless
+    align_corners; a lone point is 0."""
+    if n <= 1:
+        return np.zeros(n, np.float32)
+    r = np.linspace(-1, 1, n)
+    return (r if align_corners else r * (n - 1) / n).astype(np.float32)
+
+
+_PADDING = {"zeros": _rs.ZEROS, "border": _rs.BORDER, "reflection": _rs.REFLECTION}
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    raise NotImplementedError
+    """input [N, C, H, W] sampled at grid [N, OH, OW, 2] ((x, y) in [-1, 1] over the input's
+    width and height) -> [N, C, OH, OW], as torch's: mode 'bilinear' or 'nearest' (ties to even),
+    padding_mode 'zeros', 'border' or 'reflection', align_corners as affine_grid's (None ->
+    False). Gradients to input (atomic adds: on the GPU in no fixed order, as torch's CUDA) and,
+    for bilinear, to grid (nearest: zero, as torch's). 5-D inputs and bicubic are not implemented."""
+    check_tensors("grid_sample", input=input, grid=grid)
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in _PADDING:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or input.ndim == 5:
+        raise NotImplementedError("grid_sample: bicubic and 5-D (volumetric) inputs are not implemented")
+    check(input.ndim == 4 and grid.ndim == 4,
+          lambda: f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input "
+                  f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    check(input.shape[0] == grid.shape[0],
+          lambda: f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+                  f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    check(grid.shape[-1] == 2,
+          lambda: f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
+                  f"{list(grid.shape)}")
+    check(input.dtype == grid.dtype and input.memory.is_floating_point(),
+          lambda: f"grid_sampler(): expected input and grid to have the same floating dtype, but input has "
+                  f"{input.dtype} and grid has {grid.dtype}")
+    bilinear, pad, align = mode == "bilinear", _PADDING[padding_mode], bool(align_corners)
+    x, g = input.memory, grid.memory
+    y = _rs.grid_sample(x, g, bilinear, pad, align)
+
+    def backward(dy):
+        dx, dgrid = _rs.grid_sample_backward(dy, x, g, bilinear, pad, align, input.requires_grad,
+                                             grid.requires_grad)
+        return (None if dx is None else in_layout(dx, x)), dgrid
+    return record("grid_sample", y, (input, grid), backward, saved=(x, g))

@@ -161,3 +161,242 @@ def resample_axis(x, axis, idx, w):
         AX=order.index(ax), K=idx.shape[1])
     return y
 
+
+
+# ---- grid_sample -----------------------------------------------------------------------------
+
+ZEROS, BORDER, REFLECTION = 0, 1, 2  # padding modes, as the kernels take them
+
+# BLOCK_P pixels x BLOCK_C channels per step; a program loops over the channel blocks so that
+# each pixel's grid point and weights are worked out once.
+_GRID_CONFIGS = [triton.Config({"BLOCK_P": 64}, num_warps=4), triton.Config({"BLOCK_P": 128}, num_warps=4),
+                 triton.Config({"BLOCK_P": 32}, num_warps=2)]
+
+
+@triton.jit
+def _clip(x, size):
+    """(x clipped to [0, size - 1], its derivative: 0 on and past the border, as torch's)."""
+    top = (size - 1) * 1.0  # not .to(): an int argument of 1 is a constexpr on the GPU
+    return tl.minimum(tl.maximum(x, 0.0), top), tl.where((x > 0.0) & (x < top), 1.0, 0.0)
+
+
+@triton.jit
+def _reflect(x, twice_low, twice_high):
+    """(x reflected into [twice_low / 2, twice_high / 2], its derivative: +-1), torch's
+    reflect_coordinates; a span of 0 (one point with align_corners) gives 0."""
+    lo = twice_low * 0.5
+    span = (twice_high - twice_low) * 0.5
+    span1 = tl.where(span > 0, span, 1.0)
+    d = x - lo
+    sign = tl.where(d < 0, -1.0, 1.0)
+    d = tl.abs(d)
+    flips = tl.floor(d / span1)
+    extra = d - flips * span1
+    even = flips - 2.0 * tl.floor(flips / 2.0) == 0.0
+    out = tl.where(even, extra + lo, span - extra + lo)
+    grad = tl.where(even, sign, -sign)
+    return tl.where(span > 0, out, 0.0), tl.where(span > 0, grad, 0.0)
+
+
+@triton.jit
+def _source(coord, size, PAD: tl.constexpr, ALIGN: tl.constexpr):
+    """(the input coordinate of a grid coordinate in [-1, 1] along an axis of `size` points, d it /
+    d coord): torch's grid_sampler_compute_source_index with its padding mode; a coordinate that
+    is not finite or does not fit an int32 becomes -100 (outside), as torch's."""
+    s = size * 1.0
+    if ALIGN:
+        x = (coord + 1.0) / 2.0 * (s - 1.0)
+        g = (s - 1.0) / 2.0 + tl.zeros_like(coord)
+    else:
+        x = ((coord + 1.0) * s - 1.0) / 2.0
+        g = s / 2.0 + tl.zeros_like(coord)
+    if PAD == 1:
+        x, gc = _clip(x, size)
+        g = g * gc
+    elif PAD == 2:
+        if ALIGN:
+            x, gr = _reflect(x, 0, 2 * (size - 1))
+        else:
+            x, gr = _reflect(x, -1, 2 * size - 1)
+        x, gc = _clip(x, size)
+        g = g * gr * gc
+    x = tl.where((x != x) | (x > 2147483646.0) | (x < -2147483648.0), -100.0, x)
+    return x, g
+
+
+@triton.jit
+def _round_even(x):
+    """x rounded to the nearest integer, ties to even (torch's nearbyint)."""
+    f = tl.floor(x)
+    d = x - f
+    odd = f - 2.0 * tl.floor(f / 2.0) != 0.0
+    return tl.where((d > 0.5) | ((d == 0.5) & odd), f + 1.0, f)
+
+
+@triton.jit
+def _corner_weights(k: tl.constexpr, fx, fy):
+    """(wx, wy): corner k's (0 nw, 1 ne, 2 sw, 3 se) bilinear weight is wx * wy, fx and fy the
+    point's offsets from the nw corner."""
+    if k % 2 == 1:
+        wx = fx
+    else:
+        wx = 1.0 - fx
+    if k // 2 == 1:
+        wy = fy
+    else:
+        wy = 1.0 - fy
+    return wx, wy
+
+
+@triton.jit
+def _corner(xi, yi, W, H):
+    """(int32 column, int32 row, whether the point lies inside the image) of a corner."""
+    inside = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
+    return xi.to(tl.int32), yi.to(tl.int32), inside
+
+
+@triton.jit
+def _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD: tl.constexpr, ALIGN: tl.constexpr):
+    """Image n of pixels p [BLOCK_P] and their input coordinates (ix, iy) with d/d grid (gx, gy)."""
+    n = p // (OH * OW)
+    at = n * GN + ((p // OW) % OH) * GH + (p % OW) * GW
+    ix, gx = _source(tl.load(g_ptr + at, mask=okp, other=0.0).to(tl.float32), W, PAD, ALIGN)
+    iy, gy = _source(tl.load(g_ptr + at + GD, mask=okp, other=0.0).to(tl.float32), H, PAD, ALIGN)
+    return n, ix, iy, gx, gy
+
+
+@autotune(_GRID_CONFIGS, key=["NP", "C", "BILINEAR", "PAD", "ALIGN", "BLOCK_C"], interpret={"BLOCK_P": 1024})
+@jit
+def grid_sample_kernel(x_ptr, g_ptr, y_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW, GN, GH, GW, GD, YN, YC, YH, YW,
+                       BILINEAR: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr, BLOCK_C: tl.constexpr,
+                       BLOCK_P: tl.constexpr):
+    """y [N, C, OH, OW] (NP = N*OH*OW pixels): x [N, C, H, W] sampled at grid [N, OH, OW, 2] (x, y
+    in [-1, 1]), bilinear or nearest, each tensor through its strides."""
+    p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    okp = p < NP
+    n, ix, iy, gx, gy = _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD, ALIGN)
+    yat = (n * YN + ((p // OW) % OH) * YH + (p % OW) * YW)[:, None]
+    if BILINEAR:
+        x0 = tl.floor(ix)
+        y0 = tl.floor(iy)
+    else:
+        x0 = _round_even(ix)
+        y0 = _round_even(iy)
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)[None, :]
+        ok = okp[:, None] & (c < C)
+        xb = n[:, None] * XN + c * XC
+        acc = tl.zeros((BLOCK_P, BLOCK_C), tl.float32)
+        for k in tl.static_range(4 if BILINEAR else 1):
+            xi = x0 + (k % 2)
+            yi = y0 + (k // 2)
+            if BILINEAR:
+                wx, wy = _corner_weights(k, ix - x0, iy - y0)
+                w = wx * wy
+            else:
+                w = tl.full((BLOCK_P,), 1.0, tl.float32)
+            xc, yc, inside = _corner(xi, yi, W, H)
+            v = tl.load(x_ptr + xb + (yc * XH + xc * XW)[:, None], mask=ok & inside[:, None], other=0.0)
+            acc += w[:, None] * v.to(tl.float32)
+        tl.store(y_ptr + yat + c * YC, acc.to(y_ptr.dtype.element_ty), mask=ok)
+
+
+# One config: timing configs would run the atomic adds into dx again and again.
+@autotune(_GRID_CONFIGS[:1], key=["NP", "C", "BILINEAR", "PAD", "ALIGN", "DX", "DGRID", "BLOCK_C"],
+          interpret={"BLOCK_P": 1024})
+@jit
+def grid_sample_backward_kernel(dy_ptr, x_ptr, g_ptr, dx_ptr, dg_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW, GN, GH,
+                                GW, GD, YN, YC, YH, YW, DN, DC, DH, DW, BILINEAR: tl.constexpr, PAD: tl.constexpr,
+                                ALIGN: tl.constexpr, DX: tl.constexpr, DGRID: tl.constexpr, BLOCK_C: tl.constexpr,
+                                BLOCK_P: tl.constexpr):
+    """grid_sample_kernel's gradients from dy (strides YN..YW): with DX, dx (fp32, zeroed,
+    strides DN..DW) += each tap's weight * dy, by atomic adds (the taps of two pixels may
+    meet); with DGRID (bilinear), dgrid [NP, 2] (fp32, contiguous) = d y / d grid . dy summed
+    over the channels."""
+    p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    okp = p < NP
+    n, ix, iy, gx, gy = _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD, ALIGN)
+    yat = (n * YN + ((p // OW) % OH) * YH + (p % OW) * YW)[:, None]
+    if BILINEAR:
+        x0 = tl.floor(ix)
+        y0 = tl.floor(iy)
+    else:
+        x0 = _round_even(ix)
+        y0 = _round_even(iy)
+    fx = ix - x0
+    fy = iy - y0
+    sx = tl.zeros((BLOCK_P,), tl.float32)
+    sy = tl.zeros((BLOCK_P,), tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)[None, :]
+        ok = okp[:, None] & (c < C)
+        dy = tl.load(dy_ptr + yat + c * YC, mask=ok, other=0.0).to(tl.float32)
+        for k in tl.static_range(4 if BILINEAR else 1):
+            xi = x0 + (k % 2)
+            yi = y0 + (k // 2)
+            xc, yc, inside = _corner(xi, yi, W, H)
+            at = (yc * XH + xc * XW)[:, None]
+            m = ok & inside[:, None]
+            if BILINEAR:
+                wx, wy = _corner_weights(k, fx, fy)
+                w = wx * wy
+            else:
+                w = tl.full((BLOCK_P,), 1.0, tl.float32)
+            if DX:
+                tl.atomic_add(dx_ptr + n[:, None] * DN + c * DC + (yc * DH + xc * DW)[:, None], w[:, None] * dy,
+                              mask=m)
+            if DGRID:
+                v = tl.load(x_ptr + n[:, None] * XN + c * XC + at, mask=m, other=0.0).to(tl.float32) * dy
+                # d w / d ix = +-wy, d w / d iy = +-wx: + for the far corner along the axis
+                if k % 2 == 1:
+                    tx = wy
+                else:
+                    tx = -wy
+                if k // 2 == 1:
+                    ty = wx
+                else:
+                    ty = -wx
+                sx += tl.sum(v * tx[:, None], axis=1)
+                sy += tl.sum(v * ty[:, None], axis=1)
+    if DGRID:
+        tl.store(dg_ptr + 2 * p, sx * gx, mask=okp)
+        tl.store(dg_ptr + 2 * p + 1, sy * gy, mask=okp)
+
+
+def _grid_args(x, grid, y):
+    N, C, H, W = x.shape
+    OH, OW = grid.shape[1:3]
+    return (N * OH * OW, C, H, W, OH, OW, *x.stride(), *grid.stride(), *y.stride())
+
+
+def _block_c(C):
+    return min(max(1 << (C - 1).bit_length(), 1), 32)
+
+
+def grid_sample(x, grid, bilinear, pad, align_corners):
+    """y [N, C, OH, OW] in x's layout: x [N, C, H, W] sampled at grid [N, OH, OW, 2], any strides."""
+    N, C = x.shape[:2]
+    y = _like(x, (N, C, *grid.shape[1:3]))
+    if y.numel() == 0:
+        return y
+    _check_offsets("grid_sample", x, grid, y)
+    grid_sample_kernel[lambda meta: (-(-y.numel() // C // meta["BLOCK_P"]),)](
+        x, grid, y, *_grid_args(x, grid, y), BILINEAR=bilinear, PAD=pad, ALIGN=bool(align_corners),
+        BLOCK_C=_block_c(C))
+    return y
+
+
+def grid_sample_backward(dy, x, grid, bilinear, pad, align_corners, need_dx, need_dgrid):
+    """(dx in x's layout and dtype, or None; dgrid [N, OH, OW, 2] fp32, or None). dx adds up by
+    atomics: on the GPU its sums run in no fixed order (torch's CUDA grid_sample is so too)."""
+    N, C = x.shape[:2]
+    dx = torch.empty(x.shape, dtype=torch.float32, device=x.device,
+                     memory_format=memory_format(is_channels_last(x))).zero_()
+    dgrid = torch.zeros((*grid.shape[:3], 2), dtype=torch.float32, device=x.device)
+    want_dgrid, need_dgrid = need_dgrid, need_dgrid and bilinear  # nearest: d y / d grid = 0
+    if dy.numel() and (need_dx or need_dgrid):
+        _check_offsets("grid_sample", dy, dx)
+        grid_sample_backward_kernel[lambda meta: (-(-dy.numel() // C // meta["BLOCK_P"]),)](
+            dy, x, grid, dx, dgrid, *_grid_args(x, grid, dy), *dx.stride(), BILINEAR=bilinear, PAD=pad,
+            ALIGN=bool(align_corners), DX=need_dx, DGRID=need_dgrid, BLOCK_C=_block_c(C))
+    return (dx.to(x.dtype) if need_dx else None), (dgrid.to(grid.dtype) if want_dgrid else None)
