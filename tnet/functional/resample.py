@@ -65,7 +65,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     'nearest-exact' (3-D or 4-D) pick input points (index_select along each axis, its gradient
     sums back); 'linear' (3-D), 'bilinear' and 'bicubic' (4-D; A = -0.75, border clamped) weigh
     them, one axis after the other, with torch's source index (align_corners, the scale factor
-    given or computed from the sizes: recompute_scale_factor). antialias=True is not implemented."""
+    given or computed from the sizes: recompute_scale_factor). Two passes for 4-D (an intermediate
+    of one resized axis), torch's one; fp32 sums in another order. antialias=True is not implemented."""
     check_tensors("interpolate", input=input)
     if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
@@ -85,7 +86,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                   f"nearest-exact: 3-D or 4-D; linear: 3-D; bilinear, bicubic: 4-D)")
     sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
     out = input
-    for axis, (n, m, s) in enumerate(zip(input.shape[2:], sizes, scales)):
+    # the axis that shrinks most first: the pass between the two then moves the fewest elements
+    for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):
+        n, m, s = input.shape[axis + 2], sizes[axis], scales[axis]
         if mode.startswith("nearest"):
             out = index_select(out, axis + 2, tensor(_nearest(n, m, s, mode == "nearest-exact")))
         else:

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune, jit
-from .launch import BLOCK_CONFIGS, check, grid1d, is_channels_last, kept, memory_format
+from .launch import BLOCK_CONFIGS, cdiv, check, grid1d, is_channels_last, kept, memory_format
 
 CUBIC_A = -0.75  # torch's cubic convolution constant (Keys)
 
@@ -380,7 +380,7 @@ def grid_sample(x, grid, bilinear, pad, align_corners):
     if y.numel() == 0:
         return y
     _check_offsets("grid_sample", x, grid, y)
-    grid_sample_kernel[lambda meta: (-(-y.numel() // C // meta["BLOCK_P"]),)](
+    grid_sample_kernel[lambda meta: (cdiv(y.numel() // C, meta["BLOCK_P"]),)](
         x, grid, y, *_grid_args(x, grid, y), BILINEAR=bilinear, PAD=pad, ALIGN=bool(align_corners),
         BLOCK_C=_block_c(C))
     return y
@@ -396,7 +396,7 @@ def grid_sample_backward(dy, x, grid, bilinear, pad, align_corners, need_dx, nee
     want_dgrid, need_dgrid = need_dgrid, need_dgrid and bilinear  # nearest: d y / d grid = 0
     if dy.numel() and (need_dx or need_dgrid):
         _check_offsets("grid_sample", dy, dx)
-        grid_sample_backward_kernel[lambda meta: (-(-dy.numel() // C // meta["BLOCK_P"]),)](
+        grid_sample_backward_kernel[lambda meta: (cdiv(dy.numel() // C, meta["BLOCK_P"]),)](
             dy, x, grid, dx, dgrid, *_grid_args(x, grid, dy), *dx.stride(), BILINEAR=bilinear, PAD=pad,
             ALIGN=bool(align_corners), DX=need_dx, DGRID=need_dgrid, BLOCK_C=_block_c(C))
     return (dx.to(x.dtype) if need_dx else None), (dgrid.to(grid.dtype) if want_dgrid else None)
