@@ -387,7 +387,7 @@ def grid_sample(x, grid, bilinear, pad, align_corners):
 
 
 def grid_sample_backward(dy, x, grid, bilinear, pad, align_corners, need_dx, need_dgrid):
-    """(dx in x's layout and dtype, or None; dgrid [N, OH, OW, 2] fp32, or None). dx adds up by
+    """(dx in x's layout and dtype, or None; dgrid [N, OH, OW, 2] in grid's dtype, or None). dx adds up by
     atomics: on the GPU its sums run in no fixed order (torch's CUDA grid_sample is so too)."""
     N, C = x.shape[:2]
     dx = torch.empty(x.shape, dtype=torch.float32, device=x.device,
