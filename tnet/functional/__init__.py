@@ -38,7 +38,7 @@ from .reduce import amax, amin, std, std_mean, var, var_mean
 from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
 # what training scripts use besides (issue 26, fifth session)
-from .copy import gather, interpolate, scatter, scatter_
+from .copy import gather, scatter, scatter_
 from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
@@ -62,6 +62,8 @@ from .norm import local_response_norm
 from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
 from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,
                      soft_margin_loss, triplet_margin_loss)
+# resampling images
+from .resample import affine_grid, grid_sample, interpolate, upsample, upsample_bilinear, upsample_nearest
 
 
 def _swapped(op):

@@ -591,38 +591,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
-                antialias=False):
-    """Resize [N, C, L] or [N, C, H, W] to `size` or by `scale_factor`, mode 'nearest' (torch's:
-    output pixel i takes input pixel min(floor(i * scale), in - 1), scale = in / out, or
-    1 / scale_factor where given), as index_select along each axis (its gradient sums back).
-    Other modes are not implemented."""
-    check_tensors("interpolate", input=input)
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented (only 'nearest')")
-    check(align_corners is None, "interpolate: align_corners only goes with the linear modes")
-    check(not antialias, "interpolate: antialias only goes with the linear modes")
-    check(input.ndim in (3, 4), lambda: f"interpolate: expected a 3-D or 4-D input, got {tuple(input.shape)}")
-    check((size is None) != (scale_factor is None), "interpolate: give either size or scale_factor")
-    spatial = input.shape[2:]
-    sizes = [size] * len(spatial) if isinstance(size, int) else size
-    scales = [scale_factor] * len(spatial) if isinstance(scale_factor, numbers.Real) else scale_factor
-    check((sizes if size is not None else scales) is not None and len(sizes if size is not None else scales) == len(spatial),
-          lambda: f"interpolate: size or scale_factor must have {len(spatial)} elements")
-    out = input
-    for axis, n in enumerate(spatial):
-        if size is not None:
-            m, scale = int(sizes[axis]), None
-        else:
-            m = int(math.floor(n * scales[axis]))
-            scale = None if recompute_scale_factor else 1.0 / scales[axis]
-        check(m > 0, lambda: f"interpolate: the output size must be positive, got {m}")
-        step = np.float32(n / m if scale is None else scale)
-        src = np.minimum(np.floor(np.arange(m, dtype=np.float32) * step), n - 1).astype(np.int64)
-        out = index_select(out, axis + 2, tensor(src))
-    return out
-
-
 def _flat_positions(name, input, dim, index):
     """The positions in input.reshape(-1) (row-major) that gather and scatter address: at
     coordinate c of index, c with c[dim] replaced by index[c]. index: int64 or int32 of input's

@@ -1114,7 +1114,7 @@ class InstanceNorm2d(Module):
 
 
 class Upsample(Module):
-    """F.interpolate by size or scale_factor ('nearest' only), as torch's."""
+    """F.interpolate by size or scale_factor (nearest, nearest-exact, linear, bilinear, bicubic), as torch's."""
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
         super().__init__()
@@ -1133,6 +1133,13 @@ class Upsample(Module):
 class UpsamplingNearest2d(Upsample):
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, "nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear with align_corners=True, as torch's."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, "bilinear", align_corners=True)
 
 
 class Dropout(Module):

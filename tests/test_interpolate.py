@@ -1,0 +1,88 @@
+"""Resampling against torch in float64: F.interpolate's linear, bilinear and bicubic modes (size or
+scale_factor, align_corners, recompute_scale_factor), the Upsample modules, F.affine_grid and
+F.grid_sample (modes, padding modes, align_corners), forward and gradients, NCHW, channels-last
+and strided inputs."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from helpers import TOL, check, leaf
+
+TF = torch.nn.functional
+
+
+@pytest.mark.parametrize("shape,kwargs,channels_last", [
+    ((2, 3, 5, 7), dict(size=(8, 11), mode="bilinear"), False),
+    ((2, 3, 5, 7), dict(size=(3, 4), mode="bilinear", align_corners=True), True),
+    ((2, 3, 5, 7), dict(scale_factor=1.5, mode="bilinear", align_corners=False), False),
+    ((2, 3, 5, 7), dict(scale_factor=(2, 0.6), mode="bilinear", recompute_scale_factor=True), False),
+    ((2, 3, 7), dict(scale_factor=2, mode="linear", align_corners=True), False),
+    ((2, 3, 7), dict(size=4, mode="linear"), False),
+    ((2, 3, 5, 7), dict(scale_factor=1.5, mode="bicubic"), True),
+    ((2, 3, 5, 7), dict(size=(3, 9), mode="bicubic", align_corners=True), False),
+    ((2, 3, 5, 7), dict(scale_factor=1.6, mode="nearest-exact"), False),
+])
+def test_interpolate_as_torch(rng, shape, kwargs, channels_last):
+    x, xr = leaf(rng, *shape, channels_last=channels_last)
+    out = check(lambda a: F.interpolate(a, **kwargs), lambda a: TF.interpolate(a, **kwargs), [(x, xr)], rng)
+    assert out.memory.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    assert x.grad.memory.stride() == x.memory.stride()
+
+
+def test_interpolate_strided_input_and_modules(rng):
+    x, xr = leaf(rng, 2, 3, 7, 5)
+    kw = dict(size=(6, 9), mode="bilinear", align_corners=True)
+    check(lambda a: F.interpolate(a.transpose(2, 3), **kw), lambda a: TF.interpolate(a.transpose(2, 3), **kw),
+          [(x, xr)], rng)
+    x, xr = leaf(rng, 1, 2, 3, 4)
+    for ours, theirs in [(nn.Upsample(scale_factor=2, mode="bilinear"), torch.nn.Upsample(scale_factor=2, mode="bilinear")),
+                         (nn.UpsamplingBilinear2d(size=(5, 6)), torch.nn.UpsamplingBilinear2d(size=(5, 6))),
+                         (nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3))]:
+        np.testing.assert_allclose(ours(x).memory.numpy(), theirs(xr).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_interpolate_errors():
+    x = tnet.randn(1, 2, 4, 4)
+    with pytest.raises(NotImplementedError, match="antialias"):
+        F.interpolate(x, scale_factor=2, mode="bilinear", antialias=True)
+    with pytest.raises(NotImplementedError, match="linear mode needs 3D"):
+        F.interpolate(x, scale_factor=2, mode="linear")
+    with pytest.raises(ValueError, match="align_corners option"):
+        F.interpolate(x, scale_factor=2, align_corners=True)
+    with pytest.raises(ValueError, match="only one of size or scale_factor"):
+        F.interpolate(x, size=3, scale_factor=2, mode="bilinear")
+    with pytest.raises(ValueError, match="recompute_scale_factor"):
+        F.interpolate(x, size=3, mode="bilinear", recompute_scale_factor=True)
+
+
+@pytest.mark.parametrize("mode,padding_mode,align_corners", [
+    ("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
+    ("bilinear", "reflection", True), ("nearest", "zeros", True), ("nearest", "border", False),
+    ("nearest", "reflection", False)])
+def test_grid_sample_as_torch(rng, mode, padding_mode, align_corners):
+    # points spread past [-1, 1] so that every padding rule is met; channels-last input, strided grid
+    x, xr = leaf(rng, 2, 3, 5, 7, channels_last=True)
+    g, gr = leaf(rng, 2, 2, 4, 6, values=rng.uniform(-1.4, 1.4, (2, 2, 4, 6)))
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    check(lambda a, b: F.grid_sample(a, b.permute(0, 2, 3, 1), **kw),
+          lambda a, b: TF.grid_sample(a, b.permute(0, 2, 3, 1), **kw), [(x, xr), (g, gr)], rng)
+
+
+def test_affine_grid_sample_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, 5, 7)
+    for align in (False, True):
+        th, thr = leaf(rng, 2, 2, 3, values=np.eye(2, 3) + 0.3 * rng.standard_normal((2, 2, 3)))
+        check(lambda a: F.affine_grid(a, (2, 3, 4, 6), align_corners=align),
+              lambda a: TF.affine_grid(a, (2, 3, 4, 6), align_corners=align), [(th, thr)], rng)
+        th.grad = thr.grad = None
+        check(lambda a, t: F.grid_sample(a, F.affine_grid(t, (2, 3, 4, 6), align), align_corners=align),
+              lambda a, t: TF.grid_sample(a, TF.affine_grid(t, (2, 3, 4, 6), align), align_corners=align),
+              [(x, xr), (th, thr)], rng, TOL["ieee"] * 10)
+        x.grad = xr.grad = None
+    with pytest.raises(ValueError, match="Nx2x3"):
+        F.affine_grid(tnet.randn(2, 3, 3), (2, 3, 4, 6))
+    with pytest.raises(ValueError, match="padding_mode"):
+        F.grid_sample(tnet.randn(1, 1, 2, 2), tnet.randn(1, 2, 2, 2), padding_mode="wrap")

@@ -1,0 +1,201 @@
+"""Resampling images, as torch's (kernels/resample.py): interpolate (nearest, nearest-exact,
+linear, bilinear, bicubic), affine_grid and grid_sample. Inputs of any strides; outputs in the
+input's layout (NCHW or channels-last)."""
+import math
+
+import numpy as np
+
+from ..kernels import resample as _rs
+from ..kernels.launch import check
+from ..tensor import in_layout, record, tensor
+from .copy import index_select, reshape
+from .inputs import check_tensors
+from .pointwise import add, mul
+
+_LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4}  # mode: the input's number of dims
+
+
+def _resample_axis(x, axis, n, m, mode, align_corners, scale_factor):
+    """x resampled along `axis` from n to m points (kernels/resample.py's tables); the backward
+    runs the same kernel over the transposed table."""
+    (idx, w), (idx_t, w_t) = _rs.axis_tables(n, m, mode, align_corners, scale_factor, x.device)
+    return record("interpolate", _rs.resample_axis(x.memory, axis, idx, w), (x,),
+                  lambda g: (in_layout(_rs.resample_axis(g, axis, idx_t, w_t), x.memory),))
+
+
+def _output_geometry(input, size, scale_factor, recompute_scale_factor):
+    """(output sizes, the scale factors the kernels use: None where computed from the sizes), as
+    torch's interpolate works them out."""
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}.")
+            sizes = [int(s) for s in size]
+        else:
+            sizes = [int(size)] * dim
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        scales = [None] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+                                 f"shape {scale_factor}.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        sizes = [math.floor(float(n) * s) for n, s in zip(input.shape[2:], scales)]
+        if recompute_scale_factor:
+            scales = [None] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    check(all(m > 0 for m in sizes),
+          lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
+    return sizes, scales
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resize [N, C, L] or [N, C, H, W] to `size` or by `scale_factor`, as torch's. 'nearest' and
+    'nearest-exact' (3-D or 4-D) pick input points (index_select along each axis, its gradient
+    sums back); 'linear' (3-D), 'bilinear' and 'bicubic' (4-D; A = -0.75, border clamped) weigh
+    them, one axis after the other, with torch's source index (align_corners, the scale factor
+    given or computed from the sizes: recompute_scale_factor). Two passes for 4-D (an intermediate
+    of one resized axis), torch's one; fp32 sums in another order. antialias=True is not implemented."""
+    check_tensors("interpolate", input=input)
+    if mode in ("nearest", "nearest-exact", "area"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                             "bicubic | trilinear")
+    else:
+        align_corners = bool(align_corners)
+    if antialias:
+        if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+            raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                             "as input")
+        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    if mode in _LINEAR and input.ndim in (3, 4) and input.ndim != _LINEAR[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR[mode]}D input")
+    if mode not in ("nearest", "nearest-exact", *_LINEAR) or input.ndim not in (3, 4):
+        raise NotImplementedError(f"interpolate: mode {mode!r} on a {input.ndim}-D input is not implemented (nearest, "
+                                  f"nearest-exact: 3-D or 4-D; linear: 3-D; bilinear, bicubic: 4-D)")
+    sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
+    out = input
+    # the axis that shrinks most first: the pass between the two then moves the fewest elements
+    for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):
+        n, m, s = input.shape[axis + 2], sizes[axis], scales[axis]
+        if mode.startswith("nearest"):
+            out = index_select(out, axis + 2, tensor(_nearest(n, m, s, mode == "nearest-exact")))
+        else:
+            out = _resample_axis(out, axis + 2, n, m, "cubic" if mode == "bicubic" else "linear", align_corners, s)
+    return out
+
+
+def _nearest(n, m, scale_factor, exact):
+    """torch's nearest source index of each of m outputs from n inputs: min(floor(i * scale), n - 1),
+    or floor((i + 0.5) * scale) for nearest-exact, scale in float32; nearest copies where m == n
+    and halves where m == 2n, as torch's nearest_idx."""
+    if not exact and m in (n, 2 * n):
+        return np.arange(m, dtype=np.int64) * n // m
+    step = _rs.source_scale(n, m, False, scale_factor)
+    i = np.arange(m, dtype=np.float32)
+    return np.minimum(np.floor((i + np.float32(0.5)) * step if exact else i * step), n - 1).astype(np.int64)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """torch's deprecated F.upsample: interpolate."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """torch's deprecated F.upsample_bilinear: bilinear with align_corners=True."""
+    return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid [N, H, W, 2] of 2-D affine maps theta [N, 2, 3] over an output of size
+    [N, C, H, W], as torch's: grid[n, h, w] = theta[n] @ (x_w, y_h, 1), x and y spread over [-1, 1]
+    (align_corners=True: the corner pixels' centres; False, the default: their outer edges).
+    Element-wise ops on theta's columns (exact fp32; theta's gradient sums back). 3-D volumes
+    (a 5-D size) are not implemented."""
+    check_tensors("affine_grid", theta=theta)
+    if not theta.memory.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = [int(s) for s in size]
+    if len(size) == 5:
+        raise NotImplementedError("affine_grid: 3-D (5-D size) grids are not implemented")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+                         f"{list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    check(theta.shape[0] == size[0], lambda: f"affine_grid: theta's batch {theta.shape[0]} does not match size "
+                                             f"{size}")
+    N, _, H, W = size
+    xs = tensor(_linspace(W, align_corners).reshape(1, 1, W, 1), dtype=theta.dtype)
+    ys = tensor(_linspace(H, align_corners).reshape(1, H, 1, 1), dtype=theta.dtype)
+    column = [reshape(theta[:, :, j], (N, 1, 1, 2)) for j in range(3)]
+    return add(add(mul(column[0], xs), mul(column[1], ys)), column[2])
+
+
+def _linspace(n, align_corners):
+    """torch's linspace_from_neg_one: n points over [-1, 1], scaled by (n - 1) / n unless
+    align_corners; a lone point is 0."""
+    if n <= 1:
+        return np.zeros(n, np.float32)
+    r = np.linspace(-1, 1, n)
+    return (r if align_corners else r * (n - 1) / n).astype(np.float32)
+
+
+_PADDING = {"zeros": _rs.ZEROS, "border": _rs.BORDER, "reflection": _rs.REFLECTION}
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """input [N, C, H, W] sampled at grid [N, OH, OW, 2] ((x, y) in [-1, 1] over the input's
+    width and height) -> [N, C, OH, OW], as torch's: mode 'bilinear' or 'nearest' (ties to even),
+    padding_mode 'zeros', 'border' or 'reflection', align_corners as affine_grid's (None ->
+    False). Gradients to input (atomic adds: on the GPU in no fixed order, as torch's CUDA) and,
+    for bilinear, to grid (nearest: zero, as torch's). 5-D inputs and bicubic are not implemented."""
+    check_tensors("grid_sample", input=input, grid=grid)
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in _PADDING:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or input.ndim == 5:
+        raise NotImplementedError("grid_sample: bicubic and 5-D (volumetric) inputs are not implemented")
+    check(input.ndim == 4 and grid.ndim == 4,
+          lambda: f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input "
+                  f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    check(input.shape[0] == grid.shape[0],
+          lambda: f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+                  f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    check(grid.shape[-1] == 2,
+          lambda: f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
+                  f"{list(grid.shape)}")
+    check(input.dtype == grid.dtype and input.memory.is_floating_point(),
+          lambda: f"grid_sampler(): expected input and grid to have the same floating dtype, but input has "
+                  f"{input.dtype} and grid has {grid.dtype}")
+    bilinear, pad, align = mode == "bilinear", _PADDING[padding_mode], bool(align_corners)
+    x, g = input.memory, grid.memory
+    y = _rs.grid_sample(x, g, bilinear, pad, align)
+
+    def backward(dy):
+        dx, dgrid = _rs.grid_sample_backward(dy, x, g, bilinear, pad, align, input.requires_grad,
+                                             grid.requires_grad)
+        return (None if dx is None else in_layout(dx, x)), dgrid
+    return record("grid_sample", y, (input, grid), backward, saved=(x, g))
