@@ -1673,3 +1673,5 @@ class Bilinear(Module):
 
 from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
 from .parallel import DataParallel  # noqa: E402
+from . import rnn  # noqa: E402  (after Module: the recurrent layers subclass it)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
