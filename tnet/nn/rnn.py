@@ -22,7 +22,7 @@ from .. import functional as F
 from ..factory import init_generator, zeros
 from ..kernels.launch import check
 from ..tensor import Tensor
-from . import Module, Parameter, _factory_args, init
+from . import Module, Parameter, factory_args, init
 
 
 # ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
@@ -98,7 +98,7 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None, *, rng=None):
         super().__init__()
-        _factory_args(type(self).__name__, device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.input_size, self.hidden_size, self.bias, self.rng = input_size, hidden_size, bias, rng
         G = num_chunks * hidden_size
         self.weight_ih = Parameter(np.zeros((G, input_size), np.float32))
@@ -206,7 +206,7 @@ class RNNBase(Module):
             raise ValueError("proj_size has to be smaller than hidden_size")
         if proj_size > 0:
             raise NotImplementedError("LSTM: proj_size > 0 (projections) is not supported by tnet")
-        _factory_args(type(self).__name__, device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size, self.rng = bidirectional, proj_size, rng
