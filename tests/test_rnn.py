@@ -9,7 +9,7 @@ import torch
 
 import tnet
 from tnet import nn
-from helpers import TOL, assert_close, pair
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, pair
 
 I, H, T, B = 3, 4, 5, 2
 
@@ -114,7 +114,7 @@ def test_init_shapes_and_errors():
     assert "num_layers greater than 1" in str(caught[0].message)
 
 
-def test_dropout_between_layers_in_training_only():
+def test_dropout_between_layers_in_training_only_and_torch_as_memory_only():
     tnet.manual_seed(0)
     m = nn.RNN(I, H, 2, dropout=0.5)
     x = tnet.randn(2, B, I)
@@ -123,3 +123,8 @@ def test_dropout_between_layers_in_training_only():
         out_train, h_train = m.train()(x)
     assert not np.allclose(out_train.numpy(), out_eval.numpy())
     assert np.allclose(h_train.numpy()[0], h_eval.numpy()[0])  # dropout after the first layer, not inside it
+    x.requires_grad = True
+    with Recorder() as rec:  # training mode: the dropout between the layers, then the backward
+        out, (h, c) = nn.LSTM(I, H, 2, dropout=0.5)(x[:1])
+        (out.sum() + c.sum() + nn.GRUCell(I, H)(x[0]).sum()).backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
