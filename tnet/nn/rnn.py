@@ -11,7 +11,8 @@ one copy per step where the outputs are stacked).
 
 Differences from torch: PackedSequence inputs raise TypeError (pad the batch instead);
 LSTM(proj_size > 0) raises NotImplementedError; flatten_parameters() does nothing (there is no
-cuDNN weight buffer)."""
+cuDNN weight buffer); under autocast the GEMMs run in 16 bits but the outputs and states come out
+float32 (the states are, and the element-wise ops promote), where torch's are 16-bit."""
 import math
 import numbers
 import warnings
@@ -312,8 +313,6 @@ class RNNBase(Module):
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
         defaults = {"num_layers": 1, "bias": True, "batch_first": False, "dropout": 0.0, "bidirectional": False}
-        nonlinearity = getattr(self, "nonlinearity", "tanh")
-        text += f", nonlinearity={nonlinearity}" if nonlinearity != "tanh" else ""
         return text + "".join(f", {k}={getattr(self, k)}" for k, v in defaults.items() if getattr(self, k) != v)
 
 
