@@ -369,7 +369,7 @@ class Module:
         return ""
 
 
-def _factory_args(name, device, dtype):
+def factory_args(name, device, dtype):
     """torch's device= and dtype= of a layer: tnet's device and float32 only (parameters are fp32
     masters; tnet.autocast gives 16-bit compute)."""
     check_device(name, device)
@@ -425,7 +425,7 @@ class Conv2d(Module):
         check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
               lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
                       f"padding_mode='{padding_mode}'")
-        _factory_args("Conv2d", device, dtype)
+        factory_args("Conv2d", device, dtype)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = padding_mode
         if padding_mode != "zeros":  # F.pad's (left, right, top, bottom), then a convolution without padding
@@ -480,7 +480,7 @@ class Linear(Module):
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
             check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                   lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
-        _factory_args("Linear", device, dtype)
+        factory_args("Linear", device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
         self.bias = Parameter(Tensor(torch.empty(out_features, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
@@ -508,7 +508,7 @@ class Conv1d(Module):
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
         if padding_mode != "zeros":
             raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
-        _factory_args("Conv1d", device, dtype)
+        factory_args("Conv1d", device, dtype)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
@@ -536,7 +536,7 @@ class ConvTranspose2d(Module):
                       f"out_channels ({out_channels})")
         if padding_mode != "zeros":
             raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
-        _factory_args("ConvTranspose2d", device, dtype)
+        factory_args("ConvTranspose2d", device, dtype)
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.groups, self.dilation, self.padding_mode = groups, dilation, padding_mode
         self.rng, self.fillers = rng, (None, None)
@@ -564,7 +564,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        _factory_args("LayerNorm", device, dtype)
+        factory_args("LayerNorm", device, dtype)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -584,7 +584,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
-        _factory_args("GroupNorm", device, dtype)
+        factory_args("GroupNorm", device, dtype)
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -606,7 +606,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        _factory_args("Embedding", device, dtype)
+        factory_args("Embedding", device, dtype)
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
@@ -660,7 +660,7 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
-        _factory_args(type(self).__name__, device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -1080,7 +1080,7 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        _factory_args("PReLU", device, dtype)
+        factory_args("PReLU", device, dtype)
         self.num_parameters = num_parameters
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
 
@@ -1098,7 +1098,7 @@ class InstanceNorm2d(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None):
         super().__init__()
-        _factory_args("InstanceNorm2d", device, dtype)
+        factory_args("InstanceNorm2d", device, dtype)
         if track_running_stats:
             raise NotImplementedError("InstanceNorm2d: track_running_stats=True is not implemented")
         self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
@@ -1732,7 +1732,7 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None, *, rng=None):
         super().__init__()
-        _factory_args("Bilinear", device, dtype)
+        factory_args("Bilinear", device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
         self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
         self.bias = Parameter(np.zeros(out_features, np.float32)) if bias else None
@@ -1755,3 +1755,5 @@ class Bilinear(Module):
 
 from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
 from .parallel import DataParallel  # noqa: E402
+from . import rnn  # noqa: E402  (after Module: the recurrent layers subclass it)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402

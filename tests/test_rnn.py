@@ -1,0 +1,130 @@
+"""nn.RNN, LSTM, GRU and their cells against torch's in float64: torch's weights copied in by
+state_dict, then the outputs and the gradients of the input, the initial states and every parameter,
+on small shapes (I=3, H=4, T=5, batch 2)."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import nn
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, pair
+
+I, H, T, B = 3, 4, 5, 2
+
+
+def twins(ours, theirs):
+    """tnet's module holding torch's (float64) initial weights; both in eval mode."""
+    theirs = theirs.double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    return ours.eval(), theirs
+
+
+def flat(lib, outputs):
+    """The tensors of a nested (output, (h, c)) result, flattened and joined: one seed covers all."""
+    leaves = []
+    stack = [outputs]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, (tuple, list)):
+            stack[:0] = list(v)
+        else:
+            leaves.append(v.reshape(-1))
+    return lib.cat(leaves)
+
+
+def compare(ours, theirs, inputs, rng, call=lambda m, x, *h: m(x, *h)):
+    """call(module, *inputs) of both: the joined outputs, then the gradients of the inputs (tnet,
+    torch leaf pairs; an LSTM's state a pair of pairs) and of every parameter, by name."""
+    unpack = lambda side: [tuple(p[side] for p in v) if isinstance(v[0], tuple) else v[side] for v in inputs]
+    out, ref = flat(tnet, call(ours, *unpack(0))), flat(torch, call(theirs, *unpack(1)))
+    assert_close(out, ref, TOL["ieee"], "forward")
+    g = rng.standard_normal(ref.shape)
+    out.backward(g)
+    ref.backward(torch.tensor(g).float().double())
+    pairs = [p for v in inputs for p in (v if isinstance(v[0], tuple) else [v])]
+    for i, (t, r) in enumerate(pairs):
+        assert_close(t.grad, r.grad, TOL["ieee"], f"gradient of input {i}")
+    grads = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_close(p.grad, grads[name].grad, TOL["ieee"], f"gradient of {name}")
+
+
+def test_lstm_two_layers_bidirectional_batch_first(rng):
+    ours, theirs = twins(nn.LSTM(I, H, 2, batch_first=True, bidirectional=True, dropout=0.3),
+                         torch.nn.LSTM(I, H, 2, batch_first=True, bidirectional=True, dropout=0.3))
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [tuple(p.shape) for p in ours.parameters()] == [tuple(p.shape) for p in theirs.parameters()]
+    x, h0, c0 = pair(rng, B, T, I), pair(rng, 4, B, H), pair(rng, 4, B, H)
+    compare(ours, theirs, [x, (h0, c0)], rng)
+
+
+def test_gru_two_layers_and_rnn_relu_bidirectional_unbatched(rng):
+    ours, theirs = twins(nn.GRU(I, H, 2), torch.nn.GRU(I, H, 2))
+    compare(ours, theirs, [pair(rng, 3, B, I), pair(rng, 2, B, H)], rng)  # T=3: the slow interpreter
+    ours, theirs = twins(nn.RNN(I, H, 1, "relu", bidirectional=True),
+                         torch.nn.RNN(I, H, 1, "relu", bidirectional=True))
+    compare(ours, theirs, [pair(rng, T, I), pair(rng, 2, H)], rng)  # unbatched: [T, I], h0 [D, H]
+    ours, theirs = twins(nn.RNN(I, H, bias=False), torch.nn.RNN(I, H, bias=False))
+    compare(ours, theirs, [pair(rng, 2, B, I)], rng)  # h0 zeros
+
+
+def test_cells_batched_and_unbatched(rng):
+    for kind, args in (("RNNCell", ("relu",)), ("LSTMCell", ()), ("GRUCell", ())):
+        ours, theirs = twins(getattr(nn, kind)(I, H, True, *args), getattr(torch.nn, kind)(I, H, True, *args))
+        assert list(ours.state_dict()) == ["weight_ih", "weight_hh", "bias_ih", "bias_hh"]
+        state = [(pair(rng, B, H), pair(rng, B, H))] if kind == "LSTMCell" else [pair(rng, B, H)]
+        compare(ours, theirs, [pair(rng, B, I), *state], rng)
+        ours.zero_grad()
+        theirs.zero_grad()
+        compare(ours, theirs, [pair(rng, I)], rng)  # unbatched, hx zeros
+
+
+def test_init_shapes_and_errors():
+    tnet.manual_seed(0)
+    m = nn.GRU(I, H, 2, bidirectional=True)
+    names = [n for n, _ in m.named_parameters()]
+    assert names == [n for n, _ in torch.nn.GRU(I, H, 2, bidirectional=True).named_parameters()]
+    values = np.concatenate([p.numpy().ravel() for p in m.parameters()])
+    assert np.abs(values).max() <= 1 / np.sqrt(H) and values.std() > 0.2  # U(-1/sqrt(H), 1/sqrt(H))
+    tnet.manual_seed(0)
+    assert np.array_equal(nn.GRU(I, H, 2, bidirectional=True).weight_hh_l1_reverse.numpy(), m.weight_hh_l1_reverse.numpy())
+    assert len(m.all_weights) == 4 and m.flatten_parameters() is None
+    assert repr(nn.LSTM(I, H, 2, batch_first=True)) == repr(torch.nn.LSTM(I, H, 2, batch_first=True))
+    x = tnet.zeros(T, B, I)
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(4, 2, 4\), got \[4, 3, 4\]"):
+        m(x, tnet.zeros(4, 3, H))
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. Expected 3, got 5"):
+        m(tnet.zeros(T, B, 5))
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
+        m(tnet.zeros(T))
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        nn.LSTM(I, H, proj_size=2)
+    with pytest.raises(ValueError, match="Unknown nonlinearity"):
+        nn.RNN(I, H, nonlinearity="gelu")
+    with pytest.raises(ValueError, match="Expected input to be 1D or 2D"):
+        nn.LSTMCell(I, H)(x)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(T, B, I), [T, 2])
+    with pytest.raises(TypeError, match="PackedSequence"):
+        m(packed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nn.LSTM(I, H, dropout=0.5)
+    assert "num_layers greater than 1" in str(caught[0].message)
+
+
+def test_dropout_between_layers_in_training_only_and_torch_as_memory_only():
+    tnet.manual_seed(0)
+    m = nn.RNN(I, H, 2, dropout=0.5)
+    x = tnet.randn(2, B, I)
+    with tnet.no_grad():
+        out_eval, h_eval = m.eval()(x)
+        out_train, h_train = m.train()(x)
+    assert not np.allclose(out_train.numpy(), out_eval.numpy())
+    assert np.allclose(h_train.numpy()[0], h_eval.numpy()[0])  # dropout after the first layer, not inside it
+    x.requires_grad = True
+    with Recorder() as rec:  # training mode: the dropout between the layers, then the backward
+        out, (h, c) = nn.LSTM(I, H, 2, dropout=0.5)(x[:1])
+        (out.sum() + c.sum() + nn.GRUCell(I, H)(x[0]).sum()).backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

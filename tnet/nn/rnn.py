@@ -1,0 +1,348 @@
+"""torch.nn's recurrent layers: RNNCell, LSTMCell and GRUCell, and the stacked, optionally
+bidirectional RNN, LSTM and GRU, with torch's parameters (names, shapes, gate order: i, f, g, o for
+the LSTM, r, z, n for the GRU) and torch's init, U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) for
+every parameter, drawn from rng (tnet's init stream by default: a seed gives the same weights on CPU
+and GPU, not torch's numbers).
+
+Composed of tnet's ops, so autograd records every step; no fused cell kernel. A layer's input
+projection for all time steps is one GEMM; each step then costs one GEMM (h @ weight_hh.T +
+bias_hh) and the element-wise launches of its cell: RNN 2, GRU 8, LSTM 10 in the forward (and
+one copy per step where the outputs are stacked).
+
+Differences from torch: PackedSequence inputs raise TypeError (pad the batch instead);
+LSTM(proj_size > 0) raises NotImplementedError; flatten_parameters() does nothing (there is no
+cuDNN weight buffer); under autocast the GEMMs run in 16 bits but the outputs and states come out
+float32 (the states are, and the element-wise ops promote), where torch's are 16-bit."""
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import functional as F
+from ..factory import init_generator, zeros
+from ..kernels.launch import check
+from ..tensor import Tensor
+from . import Module, Parameter, factory_args, init
+
+
+# ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
+
+def _rnn_step(act):
+    return lambda gi, h, w_hh, b_hh: act(F.add(gi, F.linear(h, w_hh, b_hh)))
+
+
+def _lstm_step(gi, state, w_hh, b_hh):
+    """(h, c) -> (h', c'): i, f, g, o = the gates; c' = f * c + i * g, h' = o * tanh(c')."""
+    h, c = state
+    i, f, g, o = F.chunk(F.add(gi, F.linear(h, w_hh, b_hh)), 4, 1)
+    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
+    return F.mul(F.sigmoid(o), F.tanh(c)), c
+
+
+def _gru_step(gi, h, w_hh, b_hh):
+    """h -> h': r, z = sigmoid of the first two gates, n = tanh(gi_n + r * gh_n), h' = n + z * (h - n)
+    (torch's (1 - z) * n + z * h)."""
+    H = h.shape[1]
+    gh = F.linear(h, w_hh, b_hh)
+    r, z = F.chunk(F.sigmoid(F.add(F.narrow(gi, 1, 0, 2 * H), F.narrow(gh, 1, 0, 2 * H))), 2, 1)
+    n = F.tanh(F.add(F.narrow(gi, 1, 2 * H, H), F.mul(r, F.narrow(gh, 1, 2 * H, H))))
+    return F.add(n, F.mul(z, F.sub(h, n)))
+
+
+STEPS = {"RNN_TANH": _rnn_step(F.tanh), "RNN_RELU": _rnn_step(F.relu), "LSTM": _lstm_step, "GRU": _gru_step}
+GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _project(mode, x, w_ih, b_ih, b_hh):
+    """(gi, the bias each step adds): x @ w_ih.T + b_ih. The RNN and the LSTM add bias_hh to gi
+    alone, so it goes into gi's GEMM (b_ih + b_hh) and the steps add none: each step's backward
+    saves a bias reduction. The GRU's bias_hh (gate n's inside r * (...)) stays in the step."""
+    if mode != "GRU" and b_hh is not None:
+        return F.linear(x, w_ih, F.add(b_ih, b_hh)), None
+    return F.linear(x, w_ih, b_ih), b_hh
+
+
+def _time_steps(x):
+    """x's slices along dim 0 (views), x split in halves and each half again: a view's backward
+    fills a zeroed gradient of its input's size, so that the gradients add up to T log T steps'
+    worth of memory here, where T selects of x would take T^2."""
+    T = x.shape[0]
+    if T == 1:
+        return [F.select(x, 0, 0)]
+    first, second = F.split(x, [T // 2, T - T // 2], 0)
+    return _time_steps(first) + _time_steps(second)
+
+
+def _draw(module):
+    """torch's reset_parameters of the recurrent layers: every parameter from
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in parameters() order, from module.rng."""
+    rng = init_generator() if module.rng is None else module.rng
+    bound = 1 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for p in module.parameters():
+        init.uniform_(p, -bound, bound, generator=rng)
+
+
+def _not_packed(name, input):
+    if not isinstance(input, Tensor):
+        if type(input).__name__ == "PackedSequence":
+            raise TypeError(f"{name}: PackedSequence inputs are not supported by tnet; pass a padded tnet.Tensor")
+        raise TypeError(f"{name}: input must be a tnet.Tensor, got {type(input).__name__}")
+
+
+# ---- cells ----
+
+class RNNCellBase(Module):
+    """The cells' parameters: weight_ih [gates * hidden, input], weight_hh [gates * hidden, hidden],
+    bias_ih and bias_hh [gates * hidden] (None with bias=False)."""
+    mode = None
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None, *, rng=None):
+        super().__init__()
+        factory_args(type(self).__name__, device, dtype)
+        self.input_size, self.hidden_size, self.bias, self.rng = input_size, hidden_size, bias, rng
+        G = num_chunks * hidden_size
+        self.weight_ih = Parameter(np.zeros((G, input_size), np.float32))
+        self.weight_hh = Parameter(np.zeros((G, hidden_size), np.float32))
+        self.bias_ih = Parameter(np.zeros(G, np.float32)) if bias else None
+        self.bias_hh = Parameter(np.zeros(G, np.float32)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _draw(self)
+
+    def forward(self, input, hx=None):
+        """input [batch, input_size] or [input_size] (unbatched); hx as the output (the LSTM: a pair
+        (h, c)), zeros if None. Returns h' (the LSTM: (h', c'))."""
+        name = type(self).__name__
+        _not_packed(name, input)
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        states = hx if isinstance(hx, (tuple, list)) else (hx,)
+        for i, s in enumerate(states):
+            if s is not None and s.ndim not in (1, 2):
+                what = f"hx[{i}]" if self.mode == "LSTM" else "hidden"
+                raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {s.ndim}D instead")
+        batched = input.ndim == 2
+        x = input if batched else F.unsqueeze(input, 0)
+        check(x.shape[1] == self.input_size,
+              lambda: f"input has inconsistent input_size: got {x.shape[1]} expected {self.input_size}")
+        if hx is None:
+            states = (zeros(x.shape[0], self.hidden_size),) * (2 if self.mode == "LSTM" else 1)
+        elif not batched:
+            states = tuple(F.unsqueeze(s, 0) for s in states)
+        for s in states:
+            check(s.shape == (x.shape[0], self.hidden_size),
+                  lambda: f"{name}: hidden state is {s.shape}, expected {(x.shape[0], self.hidden_size)}")
+        gi, b_hh = _project(self.mode, x, self.weight_ih, self.bias_ih, self.bias_hh)
+        state = STEPS[self.mode](gi, states if self.mode == "LSTM" else states[0], self.weight_hh, b_hh)
+        if not batched:
+            state = tuple(F.squeeze(s, 0) for s in state) if self.mode == "LSTM" else F.squeeze(state, 0)
+        return state
+
+    def extra_repr(self):
+        text = f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return text + (f", nonlinearity={nonlinearity}" if nonlinearity != "tanh" else "")
+
+
+class RNNCell(RNNCellBase):
+    """h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (nonlinearity='relu': relu)."""
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None, *, rng=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype, rng=rng)
+        self.nonlinearity = nonlinearity
+
+    @property
+    def mode(self):
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return "RNN_" + self.nonlinearity.upper()
+
+
+class LSTMCell(RNNCellBase):
+    """The LSTM step, gates i, f, g, o in weight_ih's rows, as torch's."""
+    mode = "LSTM"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None, *, rng=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype, rng=rng)
+
+
+class GRUCell(RNNCellBase):
+    """The GRU step, gates r, z, n in weight_ih's rows, as torch's."""
+    mode = "GRU"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None, *, rng=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype, rng=rng)
+
+
+# ---- stacked layers over a sequence ----
+
+class RNNBase(Module):
+    """torch's RNNBase: num_layers layers (each of 2 directions if bidirectional), the parameters of
+    layer k weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} (the reverse direction's with
+    the suffix _reverse), registered in torch's order. Dropout (training mode only) on the output of
+    every layer but the last."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None, *, rng=None):
+        super().__init__()
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
+                             "being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=2)
+        for arg, v, kind in (("bias", bias, bool), ("batch_first", batch_first, bool),
+                             ("input_size", input_size, int), ("hidden_size", hidden_size, int)):
+            if not isinstance(v, kind):
+                raise TypeError(f"{arg} should be of type {kind.__name__}, got: {type(v).__name__}")
+        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if v <= 0:
+                raise ValueError(f"{arg} must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size > 0:
+            raise NotImplementedError("LSTM: proj_size > 0 (projections) is not supported by tnet")
+        factory_args(type(self).__name__, device, dtype)
+        self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size, self.rng = bidirectional, proj_size, rng
+        G = GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for suffix in ("", "_reverse")[:2 if bidirectional else 1]:
+                width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
+                shapes = [("weight_ih", (G, width)), ("weight_hh", (G, hidden_size))]
+                shapes += [("bias_ih", (G,)), ("bias_hh", (G,))] if bias else []
+                for kind, shape in shapes:
+                    name = f"{kind}_l{layer}{suffix}"
+                    setattr(self, name, Parameter(np.zeros(shape, np.float32)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _draw(self)
+
+    def flatten_parameters(self):
+        """A no-op: tnet keeps no cuDNN weight buffer."""
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        """The parameters per layer and direction, as torch's: [[weight_ih, weight_hh, bias_ih, bias_hh], ...]."""
+        n = 4 if self.bias else 2
+        weights = self._flat_weights
+        return [weights[i:i + n] for i in range(0, len(weights), n)]
+
+    def _state_shape(self, batch):
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
+
+    def forward(self, input, hx=None):
+        """input [T, batch, input_size] ([batch, T, input_size] if batch_first; [T, input_size]
+        unbatched); hx [num_layers * directions, batch, hidden_size] (the LSTM: a pair (h_0, c_0)),
+        zeros if None. Returns (output [T, batch, directions * hidden_size], h_n) (the LSTM: (output,
+        (h_n, c_n))), batch first and unbatched as the input."""
+        name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
+        _not_packed(name, input)
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        lstm = self.mode == "LSTM"
+        batched = input.ndim == 3
+        states = None if hx is None else tuple(hx) if lstm else (hx,)
+        if states is not None:
+            ndims = tuple(s.ndim for s in states)
+            what = "hx and cx" if lstm else "hx"
+            got = f"({ndims[0]}-D, {ndims[1]}-D) tensors" if lstm else f"{ndims[0]}-D tensor"
+            check(all(n == input.ndim for n in ndims),
+                  lambda: f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, {what} should also be "
+                          f"{input.ndim}-D but got {got}")
+            if not batched:
+                states = tuple(F.unsqueeze(s, 1) for s in states)
+        x = input if batched else F.unsqueeze(input, 0 if self.batch_first else 1)
+        if self.batch_first:
+            x = F.transpose(x, 0, 1)
+        check(x.shape[2] == self.input_size,
+              lambda: f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {x.shape[2]}")
+        expected = self._state_shape(x.shape[1])
+        if states is None:
+            states = (zeros(*expected),) * (2 if lstm else 1)
+        for i, s in enumerate(states):
+            check(s.shape == expected, lambda: f"Expected hidden{f'[{i}]' if lstm else ''} size {expected}, got "
+                                               f"{list(s.shape)}")
+        output, finals = self._layers(x, states)
+        if self.batch_first:
+            output = F.transpose(output, 0, 1)
+        if not batched:
+            output = F.squeeze(output, 0 if self.batch_first else 1)
+            finals = [F.squeeze(s, 1) for s in finals]
+        return output, (tuple(finals) if lstm else finals[0])
+
+    def _layers(self, x, states):
+        """x [T, batch, input_size] through every layer and direction from the initial states (each
+        [layers * directions, batch, hidden]): (the last layer's output, the final states, stacked)."""
+        step, lstm = STEPS[self.mode], self.mode == "LSTM"
+        directions = 2 if self.bidirectional else 1
+        T, weights, finals = x.shape[0], self.all_weights, []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d in range(directions):
+                k = layer * directions + d
+                w_ih, w_hh, b_ih, b_hh = weights[k] if self.bias else (*weights[k], None, None)
+                gi, b_hh = _project(self.mode, x, w_ih, b_ih, b_hh)  # one GEMM for the input of every step
+                gi = _time_steps(gi)
+                state = tuple(F.select(s, 0, k) for s in states)
+                state = state if lstm else state[0]
+                hs = [None] * T
+                for t in (reversed(range(T)) if d else range(T)):
+                    state = step(gi[t], state, w_hh, b_hh)
+                    hs[t] = state[0] if lstm else state
+                outputs.append(F.stack(hs))
+                finals.append(state if lstm else (state,))
+            x = F.cat(outputs, 2) if directions == 2 else outputs[0]
+            if layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, self.training)
+        return x, [F.stack([f[i] for f in finals]) for i in range(len(finals[0]))]
+
+    def extra_repr(self):
+        text = f"{self.input_size}, {self.hidden_size}"
+        defaults = {"num_layers": 1, "bias": True, "batch_first": False, "dropout": 0.0, "bidirectional": False}
+        return text + "".join(f", {k}={getattr(self, k)}" for k, v in defaults.items() if getattr(self, k) != v)
+
+
+class RNN(RNNBase):
+    """torch.nn.RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (nonlinearity='relu': relu),
+    torch's argument order (nonlinearity fourth)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, *, rng=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_" + nonlinearity.upper(), input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, 0, device, dtype, rng=rng)
+
+
+class LSTM(RNNBase):
+    """torch.nn.LSTM (proj_size > 0 raises NotImplementedError); hx and the result's second item are
+    pairs (h, c)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None, *, rng=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype, rng=rng)
+
+
+class GRU(RNNBase):
+    """torch.nn.GRU."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, device=None, dtype=None, *, rng=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
+                         device, dtype, rng=rng)
