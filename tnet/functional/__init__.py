@@ -62,6 +62,8 @@ from .norm import local_response_norm
 from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
 from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,
                      soft_margin_loss, triplet_margin_loss)
+# attention
+from .attention import multi_head_attention_forward, scaled_dot_product_attention
 
 
 def _swapped(op):
