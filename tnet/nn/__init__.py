@@ -1673,3 +1673,5 @@ class Bilinear(Module):
 
 from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
 from .parallel import DataParallel  # noqa: E402
+from .transformer import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                          TransformerEncoder, TransformerEncoderLayer)
