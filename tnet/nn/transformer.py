@@ -8,7 +8,7 @@ import torch
 from .. import functional as F
 from .._device import DEVICE
 from ..tensor import Tensor
-from . import Dropout, LayerNorm, Linear, Module, ModuleList, Parameter, _factory_args, init
+from . import Dropout, LayerNorm, Linear, Module, ModuleList, Parameter, init
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -26,7 +26,6 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
-        _factory_args("MultiheadAttention", device, dtype)
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
@@ -49,7 +48,7 @@ class MultiheadAttention(Module):
             self.v_proj_weight = empty(embed_dim, self.vdim)
             self.in_proj_weight = None
         self.in_proj_bias = empty(3 * embed_dim) if bias else None
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
@@ -106,14 +105,14 @@ class TransformerEncoderLayer(_Layer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        _factory_args("TransformerEncoderLayer", device, dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, **kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.linear2 = Linear(dim_feedforward, d_model, **kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
@@ -138,16 +137,16 @@ class TransformerDecoderLayer(_Layer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        _factory_args("TransformerDecoderLayer", device, dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, **kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.linear2 = Linear(dim_feedforward, d_model, **kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
