@@ -86,19 +86,17 @@ def test_multihead_attention_as_torch(rng, ieee):
     # cross-attention: a bool key_padding_mask and a float attn_mask
     compare(ours, theirs, lambda m, a, b, c: m(a, b, c, key_padding_mask=kpm[m is theirs],
                                                  attn_mask=fr if m is theirs else f), [x, k, v], rng)
-    # is_causal with its mask (a bool mask: True = not allowed, torch's MHA convention), no weights
-    causal = np.triu(np.ones((L, L), bool), 1)
-    compare(ours, theirs, lambda m, a: m(a, a, a, attn_mask=torch.tensor(causal) if m is theirs else tnet.tensor(causal),
-                                         need_weights=False, is_causal=True), [x], rng)
     with pytest.raises(RuntimeError, match="Need attn_mask"):
         ours(x[0], x[0], x[0], is_causal=True)
 
 
 def test_multihead_attention_kdim_batch_first_as_torch(rng, ieee):
-    ours, theirs = load_torch(nn.MultiheadAttention(E, HEADS, kdim=4, vdim=6, batch_first=True, bias=False),
-                              torch.nn.MultiheadAttention(E, HEADS, kdim=4, vdim=6, batch_first=True, bias=False))
+    settings = {"kdim": 4, "vdim": 6, "batch_first": True, "bias": False, "add_bias_kv": True, "add_zero_attn": True}
+    ours, theirs = load_torch(nn.MultiheadAttention(E, HEADS, **settings), torch.nn.MultiheadAttention(E, HEADS, **settings))
     q, k, v = leaf(rng, N, L, E), leaf(rng, N, S, 4), leaf(rng, N, S, 6)
-    compare(ours, theirs, lambda m, a, b, c: m(a, b, c), [q, k, v], rng)
+    pad = rng.random((N, S)) > 0.7
+    compare(ours, theirs, lambda m, a, b, c: m(a, b, c, key_padding_mask=torch.tensor(pad) if m is theirs
+                                                 else tnet.tensor(pad)), [q, k, v], rng)
     # a query row that no key may see: NaN with the weights, zeros without, as torch's
     x = tnet.tensor(rng.standard_normal((L, E)))
     mask = np.zeros((L, L), bool)
@@ -108,8 +106,6 @@ def test_multihead_attention_kdim_batch_first_as_torch(rng, ieee):
     assert np.isnan(out.numpy()[2]).all() and np.isnan(w.numpy()[2]).all() and not np.isnan(out.numpy()[3]).any()
     out, _ = full(x, x, x, attn_mask=tnet.tensor(mask), need_weights=False)
     assert np.allclose(out.numpy()[2], full.out_proj.bias.numpy())
-    with pytest.raises(NotImplementedError):
-        nn.MultiheadAttention(E, HEADS, add_bias_kv=True)
     p = dict(nn.MultiheadAttention(E, HEADS).named_parameters())
     assert p["in_proj_weight"].shape == (3 * E, E) and not p["in_proj_bias"].numpy().any()
 
@@ -137,7 +133,8 @@ def test_transformer_decoder_as_torch(rng, ieee):
     ours, theirs = load_torch(build(tnet), build(torch))
     tgt, mem = leaf(rng, N, L, E), leaf(rng, N, S, E)
     causal = np.triu(np.ones((L, L), bool), 1)
-    compare(ours, theirs, lambda m, a, b: m(a, b, tgt_mask=torch.tensor(causal) if m is theirs else tnet.tensor(causal)),
-            [tgt, mem], rng)
+    # tgt_is_causal with its mask (bool: True = not allowed, torch's MHA convention): the is_causal path
+    compare(ours, theirs, lambda m, a, b: m(a, b, tgt_mask=torch.tensor(causal) if m is theirs else tnet.tensor(causal),
+                                            tgt_is_causal=True), [tgt, mem], rng)
     clone = copy.deepcopy(ours)
     assert [n for n, _ in clone.named_modules()] == [n for n, _ in theirs.named_modules()]

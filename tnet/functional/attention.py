@@ -7,7 +7,8 @@ import torch
 
 from .. import factory
 from ..kernels.launch import check
-from .copy import chunk, contiguous, expand, reshape, transpose, unsqueeze, squeeze, repeat_interleave
+from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, squeeze, transpose, unsqueeze
+from .pad import pad
 from .gemm import linear, matmul
 from .inputs import check_tensors
 from .pointwise import add, eq, logical_not, masked_fill, mul, tril, where
@@ -97,11 +98,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     bool True = not allowed (the opposite of scaled_dot_product_attention's), float = added.
     Returns (output [L, N, E], weights [N, L, S] (averaged over heads, else [N, heads, L, S]) or
     None). With need_weights a query row that no key may see gives NaN, without it zeros, as
-    torch's. bias_k/bias_v, add_zero_attn and static_k/static_v raise NotImplementedError."""
+    torch's. bias_k and bias_v [1, 1, E] add a key and a value, add_zero_attn a zero one, as
+    torch's; static_k and static_v raise NotImplementedError."""
     check_tensors("multi_head_attention_forward", query=query, key=key, value=value)
-    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: bias_k, bias_v, add_zero_attn, static_k and "
-                                  "static_v are not supported")
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported")
     batched = query.ndim == 3
     check(query.ndim in (2, 3) and key.ndim == query.ndim and value.ndim == query.ndim,
           lambda: f"multi_head_attention_forward: query, key and value must be all 3-D (batched) or all 2-D, got "
@@ -131,6 +132,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     else:
         q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
 
+    key_padding = None
     if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None  # the hint: the mask given is the causal one
     else:
@@ -148,12 +150,26 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             check(key_padding_mask.shape == (N, S),
                   lambda: f"expecting key_padding_mask shape of {(N, S)}, but got {key_padding_mask.shape}")
-            padding = reshape(expand(reshape(_additive(key_padding_mask, q.dtype, "key_padding_mask"), N, 1, 1, S),
-                                     N, num_heads, 1, S), N * num_heads, 1, S)
-            attn_mask = padding if attn_mask is None else add(attn_mask, padding)
+            key_padding = _additive(key_padding_mask, q.dtype, "key_padding_mask")
 
+    def one_more_key(k, v, new_k, new_v, dim):
+        """k and v with one more key (bias_k or zeros) at the end of dim, which the masks let through."""
+        nonlocal attn_mask, key_padding
+        attn_mask, key_padding = (None if m is None else pad(m, (0, 1)) for m in (attn_mask, key_padding))
+        return cat([k, new_k], dim), cat([v, new_v], dim)
+
+    check((bias_k is None) == (bias_v is None), "multi_head_attention_forward: give both bias_k and bias_v or neither")
+    if bias_k is not None:  # [1, 1, E]: one more key for every sequence
+        k, v = one_more_key(k, v, expand(bias_k, 1, N, E), expand(bias_v, 1, N, E), 0)
     # [L, N, E] -> [N * heads, L, head]: each head a batch of the GEMMs
     q, k, v = (transpose(reshape(x, x.shape[0], N * num_heads, head), 0, 1) for x in (q, k, v))
+    if add_zero_attn:
+        zero = factory.zeros(N * num_heads, 1, head, dtype=k.dtype)
+        k, v = one_more_key(k, v, zero, zero, 1)
+    S = k.shape[1]
+    if key_padding is not None:  # [N, S] -> [N * heads, 1, S]
+        key_padding = reshape(expand(reshape(key_padding, N, 1, 1, S), N, num_heads, 1, S), N * num_heads, 1, S)
+        attn_mask = key_padding if attn_mask is None else add(attn_mask, key_padding)
     p = dropout_p if training else 0.0
     if is_causal:
         attn_mask = _causal(L, S)

@@ -18,10 +18,11 @@ class NonDynamicallyQuantizableLinear(Linear):
 class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention: in_proj_weight [3E, E] (q_proj_weight [E, E], k_proj_weight
     [E, kdim], v_proj_weight [E, vdim] where kdim or vdim differ from E) drawn by xavier_uniform_,
-    in_proj_bias [3E] and out_proj.bias zero, out_proj a Linear (torch's init), as torch's; drawn
-    from tnet's init stream (tnet.manual_seed), so not torch's numbers. forward takes [L, N, E]
-    (batch_first: [N, L, E]; unbatched [L, E]) and returns (output, weights or None), as torch's
-    (F.multi_head_attention_forward). add_bias_kv and add_zero_attn raise NotImplementedError."""
+    in_proj_bias [3E] and out_proj.bias zero, out_proj a Linear (torch's init), bias_k and bias_v
+    [1, 1, E] (add_bias_kv) by xavier_normal_, as torch's; drawn from tnet's init stream
+    (tnet.manual_seed), so not torch's numbers. forward takes [L, N, E] (batch_first: [N, L, E];
+    unbatched [L, E]) and returns (output, weights or None), as torch's
+    (F.multi_head_attention_forward)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
@@ -29,8 +30,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -49,7 +48,7 @@ class MultiheadAttention(Module):
             self.in_proj_weight = None
         self.in_proj_bias = empty(3 * embed_dim) if bias else None
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        self.bias_k = self.bias_v = None
+        self.bias_k, self.bias_v = (empty(1, 1, embed_dim), empty(1, 1, embed_dim)) if add_bias_kv else (None, None)
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -60,6 +59,9 @@ class MultiheadAttention(Module):
         for b in (self.in_proj_bias, self.out_proj.bias):
             if b is not None:
                 init.constant_(b, 0.0)
+        for b in (self.bias_k, self.bias_v):
+            if b is not None:
+                init.xavier_normal_(b)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
