@@ -119,8 +119,10 @@ def test_transformer_encoder_as_torch(rng, ieee):
     x = leaf(rng, L, N, E)
     pad = rng.random((N, L)) > 0.7
     pad[:, 0] = False
-    causal = np.triu(np.full((L, L), -np.inf), 1)
-    compare(ours, theirs, lambda m, a: m(a, mask=torch.tensor(causal) if m is theirs else tnet.tensor(causal),
+    causal = nn.Transformer.generate_square_subsequent_mask(L)
+    causal_ref = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64)
+    assert np.array_equal(causal.numpy(), causal_ref.numpy())
+    compare(ours, theirs, lambda m, a: m(a, mask=causal_ref if m is theirs else causal,
                                          src_key_padding_mask=torch.tensor(pad) if m is theirs else tnet.tensor(pad),
                                          is_causal=True), [x], rng)
 
@@ -138,3 +140,5 @@ def test_transformer_decoder_as_torch(rng, ieee):
                                             tgt_is_causal=True), [tgt, mem], rng)
     clone = copy.deepcopy(ours)
     assert [n for n, _ in clone.named_modules()] == [n for n, _ in theirs.named_modules()]
+    whole = nn.Transformer(E, HEADS, 2, 1, 12)
+    assert list(whole.state_dict()) == list(torch.nn.Transformer(E, HEADS, 2, 1, 12).state_dict())

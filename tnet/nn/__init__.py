@@ -1673,5 +1673,5 @@ class Bilinear(Module):
 
 from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
 from .parallel import DataParallel  # noqa: E402
-from .transformer import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
-                          TransformerEncoder, TransformerEncoderLayer)
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)

@@ -2,9 +2,11 @@
 (and the decoder's), with torch's parameter and submodule names, so that torch's state_dicts load
 as they are. They compose F.multi_head_attention_forward, Linear, LayerNorm and Dropout."""
 import copy
+import math
 
 import torch
 
+from .. import factory
 from .. import functional as F
 from .._device import DEVICE
 from ..tensor import Tensor
@@ -209,3 +211,44 @@ class TransformerDecoder(Module):
                       memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=bool(tgt_is_causal),
                       memory_is_causal=memory_is_causal)
         return x if self.norm is None else self.norm(x)
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: a TransformerEncoder and a TransformerDecoder of the layers above (or
+    custom_encoder, custom_decoder), each ending in a LayerNorm, every matrix parameter drawn by
+    xavier_uniform_ (tnet's init stream), as torch's; forward(src, tgt, ...) returns the decoder's
+    output."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kwargs = {"bias": bias, "device": device, "dtype": dtype}
+        layer = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first)
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            TransformerEncoderLayer(*layer, **kwargs), num_encoder_layers, LayerNorm(d_model, layer_norm_eps, **kwargs))
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            TransformerDecoderLayer(*layer, **kwargs), num_decoder_layers, LayerNorm(d_model, layer_norm_eps, **kwargs))
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batch = 0 if self.batch_first else 1
+        if src.ndim == 3 and src.shape[batch] != tgt.shape[batch]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The float [sz, sz] causal mask: -inf above the diagonal (a later key), 0 elsewhere."""
+        return F.triu(factory.full((sz, sz), -math.inf, dtype=dtype or torch.float32, device=device), 1)
