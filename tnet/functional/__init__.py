@@ -64,6 +64,8 @@ from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, ma
                      soft_margin_loss, triplet_margin_loss)
 # resampling images
 from .resample import affine_grid, grid_sample, interpolate, upsample, upsample_bilinear, upsample_nearest
+# attention
+from .attention import multi_head_attention_forward, scaled_dot_product_attention
 
 
 def _swapped(op):

@@ -1757,3 +1757,5 @@ from . import parallel  # noqa: E402  (after Module: parallel subclasses it)
 from .parallel import DataParallel  # noqa: E402
 from . import rnn  # noqa: E402  (after Module: the recurrent layers subclass it)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)

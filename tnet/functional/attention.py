@@ -1,0 +1,187 @@
+"""Attention, as torch.nn.functional has it: scaled_dot_product_attention and
+multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'), composed of
+matmul, softmax, dropout and the element-wise ops: their gradients are those ops' backwards."""
+import math
+
+import torch
+
+from .. import factory
+from ..kernels.launch import check
+from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, squeeze, transpose, unsqueeze
+from .pad import pad
+from .gemm import linear, matmul
+from .inputs import check_tensors
+from .pointwise import add, eq, logical_not, masked_fill, mul, tril, where
+from .random import dropout
+from .reduce import all as _all, mean
+from .softmax import softmax
+
+
+def _causal(L, S):
+    """The bool [L, S] mask of is_causal: True on and below the diagonal (query i sees keys 0..i)."""
+    return tril(factory.ones(L, S, dtype=torch.bool))
+
+
+def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows):
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims (the leading dims
+    broadcast); attn_mask bool (True: takes part) or float (added). zero_masked_rows: a query that
+    no key may see gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
+    torch's MultiheadAttention with need_weights). Returns (output, weights after dropout)."""
+    lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    query, key, value = (x if x.shape[:-2] == lead else expand(x, *lead, *x.shape[-2:]) for x in (query, key, value))
+    scores = mul(matmul(query, transpose(key, -2, -1)), scale)
+    if attn_mask is not None:
+        scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
+            else add(scores, attn_mask)
+    if attn_mask is not None and zero_masked_rows:
+        # a row of -inf's is softmaxed as zeros instead (no NaN to reach the gradient), then zeroed
+        hidden = _all(eq(scores, -math.inf), -1, keepdim=True)
+        weights = where(hidden, 0.0, softmax(where(hidden, 0.0, scores), -1))
+    else:
+        weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return matmul(weights, value), weights
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch's: softmax(query @ key^T * scale + mask) @ value, query [..., L, E], key [..., S, E],
+    value [..., S, Ev] (leading dims broadcast); scale 1/sqrt(E) by default; attn_mask bool (True:
+    takes part) or float (added), broadcast to [..., L, S]; is_causal: the lower-triangular mask;
+    dropout_p > 0 drops attention weights (always, as torch's: pass 0.0 in eval). A query row that
+    no key may see gives zeros (and zero gradients), as torch's. enable_gqa: key and value of
+    fewer heads (dim -3) than query are repeated to query's."""
+    check_tensors("scaled_dot_product_attention", query=query, key=key, value=value)
+    check(query.ndim >= 2 and key.ndim >= 2 and value.ndim >= 2,
+          lambda: f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                  f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+    check(query.shape[-1] == key.shape[-1] and key.shape[-2] == value.shape[-2],
+          lambda: f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value {value.shape} must "
+                  f"be [..., L, E], [..., S, E] and [..., S, Ev]")
+    if attn_mask is not None:
+        check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
+        check(attn_mask.dtype in (torch.bool, query.dtype),
+              lambda: f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                      f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
+        check(not is_causal, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if is_causal:
+        attn_mask = _causal(query.shape[-2], key.shape[-2])
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        check(key.shape[-3] == value.shape[-3] and heads % kv_heads == 0,
+              lambda: f"scaled_dot_product_attention: with enable_gqa, query's heads ({heads}) must be a multiple "
+                      f"of key's ({kv_heads}) and value's ({value.shape[-3]})")
+        key, value = (repeat_interleave(x, heads // kv_heads, -3) for x in (key, value))
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    return _attend(query, key, value, attn_mask, dropout_p, scale, True)[0]
+
+
+def _additive(mask, dtype, name):
+    """An MHA mask as floats to add: a bool mask's True (not allowed) as -inf, a float mask itself."""
+    if mask is None or mask.dtype != torch.bool:
+        check(mask is None or mask.memory.is_floating_point(),
+              lambda: f"only bool and floating types of {name} are supported")
+        return mask
+    return masked_fill(factory.zeros(*mask.shape, dtype=dtype), mask, -math.inf)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """torch's: query [L, N, E] (or unbatched [L, E]), key and value [S, N, kdim/vdim]; projected
+    by in_proj_weight [3E, E] (or q/k/v_proj_weight), split into num_heads heads, attended, joined
+    and projected by out_proj. key_padding_mask [N, S] and attn_mask [L, S] or [N * heads, L, S]:
+    bool True = not allowed (the opposite of scaled_dot_product_attention's), float = added.
+    Returns (output [L, N, E], weights [N, L, S] (averaged over heads, else [N, heads, L, S]) or
+    None). With need_weights a query row that no key may see gives NaN, without it zeros, as
+    torch's. bias_k and bias_v [1, 1, E] add a key and a value, add_zero_attn a zero one, as
+    torch's; static_k and static_v raise NotImplementedError."""
+    check_tensors("multi_head_attention_forward", query=query, key=key, value=value)
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported")
+    batched = query.ndim == 3
+    check(query.ndim in (2, 3) and key.ndim == query.ndim and value.ndim == query.ndim,
+          lambda: f"multi_head_attention_forward: query, key and value must be all 3-D (batched) or all 2-D, got "
+                  f"{query.shape}, {key.shape} and {value.shape}")
+    if not batched:
+        query, key, value = (unsqueeze(x, 1) for x in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = unsqueeze(key_padding_mask, 0)
+    L, N, E = query.shape
+    S = key.shape[0]
+    check(E == embed_dim_to_check, lambda: f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    check(E % num_heads == 0, lambda: f"embed_dim {E} not divisible by num_heads {num_heads}")
+    check(key.shape[:2] == value.shape[:2] and key.shape[1] == N,
+          lambda: f"key shape {key.shape} does not match value shape {value.shape}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    head = E // num_heads
+
+    if not use_separate_proj_weight:
+        w_q, w_k, w_v = chunk(in_proj_weight, 3)
+    else:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    b_q, b_k, b_v = (None,) * 3 if in_proj_bias is None else chunk(in_proj_bias, 3)
+    if not use_separate_proj_weight and query is key and key is value:  # self-attention: one GEMM
+        q, k, v = chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
+    else:
+        q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+
+    key_padding = None
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the hint: the mask given is the causal one
+    else:
+        is_causal = False
+        attn_mask = _additive(attn_mask, q.dtype, "attn_mask")
+        if attn_mask is not None:
+            if attn_mask.ndim == 2:
+                check(attn_mask.shape == (L, S),
+                      lambda: f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {(L, S)}.")
+                attn_mask = unsqueeze(attn_mask, 0)
+            else:
+                check(attn_mask.ndim == 3 and attn_mask.shape == (N * num_heads, L, S),
+                      lambda: f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                              f"{(N * num_heads, L, S)}.")
+        if key_padding_mask is not None:
+            check(key_padding_mask.shape == (N, S),
+                  lambda: f"expecting key_padding_mask shape of {(N, S)}, but got {key_padding_mask.shape}")
+            key_padding = _additive(key_padding_mask, q.dtype, "key_padding_mask")
+
+    def one_more_key(k, v, new_k, new_v, dim):
+        """k and v with one more key (bias_k or zeros) at the end of dim, which the masks let through."""
+        nonlocal attn_mask, key_padding
+        attn_mask, key_padding = (None if m is None else pad(m, (0, 1)) for m in (attn_mask, key_padding))
+        return cat([k, new_k], dim), cat([v, new_v], dim)
+
+    check((bias_k is None) == (bias_v is None), "multi_head_attention_forward: give both bias_k and bias_v or neither")
+    if bias_k is not None:  # [1, 1, E]: one more key for every sequence
+        k, v = one_more_key(k, v, expand(bias_k, 1, N, E), expand(bias_v, 1, N, E), 0)
+    # [L, N, E] -> [N * heads, L, head]: each head a batch of the GEMMs
+    q, k, v = (transpose(reshape(x, x.shape[0], N * num_heads, head), 0, 1) for x in (q, k, v))
+    if add_zero_attn:
+        zero = factory.zeros(N * num_heads, 1, head, dtype=k.dtype)
+        k, v = one_more_key(k, v, zero, zero, 1)
+    S = k.shape[1]
+    if key_padding is not None:  # [N, S] -> [N * heads, 1, S]
+        key_padding = reshape(expand(reshape(key_padding, N, 1, 1, S), N, num_heads, 1, S), N * num_heads, 1, S)
+        attn_mask = key_padding if attn_mask is None else add(attn_mask, key_padding)
+    p = dropout_p if training else 0.0
+    if is_causal:
+        attn_mask = _causal(L, S)
+    out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head), not need_weights)
+    out = linear(reshape(contiguous(transpose(out, 0, 1)), L * N, E), out_proj_weight, out_proj_bias)
+    out = reshape(out, L, N, E)
+    if need_weights:
+        weights = reshape(weights, N, num_heads, L, S)
+        if average_attn_weights:
+            weights = mean(weights, 1)
+        if not batched:
+            weights = squeeze(weights, 0)
+    else:
+        weights = None
+    return (out if batched else squeeze(out, 1)), weights
