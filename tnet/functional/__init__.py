@@ -181,3 +181,15 @@ for _name, _method in {
         "type": _type, "double": _double, "mT": property(_mT), "repeat_interleave": repeat_interleave,
         "roll": roll, "__setitem__": _inplace.setitem}.items():
     setattr(Tensor, _name, _method)
+
+# torch's remainders, two-operand functions, NaN handling, random draws, host-read ops and matrix
+# helpers that scripts use (tests/test_misc_ops.py)
+from .pointwise import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite, logaddexp,
+                        logit, nan_to_num, remainder, sinh, true_divide, xlogy)
+for _name in ("acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot",
+              "isfinite", "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy"):
+    setattr(Tensor, _name, globals()[_name])
+for _name, _method in {"arccos": acos, "arcsin": asin, "arctan": atan, "arctan2": atan2, "__mod__": remainder,
+                       "__rmod__": _swapped(remainder), "__floordiv__": floor_divide,
+                       "__rfloordiv__": _swapped(floor_divide)}.items():
+    setattr(Tensor, _name, _method)
