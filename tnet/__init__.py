@@ -75,7 +75,9 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in ("
 # torch's remainders, two-operand functions, NaN handling, random draws, host-read ops and matrix helpers
 from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite,
                          logaddexp, logit, nan_to_num, remainder, sinh, true_divide, xlogy)
+from .functional import bernoulli, multinomial, normal
+from .factory import rand_like, randint_like, randn_like
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "isfinite",
             "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy", "arccos", "arcsin",
-            "arctan", "arctan2"]
+            "arctan", "arctan2", "bernoulli", "multinomial", "normal", "rand_like", "randint_like", "randn_like"]
