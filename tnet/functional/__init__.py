@@ -197,3 +197,6 @@ from .random import bernoulli, multinomial, normal
 for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bernoulli_": _inplace.bernoulli_,
                        "exponential_": _inplace.exponential_}.items():
     setattr(Tensor, _name, _method)
+from .host import argwhere, bincount, histc, nonzero, unique
+for _name in ("argwhere", "bincount", "histc", "nonzero", "unique"):
+    setattr(Tensor, _name, globals()[_name])
