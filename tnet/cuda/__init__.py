@@ -3,8 +3,9 @@
 process has one device, tnet.DEVICE."""
 import torch
 
-from ._device import DEVICE
-from .factory import manual_seed
+from .._device import DEVICE
+from ..factory import manual_seed
+from . import amp  # torch.cuda.amp: autocast, GradScaler
 
 
 def is_available():
