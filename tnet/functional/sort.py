@@ -162,7 +162,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     check_tensors("kthvalue", input=input)
     if input.ndim == 0:
         dim_index(dim, 0)
-        check(k == 1, lambda: f"kthvalue(): selected number k out of range for dimension 0")
+        check(k == 1, "kthvalue(): selected number k out of range for dimension 0")
         return kthvalue_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
     d = dim_index(dim, input.ndim)
     check(1 <= k <= input.shape[d], lambda: f"kthvalue(): selected number k out of range for dimension {d}")

@@ -387,7 +387,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "acos_backward":  # b = x
         y = -a / tl.sqrt_rn((1.0 - b) * (1.0 + b))
     elif OP == "atan":  # x itself at 0 (signed zero)
-        y = tl.where(a == 0.0, a, _atan2(a, 1.0 + 0.0 * a))
+        y = tl.where(a == 0.0, a, _atan2(a, tl.zeros_like(a) + 1.0))
     elif OP == "atan_backward":  # b = x
         y = a / (1.0 + b * b)
     elif OP == "atan2":  # a = y, b = x
