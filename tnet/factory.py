@@ -189,6 +189,24 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
     return _like("full_like", input, fill, dtype, device, requires_grad, memory_format)
 
 
+def rand_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    """rand of input's shape (and dtype unless dtype says), from tnet's generator."""
+    return _random_tensor("rand_like", input.shape, dtype or input.dtype, device, requires_grad, normal=False)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    """randn of input's shape (and dtype unless dtype says), from tnet's generator."""
+    return _random_tensor("randn_like", input.shape, dtype or input.dtype, device, requires_grad, normal=True)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+                 memory_format=torch.preserve_format):
+    """randint of input's shape and dtype (unless dtype says): randint_like(input, high) or
+    (input, low, high), drawn on the host as randint."""
+    low, high = (0, low) if high is None else (low, high)
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad)
+
 def _is_int(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 

@@ -190,3 +190,28 @@ for _name, _method in {
         "type": _type, "double": _double, "mT": property(_mT), "repeat_interleave": repeat_interleave,
         "roll": roll, "__setitem__": _inplace.setitem}.items():
     setattr(Tensor, _name, _method)
+
+# torch's remainders, two-operand functions, NaN handling, random draws, host-read ops and matrix
+# helpers that scripts use (tests/test_misc_ops.py)
+from .pointwise import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite, logaddexp,
+                        logit, nan_to_num, remainder, sinh, true_divide, xlogy)
+for _name in ("acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot",
+              "isfinite", "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy"):
+    setattr(Tensor, _name, globals()[_name])
+for _name, _method in {"arccos": acos, "arcsin": asin, "arctan": atan, "arctan2": atan2, "__mod__": remainder,
+                       "__rmod__": _swapped(remainder), "__floordiv__": floor_divide,
+                       "__rfloordiv__": _swapped(floor_divide)}.items():
+    setattr(Tensor, _name, _method)
+from .random import bernoulli, multinomial, normal
+for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bernoulli_": _inplace.bernoulli_,
+                       "exponential_": _inplace.exponential_}.items():
+    setattr(Tensor, _name, _method)
+from .host import argwhere, bincount, histc, nonzero, unique
+for _name in ("argwhere", "bincount", "histc", "nonzero", "unique"):
+    setattr(Tensor, _name, globals()[_name])
+from .copy import (broadcast_tensors, diag, diagonal, hstack, meshgrid, take_along_dim, tile, trace, vstack)
+from .reduce import aminmax, nanmean, nansum
+from .sort import cummax, cummin, kthvalue, median
+for _name in ("diag", "diagonal", "take_along_dim", "tile", "trace", "aminmax", "nanmean", "nansum", "cummax", "cummin",
+              "kthvalue", "median"):
+    setattr(Tensor, _name, globals()[_name])

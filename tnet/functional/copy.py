@@ -591,7 +591,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
 
 
-def _flat_positions(name, input, dim, index):
+def flat_positions(name, input, dim, index):
     """The positions in input.reshape(-1) (row-major) that gather and scatter address: at
     coordinate c of index, c with c[dim] replaced by index[c]. index: int64 or int32 of input's
     number of dims, no larger than input along every dim but dim. An index outside [0,
@@ -604,10 +604,26 @@ def _flat_positions(name, input, dim, index):
                   f"{tuple(input.shape)}, dim {d}")
     _check_bounds(name, index, input.shape[d], d)
     strides = [math.prod(input.shape[k + 1:]) for k in range(input.ndim)]
+    return add(mul(index.long(), strides[d] if input.ndim else 1), tensor(_off_dim_offsets(index.shape, strides, d)))
+
+
+def _off_dim_offsets(shape, strides, d):
+    """The int64 array, of `shape`, of each coordinate's offset by `strides` with dim d left out (the
+    host part of a position along d)."""
     grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * (0 if k == d else strides[k])
-                          for k, n in enumerate(index.shape)], indexing="ij")
-    base = tensor(builtins.sum(grids) if grids else np.zeros((), np.int64))
-    return add(mul(index.long(), strides[d] if input.ndim else 1), base)
+                          for k, n in enumerate(shape)], indexing="ij")
+    return builtins.sum(grids) if grids else np.zeros((), np.int64)
+
+
+def add_at(shape, d, index, src, dtype):
+    """A new torch tensor of shape and dtype: zeros with src's elements added at index along d
+    (torch's scatter_add; index int64 in range, of src's shape), in fp32 by atomic adds."""
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    base = torch.from_numpy(_off_dim_offsets(index.shape, strides, d)).to(index.device)
+    positions = _pw.pointwise("add", _pw.pointwise("mul", index, strides[d]), base)
+    buf = torch.zeros(math.prod(shape), dtype=torch.float32, device=index.device)
+    _copy.index_add_(buf, src.reshape(-1), positions.reshape(-1), 0)
+    return copy_(torch.empty(shape, dtype=dtype, device=index.device), buf.view(shape))
 
 
 def _check_bounds(name, index, size, d):
@@ -623,7 +639,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     """torch.gather: out[c] = input[c with c[dim] = index[c]], the shape of index; its gradient
     adds back at those positions."""
     check(not sparse_grad, "gather: sparse_grad is not supported")
-    positions = _flat_positions("gather", input, dim, index)
+    positions = flat_positions("gather", input, dim, index)
     return reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))), tuple(index.shape))
 
 
@@ -636,7 +652,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if isinstance(src, numbers.Number):  # torch.scatter(input, dim, index, 1.0): the value form
         src, value = None, src
     check((src is None) != (value is None), "scatter: give src or value")
-    positions = reshape(_flat_positions("scatter", input, dim, index), (-1,)).memory
+    positions = reshape(flat_positions("scatter", input, dim, index), (-1,)).memory
     m, n = positions.shape[0], input.numel()
     if src is None:
         values = torch.full((m,), value, dtype=input.dtype, device=input.device)
@@ -805,3 +821,112 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if ph or pw:
         out = contiguous(out[:, :, ph:ph + size[0], pw:pw + size[1]])
     return out if input.ndim == 3 else squeeze(out, 0)
+
+
+# ---- diagonals, tiling, stacking and broadcasting helpers ---------------------------------------
+
+def _diagonal_view(t, offset, d1, d2):
+    """The diagonal `offset` of torch tensor t over dims d1 and d2 (>= 0) as an as_strided view: the
+    other dims, then the diagonal's (torch.diagonal's layout)."""
+    n = builtins.max(0, builtins.min(t.shape[d1] + builtins.min(offset, 0), t.shape[d2] - builtins.max(offset, 0)))
+    start = t.storage_offset() + (offset * t.stride(d2) if offset >= 0 else -offset * t.stride(d1)) if n else 0
+    others = [d for d in range(t.dim()) if d not in (d1, d2)]
+    return t.as_strided([t.shape[d] for d in others] + [n], [t.stride(d) for d in others] + [t.stride(d1) + t.stride(d2)],
+                        start)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal `offset` (above the main one where > 0) over dim1 and dim2, as a last dim: a view,
+    as torch.diagonal."""
+    check_tensors("diagonal", input=input)
+    d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
+    check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _part("diagonal", input, lambda t: _diagonal_view(t, int(offset), d1, d2))
+
+
+def diag(input, diagonal=0):
+    """A 1-D input: the square matrix with input on diagonal `diagonal`, 0 elsewhere; a 2-D one: a
+    copy of its diagonal `diagonal`, as torch.diag."""
+    check_tensors("diag", input=input)
+    check(input.ndim in (1, 2), lambda: f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    if input.ndim == 2:
+        return clone(globals()["diagonal"](input, diagonal))
+    n = input.shape[0] + builtins.abs(diagonal)
+    y = torch.zeros((n, n), dtype=input.dtype, device=input.device)
+    copy_(_diagonal_view(y, diagonal, 0, 1), input.memory)
+    return _copy_record("diag", input, y, lambda g: (_diagonal_view(g, diagonal, 0, 1),))
+
+
+def trace(input):
+    """The sum of a matrix's main diagonal, as torch.trace (integers: an int64 sum)."""
+    check_tensors("trace", input=input)
+    check(input.ndim == 2, "trace: expected a matrix")
+    return diagonal(input).sum()
+
+
+def tile(input, dims):
+    """input repeated dims[i] times along each dim, dims padded with leading 1s to input's dims, as
+    torch.tile (repeat)."""
+    dims = tuple(shape_args(dims))
+    return repeat(input, (1,) * builtins.max(0, input.ndim - len(dims)) + dims)
+
+
+def _at_least(x, n):
+    """x reshaped to n dims at least (torch's atleast_1d / atleast_2d: leading 1s)."""
+    return x if x.ndim >= n else reshape(x, (1,) * (n - x.ndim) + x.shape)
+
+
+def hstack(tensors):
+    """tensors joined along dim 1 (dim 0 where they are 1-D), 0-d ones as 1-D, as torch.hstack."""
+    tensors = [_at_least(x, 1) for x in tensors]
+    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """tensors, 1-D ones as rows [1, n], joined along dim 0, as torch.vstack."""
+    return cat([_at_least(x, 2) for x in tensors], 0)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of 1-D (or 0-d) tensors, each expanded to [len(t0), len(t1), ...] (indexing
+    'xy': the first two swapped), views, as torch.meshgrid."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for x in tensors:
+        check_tensors("meshgrid", tensors=x)
+        check(x.ndim <= 1, lambda: f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D")
+    flat = [reshape(x, (-1,)) for x in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    if swap:
+        flat[0], flat[1] = flat[1], flat[0]
+    shape = tuple(x.shape[0] for x in flat)
+    grids = [expand(reshape(x, tuple(-1 if j == i else 1 for j in range(len(flat)))), shape) for i, x in enumerate(flat)]
+    if swap:  # the grids of the swapped inputs, handed back in the inputs' order
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def broadcast_tensors(*tensors):
+    """tensors expanded (views) to their common broadcast shape, as torch.broadcast_tensors."""
+    for i, x in enumerate(tensors):
+        check_tensors("broadcast_tensors", **{f"tensors[{i}]": x})
+    shape = _pw.broadcast_shape("broadcast_tensors", *[x.shape for x in tensors])
+    return tuple(expand(x, shape) for x in tensors)
+
+
+def take_along_dim(input, indices, dim=None):
+    """input's elements at indices along dim (input and indices broadcast off dim), as
+    torch.take_along_dim; dim None: of the flattened input at the flattened indices (gather)."""
+    check_tensors("take_along_dim", input=input, indices=indices)
+    if dim is None:
+        return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
+    check(input.ndim == indices.ndim, lambda: f"torch.take_along_dim(): input and indices should have the same "
+                                              f"number of dimensions, but got {input.ndim} dimensions for input, "
+                                              f"and {indices.ndim} dimensions for indices")
+    d = dim_index(dim, input.ndim)
+    off_dim = [tuple(1 if k == d else n for k, n in enumerate(x.shape)) for x in (input, indices)]
+    shape = list(_pw.broadcast_shape("take_along_dim", *off_dim))
+    shape_in, shape_idx = list(shape), list(shape)
+    shape_in[d], shape_idx[d] = input.shape[d], indices.shape[d]
+    return gather(expand(input, tuple(shape_in)), d, expand(indices, tuple(shape_idx)))

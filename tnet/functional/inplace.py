@@ -26,6 +26,7 @@ from .copy import basic_index, is_advanced, reshape, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, addcdiv, addcmul, clamp, div, exp, lerp, log, mul, neg, pow, relu, scaled, sigmoid,
                         sqrt, sub, sum_to, tanh, where)
+from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
                 torch.int32: "Int", torch.bool: "Bool"}
@@ -251,6 +252,28 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     check(from_ <= to, lambda: f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     return _draw("uniform_", self, False, to - from_, from_, generator)
 
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """self = 1 with probability p (a number or a tensor broadcast to self), else 0, from tnet's
+    generator (other numbers than torch's)."""
+    check(generator is None, "bernoulli_: generator= is not supported (tnet draws from its one generator)")
+    P = p.memory if isinstance(p, Tensor) else float(p)
+    check(isinstance(p, Tensor) or 0.0 <= P <= 1.0, lambda: f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+
+    def compute(x):
+        _copy_(self.memory, bernoulli_draw(P, self.shape, self.dtype, self.device))
+        return _overwritten("bernoulli_", x, self.memory)
+    return inplace(self, "bernoulli_", compute)
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """self = exponential numbers of rate lambd, -log(1 - u) / lambd from tnet's uniform u (other
+    numbers than torch's)."""
+    check(lambd > 0, lambda: f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    _draw("exponential_", self, False, 1.0, 0.0, generator)
+    with_grad = _pw.pointwise("log1p", _pw.pointwise("neg", self.memory))
+    _copy_(self.memory, _pw.pointwise("div", with_grad, -float(lambd)))
+    return self
 
 def _masked_value(name, input, mask, value):
     """value checked as masked_fill takes it (a number, cast to input's dtype, or a 0-d tnet.Tensor)

@@ -400,6 +400,12 @@ MATH = {
     "log10": ("log(x) / log(10)", "log10", "muldiv", 1 / _LN10, "x"),
     "exp2": ("2 ** x", "exp2", "muldiv", "y", 1 / _LN2),  # g y / (1 / ln 2)
     "erf": ("the error function", "erf", "erf_backward", "x"),
+    "frac": ("x - trunc(x)", "frac", "mul", 1.0),
+    "sinh": ("sinh(x)", "sinh", "sinh_backward", "x"),
+    "cosh": ("cosh(x)", "cosh", "cosh_backward", "x"),
+    "asin": ("asin(x), NaN outside [-1, 1]", "asin", "asin_backward", "x"),
+    "acos": ("acos(x), NaN outside [-1, 1]", "acos", "acos_backward", "x"),
+    "atan": ("atan(x)", "atan", "atan_backward", "x"),
 }
 STEPS = ("floor", "ceil", "round", "trunc")  # integer tensors: a copy, as torch's (bool ones raise)
 
@@ -430,8 +436,8 @@ def _math(name, text, op, *grad):
     return fn
 
 
-floor, ceil, trunc, sign, log1p, expm1, sin, cos, reciprocal, rsqrt, log2, log10, exp2, erf = (
-    _math(name, *spec) for name, spec in MATH.items())
+(floor, ceil, trunc, sign, log1p, expm1, sin, cos, reciprocal, rsqrt, log2, log10, exp2, erf, frac, sinh, cosh, asin,
+ acos, atan) = (_math(name, *spec) for name, spec in MATH.items())
 
 
 def round(input, *, decimals=0):
@@ -620,3 +626,117 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     """input's upper triangle over its last two dims, on and above diagonal `diagonal`; 0 elsewhere."""
     return _triangular("triu", input, diagonal, True)
+
+
+# ---- division's remainders and quotients, two-operand functions, NaN and infinity handling ------
+
+def _binary(name, input, other, op, grads=None):
+    """Record y = op(input, other) elementwise, broadcasting (a number on either side); grads(g, a,
+    b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
+    for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
+    floor_divide), without gradient."""
+    a, b = _operands(name, input, other)
+    y = _pw.pointwise(op, a, b)
+    if not y.is_floating_point():
+        return Tensor(y)
+    if grads is None:
+        return _record2(name, y, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
+    need = needs_grad(input, other)
+    return _record2(name, y, input, other,
+                    lambda g: tuple(v if n else None for v, n in zip(grads(g, a, b, y, need), need)),
+                    saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)])
+
+
+def fmod(input, other):
+    """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
+    C's %; integer division by 0 is not checked, torch raises). other's gradient is
+    -g * trunc(input / other)."""
+    return _binary("fmod", input, other, "fmod", lambda g, a, b, y, need: (
+        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)))
+
+
+def remainder(input, other):
+    """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
+    torch.remainder; integer division by 0 is not checked (torch raises). other's gradient is
+    -g * floor_divide(input, other)."""
+    return _binary("remainder", input, other, "remainder", lambda g, a, b, y, need: (
+        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)))
+
+
+def floor_divide(input, other):
+    """floor(input / other) (the // operator), as torch.floor_divide and div(rounding_mode="floor");
+    the gradient is 0. Integer division by 0 is not checked (torch raises)."""
+    return _binary("floor_divide", input, other, "floor_divide")
+
+
+def true_divide(input, other):
+    """input / other: div."""
+    return div(input, other)
+
+
+def atan2(input, other):
+    """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2)."""
+    return _binary("atan2", input, other, "atan2", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0), need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0)))
+
+
+def hypot(input, other):
+    """sqrt(input^2 + other^2) without overflow of the squares; the gradients are g * x / y (NaN at
+    y = 0), as torch's."""
+    return _binary("hypot", input, other, "hypot", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("muldiv", g, a, y), need[1] and _pw.pointwise("muldiv", g, b, y)))
+
+
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)), without overflow, as torch.logaddexp."""
+    return _binary("logaddexp", input, other, "logaddexp", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)))
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy."""
+    return _binary("xlogy", input, other, "xlogy", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)))
+
+
+def logit(input, eps=None):
+    """log(x / (1 - x)), x clamped to [eps, 1 - eps] first where eps is given, as torch.logit; the
+    gradient is 0 outside those bounds (without eps: NaN outside [0, 1])."""
+    check_tensors("logit", input=input)
+    X = input.memory
+    lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
+    y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
+    return record("logit", y, (input,), lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),), saved=(X,))
+
+
+def isfinite(input):
+    """A bool tensor, True where input is neither NaN nor infinite (always for integers)."""
+    check_tensors("isfinite", input=input)
+    if not input.memory.is_floating_point():
+        return eq(input, input)
+    return lt(abs(input), math.inf)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """input with NaN replaced by nan, +inf by posinf and -inf by neginf (None: the dtype's
+    largest and lowest finite values), as torch's; the gradient passes where input is finite."""
+    check_tensors("nan_to_num", input=input)
+    if not input.memory.is_floating_point():
+        return input.clone()
+    info = torch.finfo(input.dtype)
+    posinf, neginf = info.max if posinf is None else posinf, info.min if neginf is None else neginf
+    y = where(eq(input, math.inf), float(posinf), where(eq(input, -math.inf), float(neginf), input))
+    return where(isnan(input), float(nan), y)
+
+
+def fmax(input, other):
+    """The larger of each pair (broadcast), NaN only where both are: a NaN loses, as torch.fmax; the
+    gradient goes to input where input >= other (or other is NaN), else to other."""
+    check_tensors("fmax", input=input, other=other)
+    return where(logical_or(ge(input, other), isnan(other)), input, other)
+
+
+def fmin(input, other):
+    """The smaller of each pair (broadcast), NaN only where both are, as torch.fmin (see fmax)."""
+    check_tensors("fmin", input=input, other=other)
+    return where(logical_or(le(input, other), isnan(other)), input, other)

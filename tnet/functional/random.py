@@ -1,8 +1,17 @@
-"""Dropout (kernels/random.py), its mask drawn from tnet's Philox generator."""
-from ..factory import ones, rng_state
+"""Dropout and torch's random draws (bernoulli, normal, multinomial) (kernels/random.py), drawn
+from tnet's Philox generator on the device (multinomial on the host)."""
+import numbers
+
+import numpy as np
+import torch
+
+from .._device import DEVICE
+from ..factory import host_generator, ones, rng_state
+from ..kernels import pointwise as _pw
 from ..kernels import random as _random
-from ..kernels.launch import is_flat
-from ..tensor import record
+from ..kernels.copy import copy_
+from ..kernels.launch import check, is_flat
+from ..tensor import Tensor, record
 from .inputs import check_tensors
 from .pointwise import mul
 
@@ -42,3 +51,75 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         return input
     mask = dropout(ones(*input.shape[:-2], 1, 1, dtype=input.dtype), p)
     return mul(input, mask)
+
+
+def draw(shape, device, normal=False):
+    """A float32 tensor of `shape` on device: uniform [0, 1) numbers (standard normal ones with
+    normal) from tnet's generator."""
+    return _random.fill_random_(torch.empty(tuple(shape), dtype=torch.float32, device=device), rng_state(), normal)
+
+
+def bernoulli_draw(p, shape, dtype, device):
+    """1 with probability p (a number or a torch tensor broadcast to shape), else 0: a torch tensor of
+    shape and dtype (u < p, u uniform, so p = 0 never gives 1 and p = 1 always does)."""
+    return copy_(torch.empty(tuple(shape), dtype=dtype, device=device), _pw.pointwise("lt", draw(shape, device), p))
+
+
+def _no_generator(name, generator):
+    check(generator is None, lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
+                                     f"seeded by tnet.manual_seed)")
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0 or 1 in input's dtype, 1 with the probability input holds (or p, a number, where given), from
+    tnet's generator (other numbers than torch's). No gradient (torch's is 0)."""
+    check_tensors("bernoulli", input=input)
+    _no_generator("bernoulli", generator)
+    check(input.memory.is_floating_point(), lambda: f"bernoulli: expected a float tensor, got {input.dtype}")
+    return Tensor(bernoulli_draw(input.memory if p is None else float(p), input.shape, input.dtype, input.device))
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """mean + std * (a standard normal draw), as torch.normal's forms: mean and std tensors or
+    numbers (broadcast), or both numbers and a size; from tnet's generator (other numbers than
+    torch's). Where mean or std are tensors the result carries no gradient (torch's is 0)."""
+    _no_generator("normal", generator)
+    tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
+    for name, v in (("mean", mean), ("std", std)):
+        check(isinstance(v, (Tensor, numbers.Real)),
+              lambda: f"normal: {name} must be a tnet.Tensor or a number, got {type(v).__name__}")
+    if not tensors:
+        check(size is not None, "normal: with a number mean and std, size is required")
+        check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
+        shape, dev, dtype = tuple(size), None, dtype or torch.float32
+    else:
+        check(size is None, "normal: size is taken only with a number mean and std")
+        shape = _pw.broadcast_shape("normal", *[v.shape for v in tensors])
+        dev, dtype = tensors[0].device, _pw.result_type([v.memory for v in tensors])
+    z = draw(shape, dev or DEVICE, normal=True)
+    m, s = (v.memory if isinstance(v, Tensor) else float(v) for v in (mean, std))
+    return Tensor(_pw.pointwise("addcmul", m, z, s, 1.0, dtype=dtype), requires_grad=requires_grad and not tensors)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """num_samples indices (int64) per row of input (1-D or 2-D non-negative weights, not
+    necessarily summing to 1), drawn with or without replacement, as torch.multinomial. Drawn on
+    the host (a sync: the weights are read back) by numpy from the stream tnet.manual_seed reseeds
+    (or generator, a numpy Generator): other numbers than torch's."""
+    check_tensors("multinomial", input=input)
+    check(input.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {input.ndim}")
+    check(input.memory.is_floating_point(), lambda: f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
+    check(num_samples > 0, "cannot sample n_sample <= 0 samples")
+    w = input.memory.detach().to("cpu", torch.float64).numpy().reshape(-1, input.shape[-1])
+    check(np.isfinite(w).all() and (w >= 0).all(), "probability tensor contains either `inf`, `nan` or element < 0")
+    check(replacement or num_samples <= w.shape[1], "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rng = host_generator("multinomial", generator)
+    rows = []
+    for row in w:
+        total = row.sum()
+        check(total > 0, "invalid multinomial distribution (sum of probabilities <= 0)")
+        check(replacement or np.count_nonzero(row) >= num_samples,
+              "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)")
+        rows.append(rng.choice(len(row), num_samples, replace=replacement, p=row / total))
+    out = np.stack(rows).reshape(*input.shape[:-1], num_samples)
+    return Tensor(torch.from_numpy(out.astype(np.int64)).to(input.device))

@@ -601,3 +601,26 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduced("triplet_margin_loss", clamp_min(add(sub(d_pos, d_neg), margin), 0.0), reduction)
+
+
+aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """aminmax_result(min, max) over dim (None: every element), as torch.aminmax (amin and amax)."""
+    dim = () if dim is None else dim
+    return aminmax_result(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+def nansum(input, dim=None, keepdim=False):
+    """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN."""
+    check_tensors("nansum", input=input)
+    return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim)
+
+
+def nanmean(input, dim=None, keepdim=False):
+    """The mean of the elements that are not NaN, as torch.nanmean (NaN where all are); float inputs."""
+    check_tensors("nanmean", input=input)
+    check(input.memory.is_floating_point(), lambda: f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    count = sum(eq(input, input).to(input.dtype), dim, keepdim)
+    return div(nansum(input, dim, keepdim), count)

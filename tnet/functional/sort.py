@@ -2,6 +2,7 @@
 torch's, with their gradients. Sorts are always stable (torch's stable=True order, which
 stable=False also allows), of rows of up to kernels.sort.MAX_SORT elements on the GPU."""
 import collections
+import math
 
 import torch
 
@@ -9,11 +10,15 @@ from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.launch import check
 from ..tensor import Tensor, dim_index, record
-from .copy import reshape
+from .copy import add_at, gather, narrow, reshape
 from .inputs import check_tensors
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
+cummax_result = collections.namedtuple("cummax", ["values", "indices"])
+cummin_result = collections.namedtuple("cummin", ["values", "indices"])
+median_result = collections.namedtuple("median", ["values", "indices"])
+kthvalue_result = collections.namedtuple("kthvalue", ["values", "indices"])
 
 
 def _sorted(name, input, dim, k, descending, result):
@@ -95,3 +100,74 @@ def cumprod(input, dim, *, dtype=None):
         return (_pw.pointwise("where", before, upto, _pw.pointwise("where", first, at_first, 0.0),
                               dtype=input.dtype),)
     return record("cumprod", y, (input,), backward, saved=(X, y))
+
+
+def _cumulative_extreme(name, input, dim, largest, result):
+    """result(values, indices): the running max (largest) or min along dim and where it was taken
+    (kernels/sort.py scan_extreme); the values' gradient is added back at those places."""
+    d = _scan_dim(name, input, dim)
+    if input.ndim == 0:
+        values, indices = _cumulative_extreme(name, reshape(input, 1), 0, largest, result)
+        return result(reshape(values, ()), reshape(indices, ()))
+    y, i = _sort.scan_extreme(input.memory, d, largest)
+    if not y.is_floating_point():
+        return result(Tensor(y), Tensor(i))
+    shape, dtype = input.shape, input.dtype
+    return result(record(name, y, (input,), lambda g: (add_at(shape, d, i, g, dtype),), saved=(i,)), Tensor(i))
+
+
+def cummax(input, dim):
+    """cummax_result(values, indices): the running maximum along dim and the index it came from, as
+    torch.cummax: NaN propagates (its index the latest NaN's), a tie takes the later index."""
+    return _cumulative_extreme("cummax", input, dim, True, cummax_result)
+
+
+def cummin(input, dim):
+    """cummin_result(values, indices): the running minimum along dim (see cummax)."""
+    return _cumulative_extreme("cummin", input, dim, False, cummin_result)
+
+
+def _picked(values, indices, d, pick, keepdim):
+    """values' and indices' elements at pick (int64, keepdim's shape) along d."""
+    v, i = gather(values, d, pick), gather(indices, d, pick)
+    return (v, i) if keepdim else (reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:]))
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
+    median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
+    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element."""
+    check_tensors("median", input=input)
+    if dim is None:
+        return median(reshape(input, (-1,)), 0).values if input.numel() else reshape(input, (-1,)).sum() * math.nan
+    if input.ndim == 0:
+        dim_index(dim, 0)
+        values, indices = median(reshape(input, 1), 0, True)
+        return median_result(reshape(values, ()), reshape(indices, ()))
+    d = dim_index(dim, input.ndim)
+    values, indices = sort(input, d)
+    n = input.shape[d]
+    if input.memory.is_floating_point():
+        nans = _sort.scan(_pw.pointwise("ne", values.memory, values.memory), d).narrow(d, n - 1, 1)  # NaNs per row
+        pick = Tensor(_pw.pointwise("where", _pw.pointwise("gt", nans, 0), _pw.pointwise("sub", n, nans), (n - 1) // 2))
+    else:
+        pick = Tensor(torch.full(values.shape[:d] + (1,) + values.shape[d + 1:], (n - 1) // 2, dtype=torch.int64,
+                                 device=input.device))
+    return median_result(*_picked(values, indices, d, pick, keepdim))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """kthvalue_result(values, indices): the k-th smallest element along dim (k from 1) and its index,
+    as torch.kthvalue (NaN the largest), by a stable sort. The gradient goes to that element."""
+    check_tensors("kthvalue", input=input)
+    if input.ndim == 0:
+        dim_index(dim, 0)
+        check(k == 1, "kthvalue(): selected number k out of range for dimension 0")
+        return kthvalue_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
+    d = dim_index(dim, input.ndim)
+    check(1 <= k <= input.shape[d], lambda: f"kthvalue(): selected number k out of range for dimension {d}")
+    values, indices = sort(input, d)
+    v, i = narrow(values, d, k - 1, 1), narrow(indices, d, k - 1, 1)
+    if not keepdim:
+        v, i = reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:])
+    return kthvalue_result(v, i)

@@ -51,10 +51,17 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "lerp": 3, "addcmul": 4, "addcdiv": 4, "addcdiv_backward": 4,
          # bool results (logical ops read any nonzero as true); where(condition, a, b)
          "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
-         "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3}
+         "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3,
+         # division's remainders and quotients (integers too), more functions and their gradients;
+         # atan2_backward(g, u, v, sign) = sign g u / (u^2 + v^2), atan2's two gradients
+         "fmod": 2, "remainder": 2, "floor_divide": 2, "frac": 1, "sinh": 1, "cosh": 1, "asin": 1, "acos": 1,
+         "atan": 1, "atan2": 2, "hypot": 2, "logaddexp": 2, "xlogy": 2, "logit": 1,
+         "sinh_backward": 2, "cosh_backward": 2, "asin_backward": 2, "acos_backward": 2, "atan_backward": 2,
+         "atan2_backward": 4, "logaddexp_backward": 3, "xlogy_backward": 3, "logit_backward": 4}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
-INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign")  # the OPs that take integer and bool tensors
+INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
+               "floor_divide")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
@@ -114,6 +121,64 @@ def _round(x):
     d = x - r
     half = r * 0.5
     return tl.where((d > 0.5) | ((d == 0.5) & (tl.floor(half) != half)), r + 1.0, r)
+
+
+@triton.jit
+def _atan01(t):
+    """atan(t) for t in [0, 1] (Cephes' atanf: above tan(pi/8), atan(1) + atan((t - 1) / (t + 1));
+    then an odd polynomial, relative error near 1e-7)."""
+    big = t > 0.41421356237309503
+    u = tl.where(big, (t - 1.0) / (t + 1.0), t)
+    z = u * u
+    p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * u + u
+    return tl.where(big, 0.7853981633974483 + p, p)
+
+
+@triton.jit
+def _atan2(y, x):
+    """atan2(y, x) as C's: the angle of (x, y) in [-pi, pi], signed zeros and infinities included
+    (the interpreter has no libdevice: from _atan01 of min(|x|, |y|) / max(|x|, |y|))."""
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    mx = tl.where(ax > ay, ax, ay)
+    t = tl.where(ax > ay, ay, ax) / mx
+    t = tl.where(mx == 0.0, 0.0, tl.where((ax == float("inf")) & (ay == float("inf")), 1.0, t))
+    r = _atan01(t)
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    r = tl.where((x < 0.0) | ((x == 0.0) & (1.0 / x < 0.0)), 3.141592653589793 - r, r)
+    r = tl.where((y < 0.0) | ((y == 0.0) & (1.0 / y < 0.0)), -r, r)
+    return tl.where((x != x) | (y != y), x + y, r)
+
+
+@triton.jit
+def _fmod(a, b):
+    """C's fmod (integers: C's %): the remainder of a / b truncated, the sign of a."""
+    return a % b
+
+
+@triton.jit
+def _remainder(a, b):
+    """Python's %: fmod moved by b where its sign differs from b's (torch.remainder)."""
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def _floor_divide(a, b):
+    """floor(a / b) as torch's div(rounding_mode="floor"): for floats c10's div_floor_floating,
+    from (a - fmod(a, b)) / b (exact where floor(a / b) would round), IEEE a / b where b is 0."""
+    if a.dtype.is_floating():
+        mod = a % b
+        q = (a - mod) / b
+        q = tl.where((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), q - 1.0, q)
+        f = tl.floor(q)
+        f = tl.where(q - f > 0.5, f + 1.0, f)
+        f = tl.where(q == 0.0, 0.0 * (a / b), f)
+        y = tl.where(b == 0.0, a / b, f)
+    else:
+        r = a % b
+        y = tl.where((r != 0) & ((r < 0) != (b < 0)), a // b - 1, a // b)
+    return y
 
 
 @triton.jit
@@ -297,6 +362,60 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a + d * (b / c)
     elif OP == "addcdiv_backward":  # a = g, b = t1, c = t2, d = value: t2's gradient
         y = -(a * (d / c)) * b / c
+    elif OP == "fmod":
+        y = _fmod(a, b)
+    elif OP == "remainder":
+        y = _remainder(a, b)
+    elif OP == "floor_divide":
+        y = _floor_divide(a, b)
+    elif OP == "frac":  # its gradient is g
+        y = a - tl.where(a < 0.0, tl.ceil(a), tl.floor(a))
+    elif OP == "sinh":  # expm1's: no cancellation near 0
+        y = 0.5 * (_expm1(a) - _expm1(-a))
+    elif OP == "sinh_backward":  # b = x
+        y = a * 0.5 * (tl.exp(b) + tl.exp(-b))
+    elif OP == "cosh":
+        y = 0.5 * (tl.exp(a) + tl.exp(-a))
+    elif OP == "cosh_backward":  # b = x
+        y = a * 0.5 * (_expm1(b) - _expm1(-b))
+    elif OP == "asin":  # (1 - x)(1 + x): no cancellation near |x| = 1; NaN outside [-1, 1]
+        y = _atan2(a, tl.sqrt_rn((1.0 - a) * (1.0 + a)))
+    elif OP == "asin_backward":  # b = x
+        y = a / tl.sqrt_rn((1.0 - b) * (1.0 + b))
+    elif OP == "acos":
+        y = _atan2(tl.sqrt_rn((1.0 - a) * (1.0 + a)), a)
+    elif OP == "acos_backward":  # b = x
+        y = -a / tl.sqrt_rn((1.0 - b) * (1.0 + b))
+    elif OP == "atan":  # x itself at 0 (signed zero)
+        y = tl.where(a == 0.0, a, _atan2(a, tl.zeros_like(a) + 1.0))
+    elif OP == "atan_backward":  # b = x
+        y = a / (1.0 + b * b)
+    elif OP == "atan2":  # a = y, b = x
+        y = _atan2(a, b)
+    elif OP == "atan2_backward":  # d g b / (b^2 + c^2), d = +-1
+        y = d * a * b / (b * b + c * c)
+    elif OP == "hypot":  # scaled by the larger magnitude: no overflow of the squares; inf beats NaN, as C's
+        ax = tl.abs(a)
+        ay = tl.abs(b)
+        mx = tl.where(ax > ay, ax, ay)
+        q = tl.where(ax > ay, ay, ax) / mx
+        y = tl.where(mx == 0.0, 0.0, mx * tl.sqrt_rn(1.0 + q * q))
+        y = tl.where((a != a) | (b != b), a + b, y)
+        y = tl.where((ax == float("inf")) | (ay == float("inf")), float("inf"), y)
+    elif OP == "logaddexp":  # torch's: equal infinities give themselves
+        m = tl.where(a > b, a, b)
+        y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + _log1p(tl.exp(-tl.abs(a - b))))
+    elif OP == "logaddexp_backward":  # b = x, c = the other operand
+        y = a / (1.0 + tl.exp(c - b))
+    elif OP == "xlogy":  # 0 where x is 0, NaN where y is NaN (torch's)
+        y = tl.where(b != b, b, tl.where(a == 0.0, 0.0, a * tl.log(b)))
+    elif OP == "xlogy_backward":  # b = x, c = y: xlogy(g, y), 0 where x == 0 and y <= 0
+        y = tl.where((b == 0.0) & (c <= 0.0), 0.0, tl.where(c != c, c, tl.where(a == 0.0, 0.0, a * tl.log(c))))
+    elif OP == "logit":
+        y = tl.log(a / (1.0 - a))
+    elif OP == "logit_backward":  # b = x, c and d = the bounds (c < 0: no eps, NaN outside [0, 1])
+        y = a / (b * (1.0 - b))
+        y = tl.where(c < 0.0, tl.where((b < 0.0) | (b > 1.0), float("nan"), y), tl.where((b < c) | (b > d), 0.0, y))
     elif OP == "eq":
         y = a == b
     elif OP == "ne":

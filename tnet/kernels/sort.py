@@ -139,6 +139,46 @@ def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_s
         tl.store(y_ptr + y_row[:, None] + pos[None, :] * y_stride, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _later_max(a, i, b, j):
+    """cummax's combine, b the later part: NaN wins (the last NaN), then the larger, a tie the later."""
+    take = (b != b) | ((a == a) & (b >= a))
+    return tl.where(take, b, a), tl.where(take, j, i)
+
+
+@triton.jit
+def _later_min(a, i, b, j):
+    """cummin's combine (see _later_max)."""
+    take = (b != b) | ((a == a) & (b <= a))
+    return tl.where(take, b, a), tl.where(take, j, i)
+
+
+@triton.jit
+def scan_extreme_kernel(x_ptr, y_ptr, i_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_strides,
+                        MAX: tl.constexpr, COMPUTE: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """y, i = the running max (MAX) or min along each row of x and its index (rows as in sort_kernel;
+    y and i laid out alike), as torch's cummax and cummin: NaN propagates, a tie takes the later."""
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
+    carry = tl.load(x_ptr + x_row, mask=row < rows, other=0).to(COMPUTE)  # the row's first element
+    carry_i = tl.zeros([ROWS], tl.int64)
+    last = (tl.arange(0, BLOCK) == BLOCK - 1)[None, :]
+    for start in range(0, n, BLOCK):
+        col = start + tl.arange(0, BLOCK).to(tl.int64)
+        mask = (row < rows)[:, None] & (col < n)[None, :]
+        x = tl.load(x_ptr + x_row[:, None] + col[None, :] * x_stride, mask=mask, other=0).to(COMPUTE)
+        i = tl.zeros([ROWS, BLOCK], tl.int64) + col[None, :]
+        if MAX:
+            y, i = tl.associative_scan((x, i), 1, _later_max)
+            y, i = _later_max(carry[:, None], carry_i[:, None], y, i)
+        else:
+            y, i = tl.associative_scan((x, i), 1, _later_min)
+            y, i = _later_min(carry[:, None], carry_i[:, None], y, i)
+        carry = tl.sum(tl.where(last, y, 0), axis=1)  # the chunk's last column (padding only after the row's end)
+        carry_i = tl.sum(tl.where(last, i, 0), axis=1)
+        tl.store(y_ptr + y_row[:, None] + col[None, :] * y_stride, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(i_ptr + y_row[:, None] + col[None, :] * y_stride, i, mask=mask)
+
 def _rows(shape, dim, *tensors):
     """(rows, the other axes' sizes innermost first, and each tensor's strides along them): the
     row layout of tensors shaped like `shape` along dim (their sizes at dim may differ)."""
@@ -230,3 +270,22 @@ def scan(x, dim, op="sum", reverse=False, dtype=None):
                                     OP=op, REVERSE=reverse, COMPUTE=tl.int64 if integer else tl.float32,
                                     ROWS=per, BLOCK=block)
     return y
+
+
+def scan_extreme(x, dim, largest=True):
+    """(values, int64 indices): the running max (largest) or min of x (any strides) along dim (>= 0)
+    and where it was taken, as torch's cummax and cummin; new contiguous tensors."""
+    check(x.dtype in SCAN_DTYPES, lambda: f"scan_extreme: supports {', '.join(map(str, SCAN_DTYPES))}, got {x.dtype}")
+    check(0 <= dim < x.dim(), lambda: f"scan_extreme: dim {dim} out of range for shape {tuple(x.shape)}")
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    i = torch.empty(x.shape, dtype=torch.int64, device=x.device)
+    if y.numel() == 0:
+        return y, i
+    n = x.shape[dim]
+    rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, y)
+    block = min(next_power_of_2(n), SCAN_BLOCK)
+    per = _row_block(rows, block, 4 * SCAN_BLOCK)
+    scan_extreme_kernel[(cdiv(rows, per),)](x, y, i, rows, n, x.stride(dim), y.stride(dim), sizes, x_strides, y_strides,
+                                            MAX=largest, COMPUTE=tl.float32 if x.dtype in FLOATS else tl.int64,
+                                            ROWS=per, BLOCK=block)
+    return y, i

@@ -1,0 +1,315 @@
+"""torch's functions that scripts use beyond the core ops: remainders and quotients, two-operand
+and inverse trigonometric functions, NaN handling, random draws, host-read ops (unique, nonzero,
+bincount, histc), diagonals and stacking, running extremes, medians, the cyclic and restarting lr
+schedulers, and torch.cuda.amp's names; values and gradients against torch."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from helpers import MEMORY_OPS, Recorder, check, leaf
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 7.0, -7.0, math.inf, -math.inf, math.nan, 1e-30, 3e38]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the interpreter's numpy on 0/0, log(0), ...
+        yield
+
+
+def T(x, grad=False):
+    """A tnet tensor with a torch tensor's values (and dtype)."""
+    return tnet.tensor(x.detach().numpy(), dtype=x.dtype, requires_grad=grad)
+
+
+def same(out, ref, what=""):
+    """Exactly torch's values (NaN where torch's, signed zeros equal), dtype and shape."""
+    out = out.memory if isinstance(out, tnet.Tensor) else out
+    assert out.dtype == ref.dtype and tuple(out.shape) == tuple(ref.shape), f"{what}: {out.dtype} {tuple(out.shape)}"
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.nan_to_num(), ref.nan_to_num()), \
+        f"{what}: {out.tolist()} vs {ref.tolist()}"
+
+
+def close(out, ref, what="", tol=2e-6):
+    """torch's values within tol (relative to each element, absolute near 0), NaN and inf where torch's."""
+    out = out.memory if isinstance(out, tnet.Tensor) else out
+    assert out.dtype == ref.dtype and tuple(out.shape) == tuple(ref.shape), f"{what}: {out.dtype} {tuple(out.shape)}"
+    assert torch.allclose(out, ref, rtol=tol, atol=tol, equal_nan=True), f"{what}: {out.tolist()} vs {ref.tolist()}"
+
+
+def grid():
+    """Every pair of SPECIAL values, as two float32 vectors."""
+    a, b = np.meshgrid(SPECIAL, SPECIAL, indexing="ij")
+    return torch.tensor(a.ravel(), dtype=torch.float32), torch.tensor(b.ravel(), dtype=torch.float32)
+
+
+def test_remainder_quotient_and_their_operators():
+    a, b = grid()
+    for name in ("fmod", "remainder", "floor_divide"):
+        same(getattr(tnet, name)(T(a), T(b)), getattr(torch, name)(a, b), name)
+    ai, bi = torch.tensor([-7, 7, -7, 7, 5, 0, -1, 9]), torch.tensor([2, -2, -2, 2, 3, 4, 5, -4])
+    for name in ("fmod", "remainder", "floor_divide"):
+        same(getattr(tnet, name)(T(ai), T(bi)), getattr(torch, name)(ai, bi), f"{name} int64")
+    x, xi = T(a[:40]), T(ai)
+    same(x % 3, a[:40] % 3, "%"), same(7 % (xi.abs() + 1), 7 % (ai.abs() + 1), "7 % x")
+    same(x // -2.5, a[:40] // -2.5, "//"), same(xi // 3, ai // 3, "// int"), same(-7 // (xi + 10), -7 // (ai + 10), "7 // x")
+    same(x.fmod(2), a[:40].fmod(2), "Tensor.fmod"), same(xi.remainder(2.5), ai.remainder(2.5), "int % float")
+    same(tnet.true_divide(x, 4), torch.true_divide(a[:40], 4), "true_divide")
+    rng = np.random.default_rng(0)
+    for name in ("fmod", "remainder"):
+        check(lambda p, q: getattr(tnet, name)(p * 3, q), lambda p, q: getattr(torch, name)(p * 3, q),
+              [leaf(rng, 3, 5), leaf(rng, 5, positive=True)], rng)
+    y = T(torch.tensor([1.5, -2.5]), True)
+    (y // 2).sum().backward()
+    assert y.grad.tolist() == [0.0, 0.0]  # floor_divide's gradient is 0, as torch's
+
+
+def test_two_operand_functions_and_gradients():
+    a, b = grid()
+    for name in ("atan2", "hypot", "logaddexp", "xlogy", "fmax", "fmin"):
+        close(getattr(tnet, name)(T(a), T(b)), getattr(torch, name)(a, b), name)
+    rng = np.random.default_rng(1)
+    for name in ("atan2", "hypot", "logaddexp", "fmax", "fmin"):
+        check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 4, 3), leaf(rng, 3)], rng)
+    check(tnet.xlogy, torch.xlogy, [leaf(rng, 2, 5), leaf(rng, 5, positive=True)], rng)
+    # fmax and fmin: a NaN loses; ties give the whole gradient to input, as torch's
+    p, q = torch.tensor([1.0, math.nan, 2.0, math.nan], requires_grad=True), torch.tensor([1.0, 3.0, math.nan, math.nan],
+                                                                                          requires_grad=True)
+    tp, tq = T(p, True), T(q, True)
+    torch.fmax(p, q).sum().backward(), tnet.fmax(tp, tq).sum().backward()
+    same(tp.grad, p.grad, "fmax grad input"), same(tq.grad, q.grad, "fmax grad other")
+    x = T(torch.tensor([0.0, 0.0, 2.0]), True)
+    tnet.xlogy(x, T(torch.tensor([0.0, -1.0, 3.0]))).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, pytest.approx(math.log(3.0))]
+
+
+def test_one_operand_functions_and_gradients():
+    x = torch.tensor(SPECIAL + [0.5, -0.5, 0.999, -0.999, 1.5, 20.0, -20.0, 1e-4], dtype=torch.float32)
+    for name in ("sinh", "cosh", "asin", "acos", "atan", "frac", "isfinite", "nan_to_num", "logit"):
+        close(getattr(tnet, name)(T(x)), getattr(torch, name)(x), name)
+    close(T(x).arcsin(), x.arcsin(), "arcsin"), close(tnet.arctan2(T(x), T(x)), torch.arctan2(x, x), "arctan2")
+    close(tnet.logit(T(x), 0.1), torch.logit(x, 0.1), "logit eps")
+    close(tnet.nan_to_num(T(x), 1.0, 2.0, -3.0), torch.nan_to_num(x, 1.0, 2.0, -3.0), "nan_to_num numbers")
+    same(tnet.nan_to_num(T(x).half()), torch.nan_to_num(x.half()), "nan_to_num float16")
+    same(tnet.isfinite(T(torch.arange(3))), torch.isfinite(torch.arange(3)), "isfinite int")
+    rng = np.random.default_rng(2)
+    u = rng.uniform(-0.95, 0.95, (3, 4))
+    for name in ("sinh", "cosh", "atan", "frac"):
+        check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 3, 4)], rng)
+    for name in ("asin", "acos"):
+        check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 3, 4, values=u)], rng)
+    check(lambda v: tnet.logit(v, 0.2), lambda v: torch.logit(v, 0.2), [leaf(rng, 3, 4, values=u / 2 + 0.5)], rng)
+    check(tnet.logit, torch.logit, [leaf(rng, 3, 4, values=u / 2 + 0.5)], rng)
+    check(lambda v: tnet.nan_to_num(v, posinf=9.0), lambda v: torch.nan_to_num(v, posinf=9.0),
+          [leaf(rng, 4, values=np.array([1.0, np.inf, np.nan, -2.0]))], rng)
+
+
+def test_random_draws():
+    tnet.manual_seed(0)
+    x = tnet.zeros(4000)
+    assert x.bernoulli_(0.25) is x and sorted(set(x.tolist())) == [0.0, 1.0] and abs(x.mean().item() - 0.25) < 0.03
+    p = tnet.tensor([0.0, 1.0, 0.5]).expand(2000, 3).contiguous()
+    b = tnet.bernoulli(p)
+    assert b.dtype == torch.float32 and b.mean(0).tolist()[:2] == [0.0, 1.0] and abs(b.mean(0).tolist()[2] - 0.5) < 0.04
+    assert p.bernoulli().shape == (2000, 3) and tnet.zeros(5, dtype=tnet.int64).bernoulli_(p[0, 1]).tolist() == [1] * 5
+    assert tnet.rand_like(x).shape == (4000,) and tnet.randn_like(x, dtype=tnet.float16).dtype == torch.float16
+    r = tnet.randint_like(x.long(), 3, 7)
+    assert r.dtype == torch.int64 and set(r.tolist()) == {3, 4, 5, 6}
+    for n, mean, std in ((tnet.normal(tnet.full((4000,), 3.0), 2.0), 3.0, 2.0),
+                         (tnet.normal(1.0, tnet.full((4000,), 0.5)), 1.0, 0.5),
+                         (tnet.normal(tnet.zeros(2000, 2), tnet.ones(2)), 0.0, 1.0),
+                         (tnet.normal(-1.0, 2.0, (4000,)), -1.0, 2.0)):
+        assert abs(n.mean().item() - mean) < 0.1 * std and abs(n.std().item() - std) < 0.1 * std
+    assert tnet.normal(tnet.zeros(2000, 2), tnet.ones(2)).shape == (2000, 2)
+    m = tnet.multinomial(tnet.tensor([[0.0, 1, 3], [1, 0, 0]]), 50, replacement=True)
+    assert m.dtype == torch.int64 and m.shape == (2, 50) and set(m[1].tolist()) == {0} and 0 not in m[0].tolist()
+    m = tnet.tensor([0.1, 0.0, 3, 1]).multinomial(3)
+    assert sorted(m.tolist()) == [0, 2, 3]
+    with pytest.raises(tnet.InputError):
+        tnet.multinomial(tnet.tensor([0.1, 0.0, 3, 1]), 4)
+    e = tnet.empty(4000).exponential_(2.0)
+    assert e.min().item() >= 0 and abs(e.mean().item() - 0.5) < 0.05
+
+
+def test_host_read_ops():
+    a = torch.tensor([[1, 2], [1, 2], [0, 5]])
+    for kw in ({}, dict(return_inverse=True, return_counts=True), dict(dim=0, return_inverse=True, return_counts=True),
+               dict(dim=1, return_counts=True), dict(sorted=False)):
+        ref, out = torch.unique(a, **kw), tnet.unique(T(a), **kw)
+        for r, o in zip(*((v,) if not isinstance(v, tuple) else v for v in (ref, out))):
+            same(o, r, f"unique {kw}")
+    f = torch.tensor([3.0, math.nan, 1.0, 3.0])
+    same(T(f).unique(), torch.unique(f), "unique floats")
+    x = torch.tensor([[0.0, 1, 0], [2, 0, math.nan]])
+    same(tnet.nonzero(T(x)), torch.nonzero(x), "nonzero"), same(tnet.argwhere(T(x)), torch.argwhere(x), "argwhere")
+    for r, o in zip(torch.nonzero(x, as_tuple=True), T(x).nonzero(as_tuple=True)):
+        same(o, r, "nonzero as_tuple")
+    same(tnet.nonzero(T(torch.tensor(5.0))), torch.nonzero(torch.tensor(5.0)), "nonzero 0-d")
+    i, w = torch.tensor([1, 1, 4, 0]), torch.tensor([0.5, 1, 2, 3])
+    same(tnet.bincount(T(i)), torch.bincount(i), "bincount")
+    same(T(i).bincount(T(w), 7), torch.bincount(i, w, 7), "bincount weights minlength")
+    same(tnet.bincount(T(i[:0])), torch.bincount(i[:0]), "bincount empty")
+    h = torch.tensor(np.random.default_rng(3).standard_normal(60), dtype=torch.float32)
+    same(tnet.histc(T(h), 7, -1, 1), torch.histc(h, 7, -1, 1), "histc range")
+    same(tnet.histc(T(h), 5), torch.histc(h, 5), "histc own range")
+    with pytest.raises(tnet.InputError):
+        tnet.bincount(T(torch.tensor([1, -1])))
+
+
+def test_diagonals_tiles_stacks_and_grids():
+    rng = np.random.default_rng(4)
+    for k in (0, 2, -1):
+        check(lambda v: tnet.diagonal(v, k), lambda v: torch.diagonal(v, k), [leaf(rng, 3, 4)], rng)
+        check(lambda v: tnet.diag(v, k), lambda v: torch.diag(v, k), [leaf(rng, 3, 4)], rng)
+        check(lambda v: tnet.diag(v, k), lambda v: torch.diag(v, k), [leaf(rng, 3)], rng)
+    check(lambda v: v.diagonal(1, 2, 0), lambda v: v.diagonal(1, 2, 0), [leaf(rng, 4, 2, 3)], rng)
+    v = tnet.tensor(np.arange(12.0).reshape(3, 4))
+    d = v.diagonal()
+    assert d.memory.data_ptr() == v.memory.data_ptr()  # a view
+    check(lambda v: tnet.trace(v) * v, lambda v: torch.trace(v) * v, [leaf(rng, 3, 4)], rng)
+    assert tnet.trace(tnet.tensor(np.arange(9).reshape(3, 3))).item() == 12
+    check(lambda v: tnet.tile(v, (2,)), lambda v: torch.tile(v, (2,)), [leaf(rng, 2, 3)], rng)
+    check(lambda v: v.tile((2, 1, 2)), lambda v: v.tile((2, 1, 2)), [leaf(rng, 2, 3)], rng)
+    check(lambda p, q: tnet.hstack([p, q]), lambda p, q: torch.hstack([p, q]), [leaf(rng, 2, 3), leaf(rng, 2, 1)], rng)
+    check(lambda p, q: tnet.hstack([p, q]), lambda p, q: torch.hstack([p, q]), [leaf(rng, 3), leaf(rng, 2)], rng)
+    check(lambda p, q: tnet.vstack([p, q]), lambda p, q: torch.vstack([p, q]), [leaf(rng, 3), leaf(rng, 2, 3)], rng)
+    x, y, z = torch.arange(3), torch.arange(4) * 10, torch.tensor(7)
+    for indexing in ("ij", "xy"):
+        for r, o in zip(torch.meshgrid(x, y, z, indexing=indexing), tnet.meshgrid(T(x), T(y), T(z), indexing=indexing)):
+            same(o, r, f"meshgrid {indexing}")
+    check(lambda p, q: sum(g * (i + 1) for i, g in enumerate(tnet.meshgrid(p, q, indexing="xy"))),
+          lambda p, q: sum(g * (i + 1) for i, g in enumerate(torch.meshgrid(p, q, indexing="xy"))),
+          [leaf(rng, 3), leaf(rng, 2)], rng)
+    check(lambda p, q: tnet.broadcast_tensors(p, q)[1] * tnet.broadcast_tensors(p, q)[0],
+          lambda p, q: torch.broadcast_tensors(p, q)[1] * torch.broadcast_tensors(p, q)[0],
+          [leaf(rng, 3, 1), leaf(rng, 4)], rng)
+    idx, idx0 = torch.tensor([[0, 3], [1, 1], [2, 0]]), torch.tensor([[0, 2, 1, 0]])
+    check(lambda v: tnet.take_along_dim(v, T(idx), 1), lambda v: torch.take_along_dim(v, idx, 1), [leaf(rng, 3, 4)], rng)
+    check(lambda v: tnet.take_along_dim(v, T(idx0), 0), lambda v: torch.take_along_dim(v, idx0, 0),
+          [leaf(rng, 3, 4)], rng)
+    check(lambda v: v.take_along_dim(T(idx)), lambda v: v.take_along_dim(idx), [leaf(rng, 3, 4)], rng)
+
+
+def test_running_extremes_medians_and_nan_reductions(monkeypatch):
+    from tnet.kernels import sort
+    nan = math.nan
+    x = torch.tensor([[1.0, 3, 2, 3, nan, 5, nan, 0], [5, 4, 4, 6, 1, 1, 7, -1], [2, 2, 2, 2, 2, 2, 2, 2]],
+                     requires_grad=True)
+    for block in (sort.SCAN_BLOCK, 2):  # whole rows, and rows in chunks that carry the extreme across
+        monkeypatch.setattr(sort, "SCAN_BLOCK", block)
+        for name in ("cummax", "cummin"):
+            for dim in (1, 0, -1):
+                ref, out = getattr(torch, name)(x, dim), getattr(tnet, name)(T(x, True), dim)
+                same(out.values, ref.values, name), same(out.indices, ref.indices, f"{name} indices")
+    xi = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])
+    same(tnet.cummin(T(xi), 0).indices, torch.cummin(xi, 0).indices, "cummin int")
+    rng = np.random.default_rng(5)
+    g = torch.tensor(rng.standard_normal((3, 8)))
+    for name in ("cummax", "cummin"):
+        tx = T(x, True)
+        getattr(torch, name)(x, 1).values.nan_to_num().mul(g).sum().backward()
+        getattr(tnet, name)(tx, 1).values.nan_to_num().__mul__(T(g.float())).sum().backward()
+        close(tx.grad, x.grad, f"{name} grad", 1e-5)
+        x.grad = None
+    y = torch.tensor([[3.0, 1, 4, 1, 5], [9, 2, nan, 5, nan], [2, 7, 1, 8, 2], [0, -1, 4, 4, 3]])
+    for dim, keepdim in ((0, False), (1, True), (-1, False)):
+        ref, out = torch.median(y, dim, keepdim), T(y).median(dim, keepdim)
+        same(out.values, ref.values, "median"), same(out.indices, ref.indices, "median indices")
+        ref, out = torch.kthvalue(y, 2, dim, keepdim), tnet.kthvalue(T(y), 2, dim, keepdim)
+        same(out.values, ref.values, "kthvalue")  # a tie's index: torch's is unspecified, tnet's the first
+        picked = y.gather(dim, out.indices.memory if keepdim else out.indices.memory.unsqueeze(dim))
+        same(picked if keepdim else picked.squeeze(dim), ref.values, "kthvalue indices")
+    same(tnet.median(T(y)), torch.median(y), "median all"), same(tnet.median(T(y[0])), torch.median(y[0]), "median row")
+    same(tnet.median(T(y.long()), 1).indices, torch.median(y.nan_to_num().long(), 1).indices, "median int")
+    check(lambda v: tnet.median(v, 1).values, lambda v: torch.median(v, 1).values, [leaf(rng, 3, 5)], rng)
+    check(lambda v: tnet.median(v), lambda v: torch.median(v), [leaf(rng, 3, 4)], rng)
+    check(lambda v: tnet.kthvalue(v, 3, 0).values, lambda v: torch.kthvalue(v, 3, 0).values, [leaf(rng, 4, 3)], rng)
+    nans = rng.standard_normal((3, 4))
+    nans[0, 1] = nans[2, :] = np.nan
+    for dim in (None, 1, (0, 1)):
+        check(lambda v: tnet.nansum(v, dim), lambda v: torch.nansum(v, dim), [leaf(rng, 3, 4, values=nans)], rng)
+    same(tnet.nanmean(T(torch.tensor(nans, dtype=torch.float32)), 1),
+         torch.nanmean(torch.tensor(nans, dtype=torch.float32), 1), "nanmean")
+    check(lambda v: tnet.nanmean(v), lambda v: torch.nanmean(v), [leaf(rng, 3, 4, values=nans[:2])], rng)
+    for kw in ({}, dict(dim=1), dict(dim=0, keepdim=True)):
+        ref, out = torch.aminmax(y, **kw), tnet.aminmax(T(y), **kw)
+        same(out.min, ref.min, "aminmax min"), same(out.max, ref.max, "aminmax max")
+
+
+def _lrs(scheduler, steps, optimizer="SGD", epochs=None, **kwargs):
+    """(torch's, tnet's) lists of every step's lr and momentum (or betas) for one parameter group."""
+    runs = []
+    for lib in (torch, tnet):
+        param = lib.nn.Parameter(lib.zeros(2))
+        opt = getattr(lib.optim, optimizer)([param], lr=0.1, **kwargs)
+        sched = scheduler(lib.optim.lr_scheduler, opt)
+        group = opt.param_groups[0]
+        seen = [(group["lr"], group.get("momentum", group.get("betas")))]
+        for i in range(steps):
+            opt.step()
+            sched.step() if epochs is None else sched.step(epochs[i])
+            seen.append((group["lr"], group.get("momentum", group.get("betas")), sched.get_last_lr()))
+        runs.append(seen)
+    return runs
+
+
+@pytest.mark.parametrize("make,steps,optimizer,epochs", [
+    (lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, 2, 0.01), 22, "SGD", None),
+    (lambda m, o: m.CosineAnnealingWarmRestarts(o, 4), 10, "SGD", None),
+    (lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, 2, 0.001), 9, "SGD", [0.5, 1.25, 3.7, 9, 2, 26, 27.5, 4, 4.5]),
+    (lambda m, o: m.CyclicLR(o, 0.01, 0.1, 3, 2), 16, "SGD", None),
+    (lambda m, o: m.CyclicLR(o, 0.01, 0.1, 3, mode="triangular2"), 16, "SGD", None),
+    (lambda m, o: m.CyclicLR(o, [0.01], 0.1, 2, mode="exp_range", gamma=0.9), 12, "Adam", None),
+    (lambda m, o: m.CyclicLR(o, 0.01, 0.1, 2, scale_fn=lambda c: 0.5 ** c, cycle_momentum=False), 9, "SGD", None),
+    (lambda m, o: m.ChainedScheduler([m.ConstantLR(o, 0.5, 3), m.ExponentialLR(o, 0.9)]), 6, "SGD", None),
+    (lambda m, o: m.PolynomialLR(o, 4, 2.0), 6, "SGD", None),
+])
+def test_lr_schedulers_match_torch_to_the_bit(make, steps, optimizer, epochs):
+    kwargs = {"momentum": 0.9} if optimizer == "SGD" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref, out = _lrs(make, steps, optimizer, epochs, **kwargs)
+    assert out == ref
+
+
+def test_chained_scheduler_state_dict_round_trip():
+    opt = tnet.optim.SGD([tnet.nn.Parameter(tnet.zeros(2))], lr=0.1)
+    chain = tnet.optim.lr_scheduler.ChainedScheduler([tnet.optim.lr_scheduler.ConstantLR(opt, 0.5, 3),
+                                                       tnet.optim.lr_scheduler.ExponentialLR(opt, 0.9)])
+    chain.step()
+    state = chain.state_dict()
+    chain.step()
+    chain.load_state_dict(state)
+    assert chain._schedulers[0].last_epoch == 1 and chain._schedulers[1].last_epoch == 1
+
+
+def test_cuda_amp_names():
+    from tnet.cuda.amp import GradScaler, autocast
+    with autocast():
+        assert tnet.amp.get_autocast_dtype() == torch.float16
+    with autocast(dtype=torch.bfloat16, enabled=False):
+        assert tnet.amp.get_autocast_dtype() is None
+    with tnet.amp.autocast("cuda", dtype=torch.bfloat16):
+        assert tnet.amp.get_autocast_dtype() == torch.bfloat16
+    assert GradScaler(init_scale=8.0).get_scale() == 8.0 and tnet.amp.GradScaler("cuda").get_scale() == 2.0 ** 16
+    assert isinstance(tnet.cuda.amp.GradScaler(), tnet.amp.GradScaler)
+
+
+def test_new_ops_use_torch_for_memory_only():
+    rng = np.random.default_rng(6)
+    a, _ = leaf(rng, 3, 4)
+    b, _ = leaf(rng, 4)
+    with Recorder() as rec:
+        parts = [a % b, tnet.fmod(a, 2), a // b, tnet.atan2(a, b), tnet.hypot(a, b), tnet.logaddexp(a, b),
+                 tnet.fmax(a, b), tnet.asin(a.clamp(-1, 1)), tnet.sinh(a), tnet.logit(a.sigmoid(), 0.1),
+                 tnet.nan_to_num(a), tnet.diag(b), tnet.diagonal(a, 1), tnet.cummax(a, 1).values,
+                 tnet.median(a, 1).values, tnet.kthvalue(a, 2, 0).values, tnet.nanmean(a), tnet.tile(a, (2,)),
+                 tnet.take_along_dim(a, tnet.tensor([[0], [1], [2]]), 1)]
+        sum(p.sum() for p in parts).backward()
+        tnet.zeros(5).bernoulli_(0.5), tnet.normal(a, 1.0), tnet.bincount(tnet.tensor([1, 2, 2])), tnet.unique(b)
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

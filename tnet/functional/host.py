@@ -1,0 +1,98 @@
+"""Ops whose result's size depends on the values (unique, nonzero, argwhere, bincount, histc): each
+reads its input back to the host (a sync, as torch's on a GPU), works it out there with numpy, and
+copies the result to the device. None carries a gradient (torch's neither)."""
+import numpy as np
+import torch
+
+from ..kernels import pointwise as _pw
+from ..kernels.launch import check
+from ..tensor import Tensor, dim_index
+from .inputs import check_tensors
+
+
+def _host(x):
+    """x's values as a numpy array (16-bit floats as float32)."""
+    x = x.memory.detach()
+    return x.to("cpu", torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype).numpy()
+
+
+def _device(array, dtype, device):
+    return Tensor(torch.from_numpy(np.ascontiguousarray(array)).to(device, dtype))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values of input (flattened; with dim, the distinct slices along dim), in
+    ascending order (also with sorted=False, as torch's CPU and CUDA kernels give them), then, as
+    asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique.
+    Computed on the host: a sync."""
+    check_tensors("unique", input=input)
+    x = _host(input)
+    if dim is None:
+        values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(input.shape)
+    else:
+        d = dim_index(dim, input.ndim)
+        check(input.shape[d] > 0 or input.numel() == 0, "unique_dim: dimension size is 0")
+        values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d)
+        inverse = inverse.reshape(-1)
+    out = [_device(values, input.dtype, input.device)]
+    if return_inverse:
+        out.append(_device(inverse, torch.int64, input.device))
+    if return_counts:
+        out.append(_device(counts, torch.int64, input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of input's nonzero elements in row-major order: an int64 [n, ndim] tensor, or
+    with as_tuple one 1-D tensor per dim (a 0-d input: as a 1-D one), as torch.nonzero. The test
+    x != 0 runs on the device, the indices are found on the host: a sync."""
+    check_tensors("nonzero", input=input)
+    mask = _host(Tensor(_pw.pointwise("ne", input.memory, 0)))
+    if as_tuple:
+        return tuple(_device(i, torch.int64, input.device) for i in np.nonzero(mask.reshape(-1) if mask.ndim == 0 else mask))
+    return _device(np.argwhere(mask), torch.int64, input.device)
+
+
+def argwhere(input):
+    """nonzero(input): the [n, ndim] indices of its nonzero elements."""
+    return nonzero(input)
+
+
+def bincount(input, weights=None, minlength=0):
+    """The count of each value 0, 1, ... in a 1-D tensor of non-negative integers (with weights:
+    their sum per value, float32 for any float weights, where torch gives float64 for 16-bit ones),
+    at least minlength long, as torch.bincount. Computed on the host: a sync."""
+    check_tensors("bincount", input=input)
+    check(input.ndim == 1 and not input.memory.is_floating_point() and input.dtype != torch.bool,
+          "bincount only supports 1-d non-negative integral inputs.")
+    check(minlength >= 0, "minlength should be >= 0")
+    x = _host(input)
+    check(x.size == 0 or x.min() >= 0, "bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return _device(np.bincount(x, minlength=minlength), torch.int64, input.device)
+    check_tensors("bincount", weights=weights)
+    check(weights.shape == input.shape, "weights should be 1-d and have the same length as input")
+    w = _host(weights).astype(np.float64)
+    return _device(np.bincount(x, w, minlength=minlength), torch.float32, input.device)
+
+
+def histc(input, bins=100, min=0, max=0):
+    """A histogram of input's elements in `bins` equal bins over [min, max] (both 0: the elements'
+    own min and max), those outside left out, the last bin closed, as torch.histc; in input's float
+    dtype. Computed on the host, in float32: a sync."""
+    check_tensors("histc", input=input)
+    check(input.memory.is_floating_point(), lambda: f"histc: expected a float tensor, got {input.dtype}")
+    check(bins > 0, "torch.histc: bins must be > 0")
+    x = _host(input).reshape(-1).astype(np.float32)
+    lo, hi = np.float32(min), np.float32(max)
+    if lo == hi and x.size:
+        lo, hi = x.min(), x.max()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    check(lo < hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
+    check(np.isfinite(lo) and np.isfinite(hi), lambda: f"torch.histc: range of [{lo}, {hi}] is not finite")
+    x = x[(x >= lo) & (x <= hi)]
+    pos = ((x - lo) * np.float32(bins) / (hi - lo)).astype(np.int64)
+    counts = np.bincount(np.minimum(pos, bins - 1), minlength=bins)
+    return _device(counts, input.dtype, input.device)
