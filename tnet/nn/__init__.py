@@ -637,10 +637,16 @@ class _Pool(Module):
 
 
 class MaxPool2d(_Pool):
+    """F.max_pool2d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
     mode = "max"
 
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
+
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
 
 
 class AvgPool2d(_Pool):
@@ -1381,9 +1387,9 @@ def _fusion(layers):
     ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None)."""
     kinds = [type(layer) for layer in layers]
     if kinds[:2] == [Conv2d, ReLU]:
-        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool)
+        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool) and not getattr(layers[2], "return_indices", False)
         return (3, layers[2]) if pooled else (2, None)
-    if kinds == [Conv2d, MaxPool2d, ReLU]:
+    if kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         return 3, layers[1]
     return 0, None
 
@@ -1601,6 +1607,27 @@ class MaxPool1d(_Call):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+
+class MaxUnpool1d(Module):
+    """F.max_unpool1d: forward(input, indices, output_size=None)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+
+    def forward(self, input, indices, output_size=None):
+        return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    fn = staticmethod(F.max_unpool1d)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(MaxUnpool1d):
+    """F.max_unpool2d: forward(input, indices, output_size=None)."""
+    fn = staticmethod(F.max_unpool2d)
 
 
 class AdaptiveAvgPool1d(_Call):
