@@ -60,6 +60,7 @@ from .copy import channel_shuffle, fold, index_add, pixel_shuffle, pixel_unshuff
 from .gemm import addmm, baddbmm, bilinear, bmm, dot, mm, mv, outer
 from .norm import local_response_norm
 from .pool import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d
+from .pool import max_unpool1d, max_unpool2d
 from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss, pairwise_distance,
                      soft_margin_loss, triplet_margin_loss)
 # resampling images

@@ -663,13 +663,15 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         values = copy_(torch.empty(m, dtype=input.dtype, device=input.device), part.reshape(-1))
     out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.memory)
     _copy.put_(out.view(-1), values, positions)
-    kept_mask = torch.ones(n, dtype=input.dtype, device=input.device)  # 0 where overwritten
-    _copy.put_(kept_mask, torch.zeros(m, dtype=input.dtype, device=input.device), positions)
+    kept_mask = None  # 0 where overwritten: only for input's gradient (max_unpool2d scatters into zeros)
+    if input.requires_grad:
+        kept_mask = torch.ones(n, dtype=input.dtype, device=input.device)
+        _copy.put_(kept_mask, torch.zeros(m, dtype=input.dtype, device=input.device), positions)
     with_src = isinstance(src, Tensor)
 
     def backward(g):
         flat = g.contiguous().view(-1)
-        g_input = _pw.pointwise("mul", flat, kept_mask).view(input.shape)
+        g_input = None if kept_mask is None else _pw.pointwise("mul", flat, kept_mask).view(input.shape)
         if not with_src:
             return (g_input,)
         g_src = torch.zeros(src.shape, dtype=src.dtype, device=src.device)

@@ -8,16 +8,18 @@ from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import check, is_channels_last, is_flat, keeps_channels_last, pair, single
 from ..tensor import Tensor, as_storage, in_layout, no_grad, record
-from .copy import contiguous, squeeze, unsqueeze
+from .copy import contiguous, reshape, scatter, squeeze, unsqueeze
 from .inputs import check_tensors
 from .pointwise import div
 from .reduce import sum_or_mean
 
 
-def pool_args(mode, kernel_size, stride, padding):
-    kernel = pair(kernel_size, f"{mode}_pool2d: kernel_size", 1)
-    stride = kernel if stride is None else pair(stride, f"{mode}_pool2d: stride", 1)
-    return kernel, stride, pair(padding, f"{mode}_pool2d: padding")
+def pool_args(name, kernel_size, stride, padding):
+    """(kernel, stride, padding) pairs of a 2-D pooling (`name`, or "max"/"avg" for max_pool2d/avg_pool2d)."""
+    name = name if "_" in name else f"{name}_pool2d"
+    kernel = pair(kernel_size, f"{name}: kernel_size", 1)
+    stride = kernel if stride is None else pair(stride, f"{name}: stride", 1)
+    return kernel, stride, pair(padding, f"{name}: padding")
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
@@ -36,9 +38,35 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
     return record(f"{mode}_pool2d", y, (x,), backward), arg
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
-    """Max pooling over [N, C, H, W]; ties go to the first maximum in row-major order."""
-    return _pool2d("max", x, kernel_size, stride, padding, ceil_mode)[0]
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
+    row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
+    maximum in its input plane, as torch's. dilation > 1 is not supported (NotImplementedError)."""
+    if pair(dilation, "max_pool2d: dilation", 1) != (1, 1):
+        raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
+    check_tensors("max_pool2d", input=input)
+    x = unsqueeze(input, 0) if input.ndim == 3 else input
+    y, arg = _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
+    if input.ndim == 3:
+        y = squeeze(y, 0)
+    if not return_indices:
+        return y
+    index = plane_indices(arg, *pool_args("max", kernel_size, stride, padding), x.shape[-1])
+    return y, Tensor(index if input.ndim == 4 else index[0])
+
+
+def plane_indices(arg, kernel, stride, padding, W):
+    """Max pooling's argmax arg (pool2d's i*KW + j inside each window, int8 or int32) as torch's
+    int64 index into the input plane of width W: (oh*SH - PH + i) * W + ow*SW - PW + j, that is the
+    window's first pixel plus arg, plus (W - KW) per window row above the maximum."""
+    (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
+    OH, OW = arg.shape[-2:]
+    start = as_storage((np.arange(OH, dtype=np.int64)[:, None] * SH - PH) * W + np.arange(OW, dtype=np.int64) * SW - PW)
+    a = copy_(torch.empty_like(arg, dtype=torch.int64), arg)
+    index = _pw.pointwise("add", a, start)
+    if KH > 1 and W != KW:
+        index = _pw.pointwise("add", index, _pw.pointwise("mul", _pw.pointwise("floor_divide", a, KW), W - KW))
+    return index
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -56,6 +84,61 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     with no_grad():  # the share of each window inside the input: its pixels over Caffe's divisor
         share = _pool2d("avg", Tensor(torch.ones_like(x.memory)), kernel_size, stride, padding, ceil_mode)[0]
     return div(y, share)
+
+
+def _unpool_size(input, kernel, stride, padding, output_size):
+    """The unpooled sizes of input's last len(kernel) dims, as torch's _unpool_output_size: (in - 1)
+    * stride - 2 * padding + kernel, or output_size (those dims, or with [N, C] before them), which
+    must lie within a stride of that."""
+    default = [(input.shape[d - len(kernel)] - 1) * s - 2 * p + k for d, (k, s, p) in enumerate(zip(kernel, stride, padding))]
+    if output_size is None:
+        return default
+    size = list(output_size)
+    if len(size) == len(kernel) + 2:
+        size = size[2:]
+    if len(size) != len(kernel):
+        raise ValueError(f"output_size should be a sequence containing {len(kernel)} or {len(kernel) + 2} elements, "
+                         f"but it has a length of '{len(size)}'")
+    for d, (want, s) in enumerate(zip(size, stride)):
+        if not default[d] - s < want < default[d] + s:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between '
+                             f'{default[d] - s} and {default[d] + s})')
+    return size
+
+
+def _max_unpool(name, dims, input, indices, kernel, stride, padding, output_size):
+    """max_unpool over input's last `dims` dims ([N, C, *] or [C, *]): zeros with input's values at
+    indices, each an index into the flattened output plane; a scatter, its gradient a gather."""
+    check_tensors(name, input=input, indices=indices)
+    check(indices.dtype == torch.int64, lambda: f"elements in indices should be type int64 but got: "
+                                                f"{str(indices.dtype).split('.')[-1].capitalize()}")
+    check(input.ndim in (dims + 1, dims + 2), lambda: f"{name}: Expected {dims + 1}D or {dims + 2}D tensor, but got "
+                                                      f"{input.ndim}D tensor")
+    check(indices.shape == input.shape, lambda: f"{name}: Expected shape of indices to be same as that of the input "
+                                                f"tensor ({tuple(input.shape)}) but got indices tensor with shape: "
+                                                f"{tuple(indices.shape)}")
+    size = _unpool_size(input, kernel, stride, padding, output_size)
+    lead = input.shape[:-dims]
+    planes = Tensor(torch.zeros((*lead, int(np.prod(size))), dtype=input.dtype, device=input.device))
+    flat = lambda t: reshape(t, (*lead, -1))
+    return reshape(scatter(planes, -1, flat(indices), flat(input)), (*lead, *size))
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d, as torch's: an [N, C, H, W] (or [C, H, W]) input put at
+    max_pool2d's indices of zero planes of output_size (default (H - 1) * stride - 2 * padding +
+    kernel_size). An index outside the plane raises IndexError (an InputError: a RuntimeError too,
+    as torch's) after a host read; a repeated index keeps one of its values."""
+    kernel, stride, padding = pool_args("max_unpool2d", kernel_size, stride, padding)
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel, stride, padding, output_size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_unpool2d's 1-D form over [N, C, L] (or [C, L]), for max_pool1d's indices."""
+    k = single(kernel_size, "max_unpool1d: kernel_size", 1)
+    s = k if stride is None else single(stride, "max_unpool1d: stride", 1)
+    return _max_unpool("max_unpool1d", 1, input, indices, (k,), (s,), (single(padding, "max_unpool1d: padding"),),
+                       output_size)
 
 
 def _signal_as_image(name, input):
@@ -101,9 +184,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     y = _image_as_signal(y, input)
     if not return_indices:
         return y
-    # the window's first position (o * s - p), plus the maximum's tap inside it
-    start = as_storage(np.arange(arg.shape[-1], dtype=np.int64) * s - p)
-    index = _pw.pointwise("add", copy_(torch.empty_like(arg, dtype=torch.int64), arg), start)
+    index = plane_indices(arg, (1, k), (1, s), (0, p), input.shape[-1])
     return y, _image_as_signal(Tensor(index), input)
 
 

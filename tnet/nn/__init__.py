@@ -2,6 +2,7 @@
 import math
 import operator
 import sys
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -15,7 +16,7 @@ from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..kernels.launch import check, pair
 from ..factory import init_generator
-from ..tensor import Tensor, add_hook, as_storage, check_device, tensor
+from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -67,6 +68,14 @@ def constant(value=0.0):
     return lambda shape, rng: np.full(shape, value, dtype=np.float32)
 
 
+def _put(values, at, replacements):
+    """values (a tuple) with values[at[k]] = replacements[k]."""
+    values = list(values)
+    for i, v in zip(at, replacements):
+        values[i] = v
+    return tuple(values)
+
+
 class Module:
     """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
     assigns its Parameters and submodules as attributes, which register them in the order of
@@ -92,6 +101,11 @@ class Module:
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
+        if is_grad_enabled() and (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
+            return self._call_with_backward_hooks(args, kwargs)
+        return self._forward_and_hooks(args, kwargs)
+
+    def _forward_and_hooks(self, args, kwargs):
         if self._compute_dtype is None or amp.is_autocast_enabled():
             out = self.forward(*args, **kwargs)
         else:
@@ -103,6 +117,64 @@ class Module:
             if changed is not None:
                 out = changed
         return out
+
+    def _call_with_backward_hooks(self, args, kwargs):
+        """The call with its positional tensor inputs and its tensor outputs gated (tensor.gate), as
+        torch's BackwardHook: the output gradients go through the backward pre-hooks; the backward
+        hooks run once the inputs' gradients are in (or at the outputs, where no input needs one)."""
+        grad_input, grad_output = [None] * len(args), []
+        needs = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+
+        def run_hooks():
+            for hook in list(self.__dict__.get("_backward_hooks", {}).values()):
+                changed = hook(self, tuple(grad_input), tuple(grad_output))
+                if changed is not None:
+                    check(len(changed) == len(grad_input), lambda: f"Backward hook returned an invalid number of "
+                                                                   f"grad_input, got {len(changed)}, but expected "
+                                                                   f"{len(grad_input)}")
+                    grad_input[:] = changed
+
+        def at_inputs(grads):
+            for i, g in zip(needs, grads):
+                grad_input[i] = None if g is None else Tensor(g)
+            run_hooks()
+            return [None if grad_input[i] is None else memory_of(grad_input[i]) for i in needs]
+        args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
+        out = self._forward_and_hooks(args, kwargs)
+        outs = out if isinstance(out, tuple) else (out,)
+        made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+
+        def at_outputs(grads):
+            grad_output[:] = [None] * len(outs)
+            for i, g in zip(made, grads):
+                grad_output[i] = None if g is None else Tensor(g)
+            for hook in list(self.__dict__.get("_backward_pre_hooks", {}).values()):
+                changed = hook(self, tuple(grad_output))
+                if changed is not None:
+                    check(len(changed) == len(grad_output), lambda: f"Backward pre hook returned an invalid number "
+                                                                    f"of grad_output, got {len(changed)}, but expected "
+                                                                    f"{len(grad_output)}")
+                    grad_output[:] = changed
+            if not needs:  # torch's warning and call: no input needs a gradient
+                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                              "outputs since no inputs require gradients.", stacklevel=2)
+                run_hooks()
+            return [None if grad_output[i] is None else memory_of(grad_output[i]) for i in made]
+        outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
+        return outs if isinstance(out, tuple) else outs[0]
+
+    def register_full_backward_hook(self, hook):
+        """hook(module, grad_input, grad_output) once the gradients of the module's positional tensor
+        inputs are computed, as torch's: tuples with None for non-tensors and tensors that need no
+        gradient; a returned tuple replaces grad_input. Returns a handle whose remove() takes it away.
+        Difference: where a call has several tensor inputs (outputs) that need gradients and the
+        backward does not reach the first, its gradient shows as zeros, not None (tensor.gate)."""
+        return add_hook(self, "_backward_hooks", hook)
+
+    def register_full_backward_pre_hook(self, hook):
+        """hook(module, grad_output) once the gradients of the module's outputs are computed, before
+        they go on into the module, as torch's; a returned tuple replaces grad_output."""
+        return add_hook(self, "_backward_pre_hooks", hook)
 
     def register_forward_pre_hook(self, hook):
         """hook(module, args) before each forward; a returned value replaces the arguments (a tuple,
@@ -637,10 +709,16 @@ class _Pool(Module):
 
 
 class MaxPool2d(_Pool):
+    """F.max_pool2d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
     mode = "max"
 
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
+
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
 
 
 class AvgPool2d(_Pool):
@@ -1381,9 +1459,9 @@ def _fusion(layers):
     ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None)."""
     kinds = [type(layer) for layer in layers]
     if kinds[:2] == [Conv2d, ReLU]:
-        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool)
+        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool) and not getattr(layers[2], "return_indices", False)
         return (3, layers[2]) if pooled else (2, None)
-    if kinds == [Conv2d, MaxPool2d, ReLU]:
+    if kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         return 3, layers[1]
     return 0, None
 
@@ -1601,6 +1679,27 @@ class MaxPool1d(_Call):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+
+class MaxUnpool1d(Module):
+    """F.max_unpool1d: forward(input, indices, output_size=None)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+
+    def forward(self, input, indices, output_size=None):
+        return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    fn = staticmethod(F.max_unpool1d)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(MaxUnpool1d):
+    """F.max_unpool2d: forward(input, indices, output_size=None)."""
+    fn = staticmethod(F.max_unpool2d)
 
 
 class AdaptiveAvgPool1d(_Call):

@@ -1,5 +1,6 @@
-"""torch.nn.utils's gradient clipping: get_total_norm, clip_grads_with_norm_, clip_grad_norm_ and
-clip_grad_value_, with torch's arguments, built of tnet's ops (their kernels) under no_grad.
+"""torch.nn.utils's gradient clipping (get_total_norm, clip_grads_with_norm_, clip_grad_norm_ and
+clip_grad_value_, built of tnet's ops under no_grad) and weight reparametrizations by forward
+pre-hooks (weight_norm, spectral_norm), with torch's arguments.
 
 The norm stays on the device and the gradients are scaled by min(1, max_norm / (norm + 1e-6))
 read there, so clipping does not synchronise with the host (error_if_nonfinite=True reads the norm,
@@ -9,13 +10,14 @@ import types
 import warnings
 
 from .. import functional as F
-from ..factory import zeros
+from ..factory import randn, zeros
 from ..kernels import pointwise as _pw
 from ..kernels.copy import copy_
 from ..kernels.launch import is_flat
 from ..tensor import Tensor, bump_version, no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "remove_spectral_norm",
+           "remove_weight_norm", "spectral_norm", "weight_norm"]
 
 
 def _tensors(tensors):
@@ -101,3 +103,149 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         if p.grad is not None:
             _rewrite_(p.grad, _pw.pointwise("clamp", p.grad.memory, -clip_value, clip_value))
 
+
+
+# ---- weight reparametrizations: weight_norm and spectral_norm (torch's hook API) ----
+
+def _own_hook(module, kind, name):
+    """(key, hook) of module's forward pre-hook of class `kind` for parameter `name`, or None."""
+    hooks = module.__dict__.get("_forward_pre_hooks", {})
+    return next(((k, h) for k, h in hooks.items() if isinstance(h, kind) and h.name == name), None)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """torch.norm_except_dim: the pow-norm of v over every dim but dim, keeping v's number of dims
+    (dim -1: over all of v, a 0-d tensor, as torch's)."""
+    if dim == -1:
+        return F.norm(v, pow)
+    dim = dim % v.ndim
+    return F.norm(v, pow, tuple(d for d in range(v.ndim) if d != dim), keepdim=True)
+
+
+class WeightNorm:
+    """The forward pre-hook of weight_norm: module.<name> = g * v / ||v|| (norm_except_dim) from its
+    parameters <name>_g and <name>_v, before each forward, as torch's."""
+
+    def __init__(self, name, dim):
+        self.name, self.dim = name, -1 if dim is None else dim
+
+    def compute_weight(self, module):
+        g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
+        return F.mul(v, F.div(g, norm_except_dim(v, 2, self.dim)))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+    def remove(self, module):
+        from . import Parameter
+        weight = self.compute_weight(module)
+        for suffix in ("", "_g", "_v"):
+            delattr(module, self.name + suffix)
+        setattr(module, self.name, Parameter(weight.data))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """torch.nn.utils.weight_norm (the hook API): parameter `name` becomes parameters name_g (its
+    norm over every dim but dim; dim=None or -1: over all of it) and name_v (its direction), and
+    module.<name> is recomputed from them before each forward (a forward pre-hook). Returns module."""
+    from . import Parameter
+    if _own_hook(module, WeightNorm, name):
+        raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+    fn = WeightNorm(name, dim)
+    weight = getattr(module, name)
+    delattr(module, name)
+    module.register_parameter(name + "_g", Parameter(norm_except_dim(weight, 2, fn.dim).data))
+    module.register_parameter(name + "_v", Parameter(weight.data))
+    setattr(module, name, fn.compute_weight(module))
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    """Undo weight_norm: `name` a parameter again, holding the current g * v / ||v||."""
+    found = _own_hook(module, WeightNorm, name)
+    if found is None:
+        raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    found[1].remove(module)
+    del module._forward_pre_hooks[found[0]]
+    return module
+
+
+class SpectralNorm:
+    """The forward pre-hook of spectral_norm: module.<name> = <name>_orig / sigma, sigma the largest
+    singular value of <name>_orig as a matrix (dim first, the rest flattened) estimated as
+    u . (W v); in training mode n_power_iterations of power iteration first update the buffers
+    <name>_u and <name>_v in place, without gradient, as torch's."""
+
+    def __init__(self, name="weight", n_power_iterations=1, dim=0, eps=1e-12):
+        if n_power_iterations <= 0:
+            raise ValueError(f"Expected n_power_iterations to be positive, but got n_power_iterations="
+                             f"{n_power_iterations}")
+        self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
+
+    def reshape_weight_to_matrix(self, weight):
+        if self.dim != 0:
+            weight = F.permute(weight, (self.dim, *[d for d in range(weight.ndim) if d != self.dim]))
+        return F.reshape(weight, (weight.shape[0], -1))
+
+    def compute_weight(self, module, do_power_iteration):
+        weight = getattr(module, self.name + "_orig")
+        u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
+        matrix = self.reshape_weight_to_matrix(weight)
+        if do_power_iteration:
+            with no_grad():
+                for _ in range(self.n_power_iterations):
+                    _rewrite_(v, F.normalize(F.mv(F.t(matrix), u), dim=0, eps=self.eps).memory)
+                    _rewrite_(u, F.normalize(F.mv(matrix, v), dim=0, eps=self.eps).memory)
+                # copies: the next forward's in-place update must not change what this backward reads
+                u, v = F.clone(u), F.clone(v)
+        return F.div(weight, F.dot(u, F.mv(matrix, v)))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
+
+    def remove(self, module):
+        from . import Parameter
+        with no_grad():
+            weight = self.compute_weight(module, do_power_iteration=False)
+        for suffix in ("", "_u", "_v", "_orig"):
+            delattr(module, self.name + suffix)
+        module._buffer_names.pop(self.name + "_u", None)
+        module._buffer_names.pop(self.name + "_v", None)
+        module.register_parameter(self.name, Parameter(weight.data))
+
+
+def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+    """torch.nn.utils.spectral_norm (the hook API): parameter `name` becomes name_orig, with buffers
+    name_u and name_v (random unit vectors from tnet's generator, not torch's), and module.<name> =
+    name_orig / sigma before each forward (SpectralNorm). dim=None: 1 for ConvTranspose, else 0.
+    Difference: the state_dict has no version metadata hook (torch's loads old checkpoints
+    through one). Returns module."""
+    from . import ConvTranspose2d, Parameter
+    if dim is None:
+        dim = 1 if isinstance(module, ConvTranspose2d) else 0
+    if _own_hook(module, SpectralNorm, name):
+        raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
+    fn = SpectralNorm(name, n_power_iterations, dim, eps)
+    weight = getattr(module, name)
+    with no_grad():
+        h, w = fn.reshape_weight_to_matrix(weight).shape
+        u = F.normalize(randn(h), dim=0, eps=eps)
+        v = F.normalize(randn(w), dim=0, eps=eps)
+    delattr(module, name)
+    module.register_parameter(name + "_orig", weight if isinstance(weight, Parameter) else Parameter(weight))
+    setattr(module, name, weight.data)
+    module.register_buffer(name + "_u", u)
+    module.register_buffer(name + "_v", v)
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_spectral_norm(module, name="weight"):
+    """Undo spectral_norm: `name` a parameter again, holding name_orig / sigma (no power iteration)."""
+    found = _own_hook(module, SpectralNorm, name)
+    if found is None:
+        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    found[1].remove(module)
+    del module._forward_pre_hooks[found[0]]
+    return module

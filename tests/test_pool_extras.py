@@ -1,0 +1,150 @@
+"""max_pool2d's indices and max_unpool, weight_norm and spectral_norm, and modules' full backward
+hooks: values and gradients against torch in float64, on small odd shapes."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from helpers import TOL, assert_close, check, leaf
+
+TF = torch.nn.functional
+
+
+def test_max_pool2d_indices_and_unpool_as_torch(rng):
+    for shape, k, s, p, ceil, cl in (((2, 3, 7, 9), 3, 2, 1, False, False), ((3, 6, 5), (2, 3), (1, 2), (1, 1), True, False),
+                                     ((1, 16, 5, 6), 2, None, 0, False, True)):
+        x, xr = leaf(rng, *shape, channels_last=cl)
+        y, i = F.max_pool2d(x, k, s, p, ceil_mode=ceil, return_indices=True)
+        yr, ir = TF.max_pool2d(xr, k, s, p, ceil_mode=ceil, return_indices=True)
+        assert i.dtype == torch.int64 and np.array_equal(i.numpy(), ir.numpy()), shape
+        u, ur = leaf(rng, *y.shape)
+        check(lambda a: F.max_unpool2d(a, i, k, s, p), lambda a: TF.max_unpool2d(a, ir, k, s, p), [(u, ur)], rng)
+    # through the pooling too, as modules, with output_size
+    x, xr = leaf(rng, 2, 3, 7, 7)
+    pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+    tpool, tunpool = torch.nn.MaxPool2d(2, return_indices=True), torch.nn.MaxUnpool2d(2)
+    check(lambda a: unpool(*pool(a), output_size=a.shape), lambda a: tunpool(*tpool(a), output_size=a.shape),
+          [(x, xr)], rng)
+    # 1-D
+    x, xr = leaf(rng, 2, 3, 11)
+    check(lambda a: nn.MaxUnpool1d(3, 2, 1)(*F.max_pool1d(a, 3, 2, 1, return_indices=True)),
+          lambda a: TF.max_unpool1d(*TF.max_pool1d(a, 3, 2, 1, return_indices=True), 3, 2, 1), [(x, xr)], rng)
+
+
+def test_max_unpool_errors_as_torch():
+    y, i = F.max_pool2d(tnet.randn(1, 1, 4, 4), 2, return_indices=True)
+    yr, ir = TF.max_pool2d(torch.randn(1, 1, 4, 4), 2, return_indices=True)
+    for fn in (lambda f, a, b: f(a, b + 20, 2), lambda f, a, b: f(a, b.int(), 2)):
+        with pytest.raises(RuntimeError):
+            fn(TF.max_unpool2d, yr, ir)
+        with pytest.raises(RuntimeError):
+            fn(F.max_unpool2d, y, i)
+    with pytest.raises(ValueError, match="invalid output_size"):
+        F.max_unpool2d(y, i, 2, output_size=(9, 9))
+    assert F.max_unpool2d(y, i, 2, output_size=(1, 1, 5, 5)).shape == (1, 1, 5, 5)
+
+
+def _copy_linear(lib, w, b):
+    m = lib.nn.Linear(w.shape[1], w.shape[0])
+    if lib is torch:
+        m = m.double()
+        m.weight.data, m.bias.data = torch.tensor(w), torch.tensor(b)
+    else:
+        m.weight.data, m.bias.data = tnet.tensor(w), tnet.tensor(b)
+    return m
+
+
+def test_weight_norm_as_torch(rng):
+    w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal((5, 3))
+    for dim in (0, 1, None):
+        t, r = _copy_linear(tnet, w, b), _copy_linear(torch, w, b)
+        nn.utils.weight_norm(t, dim=dim)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            torch.nn.utils.weight_norm(r, dim=dim)
+        assert list(t.state_dict()) == list(r.state_dict()) == ["bias", "weight_g", "weight_v"]
+        assert t.weight_g.shape == tuple(r.weight_g.shape)
+        y, yr = t(tnet.tensor(x)), r(torch.tensor(x))
+        assert_close(y, yr, TOL["ieee"], f"weight_norm dim={dim}")
+        (y * y).sum().backward()
+        (yr * yr).sum().backward()
+        for name in ("weight_g", "weight_v", "bias"):
+            assert_close(getattr(t, name).grad, getattr(r, name).grad, TOL["ieee"], name)
+    with pytest.raises(RuntimeError, match="two weight_norm"):
+        nn.utils.weight_norm(t, dim=dim)
+    nn.utils.remove_weight_norm(t)
+    torch.nn.utils.remove_weight_norm(r)
+    assert [n for n, _ in t.named_parameters()] == ["bias", "weight"] and isinstance(t.weight, nn.Parameter)
+    assert_close(t.weight, r.weight, TOL["ieee"], "weight after remove_weight_norm")
+    with pytest.raises(ValueError):
+        nn.utils.remove_weight_norm(t)
+
+
+def test_spectral_norm_as_torch(rng):
+    w = rng.standard_normal((3, 2, 3, 3))
+    t, r = nn.Conv2d(2, 3, 3), torch.nn.Conv2d(2, 3, 3).double()
+    t.weight.data, r.weight.data = tnet.tensor(w), torch.tensor(w)
+    t.bias.data = tnet.tensor(r.bias.detach().numpy())
+    nn.utils.spectral_norm(t, n_power_iterations=2)
+    torch.nn.utils.spectral_norm(r, n_power_iterations=2)
+    assert list(t.state_dict()) == list(r.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    t.weight_u.data, t.weight_v.data = tnet.tensor(r.weight_u.numpy()), tnet.tensor(r.weight_v.numpy())
+    x = rng.standard_normal((2, 2, 5, 5))
+    for step in range(2):  # training: the power iteration updates u and v in place
+        y, yr = t(tnet.tensor(x)), r(torch.tensor(x))
+        assert_close(y, yr, TOL["ieee"], f"spectral_norm step {step}")
+        assert_close(t.weight_u, r.weight_u, TOL["ieee"], "weight_u")
+        y.sum().backward()
+        yr.sum().backward()
+        assert_close(t.weight_orig.grad, r.weight_orig.grad, TOL["ieee"], "weight_orig's gradient")
+    t.eval(), r.eval()
+    assert_close(t(tnet.tensor(x)), r(torch.tensor(x)), TOL["ieee"], "spectral_norm eval")
+    nn.utils.remove_spectral_norm(t)
+    torch.nn.utils.remove_spectral_norm(r)
+    assert list(t.state_dict()) == ["bias", "weight"]
+    assert_close(t.weight, r.weight, TOL["ieee"], "weight after remove_spectral_norm")
+
+
+def _hooked(lib, tensor):
+    class M(lib.nn.Module):
+        def forward(self, a, k, b):
+            return a * b * k, a + 1.0
+    m, log = M(), []
+    numpy = lambda gs: [None if g is None else g.detach().cpu().numpy() if isinstance(g, torch.Tensor) else g.numpy()
+                        for g in gs]
+
+    def hook(module, grad_input, grad_output):
+        log.append(("hook", numpy(grad_input), numpy(grad_output)))
+        return grad_input[0] * 2, None, grad_input[2]
+
+    def pre_hook(module, grad_output):
+        log.append(("pre", numpy(grad_output)))
+        return grad_output[0] * 3, grad_output[1]
+    m.register_full_backward_hook(hook)
+    handle = m.register_full_backward_pre_hook(pre_hook)
+    a, b = tensor([1., 2., 3.]), tensor([4., 5., 6.])
+    y, z = m(a, 2.0, b)
+    (y.sum() + (z * z).sum()).backward()
+    handle.remove()
+    c = tensor([1., -2.])
+    (m(c, 1.0, tensor([3., 1.]))[0] * 2).sum().backward()  # the second output unused: None
+    return log, a.grad.numpy(), b.grad.numpy(), c.grad.numpy()
+
+
+def test_full_backward_hooks_as_torch():
+    ours = _hooked(tnet, lambda v: tnet.tensor(v, requires_grad=True))
+    theirs = _hooked(torch, lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True))
+    for a, b in zip(ours[1:], theirs[1:]):
+        assert_close(a, b, TOL["ieee"], "input gradients")
+    assert len(ours[0]) == len(theirs[0]) == 3
+    for (kind, *gs), (kind_r, *gs_r) in zip(ours[0], theirs[0]):
+        assert kind == kind_r
+        for g, gr in zip(gs, gs_r):
+            assert [v is None for v in g] == [v is None for v in gr], kind
+            for v, vr in zip(g, gr):
+                if v is not None:
+                    assert_close(v, vr, TOL["ieee"], kind)
