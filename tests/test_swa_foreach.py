@@ -184,3 +184,51 @@ def test_foreach_gradient_and_errors():
         tnet._foreach_add_(y, 1.0, alpha=2)
     with pytest.raises(RuntimeError, match="leaf"):
         tnet._foreach_add_(x, 1.0)
+
+
+def test_parameters_to_vector_and_back():
+    model = nn.Linear(3, 2)
+    ref = torch.nn.Linear(3, 2)
+    ref.load_state_dict({k: torch.tensor(v) for k, v in model.state_dict().items()})
+    vec = nn.utils.parameters_to_vector(model.parameters())
+    assert_close(vec, torch.nn.utils.parameters_to_vector(ref.parameters()).detach(), 0, "parameters_to_vector")
+    tnet.sum(vec * vec).backward()
+    assert_close(model.weight.grad, 2 * ref.weight.detach(), TOL["ieee"], "gradient")
+    new = tnet.arange(8, dtype=tnet.float32)
+    nn.utils.vector_to_parameters(new, model.parameters())
+    assert model.weight.numpy().tolist() == [[0, 1, 2], [3, 4, 5]] and model.bias.numpy().tolist() == [6, 7]
+    with pytest.raises(TypeError):
+        nn.utils.vector_to_parameters([1.0], model.parameters())
+
+
+def test_pad_sequence_matches_torch():
+    from tnet.nn.utils.rnn import pad_sequence
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((n, 2)).astype(np.float32) for n in (3, 1, 4)]
+    seqs = [tnet.tensor(x, requires_grad=True) for x in xs]
+    refs = [torch.tensor(x, requires_grad=True) for x in xs]
+    for kw in ({}, {"batch_first": True, "padding_value": -1.5}, {"padding_side": "left"}):
+        out, want = pad_sequence(seqs, **kw), torch.nn.utils.rnn.pad_sequence(refs, **kw)
+        assert_close(out, want.detach(), 0, str(kw))
+    tnet.sum(out * out).backward()
+    (want * want).sum().backward()
+    for s, r in zip(seqs, refs):
+        assert_close(s.grad, r.grad, TOL["ieee"], "gradient")
+    with pytest.raises(RuntimeError):
+        pad_sequence([])
+    with pytest.raises(RuntimeError):
+        pad_sequence(seqs, padding_side="middle")
+
+
+def test_random_():
+    tnet.manual_seed(5)
+    x = tnet.empty(200).random_(3, 7)
+    values = x.numpy()
+    assert set(values.tolist()) == {3, 4, 5, 6}
+    tnet.manual_seed(5)
+    assert (tnet.empty(200).random_(3, 7).numpy() == values).all()
+    assert set(tnet.empty(50, dtype=tnet.int64).random_(2).numpy().tolist()) == {0, 1}
+    assert tnet.empty(50).random_().numpy().max() <= 2 ** 24
+    assert tnet.empty(30, dtype=tnet.bool).random_().numpy().any()
+    with pytest.raises(RuntimeError, match="less than"):
+        tnet.empty(3).random_(5, 5)
