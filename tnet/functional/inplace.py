@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import rng_state
+from ..factory import host_generator, rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
@@ -251,6 +251,33 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     """Uniform numbers in [from_, to) from tnet's generator (other numbers than torch's)."""
     check(from_ <= to, lambda: f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     return _draw("uniform_", self, False, to - from_, from_, generator)
+
+
+_RANDOM_TOP = {torch.float32: 2 ** 24, torch.float16: 2 ** 11, torch.bfloat16: 2 ** 8, torch.int64: 2 ** 63 - 1,
+               torch.int32: 2 ** 31 - 1, torch.bool: 1}  # random_()'s largest value: the dtype's exact integers
+
+
+def random_(self, *args, generator=None, **kwargs):
+    """Integers uniform in [from, to), as torch's forms random_(from, to), random_(to) and random_()
+    (from 0 to 2^mantissa digits for floats, to the dtype's largest for integers, both included).
+    Drawn on the host from tnet's init stream (tnet.manual_seed seeds it) or a numpy generator=,
+    then copied to the device: other numbers than torch's."""
+    if len(args) > 2 or set(kwargs) - {"from", "to"}:
+        raise TypeError(f"random_() takes (from, to), (to) or (), got {len(args)} arguments and {sorted(kwargs)}")
+    if len(args) == 1 and not kwargs:
+        low, high = 0, args[0]
+    else:
+        bounds = {**dict(zip(("from", "to"), args)), **kwargs}
+        low, high = bounds.get("from", 0), bounds.get("to")
+    high = _RANDOM_TOP[self.dtype] + 1 if high is None else high
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    values = host_generator("random_", generator).integers(low, high, size=self.shape, dtype=np.int64)
+
+    def compute(x):
+        _copy_(self.memory, torch.from_numpy(values).to(self.device))
+        return _overwritten("random_", x, self.memory)
+    return inplace(self, "random_", compute)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):

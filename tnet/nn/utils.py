@@ -1,23 +1,25 @@
 """torch.nn.utils's gradient clipping (get_total_norm, clip_grads_with_norm_, clip_grad_norm_ and
-clip_grad_value_, built of tnet's ops under no_grad) and weight reparametrizations by forward
-pre-hooks (weight_norm, spectral_norm), with torch's arguments.
+clip_grad_value_, built of tnet's ops under no_grad), weight reparametrizations by forward
+pre-hooks (weight_norm, spectral_norm), parameters_to_vector / vector_to_parameters and
+tnet.nn.utils.rnn.pad_sequence, with torch's arguments.
 
 The norm stays on the device and the gradients are scaled by min(1, max_norm / (norm + 1e-6))
 read there, so clipping does not synchronise with the host (error_if_nonfinite=True reads the norm,
 as torch's). foreach is accepted and ignored: tnet takes a kernel or two per gradient."""
 import math
+import sys
 import types
 import warnings
 
 from .. import functional as F
-from ..factory import randn, zeros
+from ..factory import full, randn, zeros
 from ..kernels import pointwise as _pw
 from ..kernels.copy import copy_
 from ..kernels.launch import is_flat
 from ..tensor import Tensor, bump_version, no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "remove_spectral_norm",
-           "remove_weight_norm", "spectral_norm", "weight_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
+           "remove_spectral_norm", "remove_weight_norm", "spectral_norm", "vector_to_parameters", "weight_norm"]
 
 
 def _tensors(tensors):
@@ -104,8 +106,8 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             _rewrite_(p.grad, _pw.pointwise("clamp", p.grad.memory, -clip_value, clip_value))
 
 
-
 # ---- weight reparametrizations: weight_norm and spectral_norm (torch's hook API) ----
+
 
 def _own_hook(module, kind, name):
     """(key, hook) of module's forward pre-hook of class `kind` for parameter `name`, or None."""
@@ -249,3 +251,44 @@ def remove_spectral_norm(module, name="weight"):
     found[1].remove(module)
     del module._forward_pre_hooks[found[0]]
     return module
+
+
+def parameters_to_vector(parameters):
+    """The parameters flattened and concatenated into one vector (differentiable), as torch's."""
+    return F.cat([F.reshape(p, (-1,)) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters):
+    """Each parameter's .data becomes its slice of vec, viewed in its shape (the parameters then
+    share vec's memory), as torch's."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    pointer = 0
+    for param in parameters:
+        n = param.numel()
+        param.data = vec.memory[pointer:pointer + n].view_as(param.memory).data
+        pointer += n
+
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Tensors [L_i, *] stacked into [max L, B, *] (batch_first: [B, max L, *]), each padded with
+    padding_value after (padding_side 'right') or before ('left') its elements; differentiable."""
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    sequences = _tensors(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    longest = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        if s.shape[0] < longest:
+            pad = full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype)
+            s = F.cat([s, pad] if padding_side == "right" else [pad, s])
+        padded.append(s)
+    return F.stack(padded, 1 - int(bool(batch_first)))
+
+
+# tnet.nn.utils.rnn, a module of its own in sys.modules, so that `from tnet.nn.utils.rnn import pad_sequence` imports
+rnn = types.ModuleType(__name__ + ".rnn", "torch.nn.utils.rnn's pad_sequence (packed sequences are not supported).")
+rnn.pad_sequence = pad_sequence
+sys.modules[rnn.__name__] = rnn

@@ -637,3 +637,4 @@ class Lookahead:
 # after Optimizer, which lr_scheduler imports; LambdaLR here too, as tnet's recipes name it
 from . import lr_scheduler  # noqa: E402
 from .lr_scheduler import LambdaLR  # noqa: E402
+from . import swa_utils  # noqa: E402

@@ -24,7 +24,7 @@ EPOCH_DEPRECATION_WARNING = ("The epoch parameter in `scheduler.step()` was not 
                              "where possible. Please use `scheduler.step()` to step the scheduler.")
 
 
-def _per_group(name, optimizer, value):
+def per_group(name, optimizer, value):
     """value for each param group: a list or tuple of one per group, or one for all."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
@@ -404,7 +404,7 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         self._anneal_func_type = anneal_strategy
-        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        max_lrs = per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for max_lr_, group in zip(max_lrs, optimizer.param_groups):
                 group["initial_lr"] = max_lr_ / div_factor
@@ -415,8 +415,8 @@ class OneCycleLR(LRScheduler):
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
             self.use_beta1 = "betas" in optimizer.defaults
-            max_momentums = _per_group("max_momentum", optimizer, max_momentum)
-            base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            max_momentums = per_group("max_momentum", optimizer, max_momentum)
+            base_momentums = per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
                     self._set_momentum(group, m_momentum)
@@ -602,11 +602,11 @@ class CyclicLR(LRScheduler):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
-        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        base_lrs = per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
                 group["lr"] = lr
-        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        self.max_lrs = per_group("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
         self.total_size = step_size_up + step_size_down
@@ -621,8 +621,8 @@ class CyclicLR(LRScheduler):
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
             self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
-            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            self.base_momentums = per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = per_group("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(self.max_momentums, self.base_momentums,
                                                          optimizer.param_groups):

@@ -1,0 +1,234 @@
+"""tnet.optim.swa_utils against torch.optim.swa_utils (AveragedModel's SWA and EMA averages over a
+few updates, SWALR's lrs to the bit, update_bn's statistics), and tnet._foreach_* against torch's."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import nn, optim
+from tnet.optim import swa_utils
+from helpers import TOL, assert_close
+
+
+def twins(rng):
+    """A small tnet model with a BatchNorm and its torch twin, same weights."""
+    model = nn.Sequential(nn.Linear(5, 3), nn.BatchNorm1d(3), nn.Linear(3, 2))
+    ref = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2))
+    ref.load_state_dict({k: torch.tensor(v) for k, v in model.state_dict().items()})
+    return model, ref
+
+
+def perturb(model, ref, rng):
+    """New weights for both, and a training forward that moves the BatchNorm's statistics."""
+    state = {k: (v + rng.standard_normal(v.shape).astype(np.float32) if v.dtype == np.float32 else v)
+             for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    ref.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    model(tnet.tensor(x))
+    ref(torch.tensor(x))
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema_multi", "ema_avg_fn"])
+def test_averaged_model_matches_torch(kind):
+    rng = np.random.default_rng(0)
+    model, ref = twins(rng)
+    make = {"swa": lambda su: {},
+            "ema_multi": lambda su: {"multi_avg_fn": su.get_ema_multi_avg_fn(0.9), "use_buffers": True},
+            "ema_avg_fn": lambda su: {"avg_fn": su.get_ema_avg_fn(0.8)}}[kind]
+    avg = swa_utils.AveragedModel(model, **make(swa_utils))
+    avg_ref = torch.optim.swa_utils.AveragedModel(ref, **make(torch.optim.swa_utils))
+    for _ in range(3):
+        perturb(model, ref, rng)
+        avg.update_parameters(model)
+        avg_ref.update_parameters(ref)
+    got, want = avg.state_dict(), avg_ref.state_dict()
+    assert list(got) == list(want)
+    for k in want:
+        assert_close(got[k], want[k], TOL["ieee"], k)
+    assert int(avg.n_averaged.item()) == 3
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    avg.eval(), avg_ref.eval()
+    assert_close(avg(tnet.tensor(x)), avg_ref(torch.tensor(x)).detach(), TOL["ieee"], "forward")
+
+
+def test_averaging_functions_and_errors():
+    with pytest.raises(ValueError):
+        swa_utils.get_ema_multi_avg_fn(1.5)
+    with pytest.raises(ValueError):
+        swa_utils.get_ema_avg_fn(-0.1)
+    with pytest.raises(AssertionError):
+        swa_utils.AveragedModel(nn.Linear(2, 2), avg_fn=swa_utils.get_swa_avg_fn(),
+                                multi_avg_fn=swa_utils.get_swa_multi_avg_fn())
+    a, b = [tnet.tensor([1.0, 2.0, 4.0])], [tnet.tensor([3.0, 0.0, 1.0])]
+    a_ref, b_ref = [torch.tensor([1.0, 2.0, 4.0])], [torch.tensor([3.0, 0.0, 1.0])]
+    swa_utils.get_swa_multi_avg_fn()(a, b, tnet.tensor(2))
+    torch.optim.swa_utils.get_swa_multi_avg_fn()(a_ref, b_ref, torch.tensor(2))
+    assert_close(a[0], a_ref[0], TOL["ieee"], "swa multi")
+    out = swa_utils.get_swa_avg_fn()(a[0], b[0], 3)
+    assert_close(out, torch.optim.swa_utils.get_swa_avg_fn()(a_ref[0], b_ref[0], 3), TOL["ieee"], "swa avg_fn")
+
+
+@pytest.mark.parametrize("strategy,epochs", [("cos", 3), ("linear", 4), ("cos", 0)])
+def test_swalr_lrs_bitwise(strategy, epochs):
+    p, r = nn.Parameter(np.ones(3, np.float32)), torch.ones(3, requires_grad=True)
+    q, s = nn.Parameter(np.ones(2, np.float32)), torch.ones(2, requires_grad=True)
+    opt = optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.3}], lr=0.1)
+    ref = torch.optim.SGD([{"params": [r]}, {"params": [s], "lr": 0.3}], lr=0.1)
+    sched = swa_utils.SWALR(opt, swa_lr=[0.05, 0.01], anneal_epochs=epochs, anneal_strategy=strategy)
+    sched_ref = torch.optim.swa_utils.SWALR(ref, swa_lr=[0.05, 0.01], anneal_epochs=epochs, anneal_strategy=strategy)
+    seq, seq_ref = [sched.get_last_lr()], [sched_ref.get_last_lr()]
+    for _ in range(6):
+        opt.step(), ref.step()
+        sched.step(), sched_ref.step()
+        seq.append(sched.get_last_lr()), seq_ref.append(sched_ref.get_last_lr())
+    assert seq == seq_ref
+    assert [g["swa_lr"] for g in opt.param_groups] == [0.05, 0.01]
+    state = sched.state_dict()
+    assert set(state) == set(sched_ref.state_dict()) - {"_get_lr_called_within_step"}  # torch's base's flag
+    again = swa_utils.SWALR(optim.SGD([nn.Parameter(np.ones(1, np.float32))], lr=0.1), swa_lr=0.2)
+    again.load_state_dict(state)
+    assert again.anneal_func == (again._cosine_anneal if strategy == "cos" else again._linear_anneal)
+
+
+def test_swalr_errors():
+    opt = optim.SGD([nn.Parameter(np.ones(1, np.float32))], lr=0.1)
+    with pytest.raises(ValueError):
+        swa_utils.SWALR(opt, swa_lr=0.1, anneal_strategy="exp")
+    with pytest.raises(ValueError):
+        swa_utils.SWALR(opt, swa_lr=0.1, anneal_epochs=-1)
+    with pytest.raises(ValueError):
+        swa_utils.SWALR(opt, swa_lr=[0.1, 0.2])
+
+
+def test_update_bn_matches_torch():
+    rng = np.random.default_rng(1)
+    model, ref = twins(rng)
+    model[1].momentum = ref[1].momentum = 0.3
+    batches = [rng.standard_normal((n, 5)).astype(np.float32) for n in (4, 7, 3)]
+    model.eval(), ref.eval()
+    swa_utils.update_bn([(tnet.tensor(x), 0) for x in batches], model)
+    torch.optim.swa_utils.update_bn([(torch.tensor(x), 0) for x in batches], ref)
+    got, want = model.state_dict(), ref.state_dict()
+    for k in ("1.running_mean", "1.running_var", "1.num_batches_tracked"):
+        assert_close(got[k], want[k], TOL["ieee"], k)
+    assert model[1].momentum == 0.3 and not model.training
+    swa_utils.update_bn([tnet.tensor(batches[0])], nn.Linear(5, 2))  # no BatchNorm: nothing to do
+
+
+def pairs(rng, shapes=((3, 5), (7,))):
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return [tnet.tensor(x) for x in xs], [torch.tensor(x) for x in xs]
+
+
+def test_foreach_matches_torch():
+    rng = np.random.default_rng(2)
+    (a, a_ref), (b, b_ref), (c, c_ref) = pairs(rng), pairs(rng), pairs(rng)
+    c = [tnet.abs(t) + 0.5 for t in c]
+    c_ref = [t.abs() + 0.5 for t in c_ref]
+    one, one_ref = tnet.tensor(1.5), torch.tensor(1.5)
+    calls = [  # (name, args built from (a, b, c, one)), in place on a
+        ("_foreach_add_", lambda a, b, c, o: (a, 2.0)), ("_foreach_add_", lambda a, b, c, o: (a, [1.0, -2.0])),
+        ("_foreach_add_", lambda a, b, c, o: (a, b), {"alpha": 0.5}), ("_foreach_add_", lambda a, b, c, o: (a, o)),
+        ("_foreach_sub_", lambda a, b, c, o: (a, b), {"alpha": 2}), ("_foreach_sub_", lambda a, b, c, o: (a, 0.25)),
+        ("_foreach_mul_", lambda a, b, c, o: (a, [0.5, 3.0])), ("_foreach_mul_", lambda a, b, c, o: (a, o)),
+        ("_foreach_mul_", lambda a, b, c, o: (a, c)), ("_foreach_div_", lambda a, b, c, o: (a, c)),
+        ("_foreach_div_", lambda a, b, c, o: (a, 3.0)), ("_foreach_lerp_", lambda a, b, c, o: (a, b, 0.3)),
+        ("_foreach_lerp_", lambda a, b, c, o: (a, b, c)), ("_foreach_lerp_", lambda a, b, c, o: (a, b, [0.1, 0.9])),
+        ("_foreach_addcmul_", lambda a, b, c, o: (a, b, c, 0.5)),
+        ("_foreach_addcmul_", lambda a, b, c, o: (a, b, c, [2.0, -1.0])),
+        ("_foreach_addcdiv_", lambda a, b, c, o: (a, b, c, -0.5)),
+        ("_foreach_maximum_", lambda a, b, c, o: (a, b)), ("_foreach_maximum_", lambda a, b, c, o: (a, 0.1)),
+        ("_foreach_maximum_", lambda a, b, c, o: (a, [0.0, -0.2])),
+        ("_foreach_copy_", lambda a, b, c, o: (a, c)), ("_foreach_sqrt_", lambda a, b, c, o: (a,)),
+    ]
+    for name, args, *kw in calls:
+        kw = kw[0] if kw else {}
+        getattr(tnet, name)(*args(a, b, c, one), **kw)
+        getattr(torch, name)(*args(a_ref, b_ref, c_ref, one_ref), **kw)
+        for t, r in zip(a, a_ref):
+            assert_close(t, r, TOL["ieee"], name)
+    tnet._foreach_addcdiv_(a, b, c, tnet.tensor([0.5, 2.0]))
+    torch._foreach_addcdiv_(a_ref, b_ref, c_ref, torch.tensor([0.5, 2.0]))
+    outs = [("_foreach_add", (b, c), {"alpha": 3}), ("_foreach_sub", (b, 1.0), {}), ("_foreach_mul", (b, 2.0), {}),
+            ("_foreach_div", (b, c), {}), ("_foreach_sqrt", (c,), {}), ("_foreach_neg", (b,), {}),
+            ("_foreach_norm", (b,), {}), ("_foreach_norm", (b, 1), {}), ("_foreach_norm", (b, float("inf")), {})]
+    refs = {id(b): b_ref, id(c): c_ref}
+    for name, args, kw in outs:
+        got = getattr(tnet, name)(*args, **kw)
+        want = getattr(torch, name)(*[refs.get(id(v), v) for v in args], **kw)
+        for t, r in zip(got, want):
+            assert_close(t, r, TOL["ieee"], name)
+    for t, r in zip(a, a_ref):
+        assert_close(t, r, TOL["ieee"], "addcdiv_ with a tensor of values")
+    tnet._foreach_zero_(a)
+    assert all(not t.numpy().any() for t in a)
+
+
+def test_foreach_gradient_and_errors():
+    rng = np.random.default_rng(3)
+    (x, x_ref), (y, y_ref) = pairs(rng), pairs(rng)
+    for t in x + x_ref:
+        t.requires_grad_()
+    sum(tnet.sum(t) for t in tnet._foreach_mul(tnet._foreach_add(x, y, alpha=2), x)).backward()
+    sum(t.sum() for t in torch._foreach_mul(torch._foreach_add(x_ref, y_ref, alpha=2), x_ref)).backward()
+    for t, r in zip(x, x_ref):
+        assert_close(t.grad, r.grad, TOL["ieee"], "gradient")
+    with pytest.raises(RuntimeError, match="same number of tensors"):
+        tnet._foreach_add_(y, [y[0]])
+    with pytest.raises(RuntimeError, match="scalar list"):
+        tnet._foreach_mul_(y, [1.0])
+    with pytest.raises(RuntimeError, match="at least one tensor"):
+        tnet._foreach_add_([], 1.0)
+    with pytest.raises(TypeError):
+        tnet._foreach_add_(y, 1.0, alpha=2)
+    with pytest.raises(RuntimeError, match="leaf"):
+        tnet._foreach_add_(x, 1.0)
+
+
+def test_parameters_to_vector_and_back():
+    model = nn.Linear(3, 2)
+    ref = torch.nn.Linear(3, 2)
+    ref.load_state_dict({k: torch.tensor(v) for k, v in model.state_dict().items()})
+    vec = nn.utils.parameters_to_vector(model.parameters())
+    assert_close(vec, torch.nn.utils.parameters_to_vector(ref.parameters()).detach(), 0, "parameters_to_vector")
+    tnet.sum(vec * vec).backward()
+    assert_close(model.weight.grad, 2 * ref.weight.detach(), TOL["ieee"], "gradient")
+    new = tnet.arange(8, dtype=tnet.float32)
+    nn.utils.vector_to_parameters(new, model.parameters())
+    assert model.weight.numpy().tolist() == [[0, 1, 2], [3, 4, 5]] and model.bias.numpy().tolist() == [6, 7]
+    with pytest.raises(TypeError):
+        nn.utils.vector_to_parameters([1.0], model.parameters())
+
+
+def test_pad_sequence_matches_torch():
+    from tnet.nn.utils.rnn import pad_sequence
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((n, 2)).astype(np.float32) for n in (3, 1, 4)]
+    seqs = [tnet.tensor(x, requires_grad=True) for x in xs]
+    refs = [torch.tensor(x, requires_grad=True) for x in xs]
+    for kw in ({}, {"batch_first": True, "padding_value": -1.5}, {"padding_side": "left"}):
+        out, want = pad_sequence(seqs, **kw), torch.nn.utils.rnn.pad_sequence(refs, **kw)
+        assert_close(out, want.detach(), 0, str(kw))
+    tnet.sum(out * out).backward()
+    (want * want).sum().backward()
+    for s, r in zip(seqs, refs):
+        assert_close(s.grad, r.grad, TOL["ieee"], "gradient")
+    with pytest.raises(RuntimeError):
+        pad_sequence([])
+    with pytest.raises(RuntimeError):
+        pad_sequence(seqs, padding_side="middle")
+
+
+def test_random_():
+    tnet.manual_seed(5)
+    x = tnet.empty(200).random_(3, 7)
+    values = x.numpy()
+    assert set(values.tolist()) == {3, 4, 5, 6}
+    tnet.manual_seed(5)
+    assert (tnet.empty(200).random_(3, 7).numpy() == values).all()
+    assert set(tnet.empty(50, dtype=tnet.int64).random_(2).numpy().tolist()) == {0, 1}
+    assert tnet.empty(50).random_().numpy().max() <= 2 ** 24
+    assert tnet.empty(30, dtype=tnet.bool).random_().numpy().any()
+    with pytest.raises(RuntimeError, match="less than"):
+        tnet.empty(3).random_(5, 5)
