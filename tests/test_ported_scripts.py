@@ -1,0 +1,446 @@
+"""Training scripts in the styles people publish (pytorch/examples' MNIST, the CIFAR-10 tutorial,
+kuangliu's main.py, mixup, a small ViT, AMP, EMA, an LSTM over MNIST rows, random_split, forward
+hooks), ported to tnet by their imports alone. Each script is written once against the names a
+script imports (torch, nn, F, optim, data) and run with `import tnet as torch`; where cheap, the
+same code run with torch from the same initial weights and data gives the same losses. Random data
+of dataset shapes stands in for the datasets; widths are tiny and runs 1-2 steps."""
+import copy
+import importlib
+import math
+import types
+
+import numpy as np
+import pytest
+import torch as _torch
+
+import tnet
+from helpers import TOL
+
+
+def imports(name):
+    """What a script imports, from torch or from tnet: `import torch`, `import torch.nn as nn`,
+    `import torch.nn.functional as F`, `import torch.optim as optim`, `from torch.utils import data`."""
+    return types.SimpleNamespace(torch=importlib.import_module(name), nn=importlib.import_module(name + ".nn"),
+                                 F=importlib.import_module(name + ".nn.functional"),
+                                 optim=importlib.import_module(name + ".optim"),
+                                 lr_scheduler=importlib.import_module(name + ".optim.lr_scheduler"),
+                                 data=importlib.import_module(name + ".utils.data"))
+
+
+def batches(seed, n, shape, classes=10):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(shape).astype(np.float32), rng.integers(0, classes, shape[0])) for _ in range(n)]
+
+
+def initial_state(model):
+    """tnet's state_dict() holds numpy copies already, torch's holds tensors."""
+    return {k: np.array(v if isinstance(v, np.ndarray) else v.detach().cpu().numpy()) for k, v in
+            model.state_dict().items()}
+
+
+def load(m, model, state):
+    if state is not None:
+        model.load_state_dict({k: m.torch.tensor(v) for k, v in state.items()})
+    return initial_state(model)
+
+
+# (a) pytorch/examples' mnist/main.py
+def mnist_example(m, state=None, dropout=True):
+    torch, nn, F, optim, StepLR = m.torch, m.nn, m.F, m.optim, m.lr_scheduler.StepLR
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.conv2 = nn.Conv2d(4, 8, 3, 1)
+            self.dropout1 = nn.Dropout(0.25 if dropout else 0.0)
+            self.dropout2 = nn.Dropout(0.5 if dropout else 0.0)
+            self.fc1 = nn.Linear(8 * 4 * 4, 16)
+            self.fc2 = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = F.relu(x)
+            x = self.conv2(x)
+            x = F.relu(x)
+            x = F.max_pool2d(x, 2)
+            x = self.dropout1(x)
+            x = torch.flatten(x, 1)
+            x = self.fc1(x)
+            x = F.relu(x)
+            x = self.dropout2(x)
+            x = self.fc2(x)
+            output = F.log_softmax(x, dim=1)
+            return output
+
+    def train(model, device, train_loader, optimizer, epoch, losses):
+        model.train()
+        for batch_idx, (data, target) in enumerate(train_loader):
+            data, target = data.to(device), target.to(device)
+            optimizer.zero_grad()
+            output = model(data)
+            loss = F.nll_loss(output, target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            if batch_idx % 10 == 0:
+                print('Train Epoch: {} [{}/{}]\tLoss: {:.6f}'.format(epoch, batch_idx * len(data),
+                                                                     len(train_loader.dataset), loss.item()))
+
+    def test(model, device, test_loader):
+        model.eval()
+        test_loss = 0
+        correct = 0
+        with torch.no_grad():
+            for data, target in test_loader:
+                data, target = data.to(device), target.to(device)
+                output = model(data)
+                test_loss += F.nll_loss(output, target, reduction='sum').item()
+                pred = output.argmax(dim=1, keepdim=True)
+                correct += pred.eq(target.view_as(pred)).sum().item()
+        test_loss /= len(test_loader.dataset)
+        print('Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)'.format(
+            test_loss, correct, len(test_loader.dataset), 100. * correct / len(test_loader.dataset)))
+        return test_loss
+
+    torch.manual_seed(1)
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    (x, y), = batches(0, 1, (6, 1, 12, 12))
+    dataset = m.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    train_loader = m.data.DataLoader(dataset, batch_size=3, shuffle=False)
+    test_loader = m.data.DataLoader(dataset, batch_size=6)
+    model = Net().to(device)
+    init = load(m, model, state)
+    optimizer = optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
+    losses = []
+    for epoch in range(1, 2):
+        train(model, device, train_loader, optimizer, epoch, losses)
+        losses.append(test(model, device, test_loader))
+        scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.7)
+    return init, losses
+
+
+def compare(script, **kwargs):
+    """Run script with tnet, then with torch from tnet's initial weights; the losses agree."""
+    init, losses = script(imports("tnet"), **kwargs)
+    assert all(math.isfinite(v) for v in losses), losses
+    _, ref = script(imports("torch"), state=init, **kwargs)
+    np.testing.assert_allclose(losses, ref, rtol=TOL["tf32"] * 5, atol=1e-5)
+    return losses
+
+
+def test_mnist_example():
+    mnist_example(imports("tnet"))  # with dropout
+    compare(mnist_example, dropout=False)
+
+
+# (b) the official CIFAR-10 tutorial (Training a Classifier)
+def cifar_tutorial(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 5)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv2 = nn.Conv2d(6, 8, 5)
+            self.fc1 = nn.Linear(8 * 5 * 5, 24)
+            self.fc2 = nn.Linear(24, 16)
+            self.fc3 = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
+            x = torch.flatten(x, 1)  # flatten all dimensions except batch
+            x = F.relu(self.fc1(x))
+            x = F.relu(self.fc2(x))
+            x = self.fc3(x)
+            return x
+
+    net = Net()
+    init = load(m, net, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    trainloader = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(1, 2, (2, 3, 32, 32))]
+    losses = []
+    for epoch in range(1):
+        running_loss = 0.0
+        for i, data in enumerate(trainloader, 0):
+            inputs, labels = data
+            optimizer.zero_grad()
+            outputs = net(inputs)
+            loss = criterion(outputs, labels)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+            losses.append(loss.item())
+            if i % 2000 == 1999:
+                print(f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}')
+                running_loss = 0.0
+    correct = 0
+    total = 0
+    with torch.no_grad():
+        for data in trainloader:
+            images, labels = data
+            outputs = net(images)
+            _, predicted = torch.max(outputs.data, 1)
+            total += labels.size(0)
+            correct += (predicted == labels).sum().item()
+    print(f'Accuracy of the network on the test images: {100 * correct // total} %')
+    return init, losses + [correct / total]
+
+
+def test_cifar_tutorial():
+    compare(cifar_tutorial)
+
+
+# (c) kuangliu/pytorch-cifar's main.py: CosineAnnealingLR, best-accuracy checkpoint, --resume
+def kuangliu_main(m, state=None, ckpt_dir=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_planes, planes, stride=1):
+            super(BasicBlock, self).__init__()
+            self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_planes != self.expansion * planes:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_planes, self.expansion * planes, kernel_size=1, stride=stride, bias=False),
+                    nn.BatchNorm2d(self.expansion * planes))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += self.shortcut(x)
+            out = F.relu(out)
+            return out
+
+    class ResNet(nn.Module):
+        def __init__(self, block, num_blocks, num_classes=10):
+            super(ResNet, self).__init__()
+            self.in_planes = 4
+            self.conv1 = nn.Conv2d(3, 4, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.layer1 = self._make_layer(block, 4, num_blocks[0], stride=1)
+            self.layer2 = self._make_layer(block, 8, num_blocks[1], stride=2)
+            self.linear = nn.Linear(8 * block.expansion, num_classes)
+
+        def _make_layer(self, block, planes, num_blocks, stride):
+            strides = [stride] + [1] * (num_blocks - 1)
+            layers = []
+            for stride in strides:
+                layers.append(block(self.in_planes, planes, stride))
+                self.in_planes = planes * block.expansion
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.layer1(out)
+            out = self.layer2(out)
+            out = F.avg_pool2d(out, 4)
+            out = out.view(out.size(0), -1)
+            out = self.linear(out)
+            return out
+
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    best_acc = 0
+    start_epoch = 0
+    net = ResNet(BasicBlock, [1, 1])
+    net = net.to(device)
+    init = load(m, net, state)
+    if device == 'cuda':
+        net = torch.nn.DataParallel(net)
+        torch.backends.cudnn.benchmark = True
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
+    trainloader = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(2, 1, (4, 3, 8, 8))]
+    losses = []
+
+    def train(epoch):
+        net.train()
+        train_loss = correct = total = 0
+        for batch_idx, (inputs, targets) in enumerate(trainloader):
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            outputs = net(inputs)
+            loss = criterion(outputs, targets)
+            loss.backward()
+            optimizer.step()
+            train_loss += loss.item()
+            _, predicted = outputs.max(1)
+            total += targets.size(0)
+            correct += predicted.eq(targets).sum().item()
+            losses.append(loss.item())
+
+    def test(epoch):
+        nonlocal best_acc
+        net.eval()
+        test_loss = correct = total = 0
+        with torch.no_grad():
+            for batch_idx, (inputs, targets) in enumerate(trainloader):
+                inputs, targets = inputs.to(device), targets.to(device)
+                outputs = net(inputs)
+                test_loss += criterion(outputs, targets).item()
+                _, predicted = outputs.max(1)
+                total += targets.size(0)
+                correct += predicted.eq(targets).sum().item()
+        losses.append(test_loss)
+        acc = 100. * correct / total
+        if acc >= best_acc:
+            print('Saving..')
+            state = {'net': net.state_dict(), 'acc': acc, 'epoch': epoch}
+            torch.save(state, f'{ckpt_dir}/ckpt.pth')
+            best_acc = acc
+
+    for epoch in range(start_epoch, start_epoch + 1):
+        train(epoch)
+        test(epoch)
+        scheduler.step()
+    # --resume
+    print('==> Resuming from checkpoint..')
+    checkpoint = torch.load(f'{ckpt_dir}/ckpt.pth')
+    net.load_state_dict(checkpoint['net'])
+    best_acc = checkpoint['acc']
+    start_epoch = checkpoint['epoch'] + 1
+    assert start_epoch == 1 and scheduler.get_last_lr()[0] == pytest.approx(0.1 * (1 + math.cos(math.pi / 200)) / 2)
+    return init, losses
+
+
+def test_kuangliu_main(tmp_path):
+    compare(kuangliu_main, ckpt_dir=tmp_path)
+
+
+# (d) a ResNet trained with mixup and label smoothing
+def mixup_label_smoothing(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def conv_bn(ci, co, stride=1):
+        return nn.Sequential(nn.Conv2d(ci, co, 3, stride, 1, bias=False), nn.BatchNorm2d(co), nn.ReLU(inplace=True))
+
+    class Residual(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.res = nn.Sequential(conv_bn(c, c), conv_bn(c, c))
+
+        def forward(self, x):
+            return x + self.res(x)
+
+    model = nn.Sequential(conv_bn(3, 4), Residual(4), conv_bn(4, 8, stride=2), nn.AdaptiveAvgPool2d((1, 1)),
+                          nn.Flatten(), nn.Linear(8, 10))
+    init = load(m, model, state)
+
+    def mixup_data(x, y, lam):
+        batch_size = x.size()[0]
+        index = torch.arange(batch_size - 1, -1, -1)  # torch.randperm(batch_size) in the original
+        mixed_x = lam * x + (1 - lam) * x[index, :]
+        y_a, y_b = y, y[index]
+        return mixed_x, y_a, y_b
+
+    def mixup_criterion(criterion, pred, y_a, y_b, lam):
+        return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
+
+    criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    lam = float(np.random.default_rng(0).beta(1.0, 1.0))
+    losses = []
+    for x, y in batches(3, 2, (4, 3, 8, 8)):
+        inputs, targets = torch.from_numpy(x), torch.from_numpy(y)
+        inputs, targets_a, targets_b = mixup_data(inputs, targets, lam)
+        outputs = model(inputs)
+        loss = mixup_criterion(criterion, outputs, targets_a, targets_b, lam)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses
+
+
+def test_mixup_label_smoothing():
+    compare(mixup_label_smoothing)
+
+
+# (e) a small ViT: patch embedding, cls token, position embedding, handwritten attention and nn.MultiheadAttention
+def small_vit(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads=2):
+            super().__init__()
+            self.heads = heads
+            self.scale = (dim // heads) ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=False)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            attn = torch.einsum('bhid,bhjd->bhij', q, k) * self.scale
+            attn = attn.softmax(dim=-1)
+            out = torch.einsum('bhij,bhjd->bhid', attn, v)
+            out = out.transpose(1, 2).reshape(B, N, C)
+            return self.proj(out)
+
+    class Block(nn.Module):
+        def __init__(self, dim, mha):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim)
+            self.attn = nn.MultiheadAttention(dim, 2, batch_first=True) if mha else Attention(dim)
+            self.norm2 = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, dim * 2), nn.GELU(), nn.Dropout(0.0), nn.Linear(dim * 2, dim))
+
+        def forward(self, x):
+            h = self.norm1(x)
+            if isinstance(self.attn, nn.MultiheadAttention):
+                h, _ = self.attn(h, h, h, need_weights=False)
+            else:
+                h = self.attn(h)
+            x = x + h
+            return x + self.mlp(self.norm2(x))
+
+    class ViT(nn.Module):
+        def __init__(self, image_size=8, patch_size=4, dim=8, num_classes=10):
+            super().__init__()
+            num_patches = (image_size // patch_size) ** 2
+            self.patch_embed = nn.Conv2d(3, dim, kernel_size=patch_size, stride=patch_size)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos_embed = nn.Parameter(torch.randn(1, num_patches + 1, dim) * .02)
+            self.blocks = nn.ModuleList([Block(dim, mha=False), Block(dim, mha=True)])
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, num_classes)
+            nn.init.trunc_normal_(self.cls_token, std=.02)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            cls_tokens = self.cls_token.expand(x.shape[0], -1, -1)
+            x = torch.cat((cls_tokens, x), dim=1)
+            x = x + self.pos_embed
+            for blk in self.blocks:
+                x = blk(x)
+            x = self.norm(x)
+            return self.head(x[:, 0])
+
+    model = ViT()
+    init = load(m, model, state)
+    optimizer = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    losses = []
+    for x, y in batches(4, 2, (2, 3, 8, 8)):
+        loss = F.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses
+
+
+def test_small_vit():
+    compare(small_vit)
