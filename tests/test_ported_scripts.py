@@ -444,3 +444,195 @@ def small_vit(m, state=None):
 
 def test_small_vit():
     compare(small_vit)
+
+
+# (f) mixed precision: torch.cuda.amp.autocast, GradScaler, clip_grad_norm_ after scaler.unscale_
+def amp_training(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    use_amp = True
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    losses = []
+    for x, y in batches(5, 2, (4, 3, 8, 8)):
+        images, target = torch.tensor(x), torch.tensor(y)
+        with torch.cuda.amp.autocast(enabled=use_amp):
+            output = model(images)
+            loss = F.cross_entropy(output, target)
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        losses += [loss.item(), float(grad_norm)]
+    return init, losses
+
+
+def test_amp_training():
+    # torch's CUDA autocast does nothing on the CPU; tnet's CPU autocast computes in bfloat16 or float16,
+    # so the losses are only finite here, not compared
+    _, losses = amp_training(imports("tnet"))
+    assert all(math.isfinite(v) for v in losses), losses
+
+
+# (g) an exponential moving average of the weights (copy.deepcopy, mul_().add_(), lerp_)
+def ema_training(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class ModelEMA:
+        def __init__(self, model, decay=0.9):
+            self.ema = copy.deepcopy(model)
+            self.ema.eval()
+            self.decay = decay
+            for p in self.ema.parameters():
+                p.requires_grad_(False)
+
+        @torch.no_grad()
+        def update(self, model):
+            msd = model.state_dict()
+            for k, v in self.ema.state_dict().items():
+                if v.dtype.is_floating_point:
+                    v *= self.decay
+                    v += (1 - self.decay) * msd[k].detach()
+
+        def update_params(self, model):
+            with torch.no_grad():
+                for ema_p, p in zip(self.ema.parameters(), model.parameters()):
+                    ema_p.data.mul_(self.decay).add_(p.data, alpha=1 - self.decay)
+                for ema_b, b in zip(self.ema.buffers(), model.buffers()):
+                    if ema_b.dtype.is_floating_point:
+                        ema_b.lerp_(b, 1 - self.decay)
+                    else:
+                        ema_b.copy_(b)
+
+    model = nn.Sequential(nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 10))
+    init = load(m, model, state)
+    ema = ModelEMA(model)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for x, y in batches(6, 2, (5, 12)):
+        x, y = torch.tensor(x), torch.tensor(y)
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        ema.update_params(model)
+        with torch.no_grad():
+            losses += [loss.item(), F.cross_entropy(ema.ema(x), y).item()]
+    return init, losses
+
+
+def test_ema_training():
+    compare(ema_training)
+
+
+# (h) an LSTM reading MNIST images row by row
+def lstm_rows(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class RNN(nn.Module):
+        def __init__(self, input_size, hidden_size, num_layers, num_classes):
+            super(RNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+            self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+            self.fc = nn.Linear(hidden_size, num_classes)
+
+        def forward(self, x):
+            h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+            c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+            out, _ = self.lstm(x, (h0, c0))
+            out = self.fc(out[:, -1, :])
+            return out
+
+    sequence_length, input_size = 6, 6
+    model = RNN(input_size, 8, 2, 10)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for images, labels in batches(7, 2, (3, 1, 6, 6)):
+        images = torch.tensor(images).reshape(-1, sequence_length, input_size)
+        outputs = model(images)
+        loss = criterion(outputs, torch.tensor(labels))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses
+
+
+def test_lstm_rows():
+    compare(lstm_rows)
+
+
+# (i) a DataLoader over a TensorDataset split with random_split and a seeded torch.Generator
+def random_split_loader(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rng = np.random.default_rng(8)
+    X = torch.from_numpy(rng.standard_normal((10, 1, 4, 4)).astype(np.float32))
+    Y = torch.from_numpy(rng.integers(0, 10, 10))
+    dataset = data.TensorDataset(X, Y)
+    train_set, val_set = data.random_split(dataset, [8, 2], generator=torch.Generator().manual_seed(42))
+    train_loader = data.DataLoader(train_set, batch_size=4, shuffle=False, drop_last=True, num_workers=0)
+    val_loader = data.DataLoader(val_set, batch_size=4)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 10))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for xb, yb in train_loader:
+        loss = F.cross_entropy(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        val_loss = sum(F.cross_entropy(model(xb), yb, reduction="sum").item() for xb, yb in val_loader)
+    assert len(train_set) == 8 and len(val_set) == 2 and len(train_loader) == 2
+    return init, losses + [val_loss / len(val_set), *train_set.indices]
+
+
+def test_random_split_loader():
+    # torch's and tnet's generators draw different permutations; each is fixed by its seed
+    init, losses = random_split_loader(imports("tnet"))
+    assert random_split_loader(imports("tnet"))[1][-8:] == losses[-8:] and all(math.isfinite(v) for v in losses)
+
+
+# (j) a training loop that collects activations through register_forward_hook
+def forward_hooks(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    init = load(m, model, state)
+    activations = {}
+
+    def get_activation(name):
+        def hook(model, input, output):
+            activations[name] = output.detach()
+        return hook
+
+    handles = [model[0].register_forward_hook(get_activation('conv')),
+               model[1].register_forward_hook(get_activation('relu')),
+               model[4].register_forward_hook(get_activation('fc'))]
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for x, y in batches(9, 2, (3, 1, 6, 6)):
+        loss = F.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), activations['relu'].mean().item(), (activations['relu'] > 0).float().mean().item(),
+                   activations['conv'].min().item(), activations['fc'].sum().item()]
+    for h in handles:
+        h.remove()
+    activations.clear()
+    model(torch.tensor(x))
+    assert not activations
+    return init, losses
+
+
+def test_forward_hooks():
+    compare(forward_hooks)
