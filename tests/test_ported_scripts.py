@@ -106,10 +106,10 @@ def mnist_example(m, state=None, dropout=True):
     torch.manual_seed(1)
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
-    (x, y), = batches(0, 1, (6, 1, 12, 12))
+    (x, y), = batches(0, 1, (3, 1, 12, 12))
     dataset = m.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
     train_loader = m.data.DataLoader(dataset, batch_size=3, shuffle=False)
-    test_loader = m.data.DataLoader(dataset, batch_size=6)
+    test_loader = m.data.DataLoader(dataset, batch_size=3)
     model = Net().to(device)
     init = load(m, model, state)
     optimizer = optim.Adadelta(model.parameters(), lr=1.0)
@@ -164,7 +164,7 @@ def cifar_tutorial(m, state=None):
     init = load(m, net, state)
     criterion = nn.CrossEntropyLoss()
     optimizer = optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
-    trainloader = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(1, 2, (2, 3, 32, 32))]
+    trainloader = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(1, 1, (2, 3, 32, 32))]
     losses = []
     for epoch in range(1):
         running_loss = 0.0
@@ -352,7 +352,7 @@ def mixup_label_smoothing(m, state=None):
     optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
     lam = float(np.random.default_rng(0).beta(1.0, 1.0))
     losses = []
-    for x, y in batches(3, 2, (4, 3, 8, 8)):
+    for x, y in batches(3, 1, (4, 3, 8, 8)):
         inputs, targets = torch.from_numpy(x), torch.from_numpy(y)
         inputs, targets_a, targets_b = mixup_data(inputs, targets, lam)
         outputs = model(inputs)
@@ -433,12 +433,15 @@ def small_vit(m, state=None):
     init = load(m, model, state)
     optimizer = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
     losses = []
-    for x, y in batches(4, 2, (2, 3, 8, 8)):
+    for x, y in batches(4, 1, (2, 3, 8, 8)):
         loss = F.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        losses.append(F.cross_entropy(model(torch.tensor(x)), torch.tensor(y)).item())
     return init, losses
 
 
@@ -476,6 +479,8 @@ def test_amp_training():
     # so the losses are only finite here, not compared
     _, losses = amp_training(imports("tnet"))
     assert all(math.isfinite(v) for v in losses), losses
+    with tnet.autocast(device_type="cpu", dtype=tnet.bfloat16):
+        assert "dtype=torch.bfloat16" in repr(tnet.nn.Linear(2, 2)(tnet.ones(1, 2)))  # print(output) under autocast
 
 
 # (g) an exponential moving average of the weights (copy.deepcopy, mul_().add_(), lerp_)
@@ -548,13 +553,13 @@ def lstm_rows(m, state=None):
             out = self.fc(out[:, -1, :])
             return out
 
-    sequence_length, input_size = 6, 6
+    sequence_length, input_size = 4, 4
     model = RNN(input_size, 8, 2, 10)
     init = load(m, model, state)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     losses = []
-    for images, labels in batches(7, 2, (3, 1, 6, 6)):
+    for images, labels in batches(7, 1, (3, 1, 4, 4)):
         images = torch.tensor(images).reshape(-1, sequence_length, input_size)
         outputs = model(images)
         loss = criterion(outputs, torch.tensor(labels))
@@ -562,6 +567,8 @@ def lstm_rows(m, state=None):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    with torch.no_grad():
+        losses.append(criterion(model(images), torch.tensor(labels)).item())
     return init, losses
 
 
@@ -575,6 +582,10 @@ def random_split_loader(m, state=None):
     rng = np.random.default_rng(8)
     X = torch.from_numpy(rng.standard_normal((10, 1, 4, 4)).astype(np.float32))
     Y = torch.from_numpy(rng.integers(0, 10, 10))
+    g = torch.Generator().manual_seed(0)
+    perm = torch.randperm(X.size(0), generator=g)
+    X = X[perm] + 0.01 * torch.randn(X.shape, generator=g)
+    Y = Y[perm]
     dataset = data.TensorDataset(X, Y)
     train_set, val_set = data.random_split(dataset, [8, 2], generator=torch.Generator().manual_seed(42))
     train_loader = data.DataLoader(train_set, batch_size=4, shuffle=False, drop_last=True, num_workers=0)

@@ -261,6 +261,9 @@ class Tensor:
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
+        if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32
+            no_host_read(self.memory, "Tensor.__repr__")
+            return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
