@@ -11,7 +11,6 @@ import types
 
 import numpy as np
 import pytest
-import torch as _torch
 
 import tnet
 from helpers import TOL
@@ -190,6 +189,22 @@ def cifar_tutorial(m, state=None):
             total += labels.size(0)
             correct += (predicted == labels).sum().item()
     print(f'Accuracy of the network on the test images: {100 * correct // total} %')
+    classes = ('plane', 'car', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck')
+    correct_pred = {classname: 0 for classname in classes}
+    total_pred = {classname: 0 for classname in classes}
+    confusion = torch.zeros(10, 10, dtype=torch.long)
+    with torch.no_grad():
+        for data in trainloader:
+            images, labels = data
+            outputs = net(images)
+            _, predictions = torch.max(outputs, 1)
+            for label, prediction in zip(labels, predictions):
+                if label == prediction:
+                    correct_pred[classes[label]] += 1
+                total_pred[classes[label]] += 1
+                confusion[label.long(), prediction.long()] += 1
+    assert sum(total_pred.values()) == total == confusion.sum().item()
+    assert sum(correct_pred.values()) == correct == confusion.diag().sum().item()
     return init, losses + [correct / total]
 
 
@@ -321,7 +336,7 @@ def test_kuangliu_main(tmp_path):
 
 # (d) a ResNet trained with mixup and label smoothing
 def mixup_label_smoothing(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
 
     def conv_bn(ci, co, stride=1):
         return nn.Sequential(nn.Conv2d(ci, co, 3, stride, 1, bias=False), nn.BatchNorm2d(co), nn.ReLU(inplace=True))
@@ -513,7 +528,7 @@ def ema_training(m, state=None):
                     else:
                         ema_b.copy_(b)
 
-    model = nn.Sequential(nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 10))
+    model = nn.Sequential(nn.Linear(12, 8), nn.BatchNorm1d(8), nn.SiLU(inplace=True), nn.Linear(8, 10))
     init = load(m, model, state)
     ema = ModelEMA(model)
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
@@ -536,7 +551,7 @@ def test_ema_training():
 
 # (h) an LSTM reading MNIST images row by row
 def lstm_rows(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn = m.torch, m.nn
 
     class RNN(nn.Module):
         def __init__(self, input_size, hidden_size, num_layers, num_classes):
@@ -604,6 +619,13 @@ def random_split_loader(m, state=None):
     with torch.no_grad():
         val_loss = sum(F.cross_entropy(model(xb), yb, reduction="sum").item() for xb, yb in val_loader)
     assert len(train_set) == 8 and len(val_set) == 2 and len(train_loader) == 2
+    # class-balanced sampling: weights 1 / (count of the sample's class)
+    labels = [int(dataset[i][1]) for i in train_set.indices]
+    counts = np.bincount(labels, minlength=10)
+    weights = [1.0 / counts[c] for c in labels]
+    sampler = data.WeightedRandomSampler(weights, num_samples=len(weights), replacement=True)
+    balanced = data.DataLoader(train_set, batch_size=4, sampler=sampler)
+    assert [tuple(xb.shape) for xb, _ in balanced] == [(4, 1, 4, 4), (4, 1, 4, 4)]
     return init, losses + [val_loss / len(val_set), *train_set.indices]
 
 

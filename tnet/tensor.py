@@ -252,6 +252,14 @@ class Tensor:
         no_host_read(self.memory, "int(tensor)")
         return int(self.memory)
 
+    def __index__(self):
+        """An integer (or bool) tensor of one element as an int, so that lst[t] and range(t) take it: a
+        host read, as torch's."""
+        if self.memory.is_floating_point() or self.memory.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        no_host_read(self.memory, "operator.index(tensor)")
+        return int(self.memory)
+
     def tolist(self):
         no_host_read(self.memory, "Tensor.tolist()")
         return self.memory.tolist()

@@ -889,9 +889,8 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    def forward(self, x):
-        return F.silu(x)
+class SiLU(_Activation):
+    fn = F.silu
 
 
 class Sigmoid(Module):
