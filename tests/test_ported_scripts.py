@@ -657,8 +657,10 @@ def forward_hooks(m, state=None):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses += [loss.item(), activations['relu'].mean().item(), (activations['relu'] > 0).float().mean().item(),
-                   activations['conv'].min().item(), activations['fc'].sum().item()]
+        losses += [loss.item(), activations['relu'].mean().item(),
+                   (activations['relu'] > 0).type(torch.FloatTensor).mean().item(),
+                   activations['conv'].min().item(), activations['fc'].sum().item(),
+                   nn.utils.parameters_to_vector(model.parameters()).norm().item()]
     for h in handles:
         h.remove()
     activations.clear()

@@ -282,6 +282,7 @@ def _typed(name, dtype):
             raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
         return _leaf(name, as_storage(args[0], dtype), False)
     make.__name__ = make.__qualname__ = name
+    make.dtype = dtype  # x.type(tnet.FloatTensor) reads it
     return make
 
 

@@ -137,7 +137,10 @@ def _new(make):
 
 def _type(self, dtype=None, non_blocking=False):
     """type(): torch's type string for self's dtype on tnet's device ('torch.cuda.FloatTensor' on a
-    GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype or such a string): to."""
+    GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype, such a string or a typed
+    constructor, x.type(tnet.FloatTensor)): to."""
+    if callable(dtype) and isinstance(getattr(dtype, "dtype", None), torch.dtype):
+        dtype = dtype.dtype
     if dtype is None:
         return _TYPE_PREFIX[self.device.type] + _TYPE_NAMES[self.dtype]
     if isinstance(dtype, str):

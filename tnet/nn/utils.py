@@ -1,5 +1,6 @@
 """torch.nn.utils's gradient clipping: get_total_norm, clip_grads_with_norm_, clip_grad_norm_ and
-clip_grad_value_, with torch's arguments, built of tnet's ops (their kernels) under no_grad.
+clip_grad_value_, with torch's arguments, built of tnet's ops (their kernels) under no_grad; and
+parameters_to_vector, vector_to_parameters.
 
 The norm stays on the device and the gradients are scaled by min(1, max_norm / (norm + 1e-6))
 read there, so clipping does not synchronise with the host (error_if_nonfinite=True reads the norm,
@@ -15,7 +16,8 @@ from ..kernels.copy import copy_
 from ..kernels.launch import is_flat
 from ..tensor import Tensor, bump_version, no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
+           "vector_to_parameters"]
 
 
 def _tensors(tensors):
@@ -101,3 +103,21 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         if p.grad is not None:
             _rewrite_(p.grad, _pw.pointwise("clamp", p.grad.memory, -clip_value, clip_value))
 
+
+
+def parameters_to_vector(parameters):
+    """The parameters flattened and concatenated into one 1-D tensor (a copy, in autograd's graph), as torch's."""
+    return F.cat([p.reshape(-1) for p in _tensors(parameters)])
+
+
+def vector_to_parameters(vec, parameters):
+    """Copy consecutive slices of the 1-D vec into the parameters, in place. torch's makes each
+    parameter's .data a view of vec; tnet's copies, so the parameters keep their own memory."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    pointer = 0
+    with no_grad():
+        for p in _tensors(parameters):
+            n = p.numel()
+            p.copy_(vec[pointer:pointer + n].view_as(p))
+            pointer += n
