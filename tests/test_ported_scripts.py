@@ -635,7 +635,8 @@ def test_random_split_loader():
     assert random_split_loader(imports("tnet"))[1][-8:] == losses[-8:] and all(math.isfinite(v) for v in losses)
 
 
-# (j) a training loop that collects activations through register_forward_hook
+# (j) a training loop that collects activations through register_forward_hook, and Grad-CAM's gradients through
+# register_full_backward_hook
 def forward_hooks(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
@@ -647,7 +648,13 @@ def forward_hooks(m, state=None):
             activations[name] = output.detach()
         return hook
 
-    handles = [model[0].register_forward_hook(get_activation('conv')),
+    gradients = {}
+
+    def save_gradient(module, grad_input, grad_output):  # Grad-CAM's backward hook
+        gradients['relu_out'], gradients['relu_in'] = grad_output[0].detach(), grad_input[0].detach()
+
+    handles = [model[1].register_full_backward_hook(save_gradient),
+               model[0].register_forward_hook(get_activation('conv')),
                model[1].register_forward_hook(get_activation('relu')),
                model[4].register_forward_hook(get_activation('fc'))]
     optimizer = optim.SGD(model.parameters(), lr=0.1)
@@ -660,7 +667,11 @@ def forward_hooks(m, state=None):
         losses += [loss.item(), activations['relu'].mean().item(),
                    (activations['relu'] > 0).type(torch.FloatTensor).mean().item(),
                    activations['conv'].min().item(), activations['fc'].sum().item(),
-                   nn.utils.parameters_to_vector(model.parameters()).norm().item()]
+                   nn.utils.parameters_to_vector(model.parameters()).norm().item(),
+                   gradients['relu_out'].abs().sum().item(), gradients['relu_in'].abs().sum().item()]
+        weights = gradients['relu_out'].mean(dim=(2, 3), keepdim=True)
+        cam = F.relu((weights * activations['relu']).sum(dim=1))
+        losses.append(cam.sum().item())
     for h in handles:
         h.remove()
     activations.clear()

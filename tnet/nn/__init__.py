@@ -15,7 +15,7 @@ from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..kernels.launch import check, pair
 from ..factory import init_generator
-from ..tensor import Tensor, add_hook, as_storage, check_device, tensor
+from ..tensor import Tensor, add_hook, as_storage, check_device, is_grad_enabled, tensor
 from . import init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -92,11 +92,17 @@ class Module:
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
+        backward_hooked = is_grad_enabled() and (self.__dict__.get("_backward_hooks")
+                                                 or self.__dict__.get("_backward_pre_hooks"))
+        if backward_hooked:
+            args, grad_input = _hooked_inputs(self, args)
         if self._compute_dtype is None or amp.is_autocast_enabled():
             out = self.forward(*args, **kwargs)
         else:
             with amp.autocast(dtype=self._compute_dtype):
                 out = self.forward(*args, **kwargs)
+        if backward_hooked:
+            out = _hooked_outputs(self, out, grad_input)
         post = self.__dict__.get("_forward_hooks")
         for hook in list(post.values()) if post else ():
             changed = hook(self, args, out)
@@ -113,6 +119,18 @@ class Module:
         """hook(module, args, output) after each forward; a returned value replaces the output, as
         torch's (keyword arguments are not passed to hooks). Returns a handle with remove()."""
         return add_hook(self, "_forward_hooks", hook)
+
+    def register_full_backward_hook(self, hook):
+        """hook(module, grad_input, grad_output) once the gradients with respect to the module's
+        positional tensor inputs (None for those that need none) are computed; a returned tuple
+        replaces grad_input (for a module of one tensor input only). As torch's, the inputs and
+        output pass through identity views so that their gradients can be seen. Returns a handle."""
+        return add_hook(self, "_backward_hooks", hook)
+
+    def register_full_backward_pre_hook(self, hook):
+        """hook(module, grad_output) before the gradients of the inputs are computed; a returned
+        tuple replaces grad_output, as torch's. Returns a handle with remove()."""
+        return add_hook(self, "_backward_pre_hooks", hook)
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
@@ -367,6 +385,66 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+def _hooked_inputs(module, args):
+    """args with each tensor that requires grad passed through an identity view whose register_hook
+    collects grad_input for the module's backward hooks; returns (args, the collected list)."""
+    grad_input = _GradInput([None] * len(args))
+    wanted = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+    args = list(args)
+    for i in wanted:
+        args[i] = args[i].view(args[i].shape)
+
+        def collect(g, i=i):
+            grad_input[i] = g
+            if all(grad_input[j] is not None for j in wanted):
+                changed = _run_backward_hooks(module, tuple(grad_input), grad_input.grad_output)
+                if changed is not None:
+                    check(len(wanted) == 1, "register_full_backward_hook: tnet replaces grad_input for "
+                                            "modules of one tensor input only")
+                    return changed[i]
+        args[i].register_hook(collect)
+    grad_input.wanted = wanted
+    return tuple(args), grad_input
+
+
+class _GradInput(list):
+    """The grad_input list being collected, with the grad_output it waits beside."""
+    grad_output = None
+
+
+def _hooked_outputs(module, out, grad_input):
+    """out (a tensor or a tuple of them) through an identity view whose hook runs the module's
+    backward pre-hooks and keeps grad_output (calling the backward hooks now where no input needs
+    a gradient)."""
+    if not isinstance(out, Tensor) or not out.requires_grad:
+        check(not isinstance(out, (tuple, list)), "register_full_backward_hook: tnet hooks modules with one tensor output")
+        return out
+    out = out.view(out.shape)
+
+    def pre(g):
+        grad_output = (g,)
+        for hook in list(module.__dict__.get("_backward_pre_hooks", {}).values()):
+            changed = hook(module, grad_output)
+            if changed is not None:
+                grad_output = tuple(changed) if isinstance(changed, (tuple, list)) else (changed,)
+        grad_input.grad_output = grad_output
+        if not grad_input.wanted:
+            _run_backward_hooks(module, tuple(grad_input) or (None,), grad_output)
+        return grad_output[0]
+    out.register_hook(pre)
+    return out
+
+
+def _run_backward_hooks(module, grad_input, grad_output):
+    """Each of module's full backward hooks in order; returns the last replacement of grad_input, or None."""
+    changed = None
+    for hook in list(module.__dict__.get("_backward_hooks", {}).values()):
+        result = hook(module, grad_input, grad_output)
+        if result is not None:
+            changed = grad_input = tuple(result)
+    return changed
 
 
 def factory_args(name, device, dtype):
@@ -1385,7 +1463,8 @@ def _fusion(layers):
         covered, pool = (3, layers[2]) if len(kinds) == 3 and issubclass(kinds[2], _Pool) else (2, None)
     elif kinds == [Conv2d, MaxPool2d, ReLU]:
         covered, pool = 3, layers[1]
-    hooked = any(layer.__dict__.get(h) for layer in layers[:covered] for h in ("_forward_hooks", "_forward_pre_hooks"))
+    hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
+                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"))
     return (0, None) if hooked else (covered, pool)
 
 
