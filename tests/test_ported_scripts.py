@@ -454,14 +454,27 @@ def small_vit(m, state=None):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    model.eval()
-    with torch.no_grad():
-        losses.append(F.cross_entropy(model(torch.tensor(x)), torch.tensor(y)).item())
+    losses.append(model.head.weight.sum().item())  # after AdamW's step
     return init, losses
+
+
+def drop_path(torch, x, drop_prob: float = 0., training: bool = False):
+    """DeiT's stochastic depth, as written there."""
+    if drop_prob == 0. or not training:
+        return x
+    keep_prob = 1 - drop_prob
+    shape = (x.shape[0],) + (1,) * (x.ndim - 1)  # work with diff dim tensors, not just 2D ConvNets
+    random_tensor = keep_prob + torch.rand(shape, dtype=x.dtype, device=x.device)
+    random_tensor.floor_()  # binarize
+    output = x.div(keep_prob) * random_tensor
+    return output
 
 
 def test_small_vit():
     compare(small_vit)
+    x = tnet.ones(64, 3, 2)
+    kept = drop_path(tnet, x, 0.5, training=True)[:, 0, 0].numpy()
+    assert set(kept.tolist()) == {0.0, 2.0} and drop_path(tnet, x, 0.5) is x
 
 
 # (f) mixed precision: torch.cuda.amp.autocast, GradScaler, clip_grad_norm_ after scaler.unscale_

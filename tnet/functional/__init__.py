@@ -179,7 +179,7 @@ def _iop(method):
 
 for _name in ("add_", "sub_", "mul_", "div_", "zero_", "fill_", "clamp_", "clamp_min_", "clamp_max_", "relu_",
               "copy_", "normal_", "uniform_", "abs_", "neg_", "sqrt_", "exp_", "log_", "sigmoid_", "tanh_", "pow_",
-              "masked_fill_", "lerp_", "addcmul_", "addcdiv_"):
+              "masked_fill_", "lerp_", "addcmul_", "addcdiv_", "floor_", "ceil_", "round_", "trunc_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
 for _name, _method in {
         "clip_": _inplace.clamp_, "__iadd__": _iop(_inplace.add_), "__isub__": _iop(_inplace.sub_),
