@@ -135,23 +135,31 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
     return full(_size("ones", size), 1.0, dtype or float32, device, requires_grad)
 
 
-def _random_tensor(name, size, dtype, device, requires_grad, normal):
+def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
+    """Drawn on the device from tnet's generator, or with generator= (a tnet.Generator) on the host
+    from that generator, as randint and randperm draw."""
     check_device(name, device)
     dtype = dtype or float32
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
+    if generator is not None:
+        g = host_generator(name, generator)
+        draw = g.standard_normal(_size(name, size)) if normal else g.random(_size(name, size))
+        return _leaf(name, as_storage(draw, dtype), requires_grad)
     data = _random.fill_random_(torch.empty(_size(name, size), dtype=dtype, device=DEVICE), rng_state(), normal)
     return _leaf(name, data, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform numbers in [0, 1) from tnet's generator (not torch's: other numbers than torch.rand)."""
-    return _random_tensor("rand", size, dtype, device, requires_grad, normal=False)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform numbers in [0, 1) from tnet's generator, or on the host from generator= (a
+    tnet.Generator): other numbers than torch.rand's."""
+    return _random_tensor("rand", size, dtype, device, requires_grad, False, generator)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal numbers from tnet's generator (not torch's: other numbers than torch.randn)."""
-    return _random_tensor("randn", size, dtype, device, requires_grad, normal=True)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers from tnet's generator, or on the host from generator= (a
+    tnet.Generator): other numbers than torch.randn's."""
+    return _random_tensor("randn", size, dtype, device, requires_grad, True, generator)
 
 
 # ---- torch's other factories: uninitialised memory, tensors like another, ranges and permutations ----
@@ -252,13 +260,15 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
 
 
-def randperm(n, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
-    stream that tnet.manual_seed reseeds (init_generator), then copied: other numbers than torch's."""
+    stream that tnet.manual_seed reseeds (init_generator) or from generator (a tnet.Generator), then
+    copied: other numbers than torch's."""
     check_device("randperm", device)
     if not _is_int(n) or n < 0:
         raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
-    return _leaf("randperm", as_storage(init_generator().permutation(n), dtype or int64), requires_grad)
+    return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype or int64),
+                 requires_grad)
 
 
 def _typed(name, dtype):
@@ -272,6 +282,7 @@ def _typed(name, dtype):
             raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
         return _leaf(name, as_storage(args[0], dtype), False)
     make.__name__ = make.__qualname__ = name
+    make.dtype = dtype  # x.type(tnet.FloatTensor) reads it
     return make
 
 

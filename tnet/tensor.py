@@ -252,6 +252,14 @@ class Tensor:
         no_host_read(self.memory, "int(tensor)")
         return int(self.memory)
 
+    def __index__(self):
+        """An integer (or bool) tensor of one element as an int, so that lst[t] and range(t) take it: a
+        host read, as torch's."""
+        if self.memory.is_floating_point() or self.memory.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        no_host_read(self.memory, "operator.index(tensor)")
+        return int(self.memory)
+
     def tolist(self):
         no_host_read(self.memory, "Tensor.tolist()")
         return self.memory.tolist()
@@ -261,6 +269,9 @@ class Tensor:
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
+        if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32
+            no_host_read(self.memory, "Tensor.__repr__")
+            return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")

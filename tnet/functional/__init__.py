@@ -138,7 +138,10 @@ def _new(make):
 
 def _type(self, dtype=None, non_blocking=False):
     """type(): torch's type string for self's dtype on tnet's device ('torch.cuda.FloatTensor' on a
-    GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype or such a string): to."""
+    GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype, such a string or a typed
+    constructor, x.type(tnet.FloatTensor)): to."""
+    if callable(dtype) and isinstance(getattr(dtype, "dtype", None), torch.dtype):
+        dtype = dtype.dtype
     if dtype is None:
         return _TYPE_PREFIX[self.device.type] + _TYPE_NAMES[self.dtype]
     if isinstance(dtype, str):
@@ -177,7 +180,7 @@ def _iop(method):
 
 for _name in ("add_", "sub_", "mul_", "div_", "zero_", "fill_", "clamp_", "clamp_min_", "clamp_max_", "relu_",
               "copy_", "normal_", "uniform_", "abs_", "neg_", "sqrt_", "exp_", "log_", "sigmoid_", "tanh_", "pow_",
-              "masked_fill_", "lerp_", "addcmul_", "addcdiv_", "random_"):
+              "masked_fill_", "lerp_", "addcmul_", "addcdiv_", "random_", "floor_", "ceil_", "round_", "trunc_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
 for _name, _method in {
         "clip_": _inplace.clamp_, "__iadd__": _iop(_inplace.add_), "__isub__": _iop(_inplace.sub_),

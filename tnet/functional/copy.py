@@ -45,6 +45,7 @@ def _rearranged(name, x, y, inverse):
 def getitem(x, index):
     """x[index]: basic indexing (ints, slices with step > 0, None, Ellipsis), a view of the same
     memory; or the advanced indexing that training scripts use, a copy (_advanced)."""
+    index = scalar_indices(index)
     advanced = _advanced(x, index)
     if advanced is not None:
         return advanced
@@ -54,6 +55,16 @@ def getitem(x, index):
 
 def is_advanced(item):
     return isinstance(item, (Tensor, list, np.ndarray))
+
+
+def scalar_indices(index):
+    """index with its 0-d integer tensors read to ints where it is a tuple of several items
+    (cm[t, p] += 1 in a confusion-matrix loop): a host read each, and a view where torch's advanced
+    indexing copies. Alone (x[t]) such a tensor stays an advanced index, a copy as torch's."""
+    if not isinstance(index, tuple) or len(index) < 2:
+        return index
+    scalar = lambda item: isinstance(item, Tensor) and item.ndim == 0 and not item.is_floating_point()
+    return tuple(item.__index__() if scalar(item) else item for item in index)
 
 
 def _advanced(x, index):

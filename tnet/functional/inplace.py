@@ -22,10 +22,10 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import basic_index, is_advanced, reshape, to
+from .copy import basic_index, is_advanced, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, addcdiv, addcmul, clamp, div, exp, lerp, log, mul, neg, pow, relu, scaled, sigmoid,
-                        sqrt, sub, sum_to, tanh, where)
+from .pointwise import (abs, add, addcdiv, addcmul, ceil, clamp, div, exp, floor, lerp, log, mul, neg, pow, relu, round,
+                        scaled, sigmoid, sqrt, sub, sum_to, tanh, trunc, where)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -149,6 +149,10 @@ tanh_ = _unary("tanh_", tanh)
 relu_ = _unary("relu_", relu)
 pow_ = _unary("pow_", pow, keeps_self=True)
 clamp_ = _unary("clamp_", clamp, keeps_self=True)
+floor_ = _unary("floor_", floor)  # DeiT's drop_path: (keep_prob + rand(shape)).floor_()
+ceil_ = _unary("ceil_", ceil)
+round_ = _unary("round_", round)
+trunc_ = _unary("trunc_", trunc)
 
 
 def lerp_(self, end, weight):
@@ -327,9 +331,11 @@ def masked_fill_(self, mask, value):
 
 def setitem(self, index, value):
     """self[index] = value (a number, or a tnet.Tensor broadcast to the indexed part and cast), as
-    torch's, for basic indexing (ints, slices, None, ...); a bool mask of self's leading dims takes a
-    number or a 0-d tensor (masked_fill_). Other advanced indexing raises TypeError. The overwritten
-    part gets no gradient; value's is summed back to its shape."""
+    torch's, for basic indexing (ints, slices, None, ...; 0-d integer tensors among other items as
+    ints, copy.scalar_indices); a bool mask of self's leading dims takes a number or a 0-d tensor
+    (masked_fill_). Other advanced indexing raises TypeError. The overwritten part gets no gradient;
+    value's is summed back to its shape."""
+    index = scalar_indices(index)
     items = index if isinstance(index, tuple) else (index,)
     if any(is_advanced(item) for item in items):
         mask = items[0] if len(items) == 1 else None

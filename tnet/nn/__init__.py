@@ -967,9 +967,8 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    def forward(self, x):
-        return F.silu(x)
+class SiLU(_Activation):
+    fn = F.silu
 
 
 class Sigmoid(Module):
@@ -1456,14 +1455,18 @@ class ModuleDict(Module):
 
 def _fusion(layers):
     """(how many of `layers` one fused Conv2d covers, the pooling it fuses or None): conv,
-    ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None)."""
+    ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None).
+    Layers with forward hooks are not fused: each hook sees its own layer's input and output."""
     kinds = [type(layer) for layer in layers]
+    covered, pool = 0, None
     if kinds[:2] == [Conv2d, ReLU]:
         pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool) and not getattr(layers[2], "return_indices", False)
-        return (3, layers[2]) if pooled else (2, None)
-    if kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
-        return 3, layers[1]
-    return 0, None
+        covered, pool = (3, layers[2]) if pooled else (2, None)
+    elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
+        covered, pool = 3, layers[1]
+    hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
+                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"))
+    return (0, None) if hooked else (covered, pool)
 
 
 # ---- the containers of parameters, shape layers, 1-D pooling, losses and the rest that CIFAR/MNIST scripts use ----

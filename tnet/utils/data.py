@@ -33,7 +33,7 @@ from ..kernels.launch import is_channels_last, memory_format
 from ..tensor import Tensor, as_storage
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
-           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler", "DataLoader",
+           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
            "default_collate", "default_convert", "get_worker_info"]
 
 KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
@@ -331,6 +331,30 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices drawn with probabilities proportional to weights (with replacement unless
+    replacement=False), anew at every pass. Drawn by numpy as RandomSampler's: other indices than torch's."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights = np.asarray(weights.tolist() if isinstance(weights, Tensor) else weights, dtype=np.float64)
+        if weights.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights.shape)}")
+        self.weights, self.num_samples, self.replacement, self.generator = weights, num_samples, replacement, generator
+        host_generator("WeightedRandomSampler", generator)
+
+    def __iter__(self):
+        rng = host_generator("WeightedRandomSampler", self.generator)
+        p = self.weights / self.weights.sum()
+        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 def _check_batching(batch_size, drop_last):
