@@ -21,7 +21,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from .common import ratio
+from .common import numpy_state, ratio
 from .steps import N_BATCHES, check_then_time_steps, random_batches, record, torch_graphed
 
 NET = ("airbench94 b1024", (64, 256, 256), 1024)  # (label, widths, batch): airbench94's net and batch
@@ -100,7 +100,7 @@ def initial_state(widths, images):
     from tnet.models import airbench94, init_whitening
     model = airbench94(SEED, widths)
     init_whitening(model, images)
-    return model.state_dict()
+    return numpy_state(model)
 
 
 def tnet_training(state, widths, recipe):

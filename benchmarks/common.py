@@ -14,6 +14,12 @@ BENCH = {"warmup": 25, "rep": 100}  # do_bench milliseconds (gpu_time, graph_tim
 QUICK_BENCH = {"warmup": 10, "rep": 40}
 
 
+def numpy_state(model):
+    """A tnet model's state_dict as numpy copies: a snapshot of its weights (tnet's state_dict holds
+    tensors on the model's memory, as torch's), for torch.from_numpy and later loads."""
+    return {k: np.array(v.numpy()) for k, v in model.state_dict().items()}
+
+
 def rel_error(out, ref):
     out = torch.as_tensor(out).to(ref.device, torch.float64)
     return ((out - ref).norm() / ref.norm()).item()

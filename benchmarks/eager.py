@@ -20,7 +20,8 @@ import pstats
 import torch
 
 from . import zoo
-from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, rel_error, write_json
+from .common import (bars, block_time, check_then_time, environment, fmt, numpy_state, print_header, print_row, ratio,
+                     rel_error, write_json)
 from .launch import host_ms
 from .steps import random_batches, record, torch_train_step
 
@@ -166,7 +167,7 @@ def readme_steps(batches):
     import tnet
     import tnet.functional as F
     tnet.manual_seed(0)
-    state = readme_net(tnet).state_dict()
+    state = numpy_state(readme_net(tnet))
 
     def torch_make(dtype=torch.float32, data=batches):
         net = readme_net(torch)

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .common import block_time, check_then_time, rel_error
+from .common import block_time, check_then_time, numpy_state, rel_error
 
 SOLVER = {"lr": 0.001, "momentum": 0.9, "weight_decay": 0.004}  # Caffe's cifar10_quick_solver.prototxt
 N_BATCHES = 4  # different random batches, cycled through
@@ -87,7 +87,7 @@ def torch_variant(width, batches, graphed=False, dtype=None):
     forward and the loss under torch.autocast(dtype=dtype)."""
     from tnet.models import cifar10_quick
     x0, y0 = batches[0]
-    net = torch_quick(cifar10_quick(width=width).state_dict()).to(x0.device, x0.dtype)
+    net = torch_quick(numpy_state(cifar10_quick(width=width))).to(x0.device, x0.dtype)
     return torch_train_step(net, torch_sgd(net), x0, y0, graphed, dtype)
 
 

@@ -27,7 +27,8 @@ import torch
 from tqdm import tqdm
 
 from . import zoo_models
-from .common import bars, block_time, check_then_time, environment, fmt, print_header, print_row, ratio, write_json
+from .common import (bars, block_time, check_then_time, environment, fmt, numpy_state, print_header, print_row, ratio,
+                     write_json)
 from .convs import names_list
 from .steps import N_BATCHES, random_batches, record, torch_train_step
 
@@ -89,7 +90,7 @@ def tnet_state(name):
     import tnet
     tnet.manual_seed(0)
     model = build(name, "tnet")
-    return model, model.state_dict()
+    return model, numpy_state(model)
 
 
 def torch_model(name, state, device, dtype=torch.float32, channels_last=False):
@@ -168,7 +169,7 @@ def model_rows(name, batch, timing, device):
         failed = f"{type(e).__name__}: {e}"
         torch.manual_seed(0)
         model = build(name, "torch")
-        state = {k: v.numpy() for k, v in model.state_dict().items()}
+        state = numpy_state(model)
     head["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
     batches = random_batches(batch, device, std=1)
     wide = [(x.double(), y) for x, y in batches]

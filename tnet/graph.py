@@ -2,6 +2,7 @@
 replay them with one launch and no Python. The function must read its inputs from fixed
 ("static") tensors and do no host synchronisation; copy new data into those tensors
 before each replay. torch.cuda.CUDAGraph only records and replays launches: no math."""
+import copy
 import functools
 import gc
 import warnings
@@ -197,7 +198,7 @@ class TrainStep(_Static):
 
     def __init__(self, step, x, y, state=(), loss_sum=None):
         self.loss_sum = torch.zeros(1, device=x.device) if loss_sum is None else loss_sum
-        saved = [(obj, obj.state_dict()) for obj in state if obj is not None]
+        saved = [(obj, copy.deepcopy(obj.state_dict())) for obj in state if obj is not None]  # snapshots
 
         def restore():
             for obj, obj_state in saved:

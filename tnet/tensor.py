@@ -222,6 +222,11 @@ class Tensor:
     def element_size(self):
         return self.memory.element_size()
 
+    def __array__(self, dtype=None, copy=None):
+        """numpy's view of the host copy (np.asarray(x)), as torch's."""
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
+
     def numpy(self):
         no_host_read(self.memory, "Tensor.numpy()")
         return self.memory.detach().cpu().numpy()

@@ -389,12 +389,16 @@ class Module:
     def eval(self):
         return self.train(False)
 
-    def state_dict(self):
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers, named after the layers ("conv1.weight",
-        "bn1.running_mean", "bn1.num_batches_tracked"), as numpy copies: unlike torch's
-        tensors, later training does not change them (tnet.graph relies on that to put a
-        model back), and they save with numpy alone."""
-        return OrderedDict((name, t.numpy().copy()) for name, t in self._state().items())
+        "bn1.running_mean", "bn1.num_batches_tracked"), as torch's: tensors on the module's own
+        memory, detached (keep_vars: the parameters themselves), so later training changes them
+        and an in-place write to one (an EMA's v.copy_) changes the module. Take a copy
+        (copy.deepcopy, or {k: v.clone()}) to keep a snapshot."""
+        out = OrderedDict() if destination is None else destination
+        for name, t in self._state().items():
+            out[prefix + name] = t if keep_vars else t.detach()
+        return out
 
     def _state(self):
         """The tnet tensors behind state_dict(), by the same names."""
