@@ -4,6 +4,8 @@ the layers, train and profile studies' nets, and the check of a step against PyT
 import collections
 import math
 
+import numpy as np
+
 import torch
 
 from .common import block_time, check_then_time, numpy_state, rel_error
@@ -67,7 +69,7 @@ def torch_quick(state):
         ("ip1", nn.Linear(c3 * 4 * 4, hidden)),
         ("ip2", nn.Linear(hidden, 10)),
     ]))
-    net.load_state_dict({name: torch.from_numpy(value) for name, value in state.items()})
+    net.load_state_dict({name: torch.from_numpy(np.asarray(value)) for name, value in state.items()})
     return net
 
 

@@ -240,7 +240,7 @@ def test_step_checks_copies_state_and_scale(rng):
 def test_load_state_dict_refreshes_the_copies(rng):
     model = nn.Sequential(nn.Linear(5, 3), nn.BatchNorm1d(3))
     copies = [amp.low_copy(p, dtype) for p, dtype in zip(model.parameters(), LOW * 2)]
-    state = {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in model.state_dict().items()}
+    state = {k: rng.standard_normal(v.shape).astype(np.asarray(v).dtype) for k, v in model.state_dict().items()}
     addresses = [c.data_ptr() for c in copies]
     model.load_state_dict(state)
     assert [c.data_ptr() for c in copies] == addresses
@@ -420,7 +420,7 @@ def test_small_net_under_bfloat16_autocast_matches_torch(rng):
     layers and the dtype checks below fail. It must not be skipped."""
     model = SmallNet(7)
     state = {k: rng.standard_normal(v.shape).astype(np.float32) * (0.1 if "bn" not in k else 0.3)
-             for k, v in model.state_dict().items() if v.dtype == np.float32 and "running" not in k}
+             for k, v in model.state_dict().items() if v.dtype == torch.float32 and "running" not in k}
     state["bn.weight"] += 1
     model.load_state_dict(state, strict=False)
     x, y = rng.standard_normal((5, 16, 6, 6)).astype(np.float32), rng.integers(0, 7, 5)

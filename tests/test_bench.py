@@ -216,7 +216,7 @@ def test_torch_quick_computes_what_tnet_computes(ieee):
 
 def test_torch_sgd_takes_caffes_steps():
     """torch.optim.SGD with the bias group at 2*lr against tnet's SGD (Caffe's rule), same gradients."""
-    state = cifar10_quick().state_dict()
+    state = {k: v.numpy() for k, v in cifar10_quick().state_dict().items()}
     net = steps.torch_quick(state)
     opt = steps.torch_sgd(net)
     model = cifar10_quick()

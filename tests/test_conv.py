@@ -388,7 +388,7 @@ def test_conv2d_module_keeps_weights_channels_last(rng, ieee):
     assert is_channels_last(nn.Conv2d(16, 32, 3, stride=2).weight.memory)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
     conv.load_state_dict({"weight": w, "bias": np.zeros(32, np.float32)})
-    assert is_channels_last(conv.weight.memory) and (conv.state_dict()["weight"] == w).all()
+    assert is_channels_last(conv.weight.memory) and (conv.state_dict()["weight"].numpy() == w).all()
     x, g = rng.standard_normal((2, 16, 5, 5)), rng.standard_normal((2, 32, 5, 5))
     wd = torch.tensor(w, dtype=torch.float64, requires_grad=True)
     tF.conv2d(torch.tensor(x), wd, None, 1, 1).backward(torch.tensor(g))

@@ -2,6 +2,7 @@
 state_dict and load_state_dict, zero_grad and requires_grad_, layers without super().__init__(),
 the containers (Sequential, ModuleList, ModuleDict), add_module, apply, to and the dtype casts,
 Parameter.data assignment; nn.utils's gradient clipping against torch.nn.utils."""
+import copy
 from collections import OrderedDict
 
 import numpy as np
@@ -87,12 +88,13 @@ def test_module_tree_matches_torch():
 
 
 def test_module_state_dict_round_trip(rng, ieee):
-    """A training step changes the running statistics; their state_dict (numpy copies) loads
-    into a fresh network, and so does torch's state_dict (tensors); eval outputs agree."""
+    """A training step changes the running statistics; a copy of its state_dict (tensors on the
+    module's memory, as torch's) loads into a fresh network, and so does torch's state_dict;
+    eval outputs agree."""
     net = Net()
     x = tnet.tensor(rng.standard_normal((3, 3, 4, 4)))
     net(x).backward(np.ones((3, 3)))
-    state = net.state_dict()
+    state = copy.deepcopy(net.state_dict())
     assert state["block.bn.num_batches_tracked"] == 1 and state["block.bn.num_batches_tracked"].shape == ()
     assert not (state["block.bn.running_mean"] == 0).all()
     net(x)
@@ -266,7 +268,7 @@ def test_sequential_container_api_matches_torch_and_still_fuses(monkeypatch, iee
     forward = nn.Conv2d.forward
     monkeypatch.setattr(nn.Conv2d, "forward", lambda self, x, relu=False, pool=None:
                         calls.append((relu, type(pool).__name__)) or forward(self, x, relu, pool))
-    ref.load_state_dict({k: torch.tensor(v) for k, v in net.state_dict().items()})
+    ref.load_state_dict({k: torch.tensor(np.asarray(v)) for k, v in net.state_dict().items()})
     x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
     assert_close(net(tnet.tensor(x)), ref(torch.tensor(x)), TOL["ieee"], "appended layers")
     assert calls == [(True, "MaxPool2d")]

@@ -183,7 +183,7 @@ def test_batch_norm_cumulative_average_counts_on_the_device(rng):
 def torch_bn(cls, tnet_module, **kwargs):
     """The torch module of class cls with the tnet module's arguments and state, in float64."""
     ref = cls(tnet_module.num_features, **kwargs).double()
-    ref.load_state_dict({k: torch.from_numpy(v) for k, v in tnet_module.state_dict().items()})
+    ref.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in tnet_module.state_dict().items()})
     return ref
 
 

@@ -14,14 +14,14 @@ def twins(rng):
     """A small tnet model with a BatchNorm and its torch twin, same weights."""
     model = nn.Sequential(nn.Linear(5, 3), nn.BatchNorm1d(3), nn.Linear(3, 2))
     ref = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2))
-    ref.load_state_dict({k: torch.tensor(v) for k, v in model.state_dict().items()})
+    ref.load_state_dict({k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()})
     return model, ref
 
 
 def perturb(model, ref, rng):
     """New weights for both, and a training forward that moves the BatchNorm's statistics."""
     state = {k: (v + rng.standard_normal(v.shape).astype(np.float32) if v.dtype == np.float32 else v)
-             for k, v in model.state_dict().items()}
+             for k, v in ((k, v.numpy()) for k, v in model.state_dict().items())}
     model.load_state_dict(state)
     ref.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
     x = rng.standard_normal((4, 5)).astype(np.float32)
@@ -189,7 +189,7 @@ def test_foreach_gradient_and_errors():
 def test_parameters_to_vector_and_back():
     model = nn.Linear(3, 2)
     ref = torch.nn.Linear(3, 2)
-    ref.load_state_dict({k: torch.tensor(v) for k, v in model.state_dict().items()})
+    ref.load_state_dict({k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()})
     vec = nn.utils.parameters_to_vector(model.parameters())
     assert_close(vec, torch.nn.utils.parameters_to_vector(ref.parameters()).detach(), 0, "parameters_to_vector")
     tnet.sum(vec * vec).backward()
