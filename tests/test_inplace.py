@@ -278,3 +278,22 @@ def test_setitem_as_torch(rng):
         m[tnet.tensor([0])] = True
     with pytest.raises(RuntimeError, match="cannot be broadcast to indexing result of shape"):
         x.detach()[0] = tnet.ones(3)
+
+
+def test_residual_add_with_grad_writes_in_place_as_torch(rng):
+    """out += shortcut on a non-leaf with grad (ResNet's residual) writes out's memory itself, one
+    kernel, and gives torch's gradients to both operands."""
+    values = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+    grads = []
+    for lib in (tnet, torch):
+        a, b, w = (lib.tensor(v, requires_grad=True) for v in values)
+        out = a * w
+        memory = out.memory if lib is tnet else out
+        before = memory.data_ptr()
+        out += b
+        out -= a
+        assert memory.data_ptr() == before
+        (out * out).sum().backward()
+        grads.append([np.asarray(t.grad.tolist()) for t in (a, b, w)])
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -24,8 +24,8 @@ from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase,
 from ..tensor import tensor as tnet_tensor
 from .copy import basic_index, is_advanced, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, addcdiv, addcmul, ceil, clamp, div, exp, floor, lerp, log, mul, neg, pow, relu, round,
-                        scaled, sigmoid, sqrt, sub, sum_to, tanh, trunc, where)
+from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, clamp, div, exp, floor, lerp, log, mul, neg, pow,
+                        relu, round, scaled, sigmoid, sqrt, sub, sum_to, tanh, trunc, where)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -97,13 +97,16 @@ def _binary(name, op, self, other, keeps_self=False, result_kind=None):
         _pw.pointwise(op.__name__, self.memory, other.memory if isinstance(other, Tensor) else other,
                       channels_last=is_channels_last(self.memory), out=self.memory)
         return inplace(self, name, lambda x: x)
+    if op in (add, sub) and other is not self and _writes_directly(self, other, recorded=True):  # out += x
+        return inplace(self, name, lambda x: add_or_sub(op.__name__, x, other, into=self.memory), (other,))
     return inplace(self, name, lambda x: op(x, x if other is self else other), (other,), keeps_self or other is self)
 
 
-def _writes_directly(self, other):
+def _writes_directly(self, other, recorded=False):
     """Whether op(self, other) may be written by the pointwise kernel straight into self's memory:
-    nothing records, self is a dense float tensor, and other a number, self itself or apart from it."""
-    if is_grad_enabled() and (self.requires_grad or needs_grad(other)[0]):
+    nothing records (or, with recorded, op's backward reads neither operand), self is a dense float
+    tensor, and other a number, self itself or apart from it."""
+    if not recorded and is_grad_enabled() and (self.requires_grad or needs_grad(other)[0]):
         return False
     if not (self.dtype in _pw.FLOATS and is_flat(self.memory)):
         return False

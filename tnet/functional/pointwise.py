@@ -21,7 +21,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import check, is_flat
+from ..kernels.launch import check, is_channels_last, is_flat
 from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors, needs_grad
 
@@ -86,18 +86,24 @@ def scaled(other, alpha):
 
 def add(input, other, *, alpha=1):
     """input + alpha * other."""
-    other = scaled(other, alpha)
-    a, b = _operands("add", input, other)
-    return _record2("add", _pw.pointwise("add", a, b), input, other, lambda g: (g.view(g.shape), g.view(g.shape)))
+    return add_or_sub("add", input, other if alpha == 1 else scaled(other, alpha))
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other."""
-    other = scaled(other, alpha)
-    a, b = _operands("sub", input, other)
+    return add_or_sub("sub", input, other if alpha == 1 else scaled(other, alpha))
+
+
+def add_or_sub(name, input, other, into=None):
+    """input + other (name "add") or input - other ("sub"), on the tape; into: a dense torch tensor
+    of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
+    as neither gradient reads the operands."""
+    a, b = _operands(name, input, other)
+    y = _pw.pointwise(name, a, b) if into is None else \
+        _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
-    return _record2("sub", _pw.pointwise("sub", a, b), input, other,
-                    lambda g: (g.view(g.shape), _pw.pointwise("neg", g) if need_b else None))
+    return _record2(name, y, input, other, lambda g: (
+        g.view(g.shape), (g.view(g.shape) if name == "add" else _pw.pointwise("neg", g)) if need_b else None))
 
 
 def mul(input, other):
