@@ -256,6 +256,14 @@ def _corner(xi, yi, W, H):
 
 
 @triton.jit
+def _first_corner(ix, iy, BILINEAR: tl.constexpr):
+    """(x0, y0): the nw corner of a bilinear point's four taps, or a nearest point's one tap."""
+    if BILINEAR:
+        return tl.floor(ix), tl.floor(iy)
+    return _round_even(ix), _round_even(iy)
+
+
+@triton.jit
 def _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD: tl.constexpr, ALIGN: tl.constexpr):
     """Image n of pixels p [BLOCK_P] and their input coordinates (ix, iy) with d/d grid (gx, gy)."""
     n = p // (OH * OW)
@@ -276,12 +284,7 @@ def grid_sample_kernel(x_ptr, g_ptr, y_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW,
     okp = p < NP
     n, ix, iy, gx, gy = _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD, ALIGN)
     yat = (n * YN + ((p // OW) % OH) * YH + (p % OW) * YW)[:, None]
-    if BILINEAR:
-        x0 = tl.floor(ix)
-        y0 = tl.floor(iy)
-    else:
-        x0 = _round_even(ix)
-        y0 = _round_even(iy)
+    x0, y0 = _first_corner(ix, iy, BILINEAR)
     for c0 in range(0, C, BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)[None, :]
         ok = okp[:, None] & (c < C)
@@ -317,12 +320,7 @@ def grid_sample_backward_kernel(dy_ptr, x_ptr, g_ptr, dx_ptr, dg_ptr, NP, C, H, 
     okp = p < NP
     n, ix, iy, gx, gy = _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD, ALIGN)
     yat = (n * YN + ((p // OW) % OH) * YH + (p % OW) * YW)[:, None]
-    if BILINEAR:
-        x0 = tl.floor(ix)
-        y0 = tl.floor(iy)
-    else:
-        x0 = _round_even(ix)
-        y0 = _round_even(iy)
+    x0, y0 = _first_corner(ix, iy, BILINEAR)
     fx = ix - x0
     fy = iy - y0
     sx = tl.zeros((BLOCK_P,), tl.float32)
