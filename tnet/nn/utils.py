@@ -115,6 +115,16 @@ def _own_hook(module, kind, name):
     return next(((k, h) for k, h in hooks.items() if isinstance(h, kind) and h.name == name), None)
 
 
+def _remove_hook(module, kind, name, what):
+    """Take module's reparametrization `what` (its pre-hook of class kind) of `name` away, as torch's."""
+    found = _own_hook(module, kind, name)
+    if found is None:
+        raise ValueError(f"{what} of '{name}' not found in {module}")
+    found[1].remove(module)
+    del module._forward_pre_hooks[found[0]]
+    return module
+
+
 def norm_except_dim(v, pow=2, dim=0):
     """torch.norm_except_dim: the pow-norm of v over every dim but dim, keeping v's number of dims
     (dim -1: over all of v, a 0-d tensor, as torch's)."""
@@ -165,12 +175,7 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Undo weight_norm: `name` a parameter again, holding the current g * v / ||v||."""
-    found = _own_hook(module, WeightNorm, name)
-    if found is None:
-        raise ValueError(f"weight_norm of '{name}' not found in {module}")
-    found[1].remove(module)
-    del module._forward_pre_hooks[found[0]]
-    return module
+    return _remove_hook(module, WeightNorm, name, "weight_norm")
 
 
 class SpectralNorm:
@@ -245,12 +250,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Undo spectral_norm: `name` a parameter again, holding name_orig / sigma (no power iteration)."""
-    found = _own_hook(module, SpectralNorm, name)
-    if found is None:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
-    found[1].remove(module)
-    del module._forward_pre_hooks[found[0]]
-    return module
+    return _remove_hook(module, SpectralNorm, name, "spectral_norm")
 
 
 def parameters_to_vector(parameters):
