@@ -86,16 +86,24 @@ def _sgd(p, g, buf_ptr, offs, mask, h, step, lr):
 
 
 @triton.jit
-def _adam(p, g, m_ptr, v_ptr, vmax_ptr, offs, mask, h, step, lr):
-    """torch.optim.Adam on one block (AdamW's decay is applied before): returns the new p and stores
-    exp_avg m, exp_avg_sq v, and with amsgrad (vmax_ptr not None) max_exp_avg_sq."""
-    # 1 - beta comes from the host in float64: 1 - float32(0.999) would be 1.3e-5 off.
+def _moments(g, m_ptr, v_ptr, offs, mask, h):
+    """Adam's two moments (exp_avg m, exp_avg_sq v), updated and stored: their rule for Adam, NAdam
+    and RAdam, with 1 - beta1 and 1 - beta2 at h[4] and h[5]."""
     m = _load(m_ptr, offs, mask)
     m = m + tl.load(h + 4) * (g - m)
     v = _load(v_ptr, offs, mask)
     v = v + tl.load(h + 5) * (g * g - v)
     _store(m_ptr, offs, mask, m)
     _store(v_ptr, offs, mask, v)
+    return m, v
+
+
+@triton.jit
+def _adam(p, g, m_ptr, v_ptr, vmax_ptr, offs, mask, h, step, lr):
+    """torch.optim.Adam on one block (AdamW's decay is applied before): returns the new p and stores
+    exp_avg m, exp_avg_sq v, and with amsgrad (vmax_ptr not None) max_exp_avg_sq."""
+    # 1 - beta comes from the host in float64: 1 - float32(0.999) would be 1.3e-5 off.
+    m, v = _moments(g, m_ptr, v_ptr, offs, mask, h)
     if vmax_ptr is not None:
         v = tl.maximum(_load(vmax_ptr, offs, mask), v, propagate_nan=tl.PropagateNan.ALL)
         _store(vmax_ptr, offs, mask, v)
@@ -155,12 +163,7 @@ def _nadam_mu(h, step):
 @triton.jit
 def _nadam(p, g, m_ptr, v_ptr, mu_product_ptr, offs, mask, h, step, lr):
     """torch.optim.NAdam on one block; mu_product (one element) is already this step's (nadam_clock_kernel)."""
-    m = _load(m_ptr, offs, mask)
-    m = m + tl.load(h + 4) * (g - m)
-    v = _load(v_ptr, offs, mask)
-    v = v + tl.load(h + 5) * (g * g - v)
-    _store(m_ptr, offs, mask, m)
-    _store(v_ptr, offs, mask, v)
+    m, v = _moments(g, m_ptr, v_ptr, offs, mask, h)
     denom = tl.sqrt(v / _one_minus_exp(step * tl.load(h + 6))) + tl.load(h + 7)
     mu, mu_next = _nadam_mu(h, step), _nadam_mu(h, step + 1)
     mu_product = tl.load(mu_product_ptr)
@@ -186,12 +189,7 @@ def _radam_rho(step, log_beta2, rho_inf):
 @triton.jit
 def _radam(p, g, m_ptr, v_ptr, offs, mask, h, step, lr):
     """torch.optim.RAdam on one block: Adam's update, rectified, where rho_t > 5; momentum alone before."""
-    m = _load(m_ptr, offs, mask)
-    m = m + tl.load(h + 4) * (g - m)
-    v = _load(v_ptr, offs, mask)
-    v = v + tl.load(h + 5) * (g * g - v)
-    _store(m_ptr, offs, mask, m)
-    _store(v_ptr, offs, mask, v)
+    m, v = _moments(g, m_ptr, v_ptr, offs, mask, h)
     rho_inf = tl.load(h + 9)
     rho = _radam_rho(step, tl.load(h + 7), rho_inf)
     rect = tl.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
