@@ -308,7 +308,21 @@ class CosineAnnealingLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _Composite(LRScheduler):
+    """A scheduler of schedulers (self._schedulers): its state holds theirs, as torch's."""
+
+    def state_dict(self):
+        state = {key: value for key, value in vars(self).items() if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        vars(self).update({k: v for k, v in state_dict.items() if k != "_schedulers"})
+        for scheduler, state in zip(self._schedulers, state_dict["_schedulers"]):
+            scheduler.load_state_dict(state)
+
+
+class SequentialLR(_Composite):
     """schedulers[i] from epoch milestones[i - 1] on (each restarted at its milestone), as torch's."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
@@ -351,16 +365,6 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
-
-    def state_dict(self):
-        state = {key: value for key, value in vars(self).items() if key not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        vars(self).update({k: v for k, v in state_dict.items() if k != "_schedulers"})
-        for scheduler, state in zip(self._schedulers, state_dict["_schedulers"]):
-            scheduler.load_state_dict(state)
 
 
 class OneCycleLR(LRScheduler):
@@ -668,7 +672,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_custom.__dict__.update(fn)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_Composite):
     """Every scheduler's step() at each step(), in order (their factors multiply), as torch's."""
 
     def __init__(self, schedulers, optimizer=None):
@@ -694,12 +698,3 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
 
-    def state_dict(self):
-        state = {key: value for key, value in vars(self).items() if key not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        vars(self).update({k: v for k, v in state_dict.items() if k != "_schedulers"})
-        for scheduler, state in zip(self._schedulers, state_dict["_schedulers"]):
-            scheduler.load_state_dict(state)
