@@ -139,7 +139,7 @@ def test_in_place_errors_as_torch():
         v.sum().backward()
 
 
-def test_manual_sgd_and_weight_init_under_no_grad_as_torch(rng):
+def test_manual_sgd_and_weight_init_under_no_grad_as_torch(rng, ieee):
     w0, x0, t0 = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
     w = nn.Parameter(w0)
     wr = torch.tensor(w0, requires_grad=True)

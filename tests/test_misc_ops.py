@@ -29,7 +29,7 @@ def T(x, grad=False):
 
 def same(out, ref, what=""):
     """Exactly torch's values (NaN where torch's, signed zeros equal), dtype and shape."""
-    out = out.memory if isinstance(out, tnet.Tensor) else out
+    out = (out.memory if isinstance(out, tnet.Tensor) else out).cpu()
     assert out.dtype == ref.dtype and tuple(out.shape) == tuple(ref.shape), f"{what}: {out.dtype} {tuple(out.shape)}"
     assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.nan_to_num(), ref.nan_to_num()), \
         f"{what}: {out.tolist()} vs {ref.tolist()}"
@@ -37,7 +37,7 @@ def same(out, ref, what=""):
 
 def close(out, ref, what="", tol=2e-6):
     """torch's values within tol (relative to each element, absolute near 0), NaN and inf where torch's."""
-    out = out.memory if isinstance(out, tnet.Tensor) else out
+    out = (out.memory if isinstance(out, tnet.Tensor) else out).cpu()
     assert out.dtype == ref.dtype and tuple(out.shape) == tuple(ref.shape), f"{what}: {out.dtype} {tuple(out.shape)}"
     assert torch.allclose(out, ref, rtol=tol, atol=tol, equal_nan=True), f"{what}: {out.tolist()} vs {ref.tolist()}"
 

@@ -15,14 +15,16 @@ TF = torch.nn.functional
 
 
 def test_max_pool2d_indices_and_unpool_as_torch(rng):
-    # windows that do not overlap: unpooling an index held twice writes one of the two, in no fixed
-    # order (torch's documented nondeterminism)
+    # unpooling only where windows do not overlap: an index held twice writes one of the two, in no
+    # fixed order (torch's documented nondeterminism; the GPU's order differs from the interpreter's)
     for shape, k, s, p, ceil, cl in (((2, 3, 7, 9), 3, 2, 1, False, False), ((3, 6, 5), (2, 3), (2, 3), (1, 1), True, False),
                                      ((1, 16, 5, 6), 2, None, 0, False, True)):
         x, xr = leaf(rng, *shape, channels_last=cl)
         y, i = F.max_pool2d(x, k, s, p, ceil_mode=ceil, return_indices=True)
         yr, ir = TF.max_pool2d(xr, k, s, p, ceil_mode=ceil, return_indices=True)
         assert i.dtype == torch.int64 and np.array_equal(i.numpy(), ir.numpy()), shape
+        if np.any(np.broadcast_to(k, 2) > np.broadcast_to(k if s is None else s, 2)):
+            continue
         u, ur = leaf(rng, *y.shape)
         size = shape[-2:]  # the input's: the default size can be smaller where windows stick out
         check(lambda a: F.max_unpool2d(a, i, k, s, p, output_size=size),
@@ -62,7 +64,7 @@ def _copy_linear(lib, w, b):
     return m
 
 
-def test_weight_norm_as_torch(rng):
+def test_weight_norm_as_torch(rng, ieee):
     w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal((5, 3))
     for dim in (0, 1, None):
         t, r = _copy_linear(tnet, w, b), _copy_linear(torch, w, b)
@@ -88,7 +90,7 @@ def test_weight_norm_as_torch(rng):
         nn.utils.remove_weight_norm(t)
 
 
-def test_spectral_norm_as_torch(rng):
+def test_spectral_norm_as_torch(rng, ieee):
     w = rng.standard_normal((3, 2, 3, 3))
     t, r = nn.Conv2d(2, 3, 3), torch.nn.Conv2d(2, 3, 3).double()
     t.weight.data, r.weight.data = tnet.tensor(w), torch.tensor(w)

@@ -51,7 +51,7 @@ def compare(ours, theirs, inputs, rng, call=lambda m, x, *h: m(x, *h)):
         assert_close(p.grad, grads[name].grad, TOL["ieee"], f"gradient of {name}")
 
 
-def test_lstm_two_layers_bidirectional_batch_first(rng):
+def test_lstm_two_layers_bidirectional_batch_first(rng, ieee):
     ours, theirs = twins(nn.LSTM(I, H, 2, batch_first=True, bidirectional=True, dropout=0.3),
                          torch.nn.LSTM(I, H, 2, batch_first=True, bidirectional=True, dropout=0.3))
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
@@ -60,7 +60,7 @@ def test_lstm_two_layers_bidirectional_batch_first(rng):
     compare(ours, theirs, [x, (h0, c0)], rng)
 
 
-def test_gru_two_layers_and_rnn_relu_bidirectional_unbatched(rng):
+def test_gru_two_layers_and_rnn_relu_bidirectional_unbatched(rng, ieee):
     ours, theirs = twins(nn.GRU(I, H, 2), torch.nn.GRU(I, H, 2))
     compare(ours, theirs, [pair(rng, 3, B, I), pair(rng, 2, B, H)], rng)  # T=3: the slow interpreter
     ours, theirs = twins(nn.RNN(I, H, 1, "relu", bidirectional=True),
@@ -70,7 +70,7 @@ def test_gru_two_layers_and_rnn_relu_bidirectional_unbatched(rng):
     compare(ours, theirs, [pair(rng, 2, B, I)], rng)  # h0 zeros
 
 
-def test_cells_batched_and_unbatched(rng):
+def test_cells_batched_and_unbatched(rng, ieee):
     for kind, args in (("RNNCell", ("relu",)), ("LSTMCell", ()), ("GRUCell", ())):
         ours, theirs = twins(getattr(nn, kind)(I, H, True, *args), getattr(torch.nn, kind)(I, H, True, *args))
         assert list(ours.state_dict()) == ["weight_ih", "weight_hh", "bias_ih", "bias_hh"]

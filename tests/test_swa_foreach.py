@@ -30,7 +30,7 @@ def perturb(model, ref, rng):
 
 
 @pytest.mark.parametrize("kind", ["swa", "ema_multi", "ema_avg_fn"])
-def test_averaged_model_matches_torch(kind):
+def test_averaged_model_matches_torch(kind, ieee):
     rng = np.random.default_rng(0)
     model, ref = twins(rng)
     make = {"swa": lambda su: {},
@@ -101,7 +101,7 @@ def test_swalr_errors():
         swa_utils.SWALR(opt, swa_lr=[0.1, 0.2])
 
 
-def test_update_bn_matches_torch():
+def test_update_bn_matches_torch(ieee):
     rng = np.random.default_rng(1)
     model, ref = twins(rng)
     model[1].momentum = ref[1].momentum = 0.3

@@ -169,12 +169,12 @@ def _floor_divide(a, b):
     from (a - fmod(a, b)) / b (exact where floor(a / b) would round), IEEE a / b where b is 0."""
     if a.dtype.is_floating():
         mod = a % b
-        q = (a - mod) / b
+        q = tl.div_rn(a - mod, b)
         q = tl.where((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), q - 1.0, q)
         f = tl.floor(q)
         f = tl.where(q - f > 0.5, f + 1.0, f)
-        f = tl.where(q == 0.0, 0.0 * (a / b), f)
-        y = tl.where(b == 0.0, a / b, f)
+        f = tl.where(q == 0.0, 0.0 * tl.div_rn(a, b), f)
+        y = tl.where(b == 0.0, tl.div_rn(a, b), f)
     else:
         r = a % b
         y = tl.where((r != 0) & ((r < 0) != (b < 0)), a // b - 1, a // b)
@@ -190,8 +190,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a - b
     elif OP == "mul":
         y = a * b
-    elif OP == "div":
-        y = a / b
+    elif OP == "div":  # IEEE-rounded as torch's (the GPU's `/` on fp32 is approximate)
+        y = tl.div_rn(a, b)
     elif OP == "neg":
         y = -a
     elif OP == "exp":
