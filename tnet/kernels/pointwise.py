@@ -21,7 +21,9 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
+from .._device import INTERPRET
 from .autotune import autotune
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
@@ -58,6 +60,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "atan": 1, "atan2": 2, "hypot": 2, "logaddexp": 2, "xlogy": 2, "logit": 1,
          "sinh_backward": 2, "cosh_backward": 2, "asin_backward": 2, "acos_backward": 2, "atan_backward": 2,
          "atan2_backward": 4, "logaddexp_backward": 3, "xlogy_backward": 3, "logit_backward": 4}
+_INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
 INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
@@ -152,14 +155,19 @@ def _atan2(y, x):
 
 @triton.jit
 def _fmod(a, b):
-    """C's fmod (integers: C's %): the remainder of a / b truncated, the sign of a."""
-    return a % b
+    """C's fmod (integers: C's %): the remainder of a / b truncated, the sign of a. On the GPU,
+    floats take libdevice's exact fmodf: Triton's float `%` there is a - b trunc(a / b), which
+    loses digits and gives NaN for fmod(x, inf)."""
+    if a.dtype.is_floating() and not _INTERPRET:
+        return libdevice.fmod(a, b)
+    else:
+        return a % b
 
 
 @triton.jit
 def _remainder(a, b):
     """Python's %: fmod moved by b where its sign differs from b's (torch.remainder)."""
-    r = a % b
+    r = _fmod(a, b)
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
@@ -168,7 +176,7 @@ def _floor_divide(a, b):
     """floor(a / b) as torch's div(rounding_mode="floor"): for floats c10's div_floor_floating,
     from (a - fmod(a, b)) / b (exact where floor(a / b) would round), IEEE a / b where b is 0."""
     if a.dtype.is_floating():
-        mod = a % b
+        mod = _fmod(a, b)
         q = tl.div_rn(a - mod, b)
         q = tl.where((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), q - 1.0, q)
         f = tl.floor(q)
