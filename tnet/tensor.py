@@ -344,7 +344,8 @@ class Tensor:
             if t._entry is not None and id(t) not in seen:
                 seen.add(id(t))
                 entries.append(t)
-                t._entry.inputs = _inputs_then(t, t._entry)
+                if _rebased[0]:
+                    t._entry.inputs = _inputs_then(t, t._entry)
                 stack.extend(x for x in t._entry.inputs if x.requires_grad)
         grads = {id(self): grad}
         for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
@@ -387,6 +388,9 @@ def memory_root(data):
     return data if data._base is None else data._base
 
 
+_rebased = [False]  # whether any tensor was ever rebased: until then backward skips _inputs_then
+
+
 def _inputs_then(t, entry):
     """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
     op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
@@ -409,6 +413,7 @@ def rebase(t, old, out):
     before the write), takes out's place in the graph, as torch's rebase_history: entries
     recorded before read old instead (_inputs_then)."""
     t.__dict__.setdefault("_past", []).append((out._entry.seq, old))
+    _rebased[0] = True
     t._entry, t.requires_grad = out._entry, True
 
 

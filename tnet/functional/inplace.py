@@ -86,13 +86,16 @@ def _check_result(name, self, kind):
 
 def _binary(name, op, self, other, keeps_self=False, result_kind=None):
     """self = op(self, other), other a tnet.Tensor or a Python number broadcast to self."""
-    check(isinstance(other, (Tensor, numbers.Real)),
-          lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
     if isinstance(other, Tensor):
-        shape = _pw.broadcast_shape(name, self.shape, other.shape)
-        check(shape == self.shape,
-              lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
-    _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
+        if other.shape != self.shape:
+            shape = _pw.broadcast_shape(name, self.shape, other.shape)
+            check(shape == self.shape,
+                  lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+    else:
+        check(isinstance(other, numbers.Real),
+              lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
+    if not self.memory.is_floating_point():  # a float self takes any result
+        _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
     if _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
         _pw.pointwise(op.__name__, self.memory, other.memory if isinstance(other, Tensor) else other,
                       channels_last=is_channels_last(self.memory), out=self.memory)

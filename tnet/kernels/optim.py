@@ -544,7 +544,12 @@ def _shaped(rule, bufs):
 
 
 def _update_ok(rule, p, g, bufs, lows, hyper, step):
-    """_check_update's conditions as one expression: the common case, cheaply."""
+    """_check_update's conditions as one expression: the common case (every slot a buffer shaped
+    as p), cheaply."""
+    if len(bufs) == REQUIRED[rule] and rule not in SCALAR_SLOT:
+        return (all(b is not None and b.dtype == p.dtype for b in bufs) and laid_alike(p, g, *bufs, *lows)
+                and hyper.shape == (len(HYPER[rule]),) and hyper.dtype == torch.float32 and hyper.device == p.device
+                and step.numel() == 1 and step.dtype == torch.float32 and step.device == p.device)
     shaped = _shaped(rule, bufs)
     return (_slots_ok(rule, bufs)
             and laid_alike(p, g, *shaped, *lows) and all(b.dtype == p.dtype for b in shaped)

@@ -87,6 +87,7 @@ class Module:
     training = True
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
     _compute_dtype = None  # float16 or bfloat16 after .half() or .bfloat16(): the forward runs under autocast
+    _hooked = False  # True once a hook was registered on this module (_add_hook): __call__ looks for them
 
     def __init__(self):
         self.training = True
@@ -96,6 +97,8 @@ class Module:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
+        if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
+            return self.forward(*args, **kwargs)
         pre = self.__dict__.get("_forward_pre_hooks")
         for hook in list(pre.values()) if pre else ():
             changed = hook(self, args)
@@ -163,28 +166,32 @@ class Module:
         outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
         return outs if isinstance(out, tuple) else outs[0]
 
+    def _add_hook(self, attribute, hook):
+        self._hooked = True
+        return add_hook(self, attribute, hook)
+
     def register_full_backward_hook(self, hook):
         """hook(module, grad_input, grad_output) once the gradients of the module's positional tensor
         inputs are computed, as torch's: tuples with None for non-tensors and tensors that need no
         gradient; a returned tuple replaces grad_input. Returns a handle whose remove() takes it away.
         Difference: where a call has several tensor inputs (outputs) that need gradients and the
         backward does not reach the first, its gradient shows as zeros, not None (tensor.gate)."""
-        return add_hook(self, "_backward_hooks", hook)
+        return self._add_hook("_backward_hooks", hook)
 
     def register_full_backward_pre_hook(self, hook):
         """hook(module, grad_output) once the gradients of the module's outputs are computed, before
         they go on into the module, as torch's; a returned tuple replaces grad_output."""
-        return add_hook(self, "_backward_pre_hooks", hook)
+        return self._add_hook("_backward_pre_hooks", hook)
 
     def register_forward_pre_hook(self, hook):
         """hook(module, args) before each forward; a returned value replaces the arguments (a tuple,
         or one value), as torch's. Returns a handle whose remove() takes it away."""
-        return add_hook(self, "_forward_pre_hooks", hook)
+        return self._add_hook("_forward_pre_hooks", hook)
 
     def register_forward_hook(self, hook):
         """hook(module, args, output) after each forward; a returned value replaces the output, as
         torch's (keyword arguments are not passed to hooks). Returns a handle with remove()."""
-        return add_hook(self, "_forward_hooks", hook)
+        return self._add_hook("_forward_hooks", hook)
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
