@@ -9,7 +9,8 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
-from helpers import TOL, check, leaf
+from helpers import CONFIG_DTYPES, TOL, check, config_indices, leaf, only_ith_config, tol_for
+from tnet.kernels import resample
 
 TF = torch.nn.functional
 
@@ -86,3 +87,25 @@ def test_affine_grid_sample_as_torch(rng):
         F.affine_grid(tnet.randn(2, 3, 3), (2, 3, 4, 6))
     with pytest.raises(ValueError, match="padding_mode"):
         F.grid_sample(tnet.randn(1, 1, 2, 2), tnet.randn(1, 2, 2, 2), padding_mode="wrap")
+
+
+RESAMPLE_KERNELS = (resample.resample_axis_kernel, resample.grid_sample_kernel)
+
+
+@pytest.mark.parametrize("i", config_indices(RESAMPLE_KERNELS))
+def test_resample_every_config(rng, i, monkeypatch):
+    """Each tile config of the resampling kernels alone (on the GPU the other tests run only the
+    first, TNET_AUTOTUNE=0), in every storage dtype: bilinear and bicubic interpolation, and
+    grid_sample (its grid's gradient in fp32 only: 16-bit points move by a whole rounding step)."""
+    only_ith_config(monkeypatch, RESAMPLE_KERNELS, i)
+    for dtype in CONFIG_DTYPES:
+        tol = tol_for(dtype)
+        for kw in (dict(size=(8, 11), mode="bilinear"), dict(scale_factor=1.5, mode="bicubic", align_corners=True)):
+            x, xr = leaf(rng, 2, 3, 5, 7, dtype=dtype)
+            check(lambda a: F.interpolate(a, **kw), lambda a: TF.interpolate(a, **kw), [(x, xr)], rng, tol)
+        x, xr = leaf(rng, 2, 3, 5, 7, channels_last=True, dtype=dtype)
+        g, gr = leaf(rng, 2, 4, 6, 2, values=rng.uniform(-1.4, 1.4, (2, 4, 6, 2)), dtype=dtype)
+        if dtype != torch.float32:
+            g.requires_grad, gr.requires_grad = False, False
+        check(lambda a, b: F.grid_sample(a, b, align_corners=False),
+              lambda a, b: TF.grid_sample(a, b, align_corners=False), [(x, xr), (g, gr)], rng, tol)
