@@ -1,4 +1,5 @@
-"""torch.autograd's names that old training scripts use."""
+"""torch.autograd's functions and the names that old training scripts use."""
+from .tensor import Tensor, run_backward
 
 
 def Variable(tensor, requires_grad=False, volatile=False):
@@ -7,3 +8,48 @@ def Variable(tensor, requires_grad=False, volatile=False):
     if requires_grad:
         tensor.requires_grad = True
     return tensor
+
+
+def _tensors(v):
+    return (v,) if isinstance(v, Tensor) else tuple(v)
+
+
+def _seeds(given, n):
+    given = (None,) * n if given is None else _tensors(given) if isinstance(given, Tensor) else tuple(given)
+    if len(given) != n:
+        raise RuntimeError(f"grad_tensors has {len(given)} tensors, expected {n}")
+    return given
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """torch.autograd.backward: the gradients of tensors (seeded by grad_tensors, ones for
+    one-element tensors where None) accumulated into the leaves' .grad (only inputs', where given)."""
+    tensors = _tensors(tensors)
+    run_backward(tensors, _seeds(grad_tensors, len(tensors)), retain_graph, create_graph,
+                 None if inputs is None else _tensors(inputs))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         is_grads_batched=False, materialize_grads=False):
+    """torch.autograd.grad: the gradients of outputs (seeded by grad_outputs) with respect to inputs
+    (leaves or not), as a tuple, without touching any .grad. An input that no path reaches raises,
+    unless allow_unused (None in its place) or materialize_grads (zeros). Not supported:
+    create_graph (higher-order gradients) and is_grads_batched."""
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
+    outputs, inputs = _tensors(outputs), _tensors(inputs)
+    for x in inputs:
+        if not x.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    found = run_backward(outputs, _seeds(grad_outputs, len(outputs)), retain_graph, create_graph, inputs,
+                         accumulate=False)
+    out = []
+    for x, g in zip(inputs, found):
+        if g is None and materialize_grads:
+            out.append(x.new_zeros(x.shape))
+        elif g is None and not allow_unused:
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
+        else:
+            out.append(None if g is None else Tensor(g))
+    return tuple(out)

@@ -319,67 +319,103 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         return add_hook(self, "_hooks", hook)
 
-    def backward(self, grad=None):
-        """Accumulate d(self)/d(leaf) * grad into every leaf's .grad that requires it. grad (any
-        array, cast to self's dtype) may be omitted for a one-element self: then ones."""
-        if not self.requires_grad:
-            raise RuntimeError("backward: this tensor does not require grad (no input did, or it was made under no_grad)")
-        if grad is None:
-            if self.memory.numel() != 1:
-                raise ValueError(f"backward: grad can be omitted only for a scalar, this tensor is {self.shape}")
-            grad = torch.ones_like(self.memory)
-        else:
-            grad = as_storage(grad, self.dtype)
-            if tuple(grad.shape) != self.shape:
-                raise ValueError(f"backward: grad is {tuple(grad.shape)} but the tensor is {self.shape}")
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad that requires it, as torch's
+        (gradient: any array, cast to self's dtype; omitted for a one-element self: ones). The graph
+        is freed after, unless retain_graph. inputs: the leaves to accumulate into, the others are
+        left alone. create_graph (a differentiable backward) is not supported."""
+        run_backward((self,), (gradient,), retain_graph, create_graph, inputs, accumulate=True)
 
-        if self._entry is None:  # a leaf: its own gradient is the seed
-            _accumulate_leaf(self, grad)
-            _run_callbacks()
-            return
-        # The part of the tape this tensor depends on, found without recursion.
-        entries, stack, seen = [], [self], set()
-        while stack:
-            t = stack.pop()
-            if t._entry is not None and id(t) not in seen:
-                seen.add(id(t))
-                entries.append(t)
-                if _rebased[0]:
-                    t._entry.inputs = _inputs_then(t, t._entry)
-                stack.extend(x for x in t._entry.inputs if x.requires_grad)
-        grads = {id(self): grad}
-        for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
-            g = grads.pop(id(t), None)
-            entry = t._entry
-            if entry.backward is None:
-                raise RuntimeError("backward: this part of the graph was already freed by an earlier backward()")
-            if g is not None:
-                entry.check_versions()
-                g = in_layout(g, t.memory)
-                if "_hooks" in t.__dict__:
-                    g = in_layout(_hooked_grad(t, g), t.memory)
-                if "_retains_grad" in t.__dict__:  # retain_grad(): a copy, as the tape passes g on
-                    if t.grad is None:
-                        t.grad = Tensor(g.clone())
-                    else:
-                        add_(t.grad.memory, g)
-                timer = _backward_timer[0]
-                gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
-                for x, gx in zip(entry.inputs, gxs):
-                    if gx is None or not x.requires_grad:
-                        continue
-                    assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
-                    if gx.dtype != x.dtype:
-                        gx = copy_(empty_in_layout(x.memory), gx)
-                    if x._entry is None:
-                        _accumulate_leaf(x, gx)
-                    elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
-                        grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
-                    else:
-                        grads[id(x)] = gx
+
+
+def _seed(t, g):
+    """The gradient that starts a backward at t: g as t's dtype, or ones for a one-element t."""
+    if not t.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if g is None:
+        if t.memory.numel() != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs, this tensor is {t.shape}")
+        return torch.ones_like(t.memory)
+    g = as_storage(g, t.dtype)
+    if tuple(g.shape) != t.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(g.shape)} and output has a "
+                           f"shape of {t.shape}")
+    return g
+
+
+def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=None, accumulate=True):
+    """The tape's backward from roots (tensors) with their seeds (gradients, None for ones). With
+    accumulate, each leaf's gradient goes into its .grad (only the leaves among inputs, where
+    given); else the gradients of inputs (leaves or not) are returned, in inputs' order (None where
+    no path reaches one), and no .grad changes, as torch.autograd.grad."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True: tnet's backward is not itself recorded (no higher-order "
+                                  "gradients)")
+    grads = {}
+    for t, g in zip(roots, seeds):
+        g = _seed(t, g)
+        grads[id(t)] = g if id(t) not in grads else pointwise("add", grads[id(t)], g)
+    wanted = None if inputs is None else {id(x): x for x in inputs}
+    captured = {}
+
+    def arrive(x, g):
+        """x's gradient g, complete (a leaf's: one more part of it)."""
+        if wanted is not None and id(x) in wanted and not accumulate:
+            captured[id(x)] = g if id(x) not in captured else pointwise("add", captured[id(x)], in_layout(g, captured[id(x)]))
+        elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
+            _accumulate_leaf(x, g)  # a leaf's .grad, or (backward(inputs=)) any given tensor's
+
+    # The part of the tape the roots depend on, found without recursion.
+    entries, stack, seen = [], list(roots), set()
+    while stack:
+        t = stack.pop()
+        if t._entry is not None and id(t) not in seen:
+            seen.add(id(t))
+            entries.append(t)
+            if _rebased[0]:
+                t._entry.inputs = _inputs_then(t, t._entry)
+            stack.extend(x for x in t._entry.inputs if x.requires_grad)
+    for t in roots:
+        if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
+            arrive(t, grads.pop(id(t)))
+    for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
+        g = grads.pop(id(t), None)
+        entry = t._entry
+        if entry.backward is None:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved tensors "
+                               "after they have already been freed); specify retain_graph=True the first time")
+        if g is not None:
+            entry.check_versions()
+            g = in_layout(g, t.memory)
+            if "_hooks" in t.__dict__:
+                g = in_layout(_hooked_grad(t, g), t.memory)
+            if "_retains_grad" in t.__dict__ and accumulate:  # retain_grad(): a copy, as the tape passes g on
+                if t.grad is None:
+                    t.grad = Tensor(g.clone())
+                else:
+                    add_(t.grad.memory, g)
+            if wanted is not None and id(t) in wanted:
+                arrive(t, g)
+            timer = _backward_timer[0]
+            gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
+            for x, gx in zip(entry.inputs, gxs):
+                if gx is None or not x.requires_grad:
+                    continue
+                assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
+                if gx.dtype != x.dtype:
+                    gx = copy_(empty_in_layout(x.memory), gx)
+                if x._entry is None:
+                    arrive(x, gx)
+                elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
+                    grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
+                else:
+                    grads[id(x)] = gx
+        if not retain_graph:
             entry.backward = None  # frees what the closure saved
             entry.inputs = entry.saved = ()
-        _run_callbacks()
+    _run_callbacks()
+    if not accumulate:
+        return [captured.get(id(x)) for x in inputs]
 
 
 def memory_root(data):
