@@ -47,8 +47,8 @@ def _operands(name, input, other):
     check(isinstance(input, Tensor) or isinstance(other, Tensor),
           lambda: f"{name}: input or other must be a tnet.Tensor")
     # ints stay ints: integer arithmetic where every operand is an integer, as torch's
-    return [v.memory if isinstance(v, Tensor) else int(v) if isinstance(v, numbers.Integral) else float(v)
-            for v in (input, other)]
+    return [v.memory if isinstance(v, Tensor) else v if isinstance(v, bool) else int(v)
+            if isinstance(v, numbers.Integral) else float(v) for v in (input, other)]
 
 
 def sum_to(g, x):

@@ -1,6 +1,8 @@
 """Softmax, log-softmax, cross-entropy and the negative log-likelihood (kernels/softmax.py), in
 fp32. The kernels take rows: the op's dim is moved last (a view where the memory allows, as
 for dim 1 of a channels-last activation, else a copy)."""
+import math
+
 import torch
 
 from ..amp import is_autocast_enabled
@@ -26,7 +28,8 @@ def _rows(name, x, dim, dtype):
     d = dim_index(dim, x.ndim)
     X = x.memory.reshape(1) if x.ndim == 0 else x.memory
     moved = X.movedim(d, -1)
-    return x, moved.contiguous().view(-1, moved.shape[-1]), moved.shape, d
+    rows = math.prod(moved.shape[:-1])  # not view(-1, C): C may be 0
+    return x, moved.contiguous().view(rows, moved.shape[-1]), moved.shape, d
 
 
 def _back(rows, moved_shape, d, like):

@@ -74,6 +74,8 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
 
 def _overlaps(x):
     """Whether two elements of x share memory (an expanded view): then writes would race."""
+    if x.numel() == 0:
+        return False
     span = 0  # the farthest element reachable through the smaller strides
     for stride, size in sorted((abs(st), s) for s, st in zip(x.shape, x.stride()) if s > 1):
         if stride <= span:

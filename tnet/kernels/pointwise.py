@@ -589,6 +589,8 @@ def _out_dtype(op, operands, integer):
     tensors = [x for x in values if isinstance(x, torch.Tensor)]
     if integer:
         dtypes = {x.dtype for x in tensors}
+        if dtypes == {torch.bool} and any(type(x) is int for x in values):  # bool tensor + 2: int64
+            return torch.int64
         return dtypes.pop() if len(dtypes) == 1 else torch.int64
     floats = [x for x in tensors if x.dtype in FLOATS]
     return result_type(floats) if floats else torch.float32

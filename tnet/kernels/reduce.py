@@ -178,7 +178,9 @@ def memory_order(x):
 
 def is_dense(x):
     """Whether x's elements fill its memory without gaps or overlaps, in some axis order
-    (contiguous, channels-last, a transposed matrix...)."""
+    (contiguous, channels-last, a transposed matrix...); an empty x always (torch gives any strides)."""
+    if x.numel() == 0:
+        return True
     expected = 1
     for d in reversed(memory_order(x)):
         if x.shape[d] != 1:
