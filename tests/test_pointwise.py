@@ -199,7 +199,7 @@ def test_bad_input(rng):
              (lambda: F.max(x, (0, 1)), "dim must be an int or None"),
              (lambda: F.argmax(x, -3), "out of range"),
              (lambda: F.gelu(x, "fast"), "approximate must be 'none' or 'tanh'"),
-             (lambda: F.pow(x, x), "exponent must be a Python number"),
+             (lambda: F.pow(x, "2"), "exponent must be a tnet.Tensor or a Python number"),
              (lambda: F.mse_loss(x, x, "avg"), "not a valid value for reduction"),
              (lambda: F.exp(np.ones(3)), "must be a tnet.Tensor"),
              (lambda: F.mean(tnet.tensor(np.ones(3, dtype=np.int64))), "could not infer output dtype"),
@@ -390,3 +390,19 @@ def test_maximum_and_minimum_as_torch(rng):
         ok = ~np.isnan(expected.detach().numpy())
         np.testing.assert_allclose(out.numpy()[ok], expected.detach().numpy()[ok], rtol=1e-6)
     assert tnet.maximum(tnet.tensor([1, 5]), tnet.tensor([3, 2])).tolist() == [3, 5]
+
+
+def test_pow_tensor_exponent_as_torch(rng):
+    """x ** e for two tensors (broadcast) and 2 ** e, values and both gradients; at x == 0 and
+    negative x, torch's values (inf, NaN) and its zero exponent gradient where x == 0, e >= 0."""
+    (x, xr), (e, er) = leaf(rng, 3, 4, positive=True), leaf(rng, 4)
+    check(lambda a, b: a ** b, lambda a, b: a ** b, [(x, xr), (e, er)], rng, TOL["ieee"] * 10)
+    check(lambda b: 2 ** b, lambda b: 2 ** b, [(e, er)], rng)
+    xs, es = np.array([[0.0, 0.0, -2.0, -1.5], [0.0, 3.0, -2.0, 1.0]]), np.array([0.0, 2.0, 3.0, 0.5])
+    (x, xr), (e, er) = leaf(rng, 2, 4, values=xs), leaf(rng, 4, values=es)
+    y, yr = x ** e, xr ** er
+    np.testing.assert_array_equal(y.numpy(), yr.detach().numpy())
+    y.sum().backward()
+    yr.sum().backward()
+    for t, r in ((x, xr), (e, er)):
+        np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-6)

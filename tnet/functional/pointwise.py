@@ -165,10 +165,32 @@ def sqrt(input):
 
 
 def pow(input, exponent):
-    """input ** exponent for a Python number exponent (tensor exponents are not supported)."""
+    """input ** exponent, as torch's: a Python number or a tensor exponent (broadcast; floats), or
+    a number input with a tensor exponent (rpow)."""
+    if isinstance(exponent, Tensor):
+        return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
     check(isinstance(exponent, numbers.Real),
-          lambda: f"pow: exponent must be a Python number (tensor exponents are not supported), got {type(exponent).__name__}")
+          lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
     return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
+
+
+def _pow_tensor(input, exponent):
+    """input ** exponent for two tensors; the exponent's gradient is g y log(x), 0 where x == 0 and
+    the exponent >= 0 (torch's rule)."""
+    check_tensors("pow", input=input, exponent=exponent)
+    X, E = input.memory, exponent.memory
+    y = _pw.pointwise("pow", X, E)
+    need_x, need_e = needs_grad(input, exponent)
+
+    def grads(g):
+        gx = _pw.pointwise("pow_backward", g, X, E) if need_x else None
+        ge = None
+        if need_e:
+            zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
+            ge = _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", g, _pw.pointwise("mul", y, _pw.pointwise("log", X))))
+        return gx, ge
+    return _record2("pow", y, input, exponent, grads, saved=(X if need_x or need_e else None, E if need_x else None,
+                                                              y if need_e else None))
 
 
 def rpow(input, base):
