@@ -314,3 +314,24 @@ def test_new_ops_use_torch_for_memory_only():
         sum(p.sum() for p in parts).backward()
         tnet.zeros(5).bernoulli_(0.5), tnet.normal(a, 1.0), tnet.bincount(tnet.tensor([1, 2, 2])), tnet.unique(b)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_bitwise_logical_xor_signbit_msort():
+    """&, |, ^ and their functions on integer and bool tensors and ints (torch's dtypes: bool with
+    a Python int gives int64), logical_xor, signbit (-0.0 and -NaN too), msort."""
+    a, b = torch.tensor([1, 6, -3, 0, 2**40 + 5]), torch.tensor([3, 5, 1, -1, 2**41 + 3])
+    m, n = torch.tensor([True, False, True, False, True]), torch.tensor([False, False, True, True, True])
+    for x, y in ((a, b), (m, n), (m, a), (a, 3), (m, True), (m, 2)):
+        ty = T(y) if isinstance(y, torch.Tensor) else y
+        for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            same(getattr(tnet, name)(T(x), ty), getattr(torch, name)(x, y), name)
+        same(T(x) & ty, x & y, "&"), same(T(x) | ty, x | y, "|"), same(T(x) ^ ty, x ^ y, "^")
+        same(tnet.logical_xor(T(x), T(torch.as_tensor(y))), torch.logical_xor(x, torch.as_tensor(y)), "logical_xor")
+    same(5 & T(a), 5 & a, "rand")
+    with pytest.raises(RuntimeError, match="bitwise_and"):
+        T(torch.ones(2)) & T(a[:2])
+    s = torch.tensor(SPECIAL, dtype=torch.float32)
+    for x in (s, s.half(), torch.tensor([-2, 0, 3])):
+        same(tnet.signbit(T(x)), torch.signbit(x), f"signbit {x.dtype}")
+    x = torch.randn(4, 3)
+    same(tnet.msort(T(x)), torch.msort(x), "msort")

@@ -30,7 +30,7 @@ from .softmax import cross_entropy, log_softmax, softmax
 # element-wise ops, activations, reductions and losses of issue 26
 from .pad import pad
 from .pointwise import maximum, minimum
-from .pointwise import (abs, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max, clamp_min, elu, eq, ge, gt,
+from .pointwise import (abs, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_xor, signbit, clamp, clamp_max, clamp_min, elu, eq, ge, gt,
                         hardsigmoid, hardswish, le, leaky_relu, logical_and, logical_not, logical_or, lt, ne, relu6,
                         where)
 from .pointwise import clamp as clip
@@ -51,7 +51,7 @@ from .softmax import softmin
 # reductions, sorting and scans
 from .pointwise import isclose, isinf, isnan, rpow
 from .reduce import all, allclose, any, argmin, count_nonzero, equal, logsumexp, min, min_result, prod
-from .sort import argsort, cumprod, cumsum, sort, sort_result, topk, topk_result
+from .sort import argsort, cumprod, cumsum, msort, sort, sort_result, topk, topk_result
 # in-place methods and the Tensor conveniences scripts use
 from . import inplace as _inplace
 from .copy import repeat_interleave, roll
@@ -94,7 +94,7 @@ for _name, _method in {
         "sum": sum, "mean": mean, "max": max, "argmax": argmax,
         # element-wise ops, activations and reductions (issue 26); __hash__ stays id-based, as torch's
         "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__hash__": object.__hash__,
-        "__invert__": bitwise_not, "__and__": bitwise_and, "__or__": bitwise_or, "eq": eq, "ne": ne, "lt": lt,
+        "__invert__": bitwise_not, "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "eq": eq, "ne": ne, "lt": lt,
         "le": le, "gt": gt, "ge": ge, "logical_not": logical_not, "logical_and": logical_and,
         "logical_or": logical_or, "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "abs": abs, "__abs__": abs,
         "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "amax": amax, "amin": amin,
@@ -104,7 +104,10 @@ for _name, _method in {
         "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "isnan": isnan, "isinf": isinf,
         "maximum": maximum, "minimum": minimum, "where": lambda self, condition, other: where(condition, self, other),
         "__rpow__": rpow, "is_floating_point": lambda self: self.memory.is_floating_point(),
-        "is_complex": lambda self: False, "ndimension": lambda self: self.ndim}.items():
+        "is_complex": lambda self: False, "ndimension": lambda self: self.ndim,
+        "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+        "logical_xor": logical_xor, "__rand__": _swapped(bitwise_and), "__ror__": _swapped(bitwise_or),
+        "__rxor__": _swapped(bitwise_xor), "signbit": signbit, "msort": msort}.items():
     setattr(Tensor, _name, _method)
 
 

@@ -308,18 +308,25 @@ def logical_not(input):
     return Tensor(_pw.pointwise("logical_not", input.memory))
 
 
-def _bool_only(name, op):
-    """The operator `name` (&, |) of bool tensors: the logical op."""
-    def apply(input, other):
+logical_xor = _comparison("logical_xor", "input xor other (nonzero is true)")
+
+
+def _bitwise(name):
+    """torch.{name} of integer or bool tensors and Python ints (&, |, ^): the dtype by torch's
+    promotion (bool with bool stays bool)."""
+    def op(input, other):
         for v in (input, other):
-            check(not isinstance(v, Tensor) or v.dtype == torch.bool,
-                  lambda: f"{name}: tnet supports bool tensors only (bitwise ops on integers are not supported), got {v.dtype}")
-        return op(input, other)
-    return apply
+            check(isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS,
+                  lambda: f"{name}: not implemented for {getattr(v, 'dtype', type(v).__name__)} (bool and integer "
+                          f"tensors and ints only)")
+        a, b = _operands(name, input, other)
+        return Tensor(_pw.pointwise(name, a, b))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"torch.{name} of integer or bool tensors (or a Python int), element-wise."
+    return op
 
 
-bitwise_and = _bool_only("bitwise_and", logical_and)
-bitwise_or = _bool_only("bitwise_or", logical_or)
+bitwise_and, bitwise_or, bitwise_xor = _bitwise("bitwise_and"), _bitwise("bitwise_or"), _bitwise("bitwise_xor")
 
 
 def bitwise_not(input):
@@ -743,6 +750,12 @@ def isfinite(input):
     if not input.memory.is_floating_point():
         return eq(input, input)
     return lt(abs(input), math.inf)
+
+
+def signbit(input):
+    """A bool tensor, True where input's sign bit is set (-0.0 and a negative NaN too), as torch's."""
+    check_tensors("signbit", input=input)
+    return Tensor(_pw.pointwise("signbit", input.memory))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):

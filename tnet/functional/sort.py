@@ -38,6 +38,11 @@ def _sorted(name, input, dim, k, descending, result):
     return result(record(name, values, (input,), backward, saved=(indices,)), Tensor(indices))
 
 
+def msort(input):
+    """input sorted along its first dim, as torch.msort: sort(input, 0).values."""
+    return sort(input, 0).values
+
+
 def sort(input, dim=-1, descending=False, stable=False):
     """sort_result(values, indices) of input sorted along dim, ascending (or descending); NaN is the
     largest; equal elements keep their order (stable, whatever `stable` says)."""

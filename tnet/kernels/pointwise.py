@@ -53,7 +53,8 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "lerp": 3, "addcmul": 4, "addcdiv": 4, "addcdiv_backward": 4,
          # bool results (logical ops read any nonzero as true); where(condition, a, b)
          "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
-         "logical_not": 1, "logical_and": 2, "logical_or": 2, "bitwise_not": 1, "where": 3,
+         "logical_not": 1, "logical_and": 2, "logical_or": 2, "logical_xor": 2, "bitwise_not": 1, "where": 3,
+         "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "signbit": 1,
          # division's remainders and quotients (integers too), more functions and their gradients;
          # atan2_backward(g, u, v, sign) = sign g u / (u^2 + v^2), atan2's two gradients
          "fmod": 2, "remainder": 2, "floor_divide": 2, "frac": 1, "sinh": 1, "cosh": 1, "asin": 1, "acos": 1,
@@ -62,8 +63,9 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "atan2_backward": 4, "logaddexp_backward": 3, "xlogy_backward": 3, "logit_backward": 4}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
-INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
+BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
+BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor")  # integer and bool operands only
+INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
                "floor_divide")  # the OPs that take integer and bool tensors
 
 
@@ -442,8 +444,21 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = (a != 0) & (b != 0)
     elif OP == "logical_or":
         y = (a != 0) | (b != 0)
+    elif OP == "logical_xor":
+        y = (a != 0) != (b != 0)
+    elif OP == "signbit":  # of the fp32 value (-0.0 and -NaN too); an integer's sign
+        if a.dtype.is_floating():
+            y = a.to(tl.int32, bitcast=True) < 0
+        else:
+            y = a < 0
     elif OP == "bitwise_not":  # of integers (two's complement)
         y = -a - 1
+    elif OP == "bitwise_and":  # of integers (bools as 0 and 1)
+        y = a & b
+    elif OP == "bitwise_or":
+        y = a | b
+    elif OP == "bitwise_xor":
+        y = a ^ b
     elif OP == "where":
         y = tl.where(a != 0, b, c)
     else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
