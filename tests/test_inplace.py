@@ -274,10 +274,73 @@ def test_setitem_as_torch(rng):
     m = tnet.zeros(2, 3, dtype=torch.bool)
     m[0, 1:] = True
     assert m.numpy().tolist() == [[False, True, True], [False, False, False]] and m._version == 1
-    with pytest.raises(TypeError, match="integer index tensors .* are not supported"):
-        m[tnet.tensor([0])] = True
+    m[tnet.tensor([1])] = True
+    assert m.numpy().tolist() == [[False, True, True], [True, True, True]] and m._version == 2
     with pytest.raises(RuntimeError, match="cannot be broadcast to indexing result of shape"):
         x.detach()[0] = tnet.ones(3)
+
+
+I, J, MASK = np.array([0, 3, -1, 1]), np.array([[1], [3], [0]]), np.array([True, False, True, True])
+
+# (index(L), value shape): L makes an index tensor of the library from a numpy array; x is (4, 5, 6)
+PUTS = [
+    (lambda L: L(I), (5, 6)), (lambda L: (L(I), L(I)), (4, 6)), (lambda L: (range(4), L(np.array([1, 2, 3, 4]))), (6,)),
+    (lambda L: (L(I), slice(None), slice(1, 3)), (1, 5, 2)), (lambda L: (L(J), slice(None), L(I)), (3, 1, 5)),
+    (lambda L: (Ellipsis, [0, 2]), ()), (lambda L: (slice(None), [0, 2], 1), (2,)), (lambda L: (L(MASK), slice(1, None)), (3, 4, 6)),
+    (lambda L: (L(MASK),), (6,)), (lambda L: (L(MASK), 2), ()), (lambda L: (slice(1, 3), L(J), slice(None, None, 2)), (3, 1, 1)),
+    (lambda L: (None, L(I).int(), 2, L(I)), (1, 4)), (lambda L: (True, 0, L(J)), (6,)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(PUTS)))
+def test_advanced_setitem_as_torch(rng, k):
+    """x[index] = v for advanced indices: the values, x's gradient (none where overwritten) and v's
+    (gathered, summed over broadcasting) against torch; and a number into a tensor without grad."""
+    index, value_shape = PUTS[k]
+    xn, vn, wn = (rng.standard_normal(s).astype(np.float32) for s in ((4, 5, 6), value_shape, (4, 5, 6)))
+    results = []
+    for lib, L, dtype in ((tnet, tnet.tensor, torch.float32), (torch, torch.tensor, torch.float64)):
+        x, v = (lib.tensor(a, dtype=dtype, requires_grad=True) for a in (xn, vn))
+        y = x * 1
+        y[index(L)] = v
+        (y * lib.tensor(wn, dtype=dtype)).sum().backward()
+        z = lib.tensor(xn, dtype=dtype)
+        z[index(L)] = 7.5
+        results.append([np.asarray(t.tolist()) for t in (y, x.grad, v.grad, z)])
+    for what, got, want in zip(["values", "x's gradient", "v's gradient", "a number"], *results):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=what)
+
+
+def test_advanced_setitem_of_a_strided_tensor_writes_through(rng):
+    """Into a view (a transposed slice) and a channels-last tensor, with repeated indices given one
+    value; int tensors take values cast."""
+    base = tnet.zeros(5, 6)
+    view = base.T[1:5]  # (4, 5), strides (1, 6)
+    view[tnet.tensor([0, 3, 3]), tnet.tensor([4, 0, 0])] = tnet.tensor([1.0, 2.0, 2.0])
+    ref = torch.zeros(5, 6)
+    ref.T[1:5][[0, 3, 3], [4, 0, 0]] = torch.tensor([1.0, 2.0, 2.0])
+    assert base.numpy().tolist() == ref.tolist()
+    x = tnet.zeros(2, 3, 4, 5)
+    x.memory = x.memory.contiguous(memory_format=torch.channels_last)
+    x[:, [2, 0], 1:3, [4, 1]] = tnet.arange(4).float().view(1, 4, 1)[:, :2].reshape(2, 1)
+    r = torch.zeros(2, 3, 4, 5)
+    r[:, [2, 0], 1:3, [4, 1]] = torch.arange(4).float().view(1, 4, 1)[:, :2].reshape(2, 1)
+    assert x.numpy().tolist() == r.tolist()
+    n = tnet.zeros(3, 4, dtype=torch.int64)
+    n[[0, 2], [-1, 1]] = tnet.tensor([1.7, -2.2])
+    assert n.numpy().tolist() == [[0, 0, 0, 1], [0, 0, 0, 0], [0, -2, 0, 0]]
+
+
+def test_advanced_setitem_errors():
+    x = tnet.zeros(4, 5)
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 1 with size 5"):
+        x[tnet.tensor([0]), tnet.tensor([9])] = 1.0
+    with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 0 with size 4"):
+        x[tnet.tensor([-5])] = 1.0
+    with pytest.raises(RuntimeError, match=r"value tensor of shape \[3\] cannot be broadcast to indexing result of shape \[2, 5\]"):
+        x[[0, 1]] = tnet.ones(3)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        tnet.zeros(4, 5, requires_grad=True)[[0, 1], 2] = 1.0
 
 
 def test_residual_add_with_grad_writes_in_place_as_torch(rng):

@@ -54,7 +54,13 @@ def test_shape_ops_casts_random_and_dropout_use_torch_for_memory_only():
                  x.permute(0, 2, 3, 1).transpose(1, 3).swapaxes(2, 3), x.clone(), x.repeat(1, 1, 1, 1),
                  x[:, :1].expand(4, 16, 5, 3), tnet.index_select(x, 1, tnet.tensor([3, 3, 0] * 5 + [1])),
                  x.unfold(2, 2, 1).unfold(3, 2, 1).sum((-2, -1)).narrow(2, 0, 4).unsqueeze(0).squeeze(0).select(-1, 0)
-                 .unsqueeze(-1).expand(4, 16, 4, 3).contiguous(), x.view(4, -1).view(4, 16, 5, 3)]
+                 .unsqueeze(-1).expand(4, 16, 4, 3).contiguous(), x.view(4, -1).view(4, 16, 5, 3),
+                 # advanced indexing: device and host indices, a mask, apart and adjacent, x[index] = v
+                 x[tnet.tensor([1, -1]), 2:, tnet.tensor([[0], [4]])], x[range(3), ..., tnet.tensor([0, 1, -1])],
+                 x[:, [3, 0], 1][tnet.tensor([True, False, True, True])]]
+        y = x * 1
+        y[tnet.tensor([0, -1]), :, [1, 2], tnet.tensor([2])] = parts[0][:1, :, 0, :1].sum() * tnet.ones(16)
+        parts.append(y)
         sum(p.sum() for p in parts).backward()
         tnet.empty(2, 3), tnet.zeros_like(x), tnet.full_like(x, 2), tnet.arange(5), tnet.randperm(4)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

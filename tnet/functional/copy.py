@@ -43,61 +43,222 @@ def _rearranged(name, x, y, inverse):
 
 
 def getitem(x, index):
-    """x[index]: basic indexing (ints, slices with step > 0, None, Ellipsis), a view of the same
-    memory; or the advanced indexing that training scripts use, a copy (_advanced)."""
+    """x[index] as torch's: basic indexing (ints, slices with step > 0, None, Ellipsis) is a view of
+    the same memory; with advanced indices (integer or bool tensors, lists, numpy arrays, ranges,
+    bools) among them, a copy (Indexing.take)."""
     index = scalar_indices(index)
-    advanced = _advanced(x, index)
-    if advanced is not None:
-        return advanced
-    index = basic_index(index)
-    return _part("getitem", x, lambda t: t[index])
+    plan = Indexing.of(x.memory, index)
+    if plan is None:
+        index = basic_index(index)
+        return _part("getitem", x, lambda t: t[index])
+    return plan.take(x)
 
 
 def is_advanced(item):
-    return isinstance(item, (Tensor, list, np.ndarray))
+    return isinstance(item, (Tensor, list, np.ndarray, range, bool, np.bool_))
 
 
 def scalar_indices(index):
     """index with its 0-d integer tensors read to ints where it is a tuple of several items
-    (cm[t, p] += 1 in a confusion-matrix loop): a host read each, and a view where torch's advanced
-    indexing copies. Alone (x[t]) such a tensor stays an advanced index, a copy as torch's."""
+    (cm[t, p] += 1 in a confusion-matrix loop): a host read each, and a view, as torch's select.
+    Alone (x[t]) such a tensor stays an advanced index: a copy, where torch's is a view."""
     if not isinstance(index, tuple) or len(index) < 2:
         return index
     scalar = lambda item: isinstance(item, Tensor) and item.ndim == 0 and not item.is_floating_point()
-    return tuple(item.__index__() if scalar(item) else item for item in index)
+    return tuple(item.__index__() if scalar(item) and item.dtype != torch.bool else item for item in index)
 
 
-def _advanced(x, index):
-    """x[index] for an index that is an integer tensor (or list) of rows, x[idx] = [*idx.shape,
-    *x.shape[1:]]; a bool mask of x's leading dims, x[mask] = the selected rows in order (a host
-    read of the mask, as torch's); or a tuple of full slices with one 1-D integer index, x[:, idx],
-    index_select along that dim. None for basic indexing. Other mixes raise."""
-    items = index if isinstance(index, tuple) else (index,)
-    where_ = [i for i, item in enumerate(items) if is_advanced(item)]
-    if not where_:
+_BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+def _index_item(item):
+    """One item of an index as Indexing takes it: a tnet.Tensor stays (a 0-d bool one is read as a
+    bool); lists, ranges and numpy arrays become numpy int64 or bool arrays (a float list
+    truncated, as torch's; a 0-d array an int or a bool)."""
+    if isinstance(item, Tensor):
+        if item.ndim == 0 and item.dtype == torch.bool:
+            no_host_read(item.memory, "x[bool tensor]")
+            return bool(item.memory.item())
+        if item.dtype != torch.bool and item.dtype not in _copy.INDEX_DTYPES:
+            raise IndexError(_BAD_INDEX_DTYPE)
+        return item
+    if isinstance(item, np.bool_):
+        return bool(item)
+    if not isinstance(item, (list, range, np.ndarray)):
+        return item
+    a = np.asarray(item)
+    if isinstance(item, list) and a.dtype.kind == "f":  # [] too
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "biu":
+        raise IndexError(_BAD_INDEX_DTYPE)
+    if a.ndim == 0:
+        return bool(a) if a.dtype == np.bool_ else int(a)
+    return a if a.dtype == np.bool_ else a.astype(np.int64, copy=False)
+
+
+def _is_mask(item):
+    return (item.dtype == torch.bool if isinstance(item, Tensor) else
+            isinstance(item, np.ndarray) and item.dtype == np.bool_)
+
+
+def _out_of_bounds(k, p, size):
+    return f"index {k} is out of bounds for dimension {p} with size {size}"
+
+
+class Indexing:
+    """torch's advanced indexing of a tensor, reduced to one gather along one dim. Basic items
+    first, as a view V (an advanced item keeps its dims, a bool adds one of size 1, as torch's);
+    the advanced indices, their bool masks as the masks' nonzero coordinates (a host read, as
+    torch's), broadcast together to shape B, index dims `dims` of V. Adjacent, B replaces them in
+    place; else B goes first and V's other dims follow (torch's rule: ints are basic selects and
+    do not separate). Negative indices count from the end; one out of range raises torch's
+    IndexError (host-side indices checked on the host, device ones by the gather's device flag).
+    The dims `dims` taken as one (`axis` of the block view, size prod(sizes)), the indices become
+    one flat index into it."""
+
+    @staticmethod
+    def of(memory, index):
+        """The plan of memory[index], or None for basic indexing."""
+        items = index if isinstance(index, tuple) else (index,)
+        return Indexing(memory, items) if any(is_advanced(item) for item in items) else None
+
+    def __init__(self, memory, items):
+        items = [_index_item(item) for item in items]
+        ndim = memory.dim()
+        width = [0 if item is None or item is Ellipsis or isinstance(item, bool) else
+                 item.ndim if _is_mask(item) else 1 for item in items]  # the input dims each item takes
+        if sum(width) > ndim:
+            raise IndexError(f"too many indices for tensor of dimension {ndim}")
+        basic, advanced, at = [], [], 0  # advanced: (dim of V, item)
+        for item, w in zip(items, width):
+            if isinstance(item, (Tensor, np.ndarray)):  # keeps its dims in V
+                advanced.append((at, item))
+                basic += [slice(None)] * w
+                at += w
+            elif isinstance(item, bool):  # a new dim of size 1, indexed by [0] (True) or [] (False)
+                advanced.append((at, np.zeros(int(item), np.int64)))
+                basic.append(None)
+                at += 1
+            else:  # each Ellipsis skips the dims that no item takes (several do, as torch's)
+                basic.append(item)
+                at += ndim - sum(width) if item is Ellipsis else not isinstance(item, numbers.Integral)
+        self.basic = basic_index(tuple(basic))
+        self.whole = all(item is Ellipsis or item == slice(None) for item in self.basic)  # V is the tensor itself
+        self.view_shape = tuple(memory.shape if self.whole else memory[self.basic].shape)
+        for at, item in advanced:
+            if _is_mask(item):
+                where = self.view_shape[at:at + item.ndim]
+                for j, (m, n) in enumerate(zip(item.shape, where)):
+                    if m != n:
+                        raise IndexError(f"The shape of the mask {list(item.shape)} at index {j} does not match the "
+                                         f"shape of the indexed tensor {list(self.view_shape)} at index {at + j}")
+        self.advanced = advanced
+        self.resolved = False
+
+    def sole_mask(self):
+        """(dim, mask) where the index is one bool mask among full slices, else None."""
+        if self.whole and len(self.advanced) == 1 and _is_mask(self.advanced[0][1]):
+            return self.advanced[0]
         return None
-    if len(where_) > 1 or any(not is_advanced(item) and item != slice(None) for item in items):
-        raise TypeError("tnet.Tensor indexing: advanced indexing takes one integer or bool tensor (or list), alone "
-                        "or among full slices (x[idx], x[mask], x[:, idx]); other mixes are not supported")
-    (d,) = where_
-    idx = items[d]
-    idx = idx if isinstance(idx, Tensor) else tensor(np.asarray(idx))
-    if idx.dtype == torch.bool:
-        check(d == 0, "tnet.Tensor indexing: a bool mask indexes the leading dims (x[mask]) only")
-        check(tuple(idx.shape) == tuple(x.shape[:idx.ndim]),
-              lambda: f"tnet.Tensor indexing: the mask's shape {tuple(idx.shape)} does not match the indexed "
-                      f"tensor's {tuple(x.shape[:idx.ndim])}")
-        no_host_read(idx.memory, "x[mask]")
-        rows = np.flatnonzero(idx.memory.cpu().numpy()).astype(np.int64)
-        flat = reshape(x, (-1, *x.shape[idx.ndim:]))
-        return index_select(flat, 0, tensor(rows))
-    check(idx.dtype in _copy.INDEX_DTYPES,
-          lambda: f"tnet.Tensor indexing: tensors used as indices must be long, int or bool tensors, got {idx.dtype}")
-    if d > 0:
-        check(idx.ndim <= 1, "tnet.Tensor indexing: x[:, idx] takes a 1-D index")
-        return index_select(x, d, reshape(idx, (-1,)))
-    rows = index_select(x, 0, reshape(idx, (-1,)))
-    return reshape(rows, (*idx.shape, *x.shape[1:]))
+
+    def resolve(self):
+        """The indices per indexed dim (host ones checked and wrapped), their broadcast shape B, the
+        permutation of V that brings the dims together (None where adjacent), the result's shape."""
+        if self.resolved:
+            return
+        dims, parts = [], []
+        for at, item in self.advanced:
+            if _is_mask(item):
+                if isinstance(item, Tensor):
+                    no_host_read(item.memory, "x[mask]")
+                    item = item.memory.cpu().numpy()
+                dims += range(at, at + item.ndim)
+                parts += [c.astype(np.int64) for c in np.nonzero(item)]
+            else:
+                dims.append(at)
+                parts.append(item)
+        self.sizes = [self.view_shape[d] for d in dims]
+        for p, (part, size) in enumerate(zip(parts, self.sizes)):
+            if isinstance(part, np.ndarray):
+                outside = (part < -size) | (part >= size)
+                if outside.any():
+                    raise IndexError(_out_of_bounds(part[outside][0], p, size))
+                parts[p] = np.where(part < 0, part + size, part)
+        shapes = [tuple(part.shape) for part in parts]
+        try:
+            self.broadcast = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             f"{', '.join(str(list(s)) for s in shapes)}") from None
+        self.dims, self.parts = dims, parts
+        rest = [d for d in range(len(self.view_shape)) if d not in dims]
+        pre = [d for d in rest if d < dims[0]]
+        if dims == list(range(dims[0], dims[0] + len(dims))):
+            self.order = None
+        else:
+            self.order, pre = dims + rest, []
+        self.axis = len(pre)
+        self.pre = tuple(self.view_shape[d] for d in pre)
+        self.post = tuple(self.view_shape[d] for d in rest[len(pre):])
+        self.shape = self.pre + self.broadcast + self.post
+        self.resolved = True
+
+    def flat(self, strides, device):
+        """(index, wrap, report): the int vector into the block of the indexed dims, each index
+        times its dim's stride in `strides`, summed (broadcast); wrap and report, for the gather
+        or put along the block, where one device index is taken as it is (its kernel wraps and
+        checks it). Several device indices are checked and wrapped by gathers from tables of
+        size * stride."""
+        parts = self.parts
+        if len(parts) == 1:
+            part = parts[0]
+            if isinstance(part, np.ndarray):
+                return tensor(part.reshape(-1)).memory, False, None
+            size = self.sizes[0]
+            return part.memory.reshape(-1), True, lambda k: _out_of_bounds(k, 0, size)
+        host = builtins.sum((part * st for part, st in zip(parts, strides) if isinstance(part, np.ndarray)),
+                            np.zeros((), np.int64))
+        total = tensor(host).memory
+        for p, (part, size, st) in enumerate(zip(parts, self.sizes, strides)):
+            if isinstance(part, Tensor):
+                table = tensor(np.arange(size, dtype=np.int64) * st).memory
+                scaled = torch.empty(part.numel(), dtype=torch.int64, device=device)
+                _copy.gather_(scaled, table, part.memory.reshape(-1), 0, lambda k, p=p, n=size: _out_of_bounds(k, p, n),
+                              wrap=True)
+                total = _pw.pointwise("add", total, scaled.view(part.shape))
+        return total.expand(self.broadcast).reshape(-1), False, None
+
+    def take(self, x):
+        """x[index], a tnet.Tensor on the tape: basic view, permute, the block as one dim (a
+        reshape, a copy where the memory cannot view it), a gather (index_select's), reshape."""
+        self.resolve()
+        v = x if self.whole else _part("getitem", x, lambda t: t[self.basic])
+        if self.order:
+            v = permute(v, self.order)
+        if len(self.dims) > 1:
+            v = reshape(v, (*self.pre, math.prod(self.sizes), *self.post))
+        strides = [math.prod(self.sizes[k + 1:]) for k in range(len(self.sizes))]  # row-major in the block
+        index, wrap, report = self.flat(strides, x.device)
+        y = _take("getitem", v, self.axis, index, wrap, report)
+        return y if y.shape == self.shape else reshape(y, self.shape)
+
+    def block(self, t):
+        """The torch view of t (a torch tensor) that `flat(self.memory_strides(t))` indexes along
+        `axis`: V, permuted; the indexed dims, where several, as one of stride 1 through all the
+        elements they span (an as_strided view, which may overlap itself: only the indexed
+        elements are written)."""
+        v = t if self.whole else t[self.basic]
+        v = v if self.order is None else v.permute(self.order)
+        if len(self.dims) == 1:
+            return v
+        n, k = self.axis, len(self.dims)
+        span = 1 + builtins.sum((s - 1) * st for s, st in zip(self.sizes, v.stride()[n:n + k])) if all(self.sizes) else 0
+        return v.as_strided((*self.pre, span, *self.post), (*v.stride()[:n], 1, *v.stride()[n + k:]), v.storage_offset())
+
+    def memory_strides(self, t):
+        """The strides of the indexed dims in t's memory (those `block` takes them at)."""
+        v = t if self.whole else t[self.basic]
+        return [v.stride(d) for d in self.dims]
 
 
 def basic_index(index):
@@ -109,8 +270,8 @@ def basic_index(index):
         if item is None or item is Ellipsis or is_int(item):
             continue
         if not isinstance(item, slice):
-            raise TypeError(f"tnet.Tensor indexing: only basic slicing is supported (ints, slices, None, ...), "
-                            f"got a {type(item).__name__}; advanced indexing (tensors, lists, bools) is not")
+            raise TypeError(f"tnet.Tensor indexing: an index takes ints, slices, None, Ellipsis, bools and integer or "
+                            f"bool tnet.Tensors, lists, numpy arrays or ranges; got a {type(item).__name__}")
         if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
             raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
         if item.step is not None and item.step <= 0:
@@ -551,15 +712,20 @@ def index_select(input, dim, index):
         raise InputIndexError("index_select(): Index is supposed to be a vector")
     if input.ndim == 0:
         return reshape(index_select(reshape(input, 1), 0, index), ())
-    d = dim_index(dim, input.ndim)
-    idx = index.memory.reshape(-1)
+    return _take("index_select", input, dim_index(dim, input.ndim), index.memory.reshape(-1), report="index_select()")
+
+
+def _take(name, input, d, idx, wrap=False, report=None):
+    """index_select's gather: input's slices along dim d at idx (a torch int vector; wrap: negative
+    ones from the end), in input's layout; `report` as gather_'s name (None: idx is known to be in
+    range). The backward adds each slice's gradient back at its index by atomic adds."""
     shape = list(input.shape)
     shape[d] = idx.shape[0]
     y = torch.empty(shape, dtype=input.dtype, device=input.device,
                     memory_format=memory_format(is_channels_last(input.memory)))
-    _copy.gather_(y, input.memory, idx, d, "index_select()")
-    return _copy_record("index_select", input, y,
-                        lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d)),), saved=(idx,))
+    _copy.gather_(y, input.memory, idx, d, report, wrap)
+    return _copy_record(name, input, y,
+                        lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d, wrap)),), saved=(idx,))
 
 
 def to(x, *args, **kwargs):

@@ -16,13 +16,14 @@ import torch
 
 from .. import amp
 from ..factory import host_generator, rng_state
+from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import basic_index, is_advanced, reshape, scalar_indices, to
+from .copy import Indexing, basic_index, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, clamp, div, exp, floor, lerp, log, mul, neg, pow,
                         relu, round, scaled, sigmoid, sqrt, sub, sum_to, tanh, trunc, where)
@@ -337,31 +338,24 @@ def masked_fill_(self, mask, value):
 
 def setitem(self, index, value):
     """self[index] = value (a number, or a tnet.Tensor broadcast to the indexed part and cast), as
-    torch's, for basic indexing (ints, slices, None, ...; 0-d integer tensors among other items as
-    ints, copy.scalar_indices); a bool mask of self's leading dims takes a number or a 0-d tensor
-    (masked_fill_). Other advanced indexing raises TypeError. The overwritten part gets no gradient;
-    value's is summed back to its shape."""
+    torch's: basic indexing (ints, slices, None, ...; 0-d integer tensors among other items as
+    ints, copy.scalar_indices) writes through a view; advanced indexing (copy.Indexing) puts value
+    at the indexed elements, a repeated one keeping one of its values (which one is not fixed on
+    the GPU, as torch's); a bool mask among full slices with a number or a 0-d tensor is
+    masked_fill_ (no host read). The overwritten part gets no gradient; value's is summed back
+    to its shape."""
     index = scalar_indices(index)
+    plan = Indexing.of(self.memory, index)
+    if plan is not None:
+        sole = plan.sole_mask()
+        if sole is not None and (not isinstance(value, Tensor) or value.ndim == 0):
+            at, mask = sole
+            mask = mask if isinstance(mask, Tensor) else tnet_tensor(mask)
+            return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - at - mask.ndim)), value)
+        return _put(self, plan, value)
     items = index if isinstance(index, tuple) else (index,)
-    if any(is_advanced(item) for item in items):
-        mask = items[0] if len(items) == 1 else None
-        mask = tnet_tensor(np.asarray(mask)) if isinstance(mask, (list, np.ndarray)) else mask
-        if mask is None or mask.dtype != torch.bool or (isinstance(value, Tensor) and value.ndim):
-            raise TypeError("tnet.Tensor item assignment: advanced indexing takes one bool mask and a number or a "
-                            "0-d tensor (x[mask] = v); integer index tensors and other mixes are not supported")
-        check(mask.shape == self.shape[:mask.ndim],
-              lambda: f"tnet.Tensor item assignment: the mask's shape {tuple(mask.shape)} does not match the "
-                      f"indexed tensor's {tuple(self.shape[:mask.ndim])}")
-        return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - mask.ndim)), value)
     items = basic_index(items)
-    if not isinstance(value, Tensor):
-        check(isinstance(value, numbers.Real),
-              lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
-    part_shape = self.memory[items].shape
-    if isinstance(value, Tensor):
-        fits = value.ndim <= len(part_shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], part_shape[::-1]))
-        check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
-                      f"result of shape {list(part_shape)}")
+    _check_value(value, tuple(self.memory[items].shape))
 
     def compute(x):
         part = self.memory[items]
@@ -381,3 +375,51 @@ def setitem(self, index, value):
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
         return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
     inplace(self, "setitem", compute, (value,))
+
+
+def _check_value(value, shape):
+    """value must be a number, or a tnet.Tensor that broadcasts to the indexed part's shape."""
+    if not isinstance(value, Tensor):
+        check(isinstance(value, numbers.Real),
+              lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
+        return
+    fits = value.ndim <= len(shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], shape[::-1]))
+    check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
+                        f"result of shape {list(shape)}")
+
+
+def _put(self, plan, value):
+    """self[index] = value for advanced indexing (plan, a copy.Indexing): value's elements put along
+    the indexed block of self's memory (plan.block) by the copy kernel."""
+    plan.resolve()
+    shape = plan.shape
+    _check_value(value, shape)
+    memory = self.memory
+    index, wrap, report = plan.flat(plan.memory_strides(memory), memory.device)
+    part_shape = list(plan.block(memory).shape)
+    part_shape[plan.axis] = index.shape[0]
+
+    def compute(x):
+        if isinstance(value, Tensor):
+            src = value.memory.clone() if memory_root(value.memory) is memory_root(memory) else value.memory
+            src = src.expand(shape).reshape(part_shape)
+        else:
+            src = torch.full((), value, dtype=memory.dtype, device=memory.device).expand(part_shape)
+        _copy.put_(plan.block(memory), src, index, plan.axis, report, wrap)
+        strides = memory.stride()
+
+        def backward(g):
+            if g.stride() != strides:  # the block's strides are memory's
+                g = _copy_(torch.empty_strided(g.shape, strides, dtype=g.dtype, device=g.device), g)
+            gx = None
+            if x.requires_grad:
+                gx = g.clone()
+                zeros = torch.zeros((), dtype=g.dtype, device=g.device).expand(part_shape)
+                _copy.put_(plan.block(gx), zeros, index, plan.axis, None, wrap)
+            if not isinstance(value, Tensor):
+                return (gx,)
+            gv = torch.empty(part_shape, dtype=g.dtype, device=g.device)
+            _copy.gather_(gv, plan.block(g), index, plan.axis, None, wrap)
+            return gx, sum_to(gv.view(shape), value)
+        return record("setitem", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,))
+    return inplace(self, "setitem", compute, (value,))

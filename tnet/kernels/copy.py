@@ -36,11 +36,13 @@ def cast(x, dtype: tl.constexpr):
 @autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["dst_ptr"])
 @triton.jit
 def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_strides, src_strides, index_stride,
-                GATHER: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, BLOCK: tl.constexpr):
+                GATHER: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, WRAP: tl.constexpr,
+                BLOCK: tl.constexpr):
     """dst[i] = src[i] cast to dst's dtype (ADD: dst[i] += src[i] by fp32 atomic adds) over the n
     elements of dims `sizes` (innermost first), each side through its strides (in elements).
     Along axis AXIS (if any) the coordinate k of one side (GATHER: src's, else dst's) is
-    index[k]; an index outside [0, limit) is skipped and recorded in flag [1, index]."""
+    index[k] (WRAP: plus limit where negative); an index outside [0, limit) is skipped and
+    recorded in flag [1, index]."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     rest = offs
@@ -50,10 +52,13 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
         pos = rest % sizes[d]  # on the last dim too: a lane past n wraps, but it is masked
         rest = rest // sizes[d]
         if d == AXIS:
-            k = tl.load(index_ptr + pos * index_stride, mask=ok, other=0).to(tl.int64)
+            given = tl.load(index_ptr + pos * index_stride, mask=ok, other=0).to(tl.int64)
+            k = given
+            if WRAP:
+                k = tl.where(given < 0, given + limit, given)
             bad = ok & ((k < 0) | (k >= limit))
             tl.store(flag_ptr + tl.zeros_like(k), 1, mask=bad)  # any one bad index will do
-            tl.store(flag_ptr + 1 + tl.zeros_like(k), k, mask=bad)
+            tl.store(flag_ptr + 1 + tl.zeros_like(k), given, mask=bad)
             ok = ok & ~bad
             if GATHER:
                 src_off += k * src_strides[d]
@@ -105,10 +110,11 @@ _index_flags = {}  # (device, reported) -> int64 [2]: (an index was out of range
 
 
 def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False, axis=-1, limit=0, add=False,
-            report=None):
+            report=None, wrap=False):
     """copy_kernel over `shape`, dst and src pointing at their first elements; with an index and
-    `report` (the op's name), raise InputIndexError for an index outside [0, limit): a host read
-    of the device flag, skipped within a CUDA graph capture."""
+    `report` (the op's name, or a function of the bad index giving the message), raise
+    InputIndexError for an index outside [0, limit) (wrap: [-limit, limit)): a host read of the
+    device flag, skipped within a CUDA graph capture."""
     n = math.prod(shape)
     if n == 0:
         return
@@ -120,12 +126,13 @@ def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False,
     flag = _index_flags[key] if index is not None else dst
     copy_kernel[grid1d(n)](dst, src, dst if index is None else index, flag, n, limit, tuple(sizes), tuple(dsts),
                            tuple(srcs), 0 if index is None else index.stride(0),
-                           GATHER=gather, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add)
+                           GATHER=gather, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add, WRAP=wrap)
     if report and not (dst.is_cuda and torch.cuda.is_current_stream_capturing()):
         seen, k = flag.tolist()
         if seen:
             flag.zero_()
-            raise InputIndexError(f"{report}: index {k} is out of range for dimension {axis} of size {limit}")
+            raise InputIndexError(report(k) if callable(report) else
+                                  f"{report}: index {k} is out of range for dimension {axis} of size {limit}")
 
 
 def _check_pair(name, dst, src):
@@ -168,41 +175,47 @@ def _check_index(name, dst, src, index, dim):
           lambda: f"{name}: dim {dim} of dst {tuple(dst.shape)} and src {tuple(src.shape)}")
 
 
-def gather_(dst, src, index, dim, name="gather_"):
+def gather_(dst, src, index, dim, name="gather_", wrap=False):
     """dst = src.index_select(dim, index): dst's slice k along dim is src's slice index[k], cast to
-    dst's dtype. An index outside [0, src.shape[dim]) raises InputIndexError naming op `name`
-    (outside a CUDA graph capture: a host read of the device flag). Returns dst."""
+    dst's dtype (wrap: a negative index counts from the end, as x[idx]). An index out of range
+    raises InputIndexError naming op `name` (or with the message name(index) where a function;
+    outside a CUDA graph capture: a host read of the device flag; name None: skipped, not
+    reported). Returns dst."""
     _check_index("gather_", dst, src, index, dim)
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
           dst.shape[dim] == index.shape[0],
           lambda: f"gather_: dst {tuple(dst.shape)} must be src {tuple(src.shape)} with {index.shape[0]} at dim {dim}")
     check(not _overlaps(dst), lambda: f"gather_: dst overlaps itself (strides {dst.stride()}), elements would race")
-    _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, True, dim, src.shape[dim], report=name)
+    _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, True, dim, src.shape[dim], report=name, wrap=wrap)
     return dst
 
 
-def index_add_(dst, src, index, dim):
+def index_add_(dst, src, index, dim, wrap=False):
     """dst.index_add_(dim, index, src) for an fp32 dst: src's slice k along dim is added to dst's
-    slice index[k], by atomic adds, so repeated indices sum (in no fixed order on the GPU, as
-    torch's CUDA index_add). Indices out of range are skipped, not reported. Returns dst."""
+    slice index[k] (wrap: negative ones from the end), by atomic adds, so repeated indices sum (in
+    no fixed order on the GPU, as torch's CUDA index_add). Indices out of range are skipped, not
+    reported. Returns dst."""
     _check_index("index_add_", dst, src, index, dim)
     check(dst.dtype == torch.float32 and src.dtype.is_floating_point,
           lambda: f"index_add_: adds float src into a float32 dst, got {src.dtype} into {dst.dtype}")
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
           src.shape[dim] == index.shape[0],
           lambda: f"index_add_: src {tuple(src.shape)} must be dst {tuple(dst.shape)} with {index.shape[0]} at dim {dim}")
-    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], add=True)
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], add=True, wrap=wrap)
     return dst
 
 
-def put_(dst, src, index):
-    """dst[index[k]] = src[k] for vectors dst and src (index a vector of int64 or int32 like src):
-    torch's index_copy_ along one axis. A repeated index keeps one of its values (which one is
-    not fixed on the GPU, as torch's scatter). An index out of range raises InputIndexError."""
-    _check_index("put_", dst, src, index, 0)
-    check(dst.dim() == 1 and src.shape == index.shape, lambda: f"put_: dst {tuple(dst.shape)} must be a vector, "
-                                                               f"src {tuple(src.shape)} like index {tuple(index.shape)}")
-    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, 0, dst.shape[0], report="scatter")
+def put_(dst, src, index, dim=0, name="scatter", wrap=False):
+    """dst.index_copy_(dim, index, src): dst's slice index[k] along dim = src's slice k, cast (wrap:
+    negative indices from the end). A repeated index keeps one of its values (which one is not
+    fixed on the GPU, as torch's scatter). An index out of range raises InputIndexError as
+    gather_'s `name` says. dst may overlap itself off the indexed slices (an as_strided view).
+    Returns dst."""
+    _check_index("put_", dst, src, index, dim)
+    check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
+          src.shape[dim] == index.shape[0],
+          lambda: f"put_: src {tuple(src.shape)} must be dst {tuple(dst.shape)} with {index.shape[0]} at dim {dim}")
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], report=name, wrap=wrap)
     return dst
 
 
