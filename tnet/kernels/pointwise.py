@@ -64,7 +64,7 @@ _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or")
 INTEGER_OPS = (*BOOL_OPS, "where", "bitwise_not", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
-               "floor_divide")  # the OPs that take integer and bool tensors
+               "floor_divide", "clamp")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
