@@ -1,6 +1,6 @@
 """torch's functions that scripts use beyond the core ops: remainders and quotients, two-operand
 and inverse trigonometric functions, NaN handling, random draws, host-read ops (unique, nonzero,
-bincount, histc), diagonals and stacking, running extremes, medians, the cyclic and restarting lr
+where(condition), masked_select, bincount, histc), diagonals and stacking, running extremes, medians, the cyclic and restarting lr
 schedulers, and torch.cuda.amp's names; values and gradients against torch."""
 import math
 import warnings
@@ -161,6 +161,34 @@ def test_host_read_ops():
         tnet.bincount(T(torch.tensor([1, -1])))
 
 
+def test_where_one_argument_and_masked_select():
+    """where(condition) is nonzero(condition, as_tuple=True); masked_select broadcasts input and mask
+    and returns torch's 1-D selection (int64 exactly past 2^24), with input's gradient."""
+    c = torch.tensor([[True, False, True], [False, False, True]])
+    for cond in (c, torch.tensor([0, 2**40, -1]), torch.tensor(3.0), torch.zeros(2, 0, dtype=torch.bool)):
+        out, ref = tnet.where(T(cond)), torch.where(cond)
+        assert len(out) == len(ref)
+        for o, r in zip(out, ref):
+            same(o, r, "where(condition)")
+    with pytest.raises(TypeError):
+        tnet.where(T(c), T(c))
+    rng = np.random.default_rng(7)
+    for shape, mask in [((2, 3), c), ((3,), c), ((2, 1), c), ((2, 3), torch.tensor([True, False, True])), ((), torch.tensor(True))]:
+        x = torch.tensor(rng.standard_normal(shape), dtype=torch.float32, requires_grad=True)
+        t = T(x, grad=True)
+        out, ref = tnet.masked_select(t, T(mask)), torch.masked_select(x, mask)
+        same(out, ref.detach(), f"masked_select {shape}")
+        g = rng.standard_normal(tuple(ref.shape))
+        out.backward(g), ref.backward(torch.tensor(g, dtype=torch.float32))
+        same(t.grad, x.grad, f"masked_select {shape} gradient")
+    i = torch.tensor([[2**40 + 1, -3, 5], [7, -2**50, 0]])
+    same(T(i).masked_select(T(c)), i.masked_select(c), "masked_select int64")
+    with pytest.raises(RuntimeError, match="expected BoolTensor for mask"):
+        tnet.masked_select(T(i), T(i))
+    with pytest.raises(RuntimeError):
+        tnet.masked_select(T(i), T(torch.tensor([True, False])))
+
+
 def test_diagonals_tiles_stacks_and_grids():
     rng = np.random.default_rng(4)
     for k in (0, 2, -1):
@@ -310,7 +338,7 @@ def test_new_ops_use_torch_for_memory_only():
                  tnet.fmax(a, b), tnet.asin(a.clamp(-1, 1)), tnet.sinh(a), tnet.logit(a.sigmoid(), 0.1),
                  tnet.nan_to_num(a), tnet.diag(b), tnet.diagonal(a, 1), tnet.cummax(a, 1).values,
                  tnet.median(a, 1).values, tnet.kthvalue(a, 2, 0).values, tnet.nanmean(a), tnet.tile(a, (2,)),
-                 tnet.take_along_dim(a, tnet.tensor([[0], [1], [2]]), 1)]
+                 tnet.take_along_dim(a, tnet.tensor([[0], [1], [2]]), 1), tnet.masked_select(a, a > 0)]
         sum(p.sum() for p in parts).backward()
         tnet.zeros(5).bernoulli_(0.5), tnet.normal(a, 1.0), tnet.bincount(tnet.tensor([1, 2, 2])), tnet.unique(b)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -1,7 +1,7 @@
 """Reductions (kernels/reduce.py, functional/reduce.py) against torch in float64: sum and mean over
 any dims in either layout, long sums in parts, max and argmax with ties and NaN, global average
 pooling, mse_loss, the bias gradient's sum_except, amax/amin with ties and NaN, var and std in
-torch's forms, exact integer sums, 16-bit storage, every tile config."""
+torch's forms, exact integer sums, maxima and minima, 16-bit storage, every tile config."""
 import numpy as np
 import pytest
 import torch
@@ -252,6 +252,90 @@ def test_integer_sums():
         big.mean()
 
 
+def _integers(rng, dtype, shape=(5, 4, 7)):
+    """torch integers of dtype with few levels (ties), negative values and, in int64, values past 2^24
+    that differ in their last bit (and the dtype's extremes); bool: both values."""
+    if dtype == torch.bool:
+        return torch.tensor(rng.integers(0, 2, shape) == 1)
+    levels = torch.tensor(rng.integers(-3, 3, shape))
+    if dtype == torch.int32:
+        return levels.to(torch.int32)
+    x = levels * (2**40 + 1) + torch.tensor(rng.integers(0, 2, shape))
+    x.view(-1)[3], x.view(-1)[-5] = -2**63, 2**63 - 1
+    return x
+
+
+def _same(out, ref, what):
+    assert out.dtype == ref.dtype and tuple(out.shape) == tuple(ref.shape), f"{what}: {out.dtype} {out.shape}, {ref}"
+    assert torch.equal(out.memory.cpu(), ref), f"{what}: {out.memory} != {ref}"
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_integer_max_min(rng, dtype, channels_last):
+    """max, min, amax, amin, aminmax and argmax/argmin of integers and bools: exact (int64 past 2^24
+    and at its extremes), in the input's dtype, the first of tied extremes, with dim and keepdim."""
+    x = _integers(rng, dtype, (3, 5, 4, 7))
+    t = tnet.Tensor(x.to(memory_format=CL) if channels_last else x.clone())
+    for name in ("max", "min"):
+        _same(getattr(t, name)(), getattr(x, name)(), name)
+        for dim, keepdim in [(0, False), (1, True), (-1, False), (2, True)]:
+            out, ref = getattr(t, name)(dim, keepdim), getattr(x, name)(dim, keepdim)
+            _same(out.values, ref.values, f"{name}({dim}, {keepdim})")
+            _same(out.indices, ref.indices, f"{name}({dim}, {keepdim}) indices")
+            if dtype != torch.bool:
+                arg = "arg" + name
+                _same(getattr(F, arg)(t, dim, keepdim), getattr(torch, arg)(x, dim, keepdim), arg)
+        for dim in [(), 1, (0, 2), (-1, 1, 0)]:
+            a = "a" + name
+            _same(getattr(F, a)(t, dim), getattr(torch, a)(x, dim), f"{a}({dim})")
+    if dtype != torch.bool:
+        _same(F.argmax(t), torch.argmax(x), "argmax")
+        _same(F.argmin(t, keepdim=True), torch.argmin(x, keepdim=True), "argmin")
+    for ours, ref in zip(tnet.aminmax(t, dim=1, keepdim=True), torch.aminmax(x, dim=1, keepdim=True)):
+        _same(ours, ref, "aminmax")
+    _same(tnet.aminmax(t).max, torch.aminmax(x).max, "aminmax")
+
+
+def test_integer_max_in_parts(monkeypatch, rng):
+    """Long integer rows reduce in parts, the parts' extremes and indices exactly in int64."""
+    monkeypatch.setattr(reduce, "CHUNK", 64)
+    x = torch.tensor(rng.integers(-2**50, 2**50, (3, 150, 5)))
+    x[1, 120, 2] = x[1, 130, 2] = 2**60 + 1  # tied in different parts: the first
+    x[1, 100, 2] = 2**60
+    x[2, 70, :] = -2**60 - 1
+    t = tnet.Tensor(x.clone())
+    for name in ("max", "min"):
+        out, ref = getattr(F, name)(t, 1), getattr(torch, name)(x, 1)
+        _same(out.values, ref.values, name)
+        _same(out.indices, ref.indices, name)
+        _same(getattr(F, name)(t), getattr(torch, name)(x), name)
+        _same(getattr(F, "arg" + name)(t), getattr(torch, "arg" + name)(x), "arg" + name)
+
+
+def test_integer_reduction_edges():
+    """bool argmax raises, as torch; empty integer inputs raise or give empty results as torch's;
+    sums and products of bools and integers are int64."""
+    b = tnet.tensor([[True, False], [False, False]])
+    for name in ("argmax", "argmin"):
+        with pytest.raises(RuntimeError, match="does not support bool input"):
+            getattr(F, name)(b, 0)
+    _same(F.sum(b, 1), torch.tensor([1, 0]), "sum")
+    _same(F.prod(b, 0), torch.tensor([0, 0]), "prod")
+    _same(F.prod(tnet.tensor(np.array([[2**20, -3], [2**20, 5]])), 0), torch.tensor([2**40, -15]), "prod")
+    empty = tnet.Tensor(torch.zeros(0, 3, dtype=torch.int64))
+    _same(F.max(empty, 1).values, torch.zeros(0, dtype=torch.int64), "max")
+    _same(F.amin(empty, 1), torch.zeros(0, dtype=torch.int64), "amin")
+    with pytest.raises(IndexError, match="reduction dim 0"):
+        F.max(empty, 0)
+    with pytest.raises(IndexError, match="reduction dim 0"):
+        F.argmin(empty, 0)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        F.amax(empty)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        F.min(empty)
+
+
 @pytest.mark.parametrize("dtype", LOW)
 def test_amax_var_16_bit(rng, dtype):
     test_amax_amin(rng, "amin", (0, 2), False, True, dtype)
@@ -278,3 +362,4 @@ def test_reduce_every_config(rng, i, monkeypatch):
         check(lambda t: t.var(1), lambda t: t.var(1), [leaf(rng, 3, 150, 5, dtype=dtype)], rng, tol_for(dtype))
     test_integer_sums()
     test_max_ties_across_parts(monkeypatch)
+    test_integer_max_in_parts(monkeypatch, rng)

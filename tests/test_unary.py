@@ -113,6 +113,57 @@ def test_integer_and_bool_inputs():
         F.softplus(tnet.tensor(i))
 
 
+INTEGER_INPUTS = [torch.tensor([[-3, 0, 4], [7, -1, 2**40 + 1]]), torch.tensor([[-3, 0], [9, 2]], dtype=torch.int32),
+                  torch.tensor([[True, False, True]])]
+
+
+@pytest.mark.parametrize("x", INTEGER_INPUTS, ids=["int64", "int32", "bool"])
+def test_integer_inputs_promote_to_float32(x):
+    """exp, log, sqrt, sigmoid, tanh, logit, softsign, tanhshrink, the MATH functions and pow with a
+    float exponent compute integers and bools in float32, as torch's type promotion."""
+    ours = [(tnet.exp, torch.exp), (tnet.log, torch.log), (tnet.sqrt, torch.sqrt), (tnet.sigmoid, torch.sigmoid),
+            (tnet.tanh, torch.tanh), (tnet.logit, torch.logit), (lambda v: v ** 0.5, lambda v: v ** 0.5),
+            (lambda v: v.exp(), lambda v: v.exp()), (lambda v: v.sigmoid(), lambda v: v.sigmoid())]
+    ours += [(getattr(tnet, n), getattr(torch, n)) for n in ("log1p", "expm1", "rsqrt", "log2", "log10", "sin", "cos")]
+    if x.dtype != torch.bool:  # torch's abs and sub take no bools
+        ours += [(F.softsign, tF.softsign), (F.tanhshrink, tF.tanhshrink)]
+    for fn, ref in ours:
+        got, want = fn(tnet.Tensor(x.clone())), ref(x)
+        assert got.dtype == want.dtype == torch.float32
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("x", INTEGER_INPUTS, ids=["int64", "int32", "bool"])
+def test_integer_inputs_stay_integer(x):
+    """relu, relu6, hardtanh, clamp with int bounds, pow with an int exponent, neg and abs keep an
+    integer dtype (bool: int64 where torch's does, else torch's error), exactly past 2^24; a float
+    bound gives float32."""
+    top = 5 if x.dtype == torch.int32 else 2**40  # torch's int32 takes no bound past 2^31
+    cases = [(lambda v: tnet.clamp(v, -2, 3), lambda v: torch.clamp(v, -2, 3)),
+             (lambda v: v.clamp(max=top), lambda v: v.clamp(max=top)),
+             (lambda v: tnet.clamp(v, min=-1.5), lambda v: torch.clamp(v, min=-1.5)),
+             (lambda v: v ** 0, lambda v: v ** 0), (lambda v: v.pow(3), lambda v: v.pow(3)),
+             (lambda v: tnet.pow(v, 2), lambda v: torch.pow(v, 2))]
+    if x.dtype != torch.bool:
+        cases += [(F.relu, tF.relu), (F.relu6, tF.relu6), (lambda v: F.hardtanh(v, -1.5, 2.5),
+                                                           lambda v: tF.hardtanh(v, -1.5, 2.5)),
+                  (tnet.neg, torch.neg), (tnet.abs, torch.abs), (lambda v: -v, lambda v: -v)]
+    for fn, ref in cases:
+        got, want = fn(tnet.Tensor(x.clone())), ref(x)
+        assert got.dtype == want.dtype and torch.equal(got.memory.cpu(), want), (got, want)
+    if x.dtype == torch.bool:
+        for fn, match in [(F.relu, "Boolean inputs"), (F.relu6, "Bool inputs"), (tnet.neg, "Negation")]:
+            with pytest.raises(RuntimeError, match=match):
+                fn(tnet.Tensor(x.clone()))
+    else:
+        with pytest.raises(RuntimeError, match="negative integer powers"):
+            tnet.pow(tnet.Tensor(x.clone()), -1)
+        t = tnet.Tensor(x.clone())
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            t.exp_()
+        assert torch.equal(t.clamp_(0, 3).memory.cpu(), x.clamp(0, 3))
+
+
 def test_tensor_math(rng):
     """lerp with a number and a tensor weight, addcmul and addcdiv, broadcasting; masked_fill with a
     number and a 0-d tensor; tril and triu of a batch, each with its gradients."""

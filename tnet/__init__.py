@@ -118,15 +118,15 @@ from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin
 from .functional import bernoulli, multinomial, normal
 from .factory import rand_like, randint_like, randn_like
 from .functional import argwhere, bincount, histc, nonzero, unique
-from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, median, meshgrid,
-                         nanmean, nansum, take_along_dim, tile, trace, vstack)
+from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, masked_select,
+                         median, meshgrid, nanmean, nansum, take_along_dim, tile, trace, vstack)
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "isfinite",
             "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy", "arccos", "arcsin",
             "arctan", "arctan2", "bernoulli", "multinomial", "normal", "rand_like", "randint_like", "randn_like",
             "argwhere", "bincount", "histc", "nonzero", "unique", "aminmax", "broadcast_tensors", "cummax", "cummin",
             "diag", "diagonal", "hstack", "kthvalue", "median", "meshgrid", "nanmean", "nansum", "take_along_dim", "tile",
-            "trace", "vstack"]
+            "trace", "vstack", "masked_select"]
 
 # torch's _foreach_* functions (tnet/functional/foreach.py: a loop of tnet's ops over the tensors, not one fused launch)
 from .functional import foreach as _foreach  # noqa: E402

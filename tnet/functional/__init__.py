@@ -216,9 +216,10 @@ for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bern
 from .host import argwhere, bincount, histc, nonzero, unique
 for _name in ("argwhere", "bincount", "histc", "nonzero", "unique"):
     setattr(Tensor, _name, globals()[_name])
-from .copy import (broadcast_tensors, diag, diagonal, hstack, meshgrid, take_along_dim, tile, trace, vstack)
+from .copy import (broadcast_tensors, diag, diagonal, hstack, masked_select, meshgrid, take_along_dim, tile, trace,
+                   vstack)
 from .reduce import aminmax, nanmean, nansum
 from .sort import cummax, cummin, kthvalue, median
 for _name in ("diag", "diagonal", "take_along_dim", "tile", "trace", "aminmax", "nanmean", "nansum", "cummax", "cummin",
-              "kthvalue", "median"):
+              "kthvalue", "median", "masked_select"):
     setattr(Tensor, _name, globals()[_name])

@@ -1094,6 +1094,16 @@ def broadcast_tensors(*tensors):
     return tuple(expand(x, shape) for x in tensors)
 
 
+def masked_select(input, mask):
+    """input's elements where mask (a bool tensor) is True, the two broadcast to one shape: a 1-D
+    tensor in row-major order, with input's gradient, as torch.masked_select. x[mask]'s host read of
+    the mask (a sync, as torch's on a GPU)."""
+    check_tensors("masked_select", input=input, mask=mask)
+    check(mask.dtype == torch.bool, "masked_select: expected BoolTensor for mask")
+    shape = _pw.broadcast_shape("masked_select", input.shape, mask.shape)
+    return _advanced(expand(input, shape), expand(mask, shape))
+
+
 def take_along_dim(input, indices, dim=None):
     """input's elements at indices along dim (input and indices broadcast off dim), as
     torch.take_along_dim; dim None: of the flattened input at the flattened indices (gather)."""

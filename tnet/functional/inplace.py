@@ -139,9 +139,15 @@ def div_(self, other):
 
 
 def _unary(name, op, keeps_self=False):
-    """The method self.name(*args): self = op(self, *args)."""
+    """The method self.name(*args): self = op(self, *args); torch's error where that result's dtype
+    does not fit self's (an integer self.exp_())."""
+    def compute(self, x, args, kwargs):
+        out = op(x, *args, **kwargs)
+        _check_result(name, self, _kind(out))
+        return out
+
     def method(self, *args, **kwargs):
-        return inplace(self, name, lambda x: op(x, *args, **kwargs), keeps_self=keeps_self)
+        return inplace(self, name, lambda x: compute(self, x, args, kwargs), keeps_self=keeps_self)
     method.__name__ = method.__qualname__ = name
     return method
 

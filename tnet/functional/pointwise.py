@@ -23,6 +23,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import check, is_channels_last, is_flat
 from ..tensor import Tensor, dim_index, record
+from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
 
@@ -32,9 +33,13 @@ INPLACE = """inplace=True is accepted and computed out of place: the result is a
 
 def relu(input, inplace=False):
     """max(x, 0), NaN kept. A strided view (a channel slice x[:, :c]) goes through the broadcasting
-    kernel, dense memory through the flat one; either way the output is dense. """ + INPLACE
+    kernel, dense memory through the flat one; either way the output is dense. Integer tensors keep
+    their dtype. """ + INPLACE
     check_tensors("relu", input=input)
     X = input.memory
+    if X.dtype in _pw.INTEGERS:  # integers stay integers, as torch's
+        check(X.dtype != torch.bool, "Boolean inputs not supported for relu")
+        return clamp(input, min=0)
     y = _pw.relu(X) if is_flat(X) else _pw.pointwise("relu", X)
     return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,))
 
@@ -138,17 +143,35 @@ def div(input, other, *, rounding_mode=None):
                     saved=(b, y if need_b else None))
 
 
+def _float(X):
+    """X, or a float32 copy of an integer or bool X: the functions that torch computes in float32 for
+    integers (exp, log, sigmoid...), as its type promotion does."""
+    return X if X.is_floating_point() else copy_(torch.empty_like(X, dtype=torch.float32), X)
+
+
+PROMOTED = ("exp", "log", "sqrt", "sigmoid", "tanh", "softsign", "tanhshrink")  # integers in float32, as torch's
+NO_BOOL = ("softsign", "tanhshrink")  # bool raises there in torch (its abs and sub take no bools)
+
+
 def _unary(name, input, op, grad_op, saves_output, *args):
     """Record y = op(input, *args) elementwise, in input's layout; its backward is
-    grad_op(g, y or input, *args), saving only the one it reads."""
+    grad_op(g, y or input, *args), saving only the one it reads. Integer and bool inputs of PROMOTED
+    functions compute in float32."""
     check_tensors(name, input=input)
-    y = _pw.pointwise(op, input.memory, *args)
-    saved = y if saves_output else input.memory
+    X = input.memory
+    if name in PROMOTED and X.dtype in _pw.INTEGERS:
+        check(name not in NO_BOOL or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        X = _float(X)
+    y = _pw.pointwise(op, X, *args)
+    saved = y if saves_output else X
     return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,))
 
 
 def neg(input):
+    """-x; integer tensors keep their dtype, bool ones raise, as torch's."""
     check_tensors("neg", input=input)
+    check(input.dtype != torch.bool, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                                     "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return record("neg", _pw.pointwise("neg", input.memory), (input,), lambda g: (_pw.pointwise("neg", g),))
 
 
@@ -166,11 +189,19 @@ def sqrt(input):
 
 def pow(input, exponent):
     """input ** exponent, as torch's: a Python number or a tensor exponent (broadcast; floats), or
-    a number input with a tensor exponent (rpow)."""
+    a number input with a tensor exponent (rpow). Integer and bool tensors with a number exponent:
+    an int exponent >= 0 gives exact int64 (int32) powers, wrapping on overflow (bool becomes
+    int64), a float one float32, as torch's; a negative int exponent raises as torch's."""
     if isinstance(exponent, Tensor):
         return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
     check(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
+    check_tensors("pow", input=input)
+    if input.dtype in _pw.INTEGERS:
+        if not isinstance(exponent, numbers.Integral):
+            return pow(Tensor(_float(input.memory)), exponent)
+        check(exponent >= 0, "Integers to negative integer powers are not allowed.")
+        return Tensor(_integer_power(input.memory, int(exponent)))
     return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
 
 
@@ -191,6 +222,20 @@ def _pow_tensor(input, exponent):
         return gx, ge
     return _record2("pow", y, input, exponent, grads, saved=(X if need_x or need_e else None, E if need_x else None,
                                                               y if need_e else None))
+
+
+def _integer_power(X, n):
+    """X ** n for an integer tensor X and n >= 0, by repeated squaring in X's integer dtype (int64 for bool)."""
+    if X.dtype == torch.bool:
+        X = copy_(torch.empty_like(X, dtype=torch.int64), X)
+    y = _pw.pointwise("eq", X, X, dtype=X.dtype)  # ones
+    while n:
+        if n & 1:
+            y = _pw.pointwise("mul", y, X)
+        n >>= 1
+        if n:
+            X = _pw.pointwise("mul", X, X)
+    return y
 
 
 def rpow(input, base):
@@ -258,13 +303,21 @@ def abs(input):
 def clamp(input, min=None, max=None):
     """min(max(x, min), max) for Python numbers min and max (either may be None), NaN kept; the
     gradient passes where x lies within the bounds, bounds included, as torch. Tensor bounds are
-    not supported."""
+    not supported. Integer tensors with int bounds clamp exactly in their dtype (bool: int64), with
+    a float bound in float32, as torch's."""
     check_tensors("clamp", input=input)
     check(min is not None or max is not None, "clamp: at least one of 'min' or 'max' must not be None")
     for arg, v in (("min", min), ("max", max)):
         check(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
     X = input.memory
+    if X.dtype in _pw.INTEGERS:
+        if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
+            return clamp(Tensor(_float(X)), min, max)
+        if X.dtype == torch.bool:
+            X = copy_(torch.empty_like(X, dtype=torch.int64), X)
+        info = torch.iinfo(X.dtype)
+        return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
     y = _pw.pointwise("clamp", X, -math.inf if min is None else float(min), math.inf if max is None else float(max))
     return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
 
@@ -337,9 +390,14 @@ def bitwise_not(input):
     return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.memory))
 
 
-def where(condition, input, other):
+def where(condition, input=None, other=None):
     """input where condition (a bool tensor) holds, else other, broadcasting; input and other are
-    tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken."""
+    tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken.
+    where(condition) alone: nonzero(condition, as_tuple=True), a host read, as torch's."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes a condition alone, or a condition, input and other")
     check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
           lambda: f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
     a, b = _operands("where", input, other)
@@ -453,9 +511,9 @@ def _elementwise(name, input, op, grad=()):
     X = input.memory
     if X.dtype in _pw.INTEGERS and name != "sign":
         check(name not in STEPS or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
-        X = copy_(torch.empty_like(X, dtype=X.dtype if name in STEPS else torch.float32), X)
         if name in STEPS:
-            return Tensor(X)
+            return Tensor(X.clone())
+        X = _float(X)
     y = _pw.pointwise(op, X)
     if not grad:
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),))
@@ -501,8 +559,13 @@ def square(input):
 # ---- more activations ---------------------------------------------------------------------------
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """min(max(x, min_val), max_val), NaN kept; the gradient is 0 at and outside the bounds (torch's). """ + INPLACE
+    """min(max(x, min_val), max_val), NaN kept; the gradient is 0 at and outside the bounds (torch's).
+    Integer tensors keep their dtype, the bounds truncated to integers, as torch's. """ + INPLACE
     check(min_val <= max_val, "min_val cannot be greater than max_val")
+    check_tensors("hardtanh", input=input)
+    if input.dtype in _pw.INTEGERS:
+        check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
+        return clamp(input, int(min_val), int(max_val))
     return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val))
 
 
@@ -738,7 +801,7 @@ def logit(input, eps=None):
     """log(x / (1 - x)), x clamped to [eps, 1 - eps] first where eps is given, as torch.logit; the
     gradient is 0 outside those bounds (without eps: NaN outside [0, 1])."""
     check_tensors("logit", input=input)
-    X = input.memory
+    X = _float(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
     y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
     return record("logit", y, (input,), lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),), saved=(X,))

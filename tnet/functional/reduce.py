@@ -134,7 +134,8 @@ def max(input, dim=None, keepdim=False):
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
     the first maximum; the gradient goes to those. A tensor in dim's place: maximum(input, other).
     NaN counts as the largest, as in PyTorch. A dim of size 0 is an error, other empty axes give
-    empty results, as torch's."""
+    empty results, as torch's. Integer and bool tensors compare exactly (in int64), keeping their
+    dtype."""
     if isinstance(dim, Tensor):
         return maximum(input, dim)
     return _max_or_min("max", input, dim, keepdim, max_result)
@@ -150,6 +151,7 @@ def min(input, dim=None, keepdim=False):
 
 def _arg(name, input, dim, keepdim):
     d = _max_dims(name, input, dim)
+    check(input.dtype != torch.bool, lambda: f"{name}(): does not support bool input")
     op = name[3:]
     if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
         _, indices = _reduce.reduce(input.memory.contiguous().reshape(-1), (0,), op)
@@ -162,7 +164,8 @@ def _arg(name, input, dim, keepdim):
 
 def argmax(input, dim=None, keepdim=False):
     """The int64 index of the first maximum along dim, or (dim None) in the flattened input. A dim
-    of size 0 is an error, other empty axes give an empty result, as torch's."""
+    of size 0 is an error, other empty axes give an empty result, as torch's; so are bool inputs
+    (integers compare exactly)."""
     return _arg("argmax", input, dim, keepdim)
 
 
@@ -285,7 +288,8 @@ def _extreme(name, input, dim, keepdim):
 
 
 def amax(input, dim=(), keepdim=False):
-    """The largest values over dim (an int or a tuple; () means every axis), as torch.amax."""
+    """The largest values over dim (an int or a tuple; () means every axis), as torch.amax (integers
+    and bools exactly, in their dtype)."""
     return _extreme("amax", input, dim, keepdim)
 
 
@@ -437,8 +441,7 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
         every = tuple(range(tensor.dim()))
-        classes = tensor.float()  # the min and max kernels take floats: exact up to 2^24 classes
-        low, high = int(amin(classes, every).item()), int(amax(classes, every).item())
+        low, high = int(amin(tensor, every).item()), int(amax(tensor, every).item())
         if low < 0:
             raise RuntimeError("Class values must be non-negative.")
         if num_classes != -1 and high >= num_classes:

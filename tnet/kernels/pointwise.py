@@ -66,7 +66,7 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
 BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor")  # integer and bool operands only
 INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
-               "floor_divide")  # the OPs that take integer and bool tensors
+               "floor_divide", "clamp")  # the OPs that take integer and bool tensors
 
 
 @triton.jit

@@ -77,6 +77,7 @@ _REDUCE_CONFIGS = [triton.Config({"BLOCK_R": 16, "BLOCK_J": 256}, num_warps=4),
                    triton.Config({"BLOCK_R": 256, "BLOCK_J": 16}, num_warps=4),
                    triton.Config({"BLOCK_R": 512, "BLOCK_J": 8}, num_warps=4)]
 _NO_INDEX = tl.constexpr(2**62)  # above every index
+_INT64_MIN = tl.constexpr(-2**63)  # the identity of an integer maximum
 
 
 @triton.jit
@@ -97,7 +98,7 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
                   BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
     """x [K1, R, K2] dense -> y [K1, S, K2], S = cdiv(R, chunk), part s over r in [s*chunk, (s+1)*chunk):
     OP "sum" (in fp32, divided by divisor; INTEGER: in int64, undivided), "prod" (in fp32, or
-    int64) or "max" or "min" with yi its index (r, or xi's value if INDEXED).
+    int64) or "max" or "min" (in fp32, or int64) with yi its index (r, or xi's value if INDEXED).
     INNER (K2 == 1): a tile's J axis runs over k1, else over k2. Grid: S * (J blocks) [* K1 unless INNER]."""
     pid = tl.program_id(0)
     parts = (R + chunk - 1) // chunk  # not tl.cdiv: each call of a jit function costs ms in the interpreter
@@ -128,7 +129,10 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
     if OP == "prod":
         acc += 1
     elif OP != "sum":
-        acc += float("-inf")
+        if INTEGER:
+            acc += _INT64_MIN
+        else:
+            acc += float("-inf")
     for start in range(first, end, BLOCK_R):
         r = start + tl.arange(0, BLOCK_R)
         offs = cols[None, :] + r[:, None] * step
@@ -140,8 +144,13 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         else:
             # A lane meets its indices in increasing order, so it keeps its first maximum by taking
             # only larger values, or a first NaN (PyTorch's max propagates NaN). A minimum is the
-            # maximum of the negated values.
-            if OP == "min":
+            # maximum of the negated values; of integers, of the complemented ones (~v = -v - 1 reverses
+            # the order without negation's overflow at the int64 minimum).
+            if INTEGER:
+                v = tl.load(x_ptr + offs, mask=mask, other=0).to(tl.int64)
+                if OP == "min":
+                    v = ~v
+            elif OP == "min":
                 v = -tl.load(x_ptr + offs, mask=mask, other=float("inf")).to(tl.float32)
             else:
                 v = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
@@ -160,6 +169,12 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         tl.store(y_ptr + out, total.to(y_ptr.dtype.element_ty), mask=col_mask)
     elif OP == "prod":
         tl.store(y_ptr + out, _product(acc, BLOCK_R, BLOCK_J).to(y_ptr.dtype.element_ty), mask=col_mask)
+    elif INTEGER:  # across lanes: the first index holding the maximum (no NaN)
+        v = tl.max(acc, axis=0)
+        tl.store(yi_ptr + out, tl.min(tl.where(acc == v[None, :], acc_i, _NO_INDEX), axis=0), mask=col_mask)
+        if OP == "min":
+            v = ~v
+        tl.store(y_ptr + out, v.to(y_ptr.dtype.element_ty), mask=col_mask)
     else:  # across lanes: the first index holding the maximum (or a NaN)
         isnan = acc != acc
         nan_col = tl.max(isnan.to(tl.int32), axis=0) > 0
@@ -209,28 +224,28 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
 
 
 def integer(x):
-    """Whether x holds integers or bools, which sum (and multiply) exactly in int64."""
+    """Whether x holds integers or bools, which reduce exactly in int64."""
     return x.dtype in (torch.int64, torch.int32, torch.bool)
 
 
 def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     """x summed (then divided by divisor), multiplied ("prod"), maximised or minimised over `dims`,
-    distinct axes >= 0, in fp32; integer or bool x sums or multiplies exactly into int64 (no divisor,
-    wrapping around on overflow as torch's). Returns a new tensor shaped
-    like x with 1 on those axes, laid out in x's memory order, of `dtype` (x's, or int64, by
-    default); "max" and "min" return (values, int64 indices along its one reduced axis of size > 1,
+    distinct axes >= 0, in fp32; integer or bool x exactly in int64: sums and products into int64 (no
+    divisor, wrapping around on overflow as torch's), maxima and minima in x's dtype. Returns a new
+    tensor shaped like x with 1 on those axes, laid out in x's memory order, of `dtype` (x's, or
+    int64 for integer sums and products, by default); "max" and "min" return (values, int64 indices along its one reduced axis of size > 1,
     the first of equal extremes; with all axes reduced, indices in memory order; None where the
     reduced axes make several runs, below). x must be dense (see is_dense): the reduced axes
     then fall into runs between kept ones; several runs (a sum over N, H and W of NCHW) are
     reduced one run after the other, the longest first."""
     exact = op in ("sum", "prod")
-    check(x.dtype in FLOATS or (exact and integer(x)),
-          lambda: f"{op}: x must be float32, float16 or bfloat16{' (or integers)' if exact else ''}, got {x.dtype}")
+    check(x.dtype in FLOATS or integer(x), lambda: f"{op}: x must be float32, float16, bfloat16, int64, int32 or bool, "
+                                                   f"got {x.dtype}")
     check(is_dense(x), lambda: f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
                                f"got shape {tuple(x.shape)} with strides {x.stride()}")
     check(op in ("sum", "prod", "max", "min"), lambda: f"reduce: op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
     check(exact or x.numel() > 0, lambda: f"{op}: cannot take the {op} of an empty tensor")
-    dtype = dtype or (torch.int64 if integer(x) else x.dtype)
+    dtype = dtype or (torch.int64 if integer(x) and exact else x.dtype)
     order = memory_order(x)
     runs = []  # [reduced?, size, axes] in memory order, axes of size 1 left out
     for d in order:
