@@ -1101,7 +1101,7 @@ def masked_select(input, mask):
     check_tensors("masked_select", input=input, mask=mask)
     check(mask.dtype == torch.bool, "masked_select: expected BoolTensor for mask")
     shape = _pw.broadcast_shape("masked_select", input.shape, mask.shape)
-    return _advanced(expand(input, shape), expand(mask, shape))
+    return getitem(expand(input, shape), expand(mask, shape))
 
 
 def take_along_dim(input, indices, dim=None):
