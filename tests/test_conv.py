@@ -313,6 +313,14 @@ def test_conv2d_relu_pool2d(rng, ieee, mode):
     check_op(lambda x, w, b: F.conv2d_relu_pool2d(x, w, b, 1, 1, mode, 3, 2, ceil_mode=True),
              lambda x, w, b: pool(torch.relu(tF.conv2d(x, w, b, 1, 1)), 3, 2, ceil_mode=True),
              inputs, TOL["ieee"], rng)
+    if mode == "avg":  # torch's other divisors, through Conv2d's fused pooling as Sequential runs it
+        conv = nn.Conv2d(3, 4, 3, padding=1)
+        conv.weight.memory.copy_(inputs[1][1].detach().float())
+        conv.bias.memory.copy_(inputs[2][1].detach().float())
+        for args in [(3, 2, 1, True, False), (2, 2, 1, False, True, 3)]:
+            check_op(lambda x: conv(x, relu=True, pool=nn.AvgPool2d(*args)),
+                     lambda x: tF.avg_pool2d(torch.relu(tF.conv2d(x, inputs[1][1], inputs[2][1], 1, 1)), *args),
+                     inputs[:1], TOL["ieee"], rng)
 
 
 def test_conv2d_channels_last_path(rng, ieee):

@@ -1,7 +1,9 @@
 """The GEMM (kernels/gemm.py) and matmul and linear (functional/gemm.py) against torch in float64:
 fp32 operands at each precision, strides, bias, ReLU and accumulation, batched and summed products,
 every tile config, TMA; 16-bit operands, outputs and epilogue; linear and matmul under autocast; matmul
-on vectors and batches, linear on any leading dims."""
+on vectors and batches (leading dims broadcast), linear on any leading dims; cdist."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -326,10 +328,36 @@ def test_matmul_vectors_and_batches(rng, ieee, sa, sb):
     check_op(lambda a, b: a @ b, lambda a, b: a @ b, [pair(rng, *sa), pair(rng, *sb)], TOL["ieee"], rng)
 
 
+@pytest.mark.parametrize("sa,sb", [((2, 4, 3, 5), (4, 5, 2)), ((2, 1, 3, 5), (4, 5, 2)), ((3, 5), (2, 5, 4)),
+                                   ((4, 1, 3, 5), (1, 5, 2)), ((1, 3, 5), (2, 2, 5, 4)), ((3, 1, 2, 5), (1, 4, 5, 3)),
+                                   ((2, 1, 3, 5), (2, 3, 5, 2)), ((5,), (3, 1, 5, 2)), ((2, 1, 3, 5), (5,))])
+def test_matmul_broadcasts_leading_dims(rng, ieee, sa, sb):
+    """Leading dims broadcast as torch's (one operand's missing or of size 1, or both's), each
+    operand's gradient summed back over the dims it was broadcast along."""
+    check_op(F.matmul, torch.matmul, [pair(rng, *sa), pair(rng, *sb)], TOL["ieee"], rng)
+
+
+def test_matmul_broadcast_is_a_view_where_strides_allow(rng, monkeypatch):
+    """An operand of the broadcast leading dims, or one matrix under size-1 dims, reaches the
+    GEMM as a view of its memory; one expanded along some dims only is copied once (torch copies
+    there too: expanded strides of 0 and n do not merge into one batch stride)."""
+    from tnet.kernels import gemm
+    seen = []
+    real = gemm.matmul
+    monkeypatch.setattr(gemm, "matmul", lambda a, b, **kw: seen.append((a, b)) or real(a, b, **kw))
+    a, b = pair(rng, 1, 1, 3, 5)[0], pair(rng, 2, 6, 5, 2)[0]
+    F.matmul(a, b)
+    assert seen[-1][0].data_ptr() == a.memory.data_ptr() and seen[-1][1].data_ptr() == b.memory.data_ptr()
+    a, b = pair(rng, 6, 3, 5)[0], pair(rng, 2, 6, 5, 2)[0]
+    F.matmul(a, b)
+    assert seen[-1][0].data_ptr() != a.memory.data_ptr() and seen[-1][0].shape == (12, 3, 5)
+    assert seen[-1][1].data_ptr() == b.memory.data_ptr()
+
+
 def test_matmul_shape_errors(rng):
     with pytest.raises(ValueError, match="a is 3x7 but b is 6x2"):
         F.matmul(pair(rng, 3, 7)[0], pair(rng, 6, 2)[0])
-    with pytest.raises(ValueError, match="leading dims"):
+    with pytest.raises(RuntimeError, match="do not broadcast"):
         F.matmul(pair(rng, 2, 3, 7)[0], pair(rng, 3, 7, 2)[0])
 
 
@@ -340,3 +368,53 @@ def test_linear_any_leading_dims(rng, ieee, shape):
     ref = torch.nn.Linear(7, 5).double()
     ref.weight.data, ref.bias.data = layer.weight.memory.double().cpu(), layer.bias.memory.double().cpu()
     check_op(layer, ref, [pair(rng, *shape)], TOL["ieee"], rng)
+
+
+# ---- cdist ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, 0.5, math.inf])
+@pytest.mark.parametrize("s1,s2", [((5, 3), (4, 3)), ((2, 5, 3), (2, 4, 3)), ((3, 1, 4, 2), (2, 5, 2))])
+def test_cdist_as_torch(rng, ieee, p, s1, s2):
+    """Every p on the direct path (small P and R), leading dims broadcast, a row of x1 equal to one
+    of x2 (a zero distance: gradient 0, as torch's)."""
+    x1, x2 = pair(rng, *s1), pair(rng, *s2)
+    for t in (x1, x2):
+        t[0].memory.view(-1, s1[-1])[0] = t[1].data.view(-1, s1[-1])[0] = 0.25  # equal rows somewhere
+    if p == 0:  # torch's gradient of p = 0 has its own shape; the values are the count of nonzeros
+        np.testing.assert_array_equal(tnet.cdist(x1[0], x2[0], p).numpy(), torch.cdist(x1[1], x2[1], p).detach())
+        return
+    check_op(lambda a, b: tnet.cdist(a, b, p), lambda a, b: torch.cdist(a, b, p), [x1, x2], TOL["ieee"], rng)
+
+
+@pytest.mark.parametrize("s1,s2,mode", [((30, 7), (6, 7), "use_mm_for_euclid_dist_if_necessary"),
+                                        ((2, 27, 5), (1, 9, 5), "use_mm_for_euclid_dist_if_necessary"),
+                                        ((3, 4, 5), (3, 6, 5), "use_mm_for_euclid_dist"),
+                                        ((30, 7), (26, 7), "donot_use_mm_for_euclid_dist")])
+def test_cdist_euclidean_through_the_gemm(rng, ieee, s1, s2, mode):
+    """p = 2 through the GEMM identity where torch takes it (P or R over 25, or asked), its
+    gradient through GEMMs; against torch's same path in float64."""
+    x1, x2 = pair(rng, *s1), pair(rng, *s2)
+    out = check_op(lambda a, b: tnet.cdist(a, b, compute_mode=mode), lambda a, b: torch.cdist(a, b, compute_mode=mode),
+                   [x1, x2], 1e-4, rng)
+    assert out.shape == torch.cdist(x1[1], x2[1]).shape
+
+
+def test_cdist_euclidean_gemm_is_clamped_and_zero_distances_have_no_gradient(rng):
+    x = pair(rng, 30, 4)[0]
+    d = tnet.cdist(x, x)  # the diagonal: |a|^2 + |a|^2 - 2 a.a, rounding below 0 clamped
+    assert not np.isnan(d.numpy()).any() and np.abs(np.diag(d.numpy())).max() < 1e-2
+    y = tnet.tensor(np.zeros((30, 4)), requires_grad=True)
+    tnet.cdist(y, tnet.tensor(np.zeros((3, 4)))).sum().backward()
+    assert not y.grad.numpy().any()
+
+
+def test_cdist_errors_as_torch(rng):
+    a, b = pair(rng, 3, 4)[0], pair(rng, 5, 4)[0]
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        tnet.cdist(a, b, -1.0)
+    with pytest.raises(RuntimeError, match="same number of columns"):
+        tnet.cdist(a, pair(rng, 5, 3)[0])
+    with pytest.raises(RuntimeError, match="at least 2D"):
+        tnet.cdist(pair(rng, 4)[0], b)
+    with pytest.raises(ValueError, match="not a valid value for compute_mode"):
+        tnet.cdist(a, b, compute_mode="fast")

@@ -406,3 +406,68 @@ def test_pow_tensor_exponent_as_torch(rng):
     yr.sum().backward()
     for t, r in ((x, xr), (e, er)):
         np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-6)
+
+
+# ---- clamp with tensor bounds ------------------------------------------------------------------
+
+@pytest.mark.parametrize("shapes", [((4, 5), (1, 5), (4, 1)), ((3, 5), (2, 3, 5), None), ((2, 1, 5), None, (3, 1)),
+                                    ((5,), (), (5,))])
+def test_clamp_tensor_bounds(rng, shapes):
+    """Broadcast bounds (either None; ones that widen the result), ties at both bounds, min > max,
+    NaN in x and in a bound: values and every operand's gradient as torch's (x's where min <= x <=
+    max; min's where x < min < max; max's where x > max or max < min), through clamp, clip and the
+    Tensor methods."""
+    xs, los, his = shapes
+    a = np.round(rng.standard_normal(xs) * 2) / 2  # halves: ties with the bounds
+    x = leaf(rng, *xs, values=a)
+    lo = None if los is None else leaf(rng, *los, values=np.round(rng.standard_normal(los) * 2) / 2 - 0.5)
+    hi = None if his is None else leaf(rng, *his, values=np.round(rng.standard_normal(his) * 2) / 2 + 0.5)
+    if lo is not None and lo[0].numel() > 1:  # a NaN bound and one above the other bound
+        lo[0].memory.view(-1)[0] = lo[1].data.view(-1)[0] = float("nan")
+        lo[0].memory.view(-1)[1] = lo[1].data.view(-1)[1] = 9.0
+    x[0].memory.view(-1)[-1] = x[1].data.view(-1)[-1] = float("nan")
+    inputs = [x] + [b for b in (lo, hi) if b is not None]
+
+    def bounds(args):
+        it = iter(args)
+        return [None if b is None else next(it) for b in (lo, hi)]
+    for ours in (lambda t, *b: tnet.clamp(t, *bounds(b)), lambda t, *b: tnet.clip(t, *bounds(b)),
+                 lambda t, *b: t.clamp(*bounds(b)), lambda t, *b: t.clip(min=bounds(b)[0], max=bounds(b)[1])):
+        for t, r in inputs:
+            t.grad, r.grad = None, None
+        out = ours(*[t for t, _ in inputs])
+        ref = torch.clamp(*[r for _, r in inputs[:1]], *bounds([r for _, r in inputs[1:]]))
+        assert out.shape == tuple(ref.shape)
+        np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+        g = rng.standard_normal(ref.shape)
+        out.backward(tnet.tensor(g))
+        ref.backward(torch.tensor(g))
+        for (t, r) in inputs:
+            np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_clamp_tensor_bounds_in_place_and_errors(rng):
+    x, lo, hi = leaf(rng, 3, 4), leaf(rng, 4), leaf(rng, 3, 1)
+    for t in (x[0], lo[0], hi[0]):
+        t.requires_grad = False
+    hi[0].requires_grad = True
+    y = x[0] * 1.0
+    y.clamp_(lo[0], hi[0])
+    ref = torch.clamp(x[1].detach(), lo[1].detach(), hi[1])
+    np.testing.assert_allclose(y.numpy(), ref.detach().numpy(), rtol=1e-6)
+    y.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_allclose(hi[0].grad.numpy(), hi[1].grad.numpy())
+    z = x[0].detach()
+    assert z.clip_(max=hi[0].detach()) is z and z.max().item() <= hi[1].max().item()
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        lo[0].detach().clamp_(hi[0].detach())
+    with pytest.raises(TypeError, match="clamp"):
+        tnet.clamp(x[0], lo[0], 1.0)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        tnet.clamp(x[0])
+    t = tnet.tensor([1.0, 2.0, 3.0], requires_grad=True)  # number bounds the wrong way round: max, no gradient
+    y = tnet.clamp(t, 2.5, 1.0)
+    y.sum().backward()
+    assert y.tolist() == [1.0, 1.0, 1.0] and t.grad.tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(tnet.clamp(t, min=float("nan")).numpy()).all()

@@ -315,3 +315,56 @@ def test_avg_pool_of_the_whole_image_is_a_mean(rng, stride, ceil_mode, channels_
     y = check_op(lambda t: F.avg_pool2d(t, (6, 5), stride, 0, ceil_mode),
                  lambda t: tF.avg_pool2d(t, (6, 5), stride, 0, ceil_mode), [x], TOL["ieee"], rng)
     assert y.shape == (2, 40, 1, 1)
+
+
+# ---- avg_pool2d's divisors, as torch's --------------------------------------------------------
+
+AVG_GEOMETRIES = [(3, 2, 1, True), ((3, 2), (2, 3), (1, 1), True), (2, 2, 1, True), ((2, 3), (2, 3), (1, 1), False),
+                  (1, 3, 0, True), ((3, 1), (3, 3), (1, 0), True)]  # ceil windows clipped, over the padding, past it
+
+
+@pytest.mark.parametrize("count_include_pad,divisor_override", [(True, None), (False, None), (True, 5), (False, -2)])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", AVG_GEOMETRIES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_avg_pool2d_divisors(rng, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                             channels_last):
+    """count_include_pad both ways and divisor_override against torch, forward and gradient, on
+    the overlapping and the window-by-window backward paths; ceil-mode windows that run past the
+    padded image (counted as torch: only what lies within it), and the last window dropped where
+    it would start past the image (padding 0, stride > kernel)."""
+    x = pair(rng, 2, 10, 7, 8, channels_last=channels_last)
+    args = (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    check_op(lambda t: F.avg_pool2d(t, *args), lambda t: tF.avg_pool2d(t, *args), [x], 1e-6, rng)
+    if divisor_override is None:  # the module (test_conv fuses it after a convolution)
+        check_op(lambda t: nn.AvgPool2d(*args)(t), lambda t: tF.avg_pool2d(t, *args), [x], 1e-6, rng)
+
+
+def test_avg_pool2d_3d_input_module_and_errors(rng):
+    x = pair(rng, 3, 7, 6)
+    check_op(lambda t: nn.AvgPool2d(3, 2, 1, True, False)(t), lambda t: tF.avg_pool2d(t, 3, 2, 1, True, False),
+             [x], 1e-6, rng)
+    x = pair(rng, 1, 2, 6, 6)
+    check_op(lambda t: F.avg_pool2d(t, 6, divisor_override=4), lambda t: tF.avg_pool2d(t, 6, divisor_override=4),
+             [x], 1e-6, rng)  # a whole-image window with an override: the window kernel, not the mean
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(x[0], 2, divisor_override=0)
+    for fn in (F.avg_pool2d, F.max_pool2d):
+        with pytest.raises(RuntimeError, match="pad should be at most half"):
+            fn(x[0], 3, 1, 2)
+
+
+def test_max_pool_ceil_mode_drops_a_window_past_the_image(rng):
+    """ceil_mode with padding 0 and stride > kernel: torch drops a last window that would start
+    past the image; tnet's max pooling takes the same output size."""
+    x = pair(rng, 1, 2, 5, 7)
+    y = check_op(lambda t: F.max_pool2d(t, 1, 3, ceil_mode=True), lambda t: tF.max_pool2d(t, 1, 3, ceil_mode=True),
+                 [x], 0, rng)
+    assert y.shape == (1, 2, 2, 3)
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool1d_divisors(rng, count_include_pad):
+    x = pair(rng, 2, 3, 10)
+    for k, s, p, ceil in [(3, 2, 1, True), (4, 3, 2, True), (2, 2, 1, False)]:
+        check_op(lambda t: F.avg_pool1d(t, k, s, p, ceil, count_include_pad),
+                 lambda t: tF.avg_pool1d(t, k, s, p, ceil, count_include_pad), [x], 1e-6, rng)

@@ -14,7 +14,7 @@ from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_av
 
 # torch's top-level functions: shape ops, element-wise ops, reductions, sorting, matrix products
 from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort,
-                         baddbmm, bmm, broadcast_to, cat, ceil, celu, channel_shuffle, chunk, clamp, clamp_max,
+                         baddbmm, bmm, broadcast_to, cat, cdist, ceil, celu, channel_shuffle, chunk, clamp, clamp_max,
                          clamp_min, clip, clone, concat, concatenate, cos, count_nonzero, cov, cumprod, cumsum, div,
                          dot, einsum, eq, equal, erf, exp, exp2, expm1, flatten, flip, floor, gather, ge, gt,
                          hardshrink, index_add, index_select, isclose, isinf, isnan, le, lerp, log, log10, log1p, log2,

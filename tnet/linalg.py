@@ -1,13 +1,40 @@
-"""torch.linalg's functions that tnet has. A decomposition runs on the host in numpy, in float64
-(a host sync: meant for small init-time matrices, such as a whitening filter's covariance), and
-returns tensors of the input's dtype on tnet's device; it takes no gradient."""
+"""torch.linalg's functions that tnet has. The norms run on tnet's kernels, with gradients. A
+decomposition runs on the host in numpy, in float64 (a host sync: meant for small init-time
+matrices, such as a whitening filter's covariance), and returns tensors of the input's dtype on
+tnet's device; it takes no gradient."""
 from collections import namedtuple
 
 import numpy as np
 import torch
 
+from .functional.inputs import check_tensors
+from .functional.reduce import matrix_norm, vector_norm
 from .kernels.launch import check
 from .tensor import Tensor, is_grad_enabled, tensor
+
+__all__ = ["eigh", "matrix_norm", "norm", "vector_norm"]
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.norm: with ord None, the 2-norm of the entries over dim (None: all of them,
+    any shape); else a vector norm (vector_norm) over one dim, or a matrix norm (matrix_norm:
+    'fro', 1, -1, inf, -inf; 'nuc', 2 and -2 raise NotImplementedError) over two; without dim,
+    A must then be 1-D or 2-D."""
+    check_tensors("linalg.norm", A=A)
+    if dim is not None:
+        dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        check(len(dim) in (1, 2), lambda: f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
+                                          f"Got {list(dim)}")
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None:
+        check(A.ndim in (1, 2), lambda: f"linalg.norm: If dim is not specified but ord is, the input must be 1D or "
+                                        f"2D. Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if len(dim) == 2:
+        return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+    check(not isinstance(ord, str), lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim[0]}")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 

@@ -19,7 +19,7 @@ from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
                    unbind, unflatten, unfold_windows, unsqueeze)
 from .copy import embedding
-from .gemm import cov, linear, matmul
+from .gemm import cdist, cov, linear, matmul
 from .norm import batch_norm, group_norm, layer_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d

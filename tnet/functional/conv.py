@@ -100,21 +100,23 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 
 
 def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,
-                       ceil_mode=False, *, dilation=1, groups=1):
+                       ceil_mode=False, *, dilation=1, groups=1, count_include_pad=True, divisor_override=None):
     """{mode}_pool2d(relu(conv2d(x, w, b, stride, padding, dilation, groups)), kernel_size, ...)
-    as one op, mode "max" or "avg": ReLU runs in the convolution's epilogue, its gradient in the
-    pooling's backward kernel, so the convolution's output is written once and its gradient once.
-    ReLU commutes with max pooling, so this is also max_pool2d followed by relu."""
+    as one op, mode "max" or "avg" (count_include_pad and divisor_override: avg_pool2d's): ReLU
+    runs in the convolution's epilogue, its gradient in the pooling's backward kernel, so the
+    convolution's output is written once and its gradient once. ReLU commutes with max pooling,
+    so this is also max_pool2d followed by relu."""
     check(mode in ("max", "avg"), lambda: f"conv2d_relu_pool2d: mode must be 'max' or 'avg', got {mode!r}")
     y, grads, saved = _convolve(x, w, b, stride, padding, True, dilation, groups)
     kernel, pool_stride, pool_padding = pool_args(mode, kernel_size, pool_stride, pool_padding)
     p_cl = keeps_channels_last(y.shape[1])
-    p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl)
+    divisor = dict(count_include_pad=count_include_pad, divisor_override=divisor_override)
+    p, arg = _pool.pool2d(y, kernel, pool_stride, pool_padding, ceil_mode, mode, channels_last=p_cl, **divisor)
     y_cl = is_channels_last(y)
 
     def backward(g):
         return grads(_pool.pool2d_backward(g, arg, y.shape, kernel, pool_stride, pool_padding, mode, relu_input=y,
-                                           x_channels_last=y_cl, y_channels_last=p_cl))
+                                           x_channels_last=y_cl, y_channels_last=p_cl, **divisor))
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward, saved=saved)
 
 

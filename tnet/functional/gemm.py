@@ -1,18 +1,21 @@
 """Matrix products: matmul and linear (kernels/gemm.py), and the bias gradient that linear
 and the convolutions share."""
 import math
+import numbers
 
 import torch
 
 from .. import amp
 from ..kernels import gemm as _gemm
+from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import check, is_channels_last
-from ..tensor import Tensor, record
-from .copy import permute, reshape
-from .pointwise import add, mul, where
+from ..tensor import Tensor, no_grad, record
+from .copy import expand, permute, reshape, transpose, unsqueeze
+from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
+from .reduce import vector_norm
 
 
 def _matmul2d(a, b):
@@ -45,10 +48,13 @@ def _bmm(a, b):
 
 def matmul(a, b):
     """torch.matmul: 1-D operands are vectors (a dot product, matrix-vector, vector-matrix);
-    [..., M, K] @ [K, N] folds the leading dims into M; [..., M, K] @ [..., K, N] is a batch of
-    products over equal leading dims (or a 2-D a shared by the batch). Other broadcasts of the
-    leading dims are not supported. Under autocast the GEMMs read 16-bit operands and return
-    16-bit outputs; each gradient comes in its input's dtype."""
+    [..., M, K] @ [..., K, N] is a batch of products over the leading dims broadcast as torch's:
+    where b is one matrix a's leading dims fold into its rows, where a is one matrix (size-1
+    leading dims) it is shared by the batch; else an operand with the broadcast leading dims goes
+    to the batched GEMM as a view, one broadcast along some of them is expanded and copied (as
+    torch's: strides of 0 and n do not merge into the GEMM's one batch stride). The gradients sum
+    back over the dims an operand was broadcast along. Under autocast the GEMMs
+    read 16-bit operands and return 16-bit outputs; each gradient comes in its input's dtype."""
     check_tensors("matmul", a=a, b=b)
     check(a.ndim >= 1 and b.ndim >= 1,
           lambda: f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")
@@ -62,13 +68,64 @@ def matmul(a, b):
     if a.ndim == 1:
         return reshape(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
     M, N = a.shape[-2], b.shape[-1]
-    if b.ndim == 2:  # the leading dims of a fold into its rows
-        return reshape(_matmul2d(reshape(a, -1, K), b), *a.shape[:-1], N)
-    lead = b.shape[:-2]
-    check(a.ndim == 2 or a.shape[:-2] == lead,
-          lambda: f"matmul: the leading dims of {a.shape} and {b.shape} differ (tnet does not broadcast them)")
-    out = _bmm(a if a.ndim == 2 else reshape(a, -1, M, K), reshape(b, -1, K, N))
+    lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
+    if math.prod(b.shape[:-2]) == 1:  # b one matrix: a's leading dims fold into its rows
+        out = _matmul2d(reshape(a, -1, K), reshape(b, K, N))
+    elif math.prod(a.shape[:-2]) == 1:  # a one matrix, shared by the batch
+        out = _bmm(reshape(a, M, K), _batch(b, lead))
+    else:
+        out = _bmm(_batch(a, lead), _batch(b, lead))
     return reshape(out, *lead, M, N)
+
+
+def _batch(x, lead):
+    """x [..., R, C] as [batch, R, C] over the broadcast leading dims `lead`."""
+    if x.shape[:-2] != lead:
+        x = expand(x, *lead, *x.shape[-2:])
+    return reshape(x, -1, *x.shape[-2:])
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """torch.cdist: the p-norm distances [*, P, R] between the rows of x1 [*, P, M] and x2 [*, R, M]
+    (leading dims broadcast), p >= 0. p = 2 runs as torch's: through the GEMM identity |a|^2 +
+    |b|^2 - 2 a.b, clamped at 0 before the square root, where P or R passes 25 (compute_mode
+    'use_mm_for_euclid_dist_if_necessary'; 'use_mm_for_euclid_dist' always, 'donot_use_mm_...'
+    never), its gradient (a - b) g / d through GEMMs, 0 where d is 0. Other p (and p = 2 on the
+    direct path) are vector_norm of the [*, P, R, M] differences, with its gradients: at p = inf
+    a tie for the largest |a - b| shares the gradient, where torch gives it to each."""
+    check_tensors("cdist", x1=x1, x2=x2)
+    check(x1.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    check(x2.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    check(x1.shape[-1] == x2.shape[-1], lambda: f"X1 and X2 must have the same number of columns. X1: "
+                                                f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    check(isinstance(p, numbers.Real) and not isinstance(p, bool) and p >= 0,
+          "cdist only supports non-negative p values")
+    check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
+    if p == 2 and (compute_mode == _CDIST_MODES[1] or
+                   (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+        return _euclidean_cdist(x1, x2)
+    return vector_norm(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)), p, -1)
+
+
+def _euclidean_cdist(x1, x2):
+    """cdist's p = 2 through one batched GEMM: sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0))."""
+    need1, need2 = needs_grad(x1, x2)
+    with no_grad():
+        squares1 = _reduce_sum(mul(x1, x1), -1, keepdim=True)
+        squares2 = unsqueeze(_reduce_sum(mul(x2, x2), -1), -2)
+        d = sqrt(clamp_min(add(sub(squares1, mul(matmul(x1, transpose(x2, -1, -2)), 2.0)), squares2), 0.0))
+
+    def backward(g):
+        with no_grad():
+            w = where(eq(d, 0), 0.0, div(Tensor(g), d))  # [*, P, R]
+            g1 = sub(mul(x1, _reduce_sum(w, -1, keepdim=True)), matmul(w, x2)) if need1 else None
+            g2 = sub(mul(x2, transpose(_reduce_sum(w, -2, keepdim=True), -1, -2)),
+                     matmul(transpose(w, -1, -2), x1)) if need2 else None
+            return tuple(None if gx is None else sum_to(gx.memory, x) for gx, x in ((g1, x1), (g2, x2)))
+    return record("cdist", d.memory, (x1, x2), backward, saved=(x1, x2, d))
 
 
 def cov(x, *, correction=1, fweights=None, aweights=None):

@@ -161,7 +161,6 @@ sigmoid_ = _unary("sigmoid_", sigmoid)
 tanh_ = _unary("tanh_", tanh)
 relu_ = _unary("relu_", relu)
 pow_ = _unary("pow_", pow, keeps_self=True)
-clamp_ = _unary("clamp_", clamp, keeps_self=True)
 floor_ = _unary("floor_", floor)  # DeiT's drop_path: (keep_prob + rand(shape)).floor_()
 ceil_ = _unary("ceil_", ceil)
 round_ = _unary("round_", round)
@@ -179,6 +178,12 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     return inplace(self, "addcdiv_", lambda x: addcdiv(x, tensor1, tensor2, value=value), (tensor1, tensor2))
+
+
+def clamp_(self, min=None, max=None):
+    """self = clamp(self, min, max); tensor bounds broadcast to self."""
+    return inplace(self, "clamp_", lambda x: clamp(x, min, max), [v for v in (min, max) if isinstance(v, Tensor)],
+                   keeps_self=True)
 
 
 def clamp_min_(self, min):

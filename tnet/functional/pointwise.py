@@ -301,15 +301,23 @@ def abs(input):
 
 
 def clamp(input, min=None, max=None):
-    """min(max(x, min), max) for Python numbers min and max (either may be None), NaN kept; the
-    gradient passes where x lies within the bounds, bounds included, as torch. Tensor bounds are
-    not supported. Integer tensors with int bounds clamp exactly in their dtype (bool: int64), with
-    a float bound in float32, as torch's."""
+    """min(max(x, min), max), torch's: min and max Python numbers or tnet.Tensors that broadcast
+    with x (both of one kind, else TypeError, as torch), either None; a NaN in x or a bound gives
+    NaN, and min > max gives max. Gradients as torch's: x takes g where min <= x <= max (bounds
+    included), min where x < min < max (or x < min without max), max where x > max or max < min;
+    each summed back over the dims its operand was broadcast along. Integer tensors with int
+    (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32."""
     check_tensors("clamp", input=input)
-    check(min is not None or max is not None, "clamp: at least one of 'min' or 'max' must not be None")
+    check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
+    tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
+    if any(tensors):
+        if not all(tensors):
+            raise TypeError(f"clamp() received an invalid combination of arguments - got min={type(min).__name__}, "
+                            f"max={type(max).__name__}: both bounds must be tensors, or both numbers")
+        return _clamp_tensors(input, min, max)
     for arg, v in (("min", min), ("max", max)):
         check(v is None or isinstance(v, numbers.Real),
-              lambda: f"clamp: {arg} must be a Python number or None (tensor bounds are not supported), got {type(v).__name__}")
+              lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
@@ -318,8 +326,27 @@ def clamp(input, min=None, max=None):
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
         info = torch.iinfo(X.dtype)
         return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
-    y = _pw.pointwise("clamp", X, -math.inf if min is None else float(min), math.inf if max is None else float(max))
+    lo, hi = -math.inf if min is None else float(min), math.inf if max is None else float(max)
+    y = _pw.pointwise("clamp", X, lo, hi)
+    if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
+        return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
     return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
+
+
+def _clamp_tensors(input, min, max):
+    """clamp with tensor bounds (either None): clamp_which codes which operand takes each
+    element's gradient, worked out in the backward."""
+    X = input.memory
+    lo, hi = -math.inf if min is None else min.memory, math.inf if max is None else max.memory
+    y = _pw.pointwise("clamp", X, lo, hi)
+    operands = (input, min, max)
+    need = needs_grad(*operands)
+
+    def grads(g):
+        code = _pw.pointwise("clamp_which", X, lo, hi, float((min is not None) + 2 * (max is not None)))
+        return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=v.dtype) if n else None
+                     for k, (v, n) in enumerate(zip(operands, need)))
+    return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))
 
 
 def clamp_min(input, min):

@@ -7,10 +7,9 @@ from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import check, is_channels_last, is_flat, keeps_channels_last, pair, single
-from ..tensor import Tensor, as_storage, in_layout, no_grad, record
+from ..tensor import Tensor, as_storage, in_layout, record
 from .copy import contiguous, reshape, scatter, squeeze, unsqueeze
 from .inputs import check_tensors
-from .pointwise import div
 from .reduce import sum_or_mean
 
 
@@ -22,19 +21,21 @@ def pool_args(name, kernel_size, stride, padding):
     return kernel, stride, pair(padding, f"{name}: padding")
 
 
-def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode):
-    """(the pooled x, max pooling's argmax: pool2d's index i * KW + j inside each window)."""
+def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
+    """(the pooled x, max pooling's argmax: pool2d's index i * KW + j inside each window);
+    divisor: average pooling's count_include_pad and divisor_override (kernels.pool.pool2d)."""
     check_tensors(f"{mode}_pool2d", x=x)
     kernel, stride, padding = pool_args(mode, kernel_size, stride, padding)
-    if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]):
+    if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]) \
+            and divisor.get("divisor_override") is None:
         return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True), None  # a global pooling: see avg_pool2d
     y_cl = keeps_channels_last(x.shape[1])
-    y, arg = _pool.pool2d(x.memory, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl)
+    y, arg = _pool.pool2d(x.memory, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)
     shape, x_cl = x.shape, is_channels_last(x.memory)
 
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
-                                      y_channels_last=y_cl),)
+                                      y_channels_last=y_cl, **divisor),)
     return record(f"{mode}_pool2d", y, (x,), backward), arg
 
 
@@ -69,21 +70,21 @@ def plane_indices(arg, kernel, stride, padding, W):
     return index
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """Average pooling over [N, C, H, W]; the divisor counts the padding (Caffe's rule, torch's
-    count_include_pad=True); count_include_pad=False divides by the window's input pixels only
-    (the average divided by that of ones). divisor_override is not supported. A window of the
-    whole image without padding (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a mean,
-    the reduction kernel: the window kernel would loop over every tap of it."""
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
-    y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode)[0]
-    if count_include_pad or pair(padding, "avg_pool2d: padding") == (0, 0):
-        return y
-    with no_grad():  # the share of each window inside the input: its pixels over Caffe's divisor
-        share = _pool2d("avg", Tensor(torch.ones_like(x.memory)), kernel_size, stride, padding, ceil_mode)[0]
-    return div(y, share)
+    """Average pooling over [N, C, H, W] or [C, H, W], torch's arguments and divisors: with
+    count_include_pad the window clipped to the padded image (a ceil_mode window past the
+    padding counts only what lies within it), without it the window's input pixels alone, or
+    divisor_override (non-zero) for every window. A window of the whole image without padding
+    (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a mean, the reduction kernel: the
+    window kernel would loop over every tap of it."""
+    check_tensors("avg_pool2d", input=input)
+    check(input.ndim in (3, 4), lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
+                                        f"{input.ndim}D")
+    x = unsqueeze(input, 0) if input.ndim == 3 else input
+    y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad=count_include_pad,
+                divisor_override=divisor_override)[0]
+    return squeeze(y, 0) if input.ndim == 3 else y
 
 
 def _unpool_size(input, kernel, stride, padding, output_size):
@@ -167,7 +168,8 @@ def _window_1d(name, kernel_size, stride, padding):
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Average pooling over [N, C, L] (or [C, L]), torch's arguments: avg_pool2d over [N, C, 1, L]."""
+    """Average pooling over [N, C, L] (or [C, L]), torch's arguments and divisors: avg_pool2d
+    over [N, C, 1, L]."""
     k, s, p = _window_1d("avg_pool1d", kernel_size, stride, padding)
     y = avg_pool2d(_signal_as_image("avg_pool1d", input), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
     return _image_as_signal(y, input)

@@ -17,7 +17,7 @@ from ..tensor import Tensor, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, lt, maximum, minimum, mul, ne, neg, pow,
-                        relu, sub, where)
+                        relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -453,25 +453,79 @@ def one_hot(tensor, num_classes=-1):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm's vector norms over dim (None: all elements): p 2 or 'fro' (the elements' 2-norm)
-    sqrt(sum |x|^2), p 1, inf and -inf; other p sum(|x|^p)^(1/p); 'nuc' and p 0 raise. dtype: the
-    input cast first."""
+    """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' raises
+    NotImplementedError (it needs singular values). dtype: the input cast first."""
     check_tensors("norm", input=input)
+    check(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
+          lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
+    if p == "nuc":
+        raise NotImplementedError("norm: p='nuc' needs singular values, which tnet does not compute")
+    return vector_norm(input, 2 if p == "fro" else p, dim, keepdim, dtype=dtype)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.vector_norm over dim (None or (): all elements): ord 2 sqrt(sum |x|^2), 1,
+    inf and -inf (the largest and smallest |x|, a tie's gradient shared), 0 (the count of
+    nonzeros, gradient 0) and other p sum(|x|^p)^(1/p), with torch's gradients (0 where the norm
+    is 0, and at zeros for p < 1). dtype: x cast first."""
+    check_tensors("linalg.vector_norm", x=x)
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
     if dtype is not None:
-        input = input.to(dtype)
-    check(p == "fro" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
-          lambda: f"norm: p must be a number or 'fro', got {p!r}")
+        x = x.to(dtype)
+    check(x.dtype in FLOATS, lambda: f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                                     f"Got {x.dtype}")
     dim = () if dim is None else dim
-    if p == "fro" or p == 2:
-        return _two_norm(input, dim, keepdim)
-    if p == math.inf:
-        return amax(abs(input), dim, keepdim)
-    if p == -math.inf:
-        return amin(abs(input), dim, keepdim)
-    if p == 1:
-        return sum(abs(input), dim, keepdim)
-    check(p != 0, "norm: p=0 (the count of nonzeros) is not supported; use count_nonzero")
-    return pow(sum(pow(abs(input), p), dim, keepdim), 1.0 / p)
+    if ord == 2:
+        return _two_norm(x, dim, keepdim)
+    if ord in (math.inf, -math.inf):
+        check(x.numel() > 0, "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
+                             "operation does not have an identity")
+        return (amax if ord > 0 else amin)(abs(x), dim, keepdim)
+    if ord == 1:
+        return sum(abs(x), dim, keepdim)
+    if ord == 0:
+        with no_grad():
+            y = sum(ne(x, 0).to(x.dtype), dim, keepdim)
+        return record("vector_norm", y.memory, (x,), lambda g: (torch.zeros_like(x.memory),))
+    return _p_norm(x, float(ord), dim, keepdim)
+
+
+def _p_norm(x, p, dim, keepdim):
+    """sum(|x|^p)^(1/p) over dim, with torch's gradient sign(x) |x|^(p-1) g / norm^(p-1): 0
+    where the norm is 0, and where x is 0 (p < 1: |x|^(p-1) would be inf)."""
+    with no_grad():
+        y = pow(sum(pow(abs(x), p), dim, keepdim=True), 1.0 / p)
+
+    def backward(g):
+        with no_grad():
+            scale = where(eq(y, 0), 0.0, mul(reshape(Tensor(g), y.shape), pow(y, 1.0 - p)))
+            return mul(where(eq(x, 0), 0.0, mul(sign(x), pow(abs(x), p - 1.0))), scale).memory
+    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y))
+    return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.linalg.matrix_norm over the two dims of dim: ord 'fro' (the 2-norm of the entries), 1
+    and -1 (the largest and smallest column sum of |A|), inf and -inf (row sums), with torch's
+    gradients. 'nuc', 2 and -2 need singular values: NotImplementedError. dtype: A cast first."""
+    check_tensors("linalg.matrix_norm", A=A)
+    dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    check(len(dim) == 2, lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    check(A.ndim >= 2, lambda: "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    rows, cols = (_dims("linalg.matrix_norm", A, d)[0] for d in dim)
+    check(rows != cols, lambda: f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which tnet does not "
+                                  f"compute (ord 'fro', 1, -1, inf and -inf are supported)")
+    check(ord in ("fro", 1, -1, math.inf, -math.inf), lambda: f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim, dtype=dtype)
+    if dtype is not None:
+        A = A.to(dtype)
+    summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
+    y = (amax if ord > 0 else amin)(sum(abs(A), summed, keepdim=True), over, keepdim=True)
+    return y if keepdim else reshape(y, _shape(A.shape, (rows, cols), False))
 
 
 def _two_norm(input, dim, keepdim):

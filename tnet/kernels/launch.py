@@ -115,11 +115,11 @@ def tile_config(bm, bn, bk, warps, stages, **extra):
 
 def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
-    padding (Caffe's and PyTorch's rule)."""
+    right padding or past it (PyTorch's rule, padding or not)."""
     span = size + 2 * pad - kernel
     check(span >= 0, lambda: f"window of {kernel} with padding {pad} does not fit an input of {size}")
     n = (-(-span // stride) if ceil_mode else span // stride) + 1
-    if ceil_mode and pad > 0 and (n - 1) * stride >= size + pad:
+    if ceil_mode and (n - 1) * stride >= size + pad:
         n -= 1
     return n
 

@@ -35,7 +35,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "tanh_backward": 2, "silu_backward": 2,
          "pow_backward": 3, "div_backward": 3, "muldiv": 3,
          # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
-         "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3,
+         "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3, "clamp_which": 4,
          "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
          "leaky_relu_backward": 3, "elu_backward": 4, "clamp_backward": 3, "hardtanh_backward": 4,
          "sqdiff": 2, "std_backward": 3, "var_backward": 3,
@@ -268,9 +268,15 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.abs(a)
     elif OP == "abs_backward":  # b = x: g sign(x), 0 at 0 and NaN
         y = tl.where(b > 0.0, a, tl.where(b < 0.0, -a, 0.0))
-    elif OP == "clamp":  # b, c = the bounds (min(max(x, b), c), as torch's when b > c)
-        y = tl.where(a != a, a, tl.minimum(tl.maximum(a, b), c))
-    elif OP == "clamp_backward":  # b = x, c = clamp(x): g where x was kept (inclusive bounds, 0 at NaN)
+    elif OP == "clamp":  # b, c = the bounds (min(max(x, b), c), as torch's when b > c); a NaN anywhere wins
+        y = tl.where((a != a) | (b != b) | (c != c), a + b + c, tl.minimum(tl.maximum(a, b), c))
+    elif OP == "clamp_which":  # b, c = the bounds, d = 1 (min given) + 2 (max given): torch's gradient rule
+        # 0: x takes it (min <= x <= max), 1: min (x < min < max, or x < min alone), 2: max (x > max or
+        # max < min), 3: none (NaN x; x < min == max)
+        to_min = (a < b) & ((b < c) | (d == 1.0))
+        y = tl.where((a >= b) & (a <= c), 0.0, tl.where(to_min, 1.0, tl.where((a > c) | (c < b), 2.0, 3.0)))
+    elif OP == "clamp_backward":  # b = x, c = clamp(x): g where x was kept (inclusive bounds, 0 at NaN);
+        # or b = clamp_which's code, c = one of its values
         y = tl.where(b == c, a, 0.0)
     elif OP == "hardtanh_backward":  # b = x, c and d = the bounds: 0 at or outside them, g at NaN
         y = tl.where((b <= c) | (b >= d), 0.0, a)

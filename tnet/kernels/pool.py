@@ -1,6 +1,7 @@
 """Max and average pooling over NCHW or channels-last tensors, forward and backward, with
 Caffe's rules: max pooling skips the padding and keeps the first maximum in row-major order;
-average pooling divides by the window clipped to the padded image (count_include_pad). The
+average pooling divides by the window clipped to the padded image (count_include_pad), or as
+torch's count_include_pad=False and divisor_override ask (_window). The
 geometry is constexpr: index divisions become multiplies. Tensors are float32,
 float16 or bfloat16: sums and comparisons in fp32, y in x's dtype, dx in dy's.
 
@@ -64,27 +65,37 @@ def _at(n, c, h, w, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.co
 
 
 @triton.jit
-def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr):
-    """First row and column of a window, and Caffe's average divisor for it."""
+def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr, COUNT_PAD: tl.constexpr,
+            DIVISOR: tl.constexpr):
+    """First row and column of a window, and its average divisor, torch's: DIVISOR where not 0
+    (divisor_override), else the window clipped to the padded image (COUNT_PAD, Caffe's rule)
+    or to the image."""
     h0 = oh * SH - PH
     w0 = ow * SW - PW
-    size = (tl.minimum(h0 + KH, H + PH) - h0) * (tl.minimum(w0 + KW, W + PW) - w0)
+    if DIVISOR != 0:
+        size = h0 * 0 + w0 * 0 + DIVISOR
+    elif COUNT_PAD:
+        size = (tl.minimum(h0 + KH, H + PH) - h0) * (tl.minimum(w0 + KW, W + PW) - w0)
+    else:  # at least 1: the backward's masked windows outside the output would divide 0 by 0
+        size = (tl.minimum(h0 + KH, H) - tl.maximum(h0, 0)) * (tl.minimum(w0 + KW, W) - tl.maximum(w0, 0))
+        size = tl.maximum(size, 1)
     return h0, w0, size
 
 
-@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "CL_X",
-                         "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
+                         "DIVISOR", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
 @jit
 def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                 OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
-                PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL_X: tl.constexpr,
-                CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+                PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, COUNT_PAD: tl.constexpr,
+                DIVISOR: tl.constexpr, CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK_C: tl.constexpr,
+                BLOCK: tl.constexpr):
     """x [N, C, H, W] -> y [N, C, OH, OW] (NPIX = N*OH*OW pixels), each NCHW or channels-last
     (CL_X, CL_Y: pooling is where an NCHW activation turns channels-last); max pooling also
     writes arg (laid out as y), the index i*KW + j of each maximum inside its window."""
     p, c, ok = _tile(NPIX, C, BLOCK, BLOCK_C)
     n, oh, ow = p // (OH * OW), (p // OW) % OH, p % OW
-    h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
+    h0, w0, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW, COUNT_PAD, DIVISOR)
     if MAX:
         best = tl.full((BLOCK // BLOCK_C, BLOCK_C), float("-inf"), tl.float32)
         # A window of -inf only: its first tap inside the image, as PyTorch takes.
@@ -114,13 +125,14 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W
         tl.store(y_ptr + out, (acc / size.to(tl.float32)).to(y_ptr.dtype.element_ty), mask=ok)
 
 
-@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "RELU",
-                         "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
+                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
 @jit
 def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                          OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
-                         PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr,
-                         CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+                         PW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr,
+                         COUNT_PAD: tl.constexpr, DIVISOR: tl.constexpr, RELU: tl.constexpr, CL_X: tl.constexpr,
+                         CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
     """dx [N, C, H, W] (NPIX = N*H*W pixels, laid out as the pooled x: CL_X) from dy
     [N, C, OH, OW] and arg (laid out as y: CL_Y): each pixel gathers from the windows that read
     it (no atomics, deterministic); max pooling only from windows whose maximum it was. RELU:
@@ -144,7 +156,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
             if MAX:
                 acc += tl.where(tl.load(arg_ptr + at, mask=hit, other=-1).to(tl.int32) == i * KW + j, g, 0.0)
             else:
-                _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW)
+                _, _, size = _window(oh, ow, H, W, SH, SW, PH, PW, KH, KW, COUNT_PAD, DIVISOR)
                 acc += g / size.to(tl.float32)
     at = _at(n, c, h, w, C, H, W, CL_X)
     if RELU:
@@ -152,14 +164,15 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
     tl.store(dx_ptr + at, acc.to(dx_ptr.dtype.element_ty), mask=ok)
 
 
-@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "OHX", "OWX", "PH", "PW", "KH", "KW", "MAX", "RELU",
-                         "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+@autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "OHX", "OWX", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
+                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
 @jit
 def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr,
                                   W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, OHX: tl.constexpr,
                                   OWX: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, KH: tl.constexpr,
-                                  KW: tl.constexpr, MAX: tl.constexpr, RELU: tl.constexpr, CL_X: tl.constexpr,
-                                  CL_Y: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK: tl.constexpr):
+                                  KW: tl.constexpr, MAX: tl.constexpr, COUNT_PAD: tl.constexpr, DIVISOR: tl.constexpr,
+                                  RELU: tl.constexpr, CL_X: tl.constexpr, CL_Y: tl.constexpr, BLOCK_C: tl.constexpr,
+                                  BLOCK: tl.constexpr):
     """pool_backward_kernel's dx where the windows tile the image (stride == kernel): each
     window of the [N, OHX, OWX] grid that covers the padded image (NPIX = N*OHX*OWX) reads its
     dy and arg once and writes each of its pixels' dx once. Windows past the output (the last
@@ -169,7 +182,7 @@ def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.co
     n, oh, ow = p // (OHX * OWX), (p // OWX) % OHX, p % OWX
     at = _at(n, c, oh, ow, C, OH, OW, CL_Y)
     real = ok & (oh < OH) & (ow < OW)
-    h0, w0, size = _window(oh, ow, H, W, KH, KW, PH, PW, KH, KW)
+    h0, w0, size = _window(oh, ow, H, W, KH, KW, PH, PW, KH, KW, COUNT_PAD, DIVISOR)
     g = tl.load(dy_ptr + at, mask=real, other=0.0).to(tl.float32)
     if MAX:
         arg = tl.load(arg_ptr + at, mask=real, other=-1).to(tl.int32)
@@ -199,15 +212,28 @@ def _check_image(name, x):
           lambda: f"{name}: expected a contiguous NCHW or channels-last tensor, got strides {x.stride()}")
 
 
-def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
-    """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs. Returns (y, arg), where
-    arg is max pooling's argmax (the index i*KW + j inside each window, arg_dtype(kernel)) and
-    None for average pooling; both channels-last if channels_last (None: as x is)."""
+def _divisor(divisor_override):
+    """The kernels' DIVISOR: divisor_override, 0 for none."""
+    if divisor_override is None:
+        return 0
+    check(divisor_override != 0, "divisor must be not zero")
+    return int(divisor_override)
+
+
+def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None, count_include_pad=True,
+           divisor_override=None):
+    """mode "max" or "avg"; kernel, stride, padding are (h, w) pairs, padding at most half the
+    kernel (torch's rule). Returns (y, arg), where arg is max pooling's argmax (the index
+    i*KW + j inside each window, arg_dtype(kernel)) and None for average pooling; both
+    channels-last if channels_last (None: as x is). count_include_pad and divisor_override:
+    average pooling's divisor, as torch's avg_pool2d."""
     _check_image(f"{mode}_pool2d", x)
     check(mode in ("max", "avg"), lambda: f"pool2d: mode must be 'max' or 'avg', got {mode!r}")
     N, C, H, W = x.shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
-    check(PH < KH and PW < KW, lambda: f"{mode}_pool2d: padding {padding} must be smaller than the kernel {kernel}")
+    for k, p in zip(kernel, padding):
+        check(2 * p <= k, lambda: f"pad should be at most half of effective kernel size, but got pad={p}, "
+                                  f"kernel_size={k} and dilation=1")
     OH, OW = out_size(H, KH, SH, PH, ceil_mode), out_size(W, KW, SW, PW, ceil_mode)
     x_cl = is_channels_last(x)
     y_cl = x_cl if channels_last is None else channels_last
@@ -218,18 +244,21 @@ def pool2d(x, kernel, stride, padding, ceil_mode, mode, channels_last=None):
     npix = n * OH * OW
     grid = lambda meta: (cdiv(npix, meta["BLOCK"] // block_c) * cdiv(c, block_c),)
     pool_kernel[grid](x, y, arg if arg is not None else y, npix, c, H, W, OH, OW, SH, SW, PH, PW,
-                      KH=KH, KW=KW, MAX=mode == "max", CL_X=x_cl, CL_Y=y_cl, BLOCK_C=block_c)
+                      KH=KH, KW=KW, MAX=mode == "max", COUNT_PAD=bool(count_include_pad),
+                      DIVISOR=_divisor(divisor_override), CL_X=x_cl, CL_Y=y_cl, BLOCK_C=block_c)
     return y, arg
 
 
 def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_input=None,
-                    x_channels_last=False, y_channels_last=None):
+                    x_channels_last=False, y_channels_last=None, count_include_pad=True,
+                    divisor_override=None):
     """dx of pool2d for dy; with relu_input, the pooled tensor (a ReLU's output), dx is
     also masked where relu_input <= 0: the ReLU's backward in the same pass.
     x_channels_last: the pooled tensor's layout (is_channels_last), which dx gets and
     relu_input must have; y_channels_last (None: the same): the pooling output's, which dy
     and arg must have. Windows that tile the image (stride == kernel) write dx window by
-    window; overlapping or spaced ones gather it pixel by pixel."""
+    window; overlapping or spaced ones gather it pixel by pixel. count_include_pad and
+    divisor_override: pool2d's."""
     N, C, H, W = image_shape
     (KH, KW), (SH, SW), (PH, PW) = kernel, stride, padding
     OH, OW = dy.shape[2], dy.shape[3]
@@ -248,8 +277,9 @@ def pool2d_backward(dy, arg, image_shape, kernel, stride, padding, mode, relu_in
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(x_channels_last))
     n, c, block_c = _tiling(N, C, x_channels_last, y_channels_last)
     args = (dy, arg if arg is not None else dy, relu_input if relu_input is not None else dy, dx)
-    flags = dict(KH=KH, KW=KW, MAX=mode == "max", RELU=relu_input is not None, CL_X=x_channels_last,
-                 CL_Y=y_channels_last, BLOCK_C=block_c)
+    flags = dict(KH=KH, KW=KW, MAX=mode == "max", COUNT_PAD=bool(count_include_pad),
+                 DIVISOR=_divisor(divisor_override), RELU=relu_input is not None,
+                 CL_X=x_channels_last, CL_Y=y_channels_last, BLOCK_C=block_c)
     if (SH, SW) == (KH, KW):
         OHX, OWX = max(OH, cdiv(H + PH, KH)), max(OW, cdiv(W + PW, KW))  # windows that cover the image
         npix = n * OHX * OWX

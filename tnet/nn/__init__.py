@@ -542,7 +542,9 @@ class Conv2d(Module):
         check(relu, "Conv2d: a fused pooling needs relu=True")
         return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, padding, pool.mode,
                                     pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
-                                    dilation=self.dilation, groups=self.groups)
+                                    dilation=self.dilation, groups=self.groups,
+                                    count_include_pad=getattr(pool, "count_include_pad", True),
+                                    divisor_override=getattr(pool, "divisor_override", None))
 
     def extra_repr(self):
         cout, cin, kh, kw = self.weight.shape
@@ -733,10 +735,17 @@ class MaxPool2d(_Pool):
 
 
 class AvgPool2d(_Pool):
+    """F.avg_pool2d, torch's arguments."""
     mode = "avg"
 
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
 
 
 class _BatchNorm(Module):
