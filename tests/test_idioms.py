@@ -295,3 +295,58 @@ def test_switches_constants_and_layout_calls():
     assert start.elapsed_time(end) >= 0
     layer = nn.Linear(3, 2)
     assert tnet.jit.script(layer) is layer and tnet.utils.checkpoint.checkpoint(layer, x[0, 0, :, :3]).shape == (4, 2)
+
+
+def test_scatter_add_and_index_put_as_torch(rng):
+    """scatter_add (values and both gradients; repeated positions sum), scatter_add_, and
+    index_put_ with and without accumulate (a confusion matrix; negative indices; value slices)."""
+    x, xr = leaf(rng, 3, 5)
+    s, sr = leaf(rng, 2, 4)
+    index = torch.tensor([[0, 1, 2, 0], [2, 0, 1, 2]])
+    check(lambda a, b: tnet.scatter_add(a, 0, tnet.tensor(index), b), lambda a, b: torch.scatter_add(a, 0, index, b),
+          [(x, xr), (s, sr)], rng)
+    z, zr = tnet.zeros(3, 5), torch.zeros(3, 5)
+    z.scatter_add_(1, tnet.tensor(index[:, :3]), tnet.ones(2, 3))
+    zr.scatter_add_(1, index[:, :3], torch.ones(2, 3))
+    assert z.tolist() == zr.tolist()
+    t, p = torch.tensor([0, 2, 2, 1, 2, -1]), torch.tensor([0, 1, 1, 1, 2, 0])
+    cm, cmr = tnet.zeros(3, 3, dtype=torch.int64), torch.zeros(3, 3, dtype=torch.int64)
+    cm.index_put_((tnet.tensor(t), tnet.tensor(p)), tnet.ones(6, dtype=torch.int64), accumulate=True)
+    cmr.index_put_((t, p), torch.ones(6, dtype=torch.int64), accumulate=True)
+    assert cm.dtype == cmr.dtype and cm.tolist() == cmr.tolist()
+    y, yr = tnet.zeros(4, 3), torch.zeros(4, 3)
+    rows, vals = torch.tensor([1, 3, 1]), torch.tensor(rng.standard_normal((3, 3)), dtype=torch.float32)
+    y.index_put_((tnet.tensor(rows),), tnet.tensor(vals.numpy()), accumulate=True)
+    yr.index_put_((rows,), vals, accumulate=True)
+    assert_close(y, yr, TOL["ieee"], "index_put_ of rows")
+    y.index_put_((tnet.tensor([0]), tnet.tensor([2])), tnet.tensor(7.0))
+    yr.index_put_((torch.tensor([0]), torch.tensor([2])), torch.tensor(7.0))
+    assert_close(y, yr, TOL["ieee"], "index_put_ without accumulate")
+    with pytest.raises(IndexError):
+        tnet.zeros(2, 2).index_put_((tnet.tensor([2]),), tnet.ones(1, 2), accumulate=True)
+
+
+def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
+    """A torch tensor met in a tnet op (a torchvision transform's output, a real torch.ones) is a
+    constant copied to tnet's device; torch.Tensor(sizes) and torch.Tensor(data) as torch's legacy
+    constructor; sum and mean with dtype=."""
+    a = torch.tensor([1.0, 2.0, 3.0])
+    assert (tnet.ones(3) * a).tolist() == [1.0, 2.0, 3.0] and (a * tnet.ones(3)).tolist() == [1.0, 2.0, 3.0]
+    assert (a + tnet.ones(3)).tolist() == [2.0, 3.0, 4.0] and (tnet.ones(3) > a).tolist() == [False, False, False]
+    w = tnet.ones(3, requires_grad=True)
+    (w * a).sum().backward()
+    assert w.grad.tolist() == [1.0, 2.0, 3.0]
+    t = tnet.Tensor(3, 4)
+    assert t.shape == (3, 4) and t.dtype == torch.float32 and not t.requires_grad
+    assert tnet.Tensor(2).shape == (2,) and tnet.Tensor(torch.Size([2, 0])).shape == (2, 0)
+    assert tnet.Tensor().shape == (0,) and tnet.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    p = nn.Parameter(tnet.Tensor(4, 3))
+    nn.init.kaiming_uniform_(p, a=math.sqrt(5))
+    assert p.shape == (4, 3) and p.requires_grad and np.isfinite(p.numpy()).all()
+    assert tnet.Tensor(3, 4).uniform_(-0.1, 0.1).abs().max().item() <= 0.1
+    with pytest.raises(TypeError):
+        tnet.Tensor("a")
+    m = torch.tensor([True, False, True])
+    s = tnet.tensor(m.numpy()).sum(dtype=torch.int32)
+    assert s.dtype == torch.int32 and s.item() == 2
+    assert tnet.tensor([1, 2]).mean(dtype=torch.float32).item() == 1.5

@@ -363,3 +363,5 @@ def test_bitwise_logical_xor_signbit_msort():
         same(tnet.signbit(T(x)), torch.signbit(x), f"signbit {x.dtype}")
     x = torch.randn(4, 3)
     same(tnet.msort(T(x)), torch.msort(x), "msort")
+    ones = torch.ones(3, 4, dtype=torch.bool)  # bool stays bool: 0 fills as False
+    same(tnet.tril(T(ones)), torch.tril(ones), "tril bool"), same(tnet.triu(T(ones), 1), torch.triu(ones, 1), "triu bool")

@@ -25,6 +25,7 @@ from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax,
                          squeeze, stack, std, std_mean, sub, sum, swapaxes, swapdims, t, tanh, threshold, topk,
                          transpose, tril, triu, trunc, unbind, unflatten, unsqueeze, var, var_mean, where)
 from .functional import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_xor, msort, signbit  # noqa: E402
+from .functional import index_put, scatter_add  # noqa: E402
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
 from .factory import (BFloat16Tensor, BoolTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor, arange,
                       empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)

@@ -157,12 +157,32 @@ def _hooked_grad(t, g):
     return g
 
 
+def _legacy_memory(data, second, sizes):
+    """torch's legacy constructor, torch.Tensor(...): sizes (ints, or a torch.Size) give an
+    uninitialised float32 tensor, nothing an empty one, a sequence or array a float32 copy."""
+    if data is None:
+        return torch.empty(0, device=DEVICE)
+    if isinstance(data, int) and not isinstance(data, bool):
+        sizes = (data, *(() if second is False else (second,)), *sizes)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+            raise TypeError(f"Tensor(): expected sizes (ints), got {sizes}")
+        return torch.empty(sizes, device=DEVICE)
+    if isinstance(data, torch.Size):
+        return torch.empty(data, device=DEVICE)
+    if isinstance(data, (list, tuple, np.ndarray)):
+        return as_storage(data, torch.float32)
+    raise TypeError(f"Tensor(): expected a torch tensor (tnet's memory), sizes or a sequence of data, got "
+                    f"{type(data).__name__}")
+
+
 class Tensor:
     """A torch tensor used as device memory, plus what autograd needs. Its differentiable
     operators and methods (arithmetic, views, casts, indexing, reductions) are bound in one place,
     tnet/functional/__init__.py, each a call of the op of the same name."""
 
-    def __init__(self, memory, requires_grad=False):
+    def __init__(self, memory=None, requires_grad=False, *sizes):
+        if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
+            memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False
         self.memory = memory  # the torch tensor: tnet's kernels read and write it
         self.requires_grad = requires_grad
         self.grad = None

@@ -38,7 +38,7 @@ from .reduce import amax, amin, std, std_mean, var, var_mean
 from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
 # what training scripts use besides (issue 26, fifth session)
-from .copy import gather, scatter, scatter_
+from .copy import gather, index_put, index_put_, scatter, scatter_, scatter_add, scatter_add_
 from .gemm import einsum
 from .norm import instance_norm
 from .pointwise import prelu
@@ -119,7 +119,8 @@ def _host(self):
 
 for _name, _method in {"cpu": _host, "cuda": lambda self, device=None, non_blocking=False: self,
                        "type_as": lambda self, other: to(self, other.dtype), "norm": norm, "pow": pow,
-                       "gather": gather, "scatter": scatter, "scatter_": scatter_,
+                       "gather": gather, "scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add,
+                       "scatter_add_": scatter_add_, "index_put": index_put, "index_put_": index_put_,
                        "min": min, "argmin": argmin, "prod": prod, "all": all, "any": any, "logsumexp": logsumexp,
                        "count_nonzero": count_nonzero, "sort": sort, "argsort": argsort, "topk": topk,
                        "cumsum": cumsum, "cumprod": cumprod, "isclose": isclose, "allclose": allclose, "equal": equal,

@@ -867,6 +867,74 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     return self
 
 
+def scatter_add(input, dim, index, src):
+    """torch.scatter_add (out of place): input with src[c] added at c with c[dim] = index[c], for
+    every coordinate c of index; repeated positions sum (atomic adds in fp32, in no fixed order on
+    the GPU, as torch's CUDA). Gradients: input's g, src's g gathered back at the positions."""
+    check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),
+          lambda: f"scatter_add(): src {tuple(getattr(src, 'shape', ()))} must be at least index's {tuple(index.shape)}")
+    positions = reshape(flat_positions("scatter_add", input, dim, index), (-1,)).memory
+    part = src.memory[tuple(slice(0, k) for k in index.shape)]
+    values = copy_(torch.empty(positions.shape[0], dtype=torch.float32, device=input.device), part.reshape(-1))
+    buf = copy_(torch.empty(input.numel(), dtype=torch.float32, device=input.device), input.memory.reshape(-1))
+    _copy.index_add_(buf, values, positions, 0)
+    out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), buf.view(input.shape))
+    need_src = src.requires_grad
+
+    def backward(g):
+        g_src = None
+        if need_src:
+            g_src = torch.zeros(src.shape, dtype=src.dtype, device=src.device)
+            picked = _copy.gather_(torch.empty(positions.shape[0], dtype=src.dtype, device=src.device),
+                                   g.contiguous().view(-1), positions, 0, "scatter_add")
+            copy_(g_src[tuple(slice(0, k) for k in index.shape)], picked.view(tuple(index.shape)))
+        return g, g_src
+    return record("scatter_add", out, (input, src), backward, saved=(positions,))
+
+
+def scatter_add_(self, dim, index, src):
+    """Tensor.scatter_add_: scatter_add's result written into self (returned); no gradient, as
+    scatter_."""
+    if self.requires_grad and is_grad_enabled():
+        raise RuntimeError("scatter_add_: tnet's in-place scatter takes no gradient; use the out-of-place scatter_add")
+    copy_(self.memory, scatter_add(self, dim, index, src).memory)
+    return self
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
+    accumulate, values added there, repeated positions summing (fp32 atomic adds): the indices
+    then address self's leading dims (int tensors, broadcast together). No gradient, as scatter_."""
+    indices = tuple(indices)
+    if not accumulate:
+        self[indices] = values
+        return self
+    if self.requires_grad and is_grad_enabled():
+        raise RuntimeError("index_put_: tnet's accumulating index_put_ takes no gradient")
+    check(0 < len(indices) <= self.ndim and all(isinstance(i, Tensor) and i.dtype in _copy.INDEX_DTYPES for i in indices),
+          lambda: f"index_put_: accumulate=True takes 1 to {self.ndim} integer index tensors")
+    shape = _pw.broadcast_shape("index_put_", *[i.shape for i in indices])
+    lead, rest = self.shape[:len(indices)], self.shape[len(indices):]
+    flat = None
+    for d, (i, size) in enumerate(zip(indices, lead)):
+        i = where(lt(i, 0), add(i, size), i)  # negative indices count from the end
+        _check_bounds("index_put_", i, size, d)
+        term = mul(i.long(), math.prod(lead[d + 1:]))
+        flat = term if flat is None else add(flat, term)
+    flat = reshape(expand(flat, shape), (-1,)).memory.contiguous()
+    v = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype)
+    v = expand(v, (*shape, *rest)).memory.reshape(flat.shape[0], *rest)
+    buf = copy_(torch.empty((math.prod(lead), *rest), dtype=torch.float32, device=self.device), self.memory.reshape(-1, *rest))
+    _copy.index_add_(buf, copy_(torch.empty(v.shape, dtype=torch.float32, device=self.device), v), flat, 0)
+    copy_(self.memory, buf.view(self.shape))
+    return self
+
+
+def index_put(input, indices, values, accumulate=False):
+    """torch.index_put (out of place): index_put_ on a copy of input."""
+    return index_put_(clone(input), indices, values, accumulate)
+
+
 def index_add(input, dim, index, source, *, alpha=1):
     """torch.index_add (out of place): input with alpha * source's slice k along dim added to its
     slice index[k] (a vector of int64 or int32); repeated indices sum, by atomic adds (in no fixed

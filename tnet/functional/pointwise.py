@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import check, is_channels_last, is_flat
-from ..tensor import Tensor, dim_index, record
+from ..tensor import Tensor, as_storage, dim_index, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -45,7 +45,10 @@ def relu(input, inplace=False):
 
 
 def _operands(name, input, other):
-    """The kernel operands of input and other: a tnet.Tensor's storage, or a Python number."""
+    """The kernel operands of input and other: a tnet.Tensor's storage, a torch tensor's copy on
+    tnet's device (a constant: no gradient flows to it), or a Python number."""
+    if isinstance(input, torch.Tensor) or isinstance(other, torch.Tensor):
+        input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else v for v in (input, other))
     for arg, v in (("input", input), ("other", other)):
         check(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
@@ -740,7 +743,7 @@ def _triangular(name, input, diagonal, upper):
     check_tensors(name, input=input)
     check(input.ndim >= 2, lambda: f"{name}: input tensor must have at least 2 dimensions")
     keep = _triangle(*input.shape[-2:], int(diagonal), upper, input.device)
-    return where(Tensor(keep), input, 0)
+    return where(Tensor(keep), input, False if input.dtype == torch.bool else 0)  # bool stays bool
 
 
 def tril(input, diagonal=0):

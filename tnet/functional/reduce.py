@@ -68,15 +68,23 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward)
 
 
-def sum(input, dim=None, keepdim=False):
+def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32; of integers or
-    bools exactly, into int64 (as torch)."""
-    return sum_or_mean("sum", input, dim, keepdim, mean=False)
+    bools exactly, into int64 (as torch). dtype: the input cast to it first and the result of that
+    dtype, as torch's."""
+    y = sum_or_mean("sum", _cast_first(input, dtype), dim, keepdim, mean=False)
+    return y if dtype is None or y.dtype == dtype else y.to(dtype)
 
 
-def mean(input, dim=None, keepdim=False):
-    """The mean over dim (None: all axes; an int or a tuple), accumulated in fp32."""
-    return sum_or_mean("mean", input, dim, keepdim, mean=True)
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean over dim (None: all axes; an int or a tuple), accumulated in fp32. dtype: the input
+    cast to it first, as torch's."""
+    return sum_or_mean("mean", _cast_first(input, dtype), dim, keepdim, mean=True)
+
+
+def _cast_first(input, dtype):
+    check_tensors("reduction", input=input)
+    return input if dtype is None or dtype == input.dtype else input.to(dtype)
 
 
 max_result = collections.namedtuple("max", ["values", "indices"])
