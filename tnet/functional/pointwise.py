@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import check, is_channels_last, is_flat
-from ..tensor import Tensor, as_storage, dim_index, record
+from ..tensor import Tensor, as_storage, dim_index, is_grad_enabled, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -47,6 +47,8 @@ def relu(input, inplace=False):
 def _operands(name, input, other):
     """The kernel operands of input and other: a tnet.Tensor's storage, a torch tensor's copy on
     tnet's device (a constant: no gradient flows to it), or a Python number."""
+    if isinstance(input, Tensor) and (isinstance(other, Tensor) or type(other) in (int, float)):  # the common case
+        return [input.memory, other.memory if isinstance(other, Tensor) else other]
     if isinstance(input, torch.Tensor) or isinstance(other, torch.Tensor):
         input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else v for v in (input, other))
     for arg, v in (("input", input), ("other", other)):
@@ -76,6 +78,8 @@ def _record_each(name, y, operands, grads, saved=()):
     where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
     tensors grads reads (record's)."""
     inputs = [v for v in operands if isinstance(v, Tensor)]
+    if not (is_grad_enabled() and any(x.requires_grad for x in inputs)):  # nothing to record
+        return Tensor(y)
 
     def backward(g):
         return tuple(sum_to(gv, v) for v, gv in zip(operands, grads(g)) if isinstance(v, Tensor))

@@ -83,8 +83,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _cast_first(input, dtype):
+    if dtype is None:
+        return input
     check_tensors("reduction", input=input)
-    return input if dtype is None or dtype == input.dtype else input.to(dtype)
+    return input if dtype == input.dtype else input.to(dtype)
 
 
 max_result = collections.namedtuple("max", ["values", "indices"])
