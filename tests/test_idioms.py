@@ -350,3 +350,16 @@ def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
     s = tnet.tensor(m.numpy()).sum(dtype=torch.int32)
     assert s.dtype == torch.int32 and s.item() == 2
     assert tnet.tensor([1, 2]).mean(dtype=torch.float32).item() == 1.5
+
+
+def test_unbatched_conv2d_and_iteration_as_torch(rng):
+    """conv2d and nn.Conv2d on an unbatched [C, H, W] input (values and gradients); iterating a
+    tensor yields its rows, a 0-d one raises TypeError, as torch's."""
+    x, xr = leaf(rng, 3, 5, 6)
+    w, wr = leaf(rng, 4, 3, 3, 3)
+    check(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: torch.nn.functional.conv2d(a, b, padding=1),
+          [(x, xr), (w, wr)], rng, TOL["ieee"] * 10)
+    assert nn.Conv2d(3, 4, 3)(x).shape == (4, 3, 4)
+    assert [row.tolist() for row in tnet.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
+    with pytest.raises(TypeError, match="0-d"):
+        list(tnet.tensor(3.0))

@@ -264,6 +264,12 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
+    def __iter__(self):
+        """The sub-tensors along dim 0 (views), as torch's; a 0-d tensor raises TypeError."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
     def __bool__(self):
         """True or False for a one-element tensor (a host sync); RuntimeError otherwise, as torch's."""
         no_host_read(self.memory, "bool(tensor)")

@@ -90,7 +90,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     relu=True applies ReLU in the GEMM's epilogue
     (relu(conv2d(...)) in one pass over the output instead of three). Under tnet.autocast the
     products are 16-bit and so is the output; an fp32 w is read through its 16-bit copy and
-    gets an fp32 gradient."""
+    gets an fp32 gradient. An unbatched input [C, H, W] gives [Cout, OH, OW], as torch's."""
+    if isinstance(input, Tensor) and input.ndim == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, relu=relu).squeeze(0)
     x, w, b = input, weight, bias
     y, grads, saved = _convolve(x, w, b, stride, padding, relu, dilation, groups)
 
