@@ -363,3 +363,49 @@ def test_unbatched_conv2d_and_iteration_as_torch(rng):
     assert [row.tolist() for row in tnet.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
     with pytest.raises(TypeError, match="0-d"):
         list(tnet.tensor(3.0))
+
+
+def test_grad_modes_warm_up_scheduler_and_small_layers_as_torch(rng):
+    """set_grad_enabled(False) alone switches recording off (as torch's), as a block or decorator
+    it restores; @no_grad without parentheses; a warm-up scheduler subclassing _LRScheduler gives
+    torch's lrs; Softmax2d; AlphaDropout (identity in eval; kept values x a + alpha a p, dropped
+    ones alpha a (p - 1)); is_cuda and the thread switches."""
+    x = tnet.ones(2, requires_grad=True)
+    tnet.set_grad_enabled(False)
+    assert not (x * 2).requires_grad
+    tnet.set_grad_enabled(True)
+    with tnet.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+
+    @tnet.no_grad
+    def inside():
+        return (x * 2).requires_grad
+    assert inside() is False and (x * 2).requires_grad
+
+    def warm_up(lib):
+        class WarmUpLR(lib.optim.lr_scheduler._LRScheduler):
+            def __init__(self, optimizer, total_iters, last_epoch=-1):
+                self.total_iters = total_iters
+                super().__init__(optimizer, last_epoch)
+
+            def get_lr(self):
+                return [base_lr * self.last_epoch / (self.total_iters + 1e-8) for base_lr in self.base_lrs]
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1, momentum=0.9)
+        scheduler, lrs = WarmUpLR(opt, 5), []
+        for _ in range(6):
+            opt.step()
+            scheduler.step()
+            lrs.append(scheduler.get_last_lr()[0])
+        return lrs
+    np.testing.assert_allclose(warm_up(tnet), warm_up(torch), rtol=1e-12)
+    a, ar = leaf(rng, 2, 3, 4, 5)
+    check(nn.Softmax2d(), torch.nn.Softmax2d(), [(a, ar)], rng)
+    drop, p = nn.AlphaDropout(0.3), 0.3
+    assert drop.eval()(a) is a
+    y = drop.train()(a).numpy()
+    scale = 1.0 / ((1.7580993408473766 ** 2 * p + 1.0) * (1.0 - p)) ** 0.5
+    kept = np.isclose(y, a.numpy() * scale + 1.7580993408473766 * scale * p, rtol=1e-5, atol=1e-6)
+    dropped = np.isclose(y, 1.7580993408473766 * scale * (p - 1.0), rtol=1e-5)
+    assert (kept | dropped).all() and 0.1 < dropped.mean() < 0.5
+    assert x.is_cuda == (tnet.DEVICE.type == "cuda") and tnet.get_num_threads() >= 1

@@ -102,6 +102,16 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     index_select's and unfold's backwards and scatter with reduce, whose order is not fixed on the GPU."""
 
 
+def get_num_threads():
+    """The host's thread count for torch's CPU work (tnet's math runs in its kernels)."""
+    return _torch.get_num_threads()
+
+
+def set_num_threads(n):
+    """torch's switch for its host threads, passed on."""
+    _torch.set_num_threads(n)
+
+
 __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float

@@ -13,8 +13,8 @@ its identity before the write is kept in `_past`, and an entry recorded earlier 
 dtype (float32, float16 or bfloat16): where an op of mixed dtypes hands back another, the
 tape casts it, as torch's engine does.
 """
+import functools
 import itertools
-from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -35,30 +35,73 @@ def set_backward_timer(timer):
     _backward_timer[0] = timer
 
 
-@contextmanager
-def set_grad_enabled(mode):
-    """Within this block ops record on the tape (mode True) or not (False), as torch's; also a
-    decorator (as every block here)."""
-    previous, _grad_enabled[0] = _grad_enabled[0], bool(mode)
-    try:
-        yield
-    finally:
-        _grad_enabled[0] = previous
+class _GradMode:
+    """A block (with, or a decorator: each call runs in it) in which ops record on the tape or
+    not, as torch's grad-mode managers: the mode is set on entering and the previous one restored
+    after."""
+    mode = False
+
+    def __enter__(self):
+        self.previous, _grad_enabled[0] = _grad_enabled[0], self.mode
+
+    def __exit__(self, *exc):
+        _grad_enabled[0] = self.previous
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with _block(mode):
+                return fn(*args, **kwargs)
+        return run
 
 
-def no_grad():
+def _block(mode):
+    block = _GradMode()
+    block.mode = mode
+    return block
+
+
+class _NoArguments(_GradMode):
+    """A grad-mode manager that also decorates without parentheses (@no_grad), as torch's."""
+
+    def __new__(cls, fn=None):
+        block = super().__new__(cls)
+        return block if fn is None else block(fn)
+
+
+class no_grad(_NoArguments):
     """Within this block ops record nothing on the tape."""
-    return set_grad_enabled(False)
 
 
-def enable_grad():
+class enable_grad(_NoArguments):
     """Within this block ops record on the tape again (inside no_grad, say)."""
-    return set_grad_enabled(True)
+    mode = True
 
 
-def inference_mode(mode=True):
+class inference_mode(_GradMode):
     """torch's inference_mode as no_grad (mode True): tnet has no inference tensors."""
-    return set_grad_enabled(not mode)
+
+    def __init__(self, mode=True):
+        self.mode = not mode
+
+
+class set_grad_enabled(_GradMode):
+    """Whether ops record on the tape (mode True) or not, from this call on, as torch's: alone,
+    `set_grad_enabled(False)` switches recording off; as a block or a decorator the previous mode
+    comes back after."""
+
+    def __init__(self, mode):
+        self.previous, self.mode = _grad_enabled[0], bool(mode)
+        _grad_enabled[0] = self.mode
+
+    def __enter__(self):
+        pass  # already set by the call
+
+    def __call__(self, fn):
+        _grad_enabled[0] = self.previous  # a decorator changes nothing until its function runs
+        return super().__call__(fn)
 
 
 class _Entry:

@@ -23,7 +23,7 @@ from .gemm import cdist, cov, linear, matmul
 from .norm import batch_norm, group_norm, layer_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .random import dropout, dropout2d
+from .random import alpha_dropout, dropout, dropout2d
 from .reduce import (argmax, binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, max, max_result, mean,
                      mse_loss, one_hot, smooth_l1_loss, sum)
 from .softmax import cross_entropy, log_softmax, softmax
@@ -104,6 +104,7 @@ for _name, _method in {
         "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "isnan": isnan, "isinf": isinf,
         "maximum": maximum, "minimum": minimum, "where": lambda self, condition, other: where(condition, self, other),
         "__rpow__": rpow, "is_floating_point": lambda self: self.memory.is_floating_point(),
+        "is_cuda": property(lambda self: self.memory.is_cuda),
         "is_complex": lambda self: False, "ndimension": lambda self: self.ndim,
         "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
         "logical_xor": logical_xor, "__rand__": _swapped(bitwise_and), "__ror__": _swapped(bitwise_or),

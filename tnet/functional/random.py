@@ -13,7 +13,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import check, is_flat
 from ..tensor import Tensor, record
 from .inputs import check_tensors
-from .pointwise import mul
+from .pointwise import add, mul
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -51,6 +51,26 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         return input
     mask = dropout(ones(*input.shape[:-2], 1, 1, dtype=input.dtype), p)
     return mul(input, mask)
+
+
+_SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value a dropped element takes
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """torch's alpha_dropout (for SELU networks): each element is dropped with probability p to
+    SELU's negative saturation value, then all are scaled and shifted (a, b) so that the mean and
+    variance of a standard input stay; the mask from dropout's generator. Training only; else the
+    input itself. inplace=True is computed out of place."""
+    check_tensors("alpha_dropout", input=input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return mul(input, 0.0)
+    keep = mul(dropout(ones(*input.shape, dtype=input.dtype), p), 1.0 - p)  # 1 kept, 0 dropped
+    a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1.0) * (1.0 - p)) ** 0.5
+    return add(mul(input, mul(keep, a)), add(mul(keep, _SELU_ALPHA * a), _SELU_ALPHA * a * (p - 1.0)))
 
 
 def draw(shape, device, normal=False):

@@ -1260,12 +1260,25 @@ class Dropout2d(Dropout):
     _drop = staticmethod(F.dropout2d)
 
 
+class AlphaDropout(Dropout):
+    """F.alpha_dropout (SELU's dropout) in training mode, the identity in eval mode."""
+    _drop = staticmethod(F.alpha_dropout)
+
+
 class Softmax(_Activation):
     fn, params = F.softmax, (("dim", None),)
 
 
 class LogSoftmax(_Activation):
     fn, params = F.log_softmax, (("dim", None),)
+
+
+class Softmax2d(Module):
+    """softmax over the channels of a [N, C, H, W] or [C, H, W] input, as torch's."""
+
+    def forward(self, x):
+        check(x.ndim in (3, 4), lambda: f"Softmax2d: expected a 3-D or 4-D input, got {x.ndim}-D")
+        return F.softmax(x, -3)
 
 
 class Softmin(_Activation):

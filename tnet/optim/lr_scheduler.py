@@ -110,6 +110,9 @@ class LRScheduler:
         vars(self).update(state_dict)
 
 
+_LRScheduler = LRScheduler  # torch's older name, which warm-up schedulers in scripts subclass
+
+
 class _LambdaScheduler(LRScheduler):
     """A scheduler of functions of the epoch, one per param group (lr_lambda: one for all, or a
     list); their state as torch's: functions saved as None, callable objects as their attributes."""
