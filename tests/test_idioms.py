@@ -409,3 +409,50 @@ def test_grad_modes_warm_up_scheduler_and_small_layers_as_torch(rng):
     dropped = np.isclose(y, 1.7580993408473766 * scale * (p - 1.0), rtol=1e-5)
     assert (kept | dropped).all() and 0.1 < dropped.mean() < 0.5
     assert x.is_cuda == (tnet.DEVICE.type == "cuda") and tnet.get_num_threads() >= 1
+
+
+@pytest.mark.parametrize("name,args", [("relu_", ()), ("leaky_relu_", (0.2,)), ("hardtanh_", (-0.5, 0.5)), ("elu_", ()),
+                                       ("selu_", ()), ("celu_", ()), ("threshold_", (0.1, -2.0))])
+def test_functional_in_place_activations_as_torch(rng, name, args):
+    """F.relu_ and the other in-place functional forms: the tensor itself returned, written, and
+    the gradient through it as torch's."""
+    (w, wr) = leaf(rng, 2, 5)
+    x, xr = w * 1.0, wr * 1.0
+    y, yr = getattr(F, name)(x, *args), getattr(torch.nn.functional, name)(xr, *args)
+    assert y is x
+    g = rng.standard_normal((2, 5))
+    y.backward(g)
+    yr.backward(torch.tensor(g))
+    assert_close(x, xr.detach(), TOL["ieee"], name)
+    assert_close(w.grad, wr.grad, TOL["ieee"], f"{name} gradient")
+
+
+def test_split_diff_rot90_tensordot_isin_rms_norm_and_rng_state_as_torch(rng):
+    """tensor_split (sections and indices, negative too), diff (n, prepend), rot90 (every k),
+    tensordot (int and lists), isin (invert), RMSNorm (values and gradients), get/set_rng_state,
+    result_type and the dtype metadata names."""
+    x, xr = leaf(rng, 3, 7, 4)
+    for args in [(3, 1), ([1, 5], 1), ([2, -2], 1), ([0, 0, 2], 2)]:
+        for o, r in zip(tnet.tensor_split(x, *args), torch.tensor_split(xr, *args), strict=True):
+            assert_close(o, r.detach(), 0, f"tensor_split {args}")
+    for k in (1, 2, 3, -1):
+        assert_close(tnet.rot90(x, k, (1, 2)), torch.rot90(xr, k, (1, 2)).detach(), 0, f"rot90 {k}")
+    check(lambda a: tnet.diff(a, 2, 1), lambda a: torch.diff(a, 2, 1), [(x, xr)], rng)
+    p, pr = leaf(rng, 3, 1, 4)
+    check(lambda a, b: tnet.diff(a, 1, 1, prepend=b), lambda a, b: torch.diff(a, 1, 1, prepend=b), [(x, xr), (p, pr)], rng)
+    y, yr = leaf(rng, 4, 7, 5)
+    check(lambda a, b: tnet.tensordot(a, b, dims=([1, 2], [1, 0])), lambda a, b: torch.tensordot(a, b, dims=([1, 2], [1, 0])),
+          [(x, xr), (y, yr)], rng, TOL["ieee"] * 10)
+    e, te = torch.tensor([[1, 2], [3, 4]]), torch.tensor([2, 3, 9])
+    assert tnet.isin(tnet.tensor(e), tnet.tensor(te)).tolist() == torch.isin(e, te).tolist()
+    assert tnet.isin(tnet.tensor(e), 3, invert=True).tolist() == torch.isin(e, 3, invert=True).tolist()
+    norm, ref = nn.RMSNorm(4), torch.nn.RMSNorm(4).double()
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(rng.standard_normal(4)))
+    norm.weight.data = tnet.tensor(ref.weight.detach().numpy())
+    check(norm, ref, [(x, xr)], rng, TOL["ieee"] * 10)
+    state = tnet.get_rng_state()
+    first = tnet.rand(5).tolist()
+    tnet.set_rng_state(state)
+    assert tnet.rand(5).tolist() == first
+    assert tnet.result_type(tnet.tensor([1]), 2.5) == torch.float32 and isinstance(tnet.float32, tnet.dtype)

@@ -26,6 +26,16 @@ from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax,
                          transpose, tril, triu, trunc, unbind, unflatten, unsqueeze, var, var_mean, where)
 from .functional import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_xor, msort, signbit  # noqa: E402
 from .functional import index_put, scatter_add  # noqa: E402
+from .functional import clamp_, diff, isin, relu_, rot90, tensor_split, tensordot  # noqa: E402
+from .factory import get_rng_state, set_rng_state  # noqa: E402
+# dtype metadata (no tensor math): the type of dtypes, layouts and torch's promotion table
+from torch import can_cast, dtype, layout, promote_types, strided  # noqa: E402
+
+
+def result_type(tensor1, tensor2):
+    """The dtype torch's promotion gives tensor1 and tensor2 (tnet tensors or Python numbers)."""
+    return _torch.result_type(*[_torch.empty((), dtype=t.dtype, device="meta") if isinstance(t, Tensor) else t
+                                for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
 from .factory import (BFloat16Tensor, BoolTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor, arange,
                       empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)

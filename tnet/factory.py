@@ -92,6 +92,24 @@ def manual_seed(seed):
     state[1].fill_(0)
 
 
+def get_rng_state():
+    """The draw generator's state (an int64 tnet tensor [seed, offset], a copy), for
+    set_rng_state: torch's pair, on tnet's generator (the layers' init stream is not in it)."""
+    return Tensor(rng_state().clone())
+
+
+def set_rng_state(new_state):
+    """Restore the draw generator to a state from get_rng_state (a host write, so not within a
+    CUDA graph capture)."""
+    memory = new_state.memory if isinstance(new_state, Tensor) else torch.as_tensor(new_state)
+    if memory.shape != (2,) or memory.dtype != torch.int64:
+        raise RuntimeError(f"set_rng_state: expected get_rng_state's int64 tensor of 2 elements, got {memory.dtype} "
+                           f"{tuple(memory.shape)}")
+    if _capturing():
+        raise RuntimeError("set_rng_state: writes the generator state from the host; call it outside a graph capture")
+    rng_state().copy_(memory)
+
+
 def initial_seed():
     """The seed manual_seed (or seed) set last, as torch's."""
     return _seed[0]

@@ -20,7 +20,7 @@ from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand,
                    unbind, unflatten, unfold_windows, unsqueeze)
 from .copy import embedding
 from .gemm import cdist, cov, linear, matmul
-from .norm import batch_norm, group_norm, layer_norm
+from .norm import batch_norm, group_norm, layer_norm, rms_norm
 from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .random import alpha_dropout, dropout, dropout2d
@@ -39,10 +39,11 @@ from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
 # what training scripts use besides (issue 26, fifth session)
 from .copy import gather, index_put, index_put_, scatter, scatter_, scatter_add, scatter_add_
-from .gemm import einsum
+from .copy import diff, rot90, tensor_split
+from .gemm import einsum, tensordot
 from .norm import instance_norm
 from .pointwise import prelu
-from .reduce import cosine_similarity, kl_div, norm, normalize
+from .reduce import cosine_similarity, isin, kl_div, norm, normalize
 # torch's element-wise functions, more activations and tensor math (lerp, addcmul, masked_fill, tril)
 from .pointwise import (addcdiv, addcmul, celu, ceil, cos, erf, exp2, expm1, floor, glu, hardshrink, hardtanh, lerp,
                         log10, log1p, log2, logsigmoid, masked_fill, mish, reciprocal, round, rsqrt, selu, sign, sin,
@@ -187,6 +188,12 @@ for _name in ("add_", "sub_", "mul_", "div_", "zero_", "fill_", "clamp_", "clamp
               "copy_", "normal_", "uniform_", "abs_", "neg_", "sqrt_", "exp_", "log_", "sigmoid_", "tanh_", "pow_",
               "masked_fill_", "lerp_", "addcmul_", "addcdiv_", "random_", "floor_", "ceil_", "round_", "trunc_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
+# torch.nn.functional's in-place forms (F.relu_(x)), and the methods torch has of them
+relu_, leaky_relu_, hardtanh_, elu_, selu_, celu_, threshold_, clamp_ = (
+    _inplace.relu_, _inplace.leaky_relu_, _inplace.hardtanh_, _inplace.elu_, _inplace.selu_, _inplace.celu_,
+    _inplace.threshold_, _inplace.clamp_)
+Tensor.hardtanh_ = hardtanh_
+Tensor.tensor_split, Tensor.diff, Tensor.rot90 = tensor_split, diff, rot90
 for _name, _method in {
         "clip_": _inplace.clamp_, "__iadd__": _iop(_inplace.add_), "__isub__": _iop(_inplace.sub_),
         "__imul__": _iop(_inplace.mul_), "__itruediv__": _iop(_inplace.div_),

@@ -558,6 +558,49 @@ def split(tensor, split_size_or_sections, dim=0):
     return _pieces(tensor, d, sizes)
 
 
+def tensor_split(input, indices_or_sections, dim=0):
+    """input in views along dim, as torch.tensor_split: n sections (the first size % n one longer)
+    or cut at the listed indices."""
+    d, size = _split_dim("tensor_split", input, dim)
+    if isinstance(indices_or_sections, numbers.Integral):
+        n = int(indices_or_sections)
+        check(n > 0, lambda: f"number of sections must be larger than 0, got {n}")
+        return _pieces(input, d, [size // n + (i < size % n) for i in range(n)])
+    cuts = [builtins.min(builtins.max(i if i >= 0 else size + i, 0), size) for i in map(int, indices_or_sections)]
+    bounds = [0, *cuts, size]
+    return tuple(narrow(input, d, a, builtins.max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
+    check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
+    d = dim_index(dim, input.ndim)
+    x = cat([v for v in (prepend, input, append) if v is not None], d) if prepend is not None or append is not None \
+        else input
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        x = narrow(x, d, 1, length - 1) - narrow(x, d, 0, length - 1)
+    return x
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """input rotated by k quarter turns in the plane of dims (from the first towards the second
+    axis), as torch.rot90: flips and a transpose (a copy)."""
+    check(len(dims) == 2 and dim_index(dims[0], input.ndim) != dim_index(dims[1], input.ndim),
+          lambda: f"expected rotation dims to be 2 different dims, got {dims}")
+    a, b = dims
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (b,)), a, b)
+    if k == 2:
+        return flip(input, (a, b))
+    if k == 3:
+        return flip(transpose(input, a, b), (b,))
+    return clone(input)
+
+
 def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""

@@ -300,6 +300,24 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
+def tensordot(a, b, dims=2):
+    """Sums of products over a's and b's paired dims, as torch.tensordot: dims an int (a's last
+    dims with b's first) or two lists; a permute, a reshape and one matmul."""
+    if isinstance(dims, numbers.Integral):
+        check(dims >= 0, lambda: f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, numbers.Integral) else list(d) for d in dims)
+    da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    check(len(da) == len(db) and all(a.shape[i] == b.shape[j] for i, j in zip(da, db)),
+          lambda: f"tensordot: contracted dims of {a.shape} ({da}) and {b.shape} ({db}) do not match")
+    free_a, free_b = [d for d in range(a.ndim) if d not in da], [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    left = reshape(permute(a, free_a + da), (math.prod(a.shape[d] for d in free_a), k))
+    right = reshape(permute(b, db + free_b), (k, math.prod(b.shape[d] for d in free_b)))
+    return reshape(matmul(left, right), tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b))
+
+
 def outer(input, vec2):
     """torch.outer: [n] x [m] -> [n, m], as torch computes it: a column times a row (element-wise)."""
     check_tensors("outer", input=input, vec2=vec2)

@@ -25,8 +25,9 @@ from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase,
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, clamp, div, exp, floor, lerp, log, mul, neg, pow,
-                        relu, round, scaled, sigmoid, sqrt, sub, sum_to, tanh, trunc, where)
+from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardtanh,
+                        leaky_relu, lerp, log, mul, neg, pow, relu, round, scaled, selu, sigmoid, sqrt, sub, sum_to, tanh,
+                        threshold, trunc, where)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -165,6 +166,13 @@ floor_ = _unary("floor_", floor)  # DeiT's drop_path: (keep_prob + rand(shape)).
 ceil_ = _unary("ceil_", ceil)
 round_ = _unary("round_", round)
 trunc_ = _unary("trunc_", trunc)
+# F.relu_ and the other activations' in-place functional forms (their backwards read the input)
+leaky_relu_ = _unary("leaky_relu_", leaky_relu, keeps_self=True)
+hardtanh_ = _unary("hardtanh_", hardtanh, keeps_self=True)
+elu_ = _unary("elu_", elu, keeps_self=True)
+selu_ = _unary("selu_", selu, keeps_self=True)
+celu_ = _unary("celu_", celu, keeps_self=True)
+threshold_ = _unary("threshold_", threshold, keeps_self=True)
 
 
 def lerp_(self, end, weight):

@@ -1,14 +1,16 @@
 """Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
 normalisation composed of the reductions' and element-wise kernels."""
+import torch
+
 from ..kernels import norm as _norm
 from ..kernels.launch import check, is_flat, memory_format
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
 from .inputs import check_tensors, needs_grad
 from .pad import pad
-from .pointwise import add, div, mul, pow, sqrt, sub
+from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
 from .pool import avg_pool2d
-from .reduce import var_mean
+from .reduce import mean, var_mean
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
@@ -73,16 +75,31 @@ def _affine(y, weight, bias, shape):
     return y if bias is None else add(y, reshape(bias, shape))
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
-    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
-    check_tensors("layer_norm", input=input)
+def _last_dims(name, input, normalized_shape):
+    """normalized_shape as a tuple, which must end input's shape (torch's error otherwise)."""
+    check_tensors(name, input=input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape or tuple(input.shape[input.dim() - len(shape):]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
                            f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    return shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
+    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
+    shape = _last_dims("layer_norm", input, normalized_shape)
     y = _normalised(input, tuple(range(-len(shape), 0)), eps)
     return _affine(y, weight, bias, shape)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight, as torch's
+    (eps None: the dtype's machine epsilon); composed of the mean and element-wise kernels."""
+    shape = _last_dims("rms_norm", input, normalized_shape)
+    eps = torch.finfo(input.dtype).eps if eps is None else eps
+    y = mul(input, rsqrt(add(mean(mul(input, input), tuple(range(-len(shape), 0)), keepdim=True), eps)))
+    return _affine(y, weight, None, shape)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -13,11 +13,11 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
-from ..tensor import Tensor, no_grad, record
+from ..tensor import Tensor, as_storage, no_grad, record
 from .copy import reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, lt, maximum, minimum, mul, ne, neg, pow,
-                        relu, sign, sub, where)
+from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
+                        ne, neg, pow, relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -677,6 +677,19 @@ def aminmax(input, *, dim=None, keepdim=False):
     """aminmax_result(min, max) over dim (None: every element), as torch.aminmax (amin and amax)."""
     dim = () if dim is None else dim
     return aminmax_result(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """A bool tensor of elements' shape: True where the element equals one of test_elements (a
+    tensor or a number), as torch.isin (invert: where it equals none); one comparison against every
+    test element, then an any."""
+    check(isinstance(elements, Tensor) or isinstance(test_elements, Tensor),
+          "isin: elements or test_elements must be a tnet.Tensor")
+    if not isinstance(elements, Tensor):
+        elements = Tensor(as_storage(elements))
+    tests = reshape(test_elements, (-1,)) if isinstance(test_elements, Tensor) else test_elements
+    found = any(eq(unsqueeze(elements, -1), tests), -1) if isinstance(tests, Tensor) else eq(elements, tests)
+    return logical_not(found) if invert else found
 
 
 def nansum(input, dim=None, keepdim=False):

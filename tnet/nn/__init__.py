@@ -664,6 +664,25 @@ class LayerNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
+class RMSNorm(Module):
+    """F.rms_norm over the last dims (normalized_shape), with a weight (ones) of that shape where
+    elementwise_affine, as torch's (eps None: the input dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        factory_args("RMSNorm", device, dtype)
+        self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                                 else tuple(normalized_shape))
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
 class GroupNorm(Module):
     """F.group_norm with per-channel weight (ones) and bias (zeros) where affine, as torch's."""
 
