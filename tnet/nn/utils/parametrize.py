@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from ... import amp
 from ...tensor import Tensor, no_grad
-from .. import Module, ModuleDict, ModuleList, Parameter
+from .. import ModuleDict, ModuleList, Parameter
 
 __all__ = ["ParametrizationList", "cached", "is_parametrized", "register_parametrization", "remove_parametrizations",
            "transfer_parametrizations_and_params", "type_before_parametrizations"]
