@@ -154,3 +154,139 @@ def test_full_backward_hooks_as_torch():
             for v, vr in zip(g, gr):
                 if v is not None:
                     assert_close(v, vr, TOL["ieee"], kind)
+
+
+# ---- nn.utils.parametrize and nn.utils.parametrizations ----
+
+def _layer_pair(kind, rng):
+    """A Linear(3, 4) or a Conv2d(2, 3, 3) in tnet and its float64 torch twin with the same weights, and an input."""
+    if kind == "linear":
+        t, r, x = nn.Linear(3, 4), torch.nn.Linear(3, 4).double(), rng.standard_normal((5, 3))
+    else:
+        t, r, x = nn.Conv2d(2, 3, 3), torch.nn.Conv2d(2, 3, 3).double(), rng.standard_normal((2, 2, 5, 5))
+    for name in ("weight", "bias"):
+        value = rng.standard_normal(tuple(getattr(r, name).shape))
+        getattr(t, name).data, getattr(r, name).data = tnet.tensor(value), torch.tensor(value)
+    return t, r, x
+
+
+def _grads_as_torch(t, r, x, what):
+    """Forward and every parameter's gradient (by name) of tnet's t against torch's r."""
+    y, yr = t(tnet.tensor(x)), r(torch.tensor(x))
+    assert_close(y, yr, TOL["ieee"], what)
+    (y * y).sum().backward()
+    (yr * yr).sum().backward()
+    theirs = dict(r.named_parameters())
+    assert list(dict(t.named_parameters())) == list(theirs)
+    for name, p in t.named_parameters():
+        assert_close(p.grad, theirs[name].grad, TOL["ieee"], f"{what}: gradient of {name}")
+
+
+def test_parametrizations_weight_norm_as_torch(rng, ieee):
+    P = nn.utils.parametrize
+    for kind, dim in (("linear", 0), ("linear", 1), ("linear", None), ("conv", 0), ("conv", 2)):
+        t, r, x = _layer_pair(kind, rng)
+        assert nn.utils.parametrizations.weight_norm(t, dim=dim) is t
+        torch.nn.utils.parametrizations.weight_norm(r, dim=dim)
+        assert type(t).__name__ == type(r).__name__ and P.type_before_parametrizations(t) in (nn.Linear, nn.Conv2d)
+        assert list(t.state_dict()) == list(r.state_dict()) == [
+            "bias", "parametrizations.weight.original0", "parametrizations.weight.original1"]
+        assert t.parametrizations.weight.original0.shape == tuple(r.parametrizations.weight.original0.shape)
+        assert_close(t.weight, r.weight.detach(), TOL["ieee"], "the parametrized weight")
+        _grads_as_torch(t, r, x, f"weight_norm {kind} dim={dim}")
+    with pytest.raises(ValueError, match="sequence of tensors"):
+        P.remove_parametrizations(t, "weight", leave_parametrized=False)
+    P.remove_parametrizations(t, "weight")
+    torch.nn.utils.parametrize.remove_parametrizations(r, "weight")
+    assert type(t) is nn.Conv2d and not P.is_parametrized(t) and not hasattr(t, "parametrizations")
+    assert list(t.state_dict()) == ["bias", "weight"] and isinstance(t.weight, nn.Parameter)
+    assert_close(t.weight, r.weight, TOL["ieee"], "weight after remove_parametrizations")
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        P.remove_parametrizations(t, "weight")
+
+
+def test_parametrizations_spectral_norm_as_torch(rng, ieee):
+    P = nn.utils.parametrize
+    for kind in ("linear", "conv"):
+        t, r, x = _layer_pair(kind, rng)
+        nn.utils.parametrizations.spectral_norm(t, n_power_iterations=2)
+        torch.nn.utils.parametrizations.spectral_norm(r, n_power_iterations=2)
+        assert list(t.state_dict()) == list(r.state_dict()) == [
+            "bias", "parametrizations.weight.original", "parametrizations.weight.0._u", "parametrizations.weight.0._v"]
+        ours, theirs = t.parametrizations.weight[0], r.parametrizations.weight[0]
+        ours._u.data, ours._v.data = tnet.tensor(theirs._u.numpy()), tnet.tensor(theirs._v.numpy())
+        for step in range(2):  # training: each forward's power iteration updates _u and _v in place
+            _grads_as_torch(t, r, x, f"spectral_norm {kind} step {step}")
+            assert_close(ours._u, theirs._u, TOL["ieee"], "_u")
+            assert_close(ours._v, theirs._v, TOL["ieee"], "_v")
+            t.zero_grad(), r.zero_grad()
+        t.eval(), r.eval()
+        assert_close(t(tnet.tensor(x)), r(torch.tensor(x)), TOL["ieee"], "spectral_norm eval")
+        assert_close(ours._u, theirs._u, TOL["ieee"], "_u unchanged in eval mode")
+        original = t.parametrizations.weight.original
+        leave = kind == "linear"  # both ways: the parametrized weight, or the original one
+        P.remove_parametrizations(t, "weight", leave_parametrized=leave)
+        torch.nn.utils.parametrize.remove_parametrizations(r, "weight", leave_parametrized=leave)
+        assert t.weight is original and list(t.state_dict()) == ["bias", "weight"]  # an optimizer's parameter stays
+        assert_close(t.weight, r.weight, TOL["ieee"], f"weight after remove_parametrizations({leave})")
+    with pytest.raises(ValueError, match="n_power_iterations"):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+    with pytest.raises(NotImplementedError):
+        nn.utils.parametrizations.orthogonal(nn.Linear(2, 2))
+
+
+def _symmetric(lib):
+    class Symmetric(lib.nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).T
+
+        def right_inverse(self, A):
+            return A.triu()
+    return Symmetric()
+
+
+def test_register_parametrization_as_torch(rng, ieee):
+    P = nn.utils.parametrize
+    w, b, x = rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal((4, 3))
+    t, r = _copy_linear(tnet, w, b), _copy_linear(torch, w, b)
+    weight = t.weight
+    assert not P.is_parametrized(t)
+    P.register_parametrization(t, "weight", _symmetric(tnet))
+    torch.nn.utils.parametrize.register_parametrization(r, "weight", _symmetric(torch))
+    assert P.is_parametrized(t) and P.is_parametrized(t, "weight") and not P.is_parametrized(t, "bias")
+    assert t.parametrizations.weight.original is weight  # right_inverse's value, in the same Parameter
+    assert list(t.state_dict()) == list(r.state_dict()) == ["bias", "parametrizations.weight.original"]
+    assert_close(t.parametrizations.weight.original, r.parametrizations.weight.original, TOL["ieee"], "original")
+    assert_close(t.weight, r.weight.detach(), TOL["ieee"], "symmetric weight")
+    _grads_as_torch(t, r, x, "Symmetric")
+    with P.cached():
+        assert t.weight is t.weight
+    assert t.weight is not t.weight
+    s = rng.standard_normal((3, 3))
+    t.weight, r.weight = tnet.tensor(s + s.T), torch.tensor(s + s.T)  # assignment runs right_inverse
+    assert_close(t.parametrizations.weight.original, r.parametrizations.weight.original, TOL["ieee"], "assigned")
+    with pytest.raises(ValueError, match="does not have a parameter"):
+        P.register_parametrization(t, "nothing", _symmetric(tnet))
+    class Transpose(nn.Module):
+        def forward(self, X):
+            return X.T
+    with pytest.raises(ValueError, match="may not change the shape"):
+        P.register_parametrization(nn.Linear(3, 2), "weight", Transpose())
+    class Double(nn.Module):  # no right_inverse: the original is the value itself
+        def forward(self, X):
+            return X * 2
+    P.register_parametrization(t, "bias", Double())
+    P.register_parametrization(t, "bias", Double())  # a second one, applied after the first
+    assert list(t.state_dict()) == ["parametrizations.weight.original", "parametrizations.bias.original"]
+    assert_close(t.bias, 4 * b, TOL["ieee"], "bias through two parametrizations")
+    P.remove_parametrizations(t, "bias", leave_parametrized=False)
+    assert isinstance(t.bias, nn.Parameter) and P.is_parametrized(t) and not P.is_parametrized(t, "bias")
+    assert_close(t.bias, b, TOL["ieee"], "bias left unparametrized")
+    for leave in (True, False):
+        t, r = _copy_linear(tnet, w, b), _copy_linear(torch, w, b)
+        for m in (t, r):
+            nn_ = nn if m is t else torch.nn
+            nn_.utils.parametrize.register_parametrization(m, "weight", _symmetric(tnet if m is t else torch))
+            nn_.utils.parametrize.remove_parametrizations(m, "weight", leave_parametrized=leave)
+        assert type(t) is nn.Linear and [n for n, _ in t.named_parameters()] == ["bias", "weight"]
+        assert_close(t.weight, r.weight, TOL["ieee"], f"weight after remove_parametrizations({leave})")

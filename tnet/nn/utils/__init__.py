@@ -11,12 +11,12 @@ import sys
 import types
 import warnings
 
-from .. import functional as F
-from ..factory import full, randn, zeros
-from ..kernels import pointwise as _pw
-from ..kernels.copy import copy_
-from ..kernels.launch import is_flat
-from ..tensor import Tensor, bump_version, no_grad
+from ... import functional as F
+from ...factory import full, randn, zeros
+from ...kernels import pointwise as _pw
+from ...kernels.copy import copy_
+from ...kernels.launch import is_flat
+from ...tensor import Tensor, bump_version, no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
            "remove_spectral_norm", "remove_weight_norm", "spectral_norm", "vector_to_parameters", "weight_norm"]
@@ -134,6 +134,12 @@ def norm_except_dim(v, pow=2, dim=0):
     return F.norm(v, pow, tuple(d for d in range(v.ndim) if d != dim), keepdim=True)
 
 
+def weight_from_norm(g, v, dim):
+    """g * v / ||v|| (norm_except_dim(v, 2, dim)): weight_norm's weight from its magnitude g and direction v,
+    as torch._weight_norm(v, g, dim)."""
+    return F.mul(v, F.div(g, norm_except_dim(v, 2, dim)))
+
+
 class WeightNorm:
     """The forward pre-hook of weight_norm: module.<name> = g * v / ||v|| (norm_except_dim) from its
     parameters <name>_g and <name>_v, before each forward, as torch's."""
@@ -142,14 +148,13 @@ class WeightNorm:
         self.name, self.dim = name, -1 if dim is None else dim
 
     def compute_weight(self, module):
-        g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
-        return F.mul(v, F.div(g, norm_except_dim(v, 2, self.dim)))
+        return weight_from_norm(getattr(module, self.name + "_g"), getattr(module, self.name + "_v"), self.dim)
 
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module))
 
     def remove(self, module):
-        from . import Parameter
+        from .. import Parameter
         weight = self.compute_weight(module)
         for suffix in ("", "_g", "_v"):
             delattr(module, self.name + suffix)
@@ -160,7 +165,7 @@ def weight_norm(module, name="weight", dim=0):
     """torch.nn.utils.weight_norm (the hook API): parameter `name` becomes parameters name_g (its
     norm over every dim but dim; dim=None or -1: over all of it) and name_v (its direction), and
     module.<name> is recomputed from them before each forward (a forward pre-hook). Returns module."""
-    from . import Parameter
+    from .. import Parameter
     if _own_hook(module, WeightNorm, name):
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
     fn = WeightNorm(name, dim)
@@ -178,6 +183,28 @@ def remove_weight_norm(module, name="weight"):
     return _remove_hook(module, WeightNorm, name, "weight_norm")
 
 
+def weight_to_matrix(weight, dim):
+    """weight as spectral_norm's matrix: dim first, the other dims flattened, as torch's."""
+    if dim != 0:
+        weight = F.permute(weight, (dim, *[d for d in range(weight.ndim) if d != dim]))
+    return F.reshape(weight, (weight.shape[0], -1))
+
+
+def power_iteration_(matrix, u, v, n_power_iterations, eps, u_first=False):
+    """n_power_iterations steps of the power method on matrix, writing the unit vectors u and v in
+    place without gradient: v = normalize(W^T u), then u = normalize(W v) (the hook API's order), or
+    u first (u_first: the parametrization's order), as torch's. Returns copies of u and v: the next
+    forward's in-place update must not change what this backward reads."""
+    with no_grad():
+        for _ in range(n_power_iterations):
+            if u_first:
+                _rewrite_(u, F.normalize(F.mv(matrix, v), dim=0, eps=eps).memory)
+            _rewrite_(v, F.normalize(F.mv(F.t(matrix), u), dim=0, eps=eps).memory)
+            if not u_first:
+                _rewrite_(u, F.normalize(F.mv(matrix, v), dim=0, eps=eps).memory)
+    return F.clone(u), F.clone(v)
+
+
 class SpectralNorm:
     """The forward pre-hook of spectral_norm: module.<name> = <name>_orig / sigma, sigma the largest
     singular value of <name>_orig as a matrix (dim first, the rest flattened) estimated as
@@ -191,28 +218,21 @@ class SpectralNorm:
         self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
 
     def reshape_weight_to_matrix(self, weight):
-        if self.dim != 0:
-            weight = F.permute(weight, (self.dim, *[d for d in range(weight.ndim) if d != self.dim]))
-        return F.reshape(weight, (weight.shape[0], -1))
+        return weight_to_matrix(weight, self.dim)
 
     def compute_weight(self, module, do_power_iteration):
         weight = getattr(module, self.name + "_orig")
         u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
         matrix = self.reshape_weight_to_matrix(weight)
         if do_power_iteration:
-            with no_grad():
-                for _ in range(self.n_power_iterations):
-                    _rewrite_(v, F.normalize(F.mv(F.t(matrix), u), dim=0, eps=self.eps).memory)
-                    _rewrite_(u, F.normalize(F.mv(matrix, v), dim=0, eps=self.eps).memory)
-                # copies: the next forward's in-place update must not change what this backward reads
-                u, v = F.clone(u), F.clone(v)
+            u, v = power_iteration_(matrix, u, v, self.n_power_iterations, self.eps)
         return F.div(weight, F.dot(u, F.mv(matrix, v)))
 
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
 
     def remove(self, module):
-        from . import Parameter
+        from .. import Parameter
         with no_grad():
             weight = self.compute_weight(module, do_power_iteration=False)
         for suffix in ("", "_u", "_v", "_orig"):
@@ -228,7 +248,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     name_orig / sigma before each forward (SpectralNorm). dim=None: 1 for ConvTranspose, else 0.
     Difference: the state_dict has no version metadata hook (torch's loads old checkpoints
     through one). Returns module."""
-    from . import ConvTranspose2d, Parameter
+    from .. import ConvTranspose2d, Parameter
     if dim is None:
         dim = 1 if isinstance(module, ConvTranspose2d) else 0
     if _own_hook(module, SpectralNorm, name):
