@@ -27,7 +27,7 @@ from ..factory import init_generator, zeros
 from ..kernels.launch import check
 from ..tensor import Tensor
 from . import Module, Parameter, factory_args, init
-from .utils import PackedSequence, _packed_like, batch_sizes_of
+from .utils import PackedSequence, batch_sizes_of, packed_like
 
 
 # ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
@@ -312,7 +312,7 @@ class RNNBase(Module):
         output, finals = self._layers(x, states, [int(n) for n in sizes])
         if input.unsorted_indices is not None:
             finals = [F.index_select(s, 1, input.unsorted_indices) for s in finals]
-        return _packed_like(input, output), (tuple(finals) if lstm else finals[0])
+        return packed_like(input, output), (tuple(finals) if lstm else finals[0])
 
     def _layers(self, x, states, sizes=None):
         """x [T, batch, input_size] (or packed data [sum(sizes), input_size], step t's batch sizes[t])

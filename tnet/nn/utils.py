@@ -319,7 +319,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
     def to(self, *args, **kwargs):
         """data.to(...) (tnet has one device: a dtype), the rest kept; self where data stays."""
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else _packed_like(self, data)
+        return self if data is self.data else packed_like(self, data)
 
     def double(self):
         return self.to(dtype=torch.float64)
@@ -346,7 +346,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return self.data.device.type == "cuda"
 
 
-def _packed_like(sequence, data):
+def packed_like(sequence, data):
     """A PackedSequence of data with sequence's batch sizes, orders and host copy."""
     out = PackedSequence(data, sequence.batch_sizes, sequence.sorted_indices, sequence.unsorted_indices)
     out._sizes = sequence._sizes
