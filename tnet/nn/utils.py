@@ -349,13 +349,13 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
 def packed_like(sequence, data):
     """A PackedSequence of data with sequence's batch sizes, orders and host copy."""
     out = PackedSequence(data, sequence.batch_sizes, sequence.sorted_indices, sequence.unsorted_indices)
-    out._sizes = sequence._sizes
+    out._sizes = getattr(sequence, "_sizes", None)
     return out
 
 
 def batch_sizes_of(sequence):
     """sequence's batch sizes as a numpy int64 vector (its host copy; a device read, kept, if none)."""
-    if sequence._sizes is None:
+    if getattr(sequence, "_sizes", None) is None:  # None too where namedtuple's _make or _replace built it
         sequence._sizes = sequence.batch_sizes.numpy().astype(np.int64)
     return sequence._sizes
 
