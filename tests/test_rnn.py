@@ -1,6 +1,6 @@
 """nn.RNN, LSTM, GRU and their cells against torch's in float64: torch's weights copied in by
 state_dict, then the outputs and the gradients of the input, the initial states and every parameter,
-on small shapes (I=3, H=4, T=5, batch 2)."""
+on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them."""
 import warnings
 
 import numpy as np
@@ -49,6 +49,83 @@ def compare(ours, theirs, inputs, rng, call=lambda m, x, *h: m(x, *h)):
     grads = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
         assert_close(p.grad, grads[name].grad, TOL["ieee"], f"gradient of {name}")
+
+
+def packing(lib):
+    return lib.nn.utils.rnn if lib is torch else tnet.nn.utils.rnn
+
+
+def test_pack_and_pad_round_trips_match_torch(rng):
+    for batch_first in (False, True):
+        for lengths, enforce_sorted in (([5, 3, 3, 1], True), ([2, 5, 1, 3], False)):
+            for total_length in (None, 7):
+                x = pair(rng, *((4, T) if batch_first else (T, 4)), 2)
+                got = {}
+                for lib, v in ((tnet, x[0]), (torch, x[1])):
+                    R = packing(lib)
+                    packed = R.pack_padded_sequence(v, lengths, batch_first, enforce_sorted)
+                    padded, lens = R.pad_packed_sequence(packed, batch_first, -1.5, total_length)
+                    got[lib] = packed, padded, lens
+                (p, out, lens), (q, ref, ref_lens) = got[tnet], got[torch]
+                what = f"batch_first={batch_first}, lengths {lengths}, total_length={total_length}"
+                assert_close(p.data, q.data, 0, f"packed data, {what}")
+                assert p.batch_sizes.tolist() == q.batch_sizes.tolist()
+                for ours, theirs in ((p.sorted_indices, q.sorted_indices), (p.unsorted_indices, q.unsorted_indices)):
+                    assert (ours is None and theirs is None) or ours.tolist() == theirs.tolist()
+                assert_close(out, ref, 0, f"padded, {what}")
+                assert lens.tolist() == ref_lens.tolist() == lengths
+                g = rng.standard_normal(ref.shape)
+                out.backward(g)
+                ref.backward(torch.tensor(g))
+                assert_close(x[0].grad, x[1].grad, TOL["ieee"], f"gradient, {what}")
+
+
+def test_pack_sequence_unpack_and_errors(rng):
+    seqs = [pair(rng, n, 2) for n in (2, 4, 1)]
+    p = tnet.nn.utils.rnn.pack_sequence([s for s, _ in seqs], enforce_sorted=False)
+    q = torch.nn.utils.rnn.pack_sequence([r for _, r in seqs], enforce_sorted=False)
+    assert_close(p.data, q.data, 0, "pack_sequence")
+    assert p.batch_sizes.tolist() == q.batch_sizes.tolist() and p.sorted_indices.tolist() == q.sorted_indices.tolist()
+    for ours, (_, theirs) in zip(tnet.nn.utils.rnn.unpack_sequence(p), seqs):
+        assert_close(ours, theirs, 0, "unpack_sequence")
+    g = rng.standard_normal(q.data.shape)
+    p.data.backward(g)
+    q.data.backward(torch.tensor(g))
+    for t, r in seqs:
+        assert_close(t.grad, r.grad, TOL["ieee"], "pack_sequence's gradient")
+    rebuilt = tnet.nn.utils.rnn.PackedSequence(p.data, p.batch_sizes.tolist(), p.sorted_indices)
+    assert rebuilt.unsorted_indices.tolist() == q.unsorted_indices.tolist()  # invert_permutation
+    x = tnet.zeros(T, 2, I)
+    R = tnet.nn.utils.rnn
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        R.pack_padded_sequence(x, [2, 3])
+    with pytest.raises(RuntimeError, match="has to be greater than 0"):
+        R.pack_padded_sequence(x, [3, 0])
+    with pytest.raises(RuntimeError, match=r"Expected `len\(lengths\)` to be equal to batch_size"):
+        R.pack_padded_sequence(x, [3])
+    with pytest.raises(ValueError, match="Expected total_length to be at least"):
+        R.pad_packed_sequence(R.pack_padded_sequence(x, np.array([3, 2])), total_length=2)
+
+
+def packed_call(lengths, enforce_sorted, batch_first=False, padded_output=False):
+    """A compare() call: the input packed from [T, B, *] (or [B, T, *]) with these lengths, then
+    (the packed output's data, or the output padded again, h_n) of the module on it."""
+    def call(m, x, *h):
+        R = packing(torch if isinstance(m, torch.nn.Module) else tnet)
+        out, state = m(R.pack_padded_sequence(x, lengths, batch_first, enforce_sorted), *h)
+        return (R.pad_packed_sequence(out, batch_first)[0] if padded_output else out.data), state
+    return call
+
+
+def test_lstm_and_gru_on_packed_sequences(rng, ieee):
+    ours, theirs = twins(nn.LSTM(I, H, 2, bidirectional=True), torch.nn.LSTM(I, H, 2, bidirectional=True))
+    x, h0, c0 = pair(rng, T, 3, I), pair(rng, 4, 3, H), pair(rng, 4, 3, H)
+    compare(ours, theirs, [x, (h0, c0)], rng, packed_call([3, 5, 1], enforce_sorted=False))
+    ours, theirs = twins(nn.GRU(I, H, 2, bidirectional=True), torch.nn.GRU(I, H, 2, bidirectional=True))
+    compare(ours, theirs, [pair(rng, 4, 3, I)], rng,  # [B, T, I], h0 zeros, lengths sorted, padded again
+            packed_call([3, 3, 2, 1], enforce_sorted=True, batch_first=True, padded_output=True))
+    ours, theirs = twins(nn.RNN(I, H), torch.nn.RNN(I, H))
+    compare(ours, theirs, [pair(rng, 3, 2, I), pair(rng, 1, 2, H)], rng, packed_call([2, 3], enforce_sorted=False))
 
 
 def test_lstm_two_layers_bidirectional_batch_first(rng, ieee):

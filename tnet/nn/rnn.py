@@ -9,8 +9,11 @@ projection for all time steps is one GEMM; each step then costs one GEMM (h @ we
 bias_hh) and the element-wise launches of its cell: RNN 2, GRU 8, LSTM 10 in the forward (and
 one copy per step where the outputs are stacked).
 
-Differences from torch: PackedSequence inputs raise TypeError (pad the batch instead);
-LSTM(proj_size > 0) raises NotImplementedError; flatten_parameters() does nothing (there is no
+A PackedSequence input (tnet.nn.utils.rnn's) runs step t on the batch_sizes[t] sequences still
+running (the batch is sorted longest first, so those are the first rows: views), the others' states
+kept; the output is packed as the input, and h_n holds each sequence's state at its own length.
+
+Differences from torch: LSTM(proj_size > 0) raises NotImplementedError; flatten_parameters() does nothing (there is no
 cuDNN weight buffer); under autocast the GEMMs run in 16 bits but the outputs and states come out
 float32 (the states are, and the element-wise ops promote), where torch's are 16-bit."""
 import math
@@ -24,6 +27,7 @@ from ..factory import init_generator, zeros
 from ..kernels.launch import check
 from ..tensor import Tensor
 from . import Module, Parameter, factory_args, init
+from .utils import PackedSequence, batch_sizes_of, packed_like
 
 
 # ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
@@ -63,15 +67,18 @@ def _project(mode, x, w_ih, b_ih, b_hh):
     return F.linear(x, w_ih, b_ih), b_hh
 
 
-def _time_steps(x):
+def _time_steps(x, sizes=None):
     """x's slices along dim 0 (views), x split in halves and each half again: a view's backward
     fills a zeroed gradient of its input's size, so that the gradients add up to T log T steps'
-    worth of memory here, where T selects of x would take T^2."""
-    T = x.shape[0]
+    worth of memory here, where T selects of x would take T^2. sizes: x is packed data, step t
+    its next sizes[t] rows (kept 2-D); else one row each, selected."""
+    T = x.shape[0] if sizes is None else len(sizes)
     if T == 1:
-        return [F.select(x, 0, 0)]
-    first, second = F.split(x, [T // 2, T - T // 2], 0)
-    return _time_steps(first) + _time_steps(second)
+        return [F.select(x, 0, 0) if sizes is None else x]
+    half = [T // 2, T - T // 2] if sizes is None else [int(sum(sizes[:T // 2])), int(sum(sizes[T // 2:]))]
+    first, second = F.split(x, half, 0)
+    return (_time_steps(first, None if sizes is None else sizes[:T // 2])
+            + _time_steps(second, None if sizes is None else sizes[T // 2:]))
 
 
 def _draw(module):
@@ -86,7 +93,8 @@ def _draw(module):
 def _not_packed(name, input):
     if not isinstance(input, Tensor):
         if type(input).__name__ == "PackedSequence":
-            raise TypeError(f"{name}: PackedSequence inputs are not supported by tnet; pass a padded tnet.Tensor")
+            raise TypeError(f"{name}: input must be a tnet.Tensor or, for the RNN layers, a PackedSequence of "
+                            f"tnet.nn.utils.rnn, got {type(input).__module__}'s PackedSequence")
         raise TypeError(f"{name}: input must be a tnet.Tensor, got {type(input).__name__}")
 
 
@@ -248,8 +256,11 @@ class RNNBase(Module):
         """input [T, batch, input_size] ([batch, T, input_size] if batch_first; [T, input_size]
         unbatched); hx [num_layers * directions, batch, hidden_size] (the LSTM: a pair (h_0, c_0)),
         zeros if None. Returns (output [T, batch, directions * hidden_size], h_n) (the LSTM: (output,
-        (h_n, c_n))), batch first and unbatched as the input."""
+        (h_n, c_n))), batch first and unbatched as the input. A PackedSequence input gives a
+        PackedSequence output (batch_first does not apply) and h_n at each sequence's length."""
         name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
+        if isinstance(input, PackedSequence):
+            return self._packed(input, hx)
         _not_packed(name, input)
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
@@ -270,13 +281,7 @@ class RNNBase(Module):
             x = F.transpose(x, 0, 1)
         check(x.shape[2] == self.input_size,
               lambda: f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {x.shape[2]}")
-        expected = self._state_shape(x.shape[1])
-        if states is None:
-            states = (zeros(*expected),) * (2 if lstm else 1)
-        for i, s in enumerate(states):
-            check(s.shape == expected, lambda: f"Expected hidden{f'[{i}]' if lstm else ''} size {expected}, got "
-                                               f"{list(s.shape)}")
-        output, finals = self._layers(x, states)
+        output, finals = self._layers(x, self._initial(states, x.shape[1]))
         if self.batch_first:
             output = F.transpose(output, 0, 1)
         if not batched:
@@ -284,28 +289,62 @@ class RNNBase(Module):
             finals = [F.squeeze(s, 1) for s in finals]
         return output, (tuple(finals) if lstm else finals[0])
 
-    def _layers(self, x, states):
-        """x [T, batch, input_size] through every layer and direction from the initial states (each
-        [layers * directions, batch, hidden]): (the last layer's output, the final states, stacked)."""
+    def _initial(self, states, batch):
+        """The initial states (h, or the LSTM's (h, c)), checked, zeros where None."""
+        lstm, expected = self.mode == "LSTM", self._state_shape(batch)
+        if states is None:
+            return (zeros(*expected),) * (2 if lstm else 1)
+        for i, s in enumerate(states):
+            check(s.shape == expected, lambda: f"Expected hidden{f'[{i}]' if lstm else ''} size {expected}, got "
+                                               f"{list(s.shape)}")
+        return states
+
+    def _packed(self, input, hx):
+        """forward of a PackedSequence: hx and h_n in the batch's original order, as torch's (its
+        rows taken to the sorted order and back by sorted_indices and unsorted_indices)."""
+        lstm, x, sizes = self.mode == "LSTM", input.data, batch_sizes_of(input)
+        check(x.ndim == 2, lambda: f"input must have 2 dimensions, got {x.ndim}")
+        check(x.shape[1] == self.input_size,
+              lambda: f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {x.shape[1]}")
+        states = self._initial(None if hx is None else tuple(hx) if lstm else (hx,), int(sizes[0]))
+        if hx is not None and input.sorted_indices is not None:
+            states = tuple(F.index_select(s, 1, input.sorted_indices) for s in states)
+        output, finals = self._layers(x, states, [int(n) for n in sizes])
+        if input.unsorted_indices is not None:
+            finals = [F.index_select(s, 1, input.unsorted_indices) for s in finals]
+        return packed_like(input, output), (tuple(finals) if lstm else finals[0])
+
+    def _layers(self, x, states, sizes=None):
+        """x [T, batch, input_size] (or packed data [sum(sizes), input_size], step t's batch sizes[t])
+        through every layer and direction from the initial states (each [layers * directions, batch,
+        hidden]): (the last layer's output, as x, the final states, stacked)."""
         step, lstm = STEPS[self.mode], self.mode == "LSTM"
         directions = 2 if self.bidirectional else 1
-        T, weights, finals = x.shape[0], self.all_weights, []
+        T, batch = (x.shape[0] if sizes is None else len(sizes)), states[0].shape[1]
+        weights, finals = self.all_weights, []
         for layer in range(self.num_layers):
             outputs = []
             for d in range(directions):
                 k = layer * directions + d
                 w_ih, w_hh, b_ih, b_hh = weights[k] if self.bias else (*weights[k], None, None)
                 gi, b_hh = _project(self.mode, x, w_ih, b_ih, b_hh)  # one GEMM for the input of every step
-                gi = _time_steps(gi)
+                gi = _time_steps(gi, sizes)
                 state = tuple(F.select(s, 0, k) for s in states)
-                state = state if lstm else state[0]
+                advance = ((lambda g, s: step(g, s, w_hh, b_hh)) if lstm else
+                           (lambda g, s: (step(g, s[0], w_hh, b_hh),)))
                 hs = [None] * T
                 for t in (reversed(range(T)) if d else range(T)):
-                    state = step(gi[t], state, w_hh, b_hh)
-                    hs[t] = state[0] if lstm else state
-                outputs.append(F.stack(hs))
-                finals.append(state if lstm else (state,))
-            x = F.cat(outputs, 2) if directions == 2 else outputs[0]
+                    rows = batch if sizes is None else sizes[t]
+                    if rows == batch:
+                        state = advance(gi[t], state)
+                        hs[t] = state[0]
+                    else:  # packed: the first rows run step t; the others are done (not yet begun, reversed)
+                        head = advance(gi[t], tuple(F.narrow(s, 0, 0, rows) for s in state))
+                        state = tuple(F.cat([h, F.narrow(s, 0, rows, batch - rows)]) for h, s in zip(head, state))
+                        hs[t] = head[0]
+                outputs.append(F.stack(hs) if sizes is None else F.cat(hs))
+                finals.append(state)
+            x = F.cat(outputs, -1) if directions == 2 else outputs[0]
             if layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, self.training)
         return x, [F.stack([f[i] for f in finals]) for i in range(len(finals[0]))]

@@ -1,7 +1,8 @@
 """torch.nn.utils's gradient clipping (get_total_norm, clip_grads_with_norm_, clip_grad_norm_ and
 clip_grad_value_, built of tnet's ops under no_grad), weight reparametrizations by forward
 pre-hooks (weight_norm, spectral_norm), parameters_to_vector / vector_to_parameters and
-tnet.nn.utils.rnn.pad_sequence, with torch's arguments.
+tnet.nn.utils.rnn (pad_sequence and packed sequences: PackedSequence, pack_padded_sequence,
+pad_packed_sequence, pack_sequence, unpack_sequence, unpad_sequence), with torch's arguments.
 
 The norm stays on the device and the gradients are scaled by min(1, max_norm / (norm + 1e-6))
 read there, so clipping does not synchronise with the host (error_if_nonfinite=True reads the norm,
@@ -10,13 +11,17 @@ import math
 import sys
 import types
 import warnings
+from collections import namedtuple
+
+import numpy as np
+import torch
 
 from ... import functional as F
-from ...factory import full, randn, zeros
+from ...factory import arange, full, randn, zeros
 from ...kernels import pointwise as _pw
 from ...kernels.copy import copy_
-from ...kernels.launch import is_flat
-from ...tensor import Tensor, bump_version, no_grad
+from ...kernels.launch import check, is_flat
+from ...tensor import Tensor, bump_version, no_grad, tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
            "remove_spectral_norm", "remove_weight_norm", "spectral_norm", "vector_to_parameters", "weight_norm"]
@@ -308,7 +313,200 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     return F.stack(padded, 1 - int(bool(batch_first)))
 
 
+class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+    """torch's PackedSequence: data [sum of the lengths, *], the sequences' steps time-major (at
+    step t the batch_sizes[t] sequences still running, longest first); batch_sizes int64 [longest];
+    sorted_indices, the batch's order by decreasing length, and unsorted_indices, its inverse (None
+    where the batch came sorted). All four are tnet tensors: batch_sizes is on tnet's device, where
+    torch keeps it on the CPU, and tnet's functions keep a host copy beside it (reading it back is a
+    sync only for a PackedSequence built by hand)."""
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if batch_sizes is None:  # torch's legacy PackedSequence((data, batch_sizes))
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        host = None
+        if not isinstance(batch_sizes, Tensor):
+            host = _host_ints(batch_sizes, "batch_sizes")
+            batch_sizes = tensor(host)
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        self = super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+        self._sizes = host
+        return self
+
+    def to(self, *args, **kwargs):
+        """data.to(...) (tnet has one device: a dtype), the rest kept; self where data stays."""
+        data = self.data.to(*args, **kwargs)
+        return self if data is self.data else packed_like(self, data)
+
+    def double(self):
+        return self.to(dtype=torch.float64)
+
+    def float(self):
+        return self.to(dtype=torch.float32)
+
+    def half(self):
+        return self.to(dtype=torch.float16)
+
+    def long(self):
+        return self.to(dtype=torch.int64)
+
+    def int(self):
+        return self.to(dtype=torch.int32)
+
+    def cpu(self):
+        return self
+
+    cuda = pin_memory = cpu
+
+    @property
+    def is_cuda(self):
+        return self.data.device.type == "cuda"
+
+
+def packed_like(sequence, data):
+    """A PackedSequence of data with sequence's batch sizes, orders and host copy."""
+    out = PackedSequence(data, sequence.batch_sizes, sequence.sorted_indices, sequence.unsorted_indices)
+    out._sizes = getattr(sequence, "_sizes", None)
+    return out
+
+
+def batch_sizes_of(sequence):
+    """sequence's batch sizes as a numpy int64 vector (its host copy; a device read, kept, if none)."""
+    if getattr(sequence, "_sizes", None) is None:  # None too where namedtuple's _make or _replace built it
+        sequence._sizes = sequence.batch_sizes.numpy().astype(np.int64)
+    return sequence._sizes
+
+
+def _host_ints(values, name):
+    """values (a list, numpy array, torch or tnet tensor) as a numpy int64 vector on the host."""
+    if isinstance(values, (Tensor, torch.Tensor)):
+        values = values.numpy() if isinstance(values, Tensor) else values.detach().cpu().numpy()
+    values = np.asarray(values)
+    check(values.ndim == 1, lambda: f"'{name}' argument should be a 1D CPU int64 tensor, but got {values.ndim}D")
+    return values.astype(np.int64)
+
+
+def invert_permutation(permutation):
+    """The inverse of an int64 permutation vector (None for None), on the device: a scatter."""
+    if permutation is None:
+        return None
+    n = permutation.shape[0]
+    return F.scatter(zeros(n, dtype=torch.int64), 0, permutation, arange(n))
+
+
+def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    """input [T, B, *] ([B, T, *] if batch_first) holding B sequences of the given lengths (host
+    data: a list, numpy array or tensor; a tnet tensor is read back) as a PackedSequence; lengths
+    must decrease unless enforce_sorted=False, which sorts the batch (stably) and records the order.
+    One gather of input's rows (differentiable). Lengths beyond T raise RuntimeError (torch reads
+    past the input)."""
+    lengths = _host_ints(lengths, "lengths")
+    order = None if enforce_sorted else np.argsort(-lengths, kind="stable")
+    if order is not None:
+        lengths = lengths[order]
+    check(input.numel() > 0, "Cannot pack empty tensors.")
+    T, B = input.shape[:2] if not batch_first else input.shape[1::-1]
+    check(len(lengths) == B, lambda: f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
+                                     f"(batch_size={B})")
+    check(lengths[-1] > 0, "Length of all samples has to be greater than 0, but found an element in 'lengths' that "
+                           "is <= 0")
+    check(np.all(lengths[:-1] >= lengths[1:]),
+          "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
+          "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
+          "do not need ONNX exportability.")
+    check(lengths[0] <= T, lambda: f"pack_padded_sequence: a length of {lengths[0]} is longer than the input ({T} steps)")
+    sizes = (lengths[None, :] > np.arange(lengths[0])[:, None]).sum(1)
+    step, rank = _steps(sizes)
+    batch = rank if order is None else order[rank]
+    rows = batch * T + step if batch_first else step * B + batch
+    data = F.index_select(F.flatten(input, 0, 1), 0, tensor(rows))
+    return _packed(data, sizes, order)
+
+
+def _steps(sizes):
+    """(the time step, the rank in the sorted batch) of each row of packed data with these batch sizes."""
+    step = np.repeat(np.arange(len(sizes)), sizes)
+    return step, np.arange(len(step)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+
+
+def _packed(data, sizes, order):
+    """A PackedSequence of data with host batch sizes and host order (None: sorted)."""
+    index = None if order is None else tensor(order)
+    inverse = None if order is None else tensor(np.argsort(order))
+    return PackedSequence(data, sizes, index, inverse)
+
+
+def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    """The inverse of pack_padded_sequence: (padded [T, B, *] ([B, T, *] if batch_first) in the
+    batch's original order, filled with padding_value past each length, T the longest length or
+    total_length; the lengths, an int64 tnet tensor on the device where torch's is on the CPU).
+    One gather (and one more to unsort), differentiable."""
+    sizes = batch_sizes_of(sequence)
+    T = len(sizes)
+    if total_length is not None:
+        if total_length < T:
+            raise ValueError("Expected total_length to be at least the length of the longest sequence in input, but "
+                             f"got total_length={total_length} and max sequence length being {T}")
+        T = total_length
+    data, B = sequence.data, int(sizes[0])
+    n = data.shape[0]
+    steps = np.zeros(T, np.int64)
+    steps[:len(sizes)] = sizes
+    rank = np.arange(B)
+    # row n is a row of padding_value after data
+    rows = np.where(rank[None, :] < steps[:, None], (np.cumsum(steps) - steps)[:, None] + rank[None, :], n)
+    pad = full((1, *data.shape[1:]), padding_value, dtype=data.dtype)
+    padded = F.index_select(F.cat([data, pad]), 0, tensor((rows.T if batch_first else rows).ravel()))
+    padded = F.reshape(padded, ((B, T) if batch_first else (T, B)) + tuple(data.shape[1:]))
+    lengths = tensor((sizes[:, None] > rank[None, :]).sum(0))
+    if sequence.unsorted_indices is not None:
+        padded = F.index_select(padded, 0 if batch_first else 1, sequence.unsorted_indices)
+        lengths = F.index_select(lengths, 0, sequence.unsorted_indices)
+    return padded, lengths
+
+
+def pack_sequence(sequences, enforce_sorted=True):
+    """Tensors [L_i, *] as a PackedSequence (decreasing lengths unless enforce_sorted=False): one
+    cat and one gather, differentiable."""
+    sequences = _tensors(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    lengths = np.array([s.shape[0] for s in sequences], np.int64)
+    order = None if enforce_sorted else np.argsort(-lengths, kind="stable")
+    sorted_lengths = lengths if order is None else lengths[order]
+    check(sorted_lengths[-1] > 0, "Length of all samples has to be greater than 0, but found an element in "
+                                  "'lengths' that is <= 0")
+    check(np.all(sorted_lengths[:-1] >= sorted_lengths[1:]),
+          "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
+          "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
+          "do not need ONNX exportability.")
+    sizes = (sorted_lengths[None, :] > np.arange(sorted_lengths[0])[:, None]).sum(1)
+    step, rank = _steps(sizes)
+    batch = rank if order is None else order[rank]
+    rows = (np.cumsum(lengths) - lengths)[batch] + step  # the rows of the sequences joined
+    return _packed(F.index_select(F.cat(sequences), 0, tensor(rows)), sizes, order)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """The list of sequences [L_i, *] in padded_sequences ([T, B, *], [B, T, *] if batch_first),
+    each cut to its length (lengths: host data, or a tensor read back): views."""
+    lengths = _host_ints(lengths, "lengths")
+    return [F.narrow(F.select(padded_sequences, 0 if batch_first else 1, i), 0, 0, int(n))
+            for i, n in enumerate(lengths)]
+
+
+def unpack_sequence(packed_sequences):
+    """The list of the sequences in a PackedSequence, in their original order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
 # tnet.nn.utils.rnn, a module of its own in sys.modules, so that `from tnet.nn.utils.rnn import pad_sequence` imports
-rnn = types.ModuleType(__name__ + ".rnn", "torch.nn.utils.rnn's pad_sequence (packed sequences are not supported).")
-rnn.pad_sequence = pad_sequence
+rnn = types.ModuleType(__name__ + ".rnn", "torch.nn.utils.rnn: padded and packed sequences.")
+for _name in ("PackedSequence", "invert_permutation", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence",
+              "pad_sequence", "unpack_sequence", "unpad_sequence"):
+    setattr(rnn, _name, globals()[_name])
 sys.modules[rnn.__name__] = rnn
