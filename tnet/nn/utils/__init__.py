@@ -403,27 +403,32 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     must decrease unless enforce_sorted=False, which sorts the batch (stably) and records the order.
     One gather of input's rows (differentiable). Lengths beyond T raise RuntimeError (torch reads
     past the input)."""
-    lengths = _host_ints(lengths, "lengths")
-    order = None if enforce_sorted else np.argsort(-lengths, kind="stable")
-    if order is not None:
-        lengths = lengths[order]
     check(input.numel() > 0, "Cannot pack empty tensors.")
     T, B = input.shape[:2] if not batch_first else input.shape[1::-1]
+    lengths = _host_ints(lengths, "lengths")
     check(len(lengths) == B, lambda: f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
                                      f"(batch_size={B})")
+    order, lengths, sizes = _sorted(lengths, enforce_sorted)
+    check(lengths[0] <= T, lambda: f"pack_padded_sequence: a length of {lengths[0]} is longer than the input ({T} steps)")
+    step, rank = _steps(sizes)
+    batch = rank if order is None else order[rank]
+    rows = batch * T + step if batch_first else step * B + batch
+    data = F.index_select(F.flatten(input, 0, 1), 0, tensor(rows))
+    return _packed(data, sizes, order)
+
+
+def _sorted(lengths, enforce_sorted):
+    """(the order that sorts lengths longest first, None where enforce_sorted; the sorted lengths;
+    the batch size at each step), with torch's errors for a length <= 0 or unsorted lengths."""
+    order = None if enforce_sorted else np.argsort(-lengths, kind="stable")
+    lengths = lengths if order is None else lengths[order]
     check(lengths[-1] > 0, "Length of all samples has to be greater than 0, but found an element in 'lengths' that "
                            "is <= 0")
     check(np.all(lengths[:-1] >= lengths[1:]),
           "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
           "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
           "do not need ONNX exportability.")
-    check(lengths[0] <= T, lambda: f"pack_padded_sequence: a length of {lengths[0]} is longer than the input ({T} steps)")
-    sizes = (lengths[None, :] > np.arange(lengths[0])[:, None]).sum(1)
-    step, rank = _steps(sizes)
-    batch = rank if order is None else order[rank]
-    rows = batch * T + step if batch_first else step * B + batch
-    data = F.index_select(F.flatten(input, 0, 1), 0, tensor(rows))
-    return _packed(data, sizes, order)
+    return order, lengths, (lengths[None, :] > np.arange(lengths[0])[:, None]).sum(1)
 
 
 def _steps(sizes):
@@ -475,15 +480,7 @@ def pack_sequence(sequences, enforce_sorted=True):
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     lengths = np.array([s.shape[0] for s in sequences], np.int64)
-    order = None if enforce_sorted else np.argsort(-lengths, kind="stable")
-    sorted_lengths = lengths if order is None else lengths[order]
-    check(sorted_lengths[-1] > 0, "Length of all samples has to be greater than 0, but found an element in "
-                                  "'lengths' that is <= 0")
-    check(np.all(sorted_lengths[:-1] >= sorted_lengths[1:]),
-          "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
-          "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
-          "do not need ONNX exportability.")
-    sizes = (sorted_lengths[None, :] > np.arange(sorted_lengths[0])[:, None]).sum(1)
+    order, _, sizes = _sorted(lengths, enforce_sorted)
     step, rank = _steps(sizes)
     batch = rank if order is None else order[rank]
     rows = (np.cumsum(lengths) - lengths)[batch] + step  # the rows of the sequences joined
