@@ -11,8 +11,8 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise, pool
 from tnet.kernels.launch import BLOCK_CONFIGS, is_channels_last
-from helpers import (CL, CONFIG_DTYPES, DEV, FLOATS, LOW, TOL, assert_close, check_op, cl_randn, f64, only_config,
-                     pair, randn, tol_for)
+from helpers import (CL, CONFIG_DTYPES, DEV, FLOATS, LOW, TOL, assert_close, check, check_op, cl_randn, f64, leaf,
+                     only_config, pair, randn, tol_for)
 
 
 LAYOUTS = {"cl-cl": (True, True), "nchw-cl": (False, True), "cl-nchw": (True, False), "nchw-nchw": (False, False)}
@@ -368,3 +368,15 @@ def test_avg_pool1d_divisors(rng, count_include_pad):
     for k, s, p, ceil in [(3, 2, 1, True), (4, 3, 2, True), (2, 2, 1, False)]:
         check_op(lambda t: F.avg_pool1d(t, k, s, p, ceil, count_include_pad),
                  lambda t: tF.avg_pool1d(t, k, s, p, ceil, count_include_pad), [x], 1e-6, rng)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_pool_of_strided_views_as_torch(rng, mode):
+    """max_pool2d and avg_pool2d of a channel slice and of an H/W transpose (strided views, as
+    torch takes them: copied dense first), values and gradients."""
+    x, xr = leaf(rng, 2, 8, 7, 6)
+    fn = getattr(F, f"{mode}_pool2d")
+    ref = getattr(torch.nn.functional, f"{mode}_pool2d")
+    check(lambda a: fn(a[:, :5], 3, 2, 1), lambda a: ref(a[:, :5], 3, 2, 1), [(x, xr)], rng)
+    x.grad = xr.grad = None
+    check(lambda a: fn(a.transpose(2, 3), 2), lambda a: ref(a.transpose(2, 3), 2), [(x, xr)], rng)

@@ -3,7 +3,7 @@ normalisation composed of the reductions' and element-wise kernels."""
 import torch
 
 from ..kernels import norm as _norm
-from ..kernels.launch import check, is_flat, memory_format
+from ..kernels.launch import check, dense
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
 from .inputs import check_tensors, needs_grad
@@ -53,13 +53,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
     return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
                   saved=(X, W, B if activation else None))
-
-
-def dense(x):
-    """x, or a dense copy of a strided view: channels-last where its channels are innermost."""
-    if is_flat(x):
-        return x
-    return x.contiguous(memory_format=memory_format(x.dim() == 4 and x.stride(1) == 1 and x.shape[1] > 1))
 
 
 def _normalised(x, dims, eps):

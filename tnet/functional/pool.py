@@ -6,7 +6,7 @@ import torch
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import check, is_channels_last, is_flat, keeps_channels_last, pair, single
+from ..kernels.launch import check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
 from ..tensor import Tensor, as_storage, in_layout, record
 from .copy import contiguous, reshape, scatter, squeeze, unsqueeze
 from .inputs import check_tensors
@@ -30,8 +30,9 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
             and divisor.get("divisor_override") is None:
         return sum_or_mean("avg_pool2d", x, (-2, -1), True, mean=True), None  # a global pooling: see avg_pool2d
     y_cl = keeps_channels_last(x.shape[1])
-    y, arg = _pool.pool2d(x.memory, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)
-    shape, x_cl = x.shape, is_channels_last(x.memory)
+    X = dense(x.memory)  # a strided view (x[:, :c], a transpose) is copied dense first
+    y, arg = _pool.pool2d(X, kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)
+    shape, x_cl = x.shape, is_channels_last(X)
 
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,

@@ -141,6 +141,14 @@ def is_flat(x):
     return x.is_contiguous() or is_channels_last(x)
 
 
+def dense(x):
+    """x, or a dense copy of a strided view (a channel slice, a transpose): channels-last where its
+    channels are innermost, for kernels that run over NCHW or channels-last memory."""
+    if is_flat(x):
+        return x
+    return x.contiguous(memory_format=memory_format(x.dim() == 4 and x.stride(1) == 1 and x.shape[1] > 1))
+
+
 def keeps_channels_last(channels):
     """Whether activations of this many channels are kept channels-last, where the
     convolutions read them fastest (a few channels, RGB, may stay NCHW)."""
