@@ -134,6 +134,9 @@ def test_batch_norm_uses_torch_for_memory_only():
             bn(x, activation=nn.GELU()).backward(g)
             with tnet.no_grad():
                 bn(x)
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
 def test_pointwise_ops_and_reductions_use_torch_for_memory_only():
     import warnings
 
@@ -258,7 +261,6 @@ def test_airbench94_whitening_and_step_use_torch_for_memory_only():
 def test_airbench_recipe_pieces_use_torch_for_memory_only():
     """The lookahead (its clock, update, finish, state), the reflect-padded gather with alternating
     flips, a per-group LambdaLR and test-time augmentation's weighted count."""
-    import torch
     from tnet import data, nn
     from tnet.graph import EvalStep
     rng = np.random.default_rng(0)
