@@ -360,6 +360,9 @@ def test_unbatched_conv2d_and_iteration_as_torch(rng):
     check(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: torch.nn.functional.conv2d(a, b, padding=1),
           [(x, xr), (w, wr)], rng, TOL["ieee"] * 10)
     assert nn.Conv2d(3, 4, 3)(x).shape == (4, 3, 4)
+    v, vr = leaf(rng, 6)
+    check(lambda a, b: F.linear(a, b), lambda a, b: torch.nn.functional.linear(a, b), [(x, xr), (v, vr)], rng,
+          TOL["ieee"] * 10)  # a 1-D weight: one output, its dim dropped
     assert [row.tolist() for row in tnet.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
     with pytest.raises(TypeError, match="0-d"):
         list(tnet.tensor(3.0))

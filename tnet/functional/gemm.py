@@ -152,6 +152,9 @@ def linear(x, w, b=None):
     fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
     masters), written so by the GEMM or the reduction: no extra cast pass."""
     check_tensors("linear", x=x, w=w)
+    if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim
+        y = linear(x, unsqueeze(w, 0))
+        return reshape(y, tuple(y.shape[:-1]))
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
