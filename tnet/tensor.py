@@ -443,7 +443,9 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
             entries.append(t)
             if _rebased[0]:
                 t._entry.inputs = _inputs_then(t, t._entry)
-            stack.extend(x for x in t._entry.inputs if x.requires_grad)
+            for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
+                if x.requires_grad:
+                    stack.append(x)
     for t in roots:
         if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
             arrive(t, grads.pop(id(t)))
