@@ -443,7 +443,9 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
             entries.append(t)
             if _rebased[0]:
                 t._entry.inputs = _inputs_then(t, t._entry)
-            stack.extend(x for x in t._entry.inputs if x.requires_grad)
+            for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
+                if x.requires_grad:
+                    stack.append(x)
     for t in roots:
         if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
             arrive(t, grads.pop(id(t)))
@@ -564,11 +566,23 @@ def record(op, data, inputs, backward, saved=()):
     requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose
     versions backward checks; only those, so that an in-place write to anything else is allowed."""
     out = Tensor(data)
-    if _grad_enabled[0] and any(x.requires_grad for x in inputs):
+    if _grad_enabled[0] and _any_requires_grad(inputs):
         out.requires_grad = True
-        saved = [memory_of(t) for t in saved if isinstance(t, (Tensor, torch.Tensor))]
-        out._entry = _Entry(op, tuple(inputs), backward, [(t, t._version) for t in saved])
+        versions = []
+        for t in saved:
+            t = t.memory if isinstance(t, Tensor) else t
+            if isinstance(t, torch.Tensor):
+                versions.append((t, t._version))
+        out._entry = _Entry(op, tuple(inputs), backward, versions)
     return out
+
+
+def _any_requires_grad(inputs):
+    """any(x.requires_grad for x in inputs), as a loop: every recorded op asks."""
+    for x in inputs:
+        if x.requires_grad:
+            return True
+    return False
 
 
 def check_device(name, device):

@@ -1,5 +1,5 @@
 """The checks every op makes of its tensor arguments, and which of them need a gradient."""
-from ..kernels.launch import check
+from ..kernels.launch import InputError
 from ..tensor import Tensor
 
 
@@ -11,4 +11,5 @@ def needs_grad(*xs):
 def check_tensors(name, **xs):
     """Each keyword argument must be a tnet.Tensor (InputError naming the op and the argument)."""
     for arg, x in xs.items():
-        check(isinstance(x, Tensor), lambda: f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
+        if not isinstance(x, Tensor):  # no message closure per argument: every op calls this
+            raise InputError(f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")

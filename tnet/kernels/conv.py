@@ -425,6 +425,23 @@ def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=F
     fastest). y [N, Cout, OH, OW] is channels-last, in out_dtype (default x's dtype). bias: a
     float vector of Cout. padding as torch's (also 'same', 'valid'). A depthwise convolution
     (groups == C) runs here as C GEMMs of one channel; depthwise.conv2d is its fast kernel."""
+    # the checks, the geometry and the precision, once per signature where the arguments are plain
+    key = (x.shape, x.dtype, x.device, w.shape, w.dtype, w.device,
+           None if bias is None else (bias.shape, bias.dtype, bias.is_contiguous()),
+           stride, padding, dilation, groups)
+    plan = lambda: _conv2d_plan(x, w, bias, stride, padding, dilation, groups)
+    cout, kernel, stride, dilation, padding, out_hw = (
+        kept(_CONV2D_PLANS, key, plan) if plain(stride, padding, dilation, groups) else plan())
+    return _run_conv(x, w, w.stride(), cout // groups * w.stride(0), cout, out_hw, kernel, stride, padding, dilation,
+                     groups, False, bias, relu, pick_precision("conv2d", precision, x, w), out_dtype or x.dtype)
+
+
+_CONV2D_PLANS = {}  # conv2d's plans (_conv2d_plan) by the signature of its arguments
+
+
+def _conv2d_plan(x, w, bias, stride, padding, dilation, groups):
+    """conv2d's checks, then (Cout, kernel, stride, dilation, padding, output size): what
+    depends on the shapes, dtypes, devices and arguments alone."""
     check_image4("conv2d", x, "input")
     check_groups("conv2d", groups, x.shape[1])
     check_weight("conv2d", w, x.shape[1], groups, x.device)
@@ -432,8 +449,7 @@ def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=F
     check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
           lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
     stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation)
-    return _run_conv(x, w, w.stride(), cout // groups * w.stride(0), cout, out_hw, kernel, stride, padding, dilation,
-                     groups, False, bias, relu, pick_precision("conv2d", precision, x, w), out_dtype or x.dtype)
+    return cout, kernel, stride, dilation, padding, out_hw
 
 
 def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1, *, precision=None,

@@ -283,8 +283,12 @@ def shape_text(x):
 
 def pick_precision(name, precision, *xs):
     """The products' precision: the caller's, else a 16-bit operand's dtype, else the default."""
-    if precision is None:
-        precision = next((_LOW[x.dtype] for x in xs if x.dtype in _LOW), _default["precision"])
+    if precision is None:  # a loop, not next(genexpr): every GEMM and convolution asks
+        for x in xs:
+            low = _LOW.get(x.dtype)
+            if low is not None:
+                return low
+        return _default["precision"]
     check(precision in PRECISIONS, lambda: f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
     return precision
 

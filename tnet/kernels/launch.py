@@ -78,11 +78,15 @@ def kept(cache, key, make):
 
 
 def plain(*values):
-    """Whether every value is an int, a string or a tuple of ints, compared by value and by type
-    alike: arguments that may key a cache of what was worked out from them (1.0 equals 1, and a
-    check that refuses the one must not be skipped for it)."""
-    return all(type(v) is int or type(v) is str or (type(v) is tuple and all(type(i) is int for i in v))
-               for v in values)
+    """Whether every value is an int, a string, None or a tuple of ints, compared by value and by
+    type alike: arguments that may key a cache of what was worked out from them (1.0 equals 1, and
+    a check that refuses the one must not be skipped for it). A loop, not all(...): it runs on
+    every call of the ops that cache."""
+    for v in values:
+        kind = type(v)
+        if not (kind is int or kind is str or v is None or (kind is tuple and all(type(i) is int for i in v))):
+            return False
+    return True
 
 
 def cdiv(a, b):

@@ -34,7 +34,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, jit
-from .launch import FLOATS, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
+from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -319,15 +319,18 @@ def _checked_view(name, x):
 
 
 def _check_vector(name, arg, v, C, device):
-    check(v is None or (v.shape == (C,) and v.is_contiguous() and v.dtype in FLOATS and v.device == device),
-          lambda: f"{name}: {arg} must be a contiguous float vector of {C} on {device}, got "
-                  f"{tuple(v.shape)} {v.dtype} on {v.device}")
+    # no message closure: every forward and backward checks four vectors
+    if v is not None and not (v.shape == (C,) and v.is_contiguous() and v.dtype in FLOATS and v.device == device):
+        raise InputError(f"{name}: {arg} must be a contiguous float vector of {C} on {device}, got "
+                         f"{tuple(v.shape)} {v.dtype} on {v.device}")
 
 
 def _act(name, activation):
     """The kernels' ACT flag for an activation name: None or 'gelu' (exact, erf's)."""
-    check(activation in (None, "gelu"), lambda: f"{name}: activation must be None or 'gelu', got {activation!r}")
-    return activation == "gelu"
+    if activation is None:  # the common case, without the message closure
+        return False
+    check(activation == "gelu", lambda: f"{name}: activation must be None or 'gelu', got {activation!r}")
+    return True
 
 
 def _row_parts(R):
@@ -351,8 +354,9 @@ def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momen
         CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C, num_warps=8 if block_s > 128 else 4)
 
 
-def _apply(name, x, mean, stat, weight, bias, eps, running, act):
-    R, C, L = _view(name, x)
+def _apply(x, view, mean, stat, weight, bias, eps, running, act):
+    """y = act(normalised x) through the apply kernel; view: x's checked (R, C, L)."""
+    R, C, L = view
     y = torch.empty_like(x)
     if R == 0:  # no rows: nothing to launch
         return y
@@ -374,22 +378,26 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     counts the batch in num_batches_tracked)."""
     R, C, L = _view("batch_norm", x)
     act = _act("batch_norm", activation)
-    check(R != 1,
-          lambda: f"batch_norm: expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
-    for arg, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
-        _check_vector("batch_norm", arg, v, C, x.device)
+    device = x.device
+    if R == 1:
+        raise InputError(f"batch_norm: expected more than 1 value per channel when training, got input size "
+                         f"{tuple(x.shape)}")
+    _check_vector("batch_norm", "weight", weight, C, device)
+    _check_vector("batch_norm", "bias", bias, C, device)
+    _check_vector("batch_norm", "running_mean", running_mean, C, device)
+    _check_vector("batch_norm", "running_var", running_var, C, device)
     track = running_mean is not None
     check(track == (running_var is not None), "batch_norm: give both running_mean and running_var, or neither")
     count = num_batches_tracked
-    check(count is None or (count.numel() == 1 and count.dtype == torch.int64 and count.device == x.device),
-          lambda: f"batch_norm: num_batches_tracked must be one int64 element on {x.device}, got "
-                  f"{tuple(count.shape)} {count.dtype} on {count.device}")
+    if count is not None and not (count.numel() == 1 and count.dtype == torch.int64 and count.device == device):
+        raise InputError(f"batch_norm: num_batches_tracked must be one int64 element on {device}, got "
+                         f"{tuple(count.shape)} {count.dtype} on {count.device}")
     check(momentum is not None or not track or count is not None,
           "batch_norm: momentum=None (the cumulative average) needs num_batches_tracked")
     chunk, S = _row_parts(R)
-    part = torch.empty((max(S, 1), 2, C), device=x.device, dtype=torch.float32)
-    mean = torch.empty(C, device=x.device, dtype=torch.float32)
-    invstd = torch.empty(C, device=x.device, dtype=torch.float32)
+    part = torch.empty((max(S, 1), 2, C), device=device, dtype=torch.float32)
+    mean = torch.empty(C, device=device, dtype=torch.float32)
+    invstd = torch.empty(C, device=device, dtype=torch.float32)
     # no rows: one program only counts the batch (its part, of no rows, is never read)
     grid = _parts_grid(S, C) if R else (1, 1)
     batch_norm_stats_kernel[grid](x, part, mean if count is None else count, R, C, chunk, L=L, COUNT=count is not None)
@@ -398,19 +406,20 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
               mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), stats=True,
               track=track, cumulative=momentum is None)
-    return _apply("batch_norm", x, mean, invstd, weight, bias, eps, False, act), mean, invstd
+    return _apply(x, (R, C, L), mean, invstd, weight, bias, eps, False, act), mean, invstd
 
 
 def batch_norm_eval(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, activation=None):
     """Batch normalisation with the running statistics, then the activation (None or 'gelu'),
     in one pass; y in x's layout."""
-    _, C, _ = _view("batch_norm", x)
+    view = _view("batch_norm", x)
+    C = view[1]
     act = _act("batch_norm", activation)
     for arg, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         _check_vector("batch_norm", arg, v, C, x.device)
     check(running_mean is not None and running_var is not None,
           "batch_norm: running_mean and running_var must be given in evaluation mode")
-    return _apply("batch_norm", x, running_mean, running_var, weight, bias, eps, True, act)
+    return _apply(x, view, running_mean, running_var, weight, bias, eps, True, act)
 
 
 def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False, need_x=True, need_params=True, *,

@@ -738,9 +738,13 @@ def laid_alike(*xs):
     check_like's conditions in one pass, for its common case (equal strides on a dense first are
     one dense layout; tensors whose layouts agree with other strides, size-1 axes, are not)."""
     first = xs[0]
+    if not is_flat(first):
+        return False
     shape, strides, device = first.shape, first.stride(), first.device
-    return is_flat(first) and all(x.shape == shape and x.stride() == strides and x.device == device
-                                  and x.dtype in FLOATS for x in xs)
+    for x in xs:  # a loop, not all(genexpr): every element-wise launch asks
+        if not (x.shape == shape and x.stride() == strides and x.device == device and x.dtype in FLOATS):
+            return False
+    return True
 
 
 def check_like(name, *xs):
@@ -804,7 +808,8 @@ def relu(x, out=None):
     """max(x, 0) into out (default: a new tensor like x)."""
     out = torch.empty_like(x) if out is None else out
     check_like("relu", x, out)
-    relu_kernel[grid1d(x.numel())](x, out, x.numel())
+    n = x.numel()
+    relu_kernel[grid1d(n)](x, out, n)
     return out
 
 

@@ -805,8 +805,9 @@ class _BatchNorm(Module):
         """activation, tnet's addition: an nn.GELU() (approximate='none'), fused after the
         normalisation: the same as activation(self(x)), in one op (F.batch_norm's activation)."""
         self._check_input_dim(x)
-        check(activation is None or (isinstance(activation, GELU) and activation.approximate == "none"),
-              lambda: f"{type(self).__name__}: activation must be None or nn.GELU() to fuse, got {activation!r}")
+        if activation is not None:  # the message closure only where there is something to check
+            check(isinstance(activation, GELU) and activation.approximate == "none",
+                  lambda: f"{type(self).__name__}: activation must be None or nn.GELU() to fuse, got {activation!r}")
         # torch's rules: the running statistics are updated in training mode if tracked, and
         # used in eval mode if they exist
         track = self.training and self.track_running_stats
