@@ -17,10 +17,10 @@ def test_launchers_reject_bad_layout():
 
 
 def test_plain_arguments_key_caches_by_type_too():
-    """plain(): ints, strings and tuples of ints only, so that a cached answer for padding=(1, 1)
+    """plain(): ints, strings, None and tuples of ints only, so that a cached answer for padding=(1, 1)
     is never given to padding=(1, 1.0) (which equals it and hashes alike)."""
-    assert plain(1, "same", (1, 2), ()) and not plain(1.0) and not plain((1, 2.0)) and not plain([1, 2])
-    assert not plain(True) and not plain(None)
+    assert plain(1, "same", (1, 2), (), None) and not plain(1.0) and not plain((1, 2.0)) and not plain([1, 2])
+    assert not plain(True) and not plain((1, None))
     conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, (1, 1), 1)
     with pytest.raises(InputError, match="padding"):
         conv.conv_geometry("conv2d", (8, 8), (3, 3), 1, (1, 1.0), 1)

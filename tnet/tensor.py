@@ -566,7 +566,7 @@ def record(op, data, inputs, backward, saved=()):
     requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose
     versions backward checks; only those, so that an in-place write to anything else is allowed."""
     out = Tensor(data)
-    if _grad_enabled[0] and _any_requires_grad(inputs):
+    if _grad_enabled[0] and any_requires_grad(inputs):
         out.requires_grad = True
         versions = []
         for t in saved:
@@ -577,7 +577,7 @@ def record(op, data, inputs, backward, saved=()):
     return out
 
 
-def _any_requires_grad(inputs):
+def any_requires_grad(inputs):
     """any(x.requires_grad for x in inputs), as a loop: every recorded op asks."""
     for x in inputs:
         if x.requires_grad:

@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import check, is_channels_last, is_flat
-from ..tensor import Tensor, as_storage, dim_index, is_grad_enabled, record
+from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -78,7 +78,7 @@ def _record_each(name, y, operands, grads, saved=()):
     where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
     tensors grads reads (record's)."""
     inputs = [v for v in operands if isinstance(v, Tensor)]
-    if not (is_grad_enabled() and any(x.requires_grad for x in inputs)):  # nothing to record
+    if not (is_grad_enabled() and any_requires_grad(inputs)):  # nothing to record
         return Tensor(y)
 
     def backward(g):
