@@ -459,3 +459,27 @@ def test_split_diff_rot90_tensordot_isin_rms_norm_and_rng_state_as_torch(rng):
     tnet.set_rng_state(state)
     assert tnet.rand(5).tolist() == first
     assert tnet.result_type(tnet.tensor([1]), 2.5) == torch.float32 and isinstance(tnet.float32, tnet.dtype)
+
+
+def test_lazy_layers_take_their_size_from_the_first_call(rng):
+    """LazyConv2d and LazyLinear: sizes from the first input, then the full layer's class and
+    torch's values for the weights they drew; an optimizer built before the first call (its
+    momentum buffers of the placeholder shape) steps them as torch's SGD does."""
+    model = nn.Sequential(nn.LazyConv2d(4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.LazyLinear(3))
+    opt = tnet.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, xr = leaf(rng, 2, 5, 4, 4)
+    y = model(x)
+    assert type(model[0]) is nn.Conv2d and type(model[3]) is nn.Linear
+    assert model[0].weight.shape == (4, 5, 3, 3) and model[3].weight.shape == (3, 64)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(5, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(64, 3)).double()
+    ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    assert_close(y, ref(xr), TOL["ieee"] * 10, "forward")
+    for _ in range(2):
+        model(x).sum().backward()
+        ref(xr).sum().backward()
+        opt.step(), ref_opt.step()
+        opt.zero_grad(), ref_opt.zero_grad()
+    for (name, p), r in zip(model.named_parameters(), ref.parameters()):
+        assert_close(p, r.detach(), TOL["ieee"] * 10, name)

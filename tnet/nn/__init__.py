@@ -25,6 +25,9 @@ functional = F
 sys.modules[__name__ + ".functional"] = F
 
 
+reshaped_parameters = [0]  # how often a Parameter's memory took another shape (Parameter.memory)
+
+
 class Parameter(Tensor):
     """A leaf that requires grad, with Caffe's lr_mult and decay_mult (Caffe's order:
     torch's requires_grad comes as a keyword). From a tnet.Tensor it shares that tensor's
@@ -48,7 +51,10 @@ class Parameter(Tensor):
         """p.data = t, as torch's, and tnet's own writes: p's 16-bit copies (tnet.amp) are
         rewritten in place where the shape and strides stay, else dropped (the next autocast use
         makes them anew)."""
+        old = self.__dict__.get("_memory")
         self._memory = value
+        if old is not None and old.shape != value.shape:
+            reshaped_parameters[0] += 1  # optimizers built before then remake their state of it (lazy layers)
         self._shape_of = None  # Tensor.shape's cache: drops its hold on the old memory
         low = amp.low_copies(self)
         if low and all(t.shape == value.shape and t.stride() == value.stride() for t in low):
@@ -580,6 +586,48 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
+
+
+class _Lazy:
+    """torch's lazy layers: the input size comes from the first call; then the weight takes its
+    full shape, the parameters are drawn as the full layer's, and the module becomes that layer
+    (cls_to_become), as torch's. The Parameter objects exist from construction (a placeholder
+    shape) and are reshaped in place, so an optimizer built before the first call keeps them."""
+
+    def _materialize(self, shape, **layout):
+        self.weight.memory = torch.empty(shape, device=DEVICE, **layout)
+        self.reset_parameters()
+        self.__class__ = self.cls_to_become
+
+
+class LazyLinear(_Lazy, Linear):
+    """nn.LazyLinear: a Linear whose in_features is the first input's last dim."""
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        super().__init__(1, out_features, bias, device, dtype)
+
+    def forward(self, x):
+        self._materialize((self.weight.shape[0], x.shape[-1]))
+        return self.forward(x)
+
+
+class LazyConv2d(_Lazy, Conv2d):
+    """nn.LazyConv2d: a Conv2d whose in_channels is the first input's channel count."""
+    cls_to_become = Conv2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, x, relu=False, pool=None):
+        out, _, kh, kw = self.weight.shape
+        check(x.ndim in (3, 4), lambda: f"LazyConv2d: expected a 3-D or 4-D input, got {x.ndim}-D")
+        channels = x.shape[-3]
+        check_conv_args((kh, kw), self.stride, self.padding, self.dilation, self.groups, channels, out)
+        self._materialize((out, channels // self.groups, kh, kw), memory_format=torch.channels_last)
+        return self.forward(x, relu, pool)
 
 
 class Conv1d(Module):

@@ -17,6 +17,7 @@ from .. import amp
 from ..kernels import optim as kernels
 from ..kernels.launch import check
 from ..kernels.copy import copy_
+from ..nn import reshaped_parameters
 from ..tensor import Tensor, in_layout, bump_version
 
 
@@ -69,6 +70,7 @@ class Optimizer:
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
+        self._reshapes = reshaped_parameters[0]
         self.update_lr()
 
     def add_param_group(self, param_group):
@@ -143,6 +145,8 @@ class Optimizer:
         divided by the scale, and nothing changes, step counts included, if found_inf is set.
         found_inf alone: the scaler's unscale_ has checked and divided the gradients already."""
         self.update_lr()
+        if self._reshapes != reshaped_parameters[0]:
+            self._refit_state()
         took = tuple(p.grad is not None for p in self._params)
         if not any(took):
             return
@@ -158,6 +162,16 @@ class Optimizer:
         kernels.count_steps_(self._steps, self._took[took], found_inf)
         self._update(updates, scale, found_inf)
         bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+
+    def _refit_state(self):
+        """A parameter reshaped since this optimizer was built (a lazy layer's first call) gets
+        fresh state buffers of its new shape, as torch's state is made at its first step."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                for s in self._buffers(p):
+                    if self.state[p][s].shape != p.memory.shape:
+                        self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
+        self._reshapes = reshaped_parameters[0]
 
     def _update(self, updates, scale, found_inf):
         """The parameters' updates (kernels.step_'s tuples, one per parameter with a gradient)."""
