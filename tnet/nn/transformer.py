@@ -91,7 +91,27 @@ def _activation(activation):
 
 
 class _Layer(Module):
-    """What the encoder and decoder layers share: the self-attention block."""
+    """What the encoder and decoder layers share: their sublayers, in torch's order (blocks 2: the
+    encoder's; 3: the decoder's, with multihead_attn, norm3 and dropout3), and the self-attention
+    block."""
+
+    def __init__(self, blocks, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                 norm_first, bias, device, dtype):
+        super().__init__()
+        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
+        if blocks == 3:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
+                                                     **kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, **kwargs)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, **kwargs)
+        self.norm_first = norm_first
+        for i in range(1, blocks + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, **kwargs))
+        for i in range(1, blocks + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self.activation = _activation(activation)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
@@ -108,18 +128,8 @@ class TransformerEncoderLayer(_Layer):
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
-        super().__init__()
-        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
-        self.linear1 = Linear(d_model, dim_feedforward, **kwargs)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, **kwargs)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        super().__init__(2, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -140,21 +150,8 @@ class TransformerDecoderLayer(_Layer):
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
-        super().__init__()
-        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
-        self.linear1 = Linear(d_model, dim_feedforward, **kwargs)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, **kwargs)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, **kwargs)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        super().__init__(3, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
