@@ -124,6 +124,37 @@ class _Entry:
                     f"{t._version}; expected version {version} instead.")
 
 
+class Node:
+    """What Tensor.grad_fn returns: a tape entry seen as torch's graph node (name(),
+    next_functions); leaves that require grad show as AccumulateGrad nodes."""
+    __slots__ = ("_entry", "variable")
+
+    def __init__(self, entry, variable=None):
+        self._entry, self.variable = entry, variable
+
+    def name(self):
+        if self._entry is None:
+            return "torch::autograd::AccumulateGrad"
+        op = self._entry.op
+        return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self):
+        if self._entry is None:
+            return ()
+        return tuple((Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
+                     for x in self._entry.inputs)
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and self._entry is other._entry and self.variable is other.variable
+
+    def __hash__(self):
+        return hash((id(self._entry), id(self.variable)))
+
+    def __repr__(self):
+        return f"<{self.name().split('::')[-1]} object>"
+
+
 def memory_of(x):
     """The torch tensor behind x: a tnet Tensor's memory, or x itself where it is a torch tensor."""
     return x.memory if isinstance(x, Tensor) else x
@@ -349,6 +380,8 @@ class Tensor:
         return f"tnet.Tensor({self.numpy()!r}{grad})"
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
+    grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
+                       doc="the node of the op that made this tensor (None for a leaf), as torch's")
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""

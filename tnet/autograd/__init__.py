@@ -1,5 +1,10 @@
-"""torch.autograd's functions and the names that old training scripts use."""
-from .tensor import Tensor, run_backward
+"""torch.autograd's functions, custom Functions, and the names that old training scripts use."""
+from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
+from . import function, grad_mode  # torch's submodules, for their import paths
+from .function import Function, FunctionCtx, once_differentiable
+
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "grad",
+           "grad_mode", "inference_mode", "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled"]
 
 
 def Variable(tensor, requires_grad=False, volatile=False):
@@ -53,3 +58,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         else:
             out.append(None if g is None else Tensor(g))
     return tuple(out)
+
+
+
+class set_detect_anomaly:
+    """torch's anomaly detection switch, accepted (as a call, block or decorator) and ignored: tnet's
+    backward does not trace NaNs to their forward op."""
+
+    def __init__(self, mode=True, check_nan=True):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        return fn
+
+
+class detect_anomaly(set_detect_anomaly):
+    """torch.autograd.detect_anomaly, accepted and ignored as set_detect_anomaly is."""
+
+    def __init__(self, check_nan=True):
+        pass

@@ -1,0 +1,159 @@
+"""torch.autograd.Function in tnet: custom ops (Shake-Shake, a straight-through estimator, gradient
+reversal, a multi-output op, torch 2's setup_context form, in-place mark_dirty) give torch's
+values and gradients, and the errors torch gives for a bad backward."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from helpers import TOL
+
+
+def functions(T):
+    """The same custom Functions written against T (torch or tnet)."""
+    class ShakeShake(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x1, x2, alpha):
+            ctx.save_for_backward(x1, x2)
+            ctx.alpha = alpha
+            return alpha * x1 + (1 - alpha) * x2
+
+        @staticmethod
+        def backward(ctx, g):
+            x1, x2 = ctx.saved_tensors
+            assert ctx.needs_input_grad == (True, True, False)
+            return 0.7 * g * x2, 0.3 * g * x1, None
+
+    class RoundSTE(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return T.round(x * 4) / 4
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, g):
+            return g
+
+    class Reverse(T.autograd.Function):
+        @staticmethod
+        def forward(x, scale):
+            return x.view_as(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.scale = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return -ctx.scale * g, None
+
+    class TwoOut(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x, x.sum(1), x.argmax(1)
+
+        @staticmethod
+        def backward(ctx, ga, gb, gi):
+            x, = ctx.saved_tensors
+            return 2 * x * ga + gb.unsqueeze(1)
+
+    class Broadcast(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):  # a gradient of a broadcast shape: summed to the input's, as torch's
+            return g.unsqueeze(0).expand(3, *g.shape)
+
+    return ShakeShake, RoundSTE, Reverse, TwoOut, Broadcast
+
+
+def run(T, a, b):
+    ShakeShake, RoundSTE, Reverse, TwoOut, Broadcast = functions(T)
+    x1 = T.tensor(a, dtype=T.float32, requires_grad=True)
+    x2 = T.tensor(b, dtype=T.float32, requires_grad=True)
+    y = ShakeShake.apply(x1, x2, 0.25)
+    y = Reverse.apply(RoundSTE.apply(y), 0.5)
+    sq, rows, idx = TwoOut.apply(y.reshape(4, -1))
+    assert not idx.requires_grad and sq.requires_grad
+    loss = (sq * 3).sum() + (rows * rows).sum() + Broadcast.apply(x2).sum()
+    loss.backward()
+    return [t.detach().numpy() for t in (loss, y, x1.grad, x2.grad, idx)]
+
+
+def test_custom_functions_match_torch():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 3, 2, 2)), rng.standard_normal((4, 3, 2, 2))
+    for got, want in zip(run(tnet, a, b), run(torch, a, b)):
+        np.testing.assert_allclose(got, want, rtol=TOL["ieee"], atol=1e-5)
+
+
+def test_function_output_unused_and_grad_fn():
+    ShakeShake, _, _, TwoOut, _ = functions(tnet)
+    x = tnet.ones(2, 3, requires_grad=True)
+    sq, rows, _ = TwoOut.apply(x)
+    rows.sum().backward()  # sq got no gradient: backward sees zeros for it (materialize_grads)
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    assert sq.grad_fn.name() == "TwoOutBackward" and x.grad_fn is None
+    with tnet.no_grad():
+        assert not ShakeShake.apply(x, x, 0.5).requires_grad
+
+
+def test_function_mark_dirty_rebases_the_input():
+    class Double(tnet.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    w = tnet.ones(3, requires_grad=True)
+    y = w * 3
+    out = Double.apply(y)
+    assert out is y
+    (y * y).sum().backward()  # d/dw (6w)^2 = 72 w
+    np.testing.assert_allclose(w.grad.numpy(), np.full(3, 72.0))
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        Double.apply(tnet.ones(2, requires_grad=True))
+
+
+def test_function_bad_backward_raises_torchs_errors():
+    class Few(tnet.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Wrong(tnet.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum(0)
+
+    x = tnet.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        Few.apply(x, x).sum().backward()
+    with pytest.raises(RuntimeError, match="invalid gradient at index 0"):
+        Wrong.apply(x).sum().backward()
+
+
+def test_function_saved_tensor_written_in_place_raises():
+    ShakeShake = functions(tnet)[0]
+    x1, x2 = tnet.ones(2, requires_grad=True), tnet.ones(2, requires_grad=True)
+    a = x1 * 1
+    y = ShakeShake.apply(a, x2, 0.5)
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
