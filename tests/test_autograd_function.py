@@ -157,3 +157,27 @@ def test_function_saved_tensor_written_in_place_raises():
     a.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_custom_fwd_and_bwd_keep_the_forwards_autocast_state():
+    class Scale(tnet.autograd.Function):
+        @staticmethod
+        @tnet.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+        def forward(ctx, x):
+            ctx.dtype = x.dtype
+            return x * 2
+
+        @staticmethod
+        @tnet.amp.custom_bwd(device_type="cuda")
+        def backward(ctx, g):
+            seen.append(tnet.get_autocast_dtype())
+            return g * 2
+
+    seen = []
+    x = tnet.ones(3, requires_grad=True)
+    with tnet.autocast("cuda", dtype=torch.bfloat16):
+        y = Scale.apply(x.to(torch.bfloat16))
+    assert y.dtype == torch.float32
+    y.sum().backward()
+    assert seen == [torch.bfloat16]
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 2.0))

@@ -107,6 +107,9 @@ def test_names_scripts_touch_once():
     assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
     assert_close(x.pow(2).memory, x.memory.double() ** 2, TOL["ieee"])
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
+    # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
+    assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
+    assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

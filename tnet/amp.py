@@ -220,3 +220,41 @@ class GradScaler:
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
+
+
+def is_autocast_available(device_type):
+    """Whether autocast runs for device_type: "cuda" and "cpu" (tnet's one device either way)."""
+    return device_type in ("cuda", "cpu")
+
+
+def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
+    """torch.amp.custom_fwd, for an autograd.Function's forward(ctx, ...): the forward runs in the
+    caller's autocast state, kept for custom_bwd; with cast_inputs (a 16-bit dtype or float32) and
+    autocast on, it runs with autocast off on its floating-point tensor arguments cast to it."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def forward(ctx, *args, **kwargs):
+        ctx._autocast_dtype = _state["dtype"]
+        if cast_inputs is None or _state["dtype"] is None:
+            return fwd(ctx, *args, **kwargs)
+        cast = [a.to(cast_inputs) if isinstance(a, Tensor) and a.dtype.is_floating_point else a for a in args]
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *cast, **kwargs)
+    return forward
+
+
+def custom_bwd(bwd=None, *, device_type="cuda"):
+    """torch.amp.custom_bwd: the backward runs in the autocast state its custom_fwd forward ran in."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def backward(ctx, *grads):
+        previous, _state["dtype"] = _state["dtype"], getattr(ctx, "_autocast_dtype", None)
+        try:
+            return bwd(ctx, *grads)
+        finally:
+            _state["dtype"] = previous
+    return backward

@@ -9,6 +9,7 @@ import torch
 
 from . import amp as _amp
 from ._device import DEVICE
+from . import factory
 from .factory import manual_seed
 
 
@@ -107,4 +108,14 @@ class GradScaler(_amp.GradScaler):
 # tnet.cuda.amp, a module of its own in sys.modules, so that `from tnet.cuda.amp import autocast` imports
 amp = types.ModuleType(__name__ + ".amp", "torch.cuda.amp's names: autocast and GradScaler for device type 'cuda'.")
 amp.autocast, amp.GradScaler = autocast, GradScaler
+amp.custom_fwd, amp.custom_bwd = _amp.custom_fwd, _amp.custom_bwd
 sys.modules[amp.__name__] = amp
+
+
+def __getattr__(name):
+    """torch.cuda's other names (streams, device properties, memory statistics, CUDA graphs):
+    torch's own, as tnet's memory, streams and graphs are torch's; its typed constructors
+    (torch.cuda.FloatTensor(...)) are tnet's, on tnet's device."""
+    if name.endswith("Tensor") and hasattr(factory, name):
+        return getattr(factory, name)
+    return getattr(torch.cuda, name)
