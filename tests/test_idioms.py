@@ -110,6 +110,11 @@ def test_names_scripts_touch_once():
     # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
     assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
+    assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
+    assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
+    tnet.set_default_device(tnet.DEVICE.type)
+    with pytest.raises(ValueError):
+        tnet.set_default_device("meta")
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -8,6 +8,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
+from . import accelerator  # noqa: E402
 from .autograd import Variable
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
@@ -110,6 +111,17 @@ def is_floating_point(input):
 def use_deterministic_algorithms(mode, *, warn_only=False):
     """Accepted; tnet's kernels are deterministic except the atomic adds of index_add, fold,
     index_select's and unfold's backwards and scatter with reduce, whose order is not fixed on the GPU."""
+
+
+def get_default_device():
+    """tnet's one device (a CUDA GPU, or the CPU under Triton's interpreter)."""
+    return DEVICE
+
+
+def set_default_device(device):
+    """Accepted for tnet's one device (or None); another raises ValueError, as tnet's factories do."""
+    if device is not None and _torch.device(device).type != DEVICE.type:
+        raise ValueError(f"set_default_device: tnet keeps tensors on {DEVICE}, got device={device}")
 
 
 def get_num_threads():
