@@ -112,6 +112,7 @@ def test_names_scripts_touch_once():
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
+    assert tnet.ones(2).to(tnet.ones(1).half()).dtype == torch.float16  # to(other): other's dtype
     tnet.set_default_device(tnet.DEVICE.type)
     with pytest.raises(ValueError):
         tnet.set_default_device("meta")

@@ -772,7 +772,7 @@ def _take(name, input, d, idx, wrap=False, report=None):
 
 
 def to(x, *args, **kwargs):
-    """to(dtype), to(device), to(device, dtype) (with keywords too): tnet has one device, so
+    """to(dtype), to(device), to(device, dtype), to(other) (with keywords too): tnet has one device, so
     only the dtype may change. A cast makes a fresh tensor (x when the dtype is already that, as
     torch); casts between float dtypes are on the tape (the gradient casts back). memory_format=
     (torch.channels_last, say) then gives contiguous()'s layout."""
@@ -785,6 +785,8 @@ def to(x, *args, **kwargs):
     for arg in args:
         if isinstance(arg, torch.dtype):
             dtype = arg
+        elif isinstance(arg, Tensor):  # to(other): other's dtype (and device: tnet's one)
+            dtype = arg.dtype
         else:
             device = arg
     check_device("to", device)
