@@ -266,3 +266,32 @@ def test_collate_errors_and_edges():
         assert data.default_collate([frozen, frozen]).shape == (2, 4)
     batch = data.default_collate([torch.ones(2, requires_grad=True)] * 3)
     assert batch.shape == (3, 2) and not batch.requires_grad and not batch.memory.requires_grad
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("n", [9, 10, 11])
+def test_distributed_sampler_shares_as_torchs(n, drop_last):
+    """Unshuffled: torch's very indices per rank; shuffled: every rank the same count, together each
+    index (padding aside) once, and a new order per epoch."""
+    from tnet.utils.data.distributed import DistributedSampler
+    for rank in range(3):
+        ours = DistributedSampler(range(n), num_replicas=3, rank=rank, shuffle=False, drop_last=drop_last)
+        assert list(ours) == list(torch.utils.data.DistributedSampler(range(n), 3, rank, shuffle=False,
+                                                                       drop_last=drop_last))
+    shares = [DistributedSampler(range(n), 3, rank, seed=1, drop_last=drop_last) for rank in range(3)]
+    first = [list(s) for s in shares]
+    assert len({len(f) for f in first}) == 1 and len(shares[0]) == len(first[0])
+    assert set(sum(first, [])) == set(range(n)) or drop_last
+    for s in shares:
+        s.set_epoch(1)
+    assert [list(s) for s in shares] != first
+    with pytest.raises(ValueError):
+        DistributedSampler(range(n), num_replicas=2, rank=2)
+
+
+def test_submodule_import_paths():
+    from tnet.utils.data.dataloader import DataLoader
+    from tnet.utils.data.dataset import Dataset
+    from tnet.utils.data.sampler import SubsetRandomSampler
+    assert DataLoader is tnet.utils.data.DataLoader and Dataset is tnet.utils.data.Dataset
+    assert SubsetRandomSampler is tnet.utils.data.SubsetRandomSampler

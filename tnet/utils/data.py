@@ -20,6 +20,8 @@ import copy
 import itertools
 import math
 import numbers
+import sys
+import types
 import warnings
 
 import numpy as np
@@ -34,6 +36,7 @@ from ..tensor import Tensor, as_storage
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
+           "DistributedSampler",
            "default_collate", "default_convert", "get_worker_info"]
 
 KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
@@ -357,6 +360,46 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
+class DistributedSampler(Sampler):
+    """torch's DistributedSampler: rank's share (every num_replicas-th index from rank) of the data
+    set's indices, the same count on every rank (padded by repeating the first indices, or cut with
+    drop_last); shuffled anew for each set_epoch(epoch) from seed + epoch, the same order on every
+    rank. num_replicas and rank default to torch.distributed's world size and rank. The shuffle is
+    numpy's: other orders than torch's."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+                raise RuntimeError("Requires distributed package to be available")
+            num_replicas = torch.distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = torch.distributed.get_rank() if rank is None else rank
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.shuffle, self.seed, self.drop_last, self.epoch = shuffle, seed, drop_last, 0
+        n = len(dataset)
+        self.num_samples = (math.ceil((n - num_replicas) / num_replicas) if drop_last and n % num_replicas
+                            else math.ceil(n / num_replicas))
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        indices = (np.random.default_rng(self.seed + self.epoch).permutation(n) if self.shuffle
+                   else np.arange(n)).tolist()
+        if self.drop_last:
+            indices = indices[:self.total_size]
+        else:
+            padding = self.total_size - len(indices)
+            indices += (indices * math.ceil(padding / max(len(indices), 1)))[:padding]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
 def _check_batching(batch_size, drop_last):
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
         raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
@@ -501,3 +544,12 @@ class DataLoader:
                 return batch
         getitems = getattr(self.dataset, "__getitems__", None)
         return self.collate_fn(getitems(indices) if callable(getitems) else [self.dataset[i] for i in indices])
+
+
+# torch's submodule paths (`from torch.utils.data.sampler import SubsetRandomSampler`), each a module
+# of this one's names in sys.modules, as tnet.cuda.amp is
+for _name in ("dataloader", "dataset", "sampler", "distributed"):
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s import path: tnet.utils.data's names.")
+    _module.__dict__.update({k: globals()[k] for k in __all__})
+    sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
