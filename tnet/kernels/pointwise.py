@@ -592,8 +592,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         t = a - 1.0
         y = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, _log1p(t + tl.sqrt_rn(t * (t + 2.0))))
         y = tl.where(a < 1.0, float("nan"), y)
-    elif OP == "acosh_backward":  # b = x
-        y = a / tl.sqrt_rn((b - 1.0) * (b + 1.0))
+    elif OP == "acosh_backward":  # b = x; +0 at x = -1 (not -0: inf, as torch's)
+        s = (b - 1.0) * (b + 1.0)
+        y = a / tl.sqrt_rn(tl.where(s == 0.0, 0.0, s))
     elif OP == "asinh":  # odd: log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) signed, x itself at 0 (-0.0)
         z = tl.abs(a)
         r = tl.where(z > 1e8, tl.log(z) + 0.6931471805599453, _log1p(z + z * z / (1.0 + tl.sqrt_rn(1.0 + z * z))))
