@@ -134,7 +134,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is not None:
         check(rounding_mode in ("trunc", "floor"),
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-        y = (trunc if rounding_mode == "trunc" else floor)(div(input, other))
+        if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
+            return floor_divide(input, other)
+        y = trunc(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
         return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
@@ -984,9 +986,17 @@ def lcm(input, other):
 
 
 def ldexp(input, other):
-    """input * 2 ** other, as torch.ldexp's (which multiplies by pow(2, other), overflow included);
-    other a tensor or a number; integers give float32. Gradients as of that product."""
-    input, other = _floats(input, other)
+    """input * 2 ** other, as torch.ldexp's: for an integer tensor other exactly, in input's dtype;
+    for a float one, input * exp2(other) (overflowing where that power does, as torch's); other may
+    be a number; an integer input gives float32. Gradients as of that product: input's is g 2^other
+    (torch's is 0 where an integer other is negative: it takes 2^other in integers)."""
+    input, = _floats(input)
+    if isinstance(other, Tensor) and other.dtype in _pw.INTEGERS:
+        check_tensors("ldexp", input=input)
+        X, E = input.memory, _float(other.memory)
+        y = _pw.pointwise("ldexp_int", X, E, dtype=X.dtype)
+        return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
+                        saved=(E,))
     return mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other)
 
 

@@ -66,7 +66,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "tan": 1, "acosh": 1, "asinh": 1, "atanh": 1, "erfc": 1, "erfinv": 1, "lgamma": 1, "digamma": 1, "sinc": 1,
          "tan_backward": 2, "acosh_backward": 2, "asinh_backward": 2, "atanh_backward": 2, "erfc_backward": 2,
          "erfinv_backward": 2, "lgamma_backward": 2, "digamma_backward": 2, "sinc_backward": 2,
-         "copysign": 2, "heaviside": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2}
+         "copysign": 2, "heaviside": 2, "ldexp_int": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
@@ -631,6 +631,15 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a * tl.where(tl.abs(t) < 0.5, series, (_cospi(b) - _sinpi(b) / t) / b)
     elif OP == "copysign":  # |a| with b's sign bit (-0.0 and -NaN count as negative)
         y = tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
+    elif OP == "ldexp_int":  # a 2^b for an integer b, exactly: three powers of 2 made from their bits, each within
+        # the exponent's range (2^-126 ... 2^127); past +-300, b saturates the result anyway
+        e = tl.minimum(tl.maximum(b, -300.0), 300.0)
+        e1 = tl.floor(e / 3.0)
+        e2 = tl.floor((e - e1) * 0.5)
+        y = a
+        for f in tl.static_range(3):
+            k = e1 if f == 0 else e2 if f == 1 else e - e1 - e2
+            y = y * ((k.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
     elif OP == "heaviside":  # b where a == 0, else 0 or 1 (0 at NaN), in b's type
         y = tl.where(a == 0, b, (a > 0).to(b.dtype))
     elif OP == "logaddexp2":  # log2(2^a + 2^b), as logaddexp
