@@ -365,3 +365,167 @@ def test_bitwise_logical_xor_signbit_msort():
     same(tnet.msort(T(x)), torch.msort(x), "msort")
     ones = torch.ones(3, 4, dtype=torch.bool)  # bool stays bool: 0 fills as False
     same(tnet.tril(T(ones)), torch.tril(ones), "tril bool"), same(tnet.triu(T(ones), 1), torch.triu(ones, 1), "triu bool")
+
+
+# ---- two-operand functions, aliases and in-place forms of the eighth session ---------------------
+
+def test_more_two_operand_functions():
+    """copysign, logaddexp2, ldexp, heaviside at every pair of SPECIAL values; float_power (float32 in
+    tnet); gcd and lcm of int64; gradients against float64 torch; integers promote as torch's."""
+    a, b = grid()
+    for name in ("copysign", "logaddexp2", "heaviside"):
+        close(getattr(tnet, name)(T(a), T(b)), getattr(torch, name)(a, b), name)
+    e = torch.tensor([0.0, 1, -1, 3, -130, 200, 7, -2, 0, 5, 1, 2, 4])
+    s = torch.tensor(SPECIAL)
+    close(tnet.ldexp(T(s), T(e)), torch.ldexp(s, e), "ldexp")
+    close(tnet.ldexp(T(s), T(e.long())), torch.ldexp(s, e.long()), "ldexp int exponent")  # exact, as torch's
+    close(tnet.ldexp(T(s).half(), T(e.long())), torch.ldexp(s.half(), e.long()), "ldexp float16")
+    close(tnet.float_power(T(a), T(b)), torch.float_power(a, b).float(), "float_power", tol=1e-5)
+    close(tnet.float_power(T(a), 3), torch.float_power(a, 3).float(), "float_power number", tol=1e-5)
+    i, j = torch.tensor([-4, 0, 0, 7, 2**40, 832040, -12, 5]), torch.tensor([6, 0, 5, -21, 3 * 2**20, 514229, 18, 0])
+    for name in ("gcd", "lcm", "heaviside"):
+        same(getattr(tnet, name)(T(i), T(j)), getattr(torch, name)(i, j), name)
+        small = [0, 1, 2, 3, 6, 7]  # no overflow of int32
+        same(getattr(tnet, name)(T(i[small].int()), T(j[small].int())), getattr(torch, name)(i[small].int(), j[small].int()),
+             name + " int32")
+    same(tnet.gcd(T(i), 6), torch.gcd(i, torch.tensor(6)), "gcd number")
+    same(tnet.copysign(T(i), -1), torch.copysign(i, -1), "copysign int")
+    rng = np.random.default_rng(4)
+    check(tnet.copysign, torch.copysign, [leaf(rng, 3, 4), leaf(rng, 4)], rng)
+    check(tnet.logaddexp2, torch.logaddexp2, [leaf(rng, 3, 4), leaf(rng, 3, 1)], rng)
+    check(tnet.ldexp, torch.ldexp, [leaf(rng, 3, 4), leaf(rng, 4)], rng)
+    n = torch.tensor([3, 2, 0, 1])  # torch's gradient under a negative integer exponent is 0 (an integer 2^e)
+    check(lambda p: tnet.ldexp(p, T(n)), lambda p: torch.ldexp(p, n), [leaf(rng, 3, 4)], rng)
+    check(tnet.float_power, torch.float_power, [leaf(rng, 3, 4, positive=True), leaf(rng, 4)], rng)
+    x = T(torch.tensor([0.0, -2.0, 3.0]), True)
+    tnet.copysign(x, T(torch.tensor([-1.0, 1.0, -0.0]))).sum().backward()
+    assert x.grad.tolist() == [0.0, -1.0, -1.0]  # g y / x, 0 at 0, as torch's
+    for fn, error, match in [(lambda: tnet.gcd(T(a), T(b)), NotImplementedError, "not implemented for 'Float'"),
+                             (lambda: tnet.lcm(T(i), 2.5), NotImplementedError, "not implemented for 'float'"),
+                             (lambda: tnet.heaviside(T(a), T(i.float()[:1].half())), RuntimeError, "different dtypes")]:
+        with pytest.raises(error, match=match):
+            fn()
+    for name in ("copysign", "logaddexp2", "ldexp", "float_power", "heaviside", "gcd", "lcm"):
+        z = T(torch.zeros(0, 2, dtype=torch.int64 if name in ("gcd", "lcm") else torch.float32))
+        assert getattr(tnet, name)(z, z).shape == (0, 2), name
+
+
+def test_aliases_and_predicates():
+    a, b = grid()
+    x, y = T(a), T(b)
+    pairs = {"multiply": "mul", "subtract": "sub", "greater": "gt", "greater_equal": "ge", "less": "lt",
+             "less_equal": "le", "not_equal": "ne"}
+    for name in pairs:
+        same(getattr(tnet, name)(x, y), getattr(torch, name)(a, b), name)
+        same(getattr(x, name)(y), getattr(a, name)(b), "Tensor." + name)
+    same(tnet.subtract(x, y, alpha=0.5), torch.subtract(a, b, alpha=0.5), "subtract alpha")  # exact: no fma question
+    for mode in (None, "trunc", "floor"):
+        same(tnet.divide(x, y, rounding_mode=mode), torch.divide(a, b, rounding_mode=mode), f"divide {mode}")
+    same(tnet.rsub(x, y, alpha=0.5), torch.rsub(a, b, alpha=0.5), "rsub"), same(tnet.rsub(x, 2), torch.rsub(a, 2), "rsub 2")
+    same(tnet.isposinf(x), torch.isposinf(a), "isposinf"), same(tnet.isneginf(x), torch.isneginf(a), "isneginf")
+    same(tnet.isreal(x), torch.isreal(a), "isreal"), same(tnet.isposinf(T(torch.arange(3))), torch.zeros(3).bool(), "int")
+    assert tnet.is_nonzero(tnet.tensor([0.5])) and not tnet.tensor([[0]]).is_nonzero()
+    for t in (tnet.ones(2), tnet.ones(0)):
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            tnet.is_nonzero(t)
+    assert tnet.is_signed(x) and tnet.tensor([1]).is_signed() and not tnet.tensor([True]).is_signed()
+    assert tnet.is_same_size(x, y) and not x.is_same_size(tnet.ones(3))
+    rng = np.random.default_rng(5)
+    check(lambda p, q: tnet.rsub(p, q, alpha=0.5), lambda p, q: torch.rsub(p, q, alpha=0.5),
+          [leaf(rng, 3, 4), leaf(rng, 4)], rng)
+
+
+# in-place methods: name, the function they apply, their operands (a torch tensor of self's values, and
+# other's, or None); self's values stay in the function's domain
+UNIT = torch.tensor([0.3, -0.7, 0.05, 0.9, -0.2, 0.6])
+POS = torch.tensor([1.5, 2.5, 0.7, 3.0, 1.1, 9.0])
+OTHER = torch.tensor([2.0, -1.5, 0.5, -0.0, 3.0, 1.0])
+INPLACE_UNARY = {
+    "acos_": UNIT, "asin_": UNIT, "atan_": UNIT, "cos_": UNIT, "cosh_": UNIT, "sin_": UNIT, "sinh_": UNIT,
+    "tan_": UNIT, "erf_": UNIT, "erfc_": UNIT, "erfinv_": UNIT, "exp2_": UNIT, "expm1_": UNIT, "log10_": POS,
+    "log1p_": POS, "log2_": POS, "reciprocal_": POS, "rsqrt_": POS, "square_": UNIT, "sign_": UNIT, "sgn_": UNIT,
+    "frac_": POS, "fix_": POS, "lgamma_": POS, "digamma_": POS, "deg2rad_": UNIT, "rad2deg_": UNIT,
+    "negative_": UNIT, "logit_": UNIT.abs(), "nan_to_num_": OTHER / UNIT.round(), "acosh_": POS, "asinh_": UNIT,
+    "atanh_": UNIT, "sinc_": UNIT, "absolute_": UNIT, "arccos_": UNIT, "arcsin_": UNIT, "arctan_": UNIT,
+    "arccosh_": POS, "arcsinh_": UNIT, "arctanh_": UNIT}
+INPLACE_BINARY = ["atan2_", "arctan2_", "hypot_", "xlogy_", "copysign_", "ldexp_", "true_divide_", "fmod_",
+                  "remainder_", "floor_divide_", "multiply_", "divide_", "subtract_", "logical_and_", "logical_or_",
+                  "logical_xor_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_", "greater_equal_", "less_",
+                  "less_equal_", "not_equal_"]
+
+
+def test_inplace_methods():
+    """Each in-place method writes torch's values into self and returns it; comparisons write 0/1 in
+    self's dtype; float_power_ writes float32 (torch's wants a float64 self); integer selves keep
+    their dtype or raise torch's cast error; the top-level forms (torch.abs_ & co)."""
+    for name, values in INPLACE_UNARY.items():
+        x, ref = T(values), values.clone()
+        assert getattr(x, name)() is x
+        close(x, getattr(ref, name)(), name, tol=1e-5)
+    for name in INPLACE_BINARY:
+        x, ref = T(POS), POS.clone()
+        assert getattr(x, name)(T(OTHER)) is x
+        close(x, getattr(ref, name)(OTHER), name, tol=1e-5)
+        x, ref = T(POS), POS.clone()
+        close(getattr(x, name)(2), getattr(ref, name)(torch.tensor(2)), name + " number", tol=1e-5)  # torch: tensors only, some
+    close(T(POS).divide_(T(OTHER), rounding_mode="floor"), POS.clone().divide_(OTHER, rounding_mode="floor"), "div floor")
+    close(T(POS).subtract_(T(OTHER), alpha=2), POS.clone().subtract_(OTHER, alpha=2), "subtract_ alpha")
+    close(T(POS).float_power_(T(OTHER)), POS.double().float_power_(OTHER).float(), "float_power_", tol=1e-5)
+    close(T(POS).heaviside_(T(OTHER)), POS.clone().heaviside_(OTHER), "heaviside_")
+    i, j = torch.tensor([4, -6, 9, 0]), torch.tensor([6, 4, -3, 5])
+    for name in ("gcd_", "lcm_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "eq_", "lt_", "logical_and_",
+                 "fmod_", "remainder_", "floor_divide_", "multiply_", "heaviside_"):
+        same(getattr(T(i), name)(T(j)), getattr(i.clone(), name)(j), name + " int64")
+    same(T(i).bitwise_not_(), i.clone().bitwise_not_(), "bitwise_not_")
+    same(T(i).logical_not_(), i.clone().logical_not_(), "logical_not_")
+    same(T(i).sign_(), i.clone().sign_(), "sign_ int64"), same(T(i).lt_(2.5), i.clone().lt_(2.5), "lt_ float other")
+    for name in ("tan_", "sinc_", "lgamma_", "deg2rad_"):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+            getattr(T(i), name)()
+    for name in ("atan2_", "copysign_", "ldexp_", "true_divide_"):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+            getattr(T(i), name)(T(j))
+    with pytest.raises(RuntimeError, match="not implemented for torch.float32"):
+        T(POS).bitwise_and_(T(OTHER))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        T(POS[:1]).eq_(T(OTHER))
+    x = T(UNIT)
+    assert tnet.tan_(x) is x and tnet.clip_(x, 0.0, 0.1) is x and tnet.xlogy_(x, 2.0) is x
+    close(x, torch.xlogy_(torch.clip_(torch.tan_(UNIT.clone()), 0.0, 0.1), 2.0), "top-level")
+    for name in [n for n in dir(torch) if n.endswith("_") and not n.startswith("_") and hasattr(tnet, n)]:
+        assert name in tnet.__all__, name
+    e = T(torch.zeros(0, 3))
+    assert e.tan_() is e and e.eq_(e) is e and e.shape == (0, 3)
+
+
+def test_inplace_with_grad():
+    """On a tensor in the graph (not a leaf), each in-place function's gradient is the out-of-place
+    one's; a comparison's is 0, as torch's."""
+    rng = np.random.default_rng(6)
+    for name in ["tan_", "erfinv_", "lgamma_", "digamma_", "sinc_", "asinh_", "atanh_", "square_", "logit_", "deg2rad_"]:
+        check(lambda p: getattr(p * 0.5, name)(), lambda p: getattr(torch, name[:-1])(p * 0.5),  # torch's in-place
+              # asinh_ & co have no derivative
+              [leaf(rng, 3, 4, values=rng.uniform(0.1, 0.9, (3, 4)))], rng)
+    for name in ("copysign_", "atan2_", "hypot_", "xlogy_", "ldexp_", "fmod_", "multiply_"):
+        check(lambda p, q: getattr(p * 1.0, name)(q), lambda p, q: getattr(torch, name[:-1])(p * 1.0, q),
+              [leaf(rng, 3, 4, positive=True), leaf(rng, 4, positive=True)], rng)
+    for name in ("eq_", "lt_"):  # (torch passes the gradient through logical_and_ & co unchanged; tnet gives 0)
+        x, rx = leaf(rng, 3)
+        y, ry = x * 2, rx * 2
+        getattr(y, name)(1.0), getattr(ry, name)(torch.tensor(1.0, dtype=torch.float64))
+        (y * 3).sum().backward(), (ry * 3).sum().backward()
+        same(x.grad.memory.double(), rx.grad, name)
+    y = tnet.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        y.tan_()
+
+
+def test_more_functions_torch_for_memory_only():
+    x = T(POS, True)
+    with Recorder() as rec:
+        y = x * 1.0
+        outs = [tnet.copysign(x, -1.0), tnet.logaddexp2(x, x), tnet.ldexp(x, x), tnet.float_power(x, 2),
+                tnet.heaviside(x, x), tnet.rsub(x, 2), y.tan_(), tnet.divide(x, 2, rounding_mode="floor")]
+        sum(o.sum() for o in outs).backward()
+        tnet.gcd(tnet.tensor([4, 6]), 4), tnet.tensor([4.0]).eq_(4.0), tnet.isposinf(x), tnet.isreal(x)
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -263,3 +263,80 @@ def test_bad_input():
     for fn, error, message in cases:
         with pytest.raises(error, match=message):
             fn()
+
+
+# ---- more functions (the eighth session) ----------------------------------------------------------
+
+# name: the random inputs' domain (None: standard normal); their SPECIAL values include the edges
+MORE_MATH = {"tan": None, "acosh": "above 1", "asinh": None, "atanh": "(-1, 1)", "erfc": None, "erfinv": "(-1, 1)",
+             "lgamma": None, "digamma": None, "sinc": None}
+MORE_SPECIAL = SPECIAL + [3e30, -1e20, 1e-30, 0.999, 1.0001, 1.4616, -3.7, 9.0, 100.0, 0.3, -0.7, 2.0, -2.0]
+
+
+def _domain(rng, kind, *shape):
+    u = rng.uniform(-0.98, 0.98, shape)
+    return {"above 1": 1.05 + np.abs(rng.standard_normal(shape)) * 3, "(-1, 1)": u}.get(kind)
+
+
+@pytest.mark.parametrize("name", MORE_MATH)
+def test_more_math(rng, name):
+    """Values and gradients against torch in float64 on random inputs of the function's domain, as a
+    method too; then at NaN, +-inf, +-0, the poles and edges (digamma's gradient, trigamma, not at
+    the negative integers, where tnet's is inf and torch's large, nor past float32's range)."""
+    kind = MORE_MATH[name]
+    check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 3, 5, 7, values=_domain(rng, kind, 3, 5, 7))], rng)
+    check(lambda t: getattr(t, name)(), lambda t: getattr(t, name)(), [leaf(rng, 5, values=_domain(rng, kind, 5))], rng)
+    x = tnet.tensor(MORE_SPECIAL, requires_grad=True)
+    rx = x.memory.double().cpu().requires_grad_(True)
+    y, ry = getattr(tnet, name)(x), getattr(torch, name)(rx)
+    # absolute 1e-6 near the roots of lgamma and digamma (log-sums of terms near 1)
+    np.testing.assert_allclose(y.numpy(), ry.detach().numpy(), rtol=2e-6, atol=1e-6, equal_nan=True)
+    y.backward(np.ones(len(MORE_SPECIAL)))
+    ry.backward(torch.ones(len(MORE_SPECIAL), dtype=torch.float64))
+    want, got = rx.grad.numpy(), x.grad.numpy()
+    xs = np.array(MORE_SPECIAL)
+    keep = ~((xs < 0) & (np.floor(xs) == xs)) & (np.abs(want) < 1e38) if name == "digamma" else slice(None)
+    np.testing.assert_allclose(got[keep], want[keep], rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_more_math_integers_aliases_and_empty():
+    """Integer and bool tensors compute in float32 as torch's; the arc- aliases, fix (trunc), sgn
+    (sign), negative, absolute and positive; empty tensors."""
+    i = torch.tensor([[-3, 0, 4], [7, -1, 2]])
+    for name in [*MORE_MATH, "deg2rad", "rad2deg", "fix", "sgn", "negative", "absolute", "positive"]:
+        got, want = getattr(tnet, name)(tnet.tensor(i)), getattr(torch, name)(i)
+        assert got.dtype == want.dtype and np.allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7, equal_nan=True), name
+    x = torch.tensor([0.3, -0.6, 0.0, 2.5])
+    for name in ("arccosh", "arcsinh", "arctanh", "deg2rad", "rad2deg", "fix", "sgn", "negative", "absolute"):
+        got, want = getattr(tnet.Tensor(x.clone()), name)(), getattr(x, name)()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True, err_msg=name)
+    t = tnet.Tensor(x.clone())
+    assert tnet.positive(t) is t
+    with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+        tnet.positive(tnet.tensor([True]))
+    for name in [*MORE_MATH, "deg2rad", "sgn"]:
+        assert getattr(tnet, name)(tnet.zeros(0, 3)).shape == (0, 3), name
+    rng = np.random.default_rng(3)
+    for name in ("deg2rad", "rad2deg"):
+        check(getattr(tnet, name), getattr(torch, name), [leaf(rng, 3, 4)], rng)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_more_math_16_bit(rng, dtype):
+    for name in ("tan", "erfc", "lgamma", "sinc"):
+        x = leaf(rng, 3, 7, dtype=dtype, values=rng.uniform(0.1, 1.2, (3, 7)))
+        out = check(getattr(tnet, name), getattr(torch, name), [x], rng, tol_for(dtype))
+        assert out.dtype == x[0].grad.dtype == dtype
+
+
+def test_more_math_names_and_torch_for_memory_only(rng):
+    for name in [*MORE_MATH, "arccosh", "arcsinh", "arctanh", "deg2rad", "rad2deg", "fix", "sgn", "negative",
+                 "absolute", "positive"]:
+        assert hasattr(tnet, name) and hasattr(tnet.Tensor, name) and name in tnet.__all__, name
+        assert hasattr(tnet.Tensor, name + "_") == hasattr(torch.Tensor, name + "_"), name
+        assert hasattr(tnet, name + "_") == hasattr(torch, name + "_"), name
+    x = tnet.tensor(rng.uniform(0.1, 0.9, (3, 4)), requires_grad=True)
+    with Recorder() as rec:
+        outs = [getattr(tnet, name)(x) for name in [*MORE_MATH, "deg2rad", "rad2deg"]] + [tnet.acosh(x + 1)]
+        sum(o.sum() for o in outs).backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

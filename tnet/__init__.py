@@ -169,3 +169,27 @@ _foreach_lerp_, _foreach_addcmul_, _foreach_addcdiv_ = _foreach.lerp_, _foreach.
 _foreach_sqrt, _foreach_sqrt_, _foreach_neg, _foreach_neg_ = _foreach.sqrt, _foreach.sqrt_, _foreach.neg, _foreach.neg_
 _foreach_zero_, _foreach_copy_, _foreach_norm, _foreach_maximum_ = (_foreach.zero_, _foreach.copy_, _foreach.norm,
                                                                     _foreach.maximum_)
+
+# element-wise functions of the eighth session: more functions, torch's aliases, in-place forms
+from .functional import (absolute, acosh, arccosh, arcsinh, arctanh, asinh, atanh, copysign, deg2rad, digamma,  # noqa: E402
+                         divide, erfc, erfinv, fix, float_power, gcd, greater, greater_equal, heaviside, is_nonzero,
+                         is_same_size, is_signed, isneginf, isposinf, isreal, lcm, ldexp, less, less_equal, lgamma,
+                         logaddexp2, multiply, negative, not_equal, positive, rad2deg, rsub, sgn, sinc, subtract, tan)
+from .functional.inplace import (abs_, acos_, acosh_, arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_,  # noqa: E402
+                                 asin_, asinh_, atan_, atanh_, ceil_, celu_, clamp_max_, clamp_min_, cos_, cosh_,
+                                 deg2rad_, erf_, erfc_, exp2_, exp_, expm1_, fill_, fix_, floor_, frac_, gcd_, lcm_,
+                                 ldexp_, log10_, log1p_, log2_, log_, logit_, nan_to_num_, neg_, negative_, rad2deg_,
+                                 reciprocal_, round_, rsqrt_, selu_, sigmoid_, sin_, sinc_, sinh_, sqrt_, square_, tan_,
+                                 tanh_, threshold_, trunc_, xlogy_, zero_)
+from .functional.inplace import clamp_ as clip_  # noqa: E402
+from .functional.copy import index_put_  # noqa: E402
+__all__ += ["absolute", "acosh", "arccosh", "arcsinh", "arctanh", "asinh", "atanh", "copysign", "deg2rad", "digamma",
+            "divide", "erfc", "erfinv", "fix", "float_power", "gcd", "greater", "greater_equal", "heaviside",
+            "is_nonzero", "is_same_size", "is_signed", "isneginf", "isposinf", "isreal", "lcm", "ldexp", "less",
+            "less_equal", "lgamma", "logaddexp2", "multiply", "negative", "not_equal", "positive", "rad2deg", "rsub",
+            "sgn", "sinc", "subtract", "tan", "abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+            "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "celu_", "clamp_max_", "clamp_min_",
+            "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_",
+            "frac_", "gcd_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+            "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "selu_", "sigmoid_", "sin_", "sinc_", "sinh_",
+            "sqrt_", "square_", "tan_", "tanh_", "threshold_", "trunc_", "xlogy_", "zero_", "clip_", "index_put_"]

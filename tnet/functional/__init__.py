@@ -232,3 +232,26 @@ from .sort import cummax, cummin, kthvalue, median
 for _name in ("diag", "diagonal", "take_along_dim", "tile", "trace", "aminmax", "nanmean", "nansum", "cummax", "cummin",
               "kthvalue", "median", "masked_select"):
     setattr(Tensor, _name, globals()[_name])
+
+# element-wise functions of the eighth session: more functions, torch's aliases, in-place forms
+from .pointwise import arccos, arcsin, arctan, arctan2
+from .pointwise import (absolute, acosh, arccosh, arcsinh, arctanh, asinh, atanh, copysign, deg2rad, digamma, divide,
+                        erfc, erfinv, fix, float_power, gcd, greater, greater_equal, heaviside, is_nonzero,
+                        is_same_size, is_signed, isneginf, isposinf, isreal, lcm, ldexp, less, less_equal, lgamma,
+                        logaddexp2, multiply, negative, not_equal, positive, rad2deg, rsub, sgn, sinc, subtract, tan)
+for _name in ("absolute", "acosh", "arccosh", "arcsinh", "arctanh", "asinh", "atanh", "copysign", "deg2rad", "digamma",
+              "divide", "erfc", "erfinv", "fix", "float_power", "gcd", "greater", "greater_equal", "heaviside",
+              "is_nonzero", "is_same_size", "is_signed", "isneginf", "isposinf", "isreal", "lcm", "ldexp", "less",
+              "less_equal", "lgamma", "logaddexp2", "multiply", "negative", "not_equal", "positive", "rad2deg", "sgn",
+              "sinc", "subtract", "tan", "logaddexp", "logit", "arccos", "arcsin", "arctan", "arctan2"):
+    setattr(Tensor, _name, globals()[_name])
+for _name in ("acos_", "asin_", "atan_", "cos_", "cosh_", "sin_", "sinh_", "tan_", "erf_", "erfc_", "erfinv_", "exp2_",
+              "expm1_", "log10_", "log1p_", "log2_", "reciprocal_", "rsqrt_", "square_", "sign_", "sgn_", "frac_",
+              "fix_", "lgamma_", "digamma_", "deg2rad_", "rad2deg_", "negative_", "logit_", "nan_to_num_", "acosh_",
+              "asinh_", "atanh_", "sinc_", "absolute_", "arccos_", "arcsin_", "arctan_", "arccosh_", "arcsinh_",
+              "arctanh_", "logical_not_", "bitwise_not_", "atan2_", "arctan2_", "hypot_", "xlogy_", "copysign_",
+              "ldexp_", "float_power_", "true_divide_", "fmod_", "remainder_", "floor_divide_", "heaviside_", "gcd_",
+              "lcm_", "multiply_", "divide_", "subtract_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
+              "logical_and_", "logical_or_", "logical_xor_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_",
+              "greater_equal_", "less_", "less_equal_", "not_equal_"):
+    setattr(Tensor, _name, getattr(_inplace, _name))

@@ -98,13 +98,23 @@ def _binary(name, op, self, other, keeps_self=False, result_kind=None):
               lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
     if not self.memory.is_floating_point():  # a float self takes any result
         _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
-    if _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
+    if _kernel_takes(op, other) and _writes_directly(self, other):  # nothing to record: the kernel writes self's memory itself
         _pw.pointwise(op.__name__, self.memory, other.memory if isinstance(other, Tensor) else other,
                       channels_last=is_channels_last(self.memory), out=self.memory)
         return inplace(self, name, lambda x: x)
     if op in (add, sub) and other is not self and _writes_directly(self, other, recorded=True):  # out += x
         return inplace(self, name, lambda x: add_or_sub(op.__name__, x, other, into=self.memory), (other,))
     return inplace(self, name, lambda x: op(x, x if other is self else other), (other,), keeps_self or other is self)
+
+
+_CHECKED = ("heaviside", "gcd", "lcm", *_pw.BITWISE_OPS)  # their functions check the dtypes first
+
+
+def _kernel_takes(op, other):
+    """Whether op is the pointwise kernel's OP of its name and takes other as it is (integer
+    tensors only where the OP takes them; the functions convert them first)."""
+    name = op.__name__
+    return name in _pw.ARITY and name not in _CHECKED and (not isinstance(other, Tensor) or other.dtype in _pw.FLOATS or name in _pw.INTEGER_OPS)
 
 
 def _writes_directly(self, other, recorded=False):
@@ -442,3 +452,62 @@ def _put(self, plan, value):
             return gx, sum_to(gv.view(shape), value)
         return record("setitem", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,))
     return inplace(self, "setitem", compute, (value,))
+
+
+# ---- the in-place forms of more element-wise functions (the eighth session) -------------------
+from . import pointwise as _pointwise  # noqa: E402
+
+
+def _boolean(name, op):
+    """op (a comparison or a logical op), whose bool result carries no gradient: recorded, where x
+    is in the graph, as overwriting x, so that x's past gets 0, as torch's eq_ & co."""
+    def fn(x, *args):
+        out = op(x, *args)
+        return _overwritten(name, x, out.memory) if x.requires_grad else out
+    fn.__name__ = op.__name__  # still the kernel's OP (_kernel_takes)
+    return fn
+
+
+# unary: those whose gradient reads the input (MATH's "x", and the others but expm1, exp2, rsqrt,
+# tan, erfinv and sign's family) keep a copy of it while recording
+for _name in ("acos", "asin", "atan", "cos", "cosh", "sin", "sinh", "tan", "erf", "erfc", "erfinv", "exp2", "expm1",
+              "log10", "log1p", "log2", "reciprocal", "rsqrt", "square", "sign", "sgn", "frac", "fix", "lgamma",
+              "digamma", "deg2rad", "rad2deg", "negative", "logit", "nan_to_num", "acosh", "asinh", "atanh", "sinc",
+              "absolute", "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh"):
+    _spec = _pointwise.MATH.get(getattr(_pointwise, _name).__name__, ())
+    globals()[_name + "_"] = _unary(_name + "_", getattr(_pointwise, _name),
+                                    keeps_self=not _spec or "x" in _spec[3:])
+logical_not_ = _unary("logical_not_", _boolean("logical_not_", _pointwise.logical_not))
+bitwise_not_ = _unary("bitwise_not_", _pointwise.bitwise_not)
+
+
+def _binary_method(name, op, result_kind=None):
+    """The method self.name(other): self = op(self, other), other broadcast to self; result_kind
+    (_kind's): the kind of op's result where it is not the operands' (2: a float; 0: a bool)."""
+    if result_kind == 0:
+        op = _boolean(name, op)
+
+    def method(self, other):
+        return _binary(name, op, self, other, keeps_self=True, result_kind=result_kind)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name, _kind_of_result in {
+        "atan2": 2, "arctan2": 2, "hypot": 2, "xlogy": 2, "copysign": 2, "ldexp": 2, "float_power": 2,
+        "true_divide": 2, "fmod": None, "remainder": None, "floor_divide": None, "heaviside": None, "gcd": None,
+        "lcm": None, "multiply": None, "bitwise_and": None, "bitwise_or": None, "bitwise_xor": None,
+        "logical_and": 0, "logical_or": 0, "logical_xor": 0, "eq": 0, "ne": 0, "lt": 0, "le": 0, "gt": 0, "ge": 0,
+        "greater": 0, "greater_equal": 0, "less": 0, "less_equal": 0, "not_equal": 0}.items():
+    globals()[_name + "_"] = _binary_method(_name + "_", getattr(_pointwise, _name), _kind_of_result)
+
+
+def divide_(self, other, *, rounding_mode=None):
+    """self = divide(self, other, rounding_mode=...) (true division: an integer self raises, as torch)."""
+    if rounding_mode is None:
+        return div_(self, other)
+    return _binary("divide_", lambda x, y: _pointwise.div(x, y, rounding_mode=rounding_mode), self, other)
+
+
+def subtract_(self, other, *, alpha=1):
+    return sub_(self, other, alpha=alpha)

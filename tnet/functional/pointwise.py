@@ -134,7 +134,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is not None:
         check(rounding_mode in ("trunc", "floor"),
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-        y = (trunc if rounding_mode == "trunc" else floor)(div(input, other))
+        if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
+            return floor_divide(input, other)
+        y = trunc(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
         return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
@@ -878,3 +880,162 @@ def fmin(input, other):
     """The smaller of each pair (broadcast), NaN only where both are, as torch.fmin (see fmax)."""
     check_tensors("fmin", input=input, other=other)
     return where(logical_or(le(input, other), isnan(other)), input, other)
+
+
+# ---- more of torch's element-wise functions, and its aliases (the eighth session) ---------------
+
+MORE_MATH = {
+    "tan": ("tan(x)", "tan", "tan_backward", "y"),
+    "acosh": ("acosh(x), NaN below 1", "acosh", "acosh_backward", "x"),
+    "asinh": ("asinh(x)", "asinh", "asinh_backward", "x"),
+    "atanh": ("atanh(x), NaN outside [-1, 1]", "atanh", "atanh_backward", "x"),
+    "erfc": ("1 - erf(x), accurate in the tail (relative error near 1e-7)", "erfc", "erfc_backward", "x"),
+    "erfinv": ("the inverse of erf, +-inf at +-1, NaN outside [-1, 1]", "erfinv", "erfinv_backward", "y"),
+    "lgamma": ("log|Gamma(x)|, inf at 0 and the negative integers (absolute error near 1e-7 at its roots)",
+               "lgamma", "lgamma_backward", "x"),
+    "digamma": ("Gamma'(x) / Gamma(x), -inf at +0, +inf at -0, NaN at the negative integers (absolute error "
+                "near 1e-6 at its roots); its gradient, trigamma, is inf at the negative integers, where "
+                "torch's gives large finite values", "digamma", "digamma_backward", "x"),
+    "sinc": ("sin(pi x) / (pi x), 1 at 0", "sinc", "sinc_backward", "x"),
+}
+MATH.update(MORE_MATH)
+tan, acosh, asinh, atanh, erfc, erfinv, lgamma, digamma, sinc = (_math(name, *spec) for name, spec in MORE_MATH.items())
+arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
+fix, sgn, negative, absolute = trunc, sign, neg, abs
+multiply, subtract, greater, greater_equal, less, less_equal, not_equal = mul, sub, gt, ge, lt, le, ne
+
+
+def divide(input, other, *, rounding_mode=None):
+    """div: input / other, or rounded toward 0 ('trunc') or down ('floor')."""
+    return div(input, other, rounding_mode=rounding_mode)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (torch.rsub: sub with its operands swapped)."""
+    return sub(other, input, alpha=alpha)
+
+
+def positive(input):
+    """input itself, as torch's (bool tensors raise)."""
+    check_tensors("positive", input=input)
+    check(input.dtype != torch.bool, "The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def _floats(*values):
+    """values with integer and bool tnet tensors as float32 copies: the functions that torch computes
+    in floats for them (copysign, ldexp, float_power)."""
+    return [Tensor(_float(v.memory)) if isinstance(v, Tensor) and v.dtype in _pw.INTEGERS else v for v in values]
+
+
+def deg2rad(input):
+    """x * pi / 180 (integer and bool tensors give float32, as torch's)."""
+    check_tensors("deg2rad", input=input)
+    return mul(*_floats(input), math.pi / 180.0)
+
+
+def rad2deg(input):
+    """x * 180 / pi (integer and bool tensors give float32, as torch's)."""
+    check_tensors("rad2deg", input=input)
+    return mul(*_floats(input), 180.0 / math.pi)
+
+
+def copysign(input, other):
+    """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
+    give float32. input's gradient is g * y / x, 0 where x is 0; other's is 0, as torch's."""
+    input, other = _floats(input, other)
+    return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("std_backward", g, a, y),  # where(x == 0, 0, g y / x)
+        need[1] and torch.zeros_like(g)))
+
+
+def heaviside(input, values):
+    """values where input is 0, else 0 (input < 0 or NaN) or 1, as torch.heaviside: two tensors of one
+    dtype (integers too). torch's has no gradient (its backward raises); tnet's is 0."""
+    check_tensors("heaviside", input=input, values=values)
+    check(input.dtype == values.dtype, "heaviside is not yet implemented for tensors with different dtypes.")
+    return _binary("heaviside", input, values, "heaviside")
+
+
+def logaddexp2(input, other):
+    """log2(2^input + 2^other), without overflow, as torch.logaddexp2."""
+    return _binary("logaddexp2", input, other, "logaddexp2", lambda g, a, b, y, need: (
+        need[0] and _pw.pointwise("logaddexp2_backward", g, a, b),
+        need[1] and _pw.pointwise("logaddexp2_backward", g, b, a)))
+
+
+def _integers_only(name, *values):
+    for v in values:
+        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32) or isinstance(v, (bool, float)):
+            kind = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.bool: "Bool"}
+            raise NotImplementedError(f'"{name}" not implemented for '
+                                      f"'{kind.get(getattr(v, 'dtype', None), type(v).__name__)}'")
+
+
+def gcd(input, other):
+    """The greatest common divisor of |input| and |other| (int64 or int32 tensors, or an int), 0 for
+    two zeros, as torch.gcd."""
+    _integers_only("gcd", input, other)
+    return _binary("gcd", input, other, "gcd")
+
+
+def lcm(input, other):
+    """The least common multiple of |input| and |other| (integers), 0 where either is, as torch.lcm."""
+    _integers_only("lcm", input, other)
+    return _binary("lcm", input, other, "lcm")
+
+
+def ldexp(input, other):
+    """input * 2 ** other, as torch.ldexp's: for an integer tensor other exactly, in input's dtype;
+    for a float one, input * exp2(other) (overflowing where that power does, as torch's); other may
+    be a number; an integer input gives float32. Gradients as of that product: input's is g 2^other
+    (torch's is 0 where an integer other is negative: it takes 2^other in integers)."""
+    input, = _floats(input)
+    if isinstance(other, Tensor) and other.dtype in _pw.INTEGERS:
+        check_tensors("ldexp", input=input)
+        X, E = input.memory, _float(other.memory)
+        y = _pw.pointwise("ldexp_int", X, E, dtype=X.dtype)
+        return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
+                        saved=(E,))
+    return mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other)
+
+
+def float_power(input, exponent):
+    """input ** exponent. Unlike torch's, in float32, not float64 (tnet has no float64 kernels):
+    integer, bool and 16-bit tensors become float32 first, and the result is float32."""
+    input, exponent = (Tensor(copy_(torch.empty_like(v.memory, dtype=torch.float32), v.memory))
+                       if isinstance(v, Tensor) and v.dtype != torch.float32 else
+                       float(v) if isinstance(v, numbers.Real) else v for v in (input, exponent))
+    return pow(input, exponent)
+
+
+def isposinf(input):
+    """A bool tensor, True where input is +inf."""
+    check_tensors("isposinf", input=input)
+    return eq(input, math.inf)
+
+
+def isneginf(input):
+    """A bool tensor, True where input is -inf."""
+    check_tensors("isneginf", input=input)
+    return eq(input, -math.inf)
+
+
+def isreal(input):
+    """A bool tensor of True: tnet's tensors are real."""
+    check_tensors("isreal", input=input)
+    return Tensor(torch.ones(input.shape, dtype=torch.bool, device=input.device))
+
+
+def is_nonzero(input):
+    """bool(input) of a one-element tensor (a host read); RuntimeError for others, as torch's."""
+    return bool(input)
+
+
+def is_signed(input):
+    """Whether input's dtype is signed: all of tnet's but bool."""
+    return input.dtype != torch.bool
+
+
+def is_same_size(input, other):
+    return input.shape == other.shape

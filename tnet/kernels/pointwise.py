@@ -60,13 +60,19 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "fmod": 2, "remainder": 2, "floor_divide": 2, "frac": 1, "sinh": 1, "cosh": 1, "asin": 1, "acos": 1,
          "atan": 1, "atan2": 2, "hypot": 2, "logaddexp": 2, "xlogy": 2, "logit": 1,
          "sinh_backward": 2, "cosh_backward": 2, "asin_backward": 2, "acos_backward": 2, "atan_backward": 2,
-         "atan2_backward": 4, "logaddexp_backward": 3, "xlogy_backward": 3, "logit_backward": 4}
+         "atan2_backward": 4, "logaddexp_backward": 3, "xlogy_backward": 3, "logit_backward": 4,
+         # more functions (special ones: erfc ... digamma), their gradients, and two-operand ones; gcd
+         # and lcm take integers only, heaviside integers too
+         "tan": 1, "acosh": 1, "asinh": 1, "atanh": 1, "erfc": 1, "erfinv": 1, "lgamma": 1, "digamma": 1, "sinc": 1,
+         "tan_backward": 2, "acosh_backward": 2, "asinh_backward": 2, "atanh_backward": 2, "erfc_backward": 2,
+         "erfinv_backward": 2, "lgamma_backward": 2, "digamma_backward": 2, "sinc_backward": 2,
+         "copysign": 2, "heaviside": 2, "ldexp_int": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
 BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor")  # integer and bool operands only
 INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
-               "floor_divide", "clamp")  # the OPs that take integer and bool tensors
+               "floor_divide", "clamp", "heaviside", "gcd", "lcm")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
@@ -189,6 +195,152 @@ def _floor_divide(a, b):
         r = a % b
         y = tl.where((r != 0) & ((r < 0) != (b < 0)), a // b - 1, a // b)
     return y
+
+
+@triton.jit
+def _halfturns(x):
+    """x - 2 round(x / 2), in [-1, 1]: the same angle pi x, exact (every float from 2^24 up is an
+    even integer: 0 there; inf gives NaN)."""
+    r = x - 2.0 * tl.floor(0.5 * x + 0.5)
+    return tl.where(tl.abs(x) < 16777216.0, r, x * 0.0)
+
+
+@triton.jit
+def _sinpi(x):
+    """sin(pi x), exactly 0 at the integers, without pi x's rounding: from _halfturns folded to
+    [-0.5, 0.5] (1 - r is exact there)."""
+    r = _halfturns(x)
+    r = tl.where(r > 0.5, 1.0 - r, tl.where(r < -0.5, -1.0 - r, r))
+    return tl.sin(3.141592653589793 * r)
+
+
+@triton.jit
+def _cospi(x):
+    """cos(pi x) = -sin(pi (|r| - 1/2)), r = _halfturns(x): exact zeros at the half-integers."""
+    return -tl.sin(3.141592653589793 * (tl.abs(_halfturns(x)) - 0.5))
+
+
+@triton.jit
+def _erfc(x):
+    """1 - erf(x) with its relative accuracy in the tail (Numerical Recipes' erfcc, fractional error
+    under 1.2e-7): t exp(-x^2 + P(t)), t = 1 / (1 + |x| / 2), x^2 split into an exact square of
+    |x|'s top bits and a small rest, as exp's argument magnifies its rounding; 2 - erfc(-x) below 0."""
+    z = tl.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    hi = tl.floor(z * 64.0) * 0.015625
+    lo = z - hi
+    p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    r = t * tl.exp(-hi * hi) * tl.exp(p - lo * (hi + z))
+    r = tl.where(z == float("inf"), 0.0, r)
+    return tl.where(x < 0.0, 2.0 - r, r)
+
+
+@triton.jit
+def _erfinv(x):
+    """The inverse of erf on [-1, 1] (Giles' single-precision polynomials in w = -log(1 - x^2)),
+    +-inf at +-1, NaN outside."""
+    w = -tl.log((1.0 - x) * (1.0 + x))
+    u = w - 2.5
+    p = 2.81022636e-08
+    p = 3.43273939e-07 + p * u
+    p = -3.5233877e-06 + p * u
+    p = -4.39150654e-06 + p * u
+    p = 0.00021858087 + p * u
+    p = -0.00125372503 + p * u
+    p = -0.00417768164 + p * u
+    p = 0.246640727 + p * u
+    p = 1.50140941 + p * u
+    v = tl.sqrt(w) - 3.0
+    q = -0.000200214257
+    q = 0.000100950558 + q * v
+    q = 0.00134934322 + q * v
+    q = -0.00367342844 + q * v
+    q = 0.00573950773 + q * v
+    q = -0.0076224613 + q * v
+    q = 0.00943887047 + q * v
+    q = 1.00167406 + q * v
+    q = 2.83297682 + q * v
+    y = tl.where(w < 5.0, p, q) * x
+    return tl.where(tl.abs(x) == 1.0, x * float("inf"), y)
+
+
+@triton.jit
+def _lgamma(x):
+    """log|Gamma(x)| as Cephes' lgamf: below 6.5 the recurrence moves x to 2 + p, |p| <= 1/2, where a
+    polynomial in p gives lgamma (log-products of the steps added or taken away); above, Stirling's
+    series. x < 0 by reflection, log(pi / |sin(pi x)|) - lgamma(1 - x); inf at 0, at the negative
+    integers and at +-inf, as torch's."""
+    z = tl.where(x < 0.0, 1.0 - x, x)
+    n = tl.floor(z + 0.5)
+    p = z - n
+    down = tl.zeros_like(z) + 1.0
+    up = down
+    for j in tl.static_range(4):  # lgamma(z) = lgamma(z - k) + log((z - 1) ... (z - k))
+        down = tl.where(n > j + 2.0, down * (z - (j + 1.0)), down)
+    for j in tl.static_range(2):  # lgamma(z) = lgamma(z + k) - log(z ... (z + k - 1))
+        up = tl.where(n < 2.0 - j, up * (z + j), up)
+    poly = ((((((6.055172732649237e-4 * p - 1.311620815545743e-3) * p + 2.863437556468661e-3) * p
+               - 7.366775108654962e-3) * p + 2.058355474821512e-2) * p - 6.735323259371034e-2) * p
+            + 3.224669577325661e-1) * p + 4.227843421859038e-1
+    small = tl.log(down) - tl.log(up) + p * poly
+    w = 1.0 / (z * z)
+    big = (z - 0.5) * tl.log(z) - z + 0.9189385332046727 + (0.08333333333333333 + w * (
+        -0.002777777777777778 + w * 0.0007936507936507937)) / z
+    r = tl.where(z < 6.5, small, big)
+    s = tl.abs(_sinpi(x))
+    r = tl.where(x < 0.0, tl.where(s == 0.0, float("inf"), 1.1447298858494002 - tl.log(s) - r), r)
+    return tl.where(tl.abs(x) == float("inf"), float("inf"), r)
+
+
+@triton.jit
+def _digamma(x):
+    """Gamma'(x) / Gamma(x) (Cephes' psi): z = x (1 - x below 0) stepped up past 6 by
+    psi(z) = psi(z + 1) - 1 / z, then its asymptotic series; x < 0 by reflection,
+    psi(1 - x) - pi cot(pi x). -inf at +0, +inf at -0, NaN at the negative integers and -inf, as torch's."""
+    z = tl.where(x < 0.0, 1.0 - x, x)
+    acc = tl.zeros_like(z)
+    for _ in tl.static_range(6):
+        low = z < 6.0
+        acc = tl.where(low, acc + 1.0 / z, acc)
+        z = tl.where(low, z + 1.0, z)
+    w = 1.0 / (z * z)
+    r = tl.log(z) - 0.5 / z - w * (0.08333333333333333 + w * (-0.008333333333333333 + w * (
+        0.003968253968253968 - w * 0.004166666666666667))) - acc
+    r = tl.where(x < 0.0, r - 3.141592653589793 * _cospi(x) / _sinpi(x), r)
+    return tl.where((x < 0.0) & (tl.floor(x) == x), float("nan"), r)
+
+
+@triton.jit
+def _trigamma(x):
+    """psi'(x), digamma's gradient: psi'(z) = psi'(z + 1) + 1 / z^2 up past 6, then its asymptotic
+    series; x < 0 by reflection, pi^2 / sin^2(pi x) - psi'(1 - x) (inf at the negative integers)."""
+    z = tl.where(x < 0.0, 1.0 - x, x)
+    acc = tl.zeros_like(z)
+    for _ in tl.static_range(6):
+        low = z < 6.0
+        acc = tl.where(low, acc + 1.0 / (z * z), acc)
+        z = tl.where(low, z + 1.0, z)
+    v = 1.0 / z
+    w = v * v
+    r = acc + v * (1.0 + v * (0.5 + v * (0.16666666666666666 + w * (-0.03333333333333333 + w * (
+        0.023809523809523808 - w * 0.03333333333333333)))))
+    s = _sinpi(x)
+    return tl.where(x < 0.0, 9.869604401089358 / (s * s) - r, r)
+
+
+@triton.jit
+def _gcd(a, b):
+    """The greatest common divisor of |a| and |b| (int64), 0 for two zeros: Euclid's steps, as many
+    as int64's worst case (consecutive Fibonacci numbers) takes."""
+    a = tl.abs(a)
+    b = tl.abs(b)
+    for _ in range(93):
+        more = b != 0
+        r = a % tl.where(more, b, 1)
+        a = tl.where(more, b, a)
+        b = tl.where(more, r, 0)
+    return a
 
 
 @triton.jit
@@ -432,6 +584,75 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "logit_backward":  # b = x, c and d = the bounds (c < 0: no eps, NaN outside [0, 1])
         y = a / (b * (1.0 - b))
         y = tl.where(c < 0.0, tl.where((b < 0.0) | (b > 1.0), float("nan"), y), tl.where((b < c) | (b > d), 0.0, y))
+    elif OP == "tan":
+        y = tl.sin(a) / tl.cos(a)
+    elif OP == "tan_backward":  # b = tan(x)
+        y = a * (1.0 + b * b)
+    elif OP == "acosh":  # log1p(t + sqrt(t (t + 2))), t = x - 1: accurate near 1; log(2x) where x^2 would overflow
+        t = a - 1.0
+        y = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, _log1p(t + tl.sqrt_rn(t * (t + 2.0))))
+        y = tl.where(a < 1.0, float("nan"), y)
+    elif OP == "acosh_backward":  # b = x; +0 at x = -1 (not -0: inf, as torch's)
+        s = (b - 1.0) * (b + 1.0)
+        y = a / tl.sqrt_rn(tl.where(s == 0.0, 0.0, s))
+    elif OP == "asinh":  # odd: log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) signed, x itself at 0 (-0.0)
+        z = tl.abs(a)
+        r = tl.where(z > 1e8, tl.log(z) + 0.6931471805599453, _log1p(z + z * z / (1.0 + tl.sqrt_rn(1.0 + z * z))))
+        y = tl.where(a < 0.0, -r, tl.where(a == 0.0, a, r))
+    elif OP == "asinh_backward":  # b = x
+        y = a / tl.sqrt_rn(b * b + 1.0)
+    elif OP == "atanh":  # (log1p(x) - log1p(-x)) / 2: accurate near 0 and near +-1
+        y = 0.5 * (_log1p(a) - _log1p(-a))
+    elif OP == "atanh_backward":  # b = x
+        y = a / ((1.0 - b) * (1.0 + b))
+    elif OP == "erfc":
+        y = _erfc(a)
+    elif OP == "erfc_backward":  # b = x
+        y = -a * 1.1283791670955126 * tl.exp(-b * b)
+    elif OP == "erfinv":
+        y = _erfinv(a)
+    elif OP == "erfinv_backward":  # b = erfinv(x): sqrt(pi) / 2 exp(y^2)
+        y = a * 0.886226925452758 * tl.exp(b * b)
+    elif OP == "lgamma":
+        y = _lgamma(a)
+    elif OP == "lgamma_backward":  # b = x
+        y = a * _digamma(b)
+    elif OP == "digamma":
+        y = _digamma(a)
+    elif OP == "digamma_backward":  # b = x
+        y = a * _trigamma(b)
+    elif OP == "sinc":  # sin(pi x) / (pi x), 1 at 0
+        y = tl.where(a == 0.0, 1.0, _sinpi(a) / (3.141592653589793 * a))
+    elif OP == "sinc_backward":  # b = x: (cos(pi x) - sinc(x)) / x, its series where that cancels (|pi x| < 1/2)
+        t = 3.141592653589793 * b
+        t2 = t * t
+        series = 3.141592653589793 * t * (-0.3333333333333333 + t2 * (0.03333333333333333 + t2 * (
+            -0.0011904761904761906 + t2 * 2.2045855379188714e-05)))
+        y = a * tl.where(tl.abs(t) < 0.5, series, (_cospi(b) - _sinpi(b) / t) / b)
+    elif OP == "copysign":  # |a| with b's sign bit (-0.0 and -NaN count as negative)
+        y = tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
+    elif OP == "ldexp_int":  # a 2^b for an integer b, exactly: three powers of 2 made from their bits, each within
+        # the exponent's range (2^-126 ... 2^127); past +-300, b saturates the result anyway
+        e = tl.minimum(tl.maximum(b, -300.0), 300.0)
+        e1 = tl.floor(e / 3.0)
+        e2 = tl.floor((e - e1) * 0.5)
+        y = a
+        for f in tl.static_range(3):
+            k = e1 if f == 0 else e2 if f == 1 else e - e1 - e2
+            y = y * ((k.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
+    elif OP == "heaviside":  # b where a == 0, else 0 or 1 (0 at NaN), in b's type
+        y = tl.where(a == 0, b, (a > 0).to(b.dtype))
+    elif OP == "logaddexp2":  # log2(2^a + 2^b), as logaddexp
+        m = tl.where(a > b, a, b)
+        y = tl.where((a == b) & (tl.abs(a) == float("inf")), a,
+                     m + _log1p(tl.exp2(-tl.abs(a - b))) * 1.4426950408889634)
+    elif OP == "logaddexp2_backward":  # b = x, c = the other operand
+        y = a / (1.0 + tl.exp2(c - b))
+    elif OP == "gcd":  # integers
+        y = _gcd(a, b)
+    elif OP == "lcm":  # |a / gcd * b|, 0 where gcd is 0
+        g = _gcd(a, b)
+        y = tl.where(g == 0, 0, tl.abs(a // tl.where(g == 0, 1, g) * b))
     elif OP == "eq":
         y = a == b
     elif OP == "ne":
