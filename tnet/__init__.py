@@ -157,3 +157,31 @@ _foreach_lerp_, _foreach_addcmul_, _foreach_addcdiv_ = _foreach.lerp_, _foreach.
 _foreach_sqrt, _foreach_sqrt_, _foreach_neg, _foreach_neg_ = _foreach.sqrt, _foreach.sqrt_, _foreach.neg, _foreach.neg_
 _foreach_zero_, _foreach_copy_, _foreach_norm, _foreach_maximum_ = (_foreach.zero_, _foreach.copy_, _foreach.norm,
                                                                     _foreach.maximum_)
+
+# shape and indexing ops of the eighth session
+from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, bucketize,  # noqa: E402
+                         cartesian_prod, column_stack, combinations, corrcoef, cross, diag_embed, diagflat,
+                         diagonal_scatter, dist, dsplit, dstack, fliplr, flipud, histogram, hsplit, index_copy,
+                         index_fill, inner, kron, logcumsumexp, masked_scatter, mode, moveaxis, nanmedian, nanquantile,
+                         put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter, slice_scatter,
+                         split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
+from .factory import empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
+
+
+def get_device(input):
+    """-1 for a CPU tensor, else its GPU's index, as torch.get_device."""
+    return input.get_device()
+
+
+def is_inference(input):
+    """False: tnet has no inference tensors (inference_mode is no_grad)."""
+    return False
+
+
+__all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "bucketize", "cartesian_prod",
+            "column_stack", "combinations", "corrcoef", "cross", "diag_embed", "diagflat", "diagonal_scatter", "dist",
+            "dsplit", "dstack", "fliplr", "flipud", "histogram", "hsplit", "index_copy", "index_fill", "inner", "kron",
+            "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put", "quantile", "ravel",
+            "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
+            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_strided", "scalar_tensor", "tril_indices",
+            "triu_indices", "get_device", "is_inference"]

@@ -232,3 +232,49 @@ from .sort import cummax, cummin, kthvalue, median
 for _name in ("diag", "diagonal", "take_along_dim", "tile", "trace", "aminmax", "nanmean", "nansum", "cummax", "cummin",
               "kthvalue", "median", "masked_select"):
     setattr(Tensor, _name, globals()[_name])
+
+# shape and indexing ops of the eighth session
+from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
+                   combinations, cross, diag_embed, diagflat, diagonal_scatter, dsplit, dstack, fill_diagonal_, fliplr,
+                   flipud, hsplit, in_place, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
+                   select_scatter, slice_scatter, split_with_sizes, sum_to_size, take, unravel_index, vander,
+                   view_in_place, vsplit)
+from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
+from .reduce import corrcoef, dist, inner, logcumsumexp, renorm
+from .sort import bucketize, mode, nanmedian, nanquantile, quantile, searchsorted
+from .host import histogram, unique_consecutive
+
+
+def _legacy_new(self, *args, dtype=None, device=None):
+    """Tensor.new (legacy): new() an empty tensor, new(sizes...) an uninitialised one, new(data) a
+    copy of a list or array, in self's dtype."""
+    dtype = dtype or self.dtype
+    if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or isinstance(args[0], torch.Size):
+        return factory.empty(*(args or (0,)), dtype=dtype, device=device)
+    if isinstance(args[0], Tensor):
+        raise TypeError("new(): expected data (a list or array) or sizes, got a Tensor; use new_tensor or clone")
+    return _new_tensor(args[0], dtype, device, False)
+
+
+for _name, _method in {
+        "moveaxis": moveaxis, "ravel": ravel, "fliplr": fliplr, "flipud": flipud, "hsplit": hsplit, "vsplit": vsplit,
+        "dsplit": dsplit, "take": take, "put": put, "index_copy": index_copy, "index_fill": index_fill,
+        "masked_scatter": masked_scatter, "select_scatter": select_scatter, "slice_scatter": slice_scatter,
+        "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed, "diagflat": diagflat, "kron": kron,
+        "inner": inner, "cross": cross, "broadcast_to": broadcast_to, "unique_consecutive": unique_consecutive,
+        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size, "fill_diagonal_": fill_diagonal_,
+        "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile, "nanmedian": nanmedian, "mode": mode,
+        "logcumsumexp": logcumsumexp, "dist": dist, "renorm": renorm, "histogram": histogram,
+        "put_": in_place("put_", put), "index_copy_": in_place("index_copy_", index_copy),
+        "index_fill_": in_place("index_fill_", index_fill), "index_add_": in_place("index_add_", index_add),
+        "masked_scatter_": in_place("masked_scatter_", masked_scatter), "tril_": in_place("tril_", tril),
+        "triu_": in_place("triu_", triu), "cumsum_": in_place("cumsum_", cumsum),
+        "cumprod_": in_place("cumprod_", cumprod, keeps_self=True), "squeeze_": squeeze_, "unsqueeze_": unsqueeze_,
+        "t_": t_, "transpose_": transpose_, "swapaxes_": swapaxes_, "swapdims_": swapdims_,
+        "byte": _cast(torch.uint8), "char": _cast(torch.int8), "short": _cast(torch.int16),
+        "is_cpu": property(lambda self: self.memory.is_cpu), "nbytes": property(lambda self: self.memory.nbytes),
+        "itemsize": property(lambda self: self.memory.itemsize),
+        "pin_memory": lambda self, device=None: self,  # tnet's tensors live on its device already
+        "get_device": lambda self: self.memory.get_device(), "is_inference": lambda self: False,
+        "new": _legacy_new}.items():
+    setattr(Tensor, _name, _method)
