@@ -249,7 +249,8 @@ def _legacy_new(self, *args, dtype=None, device=None):
     """Tensor.new (legacy): new() an empty tensor, new(sizes...) an uninitialised one, new(data) a
     copy of a list or array, in self's dtype."""
     dtype = dtype or self.dtype
-    if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or isinstance(args[0], torch.Size):
+    sizes = not args or isinstance(args[0], torch.Size) or not [a for a in args if not isinstance(a, int) or isinstance(a, bool)]
+    if sizes:
         return factory.empty(*(args or (0,)), dtype=dtype, device=device)
     if isinstance(args[0], Tensor):
         raise TypeError("new(): expected data (a list or array) or sizes, got a Tensor; use new_tensor or clone")

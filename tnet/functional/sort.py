@@ -323,8 +323,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     dtype = torch.promote_types(seq.dtype, values.dtype)
     dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype  # compared in fp32
     s, v = (copy_(torch.empty(t.shape, dtype=dtype, device=t.device), t.memory) for t in (seq, values))
-    s = s if seq.ndim == 1 else s.view(-1, seq.shape[-1])
-    out = _copy.search(s, v.view(-1, v.shape[-1]) if seq.ndim > 1 else v.view(-1), right,
+    rows = math.prod(seq.shape[:-1])
+    s = s if seq.ndim == 1 else s.view(rows, seq.shape[-1])
+    out = _copy.search(s, v.view(rows, values.shape[-1]) if seq.ndim > 1 else v.view(-1), right,
                        torch.int32 if out_int32 else torch.int64)
     return Tensor(out.view(values.shape))
 
