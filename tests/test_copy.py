@@ -807,3 +807,23 @@ def test_view_methods_in_place_as_torchs(rng):
         x.unsqueeze_(0)
     with pytest.raises(RuntimeError, match="t_\\(\\) expects"):
         tnet.zeros(2, 3, 4).t_()
+
+
+def test_eighth_session_ops_use_torch_for_memory_only(rng):
+    from helpers import MEMORY_OPS, Recorder
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    with Recorder() as rec:
+        outs = [tnet.take(x, tnet.tensor([0, -1])), x.put(tnet.tensor([1]), x[0, :1]),
+                x.put(tnet.tensor([1, 1]), x[0, :2], accumulate=True), x.index_copy(0, tnet.tensor([2]), x[:1]),
+                x.index_fill(1, tnet.tensor([-1]), 2.0), x.masked_scatter(x > 0, x * 2), tnet.select_scatter(x, x[0], 0, 1),
+                tnet.diagonal_scatter(x, x[0, :3], 0), tnet.diag_embed(x), tnet.combinations(x[0]),
+                tnet.block_diag(x, x[0]), tnet.kron(x, x[:2]), tnet.inner(x, x), tnet.cross(x[:, :3], x[:, 1:]),
+                tnet.vander(x[0]), x.sum_to_size(1, 4), tnet.corrcoef(x), tnet.quantile(x, 0.3, 1),
+                tnet.nanmedian(x, 0).values, tnet.mode(x, 1).values, tnet.logcumsumexp(x, 1), tnet.renorm(x, 2, 0, 1.0)]
+        for o in outs:
+            o.sum().backward()
+        tnet.searchsorted(x[0].sort().values, x), tnet.unravel_index(tnet.tensor([5]), (2, 3)), x.short()
+        y = x * 1
+        y.fill_diagonal_(3.0).tril_().cumprod_(1).index_add_(0, tnet.tensor([0]), x[:1]).unsqueeze_(0).t_
+        y.squeeze_(0).t_().sum().backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

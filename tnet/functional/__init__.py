@@ -235,14 +235,24 @@ for _name in ("diag", "diagonal", "take_along_dim", "tile", "trace", "aminmax", 
 
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
-                   combinations, cross, diag_embed, diagflat, diagonal_scatter, dsplit, dstack, fill_diagonal_, fliplr,
-                   flipud, hsplit, in_place, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
-                   select_scatter, slice_scatter, split_with_sizes, sum_to_size, take, unravel_index, vander,
-                   view_in_place, vsplit)
+                   combinations, cross, diag_embed, diagflat, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
+                   flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
+                   select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place, vsplit)
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
-from .reduce import corrcoef, dist, inner, logcumsumexp, renorm
-from .sort import bucketize, mode, nanmedian, nanquantile, quantile, searchsorted
+from .reduce import dist, renorm, sum_to_size
+from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,
+                   vander)
 from .host import histogram, unique_consecutive
+
+
+def in_place(name, op, keeps_self=False):
+    """Tensor.<name>(...): op(self, ...) written into self, recorded as functional/inplace.py records
+    in-place ops (keeps_self: op's backward reads self's values)."""
+    def method(self, *args, **kwargs):
+        others = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+        return _inplace.inplace(self, name, lambda x: op(x, *args, **kwargs), others, keeps_self)
+    method.__name__ = name
+    return method
 
 
 def _legacy_new(self, *args, dtype=None, device=None):
@@ -263,7 +273,8 @@ for _name, _method in {
         "masked_scatter": masked_scatter, "select_scatter": select_scatter, "slice_scatter": slice_scatter,
         "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed, "diagflat": diagflat, "kron": kron,
         "inner": inner, "cross": cross, "broadcast_to": broadcast_to, "unique_consecutive": unique_consecutive,
-        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size, "fill_diagonal_": fill_diagonal_,
+        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size,
+        "fill_diagonal_": in_place("fill_diagonal_", diagonal_filled),
         "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile, "nanmedian": nanmedian, "mode": mode,
         "logcumsumexp": logcumsumexp, "dist": dist, "renorm": renorm, "histogram": histogram,
         "put_": in_place("put_", put), "index_copy_": in_place("index_copy_", index_copy),

@@ -1237,17 +1237,6 @@ def take_along_dim(input, indices, dim=None):
 
 # ---- shape and indexing ops of the eighth session ------------------------------------------------
 
-def in_place(name, op, keeps_self=False):
-    """Tensor.<name>(...): op(self, ...) written into self, recorded as functional/inplace.py records
-    in-place ops (keeps_self: op's backward reads self's values)."""
-    def method(self, *args, **kwargs):
-        from .inplace import inplace  # it imports this module
-        others = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-        return inplace(self, name, lambda x: op(x, *args, **kwargs), others, keeps_self)
-    method.__name__ = name
-    return method
-
-
 def moveaxis(input, source, destination):
     return movedim(input, source, destination)
 
@@ -1593,54 +1582,23 @@ def cross(input, other, dim=None):
     return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
 
 
-def vander(x, N=None, increasing=False):
-    """The Vandermonde matrix [len(x), N] of the powers of a 1-D x (highest first unless increasing),
-    as torch.vander: a running product (cumprod), integers in int64."""
-    check_tensors("vander", x=x)
-    check(x.ndim == 1, "x must be a one-dimensional tensor.")
-    n = x.shape[0] if N is None else N
-    check(n >= 0, "N must be non-negative.")
-    dtype = x.dtype if x.dtype.is_floating_point else torch.int64
-    ones = Tensor(torch.ones((x.shape[0], 1), dtype=dtype, device=x.device))
-    if n <= 1:
-        return narrow(ones, 1, 0, n)
-    from .sort import cumprod  # it imports this module
-    powers = cumprod(cat([ones, expand(unsqueeze(to(x, dtype), 1), (x.shape[0], n - 1))], 1), 1)
-    return powers if increasing else flip(powers, (1,))
-
-
 def broadcast_shapes(*shapes):
     """The torch.Size that tensors of these shapes (ints or sequences) broadcast to."""
     shapes = [(s,) if isinstance(s, numbers.Integral) else tuple(s) for s in shapes]
     return torch.Size(_pw.broadcast_shape("broadcast_shapes", *shapes) if shapes else ())
 
 
-def sum_to_size(input, *size):
-    """input summed over the dims where size (which must expand to input's shape) has 1 or nothing,
-    as Tensor.sum_to_size."""
-    size = tuple(shape_args(size))
-    lead = input.ndim - len(size)
-    check(lead >= 0 and all(s in (1, n) for s, n in zip(size, input.shape[lead:])),
-          lambda: f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.")
-    dims = [*range(lead), *(lead + k for k, s in enumerate(size) if s == 1 and input.shape[lead + k] != 1)]
-    if not dims:
-        return input
-    from .reduce import sum  # it imports this module
-    return reshape(sum(input, dims, keepdim=True), size)
-
-
-def fill_diagonal_(self, fill_value, wrap=False):
-    """Tensor.fill_diagonal_: the main diagonal of a matrix (or of an n-cube: all dims equal) set to
-    fill_value in place, numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again
-    one row below its end)."""
-    check(self.ndim >= 2, "dimensions must larger than 1")
-    check(self.ndim == 2 or len(set(self.shape)) == 1, "all dimensions of input must be of equal length")
-    h, w = self.shape[0], self.shape[-1]
-    step = builtins.sum(math.prod(self.shape[k + 1:]) for k in range(self.ndim))
-    end = self.numel() if wrap or self.ndim > 2 or h <= w else w * w
+def diagonal_filled(input, fill_value, wrap=False):
+    """input with its main diagonal (of a matrix, or of an n-cube: all dims equal) set to fill_value,
+    numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again one row below its end):
+    Tensor.fill_diagonal_'s values (an index_fill of the flattened input)."""
+    check(input.ndim >= 2, "dimensions must larger than 1")
+    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+    h, w = input.shape[0], input.shape[-1]
+    step = builtins.sum(math.prod(input.shape[k + 1:]) for k in range(input.ndim))
+    end = input.numel() if wrap or input.ndim > 2 or h <= w else w * w
     positions = tensor(np.arange(0, end, step, dtype=np.int64))
-    return in_place("fill_diagonal_", lambda x: reshape(index_fill(reshape(x, (-1,)), 0, positions, fill_value),
-                                                        x.shape))(self)
+    return reshape(index_fill(reshape(input, (-1,)), 0, positions, fill_value), input.shape)
 
 
 def unravel_index(indices, shape):

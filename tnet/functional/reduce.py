@@ -14,10 +14,10 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
-from .copy import reshape, unsqueeze
+from .copy import reshape, shape_args, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, isfinite, log, logical_not, lt, maximum,
-                        minimum, mul, ne, neg, pow, relu, sign, sub, where)
+from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul, ne,
+                        neg, pow, relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -708,49 +708,6 @@ def nanmean(input, dim=None, keepdim=False):
 
 # ---- shape and indexing ops of the eighth session: products, distances and running sums -------
 
-def inner(input, other):
-    """Sums of products over both inputs' last dims, [*a, k] x [*b, k] -> [*a, *b] (a 0-d input:
-    the element-wise product), as torch.inner: one tensordot (a matmul)."""
-    check_tensors("inner", input=input, other=other)
-    if input.ndim == 0 or other.ndim == 0:
-        return mul(input, other)
-    check(input.shape[-1] == other.shape[-1],
-          lambda: f"inner() the last dimension must match on both input tensors but got shapes {list(input.shape)} "
-                  f"and {list(other.shape)}")
-    from .gemm import tensordot  # it imports this module
-    return tensordot(input, other, ([-1], [-1]))
-
-
-def corrcoef(input):
-    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x: one, a 0-d result),
-    clipped to [-1, 1], as torch.corrcoef: cov over the outer product of the standard deviations."""
-    from .gemm import cov  # it imports this module
-    from .copy import diagonal
-    c = cov(input)
-    if c.ndim == 0:
-        return div(c, c)
-    d = pow(diagonal(c), 0.5)
-    return clamp(div(div(c, unsqueeze(d, 1)), unsqueeze(d, 0)), -1.0, 1.0)
-
-
-def logcumsumexp(input, dim):
-    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: each row shifted by its largest finite
-    value (no gradient through the shift). Unlike torch's running shift, an element that lies more
-    than ~87 below its row's largest underflows: an output taken before that largest one gives -inf."""
-    from .sort import cumsum  # it imports this module
-    check_tensors("logcumsumexp", input=input)
-    check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
-    d = dim_index(dim, input.ndim)
-    if input.ndim == 0:
-        return reshape(logcumsumexp(reshape(input, 1), 0), ())
-    if input.numel() == 0:
-        return mul(input, 1)
-    with no_grad():
-        top = amax(input, d, keepdim=True)
-        top = where(isfinite(top), top, 0.0)
-    return add(log(cumsum(exp(sub(input, top)), d)), top)
-
-
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), as torch.dist (vector_norm's gradients)."""
     check_tensors("dist", input=input, other=other)
@@ -767,3 +724,16 @@ def renorm(input, p, dim, maxnorm):
     d = dim_index(dim, input.ndim)
     norms = vector_norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
     return mul(input, where(gt(norms, maxnorm), div(maxnorm, add(norms, 1e-7)), 1.0))
+
+
+def sum_to_size(input, *size):
+    """input summed over the dims where size (which must expand to input's shape) has 1 or nothing,
+    as Tensor.sum_to_size."""
+    size = tuple(shape_args(size))
+    lead = input.ndim - len(size)
+    check(lead >= 0 and builtins.all(s in (1, n) for s, n in zip(size, input.shape[lead:])),
+          lambda: f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.")
+    dims = [*range(lead), *(lead + k for k, s in enumerate(size) if s == 1 and input.shape[lead + k] != 1)]
+    if not dims:
+        return input
+    return reshape(sum(input, dims, keepdim=True), size)

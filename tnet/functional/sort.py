@@ -11,13 +11,15 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
-from ..kernels.launch import InputIndexError, check, no_host_read
-from ..tensor import Tensor, dim_index, record, tensor
-from .copy import add_at, cat, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, unsqueeze
+from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
+from ..tensor import Tensor, dim_index, no_grad, record, tensor
+from .copy import (add_at, cat, diagonal, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
+                   unsqueeze)
+from .gemm import cov, tensordot
 from .inputs import check_tensors
-from .pointwise import (ceil, eq, floor, floor_divide, isnan, lerp, logical_and, logical_not, logical_or, lt, mul, round,
-                        sub, where)
-from .reduce import argmax, sum
+from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
+                        logical_not, logical_or, lt, mul, pow, round, sub, where)
+from .reduce import amax, argmax, sum
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -320,7 +322,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         check(sorter.shape == seq.shape, "torch.searchsorted(): boundary and sorter must have the same size")
         seq = take_along_dim(seq, sorter, -1)
-    dtype = torch.promote_types(seq.dtype, values.dtype)
+    floats = seq.dtype.is_floating_point or values.dtype.is_floating_point
+    dtype = seq.dtype if seq.dtype == values.dtype else torch.float32 if floats else torch.int64
     dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype  # compared in fp32
     s, v = (copy_(torch.empty(t.shape, dtype=dtype, device=t.device), t.memory) for t in (seq, values))
     rows = math.prod(seq.shape[:-1])
@@ -336,3 +339,60 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     check_tensors("bucketize", boundaries=boundaries)
     check(boundaries.ndim == 1, lambda: f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# ---- running products and sums, and matrix products, of the eighth session (here, not in
+# reduce.py, which gemm.py imports: a scan, or a product of gemm.py's) ---------------------------
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix [len(x), N] of the powers of a 1-D x (highest first unless increasing),
+    as torch.vander: a running product (cumprod), integers in int64."""
+    check_tensors("vander", x=x)
+    check(x.ndim == 1, "x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    check(n >= 0, "N must be non-negative.")
+    dtype = x.dtype if x.dtype.is_floating_point else torch.int64
+    ones = Tensor(torch.ones((x.shape[0], 1), dtype=dtype, device=x.device))
+    if n <= 1:
+        return narrow(ones, 1, 0, n)
+    powers = cumprod(cat([ones, expand(unsqueeze(to(x, dtype), 1), (x.shape[0], n - 1))], 1), 1)
+    return powers if increasing else flip(powers, (1,))
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: each row shifted by its largest finite
+    value (no gradient through the shift). Unlike torch's running shift, an element that lies more
+    than ~87 below its row's largest underflows: an output taken before that largest one gives -inf."""
+    check_tensors("logcumsumexp", input=input)
+    check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
+    d = dim_index(dim, input.ndim)
+    if input.ndim == 0:
+        return reshape(logcumsumexp(reshape(input, 1), 0), ())
+    if input.numel() == 0:
+        return mul(input, 1)
+    with no_grad():
+        top = amax(input, d, keepdim=True)
+        top = where(isfinite(top), top, 0.0)
+    return add(log(cumsum(exp(sub(input, top)), d)), top)
+
+
+def inner(input, other):
+    """Sums of products over both inputs' last dims, [*a, k] x [*b, k] -> [*a, *b] (a 0-d input:
+    the element-wise product), as torch.inner: one tensordot (a matmul)."""
+    check_tensors("inner", input=input, other=other)
+    if input.ndim == 0 or other.ndim == 0:
+        return mul(input, other)
+    check(input.shape[-1] == other.shape[-1],
+          lambda: f"inner() the last dimension must match on both input tensors but got shapes {list(input.shape)} "
+                  f"and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def corrcoef(input):
+    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x: one, a 0-d result),
+    clipped to [-1, 1], as torch.corrcoef: cov over the outer product of the standard deviations."""
+    c = cov(input)
+    if c.ndim == 0:
+        return div(c, c)
+    d = pow(diagonal(c), 0.5)
+    return clamp(div(div(c, unsqueeze(d, 1)), unsqueeze(d, 0)), -1.0, 1.0)
