@@ -298,3 +298,19 @@ def test_casts_and_tensor_facts_as_torchs():
     assert i.new((2, 3)).tolist() == [2, 3]  # a tuple is data, as torch's
     with pytest.raises(TypeError):
         i.new(i)
+
+
+EIGHTH_NAMES = """moveaxis ravel atleast_1d atleast_2d atleast_3d fliplr flipud dstack hsplit vsplit dsplit column_stack
+row_stack take put put_ index_copy index_copy_ index_fill index_fill_ index_add_ masked_scatter masked_scatter_
+select_scatter slice_scatter diagonal_scatter diag_embed diagflat tril_indices triu_indices unravel_index combinations
+cartesian_prod block_diag kron inner cross vander broadcast_shapes broadcast_to searchsorted bucketize
+unique_consecutive empty_strided scalar_tensor split_with_sizes sum_to_size fill_diagonal_ tril_ triu_ squeeze_
+unsqueeze_ t_ transpose_ swapaxes_ swapdims_ cumsum_ cumprod_ byte char short is_cpu nbytes itemsize pin_memory
+get_device new is_inference corrcoef quantile nanquantile nanmedian mode logcumsumexp dist renorm histogram""".split()
+
+
+@pytest.mark.parametrize("name", EIGHTH_NAMES)
+def test_eighth_session_names_where_torch_has_them(name):
+    if hasattr(torch, name):
+        assert hasattr(tnet, name), name
+    assert hasattr(tnet.Tensor, name) == hasattr(torch.Tensor, name), name
