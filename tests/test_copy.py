@@ -8,7 +8,7 @@ import tnet
 import tnet.functional as F
 from tnet.kernels import copy as copy_module
 from tnet.kernels.launch import is_channels_last
-from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check_op, config_indices, only_ith_config, pair,
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, check_op, config_indices, leaf, only_ith_config, pair,
                      tol_for)
 
 
@@ -653,3 +653,177 @@ def test_index_kernels_every_config(i, monkeypatch):
     only_ith_config(monkeypatch, KERNELS, i)
     for dtype in CONFIG_DTYPES:
         check_index_kernels(dtype)
+
+
+# ---- shape and indexing ops of the eighth session ------------------------------------------------
+
+def _ix(m, data):
+    return m.tensor(data)  # int64 in both
+
+
+# (name, op(module, x)): each run on a tnet leaf and its float64 torch twin, forward and gradient
+SHAPE_OPS = [
+    ("moveaxis", lambda m, x: m.moveaxis(x, (0, -1), (-1, 1))), ("ravel", lambda m, x: x.transpose(0, 2).ravel()),
+    ("atleast_3d", lambda m, x: m.atleast_3d(x[0, 0]) * 2), ("fliplr", lambda m, x: m.fliplr(x)),
+    ("flipud", lambda m, x: x.flipud()), ("dstack", lambda m, x: m.dstack([x[0], x[1] * 2])),
+    ("column_stack", lambda m, x: m.column_stack((x[0, :, 0], x[1, :, 1:]))), ("row_stack", lambda m, x: m.row_stack((x[0, 1], x[1]))),
+    ("hsplit", lambda m, x: m.hsplit(x, [1, -1])[1]), ("vsplit", lambda m, x: x.vsplit(2)[1]),
+    ("dsplit", lambda m, x: m.dsplit(x, 4)[3]), ("take", lambda m, x: m.take(x, _ix(m, [[0, -1, 5], [5, 2, 23]]))),
+    ("put", lambda m, x: x.put(_ix(m, [1, -2, 1]), x[0, 0, :3] * 3)),
+    ("put accumulate", lambda m, x: m.put(x, _ix(m, [1, -2, 1]), x[1, 1, 1:] * 3, accumulate=True)),
+    ("index_copy", lambda m, x: x.index_copy(-2, _ix(m, [2, 0]), x[:, :2].flip(0) * 2)),
+    ("index_fill", lambda m, x: m.index_fill(x, 1, _ix(m, [2, -3]), -1.5)),
+    ("index_fill tensor", lambda m, x: x.index_fill(2, _ix(m, [3, 1, 3]), x[0, 0, 0])),
+    ("masked_scatter", lambda m, x: x.masked_scatter(_ix(m, [[1, 0, 0, 1], [0, 1, 1, 0], [0, 0, 0, 1]]) > 0,
+                                                     x[1] * 2)),
+    ("select_scatter", lambda m, x: m.select_scatter(x, x[:, :, 1] * 2, -1, 2)),
+    ("slice_scatter", lambda m, x: x.slice_scatter(x[:, :, :2] * 3, 2, 1, None, 2)),
+    ("diagonal_scatter", lambda m, x: m.diagonal_scatter(x, x[:, :, 0] * 2, 1, 1, 2)),
+    ("diag_embed", lambda m, x: m.diag_embed(x, -1, 0, -2)), ("diagflat", lambda m, x: m.diagflat(x[0, :2], 1)),
+    ("combinations", lambda m, x: m.combinations(x[0, 0], 2, with_replacement=True)),
+    ("combinations 3", lambda m, x: m.combinations(x[1, 1], 3)),
+    ("cartesian_prod", lambda m, x: m.cartesian_prod(x[0, 0, :3], x[1, 1, :2], x[0, 2, :2])),
+    ("block_diag", lambda m, x: m.block_diag(x[0], x[1, 1], x[0, 0, 0], x[1, :2, :1])),
+    ("kron", lambda m, x: m.kron(x[0, :2], x[1, 0])), ("kron 3d", lambda m, x: x[:, :1, :2].kron(x[0, :2, :1])),
+    ("cross", lambda m, x: m.cross(x[:, :, :3], x[1:, :, 1:], dim=1)),
+    ("cross default", lambda m, x: x[:, 1:, :3].cross(x[1:, :2, 1:].flip(1))),
+    ("linalg.cross", lambda m, x: m.linalg.cross(x[0, :, 1:], x[1, :, :3])),
+    ("split_with_sizes", lambda m, x: x.split_with_sizes([1, 3], -1)[1]), ("sum_to_size", lambda m, x: x.sum_to_size(1, 3, 1)),
+    ("broadcast_to", lambda m, x: x[0, :1].broadcast_to((2, 3, 4))),
+    ("empty take", lambda m, x: m.take(x, _ix(m, []).long())),
+]
+
+
+@pytest.mark.parametrize("name, op", SHAPE_OPS, ids=[n for n, _ in SHAPE_OPS])
+def test_shape_and_indexing_ops_as_torchs(rng, name, op):
+    x, xr = leaf(rng, 2, 3, 4)
+    check(lambda x: op(tnet, x), lambda x: op(torch, x), [(x, xr)], rng)
+
+
+def test_vander_as_torchs(rng):
+    """torch's own vander cannot backward (an in-place cumprod): the reference is x ** powers."""
+    x, xr = leaf(rng, 4)
+    check(lambda x: tnet.vander(x, 5), lambda x: x[:, None] ** torch.arange(4, -1, -1), [(x, xr)], rng)
+    x, xr = leaf(rng, 3)
+    check(lambda x: tnet.vander(x, increasing=True), lambda x: x[:, None] ** torch.arange(3), [(x, xr)], rng)
+    assert_close(tnet.vander(x, 4), torch.vander(xr.detach(), 4), TOL["ieee"], "vander")
+
+
+def test_shape_op_results_without_gradients():
+    x, xr = tnet.tensor(np.arange(24.).reshape(2, 3, 4)), torch.arange(24.).reshape(2, 3, 4)
+    assert [t.shape for t in tnet.atleast_3d(x[0, 0], x[0], x[0, 0, 0])] == [(1, 4, 1), (3, 4, 1), (1, 1, 1)]
+    assert tnet.atleast_2d([x[0, 0, 0]])[0].shape == (1, 1) and tnet.atleast_1d(x[0, 0, 0]).shape == (1,)
+    assert tnet.broadcast_shapes((2, 1), 3, (1, 1, 1)) == torch.Size([1, 2, 3])
+    for got, ref in [(tnet.tril_indices(3, 4, 1), torch.tril_indices(3, 4, 1)),
+                     (tnet.triu_indices(4, 3, -1), torch.triu_indices(4, 3, -1)),
+                     (tnet.tril_indices(0, 2), torch.tril_indices(0, 2)),
+                     (tnet.combinations(x[0, 0], 0), torch.combinations(xr[0, 0], 0)),
+                     (tnet.combinations(x[0, 0, :2], 3), torch.combinations(xr[0, 0, :2], 3)),
+                     (tnet.block_diag(), torch.block_diag()), (tnet.vander(x[0, 0].long()), torch.vander(xr[0, 0].long())),
+                     (tnet.vander(x[0, 0], 0), torch.vander(xr[0, 0], 0)),
+                     (x.long().index_fill(0, tnet.tensor([1]), 7), xr.long().index_fill(0, torch.tensor([1]), 7)),
+                     (x.long().put(tnet.tensor([0, 0]), tnet.tensor([4, 5]), True), xr.long().put(torch.tensor([0, 0]), torch.tensor([4, 5]), True)),
+                     (tnet.index_fill(x[0, 0, 0], 0, tnet.tensor(0), 3.0), torch.index_fill(xr[0, 0, 0], 0, torch.tensor(0), 3.0))]:
+        assert got.dtype == ref.dtype and torch.equal(got.memory, ref), (got, ref)
+    for got, ref in zip(tnet.unravel_index(tnet.tensor([[5, -1], [6, -7]]), (2, 3)),
+                        torch.unravel_index(torch.tensor([[5, -1], [6, -7]]), (2, 3))):
+        assert torch.equal(got.memory, ref)
+    assert tnet.empty_strided((2, 3), (1, 2)).stride() == (1, 2)
+    s = tnet.scalar_tensor(3)
+    assert s.shape == () and s.dtype == torch.float32 and s.item() == 3
+    assert tnet.cartesian_prod(x[0, 0]) is x[0, 0] or tnet.cartesian_prod(x[0, 0]).shape == (4,)
+
+
+def test_shape_ops_raise_torchs_errors():
+    x = tnet.zeros(3, 5)
+    cases = [(RuntimeError, "Input must be >= 2-d", lambda: tnet.fliplr(tnet.zeros(3))),
+             (RuntimeError, "not divisible by the split_size 2", lambda: tnet.hsplit(x, 2)),
+             (RuntimeError, "at least 3 dimension", lambda: tnet.dsplit(x, 1)),
+             (IndexError, "tried to access index 15", lambda: tnet.take(x, tnet.tensor([15]))),
+             (IndexError, "tried to access index -16", lambda: x.take(tnet.tensor([-16]))),
+             (IndexError, "same number of elements", lambda: x.put(tnet.tensor([1]), tnet.zeros(2))),
+             (IndexError, "out of bounds", lambda: x.put(tnet.tensor([15]), tnet.zeros(1))),
+             (IndexError, "index 3 is out of bounds", lambda: x.index_copy(0, tnet.tensor([3]), tnet.zeros(1, 5))),
+             (IndexError, "index -1 is out of bounds", lambda: x.index_copy(0, tnet.tensor([-1]), tnet.zeros(1, 5))),
+             (IndexError, "index 5 is out of bounds", lambda: x.index_fill(1, tnet.tensor([5]), 1.0)),
+             (RuntimeError, "source < number of ones", lambda: x.masked_scatter(x == 0, tnet.zeros(3))),
+             (RuntimeError, "slice of self", lambda: tnet.select_scatter(x, tnet.zeros(3), 0, 1)),
+             (IndexError, "out of range", lambda: tnet.select_scatter(x, tnet.zeros(5), 0, 3)),
+             (RuntimeError, "Expect a 1D vector", lambda: tnet.combinations(x)),
+             (RuntimeError, "2 or fewer dimensions", lambda: tnet.block_diag(tnet.zeros(1, 1, 1))),
+             (RuntimeError, "no dimension of size 3", lambda: tnet.cross(tnet.zeros(2, 4), tnet.zeros(2, 4))),
+             (RuntimeError, "must have length 3", lambda: tnet.linalg.cross(x, x)),
+             (RuntimeError, "one-dimensional", lambda: tnet.vander(x)),
+             (RuntimeError, "broadcast", lambda: tnet.broadcast_shapes((2, 1), (3, 3))),
+             (RuntimeError, "not expandable", lambda: x.sum_to_size(4, 5)),
+             (RuntimeError, "sum exactly to 3", lambda: x.split_with_sizes([1, 1])),
+             (TypeError, "integer dtype", lambda: tnet.unravel_index(tnet.zeros(2), (2,))),
+             (IndexError, "Dimension out of range", lambda: tnet.diag_embed(x, 0, 0, 3))]
+    for error, match, fn in cases:
+        with pytest.raises(error, match=match):
+            fn()
+
+
+def test_in_place_indexing_methods_as_torchs(rng):
+    """put_, index_copy_, index_fill_, index_add_, masked_scatter_, fill_diagonal_, tril_ and triu_ write
+    into the tensor; on a non-leaf with grad, the gradient flows as torch's."""
+    def run(m, x):
+        y = x * 1
+        y.put_(_ix(m, [0, -1]), x[1, :2] * 2)
+        y.index_copy_(1, _ix(m, [3]), x[:, :1] * 3)
+        y.index_fill_(0, _ix(m, [2]), 0.5)
+        y.index_add_(1, _ix(m, [0, 0]), x[:, 1:3], alpha=2)
+        y.masked_scatter_(x[:1] > 0, x.flip(0) * 4)
+        y.tril_(1)
+        y.triu_(-1)
+        return y.fill_diagonal_(-2.0, wrap=True).cumsum_(0).cumprod_(1)
+    x, xr = leaf(rng, 5, 4)
+    out = check(lambda x: run(tnet, x), lambda x: run(torch, x), [(x, xr)], rng)
+    assert out.shape == (5, 4)
+    z, zr = tnet.zeros(7, 3), torch.zeros(7, 3)
+    assert torch.equal(z.fill_diagonal_(1, wrap=True).memory, zr.fill_diagonal_(1, wrap=True))
+    assert torch.equal(tnet.zeros(3, 3, 3).fill_diagonal_(2).memory, torch.zeros(3, 3, 3).fill_diagonal_(2))
+    assert torch.equal(tnet.zeros(2, 5).fill_diagonal_(1).memory, torch.zeros(2, 5).fill_diagonal_(1))
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x.put_(tnet.tensor([0]), tnet.zeros(1))
+    with pytest.raises(RuntimeError, match="equal length"):
+        tnet.zeros(2, 3, 2).fill_diagonal_(1)
+
+
+def test_view_methods_in_place_as_torchs(rng):
+    """squeeze_, unsqueeze_, t_, transpose_, swapaxes_ and swapdims_ make the tensor object the view."""
+    def run(m, x):
+        y = x * 2
+        before = y + 1  # y before its shape changes (a product would save y, and then raise, as torch's)
+        y.unsqueeze_(0).transpose_(0, 2).swapaxes_(1, 2).swapdims_(0, 1).squeeze_(0)
+        y.t_()
+        return y * before
+    x, xr = leaf(rng, 3, 4)
+    out = check(lambda x: run(tnet, x), lambda x: run(torch, x), [(x, xr)], rng)
+    assert out.shape == (3, 4)
+    y = tnet.zeros(3, 1)
+    assert y.unsqueeze_(0) is y and y.shape == (1, 3, 1) and y.squeeze_().shape == (3,) and y._version == 2
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x.unsqueeze_(0)
+    with pytest.raises(RuntimeError, match="t_\\(\\) expects"):
+        tnet.zeros(2, 3, 4).t_()
+
+
+def test_eighth_session_ops_use_torch_for_memory_only(rng):
+    from helpers import MEMORY_OPS, Recorder
+    x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    with Recorder() as rec:
+        outs = [tnet.take(x, tnet.tensor([0, -1])), x.put(tnet.tensor([1]), x[0, :1]),
+                x.put(tnet.tensor([1, 1]), x[0, :2], accumulate=True), x.index_copy(0, tnet.tensor([2]), x[:1]),
+                x.index_fill(1, tnet.tensor([-1]), 2.0), x.masked_scatter(x > 0, x * 2), tnet.select_scatter(x, x[0], 0, 1),
+                tnet.diagonal_scatter(x, x[0, :3], 0), tnet.diag_embed(x), tnet.combinations(x[0]),
+                tnet.block_diag(x, x[0]), tnet.kron(x, x[:2]), tnet.inner(x, x), tnet.cross(x[:, :3], x[:, 1:]),
+                tnet.vander(x[0]), x.sum_to_size(1, 4), tnet.corrcoef(x), tnet.quantile(x, 0.3, 1),
+                tnet.nanmedian(x, 0).values, tnet.mode(x, 1).values, tnet.logcumsumexp(x, 1), tnet.renorm(x, 2, 0, 1.0)]
+        for o in outs:
+            o.sum().backward()
+        tnet.searchsorted(x[0].sort().values, x), tnet.unravel_index(tnet.tensor([5]), (2, 3)), x.short()
+        y = x * 1
+        y.fill_diagonal_(3.0).tril_().cumprod_(1).index_add_(0, tnet.tensor([0]), x[:1]).unsqueeze_(0).t_
+        y.squeeze_(0).t_().sum().backward()
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

@@ -363,3 +363,36 @@ def test_reduce_every_config(rng, i, monkeypatch):
     test_integer_sums()
     test_max_ties_across_parts(monkeypatch)
     test_integer_max_in_parts(monkeypatch, rng)
+
+
+# ---- products, distances and running sums of the eighth session ----------------------------------
+
+EIGHTH_REDUCTIONS = [
+    ("inner", lambda m, x: m.inner(x, x[1:] * 2)), ("inner 0-d", lambda m, x: x.inner(x[0, 0])),
+    ("corrcoef", lambda m, x: m.corrcoef(x)), ("corrcoef 1-D", lambda m, x: x[0].corrcoef()),
+    ("logcumsumexp", lambda m, x: m.logcumsumexp(x, -1)), ("logcumsumexp 0", lambda m, x: x.logcumsumexp(0)),
+    ("dist", lambda m, x: m.dist(x, x[1:2] * 0.5)), ("dist p=1", lambda m, x: x.dist(x.flip(0), 1)),
+    ("dist inf", lambda m, x: m.dist(x, x.flip(1), float("inf"))), ("dist 3", lambda m, x: m.dist(x, x.flip(1), 3)),
+    ("renorm", lambda m, x: m.renorm(x, 2, 0, 1.0)), ("renorm p=1 dim -1", lambda m, x: x.renorm(1, -1, 2.0)),
+]
+
+
+@pytest.mark.parametrize("name, op", EIGHTH_REDUCTIONS, ids=[n for n, _ in EIGHTH_REDUCTIONS])
+def test_eighth_session_reductions_as_torchs(rng, ieee, name, op):
+    x, xr = leaf(rng, 3, 5)
+    check(lambda x: op(tnet, x), lambda x: op(torch, x), [(x, xr)], rng)
+
+
+def test_eighth_session_reductions_edges():
+    x = tnet.tensor([[-1000.0, 0.0, float("-inf"), 1.0], [float("-inf")] * 4])
+    ref = torch.tensor([[-1000.0, 0.0, float("-inf"), 1.0], [float("-inf")] * 4]).logcumsumexp(1)
+    got = x.logcumsumexp(1).memory
+    assert torch.equal(got[1], ref[1]) and torch.allclose(got[0, 1:], ref[0, 1:])  # tnet's [0, 0] underflows: -inf
+    assert tnet.logcumsumexp(tnet.zeros(0, 3), 1).shape == (0, 3) and tnet.tensor(2.0).logcumsumexp(0).item() == 2.0
+    for error, fn in [(RuntimeError, lambda: tnet.inner(tnet.zeros(2, 3), tnet.zeros(2, 2))),
+                      (RuntimeError, lambda: tnet.renorm(tnet.zeros(3), 2, 0, 1)),
+                      (RuntimeError, lambda: tnet.renorm(tnet.zeros(3, 2), 0, 0, 1)),
+                      (IndexError, lambda: tnet.renorm(tnet.zeros(3, 2), 2, 2, 1)),
+                      (RuntimeError, lambda: tnet.logcumsumexp(tnet.zeros(2, dtype=tnet.int64), 0))]:
+        with pytest.raises(error):
+            fn()

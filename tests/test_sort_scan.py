@@ -210,3 +210,67 @@ def test_torch_for_memory_only(rng):
         sum(p.sum() for p in parts).backward()
         tnet.tensor([[5, -2**40, 3]]).T.argsort(0), x.any(), x.all(1), x.count_nonzero(), x.argmin()
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+# ---- quantiles, modes and searches of the eighth session -----------------------------------------
+
+QUANTILES = [("quantile", lambda m, x: m.quantile(x, 0.3)), ("quantile dim", lambda m, x: x.quantile(0.75, 1, True)),
+             ("quantile q tensor", lambda m, x: m.quantile(x, m.tensor([0.0, 0.5, 1.0], dtype=x.dtype), 0)),
+             ("quantile q tensor keepdim", lambda m, x: m.quantile(x, m.tensor([0.25, 0.9], dtype=x.dtype), -1, True)),
+             ("quantile all keepdim", lambda m, x: x.quantile(0.4, keepdim=True))]
+QUANTILES += [(f"quantile {mode}", lambda m, x, mode=mode: m.quantile(x, 0.55, 1, interpolation=mode))
+              for mode in ("lower", "higher", "midpoint", "nearest")]
+QUANTILES += [("nanquantile", lambda m, x: m.nanquantile(x, 0.3, 1)), ("nanmedian", lambda m, x: x.nanmedian()),
+              ("nanmedian dim", lambda m, x: m.nanmedian(x, 1).values),
+              ("nanmedian keepdim", lambda m, x: x.nanmedian(0, True).values), ("mode", lambda m, x: m.mode(x.round()).values)]
+
+
+@pytest.mark.parametrize("name, op", QUANTILES, ids=[n for n, _ in QUANTILES])
+def test_quantiles_medians_and_modes_as_torchs(rng, name, op):
+    x, xr = leaf(rng, 4, 5)
+    check(lambda x: op(tnet, x), lambda x: op(torch, x), [(x, xr)], rng)
+
+
+def test_nan_quantiles_medians_and_modes_as_torchs():
+    nan = float("nan")
+    data = [[1.0, nan, 3.0, 2.0], [nan, nan, nan, nan], [4.0, 4.0, 1.0, 2.0], [2.0, 1.0, 2.0, 1.0]]
+    x, xr = tnet.tensor(data), torch.tensor(data)
+    for op in (lambda m, x: m.quantile(x, 0.5, 1), lambda m, x: m.nanquantile(x, 0.4, 1),
+               lambda m, x: m.nanquantile(x, m.tensor([0.0, 1.0]), 1, interpolation="nearest"),
+               lambda m, x: m.nanmedian(x, 1).values, lambda m, x: m.nanmedian(x[2:], 1).indices, lambda m, x: m.nanmedian(x),
+               lambda m, x: m.mode(x[2:], 1).values, lambda m, x: m.mode(x[2:], 1).indices,
+               lambda m, x: m.mode(x[2:].long(), 0).indices, lambda m, x: m.mode(x[2:].long(), 0).values,
+               lambda m, x: m.nanmedian(x[:0]), lambda m, x: m.mode(x[0, 0]).values):  # a row of NaNs' index: torch's own
+        got, ref = op(tnet, x).memory, op(torch, xr)
+        assert got.dtype == ref.dtype and torch.allclose(got, ref, equal_nan=True), (got, ref)
+    for error, match, fn in [(RuntimeError, "range \\[0, 1\\]", lambda: x.quantile(1.5)),
+                             (RuntimeError, "non-empty", lambda: tnet.quantile(x[:0], 0.5)),
+                             (RuntimeError, "float or double", lambda: tnet.quantile(x.long(), 0.5)),
+                             (RuntimeError, "same dtype", lambda: tnet.quantile(x, tnet.tensor([1]))),
+                             (RuntimeError, "scalar or 1D", lambda: tnet.quantile(x, tnet.tensor([[0.5]]))),
+                             (RuntimeError, "interpolation", lambda: tnet.quantile(x, 0.5, interpolation="x")),
+                             (IndexError, "non-zero size", lambda: tnet.mode(tnet.zeros(2, 0), 1))]:
+        with pytest.raises(error, match=match):
+            fn()
+
+
+def test_searchsorted_and_bucketize_as_torchs(rng):
+    seq = np.sort(rng.integers(-5, 5, (3, 7)).astype(np.float32), 1)
+    values = rng.integers(-6, 6, (3, 4)).astype(np.float32)
+    values[0, 0] = np.nan
+    s, v, sr, vr = tnet.tensor(seq), tnet.tensor(values), torch.tensor(seq), torch.tensor(values)
+    order = np.argsort(rng.standard_normal(7)).astype(np.int64)
+    for op in (lambda m, s, v: m.searchsorted(s, v), lambda m, s, v: m.searchsorted(s, v, right=True),
+               lambda m, s, v: m.searchsorted(s[1], v, side="right", out_int32=True),
+               lambda m, s, v: m.searchsorted(s[0], 0.5), lambda m, s, v: m.searchsorted(s[2].long(), v[0]),
+               lambda m, s, v: m.searchsorted(s[0].to(m.float16), v[1:].to(m.bfloat16)),
+               lambda m, s, v: m.searchsorted(s[0, order], v, sorter=m.tensor(np.argsort(order, kind="stable"))),
+               lambda m, s, v: m.searchsorted(s[:0, :], v[:0]), lambda m, s, v: m.searchsorted(s[:, :0], v),
+               lambda m, s, v: m.bucketize(v, s[1]), lambda m, s, v: m.bucketize(v, s[2], right=True, out_int32=True),
+               lambda m, s, v: m.bucketize(2, s[0])):
+        got, ref = op(tnet, s, v).memory, op(torch, sr, vr)
+        assert got.dtype == ref.dtype and torch.equal(got, ref), (got, ref)
+    for fn in (lambda: tnet.searchsorted(s, v[:2]), lambda: tnet.bucketize(v, s),
+               lambda: tnet.searchsorted(s[0], v, side="left", right=True)):
+        with pytest.raises(RuntimeError):
+            fn()

@@ -265,3 +265,52 @@ def test_a_scripts_device_and_grad_mode_idioms():
     for mine, ref in ((tnet.nn.Softmax(dim=1), torch.nn.Softmax(dim=1)),
                       (tnet.nn.LogSoftmax(1), torch.nn.LogSoftmax(1))):
         assert_close(mine(x[0]), ref(x[1]), TOL["ieee"], type(mine).__name__)
+
+
+# ---- tensor utilities of the eighth session ----------------------------------------------------
+
+def test_unique_consecutive_and_histogram_as_torchs():
+    data = [1, 1, 2, 2, 3, 1, 1, 2]
+    for op in (lambda m: m.unique_consecutive(m.tensor(data), return_inverse=True, return_counts=True),
+               lambda m: m.tensor([[1, 1], [1, 1], [2, 3]]).unique_consecutive(True, True, 0),
+               lambda m: m.tensor([[1, 2], [1, 3]]).unique_consecutive(dim=1, return_counts=True),
+               lambda m: (m.unique_consecutive(m.tensor([2.0, 2.0, -1.0])),), lambda m: (m.tensor([]).unique_consecutive(),),
+               lambda m: m.histogram(m.tensor([1.0, 2, 1, 0.5]), 4), lambda m: m.histogram(m.tensor([1.0, 2, 1]), 3, range=(0.0, 3.0), density=True),
+               lambda m: m.tensor([1.0, 2, 1]).histogram(m.tensor([0.0, 1.5, 3]), weight=m.tensor([0.5, 2, 1]))):
+        for got, ref in zip(op(tnet), op(torch)):
+            assert got.dtype == ref.dtype and torch.allclose(got.memory, ref), (got, ref)
+    with pytest.raises(NotImplementedError):
+        tnet.histogram(tnet.tensor([1, 2]), 2)
+
+
+def test_casts_and_tensor_facts_as_torchs():
+    x, xr = tnet.tensor([[-1.5, 2.7, 300.0]]), torch.tensor([[-1.5, 2.7, 300.0]])
+    for name in ("char", "short"):
+        got, ref = getattr(x, name)(), getattr(xr, name)()
+        assert got.dtype == ref.dtype and torch.equal(got.memory, ref)
+    assert x.abs().byte().dtype == torch.uint8 and x.abs().byte().tolist() == xr.abs().byte().tolist()
+    assert (x.is_cpu, x.nbytes, x.itemsize, x.get_device(), x.is_inference()) == (
+        xr.is_cpu, xr.nbytes, xr.itemsize, xr.get_device(), xr.is_inference())
+    assert x.pin_memory() is x and tnet.get_device(x) == x.get_device() and not tnet.is_inference(x)
+    i = tnet.tensor([1, 2])
+    assert i.new(2, 3).shape == (2, 3) and i.new(2, 3).dtype == torch.int64 and i.new().shape == (0,)
+    assert i.new([4, 5]).tolist() == [4, 5] and i.new(torch.Size([1, 2])).shape == (1, 2)
+    assert i.new((2, 3)).tolist() == [2, 3]  # a tuple is data, as torch's
+    with pytest.raises(TypeError):
+        i.new(i)
+
+
+EIGHTH_NAMES = """moveaxis ravel atleast_1d atleast_2d atleast_3d fliplr flipud dstack hsplit vsplit dsplit column_stack
+row_stack take put put_ index_copy index_copy_ index_fill index_fill_ index_add_ masked_scatter masked_scatter_
+select_scatter slice_scatter diagonal_scatter diag_embed diagflat tril_indices triu_indices unravel_index combinations
+cartesian_prod block_diag kron inner cross vander broadcast_shapes broadcast_to searchsorted bucketize
+unique_consecutive empty_strided scalar_tensor split_with_sizes sum_to_size fill_diagonal_ tril_ triu_ squeeze_
+unsqueeze_ t_ transpose_ swapaxes_ swapdims_ cumsum_ cumprod_ byte char short is_cpu nbytes itemsize pin_memory
+get_device new is_inference corrcoef quantile nanquantile nanmedian mode logcumsumexp dist renorm histogram""".split()
+
+
+@pytest.mark.parametrize("name", EIGHTH_NAMES)
+def test_eighth_session_names_where_torch_has_them(name):
+    if hasattr(torch, name):
+        assert hasattr(tnet, name), name
+    assert hasattr(tnet.Tensor, name) == hasattr(torch.Tensor, name), name

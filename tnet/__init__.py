@@ -193,3 +193,31 @@ __all__ += ["absolute", "acosh", "arccosh", "arcsinh", "arctanh", "asinh", "atan
             "frac_", "gcd_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
             "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "selu_", "sigmoid_", "sin_", "sinc_", "sinh_",
             "sqrt_", "square_", "tan_", "tanh_", "threshold_", "trunc_", "xlogy_", "zero_", "clip_", "index_put_"]
+
+# shape and indexing ops of the eighth session
+from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, bucketize,  # noqa: E402
+                         cartesian_prod, column_stack, combinations, corrcoef, cross, diag_embed, diagflat,
+                         diagonal_scatter, dist, dsplit, dstack, fliplr, flipud, histogram, hsplit, index_copy,
+                         index_fill, inner, kron, logcumsumexp, masked_scatter, mode, moveaxis, nanmedian, nanquantile,
+                         put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter, slice_scatter,
+                         split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
+from .factory import empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
+
+
+def get_device(input):
+    """-1 for a CPU tensor, else its GPU's index, as torch.get_device."""
+    return input.get_device()
+
+
+def is_inference(input):
+    """False: tnet has no inference tensors (inference_mode is no_grad)."""
+    return False
+
+
+__all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "bucketize", "cartesian_prod",
+            "column_stack", "combinations", "corrcoef", "cross", "diag_embed", "diagflat", "diagonal_scatter", "dist",
+            "dsplit", "dstack", "fliplr", "flipud", "histogram", "hsplit", "index_copy", "index_fill", "inner", "kron",
+            "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put", "quantile", "ravel",
+            "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
+            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_strided", "scalar_tensor", "tril_indices",
+            "triu_indices", "get_device", "is_inference"]

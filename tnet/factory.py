@@ -308,3 +308,36 @@ FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (
     ("FloatTensor", float32), ("HalfTensor", float16), ("BFloat16Tensor", bfloat16)))
 LongTensor, IntTensor, BoolTensor = (_typed(n, d) for n, d in (
     ("LongTensor", int64), ("IntTensor", int32), ("BoolTensor", torch.bool)))
+
+
+# ---- factories of the eighth session ------------------------------------------------------------
+
+def _triangle_indices(name, pick, row, col, offset, dtype, device):
+    check_device(name, device)
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{'row' if row < 0 else 'col'} must be non-negative, got {row if row < 0 else col}")
+    return Tensor(as_storage(np.stack(pick(row, offset, col)).reshape(2, -1), dtype))
+
+
+def tril_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=torch.strided):
+    """The [2, n] coordinates of a row x col matrix's lower triangle (its diagonal `offset` and
+    below), row by row, as torch.tril_indices (made on the host)."""
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=torch.strided):
+    """The [2, n] coordinates of the upper triangle (diagonal `offset` and above), as torch.triu_indices."""
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, layout=torch.strided,
+                  pin_memory=False):
+    """An uninitialised tensor with these strides, as torch.empty_strided."""
+    check_device("empty_strided", device)
+    return _leaf("empty_strided", torch.empty_strided(tuple(size), tuple(stride), dtype=dtype or float32, device=DEVICE),
+                 requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-d tensor of s, float32 unless dtype says, as torch.scalar_tensor."""
+    return full((), s, dtype=dtype or float32, device=device, requires_grad=requires_grad)

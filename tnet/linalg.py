@@ -7,12 +7,13 @@ from collections import namedtuple
 import numpy as np
 import torch
 
+from .functional.copy import cross as _cross
 from .functional.inputs import check_tensors
 from .functional.reduce import matrix_norm, vector_norm
 from .kernels.launch import check
 from .tensor import Tensor, is_grad_enabled, tensor
 
-__all__ = ["eigh", "matrix_norm", "norm", "vector_norm"]
+__all__ = ["cross", "eigh", "matrix_norm", "norm", "vector_norm"]
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
@@ -54,3 +55,8 @@ def eigh(A, UPLO="L"):
                                   "A.detach()")
     values, vectors = np.linalg.eigh(A.numpy().astype(np.float64), UPLO=UPLO)
     return EighResult(tensor(values, dtype=A.dtype), tensor(vectors, dtype=A.dtype))
+
+
+def cross(input, other, *, dim=-1):
+    """torch.linalg.cross: the cross product of 3-vectors along dim (default the last), broadcast."""
+    return _cross(input, other, dim)

@@ -255,3 +255,61 @@ for _name in ("acos_", "asin_", "atan_", "cos_", "cosh_", "sin_", "sinh_", "tan_
               "logical_and_", "logical_or_", "logical_xor_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_",
               "greater_equal_", "less_", "less_equal_", "not_equal_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
+
+# shape and indexing ops of the eighth session
+from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
+                   combinations, cross, diag_embed, diagflat, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
+                   flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
+                   select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place, vsplit)
+from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
+from .reduce import dist, renorm, sum_to_size
+from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,
+                   vander)
+from .host import histogram, unique_consecutive
+
+
+def in_place(name, op, keeps_self=False):
+    """Tensor.<name>(...): op(self, ...) written into self, recorded as functional/inplace.py records
+    in-place ops (keeps_self: op's backward reads self's values)."""
+    def method(self, *args, **kwargs):
+        others = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+        return _inplace.inplace(self, name, lambda x: op(x, *args, **kwargs), others, keeps_self)
+    method.__name__ = name
+    return method
+
+
+def _legacy_new(self, *args, dtype=None, device=None):
+    """Tensor.new (legacy): new() an empty tensor, new(sizes...) an uninitialised one, new(data) a
+    copy of a list or array, in self's dtype."""
+    dtype = dtype or self.dtype
+    sizes = not args or isinstance(args[0], torch.Size) or not [a for a in args if not isinstance(a, int) or isinstance(a, bool)]
+    if sizes:
+        return factory.empty(*(args or (0,)), dtype=dtype, device=device)
+    if isinstance(args[0], Tensor):
+        raise TypeError("new(): expected data (a list or array) or sizes, got a Tensor; use new_tensor or clone")
+    return _new_tensor(args[0], dtype, device, False)
+
+
+for _name, _method in {
+        "moveaxis": moveaxis, "ravel": ravel, "fliplr": fliplr, "flipud": flipud, "hsplit": hsplit, "vsplit": vsplit,
+        "dsplit": dsplit, "take": take, "put": put, "index_copy": index_copy, "index_fill": index_fill,
+        "masked_scatter": masked_scatter, "select_scatter": select_scatter, "slice_scatter": slice_scatter,
+        "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed, "diagflat": diagflat, "kron": kron,
+        "inner": inner, "cross": cross, "broadcast_to": broadcast_to, "unique_consecutive": unique_consecutive,
+        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size,
+        "fill_diagonal_": in_place("fill_diagonal_", diagonal_filled),
+        "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile, "nanmedian": nanmedian, "mode": mode,
+        "logcumsumexp": logcumsumexp, "dist": dist, "renorm": renorm, "histogram": histogram,
+        "put_": in_place("put_", put), "index_copy_": in_place("index_copy_", index_copy),
+        "index_fill_": in_place("index_fill_", index_fill), "index_add_": in_place("index_add_", index_add),
+        "masked_scatter_": in_place("masked_scatter_", masked_scatter), "tril_": in_place("tril_", tril),
+        "triu_": in_place("triu_", triu), "cumsum_": in_place("cumsum_", cumsum),
+        "cumprod_": in_place("cumprod_", cumprod, keeps_self=True), "squeeze_": squeeze_, "unsqueeze_": unsqueeze_,
+        "t_": t_, "transpose_": transpose_, "swapaxes_": swapaxes_, "swapdims_": swapdims_,
+        "byte": _cast(torch.uint8), "char": _cast(torch.int8), "short": _cast(torch.int16),
+        "is_cpu": property(lambda self: self.memory.is_cpu), "nbytes": property(lambda self: self.memory.nbytes),
+        "itemsize": property(lambda self: self.memory.itemsize),
+        "pin_memory": lambda self, device=None: self,  # tnet's tensors live on its device already
+        "get_device": lambda self: self.memory.get_device(), "is_inference": lambda self: False,
+        "new": _legacy_new}.items():
+    setattr(Tensor, _name, _method)

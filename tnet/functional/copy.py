@@ -8,19 +8,22 @@ NCHW tensor: view, reshape and flatten give torch's values in torch's order, and
 of the NHWC memory can, view copies to NCHW first (view may copy a channels-last activation)."""
 import builtins
 import functools
+import itertools
 import math
 import numbers
 
 import numpy as np
 import torch
 
+from .._device import DEVICE
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
-from ..tensor import Tensor, check_device, dim_index, empty_in_layout, in_layout, is_grad_enabled, record, tensor
+from ..tensor import (Tensor, bump_version, check_device, dim_index, empty_in_layout, in_layout, is_grad_enabled, rebase,
+                      record, tensor)
 from .inputs import check_tensors
 from .pad import pad
 from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
@@ -1232,3 +1235,417 @@ def take_along_dim(input, indices, dim=None):
     shape_in, shape_idx = list(shape), list(shape)
     shape_in[d], shape_idx[d] = input.shape[d], indices.shape[d]
     return gather(expand(input, tuple(shape_in)), d, expand(indices, tuple(shape_idx)))
+
+
+# ---- shape and indexing ops of the eighth session ------------------------------------------------
+
+def moveaxis(input, source, destination):
+    return movedim(input, source, destination)
+
+
+def ravel(input):
+    """input as one dim: a view where the memory allows, else a contiguous copy (torch.ravel)."""
+    return reshape(input, (-1,))
+
+
+def _atleast(n, name, tensors):
+    """torch.atleast_nd: one tensor, or a tuple of them (given apart or as one sequence), with
+    dims added: leading 1s, but atleast_3d makes 1-D [k] [1, k, 1] and 2-D [j, k] [j, k, 1]."""
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    out = []
+    for x in tensors:
+        check_tensors(name, tensors=x)
+        if x.ndim >= n:
+            out.append(x)
+        elif n == 3 and x.ndim:
+            out.append(reshape(x, (1, *x.shape, 1) if x.ndim == 1 else (*x.shape, 1)))
+        else:
+            out.append(_at_least(x, n))
+    return out[0] if single else tuple(out)
+
+
+def atleast_1d(*tensors):
+    return _atleast(1, "atleast_1d", tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(2, "atleast_2d", tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(3, "atleast_3d", tensors)
+
+
+def fliplr(input):
+    check(input.ndim >= 2, "Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    check(input.ndim >= 1, "Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+def dstack(tensors):
+    """tensors joined along dim 2, each as atleast_3d, as torch.dstack."""
+    return cat(list(atleast_3d(tuple(tensors))), 2)
+
+
+def column_stack(tensors):
+    """tensors joined along dim 1, 0-d and 1-D ones as columns [n, 1], as torch.column_stack."""
+    return cat([reshape(x, (-1, 1)) if x.ndim <= 1 else x for x in tensors], 1)
+
+
+row_stack = vstack
+
+
+def _split_along(name, input, indices_or_sections, dim, least):
+    check(input.ndim >= least, lambda: f"torch.{name} requires a tensor with at least {least} dimension"
+                                       f"{'s' if name != 'hsplit' and least > 1 else ''}, but got a tensor with "
+                                       f"{input.ndim} dimensions!")
+    if isinstance(indices_or_sections, numbers.Integral):
+        n = int(indices_or_sections)
+        check(n != 0 and input.shape[dim] % n == 0,
+              lambda: f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                      f"{input.shape[dim]} is not divisible by the split_size {n}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """tensor_split along dim 1 (dim 0 of a 1-D input); sections must divide the dim, as torch.hsplit."""
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, list(split_sizes), dim)
+
+
+def _int_index(name, index):
+    check_tensors(name, index=index)
+    if index.dtype not in _copy.INDEX_DTYPES:
+        raise InputError(f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    return index.memory.reshape(-1)
+
+
+def _element_error(n):
+    return lambda k: f"out of range: tried to access index {k} on a tensor of {n} elements."
+
+
+def take(input, index):
+    """input's elements, as if flattened, at index (int64 or int32 of any shape; negative ones count
+    from the end), in index's shape, as torch.take (a gather); IndexError for one out of range."""
+    check_tensors("take", input=input)
+    idx = _int_index("take", index)
+    y = _take("take", reshape(input, (-1,)), 0, idx, wrap=True, report=_element_error(input.numel()))
+    return reshape(y, index.shape)
+
+
+def _wrapped(name, index, size, d=0):
+    """index (a tnet int tensor) with negative entries counted from the end, checked to lie in
+    [0, size) (IndexError, a host read), as a flat torch int64 vector."""
+    index = where(lt(index, 0), add(index, size), index) if index.numel() else index
+    _check_bounds(name, index, size, d)
+    return index.memory.reshape(-1).to(torch.int64)
+
+
+def put(input, index, source, accumulate=False):
+    """torch.put (Tensor.put, out of place): input, seen flattened, with source's elements written at
+    index (negative ones from the end; a repeated index keeps one of its values), or added there
+    with accumulate (repeated ones sum, in fp32). Gradients: input's g where not overwritten,
+    source's g at index."""
+    check_tensors("put", input=input, source=source)
+    _int_index("put", index)
+    if source.numel() != index.numel():
+        raise InputIndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                              f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = input.numel()
+    idx = _wrapped("put", index, n)
+    src = source.memory.reshape(-1)
+    if accumulate:
+        buf = copy_(torch.empty(input.shape, dtype=torch.float32, device=input.device), input.memory)
+        _copy.index_add_(buf.view(-1), copy_(torch.empty(src.shape, device=src.device), src), idx, 0)
+        y = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), buf)
+    else:
+        y = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.memory)
+        _copy.put_(y.view(-1), src, idx, 0, None)
+
+    def backward(g):
+        gs = _copy.gather_(torch.empty(src.shape, dtype=source.dtype, device=g.device), g.reshape(-1), idx, 0, None)
+        gi = g
+        if not accumulate:  # g off the overwritten elements
+            gi = copy_(torch.empty(g.shape, dtype=g.dtype, device=g.device), g)
+            _copy.put_(gi.view(-1), torch.zeros(idx.shape, dtype=g.dtype, device=g.device), idx, 0, None)
+        return in_layout(gi, input.memory), gs.view(source.shape)
+    return _copy_record("put", (input, source), y, backward, saved=(idx,))
+
+
+def _index_vector(name, input, dim, index):
+    """(dim >= 0, index as a flat torch vector) for index_copy and index_fill: a vector or 0-d
+    tensor of int64 or int32."""
+    check_tensors(name, input=input, index=index)
+    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    if index.ndim > 1:
+        raise InputIndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
+    return dim_index(dim, input.ndim), index.memory.reshape(-1)
+
+
+def index_copy(input, dim, index, source):
+    """torch.index_copy (out of place): input with its slice index[k] along dim replaced by source's
+    slice k (a repeated index keeps one of them); an index out of range (negative ones too) raises
+    IndexError. Gradients: input's g off the copied slices, source's g's slices at index."""
+    d, idx = _index_vector("index_copy", input, dim, index)
+    check_tensors("index_copy", source=source)
+    if input.ndim == 0:
+        return reshape(index_copy(reshape(input, 1), 0, index, reshape(source, -1)), ())
+    shape = list(input.shape)
+    shape[d] = idx.shape[0]
+    check(source.ndim == input.ndim and list(source.shape) == shape,
+          lambda: f"index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: "
+                  f"{list(input.shape)} at dim {d} and source slice shape: {list(source.shape)}")
+    size = input.shape[d]
+    y = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.memory)
+    _copy.put_(y, source.memory, idx, d, lambda k: f"index_copy_(): index {k} is out of bounds for dimension {d} "
+                                                   f"with size {size}")
+
+    def backward(g):
+        gi = copy_(torch.empty(g.shape, dtype=g.dtype, device=g.device), g)
+        _copy.put_(gi, torch.zeros(shape, dtype=g.dtype, device=g.device), idx, d, None)
+        gs = _copy.gather_(torch.empty(shape, dtype=source.dtype, device=g.device), g, idx, d, None)
+        return in_layout(gi, input.memory), gs
+    return _copy_record("index_copy", (input, source), y, backward, saved=(idx,))
+
+
+def index_fill(input, dim, index, value):
+    """torch.index_fill (out of place): input with its slices at index along dim (negative ones from
+    the end) set to value (a number, or a 0-d tensor, which then gets the sum of their gradient);
+    IndexError for an index out of range."""
+    d, idx = _index_vector("index_fill", input, dim, index)
+    if isinstance(value, Tensor):
+        check(value.ndim == 0, lambda: f"index_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                                       f"with {value.ndim} dimension(s).")
+        value = to(value, input.dtype)
+    else:
+        value = Tensor(torch.full((), value, dtype=input.dtype, device=input.device))
+    size = input.shape[d] if input.ndim else 1
+    mask = torch.zeros(size, dtype=torch.bool, device=input.device)
+    _copy.put_(mask, torch.ones(idx.shape, dtype=torch.bool, device=input.device), idx, 0,
+               lambda k: f"index {k} is out of bounds for dimension {d} with size {size}", wrap=True)
+    mask = mask.view([size if k == d else 1 for k in range(input.ndim)])
+    return where(Tensor(mask), value, input)
+
+
+def masked_scatter(input, mask, source):
+    """torch.masked_scatter (out of place): input and mask (bool) broadcast together, with source's
+    first elements written, in row-major order, where mask is True; the mask is read on the host (a
+    sync, as x[mask]). Gradients: input's g where mask is False, source's the g of its elements used."""
+    check_tensors("masked_scatter", input=input, mask=mask, source=source)
+    check(mask.dtype == torch.bool, lambda: f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                                            f"{mask.dtype}")
+    shape = _pw.broadcast_shape("masked_scatter", input.shape, mask.shape)
+    no_host_read(mask.memory, "masked_scatter")
+    positions = np.flatnonzero(np.broadcast_to(mask.memory.cpu().numpy(), shape))
+    check(source.numel() >= len(positions), "Number of elements of source < number of ones in mask")
+    flat = reshape(expand(input, shape), (-1,))
+    out = index_copy(flat, 0, tensor(positions), narrow(reshape(source, (-1,)), 0, 0, len(positions)))
+    return reshape(out, shape)
+
+
+def _scatter_into(name, input, src, make):
+    """A copy of input with src written into its view make(copy) (select_scatter & co). Gradients:
+    input's g off the view, src's g's view."""
+    check_tensors(name, input=input, src=src)
+    y = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), input.memory)
+    part = make(y)
+    check(tuple(part.shape) == src.shape, lambda: f"expected src to have a size equal to the slice of self. src size = "
+                                                  f"{list(src.shape)}, slice size = {list(part.shape)}")
+    copy_(part, src.memory)
+
+    def backward(g):
+        gi = copy_(torch.empty(g.shape, dtype=g.dtype, device=g.device), g)
+        make(gi).zero_()
+        return in_layout(gi, input.memory), copy_(torch.empty(src.shape, dtype=src.dtype, device=g.device), make(g))
+    return _copy_record(name, (input, src), y, backward)
+
+
+def select_scatter(input, src, dim, index):
+    """input with src written at input.select(dim, index) (a copy), as torch.select_scatter."""
+    return _scatter_into("select_scatter", input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with src written at input[..., start:end:step] along dim (a copy), as torch.slice_scatter."""
+    d = dim_index(dim, input.ndim)
+    return _scatter_into("slice_scatter", input, src, lambda t: t[(slice(None),) * d + (slice(start, end, step),)])
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with src written on its diagonal (input.diagonal(offset, dim1, dim2)'s layout; a copy), as
+    torch.diagonal_scatter."""
+    d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
+    check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _scatter_into("diagonal_scatter", input, src, lambda t: _diagonal_view(t, int(offset), d1, d2))
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices over dims dim1 and dim2 (of the result, one dim more than input) with input's last
+    dim on their diagonal `offset`, zeros elsewhere, as torch.diag_embed."""
+    check_tensors("diag_embed", input=input)
+    n = input.ndim + 1
+    d1, d2 = dim_index(dim1, n), dim_index(dim2, n)
+    check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    size = (input.shape[-1] if input.ndim else 1) + builtins.abs(offset)
+    rest = iter(input.shape[:-1])
+    shape = [size if k in (d1, d2) else next(rest) for k in range(n)]
+    y = torch.zeros(shape, dtype=input.dtype, device=input.device)
+    copy_(_diagonal_view(y, offset, d1, d2), input.memory.reshape(input.shape or (1,)))
+    return _copy_record("diag_embed", input, y, lambda g: (_diagonal_view(g, offset, d1, d2).reshape(input.shape),))
+
+
+def diagflat(input, offset=0):
+    """The square matrix with input's elements (flattened) on diagonal offset, as torch.diagflat."""
+    return diag(reshape(input, (-1,)), offset)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a 1-D input's elements (itertools' order), as rows [n, r] (r 0:
+    an empty 1-D tensor), as torch.combinations: one index_select."""
+    check_tensors("combinations", input=input)
+    check(input.ndim == 1, lambda: f"Expect a 1D vector, but got shape {list(input.shape)}")
+    check(r >= 0, lambda: f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return Tensor(torch.empty(0, dtype=input.dtype, device=input.device))
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    return reshape(index_select(input, 0, tensor(rows.reshape(-1))), rows.shape)
+
+
+def cartesian_prod(*tensors):
+    """The rows of every combination of one element from each 1-D tensor ([n0 * n1 * ..., k]; one
+    tensor: itself), as torch.cartesian_prod."""
+    if len(tensors) == 1:
+        check(tensors[0].ndim == 1, "Expect a 1D vector")
+        return tensors[0]
+    return stack([reshape(g, (-1,)) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def block_diag(*tensors):
+    """The block-diagonal matrix of the tensors (0-d as [1, 1], 1-D as one row), zeros elsewhere, in
+    their promoted dtype, as torch.block_diag."""
+    for i, x in enumerate(tensors):
+        check_tensors("block_diag", **{f"tensors[{i}]": x})
+        check(x.ndim <= 2, lambda: f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                                   f"{x.ndim} dimensions")
+    blocks = [x.memory.reshape(x.shape if x.ndim == 2 else (1, -1)) for x in tensors]
+    dtype = _promoted("block_diag", tensors) if tensors else torch.float32
+    rows = builtins.sum(b.shape[0] for b in blocks) if blocks else 1  # none: [1, 0], as torch's
+    y = torch.zeros((rows, builtins.sum(b.shape[1] for b in blocks)), dtype=dtype, device=DEVICE)
+    corners = np.cumsum([(0, 0)] + [b.shape for b in blocks], axis=0).tolist()
+    for b, (i, j) in zip(blocks, corners):
+        copy_(y[i:i + b.shape[0], j:j + b.shape[1]], b)
+
+    def backward(g):
+        return [g[i:i + b.shape[0], j:j + b.shape[1]].reshape(x.shape) for x, b, (i, j) in zip(tensors, blocks, corners)]
+    return _copy_record("block_diag", tensors, y, backward)
+
+
+def kron(input, other):
+    """The Kronecker product, as torch.kron: the shorter shape padded with leading 1s; block (i, ...)
+    of the result is input[i, ...] * other. An element-wise product of interleaved views."""
+    check_tensors("kron", input=input, other=other)
+    n = builtins.max(input.ndim, other.ndim)
+    a, b = (1,) * (n - input.ndim) + input.shape, (1,) * (n - other.ndim) + other.shape
+    y = mul(reshape(input, [v for s in a for v in (s, 1)]), reshape(other, [v for s in b for v in (1, s)]))
+    return reshape(y, [p * q for p, q in zip(a, b)])
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along dim (None: the first dim of size 3, as torch.cross's
+    deprecated default), input and other broadcast; element-wise ops, so both get gradients."""
+    check_tensors("cross", input=input, other=other)
+    check(input.ndim == other.ndim, "linalg.cross: inputs must have the same number of dimensions.")
+    a, b = broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((k for k, s in enumerate(a.shape) if s == 3), None)
+        check(dim is not None, "no dimension of size 3 in input")
+    d = dim_index(dim, a.ndim)
+    check(input.shape[d] == 3 and other.shape[d] == 3,
+          lambda: f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]}")
+    x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))
+    return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
+
+
+def broadcast_shapes(*shapes):
+    """The torch.Size that tensors of these shapes (ints or sequences) broadcast to."""
+    shapes = [(s,) if isinstance(s, numbers.Integral) else tuple(s) for s in shapes]
+    return torch.Size(_pw.broadcast_shape("broadcast_shapes", *shapes) if shapes else ())
+
+
+def diagonal_filled(input, fill_value, wrap=False):
+    """input with its main diagonal (of a matrix, or of an n-cube: all dims equal) set to fill_value,
+    numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again one row below its end):
+    Tensor.fill_diagonal_'s values (an index_fill of the flattened input)."""
+    check(input.ndim >= 2, "dimensions must larger than 1")
+    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+    h, w = input.shape[0], input.shape[-1]
+    step = builtins.sum(math.prod(input.shape[k + 1:]) for k in range(input.ndim))
+    end = input.numel() if wrap or input.ndim > 2 or h <= w else w * w
+    positions = tensor(np.arange(0, end, step, dtype=np.int64))
+    return reshape(index_fill(reshape(input, (-1,)), 0, positions, fill_value), input.shape)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in a tensor of `shape` of flat (row-major) indices, a tuple of int64 tensors of
+    indices' shape, as torch.unravel_index (an index outside the size wraps around it)."""
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"unravel_index(): expected 'indices' to be a tensor, got {type(indices).__name__}")
+    if indices.memory.is_floating_point() or indices.dtype == torch.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    check(all(s >= 0 for s in shape), lambda: f"'shape' cannot have negative values, but got {shape}")
+    from .pointwise import floor_divide, remainder  # pointwise's integer division
+    rest, coords = to(indices, torch.int64), []
+    for s in reversed(shape):
+        coords.append(remainder(rest, s))
+        rest = floor_divide(rest, s)
+    return tuple(reversed(coords))
+
+
+def view_in_place(name, op):
+    """Tensor.<name> (squeeze_, t_, ...): self made the view op(self, ...) of its own memory, as torch's,
+    counted as an in-place write (a backward that saved self raises, as torch's). With grad, self takes the view's place in the graph (tensor.rebase);
+    a leaf that requires grad refuses, as torch's."""
+    def method(self, *args, **kwargs):
+        recording = is_grad_enabled() and self.requires_grad
+        if recording and self._entry is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        before = Tensor(self.memory, self.requires_grad)
+        before._entry = self._entry
+        out = op(before, *args, **kwargs)
+        self.memory = out.memory
+        bump_version(self)
+        if recording:
+            rebase(self, before, out)
+        return self
+    method.__name__ = name
+    return method
+
+
+def _t_(x):
+    if x.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return t(x)
+
+
+squeeze_, unsqueeze_, t_, transpose_ = (view_in_place(name, op) for name, op in (
+    ("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", _t_), ("transpose_", transpose)))
+swapaxes_ = swapdims_ = transpose_

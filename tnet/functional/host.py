@@ -1,6 +1,8 @@
 """Ops whose result's size depends on the values (unique, nonzero, argwhere, bincount, histc): each
 reads its input back to the host (a sync, as torch's on a GPU), works it out there with numpy, and
 copies the result to the device. None carries a gradient (torch's neither)."""
+import collections
+
 import numpy as np
 import torch
 
@@ -96,3 +98,49 @@ def histc(input, bins=100, min=0, max=0):
     pos = ((x - lo) * np.float32(bins) / (hi - lo)).astype(np.int64)
     counts = np.bincount(np.minimum(pos, bins - 1), minlength=bins)
     return _device(counts, input.dtype, input.device)
+
+
+# ---- shape and indexing ops of the eighth session -----------------------------------------------
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """input's values (flattened; with dim, its slices along dim) with each run of equal
+    neighbours kept once, then, as asked, the inverse indices (input's shape, or dim's length) and
+    the runs' lengths, as torch.unique_consecutive. Computed on the host: a sync."""
+    check_tensors("unique_consecutive", input=input)
+    x = _host(input)
+    d = None if dim is None else dim_index(dim, input.ndim)
+    rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], -1)
+    new = np.ones(len(rows), bool)
+    new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    values = x.reshape(-1)[new] if d is None else np.moveaxis(np.moveaxis(x, d, 0)[new], 0, d)
+    inverse = np.cumsum(new) - 1
+    out = [_device(values, input.dtype, input.device)]
+    if return_inverse:
+        out.append(_device(inverse.reshape(input.shape if d is None else -1), torch.int64, input.device))
+    if return_counts:
+        out.append(_device(np.diff(np.append(np.flatnonzero(new), len(rows))), torch.int64, input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """histogram_result(hist, bin_edges): input's elements counted (or their weights summed) in
+    `bins` equal bins over range (None: the elements' min and max) or between the given edges (a
+    1-D tensor), the last bin closed, density-normalised if asked, as torch.histogram (numpy's
+    rule). Computed on the host: a sync."""
+    check_tensors("histogram", input=input)
+    if not input.memory.is_floating_point():
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype}'")
+    x = _host(input).reshape(-1)
+    if isinstance(bins, Tensor):
+        check(bins.ndim == 1 and bins.numel() > 0, "torch.histogram(): bins tensor should have one dimension")
+        bins = _host(bins)
+    else:
+        check(bins > 0, lambda: f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    w = None if weight is None else _host(weight).reshape(-1)
+    check(w is None or w.shape == x.shape, "torch.histogram(): if weight tensor is provided it should have the same "
+                                           "shape as the input tensor excluding its innermost dimension")
+    hist, edges = np.histogram(x, bins, range, weights=w, density=density)
+    return histogram_result(_device(hist, input.dtype, input.device), _device(edges, input.dtype, input.device))
+
+
+histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])

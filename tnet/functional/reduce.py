@@ -13,11 +13,11 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
-from ..tensor import Tensor, as_storage, no_grad, record
-from .copy import reshape, unsqueeze
+from ..tensor import Tensor, as_storage, dim_index, no_grad, record
+from .copy import reshape, shape_args, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
-                        ne, neg, pow, relu, sign, sub, where)
+from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul, ne,
+                        neg, pow, relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -704,3 +704,36 @@ def nanmean(input, dim=None, keepdim=False):
     check(input.memory.is_floating_point(), lambda: f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
     count = sum(eq(input, input).to(input.dtype), dim, keepdim)
     return div(nansum(input, dim, keepdim), count)
+
+
+# ---- shape and indexing ops of the eighth session: products, distances and running sums -------
+
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast), as torch.dist (vector_norm's gradients)."""
+    check_tensors("dist", input=input, other=other)
+    return vector_norm(sub(input, other), p)
+
+
+def renorm(input, p, dim, maxnorm):
+    """input with each slice along dim whose p-norm exceeds maxnorm scaled to it (by maxnorm / (norm +
+    1e-7)), as torch.renorm; the gradient flows through the norm too, as torch's."""
+    check_tensors("renorm", input=input)
+    check(input.ndim >= 2, lambda: f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    check(p > 0, "renorm: non-positive-norm not supported")
+    check(maxnorm >= 0, lambda: f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = dim_index(dim, input.ndim)
+    norms = vector_norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
+    return mul(input, where(gt(norms, maxnorm), div(maxnorm, add(norms, 1e-7)), 1.0))
+
+
+def sum_to_size(input, *size):
+    """input summed over the dims where size (which must expand to input's shape) has 1 or nothing,
+    as Tensor.sum_to_size."""
+    size = tuple(shape_args(size))
+    lead = input.ndim - len(size)
+    check(lead >= 0 and builtins.all(s in (1, n) for s, n in zip(size, input.shape[lead:])),
+          lambda: f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.")
+    dims = [*range(lead), *(lead + k for k, s in enumerate(size) if s == 1 and input.shape[lead + k] != 1)]
+    if not dims:
+        return input
+    return reshape(sum(input, dims, keepdim=True), size)

@@ -6,12 +6,20 @@ import math
 
 import torch
 
+from ..factory import arange, ones_like
+from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
-from ..kernels.launch import check
-from ..tensor import Tensor, dim_index, record
-from .copy import add_at, gather, narrow, reshape
+from ..kernels.copy import copy_
+from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
+from ..tensor import Tensor, dim_index, no_grad, record, tensor
+from .copy import (add_at, cat, diagonal, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
+                   unsqueeze)
+from .gemm import cov, tensordot
 from .inputs import check_tensors
+from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
+                        logical_not, logical_or, lt, mul, pow, round, sub, where)
+from .reduce import amax, argmax, sum
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -176,3 +184,215 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not keepdim:
         v, i = reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:])
     return kthvalue_result(v, i)
+
+
+# ---- shape and indexing ops of the eighth session: quantiles, modes and searches ----------------
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
+    """torch's quantile_compute: input sorted along dim (NaN last), the rank q * (n - 1) of each q
+    (ignore_nan: n the row's non-NaN count; else a row with a NaN takes its last element, NaN),
+    adjusted by interpolation, its neighbours gathered and interpolated (lerp). Gradients go to the
+    two neighbours, through the sort."""
+    check_tensors(name, input=input)
+    check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
+    check(input.dtype.is_floating_point, lambda: f"{name}() input tensor must be either float or double dtype")
+    check(interpolation in _INTERPOLATIONS,
+          lambda: f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+                  f"{interpolation}")
+    if isinstance(q, Tensor):
+        check(q.ndim <= 1, lambda: f"{name}() q must be a scalar or 1D tensor")
+        check(q.dtype == input.dtype, lambda: f"{name}() q tensor must be same dtype as the input tensor")
+        no_host_read(q.memory, f"{name}(q=tensor)")
+        qs = q.memory.detach().cpu().float().numpy().reshape(-1)
+        check(((qs >= 0) & (qs <= 1)).all(), lambda: f"{name}() q values must be in the range [0, 1]")
+        scalar, q = q.ndim == 0, reshape(q, (-1,))
+    else:
+        check(0 <= q <= 1, lambda: f"{name}() q must be in the range [0, 1] but got {q}")
+        scalar, q = True, tensor([q], dtype=input.dtype)
+    x = reshape(input, (-1,)) if dim is None else input
+    d = dim_index(0 if dim is None else dim, x.ndim)
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    values = movedim(sort(x, d).values, d, -1)  # [..., n]
+    n = values.shape[-1]
+    q = reshape(q, (-1,) + (1,) * values.ndim)  # [Q, 1..., 1]
+    nan = isnan(values)
+    if ignore_nan:
+        ranks = mul(q, sub(sum(logical_not(nan), -1, keepdim=True), 1))
+        ranks = where(lt(ranks, 0), 0.0, ranks)
+    else:
+        ranks = where(narrow(nan, -1, n - 1, 1), float(n - 1), mul(q, n - 1))
+    ranks = {"lower": floor, "higher": ceil, "nearest": round}.get(interpolation, lambda r: r)(ranks)
+    below = ranks.long()
+    rows = unsqueeze(values, 0)
+    out = take_along_dim(rows, below, -1)
+    if interpolation in ("linear", "midpoint"):
+        weights = sub(ranks, below) if interpolation == "linear" else mul(ones_like(ranks), 0.5)
+        out = lerp(out, take_along_dim(rows, ceil(ranks).long(), -1), weights.to(out.dtype))
+    out = squeeze(out, -1)  # [Q, ...] over input's dims but dim
+    if keepdim:
+        out = unsqueeze(out, d + 1) if dim is not None else reshape(out, (out.shape[0],) + (1,) * input.ndim)
+        if dim is not None and input.ndim == 0:
+            out = reshape(out, (out.shape[0],))
+    return squeeze(out, 0) if scalar else out
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (q a number or a 1-D tensor of them, in [0, 1]: a leading dim) of input
+    over dim (None: all elements), as torch.quantile; NaN where a row holds one. A sort and gathers."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile of the non-NaN elements (NaN for a row of NaNs only), as torch.nanquantile."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
+    for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
+    indices), as torch.nanmedian. The gradient goes to the picked element."""
+    check_tensors("nanmedian", input=input)
+    if dim is None:
+        return nanmedian(reshape(input, (-1,)), 0).values if input.numel() else reshape(input, (-1,)).sum() * math.nan
+    if input.ndim == 0:
+        dim_index(dim, 0)
+        values, indices = nanmedian(reshape(input, 1), 0, True)
+        return median_result(reshape(values, ()), reshape(indices, ()))
+    d = dim_index(dim, input.ndim)
+    check(input.shape[d] > 0, lambda: f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    values, indices = sort(input, d)
+    count = sum(logical_not(isnan(values)), d, keepdim=True)
+    pick = where(lt(count, 1), 0, floor_divide(sub(count, 1), 2))
+    return median_result(*_picked(values, indices, d, pick, keepdim))
+
+
+mode_result = collections.namedtuple("mode", ["values", "indices"])
+
+
+def mode(input, dim=-1, keepdim=False):
+    """mode_result(values, indices): the most frequent value along dim (the smallest among ties) and
+    the index of its last occurrence, as torch.mode, from a stable sort: each element's run of equal
+    values (running max and min of the runs' ends), the first longest. The gradient goes to that
+    element. A NaN counts as equal to another NaN (torch's index for a NaN mode may differ)."""
+    check_tensors("mode", input=input)
+    if input.ndim == 0:
+        dim_index(dim, 0)
+        return mode_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
+    d = dim_index(dim, input.ndim)
+    n = input.shape[d]
+    if n == 0:
+        raise InputIndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    values, indices = sort(input, d)
+    v = Tensor(values.memory)
+    a, b = narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)
+    new = logical_not(logical_or(eq(a, b), logical_and(isnan(a), isnan(b))))  # a run starts at a
+    edge = ones_like(narrow(v, d, 0, 1), dtype=torch.bool)
+    starts, ends = cat([edge, new], d), cat([new, edge], d)
+    pos = reshape(arange(n), [n if k == d else 1 for k in range(input.ndim)])
+    first = cummax(where(starts, pos, 0), d).values
+    last = flip(cummin(flip(where(ends, pos, n), (d,)), d).values, (d,))
+    pick = gather(last, d, argmax(sub(last, first), d, keepdim=True))
+    return mode_result(*_picked(values, indices, d, pick, keepdim))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Where input's values would go in sorted_sequence's innermost rows (1-D: one row for all
+    values; else its leading dims match input's) to keep them sorted: the first position whose
+    element is >= the value (right, or side 'right': >), NaN the largest, as torch.searchsorted
+    (sorter: the indices that sort the rows). A binary search kernel; int64 (out_int32: int32)."""
+    check_tensors("searchsorted", sorted_sequence=sorted_sequence)
+    check(side in (None, "left", "right"), lambda: f"torch.searchsorted(): side can only be 'left' or 'right' but got "
+                                                   f"{side}")
+    check(side is None or (side == "right") == bool(right) or not right,
+          lambda: f"torch.searchsorted(): side and right can't be set to opposites, got side of {side} while right "
+                  f"was True")
+    right = bool(right) or side == "right"
+    values = input if isinstance(input, Tensor) else tensor(input, dtype=sorted_sequence.dtype)
+    seq = sorted_sequence
+    check(seq.ndim >= 1, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+                         "of boundaries tensor and input value tensor must match")
+    check(seq.ndim == 1 or (values.ndim == seq.ndim and values.shape[:-1] == seq.shape[:-1]),
+          lambda: f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                  f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                  f"{list(seq.shape)} and input value tensor {list(values.shape)}")
+    if sorter is not None:
+        check(sorter.shape == seq.shape, "torch.searchsorted(): boundary and sorter must have the same size")
+        seq = take_along_dim(seq, sorter, -1)
+    floats = seq.dtype.is_floating_point or values.dtype.is_floating_point
+    dtype = seq.dtype if seq.dtype == values.dtype else torch.float32 if floats else torch.int64
+    dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype  # compared in fp32
+    s, v = (copy_(torch.empty(t.shape, dtype=dtype, device=t.device), t.memory) for t in (seq, values))
+    rows = math.prod(seq.shape[:-1])
+    s = s if seq.ndim == 1 else s.view(rows, seq.shape[-1])
+    out = _copy.search(s, v.view(rows, values.shape[-1]) if seq.ndim > 1 else v.view(-1), right,
+                       torch.int32 if out_int32 else torch.int64)
+    return Tensor(out.view(values.shape))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each of input's values among the 1-D boundaries (searchsorted(boundaries, input,
+    right=right)), as torch.bucketize."""
+    check_tensors("bucketize", boundaries=boundaries)
+    check(boundaries.ndim == 1, lambda: f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# ---- running products and sums, and matrix products, of the eighth session (here, not in
+# reduce.py, which gemm.py imports: a scan, or a product of gemm.py's) ---------------------------
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix [len(x), N] of the powers of a 1-D x (highest first unless increasing),
+    as torch.vander: a running product (cumprod), integers in int64."""
+    check_tensors("vander", x=x)
+    check(x.ndim == 1, "x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    check(n >= 0, "N must be non-negative.")
+    dtype = x.dtype if x.dtype.is_floating_point else torch.int64
+    ones = Tensor(torch.ones((x.shape[0], 1), dtype=dtype, device=x.device))
+    if n <= 1:
+        return narrow(ones, 1, 0, n)
+    powers = cumprod(cat([ones, expand(unsqueeze(to(x, dtype), 1), (x.shape[0], n - 1))], 1), 1)
+    return powers if increasing else flip(powers, (1,))
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: each row shifted by its largest finite
+    value (no gradient through the shift). Unlike torch's running shift, an element that lies more
+    than ~87 below its row's largest underflows: an output taken before that largest one gives -inf."""
+    check_tensors("logcumsumexp", input=input)
+    check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
+    d = dim_index(dim, input.ndim)
+    if input.ndim == 0:
+        return reshape(logcumsumexp(reshape(input, 1), 0), ())
+    if input.numel() == 0:
+        return mul(input, 1)
+    with no_grad():
+        top = amax(input, d, keepdim=True)
+        top = where(isfinite(top), top, 0.0)
+    return add(log(cumsum(exp(sub(input, top)), d)), top)
+
+
+def inner(input, other):
+    """Sums of products over both inputs' last dims, [*a, k] x [*b, k] -> [*a, *b] (a 0-d input:
+    the element-wise product), as torch.inner: one tensordot (a matmul)."""
+    check_tensors("inner", input=input, other=other)
+    if input.ndim == 0 or other.ndim == 0:
+        return mul(input, other)
+    check(input.shape[-1] == other.shape[-1],
+          lambda: f"inner() the last dimension must match on both input tensors but got shapes {list(input.shape)} "
+                  f"and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def corrcoef(input):
+    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x: one, a 0-d result),
+    clipped to [-1, 1], as torch.corrcoef: cov over the outer product of the standard deviations."""
+    c = cov(input)
+    if c.ndim == 0:
+        return div(c, c)
+    d = pow(diagonal(c), 0.5)
+    return clamp(div(div(c, unsqueeze(d, 1)), unsqueeze(d, 0)), -1.0, 1.0)

@@ -13,10 +13,12 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from .autotune import autotune
-from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d
+from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d, cdiv
 
-# int8: max pooling's argmax (kernels/pool.py), which max_pool1d's return_indices widens to int64
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8, torch.bool)
+# int8: max pooling's argmax (kernels/pool.py), which max_pool1d's return_indices widens to int64;
+# uint8, int16: Tensor.byte() and short()
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8, torch.bool, torch.uint8,
+          torch.int16)
 INDEX_DTYPES = (torch.int64, torch.int32)
 _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
 
@@ -239,3 +241,41 @@ def unfold_add_(dst, src, dim, size, step):
     check(src.shape == view.shape, lambda: f"unfold_add_: src {tuple(src.shape)} must be {tuple(view.shape)}, dst's windows")
     _launch(dst, src, src.shape, view.stride(), src.stride(), add=True)
     return dst
+
+
+@triton.jit
+def search_kernel(seq_ptr, v_ptr, out_ptr, m, per_row, n, RIGHT: tl.constexpr, STEPS: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """out[i] = where values [m] (row i // per_row) go in their row of seq [rows, n] (ascending, both
+    contiguous): the first position whose element is >= v (RIGHT: > v), by STEPS halvings."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < m
+    v = tl.load(v_ptr + offs, mask=ok, other=0)
+    row = seq_ptr + (offs // per_row) * n
+    lo = tl.zeros([BLOCK], tl.int64)
+    hi = lo + n
+    for _ in tl.static_range(STEPS):
+        active = ok & (lo < hi)
+        mid = (lo + hi) // 2
+        s = tl.load(row + mid, mask=active, other=0)
+        # torch's tests, negated, so that a NaN (the largest) sends the search right
+        if RIGHT:
+            before = ~(s > v)
+        else:
+            before = ~(s >= v)
+        lo = tl.where(active & before, mid + 1, lo)
+        hi = tl.where(active & ~before, mid, hi)
+    tl.store(out_ptr + offs, lo.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+def search(seq, values, right, out_dtype):
+    """Insertion points (out_dtype) of values [rows, per_row] in seq [rows or 1, n], both
+    contiguous and of one dtype; see search_kernel."""
+    out = torch.empty(values.shape, dtype=out_dtype, device=values.device)
+    m, n = values.numel(), seq.shape[-1]
+    if m:
+        block = 1 << 14 if INTERPRET else 512
+        per_row = m if seq.dim() == 1 or seq.shape[0] == 1 else values.shape[-1]
+        search_kernel[(cdiv(m, block),)](seq, values, out, m, per_row, n, RIGHT=right, STEPS=int(n).bit_length(),
+                                         BLOCK=block)
+    return out
