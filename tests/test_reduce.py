@@ -396,3 +396,13 @@ def test_eighth_session_reductions_edges():
                       (RuntimeError, lambda: tnet.logcumsumexp(tnet.zeros(2, dtype=tnet.int64), 0))]:
         with pytest.raises(error):
             fn()
+
+
+def test_reduction_dim_errors_are_torchs():
+    x = tnet.zeros(2, 3)
+    with pytest.raises(IndexError, match="out of range"):
+        x.sum(5)
+    with pytest.raises(TypeError):
+        x.sum(1.5)
+    with pytest.raises(RuntimeError, match="multiple times"):
+        x.mean((0, 0))

@@ -27,10 +27,12 @@ def _dims(name, input, dim):
     dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
     out = []
     for d in dims:
-        check(isinstance(d, numbers.Integral), lambda: f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+        if not isinstance(d, numbers.Integral):
+            raise TypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
         low, high = (-n, n - 1) if n else (-1, 0)
-        check(low <= d <= high,
-              lambda: f"{name}: dimension out of range (expected to be in range of [{low}, {high}], but got {d})")
+        if not low <= d <= high:
+            raise InputIndexError(f"{name}: dimension out of range (expected to be in range of [{low}, {high}], "
+                                  f"but got {d})")
         if not n:
             continue
         d %= n
