@@ -3,8 +3,6 @@ convolution, lazy layers, LP pooling, RReLU, 1-D and circular pads, the multi-la
 and Gaussian losses, gumbel_softmax, the *_with_indices poolings, pdist, EmbeddingBag, nn.Buffer,
 the torch.nn.modules import paths and the top-level forms. Forward and gradients against torch in
 float64, on small odd shapes."""
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -155,13 +153,15 @@ def test_margin_losses_as_torch(rng, reduction):
         check(lambda a, w: F.multi_margin_loss(a, t, p, margin, w, reduction=reduction),
               lambda a, w: TF.multi_margin_loss(a, tr, p, margin, w.detach(), reduction=reduction),
               [(x, xr), (wt, wtr.detach())], rng)
-    check(nn.MultiMarginLoss(reduction=reduction), torch.nn.MultiMarginLoss(reduction=reduction), [(x, xr)], rng)
+    check(lambda a: nn.MultiMarginLoss(reduction=reduction)(a, t),
+          lambda a: torch.nn.MultiMarginLoss(reduction=reduction)(a, tr), [(x, xr)], rng)
     labels, labels_r = long([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 1, 2, 3, 4], [2, 2, -1, 0, 0]])
     check(lambda a: F.multilabel_margin_loss(a, labels, reduction=reduction),
           lambda a: TF.multilabel_margin_loss(a, labels_r, reduction=reduction), [(x, xr)], rng)
     check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(a[0], labels[0]),
           lambda a: torch.nn.MultiLabelMarginLoss(reduction=reduction)(a[0], labels_r[0]), [(x, xr)], rng)
     y = rng.integers(0, 2, (4, 5)).astype(np.float64)
+    wt, wtr = leaf(rng, 5, positive=True)
     check(lambda a, w: F.multilabel_soft_margin_loss(a, tnet.tensor(y), w, reduction=reduction),
           lambda a, w: TF.multilabel_soft_margin_loss(a, torch.tensor(y), w, reduction=reduction),
           [(x, xr), (wt, wtr)], rng)
@@ -253,3 +253,130 @@ def test_embedding_bag_module_as_torch(rng):
         m(rows, per_sample_weights=tnet.ones(2, 3))
     e = nn.EmbeddingBag.from_pretrained(tnet.tensor(np.eye(3)), mode="sum")
     assert not e.weight.requires_grad and e(long([[0, 2]])[0]).numpy().tolist() == [[1.0, 0.0, 1.0]]
+
+
+# ---- modules ---------------------------------------------------------------------------------
+
+def test_pads_1d_and_circular_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, 5)
+    for name, args in [("ZeroPad1d", (2,)), ("ConstantPad1d", ((1, 3), 0.5)), ("ReflectionPad1d", ((2, 1),)),
+                       ("ReplicationPad1d", (3,)), ("CircularPad1d", ((1, 2),))]:
+        ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+        assert repr(ours) == repr(theirs)
+        check(ours, theirs, [(x, xr)], rng)
+    y, yr = leaf(rng, 2, 3, 4, 5)
+    check(nn.CircularPad2d((1, 2, 2, 1)), torch.nn.CircularPad2d((1, 2, 2, 1)), [(y, yr)], rng)
+    assert repr(nn.ConstantPad2d(1, 2.0)) == repr(torch.nn.ConstantPad2d(1, 2.0))
+    assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
+    with pytest.raises(ValueError, match="expected 2D or 3D"):
+        nn.CircularPad1d(1)(y)
+
+
+def test_conv_transpose1d_and_instance_norm1d_modules(rng, ieee):
+    m, ref = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2), torch.nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2)
+    assert list(m.state_dict()) == list(ref.state_dict()) and m.weight.shape == tuple(ref.weight.shape)
+    m.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})
+    x, xr = leaf(rng, 2, 4, 5)
+    check(m, ref.double(), [(x, xr)], rng)
+    n, nref = nn.InstanceNorm1d(4, affine=True), torch.nn.InstanceNorm1d(4, affine=True).double()
+    assert repr(n) == repr(torch.nn.InstanceNorm1d(4, affine=True)) and list(n.state_dict()) == list(nref.state_dict())
+    check(n, nref, [(x, xr)], rng)
+    u, ur = leaf(rng, 4, 6)  # unbatched
+    check(n, nref, [(u, ur)], rng)
+    check(nn.InstanceNorm2d(4), torch.nn.InstanceNorm2d(4), [leaf(rng, 4, 3, 5)], rng)
+
+
+def test_lazy_layers_take_their_sizes_from_the_first_call(rng, ieee):
+    x, xr = leaf(rng, 2, 5, 7)
+    for lazy, full in [(nn.LazyConv1d(3, 2), nn.Conv1d), (nn.LazyConvTranspose1d(6, 3, groups=1), nn.ConvTranspose1d),
+                       (nn.LazyBatchNorm1d(), nn.BatchNorm1d), (nn.LazyInstanceNorm1d(affine=True), nn.InstanceNorm1d)]:
+        assert isinstance(lazy.weight, nn.UninitializedParameter) and lazy.has_uninitialized_params()
+        y = lazy(x)
+        assert type(lazy) is full and type(lazy.weight) is nn.Parameter and y.shape[0] == 2
+    bn = nn.LazyBatchNorm2d()
+    assert isinstance(bn.running_mean, nn.UninitializedBuffer)
+    bn(tnet.randn(3, 4, 2, 2))
+    assert type(bn) is nn.BatchNorm2d and bn.num_features == 4 and bn.running_var.numpy().shape == (4,)
+    assert list(bn.state_dict()) == list(torch.nn.BatchNorm2d(4).state_dict())
+    t = nn.LazyConvTranspose2d(6, 3, stride=2)
+    w = t.weight
+    out = t(tnet.randn(2, 4, 3, 3))
+    assert type(t) is nn.ConvTranspose2d and t.weight is w and w.shape == (4, 6, 3, 3) and out.shape == (2, 6, 7, 7)
+    inorm = nn.LazyInstanceNorm2d()
+    inorm(tnet.randn(5, 3, 4))  # unbatched [C, H, W]
+    assert type(inorm) is nn.InstanceNorm2d and inorm.num_features == 5
+
+
+def test_buffer_registers_on_assignment():
+    ours, theirs = nn.Module(), torch.nn.Module()
+    for lib, m in ((nn, ours), (torch.nn, theirs)):
+        m.a = lib.Buffer(tnet.ones(2) if lib is nn else torch.ones(2))
+        m.b = lib.Buffer(tnet.zeros(3) if lib is nn else torch.zeros(3), persistent=False)
+        m.c = tnet.ones(1) if lib is nn else torch.ones(1)  # a plain tensor is no buffer
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["a"]
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()] == ["a", "b"]
+    assert isinstance(ours.a, nn.Buffer) and not isinstance(ours.c, nn.Buffer)
+    ours.a = tnet.full((2,), 3.0)  # a tensor assigned to a buffer's name stays the buffer
+    assert ours.state_dict()["a"].numpy().tolist() == [3.0, 3.0]
+    p = nn.UninitializedParameter()
+    p.materialize((2, 3))
+    assert type(p) is nn.Parameter and p.shape == (2, 3) and p.requires_grad
+
+
+def test_torch_import_paths_and_isinstance_checks():
+    from tnet.nn.common_types import _size_2_t  # noqa: F401
+    from tnet.nn.modules.batchnorm import _BatchNorm, _NormBase
+    from tnet.nn.modules.conv import _ConvNd
+    from tnet.nn.modules.loss import _Loss, _WeightedLoss
+    from tnet.nn.modules.module import Module
+    from tnet.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
+    from tnet.nn.parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401
+    assert all(isinstance(m, _BatchNorm) for m in (nn.BatchNorm1d(2), nn.BatchNorm2d(2), nn.SyncBatchNorm(2)))
+    assert isinstance(nn.InstanceNorm1d(2), _NormBase) and not isinstance(nn.InstanceNorm1d(2), _BatchNorm)
+    assert all(isinstance(m, _ConvNd) for m in (nn.Conv1d(2, 2, 1), nn.Conv2d(2, 2, 1), nn.ConvTranspose1d(2, 2, 1),
+                                                 nn.ConvTranspose2d(2, 2, 1)))
+    assert isinstance(nn.CrossEntropyLoss(), _WeightedLoss) and isinstance(nn.MSELoss(), _Loss)
+    assert isinstance(nn.modules.dropout._DropoutNd(), Module) and nn.modules.Conv2d is nn.Conv2d
+    assert (_single(2), _pair(3), _triple((1, 2, 3)), _quadruple(0), _ntuple(5)(1)) == (
+        (2,), (3, 3), (1, 2, 3), (0, 0, 0, 0), (1,) * 5)
+    w = tnet.ones(3)
+    assert list(nn.CrossEntropyLoss(w).state_dict()) == list(torch.nn.CrossEntropyLoss(torch.ones(3)).state_dict())
+    for name in ("MultiMarginLoss", "PoissonNLLLoss", "HuberLoss", "MSELoss"):
+        assert repr(getattr(nn, name)()) == repr(getattr(torch.nn, name)())
+
+
+def test_top_level_forms_take_torchs_arguments(rng, ieee):
+    x, xr = leaf(rng, 2, 3, 5, 5)
+    w, wr = leaf(rng, 3, positive=True)
+    b, br = leaf(rng, 3)
+    m, v = tnet.zeros(3), tnet.ones(3)
+    check(lambda a, c, d: tnet.batch_norm(a, c, d, m, v, False, 0.1, 1e-5, True),
+          lambda a, c, d: torch.batch_norm(a, c, d, torch.zeros(3).double(), torch.ones(3).double(), False, 0.1, 1e-5,
+                                           True), [(x, xr), (w, wr), (b, br)], rng)
+    check(lambda a: tnet.layer_norm(a, (5,)), lambda a: torch.layer_norm(a, (5,)), [(x, xr)], rng)
+    check(lambda a: tnet.group_norm(a, 3), lambda a: torch.group_norm(a, 3), [(x, xr)], rng)
+    check(lambda a: tnet.instance_norm(a, None, None, None, None, True, 0.1, 1e-5, True),
+          lambda a: torch.instance_norm(a, None, None, None, None, True, 0.1, 1e-5, True), [(x, xr)], rng)
+    check(lambda a: tnet.max_pool2d(a, 2), lambda a: torch.max_pool2d(a, 2), [(x, xr)], rng)
+    s, sr = leaf(rng, 2, 3, 7)
+    check(lambda a: tnet.max_pool1d(a, 3, 2), lambda a: torch.max_pool1d(a, 3, 2), [(s, sr)], rng)
+    (y, i), (yr, ir) = tnet.adaptive_max_pool1d(s, 3), torch.adaptive_max_pool1d(sr, 3)
+    assert_close(y, yr, TOL["ieee"], "adaptive_max_pool1d") and np.array_equal(i.numpy(), ir.numpy())
+    table, table_r = leaf(rng, 6, 4)
+    idx, idx_r = long([[1, 5], [0, 2]])
+    check(lambda t: tnet.embedding(t, idx), lambda t: torch.embedding(t, idx_r), [(table, table_r)], rng)
+    p, pr = leaf(rng, 4, 5)
+    q, qr = leaf(rng, 4, 5)
+    tgt = rng.standard_normal((4, 5)) > 0
+    for r in (0, 1, 2):
+        check(lambda a: tnet.binary_cross_entropy_with_logits(a, tnet.tensor(tgt.astype(np.float32)), None, None, r),
+              lambda a: torch.binary_cross_entropy_with_logits(a, torch.tensor(tgt).double(), None, None, r),
+              [(p, pr)], rng)
+        check(lambda a, c: tnet.kl_div(F.log_softmax(a, 1), F.softmax(c, 1), r),
+              lambda a, c: torch.kl_div(TF.log_softmax(a, 1), TF.softmax(c, 1), r), [(p, pr), (q, qr)], rng)
+    check(lambda a: tnet.poisson_nll_loss(a, tnet.tensor(np.abs(tgt) * 2.0), True, False, 1e-8, 1),
+          lambda a: torch.poisson_nll_loss(a, torch.tensor(np.abs(tgt) * 2.0), True, False, 1e-8, 1), [(p, pr)], rng)
+    assert tnet.dropout(p, 0.5, False) is p and tnet.feature_dropout(p, 0.5, False) is p
+    check(lambda a: tnet.rrelu(a), lambda a: torch.rrelu(a), [(p, pr)], rng)
+    z = tnet.tensor(-np.ones(3))
+    assert tnet.rrelu_(z) is z and tnet.selu_(tnet.ones(2)).shape == (2,)

@@ -240,4 +240,5 @@ from .conv import conv_transpose1d
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
                    max_pool1d_with_indices, max_pool2d_with_indices)
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu
+native_channel_shuffle = channel_shuffle
 rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)

@@ -186,7 +186,7 @@ def _bags_of_offsets(input, offsets, include_last_offset):
     starts, ends = (o[:-1], o[1:]) if include_last_offset else (o, np.append(o[1:], n))
     _require(np.all(ends >= starts) and (ends.size == 0 or ends.max() <= n),
              "embedding_bag: offsets must be non-decreasing and within the input")
-    length = max(int((ends - starts).max()) if ends.size else 0, 1)
+    length = int(np.max(ends - starts, initial=1))
     position = starts[:, None] + np.arange(length)
     inside = position < ends[:, None]
     return np.where(inside, position, 0), inside

@@ -999,7 +999,7 @@ class _NormBase(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -1468,10 +1468,10 @@ class _InstanceNorm(_NormBase):
     dims = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         if track_running_stats:
             raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not implemented")
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, x):
         if x.ndim not in (self.dims + 1, self.dims + 2):
@@ -2287,7 +2287,7 @@ class EmbeddingBag(Module):
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode}" + (
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}" + (
             "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
 
     @classmethod
@@ -2338,3 +2338,4 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBas
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .utils import parametrizations, parametrize  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
+from . import common_types, modules, parameter  # noqa: E402,F401  (torch's import paths; after every layer)
