@@ -324,13 +324,15 @@ def test_buffer_registers_on_assignment():
 
 
 def test_torch_import_paths_and_isinstance_checks():
-    from tnet.nn.common_types import _size_2_t  # noqa: F401
+    from tnet.nn.common_types import _size_2_t
     from tnet.nn.modules.batchnorm import _BatchNorm, _NormBase
     from tnet.nn.modules.conv import _ConvNd
     from tnet.nn.modules.loss import _Loss, _WeightedLoss
     from tnet.nn.modules.module import Module
     from tnet.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
-    from tnet.nn.parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401
+    from tnet.nn.parameter import Buffer, Parameter, UninitializedParameter
+    assert (Buffer, Parameter, UninitializedParameter) == (nn.Buffer, nn.Parameter, nn.UninitializedParameter)
+    assert _size_2_t is not None
     assert all(isinstance(m, _BatchNorm) for m in (nn.BatchNorm1d(2), nn.BatchNorm2d(2), nn.SyncBatchNorm(2)))
     assert isinstance(nn.InstanceNorm1d(2), _NormBase) and not isinstance(nn.InstanceNorm1d(2), _BatchNorm)
     assert all(isinstance(m, _ConvNd) for m in (nn.Conv1d(2, 2, 1), nn.Conv2d(2, 2, 1), nn.ConvTranspose1d(2, 2, 1),

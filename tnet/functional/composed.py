@@ -11,7 +11,7 @@ from ..tensor import Tensor, as_storage
 from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
 from .inputs import check_tensors
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
-from .reduce import _reduced, any, max, norm, pairwise_distance, sum
+from .reduce import any, max, mean, norm, pairwise_distance, sum
 from .sort import cumprod
 
 
@@ -19,6 +19,10 @@ def _require(cond, msg, error=ValueError):
     """torch's Python-side checks, which raise ValueError (or AssertionError), not RuntimeError."""
     if not cond:
         raise error(msg() if callable(msg) else msg)
+
+
+def _reduced(loss, reduction):
+    return loss if reduction == "none" else mean(loss) if reduction == "mean" else sum(loss)
 
 
 def _check_reduction(reduction):
@@ -60,7 +64,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     classes = Tensor(as_storage(np.arange(x.shape[1], dtype=np.int64)))
     z = where(ne(classes, t), z, 0.0)  # the target's own term is no margin
     loss = div(sum(z, 1), x.shape[1])
-    return _reduced("multi_margin_loss", loss if input.ndim == 2 else reshape(loss, ()), reduction)
+    return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -84,7 +88,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     z = clamp_min(add(sub(unsqueeze(x, 1), unsqueeze(x_target, 2)), 1.0), 0.0)  # [N, slots, C]
     pairs = mul(unsqueeze(listed.to(x.dtype), 2), unsqueeze(sub(1.0, is_target), 1))
     loss = div(sum(mul(z, pairs), (1, 2)), c)
-    return _reduced("multilabel_margin_loss", loss if input.ndim == 2 else reshape(loss, ()), reduction)
+    return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -97,7 +101,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     if weight is not None:
         loss = mul(loss, weight)
     loss = div(sum(loss, input.ndim - 1), input.shape[-1])
-    return _reduced("multilabel_soft_margin_loss", loss, reduction)
+    return _reduced(loss, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -115,7 +119,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     if full:
         stirling = add(sub(mul(target, log(target)), target), mul(log(mul(target, 2 * math.pi)), 0.5))
         loss = add(loss, where(le(target, 1.0), 0.0, stirling))
-    return _reduced("poisson_nll_loss", loss, reduction)
+    return _reduced(loss, reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -141,7 +145,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = mul(add(log(var), div(pow(sub(input, target), 2), var)), 0.5)
     if full:
         loss = add(loss, 0.5 * math.log(2 * math.pi))
-    return _reduced("gaussian_nll_loss", loss, reduction)
+    return _reduced(loss, reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
@@ -161,7 +165,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
     if swap:
         d_neg = minimum(d_neg, distance(positive, negative))
-    return _reduced("triplet_margin_with_distance_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
+    return _reduced(clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
 def pdist(input, p=2):
