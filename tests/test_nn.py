@@ -84,7 +84,7 @@ def test_module_tree_matches_torch():
                                                            net.block.bn.num_batches_tracked, net.block.calls)}
     assert net.eval() is net and not any(m.training for m in net.modules())
     assert all(m.training for m in net.train().modules())
-    assert "(bn): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)" in repr(net)
+    assert "(bn): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)" in repr(net)
 
 
 def test_module_state_dict_round_trip(rng, ieee):

@@ -221,3 +221,22 @@ __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_s
             "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
             "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_strided", "scalar_tensor", "tril_indices",
             "triu_indices", "get_device", "is_inference"]
+
+# nn functions of the eighth session: torch's top-level forms of nn.functional's ops (aten's
+# signatures where they differ from F's: tnet/functional/aten.py)
+from .functional import (adaptive_avg_pool1d, avg_pool1d, bilinear, celu_, channel_shuffle as native_channel_shuffle,
+                         conv1d, conv2d, conv_transpose1d, conv_transpose2d, cosine_similarity, pairwise_distance,
+                         pdist, prelu, rms_norm, selu_, threshold_)
+from .functional.aten import (adaptive_max_pool1d, alpha_dropout, alpha_dropout_, batch_norm,
+                              binary_cross_entropy_with_logits, cosine_embedding_loss, dropout, dropout_, embedding,
+                              feature_alpha_dropout, feature_alpha_dropout_, feature_dropout, feature_dropout_,
+                              group_norm, hinge_embedding_loss, instance_norm, kl_div, layer_norm, margin_ranking_loss,
+                              max_pool1d, max_pool1d_with_indices, max_pool2d, poisson_nll_loss, rrelu, rrelu_,
+                              triplet_margin_loss)
+__all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_channel_shuffle", "conv1d", "conv2d",
+            "conv_transpose1d", "conv_transpose2d", "cosine_similarity", "pairwise_distance", "pdist", "prelu",
+            "rms_norm", "selu_", "threshold_", "adaptive_max_pool1d", "alpha_dropout", "alpha_dropout_", "batch_norm",
+            "binary_cross_entropy_with_logits", "cosine_embedding_loss", "dropout", "dropout_", "embedding",
+            "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
+            "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d",
+            "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]

@@ -313,3 +313,13 @@ for _name, _method in {
         "get_device": lambda self: self.memory.get_device(), "is_inference": lambda self: False,
         "new": _legacy_new}.items():
     setattr(Tensor, _name, _method)
+
+# nn functions of the eighth session
+from .composed import (embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
+                       multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
+from .conv import conv_transpose1d
+from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
+                   max_pool1d_with_indices, max_pool2d_with_indices)
+from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu
+native_channel_shuffle = channel_shuffle
+rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)

@@ -174,8 +174,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """input [N, C, L] * weight [Cout, C/groups, k] + bias, torch's arguments in torch's order
     (padding also 'same' or 'valid'): conv2d over [N, C, 1, L]. The output [N, Cout, L'] keeps its
-    channels-last memory (NLC)."""
+    channels-last memory (NLC). An unbatched input [C, L] gives [Cout, L'], as torch's."""
     check_tensors("conv1d", input=input, weight=weight)
+    if input.ndim == 2:
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     check(input.ndim == 3 and weight.ndim == 3,
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
@@ -184,3 +186,19 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                (1, single(dilation, "conv1d: dilation")), groups)
     return y.squeeze(2)
 
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed convolution of [N, Cin, L] (or [Cin, L]) by weight [Cin, Cout/groups, k], torch's
+    arguments in torch's order: conv_transpose2d over [N, Cin, 1, L]."""
+    check_tensors("conv_transpose1d", input=input, weight=weight)
+    check(input.ndim in (2, 3) and weight.ndim == 3,
+          lambda: f"conv_transpose1d: expected input [N, Cin, L] or [Cin, L] and weight [Cin, Cout/groups, k], got "
+                  f"{input.shape} and {weight.shape}")
+    x = input.unsqueeze(2) if input.ndim == 3 else input.unsqueeze(0).unsqueeze(2)
+    y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, single(stride, "conv_transpose1d: stride", 1)),
+                         (0, single(padding, "conv_transpose1d: padding")),
+                         (0, single(output_padding, "conv_transpose1d: output_padding")), groups,
+                         (1, single(dilation, "conv_transpose1d: dilation", 1)))
+    y = y.squeeze(2)
+    return y if input.ndim == 3 else y.squeeze(0)

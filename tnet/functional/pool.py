@@ -10,6 +10,7 @@ from ..kernels.launch import check, dense, is_channels_last, is_flat, keeps_chan
 from ..tensor import Tensor, as_storage, in_layout, record
 from .copy import contiguous, reshape, scatter, squeeze, unsqueeze
 from .inputs import check_tensors
+from .pointwise import abs, mul, neg, pow, relu, sign
 from .reduce import sum_or_mean
 
 
@@ -252,3 +253,49 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if not return_indices:
         return y
     return y, Tensor(copy_(torch.empty_like(arg, dtype=torch.int64), arg))
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool2d's (output, int64 indices), whatever return_indices says, as torch's."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool1d's (output, int64 indices), whatever return_indices says, as torch's."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool1d's (output, int64 indices), as torch's."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool2d's (output, int64 indices), as torch's."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, taps, max_pool, avg_pool):
+    """torch's composition: (sign(s) * relu(|s|) * taps) ** (1 / norm_type), s the average of x **
+    norm_type over each window; norm_type +-inf: the max (min) of |x|."""
+    if norm_type == float("inf"):
+        return max_pool(abs(input), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return neg(max_pool(neg(abs(input)), kernel_size, stride, 0, 1, ceil_mode))
+    out = avg_pool(pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    return pow(mul(mul(sign(out), relu(abs(out))), taps), 1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The power-average pooling of [N, C, H, W] (or [C, H, W]): (sum of x ** norm_type over each
+    window) ** (1 / norm_type), composed as torch's (no padding)."""
+    kh, kw = pair(kernel_size, "lp_pool2d: kernel_size", 1)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kh * kw, max_pool2d, avg_pool2d)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """lp_pool2d's 1-D form over [N, C, L] (or [C, L])."""
+    k = single(kernel_size, "lp_pool1d: kernel_size", 1)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, k, max_pool1d, avg_pool1d)

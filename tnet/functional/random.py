@@ -1,6 +1,7 @@
 """Dropout and torch's random draws (bernoulli, normal, multinomial) (kernels/random.py), drawn
 from tnet's Philox generator on the device (multinomial on the host)."""
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -13,7 +14,10 @@ from ..kernels.copy import copy_
 from ..kernels.launch import check, is_flat
 from ..tensor import Tensor, record
 from .inputs import check_tensors
-from .pointwise import add, mul
+from .copy import scatter
+from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
+from .reduce import argmax
+from .softmax import softmax
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -56,21 +60,129 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 _SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value a dropped element takes
 
 
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(input, p, mask_shape):
+    """1 kept, 0 dropped with probability p, in input's dtype, of mask_shape (broadcast to input)."""
+    return mul(dropout(ones(*mask_shape, dtype=input.dtype), p), 1.0 - p)
+
+
+def _alpha(input, p, mask_shape):
+    """torch's alpha dropout with a mask of mask_shape: a dropped element becomes SELU's negative
+    saturation value, then all are scaled and shifted (a, b) so that the mean and variance of a
+    standard input stay."""
+    if p == 1.0:
+        return mul(input, 0.0)
+    keep = _keep_mask(input, p, mask_shape)
+    a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1.0) * (1.0 - p)) ** 0.5
+    return add(mul(input, mul(keep, a)), add(mul(keep, _SELU_ALPHA * a), _SELU_ALPHA * a * (p - 1.0)))
+
+
+def _feature_shape(name, input):
+    """The mask shape of torch's feature dropouts: one element per (sample, channel), [N, C, 1, ...]."""
+    check(input.ndim >= 2, lambda: f"{name}: Feature dropout requires at least 2 dimensions in the input")
+    return (*input.shape[:2], *(1,) * (input.ndim - 2))
+
+
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """torch's alpha_dropout (for SELU networks): each element is dropped with probability p to
     SELU's negative saturation value, then all are scaled and shifted (a, b) so that the mean and
     variance of a standard input stay; the mask from dropout's generator. Training only; else the
     input itself. inplace=True is computed out of place."""
     check_tensors("alpha_dropout", input=input)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return mul(input, 0.0)
-    keep = mul(dropout(ones(*input.shape, dtype=input.dtype), p), 1.0 - p)  # 1 kept, 0 dropped
-    a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1.0) * (1.0 - p)) ** 0.5
-    return add(mul(input, mul(keep, a)), add(mul(keep, _SELU_ALPHA * a), _SELU_ALPHA * a * (p - 1.0)))
+    return _alpha(input, p, input.shape)
+
+
+def feature_dropout(input, p, train):
+    """torch.feature_dropout: dropout of whole channels of [N, C, ...], one draw per (sample,
+    channel), the kept ones scaled by 1/(1-p)."""
+    check_tensors("feature_dropout", input=input)
+    _check_p(p)
+    if not train or p == 0.0:
+        return input
+    return mul(input, dropout(ones(*_feature_shape("feature_dropout", input), dtype=input.dtype), p))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels of [N, C, ...] (one draw per sample and channel), as
+    torch's. inplace=True is computed out of place."""
+    check_tensors("feature_alpha_dropout", input=input)
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _alpha(input, p, _feature_shape("feature_alpha_dropout", input))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout of [N, C, L] or [C, L] (each channel's signal zeroed with probability p, the
+    rest scaled by 1/(1-p)), as torch's. inplace=True is computed out of place."""
+    check_tensors("dropout1d", input=input)
+    _check_p(p)
+    check(input.ndim in (2, 3), lambda: f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
+                                        "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+                                        "spatial dimension, a channel dimension, and an optional batch dimension (i.e. "
+                                        "2D or 3D inputs).")
+    return _unbatched_feature_dropout(input, p, training, input.ndim == 3)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout of [N, C, D, H, W] or [C, D, H, W], as torch's (another rank warns, as
+    torch's, and drops along its first dim). inplace=True is computed out of place."""
+    check_tensors("dropout3d", input=input)
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", stacklevel=2)
+    return _unbatched_feature_dropout(input, p, training, input.ndim == 5)
+
+
+def _unbatched_feature_dropout(input, p, training, batched):
+    """feature_dropout, an unbatched input taken as one sample (a draw per dim-0 slice)."""
+    if not training or p == 0.0:
+        return input
+    lead = input.shape[:2] if batched else input.shape[:1]
+    return mul(input, dropout(ones(*lead, *(1,) * (input.ndim - len(lead)), dtype=input.dtype), p))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """The randomized leaky ReLU, as torch's: x where x >= 0, else a * x with the slope a drawn
+    uniformly from [lower, upper) per element in training (tnet's generator: other numbers than
+    torch's), (lower + upper) / 2 in eval. The gradient is the slope used (1 where x > 0).
+    inplace=True is computed out of place (F.rrelu_ writes the input)."""
+    check_tensors("rrelu", input=input)
+    check(input.memory.is_floating_point(), lambda: f"rrelu: expected a float tensor, got {input.dtype}")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2.0)
+    slope = add(mul(Tensor(draw(input.shape, input.device)), float(upper - lower)), float(lower))
+    return mul(input, where(le(input, 0.0), slope.to(input.dtype), 1.0))
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau, dim), g Gumbel(0, 1) noise -log(E), E exponential draws of tnet's
+    generator (other numbers than torch's), as torch's; hard=True: the one-hot of each argmax in the
+    forward and the soft sample's gradient (straight through). eps is deprecated (a warning), as torch's."""
+    check_tensors("gumbel_softmax", logits=logits)
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    u = Tensor(draw(logits.shape, logits.device))
+    # E = -log(1 - u) in [0, inf): E = 0 (u = 0) would give an infinite noise, which torch's never is
+    e = clamp_min(neg(log1p(neg(u))), float(torch.finfo(torch.float32).tiny))
+    y_soft = softmax(div(sub(logits, log(e).to(logits.dtype)), tau), dim)
+    if not hard:
+        return y_soft
+    index = argmax(y_soft, dim, keepdim=True)
+    y_hard = scatter(Tensor(torch.zeros(logits.shape, dtype=logits.dtype, device=logits.device)), dim, index,
+                     value=1.0)
+    return add(sub(y_hard, y_soft.detach()), y_soft)
 
 
 def draw(shape, device, normal=False):

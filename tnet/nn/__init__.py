@@ -14,7 +14,7 @@ from .. import amp
 from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
-from ..kernels.launch import check, pair
+from ..kernels.launch import check, pair, single
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import init, utils
@@ -63,6 +63,54 @@ class Parameter(Tensor):
             amp.drop_low_copies(self)
 
 
+class UninitializedParameter(Parameter):
+    """torch's placeholder parameter of a lazy layer: an empty Parameter until materialize(shape)
+    gives it memory (drawn by nothing: the layer's reset_parameters fills it) and makes it a
+    Parameter, as torch's. Difference: it is an ordinary empty tensor meanwhile (torch's refuses
+    most uses)."""
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        factory_args("UninitializedParameter", device, dtype)
+        super().__init__(np.empty(0, np.float32), requires_grad=requires_grad)
+
+    def materialize(self, shape, device=None, dtype=None, **layout):
+        factory_args("UninitializedParameter.materialize", device, dtype)
+        self.memory = torch.empty(tuple(shape), device=DEVICE, **layout)
+        self.__class__ = self.cls_to_become
+
+
+class UninitializedBuffer(Tensor):
+    """torch's placeholder buffer of a lazy layer (see UninitializedParameter): a tnet.Tensor once
+    materialized."""
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        factory_args("UninitializedBuffer", device, dtype)
+        super().__init__(torch.empty(0, device=DEVICE), requires_grad)
+        self.persistent = persistent
+
+    materialize = UninitializedParameter.materialize
+
+
+class _BufferMeta(type):
+    def __instancecheck__(cls, instance):  # torch's: a tensor made by Buffer(...) is a Buffer
+        return isinstance(instance, Tensor) and vars(instance).get("_is_buffer", False)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """torch.nn.Buffer (torch 2.5+): Buffer(data, persistent=True) is data detached (its memory)
+    marked so that assigning it to a module attribute registers it as a buffer (persistent: in the
+    state_dict), as register_buffer does."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        data = tensor(np.empty(0, np.float32)) if data is None else data if isinstance(data, Tensor) else tensor(data)
+        t = data.detach()
+        t.requires_grad = data.requires_grad
+        t.persistent, t._is_buffer = persistent, True
+        return t
+
+
 def gaussian(std, mean=0.0):
     """Caffe's gaussian filler: draws from numpy's seeded generator, so a seed gives the same
     weights on CPU and GPU."""
@@ -101,6 +149,13 @@ class Module:
 
     def forward(self, *args):
         raise NotImplementedError
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Tensor) and vars(value).get("_is_buffer"):  # an nn.Buffer registers, as torch's
+            if "_buffer_names" not in vars(self):
+                object.__setattr__(self, "_buffer_names", {})
+            self._buffer_names[name] = value.persistent
+        object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
         if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
@@ -490,7 +545,15 @@ def _torch_default_init(layer):
         init.write_(layer.bias, bias_filler(layer.bias.shape, rng))
 
 
-class Conv2d(Module):
+class _ConvNd(Module):
+    """The base of tnet's convolutions, as torch's (isinstance checks): their default init."""
+
+    def reset_parameters(self):
+        """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
+        _torch_default_init(self)
+
+
+class Conv2d(_ConvNd):
     """torch.nn.Conv2d's arguments in torch's order (padding also 'same' or 'valid'), and
     torch's default init (reset_parameters: kaiming_uniform_ with a=sqrt(5) for the weight,
     U(+-1/sqrt(fan_in)) for the bias), drawn by numpy from `rng`, by default tnet's init
@@ -532,10 +595,6 @@ class Conv2d(Module):
                                                    memory_format=torch.channels_last)))
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
         self.reset_parameters()
-
-    def reset_parameters(self):
-        """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
-        _torch_default_init(self)
 
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
@@ -594,8 +653,22 @@ class _Lazy:
     (cls_to_become), as torch's. The Parameter objects exist from construction (a placeholder
     shape) and are reshaped in place, so an optimizer built before the first call keeps them."""
 
+    def _uninitialized(self, *names):
+        """Mark the named parameters and buffers as torch's placeholders (isinstance checks)."""
+        for name in names:
+            t = getattr(self, name)
+            if t is not None:
+                t.__class__ = UninitializedParameter if isinstance(t, Parameter) else UninitializedBuffer
+
+    def has_uninitialized_params(self):
+        return any(isinstance(t, (UninitializedParameter, UninitializedBuffer)) for t in vars(self).values())
+
     def _materialize(self, shape, **layout):
-        self.weight.memory = torch.empty(shape, device=DEVICE, **layout)
+        self.weight.materialize(shape, **layout)
+        self._become()
+
+    def _become(self):
+        """The full layer: reset_parameters() draws the parameters, the class is cls_to_become."""
         self.reset_parameters()
         self.__class__ = self.cls_to_become
 
@@ -606,6 +679,7 @@ class LazyLinear(_Lazy, Linear):
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(1, out_features, bias, device, dtype)
+        self._uninitialized("weight")
 
     def forward(self, x):
         self._materialize((self.weight.shape[0], x.shape[-1]))
@@ -620,6 +694,7 @@ class LazyConv2d(_Lazy, Conv2d):
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
                          device, dtype)
+        self._uninitialized("weight")
 
     def forward(self, x, relu=False, pool=None):
         out, _, kh, kw = self.weight.shape
@@ -630,7 +705,7 @@ class LazyConv2d(_Lazy, Conv2d):
         return self.forward(x, relu, pool)
 
 
-class Conv1d(Module):
+class Conv1d(_ConvNd):
     """torch.nn.Conv1d's arguments in torch's order and torch's default init (drawn from rng, tnet's
     init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'zeros' only."""
 
@@ -648,47 +723,104 @@ class Conv1d(Module):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
         self.reset_parameters()
 
-    def reset_parameters(self):
-        _torch_default_init(self)
-
     def forward(self, x):
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d(Module):
-    """torch.nn.ConvTranspose2d's arguments in torch's order and torch's default init (drawn from
-    rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, kh, kw],
-    channels-last, as torch's layout; padding_mode 'zeros' only."""
+class _ConvTransposeNd(_ConvNd):
+    """torch.nn.ConvTranspose1d's and 2d's arguments in torch's order and torch's default init (drawn
+    from rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, *kernel],
+    as torch's (channels-last in 2-D); padding_mode 'zeros' only."""
+    dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
-        kh, kw = pair(kernel_size, "ConvTranspose2d: kernel_size", 1)
+        name = type(self).__name__
+        kernel = (pair(kernel_size, f"{name}: kernel_size", 1) if self.dims == 2
+                  else (single(kernel_size, f"{name}: kernel_size", 1),))
         check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
-              lambda: f"ConvTranspose2d: groups={groups!r} must divide in_channels ({in_channels}) and "
+              lambda: f"{name}: groups={groups!r} must divide in_channels ({in_channels}) and "
                       f"out_channels ({out_channels})")
         if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
-        factory_args("ConvTranspose2d", device, dtype)
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
+        factory_args(name, device, dtype)
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.groups, self.dilation, self.padding_mode = groups, dilation, padding_mode
         self.rng, self.fillers = rng, (None, None)
-        self.weight = Parameter(Tensor(torch.empty((in_channels, out_channels // groups, kh, kw), device=DEVICE,
-                                                   memory_format=torch.channels_last)))
+        layout = dict(memory_format=torch.channels_last) if self.dims == 2 else {}
+        self.weight = Parameter(Tensor(torch.empty((in_channels, out_channels // groups, *kernel), device=DEVICE,
+                                                   **layout)))
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
         self.reset_parameters()
 
-    def reset_parameters(self):
-        _torch_default_init(self)
-
     def forward(self, x, output_size=None):
-        check(output_size is None, "ConvTranspose2d: output_size is not supported; give output_padding")
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+        check(output_size is None, lambda: f"{type(self).__name__}: output_size is not supported; give output_padding")
+        conv = F.conv_transpose2d if self.dims == 2 else F.conv_transpose1d
+        return conv(x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
+                    self.dilation)
 
     def extra_repr(self):
-        cin, cout, kh, kw = self.weight.shape
-        return f"{cin}, {cout * self.groups}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding}"
+        cin, cout, *kernel = self.weight.shape
+        return (f"{cin}, {cout * self.groups}, kernel_size={tuple(kernel)}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """F.conv_transpose2d of [N, Cin, H, W] (see _ConvTransposeNd)."""
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """F.conv_transpose1d of [N, Cin, L] or [Cin, L] (see _ConvTransposeNd)."""
+    dims = 1
+
+
+class LazyConv1d(_Lazy, Conv1d):
+    """nn.LazyConv1d: a Conv1d whose in_channels is the first input's channel count."""
+    cls_to_become = Conv1d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype)
+        self._uninitialized("weight")
+
+    def forward(self, x):
+        out, _, k = self.weight.shape
+        check(x.ndim in (2, 3), lambda: f"LazyConv1d: expected a 2-D or 3-D input, got {x.ndim}-D")
+        channels = x.shape[-2]
+        check_conv_args((1, k), 1, 0, 1, self.groups, channels, out)
+        self._materialize((out, channels // self.groups, k))
+        return self.forward(x)
+
+
+class _LazyConvTranspose(_Lazy):
+    """nn.LazyConvTranspose1d and 2d: in_channels from the first input's channel count."""
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, output_padding, groups, bias, dilation,
+                         padding_mode, device, dtype)
+        self._uninitialized("weight")
+
+    def forward(self, x, output_size=None):
+        _, per_group, *kernel = self.weight.shape
+        check(x.ndim in (self.dims + 1, self.dims + 2),
+              lambda: f"{type(self).__name__}: expected a {self.dims + 1}-D or {self.dims + 2}-D input, got {x.ndim}-D")
+        channels = x.shape[-self.dims - 1]
+        check(channels % self.groups == 0,
+              lambda: f"{type(self).__name__}: groups={self.groups} must divide in_channels ({channels})")
+        layout = dict(memory_format=torch.channels_last) if self.dims == 2 else {}
+        self._materialize((channels, per_group, *kernel), **layout)
+        return self.forward(x, output_size)
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
 
 
 class LayerNorm(Module):
@@ -815,8 +947,8 @@ class AvgPool2d(_Pool):
                             self.divisor_override)
 
 
-class _BatchNorm(Module):
-    """torch's batch normalisation modules: weight (ones) and bias (zeros) Parameters with
+class _NormBase(Module):
+    """torch's batch and instance normalisation modules: weight (ones) and bias (zeros) Parameters with
     affine (bias=False: weight only), buffers running_mean (zeros), running_var (ones) and
     num_batches_tracked (int64 0) with track_running_stats. Training mode normalises with the
     batch's statistics and updates the running ones (momentum=None: their cumulative
@@ -867,7 +999,11 @@ class _BatchNorm(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Batch normalisation (see _NormBase)."""
 
 
 class BatchNorm1d(_BatchNorm):
@@ -1069,7 +1205,43 @@ class Tanh(Module):
         return F.tanh(x)
 
 
-class MSELoss(Module):
+class _Call(Module):
+    """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
+    torch's order (a subclass's __init__ sets them)."""
+    fn, names = None, ()
+
+    def forward(self, *inputs):
+        return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
+
+    def extra_repr(self):
+        return ", ".join(f"{name}={getattr(self, name)}" for name in self.names)
+
+
+class _Loss(_Call):
+    """A loss module with torch's reduction= (the deprecated size_average and reduce raise)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
+        self.reduction = reduction
+
+    def forward(self, *inputs):
+        return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
+
+    def extra_repr(self):  # torch's losses show no arguments
+        return ""
+
+
+class _WeightedLoss(_Loss):
+    """A loss with torch's class weight, a buffer (in the state_dict where given), as torch's."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class MSELoss(_Loss):
     _loss = staticmethod(F.mse_loss)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
@@ -1117,7 +1289,7 @@ class BCEWithLogitsLoss(BCELoss):
                                                   pos_weight=self.pos_weight)
 
 
-class CrossEntropyLoss(Module):
+class CrossEntropyLoss(_WeightedLoss):
     """F.cross_entropy as a module, with torch's arguments (the deprecated size_average and
     reduce are not supported); weight is a tnet.Tensor of the class weights, or None."""
 
@@ -1129,14 +1301,15 @@ class CrossEntropyLoss(Module):
               lambda: f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         check(0.0 <= label_smoothing < 1.0,
               lambda: f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
-        self.weight, self.ignore_index, self.reduction, self.label_smoothing = weight, ignore_index, reduction, label_smoothing
+        super().__init__(weight, reduction=reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
         return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
 
 
-class NLLLoss(Module):
+class NLLLoss(_WeightedLoss):
     """F.nll_loss as a module, with torch's arguments (the deprecated size_average and reduce
     are not supported)."""
 
@@ -1144,7 +1317,8 @@ class NLLLoss(Module):
         check(size_average is None and reduce is None, "NLLLoss: the deprecated size_average and reduce are not supported")
         check(reduction in ("mean", "sum", "none"),
               lambda: f"NLLLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+        super().__init__(weight, reduction=reduction)
+        self.ignore_index = ignore_index
 
     def forward(self, input, target):
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
@@ -1177,23 +1351,34 @@ class AdaptiveMaxPool2d(Module):
 
 
 class _Pad(Module):
-    """F.pad of the last two dims: padding an int (all four sides) or (left, right, top, bottom)."""
-    mode = "constant"
+    """F.pad of the last `dims` dims: padding an int (every side) or (left, right[, top, bottom]),
+    as torch's padding modules."""
+    mode, dims = "constant", 2
 
     def __init__(self, padding, value=None):
-        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
-        check(len(self.padding) == 4,
-              lambda: f"{type(self).__name__}: padding must be an int or 4 ints, got {padding!r}")
+        self.padding = (padding,) * (2 * self.dims) if isinstance(padding, int) else tuple(padding)
+        check(len(self.padding) == 2 * self.dims,
+              lambda: f"{type(self).__name__}: padding must be an int or {2 * self.dims} ints, got {padding!r}")
         self.value = value
 
     def forward(self, x):
+        if self.mode == "circular" and x.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
         return F.pad(x, self.padding, self.mode, self.value)
 
     def extra_repr(self):
-        return f"{self.padding}" + (f", value={self.value}" if self.value is not None else "")
+        return f"padding={self.padding}, value={self.value}" if self.mode == "constant" else f"{self.padding}"
 
 
-class ZeroPad2d(_Pad):
+class ConstantPad1d(_Pad):
+    dims = 1
+
+
+class ConstantPad2d(_Pad):
+    pass
+
+
+class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -1201,16 +1386,36 @@ class ZeroPad2d(_Pad):
         return f"{self.padding}"
 
 
-class ConstantPad2d(_Pad):
-    pass
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_Pad):
+    mode, dims = "reflect", 1
 
 
 class ReflectionPad2d(_Pad):
     mode = "reflect"
 
 
+class ReplicationPad1d(_Pad):
+    mode, dims = "replicate", 1
+
+
 class ReplicationPad2d(_Pad):
     mode = "replicate"
+
+
+class CircularPad1d(_Pad):
+    mode, dims = "circular", 1
+
+
+class CircularPad2d(_Pad):
+    mode = "circular"
 
 
 class Flatten(Module):
@@ -1256,26 +1461,72 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class InstanceNorm2d(Module):
+class _InstanceNorm(_NormBase):
     """F.instance_norm, with per-channel weight (ones) and bias (zeros) where affine, as torch's
-    (affine=False by default). track_running_stats=True is not implemented."""
+    (affine=False by default); batched or unbatched input. track_running_stats=True is not
+    implemented."""
+    dims = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
-        super().__init__()
-        factory_args("InstanceNorm2d", device, dtype)
+                 dtype=None, *, bias=True):
         if track_running_stats:
-            raise NotImplementedError("InstanceNorm2d: track_running_stats=True is not implemented")
-        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
-        self.weight = Parameter(np.ones(num_features)) if affine else None
-        self.bias = Parameter(np.zeros(num_features)) if affine else None
+            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not implemented")
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, x):
-        check(x.ndim == 4, lambda: f"InstanceNorm2d: expected a 4-D input, got {tuple(x.shape)}")
+        if x.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
+        if x.ndim == self.dims + 1:
+            return self.forward(x.unsqueeze(0)).squeeze(0)
         return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
 
-    def extra_repr(self):
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+
+class InstanceNorm1d(_InstanceNorm):
+    """Over [N, C, L] or [C, L]."""
+    dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Over [N, C, H, W] or [C, H, W]."""
+
+
+class _LazyNorm(_Lazy):
+    """torch's lazy batch and instance norms: num_features from the first input's channels (dim 1,
+    or dim 0 of an unbatched instance-norm input)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+        self._uninitialized("weight", "bias", "running_mean", "running_var")
+
+    def forward(self, x, *args):
+        unbatched = isinstance(self, _InstanceNorm) and x.ndim == self.dims + 1
+        self.num_features = x.shape[0 if unbatched else 1]
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            if getattr(self, name) is not None:
+                getattr(self, name).materialize((self.num_features,))
+        self._become()
+        return self.forward(x, *args)
+
+
+class LazyBatchNorm1d(_LazyNorm, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNorm, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+
+class _LazyInstanceNorm(_LazyNorm):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
 
 
 class Upsample(Module):
@@ -1307,8 +1558,8 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, "bilinear", align_corners=True)
 
 
-class Dropout(Module):
-    """F.dropout in training mode (module.train()), the identity in eval mode."""
+class _DropoutNd(Module):
+    """torch's dropout modules: _drop in training mode (module.train()), the identity in eval mode."""
     _drop = staticmethod(F.dropout)
 
     def __init__(self, p=0.5, inplace=False):
@@ -1321,6 +1572,25 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """F.dropout in training mode (module.train()), the identity in eval mode."""
+
+
+class Dropout1d(_DropoutNd):
+    """F.dropout1d (whole channels of [N, C, L] or [C, L]) in training mode."""
+    _drop = staticmethod(F.dropout1d)
+
+
+class Dropout3d(_DropoutNd):
+    """F.dropout3d (whole channels of [N, C, D, H, W] or [C, D, H, W]) in training mode."""
+    _drop = staticmethod(F.dropout3d)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """F.feature_alpha_dropout (alpha dropout of whole channels) in training mode."""
+    _drop = staticmethod(F.feature_alpha_dropout)
 
 
 class Dropout2d(Dropout):
@@ -1728,18 +1998,6 @@ class ParameterDict(Module):
                        for k, p in self.items()) + ("\n" if len(self) else "")
 
 
-class _Call(Module):
-    """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
-    torch's order (a subclass's __init__ sets them)."""
-    fn, names = None, ()
-
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
-
-    def extra_repr(self):
-        return ", ".join(f"{name}={getattr(self, name)}" for name in self.names)
-
-
 class PixelShuffle(_Call):
     fn, names = F.pixel_shuffle, ("upscale_factor",)
 
@@ -1866,19 +2124,6 @@ class PairwiseDistance(_Call):
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
 
-class _Loss(_Call):
-    """A loss module with torch's reduction= (the deprecated size_average and reduce raise)."""
-
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        if size_average is not None or reduce is not None:
-            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
-        self.reduction = reduction
-
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
-
-
 class HuberLoss(_Loss):
     fn, names = F.huber_loss, ("reduction", "delta")
 
@@ -1928,6 +2173,136 @@ class TripletMarginLoss(_Loss):
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
 
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated alias of NLLLoss (for [N, C, H, W] log-probabilities)."""
+
+
+class MultiMarginLoss(_WeightedLoss):
+    fn, names = F.multi_margin_loss, ("p", "margin", "weight", "reduction")
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError("MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.ndim}D tensor instead")
+        self.p, self.margin = p, margin
+
+
+class MultiLabelMarginLoss(_Loss):
+    fn, names = F.multilabel_margin_loss, ("reduction",)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    fn, names = F.multilabel_soft_margin_loss, ("weight", "reduction")
+
+
+class PoissonNLLLoss(_Loss):
+    fn, names = F.poisson_nll_loss, ("log_input", "full", "eps", "reduction")
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+
+class GaussianNLLLoss(_Loss):
+    """F.gaussian_nll_loss: forward(input, target, var)."""
+    fn, names = F.gaussian_nll_loss, ("full", "eps", "reduction")
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.full, self.eps = full, eps
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    fn, names = F.triplet_margin_with_distance_loss, ("distance_function", "margin", "swap", "reduction")
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+
+class RReLU(Module):
+    """F.rrelu: a random slope in [lower, upper) per negative element in training mode, their mean in
+    eval mode (tnet's generator: other draws than torch's); inplace=True is computed out of place."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x):
+        return F.rrelu(x, self.lower, self.upper, self.training)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class LPPool1d(_Call):
+    """F.lp_pool1d over [N, C, L] or [C, L]."""
+    fn, names = F.lp_pool1d, ("norm_type", "kernel_size", "stride", "ceil_mode")
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+
+class LPPool2d(LPPool1d):
+    """F.lp_pool2d over [N, C, H, W] or [C, H, W]."""
+    fn = F.lp_pool2d
+
+
+class EmbeddingBag(Module):
+    """F.embedding_bag's table of num_embeddings rows of embedding_dim, drawn from N(0, 1) (tnet's
+    init stream) with the padding_idx row zero, as torch's; forward(input, offsets=None,
+    per_sample_weights=None). max_norm, scale_grad_by_freq and sparse are not implemented."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                 mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
+                 dtype=None):
+        super().__init__()
+        factory_args("EmbeddingBag", device, dtype)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse are not implemented")
+        if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
+        self.include_last_offset = include_last_offset
+        self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
+        self.weight = Parameter(np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight)
+        if _weight is None:
+            self.reset_parameters()
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.memory[self.padding_idx].zero_()
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}" + (
+            "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                        mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+        """A bag over embeddings [num, dim] (its memory: a Parameter of a float32 tnet tensor shares it),
+        frozen unless freeze=False, as torch's."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        bag = cls(*embeddings.shape, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings,
+                  include_last_offset, padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+
 class Bilinear(Module):
     """torch.nn.Bilinear: F.bilinear with weight [out, in1, in2] and bias [out], both drawn from
     U(-1/sqrt(in1), 1/sqrt(in1)) as torch's reset_parameters, by numpy from rng (tnet's init stream
@@ -1963,3 +2338,4 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBas
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .utils import parametrizations, parametrize  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
+from . import common_types, modules, parameter  # noqa: E402,F401  (torch's import paths; after every layer)

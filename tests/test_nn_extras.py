@@ -1,0 +1,384 @@
+"""The torch.nn layers and functional ops of the eighth session: channel dropouts, 1-D transposed
+convolution, lazy layers, LP pooling, RReLU, 1-D and circular pads, the multi-label, margin, Poisson
+and Gaussian losses, gumbel_softmax, the *_with_indices poolings, pdist, EmbeddingBag, nn.Buffer,
+the torch.nn.modules import paths and the top-level forms. Forward and gradients against torch in
+float64, on small odd shapes."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+import tnet.functional as F
+from tnet import nn
+from helpers import TOL, assert_close, check, leaf
+
+TF = torch.nn.functional
+
+
+def long(values):
+    """A tnet int64 tensor and its torch twin."""
+    a = np.asarray(values, dtype=np.int64)
+    return tnet.tensor(a), torch.tensor(a)
+
+
+# ---- functional ------------------------------------------------------------------------------
+
+def test_channel_dropouts_drop_whole_channels():
+    tnet.manual_seed(3)
+    x = tnet.ones(4, 6, 3, requires_grad=True)
+    y = F.dropout1d(x, 0.5)
+    rows = y.numpy()
+    assert np.all((rows == 0) | np.isclose(rows, 2.0)) and np.all(rows == rows[..., :1])
+    y.sum().backward()
+    assert np.array_equal(x.grad.numpy(), rows)
+    u = F.dropout1d(tnet.ones(7, 5), 0.5).numpy()  # unbatched [C, L]: a draw per channel
+    assert np.all(u == u[:, :1])
+    v = F.dropout3d(tnet.ones(2, 5, 2, 2, 3), 0.5).numpy().reshape(10, 12)
+    assert np.all(v == v[:, :1]) and 0 < (v[:, 0] == 0).sum() < 10
+    w = F.dropout3d(tnet.ones(5, 2, 2, 3), 0.5).numpy().reshape(5, 12)
+    assert np.all(w == w[:, :1])
+    assert F.dropout1d(x, 0.5, training=False) is x and nn.Dropout3d().eval()(x) is x
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D input"):
+        F.dropout1d(tnet.ones(2, 3, 4, 5))
+    with pytest.warns(UserWarning, match="dropout3d: Received a 3-D input"):
+        F.dropout3d(tnet.ones(2, 3, 4))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        nn.Dropout1d(1.5)
+    assert repr(nn.Dropout1d(0.2)) == repr(torch.nn.Dropout1d(0.2)) == "Dropout1d(p=0.2, inplace=False)"
+
+
+def test_feature_alpha_dropout_keeps_channels_and_statistics():
+    tnet.manual_seed(5)
+    x = tnet.tensor(np.random.default_rng(0).standard_normal((64, 32, 8)), requires_grad=True)
+    y = F.feature_alpha_dropout(x, 0.2, training=True)
+    a = 1.0 / ((1.7580993408473766 ** 2 * 0.2 + 1.0) * 0.8) ** 0.5
+    kept = np.isclose(y.numpy(), a * x.numpy() + 1.7580993408473766 * a * 0.2, atol=1e-5)
+    per_channel = kept.all(-1) | (~kept).all(-1)
+    assert per_channel.all() and 0.1 < 1 - kept[..., 0].mean() < 0.3
+    y.sum().backward()
+    assert np.allclose(x.grad.numpy(), np.where(kept, a, 0.0), atol=1e-6)
+    assert F.feature_alpha_dropout(x, 0.2) is x
+    assert np.allclose(F.feature_alpha_dropout(x, 1.0, True).numpy(), 0.0)
+    assert abs(float(nn.FeatureAlphaDropout(0.3).train()(tnet.randn(4000, 50)).std().item()) - 1.0) < 0.05
+
+
+def test_rrelu_eval_slope_and_training_slopes(rng):
+    x, xr = leaf(rng, 3, 17)
+    check(lambda a: F.rrelu(a, 0.1, 0.3), lambda a: TF.rrelu(a, 0.1, 0.3), [(x, xr)], rng)
+    m = nn.RReLU(0.1, 0.3).eval()
+    check(m, torch.nn.RReLU(0.1, 0.3).eval(), [(x, xr)], rng)
+    tnet.manual_seed(1)
+    z = tnet.tensor(-np.abs(rng.standard_normal((50, 40))) - 0.1, requires_grad=True)
+    y = F.rrelu(z, 0.1, 0.3, training=True)
+    slope = y.numpy() / z.numpy()
+    assert slope.min() >= 0.1 and slope.max() < 0.3 and slope.std() > 0.04
+    y.sum().backward()
+    assert np.allclose(z.grad.numpy(), slope, rtol=1e-5)
+    pos = tnet.tensor(np.abs(rng.standard_normal(9)) + 0.1)
+    assert np.array_equal(F.rrelu(pos, training=True).numpy(), pos.numpy())
+    w = tnet.tensor(-np.ones(5))
+    assert F.rrelu_(w) is w and np.allclose(w.numpy(), -(1 / 8 + 1 / 3) / 2)
+    assert repr(nn.RReLU(0.1, 0.3)) == repr(torch.nn.RReLU(0.1, 0.3))
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.5, float("inf")])
+def test_lp_pool_as_torch(rng, norm_type):
+    x, xr = leaf(rng, 2, 3, 5, 7, positive=True)
+    check(lambda a: F.lp_pool2d(a, norm_type, (2, 3), 2), lambda a: TF.lp_pool2d(a, norm_type, (2, 3), 2),
+          [(x, xr)], rng)
+    s, sr = leaf(rng, 2, 3, 9, positive=True)
+    check(nn.LPPool1d(norm_type, 3, ceil_mode=True), torch.nn.LPPool1d(norm_type, 3, ceil_mode=True), [(s, sr)], rng)
+    check(nn.LPPool2d(norm_type, 2), torch.nn.LPPool2d(norm_type, 2), [(x, xr)], rng)
+    assert repr(nn.LPPool2d(norm_type, 2)) == repr(torch.nn.LPPool2d(norm_type, 2))
+
+
+def test_with_indices_poolings_return_pairs(rng):
+    x, xr = leaf(rng, 2, 3, 5, 7)
+    for ours, theirs, args in [(F.max_pool2d_with_indices, TF.max_pool2d_with_indices, (3, 2, 1)),
+                               (F.adaptive_max_pool2d_with_indices, TF.adaptive_max_pool2d_with_indices, ((2, 3),))]:
+        (y, i), (yr, ir) = ours(x, *args), theirs(xr, *args)
+        assert_close(y, yr, TOL["ieee"], "values")
+        assert np.array_equal(i.numpy(), ir.numpy())
+    s, sr = leaf(rng, 3, 11)
+    for ours, theirs, args in [(F.max_pool1d_with_indices, TF.max_pool1d_with_indices, (3, 2, 1)),
+                               (F.adaptive_max_pool1d_with_indices, TF.adaptive_max_pool1d_with_indices, (4,))]:
+        (y, i), (yr, ir) = ours(s, *args), theirs(sr, *args)
+        assert_close(y, yr, TOL["ieee"], "values")
+        assert np.array_equal(i.numpy(), ir.numpy())
+
+
+def test_conv_transpose1d_as_torch(rng, ieee):
+    x, xr = leaf(rng, 2, 4, 7)
+    w, wr = leaf(rng, 4, 3, 3)
+    b, br = leaf(rng, 6)
+    check(lambda a, c, d: F.conv_transpose1d(a, c, d, 2, 1, 1, 2),
+          lambda a, c, d: TF.conv_transpose1d(a, c, d, 2, 1, 1, 2), [(x, xr), (w, wr), (b, br)], rng)
+    u, ur = leaf(rng, 4, 5)  # unbatched
+    check(lambda a, c: F.conv_transpose1d(a, c, dilation=2), lambda a, c: TF.conv_transpose1d(a, c, dilation=2),
+          [(u, ur), (w, wr)], rng)
+    k, kr = leaf(rng, 2, 4, 3)  # conv1d of an unbatched input
+    check(lambda a, c: F.conv1d(a, c), lambda a, c: TF.conv1d(a, c), [(u, ur), (k, kr)], rng)
+
+
+def test_gumbel_softmax_samples_and_straight_through(rng):
+    tnet.manual_seed(2)
+    logits = tnet.tensor(np.log([[0.7, 0.2, 0.1]] * 3000), requires_grad=True)
+    y = F.gumbel_softmax(logits, tau=0.5)
+    assert np.allclose(y.numpy().sum(1), 1.0, atol=1e-5)
+    hard = F.gumbel_softmax(logits, hard=True)
+    h = hard.numpy()
+    assert set(np.unique(h)) <= {0.0, 1.0} and np.all(h.sum(1) == 1)
+    assert np.allclose(h.mean(0), [0.7, 0.2, 0.1], atol=0.03)  # Gumbel-max draws the categories
+    (hard * tnet.tensor(np.array([1.0, 2.0, 3.0]))).sum().backward()
+    assert np.isfinite(logits.grad.numpy()).all() and np.abs(logits.grad.numpy()).sum() > 0
+    with pytest.warns(UserWarning, match="deprecated"):
+        F.gumbel_softmax(logits, eps=1e-5)
+
+
+def test_pdist_as_torch(rng):
+    x, xr = leaf(rng, 5, 3)
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        check(lambda a: F.pdist(a, p), lambda a: TF.pdist(a, p), [(x, xr)], rng)
+    assert tnet.pdist(tnet.ones(1, 3)).shape == (0,)
+
+
+# ---- losses ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_margin_losses_as_torch(rng, reduction):
+    x, xr = leaf(rng, 4, 5)
+    t, tr = long([1, 0, 4, 1])
+    wt, wtr = leaf(rng, 5, positive=True)
+    for p, margin in ((1, 1.0), (2, 0.5)):
+        check(lambda a, w: F.multi_margin_loss(a, t, p, margin, w, reduction=reduction),
+              lambda a, w: TF.multi_margin_loss(a, tr, p, margin, w.detach(), reduction=reduction),
+              [(x, xr), (wt, wtr.detach())], rng)
+    check(lambda a: nn.MultiMarginLoss(reduction=reduction)(a, t),
+          lambda a: torch.nn.MultiMarginLoss(reduction=reduction)(a, tr), [(x, xr)], rng)
+    labels, labels_r = long([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 1, 2, 3, 4], [2, 2, -1, 0, 0]])
+    check(lambda a: F.multilabel_margin_loss(a, labels, reduction=reduction),
+          lambda a: TF.multilabel_margin_loss(a, labels_r, reduction=reduction), [(x, xr)], rng)
+    check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(a[0], labels[0]),
+          lambda a: torch.nn.MultiLabelMarginLoss(reduction=reduction)(a[0], labels_r[0]), [(x, xr)], rng)
+    y = rng.integers(0, 2, (4, 5)).astype(np.float64)
+    wt, wtr = leaf(rng, 5, positive=True)
+    check(lambda a, w: F.multilabel_soft_margin_loss(a, tnet.tensor(y), w, reduction=reduction),
+          lambda a, w: TF.multilabel_soft_margin_loss(a, torch.tensor(y), w, reduction=reduction),
+          [(x, xr), (wt, wtr)], rng)
+    check(lambda a: nn.MultiLabelSoftMarginLoss(reduction=reduction)(a, tnet.tensor(y)),
+          lambda a: torch.nn.MultiLabelSoftMarginLoss(reduction=reduction)(a, torch.tensor(y)), [(x, xr)], rng)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2"):
+        F.multi_margin_loss(x, t, p=3)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_poisson_and_gaussian_nll_as_torch(rng, reduction):
+    x, xr = leaf(rng, 3, 5)
+    target = np.abs(rng.standard_normal((3, 5))) * 3
+    tt, ttr = tnet.tensor(target), torch.tensor(target)
+    for log_input, full in ((True, False), (False, True), (True, True)):
+        xp, xpr = (x, xr) if log_input else leaf(rng, 3, 5, positive=True)
+        check(lambda a: F.poisson_nll_loss(a, tt, log_input, full, reduction=reduction),
+              lambda a: TF.poisson_nll_loss(a, ttr, log_input, full, reduction=reduction), [(xp, xpr)], rng)
+    check(lambda a: nn.PoissonNLLLoss(reduction=reduction)(a, tt),
+          lambda a: torch.nn.PoissonNLLLoss(reduction=reduction)(a, ttr), [(x, xr)], rng)
+    var = np.abs(rng.standard_normal((3, 5))) + 1e-8  # below eps: clamped, the gradient passes
+    var[0, 0] = 1e-9
+    v, vr = leaf(rng, 3, 5, values=var)
+    for full in (False, True):
+        check(lambda a, b: F.gaussian_nll_loss(a, tt, b, full, reduction=reduction),
+              lambda a, b: TF.gaussian_nll_loss(a, ttr, b, full, reduction=reduction), [(x, xr), (v, vr)], rng)
+    h, hr = leaf(rng, 3, positive=True)  # homoscedastic: one variance per row
+    check(lambda a, b: nn.GaussianNLLLoss(reduction=reduction)(a, tt, b),
+          lambda a, b: torch.nn.GaussianNLLLoss(reduction=reduction)(a, ttr, b), [(x, xr), (h, hr)], rng)
+    check(lambda a: F.gaussian_nll_loss(a, tt, 0.5), lambda a: TF.gaussian_nll_loss(a, ttr, 0.5), [(x, xr)], rng)
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(x, tt, F.neg(v))
+    with pytest.raises(ValueError, match="incorrect size"):
+        F.gaussian_nll_loss(x, tt, tnet.ones(2))
+
+
+def test_triplet_margin_with_distance_and_nll2d(rng):
+    (a, ar), (p, pr), (n, nr) = leaf(rng, 4, 6), leaf(rng, 4, 6), leaf(rng, 4, 6)
+    check(lambda x, y, z: nn.TripletMarginWithDistanceLoss(swap=True)(x, y, z),
+          lambda x, y, z: torch.nn.TripletMarginWithDistanceLoss(swap=True)(x, y, z), [(a, ar), (p, pr), (n, nr)], rng)
+    cos = lambda lib: (lambda x, y: 1.0 - lib.cosine_similarity(x, y))
+    check(lambda x, y, z: F.triplet_margin_with_distance_loss(x, y, z, distance_function=cos(F), margin=0.5,
+                                                              reduction="none"),
+          lambda x, y, z: TF.triplet_margin_with_distance_loss(x, y, z, distance_function=cos(TF), margin=0.5,
+                                                               reduction="none"), [(a, ar), (p, pr), (n, nr)], rng)
+    with pytest.raises(ValueError, match="margin must be greater than 0"):
+        F.triplet_margin_with_distance_loss(a, p, n, margin=0)
+    logp, logpr = leaf(rng, 2, 3, 4, 5)
+    t, tr = long(rng.integers(0, 3, (2, 4, 5)))
+    assert issubclass(nn.NLLLoss2d, nn.NLLLoss)
+    check(lambda x: nn.NLLLoss2d()(x, t), lambda x: torch.nn.NLLLoss2d()(x, tr), [(logp, logpr)], rng)
+
+
+# ---- EmbeddingBag ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_as_torch(rng, mode):
+    w, wr = leaf(rng, 7, 3)
+    flat, flat_r = long([1, 4, 4, 0, 6, 2, 5, 3])
+    offsets, offsets_r = long([0, 3, 3, 5])  # the second bag is empty
+    check(lambda a: F.embedding_bag(flat, a, offsets, mode=mode),
+          lambda a: TF.embedding_bag(flat_r, a, offsets_r, mode=mode), [(w, wr)], rng)
+    check(lambda a: F.embedding_bag(flat, a, offsets, mode=mode, padding_idx=4),
+          lambda a: TF.embedding_bag(flat_r, a, offsets_r, mode=mode, padding_idx=4), [(w, wr)], rng)
+    last, last_r = long([0, 2, 5, 8])
+    check(lambda a: F.embedding_bag(flat, a, last, mode=mode, include_last_offset=True),
+          lambda a: TF.embedding_bag(flat_r, a, last_r, mode=mode, include_last_offset=True), [(w, wr)], rng)
+    rows, rows_r = long([[1, 2, 6], [0, 0, 3]])
+    check(lambda a: F.embedding_bag(rows, a, mode=mode, padding_idx=0),
+          lambda a: TF.embedding_bag(rows_r, a, mode=mode, padding_idx=0), [(w, wr)], rng)
+    if mode == "sum":
+        s, sr = leaf(rng, 8)
+        check(lambda a, b: F.embedding_bag(flat, a, offsets, mode="sum", per_sample_weights=b),
+              lambda a, b: TF.embedding_bag(flat_r, a, offsets_r, mode="sum", per_sample_weights=b),
+              [(w, wr), (s, sr)], rng)
+
+
+def test_embedding_bag_module_as_torch(rng):
+    m, ref = nn.EmbeddingBag(9, 4, mode="max"), torch.nn.EmbeddingBag(9, 4, mode="max")
+    assert repr(m) == repr(ref) and list(m.state_dict()) == list(ref.state_dict())
+    m.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})
+    rows, rows_r = long([[1, 2, 8], [0, 5, 3]])
+    assert_close(m(rows), ref(rows_r), TOL["ieee"], "forward")
+    assert repr(nn.EmbeddingBag(9, 4, padding_idx=2)) == repr(torch.nn.EmbeddingBag(9, 4, padding_idx=2))
+    assert float(np.abs(nn.EmbeddingBag(9, 4, padding_idx=2).weight.numpy()[2]).max()) == 0.0
+    with pytest.raises(ValueError, match="offsets has to be None"):
+        m(rows, rows[0])
+    with pytest.raises(NotImplementedError, match="per_sample_weights"):
+        m(rows, per_sample_weights=tnet.ones(2, 3))
+    e = nn.EmbeddingBag.from_pretrained(tnet.tensor(np.eye(3)), mode="sum")
+    assert not e.weight.requires_grad and e(long([[0, 2]])[0]).numpy().tolist() == [[1.0, 0.0, 1.0]]
+
+
+# ---- modules ---------------------------------------------------------------------------------
+
+def test_pads_1d_and_circular_as_torch(rng):
+    x, xr = leaf(rng, 2, 3, 5)
+    for name, args in [("ZeroPad1d", (2,)), ("ConstantPad1d", ((1, 3), 0.5)), ("ReflectionPad1d", ((2, 1),)),
+                       ("ReplicationPad1d", (3,)), ("CircularPad1d", ((1, 2),))]:
+        ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+        assert repr(ours) == repr(theirs)
+        check(ours, theirs, [(x, xr)], rng)
+    y, yr = leaf(rng, 2, 3, 4, 5)
+    check(nn.CircularPad2d((1, 2, 2, 1)), torch.nn.CircularPad2d((1, 2, 2, 1)), [(y, yr)], rng)
+    assert repr(nn.ConstantPad2d(1, 2.0)) == repr(torch.nn.ConstantPad2d(1, 2.0))
+    assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
+    with pytest.raises(ValueError, match="expected 2D or 3D"):
+        nn.CircularPad1d(1)(y)
+
+
+def test_conv_transpose1d_and_instance_norm1d_modules(rng, ieee):
+    m, ref = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2), torch.nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2)
+    assert list(m.state_dict()) == list(ref.state_dict()) and m.weight.shape == tuple(ref.weight.shape)
+    m.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})
+    x, xr = leaf(rng, 2, 4, 5)
+    check(m, ref.double(), [(x, xr)], rng)
+    n, nref = nn.InstanceNorm1d(4, affine=True), torch.nn.InstanceNorm1d(4, affine=True).double()
+    assert repr(n) == repr(torch.nn.InstanceNorm1d(4, affine=True)) and list(n.state_dict()) == list(nref.state_dict())
+    check(n, nref, [(x, xr)], rng)
+    u, ur = leaf(rng, 4, 6)  # unbatched
+    check(n, nref, [(u, ur)], rng)
+    check(nn.InstanceNorm2d(4), torch.nn.InstanceNorm2d(4), [leaf(rng, 4, 3, 5)], rng)
+
+
+def test_lazy_layers_take_their_sizes_from_the_first_call(rng, ieee):
+    x, xr = leaf(rng, 2, 5, 7)
+    for lazy, full in [(nn.LazyConv1d(3, 2), nn.Conv1d), (nn.LazyConvTranspose1d(6, 3, groups=1), nn.ConvTranspose1d),
+                       (nn.LazyBatchNorm1d(), nn.BatchNorm1d), (nn.LazyInstanceNorm1d(affine=True), nn.InstanceNorm1d)]:
+        assert isinstance(lazy.weight, nn.UninitializedParameter) and lazy.has_uninitialized_params()
+        y = lazy(x)
+        assert type(lazy) is full and type(lazy.weight) is nn.Parameter and y.shape[0] == 2
+    bn = nn.LazyBatchNorm2d()
+    assert isinstance(bn.running_mean, nn.UninitializedBuffer)
+    bn(tnet.randn(3, 4, 2, 2))
+    assert type(bn) is nn.BatchNorm2d and bn.num_features == 4 and bn.running_var.numpy().shape == (4,)
+    assert list(bn.state_dict()) == list(torch.nn.BatchNorm2d(4).state_dict())
+    t = nn.LazyConvTranspose2d(6, 3, stride=2)
+    w = t.weight
+    out = t(tnet.randn(2, 4, 3, 3))
+    assert type(t) is nn.ConvTranspose2d and t.weight is w and w.shape == (4, 6, 3, 3) and out.shape == (2, 6, 7, 7)
+    inorm = nn.LazyInstanceNorm2d()
+    inorm(tnet.randn(5, 3, 4))  # unbatched [C, H, W]
+    assert type(inorm) is nn.InstanceNorm2d and inorm.num_features == 5
+
+
+def test_buffer_registers_on_assignment():
+    ours, theirs = nn.Module(), torch.nn.Module()
+    for lib, m in ((nn, ours), (torch.nn, theirs)):
+        m.a = lib.Buffer(tnet.ones(2) if lib is nn else torch.ones(2))
+        m.b = lib.Buffer(tnet.zeros(3) if lib is nn else torch.zeros(3), persistent=False)
+        m.c = tnet.ones(1) if lib is nn else torch.ones(1)  # a plain tensor is no buffer
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["a"]
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()] == ["a", "b"]
+    assert isinstance(ours.a, nn.Buffer) and not isinstance(ours.c, nn.Buffer)
+    ours.a = tnet.full((2,), 3.0)  # a tensor assigned to a buffer's name stays the buffer
+    assert ours.state_dict()["a"].numpy().tolist() == [3.0, 3.0]
+    p = nn.UninitializedParameter()
+    p.materialize((2, 3))
+    assert type(p) is nn.Parameter and p.shape == (2, 3) and p.requires_grad
+
+
+def test_torch_import_paths_and_isinstance_checks():
+    from tnet.nn.common_types import _size_2_t
+    from tnet.nn.modules.batchnorm import _BatchNorm, _NormBase
+    from tnet.nn.modules.conv import _ConvNd
+    from tnet.nn.modules.loss import _Loss, _WeightedLoss
+    from tnet.nn.modules.module import Module
+    from tnet.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
+    from tnet.nn.parameter import Buffer, Parameter, UninitializedParameter
+    assert (Buffer, Parameter, UninitializedParameter) == (nn.Buffer, nn.Parameter, nn.UninitializedParameter)
+    assert _size_2_t is not None
+    assert all(isinstance(m, _BatchNorm) for m in (nn.BatchNorm1d(2), nn.BatchNorm2d(2), nn.SyncBatchNorm(2)))
+    assert isinstance(nn.InstanceNorm1d(2), _NormBase) and not isinstance(nn.InstanceNorm1d(2), _BatchNorm)
+    assert all(isinstance(m, _ConvNd) for m in (nn.Conv1d(2, 2, 1), nn.Conv2d(2, 2, 1), nn.ConvTranspose1d(2, 2, 1),
+                                                 nn.ConvTranspose2d(2, 2, 1)))
+    assert isinstance(nn.CrossEntropyLoss(), _WeightedLoss) and isinstance(nn.MSELoss(), _Loss)
+    assert isinstance(nn.modules.dropout._DropoutNd(), Module) and nn.modules.Conv2d is nn.Conv2d
+    assert (_single(2), _pair(3), _triple((1, 2, 3)), _quadruple(0), _ntuple(5)(1)) == (
+        (2,), (3, 3), (1, 2, 3), (0, 0, 0, 0), (1,) * 5)
+    w = tnet.ones(3)
+    assert list(nn.CrossEntropyLoss(w).state_dict()) == list(torch.nn.CrossEntropyLoss(torch.ones(3)).state_dict())
+    for name in ("MultiMarginLoss", "PoissonNLLLoss", "HuberLoss", "MSELoss"):
+        assert repr(getattr(nn, name)()) == repr(getattr(torch.nn, name)())
+
+
+def test_top_level_forms_take_torchs_arguments(rng, ieee):
+    x, xr = leaf(rng, 2, 3, 5, 5)
+    w, wr = leaf(rng, 3, positive=True)
+    b, br = leaf(rng, 3)
+    m, v = tnet.zeros(3), tnet.ones(3)
+    check(lambda a, c, d: tnet.batch_norm(a, c, d, m, v, False, 0.1, 1e-5, True),
+          lambda a, c, d: torch.batch_norm(a, c, d, torch.zeros(3).double(), torch.ones(3).double(), False, 0.1, 1e-5,
+                                           True), [(x, xr), (w, wr), (b, br)], rng)
+    check(lambda a: tnet.layer_norm(a, (5,)), lambda a: torch.layer_norm(a, (5,)), [(x, xr)], rng)
+    check(lambda a: tnet.group_norm(a, 3), lambda a: torch.group_norm(a, 3), [(x, xr)], rng)
+    check(lambda a: tnet.instance_norm(a, None, None, None, None, True, 0.1, 1e-5, True),
+          lambda a: torch.instance_norm(a, None, None, None, None, True, 0.1, 1e-5, True), [(x, xr)], rng)
+    check(lambda a: tnet.max_pool2d(a, 2), lambda a: torch.max_pool2d(a, 2), [(x, xr)], rng)
+    s, sr = leaf(rng, 2, 3, 7)
+    check(lambda a: tnet.max_pool1d(a, 3, 2), lambda a: torch.max_pool1d(a, 3, 2), [(s, sr)], rng)
+    (y, i), (yr, ir) = tnet.adaptive_max_pool1d(s, 3), torch.adaptive_max_pool1d(sr, 3)
+    assert_close(y, yr, TOL["ieee"], "adaptive_max_pool1d") and np.array_equal(i.numpy(), ir.numpy())
+    table, table_r = leaf(rng, 6, 4)
+    idx, idx_r = long([[1, 5], [0, 2]])
+    check(lambda t: tnet.embedding(t, idx), lambda t: torch.embedding(t, idx_r), [(table, table_r)], rng)
+    p, pr = leaf(rng, 4, 5)
+    q, qr = leaf(rng, 4, 5)
+    tgt = rng.standard_normal((4, 5)) > 0
+    for r in (0, 1, 2):
+        check(lambda a: tnet.binary_cross_entropy_with_logits(a, tnet.tensor(tgt.astype(np.float32)), None, None, r),
+              lambda a: torch.binary_cross_entropy_with_logits(a, torch.tensor(tgt).double(), None, None, r),
+              [(p, pr)], rng)
+        check(lambda a, c: tnet.kl_div(F.log_softmax(a, 1), F.softmax(c, 1), r),
+              lambda a, c: torch.kl_div(TF.log_softmax(a, 1), TF.softmax(c, 1), r), [(p, pr), (q, qr)], rng)
+    check(lambda a: tnet.poisson_nll_loss(a, tnet.tensor(np.abs(tgt) * 2.0), True, False, 1e-8, 1),
+          lambda a: torch.poisson_nll_loss(a, torch.tensor(np.abs(tgt) * 2.0), True, False, 1e-8, 1), [(p, pr)], rng)
+    assert tnet.dropout(p, 0.5, False) is p and tnet.feature_dropout(p, 0.5, False) is p
+    check(lambda a: tnet.rrelu(a), lambda a: torch.rrelu(a), [(p, pr)], rng)
+    z = tnet.tensor(-np.ones(3))
+    assert tnet.rrelu_(z) is z and tnet.selu_(tnet.ones(2)).shape == (2,)

@@ -1,0 +1,246 @@
+"""torch.nn.functional's ops that tnet composes of its other ops, whose gradients they carry: the
+margin, multi-label, Poisson and Gaussian losses, triplet_margin_with_distance_loss, pdist and
+embedding_bag. No kernels of their own."""
+import math
+
+import numpy as np
+import torch
+
+from ..kernels.launch import check
+from ..tensor import Tensor, as_storage
+from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
+from .inputs import check_tensors
+from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
+from .reduce import any, max, mean, norm, pairwise_distance, sum
+from .sort import cumprod
+
+
+def _require(cond, msg, error=ValueError):
+    """torch's Python-side checks, which raise ValueError (or AssertionError), not RuntimeError."""
+    if not cond:
+        raise error(msg() if callable(msg) else msg)
+
+
+def _reduced(loss, reduction):
+    return loss if reduction == "none" else mean(loss) if reduction == "mean" else sum(loss)
+
+
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _no_legacy(name, size_average, reduce):
+    check(size_average is None and reduce is None,
+          lambda: f"{name}: the deprecated size_average and reduce are not supported; use reduction")
+
+
+def _as_batch(name, input, target):
+    """input [N, C] or [C] as [N, C], target [N] or [] as [N, 1] (int64)."""
+    check_tensors(name, input=input, target=target)
+    check(input.ndim in (1, 2) and target.ndim == input.ndim - 1 and (input.ndim == 1 or target.shape[0] == input.shape[0]),
+          lambda: f"{name}: expected input [N, C] or [C] and target [N] or [], got {tuple(input.shape)} and "
+                  f"{tuple(target.shape)}")
+    check(target.dtype == torch.int64, lambda: f"{name}: expected an int64 target, got {target.dtype}")
+    x = input if input.ndim == 2 else unsqueeze(input, 0)
+    return x, reshape(target, (-1, 1))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The multi-class hinge loss of input [N, C] (or [C]) and int64 target [N] (or []): per sample
+    sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, as torch's."""
+    _no_legacy("multi_margin_loss", size_average, reduce)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, t = _as_batch("multi_margin_loss", input, target)
+    z = clamp_min(add(sub(x, gather(x, 1, t)), margin), 0.0)
+    if p == 2:
+        z = mul(z, z)
+    if weight is not None:
+        z = mul(z, index_select(weight, 0, reshape(t, (-1,))).unsqueeze(1))
+    classes = Tensor(as_storage(np.arange(x.shape[1], dtype=np.int64)))
+    z = where(ne(classes, t), z, 0.0)  # the target's own term is no margin
+    loss = div(sum(z, 1), x.shape[1])
+    return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The multi-label hinge loss of input [N, C] (or [C]) and int64 target of that shape, whose
+    classes run up to its first -1: per sample the sum over those targets j and non-targets i of
+    max(0, 1 - (x[j] - x[i])) / C, as torch's (a repeated target counts twice)."""
+    _no_legacy("multilabel_margin_loss", size_average, reduce)
+    _check_reduction(reduction)
+    check_tensors("multilabel_margin_loss", input=input, target=target)
+    check(input.ndim in (1, 2) and target.shape == input.shape,
+          lambda: f"multilabel_margin_loss: inconsistent target size: {tuple(target.shape)} for input of size: "
+                  f"{tuple(input.shape)}")
+    x = input if input.ndim == 2 else unsqueeze(input, 0)
+    t = reshape(target, x.shape)
+    n, c = x.shape
+    listed = ne(cumprod(ne(t, -1), 1), 0)  # the slots before the first -1
+    slot = where(listed, t, c)  # unlisted slots point past the classes
+    is_target = narrow(scatter(Tensor(torch.zeros((n, c + 1), dtype=x.dtype, device=x.device)), 1, slot, value=1.0),
+                       1, 0, c)
+    x_target = gather(x, 1, where(listed, t, 0))  # [N, slots]
+    z = clamp_min(add(sub(unsqueeze(x, 1), unsqueeze(x_target, 2)), 1.0), 0.0)  # [N, slots, C]
+    pairs = mul(unsqueeze(listed.to(x.dtype), 2), unsqueeze(sub(1.0, is_target), 1))
+    loss = div(sum(mul(z, pairs), (1, 2)), c)
+    return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)) (times weight), averaged over the classes (the
+    last dim), as torch's."""
+    _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    _check_reduction(reduction)
+    check_tensors("multilabel_soft_margin_loss", input=input, target=target)
+    loss = neg(add(mul(target, logsigmoid(input)), mul(sub(1.0, target), logsigmoid(neg(input)))))
+    if weight is not None:
+        loss = mul(loss, weight)
+    loss = div(sum(loss, input.ndim - 1), input.shape[-1])
+    return _reduced(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """The Poisson negative log-likelihood, as torch's: exp(input) - target * input (log_input), else
+    input - target * log(input + eps); full adds Stirling's target * log(target) - target +
+    log(2 pi target) / 2 where target > 1."""
+    _no_legacy("poisson_nll_loss", size_average, reduce)
+    _check_reduction(reduction)
+    check_tensors("poisson_nll_loss", input=input, target=target)
+    if log_input:
+        loss = sub(exp(input), mul(target, input))
+    else:
+        loss = sub(input, mul(target, log(add(input, eps))))
+    if full:
+        stirling = add(sub(mul(target, log(target)), target), mul(log(mul(target, 2 * math.pi)), 0.5))
+        loss = add(loss, where(le(target, 1.0), 0.0, stirling))
+    return _reduced(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """The Gaussian negative log-likelihood (log(var) + (input - target) ** 2 / var) / 2 (+ log(2 pi) / 2
+    with full), as torch's: var of input's shape, or one dim short, or 1 in one dim (homoscedastic),
+    or a float; var clamped to eps without that clamp's gradient. A negative var raises ValueError
+    (a host read of the device's answer, as torch's)."""
+    check_tensors("gaussian_nll_loss", input=input, target=target)
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = Tensor(torch.full(input.shape, var, dtype=input.dtype, device=input.device))
+    elif any(lt(var, 0.0)).item():
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim and np.sum([v for i, v in zip(input.shape, var.shape) if i != v]) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = add(var, sub(clamp_min(var, eps), var).detach())  # torch's clamp under no_grad: the gradient passes
+    loss = mul(add(log(var), div(pow(sub(input, target), 2), var)), 0.5)
+    if full:
+        loss = add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduced(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for any distance_function
+    (pairwise_distance by default; swap: d(anchor, negative) the smaller of it and d(positive,
+    negative)), as torch's."""
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    check_tensors("triplet_margin_with_distance_loss", anchor=anchor, positive=positive, negative=negative)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, distance(positive, negative))
+    return _reduced(clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between the rows i < j of input [N, M], in row-major order of (i, j): N(N-1)/2
+    of them, as torch's; the pairs' indices are made on the host."""
+    check_tensors("pdist", input=input)
+    check(input.ndim == 2, lambda: f"pdist only supports 2D tensors, got: {input.ndim}D")
+    check(p >= 0, "pdist only supports non-negative p values")
+    i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))
+    return norm(sub(index_select(input, 0, i), index_select(input, 0, j)), p, 1)
+
+
+def _bags_of_offsets(input, offsets, include_last_offset):
+    """A 1-D input cut at offsets as [B, L] positions into it and whether each is in its bag (numpy;
+    the offsets are read on the host, a sync)."""
+    _require(offsets is not None, "offsets has to be a 1D Tensor but got None")
+    _require(offsets.ndim == 1, "offsets has to be a 1D Tensor")
+    o = offsets.memory.detach().to("cpu", torch.int64).numpy()
+    _require(o.size == 0 or o[0] == 0, lambda: f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+                                            f"to start from position 0. However, got {o[0]}")
+    n = input.shape[0]
+    starts, ends = (o[:-1], o[1:]) if include_last_offset else (o, np.append(o[1:], n))
+    _require(np.all(ends >= starts) and (ends.size == 0 or ends.max() <= n),
+             "embedding_bag: offsets must be non-decreasing and within the input")
+    length = int(np.max(ends - starts, initial=1))
+    position = starts[:, None] + np.arange(length)
+    inside = position < ends[:, None]
+    return np.where(inside, position, 0), inside
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The sums, means or maxima of bags of weight's rows, as torch's: input [B, L] (a bag a row) or
+    a 1-D input cut at offsets (read on the host: a sync), per_sample_weights (mode 'sum') scaling
+    each row; padding_idx's rows are left out of every bag (and of a mean's count); an empty bag
+    gives zeros. max_norm, scale_grad_by_freq and sparse are not implemented."""
+    check_tensors("embedding_bag", input=input, weight=weight)
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are not implemented")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    if padding_idx is not None:
+        _require(-weight.shape[0] <= padding_idx < weight.shape[0], "padding_idx must be within the number of embeddings",
+                 AssertionError)
+        padding_idx %= weight.shape[0]
+    if input.ndim == 2:
+        _require(offsets is None, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                                  "fixed length sequences.")
+        index, inside, sample = input, None, per_sample_weights
+    else:
+        _require(input.ndim == 1, lambda: f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+        position, inside = _bags_of_offsets(input, offsets, include_last_offset)
+        if input.shape[0] == 0:  # every bag empty
+            return Tensor(torch.zeros((position.shape[0], weight.shape[1]), dtype=weight.dtype, device=weight.device))
+        at = Tensor(as_storage(position.reshape(-1)))
+        index = reshape(index_select(input, 0, at), position.shape)
+        sample = None if per_sample_weights is None else reshape(index_select(per_sample_weights, 0, at),
+                                                                 position.shape)
+        inside = Tensor(as_storage(inside))
+    if padding_idx is not None:
+        padded = ne(index, padding_idx)
+        inside = padded if inside is None else mul(inside, padded)
+    rows = embedding(index, weight)  # [B, L, D]
+    keep = None if inside is None else unsqueeze(inside.to(weight.dtype), 2)
+    if mode == "max":  # the gradient goes to each maximum's row, as torch's
+        if keep is None:
+            return max(rows, 1)[0]
+        return where(gt(sum(keep, 1), 0.0), max(where(gt(keep, 0.0), rows, -math.inf), 1)[0], 0.0)
+    scale = keep if sample is None else unsqueeze(sample, 2) if keep is None else mul(keep, unsqueeze(sample, 2))
+    total = sum(rows if scale is None else mul(rows, scale), 1)
+    if mode == "sum":
+        return total
+    count = input.shape[1] if keep is None else clamp_min(sum(keep, 1), 1.0)
+    return div(total, count)
