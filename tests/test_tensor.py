@@ -265,3 +265,13 @@ def test_a_scripts_device_and_grad_mode_idioms():
     for mine, ref in ((tnet.nn.Softmax(dim=1), torch.nn.Softmax(dim=1)),
                       (tnet.nn.LogSoftmax(1), torch.nn.LogSoftmax(1))):
         assert_close(mine(x[0]), ref(x[1]), TOL["ieee"], type(mine).__name__)
+
+
+def test_format_and_to_other():
+    """f"{t:.2f}" of a 0-d tensor (an AverageMeter's printout), and x.to(other): other's dtype."""
+    acc = tnet.tensor([87.5, 12.0])
+    assert f"{acc[0]:6.2f}" == " 87.50" and "{:.1e}".format(tnet.tensor(3)) == "3.0e+00"
+    with pytest.raises(TypeError):
+        f"{acc:.2f}"
+    i = tnet.tensor([1, 2])
+    assert i.to(acc).dtype == tnet.float32 and acc.to(i).dtype == tnet.int64 and acc.to(acc) is acc

@@ -782,7 +782,7 @@ def to(x, *args, **kwargs):
     kwargs.pop("copy", None)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
-    for arg in args:
+    for arg in (a.dtype if isinstance(a, Tensor) else a for a in args):  # to(other): other's dtype, one device
         if isinstance(arg, torch.dtype):
             dtype = arg
         else:

@@ -533,6 +533,11 @@ class Conv2d(Module):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
         self.reset_parameters()
 
+    # torch's attributes, read from the weight (a lazy layer's change at its first call)
+    in_channels = property(lambda self: self.weight.shape[1] * self.groups)
+    out_channels = property(lambda self: self.weight.shape[0])
+    kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
+
     def reset_parameters(self):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
         _torch_default_init(self)
@@ -580,6 +585,9 @@ class Linear(Module):
     def reset_parameters(self):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
         _torch_default_init(self)
+
+    in_features = property(lambda self: self.weight.shape[1])  # torch's attributes, read from the weight
+    out_features = property(lambda self: self.weight.shape[0])
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -651,6 +659,10 @@ class Conv1d(Module):
     def reset_parameters(self):
         _torch_default_init(self)
 
+    in_channels = property(lambda self: self.weight.shape[1] * self.groups)  # torch's attributes
+    out_channels = property(lambda self: self.weight.shape[0])
+    kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
+
     def forward(self, x):
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
@@ -680,6 +692,10 @@ class ConvTranspose2d(Module):
 
     def reset_parameters(self):
         _torch_default_init(self)
+
+    in_channels = property(lambda self: self.weight.shape[0])  # torch's attributes
+    out_channels = property(lambda self: self.weight.shape[1] * self.groups)
+    kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
 
     def forward(self, x, output_size=None):
         check(output_size is None, "ConvTranspose2d: output_size is not supported; give output_padding")

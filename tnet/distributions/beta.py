@@ -1,0 +1,47 @@
+"""torch.distributions.beta.Beta (see the package's text for what tnet's differs in)."""
+import numpy as np
+import torch
+
+from ..factory import init_generator
+from ..tensor import Tensor, as_storage
+
+
+def _host(value):
+    """A parameter as a float64 numpy array: a number, or a tnet tensor read back (a sync)."""
+    return np.asarray(value.numpy() if isinstance(value, Tensor) else value, np.float64)
+
+
+class Beta:
+    """Beta(concentration1, concentration0, validate_args=None): numbers or tensors that broadcast
+    to batch_shape. sample(sample_shape) gives float32 values of shape sample_shape + batch_shape."""
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self._a, self._b = np.broadcast_arrays(_host(concentration1), _host(concentration0))
+        if validate_args is not False and not (np.all(self._a > 0) and np.all(self._b > 0)):
+            raise ValueError("Expected parameters concentration1 and concentration0 of Beta to be positive, got "
+                             f"{self._a.tolist()} and {self._b.tolist()}")
+        self.batch_shape = torch.Size(self._a.shape)
+        self.event_shape = torch.Size()
+
+    @property
+    def concentration1(self):
+        return Tensor(as_storage(self._a.astype(np.float32)))
+
+    @property
+    def concentration0(self):
+        return Tensor(as_storage(self._b.astype(np.float32)))
+
+    @property
+    def mean(self):
+        return Tensor(as_storage((self._a / (self._a + self._b)).astype(np.float32)))
+
+    def sample(self, sample_shape=torch.Size()):
+        shape = tuple(sample_shape) + tuple(self.batch_shape)
+        draw = init_generator().beta(self._a, self._b, size=shape)
+        return Tensor(as_storage(np.asarray(draw, np.float32)))
+
+    def rsample(self, sample_shape=torch.Size()):
+        raise NotImplementedError("Beta.rsample: tnet draws Beta samples on the host, without a gradient; use sample()")
+
+    def __repr__(self):
+        return f"Beta(concentration1: {self.concentration1}, concentration0: {self.concentration0})"
