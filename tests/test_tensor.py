@@ -275,3 +275,14 @@ def test_format_and_to_other():
         f"{acc:.2f}"
     i = tnet.tensor([1, 2])
     assert i.to(acc).dtype == tnet.float32 and acc.to(i).dtype == tnet.int64 and acc.to(acc) is acc
+
+
+def test_cuda_device_and_rng_state_idioms():
+    """torch.cuda.set_device(args.gpu) on tnet's device, and the generator state a checkpoint keeps through
+    torch.cuda.get_rng_state_all()."""
+    tnet.cuda.set_device(tnet.DEVICE.index or 0)
+    state = tnet.cuda.get_rng_state_all()
+    first = tnet.rand(3).numpy()
+    tnet.cuda.set_rng_state_all(state)
+    assert np.array_equal(tnet.rand(3).numpy(), first)
+    tnet.cuda.set_rng_state(tnet.cuda.get_rng_state())

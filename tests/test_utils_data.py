@@ -266,3 +266,30 @@ def test_collate_errors_and_edges():
         assert data.default_collate([frozen, frozen]).shape == (2, 4)
     batch = data.default_collate([torch.ones(2, requires_grad=True)] * 3)
     assert batch.shape == (3, 2) and not batch.requires_grad and not batch.memory.requires_grad
+
+
+@pytest.mark.parametrize("n, drop_last", [(10, False), (10, True), (2, False), (9, True)])
+def test_distributed_sampler_as_torch(n, drop_last):
+    """Each rank's share and length as torch's without shuffling; with shuffling, the ranks' shares of one epoch
+    are a padded permutation, the same for a seed and epoch and new at set_epoch. The submodules import."""
+    from tnet.utils.data.distributed import DistributedSampler
+    from tnet.utils.data.dataloader import default_collate
+    from tnet.utils.data.sampler import BatchSampler
+    assert default_collate is data.default_collate and BatchSampler is data.BatchSampler
+    for r in range(3):
+        ours, ref = DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last), \
+            tud.distributed.DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last)
+        assert list(ours) == list(ref) and len(ours) == len(ref)
+    shares = [DistributedSampler(range(n), 3, r, seed=1, drop_last=drop_last) for r in range(3)]
+    first = [list(s) for s in shares]
+    drawn = sum(first, [])
+    assert first == [list(s) for s in shares] and len(drawn) == 3 * len(shares[0])
+    assert len(set(drawn)) == len(drawn) if drop_last else set(drawn) == set(range(n))
+    shares[0].set_epoch(1)
+    assert n < 3 or list(shares[0]) != first[0]
+    loader = DataLoader(TensorDataset(tnet.arange(n)), batch_size=2, sampler=shares[1])
+    assert [int(v) for (b,) in loader for v in b] == first[1]
+    with pytest.raises(ValueError, match="Invalid rank"):
+        DistributedSampler(range(n), 3, 3)
+    with pytest.raises(RuntimeError):
+        DistributedSampler(range(n))  # no process group

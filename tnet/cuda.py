@@ -9,7 +9,7 @@ import torch
 
 from . import amp as _amp
 from ._device import DEVICE
-from .factory import manual_seed
+from .factory import get_rng_state as _get_rng_state, manual_seed, set_rng_state as _set_rng_state
 
 
 def is_available():
@@ -34,6 +34,33 @@ def synchronize(device=None):
 def manual_seed_all(seed):
     """tnet.manual_seed: one stream serves the one device."""
     manual_seed(seed)
+
+
+def set_device(device):
+    """torch.cuda.set_device: tnet's device is chosen at import (LOCAL_RANK's GPU under torchrun), so
+    this only checks that `device` (an index, a string or a torch.device) names it; on the CPU it
+    does nothing."""
+    index = device if isinstance(device, int) else torch.device(device).index
+    if is_available() and index is not None and index != DEVICE.index:
+        raise RuntimeError(f"set_device: tnet runs on {DEVICE}, chosen at import; got device {device!r} "
+                           "(set CUDA_VISIBLE_DEVICES or LOCAL_RANK before importing tnet)")
+
+
+def get_rng_state(device="cuda"):
+    """tnet.get_rng_state: one generator serves the one device."""
+    return _get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    _set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    return [_get_rng_state()]
+
+
+def set_rng_state_all(new_states):
+    _set_rng_state(new_states[0])
 
 
 def get_device_name(device=None):

@@ -20,6 +20,8 @@ import copy
 import itertools
 import math
 import numbers
+import sys
+import types
 import warnings
 
 import numpy as np
@@ -34,7 +36,7 @@ from ..tensor import Tensor, as_storage
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
-           "default_collate", "default_convert", "get_worker_info"]
+           "DistributedSampler", "default_collate", "default_convert", "get_worker_info"]
 
 KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
 COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -384,6 +386,41 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
+class DistributedSampler(Sampler):
+    """torch's DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
+    drop_last=False): this rank's share, every num_replicas-th index from position rank, of an
+    order padded by its first indices to a multiple of num_replicas (drop_last: cut to one). The
+    order is numpy's permutation seeded by seed + the epoch (set_epoch), the same on every rank;
+    other orders than torch's. num_replicas and rank default to torch.distributed's."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+                raise RuntimeError("Requires distributed package to be available")
+            num_replicas = torch.distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = torch.distributed.get_rank() if rank is None else rank
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank, self.epoch = dataset, num_replicas, rank, 0
+        self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
+        n = len(dataset)
+        self.num_samples = math.ceil((n - num_replicas) / num_replicas if drop_last and n % num_replicas else
+                                     n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = np.random.default_rng(self.seed + self.epoch).permutation(n) if self.shuffle else np.arange(n)
+        order = np.resize(order, self.total_size)  # pads by repeating the order from its start, or cuts it
+        return iter(order[self.rank::self.num_replicas].tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
 # ---- the loader ----
 
 def get_worker_info():
@@ -501,3 +538,16 @@ class DataLoader:
                 return batch
         getitems = getattr(self.dataset, "__getitems__", None)
         return self.collate_fn(getitems(indices) if callable(getitems) else [self.dataset[i] for i in indices])
+
+
+# torch.utils.data's submodules, each a module in sys.modules, so that `from torch.utils.data.dataloader import
+# default_collate` and `torch.utils.data.distributed.DistributedSampler` port
+for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
+                      "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
+                                  "random_split"],
+                      "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+                                  "WeightedRandomSampler", "BatchSampler"],
+                      "distributed": ["DistributedSampler"]}.items():
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s names")
+    _module.__dict__.update({n: globals()[n] for n in _names})
+    sys.modules[_module.__name__] = globals()[_name] = _module
