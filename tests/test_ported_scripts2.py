@@ -2,7 +2,7 @@
 (WideResNet, DenseNet-BC, PyramidNet's zero-padded shortcut, Shake-Shake, ConvMixer, MLP-Mixer,
 LeNet-5, VGG from cfg lists, an attention net with warmup and no-decay groups, top-k accuracy and
 confusion matrices, knowledge distillation, SAM, Cutout, CutMix), written from memory and ported by
-their imports alone, as in test_ported_scripts.py (whose helpers this file shares). Random data
+their imports alone, as in test_ported_scripts.py (helpers.py runs both). Random data
 of dataset shapes, tiny widths, 1-2 steps; where cheap, the same code in torch from the same
 weights gives the same losses."""
 import math
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tnet
-from test_ported_scripts import batches, compare, imports, load
+from helpers import batches, compare, imports, load
 
 
 # (a) WideResNet (xternalz's style): F.dropout, self.modules() init loop, MultiStepLR with nesterov
@@ -254,6 +254,7 @@ def zero_padded_shortcut(m, state=None):
             residual_channel = out.size()[1]
             shortcut_channel = shortcut.size()[1]
             if residual_channel != shortcut_channel:
+                # torch.cuda.FloatTensor in the original (tnet.cuda has it; torch's needs a GPU)
                 padding = torch.autograd.Variable(torch.FloatTensor(batch_size, residual_channel - shortcut_channel,
                                                                     featuremap_size[0], featuremap_size[1]).fill_(0))
                 out += torch.cat((shortcut, padding), 1)
@@ -288,7 +289,8 @@ def shake_shake(m, state=None):
         @staticmethod
         def forward(ctx, x1, x2, training=True):
             if training:
-                alpha = torch.ones(x1.size(0), 1, 1, 1, dtype=x1.dtype, device=x1.device) * 0.3  # torch.rand in the original
+                # torch.rand in the original
+                alpha = torch.ones(x1.size(0), 1, 1, 1, dtype=x1.dtype, device=x1.device) * 0.3
             else:
                 alpha = torch.FloatTensor(x1.size(0), 1, 1, 1).fill_(0.5)
             ctx.save_for_backward(alpha)
@@ -473,7 +475,7 @@ def test_lenet5(tmp_path):
 
 # (g) VGG from cfg lists with nn.Sequential(*layers), the script's setup lines, parameter count, checkpoints
 def vgg_cfg(m, state=None, ckpt=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     cfg = {'VGG11': [4, 'M', 8, 'M', 8, 8, 'M']}
 
     class VGG(nn.Module):
@@ -560,7 +562,7 @@ def test_vgg_cfg(tmp_path):
 # (h) an attention net: MultiheadAttention(batch_first=True), LayerNorm, model.apply(init), no-decay param
 # groups, label smoothing, clip_grad_norm_, cosine schedule with linear warmup by LambdaLR
 def attention_net(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn = m.torch, m.nn
 
     class Block(nn.Module):
         def __init__(self, dim, heads):
@@ -642,7 +644,7 @@ def test_attention_net():
 # (i) evaluation: top-k accuracy (pytorch/examples' imagenet), an AverageMeter, confusion matrices by bincount and
 # by indexing, per-class accuracy
 def evaluation(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
 
     class AverageMeter(object):
         def __init__(self, name, fmt=':f'):
@@ -754,7 +756,7 @@ def test_distillation():
 
 # (k) SAM (davda54's style): an Optimizer subclass wrapping a base optimizer, with its own steps and state
 def sam(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, F = m.torch, m.nn, m.F
 
     class SAM(torch.optim.Optimizer):
         def __init__(self, params, base_optimizer, rho=0.05, adaptive=False, **kwargs):
@@ -838,7 +840,7 @@ def test_sam():
 # (l) data augmentation on the batch: Cutout with numpy masks, CutMix with np.random.beta and randperm,
 # mixup with torch.distributions.Beta
 def cutout_cutmix(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     rng = np.random.RandomState(0)
 
     class Cutout(object):
@@ -1109,7 +1111,8 @@ def handmade_losses(m, state=None):
         inputs, targets = torch.tensor(x), torch.tensor(y)
         outputs = model(inputs)
         soft = F.one_hot(targets, num_classes=10).float() * 0.9 + 0.01
-        loss = sum(c(outputs, targets) for c in criteria) + torch.sum(-soft * F.log_softmax(outputs, dim=-1), dim=-1).mean()
+        loss = sum(c(outputs, targets) for c in criteria) + \
+            torch.sum(-soft * F.log_softmax(outputs, dim=-1), dim=-1).mean()
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_value_(model.parameters(), clip_value=0.5)
@@ -1204,7 +1207,8 @@ def adversarial(m, state=None):
         data_grad = data.grad.data
         perturbed_data = fgsm_attack(data, epsilon, data_grad)
         delta = pgd_linf(model, data.detach(), target, epsilon, alpha, 2)
-        adv_loss = F.cross_entropy(model(perturbed_data), target) + F.cross_entropy(model(data.detach() + delta), target)
+        adv_loss = F.cross_entropy(model(perturbed_data), target) + \
+            F.cross_entropy(model(data.detach() + delta), target)
         optimizer.zero_grad()
         adv_loss.backward()
         optimizer.step()
@@ -1318,7 +1322,8 @@ def fixmatch(m, state=None):
     ema_model = swa_utils.AveragedModel(model, avg_fn=lambda avg, p, n: 0.9 * avg + 0.1 * p)
     no_decay = ['bias', 'bn']
     grouped_parameters = [
-        {'params': [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)], 'weight_decay': 5e-4},
+        {'params': [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+         'weight_decay': 5e-4},
         {'params': [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], 'weight_decay': 0.0}]
     optimizer = optim.SGD(grouped_parameters, lr=0.03, momentum=0.9, nesterov=True)
     mu, threshold, losses = 2, 0.1, []

@@ -286,3 +286,10 @@ def test_cuda_device_and_rng_state_idioms():
     tnet.cuda.set_rng_state_all(state)
     assert np.array_equal(tnet.rand(3).numpy(), first)
     tnet.cuda.set_rng_state(tnet.cuda.get_rng_state())
+
+
+def test_cuda_legacy_constructors():
+    """PyramidNet's `torch.cuda.FloatTensor(n, c, h, w).fill_(0)` and `x.type(torch.cuda.LongTensor)`."""
+    zeros = tnet.cuda.FloatTensor(2, 3, 1, 1).fill_(0)
+    assert zeros.dtype == tnet.float32 and zeros.shape == (2, 3, 1, 1) and not zeros.numpy().any()
+    assert tnet.ones(2).type(tnet.cuda.LongTensor).dtype == tnet.int64 and tnet.cuda.LongTensor([1]).dtype == tnet.int64

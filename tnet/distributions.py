@@ -1,9 +1,15 @@
-"""torch.distributions.beta.Beta (see the package's text for what tnet's differs in)."""
+"""torch.distributions, as far as CIFAR scripts use it: Beta, for mixup's and CutMix's mixing weight
+(`torch.distributions.beta.Beta(a, a).sample()`). Samples are drawn on the host by numpy from the
+stream tnet.manual_seed reseeds (as randint and randperm): other numbers than torch's, a host read of
+the parameters when they are tensors, and no reparameterized samples (rsample) or log_prob."""
+import sys
+import types
+
 import numpy as np
 import torch
 
-from ..factory import init_generator
-from ..tensor import Tensor, as_storage
+from .factory import init_generator
+from .tensor import Tensor, as_storage
 
 
 def _host(value):
@@ -45,3 +51,11 @@ class Beta:
 
     def __repr__(self):
         return f"Beta(concentration1: {self.concentration1}, concentration0: {self.concentration0})"
+
+
+__all__ = ["Beta"]
+
+# torch.distributions.beta, a module of its own in sys.modules: `from torch.distributions.beta import Beta` ports
+beta = types.ModuleType(__name__ + ".beta", "torch.distributions.beta's Beta")
+beta.Beta = Beta
+sys.modules[beta.__name__] = beta
