@@ -174,3 +174,20 @@ def test_new_ops_use_torch_for_memory_only(rng):
                  tnet.addmm(v, x[0, 0].t(), x[0, 1], beta=0)]
         sum(p.sum() for p in parts).backward()
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_layer_size_attributes():
+    """in_channels/out_channels/kernel_size and in_features/out_features, as torch's (init loops and
+    `model.fc.in_features` read them), also on a lazy layer after its first call."""
+    import torch
+    for lib in (tnet, torch):
+        c = lib.nn.Conv2d(4, 6, (3, 1), groups=2)
+        t = lib.nn.ConvTranspose2d(4, 6, 3, groups=2)
+        c1, fc = lib.nn.Conv1d(3, 5, 2), lib.nn.Linear(7, 2)
+        assert (c.in_channels, c.out_channels, c.kernel_size) == (4, 6, (3, 1))
+        assert (t.in_channels, t.out_channels, t.kernel_size) == (4, 6, (3, 3))
+        assert (c1.in_channels, c1.out_channels, c1.kernel_size, fc.in_features, fc.out_features) == (3, 5, (2,), 7, 2)
+    lazy, lazy_fc = tnet.nn.LazyConv2d(3, 2), tnet.nn.LazyLinear(4)
+    lazy(tnet.ones(1, 5, 4, 4))
+    lazy_fc(tnet.ones(2, 6))
+    assert (lazy.in_channels, lazy.kernel_size, lazy_fc.in_features) == (5, (2, 2), 6)

@@ -176,3 +176,65 @@ def test_errors():
     p.grad = tnet.tensor(np.ones(3))
     opt.zero_grad()
     assert p.grad is None
+
+
+def _hand_written_sgd(lib):
+    """A momentum SGD written as people subclass torch.optim.Optimizer: `required`, its own step under
+    no_grad, state made lazily in self.state[p]."""
+    from importlib import import_module
+    base = import_module(lib.__name__ + ".optim.optimizer")
+
+    class MySGD(base.Optimizer):
+        def __init__(self, params, lr=base.required, momentum=0.0):
+            super().__init__(params, dict(lr=lr, momentum=momentum))
+
+        @lib.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with lib.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        buf = state["momentum_buffer"] = lib.clone(p.grad).detach()
+                    else:
+                        buf = state["momentum_buffer"]
+                        buf.mul_(group["momentum"]).add_(p.grad)
+                    p.add_(buf, alpha=-group["lr"])
+            return loss
+
+    return MySGD
+
+
+def test_a_hand_written_optimizer_subclass(rng):
+    """torch's plain base for a subclass without a kernel rule: param groups, lazy state, a scheduler,
+    zero_grad, state_dict round trip and `required`."""
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for lib in (tnet, torch):
+        w = lib.tensor(x, requires_grad=True)
+        b = lib.tensor(x[0], requires_grad=True)
+        opt = _hand_written_sgd(lib)([{"params": [w]}, {"params": b, "lr": 0.05}], lr=0.1, momentum=0.9)
+        sched = lib.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            ((w * w).sum() + (b * w).sum()).backward()
+            opt.step()
+            sched.step()
+        state = opt.state_dict()
+        assert sorted(state["state"]) == [0, 1] and state["param_groups"][1]["params"] == [1]
+        fresh = _hand_written_sgd(lib)([{"params": [w]}, {"params": [b], "lr": 0.05}], lr=0.1, momentum=0.9)
+        fresh.load_state_dict(state)
+        assert fresh.param_groups[0]["lr"] == pytest.approx(0.0125)
+        results.append([w.detach().numpy(), b.detach().numpy(),
+                        fresh.state[b]["momentum_buffer"].numpy()])
+    for out, ref in zip(*results):
+        assert_close(out, ref, TOL["ieee"])
+    with pytest.raises(ValueError, match="required optimization parameter lr"):
+        _hand_written_sgd(tnet)([tnet.ones(2, requires_grad=True)])
+    with pytest.raises(NotImplementedError):
+        tnet.optim.Optimizer([tnet.ones(2, requires_grad=True)], {}).step()

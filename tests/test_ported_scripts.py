@@ -5,42 +5,13 @@ script imports (torch, nn, F, optim, data) and run with `import tnet as torch`; 
 same code run with torch from the same initial weights and data gives the same losses. Random data
 of dataset shapes stands in for the datasets; widths are tiny and runs 1-2 steps."""
 import copy
-import importlib
 import math
-import types
 
 import numpy as np
 import pytest
 
 import tnet
-from helpers import TOL
-
-
-def imports(name):
-    """What a script imports, from torch or from tnet: `import torch`, `import torch.nn as nn`,
-    `import torch.nn.functional as F`, `import torch.optim as optim`, `from torch.utils import data`."""
-    return types.SimpleNamespace(torch=importlib.import_module(name), nn=importlib.import_module(name + ".nn"),
-                                 F=importlib.import_module(name + ".nn.functional"),
-                                 optim=importlib.import_module(name + ".optim"),
-                                 lr_scheduler=importlib.import_module(name + ".optim.lr_scheduler"),
-                                 data=importlib.import_module(name + ".utils.data"))
-
-
-def batches(seed, n, shape, classes=10):
-    rng = np.random.default_rng(seed)
-    return [(rng.standard_normal(shape).astype(np.float32), rng.integers(0, classes, shape[0])) for _ in range(n)]
-
-
-def initial_state(model):
-    """tnet's state_dict() holds numpy copies already, torch's holds tensors."""
-    return {k: np.array(v if isinstance(v, np.ndarray) else v.detach().cpu().numpy()) for k, v in
-            model.state_dict().items()}
-
-
-def load(m, model, state):
-    if state is not None:
-        model.load_state_dict({k: m.torch.tensor(v) for k, v in state.items()})
-    return initial_state(model)
+from helpers import batches, compare, imports, load
 
 
 # (a) pytorch/examples' mnist/main.py
@@ -120,15 +91,6 @@ def mnist_example(m, state=None, dropout=True):
         scheduler.step()
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.7)
     return init, losses
-
-
-def compare(script, **kwargs):
-    """Run script with tnet, then with torch from tnet's initial weights; the losses agree."""
-    init, losses = script(imports("tnet"), **kwargs)
-    assert all(math.isfinite(v) for v in losses), losses
-    _, ref = script(imports("torch"), state=init, **kwargs)
-    np.testing.assert_allclose(losses, ref, rtol=TOL["tf32"] * 5, atol=1e-5)
-    return losses
 
 
 def test_mnist_example():

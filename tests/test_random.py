@@ -239,3 +239,20 @@ def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.isnan(tnet.tensor(x)).tolist() == torch.isnan(torch.tensor(x)).tolist()
     assert tnet.isinf(tnet.tensor(x)).tolist() == torch.isinf(torch.tensor(x)).tolist()
     assert tnet.isinf(tnet.tensor([3, 4])).tolist() == [False, False] and tnet.isnan(tnet.tensor(x)).dtype == torch.bool
+
+
+def test_beta_distribution():
+    """tnet.distributions.Beta for mixup: shapes as torch's, values in [0, 1] with the right mean,
+    repeated by manual_seed."""
+    for lib in (tnet, torch):
+        d = lib.distributions.beta.Beta(lib.tensor([0.4, 2.0]), lib.tensor([0.4, 6.0]))
+        assert d.sample().shape == (2,) and d.sample((3,)).shape == (3, 2)
+        assert lib.distributions.Beta(1., 1.).sample().shape == ()
+        np.testing.assert_allclose(d.mean.numpy(), [0.5, 0.25], rtol=1e-6)
+    tnet.manual_seed(3)
+    draws = tnet.distributions.Beta(2.0, 6.0).sample((4000,)).numpy()
+    tnet.manual_seed(3)
+    assert np.array_equal(draws, tnet.distributions.Beta(2.0, 6.0).sample((4000,)).numpy())
+    assert draws.min() >= 0 and draws.max() <= 1 and abs(draws.mean() - 0.25) < 0.01
+    with pytest.raises(ValueError):
+        tnet.distributions.Beta(0.0, 1.0)

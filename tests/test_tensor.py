@@ -314,3 +314,31 @@ def test_eighth_session_names_where_torch_has_them(name):
     if hasattr(torch, name):
         assert hasattr(tnet, name), name
     assert hasattr(tnet.Tensor, name) == hasattr(torch.Tensor, name), name
+
+
+def test_format_and_to_other():
+    """f"{t:.2f}" of a 0-d tensor (an AverageMeter's printout), and x.to(other): other's dtype."""
+    acc = tnet.tensor([87.5, 12.0])
+    assert f"{acc[0]:6.2f}" == " 87.50" and "{:.1e}".format(tnet.tensor(3)) == "3.0e+00"
+    with pytest.raises(TypeError):
+        f"{acc:.2f}"
+    i = tnet.tensor([1, 2])
+    assert i.to(acc).dtype == tnet.float32 and acc.to(i).dtype == tnet.int64 and acc.to(acc) is acc
+
+
+def test_cuda_device_and_rng_state_idioms():
+    """torch.cuda.set_device(args.gpu) on tnet's device, and the generator state a checkpoint keeps through
+    torch.cuda.get_rng_state_all()."""
+    tnet.cuda.set_device(tnet.DEVICE.index or 0)
+    state = tnet.cuda.get_rng_state_all()
+    first = tnet.rand(3).numpy()
+    tnet.cuda.set_rng_state_all(state)
+    assert np.array_equal(tnet.rand(3).numpy(), first)
+    tnet.cuda.set_rng_state(tnet.cuda.get_rng_state())
+
+
+def test_cuda_legacy_constructors():
+    """PyramidNet's `torch.cuda.FloatTensor(n, c, h, w).fill_(0)` and `x.type(torch.cuda.LongTensor)`."""
+    zeros = tnet.cuda.FloatTensor(2, 3, 1, 1).fill_(0)
+    assert zeros.dtype == tnet.float32 and zeros.shape == (2, 3, 1, 1) and not zeros.numpy().any()
+    assert tnet.ones(2).type(tnet.cuda.LongTensor).dtype == tnet.int64 and tnet.cuda.LongTensor([1]).dtype == tnet.int64

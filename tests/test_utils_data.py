@@ -268,30 +268,28 @@ def test_collate_errors_and_edges():
     assert batch.shape == (3, 2) and not batch.requires_grad and not batch.memory.requires_grad
 
 
-@pytest.mark.parametrize("drop_last", [False, True])
-@pytest.mark.parametrize("n", [9, 10, 11])
-def test_distributed_sampler_shares_as_torchs(n, drop_last):
-    """Unshuffled: torch's very indices per rank; shuffled: every rank the same count, together each
-    index (padding aside) once, and a new order per epoch."""
+@pytest.mark.parametrize("n, drop_last", [(10, False), (10, True), (2, False), (9, True)])
+def test_distributed_sampler_as_torch(n, drop_last):
+    """Each rank's share and length as torch's without shuffling; with shuffling, the ranks' shares of one epoch
+    are a padded permutation, the same for a seed and epoch and new at set_epoch. The submodules import."""
     from tnet.utils.data.distributed import DistributedSampler
-    for rank in range(3):
-        ours = DistributedSampler(range(n), num_replicas=3, rank=rank, shuffle=False, drop_last=drop_last)
-        assert list(ours) == list(torch.utils.data.DistributedSampler(range(n), 3, rank, shuffle=False,
-                                                                       drop_last=drop_last))
-    shares = [DistributedSampler(range(n), 3, rank, seed=1, drop_last=drop_last) for rank in range(3)]
+    from tnet.utils.data.dataloader import default_collate
+    from tnet.utils.data.sampler import BatchSampler
+    assert default_collate is data.default_collate and BatchSampler is data.BatchSampler
+    for r in range(3):
+        ours, ref = DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last), \
+            tud.distributed.DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last)
+        assert list(ours) == list(ref) and len(ours) == len(ref)
+    shares = [DistributedSampler(range(n), 3, r, seed=1, drop_last=drop_last) for r in range(3)]
     first = [list(s) for s in shares]
-    assert len({len(f) for f in first}) == 1 and len(shares[0]) == len(first[0])
-    assert set(sum(first, [])) == set(range(n)) or drop_last
-    for s in shares:
-        s.set_epoch(1)
-    assert [list(s) for s in shares] != first
-    with pytest.raises(ValueError):
-        DistributedSampler(range(n), num_replicas=2, rank=2)
-
-
-def test_submodule_import_paths():
-    from tnet.utils.data.dataloader import DataLoader
-    from tnet.utils.data.dataset import Dataset
-    from tnet.utils.data.sampler import SubsetRandomSampler
-    assert DataLoader is tnet.utils.data.DataLoader and Dataset is tnet.utils.data.Dataset
-    assert SubsetRandomSampler is tnet.utils.data.SubsetRandomSampler
+    drawn = sum(first, [])
+    assert first == [list(s) for s in shares] and len(drawn) == 3 * len(shares[0])
+    assert len(set(drawn)) == len(drawn) if drop_last else set(drawn) == set(range(n))
+    shares[0].set_epoch(1)
+    assert n < 3 or list(shares[0]) != first[0]
+    loader = DataLoader(TensorDataset(tnet.arange(n)), batch_size=2, sampler=shares[1])
+    assert [int(v) for (b,) in loader for v in b] == first[1]
+    with pytest.raises(ValueError, match="Invalid rank"):
+        DistributedSampler(range(n), 3, 3)
+    with pytest.raises(RuntimeError):
+        DistributedSampler(range(n))  # no process group

@@ -8,9 +8,15 @@ import types
 import torch
 
 from . import amp as _amp
+from . import factory as _factory
 from ._device import DEVICE
-from . import factory
-from .factory import manual_seed
+from .factory import get_rng_state as _get_rng_state, manual_seed, set_rng_state as _set_rng_state
+
+# torch.cuda's legacy typed constructors (`torch.cuda.FloatTensor(n, c, h, w).fill_(0)`,
+# `x.type(torch.cuda.FloatTensor)`): tnet's, on its one device
+FloatTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, BoolTensor = (
+    _factory.FloatTensor, _factory.HalfTensor, _factory.BFloat16Tensor, _factory.LongTensor, _factory.IntTensor,
+    _factory.BoolTensor)
 
 
 def is_available():
@@ -35,6 +41,33 @@ def synchronize(device=None):
 def manual_seed_all(seed):
     """tnet.manual_seed: one stream serves the one device."""
     manual_seed(seed)
+
+
+def set_device(device):
+    """torch.cuda.set_device: tnet's device is chosen at import (LOCAL_RANK's GPU under torchrun), so
+    this only checks that `device` (an index, a string or a torch.device) names it; on the CPU it
+    does nothing."""
+    index = device if isinstance(device, int) else torch.device(device).index
+    if is_available() and index is not None and index != DEVICE.index:
+        raise RuntimeError(f"set_device: tnet runs on {DEVICE}, chosen at import; got device {device!r} "
+                           "(set CUDA_VISIBLE_DEVICES or LOCAL_RANK before importing tnet)")
+
+
+def get_rng_state(device="cuda"):
+    """tnet.get_rng_state: one generator serves the one device."""
+    return _get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    _set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    return [_get_rng_state()]
+
+
+def set_rng_state_all(new_states):
+    _set_rng_state(new_states[0])
 
 
 def get_device_name(device=None):
@@ -114,8 +147,5 @@ sys.modules[amp.__name__] = amp
 
 def __getattr__(name):
     """torch.cuda's other names (streams, device properties, memory statistics, CUDA graphs):
-    torch's own, as tnet's memory, streams and graphs are torch's; its typed constructors
-    (torch.cuda.FloatTensor(...)) are tnet's, on tnet's device."""
-    if name.endswith("Tensor") and hasattr(factory, name):
-        return getattr(factory, name)
+    torch's own, as tnet's memory, streams and graphs are torch's."""
     return getattr(torch.cuda, name)

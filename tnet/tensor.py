@@ -353,6 +353,9 @@ class Tensor:
         no_host_read(self.memory, "float(tensor)")
         return float(self.memory)  # a one-element check and a host sync, as torch's
 
+    def __format__(self, spec):  # f"{acc:.2f}" of a 0-d tensor formats its value, as torch's
+        return format(self.item(), spec) if self.ndim == 0 else object.__format__(self, spec)
+
     def __int__(self):
         no_host_read(self.memory, "int(tensor)")
         return int(self.memory)

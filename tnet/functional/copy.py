@@ -785,11 +785,9 @@ def to(x, *args, **kwargs):
     kwargs.pop("copy", None)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
-    for arg in args:
+    for arg in (a.dtype if isinstance(a, Tensor) else a for a in args):  # to(other): other's dtype, one device
         if isinstance(arg, torch.dtype):
             dtype = arg
-        elif isinstance(arg, Tensor):  # to(other): other's dtype (and device: tnet's one)
-            dtype = arg.dtype
         else:
             device = arg
     check_device("to", device)

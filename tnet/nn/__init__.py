@@ -546,7 +546,11 @@ def _torch_default_init(layer):
 
 
 class _ConvNd(Module):
-    """The base of tnet's convolutions, as torch's (isinstance checks): their default init."""
+    """The base of tnet's convolutions, as torch's (isinstance checks): their default init, and
+    torch's size attributes, read from the weight (a lazy layer's change at its first call)."""
+    in_channels = property(lambda self: self.weight.shape[1] * self.groups)
+    out_channels = property(lambda self: self.weight.shape[0])
+    kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
 
     def reset_parameters(self):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
@@ -640,6 +644,9 @@ class Linear(Module):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
         _torch_default_init(self)
 
+    in_features = property(lambda self: self.weight.shape[1])  # torch's attributes, read from the weight
+    out_features = property(lambda self: self.weight.shape[0])
+
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
 
@@ -731,6 +738,8 @@ class _ConvTransposeNd(_ConvNd):
     """torch.nn.ConvTranspose1d's and 2d's arguments in torch's order and torch's default init (drawn
     from rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, *kernel],
     as torch's (channels-last in 2-D); padding_mode 'zeros' only."""
+    in_channels = property(lambda self: self.weight.shape[0])
+    out_channels = property(lambda self: self.weight.shape[1] * self.groups)
     dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,

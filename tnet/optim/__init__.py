@@ -8,6 +8,7 @@ them there, so a step captured in a CUDA graph (tnet.graph) follows a schedule, 
 bias corrections advance at every replay. The same launch rewrites the parameters' 16-bit
 copies that layers read under autocast (tnet.amp): a copy made by a step before a capture
 keeps its address, so the captured step writes it."""
+import collections
 import math
 
 import numpy as np
@@ -34,7 +35,9 @@ class Optimizer:
     decoupled). As torch's, a parameter that does not require grad (frozen) may be given: a step
     leaves every parameter without a gradient untouched. foreach, fused and capturable are taken
     and change nothing (the step is always one fused launch, and capturable); differentiable=True
-    raises NotImplementedError."""
+    raises NotImplementedError. A subclass without RULE is torch's plain base (SAM, LARS or a
+    hand-written rule): its own step() does the math with tensor ops, self.state is a
+    defaultdict(dict) filled on demand, and state_dict() holds that state as it is."""
     RULE = None
     SCALARS = {}  # one-element state of each parameter besides its step, by name: its initial value
 
@@ -44,17 +47,24 @@ class Optimizer:
         check(len(params) > 0, lambda: f"{name}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
-        self.param_groups = [{**defaults, **g, "params": list(g["params"])} for g in groups]
+        self.param_groups = [{**defaults, **g, "params": _param_list(g["params"])} for g in groups]
         self._params = [p for g in self.param_groups for p in g["params"]]
         check(len({id(p) for p in self._params}) == len(self._params),
               lambda: f"{name}: some parameters appear in more than one parameter group")
         for group in self.param_groups:
-            check(len(group["params"]) > 0, lambda: f"{name}: a parameter group has no parameters")
-            self._validate(group)
+            for key, value in group.items():
+                if value is required:
+                    raise ValueError(f"parameter group didn't specify a value of required optimization parameter {key}")
         for p in self._params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
             check(p._entry is None, lambda: f"{name}: can't optimize a non-leaf Tensor")
+        if self.RULE is None:
+            self.state = collections.defaultdict(dict)
+            return
+        for group in self.param_groups:
+            check(len(group["params"]) > 0, lambda: f"{name}: a parameter group has no parameters")
+            self._validate(group)
         device = self._params[0].device
         self._steps = torch.zeros(len(self._params), device=device)
         self._scalars = {s: torch.full((len(self._params),), v, device=device) for s, v in self.SCALARS.items()}
@@ -78,8 +88,11 @@ class Optimizer:
         torch's. The state is rebuilt around the kept one, so a step captured before (TrainStep)
         must be captured again."""
         check(isinstance(param_group, dict), lambda: f"param_group must be a dict, got {type(param_group).__name__}")
-        params = param_group["params"]
-        group = {**param_group, "params": [params] if isinstance(params, Tensor) else list(params)}
+        group = {**param_group, "params": _param_list(param_group["params"])}
+        if self.RULE is None:
+            self.param_groups.append({**self.defaults, **group})
+            self._params += group["params"]
+            return
         kept = self.state_dict()
         Optimizer.__init__(self, [*self.param_groups, group], self.defaults)
         fresh = self.state_dict()
@@ -122,6 +135,8 @@ class Optimizer:
     def update_lr(self):
         """Copy each group's lr, and its other hyperparameters, to the device where they
         changed. Schedulers call it after setting param_groups[i]["lr"]; step() calls it too."""
+        if self.RULE is None:  # a subclass's own step reads param_groups itself
+            return
         for group, cached in zip(self.param_groups, self._device_hyper):
             values, t = self._hyper(group), cached[1]
             for j, v in enumerate(values):
@@ -134,6 +149,8 @@ class Optimizer:
         launch; closure, if given, recomputes the loss first and its value is returned. A
         gradient set by hand in another memory layout than its parameter's is copied into that
         layout."""
+        if self.RULE is None:
+            raise NotImplementedError(f"{type(self).__name__} gives no step()")
         loss = None if closure is None else closure()
         self._step()
         return loss
@@ -178,7 +195,8 @@ class Optimizer:
         kernels.step_(self.RULE, updates, scale, found_inf)
 
     def zero_grad(self, set_to_none=True):
-        for p in self._params:
+        # the groups' parameters, not self._params: a subclass may hand its groups to another optimizer (SAM)
+        for p in (p for group in self.param_groups for p in group["params"]):
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
@@ -189,17 +207,26 @@ class Optimizer:
         host synchronisation): {"state": {index: {"step": float, buffer name: array}},
         "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
         indexed in group order; buffers of 16-bit parameters are saved in float32, one-element
-        state (NAdam's mu_product) as a float, as the step."""
+        state (NAdam's mu_product) as a float, as the step. Without RULE, torch's: the state's
+        own values (not copies), keyed by index."""
+        if self.RULE is None:
+            index = {p: i for i, p in enumerate(self._params)}
+            return {"state": {index[p]: state for p, state in self.state.items() if p in index},
+                    "param_groups": self._indexed_groups()}
         scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
         state = {i: {**{s: float(v[i]) for s, v in scalars.items()},
                      **{b: self.state[p][b].float().cpu().numpy().copy() for b in self._buffers(p)}}
                  for i, p in enumerate(self._params)}
+        return {"state": state, "param_groups": self._indexed_groups()}
+
+    def _indexed_groups(self):
+        """The param groups with each parameter replaced by its index, in group order."""
         groups, start = [], 0
         for group in self.param_groups:
             n = len(group["params"])
             groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(start, start + n))})
             start += n
-        return {"state": state, "param_groups": groups}
+        return groups
 
     def _buffers(self, p):
         return [s for s in self._slots[p] if s is not None and s not in self.SCALARS]
@@ -212,6 +239,14 @@ class Optimizer:
         saved_groups, saved = state_dict["param_groups"], state_dict["state"]
         check(len(saved_groups) == len(self.param_groups),
               lambda: f"{name}: {len(saved_groups)} parameter groups for {len(self.param_groups)}")
+        if self.RULE is None:
+            self.state.clear()
+            for i, p in enumerate(self._params):
+                if i in saved or str(i) in saved:
+                    self.state[p] = dict(saved.get(i, saved.get(str(i))))
+            for group, g in zip(self.param_groups, saved_groups):
+                group.update({k: v for k, v in g.items() if k != "params"})
+            return
         groups = []
         for group, g in zip(self.param_groups, saved_groups):
             check(len(g["params"]) == len(group["params"]),
@@ -237,6 +272,21 @@ class Optimizer:
         for group, g in zip(self.param_groups, groups):
             group.update(g)
         self.update_lr()
+
+
+class _RequiredParameter:
+    """The default of a hyperparameter that every param group must give (torch.optim.optimizer.required)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _param_list(params):
+    """A group's parameters as a list; one tensor alone is a list of itself, as torch takes it."""
+    return [params] if isinstance(params, Tensor) else list(params)
 
 
 class SGD(Optimizer):
@@ -652,3 +702,4 @@ class Lookahead:
 from . import lr_scheduler  # noqa: E402
 from .lr_scheduler import LambdaLR  # noqa: E402
 from . import swa_utils  # noqa: E402
+from . import optimizer  # noqa: E402

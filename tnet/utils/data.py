@@ -36,8 +36,7 @@ from ..tensor import Tensor, as_storage
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
-           "DistributedSampler",
-           "default_collate", "default_convert", "get_worker_info"]
+           "DistributedSampler", "default_collate", "default_convert", "get_worker_info"]
 
 KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
 COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -360,46 +359,6 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class DistributedSampler(Sampler):
-    """torch's DistributedSampler: rank's share (every num_replicas-th index from rank) of the data
-    set's indices, the same count on every rank (padded by repeating the first indices, or cut with
-    drop_last); shuffled anew for each set_epoch(epoch) from seed + epoch, the same order on every
-    rank. num_replicas and rank default to torch.distributed's world size and rank. The shuffle is
-    numpy's: other orders than torch's."""
-
-    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
-        if num_replicas is None or rank is None:
-            if not torch.distributed.is_available() or not torch.distributed.is_initialized():
-                raise RuntimeError("Requires distributed package to be available")
-            num_replicas = torch.distributed.get_world_size() if num_replicas is None else num_replicas
-            rank = torch.distributed.get_rank() if rank is None else rank
-        if rank >= num_replicas or rank < 0:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
-        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
-        self.shuffle, self.seed, self.drop_last, self.epoch = shuffle, seed, drop_last, 0
-        n = len(dataset)
-        self.num_samples = (math.ceil((n - num_replicas) / num_replicas) if drop_last and n % num_replicas
-                            else math.ceil(n / num_replicas))
-        self.total_size = self.num_samples * num_replicas
-
-    def __iter__(self):
-        n = len(self.dataset)
-        indices = (np.random.default_rng(self.seed + self.epoch).permutation(n) if self.shuffle
-                   else np.arange(n)).tolist()
-        if self.drop_last:
-            indices = indices[:self.total_size]
-        else:
-            padding = self.total_size - len(indices)
-            indices += (indices * math.ceil(padding / max(len(indices), 1)))[:padding]
-        return iter(indices[self.rank:self.total_size:self.num_replicas])
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        self.epoch = epoch
-
-
 def _check_batching(batch_size, drop_last):
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
         raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
@@ -425,6 +384,41 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+class DistributedSampler(Sampler):
+    """torch's DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
+    drop_last=False): this rank's share, every num_replicas-th index from position rank, of an
+    order padded by its first indices to a multiple of num_replicas (drop_last: cut to one). The
+    order is numpy's permutation seeded by seed + the epoch (set_epoch), the same on every rank;
+    other orders than torch's. num_replicas and rank default to torch.distributed's."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+                raise RuntimeError("Requires distributed package to be available")
+            num_replicas = torch.distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = torch.distributed.get_rank() if rank is None else rank
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank, self.epoch = dataset, num_replicas, rank, 0
+        self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
+        n = len(dataset)
+        self.num_samples = math.ceil((n - num_replicas) / num_replicas if drop_last and n % num_replicas else
+                                     n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = np.random.default_rng(self.seed + self.epoch).permutation(n) if self.shuffle else np.arange(n)
+        order = np.resize(order, self.total_size)  # pads by repeating the order from its start, or cuts it
+        return iter(order[self.rank::self.num_replicas].tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
 
 
 # ---- the loader ----
@@ -546,10 +540,14 @@ class DataLoader:
         return self.collate_fn(getitems(indices) if callable(getitems) else [self.dataset[i] for i in indices])
 
 
-# torch's submodule paths (`from torch.utils.data.sampler import SubsetRandomSampler`), each a module
-# of this one's names in sys.modules, as tnet.cuda.amp is
-for _name in ("dataloader", "dataset", "sampler", "distributed"):
-    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s import path: tnet.utils.data's names.")
-    _module.__dict__.update({k: globals()[k] for k in __all__})
-    sys.modules[_module.__name__] = _module
-    globals()[_name] = _module
+# torch.utils.data's submodules, each a module in sys.modules, so that `from torch.utils.data.dataloader import
+# default_collate` and `torch.utils.data.distributed.DistributedSampler` port
+for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
+                      "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
+                                  "random_split"],
+                      "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+                                  "WeightedRandomSampler", "BatchSampler"],
+                      "distributed": ["DistributedSampler"]}.items():
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s names")
+    _module.__dict__.update({n: globals()[n] for n in _names})
+    sys.modules[_module.__name__] = globals()[_name] = _module
