@@ -342,3 +342,15 @@ def test_cuda_legacy_constructors():
     zeros = tnet.cuda.FloatTensor(2, 3, 1, 1).fill_(0)
     assert zeros.dtype == tnet.float32 and zeros.shape == (2, 3, 1, 1) and not zeros.numpy().any()
     assert tnet.ones(2).type(tnet.cuda.LongTensor).dtype == tnet.int64 and tnet.cuda.LongTensor([1]).dtype == tnet.int64
+
+
+def test_set_printoptions_and_detach_():
+    x = tnet.tensor([1.123456789, 2.5])
+    try:
+        tnet.set_printoptions(precision=2)
+        assert "1.12" in repr(x) and "1.1234" not in repr(x)
+    finally:
+        tnet.set_printoptions(profile="default")
+    assert "1.1234" in repr(x)
+    y = tnet.ones(2, requires_grad=True) * 2
+    assert y.detach_() is y and not y.requires_grad and y.is_leaf and y.grad_fn is None

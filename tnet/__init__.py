@@ -2,7 +2,8 @@
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
 from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
-from .tensor import Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, tensor
+from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+                     set_printoptions, tensor)
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save

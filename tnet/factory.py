@@ -80,16 +80,18 @@ def rng_state():
 def manual_seed(seed):
     """Reset the generator and the layers' init stream (init_generator): draws and layers built
     after this repeat those after any earlier manual_seed(seed). A host write, so not within a
-    CUDA graph capture. Seeds are taken modulo 2^64, as torch's."""
+    CUDA graph capture. Seeds are taken modulo 2^64, as torch's. Returns the init stream, a
+    tnet.Generator (`torch.manual_seed(0).initial_seed()`; torch returns its default generator)."""
     if _capturing():
         raise RuntimeError("manual_seed: writes the generator state from the host; call it outside a graph capture")
     seed = int(seed) % (1 << 64)
     _seed[0] = seed
-    _init[0] = np.random.default_rng(seed)
+    _init[0] = Generator().manual_seed(seed)  # numpy's default_rng(seed) stream, with torch's methods
     seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the int64 with the same bits
     state = rng_state()
     state[0].fill_(seed)
     state[1].fill_(0)
+    return _init[0]
 
 
 def get_rng_state():

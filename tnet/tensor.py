@@ -155,6 +155,30 @@ class Node:
         return f"<{self.name().split('::')[-1]} object>"
 
 
+print_options = {}  # numpy's print options that set_printoptions gave, for Tensor.__repr__
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """torch's print options, for tnet's repr (numpy's printing of the values): profile "default",
+    "short" or "full" first, then each option given; sci_mode True or False forces scientific
+    notation or suppresses it."""
+    if profile is not None:
+        print_options.clear()
+        print_options.update({"default": {}, "short": dict(precision=2, threshold=1000, edgeitems=2),
+                              "full": dict(threshold=np.inf)}[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None:
+            print_options[name] = value
+    if sci_mode is not None:
+        print_options["floatmode"] = "maxprec"
+        print_options["formatter"] = {"float_kind": (lambda v: np.format_float_scientific(
+            v, precision=print_options.get("precision", 4))) if sci_mode else None}
+        if not sci_mode:
+            del print_options["formatter"]
+            print_options["suppress"] = True
+
+
 def memory_of(x):
     """The torch tensor behind x: a tnet Tensor's memory, or x itself where it is a torch tensor."""
     return x.memory if isinstance(x, Tensor) else x
@@ -377,10 +401,16 @@ class Tensor:
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
-        if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32
-            no_host_read(self.memory, "Tensor.__repr__")
-            return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
-        return f"tnet.Tensor({self.numpy()!r}{grad})"
+        with np.printoptions(**print_options):
+            if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32
+                no_host_read(self.memory, "Tensor.__repr__")
+                return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
+            return f"tnet.Tensor({self.numpy()!r}{grad})"
+
+    def detach_(self):
+        """Take this tensor out of the graph, in place (no gradient, a leaf), as torch's; returns it."""
+        self._entry, self.requires_grad = None, False
+        return self
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
