@@ -162,3 +162,27 @@ def test_count_correct_picks_the_first_nan_as_torchs_argmax():
         count = torch.zeros((), dtype=torch.int32, device=tnet.DEVICE)
         count_correct(torch.tensor(x, device=tnet.DEVICE), labels.to(tnet.DEVICE), count)
         assert count.item() == (want == labels).sum().item(), f"shift {shift}: {count.item()}, argmax {want}"
+
+
+# ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
+
+@pytest.mark.parametrize("src", [torch.tensor([[1, -2, 300]]), torch.tensor([True, False]),
+                                 torch.tensor([1.5, -2.0], dtype=torch.float16), torch.tensor([7, 8], dtype=torch.int32)])
+def test_cast_to_bfloat16_keeps_values(src):
+    """The interpreter reinterpreted int, bool and fp16 bits as bf16 (type_as, nanmean's count)."""
+    want = src.to(torch.bfloat16)
+    assert torch.equal(tnet.Tensor(src.clone()).to(torch.bfloat16).memory, want)
+    assert torch.equal(tnet.Tensor(src.clone()).type_as(tnet.zeros(1, dtype=torch.bfloat16)).memory, want)
+    x = torch.tensor([[1.0, 2.0], [3.0, float("nan")]], dtype=torch.bfloat16).t()
+    assert torch.equal(F.nanmean(tnet.Tensor(x), 1).memory, torch.nanmean(x, 1))
+
+
+@pytest.mark.parametrize("op", ["mul", "remainder", "add"])
+def test_gradient_summed_over_a_broadcast_empty_dim_is_zero(op):
+    """A (3, 1) operand broadcast against (3, 0): its gradient sums no elements, so it is 0 (was
+    uninitialized memory)."""
+    a = tnet.tensor(np.zeros((3, 0), np.float32), requires_grad=True)
+    b = tnet.tensor(np.ones((3, 1), np.float32), requires_grad=True)
+    F.sum(getattr(tnet, op)(a, b)).backward()
+    np.testing.assert_array_equal(b.grad.numpy(), np.zeros((3, 1), np.float32))
+    assert F.prod(tnet.tensor(np.zeros((2, 0), np.float32)), 1).numpy().tolist() == [1.0, 1.0]
