@@ -186,3 +186,39 @@ def test_gradient_summed_over_a_broadcast_empty_dim_is_zero(op):
     F.sum(getattr(tnet, op)(a, b)).backward()
     np.testing.assert_array_equal(b.grad.numpy(), np.zeros((3, 1), np.float32))
     assert F.prod(tnet.tensor(np.zeros((2, 0), np.float32)), 1).numpy().tolist() == [1.0, 1.0]
+
+
+def test_a_number_operand_keeps_the_sign_of_zero():
+    """A number reached the kernel as 0 + s, which turns -0.0 into +0.0: x / -0.0 gave +inf."""
+    x = torch.tensor([1.0, -2.0, 0.0])
+    for got, want in ((F.div(tnet.Tensor(x.clone()), -0.0), x / -0.0), (F.add(tnet.Tensor(-x), -0.0), -x + -0.0),
+                      (tnet.true_divide(tnet.tensor([1, 2]), -0.0), torch.tensor([1, 2]) / -0.0)):
+        _same(got.numpy(), want)
+        assert np.array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+
+
+@pytest.mark.parametrize("fn", ["div", "maximum", "minimum", "true_divide"])
+@pytest.mark.parametrize("ints, floats", [((2, 3), (2, 3)), ((2, 3), ()), ((), (2, 3)), ((2, 3), (3,))])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_integer_tensor_with_a_16_bit_tensor_promotes_as_torch(fn, ints, floats, dtype):
+    a = torch.arange(-3, 3).reshape(ints) if ints else torch.tensor(2)
+    b = torch.tensor([0.5, 1.5, -2.5], dtype=dtype).expand(floats) if floats else torch.tensor(1.5, dtype=dtype)
+    for x, y in ((a, b), (b, a)):
+        got, want = getattr(tnet, fn)(tnet.Tensor(x.clone()), tnet.Tensor(y.clone())), getattr(torch, fn)(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=1e-2)
+
+
+def test_integer_clamp_by_tensors_and_bool_masked_fill_keep_their_dtype():
+    x, lo, hi = torch.tensor([1, 5, 9]), torch.tensor([2]), torch.tensor([7, 7, 0])
+    got = tnet.clamp(tnet.Tensor(x), min=tnet.Tensor(lo), max=tnet.Tensor(hi))
+    assert got.dtype == torch.int64 and torch.equal(got.memory, torch.clamp(x, lo, hi))
+    m = torch.tensor([False, True])
+    got = F.masked_fill(tnet.Tensor(m.clone()), tnet.Tensor(~m), INF)
+    assert torch.equal(got.memory, m.masked_fill(~m, INF))
+
+
+def test_cosine_similarity_broadcasts_before_its_norms():
+    x, y = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), torch.tensor([2.0])
+    _same(F.cosine_similarity(tnet.Tensor(x), tnet.Tensor(y), dim=-1).numpy(),
+          torch.nn.functional.cosine_similarity(x, y, dim=-1))

@@ -138,9 +138,7 @@ def div(input, other, *, rounding_mode=None):
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
         return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
-    # integer and bool tensors divide as float32, as torch's true division promotes them
-    input, other = (v.float() if isinstance(v, Tensor) and not v.memory.is_floating_point() else v
-                    for v in (input, other))
+    input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
     y = _pw.pointwise("div", a, b)
@@ -148,6 +146,14 @@ def div(input, other, *, rounding_mode=None):
                     lambda g: (_pw.pointwise("div", g, b) if need_a else None,
                                _pw.pointwise("div_backward", g, y, b) if need_b else None),
                     saved=(b, y if need_b else None))
+
+
+def _ints_to_float(input, other):
+    """input and other, an integer or bool tensor among them cast to the float dtype torch's promotion
+    gives the pair: the other's (float16 with an int64 tensor stays float16), float32 without one."""
+    floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.memory.is_floating_point()]
+    dtype = _pw.result_type(floats) if floats else torch.float32
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in (input, other))
 
 
 def _float(X):
@@ -342,7 +348,10 @@ def clamp(input, min=None, max=None):
 
 def _clamp_tensors(input, min, max):
     """clamp with tensor bounds (either None): clamp_which codes which operand takes each
-    element's gradient, worked out in the backward."""
+    element's gradient, worked out in the backward. Integer tensors clamp exactly, in their dtype."""
+    if not any(v.memory.is_floating_point() for v in (input, min, max) if v is not None):
+        y = input if min is None else maximum(input, min)
+        return y if max is None else minimum(y, max)
     X = input.memory
     lo, hi = -math.inf if min is None else min.memory, math.inf if max is None else max.memory
     y = _pw.pointwise("clamp", X, lo, hi)
@@ -477,6 +486,7 @@ def _extremum(input, other, wins, loses):
     gradient)."""
     if not (input.memory.is_floating_point() or getattr(other, "memory", other).is_floating_point()):
         return where(logical_not(loses(input, other)), input, other)
+    input, other = _ints_to_float(input, other)
     tie = add(mul(input, 0.5), mul(other, 0.5))  # either value; halves never overflow
     neither = where(eq(input, other), tie, add(input, other))  # a NaN: NaN, the whole gradient to both
     return where(wins(input, other), input, where(loses(input, other), other, neither))
@@ -731,7 +741,7 @@ def masked_fill(input, mask, value):
     else:
         check(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.memory.is_floating_point() else int(bool(value) if input.dtype == torch.bool else value)
+        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else int(value)
     return where(mask, value, input)
 
 

@@ -14,7 +14,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
 from ..tensor import Tensor, as_storage, no_grad, record
-from .copy import reshape, unsqueeze
+from .copy import broadcast_tensors, reshape, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
                         ne, neg, pow, relu, sign, sub, where)
@@ -561,6 +561,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
     torch.nn.functional.cosine_similarity."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
     n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)
     return sum(mul(div(x1, n1), div(x2, n2)), dim)
