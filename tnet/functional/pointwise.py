@@ -134,6 +134,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is not None:
         check(rounding_mode in ("trunc", "floor"),
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        _check_int_divisor(*_operands("div", input, other))
         y = (trunc if rounding_mode == "trunc" else floor)(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
@@ -778,6 +779,8 @@ def _binary(name, input, other, op, grads=None):
     for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient."""
     a, b = _operands(name, input, other)
+    if name in ("fmod", "remainder", "floor_divide"):
+        _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)
     if not y.is_floating_point():
         return Tensor(y)
@@ -789,9 +792,21 @@ def _binary(name, input, other, op, grads=None):
                     saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)])
 
 
+def _check_int_divisor(a, b):
+    """torch's RuntimeError (on the CPU; CUDA's gives garbage) for an integer division by 0, before the
+    division: where b is an integer tensor, a host read of its count of zeros."""
+    if not (_pw._is_int(a) and _pw._is_int(b)):
+        return
+    if isinstance(b, torch.Tensor):
+        zeros = b.numel() and _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()
+    else:
+        zeros = b == 0
+    check(not zeros, "ZeroDivisionError")
+
+
 def fmod(input, other):
     """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
-    C's %; integer division by 0 is not checked, torch raises). other's gradient is
+    C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
     return _binary("fmod", input, other, "fmod", lambda g, a, b, y, need: (
         g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)))
@@ -799,7 +814,7 @@ def fmod(input, other):
 
 def remainder(input, other):
     """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
-    torch.remainder; integer division by 0 is not checked (torch raises). other's gradient is
+    torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
     return _binary("remainder", input, other, "remainder", lambda g, a, b, y, need: (
         g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)))
@@ -807,7 +822,8 @@ def remainder(input, other):
 
 def floor_divide(input, other):
     """floor(input / other) (the // operator), as torch.floor_divide and div(rounding_mode="floor");
-    the gradient is 0. Integer division by 0 is not checked (torch raises)."""
+    the gradient is 0. Integer division by 0 raises RuntimeError, as torch's on the CPU (a host read
+    of the divisor's zeros)."""
     return _binary("floor_divide", input, other, "floor_divide")
 
 

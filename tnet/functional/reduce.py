@@ -16,7 +16,7 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, as_storage, no_grad, record
 from .copy import broadcast_tensors, reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
                         ne, neg, pow, relu, sign, sub, where)
 
 
@@ -422,7 +422,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
-    as torch's. torch's deprecated size_average and reduce are not taken."""
+    as torch's. torch's deprecated size_average and reduce are not taken. An input or target outside
+    [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call."""
     check(size_average is None and reduce is None,
           "binary_cross_entropy: size_average and reduce are deprecated; use reduction")
     x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
@@ -430,6 +431,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
     with no_grad():
+        for arg, v in (("input", x), ("target", y)):
+            outside = _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq")
+            check(outside.item() == 0, lambda: f"all elements of {arg} should be between 0 and 1")
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
         loss = loss if weight is None else mul(loss, weight)
