@@ -222,3 +222,18 @@ def test_cosine_similarity_broadcasts_before_its_norms():
     x, y = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), torch.tensor([2.0])
     _same(F.cosine_similarity(tnet.Tensor(x), tnet.Tensor(y), dim=-1).numpy(),
           torch.nn.functional.cosine_similarity(x, y, dim=-1))
+
+
+@pytest.mark.parametrize("name, kw", [("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {}),
+                                      ("huber_loss", {"delta": 2.0})])
+def test_smooth_l1_and_huber_gradients_at_infinite_differences_as_torch(name, kw):
+    """The where of the two branches gave 0 * inf = NaN gradients where the input is +-inf."""
+    x = np.array([INF, -INF, 0.3, 1.0, -2.0, 5.0, 0.0, 3e38], np.float32)
+    y = np.array([0.0, 1.0, 0.0, 0.0, 0.5, 5.0, -1.0, -3e38], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = getattr(F, name)(a, tnet.tensor(y), reduction="sum", **kw), getattr(torch.nn.functional, name)(
+        t, torch.tensor(y), reduction="sum", **kw)
+    got.backward()
+    want.backward()
+    _same(got.numpy(), want)
+    _same(a.grad.numpy(), t.grad)

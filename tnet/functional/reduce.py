@@ -16,7 +16,7 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_chan
 from ..tensor import Tensor, as_storage, no_grad, record
 from .copy import broadcast_tensors, reshape, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul,
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, log, logical_not, maximum, minimum, mul,
                         ne, neg, pow, relu, sign, sub, where)
 
 
@@ -399,7 +399,8 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
     d = abs(sub(input, target))
-    loss = d if beta == 0 else where(lt(d, beta), mul(d, d) * (0.5 / beta), d - 0.5 * beta)
+    m = clamp(d, None, beta)  # min(d, beta): no branch of a where, whose 0 gradient times an infinite d is NaN
+    loss = d if beta == 0 else mul(m, m) * (0.5 / beta) + (d - m)
     return _reduced("smooth_l1_loss", loss, reduction)
 
 
@@ -596,9 +597,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
-    d = sub(input, target)
-    a = abs(d)
-    loss = where(lt(a, delta), mul(d, d) * 0.5, (a - 0.5 * delta) * delta)
+    a = abs(sub(input, target))
+    m = clamp(a, None, delta)  # min(|d|, delta), as smooth_l1_loss's
+    loss = mul(m, m) * 0.5 + (a - m) * delta
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")
