@@ -218,3 +218,9 @@ def test_adaptive_pooling_to_size_0_as_torch(name, size):
     a = tnet.tensor(x, requires_grad=True)
     F.sum(getattr(F, name)(a, size)).backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.zeros(shape, np.float32))
+
+
+@pytest.mark.parametrize("call", [lambda m, f, t: t([1.0, 2.0]) - True, lambda m, f, t: t([True]) - t([1]),
+                                  lambda m, f, t: m.sub(t([1.5]), t([False])), lambda m, f, t: t([1]) + True])
+def test_subtracting_bools_raises_as_torch(call):
+    _same_outcome(call)

@@ -111,6 +111,9 @@ def add_or_sub(name, input, other, into=None):
     of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
     as neither gradient reads the operands."""
     a, b = _operands(name, input, other)
+    check(name == "add" or not any(v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)),
+          "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+          "use the `~` or `logical_not()` operator instead.")
     y = _pw.pointwise(name, a, b) if into is None else \
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
