@@ -171,3 +171,56 @@ def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
     if name == "max":
         F.sum(got).backward()
         assert a.grad.shape == shape and np.all(a.grad.numpy() == (1.0 if x.size else 0.0))
+
+
+# ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
+
+def _same_outcome(fn):
+    """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values and dtype, or
+    errors of the same kind (tnet's on one line)."""
+    try:
+        want = fn(torch, tF, torch.tensor)
+    except (RuntimeError, ValueError, TypeError, IndexError) as e:
+        with pytest.raises(type(e)) as got:
+            fn(tnet, F, tnet.tensor)
+        assert "\n" not in str(got.value)
+        return
+    got = fn(tnet, F, tnet.tensor)
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: t([4, -7, 3]) // t([2, 0, 1]), lambda m, f, t: t([4, -7]) % 0,
+    lambda m, f, t: m.fmod(t([4, -7]), t([0, 3])), lambda m, f, t: m.div(t([4, -7]), t([1, 0]), rounding_mode="floor"),
+    lambda m, f, t: m.div(t([4, -7]), 0, rounding_mode="trunc"), lambda m, f, t: t(5) // t(0),
+    lambda m, f, t: t([4, -7, 3]) // t([[2], [-3]]), lambda m, f, t: t([4, -7]) % -2, lambda m, f, t: t([4, -7]) // 0.0,
+    lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long()])
+def test_integer_division_by_zero_raises_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("x, y", [([1.5], [1.0]), ([float("nan")], [1.0]), ([0.5], [-0.1]), ([0.0, 1.0, 0.3], [1.0, 0.0, 0.5]),
+                                  ([], [])])
+def test_binary_cross_entropy_outside_0_1_raises_as_torch(x, y):
+    _same_outcome(lambda m, f, t: f.binary_cross_entropy(t(x), t(y)))
+
+
+@pytest.mark.parametrize("name, size", [("adaptive_avg_pool2d", 0), ("adaptive_max_pool2d", (0, 2)),
+                                        ("adaptive_avg_pool2d", (2, 0)), ("adaptive_avg_pool1d", 0),
+                                        ("adaptive_max_pool1d", 0), ("adaptive_avg_pool2d", -1)])
+def test_adaptive_pooling_to_size_0_as_torch(name, size):
+    shape = (1, 2, 3) if name.endswith("1d") else (1, 2, 3, 3)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    _same_outcome(lambda m, f, t: getattr(f, name)(t(x), size))
+    if size == -1:
+        return
+    a = tnet.tensor(x, requires_grad=True)
+    F.sum(getattr(F, name)(a, size)).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros(shape, np.float32))
+
+
+@pytest.mark.parametrize("call", [lambda m, f, t: t([1.0, 2.0]) - True, lambda m, f, t: t([True]) - t([1]),
+                                  lambda m, f, t: m.sub(t([1.5]), t([False])), lambda m, f, t: t([1]) + True])
+def test_subtracting_bools_raises_as_torch(call):
+    _same_outcome(call)

@@ -162,3 +162,78 @@ def test_count_correct_picks_the_first_nan_as_torchs_argmax():
         count = torch.zeros((), dtype=torch.int32, device=tnet.DEVICE)
         count_correct(torch.tensor(x, device=tnet.DEVICE), labels.to(tnet.DEVICE), count)
         assert count.item() == (want == labels).sum().item(), f"shift {shift}: {count.item()}, argmax {want}"
+
+
+# ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
+
+@pytest.mark.parametrize("src", [torch.tensor([[1, -2, 300]]), torch.tensor([True, False]),
+                                 torch.tensor([1.5, -2.0], dtype=torch.float16), torch.tensor([7, 8], dtype=torch.int32)])
+def test_cast_to_bfloat16_keeps_values(src):
+    """The interpreter reinterpreted int, bool and fp16 bits as bf16 (type_as, nanmean's count)."""
+    want = src.to(torch.bfloat16)
+    assert torch.equal(tnet.Tensor(src.clone()).to(torch.bfloat16).memory, want)
+    assert torch.equal(tnet.Tensor(src.clone()).type_as(tnet.zeros(1, dtype=torch.bfloat16)).memory, want)
+    x = torch.tensor([[1.0, 2.0], [3.0, float("nan")]], dtype=torch.bfloat16).t()
+    assert torch.equal(F.nanmean(tnet.Tensor(x), 1).memory, torch.nanmean(x, 1))
+
+
+@pytest.mark.parametrize("op", ["mul", "remainder", "add"])
+def test_gradient_summed_over_a_broadcast_empty_dim_is_zero(op):
+    """A (3, 1) operand broadcast against (3, 0): its gradient sums no elements, so it is 0 (was
+    uninitialized memory)."""
+    a = tnet.tensor(np.zeros((3, 0), np.float32), requires_grad=True)
+    b = tnet.tensor(np.ones((3, 1), np.float32), requires_grad=True)
+    F.sum(getattr(tnet, op)(a, b)).backward()
+    np.testing.assert_array_equal(b.grad.numpy(), np.zeros((3, 1), np.float32))
+    assert F.prod(tnet.tensor(np.zeros((2, 0), np.float32)), 1).numpy().tolist() == [1.0, 1.0]
+
+
+def test_a_number_operand_keeps_the_sign_of_zero():
+    """A number reached the kernel as 0 + s, which turns -0.0 into +0.0: x / -0.0 gave +inf."""
+    x = torch.tensor([1.0, -2.0, 0.0])
+    for got, want in ((F.div(tnet.Tensor(x.clone()), -0.0), x / -0.0), (F.add(tnet.Tensor(-x), -0.0), -x + -0.0),
+                      (tnet.true_divide(tnet.tensor([1, 2]), -0.0), torch.tensor([1, 2]) / -0.0)):
+        _same(got.numpy(), want)
+        assert np.array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+
+
+@pytest.mark.parametrize("fn", ["div", "maximum", "minimum", "true_divide"])
+@pytest.mark.parametrize("ints, floats", [((2, 3), (2, 3)), ((2, 3), ()), ((), (2, 3)), ((2, 3), (3,))])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_integer_tensor_with_a_16_bit_tensor_promotes_as_torch(fn, ints, floats, dtype):
+    a = torch.arange(-3, 3).reshape(ints) if ints else torch.tensor(2)
+    b = torch.tensor([0.5, 1.5, -2.5], dtype=dtype).expand(floats) if floats else torch.tensor(1.5, dtype=dtype)
+    for x, y in ((a, b), (b, a)):
+        got, want = getattr(tnet, fn)(tnet.Tensor(x.clone()), tnet.Tensor(y.clone())), getattr(torch, fn)(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=1e-2)
+
+
+def test_integer_clamp_by_tensors_and_bool_masked_fill_keep_their_dtype():
+    x, lo, hi = torch.tensor([1, 5, 9]), torch.tensor([2]), torch.tensor([7, 7, 0])
+    got = tnet.clamp(tnet.Tensor(x), min=tnet.Tensor(lo), max=tnet.Tensor(hi))
+    assert got.dtype == torch.int64 and torch.equal(got.memory, torch.clamp(x, lo, hi))
+    m = torch.tensor([False, True])
+    got = F.masked_fill(tnet.Tensor(m.clone()), tnet.Tensor(~m), INF)
+    assert torch.equal(got.memory, m.masked_fill(~m, INF))
+
+
+def test_cosine_similarity_broadcasts_before_its_norms():
+    x, y = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), torch.tensor([2.0])
+    _same(F.cosine_similarity(tnet.Tensor(x), tnet.Tensor(y), dim=-1).numpy(),
+          torch.nn.functional.cosine_similarity(x, y, dim=-1))
+
+
+@pytest.mark.parametrize("name, kw", [("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {}),
+                                      ("huber_loss", {"delta": 2.0})])
+def test_smooth_l1_and_huber_gradients_at_infinite_differences_as_torch(name, kw):
+    """The where of the two branches gave 0 * inf = NaN gradients where the input is +-inf."""
+    x = np.array([INF, -INF, 0.3, 1.0, -2.0, 5.0, 0.0, 3e38], np.float32)
+    y = np.array([0.0, 1.0, 0.0, 0.0, 0.5, 5.0, -1.0, -3e38], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = getattr(F, name)(a, tnet.tensor(y), reduction="sum", **kw), getattr(torch.nn.functional, name)(
+        t, torch.tensor(y), reduction="sum", **kw)
+    got.backward()
+    want.backward()
+    _same(got.numpy(), want)
+    _same(a.grad.numpy(), t.grad)

@@ -286,8 +286,9 @@ def test_adaptive_pool_modules_indices_and_slices(rng):
     nan = x[0].detach()
     nan.memory[0, 0, 1, 1] = float("nan")
     assert torch.isnan(F.adaptive_max_pool2d(nan, 2).memory[0, 0, 0, 0])
-    with pytest.raises(ValueError, match="output_size must be positive"):
-        F.adaptive_avg_pool2d(x[0], (0, 2))
+    assert F.adaptive_avg_pool2d(x[0], (0, 2)).shape == x[0].shape[:2] + (0, 2)  # as torch's
+    with pytest.raises(RuntimeError, match="output_size must be greater than or equal to 0"):
+        F.adaptive_avg_pool2d(x[0], (-1, 2))
 
 
 @pytest.mark.parametrize("dtype", LOW)

@@ -21,7 +21,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import check, is_channels_last, is_flat
+from ..kernels.launch import capturing, check, is_channels_last, is_flat
 from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
@@ -111,6 +111,9 @@ def add_or_sub(name, input, other, into=None):
     of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
     as neither gradient reads the operands."""
     a, b = _operands(name, input, other)
+    check(name == "add" or not any(v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)),
+          "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+          "use the `~` or `logical_not()` operator instead.")
     y = _pw.pointwise(name, a, b) if into is None else \
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
@@ -136,13 +139,12 @@ def div(input, other, *, rounding_mode=None):
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
             return floor_divide(input, other)
+        _check_int_divisor(*_operands("div", input, other))
         y = trunc(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
         return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
-    # integer and bool tensors divide as float32, as torch's true division promotes them
-    input, other = (v.float() if isinstance(v, Tensor) and not v.memory.is_floating_point() else v
-                    for v in (input, other))
+    input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
     y = _pw.pointwise("div", a, b)
@@ -150,6 +152,14 @@ def div(input, other, *, rounding_mode=None):
                     lambda g: (_pw.pointwise("div", g, b) if need_a else None,
                                _pw.pointwise("div_backward", g, y, b) if need_b else None),
                     saved=(b, y if need_b else None))
+
+
+def _ints_to_float(input, other):
+    """input and other, an integer or bool tensor among them cast to the float dtype torch's promotion
+    gives the pair: the other's (float16 with an int64 tensor stays float16), float32 without one."""
+    floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.memory.is_floating_point()]
+    dtype = _pw.result_type(floats) if floats else torch.float32
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in (input, other))
 
 
 def _float(X):
@@ -344,7 +354,10 @@ def clamp(input, min=None, max=None):
 
 def _clamp_tensors(input, min, max):
     """clamp with tensor bounds (either None): clamp_which codes which operand takes each
-    element's gradient, worked out in the backward."""
+    element's gradient, worked out in the backward. Integer tensors clamp exactly, in their dtype."""
+    if not any(v.memory.is_floating_point() for v in (input, min, max) if v is not None):
+        y = input if min is None else maximum(input, min)
+        return y if max is None else minimum(y, max)
     X = input.memory
     lo, hi = -math.inf if min is None else min.memory, math.inf if max is None else max.memory
     y = _pw.pointwise("clamp", X, lo, hi)
@@ -479,6 +492,7 @@ def _extremum(input, other, wins, loses):
     gradient)."""
     if not (input.memory.is_floating_point() or getattr(other, "memory", other).is_floating_point()):
         return where(logical_not(loses(input, other)), input, other)
+    input, other = _ints_to_float(input, other)
     tie = add(mul(input, 0.5), mul(other, 0.5))  # either value; halves never overflow
     neither = where(eq(input, other), tie, add(input, other))  # a NaN: NaN, the whole gradient to both
     return where(wins(input, other), input, where(loses(input, other), other, neither))
@@ -733,7 +747,7 @@ def masked_fill(input, mask, value):
     else:
         check(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.memory.is_floating_point() else int(bool(value) if input.dtype == torch.bool else value)
+        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else int(value)
     return where(mask, value, input)
 
 
@@ -770,6 +784,8 @@ def _binary(name, input, other, op, grads=None):
     for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient."""
     a, b = _operands(name, input, other)
+    if name in ("fmod", "remainder", "floor_divide"):
+        _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)
     if not y.is_floating_point():
         return Tensor(y)
@@ -781,9 +797,22 @@ def _binary(name, input, other, op, grads=None):
                     saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)])
 
 
+def _check_int_divisor(a, b):
+    """torch's RuntimeError (on the CPU; CUDA's gives garbage) for an integer division by 0, before the
+    division: where b is an integer tensor, a host read of its count of zeros (skipped inside a CUDA
+    graph capture)."""
+    if not (_pw._is_int(a) and _pw._is_int(b)) or isinstance(b, torch.Tensor) and capturing(b):
+        return
+    if isinstance(b, torch.Tensor):
+        zeros = b.numel() and _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()
+    else:
+        zeros = b == 0
+    check(not zeros, "ZeroDivisionError")
+
+
 def fmod(input, other):
     """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
-    C's %; integer division by 0 is not checked, torch raises). other's gradient is
+    C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
     return _binary("fmod", input, other, "fmod", lambda g, a, b, y, need: (
         g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)))
@@ -791,7 +820,7 @@ def fmod(input, other):
 
 def remainder(input, other):
     """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
-    torch.remainder; integer division by 0 is not checked (torch raises). other's gradient is
+    torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
     return _binary("remainder", input, other, "remainder", lambda g, a, b, y, need: (
         g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)))
@@ -799,7 +828,8 @@ def remainder(input, other):
 
 def floor_divide(input, other):
     """floor(input / other) (the // operator), as torch.floor_divide and div(rounding_mode="floor");
-    the gradient is 0. Integer division by 0 is not checked (torch raises)."""
+    the gradient is 0. Integer division by 0 raises RuntimeError, as torch's on the CPU (a host read
+    of the divisor's zeros)."""
     return _binary("floor_divide", input, other, "floor_divide")
 
 

@@ -194,7 +194,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _adaptive_1d(mode, input, output_size, return_indices=False):
     name = f"adaptive_{mode}_pool1d"
-    size = single(output_size, f"{name}: output_size", 1)
+    size = single(output_size, f"{name}: output_size", 0)
     y, arg = _adaptive(mode, _signal_as_image(name, input), (1, size))
     y = _image_as_signal(y, input)
     if not return_indices:

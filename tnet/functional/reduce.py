@@ -12,12 +12,12 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, check, is_channels_last
+from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, check, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
-from .copy import reshape, shape_args, unsqueeze
+from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp_min, div, eq, exp, gt, isclose, log, logical_not, lt, maximum, minimum, mul, ne,
-                        neg, pow, relu, sign, sub, where)
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, log, logical_not, maximum, minimum,
+                        mul, ne, neg, pow, relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -401,7 +401,8 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
     d = abs(sub(input, target))
-    loss = d if beta == 0 else where(lt(d, beta), mul(d, d) * (0.5 / beta), d - 0.5 * beta)
+    m = clamp(d, None, beta)  # min(d, beta): no branch of a where, whose 0 gradient times an infinite d is NaN
+    loss = d if beta == 0 else mul(m, m) * (0.5 / beta) + (d - m)
     return _reduced("smooth_l1_loss", loss, reduction)
 
 
@@ -424,7 +425,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
-    as torch's. torch's deprecated size_average and reduce are not taken."""
+    as torch's. torch's deprecated size_average and reduce are not taken. An input or target outside
+    [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call,
+    skipped inside a CUDA graph capture."""
     check(size_average is None and reduce is None,
           "binary_cross_entropy: size_average and reduce are deprecated; use reduction")
     x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
@@ -432,6 +435,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
     with no_grad():
+        for arg, v in (("input", x), ("target", y)) if not capturing(x.memory) else ():
+            outside = _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq")
+            check(outside.item() == 0, lambda: f"all elements of {arg} should be between 0 and 1")
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
         loss = loss if weight is None else mul(loss, weight)
@@ -563,6 +569,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
     torch.nn.functional.cosine_similarity."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
     n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)
     return sum(mul(div(x1, n1), div(x2, n2)), dim)
@@ -593,9 +600,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
-    d = sub(input, target)
-    a = abs(d)
-    loss = where(lt(a, delta), mul(d, d) * 0.5, (a - 0.5 * delta) * delta)
+    a = abs(sub(input, target))
+    m = clamp(a, None, delta)  # min(|d|, delta), as smooth_l1_loss's
+    loss = mul(m, m) * 0.5 + (a - m) * delta
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")

@@ -26,7 +26,10 @@ _ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
 @triton.jit
 def cast(x, dtype: tl.constexpr):
     """x cast to dtype, float narrowing rounded to nearest even as on the GPU: the interpreter
-    truncates fp32 -> bf16, so there the rounding is done on the bits (NaN kept quiet)."""
+    truncates fp32 -> bf16, so there the rounding is done on the bits (NaN kept quiet); its casts
+    of ints, bools and fp16 to bf16 are wrong (the bits reinterpreted), so those go through fp32."""
+    if _ROUND_BF16_BY_HAND and (dtype == tl.bfloat16) and (x.dtype != tl.float32):
+        x = x.to(tl.float32)
     if _ROUND_BF16_BY_HAND and (dtype == tl.bfloat16) and (x.dtype == tl.float32):
         bits = x.to(tl.uint32, bitcast=True)
         bits = tl.where(x == x, bits + 0x7FFF + ((bits >> 16) & 1), bits | 0x400000)

@@ -19,10 +19,16 @@ class CaptureError(RuntimeError):
     what a capture cannot: it reads a device tensor on the host, say."""
 
 
+def capturing(x):
+    """Whether x (a torch tensor) is on a GPU whose current stream a CUDA graph capture records: then
+    a check that reads the device on the host is skipped."""
+    return x.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
 def no_host_read(x, what):
     """Raise CaptureError for `what`, a host read of the device tensor x, inside a CUDA graph
     capture: the capture records launches and cannot wait for their results."""
-    if x.is_cuda and torch.cuda.is_current_stream_capturing():
+    if capturing(x):
         raise CaptureError(f"{what} reads a device tensor on the host, which a CUDA graph capture cannot do: "
                            f"read it outside the captured function (return the tensor, read it after the call)")
 

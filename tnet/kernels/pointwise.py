@@ -727,23 +727,23 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, s3, sizes, a_str
             if d == ROUTE:
                 coord = pos
     # Loads written out, not a helper: each call of a jit function costs ms in the interpreter.
-    # A number becomes a tensor like the others, for tl.where.
+    # A number becomes a tensor like the others, for tl.where; 1 * s, as 0 + s would turn -0.0 into +0.0.
     if SCALARS & 1:
-        a = tl.zeros([BLOCK], COMPUTE) + s0
+        a = tl.full([BLOCK], 1, COMPUTE) * s0
     else:
         a = tl.load(a_ptr + off_a, mask=mask).to(COMPUTE)
     b = a
     c = a
     if ARITY > 1:
         if SCALARS & 2:
-            b = tl.zeros([BLOCK], COMPUTE) + s1
+            b = tl.full([BLOCK], 1, COMPUTE) * s1
         elif OP == "route":  # int64 indices
             b = tl.load(b_ptr + off_b, mask=mask)
         else:
             b = tl.load(b_ptr + off_b, mask=mask).to(COMPUTE)
     if ARITY > 2:
         if SCALARS & 4:
-            c = tl.zeros([BLOCK], COMPUTE) + s2
+            c = tl.full([BLOCK], 1, COMPUTE) * s2
         else:
             c = tl.load(c_ptr + off_c, mask=mask).to(COMPUTE)
     y = _apply(OP, a, b, c, s3, coord)

@@ -388,7 +388,7 @@ def adaptive_pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, n, C: tl.constexpr, H
 
 def _span(size, out):
     """The most input rows an adaptive window of `out` windows over `size` rows takes."""
-    return max(-(-(o + 1) * size // out) - o * size // out for o in range(out))
+    return max((-(-(o + 1) * size // out) - o * size // out for o in range(out)), default=0)
 
 
 def adaptive_pool2d(x, output_size, mode):
@@ -400,7 +400,8 @@ def adaptive_pool2d(x, output_size, mode):
     check(mode in ("avg", "max"), lambda: f"adaptive_pool2d: mode must be 'avg' or 'max', got {mode!r}")
     N, C, H, W = x.shape
     OH, OW = output_size
-    check(OH > 0 and OW > 0, lambda: f"{name}: output_size must be positive, got {output_size}")
+    check(OH >= 0 and OW >= 0, lambda: f"{name}: elements of output_size must be greater than or equal to 0 but "
+                                        f"received {output_size}")
     check(H > 0 and W > 0, lambda: f"{name}: input {tuple(x.shape)} has an empty spatial dim")
     cl = is_channels_last(x)
     y = torch.empty((N, C, OH, OW), device=x.device, dtype=x.dtype, memory_format=memory_format(cl))
@@ -421,7 +422,9 @@ def adaptive_pool2d_backward(dy, arg, image_shape, mode):
     N, C, H, W = image_shape
     OH, OW = dy.shape[2:]
     dx = torch.empty(image_shape, device=dy.device, dtype=dy.dtype, memory_format=memory_format(cl))
-    if dx.numel():
+    if dx.numel() and not dy.numel():  # an output of size 0 took no input pixel
+        dx.zero_()
+    elif dx.numel():
         adaptive_pool_backward_kernel[grid1d(dx.numel())](dy, dy if arg is None else arg, dx, dx.numel(), C, H, W,
                                                           OH, OW, _span(OH, H), _span(OW, W), MAX=mode == "max",
                                                           CL=cl)

@@ -270,6 +270,8 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     back = sorted(range(x.dim()), key=order.__getitem__)
     y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
     yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64).permute(back)
-    if y.numel():
+    if y.numel() and not x.numel():  # a sum (product) of no elements: the kernel would write nothing
+        y.fill_(0 if op == "sum" else 1)
+    elif y.numel():
         _reduce_view(x, None, K1, R, K2, op, float(divisor), y, yi)
     return y if exact else (y, yi)

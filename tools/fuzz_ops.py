@@ -1,0 +1,843 @@
+#!/usr/bin/env python3
+"""Fuzz tnet's public ops and layers against torch on bad and corner-case input.
+
+usage: python tools/fuzz_ops.py [--cases N] [--seed S] [--ops NAME,...] [--case I] [--json PATH] [--list]
+
+Case i runs op i % len(OPS) (round robin over ~150 tnet.* functions, Tensor methods and operators,
+tnet.nn.functional ops and nn layers, forward and, for the differentiable ones, backward) on input
+drawn from a generator seeded by (seed, i): odd and 0-sized shapes, 0-d tensors, NaN/inf/-0.0 and
+huge values, int64/bool/float16/bfloat16 dtypes, transposed, step-sliced, expanded and channels-last
+views, and, at random, bad arguments (wrong rank, dtype or type, out-of-range dims and indices,
+negative sizes, mismatched shapes). torch and tnet run the same input; each case is one of:
+
+  match          same values (NaN where torch has NaN), dtype and shape, or both raised the same kind
+  error-kind     both raised, tnet's error not an instance of torch's type
+  silent-wrong   both returned, results differ (values, dtype or shape): the worst outcome
+  internal       tnet raised AttributeError/KeyError/AssertionError/..., from inside Triton, or a
+                 message of several lines
+  timeout        tnet ran past --timeout seconds
+  tnet-only      tnet raised where torch returned
+  torch-only     torch raised where tnet returned
+
+The summary (counts overall and per op, and every case that is not a match, with its input
+described) is written as JSON to --json; --case I replays one case and prints both sides in full.
+"""
+import argparse
+import collections
+import json
+import math
+import os
+import signal
+import sys
+import traceback
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's tnet
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as tF  # noqa: E402
+
+import tnet  # noqa: E402
+import tnet.functional as F  # noqa: E402
+
+F32, F16, BF16, I64, BOOL = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool
+FLOATS = (F32, F32, F32, F16, BF16)
+ANY = (F32, F32, F32, F16, BF16, I64, I64, BOOL)
+SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 3e38, -3e38, 1e-40, 65504.0, 1e5]
+TOL = {F32: 1e-4, F16: 1e-2, BF16: 3e-2}
+INTERNAL = (AttributeError, KeyError, AssertionError, UnboundLocalError, NameError, ZeroDivisionError,
+            OverflowError, SystemError, RecursionError, MemoryError)
+
+
+class Timeout(BaseException):
+    """Raised by the alarm: a BaseException, so that no `except Exception` in the code under test eats it."""
+
+
+class T:
+    """A tensor input: a contiguous base (torch), a view of it (layout) and whether it requires grad.
+    make() gives a fresh copy each call, so torch and tnet never share memory."""
+
+    def __init__(self, base, view, layout, grad):
+        self.base, self.view, self.layout, self.grad = base, view, layout, grad
+
+    @property
+    def shape(self):
+        return tuple(self.view(self.base).shape)
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def make(self):
+        v = self.view(self.base.clone())
+        if self.grad:
+            v = v.detach().requires_grad_(True)
+        return v
+
+    def __repr__(self):
+        name = {F32: "f32", F16: "f16", BF16: "bf16", I64: "i64", BOOL: "bool"}.get(self.dtype, str(self.dtype))
+        special = ""
+        if self.dtype.is_floating_point and self.base.numel():
+            b = self.base.double()
+            special = "".join(s for s, c in (("N", b.isnan()), ("I", b.isinf()), ("Z", b == 0)) if c.any())
+        lay = "" if self.layout == "c" else self.layout
+        return f"{name}{list(self.shape)}{lay}{special and '!' + special}{'^' if self.grad else ''}"
+
+
+class Gen:
+    """Draws an op's arguments; `bad` is the chance that an argument drawn through `maybe` is a bad one."""
+
+    def __init__(self, rng, bad):
+        self.r, self.bad = rng, bad
+
+    def pick(self, seq):
+        return seq[int(self.r.integers(len(seq)))]
+
+    def chance(self, p):
+        return self.r.random() < p
+
+    def maybe(self, good, *bad):
+        """good, or (at the bad rate) one of the bad alternatives."""
+        return self.pick(bad) if bad and self.chance(self.bad) else good
+
+    def shape(self, rank=None, zero=0.08):
+        rank = self.pick((0, 1, 2, 2, 3, 3, 4)) if rank is None else rank
+        return tuple(0 if self.chance(zero) else self.pick((1, 2, 3, 3, 4, 5)) for _ in range(rank))
+
+    def t(self, shape=None, rank=None, dt=FLOATS, vals="normal", grad=None, layout=None, special=0.35):
+        """A tensor input. dt: a dtype or a tuple to pick from; vals: normal, pos (> 0), prob ([0, 1]),
+        or (lo, hi) integers; special: the chance of NaN/inf/-0.0/huge values at a few places."""
+        shape = self.shape(rank) if shape is None else tuple(shape)
+        dtype = self.pick(dt) if isinstance(dt, tuple) else dt
+        layout = layout or self.pick(("c", "c", "c", "t", "s", "e", "cl"))
+        if layout == "t" and len(shape) < 2 or layout == "cl" and len(shape) != 4:
+            layout = "c"
+        if layout == "e" and not any(s > 1 for s in shape):
+            layout = "c"
+        base_shape = list(shape)
+        if layout == "t":
+            base_shape[-2], base_shape[-1] = base_shape[-1], base_shape[-2]
+            view = lambda b: b.transpose(-1, -2)  # noqa: E731
+        elif layout == "s":
+            if shape:
+                base_shape[-1] = 2 * shape[-1]
+            view = lambda b: b[..., ::2] if b.dim() else b  # noqa: E731
+        elif layout == "e":
+            d = self.pick([i for i, s in enumerate(shape) if s > 1])
+            base_shape[d] = 1
+            view = lambda b: b.expand(shape)  # noqa: E731
+        elif layout == "cl":
+            view = lambda b: b.contiguous(memory_format=torch.channels_last)  # noqa: E731
+        else:
+            view = lambda b: b  # noqa: E731
+        n = int(np.prod(base_shape))
+        if isinstance(vals, tuple) or not dtype.is_floating_point:
+            lo, hi = vals if isinstance(vals, tuple) else (-4, 5)
+            a = self.r.integers(lo, hi, n) if dtype != BOOL else self.r.integers(0, 2, n)
+        else:
+            a = self.r.standard_normal(n)
+            if vals == "pos":
+                a = np.abs(a) + 0.1
+            elif vals == "prob":
+                a = self.r.random(n)
+            if n and self.chance(special):
+                idx = self.r.choice(n, size=min(n, int(self.r.integers(1, 4))), replace=False)
+                a[idx] = [self.pick(SPECIAL) for _ in idx]
+        base = torch.tensor(a.reshape(base_shape)).to(dtype)
+        grad = dtype.is_floating_point if grad is None else grad and dtype.is_floating_point
+        return T(base, view, layout, grad)
+
+    def like(self, x, dt=None, vals="normal"):
+        """A second operand for x: the same shape, a broadcastable one, or (bad) a mismatched one."""
+        s = list(x.shape)
+        choice = self.pick(("same", "same", "suffix", "ones", "scalar0d", "mismatch" if self.chance(self.bad * 2) else "same"))
+        if choice == "suffix":
+            s = s[self.pick(range(len(s) + 1)):] if s else s
+        elif choice == "ones":
+            s = [1 if self.chance(0.5) else v for v in s]
+        elif choice == "scalar0d":
+            s = []
+        elif choice == "mismatch":
+            s = s + [] if not s else s[:-1] + [s[-1] + 1]
+        return self.t(shape=s, dt=x.dtype if dt is None and self.chance(0.7) else (dt or ANY), vals=vals)
+
+    def dim(self, x, none=False):
+        n = max(x.ndim, 1)
+        good = int(self.r.integers(-n, n)) if not (none and self.chance(0.3)) else None
+        return self.maybe(good, n, -n - 1, 7, "1", 1.0, None)
+
+    def scalar(self):
+        return self.pick((2, 0.5, -1, 0, 3, 1e30, math.nan, math.inf, -0.0, True, 2.5))
+
+
+# ---- the ops ----------------------------------------------------------------------------------
+
+OPS = []  # (name, torch callable, tnet callable, generator of (args, kwargs), extra)
+
+
+def op(name, torch_fn, tnet_fn, gen, grad=True, cmp="values"):
+    OPS.append(dict(name=name, torch=torch_fn, tnet=tnet_fn, gen=gen, grad=grad, cmp=cmp))
+
+
+def top(name, gen, grad=True, cmp="values", fname=None):
+    """torch.NAME against tnet.NAME."""
+    op(name, getattr(torch, fname or name), getattr(tnet, fname or name), gen, grad, cmp)
+
+
+def fop(name, gen, grad=True, cmp="values"):
+    """torch.nn.functional.NAME against tnet.functional.NAME."""
+    op("F." + name, getattr(tF, name), getattr(F, name), gen, grad, cmp)
+
+
+def meth(name, gen, grad=True, cmp="values"):
+    """The Tensor method NAME, called on the first argument."""
+    fn = lambda x, *a, **k: getattr(x, name)(*a, **k)  # noqa: E731
+    op("." + name, fn, fn, gen, grad, cmp)
+
+
+def oper(name, fn, gen, grad=True):
+    op(name, fn, fn, gen, grad)
+
+
+def u(dt=ANY, vals="normal"):
+    def gen(g):
+        return (g.t(dt=dt, vals=vals),), {}
+    return gen
+
+
+def b(dt=ANY, scalar=0.25):
+    def gen(g):
+        x = g.t(dt=dt)
+        return (x, g.scalar() if g.chance(scalar) else g.like(x, dt=dt)), {}
+    return gen
+
+
+def red(keep=True, none=True, dt=ANY):
+    def gen(g):
+        x = g.t(dt=dt)
+        d = g.dim(x, none=none)
+        if d is None:
+            return (x,), {}
+        return (x, d), ({"keepdim": g.maybe(g.chance(0.5), "yes")} if keep else {})
+    return gen
+
+
+for name in ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round",
+             "trunc", "sign", "reciprocal", "square", "expm1", "log1p", "log2", "log10", "exp2", "erf", "frac",
+             "isnan", "isinf", "isfinite", "signbit", "logical_not", "relu", "asin", "atan", "sinh", "cosh"):
+    top(name, u(), grad=name not in ("isnan", "isinf", "isfinite", "signbit", "logical_not"))
+top("bitwise_not", u(dt=(I64, BOOL, F32)), grad=False)
+top("nan_to_num", lambda g: ((g.t(),), g.pick(({}, {"nan": 1.5}, {"posinf": 7.0, "neginf": -7.0}))))
+top("logit", lambda g: ((g.t(vals="prob"),), {"eps": g.pick((None, 1e-3))}))
+for name in ("add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "xlogy",
+             "remainder", "fmod", "floor_divide", "true_divide"):
+    top(name, b(), grad=name != "floor_divide")  # torch has no floor_divide derivative
+for name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"):
+    top(name, b(), grad=False)
+for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    top(name, b(dt=(I64, BOOL, F32)), grad=False)
+top("pow", lambda g: (lambda x: ((x, g.scalar() if g.chance(0.5) else g.like(x)), {}))(g.t(dt=ANY)))
+top("div", lambda g: (lambda x: ((x, g.like(x)), {"rounding_mode": g.maybe(g.pick(("floor", "trunc", None)), "up")}))(
+    g.t(dt=ANY)), fname="div")
+OPS[-1]["name"] = "div(rounding_mode)"
+top("clamp", lambda g: (lambda x: ((x,), g.pick(({"min": -0.5}, {"max": 0.5}, {"min": 0.5, "max": -0.5}, {},
+                                                   {"min": g.like(x)}, {"min": math.nan}))))(g.t(dt=ANY)))
+top("where", lambda g: (lambda x: ((g.t(shape=x.shape, dt=g.maybe(BOOL, F32, I64)), x, g.like(x)), {}))(g.t()))
+top("lerp", lambda g: (lambda x: ((x, g.like(x), g.pick((0.3, g.t(shape=x.shape)))), {}))(g.t()))
+top("addcmul", lambda g: (lambda x: ((x, g.like(x), g.like(x)), {"value": g.pick((1, 0.5, -2))}))(g.t()))
+top("addcdiv", lambda g: (lambda x: ((x, g.like(x), g.like(x)), {"value": g.pick((1, 0.5, -2))}))(g.t()))
+top("isclose", lambda g: (lambda x: ((x, g.like(x)), {"equal_nan": g.chance(0.5)}))(g.t()), grad=False)
+top("allclose", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t()), grad=False)
+top("equal", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t(dt=ANY)), grad=False)
+top("masked_fill", lambda g: (lambda x: ((x, g.t(shape=x.shape, dt=g.maybe(BOOL, F32)), g.scalar()), {}))(g.t(dt=ANY)))
+top("threshold", lambda g: ((g.t(), 0.1, g.scalar()), {}))
+top("hardshrink", lambda g: ((g.t(),), {"lambd": g.maybe(0.5, -1.0)}))
+top("celu", lambda g: ((g.t(),), {"alpha": g.maybe(1.0, 0.0)}))
+top("selu", u(dt=FLOATS))
+for name in ("sum", "mean", "prod", "nansum", "nanmean", "logsumexp", "amax", "amin", "argmax", "argmin", "all", "any",
+             "count_nonzero", "std", "var"):
+    top(name, red(keep=name != "count_nonzero", none=name != "logsumexp",
+                  dt=FLOATS if name in ("mean", "nanmean", "logsumexp", "std", "var") else ANY),
+        grad=name not in ("argmax", "argmin", "all", "any", "count_nonzero"))
+top("max", red(dt=ANY))
+top("min", red(dt=ANY))
+top("median", red(none=True), cmp="values")
+top("cumsum", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t(dt=ANY)))
+top("cumprod", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+top("cummax", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+top("sort", lambda g: (lambda x: ((x,), {"dim": g.dim(x), "descending": g.chance(0.5), "stable": True}))(g.t(dt=ANY)))
+top("argsort", lambda g: (lambda x: ((x,), {"dim": g.dim(x), "stable": True}))(g.t(dt=ANY)), grad=False)
+top("topk", lambda g: (lambda x: ((x, g.maybe(int(g.r.integers(0, 3)), -1, 99)), {"dim": g.dim(x)}))(g.t(special=0)))
+top("kthvalue", lambda g: (lambda x: ((x, g.maybe(1, 0, 99)), {"dim": g.dim(x)}))(g.t(special=0)))
+top("norm", lambda g: ((g.t(),), {"p": g.pick((2, 1, "fro", math.inf)), "dim": g.pick((None, -1))}))
+top("aminmax", lambda g: ((g.t(dt=ANY),), {}), grad=False)
+top("diff", lambda g: (lambda x: ((x,), {"dim": g.dim(x)}))(g.t()))
+top("unique", lambda g: ((g.t(dt=(I64, F32), vals=(-3, 3)),), {"sorted": True}), grad=False)
+top("nonzero", u(dt=ANY), grad=False)
+top("bincount", lambda g: ((g.t(rank=g.maybe(1, 2), dt=g.maybe(I64, F32), vals=(g.maybe(0, -2), 6)),), {}), grad=False)
+top("histc", lambda g: ((g.t(dt=F32, special=0.2),), {"bins": g.maybe(4, 0, -1), "min": 0, "max": g.pick((1, 0))}),
+    grad=False)
+top("isin", lambda g: ((g.t(dt=I64, vals=(0, 5)), g.t(rank=1, dt=I64, vals=(0, 5))), {}), grad=False)
+# shape ops
+top("reshape", lambda g: (lambda x: ((x, g.maybe(tuple(reversed(x.shape)) if g.chance(0.5) else (-1,), (-1, -1), (3, -2),
+                                                  (7,))), {}))(g.t(dt=ANY)))
+top("flatten", lambda g: (lambda x: ((x,), {"start_dim": g.dim(x), "end_dim": -1}))(g.t(dt=ANY)))
+top("squeeze", lambda g: (lambda x: ((x, g.dim(x)) if g.chance(0.6) else (x,), {}))(g.t(dt=ANY)))
+top("unsqueeze", lambda g: (lambda x: ((x, g.maybe(int(g.r.integers(-x.ndim - 1, x.ndim + 1)), x.ndim + 1)), {}))(
+    g.t(dt=ANY)))
+top("transpose", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
+top("permute", lambda g: (lambda x: ((x, g.maybe(tuple(g.r.permutation(x.ndim).tolist()), (0, 0), tuple(range(x.ndim + 1)))),
+                                     {}))(g.t(dt=ANY)))
+top("movedim", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
+top("flip", lambda g: (lambda x: ((x, (g.dim(x),)), {}))(g.t(dt=ANY)))
+top("roll", lambda g: (lambda x: ((x, g.pick((1, -2, 5))), {"dims": g.dim(x)}))(g.t(dt=ANY)))
+top("narrow", lambda g: (lambda x: ((x, g.dim(x), g.maybe(0, -1, 9), g.maybe(1, -1, 9)), {}))(g.t(dt=ANY, rank=g.pick((1, 2, 3)))))
+top("select", lambda g: (lambda x: ((x, g.dim(x), g.maybe(0, -1, 9)), {}))(g.t(dt=ANY)))
+top("chunk", lambda g: (lambda x: ((x, g.maybe(2, 0, -1)), {"dim": g.dim(x)}))(g.t(dt=ANY)))
+top("split", lambda g: (lambda x: ((x, g.maybe(2, 0, [1, 1], -1)), {"dim": g.dim(x)}))(g.t(dt=ANY)))
+top("tensor_split", lambda g: (lambda x: ((x, g.maybe(2, 0, [1, 3])), {"dim": g.dim(x)}))(g.t(dt=ANY)))
+top("unbind", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t(dt=ANY)))
+top("cat", lambda g: (lambda x: (([x, g.like(x) if g.chance(0.3) else g.t(shape=x.shape, dt=ANY)],), {"dim": g.dim(x)}))(
+    g.t(dt=ANY)))
+top("stack", lambda g: (lambda x: (([x, g.like(x) if g.chance(0.3) else g.t(shape=x.shape)],), {"dim": g.dim(x)}))(g.t()))
+top("hstack", lambda g: (lambda x: (([x, g.t(shape=x.shape)],), {}))(g.t()))
+top("tile", lambda g: ((g.t(dt=ANY), g.maybe((2, 1), (-1,), ())), {}))
+top("repeat_interleave", lambda g: (lambda x: ((x, g.maybe(2, -1, 0)), {"dim": g.dim(x, none=True)}))(g.t(dt=ANY)))
+top("broadcast_to", lambda g: (lambda x: ((x, g.maybe((2,) + x.shape, x.shape + (2,), (-1,))), {}))(g.t(dt=ANY)))
+top("tril", lambda g: ((g.t(rank=g.maybe(2, 1, 3)),), {"diagonal": g.pick((0, 1, -1, 9))}))
+top("triu", lambda g: ((g.t(rank=g.maybe(2, 1, 3)),), {"diagonal": g.pick((0, 1, -1, 9))}))
+top("diag", lambda g: ((g.t(rank=g.pick((1, 2, 3))),), {}))
+top("diagonal", lambda g: (lambda x: ((x,), {"offset": g.pick((0, 1, -1)), "dim1": 0, "dim2": g.dim(x)}))(
+    g.t(rank=g.pick((2, 3)))))
+top("trace", lambda g: ((g.t(rank=g.maybe(2, 1, 3)),), {}))
+top("rot90", lambda g: ((g.t(rank=g.pick((2, 3))), g.pick((1, 2, -1))), {}))
+top("gather", lambda g: (lambda x, d: ((x, d, g.t(shape=x.shape, dt=g.maybe(I64, F32), vals=(g.maybe(0, -1), max(1, x.shape[d] if x.ndim and isinstance(d, int) and -x.ndim <= d < x.ndim else 1) + (1 if g.chance(g.bad) else 0)))), {}))(
+    *(lambda x: (x, g.dim(x)))(g.t(rank=g.pick((1, 2, 3))))))
+top("take_along_dim", lambda g: (lambda x: ((x, g.t(shape=x.shape, dt=I64, vals=(0, max(1, x.shape[-1])))), {"dim": -1}))(
+    g.t(rank=g.pick((1, 2)))))
+top("index_select", lambda g: (lambda x: ((x, 0, g.t(rank=g.maybe(1, 2), dt=g.maybe(I64, F32),
+                                                    vals=(g.maybe(0, -1), max(1, x.shape[0]) + (1 if g.chance(g.bad) else 0)))), {}))(
+    g.t(rank=g.pick((1, 2, 3)))))
+top("masked_select", lambda g: (lambda x: ((x, g.t(shape=x.shape, dt=g.maybe(BOOL, I64))), {}))(g.t()))
+top("scatter", lambda g: (lambda x: ((x, 0, g.t(shape=x.shape, dt=I64, vals=(0, max(1, x.shape[0]) + (1 if g.chance(g.bad) else 0))),
+                                      g.t(shape=x.shape, dt=x.dtype)), {}))(g.t(rank=g.pick((1, 2)), special=0)), grad=False)
+top("scatter_add", lambda g: (lambda x: ((x, 0, g.t(shape=x.shape, dt=I64, vals=(0, max(1, x.shape[0]))),
+                                          g.t(shape=x.shape, dt=x.dtype)), {}))(g.t(rank=g.pick((1, 2)), special=0)), grad=False)
+top("index_add", lambda g: (lambda x: ((x, 0, g.t(shape=(x.shape[0],), dt=I64, vals=(0, max(1, x.shape[0]))),
+                                        g.t(shape=x.shape, dt=x.dtype)), {}))(g.t(rank=g.pick((1, 2)), special=0)), grad=False)
+# matrix products
+top("matmul", lambda g: (lambda x: ((x, g.t(shape=(x.shape[-1] if x.ndim else 2, g.pick((1, 3)))[:g.pick((1, 2, 2))]
+                                        if g.chance(0.8) else g.shape(), dt=g.maybe(x.dtype, I64, F16))), {}))(g.t(rank=g.pick((1, 2, 3)))))
+top("mm", lambda g: (lambda x: ((x, g.t(shape=(g.maybe(x.shape[-1], 7), 3))), {}))(g.t(rank=g.maybe(2, 1, 3))))
+top("bmm", lambda g: (lambda x: ((x, g.t(shape=(x.shape[0], x.shape[-1], 2) if g.chance(0.85) else (1, 1, 1))), {}))(
+    g.t(rank=g.maybe(3, 2))))
+top("mv", lambda g: (lambda x: ((x, g.t(shape=(x.shape[-1],) if g.chance(0.85) else (9,))), {}))(g.t(rank=g.maybe(2, 1))))
+top("dot", lambda g: (lambda x: ((x, g.t(shape=x.shape if g.chance(0.85) else (9,), dt=g.maybe(x.dtype, I64))), {}))(
+    g.t(rank=g.maybe(1, 2))))
+top("outer", lambda g: ((g.t(rank=g.maybe(1, 2)), g.t(rank=1)), {}))
+top("addmm", lambda g: ((g.t(shape=(2, 3)), g.t(shape=(2, 4)), g.t(shape=(4, g.maybe(3, 5)))),
+                        {"beta": g.pick((1, 0, 0.5)), "alpha": g.pick((1, 2))}))
+top("einsum", lambda g: (g.pick((("ij,jk->ik", g.t(shape=(2, 3)), g.t(shape=(3, 4))), ("ii->i", g.t(shape=(3, 3))),
+                                 ("ij->", g.t(shape=(2, g.maybe(3, 0)))), ("ij,j->i", g.t(shape=(2, 3)), g.t(shape=(g.maybe(3, 4),))))), {}))
+top("cdist", lambda g: ((g.t(shape=(3, 2)), g.t(shape=(4, g.maybe(2, 3)))), {"p": g.pick((2.0, 1.0))}))
+# factories
+op("zeros", torch.zeros, tnet.zeros, lambda g: (g.maybe(g.shape(), (-1, 2), (2.5,), "x"), {"dtype": g.pick((None, F16, I64, BOOL))}),
+   grad=False)
+op("ones", torch.ones, tnet.ones, lambda g: (g.maybe(g.shape(), (-1,)), {"dtype": g.pick((None, BF16, I64))}), grad=False)
+op("full", torch.full, tnet.full, lambda g: ((g.maybe(g.shape(), (-2,)), g.scalar()), {"dtype": g.pick((None, F32, I64, BOOL))}),
+   grad=False)
+op("arange", torch.arange, tnet.arange, lambda g: (g.pick(((5,), (0,), (-3,), (1, 4), (0, 1, 0.25), (0, 5, 0), (3, 0, -1),
+                                                          (0.5, 2.5), (math.inf,), (0, 5, -1))), {"dtype": g.pick((None, F32, I64))}), grad=False)
+op("linspace", torch.linspace, tnet.linspace, lambda g: ((0.0, 1.0, g.maybe(g.pick((0, 1, 5)), -1, 2.5)), {}), grad=False)
+op("eye", torch.eye, tnet.eye, lambda g: (g.pick(((3,), (0,), (2, 4), (-1,))), {"dtype": g.pick((None, I64, BOOL))}), grad=False)
+op("tensor", torch.tensor, tnet.tensor, lambda g: ((g.pick(([1, 2.5], [[1, 2], [3, 4]], [], [[]], 3, True, [True, 1],
+                                                            [math.nan], [2 ** 62], [1.5e300])),), {}), grad=False)
+# functional
+for name in ("gelu", "silu", "elu", "leaky_relu", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softplus", "softsign",
+             "mish", "logsigmoid", "tanhshrink", "softshrink", "selu", "celu"):
+    fop(name, u(dt=FLOATS + (I64,) if name in ("relu6", "hardtanh") else FLOATS))
+fop("gelu", lambda g: ((g.t(),), {"approximate": g.maybe("tanh", "fast")}))
+OPS[-1]["name"] = "F.gelu(approximate)"
+fop("glu", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t(rank=g.pick((1, 2, 3)))))
+fop("softmax", lambda g: (lambda x: ((x,), {"dim": g.dim(x), "dtype": g.pick((None, None, F32))}))(g.t()))
+fop("log_softmax", lambda g: (lambda x: ((x,), {"dim": g.dim(x)}))(g.t()))
+fop("softmin", lambda g: (lambda x: ((x,), {"dim": g.dim(x)}))(g.t()))
+fop("normalize", lambda g: (lambda x: ((x,), {"dim": g.dim(x), "p": g.pick((2.0, 1.0))}))(g.t(rank=g.pick((1, 2, 3)))))
+fop("cosine_similarity", lambda g: (lambda x: ((x, g.like(x)), {"dim": g.dim(x)}))(g.t(rank=g.pick((1, 2, 3)))))
+fop("pairwise_distance", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t(rank=g.pick((1, 2)))))
+fop("linear", lambda g: (lambda x: ((x, g.t(shape=(3, g.maybe(x.shape[-1] if x.ndim else 1, 9))),
+                                     g.pick((None, g.t(shape=(g.maybe(3, 4),))))), {}))(g.t(rank=g.maybe(g.pick((1, 2, 3)), 0))))
+fop("bilinear", lambda g: ((g.t(shape=(2, 3)), g.t(shape=(2, 4)), g.t(shape=(5, 3, g.maybe(4, 2)))), {}))
+
+
+def img(g, c=None, rank=4, hw=None, **kw):
+    n = g.pick((1, 2, 0)) if g.chance(0.15) else g.pick((1, 2))
+    c = g.pick((1, 2, 3)) if c is None else c
+    hw = hw or (g.pick((1, 3, 4, 5, 6)), g.pick((3, 4, 5, 7)))
+    return g.t(shape=(n, c) + hw[:rank - 2], **kw)
+
+
+def conv_gen(g):
+    cin, cout, k = g.pick((1, 2, 3)), g.pick((1, 2, 4)), g.pick((1, 2, 3))
+    x = img(g, c=g.maybe(cin, cin + 1), rank=g.maybe(4, 3))
+    groups = g.maybe(1, 2, 0)
+    w = g.t(shape=(cout, max(cin // (groups if isinstance(groups, int) and groups > 0 else 1), 1), k, k))
+    return (x, w, g.pick((None, g.t(shape=(g.maybe(cout, cout + 1),))))), {
+        "stride": g.maybe(g.pick((1, 2, (1, 2))), 0, -1), "padding": g.maybe(g.pick((0, 1, "same", "valid")), -1, "full"),
+        "dilation": g.maybe(g.pick((1, 2)), 0), "groups": groups}
+
+
+fop("conv2d", conv_gen)
+fop("conv1d", lambda g: (lambda cin: ((img(g, c=g.maybe(cin, cin + 1), rank=3), g.t(shape=(2, cin, g.pick((1, 3))))),
+                                      {"stride": g.maybe(g.pick((1, 2)), 0), "padding": g.maybe(g.pick((0, 1)), -1)}))(g.pick((1, 2))))
+fop("conv_transpose2d", lambda g: (lambda cin: ((img(g, c=g.maybe(cin, cin + 1)), g.t(shape=(cin, 2, 3, 3))),
+                                                {"stride": g.maybe(g.pick((1, 2)), 0), "padding": g.pick((0, 1)),
+                                                 "output_padding": g.maybe(0, 1, 3)}))(g.pick((1, 2))))
+for name in ("max_pool2d", "avg_pool2d"):
+    fop(name, lambda g: ((img(g, rank=g.maybe(4, 3, 2)), g.maybe(g.pick((1, 2, 3, (2, 1))), 0, -1)),
+                         {"stride": g.maybe(g.pick((None, 1, 2)), 0), "padding": g.maybe(g.pick((0, 1)), 2, -1),
+                          "ceil_mode": g.chance(0.3)}))
+for name in ("max_pool1d", "avg_pool1d"):
+    fop(name, lambda g: ((img(g, rank=g.maybe(3, 4, 2)), g.maybe(g.pick((1, 2, 3)), 0)), {"stride": g.pick((None, 1, 2))}))
+for name in ("adaptive_avg_pool2d", "adaptive_max_pool2d"):
+    fop(name, lambda g: ((img(g, rank=g.maybe(4, 3)), g.maybe(g.pick((1, 2, 3, (2, 1), (None, 2))), 0, -1, (0, 2))), {}))
+fop("adaptive_avg_pool1d", lambda g: ((img(g, rank=g.maybe(3, 2, 4)), g.maybe(g.pick((1, 2, 3)), 0, -1)), {}))
+fop("batch_norm", lambda g: (lambda x: ((x, g.t(shape=(x.shape[1],), grad=False), g.t(shape=(x.shape[1],), vals="pos", grad=False),
+                                         g.t(shape=(g.maybe(x.shape[1], 9),)), g.t(shape=(x.shape[1],))),
+                                        {"training": g.chance(0.5), "eps": g.maybe(1e-5, 0.0)}))(img(g, rank=g.pick((2, 3, 4)))))
+fop("layer_norm", lambda g: (lambda x: ((x, g.maybe(x.shape[-1:], x.shape[-1:] + (2,), (9,)),
+                                         g.t(shape=x.shape[-1:]), g.t(shape=x.shape[-1:])), {}))(g.t(rank=g.pick((1, 2, 3)))))
+fop("group_norm", lambda g: (lambda x: ((x, g.maybe(g.pick((1, 2)) if x.shape[1] % 2 == 0 else 1, 3, 0)), {}))(
+    img(g, c=g.pick((2, 4)), rank=g.pick((3, 4)))))
+fop("instance_norm", lambda g: ((img(g, rank=g.pick((3, 4))),), {}))
+fop("rms_norm", lambda g: (lambda x: ((x, g.maybe(x.shape[-1:], (9,))), {"eps": g.pick((None, 1e-6))}))(g.t(rank=g.pick((1, 2, 3)))))
+fop("local_response_norm", lambda g: ((img(g, c=4), g.maybe(2, 0)), {}))
+fop("dropout", lambda g: ((g.t(),), {"p": g.maybe(g.pick((0.0, 0.5, 1.0)), 1.5, -0.1), "training": g.chance(0.2)}), grad=False,
+    cmp="dropout")
+fop("pad", lambda g: (lambda x: ((x, g.maybe(g.pick(((1, 1), (0, 2, 1, 0), (-1, 0))), (1,), (1, 2, 3)),),
+                                 {"mode": g.maybe(g.pick(("constant", "constant", "reflect", "replicate", "circular")), "wrap"),
+                                  "value": None}))(img(g, rank=g.pick((3, 4)))))
+fop("one_hot", lambda g: ((g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(I64, F32), vals=(g.maybe(0, -1), 4)),), {"num_classes": g.pick((-1, 4, 2))}),
+    grad=False)
+fop("embedding", lambda g: ((g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(I64, F32), vals=(g.maybe(0, -1), g.maybe(5, 7))),
+                             g.t(shape=(5, 3))), {"padding_idx": g.pick((None, 0, -1))}))
+fop("pixel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3)), 2), {}))
+fop("pixel_unshuffle", lambda g: ((img(g, hw=(g.maybe(4, 3), 2)), 2), {}))
+fop("interpolate", lambda g: ((img(g),), g.pick(({"scale_factor": 2}, {"size": (3, 5)}, {"size": (0, 2)}, {"scale_factor": 0.5, "mode": "bilinear"},
+                                                  {"size": 3, "mode": "bilinear", "align_corners": True}, {"size": 4, "mode": "nearest-exact"},
+                                                  {}, {"mode": "bicubic", "size": 4}, {"size": -1}))))
+fop("unfold", lambda g: ((img(g, rank=g.maybe(4, 3)), g.maybe(2, 0)), {"padding": g.pick((0, 1)), "stride": g.pick((1, 2))}))
+fop("grid_sample", lambda g: ((img(g, c=2), g.t(shape=(1, 3, 2, 2), vals="prob")), {"align_corners": g.chance(0.5)}))
+fop("scaled_dot_product_attention", lambda g: (lambda q: ((q, g.like(q) if g.chance(0.2) else g.t(shape=q.shape), g.t(shape=q.shape)),
+                                                         {"is_causal": g.chance(0.3)}))(g.t(shape=(1, 2, g.pick((1, 3)), 4))))
+
+
+def loss_gen(prob=False, target_dt=None):
+    def gen(g):
+        x = g.t(rank=g.pick((0, 1, 2, 3)), vals="prob" if prob else "normal")
+        y = g.t(shape=x.shape if g.chance(0.85) else g.shape(), dt=target_dt or x.dtype, vals="prob" if prob else "normal", grad=False)
+        return (x, y), {"reduction": g.maybe(g.pick(("mean", "sum", "none")), "avg")}
+    return gen
+
+
+for name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss", "binary_cross_entropy_with_logits"):
+    fop(name, loss_gen())
+fop("binary_cross_entropy", loss_gen(prob=True))
+fop("kl_div", lambda g: (lambda x: ((x, g.t(shape=x.shape, vals="prob", grad=False)), {"reduction": g.pick(("mean", "sum", "batchmean"))}))(
+    g.t(rank=2)))
+
+
+def ce_gen(g):
+    x = g.t(shape=(g.pick((1, 3, 0)), g.pick((1, 4))) + ((3,) if g.chance(0.2) else ()))
+    c = x.shape[1]
+    if g.chance(0.3):
+        y = g.t(shape=x.shape, vals="prob", grad=False)  # probabilities
+    else:
+        y = g.t(shape=(x.shape[0],) + x.shape[2:] if g.chance(0.9) else (7,), dt=g.maybe(I64, F32),
+                vals=(g.maybe(0, -1), g.maybe(c, c + 1)))
+    return (x, y), {"reduction": g.pick(("mean", "sum", "none")), "label_smoothing": g.maybe(g.pick((0.0, 0.1)), -0.1, 1.5),
+                    "ignore_index": g.pick((-100, 0))}
+
+
+fop("cross_entropy", ce_gen)
+fop("nll_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape[:1], dt=I64, vals=(g.maybe(0, -1), g.maybe(x.shape[1], x.shape[1] + 1)))),
+                                      {"reduction": g.pick(("mean", "sum", "none"))}))(g.t(shape=(3, 4))))
+fop("margin_ranking_loss", lambda g: (lambda x: ((x, g.like(x), g.t(shape=x.shape, grad=False)), {}))(g.t(rank=1)))
+fop("hinge_embedding_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, grad=False)), {}))(g.t(rank=1)))
+fop("triplet_margin_loss", lambda g: (lambda x: ((x, g.like(x), g.t(shape=x.shape)), {}))(g.t(rank=2)))
+fop("cosine_embedding_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape), g.t(shape=x.shape[:1], grad=False)), {}))(g.t(rank=2)))
+# Tensor methods and operators
+for name, fn in (("+", lambda a, b: a + b), ("-", lambda a, b: a - b), ("*", lambda a, b: a * b), ("/", lambda a, b: a / b),
+                 ("//", lambda a, b: a // b), ("%", lambda a, b: a % b), ("**", lambda a, b: a ** b), ("<", lambda a, b: a < b),
+                 ("==", lambda a, b: a == b), ("&", lambda a, b: a & b), ("@", lambda a, b: a @ b), ("r-", lambda a, b: b - a),
+                 ("r/", lambda a, b: b / a), ("r**", lambda a, b: b ** a)):
+    oper(name, fn, b(scalar=0.4), grad=name not in ("<", "==", "&", "//", "%"))
+oper("unary-", lambda a: -a, u())
+oper("~", lambda a: ~a, u(dt=(BOOL, I64, F32)), grad=False)
+oper("abs()", lambda a: abs(a), u())
+oper("len", lambda a: len(a), u(), grad=False)
+oper("bool()", lambda a: bool(a), u(), grad=False)
+oper("float()", lambda a: float(a), u(), grad=False)
+oper("int()", lambda a: int(a), u(), grad=False)
+oper("item", lambda a: a.item(), u(), grad=False)
+oper("tolist", lambda a: a.tolist(), u(), grad=False)
+oper("size(d)", lambda a, d: a.size(d), lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()), grad=False)
+
+
+def index_gen(g):
+    x = g.t(rank=g.pick((1, 2, 3)), dt=ANY)
+    s0 = x.shape[0]
+    idx = g.pick((0, -1, s0, -s0 - 1, slice(None, None, 2), slice(1, None), slice(5, 1), (Ellipsis, 0), None, (0, None),
+                  [0, -1], [True] * s0, g.t(shape=(2,), dt=I64, vals=(-s0, max(s0, 1))), g.t(shape=x.shape, dt=BOOL),
+                  slice(None, None, -1), 1.5, (0, 0, 0, 0), "a"))
+    return (x, idx), {}
+
+
+oper("getitem", lambda a, i: a[i], index_gen)
+
+
+def setitem(a, i, v):
+    a = a.clone()
+    a[i] = v
+    return a
+
+
+oper("setitem", setitem, lambda g: (lambda x, i: ((x, i, g.pick((1.5, math.nan, g.t(shape=(), dt=ANY), g.t(shape=(2,), dt=F32)))),
+                                                  {}))(*index_gen(g)[0]), grad=False)
+meth("view", lambda g: (lambda x: ((x, g.maybe(-1, (-1, 2), 7)), {}))(g.t()))
+meth("expand", lambda g: (lambda x: ((x, g.maybe((2,) + x.shape, (-1,) * x.ndim, x.shape + (3,), (-2,) + x.shape)), {}))(g.t()))
+meth("repeat", lambda g: (lambda x: ((x, *g.maybe([2] * x.ndim, [1] * max(x.ndim - 1, 0) if x.ndim > 1 else [-1], [2, 0, 1, 1, 1])),
+                                     {}))(g.t()))
+meth("to", lambda g: ((g.t(dt=ANY), g.pick((F32, F16, BF16, I64, BOOL, "cpu", torch.int32))), {}))
+meth("type_as", lambda g: ((g.t(dt=ANY), g.t(dt=ANY)), {}))
+meth("contiguous", u())
+meth("T", lambda g: ((g.t(rank=g.pick((0, 1, 2))),), {}))
+OPS[-1].update(torch=lambda x: x.T, tnet=lambda x: x.T)
+meth("mT", lambda g: ((g.t(rank=g.pick((1, 2, 3))),), {}))
+OPS[-1].update(torch=lambda x: x.mT, tnet=lambda x: x.mT)
+meth("new_zeros", lambda g: ((g.t(dt=ANY), g.maybe((2, 3), (-1,))), {}), grad=False)
+meth("float", u(dt=ANY))
+meth("long", u(dt=FLOATS), grad=False)
+meth("bool", u(dt=ANY), grad=False)
+meth("half", u(dt=ANY))
+meth("numel", u(), grad=False)
+meth("dim", u(), grad=False)
+meth("max", red(dt=ANY))
+meth("sum", red(dt=ANY))
+meth("mean", red(dt=FLOATS))
+meth("std", red(dt=FLOATS))
+meth("argmax", red(dt=ANY), grad=False)
+
+
+def inplace(name, gen):
+    def fn(x, *a, **k):
+        y = x.clone() if x.requires_grad else x
+        return getattr(y, name)(*a, **k)
+    op("." + name, fn, fn, gen, grad=True)
+
+
+for name in ("add_", "sub_", "mul_", "div_", "clamp_min_", "pow_", "maximum"):
+    inplace(name, b(scalar=0.4))
+inplace("clamp_", lambda g: ((g.t(dt=ANY),), g.pick(({"min": -0.5}, {"max": 0.5}, {}))))
+inplace("fill_", lambda g: ((g.t(dt=ANY), g.scalar()), {}))
+inplace("zero_", u(dt=ANY))
+inplace("relu_", u(dt=ANY))
+inplace("exp_", u(dt=ANY))
+inplace("masked_fill_", lambda g: (lambda x: ((x, g.t(shape=x.shape, dt=g.maybe(BOOL, I64)), g.scalar()), {}))(g.t(dt=ANY)))
+inplace("copy_", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t(dt=ANY)))
+inplace("uniform_", lambda g: ((g.t(), 0.0, g.maybe(1.0, -1.0)), {}))
+OPS[-1].update(cmp="shape")
+inplace("normal_", lambda g: ((g.t(), 0.0, g.maybe(1.0, -1.0)), {}))
+OPS[-1].update(cmp="shape")
+
+
+# ---- modules ------------------------------------------------------------------------------------
+
+def mod(name, ctor, inputs, grad=True, train=True):
+    """nn.NAME built from the same constructor arguments, torch's parameters and buffers copied into tnet's."""
+    tcls, ncls = getattr(torch.nn, name), getattr(tnet.nn, name)
+    built = {}  # the torch module of the case: tnet's side copies its parameters and buffers
+
+    def run(cls, tnet_side):
+        def call(ctor_args, ctor_kwargs, *xs):
+            if not tnet_side:
+                built.clear()
+            m = cls(*ctor_args, **ctor_kwargs)
+            if tnet_side:
+                if "torch" not in built:
+                    raise Harness(f"torch's {name} raised in its constructor")
+                src = dict(built["torch"].named_parameters()) | dict(built["torch"].named_buffers())
+                for k, v in list(m.named_parameters()) + list(m.named_buffers()):
+                    if k not in src:
+                        raise Harness(f"tnet's {name} has {k}, torch's not")
+                    v.memory.copy_(src[k].detach())
+            else:
+                built["torch"] = m
+            m.train(train)
+            return m(*xs)
+        return call
+    op("nn." + name, run(tcls, False), run(ncls, True),
+       lambda g: (lambda c: ((c[0], c[1], *inputs(g, c)), {}))(ctor(g)), grad=grad)
+
+
+class Harness(Exception):
+    """The fuzz driver itself could not set the case up."""
+
+
+mod("Linear", lambda g: ((g.maybe(3, 0, -1), g.maybe(2, 0)), {"bias": g.chance(0.7)}),
+    lambda g, c: [g.t(shape=(g.pick((1, 2)), g.maybe(3, 4)))])
+mod("Conv2d", lambda g: ((2, g.maybe(3, 0), g.maybe(3, 0)), {"padding": g.pick((0, 1, "same")), "stride": g.pick((1, 2)),
+                                                            "bias": g.chance(0.7), "padding_mode": g.pick(("zeros", "zeros", "reflect", "circular"))}),
+    lambda g, c: [img(g, c=g.maybe(2, 3), hw=(4, 5), layout=g.pick(("c", "cl")))])
+mod("Conv1d", lambda g: ((2, 3, g.maybe(3, 0)), {"padding": g.pick((0, 1))}), lambda g, c: [img(g, c=2, rank=g.maybe(3, 2), hw=(5, 5))])
+mod("ConvTranspose2d", lambda g: ((2, 3, 3), {"stride": g.pick((1, 2))}), lambda g, c: [img(g, c=g.maybe(2, 1))])
+mod("BatchNorm2d", lambda g: ((g.maybe(3, 0),), {"affine": g.chance(0.8), "track_running_stats": g.chance(0.8)}),
+    lambda g, c: [img(g, c=g.maybe(3, 2), rank=g.maybe(4, 3))])
+mod("BatchNorm1d", lambda g: ((3,), {}), lambda g, c: [g.t(shape=(g.pick((1, 2, 4)), g.maybe(3, 2)) + g.pick(((), (5,))))])
+mod("LayerNorm", lambda g: ((g.pick((3, (2, 3))),), {"elementwise_affine": g.chance(0.8)}), lambda g, c: [g.t(shape=(2,) + ((2, 3) if isinstance(c[0][0], tuple) else (g.maybe(3, 4),)))])
+mod("GroupNorm", lambda g: ((g.maybe(2, 3), 4), {}), lambda g, c: [img(g, c=g.maybe(4, 2))])
+mod("InstanceNorm2d", lambda g: ((3,), {"affine": g.chance(0.5)}), lambda g, c: [img(g, c=3)])
+mod("Embedding", lambda g: ((g.maybe(5, 0), 3), {"padding_idx": g.pick((None, 0))}),
+    lambda g, c: [g.t(shape=(2, 3), dt=I64, vals=(0, g.maybe(5, 6)))])
+mod("MaxPool2d", lambda g: ((g.maybe(2, 0),), {"stride": g.pick((None, 1)), "padding": g.pick((0, 1))}), lambda g, c: [img(g)])
+mod("AvgPool2d", lambda g: ((g.maybe(2, 0),), {"count_include_pad": g.chance(0.5), "padding": g.pick((0, 1))}), lambda g, c: [img(g)])
+mod("AdaptiveAvgPool2d", lambda g: ((g.maybe(g.pick((1, 2, (3, 2))), 0),), {}), lambda g, c: [img(g)])
+mod("Dropout", lambda g: ((g.maybe(0.5, 1.5),), {}), lambda g, c: [g.t()], train=False)
+mod("ReLU", lambda g: ((), {}), lambda g, c: [g.t(dt=ANY)])
+mod("GELU", lambda g: ((), {}), lambda g, c: [g.t()])
+mod("Flatten", lambda g: ((), {"start_dim": g.pick((1, 0, -1))}), lambda g, c: [g.t(dt=ANY)])
+mod("Softmax", lambda g: ((), {"dim": g.pick((1, -1, 3))}), lambda g, c: [g.t(rank=g.pick((1, 2, 3)))])
+mod("PReLU", lambda g: ((), {"num_parameters": g.maybe(1, 3)}), lambda g, c: [img(g, c=g.pick((1, 3)))])
+mod("PixelShuffle", lambda g: ((2,), {}), lambda g, c: [img(g, c=g.maybe(4, 3))])
+mod("Upsample", lambda g: ((), g.pick(({"scale_factor": 2}, {"size": (3, 3)}, {"scale_factor": 2, "mode": "bilinear"}))), lambda g, c: [img(g)])
+mod("CrossEntropyLoss", lambda g: ((), {"label_smoothing": g.pick((0.0, 0.2))}),
+    lambda g, c: [g.t(shape=(3, 4)), g.t(shape=(3,), dt=I64, vals=(g.maybe(0, -1), g.maybe(4, 5)))])
+mod("MSELoss", lambda g: ((), {}), lambda g, c: (lambda x: [x, g.like(x)])(g.t()))
+mod("BCELoss", lambda g: ((), {}), lambda g, c: (lambda x: [x, g.t(shape=x.shape, vals="prob", grad=False)])(g.t(vals="prob", special=0.5)))
+mod("LSTM", lambda g: ((3, 2), {"batch_first": g.chance(0.5)}), lambda g, c: [g.t(shape=(2, 2, g.maybe(3, 4)))])
+mod("GRU", lambda g: ((3, 2), {}), lambda g, c: [g.t(shape=(g.pick((1, 2)), 2, g.maybe(3, 4)))])
+mod("MultiheadAttention", lambda g: ((4, g.maybe(2, 3)), {"batch_first": True}),
+    lambda g, c: (lambda q: [q, q, q])(g.t(shape=(1, 3, g.maybe(4, 5)), layout="c")))
+
+
+# ---- running and comparing -------------------------------------------------------------------
+
+def materialize(v, tnet_side, leaves):
+    if isinstance(v, T):
+        m = v.make()
+        if tnet_side:
+            m = tnet.Tensor(m.detach(), requires_grad=v.grad)
+        leaves.append(m)
+        return m
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return type(v)(materialize(e, tnet_side, leaves) for e in v)
+    if isinstance(v, dict):
+        return {k: materialize(e, tnet_side, leaves) for k, e in v.items()}
+    return v
+
+
+def flat(r):
+    """r's values as a flat list: tensors as torch tensors, numbers and the rest as they are."""
+    if isinstance(r, tnet.Tensor):
+        return [r.memory]
+    if isinstance(r, torch.Tensor):
+        return [r]
+    if isinstance(r, (tuple, list)):
+        return [v for e in r for v in flat(e)]
+    return [r]
+
+
+def differ(got, want, dtype_hint=None):
+    """Why got (tnet's, flattened) differs from want (torch's), or None where they agree."""
+    got, want = flat(got), flat(want)
+    if len(got) != len(want):
+        return f"{len(got)} results, torch {len(want)}"
+    for i, (a, b) in enumerate(zip(got, want)):
+        if isinstance(b, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                return f"result {i}: {type(a).__name__}, torch a tensor"
+            if a.dtype != b.dtype:
+                return f"result {i}: dtype {a.dtype}, torch {b.dtype}"
+            if tuple(a.shape) != tuple(b.shape):
+                return f"result {i}: shape {tuple(a.shape)}, torch {tuple(b.shape)}"
+            a, b = a.detach().cpu(), b.detach().cpu()
+            if b.dtype.is_floating_point:
+                a64, b64 = a.double().numpy(), b.double().numpy()
+                tol = TOL.get(b.dtype, 1e-4)
+                scale = max(1.0, float(np.nanmax(np.abs(b64[np.isfinite(b64)]), initial=0.0)))
+                ok = np.isclose(a64, b64, rtol=tol, atol=tol * scale, equal_nan=True)
+                if not ok.all():
+                    j = tuple(int(k) for k in np.argwhere(~ok)[0])
+                    return f"result {i}: at {j} {a64[j]!r}, torch {b64[j]!r} ({int((~ok).sum())} of {ok.size} differ)"
+            elif not torch.equal(a, b):
+                return f"result {i}: values differ: {a.flatten()[:6].tolist()} vs torch {b.flatten()[:6].tolist()}"
+        elif isinstance(a, torch.Tensor):
+            return f"result {i}: a tensor, torch {type(b).__name__}"
+        elif isinstance(b, float) and isinstance(a, (int, float)):
+            if not (a == b or math.isnan(a) and math.isnan(b) or math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)) \
+                    or type(a) is not type(b):
+                return f"result {i}: {a!r}, torch {b!r}"
+        elif type(a) is not type(b) and not (isinstance(b, torch.Size) and isinstance(a, tuple)) or a != b:
+            if not (isinstance(a, tuple) and tuple(a) == tuple(b)):
+                return f"result {i}: {a!r}, torch {b!r}"
+    return None
+
+
+def run_side(entry, args, kwargs, tnet_side, timeout, gseed):
+    """(result, gradients of the inputs, error): runs the op, and its backward where it has one."""
+    leaves = []
+    fn = entry["tnet" if tnet_side else "torch"]
+    signal.alarm(timeout)
+    try:
+        a, k = materialize(args, tnet_side, leaves), materialize(kwargs, tnet_side, leaves)
+        out = fn(*a, **k)
+        grads = None
+        first = flat(out)[0] if flat(out) else None
+        if entry["grad"] and isinstance(first, torch.Tensor) and first.dtype.is_floating_point \
+                and any(getattr(x, "requires_grad", False) for x in leaves):
+            o = out[0] if isinstance(out, (tuple, list)) else out
+            if getattr(o, "requires_grad", False):
+                seed = gseed(tuple(first.shape), first.dtype)
+                o.backward(tnet.Tensor(seed) if tnet_side else seed)
+                grads = [None if not getattr(x, "requires_grad", False) else x.grad for x in leaves]
+        return out, grads, None
+    except Timeout as e:
+        return None, None, e
+    except Exception as e:  # noqa: BLE001: every failure is classified
+        return None, None, e
+    finally:
+        signal.alarm(0)
+
+
+def in_triton(e):
+    return any("/triton/" in f.filename and "/tnet/" not in f.filename for f in traceback.extract_tb(e.__traceback__))
+
+
+def classify(entry, args, kwargs, timeout, seed):
+    rng = np.random.default_rng(seed)
+    cache = {}
+
+    def gseed(shape, dtype):
+        if shape not in cache:
+            cache[shape] = torch.tensor(rng.standard_normal(shape)).to(dtype)
+        return cache[shape].clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, want_g, want_e = run_side(entry, args, kwargs, False, timeout, gseed)
+        got, got_g, got_e = run_side(entry, args, kwargs, True, timeout, gseed)
+    detail = {"torch_error": _err(want_e), "tnet_error": _err(got_e)}
+    if isinstance(want_e, Harness) or isinstance(got_e, Harness):
+        return "harness", detail
+    if isinstance(got_e, Timeout):
+        return "timeout", detail
+    if got_e is not None and type(got_e) is type(want_e):  # torch's own kind, even an AssertionError
+        return "match", detail
+    if got_e is not None and (isinstance(got_e, INTERNAL) or in_triton(got_e) or "\n" in str(got_e).strip()
+                              or not isinstance(got_e, (TypeError, ValueError, IndexError, RuntimeError))):
+        detail["where"] = "".join(traceback.format_tb(got_e.__traceback__)[-2:])[-600:]
+        return "internal", detail
+    if want_e is not None and got_e is not None:
+        return ("match" if kinds(want_e) <= kinds(got_e) else "error-kind"), detail
+    if got_e is not None:
+        detail["where"] = "".join(traceback.format_tb(got_e.__traceback__)[-1:])[-300:]
+        return "tnet-only", detail
+    if want_e is not None:
+        return "torch-only", detail
+    if entry["cmp"] == "shape" or entry["cmp"] == "dropout" and (kwargs.get("training") and 0 < kwargs.get("p", 0) < 1):
+        why = differ([tuple(x.shape) for x in flat(got) if isinstance(x, torch.Tensor)],
+                     [tuple(x.shape) for x in flat(want) if isinstance(x, torch.Tensor)])
+    else:
+        why = differ(got, want) or (differ(got_g, want_g) and "gradient: " + differ(got_g, want_g))
+    if why:
+        detail["why"] = why
+        return "silent-wrong", detail
+    return "match", detail
+
+
+def kinds(e):
+    """The error kinds the fuzz compares that e is (torch's NotImplementedError is a RuntimeError)."""
+    return {k for k in (TypeError, ValueError, IndexError, RuntimeError) if isinstance(e, k)}
+
+
+def _err(e):
+    return None if e is None else f"{type(e).__name__}: {str(e)[:300]}"
+
+
+def describe(args, kwargs):
+    def d(v):
+        if isinstance(v, slice):
+            return f"{v.start or ''}:{v.stop or ''}:{v.step or ''}"
+        if isinstance(v, (list, tuple)) and any(isinstance(e, T) for e in v):
+            return "[" + ", ".join(d(e) for e in v) + "]"
+        return repr(v) if not isinstance(v, float) or math.isfinite(v) else str(v)
+    return ", ".join([d(a) for a in args] + [f"{k}={d(v)}" for k, v in kwargs.items()])
+
+
+def case(i, seed, bad, ops):
+    entry = ops[i % len(ops)]
+    g = Gen(np.random.default_rng([seed, i]), bad)
+    try:
+        args, kwargs = entry["gen"](g)
+        if kwargs and g.chance(g.bad / 3):  # a keyword argument of a wrong type
+            kwargs = dict(kwargs, **{g.pick(sorted(kwargs)): g.pick(("x", 1.5, [1], -7, object()))})
+    except Exception as e:  # noqa: BLE001
+        return entry, (), {}, "harness", {"why": f"generator: {type(e).__name__}: {e}"}
+    kind, detail = classify(entry, args, kwargs, TIMEOUT[0], [seed, i, 1])
+    return entry, args, kwargs, kind, detail
+
+
+TIMEOUT = [30]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", type=int, default=3000, help="how many cases (default 3000)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of every case's generator (default 0)")
+    p.add_argument("--bad", type=float, default=0.15, help="the chance that an argument is a bad one (default 0.15)")
+    p.add_argument("--ops", default="", help="only these ops, by name, comma-separated (e.g. F.conv2d,.add_,nn.Linear)")
+    p.add_argument("--case", type=int, default=None, help="replay case I only and print both sides")
+    p.add_argument("--timeout", type=int, default=30, help="seconds a case may run before it counts as a hang (default 30)")
+    p.add_argument("--json", default="fuzz_ops.json", help="where the summary goes (default fuzz_ops.json)")
+    p.add_argument("--list", action="store_true", help="list the ops and exit")
+    a = p.parse_args(argv)
+    TIMEOUT[0] = a.timeout
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(Timeout("timed out")))
+    ops = [e for e in OPS if not a.ops or e["name"] in a.ops.split(",")]
+    if a.list:
+        print(len(ops), "ops:", " ".join(e["name"] for e in ops))
+        return 0
+    if a.case is not None:
+        entry, args, kwargs, kind, detail = case(a.case, a.seed, a.bad, ops)
+        print(f"case {a.case}: {entry['name']}({describe(args, kwargs)}) -> {kind}")
+        for k, v in detail.items():
+            print(f"  {k}: {v}")
+        for v in list(args) + list(kwargs.values()):
+            if isinstance(v, T):
+                print(f"  {v!r}: strides {v.make().stride()}\n{v.make().detach()}")
+        return 0
+    from tqdm import tqdm
+    counts, per_op, bad_cases = collections.Counter(), collections.defaultdict(collections.Counter), []
+    for i in tqdm(range(a.cases), desc="fuzz", unit="case", mininterval=2):
+        entry, args, kwargs, kind, detail = case(i, a.seed, a.bad, ops)
+        counts[kind] += 1
+        per_op[entry["name"]][kind] += 1
+        if kind != "match":
+            bad_cases.append({"case": i, "op": entry["name"], "kind": kind, "input": describe(args, kwargs)[:300], **detail})
+    order = ["silent-wrong", "internal", "timeout", "error-kind", "tnet-only", "torch-only", "harness"]
+    summary = {"seed": a.seed, "cases": a.cases, "ops": len(ops), "counts": dict(counts),
+               "per_op": {k: dict(v) for k, v in sorted(per_op.items()) if set(v) != {"match"}},
+               "failures": sorted(bad_cases, key=lambda c: (order.index(c["kind"]), c["op"], c["case"]))}
+    with open(a.json, "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps(summary["counts"]), f"-> {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
