@@ -323,3 +323,17 @@ from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_in
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu
 native_channel_shuffle = channel_shuffle
 rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)
+
+# matrix functions of the eighth session (tnet/linalg.py)
+from .. import linalg as _linalg  # noqa: E402
+for _name, _method in {
+        "inverse": _linalg.inv, "det": _linalg.det, "logdet": _linalg.logdet, "slogdet": _linalg.slogdet,
+        "svd": _linalg._svd_old, "qr": _linalg._qr_old, "pinverse": _linalg.pinverse,
+        "cholesky": _linalg._cholesky_old, "cholesky_solve": _linalg.cholesky_solve,
+        "cholesky_inverse": _linalg.cholesky_inverse, "lu": _linalg._lu_old,
+        "lu_solve": lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_pivots, self),
+        "triangular_solve": _linalg.triangular_solve, "matrix_power": _linalg.matrix_power,
+        "matrix_exp": _linalg.matrix_exp, "orgqr": _linalg.householder_product, "ormqr": _linalg.ormqr,
+        "geqrf": _linalg.geqrf, "adjoint": lambda self: transpose(self, -2, -1),
+        "mH": property(lambda self: _mT(self))}.items():
+    setattr(Tensor, _name, _method)
