@@ -242,17 +242,10 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
-from .linalg import (cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet, lu_unpack,  # noqa: E402
-                     matrix_exp, matrix_power, ormqr, pinverse, slogdet, triangular_solve)
-from .linalg import _cholesky_old as cholesky, _lu_old as lu, _lu_solve_old as lu_solve  # noqa: E402
-from .linalg import _qr_old as qr, _svd_old as svd, householder_product as orgqr, inv as inverse  # noqa: E402
-
-
-def adjoint(input):
-    """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes)."""
-    return transpose(input, -2, -1)
-
-
+from .linalg import (TORCH_FORMS, cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet,  # noqa: E402
+                     lu_unpack, matrix_exp, matrix_power, ormqr, pinverse, slogdet, triangular_solve)
+svd, qr, cholesky, lu, lu_solve, inverse, orgqr, adjoint = (
+    TORCH_FORMS[n] for n in ("svd", "qr", "cholesky", "lu", "lu_solve", "inverse", "orgqr", "adjoint"))
 __all__ += ["cholesky_inverse", "cholesky_solve", "chain_matmul", "det", "geqrf", "logdet", "lu_unpack", "matrix_exp",
             "matrix_power", "ormqr", "pinverse", "slogdet", "triangular_solve", "cholesky", "lu", "lu_solve", "qr",
             "svd", "orgqr", "inverse", "adjoint"]

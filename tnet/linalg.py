@@ -15,8 +15,15 @@ from collections import namedtuple
 import numpy as np
 import torch
 
-from . import functional as F
+from .functional.copy import (clone, expand, movedim, narrow, permute, reshape, select, squeeze, to, transpose,
+                              unsqueeze)
 from .functional.copy import cross as _cross
+from .functional.copy import diagonal as copy_diagonal
+from .functional.gemm import matmul
+from .functional.pointwise import add, div, mul, neg, sub, tril, triu
+from .functional.reduce import amax
+from .functional.reduce import sum as reduce_sum
+from .functional.sort import vander as vander_1d
 from .functional.inputs import check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
@@ -32,7 +39,6 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
 
 LinAlgError = torch.linalg.LinAlgError  # torch._C._LinAlgError, a RuntimeError: `except torch.linalg.LinAlgError` works
 
-matmul = F.matmul
 
 
 # ---- host and device ----------------------------------------------------------------------------
@@ -87,7 +93,7 @@ def _recorded(name, out, inputs, backward):
 
 
 def _T(x):
-    return F.transpose(x, -2, -1)
+    return transpose(x, -2, -1)
 
 
 def _eye_like(n, like):
@@ -231,7 +237,7 @@ def _inv_checked(name, a):
 
 def _inv_recorded(A, ainv):
     out = _dev(ainv, A)
-    return _recorded("linalg.inv", out, (A,), lambda g: (F.neg(_T(out) @ g @ _T(out)),))
+    return _recorded("linalg.inv", out, (A,), lambda g: (neg(_T(out) @ g @ _T(out)),))
 
 
 def inv(A):
@@ -275,7 +281,7 @@ def _det_grad(A, scale):
         a = _host("det backward", A)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = _cofactor(a) * scale(a)[..., None, None]
-        return (F.mul(F.unsqueeze(F.unsqueeze(g, -1), -1), _dev(c, A)),)
+        return (mul(unsqueeze(unsqueeze(g, -1), -1), _dev(c, A)),)
     return backward
 
 
@@ -336,10 +342,10 @@ def _solve(name, A, B, left=True, check_errors=True):
 
     def backward(g):
         gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
-        ga = F.neg(gb @ _T(X) if left else _T(X) @ gb)
-        return ga, F.squeeze(gb, -1) if vector else gb
+        ga = neg(gb @ _T(X) if left else _T(X) @ gb)
+        return ga, squeeze(gb, -1) if vector else gb
     out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
-    return (F.squeeze(out, -1) if vector else out), info
+    return (squeeze(out, -1) if vector else out), info
 
 
 def solve(A, B, *, left=True):
@@ -375,8 +381,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
     def backward(g):
         gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), B)
-        ga = F.neg(gb @ _T(X) if left else _T(X) @ gb)
-        ga = F.triu(ga, int(unitriangular)) if upper else F.tril(ga, -int(unitriangular))
+        ga = neg(gb @ _T(X) if left else _T(X) @ gb)
+        ga = triu(ga, int(unitriangular)) if upper else tril(ga, -int(unitriangular))
         return ga, gb
     return _recorded("linalg.solve_triangular", X, (A, B), backward)
 
@@ -389,7 +395,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     (transpose: T^T X = b)."""
     T = _T(A) if transpose else A
     return TriangularSolveResult(solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular),
-                                 F.clone(A))
+                                 clone(A))
 
 
 # ---- Cholesky --------------------------------------------------------------------------------------
@@ -432,8 +438,8 @@ def _cholesky(name, A, upper, check_errors):
 
     def backward(g):
         low, g = (_T(out), _T(g)) if upper else (out, g)
-        phi = F.tril(_T(low) @ g)
-        phi = F.mul(F.add(phi, _T(F.tril(phi, -1))), 0.5)
+        phi = tril(_T(low) @ g)
+        phi = mul(add(phi, _T(tril(phi, -1))), 0.5)
         linv = _dev(np.linalg.inv(_host(name, low)), A)
         return (_T(linv) @ phi @ linv,)
     return _recorded(name, out, (A,), backward), info
@@ -469,6 +475,11 @@ def _lu_old(A, pivot=True, get_infos=False):
 def _lu_solve_old(b, LU_data, LU_pivots):
     """torch.lu_solve (deprecated there): linalg.lu_solve with b first."""
     return lu_solve(LU_data, LU_pivots, b)
+
+
+def _adjoint(input):
+    """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes)."""
+    return transpose(input, -2, -1)
 
 
 def cholesky_solve(B, L, upper=False):
@@ -514,10 +525,10 @@ def qr(A, mode="reduced"):
     def grad_of(which):
         def backward(g):
             gq, gr = (g, None) if which == "Q" else (None, g)
-            M = (R @ _T(gr)) if gr is not None else F.neg(_T(gq) @ Q)
-            M = F.add(F.tril(M), _T(F.tril(M, -1)))
+            M = (R @ _T(gr)) if gr is not None else neg(_T(gq) @ Q)
+            M = add(tril(M), _T(tril(M, -1)))
             rinv_t = _dev(np.swapaxes(np.linalg.inv(_host("qr", R)), -1, -2), A)
-            return (F.add(gq, Q @ M) @ rinv_t if gq is not None else Q @ M @ rinv_t,)
+            return (add(gq, Q @ M) @ rinv_t if gq is not None else Q @ M @ rinv_t,)
         return backward
     return QRResult(_recorded("linalg.qr", Q, (A,), grad_of("Q")), _recorded("linalg.qr", R, (A,), grad_of("R")))
 
@@ -588,10 +599,10 @@ def eigh(A, UPLO="L"):
 
     def vectors_grad(g):
         vg = _T(V) @ g
-        gap = F.sub(F.unsqueeze(L, -2), F.unsqueeze(L, -1))  # L_j - L_i
-        inner = F.div(F.mul(F.sub(vg, _T(vg)), 0.5), F.add(gap, _eye_like(a.shape[-1], A)))  # 0 on the diagonal
+        gap = sub(unsqueeze(L, -2), unsqueeze(L, -1))  # L_j - L_i
+        inner = div(mul(sub(vg, _T(vg)), 0.5), add(gap, _eye_like(a.shape[-1], A)))  # 0 on the diagonal
         return (V @ inner @ _T(V),)
-    return EighResult(_recorded("linalg.eigh", L, (A,), lambda g: (F.mul(V, F.unsqueeze(g, -2)) @ _T(V),)),
+    return EighResult(_recorded("linalg.eigh", L, (A,), lambda g: (mul(V, unsqueeze(g, -2)) @ _T(V),)),
                       _recorded("linalg.eigh", V, (A,), vectors_grad))
 
 
@@ -613,29 +624,29 @@ def svd(A, full_matrices=True, *, driver=None):
     U, S, Vh = _dev(u, A), _dev(s, A), _dev(vh, A)
     m, n = a.shape[-2:]
     k = min(m, n)
-    Uk, Vhk = (F.narrow(U, -1, 0, k), F.narrow(Vh, -2, 0, k)) if full_matrices else (U, Vh)
+    Uk, Vhk = (narrow(U, -1, 0, k), narrow(Vh, -2, 0, k)) if full_matrices else (U, Vh)
 
     def backward(gU, gS, gVh):
         """torch's svd_backward, with one of the gradients given."""
         if gS is not None:
-            return (Uk @ F.mul(F.unsqueeze(gS, -1), Vhk),)
-        s_row, s_col = F.unsqueeze(S, -2), F.unsqueeze(S, -1)
-        s2 = F.mul(S, S)
-        E = F.add(F.sub(F.unsqueeze(s2, -2), F.unsqueeze(s2, -1)), _eye_like(k, A))  # S_j^2 - S_i^2, 1 on the diagonal
+            return (Uk @ mul(unsqueeze(gS, -1), Vhk),)
+        s_row, s_col = unsqueeze(S, -2), unsqueeze(S, -1)
+        s2 = mul(S, S)
+        E = add(sub(unsqueeze(s2, -2), unsqueeze(s2, -1)), _eye_like(k, A))  # S_j^2 - S_i^2, 1 on the diagonal
         if gU is not None:
-            gU = F.narrow(gU, -1, 0, k)
-            skew = F.sub(_T(Uk) @ gU, _T(gU) @ Uk)
-            inner = F.mul(F.div(skew, E), s_row)
+            gU = narrow(gU, -1, 0, k)
+            skew = sub(_T(Uk) @ gU, _T(gU) @ Uk)
+            inner = mul(div(skew, E), s_row)
             if m > n:
-                gus = F.div(gU, s_row)
-                return (F.sub(F.add(Uk @ inner, gus), Uk @ (_T(Uk) @ gus)) @ Vhk,)
+                gus = div(gU, s_row)
+                return (sub(add(Uk @ inner, gus), Uk @ (_T(Uk) @ gus)) @ Vhk,)
         else:
-            gVh = F.narrow(gVh, -2, 0, k)
-            skew = F.sub(Vhk @ _T(gVh), gVh @ _T(Vhk))
-            inner = F.mul(s_col, F.div(skew, E))
+            gVh = narrow(gVh, -2, 0, k)
+            skew = sub(Vhk @ _T(gVh), gVh @ _T(Vhk))
+            inner = mul(s_col, div(skew, E))
             if n > m:
-                sgv = F.div(gVh, s_col)
-                return (Uk @ F.sub(F.add(inner @ Vhk, sgv), (sgv @ _T(Vhk)) @ Vhk),)
+                sgv = div(gVh, s_col)
+                return (Uk @ sub(add(inner @ Vhk, sgv), (sgv @ _T(Vhk)) @ Vhk),)
         return (Uk @ inner @ Vhk,)
     return SVDResult(_recorded("linalg.svd", U, (A,), lambda g: backward(g, None, None)),
                      _recorded("linalg.svd", S, (A,), lambda g: backward(None, g, None)),
@@ -657,7 +668,7 @@ def _svd_old(input, some=True, compute_uv=True):
     zero U and V, as torch's."""
     U, S, Vh = svd(input, full_matrices=not some)
     if not compute_uv:
-        return _SVDOld(F.mul(U, 0.0), S, F.mul(_T(Vh), 0.0))
+        return _SVDOld(mul(U, 0.0), S, mul(_T(Vh), 0.0))
     return _SVDOld(U, S, _T(Vh))
 
 
@@ -699,10 +710,10 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
         if A.shape[-2] <= A.shape[-1]:
             K = gh @ P
             KPh = K @ Ph
-            return (F.add(F.sub(F.sub(KPh, _T(P @ K)), (A @ P) @ KPh), (Ph @ P) @ F.sub(gh, K @ A)),)
+            return (add(sub(sub(KPh, _T(P @ K)), (A @ P) @ KPh), (Ph @ P) @ sub(gh, K @ A)),)
         K = P @ gh
         PhK = Ph @ K
-        return (F.sub(F.add(F.sub(F.sub(gh, A @ K) @ P @ Ph, _T(K @ P)), PhK), PhK @ P @ A),)
+        return (sub(add(sub(sub(gh, A @ K) @ P @ Ph, _T(K @ P)), PhK), PhK @ P @ A),)
     return _recorded("linalg.pinv", P, (A,), backward)
 
 
@@ -767,10 +778,10 @@ def cond(A, p=None):
     check(A.ndim >= 2, "linalg.cond: The input tensor A must have at least 2 dimensions.")
     if p in (None, 2, -2):
         s = svdvals(A)
-        big, small = F.select(s, -1, 0), F.select(s, -1, s.shape[-1] - 1)
-        return F.div(small, big) if p == -2 else F.div(big, small)
+        big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
+        return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
-    return F.mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
 
 
 # ---- products on the device --------------------------------------------------------------------------
@@ -785,7 +796,7 @@ def matrix_power(A, n):
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        return F.expand(_eye_like(A.shape[-1], A), *A.shape)
+        return expand(_eye_like(A.shape[-1], A), *A.shape)
     if n < 0:
         A, n = inv(A), -n
     result, square = None, A
@@ -808,18 +819,18 @@ def matrix_exp(A):
                                                               f"matrices, but they are {A.shape[-2]} by "
                                                               f"{A.shape[-1]} matrices")
     if A.numel() == 0:
-        return F.clone(A)
+        return clone(A)
     with no_grad():
-        norm1 = float(F.amax(_matrix_norm(A, 1, (-2, -1))).item())
+        norm1 = float(amax(_matrix_norm(A, 1, (-2, -1))).item())
     if not math.isfinite(norm1):
         s = 0
     else:
         s = max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
-    X = F.mul(A, 0.5 ** s) if s else A
+    X = mul(A, 0.5 ** s) if s else A
     eye = _eye_like(A.shape[-1], A)
     E = eye
     for k in range(12, 0, -1):  # I + X/1 (I + X/2 (... (I + X/12)))
-        E = F.add(eye, F.mul(X @ E, 1.0 / k)) if k < 12 else F.add(eye, F.mul(X, 1.0 / k))
+        E = add(eye, mul(X @ E, 1.0 / k)) if k < 12 else add(eye, mul(X, 1.0 / k))
     for _ in range(s):
         E = E @ E
     return E
@@ -855,9 +866,9 @@ def multi_dot(tensors, *, out=None):
     for i, t in enumerate(tensors[1:-1], 1):
         check(t.ndim == 2, lambda: f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
     if first == 1:
-        tensors[0] = F.unsqueeze(tensors[0], 0)
+        tensors[0] = unsqueeze(tensors[0], 0)
     if last == 1:
-        tensors[-1] = F.unsqueeze(tensors[-1], -1)
+        tensors[-1] = unsqueeze(tensors[-1], -1)
     for i in range(1, len(tensors)):
         check(tensors[i - 1].shape[1] == tensors[i].shape[0], lambda: f"multi_dot(): tensors {i - 1} and {i} with "
               f"shapes {tuple(tensors[i - 1].shape)} and {tuple(tensors[i].shape)} cannot be multiplied")
@@ -867,8 +878,8 @@ def multi_dot(tensors, *, out=None):
         return tensors[i] if i == j else product(i, split[i][j]) @ product(split[i][j] + 1, j)
     out = product(0, len(tensors) - 1)
     if first == 1 and last == 1:
-        return F.reshape(out, ())
-    return F.squeeze(out, 0) if first == 1 else F.squeeze(out, -1) if last == 1 else out
+        return reshape(out, ())
+    return squeeze(out, 0) if first == 1 else squeeze(out, -1) if last == 1 else out
 
 
 def chain_matmul(*matrices, out=None):
@@ -881,7 +892,7 @@ def chain_matmul(*matrices, out=None):
 def vecdot(x, y, *, dim=-1):
     """torch.linalg.vecdot: the sum of x * y over dim, broadcast (real tensors: no conjugate)."""
     check_tensors("linalg.vecdot", x=x, y=y)
-    return F.sum(F.mul(x, y), dim)
+    return reduce_sum(mul(x, y), dim)
 
 
 def tensorinv(A, ind=2):
@@ -891,7 +902,7 @@ def tensorinv(A, ind=2):
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     check(rows == cols, lambda: f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                                 f"prod(self.shape[:ind]), but got {cols} != {rows}")
-    return F.reshape(inv(F.reshape(A, (rows, cols))), (*A.shape[ind:], *A.shape[:ind]))
+    return reshape(inv(reshape(A, (rows, cols))), (*A.shape[ind:], *A.shape[:ind]))
 
 
 def tensorsolve(A, B, dims=None):
@@ -899,12 +910,12 @@ def tensorsolve(A, B, dims=None):
     first); with solve's gradient."""
     if dims is not None:
         dims = [d % A.ndim for d in dims]
-        A = F.permute(A, [d for d in range(A.ndim) if d not in dims] + dims)
+        A = permute(A, [d for d in range(A.ndim) if d not in dims] + dims)
     rows = B.numel()
     rest = A.shape[B.ndim:]
     check(math.prod(rest) == rows, "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                                    "prod(self.shape[:other.ndim]), but got a non-square matrix")
-    return F.reshape(solve(F.reshape(A, (rows, rows)), F.reshape(B, (rows,))), tuple(rest))
+    return reshape(solve(reshape(A, (rows, rows)), reshape(B, (rows,))), tuple(rest))
 
 
 def vander(x, *, N=None):
@@ -914,12 +925,12 @@ def vander(x, *, N=None):
     check(x.ndim > 0, "x must be at least 1-dimensional.")
     N = x.shape[-1] if N is None else N
     check(N > 1, "N must be greater than 1.")
-    return F.reshape(F.vander(F.reshape(x, (-1,)), N, increasing=True), (*x.shape, N))
+    return reshape(vander_1d(reshape(x, (-1,)), N, increasing=True), (*x.shape, N))
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """torch.linalg.diagonal: tnet.diagonal over the last two dims by default."""
-    return F.diagonal(A, offset, dim1, dim2)
+    return copy_diagonal(A, offset, dim1, dim2)
 
 
 # ---- norms ---------------------------------------------------------------------------------------------
@@ -934,14 +945,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     check(len(dim) == 2, lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
-        A = F.to(A, dtype)
+        A = to(A, dtype)
     rows, cols = (d % A.ndim for d in dim)
     check(rows != cols, lambda: f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
-    s = svdvals(F.movedim(A, (rows, cols), (-2, -1)))
-    y = F.sum(s, -1) if ord == "nuc" else F.select(s, -1, 0 if ord == 2 else s.shape[-1] - 1)
+    s = svdvals(movedim(A, (rows, cols), (-2, -1)))
+    y = reduce_sum(s, -1) if ord == "nuc" else select(s, -1, 0 if ord == 2 else s.shape[-1] - 1)
     if keepdim:
         for d in sorted((rows, cols)):
-            y = F.unsqueeze(y, d)
+            y = unsqueeze(y, d)
     return y
 
 
@@ -988,3 +999,9 @@ _LDL = "the Bunch-Kaufman LDL^T factorization is not implemented (use linalg.cho
 ldl_factor = _missing("linalg.ldl_factor", _LDL)
 ldl_factor_ex = _missing("linalg.ldl_factor_ex", _LDL)
 ldl_solve = _missing("linalg.ldl_solve", _LDL)
+
+
+# torch's top-level forms whose signatures differ from torch.linalg's (tnet/__init__.py and the
+# Tensor methods take them from here)
+TORCH_FORMS = {"svd": _svd_old, "qr": _qr_old, "cholesky": _cholesky_old, "lu": _lu_old, "lu_solve": _lu_solve_old,
+               "inverse": inv, "orgqr": householder_product, "adjoint": _adjoint}

@@ -326,14 +326,10 @@ rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)
 
 # matrix functions of the eighth session (tnet/linalg.py)
 from .. import linalg as _linalg  # noqa: E402
-for _name, _method in {
-        "inverse": _linalg.inv, "det": _linalg.det, "logdet": _linalg.logdet, "slogdet": _linalg.slogdet,
-        "svd": _linalg._svd_old, "qr": _linalg._qr_old, "pinverse": _linalg.pinverse,
-        "cholesky": _linalg._cholesky_old, "cholesky_solve": _linalg.cholesky_solve,
-        "cholesky_inverse": _linalg.cholesky_inverse, "lu": _linalg._lu_old,
-        "lu_solve": lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_pivots, self),
-        "triangular_solve": _linalg.triangular_solve, "matrix_power": _linalg.matrix_power,
-        "matrix_exp": _linalg.matrix_exp, "orgqr": _linalg.householder_product, "ormqr": _linalg.ormqr,
-        "geqrf": _linalg.geqrf, "adjoint": lambda self: transpose(self, -2, -1),
-        "mH": property(lambda self: _mT(self))}.items():
-    setattr(Tensor, _name, _method)
+for _name in ("det", "logdet", "slogdet", "pinverse", "cholesky_solve", "cholesky_inverse", "triangular_solve",
+              "matrix_power", "matrix_exp", "ormqr", "geqrf"):
+    setattr(Tensor, _name, getattr(_linalg, _name))
+for _name in ("inverse", "svd", "qr", "cholesky", "lu", "orgqr", "adjoint"):
+    setattr(Tensor, _name, _linalg.TORCH_FORMS[_name])
+Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_pivots, self)
+Tensor.mH = property(_mT)
