@@ -1,5 +1,6 @@
-"""tnet.cov and tnet.linalg's norms (tnet's kernels, with gradients) and tnet.linalg.eigh (numpy on
-the host, no gradient) against torch in float64."""
+"""tnet.cov and tnet.linalg against torch in float64: the norms (tnet's kernels), the factorizations
+and solves (numpy on the host, gradients on the device), the matrix products (matrix_power,
+multi_dot, matrix_exp), with gradients; torch's matrix functions at the top level and as methods."""
 import math
 
 import numpy as np
@@ -46,8 +47,6 @@ def test_eigh_matches_torch(rng):
 
 
 def test_eigh_refuses_what_it_cannot_do(rng):
-    with pytest.raises(NotImplementedError, match="no gradient"):
-        tnet.linalg.eigh(tnet.tensor(np.eye(3, dtype=np.float32), requires_grad=True))
     with pytest.raises(ValueError, match="square"):
         tnet.linalg.eigh(tnet.zeros(2, 3))
     with pytest.raises(TypeError):
@@ -112,8 +111,230 @@ def test_norm_errors_as_torch(rng):
         tnet.linalg.vector_norm(tnet.tensor([1, 2]))
     with pytest.raises(RuntimeError, match="empty tensor"):
         tnet.linalg.vector_norm(tnet.zeros(0, 3), math.inf)
-    for ord in ("nuc", 2, -2):
-        with pytest.raises(NotImplementedError, match="singular values"):
-            tnet.linalg.norm(x, ord, (0, 1))
+    with pytest.raises(NotImplementedError, match="singular values"):  # tnet.norm's own matrix norms
+        tnet.functional.reduce.matrix_norm(x, "nuc", (0, 1))
     assert tnet.linalg.vector_norm(tnet.zeros(0, 3)).item() == 0.0
     assert tnet.linalg.vector_norm(tnet.ones(3), dtype=tnet.float16).dtype == torch.float16
+
+
+# ---- factorizations, solves and matrix products ------------------------------------------------------
+
+def well_conditioned(rng, *shape, shift=3.0):
+    """A leaf pair of standard normal matrices plus shift * I (square ones: far from singular)."""
+    a = rng.standard_normal(shape)
+    if shape[-1] == shape[-2]:
+        a = a + shift * np.eye(shape[-1])
+    return leaf(rng, *shape, values=a)
+
+
+def spd(rng, *shape):
+    """A leaf pair of symmetric positive-definite matrices."""
+    a = rng.standard_normal(shape)
+    return leaf(rng, *shape, values=a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1]))
+
+
+GRAD_TOL = 1e-4  # float32 device GEMMs on values from float64 host factorizations
+
+
+@pytest.mark.parametrize("name,shape,fn", [
+    ("inv", (4, 4), lambda L, A: L.inv(A)),
+    ("inv batched", (2, 3, 3), lambda L, A: L.inv(A)),
+    ("det", (2, 4, 4), lambda L, A: L.det(A)),
+    ("slogdet", (3, 3), lambda L, A: L.slogdet(A).logabsdet),
+    ("matrix_power 3", (2, 3, 3), lambda L, A: L.matrix_power(A, 3)),
+    ("matrix_power -2", (3, 3), lambda L, A: L.matrix_power(A, -2)),
+    ("matrix_exp", (2, 3, 3), lambda L, A: L.matrix_exp(A)),
+    ("pinv tall", (5, 3), lambda L, A: L.pinv(A)),
+    ("pinv wide", (2, 3, 5), lambda L, A: L.pinv(A)),
+    ("svd U", (5, 3), lambda L, A: L.svd(A, full_matrices=False).U ** 2),
+    ("svd Vh", (3, 5), lambda L, A: L.svd(A, full_matrices=False).Vh ** 2),
+    ("svd full U", (3, 5), lambda L, A: L.svd(A).U ** 2),
+    ("svd S", (2, 4, 3), lambda L, A: L.svd(A).S),
+    ("svdvals", (3, 4), lambda L, A: L.svdvals(A)),
+    ("qr Q", (5, 3), lambda L, A: L.qr(A).Q),
+    ("qr R", (2, 4, 4), lambda L, A: L.qr(A).R),
+    ("cond", (4, 4), lambda L, A: L.cond(A)),
+    ("cond fro", (3, 3), lambda L, A: L.cond(A, "fro")),
+    ("matrix_norm nuc", (3, 4), lambda L, A: L.matrix_norm(A, "nuc")),
+    ("norm 2 keepdim", (3, 2, 4), lambda L, A: L.norm(A, 2, (0, 2), True)),
+    ("tensorinv", (2, 3, 6), lambda L, A: L.tensorinv(A, 2)),
+])
+def test_matrix_functions_and_gradients_as_torch(rng, ieee, name, shape, fn):
+    """Forward and gradient against torch.linalg in float64; singular vectors enter squared (their
+    signs are arbitrary)."""
+    x = well_conditioned(rng, *shape, shift=4.0 if "tensorinv" not in name else 0.0)
+    if name == "tensorinv":
+        x = leaf(rng, *shape, values=(rng.standard_normal(36) * 0.3 + np.eye(6).ravel()).reshape(shape))
+    ref = fn if name != "cond fro" else lambda L, A: L.matrix_norm(A) * L.matrix_norm(L.inv(A))  # torch's own fails
+    check(lambda t: fn(tnet.linalg, t), lambda r: ref(torch.linalg, r), [x], rng, GRAD_TOL)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("cholesky", lambda L, A: L.cholesky(A)),
+    ("cholesky upper", lambda L, A: L.cholesky(A, upper=True)),
+    ("eigh values", lambda L, A: L.eigh(A).eigenvalues),
+    ("eigh vectors", lambda L, A: L.eigh(A).eigenvectors ** 2),
+    ("eigvalsh U", lambda L, A: L.eigvalsh(A, "U")),
+    ("logdet", lambda L, A: L.logdet(A) if L is tnet.linalg else torch.logdet(A)),
+])
+def test_symmetric_functions_and_gradients_as_torch(rng, ieee, name, fn):
+    x = spd(rng, 2, 4, 4)
+    check(lambda t: fn(tnet.linalg, t), lambda r: fn(torch.linalg, r), [x], rng, GRAD_TOL)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,left", [((3, 3), (3, 2), True), ((2, 3, 3), (3,), True),
+                                                  ((2, 3, 3), (2, 3), True), ((1, 4, 4), (3, 4, 2), True),
+                                                  ((3, 3), (2, 5, 3), False)])
+def test_solve_with_gradients_as_torch(rng, ieee, a_shape, b_shape, left):
+    """Matrices, vectors (torch's rule: B [n] or B = A's shape without its last dim) and broadcast
+    batches, left and right."""
+    a, b = well_conditioned(rng, *a_shape), leaf(rng, *b_shape)
+    check(lambda A, B: tnet.linalg.solve(A, B, left=left), lambda A, B: torch.linalg.solve(A, B, left=left), [a, b],
+          rng, GRAD_TOL)
+
+
+@pytest.mark.parametrize("upper,left,unit", [(True, True, False), (False, False, True), (False, True, False)])
+def test_solve_triangular_with_gradients_as_torch(rng, ieee, upper, left, unit):
+    a, b = well_conditioned(rng, 2, 3, 3), leaf(rng, 3, 4) if left else leaf(rng, 4, 3)
+    check(lambda A, B: tnet.linalg.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit),
+          lambda A, B: torch.linalg.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit), [a, b], rng,
+          GRAD_TOL)
+
+
+def test_multi_dot_and_vecdot_with_gradients_as_torch(rng, ieee):
+    xs = [leaf(rng, 3), leaf(rng, 3, 5), leaf(rng, 5, 2), leaf(rng, 2, 4), leaf(rng, 4)]
+    check(lambda *t: tnet.linalg.multi_dot(t), lambda *r: torch.linalg.multi_dot(r), xs, rng, GRAD_TOL)
+    xs = [leaf(rng, 2, 3), leaf(rng, 3, 4), leaf(rng, 4, 6)]
+    check(lambda *t: tnet.linalg.multi_dot(list(t)), lambda *r: torch.linalg.multi_dot(list(r)), xs, rng, GRAD_TOL)
+    check(lambda x, y: tnet.linalg.vecdot(x, y, dim=0), lambda x, y: torch.linalg.vecdot(x, y, dim=0),
+          [leaf(rng, 3, 4), leaf(rng, 3, 1)], rng, GRAD_TOL)
+
+
+def host(x):
+    return x.numpy() if isinstance(x, tnet.Tensor) else x.detach().numpy()
+
+
+def same(ours, theirs, tol=1e-5):
+    for o, t in zip(ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,)):
+        assert tuple(o.shape) == tuple(t.shape) and o.dtype == (torch.float32 if t.dtype == torch.float64 else t.dtype)
+        np.testing.assert_allclose(host(o), host(t), rtol=tol, atol=tol)
+
+
+def test_factorizations_without_gradients_as_torch(rng):
+    """lu and its kin (tnet's own getrf: the same pivots), the Cholesky solves, Householder products,
+    lstsq, ranks, tensorsolve, vander, diagonal: forward only, against torch in float64."""
+    a = rng.standard_normal((2, 4, 4))
+    wide = rng.standard_normal((3, 5))
+    A, A64, W, W64 = tnet.tensor(a), torch.tensor(a), tnet.tensor(wide), torch.tensor(wide)
+    b = rng.standard_normal((2, 4, 3))
+    B, B64 = tnet.tensor(b), torch.tensor(b)
+    same(tuple(tnet.linalg.lu_factor(A)), tuple(torch.linalg.lu_factor(A64)))
+    same(tuple(tnet.linalg.lu(W)), tuple(torch.linalg.lu(W64)))
+    same(tuple(tnet.linalg.lu(W.T)), tuple(torch.linalg.lu(W64.T)))
+    LU, piv = tnet.linalg.lu_factor(A)
+    same(tuple(tnet.lu_unpack(LU, piv)), tuple(torch.lu_unpack(*torch.linalg.lu_factor(A64))))
+    for kw in ({}, {"left": False}, {"adjoint": True}):
+        same(tnet.linalg.lu_solve(LU, piv, B if not kw.get("left", True) is False else B.mT, **kw),
+             torch.linalg.lu_solve(*torch.linalg.lu_factor(A64), B64 if not kw.get("left", True) is False else B64.mT,
+                                   **kw), 1e-4)
+    same(tuple(tnet.linalg.lu_factor_ex(tnet.zeros(3, 3))), tuple(torch.linalg.lu_factor_ex(torch.zeros(3, 3))))
+    s = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    L, L64 = tnet.linalg.cholesky(tnet.tensor(s)), torch.linalg.cholesky(torch.tensor(s))
+    same(tnet.cholesky_solve(B, L), torch.cholesky_solve(B64, L64), 1e-4)
+    same(tnet.cholesky_solve(B, L.mT, upper=True), torch.cholesky_solve(B64, L64.mT, upper=True), 1e-4)
+    same(tnet.cholesky_inverse(L), torch.cholesky_inverse(L64), 1e-4)
+    h, tau = tnet.geqrf(tnet.tensor(a[0, :, :3]))
+    same((h, tau), tuple(torch.geqrf(torch.tensor(a[0, :, :3]))))
+    h64, tau64 = torch.geqrf(torch.tensor(a[0, :, :3]))
+    same(tnet.linalg.householder_product(h, tau), torch.linalg.householder_product(h64, tau64))
+    same(tnet.ormqr(h, tau, B[0], transpose=True), torch.ormqr(h64, tau64, B64[0], transpose=True), 1e-4)
+    same(h.orgqr(tau), h64.orgqr(tau64))
+    tall = rng.standard_normal((2, 6, 3))
+    for driver in ("gelsy", "gels", "gelsd"):
+        ours = tnet.linalg.lstsq(tnet.tensor(tall), tnet.tensor(tall[..., :2] + 1), driver=driver)
+        theirs = torch.linalg.lstsq(torch.tensor(tall), torch.tensor(tall[..., :2] + 1), driver=driver)
+        same(tuple(ours), tuple(theirs), 1e-4)
+    low_rank = np.concatenate([wide, wide[:1] * 2], 0)
+    for kw in ({}, {"atol": 1.0}, {"hermitian": True}):
+        m = low_rank @ low_rank.T if kw.get("hermitian") else low_rank
+        same(tnet.linalg.matrix_rank(tnet.tensor(m), **kw), torch.linalg.matrix_rank(torch.tensor(m), **kw))
+    same(tnet.linalg.pinv(tnet.tensor(s[0]), hermitian=True), torch.linalg.pinv(torch.tensor(s[0]), hermitian=True))
+    t4 = a[0].reshape(2, 2, 2, 2) + np.eye(4).reshape(2, 2, 2, 2) * 3
+    same(tnet.linalg.tensorsolve(tnet.tensor(t4), tnet.tensor(b[0, :, 0].reshape(2, 2))),
+         torch.linalg.tensorsolve(torch.tensor(t4), torch.tensor(b[0, :, 0].reshape(2, 2))), 1e-4)
+    t5 = np.moveaxis((rng.standard_normal((6, 6)) + 3 * np.eye(6)).reshape(2, 3, 2, 3), -1, 0)
+    same(tnet.linalg.tensorsolve(tnet.tensor(t5), tnet.tensor(b[0, :2, :]), dims=(0,)),
+         torch.linalg.tensorsolve(torch.tensor(t5), torch.tensor(b[0, :2, :]), dims=(0,)), 1e-4)
+    same(tnet.linalg.vander(B, N=4), torch.linalg.vander(B64, N=4), 1e-4)
+    same(tnet.linalg.diagonal(B, offset=1), torch.linalg.diagonal(B64, offset=1))
+    same(tnet.linalg.eigvalsh(tnet.tensor(s)), torch.linalg.eigvalsh(torch.tensor(s)), 1e-4)
+    same(tnet.linalg.triangular_solve(B, A, upper=False, transpose=True).solution,
+         torch.triangular_solve(B64, A64, upper=False, transpose=True).solution, 1e-4)
+    same(tnet.linalg.matrix_power(A, 0), torch.linalg.matrix_power(A64, 0))
+
+
+def test_top_level_and_method_forms_as_torch(rng):
+    """torch's older names (torch.svd's V, torch.qr's some, torch.lu, torch.inverse, ...) and methods."""
+    a = rng.standard_normal((4, 3))
+    A, A64 = tnet.tensor(a), torch.tensor(a)
+    sq = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    S, S64 = tnet.tensor(sq), torch.tensor(sq)
+    U, s, V = tnet.svd(A)
+    np.testing.assert_allclose(host(U * s) @ host(V).T, a, atol=1e-5)
+    assert V.shape == torch.svd(A64).V.shape and tnet.svd(A, some=False).U.shape == (4, 4)
+    same(tuple(tnet.qr(A, some=False)), tuple(torch.qr(A64, some=False)))
+    same(tuple(A.qr()), tuple(A64.qr()))
+    for name in ("inverse", "det", "logdet", "pinverse", "matrix_exp"):
+        same(getattr(S, name)(), getattr(S64, name)(), 1e-4)
+        same(getattr(tnet, name)(S), getattr(torch, name)(S64), 1e-4)
+    same(tuple(S.slogdet()), tuple(S64.slogdet()))
+    same(S.matrix_power(2), S64.matrix_power(2), 1e-4)
+    same(tuple(tnet.lu(S, get_infos=True)), tuple(torch.linalg.lu_factor_ex(S64)))
+    same(tnet.lu_solve(A.T, *tnet.lu(S)), torch.linalg.lu_solve(*torch.linalg.lu_factor(S64), A64.T), 1e-4)
+    same(A.T.lu_solve(*S.lu()), torch.linalg.lu_solve(*torch.linalg.lu_factor(S64), A64.T), 1e-4)
+    same(tnet.chain_matmul(S, A.T, A), torch.linalg.multi_dot([S64, A64.T, A64]), 1e-4)
+    same((A.adjoint(), A.mH), (A64.adjoint(), A64.mH))
+    spd_ = sq @ sq.T
+    same(tnet.cholesky(tnet.tensor(spd_), True), torch.linalg.cholesky(torch.tensor(spd_), upper=True), 1e-4)
+
+
+def test_singular_and_invalid_inputs_raise_as_torch():
+    """torch.linalg.LinAlgError (tnet.linalg.LinAlgError is it) with torch's wording; the _ex forms
+    report info instead; wrong shapes and dtypes raise RuntimeError."""
+    assert tnet.linalg.LinAlgError is torch.linalg.LinAlgError
+    singular = tnet.tensor([[1.0, 2.0], [2.0, 4.0]])
+    batch = tnet.stack([tnet.eye(2), singular])
+    with pytest.raises(tnet.linalg.LinAlgError, match=r"linalg.inv: The diagonal element 2 is zero"):
+        tnet.linalg.inv(singular)
+    with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 1\): The diagonal element 2 is zero"):
+        tnet.inverse(batch)
+    with pytest.raises(tnet.linalg.LinAlgError, match="input matrix is singular"):
+        tnet.linalg.solve(singular, tnet.ones(2))
+    with pytest.raises(tnet.linalg.LinAlgError, match="leading minor of order 1 is not positive-definite"):
+        tnet.linalg.cholesky(-tnet.eye(3))
+    with pytest.raises(RuntimeError, match="U\\[2,2\\] is zero"):
+        tnet.linalg.lu_factor(singular)
+    np.testing.assert_array_equal(tnet.linalg.inv_ex(batch).info.numpy(), [0, 2])
+    info = tnet.linalg.cholesky_ex(tnet.tensor(np.stack([-np.eye(3), np.eye(3), np.diag([1.0, 1, -1])]))).info
+    np.testing.assert_array_equal(info.numpy(), [1, 0, 3])
+    assert tnet.linalg.solve_ex(singular, tnet.ones(2)).info.item() == 2
+    assert tnet.linalg.det(singular).item() == 0.0
+    with pytest.raises(RuntimeError, match="must be batches of square matrices, but they are 2 by 3"):
+        tnet.linalg.inv(tnet.ones(2, 3))
+    with pytest.raises(RuntimeError, match="Expected a floating point"):
+        tnet.linalg.det(tnet.tensor([[1, 2], [3, 4]]))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tnet.linalg.det(tnet.ones(3))
+    with pytest.raises(RuntimeError, match="N must be greater than 1"):
+        tnet.linalg.vander(tnet.ones(3), N=1)
+    with pytest.raises(NotImplementedError, match="complex"):
+        tnet.linalg.eig(tnet.eye(2))
+    with pytest.raises(NotImplementedError, match="no gradient"):
+        tnet.linalg.lu(tnet.tensor(np.eye(3, dtype=np.float32), requires_grad=True))
+
+
+def test_det_gradient_of_a_singular_matrix_as_torch(rng, ieee):
+    """The cofactor matrix (through an SVD) where A^-1 does not exist: torch's gradient too."""
+    a = rng.standard_normal((3, 3))
+    a[2] = a[0] + a[1]
+    check(lambda t: tnet.linalg.det(t), lambda r: torch.linalg.det(r), [leaf(rng, 3, 3, values=a)], rng, GRAD_TOL)

@@ -1,26 +1,965 @@
-"""torch.linalg's functions that tnet has. The norms run on tnet's kernels, with gradients. A
-decomposition runs on the host in numpy, in float64 (a host sync: meant for small init-time
-matrices, such as a whitening filter's covariance), and returns tensors of the input's dtype on
-tnet's device; it takes no gradient."""
+"""torch.linalg's functions, and torch's matrix functions (torch.inverse, torch.svd, ...).
+
+Products of matrices run on tnet's device with tnet's ops and their gradients: matrix_power,
+multi_dot, matrix_exp (scaling and squaring), vecdot, the norms. The factorizations and solves
+(svd, qr, eigh, cholesky, lu, inv, det, solve, lstsq, pinv, ...) run on the host in numpy, in
+float64: a host sync, meant for small matrices (a whitening filter of CIFAR's 3072 dims or of
+image patches, a covariance at init time), with the results in the input's dtype on tnet's
+device. Their gradients, where tnet has them, are torch's formulas: the products on the device
+with tnet's matmul, a solve or inverse they need on the host again (in the backward).
+tnet has no complex dtypes: eig and eigvals raise NotImplementedError, as do ldl_factor and its
+kin."""
+import math
 from collections import namedtuple
 
 import numpy as np
 import torch
 
+from .functional.copy import (clone, expand, movedim, narrow, permute, reshape, select, squeeze, to, transpose,
+                              unsqueeze)
 from .functional.copy import cross as _cross
+from .functional.copy import diagonal as copy_diagonal
+from .functional.gemm import matmul
+from .functional.pointwise import add, div, mul, neg, sub, tril, triu
+from .functional.reduce import amax
+from .functional.reduce import sum as reduce_sum
+from .functional.sort import vander as vander_1d
 from .functional.inputs import check_tensors
-from .functional.reduce import matrix_norm, vector_norm
-from .kernels.launch import check
-from .tensor import Tensor, is_grad_enabled, tensor
+from .functional.pointwise import sum_to
+from .functional.reduce import matrix_norm as _matrix_norm
+from .functional.reduce import vector_norm
+from .kernels.launch import check, no_host_read
+from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
 
-__all__ = ["cross", "eigh", "matrix_norm", "norm", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq",
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
+           "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+LinAlgError = torch.linalg.LinAlgError  # torch._C._LinAlgError, a RuntimeError: `except torch.linalg.LinAlgError` works
+
+
+
+# ---- host and device ----------------------------------------------------------------------------
+
+def _host(name, A, square=False, least=2):
+    """A's values as a float64 numpy array (a host sync), after torch's checks of a matrix argument
+    (not a tensor: TypeError, as torch's)."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{name}: expected a tnet.Tensor, got {type(A).__name__}")
+    check(A.dtype.is_floating_point, lambda: f"{name}: Expected a floating point or complex tensor as input. Got "
+                                             f"{_DTYPE_NAMES.get(A.dtype, A.dtype)}")
+    check(A.ndim >= least, lambda: f"{name}: The input tensor A must have at least {least} dimensions.")
+    if square:
+        check(A.shape[-1] == A.shape[-2], lambda: f"{name}: A must be batches of square matrices, but they are "
+                                                  f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    no_host_read(A.memory, name)
+    return A.memory.detach().to("cpu", torch.float64).numpy()
+
+
+_DTYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.bool: "Bool", torch.uint8: "Byte"}
+
+
+def _dev(array, like):
+    """A numpy result on tnet's device, in the dtype of the tensor `like`."""
+    return tensor(np.array(array), dtype=like.dtype if isinstance(like, Tensor) else like)
+
+
+def _int32(array):
+    """pivots and info as torch's: int32 tensors."""
+    return tensor(np.array(array, dtype=np.int32), dtype=torch.int32)
+
+
+def _grad_wanted(*xs):
+    return is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in xs)
+
+
+def _no_gradient(name, *xs):
+    """tnet has no gradient for name: an input that wants one raises, as eigh always did."""
+    if _grad_wanted(*xs):
+        raise NotImplementedError(f"{name}: tnet has no gradient for it; call it under tnet.no_grad() or on "
+                                  f"detached inputs")
+
+
+def _recorded(name, out, inputs, backward):
+    """out (a device Tensor computed on the host) recorded with backward: g (a Tensor) -> one Tensor
+    or None per input, run under no_grad; each gradient summed to its input's shape (broadcasting)."""
+    def run(g):
+        with no_grad():
+            grads = backward(Tensor(g))
+        return tuple(None if gx is None else sum_to(gx.memory, x) for gx, x in zip(grads, inputs))
+    return record(name, out.memory, inputs, run)
+
+
+def _T(x):
+    return transpose(x, -2, -1)
+
+
+def _eye_like(n, like):
+    return _dev(np.eye(n), like)
+
+
+def _batch_error(name, info, message):
+    """LinAlgError for the first batch element whose info is nonzero, torch's wording."""
+    flat = np.asarray(info).reshape(-1)
+    bad = int(np.flatnonzero(flat)[0])
+    where = f"(Batch element {bad}): " if np.ndim(info) else ""
+    raise LinAlgError(f"{name}: {where}{message(int(flat[bad]))}")
+
+
+# ---- LU: one factorization for lu, lu_factor, inv's and solve's error reports -----------------------
+
+def _lu_host(a, pivot=True):
+    """a [..., m, n] float64 factored as LAPACK's getrf (partial pivoting, the first largest |value|
+    in the column): (LU packed [..., m, n], pivots [..., k] 1-based int32, info [...]: the first zero
+    pivot's 1-based index, 0 where none). A loop over columns: O(n^3) numpy, fine for small matrices."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = a.reshape(-1, m, n).copy()
+    pivots = np.tile(np.arange(1, k + 1, dtype=np.int32), (lu.shape[0], 1))
+    info = np.zeros(lu.shape[0], dtype=np.int32)
+    rows = np.arange(lu.shape[0])
+    for j in range(k):
+        if pivot:
+            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            pivots[:, j] = p + 1
+            top = lu[rows, p].copy()
+            lu[rows, p] = lu[:, j]
+            lu[:, j] = top
+        d = lu[:, j, j]
+        zero = d == 0
+        info[(info == 0) & zero] = j + 1
+        lu[:, j + 1:, j] /= np.where(zero, 1.0, d)[:, None]  # a zero pivot: LAPACK leaves the column as is
+        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+    batch = a.shape[:-2]
+    return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
+
+
+def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
+    """(P [..., m, m], L [..., m, k], U [..., k, n]) of a packed LU and its 1-based pivots: A = P L U."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    P = L = U = None
+    if unpack_data:
+        L = np.tril(lu[..., :, :k], -1) + np.eye(m, k)
+        U = np.triu(lu[..., :k, :])
+    if unpack_pivots:
+        piv = pivots.reshape(-1, pivots.shape[-1]).astype(np.int64) - 1
+        perm = np.tile(np.arange(m), (piv.shape[0], 1))
+        for j in range(piv.shape[1]):  # LAPACK's row swaps, in order
+            b = np.arange(piv.shape[0])
+            perm[b, j], perm[b, piv[:, j]] = perm[b, piv[:, j]], perm[b, j].copy()
+        P = np.zeros((piv.shape[0], m, m))
+        P[np.arange(piv.shape[0])[:, None], perm, np.arange(m)] = 1.0  # row perm[i] of A is row i of L U
+        P = P.reshape(*pivots.shape[:-1], m, m)
+    return P, L, U
+
+
+def _singular_message(i):
+    return (f"The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
+            f"singular.")
+
+
+LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
+LUFactorExResult = namedtuple("LUFactorExResult", ["LU", "pivots", "info"])
+LUResult = namedtuple("LUResult", ["P", "L", "U"])
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """torch.linalg.lu_factor_ex: (LU, pivots, info) of A [..., m, n] as LAPACK's getrf, on the host
+    (float64; see the module's note). pivot=False factors without row swaps (as torch on CUDA). No
+    gradient."""
+    a = _host("torch.linalg.lu_factor_ex", A)
+    _no_gradient("linalg.lu_factor", A)
+    lu, pivots, info = _lu_host(a, pivot)
+    if check_errors and info.any():
+        _batch_error("torch.linalg.lu_factor_ex", info, lambda i: f"U[{i},{i}] is zero and using it on lu_solve "
+                     f"would result in a division by zero.")
+    return LUFactorExResult(_dev(lu, A), _int32(pivots), _int32(info))
+
+
+def lu_factor(A, *, pivot=True):
+    """torch.linalg.lu_factor: (LU, pivots); a zero pivot raises RuntimeError, as torch's."""
+    lu, pivots, info = lu_factor_ex(A, pivot=pivot)
+    if info.numpy().any():
+        i = int(info.numpy().reshape(-1)[np.flatnonzero(info.numpy().reshape(-1))[0]])
+        raise RuntimeError(f"torch.linalg.lu_factor: U[{i},{i}] is zero and using it on lu_solve would result in a "
+                           f"division by zero. If you still want to perform the factorization, consider calling "
+                           f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return LUFactorResult(lu, pivots)
+
+
+def lu(A, *, pivot=True):
+    """torch.linalg.lu: (P, L, U) with A = P L U, A [..., m, n]; on the host (the module's note). No gradient."""
+    a = _host("linalg.lu", A)
+    _no_gradient("linalg.lu", A)
+    lu_, pivots, _ = _lu_host(a, pivot)
+    return LUResult(*(_dev(x, A) for x in _lu_unpack_host(lu_, pivots)))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """torch.lu_unpack: (P, L, U) of lu_factor's result; what is not unpacked is an empty tensor, as torch's."""
+    lu_ = _host("lu_unpack", LU_data)
+    _no_gradient("lu_unpack", LU_data)
+    P, L, U = _lu_unpack_host(lu_, LU_pivots.numpy(), unpack_data, unpack_pivots)
+    empty = np.zeros(0)
+    return LUResult(*(_dev(empty if x is None else x, LU_data) for x in (P, L, U)))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """torch.linalg.lu_solve: X with A X = B (left=False: X A = B; adjoint: A^T in A's place), A =
+    P L U from lu_factor; on the host (the module's note). No gradient."""
+    lu_ = _host("linalg.lu_solve", LU, square=True)
+    _no_gradient("linalg.lu_solve", LU, B)
+    P, L, U = _lu_unpack_host(lu_, pivots.numpy())
+    a = P @ L @ U
+    a = np.swapaxes(a, -1, -2) if adjoint else a
+    return _dev(_solve_host(a, _host("linalg.lu_solve", B), left), B)
+
+
+# ---- inverses, determinants, solves --------------------------------------------------------------
+
+def _solve_host(a, b, left=True):
+    """A^-1 B (left) or B A^-1, batch dims broadcast; b a batch of matrices."""
+    if left:
+        return np.linalg.solve(a, b)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+
+
+def _inv_checked(name, a):
+    """np.linalg.inv, with torch's LinAlgError (naming the zero pivot) for a singular matrix."""
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        _batch_error(name, _lu_host(a)[2], _singular_message)
+
+
+def _inv_recorded(A, ainv):
+    out = _dev(ainv, A)
+    return _recorded("linalg.inv", out, (A,), lambda g: (neg(_T(out) @ g @ _T(out)),))
+
+
+def inv(A):
+    """torch.linalg.inv (torch.inverse, Tensor.inverse): A^-1 for A [..., n, n], on the host (the
+    module's note); a singular matrix raises torch.linalg.LinAlgError. Gradient -A^-T g A^-T on the device."""
+    return _inv_recorded(A, _inv_checked("linalg.inv", _host("linalg.inv", A, square=True)))
+
+
+InvExResult = namedtuple("InvExResult", ["inverse", "info"])
+
+
+def inv_ex(A, *, check_errors=False):
+    """torch.linalg.inv_ex: (inverse, info), info the first zero pivot (0: invertible); a singular
+    matrix's inverse is NaN in tnet (torch leaves it undefined). Gradient as inv."""
+    a = _host("linalg.inv_ex", A, square=True)
+    try:
+        ainv, info = np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:  # only then the slow LU, for info
+        info = _lu_host(a)[2]
+        if check_errors:
+            _batch_error("linalg.inv_ex", info, _singular_message)
+        ainv = np.full_like(a, np.nan)
+        ainv[info == 0] = np.linalg.inv(a[info == 0])
+    return InvExResult(_inv_recorded(A, ainv), _int32(info))
+
+
+def _cofactor(a):
+    """The cofactor matrix det(A) A^-T of a [..., n, n], through an SVD: defined for singular A too."""
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    ones = np.ones(s.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    sign = np.linalg.det(u) * np.linalg.det(vh) if n else np.ones(s.shape[:-1])
+    return sign[..., None, None] * ((u * (before * after)[..., None, :]) @ vh)
+
+
+def _det_grad(A, scale):
+    """g -> g * scale(a) * cof(A): det's (scale 1) and logabsdet's (scale 1 / det) gradients."""
+    def backward(g):
+        a = _host("det backward", A)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = _cofactor(a) * scale(a)[..., None, None]
+        return (mul(unsqueeze(unsqueeze(g, -1), -1), _dev(c, A)),)
+    return backward
+
+
+def det(A):
+    """torch.linalg.det (torch.det, Tensor.det) of A [..., n, n], on the host (the module's note);
+    gradient g * det(A) A^-T (the cofactor matrix, through an SVD: singular A too)."""
+    a = _host("linalg.det", A, square=True)
+    return _recorded("linalg.det", _dev(np.linalg.det(a), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
+
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+
+def slogdet(A):
+    """torch.linalg.slogdet: (sign, log|det|) of A [..., n, n], on the host (the module's note); the
+    gradient of logabsdet g A^-T (sign has none)."""
+    a = _host("linalg.slogdet", A, square=True)
+    sign, logabsdet = np.linalg.slogdet(a)
+    return SlogdetResult(_dev(sign, A), _recorded("linalg.slogdet", _dev(logabsdet, A), (A,),
+                                                  _det_grad(A, lambda a: 1.0 / np.linalg.det(a))))
+
+
+def logdet(A):
+    """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T."""
+    a = _host("logdet", A, square=True)
+    sign, logabsdet = np.linalg.slogdet(a)
+    with np.errstate(invalid="ignore"):
+        value = np.where(sign < 0, np.nan, logabsdet)
+    return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, lambda a: 1.0 / np.linalg.det(a)))
+
+
+def _is_vector_rhs(A, B):
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _solve(name, A, B, left=True, check_errors=True):
+    """X with A X = B (left) or X A = B, batch dims broadcast; B a batch of vectors as torch tells
+    them; gradients gB = A^-T g (on the host), gA = -gB X^T (on the device). (X, info)."""
+    a = _host(name, A, square=True)
+    vector = _is_vector_rhs(A, B)
+    check(left or not vector, "linalg.solve: Vector broadcasting of the left hand side is not supported for "
+                              "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
+    b = _host(name, B, least=1)
+    b = b[..., None] if vector else b
+    check(b.shape[-2 if left else -1] == a.shape[-1], lambda: f"{name}: Incompatible shapes of A and B for the "
+                                                              f"equation {'AX = B' if left else 'XA = B'} "
+                                                              f"({a.shape[-2]}x{a.shape[-1]} and "
+                                                              f"{b.shape[-2]}x{b.shape[-1]})")
+    try:
+        x, info = _solve_host(a, b, left), np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:  # only then the slow LU, for info
+        if check_errors:
+            raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
+        info = _lu_host(a)[2]
+        x = np.full(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.nan)
+    X = _dev(x, A)
+    at = np.swapaxes(a, -1, -2)
+
+    def backward(g):
+        gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
+        ga = neg(gb @ _T(X) if left else _T(X) @ gb)
+        return ga, squeeze(gb, -1) if vector else gb
+    out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
+    return (squeeze(out, -1) if vector else out), info
+
+
+def solve(A, B, *, left=True):
+    """torch.linalg.solve: X with A X = B (left=False: X A = B), A [..., n, n], B [..., n, k] or a
+    batch of vectors [..., n], batch dims broadcast; on the host (the module's note). A singular A
+    raises torch.linalg.LinAlgError. Gradients of A and B on the device (a solve with A^T on the host)."""
+    return _solve("torch.linalg.solve", A, B, left)[0]
+
+
+SolveExResult = namedtuple("SolveExResult", ["result", "info"])
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """torch.linalg.solve_ex: (result, info); a singular A gives NaN in tnet (torch leaves it undefined)."""
+    x, info = _solve("torch.linalg.solve_ex", A, B, left, check_errors)
+    return SolveExResult(x, _int32(info))
+
+
+def _triangle(a, upper, unitriangular):
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    return t
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """torch.linalg.solve_triangular: X with T X = B (left=False: X T = B), T the upper or lower
+    triangle of A (unitriangular: ones on its diagonal), batch dims broadcast; on the host (the
+    module's note). Gradients as torch's: gB = T^-T g, gA = -gB X^T in T's triangle."""
+    t = _triangle(_host("linalg.solve_triangular", A, square=True), upper, unitriangular)
+    b = _host("linalg.solve_triangular", B)
+    X = _dev(_solve_host(t, b, left), B)
+
+    def backward(g):
+        gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), B)
+        ga = neg(gb @ _T(X) if left else _T(X) @ gb)
+        ga = triu(ga, int(unitriangular)) if upper else tril(ga, -int(unitriangular))
+        return ga, gb
+    return _recorded("linalg.solve_triangular", X, (A, B), backward)
+
+
+TriangularSolveResult = namedtuple("TriangularSolveResult", ["solution", "cloned_coefficient"])
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """torch.triangular_solve (deprecated there): (X, A's copy) with T X = b, T = A's triangle
+    (transpose: T^T X = b)."""
+    T = _T(A) if transpose else A
+    return TriangularSolveResult(solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular),
+                                 clone(A))
+
+
+# ---- Cholesky --------------------------------------------------------------------------------------
+
+def _cholesky_host(a, upper):
+    """(L [..., n, n] lower (its transpose if upper), info [...]): the first leading minor that is not
+    positive-definite (0: none), found by bisection where numpy fails."""
+    a = np.swapaxes(a, -1, -2) if upper else a  # the upper triangle of A is the lower one of A^T
+    try:
+        L, info = np.linalg.cholesky(a), np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        flat = a.reshape(-1, *a.shape[-2:])
+        L, info = np.zeros_like(flat), np.zeros(len(flat), np.int32)
+        for i, m in enumerate(flat):
+            try:
+                L[i] = np.linalg.cholesky(m)
+            except np.linalg.LinAlgError:
+                lo, hi = 0, m.shape[-1]  # the minor of order lo is positive-definite, of order hi not
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    try:
+                        np.linalg.cholesky(m[:mid, :mid])
+                        lo = mid
+                    except np.linalg.LinAlgError:
+                        hi = mid
+                info[i] = hi
+                L[i] = np.nan
+        L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
+    return (np.swapaxes(L, -1, -2) if upper else L), info
+
+
+def _cholesky(name, A, upper, check_errors):
+    """The Cholesky factor, recorded with torch's gradient: L^-T Phi L^-1, Phi = the symmetric matrix
+    whose lower triangle is tril(L^T gL) with its diagonal halved (L^-1 from the host)."""
+    L, info = _cholesky_host(_host(name, A, square=True), upper)
+    if check_errors and info.any():
+        _batch_error(name, info, lambda i: f"The factorization could not be completed because the input is not "
+                     f"positive-definite (the leading minor of order {i} is not positive-definite).")
+    out = _dev(L, A)
+
+    def backward(g):
+        low, g = (_T(out), _T(g)) if upper else (out, g)
+        phi = tril(_T(low) @ g)
+        phi = mul(add(phi, _T(tril(phi, -1))), 0.5)
+        linv = _dev(np.linalg.inv(_host(name, low)), A)
+        return (_T(linv) @ phi @ linv,)
+    return _recorded(name, out, (A,), backward), info
+
+
+def cholesky(A, *, upper=False):
+    """torch.linalg.cholesky: L with A = L L^T reading A's lower triangle (upper: U with A = U^T U,
+    reading the upper one), A [..., n, n]; on the host (the module's note). A matrix that is not
+    positive-definite raises torch.linalg.LinAlgError. Gradient as torch's."""
+    return _cholesky("linalg.cholesky", A, upper, True)[0]
+
+
+CholeskyExResult = namedtuple("CholeskyExResult", ["L", "info"])
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """torch.linalg.cholesky_ex: (L, info), info the order of the first leading minor that is not
+    positive-definite (0: none); such a matrix's L is NaN in tnet (torch's holds a partial factor)."""
+    L, info = _cholesky("linalg.cholesky_ex", A, upper, check_errors)
+    return CholeskyExResult(L, _int32(info))
+
+
+def _cholesky_old(A, upper=False):
+    """torch.cholesky (deprecated there): linalg.cholesky with upper positional."""
+    return cholesky(A, upper=upper)
+
+
+def _lu_old(A, pivot=True, get_infos=False):
+    """torch.lu (deprecated there): (LU, pivots), with info where get_infos (else a zero pivot raises)."""
+    return lu_factor_ex(A, pivot=pivot) if get_infos else lu_factor(A, pivot=pivot)
+
+
+def _lu_solve_old(b, LU_data, LU_pivots):
+    """torch.lu_solve (deprecated there): linalg.lu_solve with b first."""
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+def _adjoint(input):
+    """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes)."""
+    return transpose(input, -2, -1)
+
+
+def cholesky_solve(B, L, upper=False):
+    """torch.cholesky_solve: X with A X = B, A = L L^T (upper: U^T U) from its Cholesky factor; on the
+    host (the module's note). No gradient."""
+    _no_gradient("cholesky_solve", B, L)
+    low = _host("cholesky_solve", L, square=True)
+    low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
+    return _dev(_solve_host(low @ np.swapaxes(low, -1, -2), _host("cholesky_solve", B)), B)
+
+
+def cholesky_inverse(L, upper=False):
+    """torch.cholesky_inverse: A^-1 of A = L L^T (upper: U^T U); on the host. No gradient."""
+    _no_gradient("cholesky_inverse", L)
+    low = _host("cholesky_inverse", L, square=True)
+    low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
+    return _dev(np.linalg.inv(low @ np.swapaxes(low, -1, -2)), L)
+
+
+# ---- QR, Householder -------------------------------------------------------------------------------
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def qr(A, mode="reduced"):
+    """torch.linalg.qr: (Q, R) of A [..., m, n] as LAPACK's geqrf (mode 'reduced', 'complete', or 'r':
+    Q empty); on the host (the module's note). Gradient for m >= n and Q of n columns, as torch's:
+    (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q (R^-1 from the host)."""
+    check(mode in ("reduced", "complete", "r"), lambda: f"qr received unrecognized mode '{mode}' but expected one "
+                                                         f"of 'reduced' (default), 'r', or 'complete'")
+    a = _host("linalg.qr", A)
+    m, n = a.shape[-2:]
+    if _grad_wanted(A):
+        check(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                           "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+        if m < n or (mode == "complete" and m > n):
+            raise NotImplementedError("linalg.qr: tnet's gradient needs m >= n and the reduced Q")
+    if mode == "r":
+        return QRResult(_dev(np.zeros(0), A), _dev(np.linalg.qr(a, mode="r"), A))
+    q, r = np.linalg.qr(a, mode=mode)
+    Q, R = _dev(q, A), _dev(r, A)
+
+    def grad_of(which):
+        def backward(g):
+            gq, gr = (g, None) if which == "Q" else (None, g)
+            M = (R @ _T(gr)) if gr is not None else neg(_T(gq) @ Q)
+            M = add(tril(M), _T(tril(M, -1)))
+            rinv_t = _dev(np.swapaxes(np.linalg.inv(_host("qr", R)), -1, -2), A)
+            return (add(gq, Q @ M) @ rinv_t if gq is not None else Q @ M @ rinv_t,)
+        return backward
+    return QRResult(_recorded("linalg.qr", Q, (A,), grad_of("Q")), _recorded("linalg.qr", R, (A,), grad_of("R")))
+
+
+def _qr_old(A, some=True):
+    """torch.qr (deprecated there): some=True the reduced QR, False the complete."""
+    return qr(A, "reduced" if some else "complete")
+
+
+def _householder_host(a, tau, ncols):
+    """The first ncols columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of a below its
+    diagonal with a 1 on it (LAPACK's orgqr)."""
+    m, k = a.shape[-2], tau.shape[-1]
+    q = np.broadcast_to(np.eye(m, ncols), a.shape[:-2] + (m, ncols)).copy()
+    for i in reversed(range(k)):
+        v = np.concatenate([np.zeros(a.shape[:-2] + (i,)), np.ones(a.shape[:-2] + (1,)), a[..., i + 1:, i]], -1)
+        q -= tau[..., i, None, None] * v[..., :, None] * (v[..., None, :] @ q)
+    return q
+
+
+def householder_product(A, tau):
+    """torch.linalg.householder_product (torch.orgqr): the first n columns of the product of the
+    Householder reflectors in A [..., m, n] (below its diagonal) and tau [..., k]; on the host. No gradient."""
+    _no_gradient("linalg.householder_product", A, tau)
+    a, t = _host("linalg.householder_product", A), _host("linalg.householder_product", tau, least=1)
+    check(a.shape[-2] >= a.shape[-1], "torch.linalg.householder_product: input.shape[-2] must be greater than or "
+                                      "equal to input.shape[-1]")
+    check(a.shape[-1] >= t.shape[-1], "torch.linalg.householder_product: input.shape[-1] must be greater than or "
+                                      "equal to tau.shape[-1]")
+    return _dev(_householder_host(a, t, a.shape[-1]), A)
+
+
+GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
+
+
+def geqrf(input):
+    """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, the reflectors below) and tau; on
+    the host. No gradient."""
+    _no_gradient("geqrf", input)
+    h, tau = np.linalg.qr(_host("geqrf", input), mode="raw")
+    return GeqrfResult(_dev(np.swapaxes(h, -1, -2), input), _dev(tau, input))
+
+
+def ormqr(input, tau, other, left=True, transpose=False):
+    """torch.ormqr: Q other (left=False: other Q; transpose: Q^T), Q the m x m product of geqrf's
+    reflectors; on the host. No gradient."""
+    _no_gradient("ormqr", input, tau, other)
+    a, t, c = _host("ormqr", input), _host("ormqr", tau, least=1), _host("ormqr", other)
+    q = _householder_host(a, t, a.shape[-2])
+    q = np.swapaxes(q, -1, -2) if transpose else q
+    return _dev(q @ c if left else c @ q, other)
+
+
+# ---- eigenvalues, singular values ---------------------------------------------------------------------
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(A, UPLO="L"):
+    """torch.linalg.eigh: the eigenvalues (ascending) and eigenvectors (columns) of the symmetric
+    matrices A [..., n, n], reading the lower (UPLO='L') or upper triangle; on the host (the module's
+    note). Gradient as torch's, on the device: V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T (repeated
+    eigenvalues give infinities there, as torch's)."""
+    check(UPLO in ("L", "U"), lambda: f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    a = _host("linalg.eigh", A, square=True)
+    values, vectors = np.linalg.eigh(a, UPLO=UPLO)
+    L, V = _dev(values, A), _dev(vectors, A)
+
+    def vectors_grad(g):
+        vg = _T(V) @ g
+        gap = sub(unsqueeze(L, -2), unsqueeze(L, -1))  # L_j - L_i
+        inner = div(mul(sub(vg, _T(vg)), 0.5), add(gap, _eye_like(a.shape[-1], A)))  # 0 on the diagonal
+        return (V @ inner @ _T(V),)
+    return EighResult(_recorded("linalg.eigh", L, (A,), lambda g: (mul(V, unsqueeze(g, -2)) @ _T(V),)),
+                      _recorded("linalg.eigh", V, (A,), vectors_grad))
+
+
+def eigvalsh(A, UPLO="L"):
+    """torch.linalg.eigvalsh: eigh's eigenvalues, with their gradient."""
+    return eigh(A, UPLO).eigenvalues
+
+
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """torch.linalg.svd: (U, S, Vh) with A = U diag(S) Vh, S descending, A [..., m, n]; on the host
+    (the module's note; driver is accepted and ignored). Gradients as torch's (on the k = min(m, n)
+    leading columns where full_matrices), on the device; repeated singular values give infinities,
+    as torch's."""
+    a = _host("linalg.svd", A)
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    U, S, Vh = _dev(u, A), _dev(s, A), _dev(vh, A)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    Uk, Vhk = (narrow(U, -1, 0, k), narrow(Vh, -2, 0, k)) if full_matrices else (U, Vh)
+
+    def backward(gU, gS, gVh):
+        """torch's svd_backward, with one of the gradients given."""
+        if gS is not None:
+            return (Uk @ mul(unsqueeze(gS, -1), Vhk),)
+        s_row, s_col = unsqueeze(S, -2), unsqueeze(S, -1)
+        s2 = mul(S, S)
+        E = add(sub(unsqueeze(s2, -2), unsqueeze(s2, -1)), _eye_like(k, A))  # S_j^2 - S_i^2, 1 on the diagonal
+        if gU is not None:
+            gU = narrow(gU, -1, 0, k)
+            skew = sub(_T(Uk) @ gU, _T(gU) @ Uk)
+            inner = mul(div(skew, E), s_row)
+            if m > n:
+                gus = div(gU, s_row)
+                return (sub(add(Uk @ inner, gus), Uk @ (_T(Uk) @ gus)) @ Vhk,)
+        else:
+            gVh = narrow(gVh, -2, 0, k)
+            skew = sub(Vhk @ _T(gVh), gVh @ _T(Vhk))
+            inner = mul(s_col, div(skew, E))
+            if n > m:
+                sgv = div(gVh, s_col)
+                return (Uk @ sub(add(inner @ Vhk, sgv), (sgv @ _T(Vhk)) @ Vhk),)
+        return (Uk @ inner @ Vhk,)
+    return SVDResult(_recorded("linalg.svd", U, (A,), lambda g: backward(g, None, None)),
+                     _recorded("linalg.svd", S, (A,), lambda g: backward(None, g, None)),
+                     _recorded("linalg.svd", Vh, (A,), lambda g: backward(None, None, g)))
+
+
+def svdvals(A, *, driver=None):
+    """torch.linalg.svdvals: the singular values, descending; gradient U diag(g) Vh."""
+    if _grad_wanted(A):
+        return svd(A, False).S
+    return _dev(np.linalg.svd(_host("linalg.svdvals", A), compute_uv=False), A)
+
+
+_SVDOld = namedtuple("SVDOld", ["U", "S", "V"])
+
+
+def _svd_old(input, some=True, compute_uv=True):
+    """torch.svd (deprecated there): (U, S, V), V = Vh^T; some=False the full U and V; compute_uv=False
+    zero U and V, as torch's."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        return _SVDOld(mul(U, 0.0), S, mul(_T(Vh), 0.0))
+    return _SVDOld(U, S, _T(Vh))
+
+
+def _rtol(A, atol, rtol):
+    """torch's default relative tolerance: max(m, n) eps of A's dtype where atol is not given (or 0)."""
+    if rtol is None:
+        return max(A.shape[-2:]) * torch.finfo(A.dtype).eps if atol is None or np.all(np.asarray(atol) == 0) else 0.0
+    return rtol
+
+
+def _tol(A, atol, rtol, smax):
+    """max(atol, rtol * the largest singular value), per matrix (atol and rtol numbers or tensors)."""
+    atol = 0.0 if atol is None else (atol.numpy() if isinstance(atol, Tensor) else atol)
+    rtol = _rtol(A, atol, rtol)
+    rtol = rtol.numpy() if isinstance(rtol, Tensor) else rtol
+    return np.maximum(atol, rtol * smax)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """torch.linalg.pinv (torch.pinverse): the pseudo-inverse of A [..., m, n] through an SVD (hermitian:
+    eigh of A's lower triangle), singular values below max(atol, rtol * the largest) dropped, as torch's;
+    on the host (the module's note). Gradient as torch's, on the device."""
+    a = _host("linalg.pinv", A)
+    if hermitian:
+        a = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+        w, v = np.linalg.eigh(a)
+        keep = np.abs(w) > _tol(A, atol, rtol, np.abs(w).max(-1, initial=0.0))[..., None]
+        p = (v * np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)[..., None, :]) @ np.swapaxes(v, -1, -2)
+    else:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        keep = s > _tol(A, atol, rtol, s.max(-1, initial=0.0))[..., None]
+        p = (np.swapaxes(vh, -1, -2) * np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)[..., None, :]) @ \
+            np.swapaxes(u, -1, -2)
+    P = _dev(p, A)
+
+    def backward(g):
+        """torch's pinv_backward."""
+        Ph, gh = _T(P), _T(g)
+        if A.shape[-2] <= A.shape[-1]:
+            K = gh @ P
+            KPh = K @ Ph
+            return (add(sub(sub(KPh, _T(P @ K)), (A @ P) @ KPh), (Ph @ P) @ sub(gh, K @ A)),)
+        K = P @ gh
+        PhK = Ph @ K
+        return (sub(add(sub(sub(gh, A @ K) @ P @ Ph, _T(K @ P)), PhK), PhK @ P @ A),)
+    return _recorded("linalg.pinv", P, (A,), backward)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: pinv with rtol=rcond."""
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    """torch.linalg.matrix_rank: the count of singular values (hermitian: |eigenvalues|) above max(atol,
+    rtol * the largest), int64; on the host."""
+    a = _host("linalg.matrix_rank", A)
+    if hermitian:
+        s = np.abs(np.linalg.eigvalsh(a))
+    else:
+        s = np.linalg.svd(a, compute_uv=False)
+    tol = _tol(A, atol, rtol, s.max(-1, initial=0.0))
+    return tensor((s > tol[..., None]).sum(-1).astype(np.int64))
+
+
+LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq: the least-squares solution X of A X = B (A [..., m, n], B [..., m, k] or
+    [..., m]), through numpy's SVD solver (the minimum-norm solution: torch's gelsy may differ for a
+    rank-deficient A); on the host (the module's note). driver (default 'gelsy', torch's CPU one) picks
+    what else is returned as torch's: rank for gelsy/gelsd/gelss, singular_values for gelsd/gelss,
+    residuals for gels/gelsd/gelss when m > n and A has full rank; the rest empty. No gradient."""
+    _no_gradient("linalg.lstsq", A, B)
+    driver = "gelsy" if driver is None else driver
+    check(driver in ("gels", "gelsy", "gelsd", "gelss"), "torch.linalg.lstsq: parameter `driver` should be one of "
+                                                         "(gels, gelsy, gelsd, gelss)")
+    a, b = _host("torch.linalg.lstsq", A), _host("torch.linalg.lstsq", B, least=1)
+    vector = b.ndim == a.ndim - 1
+    b = b[..., None] if vector else b
+    m, n = a.shape[-2:]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
+    flat_a, flat_b = a.reshape(-1, m, n), b.reshape(-1, m, b.shape[-1])
+    rcond = rcond if rcond is not None else _rtol(A, None, None)
+    x = np.zeros((len(flat_a), n, b.shape[-1]))
+    rank = np.zeros(len(flat_a), np.int64)
+    sv = np.zeros((len(flat_a), min(m, n)))
+    for i in range(len(flat_a)):
+        x[i], _, rank[i], sv[i] = np.linalg.lstsq(flat_a[i], flat_b[i], rcond=rcond)
+    x = x.reshape(batch + (n, b.shape[-1]))
+    residuals = np.zeros(0)
+    if driver != "gelsy" and m > n and (rank == n).all():
+        residuals = (((a @ x - b) ** 2).sum(-2))
+        residuals = residuals[..., 0] if vector else residuals
+    return LstsqResult(_dev(x[..., 0] if vector else x, A), _dev(residuals, A),
+                       tensor(rank.reshape(batch) if driver != "gels" else np.zeros(0, np.int64)),
+                       _dev(sv.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros(0), A))
+
+
+def cond(A, p=None):
+    """torch.linalg.cond: p None or 2 the ratio of the largest to the smallest singular value (-2: its
+    inverse), else matrix_norm(A, p) * matrix_norm(A^-1, p) ('fro', 'nuc', inf, -inf, 1, -1; a square
+    A). With gradients through svdvals, inv and the norms."""
+    check_tensors("linalg.cond", A=A)
+    check(A.ndim >= 2, "linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
+        return div(small, big) if p == -2 else div(big, small)
+    check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
+    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+
+
+# ---- products on the device --------------------------------------------------------------------------
+
+def matrix_power(A, n):
+    """torch.linalg.matrix_power (Tensor.matrix_power): A^n by repeated squaring with tnet's matmul
+    (n < 0: inv(A)^-n; n = 0: the identity), with gradients."""
+    check_tensors("linalg.matrix_power", A=A)
+    check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_power: A must be batches of square "
+                                                              f"matrices, but they are {A.shape[-2]} by "
+                                                              f"{A.shape[-1]} matrices")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        return expand(_eye_like(A.shape[-1], A), *A.shape)
+    if n < 0:
+        A, n = inv(A), -n
+    result, square = None, A
+    while True:
+        if n & 1:
+            result = square if result is None else result @ square
+        n >>= 1
+        if not n:
+            return result
+        square = square @ square
+
+
+def matrix_exp(A):
+    """torch.linalg.matrix_exp (torch.matrix_exp, Tensor.matrix_exp): e^A by scaling and squaring on the
+    device: A / 2^s with its 1-norm below 1/2, a Taylor polynomial of degree 12 (Horner, tnet's matmul;
+    error below 1e-14), squared s times; with gradients through those ops. s comes from the largest
+    1-norm of the batch: one host read."""
+    check_tensors("linalg.matrix_exp", A=A)
+    check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_exp: A must be batches of square "
+                                                              f"matrices, but they are {A.shape[-2]} by "
+                                                              f"{A.shape[-1]} matrices")
+    if A.numel() == 0:
+        return clone(A)
+    with no_grad():
+        norm1 = float(amax(_matrix_norm(A, 1, (-2, -1))).item())
+    if not math.isfinite(norm1):
+        s = 0
+    else:
+        s = max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
+    X = mul(A, 0.5 ** s) if s else A
+    eye = _eye_like(A.shape[-1], A)
+    E = eye
+    for k in range(12, 0, -1):  # I + X/1 (I + X/2 (... (I + X/12)))
+        E = add(eye, mul(X @ E, 1.0 / k)) if k < 12 else add(eye, mul(X, 1.0 / k))
+    for _ in range(s):
+        E = E @ E
+    return E
+
+
+def _chain_order(dims):
+    """The cheapest parenthesization of a chain of matrices dims[i] x dims[i+1]: split[i][j]."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def multi_dot(tensors, *, out=None):
+    """torch.linalg.multi_dot: the product of the matrices in tensors (the first may be a row vector,
+    the last a column vector, 1-D both), in the order of fewest multiplications, with tnet's matmul
+    and its gradients."""
+    check(out is None, "linalg.multi_dot: out= is not supported by tnet")
+    tensors = list(tensors)
+    check(len(tensors) >= 2, lambda: f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    check_tensors("linalg.multi_dot", **{f"tensors[{i}]": t for i, t in enumerate(tensors)})
+    first, last = tensors[0].ndim, tensors[-1].ndim
+    check(first in (1, 2), lambda: f"multi_dot(): the first tensor must be 1D or 2D but got {first}D")
+    check(last in (1, 2), lambda: f"multi_dot(): the last tensor must be 1D or 2D but got {last}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        check(t.ndim == 2, lambda: f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    if first == 1:
+        tensors[0] = unsqueeze(tensors[0], 0)
+    if last == 1:
+        tensors[-1] = unsqueeze(tensors[-1], -1)
+    for i in range(1, len(tensors)):
+        check(tensors[i - 1].shape[1] == tensors[i].shape[0], lambda: f"multi_dot(): tensors {i - 1} and {i} with "
+              f"shapes {tuple(tensors[i - 1].shape)} and {tuple(tensors[i].shape)} cannot be multiplied")
+    split = _chain_order([t.shape[0] for t in tensors] + [tensors[-1].shape[1]])
+
+    def product(i, j):
+        return tensors[i] if i == j else product(i, split[i][j]) @ product(split[i][j] + 1, j)
+    out = product(0, len(tensors) - 1)
+    if first == 1 and last == 1:
+        return reshape(out, ())
+    return squeeze(out, 0) if first == 1 else squeeze(out, -1) if last == 1 else out
+
+
+def chain_matmul(*matrices, out=None):
+    """torch.chain_matmul (deprecated there): multi_dot of 2-D matrices."""
+    for m in matrices:
+        check(isinstance(m, Tensor) and m.ndim == 2, "chain_matmul(): Expected all tensors to be 2D")
+    return matrices[0] if len(matrices) == 1 else multi_dot(matrices, out=out)
+
+
+def vecdot(x, y, *, dim=-1):
+    """torch.linalg.vecdot: the sum of x * y over dim, broadcast (real tensors: no conjugate)."""
+    check_tensors("linalg.vecdot", x=x, y=y)
+    return reduce_sum(mul(x, y), dim)
+
+
+def tensorinv(A, ind=2):
+    """torch.linalg.tensorinv: the inverse of A seen as a matrix prod(shape[:ind]) x prod(shape[ind:]),
+    shaped shape[ind:] + shape[:ind]; with inv's gradient."""
+    check(ind > 0, "Expected a strictly positive integer for 'ind', but got ind")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    check(rows == cols, lambda: f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                                f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return reshape(inv(reshape(A, (rows, cols))), (*A.shape[ind:], *A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None):
+    """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (dims of A moved to its end
+    first); with solve's gradient."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = permute(A, [d for d in range(A.ndim) if d not in dims] + dims)
+    rows = B.numel()
+    rest = A.shape[B.ndim:]
+    check(math.prod(rest) == rows, "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                                   "prod(self.shape[:other.ndim]), but got a non-square matrix")
+    return reshape(solve(reshape(A, (rows, rows)), reshape(B, (rows,))), tuple(rest))
+
+
+def vander(x, *, N=None):
+    """torch.linalg.vander: [..., n, N] the increasing powers x^0 ... x^(N-1) of x [..., n] (tnet.vander's
+    running product)."""
+    check_tensors("linalg.vander", x=x)
+    check(x.ndim > 0, "x must be at least 1-dimensional.")
+    N = x.shape[-1] if N is None else N
+    check(N > 1, "N must be greater than 1.")
+    return reshape(vander_1d(reshape(x, (-1,)), N, increasing=True), (*x.shape, N))
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal: tnet.diagonal over the last two dims by default."""
+    return copy_diagonal(A, offset, dim1, dim2)
+
+
+# ---- norms ---------------------------------------------------------------------------------------------
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.linalg.matrix_norm: 'fro', 1, -1, inf and -inf on tnet's kernels; 'nuc', 2 and -2 (the sum,
+    largest and smallest singular value) through svdvals (on the host), all with gradients."""
+    if ord not in ("nuc", 2, -2):
+        return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+    check_tensors("linalg.matrix_norm", A=A)
+    dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    check(len(dim) == 2, lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if dtype is not None:
+        A = to(A, dtype)
+    rows, cols = (d % A.ndim for d in dim)
+    check(rows != cols, lambda: f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    s = svdvals(movedim(A, (rows, cols), (-2, -1)))
+    y = reduce_sum(s, -1) if ord == "nuc" else select(s, -1, 0 if ord == 2 else s.shape[-1] - 1)
+    if keepdim:
+        for d in sorted((rows, cols)):
+            y = unsqueeze(y, d)
+    return y
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: with ord None, the 2-norm of the entries over dim (None: all of them,
-    any shape); else a vector norm (vector_norm) over one dim, or a matrix norm (matrix_norm:
-    'fro', 1, -1, inf, -inf; 'nuc', 2 and -2 raise NotImplementedError) over two; without dim,
-    A must then be 1-D or 2-D."""
+    any shape); else a vector norm (vector_norm) over one dim, or a matrix norm (matrix_norm) over
+    two; without dim, A must then be 1-D or 2-D."""
     check_tensors("linalg.norm", A=A)
     if dim is not None:
         dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
@@ -37,26 +976,32 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     check(not isinstance(ord, str), lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim[0]}")
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
-EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-
-
-def eigh(A, UPLO="L"):
-    """torch.linalg.eigh: the eigenvalues (ascending) and eigenvectors (columns) of the symmetric
-    matrices A [..., n, n], reading the lower (UPLO='L') or upper triangle. No gradient: an A that
-    requires one raises NotImplementedError (call it under tnet.no_grad() or on A.detach())."""
-    if not isinstance(A, Tensor):
-        raise TypeError(f"linalg.eigh: A must be a tnet.Tensor, got {type(A).__name__}")
-    check(UPLO in ("L", "U"), lambda: f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    check(A.ndim >= 2 and A.shape[-1] == A.shape[-2],
-          lambda: f"linalg.eigh: A must be batches of square matrices, but they are {tuple(A.shape[-2:])} matrices")
-    check(A.dtype == torch.float32, lambda: f"linalg.eigh: Low precision dtypes not supported. Got {A.dtype}")
-    if A.requires_grad and is_grad_enabled():
-        raise NotImplementedError("linalg.eigh: tnet has no gradient for it; call it under tnet.no_grad() or on "
-                                  "A.detach()")
-    values, vectors = np.linalg.eigh(A.numpy().astype(np.float64), UPLO=UPLO)
-    return EighResult(tensor(values, dtype=A.dtype), tensor(vectors, dtype=A.dtype))
-
 
 def cross(input, other, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along dim (default the last), broadcast."""
     return _cross(input, other, dim)
+
+
+# ---- what tnet does not have ---------------------------------------------------------------------------
+
+def _missing(name, why):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"{name}: {why}")
+    fn.__name__ = name.rsplit(".", 1)[-1]
+    fn.__doc__ = f"torch's {name}: not in tnet ({why})."
+    return fn
+
+
+_COMPLEX = "its results are complex, and tnet has no complex dtypes (for symmetric A use linalg.eigh)"
+eig = _missing("linalg.eig", _COMPLEX)
+eigvals = _missing("linalg.eigvals", _COMPLEX)
+_LDL = "the Bunch-Kaufman LDL^T factorization is not implemented (use linalg.cholesky or linalg.lu_factor)"
+ldl_factor = _missing("linalg.ldl_factor", _LDL)
+ldl_factor_ex = _missing("linalg.ldl_factor_ex", _LDL)
+ldl_solve = _missing("linalg.ldl_solve", _LDL)
+
+
+# torch's top-level forms whose signatures differ from torch.linalg's (tnet/__init__.py and the
+# Tensor methods take them from here)
+TORCH_FORMS = {"svd": _svd_old, "qr": _qr_old, "cholesky": _cholesky_old, "lu": _lu_old, "lu_solve": _lu_solve_old,
+               "inverse": inv, "orgqr": householder_product, "adjoint": _adjoint}

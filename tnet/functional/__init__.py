@@ -323,3 +323,13 @@ from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_in
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu
 native_channel_shuffle = channel_shuffle
 rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)
+
+# matrix functions of the eighth session (tnet/linalg.py)
+from .. import linalg as _linalg  # noqa: E402
+for _name in ("det", "logdet", "slogdet", "pinverse", "cholesky_solve", "cholesky_inverse", "triangular_solve",
+              "matrix_power", "matrix_exp", "ormqr", "geqrf"):
+    setattr(Tensor, _name, getattr(_linalg, _name))
+for _name in ("inverse", "svd", "qr", "cholesky", "lu", "orgqr", "adjoint"):
+    setattr(Tensor, _name, _linalg.TORCH_FORMS[_name])
+Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_pivots, self)
+Tensor.mH = property(_mT)
