@@ -1,8 +1,12 @@
 """Helpers and constants that the test files share: tolerances, the comparison that names the
 worst element, tile configs one at a time, inputs paired with their float64 torch twins, and
-spies on torch's operators and on kernel launches. A plain module: tests import it (`from helpers
-import ...`); conftest.py holds only pytest's fixtures."""
+spies on torch's operators and on kernel launches, and the ported scripts' runner (imports,
+compare). A plain module: tests import it (`from helpers import ...`); conftest.py holds only
+pytest's fixtures."""
+import importlib
+import math
 import tracemalloc
+import types
 
 import numpy as np
 import pytest
@@ -314,3 +318,41 @@ def kink_margin(sites, sites32):
         if ratio.numel():
             margin = min(margin, ratio.min().item())
     return margin
+
+
+# ---- ported scripts (test_ported_scripts*.py): a script written once against the names it imports ----
+
+def imports(name):
+    """What a script imports, from torch or from tnet: `import torch`, `import torch.nn as nn`,
+    `import torch.nn.functional as F`, `import torch.optim as optim`, `from torch.utils import data`."""
+    return types.SimpleNamespace(torch=importlib.import_module(name), nn=importlib.import_module(name + ".nn"),
+                                 F=importlib.import_module(name + ".nn.functional"),
+                                 optim=importlib.import_module(name + ".optim"),
+                                 lr_scheduler=importlib.import_module(name + ".optim.lr_scheduler"),
+                                 data=importlib.import_module(name + ".utils.data"))
+
+
+def batches(seed, n, shape, classes=10):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(shape).astype(np.float32), rng.integers(0, classes, shape[0])) for _ in range(n)]
+
+
+def initial_state(model):
+    """tnet's state_dict() holds numpy copies already, torch's holds tensors."""
+    return {k: np.array(v if isinstance(v, np.ndarray) else v.detach().cpu().numpy()) for k, v in
+            model.state_dict().items()}
+
+
+def load(m, model, state):
+    if state is not None:
+        model.load_state_dict({k: m.torch.tensor(v) for k, v in state.items()})
+    return initial_state(model)
+
+
+def compare(script, **kwargs):
+    """Run script with tnet, then with torch from tnet's initial weights; the losses agree."""
+    init, losses = script(imports("tnet"), **kwargs)
+    assert all(math.isfinite(v) for v in losses), losses
+    _, ref = script(imports("torch"), state=init, **kwargs)
+    np.testing.assert_allclose(losses, ref, rtol=TOL["tf32"] * 5, atol=1e-5)
+    return losses

@@ -1,0 +1,502 @@
+"""Generative, unsupervised and other classic MNIST/CIFAR programs in the styles people publish (DCGAN,
+WGAN, a VAE, autoencoders, a conditional GAN, a capsule network, a char-RNN, Siamese and triplet
+networks, a U-Net, a RealNVP coupling layer, a transformer over MNIST rows, a Gaussian mixture),
+ported to tnet by their imports alone, as in test_ported_scripts.py. Where a script draws noise,
+numpy draws it (or the comparison is left out) so that tnet's and torch's runs see the same numbers;
+widths are tiny and runs 1-2 steps."""
+import math
+
+import numpy as np
+import pytest
+
+import tnet
+from helpers import batches, compare, imports, load
+
+
+def noise(seed, *shape):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# (a) pytorch/examples' dcgan: weights_init by class name, BCELoss, label.fill_, netD(fake.detach())
+def dcgan(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    nz, ngf, ndf, nc = 4, 4, 4, 1
+
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find('Conv') != -1:
+            nn.init.normal_(m.weight.data, 0.0, 0.02)
+        elif classname.find('BatchNorm') != -1:
+            nn.init.normal_(m.weight.data, 1.0, 0.02)
+            nn.init.constant_(m.bias.data, 0)
+
+    class Generator(nn.Module):
+        def __init__(self, ngpu):
+            super(Generator, self).__init__()
+            self.ngpu = ngpu
+            self.main = nn.Sequential(
+                nn.ConvTranspose2d(nz, ngf * 2, 4, 1, 0, bias=False),
+                nn.BatchNorm2d(ngf * 2),
+                nn.ReLU(True),
+                nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ngf),
+                nn.ReLU(True),
+                nn.ConvTranspose2d(ngf, nc, 4, 2, 1, bias=False),
+                nn.Tanh()
+            )
+
+        def forward(self, input):
+            if input.is_cuda and self.ngpu > 1:
+                output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+            else:
+                output = self.main(input)
+            return output
+
+    class Discriminator(nn.Module):
+        def __init__(self, ngpu):
+            super(Discriminator, self).__init__()
+            self.ngpu = ngpu
+            self.main = nn.Sequential(
+                nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ndf * 2),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf * 2, 1, 4, 1, 0, bias=False),
+                nn.Sigmoid()
+            )
+
+        def forward(self, input):
+            output = self.main(input)
+            return output.view(-1, 1).squeeze(1)
+
+    device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    netG = Generator(1).to(device)
+    netG.apply(weights_init)
+    netD = Discriminator(1).to(device)
+    netD.apply(weights_init)
+    init = load(m, nn.ModuleList([netG, netD]), state)
+    criterion = nn.BCELoss()
+    fixed_noise = torch.tensor(noise(0, 2, nz, 1, 1)).to(device)
+    real_label, fake_label = 1, 0
+    optimizerD = optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    optimizerG = optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    losses = []
+    for i, (data, _) in enumerate(batches(1, 2, (2, 1, 16, 16))):
+        # (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
+        netD.zero_grad()
+        real_cpu = torch.tensor(data).to(device)
+        batch_size = real_cpu.size(0)
+        label = torch.full((batch_size,), real_label, dtype=real_cpu.dtype, device=device)
+        output = netD(real_cpu)
+        errD_real = criterion(output, label)
+        errD_real.backward()
+        D_x = output.mean().item()
+        z = torch.tensor(noise(10 + i, batch_size, nz, 1, 1)).to(device)
+        fake = netG(z)
+        label.fill_(fake_label)
+        output = netD(fake.detach())
+        errD_fake = criterion(output, label)
+        errD_fake.backward()
+        D_G_z1 = output.mean().item()
+        errD = errD_real + errD_fake
+        optimizerD.step()
+        # (2) Update G network: maximize log(D(G(z)))
+        netG.zero_grad()
+        label.fill_(real_label)  # fake labels are real for generator cost
+        output = netD(fake)
+        errG = criterion(output, label)
+        errG.backward()
+        D_G_z2 = output.mean().item()
+        optimizerG.step()
+        print('[%d/%d] Loss_D: %.4f Loss_G: %.4f D(x): %.4f D(G(z)): %.4f / %.4f'
+              % (i, 2, errD.item(), errG.item(), D_x, D_G_z1, D_G_z2))
+        losses += [errD.item(), errG.item(), D_x, D_G_z1, D_G_z2]
+    with torch.no_grad():
+        fake = netG(fixed_noise).detach().cpu()
+    assert tuple(fake.shape) == (2, 1, 16, 16)
+    losses.append(fake.abs().sum().item())
+    return init, losses
+
+
+def test_dcgan():
+    compare(dcgan)
+
+
+# (b) WGAN: RMSprop, critic weight clipping with p.data.clamp_, mean of critic scores; WGAN-GP's penalty needs a
+# differentiable backward, which tnet does not have
+def wgan(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    nz = 4
+    netG = nn.Sequential(nn.Linear(nz, 16), nn.ReLU(True), nn.Linear(16, 36), nn.Tanh())
+    netD = nn.Sequential(nn.Linear(36, 16), nn.LeakyReLU(0.2, inplace=True), nn.Linear(16, 1))
+    init = load(m, nn.ModuleList([netG, netD]), state)
+    optimizerD = optim.RMSprop(netD.parameters(), lr=5e-5)
+    optimizerG = optim.RMSprop(netG.parameters(), lr=5e-5)
+    one = torch.FloatTensor([1])
+    mone = one * -1
+    clip_value = 0.01
+    losses = []
+    for i, (imgs, _) in enumerate(batches(2, 2, (3, 1, 6, 6))):
+        real_imgs = torch.tensor(imgs).view(imgs.shape[0], -1)
+        for p in netD.parameters():
+            p.requires_grad = True
+        optimizerD.zero_grad()
+        z = torch.Tensor(noise(20 + i, imgs.shape[0], nz))
+        fake_imgs = netG(z).detach()
+        loss_D = -torch.mean(netD(real_imgs)) + torch.mean(netD(fake_imgs))
+        loss_D.backward()
+        optimizerD.step()
+        for p in netD.parameters():
+            p.data.clamp_(-clip_value, clip_value)
+        for p in netD.parameters():
+            p.requires_grad = False  # to avoid computation
+        optimizerG.zero_grad()
+        errG = netD(netG(z)).mean(0).view(1)
+        errG.backward(mone)
+        optimizerG.step()
+        losses += [loss_D.item(), errG.item(), max(p.abs().max().item() for p in netD.parameters())]
+    assert losses[-1] <= clip_value
+    return init, losses
+
+
+def test_wgan():
+    compare(wgan)
+
+
+def test_wgan_gp_penalty_is_not_supported():
+    torch, nn, autograd = tnet, tnet.nn, tnet.autograd
+    D = nn.Linear(6, 1)
+    real, fake = torch.randn(3, 6), torch.randn(3, 6)
+
+    def compute_gradient_penalty(D, real_samples, fake_samples):
+        alpha = torch.rand((real_samples.size(0), 1))
+        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+        d_interpolates = D(interpolates)
+        fake = torch.ones(real_samples.shape[0], 1).requires_grad_(False)
+        gradients = autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=fake,
+                                  create_graph=True, retain_graph=True, only_inputs=True)[0]
+        gradients = gradients.view(gradients.size(0), -1)
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        compute_gradient_penalty(D, real, fake)
+
+
+# (c) pytorch/examples' vae: reparameterize with randn_like, BCE with reduction='sum' plus the KL term
+def vae(m, state=None, eps=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super(VAE, self).__init__()
+            self.fc1 = nn.Linear(784, 16)
+            self.fc21 = nn.Linear(16, 4)
+            self.fc22 = nn.Linear(16, 4)
+            self.fc3 = nn.Linear(4, 16)
+            self.fc4 = nn.Linear(16, 784)
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            std = torch.exp(0.5 * logvar)
+            eps_ = torch.randn_like(std) if eps is None else torch.tensor(eps)
+            return mu + eps_ * std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return torch.sigmoid(self.fc4(h3))
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, 784))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+    def loss_function(recon_x, x, mu, logvar):
+        BCE = F.binary_cross_entropy(recon_x, x.view(-1, 784), reduction='sum')
+        KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        return BCE + KLD
+
+    model = VAE()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(3)
+    train_loss, losses = 0, []
+    model.train()
+    for batch_idx in range(2):
+        data = torch.tensor(rng.random((2, 1, 28, 28), dtype=np.float32))
+        optimizer.zero_grad()
+        recon_batch, mu, logvar = model(data)
+        loss = loss_function(recon_batch, data, mu, logvar)
+        loss.backward()
+        train_loss += loss.item()
+        optimizer.step()
+        losses.append(loss.item() / len(data))
+    model.eval()
+    with torch.no_grad():
+        sample = torch.tensor(noise(4, 3, 4)) if eps is not None else torch.randn(3, 4)
+        sample = model.decode(sample).cpu()
+        comparison = torch.cat([data[:2], recon_batch.view(2, 1, 28, 28)[:2]])
+    assert tuple(sample.view(3, 1, 28, 28).shape) == (3, 1, 28, 28) and tuple(comparison.shape) == (4, 1, 28, 28)
+    losses.append(sample.sum().item())
+    return init, losses
+
+
+def test_vae():
+    _, losses = vae(imports("tnet"))
+    assert all(math.isfinite(v) for v in losses)
+    compare(vae, eps=noise(5, 2, 4))
+
+
+# (d) a convolutional autoencoder: MaxPool2d(return_indices=True) undone by MaxUnpool2d, an Upsample decoder,
+# Sigmoid output and MSELoss
+def conv_autoencoder(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class Autoencoder(nn.Module):
+        def __init__(self):
+            super(Autoencoder, self).__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.pool = nn.MaxPool2d(2, 2, return_indices=True)
+            self.conv2 = nn.Conv2d(4, 2, 3, padding=1)
+            self.unpool = nn.MaxUnpool2d(2, 2)
+            self.t_conv1 = nn.Conv2d(2, 4, 3, padding=1)
+            self.up = nn.Upsample(scale_factor=2, mode='nearest')
+            self.conv3 = nn.Conv2d(4, 1, 3, padding=1)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x, idx1 = self.pool(x)
+            x = F.relu(self.conv2(x))
+            size = x.size()
+            x, idx2 = self.pool(x)
+            encoded = x
+            x = self.unpool(x, idx2, output_size=size)
+            x = F.relu(self.t_conv1(x))
+            x = self.up(x)
+            x = torch.sigmoid(self.conv3(x))
+            return x, encoded
+
+    model = Autoencoder()
+    init = load(m, model, state)
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
+    rng = np.random.default_rng(6)
+    losses = []
+    for epoch in range(2):
+        images = torch.from_numpy(rng.random((2, 1, 12, 12), dtype=np.float32))
+        optimizer.zero_grad()
+        outputs, encoded = model(images)
+        loss = criterion(outputs, images)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item() * images.size(0))
+        print('Epoch: {} \tTraining Loss: {:.6f}'.format(epoch, loss.item()))
+    assert tuple(encoded.shape) == (2, 2, 3, 3) and tuple(outputs.shape) == (2, 1, 12, 12)
+    # a denoising autoencoder's corrupted input
+    noisy_imgs = images + 0.5 * torch.from_numpy(noise(7, *images.shape))
+    noisy_imgs = np.clip(noisy_imgs.numpy(), 0., 1.)
+    noisy_imgs = torch.clamp(torch.from_numpy(noisy_imgs), 0., 1.)
+    with torch.no_grad():
+        output = model(noisy_imgs)[0].view(2, 1, 12, 12).detach().numpy()
+    losses.append(float(output.sum()))
+    return init, losses
+
+
+def test_conv_autoencoder():
+    compare(conv_autoencoder)
+
+
+# (e) a conditional GAN: nn.Embedding of the labels concatenated to the noise, a linear generator and
+# discriminator, MSELoss (LSGAN), labels drawn with np.random.randint into a LongTensor
+def cgan(m, state=None):
+    torch, nn = m.torch, m.nn
+    n_classes, latent_dim, img_shape = 3, 4, (1, 4, 4)
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super(Generator, self).__init__()
+            self.label_emb = nn.Embedding(n_classes, n_classes)
+
+            def block(in_feat, out_feat, normalize=True):
+                layers = [nn.Linear(in_feat, out_feat)]
+                if normalize:
+                    layers.append(nn.BatchNorm1d(out_feat, 0.8))
+                layers.append(nn.LeakyReLU(0.2, inplace=True))
+                return layers
+
+            self.model = nn.Sequential(
+                *block(latent_dim + n_classes, 8, normalize=False),
+                *block(8, 16),
+                nn.Linear(16, int(np.prod(img_shape))),
+                nn.Tanh()
+            )
+
+        def forward(self, noise, labels):
+            gen_input = torch.cat((self.label_emb(labels), noise), -1)
+            img = self.model(gen_input)
+            img = img.view(img.size(0), *img_shape)
+            return img
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super(Discriminator, self).__init__()
+            self.label_embedding = nn.Embedding(n_classes, n_classes)
+            self.model = nn.Sequential(
+                nn.Linear(n_classes + int(np.prod(img_shape)), 8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Linear(8, 8),
+                nn.Dropout(0.0),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Linear(8, 1),
+            )
+
+        def forward(self, img, labels):
+            d_in = torch.cat((img.view(img.size(0), -1), self.label_embedding(labels)), -1)
+            validity = self.model(d_in)
+            return validity
+
+    adversarial_loss = torch.nn.MSELoss()
+    generator, discriminator = Generator(), Discriminator()
+    init = load(m, nn.ModuleList([generator, discriminator]), state)
+    optimizer_G = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    cuda = torch.cuda.is_available()
+    FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor
+    rng = np.random.default_rng(8)
+    losses = []
+    for i, (imgs, labels) in enumerate(batches(9, 2, (3, *img_shape), classes=n_classes)):
+        batch_size = imgs.shape[0]
+        valid = FloatTensor(batch_size, 1).fill_(1.0)
+        fake = FloatTensor(batch_size, 1).fill_(0.0)
+        real_imgs = torch.tensor(imgs).type(FloatTensor)
+        labels = torch.tensor(labels).type(LongTensor)
+        optimizer_G.zero_grad()
+        z = FloatTensor(rng.normal(0, 1, (batch_size, latent_dim)).astype(np.float32))
+        gen_labels = LongTensor(rng.integers(0, n_classes, batch_size))
+        gen_imgs = generator(z, gen_labels)
+        validity = discriminator(gen_imgs, gen_labels)
+        g_loss = adversarial_loss(validity, valid)
+        g_loss.backward()
+        optimizer_G.step()
+        optimizer_D.zero_grad()
+        validity_real = discriminator(real_imgs, labels)
+        d_real_loss = adversarial_loss(validity_real, valid)
+        validity_fake = discriminator(gen_imgs.detach(), gen_labels)
+        d_fake_loss = adversarial_loss(validity_fake, fake)
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        optimizer_D.step()
+        losses += [d_loss.item(), g_loss.item()]
+    # sample_image: a grid of generated digits ranging from 0 to n_classes for each row
+    z = FloatTensor(rng.normal(0, 1, (n_classes ** 2, latent_dim)).astype(np.float32))
+    labels = LongTensor(np.array([num for _ in range(n_classes) for num in range(n_classes)]))
+    gen_imgs = generator(z, labels)
+    losses.append(gen_imgs.data.sum().item())
+    return init, losses
+
+
+def test_cgan():
+    compare(cgan)
+
+
+# (f) a capsule network: squash with norm(dim=-1, keepdim=True), dynamic routing with softmax over the input
+# capsules and matmul of broadcast 5-D tensors, a torch.eye mask of the longest capsule, margin loss
+def capsnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def squash(s, dim=-1):
+        squared_norm = (s ** 2).sum(dim=dim, keepdim=True)
+        return squared_norm / (1 + squared_norm) * s / (torch.sqrt(squared_norm) + 1e-8)
+
+    class PrimaryCaps(nn.Module):
+        def __init__(self, num_capsules=2, in_channels=4, out_channels=2, kernel_size=3):
+            super(PrimaryCaps, self).__init__()
+            self.capsules = nn.ModuleList([
+                nn.Conv2d(in_channels, out_channels, kernel_size=kernel_size, stride=2, padding=0)
+                for _ in range(num_capsules)])
+
+        def forward(self, x):
+            u = [capsule(x) for capsule in self.capsules]
+            u = torch.stack(u, dim=1)
+            u = u.view(x.size(0), -1, 2)
+            return squash(u)
+
+    class DigitCaps(nn.Module):
+        def __init__(self, num_capsules=3, num_routes=8, in_channels=2, out_channels=4, routing_iters=3):
+            super(DigitCaps, self).__init__()
+            self.num_routes, self.num_capsules, self.routing_iters = num_routes, num_capsules, routing_iters
+            self.W = nn.Parameter(torch.randn(1, num_routes, num_capsules, out_channels, in_channels) * 0.1)
+
+        def forward(self, x):
+            batch_size = x.size(0)
+            x = torch.stack([x] * self.num_capsules, dim=2).unsqueeze(4)
+            W = torch.cat([self.W] * batch_size, dim=0)
+            u_hat = torch.matmul(W, x)  # [B, routes, caps, out, 1]
+            b_ij = torch.zeros(1, self.num_routes, self.num_capsules, 1)
+            for iteration in range(self.routing_iters):
+                c_ij = F.softmax(b_ij, dim=1)
+                c_ij = torch.cat([c_ij] * batch_size, dim=0).unsqueeze(4)
+                s_j = (c_ij * u_hat).sum(dim=1, keepdim=True)
+                v_j = squash(s_j, dim=-2)
+                if iteration < self.routing_iters - 1:
+                    a_ij = torch.matmul(u_hat.transpose(3, 4), torch.cat([v_j] * self.num_routes, dim=1))
+                    b_ij = b_ij + a_ij.squeeze(4).mean(dim=0, keepdim=True)
+            return v_j.squeeze(1)
+
+    class CapsNet(nn.Module):
+        def __init__(self):
+            super(CapsNet, self).__init__()
+            self.conv1 = nn.Conv2d(1, 4, kernel_size=3, stride=1)
+            self.primary_capsules = PrimaryCaps()
+            self.digit_capsules = DigitCaps()
+            self.decoder = nn.Sequential(nn.Linear(4 * 3, 16), nn.ReLU(inplace=True), nn.Linear(16, 64), nn.Sigmoid())
+
+        def forward(self, data):
+            output = self.digit_capsules(self.primary_capsules(F.relu(self.conv1(data))))
+            classes = torch.sqrt((output ** 2).sum(2))
+            classes = F.softmax(classes, dim=1)
+            _, max_length_indices = classes.max(dim=1)
+            masked = torch.eye(3)
+            masked = masked.index_select(dim=0, index=max_length_indices.squeeze(1).data)
+            reconstructions = self.decoder((output * masked[:, :, None, None]).view(data.size(0), -1))
+            return output, reconstructions, masked
+
+        def margin_loss(self, x, labels, size_average=True):
+            batch_size = x.size(0)
+            v_c = torch.sqrt((x ** 2).sum(dim=2, keepdim=True))
+            left = F.relu(0.9 - v_c).view(batch_size, -1) ** 2
+            right = F.relu(v_c - 0.1).view(batch_size, -1) ** 2
+            loss = labels * left + 0.5 * (1.0 - labels) * right
+            return loss.sum(dim=1).mean()
+
+        def reconstruction_loss(self, data, reconstructions):
+            loss = F.mse_loss(reconstructions.view(reconstructions.size(0), -1), data.view(data.size(0), -1))
+            return loss * 0.0005
+
+    model = CapsNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters())
+    losses = []
+    for data, target in batches(10, 2, (2, 1, 8, 8), classes=3):
+        data, target = torch.tensor(data), torch.tensor(target)
+        target = torch.sparse.torch.eye(3).index_select(dim=0, index=target) if hasattr(torch, "sparse") \
+            else torch.eye(3)[target]
+        optimizer.zero_grad()
+        output, reconstructions, masked = model(data)
+        loss = model.margin_loss(output, target) + model.reconstruction_loss(data, reconstructions)
+        loss.backward()
+        optimizer.step()
+        correct = sum(np.argmax(masked.data.cpu().numpy(), 1) == np.argmax(target.data.cpu().numpy(), 1))
+        losses += [loss.item(), float(correct)]
+    # a vectorized squash as other repositories write it
+    v = squash(output, dim=2)
+    losses.append((v.norm(dim=-2, keepdim=True) - output.norm(dim=-2, keepdim=True)).abs().sum().item())
+    return init, losses
+
+
+def test_capsnet():
+    compare(capsnet)
