@@ -720,3 +720,194 @@ def triplet(m, state=None):
 
 def test_triplet():
     compare(triplet)
+
+
+# (j) a U-Net: DoubleConv blocks, torch.cat skip connections after F.pad or F.interpolate to the skip's size,
+# CrossEntropyLoss on [N, C, H, W] logits with [N, H, W] targets, and the Dice loss from softmax + one_hot + permute
+def unet(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class DoubleConv(nn.Module):
+        def __init__(self, in_channels, out_channels, mid_channels=None):
+            super().__init__()
+            if not mid_channels:
+                mid_channels = out_channels
+            self.double_conv = nn.Sequential(
+                nn.Conv2d(in_channels, mid_channels, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(mid_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(mid_channels, out_channels, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            return self.double_conv(x)
+
+    class Down(nn.Module):
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(in_channels, out_channels))
+
+        def forward(self, x):
+            return self.maxpool_conv(x)
+
+    class Up(nn.Module):
+        def __init__(self, in_channels, out_channels, bilinear=True):
+            super().__init__()
+            self.bilinear = bilinear
+            if bilinear:
+                self.up = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)
+                self.conv = DoubleConv(in_channels, out_channels, in_channels // 2)
+            else:
+                self.up = nn.ConvTranspose2d(in_channels, in_channels // 2, kernel_size=2, stride=2)
+                self.conv = DoubleConv(in_channels, out_channels)
+
+        def forward(self, x1, x2):
+            x1 = self.up(x1)
+            if self.bilinear:
+                diffY = x2.size()[2] - x1.size()[2]
+                diffX = x2.size()[3] - x1.size()[3]
+                x1 = F.pad(x1, [diffX // 2, diffX - diffX // 2, diffY // 2, diffY - diffY // 2])
+            else:
+                x1 = F.interpolate(x1, size=x2.shape[2:], mode='bilinear', align_corners=False)
+            x = torch.cat([x2, x1], dim=1)
+            return self.conv(x)
+
+    class UNet(nn.Module):
+        def __init__(self, n_channels, n_classes):
+            super(UNet, self).__init__()
+            self.inc = DoubleConv(n_channels, 4)
+            self.down1 = Down(4, 8)
+            self.down2 = Down(8, 8)
+            self.up1 = Up(16, 8, bilinear=True)
+            self.up2 = Up(8, 4, bilinear=False)
+            self.outc = nn.Conv2d(4, n_classes, kernel_size=1)
+
+        def forward(self, x):
+            x1 = self.inc(x)
+            x2 = self.down1(x1)
+            x3 = self.down2(x2)
+            x = self.up1(x3, x2)
+            x = self.up2(x, x1)
+            return self.outc(x)
+
+    def dice_loss(input, target, n_classes, epsilon=1e-6):
+        input = F.softmax(input, dim=1).float()
+        target = F.one_hot(target, n_classes).permute(0, 3, 1, 2).float()
+        sum_dim = (-1, -2, -3)
+        inter = 2 * (input * target).sum(dim=sum_dim)
+        sets_sum = input.sum(dim=sum_dim) + target.sum(dim=sum_dim)
+        sets_sum = torch.where(sets_sum == 0, inter, sets_sum)
+        dice = (inter + epsilon) / (sets_sum + epsilon)
+        return 1 - dice.mean()
+
+    n_classes = 3
+    model = UNet(n_channels=3, n_classes=n_classes)
+    init = load(m, model, state)
+    optimizer = optim.RMSprop(model.parameters(), lr=1e-3, weight_decay=1e-8, momentum=0.9, foreach=True)
+    scheduler = optim.lr_scheduler.ReduceLROnPlateau(optimizer, 'max', patience=5)
+    criterion = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(13)
+    losses = []
+    for i in range(2):
+        images = torch.tensor(noise(50 + i, 2, 3, 9, 11)).to(dtype=torch.float32, memory_format=torch.channels_last)
+        true_masks = torch.tensor(rng.integers(0, n_classes, (2, 9, 11))).to(dtype=torch.long)
+        masks_pred = model(images)
+        loss = criterion(masks_pred, true_masks)
+        loss += dice_loss(masks_pred, true_masks, n_classes)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        mask_pred = model(images)
+        mask_pred = mask_pred.argmax(dim=1)
+        pixel_acc = (mask_pred == true_masks).float().mean().item()
+        scheduler.step(pixel_acc)
+        probs = F.interpolate(model(images), (18, 22), mode='bilinear')
+    assert tuple(probs.shape) == (2, 3, 18, 22)
+    return init, losses + [pixel_acc, probs.sum().item()]
+
+
+def test_unet():
+    compare(unet)
+
+
+# (k) a RealNVP affine coupling layer: a checkerboard mask, torch.chunk of the scale-and-shift net's output,
+# tanh-bounded log scales, the log-determinant summed over dims, and the standard normal prior's log-likelihood
+def realnvp(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    class Coupling(nn.Module):
+        def __init__(self, dim, hidden, mask):
+            super().__init__()
+            self.register_buffer('mask', mask)
+            self.net = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                     nn.Linear(hidden, 2 * dim))
+            self.scale = nn.Parameter(torch.zeros(1, dim))
+
+        def forward(self, x, reverse=False):
+            x_masked = x * self.mask
+            s, t = self.net(x_masked).chunk(2, dim=1)
+            s = self.scale * torch.tanh(s)
+            s = s * (1 - self.mask)
+            t = t * (1 - self.mask)
+            if not reverse:
+                y = x_masked + (1 - self.mask) * (x * torch.exp(s) + t)
+                return y, s.sum(dim=1)
+            return x_masked + (1 - self.mask) * ((x - t) * torch.exp(-s)), -s.sum(dim=1)
+
+    class RealNVP(nn.Module):
+        def __init__(self, dim, n_layers=2):
+            super().__init__()
+            mask = torch.arange(dim) % 2
+            self.layers = nn.ModuleList([Coupling(dim, 8, (mask if i % 2 == 0 else 1 - mask).float())
+                                         for i in range(n_layers)])
+
+        def forward(self, x):
+            log_det = torch.zeros(x.shape[0])
+            for layer in self.layers:
+                x, ld = layer(x)
+                log_det = log_det + ld
+            return x, log_det
+
+        def inverse(self, z):
+            for layer in reversed(self.layers):
+                z, _ = layer(z, reverse=True)
+            return z
+
+        def log_prob(self, x):
+            z, log_det = self(x)
+            log_pz = -0.5 * (z ** 2).sum(dim=1) - 0.5 * z.size(1) * math.log(2 * math.pi)
+            return log_pz + log_det
+
+    def dequantize_logit(x, alpha=0.05):
+        """The flow models' preprocessing of [0, 1] pixels: uniform noise, then a logit."""
+        y = alpha + (1 - 2 * alpha) * x
+        return torch.log(y) - torch.log1p(-y)
+
+    flow = RealNVP(6)
+    init = load(m, flow, state)
+    optimizer = optim.Adam(flow.parameters(), lr=1e-2)
+    rng = np.random.default_rng(14)
+    losses = []
+    for i in range(2):
+        x = dequantize_logit(torch.tensor(rng.random((5, 6), dtype=np.float32)))
+        loss = -flow.log_prob(x).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        bits_per_dim = loss.item() / (math.log(2) * 6)
+        losses += [loss.item(), bits_per_dim]
+    with torch.no_grad():
+        z, _ = flow(x)
+        x_rec = flow.inverse(z)
+        losses.append((x_rec - x).abs().max().item())
+    assert losses[-1] < 1e-4
+    return init, losses[:-1]
+
+
+def test_realnvp():
+    compare(realnvp)
