@@ -253,7 +253,7 @@ def test_vae():
 # (d) a convolutional autoencoder: MaxPool2d(return_indices=True) undone by MaxUnpool2d, an Upsample decoder,
 # Sigmoid output and MSELoss
 def conv_autoencoder(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, F = m.torch, m.nn, m.F
 
     class Autoencoder(nn.Module):
         def __init__(self):
@@ -911,3 +911,169 @@ def realnvp(m, state=None):
 
 def test_realnvp():
     compare(realnvp)
+
+
+# (l) a transformer classifier over MNIST rows: nn.TransformerEncoder of TransformerEncoderLayer(batch_first=True),
+# a learned positional embedding nn.Parameter, a cls token, src_key_padding_mask for padded rows, a warmup LambdaLR
+def transformer_rows(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    class TransformerClassifier(nn.Module):
+        def __init__(self, input_dim=6, d_model=8, nhead=2, num_layers=2, num_classes=10, max_len=8):
+            super().__init__()
+            self.embedding = nn.Linear(input_dim, d_model)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, d_model))
+            self.pos_embedding = nn.Parameter(torch.randn(1, max_len + 1, d_model) * 0.02)
+            encoder_layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead, dim_feedforward=16,
+                                                       dropout=0.0, batch_first=True)
+            self.transformer_encoder = nn.TransformerEncoder(encoder_layer, num_layers=num_layers,
+                                                             enable_nested_tensor=False)
+            self.fc = nn.Linear(d_model, num_classes)
+
+        def forward(self, x, src_key_padding_mask=None):
+            x = self.embedding(x)
+            cls = self.cls_token.repeat(x.size(0), 1, 1)
+            x = torch.cat([cls, x], dim=1)
+            x = x + self.pos_embedding[:, :x.size(1), :]
+            if src_key_padding_mask is not None:
+                pad = torch.zeros(x.size(0), 1, dtype=torch.bool, device=x.device)
+                src_key_padding_mask = torch.cat([pad, src_key_padding_mask], dim=1)
+            x = self.transformer_encoder(x, src_key_padding_mask=src_key_padding_mask)
+            return self.fc(x[:, 0, :])
+
+    model = TransformerClassifier()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    warmup = 2
+    scheduler = optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    lengths = torch.tensor([6, 4, 5])
+    for images, labels in batches(15, 2, (3, 1, 6, 6)):
+        images, labels = torch.tensor(images), torch.tensor(labels)
+        x = images.squeeze(1)  # [B, 28 rows, 28 pixels] in the original
+        mask = torch.arange(x.size(1)).unsqueeze(0) >= lengths.unsqueeze(1)
+        x = x.masked_fill(mask.unsqueeze(-1), 0.0)
+        optimizer.zero_grad()
+        outputs = model(x, src_key_padding_mask=mask)
+        loss = criterion(outputs, labels)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        _, predicted = torch.max(model(x, src_key_padding_mask=mask).data, 1)
+        losses += [(predicted == labels).sum().item(), model(x).sum().item()]
+    return init, losses
+
+
+def test_transformer_rows():
+    compare(transformer_rows)
+
+
+# (m) a Gaussian mixture fitted by gradient descent on its negative log-likelihood (torch.logsumexp over the
+# components, log_softmax of the mixing logits) and an energy-based toy whose log partition is a logsumexp over a grid
+def gaussian_mixture(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class GMM(nn.Module):
+        def __init__(self, n_components=3, dim=2):
+            super().__init__()
+            self.logits = nn.Parameter(torch.zeros(n_components))
+            self.means = nn.Parameter(torch.randn(n_components, dim))
+            self.log_stds = nn.Parameter(torch.zeros(n_components, dim))
+
+        def forward(self, x):
+            x = x.unsqueeze(1)  # [N, 1, D] against [K, D]
+            log_pdf = -0.5 * (((x - self.means) / self.log_stds.exp()) ** 2 + 2 * self.log_stds +
+                              math.log(2 * math.pi)).sum(-1)
+            log_weights = F.log_softmax(self.logits, dim=0)
+            return torch.logsumexp(log_pdf + log_weights, dim=1)
+
+    class Energy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(2, 8), nn.Softplus(), nn.Linear(8, 1))
+
+        def forward(self, x):
+            return self.net(x).squeeze(-1)
+
+    gmm, energy = GMM(), Energy()
+    init = load(m, nn.ModuleList([gmm, energy]), state)
+    optimizer = optim.Adam(list(gmm.parameters()) + list(energy.parameters()), lr=0.05)
+    grid = torch.stack(torch.meshgrid(torch.linspace(-3, 3, 5), torch.linspace(-3, 3, 5), indexing='ij'),
+                       dim=-1).view(-1, 2)
+    cell = math.log((6 / 4) ** 2)
+    losses = []
+    for i in range(2):
+        x = torch.tensor(noise(60 + i, 7, 2) * 0.5 + 1.0)
+        nll = -gmm(x).mean()
+        log_z = torch.logsumexp(-energy(grid), dim=0) + cell
+        ebm_nll = energy(x).mean() + log_z
+        loss = nll + ebm_nll
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [nll.item(), ebm_nll.item()]
+    with torch.no_grad():
+        responsibilities = F.softmax(gmm.logits, 0).log() + 0 * gmm(x).unsqueeze(1)
+        losses += [responsibilities.exp().sum().item(), gmm.log_stds.exp().max().item()]
+    return init, losses
+
+
+def test_gaussian_mixture():
+    compare(gaussian_mixture)
+
+
+# (n) a VAE written with torch.distributions: the posterior Normal(mu, exp(0.5 * logvar)) sampled by rsample, its
+# KL to the prior by kl_divergence of Independents, a Bernoulli(logits=...) pixel likelihood, and a mixture prior's
+# component drawn from a Categorical
+def vae_distributions(m, state=None, sample=True):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    D = torch.distributions
+
+    class Encoder(nn.Module):
+        def __init__(self, latent=3):
+            super().__init__()
+            self.net = nn.Sequential(nn.Flatten(), nn.Linear(36, 16), nn.ReLU())
+            self.mu, self.logvar = nn.Linear(16, latent), nn.Linear(16, latent)
+
+        def forward(self, x):
+            h = self.net(x)
+            return D.Independent(D.Normal(self.mu(h), torch.exp(0.5 * self.logvar(h))), 1)
+
+    encoder = Encoder()
+    decoder = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 36), nn.Unflatten(1, (1, 6, 6)))
+    init = load(m, nn.ModuleList([encoder, decoder]), state)
+    optimizer = optim.Adam(list(encoder.parameters()) + list(decoder.parameters()), lr=1e-3)
+    rng = np.random.default_rng(16)
+    losses = []
+    for i in range(2):
+        x = torch.tensor((rng.random((4, 1, 6, 6)) > 0.5).astype(np.float32))
+        q_z = encoder(x)
+        z = q_z.rsample() if sample else q_z.mean
+        prior = D.Independent(D.Normal(torch.zeros_like(q_z.mean), torch.ones_like(q_z.mean)), 1)
+        p_x = D.Independent(D.Bernoulli(logits=decoder(z)), 3)
+        elbo = p_x.log_prob(x) - D.kl_divergence(q_z, prior)
+        loss = -elbo.mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        mixture = D.Categorical(logits=torch.zeros(3))
+        k = mixture.sample((5,))
+        means = torch.eye(3)[k]
+        z = D.Normal(means, 0.1).sample()
+        images = D.Bernoulli(logits=decoder(z)).sample()
+        assert tuple(images.shape) == (5, 1, 6, 6) and set(images.unique().tolist()) <= {0.0, 1.0}
+        losses.append(-D.Normal(torch.zeros(3), 1.0).log_prob(torch.eye(3)).sum().item())
+    return init, losses
+
+
+def test_vae_distributions():
+    _, losses = vae_distributions(imports("tnet"))
+    assert all(math.isfinite(v) for v in losses)
+    compare(vae_distributions, sample=False)

@@ -7,7 +7,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, distributions
 from . import accelerator  # noqa: E402
 from .autograd import Variable
 import torch as _torch
