@@ -250,8 +250,8 @@ def test_vae():
     compare(vae, eps=noise(5, 2, 4))
 
 
-# (d) a convolutional autoencoder: MaxPool2d(return_indices=True) undone by MaxUnpool2d, an Upsample decoder,
-# Sigmoid output and MSELoss
+# (d) a convolutional autoencoder: MaxPool2d(return_indices=True) undone by MaxUnpool2d, Upsample, a ConvTranspose2d
+# given the input's output_size, Sigmoid output and MSELoss
 def conv_autoencoder(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
 
@@ -262,20 +262,19 @@ def conv_autoencoder(m, state=None):
             self.pool = nn.MaxPool2d(2, 2, return_indices=True)
             self.conv2 = nn.Conv2d(4, 2, 3, padding=1)
             self.unpool = nn.MaxUnpool2d(2, 2)
-            self.t_conv1 = nn.Conv2d(2, 4, 3, padding=1)
             self.up = nn.Upsample(scale_factor=2, mode='nearest')
+            self.t_conv1 = nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1)
             self.conv3 = nn.Conv2d(4, 1, 3, padding=1)
 
-        def forward(self, x):
-            x = F.relu(self.conv1(x))
+        def forward(self, input):
+            x = F.relu(self.conv1(input))
             x, idx1 = self.pool(x)
             x = F.relu(self.conv2(x))
             size = x.size()
             x, idx2 = self.pool(x)
             encoded = x
-            x = self.unpool(x, idx2, output_size=size)
-            x = F.relu(self.t_conv1(x))
-            x = self.up(x)
+            x = self.unpool(x, idx2, output_size=size) + self.up(encoded)
+            x = F.relu(self.t_conv1(x, output_size=input.size()))
             x = torch.sigmoid(self.conv3(x))
             return x, encoded
 
