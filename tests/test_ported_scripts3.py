@@ -973,7 +973,8 @@ def test_transformer_rows():
 
 
 # (m) a Gaussian mixture fitted by gradient descent on its negative log-likelihood (torch.logsumexp over the
-# components, log_softmax of the mixing logits) and an energy-based toy whose log partition is a logsumexp over a grid
+# components, log_softmax of the mixing logits; the same mixture as MixtureSameFamily) and an energy-based toy whose
+# log partition is a logsumexp over a grid
 def gaussian_mixture(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
 
@@ -1019,6 +1020,13 @@ def gaussian_mixture(m, state=None):
     with torch.no_grad():
         responsibilities = F.softmax(gmm.logits, 0).log() + 0 * gmm(x).unsqueeze(1)
         losses += [responsibilities.exp().sum().item(), gmm.log_stds.exp().max().item()]
+        # the same mixture from torch.distributions
+        D = torch.distributions
+        mix = D.MixtureSameFamily(D.Categorical(logits=gmm.logits),
+                                  D.Independent(D.Normal(gmm.means, gmm.log_stds.exp()), 1))
+        assert (mix.log_prob(x) - gmm(x)).abs().max().item() < 1e-4 and tuple(mix.sample((4,)).shape) == (4, 2)
+        u = D.Uniform(-3.0, 3.0).sample((6, 2))  # other draws in tnet than in torch: checked, not compared
+        assert tuple(u.shape) == (6, 2) and u.abs().max().item() <= 3 and math.isfinite(mix.log_prob(u).sum().item())
     return init, losses
 
 

@@ -283,6 +283,50 @@ def test_normal_bernoulli_categorical_as_torch(rng):
     from tnet.distributions.kl import kl_divergence
     assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale), 2).batch_shape == ()
 
+
+def test_uniform_one_hot_categorical_mixture_as_torch(rng):
+    """Uniform (-inf outside [low, high), where torch's default validation would raise instead),
+    OneHotCategorical and MixtureSameFamily (of Normals, and of Independent Normals) against
+    torch.distributions in float64 with gradients; samples have torch's shapes, and a mixture's come
+    from the component its Categorical picks."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (low, rlow), (logits, rlogits), (loc, rloc) = pair(rng, 2), pair(rng, 2, 3), pair(rng, 2, 3, 4)
+    u = rng.uniform(-2, 4, (5, 2))
+    onehot = np.eye(3)[[[0, 2], [1, 1]]]
+    x = rng.standard_normal((5, 2, 4))
+
+    def laws(d, lib, low, logits, loc):
+        uni = d.Uniform(low, low.exp() + low, validate_args=False)
+        o = d.OneHotCategorical(logits=logits)
+        mix = d.MixtureSameFamily(d.Categorical(logits=logits[0]), d.Normal(loc[0, :, 0], loc[1, :, 0].exp()))
+        mix2 = d.MixtureSameFamily(d.Categorical(logits=logits),
+                                   d.Independent(d.Normal(loc, (loc * 0.5).exp()), 1))
+        return [uni.log_prob(lib.tensor(u)), uni.entropy(), uni.cdf(lib.tensor(u)), uni.mean, uni.variance,
+                o.log_prob(lib.tensor(onehot)), o.entropy(), mix.log_prob(lib.tensor(u)), mix.mean,
+                mix2.log_prob(lib.tensor(x)), mix2.mean]
+
+    outs, refs = laws(D, tnet, low, logits, loc), laws(TD, torch, rlow, rlogits, rloc)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        finite = np.isfinite(ref.detach().numpy())
+        assert np.array_equal(np.isfinite(out.numpy()), finite), f"law {k}"
+        assert_close(np.where(finite, out.numpy(), 0), np.where(finite, ref.detach().numpy(), 0), TOL["ieee"] * 10,
+                     f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) * np.isfinite(r.detach().numpy()) for r in refs]
+    sum(((o * tnet.tensor(g)).nan_to_num().sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).nan_to_num().sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((low, rlow), (logits, rlogits), (loc, rloc)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 10, "gradient")
+    tnet.manual_seed(1)
+    z = D.Uniform(low, low + 1).rsample((7,))
+    assert z.shape == (7, 2) and z.requires_grad
+    assert D.OneHotCategorical(logits=logits).sample((4,)).shape == (4, 2, 3)
+    mix = D.MixtureSameFamily(D.Categorical(probs=tnet.tensor([1.0, 3.0])),
+                              D.Normal(tnet.tensor([-10.0, 10.0]), tnet.tensor([0.01, 0.01])))
+    draws = mix.sample((2000,)).numpy()
+    assert draws.shape == (2000,) and np.all(np.abs(np.abs(draws) - 10) < 0.1)
+    assert abs((draws > 0).mean() - 0.75) < 0.04
+
 def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.eye(3, 2).tolist() == torch.eye(3, 2).tolist() and tnet.eye(2).dtype == torch.float32
     assert_close(tnet.linspace(-1, 2, 7), torch.linspace(-1, 2, 7), TOL["ieee"], "linspace")

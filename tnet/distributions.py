@@ -1,6 +1,7 @@
 """torch.distributions, as far as MNIST/CIFAR generative scripts use it: Normal (a VAE's posterior and
 prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likelihood), Categorical
-(a mixture's component, a sampled class), Independent, and kl_divergence between two of a kind.
+(a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
+and kl_divergence between two of a kind.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -11,7 +12,7 @@ import types
 import torch
 
 from . import functional as F
-from .factory import arange, full, randn
+from .factory import arange, full, rand, randn
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
 
@@ -261,6 +262,124 @@ class Independent(Distribution):
         return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
 
 
+class Uniform(Distribution):
+    """Uniform(low, high): numbers or tensors that broadcast to batch_shape; log_prob is -inf outside
+    [low, high)."""
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = _broadcast_all(low, high)
+        super().__init__(self.low.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=Size()):
+        u = rand(self._extended_shape(sample_shape), dtype=self.low.dtype)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        inside = (self.low <= value).type_as(self.low) * (self.high > value).type_as(self.low)
+        return inside.log() - (self.high - self.low).log()
+
+    def cdf(self, value):
+        return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
+
+    def entropy(self):
+        return (self.high - self.low).log()
+
+    def __repr__(self):
+        return f"Uniform(low: {self.low}, high: {self.high})"
+
+
+class OneHotCategorical(Distribution):
+    """OneHotCategorical(probs=None, logits=None): a Categorical whose samples are one-hot vectors of
+    the parameter's dtype (event_shape [K])."""
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        self.probs, self.logits = self._categorical.probs, self._categorical.logits
+        super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=Size()):
+        classes = self._categorical.sample(sample_shape)
+        return nnF.one_hot(classes, self.probs.shape[-1]).to(self.probs.dtype)
+
+    def log_prob(self, value):
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def __repr__(self):
+        return f"OneHotCategorical(probs: {self.probs})"
+
+
+class MixtureSameFamily(Distribution):
+    """MixtureSameFamily(mixture_distribution, component_distribution): a Categorical over the
+    components' last batch dim; log_prob is the logsumexp of the weighted components' log_probs."""
+
+    def __init__(self, mixture_distribution, component_distribution, validate_args=None):
+        self._mixture_distribution, self._component_distribution = mixture_distribution, component_distribution
+        if not isinstance(mixture_distribution, Categorical):
+            raise ValueError("The Mixture distribution needs to be an instance of torch.distributions.Categorical")
+        components = component_distribution.batch_shape
+        if components[-1] != mixture_distribution.probs.shape[-1]:
+            raise ValueError(f"`mixture_distribution component` ({mixture_distribution.probs.shape[-1]}) does not "
+                             f"equal `component_distribution.batch_shape[-1]` ({components[-1]})")
+        self._event_ndims = len(component_distribution.event_shape)
+        super().__init__(components[:-1], component_distribution.event_shape, validate_args)
+
+    @property
+    def mixture_distribution(self):
+        return self._mixture_distribution
+
+    @property
+    def component_distribution(self):
+        return self._component_distribution
+
+    def _pad_mixture(self, probs):
+        return probs.reshape(tuple(probs.shape) + (1,) * self._event_ndims)
+
+    @property
+    def mean(self):
+        probs = self._pad_mixture(self._mixture_distribution.probs)
+        return (probs * self._component_distribution.mean).sum(-1 - self._event_ndims)
+
+    def log_prob(self, value):
+        value = value.unsqueeze(-1 - self._event_ndims)  # against each component
+        log_prob_x = self._component_distribution.log_prob(value)
+        return (log_prob_x + self._mixture_distribution.logits).logsumexp(dim=-1)
+
+    def sample(self, sample_shape=Size()):
+        with no_grad():
+            k = self._mixture_distribution.sample(sample_shape)  # sample_shape + batch_shape
+            x = self._component_distribution.sample(sample_shape)  # ... + [K] + event_shape
+            index = k.reshape(tuple(k.shape) + (1,) * (1 + self._event_ndims))
+            index = index.expand(tuple(k.shape) + (1,) + tuple(self._event_shape))
+            return x.gather(len(k.shape), index).squeeze(len(k.shape))
+
+    def __repr__(self):
+        return f"MixtureSameFamily(\n  {self._mixture_distribution!r},\n  {self._component_distribution!r})"
+
+
 def kl_divergence(p, q):
     """KL(p || q) for two Normals, Bernoullis, Categoricals, or Independents of those with the same
     reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
@@ -280,12 +399,15 @@ def kl_divergence(p, q):
     raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
 
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "Normal", "kl_divergence"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MixtureSameFamily", "Normal",
+           "OneHotCategorical", "Uniform", "kl_divergence"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
 for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
-                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence"])):
+                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence"]),
+                      ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical"]),
+                      ("mixture_same_family", ["MixtureSameFamily"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
