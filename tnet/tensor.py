@@ -372,6 +372,12 @@ class Tensor:
     def detach(self):
         return Tensor(self.memory)
 
+    def detach_(self):
+        """Make this tensor a leaf that requires no grad, in place (a hidden state cut from its
+        history between batches); returns self."""
+        self._entry, self.requires_grad = None, False
+        return self
+
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32

@@ -928,6 +928,16 @@ class Embedding(Module):
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose table is a copy of the 2-D embeddings (frozen unless freeze=False), as torch's."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings.detach().clone(), _freeze=freeze)
+
     def extra_repr(self):
         return f"{self.num_embeddings}, {self.embedding_dim}" + (
             "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
