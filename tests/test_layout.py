@@ -92,7 +92,7 @@ def test_train_py_defines_no_recipe_tables():
 def test_pyproject_lists_every_package():
     """A non-editable install ships only the packages pyproject.toml names."""
     text = (ROOT / "pyproject.toml").read_text()
-    listed = set(ast.literal_eval(text.split("packages = ", 1)[1].split("\n", 1)[0]))
+    listed = set(ast.literal_eval(text.split("packages = ", 1)[1].split("]", 1)[0] + "]"))  # one line or several
     packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
     assert packages == listed, f"pyproject.toml lists {sorted(listed)}, the tree holds {sorted(packages)}"
 
