@@ -425,7 +425,7 @@ def capsnet(m, state=None):
             return squash(u)
 
     class DigitCaps(nn.Module):
-        def __init__(self, num_capsules=3, num_routes=8, in_channels=2, out_channels=4, routing_iters=3):
+        def __init__(self, num_capsules=3, num_routes=8, in_channels=2, out_channels=4, routing_iters=2):
             super(DigitCaps, self).__init__()
             self.num_routes, self.num_capsules, self.routing_iters = num_routes, num_capsules, routing_iters
             self.W = nn.Parameter(torch.randn(1, num_routes, num_capsules, out_channels, in_channels) * 0.1)
@@ -480,7 +480,7 @@ def capsnet(m, state=None):
     init = load(m, model, state)
     optimizer = torch.optim.Adam(model.parameters())
     losses = []
-    for data, target in batches(10, 2, (2, 1, 8, 8), classes=3):
+    for data, target in batches(10, 1, (2, 1, 8, 8), classes=3):
         data, target = torch.tensor(data), torch.tensor(target)
         target = torch.sparse.torch.eye(3).index_select(dim=0, index=target) if hasattr(torch, "sparse") \
             else torch.eye(3)[target]
@@ -955,7 +955,7 @@ def transformer_rows(m, state=None):
     criterion = nn.CrossEntropyLoss()
     losses = []
     lengths = torch.tensor([6, 4, 5])
-    for images, labels in batches(15, 2, (3, 1, 6, 6)):
+    for images, labels in batches(15, 1, (3, 1, 6, 6)):
         images, labels = torch.tensor(images), torch.tensor(labels)
         x = images.squeeze(1)  # [B, 28 rows, 28 pixels] in the original
         mask = torch.arange(x.size(1)).unsqueeze(0) >= lengths.unsqueeze(1)
