@@ -444,6 +444,27 @@ def test_conv_transpose2d_errors():
         F.conv_transpose2d(tnet.randn(1, 3, 3, 3), w)
 
 
+def test_conv_transpose_output_size_as_torch(rng):
+    """ConvTranspose2d(x, output_size=...) and ConvTranspose1d's, as an autoencoder's decoder undoes a
+    stride-2 encoder of odd size: the output_padding torch derives, from spatial sizes or the whole
+    shape (a torch.Size), and torch's ValueError outside the sizes the stride reaches."""
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for size in ([8, 9], (7, 10), torch.Size([2, 2, 8, 10])):
+        layer = nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, dilation=1)
+        ref = torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1)
+        ref.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in layer.state_dict().items()})
+        out, expected = layer(tnet.tensor(x), output_size=size), ref(torch.from_numpy(x), output_size=size)
+        assert_close(out, expected.detach(), TOL["ieee"] * 10, f"output_size={size}")
+    for lib in (tnet, torch):
+        with pytest.raises(ValueError, match="valid sizes range from"):
+            lib.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1)(lib.ones(1, 3, 4, 5), output_size=[9, 9])
+        with pytest.raises(ValueError, match="output_size must have"):
+            lib.nn.ConvTranspose2d(3, 2, 3, stride=2)(lib.ones(1, 3, 4, 5), output_size=[9])
+    layer = nn.ConvTranspose1d(3, 2, 4, stride=3)
+    assert layer(tnet.ones(2, 3, 5), output_size=[16]).shape == (2, 2, 16)
+    assert layer(tnet.ones(3, 5), output_size=(2, 17)).shape == (2, 17)
+
+
 @pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 1, 1, 1), (2, 0, 2, 2), (1, "same", 1, 4)])
 def test_conv1d_as_torch(rng, ieee, stride, padding, dilation, groups):
     """F.conv1d and nn.Conv1d (a conv2d over [N, C, 1, L]) against torch in float64, gradients too."""

@@ -443,3 +443,12 @@ def test_layer_norm_group_norm_and_embedding_as_torch(rng):
           lambda t: tF.embedding(torch.tensor(idx), t, padding_idx=3), [table], rng)
     e = nn.Embedding(10, 3, padding_idx=-1)
     assert e.padding_idx == 9 and not e.weight.numpy()[9].any() and e(tnet.tensor([9, 2])).shape == (2, 3)
+    vectors = tnet.tensor(rng.standard_normal((4, 3)))
+    frozen, tuned = nn.Embedding.from_pretrained(vectors), nn.Embedding.from_pretrained(vectors, freeze=False,
+                                                                                          padding_idx=1)
+    assert not frozen.weight.requires_grad and tuned.weight.requires_grad and tuned.padding_idx == 1
+    assert np.array_equal(frozen(tnet.tensor([3, 0])).numpy(), vectors.numpy()[[3, 0]])
+    tuned.weight.data.zero_()  # a copy: the pretrained vectors stay
+    assert vectors.numpy().any() and frozen.weight.numpy().any()
+    with pytest.raises(AssertionError, match="2-dimensional"):
+        nn.Embedding.from_pretrained(tnet.ones(3))

@@ -227,6 +227,106 @@ def test_dropout2d_drops_whole_channels():
         F.dropout2d(tnet.ones(4), 0.5)
 
 
+
+def test_normal_bernoulli_categorical_as_torch(rng):
+    """tnet.distributions' log_prob, entropy, cdf, icdf and kl_divergence against torch.distributions in
+    float64, with the parameters' gradients; rsample's gradient is 1 for loc and the noise for scale;
+    samples have torch's shapes and dtypes and the right frequencies."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (loc, rloc), (scale, rscale), (logits, rlogits) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3)
+    value = rng.standard_normal((4, 2, 3))
+    cls = np.array([[2, 0], [1, 1], [0, 2], [2, 2]])
+    tv, rv, tc, rc = tnet.tensor(value), torch.tensor(value), tnet.tensor(cls), torch.tensor(cls)
+    bits = (value > 0).astype(np.float64)
+
+    def laws(d, lib, loc, scale, logits):
+        n, q = d.Normal(loc, scale.abs() + 0.5), d.Normal(loc * 0.5, 2.0)
+        b, c = d.Bernoulli(logits=logits), d.Categorical(logits=logits)
+        i = d.Independent(n, 1)
+        return [n.log_prob(lib.tensor(value)) if lib is torch else n.log_prob(tv), n.entropy(),
+                n.cdf(rv if lib is torch else tv), n.icdf(d.Normal(0., 1.).cdf(rv if lib is torch else tv)),
+                d.kl_divergence(n, q), d.kl_divergence(i, d.Independent(q, 1)), i.log_prob(rv if lib is torch else tv),
+                b.log_prob(lib.tensor(bits)), b.entropy(), d.Bernoulli(probs=logits.sigmoid()).log_prob(lib.tensor(bits)),
+                d.kl_divergence(b, d.Bernoulli(probs=lib.tensor([[0.2, 0.7, 0.9]] * 2, dtype=logits.dtype))),
+                c.log_prob(rc if lib is torch else tc), c.entropy(), c.probs,
+                d.Categorical(probs=logits.exp()).log_prob(rc if lib is torch else tc),
+                d.kl_divergence(c, d.Categorical(logits=logits.flip(0)))]
+
+    outs, refs = laws(D, tnet, loc, scale, logits), laws(TD, torch, rloc, rscale, rlogits)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert_close(out, ref, TOL["ieee"] * 10, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((loc, rloc), (scale, rscale), (logits, rlogits)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 10, "gradient")
+    # rsample: loc + eps * scale, differentiable; sample: detached
+    loc.grad = scale.grad = None
+    z = D.Normal(loc, scale).rsample((5,))
+    assert z.shape == (5, 2, 3) and z.requires_grad and not D.Normal(loc, scale).sample().requires_grad
+    z.sum().backward()
+    eps = (z.detach() - loc.detach()) / scale.detach()
+    assert_close(loc.grad, np.full((2, 3), 5.0), TOL["ieee"], "rsample's loc gradient")
+    assert_close(scale.grad, eps.sum(0), TOL["ieee"] * 10, "rsample's scale gradient")
+    tnet.manual_seed(0)
+    b = D.Bernoulli(probs=tnet.tensor([0.1, 0.8])).sample((4000,))
+    c = D.Categorical(probs=tnet.tensor([[1.0, 3.0], [4.0, 0.0]])).sample((4000,))
+    assert b.shape == (4000, 2) and b.dtype == torch.float32 and c.shape == (4000, 2) and c.dtype == torch.int64
+    assert np.allclose(b.numpy().mean(0), [0.1, 0.8], atol=0.03)
+    assert np.allclose(c.numpy().mean(0), [0.75, 0.0], atol=0.03)
+    with pytest.raises(ValueError, match="not both"):
+        D.Bernoulli(probs=0.5, logits=0.0)
+    with pytest.raises(NotImplementedError):
+        D.kl_divergence(D.Normal(0., 1.), D.Bernoulli(0.5))
+    from tnet.distributions.normal import Normal
+    from tnet.distributions.kl import kl_divergence
+    assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale), 2).batch_shape == ()
+
+
+def test_uniform_one_hot_categorical_mixture_as_torch(rng):
+    """Uniform (-inf outside [low, high), where torch's default validation would raise instead),
+    OneHotCategorical and MixtureSameFamily (of Normals, and of Independent Normals) against
+    torch.distributions in float64 with gradients; samples have torch's shapes, and a mixture's come
+    from the component its Categorical picks."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (low, rlow), (logits, rlogits), (loc, rloc) = pair(rng, 2), pair(rng, 2, 3), pair(rng, 2, 3, 4)
+    u = rng.uniform(-2, 4, (5, 2))
+    onehot = np.eye(3)[[[0, 2], [1, 1]]]
+    x = rng.standard_normal((5, 2, 4))
+
+    def laws(d, lib, low, logits, loc):
+        uni = d.Uniform(low, low.exp() + low, validate_args=False)
+        o = d.OneHotCategorical(logits=logits)
+        mix = d.MixtureSameFamily(d.Categorical(logits=logits[0]), d.Normal(loc[0, :, 0], loc[1, :, 0].exp()))
+        mix2 = d.MixtureSameFamily(d.Categorical(logits=logits),
+                                   d.Independent(d.Normal(loc, (loc * 0.5).exp()), 1))
+        return [uni.log_prob(lib.tensor(u)), uni.entropy(), uni.cdf(lib.tensor(u)), uni.mean, uni.variance,
+                o.log_prob(lib.tensor(onehot)), o.entropy(), mix.log_prob(lib.tensor(u)), mix.mean,
+                mix2.log_prob(lib.tensor(x)), mix2.mean]
+
+    outs, refs = laws(D, tnet, low, logits, loc), laws(TD, torch, rlow, rlogits, rloc)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        finite = np.isfinite(ref.detach().numpy())
+        assert np.array_equal(np.isfinite(out.numpy()), finite), f"law {k}"
+        assert_close(np.where(finite, out.numpy(), 0), np.where(finite, ref.detach().numpy(), 0), TOL["ieee"] * 10,
+                     f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) * np.isfinite(r.detach().numpy()) for r in refs]
+    sum(((o * tnet.tensor(g)).nan_to_num().sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).nan_to_num().sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((low, rlow), (logits, rlogits), (loc, rloc)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 10, "gradient")
+    tnet.manual_seed(1)
+    z = D.Uniform(low, low + 1).rsample((7,))
+    assert z.shape == (7, 2) and z.requires_grad
+    assert D.OneHotCategorical(logits=logits).sample((4,)).shape == (4, 2, 3)
+    mix = D.MixtureSameFamily(D.Categorical(probs=tnet.tensor([1.0, 3.0])),
+                              D.Normal(tnet.tensor([-10.0, 10.0]), tnet.tensor([0.01, 0.01])))
+    draws = mix.sample((2000,)).numpy()
+    assert draws.shape == (2000,) and np.all(np.abs(np.abs(draws) - 10) < 0.1)
+    assert abs((draws > 0).mean() - 0.75) < 0.04
+
 def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.eye(3, 2).tolist() == torch.eye(3, 2).tolist() and tnet.eye(2).dtype == torch.float32
     assert_close(tnet.linspace(-1, 2, 7), torch.linspace(-1, 2, 7), TOL["ieee"], "linspace")

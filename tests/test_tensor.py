@@ -82,6 +82,17 @@ def test_no_grad_records_nothing(rng):
         y.backward(np.ones((3, 4)))
 
 
+def test_detach_in_place_cuts_history(rng):
+    """h.detach_() (a recurrent hidden state between batches): the tensor itself becomes a leaf without
+    grad, a later use starts a new graph, and the gradient stops there, as torch's."""
+    a, _ = pair(rng, 3)
+    h = a * 2
+    assert h.detach_() is h and h.is_leaf and not h.requires_grad and h.grad_fn is None
+    b, _ = pair(rng, 3)
+    (h * b).sum().backward()
+    assert a.grad is None and np.allclose(b.grad.numpy(), h.numpy())
+
+
 def test_autograd_grad_and_backward_as_torch(rng):
     """autograd.grad with respect to leaves and an intermediate tensor, seeded or not, .grad left
     alone; backward(inputs=) and retain_graph; autograd.backward of two roots; unused inputs."""

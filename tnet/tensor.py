@@ -399,6 +399,12 @@ class Tensor:
     def detach(self):
         return Tensor(self.memory)
 
+    def detach_(self):
+        """Make this tensor a leaf that requires no grad, in place (a hidden state cut from its
+        history between batches); returns self."""
+        self._entry, self.requires_grad = None, False
+        return self
+
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         with np.printoptions(**print_options):
@@ -406,11 +412,6 @@ class Tensor:
                 no_host_read(self.memory, "Tensor.__repr__")
                 return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
             return f"tnet.Tensor({self.numpy()!r}{grad})"
-
-    def detach_(self):
-        """Take this tensor out of the graph, in place (no gradient, a leaf), as torch's; returns it."""
-        self._entry, self.requires_grad = None, False
-        return self
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),

@@ -34,12 +34,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                  None if inputs is None else _tensors(inputs))
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
-         is_grads_batched=False, materialize_grads=False):
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """torch.autograd.grad: the gradients of outputs (seeded by grad_outputs) with respect to inputs
     (leaves or not), as a tuple, without touching any .grad. An input that no path reaches raises,
-    unless allow_unused (None in its place) or materialize_grads (zeros). Not supported:
-    create_graph (higher-order gradients) and is_grads_batched."""
+    unless allow_unused (None in its place) or materialize_grads (zeros). only_inputs is ignored, as
+    torch's (deprecated there). Not supported: create_graph (higher-order gradients) and is_grads_batched."""
     if is_grads_batched:
         raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
     outputs, inputs = _tensors(outputs), _tensors(inputs)

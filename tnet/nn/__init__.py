@@ -764,10 +764,31 @@ class _ConvTransposeNd(_ConvNd):
         self.reset_parameters()
 
     def forward(self, x, output_size=None):
-        check(output_size is None, lambda: f"{type(self).__name__}: output_size is not supported; give output_padding")
         conv = F.conv_transpose2d if self.dims == 2 else F.conv_transpose1d
-        return conv(x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
-                    self.dilation)
+        return conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
+                    self.groups, self.dilation)
+
+    def _output_padding(self, x, output_size):
+        """torch's: the output_padding that makes the output output_size (spatial sizes, or the whole
+        shape), which must lie within stride - 1 of the smallest size the convolution gives."""
+        if output_size is None:
+            return self.output_padding
+        n = self.dims
+        spatial = tuple(output_size)[-n:] if len(output_size) == x.ndim else tuple(output_size)
+        if len(spatial) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {x.ndim}D input, output_size must have {n} or {x.ndim} "
+                             f"elements (got {len(output_size)})")
+        norm = (lambda v, name: pair(v, name)) if n == 2 else (lambda v, name: (single(v, name),))
+        stride, padding = norm(self.stride, "stride"), norm(self.padding, "padding")
+        dilation, kernel = norm(self.dilation, "dilation"), tuple(self.weight.shape[2:])
+        smallest = [(x.shape[x.ndim - n + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) + 1
+                    for d in range(n)]
+        largest = [size + s - 1 for size, s in zip(smallest, stride)]
+        if any(not lo <= int(size) <= hi for size, lo, hi in zip(spatial, smallest, largest)):
+            raise ValueError(f"requested an output size of {list(spatial)}, but valid sizes range from {smallest} "
+                             f"to {largest} (for an input of {tuple(x.shape[x.ndim - n:])})")
+        padding_out = tuple(int(size) - lo for size, lo in zip(spatial, smallest))
+        return padding_out if n == 2 else padding_out[0]
 
     def extra_repr(self):
         cin, cout, *kernel = self.weight.shape
@@ -915,6 +936,16 @@ class Embedding(Module):
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose table is a copy of the 2-D embeddings (frozen unless freeze=False), as torch's."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings.detach().clone(), _freeze=freeze)
 
     def extra_repr(self):
         return f"{self.num_embeddings}, {self.embedding_dim}" + (
