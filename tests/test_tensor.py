@@ -365,3 +365,14 @@ def test_set_printoptions_and_detach_():
     assert "1.1234" in repr(x)
     y = tnet.ones(2, requires_grad=True) * 2
     assert y.detach_() is y and not y.requires_grad and y.is_leaf and y.grad_fn is None
+
+
+def test_float64_is_refused_where_a_tensor_is_made():
+    """No tnet kernel computes in float64: a factory, tnet.tensor or a cast asked for it raises TypeError
+    at once (numpy float64 data becomes float32, as documented)."""
+    for make in (lambda: tnet.ones(2, dtype=torch.float64), lambda: tnet.tensor([1.0], dtype=torch.float64),
+                 lambda: tnet.zeros_like(tnet.ones(2), dtype=torch.float64), lambda: tnet.ones(2).to(torch.float64),
+                 lambda: tnet.arange(3, dtype=torch.float64), lambda: tnet.ones(2).double()):
+        with pytest.raises(TypeError, match="float64"):
+            make()
+    assert tnet.tensor(np.ones(2)).dtype == torch.float32

@@ -139,7 +139,7 @@ __version__ = "0.1.0"  # pyproject.toml reads it from here
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float
 # and bool in this module). tnet computes in float32, float16, bfloat16, int64, int32 and bool; the
-# float64 names exist for scripts to pass, and tnet's ops refuse float64 in one line.
+# float64 names exist for scripts to name, and making a float64 tensor raises TypeError in one line.
 half, float, long, int, bool = float16, float32, int64, int32, _torch.bool
 float64 = double = _torch.float64
 uint8, int8, int16, short = _torch.uint8, _torch.int8, _torch.int16, _torch.int16

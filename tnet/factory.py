@@ -11,7 +11,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .tensor import Tensor, as_storage, check_device
+from .tensor import Tensor, as_storage, check_device, check_dtype
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
@@ -134,6 +134,7 @@ def _size(name, size):
 
 
 def _leaf(name, data, requires_grad):
+    check_dtype(name, data.dtype)
     if requires_grad and not data.is_floating_point():
         raise ValueError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
     return Tensor(data, requires_grad=requires_grad)

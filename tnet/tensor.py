@@ -209,7 +209,15 @@ def as_storage(data, dtype=None):
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
         dtype = torch.float32 if data.is_floating_point() else torch.bool if data.dtype == torch.bool else torch.int64
+    check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
+
+
+def check_dtype(name, dtype):
+    """TypeError for a dtype that no tnet kernel computes in (float64, complex), at a tensor's making,
+    not at its first op."""
+    if dtype == torch.float64 or dtype.is_complex:
+        raise TypeError(f"{name}: tnet has no {dtype} kernels (float32, float16, bfloat16); use torch.float32")
 
 
 _backward_callbacks = []  # queue_callback's, run once at the end of the backward under way or the next

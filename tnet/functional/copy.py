@@ -22,8 +22,8 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
-from ..tensor import (Tensor, bump_version, check_device, dim_index, empty_in_layout, in_layout, is_grad_enabled, rebase,
-                      record, tensor)
+from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+                      is_grad_enabled, rebase, record, tensor)
 from .inputs import check_tensors
 from .pad import pad
 from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
@@ -791,6 +791,8 @@ def to(x, *args, **kwargs):
         else:
             device = arg
     check_device("to", device)
+    if dtype is not None:
+        check_dtype("to", dtype)
     if layout != torch.preserve_format:
         return contiguous(to(x, dtype=dtype), layout)
     if dtype is None or dtype == x.dtype:
