@@ -1762,3 +1762,48 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     along[d] = -1
     spread = expand(reshape(index, tuple(along)), source.shape) if source.ndim else reshape(index, ())
     return scatter_reduce(input, d, contiguous(spread), source, reduce, include_self=include_self)
+
+
+# ---- the tensor surface of the eighth session (ops3): strided views and resizing -------------
+
+def _storage_positions(shape, strides, offset):
+    """The storage positions of the elements of a view (row-major order), as an int64 device vector."""
+    return torch.from_numpy((_off_dim_offsets(shape, strides, -1) + offset).reshape(-1)).to(DEVICE)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """torch.as_strided: a view of input's storage with these sizes, strides and offset (input's own
+    offset by default), in elements of the storage, as torch's. Its gradient adds g at each element's
+    storage position (overlapping elements sum) and reads input's elements from there, as torch's
+    as_strided_backward."""
+    check_tensors("as_strided", input=input)
+    memory = input.memory
+    offset = memory.storage_offset() if storage_offset is None else storage_offset
+    view = memory.as_strided(tuple(size), tuple(stride), offset)
+
+    def backward(g):
+        inside = _storage_positions(input.shape, memory.stride(), memory.storage_offset())
+        if not view.numel():
+            return (torch.zeros_like(memory),)
+        outside = _storage_positions(view.shape, view.stride(), offset)
+        span = 1 + builtins.max(int(v.max()) for v in (inside, outside) if v.numel())
+        buf = torch.zeros(span, dtype=torch.float32, device=g.device)
+        _copy.index_add_(buf, g.reshape(-1), outside, 0)
+        out = torch.empty(input.numel(), dtype=input.dtype, device=g.device)
+        return (_copy.gather_(out, buf, inside, 0, name=None).view(input.shape),)
+    return record("as_strided", view, (input,), backward)
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Tensor.resize_: self's memory resized in place by torch (its elements kept in order up to the
+    new size, those past it uninitialised); a tensor that requires grad refuses, as torch's."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    self.memory.resize_(shape_args(sizes), memory_format=memory_format)
+    self._shape_of = None  # Tensor.shape's cache holds the old shape
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    """Tensor.resize_as_: resize_ to the_template's shape."""
+    return resize_(self, the_template.shape, memory_format=memory_format)

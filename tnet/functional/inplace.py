@@ -554,3 +554,26 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     check(std > 0.0, lambda: f"log_normal_ expects std > 0.0, but found std={std}")
     return _transformed_draw("log_normal_", self, True, lambda z: _pw.pointwise(
         "exp", _pw.pointwise("add", _pw.pointwise("mul", z, float(std)), float(mean))), generator)
+
+
+def apply_(self, callable):
+    """self's elements replaced by callable(element), called on the host per element (Python numbers),
+    as torch's CPU-only apply_ (tnet's on any device: a copy to the host and back). No gradient."""
+    return _per_element("apply_", self, lambda values: [callable(v) for v in values])
+
+
+def map_(self, tensor, callable):
+    """self's elements replaced by callable(element, tensor's element) (tensor broadcast to self), called
+    on the host per element, as torch's CPU-only map_. No gradient."""
+    check(isinstance(tensor, Tensor), lambda: f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+    others = tensor.memory.expand(self.shape).reshape(-1).tolist()
+    return _per_element("map_", self, lambda values: [callable(v, w) for v, w in zip(values, others)])
+
+
+def _per_element(name, self, compute_values):
+    values = compute_values(self.memory.reshape(-1).tolist())
+
+    def compute(x):
+        _copy_(self.memory, torch.tensor(values, dtype=self.dtype).reshape(self.shape).to(self.device))
+        return _overwritten(name, x, self.memory)
+    return inplace(self, name, compute)
