@@ -1117,7 +1117,9 @@ _LAST_PLACE = {torch.float16: 1 << 13, torch.bfloat16: 1 << 16}  # in fp32's bit
 def nextafter(input, other):
     """The next value of input's dtype after input toward other (other itself where they are equal),
     as torch.nextafter: two float tensors, broadcast; input's gradient is g, other's 0, as torch's."""
-    check_tensors("nextafter", input=input, other=other)
+    for arg, v in (("input", input), ("other", other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
     for v in (input, other):
         check(v.dtype in _pw.FLOATS, lambda: f'"nextafter" not implemented for {v.dtype}')
     A, B = input.memory, other.memory
