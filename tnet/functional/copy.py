@@ -1767,8 +1767,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
 # ---- the tensor surface of the eighth session (ops3): strided views and resizing -------------
 
 def _storage_positions(shape, strides, offset):
-    """The storage positions of the elements of a view (row-major order), as an int64 device vector."""
-    return torch.from_numpy((_off_dim_offsets(shape, strides, -1) + offset).reshape(-1)).to(DEVICE)
+    """The storage positions of the elements of a view, in row-major order (a host int64 vector)."""
+    return (_off_dim_offsets(shape, strides, -1) + offset).reshape(-1)
 
 
 def as_strided(input, size, stride, storage_offset=None):
@@ -1783,14 +1783,12 @@ def as_strided(input, size, stride, storage_offset=None):
 
     def backward(g):
         inside = _storage_positions(input.shape, memory.stride(), memory.storage_offset())
-        if not view.numel():
-            return (torch.zeros_like(memory),)
         outside = _storage_positions(view.shape, view.stride(), offset)
-        span = 1 + builtins.max(int(v.max()) for v in (inside, outside) if v.numel())
-        buf = torch.zeros(span, dtype=torch.float32, device=g.device)
-        _copy.index_add_(buf, g.reshape(-1), outside, 0)
+        buf = torch.zeros(1 + builtins.max(inside.max(initial=0), outside.max(initial=0)), dtype=torch.float32,
+                          device=g.device)
+        _copy.index_add_(buf, g.reshape(-1), torch.from_numpy(outside).to(g.device), 0)
         out = torch.empty(input.numel(), dtype=input.dtype, device=g.device)
-        return (_copy.gather_(out, buf, inside, 0, name=None).view(input.shape),)
+        return (_copy.gather_(out, buf, torch.from_numpy(inside).to(g.device), 0, name=None).view(input.shape),)
     return record("as_strided", view, (input,), backward)
 
 

@@ -565,7 +565,8 @@ def apply_(self, callable):
 def map_(self, tensor, callable):
     """self's elements replaced by callable(element, tensor's element) (tensor broadcast to self), called
     on the host per element, as torch's CPU-only map_. No gradient."""
-    check(isinstance(tensor, Tensor), lambda: f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
     others = tensor.memory.expand(self.shape).reshape(-1).tolist()
     return _per_element("map_", self, lambda values: [callable(v, w) for v, w in zip(values, others)])
 
