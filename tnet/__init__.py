@@ -253,6 +253,7 @@ from .functional import (addbmm, addmv, addmv_, addr, as_strided, bitwise_left_s
                          resize_as_, scatter_reduce, trapezoid, trapz, vdot)
 from .factory import (bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window,  # noqa: E402
                       logspace)
+from .tensor import is_inference_mode_enabled  # noqa: E402
 from .factory import range_ as range  # noqa: E402  (torch.range: end included; Python's range is builtins.range here)
 from torch import compiled_with_cxx11_abi, get_num_interop_threads, is_storage, is_warn_always_enabled  # noqa: E402
 from torch import set_num_interop_threads, set_warn_always  # noqa: E402
@@ -307,12 +308,6 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic[1]
-
-
-def is_inference_mode_enabled():
-    """Whether an inference_mode block is open, as torch's."""
-    from .tensor import _inference
-    return _inference[0]
 
 
 def set_flush_denormal(mode):

@@ -105,6 +105,11 @@ class inference_mode(_GradMode):
         return run
 
 
+def is_inference_mode_enabled():
+    """Whether an inference_mode block is open, as torch's."""
+    return _inference[0]
+
+
 class set_grad_enabled(_GradMode):
     """Whether ops record on the tape (mode True) or not, from this call on, as torch's: alone,
     `set_grad_enabled(False)` switches recording off; as a block or a decorator the previous mode

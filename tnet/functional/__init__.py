@@ -327,7 +327,8 @@ rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)
 # tensor surface of the eighth session (ops3)
 from .copy import as_strided, index_reduce, resize_, resize_as_, scatter_reduce
 from .gemm import addbmm, addmv, addr, chain_matmul, ger, vdot
-from .pointwise import bitwise_left_shift, bitwise_right_shift, frexp, mvlgamma, nextafter, polygamma
+from .pointwise import bitwise_left_shift, bitwise_right_shift, frexp, nextafter, polygamma
+from .reduce import mvlgamma
 from .sort import cumulative_trapezoid, trapezoid, trapz
 from .inplace import apply_, cauchy_, geometric_, log_normal_, map_
 

@@ -1142,17 +1142,3 @@ def polygamma(n, input):
         return _pw.pointwise("polygamma", X, float(k + 1), (-1.0) ** (k + 1) * math.factorial(k))
     return record("polygamma", value(n), (input,), lambda g: (_pw.pointwise("mul", g, value(n + 1)),), saved=(X,))
 
-
-def mvlgamma(input, p):
-    """The multivariate log-gamma of dimension p: sum over i < p of lgamma(x - i / 2), plus
-    p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable); every element must pass (p - 1) / 2, a
-    host read of their check, as torch's."""
-    check_tensors("mvlgamma", input=input)
-    check(isinstance(p, numbers.Integral) and p >= 1, "p has to be greater than or equal to 1")
-    from .copy import unsqueeze  # copy and reduce import this module
-    from .reduce import all as _all, sum as _sum
-    check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
-    check(bool(_all(gt(input, (p - 1) / 2.0))), "All elements must be greater than (p-1)/2")
-    steps = Tensor(as_storage(np.arange(p) * -0.5, input.dtype))
-    terms = lgamma(add(unsqueeze(input, -1), steps))
-    return add(_sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))
