@@ -827,3 +827,101 @@ def test_eighth_session_ops_use_torch_for_memory_only(rng):
         y.fill_diagonal_(3.0).tril_().cumprod_(1).index_add_(0, tnet.tensor([0]), x[:1]).unsqueeze_(0).t_
         y.squeeze_(0).t_().sum().backward()
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+# ---- the tensor surface of the eighth session (ops3): scatter_reduce, index_reduce, as_strided --
+
+def _pair(rng, a):
+    return tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_values_and_gradients_as_torch(rng, reduce, include_self):
+    inp, src = rng.standard_normal((4, 3)), rng.standard_normal((5, 3))
+    inp[1, 1] = src[2, 0] = src[0, 2] = src[3, 2] = 0.0  # products with zeros: one, and two, at a position
+    src[4, 1] = src[3, 1]  # a tie of extremes
+    index = rng.integers(0, 4, (5, 3))
+    index[3, 1] = index[4, 1]
+    (ti, ri), (ts, rs) = _pair(rng, inp), _pair(rng, src)
+    out = tnet.scatter_reduce(ti, 0, tnet.tensor(index), ts, reduce, include_self=include_self)
+    ref = torch.scatter_reduce(ri, 0, torch.tensor(index), rs, reduce, include_self=include_self)
+    assert_close(out, ref, TOL["ieee"], "values")
+    backward_both(out, ref, rng)
+    assert_close(ti.grad, ri.grad, TOL["ieee"], "input's gradient")
+    assert_close(ts.grad, rs.grad, TOL["ieee"], "src's gradient")
+
+
+def test_scatter_reduce_dims_nan_ints_in_place_and_errors(rng):
+    inp, src = rng.standard_normal((2, 5)), rng.standard_normal((2, 4))  # src's last column is not read
+    src[1, 1] = np.nan
+    index = np.array([[0, 0, 4], [1, 1, 3]])
+    for reduce in ("amax", "amin", "sum"):
+        out = tnet.tensor(inp).scatter_reduce(-1, tnet.tensor(index), tnet.tensor(src), reduce)
+        assert_close(out.nan_to_num(9.0), torch.tensor(inp).scatter_reduce(-1, torch.tensor(index), torch.tensor(src),
+                                                                          reduce).nan_to_num(9.0), TOL["ieee"], reduce)
+    ints, isrc = torch.tensor([[5, 7, 9]]), torch.tensor([[2, 3, 4, 1]])
+    iidx = torch.tensor([[0, 0, 2, 2]])
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        assert tnet.tensor(ints).scatter_reduce(1, tnet.tensor(iidx), tnet.tensor(isrc), reduce).tolist() == \
+            ints.scatter_reduce(1, iidx, isrc, reduce).tolist(), reduce
+    x, ref = tnet.tensor(inp), torch.tensor(inp)
+    assert x.scatter_reduce_(1, tnet.tensor(index), tnet.tensor(src), "prod", include_self=False) is x
+    ref.scatter_reduce_(1, torch.tensor(index), torch.tensor(src), "prod", include_self=False)
+    assert_close(x.nan_to_num(9.0), ref.nan_to_num(9.0), TOL["ieee"], "scatter_reduce_")
+    empty = tnet.tensor(inp).scatter_reduce(0, tnet.zeros(0, 5, dtype=tnet.int64), tnet.zeros(0, 5), "mean")
+    assert_close(empty, inp, TOL["ieee"], "empty index")
+    for args, error in (((0, tnet.tensor([[0, 9]]), tnet.zeros(1, 2), "sum"), IndexError),
+                        ((0, tnet.tensor([[0, 1]]), tnet.zeros(1, 2), "max"), RuntimeError),
+                        ((0, tnet.tensor([[0, 1]]), tnet.zeros(1, 2, dtype=tnet.float16), "sum"), RuntimeError)):
+        with pytest.raises(error):
+            tnet.tensor(inp).scatter_reduce(*args)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_values_and_gradients_as_torch(rng, reduce):
+    inp, src = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 5, 2))
+    index = np.array([0, 3, 0, 1, 3])
+    for include_self in (True, False):
+        (ti, ri), (ts, rs) = _pair(rng, inp), _pair(rng, src)
+        out = ti.index_reduce(1, tnet.tensor(index), ts, reduce, include_self=include_self)
+        ref = ri.index_reduce(1, torch.tensor(index), rs, reduce, include_self=include_self)
+        assert_close(out, ref, TOL["ieee"], "values")
+        backward_both(out, ref, rng)
+        assert_close(ti.grad, ri.grad, TOL["ieee"], "input's gradient")
+        assert_close(ts.grad, rs.grad, TOL["ieee"], "source's gradient")
+    x = tnet.tensor(inp)
+    assert x.index_reduce_(1, tnet.tensor(index), tnet.tensor(src), reduce) is x
+    assert_close(x, torch.tensor(inp).index_reduce_(1, torch.tensor(index), torch.tensor(src), reduce), TOL["ieee"], "_")
+    with pytest.raises(RuntimeError):
+        tnet.index_reduce(tnet.tensor(inp), 1, tnet.tensor(index), tnet.tensor(src), "sum")
+
+
+def test_as_strided_views_memory_and_its_gradient_sums_overlaps(rng):
+    a = rng.standard_normal(12)
+    (t, r) = _pair(rng, a)
+    for args in (((3, 3), (2, 1)), ((2, 2), (1, 4), 3), ((4,), (3,)), ((0, 2), (1, 1))):
+        out, ref = tnet.as_strided(t * 1.0, *args), torch.as_strided(r * 1.0, *args)
+        assert_close(out, ref, TOL["ieee"], f"as_strided{args}")
+        backward_both(out, ref, rng)
+        assert_close(t.grad, r.grad, TOL["ieee"], f"gradient of as_strided{args}")
+    x = tnet.tensor(a)
+    view = x.as_strided((2, 3), (3, 1), 6)
+    view.fill_(0.0)  # a view over x's memory
+    assert x.tolist()[6:] == [0.0] * 6
+    t2, r2 = _pair(rng, rng.standard_normal((3, 4)))  # a transposed input: its own strides
+    out, ref = t2.t().as_strided((2, 2), (1, 4)), r2.t().as_strided((2, 2), (1, 4))
+    assert_close(out, ref, TOL["ieee"], "as_strided of a transposed view")
+    backward_both(out, ref, rng)
+    assert_close(t2.grad, r2.grad, TOL["ieee"], "its gradient")
+
+
+def test_resize_and_new_empty_strided():
+    x, ref = tnet.arange(6.0), torch.arange(6.0)
+    assert x.resize_(2, 3) is x and x.shape == (2, 3) and x.tolist() == ref.resize_(2, 3).tolist()
+    assert x.resize_(4).tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert x.resize_as_(tnet.zeros(1, 2)).shape == (1, 2) and tnet.resize_as_(x, tnet.zeros(3)).shape == (3,)
+    with pytest.raises(RuntimeError):
+        tnet.zeros(2, requires_grad=True).resize_(3)
+    y = tnet.zeros(2, dtype=tnet.int32).new_empty_strided((2, 3), (1, 2))
+    assert y.dtype == torch.int32 and y.shape == (2, 3) and y.stride() == (1, 2)

@@ -418,3 +418,67 @@ def test_cdist_errors_as_torch(rng):
         tnet.cdist(pair(rng, 4)[0], b)
     with pytest.raises(ValueError, match="not a valid value for compute_mode"):
         tnet.cdist(a, b, compute_mode="fast")
+
+
+# ---- the tensor surface of the eighth session (ops3): more matrix products ----------------------
+
+def _leaf(rng, *shape):
+    t = tnet.tensor(rng.standard_normal(shape), requires_grad=True)
+    return t, t.memory.double().detach().requires_grad_(True)
+
+
+@pytest.mark.parametrize("name,shapes", [("addbmm", ((3, 4), (2, 3, 5), (2, 5, 4))), ("addbmm", ((4,), (2, 3, 5), (2, 5, 4))),
+                                         ("addmv", ((3,), (3, 5), (5,))), ("addmv", ((1,), (3, 5), (5,))),
+                                         ("addr", ((3, 4), (3,), (4,))), ("addr", ((1, 4), (3,), (4,)))])
+def test_add_products_values_and_gradients_as_torch(rng, ieee, name, shapes):
+    inputs = [_leaf(rng, *s) for s in shapes]
+    check_op(lambda *xs: getattr(tnet, name)(*xs, beta=0.5, alpha=-2.0),
+             lambda *xs: getattr(torch, name)(*xs, beta=0.5, alpha=-2.0), [_leaf(rng, *s) for s in shapes], TOL["ieee"], rng)
+    method = lambda *xs: getattr(xs[0], name)(*xs[1:])  # noqa: E731
+    check_op(method, method, inputs, TOL["ieee"], rng)
+    nan_input = tnet.full(shapes[0], float("nan"))  # beta=0 ignores input, its NaN too
+    assert not getattr(tnet, name)(nan_input, *[x for x, _ in inputs[1:]], beta=0).isnan().any()
+
+
+def test_add_products_in_place_and_empty(rng, ieee):
+    x, ref = tnet.tensor(rng.standard_normal((3, 4))), torch.tensor(rng.standard_normal((3, 4)))
+    x.memory.copy_(ref)
+    ref = ref.double()
+    m1, m2, b1, b2, v1, v2 = (rng.standard_normal(s) for s in ((3, 5), (5, 4), (2, 3, 5), (2, 5, 4), (3,), (4,)))
+    T, R = tnet.tensor, lambda a: torch.tensor(a)
+    for method, args in (("addmm_", (m1, m2)), ("addbmm_", (b1, b2)), ("addr_", (v1, v2))):
+        assert getattr(x, method)(*map(T, args), beta=0.5, alpha=2) is x
+        getattr(ref, method)(*map(R, args), beta=0.5, alpha=2)
+        assert_close(x, ref, TOL["ieee"], method)
+    y, yr = tnet.zeros(2, 3, 4), torch.zeros(2, 3, 4, dtype=torch.float64)
+    y.baddbmm_(T(b1), T(b2)), yr.baddbmm_(R(b1), R(b2))
+    assert_close(y, yr, TOL["ieee"], "baddbmm_")
+    v, vr = tnet.ones(3), torch.ones(3, dtype=torch.float64)
+    tnet.addmv_(v, T(m1), T(m1[0])), torch.addmv_(vr, R(m1), R(m1[0]))
+    assert_close(v, vr, TOL["ieee"], "addmv_")
+    # empty batches and vectors: input (times beta) alone
+    assert_close(tnet.addbmm(T(m1[:, :4] * 0 + 1), tnet.zeros(0, 3, 2), tnet.zeros(0, 2, 4)), np.ones((3, 4)), 0, "addbmm empty")
+    assert tnet.addr(tnet.zeros(0, 4), tnet.zeros(0), T(v2)).shape == (0, 4)
+    assert_close(tnet.addmv(tnet.ones(3), tnet.zeros(3, 0), tnet.zeros(0), beta=2), np.full(3, 2.0), 0, "addmv empty")
+
+
+def test_chain_matmul_vdot_ger_and_errors_as_torch(rng, ieee):
+    mats = [_leaf(rng, *s) for s in ((3, 4), (4, 2), (2, 5))]
+    check_op(tnet.chain_matmul, torch.chain_matmul, mats, TOL["ieee"], rng)
+    one = tnet.chain_matmul(mats[0][0])
+    assert one is not mats[0][0] and np.array_equal(one.detach().numpy(), mats[0][0].detach().numpy())
+    check_op(tnet.vdot, torch.vdot, [_leaf(rng, 6), _leaf(rng, 6)], TOL["ieee"], rng)
+    check_op(lambda a, b: a.ger(b), lambda a, b: a.ger(b), [_leaf(rng, 3), _leaf(rng, 2)], TOL["ieee"], rng)
+    for fn, args in ((tnet.addbmm, (tnet.zeros(3, 4), tnet.zeros(3, 5), tnet.zeros(2, 5, 4))),
+                     (tnet.addbmm, (tnet.zeros(3, 4), tnet.zeros(2, 3, 5), tnet.zeros(3, 5, 4))),
+                     (tnet.addbmm, (tnet.zeros(3, 4), tnet.zeros(2, 3, 5), tnet.zeros(2, 6, 4))),
+                     (tnet.addmv, (tnet.zeros(3), tnet.zeros(3, 5), tnet.zeros(4))),
+                     (tnet.addr, (tnet.zeros(3, 4), tnet.zeros(3, 1), tnet.zeros(4))),
+                     (tnet.addr, (tnet.zeros(2, 4), tnet.zeros(3), tnet.zeros(4))),
+                     (tnet.chain_matmul, (tnet.zeros(2, 3), tnet.zeros(2, 3, 4))), (tnet.chain_matmul, ()),
+                     (tnet.vdot, (tnet.zeros(3), tnet.zeros(4)))):
+        ref_args = [torch.zeros(a.shape, dtype=torch.float64) for a in args]
+        with pytest.raises(RuntimeError):
+            getattr(torch, fn.__name__)(*ref_args)
+        with pytest.raises(RuntimeError):
+            fn(*args)

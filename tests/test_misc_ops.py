@@ -529,3 +529,145 @@ def test_more_functions_torch_for_memory_only():
         sum(o.sum() for o in outs).backward()
         tnet.gcd(tnet.tensor([4, 6]), 4), tnet.tensor([4.0]).eq_(4.0), tnet.isposinf(x), tnet.isreal(x)
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+# ---- the tensor surface of the eighth session (ops3) --------------------------------------------
+
+def test_shifts_and_their_operators_as_torch():
+    a, b = torch.tensor([1, 2, -8, 7, -1, 5]), torch.tensor([0, 3, 1, 70, -1, 63])
+    for name in ("bitwise_left_shift", "bitwise_right_shift"):
+        same(getattr(tnet, name)(T(a), T(b)), getattr(torch, name)(a, b), name)
+        same(getattr(T(a), name)(2), getattr(a, name)(2), f"Tensor.{name}")
+        same(getattr(tnet, name)(T(a.int()), T(b.int())), getattr(torch, name)(a.int(), b.int()), f"{name} int32")
+    same(T(a) << 2, a << 2, "<<"), same(T(a) >> T(b), a >> b, ">>"), same(3 << T(b[:3]), 3 << b[:3], "3 << x")
+    same(100 >> T(b[:3]), 100 >> b[:3], "100 >> x"), same(T(a.int()) << 31, a.int() << 31, "int32 << 31")
+    x, ref = T(a), a.clone()
+    x <<= 2
+    ref <<= 2
+    same(x, ref, "<<=")
+    assert x.bitwise_right_shift_(T(b)) is x
+    same(x, ref.bitwise_right_shift_(b), "bitwise_right_shift_")
+    with pytest.raises(NotImplementedError):
+        T(torch.tensor([1.0])) << 1
+    with pytest.raises(NotImplementedError):
+        T(a) >> 1.5
+
+
+def test_frexp_nextafter_as_torch():
+    x = torch.tensor(SPECIAL + [1e-40, -3e-42, 0.75, 1024.0, -5.5], dtype=torch.float32)
+    m, e = tnet.frexp(T(x))
+    rm, re = torch.frexp(x)
+    same(m, rm, "mantissa"), same(e, re, "exponent")
+    same(T(x).half().frexp().mantissa, x.half().frexp().mantissa, "float16 mantissa")
+    y = T(torch.tensor([3.0, -0.3, 80.0]), True)
+    y.frexp().mantissa.sum().backward()
+    assert y.grad.tolist() == [0.25, 2.0, 1 / 128], "frexp's gradient: 2^-exponent"
+    with pytest.raises(RuntimeError):
+        tnet.frexp(T(torch.tensor([1, 2])))
+    a, b = grid()
+    same(tnet.nextafter(T(a), T(b)), torch.nextafter(a, b), "nextafter")
+    low = torch.tensor([0.0, 1.0, -1.0, 6.1035e-05, 6.1035e-05, 6e-8, 65504.0, 3.0])
+    high = torch.tensor([1.0, 2.0, -2.0, 0.0, 1.0, 0.0, 1e9, 3.0])
+    same(tnet.nextafter(T(low.half()), T(high.half())), torch.nextafter(low.half(), high.half()), "float16")
+    # bf16's subnormals are flushed by the interpreter's stores: normal values only
+    same(tnet.nextafter(T(low[1:3]).bfloat16(), T(high[1:3]).bfloat16()),
+         torch.nextafter(low[1:3].bfloat16(), high[1:3].bfloat16()), "bfloat16")
+    p, q = T(torch.tensor([0.0, 1.0]), True), T(torch.tensor([1.0, 0.0]), True)
+    out = p.nextafter(q)
+    out.sum().backward()
+    assert p.grad.tolist() == [1.0, 1.0] and q.grad.tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError):
+        tnet.nextafter(p, 1.0)
+
+
+def test_polygamma_and_mvlgamma_as_torch():
+    x = torch.tensor([0.3, 1.0, 2.5, 7.0, 30.0, -0.5, -2.3, 0.0, math.inf, math.nan])
+    for n in (0, 1, 2, 3, 5):
+        close(tnet.polygamma(n, T(x)), torch.polygamma(n, x), f"polygamma {n}", tol=2e-5)
+    close(T(x).polygamma(2), x.polygamma(2), "Tensor.polygamma", tol=2e-5)
+    rng = np.random.default_rng(3)
+    u = rng.uniform(0.5, 4.0, (3, 4))
+    for n in (1, 2):
+        check(lambda v: tnet.polygamma(n, v), lambda v: torch.polygamma(n, v), [leaf(rng, 3, 4, values=u)], rng, tol=1e-5)
+    check(lambda v: tnet.mvlgamma(v, 3), lambda v: torch.mvlgamma(v, 3), [leaf(rng, 3, 4, values=u + 1.0)], rng, tol=1e-5)
+    close(T(torch.tensor([2.5, 3.0])).mvlgamma(2), torch.tensor([2.5, 3.0]).mvlgamma(2), "Tensor.mvlgamma")
+    with pytest.raises(RuntimeError):
+        tnet.mvlgamma(T(torch.tensor([0.4, 3.0])), 2)
+    with pytest.raises(RuntimeError):
+        tnet.polygamma(-1, T(x))
+
+
+@pytest.mark.parametrize("shape,dim", [((5,), -1), ((3, 4), 0), ((2, 3, 4), 1), ((0,), -1), ((2, 1), 1)])
+def test_trapezoid_rules_values_and_gradients_as_torch(shape, dim):
+    rng = np.random.default_rng(4)
+    n = shape[dim]
+    steps = np.cumsum(rng.uniform(0.1, 1.0, n))
+    for fn in ("trapezoid", "cumulative_trapezoid"):
+        if n:
+            check(lambda y: getattr(tnet, fn)(y, dim=dim), lambda y: getattr(torch, fn)(y, dim=dim),
+                  [leaf(rng, *shape)], rng)
+            check(lambda y: getattr(tnet, fn)(y, dx=0.5, dim=dim), lambda y: getattr(torch, fn)(y, dx=0.5, dim=dim),
+                  [leaf(rng, *shape)], rng)
+            check(lambda y, x: getattr(tnet, fn)(y, x, dim=dim), lambda y, x: getattr(torch, fn)(y, x, dim=dim),
+                  [leaf(rng, *shape), leaf(rng, n, values=steps)], rng)
+        else:
+            y = torch.zeros(shape)
+            same(getattr(tnet, fn)(T(y), dim=dim), getattr(torch, fn)(y, dim=dim), f"{fn} empty")
+    y = torch.tensor([[1, 2, 4], [0, 3, 1]])
+    close(tnet.trapz(T(y)), torch.trapz(y), "trapz of integers"), close(tnet.trapz(T(y), dx=2.0), torch.trapz(y, dx=2.0))
+    with pytest.raises(RuntimeError):
+        tnet.trapezoid(T(y.float()), T(torch.tensor([0.0, 1.0])))
+
+
+def test_window_functions_logspace_and_range_as_torch():
+    for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"):
+        for n in (0, 1, 2, 5, 8):
+            for periodic in (True, False):
+                close(getattr(tnet, name)(n, periodic), getattr(torch, name)(n, periodic), f"{name}({n}, {periodic})", 1e-6)
+        assert getattr(tnet, name)(4, dtype=tnet.float16).dtype == torch.float16
+        with pytest.raises(RuntimeError):
+            getattr(tnet, name)(-1)
+        with pytest.raises(RuntimeError):
+            getattr(tnet, name)(3, dtype=tnet.int64)
+    close(tnet.hamming_window(6, False, 0.5, 0.3), torch.hamming_window(6, False, 0.5, 0.3), "hamming alpha beta")
+    close(tnet.kaiser_window(7, True, 5.0), torch.kaiser_window(7, True, 5.0), "kaiser beta")
+    close(tnet.logspace(-1, 2, 7), torch.logspace(-1, 2, 7), "logspace", 1e-6)
+    close(tnet.logspace(0, 3, 4, base=2), torch.logspace(0, 3, 4, base=2), "logspace base 2")
+    with pytest.warns(UserWarning):
+        same(tnet.range(1, 4), torch.range(1, 4), "range")
+        same(tnet.range(0, 1, 0.25), torch.range(0, 1, 0.25), "range floats")
+        same(tnet.range(0, 3, dtype=tnet.int64), torch.range(0, 3, dtype=torch.int64), "range int64")
+
+
+def test_top_level_switches_and_type_facts():
+    x = tnet.ones(2, 3, requires_grad=True)
+    assert tnet.detach(x).requires_grad is False and tnet.real(x) is x and tnet.resolve_conj(x) is x
+    assert tnet.resolve_neg(x) is x and not tnet.is_conj(x) and not tnet.is_neg(x) and tnet.newaxis is None
+    y = tnet.fill(x, 4.0)
+    assert y.tolist() == [[4.0] * 3] * 2 and x.tolist() == [[1.0] * 3] * 2
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 2
+    assert tnet.typename(x) == x.type() and tnet.typename(3) == "int"
+    assert tnet.is_storage(x.untyped_storage()) and not tnet.is_storage(x)
+    assert tnet.adjoint(x).shape == (3, 2)
+    assert not tnet.are_deterministic_algorithms_enabled()
+    tnet.use_deterministic_algorithms(True)
+    try:
+        assert tnet.are_deterministic_algorithms_enabled() and not tnet.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        tnet.use_deterministic_algorithms(False)
+    assert not tnet.is_inference_mode_enabled()
+    with tnet.inference_mode():
+        assert tnet.is_inference_mode_enabled() and not tnet.is_grad_enabled()
+        with tnet.inference_mode(False):
+            assert not tnet.is_inference_mode_enabled()
+    assert tnet.inference_mode()(tnet.is_inference_mode_enabled)() and not tnet.is_inference_mode_enabled()
+    assert tnet.get_num_interop_threads() == torch.get_num_interop_threads()
+    assert tnet.is_warn_always_enabled() == torch.is_warn_always_enabled()
+    assert tnet.compiled_with_cxx11_abi() == torch.compiled_with_cxx11_abi()
+    assert tnet.set_flush_denormal(False) in (True, False)
+    for t in ("torch.cuda.FloatTensor", "torch.FloatTensor", torch.FloatTensor, tnet.FloatTensor):
+        tnet.set_default_tensor_type(t)
+    for t in ("torch.cuda.DoubleTensor", "torch.HalfTensor", torch.LongTensor):
+        with pytest.raises(TypeError):
+            tnet.set_default_tensor_type(t)

@@ -337,3 +337,32 @@ def test_data_loading_uses_torch_for_memory_only():
         list(DataLoader(TensorDataset(tnet.tensor(x, requires_grad=True)), batch_size=4))
     assert rec.ops, "the recorder saw nothing"
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+def test_ops3_tensor_surface_uses_torch_for_memory_only():
+    """The eighth session's tensor surface (ops3): matrix products, scatter_reduce and index_reduce,
+    shifts, frexp, nextafter, polygamma, trapezoid rules, draws, windows, as_strided and apply_,
+    forward and backward."""
+    import warnings
+    rng = np.random.default_rng(0)
+    leaf = lambda *shape: tnet.tensor(rng.standard_normal(shape), requires_grad=True)  # noqa: E731
+    a, b, m, v = leaf(2, 3, 4), leaf(2, 4, 5), leaf(3, 5), leaf(5)
+    x, src = leaf(4, 3), leaf(5, 3)
+    index = tnet.tensor(rng.integers(0, 4, (5, 3)))
+    with Recorder() as rec, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loss = tnet.addbmm(m[:, :5].t()[:3, :3].sum() * tnet.ones(3, 5), a, b).sum() + tnet.addmv(m[:, 0], m, v).sum()
+        loss = loss + tnet.addr(m, m[:, 1], v, beta=0.5).sum() + tnet.chain_matmul(m, m.t(), m).sum() + tnet.vdot(v, v)
+        for reduce in ("sum", "prod", "mean", "amax", "amin"):
+            loss = loss + tnet.scatter_reduce(x, 0, index, src, reduce, include_self=reduce != "sum").sum()
+        loss = loss + tnet.index_reduce(x, 0, tnet.tensor([0, 2, 0, 1, 3]), src, "amax").sum()
+        loss = loss + tnet.frexp(v).mantissa.sum() + tnet.nextafter(v, m[0]).sum() + tnet.polygamma(2, v.abs() + 1).sum()
+        loss = loss + tnet.mvlgamma(v.abs() + 2, 2).sum() + tnet.trapezoid(m, v[:3], dim=0).sum()
+        loss = loss + tnet.cumulative_trapezoid(m, dx=0.5).sum() + tnet.as_strided(m, (2, 2), (1, 2)).sum()
+        loss.backward()
+        i = tnet.tensor([1, 2, -8])
+        (i << 2) >> tnet.tensor([1, 0, 65])
+        tnet.zeros(6).cauchy_().geometric_(0.3).log_normal_()
+        tnet.hann_window(5), tnet.kaiser_window(6), tnet.logspace(0, 1, 3), tnet.zeros(3).apply_(lambda e: e + 1)
+    assert rec.ops, "the recorder saw nothing"
+    assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"

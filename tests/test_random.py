@@ -356,3 +356,35 @@ def test_beta_distribution():
     assert draws.min() >= 0 and draws.max() <= 1 and abs(draws.mean() - 0.25) < 0.01
     with pytest.raises(ValueError):
         tnet.distributions.Beta(0.0, 1.0)
+
+
+# ---- the tensor surface of the eighth session (ops3): more in-place draws -----------------------
+
+def test_cauchy_geometric_and_log_normal_draws():
+    tnet.manual_seed(5)
+    x = tnet.zeros(20000)
+    assert x.cauchy_(1.0, 2.0) is x
+    q = np.quantile(x.numpy(), [0.25, 0.5, 0.75])  # median 1, quartiles at median -+ sigma
+    assert np.allclose(q, [-1.0, 1.0, 3.0], atol=0.15), q
+    g = tnet.zeros(20000, dtype=tnet.int64).geometric_(0.25)
+    values = g.numpy()
+    assert g.dtype == torch.int64 and values.min() >= 1 and abs(values.mean() - 4.0) < 0.15  # mean 1 / p
+    assert abs((values == 1).mean() - 0.25) < 0.02
+    h = tnet.zeros(5000, dtype=tnet.float16).geometric_(0.5)
+    assert h.dtype == torch.float16 and h.numpy().min() >= 1
+    z = tnet.zeros(20000).log_normal_(0.5, 0.25)
+    logs = np.log(z.numpy())
+    assert abs(logs.mean() - 0.5) < 0.01 and abs(logs.std() - 0.25) < 0.01
+    a, b = tnet.zeros(8).cauchy_(), tnet.zeros(8).cauchy_()
+    assert a.tolist() != b.tolist()  # fresh numbers each draw
+    for draw, args in ((tnet.zeros(3).cauchy_, (0.0, 0.0)), (tnet.zeros(3).geometric_, (1.0,)),
+                       (tnet.zeros(3).log_normal_, (1.0, -1.0)), (tnet.zeros(3, dtype=tnet.int64).cauchy_, ())):
+        with pytest.raises(RuntimeError):
+            draw(*args)
+    leaf = tnet.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        leaf.log_normal_()
+    y = leaf * 2
+    y.cauchy_()
+    y.sum().backward()
+    assert leaf.grad.tolist() == [0.0] * 3  # overwritten: no gradient, as torch's

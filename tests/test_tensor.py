@@ -376,3 +376,50 @@ def test_float64_is_refused_where_a_tensor_is_made():
         with pytest.raises(TypeError, match="float64"):
             make()
     assert tnet.tensor(np.ones(2)).dtype == torch.float32
+
+# ---- the tensor surface of the eighth session (ops3) --------------------------------------------
+
+def test_tensor_facts_libraries_read():
+    x = tnet.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    ref = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for name in ("is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "layout", "output_nr", "name"):
+        assert getattr(x, name) == getattr(ref, name), name
+    assert not x.is_pinned() and not x.is_conj() and not x.is_neg() and not x.is_shared()
+    assert x.real is x and x.resolve_conj() is x and x.resolve_neg() is x and x.conj() is x and x.share_memory_() is x
+    assert x.storage().size() == 6 and x.untyped_storage().nbytes() == 24
+    assert x.untyped_storage().data_ptr() == x.data_ptr()
+    if x.is_cuda:
+        x.record_stream(torch.cuda.current_stream())
+    assert x.H.tolist() == ref.H.tolist() and x.mH.tolist() == ref.mH.tolist() and x.adjoint().tolist() == ref.adjoint().tolist()
+    b = tnet.zeros(2, 3, 4)
+    assert b.mH.shape == (2, 4, 3) and tnet.tensor(3.0).H.item() == 3.0
+    for bad in (lambda: tnet.zeros(3).H, lambda: b.H, lambda: tnet.zeros(3).mH, lambda: tnet.zeros(3).adjoint()):
+        with pytest.raises(RuntimeError):
+            bad()
+    assert x.cov().tolist() == ref.cov().tolist()
+
+
+def test_H_prelu_and_renorm_methods_carry_gradients():
+    rng = np.random.default_rng(0)
+    check(lambda v: v.H * 2, lambda v: v.H * 2, [leaf(rng, 3, 4)], rng)
+    check(lambda v, w: v.prelu(w), lambda v, w: v.prelu(w), [leaf(rng, 2, 3, 4), leaf(rng, 3)], rng)
+    t, r = leaf(rng, 3, 4)
+    u, s = t * 1.0, r * 1.0
+    assert u.renorm_(2, 0, 1.0) is u
+    s.renorm_(2, 0, 1.0)
+    assert_close(u, s, TOL["ieee"], "renorm_")
+    g = rng.standard_normal((3, 4))
+    u.backward(g), s.backward(torch.tensor(g))
+    assert_close(t.grad, r.grad, TOL["ieee"], "renorm_'s gradient")
+
+
+def test_apply_and_map_run_on_the_host_per_element():
+    x = tnet.tensor([[1.0, -2.0], [3.0, 0.5]])
+    assert x.apply_(lambda v: v * v + 1) is x and x.tolist() == [[2.0, 5.0], [10.0, 1.25]]
+    assert x.map_(tnet.tensor([1.0, 2.0]), lambda a, b: a - b) is x and x.tolist() == [[1.0, 3.0], [9.0, -0.75]]
+    n = tnet.tensor([1, 2, 3])
+    assert n.apply_(lambda v: v * 7 // 2).tolist() == [3, 7, 10] and n.dtype == torch.int64
+    with pytest.raises(RuntimeError):
+        tnet.zeros(2, requires_grad=True).apply_(abs)
+    with pytest.raises(TypeError):
+        tnet.zeros(2).map_([1, 2], max)

@@ -110,8 +110,13 @@ def is_floating_point(input):
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
-    """Accepted; tnet's kernels are deterministic except the atomic adds of index_add, fold,
-    index_select's and unfold's backwards and scatter with reduce, whose order is not fixed on the GPU."""
+    """Accepted (are_deterministic_algorithms_enabled reports it); tnet's kernels are deterministic except
+    the atomic adds of index_add, fold, index_select's and unfold's backwards, scatter with reduce and
+    scatter_reduce, whose order is not fixed on the GPU."""
+    _deterministic[:] = [mode, warn_only]  # as given: this module's bool is torch.bool
+
+
+_deterministic = [False, False]  # use_deterministic_algorithms' mode and warn_only
 
 
 def get_default_device():
@@ -250,3 +255,89 @@ svd, qr, cholesky, lu, lu_solve, inverse, orgqr, adjoint = (
 __all__ += ["cholesky_inverse", "cholesky_solve", "chain_matmul", "det", "geqrf", "logdet", "lu_unpack", "matrix_exp",
             "matrix_power", "ormqr", "pinverse", "slogdet", "triangular_solve", "cholesky", "lu", "lu_solve", "qr",
             "svd", "orgqr", "inverse", "adjoint"]
+
+# tensor surface of the eighth session (ops3)
+from .functional import (addbmm, addmv, addmv_, addr, as_strided, bitwise_left_shift, bitwise_right_shift,  # noqa: E402
+                         cumulative_trapezoid, frexp, ger, index_reduce, mvlgamma, nextafter, polygamma,
+                         resize_as_, scatter_reduce, trapezoid, trapz, vdot)
+from .factory import (bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window,  # noqa: E402
+                      logspace)
+from .tensor import is_inference_mode_enabled  # noqa: E402
+from .factory import range_ as range  # noqa: E402  (torch.range: end included; Python's range is builtins.range here)
+from torch import compiled_with_cxx11_abi, get_num_interop_threads, is_storage, is_warn_always_enabled  # noqa: E402
+from torch import set_num_interop_threads, set_warn_always  # noqa: E402
+newaxis = None
+
+
+def real(input):
+    """input itself: tnet's tensors are real (torch's real, conj, resolve_conj and resolve_neg of one)."""
+    return input
+
+
+conj = resolve_conj = resolve_neg = real
+
+
+def detach(input):
+    return input.detach()
+
+
+def detach_(input):
+    return input.detach_()
+
+
+def fill(input, value):
+    """A copy of input filled with value (a number or a 0-d tensor), as torch.fill: input's gradient is
+    0, value's the sum of g."""
+    return clone(input).fill_(value)
+
+
+def is_conj(input):
+    return False
+
+
+def is_neg(input):
+    return False
+
+
+def typename(obj):
+    """torch's type name: a tnet tensor's as Tensor.type() gives it ('torch.cuda.FloatTensor' on a GPU),
+    else torch.typename's."""
+    return obj.type() if isinstance(obj, Tensor) else _torch.typename(obj)
+
+
+def are_deterministic_algorithms_enabled():
+    """What use_deterministic_algorithms last set (False at first), as torch's."""
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic[1]
+
+
+def set_flush_denormal(mode):
+    """torch's switch for its host math (returns whether the CPU supports it); tnet's kernels do not
+    read it (the GPU keeps denormals, the interpreter's numpy too)."""
+    return _torch.set_flush_denormal(mode)
+
+
+_DEFAULT_TYPES = ("torch.FloatTensor", "torch.cuda.FloatTensor")
+
+
+def set_default_tensor_type(t):
+    """torch's legacy switch, for the float32 types only (tnet's default: float32 on its one device):
+    'torch.FloatTensor' and 'torch.cuda.FloatTensor' (strings, torch's classes or tnet.FloatTensor) are
+    accepted; others raise TypeError."""
+    if not (t in _DEFAULT_TYPES if isinstance(t, str) else getattr(t, "dtype", None) == float32):
+        raise TypeError(f"set_default_tensor_type: tnet's default tensors are float32 on its device; only "
+                        f"{' and '.join(_DEFAULT_TYPES)} are accepted, got {t}")
+
+
+__all__ += ["addbmm", "addmv", "addmv_", "addr", "as_strided", "bitwise_left_shift", "bitwise_right_shift",
+            "cumulative_trapezoid", "frexp", "ger", "index_reduce", "mvlgamma", "nextafter",
+            "polygamma", "resize_as_", "scatter_reduce", "trapezoid", "trapz", "vdot", "conj", "resolve_conj",
+            "resolve_neg", "real", "bartlett_window", "blackman_window", "hamming_window", "hann_window",
+            "kaiser_window", "logspace", "range", "compiled_with_cxx11_abi", "get_num_interop_threads", "is_storage",
+            "is_warn_always_enabled", "set_num_interop_threads", "set_warn_always", "newaxis", "detach",
+            "detach_", "fill", "is_conj", "is_neg", "typename", "are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled", "is_inference_mode_enabled", "set_flush_denormal",
+            "set_default_tensor_type"]

@@ -344,3 +344,76 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor of s, float32 unless dtype says, as torch.scalar_tensor."""
     return full((), s, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+
+
+# ---- the tensor surface of the eighth session (ops3): more factories, computed on the host in float64
+# as linspace, then copied
+
+def logspace(start, end, steps, base=10.0, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), as torch.logspace."""
+    check_device("logspace", device)
+    return _leaf("logspace", as_storage(float(base) ** np.linspace(start, end, steps), dtype or float32), requires_grad)
+
+
+def range_(start=0, end=None, step=1, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+    """torch.range (deprecated there for arange): start, start + step, ... up to end included,
+    float32 unless dtype says (ints too); warns as torch's."""
+    import warnings
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    check_device("range", device)
+    start, end = (0, start) if end is None else (start, end)
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign" if step else "step must be nonzero")
+    n = math.floor((end - start) / step) + 1
+    return _leaf("range", as_storage(start + np.arange(n) * step, dtype or float32), requires_grad)
+
+
+def _window(name, window_length, periodic, dtype, device, requires_grad, values):
+    """A window of window_length values: values(k, m) of the points k = 0 .. m (m = window_length, or
+    window_length - 1 where not periodic: a periodic window is the symmetric one of one more point,
+    its last dropped), as torch's window functions."""
+    check_device(name, device)
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
+    dtype = dtype or float32
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
+    if window_length <= 1:
+        return _leaf(name, as_storage(np.ones(window_length), dtype), requires_grad)
+    m = window_length if periodic else window_length - 1
+    return _leaf(name, as_storage(values(np.arange(window_length, dtype=np.float64), m), dtype), requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+    """0.5 - 0.5 cos(2 pi k / m), as torch.hann_window."""
+    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=torch.strided,
+                   device=None, requires_grad=False):
+    """alpha - beta cos(2 pi k / m), as torch.hamming_window."""
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: alpha - beta * np.cos(2 * np.pi * k / m))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=torch.strided, device=None,
+                    requires_grad=False):
+    """0.42 - 0.5 cos(2 pi k / m) + 0.08 cos(4 pi k / m), as torch.blackman_window."""
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: 0.42 - 0.5 * np.cos(2 * np.pi * k / m) + 0.08 * np.cos(4 * np.pi * k / m))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=torch.strided, device=None,
+                    requires_grad=False):
+    """1 - |2 k / m - 1|, as torch.bartlett_window."""
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: 1 - np.abs(2 * k / m - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=torch.strided, device=None,
+                  requires_grad=False):
+    """I0(beta sqrt(1 - (2 k / m - 1)^2)) / I0(beta), as torch.kaiser_window."""
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: np.i0(beta * np.sqrt(np.maximum(1 - (2 * k / m - 1) ** 2, 0))) / np.i0(beta))

@@ -883,10 +883,11 @@ def multi_dot(tensors, *, out=None):
 
 
 def chain_matmul(*matrices, out=None):
-    """torch.chain_matmul (deprecated there): multi_dot of 2-D matrices."""
+    """torch.chain_matmul (deprecated there): multi_dot of 2-D matrices; one matrix: a copy."""
+    check(matrices, "chain_matmul(): Expected one or more matrices")
     for m in matrices:
         check(isinstance(m, Tensor) and m.ndim == 2, "chain_matmul(): Expected all tensors to be 2D")
-    return matrices[0] if len(matrices) == 1 else multi_dot(matrices, out=out)
+    return matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices, out=out)
 
 
 def vecdot(x, y, *, dim=-1):

@@ -80,11 +80,34 @@ class enable_grad(_NoArguments):
     mode = True
 
 
+_inference = [False]  # whether an inference_mode(True) block is open (is_inference_mode_enabled)
+
+
 class inference_mode(_GradMode):
     """torch's inference_mode as no_grad (mode True): tnet has no inference tensors."""
 
     def __init__(self, mode=True):
         self.mode = not mode
+
+    def __enter__(self):
+        super().__enter__()
+        self.was, _inference[0] = _inference[0], not self.mode
+
+    def __exit__(self, *exc):
+        _inference[0] = self.was
+        super().__exit__(*exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with inference_mode(not self.mode):
+                return fn(*args, **kwargs)
+        return run
+
+
+def is_inference_mode_enabled():
+    """Whether an inference_mode block is open, as torch's."""
+    return _inference[0]
 
 
 class set_grad_enabled(_GradMode):

@@ -333,3 +333,66 @@ for _name in ("inverse", "svd", "qr", "cholesky", "lu", "orgqr", "adjoint"):
     setattr(Tensor, _name, _linalg.TORCH_FORMS[_name])
 Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_pivots, self)
 Tensor.mH = property(_mT)
+
+# tensor surface of the eighth session (ops3)
+from .copy import as_strided, index_reduce, resize_, resize_as_, scatter_reduce
+from .gemm import addbmm, addmv, addr, ger, vdot
+from .pointwise import bitwise_left_shift, bitwise_right_shift, frexp, nextafter, polygamma
+from .reduce import mvlgamma
+from .sort import cumulative_trapezoid, trapezoid, trapz
+from .inplace import apply_, cauchy_, geometric_, log_normal_, map_
+
+
+def _H(self):
+    """self's transpose: a 2-D tensor's (or a 0-D one itself), as torch's .H of a real tensor."""
+    if self.ndim not in (0, 2):
+        raise InputError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+    return self if self.ndim == 0 else transpose(self, 0, 1)
+
+
+def _itself(self):
+    """self: torch's conj, resolve_conj, resolve_neg and real of a real tensor (tnet's are real)."""
+    return self
+
+
+def _record_stream(self, stream):
+    """torch's record_stream of the memory (a GPU's); nothing on the CPU."""
+    if self.memory.is_cuda:
+        self.memory.record_stream(stream)
+
+
+addmm_, addbmm_, addmv_, addr_, baddbmm_ = (in_place(name, op) for name, op in (
+    ("addmm_", addmm), ("addbmm_", addbmm), ("addmv_", addmv), ("addr_", addr), ("baddbmm_", baddbmm)))
+for _name, _method in {
+        "addbmm": addbmm, "addmv": addmv, "addr": addr, "ger": ger, "vdot": vdot, "addmm_": addmm_,
+        "addbmm_": addbmm_, "addmv_": addmv_, "addr_": addr_, "baddbmm_": baddbmm_,
+        "scatter_reduce": scatter_reduce, "index_reduce": index_reduce,
+        "scatter_reduce_": in_place("scatter_reduce_", scatter_reduce, keeps_self=True),
+        "index_reduce_": in_place("index_reduce_", index_reduce, keeps_self=True),
+        "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+        "__lshift__": bitwise_left_shift, "__rshift__": bitwise_right_shift,
+        "__rlshift__": _swapped(bitwise_left_shift), "__rrshift__": _swapped(bitwise_right_shift),
+        "bitwise_left_shift_": in_place("bitwise_left_shift_", bitwise_left_shift),
+        "bitwise_right_shift_": in_place("bitwise_right_shift_", bitwise_right_shift),
+        "frexp": frexp, "nextafter": nextafter, "nextafter_": in_place("nextafter_", nextafter),
+        "polygamma": lambda self, n: polygamma(n, self),
+        "polygamma_": in_place("polygamma_", lambda self, n: polygamma(n, self), keeps_self=True),
+        "mvlgamma": mvlgamma, "mvlgamma_": in_place("mvlgamma_", mvlgamma, keeps_self=True),
+        "cauchy_": cauchy_, "geometric_": geometric_, "log_normal_": log_normal_,
+        "H": property(_H), "prelu": prelu,
+        "renorm_": in_place("renorm_", renorm, keeps_self=True), "resize_": resize_, "resize_as_": resize_as_,
+        "new_empty_strided": lambda self, size, stride, dtype=None, device=None, requires_grad=False: factory.empty_strided(
+            size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
+        "as_strided": as_strided, "apply_": apply_, "map_": map_,
+        "is_pinned": lambda self, device=None: False, "is_shared": lambda self: self.memory.is_shared(),
+        "share_memory_": _itself, "record_stream": _record_stream,
+        "storage": lambda self: self.memory.storage(), "untyped_storage": lambda self: self.memory.untyped_storage(),
+        "is_sparse": property(lambda self: False), "is_quantized": property(lambda self: False),
+        "is_meta": property(lambda self: False), "is_mkldnn": property(lambda self: False),
+        "is_nested": property(lambda self: False), "is_conj": lambda self: False, "is_neg": lambda self: False,
+        "conj": _itself, "resolve_conj": _itself, "resolve_neg": _itself, "real": property(_itself),
+        "layout": property(lambda self: torch.strided), "output_nr": property(lambda self: 0),
+        "name": property(lambda self: None), "cov": cov}.items():
+    setattr(Tensor, _name, _method)
+Tensor.__ilshift__ = _iop(Tensor.bitwise_left_shift_)
+Tensor.__irshift__ = _iop(Tensor.bitwise_right_shift_)

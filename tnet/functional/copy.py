@@ -23,7 +23,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
-                      is_grad_enabled, rebase, record, tensor)
+                      is_grad_enabled, no_grad, rebase, record, tensor)
 from .inputs import check_tensors
 from .pad import pad
 from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
@@ -1649,3 +1649,161 @@ def _t_(x):
 squeeze_, unsqueeze_, t_, transpose_ = (view_in_place(name, op) for name, op in (
     ("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", _t_), ("transpose_", transpose)))
 swapaxes_ = swapdims_ = transpose_
+
+
+# ---- the tensor surface of the eighth session (ops3): scatter_reduce and index_reduce -----------
+
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "mean": 0.0, "amax": -math.inf, "amin": math.inf}
+
+
+def _combined(input, positions, values, reduce, include_self):
+    """(input's values combined with `values` at the flat `positions` by reduce, in input's dtype;
+    mean's counts, or None), torch tensors: an fp32 buffer with one spare element (combine_at_'s),
+    sums and counts by atomic adds, products and extremes by compare-and-swap loops."""
+    n, m = input.numel(), positions.shape[0]
+    acc = torch.empty(n + 1, dtype=torch.float32, device=input.device)
+    copy_(acc[:n], input.reshape(-1))
+    if not include_self:  # the positions reduced into start from the identity
+        _copy.put_(acc[:n], torch.full((m,), _IDENTITY[reduce], device=input.device), positions, name=None)
+    values = copy_(torch.empty(m, dtype=torch.float32, device=input.device), values)
+    counts = None
+    if reduce in ("sum", "mean"):
+        _copy.index_add_(acc[:n], values, positions, 0)
+    else:
+        _copy.combine_at_(acc, values, positions, reduce)
+    if reduce == "mean":
+        counts = torch.full((n,), 1.0 if include_self else 0.0, device=input.device)
+        _copy.index_add_(counts, torch.ones(m, device=input.device), positions, 0)
+        counts = _pw.pointwise("clamp", counts, 1.0, math.inf)
+        acc = _pw.pointwise("div" if input.is_floating_point() else "floor_divide", acc[:n], counts)
+    out = copy_(torch.empty(input.shape, dtype=input.dtype, device=input.device), acc[:n].view(input.shape))
+    return out, None if counts is None else counts.view(input.shape)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """torch.scatter_reduce: input with src[c] combined by reduce ("sum", "prod", "mean", "amax" or
+    "amin") into input[c with c[dim] = index[c]], for every coordinate c of index; include_self=False
+    leaves out input's own values where anything lands (elsewhere they stay). Computed in fp32 (sums
+    and counts by atomic adds, products and extremes by compare-and-swap loops: repeated positions in
+    no fixed order on the GPU; integers exact below 2^24); mean rounds integers down, as torch's.
+    Gradients as torch's formulas (a tie of extremes shares it; products divide out zeros)."""
+    check(reduce in _IDENTITY, lambda: f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),
+          lambda: f"scatter_reduce(): src {tuple(getattr(src, 'shape', ()))} must be at least index's "
+                  f"{tuple(index.shape)}")
+    check(input.dtype == src.dtype, "scatter(): Expected self.dtype to be equal to src.dtype")
+    d = dim_index(dim, max(input.ndim, 1))
+    positions = reshape(flat_positions("scatter_reduce", input, d, index), (-1,)).memory.contiguous()
+    part = src.memory[tuple(slice(0, k) for k in index.shape)]
+    out, counts = _combined(input.memory, positions, part.reshape(-1), reduce, include_self)
+    if not (is_grad_enabled() and (input.requires_grad or src.requires_grad)):
+        return Tensor(out)
+    piece = narrowed(src, index.shape)
+
+    def backward(g):
+        with no_grad():
+            gi, gs = _scatter_reduce_grads(Tensor(g), input, d, index, piece, reduce, include_self, Tensor(out),
+                                           counts)
+        g_src = None
+        if src.requires_grad:
+            g_src = torch.zeros(src.shape, dtype=src.dtype, device=src.device)
+            copy_(g_src[tuple(slice(0, k) for k in index.shape)], gs.memory)
+        return gi.memory if input.requires_grad else None, g_src
+    return record("scatter_reduce", out, (input, src), backward, saved=(input, src, index))
+
+
+def narrowed(x, shape):
+    """x's leading part of `shape` (a view, no gradient of its own: scatter_reduce's backward reads it)."""
+    return Tensor(x.memory[tuple(slice(0, k) for k in shape)])
+
+
+def _scatter_reduce_grads(g, input, d, index, src, reduce, include_self, result, counts):
+    """torch's scatter_reduce_backward, in tnet's ops: (input's gradient, src's), src index's shape."""
+    from .pointwise import div, eq, logical_and
+    if reduce == "sum":
+        g_input, g_src = g, gather(g, d, index)
+    elif reduce == "mean":
+        g_input = div(g, Tensor(counts))
+        g_src = gather(g_input, d, index)
+    elif reduce == "prod":
+        detached = Tensor(input.memory)
+        masked_self = where(eq(detached, 0), 1.0, detached)
+        g_input = div(mul(g, scatter_reduce(masked_self, d, index, src, "prod", include_self=include_self)), masked_self)
+        src_zero = eq(src, 0)
+        zeros = scatter_add(Tensor(torch.zeros_like(input.memory)), d, index, to(src_zero, input.dtype))
+        single_zero = logical_and(src_zero, eq(gather(zeros, d, index), 1))
+        masked_src_result = scatter_reduce(detached, d, index, where(single_zero, 1.0, src), "prod",
+                                           include_self=include_self)
+        g_src = where(single_zero, gather(mul(g, masked_src_result), d, index),
+                      div(gather(mul(g, result), d, index), where(src_zero, 1.0, src)))
+    else:  # amax, amin: a tie shares the gradient evenly
+        self_is_result = to(eq(Tensor(input.memory), result), input.dtype)
+        src_is_result = to(eq(src, gather(result, d, index)), input.dtype)
+        shared = div(g, scatter_add(self_is_result, d, index, src_is_result))
+        g_input, g_src = mul(self_is_result, shared), mul(src_is_result, gather(shared, d, index))
+    if not include_self:
+        g_input = scatter(g_input, d, index, 0.0)
+    return g_input, g_src
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """torch.index_reduce: source's slice k along dim combined by reduce ("prod", "mean", "amax" or
+    "amin") into input's slice index[k] (index a vector of int64 or int32): scatter_reduce with the
+    index broadcast over the slices, with its gradients."""
+    check(reduce in ("prod", "mean", "amax", "amin"),
+          lambda: f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    check_tensors("index_reduce", input=input, index=index, source=source)
+    check(index.dtype in _copy.INDEX_DTYPES and index.ndim <= 1,
+          lambda: "index_reduce_(): Index is supposed to be a vector")
+    d = dim_index(dim, max(input.ndim, 1))
+    check(input.ndim == source.ndim and source.shape[d:d + 1] == (index.numel(),) and
+          all(a == b for k, (a, b) in enumerate(zip(input.shape, source.shape)) if k != d),
+          lambda: f"index_reduce(): source {tuple(source.shape)} must be input {tuple(input.shape)} with "
+                  f"{index.numel()} elements at dim {d}")
+    along = [1] * source.ndim
+    along[d] = -1
+    spread = expand(reshape(index, tuple(along)), source.shape) if source.ndim else reshape(index, ())
+    return scatter_reduce(input, d, contiguous(spread), source, reduce, include_self=include_self)
+
+
+# ---- the tensor surface of the eighth session (ops3): strided views and resizing -------------
+
+def _storage_positions(shape, strides, offset):
+    """The storage positions of the elements of a view, in row-major order (a host int64 vector)."""
+    return (_off_dim_offsets(shape, strides, -1) + offset).reshape(-1)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """torch.as_strided: a view of input's storage with these sizes, strides and offset (input's own
+    offset by default), in elements of the storage, as torch's. Its gradient adds g at each element's
+    storage position (overlapping elements sum) and reads input's elements from there, as torch's
+    as_strided_backward."""
+    check_tensors("as_strided", input=input)
+    memory = input.memory
+    offset = memory.storage_offset() if storage_offset is None else storage_offset
+    view = memory.as_strided(tuple(size), tuple(stride), offset)
+
+    def backward(g):
+        inside = _storage_positions(input.shape, memory.stride(), memory.storage_offset())
+        outside = _storage_positions(view.shape, view.stride(), offset)
+        buf = torch.zeros(1 + builtins.max(inside.max(initial=0), outside.max(initial=0)), dtype=torch.float32,
+                          device=g.device)
+        _copy.index_add_(buf, g.reshape(-1), torch.from_numpy(outside).to(g.device), 0)
+        out = torch.empty(input.numel(), dtype=input.dtype, device=g.device)
+        return (_copy.gather_(out, buf, torch.from_numpy(inside).to(g.device), 0, name=None).view(input.shape),)
+    return record("as_strided", view, (input,), backward)
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Tensor.resize_: self's memory resized in place by torch (its elements kept in order up to the
+    new size, those past it uninitialised); a tensor that requires grad refuses, as torch's."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    self.memory.resize_(shape_args(sizes), memory_format=memory_format)
+    self._shape_of = None  # Tensor.shape's cache holds the old shape
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    """Tensor.resize_as_: resize_ to the_template's shape."""
+    return resize_(self, the_template.shape, memory_format=memory_format)

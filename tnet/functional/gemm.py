@@ -363,3 +363,44 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None:
         y = add(y, bias)
     return reshape(y, (*input1.shape[:-1], out))
+
+
+# ---- the tensor surface of the eighth session (ops3): more of torch's matrix products -----------
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i]), input
+    broadcast to [n, p]: one GEMM of batch1 read as [n, b * m] against batch2 as [b * m, p]."""
+    check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
+    check(batch1.ndim == 3, "batch1 must be a 3D tensor")
+    check(batch2.ndim == 3, "batch2 must be a 3D tensor")
+    (b, n, m), (b2, m2, p) = batch1.shape, batch2.shape
+    check(b == b2, lambda: f"batch1 and batch2 must have same number of batches, got {b} and {b2}")
+    check(m == m2, lambda: f"Incompatible matrix sizes for bmm ({n}x{m} and {m2}x{p})")
+    product = matmul(reshape(permute(batch1, (1, 0, 2)), (n, b * m)), reshape(batch2, (b * m, p)))
+    return _scaled_sum("addbmm", input, product, beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """torch.addmv: beta * input + alpha * (mat @ vec), input broadcast to [n]; beta=0 ignores input."""
+    check_tensors("addmv", input=input)
+    return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """torch.addr: beta * input + alpha * outer(vec1, vec2), input broadcast to [n, m]; beta=0 ignores
+    input."""
+    check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
+    check(vec1.ndim == 1, lambda: f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")
+    check(vec2.ndim == 1, lambda: f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+
+
+ger = outer
+
+
+def vdot(input, other):
+    """torch.vdot: the dot product of two 1-D tensors (conjugating input, a no-op for tnet's real ones)."""
+    check_tensors("vdot", input=input, other=other)
+    check(input.dtype == other.dtype, lambda: f"vdot : expected both vectors to have same dtype, but found "
+                                              f"{input.dtype} and {other.dtype}")
+    return dot(input, other)

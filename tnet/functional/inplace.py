@@ -9,6 +9,7 @@ recorded as torch records it: the result is computed out of place by the op of t
 that requires grad refuses. Unlike torch, so does a view in the graph (`y[0].mul_(2)` with y
 requiring grad): tnet does not rebase a view's base; and a backward through a view taken before
 its base was written in place raises (tensor._inputs_then)."""
+import math
 import numbers
 
 import numpy as np
@@ -511,3 +512,69 @@ def divide_(self, other, *, rounding_mode=None):
 
 def subtract_(self, other, *, alpha=1):
     return sub_(self, other, alpha=alpha)
+
+
+# ---- the tensor surface of the eighth session (ops3): more in-place draws ----------------------
+
+def _transformed_draw(name, self, normal, transform, generator, integers=False):
+    """self = transform(z) (torch tensors, in fp32), z uniform [0, 1) or standard normal numbers of
+    tnet's generator (other numbers than torch's); integers: an integer self takes the result too."""
+    check(generator is None, lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
+                                     f"seeded by tnet.manual_seed)")
+    check(self.dtype in _random.FLOATS or integers and self.dtype in (torch.int64, torch.int32),
+          lambda: f"{name}: expected a float tensor, got {self.dtype}")
+
+    def compute(x):
+        z = _random.fill_random_(torch.empty(self.shape, dtype=torch.float32, device=self.device), rng_state(), normal)
+        _write(self.memory, transform(z))
+        return _overwritten(name, x, self.memory)
+    return inplace(self, name, compute)
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Cauchy numbers, median + sigma tan(pi (u - 1/2)) of tnet's uniform u, as torch's formula."""
+    check(sigma > 0.0, lambda: f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    half_turn = lambda u: _pw.pointwise("tan", _pw.pointwise("sub", _pw.pointwise("mul", u, math.pi), math.pi / 2))
+    return _transformed_draw("cauchy_", self, False, lambda u: _pw.pointwise(
+        "add", _pw.pointwise("mul", half_turn(u), float(sigma)), float(median)), generator)
+
+
+def geometric_(self, p, *, generator=None):
+    """Geometric numbers (trials up to the first success of probability p: 1, 2, ...), as torch's
+    ceil(log(u) / log(1 - p)) of a uniform u in (0, 1] (1 - tnet's u); integer tensors too."""
+    check(0.0 < p < 1.0, lambda: f"geometric_ expects p to be in (0, 1), got p={p}")
+    scale = 1.0 / math.log1p(-p)
+    trials = lambda u: _pw.pointwise("ceil", _pw.pointwise("mul", _pw.pointwise("log1p", _pw.pointwise("neg", u)), scale))
+    return _transformed_draw("geometric_", self, False, lambda u: _pw.pointwise("clamp", trials(u), 1.0, math.inf),
+                             generator, integers=True)  # u = 0 would give 0 trials
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """exp of normal numbers of mean and std, as torch's log_normal_."""
+    check(std > 0.0, lambda: f"log_normal_ expects std > 0.0, but found std={std}")
+    return _transformed_draw("log_normal_", self, True, lambda z: _pw.pointwise(
+        "exp", _pw.pointwise("add", _pw.pointwise("mul", z, float(std)), float(mean))), generator)
+
+
+def apply_(self, callable):
+    """self's elements replaced by callable(element), called on the host per element (Python numbers),
+    as torch's CPU-only apply_ (tnet's on any device: a copy to the host and back). No gradient."""
+    return _per_element("apply_", self, lambda values: [callable(v) for v in values])
+
+
+def map_(self, tensor, callable):
+    """self's elements replaced by callable(element, tensor's element) (tensor broadcast to self), called
+    on the host per element, as torch's CPU-only map_. No gradient."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+    others = tensor.memory.expand(self.shape).reshape(-1).tolist()
+    return _per_element("map_", self, lambda values: [callable(v, w) for v, w in zip(values, others)])
+
+
+def _per_element(name, self, compute_values):
+    values = compute_values(self.memory.reshape(-1).tolist())
+
+    def compute(x):
+        _copy_(self.memory, torch.tensor(values, dtype=self.dtype).reshape(self.shape).to(self.device))
+        return _overwritten(name, x, self.memory)
+    return inplace(self, name, compute)

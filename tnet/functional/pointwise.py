@@ -11,6 +11,7 @@ torch's element-wise functions (floor ... erf) are one table, MATH; integer tens
 through floor, ceil, round, trunc, sign, square and abs, and compute on float32 in the others, as
 torch's. Then more activations (softplus ... glu) and tensor math (lerp, addcmul, addcdiv,
 masked_fill, tril, triu)."""
+import collections
 import functools
 import math
 import numbers
@@ -1069,3 +1070,75 @@ def is_signed(input):
 
 def is_same_size(input, other):
     return input.shape == other.shape
+
+
+# ---- the tensor surface of the eighth session (ops3): shifts, frexp, nextafter, polygamma ------
+
+def _shift(name):
+    """torch.{name} of integer (or bool) tensors and Python ints, as torch's: a count past the
+    width gives 0 (left) or the sign's fill (right), as does a negative one; floats raise."""
+    def op(input, other):
+        for v in (input, other):
+            if not (isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS):
+                raise NotImplementedError(f'"{name}" not implemented for '
+                                          f"'{getattr(v, 'dtype', type(v).__name__)}' (integer tensors and ints only)")
+        a, b = _operands(name, input, other)
+        return Tensor(_pw.pointwise(name, a, b))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"torch.{name} (the {'<<' if 'left' in name else '>>'} operator) of integer tensors, element-wise."
+    return op
+
+
+bitwise_left_shift, bitwise_right_shift = _shift("bitwise_left_shift"), _shift("bitwise_right_shift")
+
+
+def _float_input(name, input):
+    check_tensors(name, input=input)
+    check(input.dtype in _pw.FLOATS, lambda: f"torch.{name}() only supports floating-point dtypes")
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, 0.5 <= |mantissa| < 1 (0, inf and NaN
+    give themselves and exponent 0), as torch.frexp: exponent int32; mantissa's gradient g 2^-exponent."""
+    _float_input("frexp", input)
+    X = input.memory
+    exponent = _pw.pointwise("frexp_exponent", X, dtype=torch.int32)
+    shift = _pw.pointwise("neg", _float(exponent))
+    mantissa = record("frexp", _pw.pointwise("frexp_mantissa", X), (input,),
+                      lambda g: (_pw.pointwise("ldexp_int", g, shift, dtype=g.dtype),), saved=(shift,))
+    return frexp_result(mantissa, Tensor(exponent))
+
+
+frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+_LAST_PLACE = {torch.float16: 1 << 13, torch.bfloat16: 1 << 16}  # in fp32's bits; float32's is 1
+
+
+def nextafter(input, other):
+    """The next value of input's dtype after input toward other (other itself where they are equal),
+    as torch.nextafter: two float tensors, broadcast; input's gradient is g, other's 0, as torch's."""
+    for arg, v in (("input", input), ("other", other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
+    for v in (input, other):
+        check(v.dtype in _pw.FLOATS, lambda: f'"nextafter" not implemented for {v.dtype}')
+    A, B = input.memory, other.memory
+    y = _pw.pointwise("nextafter", A, B, float(_LAST_PLACE.get(_pw.result_type([A, B]), 1)))
+    return _record2("nextafter", y, input, other, lambda g: (g, torch.zeros_like(g)))
+
+
+def polygamma(n, input):
+    """The n-th derivative of digamma, as torch.polygamma: n = 0 digamma, n = 1 trigamma (reflected for
+    x < 0), n >= 2 (-1)^(n+1) n! zeta(n + 1, x) from the Hurwitz zeta's Euler-Maclaurin sum (relative
+    error near 1e-6 for x > 0; for x < 0, where torch's sum reads its terms as Cephes', tnet's differs).
+    Its gradient is polygamma(n + 1, x) g."""
+    check(isinstance(n, numbers.Integral) and n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")
+    if n == 0:
+        return digamma(input)
+    check_tensors("polygamma", input=input)
+    X = _float(input.memory) if input.dtype in _pw.INTEGERS else input.memory
+
+    def value(k):
+        return _pw.pointwise("polygamma", X, float(k + 1), (-1.0) ** (k + 1) * math.factorial(k))
+    return record("polygamma", value(n), (input,), lambda g: (_pw.pointwise("mul", g, value(n + 1)),), saved=(X,))
+

@@ -16,8 +16,8 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, che
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
 from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, log, logical_not, maximum, minimum,
-                        mul, ne, neg, pow, relu, sign, sub, where)
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
+                        minimum, mul, ne, neg, pow, relu, sign, sub, where)
 
 
 def _dims(name, input, dim):
@@ -746,3 +746,17 @@ def sum_to_size(input, *size):
     if not dims:
         return input
     return reshape(sum(input, dims, keepdim=True), size)
+
+
+# ---- the tensor surface of the eighth session (ops3) --------------------------------------------
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma of dimension p: sum over i < p of lgamma(x - i / 2), plus
+    p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable); every element must pass (p - 1) / 2, a
+    host read of their check, as torch's."""
+    check_tensors("mvlgamma", input=input)
+    check(isinstance(p, numbers.Integral) and p >= 1, "p has to be greater than or equal to 1")
+    check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
+    check(bool(all(gt(input, (p - 1) / 2.0))), "All elements must be greater than (p-1)/2")
+    terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
+    return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))

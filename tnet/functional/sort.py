@@ -13,7 +13,7 @@ from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
 from ..tensor import Tensor, dim_index, no_grad, record, tensor
-from .copy import (add_at, cat, diagonal, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
+from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
                    unsqueeze)
 from .gemm import cov, tensordot
 from .inputs import check_tensors
@@ -396,3 +396,44 @@ def corrcoef(input):
         return div(c, c)
     d = pow(diagonal(c), 0.5)
     return clamp(div(div(c, unsqueeze(d, 1)), unsqueeze(d, 0)), -1.0, 1.0)
+
+
+# ---- the tensor surface of the eighth session (ops3): the trapezoidal rule ----------------------
+
+def _trapezoids(name, y, x, dx, dim):
+    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
+    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+    check_tensors(name, y=y)
+    d = dim_index(dim, max(y.ndim, 1))
+    if y.dtype not in FLOATS:
+        y = to(y, torch.float32)
+    n = y.shape[d] if y.ndim else 1
+    heights = mul(add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0))), 0.5)
+    if x is None:
+        return heights if dx is None or dx == 1 else mul(heights, dx)
+    check(dx is None, f"{name}: give x or dx, not both")
+    check_tensors(name, x=x)
+    if x.ndim == 1:
+        check(x.shape[0] == n, "trapezoid: There must be one `x` value for each sample point")
+        steps = diff(x)
+        steps = reshape(steps, (-1,) + (1,) * (y.ndim - 1 - d))
+    else:
+        steps = diff(x, dim=d if x.ndim == y.ndim else dim)
+    return mul(heights, steps)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.trapezoid: the integral of y along dim by the trapezoidal rule, over the sample points x
+    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable."""
+    return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """torch.trapz: trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.cumulative_trapezoid: the running integral of y along dim (one shorter) by the trapezoidal
+    rule, as trapezoid takes x and dx."""
+    return cumsum(_trapezoids("cumulative_trapezoid", y, x, dx, dim), dim)

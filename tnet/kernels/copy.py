@@ -282,3 +282,47 @@ def search(seq, values, right, out_dtype):
         search_kernel[(cdiv(m, block),)](seq, values, out, m, per_row, n, RIGHT=right, STEPS=int(n).bit_length(),
                                          BLOCK=block)
     return out
+
+
+# ---- the tensor surface of the eighth session (ops3): scatter_reduce's products and extremes ----
+
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 12}, restore_value=["acc_ptr"])
+@triton.jit
+def combine_at_kernel(acc_ptr, src_ptr, pos_ptr, n, spare, OP: tl.constexpr, BLOCK: tl.constexpr):
+    """acc[pos[i]] = acc[pos[i]] OP src[i] for i < n: acc fp32 values read as their int32 bits, with a
+    spare element at `spare` that idle lanes address; OP "prod", "amax" or "amin" (a NaN wins, as
+    torch's). Triton has no atomic product, so each lane loops on a compare-and-swap until its value
+    went in: repeated positions combine in no fixed order."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    todo = i < n
+    x = tl.load(src_ptr + i, mask=todo, other=0).to(tl.float32)
+    ptr = acc_ptr + tl.where(todo, tl.load(pos_ptr + i, mask=todo, other=0), spare)
+    old = tl.load(ptr)
+    while tl.max(todo.to(tl.int32), 0) > 0:
+        a = old.to(tl.float32, bitcast=True)
+        if OP == "prod":
+            y = a * x
+        elif OP == "amax":
+            y = tl.where((a != a) | (a > x), a, x)
+        else:
+            y = tl.where((a != a) | (a < x), a, x)
+        new = tl.where(todo, y.to(tl.int32, bitcast=True), old)
+        seen = tl.atomic_cas(ptr, old, new)
+        todo = todo & (seen != old)
+        old = seen
+
+
+def combine_at_(acc, src, positions, op):
+    """acc[positions[i]] = acc[positions[i]] op src[i] (op "prod", "amax" or "amin"; repeated positions
+    combine) for a dense fp32 acc [n + 1] whose last element is spare, src and positions (int64, in
+    range) dense vectors of one length; returns acc."""
+    check(acc.dtype == torch.float32 and acc.dim() == 1 and acc.is_contiguous(),
+          lambda: f"combine_at_: acc must be a dense float32 vector, got {acc.dtype} {tuple(acc.shape)}")
+    check(src.dim() == 1 and positions.shape == src.shape and positions.dtype == torch.int64 and src.is_contiguous()
+          and positions.is_contiguous(), lambda: f"combine_at_: src {tuple(src.shape)} and int64 positions "
+                                                 f"{tuple(positions.shape)} {positions.dtype} must be dense vectors of one length")
+    check(op in ("prod", "amax", "amin"), lambda: f"combine_at_: unknown op {op!r}")
+    n = src.shape[0]
+    if n:
+        combine_at_kernel[grid1d(n)](acc.view(torch.int32), src, positions, n, acc.shape[0] - 1, OP=op)
+    return acc

@@ -66,11 +66,15 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "tan": 1, "acosh": 1, "asinh": 1, "atanh": 1, "erfc": 1, "erfinv": 1, "lgamma": 1, "digamma": 1, "sinc": 1,
          "tan_backward": 2, "acosh_backward": 2, "asinh_backward": 2, "atanh_backward": 2, "erfc_backward": 2,
          "erfinv_backward": 2, "lgamma_backward": 2, "digamma_backward": 2, "sinc_backward": 2,
-         "copysign": 2, "heaviside": 2, "ldexp_int": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2}
+         "copysign": 2, "heaviside": 2, "ldexp_int": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2,
+         # integer shifts; frexp's two parts; nextafter(a, b, c: one unit of the last place in fp32's bits)
+         "bitwise_left_shift": 2, "bitwise_right_shift": 2, "frexp_mantissa": 1, "frexp_exponent": 1,
+         "nextafter": 3, "polygamma": 3}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
-BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor")  # integer and bool operands only
+BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+               "bitwise_right_shift")  # integer and bool operands only
 INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
                "floor_divide", "clamp", "heaviside", "gcd", "lcm")  # the OPs that take integer and bool tensors
 
@@ -327,6 +331,32 @@ def _trigamma(x):
         0.023809523809523808 - w * 0.03333333333333333)))))
     s = _sinpi(x)
     return tl.where(x < 0.0, 9.869604401089358 / (s * s) - r, r)
+
+
+@triton.jit
+def _hurwitz_zeta(s, q):
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, s > 1 an integer (Cephes' zeta): nine terms, then
+    Euler-Maclaurin's tail at a = q + 9 with six Bernoulli terms (the divisors are (2k)! / B_2k)."""
+    total = tl.zeros_like(q)
+    for k in tl.static_range(9):
+        total += _pow(q + k, -s)
+    a = q + 9.0
+    b = _pow(a, -s)
+    total += b * a / (s - 1.0) + 0.5 * b
+    w2 = 1.0 / (a * a)
+    t = s * b / a
+    total += t / 12.0
+    t = t * (s + 1.0) * (s + 2.0) * w2
+    total -= t / 720.0
+    t = t * (s + 3.0) * (s + 4.0) * w2
+    total += t / 30240.0
+    t = t * (s + 5.0) * (s + 6.0) * w2
+    total -= t / 1209600.0
+    t = t * (s + 7.0) * (s + 8.0) * w2
+    total += t / 47900160.0
+    t = t * (s + 9.0) * (s + 10.0) * w2
+    total -= t / 1892437580.3183792
+    return total
 
 
 @triton.jit
@@ -686,6 +716,34 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a | b
     elif OP == "bitwise_xor":
         y = a ^ b
+    elif OP == "bitwise_left_shift":  # by 0 ... 63 (int64); torch's 0 for a negative count or one past the width
+        outside = (b < 0) | (b > 63)
+        y = tl.where(outside, 0, a << tl.where(outside, 0, b))
+    elif OP == "bitwise_right_shift":  # arithmetic; a negative count or one past the width fills with the sign
+        y = a >> tl.where((b < 0) | (b > 63), 63, b)
+    elif OP == "frexp_mantissa":  # x's bits with the exponent of [0.5, 1); subnormals scaled into the normals first
+        s = tl.where(tl.abs(a) < 1.1754943508222875e-38, a * 16777216.0, a)
+        m = ((s.to(tl.int32, bitcast=True) & -2139095041) | 1056964608).to(tl.float32, bitcast=True)
+        y = tl.where((a == 0.0) | (a != a) | (tl.abs(a) == float("inf")), a, m)
+    elif OP == "frexp_exponent":  # x = m 2^e; 0 for 0, inf and NaN (glibc's, as torch's)
+        tiny = tl.abs(a) < 1.1754943508222875e-38
+        s = tl.where(tiny, a * 16777216.0, a)
+        e = ((s.to(tl.int32, bitcast=True) >> 23) & 255) - tl.where(tiny, 150, 126)
+        y = tl.where((a == 0.0) | (a != a) | (tl.abs(a) == float("inf")), 0, e)
+    elif OP == "nextafter":  # c = the output dtype's last-place unit in fp32's bits (1, fp16's 2^13, bf16's 2^16)
+        step = c.to(tl.int32)
+        up = (a < b) == (a > 0.0)  # away from 0: a larger magnitude, larger bits
+        bits = a.to(tl.int32, bitcast=True)
+        y = tl.where(up, bits + step, bits - step).to(tl.float32, bitcast=True)
+        smallest = step.to(tl.float32, bitcast=True)
+        y = tl.where(a == 0.0, tl.where(b > a, smallest, -smallest), y)
+        # fp16's subnormals, below 2^-14, are 2^-24 apart: no fixed step of fp32's bits
+        low = (step == 8192) & ((tl.abs(a) < 6.103515625e-05) | ((tl.abs(a) == 6.103515625e-05) & ~up))
+        y = tl.where(low, a + tl.where(b > a, 5.960464477539063e-08, -5.960464477539063e-08), y)
+        y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
+    elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
+        y = c * _hurwitz_zeta(b, a)
+        y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
     else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
