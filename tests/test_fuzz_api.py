@@ -224,3 +224,14 @@ def test_adaptive_pooling_to_size_0_as_torch(name, size):
                                   lambda m, f, t: m.sub(t([1.5]), t([False])), lambda m, f, t: t([1]) + True])
 def test_subtracting_bools_raises_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.arange(float("inf")), lambda m, f, t: m.arange(float("nan")), lambda m, f, t: m.arange(0, 5, 0),
+    lambda m, f, t: m.arange(1e30), lambda m, f, t: m.arange(3, 0, 1),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), 1e30),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), float("nan")),
+    lambda m, f, t: t([1, 2]).masked_fill_(t([False, True]), float("-inf")),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), 2.7)])
+def test_unrepresentable_numbers_raise_as_torch(call):
+    _same_outcome(call)

@@ -11,6 +11,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
+from .kernels.launch import InputError
 from .tensor import Tensor, as_storage, check_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -244,12 +245,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
     check_device("arange", device)
     start, end = (0, start) if end is None else (start, end)
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise InputError(f"arange: unsupported range: {start} -> {end}")
     if step == 0:
-        raise ValueError("arange: step must be nonzero")
+        raise InputError("arange: step must be nonzero")
     if (end - start) * step < 0:
-        raise ValueError("arange: upper bound and lower bound inconsistent with step sign")
+        raise InputError("arange: upper bound and lower bound inconsistent with step sign")
     ints = all(_is_int(v) for v in (start, end, step))
     n = math.ceil((end - start) / step) if not ints else -(-(end - start) // step)
+    if n >= 2 ** 63:
+        raise InputError(f"arange: invalid size, possible overflow? ({n} elements)")
     values = np.arange(n, dtype=np.int64) * step + start if ints else start + np.arange(n) * float(step)
     dtype = dtype or (int64 if ints else float32)
     return _leaf("arange", as_storage(values, dtype), requires_grad)

@@ -20,7 +20,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
+from ..kernels.launch import InputError, as_int64, check, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, reshape, scalar_indices, to
@@ -353,7 +353,7 @@ def _masked_value(name, input, mask, value):
                                        f"with {value.ndim} dimension(s).")
         value = to(value, input.dtype)
     elif _kind(input) < 2:
-        value = bool(value) if input.dtype == torch.bool else int(value)  # cast to input's dtype, as torch
+        value = bool(value) if input.dtype == torch.bool else as_int64(value)  # cast to input's dtype, as torch
     shape = _pw.broadcast_shape(name, input.shape, mask.shape)
     check(shape == input.shape,
           lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")

@@ -21,7 +21,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import capturing, check, is_channels_last, is_flat
+from ..kernels.launch import as_int64, capturing, check, is_channels_last, is_flat
 from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
@@ -747,7 +747,7 @@ def masked_fill(input, mask, value):
     else:
         check(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else int(value)
+        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else as_int64(value)
     return where(mask, value, input)
 
 

@@ -65,6 +65,14 @@ def single(v, name, least=0):
     return v
 
 
+def as_int64(value):
+    """value (a number) as the int an int64 tensor holds, truncated as torch casts it: InputError
+    (torch's RuntimeError) for inf, NaN or a value past int64's range, before any launch."""
+    if not -2 ** 63 <= value < 2 ** 63:  # False for NaN too
+        raise InputError(f"value cannot be converted to type int64_t without overflow: {value}")
+    return int(value)
+
+
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
 
 
