@@ -175,9 +175,9 @@ def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
 
 # ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
 
-def _same_outcome(fn):
-    """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values and dtype, or
-    errors of the same kind (tnet's on one line)."""
+def _same_outcome(fn, rtol=1e-5):
+    """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values (to rtol) and
+    dtype, or errors of the same kind (tnet's on one line)."""
     try:
         want = fn(torch, tF, torch.tensor)
     except (RuntimeError, ValueError, TypeError, IndexError) as e:
@@ -187,7 +187,7 @@ def _same_outcome(fn):
         return
     got = fn(tnet, F, tnet.tensor)
     assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("call", [
@@ -235,3 +235,15 @@ def test_subtracting_bools_raises_as_torch(call):
     lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), 2.7)])
 def test_unrepresentable_numbers_raise_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtype, wdtype", [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+                                           (torch.float32, torch.bfloat16), (torch.float16, torch.bfloat16)])
+@pytest.mark.parametrize("norm", [lambda f, x, w: f.group_norm(x, 2, w, w), lambda f, x, w: f.instance_norm(x, weight=w, bias=w),
+                                  lambda f, x, w: f.layer_norm(x, (4, 3), None, None),
+                                  lambda f, x, w: f.layer_norm(x.transpose(1, 2), (3,), w[:3], w[:3]),
+                                  lambda f, x, w: f.rms_norm(x.transpose(1, 2), (4,), w)])
+def test_norms_of_16_bit_input_with_float32_parameters_keep_the_input_dtype(dtype, wdtype, norm):
+    x = np.random.default_rng(0).standard_normal((2, 4, 3))
+    w = np.linspace(0.5, 2.0, 4)
+    _same_outcome(lambda m, f, t: norm(f, t(x).to(dtype), t(w).to(wdtype)), rtol=3e-2)
