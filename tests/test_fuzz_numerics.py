@@ -260,3 +260,13 @@ def test_rms_norm_of_16_bit_input_computes_in_float32_with_its_eps(dtype):
     want.backward(seed)
     np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
     np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=2e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape, dim", [((), 0), ((3,), 0), ((2, 3), 1), ((5, 2), 0)])
+def test_prod_of_16_bit_input_as_torch(dtype, shape, dim):
+    """The masked lanes of a bf16 load held 9e-41 under the interpreter, not 1: every product 0."""
+    x = torch.tensor(np.linspace(-1.5, 2.0, int(np.prod(shape))).reshape(shape), dtype=dtype)
+    got, want = tnet.prod(tnet.Tensor(x.clone()), dim), torch.prod(x, dim)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=1e-2)
