@@ -227,9 +227,10 @@ def test_cosine_similarity_broadcasts_before_its_norms():
 @pytest.mark.parametrize("name, kw", [("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {}),
                                       ("huber_loss", {"delta": 2.0})])
 def test_smooth_l1_and_huber_gradients_at_infinite_differences_as_torch(name, kw):
-    """The where of the two branches gave 0 * inf = NaN gradients where the input is +-inf."""
-    x = np.array([INF, -INF, 0.3, 1.0, -2.0, 5.0, 0.0, 3e38], np.float32)
-    y = np.array([0.0, 1.0, 0.0, 0.0, 0.5, 5.0, -1.0, -3e38], np.float32)
+    """The where of the two branches gave 0 * inf = NaN gradients where the input is +-inf; abs's
+    gradient gave 0 at a NaN input, where torch's is NaN."""
+    x = np.array([INF, -INF, 0.3, 1.0, -2.0, 5.0, 0.0, 3e38, NAN], np.float32)
+    y = np.array([0.0, 1.0, 0.0, 0.0, 0.5, 5.0, -1.0, -3e38, 1.0], np.float32)
     a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     got, want = getattr(F, name)(a, tnet.tensor(y), reduction="sum", **kw), getattr(torch.nn.functional, name)(
         t, torch.tensor(y), reduction="sum", **kw)
@@ -270,3 +271,16 @@ def test_prod_of_16_bit_input_as_torch(dtype, shape, dim):
     got, want = tnet.prod(tnet.Tensor(x.clone()), dim), torch.prod(x, dim)
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=1e-2)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_rounded_division_has_a_zero_gradient_even_by_zero(mode):
+    x, y = np.array([1.5, -2.0, 3.0], np.float32), np.array([0.0, 2.0, -0.0], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), tnet.tensor(y, requires_grad=True)
+    t, u = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    got, want = tnet.div(a, b, rounding_mode=mode), torch.div(t, u, rounding_mode=mode)
+    _same(got.detach().numpy(), want)
+    F.sum(got).backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
+    _same(b.grad.numpy(), u.grad)

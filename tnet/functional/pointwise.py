@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import as_int64, capturing, check, is_channels_last, is_flat
-from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, record
+from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, no_grad, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -140,10 +140,13 @@ def div(input, other, *, rounding_mode=None):
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
             return floor_divide(input, other)
         _check_int_divisor(*_operands("div", input, other))
-        y = trunc(div(input, other))
+        with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
+            y = trunc(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
-        return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
+        if exact:
+            return y.to(torch.int64)  # integers divide to int64, as torch's
+        return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)

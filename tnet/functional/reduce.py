@@ -400,10 +400,24 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
-    d = abs(sub(input, target))
-    m = clamp(d, None, beta)  # min(d, beta): no branch of a where, whose 0 gradient times an infinite d is NaN
-    loss = d if beta == 0 else mul(m, m) * (0.5 / beta) + (d - m)
+    d = sub(input, target)
+    loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
+
+
+def _smooth_l1(name, d, beta, scale):
+    """scale * (0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta), element-wise, with torch's
+    gradient scale * clamp(d / beta, -1, 1): NaN at a NaN d (abs's gradient would give 0), finite at
+    an infinite one (a where's 0 gradient times inf would be NaN)."""
+    with no_grad():
+        a = abs(d)
+        m = clamp(a, None, beta)
+        loss = mul(m, m) * (0.5 * scale / beta) + (a - m) * scale
+
+    def backward(g):
+        with no_grad():
+            return (mul(Tensor(g), clamp(d, -beta, beta)) * (scale / beta)).memory,
+    return record(name, loss.memory, (d,), backward, saved=(d,))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -600,9 +614,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
-    a = abs(sub(input, target))
-    m = clamp(a, None, delta)  # min(|d|, delta), as smooth_l1_loss's
-    loss = mul(m, m) * 0.5 + (a - m) * delta
+    loss = _smooth_l1("huber_loss", sub(input, target), delta, delta)  # delta * smooth_l1 of beta delta
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")
