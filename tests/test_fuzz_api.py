@@ -247,3 +247,12 @@ def test_norms_of_16_bit_input_with_float32_parameters_keep_the_input_dtype(dtyp
     x = np.random.default_rng(0).standard_normal((2, 4, 3))
     w = np.linspace(0.5, 2.0, 4)
     _same_outcome(lambda m, f, t: norm(f, t(x).to(dtype), t(w).to(wdtype)), rtol=3e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: 3 ** t([0, 1, 2, -1, 40]), lambda m, f, t: -2 ** t([True, False]), lambda m, f, t: 0 ** t([-1, 0, 2]),
+    lambda m, f, t: True ** t([0, 3]), lambda m, f, t: True ** t([True]), lambda m, f, t: 2.5 ** t([1, 2]),
+    lambda m, f, t: m.pow(t([0, 1, -1, -1, 2, -3, 2, 3, 5]), t([-1, -5, -5, -4, 63, 3, 64, 40, -2])),
+    lambda m, f, t: m.pow(t([2, 3]), t([True, False])), lambda m, f, t: m.pow(t([True]), t([False]))])
+def test_integer_powers_are_exact_int64_as_torch(call):
+    _same_outcome(call)

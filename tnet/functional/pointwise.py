@@ -232,6 +232,8 @@ def _pow_tensor(input, exponent):
     the exponent >= 0 (torch's rule)."""
     check_tensors("pow", input=input, exponent=exponent)
     X, E = input.memory, exponent.memory
+    if X.dtype in _pw.INTEGERS and E.dtype in _pw.INTEGERS:
+        return _ipow(X, E)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
@@ -260,10 +262,23 @@ def _integer_power(X, n):
     return y
 
 
+def _ipow(a, b):
+    """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
+    two bool tensors raise as torch's."""
+    if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
+            else int(v) if isinstance(v, bool) else v for v in (a, b))
+    return Tensor(_pw.pointwise("ipow", a, b))
+
+
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
-    its gradient; other bases raise NotImplementedError."""
+    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; other
+    bases raise NotImplementedError."""
     check(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
+    if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
+        return _ipow(base, input.memory)
     if base <= 0:
         raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
     return exp2(mul(input, math.log2(base)))
