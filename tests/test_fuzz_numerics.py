@@ -284,3 +284,13 @@ def test_rounded_division_has_a_zero_gradient_even_by_zero(mode):
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
     _same(b.grad.numpy(), u.grad)
+
+
+@pytest.mark.parametrize("name", ["eq", "lt", "ge", "ne"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_comparison_with_a_0_d_float32_rounds_it_to_the_16_bit_dtype_as_torch(name, dtype):
+    x = torch.tensor([0.1, 1 / 3, -2.7, 0.0], dtype=dtype)
+    for s in (torch.tensor(0.1), torch.tensor(1 / 3), torch.tensor([1 / 3])):
+        for a, b in ((x, s), (s, x)):
+            got = getattr(tnet, name)(tnet.Tensor(a.clone()), tnet.Tensor(b.clone()))
+            assert torch.equal(got.memory, getattr(torch, name)(a, b))

@@ -401,6 +401,10 @@ def _compare(name, input, other):
     """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
     holds, or a Python number on either side."""
     a, b = _operands(name, input, other)
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype and (a.dim() == 0) != (b.dim() == 0):
+        # torch compares in the promoted dtype: a 0-d fp32 beside a 16-bit tensor is rounded to 16 bits first
+        a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
+                else v for v, w in ((a, b), (b, a)))
     return Tensor(_pw.pointwise(name, a, b))
 
 
