@@ -294,3 +294,15 @@ def test_comparison_with_a_0_d_float32_rounds_it_to_the_16_bit_dtype_as_torch(na
         for a, b in ((x, s), (s, x)):
             got = getattr(tnet, name)(tnet.Tensor(a.clone()), tnet.Tensor(b.clone()))
             assert torch.equal(got.memory, getattr(torch, name)(a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_two_norm_of_16_bit_input_squares_in_float32(dtype):
+    x = torch.tensor([[65504.0, 3.0], [1.0, 2.0]], dtype=dtype)
+    a, t = tnet.Tensor(x.clone(), requires_grad=True), x.clone().requires_grad_(True)
+    got, want = tnet.norm(a, dim=1), torch.norm(t, dim=1)
+    assert got.dtype == dtype
+    F.sum(got).backward()
+    want.sum().backward()
+    np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=1e-2)

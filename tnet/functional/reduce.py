@@ -561,9 +561,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 
 def _two_norm(input, dim, keepdim):
-    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN)."""
+    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN); the
+    squares of 16-bit input in fp32 (65504^2 overflows float16), as torch's."""
     with no_grad():
-        y = pow(sum(mul(input, input), dim, keepdim=True), 0.5)
+        X = input.memory
+        squares = Tensor(_pw.pointwise("mul", X, X, dtype=torch.float32))
+        y = pow(sum(squares, dim, keepdim=True), 0.5)
+        y = y if y.dtype == input.dtype else y.to(input.dtype)
 
     def backward(g):
         with no_grad():
