@@ -256,3 +256,19 @@ def test_norms_of_16_bit_input_with_float32_parameters_keep_the_input_dtype(dtyp
     lambda m, f, t: m.pow(t([2, 3]), t([True, False])), lambda m, f, t: m.pow(t([True]), t([False]))])
 def test_integer_powers_are_exact_int64_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.median(t([], dtype=m.int64)), lambda m, f, t: m.median(t([], dtype=m.bool)),
+    lambda m, f, t: m.median(t([True, False, True])), lambda m, f, t: m.median(t([[True], [False]]), 0).values,
+    lambda m, f, t: m.median(t([3, 1, 2])), lambda m, f, t: m.cumprod(t(-3e38), 0), lambda m, f, t: m.cumprod(t([[2.5, -1.0]]), 0)])
+def test_median_and_cumprod_corner_cases_as_torch(call):
+    _same_outcome(call)
+
+
+def test_cumprod_along_an_axis_of_one_passes_the_gradient_through():
+    for shape in ((), (1, 2)):
+        a, t = tnet.tensor(np.full(shape, -3e38, np.float32), requires_grad=True), torch.full(shape, -3e38, requires_grad=True)
+        tnet.cumprod(a, 0).backward(tnet.tensor(np.full(shape, -2.0, np.float32)))
+        torch.cumprod(t, 0).backward(torch.full(shape, -2.0))
+        np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
