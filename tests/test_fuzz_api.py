@@ -272,3 +272,16 @@ def test_cumprod_along_an_axis_of_one_passes_the_gradient_through():
         tnet.cumprod(a, 0).backward(tnet.tensor(np.full(shape, -2.0, np.float32)))
         torch.cumprod(t, 0).backward(torch.full(shape, -2.0))
         np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.maximum(t([1.0, 2.0]), 2.0), lambda m, f, t: m.fmin(t([1.0]), -1), lambda m, f, t: t([[1.0]]) @ 2,
+    lambda m, f, t: t([[1.0, 2.0]]).argmax("1"), lambda m, f, t: m.prod(t([1, 2]), "1"), lambda m, f, t: m.cumprod(t([1.0]), 1.0),
+    lambda m, f, t: m.diff(t([1.0, 2.0]), dim=1.5), lambda m, f, t: m.zeros(-1, 2), lambda m, f, t: m.zeros(2.5),
+    lambda m, f, t: t([1.0]).new_zeros((-1,)), lambda m, f, t: m.linspace(0.0, 1.0, -1), lambda m, f, t: ~t([1.0]),
+    lambda m, f, t: f.max_pool1d(t([[1.0, 2.0, 3.0]]), 2, stride=object()),
+    lambda m, f, t: f.avg_pool1d(t([[[1.0, 2.0, 3.0]]]), 2, stride="x"),
+    lambda m, f, t: f.conv_transpose2d(t(np.ones((1, 1, 3, 3))), t(np.ones((1, 1, 3, 3))), output_padding=("x",)),
+    lambda m, f, t: m.addcmul(t([1.0]), t([1.0]), t([1.0]), value="x"), lambda m, f, t: m.norm(t([1.0]), p=[1])])
+def test_wrong_argument_types_and_negative_sizes_raise_torchs_error_kind(call):
+    _same_outcome(call)

@@ -11,7 +11,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .kernels.launch import InputError
+from .kernels.launch import InputError, InputTypeError
 from .tensor import Tensor, as_storage, check_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -129,8 +129,10 @@ def _size(name, size):
     """Sizes given as ints or as one tuple/list, as torch takes them."""
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
         size = tuple(size[0])
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in size):
-        raise ValueError(f"{name}: sizes must be non-negative ints, got {size}")
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
+        raise InputTypeError(f"{name}: sizes must be ints, got {size}")
+    if not all(s >= 0 for s in size):
+        raise InputError(f"{name}: sizes must be non-negative ints, got {size}")
     return tuple(size)
 
 
@@ -269,6 +271,10 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_device("linspace", device)
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        raise InputTypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise InputError(f"linspace: number of steps must be non-negative, got {steps}")
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 

@@ -3,7 +3,7 @@ normalisation composed of the reductions' and element-wise kernels."""
 import torch
 
 from ..kernels import norm as _norm
-from ..kernels.launch import InputError, check, dense
+from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
 from .inputs import check_tensors, needs_grad
@@ -33,7 +33,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
-            raise InputError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+            raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.memory
     X, W, B = dense(input.memory), data(weight), data(bias)
     need_x, need_w, need_b = needs_grad(input, weight, bias)

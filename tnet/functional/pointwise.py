@@ -21,7 +21,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import as_int64, capturing, check, is_channels_last, is_flat
+from ..kernels.launch import as_int64, capturing, check, check_type, is_channels_last, is_flat
 from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, no_grad, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
@@ -52,9 +52,9 @@ def _operands(name, input, other):
     if isinstance(input, torch.Tensor) or isinstance(other, torch.Tensor):
         input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else v for v in (input, other))
     for arg, v in (("input", input), ("other", other)):
-        check(isinstance(v, (Tensor, numbers.Real)),
+        check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
-    check(isinstance(input, Tensor) or isinstance(other, Tensor),
+    check_type(isinstance(input, Tensor) or isinstance(other, Tensor),
           lambda: f"{name}: input or other must be a tnet.Tensor")
     # ints stay ints: integer arithmetic where every operand is an integer, as torch's
     return [v.memory if isinstance(v, Tensor) else v if isinstance(v, bool) else int(v)
@@ -216,7 +216,7 @@ def pow(input, exponent):
     int64), a float one float32, as torch's; a negative int exponent raises as torch's."""
     if isinstance(exponent, Tensor):
         return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
-    check(isinstance(exponent, numbers.Real),
+    check_type(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
     check_tensors("pow", input=input)
     if input.dtype in _pw.INTEGERS:
@@ -276,7 +276,7 @@ def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
     its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; other
     bases raise NotImplementedError."""
-    check(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
+    check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
     if base <= 0:
@@ -353,7 +353,7 @@ def clamp(input, min=None, max=None):
                             f"max={type(max).__name__}: both bounds must be tensors, or both numbers")
         return _clamp_tensors(input, min, max)
     for arg, v in (("min", min), ("max", max)):
-        check(v is None or isinstance(v, numbers.Real),
+        check_type(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
     if X.dtype in _pw.INTEGERS:
@@ -456,8 +456,8 @@ bitwise_and, bitwise_or, bitwise_xor = _bitwise("bitwise_and"), _bitwise("bitwis
 def bitwise_not(input):
     """~x: logical not of a bool tensor, two's complement of an integer one (floats raise, as torch)."""
     check_tensors("bitwise_not", input=input)
-    check(input.dtype in _pw.INTEGERS,
-          lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
+    check_type(input.dtype in _pw.INTEGERS,  # torch's ~ raises TypeError, its bitwise_not NotImplementedError
+               lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
     return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.memory))
 
 
@@ -720,7 +720,7 @@ def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
     as end), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
-    check(isinstance(weight, (Tensor, numbers.Real)),
+    check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
@@ -735,7 +735,7 @@ def lerp(input, end, weight):
 
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
     check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
-    check(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
+    check_type(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
     X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
     return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
@@ -767,7 +767,7 @@ def masked_fill(input, mask, value):
                                        f"{value.ndim} dimension(s).")
         value = value.to(input.dtype)
     else:
-        check(isinstance(value, numbers.Real),
+        check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
         value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else as_int64(value)
     return where(mask, value, input)

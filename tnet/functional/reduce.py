@@ -12,7 +12,7 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, check, is_channels_last
+from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
 from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
@@ -101,7 +101,7 @@ def _max_dims(name, input, dim):
     argmax and argmin, as torch) and name an axis of nonzero size (IndexError); the other axes may
     be empty."""
     check_tensors(name, input=input)
-    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
+    check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
     if dim is None:
         if input.numel() == 0:
             if name.startswith("arg"):
@@ -192,7 +192,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     torch's, zeros included: g times the product of the other elements of the slice (g * prod / x
     where the slice holds no zero)."""
     check_tensors("prod", input=input)
-    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
+    check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
     if dtype is not None:
         input = input.to(dtype)
     dims = _dims("prod", input, dim)
@@ -488,7 +488,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' raises
     NotImplementedError (it needs singular values). dtype: the input cast first."""
     check_tensors("norm", input=input)
-    check(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
+    check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
         raise NotImplementedError("norm: p='nuc' needs singular values, which tnet does not compute")
@@ -708,7 +708,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor of elements' shape: True where the element equals one of test_elements (a
     tensor or a number), as torch.isin (invert: where it equals none); one comparison against every
     test element, then an any."""
-    check(isinstance(elements, Tensor) or isinstance(test_elements, Tensor),
+    check_type(isinstance(elements, Tensor) or isinstance(test_elements, Tensor),
           "isin: elements or test_elements must be a tnet.Tensor")
     if not isinstance(elements, Tensor):
         elements = Tensor(as_storage(elements))

@@ -11,7 +11,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors
 from .pointwise import mul, neg, where
@@ -82,7 +82,7 @@ def _check_legacy(name, size_average, reduce, reduction):
 def _nll(input, target, weight, ignore_index, reduction):
     """nll_loss, and the device sum of the weights of the rows not ignored (the mean's divisor)."""
     check_tensors("nll_loss", input=input, target=target)
-    check(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
+    check_type(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
     check(target.dtype == torch.int64, lambda: f"nll_loss: target must be int64 class indices, got {target.dtype}")
     check(input.ndim >= 1, "nll_loss: input must have at least 1 dimension")
     cdim = 0 if input.ndim == 1 else 1
