@@ -285,3 +285,19 @@ def test_cumprod_along_an_axis_of_one_passes_the_gradient_through():
     lambda m, f, t: m.addcmul(t([1.0]), t([1.0]), t([1.0]), value="x"), lambda m, f, t: m.norm(t([1.0]), p=[1])])
 def test_wrong_argument_types_and_negative_sizes_raise_torchs_error_kind(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_strided_operands_of_linear_cross_entropy_and_batch_norm_are_copied_dense(dtype):
+    rng = np.random.default_rng(0)
+    x, w, b = (torch.tensor(rng.standard_normal(s), dtype=dtype) for s in ((2, 5), (3, 5), (6,)))
+    logits, labels = torch.tensor(rng.standard_normal((4, 3)), dtype=dtype), torch.tensor([0, 1, 1, 0, 0, 1])
+    calls = [lambda m, f, T: f.linear(T(x), T(w), T(b)[::2]),
+             lambda m, f, T: f.cross_entropy(T(logits).t(), T(labels)[::2]),
+             lambda m, f, T: f.cross_entropy(T(logits)[:, ::2], T(labels)[:4], label_smoothing=0.2),
+             lambda m, f, T: f.batch_norm(T(x.t()), T(b[:2]), T(b[:2]).abs(), T(b[:1]).expand(2), T(b)[::3], training=False)]
+    for call in calls:
+        want = call(torch, tF, lambda v: v.clone())
+        got = call(tnet, F, lambda v: tnet.Tensor(v.clone()))
+        assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=3e-2, atol=3e-2)

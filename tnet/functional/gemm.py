@@ -172,7 +172,7 @@ def linear(x, w, b=None):
         return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
                 bias_grad(g, b_dtype) if need_b else None)
-    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory, bias_dim=1)
+    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory.contiguous(), bias_dim=1)  # the epilogue reads it dense
     return record("linear", y, (x, w) if b is None else (x, w, b), backward,
                   saved=(w if need_x else None, x if need_w else None))
 

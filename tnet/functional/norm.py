@@ -35,7 +35,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
             raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.memory
-    X, W, B = dense(input.memory), data(weight), data(bias)
+    X = dense(input.memory)
+    W, B = (None if v is None else v.memory.contiguous() for v in (weight, bias))  # a strided view copied: kernels read dense vectors
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     if training:
         y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,

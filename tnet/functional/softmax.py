@@ -162,8 +162,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         terms = mul(log_softmax(input, cdim), target)
         return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
     if input.ndim == 2 and weight is None:
-        loss, dlogits = _softmax.cross_entropy(input.memory, target.memory, label_smoothing, reduction, ignore_index,
-                                               dtype=_autocast_fp32(input))
+        # strided logits or labels (a transpose, a slice) copied dense: the fused kernel reads rows
+        loss, dlogits = _softmax.cross_entropy(input.memory.contiguous(), target.memory.contiguous(), label_smoothing,
+                                               reduction, ignore_index, dtype=_autocast_fp32(input))
         if reduction == "none":
             return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
         return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),))
