@@ -301,3 +301,18 @@ def test_strided_operands_of_linear_cross_entropy_and_batch_norm_are_copied_dens
         got = call(tnet, F, lambda v: tnet.Tensor(v.clone()))
         assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
         np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.mm(t(np.ones((2, 3))), t(np.ones((3, 2))).to(m.bfloat16)),
+    lambda m, f, t: m.matmul(t(np.ones((2, 3))).half(), t(np.ones(3))),
+    lambda m, f, t: f.linear(t(np.ones((2, 3))).to(m.bfloat16), t(np.ones((4, 3)))),
+    lambda m, f, t: f.scaled_dot_product_attention(*(t(np.ones((1, 2, 3))).to(d) for d in (m.float16, m.float32, m.float16)))])
+def test_products_of_mixed_dtypes_raise_as_torch(call):
+    _same_outcome(call)
+
+
+def test_products_of_mixed_dtypes_run_under_autocast():
+    x, w = tnet.tensor(np.ones((2, 3), np.float32)).to(torch.bfloat16), tnet.tensor(np.ones((4, 3), np.float32))
+    with tnet.autocast("cuda" if tnet.DEVICE.type == "cuda" else "cpu", dtype=torch.bfloat16):
+        assert F.linear(x, w).dtype == torch.bfloat16
