@@ -316,3 +316,17 @@ def test_products_of_mixed_dtypes_run_under_autocast():
     x, w = tnet.tensor(np.ones((2, 3), np.float32)).to(torch.bfloat16), tnet.tensor(np.ones((4, 3), np.float32))
     with tnet.autocast("cuda" if tnet.DEVICE.type == "cuda" else "cpu", dtype=torch.bfloat16):
         assert F.linear(x, w).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign"])
+@pytest.mark.parametrize("a, b", [([1, 2], [0.5, 2.0]), ([1.5, 2.0], [1, 3]), ([True, False], [0.25, -1.0])])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_float_functions_of_an_integer_and_a_float_tensor_promote_as_torch(name, a, b, dtype):
+    ta, tb = (torch.tensor(v) for v in (a, b))
+    ta, tb = (v.to(dtype) if v.is_floating_point() else v for v in (ta, tb))
+    _same_outcome(lambda m, f, t: getattr(m, name)(t(ta.clone()) if m is torch else tnet.Tensor(ta.clone()),
+                                                   t(tb.clone()) if m is torch else tnet.Tensor(tb.clone())), rtol=1e-2)
+
+
+def test_rrelu_with_lower_above_upper_raises_as_torch():
+    _same_outcome(lambda m, f, t: f.rrelu(t([1.0, -2.0]), 0.5, 0.3))

@@ -804,7 +804,10 @@ def _binary(name, input, other, op, grads=None):
     """Record y = op(input, other) elementwise, broadcasting (a number on either side); grads(g, a,
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
     for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
-    floor_divide), without gradient."""
+    floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
+    the dtype torch's promotion gives (_ints_to_float)."""
+    if op not in _pw.INTEGER_OPS:
+        input, other = _ints_to_float(input, other)
     a, b = _operands(name, input, other)
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
@@ -976,7 +979,7 @@ def positive(input):
 
 def _floats(*values):
     """values with integer and bool tnet tensors as float32 copies: the functions that torch computes
-    in floats for them (copysign, ldexp, float_power)."""
+    in floats for them (deg2rad, ldexp, float_power)."""
     return [Tensor(_float(v.memory)) if isinstance(v, Tensor) and v.dtype in _pw.INTEGERS else v for v in values]
 
 
@@ -995,7 +998,6 @@ def rad2deg(input):
 def copysign(input, other):
     """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
     give float32. input's gradient is g * y / x, 0 where x is 0; other's is 0, as torch's."""
-    input, other = _floats(input, other)
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("std_backward", g, a, y),  # where(x == 0, 0, g y / x)
         need[1] and torch.zeros_like(g)))

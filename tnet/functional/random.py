@@ -160,6 +160,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     inplace=True is computed out of place (F.rrelu_ writes the input)."""
     check_tensors("rrelu", input=input)
     check(input.memory.is_floating_point(), lambda: f"rrelu: expected a float tensor, got {input.dtype}")
+    check(lower <= upper, lambda: f"rrelu: Lower bound should be less than or equal to the upper bound, got {lower} > {upper}")
     if not training:
         return leaky_relu(input, (lower + upper) / 2.0)
     slope = add(mul(Tensor(draw(input.shape, input.device)), float(upper - lower)), float(lower))
