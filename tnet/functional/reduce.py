@@ -12,7 +12,7 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, check, check_type, is_channels_last
+from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
 from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
@@ -28,7 +28,7 @@ def _dims(name, input, dim):
     out = []
     for d in dims:
         if not isinstance(d, numbers.Integral):
-            raise TypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+            raise InputTypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
         low, high = (-n, n - 1) if n else (-1, 0)
         if not low <= d <= high:
             raise InputIndexError(f"{name}: dimension out of range (expected to be in range of [{low}, {high}], "
