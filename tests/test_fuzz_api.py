@@ -330,3 +330,11 @@ def test_float_functions_of_an_integer_and_a_float_tensor_promote_as_torch(name,
 
 def test_rrelu_with_lower_above_upper_raises_as_torch():
     _same_outcome(lambda m, f, t: f.rrelu(t([1.0, -2.0]), 0.5, 0.3))
+
+
+def test_embedding_of_no_rows_with_padding_idx_0_raises_as_torch():
+    for kind, args in ((IndexError, (0, 3, 0)), (AssertionError, (2, 3, 5))):
+        with pytest.raises(kind):
+            torch.nn.Embedding(*args[:2], padding_idx=args[2])
+        with pytest.raises(kind):
+            nn.Embedding(*args[:2], padding_idx=args[2])

@@ -569,10 +569,9 @@ def _two_norm(input, dim, keepdim):
         y = pow(sum(squares, dim, keepdim=True), 0.5)
         y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):
-        with no_grad():
-            g = reshape(Tensor(g), y.shape)
-            return where(eq(y, 0), 0.0, div(mul(g, input), y)).memory
+    def backward(g):  # g x / y in fp32 registers (g x overflows float16), 0 where y is 0
+        Y = y.memory
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.reshape(Y.shape), X, Y))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
