@@ -338,3 +338,13 @@ def test_embedding_of_no_rows_with_padding_idx_0_raises_as_torch():
             torch.nn.Embedding(*args[:2], padding_idx=args[2])
         with pytest.raises(kind):
             nn.Embedding(*args[:2], padding_idx=args[2])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.pow(t([1, 2]), t([0.5, 2.0])), lambda m, f, t: t([1.5, 2.0]) ** t([1, 2]),
+    lambda m, f, t: m.fmod(t([5, 7]), t([2.5, 2.0])), lambda m, f, t: m.fmod(t([5, 7]), 2.5), lambda m, f, t: m.fmod(t([5, 7]), 2),
+    lambda m, f, t: m.remainder(t([True, False]), t([1.5, 2.0])),
+    lambda m, f, t: m.addcmul(t([1.0, 2.0]), t([1, 2]), t([0.5, 1.5])), lambda m, f, t: m.addcdiv(t([1.0, 2.0]), t([1, 2]), t([True, True])),
+    lambda m, f, t: m.addcdiv(t([1.0, 2.0]), t([1.0, 2.0]), t([3, 4])), lambda m, f, t: m.diff(t(1.0)), lambda m, f, t: m.eye(-1)])
+def test_integer_operands_beside_floats_promote_as_torch(call):
+    _same_outcome(call)

@@ -265,6 +265,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
+    if n < 0 or m is not None and m < 0:
+        raise InputError(f"eye: n and m must be greater or equal to 0, got {n} and {m}")
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
 
 

@@ -157,12 +157,17 @@ def div(input, other, *, rounding_mode=None):
                     saved=(b, y if need_b else None))
 
 
-def _ints_to_float(input, other):
-    """input and other, an integer or bool tensor among them cast to the float dtype torch's promotion
-    gives the pair: the other's (float16 with an int64 tensor stays float16), float32 without one."""
-    floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.memory.is_floating_point()]
+def _ints_to_float(*values):
+    """values, the integer and bool tensors among them cast to the float dtype torch's promotion
+    gives them: the float tensors' (float16 with an int64 tensor stays float16), float32 without one."""
+    floats = [v.memory for v in values if isinstance(v, Tensor) and v.memory.is_floating_point()]
     dtype = _pw.result_type(floats) if floats else torch.float32
-    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in (input, other))
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in values)
+
+
+def _is_integer(v):
+    """An integer or bool tnet tensor, or a Python int (bool)."""
+    return isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS
 
 
 def _float(X):
@@ -231,9 +236,10 @@ def _pow_tensor(input, exponent):
     """input ** exponent for two tensors; the exponent's gradient is g y log(x), 0 where x == 0 and
     the exponent >= 0 (torch's rule)."""
     check_tensors("pow", input=input, exponent=exponent)
+    if _is_integer(input) and _is_integer(exponent):
+        return _ipow(input.memory, exponent.memory)
+    input, exponent = _ints_to_float(input, exponent)
     X, E = input.memory, exponent.memory
-    if X.dtype in _pw.INTEGERS and E.dtype in _pw.INTEGERS:
-        return _ipow(X, E)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
@@ -736,6 +742,11 @@ def lerp(input, end, weight):
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
     check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
     check_type(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
+    check(name != "addcdiv" or not (_is_integer(tensor1) and _is_integer(tensor2)),
+          "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true "
+          "division of tensor1 and tensor2.")
+    if not all(_is_integer(v) for v in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
+        input, tensor1, tensor2 = _ints_to_float(input, tensor1, tensor2)
     X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
     return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
@@ -806,7 +817,7 @@ def _binary(name, input, other, op, grads=None):
     for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
     the dtype torch's promotion gives (_ints_to_float)."""
-    if op not in _pw.INTEGER_OPS:
+    if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
     a, b = _operands(name, input, other)
     if name in ("fmod", "remainder", "floor_divide"):
