@@ -348,3 +348,9 @@ def test_embedding_of_no_rows_with_padding_idx_0_raises_as_torch():
     lambda m, f, t: m.addcdiv(t([1.0, 2.0]), t([1.0, 2.0]), t([3, 4])), lambda m, f, t: m.diff(t(1.0)), lambda m, f, t: m.eye(-1)])
 def test_integer_operands_beside_floats_promote_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("base", [float("nan"), float("inf"), 2.0])
+def test_a_non_finite_number_to_the_power_0_is_1_as_torch(base):
+    _same_outcome(lambda m, f, t: base ** t([0.0, 1.0, -1.0]))
+    _same_outcome(lambda m, f, t: base ** t([0, 2]))

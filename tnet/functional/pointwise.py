@@ -287,7 +287,8 @@ def rpow(input, base):
         return _ipow(base, input.memory)
     if base <= 0:
         raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
-    return exp2(mul(input, math.log2(base)))
+    y = exp2(mul(input, math.log2(base)))
+    return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
 
 def gelu(input, approximate="none"):
