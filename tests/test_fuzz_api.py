@@ -175,9 +175,9 @@ def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
 
 # ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
 
-def _same_outcome(fn):
-    """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values and dtype, or
-    errors of the same kind (tnet's on one line)."""
+def _same_outcome(fn, rtol=1e-5):
+    """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values (to rtol) and
+    dtype, or errors of the same kind (tnet's on one line)."""
     try:
         want = fn(torch, tF, torch.tensor)
     except (RuntimeError, ValueError, TypeError, IndexError) as e:
@@ -187,7 +187,7 @@ def _same_outcome(fn):
         return
     got = fn(tnet, F, tnet.tensor)
     assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("call", [
@@ -224,3 +224,133 @@ def test_adaptive_pooling_to_size_0_as_torch(name, size):
                                   lambda m, f, t: m.sub(t([1.5]), t([False])), lambda m, f, t: t([1]) + True])
 def test_subtracting_bools_raises_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.arange(float("inf")), lambda m, f, t: m.arange(float("nan")), lambda m, f, t: m.arange(0, 5, 0),
+    lambda m, f, t: m.arange(1e30), lambda m, f, t: m.arange(3, 0, 1),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), 1e30),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), float("nan")),
+    lambda m, f, t: t([1, 2]).masked_fill_(t([False, True]), float("-inf")),
+    lambda m, f, t: m.masked_fill(t([1, 2]), t([True, False]), 2.7)])
+def test_unrepresentable_numbers_raise_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtype, wdtype", [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+                                           (torch.float32, torch.bfloat16), (torch.float16, torch.bfloat16)])
+@pytest.mark.parametrize("norm", [lambda f, x, w: f.group_norm(x, 2, w, w), lambda f, x, w: f.instance_norm(x, weight=w, bias=w),
+                                  lambda f, x, w: f.layer_norm(x, (4, 3), None, None),
+                                  lambda f, x, w: f.layer_norm(x.transpose(1, 2), (3,), w[:3], w[:3]),
+                                  lambda f, x, w: f.rms_norm(x.transpose(1, 2), (4,), w)])
+def test_norms_of_16_bit_input_with_float32_parameters_keep_the_input_dtype(dtype, wdtype, norm):
+    x = np.random.default_rng(0).standard_normal((2, 4, 3))
+    w = np.linspace(0.5, 2.0, 4)
+    _same_outcome(lambda m, f, t: norm(f, t(x).to(dtype), t(w).to(wdtype)), rtol=3e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: 3 ** t([0, 1, 2, -1, 40]), lambda m, f, t: -2 ** t([True, False]), lambda m, f, t: 0 ** t([-1, 0, 2]),
+    lambda m, f, t: True ** t([0, 3]), lambda m, f, t: True ** t([True]), lambda m, f, t: 2.5 ** t([1, 2]),
+    lambda m, f, t: m.pow(t([0, 1, -1, -1, 2, -3, 2, 3, 5]), t([-1, -5, -5, -4, 63, 3, 64, 40, -2])),
+    lambda m, f, t: m.pow(t([2, 3]), t([True, False])), lambda m, f, t: m.pow(t([True]), t([False]))])
+def test_integer_powers_are_exact_int64_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.median(t([], dtype=m.int64)), lambda m, f, t: m.median(t([], dtype=m.bool)),
+    lambda m, f, t: m.median(t([True, False, True])), lambda m, f, t: m.median(t([[True], [False]]), 0).values,
+    lambda m, f, t: m.median(t([3, 1, 2])), lambda m, f, t: m.cumprod(t(-3e38), 0), lambda m, f, t: m.cumprod(t([[2.5, -1.0]]), 0)])
+def test_median_and_cumprod_corner_cases_as_torch(call):
+    _same_outcome(call)
+
+
+def test_cumprod_along_an_axis_of_one_passes_the_gradient_through():
+    for shape in ((), (1, 2)):
+        a, t = tnet.tensor(np.full(shape, -3e38, np.float32), requires_grad=True), torch.full(shape, -3e38, requires_grad=True)
+        tnet.cumprod(a, 0).backward(tnet.tensor(np.full(shape, -2.0, np.float32)))
+        torch.cumprod(t, 0).backward(torch.full(shape, -2.0))
+        np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.maximum(t([1.0, 2.0]), 2.0), lambda m, f, t: m.fmin(t([1.0]), -1), lambda m, f, t: t([[1.0]]) @ 2,
+    lambda m, f, t: t([[1.0, 2.0]]).argmax("1"), lambda m, f, t: m.prod(t([1, 2]), "1"), lambda m, f, t: m.cumprod(t([1.0]), 1.0),
+    lambda m, f, t: m.diff(t([1.0, 2.0]), dim=1.5), lambda m, f, t: m.zeros(-1, 2), lambda m, f, t: m.zeros(2.5),
+    lambda m, f, t: t([1.0]).new_zeros((-1,)), lambda m, f, t: m.linspace(0.0, 1.0, -1), lambda m, f, t: ~t([1.0]),
+    lambda m, f, t: f.max_pool1d(t([[1.0, 2.0, 3.0]]), 2, stride=object()),
+    lambda m, f, t: f.avg_pool1d(t([[[1.0, 2.0, 3.0]]]), 2, stride="x"),
+    lambda m, f, t: f.conv_transpose2d(t(np.ones((1, 1, 3, 3))), t(np.ones((1, 1, 3, 3))), output_padding=("x",)),
+    lambda m, f, t: m.addcmul(t([1.0]), t([1.0]), t([1.0]), value="x"), lambda m, f, t: m.norm(t([1.0]), p=[1])])
+def test_wrong_argument_types_and_negative_sizes_raise_torchs_error_kind(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_strided_operands_of_linear_cross_entropy_and_batch_norm_are_copied_dense(dtype):
+    rng = np.random.default_rng(0)
+    x, w, b = (torch.tensor(rng.standard_normal(s), dtype=dtype) for s in ((2, 5), (3, 5), (6,)))
+    logits, labels = torch.tensor(rng.standard_normal((4, 3)), dtype=dtype), torch.tensor([0, 1, 1, 0, 0, 1])
+    calls = [lambda m, f, T: f.linear(T(x), T(w), T(b)[::2]),
+             lambda m, f, T: f.cross_entropy(T(logits).t(), T(labels)[::2]),
+             lambda m, f, T: f.cross_entropy(T(logits)[:, ::2], T(labels)[:4], label_smoothing=0.2),
+             lambda m, f, T: f.batch_norm(T(x.t()), T(b[:2]), T(b[:2]).abs(), T(b[:1]).expand(2), T(b)[::3], training=False)]
+    for call in calls:
+        want = call(torch, tF, lambda v: v.clone())
+        got = call(tnet, F, lambda v: tnet.Tensor(v.clone()))
+        assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.mm(t(np.ones((2, 3))), t(np.ones((3, 2))).to(m.bfloat16)),
+    lambda m, f, t: m.matmul(t(np.ones((2, 3))).half(), t(np.ones(3))),
+    lambda m, f, t: f.linear(t(np.ones((2, 3))).to(m.bfloat16), t(np.ones((4, 3)))),
+    lambda m, f, t: f.scaled_dot_product_attention(*(t(np.ones((1, 2, 3))).to(d) for d in (m.float16, m.float32, m.float16)))])
+def test_products_of_mixed_dtypes_raise_as_torch(call):
+    _same_outcome(call)
+
+
+def test_products_of_mixed_dtypes_run_under_autocast():
+    x, w = tnet.tensor(np.ones((2, 3), np.float32)).to(torch.bfloat16), tnet.tensor(np.ones((4, 3), np.float32))
+    with tnet.autocast("cuda" if tnet.DEVICE.type == "cuda" else "cpu", dtype=torch.bfloat16):
+        assert F.linear(x, w).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign"])
+@pytest.mark.parametrize("a, b", [([1, 2], [0.5, 2.0]), ([1.5, 2.0], [1, 3]), ([True, False], [0.25, -1.0])])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_float_functions_of_an_integer_and_a_float_tensor_promote_as_torch(name, a, b, dtype):
+    ta, tb = (torch.tensor(v) for v in (a, b))
+    ta, tb = (v.to(dtype) if v.is_floating_point() else v for v in (ta, tb))
+    _same_outcome(lambda m, f, t: getattr(m, name)(t(ta.clone()) if m is torch else tnet.Tensor(ta.clone()),
+                                                   t(tb.clone()) if m is torch else tnet.Tensor(tb.clone())), rtol=1e-2)
+
+
+def test_rrelu_with_lower_above_upper_raises_as_torch():
+    _same_outcome(lambda m, f, t: f.rrelu(t([1.0, -2.0]), 0.5, 0.3))
+
+
+def test_embedding_of_no_rows_with_padding_idx_0_raises_as_torch():
+    for kind, args in ((IndexError, (0, 3, 0)), (AssertionError, (2, 3, 5))):
+        with pytest.raises(kind):
+            torch.nn.Embedding(*args[:2], padding_idx=args[2])
+        with pytest.raises(kind):
+            nn.Embedding(*args[:2], padding_idx=args[2])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.pow(t([1, 2]), t([0.5, 2.0])), lambda m, f, t: t([1.5, 2.0]) ** t([1, 2]),
+    lambda m, f, t: m.fmod(t([5, 7]), t([2.5, 2.0])), lambda m, f, t: m.fmod(t([5, 7]), 2.5), lambda m, f, t: m.fmod(t([5, 7]), 2),
+    lambda m, f, t: m.remainder(t([True, False]), t([1.5, 2.0])),
+    lambda m, f, t: m.addcmul(t([1.0, 2.0]), t([1, 2]), t([0.5, 1.5])), lambda m, f, t: m.addcdiv(t([1.0, 2.0]), t([1, 2]), t([True, True])),
+    lambda m, f, t: m.addcdiv(t([1.0, 2.0]), t([1.0, 2.0]), t([3, 4])), lambda m, f, t: m.diff(t(1.0)), lambda m, f, t: m.eye(-1)])
+def test_integer_operands_beside_floats_promote_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("base", [float("nan"), float("inf"), 2.0])
+def test_a_non_finite_number_to_the_power_0_is_1_as_torch(base):
+    _same_outcome(lambda m, f, t: base ** t([0.0, 1.0, -1.0]))
+    _same_outcome(lambda m, f, t: base ** t([0, 2]))

@@ -11,6 +11,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
+from .kernels.launch import InputError, InputTypeError
 from .tensor import Tensor, as_storage, check_device, check_dtype
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -128,8 +129,10 @@ def _size(name, size):
     """Sizes given as ints or as one tuple/list, as torch takes them."""
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
         size = tuple(size[0])
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in size):
-        raise ValueError(f"{name}: sizes must be non-negative ints, got {size}")
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
+        raise InputTypeError(f"{name}: sizes must be ints, got {size}")
+    if not all(s >= 0 for s in size):
+        raise InputError(f"{name}: sizes must be non-negative ints, got {size}")
     return tuple(size)
 
 
@@ -245,12 +248,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
     check_device("arange", device)
     start, end = (0, start) if end is None else (start, end)
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise InputError(f"arange: unsupported range: {start} -> {end}")
     if step == 0:
-        raise ValueError("arange: step must be nonzero")
+        raise InputError("arange: step must be nonzero")
     if (end - start) * step < 0:
-        raise ValueError("arange: upper bound and lower bound inconsistent with step sign")
+        raise InputError("arange: upper bound and lower bound inconsistent with step sign")
     ints = all(_is_int(v) for v in (start, end, step))
     n = math.ceil((end - start) / step) if not ints else -(-(end - start) // step)
+    if n >= 2 ** 63:
+        raise InputError(f"arange: invalid size, possible overflow? ({n} elements)")
     values = np.arange(n, dtype=np.int64) * step + start if ints else start + np.arange(n) * float(step)
     dtype = dtype or (int64 if ints else float32)
     return _leaf("arange", as_storage(values, dtype), requires_grad)
@@ -259,12 +266,18 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
+    if n < 0 or m is not None and m < 0:
+        raise InputError(f"eye: n and m must be greater or equal to 0, got {n} and {m}")
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_device("linspace", device)
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        raise InputTypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise InputError(f"linspace: number of steps must be non-negative, got {steps}")
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 

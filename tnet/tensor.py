@@ -15,6 +15,7 @@ tape casts it, as torch's engine does.
 """
 import functools
 import itertools
+import numbers
 
 import numpy as np
 import torch
@@ -634,6 +635,8 @@ def in_layout(g, like):
 def dim_index(dim, ndim):
     """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
     top = max(ndim, 1)
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"dim must be an int, got {dim!r}")
     if not -top <= dim < top:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {dim})")
     return dim % top

@@ -556,6 +556,77 @@ inplace("normal_", lambda g: ((g.t(), 0.0, g.maybe(1.0, -1.0)), {}))
 OPS[-1].update(cmp="shape")
 
 
+# ops added after the first fuzz (special functions, searches, quantiles, embedding_bag, Function)
+for name in ("tan", "erfc", "erfinv", "lgamma", "digamma", "asinh", "acosh", "atanh", "sinc", "deg2rad", "rad2deg"):
+    top(name, lambda g: ((g.t(dt=ANY, vals=g.pick(("normal", "prob", "pos"))),), {}))
+for name in ("copysign", "logaddexp2"):  # not float_power: tnet's is float32 (no float64), as its docstring says
+    top(name, b())
+for name in ("gcd", "lcm"):
+    top(name, b(dt=(I64, I64, BOOL, F32)), grad=False)
+top("heaviside", lambda g: (lambda x: ((x, g.like(x, dt=x.dtype)), {}))(g.t()), grad=False)
+top("kron", lambda g: ((g.t(rank=g.pick((0, 1, 2)), dt=ANY), g.t(rank=g.pick((1, 2)), dt=ANY)), {}))
+top("cross", lambda g: (lambda x: ((x, g.like(x) if g.chance(0.2) else g.t(shape=x.shape)), {"dim": g.maybe(-1, 0, 5)}))(
+    g.t(shape=(2, g.maybe(3, 4)))))
+top("logcumsumexp", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+
+
+def sorted_t(g, n, dt=F32):
+    """A 1-D tensor input of n sorted values (boundaries, offsets), or (bad) unsorted ones."""
+    a = np.sort(g.r.integers(-3, 4, n)) if g.chance(1 - g.bad) else g.r.integers(-3, 4, n)
+    return T(torch.tensor(a).to(dt), lambda v: v, "c", False)
+
+
+top("searchsorted", lambda g: (lambda dt: ((sorted_t(g, g.pick((0, 1, 4))), g.t(rank=g.pick((0, 1, 2)), dt=dt, grad=False)),
+                                           {"right": g.chance(0.5)}))(g.maybe(F32, I64)), grad=False)
+top("bucketize", lambda g: ((g.t(rank=g.pick((0, 1, 2)), grad=False), sorted_t(g, g.pick((0, 1, 4)))), {"right": g.chance(0.5)}),
+    grad=False)
+for name in ("quantile", "nanquantile"):
+    top(name, lambda g: (lambda x: ((x, g.pick((0.5, 0.0, 1.0, 0.25, 1.5, -0.1, g.t(shape=(g.pick((1, 3)),), vals="prob", grad=False)))),
+                                    {"dim": g.dim(x, none=True), "keepdim": g.chance(0.3),
+                                     "interpolation": g.maybe(g.pick(("linear", "lower", "higher", "midpoint", "nearest")), "up")}))(
+        g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(F32, F16, I64))))
+fop("rrelu", lambda g: ((g.t(),), {"lower": g.maybe(0.125, 0.5), "upper": 1 / 3, "training": False}))
+fop("embedding_bag", lambda g: (lambda two: ((g.t(shape=(2, 3) if two else (6,), dt=g.maybe(I64, F32), vals=(0, g.maybe(5, 6)), grad=False),
+                                              g.t(shape=(5, 3))),
+                                             {"offsets": None if two else T(torch.tensor(g.pick(([0, 2, 4], [0, 0, 6], [0], [1, 2])),
+                                                                                          dtype=I64), lambda v: v, "c", False),
+                                              "mode": g.maybe(g.pick(("sum", "mean", "max")), "min"),
+                                              "padding_idx": g.pick((None, 0))}))(g.chance(0.4)))
+for name in ("poisson_nll_loss", "multilabel_soft_margin_loss"):
+    fop(name, loss_gen())
+fop("gaussian_nll_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, grad=False), g.t(shape=x.shape if g.chance(0.7) else x.shape[:-1] + (1,),
+                                                                                    vals=g.maybe("pos", "normal"))), {}))(g.t(rank=2)))
+
+
+class _TorchSquare(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * x * (2 * ctx.k), None
+
+
+class _TnetSquare(tnet.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * x * (2 * ctx.k), None
+
+
+op("autograd.Function", _TorchSquare.apply, _TnetSquare.apply, lambda g: ((g.t(), g.pick((1.5, -2, 0))), {}))
+
+
 # ---- modules ------------------------------------------------------------------------------------
 
 def mod(name, ctor, inputs, grad=True, train=True):
@@ -621,6 +692,11 @@ mod("MSELoss", lambda g: ((), {}), lambda g, c: (lambda x: [x, g.like(x)])(g.t()
 mod("BCELoss", lambda g: ((), {}), lambda g, c: (lambda x: [x, g.t(shape=x.shape, vals="prob", grad=False)])(g.t(vals="prob", special=0.5)))
 mod("LSTM", lambda g: ((3, 2), {"batch_first": g.chance(0.5)}), lambda g, c: [g.t(shape=(2, 2, g.maybe(3, 4)))])
 mod("GRU", lambda g: ((3, 2), {}), lambda g, c: [g.t(shape=(g.pick((1, 2)), 2, g.maybe(3, 4)))])
+mod("RReLU", lambda g: ((), {"lower": g.maybe(0.125, 0.5)}), lambda g, c: [g.t()], train=False)
+mod("EmbeddingBag", lambda g: ((g.maybe(5, 0), 3), {"mode": g.pick(("sum", "mean", "max"))}),
+    lambda g, c: [g.t(shape=(2, 3), dt=I64, vals=(0, g.maybe(5, 6)))])
+mod("RMSNorm", lambda g: ((g.pick((3, (2, 3))),), {"elementwise_affine": g.chance(0.8)}),
+    lambda g, c: [g.t(shape=(2,) + ((2, 3) if isinstance(c[0][0], tuple) else (g.maybe(3, 4),)))])
 mod("MultiheadAttention", lambda g: ((4, g.maybe(2, 3)), {"batch_first": True}),
     lambda g, c: (lambda q: [q, q, q])(g.t(shape=(1, 3, g.maybe(4, 5)), layout="c")))
 

@@ -9,7 +9,7 @@ from .. import factory
 from ..kernels.launch import check
 from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, squeeze, transpose, unsqueeze
 from .pad import pad
-from .gemm import linear, matmul
+from .gemm import linear, matmul, same_dtype
 from .inputs import check_tensors
 from .pointwise import add, eq, logical_not, masked_fill, mul, tril, where
 from .random import dropout
@@ -53,6 +53,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     no key may see gives zeros (and zero gradients), as torch's. enable_gqa: key and value of
     fewer heads (dim -3) than query are repeated to query's."""
     check_tensors("scaled_dot_product_attention", query=query, key=key, value=value)
+    same_dtype("scaled_dot_product_attention", query, key, value)
     check(query.ndim >= 2 and key.ndim >= 2 and value.ndim >= 2,
           lambda: f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                   f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")

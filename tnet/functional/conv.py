@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, is_channels_last, keeps_channels_last, kept, pair, plain, single
+from ..kernels.launch import check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single
 from ..tensor import Tensor, record
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
@@ -44,7 +44,7 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     the gradient g of y (with relu: already masked by y > 0), g in y's layout. Depthwise ones
     (groups == C) run kernels/depthwise.py's stencils, the others conv.py's implicit GEMMs."""
     check_tensors("conv2d", x=x, w=w)
-    check(b is None or isinstance(b, Tensor),
+    check_type(b is None or isinstance(b, Tensor),
           lambda: f"conv2d: bias must be a tnet.Tensor or None, got {type(b).__name__}")
     # the shapes' and arguments' checks, once for plain arguments (lists are not hashable, and
     # (1, 1.0) equals (1, 1))

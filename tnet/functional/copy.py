@@ -577,6 +577,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
     check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
+    check(input.ndim > 0, "diff expects input to be at least one-dimensional")
     d = dim_index(dim, input.ndim)
     x = cat([v for v in (prepend, input, append) if v is not None], d) if prepend is not None or append is not None \
         else input

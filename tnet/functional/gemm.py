@@ -9,13 +9,21 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import check, is_channels_last
+from ..kernels.launch import InputError, check, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import expand, permute, reshape, transpose, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
+
+
+def same_dtype(name, *xs):
+    """torch's products take operands of one dtype (RuntimeError otherwise); under tnet.autocast they
+    are cast, as torch's autocast casts them."""
+    if amp.get_autocast_dtype() is None and any(x.dtype != xs[0].dtype for x in xs):
+        raise InputError(f"{name}: expected the operands to have the same dtype, but got "
+                         f"{' and '.join(str(x.dtype) for x in xs)}")
 
 
 def _matmul2d(a, b):
@@ -56,6 +64,7 @@ def matmul(a, b):
     back over the dims an operand was broadcast along. Under autocast the GEMMs
     read 16-bit operands and return 16-bit outputs; each gradient comes in its input's dtype."""
     check_tensors("matmul", a=a, b=b)
+    same_dtype("matmul", a, b)
     check(a.ndim >= 1 and b.ndim >= 1,
           lambda: f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")
     K = a.shape[-1]
@@ -152,6 +161,7 @@ def linear(x, w, b=None):
     fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
     masters), written so by the GEMM or the reduction: no extra cast pass."""
     check_tensors("linear", x=x, w=w)
+    same_dtype("linear", x, w)
     if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim
         y = linear(x, unsqueeze(w, 0))
         return reshape(y, tuple(y.shape[:-1]))
@@ -172,7 +182,7 @@ def linear(x, w, b=None):
         return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
                 bias_grad(g, b_dtype) if need_b else None)
-    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory, bias_dim=1)
+    y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory.contiguous(), bias_dim=1)  # the epilogue reads it dense
     return record("linear", y, (x, w) if b is None else (x, w, b), backward,
                   saved=(w if need_x else None, x if need_w else None))
 

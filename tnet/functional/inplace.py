@@ -21,7 +21,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import InputError, check, is_channels_last, is_flat, memory_format
+from ..kernels.launch import InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, reshape, scalar_indices, to
@@ -95,7 +95,7 @@ def _binary(name, op, self, other, keeps_self=False, result_kind=None):
             check(shape == self.shape,
                   lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     else:
-        check(isinstance(other, numbers.Real),
+        check_type(isinstance(other, numbers.Real),
               lambda: f"{name}: other must be a tnet.Tensor or a Python number, got {type(other).__name__}")
     if not self.memory.is_floating_point():  # a float self takes any result
         _check_result(name, self, max(_kind(self), _kind(other)) if result_kind is None else result_kind)
@@ -228,7 +228,7 @@ def fill_(self, value):
         check(value.ndim == 0, lambda: f"fill_ only supports 0-dimension value tensor but got tensor with "
                                        f"{value.ndim} dimensions.")
         return copy_(self, value)
-    check(isinstance(value, numbers.Real), lambda: f"fill_: value must be a number, got {type(value).__name__}")
+    check_type(isinstance(value, numbers.Real), lambda: f"fill_: value must be a number, got {type(value).__name__}")
     return inplace(self, "fill_", lambda x: _overwritten("fill_", x, self.memory.fill_(value)))
 
 
@@ -354,7 +354,7 @@ def _masked_value(name, input, mask, value):
                                        f"with {value.ndim} dimension(s).")
         value = to(value, input.dtype)
     elif _kind(input) < 2:
-        value = bool(value) if input.dtype == torch.bool else int(value)  # cast to input's dtype, as torch
+        value = bool(value) if input.dtype == torch.bool else as_int64(value)  # cast to input's dtype, as torch
     shape = _pw.broadcast_shape(name, input.shape, mask.shape)
     check(shape == input.shape,
           lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
@@ -410,7 +410,7 @@ def setitem(self, index, value):
 def _check_value(value, shape):
     """value must be a number, or a tnet.Tensor that broadcasts to the indexed part's shape."""
     if not isinstance(value, Tensor):
-        check(isinstance(value, numbers.Real),
+        check_type(isinstance(value, numbers.Real),
               lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
         return
     fits = value.ndim <= len(shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], shape[::-1]))

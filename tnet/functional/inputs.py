@@ -1,5 +1,5 @@
 """The checks every op makes of its tensor arguments, and which of them need a gradient."""
-from ..kernels.launch import InputError
+from ..kernels.launch import InputTypeError
 from ..tensor import Tensor
 
 
@@ -9,7 +9,8 @@ def needs_grad(*xs):
 
 
 def check_tensors(name, **xs):
-    """Each keyword argument must be a tnet.Tensor (InputError naming the op and the argument)."""
+    """Each keyword argument must be a tnet.Tensor (InputTypeError, torch's TypeError, naming the op and
+    the argument)."""
     for arg, x in xs.items():
         if not isinstance(x, Tensor):  # no message closure per argument: every op calls this
-            raise InputError(f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
+            raise InputTypeError(f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")

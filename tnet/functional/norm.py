@@ -3,7 +3,7 @@ normalisation composed of the reductions' and element-wise kernels."""
 import torch
 
 from ..kernels import norm as _norm
-from ..kernels.launch import InputError, check, dense
+from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
 from .inputs import check_tensors, needs_grad
@@ -33,9 +33,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
-            raise InputError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+            raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.memory
-    X, W, B = dense(input.memory), data(weight), data(bias)
+    X = dense(input.memory)
+    W, B = (None if v is None else v.memory.contiguous() for v in (weight, bias))  # a strided view copied: kernels read dense vectors
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     if training:
         y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,
@@ -61,11 +62,21 @@ def _normalised(x, dims, eps):
     return div(sub(x, mean), sqrt(add(var, eps)))
 
 
-def _affine(y, weight, bias, shape):
-    """y * weight + bias, weight and bias viewed as `shape` (either may be None)."""
+def _affine(y, weight, bias, shape, mixed=False):
+    """y * weight + bias, weight and bias viewed as `shape` (either may be None), in y's dtype as
+    torch's: float32 parameters of a 16-bit y are the one mix torch's layer, group and instance
+    norms take (RuntimeError otherwise), rms_norm (mixed=True) takes any."""
+    dtype = y.dtype
+    for v in (weight, bias):
+        if v is not None and not mixed:
+            check_tensors("norm", weight=v)
+            if v.dtype not in (dtype, torch.float32):
+                raise InputError(f"mixed dtype: expect parameter to have scalar type of Float, got {v.dtype} "
+                                 f"for an input of {dtype}")
     if weight is not None:
         y = mul(y, reshape(weight, shape))
-    return y if bias is None else add(y, reshape(bias, shape))
+    y = y if bias is None else add(y, reshape(bias, shape))
+    return y if y.dtype == dtype else y.to(dtype)
 
 
 def _last_dims(name, input, normalized_shape):
@@ -88,11 +99,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight, as torch's
-    (eps None: the dtype's machine epsilon); composed of the mean and element-wise kernels."""
+    (eps None: the machine epsilon of the dtype it computes in, float32 for 16-bit input, as torch's);
+    composed of the mean and element-wise kernels."""
     shape = _last_dims("rms_norm", input, normalized_shape)
-    eps = torch.finfo(input.dtype).eps if eps is None else eps
-    y = mul(input, rsqrt(add(mean(mul(input, input), tuple(range(-len(shape), 0)), keepdim=True), eps)))
-    return _affine(y, weight, None, shape)
+    eps = torch.finfo(torch.promote_types(input.dtype, torch.float32)).eps if eps is None else eps
+    x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input  # eps ~1e-7 needs fp32 squares
+    y = _affine(mul(x, rsqrt(add(mean(mul(x, x), tuple(range(-len(shape), 0)), keepdim=True), eps))), weight, None,
+                shape, mixed=True)
+    return y if y.dtype == input.dtype else y.to(input.dtype)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -22,8 +22,8 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import capturing, check, is_channels_last, is_flat
-from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, record
+from ..kernels.launch import as_int64, capturing, check, check_type, is_channels_last, is_flat
+from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, no_grad, record
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -53,9 +53,9 @@ def _operands(name, input, other):
     if isinstance(input, torch.Tensor) or isinstance(other, torch.Tensor):
         input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else v for v in (input, other))
     for arg, v in (("input", input), ("other", other)):
-        check(isinstance(v, (Tensor, numbers.Real)),
+        check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")
-    check(isinstance(input, Tensor) or isinstance(other, Tensor),
+    check_type(isinstance(input, Tensor) or isinstance(other, Tensor),
           lambda: f"{name}: input or other must be a tnet.Tensor")
     # ints stay ints: integer arithmetic where every operand is an integer, as torch's
     return [v.memory if isinstance(v, Tensor) else v if isinstance(v, bool) else int(v)
@@ -141,10 +141,13 @@ def div(input, other, *, rounding_mode=None):
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
             return floor_divide(input, other)
         _check_int_divisor(*_operands("div", input, other))
-        y = trunc(div(input, other))
+        with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
+            y = trunc(div(input, other))
         exact = not input.memory.is_floating_point() and not (
             isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
-        return y.to(torch.int64) if exact else y  # integers divide to int64, as torch's
+        if exact:
+            return y.to(torch.int64)  # integers divide to int64, as torch's
+        return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
@@ -155,12 +158,17 @@ def div(input, other, *, rounding_mode=None):
                     saved=(b, y if need_b else None))
 
 
-def _ints_to_float(input, other):
-    """input and other, an integer or bool tensor among them cast to the float dtype torch's promotion
-    gives the pair: the other's (float16 with an int64 tensor stays float16), float32 without one."""
-    floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.memory.is_floating_point()]
+def _ints_to_float(*values):
+    """values, the integer and bool tensors among them cast to the float dtype torch's promotion
+    gives them: the float tensors' (float16 with an int64 tensor stays float16), float32 without one."""
+    floats = [v.memory for v in values if isinstance(v, Tensor) and v.memory.is_floating_point()]
     dtype = _pw.result_type(floats) if floats else torch.float32
-    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in (input, other))
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and not v.memory.is_floating_point() else v for v in values)
+
+
+def _is_integer(v):
+    """An integer or bool tnet tensor, or a Python int (bool)."""
+    return isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS
 
 
 def _float(X):
@@ -214,7 +222,7 @@ def pow(input, exponent):
     int64), a float one float32, as torch's; a negative int exponent raises as torch's."""
     if isinstance(exponent, Tensor):
         return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
-    check(isinstance(exponent, numbers.Real),
+    check_type(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
     check_tensors("pow", input=input)
     if input.dtype in _pw.INTEGERS:
@@ -229,6 +237,9 @@ def _pow_tensor(input, exponent):
     """input ** exponent for two tensors; the exponent's gradient is g y log(x), 0 where x == 0 and
     the exponent >= 0 (torch's rule)."""
     check_tensors("pow", input=input, exponent=exponent)
+    if _is_integer(input) and _is_integer(exponent):
+        return _ipow(input.memory, exponent.memory)
+    input, exponent = _ints_to_float(input, exponent)
     X, E = input.memory, exponent.memory
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
@@ -258,13 +269,27 @@ def _integer_power(X, n):
     return y
 
 
+def _ipow(a, b):
+    """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
+    two bool tensors raise as torch's."""
+    if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
+            else int(v) if isinstance(v, bool) else v for v in (a, b))
+    return Tensor(_pw.pointwise("ipow", a, b))
+
+
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
-    its gradient; other bases raise NotImplementedError."""
-    check(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
+    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; other
+    bases raise NotImplementedError."""
+    check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
+    if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
+        return _ipow(base, input.memory)
     if base <= 0:
         raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
-    return exp2(mul(input, math.log2(base)))
+    y = exp2(mul(input, math.log2(base)))
+    return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
 
 def gelu(input, approximate="none"):
@@ -336,7 +361,7 @@ def clamp(input, min=None, max=None):
                             f"max={type(max).__name__}: both bounds must be tensors, or both numbers")
         return _clamp_tensors(input, min, max)
     for arg, v in (("min", min), ("max", max)):
-        check(v is None or isinstance(v, numbers.Real),
+        check_type(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
     if X.dtype in _pw.INTEGERS:
@@ -384,6 +409,10 @@ def _compare(name, input, other):
     """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
     holds, or a Python number on either side."""
     a, b = _operands(name, input, other)
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype and (a.dim() == 0) != (b.dim() == 0):
+        # torch compares in the promoted dtype: a 0-d fp32 beside a 16-bit tensor is rounded to 16 bits first
+        a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
+                else v for v, w in ((a, b), (b, a)))
     return Tensor(_pw.pointwise(name, a, b))
 
 
@@ -435,8 +464,8 @@ bitwise_and, bitwise_or, bitwise_xor = _bitwise("bitwise_and"), _bitwise("bitwis
 def bitwise_not(input):
     """~x: logical not of a bool tensor, two's complement of an integer one (floats raise, as torch)."""
     check_tensors("bitwise_not", input=input)
-    check(input.dtype in _pw.INTEGERS,
-          lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
+    check_type(input.dtype in _pw.INTEGERS,  # torch's ~ raises TypeError, its bitwise_not NotImplementedError
+               lambda: f"bitwise_not: not implemented for {input.dtype} (bool and integer tensors only)")
     return Tensor(_pw.pointwise("logical_not" if input.dtype == torch.bool else "bitwise_not", input.memory))
 
 
@@ -699,7 +728,7 @@ def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
     as end), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
-    check(isinstance(weight, (Tensor, numbers.Real)),
+    check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
@@ -714,7 +743,12 @@ def lerp(input, end, weight):
 
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
     check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
-    check(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
+    check_type(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
+    check(name != "addcdiv" or not (_is_integer(tensor1) and _is_integer(tensor2)),
+          "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true "
+          "division of tensor1 and tensor2.")
+    if not all(_is_integer(v) for v in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
+        input, tensor1, tensor2 = _ints_to_float(input, tensor1, tensor2)
     X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
     return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
@@ -746,9 +780,9 @@ def masked_fill(input, mask, value):
                                        f"{value.ndim} dimension(s).")
         value = value.to(input.dtype)
     else:
-        check(isinstance(value, numbers.Real),
+        check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else int(value)
+        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else as_int64(value)
     return where(mask, value, input)
 
 
@@ -783,7 +817,10 @@ def _binary(name, input, other, op, grads=None):
     """Record y = op(input, other) elementwise, broadcasting (a number on either side); grads(g, a,
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
     for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
-    floor_divide), without gradient."""
+    floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
+    the dtype torch's promotion gives (_ints_to_float)."""
+    if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
+        input, other = _ints_to_float(input, other)
     a, b = _operands(name, input, other)
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
@@ -955,7 +992,7 @@ def positive(input):
 
 def _floats(*values):
     """values with integer and bool tnet tensors as float32 copies: the functions that torch computes
-    in floats for them (copysign, ldexp, float_power)."""
+    in floats for them (deg2rad, ldexp, float_power)."""
     return [Tensor(_float(v.memory)) if isinstance(v, Tensor) and v.dtype in _pw.INTEGERS else v for v in values]
 
 
@@ -974,7 +1011,6 @@ def rad2deg(input):
 def copysign(input, other):
     """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
     give float32. input's gradient is g * y / x, 0 where x is 0; other's is 0, as torch's."""
-    input, other = _floats(input, other)
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("std_backward", g, a, y),  # where(x == 0, 0, g y / x)
         need[1] and torch.zeros_like(g)))

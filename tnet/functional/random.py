@@ -11,7 +11,7 @@ from ..factory import host_generator, ones, rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
-from ..kernels.launch import check, is_flat
+from ..kernels.launch import check, check_type, is_flat
 from ..tensor import Tensor, record
 from .inputs import check_tensors
 from .copy import scatter
@@ -160,6 +160,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     inplace=True is computed out of place (F.rrelu_ writes the input)."""
     check_tensors("rrelu", input=input)
     check(input.memory.is_floating_point(), lambda: f"rrelu: expected a float tensor, got {input.dtype}")
+    check(lower <= upper, lambda: f"rrelu: Lower bound should be less than or equal to the upper bound, got {lower} > {upper}")
     if not training:
         return leaky_relu(input, (lower + upper) / 2.0)
     slope = add(mul(Tensor(draw(input.shape, input.device)), float(upper - lower)), float(lower))
@@ -218,7 +219,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     _no_generator("normal", generator)
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
     for name, v in (("mean", mean), ("std", std)):
-        check(isinstance(v, (Tensor, numbers.Real)),
+        check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"normal: {name} must be a tnet.Tensor or a number, got {type(v).__name__}")
     if not tensors:
         check(size is not None, "normal: with a number mean and std, size is required")

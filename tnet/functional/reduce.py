@@ -12,7 +12,7 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, capturing, check, is_channels_last
+from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
 from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
@@ -28,7 +28,7 @@ def _dims(name, input, dim):
     out = []
     for d in dims:
         if not isinstance(d, numbers.Integral):
-            raise TypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+            raise InputTypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
         low, high = (-n, n - 1) if n else (-1, 0)
         if not low <= d <= high:
             raise InputIndexError(f"{name}: dimension out of range (expected to be in range of [{low}, {high}], "
@@ -101,7 +101,7 @@ def _max_dims(name, input, dim):
     argmax and argmin, as torch) and name an axis of nonzero size (IndexError); the other axes may
     be empty."""
     check_tensors(name, input=input)
-    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
+    check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
     if dim is None:
         if input.numel() == 0:
             if name.startswith("arg"):
@@ -192,7 +192,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     torch's, zeros included: g times the product of the other elements of the slice (g * prod / x
     where the slice holds no zero)."""
     check_tensors("prod", input=input)
-    check(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
+    check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
     if dtype is not None:
         input = input.to(dtype)
     dims = _dims("prod", input, dim)
@@ -400,10 +400,24 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
-    d = abs(sub(input, target))
-    m = clamp(d, None, beta)  # min(d, beta): no branch of a where, whose 0 gradient times an infinite d is NaN
-    loss = d if beta == 0 else mul(m, m) * (0.5 / beta) + (d - m)
+    d = sub(input, target)
+    loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
+
+
+def _smooth_l1(name, d, beta, scale):
+    """scale * (0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta), element-wise, with torch's
+    gradient scale * clamp(d / beta, -1, 1): NaN at a NaN d (abs's gradient would give 0), finite at
+    an infinite one (a where's 0 gradient times inf would be NaN)."""
+    with no_grad():
+        a = abs(d)
+        m = clamp(a, None, beta)
+        loss = mul(m, m) * (0.5 * scale / beta) + (a - m) * scale
+
+    def backward(g):
+        with no_grad():
+            return (mul(Tensor(g), clamp(d, -beta, beta)) * (scale / beta)).memory,
+    return record(name, loss.memory, (d,), backward, saved=(d,))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -474,7 +488,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' raises
     NotImplementedError (it needs singular values). dtype: the input cast first."""
     check_tensors("norm", input=input)
-    check(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
+    check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
         raise NotImplementedError("norm: p='nuc' needs singular values, which tnet does not compute")
@@ -547,14 +561,17 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 
 def _two_norm(input, dim, keepdim):
-    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN)."""
+    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN); the
+    squares of 16-bit input in fp32 (65504^2 overflows float16), as torch's."""
     with no_grad():
-        y = pow(sum(mul(input, input), dim, keepdim=True), 0.5)
+        X = input.memory
+        squares = Tensor(_pw.pointwise("mul", X, X, dtype=torch.float32))
+        y = pow(sum(squares, dim, keepdim=True), 0.5)
+        y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):
-        with no_grad():
-            g = reshape(Tensor(g), y.shape)
-            return where(eq(y, 0), 0.0, div(mul(g, input), y)).memory
+    def backward(g):  # g x / y in fp32 registers (g x overflows float16), 0 where y is 0
+        Y = y.memory
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.reshape(Y.shape), X, Y))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
@@ -600,9 +617,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
-    a = abs(sub(input, target))
-    m = clamp(a, None, delta)  # min(|d|, delta), as smooth_l1_loss's
-    loss = mul(m, m) * 0.5 + (a - m) * delta
+    loss = _smooth_l1("huber_loss", sub(input, target), delta, delta)  # delta * smooth_l1 of beta delta
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")
@@ -692,7 +707,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor of elements' shape: True where the element equals one of test_elements (a
     tensor or a number), as torch.isin (invert: where it equals none); one comparison against every
     test element, then an any."""
-    check(isinstance(elements, Tensor) or isinstance(test_elements, Tensor),
+    check_type(isinstance(elements, Tensor) or isinstance(test_elements, Tensor),
           "isin: elements or test_elements must be a tnet.Tensor")
     if not isinstance(elements, Tensor):
         elements = Tensor(as_storage(elements))

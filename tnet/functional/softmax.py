@@ -11,7 +11,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors
 from .pointwise import mul, neg, where
@@ -82,7 +82,7 @@ def _check_legacy(name, size_average, reduce, reduction):
 def _nll(input, target, weight, ignore_index, reduction):
     """nll_loss, and the device sum of the weights of the rows not ignored (the mean's divisor)."""
     check_tensors("nll_loss", input=input, target=target)
-    check(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
+    check_type(weight is None or isinstance(weight, Tensor), "nll_loss: weight must be a tnet.Tensor or None")
     check(target.dtype == torch.int64, lambda: f"nll_loss: target must be int64 class indices, got {target.dtype}")
     check(input.ndim >= 1, "nll_loss: input must have at least 1 dimension")
     cdim = 0 if input.ndim == 1 else 1
@@ -162,8 +162,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         terms = mul(log_softmax(input, cdim), target)
         return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
     if input.ndim == 2 and weight is None:
-        loss, dlogits = _softmax.cross_entropy(input.memory, target.memory, label_smoothing, reduction, ignore_index,
-                                               dtype=_autocast_fp32(input))
+        # strided logits or labels (a transpose, a slice) copied dense: the fused kernel reads rows
+        loss, dlogits = _softmax.cross_entropy(input.memory.contiguous(), target.memory.contiguous(), label_smoothing,
+                                               reduction, ignore_index, dtype=_autocast_fp32(input))
         if reduction == "none":
             return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
         return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),))

@@ -101,6 +101,8 @@ def cumprod(input, dim, *, dtype=None):
     y = _sort.scan(X, d, "prod", dtype=dtype)
     if not y.is_floating_point():
         return Tensor(y)
+    if X.shape[d] == 1:  # y = x: g itself, as torch's (g * y / x overflows at 3e38)
+        return record("cumprod", y, (input,), lambda g: (g,))
 
     def backward(g):
         zero = _pw.pointwise("eq", X, 0)
@@ -151,8 +153,14 @@ def median(input, dim=None, keepdim=False):
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
     as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element."""
     check_tensors("median", input=input)
+    if input.dtype == torch.bool and input.numel():
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
-        return median(reshape(input, (-1,)), 0).values if input.numel() else reshape(input, (-1,)).sum() * math.nan
+        if input.numel():
+            return median(reshape(input, (-1,)), 0).values
+        if not input.memory.is_floating_point():  # torch's NaN cast: int64's least, a bool True
+            return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
+        return reshape(input, (-1,)).sum() * math.nan
     if input.ndim == 0:
         dim_index(dim, 0)
         values, indices = median(reshape(input, 1), 0, True)

@@ -14,6 +14,11 @@ class InputIndexError(InputError, IndexError):
     IndexError, as torch raises, and an InputError."""
 
 
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a number where a tensor is wanted, a string for a dim or a
+    stride): a TypeError, as torch's argument parser raises, and an InputError."""
+
+
 class CaptureError(RuntimeError):
     """A function that a CUDA graph capture records (tnet.graph.capture, Graph, TrainStep) does
     what a capture cannot: it reads a device tensor on the host, say."""
@@ -40,6 +45,13 @@ def check(cond, msg):
         raise InputError(msg() if callable(msg) else msg)
 
 
+def check_type(cond, msg):
+    """check for an argument's type (a number where a tensor is wanted, a string for a dim):
+    InputTypeError, torch's TypeError."""
+    if not cond:
+        raise InputTypeError(msg() if callable(msg) else msg)
+
+
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors
 
 
@@ -51,8 +63,12 @@ def check_float(name, x, arg="x"):
 def pair(v, name, least=0):
     """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel
     sizes and strides, 0 for paddings)."""
+    if not isinstance(v, (int, tuple, list)):
+        raise InputTypeError(f"{name} must be an int or a pair of ints, got {v!r}")
     v = (v, v) if isinstance(v, int) else tuple(v)
-    check(len(v) == 2 and all(isinstance(i, int) for i in v), f"{name} must be an int or a pair of ints, got {v}")
+    if not all(isinstance(i, int) for i in v):
+        raise InputTypeError(f"{name} must be an int or a pair of ints, got {v}")
+    check(len(v) == 2, f"{name} must be an int or a pair of ints, got {v}")
     check(min(v) >= least, lambda: f"{name} must be at least {least}, got {v}")
     return v
 
@@ -60,9 +76,18 @@ def pair(v, name, least=0):
 def single(v, name, least=0):
     """v for an int v or a 1-tuple of one (torch's _single), at least `least`."""
     v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
-    check(isinstance(v, int) and not isinstance(v, bool), lambda: f"{name} must be an int, got {v!r}")
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InputTypeError(f"{name} must be an int, got {v!r}")
     check(v >= least, lambda: f"{name} must be at least {least}, got {v}")
     return v
+
+
+def as_int64(value):
+    """value (a number) as the int an int64 tensor holds, truncated as torch casts it: InputError
+    (torch's RuntimeError) for inf, NaN or a value past int64's range, before any launch."""
+    if not -2 ** 63 <= value < 2 ** 63:  # False for NaN too
+        raise InputError(f"value cannot be converted to type int64_t without overflow: {value}")
+    return int(value)
 
 
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)

@@ -152,7 +152,10 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
         s2 += x * x
     n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
     d = tl.sum(s1, axis=0)
-    m2 = tl.sum(s2, axis=0) - d * d / n
+    ss = tl.sum(s2, axis=0)
+    # squares past fp32's range (a 3e38 among small values): M2 inf, not inf - inf, so that a finite
+    # mean gives invstd 0 and y = bias, as torch's
+    m2 = tl.where(ss == float("inf"), ss, ss - d * d / n)
     m2 = tl.where(m2 < 0.0, 0.0, m2)  # not tl.maximum: a NaN stays NaN, as torch's
     out = part * 2 * C + cols
     tl.store(part_ptr + out, shift + d / n, mask=cols < C)

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune
-from .launch import BLOCK_CONFIGS, FLOATS, check, grid1d, is_channels_last, memory_format
+from .launch import BLOCK_CONFIGS, FLOATS, check, check_type, grid1d, is_channels_last, memory_format
 
 MODES = ("constant", "reflect", "replicate", "circular")
 DTYPES = (*FLOATS, torch.int64, torch.int32)
@@ -110,7 +110,7 @@ def pads_of(name, shape, pad, mode):
     """[(before, after)] of each dim of a tensor of `shape` from torch's flat pad (last dim first),
     checked as torch does."""
     check(mode in MODES, lambda: f"{name}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    check(isinstance(pad, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in pad),
+    check_type(isinstance(pad, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in pad),
           lambda: f"{name}: pad must be a tuple of ints, got {pad!r}")
     check(len(pad) % 2 == 0, lambda: f"{name}: Padding length must be divisible by 2, got {len(pad)}")
     k = len(pad) // 2

@@ -69,14 +69,15 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "copysign": 2, "heaviside": 2, "ldexp_int": 2, "logaddexp2": 2, "logaddexp2_backward": 3, "gcd": 2, "lcm": 2,
          # integer shifts; frexp's two parts; nextafter(a, b, c: one unit of the last place in fp32's bits)
          "bitwise_left_shift": 2, "bitwise_right_shift": 2, "frexp_mantissa": 1, "frexp_exponent": 1,
-         "nextafter": 3, "polygamma": 3}
+         "nextafter": 3, "polygamma": 3,
+         "ipow": 2}  # integers: a ** b
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
 BITWISE_OPS = ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
                "bitwise_right_shift")  # integer and bool operands only
 INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "abs", "sign", "fmod", "remainder",
-               "floor_divide", "clamp", "heaviside", "gcd", "lcm")  # the OPs that take integer and bool tensors
+               "floor_divide", "clamp", "heaviside", "gcd", "lcm", "ipow")  # the OPs that take integer and bool tensors
 
 
 @triton.jit
@@ -357,6 +358,20 @@ def _hurwitz_zeta(s, q):
     t = t * (s + 9.0) * (s + 10.0) * w2
     total -= t / 1892437580.3183792
     return total
+
+
+@triton.jit
+def _ipow(a, b):
+    """a ** b of int64 a and b, wrapping as torch's: by squaring over |b|'s 63 bits; b < 0 gives
+    a ** |b| where a is 1 or -1, else 0 (integer division of 1 by a power)."""
+    e = tl.abs(b)
+    y = tl.full(a.shape, 1, tl.int64)
+    p = a
+    for _ in range(63):
+        y = tl.where((e & 1) != 0, y * p, y)
+        p = p * p
+        e = e >> 1
+    return tl.where((b >= 0) | (a == 1) | (a == -1), y, 0)
 
 
 @triton.jit
@@ -680,6 +695,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a / (1.0 + tl.exp2(c - b))
     elif OP == "gcd":  # integers
         y = _gcd(a, b)
+    elif OP == "ipow":  # integers
+        y = _ipow(a, b)
     elif OP == "lcm":  # |a / gcd * b|, 0 where gcd is 0
         g = _gcd(a, b)
         y = tl.where(g == 0, 0, tl.abs(a // tl.where(g == 0, 1, g) * b))

@@ -140,7 +140,8 @@ def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
         if OP == "sum":
             acc += tl.load(x_ptr + offs, mask=mask, other=0).to(acc.dtype)
         elif OP == "prod":
-            acc *= tl.load(x_ptr + offs, mask=mask, other=1).to(acc.dtype)
+            # where, not other=1: the interpreter fills a masked bf16 load with the bits 1 (9e-41), not 1.0
+            acc *= tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0).to(acc.dtype), 1)
         else:
             # A lane meets its indices in increasing order, so it keeps its first maximum by taking
             # only larger values, or a first NaN (PyTorch's max propagates NaN). A minimum is the

@@ -924,6 +924,8 @@ class Embedding(Module):
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            if padding_idx == 0:  # torch asserts on nonzero ones only, then fails to zero row 0 of no rows
+                raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
             raise AssertionError("Padding_idx must be within num_embeddings")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
