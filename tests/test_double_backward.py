@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import tnet
-from helpers import TOL, assert_close, leaf
+from helpers import assert_close, leaf
 
 TNET = (tnet, tnet.nn.functional)
 TORCH = (torch, torch.nn.functional)
@@ -151,3 +151,10 @@ def test_wgan_gp_critic_step(rng, ieee):
     assert_close(gp, gpr.detach(), TOL2, "penalty")
     for i, (p, r) in enumerate(pairs):
         assert_close(p.grad, r.grad, TOL2, f"parameter {i}")
+
+
+def test_second_order_var_std_and_norm_layers(rng):
+    """var and std, and LayerNorm and InstanceNorm, composed of them and the element-wise ops."""
+    second_order(rng, lambda T, F, x: T.var(x, 1) * T.std(x, 0, keepdim=True).sum() + T.var_mean(x)[0], (3, 4))
+    second_order(rng, lambda T, F, x, w, b: T.tanh(F.layer_norm(x, (3, 2), w, b)), (2, 3, 2), (3, 2), (3, 2))
+    second_order(rng, lambda T, F, x, w, b: T.tanh(F.instance_norm(x, weight=w, bias=b)), (2, 3, 2, 2), (3,), (3,))

@@ -7,9 +7,7 @@ widths are tiny and runs 1-2 steps."""
 import math
 
 import numpy as np
-import pytest
 
-import tnet
 from helpers import batches, compare, imports, load
 
 

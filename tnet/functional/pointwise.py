@@ -217,6 +217,35 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
                   graph=None if graph is None else lambda g, out: (graph(g, input, out, *args),))
 
 
+# the graph backwards (record's graph=) of _unary's functions: g, the input, the output, the arguments
+def _exp_graph(g, x, y):
+    return mul(g, y)
+
+
+def _log_graph(g, x, y):
+    return div(g, x)
+
+
+def _sqrt_graph(g, x, y):
+    return div(g, mul(y, 2.0))
+
+
+def _sigmoid_graph(g, x, y):
+    return mul(g, mul(y, sub(1.0, y)))
+
+
+def _tanh_graph(g, x, y):
+    return mul(g, sub(1.0, mul(y, y)))
+
+
+def _leaky_relu_graph(g, x, y, slope):
+    return where(gt(x, 0.0), g, mul(g, slope))
+
+
+def _abs_graph(g, x, y):
+    return mul(g, Tensor(_pw.pointwise("sign", x.memory)))  # sign: a constant
+
+
 def neg(input):
     """-x; integer tensors keep their dtype, bool ones raise, as torch's."""
     check_tensors("neg", input=input)
@@ -227,15 +256,15 @@ def neg(input):
 
 
 def exp(input):
-    return _unary("exp", input, "exp", "mul", True, graph=lambda g, x, y: mul(g, y))
+    return _unary("exp", input, "exp", "mul", True, graph=_exp_graph)
 
 
 def log(input):
-    return _unary("log", input, "log", "div", False, graph=lambda g, x, y: div(g, x))
+    return _unary("log", input, "log", "div", False, graph=_log_graph)
 
 
 def sqrt(input):
-    return _unary("sqrt", input, "sqrt", "sqrt_backward", True, graph=lambda g, x, y: div(g, mul(y, 2.0)))
+    return _unary("sqrt", input, "sqrt", "sqrt_backward", True, graph=_sqrt_graph)
 
 
 def pow(input, exponent):
@@ -314,11 +343,11 @@ def gelu(input, approximate="none"):
 
 def sigmoid(input):
     return _unary("sigmoid", input, "sigmoid", "sigmoid_backward", True,
-                  graph=lambda g, x, y: mul(g, mul(y, sub(1.0, y))))
+                  graph=_sigmoid_graph)
 
 
 def tanh(input):
-    return _unary("tanh", input, "tanh", "tanh_backward", True, graph=lambda g, x, y: mul(g, sub(1.0, mul(y, y))))
+    return _unary("tanh", input, "tanh", "tanh_backward", True, graph=_tanh_graph)
 
 
 def silu(input):
@@ -344,7 +373,7 @@ def hardsigmoid(input, inplace=False):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x. """ + INPLACE
     return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope),
-                  graph=lambda g, x, y, slope: where(gt(x, 0.0), g, mul(g, slope)))
+                  graph=_leaky_relu_graph)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -357,8 +386,7 @@ def abs(input):
     dtype; bool ones raise, as torch."""
     check_tensors("abs", input=input)
     check(input.dtype != torch.bool, "abs: not implemented for bool tensors")
-    return _unary("abs", input, "abs", "abs_backward", False,
-                  graph=lambda g, x, y: mul(g, Tensor(_pw.pointwise("sign", x.memory))))  # sign: a constant
+    return _unary("abs", input, "abs", "abs_backward", False, graph=_abs_graph)
 
 
 def clamp(input, min=None, max=None):

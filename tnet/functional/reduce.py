@@ -348,7 +348,12 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
         g = g.reshape(y.shape)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         return (_pw.pointwise("var_backward", s, X, mean, channels_last=cl, dtype=input.dtype),)
-    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,))
+
+    def graph(g, out):  # backward's rule on the tape
+        g, out = reshape(g, y.shape), reshape(out, y.shape)
+        s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
+        return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
+    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
