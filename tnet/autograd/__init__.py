@@ -42,10 +42,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     torch's (deprecated there). create_graph=True: the gradients are themselves on the tape (higher-order
     gradients, a gradient penalty) through the ops that give record() a graph function: add, sub, mul,
     div, neg, pow (number exponent), sqrt, exp, log, abs, relu, leaky_relu, tanh, sigmoid, where, sum,
-    mean, view, reshape, flatten, squeeze, unsqueeze, permute, transpose, t, expand, getitem with
-    ints and slices, linear, matmul (mm), conv2d (groups 1, no fused relu), norm and
-    linalg.vector_norm (ord 2); any other op on the path raises NotImplementedError. Not supported:
-    is_grads_batched."""
+    mean, var, std (so layer_norm, group_norm, instance_norm), view, reshape, flatten, squeeze,
+    unsqueeze, permute, transpose, t, expand, getitem with ints and slices (narrow, select, split),
+    linear, matmul (mm, bmm), conv2d (symmetric padding; groups 1 where the weight needs a
+    gradient), norm and linalg.vector_norm (ord 2); any other op on the path raises
+    NotImplementedError naming it. Not supported: is_grads_batched."""
     if is_grads_batched:
         raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
     outputs, inputs = _tensors(outputs), _tensors(inputs)
