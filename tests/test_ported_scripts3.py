@@ -7,9 +7,7 @@ widths are tiny and runs 1-2 steps."""
 import math
 
 import numpy as np
-import pytest
 
-import tnet
 from helpers import batches, compare, imports, load
 
 
@@ -164,23 +162,35 @@ def test_wgan():
     compare(wgan)
 
 
-def test_wgan_gp_penalty_is_not_supported():
-    torch, nn, autograd = tnet, tnet.nn, tnet.autograd
-    D = nn.Linear(6, 1)
-    real, fake = torch.randn(3, 6), torch.randn(3, 6)
+def test_wgan_gp_penalty():
+    """The PyTorch-GAN WGAN-GP penalty (autograd.grad with create_graph), then its backward: the
+    critic's gradients match torch's."""
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((1, 6)), rng.standard_normal(1)
+    real, fake, alpha = rng.standard_normal((3, 6)), rng.standard_normal((3, 6)), rng.random((3, 1))
 
-    def compute_gradient_penalty(D, real_samples, fake_samples):
-        alpha = torch.rand((real_samples.size(0), 1))
-        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+    def compute_gradient_penalty(m):
+        torch, nn = m.torch, m.nn
+        autograd = torch.autograd
+        D = nn.Linear(6, 1)
+        with torch.no_grad():
+            D.weight.copy_(torch.tensor(w, dtype=torch.float32))
+            D.bias.copy_(torch.tensor(b, dtype=torch.float32))
+        real_samples, fake_samples = (torch.tensor(v, dtype=torch.float32) for v in (real, fake))
+        interpolates = (torch.tensor(alpha, dtype=torch.float32) * real_samples +
+                        ((1 - torch.tensor(alpha, dtype=torch.float32)) * fake_samples)).requires_grad_(True)
         d_interpolates = D(interpolates)
-        fake = torch.ones(real_samples.shape[0], 1).requires_grad_(False)
-        gradients = autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=fake,
+        ones = torch.ones(real_samples.shape[0], 1).requires_grad_(False)
+        gradients = autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=ones,
                                   create_graph=True, retain_graph=True, only_inputs=True)[0]
         gradients = gradients.view(gradients.size(0), -1)
-        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        gp = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        (D(fake_samples).mean() - D(real_samples).mean() + 10 * gp).backward()
+        return [gp.item(), *D.weight.grad.flatten().tolist(), *D.bias.grad.tolist()]
 
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        compute_gradient_penalty(D, real, fake)
+    np.testing.assert_allclose(compute_gradient_penalty(imports("tnet")),
+                               compute_gradient_penalty(imports("torch")), rtol=1e-5,
+                               atol=1e-6)
 
 
 # (c) pytorch/examples' vae: reparameterize with randn_like, BCE with reduction='sum' plus the KL term

@@ -129,14 +129,15 @@ class set_grad_enabled(_GradMode):
 
 
 class _Entry:
-    __slots__ = ("seq", "op", "inputs", "backward", "saved")
+    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph")
 
-    def __init__(self, op, inputs, backward, saved):
+    def __init__(self, op, inputs, backward, saved, graph=None):
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
         self.backward = backward
         self.saved = saved
+        self.graph = graph
 
     def check_versions(self):
         """torch's error where a tensor this backward reads was written in place since the forward."""
@@ -491,7 +492,8 @@ class Tensor:
         """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad that requires it, as torch's
         (gradient: any array, cast to self's dtype; omitted for a one-element self: ones). The graph
         is freed after, unless retain_graph. inputs: the leaves to accumulate into, the others are
-        left alone. create_graph (a differentiable backward) is not supported."""
+        left alone. create_graph=True records the backward itself (higher-order gradients) through the
+        ops tnet.autograd.grad's docstring lists."""
         run_backward((self,), (gradient,), retain_graph, create_graph, inputs, accumulate=True)
 
 
@@ -515,10 +517,12 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     """The tape's backward from roots (tensors) with their seeds (gradients, None for ones). With
     accumulate, each leaf's gradient goes into its .grad (only the leaves among inputs, where
     given); else the gradients of inputs (leaves or not) are returned, in inputs' order (None where
-    no path reaches one), and no .grad changes, as torch.autograd.grad."""
+    no path reaches one), and no .grad changes, as torch.autograd.grad. create_graph: the
+    backward runs each entry's graph function (record's graph=) with grad mode on, so that the
+    gradients, tnet Tensors, are themselves on the tape (higher-order gradients); an op without
+    one raises NotImplementedError. The graph is kept then unless retain_graph is False, as torch's."""
     if create_graph:
-        raise NotImplementedError("create_graph=True: tnet's backward is not itself recorded (no higher-order "
-                                  "gradients)")
+        return _graph_backward(roots, seeds, retain_graph is not False, inputs, accumulate)
     grads = {}
     for t, g in zip(roots, seeds):
         g = _seed(t, g)
@@ -533,27 +537,14 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
         elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
             _accumulate_leaf(x, g)  # a leaf's .grad, or (backward(inputs=)) any given tensor's
 
-    # The part of the tape the roots depend on, found without recursion.
-    entries, stack, seen = [], list(roots), set()
-    while stack:
-        t = stack.pop()
-        if t._entry is not None and id(t) not in seen:
-            seen.add(id(t))
-            entries.append(t)
-            if _rebased[0]:
-                t._entry.inputs = _inputs_then(t, t._entry)
-            for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
-                if x.requires_grad:
-                    stack.append(x)
     for t in roots:
         if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
             arrive(t, grads.pop(id(t)))
-    for t in sorted(entries, key=lambda t: t._entry.seq, reverse=True):
+    for t in _tape(roots):
         g = grads.pop(id(t), None)
         entry = t._entry
         if entry.backward is None:
-            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved tensors "
-                               "after they have already been freed); specify retain_graph=True the first time")
+            _freed()
         if g is not None:
             entry.check_versions()
             g = in_layout(g, t.memory)
@@ -581,11 +572,126 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 else:
                     grads[id(x)] = gx
         if not retain_graph:
-            entry.backward = None  # frees what the closure saved
+            entry.backward = entry.graph = None  # frees what the closures saved
             entry.inputs = entry.saved = ()
     _run_callbacks()
     if not accumulate:
         return [captured.get(id(x)) for x in inputs]
+
+
+def _freed():
+    raise RuntimeError("Trying to backward through the graph a second time (or directly access saved tensors "
+                       "after they have already been freed); specify retain_graph=True the first time")
+
+
+def _tape(roots):
+    """The tensors made by the part of the tape the roots depend on, latest entry first (found
+    without recursion)."""
+    entries, stack, seen = [], list(roots), set()
+    while stack:
+        t = stack.pop()
+        if t._entry is not None and id(t) not in seen:
+            seen.add(id(t))
+            entries.append(t)
+            if _rebased[0]:
+                t._entry.inputs = _inputs_then(t, t._entry)
+            for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
+                if x.requires_grad:
+                    stack.append(x)
+    return sorted(entries, key=lambda t: t._entry.seq, reverse=True)
+
+
+def _graph_sum(a, b):
+    """a + b of two gradients (tnet Tensors), on the tape: tensor.py cannot import functional's add."""
+    return record("add", pointwise("add", a.memory, b.memory), (a, b), lambda g: (g, g.view(g.shape)),
+                  graph=lambda g, y: (g, g))
+
+
+def _graph_cast(g, dtype):
+    """g (a tnet Tensor) cast to dtype, on the tape."""
+    from_dtype = g.dtype
+    return record("to", copy_(torch.empty_like(g.memory, dtype=dtype), g.memory), (g,),
+                  lambda h: (copy_(torch.empty_like(h, dtype=from_dtype), h),),
+                  graph=lambda h, y: (_graph_cast(h, from_dtype),))
+
+
+def _graph_seed(t, g):
+    """run_backward's seed under create_graph: a tnet Tensor (a given one kept, so that gradients
+    flow to it too)."""
+    if isinstance(g, Tensor) and g.requires_grad:
+        if not t.requires_grad:
+            _seed(t, None)
+        if g.shape != t.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {g.shape} and output has a "
+                               f"shape of {t.shape}")
+        return g if g.dtype == t.dtype else _graph_cast(g, t.dtype)
+    return Tensor(_seed(t, g))
+
+
+def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
+    """run_backward with create_graph: the same walk, each entry's graph function run on tnet
+    Tensors with grad mode on, parts of one gradient summed on the tape; a leaf's .grad becomes
+    (or has added) its gradient, which holds its graph, as torch's."""
+    with _block(True):
+        grads = {}
+        for t, g in zip(roots, seeds):
+            g = _graph_seed(t, g)
+            grads[id(t)] = g if id(t) not in grads else _graph_sum(grads[id(t)], g)
+        wanted = None if inputs is None else {id(x): x for x in inputs}
+        captured = {}
+
+        def arrive(x, g):
+            if wanted is not None and id(x) in wanted and not accumulate:
+                captured[id(x)] = g if id(x) not in captured else _graph_sum(captured[id(x)], g)
+            elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
+                g = _graph_hooks(x, g)
+                x.grad = g if x.grad is None else _graph_sum(x.grad, g)
+                for hook in list(x.__dict__.get("_grad_hooks", {}).values()):
+                    hook(x)
+
+        for t in roots:
+            if t._entry is None and id(t) in grads:
+                arrive(t, grads.pop(id(t)))
+        for t in _tape(roots):
+            g = grads.pop(id(t), None)
+            entry = t._entry
+            if entry.backward is None:
+                _freed()
+            if g is not None:
+                if entry.graph is None:
+                    raise NotImplementedError(f"create_graph through {entry.op} is not supported (tnet's "
+                                              f"higher-order gradients cover the ops its docs list)")
+                entry.check_versions()
+                g = _graph_hooks(t, g)
+                if "_retains_grad" in t.__dict__ and accumulate:
+                    t.grad = g if t.grad is None else _graph_sum(t.grad, g)
+                if wanted is not None and id(t) in wanted:
+                    arrive(t, g)
+                for x, gx in zip(entry.inputs, entry.graph(g, t)):
+                    if gx is None or not x.requires_grad:
+                        continue
+                    assert gx.shape == x.shape, f"gradient {gx.shape} for input {x.shape} ({entry.op})"
+                    if gx.dtype != x.dtype:
+                        gx = _graph_cast(gx, x.dtype)
+                    if x._entry is None:
+                        arrive(x, gx)
+                    else:
+                        grads[id(x)] = gx if id(x) not in grads else _graph_sum(grads[id(x)], gx)
+            if not retain_graph:
+                entry.backward = entry.graph = None
+                entry.inputs = entry.saved = ()
+    _run_callbacks()
+    if not accumulate:
+        return [captured.get(id(x)) for x in inputs]
+
+
+def _graph_hooks(t, g):
+    """g (a tnet Tensor, t's gradient) through t's register_hook hooks."""
+    for hook in list(t.__dict__.get("_hooks", {}).values()):
+        out = hook(g)
+        if out is not None:
+            g = out if isinstance(out, Tensor) else Tensor(out)
+    return g
 
 
 def memory_root(data):
@@ -662,10 +768,13 @@ def _accumulate_leaf(x, g):
             hook(x)
 
 
-def record(op, data, inputs, backward, saved=()):
+def record(op, data, inputs, backward, saved=(), graph=None):
     """Wrap the output of op (its name); put it on the tape when grad is on and an input
     requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose
-    versions backward checks; only those, so that an in-place write to anything else is allowed."""
+    versions backward checks; only those, so that an in-place write to anything else is allowed.
+    graph: graph(g, y), the same input gradients as backward's, computed from g and y (tnet Tensors:
+    the output's gradient and the output) with tnet's differentiable ops, so that a backward with
+    create_graph=True records them; None where the op has none (create_graph through it raises)."""
     out = Tensor(data)
     if _grad_enabled[0] and any_requires_grad(inputs):
         out.requires_grad = True
@@ -674,7 +783,7 @@ def record(op, data, inputs, backward, saved=()):
             t = t.memory if isinstance(t, Tensor) else t
             if isinstance(t, torch.Tensor):
                 versions.append((t, t._version))
-        out._entry = _Entry(op, tuple(inputs), backward, versions)
+        out._entry = _Entry(op, tuple(inputs), backward, versions, graph)
     return out
 
 

@@ -39,7 +39,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """torch.autograd.grad: the gradients of outputs (seeded by grad_outputs) with respect to inputs
     (leaves or not), as a tuple, without touching any .grad. An input that no path reaches raises,
     unless allow_unused (None in its place) or materialize_grads (zeros). only_inputs is ignored, as
-    torch's (deprecated there). Not supported: create_graph (higher-order gradients) and is_grads_batched."""
+    torch's (deprecated there). create_graph=True: the gradients are themselves on the tape (higher-order
+    gradients, a gradient penalty) through the ops that give record() a graph function: add, sub, mul,
+    div, neg, pow (number exponent), sqrt, exp, log, abs, relu, leaky_relu, tanh, sigmoid, where, sum,
+    mean, var, std (so layer_norm, group_norm, instance_norm), view, reshape, flatten, squeeze,
+    unsqueeze, permute, transpose, t, expand, getitem with ints and slices (narrow, select, split),
+    linear, matmul (mm, bmm), conv2d (symmetric padding; groups 1 where the weight needs a
+    gradient), norm and linalg.vector_norm (ord 2); any other op on the path raises
+    NotImplementedError naming it. Not supported: is_grads_batched."""
     if is_grads_batched:
         raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
     outputs, inputs = _tensors(outputs), _tensors(inputs)
@@ -56,7 +63,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                "Set allow_unused=True if this is the desired behavior.")
         else:
-            out.append(None if g is None else Tensor(g))
+            out.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
     return tuple(out)
 
 

@@ -11,9 +11,12 @@ from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
 from ..kernels.launch import check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single
 from ..tensor import Tensor, record
+from .copy import getitem, transpose
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
+from .pointwise import gt, where
 from .pool import pool_args
+from .reduce import sum as sum_dims
 
 
 def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_channels):
@@ -98,7 +101,36 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 
     def backward(g):
         return grads(_pw.relu_backward(y, g) if relu else g)
-    return record("conv2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved)
+    return record("conv2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved,
+                  graph=lambda g, out: _conv2d_graph(g, out, x, w, b, stride, padding, dilation, groups, relu))
+
+
+def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
+    """conv2d's gradients (x, w, b) on the tape (record's graph=): the input's a transposed
+    convolution of g by w; the weight's a convolution of x by g, batch and channels swapped
+    (stride and dilation swapped too), cut to the kernel's size. Symmetric padding only, and
+    groups 1 for the weight's."""
+    if relu:
+        g = where(gt(y, 0.0), g, 0.0)
+    (top, bottom), (left, right) = _conv.conv_pads(padding, stride, w.shape[2:], dilation)
+    if top != bottom or left != right:
+        raise NotImplementedError("create_graph through conv2d with padding='same' and an even kernel (uneven "
+                                  "padding) is not supported")
+    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1), pair(dilation, "conv2d: dilation", 1)
+    gx = gw = gb = None
+    if x.requires_grad:
+        extra = tuple(n - ((o - 1) * s - 2 * p + d * (k - 1) + 1)  # the rows and columns the stride left out
+                      for n, o, s, p, d, k in zip(x.shape[2:], g.shape[2:], strides, pads, dilations, w.shape[2:]))
+        gx = conv_transpose2d(g, w, None, strides, pads, extra, groups, dilations)
+    if w.requires_grad:
+        if groups != 1:
+            raise NotImplementedError("create_graph through conv2d with groups > 1 is not supported (its weight's "
+                                      "gradient)")
+        full = conv2d(transpose(x, 0, 1), transpose(g, 0, 1), None, dilations, pads, strides)  # [C, Cout, >= kh, >= kw]
+        gw = transpose(getitem(full, (slice(None), slice(None), slice(w.shape[2]), slice(w.shape[3]))), 0, 1)
+    if b is not None and b.requires_grad:
+        gb = sum_dims(g, (0, 2, 3))
+    return (gx, gw) if b is None else (gx, gw, gb)
 
 
 def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,

@@ -26,23 +26,33 @@ from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index
                       is_grad_enabled, no_grad, rebase, record, tensor)
 from .inputs import check_tensors
 from .pad import pad
-from .pointwise import add, ge, logical_or, lt, mul, ne, sum_to, where
+from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
 
 def _part(name, x, make):
     """make(x.memory), a view of part of x's elements (a slice, narrow, select, a split piece). The
-    backward writes g through the same view of a zeroed gradient."""
+    backward writes g through the same view of a zeroed gradient (_placed on the tape, under
+    create_graph)."""
     def backward(g):
         gx = empty_in_layout(x.memory).zero_()
         copy_(make(gx), g)
         return (gx,)
-    return record(name, make(x.memory), (x,), backward)
+    return record(name, make(x.memory), (x,), backward, graph=lambda g, y: (_placed(name, g, x, make),))
+
+
+def _placed(name, g, x, make):
+    """_part's gradient on the tape: g (a tnet Tensor) written through make's view of zeros shaped
+    like x; its own gradient is make's view again."""
+    gx = empty_in_layout(x.memory).zero_()
+    copy_(make(gx), g.memory)
+    return record(name + "_backward", gx, (g,), lambda h: (make(h),), graph=lambda h, y: (_part(name, h, make),))
 
 
 def _rearranged(name, x, y, inverse):
     """y, a view of all of x's elements in another shape or order (permute, transpose, squeeze...);
-    the backward is inverse(g), in x's layout."""
-    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.memory),))
+    the backward is inverse(g), in x's layout; inverse is a method call that a tnet Tensor takes
+    as well (the graph backward's)."""
+    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.memory),), graph=lambda g, out: (inverse(g),))
 
 
 def getitem(x, index):
@@ -303,6 +313,11 @@ def _view_back(x):
     return lambda g: (in_layout(g.reshape(x.shape), x.memory),)
 
 
+def _reshaped_back(g, y):
+    """view's and reshape's graph backward: g in the input's shape (the first of y's entry's inputs)."""
+    return (reshape(g, y._entry.inputs[0].shape),)
+
+
 def view(x, *shape):
     """The same memory under another shape (torch's view rule: RuntimeError where the strides do
     not allow it; use reshape). A channels-last activation is viewed as torch's NCHW tensor: where
@@ -315,7 +330,7 @@ def view(x, *shape):
         if not _nhwc_memory(x.memory):
             raise
         y = _nchw_copy(x.memory).view(shape)
-    return record("view", y, (x,), _view_back(x))
+    return record("view", y, (x,), _view_back(x), graph=_reshaped_back)
 
 
 def reshape(x, *shape):
@@ -330,7 +345,7 @@ def reshape(x, *shape):
             y = _nchw_copy(x.memory).view(shape)
         except RuntimeError as e:
             raise InputError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
-    return record("reshape", y, (x,), _view_back(x))
+    return record("reshape", y, (x,), _view_back(x), graph=_reshaped_back)
 
 
 def t(x):
@@ -421,7 +436,8 @@ def expand(input, *sizes):
     expanded dims; the backward sums over them (kernels/reduce.py)."""
     check_tensors("expand", input=input)
     y = input.memory.expand(shape_args(sizes))
-    return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.memory),))
+    return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.memory),),
+                  graph=lambda g, out: (graph_sum_to(g, input),))
 
 
 def expand_as(input, other):

@@ -37,7 +37,11 @@ def _matmul2d(a, b):
     def backward(g):
         return (_gemm.matmul(g, B.t(), out_dtype=a_dtype) if need_a else None,
                 _gemm.matmul(A.t(), g, out_dtype=b_dtype) if need_b else None)
-    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None))
+
+    def graph(g, y):
+        return (matmul(g, transpose(b, 0, 1)) if need_a else None, matmul(transpose(a, 0, 1), g) if need_b else None)
+    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None),
+                  graph=graph)
 
 
 def _bmm(a, b):
@@ -51,7 +55,13 @@ def _bmm(a, b):
     def backward(g):
         return (_gemm.matmul(g, B.transpose(-1, -2), out_dtype=a_dtype, sum_batch=A.dim() == 2) if need_a else None,
                 _gemm.matmul(A.transpose(-1, -2), g, out_dtype=b_dtype) if need_b else None)
-    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None))
+
+    def graph(g, y):
+        ga = matmul(g, transpose(b, -1, -2)) if need_a else None
+        return (ga if ga is None or a.ndim == 3 else _reduce_sum(ga, 0),
+                matmul(transpose(a, -1, -2), g) if need_b else None)
+    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None),
+                  graph=graph)
 
 
 def matmul(a, b):
@@ -182,9 +192,13 @@ def linear(x, w, b=None):
         return (_gemm.matmul(g, W, out_dtype=x_dtype) if need_x else None,
                 _gemm.matmul(g.t(), X, out_dtype=w_dtype) if need_w else None,
                 bias_grad(g, b_dtype) if need_b else None)
+
+    def graph(g, y):
+        return (matmul(g, w) if need_x else None, matmul(transpose(g, 0, 1), x) if need_w else None,
+                _reduce_sum(g, 0) if need_b else None)
     y = _gemm.matmul(X, W.t(), bias=None if b is None else b.memory.contiguous(), bias_dim=1)  # the epilogue reads it dense
     return record("linear", y, (x, w) if b is None else (x, w, b), backward,
-                  saved=(w if need_x else None, x if need_w else None))
+                  saved=(w if need_x else None, x if need_w else None), graph=graph)
 
 
 def bias_grad(g, dtype):

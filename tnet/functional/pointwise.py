@@ -42,7 +42,11 @@ def relu(input, inplace=False):
         check(X.dtype != torch.bool, "Boolean inputs not supported for relu")
         return clamp(input, min=0)
     y = _pw.relu(X) if is_flat(X) else _pw.pointwise("relu", X)
-    return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,))
+    return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
+
+
+def _relu_graph(g, y):
+    return (where(gt(y, 0.0), g, 0.0),)
 
 
 def _operands(name, input, other):
@@ -74,22 +78,42 @@ def sum_to(g, x):
     return g
 
 
-def _record_each(name, y, operands, grads, saved=()):
+def _record_each(name, y, operands, grads, saved=(), graph=None):
     """Record y = name(*operands); grads(g) gives every operand's gradient at y's shape (None
     where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
-    tensors grads reads (record's)."""
+    tensors grads reads (record's). graph(g, y): grads' twin on tnet Tensors (record's graph=)."""
     inputs = [v for v in operands if isinstance(v, Tensor)]
     if not (is_grad_enabled() and any_requires_grad(inputs)):  # nothing to record
         return Tensor(y)
 
     def backward(g):
         return tuple(sum_to(gv, v) for v, gv in zip(operands, grads(g)) if isinstance(v, Tensor))
-    return record(name, y, inputs, backward, saved=saved)
+
+    def graph_backward(g, out):
+        return tuple(graph_sum_to(gv, v) for v, gv in zip(operands, graph(g, out)) if isinstance(v, Tensor))
+    return record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward)
 
 
-def _record2(name, y, input, other, grads, saved=()):
+def _record2(name, y, input, other, grads, saved=(), graph=None):
     """_record_each of the two operands input and other."""
-    return _record_each(name, y, (input, other), grads, saved)
+    return _record_each(name, y, (input, other), grads, saved, graph)
+
+
+def graph_sum_to(g, x):
+    """sum_to on the tape: g, a tnet Tensor of a broadcast result's shape (or None), summed to
+    x's shape, for graph backwards (record's graph=)."""
+    if g is None or g.shape == x.shape:
+        return g
+    shape = g.shape
+    return record("sum_to", sum_to(g.memory, x), (g,), lambda h: (h.expand(shape),),
+                  graph=lambda h, y: (_graph_expand(h, shape),))
+
+
+def _graph_expand(h, shape):
+    """h broadcast to shape, on the tape: graph_sum_to's gradient (copy.expand's twin, which this
+    module cannot import)."""
+    return record("expand", h.memory.expand(shape), (h,), lambda k: (sum_to(k, h),),
+                  graph=lambda k, y: (graph_sum_to(k, h),))
 
 
 def scaled(other, alpha):
@@ -119,7 +143,8 @@ def add_or_sub(name, input, other, into=None):
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
     return _record2(name, y, input, other, lambda g: (
-        g.view(g.shape), (g.view(g.shape) if name == "add" else _pw.pointwise("neg", g)) if need_b else None))
+        g.view(g.shape), (g.view(g.shape) if name == "add" else _pw.pointwise("neg", g)) if need_b else None),
+        graph=lambda g, out: (g, (g if name == "add" else neg(g)) if need_b else None))
 
 
 def mul(input, other):
@@ -129,7 +154,8 @@ def mul(input, other):
     return _record2("mul", _pw.pointwise("mul", a, b), input, other,
                     lambda g: (_pw.pointwise("mul", g, b) if need_a else None,
                                _pw.pointwise("mul", g, a) if need_b else None),
-                    saved=(b if need_a else None, a if need_b else None))
+                    saved=(b if need_a else None, a if need_b else None),
+                    graph=lambda g, out: (mul(g, other) if need_a else None, mul(g, input) if need_b else None))
 
 
 def div(input, other, *, rounding_mode=None):
@@ -155,7 +181,9 @@ def div(input, other, *, rounding_mode=None):
     return _record2("div", y, input, other,
                     lambda g: (_pw.pointwise("div", g, b) if need_a else None,
                                _pw.pointwise("div_backward", g, y, b) if need_b else None),
-                    saved=(b, y if need_b else None))
+                    saved=(b, y if need_b else None),
+                    graph=lambda g, out: (div(g, other) if need_a else None,
+                                          neg(div(mul(g, out), other)) if need_b else None))
 
 
 def _ints_to_float(*values):
@@ -181,9 +209,10 @@ PROMOTED = ("exp", "log", "sqrt", "sigmoid", "tanh", "softsign", "tanhshrink")  
 NO_BOOL = ("softsign", "tanhshrink")  # bool raises there in torch (its abs and sub take no bools)
 
 
-def _unary(name, input, op, grad_op, saves_output, *args):
+def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     """Record y = op(input, *args) elementwise, in input's layout; its backward is
-    grad_op(g, y or input, *args), saving only the one it reads. Integer and bool inputs of PROMOTED
+    grad_op(g, y or input, *args), saving only the one it reads; graph(g, x, y, *args), where
+    given, its twin on tnet Tensors (record's graph=). Integer and bool inputs of PROMOTED
     functions compute in float32."""
     check_tensors(name, input=input)
     X = input.memory
@@ -192,7 +221,37 @@ def _unary(name, input, op, grad_op, saves_output, *args):
         X = _float(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,))
+    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,),
+                  graph=None if graph is None else lambda g, out: (graph(g, input, out, *args),))
+
+
+# the graph backwards (record's graph=) of _unary's functions: g, the input, the output, the arguments
+def _exp_graph(g, x, y):
+    return mul(g, y)
+
+
+def _log_graph(g, x, y):
+    return div(g, x)
+
+
+def _sqrt_graph(g, x, y):
+    return div(g, mul(y, 2.0))
+
+
+def _sigmoid_graph(g, x, y):
+    return mul(g, mul(y, sub(1.0, y)))
+
+
+def _tanh_graph(g, x, y):
+    return mul(g, sub(1.0, mul(y, y)))
+
+
+def _leaky_relu_graph(g, x, y, slope):
+    return where(gt(x, 0.0), g, mul(g, slope))
+
+
+def _abs_graph(g, x, y):
+    return mul(g, Tensor(_pw.pointwise("sign", x.memory)))  # sign: a constant
 
 
 def neg(input):
@@ -200,19 +259,20 @@ def neg(input):
     check_tensors("neg", input=input)
     check(input.dtype != torch.bool, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                      "to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return record("neg", _pw.pointwise("neg", input.memory), (input,), lambda g: (_pw.pointwise("neg", g),))
+    return record("neg", _pw.pointwise("neg", input.memory), (input,), lambda g: (_pw.pointwise("neg", g),),
+                  graph=lambda g, y: (neg(g),))
 
 
 def exp(input):
-    return _unary("exp", input, "exp", "mul", True)
+    return _unary("exp", input, "exp", "mul", True, graph=_exp_graph)
 
 
 def log(input):
-    return _unary("log", input, "log", "div", False)
+    return _unary("log", input, "log", "div", False, graph=_log_graph)
 
 
 def sqrt(input):
-    return _unary("sqrt", input, "sqrt", "sqrt_backward", True)
+    return _unary("sqrt", input, "sqrt", "sqrt_backward", True, graph=_sqrt_graph)
 
 
 def pow(input, exponent):
@@ -230,7 +290,14 @@ def pow(input, exponent):
             return pow(Tensor(_float(input.memory)), exponent)
         check(exponent >= 0, "Integers to negative integer powers are not allowed.")
         return Tensor(_integer_power(input.memory, int(exponent)))
-    return _unary("pow", input, "pow", "pow_backward", False, float(exponent))
+    return _unary("pow", input, "pow", "pow_backward", False, float(exponent), graph=_pow_graph)
+
+
+def _pow_graph(g, x, y, e):
+    """g e x^(e-1) on the tape (0 for e = 0, as torch's)."""
+    if e == 0:
+        return mul(g, 0.0)
+    return mul(g, mul(x if e == 2 else pow(x, e - 1), e))
 
 
 def _pow_tensor(input, exponent):
@@ -300,11 +367,12 @@ def gelu(input, approximate="none"):
 
 
 def sigmoid(input):
-    return _unary("sigmoid", input, "sigmoid", "sigmoid_backward", True)
+    return _unary("sigmoid", input, "sigmoid", "sigmoid_backward", True,
+                  graph=_sigmoid_graph)
 
 
 def tanh(input):
-    return _unary("tanh", input, "tanh", "tanh_backward", True)
+    return _unary("tanh", input, "tanh", "tanh_backward", True, graph=_tanh_graph)
 
 
 def silu(input):
@@ -329,7 +397,8 @@ def hardsigmoid(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x. """ + INPLACE
-    return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope))
+    return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope),
+                  graph=_leaky_relu_graph)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -342,7 +411,7 @@ def abs(input):
     dtype; bool ones raise, as torch."""
     check_tensors("abs", input=input)
     check(input.dtype != torch.bool, "abs: not implemented for bool tensors")
-    return _unary("abs", input, "abs", "abs_backward", False)
+    return _unary("abs", input, "abs", "abs_backward", False, graph=_abs_graph)
 
 
 def clamp(input, min=None, max=None):
@@ -485,7 +554,9 @@ def where(condition, input=None, other=None):
     y = _pw.pointwise("where", C, a, b)
     return _record2("where", y, input, other,
                     lambda g: (_pw.pointwise("where", C, g, 0.0) if need_a else None,
-                               _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,))
+                               _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,),
+                    graph=lambda g, out: (where(condition, g, 0.0) if need_a else None,
+                                          where(condition, 0.0, g) if need_b else None))
 
 
 def isnan(input):

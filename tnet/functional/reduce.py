@@ -14,7 +14,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, no_grad, record
-from .copy import broadcast_tensors, reshape, shape_args, unsqueeze
+from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
                         minimum, mul, ne, neg, pow, relu, sign, sub, where)
@@ -59,7 +59,8 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
-        return record(name, out, (input,), lambda g: (torch.zeros_like(input.memory),))
+        return record(name, out, (input,), lambda g: (torch.zeros_like(input.memory),),
+                      graph=lambda g, y: (Tensor(torch.zeros_like(input.memory)),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
     y = _reduce.reduce(X, dims, divisor=count)
@@ -67,7 +68,11 @@ def sum_or_mean(name, input, dim, keepdim, mean):
 
     def backward(g):  # g spread back over the reduced axes (and divided by the count: mean)
         return (_pw.pointwise("div", g.reshape(y.shape).expand(shape), float(count), channels_last=cl),)
-    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward)
+
+    def graph(g, out):
+        spread = expand(reshape(g, y.shape), shape)
+        return (div(spread, float(count)) if mean else spread,)
+    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -343,7 +348,12 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
         g = g.reshape(y.shape)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         return (_pw.pointwise("var_backward", s, X, mean, channels_last=cl, dtype=input.dtype),)
-    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,))
+
+    def graph(g, out):  # backward's rule on the tape
+        g, out = reshape(g, y.shape), reshape(out, y.shape)
+        s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
+        return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
+    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -572,7 +582,8 @@ def _two_norm(input, dim, keepdim):
     def backward(g):  # g x / y in fp32 registers (g x overflows float16), 0 where y is 0
         Y = y.memory
         return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.reshape(Y.shape), X, Y))
-    out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y))
+    out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
+                 graph=lambda g, out: (where(eq(out, 0), 0.0, div(mul(g, input), out)),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 

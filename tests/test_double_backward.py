@@ -1,0 +1,160 @@
+"""Higher-order gradients (create_graph=True): autograd.grad's gradients on the tape, then a
+backward through them, against torch in float64: small expressions of each covered op, a
+WGAN-GP critic step (conv, leaky_relu, linear, the gradient penalty), and the errors for ops
+without a graph backward."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from helpers import assert_close, leaf
+
+TNET = (tnet, tnet.nn.functional)
+TORCH = (torch, torch.nn.functional)
+TOL2 = 1e-4  # second derivatives chain several fp32 kernels
+
+
+def second_order(rng, fn, *shapes, positive=False, tol=TOL2):
+    """fn(T, F, *xs) -> a tensor; its gradients g_i (create_graph, seeded by fixed values) and then
+    the gradients of sum_i sum(g_i * w_i) with respect to every x_i, against torch's."""
+    pairs = [leaf(rng, *s, positive=positive) for s in shapes]
+    xs, refs = [t for t, _ in pairs], [r for _, r in pairs]
+    out, ref = fn(*TNET, *xs), fn(*TORCH, *refs)
+    seed = rng.standard_normal(ref.shape)
+    weights = [rng.standard_normal(s) for s in shapes]
+    gs = tnet.autograd.grad(out, xs, grad_outputs=tnet.tensor(seed), create_graph=True)
+    grs = torch.autograd.grad(ref, refs, grad_outputs=torch.tensor(seed), create_graph=True)
+    for i, (g, gr) in enumerate(zip(gs, grs)):
+        assert_close(g, gr, tol, f"gradient {i}")
+    sum(((g * tnet.tensor(w)).sum() for g, w in zip(gs, weights)), tnet.tensor(0.0)).backward()
+    sum(((g * torch.tensor(w)).sum() for g, w in zip(grs, weights)), torch.tensor(0.0)).backward()
+    for i, (x, r) in enumerate(zip(xs, refs)):
+        if r.grad is None:  # torch: no second-order path (a piecewise-linear op): tnet gives zeros or None
+            assert x.grad is None or not np.any(x.grad.numpy()), f"second-order gradient {i}"
+        else:
+            assert_close(x.grad, r.grad, tol, f"second-order gradient {i}")
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("add_sub", lambda T, F, x, y: (x + y) * (x - 2.5 * y) - (1.5 - x) * y),
+    ("mul_div", lambda T, F, x, y: x * y / (x * x + 1.0) + 3.0 / (y * y + 2.0)),
+    ("neg_pow", lambda T, F, x, y: -(x ** 3) + (y ** 2) * x + (x * y) ** 2 - x ** 0 * y),
+    ("exp_log_sqrt", lambda T, F, x, y: T.exp(x * 0.3) * T.log(y * y + 1.0) + T.sqrt(x * x + 0.5)),
+    ("tanh_sigmoid", lambda T, F, x, y: T.tanh(x) * T.sigmoid(y) + T.sigmoid(x * y)),
+    ("abs_relu_leaky", lambda T, F, x, y: T.abs(x) * y * y + F.relu(x) * x * y + F.leaky_relu(y, 0.2) * x * x),
+])
+def test_second_order_pointwise(rng, name, fn):
+    second_order(rng, fn, (2, 3), (2, 3))
+
+
+def test_second_order_broadcasting(rng):
+    """Operands of different shapes: each gradient (and its gradient) summed back to its shape."""
+    second_order(rng, lambda T, F, x, y, z: x * y / (z * z + 1.0) + (x - y) * z, (2, 3), (3,), (2, 1))
+
+
+def test_second_order_pow_sqrt_log(rng):
+    second_order(rng, lambda T, F, x: T.sqrt(x) * T.log(x) + x ** -1.5 + x ** 2.5, (3, 2), positive=True)
+
+
+def test_second_order_reductions_and_views(rng):
+    def fn(T, F, x, y):  # x [4, 3], y [3]
+        a = (x * x).sum(1, keepdim=True) * y.mean()
+        b = x.view(2, 6).reshape(3, 4).flatten() * y.expand(4, 3).t().reshape(-1)
+        c = x[1:3, ::2] * x[:2, 1:].sum()
+        d = x.permute(1, 0)[0] * y.unsqueeze(0)[0, 1] + x.transpose(0, 1).unsqueeze(0).squeeze()[2]
+        return a.sum() * b.mean() + (c * c).sum() + (d ** 2).sum() + (x.mean(0) * y).sum() ** 2
+    second_order(rng, fn, (4, 3), (3,))
+
+
+def test_second_order_norm(rng):
+    """The gradient penalty's norm: Tensor.norm(2, dim=1) and linalg.vector_norm."""
+    second_order(rng, lambda T, F, x: (x.norm(2, dim=1) - 1) ** 2 * T.linalg.vector_norm(x * x, dim=0)[0], (3, 4))
+
+
+def test_second_order_linear_matmul(rng, ieee):
+    second_order(rng, lambda T, F, x, w, b: T.tanh(F.linear(x, w, b)), (3, 4), (5, 4), (5,))
+    second_order(rng, lambda T, F, a, b: T.sigmoid(T.matmul(a, b)) * T.mm(a, b), (3, 4), (4, 2))
+    second_order(rng, lambda T, F, a, b: T.tanh(T.matmul(a, b)), (2, 3, 4), (4, 2))
+    second_order(rng, lambda T, F, a, b: T.tanh(T.matmul(a, b)), (3, 4), (2, 4, 2))
+
+
+@pytest.mark.parametrize("stride, padding, bias", [(1, 1, True), (2, 1, False), (2, 0, True)])
+def test_second_order_conv2d(rng, ieee, stride, padding, bias):
+    """The input's gradient (a transposed convolution) and the weight's (a convolution) on the tape;
+    odd sizes, so that a stride leaves rows out."""
+    shapes = [(2, 3, 7, 6), (4, 3, 3, 3)] + ([(4,)] if bias else [])
+    second_order(rng, lambda T, F, x, w, *b: T.tanh(F.conv2d(x, w, *b, stride=stride, padding=padding)), *shapes)
+
+
+def test_third_order(rng):
+    """grad of grad of grad: the graph backwards' own ops give theirs."""
+    x = tnet.tensor([0.7, -1.3], requires_grad=True)
+    xr = torch.tensor([0.7, -1.3], dtype=torch.float64, requires_grad=True)
+    for T, v in ((tnet, x), (torch, xr)):
+        y = (T.tanh(v) * v ** 3).sum()
+        for _ in range(2):
+            y = T.autograd.grad(y, v, create_graph=True)[0].sum()
+        y.backward()
+    assert_close(x.grad, xr.grad, TOL2, "third derivative")
+
+
+def test_backward_create_graph_keeps_leaf_graph(rng):
+    """backward(create_graph=True): the leaves' .grad hold their graph, as torch's."""
+    (x, xr), (w, wr) = leaf(rng, 3), leaf(rng, 3)
+    for T, a, b in ((tnet, x, w), (torch, xr, wr)):
+        (T.sigmoid(a * b).sum() * 2).backward(create_graph=True)
+        assert a.grad.requires_grad
+        g = a.grad
+        a.grad = None
+        (g * g).sum().backward()
+    assert_close(x.grad, xr.grad, TOL2, "x")
+    assert_close(w.grad, wr.grad, TOL2, "w")
+
+
+def test_unsupported_op_raises(rng):
+    x = tnet.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    y = tnet.nn.functional.softmax(x, dim=1)[0, 0]
+    with pytest.raises(NotImplementedError, match="create_graph through softmax"):
+        tnet.autograd.grad(y, x, create_graph=True)
+    x.grad = None
+    (x * 2).sum().backward()  # without create_graph nothing changed
+    assert x.grad.tolist() == [[2.0, 2.0, 2.0]]
+
+
+def wgan_gp_step(T, F, params, real, fake, alpha):
+    """A DCGAN-like critic (conv, leaky_relu, conv, leaky_relu, flatten, linear) and its WGAN-GP
+    loss, the penalty's gradient with create_graph; backward."""
+    w1, b1, w2, b2, w3, b3 = params
+
+    def critic(x):
+        h = F.leaky_relu(F.conv2d(x, w1, b1, stride=2, padding=1), 0.2)
+        h = F.leaky_relu(F.conv2d(h, w2, b2, stride=2, padding=1), 0.2)
+        return F.linear(h.flatten(1), w3, b3)
+    interp = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    d_interp = critic(interp)
+    gradients = T.autograd.grad(outputs=d_interp, inputs=interp, grad_outputs=T.ones_like(d_interp),
+                                create_graph=True, retain_graph=True, only_inputs=True)[0]
+    n = real.shape[0]
+    gp = ((gradients.view(n, -1).norm(2, dim=1) - 1) ** 2).mean() * 10
+    d_loss = critic(fake).mean() - critic(real).mean()
+    (d_loss + gp).backward()
+    return gp
+
+
+def test_wgan_gp_critic_step(rng, ieee):
+    """The parameters' .grad after (d_loss + gp).backward() match torch's."""
+    shapes = [(4, 1, 3, 3), (4,), (6, 4, 3, 3), (6,), (1, 6 * 2 * 2), (1,)]
+    pairs = [leaf(rng, *s) for s in shapes]
+    data = [leaf(rng, 3, 1, 7, 7)[0].memory.cpu().numpy() for _ in range(2)] + [rng.random((3, 1, 1, 1))]
+    gp = wgan_gp_step(*TNET, [p for p, _ in pairs], *(tnet.tensor(d) for d in data))
+    gpr = wgan_gp_step(*TORCH, [r for _, r in pairs], *(torch.tensor(d, dtype=torch.float64) for d in data))
+    assert_close(gp, gpr.detach(), TOL2, "penalty")
+    for i, (p, r) in enumerate(pairs):
+        assert_close(p.grad, r.grad, TOL2, f"parameter {i}")
+
+
+def test_second_order_var_std_and_norm_layers(rng):
+    """var and std, and LayerNorm and InstanceNorm, composed of them and the element-wise ops."""
+    second_order(rng, lambda T, F, x: T.var(x, 1) * T.std(x, 0, keepdim=True).sum() + T.var_mean(x)[0], (3, 4))
+    second_order(rng, lambda T, F, x, w, b: T.tanh(F.layer_norm(x, (3, 2), w, b)), (2, 3, 2), (3, 2), (3, 2))
+    second_order(rng, lambda T, F, x, w, b: T.tanh(F.instance_norm(x, weight=w, bias=b)), (2, 3, 2, 2), (3,), (3,))
