@@ -452,3 +452,31 @@ def test_layer_norm_group_norm_and_embedding_as_torch(rng):
     assert vectors.numpy().any() and frozen.weight.numpy().any()
     with pytest.raises(AssertionError, match="2-dimensional"):
         nn.Embedding.from_pretrained(tnet.ones(3))
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.5])
+def test_embedding_max_norm_and_scale_grad_by_freq_as_torch(norm_type, rng):
+    """Embedding(max_norm=, norm_type=) renormalises the rows looked up in the weight in place
+    (repeated indices, rows under the limit and a padding row too), and scale_grad_by_freq divides
+    each lookup's gradient by its index's count: the output, the weight after and its gradient,
+    against torch in float64."""
+    values = rng.standard_normal((7, 4)) * 2
+    values[2] *= 0.05  # under max_norm: left alone
+    idx = np.array([[1, 3, 3], [6, 1, 2], [0, 1, 4]])
+    seed = rng.standard_normal((3, 3, 4))
+    results = []
+    for lib in (tnet, torch):
+        e = lib.nn.Embedding(7, 4, padding_idx=4, max_norm=1.5, norm_type=norm_type, scale_grad_by_freq=True)
+        if lib is torch:
+            e = e.double()
+        e.weight.data.copy_(lib.tensor(values))
+        out = e(lib.tensor(idx))
+        out.backward(lib.tensor(seed))
+        results.append([out.detach().numpy(), e.weight.detach().numpy(), e.weight.grad.numpy()])
+        assert "max_norm=1.5" in repr(e) and "scale_grad_by_freq=True" in repr(e)
+    for what, out, ref in zip(("output", "weight", "gradient"), *results):
+        assert_close(out, ref, TOL["ieee"], what)
+    table, ref = tnet.tensor(values), torch.tensor(values)
+    out = F.embedding(tnet.tensor(idx), table, max_norm=0.5)
+    assert_close(out, tF.embedding(torch.tensor(idx), ref, max_norm=0.5), TOL["ieee"], "F.embedding(max_norm)")
+    assert_close(table, ref, TOL["ieee"], "F.embedding(max_norm)'s weight")

@@ -2,6 +2,8 @@
 maximize, against torch.optim in float64: two param groups (the second with its own lr and weight
 decay), a frozen parameter, an lr change, torch's state names; state_dict round trips; launches
 replayed as a CUDA graph replays them; GradScaler.unscale_ before clipping."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -238,3 +240,108 @@ def test_a_hand_written_optimizer_subclass(rng):
         _hand_written_sgd(tnet)([tnet.ones(2, requires_grad=True)])
     with pytest.raises(NotImplementedError):
         tnet.optim.Optimizer([tnet.ones(2, requires_grad=True)], {}).step()
+
+
+PLAIN = [
+    ("Rprop", {"lr": 0.05, "etas": (0.4, 1.3), "step_sizes": (1e-3, 0.2)}),
+    ("Rprop", {"maximize": True}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.6, "t0": 2, "weight_decay": 0.1}),
+    ("Adafactor", {"lr": 0.05, "eps": (1e-6, 1e-3), "weight_decay": 0.1, "d": 1.5}),
+    ("Adafactor", {"eps": (1e-6, 1e-3), "maximize": True}),
+    ("SparseAdam", {"lr": 0.05}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])
+def test_plain_base_optimizers_match_torch(name, kwargs, rng):
+    """Rprop, ASGD, Adafactor and SparseAdam (tnet's on the plain base) against torch's in float64:
+    two groups, a frozen parameter, a StepLR, torch's state, and a state_dict round trip midway
+    (tnet continues from a fresh optimizer). SparseAdam's dense gradients have zero rows, and
+    torch's gets their sparse form."""
+    params, _, refs, _ = make("SGD", {}, rng)
+    params = [params[0], params[2], params[1]]  # a matrix, the frozen vector, a vector
+    refs = [refs[0], refs[2], refs[1]]
+    group1 = {"lr": 0.02, **({"weight_decay": 0.05} if name in ("ASGD", "Adafactor") else {})}
+
+    def groups(ps):
+        return [{"params": ps[:2]}, {"params": [ps[2]], **group1}]
+    opt = getattr(optim, name)(groups(params), **kwargs)
+    ref = getattr(torch.optim, name)(groups(refs), **kwargs)
+    sched, ref_sched = optim.lr_scheduler.StepLR(opt, 2, 0.5), torch.optim.lr_scheduler.StepLR(ref, 2, 0.5)
+    for step in range(5):
+        for p, r in zip(params, refs):
+            g = rng.standard_normal(p.shape) if p.requires_grad else None
+            if g is not None and name == "SparseAdam":
+                g[rng.random(p.shape[0]) < 0.4] = 0
+            p.grad = None if g is None else tnet.tensor(g)
+            r.grad = None if g is None else torch.tensor(g).to_sparse(1) if name == "SparseAdam" else torch.tensor(g)
+        opt.step()
+        ref.step()
+        sched.step()
+        ref_sched.step()
+        if step == 2:
+            fresh = getattr(optim, name)(groups(params), **kwargs)
+            fresh.load_state_dict(opt.state_dict())
+            opt, sched.optimizer = fresh, fresh
+        for i, (p, r) in enumerate(zip(params, refs)):
+            assert_close(p, r, 1e-4, f"{name} step {step}, parameter {i}")
+            for key, value in ref.state[r].items():
+                assert_close(np.asarray(to_float(opt.state[p][key])), to_float(value), 1e-4,
+                             f"{name} step {step}, {key} {i}")
+    assert opt.param_groups[1]["lr"] == ref.param_groups[1]["lr"]
+
+
+def to_float(v):
+    return v.numpy() if isinstance(v, tnet.Tensor) else v.to_dense().numpy() if isinstance(v, torch.Tensor) else v
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_matches_torch(line_search_fn, rng):
+    """LBFGS on a small non-quadratic problem (a least squares plus a quartic), a history shorter
+    than the iterations, two parameters: the trajectory over two steps and the closure's losses."""
+    a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
+    w0, c0 = rng.standard_normal(4) * 0.5, rng.standard_normal(1) * 0.5
+    results = []
+    for lib in (tnet, torch):
+        A, B = lib.tensor(a), lib.tensor(b)
+        w, c = lib.tensor(w0, requires_grad=True), lib.tensor(c0, requires_grad=True)
+        opt = lib.optim.LBFGS([w, c], lr=0.8, max_iter=6, history_size=3, line_search_fn=line_search_fn)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((A @ w + c - B) ** 2).sum() + 0.1 * (w ** 4).sum()
+            loss.backward()
+            return loss
+        losses = [float(opt.step(closure)) for _ in range(2)]
+        state = opt.state[w]
+        results.append((w.detach().numpy(), c.detach().numpy(), losses, state["func_evals"], state["n_iter"]))
+    (w, c, losses, evals, iters), (rw, rc, rlosses, revals, riters) = results
+    assert_close(w, rw, 1e-4, "w")
+    assert_close(c, rc, 1e-4, "c")
+    assert_close(np.array(losses), np.array(rlosses), 1e-5, "losses")
+    assert (evals, iters) == (revals, riters)
+
+
+def test_plain_base_optimizer_errors():
+    """torch's messages for bad hyperparameters (ValueError), LBFGS's one group."""
+    p = tnet.ones(2, requires_grad=True)
+    cases = [(optim.Rprop, {"lr": -1}, "Invalid learning rate: -1"),
+             (optim.Rprop, {"etas": (1.5, 1.2)}, "Invalid eta values: 1.5, 1.2"),
+             (optim.ASGD, {"weight_decay": -1}, "Invalid weight_decay value: -1"),
+             (optim.Adafactor, {"beta2_decay": 0.5}, "beta2_decay should be <= 0 but is: 0.5"),
+             (optim.Adafactor, {"eps": (-1, 1e-3)}, "epsilon1 should be >= 0 but is: -1"),
+             (optim.Adafactor, {"d": 0.5}, "Clipping threshold d should be >= 1 but is: 0.5"),
+             (optim.SparseAdam, {"lr": 0}, "Invalid learning rate: 0"),
+             (optim.SparseAdam, {"betas": (0.9, 1.0)}, "Invalid beta parameter at index 1: 1.0"),
+             (optim.LBFGS, {"lr": -0.5}, "Invalid learning rate: -0.5")]
+    for cls, kwargs, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            cls([p], **kwargs)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            getattr(torch.optim, cls.__name__)([torch.ones(2, requires_grad=True)], **kwargs)
+    with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
+        optim.LBFGS([{"params": [p]}, {"params": [tnet.ones(1, requires_grad=True)]}])
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        q = tnet.ones(2, requires_grad=True)
+        opt = optim.LBFGS([q], line_search_fn="armijo")
+        opt.step(lambda: (q * q).sum().backward() or (q * q).sum())

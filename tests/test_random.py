@@ -327,6 +327,81 @@ def test_uniform_one_hot_categorical_mixture_as_torch(rng):
     assert draws.shape == (2000,) and np.all(np.abs(np.abs(draws) - 10) < 0.1)
     assert abs((draws > 0).mean() - 0.75) < 0.04
 
+def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng):
+    """Laplace, Exponential, Gamma, Dirichlet, MultivariateNormal (from a covariance, a precision and a
+    scale_tril, batch dims broadcast), RelaxedBernoulli and RelaxedOneHotCategorical against
+    torch.distributions in float64: log_prob, entropy, cdf, icdf, mean, variance, kl_divergence, and
+    the parameters' gradients through them."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (a, ra), (b, rb), (m, rm) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 3, 3)
+    x = rng.standard_normal((4, 2, 3))
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    simplex = rng.dirichlet(np.ones(3), size=(4, 2))
+    u = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b, m):
+        t = lib.tensor
+        lap, lap2 = d.Laplace(a, b.exp()), d.Laplace(b, a.exp() + 0.5)
+        ex, ex2 = d.Exponential(a.exp()), d.Exponential(b.exp())
+        ga, ga2 = d.Gamma(a.exp() + 0.5, b.exp()), d.Gamma(b.exp(), a.exp())
+        di, di2 = d.Dirichlet(a.exp()), d.Dirichlet(b.exp() + 0.3)
+        cov = m @ m.mT + 0.5 * lib.eye(3, dtype=m.dtype)
+        mvn, mvn2 = d.MultivariateNormal(a, covariance_matrix=cov), d.MultivariateNormal(b[0], precision_matrix=cov)
+        mvn3 = d.MultivariateNormal(b, scale_tril=lib.linalg.cholesky(cov * 2))
+        rb_, rc = d.RelaxedBernoulli(b.exp(), logits=a), d.RelaxedOneHotCategorical(b[0, 0].exp(), logits=a)
+        return [lap.log_prob(t(x)), lap.entropy(), lap.cdf(t(x)), lap.icdf(t(u)), lap.variance,
+                d.kl_divergence(lap, lap2), ex.log_prob(t(pos)), ex.entropy(), ex.cdf(t(pos)), ex.icdf(t(u)),
+                ex.variance, d.kl_divergence(ex, ex2), ga.log_prob(t(pos)), ga.entropy(), ga.mean, ga.variance,
+                d.kl_divergence(ga, ga2), di.log_prob(t(simplex)), di.entropy(), di.mean, di.variance,
+                d.kl_divergence(di, di2), mvn.log_prob(t(x)), mvn.entropy(), mvn.variance, mvn2.log_prob(t(x)),
+                mvn2.entropy(), mvn2.scale_tril, mvn.precision_matrix, mvn3.log_prob(t(x)),
+                d.kl_divergence(mvn, mvn2), d.kl_divergence(mvn3, mvn), rb_.log_prob(t(u)),
+                rc.log_prob(t(simplex))]
+
+    outs, refs = laws(D, tnet, a, b, m), laws(TD, torch, ra, rb, rm)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((a, ra), (b, rb), (m, rm)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
+        D.MultivariateNormal(tnet.zeros(2))
+    from tnet.distributions.multivariate_normal import MultivariateNormal
+    assert MultivariateNormal is D.MultivariateNormal
+
+
+def test_new_distributions_samples():
+    """Samples of the new distributions: torch's shapes, rsample's gradient where torch has one,
+    and moments near the laws' (Gamma and Dirichlet drawn on the host)."""
+    D = tnet.distributions
+    tnet.manual_seed(3)
+    loc = tnet.tensor([1.0, -2.0], requires_grad=True)
+    cov = tnet.tensor([[2.0, 0.6], [0.6, 0.5]])
+    cases = [(D.Laplace(loc, 0.5), [1.0, -2.0], [0.5, 0.5]), (D.Exponential(tnet.tensor([0.5, 4.0])), [2.0, 0.25], [4.0, 1 / 16]),
+             (D.Gamma(tnet.tensor([2.0, 0.5]), tnet.tensor([1.0, 2.0])), [2.0, 0.25], [2.0, 0.125]),
+             (D.Dirichlet(tnet.tensor([1.0, 2.0, 5.0])), [0.125, 0.25, 0.625], None),
+             (D.MultivariateNormal(loc, cov), [1.0, -2.0], [2.0, 0.5])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, *d.batch_shape, *d.event_shape) and not draws.requires_grad
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.1, rtol=0.05), type(d).__name__
+        if var is not None:
+            assert np.allclose(draws.numpy().var(0), var, rtol=0.12, atol=0.01), type(d).__name__
+    z = D.MultivariateNormal(loc, cov).rsample((3, 4))
+    assert z.shape == (3, 4, 2) and z.requires_grad
+    draws = D.MultivariateNormal(loc, cov).sample((6000,)).numpy()
+    assert abs(np.cov(draws.T)[0, 1] - 0.6) < 0.08
+    r = D.RelaxedOneHotCategorical(0.5, logits=tnet.tensor([[0.0, 1.0, -1.0]] * 2)).rsample((5,))
+    assert r.shape == (5, 2, 3) and np.allclose(r.numpy().sum(-1), 1, atol=1e-5) and (r.numpy() > 0).all()
+    rb = D.RelaxedBernoulli(tnet.tensor(0.1), probs=tnet.tensor([0.2, 0.9])).sample((4000,)).numpy()
+    assert rb.shape == (4000, 2) and np.allclose((rb > 0.5).mean(0), [0.2, 0.9], atol=0.04)
+    assert D.Laplace(loc, 1.0).rsample().requires_grad and not D.Gamma(2.0, 1.0).has_rsample
+
+
 def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.eye(3, 2).tolist() == torch.eye(3, 2).tolist() and tnet.eye(2).dtype == torch.float32
     assert_close(tnet.linspace(-1, 2, 7), torch.linspace(-1, 2, 7), TOL["ieee"], "linspace")

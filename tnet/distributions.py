@@ -1,7 +1,8 @@
 """torch.distributions, as far as MNIST/CIFAR scripts use it: Beta (mixup's weight), Normal (a VAE's posterior and
 prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likelihood), Categorical
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
-and kl_divergence between two of a kind.
+Laplace, Exponential, Gamma and Dirichlet (drawn on the host), MultivariateNormal,
+RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax), and kl_divergence between two of a kind.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -13,7 +14,8 @@ import numpy as np
 import torch
 
 from . import functional as F
-from .factory import arange, full, init_generator, rand, randn
+from .factory import arange, empty, full, init_generator, rand, randn, zeros_like
+from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
 
@@ -404,9 +406,311 @@ class Beta(Distribution):
         return tensor(np.asarray(draw, np.float32))
 
 
+def _clamp_probs(probs):
+    """torch's clamp_probs: probs kept eps (of their dtype) away from 0 and 1."""
+    eps = torch.finfo(probs.dtype).eps
+    return probs.clamp(eps, 1 - eps)
+
+
+class Laplace(Distribution):
+    """Laplace(loc, scale): numbers or tensors that broadcast to batch_shape."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: 2 * self.scale.pow(2))
+    stddev = property(lambda self: 2 ** 0.5 * self.scale)
+
+    def rsample(self, sample_shape=Size()):
+        eps = torch.finfo(self.loc.dtype).eps
+        u = rand(self._extended_shape(sample_shape), dtype=self.loc.dtype) * (2 - eps) + (eps - 1)  # (eps - 1, 1)
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
+
+    def log_prob(self, value):
+        return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value):
+        return 0.5 - 0.5 * (value - self.loc).sign() * (-(value - self.loc).abs() / self.scale).expm1()
+
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * (-2 * term.abs()).log1p()
+
+    def entropy(self):
+        return 1 + (2 * self.scale).log()
+
+    def __repr__(self):
+        return f"Laplace(loc: {self.loc}, scale: {self.scale})"
+
+
+class Exponential(Distribution):
+    """Exponential(rate): a number or a tensor (batch_shape its shape)."""
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        self.rate, = _broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.rate.reciprocal())
+    mode = property(lambda self: zeros_like(self.rate))
+    stddev = property(lambda self: self.rate.reciprocal())
+    variance = property(lambda self: self.rate.pow(-2))
+
+    def rsample(self, sample_shape=Size()):
+        draws = empty(self._extended_shape(sample_shape), dtype=self.rate.dtype).exponential_()
+        return draws / self.rate
+
+    def log_prob(self, value):
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value):
+        return -(-value).log1p() / self.rate
+
+    def entropy(self):
+        return 1.0 - self.rate.log()
+
+    def __repr__(self):
+        return f"Exponential(rate: {self.rate})"
+
+
+def _host_draw(draw, like):
+    """A numpy draw as a float tensor of like's dtype (the host stream tnet.manual_seed reseeds)."""
+    return tensor(np.asarray(draw, np.float32)).to(like.dtype)
+
+
+class Gamma(Distribution):
+    """Gamma(concentration, rate): numbers or tensors that broadcast to batch_shape. log_prob,
+    entropy, mean, variance and kl_divergence are differentiable; samples are drawn on the host by
+    numpy (a host read of the parameters, the stream tnet.manual_seed reseeds, as Beta's), and
+    there is no rsample (torch's is reparameterized)."""
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self.concentration, self.rate = _broadcast_all(concentration, rate)
+        super().__init__(self.concentration.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.concentration / self.rate)
+    mode = property(lambda self: ((self.concentration - 1) / self.rate).clamp(min=0))
+    variance = property(lambda self: self.concentration / self.rate.pow(2))
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().gamma(self.concentration.numpy().astype(np.float64), size=shape)
+        with no_grad():
+            return _host_draw(draw, self.rate) / self.rate
+
+    def log_prob(self, value):
+        return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value) -
+                self.rate * value - self.concentration.lgamma())
+
+    def entropy(self):
+        c = self.concentration
+        return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
+
+    def __repr__(self):
+        return f"Gamma(concentration: {self.concentration}, rate: {self.rate})"
+
+
+class Dirichlet(Distribution):
+    """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
+    kl_divergence are differentiable; samples are drawn on the host by numpy (normalised Gamma
+    draws; a host read of the concentration), and there is no rsample (torch's is reparameterized)."""
+
+    def __init__(self, concentration, validate_args=None):
+        if concentration.dim() < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args)
+
+    @property
+    def mean(self):
+        return self.concentration / self.concentration.sum(-1, keepdim=True)
+
+    @property
+    def mode(self):
+        c = (self.concentration - 1).clamp(min=0.0)
+        return c / c.sum(-1, keepdim=True)
+
+    @property
+    def variance(self):
+        con0 = self.concentration.sum(-1, keepdim=True)
+        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().gamma(np.broadcast_to(self.concentration.numpy().astype(np.float64), shape))
+        return _host_draw(draw / draw.sum(-1, keepdims=True), self.concentration)
+
+    def log_prob(self, value):
+        c = self.concentration
+        return F.xlogy(c - 1.0, value).sum(-1) + c.sum(-1).lgamma() - c.lgamma().sum(-1)
+
+    def entropy(self):
+        c = self.concentration
+        k, a0 = c.shape[-1], c.sum(-1)
+        return c.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma() - ((c - 1.0) * c.digamma()).sum(-1)
+
+    def __repr__(self):
+        return f"Dirichlet(concentration: {self.concentration})"
+
+
+def _batch_mahalanobis(scale_tril, x):
+    """|L^-1 x|^2 over the last dim, L [..., n, n] lower-triangular, x [..., n], batch dims broadcast."""
+    shape = F.broadcast_shapes(scale_tril.shape[:-1], x.shape)
+    solved = solve_triangular(scale_tril, x.expand(shape).unsqueeze(-1), upper=False).squeeze(-1)
+    return solved.pow(2).sum(-1)
+
+
+def _eye_like(matrices):
+    """The identity broadcast to matrices' shape [..., n, n], in their dtype."""
+    return F.broadcast_to(tensor(np.eye(matrices.shape[-1], dtype=np.float32)).to(matrices.dtype), matrices.shape)
+
+
+def _half_log_det(scale_tril):
+    return scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+class MultivariateNormal(Distribution):
+    """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None): loc
+    [..., n] and exactly one of the three [..., n, n], batch dims broadcast. The factor L (scale_tril)
+    comes from tnet.linalg.cholesky, solves from linalg.solve_triangular (both on the host, with
+    gradients); rsample is loc + L eps."""
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        if sum(m is not None for m in (covariance_matrix, precision_matrix, scale_tril)) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        matrix = next(m for m in (scale_tril, covariance_matrix, precision_matrix) if m is not None)
+        if matrix.dim() < 2:
+            which = ("scale_tril" if scale_tril is not None else "covariance_matrix" if covariance_matrix is not None
+                     else "precision_matrix")
+            raise ValueError(f"{which} matrix must be at least two-dimensional, with optional leading batch dimensions")
+        if scale_tril is not None:
+            L = scale_tril
+        elif covariance_matrix is not None:
+            L = cholesky(covariance_matrix)
+        else:  # torch's _precision_to_scale_tril: from the Cholesky factor of P flipped
+            Lf = cholesky(precision_matrix.flip((-2, -1)))
+            L = solve_triangular(Lf.flip((-2, -1)).transpose(-2, -1), _eye_like(Lf), upper=False)
+        batch_shape = F.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
+        self.loc = loc.expand(tuple(batch_shape) + (-1,))
+        self._unbroadcasted_scale_tril = L
+        super().__init__(batch_shape, loc.shape[-1:], validate_args)
+
+    @property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    @property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return (L @ L.mT).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    @property
+    def precision_matrix(self):
+        L = self._unbroadcasted_scale_tril  # (L L^T)^-1 = L^-T L^-1: solves, where cholesky_inverse has no gradient
+        inverse = solve_triangular(L, _eye_like(L), upper=False)
+        return (inverse.mT @ inverse).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(self._extended_shape())
+
+    def rsample(self, sample_shape=Size()):
+        eps = randn(self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        L = self._unbroadcasted_scale_tril
+        if L.dim() == 2:  # one GEMM for every draw
+            return self.loc + eps @ L.mT
+        return self.loc + (L * eps.unsqueeze(-2)).sum(-1)  # batched factors: no GEMM per small matrix
+
+    def log_prob(self, value):
+        m = _batch_mahalanobis(self._unbroadcasted_scale_tril, value - self.loc)
+        n = self._event_shape[0]
+        return -0.5 * (n * math.log(2 * math.pi) + m) - _half_log_det(self._unbroadcasted_scale_tril)
+
+    def entropy(self):
+        n = self._event_shape[0]
+        h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + _half_log_det(self._unbroadcasted_scale_tril)
+        return h.expand(self._batch_shape)
+
+    def __repr__(self):
+        return f"MultivariateNormal(loc: {self.loc.shape})"
+
+
+class RelaxedBernoulli(Distribution):
+    """RelaxedBernoulli(temperature, probs=None, logits=None): values in (0, 1), rsample the
+    sigmoid of (logistic noise + logits) / temperature (torch's LogitRelaxedBernoulli through a
+    sigmoid); log_prob torch's, with its change of variables."""
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._bernoulli = Bernoulli(probs, logits)
+        self.probs, self.logits = self._bernoulli.probs, self._bernoulli.logits
+        self.temperature = _as_tensor(temperature, self.logits)
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        probs = _clamp_probs(self.probs.expand(shape))
+        u = _clamp_probs(rand(shape, dtype=self.probs.dtype))
+        return ((u.log() - (-u).log1p() + probs.log() - (-probs).log1p()) / self.temperature).sigmoid()
+
+    def log_prob(self, value):
+        eps = torch.finfo(value.dtype)
+        y = value.clamp(eps.tiny, 1 - eps.eps)
+        x = y.log() - (-y).log1p()  # the logit, as torch's SigmoidTransform inverts
+        logits, x = _broadcast_all(self.logits, x)
+        diff = logits - x * self.temperature
+        base = self.temperature.log() + diff - 2 * diff.exp().log1p()
+        return base + nnF.softplus(-x) + nnF.softplus(x)
+
+    def __repr__(self):
+        return f"RelaxedBernoulli(temperature: {self.temperature}, probs: {self.probs})"
+
+
+class RelaxedOneHotCategorical(Distribution):
+    """RelaxedOneHotCategorical(temperature, probs=None, logits=None): points of the simplex
+    (event_shape [K]), rsample the Gumbel-softmax softmax((logits + gumbel) / temperature) (torch's
+    ExpRelaxedCategorical through exp); log_prob torch's, with its change of variables."""
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        self.probs, self.logits = self._categorical.probs, self._categorical.logits
+        self.temperature = _as_tensor(temperature, self.logits)
+        super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    def rsample(self, sample_shape=Size()):
+        u = _clamp_probs(rand(self._extended_shape(sample_shape), dtype=self.logits.dtype))
+        scores = (self.logits - (-u.log()).log()) / self.temperature
+        return (scores - scores.logsumexp(dim=-1, keepdim=True)).exp()
+
+    def log_prob(self, value):
+        k = self._categorical._num_events
+        log_value = value.log()
+        log_scale = math.lgamma(k) - self.temperature.log() * -(k - 1)
+        score = self.logits - log_value * self.temperature
+        score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
+        return score + log_scale - log_value.sum(-1)
+
+    def __repr__(self):
+        return f"RelaxedOneHotCategorical(temperature: {self.temperature}, probs: {self.probs})"
+
+
 def kl_divergence(p, q):
-    """KL(p || q) for two Normals, Bernoullis, Categoricals, or Independents of those with the same
-    reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
+    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Gammas,
+    Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
     if type(p) is Normal and type(q) is Normal:
         var_ratio = (p.scale / q.scale).pow(2)
         t1 = ((p.loc - q.loc) / q.scale).pow(2)
@@ -416,6 +720,30 @@ def kl_divergence(p, q):
                 (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
     if type(p) is Categorical and type(q) is Categorical:
         return (p.probs * (p.logits - q.logits)).sum(-1)
+    if type(p) is Laplace and type(q) is Laplace:
+        scale_ratio, loc_abs_diff = p.scale / q.scale, (p.loc - q.loc).abs()
+        return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale).exp() - 1
+    if type(p) is Exponential and type(q) is Exponential:
+        rate_ratio = q.rate / p.rate
+        return -rate_ratio.log() + rate_ratio - 1
+    if type(p) is Gamma and type(q) is Gamma:
+        return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
+                (p.concentration - q.concentration) * p.concentration.digamma() +
+                (q.rate - p.rate) * (p.concentration / p.rate))
+    if type(p) is Dirichlet and type(q) is Dirichlet:
+        sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+        t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+        return (sum_p.lgamma() - sum_q.lgamma() - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1) +
+                ((p.concentration - q.concentration) * t4).sum(-1))
+    if type(p) is MultivariateNormal and type(q) is MultivariateNormal:
+        if p.event_shape != q.event_shape:
+            raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                             "computed")
+        pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+        shape = tuple(F.broadcast_shapes(pL.shape, qL.shape))
+        term2 = solve_triangular(qL.expand(shape), pL.expand(shape), upper=False).pow(2).sum((-2, -1))
+        term3 = _batch_mahalanobis(qL, q.loc - p.loc)
+        return _half_log_det(qL) - _half_log_det(pL) + 0.5 * (term2 + term3 - p.event_shape[0])
     if type(p) is Independent and type(q) is Independent:
         if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
             raise NotImplementedError("kl_divergence of Independents with different reinterpreted_batch_ndims")
@@ -423,8 +751,9 @@ def kl_divergence(p, q):
     raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
 
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Distribution", "Independent", "MixtureSameFamily", "Normal",
-           "OneHotCategorical", "Uniform", "kl_divergence"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
+           "Laplace", "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "Uniform", "kl_divergence"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -432,7 +761,10 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("beta", ["Beta"]),
                       ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence"]),
                       ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical"]),
-                      ("mixture_same_family", ["MixtureSameFamily"])):
+                      ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
+                      ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
+                      ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
+                      ("relaxed_categorical", ["RelaxedOneHotCategorical"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])

@@ -820,12 +820,22 @@ def to(x, *args, **kwargs):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """weight's rows at the indices of input (int64, any shape): [*input.shape, embedding_dim], as
-    torch's; the rows at padding_idx get no gradient. max_norm, scale_grad_by_freq and sparse are
-    not implemented."""
+    torch's; the rows at padding_idx get no gradient. max_norm: the rows looked up whose
+    norm_type-norm passes it are first scaled in place in weight to max_norm / (norm + 1e-7), as
+    torch's embedding_renorm_ (weight's version changes). scale_grad_by_freq: each lookup's gradient
+    is divided by its index's count in input. sparse=True is taken, but the gradient is dense (zero
+    rows where torch's sparse one has none; optim.SparseAdam takes those rows as absent)."""
     check_tensors("embedding", input=input, weight=weight)
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
-    rows = reshape(index_select(weight, 0, reshape(input, (-1,))), (*input.shape, weight.shape[1]))
+    flat = reshape(input, (-1,))
+    if max_norm is not None:
+        with no_grad():  # torch's embedding_renorm_: the renorm is no part of the graph
+            weight.index_copy_(0, flat, index_select(weight, 0, flat).renorm(norm_type, 0, max_norm))
+    looked_up = index_select(weight, 0, flat)
+    if scale_grad_by_freq and looked_up.requires_grad:
+        counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))
+        scale = reshape(index_select(counts, 0, flat).reciprocal(), (-1, 1))
+        looked_up.register_hook(lambda g: mul(g, scale))
+    rows = reshape(looked_up, (*input.shape, weight.shape[1]))
     if padding_idx is None:
         return rows
     padding_idx = padding_idx % weight.shape[0]

@@ -914,15 +914,14 @@ class GroupNorm(Module):
 
 class Embedding(Module):
     """F.embedding's table of num_embeddings rows of embedding_dim, drawn from N(0, 1) (tnet's init
-    stream) with the padding_idx row zero, as torch's; max_norm and the sparse options are not
-    implemented."""
+    stream) with the padding_idx row zero, as torch's; max_norm, norm_type and scale_grad_by_freq as
+    F.embedding's. sparse=True gives a dense gradient (F.embedding says how)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
         factory_args("Embedding", device, dtype)
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             if padding_idx == 0:  # torch asserts on nonzero ones only, then fails to zero row 0 of no rows
                 raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
@@ -937,7 +936,8 @@ class Embedding(Module):
                 self.weight.memory[self.padding_idx].zero_()
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -950,8 +950,11 @@ class Embedding(Module):
                    _weight=embeddings.detach().clone(), _freeze=freeze)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}" + (
-            "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
+        extras = [f"padding_idx={self.padding_idx}" if self.padding_idx is not None else "",
+                  f"max_norm={self.max_norm}" if self.max_norm is not None else "",
+                  f"norm_type={self.norm_type}" if self.norm_type != 2 else "",
+                  "scale_grad_by_freq=True" if self.scale_grad_by_freq else "", "sparse=True" if self.sparse else ""]
+        return ", ".join([f"{self.num_embeddings}, {self.embedding_dim}", *filter(None, extras)])
 
 
 class _Pool(Module):

@@ -1,5 +1,6 @@
 """Optimizers with PyTorch's rules (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam,
-Adadelta, Muon) and Caffe's per-parameter lr_mult
+Adadelta, Muon; LBFGS, Rprop, ASGD, Adafactor and SparseAdam on the plain base, in lbfgs.py and
+plain.py) and Caffe's per-parameter lr_mult
 and decay_mult, and learning-rate schedules.
 
 A step updates every parameter in one kernel launch (per 32 tensors), after a tiny one that
@@ -703,3 +704,5 @@ from . import lr_scheduler  # noqa: E402
 from .lr_scheduler import LambdaLR  # noqa: E402
 from . import swa_utils  # noqa: E402
 from . import optimizer  # noqa: E402
+from .lbfgs import LBFGS  # noqa: E402
+from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
