@@ -479,6 +479,8 @@ def _lu_solve_old(b, LU_data, LU_pivots):
 
 def _adjoint(input):
     """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes)."""
+    check(input.ndim >= 2, lambda: f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                                    f"{input.ndim}-D tensor.")
     return transpose(input, -2, -1)
 
 
