@@ -162,3 +162,469 @@ def convnext(m, state=None):
 
 def test_convnext():
     compare(convnext)
+
+
+# (b) Swin Transformer for CIFAR (microsoft/Swin-Transformer style): window_partition/window_reverse,
+# cyclic shift by torch.roll, the attention mask from slices and masked_fill, the relative position
+# bias table indexed by a registered buffer built with meshgrid, stack and flatten
+def swin(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def window_partition(x, window_size):
+        B, H, W, C = x.shape
+        x = x.view(B, H // window_size, window_size, W // window_size, window_size, C)
+        windows = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, window_size, window_size, C)
+        return windows
+
+    def window_reverse(windows, window_size, H, W):
+        B = int(windows.shape[0] / (H * W / window_size / window_size))
+        x = windows.view(B, H // window_size, W // window_size, window_size, window_size, -1)
+        x = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(B, H, W, -1)
+        return x
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Linear(hidden_features, out_features)
+            self.drop = nn.Dropout(drop)
+
+        def forward(self, x):
+            return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+    class WindowAttention(nn.Module):
+        def __init__(self, dim, window_size, num_heads, qkv_bias=True, qk_scale=None, attn_drop=0., proj_drop=0.):
+            super().__init__()
+            self.dim = dim
+            self.window_size = window_size  # Wh, Ww
+            self.num_heads = num_heads
+            head_dim = dim // num_heads
+            self.scale = qk_scale or head_dim ** -0.5
+            self.relative_position_bias_table = nn.Parameter(
+                torch.zeros((2 * window_size[0] - 1) * (2 * window_size[1] - 1), num_heads))
+            coords_h = torch.arange(self.window_size[0])
+            coords_w = torch.arange(self.window_size[1])
+            coords = torch.stack(torch.meshgrid([coords_h, coords_w], indexing="ij"))  # 2, Wh, Ww
+            coords_flatten = torch.flatten(coords, 1)  # 2, Wh*Ww
+            relative_coords = coords_flatten[:, :, None] - coords_flatten[:, None, :]  # 2, Wh*Ww, Wh*Ww
+            relative_coords = relative_coords.permute(1, 2, 0).contiguous()  # Wh*Ww, Wh*Ww, 2
+            relative_coords[:, :, 0] += self.window_size[0] - 1  # shift to start from 0
+            relative_coords[:, :, 1] += self.window_size[1] - 1
+            relative_coords[:, :, 0] *= 2 * self.window_size[1] - 1
+            relative_position_index = relative_coords.sum(-1)  # Wh*Ww, Wh*Ww
+            self.register_buffer("relative_position_index", relative_position_index)
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+            nn.init.trunc_normal_(self.relative_position_bias_table, std=.02)
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, x, mask=None):
+            B_, N, C = x.shape
+            qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            q = q * self.scale
+            attn = (q @ k.transpose(-2, -1))
+            relative_position_bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(
+                self.window_size[0] * self.window_size[1], self.window_size[0] * self.window_size[1], -1)
+            relative_position_bias = relative_position_bias.permute(2, 0, 1).contiguous()  # nH, Wh*Ww, Wh*Ww
+            attn = attn + relative_position_bias.unsqueeze(0)
+            if mask is not None:
+                nW = mask.shape[0]
+                attn = attn.view(B_ // nW, nW, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+                attn = attn.view(-1, self.num_heads, N, N)
+                attn = self.softmax(attn)
+            else:
+                attn = self.softmax(attn)
+            attn = self.attn_drop(attn)
+            x = (attn @ v).transpose(1, 2).reshape(B_, N, C)
+            x = self.proj(x)
+            x = self.proj_drop(x)
+            return x
+
+    class SwinTransformerBlock(nn.Module):
+        def __init__(self, dim, input_resolution, num_heads, window_size=2, shift_size=0, mlp_ratio=2.,
+                     norm_layer=nn.LayerNorm):
+            super().__init__()
+            self.dim, self.input_resolution, self.num_heads = dim, input_resolution, num_heads
+            self.window_size, self.shift_size = window_size, shift_size
+            if min(self.input_resolution) <= self.window_size:
+                self.shift_size = 0
+                self.window_size = min(self.input_resolution)
+            assert 0 <= self.shift_size < self.window_size, "shift_size must in 0-window_size"
+            self.norm1 = norm_layer(dim)
+            self.attn = WindowAttention(dim, window_size=(self.window_size, self.window_size), num_heads=num_heads)
+            self.drop_path = nn.Identity()
+            self.norm2 = norm_layer(dim)
+            self.mlp = Mlp(in_features=dim, hidden_features=int(dim * mlp_ratio))
+            if self.shift_size > 0:
+                H, W = self.input_resolution
+                img_mask = torch.zeros((1, H, W, 1))  # 1 H W 1
+                h_slices = (slice(0, -self.window_size), slice(-self.window_size, -self.shift_size),
+                            slice(-self.shift_size, None))
+                w_slices = (slice(0, -self.window_size), slice(-self.window_size, -self.shift_size),
+                            slice(-self.shift_size, None))
+                cnt = 0
+                for h in h_slices:
+                    for w in w_slices:
+                        img_mask[:, h, w, :] = cnt
+                        cnt += 1
+                mask_windows = window_partition(img_mask, self.window_size)  # nW, window_size, window_size, 1
+                mask_windows = mask_windows.view(-1, self.window_size * self.window_size)
+                attn_mask = mask_windows.unsqueeze(1) - mask_windows.unsqueeze(2)
+                attn_mask = attn_mask.masked_fill(attn_mask != 0, float(-100.0)).masked_fill(attn_mask == 0, float(0.0))
+            else:
+                attn_mask = None
+            self.register_buffer("attn_mask", attn_mask)
+
+        def forward(self, x):
+            H, W = self.input_resolution
+            B, L, C = x.shape
+            assert L == H * W, "input feature has wrong size"
+            shortcut = x
+            x = self.norm1(x)
+            x = x.view(B, H, W, C)
+            if self.shift_size > 0:
+                shifted_x = torch.roll(x, shifts=(-self.shift_size, -self.shift_size), dims=(1, 2))
+            else:
+                shifted_x = x
+            x_windows = window_partition(shifted_x, self.window_size)  # nW*B, window_size, window_size, C
+            x_windows = x_windows.view(-1, self.window_size * self.window_size, C)
+            attn_windows = self.attn(x_windows, mask=self.attn_mask)
+            attn_windows = attn_windows.view(-1, self.window_size, self.window_size, C)
+            shifted_x = window_reverse(attn_windows, self.window_size, H, W)  # B H' W' C
+            if self.shift_size > 0:
+                x = torch.roll(shifted_x, shifts=(self.shift_size, self.shift_size), dims=(1, 2))
+            else:
+                x = shifted_x
+            x = x.view(B, H * W, C)
+            x = shortcut + self.drop_path(x)
+            x = x + self.drop_path(self.mlp(self.norm2(x)))
+            return x
+
+    class PatchMerging(nn.Module):
+        def __init__(self, input_resolution, dim, norm_layer=nn.LayerNorm):
+            super().__init__()
+            self.input_resolution = input_resolution
+            self.dim = dim
+            self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+            self.norm = norm_layer(4 * dim)
+
+        def forward(self, x):
+            H, W = self.input_resolution
+            B, L, C = x.shape
+            x = x.view(B, H, W, C)
+            x0 = x[:, 0::2, 0::2, :]  # B H/2 W/2 C
+            x1 = x[:, 1::2, 0::2, :]
+            x2 = x[:, 0::2, 1::2, :]
+            x3 = x[:, 1::2, 1::2, :]
+            x = torch.cat([x0, x1, x2, x3], -1)  # B H/2 W/2 4*C
+            x = x.view(B, -1, 4 * C)
+            return self.reduction(self.norm(x))
+
+    class PatchEmbed(nn.Module):
+        def __init__(self, img_size=8, patch_size=2, in_chans=3, embed_dim=8):
+            super().__init__()
+            self.patches_resolution = [img_size // patch_size, img_size // patch_size]
+            self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+            self.norm = nn.LayerNorm(embed_dim)
+
+        def forward(self, x):
+            x = self.proj(x).flatten(2).transpose(1, 2)  # B Ph*Pw C
+            return self.norm(x)
+
+    class SwinTransformer(nn.Module):
+        def __init__(self, num_classes=10, embed_dim=8, num_heads=(2, 2), window_size=2):
+            super().__init__()
+            self.patch_embed = PatchEmbed(embed_dim=embed_dim)
+            res = self.patch_embed.patches_resolution  # 4x4
+            self.absolute_pos_embed = nn.Parameter(torch.zeros(1, res[0] * res[1], embed_dim))
+            nn.init.trunc_normal_(self.absolute_pos_embed, std=.02)
+            self.pos_drop = nn.Dropout(p=0.)
+            self.layers = nn.ModuleList([
+                nn.Sequential(SwinTransformerBlock(embed_dim, res, num_heads[0], window_size, 0),
+                              SwinTransformerBlock(embed_dim, res, num_heads[0], window_size, window_size // 2)),
+                PatchMerging(res, embed_dim),
+            ])
+            self.num_features = 2 * embed_dim
+            self.norm = nn.LayerNorm(self.num_features)
+            self.avgpool = nn.AdaptiveAvgPool1d(1)
+            self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
+            self.apply(self._init_weights)
+
+        def _init_weights(self, m):
+            if isinstance(m, nn.Linear):
+                nn.init.trunc_normal_(m.weight, std=.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.constant_(m.bias, 0)
+                nn.init.constant_(m.weight, 1.0)
+
+        def no_weight_decay(self):
+            return {'absolute_pos_embed'}
+
+        def no_weight_decay_keywords(self):
+            return {'relative_position_bias_table'}
+
+        def forward(self, x):
+            x = self.patch_embed(x)
+            x = x + self.absolute_pos_embed
+            x = self.pos_drop(x)
+            for layer in self.layers:
+                x = layer(x)
+            x = self.norm(x)  # B L C
+            x = self.avgpool(x.transpose(1, 2))  # B C 1
+            x = torch.flatten(x, 1)
+            return self.head(x)
+
+    model = SwinTransformer()
+    init = load(m, model, state)
+    # timm's parameter groups: no weight decay for 1-D parameters and the named ones
+    skip, skip_keywords = model.no_weight_decay(), model.no_weight_decay_keywords()
+    has_decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        if len(param.shape) == 1 or name.endswith(".bias") or (name in skip) or \
+                any(k in name for k in skip_keywords):
+            no_decay.append(param)
+        else:
+            has_decay.append(param)
+    opt = m.optim.AdamW([{'params': has_decay}, {'params': no_decay, 'weight_decay': 0.}], lr=1e-3,
+                        betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05)
+    losses = []
+    for x, y in batches(0, 2, (2, 3, 8, 8)):
+        out = model(torch.tensor(x))
+        loss = F.cross_entropy(out, torch.tensor(y), label_smoothing=0.1)
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        losses.append(loss.item())
+    losses.append(model.layers[0][1].attn_mask.sum().item())
+    return init, losses
+
+
+def test_swin():
+    compare(swin)
+
+
+# (c) ViT (lucidrains / timm style): a class token expanded over the batch, torch.cat before the
+# position embedding, the head switched off by nn.Identity for features
+def vit(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads=2, dim_head=4, dropout=0.):
+            super().__init__()
+            inner_dim = dim_head * heads
+            project_out = not (heads == 1 and dim_head == dim)
+            self.heads = heads
+            self.scale = dim_head ** -0.5
+            self.attend = nn.Softmax(dim=-1)
+            self.dropout = nn.Dropout(dropout)
+            self.to_qkv = nn.Linear(dim, inner_dim * 3, bias=False)
+            self.to_out = nn.Sequential(nn.Linear(inner_dim, dim), nn.Dropout(dropout)) if project_out \
+                else nn.Identity()
+
+        def forward(self, x):
+            qkv = self.to_qkv(x).chunk(3, dim=-1)
+            b, n, _ = x.shape
+            q, k, v = map(lambda t: t.reshape(b, n, self.heads, -1).permute(0, 2, 1, 3), qkv)
+            dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+            attn = self.dropout(self.attend(dots))
+            out = torch.matmul(attn, v)
+            out = out.permute(0, 2, 1, 3).reshape(b, n, -1)
+            return self.to_out(out)
+
+    class ViT(nn.Module):
+        def __init__(self, image_size=8, patch_size=4, num_classes=10, dim=8, depth=1, mlp_dim=16, pool='cls'):
+            super().__init__()
+            num_patches = (image_size // patch_size) ** 2
+            self.patch_size = patch_size
+            self.to_patch_embedding = nn.Conv2d(3, dim, patch_size, patch_size)
+            self.pos_embedding = nn.Parameter(torch.randn(1, num_patches + 1, dim))
+            self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+            self.dropout = nn.Dropout(0.)
+            self.layers = nn.ModuleList([])
+            for _ in range(depth):
+                self.layers.append(nn.ModuleList([
+                    nn.LayerNorm(dim), Attention(dim),
+                    nn.LayerNorm(dim), nn.Sequential(nn.Linear(dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, dim)),
+                ]))
+            self.pool = pool
+            self.to_latent = nn.Identity()
+            self.mlp_head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, num_classes))
+
+        def forward(self, img):
+            x = self.to_patch_embedding(img).flatten(2).transpose(1, 2)
+            b, n, _ = x.shape
+            cls_tokens = self.cls_token.expand(b, -1, -1)
+            x = torch.cat((cls_tokens, x), dim=1)
+            x += self.pos_embedding[:, :(n + 1)]
+            x = self.dropout(x)
+            for norm1, attn, norm2, ff in self.layers:
+                x = attn(norm1(x)) + x
+                x = ff(norm2(x)) + x
+            x = x.mean(dim=1) if self.pool == 'mean' else x[:, 0]
+            x = self.to_latent(x)
+            return self.mlp_head(x)
+
+    model = ViT()
+    init, losses = train(m, model, state, steps=2)
+    model.mlp_head = nn.Identity()  # a feature extractor
+    with torch.no_grad():
+        feats = model(torch.tensor(batches(3, 1, (2, 3, 8, 8))[0][0]))
+    assert tuple(feats.shape) == (2, 8)
+    losses.append(feats.abs().sum().item())
+    model.pool = 'mean'
+    with torch.no_grad():
+        losses.append(model(torch.tensor(batches(3, 1, (2, 3, 8, 8))[0][0])).abs().sum().item())
+    return init, losses
+
+
+def test_vit():
+    compare(vit)
+
+
+# (d) CBAM (Jongchan/attention-module style): channel attention from average and max pooling through
+# a shared MLP, spatial attention from the channel mean and max concatenated
+def cbam(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Flatten(nn.Module):
+        def forward(self, x):
+            return x.view(x.size(0), -1)
+
+    class ChannelGate(nn.Module):
+        def __init__(self, gate_channels, reduction_ratio=2, pool_types=['avg', 'max']):
+            super(ChannelGate, self).__init__()
+            self.gate_channels = gate_channels
+            self.mlp = nn.Sequential(
+                Flatten(),
+                nn.Linear(gate_channels, gate_channels // reduction_ratio),
+                nn.ReLU(),
+                nn.Linear(gate_channels // reduction_ratio, gate_channels)
+            )
+            self.pool_types = pool_types
+
+        def forward(self, x):
+            channel_att_sum = None
+            for pool_type in self.pool_types:
+                if pool_type == 'avg':
+                    avg_pool = F.avg_pool2d(x, (x.size(2), x.size(3)), stride=(x.size(2), x.size(3)))
+                    channel_att_raw = self.mlp(avg_pool)
+                elif pool_type == 'max':
+                    max_pool = F.max_pool2d(x, (x.size(2), x.size(3)), stride=(x.size(2), x.size(3)))
+                    channel_att_raw = self.mlp(max_pool)
+                elif pool_type == 'lse':
+                    tensor_flatten = x.view(x.size(0), x.size(1), -1)
+                    s, _ = torch.max(tensor_flatten, dim=2, keepdim=True)
+                    outputs = s + (tensor_flatten - s).exp().sum(dim=2, keepdim=True).log()
+                    channel_att_raw = self.mlp(outputs)
+                if channel_att_sum is None:
+                    channel_att_sum = channel_att_raw
+                else:
+                    channel_att_sum = channel_att_sum + channel_att_raw
+            scale = torch.sigmoid(channel_att_sum).unsqueeze(2).unsqueeze(3).expand_as(x)
+            return x * scale
+
+    class ChannelPool(nn.Module):
+        def forward(self, x):
+            return torch.cat((torch.max(x, 1)[0].unsqueeze(1), torch.mean(x, 1).unsqueeze(1)), dim=1)
+
+    class SpatialGate(nn.Module):
+        def __init__(self):
+            super(SpatialGate, self).__init__()
+            kernel_size = 7
+            self.compress = ChannelPool()
+            self.spatial = nn.Sequential(nn.Conv2d(2, 1, kernel_size, stride=1, padding=(kernel_size - 1) // 2,
+                                                   bias=False), nn.BatchNorm2d(1, eps=1e-5, momentum=0.01, affine=True))
+
+        def forward(self, x):
+            x_out = self.spatial(self.compress(x))
+            scale = torch.sigmoid(x_out)  # broadcasting
+            return x * scale
+
+    class CBAM(nn.Module):
+        def __init__(self, gate_channels, reduction_ratio=2, pool_types=['avg', 'max', 'lse']):
+            super(CBAM, self).__init__()
+            self.ChannelGate = ChannelGate(gate_channels, reduction_ratio, pool_types)
+            self.SpatialGate = SpatialGate()
+
+        def forward(self, x):
+            return self.SpatialGate(self.ChannelGate(x))
+
+    # the other common form (luuuyi/CBAM.PyTorch): 1x1 convs on AdaptiveAvg/MaxPool2d, torch.mean/max with keepdim
+    class ChannelAttention(nn.Module):
+        def __init__(self, in_planes, ratio=2):
+            super(ChannelAttention, self).__init__()
+            self.avg_pool = nn.AdaptiveAvgPool2d(1)
+            self.max_pool = nn.AdaptiveMaxPool2d(1)
+            self.fc = nn.Sequential(nn.Conv2d(in_planes, in_planes // ratio, 1, bias=False), nn.ReLU(),
+                                    nn.Conv2d(in_planes // ratio, in_planes, 1, bias=False))
+            self.sigmoid = nn.Sigmoid()
+
+        def forward(self, x):
+            return self.sigmoid(self.fc(self.avg_pool(x)) + self.fc(self.max_pool(x)))
+
+    class SpatialAttention(nn.Module):
+        def __init__(self, kernel_size=7):
+            super(SpatialAttention, self).__init__()
+            self.conv1 = nn.Conv2d(2, 1, kernel_size, padding=kernel_size // 2, bias=False)
+            self.sigmoid = nn.Sigmoid()
+
+        def forward(self, x):
+            avg_out = torch.mean(x, dim=1, keepdim=True)
+            max_out, _ = torch.max(x, dim=1, keepdim=True)
+            x = torch.cat([avg_out, max_out], dim=1)
+            return self.sigmoid(self.conv1(x))
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, use_cbam=True):
+            super(BasicBlock, self).__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.ca = ChannelAttention(planes)
+            self.sa = SpatialAttention()
+            self.cbam = CBAM(planes, 2) if use_cbam else None
+            self.downsample = downsample
+
+        def forward(self, x):
+            residual = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out = self.ca(out) * out
+            out = self.sa(out) * out
+            if self.cbam is not None:
+                out = self.cbam(out)
+            if self.downsample is not None:
+                residual = self.downsample(x)
+            out += residual
+            return self.relu(out)
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                          BasicBlock(4, 8, 2, nn.Sequential(nn.Conv2d(4, 8, 1, 2, bias=False), nn.BatchNorm2d(8))),
+                          nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(8, 10))
+    for mod in model.modules():
+        if isinstance(mod, nn.Conv2d):
+            n = mod.kernel_size[0] * mod.kernel_size[1] * mod.out_channels
+            mod.weight.data.normal_(0, math.sqrt(2. / n))
+        elif isinstance(mod, nn.BatchNorm2d):
+            mod.weight.data.fill_(1)
+            mod.bias.data.zero_()
+    return train(m, model, state)
+
+
+def test_cbam():
+    compare(cbam)
