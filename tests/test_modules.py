@@ -191,3 +191,36 @@ def test_layer_size_attributes():
     lazy(tnet.ones(1, 5, 4, 4))
     lazy_fc(tnet.ones(2, 6))
     assert (lazy.in_channels, lazy.kernel_size, lazy_fc.in_features) == (5, (2, 2), 6)
+
+
+def test_conv_argument_attributes_are_tuples():
+    """stride, padding, dilation (and output_padding) as torch keeps them: tuples, or padding's string
+    (EfficientNet's same-padding convs take len(self.stride))."""
+    import torch
+    for make in (lambda lib: lib.nn.Conv2d(2, 2, 3, 2, 1, dilation=(1, 2)),
+                 lambda lib: lib.nn.Conv2d(2, 2, 3, padding="same"),
+                 lambda lib: lib.nn.Conv1d(2, 2, 3, 2, 1), lambda lib: lib.nn.ConvTranspose2d(2, 2, 3, 2, 1, 1),
+                 lambda lib: lib.nn.ConvTranspose1d(2, 2, 3, (2,), 1, 1)):
+        mods = make(tnet), make(torch)
+        names = ("stride", "padding", "dilation") + (("output_padding",) if "Transpose" in type(mods[1]).__name__ else ())
+        values = [[getattr(m, a) for a in names] for m in mods]
+        assert values[0] == values[1], values
+
+
+def test_registries_edit_the_module():
+    """_modules, _parameters and _buffers, which scripts read and edit for surgery, as torch's."""
+    import torch
+    for lib in (tnet, torch):
+        net = lib.nn.Sequential(lib.nn.Conv2d(1, 2, 1), lib.nn.ReLU(), lib.nn.BatchNorm2d(2))
+        net._modules["1"] = lib.nn.Identity()
+        assert isinstance(net[1], lib.nn.Identity) and list(net._modules) == ["0", "1", "2"]
+        del net._modules["2"]
+        assert len(net) == 2 and list(net._modules.keys()) == ["0", "1"]
+        conv = net[0]
+        assert list(conv._parameters) == ["weight", "bias"] and conv._parameters["bias"] is conv.bias
+        conv._parameters["bias"] = None
+        assert conv.bias is None and len(list(conv.parameters())) == 1
+        bn = lib.nn.BatchNorm2d(2)
+        assert list(bn._buffers) == ["running_mean", "running_var", "num_batches_tracked"]
+        bn._buffers["extra"] = lib.zeros(2)
+        assert "extra" in bn.state_dict() and "extra" in dict(bn.named_buffers())

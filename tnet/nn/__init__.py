@@ -4,7 +4,7 @@ import operator
 import sys
 import warnings
 from collections import OrderedDict, namedtuple
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from types import MappingProxyType
 
 import numpy as np
@@ -128,6 +128,40 @@ def _put(values, at, replacements):
     for i, v in zip(at, replacements):
         values[i] = v
     return tuple(values)
+
+
+class _Members(MutableMapping):
+    """Module._modules, _parameters and _buffers: the module's attributes that `kind` accepts (None:
+    its buffers), by name in the order of assignment; an item set goes through `put` (setattr, or
+    register_buffer), an item deleted is the attribute deleted."""
+
+    def __init__(self, module, kind, put):
+        self.module, self.kind, self.put = module, kind, put
+
+    def _names(self):
+        if self.kind is None:
+            return [name for name in self.module._buffer_names if name in vars(self.module)]
+        return [name for name, v in vars(self.module).items() if self.kind(v)]
+
+    def __getitem__(self, name):
+        if name not in self._names():
+            raise KeyError(name)
+        return vars(self.module)[name]
+
+    def __setitem__(self, name, value):
+        self.put(self.module, name, value)
+
+    def __delitem__(self, name):
+        self[name]  # a KeyError for a name that is no member
+        delattr(self.module, name)
+        if self.kind is None:
+            del self.module._buffer_names[name]
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
 
 
 class Module:
@@ -311,6 +345,12 @@ class Module:
             delattr(self, name)
         for name, module in pairs:
             setattr(self, name, module)
+
+    # torch's registries, which scripts edit for surgery (`model._modules[name] = nn.Identity()`): live
+    # views of the attributes, which hold tnet's members
+    _modules = property(lambda self: _Members(self, lambda v: isinstance(v, Module), setattr))
+    _parameters = property(lambda self: _Members(self, lambda v: isinstance(v, Parameter), setattr))
+    _buffers = property(lambda self: _Members(self, None, Module.register_buffer))
 
     def named_children(self):
         """(name, module) of each direct submodule, in the order of assignment, each once."""
@@ -582,7 +622,9 @@ class Conv2d(_ConvNd):
               lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
                       f"padding_mode='{padding_mode}'")
         factory_args("Conv2d", device, dtype)
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        # torch's attributes are tuples (EfficientNet's same-padding convs take len(self.stride))
+        self.stride, self.dilation, self.groups = pair(stride, "stride"), pair(dilation, "dilation"), groups
+        self.padding = padding if isinstance(padding, str) else pair(padding, "padding")
         self.padding_mode = padding_mode
         if padding_mode != "zeros":  # F.pad's (left, right, top, bottom), then a convolution without padding
             if padding in ("valid", "same"):  # 'same': torch's split, the odd one at the end
@@ -724,7 +766,8 @@ class Conv1d(_ConvNd):
         if padding_mode != "zeros":
             raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
         factory_args("Conv1d", device, dtype)
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
+        self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
@@ -754,8 +797,10 @@ class _ConvTransposeNd(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
         factory_args(name, device, dtype)
-        self.stride, self.padding, self.output_padding = stride, padding, output_padding
-        self.groups, self.dilation, self.padding_mode = groups, dilation, padding_mode
+        tup = (lambda v, name: pair(v, name)) if self.dims == 2 else (lambda v, name: (single(v, name),))  # torch's tuples
+        self.stride, self.padding = tup(stride, "stride"), tup(padding, "padding")
+        self.output_padding, self.dilation = tup(output_padding, "output_padding"), tup(dilation, "dilation")
+        self.groups, self.padding_mode = groups, padding_mode
         self.rng, self.fillers = rng, (None, None)
         layout = dict(memory_format=torch.channels_last) if self.dims == 2 else {}
         self.weight = Parameter(Tensor(torch.empty((in_channels, out_channels // groups, *kernel), device=DEVICE,
