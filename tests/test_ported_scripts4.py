@@ -628,3 +628,200 @@ def cbam(m, state=None):
 
 def test_cbam():
     compare(cbam)
+
+
+# (e) SENet and SKNet (moskomule/senet.pytorch, pppLang/SKNet styles): squeeze-excitation by
+# AdaptiveAvgPool2d and Linears, selective kernels with torch.stack over branches, sum(dim=1) and
+# a softmax over the branch dim
+def se_sk(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class SELayer(nn.Module):
+        def __init__(self, channel, reduction=2):
+            super(SELayer, self).__init__()
+            self.avg_pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Sequential(nn.Linear(channel, channel // reduction, bias=False), nn.ReLU(inplace=True),
+                                    nn.Linear(channel // reduction, channel, bias=False), nn.Sigmoid())
+
+        def forward(self, x):
+            b, c, _, _ = x.size()
+            y = self.avg_pool(x).view(b, c)
+            y = self.fc(y).view(b, c, 1, 1)
+            return x * y.expand_as(x)
+
+    class SKConv(nn.Module):
+        def __init__(self, features, M=2, G=2, r=2, stride=1, L=4):
+            super(SKConv, self).__init__()
+            d = max(int(features / r), L)
+            self.M = M
+            self.features = features
+            self.convs = nn.ModuleList([])
+            for i in range(M):
+                self.convs.append(nn.Sequential(
+                    nn.Conv2d(features, features, kernel_size=3, stride=stride, padding=1 + i, dilation=1 + i,
+                              groups=G, bias=False),
+                    nn.BatchNorm2d(features), nn.ReLU(inplace=True)))
+            self.gap = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Sequential(nn.Conv2d(features, d, kernel_size=1, stride=1, bias=False),
+                                    nn.BatchNorm2d(d), nn.ReLU(inplace=True))
+            self.fcs = nn.ModuleList([])
+            for i in range(M):
+                self.fcs.append(nn.Conv2d(d, features, kernel_size=1, stride=1))
+            self.softmax = nn.Softmax(dim=1)
+
+        def forward(self, x):
+            batch_size = x.shape[0]
+            feats = [conv(x) for conv in self.convs]
+            feats = torch.cat(feats, dim=1)
+            feats = feats.view(batch_size, self.M, self.features, feats.shape[2], feats.shape[3])
+            feats_U = torch.sum(feats, dim=1)
+            feats_S = self.gap(feats_U)
+            feats_Z = self.fc(feats_S)
+            attention_vectors = [fc(feats_Z) for fc in self.fcs]
+            attention_vectors = torch.cat(attention_vectors, dim=1)
+            attention_vectors = attention_vectors.view(batch_size, self.M, self.features, 1, 1)
+            attention_vectors = self.softmax(attention_vectors)
+            return torch.sum(feats * attention_vectors, dim=1)
+
+    class SKUnitOld(nn.Module):  # the older form: unsqueeze_(dim=1), torch.stack-free cat, sum(dim=1)
+        def __init__(self, features, M=2):
+            super().__init__()
+            self.convs = nn.ModuleList([nn.Conv2d(features, features, 3, padding=1 + i, dilation=1 + i)
+                                        for i in range(M)])
+            self.fc = nn.Linear(features, 4)
+            self.fcs = nn.ModuleList([nn.Linear(4, features) for _ in range(M)])
+            self.softmax = nn.Softmax(dim=1)
+
+        def forward(self, x):
+            for i, conv in enumerate(self.convs):
+                fea = conv(x).unsqueeze_(dim=1)
+                feas = fea if i == 0 else torch.cat([feas, fea], dim=1)
+            fea_U = torch.sum(feas, dim=1)
+            fea_s = fea_U.mean(-1).mean(-1)
+            fea_z = self.fc(fea_s)
+            for i, fc in enumerate(self.fcs):
+                vector = fc(fea_z).unsqueeze_(dim=1)
+                attention_vectors = vector if i == 0 else torch.cat([attention_vectors, vector], dim=1)
+            attention_vectors = self.softmax(attention_vectors)
+            attention_vectors = attention_vectors.unsqueeze(-1).unsqueeze(-1)
+            return (feas * attention_vectors).sum(dim=1)
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), SELayer(4), SKConv(4), SKUnitOld(4),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    return train(m, model, state)
+
+
+def test_se_sk():
+    compare(se_sk)
+
+
+# (f) MobileNetV3 (d-li14/mobilenetv3.pytorch style): _make_divisible, h_sigmoid/h_swish by hand and
+# as nn.Hardsigmoid/Hardswish, SE with AdaptiveAvgPool2d, inverted residuals from a cfg table
+def mobilenetv3(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    def _make_divisible(v, divisor, min_value=None):
+        if min_value is None:
+            min_value = divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        if new_v < 0.9 * v:
+            new_v += divisor
+        return new_v
+
+    class h_sigmoid(nn.Module):
+        def __init__(self, inplace=True):
+            super(h_sigmoid, self).__init__()
+            self.relu = nn.ReLU6(inplace=inplace)
+
+        def forward(self, x):
+            return self.relu(x + 3) / 6
+
+    class h_swish(nn.Module):
+        def __init__(self, inplace=True):
+            super(h_swish, self).__init__()
+            self.sigmoid = h_sigmoid(inplace=inplace)
+
+        def forward(self, x):
+            return x * self.sigmoid(x)
+
+    class SELayer(nn.Module):
+        def __init__(self, channel, reduction=4):
+            super(SELayer, self).__init__()
+            self.avg_pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Sequential(nn.Linear(channel, _make_divisible(channel // reduction, 4)), nn.ReLU(inplace=True),
+                                    nn.Linear(_make_divisible(channel // reduction, 4), channel), nn.Hardsigmoid())
+
+        def forward(self, x):
+            b, c, _, _ = x.size()
+            y = self.avg_pool(x).view(b, c)
+            y = self.fc(y).view(b, c, 1, 1)
+            return x * y
+
+    def conv_3x3_bn(inp, oup, stride):
+        return nn.Sequential(nn.Conv2d(inp, oup, 3, stride, 1, bias=False), nn.BatchNorm2d(oup), h_swish())
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, inp, hidden_dim, oup, kernel_size, stride, use_se, use_hs):
+            super(InvertedResidual, self).__init__()
+            assert stride in [1, 2]
+            self.identity = stride == 1 and inp == oup
+            self.conv = nn.Sequential(
+                nn.Conv2d(inp, hidden_dim, 1, 1, 0, bias=False), nn.BatchNorm2d(hidden_dim),
+                nn.Hardswish() if use_hs else nn.ReLU(inplace=True),
+                nn.Conv2d(hidden_dim, hidden_dim, kernel_size, stride, (kernel_size - 1) // 2, groups=hidden_dim,
+                          bias=False),
+                nn.BatchNorm2d(hidden_dim),
+                SELayer(hidden_dim) if use_se else nn.Identity(),
+                h_swish() if use_hs else nn.ReLU(inplace=True),
+                nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup))
+
+        def forward(self, x):
+            return x + self.conv(x) if self.identity else self.conv(x)
+
+    class MobileNetV3(nn.Module):
+        def __init__(self, cfgs, num_classes=10, width_mult=1.):
+            super(MobileNetV3, self).__init__()
+            self.cfgs = cfgs
+            input_channel = _make_divisible(8 * width_mult, 4)
+            layers = [conv_3x3_bn(3, input_channel, 1)]
+            block = InvertedResidual
+            for k, t, c, use_se, use_hs, s in self.cfgs:
+                output_channel = _make_divisible(c * width_mult, 4)
+                exp_size = _make_divisible(input_channel * t, 4)
+                layers.append(block(input_channel, exp_size, output_channel, k, s, use_se, use_hs))
+                input_channel = output_channel
+            self.features = nn.Sequential(*layers)
+            self.conv = nn.Sequential(nn.Conv2d(input_channel, exp_size, 1, 1, 0, bias=False),
+                                      nn.BatchNorm2d(exp_size), h_swish())
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.classifier = nn.Sequential(nn.Linear(exp_size, 16), h_swish(), nn.Dropout(0.0),
+                                            nn.Linear(16, num_classes))
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.features(x)
+            x = self.conv(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            return self.classifier(x)
+
+        def _initialize_weights(self):
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    n = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
+                    m.weight.data.normal_(0, math.sqrt(2. / n))
+                    if m.bias is not None:
+                        m.bias.data.zero_()
+                elif isinstance(m, nn.BatchNorm2d):
+                    m.weight.data.fill_(1)
+                    m.bias.data.zero_()
+                elif isinstance(m, nn.Linear):
+                    m.weight.data.normal_(0, 0.01)
+                    m.bias.data.zero_()
+
+    cfgs = [[3, 1, 8, 1, 0, 2], [5, 2, 8, 0, 1, 1], [3, 2, 12, 1, 1, 1]]
+    return train(m, MobileNetV3(cfgs), state)
+
+
+def test_mobilenetv3():
+    compare(mobilenetv3)
