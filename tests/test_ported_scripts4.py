@@ -825,3 +825,258 @@ def mobilenetv3(m, state=None):
 
 def test_mobilenetv3():
     compare(mobilenetv3)
+
+
+# (g) ResNeSt's split attention (rSoftMax over the radix) and Res2Net's scales (torch.split by
+# width, a loop of convs, torch.cat); GhostNet's cheap operations sliced to out[:, :self.oup]
+def split_nets(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class rSoftMax(nn.Module):
+        def __init__(self, radix, cardinality):
+            super().__init__()
+            self.radix = radix
+            self.cardinality = cardinality
+
+        def forward(self, x):
+            batch = x.size(0)
+            if self.radix > 1:
+                x = x.view(batch, self.cardinality, self.radix, -1).transpose(1, 2)
+                x = F.softmax(x, dim=1)
+                x = x.reshape(batch, -1)
+            else:
+                x = torch.sigmoid(x)
+            return x
+
+    class SplAtConv2d(nn.Module):
+        def __init__(self, in_channels, channels, kernel_size, padding=0, groups=1, radix=2, reduction_factor=2):
+            super(SplAtConv2d, self).__init__()
+            inter_channels = max(in_channels * radix // reduction_factor, 4)
+            self.radix, self.cardinality, self.channels = radix, groups, channels
+            self.conv = nn.Conv2d(in_channels, channels * radix, kernel_size, 1, padding, groups=groups * radix,
+                                  bias=False)
+            self.bn0 = nn.BatchNorm2d(channels * radix)
+            self.relu = nn.ReLU(inplace=True)
+            self.fc1 = nn.Conv2d(channels, inter_channels, 1, groups=self.cardinality)
+            self.bn1 = nn.BatchNorm2d(inter_channels)
+            self.fc2 = nn.Conv2d(inter_channels, channels * radix, 1, groups=self.cardinality)
+            self.rsoftmax = rSoftMax(radix, groups)
+
+        def forward(self, x):
+            x = self.relu(self.bn0(self.conv(x)))
+            batch, rchannel = x.shape[:2]
+            if self.radix > 1:
+                splited = torch.split(x, rchannel // self.radix, dim=1)
+                gap = sum(splited)
+            else:
+                gap = x
+            gap = F.adaptive_avg_pool2d(gap, 1)
+            gap = self.relu(self.bn1(self.fc1(gap)))
+            atten = self.fc2(gap)
+            atten = self.rsoftmax(atten).view(batch, -1, 1, 1)
+            if self.radix > 1:
+                attens = torch.split(atten, rchannel // self.radix, dim=1)
+                out = sum([att * split for (att, split) in zip(attens, splited)])
+            else:
+                out = atten * x
+            return out.contiguous()
+
+    class Bottle2neck(nn.Module):
+        expansion = 2
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, baseWidth=8, scale=3, stype='normal'):
+            super(Bottle2neck, self).__init__()
+            width = int(math.floor(planes * (baseWidth / 16.0)))
+            self.conv1 = nn.Conv2d(inplanes, width * scale, kernel_size=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width * scale)
+            self.nums = 1 if scale == 1 else scale - 1
+            if stype == 'stage':
+                self.pool = nn.AvgPool2d(kernel_size=3, stride=stride, padding=1)
+            convs, bns = [], []
+            for i in range(self.nums):
+                convs.append(nn.Conv2d(width, width, kernel_size=3, stride=stride, padding=1, bias=False))
+                bns.append(nn.BatchNorm2d(width))
+            self.convs = nn.ModuleList(convs)
+            self.bns = nn.ModuleList(bns)
+            self.conv3 = nn.Conv2d(width * scale, planes * self.expansion, kernel_size=1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stype, self.scale, self.width = stype, scale, width
+
+        def forward(self, x):
+            residual = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            spx = torch.split(out, self.width, 1)
+            for i in range(self.nums):
+                if i == 0 or self.stype == 'stage':
+                    sp = spx[i]
+                else:
+                    sp = sp + spx[i]
+                sp = self.convs[i](sp)
+                sp = self.relu(self.bns[i](sp))
+                if i == 0:
+                    out = sp
+                else:
+                    out = torch.cat((out, sp), 1)
+            if self.scale != 1 and self.stype == 'normal':
+                out = torch.cat((out, spx[self.nums]), 1)
+            elif self.scale != 1 and self.stype == 'stage':
+                out = torch.cat((out, self.pool(spx[self.nums])), 1)
+            out = self.bn3(self.conv3(out))
+            if self.downsample is not None:
+                residual = self.downsample(x)
+            out += residual
+            return self.relu(out)
+
+    class GhostModule(nn.Module):
+        def __init__(self, inp, oup, kernel_size=1, ratio=2, dw_size=3, stride=1, relu=True):
+            super(GhostModule, self).__init__()
+            self.oup = oup
+            init_channels = math.ceil(oup / ratio)
+            new_channels = init_channels * (ratio - 1)
+            self.primary_conv = nn.Sequential(
+                nn.Conv2d(inp, init_channels, kernel_size, stride, kernel_size // 2, bias=False),
+                nn.BatchNorm2d(init_channels), nn.ReLU(inplace=True) if relu else nn.Sequential())
+            self.cheap_operation = nn.Sequential(
+                nn.Conv2d(init_channels, new_channels, dw_size, 1, dw_size // 2, groups=init_channels, bias=False),
+                nn.BatchNorm2d(new_channels), nn.ReLU(inplace=True) if relu else nn.Sequential())
+
+        def forward(self, x):
+            x1 = self.primary_conv(x)
+            x2 = self.cheap_operation(x1)
+            out = torch.cat([x1, x2], dim=1)
+            return out[:, :self.oup, :, :]
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                          SplAtConv2d(8, 4, 3, padding=1, groups=2),
+                          Bottle2neck(4, 4, downsample=nn.Sequential(nn.Conv2d(4, 8, 1, bias=False), nn.BatchNorm2d(8))),
+                          Bottle2neck(8, 4, stride=2, stype='stage',
+                                      downsample=nn.Sequential(nn.Conv2d(8, 8, 1, 2, bias=False), nn.BatchNorm2d(8))),
+                          GhostModule(8, 7), GhostModule(7, 5, relu=False),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(5, 10))
+    return train(m, model, state)
+
+
+def test_split_nets():
+    compare(split_nets)
+
+
+# (h) EfficientNet (lukemelas/EfficientNet-PyTorch style): a memory-efficient Swish as an
+# autograd.Function, static same padding by a Conv2d subclass reading self.stride, MBConv with SE
+# and drop connect (stochastic depth from torch.rand < survival)
+def efficientnet(m, state=None, drop_connect_rate=0.0):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class SwishImplementation(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i * torch.sigmoid(i)
+            ctx.save_for_backward(i)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            i = ctx.saved_tensors[0]
+            sigmoid_i = torch.sigmoid(i)
+            return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
+
+    class MemoryEfficientSwish(nn.Module):
+        def forward(self, x):
+            return SwishImplementation.apply(x)
+
+    def drop_connect(inputs, p, training):
+        assert 0 <= p <= 1, 'p must be in range of [0,1]'
+        if not training:
+            return inputs
+        batch_size = inputs.shape[0]
+        keep_prob = 1 - p
+        random_tensor = keep_prob
+        random_tensor += torch.rand([batch_size, 1, 1, 1], dtype=inputs.dtype, device=inputs.device)
+        binary_tensor = torch.floor(random_tensor)
+        return inputs / keep_prob * binary_tensor
+
+    def stochastic_depth(x, survival, training):  # torchvision's form
+        if not training:
+            return x
+        binary_tensor = torch.rand([x.shape[0], 1, 1, 1], dtype=x.dtype, device=x.device) < survival
+        return x / survival * binary_tensor
+
+    class Conv2dStaticSamePadding(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, image_size=None, **kwargs):
+            super().__init__(in_channels, out_channels, kernel_size, stride, **kwargs)
+            self.stride = self.stride if len(self.stride) == 2 else [self.stride[0]] * 2
+            ih, iw = (image_size, image_size) if isinstance(image_size, int) else image_size
+            kh, kw = self.weight.size()[-2:]
+            sh, sw = self.stride
+            oh, ow = math.ceil(ih / sh), math.ceil(iw / sw)
+            pad_h = max((oh - 1) * self.stride[0] + (kh - 1) * self.dilation[0] + 1 - ih, 0)
+            pad_w = max((ow - 1) * self.stride[1] + (kw - 1) * self.dilation[1] + 1 - iw, 0)
+            if pad_h > 0 or pad_w > 0:
+                self.static_padding = nn.ZeroPad2d((pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
+            else:
+                self.static_padding = nn.Identity()
+
+        def forward(self, x):
+            x = self.static_padding(x)
+            return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    class MBConvBlock(nn.Module):
+        def __init__(self, inp, oup, expand_ratio, kernel_size, stride, image_size, se_ratio=0.25):
+            super().__init__()
+            self._bn_mom, self._bn_eps = 1 - 0.99, 1e-3
+            self.id_skip = stride == 1 and inp == oup
+            hidden = inp * expand_ratio
+            self._expand_conv = Conv2dStaticSamePadding(inp, hidden, 1, bias=False, image_size=image_size)
+            self._bn0 = nn.BatchNorm2d(num_features=hidden, momentum=self._bn_mom, eps=self._bn_eps)
+            self._depthwise_conv = Conv2dStaticSamePadding(hidden, hidden, kernel_size, stride, groups=hidden,
+                                                           bias=False, image_size=image_size)
+            self._bn1 = nn.BatchNorm2d(num_features=hidden, momentum=self._bn_mom, eps=self._bn_eps)
+            squeezed = max(1, int(inp * se_ratio))
+            self._se_reduce = Conv2dStaticSamePadding(hidden, squeezed, 1, image_size=1)
+            self._se_expand = Conv2dStaticSamePadding(squeezed, hidden, 1, image_size=1)
+            self._project_conv = Conv2dStaticSamePadding(hidden, oup, 1, bias=False, image_size=image_size)
+            self._bn2 = nn.BatchNorm2d(num_features=oup, momentum=self._bn_mom, eps=self._bn_eps)
+            self._swish = MemoryEfficientSwish()
+
+        def forward(self, inputs, drop_connect_rate=None):
+            x = self._swish(self._bn0(self._expand_conv(inputs)))
+            x = self._swish(self._bn1(self._depthwise_conv(x)))
+            x_squeezed = F.adaptive_avg_pool2d(x, 1)
+            x_squeezed = self._se_expand(self._swish(self._se_reduce(x_squeezed)))
+            x = torch.sigmoid(x_squeezed) * x
+            x = self._bn2(self._project_conv(x))
+            if self.id_skip:
+                if drop_connect_rate:
+                    x = drop_connect(x, p=drop_connect_rate, training=self.training)
+                    x = stochastic_depth(x, 1 - drop_connect_rate, self.training)
+                x = x + inputs
+            return x
+
+    class EfficientNet(nn.Module):
+        def __init__(self, drop_connect_rate):
+            super().__init__()
+            self._conv_stem = Conv2dStaticSamePadding(3, 8, 3, 2, bias=False, image_size=8)
+            self._bn0 = nn.BatchNorm2d(8, momentum=0.01, eps=1e-3)
+            self._blocks = nn.ModuleList([MBConvBlock(8, 8, 2, 3, 2, 4), MBConvBlock(8, 8, 2, 5, 1, 2)])
+            self._avg_pooling = nn.AdaptiveAvgPool2d(1)
+            self._dropout = nn.Dropout(0.0)
+            self._fc = nn.Linear(8, 10)
+            self._swish = MemoryEfficientSwish()
+            self.drop_connect_rate = drop_connect_rate
+
+        def forward(self, inputs):
+            x = self._swish(self._bn0(self._conv_stem(inputs)))
+            for idx, block in enumerate(self._blocks):
+                drop_connect_rate = self.drop_connect_rate
+                if drop_connect_rate:
+                    drop_connect_rate *= float(idx) / len(self._blocks)  # scale drop connect_rate
+                x = block(x, drop_connect_rate=drop_connect_rate)
+            x = self._avg_pooling(x).flatten(start_dim=1)
+            return self._fc(self._dropout(x))
+
+    return train(m, EfficientNet(drop_connect_rate), state, noisy=lambda: EfficientNet(0.5))
+
+
+def test_efficientnet():
+    compare(efficientnet)
