@@ -1080,3 +1080,186 @@ def efficientnet(m, state=None, drop_connect_rate=0.0):
 
 def test_efficientnet():
     compare(efficientnet)
+
+
+# (i) a training script around SqueezeNet's fire module and NiN's mlpconv: a Dataset over numpy
+# arrays with transforms as callables, a warmup _LRScheduler then CosineAnnealingWarmRestarts stepped
+# by fractional epochs, autocast and GradScaler, gradient accumulation, module surgery through
+# named_modules and setattr, parameter and FLOP counts from forward hooks, top-1/top-5, a confusion
+# matrix, an EMA of the weights, and a checkpoint of model, optimizer, scheduler and scaler resumed
+def training_idioms(m, state=None, tmp_path=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    _LRScheduler = m.lr_scheduler._LRScheduler
+
+    class Fire(nn.Module):
+        def __init__(self, inplanes, squeeze_planes, expand1x1_planes, expand3x3_planes):
+            super(Fire, self).__init__()
+            self.squeeze = nn.Conv2d(inplanes, squeeze_planes, kernel_size=1)
+            self.squeeze_activation = nn.ReLU(inplace=True)
+            self.expand1x1 = nn.Conv2d(squeeze_planes, expand1x1_planes, kernel_size=1)
+            self.expand1x1_activation = nn.ReLU(inplace=True)
+            self.expand3x3 = nn.Conv2d(squeeze_planes, expand3x3_planes, kernel_size=3, padding=1)
+            self.expand3x3_activation = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.squeeze_activation(self.squeeze(x))
+            return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
+                              self.expand3x3_activation(self.expand3x3(x))], 1)
+
+    class Net(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 8, kernel_size=3, stride=1, padding=1), nn.ReLU(inplace=True),
+                nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+                Fire(8, 2, 4, 4))
+            self.mlpconv = nn.Sequential(  # NiN
+                nn.Conv2d(8, 8, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+                nn.Conv2d(8, 8, kernel_size=1), nn.ReLU(inplace=True),
+                nn.Conv2d(8, num_classes, kernel_size=1), nn.ReLU(inplace=True),
+                nn.AvgPool2d(kernel_size=3, stride=2, padding=1))
+            self.gap = nn.AdaptiveAvgPool2d((1, 1))
+
+        def forward(self, x):
+            return torch.flatten(self.gap(self.mlpconv(self.features(x))), 1)
+
+    class NumpyDataset(data.Dataset):
+        def __init__(self, images, labels, transform=None):
+            self.images, self.labels, self.transform = images, labels, transform
+
+        def __len__(self):
+            return len(self.images)
+
+        def __getitem__(self, index):
+            img, target = self.images[index], int(self.labels[index])
+            if self.transform is not None:
+                img = self.transform(img)
+            return img, target
+
+    class ToTensor:
+        def __call__(self, pic):
+            return torch.from_numpy(np.ascontiguousarray(pic.transpose((2, 0, 1)))).float().div(255)
+
+    class Normalize:
+        def __init__(self, mean, std):
+            self.mean, self.std = mean, std
+
+        def __call__(self, tensor):
+            mean = torch.as_tensor(self.mean, dtype=tensor.dtype).view(-1, 1, 1)
+            std = torch.as_tensor(self.std, dtype=tensor.dtype).view(-1, 1, 1)
+            return tensor.sub(mean).div(std)
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, img):
+            for t in self.transforms:
+                img = t(img)
+            return img
+
+    class WarmUpLR(_LRScheduler):
+        def __init__(self, optimizer, total_iters, last_epoch=-1):
+            self.total_iters = total_iters
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            return [base_lr * self.last_epoch / (self.total_iters + 1e-8) for base_lr in self.base_lrs]
+
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, (4, 8, 8, 3), dtype=np.uint8), rng.integers(0, 10, 4)
+    transform = Compose([ToTensor(), Normalize((0.49, 0.48, 0.45), (0.25, 0.24, 0.26))])
+    loader = data.DataLoader(NumpyDataset(images, labels, transform), batch_size=2, shuffle=False, num_workers=0,
+                             pin_memory=True, drop_last=True)
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    model = Net().to(device)
+    for name, module in list(model.named_modules()):  # surgery: the classifier's last ReLU goes
+        if name == 'mlpconv.5':
+            setattr(model.mlpconv, '5', nn.Identity())
+    init = load(m, model, state)
+    n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    flops, hooks = [], []
+
+    def conv_flops(module, input, output):
+        flops.append(output.numel() * module.weight[0].numel() // input[0].shape[0])
+
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):
+            hooks.append(module.register_forward_hook(conv_flops))
+    model(torch.zeros(1, 3, 8, 8, device=device))
+    for h in hooks:
+        h.remove()
+    ema = {name: p.detach().clone() for name, p in model.named_parameters()}
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, nesterov=True)
+    warmup = WarmUpLR(optimizer, total_iters=2)
+    scheduler = optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=1, T_mult=2, eta_min=1e-3)
+    scaler = torch.cuda.amp.GradScaler(enabled=device == 'cuda')
+    accumulation, losses = 2, [float(n_params), float(sum(flops))]
+    for epoch in range(2):
+        model.train()
+        for i, (inputs, targets) in enumerate(loader):
+            inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+            with torch.cuda.amp.autocast(enabled=device == 'cuda'):
+                outputs = model(inputs)
+                loss = F.cross_entropy(outputs, targets) / accumulation
+            scaler.scale(loss).backward()
+            if (i + 1) % accumulation == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+                with torch.no_grad():
+                    for name, p in model.named_parameters():
+                        ema[name].mul_(0.9).add_(p.detach(), alpha=1 - 0.9)
+            if epoch == 0:
+                warmup.step()
+            else:
+                scheduler.step(epoch - 1 + i / len(loader))
+            losses.append(loss.item() * accumulation)
+        losses.append(optimizer.param_groups[0]['lr'])
+    # evaluation: top-1/top-5 and a confusion matrix
+    model.eval()
+    correct_1 = correct_5 = total = 0
+    confusion = torch.zeros(10, 10, dtype=torch.long)
+    with torch.no_grad():
+        for inputs, targets in loader:
+            outputs = model(inputs.to(device))
+            _, pred = outputs.topk(5, 1, largest=True, sorted=True)
+            correct = pred.eq(targets.view(targets.size(0), -1).expand_as(pred)).float()
+            correct_5 += correct[:, :5].sum().item()
+            correct_1 += correct[:, :1].sum().item()
+            total += targets.size(0)
+            for t, p in zip(targets.view(-1), outputs.argmax(1).view(-1)):
+                confusion[t.long(), p.long()] += 1
+    per_class = confusion.diag().float() / confusion.sum(1).clamp(min=1).float()
+    losses += [correct_1 / total, correct_5 / total, per_class.sum().item(), float(confusion.sum())]
+    # checkpoint and resume
+    path = str(tmp_path / 'ckpt.pth')
+    torch.save({'epoch': 2, 'state_dict': model.state_dict(), 'optimizer': optimizer.state_dict(),
+                'scheduler': scheduler.state_dict(), 'scaler': scaler.state_dict(),
+                'ema': {k: v.cpu() for k, v in ema.items()}}, path)
+    checkpoint = torch.load(path, map_location=device)
+    resumed = Net().to(device)
+    resumed.mlpconv[5] = nn.Identity()
+    resumed.load_state_dict(checkpoint['state_dict'])
+    optimizer = optim.SGD(resumed.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, nesterov=True)
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    scheduler = optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=1, T_mult=2, eta_min=1e-3)
+    scheduler.load_state_dict(checkpoint['scheduler'])
+    scaler.load_state_dict(checkpoint['scaler'])
+    start_epoch = checkpoint['epoch']
+    inputs, targets = next(iter(loader))
+    loss = F.cross_entropy(resumed(inputs), targets)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    scheduler.step(start_epoch)
+    losses += [loss.item(), optimizer.param_groups[0]['lr']]
+    with torch.no_grad():  # the EMA weights into the model
+        for name, p in resumed.named_parameters():
+            p.copy_(checkpoint['ema'][name])
+    losses.append(resumed(inputs).sum().item())
+    return init, losses
+
+
+def test_training_idioms(tmp_path):
+    compare(training_idioms, tmp_path=tmp_path)
