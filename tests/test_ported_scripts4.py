@@ -693,6 +693,7 @@ def se_sk(m, state=None):
             self.softmax = nn.Softmax(dim=1)
 
         def forward(self, x):
+            feas = attention_vectors = None
             for i, conv in enumerate(self.convs):
                 fea = conv(x).unsqueeze_(dim=1)
                 feas = fea if i == 0 else torch.cat([feas, fea], dim=1)
@@ -718,7 +719,7 @@ def test_se_sk():
 # (f) MobileNetV3 (d-li14/mobilenetv3.pytorch style): _make_divisible, h_sigmoid/h_swish by hand and
 # as nn.Hardsigmoid/Hardswish, SE with AdaptiveAvgPool2d, inverted residuals from a cfg table
 def mobilenetv3(m, state=None):
-    torch, nn = m.torch, m.nn
+    nn = m.nn
 
     def _make_divisible(v, divisor, min_value=None):
         if min_value is None:
