@@ -354,3 +354,10 @@ def test_integer_operands_beside_floats_promote_as_torch(call):
 def test_a_non_finite_number_to_the_power_0_is_1_as_torch(base):
     _same_outcome(lambda m, f, t: base ** t([0.0, 1.0, -1.0]))
     _same_outcome(lambda m, f, t: base ** t([0, 2]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.arange(5, dtype=[1]), lambda m, f, t: m.arange(3, 0, -1, dtype="x"), lambda m, f, t: m.ones(-1, dtype="x"),
+    lambda m, f, t: m.zeros(2, dtype=1.5)])
+def test_a_dtype_that_is_no_dtype_raises_torchs_type_error(call):
+    _same_outcome(call)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
@@ -307,3 +308,13 @@ def test_two_norm_of_16_bit_input_squares_in_float32(dtype):
     want.backward(seed)
     np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
     np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=1e-2)
+
+
+def test_erfc_of_huge_input_is_0_and_gaussian_nll_of_an_infinite_var_is_inf():
+    x = np.array([3e38, -3e38, 1e5, 11.5, 10.0, INF, NAN, 2.0], np.float32)
+    _same(tnet.erfc(tnet.tensor(x)).numpy(), torch.erfc(torch.tensor(x)))
+    inp, var = np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([0.5, 0.0, INF, NAN], np.float32)
+    want = tF.gaussian_nll_loss(torch.tensor(inp), torch.zeros(4), torch.tensor(var), reduction="none")
+    got = F.gaussian_nll_loss(tnet.tensor(inp), tnet.zeros(4), tnet.tensor(var), reduction="none")
+    assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy())) and got.numpy()[2] == INF
+    np.testing.assert_allclose(got.numpy()[:2], want.numpy()[:2], rtol=1e-5)

@@ -141,7 +141,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    var = add(var, sub(clamp_min(var, eps), var).detach())  # torch's clamp under no_grad: the gradient passes
+    # torch's clamp under no_grad: the gradient passes; the lift is 0, not inf - inf, where var is inf
+    var = add(var, where(lt(var, eps), sub(eps, var), 0.0).detach())
     loss = mul(add(log(var), div(pow(sub(input, target), 2), var)), 0.5)
     if full:
         loss = add(loss, 0.5 * math.log(2 * math.pi))
