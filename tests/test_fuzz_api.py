@@ -361,3 +361,11 @@ def test_a_non_finite_number_to_the_power_0_is_1_as_torch(base):
     lambda m, f, t: m.zeros(2, dtype=1.5)])
 def test_a_dtype_that_is_no_dtype_raises_torchs_type_error(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.bmm(t(np.ones((2, 0, 4))), t(np.ones((2, 4, 2)))), lambda m, f, t: m.matmul(t(np.ones((3, 2, 0))), t(np.ones((0, 3)))),
+    lambda m, f, t: m.matmul(t(np.ones((2, 3, 0))), t(np.ones((2, 0, 4)))), lambda m, f, t: m.bmm(t(np.ones((0, 3, 3))), t(np.ones((0, 3, 2)))),
+    lambda m, f, t: f.group_norm(t(np.ones((0, 4, 2, 3))), 2)])
+def test_products_and_group_norm_of_empty_operands_as_torch(call):
+    _same_outcome(lambda m, f, t: call(m, f, lambda a: t(a, dtype=torch.float32)))

@@ -89,7 +89,7 @@ def matmul(a, b):
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if math.prod(b.shape[:-2]) == 1:  # b one matrix: a's leading dims fold into its rows
-        out = _matmul2d(reshape(a, -1, K), reshape(b, K, N))
+        out = _matmul2d(reshape(a, math.prod(a.shape[:-1]), K), reshape(b, K, N))  # no -1: empty a
     elif math.prod(a.shape[:-2]) == 1:  # a one matrix, shared by the batch
         out = _bmm(reshape(a, M, K), _batch(b, lead))
     else:
@@ -101,7 +101,7 @@ def _batch(x, lead):
     """x [..., R, C] as [batch, R, C] over the broadcast leading dims `lead`."""
     if x.shape[:-2] != lead:
         x = expand(x, *lead, *x.shape[-2:])
-    return reshape(x, -1, *x.shape[-2:])
+    return reshape(x, math.prod(lead), *x.shape[-2:])
 
 
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")

@@ -1,5 +1,7 @@
 """Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
 normalisation composed of the reductions' and element-wise kernels."""
+import math
+
 import torch
 
 from ..kernels import norm as _norm
@@ -117,7 +119,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     n, c = input.shape[:2]
-    y = reshape(_normalised(reshape(input, (n, num_groups, -1)), 2, eps), input.shape)
+    group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
+    y = reshape(_normalised(reshape(input, (n, num_groups, group)), 2, eps), input.shape)
     return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))
 
 
