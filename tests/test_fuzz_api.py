@@ -369,3 +369,31 @@ def test_a_dtype_that_is_no_dtype_raises_torchs_type_error(call):
     lambda m, f, t: f.group_norm(t(np.ones((0, 4, 2, 3))), 2)])
 def test_products_and_group_norm_of_empty_operands_as_torch(call):
     _same_outcome(lambda m, f, t: call(m, f, lambda a: t(a, dtype=torch.float32)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.clamp(t([1, 5, -3]), min=t(0.5)), lambda m, f, t: m.clamp(t([1.0, 5.0, -3.0]), min=t([0, 1, 2])),
+    lambda m, f, t: t([1.0, -2.0]).clamp_min_(t(0)), lambda m, f, t: f.cosine_similarity(t([[1.0, 2.0, 0.5]]), t([[1, -2, 3]])),
+    lambda m, f, t: f.mse_loss(t([1.0, 2.0]), t([True, False])), lambda m, f, t: m.movedim(t(3.0), -1, 0),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), reduction="none"),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), label_smoothing=0.1),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), reduction="sum"),
+    lambda m, f, t: (-0.0) ** t([0.0, 1.0, 3.0, -1.0, 0.5, -0.5]), lambda m, f, t: (-2.0) ** t([0.0, 1.0, 3.0, -1.0, 0.5, 2.0]),
+    lambda m, f, t: 0 ** t([0.0, 2.0, -1.0]), lambda m, f, t: (-1.5) ** t([2, 3])])
+def test_ops_torch_runs_on_mixed_dtypes_empty_batches_and_non_positive_bases(call):
+    _same_outcome(call)
+
+
+def test_clamp_by_a_mixed_dtype_tensor_has_torchs_gradients():
+    for m in (torch, tnet):
+        x, lo = m.tensor([1.0, 5.0, -3.0], requires_grad=True), m.tensor([0, 1, 2])
+        m.clamp(x, min=lo).sum().backward()
+        assert np.array_equal(np.asarray(x.grad.tolist()), [1.0, 1.0, 0.0])
+    base = tnet.tensor([0.5, 2.0, -1.0], requires_grad=True)
+    ((-2.0) ** base).sum().backward()
+    assert np.isnan(base.grad.numpy()).all()  # log of a negative base, as torch's
+
+
+def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
+    got = tnet.histc(tnet.tensor([-2.0, 0.5, 1.0, 3e38]), 4, 0, 0).numpy()
+    assert got.tolist() == [3.0, 0.0, 0.0, 1.0]  # torch CPU gives [4, 0, 0, 0] (its (x - min) * bins overflows)

@@ -398,7 +398,7 @@ def movedim(input, source, destination):
                   f"the same number of dims as destination ({dst} dims)")
     check(len(set(src)) == len(src) and len(set(dst)) == len(dst), f"movedim: repeated dim in {src} or {dst}")
     order = [-1] * n
-    for s, d in zip(src, dst):
+    for s, d in zip(src, dst[:n]):  # a 0-d input's dim 0 (or -1) is no position
         order[d] = s
     rest = iter(d for d in range(n) if d not in src)
     return permute(input, [s if s >= 0 else next(rest) for s in order])

@@ -348,13 +348,16 @@ def _ipow(a, b):
 
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
-    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; other
-    bases raise NotImplementedError."""
+    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; a base
+    <= 0 as a 0-d tensor of input's float dtype to the tensor pow (C's rules: signed zeros and
+    infinities, NaN at a fractional exponent)."""
     check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
     if base <= 0:
-        raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
+        check_tensors("pow", input=input)
+        dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
+        return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
     y = exp2(mul(input, math.log2(base)))
     return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
@@ -460,7 +463,8 @@ def _clamp_tensors(input, min, max):
     need = needs_grad(*operands)
 
     def grads(g):
-        code = _pw.pointwise("clamp_which", X, lo, hi, float((min is not None) + 2 * (max is not None)))
+        fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
+        code = _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
         return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=v.dtype) if n else None
                      for k, (v, n) in enumerate(zip(operands, need)))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))

@@ -395,6 +395,8 @@ def mse_loss(input, target, reduction="mean"):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
     under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
     input, target = _loss_inputs("mse_loss", input, target, reduction)
+    if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
+        input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
     return _reduced("mse_loss", pow(sub(input, target), 2), reduction)
 
 
@@ -597,6 +599,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
     torch.nn.functional.cosine_similarity."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
+        x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
     n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)

@@ -260,13 +260,15 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     flag); inside one, the flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
-    check(R > 0, "cross_entropy: empty batch")
     check(0.0 <= label_smoothing < 1.0,
           lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
     check(reduction in REDUCTIONS,
           lambda: f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     check(dtype is None or dtype in FLOATS,
           lambda: f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
+    if R == 0:  # an empty batch, as torch's: no losses, a sum of 0, a mean of 0 / 0
+        fill = float("nan") if reduction == "mean" else 0.0
+        return torch.full((0,) if reduction == "none" else (), fill, device=x.device, dtype=dtype or x.dtype), torch.empty_like(x)
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(next_power_of_2(R), max(1, CE_STEP // COLS))
