@@ -397,3 +397,12 @@ def test_clamp_by_a_mixed_dtype_tensor_has_torchs_gradients():
 def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     got = tnet.histc(tnet.tensor([-2.0, 0.5, 1.0, 3e38]), 4, 0, 0).numpy()
     assert got.tolist() == [3.0, 0.0, 0.0, 1.0]  # torch CPU gives [4, 0, 0, 0] (its (x - min) * bins overflows)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.max(t(np.zeros((0, 0), np.float32)), -2, keepdim="x"), lambda m, f, t: m.argmin(t([]), 0, keepdim="yes"),
+    lambda m, f, t: m.mean(t(np.zeros((3, 3, 0), np.float32)), -4, keepdim="yes"), lambda m, f, t: m.sum(t(1.0), -2, keepdim=object()),
+    lambda m, f, t: m.std(t([[1.0, 2.0]]), -3, keepdim=1), lambda m, f, t: m.prod(t([[1.0, 2.0]]), -3, keepdim=1.5),
+    lambda m, f, t: m.amax(t([[1.0, 2.0]]), 0, keepdim=None), lambda m, f, t: m.logsumexp(t([[1.0, 2.0]]), 5, keepdim=0)])
+def test_a_keepdim_that_is_no_bool_raises_torchs_type_error_first(call):
+    _same_outcome(call)
