@@ -406,3 +406,20 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     lambda m, f, t: m.amax(t([[1.0, 2.0]]), 0, keepdim=None), lambda m, f, t: m.logsumexp(t([[1.0, 2.0]]), 5, keepdim=0)])
 def test_a_keepdim_that_is_no_bool_raises_torchs_type_error_first(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: t([1.0, 2.0, 4.0]).scatter_reduce(0, t([0, 0, 2]), t([5.0, 3.0, -1.0]), reduce="max"),
+    lambda m, f, t: t([1.0, 2.0, 4.0]).scatter_reduce(0, t([0, 0, 2]), t([5.0, 3.0, -1.0]), reduce="min", include_self=False),
+    lambda m, f, t: t([1.0, 2.0]).scatter_reduce(0, t([0, 0]), t([5.0, 3.0]), reduce="sum", include_self=[1]),
+    lambda m, f, t: m.index_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([5.0, 3.0]), "mean", include_self=1.5),
+    lambda m, f, t: m.polygamma(1.5, t([1.0])), lambda m, f, t: m.polygamma(-1, t([1.0])), lambda m, f, t: m.trapezoid(t(1.0)),
+    lambda m, f, t: m.linalg.solve(t([[2.0, 0.0], [0.0, 1.0]]), t([1.0, 2.0]).half()), lambda m, f, t: m.linalg.matrix_exp(t([[1, 2], [3, 4]]))])
+def test_new_ops_argument_checks_as_torch(call):
+    _same_outcome(call)
+
+
+def test_solve_singular_in_the_backward_raises_torchs_linalg_error():
+    a = tnet.tensor(np.array([[0.6894, 0.6894], [0.847, 0.847]], np.float32), requires_grad=True)
+    with pytest.raises(torch.linalg.LinAlgError):  # a RuntimeError, as torch's (which raises in the forward)
+        tnet.linalg.solve(a, tnet.tensor([1.0, 2.0])).sum().backward()

@@ -321,6 +321,8 @@ def _solve(name, A, B, left=True, check_errors=True):
     """X with A X = B (left) or X A = B, batch dims broadcast; B a batch of vectors as torch tells
     them; gradients gB = A^-T g (on the host), gA = -gB X^T (on the device). (X, info)."""
     a = _host(name, A, square=True)
+    check(not isinstance(B, Tensor) or A.dtype == B.dtype,
+          lambda: f"{name}: Expected A and B to have the same dtype, but found A of type {A.dtype} and B of type {B.dtype} instead")
     vector = _is_vector_rhs(A, B)
     check(left or not vector, "linalg.solve: Vector broadcasting of the left hand side is not supported for "
                               "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
@@ -341,7 +343,10 @@ def _solve(name, A, B, left=True, check_errors=True):
     at = np.swapaxes(a, -1, -2)
 
     def backward(g):
-        gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
+        try:  # A^T exactly singular in float64 where A's forward solve was not (rounding): torch's error kind
+            gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
+        except np.linalg.LinAlgError:
+            raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         return ga, squeeze(gb, -1) if vector else gb
     out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
@@ -817,6 +822,7 @@ def matrix_exp(A):
     error below 1e-14), squared s times; with gradients through those ops. s comes from the largest
     1-norm of the batch: one host read."""
     check_tensors("linalg.matrix_exp", A=A)
+    check(A.is_floating_point(), lambda: f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got {A.dtype}")
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_exp: A must be batches of square "
                                                               f"matrices, but they are {A.shape[-2]} by "
                                                               f"{A.shape[-1]} matrices")

@@ -1243,7 +1243,8 @@ def polygamma(n, input):
     x < 0), n >= 2 (-1)^(n+1) n! zeta(n + 1, x) from the Hurwitz zeta's Euler-Maclaurin sum (relative
     error near 1e-6 for x > 0; for x < 0, where torch's sum reads its terms as Cephes', tnet's differs).
     Its gradient is polygamma(n + 1, x) g."""
-    check(isinstance(n, numbers.Integral) and n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")
+    check_type(isinstance(n, numbers.Integral), lambda: f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    check(n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")
     if n == 0:
         return digamma(input)
     check_tensors("polygamma", input=input)
