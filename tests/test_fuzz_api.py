@@ -423,3 +423,18 @@ def test_solve_singular_in_the_backward_raises_torchs_linalg_error():
     a = tnet.tensor(np.array([[0.6894, 0.6894], [0.847, 0.847]], np.float32), requires_grad=True)
     with pytest.raises(torch.linalg.LinAlgError):  # a RuntimeError, as torch's (which raises in the forward)
         tnet.linalg.solve(a, tnet.tensor([1.0, 2.0])).sum().backward()
+
+
+@pytest.mark.parametrize("equation, shapes", [("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("biij->bj", [(2, 3, 3, 4)]),
+                                              ("ij,jj->i", [(2, 3), (3, 3)]), ("...ii->...i", [(2, 3, 3)])])
+def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    want = [torch.tensor(a, requires_grad=True) for a in arrays]
+    got = [tnet.tensor(a, requires_grad=True) for a in arrays]
+    y, w = tnet.einsum(equation, *got), torch.einsum(equation, *want)
+    np.testing.assert_allclose(y.numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
+    y.sum().backward()
+    w.sum().backward()
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
