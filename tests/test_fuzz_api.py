@@ -438,3 +438,8 @@ def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, 
     w.sum().backward()
     for g, t in zip(got, want):
         np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("a, b", [(1.2, 0.5), (1, 2), (True, False), (1, 0.5)])
+def test_where_of_two_numbers_as_torch(a, b):
+    _same_outcome(lambda m, f, t: m.where(t([[True, False, True]]), a, b))

@@ -544,7 +544,8 @@ def bitwise_not(input):
 
 def where(condition, input=None, other=None):
     """input where condition (a bool tensor) holds, else other, broadcasting; input and other are
-    tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken.
+    tensors or Python numbers (two numbers: a bool, int64 or float32 tensor, as torch's). Each
+    tensor's gradient is g where it was taken.
     where(condition) alone: nonzero(condition, as_tuple=True), a host read, as torch's."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
@@ -552,6 +553,11 @@ def where(condition, input=None, other=None):
         raise TypeError("where() takes a condition alone, or a condition, input and other")
     check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
           lambda: f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
+    if isinstance(input, numbers.Number) and isinstance(other, numbers.Number):  # torch's dtype of two numbers
+        kind = bool if all(isinstance(v, bool) for v in (input, other)) else \
+            int if all(isinstance(v, numbers.Integral) for v in (input, other)) else float
+        input = Tensor(torch.full((), input, dtype={bool: torch.bool, int: torch.int64, float: torch.float32}[kind],
+                                  device=condition.device))
     a, b = _operands("where", input, other)
     C = condition.memory
     need_a, need_b = needs_grad(input, other)
