@@ -443,3 +443,23 @@ def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, 
 @pytest.mark.parametrize("a, b", [(1.2, 0.5), (1, 2), (True, False), (1, 0.5)])
 def test_where_of_two_numbers_as_torch(a, b):
     _same_outcome(lambda m, f, t: m.where(t([[True, False, True]]), a, b))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.gcd(t([4, 6]), t([True, False])), lambda m, f, t: m.lcm(t([True]), t([6])),
+    lambda m, f, t: m.gcd(t([True]), t([True])), lambda m, f, t: m.gcd(t([4]), 0.5), lambda m, f, t: m.lcm(t([4]), True),
+    lambda m, f, t: m.gcd(t([4]), t([2.0]))])
+def test_gcd_and_lcm_promote_a_bool_tensor_and_refuse_float_numbers_as_torch(call):
+    _same_outcome(call)
+
+
+def test_beta_log_prob_and_its_gradients_as_torch():
+    a, b, x = [0.5, 2.0, 3.0, 1.0], [1.5, 0.7, 3.0, 1.0], [0.2, 0.9, 0.5, 0.0]
+    want = [torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)]
+    got = [tnet.tensor(a, requires_grad=True), tnet.tensor(b, requires_grad=True)]
+    w, g = torch.distributions.Beta(*want).log_prob(torch.tensor(x)), tnet.distributions.Beta(*got).log_prob(tnet.tensor(x))
+    np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-6)
+    w.sum().backward()
+    g.sum().backward()
+    for u, v in zip(got, want):
+        np.testing.assert_allclose(u.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-5)

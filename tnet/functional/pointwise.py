@@ -1113,23 +1113,34 @@ def logaddexp2(input, other):
 
 
 def _integers_only(name, *values):
+    """values (tensors, or an int: tnet's addition) with a bool tensor beside an integer one promoted
+    to its dtype, as torch's; a float or bool number raises torch's TypeError, other dtypes its
+    NotImplementedError."""
+    for k, v in enumerate(values):
+        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool),
+                   lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
+                           f"not {type(v).__name__}")
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    if len({v.dtype == torch.bool for v in tensors}) == 2:
+        integer = next(v.dtype for v in tensors if v.dtype != torch.bool)
+        values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
-        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32) or isinstance(v, (bool, float)):
+        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
             kind = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.bool: "Bool"}
-            raise NotImplementedError(f'"{name}" not implemented for '
-                                      f"'{kind.get(getattr(v, 'dtype', None), type(v).__name__)}'")
+            raise NotImplementedError(f'"{name}" not implemented for \'{kind.get(v.dtype, v.dtype)}\'')
+    return values
 
 
 def gcd(input, other):
-    """The greatest common divisor of |input| and |other| (int64 or int32 tensors, or an int), 0 for
-    two zeros, as torch.gcd."""
-    _integers_only("gcd", input, other)
+    """The greatest common divisor of |input| and |other| (int64 or int32 tensors, a bool one beside
+    them, or an int), 0 for two zeros, as torch.gcd."""
+    input, other = _integers_only("gcd", input, other)
     return _binary("gcd", input, other, "gcd")
 
 
 def lcm(input, other):
     """The least common multiple of |input| and |other| (integers), 0 where either is, as torch.lcm."""
-    _integers_only("lcm", input, other)
+    input, other = _integers_only("lcm", input, other)
     return _binary("lcm", input, other, "lcm")
 
 
