@@ -318,3 +318,17 @@ def test_erfc_of_huge_input_is_0_and_gaussian_nll_of_an_infinite_var_is_inf():
     got = F.gaussian_nll_loss(tnet.tensor(inp), tnet.zeros(4), tnet.tensor(var), reduction="none")
     assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy())) and got.numpy()[2] == INF
     np.testing.assert_allclose(got.numpy()[:2], want.numpy()[:2], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_layer_and_group_norm_of_16_bit_input_compute_in_float32(dtype):
+    x = np.array([[[-0.5645], [1.9932], [65504.0], [-0.2988]]], np.float32)
+    t = torch.tensor(x, dtype=dtype, requires_grad=True)
+    a = tnet.tensor(x, requires_grad=True)
+    a16 = a.to(dtype)
+    for got, want in ((F.group_norm(a16, 2), tF.group_norm(t, 2)), (F.layer_norm(a16[0, :2, 0], (2,)), tF.layer_norm(t[0, :2, 0], (2,)))):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.float().numpy(), want.float().detach().numpy(), atol=1e-2)
+    F.group_norm(a16, 2).float().sum().backward()
+    tF.group_norm(t, 2).float().sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.float().numpy(), atol=1e-2)

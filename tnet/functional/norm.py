@@ -59,7 +59,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _normalised(x, dims, eps):
-    """(x - mean) / sqrt(var + eps) over dims, the biased variance."""
+    """(x - mean) / sqrt(var + eps) over dims, the biased variance; 16-bit x in float32 (then back),
+    as torch's layer and group norms: a 16-bit variance overflows (65504 ** 2)."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return _normalised(x.to(torch.float32), dims, eps).to(x.dtype)
     var, mean = var_mean(x, dims, keepdim=True, correction=0)
     return div(sub(x, mean), sqrt(add(var, eps)))
 
