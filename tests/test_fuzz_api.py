@@ -463,3 +463,10 @@ def test_beta_log_prob_and_its_gradients_as_torch():
     g.sum().backward()
     for u, v in zip(got, want):
         np.testing.assert_allclose(u.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm():
+    a = np.array([[[0.2, 3e38], [0.6, 0.7]], [[1.57, 0.0], [-0.78, 0.0]], [[0.1, 0.2], [0.3, -0.1]]], np.float32)
+    a[0, 0, 1] = 30.0  # large, not 3e38: 130 squarings are slow in the interpreter
+    want = torch.linalg.matrix_exp(torch.tensor(a))
+    np.testing.assert_allclose(tnet.linalg.matrix_exp(tnet.tensor(a)).numpy(), want.numpy(), rtol=1e-4)
