@@ -332,3 +332,13 @@ def test_layer_and_group_norm_of_16_bit_input_compute_in_float32(dtype):
     F.group_norm(a16, 2).float().sum().backward()
     tF.group_norm(t, 2).float().sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), t.grad.float().numpy(), atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_of_huge_equal_logits_keeps_log_c(dtype, smoothing):
+    x = np.array([[3e38] * 4, [3e38] * 4, [-0.0] * 4, [3e38, -3e38, 1.0, 2.0]], np.float32)
+    y = np.array([2, 3, 3, 2])
+    want = tF.cross_entropy(torch.tensor(x, dtype=dtype), torch.tensor(y), label_smoothing=smoothing, reduction="none")
+    got = F.cross_entropy(tnet.tensor(x).to(dtype), tnet.tensor(y), label_smoothing=smoothing, reduction="none")
+    np.testing.assert_allclose(got.float().numpy()[:3], want.float().numpy()[:3], rtol=1e-2)  # log 4, not 0
