@@ -342,3 +342,9 @@ def test_cross_entropy_of_huge_equal_logits_keeps_log_c(dtype, smoothing):
     want = tF.cross_entropy(torch.tensor(x, dtype=dtype), torch.tensor(y), label_smoothing=smoothing, reduction="none")
     got = F.cross_entropy(tnet.tensor(x).to(dtype), tnet.tensor(y), label_smoothing=smoothing, reduction="none")
     np.testing.assert_allclose(got.float().numpy()[:3], want.float().numpy()[:3], rtol=1e-2)  # log 4, not 0
+
+
+def test_log_softmax_of_large_equal_logits_is_minus_log_c():
+    for x, dim in ((np.full((3,), 1e5, np.float32), 0), (np.full((2, 3, 4), 1e5, np.float32), 1)):
+        want = torch.log_softmax(torch.tensor(x), dim)
+        np.testing.assert_allclose(F.log_softmax(tnet.tensor(x), dim=dim).numpy(), want.numpy(), rtol=1e-6)

@@ -120,8 +120,8 @@ def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexp
     """y [R, C] = x - logsumexp of each row of x."""
     x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
     m = tl.max(x, axis=1)
-    lse = m + tl.log(tl.sum(tl.exp(x - m[:, None]), axis=1))
-    tl.store(y_ptr + offs, (x - lse[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
+    shifted = x - m[:, None]  # (x - m) - log(s), not x - (m + log(s)): that loses log(s) beside a large m
+    tl.store(y_ptr + offs, (shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
