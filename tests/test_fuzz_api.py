@@ -470,3 +470,7 @@ def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm():
     a[0, 0, 1] = 30.0  # large, not 3e38: 130 squarings are slow in the interpreter
     want = torch.linalg.matrix_exp(torch.tensor(a))
     np.testing.assert_allclose(tnet.linalg.matrix_exp(tnet.tensor(a)).numpy(), want.numpy(), rtol=1e-4)
+
+
+def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
+    _same_outcome(lambda m, f, t: f.embedding_bag(t([0, 1, 2, 3]), t(np.ones((5, 3), np.float32)), t([1, 2])))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels.launch import check
+from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
 from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
 from .inputs import check_tensors
@@ -186,7 +186,7 @@ def _bags_of_offsets(input, offsets, include_last_offset):
     _require(offsets.ndim == 1, "offsets has to be a 1D Tensor")
     o = offsets.memory.detach().to("cpu", torch.int64).numpy()
     _require(o.size == 0 or o[0] == 0, lambda: f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
-                                            f"to start from position 0. However, got {o[0]}")
+                                            f"to start from position 0. However, got {o[0]}", InputError)  # torch's C++ check
     n = input.shape[0]
     starts, ends = (o[:-1], o[1:]) if include_last_offset else (o, np.append(o[1:], n))
     _require(np.all(ends >= starts) and (ends.size == 0 or ends.max() <= n),
