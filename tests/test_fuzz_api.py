@@ -354,3 +354,123 @@ def test_integer_operands_beside_floats_promote_as_torch(call):
 def test_a_non_finite_number_to_the_power_0_is_1_as_torch(base):
     _same_outcome(lambda m, f, t: base ** t([0.0, 1.0, -1.0]))
     _same_outcome(lambda m, f, t: base ** t([0, 2]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.arange(5, dtype=[1]), lambda m, f, t: m.arange(3, 0, -1, dtype="x"), lambda m, f, t: m.ones(-1, dtype="x"),
+    lambda m, f, t: m.zeros(2, dtype=1.5)])
+def test_a_dtype_that_is_no_dtype_raises_torchs_type_error(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.bmm(t(np.ones((2, 0, 4))), t(np.ones((2, 4, 2)))), lambda m, f, t: m.matmul(t(np.ones((3, 2, 0))), t(np.ones((0, 3)))),
+    lambda m, f, t: m.matmul(t(np.ones((2, 3, 0))), t(np.ones((2, 0, 4)))), lambda m, f, t: m.bmm(t(np.ones((0, 3, 3))), t(np.ones((0, 3, 2)))),
+    lambda m, f, t: f.group_norm(t(np.ones((0, 4, 2, 3))), 2)])
+def test_products_and_group_norm_of_empty_operands_as_torch(call):
+    _same_outcome(lambda m, f, t: call(m, f, lambda a: t(a, dtype=torch.float32)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.clamp(t([1, 5, -3]), min=t(0.5)), lambda m, f, t: m.clamp(t([1.0, 5.0, -3.0]), min=t([0, 1, 2])),
+    lambda m, f, t: t([1.0, -2.0]).clamp_min_(t(0)), lambda m, f, t: f.cosine_similarity(t([[1.0, 2.0, 0.5]]), t([[1, -2, 3]])),
+    lambda m, f, t: f.mse_loss(t([1.0, 2.0]), t([True, False])), lambda m, f, t: m.movedim(t(3.0), -1, 0),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), reduction="none"),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), label_smoothing=0.1),
+    lambda m, f, t: f.cross_entropy(t(np.zeros((0, 3), np.float32)), t(np.zeros(0, np.int64)), reduction="sum"),
+    lambda m, f, t: (-0.0) ** t([0.0, 1.0, 3.0, -1.0, 0.5, -0.5]), lambda m, f, t: (-2.0) ** t([0.0, 1.0, 3.0, -1.0, 0.5, 2.0]),
+    lambda m, f, t: 0 ** t([0.0, 2.0, -1.0]), lambda m, f, t: (-1.5) ** t([2, 3])])
+def test_ops_torch_runs_on_mixed_dtypes_empty_batches_and_non_positive_bases(call):
+    _same_outcome(call)
+
+
+def test_clamp_by_a_mixed_dtype_tensor_has_torchs_gradients():
+    for m in (torch, tnet):
+        x, lo = m.tensor([1.0, 5.0, -3.0], requires_grad=True), m.tensor([0, 1, 2])
+        m.clamp(x, min=lo).sum().backward()
+        assert np.array_equal(np.asarray(x.grad.tolist()), [1.0, 1.0, 0.0])
+    base = tnet.tensor([0.5, 2.0, -1.0], requires_grad=True)
+    ((-2.0) ** base).sum().backward()
+    assert np.isnan(base.grad.numpy()).all()  # log of a negative base, as torch's
+
+
+def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
+    got = tnet.histc(tnet.tensor([-2.0, 0.5, 1.0, 3e38]), 4, 0, 0).numpy()
+    assert got.tolist() == [3.0, 0.0, 0.0, 1.0]  # torch CPU gives [4, 0, 0, 0] (its (x - min) * bins overflows)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.max(t(np.zeros((0, 0), np.float32)), -2, keepdim="x"), lambda m, f, t: m.argmin(t([]), 0, keepdim="yes"),
+    lambda m, f, t: m.mean(t(np.zeros((3, 3, 0), np.float32)), -4, keepdim="yes"), lambda m, f, t: m.sum(t(1.0), -2, keepdim=object()),
+    lambda m, f, t: m.std(t([[1.0, 2.0]]), -3, keepdim=1), lambda m, f, t: m.prod(t([[1.0, 2.0]]), -3, keepdim=1.5),
+    lambda m, f, t: m.amax(t([[1.0, 2.0]]), 0, keepdim=None), lambda m, f, t: m.logsumexp(t([[1.0, 2.0]]), 5, keepdim=0)])
+def test_a_keepdim_that_is_no_bool_raises_torchs_type_error_first(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: t([1.0, 2.0, 4.0]).scatter_reduce(0, t([0, 0, 2]), t([5.0, 3.0, -1.0]), reduce="max"),
+    lambda m, f, t: t([1.0, 2.0, 4.0]).scatter_reduce(0, t([0, 0, 2]), t([5.0, 3.0, -1.0]), reduce="min", include_self=False),
+    lambda m, f, t: t([1.0, 2.0]).scatter_reduce(0, t([0, 0]), t([5.0, 3.0]), reduce="sum", include_self=[1]),
+    lambda m, f, t: m.index_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([5.0, 3.0]), "mean", include_self=1.5),
+    lambda m, f, t: m.polygamma(1.5, t([1.0])), lambda m, f, t: m.polygamma(-1, t([1.0])), lambda m, f, t: m.trapezoid(t(1.0)),
+    lambda m, f, t: m.linalg.solve(t([[2.0, 0.0], [0.0, 1.0]]), t([1.0, 2.0]).half()), lambda m, f, t: m.linalg.matrix_exp(t([[1, 2], [3, 4]]))])
+def test_new_ops_argument_checks_as_torch(call):
+    _same_outcome(call)
+
+
+def test_solve_singular_in_the_backward_raises_torchs_linalg_error():
+    a = tnet.tensor(np.array([[0.6894, 0.6894], [0.847, 0.847]], np.float32), requires_grad=True)
+    with pytest.raises(torch.linalg.LinAlgError):  # a RuntimeError, as torch's (which raises in the forward)
+        tnet.linalg.solve(a, tnet.tensor([1.0, 2.0])).sum().backward()
+
+
+@pytest.mark.parametrize("equation, shapes", [("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("biij->bj", [(2, 3, 3, 4)]),
+                                              ("ij,jj->i", [(2, 3), (3, 3)]), ("...ii->...i", [(2, 3, 3)])])
+def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    want = [torch.tensor(a, requires_grad=True) for a in arrays]
+    got = [tnet.tensor(a, requires_grad=True) for a in arrays]
+    y, w = tnet.einsum(equation, *got), torch.einsum(equation, *want)
+    np.testing.assert_allclose(y.numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
+    y.sum().backward()
+    w.sum().backward()
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("a, b", [(1.2, 0.5), (1, 2), (True, False), (1, 0.5)])
+def test_where_of_two_numbers_as_torch(a, b):
+    _same_outcome(lambda m, f, t: m.where(t([[True, False, True]]), a, b))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.gcd(t([4, 6]), t([True, False])), lambda m, f, t: m.lcm(t([True]), t([6])),
+    lambda m, f, t: m.gcd(t([True]), t([True])), lambda m, f, t: m.gcd(t([4]), 0.5), lambda m, f, t: m.lcm(t([4]), True),
+    lambda m, f, t: m.gcd(t([4]), t([2.0]))])
+def test_gcd_and_lcm_promote_a_bool_tensor_and_refuse_float_numbers_as_torch(call):
+    _same_outcome(call)
+
+
+def test_beta_log_prob_and_its_gradients_as_torch():
+    a, b, x = [0.5, 2.0, 3.0, 1.0], [1.5, 0.7, 3.0, 1.0], [0.2, 0.9, 0.5, 0.0]
+    want = [torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)]
+    got = [tnet.tensor(a, requires_grad=True), tnet.tensor(b, requires_grad=True)]
+    w, g = torch.distributions.Beta(*want).log_prob(torch.tensor(x)), tnet.distributions.Beta(*got).log_prob(tnet.tensor(x))
+    np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-6)
+    w.sum().backward()
+    g.sum().backward()
+    for u, v in zip(got, want):
+        np.testing.assert_allclose(u.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm():
+    a = np.array([[[0.2, 3e38], [0.6, 0.7]], [[1.57, 0.0], [-0.78, 0.0]], [[0.1, 0.2], [0.3, -0.1]]], np.float32)
+    a[0, 0, 1] = 30.0  # large, not 3e38: 130 squarings are slow in the interpreter
+    want = torch.linalg.matrix_exp(torch.tensor(a))
+    np.testing.assert_allclose(tnet.linalg.matrix_exp(tnet.tensor(a)).numpy(), want.numpy(), rtol=1e-4)
+
+
+def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
+    _same_outcome(lambda m, f, t: f.embedding_bag(t([0, 1, 2, 3]), t(np.ones((5, 3), np.float32)), t([1, 2])))

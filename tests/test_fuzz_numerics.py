@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as tF
 
 import tnet
 import tnet.functional as F
@@ -307,3 +308,43 @@ def test_two_norm_of_16_bit_input_squares_in_float32(dtype):
     want.backward(seed)
     np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
     np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=1e-2)
+
+
+def test_erfc_of_huge_input_is_0_and_gaussian_nll_of_an_infinite_var_is_inf():
+    x = np.array([3e38, -3e38, 1e5, 11.5, 10.0, INF, NAN, 2.0], np.float32)
+    _same(tnet.erfc(tnet.tensor(x)).numpy(), torch.erfc(torch.tensor(x)))
+    inp, var = np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([0.5, 0.0, INF, NAN], np.float32)
+    want = tF.gaussian_nll_loss(torch.tensor(inp), torch.zeros(4), torch.tensor(var), reduction="none")
+    got = F.gaussian_nll_loss(tnet.tensor(inp), tnet.zeros(4), tnet.tensor(var), reduction="none")
+    assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy())) and got.numpy()[2] == INF
+    np.testing.assert_allclose(got.numpy()[:2], want.numpy()[:2], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_layer_and_group_norm_of_16_bit_input_compute_in_float32(dtype):
+    x = np.array([[[-0.5645], [1.9932], [65504.0], [-0.2988]]], np.float32)
+    t = torch.tensor(x, dtype=dtype, requires_grad=True)
+    a = tnet.tensor(x, requires_grad=True)
+    a16 = a.to(dtype)
+    for got, want in ((F.group_norm(a16, 2), tF.group_norm(t, 2)), (F.layer_norm(a16[0, :2, 0], (2,)), tF.layer_norm(t[0, :2, 0], (2,)))):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.float().numpy(), want.float().detach().numpy(), atol=1e-2)
+    F.group_norm(a16, 2).float().sum().backward()
+    tF.group_norm(t, 2).float().sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.float().numpy(), atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_of_huge_equal_logits_keeps_log_c(dtype, smoothing):
+    x = np.array([[3e38] * 4, [3e38] * 4, [-0.0] * 4, [3e38, -3e38, 1.0, 2.0]], np.float32)
+    y = np.array([2, 3, 3, 2])
+    want = tF.cross_entropy(torch.tensor(x, dtype=dtype), torch.tensor(y), label_smoothing=smoothing, reduction="none")
+    got = F.cross_entropy(tnet.tensor(x).to(dtype), tnet.tensor(y), label_smoothing=smoothing, reduction="none")
+    np.testing.assert_allclose(got.float().numpy()[:3], want.float().numpy()[:3], rtol=1e-2)  # log 4, not 0
+
+
+def test_log_softmax_of_large_equal_logits_is_minus_log_c():
+    for x, dim in ((np.full((3,), 1e5, np.float32), 0), (np.full((2, 3, 4), 1e5, np.float32), 1)):
+        want = torch.log_softmax(torch.tensor(x), dim)
+        np.testing.assert_allclose(F.log_softmax(tnet.tensor(x), dim=dim).numpy(), want.numpy(), rtol=1e-6)

@@ -387,9 +387,11 @@ class Beta(Distribution):
     """Beta(concentration1, concentration0), for mixup's and CutMix's mixing weight
     (`torch.distributions.beta.Beta(a, a).sample()`): numbers or tensors that broadcast to
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
-    a host read of tensor parameters, no rsample and no log_prob."""
+    a host read of tensor parameters, no rsample; log_prob on the device, differentiable in the
+    parameters given as tensors."""
 
     def __init__(self, concentration1, concentration0, validate_args=None):
+        self._given = _broadcast_all(concentration1, concentration0)
         host = lambda v: np.asarray(v.numpy() if isinstance(v, Tensor) else v, np.float64)
         self._a, self._b = np.broadcast_arrays(host(concentration1), host(concentration0))
         if validate_args is not False and not (np.all(self._a > 0) and np.all(self._b > 0)):
@@ -404,6 +406,10 @@ class Beta(Distribution):
     def sample(self, sample_shape=Size()):
         draw = init_generator().beta(self._a, self._b, size=tuple(self._extended_shape(sample_shape)))
         return tensor(np.asarray(draw, np.float32))
+
+    def log_prob(self, value):
+        a, b = self._given
+        return (F.xlogy(a - 1, value) + F.xlogy(b - 1, 1 - value) + (a + b).lgamma() - a.lgamma() - b.lgamma())
 
 
 def _clamp_probs(probs):

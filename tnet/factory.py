@@ -152,10 +152,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    check_dtype("zeros", dtype or float32)
     return full(_size("zeros", size), 0.0, dtype or float32, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    check_dtype("ones", dtype or float32)
     return full(_size("ones", size), 1.0, dtype or float32, device, requires_grad)
 
 
@@ -247,6 +249,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
     check_device("arange", device)
+    check_dtype("arange", dtype or float32)
     start, end = (0, start) if end is None else (start, end)
     if not all(math.isfinite(v) for v in (start, end)):
         raise InputError(f"arange: unsupported range: {start} -> {end}")

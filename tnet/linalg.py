@@ -20,8 +20,7 @@ from .functional.copy import (clone, expand, movedim, narrow, permute, reshape, 
 from .functional.copy import cross as _cross
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
-from .functional.pointwise import add, div, mul, neg, sub, tril, triu
-from .functional.reduce import amax
+from .functional.pointwise import add, div, mul, neg, sub, tril, triu, where
 from .functional.reduce import sum as reduce_sum
 from .functional.sort import vander as vander_1d
 from .functional.inputs import check_tensors
@@ -321,6 +320,8 @@ def _solve(name, A, B, left=True, check_errors=True):
     """X with A X = B (left) or X A = B, batch dims broadcast; B a batch of vectors as torch tells
     them; gradients gB = A^-T g (on the host), gA = -gB X^T (on the device). (X, info)."""
     a = _host(name, A, square=True)
+    check(not isinstance(B, Tensor) or A.dtype == B.dtype,
+          lambda: f"{name}: Expected A and B to have the same dtype, but found A of type {A.dtype} and B of type {B.dtype} instead")
     vector = _is_vector_rhs(A, B)
     check(left or not vector, "linalg.solve: Vector broadcasting of the left hand side is not supported for "
                               "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
@@ -341,7 +342,10 @@ def _solve(name, A, B, left=True, check_errors=True):
     at = np.swapaxes(a, -1, -2)
 
     def backward(g):
-        gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
+        try:  # A^T exactly singular in float64 where A's forward solve was not (rounding): torch's error kind
+            gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
+        except np.linalg.LinAlgError:
+            raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         return ga, squeeze(gb, -1) if vector else gb
     out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
@@ -814,27 +818,27 @@ def matrix_power(A, n):
 def matrix_exp(A):
     """torch.linalg.matrix_exp (torch.matrix_exp, Tensor.matrix_exp): e^A by scaling and squaring on the
     device: A / 2^s with its 1-norm below 1/2, a Taylor polynomial of degree 12 (Horner, tnet's matmul;
-    error below 1e-14), squared s times; with gradients through those ops. s comes from the largest
-    1-norm of the batch: one host read."""
+    error below 1e-14), squared s times; with gradients through those ops. Each matrix of a batch has
+    its own s (from its 1-norm: one host read), so a large one does not scale the others to zero;
+    the batch squares max(s) times, a matrix only in its first s."""
     check_tensors("linalg.matrix_exp", A=A)
+    check(A.is_floating_point(), lambda: f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got {A.dtype}")
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_exp: A must be batches of square "
                                                               f"matrices, but they are {A.shape[-2]} by "
                                                               f"{A.shape[-1]} matrices")
     if A.numel() == 0:
         return clone(A)
     with no_grad():
-        norm1 = float(amax(_matrix_norm(A, 1, (-2, -1))).item())
-    if not math.isfinite(norm1):
-        s = 0
-    else:
-        s = max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
-    X = mul(A, 0.5 ** s) if s else A
+        norms = np.asarray(_matrix_norm(A, 1, (-2, -1)).numpy(), np.float64)
+    big = np.isfinite(norms) & (norms > 0.5)  # NaN and inf stay unscaled: they propagate
+    s = np.where(big, np.ceil(np.log2(np.where(big, norms, 1.0) / 0.5)), 0).astype(np.int64).reshape(norms.shape + (1, 1))
+    X = mul(A, _dev(0.5 ** s, A)) if s.any() else A
     eye = _eye_like(A.shape[-1], A)
     E = eye
     for k in range(12, 0, -1):  # I + X/1 (I + X/2 (... (I + X/12)))
         E = add(eye, mul(X @ E, 1.0 / k)) if k < 12 else add(eye, mul(X, 1.0 / k))
-    for _ in range(s):
-        E = E @ E
+    for k in range(int(s.max())):
+        E = E @ E if (s > k).all() else where(_dev(s > k, torch.bool), E @ E, E)
     return E
 
 

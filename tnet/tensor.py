@@ -240,7 +240,9 @@ def as_storage(data, dtype=None):
 
 def check_dtype(name, dtype):
     """TypeError for a dtype that no tnet kernel computes in (float64, complex), at a tensor's making,
-    not at its first op."""
+    not at its first op; torch's TypeError for what is no dtype."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     if dtype == torch.float64 or dtype.is_complex:
         raise TypeError(f"{name}: tnet has no {dtype} kernels (float32, float16, bfloat16); use torch.float32")
 

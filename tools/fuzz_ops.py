@@ -627,6 +627,113 @@ class _TnetSquare(tnet.autograd.Function):
 op("autograd.Function", _TorchSquare.apply, _TnetSquare.apply, lambda g: ((g.t(), g.pick((1.5, -2, 0))), {}))
 
 
+
+# ops added after the second fuzz: scatter/index reductions, bit shifts, frexp, nextafter, polygamma,
+# trapezoid, linalg, a gradient penalty (create_graph), optimizers' steps, distributions' log_prob
+def _reduce_gen(g, index_reduce):
+    x = g.t(rank=g.pick((1, 2)), special=0.2)
+    n = max(1, x.shape[0])
+    index = g.t(shape=(x.shape[0],) if index_reduce else x.shape, dt=g.maybe(I64, F32), vals=(g.maybe(0, -1), n + (1 if g.chance(g.bad) else 0)))
+    reduces = ("prod", "mean", "amax", "amin") + (() if index_reduce else ("sum",))
+    return (x, 0, index, g.t(shape=x.shape, dt=g.maybe(x.dtype, I64))), {"reduce": g.maybe(g.pick(reduces), "max"),
+                                                                        "include_self": g.chance(0.5)}
+
+
+top("scatter_reduce", lambda g: _reduce_gen(g, False), grad=False)
+top("index_reduce", lambda g: _reduce_gen(g, True), grad=False)
+for name in ("bitwise_left_shift", "bitwise_right_shift"):
+    top(name, b(dt=(I64, I64, BOOL, F32)), grad=False)
+top("frexp", u(dt=FLOATS + (I64,)), grad=False)
+top("nextafter", b(dt=FLOATS), grad=False)
+top("polygamma", lambda g: ((g.maybe(g.pick((0, 1, 2)), -1, 1.5), g.t(dt=g.maybe(F32, I64), vals=g.pick(("normal", "pos")))), {}))
+top("trapezoid", lambda g: (lambda y: ((y,), g.pick(({}, {"dx": 0.5}, {"dim": g.dim(y)},
+                                                    {"x": g.t(shape=y.shape[-1:] if g.chance(0.85) else (7,), grad=False)}))))(g.t()))
+
+
+def square(g, spd=False):
+    """A (batch of) n x n matrices, (bad) n x (n + 1); spd: M M^T + n I, symmetric positive definite (bad: not)."""
+    n, batch = g.pick((1, 2, 3)), g.pick(((), (), (2,)))
+    if spd and g.chance(1 - g.bad):
+        m = torch.tensor(g.r.standard_normal(batch + (n, n)))
+        a = (m @ m.mT + n * torch.eye(n)).float()
+        return T(a, lambda v: v, "c", True)
+    return g.t(shape=batch + (n, g.maybe(n, n + 1)), dt=g.maybe(F32, F32, I64), special=0.15)
+
+
+def linalg(name, fn=None, **kw):
+    op("linalg." + name, fn(torch.linalg) if fn else getattr(torch.linalg, name), fn(tnet.linalg) if fn else getattr(tnet.linalg, name),
+       lambda g: ((square(g, spd=name == "cholesky"),), {}), **kw)
+
+
+for name in ("inv", "det", "cholesky", "matrix_exp"):
+    linalg(name)
+linalg("svd", lambda m: lambda A: m.svd(A, full_matrices=False).S, grad=False)  # S only: U and V are up to signs
+OPS[-1]["name"] = "linalg.svd(S)"
+linalg("qr", lambda m: lambda A: m.qr(A).R.abs(), grad=False)  # |R|: its rows are up to signs
+OPS[-1]["name"] = "linalg.qr(|R|)"
+top("matrix_exp", lambda g: ((square(g),), {}))
+op("linalg.solve", torch.linalg.solve, tnet.linalg.solve,
+   lambda g: (lambda A: ((A, g.t(shape=A.shape[:-1] + (g.pick((1, 2)),) if g.chance(0.5) else A.shape[-1:] if g.chance(0.9) else (5,))), {}))(
+       square(g)))
+
+
+def _penalty(m):
+    """A gradient penalty (WGAN-GP's): |d act(x @ w).sum() / dx|^2, differentiated again by the harness."""
+    def fn(x, w, act):
+        gx, = m.autograd.grad(getattr(m, act)(m.matmul(x, w)).sum(), x, create_graph=True)
+        return (gx * gx).sum()
+    return fn
+
+
+op("autograd.grad(create_graph)", _penalty(torch), _penalty(tnet),
+   lambda g: (lambda x: ((x, g.t(shape=(x.shape[-1], 2), dt=g.maybe(x.dtype, I64)), g.pick(("tanh", "sigmoid", "exp", "relu", "square"))), {}))(
+       g.t(rank=g.pick((1, 2)), special=0.2)))
+
+
+def _steps(m):
+    """Two steps of an optimizer on sum((p - t)^2); p after them."""
+    def fn(p, t, name, kw):
+        opt = getattr(m.optim, name)([p], **kw)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((p - t) ** 2).sum()
+            loss.backward()
+            return loss
+        for _ in range(2):
+            opt.step(closure)
+        return p.detach()
+    return fn
+
+
+op("optim steps", _steps(torch), _steps(tnet), lambda g: (lambda p: ((p, g.t(shape=p.shape, grad=False), *g.pick((
+    ("LBFGS", {"lr": g.maybe(0.5, -1.0), "history_size": 3, "line_search_fn": g.pick((None, "strong_wolfe"))}),
+    ("Rprop", {"lr": g.maybe(0.01, -0.1), "etas": g.maybe((0.5, 1.2), (1.5, 1.2))}),
+    ("ASGD", {"lr": g.maybe(0.01, -0.1), "lambd": 1e-4, "t0": 1.0})))), {}))(g.t(rank=g.pick((1, 2)), dt=F32, special=0.1)),
+   grad=False)
+
+
+def _log_prob(m):
+    def fn(name, params, x):
+        return getattr(m.distributions, name)(*params).log_prob(x)
+    return fn
+
+
+def dist_gen(g):
+    name = g.pick(("Normal", "Laplace", "Exponential", "Gamma", "Beta", "Uniform", "Bernoulli"))
+    shape = g.shape(rank=g.pick((0, 1, 2)))
+    pos = lambda: g.t(shape=shape, dt=F32, vals=g.maybe("pos", "normal"), special=0.1)  # noqa: E731
+    params = {"Normal": lambda: (g.t(shape=shape, dt=F32), pos()), "Laplace": lambda: (g.t(shape=shape, dt=F32), pos()),
+              "Exponential": lambda: (pos(),), "Gamma": lambda: (pos(), pos()), "Beta": lambda: (pos(), pos()),
+              "Uniform": lambda: (g.t(shape=shape, dt=F32, vals=(-3, -1)), g.t(shape=shape, dt=F32, vals=g.maybe((1, 3), (-5, -4)))),
+              "Bernoulli": lambda: (g.t(shape=shape, dt=F32, vals="prob"),)}[name]()
+    x = g.t(shape=shape if g.chance(0.8) else g.shape(), dt=F32, grad=False,
+            vals={"Exponential": "pos", "Gamma": "pos", "Beta": "prob", "Bernoulli": (0, 2)}.get(name, "normal"))
+    return (name, params, x), {}
+
+
+op("distributions.log_prob", _log_prob(torch), _log_prob(tnet), dist_gen)
+
 # ---- modules ------------------------------------------------------------------------------------
 
 def mod(name, ctor, inputs, grad=True, train=True):
@@ -675,6 +782,9 @@ mod("GroupNorm", lambda g: ((g.maybe(2, 3), 4), {}), lambda g, c: [img(g, c=g.ma
 mod("InstanceNorm2d", lambda g: ((3,), {"affine": g.chance(0.5)}), lambda g, c: [img(g, c=3)])
 mod("Embedding", lambda g: ((g.maybe(5, 0), 3), {"padding_idx": g.pick((None, 0))}),
     lambda g, c: [g.t(shape=(2, 3), dt=I64, vals=(0, g.maybe(5, 6)))])
+mod("Embedding", lambda g: ((5, 3), {"max_norm": g.maybe(g.pick((1.0, 0.5)), -1.0), "norm_type": g.pick((2.0, 1.0))}),
+    lambda g, c: [g.t(shape=(2, 3), dt=I64, vals=(0, g.maybe(5, 6)))])
+OPS[-1]["name"] = "nn.Embedding(max_norm)"
 mod("MaxPool2d", lambda g: ((g.maybe(2, 0),), {"stride": g.pick((None, 1)), "padding": g.pick((0, 1))}), lambda g, c: [img(g)])
 mod("AvgPool2d", lambda g: ((g.maybe(2, 0),), {"count_include_pad": g.chance(0.5), "padding": g.pick((0, 1))}), lambda g, c: [img(g)])
 mod("AdaptiveAvgPool2d", lambda g: ((g.maybe(g.pick((1, 2, (3, 2))), 0),), {}), lambda g, c: [img(g)])

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels.launch import check
+from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
 from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
 from .inputs import check_tensors
@@ -141,7 +141,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    var = add(var, sub(clamp_min(var, eps), var).detach())  # torch's clamp under no_grad: the gradient passes
+    # torch's clamp under no_grad: the gradient passes; the lift is 0, not inf - inf, where var is inf
+    var = add(var, where(lt(var, eps), sub(eps, var), 0.0).detach())
     loss = mul(add(log(var), div(pow(sub(input, target), 2), var)), 0.5)
     if full:
         loss = add(loss, 0.5 * math.log(2 * math.pi))
@@ -185,7 +186,7 @@ def _bags_of_offsets(input, offsets, include_last_offset):
     _require(offsets.ndim == 1, "offsets has to be a 1D Tensor")
     o = offsets.memory.detach().to("cpu", torch.int64).numpy()
     _require(o.size == 0 or o[0] == 0, lambda: f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
-                                            f"to start from position 0. However, got {o[0]}")
+                                            f"to start from position 0. However, got {o[0]}", InputError)  # torch's C++ check
     n = input.shape[0]
     starts, ends = (o[:-1], o[1:]) if include_last_offset else (o, np.append(o[1:], n))
     _require(np.all(ends >= starts) and (ends.size == 0 or ends.max() <= n),

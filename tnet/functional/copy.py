@@ -20,7 +20,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import InputError, InputIndexError, check, is_channels_last, memory_format
+from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, no_grad, rebase, record, tensor)
@@ -398,7 +398,7 @@ def movedim(input, source, destination):
                   f"the same number of dims as destination ({dst} dims)")
     check(len(set(src)) == len(src) and len(set(dst)) == len(dst), f"movedim: repeated dim in {src} or {dst}")
     order = [-1] * n
-    for s, d in zip(src, dst):
+    for s, d in zip(src, dst[:n]):  # a 0-d input's dim 0 (or -1) is no position
         order[d] = s
     rest = iter(d for d in range(n) if d not in src)
     return permute(input, [s if s >= 0 else next(rest) for s in order])
@@ -1713,7 +1713,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     leaves out input's own values where anything lands (elsewhere they stay). Computed in fp32 (sums
     and counts by atomic adds, products and extremes by compare-and-swap loops: repeated positions in
     no fixed order on the GPU; integers exact below 2^24); mean rounds integers down, as torch's.
-    Gradients as torch's formulas (a tie of extremes shares it; products divide out zeros)."""
+    Gradients as torch's formulas (a tie of extremes shares it; products divide out zeros); "max"
+    and "min" are amax and amin, as torch takes them."""
+    check_type(isinstance(include_self, bool), lambda: f"scatter_reduce(): argument 'include_self' must be bool, "
+                                                       f"not {type(include_self).__name__}")
+    if isinstance(reduce, str) and reduce in ("max", "min"):
+        reduce = "a" + reduce
     check(reduce in _IDENTITY, lambda: f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),
           lambda: f"scatter_reduce(): src {tuple(getattr(src, 'shape', ()))} must be at least index's "
@@ -1777,6 +1782,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """torch.index_reduce: source's slice k along dim combined by reduce ("prod", "mean", "amax" or
     "amin") into input's slice index[k] (index a vector of int64 or int32): scatter_reduce with the
     index broadcast over the slices, with its gradients."""
+    check_type(isinstance(include_self, bool), lambda: f"index_reduce(): argument 'include_self' must be bool, "
+                                                       f"not {type(include_self).__name__}")
     check(reduce in ("prod", "mean", "amax", "amin"),
           lambda: f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_tensors("index_reduce", input=input, index=index, source=source)

@@ -11,7 +11,7 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import InputError, check, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from .copy import expand, permute, reshape, transpose, unsqueeze
+from .copy import diagonal, expand, permute, reshape, transpose, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
@@ -89,7 +89,7 @@ def matmul(a, b):
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if math.prod(b.shape[:-2]) == 1:  # b one matrix: a's leading dims fold into its rows
-        out = _matmul2d(reshape(a, -1, K), reshape(b, K, N))
+        out = _matmul2d(reshape(a, math.prod(a.shape[:-1]), K), reshape(b, K, N))  # no -1: empty a
     elif math.prod(a.shape[:-2]) == 1:  # a one matrix, shared by the batch
         out = _bmm(reshape(a, M, K), _batch(b, lead))
     else:
@@ -101,7 +101,7 @@ def _batch(x, lead):
     """x [..., R, C] as [batch, R, C] over the broadcast leading dims `lead`."""
     if x.shape[:-2] != lead:
         x = expand(x, *lead, *x.shape[-2:])
-    return reshape(x, -1, *x.shape[-2:])
+    return reshape(x, math.prod(lead), *x.shape[-2:])
 
 
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
@@ -230,9 +230,18 @@ def _einsum_labels(equation, operands):
         out = dots + "".join(sorted(c for c in set(seen) if c.islower() and seen.count(c) == 1))
     for t, x in zip(labels, operands):
         check(len(t) == x.ndim, lambda: f"einsum(): the subscripts {t!r} do not match an operand of {x.ndim} dims")
-        check(len(set(t)) == len(t), lambda: f"einsum(): a label repeated in one operand ({t!r}, a diagonal) is "
-                                             f"not supported")
     return labels, out
+
+
+def _einsum_diagonals(x, labels):
+    """x with each label repeated in labels taken once, along the diagonal of its dims (a view):
+    (x, its labels, the diagonal's last)."""
+    for c in sorted(set(c for c in labels if labels.count(c) > 1)):
+        while labels.count(c) > 1:
+            i, j = labels.index(c), labels.index(c, labels.index(c) + 1)
+            x = diagonal(x, 0, i, j)
+            labels = "".join(d for k, d in enumerate(labels) if k not in (i, j)) + c
+    return x, labels
 
 
 def _einsum_sum(x, labels, keep):
@@ -246,8 +255,8 @@ def _einsum_sum(x, labels, keep):
 def einsum(equation, *operands):
     """torch.einsum for one or two operands (more are taken two at a time, left to right), with
     '...' and the implicit output: labels summed out, then one batched matmul (batch labels, each
-    operand's free labels, the contracted ones), then the output's order. Not supported: a label
-    repeated within one operand (a diagonal), and sizes that broadcast (1 against n)."""
+    operand's free labels, the contracted ones), then the output's order; a label repeated within one
+    operand takes that operand's diagonal first. Not supported: sizes that broadcast (1 against n)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     check_tensors("einsum", **{f"operand {i}": x for i, x in enumerate(operands)})
@@ -256,6 +265,7 @@ def einsum(equation, *operands):
     for t, x in zip(labels, operands):
         for c, n in zip(t, x.shape):
             check(sizes.setdefault(c, n) == n, lambda: f"einsum(): the label {c!r} has sizes {sizes[c]} and {n}")
+    operands, labels = zip(*(_einsum_diagonals(x, t) for x, t in zip(operands, labels)))
     x, lx = operands[0], labels[0]
     for i in range(1, len(operands)):
         x, lx = _einsum_pair(x, lx, operands[i], labels[i], set(out) | set("".join(labels[i + 1:])), sizes)

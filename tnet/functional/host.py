@@ -95,8 +95,9 @@ def histc(input, bins=100, min=0, max=0):
     check(lo < hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
     check(np.isfinite(lo) and np.isfinite(hi), lambda: f"torch.histc: range of [{lo}, {hi}] is not finite")
     x = x[(x >= lo) & (x <= hi)]
-    pos = ((x - lo) * np.float32(bins) / (hi - lo)).astype(np.int64)
-    counts = np.bincount(np.minimum(pos, bins - 1), minlength=bins)
+    with np.errstate(over="ignore"):  # (x - lo) * bins may overflow near 3e38: inf, clipped to the last bin
+        pos = np.clip((x - lo) * np.float32(bins) / (hi - lo), 0, bins - 1)
+    counts = np.bincount(pos.astype(np.int64), minlength=bins)
     return _device(counts, input.dtype, input.device)
 
 

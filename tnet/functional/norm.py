@@ -1,5 +1,7 @@
 """Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
 normalisation composed of the reductions' and element-wise kernels."""
+import math
+
 import torch
 
 from ..kernels import norm as _norm
@@ -57,7 +59,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _normalised(x, dims, eps):
-    """(x - mean) / sqrt(var + eps) over dims, the biased variance."""
+    """(x - mean) / sqrt(var + eps) over dims, the biased variance; 16-bit x in float32 (then back),
+    as torch's layer and group norms: a 16-bit variance overflows (65504 ** 2)."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return _normalised(x.to(torch.float32), dims, eps).to(x.dtype)
     var, mean = var_mean(x, dims, keepdim=True, correction=0)
     return div(sub(x, mean), sqrt(add(var, eps)))
 
@@ -117,7 +122,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     n, c = input.shape[:2]
-    y = reshape(_normalised(reshape(input, (n, num_groups, -1)), 2, eps), input.shape)
+    group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
+    y = reshape(_normalised(reshape(input, (n, num_groups, group)), 2, eps), input.shape)
     return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))
 
 

@@ -348,13 +348,16 @@ def _ipow(a, b):
 
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
-    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; other
-    bases raise NotImplementedError."""
+    its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; a base
+    <= 0 as a 0-d tensor of input's float dtype to the tensor pow (C's rules: signed zeros and
+    infinities, NaN at a fractional exponent)."""
     check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
     if base <= 0:
-        raise NotImplementedError(f"pow: a number base ** tensor takes base > 0 in tnet, got {base}")
+        check_tensors("pow", input=input)
+        dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
+        return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
     y = exp2(mul(input, math.log2(base)))
     return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
@@ -460,7 +463,8 @@ def _clamp_tensors(input, min, max):
     need = needs_grad(*operands)
 
     def grads(g):
-        code = _pw.pointwise("clamp_which", X, lo, hi, float((min is not None) + 2 * (max is not None)))
+        fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
+        code = _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
         return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=v.dtype) if n else None
                      for k, (v, n) in enumerate(zip(operands, need)))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))
@@ -540,7 +544,8 @@ def bitwise_not(input):
 
 def where(condition, input=None, other=None):
     """input where condition (a bool tensor) holds, else other, broadcasting; input and other are
-    tensors or Python numbers (not both numbers). Each tensor's gradient is g where it was taken.
+    tensors or Python numbers (two numbers: a bool, int64 or float32 tensor, as torch's). Each
+    tensor's gradient is g where it was taken.
     where(condition) alone: nonzero(condition, as_tuple=True), a host read, as torch's."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
@@ -548,6 +553,11 @@ def where(condition, input=None, other=None):
         raise TypeError("where() takes a condition alone, or a condition, input and other")
     check(isinstance(condition, Tensor) and condition.dtype == torch.bool,
           lambda: f"where: condition must be a bool tnet.Tensor, got {getattr(condition, 'dtype', type(condition).__name__)}")
+    if isinstance(input, numbers.Number) and isinstance(other, numbers.Number):  # torch's dtype of two numbers
+        kind = bool if all(isinstance(v, bool) for v in (input, other)) else \
+            int if all(isinstance(v, numbers.Integral) for v in (input, other)) else float
+        input = Tensor(torch.full((), input, dtype={bool: torch.bool, int: torch.int64, float: torch.float32}[kind],
+                                  device=condition.device))
     a, b = _operands("where", input, other)
     C = condition.memory
     need_a, need_b = needs_grad(input, other)
@@ -1103,23 +1113,34 @@ def logaddexp2(input, other):
 
 
 def _integers_only(name, *values):
+    """values (tensors, or an int: tnet's addition) with a bool tensor beside an integer one promoted
+    to its dtype, as torch's; a float or bool number raises torch's TypeError, other dtypes its
+    NotImplementedError."""
+    for k, v in enumerate(values):
+        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool),
+                   lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
+                           f"not {type(v).__name__}")
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    if len({v.dtype == torch.bool for v in tensors}) == 2:
+        integer = next(v.dtype for v in tensors if v.dtype != torch.bool)
+        values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
-        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32) or isinstance(v, (bool, float)):
+        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
             kind = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.bool: "Bool"}
-            raise NotImplementedError(f'"{name}" not implemented for '
-                                      f"'{kind.get(getattr(v, 'dtype', None), type(v).__name__)}'")
+            raise NotImplementedError(f'"{name}" not implemented for \'{kind.get(v.dtype, v.dtype)}\'')
+    return values
 
 
 def gcd(input, other):
-    """The greatest common divisor of |input| and |other| (int64 or int32 tensors, or an int), 0 for
-    two zeros, as torch.gcd."""
-    _integers_only("gcd", input, other)
+    """The greatest common divisor of |input| and |other| (int64 or int32 tensors, a bool one beside
+    them, or an int), 0 for two zeros, as torch.gcd."""
+    input, other = _integers_only("gcd", input, other)
     return _binary("gcd", input, other, "gcd")
 
 
 def lcm(input, other):
     """The least common multiple of |input| and |other| (integers), 0 where either is, as torch.lcm."""
-    _integers_only("lcm", input, other)
+    input, other = _integers_only("lcm", input, other)
     return _binary("lcm", input, other, "lcm")
 
 
@@ -1239,7 +1260,8 @@ def polygamma(n, input):
     x < 0), n >= 2 (-1)^(n+1) n! zeta(n + 1, x) from the Hurwitz zeta's Euler-Maclaurin sum (relative
     error near 1e-6 for x > 0; for x < 0, where torch's sum reads its terms as Cephes', tnet's differs).
     Its gradient is polygamma(n + 1, x) g."""
-    check(isinstance(n, numbers.Integral) and n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")
+    check_type(isinstance(n, numbers.Integral), lambda: f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    check(n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")
     if n == 0:
         return digamma(input)
     check_tensors("polygamma", input=input)

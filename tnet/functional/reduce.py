@@ -20,9 +20,11 @@ from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, l
                         minimum, mul, ne, neg, pow, relu, sign, sub, where)
 
 
-def _dims(name, input, dim):
+def _dims(name, input, dim, keepdim=False):
     """dim (None, an int or a sequence of ints; negative ones count from the end) as a sorted tuple of
-    input's axes; None and () mean all of them, as in PyTorch's sum (a 0-d input has none)."""
+    input's axes; None and () mean all of them, as in PyTorch's sum (a 0-d input has none). A keepdim
+    that is no bool raises torch's TypeError, before the dims' checks as torch's argument parser."""
+    check_type(isinstance(keepdim, bool), lambda: f"{name}(): argument 'keepdim' must be bool, not {type(keepdim).__name__}")
     n = input.ndim
     dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
     out = []
@@ -52,7 +54,7 @@ def _shape(shape, dims, keepdim):
 
 def sum_or_mean(name, input, dim, keepdim, mean):
     check_tensors(name, input=input)
-    dims = _dims(name, input, dim)
+    dims = _dims(name, input, dim, keepdim)
     integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
                                           f"floating point or complex dtype. Got: {input.dtype}")
@@ -100,13 +102,14 @@ max_result = collections.namedtuple("max", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])
 
 
-def _max_dims(name, input, dim):
+def _max_dims(name, input, dim, keepdim=False):
     """The checks of max, min, argmax and argmin, as torch's: returns dim's one axis as a tuple, ()
     for dim None. No elements: dim must be given (RuntimeError for max and min, IndexError for
     argmax and argmin, as torch) and name an axis of nonzero size (IndexError); the other axes may
     be empty."""
     check_tensors(name, input=input)
     check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
+    _dims(name, input, (), keepdim)  # keepdim's type first
     if dim is None:
         if input.numel() == 0:
             if name.startswith("arg"):
@@ -123,7 +126,7 @@ def _max_dims(name, input, dim):
 def _max_or_min(name, input, dim, keepdim, result):
     """max and min: dim None, the extreme element (its gradient shared by the elements equal to it);
     an int dim, result(values, indices) of the first extreme along dim (the gradient goes to those)."""
-    d = _max_dims(name, input, dim)
+    d = _max_dims(name, input, dim, keepdim)
     if dim is not None and input.ndim == 0:  # torch takes dim 0 (or -1) of a 0-d input: itself, index 0
         return _max_or_min(name, reshape(input, 1), 0, False, result)  # 0-d out, keepdim or not
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
@@ -167,7 +170,7 @@ def min(input, dim=None, keepdim=False):
 
 
 def _arg(name, input, dim, keepdim):
-    d = _max_dims(name, input, dim)
+    d = _max_dims(name, input, dim, keepdim)
     check(input.dtype != torch.bool, lambda: f"{name}(): does not support bool input")
     op = name[3:]
     if dim is None:  # flat indices count in row-major order: a contiguous copy if need be
@@ -200,7 +203,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
     if dtype is not None:
         input = input.to(dtype)
-    dims = _dims("prod", input, dim)
+    dims = _dims("prod", input, dim, keepdim)
     X, out_shape = _dense(input), _shape(input.shape, dims, keepdim)
     if _reduce.integer(X):
         return Tensor(_reduce.reduce(X, dims, "prod").reshape(out_shape))
@@ -221,7 +224,7 @@ def _count(name, input, dim, keepdim, op):
     """How many elements over dim (None: all; an int or a tuple) are nonzero (op "ne") or zero ("eq"),
     int64; NaN is nonzero."""
     check_tensors(name, input=input)
-    dims = _dims(name, input, dim)
+    dims = _dims(name, input, dim, keepdim)
     return Tensor(_reduce.reduce(_pw.pointwise(op, _dense(input), 0), dims).reshape(_shape(input.shape, dims, keepdim)))
 
 
@@ -262,7 +265,7 @@ def logsumexp(input, dim, keepdim=False):
     check_tensors("logsumexp", input=input)
     if input.dtype not in FLOATS:
         input = input.float()
-    dims = _dims("logsumexp", input, dim)
+    dims = _dims("logsumexp", input, dim, keepdim)
     X, out_shape = _dense(input), _shape(input.shape, dims, keepdim)
     if input.numel() == 0:  # log(0), as torch
         return record("logsumexp", torch.full(out_shape, -math.inf, device=input.device, dtype=input.dtype),
@@ -284,7 +287,7 @@ def _extreme(name, input, dim, keepdim):
     reduced elements hold one. The gradient is shared equally among the elements equal to the
     result, as torch's (NaN where the result is NaN: no element equals it)."""
     check_tensors(name, input=input)
-    dims = _dims(name, input, () if dim is None else dim)
+    dims = _dims(name, input, () if dim is None else dim, keepdim)
     if input.numel() == 0:
         if dim is None or (isinstance(dim, (tuple, list)) and not dim):
             raise InputError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -330,7 +333,7 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     check_tensors(name, input=input)
     check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
     dim, correction = _correction(name, dim, unbiased, correction)
-    dims = _dims(name, input, dim)
+    dims = _dims(name, input, dim, keepdim)
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     n = math.prod(shape[d] for d in dims)
     dof = builtins.max(0, n - correction)  # none left: x / 0, inf or NaN, as torch (which warns)
@@ -395,6 +398,8 @@ def mse_loss(input, target, reduction="mean"):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
     under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
     input, target = _loss_inputs("mse_loss", input, target, reduction)
+    if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
+        input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
     return _reduced("mse_loss", pow(sub(input, target), 2), reduction)
 
 
@@ -597,6 +602,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
     torch.nn.functional.cosine_similarity."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
+        x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
     n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)

@@ -412,7 +412,9 @@ def _trapezoids(name, y, x, dx, dim):
     """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
     (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
     check_tensors(name, y=y)
-    d = dim_index(dim, max(y.ndim, 1))
+    if y.ndim == 0:
+        raise InputIndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = dim_index(dim, y.ndim)
     if y.dtype not in FLOATS:
         y = to(y, torch.float32)
     n = y.shape[d] if y.ndim else 1

@@ -88,8 +88,10 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
     e = tl.exp(x - m[:, None])
     s = tl.sum(e, axis=1)
     target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
-    picked = tl.sum(tl.where(mask & (target != 0.0), target * x, 0.0), axis=1)  # no 0 * -inf
-    row_loss = tl.where(row_ok, m + tl.log(s) - picked, 0.0)
+    # target sums to 1, so the loss is log(s) - sum(target * (x - m)): m + log(s) - sum(target * x)
+    # loses log(s) beside a huge m (3e38 + log 4 - 3e38 = 0)
+    picked = tl.sum(tl.where(mask & (target != 0.0), target * (x - m[:, None]), 0.0), axis=1)  # no 0 * -inf
+    row_loss = tl.where(row_ok, tl.log(s) - picked, 0.0)
     if REDUCTION == 0:
         tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
     else:
@@ -118,8 +120,8 @@ def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexp
     """y [R, C] = x - logsumexp of each row of x."""
     x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
     m = tl.max(x, axis=1)
-    lse = m + tl.log(tl.sum(tl.exp(x - m[:, None]), axis=1))
-    tl.store(y_ptr + offs, (x - lse[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
+    shifted = x - m[:, None]  # (x - m) - log(s), not x - (m + log(s)): that loses log(s) beside a large m
+    tl.store(y_ptr + offs, (shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
@@ -260,13 +262,15 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     flag); inside one, the flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
-    check(R > 0, "cross_entropy: empty batch")
     check(0.0 <= label_smoothing < 1.0,
           lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
     check(reduction in REDUCTIONS,
           lambda: f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     check(dtype is None or dtype in FLOATS,
           lambda: f"cross_entropy: dtype must be float32, float16 or bfloat16, got {dtype}")
+    if R == 0:  # an empty batch, as torch's: no losses, a sum of 0, a mean of 0 / 0
+        fill = float("nan") if reduction == "mean" else 0.0
+        return torch.full((0,) if reduction == "none" else (), fill, device=x.device, dtype=dtype or x.dtype), torch.empty_like(x)
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(next_power_of_2(R), max(1, CE_STEP // COLS))
