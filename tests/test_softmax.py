@@ -331,3 +331,16 @@ def test_nll_and_any_dim_16_bit(rng, dtype):
     check_op(lambda t: F.log_softmax(t, 1), lambda t: torch.log_softmax(t, 1), [x], tol_for(dtype), rng)
     x = pair(rng, 13, 7, dtype=dtype)
     _loss_check(rng, F.nll_loss, tF.nll_loss, x, _labels(rng, (13,), 7), tol=tol_for(dtype))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_of_wide_rows(op, rng):
+    """Rows wider than the tuned blocks hold (2000 classes here, past the interpreter's 1024 rows x 1024;
+    on the GPU past 8192 classes) take a program each: values and gradients as torch's."""
+    x = rng.standard_normal((3, 2000)).astype(np.float32)
+    a, ref = tnet.tensor(x, requires_grad=True), torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y, y_ref = getattr(F, op)(a, 1), getattr(torch, op)(ref, 1)
+    (y * y).sum().backward()
+    (y_ref * y_ref).sum().backward()
+    assert_close(y.memory, y_ref, TOL["ieee"])
+    assert_close(a.grad.memory, ref.grad, TOL["ieee"])

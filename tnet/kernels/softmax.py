@@ -6,12 +6,17 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import INTERPRET
 from .autotune import autotune, jit
 from .launch import FLOATS, InputIndexError, cdiv, check, check_float, next_power_of_2
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
             triton.Config({"ROWS": 128}, num_warps=4), triton.Config({"ROWS": 4}, num_warps=1)]
+# Triton's largest block, in elements; rows wider than WIDE_COLS take a program each (the tuned
+# configs hold up to 128 rows, the interpreter's 1024)
+MAX_BLOCK = 1 << 20
+WIDE_COLS = MAX_BLOCK // (1024 if INTERPRET else 128)
 # Padding lanes hold -inf (a finite -3e38 would count against a row of -3e38s), set in fp32 after
 # the load; a row of all -inf then gives NaN, as torch, and rows past R are never stored.
 NEG = tl.constexpr(float("-inf"))
@@ -209,7 +214,11 @@ def _rows_op(kernel, name, *xs, dtype=None):
         check(x.shape == xs[0].shape and x.is_contiguous(),
               lambda: f"{name}: gradient is {tuple(x.shape)}, expected {tuple(xs[0].shape)}")
     out = torch.empty_like(xs[0], dtype=dtype)
-    kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
+    if COLS > WIDE_COLS:  # the tuned ROWS x COLS would pass Triton's largest block: a row a program
+        check(COLS <= MAX_BLOCK, lambda: f"{name}: at most {MAX_BLOCK} classes, got {C}")
+        kernel.fn[(R,)](*xs, out, R, C, ROWS=1, COLS=COLS)
+    else:
+        kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
     return out
 
 
