@@ -224,3 +224,14 @@ def test_registries_edit_the_module():
         assert list(bn._buffers) == ["running_mean", "running_var", "num_batches_tracked"]
         bn._buffers["extra"] = lib.zeros(2)
         assert "extra" in bn.state_dict() and "extra" in dict(bn.named_buffers())
+
+
+def test_layer_reprs_are_torchs():
+    """print(model) shows torch's text for the common layers (the arguments that differ from defaults)."""
+    import torch.nn as tnn
+    for make in (lambda m: m.Conv1d(3, 4, 3, stride=2), lambda m: m.Conv2d(3, 4, 3, padding=1, bias=False),
+                 lambda m: m.Conv2d(4, 8, 3, 2, 1, groups=2, dilation=2), lambda m: m.Conv2d(3, 4, 3, padding="same"),
+                 lambda m: m.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
+                 lambda m: m.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1), lambda m: m.Linear(3, 4, bias=False),
+                 lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2)):
+        assert repr(make(nn)) == repr(make(tnn))

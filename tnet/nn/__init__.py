@@ -596,6 +596,21 @@ class _ConvNd(Module):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
         _torch_default_init(self)
 
+    def extra_repr(self):
+        """torch's: the sizes and stride, then the arguments that differ from their defaults."""
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        for name, default in (("padding", 0), ("dilation", 1), ("output_padding", 0)):
+            value = getattr(self, name, None)
+            if value is not None and value != (default,) * len(self.kernel_size):
+                text += f", {name}={value}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if getattr(self, "padding_mode", "zeros") != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
 
 class Conv2d(_ConvNd):
     """torch.nn.Conv2d's arguments in torch's order (padding also 'same' or 'valid'), and
@@ -657,13 +672,6 @@ class Conv2d(_ConvNd):
                                     count_include_pad=getattr(pool, "count_include_pad", True),
                                     divisor_override=getattr(pool, "divisor_override", None))
 
-    def extra_repr(self):
-        cout, cin, kh, kw = self.weight.shape
-        text = f"{cin * self.groups}, {cout}, kernel_size=({kh}, {kw}), stride={self.stride}, padding={self.padding!r}"
-        if self.dilation not in (1, (1, 1)):
-            text += f", dilation={self.dilation}"
-        return text + (f", groups={self.groups}" if self.groups != 1 else "")
-
 
 class Linear(Module):
     """torch.nn.Linear's arguments in torch's order and torch's default init, drawn from rng
@@ -693,7 +701,7 @@ class Linear(Module):
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self):
-        return f"{self.weight.shape[1]}, {self.weight.shape[0]}"
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 class _Lazy:
@@ -835,10 +843,6 @@ class _ConvTransposeNd(_ConvNd):
         padding_out = tuple(int(size) - lo for size, lo in zip(spatial, smallest))
         return padding_out if n == 2 else padding_out[0]
 
-    def extra_repr(self):
-        cin, cout, *kernel = self.weight.shape
-        return (f"{cin}, {cout * self.groups}, kernel_size={tuple(kernel)}, stride={self.stride}, "
-                f"padding={self.padding}")
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -1004,10 +1008,15 @@ class Embedding(Module):
 
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
-        self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
+        # torch's: no stride means the kernel's size
+        self.kernel_size, self.padding, self.ceil_mode = kernel_size, padding, ceil_mode
+        self.stride = kernel_size if stride is None else stride
 
     def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, ceil_mode={self.ceil_mode}"
+        if self.mode == "avg":
+            return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
 class MaxPool2d(_Pool):
