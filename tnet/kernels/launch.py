@@ -115,7 +115,11 @@ def plain(*values):
     every call of the ops that cache."""
     for v in values:
         kind = type(v)
-        if not (kind is int or kind is str or v is None or (kind is tuple and all(type(i) is int for i in v))):
+        if kind is tuple:  # a layer's stride or padding: loops, no generator (every conv call asks)
+            for i in v:
+                if type(i) is not int:
+                    return False
+        elif not (kind is int or kind is str or v is None):
             return False
     return True
 
