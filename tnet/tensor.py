@@ -196,12 +196,11 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
         if value is not None:
             print_options[name] = value
     if sci_mode is not None:
-        print_options["floatmode"] = "maxprec"
-        print_options["formatter"] = {"float_kind": (lambda v: np.format_float_scientific(
-            v, precision=print_options.get("precision", 4))) if sci_mode else None}
-        if not sci_mode:
-            del print_options["formatter"]
-            print_options["suppress"] = True
+        print_options.pop("formatter", None)
+        print_options["suppress"] = not sci_mode
+        if sci_mode:
+            digits = print_options.get("precision", 4)
+            print_options["formatter"] = {"float_kind": lambda v: np.format_float_scientific(v, precision=digits)}
 
 
 def memory_of(x):
