@@ -40,6 +40,17 @@ def rel_err(out, ref):
     return np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)
 
 
+def dev(x, requires_grad=False):
+    """A tnet tensor holding a copy of torch tensor x on tnet's device (tests build their inputs with
+    torch on the CPU; the GPU's kernels cannot read host memory)."""
+    return tnet.Tensor(x.to(DEV, copy=True), requires_grad)
+
+
+def host(t):
+    """tnet tensor t's memory as a torch tensor on the CPU, beside torch's CPU reference."""
+    return t.memory.cpu()
+
+
 def to_numpy(v):
     if isinstance(v, tnet.Tensor):
         v = v.memory

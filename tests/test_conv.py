@@ -444,7 +444,7 @@ def test_conv_transpose2d_errors():
         F.conv_transpose2d(tnet.randn(1, 3, 3, 3), w)
 
 
-def test_conv_transpose_output_size_as_torch(rng):
+def test_conv_transpose_output_size_as_torch(rng, ieee):
     """ConvTranspose2d(x, output_size=...) and ConvTranspose1d's, as an autoencoder's decoder undoes a
     stride-2 encoder of odd size: the output_padding torch derives, from spatial sizes or the whole
     shape (a torch.Size), and torch's ValueError outside the sizes the stride reaches."""

@@ -9,6 +9,8 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 
+from helpers import dev, host
+
 
 def one_line_error(kind, fn):
     with pytest.raises(kind) as info:
@@ -187,7 +189,7 @@ def _same_outcome(fn, rtol=1e-5):
         return
     got = fn(tnet, F, tnet.tensor)
     assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(got.memory.double().numpy(), want.double().numpy(), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(host(got).double().numpy(), want.double().numpy(), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("call", [
@@ -298,9 +300,9 @@ def test_strided_operands_of_linear_cross_entropy_and_batch_norm_are_copied_dens
              lambda m, f, T: f.batch_norm(T(x.t()), T(b[:2]), T(b[:2]).abs(), T(b[:1]).expand(2), T(b)[::3], training=False)]
     for call in calls:
         want = call(torch, tF, lambda v: v.clone())
-        got = call(tnet, F, lambda v: tnet.Tensor(v.clone()))
+        got = call(tnet, F, dev)
         assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-        np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=3e-2, atol=3e-2)
+        np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=3e-2, atol=3e-2)
 
 
 @pytest.mark.parametrize("call", [
@@ -324,8 +326,8 @@ def test_products_of_mixed_dtypes_run_under_autocast():
 def test_float_functions_of_an_integer_and_a_float_tensor_promote_as_torch(name, a, b, dtype):
     ta, tb = (torch.tensor(v) for v in (a, b))
     ta, tb = (v.to(dtype) if v.is_floating_point() else v for v in (ta, tb))
-    _same_outcome(lambda m, f, t: getattr(m, name)(t(ta.clone()) if m is torch else tnet.Tensor(ta.clone()),
-                                                   t(tb.clone()) if m is torch else tnet.Tensor(tb.clone())), rtol=1e-2)
+    _same_outcome(lambda m, f, t: getattr(m, name)(t(ta.clone()) if m is torch else dev(ta),
+                                                   t(tb.clone()) if m is torch else dev(tb)), rtol=1e-2)
 
 
 def test_rrelu_with_lower_above_upper_raises_as_torch():
@@ -427,7 +429,7 @@ def test_solve_singular_in_the_backward_raises_torchs_linalg_error():
 
 @pytest.mark.parametrize("equation, shapes", [("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("biij->bj", [(2, 3, 3, 4)]),
                                               ("ij,jj->i", [(2, 3), (3, 3)]), ("...ii->...i", [(2, 3, 3)])])
-def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, shapes):
+def test_einsum_of_a_label_repeated_in_one_operand_takes_its_diagonal(equation, shapes, ieee):
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     want = [torch.tensor(a, requires_grad=True) for a in arrays]
@@ -465,7 +467,7 @@ def test_beta_log_prob_and_its_gradients_as_torch():
         np.testing.assert_allclose(u.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm():
+def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(ieee):
     a = np.array([[[0.2, 3e38], [0.6, 0.7]], [[1.57, 0.0], [-0.78, 0.0]], [[0.1, 0.2], [0.3, -0.1]]], np.float32)
     a[0, 0, 1] = 30.0  # large, not 3e38: 130 squarings are slow in the interpreter
     want = torch.linalg.matrix_exp(torch.tensor(a))

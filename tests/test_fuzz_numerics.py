@@ -7,6 +7,8 @@ import torch.nn.functional as tF
 import tnet
 import tnet.functional as F
 
+from helpers import dev, host
+
 NAN, INF = float("nan"), float("inf")
 SPECIAL = [NAN, INF, -INF, -0.0, 3e38, -3e38, 1e-40, 1.0, -2.0]
 
@@ -172,10 +174,10 @@ def test_count_correct_picks_the_first_nan_as_torchs_argmax():
 def test_cast_to_bfloat16_keeps_values(src):
     """The interpreter reinterpreted int, bool and fp16 bits as bf16 (type_as, nanmean's count)."""
     want = src.to(torch.bfloat16)
-    assert torch.equal(tnet.Tensor(src.clone()).to(torch.bfloat16).memory, want)
-    assert torch.equal(tnet.Tensor(src.clone()).type_as(tnet.zeros(1, dtype=torch.bfloat16)).memory, want)
+    assert torch.equal(dev(src).to(torch.bfloat16).memory.cpu(), want)
+    assert torch.equal(dev(src).type_as(tnet.zeros(1, dtype=torch.bfloat16)).memory.cpu(), want)
     x = torch.tensor([[1.0, 2.0], [3.0, float("nan")]], dtype=torch.bfloat16).t()
-    assert torch.equal(F.nanmean(tnet.Tensor(x), 1).memory, torch.nanmean(x, 1))
+    assert torch.equal(F.nanmean(dev(x), 1).memory.cpu(), torch.nanmean(x, 1))
 
 
 @pytest.mark.parametrize("op", ["mul", "remainder", "add"])
@@ -192,7 +194,7 @@ def test_gradient_summed_over_a_broadcast_empty_dim_is_zero(op):
 def test_a_number_operand_keeps_the_sign_of_zero():
     """A number reached the kernel as 0 + s, which turns -0.0 into +0.0: x / -0.0 gave +inf."""
     x = torch.tensor([1.0, -2.0, 0.0])
-    for got, want in ((F.div(tnet.Tensor(x.clone()), -0.0), x / -0.0), (F.add(tnet.Tensor(-x), -0.0), -x + -0.0),
+    for got, want in ((F.div(dev(x), -0.0), x / -0.0), (F.add(dev(-x), -0.0), -x + -0.0),
                       (tnet.true_divide(tnet.tensor([1, 2]), -0.0), torch.tensor([1, 2]) / -0.0)):
         _same(got.numpy(), want)
         assert np.array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
@@ -205,23 +207,23 @@ def test_integer_tensor_with_a_16_bit_tensor_promotes_as_torch(fn, ints, floats,
     a = torch.arange(-3, 3).reshape(ints) if ints else torch.tensor(2)
     b = torch.tensor([0.5, 1.5, -2.5], dtype=dtype).expand(floats) if floats else torch.tensor(1.5, dtype=dtype)
     for x, y in ((a, b), (b, a)):
-        got, want = getattr(tnet, fn)(tnet.Tensor(x.clone()), tnet.Tensor(y.clone())), getattr(torch, fn)(x, y)
+        got, want = getattr(tnet, fn)(dev(x), dev(y)), getattr(torch, fn)(x, y)
         assert got.dtype == want.dtype
-        np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
+        np.testing.assert_allclose(host(got).float().numpy(), want.detach().float().numpy(), rtol=1e-2)
 
 
 def test_integer_clamp_by_tensors_and_bool_masked_fill_keep_their_dtype():
     x, lo, hi = torch.tensor([1, 5, 9]), torch.tensor([2]), torch.tensor([7, 7, 0])
-    got = tnet.clamp(tnet.Tensor(x), min=tnet.Tensor(lo), max=tnet.Tensor(hi))
-    assert got.dtype == torch.int64 and torch.equal(got.memory, torch.clamp(x, lo, hi))
+    got = tnet.clamp(dev(x), min=dev(lo), max=dev(hi))
+    assert got.dtype == torch.int64 and torch.equal(host(got), torch.clamp(x, lo, hi))
     m = torch.tensor([False, True])
-    got = F.masked_fill(tnet.Tensor(m.clone()), tnet.Tensor(~m), INF)
-    assert torch.equal(got.memory, m.masked_fill(~m, INF))
+    got = F.masked_fill(dev(m), dev(~m), INF)
+    assert torch.equal(host(got), m.masked_fill(~m, INF))
 
 
 def test_cosine_similarity_broadcasts_before_its_norms():
     x, y = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), torch.tensor([2.0])
-    _same(F.cosine_similarity(tnet.Tensor(x), tnet.Tensor(y), dim=-1).numpy(),
+    _same(F.cosine_similarity(dev(x), dev(y), dim=-1).numpy(),
           torch.nn.functional.cosine_similarity(x, y, dim=-1))
 
 
@@ -254,14 +256,14 @@ def test_batch_norm_whose_squares_overflow_gives_torchs_bias():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_rms_norm_of_16_bit_input_computes_in_float32_with_its_eps(dtype):
     x = torch.tensor([[0.6875], [-0.005], [3.0]], dtype=dtype)
-    a, t = tnet.Tensor(x.clone(), requires_grad=True), x.clone().requires_grad_(True)
+    a, t = dev(x, requires_grad=True), x.clone().requires_grad_(True)
     got, want = F.rms_norm(a, (1,)), torch.nn.functional.rms_norm(t, (1,))
     assert got.dtype == dtype
     seed = torch.tensor([[1.0], [0.5], [-2.0]], dtype=dtype)
-    got.backward(tnet.Tensor(seed.clone()))
+    got.backward(dev(seed))
     want.backward(seed)
-    np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
-    np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=2e-2, atol=1e-3)
+    np.testing.assert_allclose(host(got).float().numpy(), want.detach().float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(host(a.grad).float().numpy(), t.grad.float().numpy(), rtol=2e-2, atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -269,9 +271,9 @@ def test_rms_norm_of_16_bit_input_computes_in_float32_with_its_eps(dtype):
 def test_prod_of_16_bit_input_as_torch(dtype, shape, dim):
     """The masked lanes of a bf16 load held 9e-41 under the interpreter, not 1: every product 0."""
     x = torch.tensor(np.linspace(-1.5, 2.0, int(np.prod(shape))).reshape(shape), dtype=dtype)
-    got, want = tnet.prod(tnet.Tensor(x.clone()), dim), torch.prod(x, dim)
+    got, want = tnet.prod(dev(x), dim), torch.prod(x, dim)
     assert got.dtype == want.dtype
-    np.testing.assert_allclose(got.memory.float().numpy(), want.float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=1e-2)
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
@@ -293,21 +295,21 @@ def test_comparison_with_a_0_d_float32_rounds_it_to_the_16_bit_dtype_as_torch(na
     x = torch.tensor([0.1, 1 / 3, -2.7, 0.0], dtype=dtype)
     for s in (torch.tensor(0.1), torch.tensor(1 / 3), torch.tensor([1 / 3])):
         for a, b in ((x, s), (s, x)):
-            got = getattr(tnet, name)(tnet.Tensor(a.clone()), tnet.Tensor(b.clone()))
-            assert torch.equal(got.memory, getattr(torch, name)(a, b))
+            got = getattr(tnet, name)(dev(a), dev(b))
+            assert torch.equal(host(got), getattr(torch, name)(a, b))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_two_norm_of_16_bit_input_squares_in_float32(dtype):
     x = torch.tensor([[65504.0, 3.0], [1.0, 2.0]], dtype=dtype)
-    a, t = tnet.Tensor(x.clone(), requires_grad=True), x.clone().requires_grad_(True)
+    a, t = dev(x, requires_grad=True), x.clone().requires_grad_(True)
     got, want = tnet.norm(a, dim=1), torch.norm(t, dim=1)
     assert got.dtype == dtype
     seed = torch.tensor([1.3, 2.0], dtype=dtype)  # g x = 85155 overflows float16
-    got.backward(tnet.Tensor(seed.clone()))
+    got.backward(dev(seed))
     want.backward(seed)
-    np.testing.assert_allclose(got.memory.float().numpy(), want.detach().float().numpy(), rtol=1e-2)
-    np.testing.assert_allclose(a.grad.memory.float().numpy(), t.grad.float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(host(got).float().numpy(), want.detach().float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(host(a.grad).float().numpy(), t.grad.float().numpy(), rtol=1e-2)
 
 
 def test_erfc_of_huge_input_is_0_and_gaussian_nll_of_an_infinite_var_is_inf():

@@ -280,7 +280,7 @@ def test_optimizer_add_param_group_and_ema_as_torch(rng):
 
 
 @pytest.mark.parametrize("mode, kernel, padding", [("reflect", 3, 1), ("replicate", (3, 4), "same"), ("circular", 3, 2)])
-def test_conv2d_padding_modes_as_torch(rng, mode, kernel, padding):
+def test_conv2d_padding_modes_as_torch(rng, ieee, mode, kernel, padding):
     layer = nn.Conv2d(3, 4, kernel, padding=padding, padding_mode=mode)
     ref = torch.nn.Conv2d(3, 4, kernel, padding=padding, padding_mode=mode).double()
     ref.weight.data, ref.bias.data = (torch.tensor(p.numpy(), dtype=torch.float64) for p in (layer.weight, layer.bias))
@@ -361,7 +361,7 @@ def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
     assert tnet.tensor([1, 2]).mean(dtype=torch.float32).item() == 1.5
 
 
-def test_unbatched_conv2d_and_iteration_as_torch(rng):
+def test_unbatched_conv2d_and_iteration_as_torch(rng, ieee):
     """conv2d and nn.Conv2d on an unbatched [C, H, W] input (values and gradients); iterating a
     tensor yields its rows, a 0-d one raises TypeError, as torch's."""
     x, xr = leaf(rng, 3, 5, 6)
@@ -439,7 +439,7 @@ def test_functional_in_place_activations_as_torch(rng, name, args):
     assert_close(w.grad, wr.grad, TOL["ieee"], f"{name} gradient")
 
 
-def test_split_diff_rot90_tensordot_isin_rms_norm_and_rng_state_as_torch(rng):
+def test_split_diff_rot90_tensordot_isin_rms_norm_and_rng_state_as_torch(rng, ieee):
     """tensor_split (sections and indices, negative too), diff (n, prepend), rot90 (every k),
     tensordot (int and lists), isin (invert), RMSNorm (values and gradients), get/set_rng_state,
     result_type and the dtype metadata names."""
@@ -470,7 +470,7 @@ def test_split_diff_rot90_tensordot_isin_rms_norm_and_rng_state_as_torch(rng):
     assert tnet.result_type(tnet.tensor([1]), 2.5) == torch.float32 and isinstance(tnet.float32, tnet.dtype)
 
 
-def test_lazy_layers_take_their_size_from_the_first_call(rng):
+def test_lazy_layers_take_their_size_from_the_first_call(rng, ieee):
     """LazyConv2d and LazyLinear: sizes from the first input, then the full layer's class and
     torch's values for the weights they drew; an optimizer built before the first call (its
     momentum buffers of the placeholder shape) steps them as torch's SGD does."""

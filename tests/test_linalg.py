@@ -273,7 +273,7 @@ def test_factorizations_without_gradients_as_torch(rng):
     same(tnet.linalg.matrix_power(A, 0), torch.linalg.matrix_power(A64, 0))
 
 
-def test_top_level_and_method_forms_as_torch(rng):
+def test_top_level_and_method_forms_as_torch(rng, ieee):
     """torch's older names (torch.svd's V, torch.qr's some, torch.lu, torch.inverse, ...) and methods."""
     a = rng.standard_normal((4, 3))
     A, A64 = tnet.tensor(a), torch.tensor(a)

@@ -1008,6 +1008,8 @@ def dataset_loop(m, state=None):
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(4, 10))
     init = load(m, model, state)
+    if torch.cuda.is_available():
+        model.cuda()
     optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     scaler = torch.amp.GradScaler('cuda', enabled=False)
 
@@ -1021,7 +1023,8 @@ def dataset_loop(m, state=None):
         adjust_learning_rate(optimizer, epoch)
         model.zero_grad()
         for i, (images, target) in enumerate(loader):
-            images, target = images.cuda(non_blocking=True) if torch.cuda.is_available() else images, target
+            if torch.cuda.is_available():
+                images, target = images.cuda(non_blocking=True), target.cuda(non_blocking=True)
             with torch.autocast(device_type='cuda', dtype=torch.float16, enabled=False):
                 output = model(images)
                 loss = F.cross_entropy(output, target) / accum_steps
@@ -1131,13 +1134,14 @@ def checkpoint_styles(m, state=None, path=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
     init = load(m, net, state)
-    model = nn.DataParallel(net)
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    model = nn.DataParallel(net.to(device))
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=4)
     scaler = torch.cuda.amp.GradScaler(enabled=False)
     losses = []
     for x, y in batches(26, 1, (2, 3, 6, 6)):
-        inputs, targets = torch.tensor(x), torch.tensor(y)
+        inputs, targets = torch.tensor(x).to(device), torch.tensor(y).to(device)
         loss = F.cross_entropy(model(inputs), targets)
         optimizer.zero_grad()
         loss.backward()
@@ -1147,7 +1151,7 @@ def checkpoint_styles(m, state=None, path=None):
     torch.save({'state_dict': model.module.state_dict(), 'optimizer': optimizer.state_dict(),
                 'scheduler': scheduler.state_dict(), 'scaler': scaler.state_dict(), 'epoch': 3}, path)
     checkpoint = torch.load(path, map_location=lambda storage, loc: storage)
-    fresh = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    fresh = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10)).to(device)
     fresh.load_state_dict(checkpoint['state_dict'])
     optimizer2 = optim.Adam(fresh.parameters(), lr=1e-2)
     optimizer2.load_state_dict(checkpoint['optimizer'])

@@ -162,7 +162,7 @@ def test_wgan():
     compare(wgan)
 
 
-def test_wgan_gp_penalty():
+def test_wgan_gp_penalty(ieee):
     """The PyTorch-GAN WGAN-GP penalty (autograd.grad with create_graph), then its backward: the
     critic's gradients match torch's."""
     rng = np.random.default_rng(0)
@@ -373,6 +373,10 @@ def cgan(m, state=None):
     optimizer_G = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
     optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
     cuda = torch.cuda.is_available()
+    if cuda:
+        generator.cuda()
+        discriminator.cuda()
+        adversarial_loss.cuda()
     FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
     LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor
     rng = np.random.default_rng(8)

@@ -1220,10 +1220,11 @@ def training_idioms(m, state=None, tmp_path=None):
     # evaluation: top-1/top-5 and a confusion matrix
     model.eval()
     correct_1 = correct_5 = total = 0
-    confusion = torch.zeros(10, 10, dtype=torch.long)
+    confusion = torch.zeros(10, 10, dtype=torch.long, device=device)
     with torch.no_grad():
         for inputs, targets in loader:
-            outputs = model(inputs.to(device))
+            inputs, targets = inputs.to(device), targets.to(device)
+            outputs = model(inputs)
             _, pred = outputs.topk(5, 1, largest=True, sorted=True)
             correct = pred.eq(targets.view(targets.size(0), -1).expand_as(pred)).float()
             correct_5 += correct[:, :5].sum().item()

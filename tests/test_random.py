@@ -327,7 +327,7 @@ def test_uniform_one_hot_categorical_mixture_as_torch(rng):
     assert draws.shape == (2000,) and np.all(np.abs(np.abs(draws) - 10) < 0.1)
     assert abs((draws > 0).mean() - 0.75) < 0.04
 
-def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng):
+def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     """Laplace, Exponential, Gamma, Dirichlet, MultivariateNormal (from a covariance, a precision and a
     scale_tril, batch dims broadcast), RelaxedBernoulli and RelaxedOneHotCategorical against
     torch.distributions in float64: log_prob, entropy, cdf, icdf, mean, variance, kl_divergence, and

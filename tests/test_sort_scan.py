@@ -241,7 +241,7 @@ def test_nan_quantiles_medians_and_modes_as_torchs():
                lambda m, x: m.mode(x[2:], 1).values, lambda m, x: m.mode(x[2:], 1).indices,
                lambda m, x: m.mode(x[2:].long(), 0).indices, lambda m, x: m.mode(x[2:].long(), 0).values,
                lambda m, x: m.nanmedian(x[:0]), lambda m, x: m.mode(x[0, 0]).values):  # a row of NaNs' index: torch's own
-        got, ref = op(tnet, x).memory, op(torch, xr)
+        got, ref = op(tnet, x).memory.cpu(), op(torch, xr)
         assert got.dtype == ref.dtype and torch.allclose(got, ref, equal_nan=True), (got, ref)
     for error, match, fn in [(RuntimeError, "range \\[0, 1\\]", lambda: x.quantile(1.5)),
                              (RuntimeError, "non-empty", lambda: tnet.quantile(x[:0], 0.5)),
@@ -268,7 +268,7 @@ def test_searchsorted_and_bucketize_as_torchs(rng):
                lambda m, s, v: m.searchsorted(s[:0, :], v[:0]), lambda m, s, v: m.searchsorted(s[:, :0], v),
                lambda m, s, v: m.bucketize(v, s[1]), lambda m, s, v: m.bucketize(v, s[2], right=True, out_int32=True),
                lambda m, s, v: m.bucketize(2, s[0])):
-        got, ref = op(tnet, s, v).memory, op(torch, sr, vr)
+        got, ref = op(tnet, s, v).memory.cpu(), op(torch, sr, vr)
         assert got.dtype == ref.dtype and torch.equal(got, ref), (got, ref)
     for fn in (lambda: tnet.searchsorted(s, v[:2]), lambda: tnet.bucketize(v, s),
                lambda: tnet.searchsorted(s[0], v, side="left", right=True)):
