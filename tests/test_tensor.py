@@ -379,6 +379,11 @@ def test_float64_is_refused_where_a_tensor_is_made():
 
 # ---- the tensor surface of the eighth session (ops3) --------------------------------------------
 
+def test_a_host_torch_tensor_wrapped_lands_on_tnets_device():
+    t = tnet.Tensor(torch.ones(2))
+    assert t.device == tnet.DEVICE and (t + 1).tolist() == [2.0, 2.0]
+
+
 def test_tensor_facts_libraries_read():
     x = tnet.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     ref = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])

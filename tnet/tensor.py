@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from ._device import DEVICE
+
+_ON_GPU = DEVICE.type == "cuda"
 from .kernels.launch import is_channels_last, memory_format, no_host_read
 from .kernels.copy import copy_
 from .kernels.pointwise import add_, pointwise
@@ -310,11 +312,14 @@ def _legacy_memory(data, second, sizes):
 class Tensor:
     """A torch tensor used as device memory, plus what autograd needs. Its differentiable
     operators and methods (arithmetic, views, casts, indexing, reductions) are bound in one place,
-    tnet/functional/__init__.py, each a call of the op of the same name."""
+    tnet/functional/__init__.py, each a call of the op of the same name. Tensor(memory) holds the
+    torch tensor given, or on a GPU a device copy of a host one (torch's Tensor(t) would share it)."""
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
             memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False
+        elif _ON_GPU and not memory.is_cuda:  # a host tensor handed in: tnet's kernels read a device copy
+            memory = memory.to(DEVICE)
         self.memory = memory  # the torch tensor: tnet's kernels read and write it
         self.requires_grad = requires_grad
         self.grad = None
