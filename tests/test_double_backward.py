@@ -112,13 +112,13 @@ def test_backward_create_graph_keeps_leaf_graph(rng):
 
 
 def test_unsupported_op_raises(rng):
-    x = tnet.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
-    y = tnet.nn.functional.softmax(x, dim=1)[0, 0]
-    with pytest.raises(NotImplementedError, match="create_graph through softmax"):
+    x = tnet.tensor([[[0.5, -1.0, 2.0]]], requires_grad=True)
+    y = tnet.nn.functional.max_pool1d(x, 2)[0, 0, 0]
+    with pytest.raises(NotImplementedError, match="create_graph through max_pool"):
         tnet.autograd.grad(y, x, create_graph=True)
     x.grad = None
     (x * 2).sum().backward()  # without create_graph nothing changed
-    assert x.grad.tolist() == [[2.0, 2.0, 2.0]]
+    assert x.grad.tolist() == [[[2.0, 2.0, 2.0]]]
 
 
 def wgan_gp_step(T, F, params, real, fake, alpha):
@@ -158,3 +158,30 @@ def test_second_order_var_std_and_norm_layers(rng):
     second_order(rng, lambda T, F, x: T.var(x, 1) * T.std(x, 0, keepdim=True).sum() + T.var_mean(x)[0], (3, 4))
     second_order(rng, lambda T, F, x, w, b: T.tanh(F.layer_norm(x, (3, 2), w, b)), (2, 3, 2), (3, 2), (3, 2))
     second_order(rng, lambda T, F, x, w, b: T.tanh(F.instance_norm(x, weight=w, bias=b)), (2, 3, 2, 2), (3,), (3,))
+
+
+LABELS = np.array([1, 0, 3])
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.2},
+                                {"ignore_index": 0}, {"weight": [0.5, 1.0, 2.0, 1.5]}])
+def test_second_order_softmax_cross_entropy_and_nll(rng, kw):
+    """softmax, log_softmax, the fused cross-entropy (2-D logits, no weight), the composed one and
+    nll_loss: an input-gradient penalty's path (double backprop)."""
+    def fn(T, F, x, loss):
+        k = dict(kw, weight=T.tensor(np.array(kw["weight"]), dtype=x.dtype)) if "weight" in kw else kw
+        if loss == "nll":
+            k = {a: b for a, b in k.items() if a != "label_smoothing"}
+            return F.nll_loss(F.log_softmax(x * x, 1), T.tensor(LABELS), **k) + (F.softmax(x, 0)[0] * x[1]).sum()
+        return F.cross_entropy(x * x, T.tensor(LABELS), **k) * 1.0
+    for loss in ("nll", "cross_entropy"):
+        second_order(rng, lambda T, F, x: fn(T, F, x, loss), (3, 4))
+
+
+def test_second_order_cross_entropy_of_images_and_probabilities(rng):
+    t = np.array([[[1, 0], [2, 2]], [[0, 1], [1, 1]]])
+    second_order(rng, lambda T, F, x: F.cross_entropy(x * x, T.tensor(t), reduction="none", label_smoothing=0.1),
+                 (2, 3, 2, 2))
+    second_order(rng, lambda T, F, x: F.cross_entropy(x * x, F.softmax(x.detach() * 2, 1)) * F.log_softmax(x, -1).sum(),
+                 (2, 3))
+    second_order(rng, lambda T, F, x: F.cross_entropy(x * x, T.tensor(np.array(2))) * 1.0, (3,))

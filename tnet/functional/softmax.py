@@ -14,8 +14,8 @@ from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
 from .inputs import check_tensors
-from .pointwise import mul, neg, where
-from .reduce import mean, sum
+from .pointwise import exp, mul, ne, neg, sub, where
+from .reduce import mean, one_hot, sum
 
 
 def _rows(name, x, dim, dtype):
@@ -52,7 +52,18 @@ def _softmax_op(name, forward, backward, x, dim, dtype):
     def grad(g):  # g in y's layout: for dim 1 of a channels-last y its rows are contiguous already
         g_rows = (g.reshape(1) if x.ndim == 0 else g).movedim(d, -1).contiguous().view(y_rows.shape)
         return (_back(backward(y_rows, g_rows, in_dtype), moved_shape, d, x),)
-    return record(name, _back(y_rows, moved_shape, d, x), (x,), grad, saved=(y_rows,))
+    graph = _softmax_graph if name == "softmax" else _log_softmax_graph
+    return record(name, _back(y_rows, moved_shape, d, x), (x,), grad, saved=(y_rows,),
+                  graph=lambda g, y: (graph(g, y, d if x.ndim else ()),))
+
+
+# the graph backwards (record's graph=) of softmax and log_softmax: g, the output, the op's dim
+def _softmax_graph(g, y, d):
+    return mul(y, sub(g, sum(mul(g, y), d, keepdim=True)))
+
+
+def _log_softmax_graph(g, y, d):
+    return sub(g, mul(exp(y), sum(g, d, keepdim=True)))
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -112,7 +123,11 @@ def _nll(input, target, weight, ignore_index, reduction):
         s = _pw.pointwise("muldiv", wt, g, total) if reduction == "mean" else _pw.pointwise("mul", wt, g)
         d_rows = _pw.route(_pw.pointwise("neg", s).view(R, 1), labels.view(R, 1), (R, C), 1)
         return (d_rows.view(moved.shape).movedim(-1, 1).reshape(shape),)
-    return record("nll_loss", y, (input,), backward, saved=(labels,)), total
+
+    def graph(g, out):  # linear in g: backward's gradient for g = 1, times g
+        ones = backward(torch.ones_like(g.memory))[0]
+        return (mul(Tensor(ones), g if reduction != "none" or input.ndim == 1 else g.unsqueeze(1)),)
+    return record("nll_loss", y, (input,), backward, saved=(labels,), graph=graph), total
 
 
 def _cast(x, dtype):
@@ -131,6 +146,18 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def _reduced(loss, reduction):
     return loss if reduction == "none" else sum(loss) if reduction == "sum" else mean(loss)
+
+
+def _cross_entropy_graph(g, input, target, label_smoothing, reduction, ignore_index):
+    """The fused cross-entropy's input gradient on tnet Tensors (record's graph=): (softmax(x) - q)
+    times each row's g, 0 on ignored rows, over their count for the mean; q the smoothed one-hot target."""
+    C = input.shape[1]
+    valid = ne(target, ignore_index)
+    q = one_hot(where(valid, target, 0), C) * (1 - label_smoothing) + label_smoothing / C
+    scale = where(valid, g, 0.0)
+    if reduction == "mean":
+        scale = scale / sum(valid)
+    return mul(sub(softmax(input, 1), q), scale.unsqueeze(1))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -165,9 +192,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # strided logits or labels (a transpose, a slice) copied dense: the fused kernel reads rows
         loss, dlogits = _softmax.cross_entropy(input.memory.contiguous(), target.memory.contiguous(), label_smoothing,
                                                reduction, ignore_index, dtype=_autocast_fp32(input))
+        graph = lambda g, out: (_cross_entropy_graph(g, input, target, label_smoothing, reduction, ignore_index),)
         if reduction == "none":
-            return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),))
-        return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),))
+            return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),), graph=graph)
+        return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),), graph=graph)
     logp = log_softmax(input, cdim)
     nll, total = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:
