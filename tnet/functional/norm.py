@@ -12,7 +12,7 @@ from .inputs import check_tensors, needs_grad
 from .pad import pad
 from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
 from .pool import avg_pool2d
-from .reduce import mean, var_mean
+from .reduce import mean, sum, var_mean
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
@@ -54,8 +54,31 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                                                need_params=need_w or need_b, bias=B, activation=activation)
         grads = (dx, dw if need_w else None, db if need_b else None)
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
+    graph = None if activation else lambda g, out: _batch_norm_graph(g, input, weight, bias, training, eps,
+                                                                      None if training else (mean, stat))
     return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
-                  saved=(X, W, B if activation else None))
+                  saved=(X, W, B if activation else None), graph=graph)
+
+
+def _batch_norm_graph(g, input, weight, bias, training, eps, running):
+    """batch_norm's input gradients on tnet Tensors (record's graph=), in float32: with xhat the
+    normalised input and s = 1 / sqrt(var + eps), dx = s (h - mean(h) - xhat mean(h xhat)) for the
+    batch's statistics (s h for the running ones: running = (mean, var)), h = g * weight;
+    dweight = sum(g xhat), dbias = sum(g), over every axis but C."""
+    dims = (0, *range(2, input.ndim))
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    x, g = input.to(torch.float32), g.to(torch.float32)
+    if training:
+        var, mu = var_mean(x, dims, keepdim=True, correction=0)
+    else:
+        mu, var = (Tensor(v.view(shape)) for v in running)
+    s = rsqrt(add(var, eps))
+    xhat = mul(sub(x, mu), s)
+    h = g if weight is None else mul(g, reshape(weight, shape))
+    if training:
+        h = sub(sub(h, mean(h, dims, keepdim=True)), mul(xhat, mean(mul(h, xhat), dims, keepdim=True)))
+    grads = (mul(h, s), None if weight is None else sum(mul(g, xhat), dims), None if bias is None else sum(g, dims))
+    return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
 
 
 def _normalised(x, dims, eps):

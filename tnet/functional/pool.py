@@ -8,7 +8,7 @@ from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
 from ..tensor import Tensor, as_storage, in_layout, record
-from .copy import contiguous, reshape, scatter, squeeze, unsqueeze
+from .copy import contiguous, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_tensors
 from .pointwise import abs, mul, neg, pow, relu, sign
 from .reduce import sum_or_mean
@@ -38,7 +38,23 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
     def backward(g):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
                                       y_channels_last=y_cl, **divisor),)
-    return record(f"{mode}_pool2d", y, (x,), backward), arg
+
+    def graph(g, out):
+        if mode == "max":
+            return (_max_pool_graph(g, shape, arg, kernel, stride, padding),)
+        # average pooling's gradient is linear in g: recorded as an op whose own gradient is the pooling
+        pool = lambda h: _pool.pool2d(dense(h), kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)[0]
+        return (record("avg_pool2d_backward", backward(g.memory)[0], (g,), lambda h: (pool(h),)),)
+    return record(f"{mode}_pool2d", y, (x,), backward, graph=graph), arg
+
+
+def _max_pool_graph(g, shape, arg, kernel, stride, padding):
+    """Max pooling's input gradient on tnet Tensors (record's graph=): each g added at its window's
+    maximum, a scatter_add over the planes (in float32) whose own gradient gathers back."""
+    N, C, H, W = shape
+    index = reshape(Tensor(plane_indices(arg, kernel, stride, padding, W)), (N, C, -1))
+    planes = Tensor(torch.zeros((N, C, H * W), device=g.memory.device))
+    return reshape(scatter_add(planes, 2, index, reshape(g.to(torch.float32), (N, C, -1))), shape)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
