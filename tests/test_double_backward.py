@@ -113,8 +113,8 @@ def test_backward_create_graph_keeps_leaf_graph(rng):
 
 def test_unsupported_op_raises(rng):
     x = tnet.tensor([[[0.5, -1.0, 2.0]]], requires_grad=True)
-    y = tnet.nn.functional.gelu(x)[0, 0, 0]
-    with pytest.raises(NotImplementedError, match="create_graph through gelu"):
+    y = tnet.nn.functional.mish(x)[0, 0, 0]
+    with pytest.raises(NotImplementedError, match="create_graph through mish"):
         tnet.autograd.grad(y, x, create_graph=True)
     x.grad = None
     (x * 2).sum().backward()  # without create_graph nothing changed
@@ -227,3 +227,25 @@ def test_gradient_penalty_through_a_cnn_as_torch(rng, ieee):
     assert_close(got, want.detach(), TOL2, "loss")
     for i, (p, r) in enumerate(pairs):
         assert_close(p.grad, r.grad, TOL2, f"parameter {i}")
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("gelu", lambda T, F, x: F.gelu(x * x - 0.5) * x + F.gelu(x, approximate="tanh") * x * x),
+    ("silu", lambda T, F, x: F.silu(x * x - 0.5) * x),
+    ("elu_celu", lambda T, F, x: F.elu(x * x - 0.5, 0.7) * x + F.celu(x * 2, 0.7) * x),
+    ("softplus", lambda T, F, x: F.softplus(x * x - 0.5, 2.0, 1.0) * x + F.softplus(x) * x),
+    ("hardtanh_relu6", lambda T, F, x: F.hardtanh(x * x - 0.5, -0.3, 0.6) * x + F.relu6(x * 3) * x),
+])
+def test_second_order_activations(rng, name, fn):
+    second_order(rng, fn, (3, 5))
+
+
+def test_second_order_dropout_keeps_its_mask(rng):
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    x = tnet.tensor(a, requires_grad=True)
+    y = tnet.nn.functional.dropout(x * x, 0.3)
+    (g,) = tnet.autograd.grad(y.sum(), x, create_graph=True)
+    kept = (y.detach().numpy() != 0) / 0.7
+    np.testing.assert_allclose(g.numpy(), 2 * a * kept, rtol=1e-6)
+    (g * g).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * a * kept * kept, rtol=1e-5)

@@ -254,6 +254,38 @@ def _abs_graph(g, x, y):
     return mul(g, Tensor(_pw.pointwise("sign", x.memory)))  # sign: a constant
 
 
+def _gelu_graph(g, x, y):  # Phi(x) + x phi(x), phi the standard normal density
+    phi = mul(exp(mul(mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
+    return mul(g, add(mul(add(erf(mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5), mul(x, phi)))
+
+
+def _gelu_tanh_graph(g, x, y):  # t = tanh(k (x + c x^3)): (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2
+    k, c = math.sqrt(2.0 / math.pi), 0.044715
+    t = tanh(mul(add(x, mul(mul(mul(x, x), x), c)), k))
+    slope = mul(mul(x, sub(1.0, mul(t, t))), mul(add(mul(mul(x, x), 3.0 * c), 1.0), k))
+    return mul(g, mul(add(add(t, 1.0), slope), 0.5))
+
+
+def _silu_graph(g, x, y):  # s (1 + x (1 - s)), s = sigmoid(x)
+    s = sigmoid(x)
+    return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))
+
+
+def _elu_graph(g, x, y, alpha, scale):  # 1 above 0, else alpha scale exp(scale x)
+    above = gt(x, 0.0)
+    below = where(above, 0.0, x)  # exp of the positive side would overflow, and 0 * inf is NaN
+    return where(above, g, mul(g, mul(exp(mul(below, scale)), alpha * scale)))
+
+
+def _softplus_graph(g, x, y, beta, threshold):  # sigmoid(beta x), 1 where beta x > threshold
+    bx = mul(x, beta)
+    return where(gt(bx, threshold), g, mul(g, sigmoid(bx)))
+
+
+def _hardtanh_graph(g, x, y, low, high):  # 1 strictly between the bounds, else 0
+    return where(gt(x, low), where(lt(x, high), g, 0.0), 0.0)
+
+
 def neg(input):
     """-x; integer tensors keep their dtype, bool ones raise, as torch's."""
     check_tensors("neg", input=input)
@@ -366,7 +398,7 @@ def gelu(input, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
     check(approximate in ("none", "tanh"), lambda: f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     op = "gelu" if approximate == "none" else "gelu_tanh"
-    return _unary("gelu", input, op, op + "_backward", False)
+    return _unary("gelu", input, op, op + "_backward", False, graph=_gelu_graph if op == "gelu" else _gelu_tanh_graph)
 
 
 def sigmoid(input):
@@ -380,7 +412,7 @@ def tanh(input):
 
 def silu(input):
     """x * sigmoid(x)."""
-    return _unary("silu", input, "silu", "silu_backward", False)
+    return _unary("silu", input, "silu", "silu_backward", False, graph=_silu_graph)
 
 
 def relu6(input, inplace=False):
@@ -406,7 +438,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
-    return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0)
+    return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0, graph=_elu_graph)
 
 
 def abs(input):
@@ -727,12 +759,14 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input.dtype in _pw.INTEGERS:
         check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
         return clamp(input, int(min_val), int(max_val))
-    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val))
+    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val),
+                  graph=_hardtanh_graph)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
-    return _unary("softplus", input, "softplus", "softplus_backward", False, float(beta), float(threshold))
+    return _unary("softplus", input, "softplus", "softplus_backward", False, float(beta), float(threshold),
+                  graph=_softplus_graph)
 
 
 def mish(input, inplace=False):
@@ -748,7 +782,7 @@ def selu(input, inplace=False):
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x / alpha) - 1). """ + INPLACE
     check(alpha != 0, "ZeroDivisionError in the celu: alpha cannot be 0")
-    return _unary("celu", input, "elu", "elu_backward", False, float(alpha), 1.0 / alpha)
+    return _unary("celu", input, "elu", "elu_backward", False, float(alpha), 1.0 / alpha, graph=_elu_graph)
 
 
 def logsigmoid(input):
