@@ -249,3 +249,21 @@ def test_second_order_dropout_keeps_its_mask(rng):
     np.testing.assert_allclose(g.numpy(), 2 * a * kept, rtol=1e-6)
     (g * g).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 8 * a * kept * kept, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("cat_stack", lambda T, F, x: T.tanh(T.cat([x, x * 2], 1)).sum((0, 1)) + T.tanh(T.stack([x, x * x], 1)).sum((0, 1, 2))),
+    ("pad", lambda T, F, x: T.tanh(F.pad(x, (1, 2, 0, 1), value=0.5)).sum((2, 3)) +
+     T.tanh(F.pad(x, (1, 1, 1, 1), mode="reflect")).sum((2, 3)) + T.tanh(F.pad(x, (2, 0, 1, 1), mode="replicate")).sum((2, 3))),
+    ("adaptive_avg_pool", lambda T, F, x: T.tanh(F.adaptive_avg_pool2d(x, (2, 3))) + T.tanh(F.adaptive_avg_pool2d(x[0], 2)).sum()),
+    ("interpolate", lambda T, F, x: T.tanh(F.interpolate(x, scale_factor=2)).sum((2, 3)) +
+     T.tanh(F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)).sum((2, 3))),
+    ("index_select_embedding", lambda T, F, x: T.tanh(x.index_select(1, T.tensor(np.array([0, 2, 2])))).sum((1, 2, 3)) +
+     T.tanh(F.embedding(T.tensor(np.array([1, 0])), x.flatten(1))).sum(1)),
+    ("clamp_logsumexp", lambda T, F, x: (T.tanh(x.clamp(-0.5, 0.5)) * x + x.clamp(min=0.2) * x).sum((2, 3)) +
+     (x.logsumexp(1).sum((1, 2)) * x[:, 0, 0, 0]).unsqueeze(1)),
+])
+def test_second_order_shape_and_selection_ops(rng, name, fn):
+    """cat, stack, pad, adaptive average pooling, interpolate, index_select (embedding, nearest
+    upsampling, advanced indexing), clamp and logsumexp."""
+    second_order(rng, fn, (2, 3, 4, 4))

@@ -793,6 +793,14 @@ def record(op, data, inputs, backward, saved=(), graph=None):
     return out
 
 
+def linear_graph(op, backward, adjoint):
+    """record's graph= for a one-input op whose input gradient backward(g) (torch tensors in and out,
+    a tuple) is linear in g and does not depend on the input's values (pooling, padding, resampling,
+    a selection, a mask): backward(g) recorded as an op whose own gradient is adjoint(h), the op's
+    linear map (its forward without any constant term) applied to h."""
+    return lambda g, y: (record(op + "_backward", backward(g.memory)[0], (g,), lambda h: (adjoint(h),)),)
+
+
 def any_requires_grad(inputs):
     """any(x.requires_grad for x in inputs), as a loop: every recorded op asks."""
     for x in inputs:

@@ -23,7 +23,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
-                      is_grad_enabled, no_grad, rebase, record, tensor)
+                      is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import check_tensors
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
@@ -448,11 +448,11 @@ def broadcast_to(input, size):
     return expand(input, size)
 
 
-def _copy_record(name, inputs, y, backward, saved=()):
+def _copy_record(name, inputs, y, backward, saved=(), graph=None):
     """record() for y, a fresh copy of the elements of `inputs` (a tensor or a sequence): no
     gradient flows through an integer y (torch's rule)."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    return record(name, y, inputs, backward, saved) if y.is_floating_point() else Tensor(y)
+    return record(name, y, inputs, backward, saved, graph) if y.is_floating_point() else Tensor(y)
 
 
 def repeat(input, *repeats):
@@ -687,7 +687,11 @@ def cat(tensors, dim=0):
     def backward(g):
         return [in_layout(g.narrow(d, starts[i], x.shape[d]), x.memory) if i in starts else torch.empty_like(x.memory)
                 for i, x in enumerate(tensors)]
-    return _copy_record("cat", tensors, y, backward)
+
+    def graph(g, out):
+        return [narrow(g, d, starts[i], x.shape[d]) if i in starts else Tensor(torch.zeros_like(x.memory))
+                for i, x in enumerate(tensors)]
+    return _copy_record("cat", tensors, y, backward, graph=graph)
 
 
 concat = cat
@@ -787,8 +791,12 @@ def _take(name, input, d, idx, wrap=False, report=None):
     y = torch.empty(shape, dtype=input.dtype, device=input.device,
                     memory_format=memory_format(is_channels_last(input.memory)))
     _copy.gather_(y, input.memory, idx, d, report, wrap)
-    return _copy_record(name, input, y,
-                        lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d, wrap)),), saved=(idx,))
+    backward = lambda g: (_f32_gradient(input, lambda b: _copy.index_add_(b, g, idx, d, wrap)),)
+
+    def select(h):  # the gradient's own gradient: the same slices of h
+        out = torch.empty(shape, dtype=h.dtype, device=h.device, memory_format=memory_format(is_channels_last(h)))
+        return _copy.gather_(out, h, idx, d, None, wrap)
+    return _copy_record(name, input, y, backward, saved=(idx,), graph=linear_graph(name, backward, select))
 
 
 def to(x, *args, **kwargs):

@@ -1,7 +1,7 @@
 """Padding (kernels/pad.py), as torch.nn.functional.pad."""
 from ..kernels import pad as _pad
 from ..kernels.launch import check
-from ..tensor import record
+from ..tensor import linear_graph, record
 from .inputs import check_tensors
 
 
@@ -15,4 +15,6 @@ def pad(input, pad, mode="constant", value=None):
     check(mode == "constant" or value is None, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
     y = _pad.pad(input.memory, tuple(pad), mode, 0.0 if value is None else value)
     shape, padding = input.shape, tuple(pad)
-    return record("pad", y, (input,), lambda g: (_pad.pad_backward(g, shape, padding, mode),))
+    backward = lambda g: (_pad.pad_backward(g, shape, padding, mode),)
+    return record("pad", y, (input,), backward,
+                  graph=linear_graph("pad", backward, lambda h: _pad.pad(h, padding, mode, 0.0)))

@@ -23,7 +23,8 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import as_int64, capturing, check, check_type, is_channels_last, is_flat
-from ..tensor import Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, no_grad, record
+from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
+                      record)
 from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
@@ -479,7 +480,9 @@ def clamp(input, min=None, max=None):
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
         return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
-    return record("clamp", y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, X, y),), saved=(X, y))
+    kept = lambda g: _pw.pointwise("clamp_backward", g, X, y)  # g where x lies within the bounds
+    backward = lambda g: (kept(g),)
+    return record("clamp", y, (input,), backward, saved=(X, y), graph=linear_graph("clamp", backward, kept))
 
 
 def _clamp_tensors(input, min, max):

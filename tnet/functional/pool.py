@@ -7,7 +7,7 @@ from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
-from ..tensor import Tensor, as_storage, in_layout, record
+from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_tensors
 from .pointwise import abs, mul, neg, pow, relu, sign
@@ -39,12 +39,11 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
         return (_pool.pool2d_backward(g, arg, shape, kernel, stride, padding, mode, x_channels_last=x_cl,
                                       y_channels_last=y_cl, **divisor),)
 
-    def graph(g, out):
-        if mode == "max":
-            return (_max_pool_graph(g, shape, arg, kernel, stride, padding),)
-        # average pooling's gradient is linear in g: recorded as an op whose own gradient is the pooling
-        pool = lambda h: _pool.pool2d(dense(h), kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)[0]
-        return (record("avg_pool2d_backward", backward(g.memory)[0], (g,), lambda h: (pool(h),)),)
+    if mode == "max":
+        graph = lambda g, out: (_max_pool_graph(g, shape, arg, kernel, stride, padding),)
+    else:
+        graph = linear_graph("avg_pool2d", backward, lambda h: _pool.pool2d(
+            dense(h), kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)[0])
     return record(f"{mode}_pool2d", y, (x,), backward, graph=graph), arg
 
 
@@ -251,7 +250,9 @@ def _adaptive(mode, input, output_size):
         g = g if input.ndim == 4 else g.unsqueeze(0)
         dx = _pool.adaptive_pool2d_backward(in_layout(g, y), arg, image_shape, mode)
         return (dx if input.ndim == 4 else dx[0],)
-    out = record(name, y if input.ndim == 4 else y[0], (input,), backward)
+    adjoint = None if mode == "max" else lambda h: _pool.adaptive_pool2d(dense(h if input.ndim == 4 else h.unsqueeze(0)), (OH, OW), mode)[0]
+    out = record(name, y if input.ndim == 4 else y[0], (input,), backward,
+                 graph=None if adjoint is None else linear_graph(name, backward, lambda h: adjoint(h) if input.ndim == 4 else adjoint(h)[0]))
     return out, (arg if input.ndim == 4 else arg[0]) if arg is not None else None
 
 

@@ -12,7 +12,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
-from ..tensor import Tensor, in_layout, record
+from ..tensor import Tensor, in_layout, linear_graph, record
 from .inputs import check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
@@ -39,8 +39,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     snapshot = _random.take(rng_state(), X.numel())
     y = _random.dropout(X, p, snapshot)
     mask = lambda g: _random.dropout(in_layout(g, y), p, snapshot)  # the gradient: the same mask and scale
-    return record("dropout", y, (input,), lambda g: (mask(g),),
-                  graph=lambda g, out: (record("dropout_backward", mask(g.memory), (g,), lambda h: (mask(h),)),))
+    backward = lambda g: (mask(g),)
+    return record("dropout", y, (input,), backward, graph=linear_graph("dropout", backward, mask))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):

@@ -279,7 +279,10 @@ def logsumexp(input, dim, keepdim=False):
     def backward(g):
         e = _pw.pointwise("exp", _pw.pointwise("sub", X, y))
         return (_pw.pointwise("mul", e, g.reshape(y.shape), dtype=input.dtype),)
-    return record("logsumexp", out.reshape(out_shape), (input,), backward, saved=(X,))
+
+    def graph(g, out):  # g exp(x - result), on tnet Tensors
+        return (mul(exp(sub(input, reshape(out, y.shape))), reshape(g, y.shape)),)
+    return record("logsumexp", out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
 
 
 def _extreme(name, input, dim, keepdim):

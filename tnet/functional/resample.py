@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import resample as _rs
 from ..kernels.launch import check
-from ..tensor import in_layout, record, tensor
+from ..tensor import in_layout, linear_graph, record, tensor
 from .copy import index_select, reshape
 from .inputs import check_tensors
 from .pointwise import add, mul
@@ -19,8 +19,9 @@ def _resample_axis(x, axis, n, m, mode, align_corners, scale_factor):
     """x resampled along `axis` from n to m points (kernels/resample.py's tables); the backward
     runs the same kernel over the transposed table."""
     (idx, w), (idx_t, w_t) = _rs.axis_tables(n, m, mode, align_corners, scale_factor, x.device)
-    return record("interpolate", _rs.resample_axis(x.memory, axis, idx, w), (x,),
-                  lambda g: (in_layout(_rs.resample_axis(g, axis, idx_t, w_t), x.memory),))
+    backward = lambda g: (in_layout(_rs.resample_axis(g, axis, idx_t, w_t), x.memory),)
+    return record("interpolate", _rs.resample_axis(x.memory, axis, idx, w), (x,), backward,
+                  graph=linear_graph("interpolate", backward, lambda h: _rs.resample_axis(h, axis, idx, w)))
 
 
 def _output_geometry(input, size, scale_factor, recompute_scale_factor):
