@@ -250,9 +250,11 @@ def _adaptive(mode, input, output_size):
         g = g if input.ndim == 4 else g.unsqueeze(0)
         dx = _pool.adaptive_pool2d_backward(in_layout(g, y), arg, image_shape, mode)
         return (dx if input.ndim == 4 else dx[0],)
-    adjoint = None if mode == "max" else lambda h: _pool.adaptive_pool2d(dense(h if input.ndim == 4 else h.unsqueeze(0)), (OH, OW), mode)[0]
+    def pooled(h):  # the average's gradient's own gradient: h pooled as the input was
+        out = _pool.adaptive_pool2d(dense(h if input.ndim == 4 else h.unsqueeze(0)), (OH, OW), mode)[0]
+        return out if input.ndim == 4 else out[0]
     out = record(name, y if input.ndim == 4 else y[0], (input,), backward,
-                 graph=None if adjoint is None else linear_graph(name, backward, lambda h: adjoint(h) if input.ndim == 4 else adjoint(h)[0]))
+                 graph=None if mode == "max" else linear_graph(name, backward, pooled))
     return out, (arg if input.ndim == 4 else arg[0]) if arg is not None else None
 
 
