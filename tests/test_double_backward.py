@@ -267,3 +267,16 @@ def test_second_order_shape_and_selection_ops(rng, name, fn):
     """cat, stack, pad, adaptive average pooling, interpolate, index_select (embedding, nearest
     upsampling, advanced indexing), clamp and logsumexp."""
     second_order(rng, fn, (2, 3, 4, 4))
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("max_min_dim", lambda T, F, x: T.tanh(x.max(1).values) * x[:, 0] + x.min(2, keepdim=True).values.sum()),
+    ("max_min_all", lambda T, F, x: x.max() * x * x + x.min() * x),
+    ("amax_amin", lambda T, F, x: T.tanh(x.amax((1, 2))).reshape(2, 1, 1) * x + T.amin(x * x, 0).sum()),
+    ("ties_and_steps", lambda T, F, x: (T.tanh(T.round(x).amax(1)) * x[:, 0]).sum() +
+     T.tanh(x.clamp(max=0.0).amax(1, keepdim=True) * x).sum() + T.floor(x) * x),
+])
+def test_second_order_selections(rng, name, fn):
+    """max/min (along a dim, and of all elements: ties share), amax/amin, and step functions (round,
+    floor) whose gradients of every order are 0."""
+    second_order(rng, fn, (2, 3, 4))

@@ -255,6 +255,10 @@ def _abs_graph(g, x, y):
     return mul(g, Tensor(_pw.pointwise("sign", x.memory)))  # sign: a constant
 
 
+def _zero_graph(g, y):  # a step function's (element-wise): zero gradients of every order
+    return (Tensor(torch.zeros_like(g.memory)),)
+
+
 def _gelu_graph(g, x, y):  # Phi(x) + x phi(x), phi the standard normal density
     phi = mul(exp(mul(mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
     return mul(g, add(mul(add(erf(mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5), mul(x, phi)))
@@ -712,7 +716,7 @@ def _elementwise(name, input, op, grad=()):
         X = _float(X)
     y = _pw.pointwise(op, X)
     if not grad:
-        return record(name, y, (input,), lambda g: (torch.zeros_like(g),))
+        return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
     args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
     return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
                   saved=[a for a in args if isinstance(a, torch.Tensor)])
@@ -740,7 +744,7 @@ def round(input, *, decimals=0):
     scale, there, back = (10.0 ** decimals, "mul", "div") if decimals > 0 else (10.0 ** -decimals, "div", "mul")
     r = _pw.pointwise("round", _pw.pointwise(there, input.memory, scale, dtype=torch.float32))
     y = _pw.pointwise(back, r, scale, dtype=input.dtype)
-    return record("round", y, (input,), lambda g: (torch.zeros_like(g),))
+    return record("round", y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
 
 
 def square(input):

@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
-from ..tensor import Tensor, as_storage, dim_index, no_grad, record
+from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
@@ -98,6 +98,15 @@ def _cast_first(input, dtype):
     return input if dtype == input.dtype else input.to(dtype)
 
 
+def _selection_graph(name, backward, dims, out_shape):
+    """record's graph= of a reduction that sends g to chosen elements in fixed shares (max, min, amax,
+    amin): those shares are backward(1), and the gradient's own gradient sums h times them over dims."""
+    def adjoint(h):
+        shares = backward(torch.ones(out_shape, device=h.device, dtype=h.dtype))[0]
+        return _reduce.reduce(_pw.pointwise("mul", in_layout(h, shares), shares), dims).reshape(out_shape)
+    return linear_graph(name, backward, adjoint)
+
+
 max_result = collections.namedtuple("max", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])
 
@@ -136,7 +145,8 @@ def _max_or_min(name, input, dim, keepdim, result):
         def share(g):
             ties = _pw.pointwise("tie", X, y)
             return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
-        return record(name, y.reshape(()), (input,), share, saved=(X, y))
+        return record(name, y.reshape(()), (input,), share, saved=(X, y),
+                      graph=_selection_graph(name, share, tuple(range(input.ndim)), ()))
     out = _shape(shape, d, keepdim)
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)
@@ -146,7 +156,8 @@ def _max_or_min(name, input, dim, keepdim, result):
 
     def backward(g):
         return (_pw.route(g.reshape(y.shape), indices, shape, d[0], channels_last=cl),)
-    return result(record(name, y.reshape(out), (input,), backward, saved=(indices,)), Tensor(indices.reshape(out)))
+    return result(record(name, y.reshape(out), (input,), backward, saved=(indices,),
+                         graph=_selection_graph(name, backward, d, out)), Tensor(indices.reshape(out)))
 
 
 def max(input, dim=None, keepdim=False):
@@ -307,7 +318,8 @@ def _extreme(name, input, dim, keepdim):
         ties = _pw.pointwise("eq", X, y, dtype=torch.float32)
         count = _reduce.reduce(ties, dims)
         return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), count, channels_last=cl, dtype=input.dtype),)
-    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, saved=(X, y))
+    out = _shape(shape, dims, keepdim)
+    return record(name, y.reshape(out), (input,), backward, saved=(X, y), graph=_selection_graph(name, backward, dims, out))
 
 
 def amax(input, dim=(), keepdim=False):
