@@ -280,3 +280,14 @@ def test_second_order_selections(rng, name, fn):
     """max/min (along a dim, and of all elements: ties share), amax/amin, and step functions (round,
     floor) whose gradients of every order are 0."""
     second_order(rng, fn, (2, 3, 4))
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("repeat", lambda T, F, x: T.tanh(x.repeat(2, 1, 3)).sum(0) + T.tanh(x[0].repeat(1, 1, 1, 2)).sum()),
+    ("smooth_l1_huber", lambda T, F, x: F.smooth_l1_loss(x * x, x.detach() * 0.5, beta=0.5) * x.sum() +
+     F.huber_loss(x * x, x.detach(), reduction="sum")),
+    ("binary_cross_entropy", lambda T, F, x: F.binary_cross_entropy(T.sigmoid(x), T.sigmoid(x.detach() * 2)) * x.sum() +
+     F.binary_cross_entropy(T.sigmoid(x), T.sigmoid(x * 0.5), reduction="sum")),
+])
+def test_second_order_repeat_and_losses(rng, name, fn):
+    second_order(rng, fn, (2, 3, 4))

@@ -465,19 +465,22 @@ def repeat(input, *repeats):
     check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")
     shape = (1,) * (len(repeats) - input.ndim) + input.shape
     tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
-    src = input.memory.reshape(shape)
-    for i in range(len(shape)):
-        src = src.unsqueeze(2 * i)
-    y = torch.empty([r * s for r, s in zip(repeats, shape)], dtype=input.dtype, device=input.device)
-    copy_(y.view(tiled), src.expand(tiled))
+    dims = [2 * i for i, r in enumerate(repeats) if r > 1]
+
+    def tile(x):  # x (a torch tensor of input's shape) repeated: the forward, and its gradient's gradient
+        src = x.reshape(shape)
+        for i in range(len(shape)):
+            src = src.unsqueeze(2 * i)
+        out = torch.empty([r * s for r, s in zip(repeats, shape)], dtype=x.dtype, device=x.device)
+        copy_(out.view(tiled), src.expand(tiled))
+        return out
 
     def backward(g):
         if g.numel() == 0 or input.numel() == 0:
             return (empty_in_layout(input.memory).zero_(),)
-        dims = [2 * i for i, r in enumerate(repeats) if r > 1]
         g = g.reshape(tiled)
         return (in_layout((_reduce.reduce(g, dims) if dims else g).reshape(input.shape), input.memory),)
-    return _copy_record("repeat", input, y, backward)
+    return _copy_record("repeat", input, tile(input.memory), backward, graph=linear_graph("repeat", backward, tile))
 
 
 def repeat_interleave(input, repeats, dim=None, *, output_size=None):

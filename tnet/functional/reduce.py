@@ -444,10 +444,16 @@ def _smooth_l1(name, d, beta, scale):
         m = clamp(a, None, beta)
         loss = mul(m, m) * (0.5 * scale / beta) + (a - m) * scale
 
+    return _record_composed(name, loss.memory, (d,), lambda g: (mul(g, clamp(d, -beta, beta)) * (scale / beta),), (d,))
+
+
+def _record_composed(name, y, inputs, grads, saved):
+    """record() of an op whose gradients grads(g) are written in tnet's ops (g a tnet Tensor): off
+    the tape for the backward, on it for create_graph's."""
     def backward(g):
         with no_grad():
-            return (mul(Tensor(g), clamp(d, -beta, beta)) * (scale / beta)).memory,
-    return record(name, loss.memory, (d,), backward, saved=(d,))
+            return [t.memory for t in grads(Tensor(g))]
+    return record(name, y, inputs, backward, saved=saved, graph=lambda g, out: grads(g))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -486,12 +492,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
         loss = loss if weight is None else mul(loss, weight)
 
-    def backward(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
-        with no_grad():
-            g = Tensor(g) if weight is None else mul(Tensor(g), weight)
-            gx = div(mul(g, x - y), clamp_min(mul(x, 1.0 - x), 1e-12))
-            return gx.memory, mul(g, log(1.0 - x) - log(x)).memory
-    loss = record("binary_cross_entropy", loss.memory, (x, y), backward, saved=(x, y))
+    def grads(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
+        g = g if weight is None else mul(g, weight)
+        return div(mul(g, x - y), clamp_min(mul(x, 1.0 - x), 1e-12)), mul(g, log(1.0 - x) - log(x))
+    loss = _record_composed("binary_cross_entropy", loss.memory, (x, y), grads, (x, y))
     return _reduced("binary_cross_entropy", loss, reduction)
 
 
