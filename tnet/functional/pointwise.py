@@ -291,6 +291,32 @@ def _hardtanh_graph(g, x, y, low, high):  # 1 strictly between the bounds, else 
     return where(gt(x, low), where(lt(x, high), g, 0.0), 0.0)
 
 
+def _hardswish_graph(g, x, y):  # 0 at or below -3, x / 3 + 1/2 below 3, else 1
+    return where(le(x, -3.0), 0.0, where(lt(x, 3.0), mul(g, add(div(x, 3.0), 0.5)), g))
+
+
+def _hardsigmoid_graph(g, x, y):  # 1/6 strictly between -3 and 3, else 0
+    return where(gt(x, -3.0), where(lt(x, 3.0), div(g, 6.0), 0.0), 0.0)
+
+
+def _mish_graph(g, x, y):  # t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x))
+    t = tanh(softplus(x))
+    return mul(g, add(t, mul(mul(x, sigmoid(x)), sub(1.0, mul(t, t)))))
+
+
+def _selu_graph(g, x, y):  # scale, or scale alpha exp(x) at or below 0
+    return _elu_graph(g, x, y, 1.6732632423543772, 1.0) * 1.0507009873554805
+
+
+def _logsigmoid_graph(g, x, y):  # sigmoid(-x)
+    return mul(g, sigmoid(neg(x)))
+
+
+def _softsign_graph(g, x, y):  # 1 / (1 + |x|)^2
+    d = add(abs(x), 1.0)
+    return div(g, mul(d, d))
+
+
 def neg(input):
     """-x; integer tensors keep their dtype, bool ones raise, as torch's."""
     check_tensors("neg", input=input)
@@ -427,12 +453,12 @@ def relu6(input, inplace=False):
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6. """ + INPLACE
-    return _unary("hardswish", input, "hardswish", "hardswish_backward", False)
+    return _unary("hardswish", input, "hardswish", "hardswish_backward", False, graph=_hardswish_graph)
 
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6. """ + INPLACE
-    return _unary("hardsigmoid", input, "hardsigmoid", "hardsigmoid_backward", False)
+    return _unary("hardsigmoid", input, "hardsigmoid", "hardsigmoid_backward", False, graph=_hardsigmoid_graph)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -778,12 +804,12 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """x tanh(softplus(x)). """ + INPLACE
-    return _unary("mish", input, "mish", "mish_backward", False)
+    return _unary("mish", input, "mish", "mish_backward", False, graph=_mish_graph)
 
 
 def selu(input, inplace=False):
     """scale * elu(x, alpha) with torch's constants (alpha 1.6733, scale 1.0507). """ + INPLACE
-    return _unary("selu", input, "selu", "selu_backward", False)
+    return _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -794,12 +820,12 @@ def celu(input, alpha=1.0, inplace=False):
 
 def logsigmoid(input):
     """log(sigmoid(x)), as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
-    return _unary("logsigmoid", input, "logsigmoid", "logsigmoid_backward", False)
+    return _unary("logsigmoid", input, "logsigmoid", "logsigmoid_backward", False, graph=_logsigmoid_graph)
 
 
 def softsign(input):
     """x / (1 + |x|)."""
-    return _unary("softsign", input, "softsign", "softsign_backward", False)
+    return _unary("softsign", input, "softsign", "softsign_backward", False, graph=_softsign_graph)
 
 
 def tanhshrink(input):
