@@ -123,14 +123,21 @@ def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
                       for n, o, s, p, d, k in zip(x.shape[2:], g.shape[2:], strides, pads, dilations, w.shape[2:]))
         gx = conv_transpose2d(g, w, None, strides, pads, extra, groups, dilations)
     if w.requires_grad:
-        if groups != 1:
-            raise NotImplementedError("create_graph through conv2d with groups > 1 is not supported (its weight's "
-                                      "gradient)")
-        full = conv2d(transpose(x, 0, 1), transpose(g, 0, 1), None, dilations, pads, strides)  # [C, Cout, >= kh, >= kw]
-        gw = transpose(getitem(full, (slice(None), slice(None), slice(w.shape[2]), slice(w.shape[3]))), 0, 1)
+        gw = _weight_graph("conv2d", x, g, w.shape, strides, pads, dilations, groups)
     if b is not None and b.requires_grad:
         gb = sum_dims(g, (0, 2, 3))
     return (gx, gw) if b is None else (gx, gw, gb)
+
+
+def _weight_graph(name, x, g, shape, strides, pads, dilations, groups):
+    """The weight gradient of conv2d(x, w) for the output's gradient g, on the tape: a convolution
+    of x by g, batch and channels swapped (stride and dilation swapped too), cut to the kernel's
+    size `shape`. groups 1 only."""
+    if groups != 1:
+        raise NotImplementedError(f"create_graph through {name} with groups > 1 is not supported (its weight's "
+                                  f"gradient)")
+    full = conv2d(transpose(x, 0, 1), transpose(g, 0, 1), None, dilations, pads, strides)  # [C, Cout, >= kh, >= kw]
+    return transpose(getitem(full, (slice(None), slice(None), slice(shape[2]), slice(shape[3]))), 0, 1)
 
 
 def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,
@@ -200,7 +207,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         gb = bias_grad(g, b.dtype) if need_b else None
         return (gx, gw) if b is None else (gx, gw, gb)
     saved = (w if need_x else None, X if need_w else None)
-    return record("conv_transpose2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved)
+
+    def graph(g, out):  # the input's gradient a convolution of g by w, the weight's conv2d's with x and g swapped
+        gx = conv2d(g, w, None, stride, padding, dilation, groups) if x.requires_grad else None
+        gw = _weight_graph("conv_transpose2d", g, x, w.shape, stride, padding, dilation, groups) if w.requires_grad else None
+        gb = sum_dims(g, (0, 2, 3)) if b is not None and b.requires_grad else None
+        return (gx, gw) if b is None else (gx, gw, gb)
+    return record("conv_transpose2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved, graph=graph)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -12,7 +12,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
-from ..tensor import Tensor, dim_index, no_grad, record, tensor
+from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
                    unsqueeze)
 from .gemm import cov, tensordot
@@ -86,7 +86,9 @@ def cumsum(input, dim, *, dtype=None):
     y = _sort.scan(input.memory, d, "sum", dtype=dtype)
     if not y.is_floating_point():
         return Tensor(y)
-    return record("cumsum", y, (input,), lambda g: (_sort.scan(g, d, "sum", reverse=True, dtype=input.dtype),))
+    backward = lambda g: (_sort.scan(g, d, "sum", reverse=True, dtype=input.dtype),)
+    return record("cumsum", y, (input,), backward,
+                  graph=linear_graph("cumsum", backward, lambda h: _sort.scan(h, d, "sum", dtype=y.dtype)))
 
 
 def cumprod(input, dim, *, dtype=None):
