@@ -187,6 +187,8 @@ def test_layer_size_attributes():
         assert (c.in_channels, c.out_channels, c.kernel_size) == (4, 6, (3, 1))
         assert (t.in_channels, t.out_channels, t.kernel_size) == (4, 6, (3, 3))
         assert (c1.in_channels, c1.out_channels, c1.kernel_size, fc.in_features, fc.out_features) == (3, 5, (2,), 7, 2)
+        assert (c.transposed, c.output_padding, c1.output_padding, t.transposed, t.output_padding) == (
+            False, (0, 0), (0,), True, (0, 0))
     lazy, lazy_fc = tnet.nn.LazyConv2d(3, 2), tnet.nn.LazyLinear(4)
     lazy(tnet.ones(1, 5, 4, 4))
     lazy_fc(tnet.ones(2, 6))

@@ -591,6 +591,8 @@ class _ConvNd(Module):
     in_channels = property(lambda self: self.weight.shape[1] * self.groups)
     out_channels = property(lambda self: self.weight.shape[0])
     kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
+    transposed = False
+    output_padding = property(lambda self: (0,) * len(self.kernel_size))  # a transposed layer holds its own
 
     def reset_parameters(self):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
@@ -792,6 +794,7 @@ class _ConvTransposeNd(_ConvNd):
     in_channels = property(lambda self: self.weight.shape[0])
     out_channels = property(lambda self: self.weight.shape[1] * self.groups)
     dims = 2
+    transposed, output_padding = True, None  # output_padding: set by __init__
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
