@@ -1249,7 +1249,7 @@ def training_idioms(m, state=None, tmp_path=None):
     scheduler.load_state_dict(checkpoint['scheduler'])
     scaler.load_state_dict(checkpoint['scaler'])
     start_epoch = checkpoint['epoch']
-    inputs, targets = next(iter(loader))
+    inputs, targets = (t.to(device) for t in next(iter(loader)))
     loss = F.cross_entropy(resumed(inputs), targets)
     optimizer.zero_grad()
     loss.backward()
