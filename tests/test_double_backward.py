@@ -311,3 +311,32 @@ def test_hardsigmoid_gradient_of_gradient_runs():
 def test_second_order_conv_transpose2d_and_cumsum(rng, ieee, args):
     second_order(rng, lambda T, F, x, w, b: T.tanh(F.conv_transpose2d(x, w, b, **args)).sum() + T.tanh(x.cumsum(3)),
                  (2, 3, 4, 5), (3, 2, 3, 3), (2,), tol=2e-4)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("sin_cos_log1p_expm1_reciprocal_rsqrt", lambda T, F, x: T.sin(x) * T.cos(x * x) + T.log1p(x * x) + T.expm1(x) * x +
+     T.reciprocal(x * x + 1) + T.rsqrt(x * x + 1)),
+    ("log2_log10_exp2_erf_frac", lambda T, F, x: T.log2(x * x + 1) + T.log10(x * x + 1) * x + T.exp2(x) * x + T.erf(x) * x +
+     T.frac(x * 3) * x),
+    ("hyperbolic_and_arcs", lambda T, F, x: T.sinh(x) * x + T.cosh(x) + T.asin(T.tanh(x) * 0.9) * x +
+     T.acos(T.tanh(x) * 0.9) * x + T.atan(x) * x),
+    ("contiguous_clone_flip", lambda T, F, x: T.tanh(x.t().contiguous()).t() * x + T.tanh(x.clone()) * x +
+     T.tanh(T.flip(x, (0, 1)))),
+])
+def test_second_order_math_and_copies(rng, name, fn):
+    second_order(rng, fn, (3, 4))
+
+
+def test_second_order_multi_head_attention(rng, ieee):
+    """nn.MultiheadAttention (its projections, softmax and contiguous copies) in an input-gradient penalty."""
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    layer = tnet.nn.MultiheadAttention(4, 2, batch_first=True)
+    ref = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    ref.load_state_dict({k: torch.tensor(np.asarray(v), dtype=torch.float64) for k, v in layer.state_dict().items()})
+    x, xr = tnet.tensor(a, requires_grad=True), torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    for lib, m, v in ((tnet, layer, x), (torch, ref, xr)):
+        y = m(v, v, v)[0]
+        (g,) = lib.autograd.grad((y * y).sum(), v, create_graph=True)
+        (g * g).sum().backward()
+    assert_close(x.grad, xr.grad, TOL2, "second-order gradient")
+    assert_close(layer.in_proj_weight.grad, ref.in_proj_weight.grad, TOL2, "in_proj_weight")

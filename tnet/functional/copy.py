@@ -723,7 +723,7 @@ def clone(input, memory_format=torch.preserve_format):
     gradient passes through."""
     check_tensors("clone", input=input)
     y = copy_(torch.empty_like(input.memory, memory_format=memory_format), input.memory)
-    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.memory),))
+    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.memory),), graph=_passed)
 
 
 def contiguous(x, memory_format=torch.contiguous_format):
@@ -731,7 +731,11 @@ def contiguous(x, memory_format=torch.contiguous_format):
     if x.memory.is_contiguous(memory_format=memory_format):
         return x
     y = copy_(torch.empty_like(x.memory, memory_format=memory_format), x.memory)
-    return _copy_record("contiguous", x, y, lambda g: (in_layout(g, x.memory),))
+    return _copy_record("contiguous", x, y, lambda g: (in_layout(g, x.memory),), graph=_passed)
+
+
+def _passed(g, y):  # a copy's gradient on the tape (record's graph=): g itself
+    return (g,)
 
 
 def flip(input, dims):
@@ -744,7 +748,8 @@ def flip(input, dims):
         check(axes.count(a) == 1, lambda: f"dim {a} appears multiple times in the list of dims")
     axes = [a for a in axes if input.ndim]  # a 0-d tensor flips to itself
     y = _copy.flip_(torch.empty_like(input.memory), input.memory, axes)
-    return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.memory), g, axes),))
+    return _copy_record("flip", input, y, lambda g: (_copy.flip_(empty_in_layout(input.memory), g, axes),),
+                        graph=lambda g, out: (flip(g, axes),))
 
 
 def _f32_gradient(x, add):

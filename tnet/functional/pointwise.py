@@ -728,6 +728,26 @@ MATH = {
 }
 STEPS = ("floor", "ceil", "round", "trunc")  # integer tensors: a copy, as torch's (bool ones raise)
 
+# MATH's gradients on tnet Tensors (record's graph=): g, the input x, the output y
+MATH_GRAPHS = {
+    "log1p": lambda g, x, y: div(g, add(x, 1.0)),
+    "expm1": lambda g, x, y: mul(g, add(y, 1.0)),
+    "sin": lambda g, x, y: mul(g, cos(x)),
+    "cos": lambda g, x, y: neg(mul(g, sin(x))),
+    "reciprocal": lambda g, x, y: neg(mul(g, mul(y, y))),
+    "rsqrt": lambda g, x, y: mul(g, mul(mul(y, mul(y, y)), -0.5)),
+    "log2": lambda g, x, y: div(g, mul(x, _LN2)),
+    "log10": lambda g, x, y: div(g, mul(x, _LN10)),
+    "exp2": lambda g, x, y: mul(g, mul(y, _LN2)),
+    "erf": lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))), 2.0 / math.sqrt(math.pi))),
+    "frac": lambda g, x, y: g,
+    "sinh": lambda g, x, y: mul(g, cosh(x)),
+    "cosh": lambda g, x, y: mul(g, sinh(x)),
+    "asin": lambda g, x, y: div(g, sqrt(sub(1.0, mul(x, x)))),
+    "acos": lambda g, x, y: neg(div(g, sqrt(sub(1.0, mul(x, x))))),
+    "atan": lambda g, x, y: div(g, add(mul(x, x), 1.0)),
+}
+
 
 def _elementwise(name, input, op, grad=()):
     """Record y = op(input) by the MATH rule grad (OP and operands; empty: a zero gradient).
@@ -744,8 +764,9 @@ def _elementwise(name, input, op, grad=()):
     if not grad:
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
     args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
+    graph = MATH_GRAPHS[name]
     return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
-                  saved=[a for a in args if isinstance(a, torch.Tensor)])
+                  saved=[a for a in args if isinstance(a, torch.Tensor)], graph=lambda g, out: (graph(g, input, out),))
 
 
 def _math(name, text, op, *grad):
