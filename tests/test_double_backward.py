@@ -320,6 +320,8 @@ def test_second_order_conv_transpose2d_and_cumsum(rng, ieee, args):
      T.frac(x * 3) * x),
     ("hyperbolic_and_arcs", lambda T, F, x: T.sinh(x) * x + T.cosh(x) + T.asin(T.tanh(x) * 0.9) * x +
      T.acos(T.tanh(x) * 0.9) * x + T.atan(x) * x),
+    ("tan_inverse_hyperbolic_erfc_erfinv", lambda T, F, x: T.tan(T.tanh(x)) * x + T.acosh(x * x + 1.5) + T.asinh(x) * x +
+     T.atanh(T.tanh(x) * 0.9) * x + T.erfc(x) * x + T.erfinv(T.tanh(x) * 0.9) * x),
     ("contiguous_clone_flip", lambda T, F, x: T.tanh(x.t().contiguous()).t() * x + T.tanh(x.clone()) * x +
      T.tanh(T.flip(x, (0, 1)))),
 ])

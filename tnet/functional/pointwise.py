@@ -746,6 +746,12 @@ MATH_GRAPHS = {
     "asin": lambda g, x, y: div(g, sqrt(sub(1.0, mul(x, x)))),
     "acos": lambda g, x, y: neg(div(g, sqrt(sub(1.0, mul(x, x))))),
     "atan": lambda g, x, y: div(g, add(mul(x, x), 1.0)),
+    "tan": lambda g, x, y: mul(g, add(mul(y, y), 1.0)),
+    "acosh": lambda g, x, y: div(g, sqrt(sub(mul(x, x), 1.0))),
+    "asinh": lambda g, x, y: div(g, sqrt(add(mul(x, x), 1.0))),
+    "atanh": lambda g, x, y: div(g, sub(1.0, mul(x, x))),
+    "erfc": lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))), -2.0 / math.sqrt(math.pi))),
+    "erfinv": lambda g, x, y: mul(g, mul(exp(mul(y, y)), math.sqrt(math.pi) / 2.0)),
 }
 
 
@@ -764,9 +770,10 @@ def _elementwise(name, input, op, grad=()):
     if not grad:
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
     args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
-    graph = MATH_GRAPHS[name]
+    graph = MATH_GRAPHS.get(name)
     return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
-                  saved=[a for a in args if isinstance(a, torch.Tensor)], graph=lambda g, out: (graph(g, input, out),))
+                  saved=[a for a in args if isinstance(a, torch.Tensor)],
+                  graph=None if graph is None else lambda g, out: (graph(g, input, out),))
 
 
 def _math(name, text, op, *grad):
