@@ -3,8 +3,8 @@ from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward,
 from . import function, grad_mode  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "grad",
-           "grad_mode", "inference_mode", "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled"]
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "functional",
+           "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled"]
 
 
 def Variable(tensor, requires_grad=False, volatile=False):
@@ -40,13 +40,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (leaves or not), as a tuple, without touching any .grad. An input that no path reaches raises,
     unless allow_unused (None in its place) or materialize_grads (zeros). only_inputs is ignored, as
     torch's (deprecated there). create_graph=True: the gradients are themselves on the tape (higher-order
-    gradients, a gradient penalty) through the ops that give record() a graph function: add, sub, mul,
-    div, neg, pow (number exponent), sqrt, exp, log, abs, relu, leaky_relu, tanh, sigmoid, where, sum,
-    mean, var, std (so layer_norm, group_norm, instance_norm), view, reshape, flatten, squeeze,
-    unsqueeze, permute, transpose, t, expand, getitem with ints and slices (narrow, select, split),
-    linear, matmul (mm, bmm), conv2d (symmetric padding; groups 1 where the weight needs a
-    gradient), norm and linalg.vector_norm (ord 2); any other op on the path raises
-    NotImplementedError naming it. Not supported: is_grads_batched."""
+    gradients, a gradient penalty) through the ops that give record() a graph function (the README's
+    porting section lists them); any other op on the path raises NotImplementedError naming it. Not
+    supported: is_grads_batched."""
     if is_grads_batched:
         raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
     outputs, inputs = _tensors(outputs), _tensors(inputs)
@@ -66,6 +62,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             out.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
     return tuple(out)
 
+
+
+from . import functional  # noqa: E402  (it builds on grad)
 
 
 class set_detect_anomaly:

@@ -1,0 +1,123 @@
+"""torch.special's functions, torch.autograd.functional (vjp, jvp, jacobian, hessian, vhp, hvp) and
+torch.func.functional_call (a MAML step), against torch."""
+import numpy as np
+import pytest
+import torch
+
+import tnet
+
+X = np.array([-1.0, 0.0, 0.5, 2.0, np.nan, -3.0, 1e-3], np.float32)
+Y = np.array([0.5, 2.0, -0.5, np.nan, 1.0, 0.0, 3.0], np.float32)
+
+
+def _same(got, want, rtol=1e-5, atol=1e-6):
+    got, want = (got,) if not isinstance(got, tuple) else got, (want,) if not isinstance(want, tuple) else want
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, tuple):
+            _same(g, w, rtol, atol)
+        else:
+            assert tuple(g.shape) == tuple(w.shape)
+            np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma",
+                                  "psi", "sinc", "round", "ndtr", "entr"])
+def test_special_unary_as_torch(name):
+    _same(getattr(tnet.special, name)(tnet.tensor(X)), getattr(torch.special, name)(torch.tensor(X)))
+
+
+def test_special_binary_softmax_and_polygamma_as_torch():
+    for name in ("xlogy", "xlog1py"):
+        _same(getattr(tnet.special, name)(tnet.tensor(X), tnet.tensor(Y)), getattr(torch.special, name)(torch.tensor(X), torch.tensor(Y)))
+    m = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    _same(tnet.special.softmax(tnet.tensor(m), 1), torch.special.softmax(torch.tensor(m), 1))
+    _same(tnet.special.log_softmax(tnet.tensor(m), 0), torch.special.log_softmax(torch.tensor(m), 0))
+    _same(tnet.special.logsumexp(tnet.tensor(m), 1), torch.special.logsumexp(torch.tensor(m), 1))
+    _same(tnet.special.polygamma(1, tnet.tensor(np.abs(m) + 0.5)), torch.special.polygamma(1, torch.tensor(np.abs(m) + 0.5)))
+    assert tnet.special.expit is tnet.sigmoid
+    with pytest.raises(AttributeError):
+        tnet.special.zeta
+
+
+def _two(T):
+    return lambda x, w: T.tanh(w @ x) * x.sum() + (x * x).sum()
+
+
+def _scalar(T):
+    return lambda x: (T.sin(x) * x).sum() + x[0] * x[1] * x[2]
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(3).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32), \
+        rng.standard_normal(2).astype(np.float32)
+
+
+def test_vjp_jvp_and_jacobian_as_torch(data, ieee):
+    a, b, v = data
+    ours, theirs = tnet.autograd.functional, torch.autograd.functional
+    A, B, At, Bt = tnet.tensor(a), tnet.tensor(b), torch.tensor(a), torch.tensor(b)
+    _same(ours.vjp(_two(tnet), (A, B), tnet.tensor(v)), theirs.vjp(_two(torch), (At, Bt), torch.tensor(v)), 1e-4, 1e-5)
+    _same(ours.jvp(_two(tnet), (A, B), (A, B)), theirs.jvp(_two(torch), (At, Bt), (At, Bt)), 1e-4, 1e-5)
+    _same(ours.jacobian(_two(tnet), (A, B)), theirs.jacobian(_two(torch), (At, Bt)), 1e-4, 1e-5)
+    _same(ours.jacobian(lambda x: tnet.tanh(x) * x, A), theirs.jacobian(lambda x: torch.tanh(x) * x, At), 1e-4, 1e-5)
+    out, jac = ours.jacobian(lambda x: (x * 2, x.sum()), A), theirs.jacobian(lambda x: (x * 2, x.sum()), At)
+    _same(out, jac)
+    assert not ours.jacobian(lambda x: tnet.tanh(x), A).requires_grad
+
+
+def test_hessian_hvp_and_vhp_as_torch(data, ieee):
+    a, b, _ = data
+    ours, theirs = tnet.autograd.functional, torch.autograd.functional
+    A, B, At, Bt = tnet.tensor(a), tnet.tensor(b), torch.tensor(a), torch.tensor(b)
+    _same(ours.hessian(_scalar(tnet), A), theirs.hessian(_scalar(torch), At), 1e-4, 1e-5)
+    _same(ours.hessian(lambda x, w: tnet.tanh(w @ x).sum(), (A, B)), theirs.hessian(lambda x, w: torch.tanh(w @ x).sum(), (At, Bt)),
+          1e-4, 1e-5)
+    _same(ours.hvp(_scalar(tnet), A, A), theirs.hvp(_scalar(torch), At, At), 1e-4, 1e-5)
+    _same(ours.vhp(_scalar(tnet), A, A), theirs.vhp(_scalar(torch), At, At), 1e-4, 1e-5)
+    with pytest.raises(RuntimeError, match="independent"):
+        ours.vjp(lambda x, w: x.sum(), (A, B), strict=True)
+
+
+def _maml_step(T, F, functional_call, model, x, y):
+    """One MAML meta-step: an inner SGD step through functional_call with create_graph, the outer
+    loss's gradients to the model's own parameters."""
+    params = dict(model.named_parameters())
+    loss = F.cross_entropy(functional_call(model, params, (T.tensor(x),)), T.tensor(y))
+    grads = T.autograd.grad(loss, list(params.values()), create_graph=True)
+    fast = {n: p - 0.1 * g for (n, p), g in zip(params.items(), grads)}
+    outer = F.cross_entropy(functional_call(model, fast, T.tensor(x)), T.tensor(y))
+    outer.backward()
+    return outer
+
+
+def test_functional_call_maml_step_as_torch(ieee):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 3, 6, 6)).astype(np.float32), np.array([0, 1, 2, 1])
+
+    def build(nn):
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16, 3))
+    model, ref = build(tnet.nn), build(torch.nn)
+    ref.load_state_dict({k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()})
+    got = _maml_step(tnet, tnet.nn.functional, tnet.func.functional_call, model, x, y)
+    want = _maml_step(torch, torch.nn.functional, torch.func.functional_call, ref, x, y)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    for (name, p), r in zip(model.named_parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), r.grad.numpy(), rtol=1e-3, atol=1e-6, err_msg=name)
+    assert all(isinstance(p, tnet.nn.Parameter) for p in model.parameters()) and len(list(model.parameters())) == 6
+
+
+def test_functional_call_ties_strict_and_buffers():
+    from tnet.nn.utils.stateless import functional_call
+    lin = tnet.nn.Linear(2, 2, bias=False)
+    model = tnet.nn.Sequential(lin, tnet.nn.ReLU(), lin)  # one weight under two names
+    w = tnet.tensor(np.eye(2, dtype=np.float32) * 2)
+    out = functional_call(model, {"0.weight": w}, tnet.ones(1, 2))
+    assert out.tolist() == [[4.0, 4.0]] and model[0].weight is lin.weight and isinstance(lin.weight, tnet.nn.Parameter)
+    with pytest.raises(RuntimeError, match="missing keys"):
+        functional_call(model, {}, tnet.ones(1, 2), strict=True)
+    bn = tnet.nn.BatchNorm1d(2).eval()
+    out = functional_call(bn, {"running_mean": tnet.tensor([1.0, 1.0])}, (tnet.ones(3, 2),))
+    assert np.allclose(out.numpy(), 0.0, atol=1e-3) and bn.running_mean.tolist() == [0.0, 0.0]
