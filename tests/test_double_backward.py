@@ -342,3 +342,14 @@ def test_second_order_multi_head_attention(rng, ieee):
         (g * g).sum().backward()
     assert_close(x.grad, xr.grad, TOL2, "second-order gradient")
     assert_close(layer.in_proj_weight.grad, ref.in_proj_weight.grad, TOL2, "in_proj_weight")
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("atan2_hypot", lambda T, F, x, y: T.atan2(x, y * y + 0.5) * x + T.hypot(x, y) * y),
+    ("logaddexp_xlogy", lambda T, F, x, y: T.logaddexp(x, y * 2) * x + T.xlogy(x, y * y + 0.1) * y + T.xlogy(x, 2.0) * x),
+    ("lerp", lambda T, F, x, y: T.lerp(x, y * y, 0.3) * x + T.lerp(x * x, y, T.sigmoid(y)) * y),
+    ("addcmul_addcdiv", lambda T, F, x, y: T.addcmul(x, x, y * y, value=0.5) * y +
+     T.addcdiv(x * x, y, x * x + 1.0, value=2.0) * x),
+])
+def test_second_order_binary_functions(rng, name, fn):
+    second_order(rng, fn, (3, 4), (3, 4))

@@ -914,7 +914,8 @@ def lerp(input, end, weight):
                         lambda g: (_pw.pointwise("lerp", g, 0.0, W) if need_s else None,  # g (1 - w)
                                    _pw.pointwise("mul", g, W) if need_e else None,
                                    _pw.pointwise("var_backward", g, E, S) if need_w else None),  # g (end - input)
-                        saved=(S if need_w else None, E if need_w else None, W))
+                        saved=(S if need_w else None, E if need_w else None, W),
+                        graph=lambda g, y: (g * (1.0 - weight), g * weight, g * (end - input) if need_w else None))
 
 
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
@@ -931,7 +932,9 @@ def _addc(name, input, tensor1, tensor2, value, t1_grad):
                         lambda g: (g.view(g.shape) if need_x else None,
                                    _pw.pointwise(name, 0.0, g, B, v) if need_a else None,  # value g t2 (or / t2)
                                    t1_grad(g, A, B, v) if need_b else None),
-                        saved=(A if need_b else None, B if need_a or need_b else None))
+                        saved=(A if need_b else None, B if need_a or need_b else None),
+                        graph=lambda g, y: (g, g * tensor2 * v, g * tensor1 * v) if name == "addcmul" else
+                        (g, g * v / tensor2, -(g * tensor1 * v) / (tensor2 * tensor2)))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -989,10 +992,10 @@ def triu(input, diagonal=0):
 
 # ---- division's remainders and quotients, two-operand functions, NaN and infinity handling ------
 
-def _binary(name, input, other, op, grads=None):
+def _binary(name, input, other, op, grads=None, graph=None):
     """Record y = op(input, other) elementwise, broadcasting (a number on either side); grads(g, a,
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
-    for step functions. Integer operands compute in int64 where op takes them (fmod, remainder,
+    for step functions. graph(g, input, other, y): grads' twin on tnet Tensors (record's graph=). Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
     the dtype torch's promotion gives (_ints_to_float)."""
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
@@ -1008,7 +1011,8 @@ def _binary(name, input, other, op, grads=None):
     need = needs_grad(input, other)
     return _record2(name, y, input, other,
                     lambda g: tuple(v if n else None for v, n in zip(grads(g, a, b, y, need), need)),
-                    saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)])
+                    saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)],
+                    graph=None if graph is None else lambda g, out: graph(g, input, other, out))
 
 
 def _check_int_divisor(a, b):
@@ -1055,26 +1059,47 @@ def true_divide(input, other):
 def atan2(input, other):
     """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2)."""
     return _binary("atan2", input, other, "atan2", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0), need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0)))
+        need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0), need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0)),
+        graph=_atan2_graph)
 
 
 def hypot(input, other):
     """sqrt(input^2 + other^2) without overflow of the squares; the gradients are g * x / y (NaN at
     y = 0), as torch's."""
     return _binary("hypot", input, other, "hypot", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("muldiv", g, a, y), need[1] and _pw.pointwise("muldiv", g, b, y)))
+        need[0] and _pw.pointwise("muldiv", g, a, y), need[1] and _pw.pointwise("muldiv", g, b, y)),
+        graph=lambda g, a, b, y: (g * a / y, g * b / y))
 
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), without overflow, as torch.logaddexp."""
     return _binary("logaddexp", input, other, "logaddexp", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)))
+        need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)),
+        graph=lambda g, a, b, y: (g * exp(a - y) if isinstance(a, Tensor) else None,
+                                  g * exp(b - y) if isinstance(b, Tensor) else None))
+
+
+def _atan2_graph(g, a, b, y):  # (g b, -g a) / (a^2 + b^2)
+    r = a * a + b * b
+    return g * b / r, -(g * a) / r
+
+
+def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's), g a / b
+    ga = None
+    if isinstance(a, Tensor):
+        ga = xlogy(g, b)
+        if isinstance(b, Tensor):
+            ga = where(logical_and(eq(a, 0.0), le(b, 0.0)), 0.0, ga)
+        elif b <= 0:
+            ga = where(eq(a, 0.0), 0.0, ga)
+    return ga, g * a / b if isinstance(b, Tensor) else None
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy."""
     return _binary("xlogy", input, other, "xlogy", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)))
+        need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)),
+        graph=_xlogy_graph)
 
 
 def logit(input, eps=None):
