@@ -353,3 +353,15 @@ def test_second_order_multi_head_attention(rng, ieee):
 ])
 def test_second_order_binary_functions(rng, name, fn):
     second_order(rng, fn, (3, 4), (3, 4))
+
+
+@pytest.mark.parametrize("act", ["relu", "leaky_relu", "abs", "hardtanh"])
+def test_piecewise_linear_ops_leave_a_zero_second_order_gradient_as_torch(act):
+    """Their gradients read x only through a mask; torch still counts x as used: zeros, not None."""
+    a, w = np.array([[1.0, -2.0]], np.float32), np.array([[0.5], [1.5]], np.float32)
+    for lib in (tnet, torch):
+        x, W = lib.tensor(a, requires_grad=True), lib.tensor(w, requires_grad=True)
+        fn = getattr(lib.nn.functional, act) if act != "abs" else lib.abs
+        (gx,) = lib.autograd.grad(fn(x @ W).sum(), x, create_graph=True)
+        got = lib.autograd.grad((gx * gx).sum(), [x, W])
+        assert got[0].tolist() == [[0.0, 0.0]]

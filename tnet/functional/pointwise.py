@@ -47,7 +47,17 @@ def relu(input, inplace=False):
 
 
 def _relu_graph(g, y):
-    return (where(gt(y, 0.0), g, 0.0),)
+    return (_tied(where(gt(y, 0.0), g, 0.0), y),)
+
+
+def _tied(v, x):
+    """v, on the tape as depending on x with a zero gradient: the gradient of a piecewise-linear op
+    (relu's, leaky_relu's, abs's) reads x only through a mask, and torch still counts x as used, so
+    its second-order gradient is zeros, not None. No copy and no kernel."""
+    if not (is_grad_enabled() and x.requires_grad):
+        return v
+    return record("tied", v.memory, (v, x), lambda h: (h, torch.zeros_like(x.memory)),
+                  graph=lambda h, out: (h, Tensor(torch.zeros_like(x.memory))))
 
 
 def _operands(name, input, other):
@@ -248,11 +258,11 @@ def _tanh_graph(g, x, y):
 
 
 def _leaky_relu_graph(g, x, y, slope):
-    return where(gt(x, 0.0), g, mul(g, slope))
+    return _tied(where(gt(x, 0.0), g, mul(g, slope)), x)
 
 
 def _abs_graph(g, x, y):
-    return mul(g, Tensor(_pw.pointwise("sign", x.memory)))  # sign: a constant
+    return _tied(mul(g, Tensor(_pw.pointwise("sign", x.memory))), x)  # sign: a constant
 
 
 def _zero_graph(g, y):  # a step function's (element-wise): zero gradients of every order
@@ -288,7 +298,7 @@ def _softplus_graph(g, x, y, beta, threshold):  # sigmoid(beta x), 1 where beta 
 
 
 def _hardtanh_graph(g, x, y, low, high):  # 1 strictly between the bounds, else 0
-    return where(gt(x, low), where(lt(x, high), g, 0.0), 0.0)
+    return _tied(where(gt(x, low), where(lt(x, high), g, 0.0), 0.0), x)
 
 
 def _hardswish_graph(g, x, y):  # 0 at or below -3, x / 3 + 1/2 below 3, else 1
