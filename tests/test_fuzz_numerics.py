@@ -351,3 +351,15 @@ def test_log_softmax_of_large_equal_logits_is_minus_log_c():
     for x, dim in ((np.full((3,), 1e5, np.float32), 0), (np.full((2, 3, 4), 1e5, np.float32), 1)):
         want = torch.log_softmax(torch.tensor(x), dim)
         np.testing.assert_allclose(F.log_softmax(tnet.tensor(x), dim=dim).numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_prelu_of_infinities_and_nan_as_torch():
+    """PReLU was relu(x) + w (x - relu(x)): inf - inf gave NaN at +inf."""
+    x = np.array([[[[INF, -INF, NAN], [1.0, -2.0, 0.0], [3.0, 4.0, 5.0]]]], np.float32)
+    w = np.array([0.25], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = F.prelu(a, tnet.tensor(w)), tF.prelu(t, torch.tensor(w))
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)

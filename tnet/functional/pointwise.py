@@ -697,15 +697,14 @@ def minimum(input, other):
 
 
 def prelu(input, weight):
-    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1), as torch's: the
-    input's gradient 1 where x > 0, else weight."""
+    """x where x > 0, else weight * x, weight one value or one per channel (dim 1), as torch's (inf
+    stays inf, NaN NaN): the input's gradient 1 where x > 0, else weight."""
     check_tensors("prelu", input=input, weight=weight)
     check(weight.numel() == 1 or (input.ndim >= 2 and weight.numel() == input.shape[1]),
           lambda: f"prelu: the weight has {weight.numel()} elements; expected 1 or the input's {input.shape[1] if input.ndim >= 2 else 1} channels")
     if weight.numel() > 1:
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    positive = relu(input)
-    return add(positive, mul(weight, sub(input, positive)))
+    return where(gt(input, 0.0), input, mul(weight, input))
 
 
 # ---- torch's element-wise functions -----------------------------------------------------------
