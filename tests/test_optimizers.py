@@ -322,6 +322,21 @@ def test_lbfgs_matches_torch(line_search_fn, rng):
     assert (evals, iters) == (revals, riters)
 
 
+def test_lbfgs_with_infinite_parameters_steps_without_raising():
+    """The line search's host scalars divide as torch's tensors (inf, NaN), not raising ZeroDivisionError
+    (found by tools/fuzz_ops.py)."""
+    for line_search_fn in (None, "strong_wolfe"):
+        p = tnet.tensor([-0.9, -float("inf"), float("inf")], requires_grad=True)
+        opt = tnet.optim.LBFGS([p], lr=0.5, history_size=3, line_search_fn=line_search_fn)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((p - tnet.tensor([0.8, 0.4, 1.6])) ** 2).sum()
+            loss.backward()
+            return loss
+        opt.step(closure)
+
+
 def test_plain_base_optimizer_errors():
     """torch's messages for bad hyperparameters (ValueError), LBFGS's one group."""
     p = tnet.ones(2, requires_grad=True)

@@ -2,6 +2,8 @@
 tnet's ops under no_grad. The scalars that steer it (the loss, directional derivatives, y.s, the
 gradient's max) are read on the host as torch's reads them; tnet holds them as Python floats
 where torch holds 0-d tensors (state's t, ro, H_diag, al)."""
+import numpy as np
+
 from ..functional import cat
 from ..factory import zeros
 from ..tensor import enable_grad, no_grad
@@ -9,8 +11,15 @@ from . import Optimizer
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
-    """The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to bounds (host floats)."""
+    """The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to bounds (host floats,
+    as numpy's: a division by 0 gives inf or NaN, as torch's 0-d tensors do, not an exception)."""
+    x1, f1, g1, x2, f2, g2 = map(np.float64, (x1, f1, g1, x2, f2, g2))
     xmin_bound, xmax_bound = bounds if bounds is not None else ((x1, x2) if x1 <= x2 else (x2, x1))
+    with np.errstate(all="ignore"):
+        return float(_cubic_minimum(x1, f1, g1, x2, f2, g2, xmin_bound, xmax_bound))
+
+
+def _cubic_minimum(x1, f1, g1, x2, f2, g2, xmin_bound, xmax_bound):
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
     if d2_square < 0:
@@ -199,7 +208,8 @@ class LBFGS(Optimizer):
             prev_loss = loss
 
             # the step length
-            t = min(1.0, 1.0 / flat_grad.abs().sum().item()) * lr if state["n_iter"] == 1 else lr
+            with np.errstate(divide="ignore"):  # a zero gradient: 1 / 0 is inf, as torch's tensor
+                t = min(1.0, float(1.0 / np.float64(flat_grad.abs().sum().item()))) * lr if state["n_iter"] == 1 else lr
             gtd = flat_grad.dot(d).item()
             if gtd > -tolerance_change:
                 break
