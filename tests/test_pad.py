@@ -16,7 +16,8 @@ from helpers import CONFIG_DTYPES, LOW, check_op, only_config, pair, tol_for
 CASES = [((2, 3, 5, 7), (1, 2, 3, 1), "reflect"), ((2, 3, 5, 7), (3, 2, 0, 4), "replicate"),
          ((2, 3, 5, 7), (2, 1, 4, 5), "circular"), ((2, 3, 5, 7), (1, -2, 3, 1), "constant"),
          ((3, 5, 7), (2, 3), "reflect"), ((2, 3, 4, 5, 6), (1, 2, 2, 1, 3, 2), "replicate"),
-         ((2, 3, 4, 5), (1, 1, 2, 2, 1, 0), "constant"), ((4, 9), (3, 8), "replicate"), ((2, 4, 9), (4, 4), "circular")]
+         ((2, 3, 4, 5), (1, 1, 2, 2, 1, 0), "constant"), ((4, 9), (3, 8), "replicate"), ((2, 4, 9), (4, 4), "circular"),
+         ((2, 3, 5, 7), (-1, 2, 1, -2), "circular")]
 
 
 @pytest.mark.parametrize("shape,padding,mode", CASES)
