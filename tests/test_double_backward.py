@@ -113,8 +113,8 @@ def test_backward_create_graph_keeps_leaf_graph(rng):
 
 def test_unsupported_op_raises(rng):
     x = tnet.tensor([[[0.5, -1.0, 2.0]]], requires_grad=True)
-    y = tnet.nn.functional.adaptive_max_pool1d(x, 2)[0, 0, 0]
-    with pytest.raises(NotImplementedError, match="create_graph through adaptive_max_pool"):
+    y = tnet.cumprod(x, 2)[0, 0, 0]
+    with pytest.raises(NotImplementedError, match="create_graph through cumprod"):
         tnet.autograd.grad(y, x, create_graph=True)
     x.grad = None
     (x * 2).sum().backward()  # without create_graph nothing changed
@@ -365,3 +365,21 @@ def test_piecewise_linear_ops_leave_a_zero_second_order_gradient_as_torch(act):
         (gx,) = lib.autograd.grad(fn(x @ W).sum(), x, create_graph=True)
         got = lib.autograd.grad((gx * gx).sum(), [x, W])
         assert got[0].tolist() == [[0.0, 0.0]]
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("sort_topk", lambda T, F, x: T.tanh(x.sort(1).values) * x + T.tanh(x.topk(2, 0).values).sum() +
+     T.tanh(T.sort(x * x, 0, descending=True)[0])),
+    ("lgamma_digamma_polygamma", lambda T, F, x: T.lgamma(x * x + 0.5) * x + T.digamma(x * x + 0.5) * x +
+     T.polygamma(1, x * x + 0.5) * x),
+    ("logit", lambda T, F, x: T.logit(T.sigmoid(x)) * x + T.logit(T.sigmoid(x) * 0.5 + 0.25, eps=0.1) * x),
+])
+def test_second_order_sorts_gamma_functions_and_logit(rng, name, fn):
+    """polygamma's series (the gradient of polygamma(1, x) is polygamma(2, x)) hold about 1e-4, and
+    logit(sigmoid(x)) loses digits in float32's 1 - sigmoid(x)."""
+    second_order(rng, fn, (3, 4), tol=TOL2 if name == "sort_topk" else 1e-3)
+
+
+def test_second_order_adaptive_max_pooling(rng):
+    second_order(rng, lambda T, F, x: T.tanh(F.adaptive_max_pool2d(x, (2, 3))) + T.tanh(F.adaptive_max_pool2d(x[0], 1)).sum() +
+                 T.tanh(F.adaptive_max_pool1d(x[0], 2)).sum(), (2, 3, 5, 4), tol=1e-5)

@@ -761,6 +761,8 @@ MATH_GRAPHS = {
     "atanh": lambda g, x, y: div(g, sub(1.0, mul(x, x))),
     "erfc": lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))), -2.0 / math.sqrt(math.pi))),
     "erfinv": lambda g, x, y: mul(g, mul(exp(mul(y, y)), math.sqrt(math.pi) / 2.0)),
+    "lgamma": lambda g, x, y: mul(g, digamma(x)),
+    "digamma": lambda g, x, y: mul(g, polygamma(1, x)),
 }
 
 
@@ -1118,7 +1120,14 @@ def logit(input, eps=None):
     X = _float(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
     y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
-    return record("logit", y, (input,), lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),), saved=(X,))
+    backward = lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),)
+
+    def graph(g, out):  # g / (x (1 - x)), 0 outside [eps, 1 - eps] where eps is given
+        if eps is None:
+            return (g / (input * (1.0 - input)),)
+        x = clamp(input, lo, hi)  # the unused branch stays finite: 0 * inf would be NaN
+        return (where(logical_and(ge(input, lo), le(input, hi)), g / (x * (1.0 - x)), 0.0),)
+    return record("logit", y, (input,), backward, saved=(X,), graph=graph)
 
 
 def isfinite(input):
@@ -1398,5 +1407,6 @@ def polygamma(n, input):
 
     def value(k):
         return _pw.pointwise("polygamma", X, float(k + 1), (-1.0) ** (k + 1) * math.factorial(k))
-    return record("polygamma", value(n), (input,), lambda g: (_pw.pointwise("mul", g, value(n + 1)),), saved=(X,))
+    return record("polygamma", value(n), (input,), lambda g: (_pw.pointwise("mul", g, value(n + 1)),), saved=(X,),
+                  graph=lambda g, out: (mul(g, polygamma(n + 1, input)),))
 

@@ -40,18 +40,19 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
                                       y_channels_last=y_cl, **divisor),)
 
     if mode == "max":
-        graph = lambda g, out: (_max_pool_graph(g, shape, arg, kernel, stride, padding),)
+        graph = lambda g, out: (_max_pool_graph(g, shape, plane_indices(arg, kernel, stride, padding, shape[-1])),)
     else:
         graph = linear_graph("avg_pool2d", backward, lambda h: _pool.pool2d(
             dense(h), kernel, stride, padding, ceil_mode, mode, channels_last=y_cl, **divisor)[0])
     return record(f"{mode}_pool2d", y, (x,), backward, graph=graph), arg
 
 
-def _max_pool_graph(g, shape, arg, kernel, stride, padding):
+def _max_pool_graph(g, shape, index):
     """Max pooling's input gradient on tnet Tensors (record's graph=): each g added at its window's
-    maximum, a scatter_add over the planes (in float32) whose own gradient gathers back."""
+    maximum (index: int64 h * W + w in its plane, [N, C, OH, OW]), a scatter_add over the planes (in
+    float32) whose own gradient gathers back."""
     N, C, H, W = shape
-    index = reshape(Tensor(plane_indices(arg, kernel, stride, padding, W)), (N, C, -1))
+    index = reshape(Tensor(index), (N, C, -1))
     planes = Tensor(torch.zeros((N, C, H * W), device=g.memory.device))
     return reshape(scatter_add(planes, 2, index, reshape(g.to(torch.float32), (N, C, -1))), shape)
 
@@ -253,8 +254,13 @@ def _adaptive(mode, input, output_size):
     def pooled(h):  # the average's gradient's own gradient: h pooled as the input was
         out = _pool.adaptive_pool2d(dense(h if input.ndim == 4 else h.unsqueeze(0)), (OH, OW), mode)[0]
         return out if input.ndim == 4 else out[0]
+
+    def maxima(g, out):  # the maximum's: g added at each window's maximum
+        index = copy_(torch.empty_like(arg, dtype=torch.int64), arg)
+        gx = _max_pool_graph(g if input.ndim == 4 else unsqueeze(g, 0), image_shape, index)
+        return (gx if input.ndim == 4 else squeeze(gx, 0),)
     out = record(name, y if input.ndim == 4 else y[0], (input,), backward,
-                 graph=None if mode == "max" else linear_graph(name, backward, pooled))
+                 graph=maxima if mode == "max" else linear_graph(name, backward, pooled))
     return out, (arg if input.ndim == 4 else arg[0]) if arg is not None else None
 
 

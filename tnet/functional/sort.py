@@ -13,8 +13,8 @@ from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
-from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, squeeze, take_along_dim, to,
-                   unsqueeze)
+from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
+                   take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
 from .inputs import check_tensors
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
@@ -43,7 +43,10 @@ def _sorted(name, input, dim, k, descending, result):
 
     def backward(g):
         return (_sort.unsort(g, indices, shape, d),)
-    return result(record(name, values, (input,), backward, saved=(indices,)), Tensor(indices))
+
+    def graph(g, out):  # g added back at the indices: a scatter_add, whose own gradient gathers there
+        return (scatter_add(Tensor(torch.zeros_like(input.memory)), d, Tensor(indices), g),)
+    return result(record(name, values, (input,), backward, saved=(indices,), graph=graph), Tensor(indices))
 
 
 def msort(input):
