@@ -169,8 +169,9 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
 def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
                                chunk, momentum, eps, STATS: tl.constexpr, TRACK: tl.constexpr,
                                CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
-    """part [S, 2, C] -> out [2, C], its sums over the S parts, in a fixed order (the backward's
-    sums); grid (C blocks). STATS (the stats kernel's parts of chunk rows): out [C] the mean and
+    """part [S, 2, C] -> out [C] and invstd [C], its two rows' sums over the S parts, in a fixed
+    order (the backward's sums: of dz, the bias's gradient, and of dz * xhat, the weight's, each its
+    own tensor so that either becomes a leaf's .grad as it is); grid (C blocks). STATS (the stats kernel's parts of chunk rows): out [C] the mean and
     invstd [C] = 1/sqrt(biased var + eps) instead; TRACK: running = (1 - f) * running +
     f * batch, with the unbiased variance, f = momentum, or with CUMULATIVE 1 / count (the
     cumulative average)."""
@@ -212,7 +213,7 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
             acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
             acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
         tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cmask)
-        tl.store(out_ptr + C + cols, tl.sum(acc1, axis=0), mask=cmask)
+        tl.store(invstd_ptr + cols, tl.sum(acc1, axis=0), mask=cmask)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -273,11 +274,12 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
-def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, sums_ptr, dx_ptr, R, C, eps,
+def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, sum_dz_ptr, sum_dzx_ptr, dx_ptr, R, C,
+                               eps,
                                L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
                                ACT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """dx [R, C] of y = act(xhat * w + b) for dy [R, C]. Batch statistics: dx = w * invstd *
-    (dz - (sum dz + xhat * sum dz*xhat) / R), with the sums [2, C] of the reduce kernel;
+    (dz - (sum dz + xhat * sum dz*xhat) / R), with the sums [C] of the reduce kernel;
     RUNNING (eval: constant statistics): dx = w * invstd * dz. Grid (row blocks, C blocks),
     the last row block first."""
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -294,8 +296,8 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, 
     if RUNNING:
         dx = dz * scale[None, :]
     else:
-        mean_dz = tl.load(sums_ptr + cols, mask=cmask, other=0.0) / R
-        mean_dzx = tl.load(sums_ptr + C + cols, mask=cmask, other=0.0) * invstd / R  # per unit of x - mean
+        mean_dz = tl.load(sum_dz_ptr + cols, mask=cmask, other=0.0) / R
+        mean_dzx = tl.load(sum_dzx_ptr + cols, mask=cmask, other=0.0) * invstd / R  # per unit of x - mean
         dx = scale[None, :] * (dz - mean_dz[None, :] - xc * mean_dzx[None, :])
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
@@ -446,20 +448,20 @@ def batch_norm_backward(dy, x, mean, stat, weight=None, eps=1e-5, running=False,
         return torch.empty_like(x) if need_x else None, zeros(), zeros()
     flags = dict(L=L, RUNNING=running, HAS_W=weight is not None, HAS_B=bias is not None, ACT=act)
     w, b = x if weight is None else weight, x if bias is None else bias
-    sums = None
+    dw = db = None  # the sums over the rows of dz * xhat and of dz
     if need_params or (need_x and not running):
         chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
         batch_norm_backward_reduce_kernel[_parts_grid(S, C)](dy, x, mean, stat, w, b, part, R, C, chunk, float(eps),
                                                              **flags)
-        sums = torch.empty(2 * C, device=x.device, dtype=torch.float32)
-        _finalize(part, sums, sums, sums, sums, sums, R, C, S, chunk, 0.0, 0.0, stats=False, track=False,
-                  cumulative=False)
+        db = torch.empty(C, device=x.device, dtype=torch.float32)
+        dw = torch.empty(C, device=x.device, dtype=torch.float32)
+        _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
     dx = None
     if need_x:
         dx = torch.empty_like(x)
-        batch_norm_backward_kernel[_tiles(R, C)](dy, x, mean, stat, w, b, mean if sums is None else sums, dx, R, C,
-                                                 float(eps), **flags)
+        batch_norm_backward_kernel[_tiles(R, C)](dy, x, mean, stat, w, b, mean if db is None else db,
+                                                 mean if dw is None else dw, dx, R, C, float(eps), **flags)
     if not need_params:
         return dx, None, None
-    return dx, sums[C:], sums[:C]
+    return dx, dw, db
