@@ -5,8 +5,9 @@ on any machine, the CPU included. Not a GPU figure: a launch adds Triton's launc
 
 usage: python tools/host_cost.py [--case NAME] [--profile tottime|cumtime] [--calls N]
 
-Prints each case's median microseconds per call over 5 blocks; --profile prints cProfile's top
-functions of one case (with --case) sorted by that column.
+Prints each case's median microseconds per call over 5 blocks, of this process's CPU time (so that
+other processes on the machine do not count); --profile prints cProfile's top functions of one
+case (with --case) sorted by that column.
 """
 import argparse
 import cProfile
@@ -81,10 +82,10 @@ def median_us(fn, calls):
         fn()
     blocks = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(calls):
             fn()
-        blocks.append((time.perf_counter() - start) / calls * 1e6)
+        blocks.append((time.process_time() - start) / calls * 1e6)
     return statistics.median(blocks)
 
 

@@ -73,11 +73,18 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
 
     def grads(g):
         gx = gw = gb = None
-        if need_x:
-            gx = kernels.conv2d_input(x.shape, Wl, g, stride, padding, dilation, groups, out_dtype=x.dtype)
-        if need_w:
-            gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
-                                       channels_last=is_channels_last(w.memory))
+        if kernels is _depthwise:
+            if need_x:
+                gx = kernels.conv2d_input(x.shape, Wl, g, stride, padding, dilation, groups, out_dtype=x.dtype)
+            if need_w:
+                gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
+                                           channels_last=is_channels_last(w.memory))
+        elif need_x or need_w:  # unchecked: the forward checked what conv2d_input and conv2d_weight would
+            geometry = _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+            if need_x:
+                gx = _conv.input_trusted(x.shape, Wl, g, geometry, groups, out_dtype=x.dtype)
+            if need_w:
+                gw = _conv.weight_trusted(X, w.shape, g, geometry, groups, channels_last=is_channels_last(w.memory))
         if need_b:
             gb = bias_grad(g, b.dtype)
         return (gx, gw) if b is None else (gx, gw, gb)

@@ -50,8 +50,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     inputs = [v for v in (input, weight, bias) if v is not None]
 
     def backward(g):
-        dx, dw, db = _norm.batch_norm_backward(g, X, mean, stat, W, eps, running=not training, need_x=need_x,
-                                               need_params=need_w or need_b, bias=B, activation=activation)
+        dx, dw, db = _norm.backward_trusted(g, X, mean, stat, W, eps, not training, need_x, need_w or need_b, B,
+                                            activation is not None)
         grads = (dx, dw if need_w else None, db if need_b else None)
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
     graph = None if activation else lambda g, out: _batch_norm_graph(g, input, weight, bias, training, eps,

@@ -463,9 +463,18 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
     N, C, H, W = input_size
     check_groups("conv2d_input", groups, C)
     check_weight("conv2d_input", weight, C, groups, grad_output.device)
+    geometry = conv_geometry("conv2d_input", (H, W), tuple(weight.shape[2:]), stride, padding, dilation)
+    check_dy("conv2d_input", grad_output, N, weight.shape[0], *geometry[3], grad_output.device)
+    return input_trusted(input_size, weight, grad_output, geometry, groups, precision, out_dtype)
+
+
+def input_trusted(input_size, weight, grad_output, geometry, groups, precision=None, out_dtype=None):
+    """conv2d_input after its checks, geometry being conv_geometry's answer: for F.conv2d's
+    backward, whose forward checked the input, weight and arguments, and whose grad_output the
+    tape brings in the output's shape and layout (the checks cost about what the launch does)."""
+    C, H, W = input_size[1:]
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
-    stride, dilation, padding, (OH, OW) = conv_geometry("conv2d_input", (H, W), kernel, stride, padding, dilation)
-    check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
+    stride, dilation, padding = geometry[:3]
     if weight.dtype == torch.float32:
         weight = weight.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)
     so, sc, si, sj = weight.stride()
@@ -491,9 +500,18 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check(c * groups == C and cout % groups == 0,
           lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)}"
                   + (f" in groups={groups}" if groups > 1 else ""))
-    (SH, SW), (DH, DW), (PH, PW), (OH, OW) = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding,
-                                                           dilation)
-    check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
+    geometry = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding, dilation)
+    check_dy("conv2d_weight", grad_output, N, cout, *geometry[3], input.device)
+    return weight_trusted(input, weight_size, grad_output, geometry, groups, precision, channels_last, parts)
+
+
+def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=None, channels_last=True,
+                   parts=None):
+    """conv2d_weight after its checks, geometry being conv_geometry's answer: for F.conv2d's
+    backward (see input_trusted)."""
+    N, C, H, W = input.shape
+    cout, c, KH, KW = weight_size
+    (SH, SW), (DH, DW), (PH, PW), (OH, OW) = geometry
     dy = grad_output.contiguous(memory_format=torch.channels_last)
     coutg, wide = cout // groups, reads_vectors(c)
     x = input.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else input

@@ -1102,8 +1102,11 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
 
 def relu(x, out=None):
     """max(x, 0) into out (default: a new tensor like x)."""
-    out = torch.empty_like(x) if out is None else out
-    check_like("relu", x, out)
+    if out is None:
+        check_like("relu", x)
+        out = torch.empty_like(x)  # laid out as x
+    else:
+        check_like("relu", x, out)
     n = x.numel()
     relu_kernel[grid1d(n)](x, out, n)
     return out
