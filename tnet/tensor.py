@@ -713,6 +713,11 @@ def _inputs_then(t, entry):
     """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
     op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
     changed under it, and tnet does not rebase views."""
+    for x in entry.inputs:  # the common case: no input was ever rebased
+        if "_past" in x.__dict__:
+            break
+    else:
+        return entry.inputs
     inputs = list(entry.inputs)
     for i, x in enumerate(inputs):
         for seq, old in x.__dict__.get("_past", ()):
@@ -739,8 +744,11 @@ def in_layout(g, like):
     """g, contiguous in the memory layout (NCHW or channels-last) of `like`, the tensor it is
     the gradient of: kernels take their operands in one layout, and ops such as reshape or
     a user's seed hand back NCHW. A copy only where the layouts differ."""
-    if g.is_contiguous() and like.is_contiguous():  # the common case, in two calls: NCHW already
-        return g
+    if g.is_contiguous():
+        if like.is_contiguous():  # the common case, in two calls: NCHW already
+            return g
+    elif g.is_contiguous(memory_format=torch.channels_last) and g.stride() == like.stride():
+        return g  # channels-last both (strides equal to a dense g's are a dense layout's)
     return g.contiguous(memory_format=memory_format(is_channels_last(like)))  # g itself if already so
 
 

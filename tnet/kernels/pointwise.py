@@ -1030,15 +1030,17 @@ def route(g, indices, shape, dim, channels_last=False):
 
 
 def laid_alike(*xs):
-    """Whether xs are float tensors of the first's shape, strides and device, the first dense:
-    check_like's conditions in one pass, for its common case (equal strides on a dense first are
-    one dense layout; tensors whose layouts agree with other strides, size-1 axes, are not)."""
+    """Whether xs are float tensors of the first's shape and device, dense in its layout: check_like's
+    conditions, in one pass where the strides are equal (the common case); other strides may still
+    be the same dense layout (those of size-1 axes: a 1x1 filter's gradient)."""
     first = xs[0]
     if not is_flat(first):
         return False
     shape, strides, device = first.shape, first.stride(), first.device
     for x in xs:  # a loop, not all(genexpr): every element-wise launch asks
-        if not (x.shape == shape and x.stride() == strides and x.device == device and x.dtype in FLOATS):
+        if not (x.shape == shape and x.device == device and x.dtype in FLOATS):
+            return False
+        if x.stride() != strides and not (is_flat(x) and is_channels_last(x) == is_channels_last(first)):
             return False
     return True
 
