@@ -25,6 +25,7 @@ Dtypes: x and dy are float32, float16 or bfloat16 (one dtype), y and dx take x's
 per-channel vectors (weight, bias, running statistics) may be any of the three and are
 usually fp32; statistics and sums are fp32, and so are the saved mean and invstd and the
 returned dweight and dbias."""
+import functools
 import math
 
 import torch
@@ -338,6 +339,7 @@ def _act(name, activation):
     return True
 
 
+@functools.lru_cache(maxsize=4096)  # every forward and backward asks
 def _row_parts(R):
     """(chunk, S): rows per part and the number of parts."""
     chunk = cdiv(max(ROWS_MIN, cdiv(R, MAX_PARTS)), ROWS_MIN) * ROWS_MIN
