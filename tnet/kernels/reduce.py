@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune
-from .launch import FLOATS, cdiv, check, check_float
+from .launch import FLOATS, cdiv, check, check_float, kept
 
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
@@ -239,6 +239,31 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     reduced axes make several runs, below). x must be dense (see is_dense): the reduced axes
     then fall into runs between kept ones; several runs (a sum over N, H and W of NCHW) are
     reduced one run after the other, the longest first."""
+    exact, dims = op in ("sum", "prod"), tuple(dims)
+    plan = kept(_PLANS, (x.shape, x.stride(), x.dtype, dims, op, dtype), lambda: _plan(x, dims, op, dtype))
+    if plan[0] == "runs":  # over several runs: the longest first, then the rest
+        _, longest, rest, dtype = plan
+        if not exact:  # values only: an index along several runs is not one number
+            return reduce(reduce(x, longest, op)[0], rest, op, dtype=dtype)[0], None
+        part = reduce(x, longest, op, dtype=torch.int64 if integer(x) else torch.float32)
+        return reduce(part, rest, op, divisor, dtype)
+    _, K1, R, K2, shape, back, dtype = plan
+    y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
+    yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64).permute(back)
+    if y.numel() and not x.numel():  # a sum (product) of no elements: the kernel would write nothing
+        y.fill_(0 if op == "sum" else 1)
+    elif y.numel():
+        _reduce_view(x, None, K1, R, K2, op, float(divisor), y, yi)
+    return y if exact else (y, yi)
+
+
+_PLANS = {}  # reduce's plans (_plan) by x's shape, strides and dtype and the arguments: every call asks
+
+
+def _plan(x, dims, op, dtype):
+    """reduce's checks, then what its launch needs of x's geometry: ("runs", the longest run of
+    reduced axes, the other reduced axes, dtype) where they make several runs, else ("view", K1, R,
+    K2, the output's shape in memory order, the permutation back to x's axis order, dtype)."""
     exact = op in ("sum", "prod")
     check(x.dtype in FLOATS or integer(x), lambda: f"{op}: x must be float32, float16, bfloat16, int64, int32 or bool, "
                                                    f"got {x.dtype}")
@@ -259,20 +284,9 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
     reduced = [run for run in runs if run[0]]
     if len(reduced) > 1:
         longest = max(reduced, key=lambda run: run[1])[2]
-        rest = [d for d in dims if d not in longest]
-        if not exact:  # values only: an index along several runs is not one number
-            return reduce(reduce(x, longest, op)[0], rest, op, dtype=dtype)[0], None
-        part = reduce(x, longest, op, dtype=torch.int64 if integer(x) else torch.float32)
-        return reduce(part, rest, op, divisor, dtype)
+        return "runs", longest, [d for d in dims if d not in longest], dtype
     at = runs.index(reduced[0]) if reduced else len(runs)
     K1, K2 = (math.prod(run[1] for run in runs[i]) for i in (slice(0, at), slice(at + 1, None)))
     R = reduced[0][1] if reduced else 1
     shape = [1 if d in dims else x.shape[d] for d in order]
-    back = sorted(range(x.dim()), key=order.__getitem__)
-    y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
-    yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64).permute(back)
-    if y.numel() and not x.numel():  # a sum (product) of no elements: the kernel would write nothing
-        y.fill_(0 if op == "sum" else 1)
-    elif y.numel():
-        _reduce_view(x, None, K1, R, K2, op, float(divisor), y, yi)
-    return y if exact else (y, yi)
+    return "view", K1, R, K2, shape, sorted(range(x.dim()), key=order.__getitem__), dtype
