@@ -180,6 +180,23 @@ def test_errors():
     assert p.grad is None
 
 
+def test_checks_after_the_first_step():
+    """An optimizer checks each parameter's state once (step_'s known=), then the gradient alone: a
+    bad gradient, or a state buffer replaced by a bad one, still raises on a later step."""
+    p = nn.Parameter(np.ones((2, 3), np.float32))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = tnet.tensor(np.ones((2, 3), np.float32))
+    opt.step()
+    opt.step()  # the same state: only the gradient checked
+    assert np.allclose(p.numpy(), 1 - 0.1 - 0.1 * 1.9)
+    p.grad = tnet.Tensor(torch.ones(3, 2).to(p.memory.device).t())  # a transposed gradient is copied to p's layout
+    opt.step()
+    p.grad = tnet.tensor(np.ones((2, 3), np.float32))
+    opt.state[p]["momentum_buffer"] = torch.zeros(2, 3, dtype=torch.float16, device=p.memory.device)
+    with pytest.raises(ValueError, match="state buffers must be torch.float32"):
+        opt.step()
+
+
 def _hand_written_sgd(lib):
     """A momentum SGD written as people subclass torch.optim.Optimizer: `required`, its own step under
     no_grad, state made lazily in self.state[p]."""

@@ -583,7 +583,22 @@ def _check_update(rule, p, g, bufs, lows, hyper, step):
     _check_scalar(rule, "step", step, p.device)
 
 
-def step_(rule, updates, scale=None, found_inf=None):
+def _known(known, p, g, bufs, lows, hyper, step):
+    """Whether this update's state (p, bufs, lows, hyper and step, the same objects) passed the
+    checks before, by `known`'s record (its ids, and the objects, held so that no id is reused),
+    and g is laid out as p: the state is the optimizer's own and changes only when replaced."""
+    seen = known.get(id(p))
+    return (seen is not None and seen[0] == (id(hyper), id(step), *map(id, bufs), *map(id, lows))
+            and laid_alike(p, g))
+
+
+def _remember(known, p, bufs, lows, hyper, step, parameters):
+    if len(known) > 2 * parameters + 16:  # parameters replaced (p.data = ...): the stale records go
+        known.clear()
+    known[id(p)] = ((id(hyper), id(step), *map(id, bufs), *map(id, lows)), (p, bufs, lows, hyper, step))
+
+
+def step_(rule, updates, scale=None, found_inf=None, known=None):
     """One step of rule (a key of HYPER but "muon": torch.optim's SGD, Adam, RMSprop, Adagrad, Adamax,
     NAdam, RAdam or Adadelta) on many tensors, in one launch per TENSORS_PER_LAUNCH: updates holds
     (p, g, buffers, lows, hyper, step, lr_mult, decay_mult) per tensor, buffers being its state in the
@@ -594,11 +609,19 @@ def step_(rule, updates, scale=None, found_inf=None):
     a GradScaler, scale and found_inf are its one-element float32 tensors: the gradients are divided
     by the scale, and a step with found_inf set changes nothing; found_inf alone: the gradients were
     unscaled already (GradScaler.unscale_). The addresses travel as kernel arguments, not in a device
-    table: the launch needs no host-to-device copy, so a CUDA graph can capture it like any other."""
+    table: the launch needs no host-to-device copy, so a CUDA graph can capture it like any other.
+    known: a dict the caller keeps between steps (an optimizer's), where each parameter's state,
+    once checked, is remembered (by the objects' identity): later steps with the same state
+    objects check the gradient alone. A state tensor changed in place in shape or layout
+    (resize_, set_) is not seen then; replace it instead, as the optimizers' own methods do."""
     check(rule in SLOTS, lambda: f"optimizer step: unknown rule {rule!r}")
     for p, g, bufs, lows, hyper, step, *_ in updates:
+        if known is not None and _known(known, p, g, bufs, lows, hyper, step):
+            continue
         if not _update_ok(rule, p, g, bufs, lows, hyper, step):
             _check_update(rule, p, g, bufs, lows, hyper, step)
+        if known is not None:
+            _remember(known, p, bufs, lows, hyper, step, len(updates))
     check(scale is None or found_inf is not None,
           lambda: f"{rule}: give both scale and found_inf, or found_inf alone, or neither")
     if found_inf is not None and updates:

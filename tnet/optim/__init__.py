@@ -81,6 +81,7 @@ class Optimizer:
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
+        self._known = {}  # the parameters' states that kernels.step_ checked (its known=)
         self._reshapes = reshaped_parameters[0]
         self.update_lr()
 
@@ -193,7 +194,7 @@ class Optimizer:
 
     def _update(self, updates, scale, found_inf):
         """The parameters' updates (kernels.step_'s tuples, one per parameter with a gradient)."""
-        kernels.step_(self.RULE, updates, scale, found_inf)
+        kernels.step_(self.RULE, updates, scale, found_inf, known=self._known)
 
     def zero_grad(self, set_to_none=True):
         # the groups' parameters, not self._params: a subclass may hand its groups to another optimizer (SAM)
