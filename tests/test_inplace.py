@@ -242,8 +242,8 @@ def test_in_place_ops_use_torch_for_memory_only(rng):
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)
     with Recorder() as rec:
         y = x * 2
-        y.add_(w, alpha=2).mul_(w).sub_(1).div_(w).clamp_(-1, 1).abs_().sqrt_().exp_().neg_().relu_()
-        y.masked_fill_(y > 0, w[0])
+        y = y.add_(w, alpha=2).mul_(w).sub_(1).div_(w).clamp_(-1, 1).abs_().sqrt_().exp_().neg_().relu_() * 1
+        y.masked_fill_(y > 0, w[0])  # not relu_'s output itself, which its backward reads
         z = tnet.zeros(3, 4)
         z[:, 1:].copy_(x[0, 1:].detach())
         z[0] = 1.0

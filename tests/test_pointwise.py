@@ -12,8 +12,8 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise
 from tnet.kernels.launch import is_channels_last
-from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, cl_randn, config_indices, f64, leaf,
-                     only_ith_config, randn, tol_for)
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, cl_randn, config_indices, f64, imports, leaf,
+                     only_ith_config, randn, to_numpy, tol_for)
 
 
 # The interpreter computes every branch of a tl.where in numpy, masked lanes too: log(0) warns.
@@ -255,16 +255,44 @@ def test_elu_accuracy_near_zero():
     assert ((y - torch.expm1(x.double())).abs() / torch.expm1(x.double()).abs()).max() < 1e-6
 
 
-def test_inplace_is_accepted_and_out_of_place(rng):
-    """inplace=True gives torch's values and gradients; the input is not modified."""
-    for fn, ref in [(lambda t: F.relu(t, inplace=True), torch.relu), (lambda t: F.relu6(t * 2, True), lambda t: tF.relu6(t * 2)),
-                    (lambda t: nn.ReLU(inplace=True)(t), torch.relu), (lambda t: nn.Hardswish(True)(t), tF.hardswish),
-                    (lambda t: nn.LeakyReLU(0.2, True)(t), lambda t: tF.leaky_relu(t, 0.2)),
-                    (lambda t: nn.ELU(inplace=True)(t), tF.elu), (lambda t: nn.Hardsigmoid(inplace=True)(t), tF.hardsigmoid)]:
-        x = leaf(rng, 3, 5)
-        before = x[0].numpy().copy()
-        check(fn, ref, [x], rng)
-        assert np.array_equal(x[0].numpy(), before)
+INPLACE_ACTIVATIONS = [lambda m, t: m.F.relu(t, inplace=True), lambda m, t: m.F.relu6(t, True),
+                       lambda m, t: m.nn.ReLU(inplace=True)(t), lambda m, t: m.nn.Hardswish(True)(t),
+                       lambda m, t: m.nn.LeakyReLU(0.2, True)(t), lambda m, t: m.nn.ELU(inplace=True)(t),
+                       lambda m, t: m.nn.Hardsigmoid(inplace=True)(t), lambda m, t: m.nn.SiLU(inplace=True)(t),
+                       lambda m, t: m.nn.Mish(inplace=True)(t), lambda m, t: m.nn.SELU(inplace=True)(t),
+                       lambda m, t: m.nn.CELU(0.5, inplace=True)(t), lambda m, t: m.nn.Hardtanh(-0.5, 0.5, True)(t),
+                       lambda m, t: m.nn.Threshold(0.1, 20.0, inplace=True)(t), lambda m, t: m.F.silu(t, inplace=True)]
+
+
+@pytest.mark.parametrize("act", range(len(INPLACE_ACTIVATIONS)))
+def test_inplace_writes_the_input_as_torch(act, rng, ieee):
+    """inplace=True writes the result into the input and returns it, as torch's: a later read of the
+    input sees it (Xception's middle flow adds x after nn.ReLU(inplace=True) ran on it), in values
+    and gradients; under no_grad too. A leaf that requires grad refuses, as torch's."""
+    fn, x0 = INPLACE_ACTIVATIONS[act], rng.standard_normal((3, 5)).astype(np.float32)
+    results = []
+    for m in (imports("torch"), imports("tnet")):
+        w = m.torch.tensor(x0, requires_grad=True)
+        x = w * 1.0
+        y = fn(m, x)
+        assert y is x
+        (y * x + x).sum().backward()
+        with m.torch.no_grad():
+            z = m.torch.tensor(x0)
+            fn(m, z)
+        results.append([to_numpy(v) for v in (x.detach(), w.grad, z)])
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            fn(m, m.torch.tensor(x0, requires_grad=True))
+    for out, ref in zip(*results[::-1]):
+        assert_close(out, ref, 1e-6)
+
+
+def test_inplace_on_a_view_in_a_graph_is_out_of_place(rng):
+    """tnet does not rebase a view's base: an activation's inplace=True on a view in a graph computes
+    out of place (the base keeps its values) where torch writes through; values and gradients of the
+    result are torch's."""
+    x = leaf(rng, 3, 5)
+    check(lambda t: F.relu((t * 1.0)[:, :3], inplace=True), lambda t: torch.relu(t[:, :3]), [x], rng)
     assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)" and repr(nn.ReLU6()) == "ReLU6()"
     assert repr(nn.LeakyReLU(0.2, True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
 

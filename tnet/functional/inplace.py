@@ -26,9 +26,9 @@ from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase,
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardtanh,
-                        leaky_relu, lerp, log, mul, neg, pow, relu, round, scaled, selu, sigmoid, sqrt, sub, sum_to, tanh,
-                        threshold, trunc, where)
+from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
+                        hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scaled, selu,
+                        sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, _relu_graph)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -171,7 +171,21 @@ exp_ = _unary("exp_", exp)
 log_ = _unary("log_", log, keeps_self=True)
 sigmoid_ = _unary("sigmoid_", sigmoid)
 tanh_ = _unary("tanh_", tanh)
-relu_ = _unary("relu_", relu)
+
+
+def relu_(self):
+    """self = relu(self), written straight into a dense float self's memory (no copy): relu's
+    backward reads its output, which is then self's memory itself."""
+    def compute(x):
+        X = self.memory
+        if X.dtype not in _pw.FLOATS or not is_flat(X):
+            return relu(x)
+        y = _pw.relu(X, out=X)
+        bump_version(self)  # before record, which keeps y's version for the backward's check
+        return record("relu", y, (x,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
+    return inplace(self, "relu_", compute)
+
+
 pow_ = _unary("pow_", pow, keeps_self=True)
 floor_ = _unary("floor_", floor)  # DeiT's drop_path: (keep_prob + rand(shape)).floor_()
 ceil_ = _unary("ceil_", ceil)
@@ -184,6 +198,23 @@ elu_ = _unary("elu_", elu, keeps_self=True)
 selu_ = _unary("selu_", selu, keeps_self=True)
 celu_ = _unary("celu_", celu, keeps_self=True)
 threshold_ = _unary("threshold_", threshold, keeps_self=True)
+_WRITERS = {"relu": (relu, relu_), "leaky_relu": (leaky_relu, leaky_relu_), "hardtanh": (hardtanh, hardtanh_),
+            "elu": (elu, elu_), "selu": (selu, selu_), "celu": (celu, celu_), "threshold": (threshold, threshold_),
+            **{op.__name__: (op, _unary(op.__name__ + "_", op, keeps_self=True))
+               for op in (silu, hardswish, hardsigmoid, mish)}}
+
+
+def written(name, self, args):
+    """F.<name>(self, *args, inplace=True) (nn.ReLU(inplace=True) and the other activations'), as
+    torch's: the result written into self's memory, a recorded in-place op (tensor.rebase) where
+    grad is on, and self returned. Where that write would need a view's base rebased (self a view
+    in a graph, which tnet does not rebase), the result is computed out of place instead and self
+    left as it is."""
+    op, method = _WRITERS[name]
+    if not isinstance(self, Tensor) or (is_grad_enabled() and self.requires_grad and self._entry is not None
+                                        and _is_view(self)):
+        return op(self, *args)
+    return method(self, *args)
 
 
 def lerp_(self, end, weight):

@@ -29,14 +29,23 @@ from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
 
-INPLACE = """inplace=True is accepted and computed out of place: the result is a new tensor and the input
-    is not modified (torch overwrites it); values and gradients are torch's."""
+INPLACE = """inplace=True writes the result into the input and returns it, as torch's (see
+    inplace.written: out of place where the input is a view in a graph)."""
+
+
+def _written(name, input, *args):
+    """The activation `name` of input (with args) written into input: its inplace=True
+    (inplace.written)."""
+    from .inplace import written  # inplace.py imports this module
+    return written(name, input, args)
 
 
 def relu(input, inplace=False):
     """max(x, 0), NaN kept. A strided view (a channel slice x[:, :c]) goes through the broadcasting
     kernel, dense memory through the flat one; either way the output is dense. Integer tensors keep
     their dtype. """ + INPLACE
+    if inplace:
+        return _written("relu", input)
     check_tensors("relu", input=input)
     X = input.memory
     if X.dtype in _pw.INTEGERS:  # integers stay integers, as torch's
@@ -451,34 +460,44 @@ def tanh(input):
     return _unary("tanh", input, "tanh", "tanh_backward", True, graph=_tanh_graph)
 
 
-def silu(input):
-    """x * sigmoid(x)."""
+def silu(input, inplace=False):
+    """x * sigmoid(x). """ + INPLACE
+    if inplace:
+        return _written("silu", input)
     return _unary("silu", input, "silu", "silu_backward", False, graph=_silu_graph)
 
 
 def relu6(input, inplace=False):
     """min(max(x, 0), 6): hardtanh(x, 0, 6), as torch's. """ + INPLACE
-    return hardtanh(input, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6. """ + INPLACE
+    if inplace:
+        return _written("hardswish", input)
     return _unary("hardswish", input, "hardswish", "hardswish_backward", False, graph=_hardswish_graph)
 
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6. """ + INPLACE
+    if inplace:
+        return _written("hardsigmoid", input)
     return _unary("hardsigmoid", input, "hardsigmoid", "hardsigmoid_backward", False, graph=_hardsigmoid_graph)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x. """ + INPLACE
+    if inplace:
+        return _written("leaky_relu", input, negative_slope)
     return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope),
                   graph=_leaky_relu_graph)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
+    if inplace:
+        return _written("elu", input, alpha)
     return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0, graph=_elu_graph)
 
 
@@ -826,6 +845,8 @@ def square(input):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """min(max(x, min_val), max_val), NaN kept; the gradient is 0 at and outside the bounds (torch's).
     Integer tensors keep their dtype, the bounds truncated to integers, as torch's. """ + INPLACE
+    if inplace:
+        return _written("hardtanh", input, min_val, max_val)
     check(min_val <= max_val, "min_val cannot be greater than max_val")
     check_tensors("hardtanh", input=input)
     if input.dtype in _pw.INTEGERS:
@@ -843,16 +864,22 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """x tanh(softplus(x)). """ + INPLACE
+    if inplace:
+        return _written("mish", input)
     return _unary("mish", input, "mish", "mish_backward", False, graph=_mish_graph)
 
 
 def selu(input, inplace=False):
     """scale * elu(x, alpha) with torch's constants (alpha 1.6733, scale 1.0507). """ + INPLACE
+    if inplace:
+        return _written("selu", input)
     return _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph)
 
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x / alpha) - 1). """ + INPLACE
+    if inplace:
+        return _written("celu", input, alpha)
     check(alpha != 0, "ZeroDivisionError in the celu: alpha cannot be 0")
     return _unary("celu", input, "elu", "elu_backward", False, float(alpha), 1.0 / alpha, graph=_elu_graph)
 
@@ -874,6 +901,8 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value (NaN kept); the gradient is 0 where x <= threshold. """ + INPLACE
+    if inplace:
+        return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), float(value))

@@ -1153,21 +1153,21 @@ class SyncBatchNorm(_BatchNorm):
 
 
 class ReLU(Module):
-    """F.relu; inplace=True is accepted and computed out of place (the input is not modified)."""
+    """F.relu; inplace=True writes the result into the input, as torch's (F.relu's inplace)."""
 
     def __init__(self, inplace=False):
         self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
 
 
 class _Activation(Module):
-    """An element-wise activation with torch's inplace= (accepted, computed out of place: the
-    input is not modified) and its parameters, in torch's order."""
+    """An element-wise activation with its parameters, in torch's order, and torch's inplace=
+    (the result written into the input, as F's inplace=)."""
     fn, params = None, ()
 
     def __init__(self, *args, inplace=False, **kwargs):
@@ -1182,7 +1182,8 @@ class _Activation(Module):
         self.inplace = inplace
 
     def forward(self, x):
-        return type(self).fn(x, *[getattr(self, name) for name, _ in self.params])
+        args = [getattr(self, name) for name, _ in self.params]
+        return type(self).fn(x, *args, inplace=True) if self.inplace else type(self).fn(x, *args)
 
     def extra_repr(self):
         return ", ".join([f"{name}={getattr(self, name)}" for name, _ in self.params] +
