@@ -287,12 +287,14 @@ def test_inplace_writes_the_input_as_torch(act, rng, ieee):
         assert_close(out, ref, 1e-6)
 
 
-def test_inplace_on_a_view_in_a_graph_is_out_of_place(rng):
-    """tnet does not rebase a view's base: an activation's inplace=True on a view in a graph computes
-    out of place (the base keeps its values) where torch writes through; values and gradients of the
-    result are torch's."""
+def test_inplace_on_a_view_writes_through_as_torch(rng):
+    """An activation's inplace=True on a view in a graph writes through to its base, as torch's;
+    the values and gradients through the view are torch's."""
     x = leaf(rng, 3, 5)
     check(lambda t: F.relu((t * 1.0)[:, :3], inplace=True), lambda t: torch.relu(t[:, :3]), [x], rng)
+    base = x[0] * 1.0
+    F.leaky_relu(base[:, 1:], 0.1, inplace=True)
+    assert_close(base.numpy(), torch.cat([x[1][:, :1], tF.leaky_relu(x[1][:, 1:], 0.1)], 1).detach().numpy(), 1e-6)
     assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)" and repr(nn.ReLU6()) == "ReLU6()"
     assert repr(nn.LeakyReLU(0.2, True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
 

@@ -568,6 +568,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
+                if "_stale_after" in x.__dict__:
+                    _check_fresh(x, entry)
                 assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
                 if gx.dtype != x.dtype:
                     gx = copy_(empty_in_layout(x.memory), gx)
@@ -583,6 +585,14 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     _run_callbacks()
     if not accumulate:
         return [captured.get(id(x)) for x in inputs]
+
+
+def _check_fresh(x, entry):
+    """RuntimeError where entry read x after a view of x was written in place with grad: tnet rebased
+    the view, not x, so x's node misses the write (torch rebases the base too)."""
+    if entry.seq > x.__dict__["_stale_after"]:
+        raise RuntimeError(f"backward: {entry.op} read a tensor after a view of it was modified by an inplace "
+                           f"operation; tnet rebases the view, not its base: read the view, or write out of place")
 
 
 def _freed():
@@ -676,6 +686,8 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                 for x, gx in zip(entry.inputs, entry.graph(g, t)):
                     if gx is None or not x.requires_grad:
                         continue
+                    if "_stale_after" in x.__dict__:
+                        _check_fresh(x, entry)
                     assert gx.shape == x.shape, f"gradient {gx.shape} for input {x.shape} ({entry.op})"
                     if gx.dtype != x.dtype:
                         gx = _graph_cast(gx, x.dtype)

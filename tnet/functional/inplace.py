@@ -6,9 +6,10 @@ Under no_grad, or where nothing involved requires grad, the op just writes. Othe
 recorded as torch records it: the result is computed out of place by the op of the same name
 (its graph node beside it), copied into the memory, and the Tensor object takes the new node
 (tensor.rebase), so that after `y = x * 2; y.add_(1)` the gradient of x is 2. As torch, a leaf
-that requires grad refuses. Unlike torch, so does a view in the graph (`y[0].mul_(2)` with y
-requiring grad): tnet does not rebase a view's base; and a backward through a view taken before
-its base was written in place raises (tensor._inputs_then)."""
+that requires grad refuses, and so does a view of one. A view in the graph (`y[:, :c] += z`, as
+GhostNet's shortcut) is rebased, but not its base (torch rebases both): the base's values change,
+and a backward through an op that read the base after the write raises (tensor.run_backward),
+as does a backward through a view taken before its base was written (tensor._inputs_then)."""
 import math
 import numbers
 
@@ -42,6 +43,20 @@ def _kind(v):
     return 0 if isinstance(v, bool) else 1 if isinstance(v, numbers.Integral) else 2
 
 
+def _bases(t):
+    """The tensors in t's graph whose memory t views (the inputs of the view ops that made it, and
+    theirs): an in-place write to t changes them too."""
+    bases, stack = [], [t]
+    while stack:
+        v = stack.pop()
+        if v._entry is not None:
+            for x in v._entry.inputs:
+                if x.memory is not v.memory and memory_root(x.memory) is memory_root(v.memory) and x not in bases:
+                    bases.append(x)
+                    stack.append(x)
+    return bases
+
+
 def _is_view(t):
     """Whether t views another tensor's memory: an input of the op that made it (not t's own past,
     which holds t's very storage), or (no op) any."""
@@ -57,12 +72,13 @@ def inplace(self, name, compute, others=(), keeps_self=False):
     itself and return a Tensor holding it."""
     recording = is_grad_enabled() and (self.requires_grad or any(needs_grad(*others)))
     x = self
+    bases = ()
     if recording:
         if self.requires_grad and self._entry is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        if _is_view(self):
-            raise RuntimeError(f"{name}: in-place on a view, with grad: tnet does not rebase the view's base; "
-                               f"compute out of place (torch.where, torch.cat) or under no_grad")
+        bases = _bases(self)
+        if any(b.requires_grad and b._entry is None for b in bases):
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
         x._entry = self._entry
     version = self._version
@@ -75,6 +91,8 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         bump_version(self)
     if recording and out._entry is not None:
         rebase(self, x, out)
+        for base in bases:  # not rebased: its later readers' gradients would miss the write's
+            base.__dict__["_stale_after"] = out._entry.seq
     if "_low" in self.__dict__:  # a parameter's 16-bit copies read under autocast
         amp.refresh_low_copies(self)
     return self
@@ -206,15 +224,10 @@ _WRITERS = {"relu": (relu, relu_), "leaky_relu": (leaky_relu, leaky_relu_), "har
 
 def written(name, self, args):
     """F.<name>(self, *args, inplace=True) (nn.ReLU(inplace=True) and the other activations'), as
-    torch's: the result written into self's memory, a recorded in-place op (tensor.rebase) where
-    grad is on, and self returned. Where that write would need a view's base rebased (self a view
-    in a graph, which tnet does not rebase), the result is computed out of place instead and self
-    left as it is."""
+    torch's: the result written into self's memory (a recorded in-place op where grad is on; a view
+    writes through to its base, see inplace) and self returned."""
     op, method = _WRITERS[name]
-    if not isinstance(self, Tensor) or (is_grad_enabled() and self.requires_grad and self._entry is not None
-                                        and _is_view(self)):
-        return op(self, *args)
-    return method(self, *args)
+    return method(self, *args) if isinstance(self, Tensor) else op(self, *args)
 
 
 def lerp_(self, end, weight):

@@ -29,8 +29,7 @@ from .host import nonzero
 from .inputs import check_tensors, needs_grad
 
 
-INPLACE = """inplace=True writes the result into the input and returns it, as torch's (see
-    inplace.written: out of place where the input is a view in a graph)."""
+INPLACE = """inplace=True writes the result into the input and returns it, as torch's."""
 
 
 def _written(name, input, *args):
