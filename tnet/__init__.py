@@ -220,6 +220,12 @@ def is_inference(input):
     return False
 
 
+def _assert(condition, message):
+    """torch._assert, the traceable assert torchvision's ViT and Swin check input sizes with: AssertionError."""
+    if not condition:
+        raise AssertionError(message)
+
+
 __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "bucketize", "cartesian_prod",
             "column_stack", "combinations", "corrcoef", "cross", "diag_embed", "diagflat", "diagonal_scatter", "dist",
             "dsplit", "dstack", "fliplr", "flipud", "histogram", "hsplit", "index_copy", "index_fill", "inner", "kron",

@@ -1,0 +1,186 @@
+"""torchvision's model definitions as people copy them into CIFAR repositories (ResNet with
+norm_layer and zero_init_residual, DenseNet's memory-efficient checkpointed layers, GoogLeNet's
+aux heads and namedtuple outputs, ShuffleNetV2, SqueezeNet, RegNet, ViT with nn.MultiheadAttention),
+timm's DeiT distillation token, and the older script styles (Variable, .data[0], DataParallel,
+bearpaw's AverageMeter and top-k accuracy, lr set by hand in param_groups, torch.save of a dict with
+the epoch), ported to tnet by their imports alone, as in test_ported_scripts.py; widths are tiny
+and runs 1-2 steps."""
+import math
+from collections import OrderedDict, namedtuple
+from functools import partial
+
+import numpy as np
+
+from helpers import batches, compare, load
+
+
+def step(m, model, opt, x, y):
+    out = model(m.torch.tensor(x))
+    loss = m.F.cross_entropy(out, m.torch.tensor(y))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def train(m, model, state, steps=1, shape=(2, 3, 8, 8), lr=0.05):
+    """steps SGD steps on random data, then an eval-mode forward under no_grad."""
+    init = load(m, model, state)
+    opt = m.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    losses = [step(m, model, opt, x, y) for x, y in batches(0, steps, shape)]
+    model.eval()
+    with m.torch.no_grad():
+        losses.append(model(m.torch.tensor(batches(1, 1, shape)[0][0])).sum().item())
+    return init, losses
+
+
+# (a) torchvision's resnet.py: conv3x3/conv1x1 helpers, BasicBlock and Bottleneck taking norm_layer,
+# groups and width_per_group, kaiming_normal_ in fan_out mode, zero_init_residual on the last BN
+# of each block, torch.flatten(x, 1), _forward_impl
+def tv_resnet(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+
+    def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1):
+        return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=dilation,
+                         groups=groups, bias=False, dilation=dilation)
+
+    def conv1x1(in_planes, out_planes, stride=1):
+        return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
+
+    class BasicBlock(nn.Module):
+        expansion: int = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,
+                     dilation=1, norm_layer=None):
+            super().__init__()
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            if groups != 1 or base_width != 64:
+                raise ValueError("BasicBlock only supports groups=1 and base_width=64")
+            self.conv1 = conv3x3(inplanes, planes, stride)
+            self.bn1 = norm_layer(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = conv3x3(planes, planes)
+            self.bn2 = norm_layer(planes)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x: Tensor) -> Tensor:
+            identity = x
+            out = self.conv1(x)
+            out = self.bn1(out)
+            out = self.relu(out)
+            out = self.conv2(out)
+            out = self.bn2(out)
+            if self.downsample is not None:
+                identity = self.downsample(x)
+            out += identity
+            out = self.relu(out)
+            return out
+
+    class Bottleneck(nn.Module):
+        expansion: int = 4
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,
+                     dilation=1, norm_layer=None):
+            super().__init__()
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            width = int(planes * (base_width / 64.0)) * groups
+            self.conv1 = conv1x1(inplanes, width)
+            self.bn1 = norm_layer(width)
+            self.conv2 = conv3x3(width, width, stride, groups, dilation)
+            self.bn2 = norm_layer(width)
+            self.conv3 = conv1x1(width, planes * self.expansion)
+            self.bn3 = norm_layer(planes * self.expansion)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x: Tensor) -> Tensor:
+            identity = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            if self.downsample is not None:
+                identity = self.downsample(x)
+            out += identity
+            return self.relu(out)
+
+    class ResNet(nn.Module):
+        def __init__(self, block, layers, num_classes=10, zero_init_residual=False, groups=1,
+                     width_per_group=64, replace_stride_with_dilation=None, norm_layer=None, inplanes=8):
+            super().__init__()
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            self._norm_layer = norm_layer
+            self.inplanes = inplanes
+            self.dilation = 1
+            if replace_stride_with_dilation is None:
+                replace_stride_with_dilation = [False, False, False]
+            self.groups = groups
+            self.base_width = width_per_group
+            # CIFAR stem: 3x3 stride 1, no max pooling
+            self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = norm_layer(self.inplanes)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.Identity()
+            self.layer1 = self._make_layer(block, inplanes, layers[0])
+            self.layer2 = self._make_layer(block, 2 * inplanes, layers[1], stride=2,
+                                           dilate=replace_stride_with_dilation[0])
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(2 * inplanes * block.expansion, num_classes)
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
+                elif isinstance(mod, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.constant_(mod.weight, 1)
+                    nn.init.constant_(mod.bias, 0)
+            if zero_init_residual:
+                for mod in self.modules():
+                    if isinstance(mod, Bottleneck) and mod.bn3.weight is not None:
+                        nn.init.constant_(mod.bn3.weight, 0)
+                    elif isinstance(mod, BasicBlock) and mod.bn2.weight is not None:
+                        nn.init.constant_(mod.bn2.weight, 0)
+
+        def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
+            norm_layer = self._norm_layer
+            downsample = None
+            previous_dilation = self.dilation
+            if dilate:
+                self.dilation *= stride
+                stride = 1
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                downsample = nn.Sequential(conv1x1(self.inplanes, planes * block.expansion, stride),
+                                           norm_layer(planes * block.expansion))
+            layers = [block(self.inplanes, planes, stride, downsample, self.groups, self.base_width,
+                            previous_dilation, norm_layer)]
+            self.inplanes = planes * block.expansion
+            for _ in range(1, blocks):
+                layers.append(block(self.inplanes, planes, groups=self.groups, base_width=self.base_width,
+                                    dilation=self.dilation, norm_layer=norm_layer))
+            return nn.Sequential(*layers)
+
+        def _forward_impl(self, x: Tensor) -> Tensor:
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer2(self.layer1(x))
+            x = self.avgpool(x)
+            x = torch.flatten(x, 1)
+            return self.fc(x)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self._forward_impl(x)
+
+    basic = ResNet(BasicBlock, [1, 1], zero_init_residual=True)
+    assert all(float(b.bn2.weight.abs().sum()) == 0 for b in basic.modules() if isinstance(b, BasicBlock))
+    # ResNeXt-style bottlenecks with GroupNorm through norm_layer=partial(...), dilation in layer2
+    basic.fc = nn.Linear(basic.fc.in_features, 3 * 8 * 8)  # a new head, as fine-tuning does
+    model = nn.Sequential(basic, ResNet(Bottleneck, [1, 1], groups=2, width_per_group=32, inplanes=4,
+                                        norm_layer=partial(nn.GroupNorm, 2), replace_stride_with_dilation=[True]))
+    model.insert(1, nn.Unflatten(1, (3, 8, 8)))
+    return train(m, model, state)
+
+
+def test_tv_resnet():
+    compare(tv_resnet)
