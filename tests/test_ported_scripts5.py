@@ -5,9 +5,11 @@ timm's DeiT distillation token, and the older script styles (Variable, .data[0],
 bearpaw's AverageMeter and top-k accuracy, lr set by hand in param_groups, torch.save of a dict with
 the epoch), ported to tnet by their imports alone, as in test_ported_scripts.py; widths are tiny
 and runs 1-2 steps."""
+import importlib
 import math
 from collections import OrderedDict, namedtuple
 from functools import partial
+from typing import List, Optional
 
 import numpy as np
 
@@ -184,3 +186,141 @@ def tv_resnet(m, state=None):
 
 def test_tv_resnet():
     compare(tv_resnet)
+
+
+# (b) torchvision's densenet.py: _DenseLayer with forward's typed overloads, torch.jit.unused on the
+# checkpointed bottleneck (torch.utils.checkpoint, use_reentrant=False) behind torch.jit.is_scripting,
+# _DenseBlock as a ModuleDict subclass iterating self.items(), _Transition as a Sequential subclass,
+# features grown by add_module on an OrderedDict Sequential
+def tv_densenet(m, state=None, memory_efficient=True):
+    torch, nn, F = m.torch, m.nn, m.F
+    cp = importlib.import_module(torch.__name__ + ".utils.checkpoint")
+    Tensor = torch.Tensor
+
+    class _DenseLayer(nn.Module):
+        def __init__(self, num_input_features, growth_rate, bn_size, drop_rate, memory_efficient=False):
+            super().__init__()
+            self.norm1 = nn.BatchNorm2d(num_input_features)
+            self.relu1 = nn.ReLU(inplace=True)
+            self.conv1 = nn.Conv2d(num_input_features, bn_size * growth_rate, kernel_size=1, stride=1, bias=False)
+            self.norm2 = nn.BatchNorm2d(bn_size * growth_rate)
+            self.relu2 = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(bn_size * growth_rate, growth_rate, kernel_size=3, stride=1, padding=1, bias=False)
+            self.drop_rate = float(drop_rate)
+            self.memory_efficient = memory_efficient
+
+        def bn_function(self, inputs: List[Tensor]) -> Tensor:
+            concated_features = torch.cat(inputs, 1)
+            bottleneck_output = self.conv1(self.relu1(self.norm1(concated_features)))
+            return bottleneck_output
+
+        def any_requires_grad(self, input: List[Tensor]) -> bool:
+            for tensor in input:
+                if tensor.requires_grad:
+                    return True
+            return False
+
+        @torch.jit.unused
+        def call_checkpoint_bottleneck(self, input: List[Tensor]) -> Tensor:
+            def closure(*inputs):
+                return self.bn_function(inputs)
+
+            return cp.checkpoint(closure, *input, use_reentrant=False)
+
+        @torch.jit._overload_method  # noqa: F811
+        def forward(self, input: List[Tensor]) -> Tensor:
+            pass
+
+        @torch.jit._overload_method  # noqa: F811
+        def forward(self, input: Tensor) -> Tensor:
+            pass
+
+        def forward(self, input: Tensor) -> Tensor:  # noqa: F811
+            if isinstance(input, Tensor):
+                prev_features = [input]
+            else:
+                prev_features = input
+            if self.memory_efficient and self.any_requires_grad(prev_features):
+                if torch.jit.is_scripting():
+                    raise Exception("Memory Efficient not supported in JIT")
+                bottleneck_output = self.call_checkpoint_bottleneck(prev_features)
+            else:
+                bottleneck_output = self.bn_function(prev_features)
+            new_features = self.conv2(self.relu2(self.norm2(bottleneck_output)))
+            if self.drop_rate > 0:
+                new_features = F.dropout(new_features, p=self.drop_rate, training=self.training)
+            return new_features
+
+    class _DenseBlock(nn.ModuleDict):
+        _version = 2
+
+        def __init__(self, num_layers, num_input_features, bn_size, growth_rate, drop_rate, memory_efficient=False):
+            super().__init__()
+            for i in range(num_layers):
+                layer = _DenseLayer(num_input_features + i * growth_rate, growth_rate=growth_rate, bn_size=bn_size,
+                                    drop_rate=drop_rate, memory_efficient=memory_efficient)
+                self.add_module("denselayer%d" % (i + 1), layer)
+
+        def forward(self, init_features: Tensor) -> Tensor:
+            features = [init_features]
+            for name, layer in self.items():
+                new_features = layer(features)
+                features.append(new_features)
+            return torch.cat(features, 1)
+
+    class _Transition(nn.Sequential):
+        def __init__(self, num_input_features, num_output_features):
+            super().__init__()
+            self.norm = nn.BatchNorm2d(num_input_features)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv = nn.Conv2d(num_input_features, num_output_features, kernel_size=1, stride=1, bias=False)
+            self.pool = nn.AvgPool2d(kernel_size=2, stride=2)
+
+    class DenseNet(nn.Module):
+        def __init__(self, growth_rate=4, block_config=(2, 1), num_init_features=8, bn_size=2, drop_rate=0,
+                     num_classes=10, memory_efficient=False):
+            super().__init__()
+            self.features = nn.Sequential(OrderedDict([
+                ("conv0", nn.Conv2d(3, num_init_features, kernel_size=3, stride=1, padding=1, bias=False)),
+                ("norm0", nn.BatchNorm2d(num_init_features)),
+                ("relu0", nn.ReLU(inplace=True)),
+                ("pool0", nn.MaxPool2d(kernel_size=3, stride=2, padding=1))]))
+            num_features = num_init_features
+            for i, num_layers in enumerate(block_config):
+                block = _DenseBlock(num_layers=num_layers, num_input_features=num_features, bn_size=bn_size,
+                                    growth_rate=growth_rate, drop_rate=drop_rate, memory_efficient=memory_efficient)
+                self.features.add_module("denseblock%d" % (i + 1), block)
+                num_features = num_features + num_layers * growth_rate
+                if i != len(block_config) - 1:
+                    trans = _Transition(num_input_features=num_features, num_output_features=num_features // 2)
+                    self.features.add_module("transition%d" % (i + 1), trans)
+                    num_features = num_features // 2
+            self.features.add_module("norm5", nn.BatchNorm2d(num_features))
+            self.classifier = nn.Linear(num_features, num_classes)
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    nn.init.kaiming_normal_(mod.weight)
+                elif isinstance(mod, nn.BatchNorm2d):
+                    nn.init.constant_(mod.weight, 1)
+                    nn.init.constant_(mod.bias, 0)
+                elif isinstance(mod, nn.Linear):
+                    nn.init.constant_(mod.bias, 0)
+
+        def forward(self, x: Tensor) -> Tensor:
+            features = self.features(x)
+            out = F.relu(features, inplace=True)
+            out = F.adaptive_avg_pool2d(out, (1, 1))
+            out = torch.flatten(out, 1)
+            out = self.classifier(out)
+            return out
+
+    model = DenseNet(memory_efficient=memory_efficient)
+    assert list(model.features.denseblock1.keys()) == ["denselayer1", "denselayer2"]
+    init, losses = train(m, model, state, steps=2)
+    # torch's checkpoint runs the bottleneck again in backward, so its BatchNorms update their running
+    # statistics twice per step; tnet's runs it once: the eval-mode output differs, the steps agree
+    return init, losses[:2]
+
+
+def test_tv_densenet():
+    compare(tv_densenet)
