@@ -324,3 +324,166 @@ def tv_densenet(m, state=None, memory_efficient=True):
 
 def test_tv_densenet():
     compare(tv_densenet)
+
+
+# (c) torchvision's googlenet.py: BasicConv2d (BatchNorm eps=0.001), Inception branches joined by
+# torch.cat, InceptionAux (adaptive_avg_pool2d to 4x4, F.dropout(training=)), transform_input from
+# torch.unsqueeze(x[:, 0], 1), trunc_normal_(mean, std, a, b) init, ceil_mode max pooling, a
+# GoogLeNetOutputs namedtuple in training and eager_outputs under torch.jit.unused, the aux losses
+# weighted 0.3 as torchvision's reference training script does
+def tv_googlenet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Tensor = torch.Tensor
+    GoogLeNetOutputs = namedtuple("GoogLeNetOutputs", ["logits", "aux_logits2", "aux_logits1"])
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, in_channels, out_channels, **kwargs):
+            super().__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, bias=False, **kwargs)
+            self.bn = nn.BatchNorm2d(out_channels, eps=0.001)
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = self.conv(x)
+            x = self.bn(x)
+            return F.relu(x, inplace=True)
+
+    class Inception(nn.Module):
+        def __init__(self, in_channels, ch1x1, ch3x3red, ch3x3, ch5x5red, ch5x5, pool_proj, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.branch1 = conv_block(in_channels, ch1x1, kernel_size=1)
+            self.branch2 = nn.Sequential(conv_block(in_channels, ch3x3red, kernel_size=1),
+                                         conv_block(ch3x3red, ch3x3, kernel_size=3, padding=1))
+            self.branch3 = nn.Sequential(conv_block(in_channels, ch5x5red, kernel_size=1),
+                                         # torchvision's known quirk: a 3x3 where the paper has 5x5
+                                         conv_block(ch5x5red, ch5x5, kernel_size=3, padding=1))
+            self.branch4 = nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1, ceil_mode=True),
+                                         conv_block(in_channels, pool_proj, kernel_size=1))
+
+        def _forward(self, x: Tensor) -> List[Tensor]:
+            return [self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)]
+
+        def forward(self, x: Tensor) -> Tensor:
+            outputs = self._forward(x)
+            return torch.cat(outputs, 1)
+
+    class InceptionAux(nn.Module):
+        def __init__(self, in_channels, num_classes, conv_block=None, dropout=0.7):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.conv = conv_block(in_channels, 4, kernel_size=1)
+            self.fc1 = nn.Linear(4 * 4 * 4, 16)
+            self.fc2 = nn.Linear(16, num_classes)
+            self.dropout = nn.Dropout(p=dropout)
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = F.adaptive_avg_pool2d(x, (4, 4))
+            x = self.conv(x)
+            x = torch.flatten(x, 1)
+            x = F.relu(self.fc1(x), inplace=True)
+            x = self.dropout(x)
+            return self.fc2(x)
+
+    class GoogLeNet(nn.Module):
+        __constants__ = ["aux_logits", "transform_input"]
+
+        def __init__(self, num_classes=10, aux_logits=True, transform_input=True, init_weights=None,
+                     blocks=None, dropout=0.2, dropout_aux=0.7):
+            super().__init__()
+            if blocks is None:
+                blocks = [BasicConv2d, Inception, InceptionAux]
+            conv_block, inception_block, inception_aux_block = blocks
+            self.aux_logits = aux_logits
+            self.transform_input = transform_input
+            self.conv1 = conv_block(3, 8, kernel_size=3, stride=1, padding=1)
+            self.maxpool1 = nn.MaxPool2d(3, stride=2, ceil_mode=True)
+            self.inception3a = inception_block(8, 4, 4, 4, 2, 2, 2)
+            self.inception4a = inception_block(12, 4, 4, 4, 2, 2, 2)
+            self.maxpool4 = nn.MaxPool2d(2, stride=2, ceil_mode=True)
+            self.inception5a = inception_block(12, 4, 4, 6, 2, 2, 4)
+            if aux_logits:
+                self.aux1 = inception_aux_block(12, num_classes, dropout=dropout_aux)
+                self.aux2 = inception_aux_block(12, num_classes, dropout=dropout_aux)
+            else:
+                self.aux1 = None
+                self.aux2 = None
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.dropout = nn.Dropout(p=dropout)
+            self.fc = nn.Linear(16, num_classes)
+            if init_weights:
+                for mod in self.modules():
+                    if isinstance(mod, (nn.Conv2d, nn.Linear)):
+                        torch.nn.init.trunc_normal_(mod.weight, mean=0.0, std=0.01, a=-2, b=2)
+                    elif isinstance(mod, nn.BatchNorm2d):
+                        nn.init.constant_(mod.weight, 1)
+                        nn.init.constant_(mod.bias, 0)
+
+        def _transform_input(self, x: Tensor) -> Tensor:
+            if self.transform_input:
+                x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
+                x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
+                x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
+                x = torch.cat((x_ch0, x_ch1, x_ch2), 1)
+            return x
+
+        def _forward(self, x: Tensor):
+            x = self.maxpool1(self.conv1(x))
+            x = self.inception3a(x)
+            aux1: Optional[Tensor] = None
+            if self.aux1 is not None:
+                if self.training:
+                    aux1 = self.aux1(x)
+            x = self.inception4a(x)
+            aux2 = torch.jit.annotate(Optional[Tensor], None)
+            if self.aux2 is not None:
+                if self.training:
+                    aux2 = self.aux2(x)
+            x = self.maxpool4(x)
+            x = self.inception5a(x)
+            x = self.avgpool(x)
+            x = torch.flatten(x, 1)
+            x = self.dropout(x)
+            x = self.fc(x)
+            return x, aux2, aux1
+
+        @torch.jit.unused
+        def eager_outputs(self, x: Tensor, aux2: Optional[Tensor], aux1: Optional[Tensor]):
+            if self.training and self.aux_logits:
+                return GoogLeNetOutputs(x, aux2, aux1)
+            else:
+                return x
+
+        def forward(self, x: Tensor):
+            x = self._transform_input(x)
+            x, aux2, aux1 = self._forward(x)
+            aux_defined = self.training and self.aux_logits
+            if torch.jit.is_scripting():
+                return GoogLeNetOutputs(x, aux2, aux1)
+            else:
+                return self.eager_outputs(x, aux2, aux1)
+
+    model = GoogLeNet(init_weights=True, dropout=0.0, dropout_aux=0.0)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = m.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for x, y in batches(0, 1, (2, 3, 8, 8)):
+        x, y = torch.tensor(x), torch.tensor(y)
+        output = model(x)
+        assert isinstance(output, GoogLeNetOutputs)
+        loss = criterion(output.logits, y) + 0.3 * criterion(output.aux_logits1, y) + \
+            0.3 * criterion(output.aux_logits2, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.inference_mode():
+        losses.append(model(torch.tensor(batches(1, 1, (2, 3, 8, 8))[0][0])).sum().item())
+    return init, losses
+
+
+def test_tv_googlenet():
+    compare(tv_googlenet)
