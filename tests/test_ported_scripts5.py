@@ -9,7 +9,7 @@ import importlib
 import math
 from collections import OrderedDict, namedtuple
 from functools import partial
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -487,3 +487,387 @@ def tv_googlenet(m, state=None):
 
 def test_tv_googlenet():
     compare(tv_googlenet)
+
+
+# (d) torchvision's mobilenetv3.py over torchvision.ops' pieces: Conv2dNormActivation (a Sequential
+# subclass built from layer classes, inplace passed as a keyword), SqueezeExcitation taking its
+# activations as classes (partial(..., scale_activation=nn.Hardsigmoid)), _make_divisible,
+# InvertedResidualConfig, partial(nn.BatchNorm2d, eps=0.001, momentum=0.01), `result += input`;
+# and EfficientNet's StochasticDepth (torch.empty(size).bernoulli_(survival_rate), noise.div_)
+def tv_mobilenetv3(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+
+    def _make_divisible(v, divisor, min_value=None):
+        if min_value is None:
+            min_value = divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        if new_v < 0.9 * v:  # make sure that round down does not go down by more than 10%
+            new_v += divisor
+        return new_v
+
+    class Conv2dNormActivation(torch.nn.Sequential):
+        def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, padding=None, groups=1,
+                     norm_layer=torch.nn.BatchNorm2d, activation_layer=torch.nn.ReLU, dilation=1, inplace=True,
+                     bias=None, conv_layer=torch.nn.Conv2d):
+            if padding is None:
+                padding = (kernel_size - 1) // 2 * dilation
+            if bias is None:
+                bias = norm_layer is None
+            layers = [conv_layer(in_channels, out_channels, kernel_size, stride, padding, dilation=dilation,
+                                 groups=groups, bias=bias)]
+            if norm_layer is not None:
+                layers.append(norm_layer(out_channels))
+            if activation_layer is not None:
+                params = {} if inplace is None else {"inplace": inplace}
+                layers.append(activation_layer(**params))
+            super().__init__(*layers)
+            self.out_channels = out_channels
+
+    class SqueezeExcitation(torch.nn.Module):
+        def __init__(self, input_channels, squeeze_channels, activation=torch.nn.ReLU,
+                     scale_activation=torch.nn.Sigmoid):
+            super().__init__()
+            self.avgpool = torch.nn.AdaptiveAvgPool2d(1)
+            self.fc1 = torch.nn.Conv2d(input_channels, squeeze_channels, 1)
+            self.fc2 = torch.nn.Conv2d(squeeze_channels, input_channels, 1)
+            self.activation = activation()
+            self.scale_activation = scale_activation()
+
+        def _scale(self, input: Tensor) -> Tensor:
+            scale = self.avgpool(input)
+            scale = self.fc1(scale)
+            scale = self.activation(scale)
+            scale = self.fc2(scale)
+            return self.scale_activation(scale)
+
+        def forward(self, input: Tensor) -> Tensor:
+            scale = self._scale(input)
+            return scale * input
+
+    def stochastic_depth(input: Tensor, p: float, mode: str, training: bool = True) -> Tensor:
+        if p < 0.0 or p > 1.0:
+            raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+        if mode not in ["batch", "row"]:
+            raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
+        if not training or p == 0.0:
+            return input
+        survival_rate = 1.0 - p
+        if mode == "row":
+            size = [input.shape[0]] + [1] * (input.ndim - 1)
+        else:
+            size = [1] * input.ndim
+        noise = torch.empty(size, dtype=input.dtype, device=input.device)
+        noise = noise.bernoulli_(survival_rate)
+        if survival_rate > 0.0:
+            noise.div_(survival_rate)
+        return input * noise
+
+    class StochasticDepth(nn.Module):
+        def __init__(self, p: float, mode: str) -> None:
+            super().__init__()
+            self.p = p
+            self.mode = mode
+
+        def forward(self, input: Tensor) -> Tensor:
+            return stochastic_depth(input, self.p, self.mode, self.training)
+
+    class InvertedResidualConfig:
+        def __init__(self, input_channels, kernel, expanded_channels, out_channels, use_se, activation, stride,
+                     dilation, width_mult):
+            self.input_channels = self.adjust_channels(input_channels, width_mult)
+            self.kernel = kernel
+            self.expanded_channels = self.adjust_channels(expanded_channels, width_mult)
+            self.out_channels = self.adjust_channels(out_channels, width_mult)
+            self.use_se = use_se
+            self.use_hs = activation == "HS"
+            self.stride = stride
+            self.dilation = dilation
+
+        @staticmethod
+        def adjust_channels(channels: int, width_mult: float):
+            return _make_divisible(channels * width_mult, 8)
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cnf, norm_layer, se_layer=partial(SqueezeExcitation, scale_activation=nn.Hardsigmoid),
+                     stochastic_depth_prob=0.0):
+            super().__init__()
+            if not (1 <= cnf.stride <= 2):
+                raise ValueError("illegal stride value")
+            self.use_res_connect = cnf.stride == 1 and cnf.input_channels == cnf.out_channels
+            layers: List[nn.Module] = []
+            activation_layer = nn.Hardswish if cnf.use_hs else nn.ReLU
+            if cnf.expanded_channels != cnf.input_channels:
+                layers.append(Conv2dNormActivation(cnf.input_channels, cnf.expanded_channels, kernel_size=1,
+                                                   norm_layer=norm_layer, activation_layer=activation_layer))
+            stride = 1 if cnf.dilation > 1 else cnf.stride
+            layers.append(Conv2dNormActivation(cnf.expanded_channels, cnf.expanded_channels, kernel_size=cnf.kernel,
+                                               stride=stride, dilation=cnf.dilation, groups=cnf.expanded_channels,
+                                               norm_layer=norm_layer, activation_layer=activation_layer))
+            if cnf.use_se:
+                squeeze_channels = _make_divisible(cnf.expanded_channels // 4, 8)
+                layers.append(se_layer(cnf.expanded_channels, squeeze_channels))
+            layers.append(Conv2dNormActivation(cnf.expanded_channels, cnf.out_channels, kernel_size=1,
+                                               norm_layer=norm_layer, activation_layer=None))
+            self.block = nn.Sequential(*layers)
+            self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+            self.out_channels = cnf.out_channels
+            self._is_cn = cnf.stride > 1
+
+        def forward(self, input: Tensor) -> Tensor:
+            result = self.block(input)
+            if self.use_res_connect:
+                result = self.stochastic_depth(result)
+                result += input
+            return result
+
+    class MobileNetV3(nn.Module):
+        def __init__(self, inverted_residual_setting, last_channel, num_classes=10, block=None, norm_layer=None,
+                     dropout=0.2, stochastic_depth_prob=0.0):
+            super().__init__()
+            if block is None:
+                block = InvertedResidual
+            if norm_layer is None:
+                norm_layer = partial(nn.BatchNorm2d, eps=0.001, momentum=0.01)
+            layers: List[nn.Module] = []
+            firstconv_output_channels = inverted_residual_setting[0].input_channels
+            layers.append(Conv2dNormActivation(3, firstconv_output_channels, kernel_size=3, stride=2,
+                                               norm_layer=norm_layer, activation_layer=nn.Hardswish))
+            for cnf in inverted_residual_setting:
+                layers.append(block(cnf, norm_layer, stochastic_depth_prob=stochastic_depth_prob))
+            lastconv_input_channels = inverted_residual_setting[-1].out_channels
+            lastconv_output_channels = 2 * lastconv_input_channels
+            layers.append(Conv2dNormActivation(lastconv_input_channels, lastconv_output_channels, kernel_size=1,
+                                               norm_layer=norm_layer, activation_layer=nn.Hardswish))
+            self.features = nn.Sequential(*layers)
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.classifier = nn.Sequential(
+                nn.Linear(lastconv_output_channels, last_channel),
+                nn.Hardswish(inplace=True),
+                nn.Dropout(p=dropout, inplace=True),
+                nn.Linear(last_channel, num_classes))
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    nn.init.kaiming_normal_(mod.weight, mode="fan_out")
+                    if mod.bias is not None:
+                        nn.init.zeros_(mod.bias)
+                elif isinstance(mod, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.ones_(mod.weight)
+                    nn.init.zeros_(mod.bias)
+                elif isinstance(mod, nn.Linear):
+                    nn.init.normal_(mod.weight, 0, 0.01)
+                    nn.init.zeros_(mod.bias)
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = self.features(x)
+            x = self.avgpool(x)
+            x = torch.flatten(x, 1)
+            return self.classifier(x)
+
+    bneck_conf = partial(InvertedResidualConfig, width_mult=0.5)
+    setting = [bneck_conf(16, 3, 16, 16, True, "RE", 2, 1), bneck_conf(16, 3, 32, 16, True, "HS", 1, 1)]
+    model = MobileNetV3(setting, last_channel=16, dropout=0.0)
+    assert [type(mod).__name__ for mod in model.features[1].block] == ["Conv2dNormActivation", "SqueezeExcitation",
+                                                                       "Conv2dNormActivation"]
+    init, losses = train(m, model, state, lr=0.1)
+    if torch.__name__ == "tnet":  # the noise: every row kept whole or dropped, the kept ones scaled
+        depth = StochasticDepth(0.5, "row")
+        x = torch.ones(64, 2, 3)
+        y = depth(x)
+        assert set(y.sum((1, 2)).tolist()) <= {0.0, 12.0} and 0 < y.sum().item() < 64 * 12
+        assert depth.eval()(x) is x
+        noisy = MobileNetV3(setting, last_channel=16, stochastic_depth_prob=0.5)
+        noisy(torch.tensor(batches(2, 1, (2, 3, 8, 8))[0][0])).sum().backward()
+    return init, losses
+
+
+def test_tv_mobilenetv3():
+    compare(tv_mobilenetv3)
+
+
+# (e) torchvision's shufflenetv2.py (channel_shuffle by view, torch.transpose and contiguous; x.chunk;
+# stages made by setattr under annotated names; x.mean([2, 3])) and regnet.py (BlockParams' widths
+# computed with torch.arange, log, round, pow and diff, then .int().tolist(); BottleneckTransform as a
+# Sequential of an OrderedDict; AnyStage's blocks named "block1-0" by add_module; fan-out normal init)
+def tv_shufflenet_regnet(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+
+    def channel_shuffle(x: Tensor, groups: int) -> Tensor:
+        batchsize, num_channels, height, width = x.size()
+        channels_per_group = num_channels // groups
+        x = x.view(batchsize, groups, channels_per_group, height, width)
+        x = torch.transpose(x, 1, 2).contiguous()
+        x = x.view(batchsize, num_channels, height, width)
+        return x
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, inp: int, oup: int, stride: int) -> None:
+            super().__init__()
+            if not (1 <= stride <= 3):
+                raise ValueError("illegal stride value")
+            self.stride = stride
+            branch_features = oup // 2
+            if (self.stride == 1) and (inp != branch_features << 1):
+                raise ValueError(f"Invalid combination of stride {stride}, inp {inp} and oup {oup} values.")
+            if self.stride > 1:
+                self.branch1 = nn.Sequential(
+                    self.depthwise_conv(inp, inp, kernel_size=3, stride=self.stride, padding=1),
+                    nn.BatchNorm2d(inp),
+                    nn.Conv2d(inp, branch_features, kernel_size=1, stride=1, padding=0, bias=False),
+                    nn.BatchNorm2d(branch_features),
+                    nn.ReLU(inplace=True))
+            else:
+                self.branch1 = nn.Sequential()
+            self.branch2 = nn.Sequential(
+                nn.Conv2d(inp if (self.stride > 1) else branch_features, branch_features, kernel_size=1, stride=1,
+                          padding=0, bias=False),
+                nn.BatchNorm2d(branch_features),
+                nn.ReLU(inplace=True),
+                self.depthwise_conv(branch_features, branch_features, kernel_size=3, stride=self.stride, padding=1),
+                nn.BatchNorm2d(branch_features),
+                nn.Conv2d(branch_features, branch_features, kernel_size=1, stride=1, padding=0, bias=False),
+                nn.BatchNorm2d(branch_features),
+                nn.ReLU(inplace=True))
+
+        @staticmethod
+        def depthwise_conv(i, o, kernel_size, stride=1, padding=0, bias=False):
+            return nn.Conv2d(i, o, kernel_size, stride, padding, bias=bias, groups=i)
+
+        def forward(self, x: Tensor) -> Tensor:
+            if self.stride == 1:
+                x1, x2 = x.chunk(2, dim=1)
+                out = torch.cat((x1, self.branch2(x2)), dim=1)
+            else:
+                out = torch.cat((self.branch1(x), self.branch2(x)), dim=1)
+            out = channel_shuffle(out, 2)
+            return out
+
+    class ShuffleNetV2(nn.Module):
+        def __init__(self, stages_repeats, stages_out_channels, num_classes=10):
+            super().__init__()
+            self._stage_out_channels = stages_out_channels
+            input_channels = 3
+            output_channels = self._stage_out_channels[0]
+            self.conv1 = nn.Sequential(nn.Conv2d(input_channels, output_channels, 3, 1, 1, bias=False),
+                                       nn.BatchNorm2d(output_channels), nn.ReLU(inplace=True))
+            input_channels = output_channels
+            self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+            self.stage2: nn.Sequential
+            self.stage3: nn.Sequential
+            stage_names = [f"stage{i}" for i in [2, 3]]
+            for name, repeats, output_channels in zip(stage_names, stages_repeats, self._stage_out_channels[1:]):
+                seq = [InvertedResidual(input_channels, output_channels, 2)]
+                for i in range(repeats - 1):
+                    seq.append(InvertedResidual(output_channels, output_channels, 1))
+                setattr(self, name, nn.Sequential(*seq))
+                input_channels = output_channels
+            output_channels = self._stage_out_channels[-1]
+            self.conv5 = nn.Sequential(nn.Conv2d(input_channels, output_channels, 1, 1, 0, bias=False),
+                                       nn.BatchNorm2d(output_channels), nn.ReLU(inplace=True))
+            self.fc = nn.Linear(output_channels, num_classes)
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = self.maxpool(self.conv1(x))
+            x = self.stage3(self.stage2(x))
+            x = self.conv5(x)
+            x = x.mean([2, 3])  # globalpool
+            return self.fc(x)
+
+    def block_params(depth, w_0, w_a, w_m, group_width):
+        QUANT = 8
+        widths_cont = torch.arange(depth) * w_a + w_0
+        block_capacity = torch.round(torch.log(widths_cont / w_0) / math.log(w_m))
+        block_widths = (torch.round(torch.divide(w_0 * torch.pow(w_m, block_capacity), QUANT)) * QUANT).int().tolist()
+        split_helper = zip(block_widths + [0], [0] + block_widths, block_widths + [0], [0] + block_widths)
+        splits = [w != wp or r != rp for w, wp, r, rp in split_helper]
+        stage_widths = [w for w, t in zip(block_widths, splits[:-1]) if t]
+        stage_depths = torch.diff(torch.tensor([d for d, t in enumerate(splits) if t])).int().tolist()
+        return stage_widths, stage_depths, [group_width] * len(stage_widths)
+
+    class Conv2dNormActivation(nn.Sequential):
+        def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, groups=1, activation_layer=nn.ReLU):
+            layers = [nn.Conv2d(in_channels, out_channels, kernel_size, stride, (kernel_size - 1) // 2, groups=groups,
+                                bias=False), nn.BatchNorm2d(out_channels)]
+            if activation_layer is not None:
+                layers.append(activation_layer(inplace=True))
+            super().__init__(*layers)
+
+    class BottleneckTransform(nn.Sequential):
+        def __init__(self, width_in, width_out, stride, group_width, bottleneck_multiplier=1.0):
+            layers: Dict[str, nn.Module] = OrderedDict()
+            w_b = int(round(width_out * bottleneck_multiplier))
+            g = w_b // group_width
+            layers["a"] = Conv2dNormActivation(width_in, w_b, kernel_size=1)
+            layers["b"] = Conv2dNormActivation(w_b, w_b, kernel_size=3, stride=stride, groups=g)
+            layers["c"] = Conv2dNormActivation(w_b, width_out, kernel_size=1, activation_layer=None)
+            super().__init__(layers)
+
+    class ResBottleneckBlock(nn.Module):
+        def __init__(self, width_in, width_out, stride, group_width):
+            super().__init__()
+            self.proj = None
+            should_proj = (width_in != width_out) or (stride != 1)
+            if should_proj:
+                self.proj = Conv2dNormActivation(width_in, width_out, kernel_size=1, stride=stride,
+                                                 activation_layer=None)
+            self.f = BottleneckTransform(width_in, width_out, stride, group_width)
+            self.activation = nn.ReLU(inplace=True)
+
+        def forward(self, x: Tensor) -> Tensor:
+            if self.proj is not None:
+                x = self.proj(x) + self.f(x)
+            else:
+                x = x + self.f(x)
+            return self.activation(x)
+
+    class AnyStage(nn.Sequential):
+        def __init__(self, width_in, width_out, stride, depth, group_width, stage_index=0):
+            super().__init__()
+            for i in range(depth):
+                block = ResBottleneckBlock(width_in if i == 0 else width_out, width_out, stride if i == 0 else 1,
+                                           group_width)
+                self.add_module(f"block{stage_index}-{i}", block)
+
+    class RegNet(nn.Module):
+        def __init__(self, stem_width=8, num_classes=10):
+            super().__init__()
+            self.stem = Conv2dNormActivation(3, stem_width, kernel_size=3, stride=2)
+            current_width = stem_width
+            blocks = []
+            widths, depths, group_widths = block_params(depth=3, w_0=8, w_a=4.0, w_m=2.0, group_width=4)
+            for i, (width_out, stride, depth, group_width) in enumerate(zip(widths, [2] * len(widths), depths,
+                                                                            group_widths)):
+                blocks.append((f"block{i + 1}", AnyStage(current_width, width_out, stride, depth, group_width,
+                                                          stage_index=i + 1)))
+                current_width = width_out
+            self.trunk_output = nn.Sequential(OrderedDict(blocks))
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(in_features=current_width, out_features=num_classes)
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    fan_out = mod.kernel_size[0] * mod.kernel_size[1] * mod.out_channels
+                    nn.init.normal_(mod.weight, mean=0.0, std=math.sqrt(2.0 / fan_out))
+                elif isinstance(mod, nn.BatchNorm2d):
+                    nn.init.ones_(mod.weight)
+                    nn.init.zeros_(mod.bias)
+                elif isinstance(mod, nn.Linear):
+                    nn.init.normal_(mod.weight, mean=0.0, std=0.01)
+                    nn.init.zeros_(mod.bias)
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = self.trunk_output(self.stem(x))
+            x = self.avgpool(x)
+            x = x.flatten(start_dim=1)
+            return self.fc(x)
+
+    assert block_params(depth=6, w_0=8, w_a=6.0, w_m=2.0, group_width=4)[:2] == ([8, 16, 32], [1, 2, 3])
+    regnet = RegNet()
+    assert "trunk_output.block1.block1-0.f.b.0.weight" in regnet.state_dict()
+    model = nn.Sequential(ShuffleNetV2([2, 1], [8, 8, 16, 16], num_classes=3 * 8 * 8), nn.Unflatten(1, (3, 8, 8)),
+                          regnet)
+    return train(m, model, state)
+
+
+def test_tv_shufflenet_regnet():
+    compare(tv_shufflenet_regnet)
