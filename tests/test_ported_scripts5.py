@@ -871,3 +871,172 @@ def tv_shufflenet_regnet(m, state=None):
 
 def test_tv_shufflenet_regnet():
     compare(tv_shufflenet_regnet)
+
+
+# (f) torchvision's vision_transformer.py: MLP as a Sequential subclass, MLPBlock renaming a legacy
+# checkpoint's keys in _load_from_state_dict, nn.MultiheadAttention(batch_first=True) called with
+# need_weights=False, torch._assert on the input's shape, pos_embedding from torch.empty().normal_,
+# trunc_normal_ by fan-in, a zero-initialised head behind a pre_logits Linear and Tanh
+def tv_vit(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+
+    class MLP(torch.nn.Sequential):
+        def __init__(self, in_channels, hidden_channels, norm_layer=None, activation_layer=torch.nn.ReLU, inplace=None,
+                     bias=True, dropout=0.0):
+            params = {} if inplace is None else {"inplace": inplace}
+            layers = []
+            in_dim = in_channels
+            for hidden_dim in hidden_channels[:-1]:
+                layers.append(torch.nn.Linear(in_dim, hidden_dim, bias=bias))
+                if norm_layer is not None:
+                    layers.append(norm_layer(hidden_dim))
+                layers.append(activation_layer(**params))
+                layers.append(torch.nn.Dropout(dropout, **params))
+                in_dim = hidden_dim
+            layers.append(torch.nn.Linear(in_dim, hidden_channels[-1], bias=bias))
+            layers.append(torch.nn.Dropout(dropout, **params))
+            super().__init__(*layers)
+
+    class MLPBlock(MLP):
+        _version = 2
+
+        def __init__(self, in_dim: int, mlp_dim: int, dropout: float):
+            super().__init__(in_dim, [mlp_dim, in_dim], activation_layer=nn.GELU, inplace=None, dropout=dropout)
+            for mod in self.modules():
+                if isinstance(mod, nn.Linear):
+                    nn.init.xavier_uniform_(mod.weight)
+                    if mod.bias is not None:
+                        nn.init.normal_(mod.bias, std=1e-6)
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                  error_msgs):
+            version = local_metadata.get("version", None)
+            if version is None or version < 2:
+                # Replacing legacy MLPBlock with MLP. See https://github.com/pytorch/vision/pull/6053
+                for i in range(2):
+                    for type in ["weight", "bias"]:
+                        old_key = f"{prefix}linear_{i+1}.{type}"
+                        new_key = f"{prefix}{3*i}.{type}"
+                        if old_key in state_dict:
+                            state_dict[new_key] = state_dict.pop(old_key)
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                          error_msgs)
+
+    class EncoderBlock(nn.Module):
+        def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
+                     norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+            super().__init__()
+            self.num_heads = num_heads
+            self.ln_1 = norm_layer(hidden_dim)
+            self.self_attention = nn.MultiheadAttention(hidden_dim, num_heads, dropout=attention_dropout,
+                                                        batch_first=True)
+            self.dropout = nn.Dropout(dropout)
+            self.ln_2 = norm_layer(hidden_dim)
+            self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
+
+        def forward(self, input: Tensor):
+            torch._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
+            x = self.ln_1(input)
+            x, _ = self.self_attention(x, x, x, need_weights=False)
+            x = self.dropout(x)
+            x = x + input
+            y = self.ln_2(x)
+            y = self.mlp(y)
+            return x + y
+
+    class Encoder(nn.Module):
+        def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
+                     norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+            super().__init__()
+            self.pos_embedding = nn.Parameter(torch.empty(1, seq_length, hidden_dim).normal_(std=0.02))  # from BERT
+            self.dropout = nn.Dropout(dropout)
+            layers: OrderedDict[str, nn.Module] = OrderedDict()
+            for i in range(num_layers):
+                layers[f"encoder_layer_{i}"] = EncoderBlock(num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
+                                                            norm_layer)
+            self.layers = nn.Sequential(layers)
+            self.ln = norm_layer(hidden_dim)
+
+        def forward(self, input: Tensor):
+            torch._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
+            input = input + self.pos_embedding
+            return self.ln(self.layers(self.dropout(input)))
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, image_size=8, patch_size=4, num_layers=1, num_heads=2, hidden_dim=8, mlp_dim=16,
+                     dropout=0.0, attention_dropout=0.0, num_classes=10, representation_size=8,
+                     norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+            super().__init__()
+            torch._assert(image_size % patch_size == 0, "Input shape indivisible by patch size!")
+            self.image_size = image_size
+            self.patch_size = patch_size
+            self.hidden_dim = hidden_dim
+            self.conv_proj = nn.Conv2d(in_channels=3, out_channels=hidden_dim, kernel_size=patch_size,
+                                       stride=patch_size)
+            seq_length = (image_size // patch_size) ** 2
+            self.class_token = nn.Parameter(torch.zeros(1, 1, hidden_dim))
+            seq_length += 1
+            self.encoder = Encoder(seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout,
+                                   attention_dropout, norm_layer)
+            self.seq_length = seq_length
+            heads_layers: OrderedDict[str, nn.Module] = OrderedDict()
+            heads_layers["pre_logits"] = nn.Linear(hidden_dim, representation_size)
+            heads_layers["act"] = nn.Tanh()
+            heads_layers["head"] = nn.Linear(representation_size, num_classes)
+            self.heads = nn.Sequential(heads_layers)
+            fan_in = self.conv_proj.in_channels * self.conv_proj.kernel_size[0] * self.conv_proj.kernel_size[1]
+            nn.init.trunc_normal_(self.conv_proj.weight, std=math.sqrt(1 / fan_in))
+            if self.conv_proj.bias is not None:
+                nn.init.zeros_(self.conv_proj.bias)
+            if hasattr(self.heads, "pre_logits") and isinstance(self.heads.pre_logits, nn.Linear):
+                fan_in = self.heads.pre_logits.in_features
+                nn.init.trunc_normal_(self.heads.pre_logits.weight, std=math.sqrt(1 / fan_in))
+                nn.init.zeros_(self.heads.pre_logits.bias)
+            if isinstance(self.heads.head, nn.Linear):
+                nn.init.zeros_(self.heads.head.weight)
+                nn.init.zeros_(self.heads.head.bias)
+
+        def _process_input(self, x: Tensor) -> Tensor:
+            n, c, h, w = x.shape
+            p = self.patch_size
+            torch._assert(h == self.image_size, f"Wrong image height! Expected {self.image_size} but got {h}!")
+            torch._assert(w == self.image_size, f"Wrong image width! Expected {self.image_size} but got {w}!")
+            n_h = h // p
+            n_w = w // p
+            x = self.conv_proj(x)
+            x = x.reshape(n, self.hidden_dim, n_h * n_w)
+            x = x.permute(0, 2, 1)
+            return x
+
+        def forward(self, x: Tensor):
+            x = self._process_input(x)
+            n = x.shape[0]
+            batch_class_token = self.class_token.expand(n, -1, -1)
+            x = torch.cat([batch_class_token, x], dim=1)
+            x = self.encoder(x)
+            x = x[:, 0]
+            return self.heads(x)
+
+    model = VisionTransformer()
+    init = load(m, model, state)
+    try:
+        model(torch.zeros(1, 3, 12, 12))
+    except AssertionError as e:
+        assert "Wrong image height! Expected 8 but got 12!" in str(e)
+    else:
+        raise AssertionError("torch._assert let a wrong size through")
+    opt = m.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.3)
+    losses = [step(m, model, opt, x, y) for x, y in batches(0, 2, (2, 3, 8, 8))]
+    # a checkpoint from before torchvision renamed MLPBlock's layers: linear_1/linear_2, no version
+    legacy = OrderedDict((k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2."), v.clone() * 2)
+                         for k, v in model.state_dict().items())
+    model.load_state_dict(legacy)
+    model.eval()
+    with torch.no_grad():
+        losses.append(model(torch.tensor(batches(1, 1, (2, 3, 8, 8))[0][0])).sum().item())
+    return init, losses
+
+
+def test_tv_vit():
+    compare(tv_vit)
