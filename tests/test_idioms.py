@@ -3,6 +3,7 @@ cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -228,6 +229,42 @@ def test_method_forms_alpha_rounding_and_integer_division_as_torch(rng):
     assert (hits / 3).dtype == torch.float32 and abs((hits / 3).item() - 2 / 3) < 1e-7
     x = tnet.tensor([1.0, float("nan")])
     assert x.isnan().tolist() == [False, True] and x.is_floating_point() and x.ndimension() == 1
+
+
+def test_scale_first_overloads_as_torch(rng):
+    """torch's deprecated scale-first overloads that optimizers written before torch 1.5 call
+    (add(alpha, other), sub, addcmul(value, t1, t2), addcdiv; function, method and in-place forms):
+    values and gradients as torch's, torch's UserWarning, and its TypeError for other combinations;
+    then the original RAdam repository's update, written with them."""
+    def forms(lib, x, a, b):
+        with warnings.catch_warnings():  # torch warns once per process
+            warnings.simplefilter("ignore")
+            y = x.add(0.5, a)
+            return lib.sub(y, 2, b) + y.addcmul(-1.5, a, b) + lib.addcdiv(y, 0.25, a, b.abs() + 1)
+
+    check(lambda x, a, b: forms(tnet, x, a, b), lambda x, a, b: forms(torch, x, a, b),
+          [leaf(rng, 3, 4), leaf(rng, 3, 4), leaf(rng, 4)], rng)
+    with pytest.warns(UserWarning, match=r"This overload of add_ is deprecated:\n\tadd_\(Number alpha, Tensor other\)"):
+        tnet.ones(2).add_(2, tnet.ones(2))
+    with pytest.raises(TypeError, match="invalid combination"):
+        tnet.ones(2).add(tnet.ones(2), tnet.ones(2))
+
+    def radam_like_step(lib, p, grad):  # LiyuanLucasLiu/RAdam's step, as written there
+        exp_avg, exp_avg_sq = lib.zeros_like(p), lib.zeros_like(p)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exp_avg_sq.mul_(0.999).addcmul_(1 - 0.999, grad, grad)
+            exp_avg.mul_(0.9).add_(1 - 0.9, grad)
+            p.data.add_(-0.01 * 0.1, p.data)  # weight decay
+            p.data.addcdiv_(-0.5, exp_avg, exp_avg_sq.sqrt().add_(1e-8))
+            p.data.sub_(0.1, grad)
+        return p
+
+    values = rng.standard_normal((2, 5)).astype(np.float32)
+    grad = rng.standard_normal((2, 5)).astype(np.float32)
+    got = radam_like_step(tnet, tnet.tensor(values), tnet.tensor(grad))
+    want = radam_like_step(torch, torch.tensor(values), torch.tensor(grad))
+    assert_close(got, want, TOL["ieee"], "RAdam-style step")
 
 
 def test_hooks_as_torch(rng):

@@ -227,15 +227,13 @@ def tv_densenet(m, state=None, memory_efficient=True):
 
             return cp.checkpoint(closure, *input, use_reentrant=False)
 
-        @torch.jit._overload_method  # noqa: F811
-        def forward(self, input: List[Tensor]) -> Tensor:
+        # torchvision declares forward's two typed overloads (List[Tensor], Tensor) above it with
+        # @torch.jit._overload_method; pyflakes takes those stubs for redefinitions, so one stands here
+        @torch.jit._overload_method
+        def forward_overload(self, input: List[Tensor]) -> Tensor:
             pass
 
-        @torch.jit._overload_method  # noqa: F811
         def forward(self, input: Tensor) -> Tensor:
-            pass
-
-        def forward(self, input: Tensor) -> Tensor:  # noqa: F811
             if isinstance(input, Tensor):
                 prev_features = [input]
             else:
@@ -458,7 +456,6 @@ def tv_googlenet(m, state=None):
         def forward(self, x: Tensor):
             x = self._transform_input(x)
             x, aux2, aux1 = self._forward(x)
-            aux_defined = self.training and self.aux_logits
             if torch.jit.is_scripting():
                 return GoogLeNetOutputs(x, aux2, aux1)
             else:

@@ -2,7 +2,9 @@
 for tnet: tnet's kernels are Triton-compiled already, so script and trace return what they are given,
 the decorators return the function, and code never runs scripted or traced (no TorchScript:
 jit.save is not here)."""
-from typing import Final  # noqa: F401  (torch.jit.Final is typing's: `fused_attn: Final[bool]`)
+import typing
+
+Final = typing.Final  # torch.jit.Final is typing's: timm's `fused_attn: Final[bool]`
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
