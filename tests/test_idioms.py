@@ -386,6 +386,10 @@ def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
     assert t.shape == (3, 4) and t.dtype == torch.float32 and not t.requires_grad
     assert tnet.Tensor(2).shape == (2,) and tnet.Tensor(torch.Size([2, 0])).shape == (2, 0)
     assert tnet.Tensor().shape == (0,) and tnet.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    for lib in (tnet, torch):  # old scripts' uint8 masks and images
+        byte = lib.ByteTensor([1, 0, 255])
+        assert byte.dtype == torch.uint8 and byte.type().endswith(".ByteTensor") and byte.tolist() == [1, 0, 255]
+        assert lib.ones(2).type(lib.ByteTensor).dtype == torch.uint8
     p = nn.Parameter(tnet.Tensor(4, 3))
     nn.init.kaiming_uniform_(p, a=math.sqrt(5))
     assert p.shape == (4, 3) and p.requires_grad and np.isfinite(p.numpy()).all()
