@@ -533,3 +533,14 @@ def test_lazy_layers_take_their_size_from_the_first_call(rng, ieee):
         opt.zero_grad(), ref_opt.zero_grad()
     for (name, p), r in zip(model.named_parameters(), ref.parameters()):
         assert_close(p, r.detach(), TOL["ieee"] * 10, name)
+
+
+def test_copied_model_files_import_hub_and_model_zoo():
+    """`from torch.hub import load_state_dict_from_url` and `torch.utils.model_zoo.load_url` import (a
+    copied torchvision file builds its models); asking for torch's pickled weights raises and names
+    the conversion."""
+    from tnet.hub import load_state_dict_from_url
+    import tnet.utils.model_zoo as model_zoo
+    for load in (load_state_dict_from_url, model_zoo.load_url, lambda url: tnet.hub.load("pytorch/vision", "resnet18")):
+        with pytest.raises(NotImplementedError, match=r"pickles.*tnet.save\(torch.hub.load_state_dict_from_url"):
+            load("https://download.pytorch.org/models/resnet18-f37072fd.pth")
