@@ -6,6 +6,7 @@ bearpaw's AverageMeter and top-k accuracy, lr set by hand in param_groups, torch
 the epoch), ported to tnet by their imports alone, as in test_ported_scripts.py; widths are tiny
 and runs 1-2 steps."""
 import importlib
+import warnings
 import math
 from collections import OrderedDict, namedtuple
 from functools import partial
@@ -1037,3 +1038,272 @@ def tv_vit(m, state=None):
 
 def test_tv_vit():
     compare(tv_vit)
+
+
+# (g) DARTS (quark0/darts, first-order search on CIFAR-10): MixedOp's softmax-weighted sum of candidate
+# ops, Zero by x.mul(0.) on a strided slice, FactorizedReduce's x[:, :, 1:, 1:], avg pooling without
+# the padding counted, architecture weights as Variables outside model.parameters() stepped by their
+# own Adam, the old clip_grad_norm, drop_path in place (x.div_, x.mul_), the genotype read through
+# .data.cpu().numpy(), a CosineAnnealingLR read by get_lr()
+def darts(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = torch.autograd.Variable
+    PRIMITIVES = ['none', 'avg_pool_3x3', 'skip_connect', 'sep_conv_3x3', 'dil_conv_3x3']  # no max pooling: time
+
+    class ReLUConvBN(nn.Module):
+        def __init__(self, C_in, C_out, kernel_size, stride, padding, affine=True):
+            super(ReLUConvBN, self).__init__()
+            self.op = nn.Sequential(nn.ReLU(inplace=False),
+                                    nn.Conv2d(C_in, C_out, kernel_size, stride=stride, padding=padding, bias=False),
+                                    nn.BatchNorm2d(C_out, affine=affine))
+
+        def forward(self, x):
+            return self.op(x)
+
+    class DilConv(nn.Module):
+        def __init__(self, C_in, C_out, kernel_size, stride, padding, dilation, affine=True):
+            super(DilConv, self).__init__()
+            self.op = nn.Sequential(
+                nn.ReLU(inplace=False),
+                nn.Conv2d(C_in, C_in, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                          groups=C_in, bias=False),
+                nn.Conv2d(C_in, C_out, kernel_size=1, padding=0, bias=False),
+                nn.BatchNorm2d(C_out, affine=affine))
+
+        def forward(self, x):
+            return self.op(x)
+
+    class SepConv(nn.Module):
+        def __init__(self, C_in, C_out, kernel_size, stride, padding, affine=True):
+            super(SepConv, self).__init__()
+            self.op = nn.Sequential(
+                nn.ReLU(inplace=False),
+                nn.Conv2d(C_in, C_in, kernel_size=kernel_size, stride=stride, padding=padding, groups=C_in, bias=False),
+                nn.Conv2d(C_in, C_in, kernel_size=1, padding=0, bias=False),
+                nn.BatchNorm2d(C_in, affine=affine),
+                nn.ReLU(inplace=False),
+                nn.Conv2d(C_in, C_in, kernel_size=kernel_size, stride=1, padding=padding, groups=C_in, bias=False),
+                nn.Conv2d(C_in, C_out, kernel_size=1, padding=0, bias=False),
+                nn.BatchNorm2d(C_out, affine=affine))
+
+        def forward(self, x):
+            return self.op(x)
+
+    class Identity(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Zero(nn.Module):
+        def __init__(self, stride):
+            super(Zero, self).__init__()
+            self.stride = stride
+
+        def forward(self, x):
+            if self.stride == 1:
+                return x.mul(0.)
+            return x[:, :, ::self.stride, ::self.stride].mul(0.)
+
+    class FactorizedReduce(nn.Module):
+        def __init__(self, C_in, C_out, affine=True):
+            super(FactorizedReduce, self).__init__()
+            assert C_out % 2 == 0
+            self.relu = nn.ReLU(inplace=False)
+            self.conv_1 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
+            self.conv_2 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
+            self.bn = nn.BatchNorm2d(C_out, affine=affine)
+
+        def forward(self, x):
+            x = self.relu(x)
+            out = torch.cat([self.conv_1(x), self.conv_2(x[:, :, 1:, 1:])], dim=1)
+            return self.bn(out)
+
+    OPS = {
+        'none': lambda C, stride, affine: Zero(stride),
+        'avg_pool_3x3': lambda C, stride, affine: nn.AvgPool2d(3, stride=stride, padding=1, count_include_pad=False),
+        'max_pool_3x3': lambda C, stride, affine: nn.MaxPool2d(3, stride=stride, padding=1),
+        'skip_connect': lambda C, stride, affine: Identity() if stride == 1 else FactorizedReduce(C, C, affine=affine),
+        'sep_conv_3x3': lambda C, stride, affine: SepConv(C, C, 3, stride, 1, affine=affine),
+        'dil_conv_3x3': lambda C, stride, affine: DilConv(C, C, 3, stride, 2, 2, affine=affine),
+    }
+
+    def drop_path(x, drop_prob):
+        if drop_prob > 0.:
+            keep_prob = 1. - drop_prob
+            mask = Variable(torch.FloatTensor(x.size(0), 1, 1, 1).bernoulli_(keep_prob))
+            x.div_(keep_prob)
+            x.mul_(mask)
+        return x
+
+    class MixedOp(nn.Module):
+        def __init__(self, C, stride):
+            super(MixedOp, self).__init__()
+            self._ops = nn.ModuleList()
+            for primitive in PRIMITIVES:
+                op = OPS[primitive](C, stride, False)
+                if 'pool' in primitive:
+                    op = nn.Sequential(op, nn.BatchNorm2d(C, affine=False))
+                self._ops.append(op)
+
+        def forward(self, x, weights):
+            return sum(w * op(x) for w, op in zip(weights, self._ops))
+
+    class Cell(nn.Module):
+        def __init__(self, steps, multiplier, C_prev_prev, C_prev, C, reduction, reduction_prev):
+            super(Cell, self).__init__()
+            self.reduction = reduction
+            if reduction_prev:
+                self.preprocess0 = FactorizedReduce(C_prev_prev, C, affine=False)
+            else:
+                self.preprocess0 = ReLUConvBN(C_prev_prev, C, 1, 1, 0, affine=False)
+            self.preprocess1 = ReLUConvBN(C_prev, C, 1, 1, 0, affine=False)
+            self._steps = steps
+            self._multiplier = multiplier
+            self._ops = nn.ModuleList()
+            for i in range(self._steps):
+                for j in range(2 + i):
+                    stride = 2 if reduction and j < 2 else 1
+                    self._ops.append(MixedOp(C, stride))
+
+        def forward(self, s0, s1, weights, drop_prob=0.):
+            s0 = self.preprocess0(s0)
+            s1 = self.preprocess1(s1)
+            states = [s0, s1]
+            offset = 0
+            for i in range(self._steps):
+                s = sum(drop_path(self._ops[offset + j](h, weights[offset + j]), drop_prob)
+                        for j, h in enumerate(states))
+                offset += len(states)
+                states.append(s)
+            return torch.cat(states[-self._multiplier:], dim=1)
+
+    class Network(nn.Module):
+        def __init__(self, C, num_classes, layers, criterion, steps=1, multiplier=1, stem_multiplier=2):
+            super(Network, self).__init__()
+            self._C, self._num_classes, self._layers = C, num_classes, layers
+            self._criterion = criterion
+            self._steps, self._multiplier = steps, multiplier
+            self.drop_path_prob = 0.
+            C_curr = stem_multiplier * C
+            self.stem = nn.Sequential(nn.Conv2d(3, C_curr, 3, padding=1, bias=False), nn.BatchNorm2d(C_curr))
+            C_prev_prev, C_prev, C_curr = C_curr, C_curr, C
+            self.cells = nn.ModuleList()
+            reduction_prev = False
+            for i in range(layers):
+                if i in [layers // 3, 2 * layers // 3]:
+                    C_curr *= 2
+                    reduction = True
+                else:
+                    reduction = False
+                cell = Cell(steps, multiplier, C_prev_prev, C_prev, C_curr, reduction, reduction_prev)
+                reduction_prev = reduction
+                self.cells += [cell]
+                C_prev_prev, C_prev = C_prev, multiplier * C_curr
+            self.global_pooling = nn.AdaptiveAvgPool2d(1)
+            self.classifier = nn.Linear(C_prev, num_classes)
+            self._initialize_alphas()
+
+        def forward(self, input):
+            s0 = s1 = self.stem(input)
+            for i, cell in enumerate(self.cells):
+                if cell.reduction:
+                    weights = F.softmax(self.alphas_reduce, dim=-1)
+                else:
+                    weights = F.softmax(self.alphas_normal, dim=-1)
+                s0, s1 = s1, cell(s0, s1, weights, self.drop_path_prob)
+            out = self.global_pooling(s1)
+            return self.classifier(out.view(out.size(0), -1))
+
+        def _loss(self, input, target):
+            logits = self(input)
+            return self._criterion(logits, target)
+
+        def _initialize_alphas(self):
+            k = sum(1 for i in range(self._steps) for n in range(2 + i))
+            num_ops = len(PRIMITIVES)
+            self.alphas_normal = Variable(1e-3 * torch.randn(k, num_ops), requires_grad=True)
+            self.alphas_reduce = Variable(1e-3 * torch.randn(k, num_ops), requires_grad=True)
+            self._arch_parameters = [self.alphas_normal, self.alphas_reduce]
+
+        def arch_parameters(self):
+            return self._arch_parameters
+
+        def genotype(self):
+            def _parse(weights):
+                gene = []
+                n, start = 2, 0
+                for i in range(self._steps):
+                    end = start + n
+                    W = weights[start:end].copy()
+                    edges = sorted(range(i + 2), key=lambda x: -max(
+                        W[x][k] for k in range(len(W[x])) if k != PRIMITIVES.index('none')))[:2]
+                    for j in edges:
+                        k_best = None
+                        for k in range(len(W[j])):
+                            if k != PRIMITIVES.index('none'):
+                                if k_best is None or W[j][k] > W[j][k_best]:
+                                    k_best = k
+                        gene.append((PRIMITIVES[k_best], j))
+                    start = end
+                    n += 1
+                return gene
+            return (_parse(F.softmax(self.alphas_normal, dim=-1).data.cpu().numpy()),
+                    _parse(F.softmax(self.alphas_reduce, dim=-1).data.cpu().numpy()))
+
+    class Architect(object):
+        def __init__(self, model):
+            self.model = model
+            self.optimizer = torch.optim.Adam(self.model.arch_parameters(), lr=3e-1, betas=(0.5, 0.999),
+                                              weight_decay=1e-3)
+
+        def step(self, input_valid, target_valid):
+            self.optimizer.zero_grad()
+            loss = self.model._loss(input_valid, target_valid)
+            loss.backward()
+            self.optimizer.step()
+
+    criterion = nn.CrossEntropyLoss()  # DARTS moves both by .cuda(): here the CPU reference shares the code
+    model = Network(4, 10, 2, criterion)
+    init = load(m, model, state)
+    alphas = np.random.default_rng(7).standard_normal((2, 2, len(PRIMITIVES))).astype(np.float32)
+    for a, v in zip(model.arch_parameters(), alphas):  # Architect's model_new copy: x.data.copy_(y.data)
+        a.data.copy_(torch.tensor(v))
+    assert all(p is not a for p in model.parameters() for a in model.arch_parameters())  # not parameters
+    optimizer = torch.optim.SGD(model.parameters(), 0.025, momentum=0.9, weight_decay=3e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, float(2), eta_min=0.001)
+    architect = Architect(model)
+    losses = []
+    (x, y), (x_search, y_search) = batches(0, 2, (2, 3, 8, 8))
+    for epoch in range(1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # get_lr() outside step() warns, in both libraries
+            lr = scheduler.get_lr()[0]
+        model.train()
+        input = Variable(torch.tensor(x), requires_grad=False)
+        target = Variable(torch.tensor(y), requires_grad=False)
+        input_search = Variable(torch.tensor(x_search), requires_grad=False)
+        target_search = Variable(torch.tensor(y_search), requires_grad=False)
+        architect.step(input_search, target_search)
+        optimizer.zero_grad()
+        logits = model(input)
+        loss = criterion(logits, target)
+        loss.backward()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nn.utils.clip_grad_norm(model.parameters(), 5)
+        optimizer.step()
+        scheduler.step()
+        losses += [loss.item(), lr, scheduler.get_last_lr()[0]]
+    losses.append(float(np.abs(model.alphas_normal.data.cpu().numpy()).sum()))
+    genotype = model.genotype()
+    if torch.__name__ == "tnet":  # drop_path's in-place writes on a non-leaf, with grad, tnet alone
+        x = model.stem(input)
+        before = x.detach().flatten(1).abs().sum(1).tolist()
+        drop_path(x, 0.5).sum().backward()
+        after = x.detach().flatten(1).abs().sum(1).tolist()
+        assert all(a == 0 or abs(a - 2 * b) < 1e-4 * b for a, b in zip(after, before))  # dropped, or kept / 0.5
+        assert model.stem[0].weight.grad is not None
+    return init, losses + [PRIMITIVES.index(op) + 10 * j for cell in genotype for op, j in cell]
+
+
+def test_darts():
+    compare(darts)
