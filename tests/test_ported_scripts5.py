@@ -1307,3 +1307,229 @@ def darts(m, state=None):
 
 def test_darts():
     compare(darts)
+
+
+# (h) DeiT's distillation (facebookresearch/deit over timm's layers): timm's Attention with a
+# `fused_attn: Final[bool]` field (F.scaled_dot_product_attention) and qkv.unbind(0), LayerScale in
+# place (x.mul_(gamma)), CaiT's talking-heads attention (Linears across the heads between permutes),
+# a distillation token beside the class token, @torch.jit.ignore no_weight_decay, timm's weight-decay
+# groups and LabelSmoothingCrossEntropy, DistillationLoss soft (kl_div with log_target) then hard
+def deit(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Final = torch.jit.Final
+
+    class Attention(nn.Module):
+        fused_attn: Final[bool]
+
+        def __init__(self, dim, num_heads=2, qkv_bias=False, attn_drop=0., proj_drop=0., fused_attn=True):
+            super().__init__()
+            assert dim % num_heads == 0, 'dim should be divisible by num_heads'
+            self.num_heads = num_heads
+            self.head_dim = dim // num_heads
+            self.scale = self.head_dim ** -0.5
+            self.fused_attn = fused_attn
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.q_norm = nn.Identity()
+            self.k_norm = nn.Identity()
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            q, k = self.q_norm(q), self.k_norm(k)
+            if self.fused_attn:
+                x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.)
+            else:
+                q = q * self.scale
+                attn = q @ k.transpose(-2, -1)
+                attn = attn.softmax(dim=-1)
+                attn = self.attn_drop(attn)
+                x = attn @ v
+            x = x.transpose(1, 2).reshape(B, N, C)
+            return self.proj_drop(self.proj(x))
+
+    class TalkingHeadAttn(nn.Module):
+        def __init__(self, dim, num_heads=2, qkv_bias=False):
+            super().__init__()
+            self.num_heads = num_heads
+            head_dim = dim // num_heads
+            self.scale = head_dim ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_l = nn.Linear(num_heads, num_heads)
+            self.proj_w = nn.Linear(num_heads, num_heads)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0] * self.scale, qkv[1], qkv[2]
+            attn = q @ k.transpose(-2, -1)
+            attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            attn = attn.softmax(dim=-1)
+            attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+            return self.proj(x)
+
+    class LayerScale(nn.Module):
+        def __init__(self, dim, init_values=1e-5, inplace=False):
+            super().__init__()
+            self.inplace = inplace
+            self.gamma = nn.Parameter(init_values * torch.ones(dim))
+
+        def forward(self, x):
+            return x.mul_(self.gamma) if self.inplace else x * self.gamma
+
+    class Block(nn.Module):
+        def __init__(self, dim, attn, init_values=0.5):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+            self.attn = attn
+            self.ls1 = LayerScale(dim, init_values=init_values, inplace=True)
+            self.drop_path1 = nn.Identity()
+            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+            self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Dropout(0.), nn.Linear(2 * dim, dim))
+            self.ls2 = LayerScale(dim, init_values=init_values)
+            self.drop_path2 = nn.Identity()
+
+        def forward(self, x):
+            x = x + self.drop_path1(self.ls1(self.attn(self.norm1(x))))
+            x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+            return x
+
+    class DistilledVisionTransformer(nn.Module):
+        def __init__(self, img_size=8, patch_size=4, num_classes=10, embed_dim=8):
+            super().__init__()
+            self.num_classes, self.embed_dim = num_classes, embed_dim
+            self.patch_embed = nn.Conv2d(3, embed_dim, kernel_size=patch_size, stride=patch_size)
+            num_patches = (img_size // patch_size) ** 2
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.dist_token = nn.Parameter(torch.zeros(1, 1, self.embed_dim))
+            self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 2, self.embed_dim))
+            self.pos_drop = nn.Dropout(p=0.)
+            self.blocks = nn.Sequential(Block(embed_dim, Attention(embed_dim)),
+                                        Block(embed_dim, Attention(embed_dim, fused_attn=False)),
+                                        Block(embed_dim, TalkingHeadAttn(embed_dim)))
+            self.norm = nn.LayerNorm(embed_dim, eps=1e-6)
+            self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+            self.head_dist = nn.Linear(self.embed_dim, self.num_classes) if self.num_classes > 0 else nn.Identity()
+            nn.init.trunc_normal_(self.dist_token, std=.02)
+            nn.init.trunc_normal_(self.pos_embed, std=.02)
+            nn.init.trunc_normal_(self.cls_token, std=.02)
+            self.apply(self._init_weights)
+
+        def _init_weights(self, m):
+            if isinstance(m, nn.Linear):
+                nn.init.trunc_normal_(m.weight, std=.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.constant_(m.bias, 0)
+                nn.init.constant_(m.weight, 1.0)
+
+        @torch.jit.ignore
+        def no_weight_decay(self):
+            return {'pos_embed', 'cls_token', 'dist_token'}
+
+        def forward_features(self, x):
+            B = x.shape[0]
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            cls_tokens = self.cls_token.expand(B, -1, -1)
+            dist_token = self.dist_token.expand(B, -1, -1)
+            x = torch.cat((cls_tokens, dist_token, x), dim=1)
+            x = x + self.pos_embed
+            x = self.pos_drop(x)
+            x = self.blocks(x)
+            x = self.norm(x)
+            return x[:, 0], x[:, 1]
+
+        def forward(self, x):
+            x, x_dist = self.forward_features(x)
+            x = self.head(x)
+            x_dist = self.head_dist(x_dist)
+            if self.training:
+                return x, x_dist
+            else:
+                return (x + x_dist) / 2
+
+    class LabelSmoothingCrossEntropy(nn.Module):
+        def __init__(self, smoothing=0.1):
+            super(LabelSmoothingCrossEntropy, self).__init__()
+            assert smoothing < 1.0
+            self.smoothing = smoothing
+            self.confidence = 1. - smoothing
+
+        def forward(self, x, target):
+            logprobs = F.log_softmax(x, dim=-1)
+            nll_loss = -logprobs.gather(dim=-1, index=target.unsqueeze(1))
+            nll_loss = nll_loss.squeeze(1)
+            smooth_loss = -logprobs.mean(dim=-1)
+            loss = self.confidence * nll_loss + self.smoothing * smooth_loss
+            return loss.mean()
+
+    class DistillationLoss(torch.nn.Module):
+        def __init__(self, base_criterion, teacher_model, distillation_type, alpha, tau):
+            super().__init__()
+            self.base_criterion = base_criterion
+            self.teacher_model = teacher_model
+            assert distillation_type in ['none', 'soft', 'hard']
+            self.distillation_type = distillation_type
+            self.alpha = alpha
+            self.tau = tau
+
+        def forward(self, inputs, outputs, labels):
+            outputs_kd = None
+            if not isinstance(outputs, torch.Tensor):
+                outputs, outputs_kd = outputs
+            base_loss = self.base_criterion(outputs, labels)
+            if self.distillation_type == 'none':
+                return base_loss
+            with torch.no_grad():
+                teacher_outputs = self.teacher_model(inputs)
+            if self.distillation_type == 'soft':
+                T = self.tau
+                distillation_loss = F.kl_div(F.log_softmax(outputs_kd / T, dim=1),
+                                             F.log_softmax(teacher_outputs / T, dim=1),
+                                             reduction='sum', log_target=True) * (T * T) / outputs_kd.numel()
+            elif self.distillation_type == 'hard':
+                distillation_loss = F.cross_entropy(outputs_kd, teacher_outputs.argmax(dim=1))
+            return base_loss * (1 - self.alpha) + distillation_loss * self.alpha
+
+    def param_groups_weight_decay(model, weight_decay=1e-5, no_weight_decay_list=()):
+        no_weight_decay_list = set(no_weight_decay_list)
+        decay, no_decay = [], []
+        for name, param in model.named_parameters():
+            if not param.requires_grad:
+                continue
+            if param.ndim <= 1 or name.endswith(".bias") or name in no_weight_decay_list:
+                no_decay.append(param)
+            else:
+                decay.append(param)
+        return [{'params': no_decay, 'weight_decay': 0.}, {'params': decay, 'weight_decay': weight_decay}]
+
+    teacher = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(36, 10))
+    model = nn.ModuleDict({"student": DistilledVisionTransformer(), "teacher": teacher})
+    init = load(m, model, state)
+    student = model["student"]
+    teacher.eval()
+    optimizer = torch.optim.AdamW(param_groups_weight_decay(student, 0.05, student.no_weight_decay()), lr=5e-3)
+    losses = []
+    for kind, (x, y) in zip(["soft", "hard"], batches(0, 2, (2, 3, 8, 8))):
+        criterion = DistillationLoss(LabelSmoothingCrossEntropy(0.1), teacher, kind, alpha=0.5, tau=3.0)
+        samples, targets = torch.tensor(x), torch.tensor(y)
+        outputs = student(samples)
+        loss = criterion(samples, outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    student.eval()
+    with torch.no_grad():
+        losses.append(student(torch.tensor(batches(1, 1, (2, 3, 8, 8))[0][0])).sum().item())
+    return init, losses
+
+
+def test_deit():
+    compare(deit)
