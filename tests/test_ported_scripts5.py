@@ -131,9 +131,9 @@ def tv_resnet(m, state=None):
             self.maxpool = nn.Identity()
             self.layer1 = self._make_layer(block, inplanes, layers[0])
             self.layer2 = self._make_layer(block, 2 * inplanes, layers[1], stride=2,
-                                           dilate=replace_stride_with_dilation[0])
+                                           dilate=replace_stride_with_dilation[0]) if len(layers) > 1 else nn.Identity()
             self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-            self.fc = nn.Linear(2 * inplanes * block.expansion, num_classes)
+            self.fc = nn.Linear(len(layers) * inplanes * block.expansion, num_classes)
             for mod in self.modules():
                 if isinstance(mod, nn.Conv2d):
                     nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
@@ -175,7 +175,7 @@ def tv_resnet(m, state=None):
         def forward(self, x: Tensor) -> Tensor:
             return self._forward_impl(x)
 
-    basic = ResNet(BasicBlock, [1, 1], zero_init_residual=True)
+    basic = ResNet(BasicBlock, [1], zero_init_residual=True)
     assert all(float(b.bn2.weight.abs().sum()) == 0 for b in basic.modules() if isinstance(b, BasicBlock))
     # ResNeXt-style bottlenecks with GroupNorm through norm_layer=partial(...), dilation in layer2
     basic.fc = nn.Linear(basic.fc.in_features, 3 * 8 * 8)  # a new head, as fine-tuning does
@@ -833,7 +833,7 @@ def tv_shufflenet_regnet(m, state=None):
             self.stem = Conv2dNormActivation(3, stem_width, kernel_size=3, stride=2)
             current_width = stem_width
             blocks = []
-            widths, depths, group_widths = block_params(depth=3, w_0=8, w_a=4.0, w_m=2.0, group_width=4)
+            widths, depths, group_widths = block_params(depth=2, w_0=8, w_a=8.0, w_m=2.0, group_width=4)
             for i, (width_out, stride, depth, group_width) in enumerate(zip(widths, [2] * len(widths), depths,
                                                                             group_widths)):
                 blocks.append((f"block{i + 1}", AnyStage(current_width, width_out, stride, depth, group_width,
@@ -1048,7 +1048,8 @@ def test_tv_vit():
 def darts(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     Variable = torch.autograd.Variable
-    PRIMITIVES = ['none', 'avg_pool_3x3', 'skip_connect', 'sep_conv_3x3', 'dil_conv_3x3']  # no max pooling: time
+    # DARTS' list less max_pool_3x3 and sep_conv_3x3 (CPU time; dil_conv_3x3 has the same layers)
+    PRIMITIVES = ['none', 'avg_pool_3x3', 'skip_connect', 'dil_conv_3x3']
 
     class ReLUConvBN(nn.Module):
         def __init__(self, C_in, C_out, kernel_size, stride, padding, affine=True):
@@ -1410,7 +1411,6 @@ def deit(m, state=None):
             self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 2, self.embed_dim))
             self.pos_drop = nn.Dropout(p=0.)
             self.blocks = nn.Sequential(Block(embed_dim, Attention(embed_dim)),
-                                        Block(embed_dim, Attention(embed_dim, fused_attn=False)),
                                         Block(embed_dim, TalkingHeadAttn(embed_dim)))
             self.norm = nn.LayerNorm(embed_dim, eps=1e-6)
             self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
