@@ -833,7 +833,7 @@ def tv_shufflenet_regnet(m, state=None):
             self.stem = Conv2dNormActivation(3, stem_width, kernel_size=3, stride=2)
             current_width = stem_width
             blocks = []
-            widths, depths, group_widths = block_params(depth=2, w_0=8, w_a=8.0, w_m=2.0, group_width=4)
+            widths, depths, group_widths = block_params(depth=3, w_0=8, w_a=4.0, w_m=2.0, group_width=4)
             for i, (width_out, stride, depth, group_width) in enumerate(zip(widths, [2] * len(widths), depths,
                                                                             group_widths)):
                 blocks.append((f"block{i + 1}", AnyStage(current_width, width_out, stride, depth, group_width,
