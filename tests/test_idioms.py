@@ -3,6 +3,7 @@ cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -230,6 +231,42 @@ def test_method_forms_alpha_rounding_and_integer_division_as_torch(rng):
     assert x.isnan().tolist() == [False, True] and x.is_floating_point() and x.ndimension() == 1
 
 
+def test_scale_first_overloads_as_torch(rng):
+    """torch's deprecated scale-first overloads that optimizers written before torch 1.5 call
+    (add(alpha, other), sub, addcmul(value, t1, t2), addcdiv; function, method and in-place forms):
+    values and gradients as torch's, torch's UserWarning, and its TypeError for other combinations;
+    then the original RAdam repository's update, written with them."""
+    def forms(lib, x, a, b):
+        with warnings.catch_warnings():  # torch warns once per process
+            warnings.simplefilter("ignore")
+            y = x.add(0.5, a)
+            return lib.sub(y, 2, b) + y.addcmul(-1.5, a, b) + lib.addcdiv(y, 0.25, a, b.abs() + 1)
+
+    check(lambda x, a, b: forms(tnet, x, a, b), lambda x, a, b: forms(torch, x, a, b),
+          [leaf(rng, 3, 4), leaf(rng, 3, 4), leaf(rng, 4)], rng)
+    with pytest.warns(UserWarning, match=r"This overload of add_ is deprecated:\n\tadd_\(Number alpha, Tensor other\)"):
+        tnet.ones(2).add_(2, tnet.ones(2))
+    with pytest.raises(TypeError, match="invalid combination"):
+        tnet.ones(2).add(tnet.ones(2), tnet.ones(2))
+
+    def radam_like_step(lib, p, grad):  # LiyuanLucasLiu/RAdam's step, as written there
+        exp_avg, exp_avg_sq = lib.zeros_like(p), lib.zeros_like(p)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exp_avg_sq.mul_(0.999).addcmul_(1 - 0.999, grad, grad)
+            exp_avg.mul_(0.9).add_(1 - 0.9, grad)
+            p.data.add_(-0.01 * 0.1, p.data)  # weight decay
+            p.data.addcdiv_(-0.5, exp_avg, exp_avg_sq.sqrt().add_(1e-8))
+            p.data.sub_(0.1, grad)
+        return p
+
+    values = rng.standard_normal((2, 5)).astype(np.float32)
+    grad = rng.standard_normal((2, 5)).astype(np.float32)
+    got = radam_like_step(tnet, tnet.tensor(values), tnet.tensor(grad))
+    want = radam_like_step(torch, torch.tensor(values), torch.tensor(grad))
+    assert_close(got, want, TOL["ieee"], "RAdam-style step")
+
+
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
     non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule."""
@@ -349,6 +386,10 @@ def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
     assert t.shape == (3, 4) and t.dtype == torch.float32 and not t.requires_grad
     assert tnet.Tensor(2).shape == (2,) and tnet.Tensor(torch.Size([2, 0])).shape == (2, 0)
     assert tnet.Tensor().shape == (0,) and tnet.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    for lib in (tnet, torch):  # old scripts' uint8 masks and images
+        byte = lib.ByteTensor([1, 0, 255])
+        assert byte.dtype == torch.uint8 and byte.type().endswith(".ByteTensor") and byte.tolist() == [1, 0, 255]
+        assert lib.ones(2).type(lib.ByteTensor).dtype == torch.uint8
     p = nn.Parameter(tnet.Tensor(4, 3))
     nn.init.kaiming_uniform_(p, a=math.sqrt(5))
     assert p.shape == (4, 3) and p.requires_grad and np.isfinite(p.numpy()).all()
@@ -492,3 +533,14 @@ def test_lazy_layers_take_their_size_from_the_first_call(rng, ieee):
         opt.zero_grad(), ref_opt.zero_grad()
     for (name, p), r in zip(model.named_parameters(), ref.parameters()):
         assert_close(p, r.detach(), TOL["ieee"] * 10, name)
+
+
+def test_copied_model_files_import_hub_and_model_zoo():
+    """`from torch.hub import load_state_dict_from_url` and `torch.utils.model_zoo.load_url` import (a
+    copied torchvision file builds its models); asking for torch's pickled weights raises and names
+    the conversion."""
+    from tnet.hub import load_state_dict_from_url
+    import tnet.utils.model_zoo as model_zoo
+    for load in (load_state_dict_from_url, model_zoo.load_url, lambda url: tnet.hub.load("pytorch/vision", "resnet18")):
+        with pytest.raises(NotImplementedError, match=r"pickles.*tnet.save\(torch.hub.load_state_dict_from_url"):
+            load("https://download.pytorch.org/models/resnet18-f37072fd.pth")

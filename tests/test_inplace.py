@@ -381,3 +381,21 @@ def test_residual_add_with_grad_writes_in_place_as_torch(rng):
         grads.append([np.asarray(t.grad.tolist()) for t in (a, b, w)])
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_in_place_on_linear_and_matmul_outputs_of_batches_as_torch(rng):
+    """Linear and matmul of [..., in] inputs give tensors of their own, not views of the GEMM's rows
+    (torch's _unsafe_view): in-place ops with grad write them (timm's LayerScale x.mul_(gamma), a
+    transformer's x += shortcut), with torch's values and gradients."""
+    def chain(lib, x, w, gamma, b):
+        y = lib.nn.functional.linear(x, w, b)  # [2, 5, 3]
+        y.mul_(gamma)
+        y += x[..., :3]
+        z = x @ w.t()
+        z.add_(y, alpha=0.5)
+        v = w @ x[0, 0]  # matrix times vector
+        v.sub_(b)
+        return z * z + v
+
+    check(lambda *a: chain(tnet, *a), lambda *a: chain(torch, *a),
+          [leaf(rng, 2, 5, 4), leaf(rng, 3, 4), leaf(rng, 3), leaf(rng, 3)], rng)

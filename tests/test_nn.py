@@ -133,6 +133,43 @@ def test_load_state_dict_reports_every_problem():
     assert (net.block.bn.running_mean.numpy() == 1).all() and (net.block.bn.weight.numpy() == before + 1).all()
 
 
+def test_load_from_state_dict_is_torchs_protocol():
+    """state_dict()._metadata holds each module's _version by name, as torch's; load_state_dict calls
+    each module's _load_from_state_dict with its prefix, metadata and the keys under its prefix, so an
+    override can rename a legacy checkpoint's keys (nothing copied when a check fails, still); a
+    BatchNorm checkpoint of version 1 (no num_batches_tracked) loads, as torch's."""
+    class Renaming(nn.Sequential):
+        _version = 2
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                  error_msgs):
+            if local_metadata.get("version", None) is None:
+                for name in ("weight", "bias"):
+                    if f"{prefix}old.{name}" in state_dict:
+                        state_dict[f"{prefix}0.{name}"] = state_dict.pop(f"{prefix}old.{name}")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                          error_msgs)
+
+    for lib in (tnet, torch):
+        net = lib.nn.Sequential(Renaming(lib.nn.Linear(2, 3)) if lib is tnet else lib.nn.Sequential(lib.nn.Linear(2, 3)),
+                                lib.nn.BatchNorm1d(3))
+        meta = net.state_dict()._metadata
+        assert list(meta) == ["", "0", "0.0", "1"] and meta["1"] == {"version": 2} and meta[""] == {"version": 1}
+    legacy = {"0.old.weight": np.ones((3, 2), np.float32), "0.old.bias": np.zeros(3, np.float32),
+              "1.weight": np.full(3, 2, np.float32), "1.bias": np.zeros(3, np.float32),
+              "1.running_mean": np.zeros(3, np.float32), "1.running_var": np.ones(3, np.float32)}
+    net = nn.Sequential(Renaming(nn.Linear(2, 3)), nn.BatchNorm1d(3))
+    with pytest.raises(ValueError, match=r"size mismatch for 1.weight"):
+        net.load_state_dict({**legacy, "1.weight": np.ones(4, np.float32)})
+    assert (net[0][0].weight.numpy() != 1).any()  # nothing copied
+    assert net.load_state_dict(legacy) == ([], [])
+    assert (net[0][0].weight.numpy() == 1).all() and (net[1].weight.numpy() == 2).all()
+    with pytest.raises(ValueError, match=r'Unexpected key\(s\) in state_dict: "0.old.weight"'):
+        state = net.state_dict()  # version 2 in its _metadata: no renaming
+        state["0.old.weight"] = state.pop("0.0.weight")
+        net.load_state_dict(state)
+
+
 def test_zero_grad_requires_grad_and_parameters(rng):
     net = Net()
     x = tnet.tensor(rng.standard_normal((2, 3, 4, 4)))

@@ -428,3 +428,11 @@ def test_apply_and_map_run_on_the_host_per_element():
         tnet.zeros(2, requires_grad=True).apply_(abs)
     with pytest.raises(TypeError):
         tnet.zeros(2).map_([1, 2], max)
+
+
+def test_shape_is_torch_size():
+    """x.shape is a torch.Size, as torch's: a tuple with numel() and torch's repr, also after ops."""
+    x = tnet.ones(2, 3)
+    assert type(x.shape) is torch.Size and x.shape == torch.Size([2, 3]) == (2, 3)
+    assert x.shape.numel() == 6 and repr(x.shape) == "torch.Size([2, 3])" and x.shape[1:] == torch.Size([3])
+    assert type(x.reshape(6).shape) is torch.Size and type((x + 1).t().shape) is torch.Size

@@ -9,7 +9,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
-from . import accelerator, distributions, func, special  # noqa: E402
+from . import accelerator, distributions, func, hub, special  # noqa: E402
 from .autograd import Variable
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
@@ -39,8 +39,8 @@ def result_type(tensor1, tensor2):
     return _torch.result_type(*[_torch.empty((), dtype=t.dtype, device="meta") if isinstance(t, Tensor) else t
                                 for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
-from .factory import (BFloat16Tensor, BoolTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor, arange,
-                      empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)
+from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, FloatTensor, Generator, HalfTensor, IntTensor,
+                      LongTensor, arange, empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)
 
 
 def is_tensor(obj):
@@ -218,6 +218,12 @@ def get_device(input):
 def is_inference(input):
     """False: tnet has no inference tensors (inference_mode is no_grad)."""
     return False
+
+
+def _assert(condition, message):
+    """torch._assert, the traceable assert torchvision's ViT and Swin check input sizes with: AssertionError."""
+    if not condition:
+        raise AssertionError(message)
 
 
 __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "bucketize", "cartesian_prod",

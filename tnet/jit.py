@@ -1,5 +1,10 @@
-"""torch.jit's calls that training scripts make, for tnet: tnet's kernels are Triton-compiled
-already, so script and trace return what they are given (no TorchScript: jit.save is not here)."""
+"""torch.jit's calls that training scripts and copied model definitions (torchvision's, timm's) make,
+for tnet: tnet's kernels are Triton-compiled already, so script and trace return what they are given,
+the decorators return the function, and code never runs scripted or traced (no TorchScript:
+jit.save is not here)."""
+import typing
+
+Final = typing.Final  # torch.jit.Final is typing's: timm's `fused_attn: Final[bool]`
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
@@ -15,3 +20,28 @@ def ignore(drop=False, **kwargs):
 
 
 unused = ignore
+
+
+def export(fn):
+    return fn
+
+
+def _overload_method(func):
+    """torchvision's DenseNet declares forward's typed overloads with it; the last `def` wins, as in eager torch."""
+    return func
+
+
+_overload = _overload_method
+
+
+def is_scripting():
+    return False
+
+
+def is_tracing():
+    return False
+
+
+def annotate(the_type, the_value):
+    """A typed None for TorchScript (`aux1 = torch.jit.annotate(Optional[Tensor], None)`): the value."""
+    return the_value

@@ -328,12 +328,13 @@ class Tensor:
 
     @property
     def shape(self):
-        """The shape as a tuple, kept until .memory is replaced (every op reads it, often several
-        times: tuple(torch.Size) costs several times a lookup). tnet never reshapes a storage in
-        place; a torch call that does so on .memory (resize_, unsqueeze_) is not seen here."""
+        """The shape as a torch.Size (a tuple, as torch's: `x.shape.numel()`, its repr), kept until
+        .memory is replaced (every op reads it, often several times: building a torch.Size costs
+        several times a lookup). tnet never reshapes a storage in place; a torch call that does so
+        on .memory (resize_, unsqueeze_) is not seen here."""
         memory = self.memory
         if memory is not self._shape_of:
-            self._shape, self._shape_of = tuple(memory.shape), memory
+            self._shape, self._shape_of = memory.shape, memory
         return self._shape
 
     @property

@@ -160,7 +160,7 @@ def _type(self, dtype=None, non_blocking=False):
 
 
 _TYPE_NAMES = {torch.float32: "FloatTensor", torch.float16: "HalfTensor", torch.bfloat16: "BFloat16Tensor",
-               torch.int64: "LongTensor", torch.int32: "IntTensor", torch.bool: "BoolTensor"}
+               torch.int64: "LongTensor", torch.int32: "IntTensor", torch.bool: "BoolTensor", torch.uint8: "ByteTensor"}
 _TYPE_PREFIX = {"cuda": "torch.cuda.", "cpu": "torch."}
 
 

@@ -348,6 +348,15 @@ def reshape(x, *shape):
     return record("reshape", y, (x,), _view_back(x), graph=_reshaped_back)
 
 
+def unsafe_view(x, *shape):
+    """torch's _unsafe_view: x, an op's fresh result that nothing else holds (a GEMM's rows), under
+    another shape, counted as a tensor of its own, not a view of x: in-place ops with grad may write
+    it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma))."""
+    y = reshape(x, *shape)
+    y.memory = y.memory.detach()  # the same memory with no _base: memory_root sees no view
+    return y
+
+
 def t(x):
     """The transpose of a tensor of at most 2 dims (a view)."""
     if x.ndim > 2:

@@ -11,7 +11,7 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import InputError, check, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from .copy import diagonal, expand, permute, reshape, transpose, unsqueeze
+from .copy import diagonal, expand, permute, reshape, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
@@ -83,9 +83,9 @@ def matmul(a, b):
     if a.ndim == b.ndim == 2:
         return _matmul2d(a, b)
     if b.ndim == 1:  # a matrix (or batch) times a vector: a column, dropped after
-        return reshape(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
+        return unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
     if a.ndim == 1:
-        return reshape(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
+        return unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if math.prod(b.shape[:-2]) == 1:  # b one matrix: a's leading dims fold into its rows
@@ -94,7 +94,7 @@ def matmul(a, b):
         out = _bmm(reshape(a, M, K), _batch(b, lead))
     else:
         out = _bmm(_batch(a, lead), _batch(b, lead))
-    return reshape(out, *lead, M, N)
+    return unsafe_view(out, *lead, M, N)
 
 
 def _batch(x, lead):
@@ -174,11 +174,11 @@ def linear(x, w, b=None):
     same_dtype("linear", x, w)
     if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim
         y = linear(x, unsqueeze(w, 0))
-        return reshape(y, tuple(y.shape[:-1]))
+        return unsafe_view(y, tuple(y.shape[:-1]))
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
-        return reshape(linear(reshape(x, -1, x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+        return unsafe_view(linear(reshape(x, -1, x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     check(b is None or b.shape == (w.shape[0],),

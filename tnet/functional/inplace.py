@@ -28,8 +28,8 @@ from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
-                        hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scaled, selu,
-                        sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, _relu_graph)
+                        hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
+                        scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, _relu_graph)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -149,13 +149,17 @@ def _writes_directly(self, other, recorded=False):
     return memory_root(other.memory) is not memory_root(self.memory)
 
 
-def add_(self, other, *, alpha=1):
-    """self += alpha * other."""
+def add_(self, other, *deprecated, alpha=1):
+    """self += alpha * other; also torch's deprecated add_(alpha, other) (scale_first)."""
+    if deprecated:
+        alpha, (other,) = scale_first("add_", (other, *deprecated), 1)
     return _binary("add_", add, self, scaled(other, alpha))
 
 
-def sub_(self, other, *, alpha=1):
-    """self -= alpha * other."""
+def sub_(self, other, *deprecated, alpha=1):
+    """self -= alpha * other; also torch's deprecated sub_(alpha, other) (scale_first)."""
+    if deprecated:
+        alpha, (other,) = scale_first("sub_", (other, *deprecated), 1)
     return _binary("sub_", sub, self, scaled(other, alpha))
 
 
@@ -235,11 +239,17 @@ def lerp_(self, end, weight):
     return inplace(self, "lerp_", lambda x: lerp(x, end, weight), (end, weight), keeps_self=True)
 
 
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self, tensor1, tensor2, *deprecated, value=1):
+    """self += value * tensor1 * tensor2; also torch's deprecated addcmul_(value, tensor1, tensor2)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scale_first("addcmul_", (tensor1, tensor2, *deprecated), 2)
     return inplace(self, "addcmul_", lambda x: addcmul(x, tensor1, tensor2, value=value), (tensor1, tensor2))
 
 
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self, tensor1, tensor2, *deprecated, value=1):
+    """self += value * tensor1 / tensor2; also torch's deprecated addcdiv_(value, tensor1, tensor2)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scale_first("addcdiv_", (tensor1, tensor2, *deprecated), 2)
     return inplace(self, "addcdiv_", lambda x: addcdiv(x, tensor1, tensor2, value=value), (tensor1, tensor2))
 
 

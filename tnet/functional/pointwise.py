@@ -15,6 +15,7 @@ import collections
 import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -140,13 +141,33 @@ def scaled(other, alpha):
     return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
-def add(input, other, *, alpha=1):
-    """input + alpha * other."""
+def scale_first(name, args, tensors):
+    """torch's deprecated overloads that take the scale first, which optimizers written before torch
+    1.5 use (`p.data.add_(-lr, d_p)`, `exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)`): args,
+    a number then `tensors` tensors, as (number, [tensors]), with torch's UserWarning; TypeError for
+    another combination, as torch's."""
+    scale, rest = args[0], list(args[1:])
+    if not (isinstance(scale, numbers.Number) and len(rest) == tensors and all(isinstance(t, Tensor) for t in rest)):
+        raise TypeError(f"{name}() received an invalid combination of arguments: "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    what = "alpha, Tensor other" if tensors == 1 else "value, Tensor tensor1, Tensor tensor2"
+    keyword = "Tensor other, *, Number alpha = 1" if tensors == 1 else "Tensor tensor1, Tensor tensor2, *, Number value = 1"
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number {what})\nConsider using one of the "
+                  f"following signatures instead:\n\t{name}({keyword})", UserWarning, stacklevel=3)
+    return scale, rest
+
+
+def add(input, other, *deprecated, alpha=1):
+    """input + alpha * other; also torch's deprecated add(input, alpha, other) (scale_first)."""
+    if deprecated:
+        alpha, (other,) = scale_first("add", (other, *deprecated), 1)
     return add_or_sub("add", input, other if alpha == 1 else scaled(other, alpha))
 
 
-def sub(input, other, *, alpha=1):
-    """input - alpha * other."""
+def sub(input, other, *deprecated, alpha=1):
+    """input - alpha * other; also torch's deprecated sub(input, alpha, other) (scale_first)."""
+    if deprecated:
+        alpha, (other,) = scale_first("sub", (other, *deprecated), 1)
     return add_or_sub("sub", input, other if alpha == 1 else scaled(other, alpha))
 
 
@@ -976,13 +997,19 @@ def _addc(name, input, tensor1, tensor2, value, t1_grad):
                         (g, g * v / tensor2, -(g * tensor1 * v) / (tensor2 * tensor2)))
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2, broadcasting."""
+def addcmul(input, tensor1, tensor2, *deprecated, value=1):
+    """input + value * tensor1 * tensor2, broadcasting; also torch's deprecated addcmul(input, value,
+    tensor1, tensor2) (scale_first)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scale_first("addcmul", (tensor1, tensor2, *deprecated), 2)
     return _addc("addcmul", input, tensor1, tensor2, value, lambda g, A, B, v: _pw.pointwise("addcmul", 0.0, g, A, v))
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 / tensor2, broadcasting (floating-point tensors only)."""
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (floating-point tensors only); also torch's
+    deprecated addcdiv(input, value, tensor1, tensor2) (scale_first)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scale_first("addcdiv", (tensor1, tensor2, *deprecated), 2)
     return _addc("addcdiv", input, tensor1, tensor2, value,
                  lambda g, A, B, v: _pw.pointwise("addcdiv_backward", g, A, B, v))
 

@@ -497,15 +497,23 @@ class Module:
     def eval(self):
         return self.train(False)
 
+    _version = 1  # torch's: a class raises it when its keys change; state_dict()._metadata records it
+
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers, named after the layers ("conv1.weight",
         "bn1.running_mean", "bn1.num_batches_tracked"), as torch's: tensors on the module's own
         memory, detached (keep_vars: the parameters themselves), so later training changes them
         and an in-place write to one (an EMA's v.copy_) changes the module. Take a copy
-        (copy.deepcopy, or {k: v.clone()}) to keep a snapshot."""
+        (copy.deepcopy, or {k: v.clone()}) to keep a snapshot. Its `_metadata` holds each
+        module's `_version` by its name, as torch's (load_state_dict hands it back)."""
         out = OrderedDict() if destination is None else destination
+        if destination is None:
+            out._metadata = OrderedDict()
         for name, t in self._state().items():
             out[prefix + name] = t if keep_vars else t.detach()
+        if hasattr(out, "_metadata"):
+            for name, module in self.named_modules(remove_duplicate=False):
+                out._metadata[prefix + name if name else prefix[:-1]] = {"version": module._version}
         return out
 
     def _state(self):
@@ -518,32 +526,60 @@ class Module:
         state_dict()) into the parameters and persistent buffers, keeping their dtype and
         memory layout. Shapes must match; with strict, the names too. Nothing is copied when
         a check fails. Returns (missing_keys, unexpected_keys), as torch. The parameters'
-        16-bit copies (tnet.amp.low_copy) are rewritten from the loaded values."""
+        16-bit copies (tnet.amp.low_copy) are rewritten from the loaded values.
+        Each module reads its own keys in _load_from_state_dict, called with torch's arguments
+        from the root down, each on the keys under its prefix: a class may override it to rename
+        a legacy checkpoint's keys before calling super()'s (torchvision's MLPBlock, BatchNorm
+        before num_batches_tracked); local_metadata is the module's entry of state_dict._metadata
+        ({} where the dict has none)."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
-        own = self._state()
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        values = {k: state_dict[k].memory if isinstance(state_dict[k], Tensor) else state_dict[k]
-                  for k in own if k in state_dict}
-        for k, v in values.items():
-            try:
-                values[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"load_state_dict: the value for {k!r} is not an array of numbers ({e})") from None
-            if values[k].is_complex() or values[k].dtype == torch.bool and own[k].memory.is_floating_point():
-                raise TypeError(f"load_state_dict: the value for {k!r} is {values[k].dtype}, the model's {own[k].dtype}")
+        metadata = getattr(state_dict, "_metadata", None)
+        missing, unexpected, errors, copies = [], [], [], []
+
+        def load(module, local, prefix):
+            local_metadata = dict({} if metadata is None else metadata.get(prefix[:-1], {}))
+            local_metadata[_PENDING] = copies
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected, errors)
+            for name, child in module._submodules():  # a child held under two names loads under each
+                child_prefix = prefix + name + "."
+                load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
+
+        load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
-        errors = [f"size mismatch for {k}: copying a param with shape {tuple(v.shape)} from checkpoint, the shape in "
-                  f"current model is {own[k].shape}" for k, v in values.items() if tuple(v.shape) != own[k].shape]
         if strict:
             errors = [f"Missing key(s) in state_dict: {names(missing)}"] * bool(missing) \
                 + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
         check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
-        for k, v in values.items():
-            own[k].memory.copy_(v)
-            amp.refresh_low_copies(own[k])  # the 16-bit copies that layers read under autocast
+        for t, v in copies:
+            _copy_loaded(t, v)
         return _IncompatibleKeys(missing, unexpected)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """torch's per-module step of load_state_dict: this module's own parameters and persistent
+        buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
+        to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
+        to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
+        own = self._own_parameters() + self._own_buffers(persistent_only=True)
+        pending = local_metadata.get(_PENDING)
+        for name, t in own:
+            key = prefix + name
+            if key not in state_dict:
+                missing_keys.append(key)
+                continue
+            v = _loadable(key, state_dict[key], t)
+            if tuple(v.shape) != t.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(v.shape)} from "
+                                  f"checkpoint, the shape in current model is {t.shape}")
+            elif pending is None:
+                _copy_loaded(t, v)
+            else:
+                pending.append((t, v))
+        if strict:
+            known = {name for name, _ in own} | {name for name, _ in self._submodules()}
+            unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
+                                   k[len(prefix):].split(".", 1)[0] not in known)
 
     def __repr__(self):
         inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
@@ -562,6 +598,25 @@ def factory_args(name, device, dtype):
 
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_PENDING = "tnet: copies pending"  # load_state_dict's list of (tensor, value), in each local_metadata
+
+
+def _loadable(key, value, own):
+    """A state_dict value (numpy array, tnet or torch tensor, nested list) as a torch tensor to copy into
+    the tnet tensor own; TypeError where it is not an array of numbers own can take."""
+    v = value.memory if isinstance(value, Tensor) else value
+    try:
+        v = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"load_state_dict: the value for {key!r} is not an array of numbers ({e})") from None
+    if v.is_complex() or v.dtype == torch.bool and own.memory.is_floating_point():
+        raise TypeError(f"load_state_dict: the value for {key!r} is {v.dtype}, the model's {own.dtype}")
+    return v
+
+
+def _copy_loaded(t, v):
+    t.memory.copy_(v)
+    amp.refresh_low_copies(t)  # the 16-bit copies that layers read under autocast
 
 
 def _torch_default_init(layer):
@@ -1069,6 +1124,17 @@ class _NormBase(Module):
         self.register_buffer("running_mean", tensor(np.zeros(num_features, np.float32)) if track else None)
         self.register_buffer("running_var", tensor(np.ones(num_features, np.float32)) if track else None)
         self.register_buffer("num_batches_tracked", tensor(np.array(0, np.int64)) if track else None)
+
+    _version = 2  # version 1 checkpoints (torch before 0.4.1) have no num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """A checkpoint of version < 2 (or of none) without num_batches_tracked keeps the module's count, as torch's."""
+        key = prefix + "num_batches_tracked"
+        if (local_metadata.get("version") or 1) < 2 and self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked.memory.clone()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def reset_running_stats(self):
         """running_mean zeros, running_var ones, num_batches_tracked 0 (in place: their addresses stay)."""

@@ -23,7 +23,7 @@ from ...kernels.copy import copy_
 from ...kernels.launch import check, is_flat
 from ...tensor import Tensor, bump_version, no_grad, tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
            "remove_spectral_norm", "remove_weight_norm", "spectral_norm", "vector_to_parameters", "weight_norm"]
 
 
@@ -101,6 +101,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     total = get_total_norm([p.grad for p in parameters if p.grad is not None], norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The old name of clip_grad_norm_ (pre-0.4 scripts), deprecated with torch's FutureWarning."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
