@@ -305,7 +305,7 @@ def test_issue_26_element_wise_ops_and_layers_use_torch_for_memory_only():
     w = tnet.tensor(rng.standard_normal((4, 6)), requires_grad=True)
     with Recorder() as rec, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        h = F.relu(x[:, :8]) + F.relu6(x[:, 8:], inplace=True) * F.hardswish(x[:, 8:]) - F.leaky_relu(x[:, :8], 0.1)
+        h = F.relu(x[:, :8]) + F.relu6(x[:, 8:] * 1, inplace=True) * F.hardswish(x[:, 8:]) - F.leaky_relu(x[:, :8], 0.1)
         h = F.where(h > 0, h, F.elu(h) * 0.5) + F.hardsigmoid(h).abs().clamp(0.1, 0.9)
         h = F.pad(h, (1, 1, 2, 0), "reflect") + F.pad(h, (1, 1, 2, 0), "replicate") + F.pad(h, (1, 1, 2, 0))
         loss = F.cross_entropy(x, labels, label_smoothing=0.1) + F.nll_loss(F.log_softmax(x, 1), labels)

@@ -29,7 +29,8 @@ from .copy import Indexing, basic_index, reshape, scalar_indices, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
-                        scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, _relu_graph)
+                        scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, record_relu,
+                        INPLACE_WRITERS)
 from .random import bernoulli_draw
 
 _TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
@@ -204,7 +205,7 @@ def relu_(self):
             return relu(x)
         y = _pw.relu(X, out=X)
         bump_version(self)  # before record, which keeps y's version for the backward's check
-        return record("relu", y, (x,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
+        return record_relu(y, x)
     return inplace(self, "relu_", compute)
 
 
@@ -220,18 +221,10 @@ elu_ = _unary("elu_", elu, keeps_self=True)
 selu_ = _unary("selu_", selu, keeps_self=True)
 celu_ = _unary("celu_", celu, keeps_self=True)
 threshold_ = _unary("threshold_", threshold, keeps_self=True)
-_WRITERS = {"relu": (relu, relu_), "leaky_relu": (leaky_relu, leaky_relu_), "hardtanh": (hardtanh, hardtanh_),
-            "elu": (elu, elu_), "selu": (selu, selu_), "celu": (celu, celu_), "threshold": (threshold, threshold_),
-            **{op.__name__: (op, _unary(op.__name__ + "_", op, keeps_self=True))
-               for op in (silu, hardswish, hardsigmoid, mish)}}
-
-
-def written(name, self, args):
-    """F.<name>(self, *args, inplace=True) (nn.ReLU(inplace=True) and the other activations'), as
-    torch's: the result written into self's memory (a recorded in-place op where grad is on; a view
-    writes through to its base, see inplace) and self returned."""
-    op, method = _WRITERS[name]
-    return method(self, *args) if isinstance(self, Tensor) else op(self, *args)
+# the activations' inplace=True (F.relu(x, inplace=True), nn.ReLU(inplace=True), ...): their in-place forms
+INPLACE_WRITERS.update(relu=relu_, leaky_relu=leaky_relu_, hardtanh=hardtanh_, elu=elu_, selu=selu_, celu=celu_,
+                       threshold=threshold_, **{op.__name__: _unary(op.__name__ + "_", op, keeps_self=True)
+                                                for op in (silu, hardswish, hardsigmoid, mish)})
 
 
 def lerp_(self, end, weight):

@@ -33,11 +33,16 @@ from .inputs import check_tensors, needs_grad
 INPLACE = """inplace=True writes the result into the input and returns it, as torch's."""
 
 
+# an activation's name -> its in-place form (relu_, ...), registered by inplace.py, which imports this module
+INPLACE_WRITERS = {}
+
+
 def _written(name, input, *args):
-    """The activation `name` of input (with args) written into input: its inplace=True
-    (inplace.written)."""
-    from .inplace import written  # inplace.py imports this module
-    return written(name, input, args)
+    """The activation `name` of input (with args) written into input and input returned: its
+    inplace=True, as torch's (a recorded in-place op where grad is on; a view writes through to
+    its base: see inplace.inplace)."""
+    check_tensors(name, input=input)
+    return INPLACE_WRITERS[name](input, *args)
 
 
 def relu(input, inplace=False):
@@ -52,6 +57,11 @@ def relu(input, inplace=False):
         check(X.dtype != torch.bool, "Boolean inputs not supported for relu")
         return clamp(input, min=0)
     y = _pw.relu(X) if is_flat(X) else _pw.pointwise("relu", X)
+    return record_relu(y, input)
+
+
+def record_relu(y, input):
+    """y = relu(input) (torch tensor; input a tnet Tensor) on the tape: its backward reads y."""
     return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
 
 
