@@ -363,3 +363,19 @@ def test_prelu_of_infinities_and_nan_as_torch():
     got.sum().backward()
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_bce_with_logits_gradient_at_zero_and_infinities_as_torch():
+    """The loss was relu(-x) + log(1 + exp(-|x|)) + ...: relu's and abs's zero subgradients at x = 0
+    gave the gradient 1 - y instead of sigmoid(0) - y (fuzz seed 11)."""
+    x = np.array([0.0, -0.0, 0.5, -30.0, INF, -INF, NAN], np.float32)
+    y = np.array([0.0, 0.3, 1.0, 0.3, 0.0, 0.3, 0.0], np.float32)
+    for pos_weight in (None, np.full(7, 2.0, np.float32)):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        pw = [None if pos_weight is None else m.tensor(pos_weight) for m in (tnet, torch)]
+        got = F.binary_cross_entropy_with_logits(a, tnet.tensor(y), pos_weight=pw[0], reduction="none")
+        want = tF.binary_cross_entropy_with_logits(t, torch.tensor(y), pos_weight=pw[1], reduction="none")
+        _same(got.detach().numpy(), want)
+        got.sum().backward()
+        want.sum().backward()
+        _same(a.grad.numpy(), t.grad)

@@ -17,7 +17,7 @@ from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, relu, sign, sub, where)
+                        minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -459,15 +459,15 @@ def _record_composed(name, y, inputs, grads, saved):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
-    weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x), softplus(-x) = relu(-x) +
-    log(1 + exp(-|x|)): no exp overflows. torch's deprecated size_average and reduce are not taken."""
+    weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
+    gradient sigmoid(-x) is right at x = 0 too. torch's deprecated size_average and reduce are not taken."""
     check(size_average is None and reduce is None,
           "binary_cross_entropy_with_logits: size_average and reduce are deprecated; use reduction")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
-    softplus = relu(neg(x)) + log(exp(neg(abs(x))) + 1.0)
+    log_p = softplus(neg(x))  # -log sigmoid(x)
     if pos_weight is not None:
-        softplus = mul(softplus, mul(y, pos_weight - 1.0) + 1.0)
-    loss = mul(1.0 - y, x) + softplus
+        log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+    loss = mul(1.0 - y, x) + log_p
     if weight is not None:
         loss = mul(loss, weight)
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
