@@ -759,7 +759,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(low, a + tl.where(b > a, 5.960464477539063e-08, -5.960464477539063e-08), y)
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        y = c * _hurwitz_zeta(b, a)
+        y = c * _hurwitz_zeta(b, tl.where(a == float("-inf"), 0.0, a))  # -inf a pole, as torch's (Cephes')
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
