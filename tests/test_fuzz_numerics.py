@@ -379,3 +379,12 @@ def test_bce_with_logits_gradient_at_zero_and_infinities_as_torch():
         got.sum().backward()
         want.sum().backward()
         _same(a.grad.numpy(), t.grad)
+
+
+def test_pow_gradient_of_a_huge_exponent_as_torch():
+    """g (y x^(y - 1)) in torch's order: (g y) overflowed to inf and inf * 0 gave NaN (fuzz seed 10)."""
+    x, y, g = (np.array(v, np.float32) for v in ([0.522, 1.142, -0.5, 0.0], [3e38] * 4, [1.53, -0.29, 2.0, 1.0]))
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.pow(a, tnet.tensor(y)).backward(tnet.tensor(g))
+    torch.pow(t, torch.tensor(y)).backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)
