@@ -627,7 +627,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "logit":
         y = tl.log(a / (1.0 - a))
     elif OP == "logit_backward":  # b = x, c and d = the bounds (c < 0: no eps, NaN outside [0, 1])
-        y = a / (b * (1.0 - b))
+        y = tl.where(b == 0.0, a * float("inf"), a / (b * (1.0 - b)))  # g * inf at -0.0 too, as torch's
         y = tl.where(c < 0.0, tl.where((b < 0.0) | (b > 1.0), float("nan"), y), tl.where((b < c) | (b > d), 0.0, y))
     elif OP == "tan":
         y = tl.sin(a) / tl.cos(a)
