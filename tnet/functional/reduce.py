@@ -132,6 +132,17 @@ def _max_dims(name, input, dim, keepdim=False):
     return d
 
 
+def tie_shared(name, input, y):
+    """y, one of input's values (device memory), as a 0-d tensor whose gradient the elements equal to
+    it share evenly (NaN matching NaN): torch's evenly_distribute_backward of max(), min(), median()."""
+    X, dims = _dense(input), tuple(range(input.ndim))
+
+    def share(g):
+        ties = _pw.pointwise("tie", X, y)
+        return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, dims)),)
+    return record(name, y.reshape(()), (input,), share, saved=(X, y), graph=_selection_graph(name, share, dims, ()))
+
+
 def _max_or_min(name, input, dim, keepdim, result):
     """max and min: dim None, the extreme element (its gradient shared by the elements equal to it);
     an int dim, result(values, indices) of the first extreme along dim (the gradient goes to those)."""
@@ -140,13 +151,7 @@ def _max_or_min(name, input, dim, keepdim, result):
         return _max_or_min(name, reshape(input, 1), 0, False, result)  # 0-d out, keepdim or not
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     if dim is None:
-        y, _ = _reduce.reduce(X, tuple(range(input.ndim)), name)
-
-        def share(g):
-            ties = _pw.pointwise("tie", X, y)
-            return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
-        return record(name, y.reshape(()), (input,), share, saved=(X, y),
-                      graph=_selection_graph(name, share, tuple(range(input.ndim)), ()))
+        return tie_shared(name, input, _reduce.reduce(X, tuple(range(input.ndim)), name)[0])
     out = _shape(shape, d, keepdim)
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)

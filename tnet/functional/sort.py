@@ -19,7 +19,7 @@ from .gemm import cov, tensordot
 from .inputs import check_tensors
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, pow, round, sub, where)
-from .reduce import amax, argmax, sum
+from .reduce import amax, argmax, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -156,13 +156,16 @@ def _picked(values, indices, d, pick, keepdim):
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
-    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element."""
+    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element (dim
+    None: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
     if input.dtype == torch.bool and input.numel():
         raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
         if input.numel():
-            return median(reshape(input, (-1,)), 0).values
+            with no_grad():
+                value = median(reshape(input, (-1,)), 0).values
+            return tie_shared("median", input, value.memory)
         if not input.memory.is_floating_point():  # torch's NaN cast: int64's least, a bool True
             return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
         return reshape(input, (-1,)).sum() * math.nan
@@ -267,10 +270,14 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 def nanmedian(input, dim=None, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
     for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
-    indices), as torch.nanmedian. The gradient goes to the picked element."""
+    indices), as torch.nanmedian. The gradient goes to the picked element (dim None: as median's)."""
     check_tensors("nanmedian", input=input)
     if dim is None:
-        return nanmedian(reshape(input, (-1,)), 0).values if input.numel() else reshape(input, (-1,)).sum() * math.nan
+        if not input.numel():
+            return reshape(input, (-1,)).sum() * math.nan
+        with no_grad():
+            value = nanmedian(reshape(input, (-1,)), 0).values
+        return tie_shared("nanmedian", input, value.memory)
     if input.ndim == 0:
         dim_index(dim, 0)
         values, indices = nanmedian(reshape(input, 1), 0, True)
