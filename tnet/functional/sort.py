@@ -386,9 +386,7 @@ def logcumsumexp(input, dim):
     check_tensors("logcumsumexp", input=input)
     check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
     d = dim_index(dim, input.ndim)
-    if input.ndim == 0:
-        return reshape(logcumsumexp(reshape(input, 1), 0), ())
-    if input.numel() == 0:
+    if input.ndim == 0 or input.numel() == 0:  # itself, its gradient g (NaN too), as torch's
         return mul(input, 1)
     with no_grad():
         top = amax(input, d, keepdim=True)
