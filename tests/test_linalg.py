@@ -356,3 +356,6 @@ def test_non_finite_matrices_as_torch():
     x = tnet.tensor(a, requires_grad=True)
     tnet.linalg.det(x).backward()
     assert np.isnan(x.grad.numpy()).all()
+    x = tnet.tensor(a[:1, :1], requires_grad=True)  # a 1 x 1 matrix's cofactor is 1, NaN or not
+    tnet.linalg.det(x).backward()
+    assert x.grad.tolist() == [[1.0]]

@@ -280,7 +280,10 @@ def _svd_host(a, full_matrices=True, compute_uv=True, nan_raises=True):
 
 
 def _cofactor(a):
-    """The cofactor matrix det(A) A^-T of a [..., n, n], through an SVD: defined for singular A too."""
+    """The cofactor matrix det(A) A^-T of a [..., n, n], through an SVD: defined for singular A too;
+    1 for a 1 x 1 A, NaN or not, as torch's."""
+    if a.shape[-1] == 1:
+        return np.ones_like(a)
     u, s, vh = _svd_host(a, nan_raises=False)
     n = s.shape[-1]
     ones = np.ones(s.shape[:-1] + (1,))
