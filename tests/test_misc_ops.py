@@ -617,6 +617,13 @@ def test_trapezoid_rules_values_and_gradients_as_torch(shape, dim):
     close(tnet.trapz(T(y)), torch.trapz(y), "trapz of integers"), close(tnet.trapz(T(y), dx=2.0), torch.trapz(y, dx=2.0))
     with pytest.raises(RuntimeError):
         tnet.trapezoid(T(y.float()), T(torch.tensor([0.0, 1.0])))
+    inf = math.inf  # torch's (sum - (first + last) / 2) dx: its NaN and inf - inf at infinite ends (fuzz seeds 11, 12)
+    y = torch.tensor([[-inf, 1.0, 2.0], [1.0, 3e38, 3e38], [inf, inf, 1.0]])
+    same(tnet.trapezoid(T(y)), torch.trapezoid(y), "trapezoid of infinities")
+    same(tnet.trapezoid(T(y[:, :1]), dx=0.5), torch.trapezoid(y[:, :1], dx=0.5), "trapezoid of one sample")
+    empty = T(torch.zeros(2, 0, dtype=torch.float16), True)
+    out = tnet.trapezoid(empty, dx=0.5)
+    assert out.dtype == torch.float16 and out.shape == (2,) and not out.requires_grad  # torch's: outside the graph
 
 
 def test_window_functions_logspace_and_range_as_torch():

@@ -418,16 +418,19 @@ def corrcoef(input):
 
 # ---- the tensor surface of the eighth session (ops3): the trapezoidal rule ----------------------
 
-def _trapezoids(name, y, x, dx, dim):
-    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
-    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+def _float_samples(name, y, dim):
+    """trapezoid's checks of y, and y as floats (integers as float32) with dim's index."""
     check_tensors(name, y=y)
     if y.ndim == 0:
         raise InputIndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    d = dim_index(dim, y.ndim)
-    if y.dtype not in FLOATS:
-        y = to(y, torch.float32)
-    n = y.shape[d] if y.ndim else 1
+    return (y if y.dtype in FLOATS else to(y, torch.float32)), dim_index(dim, y.ndim)
+
+
+def _trapezoids(name, y, x, dx, dim):
+    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
+    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+    y, d = _float_samples(name, y, dim)
+    n = y.shape[d]
     heights = mul(add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0))), 0.5)
     if x is None:
         return heights if dx is None or dx == 1 else mul(heights, dx)
@@ -444,8 +447,18 @@ def _trapezoids(name, y, x, dx, dim):
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """torch.trapezoid: the integral of y along dim by the trapezoidal rule, over the sample points x
-    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable."""
-    return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
+    As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
+    one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
+    if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
+        d = dim_index(dim, y.ndim)
+        return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
+    if x is not None:
+        return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+    y, d = _float_samples("trapezoid", y, dim)
+    ends = add(narrow(y, d, 0, 1), narrow(y, d, y.shape[d] - 1, 1))
+    total = sub(sum(y, d), mul(squeeze(ends, d), 0.5))
+    return total if dx is None else mul(total, dx)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
