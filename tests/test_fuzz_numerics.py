@@ -398,3 +398,14 @@ def test_logit_gradient_at_the_bounds_as_torch():
     tnet.logit(a).backward(tnet.tensor(g))
     torch.logit(t).backward(torch.tensor(g))
     _same(a.grad.numpy(), t.grad)
+
+
+def test_prod_of_all_elements_with_two_zeros_has_zero_gradient_as_torch():
+    """torch's prod() (no dim) gives every element 0 where two or more are zero; g * prod / x gave NaN
+    beside a NaN or inf (fuzz seed 13)."""
+    for x in ([0.0, 0.1336, NAN, -0.0], [0.0, 0.0, INF, 3.0], [0.0, 2.0, 3.0], [1.0, 2.0, 3.0]):
+        x = np.array(x, np.float32).reshape(2, 2) if len(x) == 4 else np.array(x, np.float32)
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        a.prod().backward()
+        t.prod().backward()
+        _same(a.grad.numpy(), t.grad)

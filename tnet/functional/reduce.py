@@ -228,10 +228,12 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
         zero = _pw.pointwise("eq", X, 0)
-        single = _pw.pointwise("eq", _reduce.reduce(zero, dims), 1)
+        zeros = _reduce.reduce(zero, dims)
         others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
-        at_zero = _pw.pointwise("where", single, others, 0.0)
+        at_zero = _pw.pointwise("where", _pw.pointwise("eq", zeros, 1), others, 0.0)
         factor = _pw.pointwise("where", zero, at_zero, _pw.pointwise("div", y, X))
+        if dim is None and input.ndim:  # torch's prod(): two zeros or more give 0 everywhere, beside a NaN too
+            factor = _pw.pointwise("where", _pw.pointwise("gt", zeros, 1), 0.0, factor)
         return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
     return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
 
