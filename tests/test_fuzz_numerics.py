@@ -409,3 +409,16 @@ def test_prod_of_all_elements_with_two_zeros_has_zero_gradient_as_torch():
         a.prod().backward()
         t.prod().backward()
         _same(a.grad.numpy(), t.grad)
+
+
+def test_kl_div_of_a_negative_target_is_nan_as_torch():
+    """target * log(target) is torch's xlogy: 0 at 0, NaN below it (it was 0 there; fuzz seed 13)."""
+    x = np.array([[-0.0, -0.94, 1e5, -0.37, 0.5]], np.float32)
+    y = np.array([[-3e38, 0.0, 0.3, -1.0, NAN]], np.float32)
+    for reduction in ("none", "batchmean"):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        got, want = F.kl_div(a, tnet.tensor(y), reduction=reduction), tF.kl_div(t, torch.tensor(y), reduction=reduction)
+        _same(got.detach().numpy(), want)
+        got.sum().backward()
+        want.sum().backward()
+        _same(a.grad.numpy(), t.grad)

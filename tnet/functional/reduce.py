@@ -646,10 +646,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _loss_inputs("kl_div", input, target, "none")
     if log_target:
         loss = mul(exp(target), sub(target, input))
-    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf), and NaN stays NaN
-        positive = gt(target, 0)
-        loss = sub(where(positive, mul(target, log(where(positive, target, 1.0))), mul(target, 0.0)),
-                   mul(target, input))
+    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf); NaN below 0 and at NaN
+        zero = eq(target, 0)
+        loss = sub(where(zero, mul(target, 0.0), mul(target, log(where(zero, 1.0, target)))), mul(target, input))
     if reduction == "batchmean":
         return div(sum(loss), input.shape[0] if input.ndim else 1)
     return _reduced("kl_div", loss, reduction)
