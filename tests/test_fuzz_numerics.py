@@ -422,3 +422,17 @@ def test_kl_div_of_a_negative_target_is_nan_as_torch():
         got.sum().backward()
         want.sum().backward()
         _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_leaves_an_infinite_padding_row_out_as_torch(mode):
+    """padding_idx's rows were multiplied by 0: an infinite one gave NaN (fuzz seed 14)."""
+    w = np.array([[-INF, 1.0, -3e38], [2.0, -INF, 1.0], [0.5, 0.5, 0.5]], np.float32)
+    idx = np.array([[0, 1, 1], [0, 2, 0]])
+    a, t = tnet.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got = F.embedding_bag(tnet.tensor(idx), a, mode=mode, padding_idx=0)
+    want = tF.embedding_bag(torch.tensor(idx), t, mode=mode, padding_idx=0)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
