@@ -197,7 +197,8 @@ def _same_outcome(fn, rtol=1e-5):
     lambda m, f, t: m.fmod(t([4, -7]), t([0, 3])), lambda m, f, t: m.div(t([4, -7]), t([1, 0]), rounding_mode="floor"),
     lambda m, f, t: m.div(t([4, -7]), 0, rounding_mode="trunc"), lambda m, f, t: t(5) // t(0),
     lambda m, f, t: t([4, -7, 3]) // t([[2], [-3]]), lambda m, f, t: t([4, -7]) % -2, lambda m, f, t: t([4, -7]) // 0.0,
-    lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long()])
+    lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long(),
+    lambda m, f, t: m.zeros(5, 0, 1, dtype=torch.bool) % 0, lambda m, f, t: m.zeros(2, 0).long() // t([0])])
 def test_integer_division_by_zero_raises_as_torch(call):
     _same_outcome(call)
 
@@ -476,3 +477,13 @@ def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(ieee):
 
 def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
     _same_outcome(lambda m, f, t: f.embedding_bag(t([0, 1, 2, 3]), t(np.ones((5, 3), np.float32)), t([1, 2])))
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 11-14: torch returns these
+    lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=-1), lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=1),
+    lambda m, f, t: m.linalg.vector_norm(m.zeros(3, 0, 3), float("-inf"), (0, 2)),
+    lambda m, f, t: f.linear(m.zeros(0), m.zeros(3, 0)), lambda m, f, t: f.linear(m.zeros(2, 0, 4), m.ones(3, 4)),
+    lambda m, f, t: m.lerp(t([1.0, 2.0]), t([3.0, 5.0]), t(0.25).half()), lambda m, f, t: m.lerp(t(1.0), t(2.0), t(1)),
+    lambda m, f, t: m.lerp(t([1.0, 2.0]), t([3.0, 5.0]), t([0.5, 0.5]).half())])
+def test_empty_reductions_and_0_d_weights_as_torch(call):
+    _same_outcome(call)

@@ -913,10 +913,12 @@ def _same_dtype(name, input, **others):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
-    as end), computed from the nearer end as torch's."""
+    as end, unless 0-d), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
+    if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)  # torch takes a 0-d weight of any dtype, as a number
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
@@ -1031,6 +1033,8 @@ def _check_int_divisor(a, b):
     division: where b is an integer tensor, a host read of its count of zeros (skipped inside a CUDA
     graph capture)."""
     if not (_pw._is_int(a) and _pw._is_int(b)) or isinstance(b, torch.Tensor) and capturing(b):
+        return
+    if any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in (a, b)):  # no element is divided
         return
     if isinstance(b, torch.Tensor):
         zeros = b.numel() and _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()

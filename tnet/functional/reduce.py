@@ -552,8 +552,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 2:
         return _two_norm(x, dim, keepdim)
     if ord in (math.inf, -math.inf):
-        check(x.numel() > 0, "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
-                             "operation does not have an identity")
+        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
+        check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
+                                           "because the operation does not have an identity")
         return (amax if ord > 0 else amin)(abs(x), dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
