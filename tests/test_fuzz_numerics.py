@@ -436,3 +436,16 @@ def test_embedding_bag_leaves_an_infinite_padding_row_out_as_torch(mode):
     got.sum().backward()
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_a_0_d_or_number_base_beside_16_bit_is_rounded_first_as_torch():
+    """torch rounds a 0-d fp32 operand (and pow's number base) to the 16-bit tensor's dtype first:
+    1e5 and 1e30 are fp16's inf there (fuzz seeds 11, 15)."""
+    x = np.array([0.129, 0.5, -0.3, 2.0], np.float16)
+    a, t = tnet.tensor(x, dtype=torch.float16, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for got, want in ((1e30 ** a, 1e30 ** t), (a ** tnet.tensor(np.float32(1e5)), t ** torch.tensor(1e5)),
+                      (a * tnet.tensor(np.float32(7e4)), t * torch.tensor(7e4))):
+        _same(got.detach().float().numpy(), want.float())
+    (a ** tnet.tensor(np.float32(1e5))).backward(tnet.ones(4, dtype=torch.float16))
+    (t ** torch.tensor(1e5)).backward(torch.ones(4, dtype=torch.float16))
+    _same(a.grad.float().numpy(), t.grad.float())

@@ -380,7 +380,7 @@ def _pow_tensor(input, exponent):
     if _is_integer(input) and _is_integer(exponent):
         return _ipow(input.memory, exponent.memory)
     input, exponent = _ints_to_float(input, exponent)
-    X, E = input.memory, exponent.memory
+    X, E = _rounded_0d(input.memory, exponent.memory)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
@@ -422,13 +422,13 @@ def _ipow(a, b):
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
     its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; a base
-    <= 0 as a 0-d tensor of input's float dtype to the tensor pow (C's rules: signed zeros and
-    infinities, NaN at a fractional exponent)."""
+    <= 0 (or any, beside a 16-bit input) as a 0-d tensor of input's float dtype to the tensor pow (C's
+    rules: signed zeros and infinities, NaN at a fractional exponent)."""
     check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
-    if base <= 0:
-        check_tensors("pow", input=input)
+    if base <= 0 or isinstance(input, Tensor) and input.dtype in (torch.float16, torch.bfloat16):
+        check_tensors("pow", input=input)  # a 16-bit input rounds the base to its dtype first, as torch's
         dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
         return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
     y = exp2(mul(input, math.log2(base)))
@@ -556,12 +556,17 @@ def clamp_max(input, max):
 def _compare(name, input, other):
     """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
     holds, or a Python number on either side."""
-    a, b = _operands(name, input, other)
+    a, b = _rounded_0d(*_operands(name, input, other))
+    return Tensor(_pw.pointwise(name, a, b))
+
+
+def _rounded_0d(a, b):
+    """Kernel operands a and b in torch's promoted dtype: a 0-d float tensor beside a 16-bit tensor
+    (which sets the result's dtype) is rounded to 16 bits first, as torch's (a 0-d fp32 1e5 is fp16's inf)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype and (a.dim() == 0) != (b.dim() == 0):
-        # torch compares in the promoted dtype: a 0-d fp32 beside a 16-bit tensor is rounded to 16 bits first
         a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
                 else v for v, w in ((a, b), (b, a)))
-    return Tensor(_pw.pointwise(name, a, b))
+    return a, b
 
 
 def _comparison(name, text):
@@ -1013,7 +1018,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
     the dtype torch's promotion gives (_ints_to_float)."""
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
-    a, b = _operands(name, input, other)
+    a, b = _rounded_0d(*_operands(name, input, other))
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)
