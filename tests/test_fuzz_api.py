@@ -487,3 +487,14 @@ def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
     lambda m, f, t: m.lerp(t([1.0, 2.0]), t([3.0, 5.0]), t([0.5, 0.5]).half())])
 def test_empty_reductions_and_0_d_weights_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # an argument of the wrong type: torch's TypeError before any value check (seeds 10-15)
+    lambda m, f, t: t([1.0, 2.0])[1.5], lambda m, f, t: t([1.0, 2.0])[object()], lambda m, f, t: t([1.0, 2.0])["a"],
+    lambda m, f, t: f.gelu(t([1.0]), approximate=[1]), lambda m, f, t: m.div(t([1.0]), t([2.0]), rounding_mode=3),
+    lambda m, f, t: f.celu(t([1.0]), alpha="x"), lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 1, 1), groups=1.5),
+    lambda m, f, t: m.scatter_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([1.0, 2.0]), reduce=1.5),
+    lambda m, f, t: f.scaled_dot_product_attention(m.ones(1, 2, 2), m.ones(1, 2, 2), m.ones(1, 2, 2), is_causal=1),
+    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1)])
+def test_argument_types_raise_as_torch(call):
+    _same_outcome(call)

@@ -173,6 +173,8 @@ def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded toward zero (rounding_mode 'trunc') or down
     ('floor'), as torch's (rounded results have no gradient, as torch's)."""
     if rounding_mode is not None:
+        check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
+                                                           f"{type(rounding_mode).__name__}")
         check(rounding_mode in ("trunc", "floor"),
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
@@ -437,6 +439,8 @@ def rpow(input, base):
 
 def gelu(input, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
+    check_type(isinstance(approximate, str), lambda: f"gelu(): argument 'approximate' must be str, not "
+                                                     f"{type(approximate).__name__}")
     check(approximate in ("none", "tanh"), lambda: f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     op = "gelu" if approximate == "none" else "gelu_tanh"
     return _unary("gelu", input, op, op + "_backward", False, graph=_gelu_graph if op == "gelu" else _gelu_tanh_graph)
@@ -858,6 +862,7 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x / alpha) - 1). """ + INPLACE
+    check_type(isinstance(alpha, numbers.Real), lambda: f"celu(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     check(alpha != 0, "ZeroDivisionError in the celu: alpha cannot be 0")
     return _unary("celu", input, "elu", "elu_backward", False, float(alpha), 1.0 / alpha, graph=_elu_graph)
 
