@@ -757,6 +757,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         # fp16's subnormals, below 2^-14, are 2^-24 apart: no fixed step of fp32's bits
         low = (step == 8192) & ((tl.abs(a) < 6.103515625e-05) | ((tl.abs(a) == 6.103515625e-05) & ~up))
         y = tl.where(low, a + tl.where(b > a, 5.960464477539063e-08, -5.960464477539063e-08), y)
+        y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
         y = c * _hurwitz_zeta(b, tl.where(a == float("-inf"), 0.0, a))  # -inf a pole, as torch's (Cephes')
