@@ -498,3 +498,12 @@ def test_empty_reductions_and_0_d_weights_as_torch(call):
     lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1)])
 def test_argument_types_raise_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # ceil_mode keeps a window larger than the input, as torch's (fuzz seed 16)
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, ceil_mode=True),
+    lambda m, f, t: f.avg_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, ceil_mode=True),
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, stride=2, ceil_mode=True),
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3)])
+def test_pooling_windows_past_the_input_as_torch(call):
+    _same_outcome(call)
