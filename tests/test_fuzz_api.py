@@ -507,3 +507,10 @@ def test_argument_types_raise_as_torch(call):
     lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3)])
 def test_pooling_windows_past_the_input_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, 1.0, 1.5])  # torch takes any label_smoothing <= 1 (fuzz seed 15)
+def test_cross_entropy_label_smoothing_range_as_torch(smoothing):
+    x = np.array([[0.5, -1.0, 2.0, 0.1], [1.0, 0.0, -0.5, 0.3]], np.float32)
+    _same_outcome(lambda m, f, t: f.cross_entropy(t(x), t([1, 3]), label_smoothing=smoothing))
+    _same_outcome(lambda m, f, t: f.cross_entropy(t(x), f.softmax(t(x), 1), label_smoothing=smoothing))
