@@ -449,3 +449,7 @@ def test_a_0_d_or_number_base_beside_16_bit_is_rounded_first_as_torch():
     (a ** tnet.tensor(np.float32(1e5))).backward(tnet.ones(4, dtype=torch.float16))
     (t ** torch.tensor(1e5)).backward(torch.ones(4, dtype=torch.float16))
     _same(a.grad.float().numpy(), t.grad.float())
+    a.grad, t.grad = None, None  # the base's gradient factor log(base) is the number's, not the rounded inf's
+    (1e30 ** a).backward(tnet.ones(4, dtype=torch.float16))
+    (1e30 ** t).backward(torch.ones(4, dtype=torch.float16))
+    _same(a.grad.float().numpy(), t.grad.float())

@@ -424,15 +424,20 @@ def _ipow(a, b):
 def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
     its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; a base
-    <= 0 (or any, beside a 16-bit input) as a 0-d tensor of input's float dtype to the tensor pow (C's
-    rules: signed zeros and infinities, NaN at a fractional exponent)."""
+    <= 0 as a 0-d tensor of input's float dtype to the tensor pow (C's rules: signed zeros and
+    infinities, NaN at a fractional exponent); beside a 16-bit input, the base rounded to its dtype."""
     check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
-    if base <= 0 or isinstance(input, Tensor) and input.dtype in (torch.float16, torch.bfloat16):
-        check_tensors("pow", input=input)  # a 16-bit input rounds the base to its dtype first, as torch's
+    if base <= 0:
+        check_tensors("pow", input=input)
         dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
         return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
+    if isinstance(input, Tensor) and input.dtype in (torch.float16, torch.bfloat16):  # torch's: the value from the
+        X = input.memory  # base rounded to input's dtype (1e30 is fp16's inf), the gradient g y log(base) from the number
+        y = _pw.pointwise("pow", torch.full((), float(base), dtype=X.dtype, device=X.device), X)
+        return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
+                            saved=(y,))
     y = exp2(mul(input, math.log2(base)))
     return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
