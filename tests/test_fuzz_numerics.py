@@ -388,12 +388,6 @@ def test_pow_gradient_of_a_huge_exponent_as_torch():
     tnet.pow(a, tnet.tensor(y)).backward(tnet.tensor(g))
     torch.pow(t, torch.tensor(y)).backward(torch.tensor(g))
     _same(a.grad.numpy(), t.grad)
-    x = np.array([[1.15, 0.5], [-0.7, 2.0]], np.float32)  # mse's 2 (x - y) overflows where g (2 d) need not (seed 12)
-    y = np.array([[-3e38, 0.0], [65536.0, -1.0]], np.float32)
-    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    F.mse_loss(a, tnet.tensor(y)).backward()
-    tF.mse_loss(t, torch.tensor(y)).backward()
-    _same(a.grad.numpy(), t.grad)
 
 
 def test_logit_gradient_at_the_bounds_as_torch():
