@@ -197,7 +197,8 @@ def _same_outcome(fn, rtol=1e-5):
     lambda m, f, t: m.fmod(t([4, -7]), t([0, 3])), lambda m, f, t: m.div(t([4, -7]), t([1, 0]), rounding_mode="floor"),
     lambda m, f, t: m.div(t([4, -7]), 0, rounding_mode="trunc"), lambda m, f, t: t(5) // t(0),
     lambda m, f, t: t([4, -7, 3]) // t([[2], [-3]]), lambda m, f, t: t([4, -7]) % -2, lambda m, f, t: t([4, -7]) // 0.0,
-    lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long()])
+    lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long(),
+    lambda m, f, t: m.zeros(5, 0, 1, dtype=torch.bool) % 0, lambda m, f, t: m.zeros(2, 0).long() // t([0])])
 def test_integer_division_by_zero_raises_as_torch(call):
     _same_outcome(call)
 
@@ -476,3 +477,40 @@ def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(ieee):
 
 def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
     _same_outcome(lambda m, f, t: f.embedding_bag(t([0, 1, 2, 3]), t(np.ones((5, 3), np.float32)), t([1, 2])))
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 11-14: torch returns these
+    lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=-1), lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=1),
+    lambda m, f, t: m.linalg.vector_norm(m.zeros(3, 0, 3), float("-inf"), (0, 2)),
+    lambda m, f, t: f.linear(m.zeros(0), m.zeros(3, 0)), lambda m, f, t: f.linear(m.zeros(2, 0, 4), m.ones(3, 4)),
+    lambda m, f, t: m.lerp(t([1.0, 2.0]), t([3.0, 5.0]), t(0.25).half()), lambda m, f, t: m.lerp(t(1.0), t(2.0), t(1)),
+    lambda m, f, t: m.lerp(t([1.0, 2.0]), t([3.0, 5.0]), t([0.5, 0.5]).half())])
+def test_empty_reductions_and_0_d_weights_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # an argument of the wrong type: torch's TypeError before any value check (seeds 10-15)
+    lambda m, f, t: t([1.0, 2.0])[1.5], lambda m, f, t: t([1.0, 2.0])[object()], lambda m, f, t: t([1.0, 2.0])["a"],
+    lambda m, f, t: f.gelu(t([1.0]), approximate=[1]), lambda m, f, t: m.div(t([1.0]), t([2.0]), rounding_mode=3),
+    lambda m, f, t: f.celu(t([1.0]), alpha="x"), lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 1, 1), groups=1.5),
+    lambda m, f, t: m.scatter_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([1.0, 2.0]), reduce=1.5),
+    lambda m, f, t: f.scaled_dot_product_attention(m.ones(1, 2, 2), m.ones(1, 2, 2), m.ones(1, 2, 2), is_causal=1),
+    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1)])
+def test_argument_types_raise_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # ceil_mode keeps a window larger than the input, as torch's (fuzz seed 16)
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, ceil_mode=True),
+    lambda m, f, t: f.avg_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, ceil_mode=True),
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3, stride=2, ceil_mode=True),
+    lambda m, f, t: f.max_pool2d(t(np.arange(6.0, dtype=np.float32).reshape(1, 2, 1, 3)), 3)])
+def test_pooling_windows_past_the_input_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, 1.0, 1.5])  # torch takes any label_smoothing <= 1 (fuzz seed 15)
+def test_cross_entropy_label_smoothing_range_as_torch(smoothing):
+    x = np.array([[0.5, -1.0, 2.0, 0.1], [1.0, 0.0, -0.5, 0.3]], np.float32)
+    _same_outcome(lambda m, f, t: f.cross_entropy(t(x), t([1, 3]), label_smoothing=smoothing))
+    _same_outcome(lambda m, f, t: f.cross_entropy(t(x), f.softmax(t(x), 1), label_smoothing=smoothing))

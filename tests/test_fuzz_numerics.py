@@ -363,3 +363,93 @@ def test_prelu_of_infinities_and_nan_as_torch():
     got.sum().backward()
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_bce_with_logits_gradient_at_zero_and_infinities_as_torch():
+    """The loss was relu(-x) + log(1 + exp(-|x|)) + ...: relu's and abs's zero subgradients at x = 0
+    gave the gradient 1 - y instead of sigmoid(0) - y (fuzz seed 11)."""
+    x = np.array([0.0, -0.0, 0.5, -30.0, INF, -INF, NAN], np.float32)
+    y = np.array([0.0, 0.3, 1.0, 0.3, 0.0, 0.3, 0.0], np.float32)
+    for pos_weight in (None, np.full(7, 2.0, np.float32)):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        pw = [None if pos_weight is None else m.tensor(pos_weight) for m in (tnet, torch)]
+        got = F.binary_cross_entropy_with_logits(a, tnet.tensor(y), pos_weight=pw[0], reduction="none")
+        want = tF.binary_cross_entropy_with_logits(t, torch.tensor(y), pos_weight=pw[1], reduction="none")
+        _same(got.detach().numpy(), want)
+        got.sum().backward()
+        want.sum().backward()
+        _same(a.grad.numpy(), t.grad)
+
+
+def test_pow_gradient_of_a_huge_exponent_as_torch():
+    """g (y x^(y - 1)) in torch's order: (g y) overflowed to inf and inf * 0 gave NaN (fuzz seed 10)."""
+    x, y, g = (np.array(v, np.float32) for v in ([0.522, 1.142, -0.5, 0.0], [3e38] * 4, [1.53, -0.29, 2.0, 1.0]))
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.pow(a, tnet.tensor(y)).backward(tnet.tensor(g))
+    torch.pow(t, torch.tensor(y)).backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_logit_gradient_at_the_bounds_as_torch():
+    """g * inf at x = +-0 (torch's rule): g / (x (1 - x)) gave -inf at -0.0 (fuzz seed 10)."""
+    x = np.array([-0.0, 0.0, 1.0, -0.5, 0.25, NAN], np.float32)
+    g = np.array([1.0, -2.0, 1.0, 1.0, 0.0, 1.0], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.logit(a).backward(tnet.tensor(g))
+    torch.logit(t).backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_prod_of_all_elements_with_two_zeros_has_zero_gradient_as_torch():
+    """torch's prod() (no dim) gives every element 0 where two or more are zero; g * prod / x gave NaN
+    beside a NaN or inf (fuzz seed 13)."""
+    for x in ([0.0, 0.1336, NAN, -0.0], [0.0, 0.0, INF, 3.0], [0.0, 2.0, 3.0], [1.0, 2.0, 3.0]):
+        x = np.array(x, np.float32).reshape(2, 2) if len(x) == 4 else np.array(x, np.float32)
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        a.prod().backward()
+        t.prod().backward()
+        _same(a.grad.numpy(), t.grad)
+
+
+def test_kl_div_of_a_negative_target_is_nan_as_torch():
+    """target * log(target) is torch's xlogy: 0 at 0, NaN below it (it was 0 there; fuzz seed 13)."""
+    x = np.array([[-0.0, -0.94, 1e5, -0.37, 0.5]], np.float32)
+    y = np.array([[-3e38, 0.0, 0.3, -1.0, NAN]], np.float32)
+    for reduction in ("none", "batchmean"):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        got, want = F.kl_div(a, tnet.tensor(y), reduction=reduction), tF.kl_div(t, torch.tensor(y), reduction=reduction)
+        _same(got.detach().numpy(), want)
+        got.sum().backward()
+        want.sum().backward()
+        _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_leaves_an_infinite_padding_row_out_as_torch(mode):
+    """padding_idx's rows were multiplied by 0: an infinite one gave NaN (fuzz seed 14)."""
+    w = np.array([[-INF, 1.0, -3e38], [2.0, -INF, 1.0], [0.5, 0.5, 0.5]], np.float32)
+    idx = np.array([[0, 1, 1], [0, 2, 0]])
+    a, t = tnet.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got = F.embedding_bag(tnet.tensor(idx), a, mode=mode, padding_idx=0)
+    want = tF.embedding_bag(torch.tensor(idx), t, mode=mode, padding_idx=0)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_a_0_d_or_number_base_beside_16_bit_is_rounded_first_as_torch():
+    """torch rounds a 0-d fp32 operand (and pow's number base) to the 16-bit tensor's dtype first:
+    1e5 and 1e30 are fp16's inf there (fuzz seeds 11, 15)."""
+    x = np.array([0.129, 0.5, -0.3, 2.0], np.float16)
+    a, t = tnet.tensor(x, dtype=torch.float16, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for got, want in ((1e30 ** a, 1e30 ** t), (a ** tnet.tensor(np.float32(1e5)), t ** torch.tensor(1e5)),
+                      (a * tnet.tensor(np.float32(7e4)), t * torch.tensor(7e4))):
+        _same(got.detach().float().numpy(), want.float())
+    (a ** tnet.tensor(np.float32(1e5))).backward(tnet.ones(4, dtype=torch.float16))
+    (t ** torch.tensor(1e5)).backward(torch.ones(4, dtype=torch.float16))
+    _same(a.grad.float().numpy(), t.grad.float())
+    a.grad, t.grad = None, None  # the base's gradient factor log(base) is the number's, not the rounded inf's
+    (1e30 ** a).backward(tnet.ones(4, dtype=torch.float16))
+    (1e30 ** t).backward(torch.ones(4, dtype=torch.float16))
+    _same(a.grad.float().numpy(), t.grad.float())

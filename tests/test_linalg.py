@@ -338,3 +338,24 @@ def test_det_gradient_of_a_singular_matrix_as_torch(rng, ieee):
     a = rng.standard_normal((3, 3))
     a[2] = a[0] + a[1]
     check(lambda t: tnet.linalg.det(t), lambda r: torch.linalg.det(r), [leaf(rng, 3, 3, values=a)], rng, GRAD_TOL)
+
+
+def test_non_finite_matrices_as_torch():
+    """An infinity gives NaN factors and a NaN raises LinAlgError, as torch's; LAPACK's SVD of the
+    infinite matrix (fuzz seed 10) looped forever, and det's gradient raised numpy's error."""
+    a = np.array([[-0.5, 0.2, 6.5e4], [np.inf, 0.8, 1e5], [-0.2, -0.8, 0.3]], dtype=np.float32)
+    both = (tnet.tensor(a), torch.tensor(a))
+    for fn in (lambda m, t: m.linalg.svdvals(t), lambda m, t: m.linalg.svd(t).U, lambda m, t: m.linalg.pinv(t),
+               lambda m, t: m.linalg.matrix_rank(t), lambda m, t: m.linalg.lstsq(t, t).solution):
+        got, ref = fn(tnet, both[0]).numpy(), fn(torch, both[1]).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    a[0, 0] = np.nan
+    for fn in (tnet.linalg.svdvals, tnet.linalg.eigh, tnet.linalg.matrix_rank):
+        with pytest.raises(tnet.linalg.LinAlgError, match="failed to converge"):
+            fn(tnet.tensor(a))
+    x = tnet.tensor(a, requires_grad=True)
+    tnet.linalg.det(x).backward()
+    assert np.isnan(x.grad.numpy()).all()
+    x = tnet.tensor(a[:1, :1], requires_grad=True)  # a 1 x 1 matrix's cofactor is 1, NaN or not
+    tnet.linalg.det(x).backward()
+    assert x.grad.tolist() == [[1.0]]

@@ -566,9 +566,10 @@ def test_frexp_nextafter_as_torch():
         tnet.frexp(T(torch.tensor([1, 2])))
     a, b = grid()
     same(tnet.nextafter(T(a), T(b)), torch.nextafter(a, b), "nextafter")
-    low = torch.tensor([0.0, 1.0, -1.0, 6.1035e-05, 6.1035e-05, 6e-8, 65504.0, 3.0])
-    high = torch.tensor([1.0, 2.0, -2.0, 0.0, 1.0, 0.0, 1e9, 3.0])
+    low = torch.tensor([0.0, 1.0, -1.0, 6.1035e-05, 6.1035e-05, 6e-8, 65504.0, 3.0, math.inf, -math.inf])
+    high = torch.tensor([1.0, 2.0, -2.0, 0.0, 1.0, 0.0, 1e9, 3.0, 0.0, 0.0])  # +-inf: fp16's largest (fuzz seed 16)
     same(tnet.nextafter(T(low.half()), T(high.half())), torch.nextafter(low.half(), high.half()), "float16")
+    assert tnet.nextafter(T(low[-2:].half()), T(high[-2:].half())).tolist() == [65504.0, -65504.0]  # same's nan_to_num hides inf
     # bf16's subnormals are flushed by the interpreter's stores: normal values only
     same(tnet.nextafter(T(low[1:3]).bfloat16(), T(high[1:3]).bfloat16()),
          torch.nextafter(low[1:3].bfloat16(), high[1:3].bfloat16()), "bfloat16")
@@ -581,7 +582,7 @@ def test_frexp_nextafter_as_torch():
 
 
 def test_polygamma_and_mvlgamma_as_torch():
-    x = torch.tensor([0.3, 1.0, 2.5, 7.0, 30.0, -0.5, -2.3, 0.0, math.inf, math.nan])
+    x = torch.tensor([0.3, 1.0, 2.5, 7.0, 30.0, -0.5, -2.3, 0.0, math.inf, math.nan, -math.inf])  # -inf: a pole
     for n in (0, 1, 2, 3, 5):
         close(tnet.polygamma(n, T(x)), torch.polygamma(n, x), f"polygamma {n}", tol=2e-5)
     close(T(x).polygamma(2), x.polygamma(2), "Tensor.polygamma", tol=2e-5)
@@ -617,6 +618,13 @@ def test_trapezoid_rules_values_and_gradients_as_torch(shape, dim):
     close(tnet.trapz(T(y)), torch.trapz(y), "trapz of integers"), close(tnet.trapz(T(y), dx=2.0), torch.trapz(y, dx=2.0))
     with pytest.raises(RuntimeError):
         tnet.trapezoid(T(y.float()), T(torch.tensor([0.0, 1.0])))
+    inf = math.inf  # torch's (sum - (first + last) / 2) dx: its NaN and inf - inf at infinite ends (fuzz seeds 11, 12)
+    y = torch.tensor([[-inf, 1.0, 2.0], [1.0, 3e38, 3e38], [inf, inf, 1.0]])
+    same(tnet.trapezoid(T(y)), torch.trapezoid(y), "trapezoid of infinities")
+    same(tnet.trapezoid(T(y[:, :1]), dx=0.5), torch.trapezoid(y[:, :1], dx=0.5), "trapezoid of one sample")
+    empty = T(torch.zeros(2, 0, dtype=torch.float16), True)
+    out = tnet.trapezoid(empty, dx=0.5)
+    assert out.dtype == torch.float16 and out.shape == (2,) and not out.requires_grad  # torch's: outside the graph
 
 
 def test_window_functions_logspace_and_range_as_torch():

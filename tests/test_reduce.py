@@ -389,6 +389,9 @@ def test_eighth_session_reductions_edges():
     got = host(x.logcumsumexp(1))
     assert torch.equal(got[1], ref[1]) and torch.allclose(got[0, 1:], ref[0, 1:])  # tnet's [0, 0] underflows: -inf
     assert tnet.logcumsumexp(tnet.zeros(0, 3), 1).shape == (0, 3) and tnet.tensor(2.0).logcumsumexp(0).item() == 2.0
+    nan = tnet.tensor(float("nan"), requires_grad=True)  # a 0-d input's gradient is g, as torch's (fuzz seed 10)
+    nan.logcumsumexp(0).backward(tnet.tensor(-0.5))
+    assert nan.grad.item() == -0.5
     for error, fn in [(RuntimeError, lambda: tnet.inner(tnet.zeros(2, 3), tnet.zeros(2, 2))),
                       (RuntimeError, lambda: tnet.renorm(tnet.zeros(3), 2, 0, 1)),
                       (RuntimeError, lambda: tnet.renorm(tnet.zeros(3, 2), 0, 0, 1)),

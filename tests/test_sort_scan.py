@@ -254,6 +254,19 @@ def test_nan_quantiles_medians_and_modes_as_torchs():
             fn()
 
 
+def test_median_of_all_elements_shares_a_tie_gradient_as_torch():
+    """median() and nanmedian() (no dim) give every element equal to the median an even share of the
+    gradient (torch's evenly_distribute_backward); it went to one of them (fuzz seed 10)."""
+    nan = float("nan")
+    for data in ([[1.0, 2.0, 2.0], [3.0, 2.0, 0.0]], [[1.0, nan], [2.0, nan]], [[4.0]]):
+        for name in ("median", "nanmedian"):
+            x, xr = tnet.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+            getattr(tnet, name)(x).backward(tnet.tensor(3.0))
+            getattr(torch, name)(xr).backward(torch.tensor(3.0))
+            np.testing.assert_array_equal(x.grad.numpy(), xr.grad.numpy())
+    assert tnet.median(tnet.tensor([3, 1, 2])).item() == 2
+
+
 def test_searchsorted_and_bucketize_as_torchs(rng):
     seq = np.sort(rng.integers(-5, 5, (3, 7)).astype(np.float32), 1)
     values = rng.integers(-6, 6, (3, 4)).astype(np.float32)

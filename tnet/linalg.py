@@ -263,9 +263,28 @@ def inv_ex(A, *, check_errors=False):
     return InvExResult(_inv_recorded(A, ainv), _int32(info))
 
 
+def _svd_host(a, full_matrices=True, compute_uv=True, nan_raises=True):
+    """np.linalg.svd of a [..., m, n], as torch's on non-finite matrices: a NaN raises LinAlgError
+    (nan_raises), a matrix with an infinity (or, not nan_raises, a NaN) gives NaN factors. LAPACK is never
+    handed one: its SVD of an infinite matrix can loop forever."""
+    if nan_raises and np.isnan(a).any():
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix contained "
+                          "non-finite values.")
+    bad = ~np.isfinite(a).all((-2, -1))
+    out = np.linalg.svd(np.where(bad[..., None, None], 0.0, a), full_matrices=full_matrices, compute_uv=compute_uv)
+    if not bad.any():
+        return out
+    if not compute_uv:
+        return np.where(bad[..., None], np.nan, out)
+    return tuple(np.where(bad[..., None, None] if x.ndim == a.ndim else bad[..., None], np.nan, x) for x in out)
+
+
 def _cofactor(a):
-    """The cofactor matrix det(A) A^-T of a [..., n, n], through an SVD: defined for singular A too."""
-    u, s, vh = np.linalg.svd(a)
+    """The cofactor matrix det(A) A^-T of a [..., n, n], through an SVD: defined for singular A too;
+    1 for a 1 x 1 A, NaN or not, as torch's."""
+    if a.shape[-1] == 1:
+        return np.ones_like(a)
+    u, s, vh = _svd_host(a, nan_raises=False)
     n = s.shape[-1]
     ones = np.ones(s.shape[:-1] + (1,))
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
@@ -593,6 +612,15 @@ def ormqr(input, tau, other, left=True, transpose=False):
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
+def _eigh_host(a, UPLO="L"):
+    """np.linalg.eigh, its failure to converge (a NaN) raised as torch's LinAlgError."""
+    try:
+        return np.linalg.eigh(a, UPLO=UPLO)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix is "
+                          "ill-conditioned or has too many repeated eigenvalues.") from None
+
+
 def eigh(A, UPLO="L"):
     """torch.linalg.eigh: the eigenvalues (ascending) and eigenvectors (columns) of the symmetric
     matrices A [..., n, n], reading the lower (UPLO='L') or upper triangle; on the host (the module's
@@ -600,7 +628,7 @@ def eigh(A, UPLO="L"):
     eigenvalues give infinities there, as torch's)."""
     check(UPLO in ("L", "U"), lambda: f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     a = _host("linalg.eigh", A, square=True)
-    values, vectors = np.linalg.eigh(a, UPLO=UPLO)
+    values, vectors = _eigh_host(a, UPLO)
     L, V = _dev(values, A), _dev(vectors, A)
 
     def vectors_grad(g):
@@ -626,7 +654,7 @@ def svd(A, full_matrices=True, *, driver=None):
     leading columns where full_matrices), on the device; repeated singular values give infinities,
     as torch's."""
     a = _host("linalg.svd", A)
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    u, s, vh = _svd_host(a, full_matrices)
     U, S, Vh = _dev(u, A), _dev(s, A), _dev(vh, A)
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -663,7 +691,7 @@ def svdvals(A, *, driver=None):
     """torch.linalg.svdvals: the singular values, descending; gradient U diag(g) Vh."""
     if _grad_wanted(A):
         return svd(A, False).S
-    return _dev(np.linalg.svd(_host("linalg.svdvals", A), compute_uv=False), A)
+    return _dev(_svd_host(_host("linalg.svdvals", A), compute_uv=False), A)
 
 
 _SVDOld = namedtuple("SVDOld", ["U", "S", "V"])
@@ -700,11 +728,11 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     a = _host("linalg.pinv", A)
     if hermitian:
         a = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
-        w, v = np.linalg.eigh(a)
+        w, v = _eigh_host(a)
         keep = np.abs(w) > _tol(A, atol, rtol, np.abs(w).max(-1, initial=0.0))[..., None]
         p = (v * np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)[..., None, :]) @ np.swapaxes(v, -1, -2)
     else:
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        u, s, vh = _svd_host(a, full_matrices=False)
         keep = s > _tol(A, atol, rtol, s.max(-1, initial=0.0))[..., None]
         p = (np.swapaxes(vh, -1, -2) * np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)[..., None, :]) @ \
             np.swapaxes(u, -1, -2)
@@ -733,9 +761,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     rtol * the largest), int64; on the host."""
     a = _host("linalg.matrix_rank", A)
     if hermitian:
-        s = np.abs(np.linalg.eigvalsh(a))
+        s = np.abs(_eigh_host(a).eigenvalues)
     else:
-        s = np.linalg.svd(a, compute_uv=False)
+        s = _svd_host(a, compute_uv=False)
     tol = _tol(A, atol, rtol, s.max(-1, initial=0.0))
     return tensor((s > tol[..., None]).sum(-1).astype(np.int64))
 
@@ -754,6 +782,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     check(driver in ("gels", "gelsy", "gelsd", "gelss"), "torch.linalg.lstsq: parameter `driver` should be one of "
                                                          "(gels, gelsy, gelsd, gelss)")
     a, b = _host("torch.linalg.lstsq", A), _host("torch.linalg.lstsq", B, least=1)
+    check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
     vector = b.ndim == a.ndim - 1
     b = b[..., None] if vector else b
     m, n = a.shape[-2:]
@@ -765,7 +794,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rank = np.zeros(len(flat_a), np.int64)
     sv = np.zeros((len(flat_a), min(m, n)))
     for i in range(len(flat_a)):
-        x[i], _, rank[i], sv[i] = np.linalg.lstsq(flat_a[i], flat_b[i], rcond=rcond)
+        if np.isfinite(flat_a[i]).all() and np.isfinite(flat_b[i]).all():  # else NaN: LAPACK's SVD can loop on inf
+            x[i], _, rank[i], sv[i] = np.linalg.lstsq(flat_a[i], flat_b[i], rcond=rcond)
+        else:
+            x[i], sv[i] = np.nan, np.nan
     x = x.reshape(batch + (n, b.shape[-1]))
     residuals = np.zeros(0)
     if driver != "gelsy" and m > n and (rank == n).all():

@@ -6,7 +6,7 @@ import math
 import torch
 
 from .. import factory
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, squeeze, transpose, unsqueeze
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
@@ -53,6 +53,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     no key may see gives zeros (and zero gradients), as torch's. enable_gqa: key and value of
     fewer heads (dim -3) than query are repeated to query's."""
     check_tensors("scaled_dot_product_attention", query=query, key=key, value=value)
+    check_type(isinstance(is_causal, bool), lambda: f"scaled_dot_product_attention(): argument 'is_causal' must be bool, "
+                                                    f"not {type(is_causal).__name__}")
     same_dtype("scaled_dot_product_attention", query, key, value)
     check(query.ndim >= 2 and key.ndim >= 2 and value.ndim >= 2,
           lambda: f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "

@@ -239,8 +239,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if keep is None:
             return max(rows, 1)[0]
         return where(gt(sum(keep, 1), 0.0), max(where(gt(keep, 0.0), rows, -math.inf), 1)[0], 0.0)
-    scale = keep if sample is None else unsqueeze(sample, 2) if keep is None else mul(keep, unsqueeze(sample, 2))
-    total = sum(rows if scale is None else mul(rows, scale), 1)
+    if keep is not None:  # left out, not times 0: an infinite padding row gives no NaN, as torch's
+        rows = where(gt(keep, 0.0), rows, 0.0)
+    total = sum(rows if sample is None else mul(rows, unsqueeze(sample, 2)), 1)
     if mode == "sum":
         return total
     count = input.shape[1] if keep is None else clamp_min(sum(keep, 1), 1.0)

@@ -23,8 +23,9 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     """A convolution's arguments as torch takes them: stride and dilation positive ints or
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
     positive int that divides both channel counts."""
-    check(isinstance(groups, int) and not isinstance(groups, bool) and groups > 0,
-          lambda: f"conv2d: groups must be a positive int, got {groups!r}")
+    check_type(isinstance(groups, int) and not isinstance(groups, bool),
+               lambda: f"conv2d(): argument 'groups' must be int, not {type(groups).__name__}")
+    check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
     _conv.conv_pads(padding, stride, kernel, dilation)

@@ -282,9 +282,11 @@ def basic_index(index):
     for item in items:
         if item is None or item is Ellipsis or is_int(item):
             continue
-        if not isinstance(item, slice):
-            raise TypeError(f"tnet.Tensor indexing: an index takes ints, slices, None, Ellipsis, bools and integer or "
-                            f"bool tnet.Tensors, lists, numpy arrays or ranges; got a {type(item).__name__}")
+        if not isinstance(item, slice):  # torch's kinds: TypeError for a string, IndexError for a float and the rest
+            raise (TypeError if isinstance(item, str) else IndexError)(
+                f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                f"(got {type(item).__name__}); tnet.Tensor indexing also takes bools, integer or bool tnet.Tensors, "
+                f"lists, numpy arrays and ranges")
         if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
             raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
         if item.step is not None and item.step <= 0:
@@ -1742,7 +1744,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     and "min" are amax and amin, as torch takes them."""
     check_type(isinstance(include_self, bool), lambda: f"scatter_reduce(): argument 'include_self' must be bool, "
                                                        f"not {type(include_self).__name__}")
-    if isinstance(reduce, str) and reduce in ("max", "min"):
+    check_type(isinstance(reduce, str), lambda: f"scatter_reduce(): argument 'reduce' must be str, not {type(reduce).__name__}")
+    if reduce in ("max", "min"):
         reduce = "a" + reduce
     check(reduce in _IDENTITY, lambda: f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     check(isinstance(src, Tensor) and src.ndim == index.ndim and all(a >= b for a, b in zip(src.shape, index.shape)),

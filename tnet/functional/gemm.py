@@ -178,7 +178,7 @@ def linear(x, w, b=None):
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
-        return unsafe_view(linear(reshape(x, -1, x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+        return unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     check(b is None or b.shape == (w.shape[0],),

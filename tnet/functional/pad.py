@@ -8,7 +8,7 @@ from .inputs import check_tensors
 def pad(input, pad, mode="constant", value=None):
     """input padded on its last len(pad) // 2 dims, pad = (before, after) of the last dim, then of
     the one before...: mode 'constant' (value, 0 by default; negative pads crop), 'reflect',
-    'replicate' (non-negative pads) or 'circular' (negative pads crop first, as torch's), on the last
+    'replicate' or 'circular' (negative pads crop first, as torch's), on the last
     1 to 3 dims of a batched or unbatched input, as torch. The gradient sums the contributions of
     every output element an input element was copied to, in a fixed order. The output is dense in
     input's layout."""
@@ -18,9 +18,9 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def _padded(input, padding, mode, value):
-    if mode == "circular" and any(p < 0 for p in padding):  # torch's: crop the negative sides, then wrap the rest
+    if mode != "constant" and any(p < 0 for p in padding):  # torch's: crop the negative sides, then pad the rest
         cropped = _padded(input, tuple(min(p, 0) for p in padding), "constant", None)
-        return _padded(cropped, tuple(max(p, 0) for p in padding), "circular", None)
+        return _padded(cropped, tuple(max(p, 0) for p in padding), mode, None)
     y = _pad.pad(input.memory, padding, mode, 0.0 if value is None else value)
     shape = input.shape
     backward = lambda g: (_pad.pad_backward(g, shape, padding, mode),)

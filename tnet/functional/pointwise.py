@@ -212,6 +212,8 @@ def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded toward zero (rounding_mode 'trunc') or down
     ('floor'), as torch's (rounded results have no gradient, as torch's)."""
     if rounding_mode is not None:
+        check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
+                                                           f"{type(rounding_mode).__name__}")
         check(rounding_mode in ("trunc", "floor"),
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
@@ -419,7 +421,7 @@ def _pow_tensor(input, exponent):
     if _is_integer(input) and _is_integer(exponent):
         return _ipow(input.memory, exponent.memory)
     input, exponent = _ints_to_float(input, exponent)
-    X, E = input.memory, exponent.memory
+    X, E = _rounded_0d(input.memory, exponent.memory)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
@@ -462,7 +464,7 @@ def rpow(input, base):
     """base ** input for a positive Python number base (2 ** x), as exp2(x * log2(base)), with
     its gradient; an int base with an integer or bool tensor: exact int64 powers, as torch's; a base
     <= 0 as a 0-d tensor of input's float dtype to the tensor pow (C's rules: signed zeros and
-    infinities, NaN at a fractional exponent)."""
+    infinities, NaN at a fractional exponent); beside a 16-bit input, the base rounded to its dtype."""
     check_type(isinstance(base, numbers.Real), lambda: f"pow: base must be a Python number, got {type(base).__name__}")
     if isinstance(input, Tensor) and isinstance(base, numbers.Integral) and input.dtype in _pw.INTEGERS:
         return _ipow(base, input.memory)
@@ -470,12 +472,19 @@ def rpow(input, base):
         check_tensors("pow", input=input)
         dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
         return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
+    if isinstance(input, Tensor) and input.dtype in (torch.float16, torch.bfloat16):  # torch's: the value from the
+        X = input.memory  # base rounded to input's dtype (1e30 is fp16's inf), the gradient g y log(base) from the number
+        y = _pw.pointwise("pow", torch.full((), float(base), dtype=X.dtype, device=X.device), X)
+        return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
+                            saved=(y,))
     y = exp2(mul(input, math.log2(base)))
     return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
 
 
 def gelu(input, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF (erf); approximate='tanh': PyTorch's tanh form."""
+    check_type(isinstance(approximate, str), lambda: f"gelu(): argument 'approximate' must be str, not "
+                                                     f"{type(approximate).__name__}")
     check(approximate in ("none", "tanh"), lambda: f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     op = "gelu" if approximate == "none" else "gelu_tanh"
     return _unary("gelu", input, op, op + "_backward", False, graph=_gelu_graph if op == "gelu" else _gelu_tanh_graph)
@@ -605,12 +614,17 @@ def clamp_max(input, max):
 def _compare(name, input, other):
     """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
     holds, or a Python number on either side."""
-    a, b = _operands(name, input, other)
+    a, b = _rounded_0d(*_operands(name, input, other))
+    return Tensor(_pw.pointwise(name, a, b))
+
+
+def _rounded_0d(a, b):
+    """Kernel operands a and b in torch's promoted dtype: a 0-d float tensor beside a 16-bit tensor
+    (which sets the result's dtype) is rounded to 16 bits first, as torch's (a 0-d fp32 1e5 is fp16's inf)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype and (a.dim() == 0) != (b.dim() == 0):
-        # torch compares in the promoted dtype: a 0-d fp32 beside a 16-bit tensor is rounded to 16 bits first
         a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
                 else v for v, w in ((a, b), (b, a)))
-    return Tensor(_pw.pointwise(name, a, b))
+    return a, b
 
 
 def _comparison(name, text):
@@ -908,6 +922,7 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x / alpha) - 1). """ + INPLACE
+    check_type(isinstance(alpha, numbers.Real), lambda: f"celu(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if inplace:
         return _written("celu", input, alpha)
     check(alpha != 0, "ZeroDivisionError in the celu: alpha cannot be 0")
@@ -972,10 +987,12 @@ def _same_dtype(name, input, **others):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
-    as end), computed from the nearer end as torch's."""
+    as end, unless 0-d), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
+    if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)  # torch takes a 0-d weight of any dtype, as a number
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
@@ -1076,7 +1093,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
     the dtype torch's promotion gives (_ints_to_float)."""
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
-    a, b = _operands(name, input, other)
+    a, b = _rounded_0d(*_operands(name, input, other))
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)
@@ -1096,6 +1113,8 @@ def _check_int_divisor(a, b):
     division: where b is an integer tensor, a host read of its count of zeros (skipped inside a CUDA
     graph capture)."""
     if not (_pw._is_int(a) and _pw._is_int(b)) or isinstance(b, torch.Tensor) and capturing(b):
+        return
+    if any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in (a, b)):  # no element is divided
         return
     if isinstance(b, torch.Tensor):
         zeros = b.numel() and _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()

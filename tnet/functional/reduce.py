@@ -17,7 +17,7 @@ from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_tensors
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, relu, sign, sub, where)
+                        minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -132,6 +132,17 @@ def _max_dims(name, input, dim, keepdim=False):
     return d
 
 
+def tie_shared(name, input, y):
+    """y, one of input's values (device memory), as a 0-d tensor whose gradient the elements equal to
+    it share evenly (NaN matching NaN): torch's evenly_distribute_backward of max(), min(), median()."""
+    X, dims = _dense(input), tuple(range(input.ndim))
+
+    def share(g):
+        ties = _pw.pointwise("tie", X, y)
+        return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, dims)),)
+    return record(name, y.reshape(()), (input,), share, saved=(X, y), graph=_selection_graph(name, share, dims, ()))
+
+
 def _max_or_min(name, input, dim, keepdim, result):
     """max and min: dim None, the extreme element (its gradient shared by the elements equal to it);
     an int dim, result(values, indices) of the first extreme along dim (the gradient goes to those)."""
@@ -140,13 +151,7 @@ def _max_or_min(name, input, dim, keepdim, result):
         return _max_or_min(name, reshape(input, 1), 0, False, result)  # 0-d out, keepdim or not
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     if dim is None:
-        y, _ = _reduce.reduce(X, tuple(range(input.ndim)), name)
-
-        def share(g):
-            ties = _pw.pointwise("tie", X, y)
-            return (_pw.pointwise("muldiv", ties, g.reshape(y.shape), _reduce.reduce(ties, tuple(range(input.ndim)))),)
-        return record(name, y.reshape(()), (input,), share, saved=(X, y),
-                      graph=_selection_graph(name, share, tuple(range(input.ndim)), ()))
+        return tie_shared(name, input, _reduce.reduce(X, tuple(range(input.ndim)), name)[0])
     out = _shape(shape, d, keepdim)
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)
@@ -223,10 +228,12 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
         zero = _pw.pointwise("eq", X, 0)
-        single = _pw.pointwise("eq", _reduce.reduce(zero, dims), 1)
+        zeros = _reduce.reduce(zero, dims)
         others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
-        at_zero = _pw.pointwise("where", single, others, 0.0)
+        at_zero = _pw.pointwise("where", _pw.pointwise("eq", zeros, 1), others, 0.0)
         factor = _pw.pointwise("where", zero, at_zero, _pw.pointwise("div", y, X))
+        if dim is None and input.ndim:  # torch's prod(): two zeros or more give 0 everywhere, beside a NaN too
+            factor = _pw.pointwise("where", _pw.pointwise("gt", zeros, 1), 0.0, factor)
         return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
     return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
 
@@ -459,15 +466,15 @@ def _record_composed(name, y, inputs, grads, saved):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
-    weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x), softplus(-x) = relu(-x) +
-    log(1 + exp(-|x|)): no exp overflows. torch's deprecated size_average and reduce are not taken."""
+    weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
+    gradient sigmoid(-x) is right at x = 0 too. torch's deprecated size_average and reduce are not taken."""
     check(size_average is None and reduce is None,
           "binary_cross_entropy_with_logits: size_average and reduce are deprecated; use reduction")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
-    softplus = relu(neg(x)) + log(exp(neg(abs(x))) + 1.0)
+    log_p = softplus(neg(x))  # -log sigmoid(x)
     if pos_weight is not None:
-        softplus = mul(softplus, mul(y, pos_weight - 1.0) + 1.0)
-    loss = mul(1.0 - y, x) + softplus
+        log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+    loss = mul(1.0 - y, x) + log_p
     if weight is not None:
         loss = mul(loss, weight)
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
@@ -545,8 +552,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 2:
         return _two_norm(x, dim, keepdim)
     if ord in (math.inf, -math.inf):
-        check(x.numel() > 0, "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
-                             "operation does not have an identity")
+        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
+        check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
+                                           "because the operation does not have an identity")
         return (amax if ord > 0 else amin)(abs(x), dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
@@ -639,10 +647,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _loss_inputs("kl_div", input, target, "none")
     if log_target:
         loss = mul(exp(target), sub(target, input))
-    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf), and NaN stays NaN
-        positive = gt(target, 0)
-        loss = sub(where(positive, mul(target, log(where(positive, target, 1.0))), mul(target, 0.0)),
-                   mul(target, input))
+    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf); NaN below 0 and at NaN
+        zero = eq(target, 0)
+        loss = sub(where(zero, mul(target, 0.0), mul(target, log(where(zero, 1.0, target)))), mul(target, input))
     if reduction == "batchmean":
         return div(sum(loss), input.shape[0] if input.ndim else 1)
     return _reduced("kl_div", loss, reduction)

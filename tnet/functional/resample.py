@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..kernels import resample as _rs
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from ..tensor import in_layout, linear_graph, record, tensor
 from .copy import index_select, reshape
 from .inputs import check_tensors
@@ -171,6 +171,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     False). Gradients to input (atomic adds: on the GPU in no fixed order, as torch's CUDA) and,
     for bilinear, to grid (nearest: zero, as torch's). 5-D inputs and bicubic are not implemented."""
     check_tensors("grid_sample", input=input, grid=grid)
+    check_type(align_corners is None or isinstance(align_corners, bool),
+               lambda: f"grid_sampler(): argument 'align_corners' must be bool, not {type(align_corners).__name__}")
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")

@@ -174,8 +174,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
     _check_legacy("cross_entropy", size_average, reduce, reduction)
-    check(0.0 <= label_smoothing < 1.0,
-          lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
+    check(label_smoothing <= 1.0,  # torch's check: a negative one is taken, and smooths nothing
+          lambda: f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = label_smoothing if label_smoothing > 0 else 0.0
     check(input.ndim >= 1, "cross_entropy: input must have at least 1 dimension")
     cdim = 0 if input.ndim == 1 else 1
     C = input.shape[cdim]

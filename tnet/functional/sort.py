@@ -19,7 +19,7 @@ from .gemm import cov, tensordot
 from .inputs import check_tensors
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, pow, round, sub, where)
-from .reduce import amax, argmax, sum
+from .reduce import amax, argmax, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -156,13 +156,16 @@ def _picked(values, indices, d, pick, keepdim):
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
-    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element."""
+    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element (dim
+    None: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
     if input.dtype == torch.bool and input.numel():
         raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
         if input.numel():
-            return median(reshape(input, (-1,)), 0).values
+            with no_grad():
+                value = median(reshape(input, (-1,)), 0).values
+            return tie_shared("median", input, value.memory)
         if not input.memory.is_floating_point():  # torch's NaN cast: int64's least, a bool True
             return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
         return reshape(input, (-1,)).sum() * math.nan
@@ -267,10 +270,14 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 def nanmedian(input, dim=None, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
     for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
-    indices), as torch.nanmedian. The gradient goes to the picked element."""
+    indices), as torch.nanmedian. The gradient goes to the picked element (dim None: as median's)."""
     check_tensors("nanmedian", input=input)
     if dim is None:
-        return nanmedian(reshape(input, (-1,)), 0).values if input.numel() else reshape(input, (-1,)).sum() * math.nan
+        if not input.numel():
+            return reshape(input, (-1,)).sum() * math.nan
+        with no_grad():
+            value = nanmedian(reshape(input, (-1,)), 0).values
+        return tie_shared("nanmedian", input, value.memory)
     if input.ndim == 0:
         dim_index(dim, 0)
         values, indices = nanmedian(reshape(input, 1), 0, True)
@@ -379,9 +386,7 @@ def logcumsumexp(input, dim):
     check_tensors("logcumsumexp", input=input)
     check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
     d = dim_index(dim, input.ndim)
-    if input.ndim == 0:
-        return reshape(logcumsumexp(reshape(input, 1), 0), ())
-    if input.numel() == 0:
+    if input.ndim == 0 or input.numel() == 0:  # itself, its gradient g (NaN too), as torch's
         return mul(input, 1)
     with no_grad():
         top = amax(input, d, keepdim=True)
@@ -413,16 +418,19 @@ def corrcoef(input):
 
 # ---- the tensor surface of the eighth session (ops3): the trapezoidal rule ----------------------
 
-def _trapezoids(name, y, x, dx, dim):
-    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
-    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+def _float_samples(name, y, dim):
+    """trapezoid's checks of y, and y as floats (integers as float32) with dim's index."""
     check_tensors(name, y=y)
     if y.ndim == 0:
         raise InputIndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    d = dim_index(dim, y.ndim)
-    if y.dtype not in FLOATS:
-        y = to(y, torch.float32)
-    n = y.shape[d] if y.ndim else 1
+    return (y if y.dtype in FLOATS else to(y, torch.float32)), dim_index(dim, y.ndim)
+
+
+def _trapezoids(name, y, x, dx, dim):
+    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
+    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+    y, d = _float_samples(name, y, dim)
+    n = y.shape[d]
     heights = mul(add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0))), 0.5)
     if x is None:
         return heights if dx is None or dx == 1 else mul(heights, dx)
@@ -439,8 +447,18 @@ def _trapezoids(name, y, x, dx, dim):
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """torch.trapezoid: the integral of y along dim by the trapezoidal rule, over the sample points x
-    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable."""
-    return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
+    As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
+    one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
+    if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
+        d = dim_index(dim, y.ndim)
+        return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
+    if x is not None:
+        return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+    y, d = _float_samples("trapezoid", y, dim)
+    ends = add(narrow(y, d, 0, 1), narrow(y, d, y.shape[d] - 1, 1))
+    total = sub(sum(y, d), mul(squeeze(ends, d), 0.5))
+    return total if dx is None else mul(total, dx)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):

@@ -156,10 +156,10 @@ def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
     right padding or past it (PyTorch's rule, padding or not)."""
     span = size + 2 * pad - kernel
-    check(span >= 0, lambda: f"window of {kernel} with padding {pad} does not fit an input of {size}")
     n = (-(-span // stride) if ceil_mode else span // stride) + 1
     if ceil_mode and (n - 1) * stride >= size + pad:
         n -= 1
+    check(n >= 1, lambda: f"window of {kernel} with padding {pad} does not fit an input of {size} (output size {n})")
     return n
 
 

@@ -124,6 +124,8 @@ def pads_of(name, shape, pad, mode):
                       f"2 for 2D or 3D input, 4 for 3D or 4D, 6 for 4D or 5D)")
         for d, (b, a) in enumerate(pads):
             L = shape[d]
+            if b == a == 0:  # an unpadded dim (a batch of 0 too) is not checked, as torch's
+                continue
             check(b >= 0 and a >= 0, lambda: f"{name}: negative padding is supported in constant mode only, got {pad}")
             check(mode != "reflect" or (b < L and a < L),
                   lambda: f"{name}: Padding size should be less than the corresponding input dimension, but got: padding "

@@ -433,8 +433,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "silu_backward":  # b = x
         s = tl.sigmoid(b)
         y = a * s * (1.0 + b * (1.0 - s))
-    elif OP == "pow_backward":  # b = x, c = the exponent; 0 for x ** 0 (PyTorch's rule, also at x = 0)
-        y = tl.where(c == 0.0, 0.0, a * c * _pow(b, c - 1.0))
+    elif OP == "pow_backward":  # b = x, c = the exponent; 0 for x ** 0 (PyTorch's rule, also at x = 0);
+        y = tl.where(c == 0.0, 0.0, a * (c * _pow(b, c - 1.0)))  # torch's order: a huge c times a 0 power is 0
     elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
         y = -a * b / c
     elif OP == "tie":  # 1 where a == b, NaN matching NaN (the ties of a max)
@@ -627,7 +627,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "logit":
         y = tl.log(a / (1.0 - a))
     elif OP == "logit_backward":  # b = x, c and d = the bounds (c < 0: no eps, NaN outside [0, 1])
-        y = a / (b * (1.0 - b))
+        y = tl.where(b == 0.0, a * float("inf"), a / (b * (1.0 - b)))  # g * inf at -0.0 too, as torch's
         y = tl.where(c < 0.0, tl.where((b < 0.0) | (b > 1.0), float("nan"), y), tl.where((b < c) | (b > d), 0.0, y))
     elif OP == "tan":
         y = tl.sin(a) / tl.cos(a)
@@ -757,9 +757,10 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         # fp16's subnormals, below 2^-14, are 2^-24 apart: no fixed step of fp32's bits
         low = (step == 8192) & ((tl.abs(a) < 6.103515625e-05) | ((tl.abs(a) == 6.103515625e-05) & ~up))
         y = tl.where(low, a + tl.where(b > a, 5.960464477539063e-08, -5.960464477539063e-08), y)
+        y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        y = c * _hurwitz_zeta(b, a)
+        y = c * _hurwitz_zeta(b, tl.where(a == float("-inf"), 0.0, a))  # -inf a pole, as torch's (Cephes')
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)

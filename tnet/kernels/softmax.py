@@ -271,8 +271,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     flag); inside one, the flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
-    check(0.0 <= label_smoothing < 1.0,
-          lambda: f"cross_entropy: label_smoothing must be in [0, 1), got {label_smoothing}")
+    check(label_smoothing <= 1.0,  # torch's check: a negative one is taken
+          lambda: f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     check(reduction in REDUCTIONS,
           lambda: f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     check(dtype is None or dtype in FLOATS,

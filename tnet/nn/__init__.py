@@ -1468,8 +1468,8 @@ class CrossEntropyLoss(_WeightedLoss):
               "CrossEntropyLoss: the deprecated size_average and reduce are not supported")
         check(reduction in ("mean", "sum", "none"),
               lambda: f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        check(0.0 <= label_smoothing < 1.0,
-              lambda: f"CrossEntropyLoss: label_smoothing must be in [0, 1), got {label_smoothing}")
+        check(label_smoothing <= 1.0,  # torch's check: a negative one is taken
+              lambda: f"CrossEntropyLoss: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
         super().__init__(weight, reduction=reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
