@@ -51,10 +51,10 @@ def _conv_weight_label(x, weight_size, dy, *_, **__):
 def gemm_launches(step, x, y):
     """(label, launch) for each GEMM that one call of step(x, y) runs; launch() runs it again
     on the same operands. The GEMM launchers (gemm._launch, conv._run_conv and
-    conv.conv2d_weight) are watched during the call."""
+    conv.weight_trusted, which conv2d_weight calls) are watched during the call."""
     from tnet.kernels import conv, gemm
     launches, watched = [], [(gemm, "_launch", _gemm_label), (conv, "_run_conv", _conv_label),
-                             (conv, "conv2d_weight", _conv_weight_label)]
+                             (conv, "weight_trusted", _conv_weight_label)]
 
     def watch(run, label):
         def launch(*args, **kw):

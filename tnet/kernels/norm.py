@@ -172,10 +172,10 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
                                CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
     """part [S, 2, C] -> out [C] and invstd [C], its two rows' sums over the S parts, in a fixed
     order (the backward's sums: of dz, the bias's gradient, and of dz * xhat, the weight's, each its
-    own tensor so that either becomes a leaf's .grad as it is); grid (C blocks). STATS (the stats kernel's parts of chunk rows): out [C] the mean and
-    invstd [C] = 1/sqrt(biased var + eps) instead; TRACK: running = (1 - f) * running +
-    f * batch, with the unbiased variance, f = momentum, or with CUMULATIVE 1 / count (the
-    cumulative average)."""
+    own tensor so that either becomes a leaf's .grad as it is); grid (C blocks). STATS (the stats
+    kernel's parts of chunk rows): out [C] the mean and invstd [C] = 1/sqrt(biased var + eps)
+    instead; TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
+    f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
     if STATS:
@@ -276,8 +276,7 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
 def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, sum_dz_ptr, sum_dzx_ptr, dx_ptr, R, C,
-                               eps,
-                               L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+                               eps, L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
                                ACT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """dx [R, C] of y = act(xhat * w + b) for dy [R, C]. Batch statistics: dx = w * invstd *
     (dz - (sum dz + xhat * sum dz*xhat) / R), with the sums [C] of the reduce kernel;

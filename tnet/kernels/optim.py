@@ -588,14 +588,17 @@ def _known(known, p, g, bufs, lows, hyper, step):
     checks before, by `known`'s record (its ids, and the objects, held so that no id is reused),
     and g is laid out as p: the state is the optimizer's own and changes only when replaced."""
     seen = known.get(id(p))
-    return (seen is not None and seen[0] == (id(hyper), id(step), *map(id, bufs), *map(id, lows))
-            and laid_alike(p, g))
+    return seen is not None and seen[0] == _state_ids(bufs, lows, hyper, step) and laid_alike(p, g)
 
 
 def _remember(known, p, bufs, lows, hyper, step, parameters):
     if len(known) > 2 * parameters + 16:  # parameters replaced (p.data = ...): the stale records go
         known.clear()
-    known[id(p)] = ((id(hyper), id(step), *map(id, bufs), *map(id, lows)), (p, bufs, lows, hyper, step))
+    known[id(p)] = (_state_ids(bufs, lows, hyper, step), (p, bufs, lows, hyper, step))
+
+
+def _state_ids(bufs, lows, hyper, step):
+    return (id(hyper), id(step), *map(id, bufs), *map(id, lows))
 
 
 def step_(rule, updates, scale=None, found_inf=None, known=None):
