@@ -544,3 +544,19 @@ def test_copied_model_files_import_hub_and_model_zoo():
     for load in (load_state_dict_from_url, model_zoo.load_url, lambda url: tnet.hub.load("pytorch/vision", "resnet18")):
         with pytest.raises(NotImplementedError, match=r"pickles.*tnet.save\(torch.hub.load_state_dict_from_url"):
             load("https://download.pytorch.org/models/resnet18-f37072fd.pth")
+
+
+def test_a_training_step_under_torchs_profiler():
+    """`with torch.profiler.profile(...)` around a step, record_function labels, and the older
+    torch.autograd.profiler.profile: torch's profiler records tnet's work (host time, and on a GPU
+    its kernels)."""
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+    x = tnet.randn(5, 8)
+    with tnet.profiler.profile(activities=[tnet.profiler.ProfilerActivity.CPU]) as prof:
+        with tnet.profiler.record_function("step"):
+            model(x).sum().backward()
+    assert "step" in {event.key for event in prof.key_averages()}
+    with tnet.autograd.profiler.profile() as old:
+        with tnet.autograd.profiler.record_function("forward"):
+            model(x)
+    assert "forward" in {event.key for event in old.key_averages()}

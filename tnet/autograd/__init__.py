@@ -1,10 +1,13 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
+from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
+
 from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
 from . import function, grad_mode  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "functional",
-           "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled"]
+           "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
+           "set_grad_enabled"]
 
 
 def Variable(tensor, requires_grad=False, volatile=False):
