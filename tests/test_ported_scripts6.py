@@ -1,8 +1,11 @@
 """Public CIFAR networks whose ports found a difference from torch (tenth session), written from memory in
 their repositories' styles and ported by their imports alone, as test_ported_scripts.py: Xception's middle
 flow (weiaicunzai/pytorch-cifar100) reads x after nn.ReLU(inplace=True) wrote it; GhostNet's module
-(huawei-noah) adds its shortcut in place into a channel slice of a concatenation, with grad."""
+(huawei-noah) adds its shortcut in place into a channel slice of a concatenation, with grad; lucidrains'
+ViT rearranges with einops (skipped where einops is not installed: tnet does not need it)."""
 import math
+
+import pytest
 
 from helpers import batches, compare, load
 
@@ -146,3 +149,85 @@ def ghostnet(m, state=None):
 
 def test_ghostnet():
     compare(ghostnet)
+
+
+def vit_einops(m, state=None):
+    """lucidrains' vit-pytorch ViT, as CIFAR repositories copy it: einops' rearrange and repeat on the
+    tensors, its Rearrange layer inside nn.Sequential."""
+    from einops import rearrange, repeat
+    from einops.layers.torch import Rearrange
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim, hidden_dim, dropout=0.):
+            super().__init__()
+            self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden_dim), nn.GELU(), nn.Dropout(dropout),
+                                     nn.Linear(hidden_dim, dim), nn.Dropout(dropout))
+
+        def forward(self, x):
+            return self.net(x)
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads=2, dim_head=8, dropout=0.):
+            super().__init__()
+            inner_dim = dim_head * heads
+            self.heads, self.scale = heads, dim_head ** -0.5
+            self.norm = nn.LayerNorm(dim)
+            self.attend = nn.Softmax(dim=-1)
+            self.dropout = nn.Dropout(dropout)
+            self.to_qkv = nn.Linear(dim, inner_dim * 3, bias=False)
+            self.to_out = nn.Sequential(nn.Linear(inner_dim, dim), nn.Dropout(dropout))
+
+        def forward(self, x):
+            x = self.norm(x)
+            qkv = self.to_qkv(x).chunk(3, dim=-1)
+            q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), qkv)
+            dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+            attn = self.dropout(self.attend(dots))
+            out = rearrange(torch.matmul(attn, v), 'b h n d -> b n (h d)')
+            return self.to_out(out)
+
+    class ViT(nn.Module):
+        def __init__(self, image_size=8, patch_size=4, num_classes=10, dim=16, depth=1, heads=2, mlp_dim=32, channels=3):
+            super().__init__()
+            num_patches, patch_dim = (image_size // patch_size) ** 2, channels * patch_size * patch_size
+            self.to_patch_embedding = nn.Sequential(
+                Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=patch_size, p2=patch_size),
+                nn.LayerNorm(patch_dim), nn.Linear(patch_dim, dim), nn.LayerNorm(dim))
+            self.pos_embedding = nn.Parameter(torch.randn(1, num_patches + 1, dim))
+            self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+            self.layers = nn.ModuleList([nn.ModuleList([Attention(dim, heads), FeedForward(dim, mlp_dim)])
+                                         for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim)
+            self.to_latent = nn.Identity()
+            self.mlp_head = nn.Linear(dim, num_classes)
+
+        def forward(self, img):
+            x = self.to_patch_embedding(img)
+            b, n, _ = x.shape
+            cls_tokens = repeat(self.cls_token, '1 1 d -> b 1 d', b=b)
+            x = torch.cat((cls_tokens, x), dim=1)
+            x += self.pos_embedding[:, :(n + 1)]
+            for attn, ff in self.layers:
+                x = attn(x) + x
+                x = ff(x) + x
+            x = self.norm(x)[:, 0]
+            return self.mlp_head(self.to_latent(x))
+
+    torch.manual_seed(0)
+    net = ViT()
+    init = load(m, net, state)
+    opt = optim.Adam(net.parameters(), lr=1e-3)
+    losses = []
+    for x, y in batches(13, 2, (2, 3, 8, 8)):
+        loss = F.cross_entropy(net(torch.tensor(x)), torch.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return init, losses
+
+
+def test_vit_with_einops():
+    pytest.importorskip("einops")
+    compare(vit_einops)

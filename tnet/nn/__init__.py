@@ -1872,6 +1872,8 @@ class Sequential(_Numbered):
         else:
             layers = ((str(i), layer) for i, layer in enumerate(layers))
         for name, layer in layers:
+            if _TorchLayer.takes(layer):
+                layer = _TorchLayer(layer)
             check(isinstance(layer, Module), lambda: f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
@@ -1991,6 +1993,27 @@ class ModuleDict(Module):
             if len(item) != 2:
                 raise ValueError(f"ModuleDict update sequence element #{j} has length {len(item)}; 2 is required")
             self[item[0]] = item[1]
+
+
+class _TorchLayer(Module):
+    """A torch.nn.Module without parameters or buffers (einops' Rearrange and Reduce) in a tnet
+    container: called as it is on tnet Tensors, so it must compute with their methods (reshape,
+    permute, sum), as einops' layers do."""
+
+    def __init__(self, layer):
+        super().__init__()
+        object.__setattr__(self, "layer", layer)  # not a tnet Module: no child to walk
+
+    @staticmethod
+    def takes(layer):
+        return (isinstance(layer, torch.nn.Module) and not any(True for _ in layer.parameters())
+                and not any(True for _ in layer.buffers()))
+
+    def forward(self, *args, **kwargs):
+        return self.layer(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self.layer)
 
 
 def _fusion(layers):
