@@ -342,13 +342,15 @@ def test_det_gradient_of_a_singular_matrix_as_torch(rng, ieee):
 
 def test_non_finite_matrices_as_torch():
     """An infinity gives NaN factors and a NaN raises LinAlgError, as torch's; LAPACK's SVD of the
-    infinite matrix (fuzz seed 10) looped forever, and det's gradient raised numpy's error."""
+    infinite matrix (fuzz seed 10) looped forever, and det's gradient raised numpy's error. tnet's
+    factors of the infinite matrix are all NaN; torch's LAPACK gives NaN in one run and finite garbage
+    in another (seen in the full suite), so they are checked by tnet's rule, not against torch's."""
     a = np.array([[-0.5, 0.2, 6.5e4], [np.inf, 0.8, 1e5], [-0.2, -0.8, 0.3]], dtype=np.float32)
-    both = (tnet.tensor(a), torch.tensor(a))
-    for fn in (lambda m, t: m.linalg.svdvals(t), lambda m, t: m.linalg.svd(t).U, lambda m, t: m.linalg.pinv(t),
-               lambda m, t: m.linalg.matrix_rank(t), lambda m, t: m.linalg.lstsq(t, t).solution):
-        got, ref = fn(tnet, both[0]).numpy(), fn(torch, both[1]).numpy()
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    x = tnet.tensor(a)
+    for fn in (tnet.linalg.svdvals, lambda t: tnet.linalg.svd(t).U, tnet.linalg.pinv,
+               lambda t: tnet.linalg.lstsq(t, t).solution):
+        assert np.isnan(fn(x).numpy()).all()
+    tnet.linalg.matrix_rank(x)  # returns (its SVD no longer loops)
     a[0, 0] = np.nan
     for fn in (tnet.linalg.svdvals, tnet.linalg.eigh, tnet.linalg.matrix_rank):
         with pytest.raises(tnet.linalg.LinAlgError, match="failed to converge"):
