@@ -47,23 +47,15 @@ def _kind(v):
 def _bases(t):
     """The tensors in t's graph whose memory t views (the inputs of the view ops that made it, and
     theirs): an in-place write to t changes them too."""
-    bases, stack = [], [t]
+    bases, stack = {}, [t]  # by id: a Tensor's == is element-wise
     while stack:
         v = stack.pop()
         if v._entry is not None:
             for x in v._entry.inputs:
-                if x.memory is not v.memory and memory_root(x.memory) is memory_root(v.memory) and x not in bases:
-                    bases.append(x)
+                if x.memory is not v.memory and memory_root(x.memory) is memory_root(v.memory) and id(x) not in bases:
+                    bases[id(x)] = x
                     stack.append(x)
-    return bases
-
-
-def _is_view(t):
-    """Whether t views another tensor's memory: an input of the op that made it (not t's own past,
-    which holds t's very storage), or (no op) any."""
-    if t._entry is None:
-        return t.memory._base is not None
-    return any(x.memory is not t.memory and memory_root(x.memory) is memory_root(t.memory) for x in t._entry.inputs)
+    return list(bases.values())
 
 
 def inplace(self, name, compute, others=(), keeps_self=False):
