@@ -132,10 +132,11 @@ def test_in_place_errors_as_torch():
         y.sum().backward()
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[0].mul_(3)
-    base = x * 2
-    base[:1].mul_(3)  # a view in the graph is rebased (GhostNet's out[:, :oup] += shortcut) ...
+    grid = x.view(1, 2) * tnet.ones(3, 1)
+    strided = grid[:, 1]  # a view of a view: the strided middle one is not rebased (the dense grid is)
+    strided[:1].mul_(3)
     with pytest.raises(RuntimeError, match="after a view of it was modified by an inplace operation"):
-        base.sum().backward()  # ... but not its base (torch rebases both)
+        strided.sum().backward()
     y = x * 2
     v = y[1:]
     y.mul_(3)
@@ -349,8 +350,9 @@ def test_advanced_setitem_errors():
 
 def test_in_place_on_a_view_in_the_graph_as_torch(rng):
     """GhostNet's `out = torch.cat([x1, x2], 1)[:, :oup]; out += shortcut`: an in-place op with grad on
-    a view of a tensor in the graph gives torch's values and gradients, through the view (tnet rebases
-    the view, not its base)."""
+    a view of a tensor in the graph gives torch's values and gradients, through the view and through
+    its dense base read after the write (torch's CopySlices), as an activation's inplace=True on a
+    channel slice does."""
     w0, y0 = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((2, 2, 4)).astype(np.float32)
     results = []
     for lib in (torch, tnet):
@@ -359,7 +361,12 @@ def test_in_place_on_a_view_in_the_graph_as_torch(rng):
         v += y * 3
         v.mul_(2)
         (v * w[:, :2]).sum().backward()
-        results.append([a.detach().numpy() for a in (v, w.grad, y.grad)])
+        first = [a.detach().numpy() for a in (v, w.grad, y.grad)]
+        w.grad = None
+        base = w * 2
+        lib.nn.functional.relu(base[:, 1:], inplace=True)
+        (base * base.exp()).sum().backward()
+        results.append(first + [a.detach().numpy() for a in (base, w.grad)])
     for out, ref in zip(*results):
         assert_close(out, ref, TOL["ieee"])
 

@@ -735,7 +735,8 @@ def _inputs_then(t, entry):
     for i, x in enumerate(inputs):
         for seq, old in x.__dict__.get("_past", ()):
             if seq > entry.seq:
-                if memory_root(old.memory) is memory_root(t.memory):
+                if memory_root(old.memory) is memory_root(t.memory) and id(entry) not in old.__dict__.get(
+                        "_views_through", ()):  # the written view's own view ops may read the base's past
                     raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
                                        f"inplace operation; tnet does not rebase views: take the view after the "
                                        f"in-place op")

@@ -7,9 +7,10 @@ recorded as torch records it: the result is computed out of place by the op of t
 (its graph node beside it), copied into the memory, and the Tensor object takes the new node
 (tensor.rebase), so that after `y = x * 2; y.add_(1)` the gradient of x is 2. As torch, a leaf
 that requires grad refuses, and so does a view of one. A view in the graph (`y[:, :c] += z`, as
-GhostNet's shortcut) is rebased, but not its base (torch rebases both): the base's values change,
-and a backward through an op that read the base after the write raises (tensor.run_backward),
-as does a backward through a view taken before its base was written (tensor._inputs_then)."""
+GhostNet's shortcut) is rebased, and so is its dense base (torch's CopySlices, _copy_slices); a
+base that is itself a strided view is not: a backward through an op that read it after the write
+raises (tensor.run_backward), as does a backward through a view taken before its base was
+written (tensor._inputs_then)."""
 import math
 import numbers
 
@@ -45,17 +46,42 @@ def _kind(v):
 
 
 def _bases(t):
-    """The tensors in t's graph whose memory t views (the inputs of the view ops that made it, and
-    theirs): an in-place write to t changes them too."""
-    bases, stack = {}, [t]  # by id: a Tensor's == is element-wise
+    """(the tensors in t's graph whose memory t views, the ids of the view ops' entries that made t
+    from them): an in-place write to t changes them too."""
+    bases, entries, stack = {}, set(), [t]  # by id: a Tensor's == is element-wise
     while stack:
         v = stack.pop()
         if v._entry is not None:
             for x in v._entry.inputs:
                 if x.memory is not v.memory and memory_root(x.memory) is memory_root(v.memory) and id(x) not in bases:
                     bases[id(x)] = x
+                    entries.add(id(v._entry))
                     stack.append(x)
-    return list(bases.values())
+    return list(bases.values()), entries
+
+
+def _copy_slices(base, view, view_entries):
+    """torch's CopySlices for a dense base whose memory the view (just written in place, with grad)
+    shares: base takes a node whose backward sends its gradient on to base's former identity with
+    the view's region zeroed, and that region to the view's new node. The region is found by the
+    view's storage offset and strides, the gradient laid out as base's memory; view_entries, the
+    view ops that made the view from base, may still read base's former identity (_inputs_then).
+    False (nothing done) for a base that is itself strided."""
+    B = base.memory
+    if not is_flat(B):
+        return False
+    shape, strides, offset = tuple(view.memory.shape), view.memory.stride(), view.memory.storage_offset() - B.storage_offset()
+
+    def backward(g):
+        if g.stride() != B.stride():  # base's own strides, which the region's offset and strides assume
+            g = _copy_(torch.empty_strided(B.shape, B.stride(), dtype=g.dtype, device=g.device), g)
+        rest = g.clone()
+        rest.as_strided(shape, strides, rest.storage_offset() + offset).zero_()
+        return rest, g.as_strided(shape, strides, g.storage_offset() + offset).clone()
+    old = Tensor(B, base.requires_grad)
+    old._entry, old._views_through = base._entry, view_entries
+    rebase(base, old, record("copy_slices", B, (old, view), backward))
+    return True
 
 
 def inplace(self, name, compute, others=(), keeps_self=False):
@@ -69,7 +95,7 @@ def inplace(self, name, compute, others=(), keeps_self=False):
     if recording:
         if self.requires_grad and self._entry is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        bases = _bases(self)
+        bases, view_entries = _bases(self)
         if any(b.requires_grad and b._entry is None for b in bases):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
@@ -84,8 +110,9 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         bump_version(self)
     if recording and out._entry is not None:
         rebase(self, x, out)
-        for base in bases:  # not rebased: its later readers' gradients would miss the write's
-            base.__dict__["_stale_after"] = out._entry.seq
+        for base in bases:
+            if not _copy_slices(base, self, view_entries):  # not rebased: its later readers' gradients would miss the write's
+                base.__dict__["_stale_after"] = out._entry.seq
     if "_low" in self.__dict__:  # a parameter's 16-bit copies read under autocast
         amp.refresh_low_copies(self)
     return self
