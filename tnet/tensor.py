@@ -589,11 +589,13 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
 
 
 def _check_fresh(x, entry):
-    """RuntimeError where entry read x after a view of x was written in place with grad: tnet rebased
-    the view, not x, so x's node misses the write (torch rebases the base too)."""
+    """RuntimeError where entry read x after a view of x was written in place with grad and x, itself
+    a strided view, was not rebased with it (a dense base is: inplace._copy_slices), so that x's node
+    misses the write (torch rebases every base)."""
     if entry.seq > x.__dict__["_stale_after"]:
         raise RuntimeError(f"backward: {entry.op} read a tensor after a view of it was modified by an inplace "
-                           f"operation; tnet rebases the view, not its base: read the view, or write out of place")
+                           f"operation; tnet rebases the view and a dense base, not a strided one: read the view "
+                           f"or the dense base, or write out of place")
 
 
 def _freed():
@@ -725,7 +727,8 @@ _rebased = [False]  # whether any tensor was ever rebased: until then backward s
 def _inputs_then(t, entry):
     """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
     op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
-    changed under it, and tnet does not rebase views."""
+    changed under it, and tnet does not rebase views; but for the view ops that made a view written
+    in place, which read its base's past (_views_through, inplace._copy_slices)."""
     for x in entry.inputs:  # the common case: no input was ever rebased
         if "_past" in x.__dict__:
             break

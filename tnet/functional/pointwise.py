@@ -1117,7 +1117,7 @@ def _check_int_divisor(a, b):
     if any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in (a, b)):  # no element is divided
         return
     if isinstance(b, torch.Tensor):
-        zeros = b.numel() and _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()
+        zeros = _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()  # b is not empty: see above
     else:
         zeros = b == 0
     check(not zeros, "ZeroDivisionError")
