@@ -382,6 +382,12 @@ def test_torch_tensor_operands_legacy_constructor_and_sum_dtype():
     w = tnet.ones(3, requires_grad=True)
     (w * a).sum().backward()
     assert w.grad.tolist() == [1.0, 2.0, 3.0]
+    lin = nn.Linear(3, 2)  # an inference script's model(transform(img).unsqueeze(0))
+    assert np.allclose(lin(a.unsqueeze(0)).numpy(), lin(tnet.tensor(a).unsqueeze(0)).numpy())
+    assert nn.CrossEntropyLoss()(tnet.zeros(2, 3), torch.tensor([0, 2])).item() == pytest.approx(math.log(3))
+    for dtype in (torch.float16, torch.bfloat16):  # 16-bit data keeps its dtype, as torch.tensor's
+        assert tnet.tensor(torch.ones(2, dtype=dtype)).dtype == dtype
+    assert tnet.tensor(np.ones(2, np.float16)).dtype == torch.float16 and tnet.tensor(np.ones(2)).dtype == torch.float32
     t = tnet.Tensor(3, 4)
     assert t.shape == (3, 4) and t.dtype == torch.float32 and not t.requires_grad
     assert tnet.Tensor(2).shape == (2,) and tnet.Tensor(torch.Size([2, 0])).shape == (2, 0)

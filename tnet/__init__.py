@@ -49,7 +49,7 @@ def is_tensor(obj):
 
 def from_numpy(ndarray):
     """tnet.tensor(ndarray): a copy on tnet's device (torch's shares the array's memory, which a GPU
-    cannot); floats become float32, integers int64, as tnet.tensor."""
+    cannot); float64 becomes float32 and other integers int64, as tnet.tensor."""
     return tensor(ndarray)
 
 

@@ -217,8 +217,8 @@ def bump_version(*tensors):
 
 
 def as_storage(data, dtype=None):
-    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number:
-    int64 for integer input, float32 otherwise (unless dtype says)."""
+    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: int64 for
+    integer input, float16 and bfloat16 data as they are (torch's), float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.memory
     if data is None:
@@ -234,7 +234,8 @@ def as_storage(data, dtype=None):
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
-        dtype = torch.float32 if data.is_floating_point() else torch.bool if data.dtype == torch.bool else torch.int64
+        dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16) else torch.float32 if data.is_floating_point()
+                 else torch.bool if data.dtype == torch.bool else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
@@ -843,7 +844,7 @@ def check_device(name, device):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tnet.Tensor from a numpy array, torch tensor, list or number, as torch.tensor: float32 by
-    default, int64 stays int64 (pin_memory is accepted: the copy goes to tnet's device)."""
+    default, float16 and bfloat16 data keep their dtype, integers become int64 (pin_memory is accepted: the copy goes to tnet's device)."""
     check_device("tensor", device)
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.memory.is_floating_point():

@@ -192,6 +192,8 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
+        if torch.Tensor in map(type, args):  # a torchvision transform's output, say: a constant copy, as tnet.tensor
+            args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
         if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
             return self.forward(*args, **kwargs)
         pre = self.__dict__.get("_forward_pre_hooks")
