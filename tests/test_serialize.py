@@ -1,4 +1,5 @@
 """tnet.save and tnet.load: round trips, and files that must be refused without running anything."""
+import io
 import os
 import pickle
 import subprocess
@@ -37,6 +38,17 @@ def test_model_state_dict_round_trip(tmp_path):
     other.load_state_dict(tnet.load(path))
     for (name, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+
+
+def test_file_objects_as_torchs():
+    """torch.save(obj, buffer) and torch.load(buffer) with an io.BytesIO, as scripts copy state in memory."""
+    buffer = io.BytesIO()
+    tnet.save({"w": tnet.ones(2, 3), "step": 4}, buffer)
+    buffer.seek(0)
+    back = tnet.load(buffer)
+    assert back["w"].shape == (2, 3) and back["w"].tolist() == [[1.0] * 3] * 2 and back["step"] == 4
+    with pytest.raises(tnet.serialize.LoadError, match="BytesIO: "):
+        tnet.load(io.BytesIO(pickle.dumps([1])))
 
 
 def test_unsupported_values_are_refused(tmp_path):

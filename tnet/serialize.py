@@ -127,7 +127,8 @@ def _discard(tmp):
 
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
-    strings and None) to path, atomically. Tuples come back as lists. torch.save's other
+    strings and None) to path, atomically (a file object, such as io.BytesIO, is written from where
+    it stands). Tuples come back as lists. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
     tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
@@ -136,7 +137,10 @@ def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seri
                          "store long lists of numbers as arrays")
     members = {f"a{i}": a for i, a in enumerate(arrays)}
     members[_TREE] = np.frombuffer(tree, dtype=np.uint8)
-    atomic_write(path, lambda f: np.savez(f, **members))
+    if hasattr(path, "write"):  # a file object (io.BytesIO), as torch.save takes: written where it stands
+        np.savez(path, **members)
+    else:
+        atomic_write(path, lambda f: np.savez(f, **members))
 
 
 class _Bad(Exception):
@@ -317,7 +321,7 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
 
 
 def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
-    """What save(obj, path) stored; tensors come back as tnet.Tensors on tnet's device, arrays
+    """What save(obj, path) stored (path may be a file object, read from where it stands); tensors come back as tnet.Tensors on tnet's device, arrays
     as numpy arrays. torch.load's other arguments are accepted and change nothing: tensors go to
     tnet's one device whatever map_location says, and a tnet file holds data only (never pickle),
     so every load is weights_only. Raises LoadError, one line, for any file it cannot read. The first bytes
@@ -325,12 +329,19 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
     from .tensor import Tensor, as_storage
+    as_tensor = lambda t: Tensor(as_storage(t, t.dtype))  # noqa: E731
+    if hasattr(path, "read"):  # a file object, as torch.load takes: read from where it stands
+        data = path.read()
+        try:
+            return _load(io.BytesIO(data), len(data), as_tensor)
+        except _Bad as e:
+            raise LoadError(f"{type(path).__name__}: {e}") from None
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
-            return _load(f, os.fstat(f.fileno()).st_size, lambda t: Tensor(as_storage(t, t.dtype)))
+            return _load(f, os.fstat(f.fileno()).st_size, as_tensor)
     except _Bad as e:
         raise LoadError(f"{path}: {e}") from None
     except OSError as e:

@@ -1213,10 +1213,10 @@ def trace(input):
     return diagonal(input).sum()
 
 
-def tile(input, dims):
+def tile(input, dims, *more):
     """input repeated dims[i] times along each dim, dims padded with leading 1s to input's dims, as
-    torch.tile (repeat)."""
-    dims = tuple(shape_args(dims))
+    torch.tile (repeat); dims as a sequence or, as the method's, ints (x.tile(2, 3))."""
+    dims = tuple(shape_args((dims, *more)))
     return repeat(input, (1,) * builtins.max(0, input.ndim - len(dims)) + dims)
 
 
