@@ -566,3 +566,29 @@ def test_a_training_step_under_torchs_profiler():
         with tnet.autograd.profiler.record_function("forward"):
             model(x)
     assert "forward" in {event.key for event in old.key_averages()}
+
+
+def test_tensorboard_writer_takes_tnet_tensors(tmp_path):
+    """from torch.utils.tensorboard import SummaryWriter, ported: scalars, a scalars dict, a histogram and
+    an image from tnet Tensors reach torch's event files as their values."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tnet.utils.tensorboard import SummaryWriter
+    with SummaryWriter(log_dir=str(tmp_path)) as writer:
+        for step in range(3):
+            writer.add_scalar("loss", tnet.tensor(0.5 * step), step)
+        writer.add_scalars("acc", {"train": tnet.tensor(0.25), "val": 0.75}, 0)
+        writer.add_histogram("w", nn.Linear(4, 3).weight.to(torch.bfloat16), 0)
+        writer.add_image("img", tnet.rand(3, 4, 4), 0)
+        with pytest.raises(NotImplementedError, match="add_graph"):
+            writer.add_graph(nn.Linear(2, 2), tnet.ones(1, 2))
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.value for e in events.Scalars("loss")] == [0.0, 0.5, 1.0]
+    assert events.Histograms("w")[0].histogram_value.num == 12 and events.Images("img")
+
+
+@pytest.mark.parametrize("dims", [(2,), ((2, 3),), (2, 3), ([1, 2, 2],)])
+def test_tile_takes_ints_and_sequences_as_torch(rng, dims):
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(tnet.tensor(a).tile(*dims).numpy(), torch.tensor(a).tile(*dims).numpy())
