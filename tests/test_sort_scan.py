@@ -287,3 +287,28 @@ def test_searchsorted_and_bucketize_as_torchs(rng):
                lambda: tnet.searchsorted(s[0], v, side="left", right=True)):
         with pytest.raises(RuntimeError):
             fn()
+
+
+@pytest.mark.parametrize("run", [None, 1, 4, 64])
+def test_long_rows_merge_sort_as_torch(rng, run):
+    """Rows merge-sorted from runs (kernels.sort LONG_FROM; `run` forces runs of that length on a short
+    row): ties keep their order, NaN is last, -0.0 ties 0.0, descending, the first k, a strided row, int64
+    in two passes; a 40000-long row (runs of MAX_SORT on the GPU, two merge passes, a short last run)."""
+    def same_sort(x, dim, k=None, descending=False):
+        values, indices = sort_kernels.sort(x, dim, k, descending, run=run)
+        ref_values, ref_indices = torch.sort(x, dim=dim, descending=descending, stable=True)
+        if k is not None:
+            ref_values, ref_indices = ref_values.narrow(dim, 0, k), ref_indices.narrow(dim, 0, k)
+        assert torch.equal(indices.cpu(), ref_indices.cpu()), (tuple(x.shape), dim, k, descending)
+        torch.testing.assert_close(values.cpu(), ref_values.cpu(), rtol=0, atol=0, equal_nan=True)
+    device = tnet.zeros(1).memory.device
+    x = torch.tensor(tied(rng, 3, 37), dtype=torch.float32, device=device)
+    for descending in (False, True):
+        same_sort(x, 1, descending=descending)
+        same_sort(x.t(), 0, 5, descending)
+    same_sort(x.to(torch.bfloat16), 1, 9)
+    ints = torch.tensor(rng.integers(-2**40, 2**40, (2, 29)), device=device)
+    ints[0, :5] = 7
+    same_sort(ints, 1, descending=True)
+    if run is None:
+        same_sort(torch.tensor(rng.standard_normal(40000), dtype=torch.float32, device=device), 0, 3000)

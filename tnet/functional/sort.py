@@ -1,6 +1,6 @@
 """Sorting and scans along one axis (kernels/sort.py): sort, argsort, topk, cumsum and cumprod, as
 torch's, with their gradients. Sorts are always stable (torch's stable=True order, which
-stable=False also allows), of rows of up to kernels.sort.MAX_SORT elements on the GPU."""
+stable=False also allows), of rows of any length."""
 import collections
 import math
 

@@ -6,8 +6,11 @@ rows, each reached through the other axes' strides (any layout, no copy). A sort
 whole, padded to a power of two, and packs each element's key (an int32 whose order is the
 values' order) above its index in one int64: tl.sort's bitonic network then sorts the pairs, and
 equal keys keep their input order (a stable sort). int64 values are sorted in two such passes, by
-their low halves, then by their high halves (stable sorts compose: least significant first). A scan walks its rows in BLOCK-long chunks,
-carrying each row's running total."""
+their low halves, then by their high halves (stable sorts compose: least significant first).
+Rows longer than one program holds (LONG_FROM) are merge-sorted through two buffers of packed
+pairs: runs of LONG_RUN sorted as above, then merge passes that double the runs, each pair
+placed by its rank in the partner run (a binary search; the pairs are distinct, so no two land
+on one place). A scan walks its rows in BLOCK-long chunks, carrying each row's running total."""
 import math
 
 import torch
@@ -19,8 +22,13 @@ from .launch import FLOATS, cdiv, check, next_power_of_2
 
 SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
-# The longest row a sort holds in one program (registers; the interpreter's numpy has no limit).
+# The longest row a sort holds in one program (registers).
 MAX_SORT = 1 << 14
+# Rows longer than LONG_FROM are merge-sorted, from runs of LONG_RUN: in the interpreter tl.sort
+# costs about a millisecond per element, and merge passes a few numpy operations per pass.
+LONG_FROM = 256 if INTERPRET else MAX_SORT
+LONG_RUN = 1 if INTERPRET else MAX_SORT
+MERGE_BLOCK = 1 << 14 if INTERPRET else 1024
 # A scan's chunk: whole rows in the interpreter, which pays per op, not per element.
 SCAN_BLOCK = 1 << 14 if INTERPRET else 1024
 _LAST = tl.constexpr(2**63 - 1)  # padding's packed key: after every element, NaN's included
@@ -38,6 +46,27 @@ def _row_offsets(row, sizes, x_strides, y_strides):
         x_off += pos * x_strides[d]
         y_off += pos * y_strides[d]
     return x_off, y_off
+
+
+@triton.jit
+def _packed(x, col, mask, PART: tl.constexpr, DESCENDING: tl.constexpr):
+    """Each element's sort key (an int32 ordered as the values: NaN above +inf, -0.0 equal to 0.0;
+    an int64's low half (PART 1) or high half (PART 2)) above its position col in one int64; _LAST
+    where not mask."""
+    if PART == 1:
+        key = x.to(tl.int32) ^ -2147483648  # the low half's unsigned order, as int32's
+    elif PART == 2:
+        key = (x >> 32).to(tl.int32)
+    elif x.dtype.is_floating():
+        f = x.to(tl.float32)
+        b = tl.where(f == 0.0, 0.0, f).to(tl.int32, bitcast=True)
+        key = tl.where(b < 0, b ^ 0x7FFFFFFF, b)  # a negative float's bits order backwards
+        key = tl.where(f != f, 0x7FFFFFFF, key)
+    else:
+        key = x.to(tl.int32)
+    if DESCENDING:
+        key = ~key
+    return tl.where(mask, (key.to(tl.int64) << 32) | col, _LAST)
 
 
 @triton.jit
@@ -59,21 +88,7 @@ def sort_kernel(x_ptr, order_ptr, values_ptr, indices_ptr, rows, n, k, x_stride,
     else:
         pos = col[None, :]
     x = tl.load(x_ptr + x_row[:, None] + pos * x_stride, mask=mask, other=0)
-    if PART == 1:
-        key = x.to(tl.int32) ^ -2147483648  # the low half's unsigned order, as int32's
-    elif PART == 2:
-        key = (x >> 32).to(tl.int32)
-    elif x.dtype.is_floating():
-        f = x.to(tl.float32)
-        b = tl.where(f == 0.0, 0.0, f).to(tl.int32, bitcast=True)
-        key = tl.where(b < 0, b ^ 0x7FFFFFFF, b)  # a negative float's bits order backwards
-        key = tl.where(f != f, 0x7FFFFFFF, key)
-    else:
-        key = x.to(tl.int32)
-    if DESCENDING:
-        key = ~key
-    packed = tl.where(mask, (key.to(tl.int64) << 32) | col[None, :], _LAST)
-    packed = tl.sort(packed, dim=1)
+    packed = tl.sort(_packed(x, col[None, :], mask, PART, DESCENDING), dim=1)
     index = packed.to(tl.int32).to(tl.int64)  # the low half
     keep = (row < rows)[:, None] & (col < k)[None, :]
     if PART == 2:
@@ -97,6 +112,70 @@ def unsort_kernel(g_ptr, indices_ptr, dx_ptr, rows, k, g_stride, dx_stride, size
     at = g_row[:, None] + col[None, :] * g_stride
     index = tl.load(indices_ptr + at, mask=mask, other=0)
     tl.store(dx_ptr + dx_row[:, None] + index * dx_stride, tl.load(g_ptr + at, mask=mask), mask=mask)
+
+
+@triton.jit
+def sort_runs_kernel(x_ptr, order_ptr, keys_ptr, units, runs, n, x_stride, y_stride, sizes, x_strides, y_strides,
+                     PART: tl.constexpr, DESCENDING: tl.constexpr, UNITS: tl.constexpr, RUN: tl.constexpr):
+    """The first step of a long sort: keys (rows x n, contiguous) gets each row's packed pairs
+    (_packed, by position in the row), sorted within runs of RUN. A unit is one run of one row
+    (`runs` per row); a program takes UNITS of them. x and order (PART 2) as in sort_kernel."""
+    unit = tl.program_id(0).to(tl.int64) * UNITS + tl.arange(0, UNITS)
+    row = unit // runs
+    x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
+    col = (unit % runs)[:, None] * RUN + tl.arange(0, RUN).to(tl.int64)[None, :]
+    mask = (unit < units)[:, None] & (col < n)
+    if PART == 2:
+        pos = tl.load(order_ptr + y_row[:, None] + col * y_stride, mask=mask, other=0)
+    else:
+        pos = col
+    packed = _packed(tl.load(x_ptr + x_row[:, None] + pos * x_stride, mask=mask, other=0), col, mask, PART, DESCENDING)
+    if RUN > 1:
+        packed = tl.sort(packed, dim=1)  # the padding (_LAST) goes last: the stores below keep the rest
+    tl.store(keys_ptr + row[:, None] * n + col, packed, mask=mask)
+
+
+@triton.jit
+def merge_kernel(keys_ptr, out_ptr, total, n, length, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    """One merge pass of a long sort: each row of keys (rows x n, contiguous; total = rows x n) holds
+    sorted runs of `length`; each pair of runs goes to out merged. A pair's place is its place in
+    its own run plus the count of the partner run's pairs below it: a binary search of STEPS
+    halvings (length < 2^STEPS)."""
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    row = e // n
+    p = e % n
+    run = p // length
+    partner = row * n + (run ^ 1) * length
+    size = tl.minimum(tl.maximum(n - (run ^ 1) * length, 0), length)
+    key = tl.load(keys_ptr + e, mask=mask, other=0)
+    lo = tl.zeros_like(p)
+    hi = size
+    for _ in tl.static_range(STEPS):
+        mid = (lo + hi) // 2
+        active = lo < hi
+        below = tl.load(keys_ptr + partner + mid, mask=mask & active, other=0) < key
+        lo = tl.where(active & below, mid + 1, lo)
+        hi = tl.where(active & ~below, mid, hi)
+    tl.store(out_ptr + row * n + (run - run % 2) * length + p % length + lo, key, mask=mask)
+
+
+@triton.jit
+def unpack_kernel(x_ptr, order_ptr, keys_ptr, values_ptr, indices_ptr, total, n, k, x_stride, y_stride, sizes,
+                  x_strides, y_strides, PART: tl.constexpr, BLOCK: tl.constexpr):
+    """The last step of a long sort: the first k sorted pairs of each row of keys (rows x n) written
+    as values (read back from x) and indices, laid out as in sort_kernel; total = rows x k."""
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < total
+    row = e // k
+    j = e % k
+    x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
+    index = tl.load(keys_ptr + row * n + j, mask=mask, other=0).to(tl.int32).to(tl.int64)  # the low half
+    if PART == 2:
+        index = tl.load(order_ptr + y_row + index * y_stride, mask=mask, other=0)
+    out = y_row + j * y_stride
+    tl.store(values_ptr + out, tl.load(x_ptr + x_row + index * x_stride, mask=mask), mask=mask)
+    tl.store(indices_ptr + out, index, mask=mask)
 
 
 @triton.jit
@@ -193,28 +272,29 @@ def _row_block(rows, block, elements):
     return max(1, min(next_power_of_2(rows), elements // block))
 
 
-def sort(x, dim, k=None, descending=False):
+def sort(x, dim, k=None, descending=False, run=None):
     """(values, int64 indices) of x (float32, float16, bfloat16, int64, int32 or bool; any strides)
     sorted along dim (>= 0), stably: equal elements keep their order; NaN is the largest. k: only
-    the first k along dim. Both new tensors are contiguous, x's shape with k at dim."""
+    the first k along dim. Both new tensors are contiguous, x's shape with k at dim. run: merge-sort
+    from runs of this length whatever the row's length (tests)."""
     check(x.dtype in SORT_DTYPES, lambda: f"sort: supports {', '.join(map(str, SORT_DTYPES))}, got {x.dtype}")
     check(0 <= dim < x.dim(), lambda: f"sort: dim {dim} out of range for shape {tuple(x.shape)}")
     n = x.shape[dim]
     k = n if k is None else k
     check(0 <= k <= n, lambda: f"sort: k {k} out of range for a dim of {n}")
-    check(n <= MAX_SORT or INTERPRET, lambda: f"sort: rows of at most {MAX_SORT} elements are supported, got {n}")
     if x.dtype != torch.int64:
-        return _sort_pass(x, dim, k, descending, 0)
+        return _sort_pass(x, dim, k, descending, 0, run=run)
     if x.numel() == 0:
         return _sort_pass(x, dim, k, descending, 1)
-    values, indices = _sort_pass(x, dim, n, descending, 2, _sort_pass(x, dim, n, descending, 1)[1])
+    values, indices = _sort_pass(x, dim, n, descending, 2, _sort_pass(x, dim, n, descending, 1, run=run)[1], run=run)
     if k == n:
         return values, indices
     return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
 
 
-def _sort_pass(x, dim, k, descending, part, order=None):
-    """One launch of sort_kernel (its PART), into new values and indices."""
+def _sort_pass(x, dim, k, descending, part, order=None, run=None):
+    """One sort by PART's key, into new values and indices: one launch of sort_kernel, or for rows
+    longer than LONG_FROM (or where `run` is given) a merge sort from runs of `run` (LONG_RUN)."""
     shape = list(x.shape)
     shape[dim] = k
     values = torch.empty(shape, dtype=x.dtype, device=x.device)
@@ -223,6 +303,25 @@ def _sort_pass(x, dim, k, descending, part, order=None):
         return values, indices
     n = x.shape[dim]
     rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, values)
+    if n > LONG_FROM or run is not None:
+        run = LONG_RUN if run is None else run
+        keys = torch.empty(rows * n, dtype=torch.int64, device=x.device)
+        spare = torch.empty_like(keys)
+        units = rows * cdiv(n, run)
+        per = _row_block(units, run, 4096)
+        sort_runs_kernel[(cdiv(units, per),)](x, indices if order is None else order, keys, units, cdiv(n, run), n,
+                                              x.stride(dim), values.stride(dim), sizes, x_strides, y_strides, PART=part,
+                                              DESCENDING=descending, UNITS=per, RUN=run,
+                                              num_warps=4 if run <= 1024 else 8 if run <= 4096 else 16)
+        length = run
+        while length < n:
+            merge_kernel[(cdiv(rows * n, MERGE_BLOCK),)](keys, spare, rows * n, n, length, STEPS=length.bit_length(),
+                                                          BLOCK=MERGE_BLOCK)
+            keys, spare, length = spare, keys, 2 * length
+        unpack_kernel[(cdiv(rows * k, MERGE_BLOCK),)](x, indices if order is None else order, keys, values, indices, rows * k, n, k, x.stride(dim),
+                                                       values.stride(dim), sizes, x_strides, y_strides, PART=part,
+                                                       BLOCK=MERGE_BLOCK)
+        return values, indices
     block = max(2, next_power_of_2(n))  # tl.sort wants two elements at least
     per = _row_block(rows, block, 4096)
     sort_kernel[(cdiv(rows, per),)](x, indices if order is None else order, values, indices, rows, n, k, x.stride(dim),
