@@ -11,6 +11,7 @@ from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special  # noqa: E402
 from .autograd import Variable
+from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 

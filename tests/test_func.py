@@ -1,0 +1,129 @@
+"""tnet.func against torch.func: the per-sample-gradients and model-ensembling tutorials (grad, vmap,
+functional_call, stack_module_state), grad_and_value with aux, vjp, jacrev, hessian, vmap's dims, and
+the errors."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from helpers import assert_close
+
+
+_CLASSES = {}
+
+
+def small_cnn(lib):
+    if lib not in _CLASSES:
+        _CLASSES[lib] = _cnn_class(lib)
+    return _CLASSES[lib]()
+
+
+def _cnn_class(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class SimpleCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.fc1 = nn.Linear(4 * 3 * 3, 5)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+            return F.log_softmax(self.fc1(lib.flatten(x, 1)), dim=1)
+    return SimpleCNN
+
+
+def twins(make):
+    torch.manual_seed(0)
+    theirs, ours = make(torch), make(tnet)
+    ours.load_state_dict({k: tnet.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def test_per_sample_gradients_tutorial(rng):
+    """The tutorial's ft_compute_sample_grad = vmap(grad(compute_loss), in_dims=(None, None, 0, 0))."""
+    ours, theirs = twins(small_cnn)
+    data = rng.standard_normal((3, 1, 8, 8)).astype(np.float32)
+    targets = np.array([1, 4, 0])
+    results = []
+    for lib, model in ((tnet, ours), (torch, theirs)):
+        params = {k: v.detach() for k, v in model.named_parameters()}
+        buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+        def compute_loss(params, buffers, sample, target):
+            predictions = lib.func.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
+            return lib.nn.functional.nll_loss(predictions, target.unsqueeze(0))
+        compute_sample_grad = lib.func.vmap(lib.func.grad(compute_loss), in_dims=(None, None, 0, 0))
+        results.append(compute_sample_grad(params, buffers, lib.tensor(data), lib.tensor(targets)))
+    assert list(results[0]) == list(results[1])
+    for name, ref in results[1].items():
+        assert results[0][name].shape == ref.shape
+        assert_close(results[0][name], ref, 1e-4, name)
+    model = ours  # the tutorial's check: one backward per sample gives the same
+    for i in range(3):
+        model.zero_grad()
+        tnet.nn.functional.nll_loss(model(tnet.tensor(data[i:i + 1])), tnet.tensor(targets[i:i + 1])).backward()
+        assert_close(results[0]["conv1.weight"][i], torch.tensor(model.conv1.weight.grad.numpy()), 1e-5)
+
+
+def test_model_ensembling_tutorial(rng):
+    """stack_module_state, then vmap of functional_call over the models, with one minibatch for all
+    (in_dims=(0, 0, None)) and one each (in_dims=(0, 0, 0))."""
+    pairs = [twins(small_cnn) for _ in range(3)]
+    batches = rng.standard_normal((3, 2, 1, 8, 8)).astype(np.float32)
+    results = []
+    for lib, models in ((tnet, [p[0] for p in pairs]), (torch, [p[1] for p in pairs])):
+        params, buffers = lib.func.stack_module_state(models)
+        assert params["conv1.weight"].shape == (3, 4, 1, 3, 3) and params["fc1.bias"].requires_grad
+        base = copy.deepcopy(models[0])
+
+        def fmodel(params, buffers, x):
+            return lib.func.functional_call(base, (params, buffers), (x,))
+        results.append((lib.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, lib.tensor(batches[0])),
+                        lib.vmap(fmodel)(params, buffers, lib.tensor(batches))))
+    for got, ref in zip(*results):
+        assert got.shape == ref.shape == (3, 2, 5)
+        assert_close(got, ref, 1e-5)
+    for m, (model, _) in enumerate(pairs):  # each model's own call
+        assert_close(results[0][1][m], torch.tensor(model(tnet.tensor(batches[m])).numpy()), 1e-6)
+
+
+def test_transforms_as_torchs(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+
+    def f(lib):
+        return lambda x, w: ((x @ w).tanh() ** 2).sum()
+    got, ref = (lib.func.grad_and_value(f(lib), argnums=(0, 1))(lib.tensor(x), lib.tensor(w)) for lib in (tnet, torch))
+    for a, b in zip(got[0], ref[0]):
+        assert_close(a, b, 1e-5)
+    assert_close(got[1], ref[1], 1e-5)
+    aux = tnet.func.grad(lambda x: (x.square().sum(), x.mean()), has_aux=True)(tnet.tensor(w))
+    assert_close(aux[0], 2 * torch.tensor(w), 1e-6) and np.isclose(aux[1].item(), w.mean())
+    jac, jac_ref = (lib.func.jacrev(lambda x: (x * x).sin())(lib.tensor(w)) for lib in (tnet, torch))
+    assert_close(jac, jac_ref, 1e-5)
+    hess, hess_ref = (lib.func.hessian(lambda x: (x ** 3).sum())(lib.tensor(w)) for lib in (tnet, torch))
+    assert_close(hess, hess_ref, 1e-5)
+    gg, gg_ref = (lib.func.grad(lib.func.grad(lambda x: (x ** 3).sum()))(lib.tensor(1.5)) for lib in (tnet, torch))
+    assert gg.item() == pytest.approx(gg_ref.item())
+    (out, fn), (out_ref, fn_ref) = (lib.func.vjp(lambda x: x.exp() * 2, lib.tensor(w)) for lib in (tnet, torch))
+    assert_close(out, out_ref, 1e-6)
+    assert_close(fn(tnet.ones(4))[0], fn_ref(torch.ones(4))[0], 1e-6)
+    moved, moved_ref = (lib.vmap(lambda a, b: a * b, in_dims=(1, None), out_dims=1)(lib.tensor(x), lib.tensor(x[:, 0]))
+                        for lib in (tnet, torch))
+    assert moved.shape == moved_ref.shape == (3, 4)
+    assert_close(moved, moved_ref, 1e-6)
+
+
+def test_errors_as_torchs():
+    for lib in (tnet, torch):
+        with pytest.raises(RuntimeError, match="scalar Tensor"):
+            lib.func.grad(lambda x: x * 2)(lib.ones(3))
+        with pytest.raises(ValueError, match="same size in the mapped dimension"):
+            lib.vmap(lambda a, b: a + b)(lib.ones(2), lib.ones(3))
+        with pytest.raises(ValueError, match="in_dims is not compatible"):
+            lib.vmap(lambda a: a, in_dims=(0, 0))(lib.ones(2))
+        with pytest.raises(RuntimeError, match="same class"):
+            lib.func.stack_module_state([lib.nn.Linear(2, 2), lib.nn.Conv2d(2, 2, 1)])
