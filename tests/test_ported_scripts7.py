@@ -3,6 +3,8 @@ neural style transfer, fast neural style and super resolution, seq2seq translati
 PointNet and TCN, written from memory in their repositories' styles and ported by their imports alone,
 as test_ported_scripts.py; shapes are tiny and runs 1-3 steps."""
 
+import math
+
 import numpy as np
 
 from helpers import batches, compare, load
@@ -197,3 +199,241 @@ def style_transfer(m, state=None):
 
 def test_style_transfer():
     compare(style_transfer)
+
+
+# (c) pytorch/examples' fast_neural_style: TransformerNet (ReflectionPad2d before each conv,
+# InstanceNorm2d(affine=True), residual blocks, UpsampleConvLayer by F.interpolate nearest), a frozen
+# VGG whose slices return a namedtuple, utils' gram_matrix by bmm and normalize_batch with batch.div_(255.0)
+# in place on the network's output, the checkpoint's InstanceNorm running_* keys deleted by re
+def fast_neural_style(m, state=None):
+    import re
+    from collections import namedtuple
+    torch, optim = m.torch, m.optim
+
+    class ConvLayer(torch.nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride):
+            super(ConvLayer, self).__init__()
+            reflection_padding = kernel_size // 2
+            self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+            self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+        def forward(self, x):
+            out = self.reflection_pad(x)
+            out = self.conv2d(out)
+            return out
+
+    class ResidualBlock(torch.nn.Module):
+        def __init__(self, channels):
+            super(ResidualBlock, self).__init__()
+            self.conv1 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+            self.in1 = torch.nn.InstanceNorm2d(channels, affine=True)
+            self.conv2 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+            self.in2 = torch.nn.InstanceNorm2d(channels, affine=True)
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, x):
+            residual = x
+            out = self.relu(self.in1(self.conv1(x)))
+            out = self.in2(self.conv2(out))
+            out = out + residual
+            return out
+
+    class UpsampleConvLayer(torch.nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride, upsample=None):
+            super(UpsampleConvLayer, self).__init__()
+            self.upsample = upsample
+            reflection_padding = kernel_size // 2
+            self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+            self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+        def forward(self, x):
+            x_in = x
+            if self.upsample:
+                x_in = torch.nn.functional.interpolate(x_in, mode='nearest', scale_factor=self.upsample)
+            out = self.reflection_pad(x_in)
+            out = self.conv2d(out)
+            return out
+
+    class TransformerNet(torch.nn.Module):
+        def __init__(self):
+            super(TransformerNet, self).__init__()
+            self.conv1 = ConvLayer(3, 4, kernel_size=5, stride=1)  # 9 in the script
+            self.in1 = torch.nn.InstanceNorm2d(4, affine=True)
+            self.conv2 = ConvLayer(4, 8, kernel_size=3, stride=2)
+            self.in2 = torch.nn.InstanceNorm2d(8, affine=True)
+            self.conv3 = ConvLayer(8, 8, kernel_size=3, stride=2)
+            self.in3 = torch.nn.InstanceNorm2d(8, affine=True)
+            self.res1 = ResidualBlock(8)
+            self.deconv1 = UpsampleConvLayer(8, 8, kernel_size=3, stride=1, upsample=2)
+            self.in4 = torch.nn.InstanceNorm2d(8, affine=True)
+            self.deconv2 = UpsampleConvLayer(8, 4, kernel_size=3, stride=1, upsample=2)
+            self.in5 = torch.nn.InstanceNorm2d(4, affine=True)
+            self.deconv3 = ConvLayer(4, 3, kernel_size=5, stride=1)
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, X):
+            y = self.relu(self.in1(self.conv1(X)))
+            y = self.relu(self.in2(self.conv2(y)))
+            y = self.relu(self.in3(self.conv3(y)))
+            y = self.res1(y)
+            y = self.relu(self.in4(self.deconv1(y)))
+            y = self.relu(self.in5(self.deconv2(y)))
+            y = self.deconv3(y)
+            return y
+
+    class Vgg16(torch.nn.Module):
+        def __init__(self, requires_grad=False):
+            super(Vgg16, self).__init__()
+            vgg_pretrained_features = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(inplace=True), torch.nn.Conv2d(4, 4, 3, padding=1),
+                torch.nn.ReLU(inplace=True), torch.nn.MaxPool2d(2, 2), torch.nn.Conv2d(4, 8, 3, padding=1),
+                torch.nn.ReLU(inplace=True))
+            self.slice1 = torch.nn.Sequential()
+            self.slice2 = torch.nn.Sequential()
+            for x in range(4):
+                self.slice1.add_module(str(x), vgg_pretrained_features[x])
+            for x in range(4, 7):
+                self.slice2.add_module(str(x), vgg_pretrained_features[x])
+            if not requires_grad:
+                for param in self.parameters():
+                    param.requires_grad = False
+
+        def forward(self, X):
+            h = self.slice1(X)
+            h_relu1_2 = h
+            h = self.slice2(h)
+            h_relu2_2 = h
+            vgg_outputs = namedtuple("VggOutputs", ['relu1_2', 'relu2_2'])
+            return vgg_outputs(h_relu1_2, h_relu2_2)
+
+    def gram_matrix(y):
+        (b, ch, h, w) = y.size()
+        features = y.view(b, ch, w * h)
+        features_t = features.transpose(1, 2)
+        gram = features.bmm(features_t) / (ch * h * w)
+        return gram
+
+    def normalize_batch(batch):
+        mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+        std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+        batch = batch.div_(255.0)
+        return (batch - mean) / std
+
+    torch.manual_seed(0)
+    transformer = TransformerNet()
+    vgg = Vgg16(requires_grad=False)
+    init = load(m, torch.nn.ModuleDict({"t": transformer, "v": vgg}), state)
+    optimizer = optim.Adam(transformer.parameters(), 1e-3)
+    mse_loss = torch.nn.MSELoss()
+    rng = np.random.default_rng(2)
+    batch_size, content_weight, style_weight = 2, 1e5, 1e10
+    style = torch.tensor(rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32))
+    style = style.repeat(batch_size, 1, 1, 1)
+    features_style = vgg(normalize_batch(style))
+    gram_style = [gram_matrix(y) for y in features_style]
+    transformer.train()
+    agg_content_loss, agg_style_loss, count, losses = 0., 0., 0, []
+    for batch_id in range(1):  # one step: the stylized image after it reads the updated weights
+        x = torch.tensor(rng.uniform(0, 255, (batch_size, 3, 8, 8)).astype(np.float32))
+        n_batch = len(x)
+        count += n_batch
+        optimizer.zero_grad()
+        y = transformer(x)
+        y = normalize_batch(y)
+        x = normalize_batch(x)
+        features_y = vgg(y)
+        features_x = vgg(x)
+        content_loss = content_weight * mse_loss(features_y.relu2_2, features_x.relu2_2)
+        style_loss = 0.
+        for ft_y, gm_s in zip(features_y, gram_style):
+            gm_y = gram_matrix(ft_y)
+            style_loss += mse_loss(gm_y, gm_s[:n_batch, :, :])
+        style_loss *= style_weight
+        total_loss = content_loss + style_loss
+        total_loss.backward()
+        optimizer.step()
+        agg_content_loss += content_loss.item()
+        agg_style_loss += style_loss.item()
+        losses += [agg_content_loss / count, agg_style_loss / count]
+    # stylize: a checkpoint whose InstanceNorm running stats are dropped, then one image through the model
+    state_dict = transformer.state_dict()
+    for k in list(state_dict.keys()):
+        if re.search(r'in\d+\.running_(mean|var)$', k):
+            del state_dict[k]
+    style_model = TransformerNet()
+    style_model.load_state_dict(state_dict)
+    style_model.eval()
+    with torch.no_grad():
+        content_image = torch.tensor(rng.uniform(0, 255, (3, 8, 8)).astype(np.float32)).unsqueeze(0)
+        output = style_model(content_image).cpu()
+    img = output[0].clone().clamp(0, 255).numpy()
+    img = img.transpose(1, 2, 0).astype("uint8")
+    return init, losses + [float(output.abs().mean())]
+
+
+def test_fast_neural_style():
+    compare(fast_neural_style)
+
+
+# (d) pytorch/examples' super_resolution: nn.PixelShuffle after the last conv, init.orthogonal_ with
+# init.calculate_gain('relu'), MSELoss and Adam, the PSNR from 10 * log10(1 / mse.item())
+def super_resolution(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    init_ = m.torch.nn.init
+
+    class Net(nn.Module):
+        def __init__(self, upscale_factor):
+            super(Net, self).__init__()
+            self.relu = nn.ReLU()
+            self.conv1 = nn.Conv2d(1, 8, (5, 5), (1, 1), (2, 2))
+            self.conv2 = nn.Conv2d(8, 8, (3, 3), (1, 1), (1, 1))
+            self.conv3 = nn.Conv2d(8, 4, (3, 3), (1, 1), (1, 1))
+            self.conv4 = nn.Conv2d(4, upscale_factor ** 2, (3, 3), (1, 1), (1, 1))
+            self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.relu(self.conv1(x))
+            x = self.relu(self.conv2(x))
+            x = self.relu(self.conv3(x))
+            x = self.pixel_shuffle(self.conv4(x))
+            return x
+
+        def _initialize_weights(self):
+            init_.orthogonal_(self.conv1.weight, init_.calculate_gain('relu'))
+            init_.orthogonal_(self.conv2.weight, init_.calculate_gain('relu'))
+            init_.orthogonal_(self.conv3.weight, init_.calculate_gain('relu'))
+            init_.orthogonal_(self.conv4.weight)
+
+    torch.manual_seed(0)
+    model = Net(upscale_factor=3)
+    init = load(m, model, state)
+    w = model.conv2.weight.detach().view(8, -1)
+    gram = (w @ w.t()).numpy()  # orthogonal rows of norm gain = sqrt(2)
+    assert np.allclose(gram, 2 * np.eye(8), atol=1e-5), gram
+    criterion = nn.MSELoss()
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(4)
+    epoch_loss, losses = 0, []
+    for iteration in range(1, 3):
+        input = torch.tensor(rng.uniform(0, 1, (2, 1, 6, 6)).astype(np.float32))
+        target = torch.tensor(rng.uniform(0, 1, (2, 1, 18, 18)).astype(np.float32))
+        optimizer.zero_grad()
+        loss = criterion(model(input), target)
+        epoch_loss += loss.item()
+        loss.backward()
+        optimizer.step()
+        losses.append(epoch_loss / iteration)
+    avg_psnr = 0
+    with torch.no_grad():
+        prediction = model(input)
+        mse = criterion(prediction, target)
+        avg_psnr += 10 * math.log10(1 / mse.item())
+    out_img_y = prediction.cpu().detach().numpy()[0]
+    out_img_y *= 255.0
+    out_img_y = out_img_y.clip(0, 255)
+    return init, losses + [avg_psnr, float(out_img_y.mean())]
+
+
+def test_super_resolution():
+    compare(super_resolution)
