@@ -3,6 +3,7 @@ neural style transfer, fast neural style and super resolution, seq2seq translati
 PointNet and TCN, written from memory in their repositories' styles and ported by their imports alone,
 as test_ported_scripts.py; shapes are tiny and runs 1-3 steps."""
 
+import importlib
 import math
 
 import numpy as np
@@ -437,3 +438,183 @@ def super_resolution(m, state=None):
 
 def test_super_resolution():
     compare(super_resolution)
+
+
+# (e) the seq2seq translation tutorial: EncoderRNN and AttnDecoderRNN on nn.GRU(batch_first=True),
+# Bahdanau attention (Linears Wa/Ua/Va, tanh, squeeze/unsqueeze, softmax, torch.bmm, torch.cat), the
+# decoder's input built by torch.empty(...).fill_(SOS_token), teacher forcing by target_tensor[:, i],
+# greedy decoding by topk(1) and topi.squeeze(-1).detach(), NLLLoss on log_softmax through view(-1, ...),
+# a TensorDataset of LongTensors behind a RandomSampler, evaluation word by word with idx.item()
+def seq2seq(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    from_data = importlib.import_module(m.torch.__name__ + ".utils.data")
+    TensorDataset, DataLoader, RandomSampler = from_data.TensorDataset, from_data.DataLoader, from_data.RandomSampler
+    SOS_token, EOS_token, MAX_LENGTH = 0, 1, 4
+
+    class Lang:
+        def __init__(self, name):
+            self.name = name
+            self.word2index = {}
+            self.word2count = {}
+            self.index2word = {0: "SOS", 1: "EOS"}
+            self.n_words = 2
+
+        def addSentence(self, sentence):
+            for word in sentence.split(' '):
+                self.addWord(word)
+
+        def addWord(self, word):
+            if word not in self.word2index:
+                self.word2index[word] = self.n_words
+                self.word2count[word] = 1
+                self.index2word[self.n_words] = word
+                self.n_words += 1
+            else:
+                self.word2count[word] += 1
+
+    pairs = [["je suis froid", "i am cold"], ["il est grand", "he is tall"], ["je suis grand", "i am tall"]]
+    input_lang, output_lang = Lang('fra'), Lang('eng')
+    for pair in pairs:
+        input_lang.addSentence(pair[0])
+        output_lang.addSentence(pair[1])
+
+    def indexesFromSentence(lang, sentence):
+        return [lang.word2index[word] for word in sentence.split(' ')]
+
+    def tensorFromSentence(lang, sentence):
+        indexes = indexesFromSentence(lang, sentence)
+        indexes.append(EOS_token)
+        return torch.tensor(indexes, dtype=torch.long).view(1, -1)
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, dropout_p=0.1):
+            super(EncoderRNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.embedding = nn.Embedding(input_size, hidden_size)
+            self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
+            self.dropout = nn.Dropout(dropout_p)
+
+        def forward(self, input):
+            embedded = self.dropout(self.embedding(input))
+            output, hidden = self.gru(embedded)
+            return output, hidden
+
+    class BahdanauAttention(nn.Module):
+        def __init__(self, hidden_size):
+            super(BahdanauAttention, self).__init__()
+            self.Wa = nn.Linear(hidden_size, hidden_size)
+            self.Ua = nn.Linear(hidden_size, hidden_size)
+            self.Va = nn.Linear(hidden_size, 1)
+
+        def forward(self, query, keys):
+            scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys)))
+            scores = scores.squeeze(2).unsqueeze(1)
+            weights = F.softmax(scores, dim=-1)
+            context = torch.bmm(weights, keys)
+            return context, weights
+
+    class AttnDecoderRNN(nn.Module):
+        def __init__(self, hidden_size, output_size, dropout_p=0.1):
+            super(AttnDecoderRNN, self).__init__()
+            self.embedding = nn.Embedding(output_size, hidden_size)
+            self.attention = BahdanauAttention(hidden_size)
+            self.gru = nn.GRU(2 * hidden_size, hidden_size, batch_first=True)
+            self.out = nn.Linear(hidden_size, output_size)
+            self.dropout = nn.Dropout(dropout_p)
+
+        def forward(self, encoder_outputs, encoder_hidden, target_tensor=None):
+            batch_size = encoder_outputs.size(0)
+            decoder_input = torch.empty(batch_size, 1, dtype=torch.long).fill_(SOS_token)
+            decoder_hidden = encoder_hidden
+            decoder_outputs = []
+            attentions = []
+            for i in range(MAX_LENGTH):
+                decoder_output, decoder_hidden, attn_weights = self.forward_step(
+                    decoder_input, decoder_hidden, encoder_outputs)
+                decoder_outputs.append(decoder_output)
+                attentions.append(attn_weights)
+                if target_tensor is not None:
+                    decoder_input = target_tensor[:, i].unsqueeze(1)  # Teacher forcing
+                else:
+                    _, topi = decoder_output.topk(1)
+                    decoder_input = topi.squeeze(-1).detach()  # detach from history as input
+            decoder_outputs = torch.cat(decoder_outputs, dim=1)
+            decoder_outputs = F.log_softmax(decoder_outputs, dim=-1)
+            attentions = torch.cat(attentions, dim=1)
+            return decoder_outputs, decoder_hidden, attentions
+
+        def forward_step(self, input, hidden, encoder_outputs):
+            embedded = self.dropout(self.embedding(input))
+            query = hidden.permute(1, 0, 2)
+            context, attn_weights = self.attention(query, encoder_outputs)
+            input_gru = torch.cat((embedded, context), dim=2)
+            output, hidden = self.gru(input_gru, hidden)
+            output = self.out(output)
+            return output, hidden, attn_weights
+
+    def get_dataloader(batch_size):
+        n = len(pairs)
+        input_ids = np.zeros((n, MAX_LENGTH), dtype=np.int32)
+        target_ids = np.zeros((n, MAX_LENGTH), dtype=np.int32)
+        for idx, (inp, tgt) in enumerate(pairs):
+            inp_ids = indexesFromSentence(input_lang, inp)
+            tgt_ids = indexesFromSentence(output_lang, tgt)
+            inp_ids.append(EOS_token)
+            tgt_ids.append(EOS_token)
+            input_ids[idx, :len(inp_ids)] = inp_ids
+            target_ids[idx, :len(tgt_ids)] = tgt_ids
+        train_data = TensorDataset(torch.LongTensor(input_ids), torch.LongTensor(target_ids))
+        train_sampler = RandomSampler(train_data)  # one batch of all pairs: the mean loss is order-free
+        return DataLoader(train_data, sampler=train_sampler, batch_size=batch_size)
+
+    def train_epoch(dataloader, encoder, decoder, encoder_optimizer, decoder_optimizer, criterion):
+        total_loss = 0
+        for data in dataloader:
+            input_tensor, target_tensor = data
+            encoder_optimizer.zero_grad()
+            decoder_optimizer.zero_grad()
+            encoder_outputs, encoder_hidden = encoder(input_tensor)
+            decoder_outputs, _, _ = decoder(encoder_outputs, encoder_hidden, target_tensor)
+            loss = criterion(decoder_outputs.view(-1, decoder_outputs.size(-1)), target_tensor.view(-1))
+            loss.backward()
+            encoder_optimizer.step()
+            decoder_optimizer.step()
+            total_loss += loss.item()
+        return total_loss / len(dataloader)
+
+    def evaluate(encoder, decoder, sentence, input_lang, output_lang):
+        with torch.no_grad():
+            input_tensor = tensorFromSentence(input_lang, sentence)
+            encoder_outputs, encoder_hidden = encoder(input_tensor)
+            decoder_outputs, decoder_hidden, decoder_attn = decoder(encoder_outputs, encoder_hidden)
+            _, topi = decoder_outputs.topk(1)
+            decoded_ids = topi.squeeze()
+            decoded_words = []
+            for idx in decoded_ids:
+                if idx.item() == EOS_token:
+                    decoded_words.append('<EOS>')
+                    break
+                decoded_words.append(output_lang.index2word[idx.item()])
+        return decoded_words, decoder_attn
+
+    torch.manual_seed(0)
+    hidden_size = 8
+    encoder = EncoderRNN(input_lang.n_words, hidden_size, dropout_p=0.0)  # dropout draws differ
+    decoder = AttnDecoderRNN(hidden_size, output_lang.n_words, dropout_p=0.0)
+    init = load(m, nn.ModuleList([encoder, decoder]), state)
+    train_dataloader = get_dataloader(batch_size=len(pairs))
+    encoder_optimizer = optim.Adam(encoder.parameters(), lr=0.05)
+    decoder_optimizer = optim.Adam(decoder.parameters(), lr=0.05)
+    criterion = nn.NLLLoss()
+    losses = [train_epoch(train_dataloader, encoder, decoder, encoder_optimizer, decoder_optimizer, criterion)
+              for epoch in range(1, 2)]  # the greedy decoding after it reads the updated weights
+    encoder.eval()
+    decoder.eval()
+    output_words, attentions = evaluate(encoder, decoder, pairs[0][0], input_lang, output_lang)
+    output_sentence = ' '.join(output_words)
+    assert attentions.shape == (1, MAX_LENGTH, 4), attentions.shape
+    return init, losses + [float((attentions * attentions).sum()), len(output_sentence)]
+
+
+def test_seq2seq():
+    compare(seq2seq)
