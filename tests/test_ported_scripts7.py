@@ -618,3 +618,140 @@ def seq2seq(m, state=None):
 
 def test_seq2seq():
     compare(seq2seq)
+
+
+# (f) the DQN tutorial: a ReplayMemory of Transition namedtuples in a deque sampled by random.sample,
+# Transition(*zip(*transitions)), the non-final mask from torch.tensor(tuple(map(...)), dtype=torch.bool),
+# torch.cat of the batch's fields, policy_net(state_batch).gather(1, action_batch), the target net's
+# max(1).values written through the mask under no_grad, nn.SmoothL1Loss, AdamW(amsgrad=True),
+# clip_grad_value_, the soft update through state_dict() items and load_state_dict, epsilon-greedy
+# actions by max(1).indices.view(1, 1), the durations' running mean by unfold; the environment a
+# deterministic toy in numpy
+def dqn(m, state=None):
+    import random
+    from collections import deque, namedtuple
+    from itertools import count
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    weights = state  # the script's own `state` is the environment's
+    Transition = namedtuple('Transition', ('state', 'action', 'next_state', 'reward'))
+
+    class ReplayMemory(object):
+        def __init__(self, capacity):
+            self.memory = deque([], maxlen=capacity)
+
+        def push(self, *args):
+            self.memory.append(Transition(*args))
+
+        def sample(self, batch_size):
+            return random.sample(self.memory, batch_size)
+
+        def __len__(self):
+            return len(self.memory)
+
+    class DQN(nn.Module):
+        def __init__(self, n_observations, n_actions):
+            super(DQN, self).__init__()
+            self.layer1 = nn.Linear(n_observations, 16)
+            self.layer2 = nn.Linear(16, 16)
+            self.layer3 = nn.Linear(16, n_actions)
+
+        def forward(self, x):
+            x = F.relu(self.layer1(x))
+            x = F.relu(self.layer2(x))
+            return self.layer3(x)
+
+    class Env:  # CartPole's interface: reset() -> (state, info), step(a) -> 5-tuple, action_space
+        def __init__(self):
+            self.rng = np.random.default_rng(8)
+            self.action_space = type("Discrete", (), {"n": 2, "sample": lambda _: int(self.rng.integers(2))})()
+
+        def reset(self):
+            self.s, self.t = self.rng.uniform(-0.5, 0.5, 4), 0
+            return self.s.astype(np.float32), {}
+
+        def step(self, action):
+            self.s = 0.9 * self.s + np.array([0.3, -0.2, 0.1, 0.4]) * (2 * action - 1)
+            self.t += 1
+            return self.s.astype(np.float32), 1.0, bool(abs(self.s[0]) > 0.6), self.t >= 4, {}
+
+    env = Env()
+    BATCH_SIZE, GAMMA, EPS_START, EPS_END, EPS_DECAY, TAU, LR = 4, 0.99, 0.5, 0.05, 1000, 0.005, 1e-2  # EPS_START 0.9
+    random.seed(0)
+    n_actions = env.action_space.n
+    state, info = env.reset()
+    n_observations = len(state)
+    torch.manual_seed(0)
+    policy_net = DQN(n_observations, n_actions)
+    target_net = DQN(n_observations, n_actions)
+    init = load(m, policy_net, weights)
+    target_net.load_state_dict(policy_net.state_dict())
+    optimizer = optim.AdamW(policy_net.parameters(), lr=LR, amsgrad=True)
+    memory = ReplayMemory(10000)
+    steps_done, losses, episode_durations = 0, [], []
+
+    def select_action(state):
+        nonlocal steps_done
+        sample = random.random()
+        eps_threshold = EPS_END + (EPS_START - EPS_END) * math.exp(-1. * steps_done / EPS_DECAY)
+        steps_done += 1
+        if sample > eps_threshold:
+            with torch.no_grad():
+                return policy_net(state).max(1).indices.view(1, 1)
+        else:
+            return torch.tensor([[env.action_space.sample()]], dtype=torch.long)
+
+    def optimize_model():
+        if len(memory) < BATCH_SIZE:
+            return
+        transitions = memory.sample(BATCH_SIZE)
+        batch = Transition(*zip(*transitions))
+        non_final_mask = torch.tensor(tuple(map(lambda s: s is not None, batch.next_state)), dtype=torch.bool)
+        non_final_next_states = torch.cat([s for s in batch.next_state if s is not None])
+        state_batch = torch.cat(batch.state)
+        action_batch = torch.cat(batch.action)
+        reward_batch = torch.cat(batch.reward)
+        state_action_values = policy_net(state_batch).gather(1, action_batch)
+        next_state_values = torch.zeros(BATCH_SIZE)
+        with torch.no_grad():
+            next_state_values[non_final_mask] = target_net(non_final_next_states).max(1).values
+        expected_state_action_values = (next_state_values * GAMMA) + reward_batch
+        criterion = nn.SmoothL1Loss()
+        loss = criterion(state_action_values, expected_state_action_values.unsqueeze(1))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(policy_net.parameters(), 100)
+        optimizer.step()
+        losses.append(loss.item())
+
+    for i_episode in range(3):
+        state, info = env.reset()
+        state = torch.tensor(state, dtype=torch.float32).unsqueeze(0)
+        for t in count():
+            action = select_action(state)
+            observation, reward, terminated, truncated, _ = env.step(action.item())
+            reward = torch.tensor([reward])
+            done = terminated or truncated
+            if terminated:
+                next_state = None
+            else:
+                next_state = torch.tensor(observation, dtype=torch.float32).unsqueeze(0)
+            memory.push(state, action, next_state, reward)
+            state = next_state
+            optimize_model()
+            target_net_state_dict = target_net.state_dict()
+            policy_net_state_dict = policy_net.state_dict()
+            for key in policy_net_state_dict:
+                target_net_state_dict[key] = policy_net_state_dict[key] * TAU + target_net_state_dict[key] * (1 - TAU)
+            target_net.load_state_dict(target_net_state_dict)
+            if done:
+                episode_durations.append(t + 1)
+                break
+    durations_t = torch.tensor(episode_durations, dtype=torch.float)
+    means = durations_t.unfold(0, 2, 1).mean(1).view(-1)
+    means = torch.cat((torch.zeros(1), means))
+    w = target_net.layer3.weight.detach()
+    return init, losses + [float(means.numpy().sum()), float(w.abs().sum()), steps_done]
+
+
+def test_dqn():
+    compare(dqn)
