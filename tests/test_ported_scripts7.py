@@ -755,3 +755,208 @@ def dqn(m, state=None):
 
 def test_dqn():
     compare(dqn)
+
+
+# (g) PointNet (fxia22/pointnet.pytorch): STN3d/STNkd with Conv1d(k, 64, 1) and BatchNorm1d on [N, C, L],
+# torch.max(x, 2, keepdim=True)[0], the identity added as Variable(torch.from_numpy(np.array(...)
+# .astype(np.float32))).view(1, 9).repeat(batchsize, 1), torch.bmm on transposes, the feature transform
+# regulariser torch.norm(bmm(trans, trans.transpose(2, 1)) - I, dim=(1, 2)), the segmentation head's
+# transpose(2, 1).contiguous() and log_softmax over view(-1, k); train_classification's loop (StepLR
+# stepped first, target[:, 0], pred.data.max(1)[1].eq(target.data).cpu().sum()) on the dataset's
+# centred, scaled and rotated point sets. Widths are the script's divided by 64
+def pointnet(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Variable = importlib.import_module(m.torch.__name__ + ".autograd").Variable
+
+    class STN3d(nn.Module):
+        def __init__(self):
+            super(STN3d, self).__init__()
+            self.conv1 = torch.nn.Conv1d(3, 4, 1)
+            self.conv2 = torch.nn.Conv1d(4, 4, 1)
+            self.conv3 = torch.nn.Conv1d(4, 16, 1)
+            self.fc1 = nn.Linear(16, 8)
+            self.fc2 = nn.Linear(8, 4)
+            self.fc3 = nn.Linear(4, 9)
+            self.relu = nn.ReLU()
+            self.bn1 = nn.BatchNorm1d(4)
+            self.bn2 = nn.BatchNorm1d(4)
+            self.bn3 = nn.BatchNorm1d(16)
+            self.bn4 = nn.BatchNorm1d(8)
+            self.bn5 = nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            batchsize = x.size()[0]
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = F.relu(self.bn2(self.conv2(x)))
+            x = F.relu(self.bn3(self.conv3(x)))
+            x = torch.max(x, 2, keepdim=True)[0]
+            x = x.view(-1, 16)
+            x = F.relu(self.bn4(self.fc1(x)))
+            x = F.relu(self.bn5(self.fc2(x)))
+            x = self.fc3(x)
+            iden = Variable(torch.from_numpy(np.array([1, 0, 0, 0, 1, 0, 0, 0, 1]).astype(np.float32))).view(1, 9).repeat(batchsize, 1)
+            if x.is_cuda:
+                iden = iden.cuda()
+            x = x + iden
+            x = x.view(-1, 3, 3)
+            return x
+
+    class STNkd(nn.Module):
+        def __init__(self, k=4):
+            super(STNkd, self).__init__()
+            self.conv1 = torch.nn.Conv1d(k, 4, 1)
+            self.conv2 = torch.nn.Conv1d(4, 16, 1)
+            self.fc1 = nn.Linear(16, 8)
+            self.fc2 = nn.Linear(8, k * k)
+            self.relu = nn.ReLU()
+            self.bn1 = nn.BatchNorm1d(4)
+            self.bn2 = nn.BatchNorm1d(16)
+            self.bn3 = nn.BatchNorm1d(8)
+            self.k = k
+
+        def forward(self, x):
+            batchsize = x.size()[0]
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = F.relu(self.bn2(self.conv2(x)))
+            x = torch.max(x, 2, keepdim=True)[0]
+            x = x.view(-1, 16)
+            x = F.relu(self.bn3(self.fc1(x)))
+            x = self.fc2(x)
+            iden = Variable(torch.from_numpy(np.eye(self.k).flatten().astype(np.float32))).view(1, self.k * self.k).repeat(batchsize, 1)
+            if x.is_cuda:
+                iden = iden.cuda()
+            x = x + iden
+            x = x.view(-1, self.k, self.k)
+            return x
+
+    class PointNetfeat(nn.Module):
+        def __init__(self, global_feat=True, feature_transform=False):
+            super(PointNetfeat, self).__init__()
+            self.stn = STN3d()
+            self.conv1 = torch.nn.Conv1d(3, 4, 1)
+            self.conv2 = torch.nn.Conv1d(4, 16, 1)
+            self.bn1 = nn.BatchNorm1d(4)
+            self.bn2 = nn.BatchNorm1d(16)
+            self.global_feat = global_feat
+            self.feature_transform = feature_transform
+            if self.feature_transform:
+                self.fstn = STNkd(k=4)
+
+        def forward(self, x):
+            n_pts = x.size()[2]
+            trans = self.stn(x)
+            x = x.transpose(2, 1)
+            x = torch.bmm(x, trans)
+            x = x.transpose(2, 1)
+            x = F.relu(self.bn1(self.conv1(x)))
+            if self.feature_transform:
+                trans_feat = self.fstn(x)
+                x = x.transpose(2, 1)
+                x = torch.bmm(x, trans_feat)
+                x = x.transpose(2, 1)
+            else:
+                trans_feat = None
+            pointfeat = x
+            x = self.bn2(self.conv2(x))
+            x = torch.max(x, 2, keepdim=True)[0]
+            x = x.view(-1, 16)
+            if self.global_feat:
+                return x, trans, trans_feat
+            else:
+                x = x.view(-1, 16, 1).repeat(1, 1, n_pts)
+                return torch.cat([x, pointfeat], 1), trans, trans_feat
+
+    class PointNetCls(nn.Module):
+        def __init__(self, k=2, feature_transform=False):
+            super(PointNetCls, self).__init__()
+            self.feature_transform = feature_transform
+            self.feat = PointNetfeat(global_feat=True, feature_transform=feature_transform)
+            self.fc1 = nn.Linear(16, 8)
+            self.fc2 = nn.Linear(8, k)
+            self.dropout = nn.Dropout(p=0.0)  # p=0.3 in the script: the masks differ
+            self.bn1 = nn.BatchNorm1d(8)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            x, trans, trans_feat = self.feat(x)
+            x = F.relu(self.bn1(self.dropout(self.fc1(x))))
+            x = self.fc2(x)
+            return F.log_softmax(x, dim=1), trans, trans_feat
+
+    class PointNetDenseCls(nn.Module):
+        def __init__(self, k=2, feature_transform=False):
+            super(PointNetDenseCls, self).__init__()
+            self.k = k
+            self.feature_transform = feature_transform
+            self.feat = PointNetfeat(global_feat=False, feature_transform=feature_transform)
+            self.conv1 = torch.nn.Conv1d(20, 8, 1)
+            self.conv2 = torch.nn.Conv1d(8, self.k, 1)
+            self.bn1 = nn.BatchNorm1d(8)
+
+        def forward(self, x):
+            batchsize = x.size()[0]
+            n_pts = x.size()[2]
+            x, trans, trans_feat = self.feat(x)
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = self.conv2(x)
+            x = x.transpose(2, 1).contiguous()
+            x = F.log_softmax(x.view(-1, self.k), dim=-1)
+            x = x.view(batchsize, n_pts, self.k)
+            return x, trans, trans_feat
+
+    def feature_transform_regularizer(trans):
+        d = trans.size()[1]
+        I = torch.eye(d)[None, :, :]
+        if trans.is_cuda:
+            I = I.cuda()
+        loss = torch.mean(torch.norm(torch.bmm(trans, trans.transpose(2, 1)) - I, dim=(1, 2)))
+        return loss
+
+    rng = np.random.default_rng(6)
+
+    def get_item():  # ShapeNetDataset.__getitem__ on a random cloud
+        point_set = rng.standard_normal((12, 3)).astype(np.float32)
+        point_set = point_set - np.expand_dims(np.mean(point_set, axis=0), 0)  # center
+        dist = np.max(np.sqrt(np.sum(point_set ** 2, axis=1)), 0)
+        point_set = point_set / dist  # scale
+        theta = rng.uniform(0, np.pi * 2)
+        rotation_matrix = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+        point_set[:, [0, 2]] = point_set[:, [0, 2]].dot(rotation_matrix)
+        point_set = torch.from_numpy(point_set.astype(np.float32))
+        cls = torch.from_numpy(np.array([rng.integers(2)]).astype(np.int64))
+        return point_set, cls
+
+    torch.manual_seed(0)
+    classifier = PointNetCls(k=2, feature_transform=True)
+    segmenter = PointNetDenseCls(k=3)
+    init = load(m, nn.ModuleList([classifier, segmenter]), state)
+    optimizer = optim.Adam(classifier.parameters(), lr=0.001, betas=(0.9, 0.999))
+    scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=20, gamma=0.5)
+    losses = []
+    for epoch in range(1):
+        scheduler.step()
+        items = [get_item() for _ in range(4)]
+        points, target = torch.stack([p for p, _ in items]), torch.stack([c for _, c in items])
+        target = target[:, 0]
+        points = points.transpose(2, 1)
+        optimizer.zero_grad()
+        classifier = classifier.train()
+        pred, trans, trans_feat = classifier(points)
+        loss = F.nll_loss(pred, target)
+        loss += feature_transform_regularizer(trans_feat) * 0.001
+        loss.backward()
+        optimizer.step()
+        pred_choice = pred.data.max(1)[1]
+        correct = pred_choice.eq(target.data).cpu().sum()
+        losses += [loss.item(), correct.item() / float(4)]
+    seg_pred, _, _ = segmenter(points)  # train_segmentation's loss: nll over pred.view(-1, num_classes)
+    seg_target = torch.from_numpy(rng.integers(3, size=(4, 12)).astype(np.int64))
+    seg_loss = F.nll_loss(seg_pred.view(-1, 3), seg_target.view(-1, 1)[:, 0])
+    seg_loss.backward()
+    running = classifier.feat.stn.bn3.running_var
+    return init, losses + [seg_loss.item(), float(segmenter.feat.stn.fc3.weight.grad.abs().sum()),
+                           float(running.sum())]
+
+
+def test_pointnet():
+    compare(pointnet)
