@@ -960,3 +960,130 @@ def pointnet(m, state=None):
 
 def test_pointnet():
     compare(pointnet)
+
+
+# (h) TCN (locuslab/TCN) on sequential MNIST: Conv1d with dilation and padding, Chomp1d's
+# x[:, :, :-self.chomp_size].contiguous(), weight_norm from torch.nn.utils (or, as newer copies write it,
+# torch.nn.utils.parametrizations), weights drawn by .weight.data.normal_ (the weight_norm's v), a 1x1
+# downsample on the residual, the last time step y1[:, :, -1] into a Linear, pmnist_test's loop (the pixel
+# permutation by torch.Tensor(np.random.permutation(...)).long(), clip_grad_norm_, train_loss += loss,
+# the lr set in param_groups, nll_loss(size_average=False) at test time)
+def tcn(m, state=None, parametrize=False):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    if parametrize:
+        from_utils = importlib.import_module(m.torch.__name__ + ".nn.utils.parametrizations")
+    else:
+        from_utils = importlib.import_module(m.torch.__name__ + ".nn.utils")
+    weight_norm = from_utils.weight_norm
+    Variable = importlib.import_module(m.torch.__name__ + ".autograd").Variable
+
+    class Chomp1d(nn.Module):
+        def __init__(self, chomp_size):
+            super(Chomp1d, self).__init__()
+            self.chomp_size = chomp_size
+
+        def forward(self, x):
+            return x[:, :, :-self.chomp_size].contiguous()
+
+    class TemporalBlock(nn.Module):
+        def __init__(self, n_inputs, n_outputs, kernel_size, stride, dilation, padding, dropout=0.2):
+            super(TemporalBlock, self).__init__()
+            self.conv1 = weight_norm(nn.Conv1d(n_inputs, n_outputs, kernel_size,
+                                               stride=stride, padding=padding, dilation=dilation))
+            self.chomp1 = Chomp1d(padding)
+            self.relu1 = nn.ReLU()
+            self.dropout1 = nn.Dropout(dropout)
+            self.conv2 = weight_norm(nn.Conv1d(n_outputs, n_outputs, kernel_size,
+                                               stride=stride, padding=padding, dilation=dilation))
+            self.chomp2 = Chomp1d(padding)
+            self.relu2 = nn.ReLU()
+            self.dropout2 = nn.Dropout(dropout)
+            self.net = nn.Sequential(self.conv1, self.chomp1, self.relu1, self.dropout1,
+                                     self.conv2, self.chomp2, self.relu2, self.dropout2)
+            self.downsample = nn.Conv1d(n_inputs, n_outputs, 1) if n_inputs != n_outputs else None
+            self.relu = nn.ReLU()
+            self.init_weights()
+
+        def init_weights(self):
+            # parametrized, the weight is computed at each read: these draws go to a temporary, in torch as in tnet
+            self.conv1.weight.data.normal_(0, 0.01)
+            self.conv2.weight.data.normal_(0, 0.01)
+            if self.downsample is not None:
+                self.downsample.weight.data.normal_(0, 0.01)
+
+        def forward(self, x):
+            out = self.net(x)
+            res = x if self.downsample is None else self.downsample(x)
+            return self.relu(out + res)
+
+    class TemporalConvNet(nn.Module):
+        def __init__(self, num_inputs, num_channels, kernel_size=2, dropout=0.2):
+            super(TemporalConvNet, self).__init__()
+            layers = []
+            num_levels = len(num_channels)
+            for i in range(num_levels):
+                dilation_size = 2 ** i
+                in_channels = num_inputs if i == 0 else num_channels[i - 1]
+                out_channels = num_channels[i]
+                layers += [TemporalBlock(in_channels, out_channels, kernel_size, stride=1, dilation=dilation_size,
+                                         padding=(kernel_size - 1) * dilation_size, dropout=dropout)]
+            self.network = nn.Sequential(*layers)
+
+        def forward(self, x):
+            return self.network(x)
+
+    class TCN(nn.Module):
+        def __init__(self, input_size, output_size, num_channels, kernel_size, dropout):
+            super(TCN, self).__init__()
+            self.tcn = TemporalConvNet(input_size, num_channels, kernel_size=kernel_size, dropout=dropout)
+            self.linear = nn.Linear(num_channels[-1], output_size)
+
+        def forward(self, inputs):
+            """Inputs have to have dimension (N, C_in, L_in)"""
+            y1 = self.tcn(inputs)
+            o = self.linear(y1[:, :, -1])
+            return F.log_softmax(o, dim=1)
+
+    input_channels, seq_length, n_classes, lr = 1, 36, 10, 2e-3
+    np.random.seed(1111)
+    permute = torch.Tensor(np.random.permutation(seq_length).astype(np.float64)).long()
+    torch.manual_seed(0)
+    model = TCN(input_channels, n_classes, [4, 4], kernel_size=3, dropout=0.0)  # dropout 0.05: the masks differ
+    init = load(m, model, state)
+    optimizer = getattr(optim, 'Adam')(model.parameters(), lr=lr)
+    train_loss, losses = 0, []
+    model.train()
+    for batch_idx, (data, target) in enumerate(batches(9, 2, (2, 1, 6, 6))):
+        data, target = torch.tensor(data), torch.tensor(target)
+        data = data.view(-1, input_channels, seq_length)
+        data = data[:, :, permute]
+        data, target = Variable(data), Variable(target)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.2)
+        optimizer.step()
+        train_loss += loss
+        losses.append(train_loss.item() / (batch_idx + 1))
+        lr /= 10
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+    model.eval()
+    test_loss, correct = 0, 0
+    with torch.no_grad():
+        data, target = (torch.tensor(v) for v in batches(10, 1, (3, 1, 6, 6))[0])
+        data = data.view(-1, input_channels, seq_length)[:, :, permute]
+        output = model(data)
+        test_loss += F.nll_loss(output, target, size_average=False).item()
+        pred = output.data.max(1, keepdim=True)[1]
+        correct += pred.eq(target.data.view_as(pred)).cpu().sum()
+    return init, losses + [test_loss / 3, int(correct)]
+
+
+def test_tcn():
+    compare(tcn)
+
+
+def test_tcn_parametrized_weight_norm():
+    compare(tcn, parametrize=True)
