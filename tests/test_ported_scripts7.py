@@ -1087,3 +1087,111 @@ def test_tcn():
 
 def test_tcn_parametrized_weight_norm():
     compare(tcn, parametrize=True)
+
+
+# (e') the seq2seq tutorial's older, one-sentence-at-a-time form: initHidden by torch.zeros(1, 1, H),
+# embedded by .view(1, 1, -1), encoder outputs written row by row into a zeros tensor
+# (encoder_outputs[ei] = encoder_output[0, 0], with grad), the attention over max_length from
+# torch.cat((embedded[0], hidden[0]), 1), bmm of unsqueezed operands, loss += criterion per step, the
+# decoder's input from topv, topi = decoder_output.topk(1) and topi.squeeze().detach(), a break on
+# decoder_input.item() == EOS_token, loss.item() / target_length
+def seq2seq_one_sentence(m, state=None):
+    import random
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    SOS_token, EOS_token, MAX_LENGTH, teacher_forcing_ratio = 0, 1, 4, 0.5
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, input_size, hidden_size):
+            super(EncoderRNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.embedding = nn.Embedding(input_size, hidden_size)
+            self.gru = nn.GRU(hidden_size, hidden_size)
+
+        def forward(self, input, hidden):
+            embedded = self.embedding(input).view(1, 1, -1)
+            output = embedded
+            output, hidden = self.gru(output, hidden)
+            return output, hidden
+
+        def initHidden(self):
+            return torch.zeros(1, 1, self.hidden_size)
+
+    class AttnDecoderRNN(nn.Module):
+        def __init__(self, hidden_size, output_size, dropout_p=0.1, max_length=MAX_LENGTH):
+            super(AttnDecoderRNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.output_size = output_size
+            self.dropout_p = dropout_p
+            self.max_length = max_length
+            self.embedding = nn.Embedding(self.output_size, self.hidden_size)
+            self.attn = nn.Linear(self.hidden_size * 2, self.max_length)
+            self.attn_combine = nn.Linear(self.hidden_size * 2, self.hidden_size)
+            self.dropout = nn.Dropout(self.dropout_p)
+            self.gru = nn.GRU(self.hidden_size, self.hidden_size)
+            self.out = nn.Linear(self.hidden_size, self.output_size)
+
+        def forward(self, input, hidden, encoder_outputs):
+            embedded = self.embedding(input).view(1, 1, -1)
+            embedded = self.dropout(embedded)
+            attn_weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)
+            attn_applied = torch.bmm(attn_weights.unsqueeze(0), encoder_outputs.unsqueeze(0))
+            output = torch.cat((embedded[0], attn_applied[0]), 1)
+            output = self.attn_combine(output).unsqueeze(0)
+            output = F.relu(output)
+            output, hidden = self.gru(output, hidden)
+            output = F.log_softmax(self.out(output[0]), dim=1)
+            return output, hidden, attn_weights
+
+    def train(input_tensor, target_tensor, encoder, decoder, encoder_optimizer, decoder_optimizer, criterion,
+              max_length=MAX_LENGTH):
+        encoder_hidden = encoder.initHidden()
+        encoder_optimizer.zero_grad()
+        decoder_optimizer.zero_grad()
+        input_length = input_tensor.size(0)
+        target_length = target_tensor.size(0)
+        encoder_outputs = torch.zeros(max_length, encoder.hidden_size)
+        loss = 0
+        for ei in range(input_length):
+            encoder_output, encoder_hidden = encoder(input_tensor[ei], encoder_hidden)
+            encoder_outputs[ei] = encoder_output[0, 0]
+        decoder_input = torch.tensor([[SOS_token]])
+        decoder_hidden = encoder_hidden
+        use_teacher_forcing = True if random.random() < teacher_forcing_ratio else False
+        if use_teacher_forcing:
+            for di in range(target_length):
+                decoder_output, decoder_hidden, decoder_attention = decoder(decoder_input, decoder_hidden, encoder_outputs)
+                loss += criterion(decoder_output, target_tensor[di])
+                decoder_input = target_tensor[di]  # Teacher forcing
+        else:
+            for di in range(target_length):
+                decoder_output, decoder_hidden, decoder_attention = decoder(decoder_input, decoder_hidden, encoder_outputs)
+                topv, topi = decoder_output.topk(1)
+                decoder_input = topi.squeeze().detach()  # detach from history as input
+                loss += criterion(decoder_output, target_tensor[di])
+                if decoder_input.item() == EOS_token:
+                    break
+        loss.backward()
+        encoder_optimizer.step()
+        decoder_optimizer.step()
+        return loss.item() / target_length
+
+    torch.manual_seed(0)
+    encoder = EncoderRNN(6, 8)
+    decoder = AttnDecoderRNN(8, 6, dropout_p=0.0)  # 0.1 in the tutorial: the masks differ
+    init = load(m, nn.ModuleList([encoder, decoder]), state)
+    encoder_optimizer = optim.SGD(encoder.parameters(), lr=0.5)
+    decoder_optimizer = optim.SGD(decoder.parameters(), lr=0.5)
+    criterion = nn.NLLLoss()
+    random.seed(3)
+    pairs = [([2, 3, 4, EOS_token], [2, 5, EOS_token]), ([5, 3, EOS_token], [3, 4, 2, EOS_token])]
+    losses = []
+    for input_ids, target_ids in pairs:
+        input_tensor = torch.tensor(input_ids, dtype=torch.long).view(-1, 1)
+        target_tensor = torch.tensor(target_ids, dtype=torch.long).view(-1, 1)
+        losses.append(train(input_tensor, target_tensor, encoder, decoder, encoder_optimizer, decoder_optimizer,
+                            criterion))
+    return init, losses + [float(encoder.embedding.weight.detach().abs().sum())]
+
+
+def test_seq2seq_one_sentence():
+    compare(seq2seq_one_sentence)
