@@ -9,7 +9,7 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
-from helpers import CONFIG_DTYPES, TOL, check, config_indices, leaf, only_ith_config, tol_for
+from helpers import CONFIG_DTYPES, TOL, assert_close, check, config_indices, leaf, only_ith_config, tol_for
 from tnet.kernels import resample
 
 TF = torch.nn.functional
@@ -87,6 +87,25 @@ def test_affine_grid_sample_as_torch(rng):
         F.affine_grid(tnet.randn(2, 3, 3), (2, 3, 4, 6))
     with pytest.raises(ValueError, match="padding_mode"):
         F.grid_sample(tnet.randn(1, 1, 2, 2), tnet.randn(1, 2, 2, 2), padding_mode="wrap")
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_identity_theta_as_torch_fp32(rng, align):
+    """The spatial transformer tutorial's start: theta the identity puts each point on a pixel centre,
+    where bilinear's gradient jumps and an ulp of the grid picks the side; tnet's fp32 grid is torch's
+    bit for bit and its points round once, as torch's, so theta's gradient is torch's fp32 one."""
+    shape = (2, 3, 13, 28)
+    x = rng.standard_normal(shape).astype(np.float32)
+    seed = rng.standard_normal((2, 3, 13, 28)).astype(np.float32)
+    eye = np.tile(np.eye(2, 3, dtype=np.float32), (2, 1, 1))
+    th, thr = tnet.tensor(eye, requires_grad=True), torch.tensor(eye, requires_grad=True)
+    grid, gridr = F.affine_grid(th, shape, align_corners=align), TF.affine_grid(thr, shape, align_corners=align)
+    np.testing.assert_array_equal(grid.numpy(), gridr.detach().numpy())
+    out = F.grid_sample(tnet.tensor(x), grid, align_corners=align)
+    outr = TF.grid_sample(torch.tensor(x), gridr, align_corners=align)
+    (out * tnet.tensor(seed)).sum().backward()
+    (outr * torch.tensor(seed)).sum().backward()
+    assert_close(th.grad, thr.grad, TOL["ieee"], "theta's gradient")
 
 
 RESAMPLE_KERNELS = (resample.resample_axis_kernel, resample.grid_sample_kernel)

@@ -128,6 +128,21 @@ def test_matrix_products_as_torch(rng, ieee):
         tnet.dot(v, c)
 
 
+def test_dot_is_fp32_at_tf32_precision(rng):
+    """torch.dot is a BLAS dot, never tf32 (LBFGS's curvature pairs are dots): tnet's is an fp32 sum
+    under the default tf32 precision too (tf32's operands would be ~1e-3 off; on the GPU only: the
+    interpreter's products are fp32 anyway)."""
+    previous = tnet.set_precision("tf32")
+    try:
+        v, vr = leaf(rng, 301)
+        c, cr = leaf(rng, 301)
+        check(lambda p, q: tnet.dot(p, q), lambda p, q: torch.dot(p, q), [(v, vr), (c, cr)], rng)
+    finally:
+        tnet.set_precision(previous)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tnet.dot(v, c.half())
+
+
 def test_local_response_norm_as_torch(rng):
     x, xr = leaf(rng, 2, 7, 3, 4, channels_last=True)
     check(nn.LocalResponseNorm(3, alpha=0.01), torch.nn.LocalResponseNorm(3, alpha=0.01), [(x, xr)], rng, TOL["ieee"] * 10)

@@ -116,7 +116,7 @@ def test_reductions_16_bit(rng, dtype):
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss(rng, reduction):
     inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
-    check(lambda a, b: F.mse_loss(a, b, reduction), lambda a, b: tF.mse_loss(a, b, reduction=reduction), inputs, rng)
+    check(lambda a, b: F.mse_loss(a, b, reduction=reduction), lambda a, b: tF.mse_loss(a, b, reduction=reduction), inputs, rng)
     inputs = [leaf(rng, 5, 7, 3), leaf(rng, 5, 7, 3)]
     check(nn.MSELoss(reduction=reduction), torch.nn.MSELoss(reduction=reduction), inputs, rng)
 
@@ -127,10 +127,10 @@ def test_l1_smooth_l1_and_binary_cross_entropy_losses(rng, reduction):
     among them: the log's floor of -100) and binary_cross_entropy_with_logits (weight, pos_weight,
     logits up to +-60) as torch's, functions and modules, values and gradients."""
     pairs = lambda: [leaf(rng, 4, 6), leaf(rng, 4, 6)]
-    check(lambda a, b: F.l1_loss(a, b, reduction), lambda a, b: tF.l1_loss(a, b, reduction=reduction), pairs(), rng)
+    check(lambda a, b: F.l1_loss(a, b, reduction=reduction), lambda a, b: tF.l1_loss(a, b, reduction=reduction), pairs(), rng)
     check(nn.L1Loss(reduction=reduction), torch.nn.L1Loss(reduction=reduction), pairs(), rng)
     for beta in (1.0, 0.5, 0.0):
-        check(lambda a, b: F.smooth_l1_loss(a, b, reduction, beta),
+        check(lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=beta),
               lambda a, b: tF.smooth_l1_loss(a, b, reduction=reduction, beta=beta), pairs(), rng)
     check(nn.SmoothL1Loss(reduction=reduction, beta=0.5), torch.nn.SmoothL1Loss(reduction=reduction, beta=0.5),
           pairs(), rng)
@@ -152,8 +152,48 @@ def test_l1_smooth_l1_and_binary_cross_entropy_losses(rng, reduction):
     check(nn.BCELoss(reduction=reduction), torch.nn.BCELoss(reduction=reduction), [probs, target], rng)
     with pytest.raises(RuntimeError, match="negative values for beta"):
         F.smooth_l1_loss(*[t for t, _ in pairs()], beta=-1.0)
-    with pytest.raises(ValueError, match="deprecated"):
-        nn.MSELoss(True)
+
+
+@pytest.mark.parametrize("size_average,reduce", [(False, None), (None, False), (True, True), (False, True)])
+def test_legacy_size_average_and_reduce_as_torch(rng, size_average, reduce):
+    """torch's deprecated size_average and reduce (old scripts' F.nll_loss(..., size_average=False),
+    the VAE's binary_cross_entropy(..., size_average=False)) pick the reduction, with torch's warning,
+    in the functions (positionally too, where torch's signatures put them) and the loss modules."""
+    kw = dict(size_average=size_average, reduce=reduce)
+    expected = ("mean" if size_average in (None, True) else "sum") if reduce in (None, True) else "none"
+    t, y = rng.uniform(0, 1, (4, 5)), rng.integers(0, 5, 4)
+    # each case takes the functional module (tnet's or torch's), the input, a float and a class target
+    cases = [lambda f, a, t, y: f.mse_loss(a, t, size_average, reduce),
+             lambda f, a, t, y: f.l1_loss(a, t, **kw),
+             lambda f, a, t, y: f.smooth_l1_loss(a, t, **kw),
+             lambda f, a, t, y: f.nll_loss(a, y, None, **kw),
+             lambda f, a, t, y: f.cross_entropy(a, y, **kw),
+             lambda f, a, t, y: f.binary_cross_entropy(f.sigmoid(a), t, **kw),
+             lambda f, a, t, y: f.binary_cross_entropy_with_logits(a, t, **kw),
+             lambda f, a, t, y: f.kl_div(a, t, **kw),
+             lambda f, a, t, y: f.soft_margin_loss(a, t, **kw)]
+    for case in cases:
+        x, xr = leaf(rng, 4, 5)
+        with pytest.warns(UserWarning, match=f"please use reduction='{expected}' instead"):
+            check(lambda a: case(F, a, tnet.tensor(t), tnet.tensor(y)),
+                  lambda a: case(tF, a, torch.tensor(t), torch.tensor(y)), [(x, xr)], rng)
+    for name in ("NLLLoss", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss"):
+        with pytest.warns(UserWarning, match=f"please use reduction='{expected}' instead"):
+            assert getattr(nn, name)(**kw).reduction == getattr(torch.nn, name)(**kw).reduction == expected
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_weighted_mse_and_l1_as_torch(rng, reduction):
+    """mse_loss's and l1_loss's weight: element-wise, the mean over the weights' sum (huber_loss's
+    is over the elements), as torch's."""
+    w = rng.uniform(0, 1, (4, 5))
+    for ours, theirs in ((F.mse_loss, tF.mse_loss), (F.l1_loss, tF.l1_loss), (F.huber_loss, tF.huber_loss)):
+        x, xr = leaf(rng, 4, 5)
+        t, tr = leaf(rng, 4, 5)
+        check(lambda a, b: ours(a, b, reduction=reduction, weight=tnet.tensor(w)),
+              lambda a, b: theirs(a, b, reduction=reduction, weight=torch.tensor(w)), [(x, xr), (t, tr)], rng)
+    with pytest.raises(ValueError, match="same size"):
+        F.mse_loss(x, t, weight=tnet.tensor(w[:1]))
 
 
 def test_one_hot_as_torch():

@@ -9,7 +9,7 @@ import torch
 from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
 from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
-from .inputs import check_tensors
+from .inputs import check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
 from .reduce import any, max, mean, norm, pairwise_distance, sum
 from .sort import cumprod
@@ -30,11 +30,6 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _no_legacy(name, size_average, reduce):
-    check(size_average is None and reduce is None,
-          lambda: f"{name}: the deprecated size_average and reduce are not supported; use reduction")
-
-
 def _as_batch(name, input, target):
     """input [N, C] or [C] as [N, C], target [N] or [] as [N, 1] (int64)."""
     check_tensors(name, input=input, target=target)
@@ -49,7 +44,7 @@ def _as_batch(name, input, target):
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """The multi-class hinge loss of input [N, C] (or [C]) and int64 target [N] (or []): per sample
     sum over i != y of max(0, margin - x[y] + x[i]) ** p (times weight[y]) / C, as torch's."""
-    _no_legacy("multi_margin_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -71,7 +66,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """The multi-label hinge loss of input [N, C] (or [C]) and int64 target of that shape, whose
     classes run up to its first -1: per sample the sum over those targets j and non-targets i of
     max(0, 1 - (x[j] - x[i])) / C, as torch's (a repeated target counts twice)."""
-    _no_legacy("multilabel_margin_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_tensors("multilabel_margin_loss", input=input, target=target)
     check(input.ndim in (1, 2) and target.shape == input.shape,
@@ -94,7 +89,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)) (times weight), averaged over the classes (the
     last dim), as torch's."""
-    _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = neg(add(mul(target, logsigmoid(input)), mul(sub(1.0, target), logsigmoid(neg(input)))))
@@ -109,7 +104,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """The Poisson negative log-likelihood, as torch's: exp(input) - target * input (log_input), else
     input - target * log(input + eps); full adds Stirling's target * log(target) - target +
     log(2 pi target) / 2 where target > 1."""
-    _no_legacy("poisson_nll_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_tensors("poisson_nll_loss", input=input, target=target)
     if log_input:

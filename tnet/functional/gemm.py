@@ -364,14 +364,17 @@ def outer(input, vec2):
 
 
 def dot(input, tensor):
-    """torch.dot: the 0-d inner product of two vectors of one size (matmul)."""
+    """torch.dot: the 0-d inner product of two vectors of one size, a product and an fp32 sum: never
+    tf32, as torch's dot (a BLAS dot, not a GEMM), whose products LBFGS's curvature pairs read."""
     check_tensors("dot", input=input, tensor=tensor)
     check(input.ndim == 1 and tensor.ndim == 1,
           lambda: f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     check(input.shape == tensor.shape,
           lambda: f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] to have "
                   f"the same number of elements, but got {input.shape[0]} and {tensor.shape[0]} elements respectively")
-    return matmul(input, tensor)
+    check(input.dtype == tensor.dtype, lambda: f"dot : expected both vectors to have same dtype, but found "
+                                               f"{input.dtype} and {tensor.dtype}")
+    return _reduce_sum(mul(input, tensor))
 
 
 def mv(input, vec):

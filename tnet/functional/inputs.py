@@ -1,4 +1,7 @@
-"""The checks every op makes of its tensor arguments, and which of them need a gradient."""
+"""The checks every op makes of its tensor arguments, which of them need a gradient, and the losses'
+deprecated reduction arguments."""
+import warnings
+
 from ..kernels.launch import InputTypeError
 from ..tensor import Tensor
 
@@ -6,6 +9,19 @@ from ..tensor import Tensor
 def needs_grad(*xs):
     """For each argument, whether it is a tnet.Tensor that requires a gradient."""
     return [isinstance(x, Tensor) and x.requires_grad for x in xs]
+
+
+def legacy_reduction(size_average, reduce, reduction):
+    """A loss's reduction from torch's deprecated size_average and reduce where either is given (both
+    default True: 'mean'; reduce=False: 'none'; size_average=False: 'sum'), with torch's UserWarning;
+    else reduction."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average, reduce = size_average is None or size_average, reduce is None or reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
 
 
 def check_tensors(name, **xs):

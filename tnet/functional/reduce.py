@@ -15,7 +15,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
-from .inputs import check_tensors
+from .inputs import check_tensors, legacy_reduction
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
                         minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
@@ -416,24 +416,41 @@ def _reduced(name, loss, reduction):
     return loss if reduction == "none" else sum_or_mean(name, loss, None, False, mean=reduction == "mean")
 
 
-def mse_loss(input, target, reduction="mean"):
-    """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none');
-    under tnet.autocast on fp32 copies of 16-bit operands, as torch's autocast."""
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none'), as
+    torch's (and its deprecated size_average and reduce); under tnet.autocast on fp32 copies of
+    16-bit operands, as torch's autocast. weight (input's shape) multiplies each element, and the
+    mean is then over the weights' sum, as torch's."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("mse_loss", input, target, reduction)
     if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
         input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
-    return _reduced("mse_loss", pow(sub(input, target), 2), reduction)
+    return _weighted_reduced("mse_loss", pow(sub(input, target), 2), reduction, weight, input)
 
 
-def l1_loss(input, target, reduction="mean"):
-    """|input - target|, reduced as mse_loss."""
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, reduced and weighted as mse_loss."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("l1_loss", input, target, reduction)
-    return _reduced("l1_loss", abs(sub(input, target)), reduction)
+    return _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+def _weighted_reduced(name, loss, reduction, weight, input):
+    """mse_loss's and l1_loss's weight: element-wise, the mean over the weights' sum."""
+    if weight is None:
+        return _reduced(name, loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = mul(loss, weight)
+    if reduction == "mean":
+        return div(sum_or_mean(name, loss, None, False, mean=False), sum_or_mean(name, weight, None, False, mean=False))
+    return _reduced(name, loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """torch's Huber-like loss: 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
     (beta 0: l1_loss), reduced as mse_loss."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
@@ -467,9 +484,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      pos_weight=None):
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
     weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
-    gradient sigmoid(-x) is right at x = 0 too. torch's deprecated size_average and reduce are not taken."""
-    check(size_average is None and reduce is None,
-          "binary_cross_entropy_with_logits: size_average and reduce are deprecated; use reduction")
+    gradient sigmoid(-x) is right at x = 0 too."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     log_p = softplus(neg(x))  # -log sigmoid(x)
     if pos_weight is not None:
@@ -482,11 +498,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
-    as torch's. torch's deprecated size_average and reduce are not taken. An input or target outside
+    as torch's. An input or target outside
     [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call,
     skipped inside a CUDA graph capture."""
-    check(size_average is None and reduce is None,
-          "binary_cross_entropy: size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
     if x.shape != y.shape:
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
@@ -641,7 +656,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """torch's KL divergence with input log-probabilities: target * (log(target) - input) (0 where
     target is 0), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
     element, torch's default), 'batchmean' (the sum over the batch size), 'sum' or 'none'."""
-    check(size_average is None and reduce is None, "kl_div: size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check(reduction in ("mean", "batchmean", "sum", "none"),
           lambda: f"kl_div: {reduction!r} is not a valid value for reduction")
     input, target = _loss_inputs("kl_div", input, target, "none")
@@ -669,13 +684,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduced("huber_loss", loss, reduction)
 
 
-def _no_deprecated(name, size_average, reduce):
-    check(size_average is None and reduce is None, f"{name}: size_average and reduce are deprecated; use reduction")
-
-
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), broadcasting inputs of one number of dims."""
-    _no_deprecated("margin_ranking_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -687,7 +698,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target is 1, max(0, margin - input) where target is -1, as torch's (which adds
     both terms for other target values)."""
-    _no_deprecated("hinge_embedding_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("hinge_embedding_loss", input, target, reduction)
     loss = add(where(ne(target, 1), clamp_min(sub(margin, input), 0.0), 0.0), where(ne(target, -1), input, 0.0))
     return _reduced("hinge_embedding_loss", loss, reduction)
@@ -695,7 +706,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88)."""
-    _no_deprecated("soft_margin_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("soft_margin_loss", input, target, reduction)
     return _reduced("soft_margin_loss", log(add(exp(neg(mul(target, input))), 1.0)), reduction)
 
@@ -703,7 +714,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1, the cosine
     over the last dim of [N, D] (or [D]) inputs with torch's 1e-12 added to each squared norm."""
-    _no_deprecated("cosine_embedding_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
     check(input1.ndim in (1, 2) and input1.shape == input2.shape and target.ndim == input1.ndim - 1,
           lambda: f"cosine_embedding_loss: expected input1 and input2 of one shape [N, D] or [D] and target [N] or [], "
@@ -725,7 +736,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise_distance (swap:
     the smaller of d(anchor, negative) and d(positive, negative)), as torch's."""
-    _no_deprecated("triplet_margin_loss", size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     check(anchor.ndim == positive.ndim == negative.ndim,
           lambda: f"The anchor, positive, and negative tensors are expected to have the same number of dimensions, "

@@ -154,11 +154,16 @@ def affine_grid(theta, size, align_corners=None):
 
 def _linspace(n, align_corners):
     """torch's linspace_from_neg_one: n points over [-1, 1], scaled by (n - 1) / n unless
-    align_corners; a lone point is 0."""
+    align_corners; a lone point is 0. In fp32 rounded as torch's: its linspace steps from -1 up to
+    the middle point and from 1 down past it, each point one fused multiply-add of the fp32 step;
+    the scale is a product then a quotient. An identity theta puts grid_sample's points on pixel
+    centres, where an ulp decides bilinear's gradient (see grid_sample)."""
     if n <= 1:
         return np.zeros(n, np.float32)
-    r = np.linspace(-1, 1, n)
-    return (r if align_corners else r * (n - 1) / n).astype(np.float32)
+    step = np.float64(np.float32(2) / np.float32(n - 1))
+    i = np.arange(n)
+    r = np.where(i < n // 2, -1 + step * i, 1 - step * (n - 1 - i)).astype(np.float32)  # exact in float64
+    return r if align_corners else r * np.float32(n - 1) / np.float32(n)
 
 
 _PADDING = {"zeros": _rs.ZEROS, "border": _rs.BORDER, "reflection": _rs.REFLECTION}

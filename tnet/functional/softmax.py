@@ -13,7 +13,7 @@ from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
-from .inputs import check_tensors
+from .inputs import check_tensors, legacy_reduction
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
 
@@ -84,9 +84,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(neg(input if dtype is None else input.to(dtype)), dim)
 
 
-def _check_legacy(name, size_average, reduce, reduction):
-    check(size_average is None and reduce is None,
-          lambda: f"{name}: the deprecated size_average and reduce are not supported")
+def _check_reduction(name, reduction):
     check(reduction in ("mean", "sum", "none"), lambda: f"{name}: {reduction!r} is not a valid value for reduction")
 
 
@@ -140,7 +138,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     [N, C, d1, ...] and int64 target [N] ([], [N, d1, ...]); reduction 'mean' divides by the
     weights of the targets not ignored (NaN if all are), 'sum' or 'none', as torch. A target
     outside [0, C), other than ignore_index, raises IndexError (InputIndexError)."""
-    _check_legacy("nll_loss", size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction("nll_loss", reduction)
     return _nll(input, target, weight, ignore_index, reduction)[0]
 
 
@@ -165,7 +164,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """Cross-entropy of logits input [N, C] ([C], or [N, C, d1, ...]) against int64 class indices
     target [N] ([], [N, d1, ...]), or against class probabilities (a float target of input's
     shape), with weight, ignore_index (class indices only), reduction and label_smoothing as
-    torch (the deprecated size_average and reduce are not supported). A target outside [0, C),
+    torch (and its deprecated size_average and reduce). A target outside [0, C),
     other than ignore_index, raises IndexError (InputIndexError, also a ValueError) as torch's;
     inside a captured CUDA graph it is flagged on the device instead (see
     kernels.softmax.take_label_error). For [N, C] logits with class indices and no weight, the
@@ -173,7 +172,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     and nll_loss (or, for probabilities, a product and sums). The loss has input's dtype (fp32
     under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
-    _check_legacy("cross_entropy", size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction("cross_entropy", reduction)
     check(label_smoothing <= 1.0,  # torch's check: a negative one is taken, and smooths nothing
           lambda: f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     label_smoothing = label_smoothing if label_smoothing > 0 else 0.0

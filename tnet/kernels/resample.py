@@ -208,7 +208,10 @@ def _source(coord, size, PAD: tl.constexpr, ALIGN: tl.constexpr):
         x = (coord + 1.0) / 2.0 * (s - 1.0)
         g = (s - 1.0) / 2.0 + tl.zeros_like(coord)
     else:
-        x = ((coord + 1.0) * s - 1.0) / 2.0
+        # one rounding, as torch's kernels round it (compiled with fused multiply-adds): at an identity
+        # theta a point lands on a pixel centre, and a second rounding can move it to the pixel below,
+        # and bilinear's gradient to the grid with it
+        x = tl.fma(coord + 1.0, s, -1.0) / 2.0
         g = s / 2.0 + tl.zeros_like(coord)
     if PAD == 1:
         x, gc = _clip(x, size)

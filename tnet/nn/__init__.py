@@ -14,6 +14,7 @@ from .. import amp
 from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
+from ..functional.inputs import legacy_reduction
 from ..kernels.launch import check, pair, single
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
@@ -1389,13 +1390,11 @@ class _Call(Module):
 
 
 class _Loss(_Call):
-    """A loss module with torch's reduction= (the deprecated size_average and reduce raise)."""
+    """A loss module with torch's reduction= (and its deprecated size_average and reduce)."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
-        self.reduction = reduction
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, *inputs):
         return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
@@ -1416,12 +1415,10 @@ class MSELoss(_Loss):
     _loss = staticmethod(F.mse_loss)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        if size_average is not None or reduce is not None:
-            raise ValueError(f"{type(self).__name__}: size_average and reduce are deprecated; use reduction")
-        self.reduction = reduction
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
-        return self._loss(input, target, self.reduction)
+        return self._loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(MSELoss):
@@ -1434,7 +1431,7 @@ class SmoothL1Loss(MSELoss):
         self.beta = beta
 
     def forward(self, input, target):
-        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class BCELoss(MSELoss):
@@ -1461,13 +1458,12 @@ class BCEWithLogitsLoss(BCELoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
-    """F.cross_entropy as a module, with torch's arguments (the deprecated size_average and
-    reduce are not supported); weight is a tnet.Tensor of the class weights, or None."""
+    """F.cross_entropy as a module, with torch's arguments; weight is a tnet.Tensor of the class
+    weights, or None."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
-        check(size_average is None and reduce is None,
-              "CrossEntropyLoss: the deprecated size_average and reduce are not supported")
+        reduction = legacy_reduction(size_average, reduce, reduction)
         check(reduction in ("mean", "sum", "none"),
               lambda: f"CrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         check(label_smoothing <= 1.0,  # torch's check: a negative one is taken
@@ -1481,11 +1477,10 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class NLLLoss(_WeightedLoss):
-    """F.nll_loss as a module, with torch's arguments (the deprecated size_average and reduce
-    are not supported)."""
+    """F.nll_loss as a module, with torch's arguments."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-        check(size_average is None and reduce is None, "NLLLoss: the deprecated size_average and reduce are not supported")
+        reduction = legacy_reduction(size_average, reduce, reduction)
         check(reduction in ("mean", "sum", "none"),
               lambda: f"NLLLoss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         super().__init__(weight, reduction=reduction)
