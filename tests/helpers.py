@@ -261,7 +261,8 @@ def train_record(model, sgd, F, x, y, steps=2, loss_fn=cross_entropy, **settings
         loss.backward()
         opt.step()
         record[f"step {step} loss"] = np.float64(loss.item())
-        record[f"step {step} logits"] = to_numpy(logits.detach()).astype(np.float64)
+        main = logits[0] if isinstance(logits, tuple) else logits  # (logits, aux logits) as Inception's
+        record[f"step {step} logits"] = to_numpy(main.detach()).astype(np.float64)
         record.update({f"step {step} grad {name}": to_numpy(p.grad).astype(np.float64)
                        for name, p in params.items() if p.grad is not None})
     record.update({f"change {name}": to_numpy(p.detach()).astype(np.float64) - before[name]
