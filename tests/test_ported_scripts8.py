@@ -7,8 +7,15 @@ and BatchNorm statistics match float64's within max(1e-4, 10 x PyTorch fp32's ow
 whose float64 run stays clear of every ReLU and max-pooling kink (helpers.train_beside_torch, as
 tests/test_zoo.py). Training mode, unless the test says eval mode (where dropout or stochastic depth
 would draw different masks in tnet and torch)."""
+import copy
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, List, Optional, Sequence, Union
 
+import numpy as np
 
+import tnet
 from helpers import Side, train_beside_torch
 
 
@@ -427,3 +434,457 @@ def test_inception_v3_eval_mode():
     """Eval mode: plain logits, dropout 0.5 off; InceptionA, D and E on 15-pixel images."""
     train_beside_torch("Inception v3 (eval)", inception_v3, dict(transform_input=False, mixed=("5b", "7a", "7b")),
                        Side((1, 3, 15, 15), train=False))
+
+
+# ---- torchvision/models/mnasnet.py ----------------------------------------------------------------
+
+def mnasnet(torch, nn, F, alpha=0.1, repeats=(3, 3, 3, 2, 4, 1), last=1280, num_classes=10, dropout=0.2):
+    """MNASNet with torchvision's code; `repeats` (the stacks' depths) and `last` (its 1280) are cut."""
+    _BN_MOMENTUM = 1 - 0.9997
+
+    class _InvertedResidual(nn.Module):
+        def __init__(self, in_ch: int, out_ch: int, kernel_size: int, stride: int, expansion_factor: int,
+                     bn_momentum: float = 0.1) -> None:
+            super().__init__()
+            if stride not in [1, 2]:
+                raise ValueError(f"stride should be 1 or 2 instead of {stride}")
+            if kernel_size not in [3, 5]:
+                raise ValueError(f"kernel_size should be 3 or 5 instead of {kernel_size}")
+            mid_ch = in_ch * expansion_factor
+            self.apply_residual = in_ch == out_ch and stride == 1
+            self.layers = nn.Sequential(
+                # Pointwise
+                nn.Conv2d(in_ch, mid_ch, 1, bias=False),
+                nn.BatchNorm2d(mid_ch, momentum=bn_momentum),
+                nn.ReLU(inplace=True),
+                # Depthwise
+                nn.Conv2d(mid_ch, mid_ch, kernel_size, padding=kernel_size // 2, stride=stride, groups=mid_ch, bias=False),
+                nn.BatchNorm2d(mid_ch, momentum=bn_momentum),
+                nn.ReLU(inplace=True),
+                # Linear pointwise. Note that there's no activation.
+                nn.Conv2d(mid_ch, out_ch, 1, bias=False),
+                nn.BatchNorm2d(out_ch, momentum=bn_momentum),
+            )
+
+        def forward(self, input):
+            if self.apply_residual:
+                return self.layers(input) + input
+            else:
+                return self.layers(input)
+
+    def _stack(in_ch, out_ch, kernel_size, stride, exp_factor, repeats, bn_momentum):
+        """Creates a stack of inverted residuals."""
+        if repeats < 1:
+            raise ValueError(f"repeats should be >= 1, instead got {repeats}")
+        # First one has no skip, because feature map size changes.
+        first = _InvertedResidual(in_ch, out_ch, kernel_size, stride, exp_factor, bn_momentum=bn_momentum)
+        remaining = []
+        for _ in range(1, repeats):
+            remaining.append(_InvertedResidual(out_ch, out_ch, kernel_size, 1, exp_factor, bn_momentum=bn_momentum))
+        return nn.Sequential(first, *remaining)
+
+    def _round_to_multiple_of(val: float, divisor: int, round_up_bias: float = 0.9) -> int:
+        """Asymmetric rounding to make `val` divisible by `divisor`."""
+        if not 0.0 < round_up_bias < 1.0:
+            raise ValueError(f"round_up_bias should be greater than 0.0 and smaller than 1.0 instead of {round_up_bias}")
+        new_val = max(divisor, int(val + divisor / 2) // divisor * divisor)
+        return new_val if new_val >= round_up_bias * val else new_val + divisor
+
+    def _get_depths(alpha: float) -> List[int]:
+        """Scales tensor depths as in reference MobileNet code, prefers rounding up rather than down."""
+        depths = [32, 16, 24, 40, 80, 96, 192, 320]
+        return [_round_to_multiple_of(depth * alpha, 8) for depth in depths]
+
+    class MNASNet(torch.nn.Module):
+        _version = 2
+
+        def __init__(self, alpha: float, num_classes: int = 1000, dropout: float = 0.2) -> None:
+            super().__init__()
+            if alpha <= 0.0:
+                raise ValueError(f"alpha should be greater than 0.0 instead of {alpha}")
+            self.alpha = alpha
+            self.num_classes = num_classes
+            depths = _get_depths(alpha)
+            layers = [
+                # First layer: regular conv.
+                nn.Conv2d(3, depths[0], 3, padding=1, stride=2, bias=False),
+                nn.BatchNorm2d(depths[0], momentum=_BN_MOMENTUM),
+                nn.ReLU(inplace=True),
+                # Depthwise separable, no skip.
+                nn.Conv2d(depths[0], depths[0], 3, padding=1, stride=1, groups=depths[0], bias=False),
+                nn.BatchNorm2d(depths[0], momentum=_BN_MOMENTUM),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(depths[0], depths[1], 1, padding=0, stride=1, bias=False),
+                nn.BatchNorm2d(depths[1], momentum=_BN_MOMENTUM),
+                # MNASNet blocks: stacks of inverted residuals.
+                _stack(depths[1], depths[2], 3, 2, 3, repeats[0], _BN_MOMENTUM),
+                _stack(depths[2], depths[3], 5, 2, 3, repeats[1], _BN_MOMENTUM),
+                _stack(depths[3], depths[4], 5, 2, 6, repeats[2], _BN_MOMENTUM),
+                _stack(depths[4], depths[5], 3, 1, 6, repeats[3], _BN_MOMENTUM),
+                _stack(depths[5], depths[6], 5, 2, 6, repeats[4], _BN_MOMENTUM),
+                _stack(depths[6], depths[7], 3, 1, 6, repeats[5], _BN_MOMENTUM),
+                # Final mapping to classifier input.
+                nn.Conv2d(depths[7], last, 1, padding=0, stride=1, bias=False),
+                nn.BatchNorm2d(last, momentum=_BN_MOMENTUM),
+                nn.ReLU(inplace=True),
+            ]
+            self.layers = nn.Sequential(*layers)
+            self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), nn.Linear(last, num_classes))
+
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.ones_(m.weight)
+                    nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.Linear):
+                    nn.init.kaiming_uniform_(m.weight, mode="fan_out", nonlinearity="sigmoid")
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, x):
+            x = self.layers(x)
+            # Equivalent to global avgpool and removing H and W dimensions.
+            x = x.mean([2, 3])
+            return self.classifier(x)
+
+    return MNASNet(alpha, num_classes=num_classes, dropout=dropout)
+
+
+def test_mnasnet():
+    """Training mode (dropout 0): BatchNorm at momentum 1 - 0.9997, 16-pixel images down to 1x1."""
+    train_beside_torch("MNASNet", mnasnet, dict(repeats=(2, 1, 1, 1, 1, 1), last=32, dropout=0.0), Side((2, 3, 16, 16)))
+
+
+# ---- torchvision/models/efficientnet.py, with torchvision.ops' pieces -----------------------------
+
+def torchvision_ops(torch, nn, F):
+    """torchvision.ops.misc's Conv2dNormActivation, SqueezeExcitation and Permute and
+    torchvision.ops.stochastic_depth, as torchvision writes them."""
+
+    class ConvNormActivation(torch.nn.Sequential):
+        def __init__(self, in_channels: int, out_channels: int, kernel_size=3, stride=1, padding=None, groups: int = 1,
+                     norm_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.BatchNorm2d,
+                     activation_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.ReLU,
+                     dilation=1, inplace: Optional[bool] = True, bias: Optional[bool] = None,
+                     conv_layer: Callable[..., torch.nn.Module] = torch.nn.Conv2d) -> None:
+            if padding is None:
+                if isinstance(kernel_size, int) and isinstance(dilation, int):
+                    padding = (kernel_size - 1) // 2 * dilation
+                else:
+                    _conv_dim = len(kernel_size) if isinstance(kernel_size, Sequence) else len(dilation)
+                    kernel_size = (kernel_size,) * _conv_dim if isinstance(kernel_size, int) else kernel_size
+                    dilation = (dilation,) * _conv_dim if isinstance(dilation, int) else dilation
+                    padding = tuple((kernel_size[i] - 1) // 2 * dilation[i] for i in range(_conv_dim))
+            if bias is None:
+                bias = norm_layer is None
+            layers = [conv_layer(in_channels, out_channels, kernel_size, stride, padding, dilation=dilation,
+                                 groups=groups, bias=bias)]
+            if norm_layer is not None:
+                layers.append(norm_layer(out_channels))
+            if activation_layer is not None:
+                params = {} if inplace is None else {"inplace": inplace}
+                layers.append(activation_layer(**params))
+            super().__init__(*layers)
+            self.out_channels = out_channels
+
+    class Conv2dNormActivation(ConvNormActivation):
+        def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, padding=None, groups=1,
+                     norm_layer=torch.nn.BatchNorm2d, activation_layer=torch.nn.ReLU, dilation=1, inplace=True,
+                     bias=None) -> None:
+            super().__init__(in_channels, out_channels, kernel_size, stride, padding, groups, norm_layer,
+                             activation_layer, dilation, inplace, bias, torch.nn.Conv2d)
+
+    class SqueezeExcitation(torch.nn.Module):
+        def __init__(self, input_channels: int, squeeze_channels: int,
+                     activation: Callable[..., torch.nn.Module] = torch.nn.ReLU,
+                     scale_activation: Callable[..., torch.nn.Module] = torch.nn.Sigmoid) -> None:
+            super().__init__()
+            self.avgpool = torch.nn.AdaptiveAvgPool2d(1)
+            self.fc1 = torch.nn.Conv2d(input_channels, squeeze_channels, 1)
+            self.fc2 = torch.nn.Conv2d(squeeze_channels, input_channels, 1)
+            self.activation = activation()
+            self.scale_activation = scale_activation()
+
+        def _scale(self, input):
+            scale = self.avgpool(input)
+            scale = self.fc1(scale)
+            scale = self.activation(scale)
+            scale = self.fc2(scale)
+            return self.scale_activation(scale)
+
+        def forward(self, input):
+            scale = self._scale(input)
+            return scale * input
+
+    class Permute(torch.nn.Module):
+        def __init__(self, dims: List[int]):
+            super().__init__()
+            self.dims = dims
+
+        def forward(self, x):
+            return torch.permute(x, self.dims)
+
+    def stochastic_depth(input, p: float, mode: str, training: bool = True):
+        if p < 0.0 or p > 1.0:
+            raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+        if mode not in ["batch", "row"]:
+            raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
+        if not training or p == 0.0:
+            return input
+        survival_rate = 1.0 - p
+        if mode == "row":
+            size = [input.shape[0]] + [1] * (input.ndim - 1)
+        else:
+            size = [1] * input.ndim
+        noise = torch.empty(size, dtype=input.dtype, device=input.device)
+        noise = noise.bernoulli_(survival_rate)
+        if survival_rate > 0.0:
+            noise.div_(survival_rate)
+        return input * noise
+
+    class StochasticDepth(nn.Module):
+        def __init__(self, p: float, mode: str) -> None:
+            super().__init__()
+            self.p = p
+            self.mode = mode
+
+        def forward(self, input):
+            return stochastic_depth(input, self.p, self.mode, self.training)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__name__}(p={self.p}, mode={self.mode})"
+
+    return Conv2dNormActivation, SqueezeExcitation, Permute, StochasticDepth
+
+
+def test_stochastic_depth_row_mode_draws_per_sample():
+    """torchvision's stochastic_depth in tnet: in training, each sample's rows all kept (scaled by
+    1 / survival) or all dropped, the gradient through the same mask; in eval mode the identity."""
+    *_, StochasticDepth = torchvision_ops(tnet, tnet.nn, tnet.nn.functional)
+    tnet.manual_seed(0)
+    layer = StochasticDepth(0.5, "row")
+    x = tnet.ones(64, 3, 2, 2, requires_grad=True)
+    y = layer(x)
+    y.sum().backward()
+    rows = y.memory.cpu().numpy().reshape(64, -1)
+    assert set(np.unique(rows)) == {0.0, 2.0} and all(len(set(r)) == 1 for r in rows)
+    np.testing.assert_array_equal(x.grad.memory.cpu().numpy().reshape(64, -1), rows)
+    assert layer.eval()(x) is x
+
+
+def efficientnet(torch, nn, F, version="b0", width_mult=1.0, depth_mult=1.0, stages=7, last_channel=None,
+                 stochastic_depth_prob=0.2, num_classes=10, dropout=0.2):
+    """torchvision's EfficientNet: B0's MBConv stages or V2-S's FusedMBConv and MBConv ones, the
+    first `stages` of them."""
+    Conv2dNormActivation, SqueezeExcitation, _, StochasticDepth = torchvision_ops(torch, nn, F)
+    Tensor = torch.Tensor
+
+    def _make_divisible(v: float, divisor: int, min_value: Optional[int] = None) -> int:
+        if min_value is None:
+            min_value = divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        # Make sure that round down does not go down by more than 10%.
+        if new_v < 0.9 * v:
+            new_v += divisor
+        return new_v
+
+    @dataclass
+    class _MBConvConfig:
+        expand_ratio: float
+        kernel: int
+        stride: int
+        input_channels: int
+        out_channels: int
+        num_layers: int
+        block: Callable[..., nn.Module]
+
+        @staticmethod
+        def adjust_channels(channels: int, width_mult: float, min_value: Optional[int] = None) -> int:
+            return _make_divisible(channels * width_mult, 8, min_value)
+
+    class MBConvConfig(_MBConvConfig):
+        # Stores information listed at Table 1 of the EfficientNet paper & Table 4 of the EfficientNetV2 paper
+        def __init__(self, expand_ratio: float, kernel: int, stride: int, input_channels: int, out_channels: int,
+                     num_layers: int, width_mult: float = 1.0, depth_mult: float = 1.0,
+                     block: Optional[Callable[..., nn.Module]] = None) -> None:
+            input_channels = self.adjust_channels(input_channels, width_mult)
+            out_channels = self.adjust_channels(out_channels, width_mult)
+            num_layers = self.adjust_depth(num_layers, depth_mult)
+            if block is None:
+                block = MBConv
+            super().__init__(expand_ratio, kernel, stride, input_channels, out_channels, num_layers, block)
+
+        @staticmethod
+        def adjust_depth(num_layers: int, depth_mult: float):
+            return int(math.ceil(num_layers * depth_mult))
+
+    class FusedMBConvConfig(_MBConvConfig):
+        # Stores information listed at Table 4 of the EfficientNetV2 paper
+        def __init__(self, expand_ratio: float, kernel: int, stride: int, input_channels: int, out_channels: int,
+                     num_layers: int, block: Optional[Callable[..., nn.Module]] = None) -> None:
+            if block is None:
+                block = FusedMBConv
+            super().__init__(expand_ratio, kernel, stride, input_channels, out_channels, num_layers, block)
+
+    class MBConv(nn.Module):
+        def __init__(self, cnf: MBConvConfig, stochastic_depth_prob: float, norm_layer: Callable[..., nn.Module],
+                     se_layer: Callable[..., nn.Module] = SqueezeExcitation) -> None:
+            super().__init__()
+            if not (1 <= cnf.stride <= 2):
+                raise ValueError("illegal stride value")
+            self.use_res_connect = cnf.stride == 1 and cnf.input_channels == cnf.out_channels
+            layers: List[nn.Module] = []
+            activation_layer = nn.SiLU
+            # expand
+            expanded_channels = cnf.adjust_channels(cnf.input_channels, cnf.expand_ratio)
+            if expanded_channels != cnf.input_channels:
+                layers.append(Conv2dNormActivation(cnf.input_channels, expanded_channels, kernel_size=1,
+                                                   norm_layer=norm_layer, activation_layer=activation_layer))
+            # depthwise
+            layers.append(Conv2dNormActivation(expanded_channels, expanded_channels, kernel_size=cnf.kernel,
+                                               stride=cnf.stride, groups=expanded_channels, norm_layer=norm_layer,
+                                               activation_layer=activation_layer))
+            # squeeze and excitation
+            squeeze_channels = max(1, cnf.input_channels // 4)
+            layers.append(se_layer(expanded_channels, squeeze_channels, activation=partial(nn.SiLU, inplace=True)))
+            # project
+            layers.append(Conv2dNormActivation(expanded_channels, cnf.out_channels, kernel_size=1,
+                                               norm_layer=norm_layer, activation_layer=None))
+            self.block = nn.Sequential(*layers)
+            self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+            self.out_channels = cnf.out_channels
+
+        def forward(self, input: Tensor) -> Tensor:
+            result = self.block(input)
+            if self.use_res_connect:
+                result = self.stochastic_depth(result)
+                result += input
+            return result
+
+    class FusedMBConv(nn.Module):
+        def __init__(self, cnf: FusedMBConvConfig, stochastic_depth_prob: float,
+                     norm_layer: Callable[..., nn.Module]) -> None:
+            super().__init__()
+            if not (1 <= cnf.stride <= 2):
+                raise ValueError("illegal stride value")
+            self.use_res_connect = cnf.stride == 1 and cnf.input_channels == cnf.out_channels
+            layers: List[nn.Module] = []
+            activation_layer = nn.SiLU
+            expanded_channels = cnf.adjust_channels(cnf.input_channels, cnf.expand_ratio)
+            if expanded_channels != cnf.input_channels:
+                # fused expand
+                layers.append(Conv2dNormActivation(cnf.input_channels, expanded_channels, kernel_size=cnf.kernel,
+                                                   stride=cnf.stride, norm_layer=norm_layer,
+                                                   activation_layer=activation_layer))
+                # project
+                layers.append(Conv2dNormActivation(expanded_channels, cnf.out_channels, kernel_size=1,
+                                                   norm_layer=norm_layer, activation_layer=None))
+            else:
+                layers.append(Conv2dNormActivation(cnf.input_channels, cnf.out_channels, kernel_size=cnf.kernel,
+                                                   stride=cnf.stride, norm_layer=norm_layer,
+                                                   activation_layer=activation_layer))
+            self.block = nn.Sequential(*layers)
+            self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+            self.out_channels = cnf.out_channels
+
+        def forward(self, input: Tensor) -> Tensor:
+            result = self.block(input)
+            if self.use_res_connect:
+                result = self.stochastic_depth(result)
+                result += input
+            return result
+
+    class EfficientNet(nn.Module):
+        def __init__(self, inverted_residual_setting: Sequence[Union[MBConvConfig, FusedMBConvConfig]],
+                     dropout: float, stochastic_depth_prob: float = 0.2, num_classes: int = 1000,
+                     norm_layer: Optional[Callable[..., nn.Module]] = None, last_channel: Optional[int] = None) -> None:
+            super().__init__()
+            if not inverted_residual_setting:
+                raise ValueError("The inverted_residual_setting should not be empty")
+            elif not (isinstance(inverted_residual_setting, Sequence)
+                      and all([isinstance(s, _MBConvConfig) for s in inverted_residual_setting])):
+                raise TypeError("The inverted_residual_setting should be List[MBConvConfig]")
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            layers: List[nn.Module] = []
+            # building first layer
+            firstconv_output_channels = inverted_residual_setting[0].input_channels
+            layers.append(Conv2dNormActivation(3, firstconv_output_channels, kernel_size=3, stride=2,
+                                               norm_layer=norm_layer, activation_layer=nn.SiLU))
+            # building inverted residual blocks
+            total_stage_blocks = sum(cnf.num_layers for cnf in inverted_residual_setting)
+            stage_block_id = 0
+            for cnf in inverted_residual_setting:
+                stage: List[nn.Module] = []
+                for _ in range(cnf.num_layers):
+                    # copy to avoid modifications. shallow copy is enough
+                    block_cnf = copy.copy(cnf)
+                    # overwrite info if not the first conv in the stage
+                    if stage:
+                        block_cnf.input_channels = block_cnf.out_channels
+                        block_cnf.stride = 1
+                    # adjust stochastic depth probability based on the depth of the stage block
+                    sd_prob = stochastic_depth_prob * float(stage_block_id) / total_stage_blocks
+                    stage.append(block_cnf.block(block_cnf, sd_prob, norm_layer))
+                    stage_block_id += 1
+                layers.append(nn.Sequential(*stage))
+            # building last several layers
+            lastconv_input_channels = inverted_residual_setting[-1].out_channels
+            lastconv_output_channels = last_channel if last_channel is not None else 4 * lastconv_input_channels
+            layers.append(Conv2dNormActivation(lastconv_input_channels, lastconv_output_channels, kernel_size=1,
+                                               norm_layer=norm_layer, activation_layer=nn.SiLU))
+            self.features = nn.Sequential(*layers)
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True),
+                                            nn.Linear(lastconv_output_channels, num_classes))
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+                elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.ones_(m.weight)
+                    nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.Linear):
+                    init_range = 1.0 / math.sqrt(m.out_features)
+                    nn.init.uniform_(m.weight, -init_range, init_range)
+                    nn.init.zeros_(m.bias)
+
+        def _forward_impl(self, x: Tensor) -> Tensor:
+            x = self.features(x)
+            x = self.avgpool(x)
+            x = torch.flatten(x, 1)
+            x = self.classifier(x)
+            return x
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self._forward_impl(x)
+
+    norm_layer = None
+    if version == "b0":
+        bneck_conf = partial(MBConvConfig, width_mult=width_mult, depth_mult=depth_mult)
+        setting = [bneck_conf(1, 3, 1, 32, 16, 1), bneck_conf(6, 3, 2, 16, 24, 2), bneck_conf(6, 5, 2, 24, 40, 2),
+                   bneck_conf(6, 3, 2, 40, 80, 3), bneck_conf(6, 5, 1, 80, 112, 3), bneck_conf(6, 5, 2, 112, 192, 4),
+                   bneck_conf(6, 3, 1, 192, 320, 1)]
+    else:  # v2_s, its widths divided by 4 as width_mult would
+        setting = [FusedMBConvConfig(1, 3, 1, 8, 8, 2), FusedMBConvConfig(4, 3, 2, 8, 12, 4),
+                   FusedMBConvConfig(4, 3, 2, 12, 16, 4), MBConvConfig(4, 3, 2, 16, 32, 6),
+                   MBConvConfig(6, 3, 1, 32, 40, 9), MBConvConfig(6, 3, 2, 40, 64, 15)]
+        norm_layer = partial(nn.BatchNorm2d, eps=1e-03)
+    return EfficientNet(setting[:stages], dropout, stochastic_depth_prob, num_classes, norm_layer, last_channel)
+
+
+def test_efficientnet_b0():
+    """Training mode (dropout and stochastic depth 0): B0's first three MBConv stages at width 0.25
+    and one block each (depth 0.1), SiLU, squeeze-excite, uniform_ init on the head."""
+    train_beside_torch("EfficientNet-B0", efficientnet, dict(width_mult=0.25, depth_mult=0.1, stages=3, last_channel=32,
+                                                             stochastic_depth_prob=0.0, dropout=0.0), Side((2, 3, 16, 16)))
+
+
+def test_efficientnet_v2_eval_mode():
+    """Eval mode: stochastic depth 0.2 and dropout off; V2-S's first two stages, FusedMBConv with and
+    without expansion (the residual through StochasticDepth), BatchNorm eps 1e-3."""
+    train_beside_torch("EfficientNet-V2", efficientnet, dict(version="v2_s", stages=2, last_channel=32),
+                       Side((1, 3, 16, 16), train=False))
