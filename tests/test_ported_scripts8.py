@@ -890,3 +890,411 @@ def test_efficientnet_v2_eval_mode():
     without expansion (the residual through StochasticDepth), BatchNorm eps 1e-3."""
     train_beside_torch("EfficientNet-V2", efficientnet, dict(version="v2_s", stages=2, last_channel=32),
                        Side((1, 3, 16, 16), train=False))
+
+
+# ---- torchvision/models/convnext.py -----------------------------------------------------------------
+
+def convnext(torch, nn, F, dims=(96, 192, 384, 768), depths=(3, 3, 9, 3), stochastic_depth_prob=0.0,
+             layer_scale=1e-6, num_classes=10):
+    """torchvision's ConvNeXt over the block setting of `dims` and `depths` (convnext_tiny's by default)."""
+    Conv2dNormActivation, _, Permute, StochasticDepth = torchvision_ops(torch, nn, F)
+    Tensor = torch.Tensor
+
+    class LayerNorm2d(nn.LayerNorm):
+        def forward(self, x: Tensor) -> Tensor:
+            x = x.permute(0, 2, 3, 1)
+            x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            x = x.permute(0, 3, 1, 2)
+            return x
+
+    class CNBlock(nn.Module):
+        def __init__(self, dim, layer_scale: float, stochastic_depth_prob: float,
+                     norm_layer: Optional[Callable[..., nn.Module]] = None) -> None:
+            super().__init__()
+            if norm_layer is None:
+                norm_layer = partial(nn.LayerNorm, eps=1e-6)
+            self.block = nn.Sequential(
+                nn.Conv2d(dim, dim, kernel_size=7, padding=3, groups=dim, bias=True),
+                Permute([0, 2, 3, 1]),
+                norm_layer(dim),
+                nn.Linear(in_features=dim, out_features=4 * dim, bias=True),
+                nn.GELU(),
+                nn.Linear(in_features=4 * dim, out_features=dim, bias=True),
+                Permute([0, 3, 1, 2]),
+            )
+            self.layer_scale = nn.Parameter(torch.ones(dim, 1, 1) * layer_scale)
+            self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+
+        def forward(self, input: Tensor) -> Tensor:
+            result = self.layer_scale * self.block(input)
+            result = self.stochastic_depth(result)
+            result += input
+            return result
+
+    class CNBlockConfig:
+        # Stores information listed at Section 3 of the ConvNeXt paper
+        def __init__(self, input_channels: int, out_channels: Optional[int], num_layers: int) -> None:
+            self.input_channels = input_channels
+            self.out_channels = out_channels
+            self.num_layers = num_layers
+
+    class ConvNeXt(nn.Module):
+        def __init__(self, block_setting: List[CNBlockConfig], stochastic_depth_prob: float = 0.0,
+                     layer_scale: float = 1e-6, num_classes: int = 1000,
+                     block: Optional[Callable[..., nn.Module]] = None,
+                     norm_layer: Optional[Callable[..., nn.Module]] = None, **kwargs) -> None:
+            super().__init__()
+            if not block_setting:
+                raise ValueError("The block_setting should not be empty")
+            if block is None:
+                block = CNBlock
+            if norm_layer is None:
+                norm_layer = partial(LayerNorm2d, eps=1e-6)
+            layers: List[nn.Module] = []
+            # Stem
+            firstconv_output_channels = block_setting[0].input_channels
+            layers.append(Conv2dNormActivation(3, firstconv_output_channels, kernel_size=4, stride=4, padding=0,
+                                               norm_layer=norm_layer, activation_layer=None, bias=True))
+            total_stage_blocks = sum(cnf.num_layers for cnf in block_setting)
+            stage_block_id = 0
+            for cnf in block_setting:
+                # Bottlenecks
+                stage: List[nn.Module] = []
+                for _ in range(cnf.num_layers):
+                    # adjust stochastic depth probability based on the depth of the stage block
+                    sd_prob = stochastic_depth_prob * stage_block_id / (total_stage_blocks - 1.0)
+                    stage.append(block(cnf.input_channels, layer_scale, sd_prob))
+                    stage_block_id += 1
+                layers.append(nn.Sequential(*stage))
+                if cnf.out_channels is not None:
+                    # Downsampling
+                    layers.append(nn.Sequential(norm_layer(cnf.input_channels),
+                                                nn.Conv2d(cnf.input_channels, cnf.out_channels, kernel_size=2, stride=2)))
+            self.features = nn.Sequential(*layers)
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            lastblock = block_setting[-1]
+            lastconv_output_channels = (lastblock.out_channels if lastblock.out_channels is not None
+                                        else lastblock.input_channels)
+            self.classifier = nn.Sequential(norm_layer(lastconv_output_channels), nn.Flatten(1),
+                                            nn.Linear(lastconv_output_channels, num_classes))
+            for m in self.modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    nn.init.trunc_normal_(m.weight, std=0.02)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+
+        def _forward_impl(self, x: Tensor) -> Tensor:
+            x = self.features(x)
+            x = self.avgpool(x)
+            x = self.classifier(x)
+            return x
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self._forward_impl(x)
+
+    block_setting = [CNBlockConfig(d, dims[i + 1] if i + 1 < len(dims) else None, n)
+                     for i, (d, n) in enumerate(zip(dims, depths))]
+    return ConvNeXt(block_setting, stochastic_depth_prob=stochastic_depth_prob, layer_scale=layer_scale,
+                    num_classes=num_classes)
+
+
+def test_convnext():
+    """Training mode (stochastic depth 0), convnext_tiny's layout cut to two stages of widths 8
+    and 16; layer_scale 0.5 rather than 1e-6, so that the blocks weigh in the logits."""
+    train_beside_torch("ConvNeXt", convnext, dict(dims=(8, 16), depths=(2, 1), layer_scale=0.5), Side((2, 3, 16, 16)))
+
+
+def test_convnext_eval_mode():
+    """Eval mode: stochastic depth 0.1 off, torchvision's layer_scale 1e-6."""
+    train_beside_torch("ConvNeXt (eval)", convnext, dict(dims=(8, 16), depths=(1, 1), stochastic_depth_prob=0.1),
+                       Side((1, 3, 16, 16), train=False))
+
+
+# ---- torchvision/models/swin_transformer.py (v1) ---------------------------------------------------
+
+def swin_t(torch, nn, F, patch_size=(4, 4), embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24),
+           window_size=(7, 7), stochastic_depth_prob=0.2, num_classes=10):
+    """torchvision's SwinTransformer (v1: PatchMerging, ShiftedWindowAttention), swin_t's by default."""
+    _, _, Permute, StochasticDepth = torchvision_ops(torch, nn, F)
+    Tensor = torch.Tensor
+
+    class MLP(torch.nn.Sequential):
+        def __init__(self, in_channels: int, hidden_channels: List[int], norm_layer=None,
+                     activation_layer=torch.nn.ReLU, inplace: Optional[bool] = None, bias: bool = True,
+                     dropout: float = 0.0):
+            params = {} if inplace is None else {"inplace": inplace}
+            layers = []
+            in_dim = in_channels
+            for hidden_dim in hidden_channels[:-1]:
+                layers.append(torch.nn.Linear(in_dim, hidden_dim, bias=bias))
+                if norm_layer is not None:
+                    layers.append(norm_layer(hidden_dim))
+                layers.append(activation_layer(**params))
+                layers.append(torch.nn.Dropout(dropout, **params))
+                in_dim = hidden_dim
+            layers.append(torch.nn.Linear(in_dim, hidden_channels[-1], bias=bias))
+            layers.append(torch.nn.Dropout(dropout, **params))
+            super().__init__(*layers)
+
+    def _patch_merging_pad(x: Tensor) -> Tensor:
+        H, W, _ = x.shape[-3:]
+        x = F.pad(x, (0, 0, 0, W % 2, 0, H % 2))
+        x0 = x[..., 0::2, 0::2, :]  # ... H/2 W/2 C
+        x1 = x[..., 1::2, 0::2, :]  # ... H/2 W/2 C
+        x2 = x[..., 0::2, 1::2, :]  # ... H/2 W/2 C
+        x3 = x[..., 1::2, 1::2, :]  # ... H/2 W/2 C
+        x = torch.cat([x0, x1, x2, x3], -1)  # ... H/2 W/2 4*C
+        return x
+
+    class PatchMerging(nn.Module):
+        def __init__(self, dim: int, norm_layer: Callable[..., nn.Module] = nn.LayerNorm):
+            super().__init__()
+            self.dim = dim
+            self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+            self.norm = norm_layer(4 * dim)
+
+        def forward(self, x: Tensor):
+            x = _patch_merging_pad(x)
+            x = self.norm(x)
+            x = self.reduction(x)  # ... H/2 W/2 2*C
+            return x
+
+    def _get_relative_position_bias(relative_position_bias_table: Tensor, relative_position_index: Tensor,
+                                    window_size: List[int]) -> Tensor:
+        N = window_size[0] * window_size[1]
+        relative_position_bias = relative_position_bias_table[relative_position_index]  # type: ignore[index]
+        relative_position_bias = relative_position_bias.view(N, N, -1)
+        relative_position_bias = relative_position_bias.permute(2, 0, 1).contiguous().unsqueeze(0)
+        return relative_position_bias
+
+    def shifted_window_attention(input: Tensor, qkv_weight: Tensor, proj_weight: Tensor,
+                                 relative_position_bias: Tensor, window_size: List[int], num_heads: int,
+                                 shift_size: List[int], attention_dropout: float = 0.0, dropout: float = 0.0,
+                                 qkv_bias: Optional[Tensor] = None, proj_bias: Optional[Tensor] = None,
+                                 logit_scale: Optional[torch.Tensor] = None, training: bool = True) -> Tensor:
+        B, H, W, C = input.shape
+        # pad feature maps to multiples of window size
+        pad_r = (window_size[1] - W % window_size[1]) % window_size[1]
+        pad_b = (window_size[0] - H % window_size[0]) % window_size[0]
+        x = F.pad(input, (0, 0, 0, pad_r, 0, pad_b))
+        _, pad_H, pad_W, _ = x.shape
+
+        shift_size = shift_size.copy()
+        # If window size is larger than feature size, there is no need to shift window
+        if window_size[0] >= pad_H:
+            shift_size[0] = 0
+        if window_size[1] >= pad_W:
+            shift_size[1] = 0
+
+        # cyclic shift
+        if sum(shift_size) > 0:
+            x = torch.roll(x, shifts=(-shift_size[0], -shift_size[1]), dims=(1, 2))
+
+        # partition windows
+        num_windows = (pad_H // window_size[0]) * (pad_W // window_size[1])
+        x = x.view(B, pad_H // window_size[0], window_size[0], pad_W // window_size[1], window_size[1], C)
+        x = x.permute(0, 1, 3, 2, 4, 5).reshape(B * num_windows, window_size[0] * window_size[1], C)  # B*nW, Ws*Ws, C
+
+        # multi-head attention
+        if logit_scale is not None and qkv_bias is not None:
+            qkv_bias = qkv_bias.clone()
+            length = qkv_bias.numel() // 3
+            qkv_bias[length: 2 * length].zero_()
+        qkv = F.linear(x, qkv_weight, qkv_bias)
+        qkv = qkv.reshape(x.size(0), x.size(1), 3, num_heads, C // num_heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if logit_scale is not None:
+            # cosine attention
+            attn = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
+            logit_scale = torch.clamp(logit_scale, max=math.log(100.0)).exp()
+            attn = attn * logit_scale
+        else:
+            q = q * (C // num_heads) ** -0.5
+            attn = q.matmul(k.transpose(-2, -1))
+        # add relative position bias
+        attn = attn + relative_position_bias
+
+        if sum(shift_size) > 0:
+            # generate attention mask
+            attn_mask = x.new_zeros((pad_H, pad_W))
+            h_slices = ((0, -window_size[0]), (-window_size[0], -shift_size[0]), (-shift_size[0], None))
+            w_slices = ((0, -window_size[1]), (-window_size[1], -shift_size[1]), (-shift_size[1], None))
+            count = 0
+            for h in h_slices:
+                for w in w_slices:
+                    attn_mask[h[0]: h[1], w[0]: w[1]] = count
+                    count += 1
+            attn_mask = attn_mask.view(pad_H // window_size[0], window_size[0], pad_W // window_size[1], window_size[1])
+            attn_mask = attn_mask.permute(0, 2, 1, 3).reshape(num_windows, window_size[0] * window_size[1])
+            attn_mask = attn_mask.unsqueeze(1) - attn_mask.unsqueeze(2)
+            attn_mask = attn_mask.masked_fill(attn_mask != 0, float(-100.0)).masked_fill(attn_mask == 0, float(0.0))
+            attn = attn.view(x.size(0) // num_windows, num_windows, num_heads, x.size(1), x.size(1))
+            attn = attn + attn_mask.unsqueeze(1).unsqueeze(0)
+            attn = attn.view(-1, num_heads, x.size(1), x.size(1))
+
+        attn = F.softmax(attn, dim=-1)
+        attn = F.dropout(attn, p=attention_dropout, training=training)
+
+        x = attn.matmul(v).transpose(1, 2).reshape(x.size(0), x.size(1), C)
+        x = F.linear(x, proj_weight, proj_bias)
+        x = F.dropout(x, p=dropout, training=training)
+
+        # reverse windows
+        x = x.view(B, pad_H // window_size[0], pad_W // window_size[1], window_size[0], window_size[1], C)
+        x = x.permute(0, 1, 3, 2, 4, 5).reshape(B, pad_H, pad_W, C)
+
+        # reverse cyclic shift
+        if sum(shift_size) > 0:
+            x = torch.roll(x, shifts=(shift_size[0], shift_size[1]), dims=(1, 2))
+
+        # unpad features
+        x = x[:, :H, :W, :].contiguous()
+        return x
+
+    class ShiftedWindowAttention(nn.Module):
+        def __init__(self, dim: int, window_size: List[int], shift_size: List[int], num_heads: int,
+                     qkv_bias: bool = True, proj_bias: bool = True, attention_dropout: float = 0.0,
+                     dropout: float = 0.0):
+            super().__init__()
+            if len(window_size) != 2 or len(shift_size) != 2:
+                raise ValueError("window_size and shift_size must be of length 2")
+            self.window_size = window_size
+            self.shift_size = shift_size
+            self.num_heads = num_heads
+            self.attention_dropout = attention_dropout
+            self.dropout = dropout
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.proj = nn.Linear(dim, dim, bias=proj_bias)
+            self.define_relative_position_bias_table()
+            self.define_relative_position_index()
+
+        def define_relative_position_bias_table(self):
+            # define a parameter table of relative position bias
+            self.relative_position_bias_table = nn.Parameter(
+                torch.zeros((2 * self.window_size[0] - 1) * (2 * self.window_size[1] - 1), self.num_heads))  # 2*Wh-1 * 2*Ww-1, nH
+            nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
+
+        def define_relative_position_index(self):
+            # get pair-wise relative position index for each token inside the window
+            coords_h = torch.arange(self.window_size[0])
+            coords_w = torch.arange(self.window_size[1])
+            coords = torch.stack(torch.meshgrid(coords_h, coords_w, indexing="ij"))  # 2, Wh, Ww
+            coords_flatten = torch.flatten(coords, 1)  # 2, Wh*Ww
+            relative_coords = coords_flatten[:, :, None] - coords_flatten[:, None, :]  # 2, Wh*Ww, Wh*Ww
+            relative_coords = relative_coords.permute(1, 2, 0).contiguous()  # Wh*Ww, Wh*Ww, 2
+            relative_coords[:, :, 0] += self.window_size[0] - 1  # shift to start from 0
+            relative_coords[:, :, 1] += self.window_size[1] - 1
+            relative_coords[:, :, 0] *= 2 * self.window_size[1] - 1
+            relative_position_index = relative_coords.sum(-1).flatten()  # Wh*Ww*Wh*Ww
+            self.register_buffer("relative_position_index", relative_position_index)
+
+        def get_relative_position_bias(self) -> torch.Tensor:
+            return _get_relative_position_bias(self.relative_position_bias_table, self.relative_position_index,
+                                               self.window_size)  # type: ignore[arg-type]
+
+        def forward(self, x: Tensor) -> Tensor:
+            relative_position_bias = self.get_relative_position_bias()
+            return shifted_window_attention(x, self.qkv.weight, self.proj.weight, relative_position_bias,
+                                            self.window_size, self.num_heads, shift_size=self.shift_size,
+                                            attention_dropout=self.attention_dropout, dropout=self.dropout,
+                                            qkv_bias=self.qkv.bias, proj_bias=self.proj.bias, training=self.training)
+
+    class SwinTransformerBlock(nn.Module):
+        def __init__(self, dim: int, num_heads: int, window_size: List[int], shift_size: List[int],
+                     mlp_ratio: float = 4.0, dropout: float = 0.0, attention_dropout: float = 0.0,
+                     stochastic_depth_prob: float = 0.0, norm_layer: Callable[..., nn.Module] = nn.LayerNorm,
+                     attn_layer: Callable[..., nn.Module] = ShiftedWindowAttention):
+            super().__init__()
+            self.norm1 = norm_layer(dim)
+            self.attn = attn_layer(dim, window_size, shift_size, num_heads, attention_dropout=attention_dropout,
+                                   dropout=dropout)
+            self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+            self.norm2 = norm_layer(dim)
+            self.mlp = MLP(dim, [int(dim * mlp_ratio), dim], activation_layer=nn.GELU, inplace=None, dropout=dropout)
+            for m in self.mlp.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.xavier_uniform_(m.weight)
+                    if m.bias is not None:
+                        nn.init.normal_(m.bias, std=1e-6)
+
+        def forward(self, x: Tensor):
+            x = x + self.stochastic_depth(self.attn(self.norm1(x)))
+            x = x + self.stochastic_depth(self.mlp(self.norm2(x)))
+            return x
+
+    class SwinTransformer(nn.Module):
+        def __init__(self, patch_size: List[int], embed_dim: int, depths: List[int], num_heads: List[int],
+                     window_size: List[int], mlp_ratio: float = 4.0, dropout: float = 0.0,
+                     attention_dropout: float = 0.0, stochastic_depth_prob: float = 0.1, num_classes: int = 1000,
+                     norm_layer: Optional[Callable[..., nn.Module]] = None,
+                     block: Optional[Callable[..., nn.Module]] = None,
+                     downsample_layer: Callable[..., nn.Module] = PatchMerging):
+            super().__init__()
+            self.num_classes = num_classes
+            if block is None:
+                block = SwinTransformerBlock
+            if norm_layer is None:
+                norm_layer = partial(nn.LayerNorm, eps=1e-5)
+            layers: List[nn.Module] = []
+            # split image into non-overlapping patches
+            layers.append(nn.Sequential(
+                nn.Conv2d(3, embed_dim, kernel_size=(patch_size[0], patch_size[1]),
+                          stride=(patch_size[0], patch_size[1])),
+                Permute([0, 2, 3, 1]),
+                norm_layer(embed_dim)))
+            total_stage_blocks = sum(depths)
+            stage_block_id = 0
+            # build SwinTransformer blocks
+            for i_stage in range(len(depths)):
+                stage: List[nn.Module] = []
+                dim = embed_dim * 2 ** i_stage
+                for i_layer in range(depths[i_stage]):
+                    # adjust stochastic depth probability based on the depth of the stage block
+                    sd_prob = stochastic_depth_prob * float(stage_block_id) / (total_stage_blocks - 1)
+                    stage.append(block(dim, num_heads[i_stage], window_size=window_size,
+                                       shift_size=[0 if i_layer % 2 == 0 else w // 2 for w in window_size],
+                                       mlp_ratio=mlp_ratio, dropout=dropout, attention_dropout=attention_dropout,
+                                       stochastic_depth_prob=sd_prob, norm_layer=norm_layer))
+                    stage_block_id += 1
+                layers.append(nn.Sequential(*stage))
+                # add patch merging layer
+                if i_stage < (len(depths) - 1):
+                    layers.append(downsample_layer(dim, norm_layer))
+            self.features = nn.Sequential(*layers)
+            num_features = embed_dim * 2 ** (len(depths) - 1)
+            self.norm = norm_layer(num_features)
+            self.permute = Permute([0, 3, 1, 2])  # B H W C -> B C H W
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.flatten = nn.Flatten(1)
+            self.head = nn.Linear(num_features, num_classes)
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.trunc_normal_(m.weight, std=0.02)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+
+        def forward(self, x):
+            x = self.features(x)
+            x = self.norm(x)
+            x = self.permute(x)
+            x = self.avgpool(x)
+            x = self.flatten(x)
+            x = self.head(x)
+            return x
+
+    return SwinTransformer(list(patch_size), embed_dim, list(depths), list(num_heads), list(window_size),
+                           stochastic_depth_prob=stochastic_depth_prob, num_classes=num_classes)
+
+
+def test_swin_t():
+    """Training mode (stochastic depth 0): 14-pixel images in 2x2 patches, 7x7 maps padded to the
+    4x4 windows, the second block's shifted windows with their mask, PatchMerging's pad of the odd map,
+    a second stage whose window covers its map (no shift)."""
+    train_beside_torch("Swin-T", swin_t, dict(patch_size=(2, 2), embed_dim=8, depths=(2, 1), num_heads=(2, 4),
+                                              window_size=(4, 4), stochastic_depth_prob=0.0), Side((2, 3, 14, 14)))
+
+
+def test_swin_t_eval_mode():
+    """Eval mode: stochastic depth 0.2 off."""
+    train_beside_torch("Swin-T (eval)", swin_t, dict(patch_size=(2, 2), embed_dim=8, depths=(2,), num_heads=(2,),
+                                                     window_size=(4, 4)), Side((1, 3, 16, 16), train=False))
