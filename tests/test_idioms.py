@@ -342,6 +342,19 @@ def test_switches_constants_and_layout_calls():
     layer = nn.Linear(3, 2)
     assert tnet.jit.script(layer) is layer and tnet.utils.checkpoint.checkpoint(layer, x[0, 0, :, :3]).shape == (4, 2)
 
+    class Scripted(tnet.jit.ScriptModule):  # the legacy TorchScript API: a Module whose methods run eagerly
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        @tnet.jit.script_method
+        def forward(self, x):
+            return self.fc(x) if self.training else -self.fc(x)
+
+    scripted = Scripted()
+    assert isinstance(scripted, nn.Module) and list(scripted.state_dict()) == ["fc.weight", "fc.bias"]
+    assert scripted.eval()(x[0, 0, :, :3]).shape == (4, 2)
+
 
 def test_scatter_add_and_index_put_as_torch(rng):
     """scatter_add (values and both gradients; repeated positions sum), scatter_add_, and

@@ -4,6 +4,8 @@ the decorators return the function, and code never runs scripted or traced (no T
 jit.save is not here)."""
 import typing
 
+from .nn import Module
+
 Final = typing.Final  # torch.jit.Final is typing's: timm's `fused_attn: Final[bool]`
 
 
@@ -13,6 +15,15 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
 
 def trace(func, example_inputs=None, *args, **kwargs):
     return func
+
+
+class ScriptModule(Module):
+    """torch.jit.ScriptModule, the legacy base of a module whose methods are marked @script_method
+    (weiaicunzai's stochastic-depth ResNet block): here a plain Module, its methods run eagerly."""
+
+
+def script_method(fn):
+    return fn
 
 
 def ignore(drop=False, **kwargs):
