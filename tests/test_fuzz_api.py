@@ -514,3 +514,14 @@ def test_cross_entropy_label_smoothing_range_as_torch(smoothing):
     x = np.array([[0.5, -1.0, 2.0, 0.1], [1.0, 0.0, -0.5, 0.3]], np.float32)
     _same_outcome(lambda m, f, t: f.cross_entropy(t(x), t([1, 3]), label_smoothing=smoothing))
     _same_outcome(lambda m, f, t: f.cross_entropy(t(x), f.softmax(t(x), 1), label_smoothing=smoothing))
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11
+    lambda m, f, t: m.cov(t([[1.0, 2.5, -1.0, 4.0]])),  # one variable as a row: torch squeezes to 0-d
+    lambda m, f, t: m.corrcoef(t([[1.0, 2.5, -1.0, 4.0]])),
+    lambda m, f, t: m.unique_consecutive(t(2.0), return_inverse=True)[1],  # a 0-d input's inverse is 0-d
+    lambda m, f, t: m.logspace(0.0, 2.0, -1),  # a negative count: RuntimeError, not numpy's ValueError
+    lambda m, f, t: f.cross_entropy(t([[0.5, -1.0], [1.0, 0.0]]), t([1, 0]), weight=1.5),  # a number weight: TypeError
+    lambda m, f, t: m.mvlgamma(t([0.4, 3.0, -1.0]), 2)])  # torch 2.13 takes elements at or below (p - 1) / 2
+def test_round_11_shapes_and_error_kinds_as_torch(call):
+    _same_outcome(call)

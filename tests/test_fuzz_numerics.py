@@ -453,3 +453,16 @@ def test_a_0_d_or_number_base_beside_16_bit_is_rounded_first_as_torch():
     (1e30 ** a).backward(tnet.ones(4, dtype=torch.float16))
     (1e30 ** t).backward(torch.ones(4, dtype=torch.float16))
     _same(a.grad.float().numpy(), t.grad.float())
+
+
+def test_multilabel_margin_loss_leaves_a_nan_margin_out_as_torch():
+    """torch sums a pair's margin only where it is > 0: a NaN input left NaN in tnet's clamp (fuzz round 11)."""
+    x = np.array([[NAN, 1.0, 2.0, 3.0], [0.5, NAN, -1.0, 2.0]], np.float32)
+    y = np.array([[3, 0, -1, 1], [-1, 1, 2, 3]])
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.multilabel_margin_loss(a, tnet.tensor(y), reduction="sum")
+    want = tF.multilabel_margin_loss(t, torch.tensor(y), reduction="sum")
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), t.grad)

@@ -11,7 +11,7 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import InputError, check, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from .copy import diagonal, expand, permute, reshape, transpose, unsafe_view, unsqueeze
+from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
@@ -149,7 +149,7 @@ def _euclidean_cdist(x1, x2):
 
 def cov(x, *, correction=1, fweights=None, aweights=None):
     """torch.cov: the covariance matrix of the variables in x's rows over its columns, the
-    observations (x [vars, obs], or [obs] for one variable: a 0-d result), dividing by
+    observations (x [vars, obs], or [obs] or [1, obs] for one variable: a 0-d result), dividing by
     obs - correction (at most 0: infinities, as torch); differentiable. Observation weights (fweights, aweights) raise
     NotImplementedError."""
     check_tensors("cov", input=x)
@@ -161,7 +161,7 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     centred = rows - rows.mean(1, keepdim=True)
     dof = rows.shape[1] - correction
     out = matmul(centred, centred.t()) * (1.0 / dof if dof > 0 else float("inf"))  # x / 0 as torch: inf, or NaN
-    return reshape(out) if x.ndim < 2 else out
+    return squeeze(out)  # torch squeezes every size-1 dim: one variable ([1, obs] too) gives a 0-d result
 
 
 def linear(x, w, b=None):

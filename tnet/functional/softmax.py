@@ -173,6 +173,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     and nll_loss (or, for probabilities, a product and sums). The loss has input's dtype (fp32
     under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
+    check_type(weight is None or isinstance(weight, Tensor), "cross_entropy: weight must be a tnet.Tensor or None")
     _check_legacy("cross_entropy", size_average, reduce, reduction)
     check(label_smoothing <= 1.0,  # torch's check: a negative one is taken, and smooths nothing
           lambda: f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")

@@ -407,7 +407,7 @@ def inner(input, other):
 
 
 def corrcoef(input):
-    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x: one, a 0-d result),
+    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x or one row: one, a 0-d result),
     clipped to [-1, 1], as torch.corrcoef: cov over the outer product of the standard deviations."""
     c = cov(input)
     if c.ndim == 0:
