@@ -466,3 +466,14 @@ def test_multilabel_margin_loss_leaves_a_nan_margin_out_as_torch():
     got.backward()
     want.backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_logdet_of_a_negative_determinant_has_zero_gradient_as_torch():
+    """logdet's NaN where det < 0 is a constant: torch's gradient there is 0, tnet's was A^-T (fuzz round 11)."""
+    x = np.array([[[2.0, 1.0], [1.0, -3.0]], [[2.0, 1.0], [1.0, 3.0]]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.logdet(a), torch.logdet(t)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)

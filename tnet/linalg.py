@@ -323,12 +323,17 @@ def slogdet(A):
 
 
 def logdet(A):
-    """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T."""
+    """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T, and 0 where
+    det < 0 (torch's NaN there is a constant of its where, not a function of A)."""
     a = _host("logdet", A, square=True)
     sign, logabsdet = np.linalg.slogdet(a)
     with np.errstate(invalid="ignore"):
         value = np.where(sign < 0, np.nan, logabsdet)
-    return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, lambda a: 1.0 / np.linalg.det(a)))
+
+    def scale(a):
+        d = np.linalg.det(a)
+        return np.where(d < 0, 0.0, 1.0 / d)
+    return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, scale))
 
 
 def _is_vector_rhs(A, B):
