@@ -525,3 +525,14 @@ def test_cross_entropy_label_smoothing_range_as_torch(smoothing):
     lambda m, f, t: m.mvlgamma(t([0.4, 3.0, -1.0]), 2)])  # torch 2.13 takes elements at or below (p - 1) / 2
 def test_round_11_shapes_and_error_kinds_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16, torch.float32), (torch.float32, torch.float16, None),
+                                    (torch.float16, torch.float32, None)])
+def test_bce_with_logits_has_the_targets_dtype_as_torch(dtypes):
+    """torch's loss is computed in place on 1 - target: an fp32 pos_weight beside fp16 operands gave fp32 (fuzz round 11)."""
+    xd, yd, wd = dtypes
+    x, y = np.array([0.5, -1.0, 2.0], np.float32), np.array([1.0, 0.0, 0.25], np.float32)
+    pw = None if wd is None else np.array([2.0, 0.5, 1.0], np.float32)
+    _same_outcome(lambda m, f, t: f.binary_cross_entropy_with_logits(
+        t(x).to(xd), t(y).to(yd), pos_weight=None if pw is None else t(pw), reduction="none"), rtol=2e-3)

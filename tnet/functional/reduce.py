@@ -467,7 +467,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      pos_weight=None):
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
     weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
-    gradient sigmoid(-x) is right at x = 0 too. torch's deprecated size_average and reduce are not taken."""
+    gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
+    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16).
+    torch's deprecated size_average and reduce are not taken."""
     check(size_average is None and reduce is None,
           "binary_cross_entropy_with_logits: size_average and reduce are deprecated; use reduction")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
@@ -477,6 +479,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     loss = mul(1.0 - y, x) + log_p
     if weight is not None:
         loss = mul(loss, weight)
+    if y.dtype.is_floating_point and loss.dtype != y.dtype:
+        loss = loss.to(y.dtype)
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
 
 
