@@ -477,3 +477,19 @@ def test_logdet_of_a_negative_determinant_has_zero_gradient_as_torch():
     got.sum().backward()
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_cosine_similarity_gradient_past_a_clamped_norm_as_torch():
+    """torch clamps the norms to eps in place under no_grad: a clamped norm still passes its gradient
+    (tnet's clamp_min passed none; fuzz round 11)."""
+    rng = np.random.default_rng(0)
+    x1, x2 = (0.3 * rng.standard_normal((2, 3, 2))).astype(np.float32), (0.3 * rng.standard_normal((2, 3, 2))).astype(np.float32)
+    g = rng.standard_normal((2, 2)).astype(np.float32)
+    a1, a2 = tnet.tensor(x1, requires_grad=True), tnet.tensor(x2, requires_grad=True)
+    t1, t2 = torch.tensor(x1, requires_grad=True), torch.tensor(x2, requires_grad=True)
+    got, want = F.cosine_similarity(a1, a2, dim=1, eps=1.0), tF.cosine_similarity(t1, t2, dim=1, eps=1.0)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a1.grad.numpy(), t1.grad)
+    _same(a2.grad.numpy(), t2.grad)

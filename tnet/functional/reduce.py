@@ -631,14 +631,21 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
-    torch.nn.functional.cosine_similarity."""
+    torch.nn.functional.cosine_similarity (its gradient too: torch clamps the norms in place under
+    no_grad, so a clamped norm passes the unclamped norm's gradient)."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
-    n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
-    n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)
-    return sum(mul(div(x1, n1), div(x2, n2)), dim)
+    return sum(mul(div(x1, _clamped_norm(x1, dim, eps)), div(x2, _clamped_norm(x2, dim, eps))), dim)
+
+
+def _clamped_norm(x, dim, eps):
+    """||x|| over dim (kept), at least eps in value only: the gradient is the norm's, as torch's in-place clamp."""
+    n = norm(x, 2, dim, keepdim=True)
+    with no_grad():
+        c = clamp_min(n, eps)
+    return record("cosine_similarity_norm", c.memory, (n,), lambda g: (g,), graph=lambda g, y: (g,))
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
