@@ -536,3 +536,23 @@ def test_bce_with_logits_has_the_targets_dtype_as_torch(dtypes):
     pw = None if wd is None else np.array([2.0, 0.5, 1.0], np.float32)
     _same_outcome(lambda m, f, t: f.binary_cross_entropy_with_logits(
         t(x).to(xd), t(y).to(yd), pos_weight=None if pw is None else t(pw), reduction="none"), rtol=2e-3)
+
+
+@pytest.mark.parametrize("name", ["scatter_", "scatter_add_", "index_put_"])
+def test_in_place_scatters_pass_gradients_as_torch(name):
+    """scatter_, scatter_add_ and index_put_(accumulate=True) dropped src's gradient silently (their results
+    did not require grad) and refused a self that requires grad; recorded as in-place ops now (fuzz round 11)."""
+    rng = np.random.default_rng(0)
+    x, src, g = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3))
+    idx = np.array([[0, 1, 2, 0], [2, 0, 1, 1], [1, 2, 0, 2]])
+    results = []
+    for m in (torch, tnet):
+        a, s = m.tensor(x, requires_grad=True), m.tensor(src, requires_grad=True)
+        if name == "index_put_":
+            y = (a * 1).index_put_((m.tensor([0, 2, 0]),), s, accumulate=True)
+        else:
+            y = getattr(a * 1, name)(0, m.tensor(idx), s)
+        y.backward(m.tensor(g))
+        results.append([np.asarray(v.detach().numpy() if m is torch else v.numpy()) for v in (y, a.grad, s.grad)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
