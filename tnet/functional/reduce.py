@@ -227,6 +227,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
+        if not input.ndim:  # torch's: a 0-d input's gradient is g (an infinite x too, where prod / x is NaN)
+            return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
         zero = _pw.pointwise("eq", X, 0)
         zeros = _reduce.reduce(zero, dims)
         others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
