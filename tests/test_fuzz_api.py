@@ -556,3 +556,11 @@ def test_in_place_scatters_pass_gradients_as_torch(name):
         results.append([np.asarray(v.detach().numpy() if m is torch else v.numpy()) for v in (y, a.grad, s.grad)])
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call", [  # torch.result_type: a 0-d block decides only from a higher category (fuzz round 11)
+    lambda m, f, t: m.block_diag(t(1.5), t([[1.0, 2.0]]).half()),
+    lambda m, f, t: m.block_diag(t(1.5).half(), t([[1, 2]])),
+    lambda m, f, t: m.block_diag(t(3), t([[True, False]]))])
+def test_block_diag_dtype_as_torch(call):
+    _same_outcome(call)
