@@ -564,3 +564,15 @@ def test_in_place_scatters_pass_gradients_as_torch(name):
     lambda m, f, t: m.block_diag(t(3), t([[True, False]]))])
 def test_block_diag_dtype_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_matrix_power_0_and_1_as_torch(n):
+    """A^0's gradient is zeros (tnet's identity was not on the tape: None); A^1 is a copy, not A (fuzz round 11)."""
+    x = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y = tnet.matrix_power(a, n)
+    assert y is not a
+    y.sum().backward()
+    torch.matrix_power(t, n).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
