@@ -502,3 +502,16 @@ def test_prod_of_a_0_d_tensor_passes_g_as_torch(value):
     tnet.prod(a).backward(tnet.tensor(-0.7))
     torch.prod(t).backward(torch.tensor(-0.7))
     _same(a.grad.numpy(), t.grad)
+
+
+def test_nll_loss_mean_of_zero_weight_leaves_ignored_rows_at_zero_gradient_as_torch():
+    """The mean over rows whose weights sum to 0 is NaN, but torch's ignored rows keep a 0 gradient (fuzz round 11)."""
+    x = np.array([[0.4, -0.4, 0.7, -0.7], [1.2, 1.2, -0.2, -0.7], [-1.0, -0.2, -2.2, 0.9]], np.float32)
+    y, w = np.array([3, 3, 1]), np.array([1.0, 2.0, 0.5, 0.0], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.nll_loss(a, tnet.tensor(y), weight=tnet.tensor(w), ignore_index=1)
+    want = tF.nll_loss(t, torch.tensor(y), weight=torch.tensor(w), ignore_index=1)
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), t.grad)

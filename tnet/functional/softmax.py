@@ -121,6 +121,8 @@ def _nll(input, target, weight, ignore_index, reduction):
     def backward(g):  # -wt[r] g[r] (/ total for the mean) at each row's label, 0 elsewhere
         g = g.reshape(-1) if reduction == "none" else g.reshape(1)
         s = _pw.pointwise("muldiv", wt, g, total) if reduction == "mean" else _pw.pointwise("mul", wt, g)
+        if reduction == "mean":  # an ignored row's 0 / 0 (every row's weight 0) is 0 in torch, not NaN
+            s = _pw.pointwise("where", _pw.pointwise("eq", labels, ignore_index), 0.0, s)
         d_rows = _pw.route(_pw.pointwise("neg", s).view(R, 1), labels.view(R, 1), (R, C), 1)
         return (d_rows.view(moved.shape).movedim(-1, 1).reshape(shape),)
 
