@@ -515,3 +515,16 @@ def test_nll_loss_mean_of_zero_weight_leaves_ignored_rows_at_zero_gradient_as_to
     got.backward()
     want.backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_prelu_with_an_infinite_weight_keeps_the_positive_gradient_as_torch():
+    """where(x > 0, x, w * x): the product's masked gradient 0 * inf gave NaN at x > 0 (fuzz round 11)."""
+    x, w = np.array([[1.0, -2.0, 0.0], [0.5, -1.0, NAN]], np.float32), np.array([INF], np.float32)
+    a, aw = tnet.tensor(x, requires_grad=True), tnet.tensor(w, requires_grad=True)
+    t, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got, want = F.prelu(a, aw), tF.prelu(t, tw)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
+    _same(aw.grad.numpy(), tw.grad)

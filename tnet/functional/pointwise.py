@@ -767,7 +767,10 @@ def prelu(input, weight):
           lambda: f"prelu: the weight has {weight.numel()} elements; expected 1 or the input's {input.shape[1] if input.ndim >= 2 else 1} channels")
     if weight.numel() > 1:
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    return where(gt(input, 0.0), input, mul(weight, input))
+    positive = gt(input, 0.0)
+    # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
+    # this where stops before it reaches x
+    return where(positive, input, mul(weight, where(positive, 0.0, input)))
 
 
 # ---- torch's element-wise functions -----------------------------------------------------------
