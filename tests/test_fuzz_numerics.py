@@ -528,3 +528,16 @@ def test_prelu_with_an_infinite_weight_keeps_the_positive_gradient_as_torch():
     want.sum().backward()
     _same(a.grad.numpy(), t.grad)
     _same(aw.grad.numpy(), tw.grad)
+
+
+def test_logcumsumexp_keeps_elements_far_below_a_later_one_as_torch():
+    """One shift by the row's largest underflowed the elements before it (0.83 before 65536 gave -inf);
+    a scan of logaddexp shifts as it goes (fuzz round 11)."""
+    x = np.array([[0.832, 65536.0, 0.578], [0.0, 200.0, -300.0], [1.0, NAN, 2.0], [INF, 1.0, -INF]], np.float32)
+    g = np.array([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5], [1.0, 1.0, 1.0], [-1.0, 2.0, 0.5]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.logcumsumexp(a, 1), torch.logcumsumexp(t, 1)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)

@@ -17,9 +17,9 @@ from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, n
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
 from .inputs import check_tensors
-from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
-                        logical_not, logical_or, lt, mul, pow, round, sub, where)
-from .reduce import amax, argmax, sum, tie_shared
+from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
+                        logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
+from .reduce import argmax, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -380,18 +380,25 @@ def vander(x, N=None, increasing=False):
 
 
 def logcumsumexp(input, dim):
-    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: each row shifted by its largest finite
-    value (no gradient through the shift). Unlike torch's running shift, an element that lies more
-    than ~87 below its row's largest underflows: an output taken before that largest one gives -inf."""
+    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: one scan of logaddexp (a running shift by the
+    larger: no underflow of elements far below a later one; NaN propagates, +inf stays). The gradient,
+    sum over i >= j of g_i exp(x_j - y_i), comes as exp(x_j + a reversed logcumsumexp of log(g_i) - y_i) over
+    g's positive and negative parts, as torch's (no overflow). Not differentiable twice (create_graph)."""
     check_tensors("logcumsumexp", input=input)
     check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
     d = dim_index(dim, input.ndim)
     if input.ndim == 0 or input.numel() == 0:  # itself, its gradient g (NaN too), as torch's
         return mul(input, 1)
-    with no_grad():
-        top = amax(input, d, keepdim=True)
-        top = where(isfinite(top), top, 0.0)
-    return add(log(cumsum(exp(sub(input, top)), d)), top)
+    y = _sort.scan(input.memory, d, "logsumexp")
+
+    def backward(g):
+        with no_grad():  # in fp32: 16-bit sums x_j + (log(g_i) - y_i) of large terms would lose them
+            x, out, g = Tensor(input.memory).float(), Tensor(y).float(), Tensor(g).float()
+
+            def part(h):  # h >= 0: sum over i >= j of h_i exp(x_j - y_i)
+                return exp(add(x, Tensor(_sort.scan(sub(log(h), out).memory, d, "logsumexp", reverse=True))))
+            return (sub(part(clamp(g, min=0.0)), part(clamp(neg(g), min=0.0))).to(input.dtype).memory,)
+    return record("logcumsumexp", y, (input,), backward, saved=(input, y))
 
 
 def inner(input, other):
