@@ -576,3 +576,22 @@ def test_matrix_power_0_and_1_as_torch(n):
     y.sum().backward()
     torch.matrix_power(t, n).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11: torch returns, tnet raised
+    lambda m, f, t: f.pad(t([[[1.0, 2.0, 3.0]]]), (2, 1), mode="replicate", value=0.0),  # a 0 value beside any mode
+    lambda m, f, t: f.threshold(t([-2, 0, 1, 3]), 0.1, 2.5),  # integers: both numbers cast to int first
+    lambda m, f, t: f.threshold(t([-2, 0, 1, 3]), -1.5, -7),
+    lambda m, f, t: f.interpolate(t(np.arange(35.0, dtype=np.float32).reshape(1, 1, 5, 7)), size=(2, 3), mode="area"),
+    lambda m, f, t: f.interpolate(t(np.arange(7.0, dtype=np.float32).reshape(1, 1, 7)), scale_factor=0.5, mode="area"),
+    lambda m, f, t: m.topk(t(2.0), 0, dim=0)[0]])  # a 0-d input gives itself for k = 0 too
+def test_round_11_tnet_only_cases_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11: the kind of error torch raises
+    lambda m, f, t: m.kthvalue(m.zeros(3, 0), 1, dim=1),  # an empty dim: IndexError, before k's range
+    lambda m, f, t: m.nanmedian(m.zeros(3, 0), 1),
+    lambda m, f, t: f.pad(t([[[1.0, 2.0]]]), (1, 1), mode=1.5)])  # a mode not a str: TypeError
+def test_round_11_error_kinds_as_torch(call):
+    _same_outcome(call)

@@ -72,7 +72,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     check_tensors("topk", input=input)
     n = input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
     check(0 <= k <= n, "topk: selected index k out of range")
-    return _sorted("topk", input, dim, k, largest, topk_result)
+    return _sorted("topk", input, dim, k if input.ndim else 1, largest, topk_result)  # torch's 0-d k=0: the element
 
 
 def _scan_dim(name, input, dim):
@@ -194,6 +194,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         check(k == 1, "kthvalue(): selected number k out of range for dimension 0")
         return kthvalue_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
     d = dim_index(dim, input.ndim)
+    if input.shape[d] == 0:  # torch's IndexError before its range check of k
+        raise InputIndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     check(1 <= k <= input.shape[d], lambda: f"kthvalue(): selected number k out of range for dimension {d}")
     values, indices = sort(input, d)
     v, i = narrow(values, d, k - 1, 1), narrow(indices, d, k - 1, 1)
@@ -283,7 +285,8 @@ def nanmedian(input, dim=None, keepdim=False):
         values, indices = nanmedian(reshape(input, 1), 0, True)
         return median_result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
-    check(input.shape[d] > 0, lambda: f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    if input.shape[d] == 0:  # torch's IndexError, worded as its median's
+        raise InputIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = sort(input, d)
     count = sum(logical_not(isnan(values)), d, keepdim=True)
     pick = where(lt(count, 1), 0, floor_divide(sub(count, 1), 2))
