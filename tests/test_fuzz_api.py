@@ -584,7 +584,8 @@ def test_matrix_power_0_and_1_as_torch(n):
     lambda m, f, t: f.threshold(t([-2, 0, 1, 3]), -1.5, -7),
     lambda m, f, t: f.interpolate(t(np.arange(35.0, dtype=np.float32).reshape(1, 1, 5, 7)), size=(2, 3), mode="area"),
     lambda m, f, t: f.interpolate(t(np.arange(7.0, dtype=np.float32).reshape(1, 1, 7)), scale_factor=0.5, mode="area"),
-    lambda m, f, t: m.topk(t(2.0), 0, dim=0)[0]])  # a 0-d input gives itself for k = 0 too
+    lambda m, f, t: m.topk(t(2.0), 0, dim=0)[0],  # a 0-d input gives itself for k = 0 too
+    lambda m, f, t: m.mode(t(True))[0]])  # a 0-d bool's mode stays bool
 def test_round_11_tnet_only_cases_as_torch(call):
     _same_outcome(call)
 

@@ -13,7 +13,7 @@ from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
-from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
+from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
 from .inputs import check_tensors
@@ -304,7 +304,7 @@ def mode(input, dim=-1, keepdim=False):
     check_tensors("mode", input=input)
     if input.ndim == 0:
         dim_index(dim, 0)
-        return mode_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
+        return mode_result(clone(input), Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))  # a bool stays bool
     d = dim_index(dim, input.ndim)
     n = input.shape[d]
     if n == 0:
