@@ -593,6 +593,10 @@ def test_round_11_tnet_only_cases_as_torch(call):
 @pytest.mark.parametrize("call", [  # fuzz round 11: the kind of error torch raises
     lambda m, f, t: m.kthvalue(m.zeros(3, 0), 1, dim=1),  # an empty dim: IndexError, before k's range
     lambda m, f, t: m.nanmedian(m.zeros(3, 0), 1),
-    lambda m, f, t: f.pad(t([[[1.0, 2.0]]]), (1, 1), mode=1.5)])  # a mode not a str: TypeError
+    lambda m, f, t: f.pad(t([[[1.0, 2.0]]]), (1, 1), mode=1.5),  # a mode not a str: TypeError
+    lambda m, f, t: f.hardshrink(t([1.0, -2.0]), "x"), lambda m, f, t: f.softshrink(t([1.0, -2.0]), "x"),
+    lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2), p="x"),
+    lambda m, f, t: m.meshgrid(m.zeros(2), m.zeros(3), indexing=-7),
+    lambda m, f, t: m.index_fill(m.zeros(2), 0, t([0.0]), 1.0)])  # a float index: IndexError (index_copy's: RuntimeError)
 def test_round_11_error_kinds_as_torch(call):
     _same_outcome(call)

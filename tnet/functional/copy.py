@@ -1251,6 +1251,7 @@ def meshgrid(*tensors, indexing="ij"):
     'xy': the first two swapped), views, as torch.meshgrid."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
+    check_type(isinstance(indexing, str), lambda: f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
     check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for x in tensors:
         check_tensors("meshgrid", tensors=x)
@@ -1457,7 +1458,9 @@ def _index_vector(name, input, dim, index):
     """(dim >= 0, index as a flat torch vector) for index_copy and index_fill: a vector or 0-d
     tensor of int64 or int32."""
     check_tensors(name, input=input, index=index)
-    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    if index.dtype not in _copy.INDEX_DTYPES:  # torch's index_fill raises IndexError here, its index_copy RuntimeError
+        raise (InputIndexError if name == "index_fill" else InputError)(
+            f"{name}(): Expected a long tensor for index, but got {index.dtype}")
     if index.ndim > 1:
         raise InputIndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
     return dim_index(dim, input.ndim), index.memory.reshape(-1)

@@ -9,7 +9,7 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, check, is_channels_last
+from ..kernels.launch import InputError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
@@ -120,8 +120,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     check(x2.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
     check(x1.shape[-1] == x2.shape[-1], lambda: f"X1 and X2 must have the same number of columns. X1: "
                                                 f"{x1.shape[-1]} X2: {x2.shape[-1]}")
-    check(isinstance(p, numbers.Real) and not isinstance(p, bool) and p >= 0,
-          "cdist only supports non-negative p values")
+    check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
+    check(not isinstance(p, bool) and p >= 0, "cdist only supports non-negative p values")
     check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
     if p == 2 and (compute_mode == _CDIST_MODES[1] or
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):

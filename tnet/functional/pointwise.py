@@ -962,11 +962,13 @@ def threshold(input, threshold, value, inplace=False):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
+    check_type(isinstance(lambd, numbers.Real), lambda: f"hardshrink(): argument 'lambd' must be Number, not {type(lambd).__name__}")
     return _unary("hardshrink", input, "hardshrink", "shrink_backward", False, float(lambd))
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (NaN kept)."""
+    check_type(isinstance(lambd, numbers.Real), lambda: f"softshrink(): argument 'lambd' must be Number, not {type(lambd).__name__}")
     check(lambd >= 0, lambda: f"softshrink: lambda must be in range [0, inf], but found {lambd}")
     return _unary("softshrink", input, "softshrink", "shrink_backward", False, float(lambd))
 
