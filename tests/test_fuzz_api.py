@@ -514,3 +514,89 @@ def test_cross_entropy_label_smoothing_range_as_torch(smoothing):
     x = np.array([[0.5, -1.0, 2.0, 0.1], [1.0, 0.0, -0.5, 0.3]], np.float32)
     _same_outcome(lambda m, f, t: f.cross_entropy(t(x), t([1, 3]), label_smoothing=smoothing))
     _same_outcome(lambda m, f, t: f.cross_entropy(t(x), f.softmax(t(x), 1), label_smoothing=smoothing))
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11
+    lambda m, f, t: m.cov(t([[1.0, 2.5, -1.0, 4.0]])),  # one variable as a row: torch squeezes to 0-d
+    lambda m, f, t: m.corrcoef(t([[1.0, 2.5, -1.0, 4.0]])),
+    lambda m, f, t: m.unique_consecutive(t(2.0), return_inverse=True)[1],  # a 0-d input's inverse is 0-d
+    lambda m, f, t: m.logspace(0.0, 2.0, -1),  # a negative count: RuntimeError, not numpy's ValueError
+    lambda m, f, t: f.cross_entropy(t([[0.5, -1.0], [1.0, 0.0]]), t([1, 0]), weight=1.5),  # a number weight: TypeError
+    lambda m, f, t: m.mvlgamma(t([0.4, 3.0, -1.0]), 2)])  # torch 2.13 takes elements at or below (p - 1) / 2
+def test_round_11_shapes_and_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16, torch.float32), (torch.float32, torch.float16, None),
+                                    (torch.float16, torch.float32, None)])
+def test_bce_with_logits_has_the_targets_dtype_as_torch(dtypes):
+    """torch's loss is computed in place on 1 - target: an fp32 pos_weight beside fp16 operands gave fp32 (fuzz round 11)."""
+    xd, yd, wd = dtypes
+    x, y = np.array([0.5, -1.0, 2.0], np.float32), np.array([1.0, 0.0, 0.25], np.float32)
+    pw = None if wd is None else np.array([2.0, 0.5, 1.0], np.float32)
+    _same_outcome(lambda m, f, t: f.binary_cross_entropy_with_logits(
+        t(x).to(xd), t(y).to(yd), pos_weight=None if pw is None else t(pw), reduction="none"), rtol=2e-3)
+
+
+@pytest.mark.parametrize("name", ["scatter_", "scatter_add_", "index_put_"])
+def test_in_place_scatters_pass_gradients_as_torch(name):
+    """scatter_, scatter_add_ and index_put_(accumulate=True) dropped src's gradient silently (their results
+    did not require grad) and refused a self that requires grad; recorded as in-place ops now (fuzz round 11)."""
+    rng = np.random.default_rng(0)
+    x, src, g = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3))
+    idx = np.array([[0, 1, 2, 0], [2, 0, 1, 1], [1, 2, 0, 2]])
+    results = []
+    for m in (torch, tnet):
+        a, s = m.tensor(x, requires_grad=True), m.tensor(src, requires_grad=True)
+        if name == "index_put_":
+            y = (a * 1).index_put_((m.tensor([0, 2, 0]),), s, accumulate=True)
+        else:
+            y = getattr(a * 1, name)(0, m.tensor(idx), s)
+        y.backward(m.tensor(g))
+        results.append([np.asarray(v.detach().numpy() if m is torch else v.numpy()) for v in (y, a.grad, s.grad)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call", [  # torch.result_type: a 0-d block decides only from a higher category (fuzz round 11)
+    lambda m, f, t: m.block_diag(t(1.5), t([[1.0, 2.0]]).half()),
+    lambda m, f, t: m.block_diag(t(1.5).half(), t([[1, 2]])),
+    lambda m, f, t: m.block_diag(t(3), t([[True, False]]))])
+def test_block_diag_dtype_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_matrix_power_0_and_1_as_torch(n):
+    """A^0's gradient is zeros (tnet's identity was not on the tape: None); A^1 is a copy, not A (fuzz round 11)."""
+    x = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y = tnet.matrix_power(a, n)
+    assert y is not a
+    y.sum().backward()
+    torch.matrix_power(t, n).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11: torch returns, tnet raised
+    lambda m, f, t: f.pad(t([[[1.0, 2.0, 3.0]]]), (2, 1), mode="replicate", value=0.0),  # a 0 value beside any mode
+    lambda m, f, t: f.threshold(t([-2, 0, 1, 3]), 0.1, 2.5),  # integers: both numbers cast to int first
+    lambda m, f, t: f.threshold(t([-2, 0, 1, 3]), -1.5, -7),
+    lambda m, f, t: f.interpolate(t(np.arange(35.0, dtype=np.float32).reshape(1, 1, 5, 7)), size=(2, 3), mode="area"),
+    lambda m, f, t: f.interpolate(t(np.arange(7.0, dtype=np.float32).reshape(1, 1, 7)), scale_factor=0.5, mode="area"),
+    lambda m, f, t: m.topk(t(2.0), 0, dim=0)[0],  # a 0-d input gives itself for k = 0 too
+    lambda m, f, t: m.mode(t(True))[0]])  # a 0-d bool's mode stays bool
+def test_round_11_tnet_only_cases_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 11: the kind of error torch raises
+    lambda m, f, t: m.kthvalue(m.zeros(3, 0), 1, dim=1),  # an empty dim: IndexError, before k's range
+    lambda m, f, t: m.nanmedian(m.zeros(3, 0), 1),
+    lambda m, f, t: f.pad(t([[[1.0, 2.0]]]), (1, 1), mode=1.5),  # a mode not a str: TypeError
+    lambda m, f, t: f.hardshrink(t([1.0, -2.0]), "x"), lambda m, f, t: f.softshrink(t([1.0, -2.0]), "x"),
+    lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2), p="x"),
+    lambda m, f, t: m.meshgrid(m.zeros(2), m.zeros(3), indexing=-7),
+    lambda m, f, t: m.index_fill(m.zeros(2), 0, t([0.0]), 1.0)])  # a float index: IndexError (index_copy's: RuntimeError)
+def test_round_11_error_kinds_as_torch(call):
+    _same_outcome(call)

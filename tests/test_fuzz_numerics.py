@@ -453,3 +453,91 @@ def test_a_0_d_or_number_base_beside_16_bit_is_rounded_first_as_torch():
     (1e30 ** a).backward(tnet.ones(4, dtype=torch.float16))
     (1e30 ** t).backward(torch.ones(4, dtype=torch.float16))
     _same(a.grad.float().numpy(), t.grad.float())
+
+
+def test_multilabel_margin_loss_leaves_a_nan_margin_out_as_torch():
+    """torch sums a pair's margin only where it is > 0: a NaN input left NaN in tnet's clamp (fuzz round 11)."""
+    x = np.array([[NAN, 1.0, 2.0, 3.0], [0.5, NAN, -1.0, 2.0]], np.float32)
+    y = np.array([[3, 0, -1, 1], [-1, 1, 2, 3]])
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.multilabel_margin_loss(a, tnet.tensor(y), reduction="sum")
+    want = tF.multilabel_margin_loss(t, torch.tensor(y), reduction="sum")
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_logdet_of_a_negative_determinant_has_zero_gradient_as_torch():
+    """logdet's NaN where det < 0 is a constant: torch's gradient there is 0, tnet's was A^-T (fuzz round 11)."""
+    x = np.array([[[2.0, 1.0], [1.0, -3.0]], [[2.0, 1.0], [1.0, 3.0]]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.logdet(a), torch.logdet(t)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_cosine_similarity_gradient_past_a_clamped_norm_as_torch():
+    """torch clamps the norms to eps in place under no_grad: a clamped norm still passes its gradient
+    (tnet's clamp_min passed none; fuzz round 11)."""
+    rng = np.random.default_rng(0)
+    x1, x2 = (0.3 * rng.standard_normal((2, 3, 2))).astype(np.float32), (0.3 * rng.standard_normal((2, 3, 2))).astype(np.float32)
+    g = rng.standard_normal((2, 2)).astype(np.float32)
+    a1, a2 = tnet.tensor(x1, requires_grad=True), tnet.tensor(x2, requires_grad=True)
+    t1, t2 = torch.tensor(x1, requires_grad=True), torch.tensor(x2, requires_grad=True)
+    got, want = F.cosine_similarity(a1, a2, dim=1, eps=1.0), tF.cosine_similarity(t1, t2, dim=1, eps=1.0)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a1.grad.numpy(), t1.grad)
+    _same(a2.grad.numpy(), t2.grad)
+
+
+@pytest.mark.parametrize("value", [-INF, NAN, 0.0])
+def test_prod_of_a_0_d_tensor_passes_g_as_torch(value):
+    """torch's prod gradient of a 0-d input is g: tnet's prod / x gave NaN at an infinite x (fuzz round 11)."""
+    a, t = tnet.tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True)
+    tnet.prod(a).backward(tnet.tensor(-0.7))
+    torch.prod(t).backward(torch.tensor(-0.7))
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_nll_loss_mean_of_zero_weight_leaves_ignored_rows_at_zero_gradient_as_torch():
+    """The mean over rows whose weights sum to 0 is NaN, but torch's ignored rows keep a 0 gradient (fuzz round 11)."""
+    x = np.array([[0.4, -0.4, 0.7, -0.7], [1.2, 1.2, -0.2, -0.7], [-1.0, -0.2, -2.2, 0.9]], np.float32)
+    y, w = np.array([3, 3, 1]), np.array([1.0, 2.0, 0.5, 0.0], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.nll_loss(a, tnet.tensor(y), weight=tnet.tensor(w), ignore_index=1)
+    want = tF.nll_loss(t, torch.tensor(y), weight=torch.tensor(w), ignore_index=1)
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), t.grad)
+
+
+def test_prelu_with_an_infinite_weight_keeps_the_positive_gradient_as_torch():
+    """where(x > 0, x, w * x): the product's masked gradient 0 * inf gave NaN at x > 0 (fuzz round 11)."""
+    x, w = np.array([[1.0, -2.0, 0.0], [0.5, -1.0, NAN]], np.float32), np.array([INF], np.float32)
+    a, aw = tnet.tensor(x, requires_grad=True), tnet.tensor(w, requires_grad=True)
+    t, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got, want = F.prelu(a, aw), tF.prelu(t, tw)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy(), t.grad)
+    _same(aw.grad.numpy(), tw.grad)
+
+
+def test_logcumsumexp_keeps_elements_far_below_a_later_one_as_torch():
+    """One shift by the row's largest underflowed the elements before it (0.83 before 65536 gave -inf);
+    a scan of logaddexp shifts as it goes (fuzz round 11)."""
+    x = np.array([[0.832, 65536.0, 0.578], [0.0, 200.0, -300.0], [1.0, NAN, 2.0], [INF, 1.0, -INF]], np.float32)
+    g = np.array([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5], [1.0, 1.0, 1.0], [-1.0, 2.0, 0.5]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.logcumsumexp(a, 1), torch.logcumsumexp(t, 1)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)

@@ -277,11 +277,16 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_device("linspace", device)
-    if not isinstance(steps, int) or isinstance(steps, bool):
-        raise InputTypeError(f"linspace: steps must be an int, got {steps!r}")
-    if steps < 0:
-        raise InputError(f"linspace: number of steps must be non-negative, got {steps}")
+    _check_steps("linspace", steps)
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
+
+
+def _check_steps(name, steps):
+    """linspace's and logspace's count, as torch checks it: an int (TypeError), not negative (RuntimeError)."""
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        raise InputTypeError(f"{name}: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise InputError(f"{name}: number of steps must be non-negative, got {steps}")
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -368,6 +373,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 def logspace(start, end, steps, base=10.0, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """base ** linspace(start, end, steps), as torch.logspace."""
     check_device("logspace", device)
+    _check_steps("logspace", steps)
     return _leaf("logspace", as_storage(float(base) ** np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 

@@ -323,12 +323,17 @@ def slogdet(A):
 
 
 def logdet(A):
-    """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T."""
+    """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T, and 0 where
+    det < 0 (torch's NaN there is a constant of its where, not a function of A)."""
     a = _host("logdet", A, square=True)
     sign, logabsdet = np.linalg.slogdet(a)
     with np.errstate(invalid="ignore"):
         value = np.where(sign < 0, np.nan, logabsdet)
-    return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, lambda a: 1.0 / np.linalg.det(a)))
+
+    def scale(a):
+        d = np.linalg.det(a)
+        return np.where(d < 0, 0.0, 1.0 / d)
+    return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, scale))
 
 
 def _is_vector_rhs(A, B):
@@ -826,7 +831,7 @@ def cond(A, p=None):
 
 def matrix_power(A, n):
     """torch.linalg.matrix_power (Tensor.matrix_power): A^n by repeated squaring with tnet's matmul
-    (n < 0: inv(A)^-n; n = 0: the identity), with gradients."""
+    (n < 0: inv(A)^-n; n = 0: the identity, whose gradient is zeros; n = 1: a copy), with gradients, as torch's."""
     check_tensors("linalg.matrix_power", A=A)
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_power: A must be batches of square "
                                                               f"matrices, but they are {A.shape[-2]} by "
@@ -834,7 +839,9 @@ def matrix_power(A, n):
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        return expand(_eye_like(A.shape[-1], A), *A.shape)
+        eye = expand(_eye_like(A.shape[-1], A), *A.shape).memory.contiguous()
+        return record("linalg.matrix_power", eye, (A,), lambda g: (torch.zeros_like(A.memory),),
+                      graph=lambda g, y: (Tensor(torch.zeros_like(A.memory)),))
     if n < 0:
         A, n = inv(A), -n
     result, square = None, A
@@ -843,7 +850,7 @@ def matrix_power(A, n):
             result = square if result is None else result @ square
         n >>= 1
         if not n:
-            return result
+            return clone(result) if result is A else result
         square = square @ square
 
 

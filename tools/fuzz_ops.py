@@ -724,6 +724,303 @@ def dist_gen(g):
 
 op("distributions.log_prob", _log_prob(torch), _log_prob(tnet), dist_gen)
 
+
+# ops added for the eleventh fuzz: in-place writes (methods ending in _, activations' inplace=True) on views of a
+# tensor that requires grad, NaN through searches, weighted losses, more pooling, folding, interpolation and padding
+# modes, and the tnet.* / Tensor / functional names the earlier rounds left out
+VIEWS = {"whole": lambda t: t, "row": lambda t: t[0], "col": lambda t: t[..., ::2], "T": lambda t: t.mT,
+         "narrow": lambda t: t.narrow(-1, 0, 1)}
+WRITES = ("add_", "sub_", "mul_", "div_", "copy_", "clamp_", "pow_", "relu_", "sigmoid_", "tanh_", "exp_", "neg_", "abs_",
+          "sqrt_", "zero_", "floor_", "F.relu", "F.silu", "F.elu", "F.leaky_relu", "F.hardtanh", "F.relu6", "F.hardswish",
+          "F.hardsigmoid", "F.mish", "F.celu", "F.selu", "F.threshold")
+
+
+def _view_inplace(m):
+    """z = x * 1 (not a leaf), a view of z written in place by `how` (with y where it takes an operand), then z:
+    the write's gradient reaches x, and y's where it has one."""
+    def fn(x, y, view, how):
+        z = x * 1 if x.is_floating_point() else x.clone()
+        v = VIEWS[view](z)
+        if how == "F.threshold":
+            m.nn.functional.threshold(v, 0.1, 2.0, inplace=True)
+        elif how.startswith("F."):
+            getattr(m.nn.functional, how[2:])(v, inplace=True)
+        elif how in ("add_", "sub_", "mul_", "div_", "copy_", "pow_"):
+            getattr(v, how)(y)
+        elif how == "clamp_":
+            v.clamp_(min=y if not isinstance(y, (m.Tensor,)) or y.dim() else y)
+        else:
+            getattr(v, how)()
+        return z
+    return fn
+
+
+op("view inplace", _view_inplace(torch), _view_inplace(tnet), lambda g: (
+    (g.t(rank=g.pick((2, 3)), dt=g.pick(FLOATS + FLOATS + (I64,))), g.pick((g.scalar(), g.t(shape=(1,)), g.t(shape=()), 0.5)),
+     g.pick(tuple(VIEWS)), g.pick(WRITES)), {}))
+
+
+def _nan_search(name):
+    """topk / kthvalue / sort / max pooling with NaN at a few places (torch ranks NaN above everything)."""
+    def gen(g):
+        x = g.t(rank=g.pick((1, 2, 3)), dt=FLOATS, special=0)
+        b = x.base.flatten()
+        for j in g.r.choice(b.numel(), size=min(b.numel(), int(g.r.integers(1, 3))), replace=False) if b.numel() else ():
+            b[int(j)] = g.pick((math.nan, math.nan, math.inf, -math.inf))
+        d = g.dim(x)
+        n = x.shape[d] if x.ndim and isinstance(d, int) and -x.ndim <= d < x.ndim else 1
+        return {"topk": lambda: ((x, g.pick((1, n))), {"dim": d, "largest": g.chance(0.5)}),
+                "kthvalue": lambda: ((x, max(1, g.pick((1, n)))), {"dim": d}),
+                "sort": lambda: ((x,), {"dim": d, "descending": g.chance(0.5), "stable": True}),
+                "max": lambda: ((x, d), {}), "cummax": lambda: ((x, d), {}), "cummin": lambda: ((x, d), {}),
+                "median": lambda: ((x, d), {}), "nanmedian": lambda: ((x, d), {}), "mode": lambda: ((x, d), {}),
+                "amax": lambda: ((x, d), {}), "argmax": lambda: ((x, d), {}), "argsort": lambda: ((x,), {"dim": d, "stable": True}),
+                "msort": lambda: ((x,), {})}[name]()
+    return gen
+
+
+for name in ("topk", "kthvalue", "sort", "max", "cummax", "cummin", "median", "nanmedian", "mode", "amax", "argmax", "argsort", "msort"):
+    top(name, _nan_search(name), grad=name not in ("argmax", "argsort"))
+    OPS[-1]["name"] = name + "(nan)"
+top("cummin", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t(dt=ANY)))
+top("nanmedian", red(none=True))
+top("mode", red(none=True, dt=ANY))
+top("msort", u(dt=ANY))
+top("argwhere", u(dt=ANY), grad=False)
+top("isposinf", u(dt=ANY), grad=False)
+top("isneginf", u(dt=ANY), grad=False)
+top("clamp_max", b(scalar=0.5))
+top("clamp_min", b(scalar=0.5))
+top("ldexp", lambda g: (lambda x: ((x, g.like(x, dt=(I64,))), {}))(g.t()))
+top("sgn", u())
+top("fix", u())
+top("rsub", b())
+top("float_power", lambda g: (lambda x: ((x, g.pick((2, 0.5, -1))), {}))(g.t(dt=FLOATS)), grad=False)
+OPS.pop()  # float_power is float32 in tnet (no float64), as its docstring says
+for name in ("index_copy", "index_fill"):
+    top(name, lambda g, name=name: (lambda x: ((x, g.maybe(0, 2), g.t(shape=(x.shape[0],), dt=g.maybe(I64, F32), vals=(0, max(1, x.shape[0]))),
+                                                 g.t(shape=x.shape, dt=x.dtype) if name == "index_copy" else g.scalar()), {}))(
+        g.t(rank=g.pick((1, 2)), special=0.2)))
+top("masked_scatter", lambda g: (lambda x: ((x, g.t(shape=x.shape if g.chance(0.8) else x.shape[-1:], dt=g.maybe(BOOL, I64)),
+                                             g.t(shape=x.shape if g.chance(0.9) else (1,), dt=x.dtype)), {}))(g.t(dt=ANY)))
+top("take", lambda g: (lambda x: ((x, g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(I64, F32), vals=(-max(1, int(np.prod(x.shape))),
+                                                                                             max(1, int(np.prod(x.shape))) + (1 if g.chance(g.bad) else 0)))), {}))(
+    g.t(dt=ANY)))
+meth("put", lambda g: (lambda x, n: ((x, g.t(shape=(2,), dt=I64, vals=(-n, n + (1 if g.chance(g.bad) else 0))), g.t(shape=(2,), dt=x.dtype)),
+                                     {"accumulate": g.chance(0.5)}))(*(lambda x: (x, max(1, int(np.prod(x.shape)))))(g.t(dt=ANY, special=0.2))))
+top("renorm", lambda g: (lambda x: ((x, g.pick((1, 2, 3.5)), g.dim(x), g.maybe(1.0, -1.0)), {}))(g.t(rank=g.pick((1, 2, 3)))))
+top("dist", lambda g: (lambda x: ((x, g.like(x), g.pick((2, 1, 0, math.inf, 3.5))), {}))(g.t()))
+top("cov", lambda g: ((g.t(rank=g.maybe(g.pick((1, 2)), 3)),), {"correction": g.pick((1, 0, 2))}))
+top("corrcoef", lambda g: ((g.t(rank=g.maybe(g.pick((1, 2)), 3)),), {}))
+top("addmv", lambda g: (lambda m: ((g.t(shape=g.pick(((m[0],), (1,), ()))), g.t(shape=m), g.t(shape=(g.maybe(m[1], m[1] + 1),))),
+                                   {"beta": g.pick((1, 0, 0.5)), "alpha": g.pick((1, 2))}))((g.pick((0, 1, 3)), g.pick((0, 2)))))
+top("addr", lambda g: (lambda n, k: ((g.t(shape=g.pick(((n, k), (k,), ()))), g.t(shape=(n,)), g.t(shape=(g.maybe(k, k + 1),))),
+                                     {"beta": g.pick((1, 0)), "alpha": g.pick((1, 0.5))}))(g.pick((0, 1, 3)), g.pick((1, 2))))
+top("baddbmm", lambda g: (lambda bb, n, k, mm: ((g.t(shape=(bb, n, mm)), g.t(shape=(bb, n, k)), g.t(shape=(bb, g.maybe(k, k + 1), mm))),
+                                                {"beta": g.pick((1, 0, 0.5)), "alpha": g.pick((1, 2))}))(g.pick((1, 2)), 2, g.pick((0, 3)), 2))
+top("addbmm", lambda g: (lambda bb, n, k, mm: ((g.t(shape=(n, mm)), g.t(shape=(bb, n, k)), g.t(shape=(bb, g.maybe(k, k + 1), mm))),
+                                               {"beta": g.pick((1, 0)), "alpha": g.pick((1, 2))}))(g.pick((0, 2)), 2, 3, 2))
+top("tensordot", lambda g: (lambda x: ((x, g.t(shape=x.shape[-2:] + (2,)), g.maybe(2, 3, -1)), {}))(g.t(rank=g.pick((2, 3)))))
+top("inner", lambda g: (lambda x: ((x, g.t(shape=(2,) + x.shape[-1:] if x.ndim and g.chance(0.9) else (3,))), {}))(g.t(rank=g.pick((0, 1, 2)))))
+top("vdot", lambda g: (lambda x: ((x, g.t(shape=x.shape if g.chance(0.9) else (7,))), {}))(g.t(rank=g.maybe(1, 2))))
+top("block_diag", lambda g: ((g.t(rank=g.pick((0, 1, 2))), g.t(rank=2), g.t(rank=g.maybe(2, 3))), {}))
+top("cartesian_prod", lambda g: ((g.t(rank=1, dt=ANY), g.t(rank=g.maybe(1, 2), dt=ANY)), {}))
+top("combinations", lambda g: ((g.t(rank=g.maybe(1, 2), dt=ANY),), {"r": g.pick((2, 0, 3)), "with_replacement": g.chance(0.5)}))
+top("diag_embed", lambda g: ((g.t(rank=g.pick((1, 2))),), {"offset": g.pick((0, 1, -1))}))
+top("diagonal_scatter", lambda g: (lambda x, off: ((x, g.t(shape=torch.zeros(x.shape).diagonal(off).shape if g.chance(0.9) else (9,))),
+                                                   {"offset": off}))(g.t(rank=2), g.pick((0, 1, -1))))
+top("slice_scatter", lambda g: (lambda x: ((x, g.t(shape=(x.shape[0], (x.shape[1] + 1) // 2) if g.chance(0.9) else (1, 7))),
+                                           {"dim": 1, "start": 0, "end": None, "step": 2}))(g.t(rank=2)))
+top("select_scatter", lambda g: (lambda x: ((x, g.t(shape=x.shape[1:] if g.chance(0.9) else (9,)), 0, g.maybe(0, -1, 9)), {}))(
+    g.t(rank=g.pick((1, 2, 3)))))
+top("unique_consecutive", lambda g: ((g.t(dt=(I64, F32), vals=(-2, 2), rank=g.pick((0, 1, 2))),),
+                                     {"return_counts": g.chance(0.5), "return_inverse": g.chance(0.5), "dim": g.pick((None, None, 0))}),
+    grad=False)
+top("histogram", lambda g: ((g.t(rank=1, dt=F32, special=0.2), g.maybe(4, 0, -1)), {}), grad=False)
+top("pdist", lambda g: ((g.t(rank=g.maybe(2, 1)),), {"p": g.pick((2.0, 1.0, 0.0, math.inf))}))
+for name in ("std_mean", "var_mean"):
+    top(name, lambda g: (lambda x: ((x,), {"dim": g.dim(x, none=True), "correction": g.pick((1, 0, 2)), "keepdim": g.chance(0.5)}))(
+        g.t(dt=FLOATS)))
+top("unflatten", lambda g: (lambda x: ((x, g.dim(x), g.maybe((1, -1), (-1, -1), (7, 7))), {}))(g.t(rank=g.pick((1, 2, 3)), dt=ANY)))
+meth("unfold", lambda g: (lambda x: ((x, g.dim(x), g.maybe(2, 0, 9), g.maybe(1, 0)), {}))(g.t(rank=g.pick((1, 2, 3)))))
+top("mvlgamma", lambda g: ((g.t(vals="pos") if g.chance(0.7) else g.t(), g.pick((1, 2))), {}))
+top("cumulative_trapezoid", lambda g: (lambda y: ((y,), g.pick(({}, {"dx": 0.5}, {"dim": g.dim(y)}))))(g.t()))
+top("vander", lambda g: ((g.t(rank=g.maybe(1, 2)),), {"N": g.pick((None, 3, 0)), "increasing": g.chance(0.5)}))
+op("logspace", torch.logspace, tnet.logspace, lambda g: ((0.0, 2.0, g.maybe(g.pick((0, 1, 5)), -1)), {"base": g.pick((10.0, 2.0))}),
+   grad=False)
+for name in ("tril_indices", "triu_indices"):
+    op(name, getattr(torch, name), getattr(tnet, name), lambda g: ((g.pick((3, 0, 1)), g.pick((4, 2, 0)), g.pick((0, 1, -1, 5))), {}),
+       grad=False)
+op("meshgrid", torch.meshgrid, tnet.meshgrid, lambda g: ((g.t(rank=g.maybe(1, 0)), g.t(rank=1, dt=ANY)),
+                                                      {"indexing": g.maybe(g.pick(("ij", "xy")), "yx")}))
+for name in ("fliplr", "flipud"):
+    top(name, lambda g: ((g.t(rank=g.pick((1, 2, 3)), dt=ANY),), {}))
+for name in ("logdet", "slogdet", "pinverse"):
+    op(name, getattr(torch, name), getattr(tnet, name), lambda g: ((square(g),), {}), grad=name != "slogdet")
+op("matrix_power", torch.matrix_power, tnet.matrix_power, lambda g: ((square(g), g.pick((0, 1, 2, 3, -1))), {}))
+meth("expand_as", lambda g: (lambda x: ((x, g.t(shape=(2,) + x.shape if g.chance(0.9) else (7, 7))), {}))(g.t()))
+meth("reshape_as", lambda g: (lambda x: ((x, g.t(shape=tuple(reversed(x.shape)) if g.chance(0.9) else (7,))), {}))(g.t()))
+meth("new_full", lambda g: ((g.t(dt=ANY), g.maybe((2, 3), (-1,)), g.scalar()), {}), grad=False)
+meth("sum_to_size", lambda g: (lambda x: ((x, *[1 if g.chance(0.5) else s for s in x.shape]), {}))(g.t()))
+meth("index_put", lambda g: (lambda x: ((x, (g.t(shape=(2,), dt=I64, vals=(-max(1, x.shape[0]), max(1, x.shape[0]))),),
+                                         g.t(shape=g.pick(((), (2,) + x.shape[1:]))), ), {"accumulate": g.chance(0.5)}))(
+    g.t(rank=g.pick((1, 2)), grad=False)))
+inplace("fill_diagonal_", lambda g: ((g.t(rank=g.maybe(2, 3), dt=ANY), g.scalar()), {"wrap": g.chance(0.3)}))
+inplace("lerp_", lambda g: (lambda x: ((x, g.like(x, dt=x.dtype), g.pick((0.3, 1.5))), {}))(g.t()))
+inplace("addcmul_", lambda g: (lambda x: ((x, g.like(x), g.like(x)), {"value": g.pick((1, -2))}))(g.t()))
+inplace("cumsum_", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+inplace("index_add_", lambda g: (lambda x: ((x, 0, g.t(shape=(x.shape[0],), dt=I64, vals=(0, max(1, x.shape[0]))),
+                                              g.t(shape=x.shape, dt=x.dtype)), {"alpha": g.pick((1, 2))}))(g.t(rank=g.pick((1, 2)), special=0)))
+inplace("scatter_", lambda g: (lambda x: ((x, 0, g.t(shape=x.shape, dt=I64, vals=(0, max(1, x.shape[0]))), g.t(shape=x.shape, dt=x.dtype)),
+                                          {}))(g.t(rank=g.pick((1, 2)), special=0, grad=False)))
+inplace("squeeze_", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+inplace("t_", lambda g: ((g.t(rank=g.maybe(2, 3)),), {}))
+# functional
+fop("fold", lambda g: (lambda k, hw: ((g.t(shape=(g.pick((1, 2)), 2 * k * k, (hw[0] - k + 1) * (hw[1] - k + 1) + (1 if g.chance(g.bad) else 0))),
+                                       hw, k), {}))(g.pick((1, 2)), (g.pick((2, 3)), g.pick((2, 4)))))
+fop("unfold", lambda g: ((img(g), g.pick((1, 2, (2, 1)))), {"dilation": g.pick((1, 2)), "padding": g.pick((0, 1)), "stride": g.pick((1, 2))}))
+OPS[-1]["name"] = "F.unfold(dilation)"
+fop("affine_grid", lambda g: ((g.t(shape=(g.pick((1, 2)), 2, g.maybe(3, 2))), g.pick(((1, 1, 3, 4), (2, 1, 2, 2), (1, 1, 0, 3)))),
+                              {"align_corners": g.chance(0.5)}))
+fop("grid_sample", lambda g: ((img(g, c=2), g.t(shape=(1, 3, 2, 2), vals=g.pick(("normal", "prob")))),
+                              {"mode": g.pick(("bilinear", "nearest")), "padding_mode": g.pick(("zeros", "border", "reflection")),
+                               "align_corners": g.chance(0.5)}))
+OPS[-1]["name"] = "F.grid_sample(modes)"
+fop("conv_transpose1d", lambda g: (lambda cin: ((img(g, c=g.maybe(cin, cin + 1), rank=3), g.t(shape=(cin, 2, 3))),
+                                                {"stride": g.maybe(g.pick((1, 2)), 0), "padding": g.pick((0, 1)),
+                                                 "output_padding": g.maybe(0, 1, 3), "dilation": g.pick((1, 2))}))(g.pick((1, 2))))
+fop("adaptive_max_pool1d", lambda g: ((img(g, rank=g.maybe(3, 2)), g.maybe(g.pick((1, 2, 3)), 0)), {}))
+for name in ("lp_pool1d", "lp_pool2d"):
+    fop(name, lambda g, name=name: ((img(g, rank=3 if name == "lp_pool1d" else 4, vals="pos") if g.chance(0.7) else img(g, rank=3 if name == "lp_pool1d" else 4),
+                                     g.pick((2, 1, 3.0)), g.maybe(2, 0)), {"stride": g.pick((None, 1))}))
+fop("max_pool2d", lambda g: ((img(g), g.pick((2, 3, (2, 1)))), {"stride": g.pick((None, 1)), "padding": g.pick((0, 1)),
+                                                               "return_indices": True}))
+OPS[-1]["name"] = "F.max_pool2d(indices)"
+fop("avg_pool2d", lambda g: ((img(g), 2), {"padding": g.pick((0, 1)), "divisor_override": g.maybe(g.pick((None, 3)), 0),
+                                          "count_include_pad": g.chance(0.5), "ceil_mode": g.chance(0.5)}))
+OPS[-1]["name"] = "F.avg_pool2d(divisor)"
+
+
+def _unpool(m):
+    def fn(x, k, s):
+        y, i = m.nn.functional.max_pool2d(x, k, s, return_indices=True)
+        return m.nn.functional.max_unpool2d(y, i, k, s, output_size=x.shape[-2:])
+    return fn
+
+
+op("F.max_unpool2d", _unpool(torch), _unpool(tnet), lambda g: ((img(g), g.pick((1, 2)), g.pick((None, 1, 2))), {}))
+fop("multi_margin_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape[:1], dt=I64, vals=(g.maybe(0, -1), g.maybe(x.shape[-1], x.shape[-1] + 1)))),
+                                               {"p": g.maybe(g.pick((1, 2)), 3), "margin": g.pick((1.0, 0.5)),
+                                                "weight": g.pick((None, g.t(shape=x.shape[-1:], grad=False))),
+                                                "reduction": g.pick(("mean", "sum", "none"))}))(g.t(shape=(g.pick((0, 1, 3)), g.pick((1, 4))))))
+fop("multilabel_margin_loss", lambda g: (lambda x: ((x, T(torch.tensor(g.pick(([[3, 0, -1, 1]], [[-1, 1, 2, 3]], [[0, 1, 2, 3]], [[4, -1, 0, 0]]))
+                                                                           ).expand(x.shape[0], 4).contiguous(), lambda v: v, "c", False)),
+                                                    {"reduction": g.pick(("mean", "sum", "none"))}))(g.t(shape=(g.pick((1, 2)), 4))))
+fop("triplet_margin_with_distance_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape), g.t(shape=x.shape)),
+                                                               {"margin": g.pick((1.0, 0.0)), "swap": g.chance(0.5),
+                                                                "reduction": g.pick(("mean", "sum", "none"))}))(g.t(rank=2)))
+fop("prelu", lambda g: (lambda x: ((x, g.t(shape=g.pick(((1,), (x.shape[1] if x.ndim > 1 else 1,), (7,))))), {}))(g.t(rank=g.pick((1, 2, 3, 4)))))
+fop("hardshrink", lambda g: ((g.t(),), {"lambd": g.pick((0.5, 0.0, 2.0))}))
+fop("threshold", lambda g: ((g.t(dt=g.pick(FLOATS + (I64,))), g.pick((0.1, 0, -1.0, math.nan)), g.scalar()), {}))
+fop("channel_shuffle", lambda g: ((img(g, c=g.pick((2, 4, 3))), g.maybe(2, 0, 3)), {}), grad=True)
+for name in ("relu", "silu", "elu", "leaky_relu", "hardtanh", "relu6", "hardswish", "hardsigmoid", "celu", "selu", "mish", "threshold"):
+    fn_t, fn_n = getattr(tF, name), getattr(F, name)
+    args = (0.1, 2.0) if name == "threshold" else ()
+    op(f"F.{name}(inplace)", lambda x, fn=fn_t, a=args: fn(x * 1 if x.is_floating_point() else x, *a, inplace=True),
+       lambda x, fn=fn_n, a=args: fn(x * 1 if x.is_floating_point() else x, *a, inplace=True), u(dt=FLOATS + (I64,)))
+for name in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_", "rrelu_", "threshold_"):
+    if hasattr(tF, name) and hasattr(F, name):
+        args = (0.1, 2.0) if name == "threshold_" else ()
+        kw = {"training": False} if name == "rrelu_" else {}
+        op("F." + name, lambda x, fn=getattr(tF, name), a=args, k=kw: fn(x * 1 if x.is_floating_point() else x.clone(), *a, **k),
+           lambda x, fn=getattr(F, name), a=args, k=kw: fn(x * 1 if x.is_floating_point() else x.clone(), *a, **k), u(dt=FLOATS + (I64,)))
+fop("dropout2d", lambda g: ((img(g, rank=g.pick((3, 4))),), {"p": g.maybe(g.pick((0.0, 0.5)), 1.5), "training": g.chance(0.3)}),
+    grad=False, cmp="dropout")
+fop("interpolate", lambda g: (lambda x: ((x,), g.pick((
+    {"size": g.pick((3, 7, 1)), "mode": g.pick(("linear", "nearest", "nearest-exact", "area")), "align_corners": None},
+    {"scale_factor": g.pick((2, 0.5, 1.5)), "mode": g.pick(("linear", "nearest"))},
+    {"size": 3, "mode": "linear", "align_corners": g.chance(0.5)}))))(img(g, rank=3)) if g.chance(0.4) else
+    (lambda x: ((x,), g.pick(({"size": (2, 3), "mode": "area"}, {"scale_factor": (0.5, 1.5), "mode": g.pick(("bilinear", "bicubic", "nearest"))},
+                              {"size": 4, "mode": "bicubic", "align_corners": g.chance(0.5)}, {"size": (5, 2), "mode": "bilinear", "antialias": True},
+                              {"size": 3, "mode": "bilinear", "recompute_scale_factor": True, "scale_factor": None},
+                              {"scale_factor": 2.5, "mode": "bilinear", "recompute_scale_factor": True}))))(img(g)))
+OPS[-1]["name"] = "F.interpolate(modes)"
+fop("pad", lambda g: (lambda r: (lambda x: ((x, g.pick(((1, 1), (0, 2, 1, 0), (1, 0, 0, 1, 1, 1), (-1, 1), (2, 2))[:None]),),
+                                            {"mode": g.pick(("constant", "reflect", "replicate", "circular")), "value": g.pick((None, 0.0, 1.5))}))(
+    g.t(shape=(1, 2) + tuple(g.pick((1, 2, 3, 4)) for _ in range(r - 2)) if r > 1 else (3,))))(g.pick((1, 2, 3, 4, 5))))
+OPS[-1]["name"] = "F.pad(modes)"
+fop("binary_cross_entropy_with_logits", lambda g: (lambda x: ((x, g.t(shape=x.shape, vals="prob", grad=False)),
+                                                              {"weight": g.pick((None, g.t(shape=x.shape[-1:], vals="pos", grad=False))),
+                                                               "pos_weight": g.pick((None, g.t(shape=x.shape[-1:] if g.chance(0.9) else (7,), vals="pos", grad=False),
+                                                                                     g.t(shape=(1,), vals="pos", grad=False))),
+                                                               "reduction": g.pick(("mean", "sum", "none"))}))(g.t(rank=g.pick((1, 2)))))
+OPS[-1]["name"] = "F.binary_cross_entropy_with_logits(weights)"
+fop("binary_cross_entropy", lambda g: (lambda x: ((x, g.t(shape=x.shape, vals="prob", grad=False)),
+                                                  {"weight": g.pick((None, g.t(shape=x.shape[-1:], vals="pos", grad=False))),
+                                                   "reduction": g.pick(("mean", "sum", "none"))}))(g.t(rank=g.pick((1, 2)), vals="prob", special=0.2)))
+OPS[-1]["name"] = "F.binary_cross_entropy(weight)"
+fop("cross_entropy", lambda g: (lambda x: ((x, g.t(shape=x.shape[:1], dt=I64, vals=(0, x.shape[1]))),
+                                           {"weight": g.t(shape=(g.maybe(x.shape[1], 7),), vals="pos", grad=False),
+                                            "ignore_index": g.pick((-100, 0, 1)), "label_smoothing": g.pick((0.0, 0.1)),
+                                            "reduction": g.pick(("mean", "sum", "none"))}))(g.t(shape=(g.pick((0, 1, 3)), g.pick((2, 4))))))
+OPS[-1]["name"] = "F.cross_entropy(weight)"
+fop("nll_loss", lambda g: (lambda x: ((x, g.t(shape=(x.shape[0],) + x.shape[2:], dt=I64, vals=(0, x.shape[1]))),
+                                      {"weight": g.pick((None, g.t(shape=(x.shape[1],), vals="pos", grad=False))),
+                                       "ignore_index": g.pick((-100, 0, 1)), "reduction": g.pick(("mean", "sum", "none"))}))(
+    g.t(shape=(g.pick((0, 1, 3)), g.pick((2, 4))) + g.pick(((), (2,), (2, 2))))))
+OPS[-1]["name"] = "F.nll_loss(weight)"
+fop("smooth_l1_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, grad=False)), {"beta": g.maybe(g.pick((1.0, 0.0, 0.5)), -1.0),
+                                                                                  "reduction": g.pick(("mean", "sum", "none"))}))(g.t()))
+OPS[-1]["name"] = "F.smooth_l1_loss(beta)"
+fop("huber_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, grad=False)), {"delta": g.maybe(g.pick((1.0, 0.5, 3.0)), 0.0, -1.0),
+                                                                              "reduction": g.pick(("mean", "sum", "none"))}))(g.t()))
+OPS[-1]["name"] = "F.huber_loss(delta)"
+fop("kl_div", lambda g: (lambda x: ((x, g.t(shape=x.shape, vals=g.pick(("prob", "normal")), grad=False)),
+                                    {"reduction": g.pick(("mean", "sum", "batchmean", "none")), "log_target": g.chance(0.5)}))(g.t(rank=g.pick((1, 2)))))
+OPS[-1]["name"] = "F.kl_div(log_target)"
+fop("poisson_nll_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, vals="pos", grad=False)),
+                                              {"log_input": g.chance(0.5), "full": g.chance(0.5), "eps": g.pick((1e-8, 0.5)),
+                                               "reduction": g.pick(("mean", "sum", "none"))}))(g.t(vals=g.pick(("pos", "normal")))))
+OPS[-1]["name"] = "F.poisson_nll_loss(options)"
+fop("gaussian_nll_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, grad=False), g.t(shape=g.pick((x.shape, x.shape[:-1] + (1,), x.shape[:-1])),
+                                                                                      vals=g.maybe("pos", "normal", "prob"))),
+                                               {"full": g.chance(0.5), "eps": g.pick((1e-6, 0.5)), "reduction": g.pick(("mean", "sum", "none"))}))(
+    g.t(rank=g.pick((1, 2)))))
+OPS[-1]["name"] = "F.gaussian_nll_loss(options)"
+fop("cosine_embedding_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape), T(torch.tensor(g.r.choice([1, -1], x.shape[0])).float(), lambda v: v, "c", False)),
+                                                   {"margin": g.pick((0.0, 0.5, -0.5)), "reduction": g.pick(("mean", "sum", "none"))}))(
+    g.t(rank=g.pick((1, 2)))))
+OPS[-1]["name"] = "F.cosine_embedding_loss(margin)"
+fop("margin_ranking_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape), T(torch.tensor(g.r.choice([1, -1], x.shape)).float(), lambda v: v, "c", False)),
+                                                 {"margin": g.pick((0.0, 0.5)), "reduction": g.pick(("mean", "sum", "none"))}))(g.t(rank=g.pick((0, 1)))))
+OPS[-1]["name"] = "F.margin_ranking_loss(margin)"
+fop("multilabel_soft_margin_loss", lambda g: (lambda x: ((x, g.t(shape=x.shape, dt=F32, vals=(0, 2), grad=False)),
+                                                         {"weight": g.pick((None, g.t(shape=x.shape[-1:], vals="pos", grad=False))),
+                                                          "reduction": g.pick(("mean", "sum", "none"))}))(g.t(rank=g.pick((1, 2)))))
+OPS[-1]["name"] = "F.multilabel_soft_margin_loss(weight)"
+fop("softplus", lambda g: ((g.t(),), {"beta": g.pick((1.0, 2.0, 0.5, -1.0)), "threshold": g.pick((20.0, 1.0))}))
+OPS[-1]["name"] = "F.softplus(beta)"
+fop("normalize", lambda g: (lambda x: ((x,), {"dim": g.dim(x), "p": g.pick((2.0, 1.0, math.inf, 0.5, 0.0)), "eps": g.pick((1e-12, 1.0))}))(
+    g.t(rank=g.pick((1, 2, 3)))))
+OPS[-1]["name"] = "F.normalize(p)"
+fop("cosine_similarity", lambda g: (lambda x: ((x, g.t(shape=x.shape) if g.chance(0.8) else g.like(x)), {"dim": g.dim(x), "eps": g.pick((1e-8, 1.0))}))(
+    g.t(rank=g.pick((1, 2, 3)), special=0.1)))
+OPS[-1]["name"] = "F.cosine_similarity(eps)"
+fop("layer_norm", lambda g: (lambda x: ((x, x.shape[-2:] if x.ndim >= 2 and g.chance(0.5) else x.shape[-1:]), {"eps": g.pick((1e-5, 0.0, 1.0))}))(
+    g.t(rank=g.pick((1, 2, 3)), special=0.2)))
+OPS[-1]["name"] = "F.layer_norm(shapes)"
+fop("group_norm", lambda g: (lambda x: ((x, g.pick((1, 2)), g.t(shape=(4,)), g.t(shape=(4,))), {"eps": g.pick((1e-5, 0.0))}))(
+    img(g, c=4, rank=g.pick((2, 3, 4)))))
+OPS[-1]["name"] = "F.group_norm(affine)"
+fop("instance_norm", lambda g: (lambda x: ((x,), {"running_mean": g.pick((None, g.t(shape=(x.shape[1],), grad=False))),
+                                                  "running_var": None, "weight": g.pick((None, g.t(shape=(x.shape[1],)))),
+                                                  "bias": g.pick((None, g.t(shape=(x.shape[1],)))), "use_input_stats": True}))(
+    img(g, rank=g.pick((3, 4)))))
+OPS[-1]["name"] = "F.instance_norm(affine)"
+fop("embedding", lambda g: ((g.t(rank=g.pick((1, 2)), dt=I64, vals=(0, 5)), g.t(shape=(5, 3), special=0.2)),
+                            {"padding_idx": g.pick((None, 2, -1)), "max_norm": g.pick((None, 1.0)), "scale_grad_by_freq": g.chance(0.5)}))
+OPS[-1]["name"] = "F.embedding(options)"
+
 # ---- modules ------------------------------------------------------------------------------------
 
 def mod(name, ctor, inputs, grad=True, train=True):
@@ -735,6 +1032,8 @@ def mod(name, ctor, inputs, grad=True, train=True):
         def call(ctor_args, ctor_kwargs, *xs):
             if not tnet_side:
                 built.clear()
+            if tnet_side:
+                ctor_kwargs = {k: tnet.Tensor(v.clone()) if isinstance(v, torch.Tensor) else v for k, v in ctor_kwargs.items()}
             m = cls(*ctor_args, **ctor_kwargs)
             if tnet_side:
                 if "torch" not in built:
@@ -799,6 +1098,96 @@ mod("RMSNorm", lambda g: ((g.pick((3, (2, 3))),), {"elementwise_affine": g.chanc
     lambda g, c: [g.t(shape=(2,) + ((2, 3) if isinstance(c[0][0], tuple) else (g.maybe(3, 4),)))])
 mod("MultiheadAttention", lambda g: ((4, g.maybe(2, 3)), {"batch_first": True}),
     lambda g, c: (lambda q: [q, q, q])(g.t(shape=(1, 3, g.maybe(4, 5)), layout="c")))
+
+# modules added for the eleventh fuzz
+mod("Fold", lambda g: (((3, g.pick((3, 4))), 2), {"padding": g.pick((0, 1)), "stride": g.pick((1, 2))}),
+    lambda g, c: (lambda L: [g.t(shape=(g.pick((1, 2)), 2 * 4, L + (1 if g.chance(g.bad) else 0)))])(
+        (((3 + 2 * c[1]["padding"] - 2) // c[1]["stride"]) + 1) * (((c[0][0][1] + 2 * c[1]["padding"] - 2) // c[1]["stride"]) + 1)))
+mod("Unfold", lambda g: ((g.pick((2, (1, 2))),), {"padding": g.pick((0, 1)), "dilation": g.pick((1, 2)), "stride": g.pick((1, 2))}),
+    lambda g, c: [img(g, rank=g.maybe(4, 3))])
+mod("ConvTranspose1d", lambda g: ((2, 3, 3), {"stride": g.pick((1, 2)), "padding": g.pick((0, 1)), "output_padding": g.pick((0, 1))}),
+    lambda g, c: [img(g, c=g.maybe(2, 1), rank=3)])
+mod("AdaptiveMaxPool2d", lambda g: ((g.pick((1, 2, (3, 2))),), {}), lambda g, c: [img(g)])
+mod("AdaptiveMaxPool1d", lambda g: ((g.pick((1, 2, 3)),), {}), lambda g, c: [img(g, rank=3)])
+mod("AdaptiveAvgPool1d", lambda g: ((g.pick((1, 2, 3)),), {}), lambda g, c: [img(g, rank=3)])
+mod("MaxPool1d", lambda g: ((g.pick((1, 2, 3)),), {"stride": g.pick((None, 1)), "padding": g.pick((0, 1)), "ceil_mode": g.chance(0.3)}),
+    lambda g, c: [img(g, rank=3)])
+mod("AvgPool1d", lambda g: ((g.pick((1, 2, 3)),), {"stride": g.pick((None, 1)), "padding": g.pick((0, 1)), "ceil_mode": g.chance(0.3)}),
+    lambda g, c: [img(g, rank=3)])
+mod("LPPool2d", lambda g: ((g.pick((1, 2)), 2), {}), lambda g, c: [img(g, vals="pos") if g.chance(0.7) else img(g)])
+mod("BCEWithLogitsLoss", lambda g: ((), {"pos_weight": g.pick((None, torch.tensor([2.0, 0.5, 1.0]), torch.tensor([3.0]))),
+                                         "reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: (lambda x: [x, g.t(shape=x.shape, vals="prob", grad=False)])(g.t(shape=(2, 3))))
+OPS[-1]["name"] = "nn.BCEWithLogitsLoss(pos_weight)"
+mod("HuberLoss", lambda g: ((), {"delta": g.pick((1.0, 0.5)), "reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: (lambda x: [x, g.t(shape=x.shape, grad=False)])(g.t()))
+mod("SmoothL1Loss", lambda g: ((), {"beta": g.pick((1.0, 0.0, 2.0))}), lambda g, c: (lambda x: [x, g.t(shape=x.shape, grad=False)])(g.t()))
+mod("L1Loss", lambda g: ((), {}), lambda g, c: (lambda x: [x, g.like(x)])(g.t()))
+mod("KLDivLoss", lambda g: ((), {"reduction": "batchmean", "log_target": g.chance(0.5)}),
+    lambda g, c: (lambda x: [x, g.t(shape=x.shape, vals="prob", grad=False)])(g.t(rank=2)))
+mod("NLLLoss", lambda g: ((), {"weight": g.pick((None, torch.tensor([1.0, 2.0, 0.5, 0.0]))), "ignore_index": g.pick((-100, 1))}),
+    lambda g, c: [g.t(shape=(3, 4)), g.t(shape=(3,), dt=I64, vals=(0, 4))])
+mod("CrossEntropyLoss", lambda g: ((), {"weight": g.pick((None, torch.tensor([1.0, 2.0, 0.5, 0.0]))), "label_smoothing": g.pick((0.0, 0.3)),
+                                        "ignore_index": g.pick((-100, 1))}),
+    lambda g, c: [g.t(shape=(3, 4, g.pick((1, 2)))[:g.pick((2, 3))]), g.t(shape=(3,), dt=I64, vals=(0, 4))])
+OPS[-1]["name"] = "nn.CrossEntropyLoss(weight)"
+mod("PoissonNLLLoss", lambda g: ((), {"log_input": g.chance(0.5), "full": g.chance(0.5)}),
+    lambda g, c: (lambda x: [x, g.t(shape=x.shape, vals="pos", grad=False)])(g.t(vals="pos")))
+mod("GaussianNLLLoss", lambda g: ((), {"full": g.chance(0.5)}),
+    lambda g, c: (lambda x: [x, g.t(shape=x.shape, grad=False), g.t(shape=x.shape, vals="pos")])(g.t(rank=2)))
+mod("MultiMarginLoss", lambda g: ((), {"p": g.pick((1, 2)), "margin": g.pick((1.0, 0.3))}),
+    lambda g, c: [g.t(shape=(3, 4)), g.t(shape=(3,), dt=I64, vals=(0, 4))])
+mod("MultiLabelSoftMarginLoss", lambda g: ((), {}), lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3), dt=F32, vals=(0, 2), grad=False)])
+mod("MarginRankingLoss", lambda g: ((), {"margin": g.pick((0.0, 0.5))}), lambda g, c: [g.t(shape=(3,)), g.t(shape=(3,)), g.t(shape=(3,), grad=False)])
+mod("TripletMarginLoss", lambda g: ((), {"margin": 1.0, "p": g.pick((2.0, 1.0)), "swap": g.chance(0.5)}),
+    lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3)), g.t(shape=(2, 3))])
+mod("CosineEmbeddingLoss", lambda g: ((), {"margin": g.pick((0.0, 0.5))}),
+    lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3)), T(torch.tensor([1.0, -1.0]), lambda v: v, "c", False)])
+mod("InstanceNorm1d", lambda g: ((3,), {"affine": g.chance(0.5)}), lambda g, c: [img(g, c=3, rank=3)])
+mod("LocalResponseNorm", lambda g: ((g.pick((1, 2, 3)),), {}), lambda g, c: [img(g, c=4, rank=g.pick((3, 4)))])
+mod("GroupNorm", lambda g: ((2, 4), {"affine": g.chance(0.5), "eps": g.pick((1e-5, 0.0))}), lambda g, c: [img(g, c=4, rank=g.pick((2, 3, 4)))])
+OPS[-1]["name"] = "nn.GroupNorm(affine)"
+mod("LayerNorm", lambda g: ((3,), {"bias": g.chance(0.5), "eps": g.pick((1e-5, 0.0))}), lambda g, c: [g.t(shape=(2, 3), special=0.3)])
+OPS[-1]["name"] = "nn.LayerNorm(bias)"
+for name in ("ReflectionPad1d", "ReplicationPad1d", "CircularPad1d", "ConstantPad1d", "ZeroPad1d"):
+    mod(name, lambda g, name=name: ((g.pick((1, (2, 0), (0, 1))),) + ((1.5,) if name.startswith("Constant") else ()), {}),
+        lambda g, c: [img(g, rank=g.maybe(3, 2))])
+for name in ("ReflectionPad2d", "ReplicationPad2d", "CircularPad2d", "ConstantPad2d", "ZeroPad2d"):
+    mod(name, lambda g, name=name: ((g.pick((1, (1, 0, 0, 2), (0, 1, 1, 0))),) + ((-2.0,) if name.startswith("Constant") else ()), {}),
+        lambda g, c: [img(g, rank=g.maybe(4, 3))])
+mod("Bilinear", lambda g: ((3, 4, 2), {"bias": g.chance(0.5)}), lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, g.maybe(4, 3)))])
+mod("GLU", lambda g: ((), {"dim": g.pick((-1, 1))}), lambda g, c: [g.t(shape=(2, g.maybe(4, 3)))])
+mod("CosineSimilarity", lambda g: ((), {"dim": 1}), lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3))])
+mod("PairwiseDistance", lambda g: ((), {"p": g.pick((2.0, 1.0)), "keepdim": g.chance(0.5)}), lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3))])
+mod("Softmax2d", lambda g: ((), {}), lambda g, c: [img(g, rank=g.maybe(4, 3, 2))])
+mod("LogSoftmax", lambda g: ((), {"dim": g.pick((1, -1))}), lambda g, c: [g.t(rank=g.pick((2, 3)))])
+mod("Softmin", lambda g: ((), {"dim": -1}), lambda g, c: [g.t(rank=g.pick((1, 2)))])
+mod("Threshold", lambda g: ((0.1, 20.0), {"inplace": g.chance(0.5)}), lambda g, c: [g.t(grad=g.chance(0.5))])
+for name, kw in (("ReLU", {}), ("ReLU6", {}), ("LeakyReLU", {"negative_slope": 0.2}), ("ELU", {"alpha": 0.5}), ("SiLU", {}),
+                 ("Hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("Hardswish", {}), ("Hardsigmoid", {}), ("Mish", {}), ("CELU", {}),
+                 ("SELU", {})):
+    mod(name, lambda g, kw=kw: ((), dict(kw, inplace=True)), lambda g, c: [g.t(grad=g.chance(0.3))])
+    OPS[-1]["name"] = f"nn.{name}(inplace)"
+for name in ("Tanh", "Sigmoid", "LogSigmoid", "Softsign", "Softplus", "Softshrink", "Hardshrink", "Tanhshrink", "Identity"):
+    mod(name, lambda g: ((), {}), lambda g, c: [g.t()])
+mod("RNN", lambda g: ((3, 2), {"nonlinearity": g.pick(("tanh", "relu")), "num_layers": g.pick((1, 2)), "bias": g.chance(0.7),
+                               "bidirectional": g.chance(0.3)}), lambda g, c: [g.t(shape=(2, 2, g.maybe(3, 4)))])
+mod("LSTM", lambda g: ((3, 2), {"num_layers": g.pick((1, 2)), "bidirectional": g.chance(0.5), "proj_size": 0}),
+    lambda g, c: [g.t(shape=(2, 2, 3))])
+OPS[-1]["name"] = "nn.LSTM(layers)"
+for name in ("RNNCell", "LSTMCell", "GRUCell"):
+    mod(name, lambda g: ((3, 2), {"bias": g.chance(0.7)}), lambda g, c: [g.t(shape=g.pick(((2, 3), (3,), (2, 4))))])
+mod("TransformerEncoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropout": 0.0, "batch_first": True, "norm_first": g.chance(0.5),
+                                                   "activation": g.pick(("relu", "gelu"))}),
+    lambda g, c: [g.t(shape=(1, g.pick((1, 3)), 4), layout="c", special=0.1)])
+mod("Unflatten", lambda g: ((1, g.maybe((2, 2), (3, 3))), {}), lambda g, c: [g.t(shape=(2, 4))])
+mod("ChannelShuffle", lambda g: ((g.maybe(2, 3),), {}), lambda g, c: [img(g, c=4)])
+mod("PixelUnshuffle", lambda g: ((2,), {}), lambda g, c: [img(g, hw=(g.maybe(4, 3), 2))])
+mod("UpsamplingBilinear2d", lambda g: ((), {"scale_factor": 2}), lambda g, c: [img(g)])
+mod("UpsamplingNearest2d", lambda g: ((), {"size": (3, 5)}), lambda g, c: [img(g)])
+mod("Conv2d", lambda g: ((4, 4, 3), {"padding": g.pick((1, "same")), "groups": g.pick((2, 4)), "dilation": g.pick((1, 2)), "bias": g.chance(0.5)}),
+    lambda g, c: [img(g, c=4, hw=(5, 5))])
+OPS[-1]["name"] = "nn.Conv2d(groups)"
 
 
 # ---- running and comparing -------------------------------------------------------------------

@@ -80,9 +80,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     is_target = narrow(scatter(Tensor(torch.zeros((n, c + 1), dtype=x.dtype, device=x.device)), 1, slot, value=1.0),
                        1, 0, c)
     x_target = gather(x, 1, where(listed, t, 0))  # [N, slots]
-    z = clamp_min(add(sub(unsqueeze(x, 1), unsqueeze(x_target, 2)), 1.0), 0.0)  # [N, slots, C]
+    z = add(sub(unsqueeze(x, 1), unsqueeze(x_target, 2)), 1.0)  # [N, slots, C]
     pairs = mul(unsqueeze(listed.to(x.dtype), 2), unsqueeze(sub(1.0, is_target), 1))
-    loss = div(sum(mul(z, pairs), (1, 2)), c)
+    # torch sums the pairs' margins where z > 0: a NaN one (a NaN input) is left out, as are the other pairs
+    loss = div(sum(where(gt(mul(z, pairs), 0.0), z, 0.0), (1, 2)), c)
     return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
 
 

@@ -660,6 +660,17 @@ def _promoted(name, tensors):
     return functools.reduce(promote, dtypes)
 
 
+def _result_type(name, tensors):
+    """torch.result_type over tensors: those with dims promote (_promoted); 0-d ones decide only when of a
+    higher category (bool < integer < float) or when all are 0-d (a 0-d fp32 beside fp16 blocks: fp16)."""
+    category = lambda d: 0 if d == torch.bool else 2 if d.is_floating_point else 1  # noqa: E731
+    dims, zero_d = [t for t in tensors if t.ndim], [t for t in tensors if not t.ndim]
+    if not dims or not zero_d:
+        return _promoted(name, tensors)
+    dtype, other = _promoted(name, dims), _promoted(name, zero_d)
+    return other if category(other) > category(dtype) else dtype
+
+
 def cat(tensors, dim=0):
     """tensors joined along dim into a new tensor of their promoted dtype (torch's promotion). All
     have one number of dims and the same sizes off dim, except that 1-D empty tensors are
@@ -961,12 +972,11 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
 
 
 def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-    """Tensor.scatter_: scatter's result written into self (returned). Not on the tape: a tensor
-    that requires grad raises, as an in-place op on a leaf does in torch (use scatter)."""
-    if self.requires_grad and is_grad_enabled():
-        raise RuntimeError("scatter_: tnet's in-place scatter takes no gradient; use the out-of-place scatter")
-    copy_(self.memory, scatter(self, dim, index, src, value, reduce=reduce).memory)
-    return self
+    """Tensor.scatter_: scatter's result written into self (returned), recorded as an in-place op
+    (gradients as torch's: self's outside the written positions, src's at them)."""
+    from .inplace import inplace  # inplace.py imports this module
+    return inplace(self, "scatter_", lambda x: scatter(x, dim, index, src, value, reduce=reduce),
+                   [src] if isinstance(src, Tensor) else [])
 
 
 def scatter_add(input, dim, index, src):
@@ -995,52 +1005,50 @@ def scatter_add(input, dim, index, src):
 
 
 def scatter_add_(self, dim, index, src):
-    """Tensor.scatter_add_: scatter_add's result written into self (returned); no gradient, as
-    scatter_."""
-    if self.requires_grad and is_grad_enabled():
-        raise RuntimeError("scatter_add_: tnet's in-place scatter takes no gradient; use the out-of-place scatter_add")
-    copy_(self.memory, scatter_add(self, dim, index, src).memory)
-    return self
+    """Tensor.scatter_add_: scatter_add's result written into self (returned), recorded as scatter_."""
+    from .inplace import inplace  # inplace.py imports this module
+    return inplace(self, "scatter_add_", lambda x: scatter_add(x, dim, index, src), [src] if isinstance(src, Tensor) else [])
 
 
 def index_put_(self, indices, values, accumulate=False):
     """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
-    accumulate, values added there, repeated positions summing (fp32 atomic adds): the indices
-    then address self's leading dims (int tensors, broadcast together). No gradient, as scatter_."""
+    accumulate index_put's sums written into self, recorded as an in-place op (gradients as torch's)."""
     indices = tuple(indices)
     if not accumulate:
         self[indices] = values
         return self
-    if self.requires_grad and is_grad_enabled():
-        raise RuntimeError("index_put_: tnet's accumulating index_put_ takes no gradient")
-    check(0 < len(indices) <= self.ndim and all(isinstance(i, Tensor) and i.dtype in _copy.INDEX_DTYPES for i in indices),
-          lambda: f"index_put_: accumulate=True takes 1 to {self.ndim} integer index tensors")
+    from .inplace import inplace  # inplace.py imports this module
+    return inplace(self, "index_put_", lambda x: index_put(x, indices, values, True), [v for v in (values,) if isinstance(v, Tensor)])
+
+
+def index_put(input, indices, values, accumulate=False):
+    """torch.index_put (out of place): index_put_ on a copy of input; with accumulate, input with values
+    added at indices, repeated positions summing (index_add's fp32 atomic adds): the indices then
+    address input's leading dims (int tensors, broadcast together). Gradients: input's g, values' g
+    at the positions (summed to values' shape)."""
+    indices = tuple(indices)
+    if not accumulate:
+        return index_put_(clone(input), indices, values)
+    check(0 < len(indices) <= input.ndim and all(isinstance(i, Tensor) and i.dtype in _copy.INDEX_DTYPES for i in indices),
+          lambda: f"index_put_: accumulate=True takes 1 to {input.ndim} integer index tensors")
     shape = _pw.broadcast_shape("index_put_", *[i.shape for i in indices])
-    lead, rest = self.shape[:len(indices)], self.shape[len(indices):]
+    lead, rest = input.shape[:len(indices)], input.shape[len(indices):]
     flat = None
     for d, (i, size) in enumerate(zip(indices, lead)):
         i = where(lt(i, 0), add(i, size), i)  # negative indices count from the end
         _check_bounds("index_put_", i, size, d)
         term = mul(i.long(), math.prod(lead[d + 1:]))
         flat = term if flat is None else add(flat, term)
-    flat = reshape(expand(flat, shape), (-1,)).memory.contiguous()
-    v = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype)
-    v = expand(v, (*shape, *rest)).memory.reshape(flat.shape[0], *rest)
-    buf = copy_(torch.empty((math.prod(lead), *rest), dtype=torch.float32, device=self.device), self.memory.reshape(-1, *rest))
-    _copy.index_add_(buf, copy_(torch.empty(v.shape, dtype=torch.float32, device=self.device), v), flat, 0)
-    copy_(self.memory, buf.view(self.shape))
-    return self
-
-
-def index_put(input, indices, values, accumulate=False):
-    """torch.index_put (out of place): index_put_ on a copy of input."""
-    return index_put_(clone(input), indices, values, accumulate)
+    flat = reshape(expand(flat, shape), (-1,))
+    v = values if isinstance(values, Tensor) else tensor(values, dtype=input.dtype)
+    v = reshape(expand(to(v, input.dtype), (*shape, *rest)), (flat.shape[0], *rest))
+    return reshape(index_add(reshape(input, (math.prod(lead), *rest)), 0, flat, v), input.shape)
 
 
 def index_add(input, dim, index, source, *, alpha=1):
     """torch.index_add (out of place): input with alpha * source's slice k along dim added to its
     slice index[k] (a vector of int64 or int32); repeated indices sum, by atomic adds (in no fixed
-    order on the GPU, as torch's CUDA index_add), in fp32. An index out of range raises IndexError
+    order on the GPU, as torch's CUDA index_add), in fp32 (integers too). An index out of range raises IndexError
     (a host read). Gradients: input's g, source's alpha * g's slices at index (a gather)."""
     check_tensors("index_add", input=input, index=index, source=source)
     check(index.dtype in _copy.INDEX_DTYPES and index.ndim <= 1,
@@ -1053,6 +1061,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     _check_bounds("index_add", index, input.shape[d], d)
     idx = index.memory.reshape(-1)
     src = source.memory if alpha == 1 else _pw.pointwise("mul", source.memory, alpha)
+    if not src.is_floating_point():  # integers and bools add in fp32 too (exact below 2^24)
+        src = copy_(torch.empty(src.shape, dtype=torch.float32, device=src.device), src)
     buf = copy_(torch.empty(input.shape, dtype=torch.float32, device=input.device), input.memory)
     _copy.index_add_(buf, src, idx, d)
     y = buf if input.dtype == torch.float32 else copy_(torch.empty_like(buf, dtype=input.dtype), buf)
@@ -1241,6 +1251,7 @@ def meshgrid(*tensors, indexing="ij"):
     'xy': the first two swapped), views, as torch.meshgrid."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
+    check_type(isinstance(indexing, str), lambda: f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
     check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for x in tensors:
         check_tensors("meshgrid", tensors=x)
@@ -1447,7 +1458,9 @@ def _index_vector(name, input, dim, index):
     """(dim >= 0, index as a flat torch vector) for index_copy and index_fill: a vector or 0-d
     tensor of int64 or int32."""
     check_tensors(name, input=input, index=index)
-    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    if index.dtype not in _copy.INDEX_DTYPES:  # torch's index_fill raises IndexError here, its index_copy RuntimeError
+        raise (InputIndexError if name == "index_fill" else InputError)(
+            f"{name}(): Expected a long tensor for index, but got {index.dtype}")
     if index.ndim > 1:
         raise InputIndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
     return dim_index(dim, input.ndim), index.memory.reshape(-1)
@@ -1600,7 +1613,7 @@ def block_diag(*tensors):
         check(x.ndim <= 2, lambda: f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
                                    f"{x.ndim} dimensions")
     blocks = [x.memory.reshape(x.shape if x.ndim == 2 else (1, -1)) for x in tensors]
-    dtype = _promoted("block_diag", tensors) if tensors else torch.float32
+    dtype = _result_type("block_diag", tensors) if tensors else torch.float32
     rows = builtins.sum(b.shape[0] for b in blocks) if blocks else 1  # none: [1, 0], as torch's
     y = torch.zeros((rows, builtins.sum(b.shape[1] for b in blocks)), dtype=dtype, device=DEVICE)
     corners = np.cumsum([(0, 0)] + [b.shape for b in blocks], axis=0).tolist()

@@ -9,9 +9,9 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, check, is_channels_last
+from ..kernels.launch import InputError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from .copy import diagonal, expand, permute, reshape, transpose, unsafe_view, unsqueeze
+from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
@@ -120,8 +120,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     check(x2.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
     check(x1.shape[-1] == x2.shape[-1], lambda: f"X1 and X2 must have the same number of columns. X1: "
                                                 f"{x1.shape[-1]} X2: {x2.shape[-1]}")
-    check(isinstance(p, numbers.Real) and not isinstance(p, bool) and p >= 0,
-          "cdist only supports non-negative p values")
+    check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
+    check(not isinstance(p, bool) and p >= 0, "cdist only supports non-negative p values")
     check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
     if p == 2 and (compute_mode == _CDIST_MODES[1] or
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
@@ -149,7 +149,7 @@ def _euclidean_cdist(x1, x2):
 
 def cov(x, *, correction=1, fweights=None, aweights=None):
     """torch.cov: the covariance matrix of the variables in x's rows over its columns, the
-    observations (x [vars, obs], or [obs] for one variable: a 0-d result), dividing by
+    observations (x [vars, obs], or [obs] or [1, obs] for one variable: a 0-d result), dividing by
     obs - correction (at most 0: infinities, as torch); differentiable. Observation weights (fweights, aweights) raise
     NotImplementedError."""
     check_tensors("cov", input=x)
@@ -161,7 +161,7 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     centred = rows - rows.mean(1, keepdim=True)
     dof = rows.shape[1] - correction
     out = matmul(centred, centred.t()) * (1.0 / dof if dof > 0 else float("inf"))  # x / 0 as torch: inf, or NaN
-    return reshape(out) if x.ndim < 2 else out
+    return squeeze(out)  # torch squeezes every size-1 dim: one variable ([1, obs] too) gives a 0-d result
 
 
 def linear(x, w, b=None):

@@ -19,7 +19,8 @@ def _host(x):
 
 
 def _device(array, dtype, device):
-    return Tensor(torch.from_numpy(np.ascontiguousarray(array)).to(device, dtype))
+    # ascontiguousarray makes a 0-d array 1-d: the reshape keeps its shape (a 0-d input's inverse)
+    return Tensor(torch.from_numpy(np.ascontiguousarray(array).reshape(np.shape(array))).to(device, dtype))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

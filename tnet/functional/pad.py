@@ -1,6 +1,6 @@
 """Padding (kernels/pad.py), as torch.nn.functional.pad."""
 from ..kernels import pad as _pad
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from ..tensor import linear_graph, record
 from .inputs import check_tensors
 
@@ -13,7 +13,9 @@ def pad(input, pad, mode="constant", value=None):
     every output element an input element was copied to, in a fixed order. The output is dense in
     input's layout."""
     check_tensors("pad", input=input)
-    check(mode == "constant" or value is None, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
+    check_type(isinstance(mode, str), lambda: f"pad(): argument 'mode' must be str, not {type(mode).__name__}")
+    # torch takes a value of 0 (or None) beside any mode
+    check(mode == "constant" or not value, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
     return _padded(input, tuple(pad), mode, value)
 
 

@@ -767,7 +767,10 @@ def prelu(input, weight):
           lambda: f"prelu: the weight has {weight.numel()} elements; expected 1 or the input's {input.shape[1] if input.ndim >= 2 else 1} channels")
     if weight.numel() > 1:
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    return where(gt(input, 0.0), input, mul(weight, input))
+    positive = gt(input, 0.0)
+    # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
+    # this where stops before it reaches x
+    return where(positive, input, mul(weight, where(positive, 0.0, input)))
 
 
 # ---- torch's element-wise functions -----------------------------------------------------------
@@ -949,6 +952,8 @@ def threshold(input, threshold, value, inplace=False):
     if inplace:
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
+    if not input.is_floating_point():  # torch casts both numbers to the integer dtype first (0.1 to 0, 2.5 to 2)
+        return where(le(input, int(threshold)), int(value), input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), float(value))
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
@@ -957,11 +962,13 @@ def threshold(input, threshold, value, inplace=False):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
+    check_type(isinstance(lambd, numbers.Real), lambda: f"hardshrink(): argument 'lambd' must be Number, not {type(lambd).__name__}")
     return _unary("hardshrink", input, "hardshrink", "shrink_backward", False, float(lambd))
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (NaN kept)."""
+    check_type(isinstance(lambd, numbers.Real), lambda: f"softshrink(): argument 'lambd' must be Number, not {type(lambd).__name__}")
     check(lambd >= 0, lambda: f"softshrink: lambda must be in range [0, inf], but found {lambd}")
     return _unary("softshrink", input, "softshrink", "shrink_backward", False, float(lambd))
 

@@ -227,6 +227,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
+        if not input.ndim:  # torch's: a 0-d input's gradient is g (an infinite x too, where prod / x is NaN)
+            return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
         zero = _pw.pointwise("eq", X, 0)
         zeros = _reduce.reduce(zero, dims)
         others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
@@ -484,7 +486,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      pos_weight=None):
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
     weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
-    gradient sigmoid(-x) is right at x = 0 too."""
+    gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
+    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     log_p = softplus(neg(x))  # -log sigmoid(x)
@@ -493,6 +496,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     loss = mul(1.0 - y, x) + log_p
     if weight is not None:
         loss = mul(loss, weight)
+    if y.dtype.is_floating_point and loss.dtype != y.dtype:
+        loss = loss.to(y.dtype)
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
 
 
@@ -642,14 +647,21 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) over dim, broadcasting x1 and x2, as
-    torch.nn.functional.cosine_similarity."""
+    torch.nn.functional.cosine_similarity (its gradient too: torch clamps the norms in place under
+    no_grad, so a clamped norm passes the unclamped norm's gradient)."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
-    n1 = clamp_min(norm(x1, 2, dim, keepdim=True), eps)
-    n2 = clamp_min(norm(x2, 2, dim, keepdim=True), eps)
-    return sum(mul(div(x1, n1), div(x2, n2)), dim)
+    return sum(mul(div(x1, _clamped_norm(x1, dim, eps)), div(x2, _clamped_norm(x2, dim, eps))), dim)
+
+
+def _clamped_norm(x, dim, eps):
+    """||x|| over dim (kept), at least eps in value only: the gradient is the norm's, as torch's in-place clamp."""
+    n = norm(x, 2, dim, keepdim=True)
+    with no_grad():
+        c = clamp_min(n, eps)
+    return record("cosine_similarity_norm", c.memory, (n,), lambda g: (g,), graph=lambda g, y: (g,))
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -822,11 +834,10 @@ def sum_to_size(input, *size):
 
 def mvlgamma(input, p):
     """The multivariate log-gamma of dimension p: sum over i < p of lgamma(x - i / 2), plus
-    p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable); every element must pass (p - 1) / 2, a
-    host read of their check, as torch's."""
+    p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable). Elements at or below (p - 1) / 2 are not
+    refused (torch 2.13 dropped its check): they give lgamma's values there (inf at its poles)."""
     check_tensors("mvlgamma", input=input)
     check(isinstance(p, numbers.Integral) and p >= 1, "p has to be greater than or equal to 1")
     check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
-    check(bool(all(gt(input, (p - 1) / 2.0))), "All elements must be greater than (p-1)/2")
     terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
     return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))

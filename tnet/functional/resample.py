@@ -11,6 +11,7 @@ from ..tensor import in_layout, linear_graph, record, tensor
 from .copy import index_select, reshape
 from .inputs import check_tensors
 from .pointwise import add, mul
+from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4}  # mode: the input's number of dims
 
@@ -64,7 +65,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 antialias=False):
     """Resize [N, C, L] or [N, C, H, W] to `size` or by `scale_factor`, as torch's. 'nearest' and
     'nearest-exact' (3-D or 4-D) pick input points (index_select along each axis, its gradient
-    sums back); 'linear' (3-D), 'bilinear' and 'bicubic' (4-D; A = -0.75, border clamped) weigh
+    sums back); 'area' (3-D or 4-D) is adaptive average pooling to the size, as torch's; 'linear' (3-D), 'bilinear' and 'bicubic' (4-D; A = -0.75, border clamped) weigh
     them, one axis after the other, with torch's source index (align_corners, the scale factor
     given or computed from the sizes: recompute_scale_factor). Two passes for 4-D (an intermediate
     of one resized axis), torch's one; fp32 sums in another order. antialias=True is not implemented."""
@@ -82,10 +83,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("interpolate: antialias=True is not implemented")
     if mode in _LINEAR and input.ndim in (3, 4) and input.ndim != _LINEAR[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR[mode]}D input")
-    if mode not in ("nearest", "nearest-exact", *_LINEAR) or input.ndim not in (3, 4):
+    if mode not in ("nearest", "nearest-exact", "area", *_LINEAR) or input.ndim not in (3, 4):
         raise NotImplementedError(f"interpolate: mode {mode!r} on a {input.ndim}-D input is not implemented (nearest, "
-                                  f"nearest-exact: 3-D or 4-D; linear: 3-D; bilinear, bicubic: 4-D)")
+                                  f"nearest-exact, area: 3-D or 4-D; linear: 3-D; bilinear, bicubic: 4-D)")
     sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
+    if mode == "area":  # torch's: an adaptive average pooling to the output size
+        return adaptive_avg_pool1d(input, sizes[0]) if input.ndim == 3 else adaptive_avg_pool2d(input, tuple(sizes))
     out = input
     # the axis that shrinks most first: the pass between the two then moves the fewest elements
     for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):

@@ -119,6 +119,8 @@ def _nll(input, target, weight, ignore_index, reduction):
     def backward(g):  # -wt[r] g[r] (/ total for the mean) at each row's label, 0 elsewhere
         g = g.reshape(-1) if reduction == "none" else g.reshape(1)
         s = _pw.pointwise("muldiv", wt, g, total) if reduction == "mean" else _pw.pointwise("mul", wt, g)
+        if reduction == "mean":  # an ignored row's 0 / 0 (every row's weight 0) is 0 in torch, not NaN
+            s = _pw.pointwise("where", _pw.pointwise("eq", labels, ignore_index), 0.0, s)
         d_rows = _pw.route(_pw.pointwise("neg", s).view(R, 1), labels.view(R, 1), (R, C), 1)
         return (d_rows.view(moved.shape).movedim(-1, 1).reshape(shape),)
 
@@ -172,6 +174,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     and nll_loss (or, for probabilities, a product and sums). The loss has input's dtype (fp32
     under tnet.autocast, as torch's), the gradient input's."""
     check_tensors("cross_entropy", input=input, target=target)
+    check_type(weight is None or isinstance(weight, Tensor), "cross_entropy: weight must be a tnet.Tensor or None")
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction("cross_entropy", reduction)
     check(label_smoothing <= 1.0,  # torch's check: a negative one is taken, and smooths nothing

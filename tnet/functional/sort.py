@@ -13,13 +13,13 @@ from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
-from .copy import (add_at, cat, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
+from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
 from .inputs import check_tensors
-from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isfinite, isnan, lerp, log, logical_and,
-                        logical_not, logical_or, lt, mul, pow, round, sub, where)
-from .reduce import amax, argmax, sum, tie_shared
+from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
+                        logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
+from .reduce import argmax, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -72,7 +72,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     check_tensors("topk", input=input)
     n = input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
     check(0 <= k <= n, "topk: selected index k out of range")
-    return _sorted("topk", input, dim, k, largest, topk_result)
+    return _sorted("topk", input, dim, k if input.ndim else 1, largest, topk_result)  # torch's 0-d k=0: the element
 
 
 def _scan_dim(name, input, dim):
@@ -194,6 +194,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         check(k == 1, "kthvalue(): selected number k out of range for dimension 0")
         return kthvalue_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
     d = dim_index(dim, input.ndim)
+    if input.shape[d] == 0:  # torch's IndexError before its range check of k
+        raise InputIndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     check(1 <= k <= input.shape[d], lambda: f"kthvalue(): selected number k out of range for dimension {d}")
     values, indices = sort(input, d)
     v, i = narrow(values, d, k - 1, 1), narrow(indices, d, k - 1, 1)
@@ -283,7 +285,8 @@ def nanmedian(input, dim=None, keepdim=False):
         values, indices = nanmedian(reshape(input, 1), 0, True)
         return median_result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
-    check(input.shape[d] > 0, lambda: f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    if input.shape[d] == 0:  # torch's IndexError, worded as its median's
+        raise InputIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = sort(input, d)
     count = sum(logical_not(isnan(values)), d, keepdim=True)
     pick = where(lt(count, 1), 0, floor_divide(sub(count, 1), 2))
@@ -301,7 +304,7 @@ def mode(input, dim=-1, keepdim=False):
     check_tensors("mode", input=input)
     if input.ndim == 0:
         dim_index(dim, 0)
-        return mode_result(input * 1, Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))
+        return mode_result(clone(input), Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))  # a bool stays bool
     d = dim_index(dim, input.ndim)
     n = input.shape[d]
     if n == 0:
@@ -380,18 +383,25 @@ def vander(x, N=None, increasing=False):
 
 
 def logcumsumexp(input, dim):
-    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: each row shifted by its largest finite
-    value (no gradient through the shift). Unlike torch's running shift, an element that lies more
-    than ~87 below its row's largest underflows: an output taken before that largest one gives -inf."""
+    """log(cumsum(exp(input), dim)), as torch.logcumsumexp: one scan of logaddexp (a running shift by the
+    larger: no underflow of elements far below a later one; NaN propagates, +inf stays). The gradient,
+    sum over i >= j of g_i exp(x_j - y_i), comes as exp(x_j + a reversed logcumsumexp of log(g_i) - y_i) over
+    g's positive and negative parts, as torch's (no overflow). Not differentiable twice (create_graph)."""
     check_tensors("logcumsumexp", input=input)
     check(input.dtype in FLOATS, lambda: f"\"logcumsumexp\" not implemented for '{input.dtype}'")
     d = dim_index(dim, input.ndim)
     if input.ndim == 0 or input.numel() == 0:  # itself, its gradient g (NaN too), as torch's
         return mul(input, 1)
-    with no_grad():
-        top = amax(input, d, keepdim=True)
-        top = where(isfinite(top), top, 0.0)
-    return add(log(cumsum(exp(sub(input, top)), d)), top)
+    y = _sort.scan(input.memory, d, "logsumexp")
+
+    def backward(g):
+        with no_grad():  # in fp32: 16-bit sums x_j + (log(g_i) - y_i) of large terms would lose them
+            x, out, g = Tensor(input.memory).float(), Tensor(y).float(), Tensor(g).float()
+
+            def part(h):  # h >= 0: sum over i >= j of h_i exp(x_j - y_i)
+                return exp(add(x, Tensor(_sort.scan(sub(log(h), out).memory, d, "logsumexp", reverse=True))))
+            return (sub(part(clamp(g, min=0.0)), part(clamp(neg(g), min=0.0))).to(input.dtype).memory,)
+    return record("logcumsumexp", y, (input,), backward, saved=(input, y))
 
 
 def inner(input, other):
@@ -407,7 +417,7 @@ def inner(input, other):
 
 
 def corrcoef(input):
-    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x: one, a 0-d result),
+    """The Pearson correlation coefficients of x's rows (the variables; a 1-D x or one row: one, a 0-d result),
     clipped to [-1, 1], as torch.corrcoef: cov over the outer product of the standard deviations."""
     c = cov(input)
     if c.ndim == 0:

@@ -19,6 +19,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from .launch import FLOATS, cdiv, check, next_power_of_2
+from .pointwise import _log1p
 
 SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
@@ -189,17 +190,27 @@ def _multiply(a, b):
 
 
 @triton.jit
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) with no overflow, as pointwise's logaddexp (equal infinities give themselves,
+    NaN propagates): logcumsumexp's combine, a running shift by the larger."""
+    m = tl.where(a > b, a, b)
+    return tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + _log1p(tl.exp(-tl.abs(a - b))))
+
+
+@triton.jit
 def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_strides,
                 OP: tl.constexpr, REVERSE: tl.constexpr, COMPUTE: tl.constexpr, ROWS: tl.constexpr,
                 BLOCK: tl.constexpr):
-    """y = the running sum (OP "sum") or product ("prod") along each row of x (rows as in
-    sort_kernel), in COMPUTE (fp32 or int64); REVERSE: from the row's end."""
+    """y = the running sum (OP "sum"), product ("prod") or log-sum-exp ("logsumexp": fp32) along each
+    row of x (rows as in sort_kernel), in COMPUTE (fp32 or int64); REVERSE: from the row's end."""
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     x_row, y_row = _row_offsets(row, sizes, x_strides, y_strides)
     if OP == "sum":
         carry = tl.zeros([ROWS], COMPUTE)
-    else:
+    elif OP == "prod":
         carry = tl.zeros([ROWS], COMPUTE) + 1
+    else:
+        carry = tl.zeros([ROWS], COMPUTE) - float("inf")
     last = (tl.arange(0, BLOCK) == BLOCK - 1)[None, :]
     for start in range(0, n, BLOCK):
         col = start + tl.arange(0, BLOCK).to(tl.int64)
@@ -211,10 +222,14 @@ def scan_kernel(x_ptr, y_ptr, rows, n, x_stride, y_stride, sizes, x_strides, y_s
         if OP == "sum":
             x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=0).to(COMPUTE)
             y = tl.associative_scan(x, 1, _add) + carry[:, None]
-        else:
+        elif OP == "prod":
             x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=1).to(COMPUTE)
             y = tl.associative_scan(x, 1, _multiply) * carry[:, None]
-        carry = tl.sum(tl.where(last, y, 0), axis=1)  # the chunk's last column: padding adds 0 or multiplies by 1
+        else:
+            x = tl.load(x_ptr + x_row[:, None] + pos[None, :] * x_stride, mask=mask, other=float("-inf")).to(COMPUTE)
+            y = _logaddexp(tl.associative_scan(x, 1, _logaddexp), carry[:, None])
+        # the chunk's last column: padding adds 0, multiplies by 1 or adds exp(-inf)
+        carry = tl.sum(tl.where(last, y, 0), axis=1)
         tl.store(y_ptr + y_row[:, None] + pos[None, :] * y_stride, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -351,11 +366,12 @@ def unsort(g, indices, shape, dim):
 
 
 def scan(x, dim, op="sum", reverse=False, dtype=None):
-    """The running sum (op "sum") or product ("prod") of x (any strides) along dim (>= 0), from the
-    row's start (or its end: reverse), in fp32 (integers and bools in int64), into a new contiguous
-    tensor of dtype (default x's; int64 for integers and bools, as torch)."""
+    """The running sum (op "sum"), product ("prod") or log-sum-exp ("logsumexp", of floats) of x (any
+    strides) along dim (>= 0), from the row's start (or its end: reverse), in fp32 (integers and bools
+    in int64), into a new contiguous tensor of dtype (default x's; int64 for integers and bools, as torch)."""
     check(x.dtype in SCAN_DTYPES, lambda: f"scan: supports {', '.join(map(str, SCAN_DTYPES))}, got {x.dtype}")
-    check(op in ("sum", "prod"), lambda: f"scan: op must be 'sum' or 'prod', got {op!r}")
+    check(op in ("sum", "prod") or op == "logsumexp" and x.dtype in FLOATS,
+          lambda: f"scan: op must be 'sum', 'prod' or (floats) 'logsumexp', got {op!r} for {x.dtype}")
     check(0 <= dim < x.dim(), lambda: f"scan: dim {dim} out of range for shape {tuple(x.shape)}")
     y = torch.empty(x.shape, dtype=dtype or (x.dtype if x.dtype in FLOATS else torch.int64), device=x.device)
     integer = y.dtype not in FLOATS  # torch computes in the result's dtype
