@@ -31,8 +31,16 @@ def tied(rng, *shape):
     return a
 
 
+@pytest.fixture(params=["as it runs", "one program"])
+def sort_path(request, monkeypatch):
+    """Each sort test twice: as sorts run here (the interpreter merge-sorts every row), and with every
+    row of at most MAX_SORT sorted in one program by sort_kernel, as on the GPU."""
+    if request.param == "one program":
+        monkeypatch.setattr(sort_kernels, "LONG_FROM", sort_kernels.MAX_SORT)
+
+
 @pytest.mark.parametrize("shape,dim", [((7,), -1), ((3, 33), 1), ((4, 1, 5), 0), ((2, 7, 3), 1)])
-def test_sort_ties_and_nan_as_torch_stable(rng, shape, dim):
+def test_sort_ties_and_nan_as_torch_stable(rng, shape, dim, sort_path):
     a = tied(rng, *shape)
     x, r = tnet.tensor(a), torch.tensor(a)
     for descending in (False, True):
@@ -58,7 +66,7 @@ def test_sort_and_topk_gradients(rng):
     check(lambda t: t.topk(1).values, lambda t: t.topk(1).values, [x], rng)
 
 
-def test_sort_dtypes_views_and_errors(rng):
+def test_sort_dtypes_views_and_errors(rng, sort_path):
     a = rng.integers(-5, 5, (3, 9))
     r = torch.tensor(a, dtype=torch.int32)
     x = tnet.tensor(r, dtype=tnet.int32)

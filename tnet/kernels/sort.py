@@ -7,10 +7,10 @@ whole, padded to a power of two, and packs each element's key (an int32 whose or
 values' order) above its index in one int64: tl.sort's bitonic network then sorts the pairs, and
 equal keys keep their input order (a stable sort). int64 values are sorted in two such passes, by
 their low halves, then by their high halves (stable sorts compose: least significant first).
-Rows longer than one program holds (LONG_FROM) are merge-sorted through two buffers of packed
-pairs: runs of LONG_RUN sorted as above, then merge passes that double the runs, each pair
-placed by its rank in the partner run (a binary search; the pairs are distinct, so no two land
-on one place). A scan walks its rows in BLOCK-long chunks, carrying each row's running total."""
+Rows longer than one program holds (LONG_FROM; every row in the interpreter) are merge-sorted
+through two buffers of packed pairs: runs of LONG_RUN sorted as above, then merge passes that
+double the runs, each pair placed by its rank in the partner run (a binary search; the pairs are
+distinct, so no two land on one place). A scan walks its rows in BLOCK-long chunks, carrying each row's running total."""
 import math
 
 import torch
@@ -25,9 +25,9 @@ SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 # The longest row a sort holds in one program (registers).
 MAX_SORT = 1 << 14
-# Rows longer than LONG_FROM are merge-sorted, from runs of LONG_RUN: in the interpreter tl.sort
-# costs about a millisecond per element, and merge passes a few numpy operations per pass.
-LONG_FROM = 256 if INTERPRET else MAX_SORT
+# Rows longer than LONG_FROM are merge-sorted, from runs of LONG_RUN. The interpreter merge-sorts
+# every row: its tl.sort costs about a millisecond per element (a 33-long row 3-30x the merges' time).
+LONG_FROM = 0 if INTERPRET else MAX_SORT
 LONG_RUN = 1 if INTERPRET else MAX_SORT
 MERGE_BLOCK = 1 << 14 if INTERPRET else 1024
 # A scan's chunk: whole rows in the interpreter, which pays per op, not per element.
