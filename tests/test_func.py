@@ -42,7 +42,7 @@ def twins(make):
     return ours, theirs
 
 
-def test_per_sample_gradients_tutorial(rng):
+def test_per_sample_gradients_tutorial(rng, ieee):
     """The tutorial's ft_compute_sample_grad = vmap(grad(compute_loss), in_dims=(None, None, 0, 0))."""
     ours, theirs = twins(small_cnn)
     data = rng.standard_normal((3, 1, 8, 8)).astype(np.float32)
@@ -68,7 +68,7 @@ def test_per_sample_gradients_tutorial(rng):
         assert_close(results[0]["conv1.weight"][i], torch.tensor(model.conv1.weight.grad.numpy()), 1e-5)
 
 
-def test_model_ensembling_tutorial(rng):
+def test_model_ensembling_tutorial(rng, ieee):
     """stack_module_state, then vmap of functional_call over the models, with one minibatch for all
     (in_dims=(0, 0, None)) and one each (in_dims=(0, 0, 0))."""
     pairs = [twins(small_cnn) for _ in range(3)]
@@ -90,7 +90,7 @@ def test_model_ensembling_tutorial(rng):
         assert_close(results[0][1][m], torch.tensor(model(tnet.tensor(batches[m])).numpy()), 1e-6)
 
 
-def test_transforms_as_torchs(rng):
+def test_transforms_as_torchs(rng, ieee):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     w = rng.standard_normal(4).astype(np.float32)
 

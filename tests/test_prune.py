@@ -53,7 +53,7 @@ def tutorial(lib, pr, model):
                            pruning_method=pr.L1Unstructured, amount=0.2)
 
 
-def test_the_tutorials_pruning_as_torchs(rng):
+def test_the_tutorials_pruning_as_torchs(rng, ieee):
     ours, theirs = pair()
     tutorial(tnet, prune, ours)
     tutorial(torch, torch_prune, theirs)
@@ -80,7 +80,7 @@ def test_the_tutorials_pruning_as_torchs(rng):
     np.testing.assert_array_equal(ours.conv1.weight.numpy(), theirs.conv1.weight.detach().numpy())
 
 
-def test_random_methods_custom_masks_and_training():
+def test_random_methods_custom_masks_and_training(ieee):
     ours, _ = pair()
     prune.random_unstructured(ours.fc1, "weight", amount=0.25)
     assert int((ours.fc1.weight_mask == 0).sum().item()) == 72
