@@ -1,14 +1,89 @@
-"""torch.utils.checkpoint's calls for tnet: the function runs as it is. tnet does not recompute
-activations in backward, so these save no memory; the results and gradients are the same."""
+"""torch.utils.checkpoint for tnet: activation checkpointing, as torch's non-reentrant form.
+
+checkpoint(function, *args) runs function and keeps, for the backward, only its inputs: the tape
+entries the call made (and the activations they hold) are dropped, and one entry takes their
+place whose backward runs function again on the inputs, with the draw generator's state of the
+first run (dropout draws the same masks) and under the same autocast, and differentiates that. The parameters the call reads
+get their gradients as without checkpointing, whether or not the inputs require grad. As torch's,
+function runs twice, so batch norm's running statistics are updated twice.
+
+Where the call's output is not one tensor, or it read a tensor that requires grad and was made
+before it but not passed as an argument (a closure over an earlier activation), function's tape
+is kept as it is: the same results and gradients, without the memory saving."""
+from .. import amp
+from ..factory import rng_state
+from ..tensor import Tensor, _seq, enable_grad, is_grad_enabled, record, run_backward
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
                debug=False, preserve_rng_state=True, **kwargs):
-    return function(*args, **kwargs)
+    """function(*args, **kwargs), its activations recomputed in the backward (see the module)."""
+    if not is_grad_enabled():
+        return function(*args, **kwargs)
+    start = next(_seq)  # entries the call makes number after this
+    state = rng_state().clone() if preserve_rng_state else None
+    low = amp.get_autocast_dtype()  # the recomputation runs under the same autocast
+    out = function(*args, **kwargs)
+    if not isinstance(out, Tensor) or out._entry is None:
+        return out
+    given = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad}
+    reads = _reads(out, start, given)
+    if reads is None:
+        return out
+    positions = [i for i, a in enumerate(args) if id(a) in given]
+    inputs = [args[i] for i in positions] + reads
+
+    def backward(g):
+        after = rng_state().clone()
+        if state is not None:
+            rng_state().copy_(state)
+        fresh = list(args)
+        for i in positions:
+            fresh[i] = args[i].detach().requires_grad_()
+        with enable_grad(), amp.autocast(dtype=low, enabled=low is not None):
+            again = function(*fresh, **kwargs)
+        rng_state().copy_(after)
+        found = run_backward([again], [g], inputs=[fresh[i] for i in positions] + reads, accumulate=False)
+        return tuple(None if x is None else x.memory if isinstance(x, Tensor) else x for x in found)
+    return record("checkpoint", out.memory, inputs, backward)
+
+
+def _reads(out, start, given):
+    """The tensors requiring grad that the call's entries (those numbered after start) read and did not
+    make, other than the arguments in `given` (by id): the parameters. None where one of them was made
+    by an earlier entry (a closure over an earlier activation: its tape is not cut here)."""
+    reads, seen, todo = {}, set(), [out]
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if id(t) in given:
+            continue
+        if t._entry is None:
+            if t.requires_grad:
+                reads[id(t)] = t
+        elif t._entry.seq > start:
+            todo.extend(x for x in t._entry.inputs if isinstance(x, Tensor))
+        elif t.requires_grad:
+            return None
+    return list(reads.values())
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
-    """functions (a Sequential or a list of modules) applied in turn to input."""
-    for function in (functions.children() if hasattr(functions, "children") else functions):
-        input = function(input)
-    return input
+    """functions (a Sequential or a list of modules) applied in turn to input, in `segments` checkpointed
+    runs (the last one not checkpointed), as torch's."""
+    functions = list(functions.children()) if hasattr(functions, "children") else list(functions)
+    size = len(functions) // segments
+    end = -1
+
+    def run(first, last):
+        def forward(x):
+            for function in functions[first:last + 1]:
+                x = function(x)
+            return x
+        return forward
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, **kwargs)
+    return run(end + 1, len(functions) - 1)(input)

@@ -1,0 +1,102 @@
+"""tnet.utils.checkpoint against torch.utils.checkpoint (use_reentrant=False): the same gradients as
+without it, for parameters whether or not the input requires grad, dropout's masks drawn again alike,
+batch norm's running statistics updated twice as torch's, checkpoint_sequential, autocast, the tape cut
+to one entry, and the closures it leaves as they are."""
+import weakref
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.checkpoint as torch_checkpoint
+
+import tnet
+import tnet.utils.checkpoint as checkpoint
+from helpers import assert_close
+
+
+def block(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Conv2d(4, 4, 1))
+
+
+def twins():
+    torch.manual_seed(0)
+    theirs, ours = block(torch), block(tnet)
+    ours.load_state_dict({k: tnet.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+@pytest.mark.parametrize("input_grad", [True, False])
+def test_gradients_and_running_statistics_as_torchs(rng, ieee, input_grad):
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    ours, theirs = twins()
+    xs = tnet.tensor(x, requires_grad=input_grad), torch.tensor(x, requires_grad=input_grad)
+    out = checkpoint.checkpoint(ours, xs[0], use_reentrant=False)
+    assert out._entry.op == "checkpoint"
+    assert {id(t) for t in out._entry.inputs} == {id(p) for p in ours.parameters()} | ({id(xs[0])} if input_grad else set())
+    ref = torch_checkpoint.checkpoint(theirs, xs[1], use_reentrant=False)
+    assert_close(out, ref, 1e-5)
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        if name == "0.bias":  # before batch norm: zero but for rounding, in both
+            assert np.abs(p.grad.numpy()).max() < 1e-4 and q.grad.abs().max() < 1e-4
+        else:
+            assert_close(p.grad, q.grad, 1e-4, name)
+    if input_grad:
+        assert_close(xs[0].grad, xs[1].grad, 1e-4)
+    assert_close(ours[1].running_mean, theirs[1].running_mean, 1e-5)  # updated by both runs
+    assert ours[1].num_batches_tracked.item() == theirs[1].num_batches_tracked.item() == 2
+
+
+def test_dropout_masks_drawn_again_alike_and_a_plain_run_matches(rng, ieee):
+    lin = tnet.nn.Linear(6, 6)
+    x = tnet.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+
+    def f(v):
+        return tnet.nn.functional.dropout(lin(v), 0.5, training=True).tanh()
+    tnet.manual_seed(3)
+    out = checkpoint.checkpoint(f, x, use_reentrant=False)
+    out.sum().backward()
+    grads = x.grad.numpy().copy(), lin.weight.grad.numpy().copy()
+    x.grad = lin.weight.grad = lin.bias.grad = None
+    tnet.manual_seed(3)
+    plain = f(x)
+    plain.sum().backward()
+    np.testing.assert_array_equal(out.numpy(), plain.numpy())
+    np.testing.assert_allclose(grads[0], x.grad.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(grads[1], lin.weight.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_sequential_autocast_and_kept_closures(rng, ieee):
+    ours, theirs = twins()
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    out = checkpoint.checkpoint_sequential(ours, 2, tnet.tensor(x, requires_grad=True), use_reentrant=False)
+    ref = torch_checkpoint.checkpoint_sequential(theirs, 2, torch.tensor(x, requires_grad=True), use_reentrant=False)
+    assert_close(out, ref, 1e-5)
+    out.sum().backward()
+    ref.sum().backward()
+    assert_close(ours[0].weight.grad, theirs[0].weight.grad, 1e-4)
+    with tnet.autocast("cuda", dtype=torch.bfloat16):
+        low = checkpoint.checkpoint(ours, tnet.tensor(x), use_reentrant=False)
+    assert low.dtype == torch.bfloat16 and low._entry.op == "checkpoint"
+    low.float().sum().backward()  # the recomputation in bf16 too: same dtypes on the tape
+    skip = ours[0](tnet.tensor(x))  # made before the call, read by a closure: that tape stays
+    kept = checkpoint.checkpoint(lambda v: v + skip, tnet.tensor(x[:, :1].repeat(4, 1)), use_reentrant=False)
+    assert kept._entry.op != "checkpoint"
+    with tnet.no_grad():
+        assert not checkpoint.checkpoint(ours, tnet.tensor(x)).requires_grad
+
+
+def test_the_first_runs_activations_are_freed(rng):
+    ours, _ = twins()
+    inner = []
+
+    def f(v):
+        h = ours[0](v)
+        inner.append(weakref.ref(h))
+        return ours[2](ours[1](h))
+    out = checkpoint.checkpoint(f, tnet.tensor(rng.standard_normal((2, 3, 5, 5)).astype(np.float32)))
+    assert inner[0]() is None  # the conv's output: held by no entry now, without a garbage collection
+    out.sum().backward()
+    assert ours[0].weight.grad is not None
