@@ -605,3 +605,22 @@ def test_tensorboard_writer_takes_tnet_tensors(tmp_path):
 def test_tile_takes_ints_and_sequences_as_torch(rng, dims):
     a = rng.standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_array_equal(tnet.tensor(a).tile(*dims).numpy(), torch.tensor(a).tile(*dims).numpy())
+
+
+def test_testing_assert_close_as_torchs():
+    """torch.testing.assert_close in a ported unit test: tnet tensors against tnet, torch or numpy values,
+    torch's default tolerances per dtype, NaN, shapes, dtypes, nested containers, and its message."""
+    a = tnet.tensor([1.0, 2.0, float("nan")])
+    tnet.testing.assert_close(a, torch.tensor([1.0, 2.0 + 1e-6, float("nan")]), equal_nan=True)
+    tnet.testing.assert_close({"w": [a[:2]]}, {"w": [tnet.tensor([1.0, 2.0])]})
+    tnet.testing.assert_close(a.to(torch.bfloat16)[:2], torch.tensor([1.0, 2.01], dtype=torch.bfloat16))
+    for lib, x in ((tnet.testing, a), (torch.testing, torch.tensor([1.0, 2.0, float("nan")]))):
+        with pytest.raises(AssertionError, match="Tensor-likes are not close!"):
+            lib.assert_close(x, x)  # NaN unequal unless equal_nan
+        with pytest.raises(AssertionError, match="'shape' do not match"):
+            lib.assert_close(x[:2], x[:1])
+        with pytest.raises(AssertionError, match="'dtype' do not match"):
+            lib.assert_close(x[:2], x[:2].to(torch.float16))
+        with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
+            lib.assert_close(x, x, rtol=1e-3)
+    tnet.testing.assert_allclose(a, [1.0, 2.0, float("nan")])
