@@ -11,6 +11,38 @@ import triton.testing
 from .._device import INTERPRET
 from .launch import kept, plain
 
+def _patch_nested_calls_once():
+    """In the interpreter, a @triton.jit helper called from a kernel re-patches triton.language on
+    every call (Triton's InterpretedFunction.__call__ runs _patch_lang, an inspect.getmembers walk
+    of about 2 ms), though the kernel's launch has patched the same modules already: a quarter of a
+    CPU test's time. Where triton.language's builtins are patched (tl.load is no builtin then), the
+    helper runs without it (each module it sees as triton.language already patched); elsewhere
+    Triton's own call runs. Triton versions without that layout
+    keep their own."""
+    from triton.runtime import interpreter
+    call = getattr(interpreter.InterpretedFunction, "__call__", None)
+    if call is None or not hasattr(interpreter.InterpretedFunction, "rewrite"):
+        return
+    import inspect
+    language = (triton.language, triton.language.core)
+    langs = {}  # helper -> the language modules it sees, as _patch_lang finds them
+
+    def __call__(self, *args, **kwargs):
+        seen = langs.get(self.fn)
+        if seen is None:
+            seen = langs[self.fn] = [v for v in self.fn.__globals__.values() if inspect.ismodule(v) and v in language]
+        if not seen or any(getattr(lang.load, "__triton_builtin__", False) for lang in seen):  # not patched yet
+            return call(self, *args, **kwargs)
+        try:
+            return self.rewrite()(*args, **kwargs)
+        except Exception as e:
+            raise interpreter.InterpreterError(repr(e)) from e
+    interpreter.InterpretedFunction.__call__ = __call__
+
+
+if INTERPRET:
+    _patch_nested_calls_once()
+
 # TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
 # TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
 # warm-up of Triton's cache that parallel processes can share before one tunes undisturbed.

@@ -31,7 +31,9 @@ from .pointwise import check_like, laid_alike
 # ops cost by the element too: a bias in a block of 65536 lanes took most of a small model's step).
 BLOCK = 1 << 12 if INTERPRET else 1024
 # Kernel arguments may take 4 KB: 32 tensors take about 2.5 KB (7 pointers and 3 numbers each).
-TENSORS_PER_LAUNCH = 32
+# Every program walks the launch's tensors (an unrolled loop), which the interpreter pays per
+# program and tensor: there a launch takes 4 (docs/results.md, eleventh session).
+TENSORS_PER_LAUNCH = 4 if INTERPRET else 32
 # Each group's hyperparameters, in the order of its device vector (see tnet/optim.py): for every
 # rule of step_kernel the four that every torch optimizer has first, then the rule's own.
 COMMON = ("lr", "maximize", "weight_decay", "decoupled_weight_decay")
