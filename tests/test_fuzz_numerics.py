@@ -541,3 +541,17 @@ def test_logcumsumexp_keeps_elements_far_below_a_later_one_as_torch():
     got.backward(tnet.tensor(g))
     want.backward(torch.tensor(g))
     _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss_leaves_a_nan_margin_out_as_torch(p):
+    """torch adds a class's margin only where it is > 0: a NaN input gave NaN through tnet's clamp (fuzz round 11)."""
+    x = np.array([[NAN, 1.0, 2.0, 0.5], [0.5, 0.2, NAN, -1.0], [1.0, 2.0, 0.0, 3.0]], np.float32)
+    y = np.array([2, 1, 0])
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.multi_margin_loss(a, tnet.tensor(y), p=p, margin=0.3)
+    want = tF.multi_margin_loss(t, torch.tensor(y), p=p, margin=0.3)
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), t.grad)

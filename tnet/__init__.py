@@ -189,7 +189,7 @@ from .functional.inplace import (abs_, acos_, acosh_, arccos_, arccosh_, arcsin_
                                  reciprocal_, round_, rsqrt_, selu_, sigmoid_, sin_, sinc_, sinh_, sqrt_, square_, tan_,
                                  tanh_, threshold_, trunc_, xlogy_, zero_)
 from .functional.inplace import clamp_ as clip_  # noqa: E402
-from .functional.copy import index_put_  # noqa: E402
+from .functional.inplace import index_put_  # noqa: E402
 __all__ += ["absolute", "acosh", "arccosh", "arcsinh", "arctanh", "asinh", "atanh", "copysign", "deg2rad", "digamma",
             "divide", "erfc", "erfinv", "fix", "float_power", "gcd", "greater", "greater_equal", "heaviside",
             "is_nonzero", "is_same_size", "is_signed", "isneginf", "isposinf", "isreal", "lcm", "ldexp", "less",

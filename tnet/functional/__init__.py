@@ -38,7 +38,8 @@ from .reduce import amax, amin, std, std_mean, var, var_mean
 from .pool import adaptive_max_pool2d
 from .softmax import nll_loss
 # what training scripts use besides (issue 26, fifth session)
-from .copy import gather, index_put, index_put_, scatter, scatter_, scatter_add, scatter_add_
+from .copy import gather, index_put, scatter, scatter_add
+from .inplace import index_put_, scatter_, scatter_add_
 from .copy import diff, rot90, tensor_split
 from .gemm import einsum, tensordot
 from .norm import instance_norm

@@ -51,13 +51,16 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
     x, t = _as_batch("multi_margin_loss", input, target)
-    z = clamp_min(add(sub(x, gather(x, 1, t)), margin), 0.0)
-    if p == 2:
-        z = mul(z, z)
+    z = add(sub(x, gather(x, 1, t)), margin)
+    # torch sums the terms where z > 0: a NaN one is left out, and zeroed before the square (its gradient
+    # 0 * 2z would be NaN) and the weight (0 * inf); the target's own term is no margin
+    positive = gt(z, 0.0)
+    h = where(positive, z, 0.0)
+    h = mul(h, h) if p == 2 else h
     if weight is not None:
-        z = mul(z, index_select(weight, 0, reshape(t, (-1,))).unsqueeze(1))
+        h = mul(h, index_select(weight, 0, reshape(t, (-1,))).unsqueeze(1))
     classes = Tensor(as_storage(np.arange(x.shape[1], dtype=np.int64)))
-    z = where(ne(classes, t), z, 0.0)  # the target's own term is no margin
+    z = where(ne(classes, t), where(positive, h, 0.0), 0.0)
     loss = div(sum(z, 1), x.shape[1])
     return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
 

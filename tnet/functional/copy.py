@@ -971,14 +971,6 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return record("scatter", out, (input, src) if with_src else (input,), backward, saved=(kept_mask, positions))
 
 
-def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-    """Tensor.scatter_: scatter's result written into self (returned), recorded as an in-place op
-    (gradients as torch's: self's outside the written positions, src's at them)."""
-    from .inplace import inplace  # inplace.py imports this module
-    return inplace(self, "scatter_", lambda x: scatter(x, dim, index, src, value, reduce=reduce),
-                   [src] if isinstance(src, Tensor) else [])
-
-
 def scatter_add(input, dim, index, src):
     """torch.scatter_add (out of place): input with src[c] added at c with c[dim] = index[c], for
     every coordinate c of index; repeated positions sum (atomic adds in fp32, in no fixed order on
@@ -1004,31 +996,16 @@ def scatter_add(input, dim, index, src):
     return record("scatter_add", out, (input, src), backward, saved=(positions,))
 
 
-def scatter_add_(self, dim, index, src):
-    """Tensor.scatter_add_: scatter_add's result written into self (returned), recorded as scatter_."""
-    from .inplace import inplace  # inplace.py imports this module
-    return inplace(self, "scatter_add_", lambda x: scatter_add(x, dim, index, src), [src] if isinstance(src, Tensor) else [])
-
-
-def index_put_(self, indices, values, accumulate=False):
-    """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
-    accumulate index_put's sums written into self, recorded as an in-place op (gradients as torch's)."""
-    indices = tuple(indices)
-    if not accumulate:
-        self[indices] = values
-        return self
-    from .inplace import inplace  # inplace.py imports this module
-    return inplace(self, "index_put_", lambda x: index_put(x, indices, values, True), [v for v in (values,) if isinstance(v, Tensor)])
-
-
 def index_put(input, indices, values, accumulate=False):
-    """torch.index_put (out of place): index_put_ on a copy of input; with accumulate, input with values
+    """torch.index_put (out of place): input[indices] = values on a copy of input; with accumulate, input with values
     added at indices, repeated positions summing (index_add's fp32 atomic adds): the indices then
     address input's leading dims (int tensors, broadcast together). Gradients: input's g, values' g
     at the positions (summed to values' shape)."""
     indices = tuple(indices)
     if not accumulate:
-        return index_put_(clone(input), indices, values)
+        out = clone(input)
+        out[indices] = values
+        return out
     check(0 < len(indices) <= input.ndim and all(isinstance(i, Tensor) and i.dtype in _copy.INDEX_DTYPES for i in indices),
           lambda: f"index_put_: accumulate=True takes 1 to {input.ndim} integer index tensors")
     shape = _pw.broadcast_shape("index_put_", *[i.shape for i in indices])

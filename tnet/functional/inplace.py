@@ -26,7 +26,7 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import Indexing, basic_index, reshape, scalar_indices, to
+from .copy import Indexing, basic_index, index_put, reshape, scalar_indices, scatter, scatter_add, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
@@ -644,3 +644,25 @@ def _per_element(name, self, compute_values):
         _copy_(self.memory, torch.tensor(values, dtype=self.dtype).reshape(self.shape).to(self.device))
         return _overwritten(name, x, self.memory)
     return inplace(self, name, compute)
+
+
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    """Tensor.scatter_: scatter's result written into self (returned), recorded as an in-place op
+    (gradients as torch's: self's outside the written positions, src's at them)."""
+    return inplace(self, "scatter_", lambda x: scatter(x, dim, index, src, value, reduce=reduce),
+                   [src] if isinstance(src, Tensor) else [])
+
+
+def scatter_add_(self, dim, index, src):
+    """Tensor.scatter_add_: scatter_add's result written into self (returned), recorded as scatter_."""
+    return inplace(self, "scatter_add_", lambda x: scatter_add(x, dim, index, src), [src] if isinstance(src, Tensor) else [])
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
+    accumulate index_put's sums written into self, recorded as an in-place op (gradients as torch's)."""
+    indices = tuple(indices)
+    if not accumulate:
+        self[indices] = values
+        return self
+    return inplace(self, "index_put_", lambda x: index_put(x, indices, values, True), [v for v in (values,) if isinstance(v, Tensor)])

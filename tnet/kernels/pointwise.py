@@ -121,9 +121,10 @@ def _expm1(x):
 
 
 @triton.jit
-def _log1p(x):
+def log1p_kahan(x):
     """log(1 + x) without its cancellation near 0 (Kahan's: x where u = 1 + x rounds to 1, else
-    log(u) x / (u - 1), whose rounding errors cancel); +inf stays +inf (inf / inf would be NaN)."""
+    log(u) x / (u - 1), whose rounding errors cancel); +inf stays +inf (inf / inf would be NaN); sort.py's
+    logaddexp scan calls it too."""
     u = 1.0 + x
     r = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
     return tl.where(x == float("inf"), x, r)
@@ -495,7 +496,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "sign":  # integers too, in int64
         y = tl.where(a > 0, 1.0, tl.where(a < 0, -1.0, 0.0))
     elif OP == "log1p":
-        y = _log1p(a)
+        y = log1p_kahan(a)
     elif OP == "log1p_backward":  # b = x
         y = a / (1.0 + b)
     elif OP == "expm1":
@@ -528,21 +529,21 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a * 1.1283791670955126 * tl.exp(-b * b)
     # more activations, each comparison written as torch's CUDA kernel's (NaN takes the else branch)
     elif OP == "softplus":  # b = beta, c = threshold: x where beta x > threshold
-        y = tl.where(a * b > c, a, _log1p(tl.exp(a * b)) / b)
+        y = tl.where(a * b > c, a, log1p_kahan(tl.exp(a * b)) / b)
     elif OP == "softplus_backward":  # b = x, c = beta, d = threshold
         z = tl.exp(b * c)
         y = tl.where(b * c > d, a, a * z / (z + 1.0))
     elif OP == "mish":  # x tanh(softplus(x)), without softplus's threshold, as torch's
-        y = a * _tanh(_log1p(tl.exp(a)))
+        y = a * _tanh(log1p_kahan(tl.exp(a)))
     elif OP == "mish_backward":  # b = x
-        t = _tanh(_log1p(tl.exp(b)))
+        t = _tanh(log1p_kahan(tl.exp(b)))
         y = a * (t + b * tl.sigmoid(b) * (1.0 - t * t))
     elif OP == "selu":  # scale * elu(x, alpha), torch's constants
         y = tl.where(a <= 0.0, 1.7580993408473766 * _expm1(a), 1.0507009873554805 * a)
     elif OP == "selu_backward":  # b = x
         y = tl.where(b <= 0.0, a * 1.7580993408473766 * tl.exp(b), a * 1.0507009873554805)
     elif OP == "logsigmoid":  # min(x, 0) - log1p(exp(-|x|))
-        y = tl.where(a < 0.0, a, 0.0) - _log1p(tl.exp(-tl.abs(a)))
+        y = tl.where(a < 0.0, a, 0.0) - log1p_kahan(tl.exp(-tl.abs(a)))
     elif OP == "logsigmoid_backward":  # b = x
         z = tl.exp(-tl.abs(b))
         y = tl.where(b < 0.0, a * (1.0 - z / (1.0 + z)), a * (z / (1.0 + z)))
@@ -617,7 +618,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where((ax == float("inf")) | (ay == float("inf")), float("inf"), y)
     elif OP == "logaddexp":  # torch's: equal infinities give themselves
         m = tl.where(a > b, a, b)
-        y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + _log1p(tl.exp(-tl.abs(a - b))))
+        y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + log1p_kahan(tl.exp(-tl.abs(a - b))))
     elif OP == "logaddexp_backward":  # b = x, c = the other operand
         y = a / (1.0 + tl.exp(c - b))
     elif OP == "xlogy":  # 0 where x is 0, NaN where y is NaN (torch's)
@@ -635,19 +636,19 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a * (1.0 + b * b)
     elif OP == "acosh":  # log1p(t + sqrt(t (t + 2))), t = x - 1: accurate near 1; log(2x) where x^2 would overflow
         t = a - 1.0
-        y = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, _log1p(t + tl.sqrt_rn(t * (t + 2.0))))
+        y = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, log1p_kahan(t + tl.sqrt_rn(t * (t + 2.0))))
         y = tl.where(a < 1.0, float("nan"), y)
     elif OP == "acosh_backward":  # b = x; +0 at x = -1 (not -0: inf, as torch's)
         s = (b - 1.0) * (b + 1.0)
         y = a / tl.sqrt_rn(tl.where(s == 0.0, 0.0, s))
     elif OP == "asinh":  # odd: log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) signed, x itself at 0 (-0.0)
         z = tl.abs(a)
-        r = tl.where(z > 1e8, tl.log(z) + 0.6931471805599453, _log1p(z + z * z / (1.0 + tl.sqrt_rn(1.0 + z * z))))
+        r = tl.where(z > 1e8, tl.log(z) + 0.6931471805599453, log1p_kahan(z + z * z / (1.0 + tl.sqrt_rn(1.0 + z * z))))
         y = tl.where(a < 0.0, -r, tl.where(a == 0.0, a, r))
     elif OP == "asinh_backward":  # b = x
         y = a / tl.sqrt_rn(b * b + 1.0)
     elif OP == "atanh":  # (log1p(x) - log1p(-x)) / 2: accurate near 0 and near +-1
-        y = 0.5 * (_log1p(a) - _log1p(-a))
+        y = 0.5 * (log1p_kahan(a) - log1p_kahan(-a))
     elif OP == "atanh_backward":  # b = x
         y = a / ((1.0 - b) * (1.0 + b))
     elif OP == "erfc":
@@ -690,7 +691,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "logaddexp2":  # log2(2^a + 2^b), as logaddexp
         m = tl.where(a > b, a, b)
         y = tl.where((a == b) & (tl.abs(a) == float("inf")), a,
-                     m + _log1p(tl.exp2(-tl.abs(a - b))) * 1.4426950408889634)
+                     m + log1p_kahan(tl.exp2(-tl.abs(a - b))) * 1.4426950408889634)
     elif OP == "logaddexp2_backward":  # b = x, c = the other operand
         y = a / (1.0 + tl.exp2(c - b))
     elif OP == "gcd":  # integers

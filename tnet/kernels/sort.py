@@ -19,7 +19,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from .launch import FLOATS, cdiv, check, next_power_of_2
-from .pointwise import _log1p
+from .pointwise import log1p_kahan
 
 SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
 SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
@@ -194,7 +194,7 @@ def _logaddexp(a, b):
     """log(exp(a) + exp(b)) with no overflow, as pointwise's logaddexp (equal infinities give themselves,
     NaN propagates): logcumsumexp's combine, a running shift by the larger."""
     m = tl.where(a > b, a, b)
-    return tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + _log1p(tl.exp(-tl.abs(a - b))))
+    return tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + log1p_kahan(tl.exp(-tl.abs(a - b))))
 
 
 @triton.jit
