@@ -1818,7 +1818,8 @@ def squeezenet(torch, nn, F, widths=(96, 128, 256, 384, 512), squeeze=(16, 32, 4
 
 def test_squeezenet():
     """Training mode: four 8-pixel images (down to 1x1 maps after the third pooling)."""
-    train_beside_torch("SqueezeNet", squeezenet, dict(widths=(4, 4, 8, 8, 8), squeeze=(2, 2, 4, 4)), Side((4, 3, 8, 8)))
+    train_beside_torch("SqueezeNet", squeezenet, dict(widths=(8, 8, 16, 16, 16), squeeze=(4, 4, 8, 8)),
+                       Side((4, 3, 8, 8)))
 
 
 def inception_v4_blocks(torch, nn, F, div=32, k=192, l=224, m=256, n=384, class_nums=10):
