@@ -102,8 +102,14 @@ def test_advanced_indexing_as_torch(rng):
 def test_names_scripts_touch_once():
     tnet.backends.cudnn.benchmark = True
     model = nn.Linear(2, 2)
-    assert tnet.compile(model) is model and tnet.compile(mode="max-autotune")(print) is print
+    assert tnet.compile(print) is print and tnet.compile(mode="max-autotune")(print) is print
+    compiled = tnet.compile(model)  # torch's OptimizedModule: the model under _orig_mod
+    assert compiled._orig_mod is model and compiled.weight is model.weight and compiled.in_features == 2
+    assert list(compiled.state_dict()) == list(torch.compile(torch.nn.Linear(2, 2)).state_dict())
+    assert [name for name, _ in compiled.named_parameters()] == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert compiled.eval() is compiled and not model.training
     x = tnet.randn(2, 2)
+    assert compiled(x).tolist() == model(x).tolist()
     assert x.cpu() is x and x.cuda() is x and tnet.autograd.Variable(x) is x
     assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
     assert_close(x.pow(2).memory, x.memory.double() ** 2, TOL["ieee"])

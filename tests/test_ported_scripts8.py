@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Sequence, Union
 import numpy as np
 
 import tnet
-from helpers import Side, train_beside_torch
+from helpers import TOL, Side, initial_state, rel_err, train_beside_torch
 
 
 # ---- torchvision/models/alexnet.py and vgg.py --------------------------------------------------
@@ -1298,3 +1298,866 @@ def test_swin_t_eval_mode():
     """Eval mode: stochastic depth 0.2 off."""
     train_beside_torch("Swin-T (eval)", swin_t, dict(patch_size=(2, 2), embed_dim=8, depths=(2,), num_heads=(2,),
                                                      window_size=(4, 4)), Side((1, 3, 16, 16), train=False))
+
+
+# ---- weiaicunzai/pytorch-cifar100: NASNet-A, Attention-56, stochastic-depth ResNet, SqueezeNet --------
+
+def nasnet(torch, nn, F, repeat_cell_num=4, reduction_num=2, filters=44, stemfilter=44, class_num=10):
+    """models/nasnet.py: separable branches, cells that concatenate them, Fit's ConstantPad2d pair
+    that shifts the previous cell's map by a pixel (a negative pad crops) before a strided 1x1 pool."""
+
+    class SeperableConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            super().__init__()
+            self.depthwise = nn.Conv2d(input_channels, input_channels, kernel_size, groups=input_channels, **kwargs)
+            self.pointwise = nn.Conv2d(input_channels, output_channels, 1)
+
+        def forward(self, x):
+            x = self.depthwise(x)
+            x = self.pointwise(x)
+            return x
+
+    class SeperableBranch(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            """Adds 2 blocks of [relu-separable conv-batchnorm]."""
+            super().__init__()
+            self.block1 = nn.Sequential(nn.ReLU(), SeperableConv2d(input_channels, output_channels, kernel_size, **kwargs),
+                                        nn.BatchNorm2d(output_channels))
+            self.block2 = nn.Sequential(nn.ReLU(), SeperableConv2d(output_channels, output_channels, kernel_size, stride=1,
+                                                                   padding=int(kernel_size / 2)),
+                                        nn.BatchNorm2d(output_channels))
+
+        def forward(self, x):
+            x = self.block1(x)
+            x = self.block2(x)
+            return x
+
+    class Fit(nn.Module):
+        """Make the cell outputs compatible"""
+
+        def __init__(self, prev_filters, filters):
+            super().__init__()
+            self.relu = nn.ReLU()
+            self.p1 = nn.Sequential(nn.AvgPool2d(1, stride=2), nn.Conv2d(prev_filters, int(filters / 2), 1))
+            # make sure there is no information loss
+            self.p2 = nn.Sequential(nn.ConstantPad2d((0, 1, 0, 1), 0), nn.ConstantPad2d((-1, 0, -1, 0), 0),  # cropping
+                                    nn.AvgPool2d(1, stride=2), nn.Conv2d(prev_filters, int(filters / 2), 1))
+            self.bn = nn.BatchNorm2d(filters)
+            self.dim_reduce = nn.Sequential(nn.ReLU(), nn.Conv2d(prev_filters, filters, 1), nn.BatchNorm2d(filters))
+            self.filters = filters
+
+        def forward(self, inputs):
+            x, prev = inputs
+            if prev is None:
+                return x
+            # image size does not match
+            elif x.size(2) != prev.size(2):
+                prev = self.relu(prev)
+                p1 = self.p1(prev)
+                p2 = self.p2(prev)
+                prev = torch.cat([p1, p2], 1)
+                prev = self.bn(prev)
+            elif prev.size(1) != self.filters:
+                prev = self.dim_reduce(prev)
+            return prev
+
+    class NormalCell(nn.Module):
+        def __init__(self, x_in, prev_in, output_channels):
+            super().__init__()
+            self.dem_reduce = nn.Sequential(nn.ReLU(), nn.Conv2d(x_in, output_channels, 1, bias=False),
+                                            nn.BatchNorm2d(output_channels))
+            self.block1_left = SeperableBranch(output_channels, output_channels, kernel_size=3, padding=1, bias=False)
+            self.block1_right = nn.Sequential()
+            self.block2_left = SeperableBranch(output_channels, output_channels, kernel_size=3, padding=1, bias=False)
+            self.block2_right = SeperableBranch(output_channels, output_channels, kernel_size=5, padding=2, bias=False)
+            self.block3_left = nn.AvgPool2d(3, stride=1, padding=1)
+            self.block3_right = nn.Sequential()
+            self.block4_left = nn.AvgPool2d(3, stride=1, padding=1)
+            self.block4_right = nn.AvgPool2d(3, stride=1, padding=1)
+            self.block5_left = SeperableBranch(output_channels, output_channels, kernel_size=5, padding=2, bias=False)
+            self.block5_right = SeperableBranch(output_channels, output_channels, kernel_size=3, padding=1, bias=False)
+            self.fit = Fit(prev_in, output_channels)
+
+        def forward(self, x):
+            x, prev = x
+            # return transformed x as new x, and original x as prev
+            # only prev tensor needs to be modified
+            prev = self.fit((x, prev))
+            h = self.dem_reduce(x)
+            x1 = self.block1_left(h) + self.block1_right(h)
+            x2 = self.block2_left(prev) + self.block2_right(h)
+            x3 = self.block3_left(h) + self.block3_right(h)
+            x4 = self.block4_left(prev) + self.block4_right(prev)
+            x5 = self.block5_left(prev) + self.block5_right(prev)
+            return torch.cat([prev, x1, x2, x3, x4, x5], 1), x
+
+    class ReductionCell(nn.Module):
+        def __init__(self, x_in, prev_in, output_channels):
+            super().__init__()
+            self.dim_reduce = nn.Sequential(nn.ReLU(), nn.Conv2d(x_in, output_channels, 1),
+                                            nn.BatchNorm2d(output_channels))
+            # block1
+            self.layer1block1_left = SeperableBranch(output_channels, output_channels, 7, stride=2, padding=3)
+            self.layer1block1_right = SeperableBranch(output_channels, output_channels, 5, stride=2, padding=2)
+            # block2
+            self.layer1block2_left = nn.MaxPool2d(3, stride=2, padding=1)
+            self.layer1block2_right = SeperableBranch(output_channels, output_channels, 7, stride=2, padding=3)
+            # block3
+            self.layer1block3_left = nn.AvgPool2d(3, 2, 1)
+            self.layer1block3_right = SeperableBranch(output_channels, output_channels, 5, stride=2, padding=2)
+            # block5
+            self.layer2block1_left = nn.MaxPool2d(3, 2, 1)
+            self.layer2block1_right = SeperableBranch(output_channels, output_channels, 3, stride=1, padding=1)
+            # block4
+            self.layer2block2_left = nn.AvgPool2d(3, 1, 1)
+            self.layer2block2_right = nn.Sequential()
+            self.fit = Fit(prev_in, output_channels)
+
+        def forward(self, x):
+            x, prev = x
+            prev = self.fit((x, prev))
+            h = self.dim_reduce(x)
+            layer1block1 = self.layer1block1_left(prev) + self.layer1block1_right(h)
+            layer1block2 = self.layer1block2_left(h) + self.layer1block2_right(prev)
+            layer1block3 = self.layer1block3_left(h) + self.layer1block3_right(prev)
+            layer2block1 = self.layer2block1_left(h) + self.layer2block1_right(layer1block1)
+            layer2block2 = self.layer2block2_left(layer1block1) + self.layer2block2_right(layer1block2)
+            return torch.cat([layer1block2, layer1block3, layer2block1, layer2block2], 1), x
+
+    class NasNetA(nn.Module):
+        def __init__(self, repeat_cell_num, reduction_num, filters, stemfilter, class_num=100):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, stemfilter, 3, padding=1, bias=False), nn.BatchNorm2d(stemfilter))
+            self.prev_filters = stemfilter
+            self.x_filters = stemfilter
+            self.filters = filters
+            self.cell_layers = self._make_layers(repeat_cell_num, reduction_num)
+            self.relu = nn.ReLU()
+            self.avg = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(self.filters * 6, class_num)
+
+        def _make_normal(self, block, repeat, output):
+            layers = []
+            for r in range(repeat):
+                layers.append(block(self.x_filters, self.prev_filters, output))
+                self.prev_filters = self.x_filters
+                self.x_filters = output * 6  # concatenate 6 branches
+            return layers
+
+        def _make_reduction(self, block, output):
+            reduction = block(self.x_filters, self.prev_filters, output)
+            self.prev_filters = self.x_filters
+            self.x_filters = output * 4  # stack for 4 branches
+            return reduction
+
+        def _make_layers(self, repeat_cell_num, reduction_num):
+            layers = []
+            for i in range(reduction_num):
+                layers.extend(self._make_normal(NormalCell, repeat_cell_num, self.filters))
+                self.filters *= 2
+                layers.append(self._make_reduction(ReductionCell, self.filters))
+            layers.extend(self._make_normal(NormalCell, repeat_cell_num, self.filters))
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.stem(x)
+            prev = None
+            x, prev = self.cell_layers((x, prev))
+            x = self.relu(x)
+            x = self.avg(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+    return NasNetA(repeat_cell_num, reduction_num, filters, stemfilter, class_num)
+
+
+def test_nasnet():
+    """Training mode: NASNet-A(1, 1, 4, 4) on 8-pixel images: a normal cell, a reduction cell, and
+    the normal cell after it whose Fit shifts and pools the reduction's input."""
+    train_beside_torch("NASNet-A", nasnet, dict(repeat_cell_num=1, reduction_num=1, filters=4, stemfilter=4),
+                       Side((2, 3, 8, 8)))
+
+
+def attention(torch, nn, F, widths=(64, 256, 512, 1024), block_num=(1, 1), mask_size=(14, 14), class_num=10):
+    """models/attention.py (Attention-56): pre-activation bottlenecks, attention modules whose mask
+    branch pools down and upsamples back (F.interpolate to a size, or nn.UpsamplingBilinear2d as the
+    original Residual Attention Network code) before `(1 + mask) * trunk`; `widths` cut."""
+
+    class PreActResidualUnit(nn.Module):
+        """PreAct Residual Unit
+        Args:
+            in_channels: residual unit input channel number
+            out_channels: residual unit output channel numebr
+            stride: stride of residual unit when stride = 2 downsample the featuremap
+        """
+
+        def __init__(self, in_channels, out_channels, stride):
+            super().__init__()
+            bottleneck_channels = int(out_channels / 4)
+            self.residual_function = nn.Sequential(
+                # 1x1 conv
+                nn.BatchNorm2d(in_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(in_channels, bottleneck_channels, 1, stride),
+                # 3x3 conv
+                nn.BatchNorm2d(bottleneck_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(bottleneck_channels, bottleneck_channels, 3, padding=1),
+                # 1x1 conv
+                nn.BatchNorm2d(bottleneck_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(bottleneck_channels, out_channels, 1))
+            self.shortcut = nn.Sequential()
+            if stride != 2 or (in_channels != out_channels):
+                self.shortcut = nn.Conv2d(in_channels, out_channels, 1, stride=stride)
+
+        def forward(self, x):
+            res = self.residual_function(x)
+            shortcut = self.shortcut(x)
+            return res + shortcut
+
+    def _make_residual(in_channels, out_channels, p):
+        layers = []
+        for _ in range(p):
+            layers.append(PreActResidualUnit(in_channels, out_channels, 1))
+        return nn.Sequential(*layers)
+
+    def _mask_head(out_channels):
+        return nn.Sequential(
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(out_channels, out_channels, kernel_size=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(out_channels, out_channels, kernel_size=1),
+            nn.Sigmoid())
+
+    class AttentionModule1(nn.Module):
+        def __init__(self, in_channels, out_channels, p=1, t=2, r=1):
+            super().__init__()
+            # """The hyperparameter p denotes the number of preprocessing Residual
+            # Units before splitting into trunk branch and mask branch. t denotes
+            # the number of Residual Units in trunk branch. r denotes the number of
+            # Residual Units between adjacent pooling layer in the mask branch."""
+            assert in_channels == out_channels
+            self.pre = _make_residual(in_channels, out_channels, p)
+            self.trunk = _make_residual(in_channels, out_channels, t)
+            self.soft_resdown1 = _make_residual(in_channels, out_channels, r)
+            self.soft_resdown2 = _make_residual(in_channels, out_channels, r)
+            self.soft_resup1 = _make_residual(in_channels, out_channels, r)
+            self.soft_resup2 = _make_residual(in_channels, out_channels, r)
+            self.shortcut = PreActResidualUnit(in_channels, out_channels, 1)
+            self.sigmoid = _mask_head(out_channels)
+            self.last = _make_residual(in_channels, out_channels, p)
+
+        def forward(self, x):
+            x = self.pre(x)
+            input_size = (x.size(2), x.size(3))
+            x_t = self.trunk(x)
+            # first downsample
+            x_s = F.max_pool2d(x, kernel_size=3, stride=2, padding=1)
+            x_s = self.soft_resdown1(x_s)
+            shape1 = (x_s.size(2), x_s.size(3))
+            shortcut = self.shortcut(x_s)
+            # second downsample
+            x_s = F.max_pool2d(x_s, kernel_size=3, stride=2, padding=1)
+            x_s = self.soft_resdown2(x_s)
+            x_s = self.soft_resup1(x_s)
+            # first upsample
+            x_s = F.interpolate(x_s, size=shape1)
+            x_s += shortcut
+            # second upsample
+            x_s = self.soft_resup2(x_s)
+            x_s = F.interpolate(x_s, size=input_size)
+            x_s = self.sigmoid(x_s)
+            x = (1 + x_s) * x_t
+            x = self.last(x)
+            return x
+
+    class AttentionModule2(nn.Module):
+        def __init__(self, in_channels, out_channels, p=1, t=2, r=1, size=mask_size):
+            super().__init__()
+            assert in_channels == out_channels
+            self.pre = _make_residual(in_channels, out_channels, p)
+            self.trunk = _make_residual(in_channels, out_channels, t)
+            self.mpool1 = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+            self.soft_resdown1 = _make_residual(in_channels, out_channels, r)
+            self.soft_resup1 = _make_residual(in_channels, out_channels, r)
+            self.interpolation1 = nn.UpsamplingBilinear2d(size=size)
+            self.sigmoid = _mask_head(out_channels)
+            self.last = _make_residual(in_channels, out_channels, p)
+
+        def forward(self, x):
+            x = self.pre(x)
+            x_t = self.trunk(x)
+            x_s = self.mpool1(x)
+            x_s = self.soft_resdown1(x_s)
+            x_s = self.soft_resup1(x_s)
+            x_s = self.interpolation1(x_s) + x_t
+            x_s = self.sigmoid(x_s)
+            x = (1 + x_s) * x_t
+            x = self.last(x)
+            return x
+
+    class Attention(nn.Module):
+        """residual attention netowrk
+        Args:
+            block_num: attention module number for each stage
+        """
+
+        def __init__(self, block_num, class_num=100):
+            super().__init__()
+            w = widths
+            self.pre_conv = nn.Sequential(nn.Conv2d(3, w[0], kernel_size=3, stride=1, padding=1), nn.BatchNorm2d(w[0]),
+                                          nn.ReLU(inplace=True))
+            self.stage1 = self._make_stage(w[0], w[1], block_num[0], AttentionModule1)
+            self.stage2 = self._make_stage(w[1], w[2], block_num[1], AttentionModule2)
+            self.stage3 = nn.Sequential(PreActResidualUnit(w[2], w[3], 2), PreActResidualUnit(w[3], w[3], 1))
+            self.avg = nn.AdaptiveAvgPool2d(1)
+            self.linear = nn.Linear(w[3], class_num)
+
+        def forward(self, x):
+            x = self.pre_conv(x)
+            x = self.stage1(x)
+            x = self.stage2(x)
+            x = self.stage3(x)
+            x = self.avg(x)
+            x = x.view(x.size(0), -1)
+            x = self.linear(x)
+            return x
+
+        def _make_stage(self, in_channels, out_channels, num, block):
+            layers = []
+            layers.append(PreActResidualUnit(in_channels, out_channels, 2))
+            for _ in range(num):
+                layers.append(block(out_channels, out_channels))
+            return nn.Sequential(*layers)
+
+    return Attention(block_num, class_num)
+
+
+def test_attention56_eval_mode():
+    """Eval mode, on an 8-pixel image: a module of each kind (the first masks 4x4 maps through 2x2
+    and 1x1, the second 2x2 maps through 1x1, upsampled bilinearly with aligned corners). Not in
+    training mode: the mask branch's BatchNorms over a few values each (1x1 maps) leave the net so
+    ill-conditioned that PyTorch fp32's own gradients are off float64 by 1e-4 to 1e-2, and no batch
+    of the 16 tried keeps clear of the ReLUs' kinks."""
+    train_beside_torch("Attention-56", attention, dict(widths=(4, 8, 12, 16), mask_size=(2, 2)),
+                       Side((1, 3, 8, 8), train=False))
+
+
+def stochastic_depth_resnet(torch, nn, F, widths=(64, 128, 256, 512), num_block=(2, 2, 2, 2), num_classes=10):
+    """models/stochasticdepth.py: the block a legacy torch.jit.ScriptModule whose scripted forward
+    draws its survival with torch.bernoulli in training, and scales its residual by the survival
+    probability in eval mode."""
+
+    class StochasticDepthBasicBlock(torch.jit.ScriptModule):
+        expansion = 1
+
+        def __init__(self, p, in_channels, out_channels, stride=1):
+            super().__init__()
+            self.p = p
+            self.residual = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, stride=stride),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels * StochasticDepthBasicBlock.expansion, kernel_size=3, padding=1),
+                nn.BatchNorm2d(out_channels))
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_channels != out_channels * StochasticDepthBasicBlock.expansion:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_channels, out_channels * StochasticDepthBasicBlock.expansion, kernel_size=1, stride=stride),
+                    nn.BatchNorm2d(out_channels))
+
+        def survival(self):
+            var = torch.bernoulli(torch.tensor(self.p).float())
+            return torch.equal(var, torch.tensor(1).float().to(var.device))
+
+        @torch.jit.script_method
+        def forward(self, x):
+            if self.training:
+                if self.survival():
+                    # official torch implementation
+                    # function ResidualDrop:updateOutput(input)
+                    #    local skip_forward = self.skip:forward(input)
+                    #    self.output:resizeAs(skip_forward):copy(skip_forward)
+                    #    if self.train then
+                    #        if self.gate then -- only compute convolutional output when gate is open
+                    #            self.output:add(self.net:forward(input))
+                    #        end
+                    #    else
+                    #            self.output:add(self.net:forward(input):mul(1-self.deathRate))
+                    #        end
+                    #    return self.output
+                    # end
+                    x = self.residual(x) + self.shortcut(x)
+                else:
+                    x = self.shortcut(x)
+            else:
+                x = self.residual(x) * self.p + self.shortcut(x)
+            return x
+
+    class StochasticDepthResNet(nn.Module):
+        def __init__(self, block, num_block, num_classes=100):
+            super().__init__()
+            self.in_channels = widths[0]
+            self.conv1 = nn.Sequential(nn.Conv2d(3, widths[0], kernel_size=3, padding=1, bias=False),
+                                       nn.BatchNorm2d(widths[0]), nn.ReLU(inplace=True))
+            self.step = (1 - 0.5) / (sum(num_block) - 1)
+            self.pl = 1
+            self.layers = nn.Sequential(*[self._make_layer(block, w, n, 1 if i == 0 else 2)
+                                          for i, (w, n) in enumerate(zip(widths, num_block))])
+            self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(widths[-1] * block.expansion, num_classes)
+
+        def _make_layer(self, block, out_channels, num_blocks, stride):
+            strides = [stride] + [1] * (num_blocks - 1)
+            layers = []
+            for stride in strides:
+                layers.append(block(self.pl, self.in_channels, out_channels, stride))
+                self.in_channels = out_channels * block.expansion
+                self.pl -= self.step
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            output = self.conv1(x)
+            output = self.layers(output)
+            output = self.avg_pool(output)
+            output = output.view(output.size(0), -1)
+            output = self.fc(output)
+            return output
+
+    return StochasticDepthResNet(StochasticDepthBasicBlock, num_block, num_classes)
+
+
+def test_stochastic_depth_resnet_eval_mode():
+    """Eval mode: each residual scaled by its survival probability (1 down to 0.5)."""
+    train_beside_torch("Stochastic-depth ResNet", stochastic_depth_resnet, dict(widths=(4, 8), num_block=(2, 1)),
+                       Side((1, 3, 8, 8), train=False))
+
+
+def test_stochastic_depth_resnet_trains_in_tnet():
+    """Training mode in tnet: each block draws its survival (torch.bernoulli of a 0-d tensor,
+    torch.equal) and runs its residual or only its shortcut; the last block (survival 0.5) does both
+    over a few draws, and every step trains."""
+    tnet.manual_seed(0)
+    model = stochastic_depth_resnet(tnet, tnet.nn, tnet.nn.functional, widths=(4, 8), num_block=(2, 1))
+    last = model.layers[-1][-1]
+    assert last.p == 0.5 and isinstance(last, tnet.nn.Module)
+    survived = [last.survival() for _ in range(32)]
+    assert set(survived) == {True, False}
+    opt = tnet.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    x, y = tnet.randn(2, 3, 8, 8), tnet.tensor([1, 2])
+    for _ in range(3):
+        opt.zero_grad()
+        loss = tnet.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        assert math.isfinite(loss.item())
+
+
+def squeezenet(torch, nn, F, widths=(96, 128, 256, 384, 512), squeeze=(16, 32, 48, 64), class_num=10):
+    """models/squeezenet.py: fire modules, the simple bypass (`self.fire3(f2) + f2`), a 1x1
+    convolution to the classes and global average pooling; `widths` and `squeeze` cut."""
+    w, s = widths, squeeze
+
+    class Fire(nn.Module):
+        def __init__(self, in_channel, out_channel, squzee_channel):
+            super().__init__()
+            self.squeeze = nn.Sequential(nn.Conv2d(in_channel, squzee_channel, 1), nn.BatchNorm2d(squzee_channel),
+                                         nn.ReLU(inplace=True))
+            self.expand_1x1 = nn.Sequential(nn.Conv2d(squzee_channel, int(out_channel / 2), 1),
+                                            nn.BatchNorm2d(int(out_channel / 2)), nn.ReLU(inplace=True))
+            self.expand_3x3 = nn.Sequential(nn.Conv2d(squzee_channel, int(out_channel / 2), 3, padding=1),
+                                            nn.BatchNorm2d(int(out_channel / 2)), nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            x = self.squeeze(x)
+            x = torch.cat([self.expand_1x1(x), self.expand_3x3(x)], 1)
+            return x
+
+    class SqueezeNet(nn.Module):
+        """mobile net with simple bypass"""
+
+        def __init__(self, class_num=100):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, w[0], 3, padding=1), nn.BatchNorm2d(w[0]), nn.ReLU(inplace=True),
+                                      nn.MaxPool2d(2, 2))
+            self.fire2 = Fire(w[0], w[1], s[0])
+            self.fire3 = Fire(w[1], w[1], s[0])
+            self.fire4 = Fire(w[1], w[2], s[1])
+            self.fire5 = Fire(w[2], w[2], s[1])
+            self.fire6 = Fire(w[2], w[3], s[2])
+            self.fire7 = Fire(w[3], w[3], s[2])
+            self.fire8 = Fire(w[3], w[4], s[3])
+            self.fire9 = Fire(w[4], w[4], s[3])
+            self.conv10 = nn.Conv2d(w[4], class_num, 1)
+            self.avg = nn.AdaptiveAvgPool2d(1)
+            self.maxpool = nn.MaxPool2d(2, 2)
+
+        def forward(self, x):
+            x = self.stem(x)
+            f2 = self.fire2(x)
+            f3 = self.fire3(f2) + f2
+            f4 = self.fire4(f3)
+            f4 = self.maxpool(f4)
+            f5 = self.fire5(f4) + f4
+            f6 = self.fire6(f5)
+            f7 = self.fire7(f6) + f6
+            f8 = self.fire8(f7)
+            f8 = self.maxpool(f8)
+            f9 = self.fire9(f8)
+            c10 = self.conv10(f9)
+            x = self.avg(c10)
+            x = x.view(x.size(0), -1)
+            return x
+
+    return SqueezeNet(class_num)
+
+
+def test_squeezenet():
+    """Training mode: four 8-pixel images (down to 1x1 maps after the third pooling)."""
+    train_beside_torch("SqueezeNet", squeezenet, dict(widths=(8, 8, 16, 16, 16), squeeze=(4, 4, 8, 8)),
+                       Side((4, 3, 8, 8)))
+
+
+def inception_v4_blocks(torch, nn, F, div=32, k=192, l=224, m=256, n=384, class_nums=10):
+    """models/inceptionv4.py's pieces: BasicConv2d, the stem (3x3 convolutions, 7x1 and 1x7, max
+    pools concatenated with convolutions), Inception-v4's InceptionA and ReductionA, and
+    Inception-ResNet-v2's A block (the sum through a BatchNorm) and B block (its residual scaled by
+    0.1), stacked by add_module into an empty nn.Sequential, then AvgPool2d over the final map,
+    Dropout2d (keep 0.8) and `x.view(-1, C)`; every width divided by `div`."""
+
+    def c(ch):
+        return max(1, ch // div)
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, **kwargs):
+            super().__init__()
+            self.conv = nn.Conv2d(input_channels, output_channels, bias=False, **kwargs)
+            self.bn = nn.BatchNorm2d(output_channels)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.conv(x)
+            x = self.bn(x)
+            x = self.relu(x)
+            return x
+
+    class Inception_Stem(nn.Module):
+        # """Figure 3. The schema for stem of the pure Inception-v4 and
+        # Inception-ResNet-v2 networks. This is the input part of those
+        # networks."""
+        def __init__(self, input_channels):
+            super().__init__()
+            self.conv1 = nn.Sequential(
+                BasicConv2d(input_channels, c(32), kernel_size=3),
+                BasicConv2d(c(32), c(32), kernel_size=3, padding=1),
+                BasicConv2d(c(32), c(64), kernel_size=3, padding=1))
+            self.branch3x3_conv = BasicConv2d(c(64), c(96), kernel_size=3, padding=1)
+            self.branch3x3_pool = nn.MaxPool2d(3, stride=1, padding=1)
+            self.branch7x7a = nn.Sequential(
+                BasicConv2d(c(160), c(64), kernel_size=1),
+                BasicConv2d(c(64), c(64), kernel_size=(7, 1), padding=(3, 0)),
+                BasicConv2d(c(64), c(64), kernel_size=(1, 7), padding=(0, 3)),
+                BasicConv2d(c(64), c(96), kernel_size=3, padding=1))
+            self.branch7x7b = nn.Sequential(
+                BasicConv2d(c(160), c(64), kernel_size=1),
+                BasicConv2d(c(64), c(96), kernel_size=3, padding=1))
+            self.branchpoola = nn.MaxPool2d(kernel_size=3, stride=1, padding=1)
+            self.branchpoolb = BasicConv2d(c(192), c(192), kernel_size=3, stride=1, padding=1)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = [self.branch3x3_conv(x), self.branch3x3_pool(x)]
+            x = torch.cat(x, 1)
+            x = [self.branch7x7a(x), self.branch7x7b(x)]
+            x = torch.cat(x, 1)
+            x = [self.branchpoola(x), self.branchpoolb(x)]
+            x = torch.cat(x, 1)
+            return x
+
+    class InceptionA(nn.Module):
+        # """Figure 4. The schema for 35 × 35 grid modules of the pure
+        # Inception-v4 network. This is the Inception-A block of Figure 9."""
+        def __init__(self, input_channels):
+            super().__init__()
+            self.branch3x3stack = nn.Sequential(
+                BasicConv2d(input_channels, c(64), kernel_size=1),
+                BasicConv2d(c(64), c(96), kernel_size=3, padding=1),
+                BasicConv2d(c(96), c(96), kernel_size=3, padding=1))
+            self.branch3x3 = nn.Sequential(
+                BasicConv2d(input_channels, c(64), kernel_size=1),
+                BasicConv2d(c(64), c(96), kernel_size=3, padding=1))
+            self.branch1x1 = BasicConv2d(input_channels, c(96), kernel_size=1)
+            self.branchpool = nn.Sequential(
+                nn.AvgPool2d(kernel_size=3, stride=1, padding=1),
+                BasicConv2d(input_channels, c(96), kernel_size=1))
+
+        def forward(self, x):
+            input = [self.branch3x3stack(x), self.branch3x3(x), self.branch1x1(x), self.branchpool(x)]
+            return torch.cat(input, 1)
+
+    class InceptionReductionA(nn.Module):
+        # """Figure 7. The schema for 35 × 35 to 17 × 17 reduction module.
+        # Different variants of this blocks (with various number of filters)
+        # are used in Figure 9, and 15 in each of the new Inception(-v4, - ResNet-v1,
+        # -ResNet-v2) variants presented in this paper. The k, l, m, n numbers
+        # represent filter bank sizes which can be looked up in Table 1."""
+        def __init__(self, input_channels, k, l, m, n):
+            super().__init__()
+            self.branch3x3stack = nn.Sequential(
+                BasicConv2d(input_channels, k, kernel_size=1),
+                BasicConv2d(k, l, kernel_size=3, padding=1),
+                BasicConv2d(l, m, kernel_size=3, stride=2))
+            self.branch3x3 = BasicConv2d(input_channels, n, kernel_size=3, stride=2)
+            self.branchpool = nn.MaxPool2d(kernel_size=3, stride=2)
+            self.output_channels = input_channels + n + m
+
+        def forward(self, x):
+            x = [self.branch3x3stack(x), self.branch3x3(x), self.branchpool(x)]
+            return torch.cat(x, 1)
+
+    class InceptionResNetA(nn.Module):
+        # """Figure 16. The schema for 35 × 35 grid (Inception-ResNet-A)
+        # module of the Inception-ResNet-v2 network."""
+        def __init__(self, input_channels):
+            super().__init__()
+            self.branch3x3stack = nn.Sequential(
+                BasicConv2d(input_channels, c(32), kernel_size=1),
+                BasicConv2d(c(32), c(48), kernel_size=3, padding=1),
+                BasicConv2d(c(48), c(64), kernel_size=3, padding=1))
+            self.branch3x3 = nn.Sequential(
+                BasicConv2d(input_channels, c(32), kernel_size=1),
+                BasicConv2d(c(32), c(32), kernel_size=3, padding=1))
+            self.branch1x1 = BasicConv2d(input_channels, c(32), kernel_size=1)
+            self.reduction1x1 = nn.Conv2d(c(32) + c(32) + c(64), c(384), kernel_size=1)
+            self.shortcut = nn.Conv2d(input_channels, c(384), kernel_size=1)
+            self.bn = nn.BatchNorm2d(c(384))
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            residual = [self.branch1x1(x), self.branch3x3(x), self.branch3x3stack(x)]
+            residual = torch.cat(residual, 1)
+            residual = self.reduction1x1(residual)
+            shortcut = self.shortcut(x)
+            output = self.bn(shortcut + residual)
+            output = self.relu(output)
+            return output
+
+    class InceptionResNetB(nn.Module):
+        # """Figure 17. The schema for 17 × 17 grid (Inception-ResNet-B) module of
+        # the Inception-ResNet-v2 network."""
+        def __init__(self, input_channels):
+            super().__init__()
+            self.branch7x7 = nn.Sequential(
+                BasicConv2d(input_channels, c(128), kernel_size=1),
+                BasicConv2d(c(128), c(160), kernel_size=(1, 7), padding=(0, 3)),
+                BasicConv2d(c(160), c(192), kernel_size=(7, 1), padding=(3, 0)))
+            self.branch1x1 = BasicConv2d(input_channels, c(192), kernel_size=1)
+            self.reduction1x1 = nn.Conv2d(2 * c(192), c(1154), kernel_size=1)
+            self.shortcut = nn.Conv2d(input_channels, c(1154), kernel_size=1)
+            self.bn = nn.BatchNorm2d(c(1154))
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            residual = [self.branch1x1(x), self.branch7x7(x)]
+            residual = torch.cat(residual, 1)
+            # """In general we picked some scaling factors between 0.1 and 0.3 to scale the residuals
+            # before their being added to the accumulated layer activations (cf. Figure 20)."""
+            residual = self.reduction1x1(residual) * 0.1
+            shortcut = self.shortcut(x)
+            output = self.bn(residual + shortcut)
+            output = self.relu(output)
+            return output
+
+    class Net(nn.Module):
+        def __init__(self, A=1, B=1, k=192, l=224, m=256, n=384, class_nums=100):
+            super().__init__()
+            self.stem = Inception_Stem(3)
+            self.inception_a = self._generate_inception_module(2 * c(192), c(384), A, InceptionA)
+            self.inception_resnet_a = self._generate_inception_module(4 * c(96), c(384), A, InceptionResNetA)
+            self.reduction_a = InceptionReductionA(c(384), c(k), c(l), c(m), c(n))
+            output_channels = self.reduction_a.output_channels
+            self.inception_resnet_b = self._generate_inception_module(output_channels, c(1154), B, InceptionResNetB)
+            self.avgpool = nn.AvgPool2d(4)
+            # """Dropout (keep 0.8)"""
+            self.dropout = nn.Dropout2d(1 - 0.8)
+            self.linear = nn.Linear(c(1154), class_nums)
+
+        def forward(self, x):
+            x = self.stem(x)
+            x = self.inception_a(x)
+            x = self.inception_resnet_a(x)
+            x = self.reduction_a(x)
+            x = self.inception_resnet_b(x)
+            x = self.avgpool(x)
+            x = self.dropout(x)
+            x = x.view(-1, c(1154))
+            x = self.linear(x)
+            return x
+
+        @staticmethod
+        def _generate_inception_module(input_channels, output_channels, block_num, block):
+            layers = nn.Sequential()
+            for l in range(block_num):
+                layers.add_module("{}_{}".format(block.__name__, l), block(input_channels))
+                input_channels = output_channels
+            return layers
+
+    return Net(k=k, l=l, m=m, n=n, class_nums=class_nums)
+
+
+def test_inception_v4_blocks_eval_mode():
+    """Eval mode (Dropout2d off): 12-pixel images, 10x10 after the stem, 4x4 after ReductionA."""
+    train_beside_torch("Inception-v4 blocks", inception_v4_blocks, {}, Side((1, 3, 12, 12), train=False))
+
+
+# ---- a CIFAR-10 speed-run script (Keller Jordan's airbench94 and hlb-cifar10 style) ----------------
+
+def airbench(torch, nn, F, widths=(64, 256, 256), batchnorm_momentum=0.6, scaling_factor=1 / 9, half=False):
+    """airbench94's net as its script builds it: BatchNorm subclassed with a frozen weight, Conv with
+    padding='same' and a dirac init in reset_parameters, ConvGroup with GELU, a Mul(scale) head, the
+    first (whitening) layer frozen, `net.half()` then `mod.float()` on every BatchNorm (half=True),
+    channels_last, torch.compile."""
+
+    class BatchNorm(nn.BatchNorm2d):
+        def __init__(self, num_features, momentum=0.6, eps=1e-12, weight=False, bias=True):
+            super().__init__(num_features, eps=eps, momentum=1 - momentum)
+            self.weight.requires_grad = weight
+            self.bias.requires_grad = bias
+            # Note that PyTorch already initializes the weights to one and bias to zero
+
+    class Conv(nn.Conv2d):
+        def __init__(self, in_channels, out_channels):
+            super().__init__(in_channels, out_channels, kernel_size=3, padding="same", bias=False)
+
+        def reset_parameters(self):
+            super().reset_parameters()
+            w = self.weight.data
+            torch.nn.init.dirac_(w[:w.size(1)])
+
+    class ConvGroup(nn.Module):
+        def __init__(self, channels_in, channels_out, batchnorm_momentum):
+            super().__init__()
+            self.conv1 = Conv(channels_in, channels_out)
+            self.pool = nn.MaxPool2d(2)
+            self.norm1 = BatchNorm(channels_out, batchnorm_momentum)
+            self.conv2 = Conv(channels_out, channels_out)
+            self.norm2 = BatchNorm(channels_out, batchnorm_momentum)
+            self.activ = nn.GELU()
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.pool(x)
+            x = self.norm1(x)
+            x = self.activ(x)
+            x = self.conv2(x)
+            x = self.norm2(x)
+            x = self.activ(x)
+            return x
+
+    class Mul(nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return x * self.scale
+
+    def make_net():
+        whiten_kernel_size = 2
+        whiten_width = 2 * 3 * whiten_kernel_size ** 2
+        net = nn.Sequential(
+            nn.Conv2d(3, whiten_width, whiten_kernel_size, padding=0, bias=True),
+            nn.GELU(),
+            ConvGroup(whiten_width, widths[0], batchnorm_momentum),
+            ConvGroup(widths[0], widths[1], batchnorm_momentum),
+            ConvGroup(widths[1], widths[2], batchnorm_momentum),
+            nn.MaxPool2d(3),
+            nn.Flatten(),
+            nn.Linear(widths[2], 10, bias=False),
+            Mul(scaling_factor),
+        )
+        net[0].weight.requires_grad = False
+        if half:
+            net = net.half()
+        net = net.to(memory_format=torch.channels_last)
+        for mod in net.modules():
+            if isinstance(mod, BatchNorm):
+                mod.float()
+        return net
+
+    return torch.compile(make_net(), mode="max-autotune")
+
+
+def get_patches(torch, x, patch_shape):
+    c, (h, w) = x.shape[1], patch_shape
+    return x.unfold(2, h, 1).unfold(3, w, 1).transpose(1, 3).reshape(-1, c, h, w).float()
+
+
+def get_whitening_parameters(torch, patches):
+    n, c, h, w = patches.shape
+    patches_flat = patches.view(n, -1)
+    est_patch_covariance = (patches_flat.T @ patches_flat) / n
+    eigenvalues, eigenvectors = torch.linalg.eigh(est_patch_covariance, UPLO="U")
+    return eigenvalues.flip(0).view(-1, 1, 1, 1), eigenvectors.T.reshape(c * h * w, c, h, w).flip(0)
+
+
+def init_whitening_conv(torch, layer, train_set, eps=5e-4):
+    patches = get_patches(torch, train_set, patch_shape=layer.weight.data.shape[2:])
+    eigenvalues, eigenvectors = get_whitening_parameters(torch, patches)
+    eigenvectors_scaled = eigenvectors / torch.sqrt(eigenvalues + eps)
+    layer.weight.data[:] = torch.cat((eigenvectors_scaled, -eigenvectors_scaled))
+
+
+def label_smoothing_sum(F, outputs, labels):
+    """airbench's loss: nn.CrossEntropyLoss(label_smoothing=0.2, reduction='none'), summed."""
+    return F.cross_entropy(outputs, labels, label_smoothing=0.2, reduction="none").sum()
+
+
+AIRBENCH_WIDTHS = dict(widths=(8, 12, 16))
+
+
+def test_airbench_script():
+    """Training mode: the net at narrow widths on two 32-pixel images (the pools need them), its
+    BatchNorm weights and whitening layer frozen, the summed label-smoothed loss."""
+    train_beside_torch("airbench94", airbench, AIRBENCH_WIDTHS, Side((2, 3, 32, 32), loss_fn=label_smoothing_sum))
+
+
+def test_airbench_whitening_init():
+    """init_whitening_conv from the patches of a batch (unfold, transpose, reshape, eigh with
+    UPLO='U', flip): tnet's whitening filters are torch's, each eigenvector up to its sign."""
+    import torch as pt
+    x = np.random.default_rng(0).standard_normal((4, 3, 6, 6)).astype(np.float32)
+    layers = {}
+    for lib_ in (tnet, pt):
+        lib_.manual_seed(0)
+        layers[lib_] = lib_.nn.Conv2d(3, 24, 2, padding=0, bias=True)
+        init_whitening_conv(lib_, layers[lib_], lib_.tensor(x))
+    ours = layers[tnet].weight.detach().numpy().reshape(24, -1)
+    ref = layers[pt].weight.detach().double().numpy().reshape(24, -1)
+    signs = np.sign((ours * ref).sum(1, keepdims=True))
+    np.testing.assert_allclose(ours * signs, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
+
+
+def test_airbench_half_with_float_batch_norm():
+    """`net.half()`, then every BatchNorm back to float: in tnet the parameters stay fp32 masters
+    (README: .half() runs the module under autocast) and the BatchNorms compute in fp32 again; the
+    fp16 logits stay within fp16's error of torch float64's, and a step trains."""
+    import torch as pt
+    tnet.manual_seed(0)
+    net = airbench(tnet, tnet.nn, tnet.nn.functional, half=True, **AIRBENCH_WIDTHS)
+    assert {p.dtype for p in net.parameters()} == {pt.float32} and not net._orig_mod[2].norm1.weight.requires_grad
+    ref = airbench(pt, pt.nn, pt.nn.functional, **AIRBENCH_WIDTHS).double()
+    ref.load_state_dict({k: pt.tensor(v).double() for k, v in initial_state(net).items()})
+    x, y = Side((2, 3, 32, 32)).batch(0)
+    logits = net(tnet.tensor(x).half().to(memory_format=tnet.channels_last))
+    assert logits.dtype == pt.float16
+    assert rel_err(logits.float(), ref(x.double())) <= TOL["fp16"]
+    opt = tnet.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=0.01, momentum=0.9, nesterov=True)
+    loss = label_smoothing_sum(tnet.nn.functional, logits, tnet.tensor(y))
+    loss.backward()
+    opt.step()
+    assert math.isfinite(loss.item())

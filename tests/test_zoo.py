@@ -11,7 +11,8 @@ interpreter trains it in seconds; every model at full size on a GPU):
 3. tnet's losses, logits, gradients, weight changes and BatchNorm running statistics match
    float64's, each within max(SIDE_TOL, FACTOR x PyTorch fp32's own error on it): BatchNorm's sums
    near zero (shifts, scales, a conv bias before a BatchNorm) lose digits in any fp32 order; a
-   piece that is rounding noise alone (PyTorch fp32's error above 1) within NOISE_FACTOR x.
+   piece that is rounding noise alone (PyTorch fp32's error 1 or more) within NOISE_FACTOR x that
+   error or x fp32's rounding of the largest piece of its kind.
 
 Training mode, at a batch where no kink is near (issue 26's choice (e), the second way). At a
 tiny batch a ReLU input near zero, or two near-equal maxima of a max pooling window, can fall on

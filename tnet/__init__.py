@@ -66,14 +66,33 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype).to(device=device)
 
 
+class OptimizedModule(nn.Module):
+    """What torch.compile returns for a Module: the module under `_orig_mod`, so that its
+    state_dict's and named_parameters' names start with "_orig_mod.", as torch's (a checkpoint
+    saved from torch's compiled model loads); calls and other attributes go to the module."""
+
+    def __init__(self, mod):
+        super().__init__()
+        self._orig_mod = mod
+
+    def forward(self, *args, **kwargs):
+        return self._orig_mod(*args, **kwargs)
+
+    def __getattr__(self, name):  # only names the wrapper lacks
+        if name == "_orig_mod":  # not set yet (copy.copy builds the object without __init__)
+            raise AttributeError(name)
+        return getattr(self._orig_mod, name)
+
+
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
-    """torch.compile's signature; returns model (or, used as a decorator without it, the identity):
-    tnet's kernels are compiled by Triton already. To capture a whole step in a CUDA graph, as
-    mode="reduce-overhead" does, use tnet.graph.capture."""
+    """torch.compile's signature: a Module comes back wrapped in an OptimizedModule (as torch's),
+    a function as it is (or, used as a decorator without one, the identity): tnet's kernels are
+    compiled by Triton already. To capture a whole step in a CUDA graph, as mode="reduce-overhead"
+    does, use tnet.graph.capture."""
     if model is None:
         return lambda fn: fn
-    return model
+    return OptimizedModule(model) if isinstance(model, nn.Module) else model
 
 
 # torch's constants and type facts, and the switches scripts set
