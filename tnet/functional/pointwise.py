@@ -65,8 +65,8 @@ def record_relu(y, input):
     return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
 
 
-def _relu_graph(g, y):
-    return (_tied(where(gt(y, 0.0), g, 0.0), y),)
+def _relu_graph(g, y):  # torch's threshold_backward: 0 where y <= 0, g elsewhere (at NaN too), as relu_backward
+    return (_tied(where(le(y, 0.0), 0.0, g), y),)
 
 
 def _tied(v, x):
