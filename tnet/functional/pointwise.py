@@ -953,6 +953,8 @@ def threshold(input, threshold, value, inplace=False):
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
     if not input.is_floating_point():  # torch casts both numbers to the integer dtype first (0.1 to 0, 2.5 to 2)
+        check(math.isfinite(threshold) and math.isfinite(value),
+              lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
         return where(le(input, int(threshold)), int(value), input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), float(value))
