@@ -597,6 +597,7 @@ def test_round_11_tnet_only_cases_as_torch(call):
     lambda m, f, t: f.hardshrink(t([1.0, -2.0]), "x"), lambda m, f, t: f.softshrink(t([1.0, -2.0]), "x"),
     lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2), p="x"),
     lambda m, f, t: m.meshgrid(m.zeros(2), m.zeros(3), indexing=-7),
-    lambda m, f, t: m.index_fill(m.zeros(2), 0, t([0.0]), 1.0)])  # a float index: IndexError (index_copy's: RuntimeError)
+    lambda m, f, t: m.index_fill(m.zeros(2), 0, t([0.0]), 1.0),  # a float index: IndexError (index_copy's: RuntimeError)
+    lambda m, f, t: f.threshold(t([1, 2, -3]), float("nan"), 1)])  # NaN cast to an integer: RuntimeError
 def test_round_11_error_kinds_as_torch(call):
     _same_outcome(call)

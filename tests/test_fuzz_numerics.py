@@ -555,3 +555,13 @@ def test_multi_margin_loss_leaves_a_nan_margin_out_as_torch(p):
     got.backward()
     want.backward()
     _same(a.grad.numpy(), t.grad)
+
+
+def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
+    """torch's relu backward zeroes g only where y <= 0: at NaN it passes g, as tnet's first-order
+    backward did but its create_graph gradient (where y > 0) did not (fuzz round 11)."""
+    x = np.array([NAN, 1.0, -1.0, 0.0], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, = tnet.autograd.grad(tnet.relu(a * 2).sum(), a, create_graph=True)
+    want, = torch.autograd.grad(torch.relu(t * 2).sum(), t, create_graph=True)
+    _same(got.detach().numpy(), want)

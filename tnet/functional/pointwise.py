@@ -65,8 +65,8 @@ def record_relu(y, input):
     return record("relu", y, (input,), lambda g: (_pw.relu_backward(y, g),), saved=(y,), graph=_relu_graph)
 
 
-def _relu_graph(g, y):
-    return (_tied(where(gt(y, 0.0), g, 0.0), y),)
+def _relu_graph(g, y):  # torch's threshold_backward: 0 where y <= 0, g elsewhere (at NaN too), as relu_backward
+    return (_tied(where(le(y, 0.0), 0.0, g), y),)
 
 
 def _tied(v, x):
@@ -953,6 +953,8 @@ def threshold(input, threshold, value, inplace=False):
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
     if not input.is_floating_point():  # torch casts both numbers to the integer dtype first (0.1 to 0, 2.5 to 2)
+        check(math.isfinite(threshold) and math.isfinite(value),
+              lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
         return where(le(input, int(threshold)), int(value), input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), float(value))
