@@ -177,3 +177,194 @@ def test_supcon():
 
 def test_simclr_one_anchor():
     compare(supcon, method="SimCLR", contrast_mode="one")
+
+
+def two_views(torch, x):
+    """The two augmentations of a batch, deterministic so that tnet and torch see the same views."""
+    return x.flip(3), x.roll(1, 2)
+
+
+# (b) SimSiam (facebookresearch/simsiam): the projector ends in BatchNorm1d(affine=False) after a
+# Linear whose bias is switched off through requires_grad = False, the predictor a bottleneck MLP,
+# the loss the negative cosine similarity against z.detach(); SGD over the encoder and predictor
+# groups with fix_lr on the predictor's
+def simsiam(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class SimSiam(nn.Module):
+        """Build a SimSiam model."""
+        def __init__(self, base_encoder, dim=16, pred_dim=4):
+            super(SimSiam, self).__init__()
+            # create the encoder; num_classes is the output fc dimension, zero-initialize last BNs
+            self.encoder = base_encoder(num_classes=dim)
+
+            # build a 3-layer projector
+            prev_dim = self.encoder.fc.weight.shape[1]
+            self.encoder.fc = nn.Sequential(nn.Linear(prev_dim, prev_dim, bias=False),
+                                            nn.BatchNorm1d(prev_dim),
+                                            nn.ReLU(inplace=True),  # first layer
+                                            nn.Linear(prev_dim, prev_dim, bias=False),
+                                            nn.BatchNorm1d(prev_dim),
+                                            nn.ReLU(inplace=True),  # second layer
+                                            self.encoder.fc,
+                                            nn.BatchNorm1d(dim, affine=False))  # output layer
+            self.encoder.fc[6].bias.requires_grad = False  # hack: not use bias as it is followed by BN
+
+            # build a 2-layer predictor
+            self.predictor = nn.Sequential(nn.Linear(dim, pred_dim, bias=False),
+                                           nn.BatchNorm1d(pred_dim),
+                                           nn.ReLU(inplace=True),  # hidden layer
+                                           nn.Linear(pred_dim, dim))  # output layer
+
+        def forward(self, x1, x2):
+            # compute features for one view
+            z1 = self.encoder(x1)  # NxC
+            z2 = self.encoder(x2)  # NxC
+
+            p1 = self.predictor(z1)  # NxC
+            p2 = self.predictor(z2)  # NxC
+
+            return p1, p2, z1.detach(), z2.detach()
+
+    class TinyResNet(nn.Module):
+        """Stands in for torchvision's resnet: a stem, a pool and an `fc`."""
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(6)
+            self.relu = nn.ReLU(inplace=True)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(6, num_classes)
+
+        def forward(self, x):
+            x = self.avgpool(self.relu(self.bn1(self.conv1(x))))
+            return self.fc(torch.flatten(x, 1))
+
+    torch.manual_seed(0)
+    model = SimSiam(TinyResNet)
+    init = load(m, model, state)
+    criterion = nn.CosineSimilarity(dim=1)
+    init_lr = 0.05 * 4 / 256 * 64
+    optim_params = [{'params': model.encoder.parameters(), 'fix_lr': False},
+                    {'params': model.predictor.parameters(), 'fix_lr': True}]
+    optimizer = optim.SGD(optim_params, init_lr, momentum=0.9, weight_decay=1e-4)
+
+    def adjust_learning_rate(optimizer, init_lr, epoch, epochs):
+        """Decay the learning rate based on schedule"""
+        cur_lr = init_lr * 0.5 * (1. + np.cos(np.pi * epoch / epochs))
+        for param_group in optimizer.param_groups:
+            if 'fix_lr' in param_group and param_group['fix_lr']:
+                param_group['lr'] = init_lr
+            else:
+                param_group['lr'] = cur_lr
+
+    losses = []
+    for epoch, (x, _) in enumerate(batches(7, 2, (6, 3, 8, 8))):
+        adjust_learning_rate(optimizer, init_lr, epoch, 2)
+        images = two_views(torch, torch.tensor(x))
+        p1, p2, z1, z2 = model(x1=images[0], x2=images[1])
+        loss = -(criterion(p1, z2).mean() + criterion(p2, z1).mean()) * 0.5
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    running = [float(b.sum().item()) for name, b in model.named_buffers() if "running" in name]
+    return init, losses + summary(model.parameters()) + running
+
+
+def test_simsiam():
+    compare(simsiam)
+
+
+# (c) BYOL as CIFAR repositories write it: online network = encoder + projector + predictor, a target
+# network deep-copied with requires_grad = False and updated by EMA over zip(online, target) through
+# .data, the normalised-MSE loss 2 - 2 * cos symmetrised over the two views
+def byol(m, state=None):
+    import copy
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def MLP(dim, projection_size, hidden_size=12):
+        return nn.Sequential(
+            nn.Linear(dim, hidden_size),
+            nn.BatchNorm1d(hidden_size),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden_size, projection_size)
+        )
+
+    def loss_fn(x, y):
+        x = F.normalize(x, dim=-1, p=2)
+        y = F.normalize(y, dim=-1, p=2)
+        return 2 - 2 * (x * y).sum(dim=-1)
+
+    class EMA():
+        def __init__(self, beta):
+            super().__init__()
+            self.beta = beta
+
+        def update_average(self, old, new):
+            if old is None:
+                return new
+            return old * self.beta + (1 - self.beta) * new
+
+    def update_moving_average(ema_updater, ma_model, current_model):
+        for current_params, ma_params in zip(current_model.parameters(), ma_model.parameters()):
+            old_weight, up_weight = ma_params.data, current_params.data
+            ma_params.data = ema_updater.update_average(old_weight, up_weight)
+
+    class BYOL(nn.Module):
+        def __init__(self, projection_size=8, moving_average_decay=0.9):
+            super().__init__()
+            self.online_encoder = nn.Sequential(cifar_encoder(nn, 10), MLP(10, projection_size))
+            self.target_encoder = None
+            self.target_ema_updater = EMA(moving_average_decay)
+            self.online_predictor = MLP(projection_size, projection_size)
+
+        def _get_target_encoder(self):
+            target_encoder = copy.deepcopy(self.online_encoder)
+            for p in target_encoder.parameters():
+                p.requires_grad = False
+            return target_encoder
+
+        def update_moving_average(self):
+            assert self.target_encoder is not None, 'target encoder has not been created yet'
+            update_moving_average(self.target_ema_updater, self.target_encoder, self.online_encoder)
+
+        def forward(self, image_one, image_two):
+            online_proj_one = self.online_encoder(image_one)
+            online_proj_two = self.online_encoder(image_two)
+            online_pred_one = self.online_predictor(online_proj_one)
+            online_pred_two = self.online_predictor(online_proj_two)
+            with torch.no_grad():
+                if self.target_encoder is None:
+                    self.target_encoder = self._get_target_encoder()
+                target_proj_one = self.target_encoder(image_one)
+                target_proj_two = self.target_encoder(image_two)
+                target_proj_one.detach_()
+                target_proj_two.detach_()
+            loss_one = loss_fn(online_pred_one, target_proj_two.detach())
+            loss_two = loss_fn(online_pred_two, target_proj_one.detach())
+            loss = loss_one + loss_two
+            return loss.mean()
+
+    torch.manual_seed(0)
+    learner = BYOL()
+    init = load(m, learner, state)
+    # SGD, not the Adam that some CIFAR repositories use: the Linear biases before BatchNorm1d have zero
+    # gradients up to rounding, which Adam scales up to lr-sized steps in different directions
+    opt = optim.SGD(learner.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for x, _ in batches(8, 2, (6, 3, 8, 8)):
+        images = two_views(torch, torch.tensor(x))
+        loss = learner(*images)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        learner.update_moving_average()  # update moving average of target encoder
+        losses.append(loss.item())
+    target = list(learner.target_encoder.parameters())
+    assert not any(p.requires_grad for p in target)
+    return init, losses + summary(target)
+
+
+def test_byol():
+    compare(byol)
