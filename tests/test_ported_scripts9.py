@@ -368,3 +368,160 @@ def byol(m, state=None):
 
 def test_byol():
     compare(byol)
+
+
+# (d) MoCo v2 (facebookresearch/moco's builder, without torch.distributed): a key encoder copied
+# from the query encoder and updated by momentum, the queue a registered buffer normalised along
+# dim=0, _dequeue_and_enqueue through a slice assignment of keys.T at queue_ptr (a long buffer), the
+# logits by einsum, zero labels; shuffle BN on one device by torch.randperm and argsort, which the
+# BatchNorm over the whole batch cannot see (tnet's permutation differs from torch's, its result not)
+def moco(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class MoCo(nn.Module):
+        """Build a MoCo model with: a query encoder, a key encoder, and a queue
+        https://arxiv.org/abs/1911.05722"""
+        def __init__(self, base_encoder, dim=8, K=12, m=0.999, T=0.07, mlp=False):
+            super(MoCo, self).__init__()
+
+            self.K = K
+            self.m = m
+            self.T = T
+
+            # create the encoders
+            # num_classes is the output fc dimension
+            self.encoder_q = base_encoder(num_classes=dim)
+            self.encoder_k = base_encoder(num_classes=dim)
+
+            if mlp:  # hack: brute-force replacement
+                dim_mlp = self.encoder_q.fc.weight.shape[1]
+                self.encoder_q.fc = nn.Sequential(nn.Linear(dim_mlp, dim_mlp), nn.ReLU(), self.encoder_q.fc)
+                self.encoder_k.fc = nn.Sequential(nn.Linear(dim_mlp, dim_mlp), nn.ReLU(), self.encoder_k.fc)
+
+            for param_q, param_k in zip(self.encoder_q.parameters(), self.encoder_k.parameters()):
+                param_k.data.copy_(param_q.data)  # initialize
+                param_k.requires_grad = False  # not update by gradient
+
+            # create the queue
+            self.register_buffer("queue", torch.randn(dim, K))
+            self.queue = nn.functional.normalize(self.queue, dim=0)
+
+            self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+        @torch.no_grad()
+        def _momentum_update_key_encoder(self):
+            """Momentum update of the key encoder"""
+            for param_q, param_k in zip(self.encoder_q.parameters(), self.encoder_k.parameters()):
+                param_k.data = param_k.data * self.m + param_q.data * (1. - self.m)
+
+        @torch.no_grad()
+        def _dequeue_and_enqueue(self, keys):
+            batch_size = keys.shape[0]
+
+            ptr = int(self.queue_ptr)
+            assert self.K % batch_size == 0  # for simplicity
+
+            # replace the keys at ptr (dequeue and enqueue)
+            self.queue[:, ptr:ptr + batch_size] = keys.T
+            ptr = (ptr + batch_size) % self.K  # move pointer
+
+            self.queue_ptr[0] = ptr
+
+        @torch.no_grad()
+        def _batch_shuffle_single_gpu(self, x):
+            """Batch shuffle, for making use of BatchNorm."""
+            # random shuffle index
+            idx_shuffle = torch.randperm(x.shape[0]).to(x.device)
+
+            # index for restoring
+            idx_unshuffle = torch.argsort(idx_shuffle)
+
+            return x[idx_shuffle], idx_unshuffle
+
+        @torch.no_grad()
+        def _batch_unshuffle_single_gpu(self, x, idx_unshuffle):
+            """Undo batch shuffle."""
+            return x[idx_unshuffle]
+
+        def forward(self, im_q, im_k):
+            # compute query features
+            q = self.encoder_q(im_q)  # queries: NxC
+            q = nn.functional.normalize(q, dim=1)
+
+            # compute key features
+            with torch.no_grad():  # no gradient to keys
+                self._momentum_update_key_encoder()  # update the key encoder
+
+                # shuffle for making use of BN
+                im_k, idx_unshuffle = self._batch_shuffle_single_gpu(im_k)
+
+                k = self.encoder_k(im_k)  # keys: NxC
+                k = nn.functional.normalize(k, dim=1)
+
+                # undo shuffle
+                k = self._batch_unshuffle_single_gpu(k, idx_unshuffle)
+
+            # compute logits
+            # Einstein sum is more intuitive
+            # positive logits: Nx1
+            l_pos = torch.einsum('nc,nc->n', [q, k]).unsqueeze(-1)
+            # negative logits: NxK
+            l_neg = torch.einsum('nc,ck->nk', [q, self.queue.clone().detach()])
+
+            # logits: Nx(1+K)
+            logits = torch.cat([l_pos, l_neg], dim=1)
+
+            # apply temperature
+            logits /= self.T
+
+            # labels: positive key indicators
+            labels = torch.zeros(logits.shape[0], dtype=torch.long).to(logits.device)
+
+            # dequeue and enqueue
+            self._dequeue_and_enqueue(k)
+
+            return logits, labels
+
+    class TinyResNet(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.body = cifar_encoder(nn, 10)
+            self.fc = nn.Linear(10, num_classes)
+
+        def forward(self, x):
+            return self.fc(self.body(x))
+
+    def accuracy(output, target, topk=(1,)):
+        with torch.no_grad():
+            maxk = max(topk)
+            batch_size = target.size(0)
+            _, pred = output.topk(maxk, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+            res = []
+            for k in topk:
+                correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                res.append(correct_k.mul_(100.0 / batch_size))
+            return res
+
+    torch.manual_seed(0)
+    model = MoCo(TinyResNet, m=0.9, mlp=True)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(model.parameters(), 0.03, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for x, _ in batches(9, 3, (4, 3, 8, 8)):
+        images = two_views(torch, torch.tensor(x))
+        output, target = model(im_q=images[0], im_k=images[1])
+        loss = criterion(output, target)
+        acc1, acc5 = accuracy(output, target, topk=(1, 5))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), acc1[0].item(), acc5[0].item()]
+    assert int(model.queue_ptr) == 0 and model.queue_ptr.dtype == torch.long
+    return init, losses + summary(model.parameters()) + [float(model.queue.abs().sum())]
+
+
+def test_moco_v2():
+    compare(moco)
