@@ -525,3 +525,112 @@ def moco(m, state=None):
 
 def test_moco_v2():
     compare(moco)
+
+
+# (e) Barlow Twins (facebookresearch/barlowtwins): off_diagonal by flatten/view/slice, the
+# cross-correlation of the BatchNorm1d(affine=False)-normalised embeddings, the on-diagonal term by
+# torch.diagonal(c).add_(-1).pow_(2); VICReg (facebookresearch/vicreg): F.mse_loss invariance, the
+# std term by torch.sqrt(x.var(dim=0) + 0.0001) and F.relu, the covariance's off-diagonal squares
+def off_diagonal(x):
+    # return a flattened view of the off-diagonal elements of a square matrix
+    n, m = x.shape
+    assert n == m
+    return x.flatten()[:-1].view(n - 1, n + 1)[:, 1:].flatten()
+
+
+def barlow_twins(m, state=None, method="barlow"):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def Projector(embedding, mlp="16-16-12"):
+        mlp_spec = f"{embedding}-{mlp}"
+        layers = []
+        f = list(map(int, mlp_spec.split("-")))
+        for i in range(len(f) - 2):
+            layers.append(nn.Linear(f[i], f[i + 1]))
+            layers.append(nn.BatchNorm1d(f[i + 1]))
+            layers.append(nn.ReLU(True))
+        layers.append(nn.Linear(f[-2], f[-1], bias=False))
+        return nn.Sequential(*layers)
+
+    class BarlowTwins(nn.Module):
+        def __init__(self, batch_size, lambd=0.0051):
+            super().__init__()
+            self.batch_size = batch_size
+            self.lambd = lambd
+            self.backbone = cifar_encoder(nn, 10)
+            self.projector = Projector(10)
+            # normalization layer for the representations z1 and z2
+            self.bn = nn.BatchNorm1d(12, affine=False)
+
+        def forward(self, y1, y2):
+            z1 = self.projector(self.backbone(y1))
+            z2 = self.projector(self.backbone(y2))
+
+            # empirical cross-correlation matrix
+            c = self.bn(z1).T @ self.bn(z2)
+
+            # sum the cross-correlation matrix between all gpus
+            c.div_(self.batch_size)
+
+            on_diag = torch.diagonal(c).add_(-1).pow_(2).sum()
+            off_diag = off_diagonal(c).pow_(2).sum()
+            loss = on_diag + self.lambd * off_diag
+            return loss
+
+    class VICReg(nn.Module):
+        def __init__(self, batch_size, sim_coeff=25.0, std_coeff=25.0, cov_coeff=1.0):
+            super().__init__()
+            self.batch_size = batch_size
+            self.num_features = 12
+            self.sim_coeff, self.std_coeff, self.cov_coeff = sim_coeff, std_coeff, cov_coeff
+            self.backbone = cifar_encoder(nn, 10)
+            self.projector = Projector(10)
+
+        def forward(self, x, y):
+            x = self.projector(self.backbone(x))
+            y = self.projector(self.backbone(y))
+
+            repr_loss = F.mse_loss(x, y)
+
+            x = x - x.mean(dim=0)
+            y = y - y.mean(dim=0)
+
+            std_x = torch.sqrt(x.var(dim=0) + 0.0001)
+            std_y = torch.sqrt(y.var(dim=0) + 0.0001)
+            std_loss = torch.mean(F.relu(1 - std_x)) / 2 + torch.mean(F.relu(1 - std_y)) / 2
+
+            cov_x = (x.T @ x) / (self.batch_size - 1)
+            cov_y = (y.T @ y) / (self.batch_size - 1)
+            cov_loss = off_diagonal(cov_x).pow_(2).sum().div(
+                self.num_features
+            ) + off_diagonal(cov_y).pow_(2).sum().div(self.num_features)
+
+            loss = (
+                self.sim_coeff * repr_loss
+                + self.std_coeff * std_loss
+                + self.cov_coeff * cov_loss
+            )
+            return loss
+
+    torch.manual_seed(0)
+    batch_size = 6
+    model = (BarlowTwins if method == "barlow" else VICReg)(batch_size)
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    losses = []
+    for x, _ in batches(11, 2, (batch_size, 3, 8, 8)):
+        y1, y2 = two_views(torch, torch.tensor(x))
+        optimizer.zero_grad()
+        loss = model.forward(y1, y2)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_barlow_twins():
+    compare(barlow_twins)
+
+
+def test_vicreg():
+    compare(barlow_twins, method="vicreg")
