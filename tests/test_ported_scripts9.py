@@ -5,6 +5,7 @@ styles and ported by their imports alone, as test_ported_scripts.py: each runs i
 from tnet's initial weights (state_dict through numpy), and the losses, and the gradients and
 weights summed into a few numbers, agree; shapes are tiny and runs 1-3 steps."""
 import numpy as np
+import pytest
 
 from helpers import batches, compare, load
 
@@ -634,3 +635,956 @@ def test_barlow_twins():
 
 def test_vicreg():
     compare(barlow_twins, method="vicreg")
+
+
+# (f) RepDistiller (HobbitLong): train_student's criterion list (cross-entropy, DistillKL, and one
+# feature-distillation loss: FitNet's hint through a ConvReg 1x1 regressor, attention transfer, RKD's
+# distance and angle, PKT, similarity-preserving, CRD's contrast memory), a frozen eval-mode teacher
+# whose features are detached, models that return ([features], logits) when is_feat=True
+def repdistiller_losses(torch, nn, F):
+    import math
+
+    class DistillKL(nn.Module):
+        """Distilling the Knowledge in a Neural Network"""
+        def __init__(self, T):
+            super(DistillKL, self).__init__()
+            self.T = T
+
+        def forward(self, y_s, y_t):
+            p_s = F.log_softmax(y_s/self.T, dim=1)
+            p_t = F.softmax(y_t/self.T, dim=1)
+            loss = F.kl_div(p_s, p_t, size_average=False) * (self.T**2) / y_s.shape[0]
+            return loss
+
+    class HintLoss(nn.Module):
+        """Fitnets: hints for thin deep nets, ICLR 2015"""
+        def __init__(self):
+            super(HintLoss, self).__init__()
+            self.crit = nn.MSELoss()
+
+        def forward(self, f_s, f_t):
+            loss = self.crit(f_s, f_t)
+            return loss
+
+    class ConvReg(nn.Module):
+        """Convolutional regression for FitNet"""
+        def __init__(self, s_shape, t_shape, use_relu=True):
+            super(ConvReg, self).__init__()
+            self.use_relu = use_relu
+            s_N, s_C, s_H, s_W = s_shape
+            t_N, t_C, t_H, t_W = t_shape
+            if s_H == 2 * t_H:
+                self.conv = nn.Conv2d(s_C, t_C, kernel_size=3, stride=2, padding=1)
+            elif s_H * 2 == t_H:
+                self.conv = nn.ConvTranspose2d(s_C, t_C, kernel_size=4, stride=2, padding=1)
+            elif s_H >= t_H:
+                self.conv = nn.Conv2d(s_C, t_C, kernel_size=(1+s_H-t_H, 1+s_W-t_W))
+            else:
+                raise NotImplemented('student size {}, teacher size {}'.format(s_H, t_H))
+            self.bn = nn.BatchNorm2d(t_C)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.conv(x)
+            if self.use_relu:
+                return self.relu(self.bn(x))
+            else:
+                return self.bn(x)
+
+    class Attention(nn.Module):
+        """Paying More Attention to Attention: Improving the Performance of Convolutional Neural Networks
+        via Attention Transfer"""
+        def __init__(self, p=2):
+            super(Attention, self).__init__()
+            self.p = p
+
+        def forward(self, g_s, g_t):
+            return [self.at_loss(f_s, f_t) for f_s, f_t in zip(g_s, g_t)]
+
+        def at_loss(self, f_s, f_t):
+            s_H, t_H = f_s.shape[2], f_t.shape[2]
+            if s_H > t_H:
+                f_s = F.adaptive_avg_pool2d(f_s, (t_H, t_H))
+            elif s_H < t_H:
+                f_t = F.adaptive_avg_pool2d(f_t, (s_H, s_H))
+            else:
+                pass
+            return (self.at(f_s) - self.at(f_t)).pow(2).mean()
+
+        def at(self, f):
+            return F.normalize(f.pow(self.p).mean(1).view(f.size(0), -1))
+
+    class RKDLoss(nn.Module):
+        """Relational Knowledge Disitllation, CVPR2019"""
+        def __init__(self, w_d=25, w_a=50):
+            super(RKDLoss, self).__init__()
+            self.w_d = w_d
+            self.w_a = w_a
+
+        def forward(self, f_s, f_t):
+            student = f_s.view(f_s.shape[0], -1)
+            teacher = f_t.view(f_t.shape[0], -1)
+
+            # RKD distance loss
+            with torch.no_grad():
+                t_d = self.pdist(teacher, squared=False)
+                mean_td = t_d[t_d > 0].mean()
+                t_d = t_d / mean_td
+
+            d = self.pdist(student, squared=False)
+            mean_d = d[d > 0].mean()
+            d = d / mean_d
+
+            loss_d = F.smooth_l1_loss(d, t_d)
+
+            # RKD Angle loss
+            with torch.no_grad():
+                td = (teacher.unsqueeze(0) - teacher.unsqueeze(1))
+                norm_td = F.normalize(td, p=2, dim=2)
+                t_angle = torch.bmm(norm_td, norm_td.transpose(1, 2)).view(-1)
+
+            sd = (student.unsqueeze(0) - student.unsqueeze(1))
+            norm_sd = F.normalize(sd, p=2, dim=2)
+            s_angle = torch.bmm(norm_sd, norm_sd.transpose(1, 2)).view(-1)
+
+            loss_a = F.smooth_l1_loss(s_angle, t_angle)
+
+            loss = self.w_d * loss_d + self.w_a * loss_a
+
+            return loss
+
+        @staticmethod
+        def pdist(e, squared=False, eps=1e-12):
+            e_square = e.pow(2).sum(dim=1)
+            prod = e @ e.t()
+            res = (e_square.unsqueeze(1) + e_square.unsqueeze(0) - 2 * prod).clamp(min=eps)
+
+            if not squared:
+                res = res.sqrt()
+
+            res = res.clone()
+            res[range(len(e)), range(len(e))] = 0
+            return res
+
+    class PKT(nn.Module):
+        """Probabilistic Knowledge Transfer for deep representation learning"""
+        def __init__(self):
+            super(PKT, self).__init__()
+
+        def forward(self, f_s, f_t):
+            return self.cosine_similarity_loss(f_s, f_t)
+
+        @staticmethod
+        def cosine_similarity_loss(output_net, target_net, eps=0.0000001):
+            # Normalize each vector by its norm
+            output_net_norm = torch.sqrt(torch.sum(output_net ** 2, dim=1, keepdim=True))
+            output_net = output_net / (output_net_norm + eps)
+            output_net[output_net != output_net] = 0
+
+            target_net_norm = torch.sqrt(torch.sum(target_net ** 2, dim=1, keepdim=True))
+            target_net = target_net / (target_net_norm + eps)
+            target_net[target_net != target_net] = 0
+
+            # Calculate the cosine similarity
+            model_similarity = torch.mm(output_net, output_net.transpose(0, 1))
+            target_similarity = torch.mm(target_net, target_net.transpose(0, 1))
+
+            # Scale cosine similarity to 0..1
+            model_similarity = (model_similarity + 1.0) / 2.0
+            target_similarity = (target_similarity + 1.0) / 2.0
+
+            # Transform them into probabilities
+            model_similarity = model_similarity / torch.sum(model_similarity, dim=1, keepdim=True)
+            target_similarity = target_similarity / torch.sum(target_similarity, dim=1, keepdim=True)
+
+            # Calculate the KL-divergence
+            loss = torch.mean(target_similarity * torch.log((target_similarity + eps) / (model_similarity + eps)))
+
+            return loss
+
+    class Similarity(nn.Module):
+        """Similarity-Preserving Knowledge Distillation, ICCV2019"""
+        def __init__(self):
+            super(Similarity, self).__init__()
+
+        def forward(self, g_s, g_t):
+            return [self.similarity_loss(f_s, f_t) for f_s, f_t in zip(g_s, g_t)]
+
+        def similarity_loss(self, f_s, f_t):
+            bsz = f_s.shape[0]
+            f_s = f_s.view(bsz, -1)
+            f_t = f_t.view(bsz, -1)
+
+            G_s = torch.mm(f_s, torch.t(f_s))
+            # G_s = G_s / G_s.norm(2)
+            G_s = torch.nn.functional.normalize(G_s)
+            G_t = torch.mm(f_t, torch.t(f_t))
+            # G_t = G_t / G_t.norm(2)
+            G_t = torch.nn.functional.normalize(G_t)
+
+            G_diff = G_t - G_s
+            loss = (G_diff * G_diff).view(-1, 1).sum(0) / (bsz * bsz)
+            return loss
+
+    class AliasMethod(object):
+        """From: https://hips.seas.harvard.edu/blog/2013/03/03/the-alias-method-efficient-sampling-with-many-discrete-outcomes/"""
+        def __init__(self, probs):
+
+            if probs.sum() > 1:
+                probs.div_(probs.sum())
+            K = len(probs)
+            self.prob = torch.zeros(K)
+            self.alias = torch.LongTensor([0]*K)
+
+            # Sort the data into the outcomes with probabilities
+            # that are larger and smaller than 1/K.
+            smaller = []
+            larger = []
+            for kk, prob in enumerate(probs):
+                self.prob[kk] = K*prob
+                if self.prob[kk] < 1.0:
+                    smaller.append(kk)
+                else:
+                    larger.append(kk)
+
+            # Loop though and create little binary mixtures that
+            # appropriately allocate the larger outcomes over the
+            # overall uniform mixture.
+            while len(smaller) > 0 and len(larger) > 0:
+                small = smaller.pop()
+                large = larger.pop()
+
+                self.alias[small] = large
+                self.prob[large] = (self.prob[large] - 1.0) + self.prob[small]
+
+                if self.prob[large] < 1.0:
+                    smaller.append(large)
+                else:
+                    larger.append(large)
+
+            for last_one in smaller+larger:
+                self.prob[last_one] = 1
+
+        def cuda(self):
+            self.prob = self.prob.cuda()
+            self.alias = self.alias.cuda()
+
+        def draw(self, N):
+            """Draw N samples from multinomial"""
+            K = self.alias.size(0)
+
+            kk = torch.zeros(N, dtype=torch.long, device=self.prob.device).random_(0, K)
+            prob = self.prob.index_select(0, kk)
+            alias = self.alias.index_select(0, kk)
+            # b is whether a random number is greater than q
+            b = torch.bernoulli(prob)
+            oq = kk.mul(b.long())
+            oj = alias.mul((1-b).long())
+
+            return oq + oj
+
+    class ContrastMemory(nn.Module):
+        """memory buffer that supplies large amount of negative samples."""
+        def __init__(self, inputSize, outputSize, K, T=0.07, momentum=0.5):
+            super(ContrastMemory, self).__init__()
+            self.nLem = outputSize
+            self.unigrams = torch.ones(self.nLem)
+            self.multinomial = AliasMethod(self.unigrams)
+            if torch.cuda.is_available():  # the repository calls .cuda() unconditionally
+                self.multinomial.cuda()
+            self.K = K
+
+            self.register_buffer('params', torch.tensor([K, T, -1, -1, momentum]))
+            stdv = 1. / math.sqrt(inputSize / 3)
+            self.register_buffer('memory_v1', torch.rand(outputSize, inputSize).mul_(2 * stdv).add_(-stdv))
+            self.register_buffer('memory_v2', torch.rand(outputSize, inputSize).mul_(2 * stdv).add_(-stdv))
+
+        def forward(self, v1, v2, y, idx=None):
+            K = int(self.params[0].item())
+            T = self.params[1].item()
+            Z_v1 = self.params[2].item()
+            Z_v2 = self.params[3].item()
+
+            momentum = self.params[4].item()
+            batchSize = v1.size(0)
+            outputSize = self.memory_v1.size(0)
+            inputSize = self.memory_v1.size(1)
+
+            # original score computation
+            if idx is None:
+                idx = self.multinomial.draw(batchSize * (self.K + 1)).view(batchSize, -1)
+                idx.select(1, 0).copy_(y.data)
+            # sample
+            weight_v1 = torch.index_select(self.memory_v1, 0, idx.view(-1)).detach()
+            weight_v1 = weight_v1.view(batchSize, K + 1, inputSize)
+            out_v2 = torch.bmm(weight_v1, v2.view(batchSize, inputSize, 1))
+            out_v2 = torch.exp(torch.div(out_v2, T))
+            # sample
+            weight_v2 = torch.index_select(self.memory_v2, 0, idx.view(-1)).detach()
+            weight_v2 = weight_v2.view(batchSize, K + 1, inputSize)
+            out_v1 = torch.bmm(weight_v2, v1.view(batchSize, inputSize, 1))
+            out_v1 = torch.exp(torch.div(out_v1, T))
+
+            # set Z if haven't been set yet
+            if Z_v1 < 0:
+                self.params[2] = out_v1.mean() * outputSize
+                Z_v1 = self.params[2].clone().detach().item()
+                print("normalization constant Z_v1 is set to {:.1f}".format(Z_v1))
+            if Z_v2 < 0:
+                self.params[3] = out_v2.mean() * outputSize
+                Z_v2 = self.params[3].clone().detach().item()
+                print("normalization constant Z_v2 is set to {:.1f}".format(Z_v2))
+
+            # compute out_v1, out_v2
+            out_v1 = torch.div(out_v1, Z_v1).contiguous()
+            out_v2 = torch.div(out_v2, Z_v2).contiguous()
+
+            # update memory
+            with torch.no_grad():
+                l_pos = torch.index_select(self.memory_v1, 0, y.view(-1))
+                l_pos.mul_(momentum)
+                l_pos.add_(torch.mul(v1, 1 - momentum))
+                l_norm = l_pos.pow(2).sum(1, keepdim=True).pow(0.5)
+                updated_v1 = l_pos.div(l_norm)
+                self.memory_v1.index_copy_(0, y, updated_v1)
+
+                ab_pos = torch.index_select(self.memory_v2, 0, y.view(-1))
+                ab_pos.mul_(momentum)
+                ab_pos.add_(torch.mul(v2, 1 - momentum))
+                ab_norm = ab_pos.pow(2).sum(1, keepdim=True).pow(0.5)
+                updated_v2 = ab_pos.div(ab_norm)
+                self.memory_v2.index_copy_(0, y, updated_v2)
+
+            return out_v1, out_v2
+
+    eps = 1e-7
+
+    class ContrastLoss(nn.Module):
+        """contrastive loss, corresponding to Eq (18)"""
+        def __init__(self, n_data):
+            super(ContrastLoss, self).__init__()
+            self.n_data = n_data
+
+        def forward(self, x):
+            bsz = x.shape[0]
+            m = x.size(1) - 1
+
+            # noise distribution
+            Pn = 1 / float(self.n_data)
+
+            # loss for positive pair
+            P_pos = x.select(1, 0)
+            log_D1 = torch.div(P_pos, P_pos.add(m * Pn + eps)).log_()
+
+            # loss for K negative pair
+            P_neg = x.narrow(1, 1, m)
+            log_D0 = torch.div(P_neg.clone().fill_(m * Pn), P_neg.add(m * Pn + eps)).log_()
+
+            loss = - (log_D1.sum(0) + log_D0.view(-1, 1).sum(0)) / bsz
+
+            return loss
+
+    class Normalize(nn.Module):
+        """normalization layer"""
+        def __init__(self, power=2):
+            super(Normalize, self).__init__()
+            self.power = power
+
+        def forward(self, x):
+            norm = x.pow(self.power).sum(1, keepdim=True).pow(1. / self.power)
+            out = x.div(norm)
+            return out
+
+    class Embed(nn.Module):
+        """Embedding module"""
+        def __init__(self, dim_in=1024, dim_out=128):
+            super(Embed, self).__init__()
+            self.linear = nn.Linear(dim_in, dim_out)
+            self.l2norm = Normalize(2)
+
+        def forward(self, x):
+            x = x.view(x.shape[0], -1)
+            x = self.linear(x)
+            x = self.l2norm(x)
+            return x
+
+    class CRDLoss(nn.Module):
+        """CRD Loss function"""
+        def __init__(self, opt):
+            super(CRDLoss, self).__init__()
+            self.embed_s = Embed(opt.s_dim, opt.feat_dim)
+            self.embed_t = Embed(opt.t_dim, opt.feat_dim)
+            self.contrast = ContrastMemory(opt.feat_dim, opt.n_data, opt.nce_k, opt.nce_t, opt.nce_m)
+            self.criterion_t = ContrastLoss(opt.n_data)
+            self.criterion_s = ContrastLoss(opt.n_data)
+
+        def forward(self, f_s, f_t, idx, contrast_idx=None):
+            f_s = self.embed_s(f_s)
+            f_t = self.embed_t(f_t)
+            out_s, out_t = self.contrast(f_s, f_t, idx, contrast_idx)
+            s_loss = self.criterion_s(out_s)
+            t_loss = self.criterion_t(out_t)
+            loss = s_loss + t_loss
+            return loss
+
+    return dict(DistillKL=DistillKL, HintLoss=HintLoss, ConvReg=ConvReg, Attention=Attention, RKDLoss=RKDLoss,
+                PKT=PKT, Similarity=Similarity, AliasMethod=AliasMethod, ContrastMemory=ContrastMemory,
+                CRDLoss=CRDLoss)
+
+
+def repdistiller(m, state=None, distill="kd"):
+    import types
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    L = types.SimpleNamespace(**repdistiller_losses(torch, nn, F))
+
+    class Net(nn.Module):
+        """A two-stage CIFAR net returning [f0, f1, f2] and the logits, as RepDistiller's models do."""
+        def __init__(self, w, num_classes=10):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(3, w, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(w)
+            self.conv2 = nn.Conv2d(w, 2 * w, 3, stride=2, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(2 * w)
+            self.fc = nn.Linear(2 * w, num_classes)
+
+        def forward(self, x, is_feat=False, preact=False):
+            f0 = F.relu(self.bn1(self.conv1(x)))
+            f1 = F.relu(self.bn2(self.conv2(f0)))
+            f2 = F.adaptive_avg_pool2d(f1, 1).view(x.size(0), -1)
+            out = self.fc(f2)
+            if is_feat:
+                return [f0, f1, f2], out
+            return out
+
+    class Opt:
+        batch_size, n_data, feat_dim, nce_k, nce_t, nce_m = 4, 16, 6, 5, 0.07, 0.5
+        hint_layer, gamma, alpha, beta, kd_T = 1, 0.1, 0.9, 1.0, 4
+    opt = Opt()
+
+    torch.manual_seed(0)
+    model_s, model_t = Net(4), Net(6)
+    data = torch.randn(2, 3, 8, 8)
+    model_t.eval()
+    model_s.eval()
+    feat_t, _ = model_t(data, is_feat=True)
+    feat_s, _ = model_s(data, is_feat=True)
+
+    module_list = nn.ModuleList([])
+    module_list.append(model_s)
+    trainable_list = nn.ModuleList([])
+    trainable_list.append(model_s)
+
+    criterion_cls = nn.CrossEntropyLoss()
+    criterion_div = L.DistillKL(opt.kd_T)
+    if distill == 'kd':
+        criterion_kd = L.DistillKL(opt.kd_T)
+    elif distill == 'hint':
+        criterion_kd = L.HintLoss()
+        regress_s = L.ConvReg(feat_s[opt.hint_layer].shape, feat_t[opt.hint_layer].shape)
+        module_list.append(regress_s)
+        trainable_list.append(regress_s)
+    elif distill == 'crd':
+        opt.s_dim = feat_s[-1].shape[1]
+        opt.t_dim = feat_t[-1].shape[1]
+        criterion_kd = L.CRDLoss(opt)
+        module_list.append(criterion_kd.embed_s)
+        module_list.append(criterion_kd.embed_t)
+        trainable_list.append(criterion_kd.embed_s)
+        trainable_list.append(criterion_kd.embed_t)
+    elif distill == 'attention':
+        criterion_kd = L.Attention()
+    elif distill == 'rkd':
+        criterion_kd = L.RKDLoss()
+    elif distill == 'pkt':
+        criterion_kd = L.PKT()
+    elif distill == 'similarity':
+        criterion_kd = L.Similarity()
+    criterion_list = nn.ModuleList([])
+    criterion_list.append(criterion_cls)    # classification loss
+    criterion_list.append(criterion_div)    # KL divergence loss, original knowledge distillation
+    criterion_list.append(criterion_kd)     # other knowledge distillation loss
+
+    # the teacher last, as train_student appends it after the optimizer is built; its weights and the
+    # contrast memory's buffers travel in one state_dict
+    everything = nn.ModuleDict({"trainable": trainable_list, "criterion": criterion_list, "teacher": model_t})
+    init = load(m, everything, state)
+    optimizer = optim.SGD(trainable_list.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    module_list.append(model_t)
+
+    # train_student's epoch
+    for module in module_list:
+        module.train()
+    module_list[-1].eval()
+    criterion_cls, criterion_div, criterion_kd = criterion_list
+    model_s, model_t = module_list[0], module_list[-1]
+    losses = []
+    rng = np.random.default_rng(12)
+    for idx, (x, y) in enumerate(batches(13, 2, (opt.batch_size, 3, 8, 8))):
+        input, target = torch.tensor(x), torch.tensor(y)
+        # CIFAR100InstanceSample's indices: the samples' own, then nce_k negatives drawn by numpy
+        index = torch.tensor(rng.permutation(opt.n_data)[:opt.batch_size])
+        contrast_idx = torch.tensor(np.concatenate(
+            [index.numpy()[:, None], rng.integers(0, opt.n_data, (opt.batch_size, opt.nce_k))], axis=1))
+        preact = False
+        feat_s, logit_s = model_s(input, is_feat=True, preact=preact)
+        with torch.no_grad():
+            feat_t, logit_t = model_t(input, is_feat=True, preact=preact)
+            feat_t = [f.detach() for f in feat_t]
+
+        loss_cls = criterion_cls(logit_s, target)
+        loss_div = criterion_div(logit_s, logit_t)
+        if distill == 'kd':
+            loss_kd = 0
+        elif distill == 'hint':
+            f_s = module_list[1](feat_s[opt.hint_layer])
+            f_t = feat_t[opt.hint_layer]
+            loss_kd = criterion_kd(f_s, f_t)
+        elif distill == 'crd':
+            f_s = feat_s[-1]
+            f_t = feat_t[-1]
+            loss_kd = criterion_kd(f_s, f_t, index, contrast_idx)
+        elif distill == 'attention':
+            g_s = feat_s[1:-1]
+            g_t = feat_t[1:-1]
+            loss_group = criterion_kd(g_s, g_t)
+            loss_kd = sum(loss_group)
+        elif distill in ('rkd', 'pkt'):
+            f_s = feat_s[-1]
+            f_t = feat_t[-1]
+            loss_kd = criterion_kd(f_s, f_t)
+        elif distill == 'similarity':
+            g_s = [feat_s[-2]]
+            g_t = [feat_t[-2]]
+            loss_group = criterion_kd(g_s, g_t)
+            loss_kd = sum(loss_group)
+        loss = opt.gamma * loss_cls + opt.alpha * loss_div + opt.beta * loss_kd
+
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    buffers = [float(b.abs().sum().item()) for name, b in everything.named_buffers()
+               if "running" in name or "memory" in name or "params" in name]
+    return init, losses + summary(trainable_list.parameters()) + buffers
+
+
+@pytest.mark.parametrize("distill", ["kd", "hint", "attention", "rkd", "pkt", "similarity", "crd"])
+def test_repdistiller(distill):
+    compare(repdistiller, distill=distill)
+
+
+def test_repdistiller_alias_method():
+    """CRD's AliasMethod: its table, built element by element with torch tensors, as torch's; its draws
+    (random_ and bernoulli, whose streams differ from torch's) land in range, and a one-hot
+    distribution always draws its outcome."""
+    import tnet
+    import torch
+    probs = np.array([0.1, 0.05, 0.3, 0.15, 0.2, 0.2], dtype=np.float32)
+    tables = []
+    for lib in (tnet, torch):
+        L = repdistiller_losses(lib, lib.nn, lib.nn.functional)
+        alias = L["AliasMethod"](lib.tensor(probs * 2))  # unnormalised: divided in place by its sum
+        tables.append((alias.prob.numpy(), alias.alias.numpy()))
+        lib.manual_seed(0)
+        draws = alias.draw(40)
+        assert draws.dtype == lib.long and draws.shape == (40,)
+        assert 0 <= int(draws.min()) and int(draws.max()) < len(probs)
+        one_hot = L["AliasMethod"](lib.tensor([0.0, 0.0, 1.0, 0.0]))
+        assert (one_hot.draw(20) == 2).all()
+    np.testing.assert_allclose(tables[0][0], tables[1][0], rtol=1e-6)
+    np.testing.assert_array_equal(tables[0][1], tables[1][1])
+
+
+# (g) bearpaw/pytorch-classification: cifar.py's loop (state['lr'] from the parsed arguments,
+# adjust_learning_rate on a schedule, AverageMeter, accuracy with pred.t() and correct[:k], its Logger
+# writing a tab-separated log.txt, save_checkpoint by torch.save and shutil.copyfile, resuming from
+# the checkpoint), over its CifarResNeXt (cardinality through groups, init by writing into
+# self.state_dict()[key]) and PreResNet with Bottleneck blocks, at reduced widths and depths
+def bearpaw_models(torch, nn, F, width=4):
+    import math
+    import torch as _  # noqa: F401 (the repository writes `import torch.nn.init as init`)
+    init = nn.init
+
+    class ResNeXtBottleneck(nn.Module):
+        """RexNeXt bottleneck type C (https://github.com/facebookresearch/ResNeXt/blob/master/models/resnext.lua)"""
+        def __init__(self, in_channels, out_channels, stride, cardinality, widen_factor):
+            super(ResNeXtBottleneck, self).__init__()
+            D = cardinality * out_channels // widen_factor
+            self.conv_reduce = nn.Conv2d(in_channels, D, kernel_size=1, stride=1, padding=0, bias=False)
+            self.bn_reduce = nn.BatchNorm2d(D)
+            self.conv_conv = nn.Conv2d(D, D, kernel_size=3, stride=stride, padding=1, groups=cardinality, bias=False)
+            self.bn = nn.BatchNorm2d(D)
+            self.conv_expand = nn.Conv2d(D, out_channels, kernel_size=1, stride=1, padding=0, bias=False)
+            self.bn_expand = nn.BatchNorm2d(out_channels)
+
+            self.shortcut = nn.Sequential()
+            if in_channels != out_channels:
+                self.shortcut.add_module('shortcut_conv', nn.Conv2d(in_channels, out_channels, kernel_size=1,
+                                                                    stride=stride, padding=0, bias=False))
+                self.shortcut.add_module('shortcut_bn', nn.BatchNorm2d(out_channels))
+
+        def forward(self, x):
+            bottleneck = self.conv_reduce.forward(x)
+            bottleneck = F.relu(self.bn_reduce.forward(bottleneck), inplace=True)
+            bottleneck = self.conv_conv.forward(bottleneck)
+            bottleneck = F.relu(self.bn.forward(bottleneck), inplace=True)
+            bottleneck = self.conv_expand.forward(bottleneck)
+            bottleneck = self.bn_expand.forward(bottleneck)
+            residual = self.shortcut.forward(x)
+            return F.relu(residual + bottleneck, inplace=True)
+
+    class CifarResNeXt(nn.Module):
+        """ResNext optimized for the Cifar dataset, as specified in https://arxiv.org/pdf/1611.05431.pdf"""
+        def __init__(self, cardinality, depth, num_classes, widen_factor=4, dropRate=0):
+            super(CifarResNeXt, self).__init__()
+            self.cardinality = cardinality
+            self.depth = depth
+            self.block_depth = (self.depth - 2) // 9
+            self.widen_factor = widen_factor
+            self.num_classes = num_classes
+            self.output_size = width  # the repository's 64
+            self.stages = [width, width * self.widen_factor, 2 * width * self.widen_factor, 4 * width * self.widen_factor]
+
+            self.conv_1_3x3 = nn.Conv2d(3, width, 3, 1, 1, bias=False)
+            self.bn_1 = nn.BatchNorm2d(width)
+            self.stage_1 = self.block('stage_1', self.stages[0], self.stages[1], 1)
+            self.stage_2 = self.block('stage_2', self.stages[1], self.stages[2], 2)
+            self.stage_3 = self.block('stage_3', self.stages[2], self.stages[3], 2)
+            self.classifier = nn.Linear(self.stages[3], num_classes)  # the repository's 1024
+            init.kaiming_normal(self.classifier.weight)
+
+            for key in self.state_dict():
+                if key.split('.')[-1] == 'weight':
+                    if 'conv' in key:
+                        init.kaiming_normal(self.state_dict()[key], mode='fan_out')
+                    if 'bn' in key:
+                        self.state_dict()[key][...] = 1
+                elif key.split('.')[-1] == 'bias':
+                    self.state_dict()[key][...] = 0
+
+        def block(self, name, in_channels, out_channels, pool_stride=2):
+            block = nn.Sequential()
+            for bottleneck in range(self.block_depth):
+                name_ = '%s_bottleneck_%d' % (name, bottleneck)
+                if bottleneck == 0:
+                    block.add_module(name_, ResNeXtBottleneck(in_channels, out_channels, pool_stride, self.cardinality,
+                                                              self.widen_factor))
+                else:
+                    block.add_module(name_,
+                                     ResNeXtBottleneck(out_channels, out_channels, 1, self.cardinality, self.widen_factor))
+            return block
+
+        def forward(self, x):
+            x = self.conv_1_3x3.forward(x)
+            x = F.relu(self.bn_1.forward(x), inplace=True)
+            x = self.stage_1.forward(x)
+            x = self.stage_2.forward(x)
+            x = self.stage_3.forward(x)
+            x = F.avg_pool2d(x, 2, 1)  # the repository's 8: 32-pixel images
+            x = x.view(-1, self.stages[3])
+            return self.classifier(x)
+
+    class Bottleneck(nn.Module):
+        expansion = 4
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None):
+            super(Bottleneck, self).__init__()
+            self.bn1 = nn.BatchNorm2d(inplanes)
+            self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes)
+            self.conv3 = nn.Conv2d(planes, planes * 4, kernel_size=1, bias=False)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x):
+            residual = x
+
+            out = self.bn1(x)
+            out = self.relu(out)
+            out = self.conv1(out)
+
+            out = self.bn2(out)
+            out = self.relu(out)
+            out = self.conv2(out)
+
+            out = self.bn3(out)
+            out = self.relu(out)
+            out = self.conv3(out)
+
+            if self.downsample is not None:
+                residual = self.downsample(x)
+
+            out += residual
+
+            return out
+
+    class PreResNet(nn.Module):
+        def __init__(self, depth, num_classes=1000, block_name='BasicBlock'):
+            super(PreResNet, self).__init__()
+            # Model type specifies number of layers for CIFAR-10 model
+            if block_name.lower() == 'bottleneck':
+                assert (depth - 2) % 9 == 0, 'When use bottleneck, depth should be 9n+2, e.g. 20, 29, 47, 56, 110, 1199'
+                n = (depth - 2) // 9
+                block = Bottleneck
+            else:
+                raise ValueError('block_name shoule be Basicblock or Bottleneck')
+
+            self.inplanes = width  # the repository's 16, 32, 64
+            self.conv1 = nn.Conv2d(3, width, kernel_size=3, padding=1, bias=False)
+            self.layer1 = self._make_layer(block, width, n)
+            self.layer2 = self._make_layer(block, 2 * width, n, stride=2)
+            self.layer3 = self._make_layer(block, 4 * width, n, stride=2)
+            self.bn = nn.BatchNorm2d(4 * width * block.expansion)
+            self.relu = nn.ReLU(inplace=True)
+            self.avgpool = nn.AvgPool2d(2)  # the repository's 8: 32-pixel images
+            self.fc = nn.Linear(4 * width * block.expansion, num_classes)
+
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    n = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
+                    m.weight.data.normal_(0, math.sqrt(2. / n))
+                elif isinstance(m, nn.BatchNorm2d):
+                    m.weight.data.fill_(1)
+                    m.bias.data.zero_()
+
+        def _make_layer(self, block, planes, blocks, stride=1):
+            downsample = None
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                downsample = nn.Sequential(
+                    nn.Conv2d(self.inplanes, planes * block.expansion,
+                              kernel_size=1, stride=stride, bias=False),
+                )
+
+            layers = []
+            layers.append(block(self.inplanes, planes, stride, downsample))
+            self.inplanes = planes * block.expansion
+            for i in range(1, blocks):
+                layers.append(block(self.inplanes, planes))
+
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.layer3(x)
+            x = self.bn(x)
+            x = self.relu(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+    return dict(resnext=lambda num_classes: CifarResNeXt(cardinality=2, depth=11, num_classes=num_classes,
+                                                          widen_factor=2),
+                preresnet=lambda num_classes: PreResNet(depth=11, num_classes=num_classes, block_name='bottleneck'))
+
+
+def bearpaw(m, state=None, arch="resnext", checkpoint=None):
+    import argparse
+    import os
+    import shutil
+    import time
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    checkpoint = os.path.join(checkpoint, torch.__name__)
+    os.makedirs(checkpoint)
+
+    class AverageMeter(object):
+        """Computes and stores the average and current value
+           Imported from https://github.com/pytorch/examples/blob/master/imagenet/main.py#L247-L262
+        """
+        def __init__(self):
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+    def accuracy(output, target, topk=(1,)):
+        """Computes the precision@k for the specified values of k"""
+        maxk = max(topk)
+        batch_size = target.size(0)
+
+        _, pred = output.topk(maxk, 1, True, True)
+        pred = pred.t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+
+        res = []
+        for k in topk:
+            correct_k = correct[:k].reshape(-1).float().sum(0)
+            res.append(correct_k.mul_(100.0 / batch_size))
+        return res
+
+    class Logger(object):
+        '''Save training process to log file with simple plot function.'''
+        def __init__(self, fpath, title=None, resume=False):
+            self.file = None
+            self.resume = resume
+            self.title = '' if title == None else title  # noqa: E711
+            if fpath is not None:
+                if resume:
+                    self.file = open(fpath, 'r')
+                    name = self.file.readline()
+                    self.names = name.rstrip().split('\t')
+                    self.numbers = {}
+                    for _, name in enumerate(self.names):
+                        self.numbers[name] = []
+
+                    for numbers in self.file:
+                        numbers = numbers.rstrip().split('\t')
+                        for i in range(0, len(numbers)):
+                            self.numbers[self.names[i]].append(numbers[i])
+                    self.file.close()
+                    self.file = open(fpath, 'a')
+                else:
+                    self.file = open(fpath, 'w')
+
+        def set_names(self, names):
+            if self.resume:
+                pass
+            # initialize numbers as empty list
+            self.numbers = {}
+            self.names = names
+            for _, name in enumerate(self.names):
+                self.file.write(name)
+                self.file.write('\t')
+                self.numbers[name] = []
+            self.file.write('\n')
+            self.file.flush()
+
+        def append(self, numbers):
+            assert len(self.names) == len(numbers), 'Numbers do not match names'
+            for index, num in enumerate(numbers):
+                self.file.write("{0:.6f}".format(num))
+                self.file.write('\t')
+                self.numbers[self.names[index]].append(num)
+            self.file.write('\n')
+            self.file.flush()
+
+        def close(self):
+            if self.file is not None:
+                self.file.close()
+
+    parser = argparse.ArgumentParser(description='PyTorch CIFAR10/100 Training')
+    parser.add_argument('--epochs', default=1, type=int, metavar='N', help='number of total epochs to run')
+    parser.add_argument('--lr', '--learning-rate', default=0.1, type=float, metavar='LR', help='initial learning rate')
+    parser.add_argument('--schedule', type=int, nargs='+', default=[0], help='Decrease learning rate at these epochs.')
+    parser.add_argument('--gamma', type=float, default=0.1, help='LR is multiplied by gamma on schedule.')
+    parser.add_argument('--momentum', default=0.9, type=float, metavar='M', help='momentum')
+    parser.add_argument('--weight-decay', '--wd', default=5e-4, type=float, metavar='W', help='weight decay (default: 1e-4)')
+    parser.add_argument('-c', '--checkpoint', default='checkpoint', type=str, metavar='PATH')
+    parser.add_argument('--arch', '-a', metavar='ARCH', default='resnext')
+    args = parser.parse_args(['--checkpoint', checkpoint, '--arch', arch])
+    weights = state  # compare's initial weights; `state` is the repository's dict of the arguments
+    state = {k: v for k, v in args._get_kwargs()}
+    best_acc = 0  # best test accuracy
+
+    def adjust_learning_rate(optimizer, epoch):
+        if epoch in args.schedule:
+            state['lr'] *= args.gamma
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = state['lr']
+
+    def save_checkpoint(state, is_best, checkpoint='checkpoint', filename='checkpoint.pth.tar'):
+        filepath = os.path.join(checkpoint, filename)
+        torch.save(state, filepath)
+        if is_best:
+            shutil.copyfile(filepath, os.path.join(checkpoint, 'model_best.pth.tar'))
+
+    def train(trainloader, model, criterion, optimizer, epoch, use_cuda):
+        # switch to train mode
+        model.train()
+        batch_time, data_time, losses, top1, top5 = (AverageMeter() for _ in range(5))
+        end = time.time()
+        for batch_idx, (inputs, targets) in enumerate(trainloader):
+            # measure data loading time
+            data_time.update(time.time() - end)
+            inputs, targets = torch.autograd.Variable(inputs), torch.autograd.Variable(targets)
+            # compute output
+            outputs = model(inputs)
+            loss = criterion(outputs, targets)
+            # measure accuracy and record loss
+            prec1, prec5 = accuracy(outputs.data, targets.data, topk=(1, 5))
+            losses.update(loss.item(), inputs.size(0))
+            top1.update(prec1.item(), inputs.size(0))
+            top5.update(prec5.item(), inputs.size(0))
+            # compute gradient and do SGD step
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            # measure elapsed time
+            batch_time.update(time.time() - end)
+            end = time.time()
+        return (losses.avg, top1.avg)
+
+    def test(testloader, model, criterion, epoch, use_cuda):
+        model.eval()
+        losses, top1 = AverageMeter(), AverageMeter()
+        with torch.no_grad():
+            for batch_idx, (inputs, targets) in enumerate(testloader):
+                outputs = model(inputs)
+                loss = criterion(outputs, targets)
+                prec1, prec5 = accuracy(outputs.data, targets.data, topk=(1, 5))
+                losses.update(loss.item(), inputs.size(0))
+                top1.update(prec1.item(), inputs.size(0))
+        return (losses.avg, top1.avg)
+
+    torch.manual_seed(0)
+    model = bearpaw_models(torch, nn, F)[args.arch](num_classes=10)
+    if args.arch == 'resnext':  # written through self.state_dict()[key][...]
+        assert float(model.classifier.bias.data.abs().sum()) == 0 and float(model.bn_1.weight.data.sum()) == 4
+    init = load(m, model, weights)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    data = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(14, 2, (4, 3, 8, 8))]
+    trainloader, testloader = data[:1], data[1:]
+
+    title = 'cifar-10-' + args.arch
+    logger = Logger(os.path.join(args.checkpoint, 'log.txt'), title=title)
+    logger.set_names(['Learning Rate', 'Train Loss', 'Valid Loss', 'Train Acc.', 'Valid Acc.'])
+    for epoch in range(0, args.epochs):
+        adjust_learning_rate(optimizer, epoch)
+        train_loss, train_acc = train(trainloader, model, criterion, optimizer, epoch, False)
+        test_loss, test_acc = test(testloader, model, criterion, epoch, False)
+        logger.append([state['lr'], train_loss, test_loss, train_acc, test_acc])
+        is_best = test_acc > best_acc
+        best_acc = max(test_acc, best_acc)
+        save_checkpoint({
+                'epoch': epoch + 1,
+                'state_dict': model.state_dict(),
+                'acc': test_acc,
+                'best_acc': best_acc,
+                'optimizer': optimizer.state_dict(),
+            }, is_best, checkpoint=args.checkpoint)
+    logger.close()
+
+    # resume: the checkpoint into a new model and optimizer, the log reopened
+    checkpoint = torch.load(os.path.join(args.checkpoint, 'checkpoint.pth.tar'))
+    resumed = bearpaw_models(torch, nn, F)[args.arch](num_classes=10)
+    resumed.load_state_dict(checkpoint['state_dict'])
+    optimizer = optim.SGD(resumed.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    logger = Logger(os.path.join(args.checkpoint, 'log.txt'), title=title, resume=True)
+    assert checkpoint['epoch'] == args.epochs and logger.names[:5] == ['Learning Rate', 'Train Loss', 'Valid Loss',
+                                                                       'Train Acc.', 'Valid Acc.']
+    logged = [float(v) for name in logger.names if name for v in logger.numbers[name]]
+    logger.close()
+    assert os.path.exists(os.path.join(args.checkpoint, 'model_best.pth.tar')) == (best_acc > 0)
+    assert optimizer.param_groups[0]['lr'] == state['lr']
+    return init, logged + summary(resumed.parameters())
+
+
+@pytest.mark.parametrize("arch", ["resnext", "preresnet"])
+def test_bearpaw_cifar(arch, tmp_path):
+    compare(bearpaw, arch=arch, checkpoint=str(tmp_path))
