@@ -1589,3 +1589,156 @@ def bearpaw(m, state=None, arch="resnext", checkpoint=None):
 @pytest.mark.parametrize("arch", ["resnext", "preresnet"])
 def test_bearpaw_cifar(arch, tmp_path):
     compare(bearpaw, arch=arch, checkpoint=str(tmp_path))
+
+
+# (h) SimSiam's main_lincls.py: a pretrained checkpoint (torch.save of a DataParallel model's
+# 'module.'-prefixed state_dict) renamed key by key into a fresh model, load_state_dict(strict=False)
+# and its missing_keys, every layer but fc frozen by requires_grad = False, fc initialised through
+# .data, the trainable parameters by filter(), model.eval() while training (the backbone's BatchNorm
+# frozen), sanity_check's comparison with the checkpoint; the optimizer MoCo v3's LARS (torch.norm,
+# nested torch.where, a momentum buffer in self.state) on the repository's own Optimizer subclass
+def simsiam_lincls(m, state=None, checkpoint=None):
+    import os
+    torch, nn = m.torch, m.nn
+
+    class LARS(torch.optim.Optimizer):
+        """LARS optimizer, no rate scaling or weight decay for parameters <= 1D."""
+        def __init__(self, params, lr=0, weight_decay=0, momentum=0.9, trust_coefficient=0.001):
+            defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, trust_coefficient=trust_coefficient)
+            super().__init__(params, defaults)
+
+        @torch.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                for p in g['params']:
+                    dp = p.grad
+
+                    if dp is None:
+                        continue
+
+                    if p.ndim > 1:  # if not normalization gamma/beta or bias
+                        dp = dp.add(p, alpha=g['weight_decay'])
+                        param_norm = torch.norm(p)
+                        update_norm = torch.norm(dp)
+                        one = torch.ones_like(param_norm)
+                        q = torch.where(param_norm > 0.,
+                                        torch.where(update_norm > 0,
+                                                    (g['trust_coefficient'] * param_norm / update_norm), one),
+                                        one)
+                        dp = dp.mul(q)
+
+                    param_state = self.state[p]
+                    if 'mu' not in param_state:
+                        param_state['mu'] = torch.zeros_like(p)
+                    mu = param_state['mu']
+                    mu.mul_(g['momentum']).add_(dp)
+                    p.add_(mu, alpha=-g['lr'])
+
+    class TinyResNet(nn.Module):
+        """Stands in for torchvision's resnet50: a stem, a pool and an `fc`."""
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(6)
+            self.relu = nn.ReLU(inplace=True)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(6, num_classes)
+
+        def forward(self, x):
+            x = self.avgpool(self.relu(self.bn1(self.conv1(x))))
+            return self.fc(torch.flatten(x, 1))
+
+    class Pretrained(nn.Module):
+        """What main_simsiam.py saves: an encoder whose fc is the projector, and the predictor."""
+        def __init__(self):
+            super().__init__()
+            self.encoder = TinyResNet(num_classes=8)
+            self.encoder.fc = nn.Sequential(nn.Linear(6, 6, bias=False), nn.BatchNorm1d(6), nn.ReLU(inplace=True),
+                                            self.encoder.fc)
+            self.predictor = nn.Linear(8, 8)
+
+    def sanity_check(state_dict, pretrained_weights):
+        """Linear classifier should not change any weights other than the linear layer.
+        This sanity check asserts nothing wrong happens (e.g., BN stats updated)."""
+        print("=> loading '{}' for sanity check".format(pretrained_weights))
+        checkpoint = torch.load(pretrained_weights, map_location="cpu")
+        state_dict_pre = checkpoint['state_dict']
+
+        for k in list(state_dict.keys()):
+            # only ignore fc layer
+            if 'fc.weight' in k or 'fc.bias' in k:
+                continue
+
+            # name in pretrained model
+            k_pre = 'module.encoder.' + k[len('module.'):] \
+                if k.startswith('module.') else 'module.encoder.' + k
+
+            assert ((state_dict[k].cpu() == state_dict_pre[k_pre]).all()), \
+                '{} is changed in linear classifier training.'.format(k)
+
+        print("=> sanity check passed.")
+
+    torch.manual_seed(0)
+    pretrained = Pretrained()
+    model = TinyResNet(num_classes=10)
+    # freeze all layers but the last fc
+    for name, param in model.named_parameters():
+        if name not in ['fc.weight', 'fc.bias']:
+            param.requires_grad = False
+    # init the fc layer
+    model.fc.weight.data.normal_(mean=0.0, std=0.01)
+    model.fc.bias.data.zero_()
+    init = load(m, nn.ModuleDict({"pretrained": pretrained, "model": model}), state)
+    args_pretrained = os.path.join(checkpoint, torch.__name__ + '_checkpoint_0099.pth.tar')
+    torch.save({'epoch': 100, 'arch': 'resnet50',
+                'state_dict': {'module.' + k: v for k, v in pretrained.state_dict().items()}}, args_pretrained)
+
+    # load from pre-trained, before DistributedDataParallel constructor
+    if os.path.isfile(args_pretrained):
+        print("=> loading checkpoint '{}'".format(args_pretrained))
+        checkpoint = torch.load(args_pretrained, map_location="cpu")
+
+        # rename moco pre-trained keys
+        state_dict = checkpoint['state_dict']
+        for k in list(state_dict.keys()):
+            # retain only encoder up to before the embedding layer
+            if k.startswith('module.encoder') and not k.startswith('module.encoder.fc'):
+                # remove prefix
+                state_dict[k[len("module.encoder."):]] = state_dict[k]
+            # delete renamed or unused k
+            del state_dict[k]
+
+        msg = model.load_state_dict(state_dict, strict=False)
+        assert set(msg.missing_keys) == {"fc.weight", "fc.bias"}
+
+    # infer learning rate before changing batch size
+    init_lr = 0.1 * 4 / 256 * 32
+    criterion = nn.CrossEntropyLoss()
+    # optimize only the linear classifier
+    parameters = list(filter(lambda p: p.requires_grad, model.parameters()))
+    assert len(parameters) == 2  # fc.weight, fc.bias
+    optimizer = LARS(parameters, init_lr, weight_decay=1e-4, momentum=0.9)
+
+    losses = []
+    for images, target in batches(15, 3, (4, 3, 8, 8)):
+        """
+        Switch to eval mode:
+        Under the protocol of linear classification on frozen features/models,
+        it is not legitimate to change any part of the pre-trained model.
+        BatchNorm in train mode may revise running mean/std (even if it receives
+        no gradient), which are part of the model parameters too.
+        """
+        model.eval()
+        output = model(torch.tensor(images))
+        loss = criterion(output, torch.tensor(target))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    sanity_check(model.state_dict(), args_pretrained)
+    mu = optimizer.state[model.fc.weight]['mu']
+    return init, losses + summary(parameters) + [float(mu.abs().sum())]
+
+
+def test_simsiam_linear_classification_with_lars(tmp_path):
+    compare(simsiam_lincls, checkpoint=str(tmp_path))
