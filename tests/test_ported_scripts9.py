@@ -540,7 +540,8 @@ def off_diagonal(x):
     return x.flatten()[:-1].view(n - 1, n + 1)[:, 1:].flatten()
 
 
-def barlow_twins(m, state=None, method="barlow"):
+def barlow_twins(m, state=None, method="barlow", lars=False):
+    import math
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
 
     def Projector(embedding, mlp="16-16-12"):
@@ -614,19 +615,93 @@ def barlow_twins(m, state=None, method="barlow"):
             )
             return loss
 
+    class LARS(optim.Optimizer):
+        def __init__(self, params, lr, weight_decay=0, momentum=0.9, eta=0.001,
+                     weight_decay_filter=False, lars_adaptation_filter=False):
+            defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum,
+                            eta=eta, weight_decay_filter=weight_decay_filter,
+                            lars_adaptation_filter=lars_adaptation_filter)
+            super().__init__(params, defaults)
+
+        def exclude_bias_and_norm(self, p):
+            return p.ndim == 1
+
+        @torch.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                for p in g['params']:
+                    dp = p.grad
+
+                    if dp is None:
+                        continue
+
+                    if not g['weight_decay_filter'] or not self.exclude_bias_and_norm(p):
+                        dp = dp.add(p, alpha=g['weight_decay'])
+
+                    if not g['lars_adaptation_filter'] or not self.exclude_bias_and_norm(p):
+                        param_norm = torch.norm(p)
+                        update_norm = torch.norm(dp)
+                        one = torch.ones_like(param_norm)
+                        q = torch.where(param_norm > 0.,
+                                        torch.where(update_norm > 0,
+                                                    (g['eta'] * param_norm / update_norm), one), one)
+                        dp = dp.mul(q)
+
+                    param_state = self.state[p]
+                    if 'mu' not in param_state:
+                        param_state['mu'] = torch.zeros_like(p)
+                    mu = param_state['mu']
+                    mu.mul_(g['momentum']).add_(dp)
+
+                    p.add_(mu, alpha=-g['lr'])
+
+    def adjust_learning_rate(optimizer, loader, step, epochs=3, batch_size=2048,
+                             learning_rate_weights=0.2, learning_rate_biases=0.0048):
+        max_steps = epochs * len(loader)
+        warmup_steps = 1 * len(loader)  # the repository's 10 epochs
+        base_lr = batch_size / 256
+        if step < warmup_steps:
+            lr = base_lr * step / warmup_steps
+        else:
+            step -= warmup_steps
+            max_steps -= warmup_steps
+            q = 0.5 * (1 + math.cos(math.pi * step / max_steps))
+            end_lr = base_lr * 0.001
+            lr = base_lr * q + end_lr * (1 - q)
+        optimizer.param_groups[0]['lr'] = lr * learning_rate_weights
+        optimizer.param_groups[1]['lr'] = lr * learning_rate_biases
+
     torch.manual_seed(0)
     batch_size = 6
     model = (BarlowTwins if method == "barlow" else VICReg)(batch_size)
     init = load(m, model, state)
-    optimizer = optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    loader = [two_views(torch, torch.tensor(x)) for x, _ in batches(11, 2, (batch_size, 3, 8, 8))]
+    if not lars:
+        optimizer = optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    else:
+        param_weights = []
+        param_biases = []
+        for param in model.parameters():
+            if param.ndim == 1:
+                param_biases.append(param)
+            else:
+                param_weights.append(param)
+        parameters = [{'params': param_weights}, {'params': param_biases}]
+        optimizer = LARS(parameters, lr=0, weight_decay=1e-6,
+                         weight_decay_filter=True,
+                         lars_adaptation_filter=True)
     losses = []
-    for x, _ in batches(11, 2, (batch_size, 3, 8, 8)):
-        y1, y2 = two_views(torch, torch.tensor(x))
+    for step, (y1, y2) in enumerate(loader, start=1):
+        if lars:
+            adjust_learning_rate(optimizer, loader, step)
         optimizer.zero_grad()
         loss = model.forward(y1, y2)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    if lars:  # each weight's momentum buffer against the weight: the trust ratio's scale, about eta (not
+        # the biases': those before a BatchNorm have zero gradients up to rounding, noise in either library)
+        losses += [float(optimizer.state[p]['mu'].norm() / p.norm()) for p in model.parameters() if p.ndim > 1]
     return init, losses + summary(model.parameters())
 
 
@@ -636,6 +711,13 @@ def test_barlow_twins():
 
 def test_vicreg():
     compare(barlow_twins, method="vicreg")
+
+
+def test_barlow_twins_lars():
+    """main.py's LARS (weight decay and trust ratio filtered off the 1-D parameters, two param groups)
+    and its warmup-then-cosine schedule; without its torch.cuda.amp autocast and GradScaler, which
+    PyTorch on a CPU turns off and tnet would run."""
+    compare(barlow_twins, lars=True)
 
 
 # (f) RepDistiller (HobbitLong): train_student's criterion list (cross-entropy, DistillKL, and one
