@@ -1824,3 +1824,177 @@ def simsiam_lincls(m, state=None, checkpoint=None):
 
 def test_simsiam_linear_classification_with_lars(tmp_path):
     compare(simsiam_lincls, checkpoint=str(tmp_path))
+
+
+# (i) SupContrast's util.py and main_linear.py: save_model's checkpoint holding the parsed options
+# (`'opt': opt`, an argparse.Namespace), set_model's "module." prefixes stripped before
+# load_state_dict, the frozen encoder under no_grad and features.detach() into a LinearClassifier,
+# warmup_learning_rate then the cosine adjust_learning_rate, AverageMeters of 0-d tensors printed
+# through str.format
+def supcon_linear(m, state=None, checkpoint=None):
+    import argparse
+    import math
+    import os
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class AverageMeter(object):
+        """Computes and stores the average and current value"""
+        def __init__(self):
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+    def accuracy(output, target, topk=(1,)):
+        """Computes the accuracy over the k top predictions for the specified values of k"""
+        with torch.no_grad():
+            maxk = max(topk)
+            batch_size = target.size(0)
+
+            _, pred = output.topk(maxk, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+
+            res = []
+            for k in topk:
+                correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                res.append(correct_k.mul_(100.0 / batch_size))
+            return res
+
+    def adjust_learning_rate(args, optimizer, epoch):
+        lr = args.learning_rate
+        if args.cosine:
+            eta_min = lr * (args.lr_decay_rate ** 3)
+            lr = eta_min + (lr - eta_min) * (
+                    1 + math.cos(math.pi * epoch / args.epochs)) / 2
+        else:
+            steps = np.sum(epoch > np.asarray(args.lr_decay_epochs))
+            if steps > 0:
+                lr = lr * (args.lr_decay_rate ** steps)
+
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+
+    def warmup_learning_rate(args, epoch, batch_id, total_batches, optimizer):
+        if args.warm and epoch <= args.warm_epochs:
+            p = (batch_id + (epoch - 1) * total_batches) / \
+                (args.warm_epochs * total_batches)
+            lr = args.warmup_from + p * (args.warmup_to - args.warmup_from)
+
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = lr
+
+    def set_optimizer(opt, model):
+        optimizer = optim.SGD(model.parameters(),
+                              lr=opt.learning_rate,
+                              momentum=opt.momentum,
+                              weight_decay=opt.weight_decay)
+        return optimizer
+
+    def save_model(model, optimizer, opt, epoch, save_file):
+        print('==> Saving...')
+        state = {
+            'opt': opt,
+            'model': model.state_dict(),
+            'optimizer': optimizer.state_dict(),
+            'epoch': epoch,
+        }
+        torch.save(state, save_file)
+        del state
+
+    class SupConResNet(nn.Module):
+        """backbone + projection head"""
+        def __init__(self, name='resnet50', head='mlp', feat_dim=8):
+            super(SupConResNet, self).__init__()
+            self.encoder = cifar_encoder(nn, 12)
+            self.head = nn.Sequential(nn.Linear(12, 12), nn.ReLU(inplace=True), nn.Linear(12, feat_dim))
+
+        def forward(self, x):
+            feat = self.encoder(x)
+            feat = F.normalize(self.head(feat), dim=1)
+            return feat
+
+    class LinearClassifier(nn.Module):
+        """Linear classifier"""
+        def __init__(self, name='resnet50', num_classes=10):
+            super(LinearClassifier, self).__init__()
+            feat_dim = 12
+            self.fc = nn.Linear(feat_dim, num_classes)
+
+        def forward(self, features):
+            return self.fc(features)
+
+    opt = argparse.Namespace(model='resnet50', learning_rate=0.5, momentum=0.9, weight_decay=1e-4, cosine=True,
+                             lr_decay_rate=0.1, lr_decay_epochs=[30, 40], epochs=3, warm=True, warm_epochs=1,
+                             warmup_from=0.01, n_cls=10, save_folder=os.path.join(checkpoint, torch.__name__))
+    opt.warmup_to = opt.learning_rate * (1 - math.cos(math.pi * opt.warm_epochs / opt.epochs)) / 2 + 0.001
+    os.makedirs(opt.save_folder)
+
+    torch.manual_seed(0)
+    pretrained, classifier = SupConResNet(name=opt.model), LinearClassifier(name=opt.model, num_classes=opt.n_cls)
+    init = load(m, nn.ModuleDict({"pretrained": pretrained, "classifier": classifier}), state)
+    # main_supcon.py's last save, of a DataParallel encoder ("module." inside its keys)
+    pretrained.encoder = nn.DataParallel(pretrained.encoder)
+    save_file = os.path.join(opt.save_folder, 'last.pth')
+    save_model(pretrained, set_optimizer(opt, pretrained), opt, opt.epochs, save_file)
+
+    # main_linear.py's set_model, as on one GPU
+    opt.ckpt = save_file
+    model = SupConResNet(name=opt.model)
+    criterion = torch.nn.CrossEntropyLoss()
+    # weights_only=False: since torch 2.6 torch.load's default refuses the pickled Namespace; tnet's
+    # load takes it either way (its files hold data, never pickle)
+    ckpt = torch.load(opt.ckpt, map_location='cpu', weights_only=False)
+    state_dict = ckpt['model']
+    new_state_dict = {}
+    for k, v in state_dict.items():
+        k = k.replace("module.", "")
+        new_state_dict[k] = v
+    state_dict = new_state_dict
+    model.load_state_dict(state_dict)
+    assert ckpt['opt'].learning_rate == opt.learning_rate and ckpt['opt'].lr_decay_epochs == [30, 40]
+
+    optimizer = set_optimizer(opt, classifier)
+    train_loader = [(torch.tensor(x), torch.tensor(y)) for x, y in batches(16, 2, (6, 3, 8, 8))]
+    out = []
+    for epoch in range(1, 3):
+        adjust_learning_rate(opt, optimizer, epoch)
+        model.eval()
+        classifier.train()
+        losses, top1 = AverageMeter(), AverageMeter()
+        for idx, (images, labels) in enumerate(train_loader):
+            bsz = labels.shape[0]
+            # warm-up learning rate
+            warmup_learning_rate(opt, epoch, idx, len(train_loader), optimizer)
+            # compute loss
+            with torch.no_grad():
+                features = model.encoder(images)
+            output = classifier(features.detach())
+            loss = criterion(output, labels)
+            # update metric
+            losses.update(loss.item(), bsz)
+            acc1, acc5 = accuracy(output, labels, topk=(1, 5))
+            top1.update(acc1[0], bsz)
+            # SGD
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            print('Train: [{0}][{1}/{2}]\t'
+                  'loss {loss.val:.3f} ({loss.avg:.3f})\t'
+                  'Acc@1 {top1.val:.3f} ({top1.avg:.3f})'.format(
+                   epoch, idx + 1, len(train_loader), loss=losses, top1=top1))
+            out += [loss.item(), optimizer.param_groups[0]['lr'], float('{:.3f}'.format(top1.avg))]
+    return init, out + summary(classifier.parameters())
+
+
+def test_supcon_linear_eval(tmp_path):
+    compare(supcon_linear, checkpoint=str(tmp_path))
