@@ -722,8 +722,9 @@ def test_barlow_twins_lars():
 
 # (f) RepDistiller (HobbitLong): train_student's criterion list (cross-entropy, DistillKL, and one
 # feature-distillation loss: FitNet's hint through a ConvReg 1x1 regressor, attention transfer, RKD's
-# distance and angle, PKT, similarity-preserving, CRD's contrast memory), a frozen eval-mode teacher
-# whose features are detached, models that return ([features], logits) when is_feat=True
+# distance and angle, PKT, similarity-preserving, NST, VID, correlation congruence, CRD's contrast
+# memory), a frozen eval-mode teacher whose features are detached, models that return ([features],
+# logits) when is_feat=True
 def repdistiller_losses(torch, nn, F):
     import math
 
@@ -1041,6 +1042,111 @@ def repdistiller_losses(torch, nn, F):
 
             return out_v1, out_v2
 
+    class VIDLoss(nn.Module):
+        """Variational Information Distillation for Knowledge Transfer (CVPR 2019),
+        code from author: https://github.com/ssahn0215/variational-information-distillation"""
+        def __init__(self,
+                     num_input_channels,
+                     num_mid_channel,
+                     num_target_channels,
+                     init_pred_var=5.0,
+                     eps=1e-5):
+            super(VIDLoss, self).__init__()
+
+            def conv1x1(in_channels, out_channels, stride=1):
+                return nn.Conv2d(
+                    in_channels, out_channels,
+                    kernel_size=1, padding=0,
+                    bias=False, stride=stride)
+
+            self.regressor = nn.Sequential(
+                conv1x1(num_input_channels, num_mid_channel),
+                nn.ReLU(),
+                conv1x1(num_mid_channel, num_mid_channel),
+                nn.ReLU(),
+                conv1x1(num_mid_channel, num_target_channels),
+            )
+            self.log_scale = torch.nn.Parameter(
+                np.log(np.exp(init_pred_var-eps)-1.0) * torch.ones(num_target_channels)
+                )
+            self.eps = eps
+
+        def forward(self, input, target):
+            # pool for dimentsion match
+            s_H, t_H = input.shape[2], target.shape[2]
+            if s_H > t_H:
+                input = F.adaptive_avg_pool2d(input, (t_H, t_H))
+            elif s_H < t_H:
+                target = F.adaptive_avg_pool2d(target, (s_H, s_H))
+            else:
+                pass
+            pred_mean = self.regressor(input)
+            pred_var = torch.log(1.0+torch.exp(self.log_scale))+self.eps
+            pred_var = pred_var.view(1, -1, 1, 1)
+            neg_log_prob = 0.5*(
+                (pred_mean-target)**2/pred_var+torch.log(pred_var)
+                )
+            loss = torch.mean(neg_log_prob)
+            return loss
+
+    class NSTLoss(nn.Module):
+        """like what you like: knowledge distill via neuron selectivity transfer"""
+        def __init__(self):
+            super(NSTLoss, self).__init__()
+            pass
+
+        def forward(self, g_s, g_t):
+            return [self.nst_loss(f_s, f_t) for f_s, f_t in zip(g_s, g_t)]
+
+        def nst_loss(self, f_s, f_t):
+            s_H, t_H = f_s.shape[2], f_t.shape[2]
+            if s_H > t_H:
+                f_s = F.adaptive_avg_pool2d(f_s, (t_H, t_H))
+            elif s_H < t_H:
+                f_t = F.adaptive_avg_pool2d(f_t, (s_H, s_H))
+            else:
+                pass
+
+            f_s = f_s.view(f_s.shape[0], f_s.shape[1], -1)
+            f_s = F.normalize(f_s, dim=2)
+            f_t = f_t.view(f_t.shape[0], f_t.shape[1], -1)
+            f_t = F.normalize(f_t, dim=2)
+
+            # set full_loss as False to avoid unnecessary computation
+            full_loss = True
+            if full_loss:
+                return (self.poly_kernel(f_t, f_t).mean().detach() + self.poly_kernel(f_s, f_s).mean()
+                        - 2 * self.poly_kernel(f_s, f_t).mean())
+            else:
+                return self.poly_kernel(f_s, f_s).mean() - 2 * self.poly_kernel(f_s, f_t).mean()
+
+        def poly_kernel(self, a, b):
+            a = a.unsqueeze(1)
+            b = b.unsqueeze(2)
+            res = (a * b).sum(-1).pow(2)
+            return res
+
+    class Correlation(nn.Module):
+        """Correlation Congruence for Knowledge Distillation, ICCV 2019."""
+        def __init__(self):
+            super(Correlation, self).__init__()
+
+        def forward(self, f_s, f_t):
+            delta = torch.abs(f_s - f_t)
+            loss = torch.mean((delta[:-1] * delta[1:]).sum(1))
+            return loss
+
+    class LinearEmbed(nn.Module):
+        """Linear Embedding"""
+        def __init__(self, dim_in=1024, dim_out=128):
+            super(LinearEmbed, self).__init__()
+            self.linear = nn.Linear(dim_in, dim_out)
+
+        def forward(self, x):
+            x = x.view(x.shape[0], -1)
+            x = self.linear(x)
+            return x
+
     eps = 1e-7
 
     class ContrastLoss(nn.Module):
@@ -1113,7 +1219,7 @@ def repdistiller_losses(torch, nn, F):
 
     return dict(DistillKL=DistillKL, HintLoss=HintLoss, ConvReg=ConvReg, Attention=Attention, RKDLoss=RKDLoss,
                 PKT=PKT, Similarity=Similarity, AliasMethod=AliasMethod, ContrastMemory=ContrastMemory,
-                CRDLoss=CRDLoss)
+                CRDLoss=CRDLoss, VIDLoss=VIDLoss, NSTLoss=NSTLoss, Correlation=Correlation, LinearEmbed=LinearEmbed)
 
 
 def repdistiller(m, state=None, distill="kd"):
@@ -1177,6 +1283,24 @@ def repdistiller(m, state=None, distill="kd"):
         trainable_list.append(criterion_kd.embed_t)
     elif distill == 'attention':
         criterion_kd = L.Attention()
+    elif distill == 'nst':
+        criterion_kd = L.NSTLoss()
+    elif distill == 'vid':
+        s_n = [f.shape[1] for f in feat_s[1:-1]]
+        t_n = [f.shape[1] for f in feat_t[1:-1]]
+        criterion_kd = nn.ModuleList(
+            [L.VIDLoss(s, t, t) for s, t in zip(s_n, t_n)]
+        )
+        # add this as some parameters in VIDLoss need to be updated
+        trainable_list.append(criterion_kd)
+    elif distill == 'correlation':
+        criterion_kd = L.Correlation()
+        embed_s = L.LinearEmbed(feat_s[-1].shape[1], opt.feat_dim)
+        embed_t = L.LinearEmbed(feat_t[-1].shape[1], opt.feat_dim)
+        module_list.append(embed_s)
+        module_list.append(embed_t)
+        trainable_list.append(embed_s)
+        trainable_list.append(embed_t)
     elif distill == 'rkd':
         criterion_kd = L.RKDLoss()
     elif distill == 'pkt':
@@ -1227,11 +1351,20 @@ def repdistiller(m, state=None, distill="kd"):
             f_s = feat_s[-1]
             f_t = feat_t[-1]
             loss_kd = criterion_kd(f_s, f_t, index, contrast_idx)
-        elif distill == 'attention':
+        elif distill in ('attention', 'nst'):
             g_s = feat_s[1:-1]
             g_t = feat_t[1:-1]
             loss_group = criterion_kd(g_s, g_t)
             loss_kd = sum(loss_group)
+        elif distill == 'vid':
+            g_s = feat_s[1:-1]
+            g_t = feat_t[1:-1]
+            loss_group = [c(f_s, f_t) for f_s, f_t, c in zip(g_s, g_t, criterion_kd)]
+            loss_kd = sum(loss_group)
+        elif distill == 'correlation':
+            f_s = module_list[1](feat_s[-1])
+            f_t = module_list[2](feat_t[-1])
+            loss_kd = criterion_kd(f_s, f_t)
         elif distill in ('rkd', 'pkt'):
             f_s = feat_s[-1]
             f_t = feat_t[-1]
@@ -1252,7 +1385,8 @@ def repdistiller(m, state=None, distill="kd"):
     return init, losses + summary(trainable_list.parameters()) + buffers
 
 
-@pytest.mark.parametrize("distill", ["kd", "hint", "attention", "rkd", "pkt", "similarity", "crd"])
+@pytest.mark.parametrize("distill", ["kd", "hint", "attention", "nst", "vid", "correlation", "rkd", "pkt", "similarity",
+                                     "crd"])
 def test_repdistiller(distill):
     compare(repdistiller, distill=distill)
 
