@@ -118,6 +118,25 @@ def test_gradients_through_in_place_ops_on_non_leaves_as_torch(rng):
     assert x.grad.numpy().tolist() == [0.0, 0.0]
 
 
+def _quotients_written_in_place(lib, a, b):
+    """Writes into a quotient, as RepDistiller's losses do (`torch.div(p, q).log_()`, `out[out != out] = 0`),
+    and divides in place by a tensor that requires grad."""
+    q = lib.div(a, b).abs().add(0.5)
+    r = lib.div(q, b.abs()).log_()
+    s = a / b
+    s[s > 0.5] = 0
+    t = (a * 1).div_(b)
+    return r + s * 2 + t * 3
+
+
+def test_quotient_written_in_place_keeps_its_gradient_as_torch(rng):
+    """div's gradient for the divisor reads the operands, as torch's, not the quotient."""
+    a, ar = leaf(rng, 2, 5, values=rng.standard_normal((2, 5)))
+    b, br = leaf(rng, 5, values=rng.uniform(0.5, 2.0, 5) * rng.choice([-1, 1], 5))
+    check(lambda x, y: _quotients_written_in_place(tnet, x, y), lambda x, y: _quotients_written_in_place(torch, x, y),
+          [(a, ar), (b, br)], rng)
+
+
 def test_in_place_errors_as_torch():
     x = tnet.tensor([1.0, 2.0], requires_grad=True)
     for op in (lambda: x.add_(1), lambda: x.zero_(), lambda: x.normal_()):

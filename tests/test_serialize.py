@@ -40,6 +40,23 @@ def test_model_state_dict_round_trip(tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
 
 
+def test_argparse_namespace_round_trip(tmp_path):
+    """A script's parsed options saved in its checkpoint (SupContrast's `{'opt': opt, 'model': ...}`)
+    come back as an argparse.Namespace; one holding what save refuses is refused."""
+    import argparse
+    opt = argparse.Namespace(learning_rate=0.05, lr_decay_epochs=[700, 800], cosine=True, model="resnet50",
+                             trial=None, mean=tnet.tensor([0.5, 0.25]), inner=argparse.Namespace(K=3))
+    path = str(tmp_path / "ckpt.pth")
+    tnet.save({"opt": opt, "epoch": 5}, path)
+    back = tnet.load(path)["opt"]
+    assert isinstance(back, argparse.Namespace) and isinstance(back.inner, argparse.Namespace)
+    assert (back.learning_rate, back.lr_decay_epochs, back.cosine, back.model, back.trial, back.inner.K) == \
+        (0.05, [700, 800], True, "resnet50", None, 3)
+    assert back.mean.tolist() == [0.5, 0.25]
+    with pytest.raises(ValueError, match="cannot store a builtin_function_or_method"):
+        tnet.save({"opt": argparse.Namespace(f=len)}, path)
+
+
 def test_file_objects_as_torchs():
     """torch.save(obj, buffer) and torch.load(buffer) with an io.BytesIO, as scripts copy state in memory."""
     buffer = io.BytesIO()

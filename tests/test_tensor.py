@@ -436,3 +436,17 @@ def test_shape_is_torch_size():
     assert type(x.shape) is torch.Size and x.shape == torch.Size([2, 3]) == (2, 3)
     assert x.shape.numel() == 6 and repr(x.shape) == "torch.Size([2, 3])" and x.shape[1:] == torch.Size([3])
     assert type(x.reshape(6).shape) is torch.Size and type((x + 1).t().shape) is torch.Size
+
+
+def test_numpy_scalars_defer_to_the_tensors_operators_as_torchs():
+    """`np.log(c) * x` (RepDistiller's VIDLoss) is a Tensor on the tape, as torch's; a numpy array with
+    a tensor raises TypeError, as torch's."""
+    for lib in (tnet, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = np.log(np.exp(5.0) - 1.0) * x + np.float32(2.0) - np.int64(1) / (x + 1)
+        assert type(y) is lib.Tensor and y.dtype == torch.float32 and y.requires_grad
+        y.sum().backward()
+        np.testing.assert_allclose(np.asarray(x.grad.tolist()), [np.log(np.exp(5.0) - 1.0) + 0.25] * 3, rtol=1e-6)
+        assert type(np.float64(2.0) > x) is lib.Tensor
+        with pytest.raises(TypeError):
+            np.ones(3) * x

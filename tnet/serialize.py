@@ -4,6 +4,7 @@ the structure is a JSON document stored beside them as bytes. load reads the zip
 the .npy headers itself, strictly and within fixed limits, and allows only number dtypes, so a
 file from elsewhere never runs code and costs no more memory than its own size. Writes are atomic: a temporary file in the
 same folder, fsync, then a rename over the target."""
+import argparse
 import errno
 import io
 import json
@@ -67,6 +68,8 @@ def _encode(obj, arrays, depth=0):
         return obj
     if isinstance(obj, (list, tuple)):
         return [_encode(v, arrays, depth + 1) for v in obj]
+    if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
+        return {"$namespace": _encode(vars(obj), arrays, depth + 1)}
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
             return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
@@ -74,7 +77,7 @@ def _encode(obj, arrays, depth=0):
             return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
-                     "strings, None, lists, tuples and dicts only)")
+                     "strings, None, lists, tuples, dicts and argparse Namespaces only)")
 
 
 def _add(arrays, a):
@@ -127,7 +130,7 @@ def _discard(tmp):
 
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
-    strings and None) to path, atomically (a file object, such as io.BytesIO, is written from where
+    strings and None, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
     it stands). Tuples come back as lists. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
@@ -305,6 +308,11 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return array(obj["$array"], where)
+    if "$namespace" in obj:
+        options = _decode(obj["$namespace"], array, as_tensor, where, depth + 1) if obj.keys() == {"$namespace"} else None
+        if not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
+            raise _Bad(f"{where}: bad namespace entry")
+        return argparse.Namespace(**options)
     if "$items" in obj:
         items = obj["$items"]
         if obj.keys() != {"$items"} or not isinstance(items, list):

@@ -316,6 +316,10 @@ class Tensor:
     tnet/functional/__init__.py, each a call of the op of the same name. Tensor(memory) holds the
     torch tensor given, or on a GPU a device copy of a host one (torch's Tensor(t) would share it)."""
 
+    # numpy's operators defer to the tensor's, as to torch's: `np.log(c) * x` (a numpy scalar, as
+    # RepDistiller's VIDLoss writes) is a Tensor on the tape, not a float64 array of x's values
+    __array_priority__ = 1000
+
     def __init__(self, memory=None, requires_grad=False, *sizes):
         if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
             memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False

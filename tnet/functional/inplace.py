@@ -189,7 +189,7 @@ def mul_(self, other):
 
 def div_(self, other):
     """self /= other (true division: an integer self raises, as torch)."""
-    return _binary("div_", div, self, other, result_kind=2)
+    return _binary("div_", div, self, other, keeps_self=needs_grad(other)[0], result_kind=2)
 
 
 def _unary(name, op, keeps_self=False):

@@ -229,13 +229,14 @@ def div(input, other, *, rounding_mode=None):
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
-    y = _pw.pointwise("div", a, b)
-    return _record2("div", y, input, other,
+    # other's gradient reads the operands, not the quotient, as torch's: scripts write into the
+    # quotient in place (RepDistiller's `torch.div(p, q).log_()`, `out[out != out] = 0`)
+    return _record2("div", _pw.pointwise("div", a, b), input, other,
                     lambda g: (_pw.pointwise("div", g, b) if need_a else None,
-                               _pw.pointwise("div_backward", g, y, b) if need_b else None),
-                    saved=(b, y if need_b else None),
+                               _pw.pointwise("div_other_backward", g, a, b) if need_b else None),
+                    saved=(b, a if need_b else None),
                     graph=lambda g, out: (div(g, other) if need_a else None,
-                                          neg(div(mul(g, out), other)) if need_b else None))
+                                          neg(mul(g, div(div(input, other), other))) if need_b else None))
 
 
 def _ints_to_float(*values):

@@ -33,7 +33,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "tie": 2, "route": 2,
          "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
          "tanh_backward": 2, "silu_backward": 2,
-         "pow_backward": 3, "div_backward": 3, "muldiv": 3,
+         "pow_backward": 3, "div_backward": 3, "div_other_backward": 3, "muldiv": 3,
          # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
          "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3, "clamp_which": 4,
          "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
@@ -438,6 +438,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(c == 0.0, 0.0, a * (c * _pow(b, c - 1.0)))  # torch's order: a huge c times a 0 power is 0
     elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
         y = -a * b / c
+    elif OP == "div_other_backward":  # b = the dividend, c = the divisor: torch's -g ((n / c) / c), from
+        y = -a * ((b / c) / c)         # the operands, so that an in-place op on the quotient leaves it valid
     elif OP == "tie":  # 1 where a == b, NaN matching NaN (the ties of a max)
         y = tl.where((a == b) | ((a != a) & (b != b)), 1.0, 0.0)
     elif OP == "muldiv":
