@@ -180,8 +180,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries (a fraction, or a count) drawn at random."""
+class _ByEntry(BasePruningMethod):
+    """Prunes `amount` entries (a fraction, or a count): the `count` that _pruned picks."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -193,29 +193,26 @@ class RandomUnstructured(BasePruningMethod):
         count = _count(self.amount, t.numel())
         mask = default_mask.clone(memory_format=torch.contiguous_format)
         if count:
-            mask.view(-1)[rand_like(t).view(-1).topk(count).indices] = 0
+            mask.view(-1)[self._pruned(t.reshape(-1), count)] = 0
         return mask
+
+
+class RandomUnstructured(_ByEntry):
+    """Prunes `amount` entries drawn at random."""
+
+    def _pruned(self, flat, count):
+        return rand_like(flat).topk(count).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
-    """Prunes the `amount` entries (a fraction, or a count) of smallest magnitude."""
+class L1Unstructured(_ByEntry):
+    """Prunes the `amount` entries of smallest magnitude."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        count = _count(self.amount, t.numel())
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if count:
-            mask.view(-1)[t.abs().view(-1).topk(count, largest=False).indices] = 0
-        return mask
+    def _pruned(self, flat, count):
+        return flat.abs().topk(count, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
