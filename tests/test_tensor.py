@@ -439,8 +439,8 @@ def test_shape_is_torch_size():
 
 
 def test_numpy_scalars_defer_to_the_tensors_operators_as_torchs():
-    """`np.log(c) * x` (RepDistiller's VIDLoss) is a Tensor on the tape, as torch's; a numpy array with
-    a tensor raises TypeError, as torch's."""
+    """`np.log(c) * x` (RepDistiller's VIDLoss) is a Tensor on the tape, as torch's; a numpy array beside
+    a tensor is a constant tensor: `array == x` as torch's, and `array * x` too, where torch raises."""
     for lib in (tnet, torch):
         x = lib.ones(3, requires_grad=True)
         y = np.log(np.exp(5.0) - 1.0) * x + np.float32(2.0) - np.int64(1) / (x + 1)
@@ -448,5 +448,5 @@ def test_numpy_scalars_defer_to_the_tensors_operators_as_torchs():
         y.sum().backward()
         np.testing.assert_allclose(np.asarray(x.grad.tolist()), [np.log(np.exp(5.0) - 1.0) + 0.25] * 3, rtol=1e-6)
         assert type(np.float64(2.0) > x) is lib.Tensor
-        with pytest.raises(TypeError):
-            np.ones(3) * x
+        assert (np.array([1.0, 2.0, 1.0]) == x).tolist() == [True, False, True]
+    assert (np.full(3, 2.0) * tnet.ones(3)).tolist() == [2.0, 2.0, 2.0]

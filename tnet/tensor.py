@@ -804,6 +804,11 @@ def _accumulate_leaf(x, g):
             hook(x)
 
 
+def tape_mark():
+    """A number below every tape entry recorded after this call, above every one before (their seq)."""
+    return next(_seq)
+
+
 def record(op, data, inputs, backward, saved=(), graph=None):
     """Wrap the output of op (its name); put it on the tape when grad is on and an input
     requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose

@@ -80,12 +80,14 @@ def _tied(v, x):
 
 
 def _operands(name, input, other):
-    """The kernel operands of input and other: a tnet.Tensor's storage, a torch tensor's copy on
-    tnet's device (a constant: no gradient flows to it), or a Python number."""
+    """The kernel operands of input and other: a tnet.Tensor's storage, a torch tensor's or numpy
+    array's copy on tnet's device (a constant: no gradient flows to it; numpy's dtypes as tnet.tensor
+    takes them), or a Python number."""
     if isinstance(input, Tensor) and (isinstance(other, Tensor) or type(other) in (int, float)):  # the common case
         return [input.memory, other.memory if isinstance(other, Tensor) else other]
-    if isinstance(input, torch.Tensor) or isinstance(other, torch.Tensor):
-        input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else v for v in (input, other))
+    if any(isinstance(v, (torch.Tensor, np.ndarray)) for v in (input, other)):
+        input, other = (Tensor(as_storage(v, v.dtype)) if isinstance(v, torch.Tensor) else
+                        Tensor(as_storage(v)) if isinstance(v, np.ndarray) else v for v in (input, other))
     for arg, v in (("input", input), ("other", other)):
         check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"{name}: {arg} must be a tnet.Tensor or a Python number, got {type(v).__name__}")

@@ -12,7 +12,7 @@ before it but not passed as an argument (a closure over an earlier activation), 
 is kept as it is: the same results and gradients, without the memory saving."""
 from .. import amp
 from ..factory import rng_state
-from ..tensor import Tensor, _seq, enable_grad, is_grad_enabled, record, run_backward
+from ..tensor import Tensor, enable_grad, is_grad_enabled, record, run_backward, tape_mark
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
@@ -20,7 +20,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     """function(*args, **kwargs), its activations recomputed in the backward (see the module)."""
     if not is_grad_enabled():
         return function(*args, **kwargs)
-    start = next(_seq)  # entries the call makes number after this
+    start = tape_mark()  # entries the call makes number after this
     state = rng_state().clone() if preserve_rng_state else None
     low = amp.get_autocast_dtype()  # the recomputation runs under the same autocast
     out = function(*args, **kwargs)
