@@ -500,7 +500,8 @@ def batches(seed, n, shape, classes=10):
 
 
 def initial_state(model):
-    """tnet's state_dict() holds numpy copies already, torch's holds tensors."""
+    """A numpy copy of a model's state_dict (tnet's or torch's: tensors on the module's memory, so a copy
+    keeps the state of now)."""
     return {k: np.array(v if isinstance(v, np.ndarray) else v.detach().cpu().numpy()) for k, v in
             model.state_dict().items()}
 

@@ -171,7 +171,7 @@ class Module:
     assignment; tensors that are state but not parameters are registered with
     register_buffer. Subclasses that skip super().__init__() work too. Methods that walk the
     tree (parameters, buffers, modules, children and their named_ forms) return generators.
-    Difference: state_dict holds numpy copies, not tensors (see state_dict)."""
+    state_dict holds tensors on the module's memory, as torch's (see state_dict)."""
 
     training = True
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
