@@ -318,32 +318,36 @@ def _sort_pass(x, dim, k, descending, part, order=None, run=None):
         return values, indices
     n = x.shape[dim]
     rows, sizes, (x_strides, y_strides) = _rows(x.shape, dim, x, values)
+    order = indices if order is None else order  # PART 2 reads it; the other parts, any address
     if n > LONG_FROM or run is not None:
         run = LONG_RUN if run is None else run
         keys = torch.empty(rows * n, dtype=torch.int64, device=x.device)
         spare = torch.empty_like(keys)
         units = rows * cdiv(n, run)
         per = _row_block(units, run, 4096)
-        sort_runs_kernel[(cdiv(units, per),)](x, indices if order is None else order, keys, units, cdiv(n, run), n,
-                                              x.stride(dim), values.stride(dim), sizes, x_strides, y_strides, PART=part,
-                                              DESCENDING=descending, UNITS=per, RUN=run,
-                                              num_warps=4 if run <= 1024 else 8 if run <= 4096 else 16)
+        sort_runs_kernel[(cdiv(units, per),)](x, order, keys, units, cdiv(n, run), n, x.stride(dim), values.stride(dim),
+                                              sizes, x_strides, y_strides, PART=part, DESCENDING=descending,
+                                              UNITS=per, RUN=run, num_warps=_warps(run))
         length = run
         while length < n:
             merge_kernel[(cdiv(rows * n, MERGE_BLOCK),)](keys, spare, rows * n, n, length, STEPS=length.bit_length(),
                                                           BLOCK=MERGE_BLOCK)
             keys, spare, length = spare, keys, 2 * length
-        unpack_kernel[(cdiv(rows * k, MERGE_BLOCK),)](x, indices if order is None else order, keys, values, indices, rows * k, n, k, x.stride(dim),
+        unpack_kernel[(cdiv(rows * k, MERGE_BLOCK),)](x, order, keys, values, indices, rows * k, n, k, x.stride(dim),
                                                        values.stride(dim), sizes, x_strides, y_strides, PART=part,
                                                        BLOCK=MERGE_BLOCK)
         return values, indices
     block = max(2, next_power_of_2(n))  # tl.sort wants two elements at least
     per = _row_block(rows, block, 4096)
-    sort_kernel[(cdiv(rows, per),)](x, indices if order is None else order, values, indices, rows, n, k, x.stride(dim),
-                                    values.stride(dim), sizes, x_strides, y_strides, PART=part,
-                                    DESCENDING=descending, ROWS=per, BLOCK=block,
-                                    num_warps=4 if block <= 1024 else 8 if block <= 4096 else 16)
+    sort_kernel[(cdiv(rows, per),)](x, order, values, indices, rows, n, k, x.stride(dim), values.stride(dim), sizes,
+                                    x_strides, y_strides, PART=part, DESCENDING=descending, ROWS=per, BLOCK=block,
+                                    num_warps=_warps(block))
     return values, indices
+
+
+def _warps(block):
+    """Warps for a program that sorts rows of `block` elements."""
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
 
 
 def unsort(g, indices, shape, dim):
