@@ -178,8 +178,8 @@ class _Fast(triton.runtime.JITFunction):
             if hasattr(kernel, "result"):  # a future, where Triton compiles asynchronously
                 kernel = kernel.result()
             # the parameters after the positional ones, each from the keywords or its default
-            kept(self.fast, key, lambda: (kernel, [(name, name in kwargs, self.defaults.get(name))
-                                                   for name in self.arg_names[len(args):]]))
+            kept(self.fast, key, lambda: (kernel, *_launcher(kernel), [(name, name in kwargs, self.defaults.get(name))
+                                                                       for name in self.arg_names[len(args):]]))
             driver = triton.runtime.driver.active  # started by the launch above
             # the current stream of tnet's one device (the device's index looked up once)
             self.stream = functools.partial(driver.get_current_stream, driver.get_current_device())
@@ -188,13 +188,31 @@ class _Fast(triton.runtime.JITFunction):
 
     def launch(self, entry, args, kwargs, grid):
         """Launch a kept (kernel, the parameters after the positional ones) with Triton's launcher."""
-        kernel, rest = entry
+        kernel, run, head, rest = entry
         values = (*args, *[kwargs[name] if given else default for name, given, default in rest])
         if callable(grid):  # tnet's grids read keyword constexprs alone (a config's block sizes)
             grid = grid(kwargs)
-        kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-                   self.stream(), kernel.function, kernel.packed_metadata, None, None, None, *values)
+        run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, self.stream(), *head, *values)
         return kernel
+
+
+# Triton versions whose C launcher takes (grid, stream, function, cooperative, pdl, global scratch,
+# profile scratch, metadata, launch metadata, enter hook, exit hook, *arguments): their CudaLauncher
+# passes its call on in that order (later versions reorder it).
+DIRECT_LAUNCH_VERSIONS = ("3.6.",)
+
+
+def _launcher(kernel):
+    """(run, head): a compiled kernel's launch as run(grid x, y, z, stream, *head, *arguments). Where
+    the kernel needs no scratch memory and Triton's C launcher is known (DIRECT_LAUNCH_VERSIONS), run
+    is that launcher itself: its Python wrapper (CudaLauncher.__call__) only allocates the scratch,
+    and with the property that makes it costs about a microsecond a launch. Else Triton's launcher."""
+    launcher = kernel.run
+    if triton.__version__.startswith(DIRECT_LAUNCH_VERSIONS) and hasattr(launcher, "launch") and \
+            launcher.global_scratch_size == 0 and launcher.profile_scratch_size == 0:
+        return launcher.launch, (kernel.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+                                 kernel.packed_metadata, None, None, None)
+    return launcher, (kernel.function, kernel.packed_metadata, None, None, None)
 
 
 class _Remembered(triton.runtime.Autotuner):
