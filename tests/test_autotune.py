@@ -53,3 +53,24 @@ def test_fast_launch_keeps_a_kernel_per_specialization():
     keys = [k for k in kernel.fast if k[0][0][0] in (torch.float32, torch.bfloat16)]
     assert {k[0][0] for k in keys} == {(dtype, aligned) for dtype in (torch.float32, torch.bfloat16)
                                        for aligned in (True, False)}
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
+def test_bound_launch_serves_a_plan_in_all_but_addresses():
+    """An element-wise plan keeps a Bound launch after its first launches; later calls go through it
+    with new tensors, misaligned views fall back to the kernel's own path, float numbers change,
+    and integer numbers (which specialize by value) never bind."""
+    from tnet.kernels.pointwise import _PLANS
+    base, other = torch.randn(4097, device=DEV), torch.randn(4097, device=DEV)
+    for _ in range(3):
+        a, b = torch.randn(4096, device=DEV), torch.randn(4096, device=DEV)
+        assert torch.equal(pointwise.pointwise("add", a, b), a + b)
+        for scale in (2.5, -1.0):
+            assert torch.equal(pointwise.pointwise("mul", a, scale), a * scale)
+        assert torch.equal(pointwise.pointwise("add", base[1:], other[:-1]), base[1:] + other[:-1])
+        n = torch.arange(4096, device=DEV)
+        for k in (1, 16, 7):
+            assert torch.equal(pointwise.pointwise("add", n, k), n + k)
+    bound = {key[0]: plan.bound is not None for key, plan in _PLANS.items() if key[4][0] == (4096,)}
+    assert bound["add"] and bound["mul"]
+    assert not any(plan.bound for key, plan in _PLANS.items() if key[4][2] == torch.int64)

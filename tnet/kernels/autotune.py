@@ -186,6 +186,11 @@ class _Fast(triton.runtime.JITFunction):
             return kernel
         return self.launch(entry, args, kwargs, grid)
 
+    def bound(self, grid, args, kwargs):
+        """The Bound launch of a call seen before (None where none is kept)."""
+        entry = self.fast.get(self.key(args, kwargs))
+        return None if entry is None else Bound(self, entry, grid, kwargs)
+
     def launch(self, entry, args, kwargs, grid):
         """Launch a kept (kernel, the parameters after the positional ones) with Triton's launcher."""
         kernel, run, head, rest = entry
@@ -200,6 +205,50 @@ class _Fast(triton.runtime.JITFunction):
 # profile scratch, metadata, launch metadata, enter hook, exit hook, *arguments): their CudaLauncher
 # passes its call on in that order (later versions reorder it).
 DIRECT_LAUNCH_VERSIONS = ("3.6.",)
+
+
+class Bound:
+    """A kernel's launch for one specialization, its grid and the parameters after the positional
+    ones fixed: bound(*args) launches it on positional arguments that must be alike the bound
+    call's in all but the tensors' addresses, given as ints (16-byte aligned, as the bound call's
+    must be all) and the floats' values. The caller's plan vouches for the rest (ints, strides,
+    dtypes); nothing is checked, so that a launch costs the C launcher and little more. Made by
+    bind(); a launch hook set since (a profiler's) sends the call back to the kernel's own path
+    (__call__ returns False)."""
+    __slots__ = ("run", "head", "grid", "tail", "stream")
+
+    def __init__(self, fn, entry, grid, kwargs):
+        _, self.run, self.head, rest = entry
+        self.tail = tuple([kwargs[name] if given else default for name, given, default in rest])
+        grid = grid(kwargs) if callable(grid) else grid
+        self.grid = (*grid, 1, 1)[:3]
+        self.stream = fn.stream
+
+    def __call__(self, *args):
+        if _hooks_set():
+            return False
+        grid = self.grid
+        self.run(grid[0], grid[1], grid[2], self.stream(), *self.head, *args, *self.tail)
+        return True
+
+
+def bind(kernel, grid, args, kwargs):
+    """After kernel[grid](*args, **kwargs) ran: its Bound launch, or None where the kernel has none
+    (the interpreter, Triton's own path under a launch hook, a tensor argument off 16 bytes)."""
+    if INTERPRET or getattr(kernel, "bound", None) is None or _hooks_set() or \
+            addresses(*[a for a in args if a.__class__ is torch.Tensor]) is None:
+        return None
+    return kernel.bound(grid, args, kwargs)
+
+
+def addresses(*tensors):
+    """The tensors' addresses as ints, or None where one is not a multiple of 16 bytes (Bound's
+    arguments)."""
+    ptrs = [t.data_ptr() for t in tensors]
+    low = 0
+    for p in ptrs:
+        low |= p
+    return None if low & 15 else ptrs
 
 
 def _launcher(kernel):
@@ -260,6 +309,12 @@ class _Remembered(triton.runtime.Autotuner):
             if entry is not None:  # keyed anew: the run may have changed how fn keys tuples
                 kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))
         return kernel
+
+    def bound(self, grid, args, kwargs):
+        """The Bound launch of a call seen before, with its chosen config (None where none is kept)."""
+        fn = self.fn
+        seen = self.launches.get(fn.key(args, kwargs)) if fn.__class__ is _Fast else None
+        return None if seen is None else Bound(fn, seen[1], grid, {**kwargs, **seen[0]})
 
 
 def warm_bench(kernel_call, quantiles):
