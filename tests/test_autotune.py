@@ -57,9 +57,9 @@ def test_fast_launch_keeps_a_kernel_per_specialization():
 
 @pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
 def test_bound_launch_serves_a_plan_in_all_but_addresses():
-    """An element-wise plan keeps a Bound launch after its first launches; later calls go through it
-    with new tensors, misaligned views fall back to the kernel's own path, float numbers change,
-    and integer numbers (which specialize by value) never bind."""
+    """An element-wise plan (and relu's launches) keeps a Bound launch after its first launches; later
+    calls go through it with new tensors, misaligned views fall back to the kernel's own path, float
+    numbers change, and integer numbers (which specialize by value) never bind."""
     from tnet.kernels.pointwise import _PLANS
     base, other = torch.randn(4097, device=DEV), torch.randn(4097, device=DEV)
     for _ in range(3):
@@ -71,6 +71,11 @@ def test_bound_launch_serves_a_plan_in_all_but_addresses():
         n = torch.arange(4096, device=DEV)
         for k in (1, 16, 7):
             assert torch.equal(pointwise.pointwise("add", n, k), n + k)
+        for x in (a, base[1:], a.bfloat16()):
+            y = pointwise.relu(x)
+            assert torch.equal(y, torch.relu(x))
+            assert torch.equal(pointwise.relu_backward(y, x), torch.where(y > 0, x, 0))
+    assert {key[0] for key in pointwise._FLAT} >= {pointwise.relu_kernel, pointwise.relu_backward_kernel}
     bound = {key[0]: plan.bound is not None for key, plan in _PLANS.items() if key[4][0] == (4096,)}
     assert bound["add"] and bound["mul"]
     assert not any(plan.bound for key, plan in _PLANS.items() if key[4][2] == torch.int64)

@@ -189,7 +189,7 @@ class _Fast(triton.runtime.JITFunction):
     def bound(self, grid, args, kwargs):
         """The Bound launch of a call seen before (None where none is kept)."""
         entry = self.fast.get(self.key(args, kwargs))
-        return None if entry is None else Bound(self, entry, grid, kwargs)
+        return None if entry is None else Bound(self, entry, grid, args, kwargs)
 
     def launch(self, entry, args, kwargs, grid):
         """Launch a kept (kernel, the parameters after the positional ones) with Triton's launcher."""
@@ -208,24 +208,31 @@ DIRECT_LAUNCH_VERSIONS = ("3.6.",)
 
 
 class Bound:
-    """A kernel's launch for one specialization, its grid and the parameters after the positional
-    ones fixed: bound(*args) launches it on positional arguments that must be alike the bound
-    call's in all but the tensors' addresses, given as ints (16-byte aligned, as the bound call's
-    must be all) and the floats' values. The caller's plan vouches for the rest (ints, strides,
-    dtypes); nothing is checked, so that a launch costs the C launcher and little more. Made by
-    bind(); a launch hook set since (a profiler's) sends the call back to the kernel's own path
-    (__call__ returns False)."""
-    __slots__ = ("run", "head", "grid", "tail", "stream")
+    """A kernel's launch for one specialization, with its grid and the parameters after the
+    positional ones fixed. bound(*args) launches it on positional arguments alike the bound call's
+    in all but the tensors' addresses and the floats' values: the caller's key vouches for the
+    rest (ints, strides, dtypes, which arguments are tensors), and nothing else is checked, so
+    that a launch costs the C launcher and little more. The tensors go to it as their addresses
+    (ints: the launcher then skips its own data_ptr() and pointer check); a tensor off 16 bytes
+    (the bound call's were all on them) or a launch hook set since (a profiler's) sends the call
+    back to the kernel's own path: __call__ returns False then, True after a launch."""
+    __slots__ = ("run", "head", "grid", "tail", "stream", "tensor_at")
 
-    def __init__(self, fn, entry, grid, kwargs):
+    def __init__(self, fn, entry, grid, args, kwargs):
         _, self.run, self.head, rest = entry
         self.tail = tuple([kwargs[name] if given else default for name, given, default in rest])
         grid = grid(kwargs) if callable(grid) else grid
         self.grid = (*grid, 1, 1)[:3]
         self.stream = fn.stream
+        self.tensor_at = tuple(i for i, a in enumerate(args) if a.__class__ is torch.Tensor)
 
     def __call__(self, *args):
-        if _hooks_set():
+        args = list(args)
+        low = 0
+        for i in self.tensor_at:
+            args[i] = p = args[i].data_ptr()
+            low |= p
+        if low & 15 or _hooks_set():
             return False
         grid = self.grid
         self.run(grid[0], grid[1], grid[2], self.stream(), *self.head, *args, *self.tail)
@@ -234,21 +241,29 @@ class Bound:
 
 def bind(kernel, grid, args, kwargs):
     """After kernel[grid](*args, **kwargs) ran: its Bound launch, or None where the kernel has none
-    (the interpreter, Triton's own path under a launch hook, a tensor argument off 16 bytes)."""
-    if INTERPRET or getattr(kernel, "bound", None) is None or _hooks_set() or \
-            addresses(*[a for a in args if a.__class__ is torch.Tensor]) is None:
+    (the interpreter, Triton's own path under a launch hook, a tensor argument off 16 bytes, an
+    autotuned kernel before its config is kept)."""
+    if INTERPRET or getattr(kernel, "bound", None) is None or _hooks_set():
         return None
-    return kernel.bound(grid, args, kwargs)
-
-
-def addresses(*tensors):
-    """The tensors' addresses as ints, or None where one is not a multiple of 16 bytes (Bound's
-    arguments)."""
-    ptrs = [t.data_ptr() for t in tensors]
     low = 0
-    for p in ptrs:
-        low |= p
-    return None if low & 15 else ptrs
+    for a in args:
+        if a.__class__ is torch.Tensor:
+            low |= a.data_ptr()
+    return None if low & 15 else kernel.bound(grid, args, kwargs)
+
+
+def launch_kept(cache, key, kernel, grid, args, kwargs):
+    """kernel[grid](*args, **kwargs) through cache[key], a Bound kept by an earlier call, where it
+    serves them; else by the kernel's own path, keeping its Bound for the next call. key must
+    decide all of the call but the tensors' addresses and the floats' values (see Bound)."""
+    bound = cache.get(key)
+    if bound is not None and bound(*args):
+        return
+    kernel[grid](*args, **kwargs)
+    if bound is None:
+        bound = bind(kernel, grid, args, kwargs)
+        if bound is not None:
+            kept(cache, key, lambda: bound)
 
 
 def _launcher(kernel):
@@ -314,7 +329,7 @@ class _Remembered(triton.runtime.Autotuner):
         """The Bound launch of a call seen before, with its chosen config (None where none is kept)."""
         fn = self.fn
         seen = self.launches.get(fn.key(args, kwargs)) if fn.__class__ is _Fast else None
-        return None if seen is None else Bound(fn, seen[1], grid, {**kwargs, **seen[0]})
+        return None if seen is None else Bound(fn, seen[1], grid, args, {**kwargs, **seen[0]})
 
 
 def warm_bench(kernel_call, quantiles):

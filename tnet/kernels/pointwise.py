@@ -24,7 +24,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import addresses, autotune, bind
+from .autotune import autotune, bind, launch_kept
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
@@ -1003,11 +1003,9 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=No
     else:
         ptrs, numbers = slots, (0, 0, 0)
     s3 = float(operands[3]) if len(operands) > 3 else 0.0  # a float always: an int would compile anew
-    if plan.bound is not None:
-        at = addresses(*ptrs, y)
-        if at is not None and plan.bound(*at, plan.n, *numbers, s3, *plan.tail):
-            return y
     args = (*ptrs, y, plan.n, *numbers, s3, *plan.tail)
+    if plan.bound is not None and plan.bound(*args):
+        return y
     pointwise_kernel[plan.grid](*args, **plan.kw)
     if plan.bound is None and not (plan.integer and plan.kw["SCALARS"]):  # int numbers specialize by value
         plan.bound = bind(pointwise_kernel, plan.grid, args, plan.kw)
@@ -1115,6 +1113,9 @@ def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, (x * s).to(x_ptr.dtype.element_ty), mask=mask)
 
 
+_FLAT = {}  # the Bound launches of the kernels over n flat elements, by kernel, n and dtypes
+
+
 def relu(x, out=None):
     """max(x, 0) into out (default: a new tensor like x)."""
     if out is None:
@@ -1123,15 +1124,16 @@ def relu(x, out=None):
     else:
         check_like("relu", x, out)
     n = x.numel()
-    relu_kernel[grid1d(n)](x, out, n)
+    launch_kept(_FLAT, (relu_kernel, n, x.dtype, out.dtype), relu_kernel, grid1d(n), (x, out, n), {})
     return out
 
 
 def relu_backward(y, dy):
     """dy where the ReLU's output y > 0, else 0: a new tensor like dy."""
     check_like("relu_backward", y, dy)
-    dx = torch.empty_like(dy)
-    relu_backward_kernel[grid1d(y.numel())](y, dy, dx, y.numel())
+    dx, n = torch.empty_like(dy), y.numel()
+    launch_kept(_FLAT, (relu_backward_kernel, n, y.dtype, dy.dtype), relu_backward_kernel, grid1d(n), (y, dy, dx, n),
+                {})
     return dx
 
 
