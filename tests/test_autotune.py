@@ -79,3 +79,24 @@ def test_bound_launch_serves_a_plan_in_all_but_addresses():
     bound = {key[0]: plan.bound is not None for key, plan in _PLANS.items() if key[4][0] == (4096,)}
     assert bound["add"] and bound["mul"]
     assert not any(plan.bound for key, plan in _PLANS.items() if key[4][2] == torch.int64)
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
+def test_bound_batch_norm_launches_compute_each_batch():
+    """Batch norm's six launches go through their Bound launches from the second step on: each
+    step's batch gives its own statistics, output and gradients (fp32 and bf16 weights alike)."""
+    from tnet.kernels import norm
+    for wdtype in (torch.float32, torch.bfloat16):
+        w, b = torch.rand(24, device=DEV).to(wdtype) + 0.5, torch.randn(24, device=DEV).to(wdtype)
+        for _ in range(3):
+            x = torch.randn(16, 24, 5, 5, device=DEV).contiguous(memory_format=torch.channels_last)
+            dy = torch.randn_like(x)
+            y, mean, invstd = norm.batch_norm_train(x, w, b)
+            ref = torch.nn.functional.batch_norm(f64(x), None, None, f64(w), f64(b), training=True)
+            assert_close(f64(y), ref, TOL["ieee"], "y")
+            dx, dw, db = norm.batch_norm_backward(dy, x, mean, invstd, w)
+            xr, wr, br = (f64(t).requires_grad_() for t in (x, w, b))
+            torch.nn.functional.batch_norm(xr, None, None, wr, br, training=True).backward(f64(dy))
+            for got, want in ((dx, xr.grad), (dw, wr.grad), (db, br.grad)):
+                assert_close(f64(got), want, 1e-4, "grad")
+    assert len(norm._BOUND) >= 6

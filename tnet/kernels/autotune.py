@@ -211,12 +211,14 @@ class Bound:
     """A kernel's launch for one specialization, with its grid and the parameters after the
     positional ones fixed. bound(*args) launches it on positional arguments alike the bound call's
     in all but the tensors' addresses and the floats' values: the caller's key vouches for the
-    rest (ints, strides, dtypes, which arguments are tensors), and nothing else is checked, so
-    that a launch costs the C launcher and little more. The tensors go to it as their addresses
+    rest (ints, strides, which arguments are tensors), and little else is checked, so that a
+    launch costs the C launcher and little more. The tensors go to it as their addresses
     (ints: the launcher then skips its own data_ptr() and pointer check); a tensor off 16 bytes
     (the bound call's were all on them) or a launch hook set since (a profiler's) sends the call
-    back to the kernel's own path: __call__ returns False then, True after a launch."""
-    __slots__ = ("run", "head", "grid", "tail", "stream", "tensor_at")
+    back to the kernel's own path: __call__ returns False then, True after a launch. So does a
+    tensor of another dtype than the bound call's there (a dtype is the one thing a caller's key
+    misses most easily, and reading memory as another dtype fails silently)."""
+    __slots__ = ("run", "head", "grid", "tail", "stream", "tensors")
 
     def __init__(self, fn, entry, grid, args, kwargs):
         _, self.run, self.head, rest = entry
@@ -224,13 +226,16 @@ class Bound:
         grid = grid(kwargs) if callable(grid) else grid
         self.grid = (*grid, 1, 1)[:3]
         self.stream = fn.stream
-        self.tensor_at = tuple(i for i, a in enumerate(args) if a.__class__ is torch.Tensor)
+        self.tensors = tuple((i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor))
 
     def __call__(self, *args):
         args = list(args)
         low = 0
-        for i in self.tensor_at:
-            args[i] = p = args[i].data_ptr()
+        for i, dtype in self.tensors:
+            t = args[i]
+            if t.dtype is not dtype:
+                return False
+            args[i] = p = t.data_ptr()
             low |= p
         if low & 15 or _hooks_set():
             return False
@@ -247,7 +252,7 @@ def bind(kernel, grid, args, kwargs):
         return None
     low = 0
     for a in args:
-        if a.__class__ is torch.Tensor:
+        if isinstance(a, torch.Tensor):
             low |= a.data_ptr()
     return None if low & 15 else kernel.bound(grid, args, kwargs)
 
@@ -255,7 +260,8 @@ def bind(kernel, grid, args, kwargs):
 def launch_kept(cache, key, kernel, grid, args, kwargs):
     """kernel[grid](*args, **kwargs) through cache[key], a Bound kept by an earlier call, where it
     serves them; else by the kernel's own path, keeping its Bound for the next call. key must
-    decide all of the call but the tensors' addresses and the floats' values (see Bound)."""
+    decide all of the call but the tensors' addresses and dtypes and the floats' values (see
+    Bound)."""
     bound = cache.get(key)
     if bound is not None and bound(*args):
         return

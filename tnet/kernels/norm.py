@@ -34,7 +34,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, jit
+from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
@@ -353,11 +353,16 @@ def _tiles(R, C):
     return lambda meta: (cdiv(R, meta["BLOCK_R"]), cdiv(C, meta["BLOCK_C"]))
 
 
+_BOUND = {}  # the kernels' Bound launches (autotune.launch_kept), by kernel, sizes and flags
+
+
 def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, stats, track, cumulative):
     block_s = min(next_power_of_2(S), MAX_PARTS)
-    batch_norm_finalize_kernel[(cdiv(C, FINAL_BLOCK_C),)](
-        part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, STATS=stats, TRACK=track,
-        CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C, num_warps=8 if block_s > 128 else 4)
+    launch_kept(_BOUND, (batch_norm_finalize_kernel, R, C, S, chunk, stats, track, cumulative),
+                batch_norm_finalize_kernel, (cdiv(C, FINAL_BLOCK_C),),
+                (part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps),
+                dict(STATS=stats, TRACK=track, CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C,
+                     num_warps=8 if block_s > 128 else 4))
 
 
 def _apply(x, view, mean, stat, weight, bias, eps, running, act):
@@ -366,9 +371,10 @@ def _apply(x, view, mean, stat, weight, bias, eps, running, act):
     y = torch.empty_like(x)
     if R == 0:  # no rows: nothing to launch
         return y
-    batch_norm_apply_kernel[_tiles(R, C)](x, mean, stat, x if weight is None else weight, x if bias is None else bias,
-                                          y, R, C, float(eps), L=L, RUNNING=running, HAS_W=weight is not None,
-                                          HAS_B=bias is not None, ACT=act)
+    has_w, has_b = weight is not None, bias is not None
+    launch_kept(_BOUND, (batch_norm_apply_kernel, R, C, L, running, has_w, has_b, act), batch_norm_apply_kernel,
+                _tiles(R, C), (x, mean, stat, weight if has_w else x, bias if has_b else x, y, R, C, float(eps)),
+                dict(L=L, RUNNING=running, HAS_W=has_w, HAS_B=has_b, ACT=act))
     return y
 
 
@@ -406,7 +412,9 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     invstd = torch.empty(C, device=device, dtype=torch.float32)
     # no rows: one program only counts the batch (its part, of no rows, is never read)
     grid = _parts_grid(S, C) if R else (1, 1)
-    batch_norm_stats_kernel[grid](x, part, mean if count is None else count, R, C, chunk, L=L, COUNT=count is not None)
+    counts = count is not None
+    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts), batch_norm_stats_kernel, grid,
+                (x, part, count if counts else mean, R, C, chunk), dict(L=L, COUNT=counts))
     if R == 0:
         return torch.empty_like(x), mean, invstd
     _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
@@ -461,16 +469,18 @@ def backward_trusted(dy, x, mean, stat, weight, eps, running, need_x, need_param
     if need_params or (need_x and not running):
         chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
-        batch_norm_backward_reduce_kernel[_parts_grid(S, C)](dy, x, mean, stat, w, b, part, R, C, chunk, float(eps),
-                                                             **flags)
+        launch_kept(_BOUND, (batch_norm_backward_reduce_kernel, R, C, chunk, *flags.values()),
+                    batch_norm_backward_reduce_kernel, _parts_grid(S, C),
+                    (dy, x, mean, stat, w, b, part, R, C, chunk, float(eps)), flags)
         db = torch.empty(C, device=x.device, dtype=torch.float32)
         dw = torch.empty(C, device=x.device, dtype=torch.float32)
         _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
     dx = None
     if need_x:
         dx = torch.empty_like(x)
-        batch_norm_backward_kernel[_tiles(R, C)](dy, x, mean, stat, w, b, mean if db is None else db,
-                                                 mean if dw is None else dw, dx, R, C, float(eps), **flags)
+        launch_kept(_BOUND, (batch_norm_backward_kernel, R, C, *flags.values()), batch_norm_backward_kernel,
+                    _tiles(R, C), (dy, x, mean, stat, w, b, mean if db is None else db, mean if dw is None else dw, dx,
+                                   R, C, float(eps)), flags)
     if not need_params:
         return dx, None, None
     return dx, dw, db
