@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit
+from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
 from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
 from .reduce import sum_except
@@ -410,11 +410,19 @@ def _run_conv(x, w_base, w_strides, stride_wg, cout, out_hw, kernel, stride, pad
     # a wide x is read as channel vectors: channels-last (copied if not; no copy if already so)
     x = x.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else x
     grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(coutg, meta["BLOCK_N"]), groups)
-    conv_kernel[grid](x, w_base, y, bias if bias is not None else y, npix, *x.stride(), *w_strides, stride_wg,
-                      H, W, cg, coutg, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, groups, TRANSPOSED=transposed,
-                      WIDE=reads_vectors(cg), NHWC=is_dense_nhwc(x), BIAS=bias is not None, RELU=relu,
-                      PRECISION=precision, INTERPRET=INTERPRET)
+    strides = x.stride()
+    # the key: all the arguments but the tensors, or what decides them
+    key = (x.shape, strides, w_strides, stride_wg, cout, out_hw, kernel, stride, padding, dilation, groups, transposed,
+           bias is None, relu, precision)
+    launch_kept(_BOUND, key, conv_kernel, grid,
+                (x, w_base, y, y if bias is None else bias, npix, *strides, *w_strides, stride_wg, H, W, cg, coutg, OH,
+                 OW, KH, KW, SH, SW, PH, PW, DH, DW, groups),
+                dict(TRANSPOSED=transposed, WIDE=reads_vectors(cg), NHWC=is_dense_nhwc(x), BIAS=bias is not None,
+                     RELU=relu, PRECISION=precision, INTERPRET=INTERPRET))
     return y
+
+
+_BOUND = {}  # conv_kernel's Bound launches (autotune.launch_kept) by _run_conv's key
 
 
 def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=False, precision=None,
