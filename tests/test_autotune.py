@@ -100,3 +100,23 @@ def test_bound_batch_norm_launches_compute_each_batch():
             for got, want in ((dx, xr.grad), (dw, wr.grad), (db, br.grad)):
                 assert_close(f64(got), want, 1e-4, "grad")
     assert len(norm._BOUND) >= 6
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
+def test_bound_convolution_launches_compute_each_batch():
+    """The convolution's forward, input-gradient and weight-gradient launches go through their Bound
+    launches from the second call on, each call on its own tensors (the weight gradient's parts
+    summed as its first launch split them)."""
+    from tnet.kernels import conv
+    for _ in range(3):
+        x = torch.randn(8, 32, 9, 9, device=DEV).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(48, 32, 3, 3, device=DEV)
+        dy = torch.randn(8, 48, 5, 5, device=DEV).contiguous(memory_format=torch.channels_last)
+        xd, wd, dyd = f64(x), f64(w), f64(dy)
+        assert_close(f64(conv.conv2d(x, w, 2, 1, precision="ieee")), torch.nn.functional.conv2d(xd, wd, None, 2, 1),
+                     TOL["ieee"], "y")
+        assert_close(f64(conv.conv2d_input(x.shape, w, dy, 2, 1, precision="ieee")),
+                     torch.nn.grad.conv2d_input(x.shape, wd, dyd, 2, 1), TOL["ieee"], "dx")
+        assert_close(f64(conv.conv2d_weight(x, w.shape, dy, 2, 1, precision="ieee")),
+                     torch.nn.grad.conv2d_weight(xd, w.shape, dyd, 2, 1), TOL["ieee"], "dw")
+    assert {key[0] for key in conv._BOUND} == {conv.conv_kernel, conv.weight_grad_kernel}

@@ -32,7 +32,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
+from .launch import CACHE_SIZE, FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
 from .reduce import sum_except
 
 
@@ -412,8 +412,8 @@ def _run_conv(x, w_base, w_strides, stride_wg, cout, out_hw, kernel, stride, pad
     grid = lambda meta: (cdiv(npix, meta["BLOCK_M"]), cdiv(coutg, meta["BLOCK_N"]), groups)
     strides = x.stride()
     # the key: all the arguments but the tensors, or what decides them
-    key = (x.shape, strides, w_strides, stride_wg, cout, out_hw, kernel, stride, padding, dilation, groups, transposed,
-           bias is None, relu, precision)
+    key = (conv_kernel, x.shape, strides, w_strides, stride_wg, cout, out_hw, kernel, stride, padding, dilation, groups,
+           transposed, bias is None, relu, precision)
     launch_kept(_BOUND, key, conv_kernel, grid,
                 (x, w_base, y, y if bias is None else bias, npix, *strides, *w_strides, stride_wg, H, W, cg, coutg, OH,
                  OW, KH, KW, SH, SW, PH, PW, DH, DW, groups),
@@ -422,7 +422,7 @@ def _run_conv(x, w_base, w_strides, stride_wg, cout, out_hw, kernel, stride, pad
     return y
 
 
-_BOUND = {}  # conv_kernel's Bound launches (autotune.launch_kept) by _run_conv's key
+_BOUND = {}  # conv_kernel's and weight_grad_kernel's Bound launches (autotune.launch_kept) by kernel and sizes
 
 
 def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=False, precision=None,
@@ -543,9 +543,21 @@ def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=
     def grid(meta):
         launched.append(min(parts_of(meta), most))  # never past the buffer
         return n_blocks(meta["BLOCK_N"]), m_blocks(meta), launched[-1]
-    weight_grad_kernel[grid](x, dy, out, npix, *x.stride(), dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW,
-                             KH, KW, SH, SW, PH, PW, DH, DW, groups, WIDE=wide, NHWC=is_dense_nhwc(x),
-                             PART_ALIGN=PART_ALIGN, PRECISION=precision, INTERPRET=INTERPRET)
+    strides = x.stride()
+    key = (weight_grad_kernel, x.shape, strides, tuple(weight_size), channels_last, geometry, groups, precision, parts)
+    launch_kept(_BOUND, key, weight_grad_kernel, grid,
+                (x, dy, out, npix, *strides, dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW, KH, KW, SH, SW, PH, PW,
+                 DH, DW, groups),
+                dict(WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN, PRECISION=precision, INTERPRET=INTERPRET))
+    if launched:  # the kernel's own path ran the grid; a Bound launch runs the parts its first launch did
+        if len(_LAUNCHED_PARTS) >= CACHE_SIZE:  # bounded as the Bound launches are, and with them
+            _LAUNCHED_PARTS.clear()
+            _BOUND.clear()
+        _LAUNCHED_PARTS[key] = launched[-1]
     if most > 1:
-        sum_except(out[:launched[-1]], 1, out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
+        sum_except(out[:_LAUNCHED_PARTS[key]], 1,
+                   out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw
+
+
+_LAUNCHED_PARTS = {}  # weight_grad_kernel's parts in its last launch by its own path, by launch_kept's key
