@@ -474,10 +474,12 @@ def rpow(input, base):
     if base <= 0:
         check_tensors("pow", input=input)
         dtype = input.dtype if input.dtype in _pw.FLOATS else torch.float32
-        return _pow_tensor(Tensor(torch.full((), float(base), dtype=dtype, device=input.device)), input)
+        return _pow_tensor(Tensor(torch.full((), _pw.round_to(float(base), dtype), dtype=dtype, device=input.device)),
+                           input)
     if isinstance(input, Tensor) and input.dtype in (torch.float16, torch.bfloat16):  # torch's: the value from the
         X = input.memory  # base rounded to input's dtype (1e30 is fp16's inf), the gradient g y log(base) from the number
-        y = _pw.pointwise("pow", torch.full((), float(base), dtype=X.dtype, device=X.device), X)
+        # rounded on the host: torch.full refuses a value past the dtype's range on the GPU
+        y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
         return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
     y = exp2(mul(input, math.log2(base)))

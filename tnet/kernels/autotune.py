@@ -292,8 +292,8 @@ class _Remembered(triton.runtime.Autotuner):
     of a GEMM call's host time under cProfile. Here a launch seen before costs _Fast's key and one
     dict lookup; a new tuning key goes through Triton's run() as before. The tuning key is
     Triton's: the key arguments' values and the tensor arguments' dtypes (tnet names every tensor
-    argument *_ptr); _Fast's key holds both where the key arguments are plain (ints, strings). Configs
-    may not have pre-hooks, which this path would skip."""
+    argument *_ptr); _Fast's key holds both where the key arguments are constexprs (held by value) or
+    plain (ints, strings). Configs may not have pre-hooks, which this path would skip."""
 
     @classmethod
     def adopt(cls, tuner, every):
@@ -301,6 +301,9 @@ class _Remembered(triton.runtime.Autotuner):
         tuner.__class__ = cls
         names = tuner.arg_names
         tuner.key_args = [(names.index(k), k) for k in tuner.keys]
+        # the key arguments that _Fast's key holds by _spec, not by value: all but the constexprs
+        constexpr = getattr(tuner.fn, "constexpr_at", None)
+        tuner.spec_keys = [i for i, (at, _) in enumerate(tuner.key_args) if constexpr is None or not constexpr[at]]
         tuner.tensor_args = [i for i, name in enumerate(names) if name.endswith("_ptr")]
         tuner.chosen = {}  # tuning key -> the chosen config's arguments
         tuner.launches = {}  # _Fast's key of a call -> (those arguments, _Fast's entry)
@@ -325,7 +328,7 @@ class _Remembered(triton.runtime.Autotuner):
             return ret
         meta = {**kwargs, **config}
         kernel = fn.run(*args, grid=grid, warmup=warmup, **meta)
-        if fast and plain(*tuning):
+        if fast and plain(*[tuning[i] for i in self.spec_keys]):
             entry = fn.fast.get(fn.key(args, meta))
             if entry is not None:  # keyed anew: the run may have changed how fn keys tuples
                 kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))

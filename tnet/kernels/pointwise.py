@@ -894,7 +894,8 @@ def round_to(v, dtype):
     """The Python float v rounded to dtype (to nearest even): torch compares a float16 or bfloat16
     tensor with a number in the tensor's dtype."""
     if dtype == torch.float16:
-        return float(np.float16(v))
+        with np.errstate(over="ignore"):  # past fp16's range is its inf, as torch rounds it
+            return float(np.float16(v))
     bits = np.array(v, np.float32).view(np.uint32)
     if dtype == torch.bfloat16 and v == v:
         bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
