@@ -122,9 +122,13 @@ def _hooked(hook):
 
 
 def _hooks_set():
-    """Whether a launch enter or exit hook is set (a profiler's): then Triton's own path runs."""
-    hooks = triton.knobs.runtime
-    return _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook)
+    """Whether a launch enter or exit hook is set (a profiler's): then Triton's own path runs.
+    Every launch asks: _hooked inlined."""
+    enter, leave = _RUNTIME.launch_enter_hook, _RUNTIME.launch_exit_hook
+    return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
+
+
+_RUNTIME = triton.knobs.runtime
 
 
 class _Fast(triton.runtime.JITFunction):
