@@ -359,10 +359,10 @@ def test_set_printoptions_and_detach_():
     x = tnet.tensor([1.123456789, 2.5])
     try:
         tnet.set_printoptions(precision=2)
-        assert "1.12" in repr(x) and "1.1234" not in repr(x)
+        assert "1.12" in repr(x) and "1.123" not in repr(x)
     finally:
         tnet.set_printoptions(profile="default")
-    assert "1.1234" in repr(x)
+    assert "1.1235" in repr(x)
     y = tnet.ones(2, requires_grad=True) * 2
     assert y.detach_() is y and not y.requires_grad and y.is_leaf and y.grad_fn is None
 
@@ -450,3 +450,38 @@ def test_numpy_scalars_defer_to_the_tensors_operators_as_torchs():
         assert type(np.float64(2.0) > x) is lib.Tensor
         assert (np.array([1.0, 2.0, 1.0]) == x).tolist() == [True, False, True]
     assert (np.full(3, 2.0) * tnet.ones(3)).tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("values", [
+    [[0.129, 0.5], [-0.3, 2.0]], [1.0, 2.0, 3.0], [1e-5, 1.0], [1e9, 2.0], 3.5, [0.0, float("nan"), float("inf")],
+    [1, 2, 300], [True, False], [], [[1.5, -2.25e-3, 100.0]], [-0.0, 1.0],
+    np.random.RandomState(0).randn(40, 50).astype(np.float32), np.arange(2000).reshape(40, 50),
+    np.random.RandomState(1).randn(3, 4, 5).astype(np.float32), np.zeros((2, 0), np.float32)])
+def test_repr_is_torchs(values):
+    """print(x) shows what torch's does: notation, widths, wrapping, summaries, dtype and device
+    suffixes (a tensor on the GPU shows device='cuda:0'), requires_grad and grad_fn."""
+    ref = torch.tensor(values).to(tnet.DEVICE)
+    dtypes = [ref.dtype] + ([torch.float16, torch.bfloat16] if ref.is_floating_point() else [])
+    for dtype in dtypes:
+        want = ref.to(dtype)
+        assert repr(tnet.Tensor(want.clone())) == repr(want)
+    if ref.is_floating_point() and ref.numel():
+        x, t = tnet.Tensor(ref.clone(), requires_grad=True), ref.clone().requires_grad_()
+        assert repr(x) == repr(t) and repr(x * 2) == repr(t * 2)
+        assert repr(tnet.nn.Parameter(x)) == repr(torch.nn.Parameter(t))
+
+
+def test_set_printoptions_as_torchs():
+    """Precision, sci_mode, profiles, threshold/edgeitems and linewidth print as torch's do."""
+    values = torch.arange(24, dtype=torch.float32).reshape(4, 6) / 7
+    try:
+        for opts in (dict(precision=2), dict(sci_mode=True), dict(profile="short"), dict(threshold=5, edgeitems=1),
+                     dict(linewidth=30), dict(profile="full")):
+            torch.set_printoptions(**opts)
+            tnet.set_printoptions(**opts)
+            assert repr(tnet.Tensor(values.to(tnet.DEVICE))) == repr(values.to(tnet.DEVICE)), opts
+            torch.set_printoptions(profile="default")
+            tnet.set_printoptions(profile="default")
+    finally:
+        torch.set_printoptions(profile="default")
+        tnet.set_printoptions(profile="default")

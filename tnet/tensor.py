@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 import torch
 
+from . import tensor_str
 from ._device import DEVICE
 
 _ON_GPU = DEVICE.type == "cuda"
@@ -182,27 +183,17 @@ class Node:
         return f"<{self.name().split('::')[-1]} object>"
 
 
-print_options = {}  # numpy's print options that set_printoptions gave, for Tensor.__repr__
-
-
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    """torch's print options, for tnet's repr (numpy's printing of the values): profile "default",
-    "short" or "full" first, then each option given; sci_mode True or False forces scientific
-    notation or suppresses it."""
+    """torch's print options for tensors' repr: profile "default", "short" or "full" first, then
+    each option given; sci_mode True or False forces scientific notation or suppresses it (None:
+    by the values, as torch)."""
     if profile is not None:
-        print_options.clear()
-        print_options.update({"default": {}, "short": dict(precision=2, threshold=1000, edgeitems=2),
-                              "full": dict(threshold=np.inf)}[profile])
+        tensor_str.OPTIONS.update(tensor_str.PROFILES[profile])
     for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
                         ("linewidth", linewidth)):
         if value is not None:
-            print_options[name] = value
-    if sci_mode is not None:
-        print_options.pop("formatter", None)
-        print_options["suppress"] = not sci_mode
-        if sci_mode:
-            digits = print_options.get("precision", 4)
-            print_options["formatter"] = {"float_kind": lambda v: np.format_float_scientific(v, precision=digits)}
+            tensor_str.OPTIONS[name] = value
+    tensor_str.OPTIONS["sci_mode"] = sci_mode
 
 
 def memory_of(x):
@@ -451,12 +442,13 @@ class Tensor:
         return self
 
     def __repr__(self):
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        with np.printoptions(**print_options):
-            if self.dtype == torch.bfloat16:  # numpy has no bfloat16: its values, exactly, in float32
-                no_host_read(self.memory, "Tensor.__repr__")
-                return f"tnet.Tensor({self.memory.detach().cpu().float().numpy()!r}, dtype=torch.bfloat16{grad})"
-            return f"tnet.Tensor({self.numpy()!r}{grad})"
+        """torch's repr (tnet/tensor_str.py): `tensor([...], device='cuda:0', grad_fn=<MulBackward0>)`."""
+        no_host_read(self.memory, "Tensor.__repr__")
+        memory = self.memory.detach()
+        # numpy has no bfloat16: its values, exactly, in float32
+        values = memory.cpu().float().numpy() if memory.dtype == torch.bfloat16 else memory.cpu().numpy()
+        grad_fn = None if self._entry is None else Node(self._entry).name()
+        return tensor_str.tensor_repr(values, memory.dtype, memory.device, grad_fn, self.requires_grad)
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),

@@ -43,6 +43,9 @@ class Parameter(Tensor):
         super().__init__(data, requires_grad=requires_grad)
         self.lr_mult, self.decay_mult = lr_mult, decay_mult
 
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()  # torch's
+
     @property
     def memory(self):
         return self._memory
