@@ -258,6 +258,10 @@ def add_arguments(parser):
     parser.add_argument("--profile", action="store_true",
                         help="also write OUT/eager_profile.txt: cProfile's top functions of each op's tnet calls and "
                              "of tnet's eager training steps")
+    parser.add_argument("--jobs", type=int, default=zoo.JOBS,
+                        help=f"processes that compile ResNet-18's kernels first, every tile config, into Triton's "
+                             f"cache, its configs split among them (zoo.warm), so that the timed run compiles none; "
+                             f"0: none (default: {zoo.JOBS})")
     parser.add_argument("--steps", choices=["all", "readme", "none"], default="all",
                         help="which training steps follow the per-op table: the README network's and ResNet-18's "
                              "(all, the default), the README network's alone, or none")
@@ -290,6 +294,8 @@ def run(args):
             write_json(path, "eager", rows, complete=False, **settings)
             write_profile(args.out, profile)
             for batch in [] if args.steps == "readme" else [BATCHES[0]] if args.quick else BATCHES:
+                if args.jobs > 0 and tnet.DEVICE.type == "cuda":
+                    zoo.warm([STEP_MODEL], batch, args.jobs)
                 batches = random_batches(batch, tnet.DEVICE, std=1)
                 variants, ref, bounds, half = resnet_steps(batches)
                 rows += step_rows(f"ResNet-18, bf16, batch {batch}", variants, ref, bounds, batches, timing,

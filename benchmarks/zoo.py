@@ -217,20 +217,24 @@ def warm_one(name, batch):
 
 
 def warm(models, batch, jobs):
-    """warm_one for each model in `jobs` processes at a time; returns {model: error text} of those
-    that failed (their rows will say why again)."""
-    env = {**os.environ, "TNET_AUTOTUNE": "compile"}
+    """warm_one for each model in `jobs` processes at a time, each model's configs split among
+    jobs // len(models) of them where there are fewer models than jobs (TNET_AUTOTUNE=compile:I/N);
+    returns {model: error text} of those that failed (their rows will say why again)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shards = max(1, jobs // max(1, len(models)))
+    tasks = [(name, i) for name in models for i in range(shards)]
 
-    def one(name):
-        done = subprocess.run([sys.executable, "-m", "benchmarks.zoo", name, str(batch)], cwd=root, env=env,
-                              capture_output=True, text=True)
+    def one(task):
+        name, i = task
+        mode = "compile" if shards == 1 else f"compile:{i}/{shards}"
+        done = subprocess.run([sys.executable, "-m", "benchmarks.zoo", name, str(batch)], cwd=root,
+                              env={**os.environ, "TNET_AUTOTUNE": mode}, capture_output=True, text=True)
         return name, done.returncode, done.stderr.strip().splitlines()[-1:] if done.returncode else []
     failed = {}
     start = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for name, code, tail in tqdm(pool.map(one, models), total=len(models), desc="compiling the models' kernels"):
-            if code:
+        for name, code, tail in tqdm(pool.map(one, tasks), total=len(tasks), desc="compiling the models' kernels"):
+            if code and name not in failed:
                 failed[name] = tail[0] if tail else f"exit status {code}"
     print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
           + "".join(f"\n{name}: {err}" for name, err in failed.items()), flush=True)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tnet.kernels import gemm, pointwise
-from tnet.kernels.autotune import _Fast, _hooked, _int_tuples, _spec
+from tnet.kernels.autotune import _Fast, _hooked, _int_tuples, _spec, compile_shard
 from helpers import DEV, TOL, assert_close, f64, randn
 
 
@@ -121,3 +121,12 @@ def test_bound_convolution_launches_compute_each_batch():
         assert_close(f64(conv.conv2d_weight(x, w.shape, dy, 2, 1, precision="ieee")),
                      torch.nn.grad.conv2d_weight(xd, w.shape, dyd, 2, 1), TOL["ieee"], "dw")
     assert {key[0] for key in conv._BOUND} == {conv.conv_kernel, conv.weight_grad_kernel}
+
+
+def test_compile_modes_name_a_share_of_the_configs():
+    """TNET_AUTOTUNE=compile:I/N (zoo.warm's processes) names share I of N; a bad one raises at once."""
+    assert compile_shard("compile") == (0, 1) and compile_shard("compile:2/8") == (2, 8)
+    assert compile_shard("1") is None and compile_shard("0") is None
+    for bad in ("compile:8/8", "compile:x/2", "compile:1"):
+        with pytest.raises(ValueError, match="TNET_AUTOTUNE"):
+            compile_shard(bad)

@@ -568,8 +568,9 @@ def test_zoo_options_and_models():
 
 
 def test_zoo_warm_up_runs_each_model_in_its_own_compiling_process(monkeypatch, capsys):
-    """warm() runs `python -m benchmarks.zoo MODEL BATCH` per model under TNET_AUTOTUNE=compile and
-    reports the ones that failed by their last line of stderr."""
+    """warm() runs `python -m benchmarks.zoo MODEL BATCH` per model under TNET_AUTOTUNE=compile (a model's
+    configs split among the jobs where there are fewer models: compile:I/N) and reports the ones that
+    failed by their last line of stderr."""
     calls = []
 
     def fake_run(argv, cwd, env, capture_output, text):
@@ -580,6 +581,9 @@ def test_zoo_warm_up_runs_each_model_in_its_own_compiling_process(monkeypatch, c
     assert zoo.warm(["LeNet", "DPN92"], 8, jobs=2) == {"DPN92": "ValueError: no"}
     assert sorted(calls) == [(["-m", "benchmarks.zoo", name, "8"], "compile", True) for name in ("DPN92", "LeNet")]
     assert "DPN92: ValueError: no" in capsys.readouterr().out
+    calls.clear()  # one model and 3 jobs: its configs split three ways
+    assert zoo.warm(["LeNet"], 8, jobs=3) == {}
+    assert sorted(calls) == [(["-m", "benchmarks.zoo", "LeNet", "8"], f"compile:{i}/3", True) for i in range(3)]
 
 
 @pytest.fixture

@@ -45,9 +45,26 @@ if INTERPRET:
 
 # TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
 # TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
-# warm-up of Triton's cache that parallel processes can share before one tunes undisturbed.
+# warm-up of Triton's cache that parallel processes can share before one tunes undisturbed;
+# TNET_AUTOTUNE=compile:I/N does so for the configs whose index is I modulo N (the first where
+# none is), so that N processes split one model's configs.
 MODE = os.environ.get("TNET_AUTOTUNE", "1")
 TUNE = MODE != "0"
+
+
+def compile_shard(mode):
+    """(I, N) of a TNET_AUTOTUNE compile mode ((0, 1) for 'compile'), None for the other modes."""
+    if mode == "compile":
+        return 0, 1
+    if not mode.startswith("compile:"):
+        return None
+    i, _, n = mode[len("compile:"):].partition("/")
+    if not (i.isdigit() and n.isdigit() and int(i) < int(n)):
+        raise ValueError(f"TNET_AUTOTUNE={mode!r}: expected 0, 1, compile or compile:I/N with 0 <= I < N")
+    return int(i), int(n)
+
+
+SHARD = compile_shard(MODE)
 
 
 def autotune(configs, key, interpret=None, **kwargs):
@@ -62,7 +79,8 @@ def autotune(configs, key, interpret=None, **kwargs):
                                  num_warps=first.num_warps, num_stages=first.num_stages)]
     elif not TUNE:
         configs = configs[:1]
-    elif MODE == "compile":
+    elif SHARD is not None:
+        configs = configs[SHARD[0]::SHARD[1]] or configs[:1]
         kwargs["do_bench"] = lambda kernel_call, quantiles: [kernel_call() or 1.0] * len(quantiles or [0])
     else:
         kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
