@@ -16,8 +16,8 @@ STUDIES = {  # name: (run(args), one-line help)
                          "compiled and compiled + graphed"),
     "profile": (profile.run, "where a tnet training step's GPU time goes: per kernel, and GEMM by GEMM"),
     "launch": (launch.run, "the host's time per GEMM call: tnet.matmul against torch.matmul"),
-    "convs": (convs.run, "airbench94's and CIFAR-10 quick's convolutions and MobileNetV2's depthwise ones, forward, "
-                         "dgrad and wgrad: tnet against cuDNN in tf32, bf16 and fp16"),
+    "convs": (convs.run, "airbench94's, CIFAR-10 quick's and ResNet-18's convolutions and MobileNetV2's depthwise "
+                         "ones, forward, dgrad and wgrad: tnet against cuDNN in tf32, bf16 and fp16"),
     "zoo": (zoo.run, "pytorch-cifar's models (ResNet, MobileNetV2, DenseNet, ...): each bf16 training step at batch 256, "
                      "tnet captured against PyTorch CUDA-graphed, channels-last"),
     "eager": (eager.run, "the host's time per op (a + b, relu, a backward, conv2d, BatchNorm2d) and eager training steps "

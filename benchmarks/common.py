@@ -1,14 +1,18 @@
 """The studies' shared helpers: check then time, timing, a table, JSON, a plot."""
+import concurrent.futures
 import datetime
 import itertools
 import json
+import os
 import shlex
+import subprocess
 import statistics
 import sys
 import time
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 BENCH = {"warmup": 25, "rep": 100}  # do_bench milliseconds (gpu_time, graph_time); --quick uses QUICK_BENCH
 QUICK_BENCH = {"warmup": 10, "rep": 40}
@@ -178,3 +182,27 @@ def bars(path, groups, series, title, ylabel, log=False, line=None):
         if len(series) > 1:
             ax.legend(fontsize=7)
     figure(path, draw)
+
+
+def compile_in_processes(tasks, jobs, desc):
+    """Run `python -m benchmarks.<module> ARGS` for each (label, module, args, shard) of tasks,
+    `jobs` at a time, each under TNET_AUTOTUNE=compile (shard None) or compile:I/N (shard (I, N)):
+    every kernel they launch compiled in its configs (those of the share), into Triton's cache,
+    so that a timed run after compiles none. Returns {label: error text} of those that failed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def one(task):
+        label, module, args, shard = task
+        mode = "compile" if shard is None else f"compile:{shard[0]}/{shard[1]}"
+        done = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", *map(str, args)], cwd=root,
+                              env={**os.environ, "TNET_AUTOTUNE": mode}, capture_output=True, text=True)
+        return label, done.returncode, done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    failed = {}
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for label, code, tail in tqdm(pool.map(one, tasks), total=len(tasks), desc=desc):
+            if code and label not in failed:
+                failed[label] = tail[0] if tail else f"exit status {code}"
+    print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
+          + "".join(f"\n{label}: {err}" for label, err in failed.items()), flush=True)
+    return failed

@@ -1,20 +1,24 @@
-"""The convs study: every convolution layer of airbench94 and of CIFAR-10 quick, and MobileNetV2's
-depthwise layers (CIFAR-10 sizes), forward, input gradient (dgrad) and weight gradient (wgrad), tnet
-against cuDNN in the same precision."""
+"""The convs study: every convolution layer of airbench94, of CIFAR-10 quick and of ResNet-18 (at
+batch 256, as the zoo trains it), and MobileNetV2's depthwise layers (CIFAR-10 sizes), forward, input
+gradient (dgrad) and weight gradient (wgrad), tnet against cuDNN in the same precision. First, --jobs
+processes compile tnet's kernels for every layer, each a share of every kernel's configs, into
+Triton's cache, so that the timed run compiles none (`python -m benchmarks.convs` is such a process)."""
 import argparse
 import collections
 import math
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
 
-from .common import (BENCH, QUICK_BENCH, bars, check_then_time, environment, fmt, gpu_time, print_header,
-                     print_row, ratio, rel_error, write_json)
+from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time,
+                     print_header, print_row, ratio, rel_error, write_json)
 from .gemm import ROTATE_BYTES
 
 DEVICE = "cuda"
-BATCH = 1024
+BATCH = 1024  # images per batch where a layer names none (ResNet-18's: 256)
+JOBS = 8  # processes that compile tnet's kernels before the timed run
 PRECISIONS = ("tf32", "bf16", "fp16")
 DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what the tensors hold
 TOL = {"tf32": 2e-3, "bf16": 2e-2, "fp16": 2e-2}  # bounds on ||out - ref|| / ||ref|| against float64
@@ -22,8 +26,8 @@ PASSES = ("forward", "dgrad", "wgrad")
 IMPLS = ("tnet", "cudnn")
 MAX_SETS = 16  # input sets cycled through per timing: enough for ROTATE_BYTES at the smallest layer
 
-Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused stride groups",
-                               defaults=(1, 1))
+Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused stride groups batch",
+                               defaults=(1, 1, None))
 LAYERS = [  # size: the input's height and width; unused: passes that training does not run
     # airbench94's six conv shapes (the anchors' cuDNN table); whiten's filters are frozen and its input is the data
     Layer("whiten", "airbench94", 3, 24, 32, 2, 0, True, ("dgrad", "wgrad")),
@@ -35,6 +39,13 @@ LAYERS = [  # size: the input's height and width; unused: passes that training d
     Layer("conv1", "cifar10_quick", 3, 32, 32, 5, 2, True, ("dgrad",)),  # its input is the data
     Layer("conv2", "cifar10_quick", 32, 32, 16, 5, 2, True, ()),
     Layer("conv3", "cifar10_quick", 32, 64, 8, 5, 2, True, ()),
+    # kuangliu/pytorch-cifar's ResNet-18 (the zoo's), at the zoo's batch: the stem, each stage's 3x3 convs (the
+    # first strided) and its strided 1x1 shortcut
+    Layer("r18stem", "resnet18", 3, 64, 32, 3, 1, False, ("dgrad",), batch=256),
+    Layer("r18s1", "resnet18", 64, 64, 32, 3, 1, False, (), batch=256),
+    *[Layer(f"r18s{i}{part}", "resnet18", cin if part != "b" else cout, cout, size if part != "b" else size // 2,
+            1 if part == "sc" else 3, 0 if part == "sc" else 1, False, (), 1 if part == "b" else 2, batch=256)
+      for i, cin, cout, size in ((2, 64, 128, 32), (3, 128, 256, 16), (4, 256, 512, 8)) for part in ("a", "b", "sc")],
     # kuangliu/pytorch-cifar's MobileNetV2: each block's depthwise 3x3 (groups = channels), by stride and size
     *[Layer(f"dw{c}" + ("s2" if s == 2 else ""), "mobilenetv2", c, c, size, 3, 1, False, (), s, c)
       for c, size, s in ((32, 32, 1), (96, 32, 1), (144, 32, 1), (144, 32, 2), (192, 16, 1), (192, 16, 2),
@@ -73,7 +84,11 @@ def names_list(choices):
 
 def add_arguments(parser):
     nets = list(dict.fromkeys(layer.net for layer in LAYERS))
-    parser.add_argument("--batch", type=int, default=BATCH, help=f"images per batch (default: {BATCH})")
+    parser.add_argument("--batch", type=int, default=None,
+                        help=f"images per batch (default: {BATCH}, ResNet-18's layers 256)")
+    parser.add_argument("--jobs", type=int, default=JOBS,
+                        help=f"processes that compile tnet's kernels for the layers first, each a share of every "
+                             f"kernel's tile configs, so that the timed run compiles none; 0: none (default: {JOBS})")
     parser.add_argument("--precisions", type=names_list(PRECISIONS), default=list(PRECISIONS),
                         help=f"comma-separated precisions (default: {','.join(PRECISIONS)})")
     parser.add_argument("--layers", type=names_list([layer.layer for layer in LAYERS] + nets),
@@ -141,9 +156,15 @@ def checked(fn, args, ref, tol):
     return rel_error(out, ref), tol
 
 
+def layer_batch(layer, batch):
+    """The batch a layer runs at: the one given, else the layer's own, else BATCH."""
+    return batch or layer.batch or BATCH
+
+
 def measure(layer, precision, batch, bench):
     """Each pass, tnet then cuDNN: checked against float64 on the first input set, then timed
     cycling through the sets. Returns the layer's row."""
+    batch = layer_batch(layer, batch)
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     sets = {"tnet": input_sets(layer, batch, DTYPES[precision])}
     # cuDNN takes a bias in the input's dtype: cast here, not in the timed call
@@ -196,6 +217,8 @@ def run(args):
     bench = QUICK_BENCH if args.quick else BENCH
     path = os.path.join(args.out, "convs.json")
     settings = dict(batch=args.batch, precisions=precisions, tolerance=TOL, rotate_bytes=ROTATE_BYTES, do_bench=bench)
+    if args.jobs > 0 and DEVICE == "cuda":
+        warm(layers, precisions, args.batch, args.jobs)
     saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.benchmark = True  # the check's call picks cuDNN's fastest algorithm
     torch.manual_seed(0)
@@ -226,6 +249,30 @@ def run(args):
     ratios = {(row["layer"], row["precision"]): row["ratio"] for row in rows}
     bars(os.path.join(args.out, "convs.png"), [f"{name}\n{s}" for name, s in shapes.items()],
          {p: [ratios.get((name, p)) for name in shapes] for p in precisions},
-         f"tnet / cuDNN, forward + dgrad + wgrad, batch {args.batch}\n{environment()['gpu']}",
+         f"tnet / cuDNN, forward + dgrad + wgrad, batch {args.batch or f'{BATCH} (ResNet-18: 256)'}\n"
+         f"{environment()['gpu']}",
          "tnet time / cuDNN time", line=1.0)
     return rows
+
+
+def warm(layers, precisions, batch, jobs):
+    """compile_in_processes: `jobs` processes (warm_one), each compiling its share of every
+    kernel's configs for all the layers and precisions."""
+    names, precs = ",".join(layer.layer for layer in layers), ",".join(precisions)
+    return compile_in_processes([(f"share {i}", "convs", (names, precs, batch or 0), (i, jobs)) for i in range(jobs)],
+                                jobs, "compiling tnet's convolution kernels")
+
+
+def warm_one(names, precisions, batch):
+    """Run tnet's three passes once for each layer named and precision (under TNET_AUTOTUNE=compile:I/N,
+    in its own process): their kernels compiled into Triton's cache."""
+    for layer in [layer for layer in LAYERS if layer.layer in names]:
+        for precision in precisions:
+            x, w, b, dy = input_sets(layer, layer_batch(layer, batch), DTYPES[precision])[0]
+            for fn in tnet_passes(layer, precision).values():
+                fn(x, w, b, dy)
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":  # warm()'s processes: python -m benchmarks.convs LAYERS PRECISIONS BATCH (0: each layer's)
+    warm_one(sys.argv[1].split(","), sys.argv[2].split(","), int(sys.argv[3]))

@@ -15,20 +15,16 @@ parameter's change) against PyTorch in float64, each piece within max(CHECK_TOL,
 error of PyTorch's eager bf16 step on it). A piece that bf16 cannot pin down (a BatchNorm shift
 before a convolution and another BatchNorm, a conv bias before a BatchNorm: zero gradients but
 for rounding) is so bounded by PyTorch's own error; a wrong step is off on most pieces."""
-import concurrent.futures
 import gc
 import math
 import os
-import subprocess
 import sys
-import time
 
 import torch
-from tqdm import tqdm
 
 from . import zoo_models
-from .common import (bars, block_time, check_then_time, environment, fmt, numpy_state, print_header, print_row, ratio,
-                     write_json)
+from .common import (bars, block_time, check_then_time, compile_in_processes, environment, fmt, numpy_state,
+                     print_header, print_row, ratio, write_json)
 from .convs import names_list
 from .steps import N_BATCHES, random_batches, record, torch_train_step
 
@@ -220,25 +216,9 @@ def warm(models, batch, jobs):
     """warm_one for each model in `jobs` processes at a time, each model's configs split among
     jobs // len(models) of them where there are fewer models than jobs (TNET_AUTOTUNE=compile:I/N);
     returns {model: error text} of those that failed (their rows will say why again)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     shards = max(1, jobs // max(1, len(models)))
-    tasks = [(name, i) for name in models for i in range(shards)]
-
-    def one(task):
-        name, i = task
-        mode = "compile" if shards == 1 else f"compile:{i}/{shards}"
-        done = subprocess.run([sys.executable, "-m", "benchmarks.zoo", name, str(batch)], cwd=root,
-                              env={**os.environ, "TNET_AUTOTUNE": mode}, capture_output=True, text=True)
-        return name, done.returncode, done.stderr.strip().splitlines()[-1:] if done.returncode else []
-    failed = {}
-    start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for name, code, tail in tqdm(pool.map(one, tasks), total=len(tasks), desc="compiling the models' kernels"):
-            if code and name not in failed:
-                failed[name] = tail[0] if tail else f"exit status {code}"
-    print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
-          + "".join(f"\n{name}: {err}" for name, err in failed.items()), flush=True)
-    return failed
+    return compile_in_processes([(name, "zoo", (name, batch), None if shards == 1 else (i, shards))
+                                 for name in models for i in range(shards)], jobs, "compiling the models' kernels")
 
 
 def settings(args):

@@ -478,9 +478,40 @@ def test_convs_layers_are_airbench94s_and_cifar10_quicks():
     assert all(layer.cin == 3 for layer in convs.LAYERS if "dgrad" in layer.unused)  # the data's gradient only
 
 
+def test_convs_resnet18_layers_are_the_zoos():
+    """ResNet-18's rows are the distinct convolutions of the zoo's model (kuangliu's) at batch 256."""
+    seen = set()
+    net = zoo.build("ResNet18", "torch")
+    for module in net.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            module.register_forward_hook(lambda m, args, out: seen.add(
+                (m.in_channels, m.out_channels, args[0].shape[-1], m.kernel_size[0], m.padding[0], m.stride[0])))
+    net(torch.zeros(1, 3, 32, 32))
+    rows = {(layer.cin, layer.cout, layer.size, layer.kernel, layer.padding, layer.stride)
+            for layer in convs.LAYERS if layer.net == "resnet18"}
+    assert rows == seen
+
+
+def test_convs_warm_up_splits_the_configs_among_its_jobs(monkeypatch):
+    """warm() runs `python -m benchmarks.convs LAYERS PRECISIONS BATCH` in `jobs` processes, each under
+    TNET_AUTOTUNE=compile:I/N."""
+    calls = []
+
+    def fake_run(argv, cwd, env, capture_output, text):
+        calls.append((argv[1:], env["TNET_AUTOTUNE"]))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+    monkeypatch.setattr(common.subprocess, "run", fake_run)
+    layers = [layer for layer in convs.LAYERS if layer.layer in ("g1c1", "r18s1")]
+    assert convs.warm(layers, ["bf16", "fp16"], None, 2) == {}
+    assert sorted(calls) == [(["-m", "benchmarks.convs", "g1c1,r18s1", "bf16,fp16", "0"], f"compile:{i}/2")
+                             for i in range(2)]
+
+
 def test_convs_options():
     args = cli.build_parser().parse_args(["convs"])
-    assert (args.batch, args.precisions) == (1024, ["tf32", "bf16", "fp16"])
+    assert (args.batch, args.precisions, args.jobs) == (None, ["tf32", "bf16", "fp16"], convs.JOBS)
+    assert {convs.layer_batch(layer, args.batch) for layer in convs.LAYERS if layer.net == "resnet18"} == {256}
+    assert convs.layer_batch(convs.LAYERS[0], None) == 1024 and convs.layer_batch(convs.LAYERS[-1], 8) == 8
     assert args.layers == [layer.layer for layer in convs.LAYERS]
     args = cli.build_parser().parse_args(["convs", "--batch", "8", "--precisions", "fp16,tf32",
                                             "--layers", "g3c2,cifar10_quick"])
@@ -577,7 +608,7 @@ def test_zoo_warm_up_runs_each_model_in_its_own_compiling_process(monkeypatch, c
         calls.append((argv[1:], env["TNET_AUTOTUNE"], os.path.isfile(os.path.join(cwd, "bench.py"))))
         failed = argv[3] == "DPN92"
         return subprocess.CompletedProcess(argv, int(failed), "", "Traceback\nValueError: no" if failed else "")
-    monkeypatch.setattr(zoo.subprocess, "run", fake_run)
+    monkeypatch.setattr(common.subprocess, "run", fake_run)
     assert zoo.warm(["LeNet", "DPN92"], 8, jobs=2) == {"DPN92": "ValueError: no"}
     assert sorted(calls) == [(["-m", "benchmarks.zoo", name, "8"], "compile", True) for name in ("DPN92", "LeNet")]
     assert "DPN92: ValueError: no" in capsys.readouterr().out
