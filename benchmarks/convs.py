@@ -271,7 +271,8 @@ def warm_one(names, precisions, batch):
             x, w, b, dy = input_sets(layer, layer_batch(layer, batch), DTYPES[precision])[0]
             for fn in tnet_passes(layer, precision).values():
                 fn(x, w, b, dy)
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":  # warm()'s processes: python -m benchmarks.convs LAYERS PRECISIONS BATCH (0: each layer's)

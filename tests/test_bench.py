@@ -507,6 +507,17 @@ def test_convs_warm_up_splits_the_configs_among_its_jobs(monkeypatch):
                              for i in range(2)]
 
 
+def test_convs_warm_one_runs_each_pass_of_each_layer(monkeypatch):
+    """A compiling process's work (python -m benchmarks.convs): tnet's three passes of each layer named, in
+    each precision, at the layer's batch unless one is given (here 1, on the CPU)."""
+    monkeypatch.setattr(convs, "DEVICE", "cpu")
+    ran = []
+    monkeypatch.setattr(convs, "tnet_passes", lambda layer, precision: {
+        p: (lambda x, w, b, dy, p=p: ran.append((layer.layer, precision, p, x.shape[0]))) for p in convs.PASSES})
+    convs.warm_one(["r18s4sc", "g3c2"], ["bf16", "fp16"], 1)
+    assert ran == [(name, prec, p, 1) for name in ("g3c2", "r18s4sc") for prec in ("bf16", "fp16") for p in convs.PASSES]
+
+
 def test_convs_options():
     args = cli.build_parser().parse_args(["convs"])
     assert (args.batch, args.precisions, args.jobs) == (None, ["tf32", "bf16", "fp16"], convs.JOBS)
