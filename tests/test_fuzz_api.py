@@ -601,3 +601,35 @@ def test_round_11_tnet_only_cases_as_torch(call):
     lambda m, f, t: f.threshold(t([1, 2, -3]), float("nan"), 1)])  # NaN cast to an integer: RuntimeError
 def test_round_11_error_kinds_as_torch(call):
     _same_outcome(call)
+
+
+def _strided_stat(m, values, expanded):
+    base = m.tensor([values[0]]) if expanded else m.tensor([v for x in values for v in (x, 9.0)])
+    return base.expand(len(values)) if expanded else base[::2]
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 12: torch returns, tnet raised
+    lambda m, f, t: f.max_unpool2d(m.zeros(0, 3, 1, 3), m.zeros(0, 3, 1, 3, dtype=torch.int64), 1, 1),  # an empty batch
+    lambda m, f, t: m.unique_consecutive(m.zeros(0, dtype=torch.int64), return_inverse=True, dim=0)[1],
+    lambda m, f, t: m.unique_consecutive(m.zeros(2, 0), dim=1),
+    # a negative max_norm scales every row looked up, as torch's embedding_renorm_
+    lambda m, f, t: f.embedding(t([0, 2]), t([[1.0, -2.0], [3.0, 0.5], [0.0, 4.0]]), max_norm=-1.0, norm_type=1.0),
+    # strided and expanded running statistics (copied dense for the kernels)
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0], [0.5, 3.0]]), _strided_stat(m, [0.5, -1.0], False),
+                                 _strided_stat(m, [2.0, 0.5], False), training=True),
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0]]), _strided_stat(m, [0.5, 0.5], True),
+                                 _strided_stat(m, [2.0, 2.0], True), training=True),
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0]]), _strided_stat(m, [0.5, -1.0], False),
+                                 _strided_stat(m, [2.0, 2.0], True), training=False)])
+def test_round_12_tnet_only_cases_as_torch(call):
+    _same_outcome(call)
+
+
+def test_batch_norm_updates_strided_running_statistics_as_torch():
+    x = np.array([[1.0, 2.0], [4.0, -1.0], [0.5, 3.0]], np.float32)
+    stats = []
+    for m, f in ((torch, tF), (tnet, F)):
+        mean, var = _strided_stat(m, [0.5, -1.0], False), _strided_stat(m, [2.0, 0.5], False)
+        f.batch_norm(m.tensor(x), mean, var, training=True, momentum=0.5)
+        stats.append([host(v).numpy() if m is tnet else v.numpy() for v in (mean, var)])
+    np.testing.assert_allclose(np.array(stats[1]), np.array(stats[0]), rtol=1e-6)

@@ -866,8 +866,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     check_tensors("embedding", input=input, weight=weight)
     flat = reshape(input, (-1,))
     if max_norm is not None:
-        with no_grad():  # torch's embedding_renorm_: the renorm is no part of the graph
-            weight.index_copy_(0, flat, index_select(weight, 0, flat).renorm(norm_type, 0, max_norm))
+        with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
+            rows = index_select(weight, 0, flat)
+            norms = rows.norm(norm_type, 1, True)
+            weight.index_copy_(0, flat, mul(rows, where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)))
     looked_up = index_select(weight, 0, flat)
     if scale_grad_by_freq and looked_up.requires_grad:
         counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))

@@ -111,7 +111,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     check_tensors("unique_consecutive", input=input)
     x = _host(input)
     d = None if dim is None else dim_index(dim, input.ndim)
-    rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], -1)
+    rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], int(np.prod(np.delete(x.shape, d))))
     new = np.ones(len(rows), bool)
     new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     values = x.reshape(-1)[new] if d is None else np.moveaxis(np.moveaxis(x, d, 0)[new], 0, d)

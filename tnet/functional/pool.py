@@ -139,7 +139,7 @@ def _max_unpool(name, dims, input, indices, kernel, stride, padding, output_size
     size = _unpool_size(input, kernel, stride, padding, output_size)
     lead = input.shape[:-dims]
     planes = Tensor(torch.zeros((*lead, int(np.prod(size))), dtype=input.dtype, device=input.device))
-    flat = lambda t: reshape(t, (*lead, -1))
+    flat = lambda t: reshape(t, (*lead, int(np.prod(t.shape[-dims:]))))  # no -1: a 0-sized lead leaves it open
     return reshape(scatter(planes, -1, flat(indices), flat(input)), (*lead, *size))
 
 
