@@ -171,6 +171,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
           "instance_norm: running statistics are not implemented (use track_running_stats=False)")
     check_tensors("instance_norm", input=input)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
+    if math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 
