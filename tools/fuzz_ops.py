@@ -1044,13 +1044,13 @@ def mod(name, ctor, inputs, grad=True, train=True):
             if tnet_side:
                 if "torch" not in built:
                     raise Harness(f"torch's {name} raised in its constructor")
-                src = dict(built["torch"].named_parameters()) | dict(built["torch"].named_buffers())
+                src = built["torch"]
                 for k, v in list(m.named_parameters()) + list(m.named_buffers()):
                     if k not in src:
                         raise Harness(f"tnet's {name} has {k}, torch's not")
-                    v.memory.copy_(src[k].detach())
-            else:
-                built["torch"] = m
+                    v.memory.copy_(src[k])
+            else:  # its values as built: its forward may change them in place (max_norm, running stats)
+                built["torch"] = {k: v.detach().clone() for k, v in list(m.named_parameters()) + list(m.named_buffers())}
             m.train(train)
             return m(*xs)
         return call
