@@ -601,3 +601,104 @@ def test_round_11_tnet_only_cases_as_torch(call):
     lambda m, f, t: f.threshold(t([1, 2, -3]), float("nan"), 1)])  # NaN cast to an integer: RuntimeError
 def test_round_11_error_kinds_as_torch(call):
     _same_outcome(call)
+
+
+def _strided_stat(m, values, expanded):
+    base = m.tensor([values[0]]) if expanded else m.tensor([v for x in values for v in (x, 9.0)])
+    return base.expand(len(values)) if expanded else base[::2]
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 12: torch returns, tnet raised
+    lambda m, f, t: f.max_unpool2d(m.zeros(0, 3, 1, 3), m.zeros(0, 3, 1, 3, dtype=torch.int64), 1, 1),  # an empty batch
+    lambda m, f, t: m.unique_consecutive(m.zeros(0, dtype=torch.int64), return_inverse=True, dim=0)[1],
+    lambda m, f, t: m.unique_consecutive(m.zeros(2, 0), dim=1),
+    # a negative max_norm scales every row looked up, as torch's embedding_renorm_
+    lambda m, f, t: f.embedding(t([0, 2]), t([[1.0, -2.0], [3.0, 0.5], [0.0, 4.0]]), max_norm=-1.0, norm_type=1.0),
+    # strided and expanded running statistics (copied dense for the kernels)
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0], [0.5, 3.0]]), _strided_stat(m, [0.5, -1.0], False),
+                                 _strided_stat(m, [2.0, 0.5], False), training=True),
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0]]), _strided_stat(m, [0.5, 0.5], True),
+                                 _strided_stat(m, [2.0, 2.0], True), training=True),
+    lambda m, f, t: f.batch_norm(t([[1.0, 2.0], [4.0, -1.0]]), _strided_stat(m, [0.5, -1.0], False),
+                                 _strided_stat(m, [2.0, 2.0], True), training=False)])
+def test_round_12_tnet_only_cases_as_torch(call):
+    _same_outcome(call)
+
+
+def test_batch_norm_updates_strided_running_statistics_as_torch():
+    x = np.array([[1.0, 2.0], [4.0, -1.0], [0.5, 3.0]], np.float32)
+    stats = []
+    for m, f in ((torch, tF), (tnet, F)):
+        mean, var = _strided_stat(m, [0.5, -1.0], False), _strided_stat(m, [2.0, 0.5], False)
+        f.batch_norm(m.tensor(x), mean, var, training=True, momentum=0.5)
+        stats.append([host(v).numpy() if m is tnet else v.numpy() for v in (mean, var)])
+    np.testing.assert_allclose(np.array(stats[1]), np.array(stats[0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 12: an argument of the wrong type is torch's TypeError, raised first
+    lambda m, f, t: m.median(m.zeros(3), 1, keepdim="yes"), lambda m, f, t: m.nanmedian(m.zeros(0, 1), -2, keepdim=-7),
+    lambda m, f, t: m.mode(m.zeros(()), -2, keepdim="yes"), lambda m, f, t: m.quantile(m.zeros(5, 0), 0.5, dim=1.5),
+    lambda m, f, t: m.nanquantile(m.zeros(3, 3), -0.1, dim=-2, keepdim=1.5),
+    lambda m, f, t: m.topk(m.zeros(2, 4), 1, dim=2, largest=-7), lambda m, f, t: m.sort(m.zeros(4), stable=[1]),
+    lambda m, f, t: m.kthvalue(m.zeros(3), 1.0),
+    lambda m, f, t: f.one_hot(m.zeros(4, dtype=torch.int64), num_classes=1.5),
+    lambda m, f, t: m.cov(m.zeros(4, 3, 1), correction=[1]), lambda m, f, t: m.logit(m.zeros(5), eps="x"),
+    lambda m, f, t: m.logspace(0.0, 2.0, 5, base="x"), lambda m, f, t: m.histc(m.zeros(3), bins=4, min=0, max="x"),
+    lambda m, f, t: f.affine_grid(m.zeros(1, 2, 3), (2, 1, 2, 2), align_corners=1.5),
+    lambda m, f, t: m.baddbmm(m.zeros(2, 2, 2), m.zeros(2, 2, 3), m.zeros(2, 4, 2), alpha="x"),
+    lambda m, f, t: f.softmax(m.zeros(3, 4), dim=1, dtype="x"), lambda m, f, t: m.chunk(m.zeros(()), 2, dim=[1]),
+    lambda m, f, t: m.tril(m.zeros(3), diagonal="x"), lambda m, f, t: m.triu(m.zeros(4), diagonal=[1]),
+    lambda m, f, t: m.zeros(3).index_put((t([0, 1]),), m.zeros(2), accumulate=1.5),
+    lambda m, f, t: m.zeros(3).put(t([0, 1]), m.zeros(2), accumulate=1.5),
+    lambda m, f, t: m.isclose(m.zeros(4), m.zeros(()), equal_nan=1.5),
+    lambda m, f, t: f.dropout(m.zeros(4, 3), p=1.0, training=[1]), lambda m, f, t: f.dropout2d(m.zeros(2, 2, 3), training=1.5),
+    lambda m, f, t: f.rrelu(m.zeros(3), training=[1]), lambda m, f, t: m.zeros(3, 5).fill_diagonal_(-0.0, wrap=1),
+    lambda m, f, t: f.kl_div(m.zeros(2), m.zeros(2), log_target=-7), lambda m, f, t: m.unique(m.zeros(5), sorted=[1]),
+    lambda m, f, t: m.searchsorted(m.zeros(4), m.zeros(3), right="x"), lambda m, f, t: m.bucketize(m.zeros(3), m.zeros(1), right=1),
+    lambda m, f, t: f.embedding(m.zeros(0, 3, dtype=torch.int64), m.zeros(5, 3), padding_idx=1.5),
+    lambda m, f, t: f.embedding(m.zeros(0, 3, dtype=torch.int64), m.zeros(5, 3), scale_grad_by_freq="x"),
+    lambda m, f, t: f.nll_loss(m.zeros(0, 2), m.zeros(0, dtype=torch.int64), ignore_index=1.5),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.zeros(1), m.zeros(1), weight=1.5),
+    lambda m, f, t: f.interpolate(m.zeros(1, 1, 3, 3), size=1.5),
+    lambda m, f, t: f.avg_pool2d(m.zeros(1, 1, 4, 4), 2, ceil_mode="x"), lambda m, f, t: f.max_pool2d(m.zeros(1, 1, 3, 3), -1, ceil_mode="x"),
+    # and torch's order of the other checks
+    lambda m, f, t: m.median(m.zeros(3, 2, dtype=torch.bool), 2),  # dim's range before the dtype
+    lambda m, f, t: f.avg_pool2d(m.zeros(2, 3), 2),  # torch reads size(-3) first: IndexError
+    lambda m, f, t: f.max_pool2d(m.zeros(3), 1),  # was Python's IndexError from a shape tuple
+    # no size at all (a 0-d tensor's is ()): TypeError
+    lambda m, f, t: m.zeros(dtype=torch.int64), lambda m, f, t: m.randn(), lambda m, f, t: m.zeros(3).repeat(),
+    lambda m, f, t: m.zeros(()).sum_to_size(), lambda m, f, t: m.zeros(3).new_zeros(),
+    # a float result into an integer tensor, an integer one into a bool tensor, in place: RuntimeError
+    lambda m, f, t: t([1, 2, 3]).clamp_(max=0.5), lambda m, f, t: t([1, 2]).clamp_min_(t(0.5)),
+    lambda m, f, t: t([True, False]).clamp_(min=0), lambda m, f, t: t([1, 2]).addcmul_(t([1, 2]), t(0.5)),
+    lambda m, f, t: t([1, 2]).sqrt_(),
+    # torch's checks of the values
+    lambda m, f, t: f.instance_norm(m.zeros(2, 3, 1)),  # one spatial element: ValueError
+    lambda m, f, t: m.nn.InstanceNorm1d(3)(m.zeros(1, 3, 1)),
+    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.zeros(3, 4), ignore_index=0),  # probabilities: no ignore_index
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.zeros(3), m.zeros(1, 3))])  # no broadcasting
+def test_round_12_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 12: these still work as torch's
+    lambda m, f, t: t([1, 2, 3]).clamp_(min=-1, max=2), lambda m, f, t: t([1, 2, 3]).masked_fill_(t([True, False, True]), 0.5),
+    lambda m, f, t: t([1, 2, 3]).index_fill_(0, t([0]), 0.5), lambda m, f, t: t([1.0, 2.0]).half().clamp_(max=t(0.5)),
+    lambda m, f, t: f.instance_norm(m.zeros(2, 3, 0)), lambda m, f, t: m.zeros(3).new_zeros(()),
+    lambda m, f, t: m.sort(m.zeros(3), stable=None)[0]])
+def test_round_12_valid_calls_as_torch(call):
+    _same_outcome(call)
+
+
+def test_copy_of_a_number_fills_as_torch():
+    """Tensor.copy_(number) fills, with the gradient of a fill (fuzz round 12: tnet refused the number)."""
+    grads = []
+    for m in (torch, tnet):
+        x = m.zeros(2, 3, requires_grad=True)
+        y = x * 1
+        y[:, ::2].copy_(float("inf"))
+        y.sum().backward()
+        grads.append((host(y.detach()) if m is tnet else y.detach()).numpy())
+        grads.append(host(x.grad).numpy() if m is tnet else x.grad.numpy())
+    np.testing.assert_array_equal(grads[2], grads[0])
+    np.testing.assert_array_equal(grads[3], grads[1])

@@ -49,7 +49,7 @@ def test_max_pool_takes_nan(row):
     y = F.max_pool2d(a, (1, 4))
     want = torch.nn.functional.max_pool2d(t, (1, 4))
     _same(y.numpy(), want)
-    y.backward(tnet.ones(*y.shape))
+    y.backward(tnet.ones(y.shape))
     want.backward(torch.ones_like(want))
     _same(a.grad.numpy(), t.grad)  # the gradient goes to the NaN torch picked
 
@@ -565,3 +565,19 @@ def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
     got, = tnet.autograd.grad(tnet.relu(a * 2).sum(), a, create_graph=True)
     want, = torch.autograd.grad(torch.relu(t * 2).sum(), t, create_graph=True)
     _same(got.detach().numpy(), want)
+
+
+@pytest.mark.parametrize("x, bins, range_", [([0.6694120764732361], 4, None), ([0.3, 0.3, -0.2], 7, (-1.0, 1.0)),
+                                             ([0.5, 0.5], 7, (0.5, 0.5)), ([], 3, None), ([1.0, 2.0], 3, None)])
+def test_histogram_edges_and_bins_as_torch(x, bins, range_):
+    """torch.linspace's edges (from both ends, fused multiply-adds): numpy's differed in the last bit, and
+    an element on an edge went into the next bin (fuzz round 12)."""
+    x = np.array(x, np.float32)
+    got, want = tnet.histogram(tnet.tensor(x), bins, range=range_), torch.histogram(torch.tensor(x), bins, range=range_)
+    np.testing.assert_array_equal(got.bin_edges.numpy(), want.bin_edges.numpy())
+    np.testing.assert_array_equal(got.hist.numpy(), want.hist.numpy())
+
+
+def test_histogram_of_an_infinite_range_raises_runtime_error_as_torch():
+    with pytest.raises(RuntimeError, match="is not finite"):
+        tnet.histogram(tnet.tensor([INF]), 4)

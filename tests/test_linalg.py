@@ -153,6 +153,8 @@ GRAD_TOL = 1e-4  # float32 device GEMMs on values from float64 host factorizatio
     ("svdvals", (3, 4), lambda L, A: L.svdvals(A)),
     ("qr Q", (5, 3), lambda L, A: L.qr(A).Q),
     ("qr R", (2, 4, 4), lambda L, A: L.qr(A).R),
+    ("qr wide Q", (2, 3, 4), lambda L, A: L.qr(A).Q),  # fuzz seed 24: m < n had no gradient
+    ("qr wide R", (3, 5), lambda L, A: L.qr(A, mode="complete").R),
     ("cond", (4, 4), lambda L, A: L.cond(A)),
     ("cond fro", (3, 3), lambda L, A: L.cond(A, "fro")),
     ("matrix_norm nuc", (3, 4), lambda L, A: L.matrix_norm(A, "nuc")),

@@ -5,6 +5,7 @@ The generator is Philox (kernels/random.py) with its state [seed, offset] in one
 tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
 dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -126,7 +127,10 @@ def seed():
 
 
 def _size(name, size):
-    """Sizes given as ints or as one tuple/list, as torch takes them."""
+    """Sizes given as ints or as one tuple/list, as torch takes them (none at all: torch's TypeError;
+    a 0-d tensor's size is ())."""
+    if not size:
+        raise InputTypeError(f'{name}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
         size = tuple(size[0])
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
@@ -319,7 +323,7 @@ def _typed(name, dtype):
     def make(*args, device=None):
         if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
                 (len(args) == 1 and isinstance(args[0], torch.Size)):
-            return empty(*args, dtype=dtype, device=device)
+            return empty(*(args or (0,)), dtype=dtype, device=device)
         if len(args) > 1:
             raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
         return _leaf(name, as_storage(args[0], dtype), False)
@@ -372,6 +376,8 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 
 def logspace(start, end, steps, base=10.0, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """base ** linspace(start, end, steps), as torch.logspace."""
+    if not isinstance(base, numbers.Real):
+        raise InputTypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     check_device("logspace", device)
     _check_steps("logspace", steps)
     return _leaf("logspace", as_storage(float(base) ** np.linspace(start, end, steps), dtype or float32), requires_grad)

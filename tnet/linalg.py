@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 import torch
 
-from .functional.copy import (clone, expand, movedim, narrow, permute, reshape, select, squeeze, to, transpose,
+from .functional.copy import (cat, clone, expand, movedim, narrow, permute, reshape, select, squeeze, to, transpose,
                               unsqueeze)
 from .functional.copy import cross as _cross
 from .functional.copy import diagonal as copy_diagonal
@@ -536,8 +536,9 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 
 def qr(A, mode="reduced"):
     """torch.linalg.qr: (Q, R) of A [..., m, n] as LAPACK's geqrf (mode 'reduced', 'complete', or 'r':
-    Q empty); on the host (the module's note). Gradient for m >= n and Q of n columns, as torch's:
-    (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q (R^-1 from the host)."""
+    Q empty); on the host (the module's note). Gradient as torch's (none for mode 'complete' of m > n),
+    for m >= n: (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q (R^-1 from the host); for m < n, A = [X | Y] and
+    R = [U | V]: X's gradient is that rule's with U for R and gQ + Y gV^T for gQ, Y's is Q gV."""
     check(mode in ("reduced", "complete", "r"), lambda: f"qr received unrecognized mode '{mode}' but expected one "
                                                          f"of 'reduced' (default), 'r', or 'complete'")
     a = _host("linalg.qr", A)
@@ -545,20 +546,29 @@ def qr(A, mode="reduced"):
     if _grad_wanted(A):
         check(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
                            "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
-        if m < n or (mode == "complete" and m > n):
-            raise NotImplementedError("linalg.qr: tnet's gradient needs m >= n and the reduced Q")
     if mode == "r":
         return QRResult(_dev(np.zeros(0), A), _dev(np.linalg.qr(a, mode="r"), A))
     q, r = np.linalg.qr(a, mode=mode)
     Q, R = _dev(q, A), _dev(r, A)
+    k = min(m, n)  # R's leading square block U: all of R where m >= n
 
     def grad_of(which):
         def backward(g):
+            if mode == "complete" and m > n:
+                raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
             gq, gr = (g, None) if which == "Q" else (None, g)
-            M = (R @ _T(gr)) if gr is not None else neg(_T(gq) @ Q)
+            gu, gv = (gr, None) if gr is None or m >= n else (narrow(gr, -1, 0, k), narrow(gr, -1, k, n - k))
+            if gv is not None:
+                gq = _dev(a[..., k:], A) @ _T(gv)
+            M = (narrow(R, -1, 0, k) @ _T(gu)) if gu is not None else None
+            if gq is not None:
+                M = neg(_T(gq) @ Q) if M is None else sub(M, _T(gq) @ Q)
             M = add(tril(M), _T(tril(M, -1)))
-            rinv_t = _dev(np.swapaxes(np.linalg.inv(_host("qr", R)), -1, -2), A)
-            return (add(gq, Q @ M) @ rinv_t if gq is not None else Q @ M @ rinv_t,)
+            uinv_t = _dev(np.swapaxes(np.linalg.inv(r[..., :k]), -1, -2), A)
+            gx = (add(gq, Q @ M) if gq is not None else Q @ M) @ uinv_t
+            if m >= n:
+                return (gx,)
+            return (cat([gx, Q @ gv if gv is not None else _dev(np.zeros(a.shape[:-1] + (n - k,)), A)], -1),)
         return backward
     return QRResult(_recorded("linalg.qr", Q, (A,), grad_of("Q")), _recorded("linalg.qr", R, (A,), grad_of("R")))
 

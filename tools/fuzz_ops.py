@@ -20,7 +20,9 @@ negative sizes, mismatched shapes). torch and tnet run the same input; each case
   torch-only     torch raised where tnet returned
 
 The summary (counts overall and per op, and every case that is not a match, with its input
-described) is written as JSON to --json; --case I replays one case and prints both sides in full.
+described: f32[2, 3]t!NH^ is a float32 [2, 3] transposed view holding NaN and huge values that requires
+grad; the flags: N NaN, I inf, Z zero, H finite beyond 1e30, S subnormal; the layouts: t transposed, s
+step-sliced, e expanded, cl channels-last) is written as JSON to --json; --case I replays one case and prints both sides in full.
 """
 import argparse
 import collections
@@ -84,7 +86,9 @@ class T:
         special = ""
         if self.dtype.is_floating_point and self.base.numel():
             b = self.base.double()
-            special = "".join(s for s, c in (("N", b.isnan()), ("I", b.isinf()), ("Z", b == 0)) if c.any())
+            tiny, huge = (b != 0) & (b.abs() < 1.2e-38), b.isfinite() & (b.abs() > 1e30)
+            special = "".join(s for s, c in (("N", b.isnan()), ("I", b.isinf()), ("Z", b == 0), ("H", huge), ("S", tiny))
+                              if c.any())
         lay = "" if self.layout == "c" else self.layout
         return f"{name}{list(self.shape)}{lay}{special and '!' + special}{'^' if self.grad else ''}"
 
@@ -1040,13 +1044,13 @@ def mod(name, ctor, inputs, grad=True, train=True):
             if tnet_side:
                 if "torch" not in built:
                     raise Harness(f"torch's {name} raised in its constructor")
-                src = dict(built["torch"].named_parameters()) | dict(built["torch"].named_buffers())
+                src = built["torch"]
                 for k, v in list(m.named_parameters()) + list(m.named_buffers()):
                     if k not in src:
                         raise Harness(f"tnet's {name} has {k}, torch's not")
-                    v.memory.copy_(src[k].detach())
-            else:
-                built["torch"] = m
+                    v.memory.copy_(src[k])
+            else:  # its values as built: its forward may change them in place (max_norm, running stats)
+                built["torch"] = {k: v.detach().clone() for k, v in list(m.named_parameters()) + list(m.named_buffers())}
             m.train(train)
             return m(*xs)
         return call

@@ -11,7 +11,7 @@ Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
 from .. import factory
-from ..kernels.launch import InputError
+from ..kernels.launch import InputError, check_type
 from ..tensor import Tensor, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
@@ -139,6 +139,7 @@ for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin"
 def _new(make):
     """Tensor.new_zeros & co: make(size, dtype=, requires_grad=) in self's dtype unless dtype says."""
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        check_type(size, lambda: f'new_{make.__name__}() missing 1 required positional arguments: "size"')
         return make(shape_args(size), dtype=dtype or self.dtype, device=device, requires_grad=requires_grad, **kwargs)
     return method
 

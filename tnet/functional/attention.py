@@ -86,7 +86,7 @@ def _additive(mask, dtype, name):
         check(mask is None or mask.memory.is_floating_point(),
               lambda: f"only bool and floating types of {name} are supported")
         return mask
-    return masked_fill(factory.zeros(*mask.shape, dtype=dtype), mask, -math.inf)
+    return masked_fill(factory.zeros(mask.shape, dtype=dtype), mask, -math.inf)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,

@@ -24,7 +24,7 @@ from ..kernels.launch import InputError, InputIndexError, check, check_type, is_
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
@@ -470,6 +470,7 @@ def repeat(input, *repeats):
     """input tiled repeats[i] times along each dim (leading repeats add dims): a copy. The
     backward sums the tiles (kernels/reduce.py)."""
     check_tensors("repeat", input=input)
+    check_type(repeats, 'repeat() missing 1 required positional arguments: "repeats"')
     repeats = tuple(shape_args(repeats))
     if len(repeats) < input.ndim:
         raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
@@ -638,6 +639,7 @@ def rot90(input, k=1, dims=(0, 1)):
 def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""
+    check_args("chunk", "int", chunks=chunks, dim=dim)
     d, size = _split_dim("chunk", input, dim)
     check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if size == 0:
@@ -863,11 +865,16 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     torch's embedding_renorm_ (weight's version changes). scale_grad_by_freq: each lookup's gradient
     is divided by its index's count in input. sparse=True is taken, but the gradient is dense (zero
     rows where torch's sparse one has none; optim.SparseAdam takes those rows as absent)."""
+    check_args("embedding", "bool", scale_grad_by_freq=scale_grad_by_freq)
+    if padding_idx is not None:
+        check_args("embedding", "int", padding_idx=padding_idx)
     check_tensors("embedding", input=input, weight=weight)
     flat = reshape(input, (-1,))
     if max_norm is not None:
-        with no_grad():  # torch's embedding_renorm_: the renorm is no part of the graph
-            weight.index_copy_(0, flat, index_select(weight, 0, flat).renorm(norm_type, 0, max_norm))
+        with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
+            rows = index_select(weight, 0, flat)
+            norms = rows.norm(norm_type, 1, True)
+            weight.index_copy_(0, flat, mul(rows, where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)))
     looked_up = index_select(weight, 0, flat)
     if scale_grad_by_freq and looked_up.requires_grad:
         counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))
@@ -1001,6 +1008,7 @@ def index_put(input, indices, values, accumulate=False):
     added at indices, repeated positions summing (index_add's fp32 atomic adds): the indices then
     address input's leading dims (int tensors, broadcast together). Gradients: input's g, values' g
     at the positions (summed to values' shape)."""
+    check_args("index_put", "bool", accumulate=accumulate)
     indices = tuple(indices)
     if not accumulate:
         out = clone(input)
@@ -1405,6 +1413,7 @@ def put(input, index, source, accumulate=False):
     index (negative ones from the end; a repeated index keeps one of its values), or added there
     with accumulate (repeated ones sum, in fp32). Gradients: input's g where not overwritten,
     source's g at index."""
+    check_args("put", "bool", accumulate=accumulate)
     check_tensors("put", input=input, source=source)
     _int_index("put", index)
     if source.numel() != index.numel():
@@ -1638,6 +1647,7 @@ def diagonal_filled(input, fill_value, wrap=False):
     """input with its main diagonal (of a matrix, or of an n-cube: all dims equal) set to fill_value,
     numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again one row below its end):
     Tensor.fill_diagonal_'s values (an index_fill of the flattened input)."""
+    check_args("fill_diagonal_", "bool", wrap=wrap)
     check(input.ndim >= 2, "dimensions must larger than 1")
     check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
     h, w = input.shape[0], input.shape[-1]

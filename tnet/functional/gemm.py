@@ -13,7 +13,7 @@ from ..kernels.launch import InputError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
-from .inputs import check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
 
@@ -152,6 +152,7 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     observations (x [vars, obs], or [obs] or [1, obs] for one variable: a 0-d result), dividing by
     obs - correction (at most 0: infinities, as torch); differentiable. Observation weights (fweights, aweights) raise
     NotImplementedError."""
+    check_args("cov", "int", correction=correction)
     check_tensors("cov", input=x)
     check(x.ndim <= 2, lambda: f"cov: expected input to have two or fewer dimensions but got an input with {x.ndim} "
                                f"dimensions")
@@ -326,6 +327,7 @@ def _scaled_sum(name, input, product, beta, alpha):
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """torch.addmm: beta * input + alpha * (mat1 @ mat2), input broadcast to [n, p]; beta=0
     ignores input (its NaN and inf too), as torch."""
+    check_args("addmm", "float", beta=beta, alpha=alpha)
     check_tensors("addmm", input=input)
     return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
 
@@ -333,6 +335,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2), input broadcast; beta=0 ignores
     input, as torch."""
+    check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
@@ -407,6 +410,7 @@ def bilinear(input1, input2, weight, bias=None):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i]), input
     broadcast to [n, p]: one GEMM of batch1 read as [n, b * m] against batch2 as [b * m, p]."""
+    check_args("addbmm", "float", beta=beta, alpha=alpha)
     check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
     check(batch1.ndim == 3, "batch1 must be a 3D tensor")
     check(batch2.ndim == 3, "batch2 must be a 3D tensor")
@@ -419,6 +423,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """torch.addmv: beta * input + alpha * (mat @ vec), input broadcast to [n]; beta=0 ignores input."""
+    check_args("addmv", "float", beta=beta, alpha=alpha)
     check_tensors("addmv", input=input)
     return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
 
@@ -426,6 +431,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """torch.addr: beta * input + alpha * outer(vec1, vec2), input broadcast to [n, m]; beta=0 ignores
     input."""
+    check_args("addr", "float", beta=beta, alpha=alpha)
     check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     check(vec1.ndim == 1, lambda: f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")
     check(vec2.ndim == 1, lambda: f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")

@@ -9,7 +9,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels.launch import check
 from ..tensor import Tensor, dim_index
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 
 
 def _host(x):
@@ -28,6 +28,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     ascending order (also with sorted=False, as torch's CPU and CUDA kernels give them), then, as
     asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique.
     Computed on the host: a sync."""
+    check_args("unique", "bool", sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
     check_tensors("unique", input=input)
     x = _host(input)
     if dim is None:
@@ -84,6 +85,8 @@ def histc(input, bins=100, min=0, max=0):
     """A histogram of input's elements in `bins` equal bins over [min, max] (both 0: the elements'
     own min and max), those outside left out, the last bin closed, as torch.histc; in input's float
     dtype. Computed on the host, in float32: a sync."""
+    check_args("histc", "int", bins=bins)
+    check_args("histc", "float", min=min, max=max)
     check_tensors("histc", input=input)
     check(input.memory.is_floating_point(), lambda: f"histc: expected a float tensor, got {input.dtype}")
     check(bins > 0, "torch.histc: bins must be > 0")
@@ -111,7 +114,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     check_tensors("unique_consecutive", input=input)
     x = _host(input)
     d = None if dim is None else dim_index(dim, input.ndim)
-    rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], -1)
+    rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], int(np.prod(np.delete(x.shape, d))))
     new = np.ones(len(rows), bool)
     new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     values = x.reshape(-1)[new] if d is None else np.moveaxis(np.moveaxis(x, d, 0)[new], 0, d)
@@ -141,8 +144,28 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     w = None if weight is None else _host(weight).reshape(-1)
     check(w is None or w.shape == x.shape, "torch.histogram(): if weight tensor is provided it should have the same "
                                            "shape as the input tensor excluding its innermost dimension")
-    hist, edges = np.histogram(x, bins, range, weights=w, density=density)
+    if not isinstance(bins, np.ndarray):
+        bins = _edges(x, bins, range)
+    hist, edges = np.histogram(x, bins, weights=w, density=density)
     return histogram_result(_device(hist, input.dtype, input.device), _device(edges, input.dtype, input.device))
+
+
+def _edges(x, bins, range):
+    """histogram's bins + 1 equal-width edges over range (None: x's min and max; 0 and 1 for no
+    elements; a range of one value widened by 0.5 each way), as torch.linspace computes them in x's
+    dtype: the first half up from the left end, the second down from the right one, each a fused
+    multiply-add of the step (numpy's differ in the last bit, which moves an element on an edge into
+    another bin)."""
+    lo, hi = range if range is not None else (x.min(), x.max()) if x.size else (0, 1)
+    lo, hi = x.dtype.type(lo), x.dtype.type(hi)
+    check(np.isfinite(lo) and np.isfinite(hi),
+          lambda: f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not finite")
+    check(lo <= hi, lambda: f"torch.histogramdd: min should not exceed max, but got min {lo} max {hi} for dimension 0")
+    if lo == hi:
+        lo, hi = lo - x.dtype.type(0.5), hi + x.dtype.type(0.5)
+    step = np.float64((hi - lo) / x.dtype.type(bins))  # in x's dtype; the products exact in float64
+    i = np.arange(bins + 1)
+    return np.where(i < (bins + 1) // 2, lo + i * step, hi - (bins - i) * step).astype(x.dtype)
 
 
 histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])

@@ -88,7 +88,8 @@ def inplace(self, name, compute, others=(), keeps_self=False):
     """Write compute(x) (a tnet.Tensor of self's shape) into self's memory and return self. x is
     self, or, where the write is recorded, a Tensor with self's node before it (a copy of its
     values where keeps_self: the op's backward reads them); compute may also write self.memory
-    itself and return a Tensor holding it."""
+    itself and return a Tensor holding it. A result of a higher kind than self's dtype (float into
+    an integer self, integer into a bool one) raises torch's RuntimeError, self untouched."""
     recording = is_grad_enabled() and (self.requires_grad or any(needs_grad(*others)))
     x = self
     bases = ()
@@ -102,6 +103,8 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         x._entry = self._entry
     version = self._version
     out = compute(x)
+    if out.dtype != self.dtype:  # a float result into an integer self, an integer one into a bool self
+        _check_result(name, self, _kind(out))
     check(out.shape == self.shape,
           lambda: f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
     if out.memory is not self.memory:
@@ -194,14 +197,9 @@ def div_(self, other):
 
 def _unary(name, op, keeps_self=False):
     """The method self.name(*args): self = op(self, *args); torch's error where that result's dtype
-    does not fit self's (an integer self.exp_())."""
-    def compute(self, x, args, kwargs):
-        out = op(x, *args, **kwargs)
-        _check_result(name, self, _kind(out))
-        return out
-
+    does not fit self's (an integer self.exp_(): inplace's check)."""
     def method(self, *args, **kwargs):
-        return inplace(self, name, lambda x: compute(self, x, args, kwargs), keeps_self=keeps_self)
+        return inplace(self, name, lambda x: op(x, *args, **kwargs), keeps_self=keeps_self)
     method.__name__ = method.__qualname__ = name
     return method
 
@@ -304,7 +302,9 @@ def zero_(self):
 
 def copy_(self, src, non_blocking=False):
     """self's elements = src's, broadcast to self's shape and cast to self's dtype; src's gradient
-    is summed back to its shape, self's earlier values get none."""
+    is summed back to its shape, self's earlier values get none. A number src fills self, as torch's."""
+    if isinstance(src, numbers.Number) and not isinstance(src, complex):
+        return fill_(self, src)
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
     shape = _pw.broadcast_shape("copy_", self.shape, src.shape)

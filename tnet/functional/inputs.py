@@ -1,5 +1,6 @@
-"""The checks every op makes of its tensor arguments, which of them need a gradient, and the losses'
-deprecated reduction arguments."""
+"""The checks every op makes of its tensor arguments (and of its bool, int and number ones), which of
+them need a gradient, and the losses' deprecated reduction arguments."""
+import numbers
 import warnings
 
 from ..kernels.launch import InputTypeError
@@ -30,3 +31,20 @@ def check_tensors(name, **xs):
     for arg, x in xs.items():
         if not isinstance(x, Tensor):  # no message closure per argument: every op calls this
             raise InputTypeError(f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
+
+
+_KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for an int or a number (its item)
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, (numbers.Integral, Tensor)) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
+}
+
+
+def check_args(name, kind, **args):
+    """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool) or
+    'float' (a real number); else torch's argument parser's TypeError (InputTypeError), which it raises
+    before any check of the values: "name(): argument 'arg' must be bool, not str"."""
+    ok = _KINDS[kind]
+    for arg, v in args.items():
+        if not ok(v):
+            raise InputTypeError(f"{name}(): argument '{arg}' must be {kind}, not {type(v).__name__}")

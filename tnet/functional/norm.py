@@ -5,6 +5,7 @@ import math
 import torch
 
 from ..kernels import norm as _norm
+from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
@@ -38,13 +39,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
     data = lambda v: None if v is None else v.memory
     X = dense(input.memory)
-    W, B = (None if v is None else v.memory.contiguous() for v in (weight, bias))  # a strided view copied: kernels read dense vectors
+    # a strided view copied: kernels read dense vectors
+    W, B, RM, RV = (None if v is None else v.memory.contiguous() for v in (weight, bias, running_mean, running_var))
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     if training:
-        y, mean, stat = _norm.batch_norm_train(X, W, B, eps, data(running_mean), data(running_var), momentum,
-                                               data(num_batches_tracked), activation)
+        y, mean, stat = _norm.batch_norm_train(X, W, B, eps, RM, RV, momentum, data(num_batches_tracked), activation)
+        for v, updated in ((running_mean, RM), (running_var, RV)):
+            if v is not None and updated is not v.memory:
+                _write_back(v.memory, updated)
     else:
-        y = _norm.batch_norm_eval(X, data(running_mean), data(running_var), W, B, eps, activation)
+        y = _norm.batch_norm_eval(X, RM, RV, W, B, eps, activation)
         if is_grad_enabled() and (need_x or need_w or need_b):  # the running statistics now, for the backward
             mean, stat = running_mean.memory.clone(), running_var.memory.clone()
     inputs = [v for v in (input, weight, bias) if v is not None]
@@ -58,6 +62,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                                                                       None if training else (mean, stat))
     return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
                   saved=(X, W, B if activation else None), graph=graph)
+
+
+def _write_back(stat, updated):
+    """A strided running statistic's update (computed in a dense copy) written back. An expanded one
+    (stride 0: one element for every channel) gets the last channel's update (torch's CPU loop applies
+    the channels' updates to it one after another: other values, no error either)."""
+    if stat.stride(0) == 0:
+        stat, updated = stat[:1], updated[-1:]
+    copy_(stat, updated)
 
 
 def _batch_norm_graph(g, input, weight, bias, training, eps, running):
@@ -158,6 +171,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
           "instance_norm: running statistics are not implemented (use track_running_stats=False)")
     check_tensors("instance_norm", input=input)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
+    if math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 

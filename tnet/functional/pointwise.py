@@ -27,7 +27,7 @@ from ..kernels.launch import as_int64, capturing, check, check_type, is_channels
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
-from .inputs import check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad
 
 
 INPLACE = """inplace=True writes the result into the input and returns it, as torch's."""
@@ -728,6 +728,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise, as torch's: equal values (infinities too)
     are close, a finite and an infinite value are not, NaN is close to NaN only with equal_nan. A
     bool tensor without gradient."""
+    check_args("isclose", "bool", equal_nan=equal_nan)
     check_tensors("isclose", input=input, other=other)
     check(input.dtype == other.dtype, lambda: f"isclose: {input.dtype} did not match {other.dtype}")
     close = eq(input, other)
@@ -1089,11 +1090,13 @@ def _triangular(name, input, diagonal, upper):
 
 def tril(input, diagonal=0):
     """input's lower triangle over its last two dims, on and below diagonal `diagonal`; 0 elsewhere."""
+    check_args("tril", "int", diagonal=diagonal)
     return _triangular("tril", input, diagonal, False)
 
 
 def triu(input, diagonal=0):
     """input's upper triangle over its last two dims, on and above diagonal `diagonal`; 0 elsewhere."""
+    check_args("triu", "int", diagonal=diagonal)
     return _triangular("triu", input, diagonal, True)
 
 
@@ -1214,6 +1217,8 @@ def xlogy(input, other):
 def logit(input, eps=None):
     """log(x / (1 - x)), x clamped to [eps, 1 - eps] first where eps is given, as torch.logit; the
     gradient is 0 outside those bounds (without eps: NaN outside [0, 1])."""
+    if eps is not None:
+        check_args("logit", "float", eps=eps)
     check_tensors("logit", input=input)
     X = _float(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))

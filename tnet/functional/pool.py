@@ -1,15 +1,17 @@
 """Pooling (kernels/pool.py): max and average pooling over windows, and adaptive pooling.
 An NCHW input of a width kept channels-last (launch.keeps_channels_last) comes out channels-last."""
+import builtins
+
 import numpy as np
 import torch
 
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
+from ..kernels.launch import InputIndexError, check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, reshape, scatter, scatter_add, squeeze, unsqueeze
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pointwise import abs, mul, neg, pow, relu, sign
 from .reduce import sum_or_mean
 
@@ -26,6 +28,7 @@ def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
     """(the pooled x, max pooling's argmax: pool2d's index i * KW + j inside each window);
     divisor: average pooling's count_include_pad and divisor_override (kernels.pool.pool2d)."""
     check_tensors(f"{mode}_pool2d", x=x)
+    check_args(f"{mode}_pool2d", "bool", ceil_mode=ceil_mode)
     kernel, stride, padding = pool_args(mode, kernel_size, stride, padding)
     if mode == "avg" and x.ndim == 4 and padding == (0, 0) and kernel == tuple(x.shape[2:]) \
             and divisor.get("divisor_override") is None:
@@ -64,6 +67,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if pair(dilation, "max_pool2d: dilation", 1) != (1, 1):
         raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
     check_tensors("max_pool2d", input=input)
+    check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     y, arg = _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
     if input.ndim == 3:
@@ -97,8 +101,12 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a mean, the reduction kernel: the
     window kernel would loop over every tap of it."""
     check_tensors("avg_pool2d", input=input)
-    check(input.ndim in (3, 4), lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
-                                        f"{input.ndim}D")
+    if input.ndim < 3:  # torch reads input.size(-3) first
+        raise InputIndexError(f"Dimension out of range (expected to be in range of [{-builtins.max(input.ndim, 1)}, "
+                              f"{builtins.max(input.ndim, 1) - 1}], but got -3)")
+    check(input.ndim == 4 or input.ndim == 3, lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
+                                                      f"{input.ndim}D")
+    check_args("avg_pool2d", "bool", ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad=count_include_pad,
                 divisor_override=divisor_override)[0]
@@ -139,7 +147,7 @@ def _max_unpool(name, dims, input, indices, kernel, stride, padding, output_size
     size = _unpool_size(input, kernel, stride, padding, output_size)
     lead = input.shape[:-dims]
     planes = Tensor(torch.zeros((*lead, int(np.prod(size))), dtype=input.dtype, device=input.device))
-    flat = lambda t: reshape(t, (*lead, -1))
+    flat = lambda t: reshape(t, (*lead, int(np.prod(t.shape[-dims:]))))  # no -1: a 0-sized lead leaves it open
     return reshape(scatter(planes, -1, flat(indices), flat(input)), (*lead, *size))
 
 

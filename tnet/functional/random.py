@@ -13,7 +13,7 @@ from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
 from ..tensor import Tensor, in_layout, linear_graph, record
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
 from .reduce import argmax
@@ -28,6 +28,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     state instead of keeping it (kernels/random.py). inplace=True is accepted and computed out
     of place: the result is a new tensor and the input is not modified (torch overwrites it);
     values and gradients are torch's."""
+    check_args("dropout", "bool", train=training)
     check_tensors("dropout", input=input)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -48,6 +49,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     each channel) with probability p, the rest scaled by 1/(1-p), as torch's dropout2d; the mask
     is dropout's over a tensor of ones shaped [N, C, 1, 1], in the input's dtype. inplace=True is
     accepted and computed out of place, as dropout."""
+    check_args("dropout2d", "bool", train=training)
     check_tensors("dropout2d", input=input)
     if input.dim() not in (3, 4):
         raise ValueError(f"dropout2d: expected a 3-D or 4-D input, got {input.dim()}-D {input.shape}")
@@ -160,6 +162,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     uniformly from [lower, upper) per element in training (tnet's generator: other numbers than
     torch's), (lower + upper) / 2 in eval. The gradient is the slope used (1 where x > 0).
     inplace=True is computed out of place (F.rrelu_ writes the input)."""
+    check_args("rrelu", "bool", training=training)
     check_tensors("rrelu", input=input)
     check(input.memory.is_floating_point(), lambda: f"rrelu: expected a float tensor, got {input.dtype}")
     check(lower <= upper, lambda: f"rrelu: Lower bound should be less than or equal to the upper bound, got {lower} > {upper}")

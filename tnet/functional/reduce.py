@@ -15,7 +15,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
-from .inputs import check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
                         minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
@@ -489,7 +489,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
     1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    check_tensors("binary_cross_entropy_with_logits", **{k: v for k, v in (("weight", weight), ("pos_weight", pos_weight))
+                                                          if v is not None})
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
+    if target.shape != input.shape:  # torch's check: no broadcasting
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     log_p = softplus(neg(x))  # -log sigmoid(x)
     if pos_weight is not None:
         log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
@@ -529,6 +533,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def one_hot(tensor, num_classes=-1):
     """[..., num_classes] int64, 1 at each element's class, as torch's (num_classes -1: the
     largest class + 1). Its classes are checked on the host, as torch checks them: a sync."""
+    check_args("one_hot", "int", num_classes=num_classes)
     check_tensors("one_hot", tensor=tensor)
     if tensor.dtype != torch.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -668,6 +673,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """torch's KL divergence with input log-probabilities: target * (log(target) - input) (0 where
     target is 0), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
     element, torch's default), 'batchmean' (the sum over the batch size), 'sum' or 'none'."""
+    check_args("kl_div", "bool", log_target=log_target)
     reduction = legacy_reduction(size_average, reduce, reduction)
     check(reduction in ("mean", "batchmean", "sum", "none"),
           lambda: f"kl_div: {reduction!r} is not a valid value for reduction")
@@ -820,6 +826,7 @@ def renorm(input, p, dim, maxnorm):
 def sum_to_size(input, *size):
     """input summed over the dims where size (which must expand to input's shape) has 1 or nothing,
     as Tensor.sum_to_size."""
+    check_type(size, 'sum_to_size() missing 1 required positional arguments: "size"')
     size = tuple(shape_args(size))
     lead = input.ndim - len(size)
     check(lead >= 0 and builtins.all(s in (1, n) for s, n in zip(size, input.shape[lead:])),

@@ -9,7 +9,7 @@ from ..kernels import resample as _rs
 from ..kernels.launch import check, check_type
 from ..tensor import in_layout, linear_graph, record, tensor
 from .copy import index_select, reshape
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pointwise import add, mul
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -36,9 +36,11 @@ def _output_geometry(input, size, scale_factor, recompute_scale_factor):
             if len(size) != dim:
                 raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
                                  f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}.")
-            sizes = [int(s) for s in size]
+            sizes = list(size)
         else:
-            sizes = [int(size)] * dim
+            sizes = [size] * dim
+        check_args("interpolate", "int", **{f"size[{k}]": s for k, s in enumerate(sizes)})  # int(1.5) would pass
+        sizes = [int(s) for s in sizes]
         if recompute_scale_factor:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         scales = [None] * dim
@@ -132,6 +134,8 @@ def affine_grid(theta, size, align_corners=None):
     (align_corners=True: the corner pixels' centres; False, the default: their outer edges).
     Element-wise ops on theta's columns (exact fp32; theta's gradient sums back). 3-D volumes
     (a 5-D size) are not implemented."""
+    if align_corners is not None:
+        check_args("affine_grid", "bool", align_corners=align_corners)
     check_tensors("affine_grid", theta=theta)
     if not theta.memory.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")

@@ -13,7 +13,7 @@ from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
-from .inputs import check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
 
@@ -22,6 +22,8 @@ def _rows(name, x, dim, dtype):
     """(x cast to dtype, its storage as contiguous rows [R, C] along dim, the moved shape, dim)."""
     check_tensors(name, x=x)
     if dtype is not None:
+        check_type(isinstance(dtype, torch.dtype), lambda: f"{name}(): argument 'dtype' must be torch.dtype, not "
+                                                           f"{type(dtype).__name__}")
         x = x.to(dtype)
     if dim is None:  # torch's implicit dim, which it warns about
         dim = 0 if x.ndim in (0, 1, 3) else 1
@@ -140,6 +142,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     [N, C, d1, ...] and int64 target [N] ([], [N, d1, ...]); reduction 'mean' divides by the
     weights of the targets not ignored (NaN if all are), 'sum' or 'none', as torch. A target
     outside [0, C), other than ignore_index, raises IndexError (InputIndexError)."""
+    check_args("nll_loss", "int", ignore_index=ignore_index)
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
     return _nll(input, target, weight, ignore_index, reduction)[0]
@@ -173,6 +176,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     loss and its gradient come out of one fused kernel, in fp32; other cases are log_softmax
     and nll_loss (or, for probabilities, a product and sums). The loss has input's dtype (fp32
     under tnet.autocast, as torch's), the gradient input's."""
+    check_args("cross_entropy", "int", ignore_index=ignore_index)
     check_tensors("cross_entropy", input=input, target=target)
     check_type(weight is None or isinstance(weight, Tensor), "cross_entropy: weight must be a tnet.Tensor or None")
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -188,6 +192,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         check(target.shape == input.shape,
               lambda: f"cross_entropy: target must be int64 labels or class probabilities of "
                       f"input's shape {input.shape}, got {target.dtype} {target.shape}")
+        check(ignore_index == -100, "ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
         terms = mul(log_softmax(input, cdim), target)

@@ -16,7 +16,7 @@ from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
 from .reduce import argmax, sum, tie_shared
@@ -57,6 +57,7 @@ def msort(input):
 def sort(input, dim=-1, descending=False, stable=False):
     """sort_result(values, indices) of input sorted along dim, ascending (or descending); NaN is the
     largest; equal elements keep their order (stable, whatever `stable` says)."""
+    check_args("sort", "bool", descending=descending, **({} if stable is None else {"stable": stable}))
     return _sorted("sort", input, dim, None, descending, sort_result)
 
 
@@ -70,6 +71,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     sorted order (largest first, or smallest); among equal elements the first ones. NaN is the
     largest, as torch's."""
     check_tensors("topk", input=input)
+    check_args("topk", "int", k=k)
+    check_args("topk", "bool", largest=largest, sorted=sorted)
     n = input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
     check(0 <= k <= n, "topk: selected index k out of range")
     return _sorted("topk", input, dim, k if input.ndim else 1, largest, topk_result)  # torch's 0-d k=0: the element
@@ -153,12 +156,23 @@ def _picked(values, indices, d, pick, keepdim):
     return (v, i) if keepdim else (reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:]))
 
 
+def _check_dim(name, input, dim, keepdim):
+    """torch's order for a reduction over one dim: the argument types (keepdim a bool, dim an int), then
+    dim's range, before any check of the values or the dtype."""
+    if dim is None:
+        return
+    check_args(name, "int", dim=dim)
+    check_args(name, "bool", keepdim=keepdim)
+    dim_index(dim, input.ndim)
+
+
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
     as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element (dim
     None: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
+    _check_dim("median", input, dim, keepdim)
     if input.dtype == torch.bool and input.numel():
         raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
@@ -189,6 +203,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     """kthvalue_result(values, indices): the k-th smallest element along dim (k from 1) and its index,
     as torch.kthvalue (NaN the largest), by a stable sort. The gradient goes to that element."""
     check_tensors("kthvalue", input=input)
+    check_args("kthvalue", "int", k=k)
+    _check_dim("kthvalue", input, dim, keepdim)
     if input.ndim == 0:
         dim_index(dim, 0)
         check(k == 1, "kthvalue(): selected number k out of range for dimension 0")
@@ -215,6 +231,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     adjusted by interpolation, its neighbours gathered and interpolated (lerp). Gradients go to the
     two neighbours, through the sort."""
     check_tensors(name, input=input)
+    check_args(name, "bool", keepdim=keepdim)
+    if dim is not None:
+        check_args(name, "int", dim=dim)
     check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
     check(input.dtype.is_floating_point, lambda: f"{name}() input tensor must be either float or double dtype")
     check(interpolation in _INTERPOLATIONS,
@@ -274,6 +293,7 @@ def nanmedian(input, dim=None, keepdim=False):
     for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
     indices), as torch.nanmedian. The gradient goes to the picked element (dim None: as median's)."""
     check_tensors("nanmedian", input=input)
+    _check_dim("nanmedian", input, dim, keepdim)
     if dim is None:
         if not input.numel():
             return reshape(input, (-1,)).sum() * math.nan
@@ -302,6 +322,7 @@ def mode(input, dim=-1, keepdim=False):
     values (running max and min of the runs' ends), the first longest. The gradient goes to that
     element. A NaN counts as equal to another NaN (torch's index for a NaN mode may differ)."""
     check_tensors("mode", input=input)
+    _check_dim("mode", input, dim, keepdim)
     if input.ndim == 0:
         dim_index(dim, 0)
         return mode_result(clone(input), Tensor(torch.zeros((), dtype=torch.int64, device=input.device)))  # a bool stays bool
@@ -327,6 +348,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     values; else its leading dims match input's) to keep them sorted: the first position whose
     element is >= the value (right, or side 'right': >), NaN the largest, as torch.searchsorted
     (sorter: the indices that sort the rows). A binary search kernel; int64 (out_int32: int32)."""
+    check_args("searchsorted", "bool", out_int32=out_int32, right=right)
     check_tensors("searchsorted", sorted_sequence=sorted_sequence)
     check(side in (None, "left", "right"), lambda: f"torch.searchsorted(): side can only be 'left' or 'right' but got "
                                                    f"{side}")
@@ -359,6 +381,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each of input's values among the 1-D boundaries (searchsorted(boundaries, input,
     right=right)), as torch.bucketize."""
+    check_args("bucketize", "bool", out_int32=out_int32, right=right)
     check_tensors("bucketize", boundaries=boundaries)
     check(boundaries.ndim == 1, lambda: f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
