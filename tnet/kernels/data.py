@@ -1,7 +1,6 @@
 """Batch gather for the data loader: pick images and labels by index on the device,
 optionally with random crop (zero or reflect padding) and horizontal flip."""
 import torch
-import triton
 import triton.language as tl
 
 from .autotune import jit
