@@ -359,3 +359,392 @@ def test_sparse_coo_tensor_is_torch_dense():
     assert not out.is_sparse and out.to_sparse().to_dense() is out
     a = tnet.sparse.FloatTensor(tnet.tensor([[0, 1], [1, 0]]), tnet.tensor([2.0, 3.0]), tnet.Size([2, 2]))
     np.testing.assert_array_equal(tnet.spmm(a, tnet.eye(2)).numpy(), [[0.0, 2.0], [3.0, 0.0]])
+
+
+# (d) karpathy/nanoGPT: model.py as written (GPTConfig dataclass, LayerNorm with an optional bias through
+# F.layer_norm, CausalSelfAttention by F.scaled_dot_product_attention(is_causal=True) or, without it, the
+# tril "bias" buffer and masked_fill, nn.ModuleDict of a ModuleList, weight tying wte.weight = lm_head.weight,
+# self.apply(_init_weights) and the c_proj.weight scaled init by named_parameters, x[:, [-1], :] at
+# inference, configure_optimizers' decay groups by p.dim() and the `fused` check through
+# inspect.signature, crop_block_size, generate with top-k) and train.py's loop (get_batch from a uint16
+# array, nullcontext or autocast, gradient accumulation, GradScaler, unscale_ and clip_grad_norm_, the
+# cosine lr with warmup set per param group, estimate_loss under @torch.no_grad, the checkpoint dict
+# saved and loaded with its '_orig_mod.' prefix removed)
+def nanogpt(m, state=None, flash=True, tmp=None, max_iters=2, n_layer=2):
+    import inspect
+    from contextlib import nullcontext
+    from dataclasses import dataclass
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class LayerNorm(nn.Module):
+        """ LayerNorm but with an optional bias. PyTorch doesn't support simply bias=False """
+
+        def __init__(self, ndim, bias):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+            self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+        def forward(self, input):
+            return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class CausalSelfAttention(nn.Module):
+
+        def __init__(self, config):
+            super().__init__()
+            assert config.n_embd % config.n_head == 0
+            # key, query, value projections for all heads, but in a batch
+            self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+            # output projection
+            self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+            # regularization
+            self.attn_dropout = nn.Dropout(config.dropout)
+            self.resid_dropout = nn.Dropout(config.dropout)
+            self.n_head = config.n_head
+            self.n_embd = config.n_embd
+            self.dropout = config.dropout
+            # flash attention make GPU go brrrrr but support is only in PyTorch >= 2.0
+            self.flash = hasattr(torch.nn.functional, 'scaled_dot_product_attention') and flash
+            if not self.flash:
+                # causal mask to ensure that attention is only applied to the left in the input sequence
+                self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
+                                            .view(1, 1, config.block_size, config.block_size))
+
+        def forward(self, x):
+            B, T, C = x.size()  # batch size, sequence length, embedding dimensionality (n_embd)
+
+            # calculate query, key, values for all heads in batch and move head forward to be the batch dim
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+
+            # causal self-attention; Self-attend: (B, nh, T, hs) x (B, nh, hs, T) -> (B, nh, T, T)
+            if self.flash:
+                # efficient attention using Flash Attention CUDA kernels
+                y = torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0, is_causal=True)
+            else:
+                # manual implementation of attention
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+                att = F.softmax(att, dim=-1)
+                att = self.attn_dropout(att)
+                y = att @ v  # (B, nh, T, T) x (B, nh, T, hs) -> (B, nh, T, hs)
+            y = y.transpose(1, 2).contiguous().view(B, T, C)  # re-assemble all head outputs side by side
+
+            # output projection
+            y = self.resid_dropout(self.c_proj(y))
+            return y
+
+    class MLP(nn.Module):
+
+        def __init__(self, config):
+            super().__init__()
+            self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+            self.dropout = nn.Dropout(config.dropout)
+
+        def forward(self, x):
+            x = self.c_fc(x)
+            x = self.gelu(x)
+            x = self.c_proj(x)
+            x = self.dropout(x)
+            return x
+
+    class Block(nn.Module):
+
+        def __init__(self, config):
+            super().__init__()
+            self.ln_1 = LayerNorm(config.n_embd, bias=config.bias)
+            self.attn = CausalSelfAttention(config)
+            self.ln_2 = LayerNorm(config.n_embd, bias=config.bias)
+            self.mlp = MLP(config)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            x = x + self.mlp(self.ln_2(x))
+            return x
+
+    @dataclass
+    class GPTConfig:
+        block_size: int = 1024
+        vocab_size: int = 50304  # GPT-2 vocab_size of 50257, padded up to nearest multiple of 64 for efficiency
+        n_layer: int = 12
+        n_head: int = 12
+        n_embd: int = 768
+        dropout: float = 0.0
+        bias: bool = True  # True: bias in Linears and LayerNorms, like GPT-2. False: a bit better and faster
+
+    class GPT(nn.Module):
+
+        def __init__(self, config):
+            super().__init__()
+            assert config.vocab_size is not None
+            assert config.block_size is not None
+            self.config = config
+
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                ln_f=LayerNorm(config.n_embd, bias=config.bias),
+            ))
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+            # with weight tying when using torch.compile() some warnings get generated:
+            # "UserWarning: functional_call was passed multiple values for tied weights."
+            # This behavior is deprecated and will be an error in future versions"
+            # not 100% sure what this is, so far seems to be harmless. TODO investigate
+            self.transformer.wte.weight = self.lm_head.weight  # https://paperswithcode.com/method/weight-tying
+
+            # init all weights
+            self.apply(self._init_weights)
+            # apply special scaled init to the residual projections, per GPT-2 paper
+            for pn, p in self.named_parameters():
+                if pn.endswith('c_proj.weight'):
+                    torch.nn.init.normal_(p, mean=0.0, std=0.02/math.sqrt(2 * config.n_layer))
+
+        def get_num_params(self, non_embedding=True):
+            n_params = sum(p.numel() for p in self.parameters())
+            if non_embedding:
+                n_params -= self.transformer.wpe.weight.numel()
+            return n_params
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    torch.nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, idx, targets=None):
+            device = idx.device
+            b, t = idx.size()
+            assert t <= self.config.block_size, f"Cannot forward sequence of length {t}, block size is only {self.config.block_size}"
+            pos = torch.arange(0, t, dtype=torch.long, device=device)  # shape (t)
+
+            # forward the GPT model itself
+            tok_emb = self.transformer.wte(idx)  # token embeddings of shape (b, t, n_embd)
+            pos_emb = self.transformer.wpe(pos)  # position embeddings of shape (t, n_embd)
+            x = self.transformer.drop(tok_emb + pos_emb)
+            for block in self.transformer.h:
+                x = block(x)
+            x = self.transformer.ln_f(x)
+
+            if targets is not None:
+                # if we are given some desired targets also calculate the loss
+                logits = self.lm_head(x)
+                loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+            else:
+                # inference-time mini-optimization: only forward the lm_head on the very last position
+                logits = self.lm_head(x[:, [-1], :])  # note: using list [-1] to preserve the time dim
+                loss = None
+
+            return logits, loss
+
+        def crop_block_size(self, block_size):
+            # model surgery to decrease the block size if necessary
+            assert block_size <= self.config.block_size
+            self.config.block_size = block_size
+            self.transformer.wpe.weight = nn.Parameter(self.transformer.wpe.weight[:block_size])
+            for block in self.transformer.h:
+                if hasattr(block.attn, 'bias'):
+                    block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]
+
+        def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
+            # start with all of the candidate parameters
+            param_dict = {pn: p for pn, p in self.named_parameters()}
+            # filter out those that do not require grad
+            param_dict = {pn: p for pn, p in param_dict.items() if p.requires_grad}
+            # create optim groups. Any parameters that is 2D will be weight decayed, otherwise no.
+            decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+            nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+            optim_groups = [
+                {'params': decay_params, 'weight_decay': weight_decay},
+                {'params': nodecay_params, 'weight_decay': 0.0}
+            ]
+            num_decay_params = sum(p.numel() for p in decay_params)
+            num_nodecay_params = sum(p.numel() for p in nodecay_params)
+            assert num_decay_params + num_nodecay_params == self.get_num_params(non_embedding=False)
+            # Create AdamW optimizer and use the fused version if it is available
+            fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters
+            use_fused = fused_available and device_type == 'cuda'
+            extra_args = dict(fused=True) if use_fused else dict()
+            optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas, **extra_args)
+            return optimizer
+
+        @torch.no_grad()
+        def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+            for _ in range(max_new_tokens):
+                # if the sequence context is growing too long we must crop it at block_size
+                idx_cond = idx if idx.size(1) <= self.config.block_size else idx[:, -self.config.block_size:]
+                # forward the model to get the logits for the index in the sequence
+                logits, _ = self(idx_cond)
+                # pluck the logits at the final step and scale by desired temperature
+                logits = logits[:, -1, :] / temperature
+                # optionally crop the logits to only the top k options
+                if top_k is not None:
+                    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                    logits[logits < v[:, [-1]]] = -float('Inf')
+                # apply softmax to convert logits to (normalized) probabilities
+                probs = F.softmax(logits, dim=-1)
+                # sample from the distribution
+                idx_next = torch.multinomial(probs, num_samples=1)
+                # append sampled index to the running sequence and continue
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+    # train.py, its config shrunk (shakespeare_char's, at the widths of a test)
+    gradient_accumulation_steps, batch_size, block_size = 2, 2, 8
+    n_head, n_embd, dropout, bias = 2, 16, 0.0, False
+    learning_rate, weight_decay, beta1, beta2, grad_clip = 1e-3, 1e-1, 0.9, 0.95, 1.0
+    decay_lr, warmup_iters, lr_decay_iters, min_lr, eval_iters = True, 1, 3, 1e-4, 1
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
+    dtype = 'float32'  # the compared run: exact fp32 on both sides
+    torch.manual_seed(1337)
+    torch.backends.cuda.matmul.allow_tf32 = True  # allow tf32 on matmul
+    torch.backends.cudnn.allow_tf32 = True  # allow tf32 on cudnn
+    device_type = 'cuda' if 'cuda' in device else 'cpu'  # for later use in torch.autocast
+    ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]
+    ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # compare() runs both in fp32
+
+    rng = np.random.default_rng(3)  # np.memmap(os.path.join(data_dir, 'train.bin'), dtype=np.uint16, mode='r')
+    splits = {'train': rng.integers(0, 20, 200).astype(np.uint16), 'val': rng.integers(0, 20, 60).astype(np.uint16)}
+
+    def get_batch(split):
+        data = splits[split]
+        ix = torch.tensor(rng.integers(0, len(data) - block_size, (batch_size,)))  # torch.randint: numpy draws
+        x = torch.stack([torch.from_numpy((data[i:i+block_size]).astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy((data[i+1:i+1+block_size]).astype(np.int64)) for i in ix])
+        if device_type == 'cuda':
+            # pin arrays x,y, which allows us to move them to GPU asynchronously (non_blocking=True)
+            x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+        else:
+            x, y = x.to(device), y.to(device)
+        return x, y
+
+    iter_num, best_val_loss = 0, 1e9
+    meta_vocab_size = 20
+    model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=12,
+                      bias=bias, vocab_size=None, dropout=dropout)  # start with model_args from command line
+    model_args['vocab_size'] = meta_vocab_size if meta_vocab_size is not None else 50304
+    gptconf = GPTConfig(**model_args)
+    model = GPT(gptconf)
+    if block_size < model.config.block_size:
+        model.crop_block_size(block_size)
+        model_args['block_size'] = block_size  # so that the checkpoint will have the right value
+    init = load(m, model, state)
+    assert model.transformer.wte.weight is model.lm_head.weight
+    assert len(list(model.parameters())) == len(model.state_dict()) - 1 - (0 if flash else n_layer)
+    model.to(device)
+    scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
+    optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device_type)
+
+    @torch.no_grad()
+    def estimate_loss():
+        out = {}
+        model.eval()
+        for split in ['train', 'val']:
+            losses = torch.zeros(eval_iters)
+            for k in range(eval_iters):
+                X, Y = get_batch(split)
+                with ctx:
+                    logits, loss = model(X, Y)
+                losses[k] = loss.item()
+            out[split] = losses.mean()
+        model.train()
+        return out
+
+    def get_lr(it):
+        # 1) linear warmup for warmup_iters steps
+        if it < warmup_iters:
+            return learning_rate * (it + 1) / (warmup_iters + 1)
+        # 2) if it > lr_decay_iters, return min learning rate
+        if it > lr_decay_iters:
+            return min_lr
+        # 3) in between, use cosine decay down to min learning rate
+        decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+        assert 0 <= decay_ratio <= 1
+        coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))  # coeff ranges 0..1
+        return min_lr + coeff * (learning_rate - min_lr)
+
+    record, vals = [], []
+    X, Y = get_batch('train')  # fetch the very first batch
+    raw_model = model
+    while True:
+        lr = get_lr(iter_num) if decay_lr else learning_rate
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+        if iter_num % 2 == 0:
+            losses = estimate_loss()
+            record += [losses['train'].item(), losses['val'].item()]
+            vals.append(record[-1])
+            if losses['val'] < best_val_loss:
+                best_val_loss = losses['val']
+                checkpoint = {
+                    'model': raw_model.state_dict(),
+                    'optimizer': optimizer.state_dict(),
+                    'model_args': model_args,
+                    'iter_num': iter_num,
+                    'best_val_loss': best_val_loss,
+                }
+                torch.save(checkpoint, str(tmp / 'ckpt.pt'))
+        for micro_step in range(gradient_accumulation_steps):
+            with ctx:
+                logits, loss = model(X, Y)
+                loss = loss / gradient_accumulation_steps  # scale the loss to account for gradient accumulation
+            # immediately async prefetch next batch while model is doing the forward pass on the GPU
+            X, Y = get_batch('train')
+            # backward pass, with gradient scaling if training in fp16
+            scaler.scale(loss).backward()
+        # clip the gradient
+        if grad_clip != 0.0:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        # step the optimizer and scaler if training in fp16
+        scaler.step(optimizer)
+        scaler.update()
+        # flush the gradients as soon as we can, no need for this memory anymore
+        optimizer.zero_grad(set_to_none=True)
+        record.append(loss.item() * gradient_accumulation_steps)
+        iter_num += 1
+        if iter_num > max_iters:
+            break
+
+    # sample.py: resume from the checkpoint, as train.py's init_from='resume' and sample.py read it
+    checkpoint = torch.load(str(tmp / 'ckpt.pt'), map_location=device)
+    gptconf = GPTConfig(**checkpoint['model_args'])
+    model = GPT(gptconf)
+    state_dict = checkpoint['model']
+    unwanted_prefix = '_orig_mod.'
+    for k, v in list(state_dict.items()):
+        if k.startswith(unwanted_prefix):
+            state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
+    model.load_state_dict(state_dict)
+    optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device_type)
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    assert checkpoint['iter_num'] in (0, 2) and float(checkpoint['best_val_loss']) == min(vals)
+    model.eval()
+    start_ids = [1, 2, 3]
+    x = (torch.tensor(start_ids, dtype=torch.long, device=device)[None, ...])
+    with torch.no_grad():
+        with ctx:
+            y = model.generate(x, 4, temperature=0.8, top_k=1)  # top_k=1: the greedy tokens, no draw
+    return init, record + y[0].tolist() + [model.get_num_params()]
+
+
+def test_nanogpt(tmp_path):
+    for name in ("tnet", "torch"):
+        (tmp_path / name).mkdir()
+    compare(lambda m, state=None: nanogpt(m, state, tmp=tmp_path / ("torch" if state else "tnet")))
+
+
+def test_nanogpt_manual_attention(tmp_path):
+    for name in ("tnet", "torch"):
+        (tmp_path / name).mkdir()
+    compare(lambda m, state=None: nanogpt(m, state, flash=False, tmp=tmp_path / ("torch" if state else "tnet"),
+                                          max_iters=0, n_layer=1))
