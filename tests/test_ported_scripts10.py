@@ -748,3 +748,217 @@ def test_nanogpt_manual_attention(tmp_path):
         (tmp_path / name).mkdir()
     compare(lambda m, state=None: nanogpt(m, state, flash=False, tmp=tmp_path / ("torch" if state else "tnet"),
                                           max_iters=0, n_layer=1))
+
+
+# (e) karpathy's makemore part 4 ("becoming a backprop ninja"): parameters drawn from a
+# torch.Generator().manual_seed(2147483647), the MLP's forward chunked into named intermediates
+# (C[Xb], a hand-written batch norm with Bessel's n-1, logprobs[range(n), Yb]), retain_grad on each,
+# every gradient written by hand (zeros_like and a fancy-indexed write, one_hot of max(1).indices,
+# dC[ix] += demb[k, j] in a loop) and checked by cmp against autograd, then the training loop that
+# updates p.data by the hand gradients under torch.no_grad with running batch-norm statistics
+def makemore_backprop(m, state=None):
+    torch, F = m.torch, m.F
+    words = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "amelia", "harper"]  # names.txt's first
+    chars = sorted(list(set(''.join(words))))
+    stoi = {s: i + 1 for i, s in enumerate(chars)}
+    stoi['.'] = 0
+    itos = {i: s for s, i in stoi.items()}
+    vocab_size = len(itos)
+    block_size = 3  # context length: how many characters do we take to predict the next one?
+
+    def build_dataset(words):
+        X, Y = [], []
+        for w in words:
+            context = [0] * block_size
+            for ch in w + '.':
+                ix = stoi[ch]
+                X.append(context)
+                Y.append(ix)
+                context = context[1:] + [ix]  # crop and append
+        X = torch.tensor(X)
+        Y = torch.tensor(Y)
+        return X, Y
+    Xtr, Ytr = build_dataset(words)
+
+    n_embd = 4  # the dimensionality of the character embedding vectors
+    n_hidden = 16  # the number of neurons in the hidden layer of the MLP
+    g = torch.Generator().manual_seed(2147483647)  # for reproducibility
+    C = torch.randn((vocab_size, n_embd), generator=g)
+    # Layer 1
+    W1 = torch.randn((n_embd * block_size, n_hidden), generator=g) * (5/3)/((n_embd * block_size)**0.5)
+    b1 = torch.randn(n_hidden, generator=g) * 0.1  # using b1 just for fun, it's useless because of BN
+    # Layer 2
+    W2 = torch.randn((n_hidden, vocab_size), generator=g) * 0.1
+    b2 = torch.randn(vocab_size, generator=g) * 0.1
+    # BatchNorm parameters
+    bngain = torch.randn((1, n_hidden), generator=g)*0.1 + 1.0
+    bnbias = torch.randn((1, n_hidden), generator=g)*0.1
+    parameters = [C, W1, b1, W2, b2, bngain, bnbias]
+    names = ["C", "W1", "b1", "W2", "b2", "bngain", "bnbias"]
+    if state is not None:  # tnet's draws, not torch's: torch starts from the same numbers
+        parameters = [torch.tensor(state[k]) for k in names]
+        C, W1, b1, W2, b2, bngain, bnbias = parameters
+    init = {k: p.detach().numpy().copy() for k, p in zip(names, parameters)}
+    assert sum(p.nelement() for p in parameters) == 4 * vocab_size + 12 * 16 + 16 + 16 * vocab_size + vocab_size + 32
+    for p in parameters:
+        p.requires_grad = True
+
+    batch_size = n = 6  # a shorter variable also, for convenience
+    ix = torch.tensor(np.random.default_rng(0).integers(0, Xtr.shape[0], (batch_size,)))  # randint: numpy draws
+    Xb, Yb = Xtr[ix], Ytr[ix]  # batch X,Y
+
+    # forward pass, "chunkated" into smaller steps that are possible to backward one at a time
+    emb = C[Xb]  # embed the characters into vectors
+    embcat = emb.view(emb.shape[0], -1)  # concatenate the vectors
+    # Linear layer 1
+    hprebn = embcat @ W1 + b1  # hidden layer pre-activation
+    # BatchNorm layer
+    bnmeani = 1/n*hprebn.sum(0, keepdim=True)
+    bndiff = hprebn - bnmeani
+    bndiff2 = bndiff**2
+    bnvar = 1/(n-1)*(bndiff2).sum(0, keepdim=True)  # note: Bessel's correction (dividing by n-1, not n)
+    bnvar_inv = (bnvar + 1e-5)**-0.5
+    bnraw = bndiff * bnvar_inv
+    hpreact = bngain * bnraw + bnbias
+    # Non-linearity
+    h = torch.tanh(hpreact)  # hidden layer
+    # Linear layer 2
+    logits = h @ W2 + b2  # output layer
+    # cross entropy loss (same as F.cross_entropy(logits, Yb))
+    logit_maxes = logits.max(1, keepdim=True).values
+    norm_logits = logits - logit_maxes  # subtract max for numerical stability
+    counts = norm_logits.exp()
+    counts_sum = counts.sum(1, keepdims=True)
+    counts_sum_inv = counts_sum**-1  # if I use (1.0 / counts_sum) instead then I can't get backprop to be bit exact...
+    probs = counts * counts_sum_inv
+    logprobs = probs.log()
+    loss = -logprobs[range(n), Yb].mean()
+
+    # PyTorch backward pass
+    for p in parameters:
+        p.grad = None
+    for t in [logprobs, probs, counts, counts_sum, counts_sum_inv,  # afaik there is no cleaner way
+              norm_logits, logit_maxes, logits, h, hpreact, bnraw,
+              bnvar_inv, bnvar, bndiff2, bndiff, hprebn, bnmeani,
+              embcat, emb]:
+        t.retain_grad()
+    loss.backward()
+    record = [loss.item()]
+
+    def cmp(s, dt, t):
+        ex = torch.all(dt == t.grad).item()
+        # atol 1e-6, not allclose's 1e-8: on the CPU tnet's hand gradients are autograd's bit for bit, but
+        # PyTorch's CPU run is 3e-8 off on W2 and logit_maxes (its GEMMs sum in another order)
+        app = torch.allclose(dt, t.grad, atol=1e-6)
+        maxdiff = (dt - t.grad).abs().max().item()
+        assert app, f'{s:15s} | exact: {str(ex):5s} | approximate: {str(app):5s} | maxdiff: {maxdiff}'
+
+    # Exercise 1: backprop through the whole thing manually
+    dlogprobs = torch.zeros_like(logprobs)
+    dlogprobs[range(n), Yb] = -1.0/n
+    dprobs = (1.0 / probs) * dlogprobs
+    dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)
+    dcounts = counts_sum_inv * dprobs
+    dcounts_sum = (-counts_sum**-2) * dcounts_sum_inv
+    dcounts += torch.ones_like(counts) * dcounts_sum
+    dnorm_logits = counts * dcounts
+    dlogits = dnorm_logits.clone()
+    dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)
+    dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes
+    dh = dlogits @ W2.T
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(0)
+    dhpreact = (1.0 - h**2) * dh
+    dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+    dbnraw = bngain * dhpreact
+    dbnbias = dhpreact.sum(0, keepdim=True)
+    dbndiff = bnvar_inv * dbnraw
+    dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)
+    dbnvar = (-0.5*(bnvar + 1e-5)**-1.5) * dbnvar_inv
+    dbndiff2 = (1.0/(n-1))*torch.ones_like(bndiff2) * dbnvar
+    dbndiff += (2*bndiff) * dbndiff2
+    dhprebn = dbndiff.clone()
+    dbnmeani = (-dbndiff).sum(0)
+    dhprebn += 1.0/n * (torch.ones_like(hprebn) * dbnmeani)
+    dembcat = dhprebn @ W1.T
+    dW1 = embcat.T @ dhprebn
+    db1 = dhprebn.sum(0)
+    demb = dembcat.view(emb.shape)
+    dC = torch.zeros_like(C)
+    for k in range(Xb.shape[0]):
+        for j in range(Xb.shape[1]):
+            ix = Xb[k, j]
+            dC[ix] += demb[k, j]
+
+    for s, dt, t in [('logprobs', dlogprobs, logprobs), ('probs', dprobs, probs), ('counts_sum_inv', dcounts_sum_inv, counts_sum_inv),
+                     ('counts_sum', dcounts_sum, counts_sum), ('counts', dcounts, counts), ('norm_logits', dnorm_logits, norm_logits),
+                     ('logit_maxes', dlogit_maxes, logit_maxes), ('logits', dlogits, logits), ('h', dh, h), ('W2', dW2, W2),
+                     ('b2', db2, b2), ('hpreact', dhpreact, hpreact), ('bngain', dbngain, bngain), ('bnbias', dbnbias, bnbias),
+                     ('bnraw', dbnraw, bnraw), ('bnvar_inv', dbnvar_inv, bnvar_inv), ('bnvar', dbnvar, bnvar),
+                     ('bndiff2', dbndiff2, bndiff2), ('bndiff', dbndiff, bndiff), ('bnmeani', dbnmeani, bnmeani),
+                     ('hprebn', dhprebn, hprebn), ('embcat', dembcat, embcat), ('W1', dW1, W1), ('b1', db1, b1),
+                     ('emb', demb, emb), ('C', dC, C)]:
+        cmp(s, dt, t)
+
+    # Exercise 2: backprop through cross_entropy but all in one go
+    loss_fast = F.cross_entropy(logits, Yb)
+    assert abs(loss_fast.item() - loss.item()) < 1e-5
+    dlogits = F.softmax(logits, 1)
+    dlogits[range(n), Yb] -= 1
+    dlogits /= n
+    cmp('logits', dlogits, logits)
+    # Exercise 3: backprop through batchnorm but all in one go
+    dhprebn = bngain*bnvar_inv/n * (n*dhpreact - dhpreact.sum(0) - n/(n-1)*bnraw*(dhpreact*bnraw).sum(0))
+    cmp('hprebn', dhprebn, hprebn)
+
+    # Exercise 4: putting it all together, the training loop with the manual backward pass
+    bnmean_running = torch.zeros((1, n_hidden))
+    bnstd_running = torch.ones((1, n_hidden))
+    batches = np.random.default_rng(1).integers(0, Xtr.shape[0], (3, batch_size))
+    with torch.no_grad():
+        for i in range(3):
+            Xb, Yb = Xtr[batches[i]], Ytr[batches[i]]
+            emb = C[Xb]
+            embcat = emb.view(emb.shape[0], -1)
+            hprebn = embcat @ W1 + b1
+            bnmean = hprebn.mean(0, keepdim=True)
+            bnvar = hprebn.var(0, keepdim=True, unbiased=True)
+            bnvar_inv = (bnvar + 1e-5)**-0.5
+            bnraw = (hprebn - bnmean) * bnvar_inv
+            hpreact = bngain * bnraw + bnbias
+            h = torch.tanh(hpreact)
+            logits = h @ W2 + b2
+            loss = F.cross_entropy(logits, Yb)
+            for p in parameters:
+                p.grad = None
+            dlogits = F.softmax(logits, 1)
+            dlogits[range(n), Yb] -= 1
+            dlogits /= n
+            dh = dlogits @ W2.T
+            dW2 = h.T @ dlogits
+            db2 = dlogits.sum(0)
+            dhpreact = (1.0 - h**2) * dh
+            dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+            dbnbias = dhpreact.sum(0, keepdim=True)
+            dhprebn = bngain*bnvar_inv/n * (n*dhpreact - dhpreact.sum(0) - n/(n-1)*bnraw*(dhpreact*bnraw).sum(0))
+            dembcat = dhprebn @ W1.T
+            dW1 = embcat.T @ dhprebn
+            db1 = dhprebn.sum(0)
+            demb = dembcat.view(emb.shape)
+            dC = torch.zeros_like(C)
+            for k in range(Xb.shape[0]):
+                for j in range(Xb.shape[1]):
+                    ix = Xb[k, j]
+                    dC[ix] += demb[k, j]
+            grads = [dC, dW1, db1, dW2, db2, dbngain, dbnbias]
+            lr = 0.1 if i < 100000 else 0.01  # step learning rate decay
+            for p, grad in zip(parameters, grads):
+                p.data += -lr * grad
+            bnmean_running = 0.999 * bnmean_running + 0.001 * bnmean
+            bnstd_running = 0.999 * bnstd_running + 0.001 * bnvar.sqrt()  # makemore's bnvar: the same idiom
+            record.append(loss.item())
+    return init, record + summary(parameters) + summary([bnmean_running, bnstd_running])
+
+
+def test_makemore_backprop():
+    compare(makemore_backprop)

@@ -2,6 +2,7 @@
 count_nonzero, logsumexp, var and std over any axes, and the element-wise losses."""
 import builtins
 import collections
+import functools
 import math
 import numbers
 
@@ -19,6 +20,18 @@ from .inputs import check_tensors, legacy_reduction
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
                         minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
+
+
+def keepdims_alias(fn):
+    """fn taking numpy's spelling `keepdims=` for `keepdim=`, as torch's reductions do
+    (makemore's `counts.sum(1, keepdims=True)`)."""
+    @functools.wraps(fn)
+    def reduction(*args, keepdims=None, **kwargs):
+        if keepdims is not None:
+            check_type("keepdim" not in kwargs, lambda: f"{fn.__name__}() got both keepdim= and keepdims=")
+            kwargs["keepdim"] = keepdims
+        return fn(*args, **kwargs)
+    return reduction
 
 def _dims(name, input, dim, keepdim=False):
     """dim (None, an int or a sequence of ints; negative ones count from the end) as a sorted tuple of
@@ -77,6 +90,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
 
 
+@keepdims_alias
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32; of integers or
     bools exactly, into int64 (as torch). dtype: the input cast to it first and the result of that
@@ -85,6 +99,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return y if dtype is None or y.dtype == dtype else y.to(dtype)
 
 
+@keepdims_alias
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean over dim (None: all axes; an int or a tuple), accumulated in fp32. dtype: the input
     cast to it first, as torch's."""
@@ -165,6 +180,7 @@ def _max_or_min(name, input, dim, keepdim, result):
                          graph=_selection_graph(name, backward, d, out)), Tensor(indices.reshape(out)))
 
 
+@keepdims_alias
 def max(input, dim=None, keepdim=False):
     """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
@@ -177,6 +193,7 @@ def max(input, dim=None, keepdim=False):
     return _max_or_min("max", input, dim, keepdim, max_result)
 
 
+@keepdims_alias
 def min(input, dim=None, keepdim=False):
     """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
     min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
@@ -198,6 +215,7 @@ def _arg(name, input, dim, keepdim):
     return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
 
 
+@keepdims_alias
 def argmax(input, dim=None, keepdim=False):
     """The int64 index of the first maximum along dim, or (dim None) in the flattened input. A dim
     of size 0 is an error, other empty axes give an empty result, as torch's; so are bool inputs
@@ -205,11 +223,13 @@ def argmax(input, dim=None, keepdim=False):
     return _arg("argmax", input, dim, keepdim)
 
 
+@keepdims_alias
 def argmin(input, dim=None, keepdim=False):
     """The int64 index of the first minimum (or NaN) along dim, or in the flattened input, as argmax."""
     return _arg("argmin", input, dim, keepdim)
 
 
+@keepdims_alias
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product over dim (None: every element; an int), in fp32; of integers or bools exactly, in
     int64 (wrapping on overflow), as torch's. dtype: the input cast to it first. The gradient is
@@ -253,11 +273,13 @@ def count_nonzero(input, dim=None):
     return _count("count_nonzero", input, dim, False, "ne")
 
 
+@keepdims_alias
 def any(input, dim=None, keepdim=False):
     """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor."""
     return gt(_count("any", input, dim, keepdim, "ne"), 0)
 
 
+@keepdims_alias
 def all(input, dim=None, keepdim=False):
     """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
     return eq(_count("all", input, dim, keepdim, "eq"), 0)
@@ -278,6 +300,7 @@ def equal(input, other):
 _FLOAT_MAX = 3.4028234663852886e38
 
 
+@keepdims_alias
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over dim (an int or a tuple), stable: the maximum is taken out first, in fp32.
     A slice of -inf gives -inf, one holding +inf gives inf, NaN gives NaN; the gradient g * exp(x -
@@ -331,12 +354,14 @@ def _extreme(name, input, dim, keepdim):
     return record(name, y.reshape(out), (input,), backward, saved=(X, y), graph=_selection_graph(name, backward, dims, out))
 
 
+@keepdims_alias
 def amax(input, dim=(), keepdim=False):
     """The largest values over dim (an int or a tuple; () means every axis), as torch.amax (integers
     and bools exactly, in their dtype)."""
     return _extreme("amax", input, dim, keepdim)
 
 
+@keepdims_alias
 def amin(input, dim=(), keepdim=False):
     """The smallest values over dim (an int or a tuple; () means every axis), as torch.amin."""
     return _extreme("amin", input, dim, keepdim)
@@ -383,12 +408,14 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
 
 
+@keepdims_alias
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (None: every axis), sum((x - mean)^2) / (n - correction), correction 1
     by default (unbiased=False: 0), computed in fp32 in two passes, as torch.var."""
     return _moments("var", input, dim, unbiased, keepdim, correction, root=False)
 
 
+@keepdims_alias
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation, sqrt(var) (see var); its gradient is 0 where it is 0, as torch's."""
     return _moments("std", input, dim, unbiased, keepdim, correction, root=True)
@@ -783,12 +810,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return logical_not(found) if invert else found
 
 
+@keepdims_alias
 def nansum(input, dim=None, keepdim=False):
     """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN."""
     check_tensors("nansum", input=input)
     return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim)
 
 
+@keepdims_alias
 def nanmean(input, dim=None, keepdim=False):
     """The mean of the elements that are not NaN, as torch.nanmean (NaN where all are); float inputs."""
     check_tensors("nanmean", input=input)

@@ -19,7 +19,7 @@ from .gemm import cov, tensordot
 from .inputs import check_tensors
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
-from .reduce import argmax, sum, tie_shared
+from .reduce import argmax, keepdims_alias, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
 topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -153,6 +153,7 @@ def _picked(values, indices, d, pick, keepdim):
     return (v, i) if keepdim else (reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:]))
 
 
+@keepdims_alias
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
@@ -185,6 +186,7 @@ def median(input, dim=None, keepdim=False):
     return median_result(*_picked(values, indices, d, pick, keepdim))
 
 
+@keepdims_alias
 def kthvalue(input, k, dim=-1, keepdim=False):
     """kthvalue_result(values, indices): the k-th smallest element along dim (k from 1) and its index,
     as torch.kthvalue (NaN the largest), by a stable sort. The gradient goes to that element."""
@@ -269,6 +271,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
+@keepdims_alias
 def nanmedian(input, dim=None, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
     for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
@@ -296,6 +299,7 @@ def nanmedian(input, dim=None, keepdim=False):
 mode_result = collections.namedtuple("mode", ["values", "indices"])
 
 
+@keepdims_alias
 def mode(input, dim=-1, keepdim=False):
     """mode_result(values, indices): the most frequent value along dim (the smallest among ties) and
     the index of its last occurrence, as torch.mode, from a stable sort: each element's run of equal
