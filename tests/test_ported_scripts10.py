@@ -962,3 +962,235 @@ def makemore_backprop(m, state=None):
 
 def test_makemore_backprop():
     compare(makemore_backprop)
+
+
+NEWS = [(3, "wall st bears claw back into the black"), (4, "new chip runs faster than the old chip"),
+        (2, "the team wins the cup again"), (1, "talks on trade resume in the capital"),
+        (3, "stocks rise as oil prices fall"), (4, "a new phone with a faster chip"),
+        (2, "coach says the team is ready"), (1, "leaders meet to talk on the trade deal")]
+
+
+# (f) the torchtext text classification tutorial (AG_NEWS): nn.EmbeddingBag(mean) over one flat
+# token tensor with offsets made by collate_batch's torch.tensor(offsets[:-1]).cumsum(dim=0), weights
+# set by .data.uniform_ and .data.zero_(), DataLoader(collate_fn=...), clip_grad_norm_(0.1), SGD at lr 5
+# with StepLR stepped when the validation accuracy stalls, and predict() under no_grad
+def text_classification(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    DataLoader = m.data.DataLoader
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def tokenizer(line):  # get_tokenizer("basic_english")
+        return line.lower().split()
+    vocab = {"<unk>": 0}
+    for _, text in NEWS:
+        for token in tokenizer(text):
+            vocab.setdefault(token, len(vocab))
+
+    def text_pipeline(x):
+        return [vocab.get(token, 0) for token in tokenizer(x)]
+
+    def label_pipeline(x):
+        return int(x) - 1
+
+    def collate_batch(batch):
+        label_list, text_list, offsets = [], [], [0]
+        for _label, _text in batch:
+            label_list.append(label_pipeline(_label))
+            processed_text = torch.tensor(text_pipeline(_text), dtype=torch.int64)
+            text_list.append(processed_text)
+            offsets.append(processed_text.size(0))
+        label_list = torch.tensor(label_list, dtype=torch.int64)
+        offsets = torch.tensor(offsets[:-1]).cumsum(dim=0)
+        text_list = torch.cat(text_list)
+        return label_list.to(device), text_list.to(device), offsets.to(device)
+
+    class TextClassificationModel(nn.Module):
+        def __init__(self, vocab_size, embed_dim, num_class):
+            super(TextClassificationModel, self).__init__()
+            self.embedding = nn.EmbeddingBag(vocab_size, embed_dim, sparse=False)
+            self.fc = nn.Linear(embed_dim, num_class)
+            self.init_weights()
+
+        def init_weights(self):
+            initrange = 0.5
+            self.embedding.weight.data.uniform_(-initrange, initrange)
+            self.fc.weight.data.uniform_(-initrange, initrange)
+            self.fc.bias.data.zero_()
+
+        def forward(self, text, offsets):
+            embedded = self.embedding(text, offsets)
+            return self.fc(embedded)
+
+    num_class = len(set([label for (label, text) in NEWS]))
+    vocab_size = len(vocab)
+    emsize = 8
+    torch.manual_seed(0)
+    model = TextClassificationModel(vocab_size, emsize, num_class).to(device)
+    init = load(m, model, state)
+    record = []
+
+    def train(dataloader):
+        model.train()
+        total_acc, total_count = 0, 0
+        for idx, (label, text, offsets) in enumerate(dataloader):
+            optimizer.zero_grad()
+            predicted_label = model(text, offsets)
+            loss = criterion(predicted_label, label)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            optimizer.step()
+            total_acc += (predicted_label.argmax(1) == label).sum().item()
+            total_count += label.size(0)
+            record.append(loss.item())
+
+    def evaluate(dataloader):
+        model.eval()
+        total_acc, total_count = 0, 0
+        with torch.no_grad():
+            for idx, (label, text, offsets) in enumerate(dataloader):
+                predicted_label = model(text, offsets)
+                loss = criterion(predicted_label, label)
+                total_acc += (predicted_label.argmax(1) == label).sum().item()
+                total_count += label.size(0)
+                record.append(loss.item())
+        return total_acc / total_count
+
+    EPOCHS, LR, BATCH_SIZE = 2, 5, 3  # the tutorial's 10, 5, 64
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1.0, gamma=0.1)
+    total_accu = None
+    train_dataloader = DataLoader(NEWS[:6], batch_size=BATCH_SIZE, shuffle=False, collate_fn=collate_batch)
+    valid_dataloader = DataLoader(NEWS[6:], batch_size=BATCH_SIZE, shuffle=False, collate_fn=collate_batch)
+    for epoch in range(1, EPOCHS + 1):
+        train(train_dataloader)
+        accu_val = evaluate(valid_dataloader)
+        if total_accu is not None and total_accu > accu_val:
+            scheduler.step()
+        else:
+            total_accu = accu_val
+    assert optimizer.param_groups[0]["lr"] in (5, 0.5)
+
+    def predict(text, text_pipeline):
+        with torch.no_grad():
+            text = torch.tensor(text_pipeline(text))
+            output = model(text, torch.tensor([0]))
+            return output.argmax(1).item() + 1
+    record.append(predict("the new chip wins the trade cup", text_pipeline))
+    return init, record + summary(model.parameters())
+
+
+def test_text_classification():
+    compare(text_classification)
+
+
+# (g) bentrevett/pytorch-sentiment-analysis' upgraded model: an Embedding with padding_idx whose rows
+# are copied from "pretrained" vectors by .data.copy_ and zeroed by .data[UNK_IDX] = torch.zeros(...), a
+# two-layer bidirectional LSTM over pack_padded_sequence(embedded, text_lengths.to('cpu')) and
+# pad_packed_sequence, the last layer's two directions' hidden states concatenated, BCEWithLogitsLoss,
+# binary_accuracy by torch.round(torch.sigmoid(preds)), Adam, count_parameters and epoch_time
+def sentiment_lstm(m, state=None, enforce_sorted=True, epochs=1):
+    import time
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    class RNN(nn.Module):
+        def __init__(self, vocab_size, embedding_dim, hidden_dim, output_dim, n_layers,
+                     bidirectional, dropout, pad_idx):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_idx)
+            self.rnn = nn.LSTM(embedding_dim,
+                               hidden_dim,
+                               num_layers=n_layers,
+                               bidirectional=bidirectional,
+                               dropout=dropout)
+            self.fc = nn.Linear(hidden_dim * 2, output_dim)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, text, text_lengths):
+            # text = [sent len, batch size]
+            embedded = self.dropout(self.embedding(text))
+            # embedded = [sent len, batch size, emb dim]
+            # pack sequence; lengths need to be on CPU!
+            packed_embedded = nn.utils.rnn.pack_padded_sequence(embedded, text_lengths.to('cpu'),
+                                                                enforce_sorted=enforce_sorted)
+            packed_output, (hidden, cell) = self.rnn(packed_embedded)
+            # unpack sequence
+            output, output_lengths = nn.utils.rnn.pad_packed_sequence(packed_output)
+            # output = [sent len, batch size, hid dim * num directions]
+            # hidden = [num layers * num directions, batch size, hid dim]
+            # concat the final forward (hidden[-2,:,:]) and backward (hidden[-1,:,:]) hidden layers
+            hidden = self.dropout(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1))
+            # hidden = [batch size, hid dim * num directions]
+            return self.fc(hidden)
+
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def binary_accuracy(preds, y):
+        """Returns accuracy per batch, i.e. if you get 8/10 right, this returns 0.8, NOT 8"""
+        # round predictions to the closest integer
+        rounded_preds = torch.round(torch.sigmoid(preds))
+        correct = (rounded_preds == y).float()  # convert into float for division
+        acc = correct.sum() / len(correct)
+        return acc
+
+    def epoch_time(start_time, end_time):
+        elapsed_time = end_time - start_time
+        elapsed_mins = int(elapsed_time / 60)
+        elapsed_secs = int(elapsed_time - (elapsed_mins * 60))
+        return elapsed_mins, elapsed_secs
+
+    reviews = [("a great cast", 1.0), ("boring and long", 0.0), ("great", 1.0), ("not good", 0.0),
+               ("great fun", 1.0), ("too long", 0.0)]
+    itos = ["<unk>", "<pad>"] + sorted({w for text, _ in reviews for w in text.split()})
+    stoi = {w: i for i, w in enumerate(itos)}
+    UNK_IDX, PAD_IDX = stoi["<unk>"], stoi["<pad>"]
+    INPUT_DIM, EMBEDDING_DIM, HIDDEN_DIM, OUTPUT_DIM, N_LAYERS, BIDIRECTIONAL = len(itos), 6, 5, 1, 2, True
+    DROPOUT = 0.0  # the notebook's 0.5: a draw
+
+    def batches():  # BucketIterator(sort_within_batch=True): [sent len, batch size], longest first
+        for start in (0, 3)[:2 if enforce_sorted else 1]:
+            chunk = sorted(reviews[start:start + 3], key=lambda r: -len(r[0].split()))
+            if not enforce_sorted:
+                chunk = chunk[::-1]
+            lengths = [len(t.split()) for t, _ in chunk]
+            text = [[stoi[w] for w in t.split()] + [PAD_IDX] * (max(lengths) - n) for (t, _), n in zip(chunk, lengths)]
+            yield torch.tensor(text).t(), torch.tensor(lengths), torch.tensor([label for _, label in chunk])
+
+    torch.manual_seed(0)
+    model = RNN(INPUT_DIM, EMBEDDING_DIM, HIDDEN_DIM, OUTPUT_DIM, N_LAYERS, BIDIRECTIONAL, DROPOUT, PAD_IDX)
+    init = load(m, model, state)
+    assert count_parameters(model) == sum(v.size for v in init.values())
+    pretrained_embeddings = torch.tensor(np.random.default_rng(4).standard_normal((INPUT_DIM, EMBEDDING_DIM)).astype(np.float32))
+    model.embedding.weight.data.copy_(pretrained_embeddings)
+    model.embedding.weight.data[UNK_IDX] = torch.zeros(EMBEDDING_DIM)
+    model.embedding.weight.data[PAD_IDX] = torch.zeros(EMBEDDING_DIM)
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    criterion = nn.BCEWithLogitsLoss()
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    model = model.to(device)
+    criterion = criterion.to(device)
+    record = []
+    for epoch in range(epochs):
+        start_time = time.time()
+        model.train()
+        for text, text_lengths, label in batches():
+            optimizer.zero_grad()
+            predictions = model(text, text_lengths).squeeze(1)
+            loss = criterion(predictions, label)
+            acc = binary_accuracy(predictions, label)
+            loss.backward()
+            optimizer.step()
+            record += [loss.item(), acc.item()]
+        end_time = time.time()
+        epoch_mins, epoch_secs = epoch_time(start_time, end_time)
+    assert model.embedding.weight.data[PAD_IDX].abs().sum().item() == 0  # padding_idx's row gets no gradient
+    return init, record + summary(model.parameters())
+
+
+def test_sentiment_lstm():
+    compare(sentiment_lstm)
+
+
+def test_sentiment_lstm_unsorted_batch():
+    compare(sentiment_lstm, enforce_sorted=False)
