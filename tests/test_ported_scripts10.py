@@ -975,7 +975,7 @@ NEWS = [(3, "wall st bears claw back into the black"), (4, "new chip runs faster
 # set by .data.uniform_ and .data.zero_(), DataLoader(collate_fn=...), clip_grad_norm_(0.1), SGD at lr 5
 # with StepLR stepped when the validation accuracy stalls, and predict() under no_grad
 def text_classification(m, state=None):
-    torch, nn, optim = m.torch, m.nn, m.optim
+    torch, nn = m.torch, m.nn
     DataLoader = m.data.DataLoader
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -1194,3 +1194,70 @@ def test_sentiment_lstm():
 
 def test_sentiment_lstm_unsorted_batch():
     compare(sentiment_lstm, enforce_sorted=False)
+
+
+# (h) a PixelCNN on MNIST (jzbontar/pixelcnn-pytorch): MaskedConv2d subclasses nn.Conv2d, keeps its mask
+# as a buffer cloned from weight.data and written by fill_ and slices (mask_type == 'B' added to an
+# index), multiplies weight.data in place by it in forward before super().forward; 256-way
+# cross_entropy over [N, 256, H, W] logits against [N, H, W] targets made by (input.data[:, 0] * 255).long();
+# sampling pixel by pixel by torch.multinomial of F.softmax over the logits at (i, j), under volatile/no_grad
+def pixelcnn(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Variable = torch.autograd.Variable
+
+    class MaskedConv2d(nn.Conv2d):
+        def __init__(self, mask_type, *args, **kwargs):
+            super(MaskedConv2d, self).__init__(*args, **kwargs)
+            assert mask_type in {'A', 'B'}
+            self.register_buffer('mask', self.weight.data.clone())
+            _, _, kH, kW = self.weight.size()
+            self.mask.fill_(1)
+            self.mask[:, :, kH // 2, kW // 2 + (mask_type == 'B'):] = 0
+            self.mask[:, :, kH // 2 + 1:] = 0
+
+        def forward(self, x):
+            self.weight.data *= self.mask
+            return super(MaskedConv2d, self).forward(x)
+
+    fm = 4  # the repository's 64
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        MaskedConv2d('A', 1,  fm, 7, 1, 3, bias=False), nn.BatchNorm2d(fm), nn.ReLU(True),
+        MaskedConv2d('B', fm, fm, 7, 1, 3, bias=False), nn.BatchNorm2d(fm), nn.ReLU(True),
+        MaskedConv2d('B', fm, fm, 7, 1, 3, bias=False), nn.BatchNorm2d(fm), nn.ReLU(True),
+        nn.Conv2d(fm, 256, 1))
+    init = load(m, net, state)
+    assert net[0].mask[0, 0].sum().item() == 24 and net[3].mask[0, 0].sum().item() == 25
+    optimizer = optim.Adam(net.parameters())
+    rng = np.random.default_rng(6)
+    record = []
+    for _ in range(2):  # for input, _ in tr:
+        input = torch.tensor(rng.integers(0, 256, (2, 1, 6, 6)).astype(np.float32) / 255.)
+        input = Variable(input)
+        target = Variable((input.data[:, 0] * 255).long())
+        loss = F.cross_entropy(net(input), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    # after a step the weights under the mask moved, and the next forward zeroes them again
+    net.train(False)
+    with torch.no_grad():
+        record.append(F.cross_entropy(net(input), target).item())
+    assert (net[0].weight.data * (1 - net[0].mask)).abs().sum().item() == 0
+
+    sample = torch.Tensor(2, 1, 6, 6)
+    sample.fill_(0)
+    with torch.no_grad():
+        for i in range(2):  # the repository's range(28) by range(28)
+            for j in range(3):
+                out = net(Variable(sample))
+                probs = F.softmax(out[:, :, i, j], dim=1).data
+                sample[:, :, i, j] = torch.multinomial(probs, 1).float() / 255.
+    drawn = sample[:, :, :2, :3].numpy() * 255.
+    assert np.allclose(drawn, np.round(drawn), atol=1e-3) and drawn.min() >= 0 and drawn.max() <= 255
+    return init, record + summary(net.parameters())
+
+
+def test_pixelcnn():
+    compare(pixelcnn)
