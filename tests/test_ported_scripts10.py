@@ -1261,3 +1261,178 @@ def pixelcnn(m, state=None):
 
 def test_pixelcnn():
     compare(pixelcnn)
+
+
+class CartPole:
+    """gym's CartPole interface (reset(seed=) -> (state, info), step(a) -> 5-tuple) over a small linear
+    system, so that an episode ends after a few steps."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(9)
+
+    def reset(self, seed=None):
+        self.s, self.t = self.rng.uniform(-0.05, 0.05, 4), 0
+        return self.s.astype(np.float64), {}
+
+    def step(self, action):
+        self.s = 0.95 * self.s + np.array([0.2, -0.1, 0.15, 0.3]) * (2 * action - 1)
+        self.t += 1
+        return self.s.astype(np.float64), 1.0, bool(abs(self.s[3]) > 0.5), self.t >= 5, {}
+
+
+# (i) pytorch/examples' reinforcement_learning: reinforce.py (a Policy whose forward ends in
+# F.softmax(dim=1), saved_log_probs and rewards lists on the module, Categorical(probs).sample() and
+# m.log_prob(action), returns accumulated backwards into a deque and normalised by
+# (returns - returns.mean()) / (returns.std() + eps), eps = np.finfo(np.float32).eps.item(),
+# torch.cat(policy_loss).sum(), del policy.rewards[:]) and actor_critic.py (a two-headed Policy,
+# SavedAction namedtuples, smooth_l1_loss(value, torch.tensor([R])), torch.stack(...).sum()). tnet's run
+# draws the actions; torch's replays them (`actions`)
+def reinforce(m, state=None, actions=None, critic=False):
+    from collections import deque, namedtuple
+    from itertools import count
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Categorical = torch.distributions.Categorical
+    gamma, log_interval = 0.99, 10
+    SavedAction = namedtuple('SavedAction', ['log_prob', 'value'])
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(4, 16)  # the example's 128
+            self.dropout = nn.Dropout(p=0.0)  # the example's 0.6: a draw
+            self.affine2 = nn.Linear(16, 2)
+
+            self.saved_log_probs = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = self.affine1(x)
+            x = self.dropout(x)
+            x = F.relu(x)
+            action_scores = self.affine2(x)
+            return F.softmax(action_scores, dim=1)
+
+    class ActorCriticPolicy(nn.Module):
+        """implements both actor and critic in one model"""
+        def __init__(self):
+            super(ActorCriticPolicy, self).__init__()
+            self.affine1 = nn.Linear(4, 16)
+            # actor's layer
+            self.action_head = nn.Linear(16, 2)
+            # critic's layer
+            self.value_head = nn.Linear(16, 1)
+            # action & reward buffer
+            self.saved_actions = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = F.relu(self.affine1(x))
+            # actor: choses action to take from state s_t by returning probability of each action
+            action_prob = F.softmax(self.action_head(x), dim=-1)
+            # critic: evaluates being in state s_t
+            state_values = self.value_head(x)
+            return action_prob, state_values
+
+    env = CartPole()
+    torch.manual_seed(543)
+    policy = ActorCriticPolicy() if critic else Policy()
+    init = load(m, policy, state)
+    optimizer = optim.Adam(policy.parameters(), lr=1e-2)
+    eps = np.finfo(np.float32).eps.item()
+    replay = iter(actions) if state is not None else None
+
+    def draw(m_):
+        """m_.sample(): drawn in tnet's run, replayed in torch's (probs [1, 2] draw shape [1], probs [2] shape [])."""
+        if replay is None:
+            action = m_.sample()
+            actions.append(action.tolist())
+            return action
+        return torch.tensor(next(replay))
+
+    def select_action(state):
+        if critic:
+            state = torch.from_numpy(state).float()
+            probs, state_value = policy(state)
+            m_ = Categorical(probs)
+            action = draw(m_)
+            policy.saved_actions.append(SavedAction(m_.log_prob(action), state_value))
+            return action.item()
+        state = torch.from_numpy(state).float().unsqueeze(0)
+        probs = policy(state)
+        m_ = Categorical(probs)
+        action = draw(m_)
+        policy.saved_log_probs.append(m_.log_prob(action))
+        return action.item()
+
+    def finish_episode():
+        R = 0
+        policy_loss = []
+        returns = deque()
+        for r in policy.rewards[::-1]:
+            R = r + gamma * R
+            returns.appendleft(R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for log_prob, R in zip(policy.saved_log_probs, returns):
+            policy_loss.append(-log_prob * R)
+        optimizer.zero_grad()
+        policy_loss = torch.cat(policy_loss).sum()
+        policy_loss.backward()
+        optimizer.step()
+        del policy.rewards[:]
+        del policy.saved_log_probs[:]
+        return policy_loss.item()
+
+    def finish_episode_actor_critic():
+        R = 0
+        saved_actions = policy.saved_actions
+        policy_losses = []  # list to save actor (policy) loss
+        value_losses = []  # list to save critic (value) loss
+        returns = []  # list to save the true values
+        # calculate the true value using rewards returned from the environment
+        for r in policy.rewards[::-1]:
+            # calculate the discounted value
+            R = r + gamma * R
+            returns.insert(0, R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for (log_prob, value), R in zip(saved_actions, returns):
+            advantage = R - value.item()
+            # calculate actor (policy) loss
+            policy_losses.append(-log_prob * advantage)
+            # calculate critic (value) loss using L1 smooth loss
+            value_losses.append(F.smooth_l1_loss(value, torch.tensor([R])))
+        optimizer.zero_grad()
+        # sum up all the values of policy_losses and value_losses
+        loss = torch.stack(policy_losses).sum() + torch.stack(value_losses).sum()
+        loss.backward()
+        optimizer.step()
+        del policy.rewards[:]
+        del policy.saved_actions[:]
+        return loss.item()
+
+    running_reward = 10
+    record = []
+    for i_episode in count(1):
+        state, _ = env.reset(seed=543)
+        ep_reward = 0
+        for t in range(1, 10000):  # Don't infinite loop while learning
+            action = select_action(state)
+            state, reward, done, _, _ = env.step(action)
+            policy.rewards.append(reward)
+            ep_reward += reward
+            if done or t >= 5:
+                break
+        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+        record.append(finish_episode_actor_critic() if critic else finish_episode())
+        if i_episode == 3:  # the example's `running_reward > env.spec.reward_threshold`
+            break
+    return init, record + summary(policy.parameters())
+
+
+def test_reinforce():
+    compare(reinforce, actions=[])
+
+
+def test_actor_critic():
+    compare(reinforce, actions=[], critic=True)
