@@ -1292,7 +1292,7 @@ def reinforce(m, state=None, actions=None, critic=False):
     from itertools import count
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     Categorical = torch.distributions.Categorical
-    gamma, log_interval = 0.99, 10
+    gamma = 0.99
     SavedAction = namedtuple('SavedAction', ['log_prob', 'value'])
 
     class Policy(nn.Module):
@@ -1436,3 +1436,262 @@ def test_reinforce():
 
 def test_actor_critic():
     compare(reinforce, actions=[], critic=True)
+
+
+# (j) dragen1860/MAML-Pytorch: the Learner's weights in an nn.ParameterList built from a config list,
+# its BatchNorm running statistics as nn.Parameter(requires_grad=False) in a second ParameterList,
+# forward(x, vars=None, bn_training=True) through F.conv2d, F.batch_norm, F.max_pool2d and F.linear on
+# whichever weights it is given, parameters() overridden to return the ParameterList, zero_grad(vars)
+# under no_grad; Meta's inner loop by torch.autograd.grad and fast weights from
+# map(lambda p: p[1] - lr * p[0], zip(grad, weights)), the query losses summed over tasks and Adam
+# on the meta loss; finetunning() on a deepcopy of the net
+def maml(m, state=None):
+    from copy import deepcopy
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class Learner(nn.Module):
+        def __init__(self, config, imgc, imgsz):
+            super(Learner, self).__init__()
+            self.config = config
+            # this dict contains all tensors needed to be optimized
+            self.vars = nn.ParameterList()
+            # running_mean and running_var
+            self.vars_bn = nn.ParameterList()
+            for i, (name, param) in enumerate(self.config):
+                if name == 'conv2d':
+                    # [ch_out, ch_in, kernelsz, kernelsz]
+                    w = nn.Parameter(torch.ones(*param[:4]))
+                    # gain=1 according to cbfin's implementation
+                    torch.nn.init.kaiming_normal_(w)
+                    self.vars.append(w)
+                    # [ch_out]
+                    self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                elif name == 'linear':
+                    # [ch_out, ch_in]
+                    w = nn.Parameter(torch.ones(*param))
+                    # gain=1 according to cbfinn's implementation
+                    torch.nn.init.kaiming_normal_(w)
+                    self.vars.append(w)
+                    # [ch_out]
+                    self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                elif name == 'bn':
+                    # [ch_out]
+                    w = nn.Parameter(torch.ones(param[0]))
+                    self.vars.append(w)
+                    # [ch_out]
+                    self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                    # must set requires_grad=False
+                    running_mean = nn.Parameter(torch.zeros(param[0]), requires_grad=False)
+                    running_var = nn.Parameter(torch.ones(param[0]), requires_grad=False)
+                    self.vars_bn.extend([running_mean, running_var])
+                elif name in ['tanh', 'relu', 'upsample', 'avg_pool2d', 'max_pool2d',
+                              'flatten', 'reshape', 'leakyrelu', 'sigmoid']:
+                    continue
+                else:
+                    raise NotImplementedError
+
+        def extra_repr(self):
+            info = ''
+            for name, param in self.config:
+                if name == 'conv2d':
+                    tmp = 'conv2d:(ch_in:%d, ch_out:%d, k:%dx%d, stride:%d, padding:%d)' \
+                          % (param[1], param[0], param[2], param[3], param[4], param[5],)
+                    info += tmp + '\n'
+                elif name == 'linear':
+                    tmp = 'linear:(in:%d, out:%d)' % (param[1], param[0])
+                    info += tmp + '\n'
+                elif name in ['flatten', 'tanh', 'relu', 'upsample', 'reshape', 'sigmoid', 'use_logits', 'bn',
+                              'max_pool2d']:
+                    tmp = name + ':' + str(tuple(param))
+                    info += tmp + '\n'
+                else:
+                    raise NotImplementedError
+            return info
+
+        def forward(self, x, vars=None, bn_training=True):
+            """
+            This function can be called by finetunning, however, in finetunning, we dont wish to update
+            running_mean/running_var. Thought weights/bias of bn is updated, it has been separated by fast_weights.
+            Indeed, to not update running_mean/running_var, we need set update_bn_statistics=False
+            but weight/bias will be updated and not dirty initial theta parameters via fast_weiths.
+            """
+            if vars is None:
+                vars = self.vars
+            idx = 0
+            bn_idx = 0
+            for name, param in self.config:
+                if name == 'conv2d':
+                    w, b = vars[idx], vars[idx + 1]
+                    # remember to keep synchrozied of forward_encoder and forward_decoder!
+                    x = F.conv2d(x, w, b, stride=param[4], padding=param[5])
+                    idx += 2
+                elif name == 'linear':
+                    w, b = vars[idx], vars[idx + 1]
+                    x = F.linear(x, w, b)
+                    idx += 2
+                elif name == 'bn':
+                    w, b = vars[idx], vars[idx + 1]
+                    running_mean, running_var = self.vars_bn[bn_idx], self.vars_bn[bn_idx+1]
+                    x = F.batch_norm(x, running_mean, running_var, weight=w, bias=b, training=bn_training)
+                    idx += 2
+                    bn_idx += 2
+                elif name == 'flatten':
+                    x = x.view(x.size(0), -1)
+                elif name == 'relu':
+                    x = F.relu(x, inplace=param[0])
+                elif name == 'max_pool2d':
+                    x = F.max_pool2d(x, param[0], param[1], param[2])
+                else:
+                    raise NotImplementedError
+            # make sure variable is used properly
+            assert idx == len(vars)
+            assert bn_idx == len(self.vars_bn)
+            return x
+
+        def zero_grad(self, vars=None):
+            with torch.no_grad():
+                if vars is None:
+                    for p in self.vars:
+                        if p.grad is not None:
+                            p.grad.zero_()
+                else:
+                    for p in vars:
+                        if p.grad is not None:
+                            p.grad.zero_()
+
+        def parameters(self):
+            """override this function since initial parameters will return with a generator."""
+            return self.vars
+
+    class Meta(nn.Module):
+        """Meta Learner"""
+        def __init__(self, args, config):
+            super(Meta, self).__init__()
+            self.update_lr = args.update_lr
+            self.meta_lr = args.meta_lr
+            self.n_way = args.n_way
+            self.k_spt = args.k_spt
+            self.k_qry = args.k_qry
+            self.task_num = args.task_num
+            self.update_step = args.update_step
+            self.update_step_test = args.update_step_test
+            self.net = Learner(config, args.imgc, args.imgsz)
+            self.meta_optim = optim.Adam(self.net.parameters(), lr=self.meta_lr)
+
+        def forward(self, x_spt, y_spt, x_qry, y_qry):
+            task_num, setsz, c_, h, w = x_spt.size()
+            querysz = x_qry.size(1)
+            losses_q = [0 for _ in range(self.update_step + 1)]  # losses_q[i] is the loss on step i
+            corrects = [0 for _ in range(self.update_step + 1)]
+            for i in range(task_num):
+                # 1. run the i-th task and compute loss for k=0
+                logits = self.net(x_spt[i], vars=None, bn_training=True)
+                loss = F.cross_entropy(logits, y_spt[i])
+                grad = torch.autograd.grad(loss, self.net.parameters())
+                fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, self.net.parameters())))
+                # this is the loss and accuracy before first update
+                with torch.no_grad():
+                    # [setsz, nway]
+                    logits_q = self.net(x_qry[i], self.net.parameters(), bn_training=True)
+                    loss_q = F.cross_entropy(logits_q, y_qry[i])
+                    losses_q[0] += loss_q
+                    pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                    correct = torch.eq(pred_q, y_qry[i]).sum().item()
+                    corrects[0] = corrects[0] + correct
+                # this is the loss and accuracy after the first update
+                with torch.no_grad():
+                    # [setsz, nway]
+                    logits_q = self.net(x_qry[i], fast_weights, bn_training=True)
+                    loss_q = F.cross_entropy(logits_q, y_qry[i])
+                    losses_q[1] += loss_q
+                    # [setsz]
+                    pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                    correct = torch.eq(pred_q, y_qry[i]).sum().item()
+                    corrects[1] = corrects[1] + correct
+                for k in range(1, self.update_step):
+                    # 1. run the i-th task and compute loss for k=1~K-1
+                    logits = self.net(x_spt[i], fast_weights, bn_training=True)
+                    loss = F.cross_entropy(logits, y_spt[i])
+                    # 2. compute grad on theta_pi
+                    grad = torch.autograd.grad(loss, fast_weights)
+                    # 3. theta_pi = theta_pi - train_lr * grad
+                    fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, fast_weights)))
+                    logits_q = self.net(x_qry[i], fast_weights, bn_training=True)
+                    # loss_q will be overwritten and just keep the loss_q on last update step.
+                    loss_q = F.cross_entropy(logits_q, y_qry[i])
+                    losses_q[k + 1] += loss_q
+                    with torch.no_grad():
+                        pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                        correct = torch.eq(pred_q, y_qry[i]).sum().item()  # convert to numpy
+                        corrects[k + 1] = corrects[k + 1] + correct
+            # end of all tasks
+            # sum over all losses on query set across all tasks
+            loss_q = losses_q[-1] / task_num
+            # optimize theta parameters
+            self.meta_optim.zero_grad()
+            loss_q.backward()
+            self.meta_optim.step()
+            accs = np.array(corrects) / (querysz * task_num)
+            return accs, loss_q.item()
+
+        def finetunning(self, x_spt, y_spt, x_qry, y_qry):
+            assert len(x_spt.shape) == 4
+            querysz = x_qry.size(0)
+            corrects = [0 for _ in range(self.update_step_test + 1)]
+            # in order to not ruin the state of running_mean/variance and bn_weight/bias
+            # we finetunning on the copied model instead of self.net
+            net = deepcopy(self.net)
+            # 1. run the i-th task and compute loss for k=0
+            logits = net(x_spt)
+            loss = F.cross_entropy(logits, y_spt)
+            grad = torch.autograd.grad(loss, net.parameters())
+            fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, net.parameters())))
+            for k in range(1, self.update_step_test):
+                logits = net(x_spt, fast_weights, bn_training=True)
+                loss = F.cross_entropy(logits, y_spt)
+                grad = torch.autograd.grad(loss, fast_weights)
+                fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, fast_weights)))
+                logits_q = net(x_qry, fast_weights, bn_training=True)
+                with torch.no_grad():
+                    pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                    correct = torch.eq(pred_q, y_qry).sum().item()
+                    corrects[k + 1] = corrects[k + 1] + correct
+            del net
+            accs = np.array(corrects) / querysz
+            return accs, loss.item()
+
+    class Args:  # argparse's namespace, at the widths of a test
+        n_way, k_spt, k_qry, imgsz, imgc, task_num = 3, 1, 2, 8, 1, 2
+        meta_lr, update_lr, update_step, update_step_test = 1e-3, 0.4, 2, 3
+    args = Args()
+    config = [
+        ('conv2d', [4, args.imgc, 3, 3, 1, 0]),
+        ('relu', [True]),
+        ('bn', [4]),
+        ('max_pool2d', [2, 2, 0]),
+        ('flatten', []),
+        ('linear', [args.n_way, 4 * 3 * 3])
+    ]
+    torch.manual_seed(222)
+    maml = Meta(args, config)
+    init = load(m, maml, state)
+    assert 'conv2d:(ch_in:1, ch_out:4, k:3x3, stride:1, padding:0)' in repr(maml.net)
+    tmp = filter(lambda x: x.requires_grad, maml.parameters())
+    num = sum(map(lambda x: np.prod(x.shape), tmp))
+    assert num == 4 * 9 + 4 + 4 + 4 + 3 * 36 + 3
+    rng = np.random.default_rng(7)
+    record = []
+    for step in range(2):
+        x_spt = torch.tensor(rng.standard_normal((args.task_num, args.n_way * args.k_spt, 1, 8, 8)).astype(np.float32))
+        y_spt = torch.tensor(np.tile(np.arange(args.n_way), (args.task_num, args.k_spt)))
+        x_qry = torch.tensor(rng.standard_normal((args.task_num, args.n_way * args.k_qry, 1, 8, 8)).astype(np.float32))
+        y_qry = torch.tensor(np.tile(np.arange(args.n_way), (args.task_num, args.k_qry)))
+        accs, loss = maml(x_spt, y_spt, x_qry, y_qry)
+        record += [loss] + list(accs)
+    accs, loss = maml.finetunning(x_spt[0], y_spt[0], x_qry[0], y_qry[0])
+    record.append(loss)
+    return init, record + summary(maml.net.parameters()) + summary(maml.net.vars_bn)
+
+
+def test_maml():
+    compare(maml)
