@@ -1695,3 +1695,147 @@ def maml(m, state=None):
 
 def test_maml():
     compare(maml)
+
+
+# (k) orobix/Prototypical-Networks-for-Few-shot-Learning: ProtoNet's conv_block encoder, a batch
+# sampler handed to DataLoader(batch_sampler=), prototypical_loss on the host (.to('cpu')) with
+# torch.unique of the targets, target.eq(c).nonzero()[:n_support].squeeze(1), prototypes by
+# torch.stack of means, euclidean_dist by unsqueeze/expand and torch.pow(x - y, 2).sum(2),
+# log_softmax(-dists).view(n_classes, n_query, -1) gathered at arange-made targets, y_hat by max(2);
+# Adam with StepLR, and the best model's state_dict kept by torch.save
+def protonet(m, state=None, tmp=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    DataLoader = m.data.DataLoader
+
+    def conv_block(in_channels, out_channels):
+        """returns a block conv-bn-relu-pool"""
+        return nn.Sequential(
+            nn.Conv2d(in_channels, out_channels, 3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(),
+            nn.MaxPool2d(2)
+        )
+
+    class ProtoNet(nn.Module):
+        """Model as described in the reference paper, source:
+        https://github.com/jakesnell/prototypical-networks/blob/f0c48808e496989d01db59f86d4449d7aee9ab0c/protonets/models/few_shot.py#L62-L84
+        """
+        def __init__(self, x_dim=1, hid_dim=64, z_dim=64):
+            super(ProtoNet, self).__init__()
+            self.encoder = nn.Sequential(
+                conv_block(x_dim, hid_dim),
+                conv_block(hid_dim, z_dim),
+            )
+
+        def forward(self, x):
+            x = self.encoder(x)
+            return x.view(x.size(0), -1)
+
+    def euclidean_dist(x, y):
+        """Compute euclidean distance between two tensors"""
+        # x: N x D
+        # y: M x D
+        n = x.size(0)
+        m_ = y.size(0)
+        d = x.size(1)
+        if d != y.size(1):
+            raise Exception
+        x = x.unsqueeze(1).expand(n, m_, d)
+        y = y.unsqueeze(0).expand(n, m_, d)
+        return torch.pow(x - y, 2).sum(2)
+
+    def prototypical_loss(input, target, n_support):
+        target_cpu = target.to('cpu')
+        input_cpu = input.to('cpu')
+
+        def supp_idxs(c):
+            # FIXME when torch will support where as np
+            return target_cpu.eq(c).nonzero()[:n_support].squeeze(1)
+
+        # FIXME when torch.unique will be available on cuda too
+        classes = torch.unique(target_cpu)
+        n_classes = len(classes)
+        # FIXME when torch will support where as np
+        # assuming n_query, n_target constants
+        n_query = target_cpu.eq(classes[0].item()).sum().item() - n_support
+        support_idxs = list(map(supp_idxs, classes))
+        prototypes = torch.stack([input_cpu[idx_list].mean(0) for idx_list in support_idxs])
+        # FIXME when torch will support where as np
+        query_idxs = torch.stack(list(map(lambda c: target_cpu.eq(c).nonzero()[n_support:], classes))).view(-1)
+        query_samples = input.to('cpu')[query_idxs]
+        dists = euclidean_dist(query_samples, prototypes)
+        log_p_y = F.log_softmax(-dists, dim=1).view(n_classes, n_query, -1)
+        target_inds = torch.arange(0, n_classes)
+        target_inds = target_inds.view(n_classes, 1, 1)
+        target_inds = target_inds.expand(n_classes, n_query, 1).long()
+        loss_val = -log_p_y.gather(2, target_inds).squeeze().view(-1).mean()
+        _, y_hat = log_p_y.max(2)
+        acc_val = y_hat.eq(target_inds.squeeze(2)).float().mean()
+        return loss_val, acc_val
+
+    class PrototypicalBatchSampler(object):
+        """Yield a batch of indexes at each iteration: classes_per_it classes, num_samples each
+        (the repository's draws by torch.randperm; numpy's here, so that both runs see one order)."""
+        def __init__(self, labels, classes_per_it, num_samples, iterations):
+            super(PrototypicalBatchSampler, self).__init__()
+            self.labels = labels
+            self.classes_per_it = classes_per_it
+            self.sample_per_class = num_samples
+            self.iterations = iterations
+            self.classes, self.counts = np.unique(self.labels, return_counts=True)
+            self.rng = np.random.default_rng(11)
+
+        def __iter__(self):
+            spc = self.sample_per_class
+            cpi = self.classes_per_it
+            for it in range(self.iterations):
+                batch = []
+                for c in self.rng.permutation(self.classes)[:cpi]:
+                    batch += list(self.rng.permutation(np.flatnonzero(self.labels == c))[:spc])
+                yield batch
+
+        def __len__(self):
+            return self.iterations
+
+    rng = np.random.default_rng(12)
+    x_all = rng.standard_normal((24, 1, 8, 8)).astype(np.float32)
+    y_all = np.repeat(np.arange(6), 4)
+    dataset = m.data.TensorDataset(torch.tensor(x_all), torch.tensor(y_all))
+    sampler = PrototypicalBatchSampler(y_all, classes_per_it=3, num_samples=3, iterations=2)
+    dataloader = DataLoader(dataset, batch_sampler=sampler)
+    torch.manual_seed(7)
+    model = ProtoNet(hid_dim=4, z_dim=4)
+    init = load(m, model, state)
+    optim_ = torch.optim.Adam(params=model.parameters(), lr=0.001)
+    lr_scheduler = torch.optim.lr_scheduler.StepLR(optimizer=optim_, gamma=0.5, step_size=20)
+    train_loss, train_acc, best_acc = [], [], 0
+    for epoch in range(1):
+        tr_iter = iter(dataloader)
+        model.train()
+        for batch in tr_iter:
+            optim_.zero_grad()
+            x, y = batch
+            model_output = model(x)
+            loss, acc = prototypical_loss(model_output, target=y, n_support=1)
+            loss.backward()
+            optim_.step()
+            train_loss.append(loss.item())
+            train_acc.append(acc.item())
+        avg_acc = np.mean(train_acc[-len(sampler):])
+        lr_scheduler.step()
+        if avg_acc >= best_acc:
+            torch.save(model.state_dict(), str(tmp / 'best_model.pth'))
+            best_acc = avg_acc
+            best_state = model.state_dict()
+    model.load_state_dict(torch.load(str(tmp / 'best_model.pth')))
+    assert sorted(best_state) == sorted(model.state_dict())
+    # the convolutions' biases ahead of a BatchNorm get gradients that are rounding noise, which Adam
+    # scales to whole steps: they are left out of the compared weights
+    kept = [p for name, p in model.named_parameters() if not name.endswith('.0.bias')]
+    return init, train_loss + train_acc + summary(kept)
+
+
+def test_protonet(tmp_path):
+    for name in ("tnet", "torch"):
+        (tmp_path / name).mkdir()
+    compare(lambda m, state=None: protonet(m, state, tmp=tmp_path / ("torch" if state else "tnet")))
