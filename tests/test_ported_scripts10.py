@@ -1704,7 +1704,7 @@ def test_maml():
 # log_softmax(-dists).view(n_classes, n_query, -1) gathered at arange-made targets, y_hat by max(2);
 # Adam with StepLR, and the best model's state_dict kept by torch.save
 def protonet(m, state=None, tmp=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, F = m.torch, m.nn, m.F
     DataLoader = m.data.DataLoader
 
     def conv_block(in_channels, out_channels):
@@ -1839,3 +1839,101 @@ def test_protonet(tmp_path):
     for name in ("tnet", "torch"):
         (tmp_path / name).mkdir()
     compare(lambda m, state=None: protonet(m, state, tmp=tmp_path / ("torch" if state else "tnet")))
+
+
+# (l) pytorch/examples' mnist_forward_forward: Layer subclasses nn.Linear (device and dtype passed on
+# positionally) and overrides train(x_pos, x_neg), shadowing nn.Module.train, with its own Adam built
+# in __init__ from self.parameters(); the layers in a plain list (Net has no parameters of its own),
+# each moved by .cuda() where there is one; forward normalises by x.norm(2, 1, keepdim=True) and
+# adds self.bias.unsqueeze(0) to torch.mm(x, self.weight.T); the loss log(1 + exp(...)) of the
+# goodness; overlay_y_on_x writes x_[:, :10] *= 0.0 and x_[range(n), y] = x.max(); predict by
+# argmax of the summed goodness per label
+def forward_forward(m, state=None):
+    torch, nn = m.torch, m.nn
+    Adam = m.optim.Adam
+
+    def overlay_y_on_x(x, y):
+        """Replace the first 10 pixels of data [x] with one-hot-encoded label [y]
+        """
+        x_ = x.clone()
+        x_[:, :10] *= 0.0
+        x_[range(x.shape[0]), y] = x.max()
+        return x_
+
+    class Net(torch.nn.Module):
+
+        def __init__(self, dims):
+            super().__init__()
+            self.layers = []
+            for d in range(len(dims) - 1):
+                layer = Layer(dims[d], dims[d + 1])
+                self.layers += [layer.cuda() if torch.cuda.is_available() else layer]
+
+        def predict(self, x):
+            goodness_per_label = []
+            for label in range(10):
+                h = overlay_y_on_x(x, label)
+                goodness = []
+                for layer in self.layers:
+                    h = layer(h)
+                    goodness += [h.pow(2).mean(1)]
+                goodness_per_label += [sum(goodness).unsqueeze(1)]
+            goodness_per_label = torch.cat(goodness_per_label, 1)
+            return goodness_per_label.argmax(1)
+
+        def train(self, x_pos, x_neg):
+            h_pos, h_neg = x_pos, x_neg
+            for i, layer in enumerate(self.layers):
+                h_pos, h_neg = layer.train(h_pos, h_neg)
+
+    class Layer(nn.Linear):
+        def __init__(self, in_features, out_features,
+                     bias=True, device=None, dtype=None):
+            super().__init__(in_features, out_features, bias, device, dtype)
+            self.relu = torch.nn.ReLU()
+            self.opt = Adam(self.parameters(), lr=0.03)
+            self.threshold = 2.0
+            self.num_epochs = 3  # the example's 1000
+
+        def forward(self, x):
+            x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+            return self.relu(
+                torch.mm(x_direction, self.weight.T) +
+                self.bias.unsqueeze(0))
+
+        def train(self, x_pos, x_neg):
+            for i in range(self.num_epochs):
+                g_pos = self.forward(x_pos).pow(2).mean(1)
+                g_neg = self.forward(x_neg).pow(2).mean(1)
+                # The following loss pushes pos (neg) samples to
+                # values larger (smaller) than the self.threshold.
+                loss = torch.log(1 + torch.exp(torch.cat([
+                    -g_pos + self.threshold,
+                    g_neg - self.threshold]))).mean()
+                self.opt.zero_grad()
+                # this backward just compute the derivative and hence
+                # is not considered backpropagation.
+                loss.backward()
+                self.opt.step()
+                losses.append(loss.item())
+            return self.forward(x_pos).detach(), self.forward(x_neg).detach()
+
+    torch.manual_seed(1234)
+    rng = np.random.default_rng(13)
+    x = torch.tensor(rng.random((8, 20)).astype(np.float32))  # flattened MNIST, 784 pixels in the example
+    y = torch.tensor(rng.integers(0, 10, 8))
+    net = Net([20, 12, 12])
+    assert list(net.parameters()) == []
+    states = [load(m, layer, None if state is None else state[i]) for i, layer in enumerate(net.layers)]
+    init = {i: s for i, s in enumerate(states)}
+    losses = []
+    x_pos = overlay_y_on_x(x, y)
+    rnd = torch.tensor(rng.permutation(x.size(0)))  # torch.randperm: numpy draws
+    x_neg = overlay_y_on_x(x, y[rnd])
+    net.train(x_pos, x_neg)
+    train_error = 1.0 - net.predict(x).eq(y).float().mean().item()
+    return init, losses + [train_error] + summary([p for layer in net.layers for p in layer.parameters()])
+
+
+def test_forward_forward():
+    compare(forward_forward)
