@@ -1937,3 +1937,253 @@ def forward_forward(m, state=None):
 
 def test_forward_forward():
     compare(forward_forward)
+
+
+# (m) pytorch/examples' word_language_model: data.py's Dictionary and Corpus over a tokenised text,
+# batchify by narrow/view(bsz, -1).t().contiguous(), get_batch's source[i:i+seq_len] and
+# view(-1) targets; model.py's RNNModel (getattr(nn, rnn_type), tied encoder/decoder weights,
+# init_hidden from next(self.parameters()).new_zeros, repackage_hidden) and TransformerModel, which
+# subclasses nn.Transformer itself, its causal mask torch.log(torch.tril(torch.ones(sz, sz))), a
+# PositionalEncoding buffer written through pe[:, 0::2] = torch.sin(...); main.py's loop: model.zero_grad(),
+# NLLLoss over log_softmax, clip_grad_norm_, p.data.add_(p.grad, alpha=-lr), evaluate's
+# len(data) * loss, lr /= 4.0 when the validation loss does not improve
+def word_language_model(m, state=None, model_type="Transformer"):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Dictionary(object):
+        def __init__(self):
+            self.word2idx = {}
+            self.idx2word = []
+
+        def add_word(self, word):
+            if word not in self.word2idx:
+                self.idx2word.append(word)
+                self.word2idx[word] = len(self.idx2word) - 1
+            return self.word2idx[word]
+
+        def __len__(self):
+            return len(self.idx2word)
+
+    class Corpus(object):
+        def __init__(self, texts):
+            self.dictionary = Dictionary()
+            self.train, self.valid = (self.tokenize(t) for t in texts)
+
+        def tokenize(self, text):
+            """Tokenizes a text file (here: its lines)."""
+            idss = []
+            for line in text:
+                words = line.split() + ['<eos>']
+                ids = []
+                for word in words:
+                    ids.append(self.dictionary.add_word(word))
+                idss.append(torch.tensor(ids).type(torch.int64))
+            ids = torch.cat(idss)
+            return ids
+
+    class RNNModel(nn.Module):
+        """Container module with an encoder, a recurrent module, and a decoder."""
+
+        def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5, tie_weights=False):
+            super(RNNModel, self).__init__()
+            self.ntoken = ntoken
+            self.drop = nn.Dropout(dropout)
+            self.encoder = nn.Embedding(ntoken, ninp)
+            if rnn_type in ['LSTM', 'GRU']:
+                self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+            else:
+                try:
+                    nonlinearity = {'RNN_TANH': 'tanh', 'RNN_RELU': 'relu'}[rnn_type]
+                except KeyError as e:
+                    raise ValueError("""An invalid option for `--model` was supplied,
+                                     options are ['LSTM', 'GRU', 'RNN_TANH' or 'RNN_RELU']""") from e
+                self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity=nonlinearity, dropout=dropout)
+            self.decoder = nn.Linear(nhid, ntoken)
+            if tie_weights:
+                if nhid != ninp:
+                    raise ValueError('When using the tied flag, nhid must be equal to emsize')
+                self.decoder.weight = self.encoder.weight
+            self.init_weights()
+            self.rnn_type = rnn_type
+            self.nhid = nhid
+            self.nlayers = nlayers
+
+        def init_weights(self):
+            initrange = 0.1
+            nn.init.uniform_(self.encoder.weight, -initrange, initrange)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+
+        def forward(self, input, hidden):
+            emb = self.drop(self.encoder(input))
+            output, hidden = self.rnn(emb, hidden)
+            output = self.drop(output)
+            decoded = self.decoder(output)
+            decoded = decoded.view(-1, self.ntoken)
+            return F.log_softmax(decoded, dim=1), hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters())
+            if self.rnn_type == 'LSTM':
+                return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                        weight.new_zeros(self.nlayers, bsz, self.nhid))
+            else:
+                return weight.new_zeros(self.nlayers, bsz, self.nhid)
+
+    class PositionalEncoding(nn.Module):
+        r"""Inject some information about the relative or absolute position of the tokens in the sequence."""
+
+        def __init__(self, d_model, dropout=0.1, max_len=5000):
+            super(PositionalEncoding, self).__init__()
+            self.dropout = nn.Dropout(p=dropout)
+            pe = torch.zeros(max_len, d_model)
+            position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+            div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
+            pe = pe.unsqueeze(0).transpose(0, 1)
+            self.register_buffer('pe', pe)
+
+        def forward(self, x):
+            x = x + self.pe[:x.size(0), :]
+            return self.dropout(x)
+
+    class TransformerModel(nn.Transformer):
+        """Container module with an encoder, a recurrent or transformer module, and a decoder."""
+
+        def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.5):
+            super(TransformerModel, self).__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
+                                                   num_encoder_layers=nlayers, dropout=dropout)
+            self.model_type = 'Transformer'
+            self.src_mask = None
+            self.pos_encoder = PositionalEncoding(ninp, dropout, max_len=64)
+            self.input_emb = nn.Embedding(ntoken, ninp)
+            self.ninp = ninp
+            self.decoder = nn.Linear(ninp, ntoken)
+            self.init_weights()
+
+        def _generate_square_subsequent_mask(self, sz):
+            return torch.log(torch.tril(torch.ones(sz, sz)))
+
+        def init_weights(self):
+            initrange = 0.1
+            nn.init.uniform_(self.input_emb.weight, -initrange, initrange)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+
+        def forward(self, src, has_mask=True):
+            if has_mask:
+                device = src.device
+                if self.src_mask is None or self.src_mask.size(0) != len(src):
+                    mask = self._generate_square_subsequent_mask(len(src)).to(device)
+                    self.src_mask = mask
+            else:
+                self.src_mask = None
+            src = self.input_emb(src) * math.sqrt(self.ninp)
+            src = self.pos_encoder(src)
+            output = self.encoder(src, mask=self.src_mask)
+            output = self.decoder(output)
+            return F.log_softmax(output, dim=-1)
+
+    corpus = Corpus((["the cat sat on the mat", "a dog sat"], ["the dog sat"]))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def batchify(data, bsz):
+        # Work out how cleanly we can divide the dataset into bsz parts.
+        nbatch = data.size(0) // bsz
+        # Trim off any extra elements that wouldn't cleanly fit (remainders).
+        data = data.narrow(0, 0, nbatch * bsz)
+        # Evenly divide the data across the bsz batches.
+        data = data.view(bsz, -1).t().contiguous()
+        return data.to(device)
+
+    eval_batch_size, batch_size, bptt, clip = 2, 2, 4, 0.25
+    train_data = batchify(corpus.train, batch_size)
+    val_data = batchify(corpus.valid, eval_batch_size)
+    ntokens = len(corpus.dictionary)
+    torch.manual_seed(1111)
+    if model_type == 'Transformer':
+        model = TransformerModel(ntokens, 8, 2, 16, 1, 0.0).to(device)  # the example's 200, 2, 200, 2, 0.2
+    else:
+        model = RNNModel(model_type, ntokens, 8, 8, 2, 0.0, tie_weights=True).to(device)
+    init = load(m, model, state)
+    criterion = nn.NLLLoss()
+
+    def repackage_hidden(h):
+        """Wraps hidden states in new Tensors, to detach them from their history."""
+        if isinstance(h, torch.Tensor):
+            return h.detach()
+        else:
+            return tuple(repackage_hidden(v) for v in h)
+
+    def get_batch(source, i):
+        seq_len = min(bptt, len(source) - 1 - i)
+        data = source[i:i+seq_len]
+        target = source[i+1:i+1+seq_len].view(-1)
+        return data, target
+
+    def evaluate(data_source):
+        # Turn on evaluation mode which disables dropout.
+        model.eval()
+        total_loss = 0.
+        if model_type != 'Transformer':
+            hidden = model.init_hidden(eval_batch_size)
+        with torch.no_grad():
+            for i in range(0, data_source.size(0) - 1, bptt):
+                data, targets = get_batch(data_source, i)
+                if model_type == 'Transformer':
+                    output = model(data)
+                    output = output.view(-1, ntokens)
+                else:
+                    output, hidden = model(data, hidden)
+                    hidden = repackage_hidden(hidden)
+                total_loss += len(data) * criterion(output, targets).item()
+        return total_loss / (len(data_source) - 1)
+
+    record = []
+
+    def train():
+        # Turn on training mode which enables dropout.
+        model.train()
+        if model_type != 'Transformer':
+            hidden = model.init_hidden(batch_size)
+        for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
+            data, targets = get_batch(train_data, i)
+            # Starting each batch, we detach the hidden state from how it was previously produced.
+            # If we didn't, the model would try backpropagating all the way to start of the dataset.
+            model.zero_grad()
+            if model_type == 'Transformer':
+                output = model(data)
+                output = output.view(-1, ntokens)
+            else:
+                hidden = repackage_hidden(hidden)
+                output, hidden = model(data, hidden)
+            loss = criterion(output, targets)
+            loss.backward()
+
+            # `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            for p in model.parameters():
+                p.data.add_(p.grad, alpha=-lr)
+            record.append(loss.item())
+
+    lr, best_val_loss = 20, None
+    for epoch in range(1, 3):
+        train()
+        val_loss = evaluate(val_data)
+        record.append(val_loss)
+        # Save the model if the validation loss is the best we've seen so far.
+        if not best_val_loss or val_loss < best_val_loss:
+            best_val_loss = val_loss
+        else:
+            # Anneal the learning rate if no improvement has been seen in the validation dataset.
+            lr /= 4.0
+    return init, record + [lr] + summary(model.parameters())
+
+
+def test_word_language_model_transformer():
+    compare(word_language_model)
+
+
+def test_word_language_model_tied_gru():
+    compare(word_language_model, model_type="GRU")
