@@ -2187,3 +2187,166 @@ def test_word_language_model_transformer():
 
 def test_word_language_model_tied_gru():
     compare(word_language_model, model_type="GRU")
+
+
+# (n) the "Language Translation with nn.Transformer" tutorial: Seq2SeqTransformer (nn.Transformer with
+# sequence-first inputs, TokenEmbedding scaled by sqrt(emb_size), a PositionalEncoding buffer of shape
+# [maxlen, 1, emb]), generate_square_subsequent_mask by (torch.triu(torch.ones(sz, sz)) == 1).transpose(0, 1)
+# and two masked_fill's, create_mask's boolean key-padding masks (src == PAD_IDX).transpose(0, 1),
+# xavier_uniform_ on every p.dim() > 1, collate_fn with pad_sequence(padding_value=PAD_IDX),
+# CrossEntropyLoss(ignore_index=PAD_IDX), Adam(betas=(0.9, 0.98), eps=1e-9), and greedy_decode through
+# encode/decode with torch.ones(1, 1).fill_(BOS_IDX).type(torch.long) and type_as(src.data)
+def translation_transformer(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+    pad_sequence = nn.utils.rnn.pad_sequence
+    Transformer = nn.Transformer
+    DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    PAD_IDX, BOS_IDX, EOS_IDX = 1, 2, 3  # UNK_IDX 0
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, emb_size: int, dropout: float, maxlen: int = 5000):
+            super(PositionalEncoding, self).__init__()
+            den = torch.exp(- torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
+            pos = torch.arange(0, maxlen).reshape(maxlen, 1)
+            pos_embedding = torch.zeros((maxlen, emb_size))
+            pos_embedding[:, 0::2] = torch.sin(pos * den)
+            pos_embedding[:, 1::2] = torch.cos(pos * den)
+            pos_embedding = pos_embedding.unsqueeze(-2)
+
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer('pos_embedding', pos_embedding)
+
+        def forward(self, token_embedding: Tensor):
+            return self.dropout(token_embedding + self.pos_embedding[:token_embedding.size(0), :])
+
+    class TokenEmbedding(nn.Module):
+        def __init__(self, vocab_size: int, emb_size):
+            super(TokenEmbedding, self).__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_size)
+            self.emb_size = emb_size
+
+        def forward(self, tokens: Tensor):
+            return self.embedding(tokens.long()) * math.sqrt(self.emb_size)
+
+    class Seq2SeqTransformer(nn.Module):
+        def __init__(self, num_encoder_layers: int, num_decoder_layers: int, emb_size: int, nhead: int,
+                     src_vocab_size: int, tgt_vocab_size: int, dim_feedforward: int = 512, dropout: float = 0.1):
+            super(Seq2SeqTransformer, self).__init__()
+            self.transformer = Transformer(d_model=emb_size,
+                                           nhead=nhead,
+                                           num_encoder_layers=num_encoder_layers,
+                                           num_decoder_layers=num_decoder_layers,
+                                           dim_feedforward=dim_feedforward,
+                                           dropout=dropout)
+            self.generator = nn.Linear(emb_size, tgt_vocab_size)
+            self.src_tok_emb = TokenEmbedding(src_vocab_size, emb_size)
+            self.tgt_tok_emb = TokenEmbedding(tgt_vocab_size, emb_size)
+            self.positional_encoding = PositionalEncoding(emb_size, dropout=dropout, maxlen=32)
+
+        def forward(self, src: Tensor, trg: Tensor, src_mask: Tensor, tgt_mask: Tensor, src_padding_mask: Tensor,
+                    tgt_padding_mask: Tensor, memory_key_padding_mask: Tensor):
+            src_emb = self.positional_encoding(self.src_tok_emb(src))
+            tgt_emb = self.positional_encoding(self.tgt_tok_emb(trg))
+            outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None,
+                                    src_padding_mask, tgt_padding_mask, memory_key_padding_mask)
+            return self.generator(outs)
+
+        def encode(self, src: Tensor, src_mask: Tensor):
+            return self.transformer.encoder(self.positional_encoding(self.src_tok_emb(src)), src_mask)
+
+        def decode(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor):
+            return self.transformer.decoder(self.positional_encoding(self.tgt_tok_emb(tgt)), memory, tgt_mask)
+
+    def generate_square_subsequent_mask(sz):
+        mask = (torch.triu(torch.ones((sz, sz), device=DEVICE)) == 1).transpose(0, 1)
+        mask = mask.float().masked_fill(mask == 0, float('-inf')).masked_fill(mask == 1, float(0.0))
+        return mask
+
+    def create_mask(src, tgt):
+        src_seq_len = src.shape[0]
+        tgt_seq_len = tgt.shape[0]
+        tgt_mask = generate_square_subsequent_mask(tgt_seq_len)
+        src_mask = torch.zeros((src_seq_len, src_seq_len), device=DEVICE).type(torch.bool)
+        src_padding_mask = (src == PAD_IDX).transpose(0, 1)
+        tgt_padding_mask = (tgt == PAD_IDX).transpose(0, 1)
+        return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask
+
+    pairs = [([4, 5, 6], [4, 7]), ([5, 6], [7, 8, 9]), ([6, 4, 5, 7], [8, 4]), ([7], [9, 8, 7])]
+    SRC_VOCAB_SIZE = TGT_VOCAB_SIZE = 10
+
+    def collate_fn(batch):  # text_transform's tensor_transform: BOS + ids + EOS
+        src_batch, tgt_batch = [], []
+        for src_sample, tgt_sample in batch:
+            src_batch.append(torch.cat((torch.tensor([BOS_IDX]), torch.tensor(src_sample), torch.tensor([EOS_IDX]))))
+            tgt_batch.append(torch.cat((torch.tensor([BOS_IDX]), torch.tensor(tgt_sample), torch.tensor([EOS_IDX]))))
+        src_batch = pad_sequence(src_batch, padding_value=PAD_IDX)
+        tgt_batch = pad_sequence(tgt_batch, padding_value=PAD_IDX)
+        return src_batch, tgt_batch
+
+    torch.manual_seed(0)
+    transformer = Seq2SeqTransformer(1, 1, 8, 2, SRC_VOCAB_SIZE, TGT_VOCAB_SIZE, 16, dropout=0.0)  # 3, 3, 512, 8, 512, 0.1
+    for p in transformer.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    init = load(m, transformer, state)
+    transformer = transformer.to(DEVICE)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD_IDX)
+    optimizer = torch.optim.Adam(transformer.parameters(), lr=0.0001, betas=(0.9, 0.98), eps=1e-9)
+
+    def train_epoch(model, optimizer):
+        model.train()
+        losses = 0
+        train_dataloader = m.data.DataLoader(pairs, batch_size=4, collate_fn=collate_fn)  # BATCH_SIZE 128
+        for src, tgt in train_dataloader:
+            src = src.to(DEVICE)
+            tgt = tgt.to(DEVICE)
+            tgt_input = tgt[:-1, :]
+            src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(src, tgt_input)
+            logits = model(src, tgt_input, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask, src_padding_mask)
+            optimizer.zero_grad()
+            tgt_out = tgt[1:, :]
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            loss.backward()
+            optimizer.step()
+            losses += loss.item()
+        return losses / len(list(train_dataloader))
+
+    def greedy_decode(model, src, src_mask, max_len, start_symbol):
+        src = src.to(DEVICE)
+        src_mask = src_mask.to(DEVICE)
+        memory = model.encode(src, src_mask)
+        ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long).to(DEVICE)
+        for i in range(max_len-1):
+            memory = memory.to(DEVICE)
+            tgt_mask = (generate_square_subsequent_mask(ys.size(0)).type(torch.bool)).to(DEVICE)
+            out = model.decode(ys, memory, tgt_mask)
+            out = out.transpose(0, 1)
+            prob = model.generator(out[:, -1])
+            _, next_word = torch.max(prob, dim=1)
+            next_word = next_word.item()
+            ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=0)
+            if next_word == EOS_IDX:
+                break
+        return ys
+
+    def translate(model: torch.nn.Module, src_sentence):
+        model.eval()
+        src = torch.tensor([BOS_IDX] + src_sentence + [EOS_IDX]).view(-1, 1)
+        num_tokens = src.shape[0]
+        src_mask = (torch.zeros(num_tokens, num_tokens)).type(torch.bool)
+        tgt_tokens = greedy_decode(model, src, src_mask, max_len=4, start_symbol=BOS_IDX).flatten()
+        return tgt_tokens.tolist()
+
+    record = [train_epoch(transformer, optimizer)]
+    # attention's key bias gets a gradient of rounding noise only (softmax ignores a shift that all of
+    # a query's logits share), which Adam scales to whole steps: in_proj_bias's key third is left out
+    compared = []
+    for name, p in transformer.named_parameters():
+        third = p.shape[0] // 3
+        compared += [p[:third], p[2 * third:]] if name.endswith('in_proj_bias') else [p]
+    return init, record + translate(transformer, [4, 5]) + summary(compared)
+
+
+def test_translation_transformer():
+    compare(translation_transformer)
