@@ -2,7 +2,8 @@
 them (pytorch/examples' GCN, Kipf's pygcn with its sparse adjacency, pyGAT, nanoGPT's model and
 train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial, bentrevett's packed
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
-functional learner, prototypical networks, the forward-forward example), written from memory in
+functional learner, prototypical networks, the forward-forward example, word_language_model's
+Transformer and tied GRU, the nn.Transformer translation tutorial), written from memory in
 their repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs
 in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
 the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
