@@ -3,7 +3,7 @@ them (pytorch/examples' GCN, Kipf's pygcn with its sparse adjacency, pyGAT, nano
 train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial, bentrevett's packed
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
 functional learner, prototypical networks, the forward-forward example, word_language_model's
-Transformer and tied GRU, the nn.Transformer translation tutorial), written from memory in
+Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker), written from memory in
 their repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs
 in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
 the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
@@ -2351,3 +2351,241 @@ def translation_transformer(m, state=None):
 
 def test_translation_transformer():
     compare(translation_transformer)
+
+
+class Atari:
+    """create_atari_env's interface (an observation of [1, 42, 42], here [1, 16, 16]; reset() -> state,
+    step(action) -> 4-tuple with the action as a [1, 1] array; action_space.n), over numpy draws."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(14)
+        self.observation_space = type("Box", (), {"shape": (1, 16, 16)})()
+        self.action_space = type("Discrete", (), {"n": 3})()
+
+    def seed(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self):
+        self.t = 0
+        return self.rng.random((1, 16, 16)).astype(np.float32)
+
+    def step(self, action):
+        self.t += 1
+        reward = float(int(action[0, 0]) - 1) * 2.0  # clipped to [-1, 1] by the script
+        return self.rng.random((1, 16, 16)).astype(np.float32), reward, self.t >= 3, {}
+
+
+# (o) ikostrikov/pytorch-a3c: weights_init by classname.find('Conv'), normalized_columns_initializer
+# written into weight.data by assignment, an LSTMCell whose biases .data.fill_(0), the shared model's
+# share_memory(), SharedAdam (optim.Adam subclassed with its state made in __init__ from
+# p.data.new().resize_as_(p.data).zero_() and share_memory_(), the deprecated add_(alpha, t) and
+# addcmul_/addcdiv_ overloads), train()'s rollout with prob.multinomial, entropy, GAE, the local model
+# loaded from the shared one's state_dict and ensure_shared_grads' shared_param._grad = param.grad.
+# One worker runs in-process (the repository's mp.Process), three updates; tnet draws the actions,
+# torch replays them
+def a3c(m, state=None, actions=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def normalized_columns_initializer(weights, std=1.0):
+        out = torch.randn(weights.size())
+        out *= std / torch.sqrt(out.pow(2).sum(1, keepdim=True))
+        return out
+
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find('Conv') != -1:
+            weight_shape = list(m.weight.data.size())
+            fan_in = np.prod(weight_shape[1:4])
+            fan_out = np.prod(weight_shape[2:4]) * weight_shape[0]
+            w_bound = np.sqrt(6. / (fan_in + fan_out))
+            m.weight.data.uniform_(-w_bound, w_bound)
+            m.bias.data.fill_(0)
+        elif classname.find('Linear') != -1:
+            weight_shape = list(m.weight.data.size())
+            fan_in = weight_shape[1]
+            fan_out = weight_shape[0]
+            w_bound = np.sqrt(6. / (fan_in + fan_out))
+            m.weight.data.uniform_(-w_bound, w_bound)
+            m.bias.data.fill_(0)
+
+    class ActorCritic(torch.nn.Module):
+        def __init__(self, num_inputs, action_space):
+            super(ActorCritic, self).__init__()
+            self.conv1 = nn.Conv2d(num_inputs, 4, 3, stride=2, padding=1)  # 32 channels, four convs
+            self.conv2 = nn.Conv2d(4, 4, 3, stride=2, padding=1)
+            self.lstm = nn.LSTMCell(4 * 4 * 4, 8)  # 32 * 3 * 3, 256
+            num_outputs = action_space.n
+            self.critic_linear = nn.Linear(8, 1)
+            self.actor_linear = nn.Linear(8, num_outputs)
+            self.apply(weights_init)
+            self.actor_linear.weight.data = normalized_columns_initializer(
+                self.actor_linear.weight.data, 0.01)
+            self.actor_linear.bias.data.fill_(0)
+            self.critic_linear.weight.data = normalized_columns_initializer(
+                self.critic_linear.weight.data, 1.0)
+            self.critic_linear.bias.data.fill_(0)
+            self.lstm.bias_ih.data.fill_(0)
+            self.lstm.bias_hh.data.fill_(0)
+            self.train()
+
+        def forward(self, inputs):
+            inputs, (hx, cx) = inputs
+            x = F.elu(self.conv1(inputs))
+            x = F.elu(self.conv2(x))
+            x = x.view(-1, 4 * 4 * 4)
+            hx, cx = self.lstm(x, (hx, cx))
+            x = hx
+            return self.critic_linear(x), self.actor_linear(x), (hx, cx)
+
+    class SharedAdam(optim.Adam):
+        """Implements Adam algorithm with shared states."""
+
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0):
+            super(SharedAdam, self).__init__(params, lr, betas, eps, weight_decay)
+            for group in self.param_groups:
+                for p in group['params']:
+                    state = self.state[p]
+                    state['step'] = torch.zeros(1)
+                    state['exp_avg'] = p.data.new().resize_as_(p.data).zero_()
+                    state['exp_avg_sq'] = p.data.new().resize_as_(p.data).zero_()
+
+        def share_memory(self):
+            for group in self.param_groups:
+                for p in group['params']:
+                    state = self.state[p]
+                    state['step'].share_memory_()
+                    state['exp_avg'].share_memory_()
+                    state['exp_avg_sq'].share_memory_()
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    state = self.state[p]
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    beta1, beta2 = group['betas']
+                    state['step'] += 1
+                    if group['weight_decay'] != 0:
+                        grad = grad.add(group['weight_decay'], p.data)
+                    # Decay the first and second moment running average coefficient
+                    exp_avg.mul_(beta1).add_(1 - beta1, grad)
+                    exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                    denom = exp_avg_sq.sqrt().add_(group['eps'])
+                    bias_correction1 = 1 - beta1 ** state['step'].item()
+                    bias_correction2 = 1 - beta2 ** state['step'].item()
+                    step_size = group['lr'] * math.sqrt(bias_correction2) / bias_correction1
+                    p.data.addcdiv_(-step_size, exp_avg, denom)
+            return loss
+
+    def ensure_shared_grads(model, shared_model):
+        for param, shared_param in zip(model.parameters(), shared_model.parameters()):
+            if shared_param.grad is not None:
+                return
+            shared_param._grad = param.grad
+
+    class Args:
+        lr, gamma, gae_lambda, entropy_coef, value_loss_coef = 0.0001, 0.99, 1.00, 0.01, 0.5
+        max_grad_norm, seed, num_steps, max_episode_length, updates = 50, 1, 2, 1000000, 3
+    args = Args()
+    replay = None if state is None else iter(actions)
+    record = []
+
+    def train(rank, args, shared_model, counter, lock, optimizer=None):
+        torch.manual_seed(args.seed + rank)
+        env = Atari()
+        env.seed(args.seed + rank)
+        model = ActorCritic(env.observation_space.shape[0], env.action_space)
+        if optimizer is None:
+            optimizer = optim.Adam(shared_model.parameters(), lr=args.lr)
+        model.train()
+        state = env.reset()
+        state = torch.from_numpy(state)
+        done = True
+        episode_length = 0
+        for update in range(args.updates):  # the repository's `while True`
+            # Sync with the shared model
+            model.load_state_dict(shared_model.state_dict())
+            if done:
+                cx = torch.zeros(1, 8)
+                hx = torch.zeros(1, 8)
+            else:
+                cx = cx.detach()
+                hx = hx.detach()
+            values = []
+            log_probs = []
+            rewards = []
+            entropies = []
+            for step in range(args.num_steps):
+                episode_length += 1
+                value, logit, (hx, cx) = model((state.unsqueeze(0), (hx, cx)))
+                prob = F.softmax(logit, dim=-1)
+                log_prob = F.log_softmax(logit, dim=-1)
+                entropy = -(log_prob * prob).sum(1, keepdim=True)
+                entropies.append(entropy)
+                if replay is None:
+                    action = prob.multinomial(num_samples=1).detach()
+                    actions.append(action.tolist())
+                else:  # torch's run: the action tnet's drew
+                    action = torch.tensor(next(replay))
+                log_prob = log_prob.gather(1, action)
+                state, reward, done, _ = env.step(action.numpy())
+                done = done or episode_length >= args.max_episode_length
+                reward = max(min(reward, 1), -1)
+                with lock:
+                    counter.value += 1
+                if done:
+                    episode_length = 0
+                    state = env.reset()
+                state = torch.from_numpy(state)
+                values.append(value)
+                log_probs.append(log_prob)
+                rewards.append(reward)
+                if done:
+                    break
+            R = torch.zeros(1, 1)
+            if not done:
+                value, _, _ = model((state.unsqueeze(0), (hx, cx)))
+                R = value.detach()
+            values.append(R)
+            policy_loss = 0
+            value_loss = 0
+            gae = torch.zeros(1, 1)
+            for i in reversed(range(len(rewards))):
+                R = args.gamma * R + rewards[i]
+                advantage = R - values[i]
+                value_loss = value_loss + 0.5 * advantage.pow(2)
+                # Generalized Advantage Estimation
+                delta_t = rewards[i] + args.gamma * values[i + 1] - values[i]
+                gae = gae * args.gamma * args.gae_lambda + delta_t
+                policy_loss = policy_loss - log_probs[i] * gae.detach() - args.entropy_coef * entropies[i]
+            optimizer.zero_grad()
+            (policy_loss + args.value_loss_coef * value_loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            ensure_shared_grads(model, shared_model)
+            optimizer.step()
+            record.append((policy_loss + args.value_loss_coef * value_loss).item())
+
+    import threading
+
+    class Counter:  # mp.Value('i', 0)
+        value = 0
+    torch.manual_seed(args.seed)
+    env = Atari()
+    shared_model = ActorCritic(env.observation_space.shape[0], env.action_space)
+    init = load(m, shared_model, state)
+    shared_model.share_memory()
+    optimizer = SharedAdam(shared_model.parameters(), lr=args.lr)
+    optimizer.share_memory()
+    counter, lock = Counter(), threading.Lock()  # mp.Lock()
+    train(0, args, shared_model, counter, lock, optimizer)
+    assert counter.value == 5  # 2 steps, 1 to the episode's end, 2
+    return init, record + summary(shared_model.parameters())
+
+
+def test_a3c():
+    compare(a3c, actions=[])

@@ -468,6 +468,8 @@ class Tensor:
             return f"tnet.Tensor({self.numpy()!r}{grad})"
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
+    _grad = property(lambda self: self.grad, lambda self, g: setattr(self, "grad", g),
+                     doc="torch's private name of .grad, which scripts set (A3C's shared_param._grad = param.grad)")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
                        doc="the node of the op that made this tensor (None for a leaf), as torch's")
 

@@ -468,6 +468,14 @@ class Module:
                 module._compute_dtype = None if dtype == torch.float32 else dtype
         return self
 
+    def share_memory(self):
+        """torch's Module.share_memory, which scripts call on a model that worker processes share
+        (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
+        it is (tnet has no torch.multiprocessing; its tensors live on its device). Returns self."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
+        return self
+
     def cuda(self, device=None):
         return self.to("cuda" if device is None else torch.device("cuda", device) if isinstance(device, int) else device)
 
