@@ -3,10 +3,10 @@ them (pytorch/examples' GCN, Kipf's pygcn with its sparse adjacency, pyGAT, nano
 train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial, bentrevett's packed
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
 functional learner, prototypical networks, the forward-forward example, word_language_model's
-Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker), written from memory in
-their repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs
-in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
-the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
+Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker), written
+from memory in their repositories' styles and ported by their imports alone, as
+test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict
+through numpy), and the losses, and the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
 random batch), the compared run switches the draw off, or numpy draws, or torch replays tnet's
 draws; shapes are tiny and runs 1-3 steps."""
 import math
