@@ -2589,3 +2589,229 @@ def a3c(m, state=None, actions=None):
 
 def test_a3c():
     compare(a3c, actions=[])
+
+
+# (p) nikhilbarhate99/PPO-PyTorch: a RolloutBuffer of lists, ActorCritic with a discrete actor
+# (Categorical) or a continuous one (MultivariateNormal(action_mean, torch.diag(action_var).unsqueeze(0)),
+# torch.diag_embed in evaluate, action_var from torch.full), act() under no_grad, policy_old kept by
+# load_state_dict, Monte Carlo returns normalised, torch.squeeze(torch.stack(buffer.states, dim=0)).detach(),
+# the clipped surrogate by torch.exp(logprobs - old_logprobs), torch.clamp and torch.min, MseLoss, the
+# entropy bonus, K epochs over the batch, Adam on two param groups with their own lr; decay_action_std.
+# tnet draws the actions, torch replays them
+def ppo(m, state=None, actions=None, continuous=False):
+    torch, nn = m.torch, m.nn
+    MultivariateNormal, Categorical = torch.distributions.MultivariateNormal, torch.distributions.Categorical
+    device = torch.device('cpu')
+    replay = None if state is None else iter(actions)
+
+    def draw(dist):
+        if replay is None:
+            action = dist.sample()
+            actions.append(action.tolist())
+            return action
+        return torch.tensor(next(replay))
+
+    class RolloutBuffer:
+        def __init__(self):
+            self.actions = []
+            self.states = []
+            self.logprobs = []
+            self.rewards = []
+            self.state_values = []
+            self.is_terminals = []
+
+        def clear(self):
+            del self.actions[:]
+            del self.states[:]
+            del self.logprobs[:]
+            del self.rewards[:]
+            del self.state_values[:]
+            del self.is_terminals[:]
+
+    class ActorCritic(nn.Module):
+        def __init__(self, state_dim, action_dim, has_continuous_action_space, action_std_init):
+            super(ActorCritic, self).__init__()
+            self.has_continuous_action_space = has_continuous_action_space
+            if has_continuous_action_space:
+                self.action_dim = action_dim
+                self.action_var = torch.full((action_dim,), action_std_init * action_std_init).to(device)
+            # actor
+            if has_continuous_action_space:
+                self.actor = nn.Sequential(
+                    nn.Linear(state_dim, 8),
+                    nn.Tanh(),
+                    nn.Linear(8, 8),
+                    nn.Tanh(),
+                    nn.Linear(8, action_dim),
+                    nn.Tanh()
+                )
+            else:
+                self.actor = nn.Sequential(
+                    nn.Linear(state_dim, 8),
+                    nn.Tanh(),
+                    nn.Linear(8, 8),
+                    nn.Tanh(),
+                    nn.Linear(8, action_dim),
+                    nn.Softmax(dim=-1)
+                )
+            # critic
+            self.critic = nn.Sequential(
+                nn.Linear(state_dim, 8),
+                nn.Tanh(),
+                nn.Linear(8, 8),
+                nn.Tanh(),
+                nn.Linear(8, 1)
+            )
+
+        def set_action_std(self, new_action_std):
+            if self.has_continuous_action_space:
+                self.action_var = torch.full((self.action_dim,), new_action_std * new_action_std).to(device)
+
+        def forward(self):
+            raise NotImplementedError
+
+        def act(self, state):
+            if self.has_continuous_action_space:
+                action_mean = self.actor(state)
+                cov_mat = torch.diag(self.action_var).unsqueeze(dim=0)
+                dist = MultivariateNormal(action_mean, cov_mat)
+            else:
+                action_probs = self.actor(state)
+                dist = Categorical(action_probs)
+            action = draw(dist)
+            action_logprob = dist.log_prob(action)
+            state_val = self.critic(state)
+            return action.detach(), action_logprob.detach(), state_val.detach()
+
+        def evaluate(self, state, action):
+            if self.has_continuous_action_space:
+                action_mean = self.actor(state)
+                action_var = self.action_var.expand_as(action_mean)
+                cov_mat = torch.diag_embed(action_var).to(device)
+                dist = MultivariateNormal(action_mean, cov_mat)
+                # For Single Action Environments.
+                if self.action_dim == 1:
+                    action = action.reshape(-1, self.action_dim)
+            else:
+                action_probs = self.actor(state)
+                dist = Categorical(action_probs)
+            action_logprobs = dist.log_prob(action)
+            dist_entropy = dist.entropy()
+            state_values = self.critic(state)
+            return action_logprobs, state_values, dist_entropy
+
+    class PPO:
+        def __init__(self, state_dim, action_dim, lr_actor, lr_critic, gamma, K_epochs, eps_clip,
+                     has_continuous_action_space, action_std_init=0.6):
+            self.has_continuous_action_space = has_continuous_action_space
+            if has_continuous_action_space:
+                self.action_std = action_std_init
+            self.gamma = gamma
+            self.eps_clip = eps_clip
+            self.K_epochs = K_epochs
+            self.buffer = RolloutBuffer()
+            self.policy = ActorCritic(state_dim, action_dim, has_continuous_action_space, action_std_init).to(device)
+            self.init = load(m, self.policy, state)
+            self.optimizer = torch.optim.Adam([
+                {'params': self.policy.actor.parameters(), 'lr': lr_actor},
+                {'params': self.policy.critic.parameters(), 'lr': lr_critic}
+            ])
+            self.policy_old = ActorCritic(state_dim, action_dim, has_continuous_action_space, action_std_init).to(device)
+            self.policy_old.load_state_dict(self.policy.state_dict())
+            self.MseLoss = nn.MSELoss()
+
+        def set_action_std(self, new_action_std):
+            self.action_std = new_action_std
+            self.policy.set_action_std(new_action_std)
+            self.policy_old.set_action_std(new_action_std)
+
+        def decay_action_std(self, action_std_decay_rate, min_action_std):
+            self.action_std = self.action_std - action_std_decay_rate
+            self.action_std = round(self.action_std, 4)
+            if (self.action_std <= min_action_std):
+                self.action_std = min_action_std
+            self.set_action_std(self.action_std)
+
+        def select_action(self, state):
+            with torch.no_grad():
+                state = torch.FloatTensor(state).to(device)
+                action, action_logprob, state_val = self.policy_old.act(state)
+            self.buffer.states.append(state)
+            self.buffer.actions.append(action)
+            self.buffer.logprobs.append(action_logprob)
+            self.buffer.state_values.append(state_val)
+            if self.has_continuous_action_space:
+                return action.detach().cpu().numpy().flatten()
+            return action.item()
+
+        def update(self):
+            # Monte Carlo estimate of returns
+            rewards = []
+            discounted_reward = 0
+            for reward, is_terminal in zip(reversed(self.buffer.rewards), reversed(self.buffer.is_terminals)):
+                if is_terminal:
+                    discounted_reward = 0
+                discounted_reward = reward + (self.gamma * discounted_reward)
+                rewards.insert(0, discounted_reward)
+            # Normalizing the rewards
+            rewards = torch.tensor(rewards, dtype=torch.float32).to(device)
+            rewards = (rewards - rewards.mean()) / (rewards.std() + 1e-7)
+            # convert list to tensor
+            old_states = torch.squeeze(torch.stack(self.buffer.states, dim=0)).detach().to(device)
+            old_actions = torch.squeeze(torch.stack(self.buffer.actions, dim=0)).detach().to(device)
+            old_logprobs = torch.squeeze(torch.stack(self.buffer.logprobs, dim=0)).detach().to(device)
+            old_state_values = torch.squeeze(torch.stack(self.buffer.state_values, dim=0)).detach().to(device)
+            # calculate advantages
+            advantages = rewards.detach() - old_state_values.detach()
+            losses = []
+            # Optimize policy for K epochs
+            for _ in range(self.K_epochs):
+                # Evaluating old actions and values
+                logprobs, state_values, dist_entropy = self.policy.evaluate(old_states, old_actions)
+                # match state_values tensor dimensions with rewards tensor
+                state_values = torch.squeeze(state_values)
+                # Finding the ratio (pi_theta / pi_theta__old)
+                ratios = torch.exp(logprobs - old_logprobs.detach())
+                # Finding Surrogate Loss
+                surr1 = ratios * advantages
+                surr2 = torch.clamp(ratios, 1-self.eps_clip, 1+self.eps_clip) * advantages
+                # final loss of clipped objective PPO
+                loss = -torch.min(surr1, surr2) + 0.5 * self.MseLoss(state_values, rewards) - 0.01 * dist_entropy
+                # take gradient step
+                self.optimizer.zero_grad()
+                loss.mean().backward()
+                self.optimizer.step()
+                losses.append(loss.mean().item())
+            # Copy new weights into old policy
+            self.policy_old.load_state_dict(self.policy.state_dict())
+            # clear buffer
+            self.buffer.clear()
+            return losses
+
+    env = CartPole()
+    torch.manual_seed(0)
+    state_dim, action_dim = 4, 2 if not continuous else 1
+    ppo_agent = PPO(state_dim, action_dim, 0.0003, 0.001, 0.99, 3, 0.2, continuous, 0.6)  # K_epochs 80
+    record = []
+    for episode in range(2):
+        state, _ = env.reset()
+        for t in range(1, 5):
+            action = ppo_agent.select_action(state)
+            step = int(action[0] > 0) if continuous else action
+            state, reward, done, _, _ = env.step(step)
+            ppo_agent.buffer.rewards.append(reward + 0.1 * t)
+            ppo_agent.buffer.is_terminals.append(done)
+            if done:
+                break
+        record += ppo_agent.update()
+        if continuous:
+            ppo_agent.decay_action_std(0.05, 0.1)
+    return ppo_agent.init, record + summary(ppo_agent.policy.parameters())
+
+
+def test_ppo_discrete():
+    compare(ppo, actions=[])
+
+
+def test_ppo_continuous():
+    compare(ppo, actions=[], continuous=True)
