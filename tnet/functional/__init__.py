@@ -316,7 +316,7 @@ for _name, _method in {
     setattr(Tensor, _name, _method)
 
 # nn functions of the eighth session
-from .composed import (embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
+from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
                        multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
 from .conv import conv_transpose1d
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,

@@ -2403,6 +2403,15 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
 
+class CTCLoss(_Loss):
+    """F.ctc_loss: forward(log_probs, targets, input_lengths, target_lengths)."""
+    fn, names = F.ctc_loss, ("blank", "reduction", "zero_infinity")
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+
 class GaussianNLLLoss(_Loss):
     """F.gaussian_nll_loss: forward(input, target, var)."""
     fn, names = F.gaussian_nll_loss, ("full", "eps", "reduction")
