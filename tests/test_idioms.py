@@ -630,3 +630,20 @@ def test_testing_assert_close_as_torchs():
         with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
             lib.assert_close(x, x, rtol=1e-3)
     tnet.testing.assert_allclose(a, [1.0, 2.0, float("nan")])
+
+
+def test_slice_bounds_may_be_integer_tensors():
+    """A one-element integer tensor as a slice bound (crnn.pytorch's t[index:index + l] with l = length[i])
+    reads its value, as torch's __index__; reading, writing and mixed with an advanced index; a float
+    tensor bound raises TypeError, as torch's."""
+    for lib in (tnet, torch):
+        x = lib.arange(10)
+        length = lib.tensor([3, 2], dtype=lib.int32)
+        parts = [x[i:i + length[k]].tolist() for k, i in enumerate((1, 5))]
+        y = x.clone()
+        y[0:length[0]] = 0
+        grid = lib.arange(12).view(3, 4)[[0, 2], :length[1]]
+        assert parts == [[1, 2, 3], [5, 6]] and y.tolist()[:4] == [0, 0, 0, 3], lib
+        assert grid.tolist() == [[0, 1], [8, 9]] and x[::length[0]].tolist() == [0, 3, 6, 9], lib
+        with pytest.raises(TypeError):
+            x[0:lib.tensor(2.0)]

@@ -3,7 +3,8 @@ them (pytorch/examples' GCN, Kipf's pygcn with its sparse adjacency, pyGAT, nano
 train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial, bentrevett's packed
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
 functional learner, prototypical networks, the forward-forward example, word_language_model's
-Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker), written
+Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker, PPO, a
+CRNN trained with CTC), written
 from memory in their repositories' styles and ported by their imports alone, as
 test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, and the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
@@ -2815,3 +2816,189 @@ def test_ppo_discrete():
 
 def test_ppo_continuous():
     compare(ppo, actions=[], continuous=True)
+
+
+# (q) meijieru/crnn.pytorch: the CRNN's conv stack built by a nested convRelu(i, batchNormalization)
+# that add_module's into an nn.Sequential, asymmetric MaxPool2d((2, 2), (2, 1), (0, 1)), the height
+# squeezed and the width made time by permute(2, 0, 1), BidirectionalLSTM's view(T * b, h) around a
+# Linear, weights_init by classname; train.py's strLabelConverter (encode to a concatenated IntTensor
+# and lengths, decode collapsing repeats and blanks), loadData's v.resize_(data.size()).copy_(data),
+# CTCLoss over preds.log_softmax(2) with preds_size from torch.IntTensor([T] * batch_size), and the
+# greedy decode by preds.max(2) and transpose(1, 0).contiguous().view(-1)
+def crnn(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    Variable = torch.autograd.Variable
+
+    class BidirectionalLSTM(nn.Module):
+
+        def __init__(self, nIn, nHidden, nOut):
+            super(BidirectionalLSTM, self).__init__()
+            self.rnn = nn.LSTM(nIn, nHidden, bidirectional=True)
+            self.embedding = nn.Linear(nHidden * 2, nOut)
+
+        def forward(self, input):
+            recurrent, _ = self.rnn(input)
+            T, b, h = recurrent.size()
+            t_rec = recurrent.view(T * b, h)
+            output = self.embedding(t_rec)  # [T * b, nOut]
+            output = output.view(T, b, -1)
+            return output
+
+    class CRNN(nn.Module):
+
+        def __init__(self, imgH, nc, nclass, nh, n_rnn=2, leakyRelu=False):
+            super(CRNN, self).__init__()
+            assert imgH % 16 == 0, 'imgH has to be a multiple of 16'
+            ks = [3, 3, 3, 3, 3, 3, 2]
+            ps = [1, 1, 1, 1, 1, 1, 0]
+            ss = [1, 1, 1, 1, 1, 1, 1]
+            nm = [4, 4, 8, 8, 8, 8, 8]  # [64, 128, 256, 256, 512, 512, 512]
+            cnn = nn.Sequential()
+
+            def convRelu(i, batchNormalization=False):
+                nIn = nc if i == 0 else nm[i - 1]
+                nOut = nm[i]
+                cnn.add_module('conv{0}'.format(i), nn.Conv2d(nIn, nOut, ks[i], ss[i], ps[i]))
+                if batchNormalization:
+                    cnn.add_module('batchnorm{0}'.format(i), nn.BatchNorm2d(nOut))
+                if leakyRelu:
+                    cnn.add_module('relu{0}'.format(i), nn.LeakyReLU(0.2, inplace=True))
+                else:
+                    cnn.add_module('relu{0}'.format(i), nn.ReLU(True))
+
+            convRelu(0)
+            cnn.add_module('pooling{0}'.format(0), nn.MaxPool2d(2, 2))  # 64x16x64
+            convRelu(1)
+            cnn.add_module('pooling{0}'.format(1), nn.MaxPool2d(2, 2))  # 128x8x32
+            convRelu(2, True)
+            convRelu(3)
+            cnn.add_module('pooling{0}'.format(2), nn.MaxPool2d((2, 2), (2, 1), (0, 1)))  # 256x4x16
+            convRelu(4, True)
+            convRelu(5)
+            cnn.add_module('pooling{0}'.format(3), nn.MaxPool2d((2, 2), (2, 1), (0, 1)))  # 512x2x16
+            convRelu(6, True)  # 512x1x16
+            self.cnn = cnn
+            self.rnn = nn.Sequential(
+                BidirectionalLSTM(nm[6], nh, nh),
+                BidirectionalLSTM(nh, nh, nclass))
+
+        def forward(self, input):
+            # conv features
+            conv = self.cnn(input)
+            b, c, h, w = conv.size()
+            assert h == 1, "the height of conv must be 1"
+            conv = conv.squeeze(2)
+            conv = conv.permute(2, 0, 1)  # [w, b, c]
+            # rnn features
+            output = self.rnn(conv)
+            return output
+
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find('Conv') != -1:
+            m.weight.data.normal_(0.0, 0.02)
+        elif classname.find('BatchNorm') != -1:
+            m.weight.data.normal_(1.0, 0.02)
+            m.bias.data.fill_(0)
+
+    class strLabelConverter(object):
+        """Convert between str and label. NOTE: Insert `blank` to the alphabet for CTC."""
+
+        def __init__(self, alphabet, ignore_case=False):
+            self._ignore_case = ignore_case
+            if self._ignore_case:
+                alphabet = alphabet.lower()
+            self.alphabet = alphabet + '-'  # for `-1` index
+            self.dict = {}
+            for i, char in enumerate(alphabet):
+                # NOTE: 0 is reserved for 'blank' required by wrap_ctc
+                self.dict[char] = i + 1
+
+        def encode(self, text):
+            length = []
+            result = []
+            for item in text:
+                length.append(len(item))
+                for char in item:
+                    index = self.dict[char]
+                    result.append(index)
+            text = result
+            return (torch.IntTensor(text), torch.IntTensor(length))
+
+        def decode(self, t, length, raw=False):
+            if length.numel() == 1:
+                length = length[0]
+                assert t.numel() == length, "text with length: {} does not match declared length: {}".format(t.numel(), length)
+                if raw:
+                    return ''.join([self.alphabet[i - 1] for i in t])
+                else:
+                    char_list = []
+                    for i in range(length):
+                        if t[i] != 0 and (not (i > 0 and t[i - 1] == t[i])):
+                            char_list.append(self.alphabet[t[i] - 1])
+                    return ''.join(char_list)
+            else:
+                # batch mode
+                assert t.numel() == length.sum(), "texts with length: {} does not match declared length: {}".format(t.numel(), length.sum())
+                texts = []
+                index = 0
+                for i in range(length.numel()):
+                    l = length[i]  # noqa: E741
+                    texts.append(
+                        self.decode(
+                            t[index:index + l], torch.IntTensor([l]), raw=raw))
+                    index += l
+                return texts
+
+    def loadData(v, data):
+        v.resize_(data.size()).copy_(data)
+
+    alphabet = '0123456789abcdefghijklmnopqrstuvwxyz'
+    nclass = len(alphabet) + 1
+    batchSize, imgH, imgW, nh = 2, 32, 16, 4  # the height the conv stack needs, 5 time steps
+    converter = strLabelConverter(alphabet)
+    criterion = nn.CTCLoss()
+    torch.manual_seed(1234)
+    crnn = CRNN(imgH, 1, nclass, nh)
+    crnn.apply(weights_init)
+    init = load(m, crnn, state)
+    image = torch.FloatTensor(batchSize, 3, imgH, imgH)
+    text = torch.IntTensor(batchSize * 5)  # resized by loadData
+    length = torch.IntTensor(batchSize)
+    image, text, length = Variable(image), Variable(text), Variable(length)
+    optimizer = optim.Adam(crnn.parameters(), lr=0.001, betas=(0.5, 0.999))
+    rng = np.random.default_rng(15)
+    record = []
+    for i in range(1):  # train.py's epochs of batches
+        cpu_images = torch.tensor(rng.standard_normal((batchSize, 1, imgH, imgW)).astype(np.float32))
+        cpu_texts = ['a1', 'zz'][:batchSize]
+        batch_size = cpu_images.size(0)
+        loadData(image, cpu_images)
+        t, l = converter.encode(cpu_texts)
+        loadData(text, t)
+        loadData(length, l)
+        preds = crnn(image).log_softmax(2)
+        preds_size = Variable(torch.IntTensor([preds.size(0)] * batch_size))
+        cost = criterion(preds, text, preds_size, length) / batch_size
+        crnn.zero_grad()
+        cost.backward()
+        optimizer.step()
+        record.append(cost.item())
+    crnn.eval()
+    with torch.no_grad():
+        preds = crnn(image)
+    _, preds = preds.max(2)
+    preds = preds.transpose(1, 0).contiguous().view(-1)
+    sim_preds = converter.decode(preds.data, preds_size.data, raw=False)
+    raw_preds = converter.decode(preds.data, preds_size.data, raw=True)
+    assert len(sim_preds) == batch_size and all(len(r) == preds_size[0].item() for r in raw_preds)
+    # a convolution's bias ahead of a BatchNorm gets a gradient of rounding noise, which Adam scales to
+    # whole steps: those are left out of the compared weights
+    kept = [p for name, p in crnn.named_parameters()
+            if not (name.endswith('.bias') and 'conv' in name and name.replace('conv', 'batchnorm').replace(
+                '.bias', '.weight') in dict(crnn.named_parameters()))]
+    return init, record + [float(v) for v in preds.tolist()] + summary(kept)
+
+
+def test_crnn():
+    compare(crnn)

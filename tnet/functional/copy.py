@@ -10,6 +10,7 @@ import builtins
 import functools
 import itertools
 import math
+import operator
 import numbers
 
 import numpy as np
@@ -278,8 +279,8 @@ def basic_index(index):
     """index as a tuple, checked to hold only what basic indexing takes."""
     def is_int(v):
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced
-    items = index if isinstance(index, tuple) else (index,)
-    for item in items:
+    items = list(index if isinstance(index, tuple) else (index,))
+    for i, item in enumerate(items):
         if item is None or item is Ellipsis or is_int(item):
             continue
         if not isinstance(item, slice):  # torch's kinds: TypeError for a string, IndexError for a float and the rest
@@ -288,10 +289,15 @@ def basic_index(index):
                 f"(got {type(item).__name__}); tnet.Tensor indexing also takes bools, integer or bool tnet.Tensors, "
                 f"lists, numpy arrays and ranges")
         if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
-            raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
+            try:  # a one-element integer tensor as a bound (t[index:index + l]): its value, a host read, as torch's
+                item = items[i] = slice(*(v if v is None or is_int(v) else operator.index(v)
+                                          for v in (item.start, item.stop, item.step)))
+            except TypeError:
+                raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints, integer tensors of one element "
+                                f"or None, got {item}") from None
         if item.step is not None and item.step <= 0:
             raise ValueError(f"tnet.Tensor indexing: step must be greater than zero, got {item}")
-    return items
+    return tuple(items)
 
 
 def shape_args(shape):
