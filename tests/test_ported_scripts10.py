@@ -372,7 +372,7 @@ def test_sparse_coo_tensor_is_torch_dense():
 # array, nullcontext or autocast, gradient accumulation, GradScaler, unscale_ and clip_grad_norm_, the
 # cosine lr with warmup set per param group, estimate_loss under @torch.no_grad, the checkpoint dict
 # saved and loaded with its '_orig_mod.' prefix removed)
-def nanogpt(m, state=None, flash=True, tmp=None, max_iters=2, n_layer=2):
+def nanogpt(m, state=None, flash=True, tmp=None, max_iters=1, n_layer=1):
     import inspect
     from contextlib import nullcontext
     from dataclasses import dataclass
@@ -735,7 +735,7 @@ def nanogpt(m, state=None, flash=True, tmp=None, max_iters=2, n_layer=2):
     x = (torch.tensor(start_ids, dtype=torch.long, device=device)[None, ...])
     with torch.no_grad():
         with ctx:
-            y = model.generate(x, 4, temperature=0.8, top_k=1)  # top_k=1: the greedy tokens, no draw
+            y = model.generate(x, 2, temperature=0.8, top_k=1)  # top_k=1: the greedy tokens, no draw
     return init, record + y[0].tolist() + [model.get_num_params()]
 
 
@@ -749,7 +749,7 @@ def test_nanogpt_manual_attention(tmp_path):
     for name in ("tnet", "torch"):
         (tmp_path / name).mkdir()
     compare(lambda m, state=None: nanogpt(m, state, flash=False, tmp=tmp_path / ("torch" if state else "tnet"),
-                                          max_iters=0, n_layer=1))
+                                          max_iters=0, n_layer=2))
 
 
 # (e) karpathy's makemore part 4 ("becoming a backprop ninja"): parameters drawn from a
