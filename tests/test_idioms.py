@@ -647,3 +647,22 @@ def test_slice_bounds_may_be_integer_tensors():
         assert grid.tolist() == [[0, 1], [8, 9]] and x[::length[0]].tolist() == [0, 3, 6, 9], lib
         with pytest.raises(TypeError):
             x[0:lib.tensor(2.0)]
+
+
+def test_numpy_argument_names_as_torch():
+    """axis= for dim= and keepdims= for keepdim=, which torch's argument parser takes (SpinningUp's
+    logp.sum(axis=-1), makemore's counts.sum(1, keepdims=True)); both names at once raise TypeError."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 5
+    for lib in (tnet, torch):
+        x = lib.tensor(a)
+        got = [x.sum(axis=-1), x.mean(axis=0, keepdims=True), x.max(axis=1).values, x.amax(axis=1, keepdims=True),
+               x.std(axis=1), lib.logsumexp(x, axis=1), x.softmax(axis=1), x.cumsum(axis=1), x.argmax(axis=1).float(),
+               lib.cat([x, x], axis=1), lib.stack([x, x], axis=0), x.unsqueeze(axis=0), x.sort(axis=0).values,
+               x.sum(1, keepdims=True), lib.norm(x, dim=1)]
+        if lib is tnet:
+            ours = [v.numpy() for v in got]
+        else:
+            for v, r in zip(ours, got):
+                np.testing.assert_allclose(v, r.numpy(), rtol=1e-6, atol=1e-6)
+        with pytest.raises(TypeError):
+            x.sum(dim=1, axis=1)

@@ -25,7 +25,7 @@ from ..kernels.launch import InputError, InputIndexError, check, check_type, is_
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
-from .inputs import check_tensors
+from .inputs import check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
@@ -435,6 +435,7 @@ def swapaxes(input, axis0, axis1):
 swapdims = swapaxes
 
 
+@numpy_names
 def squeeze(input, dim=None):
     """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
     check_tensors("squeeze", input=input)
@@ -442,6 +443,7 @@ def squeeze(input, dim=None):
     return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
 
 
+@numpy_names
 def unsqueeze(input, dim):
     """input with a dim of size 1 inserted at dim (a view)."""
     check_tensors("unsqueeze", input=input)
@@ -677,6 +679,7 @@ def _result_type(name, tensors):
     return other if category(other) > category(dtype) else dtype
 
 
+@numpy_names
 def cat(tensors, dim=0):
     """tensors joined along dim into a new tensor of their promoted dtype (torch's promotion). All
     have one number of dims and the same sizes off dim, except that 1-D empty tensors are
@@ -732,6 +735,7 @@ def concatenate(tensors, axis=0):
     return cat(tensors, axis)
 
 
+@numpy_names
 def stack(tensors, dim=0):
     """tensors of one shape joined along a new dim at `dim`."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
