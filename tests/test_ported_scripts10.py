@@ -3,8 +3,8 @@ them (pytorch/examples' GCN, Kipf's pygcn with its sparse adjacency, pyGAT, nano
 train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial, bentrevett's packed
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
 functional learner, prototypical networks, the forward-forward example, word_language_model's
-Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker, PPO, a
-CRNN trained with CTC), written
+Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker, PPO,
+SpinningUp's SAC, a CRNN trained with CTC), written
 from memory in their repositories' styles and ported by their imports alone, as
 test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, and the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from helpers import compare, load
+from helpers import compare, imports, load
 
 
 def summary(params):
@@ -3002,3 +3002,216 @@ def crnn(m, state=None):
 
 def test_crnn():
     compare(crnn)
+
+
+# (r) OpenAI SpinningUp's SAC (sac/core.py and sac.py): mlp() from a sizes list with activation classes,
+# SquashedGaussianMLPActor (clamped log_std, Normal(mu, std).rsample(), log_prob(...).sum(axis=-1) and
+# the tanh correction (2*(np.log(2) - a - F.softplus(-2*a))).sum(axis=1)), MLPQFunction's
+# torch.squeeze(q, -1), the target by deepcopy with requires_grad = False, q_params by
+# itertools.chain, the ReplayBuffer's numpy arrays batched by torch.as_tensor(v, dtype=torch.float32),
+# the Bellman backup under no_grad with torch.min of the two targets, the policy loss with the
+# Q-networks frozen, and the polyak update by p_targ.data.mul_(polyak); p_targ.data.add_((1 - polyak) * p.data).
+# The compared run takes the policy's mean (deterministic=True: rsample draws other numbers in tnet and
+# torch); tnet alone runs the drawn updates too
+def spinningup_sac(m, state=None, deterministic=True, updates=2):
+    import itertools
+    from copy import deepcopy
+    torch, nn, F = m.torch, m.nn, m.F
+    Normal = torch.distributions.normal.Normal  # from torch.distributions.normal import Normal
+    Adam = m.optim.Adam
+
+    def combined_shape(length, shape=None):
+        if shape is None:
+            return (length,)
+        return (length, shape) if np.isscalar(shape) else (length, *shape)
+
+    def mlp(sizes, activation, output_activation=nn.Identity):
+        layers = []
+        for j in range(len(sizes)-1):
+            act = activation if j < len(sizes)-2 else output_activation
+            layers += [nn.Linear(sizes[j], sizes[j+1]), act()]
+        return nn.Sequential(*layers)
+
+    LOG_STD_MAX = 2
+    LOG_STD_MIN = -20
+
+    class SquashedGaussianMLPActor(nn.Module):
+
+        def __init__(self, obs_dim, act_dim, hidden_sizes, activation, act_limit):
+            super().__init__()
+            self.net = mlp([obs_dim] + list(hidden_sizes), activation, activation)
+            self.mu_layer = nn.Linear(hidden_sizes[-1], act_dim)
+            self.log_std_layer = nn.Linear(hidden_sizes[-1], act_dim)
+            self.act_limit = act_limit
+
+        def forward(self, obs, deterministic=False, with_logprob=True):
+            net_out = self.net(obs)
+            mu = self.mu_layer(net_out)
+            log_std = self.log_std_layer(net_out)
+            log_std = torch.clamp(log_std, LOG_STD_MIN, LOG_STD_MAX)
+            std = torch.exp(log_std)
+
+            # Pre-squash distribution and sample
+            pi_distribution = Normal(mu, std)
+            if deterministic:
+                # Only used for evaluating policy at test time.
+                pi_action = mu
+            else:
+                pi_action = pi_distribution.rsample()
+
+            if with_logprob:
+                # Compute logprob from Gaussian, and then apply correction for Tanh squashing.
+                logp_pi = pi_distribution.log_prob(pi_action).sum(axis=-1)
+                logp_pi -= (2*(np.log(2) - pi_action - F.softplus(-2*pi_action))).sum(axis=1)
+            else:
+                logp_pi = None
+
+            pi_action = torch.tanh(pi_action)
+            pi_action = self.act_limit * pi_action
+
+            return pi_action, logp_pi
+
+    class MLPQFunction(nn.Module):
+
+        def __init__(self, obs_dim, act_dim, hidden_sizes, activation):
+            super().__init__()
+            self.q = mlp([obs_dim + act_dim] + list(hidden_sizes) + [1], activation)
+
+        def forward(self, obs, act):
+            q = self.q(torch.cat([obs, act], dim=-1))
+            return torch.squeeze(q, -1)  # Critical to ensure q has right shape.
+
+    class MLPActorCritic(nn.Module):
+
+        def __init__(self, obs_dim, act_dim, act_limit, hidden_sizes=(256, 256), activation=nn.ReLU):
+            super().__init__()
+            # build policy and value functions
+            self.pi = SquashedGaussianMLPActor(obs_dim, act_dim, hidden_sizes, activation, act_limit)
+            self.q1 = MLPQFunction(obs_dim, act_dim, hidden_sizes, activation)
+            self.q2 = MLPQFunction(obs_dim, act_dim, hidden_sizes, activation)
+
+        def act(self, obs, deterministic=False):
+            with torch.no_grad():
+                a, _ = self.pi(obs, deterministic, False)
+                return a.numpy()
+
+    class ReplayBuffer:
+        """A simple FIFO experience replay buffer for SAC agents."""
+
+        def __init__(self, obs_dim, act_dim, size):
+            self.obs_buf = np.zeros(combined_shape(size, obs_dim), dtype=np.float32)
+            self.obs2_buf = np.zeros(combined_shape(size, obs_dim), dtype=np.float32)
+            self.act_buf = np.zeros(combined_shape(size, act_dim), dtype=np.float32)
+            self.rew_buf = np.zeros(size, dtype=np.float32)
+            self.done_buf = np.zeros(size, dtype=np.float32)
+            self.ptr, self.size, self.max_size = 0, 0, size
+
+        def store(self, obs, act, rew, next_obs, done):
+            self.obs_buf[self.ptr] = obs
+            self.obs2_buf[self.ptr] = next_obs
+            self.act_buf[self.ptr] = act
+            self.rew_buf[self.ptr] = rew
+            self.done_buf[self.ptr] = done
+            self.ptr = (self.ptr+1) % self.max_size
+            self.size = min(self.size+1, self.max_size)
+
+        def sample_batch(self, idxs):  # the repository draws idxs by np.random.randint
+            batch = dict(obs=self.obs_buf[idxs],
+                         obs2=self.obs2_buf[idxs],
+                         act=self.act_buf[idxs],
+                         rew=self.rew_buf[idxs],
+                         done=self.done_buf[idxs])
+            return {k: torch.as_tensor(v, dtype=torch.float32) for k, v in batch.items()}
+
+    obs_dim, act_dim, act_limit = 3, 2, 1.0
+    gamma, polyak, lr, alpha, batch_size = 0.99, 0.995, 1e-3, 0.2, 4
+    torch.manual_seed(0)
+    ac = MLPActorCritic(obs_dim, act_dim, act_limit, hidden_sizes=(8, 8))
+    init = load(m, ac, state)
+    ac_targ = deepcopy(ac)
+    # Freeze target networks with respect to optimizers (only update via polyak averaging)
+    for p in ac_targ.parameters():
+        p.requires_grad = False
+    # List of parameters for both Q-networks (save this for convenience)
+    q_params = itertools.chain(ac.q1.parameters(), ac.q2.parameters())
+    replay_buffer = ReplayBuffer(obs_dim=obs_dim, act_dim=act_dim, size=16)
+    rng = np.random.default_rng(16)
+    for t in range(8):
+        o = rng.standard_normal(obs_dim).astype(np.float32)
+        a = ac.act(torch.as_tensor(o, dtype=torch.float32), deterministic=True)
+        replay_buffer.store(o, a, float(rng.standard_normal()), rng.standard_normal(obs_dim), float(t == 7))
+
+    def compute_loss_q(data):
+        o, a, r, o2, d = data['obs'], data['act'], data['rew'], data['obs2'], data['done']
+        q1 = ac.q1(o, a)
+        q2 = ac.q2(o, a)
+        # Bellman backup for Q functions
+        with torch.no_grad():
+            # Target actions come from *current* policy
+            a2, logp_a2 = ac.pi(o2, deterministic)
+            # Target Q-values
+            q1_pi_targ = ac_targ.q1(o2, a2)
+            q2_pi_targ = ac_targ.q2(o2, a2)
+            q_pi_targ = torch.min(q1_pi_targ, q2_pi_targ)
+            backup = r + gamma * (1 - d) * (q_pi_targ - alpha * logp_a2)
+        # MSE loss against Bellman backup
+        loss_q1 = ((q1 - backup)**2).mean()
+        loss_q2 = ((q2 - backup)**2).mean()
+        loss_q = loss_q1 + loss_q2
+        # Useful info for logging
+        q_info = dict(Q1Vals=q1.detach().numpy(), Q2Vals=q2.detach().numpy())
+        return loss_q, q_info
+
+    def compute_loss_pi(data):
+        o = data['obs']
+        pi, logp_pi = ac.pi(o, deterministic)
+        q1_pi = ac.q1(o, pi)
+        q2_pi = ac.q2(o, pi)
+        q_pi = torch.min(q1_pi, q2_pi)
+        # Entropy-regularized policy loss
+        loss_pi = (alpha * logp_pi - q_pi).mean()
+        # Useful info for logging
+        pi_info = dict(LogPi=logp_pi.detach().numpy())
+        return loss_pi, pi_info
+
+    pi_optimizer = Adam(ac.pi.parameters(), lr=lr)
+    q_optimizer = Adam(q_params, lr=lr)
+
+    def update(data):
+        # First run one gradient descent step for Q1 and Q2
+        q_optimizer.zero_grad()
+        loss_q, q_info = compute_loss_q(data)
+        loss_q.backward()
+        q_optimizer.step()
+        # Freeze Q-networks so you don't waste computational effort
+        # computing gradients for them during the policy learning step.
+        for p in itertools.chain(ac.q1.parameters(), ac.q2.parameters()):
+            p.requires_grad = False
+        # Next run one gradient descent step for pi.
+        pi_optimizer.zero_grad()
+        loss_pi, pi_info = compute_loss_pi(data)
+        loss_pi.backward()
+        pi_optimizer.step()
+        # Unfreeze Q-networks so you can optimize it at next DDPG step.
+        for p in itertools.chain(ac.q1.parameters(), ac.q2.parameters()):
+            p.requires_grad = True
+        # Finally, update target networks by polyak averaging.
+        with torch.no_grad():
+            for p, p_targ in zip(ac.parameters(), ac_targ.parameters()):
+                # NB: We use an in-place operations "mul_", "add_" to update target
+                # params, as opposed to "mul" and "add", which would make new tensors.
+                p_targ.data.mul_(polyak)
+                p_targ.data.add_((1 - polyak) * p.data)
+        return [loss_q.item(), loss_pi.item(), float(q_info['Q1Vals'].sum()), float(pi_info['LogPi'].sum())]
+
+    record = []
+    for j in range(updates):
+        batch = replay_buffer.sample_batch(rng.integers(0, replay_buffer.size, size=batch_size))
+        record += update(data=batch)
+    return init, record + summary(ac.parameters()) + summary(ac_targ.parameters())
+
+
+def test_spinningup_sac():
+    compare(spinningup_sac)
+    _, record = spinningup_sac(imports("tnet"), deterministic=False, updates=1)  # rsample's draws: tnet alone
+    assert all(math.isfinite(v) for v in record)
