@@ -374,6 +374,61 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     assert MultivariateNormal is D.MultivariateNormal
 
 
+
+def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
+    """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
+    cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients
+    through them; then their samples' moments (Poisson and StudentT drawn on the host), and rsample's
+    gradient where torch has one."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    x = rng.standard_normal((4, 2, 3))
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    u = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lib.tensor
+        gu, ca = d.Gumbel(a, b.exp(), validate_args=False), d.Cauchy(a, b.exp())  # torch checks its Uniform base
+        ln = d.LogNormal(a, b.exp())
+        po, po2 = d.Poisson(a.exp()), d.Poisson(b.exp())
+        st = d.StudentT(b.exp() + 2.5, a, b.exp())
+        return [gu.log_prob(t(x)), gu.cdf(t(x)), gu.icdf(t(u)), gu.entropy(), gu.mean, gu.variance,
+                ca.log_prob(t(x)), ca.cdf(t(x)), ca.icdf(t(u)), ca.entropy(), ln.log_prob(t(pos)), ln.cdf(t(pos)),
+                ln.icdf(t(u)), ln.entropy(), ln.mean, ln.mode, ln.variance, po.log_prob(t(counts)), po.mean,
+                d.kl_divergence(po, po2), st.log_prob(t(x)), st.entropy(), st.mean, st.variance]
+
+    outs, refs = laws(D, tnet, a, b), laws(TD, torch, ra, rb)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((a, ra), (b, rb)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    heavy = D.StudentT(tnet.tensor([0.5, 1.5]))
+    mean, variance = heavy.mean.numpy(), heavy.variance.numpy()
+    assert np.isnan(mean[0]) and np.isnan(variance[0]) and np.isinf(variance[1])
+    tnet.manual_seed(5)
+    loc = tnet.tensor([1.0, -2.0], requires_grad=True)
+    cases = [(D.Gumbel(loc, 0.5), [1.0 + 0.5 * 0.5772, -2.0 + 0.5 * 0.5772], [0.411, 0.411]),
+             (D.LogNormal(tnet.tensor([0.0, 0.5]), 0.25), [1.0317, 1.7009], [0.0687, 0.1883]),
+             (D.Poisson(tnet.tensor([0.5, 4.0])), [0.5, 4.0], [0.5, 4.0]),
+             (D.StudentT(tnet.tensor([5.0, 8.0]), 1.0, 2.0), [1.0, 1.0], [6.667, 5.333])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.1, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.15, atol=0.01), type(d).__name__
+    median = np.median(D.Cauchy(loc, 1.0).sample((6000,)).numpy(), 0)
+    assert np.allclose(median, [1.0, -2.0], atol=0.1)
+    assert D.Gumbel(loc, 1.0).rsample().requires_grad and D.Cauchy(loc, 1.0).rsample().requires_grad
+    assert D.LogNormal(loc, 1.0).rsample((3,)).shape == (3, 2) and not D.Poisson(1.0).has_rsample
+    from tnet.distributions.studentT import StudentT
+    assert StudentT is D.StudentT
+
 def test_new_distributions_samples():
     """Samples of the new distributions: torch's shapes, rsample's gradient where torch has one,
     and moments near the laws' (Gamma and Dirichlet drawn on the host)."""

@@ -1,7 +1,8 @@
 """torch.distributions, as far as MNIST/CIFAR scripts use it: Beta (mixup's weight), Normal (a VAE's posterior and
 prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likelihood), Categorical
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
-Laplace, Exponential, Gamma and Dirichlet (drawn on the host), MultivariateNormal,
+Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
+drawn on the host), MultivariateNormal,
 RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax), and kl_divergence between two of a kind.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
@@ -486,6 +487,110 @@ class Exponential(Distribution):
         return f"Exponential(rate: {self.rate})"
 
 
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+class Gumbel(Distribution):
+    """Gumbel(loc, scale): numbers or tensors that broadcast to batch_shape (torch's is a transformed
+    Uniform; the same formulas)."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc + self.scale * _EULER_GAMMA)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: self.scale.pow(2) * (math.pi ** 2 / 6))
+    stddev = property(lambda self: self.scale * (math.pi / math.sqrt(6)))
+
+    def rsample(self, sample_shape=Size()):
+        finfo = torch.finfo(self.loc.dtype)
+        u = rand(self._extended_shape(sample_shape), dtype=self.loc.dtype).clamp(min=finfo.tiny, max=1 - finfo.eps)
+        return self.loc - self.scale * (-u.log()).log()
+
+    def log_prob(self, value):
+        z = (value - self.loc) / self.scale
+        return -(self.scale.log() + z + (-z).exp())
+
+    def cdf(self, value):
+        return (-(-(value - self.loc) / self.scale).exp()).exp()
+
+    def icdf(self, value):
+        return self.loc - self.scale * (-value.log()).log()
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER_GAMMA)
+
+    def __repr__(self):
+        return f"Gumbel(loc: {self.loc}, scale: {self.scale})"
+
+
+class Cauchy(Distribution):
+    """Cauchy(loc, scale): numbers or tensors that broadcast to batch_shape; mean NaN, variance inf, as torch's."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: full(tuple(self.loc.shape), math.nan, dtype=self.loc.dtype))
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: full(tuple(self.loc.shape), math.inf, dtype=self.loc.dtype))
+
+    def rsample(self, sample_shape=Size()):
+        eps = empty(self._extended_shape(sample_shape), dtype=self.loc.dtype).cauchy_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        return -math.log(math.pi) - self.scale.log() - ((value - self.loc) / self.scale).pow(2).log1p()
+
+    def cdf(self, value):
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+    def __repr__(self):
+        return f"Cauchy(loc: {self.loc}, scale: {self.scale})"
+
+
+class LogNormal(Distribution):
+    """LogNormal(loc, scale): exp of Normal(loc, scale), whose parameters loc and scale are (as torch's
+    transformed Normal)."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.base_dist = Normal(loc, scale)
+        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: (self.loc + self.scale.pow(2) / 2).exp())
+    mode = property(lambda self: (self.loc - self.scale.pow(2)).exp())
+    variance = property(lambda self: self.scale.pow(2).expm1() * (2 * self.loc + self.scale.pow(2)).exp())
+
+    def rsample(self, sample_shape=Size()):
+        return self.base_dist.rsample(sample_shape).exp()
+
+    def log_prob(self, value):
+        return self.base_dist.log_prob(value.log()) - value.log()
+
+    def cdf(self, value):
+        return self.base_dist.cdf(value.log())
+
+    def icdf(self, value):
+        return self.base_dist.icdf(value).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+    def __repr__(self):
+        return f"LogNormal(loc: {self.loc}, scale: {self.scale})"
+
 def _host_draw(draw, like):
     """A numpy draw as a float tensor of like's dtype (the host stream tnet.manual_seed reseeds)."""
     return tensor(np.asarray(draw, np.float32)).to(like.dtype)
@@ -522,6 +627,74 @@ class Gamma(Distribution):
     def __repr__(self):
         return f"Gamma(concentration: {self.concentration}, rate: {self.rate})"
 
+
+
+class Poisson(Distribution):
+    """Poisson(rate): a number or a tensor (batch_shape its shape). log_prob is differentiable in rate;
+    samples are drawn on the host by numpy (a host read of rate), as Gamma's."""
+
+    def __init__(self, rate, validate_args=None):
+        self.rate, = _broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.rate)
+    mode = property(lambda self: self.rate.floor())
+    variance = property(lambda self: self.rate)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().poisson(self.rate.numpy().astype(np.float64), size=shape)
+        return _host_draw(draw, self.rate)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.rate)
+        return F.xlogy(value, self.rate) - self.rate - (value + 1).lgamma()
+
+    def __repr__(self):
+        return f"Poisson(rate: {self.rate})"
+
+
+class StudentT(Distribution):
+    """StudentT(df, loc=0, scale=1): numbers or tensors that broadcast to batch_shape. log_prob,
+    entropy, mean and variance are differentiable (mean NaN for df <= 1; variance inf for 1 < df <= 2,
+    NaN for df <= 1, as torch's); samples are drawn on the host by numpy (no rsample: torch's is
+    reparameterized through its chi-squared)."""
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self.df, self.loc, self.scale = _broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return F.where(self.df > 1, self.loc, math.nan)
+
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        finite = self.scale.pow(2) * self.df / (self.df - 2)
+        return F.where(self.df > 2, finite, F.where(self.df > 1, math.inf, math.nan))
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().standard_t(self.df.numpy().astype(np.float64), size=shape)
+        with no_grad():
+            return self.loc + self.scale * _host_draw(draw, self.scale)
+
+    def log_prob(self, value):
+        y = (value - self.loc) / self.scale
+        Z = (self.scale.log() + 0.5 * self.df.log() + 0.5 * math.log(math.pi) + (0.5 * self.df).lgamma() -
+             (0.5 * (self.df + 1.0)).lgamma())
+        return -0.5 * (self.df + 1.0) * (y.pow(2) / self.df).log1p() - Z
+
+    def entropy(self):
+        half_df = 0.5 * self.df
+        lbeta = half_df.lgamma() + math.lgamma(0.5) - (half_df + 0.5).lgamma()
+        return (self.scale.log() + (half_df + 0.5) * ((half_df + 0.5).digamma() - half_df.digamma()) +
+                0.5 * self.df.log() + lbeta)
+
+    def __repr__(self):
+        return f"StudentT(df: {self.df}, loc: {self.loc}, scale: {self.scale})"
 
 class Dirichlet(Distribution):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
@@ -715,7 +888,7 @@ class RelaxedOneHotCategorical(Distribution):
 
 
 def kl_divergence(p, q):
-    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Gammas,
+    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Poissons, Gammas,
     Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
     if type(p) is Normal and type(q) is Normal:
         var_ratio = (p.scale / q.scale).pow(2)
@@ -732,6 +905,8 @@ def kl_divergence(p, q):
     if type(p) is Exponential and type(q) is Exponential:
         rate_ratio = q.rate / p.rate
         return -rate_ratio.log() + rate_ratio - 1
+    if type(p) is Poisson and type(q) is Poisson:
+        return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
     if type(p) is Gamma and type(q) is Gamma:
         return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
                 (p.concentration - q.concentration) * p.concentration.digamma() +
@@ -757,9 +932,10 @@ def kl_divergence(p, q):
     raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
 
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-           "Laplace", "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical", "Uniform", "kl_divergence"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
+           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Uniform",
+           "kl_divergence"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -770,7 +946,9 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
                       ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
-                      ("relaxed_categorical", ["RelaxedOneHotCategorical"])):
+                      ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
+                      ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
+                      ("studentT", ["StudentT"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
