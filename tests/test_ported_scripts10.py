@@ -4,7 +4,7 @@ train.py, makemore's hand-written backprop, the torchtext EmbeddingBag tutorial,
 bidirectional LSTM, a PixelCNN's masked convolution, the REINFORCE and actor-critic examples, MAML's
 functional learner, prototypical networks, the forward-forward example, word_language_model's
 Transformer and tied GRU, the nn.Transformer translation tutorial, ikostrikov's A3C worker, PPO,
-SpinningUp's SAC, a CRNN trained with CTC), written
+SpinningUp's SAC, a CRNN trained with CTC, d2l.ai's regressions from scratch), written
 from memory in their repositories' styles and ported by their imports alone, as
 test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, and the weights summed into a few numbers, agree. Where a script draws (dropout, a sampled action, a
@@ -3215,3 +3215,178 @@ def test_spinningup_sac():
     compare(spinningup_sac)
     _, record = spinningup_sac(imports("tnet"), deterministic=False, updates=1)  # rsample's draws: tnet alone
     assert all(math.isfinite(v) for v in record)
+
+
+# (s) d2l.ai's chapters 3-4 from scratch: synthetic_data by torch.normal(0, 1, (n, len(w))) and y += noise,
+# data_iter's random.shuffle of a list of indices batched by torch.tensor(indices[i: min(i + batch_size, n)]),
+# parameters from torch.normal(0, 0.01, size=..., requires_grad=True), sgd's param -= lr * param.grad /
+# batch_size and param.grad.zero_() under no_grad, softmax and cross_entropy written by hand
+# (y_hat[range(len(y_hat)), y]), accuracy by y_hat.argmax(axis=1) and cmp.type(y.dtype), the Accumulator,
+# train_epoch_ch3 switching on isinstance(updater, torch.optim.Optimizer), and the concise MLP's
+# init_weights by type(m) == nn.Linear with CrossEntropyLoss(reduction='none'). tnet draws the data
+# and the parameters; torch starts from tnet's
+def d2l_from_scratch(m, state=None):
+    import random
+    torch, nn = m.torch, m.nn
+    drawn = {}
+
+    def draw(name, make):
+        """A torch.normal the script makes: tnet's numbers, which torch's run reads back."""
+        value = make() if state is None else torch.tensor(state[name]).requires_grad_(make().requires_grad)
+        drawn[name] = value.detach().numpy().copy()
+        return value
+
+    # 3.2 linear regression from scratch
+    def synthetic_data(w, b, num_examples):
+        """Generate y = Xw + b + noise."""
+        X = draw("X", lambda: torch.normal(0, 1, (num_examples, len(w))))
+        y = torch.matmul(X, w) + b
+        y += draw("noise", lambda: torch.normal(0, 0.01, y.shape))
+        return X, y.reshape((-1, 1))
+
+    true_w = torch.tensor([2, -3.4])
+    true_b = 4.2
+    features, labels = synthetic_data(true_w, true_b, 40)
+    random.seed(0)
+
+    def data_iter(batch_size, features, labels):
+        num_examples = len(features)
+        indices = list(range(num_examples))
+        # The examples are read at random, in no particular order
+        random.shuffle(indices)
+        for i in range(0, num_examples, batch_size):
+            batch_indices = torch.tensor(indices[i: min(i + batch_size, num_examples)])
+            yield features[batch_indices], labels[batch_indices]
+
+    w = draw("w", lambda: torch.normal(0, 0.01, size=(2, 1), requires_grad=True))
+    b = torch.zeros(1, requires_grad=True)
+
+    def linreg(X, w, b):
+        """The linear regression model."""
+        return torch.matmul(X, w) + b
+
+    def squared_loss(y_hat, y):
+        """Squared loss."""
+        return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
+
+    def sgd(params, lr, batch_size):
+        """Minibatch stochastic gradient descent."""
+        with torch.no_grad():
+            for param in params:
+                param -= lr * param.grad / batch_size
+                param.grad.zero_()
+
+    record = []
+    lr, num_epochs, batch_size = 0.03, 2, 10
+    net, loss = linreg, squared_loss
+    for epoch in range(num_epochs):
+        for X, y in data_iter(batch_size, features, labels):
+            l = loss(net(X, w, b), y)  # noqa: E741  Minibatch loss in `X` and `y`
+            # Compute gradient on `l` with respect to [`w`, `b`]
+            l.sum().backward()
+            sgd([w, b], lr, batch_size)  # Update parameters using their gradient
+        with torch.no_grad():
+            train_l = loss(net(features, w, b), labels)
+            record.append(float(train_l.mean()))
+    record += (true_w - w.reshape(true_w.shape)).tolist() + [true_b - b.item()]
+
+    # 3.6 softmax regression from scratch, on Fashion-MNIST-shaped batches (8x8 here)
+    class Accumulator:
+        """For accumulating sums over `n` variables."""
+        def __init__(self, n):
+            self.data = [0.0] * n
+
+        def add(self, *args):
+            self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def reset(self):
+            self.data = [0.0] * len(self.data)
+
+        def __getitem__(self, idx):
+            return self.data[idx]
+
+    def accuracy(y_hat, y):
+        """Compute the number of correct predictions."""
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = y_hat.argmax(axis=1)
+        cmp = y_hat.type(y.dtype) == y
+        return float(cmp.type(y.dtype).sum())
+
+    def evaluate_accuracy(net, data_iter):
+        """Compute the accuracy for a model on a dataset."""
+        if isinstance(net, torch.nn.Module):
+            net.eval()  # Set the model to evaluation mode
+        metric = Accumulator(2)  # No. of correct predictions, no. of predictions
+        with torch.no_grad():
+            for X, y in data_iter:
+                metric.add(accuracy(net(X), y), y.numel())
+        return metric[0] / metric[1]
+
+    def train_epoch_ch3(net, train_iter, loss, updater):
+        """The training loop defined in Chapter 3."""
+        # Set the model to training mode
+        if isinstance(net, torch.nn.Module):
+            net.train()
+        # Sum of training loss, sum of training accuracy, no. of examples
+        metric = Accumulator(3)
+        for X, y in train_iter:
+            # Compute gradients and update parameters
+            y_hat = net(X)
+            l = loss(y_hat, y)  # noqa: E741
+            if isinstance(updater, torch.optim.Optimizer):
+                # Using PyTorch in-built optimizer & loss criterion
+                updater.zero_grad()
+                l.mean().backward()
+                updater.step()
+            else:
+                # Using custom built optimizer & loss criterion
+                l.sum().backward()
+                updater(X.shape[0])
+            metric.add(float(l.sum()), accuracy(y_hat, y), y.numel())
+        # Return training loss and training accuracy
+        return metric[0] / metric[2], metric[1] / metric[2]
+
+    rng = np.random.default_rng(17)
+    images = rng.random((12, 1, 8, 8)).astype(np.float32)
+    classes = rng.integers(0, 10, 12)
+    dataset = m.data.TensorDataset(torch.tensor(images), torch.tensor(classes))
+    train_iter = m.data.DataLoader(dataset, batch_size=6, shuffle=False)
+    num_inputs, num_outputs = 64, 10
+    W = draw("W", lambda: torch.normal(0, 0.01, size=(num_inputs, num_outputs), requires_grad=True))
+    b = torch.zeros(num_outputs, requires_grad=True)
+
+    def softmax(X):
+        X_exp = torch.exp(X)
+        partition = X_exp.sum(1, keepdim=True)
+        return X_exp / partition  # The broadcasting mechanism is applied here
+
+    def net(X):
+        return softmax(torch.matmul(X.reshape((-1, W.shape[0])), W) + b)
+
+    def cross_entropy(y_hat, y):
+        return - torch.log(y_hat[range(len(y_hat)), y])
+
+    def updater(batch_size):
+        return sgd([W, b], 0.1, batch_size)
+    record += list(train_epoch_ch3(net, train_iter, cross_entropy, updater))
+    record.append(evaluate_accuracy(net, train_iter))
+
+    # 4.3 concise MLP
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10))
+
+    def init_weights(m_):
+        if type(m_) == nn.Linear:
+            nn.init.normal_(m_.weight, std=0.01)
+    torch.manual_seed(0)
+    net.apply(init_weights)
+    mlp_state = load(m, net, None if state is None else {k[4:]: v for k, v in state.items() if k.startswith("mlp.")})
+    loss = nn.CrossEntropyLoss(reduction='none')
+    trainer = torch.optim.SGD(net.parameters(), lr=0.1)
+    record += list(train_epoch_ch3(net, train_iter, loss, trainer))
+    record.append(evaluate_accuracy(net, train_iter))
+    init = dict(drawn, **{"mlp." + k: v for k, v in mlp_state.items()})
+    return init, record + summary([w, b, W]) + summary(net.parameters())
+
+
+def test_d2l_from_scratch():
+    compare(d2l_from_scratch)
