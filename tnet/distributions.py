@@ -2,8 +2,9 @@
 prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likelihood), Categorical
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
-drawn on the host), MultivariateNormal,
-RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax), and kl_divergence between two of a kind.
+drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
+TransformedDistribution with the element-wise and affine transforms (a SAC's squashed Normal), the common
+constraints, and kl_divergence between two of a kind.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -887,6 +888,217 @@ class RelaxedOneHotCategorical(Distribution):
         return f"RelaxedOneHotCategorical(temperature: {self.temperature}, probs: {self.probs})"
 
 
+
+# ---- constraints, transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
+
+class Constraint:
+    """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
+    the set; is_discrete and event_dim as torch's."""
+    is_discrete, event_dim = False, 0
+
+    def __init__(self, check=None, name=None):
+        self._check, self._name = check, name
+
+    def check(self, value):
+        return self._check(value)
+
+    def __repr__(self):
+        return self._name or type(self).__name__
+
+
+def _interval(lower, upper, low_open=False, high_open=False):
+    low = (lambda v: v > lower) if low_open else (lambda v: v >= lower)
+    high = (lambda v: v < upper) if high_open else (lambda v: v <= upper)
+    return Constraint(lambda v: F.logical_and(low(v), high(v)), f"Interval(lower_bound={lower}, upper_bound={upper})")
+
+
+constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
+constraints.__dict__.update(
+    Constraint=Constraint,
+    real=Constraint(lambda v: v == v, "Real()"),  # not NaN
+    positive=Constraint(lambda v: v > 0, "GreaterThan(lower_bound=0.0)"),
+    nonnegative=Constraint(lambda v: v >= 0, "GreaterThanEq(lower_bound=0.0)"),
+    unit_interval=_interval(0.0, 1.0),
+    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()"),
+    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)"),
+    interval=_interval,
+    half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
+    greater_than=lambda lower: Constraint(lambda v: v > lower, f"GreaterThan(lower_bound={lower})"),
+    greater_than_eq=lambda lower: Constraint(lambda v: v >= lower, f"GreaterThanEq(lower_bound={lower})"),
+    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"))
+constraints.real_vector = constraints.real
+constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()")
+
+
+class Transform:
+    """torch.distributions.transforms.Transform: y = t(x) by _call, x = t.inv(y) by _inverse, and
+    log_abs_det_jacobian(x, y); cache_size=1 keeps the last pair, so that inv(t(x)) is x itself (a
+    TanhTransform's atanh of a sample that rounded to +-1 stays finite), as torch's. Element-wise
+    (event_dim 0) unless a subclass says."""
+    bijective, sign, event_dim = False, 1, 0
+    domain = codomain = constraints.real
+
+    def __init__(self, cache_size=0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size, self._cached = cache_size, None
+        self._inv = None
+
+    @property
+    def inv(self):
+        if self._inv is None:
+            self._inv = _InverseTransform(self)
+        return self._inv
+
+    def __call__(self, x):
+        if self._cache_size and self._cached is not None and self._cached[0] is x:
+            return self._cached[1]
+        y = self._call(x)
+        if self._cache_size:
+            self._cached = (x, y)
+        return y
+
+    def _inv_call(self, y):
+        if self._cache_size and self._cached is not None and self._cached[1] is y:
+            return self._cached[0]
+        x = self._inverse(y)
+        if self._cache_size:
+            self._cached = (x, y)
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return type(self).__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """t.inv: t's inverse, sharing its cache."""
+
+    def __init__(self, transform):
+        super().__init__(transform._cache_size)
+        self._inv, self.event_dim, self.sign = transform, transform.event_dim, transform.sign
+        self.bijective, self.domain, self.codomain = transform.bijective, transform.codomain, transform.domain
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+
+class ExpTransform(Transform):
+    bijective, codomain = True, constraints.positive
+    _call, _inverse = staticmethod(lambda x: x.exp()), staticmethod(lambda y: y.log())
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class SigmoidTransform(Transform):
+    bijective, codomain = True, constraints.unit_interval
+
+    def _call(self, x):
+        return x.sigmoid()
+
+    def _inverse(self, y):
+        finfo = torch.finfo(y.dtype)
+        y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        return -nnF.softplus(-x) - nnF.softplus(x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x); log|dy/dx| = 2 (log 2 - x - softplus(-2x)), torch's stable form."""
+    bijective, codomain = True, constraints.interval(-1.0, 1.0)
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return 0.5 * (y.log1p() - (-y).log1p())  # atanh
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (math.log(2.0) - x - nnF.softplus(-2.0 * x))
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x (numbers or tensors); event_dim dims summed in the Jacobian, as torch's."""
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim=0, cache_size=0):
+        super().__init__(cache_size)
+        self.loc, self.scale, self.event_dim = loc, scale, event_dim
+
+    sign = property(lambda self: self.scale.sign() if isinstance(self.scale, Tensor) else math.copysign(1, self.scale))
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        scale = self.scale if isinstance(self.scale, Tensor) else tensor(float(self.scale), dtype=x.dtype)
+        result = scale.abs().log().expand(x.shape) if scale.ndim or x.ndim else scale.abs().log()
+        return result.sum(tuple(range(-self.event_dim, 0))) if self.event_dim else result
+
+
+class TransformedDistribution(Distribution):
+    """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
+    shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
+    order, log_prob back through their inverses, subtracting each log|det J|."""
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        self.base_dist = base_distribution
+        self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
+        self.has_rsample = base_distribution.has_rsample
+        super().__init__(base_distribution.batch_shape, base_distribution.event_shape, validate_args)
+
+    def sample(self, sample_shape=Size()):
+        with no_grad():
+            x = self.base_dist.sample(sample_shape)
+            for transform in self.transforms:
+                x = transform(x)
+            return x
+
+    def rsample(self, sample_shape=Size()):
+        x = self.base_dist.rsample(sample_shape)
+        for transform in self.transforms:
+            x = transform(x)
+        return x
+
+    def log_prob(self, value):
+        event_dim = len(self.event_shape)
+        log_prob, y = 0.0, value
+        for transform in reversed(self.transforms):
+            x = transform.inv(y)
+            term = transform.log_abs_det_jacobian(x, y)
+            extra = event_dim - transform.event_dim
+            log_prob = log_prob - (term.sum(tuple(range(-extra, 0))) if extra > 0 else term)
+            y = x
+        base = self.base_dist.log_prob(y)
+        extra = event_dim - len(self.base_dist.event_shape)
+        return log_prob + (base.sum(tuple(range(-extra, 0))) if extra > 0 else base)
+
+    def __repr__(self):
+        return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
+
 def kl_divergence(p, q):
     """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Poissons, Gammas,
     Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
@@ -934,8 +1146,8 @@ def kl_divergence(p, q):
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
            "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Uniform",
-           "kl_divergence"]
+           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -948,9 +1160,12 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
                       ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
-                      ("studentT", ["StudentT"])):
+                      ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
+                      ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
+                                      "AffineTransform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
     sys.modules[_module.__name__] = _module
     globals()[_name] = _module
+sys.modules[constraints.__name__] = constraints
