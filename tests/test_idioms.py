@@ -666,3 +666,17 @@ def test_numpy_argument_names_as_torch():
                 np.testing.assert_allclose(v, r.numpy(), rtol=1e-6, atol=1e-6)
         with pytest.raises(TypeError):
             x.sum(dim=1, axis=1)
+
+
+def test_size_keyword_of_factories_and_new_methods():
+    """torch.empty(size=(n, m)) (pyGAT's parameters) and x.new_zeros(size=...) take the keyword, as torch's;
+    sizes given both ways raise TypeError."""
+    for lib in (tnet, torch):
+        x = lib.ones(2)
+        shapes = [lib.empty(size=(2, 3)).shape, lib.zeros(size=[4]).shape, lib.ones(size=(1, 2)).shape,
+                  lib.randn(size=(2, 2)).shape, lib.rand(size=(3,)).shape, x.new_zeros(size=(2, 2)).shape,
+                  x.new_full(size=(2,), fill_value=1.5).shape, x.new_empty(size=[1, 2]).shape]
+        assert [tuple(s) for s in shapes] == [(2, 3), (4,), (1, 2), (2, 2), (3,), (2, 2), (2,), (1, 2)], lib
+        with pytest.raises(TypeError):
+            lib.zeros(2, size=(3,))
+

@@ -139,6 +139,8 @@ for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin"
 def _new(make):
     """Tensor.new_zeros & co: make(size, dtype=, requires_grad=) in self's dtype unless dtype says."""
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        if not size and "size" in kwargs:  # x.new_zeros(size=(2, 3))
+            size = (kwargs.pop("size"),)
         return make(shape_args(size), dtype=dtype or self.dtype, device=device, requires_grad=requires_grad, **kwargs)
     return method
 
