@@ -630,3 +630,53 @@ def test_testing_assert_close_as_torchs():
         with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
             lib.assert_close(x, x, rtol=1e-3)
     tnet.testing.assert_allclose(a, [1.0, 2.0, float("nan")])
+
+
+def test_slice_bounds_may_be_integer_tensors():
+    """A one-element integer tensor as a slice bound (crnn.pytorch's t[index:index + l] with l = length[i])
+    reads its value, as torch's __index__; reading, writing and mixed with an advanced index; a float
+    tensor bound raises TypeError, as torch's."""
+    for lib in (tnet, torch):
+        x = lib.arange(10)
+        length = lib.tensor([3, 2], dtype=lib.int32)
+        parts = [x[i:i + length[k]].tolist() for k, i in enumerate((1, 5))]
+        y = x.clone()
+        y[0:length[0]] = 0
+        grid = lib.arange(12).view(3, 4)[[0, 2], :length[1]]
+        assert parts == [[1, 2, 3], [5, 6]] and y.tolist()[:4] == [0, 0, 0, 3], lib
+        assert grid.tolist() == [[0, 1], [8, 9]] and x[::length[0]].tolist() == [0, 3, 6, 9], lib
+        with pytest.raises(TypeError):
+            x[0:lib.tensor(2.0)]
+
+
+def test_numpy_argument_names_as_torch():
+    """axis= for dim= and keepdims= for keepdim=, which torch's argument parser takes (SpinningUp's
+    logp.sum(axis=-1), makemore's counts.sum(1, keepdims=True)); both names at once raise TypeError."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 5
+    for lib in (tnet, torch):
+        x = lib.tensor(a)
+        got = [x.sum(axis=-1), x.mean(axis=0, keepdims=True), x.max(axis=1).values, x.amax(axis=1, keepdims=True),
+               x.std(axis=1), lib.logsumexp(x, axis=1), x.softmax(axis=1), x.cumsum(axis=1), x.argmax(axis=1).float(),
+               lib.cat([x, x], axis=1), lib.stack([x, x], axis=0), x.unsqueeze(axis=0), x.sort(axis=0).values,
+               x.sum(1, keepdims=True), lib.norm(x, dim=1)]
+        if lib is tnet:
+            ours = [v.numpy() for v in got]
+        else:
+            for v, r in zip(ours, got):
+                np.testing.assert_allclose(v, r.numpy(), rtol=1e-6, atol=1e-6)
+        with pytest.raises(TypeError):
+            x.sum(dim=1, axis=1)
+
+
+def test_size_keyword_of_factories_and_new_methods():
+    """torch.empty(size=(n, m)) (pyGAT's parameters) and x.new_zeros(size=...) take the keyword, as torch's;
+    sizes given both ways raise TypeError."""
+    for lib in (tnet, torch):
+        x = lib.ones(2)
+        shapes = [lib.empty(size=(2, 3)).shape, lib.zeros(size=[4]).shape, lib.ones(size=(1, 2)).shape,
+                  lib.randn(size=(2, 2)).shape, lib.rand(size=(3,)).shape, x.new_zeros(size=(2, 2)).shape,
+                  x.new_full(size=(2,), fill_value=1.5).shape, x.new_empty(size=[1, 2]).shape]
+        assert [tuple(s) for s in shapes] == [(2, 3), (4,), (1, 2), (2, 2), (3,), (2, 2), (2,), (1, 2)], lib
+        with pytest.raises(TypeError):
+            lib.zeros(2, size=(3,))
+

@@ -387,3 +387,34 @@ def test_top_level_forms_take_torchs_arguments(rng, ieee):
     check(lambda a: tnet.rrelu(a), lambda a: torch.rrelu(a), [(p, pr)], rng)
     z = tnet.tensor(-np.ones(3))
     assert tnet.rrelu_(z) is z and tnet.selu_(tnet.ones(2)).shape == (2,)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_as_torch(rng, reduction):
+    """F.ctc_loss and nn.CTCLoss against torch's after log_softmax, values and the logits' gradients:
+    padded and concatenated targets, repeated labels (no skip between them), a target longer than its
+    input can align (inf, or 0 and no gradient with zero_infinity), an empty target, an unbatched input."""
+    T, N, C = 7, 3, 5
+    x = rng.standard_normal((T, N, C)).astype(np.float32)
+    cases = [(np.array([[1, 2, 2], [3, 0, 0], [4, 1, 0]]), [3, 1, 2], [7, 5, 6]),
+             (np.array([1, 2, 2, 3, 4, 1]), [3, 1, 2], [7, 7, 4]),
+             (np.array([[1, 1, 1], [2, 2, 2], [3, 4, 3]]), [3, 3, 0], [7, 3, 6])]
+    for targets, target_lengths, input_lengths in cases:
+        for zero_infinity in (False, True):
+            xt, xr = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            out = F.ctc_loss(F.log_softmax(xt, 2), tnet.tensor(targets), input_lengths, target_lengths,
+                             reduction=reduction, zero_infinity=zero_infinity)
+            ref = torch.nn.functional.ctc_loss(torch.log_softmax(xr, 2), torch.tensor(targets), input_lengths,
+                                               target_lengths, reduction=reduction, zero_infinity=zero_infinity)
+            np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+            if not np.isfinite(ref.detach().numpy()).all():
+                continue
+            seed = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+            out.backward(tnet.tensor(seed))
+            ref.backward(torch.tensor(seed))
+            assert_close(xt.grad, xr.grad, 1e-5, f"ctc_loss gradient {reduction} zero_infinity={zero_infinity}")
+    x1 = rng.standard_normal((6, 4)).astype(np.float32)
+    out = nn.CTCLoss(blank=3, reduction=reduction)(F.log_softmax(tnet.tensor(x1), 1), tnet.tensor([0, 1]), [6], [2])
+    ref = torch.nn.CTCLoss(blank=3, reduction=reduction)(torch.log_softmax(torch.tensor(x1), 1), torch.tensor([0, 1]),
+                                                         [6], [2])
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5)

@@ -1,6 +1,8 @@
 """The factories and random numbers (tnet/factory.py, kernels/random.py): zeros, ones, full, rand,
 randn and manual_seed; dropout (functional/random.py, nn.Dropout): its mask, scale and gradient
 in every layout and dtype, and fresh masks in a replayed CUDA graph."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -373,6 +375,153 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     from tnet.distributions.multivariate_normal import MultivariateNormal
     assert MultivariateNormal is D.MultivariateNormal
 
+
+
+def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
+    """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
+    cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients
+    through them; then their samples' moments (Poisson and StudentT drawn on the host), and rsample's
+    gradient where torch has one."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    x = rng.standard_normal((4, 2, 3))
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    u = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lib.tensor
+        gu, ca = d.Gumbel(a, b.exp(), validate_args=False), d.Cauchy(a, b.exp())  # torch checks its Uniform base
+        ln = d.LogNormal(a, b.exp())
+        po, po2 = d.Poisson(a.exp()), d.Poisson(b.exp())
+        st = d.StudentT(b.exp() + 2.5, a, b.exp())
+        return [gu.log_prob(t(x)), gu.cdf(t(x)), gu.icdf(t(u)), gu.entropy(), gu.mean, gu.variance,
+                ca.log_prob(t(x)), ca.cdf(t(x)), ca.icdf(t(u)), ca.entropy(), ln.log_prob(t(pos)), ln.cdf(t(pos)),
+                ln.icdf(t(u)), ln.entropy(), ln.mean, ln.mode, ln.variance, po.log_prob(t(counts)), po.mean,
+                d.kl_divergence(po, po2), st.log_prob(t(x)), st.entropy(), st.mean, st.variance]
+
+    outs, refs = laws(D, tnet, a, b), laws(TD, torch, ra, rb)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((a, ra), (b, rb)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    heavy = D.StudentT(tnet.tensor([0.5, 1.5]))
+    mean, variance = heavy.mean.numpy(), heavy.variance.numpy()
+    assert np.isnan(mean[0]) and np.isnan(variance[0]) and np.isinf(variance[1])
+    tnet.manual_seed(5)
+    loc = tnet.tensor([1.0, -2.0], requires_grad=True)
+    cases = [(D.Gumbel(loc, 0.5), [1.0 + 0.5 * 0.5772, -2.0 + 0.5 * 0.5772], [0.411, 0.411]),
+             (D.LogNormal(tnet.tensor([0.0, 0.5]), 0.25), [1.0317, 1.7009], [0.0687, 0.1883]),
+             (D.Poisson(tnet.tensor([0.5, 4.0])), [0.5, 4.0], [0.5, 4.0]),
+             (D.StudentT(tnet.tensor([5.0, 8.0]), 1.0, 2.0), [1.0, 1.0], [6.667, 5.333])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.1, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.15, atol=0.01), type(d).__name__
+    median = np.median(D.Cauchy(loc, 1.0).sample((6000,)).numpy(), 0)
+    assert np.allclose(median, [1.0, -2.0], atol=0.1)
+    assert D.Gumbel(loc, 1.0).rsample().requires_grad and D.Cauchy(loc, 1.0).rsample().requires_grad
+    assert D.LogNormal(loc, 1.0).rsample((3,)).shape == (3, 2) and not D.Poisson(1.0).has_rsample
+    from tnet.distributions.studentT import StudentT
+    assert StudentT is D.StudentT
+
+
+def test_transformed_distribution_as_torch(rng, ieee):
+    """TransformedDistribution with torch's transforms (Tanh, Sigmoid, Exp, Affine) against torch's in
+    float64: log_prob and its gradients; denisyarats/pytorch_sac's SquashedNormal (a subclass over a
+    TanhTransform subclass of Transform, with constraints.interval) with the cache making inv(t(x)) x
+    itself; rsample's gradient; the transforms' inv."""
+    import torch.distributions as TD
+    D = tnet.distributions
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    y = rng.uniform(-0.9, 0.9, (4, 2, 3))
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    u = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t, T = lib.tensor, d.transforms
+        squash = d.TransformedDistribution(d.Normal(a, b.exp()), [T.TanhTransform(cache_size=1)])
+        lognormal = d.TransformedDistribution(d.Normal(a, b.exp()), [T.AffineTransform(0.5, 2.0), T.ExpTransform()])
+        logit = d.TransformedDistribution(d.Normal(a, b.exp()), T.SigmoidTransform())
+        affine = d.TransformedDistribution(d.Normal(a, 1.0), T.AffineTransform(b, b.exp() + 0.5))
+        independent = d.Independent(d.TransformedDistribution(d.Normal(a, b.exp()), [T.TanhTransform()]), 1)
+        return [squash.log_prob(t(y)), lognormal.log_prob(t(pos)), logit.log_prob(t(u)), affine.log_prob(t(y)),
+                independent.log_prob(t(y))]
+
+    outs, refs = laws(D, tnet, a, b), laws(TD, torch, ra, rb)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in ((a, ra), (b, rb)):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+
+    def squashed_normal(lib):
+        pyd, F_ = lib.distributions, lib.nn.functional
+
+        class TanhTransform(pyd.transforms.Transform):
+            domain = pyd.constraints.real
+            codomain = pyd.constraints.interval(-1.0, 1.0)
+            bijective = True
+            sign = +1
+
+            def __init__(self, cache_size=1):
+                super().__init__(cache_size=cache_size)
+
+            @staticmethod
+            def atanh(x):
+                return 0.5 * (x.log1p() - (-x).log1p())
+
+            def __eq__(self, other):
+                return isinstance(other, TanhTransform)
+
+            def _call(self, x):
+                return x.tanh()
+
+            def _inverse(self, y):
+                return self.atanh(y)
+
+            def log_abs_det_jacobian(self, x, y):
+                return 2. * (math.log(2.) - x - F_.softplus(-2. * x))
+
+        class SquashedNormal(pyd.transformed_distribution.TransformedDistribution):
+            def __init__(self, loc, scale):
+                self.loc = loc
+                self.scale = scale
+                self.base_dist = pyd.Normal(loc, scale)
+                transforms = [TanhTransform()]
+                super().__init__(self.base_dist, transforms)
+
+            @property
+            def mean(self):
+                mu = self.loc
+                for tr in self.transforms:
+                    mu = tr(mu)
+                return mu
+        return SquashedNormal
+
+    loc = tnet.tensor([[0.2, 20.0]], requires_grad=True)  # tanh(20) rounds to 1: only the cache keeps it finite
+    dist = squashed_normal(tnet)(loc, tnet.tensor([[0.5, 0.5]]))
+    action = dist.rsample()
+    log_prob = dist.log_prob(action).sum(-1, keepdim=True)
+    assert np.isfinite(log_prob.numpy()).all() and action.requires_grad
+    log_prob.backward()
+    assert np.isfinite(loc.grad.numpy()).all()
+    ref = squashed_normal(torch)(torch.tensor([[0.2, -0.3]]), torch.tensor([[0.5, 0.5]]))
+    mine = squashed_normal(tnet)(tnet.tensor([[0.2, -0.3]]), tnet.tensor([[0.5, 0.5]]))
+    assert_close(mine.mean, ref.mean, 1e-6, "SquashedNormal.mean")
+    assert_close(mine.log_prob(tnet.tensor([[0.1, 0.7]])), ref.log_prob(torch.tensor([[0.1, 0.7]])), 1e-5, "log_prob")
+    tanh = D.transforms.TanhTransform()
+    assert_close(tanh.inv(tnet.tensor([0.5])), torch.atanh(torch.tensor([0.5])), 1e-6, "inv")
+    assert D.constraints.interval(0.0, 1.0).check(tnet.tensor([0.5, 2.0])).tolist() == [True, False]
 
 def test_new_distributions_samples():
     """Samples of the new distributions: torch's shapes, rsample's gradient where torch has one,

@@ -137,6 +137,20 @@ def test_lstm_two_layers_bidirectional_batch_first(rng, ieee):
     compare(ours, theirs, [x, (h0, c0)], rng)
 
 
+def test_lstm_with_projections(rng, ieee):
+    """proj_size > 0: weight_hr_l{k} in torch's place and shape, h and the next layer's input proj_size
+    wide; two bidirectional layers with given states, and a packed batch."""
+    P = 2
+    ours, theirs = twins(nn.LSTM(I, H, 2, bidirectional=True, proj_size=P),
+                         torch.nn.LSTM(I, H, 2, bidirectional=True, proj_size=P))
+    assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == \
+        [(n, tuple(p.shape)) for n, p in theirs.named_parameters()]
+    assert repr(ours) == repr(theirs).replace("torch.nn.", "") and len(ours.all_weights[0]) == 5
+    x, h0, c0 = pair(rng, 3, B, I), pair(rng, 4, B, P), pair(rng, 4, B, H)
+    compare(ours, theirs, [x, (h0, c0)], rng)
+    ours, theirs = twins(nn.LSTM(I, H, proj_size=P), torch.nn.LSTM(I, H, proj_size=P))
+    compare(ours, theirs, [pair(rng, 3, 3, I)], rng, packed_call([3, 1, 2], enforce_sorted=False))
+
 def test_gru_two_layers_and_rnn_relu_bidirectional_unbatched(rng, ieee):
     ours, theirs = twins(nn.GRU(I, H, 2), torch.nn.GRU(I, H, 2))
     compare(ours, theirs, [pair(rng, 3, B, I), pair(rng, 2, B, H)], rng)  # T=3: the slow interpreter
@@ -176,8 +190,8 @@ def test_init_shapes_and_errors():
         m(tnet.zeros(T, B, 5))
     with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
         m(tnet.zeros(T))
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        nn.LSTM(I, H, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        nn.LSTM(I, H, proj_size=H)
     with pytest.raises(ValueError, match="Unknown nonlinearity"):
         nn.RNN(I, H, nonlinearity="gelu")
     with pytest.raises(ValueError, match="Expected input to be 1D or 2D"):

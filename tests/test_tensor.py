@@ -93,6 +93,25 @@ def test_detach_in_place_cuts_history(rng):
     assert a.grad is None and np.allclose(b.grad.numpy(), h.numpy())
 
 
+
+def test_a_node_that_saves_nothing_outlives_a_freeing_backward():
+    """A backward without retain_graph frees what each op saved; as torch's, an add, sub or neg
+    (they save no tensor) stays usable: MAML's fast weight `w - lr * g` takes a second backward (the
+    query loss's) after autograd.grad freed the support loss's graph, and a second backward through
+    an op that saved its operands (mul) still raises."""
+    results = []
+    for lib in (tnet, torch):
+        w = lib.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        support = (w * w).sum()
+        (g,) = lib.autograd.grad(support, w)  # frees mul's and sum's saved tensors
+        fast = -(w - 0.3 * g) + 1.0
+        (fast * fast).sum().backward()
+        (fast * 3.0).sum().backward()  # through sub, neg and add a second time
+        results.append(w.grad.numpy())
+        with pytest.raises(RuntimeError, match="second time"):
+            support.backward()
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
 def test_autograd_grad_and_backward_as_torch(rng):
     """autograd.grad with respect to leaves and an intermediate tensor, seeded or not, .grad left
     alone; backward(inputs=) and retain_graph; autograd.backward of two roots; unused inputs."""

@@ -10,8 +10,10 @@ from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
+from . import sparse  # noqa: E402
 from .autograd import Variable
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
+import sys as _sys
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 
@@ -367,3 +369,13 @@ __all__ += ["addbmm", "addmv", "addmv_", "addr", "as_strided", "bitwise_left_shi
             "detach_", "fill", "is_conj", "is_neg", "typename", "are_deterministic_algorithms_enabled",
             "is_deterministic_algorithms_warn_only_enabled", "is_inference_mode_enabled", "set_flush_denormal",
             "set_default_tensor_type"]
+
+# torch.sparse's names with dense storage (tnet/sparse.py: pygcn's adjacency); torch.sparse.torch is
+# torch, which a capsule network's `torch.sparse.torch.eye(n)` reads
+from .sparse import coo_tensor as sparse_coo_tensor, mm as spmm  # noqa: E402
+sparse.torch = _sys.modules[__name__]
+Tensor.to_sparse = lambda self, sparse_dim=None: self  # dense storage: the tensor itself (as torch's to_dense)
+Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (None, self.dtype) else self.to(dtype)
+Tensor.coalesce = lambda self: self
+Tensor.is_sparse = property(lambda self: False)
+__all__ += ["sparse_coo_tensor", "spmm"]

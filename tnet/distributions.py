@@ -1,8 +1,10 @@
 """torch.distributions, as far as MNIST/CIFAR scripts use it: Beta (mixup's weight), Normal (a VAE's posterior and
 prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likelihood), Categorical
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
-Laplace, Exponential, Gamma and Dirichlet (drawn on the host), MultivariateNormal,
-RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax), and kl_divergence between two of a kind.
+Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
+drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
+TransformedDistribution with the element-wise and affine transforms (a SAC's squashed Normal), the common
+constraints, and kl_divergence between two of a kind.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -486,6 +488,110 @@ class Exponential(Distribution):
         return f"Exponential(rate: {self.rate})"
 
 
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+class Gumbel(Distribution):
+    """Gumbel(loc, scale): numbers or tensors that broadcast to batch_shape (torch's is a transformed
+    Uniform; the same formulas)."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc + self.scale * _EULER_GAMMA)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: self.scale.pow(2) * (math.pi ** 2 / 6))
+    stddev = property(lambda self: self.scale * (math.pi / math.sqrt(6)))
+
+    def rsample(self, sample_shape=Size()):
+        finfo = torch.finfo(self.loc.dtype)
+        u = rand(self._extended_shape(sample_shape), dtype=self.loc.dtype).clamp(min=finfo.tiny, max=1 - finfo.eps)
+        return self.loc - self.scale * (-u.log()).log()
+
+    def log_prob(self, value):
+        z = (value - self.loc) / self.scale
+        return -(self.scale.log() + z + (-z).exp())
+
+    def cdf(self, value):
+        return (-(-(value - self.loc) / self.scale).exp()).exp()
+
+    def icdf(self, value):
+        return self.loc - self.scale * (-value.log()).log()
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER_GAMMA)
+
+    def __repr__(self):
+        return f"Gumbel(loc: {self.loc}, scale: {self.scale})"
+
+
+class Cauchy(Distribution):
+    """Cauchy(loc, scale): numbers or tensors that broadcast to batch_shape; mean NaN, variance inf, as torch's."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = _broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: full(tuple(self.loc.shape), math.nan, dtype=self.loc.dtype))
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: full(tuple(self.loc.shape), math.inf, dtype=self.loc.dtype))
+
+    def rsample(self, sample_shape=Size()):
+        eps = empty(self._extended_shape(sample_shape), dtype=self.loc.dtype).cauchy_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        return -math.log(math.pi) - self.scale.log() - ((value - self.loc) / self.scale).pow(2).log1p()
+
+    def cdf(self, value):
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+    def __repr__(self):
+        return f"Cauchy(loc: {self.loc}, scale: {self.scale})"
+
+
+class LogNormal(Distribution):
+    """LogNormal(loc, scale): exp of Normal(loc, scale), whose parameters loc and scale are (as torch's
+    transformed Normal)."""
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.base_dist = Normal(loc, scale)
+        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: (self.loc + self.scale.pow(2) / 2).exp())
+    mode = property(lambda self: (self.loc - self.scale.pow(2)).exp())
+    variance = property(lambda self: self.scale.pow(2).expm1() * (2 * self.loc + self.scale.pow(2)).exp())
+
+    def rsample(self, sample_shape=Size()):
+        return self.base_dist.rsample(sample_shape).exp()
+
+    def log_prob(self, value):
+        return self.base_dist.log_prob(value.log()) - value.log()
+
+    def cdf(self, value):
+        return self.base_dist.cdf(value.log())
+
+    def icdf(self, value):
+        return self.base_dist.icdf(value).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+    def __repr__(self):
+        return f"LogNormal(loc: {self.loc}, scale: {self.scale})"
+
 def _host_draw(draw, like):
     """A numpy draw as a float tensor of like's dtype (the host stream tnet.manual_seed reseeds)."""
     return tensor(np.asarray(draw, np.float32)).to(like.dtype)
@@ -522,6 +628,74 @@ class Gamma(Distribution):
     def __repr__(self):
         return f"Gamma(concentration: {self.concentration}, rate: {self.rate})"
 
+
+
+class Poisson(Distribution):
+    """Poisson(rate): a number or a tensor (batch_shape its shape). log_prob is differentiable in rate;
+    samples are drawn on the host by numpy (a host read of rate), as Gamma's."""
+
+    def __init__(self, rate, validate_args=None):
+        self.rate, = _broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.rate)
+    mode = property(lambda self: self.rate.floor())
+    variance = property(lambda self: self.rate)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().poisson(self.rate.numpy().astype(np.float64), size=shape)
+        return _host_draw(draw, self.rate)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.rate)
+        return F.xlogy(value, self.rate) - self.rate - (value + 1).lgamma()
+
+    def __repr__(self):
+        return f"Poisson(rate: {self.rate})"
+
+
+class StudentT(Distribution):
+    """StudentT(df, loc=0, scale=1): numbers or tensors that broadcast to batch_shape. log_prob,
+    entropy, mean and variance are differentiable (mean NaN for df <= 1; variance inf for 1 < df <= 2,
+    NaN for df <= 1, as torch's); samples are drawn on the host by numpy (no rsample: torch's is
+    reparameterized through its chi-squared)."""
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self.df, self.loc, self.scale = _broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return F.where(self.df > 1, self.loc, math.nan)
+
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        finite = self.scale.pow(2) * self.df / (self.df - 2)
+        return F.where(self.df > 2, finite, F.where(self.df > 1, math.inf, math.nan))
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        draw = init_generator().standard_t(self.df.numpy().astype(np.float64), size=shape)
+        with no_grad():
+            return self.loc + self.scale * _host_draw(draw, self.scale)
+
+    def log_prob(self, value):
+        y = (value - self.loc) / self.scale
+        Z = (self.scale.log() + 0.5 * self.df.log() + 0.5 * math.log(math.pi) + (0.5 * self.df).lgamma() -
+             (0.5 * (self.df + 1.0)).lgamma())
+        return -0.5 * (self.df + 1.0) * (y.pow(2) / self.df).log1p() - Z
+
+    def entropy(self):
+        half_df = 0.5 * self.df
+        lbeta = half_df.lgamma() + math.lgamma(0.5) - (half_df + 0.5).lgamma()
+        return (self.scale.log() + (half_df + 0.5) * ((half_df + 0.5).digamma() - half_df.digamma()) +
+                0.5 * self.df.log() + lbeta)
+
+    def __repr__(self):
+        return f"StudentT(df: {self.df}, loc: {self.loc}, scale: {self.scale})"
 
 class Dirichlet(Distribution):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
@@ -714,8 +888,219 @@ class RelaxedOneHotCategorical(Distribution):
         return f"RelaxedOneHotCategorical(temperature: {self.temperature}, probs: {self.probs})"
 
 
+
+# ---- constraints, transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
+
+class Constraint:
+    """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
+    the set; is_discrete and event_dim as torch's."""
+    is_discrete, event_dim = False, 0
+
+    def __init__(self, check=None, name=None):
+        self._check, self._name = check, name
+
+    def check(self, value):
+        return self._check(value)
+
+    def __repr__(self):
+        return self._name or type(self).__name__
+
+
+def _interval(lower, upper, low_open=False, high_open=False):
+    low = (lambda v: v > lower) if low_open else (lambda v: v >= lower)
+    high = (lambda v: v < upper) if high_open else (lambda v: v <= upper)
+    return Constraint(lambda v: F.logical_and(low(v), high(v)), f"Interval(lower_bound={lower}, upper_bound={upper})")
+
+
+constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
+constraints.__dict__.update(
+    Constraint=Constraint,
+    real=Constraint(lambda v: v == v, "Real()"),  # not NaN
+    positive=Constraint(lambda v: v > 0, "GreaterThan(lower_bound=0.0)"),
+    nonnegative=Constraint(lambda v: v >= 0, "GreaterThanEq(lower_bound=0.0)"),
+    unit_interval=_interval(0.0, 1.0),
+    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()"),
+    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)"),
+    interval=_interval,
+    half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
+    greater_than=lambda lower: Constraint(lambda v: v > lower, f"GreaterThan(lower_bound={lower})"),
+    greater_than_eq=lambda lower: Constraint(lambda v: v >= lower, f"GreaterThanEq(lower_bound={lower})"),
+    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"))
+constraints.real_vector = constraints.real
+constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()")
+
+
+class Transform:
+    """torch.distributions.transforms.Transform: y = t(x) by _call, x = t.inv(y) by _inverse, and
+    log_abs_det_jacobian(x, y); cache_size=1 keeps the last pair, so that inv(t(x)) is x itself (a
+    TanhTransform's atanh of a sample that rounded to +-1 stays finite), as torch's. Element-wise
+    (event_dim 0) unless a subclass says."""
+    bijective, sign, event_dim = False, 1, 0
+    domain = codomain = constraints.real
+
+    def __init__(self, cache_size=0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size, self._cached = cache_size, None
+        self._inv = None
+
+    @property
+    def inv(self):
+        if self._inv is None:
+            self._inv = _InverseTransform(self)
+        return self._inv
+
+    def __call__(self, x):
+        if self._cache_size and self._cached is not None and self._cached[0] is x:
+            return self._cached[1]
+        y = self._call(x)
+        if self._cache_size:
+            self._cached = (x, y)
+        return y
+
+    def _inv_call(self, y):
+        if self._cache_size and self._cached is not None and self._cached[1] is y:
+            return self._cached[0]
+        x = self._inverse(y)
+        if self._cache_size:
+            self._cached = (x, y)
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return type(self).__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """t.inv: t's inverse, sharing its cache."""
+
+    def __init__(self, transform):
+        super().__init__(transform._cache_size)
+        self._inv, self.event_dim, self.sign = transform, transform.event_dim, transform.sign
+        self.bijective, self.domain, self.codomain = transform.bijective, transform.codomain, transform.domain
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+
+class ExpTransform(Transform):
+    bijective, codomain = True, constraints.positive
+    _call, _inverse = staticmethod(lambda x: x.exp()), staticmethod(lambda y: y.log())
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class SigmoidTransform(Transform):
+    bijective, codomain = True, constraints.unit_interval
+
+    def _call(self, x):
+        return x.sigmoid()
+
+    def _inverse(self, y):
+        finfo = torch.finfo(y.dtype)
+        y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        return -nnF.softplus(-x) - nnF.softplus(x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x); log|dy/dx| = 2 (log 2 - x - softplus(-2x)), torch's stable form."""
+    bijective, codomain = True, constraints.interval(-1.0, 1.0)
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return 0.5 * (y.log1p() - (-y).log1p())  # atanh
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (math.log(2.0) - x - nnF.softplus(-2.0 * x))
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x (numbers or tensors); event_dim dims summed in the Jacobian, as torch's."""
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim=0, cache_size=0):
+        super().__init__(cache_size)
+        self.loc, self.scale, self.event_dim = loc, scale, event_dim
+
+    sign = property(lambda self: self.scale.sign() if isinstance(self.scale, Tensor) else math.copysign(1, self.scale))
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        scale = self.scale if isinstance(self.scale, Tensor) else tensor(float(self.scale), dtype=x.dtype)
+        result = scale.abs().log().expand(x.shape) if scale.ndim or x.ndim else scale.abs().log()
+        return result.sum(tuple(range(-self.event_dim, 0))) if self.event_dim else result
+
+
+class TransformedDistribution(Distribution):
+    """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
+    shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
+    order, log_prob back through their inverses, subtracting each log|det J|."""
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        self.base_dist = base_distribution
+        self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
+        self.has_rsample = base_distribution.has_rsample
+        super().__init__(base_distribution.batch_shape, base_distribution.event_shape, validate_args)
+
+    def sample(self, sample_shape=Size()):
+        with no_grad():
+            x = self.base_dist.sample(sample_shape)
+            for transform in self.transforms:
+                x = transform(x)
+            return x
+
+    def rsample(self, sample_shape=Size()):
+        x = self.base_dist.rsample(sample_shape)
+        for transform in self.transforms:
+            x = transform(x)
+        return x
+
+    def log_prob(self, value):
+        event_dim = len(self.event_shape)
+        log_prob, y = 0.0, value
+        for transform in reversed(self.transforms):
+            x = transform.inv(y)
+            term = transform.log_abs_det_jacobian(x, y)
+            extra = event_dim - transform.event_dim
+            log_prob = log_prob - (term.sum(tuple(range(-extra, 0))) if extra > 0 else term)
+            y = x
+        base = self.base_dist.log_prob(y)
+        extra = event_dim - len(self.base_dist.event_shape)
+        return log_prob + (base.sum(tuple(range(-extra, 0))) if extra > 0 else base)
+
+    def __repr__(self):
+        return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
+
 def kl_divergence(p, q):
-    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Gammas,
+    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Poissons, Gammas,
     Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
     if type(p) is Normal and type(q) is Normal:
         var_ratio = (p.scale / q.scale).pow(2)
@@ -732,6 +1117,8 @@ def kl_divergence(p, q):
     if type(p) is Exponential and type(q) is Exponential:
         rate_ratio = q.rate / p.rate
         return -rate_ratio.log() + rate_ratio - 1
+    if type(p) is Poisson and type(q) is Poisson:
+        return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
     if type(p) is Gamma and type(q) is Gamma:
         return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
                 (p.concentration - q.concentration) * p.concentration.digamma() +
@@ -757,9 +1144,10 @@ def kl_divergence(p, q):
     raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
 
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-           "Laplace", "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical", "Uniform", "kl_divergence"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
+           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -770,9 +1158,14 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
                       ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
-                      ("relaxed_categorical", ["RelaxedOneHotCategorical"])):
+                      ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
+                      ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
+                      ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
+                      ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
+                                      "AffineTransform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
     sys.modules[_module.__name__] = _module
     globals()[_name] = _module
+sys.modules[constraints.__name__] = constraints

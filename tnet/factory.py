@@ -126,9 +126,13 @@ def seed():
     return s
 
 
-def _size(name, size):
-    """Sizes given as ints or as one tuple/list, as torch takes them (none at all: torch's TypeError;
-    a 0-d tensor's size is ())."""
+def _size(name, size, keyword=None):
+    """Sizes given as ints or as one tuple/list, or as the keyword `size=` (`keyword`), as torch takes them
+    (none at all: torch's TypeError; a 0-d tensor's size is ())."""
+    if keyword is not None:
+        if size:
+            raise InputTypeError(f"{name}: got the sizes both positionally and as size=")
+        size = (keyword,)
     if not size:
         raise InputTypeError(f'{name}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
@@ -155,14 +159,14 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return _leaf("full", data, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     check_dtype("zeros", dtype or float32)
-    return full(_size("zeros", size), 0.0, dtype or float32, device, requires_grad)
+    return full(_size("zeros", sizes, size), 0.0, dtype or float32, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     check_dtype("ones", dtype or float32)
-    return full(_size("ones", size), 1.0, dtype or float32, device, requires_grad)
+    return full(_size("ones", sizes, size), 1.0, dtype or float32, device, requires_grad)
 
 
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
@@ -180,24 +184,24 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     return _leaf(name, data, requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform numbers in [0, 1) from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.rand's."""
-    return _random_tensor("rand", size, dtype, device, requires_grad, False, generator)
+    return _random_tensor("rand", _size("rand", sizes, size), dtype, device, requires_grad, False, generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.randn's."""
-    return _random_tensor("randn", size, dtype, device, requires_grad, True, generator)
+    return _random_tensor("randn", _size("randn", sizes, size), dtype, device, requires_grad, True, generator)
 
 
 # ---- torch's other factories: uninitialised memory, tensors like another, ranges and permutations ----
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=torch.contiguous_format):
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, memory_format=torch.contiguous_format):
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
     check_device("empty", device)
-    data = torch.empty(_size("empty", size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
+    data = torch.empty(_size("empty", sizes, size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
 
 

@@ -132,15 +132,24 @@ class set_grad_enabled(_GradMode):
 
 
 class _Entry:
-    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph")
+    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing")
 
-    def __init__(self, op, inputs, backward, saved, graph=None):
+    def __init__(self, op, inputs, backward, saved, graph=None, saves_nothing=False):
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
         self.backward = backward
         self.saved = saved
         self.graph = graph
+        self.saves_nothing = saves_nothing
+
+    def free(self):
+        """Drop what the backward closures saved, after a backward that does not retain the graph;
+        an entry that saves nothing stays usable (record's saves_nothing), as torch's nodes that
+        saved no tensor."""
+        if not self.saves_nothing:
+            self.backward = self.graph = None
+            self.inputs = self.saved = ()
 
     def check_versions(self):
         """torch's error where a tensor this backward reads was written in place since the forward."""
@@ -451,6 +460,8 @@ class Tensor:
         return tensor_str.tensor_repr(values, memory.dtype, memory.device, grad_fn, self.requires_grad)
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
+    _grad = property(lambda self: self.grad, lambda self, g: setattr(self, "grad", g),
+                     doc="torch's private name of .grad, which scripts set (A3C's shared_param._grad = param.grad)")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
                        doc="the node of the op that made this tensor (None for a leaf), as torch's")
 
@@ -578,8 +589,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 else:
                     grads[id(x)] = gx
         if not retain_graph:
-            entry.backward = entry.graph = None  # frees what the closures saved
-            entry.inputs = entry.saved = ()
+            entry.free()
     _run_callbacks()
     if not accumulate:
         return [captured.get(id(x)) for x in inputs]
@@ -696,8 +706,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     else:
                         grads[id(x)] = gx if id(x) not in grads else _graph_sum(grads[id(x)], gx)
             if not retain_graph:
-                entry.backward = entry.graph = None
-                entry.inputs = entry.saved = ()
+                entry.free()
     _run_callbacks()
     if not accumulate:
         return [captured.get(id(x)) for x in inputs]
@@ -801,13 +810,17 @@ def tape_mark():
     return next(_seq)
 
 
-def record(op, data, inputs, backward, saved=(), graph=None):
+def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False):
     """Wrap the output of op (its name); put it on the tape when grad is on and an input
     requires it. saved: the tensors (tnet or torch; None and numbers skipped) that backward reads, whose
     versions backward checks; only those, so that an in-place write to anything else is allowed.
     graph: graph(g, y), the same input gradients as backward's, computed from g and y (tnet Tensors:
     the output's gradient and the output) with tnet's differentiable ops, so that a backward with
-    create_graph=True records them; None where the op has none (create_graph through it raises)."""
+    create_graph=True records them; None where the op has none (create_graph through it raises).
+    saves_nothing: backward reads g and shapes only (add, sub, neg), so that a backward which frees
+    the graph leaves this entry usable, as torch leaves a node that saved no tensor: MAML's fast
+    weights `w - lr * g` are passed again by the query loss's backward after autograd.grad freed the
+    support loss's graph."""
     out = Tensor(data)
     if _grad_enabled[0] and any_requires_grad(inputs):
         out.requires_grad = True
@@ -816,7 +829,7 @@ def record(op, data, inputs, backward, saved=(), graph=None):
             t = t.memory if isinstance(t, Tensor) else t
             if isinstance(t, torch.Tensor):
                 versions.append((t, t._version))
-        out._entry = _Entry(op, tuple(inputs), backward, versions, graph)
+        out._entry = _Entry(op, tuple(inputs), backward, versions, graph, saves_nothing)
     return out
 
 

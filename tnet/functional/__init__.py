@@ -139,6 +139,8 @@ for _name in ("floor", "ceil", "round", "trunc", "sign", "log1p", "expm1", "sin"
 def _new(make):
     """Tensor.new_zeros & co: make(size, dtype=, requires_grad=) in self's dtype unless dtype says."""
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        if not size and "size" in kwargs:  # x.new_zeros(size=(2, 3))
+            size = (kwargs.pop("size"),)
         check_type(size, lambda: f'new_{make.__name__}() missing 1 required positional arguments: "size"')
         return make(shape_args(size), dtype=dtype or self.dtype, device=device, requires_grad=requires_grad, **kwargs)
     return method
@@ -317,7 +319,7 @@ for _name, _method in {
     setattr(Tensor, _name, _method)
 
 # nn functions of the eighth session
-from .composed import (embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
+from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
                        multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
 from .conv import conv_transpose1d
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,

@@ -8,10 +8,10 @@ import torch
 
 from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
-from .copy import embedding, gather, index_select, narrow, reshape, scatter, unsqueeze
+from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .inputs import check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
-from .reduce import any, max, mean, norm, pairwise_distance, sum
+from .reduce import any, logsumexp, max, mean, norm, pairwise_distance, sum
 from .sort import cumprod
 
 
@@ -245,3 +245,72 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         return total
     count = input.shape[1] if keep is None else clamp_min(sum(keep, 1), 1.0)
     return div(total, count)
+
+
+_CTC_NEG = -1e30  # "log 0" of an unreachable CTC state: finite, so that logsumexp's gradient stays 0, not NaN
+
+
+def _lengths(name, lengths, n):
+    """input_lengths or target_lengths (a tensor, list or tuple of n ints) as a numpy int64 array (a
+    host read, as torch's CPU kernel reads them)."""
+    values = np.asarray(lengths.tolist() if isinstance(lengths, Tensor) else lengths, dtype=np.int64).reshape(-1)
+    check(values.shape == (n,), lambda: f"ctc_loss: {name} must have {n} entries, got {values.shape[0]}")
+    return values
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """The connectionist temporal classification loss, as torch's: log_probs [T, N, C] (or [T, C]),
+    log-probabilities (log_softmax's); targets [N, S] padded or 1-D, the N targets concatenated;
+    input_lengths and target_lengths N ints (read on the host). The forward (alpha) recursion runs
+    over T in tnet's ops on [N, 2S + 1] log-states, so that autograd carries the gradient: the true
+    derivative with respect to log_probs, where torch's kernel returns the one that assumes a
+    log_softmax input (it adds exp(log_probs)); through log_softmax both are the same. 'mean' divides
+    each loss by its target length (at least 1) and averages; an impossible alignment gives inf (0,
+    and no gradient, with zero_infinity)."""
+    check_tensors("ctc_loss", log_probs=log_probs, targets=targets)
+    _check_reduction(reduction)
+    unbatched = log_probs.ndim == 2
+    lp = unsqueeze(log_probs, 1) if unbatched else log_probs
+    check(lp.ndim == 3, lambda: f"ctc_loss: expected log_probs [T, N, C] or [T, C], got {tuple(log_probs.shape)}")
+    T, N, C = lp.shape
+    check(0 <= blank < C, "blank must be in label range")
+    in_len = _lengths("input_lengths", input_lengths, N)
+    tg_len = _lengths("target_lengths", target_lengths, N)
+    check(bool((in_len <= T).all()) and bool((in_len >= 0).all()),
+          lambda: f"ctc_loss: input_lengths must be in [0, {T}], got {in_len.tolist()}")
+    flat = np.asarray(targets.tolist(), dtype=np.int64)
+    if unbatched or flat.ndim == 1:  # concatenated targets (an unbatched target is one of them)
+        starts = np.concatenate([[0], np.cumsum(tg_len)[:-1]])
+        rows = [flat.reshape(-1)[s:s + k] for s, k in zip(starts, tg_len)]
+    else:
+        rows = [flat[i, :k] for i, k in enumerate(tg_len)]
+    L = 2 * int(tg_len.max(initial=0)) + 1
+    ext = np.full((N, L), blank, dtype=np.int64)  # blank, l1, blank, l2, ..., blank
+    for i, row in enumerate(rows):
+        ext[i, 1:2 * len(row):2] = row
+    skip = np.zeros((N, L), dtype=bool)  # s-2 -> s allowed: a label unlike the one two states back
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    skip = Tensor(as_storage(skip))
+    emit = gather(lp, 2, Tensor(as_storage(np.broadcast_to(ext, (T, N, L)).copy())))  # [T, N, L]
+
+    def unreachable(k):
+        return Tensor(torch.full((N, k), _CTC_NEG, dtype=lp.dtype, device=lp.memory.device))
+
+    def shifted(alpha, k):
+        """alpha moved k states right, unreachable states coming in at the left."""
+        return cat([unreachable(k), narrow(alpha, 1, 0, L - k)], 1) if L > k else unreachable(L)
+    start = np.arange(L) < np.minimum(2, 2 * tg_len[:, None] + 1)  # the first blank and the first label
+    alpha = where(Tensor(as_storage(start & (in_len[:, None] > 0))), select(emit, 0, 0), _CTC_NEG)
+    for t in range(1, T):
+        candidates = stack([alpha, shifted(alpha, 1), where(skip, shifted(alpha, 2), _CTC_NEG)])
+        step = add(logsumexp(candidates, 0), select(emit, 0, t))
+        alpha = where(Tensor(as_storage((t < in_len)[:, None])), step, alpha)  # a finished input keeps its states
+    # the alignment ends in the last blank or the last label (none for an empty target)
+    last = Tensor(as_storage(np.stack([2 * tg_len, np.maximum(2 * tg_len - 1, 0)], 1)))
+    ends = where(Tensor(as_storage(np.stack([np.ones(N, bool), tg_len > 0], 1))), gather(alpha, 1, last), _CTC_NEG)
+    loss = neg(logsumexp(ends, 1))  # [N]
+    loss = where(gt(loss, -_CTC_NEG / 2), 0.0 if zero_infinity else math.inf, loss)  # impossible alignments
+    if reduction == "mean":
+        return mean(div(loss, Tensor(as_storage(np.maximum(tg_len, 1), lp.dtype))))
+    loss = sum(loss) if reduction == "sum" else loss
+    return reshape(loss, ()) if unbatched and reduction == "none" else loss

@@ -10,6 +10,7 @@ import builtins
 import functools
 import itertools
 import math
+import operator
 import numbers
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..kernels.launch import InputError, InputIndexError, check, check_type, is_
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
-from .inputs import check_args, check_tensors
+from .inputs import check_args, check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
@@ -278,8 +279,8 @@ def basic_index(index):
     """index as a tuple, checked to hold only what basic indexing takes."""
     def is_int(v):
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # a bool index is advanced
-    items = index if isinstance(index, tuple) else (index,)
-    for item in items:
+    items = list(index if isinstance(index, tuple) else (index,))
+    for i, item in enumerate(items):
         if item is None or item is Ellipsis or is_int(item):
             continue
         if not isinstance(item, slice):  # torch's kinds: TypeError for a string, IndexError for a float and the rest
@@ -288,10 +289,15 @@ def basic_index(index):
                 f"(got {type(item).__name__}); tnet.Tensor indexing also takes bools, integer or bool tnet.Tensors, "
                 f"lists, numpy arrays and ranges")
         if not all(v is None or is_int(v) for v in (item.start, item.stop, item.step)):
-            raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints or None, got {item}")
+            try:  # a one-element integer tensor as a bound (t[index:index + l]): its value, a host read, as torch's
+                item = items[i] = slice(*(v if v is None or is_int(v) else operator.index(v)
+                                          for v in (item.start, item.stop, item.step)))
+            except TypeError:
+                raise TypeError(f"tnet.Tensor indexing: slice bounds must be ints, integer tensors of one element "
+                                f"or None, got {item}") from None
         if item.step is not None and item.step <= 0:
             raise ValueError(f"tnet.Tensor indexing: step must be greater than zero, got {item}")
-    return items
+    return tuple(items)
 
 
 def shape_args(shape):
@@ -429,6 +435,7 @@ def swapaxes(input, axis0, axis1):
 swapdims = swapaxes
 
 
+@numpy_names
 def squeeze(input, dim=None):
     """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
     check_tensors("squeeze", input=input)
@@ -436,6 +443,7 @@ def squeeze(input, dim=None):
     return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
 
 
+@numpy_names
 def unsqueeze(input, dim):
     """input with a dim of size 1 inserted at dim (a view)."""
     check_tensors("unsqueeze", input=input)
@@ -673,6 +681,7 @@ def _result_type(name, tensors):
     return other if category(other) > category(dtype) else dtype
 
 
+@numpy_names
 def cat(tensors, dim=0):
     """tensors joined along dim into a new tensor of their promoted dtype (torch's promotion). All
     have one number of dims and the same sizes off dim, except that 1-D empty tensors are
@@ -728,6 +737,7 @@ def concatenate(tensors, axis=0):
     return cat(tensors, axis)
 
 
+@numpy_names
 def stack(tensors, dim=0):
     """tensors of one shape joined along a new dim at `dim`."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):

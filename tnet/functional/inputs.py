@@ -1,9 +1,10 @@
 """The checks every op makes of its tensor arguments (and of its bool, int and number ones), which of
-them need a gradient, and the losses' deprecated reduction arguments."""
+them need a gradient, numpy's argument names, and the losses' deprecated reduction arguments."""
+import functools
 import numbers
 import warnings
 
-from ..kernels.launch import InputTypeError
+from ..kernels.launch import InputTypeError, check_type
 from ..tensor import Tensor
 
 
@@ -48,3 +49,19 @@ def check_args(name, kind, **args):
     for arg, v in args.items():
         if not ok(v):
             raise InputTypeError(f"{name}(): argument '{arg}' must be {kind}, not {type(v).__name__}")
+
+
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}  # torch's argument parser takes numpy's names too
+
+
+def numpy_names(fn):
+    """fn taking numpy's `axis=` for `dim=` and `keepdims=` for `keepdim=`, as torch's functions do
+    (SpinningUp's `logp.sum(axis=-1)`, makemore's `counts.sum(1, keepdims=True)`)."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        for numpy_name, name in NUMPY_NAMES.items():
+            if numpy_name in kwargs:
+                check_type(name not in kwargs, lambda: f"{fn.__name__}() got both {name}= and {numpy_name}=")
+                kwargs[name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+    return op

@@ -110,10 +110,11 @@ def sum_to(g, x):
     return g
 
 
-def _record_each(name, y, operands, grads, saved=(), graph=None):
+def _record_each(name, y, operands, grads, saved=(), graph=None, saves_nothing=False):
     """Record y = name(*operands); grads(g) gives every operand's gradient at y's shape (None
     where not needed), summed here to each tensor operand's shape; numbers get none. saved: the
-    tensors grads reads (record's). graph(g, y): grads' twin on tnet Tensors (record's graph=)."""
+    tensors grads reads (record's). graph(g, y): grads' twin on tnet Tensors (record's graph=).
+    saves_nothing: record's."""
     inputs = [v for v in operands if isinstance(v, Tensor)]
     if not (is_grad_enabled() and any_requires_grad(inputs)):  # nothing to record
         return Tensor(y)
@@ -123,12 +124,13 @@ def _record_each(name, y, operands, grads, saved=(), graph=None):
 
     def graph_backward(g, out):
         return tuple(graph_sum_to(gv, v) for v, gv in zip(operands, graph(g, out)) if isinstance(v, Tensor))
-    return record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward)
+    return record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward,
+                  saves_nothing=saves_nothing)
 
 
-def _record2(name, y, input, other, grads, saved=(), graph=None):
+def _record2(name, y, input, other, grads, saved=(), graph=None, saves_nothing=False):
     """_record_each of the two operands input and other."""
-    return _record_each(name, y, (input, other), grads, saved, graph)
+    return _record_each(name, y, (input, other), grads, saved, graph, saves_nothing)
 
 
 def graph_sum_to(g, x):
@@ -196,7 +198,7 @@ def add_or_sub(name, input, other, into=None):
     need_b = needs_grad(other)[0]
     return _record2(name, y, input, other, lambda g: (
         g.view(g.shape), (g.view(g.shape) if name == "add" else _pw.pointwise("neg", g)) if need_b else None),
-        graph=lambda g, out: (g, (g if name == "add" else neg(g)) if need_b else None))
+        graph=lambda g, out: (g, (g if name == "add" else neg(g)) if need_b else None), saves_nothing=True)
 
 
 def mul(input, other):
@@ -377,7 +379,7 @@ def neg(input):
     check(input.dtype != torch.bool, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                      "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return record("neg", _pw.pointwise("neg", input.memory), (input,), lambda g: (_pw.pointwise("neg", g),),
-                  graph=lambda g, y: (neg(g),))
+                  graph=lambda g, y: (neg(g),), saves_nothing=True)
 
 
 def exp(input):

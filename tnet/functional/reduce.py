@@ -15,9 +15,10 @@ from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
-from .inputs import check_args, check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
                         minimum, mul, ne, neg, pow, sign, softplus, sub, where)
+
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -77,6 +78,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
 
 
+@numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum over dim (None: all axes; an int or a tuple), accumulated in fp32; of integers or
     bools exactly, into int64 (as torch). dtype: the input cast to it first and the result of that
@@ -85,6 +87,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return y if dtype is None or y.dtype == dtype else y.to(dtype)
 
 
+@numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean over dim (None: all axes; an int or a tuple), accumulated in fp32. dtype: the input
     cast to it first, as torch's."""
@@ -165,6 +168,7 @@ def _max_or_min(name, input, dim, keepdim, result):
                          graph=_selection_graph(name, backward, d, out)), Tensor(indices.reshape(out)))
 
 
+@numpy_names
 def max(input, dim=None, keepdim=False):
     """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
@@ -177,6 +181,7 @@ def max(input, dim=None, keepdim=False):
     return _max_or_min("max", input, dim, keepdim, max_result)
 
 
+@numpy_names
 def min(input, dim=None, keepdim=False):
     """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
     min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
@@ -198,6 +203,7 @@ def _arg(name, input, dim, keepdim):
     return Tensor(indices.reshape(_shape(input.shape, d, keepdim)))
 
 
+@numpy_names
 def argmax(input, dim=None, keepdim=False):
     """The int64 index of the first maximum along dim, or (dim None) in the flattened input. A dim
     of size 0 is an error, other empty axes give an empty result, as torch's; so are bool inputs
@@ -205,11 +211,13 @@ def argmax(input, dim=None, keepdim=False):
     return _arg("argmax", input, dim, keepdim)
 
 
+@numpy_names
 def argmin(input, dim=None, keepdim=False):
     """The int64 index of the first minimum (or NaN) along dim, or in the flattened input, as argmax."""
     return _arg("argmin", input, dim, keepdim)
 
 
+@numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product over dim (None: every element; an int), in fp32; of integers or bools exactly, in
     int64 (wrapping on overflow), as torch's. dtype: the input cast to it first. The gradient is
@@ -248,16 +256,19 @@ def _count(name, input, dim, keepdim, op):
     return Tensor(_reduce.reduce(_pw.pointwise(op, _dense(input), 0), dims).reshape(_shape(input.shape, dims, keepdim)))
 
 
+@numpy_names
 def count_nonzero(input, dim=None):
     """The number of nonzero elements over dim (None: all; an int or a tuple), int64, as torch's."""
     return _count("count_nonzero", input, dim, False, "ne")
 
 
+@numpy_names
 def any(input, dim=None, keepdim=False):
     """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor."""
     return gt(_count("any", input, dim, keepdim, "ne"), 0)
 
 
+@numpy_names
 def all(input, dim=None, keepdim=False):
     """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
     return eq(_count("all", input, dim, keepdim, "eq"), 0)
@@ -278,6 +289,7 @@ def equal(input, other):
 _FLOAT_MAX = 3.4028234663852886e38
 
 
+@numpy_names
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over dim (an int or a tuple), stable: the maximum is taken out first, in fp32.
     A slice of -inf gives -inf, one holding +inf gives inf, NaN gives NaN; the gradient g * exp(x -
@@ -331,12 +343,14 @@ def _extreme(name, input, dim, keepdim):
     return record(name, y.reshape(out), (input,), backward, saved=(X, y), graph=_selection_graph(name, backward, dims, out))
 
 
+@numpy_names
 def amax(input, dim=(), keepdim=False):
     """The largest values over dim (an int or a tuple; () means every axis), as torch.amax (integers
     and bools exactly, in their dtype)."""
     return _extreme("amax", input, dim, keepdim)
 
 
+@numpy_names
 def amin(input, dim=(), keepdim=False):
     """The smallest values over dim (an int or a tuple; () means every axis), as torch.amin."""
     return _extreme("amin", input, dim, keepdim)
@@ -383,23 +397,27 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
 
 
+@numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (None: every axis), sum((x - mean)^2) / (n - correction), correction 1
     by default (unbiased=False: 0), computed in fp32 in two passes, as torch.var."""
     return _moments("var", input, dim, unbiased, keepdim, correction, root=False)
 
 
+@numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation, sqrt(var) (see var); its gradient is 0 where it is 0, as torch's."""
     return _moments("std", input, dim, unbiased, keepdim, correction, root=True)
 
 
+@numpy_names
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over dim, as torch.var_mean."""
     dim, correction = _correction("var_mean", dim, unbiased, correction)
     return var(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
 
 
+@numpy_names
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dim, as torch.std_mean."""
     dim, correction = _correction("std_mean", dim, unbiased, correction)
@@ -550,6 +568,7 @@ def one_hot(tensor, num_classes=-1):
     return eq(unsqueeze(tensor, -1), arange(num_classes)).long()
 
 
+@numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' raises
     NotImplementedError (it needs singular values). dtype: the input cast first."""
@@ -770,6 +789,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
 
 
+@numpy_names
 def aminmax(input, *, dim=None, keepdim=False):
     """aminmax_result(min, max) over dim (None: every element), as torch.aminmax (amin and amax)."""
     dim = () if dim is None else dim
@@ -789,12 +809,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return logical_not(found) if invert else found
 
 
+@numpy_names
 def nansum(input, dim=None, keepdim=False):
     """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN."""
     check_tensors("nansum", input=input)
     return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim)
 
 
+@numpy_names
 def nanmean(input, dim=None, keepdim=False):
     """The mean of the elements that are not NaN, as torch.nanmean (NaN where all are); float inputs."""
     check_tensors("nanmean", input=input)

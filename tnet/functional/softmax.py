@@ -13,7 +13,7 @@ from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, dim_index, record
-from .inputs import check_args, check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
 
@@ -68,12 +68,14 @@ def _log_softmax_graph(g, y, d):
     return sub(g, mul(exp(y), sum(g, d, keepdim=True)))
 
 
+@numpy_names
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax over dim of a tensor of any rank (in fp32; the output in input's dtype, or dtype's
     if given, or fp32 under tnet.autocast). dim None: torch's implicit choice."""
     return _softmax_op("softmax", _softmax.softmax, _softmax.softmax_backward, input, dim, dtype)
 
 
+@numpy_names
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) over dim of a tensor of any rank (in fp32; the output in input's dtype, or
     dtype's if given, or fp32 under tnet.autocast). dim None: torch's implicit choice."""

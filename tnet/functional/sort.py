@@ -16,7 +16,7 @@ from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
-from .inputs import check_args, check_tensors
+from .inputs import check_args, check_tensors, numpy_names
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
 from .reduce import argmax, sum, tie_shared
@@ -54,6 +54,7 @@ def msort(input):
     return sort(input, 0).values
 
 
+@numpy_names
 def sort(input, dim=-1, descending=False, stable=False):
     """sort_result(values, indices) of input sorted along dim, ascending (or descending); NaN is the
     largest; equal elements keep their order (stable, whatever `stable` says)."""
@@ -61,11 +62,13 @@ def sort(input, dim=-1, descending=False, stable=False):
     return _sorted("sort", input, dim, None, descending, sort_result)
 
 
+@numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
     """The int64 indices that sort input along dim (see sort)."""
     return sort(input, dim, descending, stable).indices
 
 
+@numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """topk_result(values, indices) of the k largest (or smallest) elements along dim, always in
     sorted order (largest first, or smallest); among equal elements the first ones. NaN is the
@@ -83,6 +86,7 @@ def _scan_dim(name, input, dim):
     return dim_index(dim, input.ndim)
 
 
+@numpy_names
 def cumsum(input, dim, *, dtype=None):
     """The running sum along dim, in fp32; integers and bools in int64 by default, as torch's (dtype:
     the result's, the input cast to it first). The gradient is the reversed running sum of g."""
@@ -97,6 +101,7 @@ def cumsum(input, dim, *, dtype=None):
                   graph=linear_graph("cumsum", backward, lambda h: _sort.scan(h, d, "sum", dtype=y.dtype)))
 
 
+@numpy_names
 def cumprod(input, dim, *, dtype=None):
     """The running product along dim, in fp32; integers and bools in int64 by default, as torch's.
     The gradient is torch's, zeros included: before a row's first zero, the reversed running sum of
@@ -139,12 +144,14 @@ def _cumulative_extreme(name, input, dim, largest, result):
     return result(record(name, y, (input,), lambda g: (add_at(shape, d, i, g, dtype),), saved=(i,)), Tensor(i))
 
 
+@numpy_names
 def cummax(input, dim):
     """cummax_result(values, indices): the running maximum along dim and the index it came from, as
     torch.cummax: NaN propagates (its index the latest NaN's), a tie takes the later index."""
     return _cumulative_extreme("cummax", input, dim, True, cummax_result)
 
 
+@numpy_names
 def cummin(input, dim):
     """cummin_result(values, indices): the running minimum along dim (see cummax)."""
     return _cumulative_extreme("cummin", input, dim, False, cummin_result)
@@ -166,6 +173,7 @@ def _check_dim(name, input, dim, keepdim):
     dim_index(dim, input.ndim)
 
 
+@numpy_names
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
@@ -199,6 +207,7 @@ def median(input, dim=None, keepdim=False):
     return median_result(*_picked(values, indices, d, pick, keepdim))
 
 
+@numpy_names
 def kthvalue(input, k, dim=-1, keepdim=False):
     """kthvalue_result(values, indices): the k-th smallest element along dim (k from 1) and its index,
     as torch.kthvalue (NaN the largest), by a stable sort. The gradient goes to that element."""
@@ -288,6 +297,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
+@numpy_names
 def nanmedian(input, dim=None, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
     for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
@@ -316,6 +326,7 @@ def nanmedian(input, dim=None, keepdim=False):
 mode_result = collections.namedtuple("mode", ["values", "indices"])
 
 
+@numpy_names
 def mode(input, dim=-1, keepdim=False):
     """mode_result(values, indices): the most frequent value along dim (the smallest among ties) and
     the index of its last occurrence, as torch.mode, from a stable sort: each element's run of equal
@@ -405,6 +416,7 @@ def vander(x, N=None, increasing=False):
     return powers if increasing else flip(powers, (1,))
 
 
+@numpy_names
 def logcumsumexp(input, dim):
     """log(cumsum(exp(input), dim)), as torch.logcumsumexp: one scan of logaddexp (a running shift by the
     larger: no underflow of elements far below a later one; NaN propagates, +inf stays). The gradient,

@@ -471,6 +471,14 @@ class Module:
                 module._compute_dtype = None if dtype == torch.float32 else dtype
         return self
 
+    def share_memory(self):
+        """torch's Module.share_memory, which scripts call on a model that worker processes share
+        (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
+        it is (tnet has no torch.multiprocessing; its tensors live on its device). Returns self."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
+        return self
+
     def cuda(self, device=None):
         return self.to("cuda" if device is None else torch.device("cuda", device) if isinstance(device, int) else device)
 
@@ -2396,6 +2404,15 @@ class PoissonNLLLoss(_Loss):
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
+
+
+class CTCLoss(_Loss):
+    """F.ctc_loss: forward(log_probs, targets, input_lengths, target_lengths)."""
+    fn, names = F.ctc_loss, ("blank", "reduction", "zero_infinity")
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
 
 
 class GaussianNLLLoss(_Loss):

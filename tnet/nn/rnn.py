@@ -13,8 +13,9 @@ A PackedSequence input (tnet.nn.utils.rnn's) runs step t on the batch_sizes[t] s
 running (the batch is sorted longest first, so those are the first rows: views), the others' states
 kept; the output is packed as the input, and h_n holds each sequence's state at its own length.
 
-Differences from torch: LSTM(proj_size > 0) raises NotImplementedError; flatten_parameters() does nothing (there is no
-cuDNN weight buffer); under autocast the GEMMs run in 16 bits but the outputs and states come out
+LSTM(proj_size > 0) projects each step's h by weight_hr_l{k} ([proj_size, hidden_size]), as torch's.
+
+Differences from torch: flatten_parameters() does nothing (there is no cuDNN weight buffer); under autocast the GEMMs run in 16 bits but the outputs and states come out
 float32 (the states are, and the element-wise ops promote), where torch's are 16-bit."""
 import math
 import numbers
@@ -36,12 +37,14 @@ def _rnn_step(act):
     return lambda gi, h, w_hh, b_hh: act(F.add(gi, F.linear(h, w_hh, b_hh)))
 
 
-def _lstm_step(gi, state, w_hh, b_hh):
-    """(h, c) -> (h', c'): i, f, g, o = the gates; c' = f * c + i * g, h' = o * tanh(c')."""
+def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
+    """(h, c) -> (h', c'): i, f, g, o = the gates; c' = f * c + i * g, h' = o * tanh(c'), projected by
+    w_hr where the LSTM has proj_size > 0 (h' @ w_hr.T)."""
     h, c = state
     i, f, g, o = F.chunk(F.add(gi, F.linear(h, w_hh, b_hh)), 4, 1)
     c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
-    return F.mul(F.sigmoid(o), F.tanh(c)), c
+    h = F.mul(F.sigmoid(o), F.tanh(c))
+    return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
 def _gru_step(gi, h, w_hh, b_hh):
@@ -213,19 +216,20 @@ class RNNBase(Module):
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if proj_size > 0:
-            raise NotImplementedError("LSTM: proj_size > 0 (projections) is not supported by tnet")
+        if proj_size > 0 and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         factory_args(type(self).__name__, device, dtype)
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size, self.rng = bidirectional, proj_size, rng
-        G = GATES[mode] * hidden_size
+        G, out = GATES[mode] * hidden_size, proj_size or hidden_size  # out: the width of h
         self._flat_weights_names = []
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[:2 if bidirectional else 1]:
-                width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
-                shapes = [("weight_ih", (G, width)), ("weight_hh", (G, hidden_size))]
+                width = input_size if layer == 0 else out * (2 if bidirectional else 1)
+                shapes = [("weight_ih", (G, width)), ("weight_hh", (G, out))]
                 shapes += [("bias_ih", (G,)), ("bias_hh", (G,))] if bias else []
+                shapes += [("weight_hr", (proj_size, hidden_size))] if proj_size else []
                 for kind, shape in shapes:
                     name = f"{kind}_l{layer}{suffix}"
                     setattr(self, name, Parameter(np.zeros(shape, np.float32)))
@@ -244,13 +248,17 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        """The parameters per layer and direction, as torch's: [[weight_ih, weight_hh, bias_ih, bias_hh], ...]."""
-        n = 4 if self.bias else 2
+        """The parameters per layer and direction, as torch's: [[weight_ih, weight_hh, bias_ih, bias_hh
+        (, weight_hr)], ...]."""
+        n = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         weights = self._flat_weights
         return [weights[i:i + n] for i in range(0, len(weights), n)]
 
-    def _state_shape(self, batch):
-        return (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
+    def _state_shapes(self, batch):
+        """The initial states' shapes: h's (proj_size wide where the LSTM projects), and the LSTM's c's."""
+        lead = (self.num_layers * (2 if self.bidirectional else 1), batch)
+        h = lead + (self.proj_size or self.hidden_size,)
+        return (h, lead + (self.hidden_size,)) if self.mode == "LSTM" else (h,)
 
     def forward(self, input, hx=None):
         """input [T, batch, input_size] ([batch, T, input_size] if batch_first; [T, input_size]
@@ -291,10 +299,10 @@ class RNNBase(Module):
 
     def _initial(self, states, batch):
         """The initial states (h, or the LSTM's (h, c)), checked, zeros where None."""
-        lstm, expected = self.mode == "LSTM", self._state_shape(batch)
+        lstm, shapes = self.mode == "LSTM", self._state_shapes(batch)
         if states is None:
-            return (zeros(*expected),) * (2 if lstm else 1)
-        for i, s in enumerate(states):
+            return tuple(zeros(*shape) for shape in shapes)
+        for i, (s, expected) in enumerate(zip(states, shapes)):
             check(s.shape == expected, lambda: f"Expected hidden{f'[{i}]' if lstm else ''} size {expected}, got "
                                                f"{list(s.shape)}")
         return states
@@ -326,11 +334,13 @@ class RNNBase(Module):
             outputs = []
             for d in range(directions):
                 k = layer * directions + d
-                w_ih, w_hh, b_ih, b_hh = weights[k] if self.bias else (*weights[k], None, None)
+                w_ih, w_hh, *rest = weights[k]
+                b_ih, b_hh = rest[:2] if self.bias else (None, None)
+                w_hr = rest[-1] if self.proj_size else None
                 gi, b_hh = _project(self.mode, x, w_ih, b_ih, b_hh)  # one GEMM for the input of every step
                 gi = _time_steps(gi, sizes)
                 state = tuple(F.select(s, 0, k) for s in states)
-                advance = ((lambda g, s: step(g, s, w_hh, b_hh)) if lstm else
+                advance = ((lambda g, s: step(g, s, w_hh, b_hh, w_hr)) if lstm else
                            (lambda g, s: (step(g, s[0], w_hh, b_hh),)))
                 hs = [None] * T
                 for t in (reversed(range(T)) if d else range(T)):
@@ -351,7 +361,8 @@ class RNNBase(Module):
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
-        defaults = {"num_layers": 1, "bias": True, "batch_first": False, "dropout": 0.0, "bidirectional": False}
+        defaults = {"proj_size": 0, "num_layers": 1, "bias": True, "batch_first": False, "dropout": 0.0,
+                    "bidirectional": False}
         return text + "".join(f", {k}={getattr(self, k)}" for k, v in defaults.items() if getattr(self, k) != v)
 
 
@@ -369,8 +380,8 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """torch.nn.LSTM (proj_size > 0 raises NotImplementedError); hx and the result's second item are
-    pairs (h, c)."""
+    """torch.nn.LSTM; hx and the result's second item are pairs (h, c) (h proj_size wide where
+    proj_size > 0)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None, *, rng=None):
