@@ -21,12 +21,14 @@ def test_factories_shapes_and_dtypes():
     for t, shape, dtype in [(tnet.zeros(2, 3), (2, 3), torch.float32), (tnet.zeros((4,)), (4,), torch.float32),
                             (tnet.ones([2, 1, 3], dtype=tnet.float16), (2, 1, 3), torch.float16),
                             (tnet.full((2, 3), 7), (2, 3), torch.int64), (tnet.full([5], 1.5), (5,), torch.float32),
-                            (tnet.full((2,), 2, dtype=tnet.int32), (2,), torch.int32), (tnet.zeros(), (), torch.float32),
+                            (tnet.full((2,), 2, dtype=tnet.int32), (2,), torch.int32), (tnet.zeros(()), (), torch.float32),
                             (tnet.rand(3, 4), (3, 4), torch.float32), (tnet.randn((5,)), (5,), torch.float32),
                             (tnet.rand(0, 3), (0, 3), torch.float32), (tnet.randn(7, dtype=tnet.bfloat16), (7,), torch.bfloat16)]:
         assert t.shape == shape and t.dtype == dtype and t.device.type == DEV.type
     assert tnet.ones(2, 2).tolist() == [[1.0, 1.0], [1.0, 1.0]] and tnet.full((2,), 7).tolist() == [7, 7]
     assert tnet.zeros(3, requires_grad=True).requires_grad and not tnet.randn(3).requires_grad
+    with pytest.raises(TypeError, match='missing 1 required positional arguments'):  # as torch's
+        tnet.zeros()
     for bad in (lambda: tnet.zeros(2, -1), lambda: tnet.rand(2, dtype=tnet.int64),
                 lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="meta")):
         with pytest.raises(ValueError):
