@@ -379,12 +379,25 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
 
 
 
+def _laws_as_torch(laws, params, refs_params, rng):
+    """laws(distributions module, library, *params): a list of tensors; tnet's (tnet.distributions) against
+    torch's, values and the parameters' gradients of a random weighting of all of them."""
+    outs, refs = laws(tnet.distributions, tnet, *params), laws(torch.distributions, torch, *refs_params)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in zip(params, refs_params):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+
+
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
     """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
     cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients
     through them; then their samples' moments (Poisson and StudentT drawn on the host), and rsample's
     gradient where torch has one."""
-    import torch.distributions as TD
     D = tnet.distributions
     (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
     x = rng.standard_normal((4, 2, 3))
@@ -403,15 +416,7 @@ def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
                 ln.icdf(t(u)), ln.entropy(), ln.mean, ln.mode, ln.variance, po.log_prob(t(counts)), po.mean,
                 d.kl_divergence(po, po2), st.log_prob(t(x)), st.entropy(), st.mean, st.variance]
 
-    outs, refs = laws(D, tnet, a, b), laws(TD, torch, ra, rb)
-    for k, (out, ref) in enumerate(zip(outs, refs)):
-        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
-        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
-    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
-    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
-    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
-    for t, r in ((a, ra), (b, rb)):
-        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
     heavy = D.StudentT(tnet.tensor([0.5, 1.5]))
     mean, variance = heavy.mean.numpy(), heavy.variance.numpy()
     assert np.isnan(mean[0]) and np.isnan(variance[0]) and np.isinf(variance[1])
@@ -439,7 +444,6 @@ def test_transformed_distribution_as_torch(rng, ieee):
     float64: log_prob and its gradients; denisyarats/pytorch_sac's SquashedNormal (a subclass over a
     TanhTransform subclass of Transform, with constraints.interval) with the cache making inv(t(x)) x
     itself; rsample's gradient; the transforms' inv."""
-    import torch.distributions as TD
     D = tnet.distributions
     (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
     y = rng.uniform(-0.9, 0.9, (4, 2, 3))
@@ -456,15 +460,7 @@ def test_transformed_distribution_as_torch(rng, ieee):
         return [squash.log_prob(t(y)), lognormal.log_prob(t(pos)), logit.log_prob(t(u)), affine.log_prob(t(y)),
                 independent.log_prob(t(y))]
 
-    outs, refs = laws(D, tnet, a, b), laws(TD, torch, ra, rb)
-    for k, (out, ref) in enumerate(zip(outs, refs)):
-        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
-        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
-    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
-    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
-    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
-    for t, r in ((a, ra), (b, rb)):
-        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
 
     def squashed_normal(lib):
         pyd, F_ = lib.distributions, lib.nn.functional
