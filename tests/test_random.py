@@ -331,12 +331,25 @@ def test_uniform_one_hot_categorical_mixture_as_torch(rng):
     assert draws.shape == (2000,) and np.all(np.abs(np.abs(draws) - 10) < 0.1)
     assert abs((draws > 0).mean() - 0.75) < 0.04
 
+def _laws_as_torch(laws, params, refs_params, rng):
+    """laws(distributions module, library, *params): a list of tensors; tnet's (tnet.distributions) against
+    torch's, values and the parameters' gradients of a random weighting of all of them."""
+    outs, refs = laws(tnet.distributions, tnet, *params), laws(torch.distributions, torch, *refs_params)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
+        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
+    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for t, r in zip(params, refs_params):
+        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+
+
 def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     """Laplace, Exponential, Gamma, Dirichlet, MultivariateNormal (from a covariance, a precision and a
     scale_tril, batch dims broadcast), RelaxedBernoulli and RelaxedOneHotCategorical against
     torch.distributions in float64: log_prob, entropy, cdf, icdf, mean, variance, kl_divergence, and
     the parameters' gradients through them."""
-    import torch.distributions as TD
     D = tnet.distributions
     (a, ra), (b, rb), (m, rm) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 3, 3)
     x = rng.standard_normal((4, 2, 3))
@@ -363,34 +376,12 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
                 d.kl_divergence(mvn, mvn2), d.kl_divergence(mvn3, mvn), rb_.log_prob(t(u)),
                 rc.log_prob(t(simplex))]
 
-    outs, refs = laws(D, tnet, a, b, m), laws(TD, torch, ra, rb, rm)
-    for k, (out, ref) in enumerate(zip(outs, refs)):
-        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
-        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
-    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
-    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
-    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
-    for t, r in ((a, ra), (b, rb), (m, rm)):
-        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
+    _laws_as_torch(laws, (a, b, m), (ra, rb, rm), rng)
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
         D.MultivariateNormal(tnet.zeros(2))
     from tnet.distributions.multivariate_normal import MultivariateNormal
     assert MultivariateNormal is D.MultivariateNormal
 
-
-
-def _laws_as_torch(laws, params, refs_params, rng):
-    """laws(distributions module, library, *params): a list of tensors; tnet's (tnet.distributions) against
-    torch's, values and the parameters' gradients of a random weighting of all of them."""
-    outs, refs = laws(tnet.distributions, tnet, *params), laws(torch.distributions, torch, *refs_params)
-    for k, (out, ref) in enumerate(zip(outs, refs)):
-        assert tuple(out.shape) == tuple(ref.shape), f"law {k}"
-        assert_close(out, ref.detach(), TOL["ieee"] * 20, f"law {k}")
-    seeds = [rng.standard_normal(tuple(r.shape)) for r in refs]
-    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
-    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
-    for t, r in zip(params, refs_params):
-        assert_close(t.grad, r.grad, TOL["ieee"] * 20, "gradient")
 
 
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
