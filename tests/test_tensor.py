@@ -504,3 +504,19 @@ def test_set_printoptions_as_torchs():
     finally:
         torch.set_printoptions(profile="default")
         tnet.set_printoptions(profile="default")
+
+
+def test_view_as_another_dtype_reads_the_same_bytes_as_torch():
+    """x.view(dtype) reinterprets the memory (the last dim scaled by the sizes' ratio), off the tape, as torch's;
+    a channels-last activation's bytes are read in torch's NCHW order."""
+    values = np.array([[1.0, -2.0, 0.5, 3.0], [0.25, -0.0, 7.0, 1e-3]], np.float32)
+    x = tnet.tensor(values, requires_grad=True)
+    for dtype in (torch.int32, torch.float16, torch.bfloat16, torch.int16, torch.uint8, torch.float32):
+        y = x.view(dtype)
+        assert torch.equal(y.memory.cpu(), torch.tensor(values).view(dtype)) and not y.requires_grad
+    image = np.random.RandomState(0).randn(2, 3, 2, 2).astype(np.float32)
+    cl = tnet.Tensor(torch.tensor(image).to(tnet.DEVICE).contiguous(memory_format=torch.channels_last))
+    got, want = cl.view(torch.float16).memory.cpu(), torch.tensor(image).view(torch.float16)
+    assert got.shape == want.shape and torch.equal(got.view(torch.int16), want.view(torch.int16))  # bits: NaNs too
+    with pytest.raises(TypeError, match="float64"):
+        x.view(torch.float64)

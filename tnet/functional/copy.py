@@ -329,8 +329,18 @@ def _reshaped_back(g, y):
 def view(x, *shape):
     """The same memory under another shape (torch's view rule: RuntimeError where the strides do
     not allow it; use reshape). A channels-last activation is viewed as torch's NCHW tensor: where
-    its NHWC memory cannot be, it is copied to NCHW first (view may copy a channels-last activation)."""
+    its NHWC memory cannot be, it is copied to NCHW first (view may copy a channels-last activation).
+    x.view(dtype): the same bytes read as another dtype (the last dim scaled by the sizes' ratio),
+    off the tape, as torch's."""
     check_tensors("view", x=x)
+    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+        check_dtype("view", shape[0])
+        try:
+            return Tensor(x.memory.detach().view(shape[0]))
+        except RuntimeError:
+            if not _nhwc_memory(x.memory):
+                raise
+            return Tensor(_nchw_copy(x.memory.detach()).view(shape[0]))
     shape = shape_args(shape)
     try:
         y = x.memory.view(shape)
