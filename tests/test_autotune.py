@@ -130,3 +130,16 @@ def test_compile_modes_name_a_share_of_the_configs():
     for bad in ("compile:8/8", "compile:x/2", "compile:1"):
         with pytest.raises(ValueError, match="TNET_AUTOTUNE"):
             compile_shard(bad)
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
+def test_bound_gemm_launches_compute_each_product():
+    """gemm_kernel's launches (small products: no TMA) go through their Bound launches from the second call
+    on, each on its own operands, with a bias and accumulating alike."""
+    for _ in range(3):
+        a, b, bias = randn(37, 29), randn(29, 45), randn(45)
+        assert_close(gemm.matmul(a, b, bias=bias, precision="ieee"), f64(a) @ f64(b) + f64(bias), TOL["ieee"], "ab")
+        out = randn(37, 45)
+        want = f64(out) + f64(a) @ f64(b)
+        assert_close(gemm.matmul(a, b, out=out, accumulate=True, precision="ieee"), want, TOL["ieee"], "c += ab")
+    assert len(gemm._BOUND) >= 2

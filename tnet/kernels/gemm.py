@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit
+from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import cast, copy_
 from .reduce import sum_except
@@ -328,17 +328,20 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
             c_strides = (M * N, N, 1)
     grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), parts)
     tuned = gemm_accumulate_kernel if accumulate else gemm_kernel
-    tuned[grid](a, b, c, bias if bias is not None else c,
-                M, N, K, batch, per,
-                *a_strides, *b_strides, *c_strides,
-                BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate,
-                PRECISION=precision, INTERPRET=INTERPRET)
+    # the key: all the arguments but the tensors (their dtypes Bound checks)
+    key = (tuned, M, N, K, batch, per, parts, a_strides, b_strides, c_strides, bias is None, bias_kind, relu, precision)
+    launch_kept(_BOUND, key, tuned, grid,
+                (a, b, c, c if bias is None else bias, M, N, K, batch, per, *a_strides, *b_strides, *c_strides),
+                dict(BIAS=bias_kind, RELU=relu, ACCUMULATE=accumulate, PRECISION=precision, INTERPRET=INTERPRET))
     if sum_batch and parts > 1:
         if out.is_contiguous() and out.dtype == torch.float32:
             sum_except(c.view(parts, M * N), 1, out=out.view(M * N))
         else:
             copy_(out, sum_except(c.view(parts, M * N), 1).view(M, N))
     return out
+
+
+_BOUND = {}  # gemm_kernel's Bound launches (autotune.launch_kept) by _launch's key
 
 
 def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, out_dtype=None, accumulate=False,
