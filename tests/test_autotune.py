@@ -76,10 +76,10 @@ def test_bound_launch_serves_a_plan_in_all_but_addresses():
             assert torch.equal(y, torch.relu(x))
             assert torch.equal(pointwise.relu_backward(y, x), torch.where(y > 0, x, 0))
     assert {key[0] for key in pointwise._FLAT} >= {pointwise.relu_kernel, pointwise.relu_backward_kernel}
-    bound = {key[0]: plan.bound is not None for key, plan in _PLANS.items()
+    bound = {key[0]: plan in pointwise._BOUND for key, plan in _PLANS.items()
              if key[4][0] == (4096,) and key[4][2] == torch.float32}
     assert bound["add"] and bound["mul"]
-    assert not any(plan.bound for key, plan in _PLANS.items() if key[4][2] == torch.int64)
+    assert not any(plan in pointwise._BOUND for key, plan in _PLANS.items() if key[4][2] == torch.int64)
 
 
 @pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")

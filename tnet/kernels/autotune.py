@@ -217,11 +217,17 @@ class _Fast(triton.runtime.JITFunction):
     def launch(self, entry, args, kwargs, grid):
         """Launch a kept (kernel, the parameters after the positional ones) with Triton's launcher."""
         kernel, run, head, rest = entry
-        values = (*args, *[kwargs[name] if given else default for name, given, default in rest])
+        values = (*args, *_after(rest, kwargs))
         if callable(grid):  # tnet's grids read keyword constexprs alone (a config's block sizes)
             grid = grid(kwargs)
         run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, self.stream(), *head, *values)
         return kernel
+
+
+def _after(rest, kwargs):
+    """The values of the parameters after the positional ones (an entry's rest: each one's name, whether
+    the call gives it as a keyword, its default)."""
+    return tuple([kwargs[name] if given else default for name, given, default in rest])
 
 
 # Triton versions whose C launcher takes (grid, stream, function, cooperative, pdl, global scratch,
@@ -245,7 +251,7 @@ class Bound:
 
     def __init__(self, fn, entry, grid, args, kwargs):
         _, self.run, self.head, rest = entry
-        self.tail = tuple([kwargs[name] if given else default for name, given, default in rest])
+        self.tail = _after(rest, kwargs)
         grid = grid(kwargs) if callable(grid) else grid
         self.grid = (*grid, 1, 1)[:3]
         self.stream = fn.stream
@@ -284,12 +290,13 @@ def launch_kept(cache, key, kernel, grid, args, kwargs):
     """kernel[grid](*args, **kwargs) through cache[key], a Bound kept by an earlier call, where it
     serves them; else by the kernel's own path, keeping its Bound for the next call. key must
     decide all of the call but the tensors' addresses and dtypes and the floats' values (see
-    Bound)."""
-    bound = cache.get(key)
+    Bound); key None: a call that none may serve (its ints specialize by value), launched by the
+    kernel's own path."""
+    bound = None if key is None else cache.get(key)
     if bound is not None and bound(*args):
         return
     kernel[grid](*args, **kwargs)
-    if bound is None:
+    if bound is None and key is not None:
         bound = bind(kernel, grid, args, kwargs)
         if bound is not None:
             kept(cache, key, lambda: bound)

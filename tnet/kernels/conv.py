@@ -32,7 +32,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import CACHE_SIZE, FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
+from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
 from .reduce import sum_except
 
 
@@ -549,15 +549,7 @@ def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=
                 (x, dy, out, npix, *strides, dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW, KH, KW, SH, SW, PH, PW,
                  DH, DW, groups),
                 dict(WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN, PRECISION=precision, INTERPRET=INTERPRET))
-    if launched:  # the kernel's own path ran the grid; a Bound launch runs the parts its first launch did
-        if len(_LAUNCHED_PARTS) >= CACHE_SIZE:  # bounded as the Bound launches are, and with them
-            _LAUNCHED_PARTS.clear()
-            _BOUND.clear()
-        _LAUNCHED_PARTS[key] = launched[-1]
-    if most > 1:
-        sum_except(out[:_LAUNCHED_PARTS[key]], 1,
+    if most > 1:  # the parts launched: the kernel's own path ran the grid, else the kept Bound's grid says
+        sum_except(out[:launched[-1] if launched else _BOUND[key].grid[2]], 1,
                    out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
     return dw
-
-
-_LAUNCHED_PARTS = {}  # weight_grad_kernel's parts in its last launch by its own path, by launch_kept's key

@@ -24,7 +24,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, bind, launch_kept
+from .autotune import autotune, launch_kept
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
@@ -931,9 +931,8 @@ def _signature(op, operands, channels_last, route_dim, dtype):
 class _Plan:
     """What a launch of pointwise_kernel on operands of one signature needs beyond their addresses
     and numbers: the output's shape, dtype, memory format, device and size, the grid, the number
-    arguments' rounding (a comparison's dtype, else None), the arguments after the numbers, and the
-    kernel's Bound launch for them (on the GPU, after a launch)."""
-    __slots__ = ("shape", "dtype", "fmt", "device", "n", "grid", "tensor_at", "integer", "round", "tail", "kw", "bound")
+    arguments' rounding (a comparison's dtype, else None), and the arguments after the numbers."""
+    __slots__ = ("shape", "dtype", "fmt", "device", "n", "grid", "tensor_at", "integer", "round", "tail", "kw")
 
 
 def _plan(op, operands, channels_last, route_dim, dtype):
@@ -981,7 +980,6 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     plan.tail = (tuple(sizes), *map(tuple, strides))
     plan.kw = dict(OP=op, ARITY=ARITY[op], SCALARS=sum(1 << i for i, x in enumerate(operands) if not plan.tensor_at[i]),
                    FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
-    plan.bound = None  # autotune.Bound, once a launch kept one
     return plan
 
 
@@ -1004,13 +1002,14 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=No
     else:
         ptrs, numbers = slots, (0, 0, 0)
     s3 = float(operands[3]) if len(operands) > 3 else 0.0  # a float always: an int would compile anew
-    args = (*ptrs, y, plan.n, *numbers, s3, *plan.tail)
-    if plan.bound is not None and plan.bound(*args):
-        return y
-    pointwise_kernel[plan.grid](*args, **plan.kw)
-    if plan.bound is None and not (plan.integer and plan.kw["SCALARS"]):  # int numbers specialize by value
-        plan.bound = bind(pointwise_kernel, plan.grid, args, plan.kw)
+    # kept by the plan, which decides all but the addresses and numbers; not where the numbers are ints,
+    # which specialize by value
+    launch_kept(_BOUND, None if plan.integer and plan.kw["SCALARS"] else plan, pointwise_kernel, plan.grid,
+                (*ptrs, y, plan.n, *numbers, s3, *plan.tail), plan.kw)
     return y
+
+
+_BOUND = {}  # pointwise_kernel's Bound launches (autotune.launch_kept) by plan
 
 
 def _number(x, plan):
