@@ -29,6 +29,8 @@ def test_factories_shapes_and_dtypes():
     assert tnet.zeros(3, requires_grad=True).requires_grad and not tnet.randn(3).requires_grad
     with pytest.raises(TypeError, match='missing 1 required positional arguments'):  # as torch's
         tnet.zeros()
+    scalar = tnet.tensor(1.0)  # 0-d sizes are sizes: () given, or a 0-d tensor's
+    assert [t.shape for t in (tnet.rand(()), tnet.randn(()), tnet.rand_like(scalar), tnet.randn_like(scalar))] == [()] * 4
     for bad in (lambda: tnet.zeros(2, -1), lambda: tnet.rand(2, dtype=tnet.int64),
                 lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="meta")):
         with pytest.raises(ValueError):

@@ -170,17 +170,17 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
 
 
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
-    """Drawn on the device from tnet's generator, or with generator= (a tnet.Generator) on the host
-    from that generator, as randint and randperm draw."""
+    """Of size (a tuple of ints, checked), drawn on the device from tnet's generator, or with generator= (a
+    tnet.Generator) on the host from that generator, as randint and randperm draw."""
     check_device(name, device)
     dtype = dtype or float32
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
     if generator is not None:
         g = host_generator(name, generator)
-        draw = g.standard_normal(_size(name, size)) if normal else g.random(_size(name, size))
+        draw = g.standard_normal(size) if normal else g.random(size)
         return _leaf(name, as_storage(draw, dtype), requires_grad)
-    data = _random.fill_random_(torch.empty(_size(name, size), dtype=dtype, device=DEVICE), rng_state(), normal)
+    data = _random.fill_random_(torch.empty(size, dtype=dtype, device=DEVICE), rng_state(), normal)
     return _leaf(name, data, requires_grad)
 
 
@@ -233,12 +233,12 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 def rand_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
     """rand of input's shape (and dtype unless dtype says), from tnet's generator."""
-    return _random_tensor("rand_like", input.shape, dtype or input.dtype, device, requires_grad, normal=False)
+    return _random_tensor("rand_like", tuple(input.shape), dtype or input.dtype, device, requires_grad, normal=False)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
     """randn of input's shape (and dtype unless dtype says), from tnet's generator."""
-    return _random_tensor("randn_like", input.shape, dtype or input.dtype, device, requires_grad, normal=True)
+    return _random_tensor("randn_like", tuple(input.shape), dtype or input.dtype, device, requires_grad, normal=True)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
