@@ -20,7 +20,6 @@ from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, l
                         minimum, mul, ne, neg, pow, sign, softplus, sub, where)
 
 
-
 def _dims(name, input, dim, keepdim=False):
     """dim (None, an int or a sequence of ints; negative ones count from the end) as a sorted tuple of
     input's axes; None and () mean all of them, as in PyTorch's sum (a 0-d input has none). A keepdim
