@@ -117,9 +117,9 @@ def _spec(a):
         return (a.dtype, a.data_ptr() % 16 == 0)
     if cls is float or cls is bool:
         return cls
-    if cls is tuple:  # an optimizer's tensors: their case inlined (a launch holds dozens)
-        return tuple([i if (c := i.__class__) is int else (i.dtype, i.data_ptr() % 16 == 0) if c is torch.Tensor
-                      else _spec(i) for i in a])
+    if cls is tuple:  # an optimizer's tensors, Nones and floats: their cases inlined (a launch holds dozens)
+        return tuple([i if (c := i.__class__) is int or i is None else (i.dtype, i.data_ptr() % 16 == 0)
+                      if c is torch.Tensor else c if c is float else _spec(i) for i in a])
     if isinstance(a, torch.Tensor):  # a subclass
         return (a.dtype, a.data_ptr() % 16 == 0)
     return a

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import jit
+from .autotune import jit, launch_kept
 from .._device import INTERPRET
 from .launch import cdiv, check, check_float, next_power_of_2
 from .copy import cast, copy_
@@ -683,7 +683,12 @@ def count_steps_(steps, took, found_inf=None):
           and took.is_contiguous(), "count_steps_: expected contiguous float32 vectors on one device")
     if found_inf is not None:
         _check_scalar("count_steps_", "found_inf", found_inf, steps.device)
-    count_steps_kernel[(cdiv(steps.numel(), 1024),)](steps, took, found_inf, steps.numel(), BLOCK=1024)
+    n = steps.numel()
+    launch_kept(_BOUND, (count_steps_kernel, n, found_inf is None), count_steps_kernel, (cdiv(n, 1024),),
+                (steps, took, found_inf, n), dict(BLOCK=1024))
+
+
+_BOUND = {}  # count_steps_kernel's Bound launches (autotune.launch_kept) by size and flag
 
 
 def lookahead_clock_(count, decay, total, every, base):

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, kept
 
 
@@ -44,9 +44,12 @@ def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: t
 def _sum(x, I, J, L, out):
     parts = max(1, cdiv(I * L, CHUNK))
     part_sums = out if parts == 1 else torch.empty((parts, J), device=x.device, dtype=torch.float32)
-    grid = lambda meta: (cdiv(J, meta["BLOCK_J"]), parts)
-    sum_kernel[grid](x, part_sums, I, J, L, CHUNK)
+    launch_kept(_BOUND, (I, J, L), sum_kernel, lambda meta: (cdiv(J, meta["BLOCK_J"]), parts),
+                (x, part_sums, I, J, L, CHUNK), {})
     return out if parts == 1 else _sum(part_sums, parts, J, 1, out)
+
+
+_BOUND = {}  # sum_kernel's Bound launches (autotune.launch_kept) by its sizes (I, J, L)
 
 
 def sum_except(x, dim, out=None):

@@ -2028,6 +2028,8 @@ def _fusion(layers):
     """(how many of `layers` one fused Conv2d covers, the pooling it fuses or None): conv,
     ReLU, pool or conv, max pool, ReLU: 3 and the pool; conv, ReLU: 2; otherwise (0, None).
     Layers with forward hooks are not fused: each hook sees its own layer's input and output."""
+    if type(layers[0]) is not Conv2d:  # the common case, asked of every layer of every call
+        return 0, None
     kinds = [type(layer) for layer in layers]
     covered, pool = 0, None
     if kinds[:2] == [Conv2d, ReLU]:
