@@ -21,7 +21,7 @@ import triton.language as tl
 
 from .autotune import jit, launch_kept
 from .._device import INTERPRET
-from .launch import cdiv, check, check_float, next_power_of_2
+from .launch import FLOATS, cdiv, check, check_float, next_power_of_2
 from .copy import cast, copy_
 from .gemm import matmul
 from .pointwise import check_like, laid_alike
@@ -530,8 +530,8 @@ def _check_scalar(name, what, t, device):
 def _launches(tensors):
     """The slices of TENSORS_PER_LAUNCH of a list of tensors, with their sizes and program counts."""
     for start in range(0, len(tensors), TENSORS_PER_LAUNCH):
-        ns = tuple(t.numel() for t in tensors[start:start + TENSORS_PER_LAUNCH])
-        yield slice(start, start + len(ns)), ns, sum(cdiv(n, BLOCK) for n in ns)
+        ns = tuple([t.numel() for t in tensors[start:start + TENSORS_PER_LAUNCH]])
+        yield slice(start, start + len(ns)), ns, sum([cdiv(n, BLOCK) for n in ns])
 
 
 # How many of SLOTS[rule] every parameter has (the others may be None: Adam without amsgrad,
@@ -590,7 +590,10 @@ def _known(known, p, g, bufs, lows, hyper, step):
     checks before, by `known`'s record (its ids, and the objects, held so that no id is reused),
     and g is laid out as p: the state is the optimizer's own and changes only when replaced."""
     seen = known.get(id(p))
-    return seen is not None and seen[0] == _state_ids(bufs, lows, hyper, step) and laid_alike(p, g)
+    return seen is not None and seen[0] == _state_ids(bufs, lows, hyper, step) and (
+        # p passed laid_alike when remembered: a gradient of its shape and strides is laid out as p
+        (g.stride() == p.stride() and g.shape == p.shape and g.dtype in FLOATS and g.device == p.device)
+        or laid_alike(p, g))
 
 
 def _remember(known, p, bufs, lows, hyper, step, parameters):
@@ -635,7 +638,7 @@ def step_(rule, updates, scale=None, found_inf=None, known=None):
         _check_scalar(rule, "found_inf", found_inf, updates[0][0].device)
     for part, ns, programs in _launches([u[0] for u in updates]):
         ps, gs, bufs, lows, hypers, steps, lr_mults, decay_mults = zip(*updates[part])
-        slots = [tuple(b[j] if j < len(b) else None for b in bufs) for j in range(3)]
+        slots = list(zip(*[(*b, None, None, None)[:3] for b in bufs]))  # 3 slots, None past a tensor's own
         if rule == "nadam":  # its mu_product advances first, once a tensor: every program reads it
             nadam_clock_kernel[(1,)](slots[2], hypers, steps, found_inf, num_warps=1)
         if programs:

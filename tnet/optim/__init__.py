@@ -171,11 +171,14 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and self.state[p][s] for s in self._slots[p]],
-                    amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
-                    getattr(p, "decay_mult", 1.0))
-                   for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
-                   for p in group["params"] if p.grad is not None]
+        updates = []
+        for group, (_, hyper) in zip(self.param_groups, self._device_hyper):
+            for p in group["params"]:
+                if p.grad is not None:
+                    memory, state = p.memory, self.state[p]
+                    updates.append((memory, in_layout(p.grad.memory, memory), [s and state[s] for s in self._slots[p]],
+                                    amp.low_copies(p), hyper, state["step"], getattr(p, "lr_mult", 1.0),
+                                    getattr(p, "decay_mult", 1.0)))
         if scale is not None:
             kernels.find_inf_([u[1] for u in updates], found_inf)
         kernels.count_steps_(self._steps, self._took[took], found_inf)
