@@ -78,7 +78,7 @@ def check_op(fn_tnet, fn_torch, inputs, tol, seed_rng):
     assert_close(out, ref, tol, "forward")
     g = seed_rng.standard_normal(ref.shape)
     out.backward(g)
-    ref.backward(torch.tensor(g).to(out.dtype).double())  # the seed as tnet rounds it to out's dtype
+    ref.backward(torch.tensor(g).to(out.dtype).double().to(ref.device))  # the seed as tnet rounds it to out's dtype
     for i, (t, r) in enumerate(inputs):
         if r.requires_grad:
             assert_close(t.grad, r.grad, tol, f"gradient of input {i}")

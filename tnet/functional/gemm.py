@@ -130,9 +130,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 def _euclidean_cdist(x1, x2):
-    """cdist's p = 2 through one batched GEMM: sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0))."""
+    """cdist's p = 2 through one batched GEMM: sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), the GEMM of fp32
+    rows in IEEE fp32 whatever set_precision says, as torch's (tf32's rounding of a.b, cancelling
+    against |a|^2, would leave a point 0.1 from itself)."""
     need1, need2 = needs_grad(x1, x2)
-    with no_grad():
+    with no_grad(), _gemm.precision_of("ieee"):
         squares1 = _reduce_sum(mul(x1, x1), -1, keepdim=True)
         squares2 = unsqueeze(_reduce_sum(mul(x2, x2), -1), -2)
         d = sqrt(clamp_min(add(sub(squares1, mul(matmul(x1, transpose(x2, -1, -2)), 2.0)), squares2), 0.0))

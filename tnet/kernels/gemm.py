@@ -15,6 +15,8 @@ default with `tnet.set_precision`.
 Large 2-D tf32, bf16 and fp16 products run gemm_tma_kernel instead: TMA tile loads and
 persistent programs.
 """
+import contextlib
+
 import torch
 import triton
 import triton.language as tl
@@ -42,6 +44,16 @@ def set_precision(precision):
 
 def get_precision():
     return _default["precision"]
+
+
+@contextlib.contextmanager
+def precision_of(precision):
+    """GEMMs of fp32 tensors at `precision` inside the block (set_precision, the previous one restored after)."""
+    previous = set_precision(precision)
+    try:
+        yield
+    finally:
+        set_precision(previous)
 
 
 # Small tiles for small products; the large ones are each precision's best for large products
