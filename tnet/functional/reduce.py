@@ -26,6 +26,8 @@ def _dims(name, input, dim, keepdim=False):
     that is no bool raises torch's TypeError, before the dims' checks as torch's argument parser."""
     check_type(isinstance(keepdim, bool), lambda: f"{name}(): argument 'keepdim' must be bool, not {type(keepdim).__name__}")
     n = input.ndim
+    if dim is None:  # the common case: all of them
+        return tuple(range(n))
     dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
     out = []
     for d in dims:
@@ -45,7 +47,8 @@ def _dims(name, input, dim, keepdim=False):
 
 def _dense(x):
     """x's storage, copied contiguous if it has gaps (a slice): the reductions read dense memory."""
-    return x.memory if _reduce.is_dense(x.memory) else x.memory.contiguous()
+    memory = x.memory
+    return memory if memory.is_contiguous() or _reduce.is_dense(memory) else memory.contiguous()
 
 
 def _shape(shape, dims, keepdim):

@@ -998,7 +998,7 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=No
     slots = (*operands, y, y)[:3]
     if plan.kw["SCALARS"]:
         ptrs = [x if tensor else y for x, tensor in zip(slots, plan.tensor_at)]
-        numbers = tuple(0 if tensor else _number(x, plan) for x, tensor in zip(slots, plan.tensor_at))
+        numbers = [0 if tensor else _number(x, plan) for x, tensor in zip(slots, plan.tensor_at)]
     else:
         ptrs, numbers = slots, (0, 0, 0)
     s3 = float(operands[3]) if len(operands) > 3 else 0.0  # a float always: an int would compile anew

@@ -44,12 +44,12 @@ def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: t
 def _sum(x, I, J, L, out):
     parts = max(1, cdiv(I * L, CHUNK))
     part_sums = out if parts == 1 else torch.empty((parts, J), device=x.device, dtype=torch.float32)
-    launch_kept(_BOUND, (I, J, L), sum_kernel, lambda meta: (cdiv(J, meta["BLOCK_J"]), parts),
+    launch_kept(_BOUND, (sum_kernel, I, J, L), sum_kernel, lambda meta: (cdiv(J, meta["BLOCK_J"]), parts),
                 (x, part_sums, I, J, L, CHUNK), {})
     return out if parts == 1 else _sum(part_sums, parts, J, 1, out)
 
 
-_BOUND = {}  # sum_kernel's Bound launches (autotune.launch_kept) by its sizes (I, J, L)
+_BOUND = {}  # sum_kernel's and reduce_kernel's Bound launches (autotune.launch_kept) by sizes and flags
 
 
 def sum_except(x, dim, out=None):
@@ -220,9 +220,10 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
         out, out_i = y, yi
     inner = K2 == 1
     blocks = lambda meta: cdiv(K1 if inner else K2, meta["BLOCK_J"]) * (1 if inner else K1)
-    reduce_kernel[lambda meta: (parts * blocks(meta),)](
-        x, x if xi is None else xi, out, out if out_i is None else out_i, K1, R, K2, CHUNK,
-        divisor if parts == 1 else 1.0, OP=op, INNER=inner, INDEXED=xi is not None, INTEGER=integer(x))
+    launch_kept(_BOUND, (reduce_kernel, K1, R, K2, op, xi is None, out_i is None), reduce_kernel,
+                lambda meta: (parts * blocks(meta),),
+                (x, x if xi is None else xi, out, out if out_i is None else out_i, K1, R, K2, CHUNK,
+                 divisor if parts == 1 else 1.0), dict(OP=op, INNER=inner, INDEXED=xi is not None, INTEGER=integer(x)))
     if parts > 1:
         _reduce_view(out, out_i, K1, parts, K2, op, divisor, y, yi)
 
@@ -251,8 +252,10 @@ def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
         part = reduce(x, longest, op, dtype=torch.int64 if integer(x) else torch.float32)
         return reduce(part, rest, op, divisor, dtype)
     _, K1, R, K2, shape, back, dtype = plan
-    y = torch.empty(shape, device=x.device, dtype=dtype).permute(back)
-    yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64).permute(back)
+    y = torch.empty(shape, device=x.device, dtype=dtype)
+    yi = None if exact else torch.empty(shape, device=x.device, dtype=torch.int64)
+    if back is not None:
+        y, yi = y.permute(back), yi if yi is None else yi.permute(back)
     if y.numel() and not x.numel():  # a sum (product) of no elements: the kernel would write nothing
         y.fill_(0 if op == "sum" else 1)
     elif y.numel():
@@ -292,4 +295,5 @@ def _plan(x, dims, op, dtype):
     K1, K2 = (math.prod(run[1] for run in runs[i]) for i in (slice(0, at), slice(at + 1, None)))
     R = reduced[0][1] if reduced else 1
     shape = [1 if d in dims else x.shape[d] for d in order]
-    return "view", K1, R, K2, shape, sorted(range(x.dim()), key=order.__getitem__), dtype
+    back = sorted(range(x.dim()), key=order.__getitem__)
+    return "view", K1, R, K2, shape, None if back == sorted(back) else back, dtype  # None: no permutation
