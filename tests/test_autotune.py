@@ -143,3 +143,31 @@ def test_bound_gemm_launches_compute_each_product():
         want = f64(out) + f64(a) @ f64(b)
         assert_close(gemm.matmul(a, b, out=out, accumulate=True, precision="ieee"), want, TOL["ieee"], "c += ab")
     assert len(gemm._BOUND) >= 2
+
+
+@pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")
+def test_bound_reduction_loss_and_step_launches_compute_each_call():
+    """The reductions' (sum_except's parts and reduce's), cross_entropy's, scale_'s, add_'s and the
+    optimizer's step count's launches go through their Bound launches from the second call on, each on
+    its own tensors."""
+    from tnet.kernels import optim, reduce, softmax
+    for _ in range(3):
+        x = randn(3000, 7)
+        assert_close(reduce.sum_except(x, 1), f64(x).sum(0), TOL["ieee"], "sum_except")
+        assert_close(reduce.reduce(x, (0, 1), divisor=2.0), f64(x).sum().reshape(1, 1) / 2, TOL["ieee"], "reduce")
+        logits, labels = randn(5, 10), torch.randint(0, 10, (5,), device=DEV)
+        loss, dlogits = softmax.cross_entropy(logits, labels)
+        xr = f64(logits).requires_grad_()
+        want = torch.nn.functional.cross_entropy(xr, labels)
+        want.backward()
+        assert_close(f64(loss), want.detach(), TOL["ieee"], "loss")
+        assert_close(f64(dlogits), xr.grad, TOL["ieee"], "dlogits")
+        a, b, s = randn(100), randn(100), randn(1)
+        want = (f64(a) + f64(b)) * f64(s)
+        assert_close(f64(pointwise.scale_(pointwise.add_(a, b), s)), want, TOL["ieee"], "(a + b) * s")
+        steps, took = torch.zeros(3, device=DEV), torch.tensor([1.0, 0.0, 1.0], device=DEV)
+        optim.count_steps_(steps, took)
+        optim.count_steps_(steps, took)
+        assert steps.tolist() == [2.0, 0.0, 2.0]
+    assert {key[0] for key in reduce._BOUND} == {reduce.sum_kernel, reduce.reduce_kernel}
+    assert softmax._BOUND and optim._BOUND

@@ -1140,7 +1140,8 @@ def relu_backward(y, dy):
 def add_(x, y):
     """x += y in place (y cast to x's dtype, the sum in fp32); returns x."""
     check_like("add_", x, y)
-    add_kernel[grid1d(x.numel())](x, y, x.numel())
+    n = x.numel()
+    launch_kept(_FLAT, (add_kernel, n, x.dtype, y.dtype), add_kernel, grid1d(n), (x, y, n), {})
     return x
 
 
@@ -1149,5 +1150,6 @@ def scale_(x, s):
     check_like("scale_", x)
     check(s.numel() == 1 and s.device == x.device and s.dtype in FLOATS,
           lambda: f"scale_: s must be one float element on {x.device}, got {tuple(s.shape)} {s.dtype} on {s.device}")
-    scale_kernel[grid1d(x.numel())](x, s, x.numel())
+    n = x.numel()
+    launch_kept(_FLAT, (scale_kernel, n, x.dtype, s.dtype), scale_kernel, grid1d(n), (x, s, n), {})
     return x

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit
+from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, InputIndexError, cdiv, check, check_float, next_power_of_2
 from .reduce import sum_except
 
@@ -287,13 +287,17 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     # one program's sum is the loss; more programs' are added after, in a fixed order
     sums = loss.view(-1) if reduction == "none" or programs == 1 else \
         torch.empty(programs, device=x.device, dtype=torch.float32)
-    cross_entropy_kernel[(programs,)](x, labels, sums, dx, _label_flag(x.device), R, C, float(label_smoothing),
-                                      int(ignore_index), ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction),
-                                      LABELS=min(next_power_of_2(R), 4096))
+    launch_kept(_BOUND, (cross_entropy_kernel, R, C, int(ignore_index), reduction, x.dtype, sums.dtype),
+                cross_entropy_kernel, (programs,),
+                (x, labels, sums, dx, _label_flag(x.device), R, C, float(label_smoothing), int(ignore_index)),
+                dict(ROWS=rows, COLS=COLS, REDUCTION=REDUCTIONS.index(reduction), LABELS=min(next_power_of_2(R), 4096)))
     if reduction != "none" and programs > 1:
         sum_except(sums.view(programs, 1), 1, out=loss.view(1))
     _raise_label_error("cross_entropy", x, C, ignore_index)
     return loss, dx
+
+
+_BOUND = {}  # cross_entropy_kernel's Bound launches (autotune.launch_kept) by sizes and arguments
 
 
 def _raise_label_error(name, x, C, ignore_index):
