@@ -197,6 +197,30 @@ def test_checks_after_the_first_step():
         opt.step()
 
 
+
+def test_state_entries_are_tensors_that_user_code_changes():
+    """An optimizer's state holds tnet Tensors, as torch's holds tensors: a user's own math on them
+    (Lookahead's momentum pull-back, in place) and an entry replaced by a fresh tensor (its reset)
+    are what the next step reads, as in torch."""
+    rng = np.random.default_rng(0)
+    w, g = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    out = []
+    for lib in (tnet, torch):
+        p = lib.nn.Parameter(lib.tensor(w, dtype=lib.float32))
+        opt = lib.optim.Adam([p], lr=0.1)
+        for step in range(3):
+            p.grad = lib.tensor(g * (step + 1), dtype=lib.float32)
+            opt.step()
+            state = opt.state[p]
+            assert isinstance(state["exp_avg"], lib.Tensor) and isinstance(state["step"], lib.Tensor)
+            if step == 0:
+                state["exp_avg"].mul_(0.5).add_(0.5, p.data)
+            elif step == 1:
+                state["exp_avg_sq"] = lib.zeros_like(p.data) + 0.25
+        out.append((p.detach().numpy().copy(), float(opt.state[p]["step"])))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5, atol=1e-6)
+    assert out[0][1] == out[1][1] == 3
+
 def _hand_written_sgd(lib):
     """A momentum SGD written as people subclass torch.optim.Optimizer: `required`, its own step under
     no_grad, state made lazily in self.state[p]."""

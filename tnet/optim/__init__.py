@@ -28,7 +28,8 @@ class Optimizer:
     {"params": [...], "lr": ..., ...} (param groups; the constructor's arguments are the
     defaults). Every parameter has a step count, one float32 on the device as in torch
     (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the state
-    that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once:
+    that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once, each
+    entry a tnet Tensor that a user's code may change in place or replace (state_memory):
     options that add state (Adam's amsgrad, RMSprop's centered and momentum > 0) are taken at
     construction. A subclass gives RULE (the kernel's), _validate(group) and _rule_hyper(group):
     the group's own hyperparameters in the kernel's order (kernels.optim.HYPER[RULE] after the four
@@ -72,12 +73,12 @@ class Optimizer:
         self._slots = {p: self._slots_of(group) for group in self.param_groups for p in group["params"]}
         self.state = {}
         for i, (group, p) in enumerate((group, p) for group in self.param_groups for p in group["params"]):
-            self.state[p] = {"step": self._steps[i]}
+            self.state[p] = {"step": Tensor(self._steps[i])}
             for s in self._slots[p]:
                 if s in self.SCALARS:
-                    self.state[p][s] = self._scalars[s][i]
+                    self.state[p][s] = Tensor(self._scalars[s][i])
                 elif s is not None:
-                    self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
+                    self.state[p][s] = Tensor(torch.full_like(p.memory, self._initial(group, s)))
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
@@ -171,8 +172,8 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and self.state[p][s] for s in self._slots[p]],
-                    amp.low_copies(p), hyper, self.state[p]["step"], getattr(p, "lr_mult", 1.0),
+        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and state_memory(self.state[p][s]) for s in self._slots[p]],
+                    amp.low_copies(p), hyper, state_memory(self.state[p]["step"]), getattr(p, "lr_mult", 1.0),
                     getattr(p, "decay_mult", 1.0))
                    for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
                    for p in group["params"] if p.grad is not None]
@@ -189,7 +190,7 @@ class Optimizer:
             for p in group["params"]:
                 for s in self._buffers(p):
                     if self.state[p][s].shape != p.memory.shape:
-                        self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
+                        self.state[p][s] = Tensor(torch.full_like(p.memory, self._initial(group, s)))
         self._reshapes = reshaped_parameters[0]
 
     def _update(self, updates, scale, found_inf):
@@ -217,7 +218,7 @@ class Optimizer:
                     "param_groups": self._indexed_groups()}
         scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
         state = {i: {**{s: float(v[i]) for s, v in scalars.items()},
-                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self._buffers(p)}}
+                     **{b: state_memory(self.state[p][b]).float().cpu().numpy().copy() for b in self._buffers(p)}}
                  for i, p in enumerate(self._params)}
         return {"state": state, "param_groups": self._indexed_groups()}
 
@@ -268,12 +269,20 @@ class Optimizer:
         for p, entry in zip(self._params, entries):
             for b in self._buffers(p):
                 if b in entry:
-                    self.state[p][b].copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
+                    state_memory(self.state[p][b]).copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
                 else:
-                    self.state[p][b].fill_(self._initial(group_of[p], b))
+                    state_memory(self.state[p][b]).fill_(self._initial(group_of[p], b))
         for group, g in zip(self.param_groups, groups):
             group.update(g)
         self.update_lr()
+
+
+def state_memory(value):
+    """A state entry's device memory. The optimizers keep tnet Tensors in self.state, as torch keeps
+    tensors there, so that a user's own code does its math on them in tnet (Lookahead pulling back
+    the momentum_buffer); an entry replaced by the user (a tnet Tensor, or a torch tensor taken as
+    memory) is what the next step reads."""
+    return value.memory if isinstance(value, Tensor) else value
 
 
 class _RequiredParameter:

@@ -1,0 +1,900 @@
+"""Users' own optimizers (Barlow Twins' LARS, a Lookahead wrapping SGD, lucidrains' Lion,
+LiyuanLucasLiu's RAdam in the old add_(scalar, tensor) spelling), custom autograd Functions
+(BinaryNet's straight-through binarised layers, XNOR-Net's BinActive, DANN's gradient reversal),
+adversarial training (FGSM, PGD, TRADES), interpretability (Grad-CAM's hooks, saliency, integrated
+gradients), the nn.utils toolbox (swa_utils, prune, weight and spectral norm, BatchNorm folding,
+hand-written fake quantisation), a Neural ODE's RK4 solver, a hypernetwork with
+torch.func.functional_call and the DataLoader's samplers and collate_fn, written from memory in
+their repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs
+in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
+the weights summed into a few numbers, agree. Where a script draws, numpy draws or torch replays
+tnet's draws; shapes are tiny and runs 1-3 steps."""
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from helpers import batches, compare, load
+
+
+def summary(params):
+    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
+    out = []
+    for p in params:
+        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
+    return out
+
+
+def but(model, *names):
+    """The parameters but those named: the biases of layers that feed a BatchNorm, whose mean cancels
+    them, so that their gradient is rounding noise, which Adam's normalised step turns into a full step
+    of +-lr that differs between any two summation orders (PyTorch's float32 and float64 as well)."""
+    return [p for n, p in model.named_parameters() if n not in names]
+
+
+def small_net(nn, inputs=6, hidden=8, classes=3):
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+def tabular(seed=0, n=8, inputs=6, classes=3):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, inputs)).astype(np.float32), rng.integers(0, classes, n)
+
+
+# (a) facebookresearch/barlowtwins' LARS: a subclass of optim.Optimizer whose defaults carry eta and
+# the two filters, a @torch.no_grad() step that takes torch.norm of the weight and the update and picks
+# the trust ratio by nested torch.where, the momentum 'mu' made on demand in self.state[p]; the
+# parameters split into weights and biases by ndim, the lr set per group by adjust_learning_rate;
+# the checkpoint's optimizer.state_dict() saved and loaded into a fresh LARS that goes on
+def barlow_lars(m, state=None, tmp_path=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class LARS(optim.Optimizer):
+        def __init__(self, params, lr, weight_decay=0, momentum=0.9, eta=0.001,
+                     weight_decay_filter=False, lars_adaptation_filter=False):
+            defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum,
+                            eta=eta, weight_decay_filter=weight_decay_filter,
+                            lars_adaptation_filter=lars_adaptation_filter)
+            super().__init__(params, defaults)
+
+        def exclude_bias_and_norm(self, p):
+            return p.ndim == 1
+
+        @torch.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                for p in g['params']:
+                    dp = p.grad
+
+                    if dp is None:
+                        continue
+
+                    if not g['weight_decay_filter'] or not self.exclude_bias_and_norm(p):
+                        dp = dp.add(p, alpha=g['weight_decay'])
+
+                    if not g['lars_adaptation_filter'] or not self.exclude_bias_and_norm(p):
+                        param_norm = torch.norm(p)
+                        update_norm = torch.norm(dp)
+                        one = torch.ones_like(param_norm)
+                        q = torch.where(param_norm > 0.,
+                                        torch.where(update_norm > 0,
+                                                    (g['eta'] * param_norm / update_norm), one), one)
+                        dp = dp.mul(q)
+
+                    param_state = self.state[p]
+                    if 'mu' not in param_state:
+                        param_state['mu'] = torch.zeros_like(p)
+                    mu = param_state['mu']
+                    mu.mul_(g['momentum']).add_(dp)
+
+                    p.add_(mu, alpha=-g['lr'])
+
+    def adjust_learning_rate(optimizer, step, base_lr=0.2):
+        lr = base_lr * (step + 1) / 3
+        optimizer.param_groups[0]['lr'] = lr * 0.2
+        optimizer.param_groups[1]['lr'] = lr * 0.0048
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    param_weights = []
+    param_biases = []
+    for param in model.parameters():
+        if param.ndim == 1:
+            param_biases.append(param)
+        else:
+            param_weights.append(param)
+    parameters = [{'params': param_weights}, {'params': param_biases}]
+    optimizer = LARS(parameters, lr=0, weight_decay=1e-6,
+                     weight_decay_filter=True, lars_adaptation_filter=True)
+    x, y = tabular()
+    x, y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for step in range(3):
+        if step == 2:  # resume: the checkpoint's optimizer state goes into a fresh LARS
+            ckpt = dict(model=model.state_dict(), optimizer=optimizer.state_dict())
+            torch.save(ckpt, tmp_path / f'checkpoint_{torch.__name__}.pth')
+            ckpt = torch.load(tmp_path / f'checkpoint_{torch.__name__}.pth', map_location='cpu')
+            model.load_state_dict(ckpt['model'])
+            optimizer = LARS(parameters, lr=0, weight_decay=1e-6,
+                             weight_decay_filter=True, lars_adaptation_filter=True)
+            optimizer.load_state_dict(ckpt['optimizer'])
+        adjust_learning_rate(optimizer, step)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    mu = [float(optimizer.state[p]['mu'].sum()) for p in model.parameters()]
+    return init, losses + mu + summary(model.parameters())
+
+
+def test_barlow_lars(tmp_path):
+    compare(barlow_lars, tmp_path=tmp_path)
+
+
+# (b) michaelrzhang/lookahead: Lookahead subclasses Optimizer without calling its __init__, wraps an
+# inner SGD (param_groups a property that returns the inner one's), keeps 'cached_params' in its own
+# defaultdict state, interpolates every la_steps steps with p.data.mul_(alpha).add_(cached, alpha=1 -
+# alpha) and pulls back the inner momentum_buffer in the old add_(scalar, tensor) spelling; a closure
+# through step(closure)
+def lookahead(m, state=None, pullback_momentum="pullback"):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Optimizer = optim.Optimizer
+
+    class Lookahead(Optimizer):
+        def __init__(self, optimizer, la_steps=5, la_alpha=0.8, pullback_momentum="none"):
+            """optimizer: inner optimizer
+            la_steps (int): number of lookahead steps
+            la_alpha (float): linear interpolation factor. 1.0 recovers the inner optimizer.
+            pullback_momentum (str): change to inner optimizer momentum on interpolation update
+            """
+            self.optimizer = optimizer
+            self._la_step = 0  # counter for inner optimizer
+            self.la_alpha = la_alpha
+            self._total_la_steps = la_steps
+            pullback_momentum = pullback_momentum.lower()
+            assert pullback_momentum in ["reset", "pullback", "none"]
+            self.pullback_momentum = pullback_momentum
+
+            self.state = defaultdict(dict)
+
+            # Cache the current optimizer parameters
+            for group in optimizer.param_groups:
+                for p in group['params']:
+                    param_state = self.state[p]
+                    param_state['cached_params'] = torch.zeros_like(p.data)
+                    param_state['cached_params'].copy_(p.data)
+                    if self.pullback_momentum == "pullback":
+                        param_state['cached_mom'] = torch.zeros_like(p.data)
+
+        def __getstate__(self):
+            return {
+                'state': self.state,
+                'optimizer': self.optimizer,
+                'la_alpha': self.la_alpha,
+                '_la_step': self._la_step,
+                '_total_la_steps': self._total_la_steps,
+                'pullback_momentum': self.pullback_momentum
+            }
+
+        def zero_grad(self):
+            self.optimizer.zero_grad()
+
+        def get_la_step(self):
+            return self._la_step
+
+        def state_dict(self):
+            return self.optimizer.state_dict()
+
+        def load_state_dict(self, state_dict):
+            self.optimizer.load_state_dict(state_dict)
+
+        @property
+        def param_groups(self):
+            return self.optimizer.param_groups
+
+        def step(self, closure=None):
+            """Performs a single Lookahead optimization step."""
+            loss = self.optimizer.step(closure)
+            self._la_step += 1
+
+            if self._la_step >= self._total_la_steps:
+                self._la_step = 0
+                # Lookahead and cache the current optimizer parameters
+                for group in self.optimizer.param_groups:
+                    for p in group['params']:
+                        param_state = self.state[p]
+                        p.data.mul_(self.la_alpha).add_(param_state['cached_params'], alpha=1.0 - self.la_alpha)
+                        param_state['cached_params'].copy_(p.data)
+                        if self.pullback_momentum == "pullback":
+                            internal_momentum = self.optimizer.state[p]["momentum_buffer"]
+                            self.optimizer.state[p]["momentum_buffer"] = internal_momentum.mul_(self.la_alpha).add_(
+                                1.0 - self.la_alpha, param_state["cached_mom"])
+                            param_state["cached_mom"] = self.optimizer.state[p]["momentum_buffer"]
+                        elif self.pullback_momentum == "reset":
+                            self.optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p.data)
+
+            return loss
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    base = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer = Lookahead(base, la_steps=2, la_alpha=0.5, pullback_momentum=pullback_momentum)
+    x, y = tabular(1)
+    x, y = torch.tensor(x), torch.tensor(y)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    losses = [optimizer.step(closure).item() for _ in range(4)]
+    assert optimizer.get_la_step() == 0 and len(optimizer.param_groups) == 1
+    assert set(optimizer.state_dict()['state']) == set(range(6))
+    return init, losses + summary(model.parameters())
+
+
+def test_lookahead_pullback():
+    compare(lookahead)
+
+
+def test_lookahead_reset():
+    compare(lookahead, pullback_momentum="reset")
+
+
+# (c) lucidrains/lion-pytorch: Lion(Optimizer) with betas in its defaults, a @torch.no_grad() step that
+# runs the closure under torch.enable_grad(), walks filter(lambda p: exists(p.grad), group['params']),
+# unpacks *group['betas'] and calls a module-level update_fn: p.data.mul_(1 - lr * wd), the update
+# exp_avg.clone().mul_(beta1).add(grad, alpha=1 - beta1).sign_(), exp_avg's lerp by mul_ and add_;
+# a frozen layer (requires_grad False) keeps no grad
+def lion(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Optimizer = optim.Optimizer
+
+    def exists(val):
+        return val is not None
+
+    def update_fn(p, grad, exp_avg, lr, wd, beta1, beta2):
+        # stepweight decay
+        p.data.mul_(1 - lr * wd)
+        # weight update
+        update = exp_avg.clone().mul_(beta1).add(grad, alpha=1 - beta1).sign_()
+        p.add_(update, alpha=-lr)
+        # decay the momentum running average coefficient
+        exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
+
+    class Lion(Optimizer):
+        def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.99), weight_decay: float = 0.0,
+                     decoupled_weight_decay: bool = False):
+            assert lr > 0.
+            assert all([0. <= beta <= 1. for beta in betas])
+            self._init_lr = lr
+            self.decoupled_wd = decoupled_weight_decay
+            defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay)
+            super().__init__(params, defaults)
+            self.update_fn = update_fn
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if exists(closure):
+                with torch.enable_grad():
+                    loss = closure()
+
+            for group in self.param_groups:
+                for p in filter(lambda p: exists(p.grad), group['params']):
+                    grad, lr, wd, beta1, beta2, state, decoupled_wd, init_lr = (
+                        p.grad, group['lr'], group['weight_decay'], *group['betas'], self.state[p],
+                        self.decoupled_wd, self._init_lr)
+                    # maybe decoupled weight decay
+                    if decoupled_wd:
+                        wd /= init_lr
+                    # init state - exponential moving average of gradient values
+                    if len(state) == 0:
+                        state['exp_avg'] = torch.zeros_like(p)
+                    exp_avg = state['exp_avg']
+                    self.update_fn(p, grad, exp_avg, lr, wd, beta1, beta2)
+            return loss
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    model[0].bias.requires_grad_(False)
+    opt = Lion(model.parameters(), lr=1e-2, weight_decay=1e-2, decoupled_weight_decay=True)
+    x, y = tabular(2)
+    x, y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for _ in range(3):
+        def closure():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+        losses.append(opt.step(closure).item())
+    assert model[0].bias.grad is None and len(opt.state) == 5
+    return init, losses + summary(model.parameters())
+
+
+def test_lion():
+    compare(lion)
+
+
+# (d) LiyuanLucasLiu/RAdam: the buffer of [step, N_sma, step_size] triples kept in the defaults (and in
+# a param group whose betas differ), grad = p.grad.data.float(), p_data_fp32 = p.data.float(), the old
+# spellings addcmul_(1 - beta2, grad, grad), add_(1 - beta1, grad), addcdiv_(-step_size * lr, exp_avg,
+# denom) and add_(-wd * lr, p_data_fp32), the SGD-like update while N_sma < 5, p.data.copy_
+def radam(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Optimizer = optim.Optimizer
+
+    class RAdam(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, degenerated_to_sgd=True):
+            if not 0.0 <= lr:
+                raise ValueError("Invalid learning rate: {}".format(lr))
+            if not 0.0 <= eps:
+                raise ValueError("Invalid epsilon value: {}".format(eps))
+            if not 0.0 <= betas[0] < 1.0:
+                raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+            if not 0.0 <= betas[1] < 1.0:
+                raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+
+            self.degenerated_to_sgd = degenerated_to_sgd
+            if isinstance(params, (list, tuple)) and len(params) > 0 and isinstance(params[0], dict):
+                for param in params:
+                    if 'betas' in param and (param['betas'][0] != betas[0] or param['betas'][1] != betas[1]):
+                        param['buffer'] = [[None, None, None] for _ in range(10)]
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                            buffer=[[None, None, None] for _ in range(10)])
+            super(RAdam, self).__init__(params, defaults)
+
+        def __setstate__(self, state):
+            super(RAdam, self).__setstate__(state)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data.float()
+                    if grad.is_sparse:
+                        raise RuntimeError('RAdam does not support sparse gradients')
+
+                    p_data_fp32 = p.data.float()
+
+                    state = self.state[p]
+
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p_data_fp32)
+                        state['exp_avg_sq'] = torch.zeros_like(p_data_fp32)
+                    else:
+                        state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                        state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    beta1, beta2 = group['betas']
+
+                    exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                    exp_avg.mul_(beta1).add_(1 - beta1, grad)
+
+                    state['step'] += 1
+                    buffered = group['buffer'][int(state['step'] % 10)]
+                    if state['step'] == buffered[0]:
+                        N_sma, step_size = buffered[1], buffered[2]
+                    else:
+                        buffered[0] = state['step']
+                        beta2_t = beta2 ** state['step']
+                        N_sma_max = 2 / (1 - beta2) - 1
+                        N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                        buffered[1] = N_sma
+
+                        # more conservative since it's an approximated value
+                        if N_sma >= 5:
+                            step_size = math.sqrt(
+                                (1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) / N_sma * N_sma_max / (
+                                    N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                        elif self.degenerated_to_sgd:
+                            step_size = 1.0 / (1 - beta1 ** state['step'])
+                        else:
+                            step_size = -1
+                        buffered[2] = step_size
+
+                    # more conservative since it's an approximated value
+                    if N_sma >= 5:
+                        if group['weight_decay'] != 0:
+                            p_data_fp32.add_(-group['weight_decay'] * group['lr'], p_data_fp32)
+                        denom = exp_avg_sq.sqrt().add_(group['eps'])
+                        p_data_fp32.addcdiv_(-step_size * group['lr'], exp_avg, denom)
+                        p.data.copy_(p_data_fp32)
+                    elif step_size > 0:
+                        if group['weight_decay'] != 0:
+                            p_data_fp32.add_(-group['weight_decay'] * group['lr'], p_data_fp32)
+                        p_data_fp32.add_(-step_size * group['lr'], exp_avg)
+                        p.data.copy_(p_data_fp32)
+
+            return loss
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    head = list(model[3].parameters())
+    body = [p for p in model.parameters() if all(p is not q for q in head)]
+    # beta2 0.5 in the head's group: N_sma >= 5 from the first step (the default's needs 6 steps)
+    opt = RAdam([{'params': body}, {'params': head, 'betas': (0.9, 0.5)}], lr=0.05, weight_decay=1e-3)
+    x, y = tabular(3)
+    x, y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_radam():
+    compare(radam)
+
+
+# (e) itayhubara/BinaryNet.pytorch: BinarizeLinear subclasses nn.Linear, binarises its input by
+# input.data = Binarize(input.data) (the gradient goes straight through) and its weight from a real-valued
+# copy kept as an attribute of the Parameter (self.weight.org), adds the bias in place through
+# view(1, -1).expand_as(out); Hardtanh and BatchNorm1d between, nn.LogSoftmax() without dim; the loop
+# copies p.org into p.data before optimizer.step() and the clamped result back into p.org after
+def binarynet(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    def Binarize(tensor, quant_mode='det'):
+        if quant_mode == 'det':
+            return tensor.sign()
+        else:
+            return tensor.add_(1).div_(2).add_(torch.rand(tensor.size()).add(-0.5)).clamp_(0, 1).round().mul_(2).add_(-1)
+
+    class BinarizeLinear(nn.Linear):
+        def __init__(self, *kargs, **kwargs):
+            super(BinarizeLinear, self).__init__(*kargs, **kwargs)
+
+        def forward(self, input):
+            if input.size(1) != 784:
+                input.data = Binarize(input.data)
+            if not hasattr(self.weight, 'org'):
+                self.weight.org = self.weight.data.clone()
+            self.weight.data = Binarize(self.weight.org)
+            out = nn.functional.linear(input, self.weight)
+            if not self.bias is None:
+                self.bias.org = self.bias.data.clone()
+                out += self.bias.view(1, -1).expand_as(out)
+            return out
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.infl_ratio = 1
+            self.fc1 = BinarizeLinear(784, 16 * self.infl_ratio)
+            self.htanh1 = nn.Hardtanh()
+            self.bn1 = nn.BatchNorm1d(16 * self.infl_ratio)
+            self.fc2 = BinarizeLinear(16 * self.infl_ratio, 12 * self.infl_ratio)
+            self.htanh2 = nn.Hardtanh()
+            self.bn2 = nn.BatchNorm1d(12 * self.infl_ratio)
+            self.fc3 = nn.Linear(12 * self.infl_ratio, 10)
+            self.logsoftmax = nn.LogSoftmax()
+
+        def forward(self, x):
+            x = x.view(-1, 28 * 28)
+            x = self.fc1(x)
+            x = self.bn1(x)
+            x = self.htanh1(x)
+            x = self.fc2(x)
+            x = self.bn2(x)
+            x = self.htanh2(x)
+            x = self.fc3(x)
+            return self.logsoftmax(x)
+
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for data, target in batches(0, 2, (6, 1, 28, 28)):
+        data, target = torch.tensor(data), torch.tensor(target)
+        output = model(data)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        for p in list(model.parameters()):
+            if hasattr(p, 'org'):
+                p.data.copy_(p.org)
+        optimizer.step()
+        for p in list(model.parameters()):
+            if hasattr(p, 'org'):
+                p.org.copy_(p.data.clamp_(-1, 1))
+        losses.append(loss.item())
+    return init, losses + summary(but(model, 'fc1.bias', 'fc2.bias')) + summary([model.fc1.weight.org, model.fc2.weight.org])
+
+
+def test_binarynet():
+    compare(binarynet)
+
+
+# (f) jiecaoyu/XNOR-Net-PyTorch: BinActive an autograd.Function (save_for_backward, sign, the gradient
+# zeroed where |input| >= 1 by boolean-mask assignment), BinConv2d's BatchNorm -> BinActive -> conv ->
+# ReLU, and BinOp, which walks model.modules() for the inner conv and linear weights, mean-centres,
+# clamps, saves and binarises them (norm(1, 3, keepdim=True).sum(2, ...).sum(1, ...).div(n) scaling)
+# through .data assignments, restores them after backward and rewrites their .grad.data; each binary
+# convolution sums an odd number (45, 7) of +-m products, so that none is 0 but for rounding (an even
+# number can cancel, and rounding in another order takes ReLU's other side), and none is max pooled
+# (two equal sums would tie but for rounding): NIN's closing AvgPool2d instead
+def xnor_net(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    class BinActive(torch.autograd.Function):
+        '''
+        Binarize the input activations and calculate the mean across channel dimension.
+        '''
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            input = input.sign()
+            return input
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[input.ge(1)] = 0
+            grad_input[input.le(-1)] = 0
+            return grad_input
+
+    class BinConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels,
+                     kernel_size=-1, stride=-1, padding=-1, dropout=0):
+            super(BinConv2d, self).__init__()
+            self.layer_type = 'BinConv2d'
+            self.kernel_size = kernel_size
+            self.stride = stride
+            self.padding = padding
+            self.dropout_ratio = dropout
+
+            self.bn = nn.BatchNorm2d(input_channels, eps=1e-4, momentum=0.1, affine=True)
+            self.bn.weight.data = self.bn.weight.data.zero_().add(1.0)
+            if dropout != 0:
+                self.dropout = nn.Dropout(dropout)
+            self.conv = nn.Conv2d(input_channels, output_channels,
+                                  kernel_size=kernel_size, stride=stride, padding=padding)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.bn(x)
+            x = BinActive.apply(x)
+            if self.dropout_ratio != 0:
+                x = self.dropout(x)
+            x = self.conv(x)
+            x = self.relu(x)
+            return x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.xnor = nn.Sequential(
+                nn.Conv2d(1, 5, kernel_size=3, stride=1),
+                nn.BatchNorm2d(5, eps=1e-4, momentum=0.1, affine=False),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+                BinConv2d(5, 7, kernel_size=3, stride=1, padding=0),
+                BinConv2d(7, 8, kernel_size=1, stride=1, padding=0),
+                nn.Conv2d(8, 10, kernel_size=1, stride=1),
+                nn.AvgPool2d(kernel_size=3, stride=1, padding=0),
+            )
+
+        def forward(self, x):
+            x = self.xnor(x)
+            x = x.view(x.size(0), 10)
+            return x
+
+    class BinOp():
+        def __init__(self, model):
+            # count the number of Conv2d
+            count_Conv2d = 0
+            for m in model.modules():
+                if isinstance(m, nn.Conv2d):
+                    count_Conv2d = count_Conv2d + 1
+
+            start_range = 1
+            end_range = count_Conv2d - 2
+            self.bin_range = np.linspace(start_range,
+                                         end_range, end_range - start_range + 1) \
+                .astype('int').tolist()
+            self.num_of_params = len(self.bin_range)
+            self.saved_params = []
+            self.target_params = []
+            self.target_modules = []
+            index = -1
+            for m in model.modules():
+                if isinstance(m, nn.Conv2d):
+                    index = index + 1
+                    if index in self.bin_range:
+                        tmp = m.weight.data.clone()
+                        self.saved_params.append(tmp)
+                        self.target_modules.append(m.weight)
+
+        def binarization(self):
+            self.meancenterConvParams()
+            self.clampConvParams()
+            self.save_params()
+            self.binarizeConvParams()
+
+        def meancenterConvParams(self):
+            for index in range(self.num_of_params):
+                negMean = self.target_modules[index].data.mean(1, keepdim=True).\
+                    mul(-1).expand_as(self.target_modules[index].data)
+                self.target_modules[index].data = self.target_modules[index].data.add(negMean)
+
+        def clampConvParams(self):
+            for index in range(self.num_of_params):
+                self.target_modules[index].data = \
+                    self.target_modules[index].data.clamp(-1.0, 1.0)
+
+        def save_params(self):
+            for index in range(self.num_of_params):
+                self.saved_params[index].copy_(self.target_modules[index].data)
+
+        def binarizeConvParams(self):
+            for index in range(self.num_of_params):
+                n = self.target_modules[index].data[0].nelement()
+                s = self.target_modules[index].data.size()
+                m = self.target_modules[index].data.norm(1, 3, keepdim=True)\
+                    .sum(2, keepdim=True).sum(1, keepdim=True).div(n)
+                self.target_modules[index].data = \
+                    self.target_modules[index].data.sign().mul(m.expand(s))
+
+        def restore(self):
+            for index in range(self.num_of_params):
+                self.target_modules[index].data.copy_(self.saved_params[index])
+
+        def updateBinaryGradWeight(self):
+            for index in range(self.num_of_params):
+                weight = self.target_modules[index].data
+                n = weight[0].nelement()
+                s = weight.size()
+                m = weight.norm(1, 3, keepdim=True)\
+                    .sum(2, keepdim=True).sum(1, keepdim=True).div(n).expand(s).clone()
+                m[weight.lt(-1.0)] = 0
+                m[weight.gt(1.0)] = 0
+                m = m.mul(self.target_modules[index].grad.data)
+                m_add = weight.sign().mul(self.target_modules[index].grad.data)
+                m_add = m_add.sum(3, keepdim=True)\
+                    .sum(2, keepdim=True).sum(1, keepdim=True).div(n).expand(s)
+                m_add = m_add.mul(weight.sign())
+                self.target_modules[index].grad.data = m.add(m_add).mul(1.0 - 1.0 / s[1]).mul(n)
+
+    torch.manual_seed(0)
+    model = Net()
+    for m_ in model.modules():
+        if isinstance(m_, nn.Conv2d):
+            m_.weight.data.normal_(0, 0.05)
+            m_.bias.data.zero_()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=0.01, weight_decay=0.00001)
+    criterion = nn.CrossEntropyLoss()
+    bin_op = BinOp(model)
+    losses = []
+    for data, target in batches(1, 2, (4, 1, 13, 13)):
+        data, target = torch.tensor(data), torch.tensor(target)
+        bin_op.binarization()
+        output = model(data)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        bin_op.restore()
+        bin_op.updateBinaryGradWeight()
+        optimizer.step()
+        losses.append(loss.item())
+    assert bin_op.num_of_params == 2
+    return init, losses + summary(but(model, 'xnor.0.bias'))
+
+
+def test_xnor_net():
+    compare(xnor_net)
+
+
+# (g) fungtion/DANN: ReverseLayerF's forward returns x.view_as(x) and keeps alpha on ctx, its backward
+# grad_output.neg() * ctx.alpha and None for alpha; CNNModel's three nn.Sequential() filled by
+# add_module, the 1-channel input expanded to 3, class and domain heads ending in LogSoftmax(dim=1), the
+# schedule alpha = 2 / (1 + exp(-10 p)) - 1, NLLLoss on source labels and on both domains' labels
+# from torch.zeros(batch_size).long() and torch.ones(batch_size).long(); SGD for the repository's Adam,
+# whose first step, lr * sign(gradient), flips with the rounding of a gradient near zero
+def dann(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    Function = torch.autograd.Function
+
+    class ReverseLayerF(Function):
+
+        @staticmethod
+        def forward(ctx, x, alpha):
+            ctx.alpha = alpha
+
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            output = grad_output.neg() * ctx.alpha
+
+            return output, None
+
+    class CNNModel(nn.Module):
+
+        def __init__(self):
+            super(CNNModel, self).__init__()
+            self.feature = nn.Sequential()
+            self.feature.add_module('f_conv1', nn.Conv2d(3, 4, kernel_size=5))
+            self.feature.add_module('f_bn1', nn.BatchNorm2d(4))
+            self.feature.add_module('f_pool1', nn.MaxPool2d(2))
+            self.feature.add_module('f_relu1', nn.ReLU(True))
+            self.feature.add_module('f_conv2', nn.Conv2d(4, 6, kernel_size=3))
+            self.feature.add_module('f_bn2', nn.BatchNorm2d(6))
+            self.feature.add_module('f_pool2', nn.MaxPool2d(2))
+            self.feature.add_module('f_relu2', nn.ReLU(True))
+
+            self.class_classifier = nn.Sequential()
+            self.class_classifier.add_module('c_fc1', nn.Linear(6 * 1 * 1, 10))
+            self.class_classifier.add_module('c_bn1', nn.BatchNorm1d(10))
+            self.class_classifier.add_module('c_relu1', nn.ReLU(True))
+            self.class_classifier.add_module('c_fc2', nn.Linear(10, 10))
+            self.class_classifier.add_module('c_softmax', nn.LogSoftmax(dim=1))
+
+            self.domain_classifier = nn.Sequential()
+            self.domain_classifier.add_module('d_fc1', nn.Linear(6 * 1 * 1, 10))
+            self.domain_classifier.add_module('d_bn1', nn.BatchNorm1d(10))
+            self.domain_classifier.add_module('d_relu1', nn.ReLU(True))
+            self.domain_classifier.add_module('d_fc2', nn.Linear(10, 2))
+            self.domain_classifier.add_module('d_softmax', nn.LogSoftmax(dim=1))
+
+        def forward(self, input_data, alpha):
+            input_data = input_data.expand(input_data.data.shape[0], 3, 12, 12)
+            feature = self.feature(input_data)
+            feature = feature.view(-1, 6 * 1 * 1)
+            reverse_feature = ReverseLayerF.apply(feature, alpha)
+            class_output = self.class_classifier(feature)
+            domain_output = self.domain_classifier(reverse_feature)
+
+            return class_output, domain_output
+
+    torch.manual_seed(0)
+    my_net = CNNModel()
+    init = load(m, my_net, state)
+    optimizer = optim.SGD(my_net.parameters(), lr=0.05, momentum=0.9)  # the repository's Adam: see below
+    loss_class = torch.nn.NLLLoss()
+    loss_domain = torch.nn.NLLLoss()
+    source = batches(2, 2, (4, 1, 12, 12))
+    target = batches(3, 2, (4, 3, 12, 12))
+    n_epoch, len_dataloader = 1, 2
+    losses = []
+    for epoch in range(n_epoch):
+        for i in range(len_dataloader):
+            p = float(i + epoch * len_dataloader) / n_epoch / len_dataloader
+            alpha = 2. / (1. + np.exp(-10 * p)) - 1
+
+            # training model using source data
+            s_img, s_label = (torch.tensor(v) for v in source[i])
+            my_net.zero_grad()
+            batch_size = len(s_label)
+            domain_label = torch.zeros(batch_size).long()
+            class_output, domain_output = my_net(input_data=s_img, alpha=alpha)
+            err_s_label = loss_class(class_output, s_label)
+            err_s_domain = loss_domain(domain_output, domain_label)
+
+            # training model using target data
+            t_img = torch.tensor(target[i][0])
+            batch_size = len(t_img)
+            domain_label = torch.ones(batch_size).long()
+            _, domain_output = my_net(input_data=t_img, alpha=alpha)
+            err_t_domain = loss_domain(domain_output, domain_label)
+            err = err_t_domain + err_s_domain + err_s_label
+            err.backward()
+            optimizer.step()
+            losses += [err_s_label.item(), err_s_domain.item(), err_t_domain.item()]
+    return init, losses + summary(but(my_net, 'feature.f_conv1.bias', 'feature.f_conv2.bias', 'class_classifier.c_fc1.bias', 'domain_classifier.d_fc1.bias'))
+
+
+def test_dann():
+    compare(dann)
+
+
+# (h) BinaryConnect as the "Extending PyTorch" notes write autograd Functions: BinarizeF fills
+# input.new(input.size()) by masks and passes the gradient straight through; LinearFunction saves input,
+# weight and bias, adds the bias by unsqueeze(0).expand_as and checks ctx.needs_input_grad for each
+# gradient; the model's input does not require grad, so the first layer's grad_input is never made
+def binary_connect(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Function = torch.autograd.Function
+    calls = []
+
+    class BinarizeF(Function):
+
+        @staticmethod
+        def forward(ctx, input):
+            output = input.new(input.size())
+            output[input >= 0] = 1
+            output[input < 0] = -1
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            grad_input = grad_output.clone()
+            return grad_input
+
+    binarize = BinarizeF.apply
+
+    class LinearFunction(Function):
+        @staticmethod
+        def forward(ctx, input, weight, bias=None):
+            ctx.save_for_backward(input, weight, bias)
+            output = input.mm(weight.t())
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            calls.append(tuple(ctx.needs_input_grad))
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight)
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias
+
+    class BinaryLinear(nn.Linear):
+        def forward(self, input):
+            binary_weight = binarize(self.weight)
+            if self.bias is None:
+                return LinearFunction.apply(input, binary_weight)
+            else:
+                return LinearFunction.apply(input, binary_weight, self.bias)
+
+        def reset_parameters(self):
+            # Glorot initialization
+            in_features, out_features = self.weight.size()
+            stdv = math.sqrt(1.5 / (in_features + out_features))
+            self.weight.data.uniform_(-stdv, stdv)
+            if self.bias is not None:
+                self.bias.data.zero_()
+            self.weight.lr_scale = 1. / stdv
+
+    torch.manual_seed(0)
+    model = nn.Sequential(BinaryLinear(6, 8), nn.BatchNorm1d(8), nn.Tanh(), BinaryLinear(8, 3, bias=False))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.01)
+    x, y = tabular(4)
+    x, y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        for p in model.parameters():
+            if hasattr(p, 'lr_scale'):
+                p.grad.data.mul_(p.lr_scale)
+        optimizer.step()
+        for p in model.parameters():
+            if hasattr(p, 'lr_scale'):
+                p.data.clamp_(-1, 1)
+        losses.append(loss.item())
+    assert calls[:2] == [(True, True), (False, True, True)], calls
+    return init, losses + summary(model.parameters())
+
+
+def test_binary_connect():
+    compare(binary_connect)
