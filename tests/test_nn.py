@@ -357,6 +357,13 @@ def test_to_and_dtype_casts(rng):
     out.float().sum().backward()
     assert net[0].weight.grad.dtype == torch.float32
     assert net.bfloat16()(x).dtype == torch.bfloat16 and net.to(torch.float32)(x).dtype == torch.float32
+    # type(dst_type), as cs231n's model.type(dtype): a dtype, a typed constructor (tnet's or torch's) or its name
+    for t in (torch.float16, tnet.HalfTensor, torch.HalfTensor, "torch.cuda.HalfTensor"):
+        assert net.float().type(t) is net and net(x).dtype == torch.float16
+    for t in (torch.FloatTensor, tnet.cuda.FloatTensor, "torch.FloatTensor"):
+        assert net.half().type(t)(x).dtype == torch.float32
+    with pytest.raises(ValueError, match="invalid type"):
+        net.type("torch.NoSuchTensor")
 
 
 def test_parameter_data_assignment():

@@ -9,6 +9,7 @@ their repositories' styles and ported by their imports alone, as test_ported_scr
 in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
 the weights summed into a few numbers, agree. Where a script draws, numpy draws or torch replays
 tnet's draws; shapes are tiny and runs 1-3 steps."""
+import importlib
 import math
 from collections import defaultdict
 
@@ -898,3 +899,671 @@ def binary_connect(m, state=None):
 
 def test_binary_connect():
     compare(binary_connect)
+
+
+def conv_net(nn, channels=3, classes=4):
+    """A small conv classifier: conv, BatchNorm and ReLU blocks and a global pooled head."""
+    return nn.Sequential(nn.Conv2d(channels, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, classes))
+
+
+def images(seed, n=4, channels=3, size=6, classes=4):
+    """A batch in [0, 1], as a loader of ToTensor()ed images gives it, and its labels."""
+    rng = np.random.default_rng(seed)
+    return rng.random((n, channels, size, size)).astype(np.float32), rng.integers(0, classes, n)
+
+
+# (i) the "Adversarial Robustness: Theory and Practice" tutorial's attacks: fgsm and pgd_linf from a
+# torch.zeros_like(X, requires_grad=True) delta, loss.backward(), delta.data = (delta + alpha *
+# delta.grad.detach().sign()).clamp(-epsilon, epsilon), delta.grad.zero_(); epoch_adversarial over a
+# DataLoader of a TensorDataset, the error count by (yp.max(dim=1)[1] != y).sum().item(), averaged by
+# len(loader.dataset); locuslab/fast_adversarial's clamp(X, lower_limit, upper_limit) by torch.max and
+# torch.min of tensors, its FGSM step from a given start
+def adversarial_training(m, state=None, attack="pgd"):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+
+    def fgsm(model, X, y, epsilon=0.1):
+        """ Construct FGSM adversarial examples on the examples X"""
+        delta = torch.zeros_like(X, requires_grad=True)
+        loss = nn.CrossEntropyLoss()(model(X + delta), y)
+        loss.backward()
+        return epsilon * delta.grad.detach().sign()
+
+    def pgd_linf(model, X, y, epsilon=0.1, alpha=0.01, num_iter=20):
+        """ Construct PGD adversarial examples on the examples X"""
+        delta = torch.zeros_like(X, requires_grad=True)
+        for t in range(num_iter):
+            loss = nn.CrossEntropyLoss()(model(X + delta), y)
+            loss.backward()
+            delta.data = (delta + alpha * delta.grad.detach().sign()).clamp(-epsilon, epsilon)
+            delta.grad.zero_()
+        return delta.detach()
+
+    def clamp(X, lower_limit, upper_limit):
+        return torch.max(torch.min(X, upper_limit), lower_limit)
+
+    def fast_fgsm(model, X, y, epsilon=8 / 255., alpha=10 / 255.):
+        lower_limit, upper_limit = torch.zeros(1, 3, 1, 1), torch.ones(1, 3, 1, 1)
+        delta = torch.zeros_like(X)
+        delta.data = torch.tensor(np.random.default_rng(0).uniform(-epsilon, epsilon, X.shape).astype(np.float32))
+        delta.data = clamp(delta, lower_limit - X, upper_limit - X)
+        delta.requires_grad = True
+        output = model(X + delta)
+        loss = F.cross_entropy(output, y)
+        loss.backward()
+        grad = delta.grad.detach()
+        delta.data = clamp(delta + alpha * torch.sign(grad), -epsilon * torch.ones_like(X), epsilon * torch.ones_like(X))
+        delta.data = clamp(delta, lower_limit - X, upper_limit - X)
+        return delta.detach()
+
+    def epoch_adversarial(loader, model, attack, opt=None, **kwargs):
+        """Adversarial training/evaluation epoch over the dataset"""
+        total_loss, total_err = 0., 0.
+        for X, y in loader:
+            delta = attack(model, X, y, **kwargs)
+            yp = model(X + delta)
+            loss = nn.CrossEntropyLoss()(yp, y)
+            if opt:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+            total_err += (yp.max(dim=1)[1] != y).sum().item()
+            total_loss += loss.item() * X.shape[0]
+        return total_err / len(loader.dataset), total_loss / len(loader.dataset)
+
+    torch.manual_seed(0)
+    model_cnn = conv_net(nn)
+    init = load(m, model_cnn, state)
+    X, y = images(0)
+    loader = data.DataLoader(data.TensorDataset(torch.tensor(X), torch.tensor(y)), batch_size=2, shuffle=False)
+    opt = optim.SGD(model_cnn.parameters(), lr=0.1)
+    attacks = {"pgd": (pgd_linf, dict(epsilon=0.1, alpha=0.02, num_iter=2)), "fast": (fast_fgsm, {})}
+    fn, kwargs = attacks[attack]
+    train_err, train_loss = epoch_adversarial(loader, model_cnn, fn, opt, **kwargs)
+    model_cnn.eval()
+    delta = fgsm(model_cnn, *next(iter(loader)))
+    return init, [train_err, train_loss, float(delta.abs().sum())] + summary(model_cnn.parameters())
+
+
+def test_adversarial_pgd():
+    compare(adversarial_training)
+
+
+def test_adversarial_fast_fgsm():
+    compare(adversarial_training, attack="fast")
+
+
+# (j) yaodongyu/TRADES' trades_loss: nn.KLDivLoss(size_average=False), model.eval() while the attack
+# runs, x_adv = x_natural.detach() + 0.001 * noise, x_adv.requires_grad_() and torch.enable_grad() around
+# the KL of log_softmax against softmax, torch.autograd.grad(loss_kl, [x_adv])[0], the projection
+# torch.min(torch.max(x_adv, x_natural - epsilon), x_natural + epsilon) and torch.clamp(x_adv, 0.0, 1.0);
+# the l_2 branch's Variable delta stepped by its own optim.SGD, its grad divided by the per-example norms
+# view(-1, 1, 1, 1), delta.data.add_(x_natural), clamp_(0, 1).sub_(x_natural) and renorm_(p=2, dim=0,
+# maxnorm=epsilon); the noise drawn by numpy (the repository's torch.randn)
+def trades(m, state=None, distance='l_inf'):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Variable = torch.autograd.Variable
+    noise_rng = np.random.default_rng(7)
+
+    def randn(shape):
+        return torch.tensor(noise_rng.standard_normal(tuple(shape)).astype(np.float32))
+
+    def trades_loss(model, x_natural, y, optimizer, step_size=0.003, epsilon=0.031, perturb_steps=10,
+                    beta=1.0, distance='l_inf'):
+        # define KL-loss
+        criterion_kl = nn.KLDivLoss(size_average=False)
+        model.eval()
+        batch_size = len(x_natural)
+        # generate adversarial example
+        x_adv = x_natural.detach() + 0.001 * randn(x_natural.shape).detach()
+        if distance == 'l_inf':
+            for _ in range(perturb_steps):
+                x_adv.requires_grad_()
+                with torch.enable_grad():
+                    loss_kl = criterion_kl(F.log_softmax(model(x_adv), dim=1),
+                                           F.softmax(model(x_natural), dim=1))
+                grad = torch.autograd.grad(loss_kl, [x_adv])[0]
+                x_adv = x_adv.detach() + step_size * torch.sign(grad.detach())
+                x_adv = torch.min(torch.max(x_adv, x_natural - epsilon), x_natural + epsilon)
+                x_adv = torch.clamp(x_adv, 0.0, 1.0)
+        elif distance == 'l_2':
+            delta = 0.001 * randn(x_natural.shape).detach()
+            delta = Variable(delta.data, requires_grad=True)
+
+            # Setup optimizers
+            optimizer_delta = optim.SGD([delta], lr=epsilon / perturb_steps * 2)
+
+            for _ in range(perturb_steps):
+                adv = x_natural + delta
+
+                # optimize
+                optimizer_delta.zero_grad()
+                with torch.enable_grad():
+                    loss = (-1) * criterion_kl(F.log_softmax(model(adv), dim=1),
+                                               F.softmax(model(x_natural), dim=1))
+                loss.backward()
+                # renorming gradient
+                grad_norms = delta.grad.view(batch_size, -1).norm(p=2, dim=1)
+                delta.grad.div_(grad_norms.view(-1, 1, 1, 1))
+                # avoid nan or inf if gradient is 0
+                if (grad_norms == 0).any():
+                    delta.grad[grad_norms == 0] = torch.randn_like(delta.grad[grad_norms == 0])
+                optimizer_delta.step()
+
+                # projection
+                delta.data.add_(x_natural)
+                delta.data.clamp_(0, 1).sub_(x_natural)
+                delta.data.renorm_(p=2, dim=0, maxnorm=epsilon)
+            x_adv = Variable(x_natural + delta, requires_grad=False)
+        else:
+            x_adv = torch.clamp(x_adv, 0.0, 1.0)
+        model.train()
+
+        x_adv = Variable(torch.clamp(x_adv, 0.0, 1.0), requires_grad=False)
+        # zero gradient
+        optimizer.zero_grad()
+        # calculate robust loss
+        logits = model(x_natural)
+        loss_natural = F.cross_entropy(logits, y)
+        loss_robust = (1.0 / batch_size) * criterion_kl(F.log_softmax(model(x_adv), dim=1),
+                                                        F.softmax(model(x_natural), dim=1))
+        loss = loss_natural + beta * loss_robust
+        return loss
+
+    torch.manual_seed(0)
+    model = conv_net(nn)
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=2e-4)
+    losses = []
+    for seed in range(1):
+        data, target = (torch.tensor(v) for v in images(seed + 1))
+        optimizer.zero_grad()
+        loss = trades_loss(model=model, x_natural=data, y=target, optimizer=optimizer, step_size=0.01,
+                           epsilon=0.05, perturb_steps=2, beta=6.0, distance=distance)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_trades_linf():
+    compare(trades)
+
+
+def test_trades_l2():
+    compare(trades, distance='l_2')
+
+
+# (k) Grad-CAM as the blog posts and jacobgil/pytorch-grad-cam's first versions write it: a class that
+# registers a forward hook (output.detach() kept) and a full backward hook (grad_output[0] kept) on the
+# target block, model.zero_grad(), a one-hot from torch.zeros_like(output).scatter_(1, idx.unsqueeze(1),
+# 1.0) through output.backward(gradient=one_hot, retain_graph=True), the channel weights
+# gradients.mean(dim=(2, 3), keepdim=True), relu of the weighted sum, F.interpolate to the input's
+# size (bilinear, align_corners=False) and a min-max normalisation by view(...).min(dim=1)[0]; the
+# hooks' handles removed after; the tensor-hook variant registers output.register_hook in the
+# forward hook instead
+def grad_cam(m, state=None, tensor_hook=False):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class GradCAM:
+        def __init__(self, model, target_layer):
+            self.model = model
+            self.gradients = None
+            self.activations = None
+            self.handles = [target_layer.register_forward_hook(self.save_activation)]
+            if not tensor_hook:
+                self.handles.append(target_layer.register_full_backward_hook(self.save_gradient))
+
+        def save_activation(self, module, input, output):
+            self.activations = output.detach()
+            if tensor_hook:
+                output.register_hook(lambda grad: setattr(self, 'gradients', grad.detach()))
+
+        def save_gradient(self, module, grad_input, grad_output):
+            self.gradients = grad_output[0].detach()
+
+        def remove(self):
+            for handle in self.handles:
+                handle.remove()
+
+        def __call__(self, x, class_idx=None):
+            self.model.eval()
+            output = self.model(x)
+            if class_idx is None:
+                class_idx = output.argmax(dim=1)
+            self.model.zero_grad()
+            one_hot = torch.zeros_like(output)
+            one_hot.scatter_(1, class_idx.unsqueeze(1), 1.0)
+            output.backward(gradient=one_hot, retain_graph=True)
+
+            weights = self.gradients.mean(dim=(2, 3), keepdim=True)
+            cam = F.relu((weights * self.activations).sum(dim=1, keepdim=True))
+            cam = F.interpolate(cam, size=x.shape[2:], mode='bilinear', align_corners=False)
+            b = cam.size(0)
+            cam_min = cam.view(b, -1).min(dim=1)[0].view(b, 1, 1, 1)
+            cam_max = cam.view(b, -1).max(dim=1)[0].view(b, 1, 1, 1)
+            cam = (cam - cam_min) / (cam_max - cam_min + 1e-8)
+            return cam, output
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                                          nn.MaxPool2d(2))
+            self.layer4 = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU())
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(6, 4)
+
+        def forward(self, x):
+            x = self.layer4(self.features(x))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    x, _ = images(4, n=2, size=8)
+    x = torch.tensor(x)
+    cam_extractor = GradCAM(model, model.layer4)
+    cam, output = cam_extractor(x)
+    cam3, _ = cam_extractor(x, class_idx=torch.tensor([3, 3]))
+    cam_extractor.remove()
+    model(x)  # the hooks are gone: the activations stay those of the last call
+    assert cam.shape == (2, 1, 8, 8) and cam_extractor.activations.shape == (2, 6, 4, 4)
+    return init, ([float(v) for v in cam.flatten()] + [float(v) for v in cam3.flatten()]
+                  + [float(output.sum()), float(model.fc.weight.grad.abs().sum())])
+
+
+def test_grad_cam():
+    compare(grad_cam)
+
+
+def test_grad_cam_tensor_hook():
+    compare(grad_cam, tensor_hook=True)
+
+
+# (l) cs231n's NetworkVisualization notebook: compute_saliency_maps (model.eval(), X.requires_grad_(),
+# scores.gather(1, y.view(-1, 1)).squeeze(), scores.backward(torch.FloatTensor([1.0] * N)), X.grad.data
+# .abs() and torch.max over channels), make_fooling_image (X_fooling.data += dX with dX = lr * g / g.norm(),
+# the early break on scores.data.max(1)[1][0].item(), X_fooling.grad.data.zero_()) and
+# create_class_visualization's gradient ascent on img.data with L2 regularisation, jitter by
+# torch.cat of slices, and the per-channel clamp of img.data[:, c] after each step
+def cs231n_visualization(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    def compute_saliency_maps(X, y, model):
+        model.eval()
+        X.requires_grad_()
+        saliency = None
+        scores = model(X)
+        scores = scores.gather(1, y.view(-1, 1)).squeeze()
+        scores.backward(torch.FloatTensor([1.0] * scores.shape[0]))
+        saliency = X.grad.data
+        saliency = saliency.abs()
+        saliency, i = torch.max(saliency, dim=1)
+        return saliency
+
+    def make_fooling_image(X, target_y, model, max_iter=3):
+        X_fooling = X.clone()
+        X_fooling = X_fooling.requires_grad_()
+        learning_rate = 1
+        for it in range(max_iter):
+            scores = model(X_fooling)
+            if scores.data.max(1)[1][0].item() == target_y:
+                break
+            score = scores[0, target_y]
+            score.backward()
+            g = X_fooling.grad.data
+            dX = learning_rate * g / g.norm()
+            X_fooling.data += dX
+            X_fooling.grad.data.zero_()
+        return X_fooling
+
+    def jitter(X, ox, oy):
+        if ox != 0:
+            left = X[:, :, :, :-ox]
+            right = X[:, :, :, -ox:]
+            X = torch.cat([right, left], dim=3)
+        if oy != 0:
+            top = X[:, :, :-oy]
+            bottom = X[:, :, -oy:]
+            X = torch.cat([bottom, top], dim=2)
+        return X
+
+    def create_class_visualization(target_y, model, dtype, img, l2_reg=1e-3, learning_rate=25, num_iterations=2,
+                                   max_jitter=2):
+        model.type(dtype)
+        img = img.type(dtype).requires_grad_()
+        SQUEEZENET_MEAN, SQUEEZENET_STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+        for t in range(num_iterations):
+            ox, oy = (t + 1) % max_jitter + 1, t % max_jitter + 1  # the notebook's random.randint
+            img.data.copy_(jitter(img.data, ox, oy))
+            score = model(img)[0, target_y] - l2_reg * img.norm() ** 2
+            score.backward()
+            img.data += learning_rate * img.grad.data / img.grad.data.norm()
+            img.grad.data.zero_()
+            img.data.copy_(jitter(img.data, -ox, -oy))
+            for c in range(3):
+                lo = float(-SQUEEZENET_MEAN[c] / SQUEEZENET_STD[c])
+                hi = float((1.0 - SQUEEZENET_MEAN[c]) / SQUEEZENET_STD[c])
+                img.data[:, c].clamp_(min=lo, max=hi)
+        return img.data
+
+    torch.manual_seed(0)
+    model = conv_net(nn)
+    init = load(m, model, state)
+    for param in model.parameters():
+        param.requires_grad = False
+    X, y = images(5, n=3)
+    X, y = torch.tensor(X), torch.tensor(y)
+    saliency = compute_saliency_maps(X, y, model)
+    X_fooling = make_fooling_image(X[0:1], 2, model)
+    img = create_class_visualization(1, model, torch.FloatTensor, torch.tensor(images(6, n=1)[0]))
+    assert saliency.shape == (3, 6, 6) and all(p.grad is None for p in model.parameters())
+    return init, ([float(v) for v in saliency.flatten()] + [float((X_fooling - X[0:1]).abs().sum()),
+                  float(img.sum()), float((img ** 2).sum())])
+
+
+def test_cs231n_visualization():
+    compare(cs231n_visualization)
+
+
+# (m) TianhongDai/integrated-gradient-pytorch: pre_processing of an HWC numpy image (/ 255, mean and std,
+# transpose, expand_dims, torch.tensor(..., requires_grad=True)), calculate_outputs_and_gradients over a
+# list of scaled inputs (softmax, torch.argmax(output, 1).item(), output.gather(1, index) from a numpy
+# index, model.zero_grad(), output.backward(), input.grad.detach().cpu().numpy()[0]), the average of the
+# gradients times the input's difference from the baseline; then captum's batched form: the alphas from
+# torch.linspace, one batch of scaled inputs, torch.autograd.grad(outputs, inputs,
+# grad_outputs=torch.ones_like(outputs)), the trapezoid rule's mean of neighbouring gradients
+def integrated_gradients(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def pre_processing(obs, cuda=False):
+        mean = np.array([0.485, 0.456, 0.406]).reshape([1, 1, 3])
+        std = np.array([0.229, 0.224, 0.225]).reshape([1, 1, 3])
+        obs = obs / 255
+        obs = (obs - mean) / std
+        obs = np.transpose(obs, (2, 0, 1))
+        obs = np.expand_dims(obs, 0)
+        obs = np.array(obs)
+        torch_device = torch.device('cuda:0' if cuda else 'cpu')
+        obs_tensor = torch.tensor(obs, dtype=torch.float32, device=torch_device, requires_grad=True)
+        return obs_tensor
+
+    def calculate_outputs_and_gradients(inputs, model, target_label_idx, cuda=False):
+        # do the pre-processing
+        gradients = []
+        for input in inputs:
+            input = pre_processing(input, cuda)
+            output = model(input)
+            output = F.softmax(output, dim=1)
+            if target_label_idx is None:
+                target_label_idx = torch.argmax(output, 1).item()
+            index = np.ones((output.size()[0], 1)) * target_label_idx
+            index = torch.tensor(index, dtype=torch.int64)
+            output = output.gather(1, index)
+            # clear grad
+            model.zero_grad()
+            output.backward()
+            gradient = input.grad.detach().cpu().numpy()[0]
+            gradients.append(gradient)
+        gradients = np.array(gradients)
+        return gradients, target_label_idx
+
+    def integrated_gradients(inputs, model, target_label_idx, predict_and_gradients, baseline, steps=50, cuda=False):
+        if baseline is None:
+            baseline = 0 * inputs
+        # scale inputs and compute gradients
+        scaled_inputs = [baseline + (float(i) / steps) * (inputs - baseline) for i in range(0, steps + 1)]
+        grads, _ = predict_and_gradients(scaled_inputs, model, target_label_idx, cuda)
+        avg_grads = np.average(grads[:-1], axis=0)
+        avg_grads = np.transpose(avg_grads, (1, 2, 0))
+        delta_X = (pre_processing(inputs, cuda) - pre_processing(baseline, cuda)).detach().squeeze(0).cpu().numpy()
+        delta_X = np.transpose(delta_X, (1, 2, 0))
+        integrated_grad = delta_X * avg_grads
+        return integrated_grad
+
+    def batched_integrated_gradients(model, inputs, baseline, target, n_steps=5):
+        alphas = torch.linspace(0, 1, n_steps)
+        scaled = baseline + alphas.view(-1, 1, 1, 1) * (inputs - baseline)
+        scaled.requires_grad_(True)
+        outputs = model(scaled)[:, target]
+        grads = torch.autograd.grad(outputs, scaled, grad_outputs=torch.ones_like(outputs))[0]
+        avg_grads = (grads[:-1] + grads[1:]).div(2).mean(dim=0, keepdim=True)
+        return (inputs - baseline) * avg_grads
+
+    torch.manual_seed(0)
+    model = conv_net(nn)
+    init = load(m, model, state)
+    model.eval()
+    img = np.random.default_rng(8).integers(0, 256, (6, 6, 3)).astype(np.float64)
+    _, label_index = calculate_outputs_and_gradients([img], model, None)
+    attributions = integrated_gradients(img, model, label_index, calculate_outputs_and_gradients,
+                                        baseline=255.0 * np.random.default_rng(9).random(img.shape), steps=4)
+    x = pre_processing(img).detach()
+    batched = batched_integrated_gradients(model, x, torch.zeros_like(x), label_index)
+    return init, [float(label_index)] + attributions.flatten().tolist() + [float(v) for v in batched.flatten()]
+
+
+def test_integrated_gradients():
+    compare(integrated_gradients)
+
+
+# (n) the torch.optim.swa_utils documentation's recipe: AveragedModel(model), CosineAnnealingLR until
+# swa_start, then swa_model.update_parameters(model) and SWALR(optimizer, swa_lr=0.05, anneal_epochs=1,
+# anneal_strategy='linear') each epoch, update_bn(loader, swa_model) over a DataLoader of (input, target)
+# pairs, predictions by swa_model(test_input); beside it an EMA by AveragedModel(model, multi_avg_fn=
+# get_ema_multi_avg_fn(0.9), use_buffers=True) and one by a hand-written avg_fn lambda; the averaged
+# models' state_dicts (n_averaged and module.*) saved and loaded into fresh AveragedModels
+def swa_recipe(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    swa_utils = optim.swa_utils
+    AveragedModel, SWALR = swa_utils.AveragedModel, swa_utils.SWALR
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    X, y = tabular(5, n=8)
+    loader = data.DataLoader(data.TensorDataset(torch.tensor(X), torch.tensor(y)), batch_size=4)
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    swa_model = AveragedModel(model)
+    ema_model = AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9), use_buffers=True)
+    ema_avg = lambda averaged_model_parameter, model_parameter, num_averaged: \
+        0.5 * averaged_model_parameter + 0.5 * model_parameter
+    lambda_model = AveragedModel(model, avg_fn=ema_avg)
+    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
+    swa_start = 1
+    swa_scheduler = SWALR(optimizer, swa_lr=0.05, anneal_epochs=1, anneal_strategy='linear')
+    losses = []
+    for epoch in range(3):
+        for input, target in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(input), target)
+            loss.backward()
+            optimizer.step()
+            ema_model.update_parameters(model)
+            losses.append(loss.item())
+        if epoch > swa_start:
+            swa_model.update_parameters(model)
+            lambda_model.update_parameters(model)
+            swa_scheduler.step()
+        else:
+            scheduler.step()
+        losses.append(optimizer.param_groups[0]['lr'])
+    swa_utils.update_bn(loader, swa_model)
+    test_input = torch.tensor(tabular(6, n=4)[0])
+    preds = [swa_model(test_input), ema_model.eval()(test_input), lambda_model.eval()(test_input)]
+    restored = AveragedModel(small_net(nn))
+    restored.load_state_dict(swa_model.state_dict())
+    assert int(restored.n_averaged) == 1 and int(ema_model.n_averaged) == 6
+    assert sorted(swa_model.state_dict())[:2] == ['module.0.bias', 'module.0.weight']
+    return init, (losses + [float(p.sum()) for p in preds] + summary(restored.parameters())
+                  + [float(swa_model.module[1].running_mean.sum()), float(ema_model.module[1].running_var.sum())])
+
+
+def test_swa_recipe():
+    compare(swa_recipe)
+
+
+# (o) the pruning tutorial: LeNet's conv1 pruned by l1_unstructured on its bias (amount=3, a count) and
+# ln_structured on its weight (n=2, dim=0), the forward pre-hooks and named_buffers' weight_mask, prune.remove;
+# per-layer l1_unstructured by isinstance over named_modules, global_unstructured over a tuple of
+# (module, name) with pruning_method=prune.L1Unstructured, the sparsity printout from torch.sum(w == 0) /
+# w.nelement(); a BasePruningMethod subclass (FooBarPruningMethod's every other weight) applied by its
+# classmethod; then a training step through weight_orig and the masks, and the state_dict's keys
+def pruning_tutorial(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    prune = importlib.import_module(f"{torch.__name__}.nn.utils.prune")  # import torch.nn.utils.prune as prune
+
+    class LeNet(nn.Module):
+        def __init__(self):
+            super(LeNet, self).__init__()
+            # 1 input image channel, 6 output channels, 3x3 square conv kernel
+            self.conv1 = nn.Conv2d(1, 6, 3)
+            self.conv2 = nn.Conv2d(6, 8, 3)
+            self.fc1 = nn.Linear(8 * 1 * 1, 12)  # 1x1 image dimension
+            self.fc2 = nn.Linear(12, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            x = x.view(-1, int(x.nelement() / x.shape[0]))
+            x = F.relu(self.fc1(x))
+            x = self.fc2(x)
+            return x
+
+    class FooBarPruningMethod(prune.BasePruningMethod):
+        """Prune every other entry in a tensor
+        """
+        PRUNING_TYPE = 'unstructured'
+
+        def compute_mask(self, t, default_mask):
+            mask = default_mask.clone()
+            mask.view(-1)[::2] = 0
+            return mask
+
+    def foobar_unstructured(module, name):
+        FooBarPruningMethod.apply(module, name)
+        return module
+
+    def sparsity(w):
+        return 100. * float(torch.sum(w == 0)) / float(w.nelement())
+
+    torch.manual_seed(0)
+    model = LeNet()
+    init = load(m, model, state)
+    module = model.conv1
+    prune.l1_unstructured(module, name="bias", amount=3)
+    prune.ln_structured(module, name="weight", amount=0.5, n=2, dim=0)
+    assert len(module._forward_pre_hooks) == 2
+    assert sorted(name for name, _ in module.named_buffers()) == ['bias_mask', 'weight_mask']
+    prune.remove(module, 'weight')
+    assert [name for name, _ in module.named_parameters()] == ['bias_orig', 'weight']
+    for name, module in model.named_modules():
+        # prune 20% of connections in all 2D-conv layers
+        if isinstance(module, torch.nn.Conv2d) and name != 'conv1':
+            prune.l1_unstructured(module, name='weight', amount=0.2)
+        # prune 40% of connections in all linear layers
+        elif isinstance(module, torch.nn.Linear):
+            prune.l1_unstructured(module, name='weight', amount=0.4)
+    parameters_to_prune = (
+        (model.conv2, 'weight'),
+        (model.fc1, 'weight'),
+        (model.fc2, 'weight'),
+    )
+    prune.global_unstructured(parameters_to_prune, pruning_method=prune.L1Unstructured, amount=0.5)
+    foobar_unstructured(model.fc2, name='bias')
+    sparsities = [sparsity(model.conv1.weight), sparsity(model.conv2.weight), sparsity(model.fc1.weight),
+                  sparsity(model.fc2.weight), sparsity(model.fc2.bias)]
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    x, y = batches(9, 1, (4, 1, 10, 10))[0]
+    loss = F.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    keys = sorted(model.state_dict().keys())
+    assert 'fc2.bias_mask' in keys and 'fc2.bias_orig' in keys and 'conv1.weight' in keys
+    masked_grad = float((model.fc1.weight_orig.grad * (1 - model.fc1.weight_mask)).abs().sum())
+    for module, name in parameters_to_prune:
+        prune.remove(module, name)
+    return init, sparsities + [loss.item(), masked_grad] + summary(model.parameters())
+
+
+def test_pruning_tutorial():
+    compare(pruning_tutorial)
+
+
+# (p) an SNGAN (the common nn.utils.spectral_norm port of the miyato/chainer one): the discriminator's
+# convolutions and linear wrapped by spectral_norm (their weight_u and weight_v buffers in the state_dict,
+# a power iteration per training forward), LeakyReLU(0.1), the generator's ConvTranspose2d, BatchNorm2d
+# and Tanh, hinge losses F.relu(1.0 - D(x)).mean() + F.relu(1.0 + D(G(z))).mean() and -D(G(z)).mean(),
+# Adam(betas=(0.0, 0.9)); the latent drawn by numpy
+def sngan(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    SpectralNorm = nn.utils.spectral_norm
+    channels, leak, w_g, z_dim = 3, 0.1, 2, 8
+
+    class Generator(nn.Module):
+        def __init__(self, z_dim):
+            super(Generator, self).__init__()
+            self.z_dim = z_dim
+            self.model = nn.Sequential(
+                nn.ConvTranspose2d(z_dim, 8, 2, stride=1),
+                nn.BatchNorm2d(8),
+                nn.ReLU(),
+                nn.ConvTranspose2d(8, 4, kernel_size=4, stride=2, padding=(1, 1)),
+                nn.BatchNorm2d(4),
+                nn.ReLU(),
+                nn.ConvTranspose2d(4, channels, 3, stride=1, padding=(1, 1)),
+                nn.Tanh())
+
+        def forward(self, z):
+            return self.model(z.view(-1, self.z_dim, 1, 1))
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super(Discriminator, self).__init__()
+            self.conv1 = SpectralNorm(nn.Conv2d(channels, 4, 3, stride=1, padding=(1, 1)))
+            self.conv2 = SpectralNorm(nn.Conv2d(4, 8, 4, stride=2, padding=(1, 1)))
+            self.fc = SpectralNorm(nn.Linear(w_g * w_g * 8, 1))
+
+        def forward(self, x):
+            m = x
+            m = nn.LeakyReLU(leak)(self.conv1(m))
+            m = nn.LeakyReLU(leak)(self.conv2(m))
+            return self.fc(m.view(-1, w_g * w_g * 8))
+
+    torch.manual_seed(0)
+    discriminator, generator = Discriminator(), Generator(z_dim)
+    nets = nn.ModuleDict({'D': discriminator, 'G': generator})
+    init = load(m, nets, state)
+    assert 'D.conv1.weight_orig' in init and 'D.fc.weight_u' in init
+    optim_disc = optim.Adam(filter(lambda p: p.requires_grad, discriminator.parameters()), lr=2e-4, betas=(0.0, 0.9))
+    optim_gen = optim.Adam(generator.parameters(), lr=2e-4, betas=(0.0, 0.9))
+    rng = np.random.default_rng(10)
+    losses = []
+    for data, _ in batches(11, 1, (4, channels, 4, 4)):
+        data = torch.tensor(np.tanh(data))
+        z = torch.tensor(rng.standard_normal((4, z_dim)).astype(np.float32))
+        # update discriminator
+        optim_disc.zero_grad()
+        optim_gen.zero_grad()
+        disc_loss = nn.ReLU()(1.0 - discriminator(data)).mean() + nn.ReLU()(1.0 + discriminator(generator(z))).mean()
+        disc_loss.backward()
+        optim_disc.step()
+        z = torch.tensor(rng.standard_normal((4, z_dim)).astype(np.float32))
+        # update generator
+        optim_disc.zero_grad()
+        optim_gen.zero_grad()
+        gen_loss = -discriminator(generator(z)).mean()
+        gen_loss.backward()
+        optim_gen.step()
+        losses += [disc_loss.item(), gen_loss.item()]
+    u = [float(v) for v in discriminator.conv2.weight_u]
+    return init, losses + u + summary(nets.parameters())
+
+
+def test_sngan():
+    compare(sngan)

@@ -488,6 +488,12 @@ class Module:
     def float(self):
         return self.to(torch.float32)
 
+    def type(self, dst_type):
+        """torch's Module.type(dst_type): to(the dtype of dst_type), a dtype, a typed constructor
+        (torch.FloatTensor, torch.cuda.FloatTensor) or its name, within to's rules (fp32 master
+        parameters; float16 or bfloat16 compute; no float64 or integer parameters)."""
+        return self.to(F.type_dtype(dst_type))
+
     def half(self):
         """Float16 compute with fp32 master parameters (see to)."""
         return self.to(torch.float16)
