@@ -1355,9 +1355,9 @@ def test_integrated_gradients():
 # anneal_strategy='linear') each epoch, update_bn(loader, swa_model) over a DataLoader of (input, target)
 # pairs, predictions by swa_model(test_input); beside it an EMA by AveragedModel(model, multi_avg_fn=
 # get_ema_multi_avg_fn(0.9), use_buffers=True) and one by a hand-written avg_fn lambda; the averaged
-# models' state_dicts (n_averaged and module.*) saved and loaded into fresh AveragedModels
+# model's state_dict (n_averaged and module.*) loaded into a fresh AveragedModel
 def swa_recipe(m, state=None):
-    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    torch, nn, optim, data = m.torch, m.nn, m.optim, m.data
     swa_utils = optim.swa_utils
     AveragedModel, SWALR = swa_utils.AveragedModel, swa_utils.SWALR
 
@@ -1501,7 +1501,7 @@ def test_pruning_tutorial():
 # and Tanh, hinge losses F.relu(1.0 - D(x)).mean() + F.relu(1.0 + D(G(z))).mean() and -D(G(z)).mean(),
 # Adam(betas=(0.0, 0.9)); the latent drawn by numpy
 def sngan(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     SpectralNorm = nn.utils.spectral_norm
     channels, leak, w_g, z_dim = 3, 0.1, 2, 8
 
@@ -1567,3 +1567,194 @@ def sngan(m, state=None):
 
 def test_sngan():
     compare(sngan)
+
+
+# (q) DingXiaoH/RepVGG: RepVGGBlock's three branches (conv_bn Sequentials filled by add_module, the
+# identity BatchNorm2d), trained a step with get_custom_L2 in the loss; then repvgg_model_convert's
+# copy.deepcopy and switch_to_deploy: _fuse_bn_tensor's (gamma / std).reshape(-1, 1, 1, 1), the identity
+# kernel built in numpy and moved by torch.from_numpy(...).to(branch.weight.device), F.pad of the 1x1
+# kernel to 3x3, rbr_reparam.weight.data = kernel and self.__delattr__ of the branches; the head's
+# conv and BatchNorm folded by torch.nn.utils.fuse_conv_bn_eval, and a Linear and BatchNorm1d by
+# fuse_linear_bn_eval; the deployed model's outputs against the trained one's
+def repvgg(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    import copy
+
+    def conv_bn(in_channels, out_channels, kernel_size, stride, padding, groups=1):
+        result = nn.Sequential()
+        result.add_module('conv', nn.Conv2d(in_channels=in_channels, out_channels=out_channels,
+                                            kernel_size=kernel_size, stride=stride, padding=padding, groups=groups,
+                                            bias=False))
+        result.add_module('bn', nn.BatchNorm2d(num_features=out_channels))
+        return result
+
+    class RepVGGBlock(nn.Module):
+
+        def __init__(self, in_channels, out_channels, kernel_size,
+                     stride=1, padding=0, dilation=1, groups=1, padding_mode='zeros', deploy=False):
+            super(RepVGGBlock, self).__init__()
+            self.deploy = deploy
+            self.groups = groups
+            self.in_channels = in_channels
+
+            assert kernel_size == 3
+            assert padding == 1
+
+            padding_11 = padding - kernel_size // 2
+
+            self.nonlinearity = nn.ReLU()
+            self.se = nn.Identity()
+
+            if deploy:
+                self.rbr_reparam = nn.Conv2d(in_channels=in_channels, out_channels=out_channels,
+                                             kernel_size=kernel_size, stride=stride, padding=padding,
+                                             dilation=dilation, groups=groups, bias=True, padding_mode=padding_mode)
+            else:
+                self.rbr_identity = nn.BatchNorm2d(num_features=in_channels) \
+                    if out_channels == in_channels and stride == 1 else None
+                self.rbr_dense = conv_bn(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
+                                         stride=stride, padding=padding, groups=groups)
+                self.rbr_1x1 = conv_bn(in_channels=in_channels, out_channels=out_channels, kernel_size=1,
+                                       stride=stride, padding=padding_11, groups=groups)
+
+        def forward(self, inputs):
+            if hasattr(self, 'rbr_reparam'):
+                return self.nonlinearity(self.se(self.rbr_reparam(inputs)))
+
+            if self.rbr_identity is None:
+                id_out = 0
+            else:
+                id_out = self.rbr_identity(inputs)
+
+            return self.nonlinearity(self.se(self.rbr_dense(inputs) + self.rbr_1x1(inputs) + id_out))
+
+        def get_custom_L2(self):
+            K3 = self.rbr_dense.conv.weight
+            K1 = self.rbr_1x1.conv.weight
+            t3 = (self.rbr_dense.bn.weight / ((self.rbr_dense.bn.running_var + self.rbr_dense.bn.eps).sqrt())) \
+                .reshape(-1, 1, 1, 1).detach()
+            t1 = (self.rbr_1x1.bn.weight / ((self.rbr_1x1.bn.running_var + self.rbr_1x1.bn.eps).sqrt())) \
+                .reshape(-1, 1, 1, 1).detach()
+
+            l2_loss_circle = (K3 ** 2).sum() - (K3[:, :, 1:2, 1:2] ** 2).sum()
+            eq_kernel = K3[:, :, 1:2, 1:2] * t3 + K1 * t1
+            l2_loss_eq_kernel = (eq_kernel ** 2 / (t3 ** 2 + t1 ** 2)).sum()
+            return l2_loss_eq_kernel + l2_loss_circle
+
+        def get_equivalent_kernel_bias(self):
+            kernel3x3, bias3x3 = self._fuse_bn_tensor(self.rbr_dense)
+            kernel1x1, bias1x1 = self._fuse_bn_tensor(self.rbr_1x1)
+            kernelid, biasid = self._fuse_bn_tensor(self.rbr_identity)
+            return kernel3x3 + self._pad_1x1_to_3x3_tensor(kernel1x1) + kernelid, bias3x3 + bias1x1 + biasid
+
+        def _pad_1x1_to_3x3_tensor(self, kernel1x1):
+            if kernel1x1 is None:
+                return 0
+            else:
+                return torch.nn.functional.pad(kernel1x1, [1, 1, 1, 1])
+
+        def _fuse_bn_tensor(self, branch):
+            if branch is None:
+                return 0, 0
+            if isinstance(branch, nn.Sequential):
+                kernel = branch.conv.weight
+                running_mean = branch.bn.running_mean
+                running_var = branch.bn.running_var
+                gamma = branch.bn.weight
+                beta = branch.bn.bias
+                eps = branch.bn.eps
+            else:
+                assert isinstance(branch, nn.BatchNorm2d)
+                if not hasattr(self, 'id_tensor'):
+                    input_dim = self.in_channels // self.groups
+                    kernel_value = np.zeros((self.in_channels, input_dim, 3, 3), dtype=np.float32)
+                    for i in range(self.in_channels):
+                        kernel_value[i, i % input_dim, 1, 1] = 1
+                    self.id_tensor = torch.from_numpy(kernel_value).to(branch.weight.device)
+                kernel = self.id_tensor
+                running_mean = branch.running_mean
+                running_var = branch.running_var
+                gamma = branch.weight
+                beta = branch.bias
+                eps = branch.eps
+            std = (running_var + eps).sqrt()
+            t = (gamma / std).reshape(-1, 1, 1, 1)
+            return kernel * t, beta - running_mean * gamma / std
+
+        def switch_to_deploy(self):
+            if hasattr(self, 'rbr_reparam'):
+                return
+            kernel, bias = self.get_equivalent_kernel_bias()
+            self.rbr_reparam = nn.Conv2d(in_channels=self.rbr_dense.conv.in_channels,
+                                         out_channels=self.rbr_dense.conv.out_channels,
+                                         kernel_size=self.rbr_dense.conv.kernel_size, stride=self.rbr_dense.conv.stride,
+                                         padding=self.rbr_dense.conv.padding, dilation=self.rbr_dense.conv.dilation,
+                                         groups=self.rbr_dense.conv.groups, bias=True)
+            self.rbr_reparam.weight.data = kernel
+            self.rbr_reparam.bias.data = bias
+            self.__delattr__('rbr_dense')
+            self.__delattr__('rbr_1x1')
+            if hasattr(self, 'rbr_identity'):
+                self.__delattr__('rbr_identity')
+            if hasattr(self, 'id_tensor'):
+                self.__delattr__('id_tensor')
+            self.deploy = True
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stage0 = RepVGGBlock(3, 4, kernel_size=3, stride=2, padding=1)
+            self.stage1 = RepVGGBlock(4, 4, kernel_size=3, stride=1, padding=1, groups=2)
+            self.conv = nn.Conv2d(4, 6, 1)
+            self.bn = nn.BatchNorm2d(6)
+            self.gap = nn.AdaptiveAvgPool2d(output_size=1)
+            self.linear = nn.Linear(6, 5)
+            self.bn1d = nn.BatchNorm1d(5)
+
+        def forward(self, x):
+            out = self.stage1(self.stage0(x))
+            out = torch.relu(self.bn(self.conv(out)))
+            return self.bn1d(self.linear(self.gap(out).view(out.size(0), -1)))
+
+    def repvgg_model_convert(model, do_copy=True):
+        if do_copy:
+            model = copy.deepcopy(model)
+        for module in model.modules():
+            if hasattr(module, 'switch_to_deploy'):
+                module.switch_to_deploy()
+        model.conv = torch.nn.utils.fuse_conv_bn_eval(model.conv, model.bn)
+        model.bn = nn.Identity()
+        model.linear = torch.nn.utils.fuse_linear_bn_eval(model.linear, model.bn1d)
+        model.bn1d = nn.Identity()
+        return model
+
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    for x, y in batches(12, 2, (4, 3, 6, 6), classes=5):
+        x, y = torch.tensor(x), torch.tensor(y)
+        loss = criterion(model(x), y)
+        for module in model.modules():
+            if hasattr(module, 'get_custom_L2'):
+                loss = loss + 1e-4 * 0.5 * module.get_custom_L2()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    x = torch.tensor(batches(13, 1, (3, 3, 6, 6))[0][0])
+    with torch.no_grad():
+        train_out = model(x)
+        deploy_model = repvgg_model_convert(model)
+        deploy_out = deploy_model(x)
+    assert not hasattr(deploy_model.stage1, 'rbr_dense') and hasattr(model.stage1, 'rbr_dense')
+    assert sorted(deploy_model.state_dict())[:4] == ['conv.bias', 'conv.weight', 'linear.bias', 'linear.weight']
+    assert float((train_out - deploy_out).abs().max()) < 1e-4
+    return init, losses + [float(v) for v in deploy_out.flatten()] + summary(deploy_model.parameters())
+
+
+def test_repvgg():
+    compare(repvgg)

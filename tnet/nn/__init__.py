@@ -2552,5 +2552,5 @@ from . import rnn  # noqa: E402  (after Module: the recurrent layers subclass it
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
-from .utils import parametrizations, parametrize, prune, stateless  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
+from .utils import fusion, parametrizations, parametrize, prune, stateless  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
 from . import common_types, modules, parameter  # noqa: E402,F401  (torch's import paths; after every layer)
