@@ -519,3 +519,34 @@ def test_fuse_batch_norm_eval(rng, kind):
     for a, r, what in ((out, out_t, "output"), (w, w_t, "weight"), (b, b_t, "bias")):
         assert_close(a, r, TOL["ieee"], what)
     assert grad == grad_t and (orig == state["weight"]).all()
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
+def test_conv_forward_of_a_subclass(rng, padding_mode):
+    """Conv2d._conv_forward(input, weight, bias), which subclasses call with another weight (timm's
+    StdConv2d weight standardisation; Conv1d's too), as torch's: the layer's stride, padding (and
+    padding_mode), dilation and groups; the gradient reaches the weight through the standardisation."""
+    def build(lib):
+        class StdConv2d(lib.nn.Conv2d):
+            def forward(self, x):
+                w = self.weight
+                v, mu = w.var(dim=[1, 2, 3], keepdim=True, unbiased=False), w.mean(dim=[1, 2, 3], keepdim=True)
+                return self._conv_forward(x, (w - mu) / (v + 1e-5).sqrt(), self.bias)
+
+        class StdConv1d(lib.nn.Conv1d):
+            def forward(self, x):
+                return self._conv_forward(x, self.weight * 2, None)
+        return (StdConv2d(4, 6, 3, stride=2, padding=1, dilation=1, groups=2, padding_mode=padding_mode),
+                StdConv1d(3, 5, 3, padding=2, dilation=2))
+    layers = build(tnet)
+    x2, x1 = rng.standard_normal((2, 4, 7, 7)).astype(np.float32), rng.standard_normal((2, 3, 9)).astype(np.float32)
+    outs = []
+    for lib, (conv2, conv1) in ((tnet, layers), (torch, build(torch))):
+        if lib is torch:
+            for ref, layer in zip((conv2, conv1), layers):
+                ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in layer.state_dict().items()})
+        y2, y1 = conv2(lib.tensor(x2)), conv1(lib.tensor(x1))
+        (y2.sum() + (y1 ** 2).sum()).backward()
+        outs.append([y2.detach().numpy(), y1.detach().numpy(), conv2.weight.grad.numpy(), conv1.weight.grad.numpy()])
+    for a, r, what in zip(*outs, ("2-d output", "1-d output", "2-d weight gradient", "1-d weight gradient")):
+        assert_close(a, r, TOL["ieee"] * 10, what)

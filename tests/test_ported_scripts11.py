@@ -1,14 +1,17 @@
 """Users' own optimizers (Barlow Twins' LARS, a Lookahead wrapping SGD, lucidrains' Lion,
-LiyuanLucasLiu's RAdam in the old add_(scalar, tensor) spelling), custom autograd Functions
-(BinaryNet's straight-through binarised layers, XNOR-Net's BinActive, DANN's gradient reversal),
-adversarial training (FGSM, PGD, TRADES), interpretability (Grad-CAM's hooks, saliency, integrated
-gradients), the nn.utils toolbox (swa_utils, prune, weight and spectral norm, BatchNorm folding,
-hand-written fake quantisation), a Neural ODE's RK4 solver, a hypernetwork with
-torch.func.functional_call and the DataLoader's samplers and collate_fn, written from memory in
-their repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs
-in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
-the weights summed into a few numbers, agree. Where a script draws, numpy draws or torch replays
-tnet's draws; shapes are tiny and runs 1-3 steps."""
+LiyuanLucasLiu's RAdam in the old add_(scalar, tensor) spelling, lessw2020's Ranger), custom autograd
+Functions (BinaryNet's straight-through binarised layers, XNOR-Net's BinActive, DANN's gradient
+reversal, BinaryConnect with ctx.needs_input_grad), adversarial training (PGD, FGSM, TRADES),
+interpretability (Grad-CAM's hooks, cs231n's saliency maps, integrated gradients), the nn.utils
+toolbox (swa_utils, prune, spectral norm, RepVGG's BatchNorm folding), hand-written quantisation-aware
+training (LSQ, a min-max fake quantiser), a Neural ODE's RK4 solver, hypernetworks with
+torch.func.functional_call and the DataLoader's samplers and collate_fn, written from memory in their
+repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs in tnet,
+then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights
+summed into a few numbers, agree. Where a script draws, numpy draws or torch replays tnet's draws;
+shapes are tiny and runs 1-3 steps. Binary and quantised networks sum grids of equal magnitudes, which
+can cancel or tie exactly in one summation order and not in another: their scripts keep clear of
+ReLU's and max pooling's kinks there (odd sums, biases), as each says."""
 import importlib
 import math
 from collections import defaultdict
@@ -444,6 +447,161 @@ def radam(m, state=None):
 def test_radam():
     compare(radam)
 
+
+# (d2) lessw2020's Ranger (RAdam inside Lookahead, with gradient centralisation): defaults carrying alpha,
+# k and step_counter, self.radam_buffer on the optimizer, grad = p.grad.data.float() (p.grad itself for
+# float32, which the centralisation grad.add_(-grad.mean(dim=tuple(range(1, grad.dim())), keepdim=True))
+# then changes in place), the slow_buffer from torch.empty_like(p.data).copy_(p.data), the modern
+# addcmul_(grad, grad, value=...) and addcdiv_(exp_avg, denom, value=...), the slow weights' add_(p.data -
+# slow_p, alpha=self.alpha) every k steps
+def ranger(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Optimizer = optim.Optimizer
+
+    class Ranger(Optimizer):
+
+        def __init__(self, params, lr=1e-3, alpha=0.5, k=6, N_sma_threshhold=5, betas=(.95, 0.999), eps=1e-5,
+                     weight_decay=0, use_gc=True, gc_conv_only=False):
+            # parameter checks
+            if not 0.0 <= alpha <= 1.0:
+                raise ValueError(f'Invalid slow update rate: {alpha}')
+            if not 1 <= k:
+                raise ValueError(f'Invalid lookahead steps: {k}')
+            if not lr > 0:
+                raise ValueError(f'Invalid Learning Rate: {lr}')
+            if not eps > 0:
+                raise ValueError(f'Invalid eps: {eps}')
+
+            # prep defaults and init torch.optim base
+            defaults = dict(lr=lr, alpha=alpha, k=k, step_counter=0, betas=betas,
+                            N_sma_threshhold=N_sma_threshhold, eps=eps, weight_decay=weight_decay)
+            super().__init__(params, defaults)
+
+            # adjustable threshold
+            self.N_sma_threshhold = N_sma_threshhold
+
+            # look ahead params
+            self.alpha = alpha
+            self.k = k
+
+            # radam buffer for state
+            self.radam_buffer = [[None, None, None] for ind in range(10)]
+
+            # gc on or off
+            self.use_gc = use_gc
+
+            # level of gradient centralization
+            self.gc_gradient_threshold = 3 if gc_conv_only else 1
+
+        def __setstate__(self, state):
+            super(Ranger, self).__setstate__(state)
+
+        def step(self, closure=None):
+            loss = None
+            # Evaluate averages and grad, update param tensors
+            for group in self.param_groups:
+
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data.float()
+
+                    if grad.is_sparse:
+                        raise RuntimeError('Ranger optimizer does not support sparse gradients')
+
+                    p_data_fp32 = p.data.float()
+
+                    state = self.state[p]  # get state dict for this param
+
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p_data_fp32)
+                        state['exp_avg_sq'] = torch.zeros_like(p_data_fp32)
+
+                        # look ahead weight storage now in state dict
+                        state['slow_buffer'] = torch.empty_like(p.data)
+                        state['slow_buffer'].copy_(p.data)
+
+                    else:
+                        state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                        state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+
+                    # begin computations
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    beta1, beta2 = group['betas']
+
+                    # GC operation for Conv layers and FC layers
+                    if grad.dim() > self.gc_gradient_threshold:
+                        grad.add_(-grad.mean(dim=tuple(range(1, grad.dim())), keepdim=True))
+
+                    state['step'] += 1
+
+                    # compute variance mov avg
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    # compute mean moving avg
+                    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+
+                    buffered = self.radam_buffer[int(state['step'] % 10)]
+
+                    if state['step'] == buffered[0]:
+                        N_sma, step_size = buffered[1], buffered[2]
+                    else:
+                        buffered[0] = state['step']
+                        beta2_t = beta2 ** state['step']
+                        N_sma_max = 2 / (1 - beta2) - 1
+                        N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                        buffered[1] = N_sma
+                        if N_sma > self.N_sma_threshhold:
+                            step_size = math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2)
+                                                  / N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                        else:
+                            step_size = 1.0 / (1 - beta1 ** state['step'])
+                        buffered[2] = step_size
+
+                    if group['weight_decay'] != 0:
+                        p_data_fp32.add_(p_data_fp32, alpha=-group['weight_decay'] * group['lr'])
+
+                    # apply lr
+                    if N_sma > self.N_sma_threshhold:
+                        denom = exp_avg_sq.sqrt().add_(group['eps'])
+                        p_data_fp32.addcdiv_(exp_avg, denom, value=-step_size * group['lr'])
+                    else:
+                        p_data_fp32.add_(exp_avg, alpha=-step_size * group['lr'])
+
+                    p.data.copy_(p_data_fp32)
+
+                    # integrated look ahead...
+                    # we do it at the param level instead of group level
+                    if state['step'] % group['k'] == 0:
+                        # get access to slow param tensor
+                        slow_p = state['slow_buffer']
+                        # (fast weights - slow weights) * alpha
+                        slow_p.add_(p.data - slow_p, alpha=self.alpha)
+                        # copy interpolated weights to RAdam param tensor
+                        p.data.copy_(slow_p)
+
+            return loss
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    init = load(m, model, state)
+    optimizer = Ranger(model.parameters(), lr=0.05, k=2, betas=(0.9, 0.5), weight_decay=1e-3)
+    x, y = tabular(20)
+    x, y = torch.tensor(x), torch.tensor(y)
+    losses = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    centred = float(model[0].weight.grad.sum(1).abs().max())  # the centralisation reached p.grad
+    assert centred < 1e-5, centred
+    return init, losses + summary(model.parameters())
+
+
+def test_ranger():
+    compare(ranger)
 
 # (e) itayhubara/BinaryNet.pytorch: BinarizeLinear subclasses nn.Linear, binarises its input by
 # input.data = Binarize(input.data) (the gradient goes straight through) and its weight from a real-valued
@@ -1758,3 +1916,523 @@ def repvgg(m, state=None):
 
 def test_repvgg():
     compare(repvgg)
+
+
+# (r) hand-written quantisation-aware training: zhutmost/lsq-net's LSQ quantiser (an nn.Parameter step
+# size s initialised from 2 * x.abs().mean() / sqrt(thd_pos) on the first call, grad_scale by (y -
+# y_grad).detach() + y_grad, round_pass by (x.round() - x).detach() + x, torch.clamp to [thd_neg,
+# thd_pos]) wrapping Conv2d and Linear weights and activations as QuanConv2d / QuanLinear subclasses
+# whose forward calls F.conv2d / F.linear with the quantised weight; and the min-max fake quantiser
+# with a RoundSTE autograd.Function (scale and zero_point from x.min() and x.max(), zero_point clamped
+# and rounded, the quantise-dequantise round trip)
+def lsq_qat(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def grad_scale(x, scale):
+        y = x
+        y_grad = x * scale
+        return (y - y_grad).detach() + y_grad
+
+    def round_pass(x):
+        y = x.round()
+        y_grad = x
+        return (y - y_grad).detach() + y_grad
+
+    class LsqQuan(nn.Module):
+        def __init__(self, bit, all_positive=False, symmetric=False, per_channel=True):
+            super().__init__()
+            if all_positive:
+                assert not symmetric, "Positive quantization cannot be symmetric"
+                # unsigned activation is quantized to [0, 2^b-1]
+                self.thd_neg = 0
+                self.thd_pos = 2 ** bit - 1
+            else:
+                if symmetric:
+                    # signed weight/activation is quantized to [-2^(b-1)+1, 2^(b-1)-1]
+                    self.thd_neg = - 2 ** (bit - 1) + 1
+                    self.thd_pos = 2 ** (bit - 1) - 1
+                else:
+                    # signed weight/activation is quantized to [-2^(b-1), 2^(b-1)-1]
+                    self.thd_neg = - 2 ** (bit - 1)
+                    self.thd_pos = 2 ** (bit - 1) - 1
+
+            self.per_channel = per_channel
+            self.s = nn.Parameter(torch.ones(1))
+
+        def init_from(self, x, *args, **kwargs):
+            if self.per_channel:
+                self.s = nn.Parameter(
+                    x.detach().abs().mean(dim=list(range(1, x.dim())), keepdim=True) * 2 / (self.thd_pos ** 0.5))
+            else:
+                self.s = nn.Parameter(x.detach().abs().mean() * 2 / (self.thd_pos ** 0.5))
+
+        def forward(self, x):
+            if self.per_channel:
+                s_grad_scale = 1.0 / ((self.thd_pos * x.numel()) ** 0.5)
+            else:
+                s_grad_scale = 1.0 / ((self.thd_pos * x.numel()) ** 0.5)
+            s_scale = grad_scale(self.s, s_grad_scale)
+
+            x = x / s_scale
+            x = torch.clamp(x, self.thd_neg, self.thd_pos)
+            x = round_pass(x)
+            x = x * s_scale
+            return x
+
+    class QuanConv2d(nn.Conv2d):
+        def __init__(self, m: nn.Conv2d, quan_w_fn=None, quan_a_fn=None):
+            assert type(m) == nn.Conv2d
+            super().__init__(m.in_channels, m.out_channels, m.kernel_size,
+                             stride=m.stride,
+                             padding=m.padding,
+                             dilation=m.dilation,
+                             groups=m.groups,
+                             bias=True if m.bias is not None else False,
+                             padding_mode=m.padding_mode)
+            self.quan_w_fn = quan_w_fn
+            self.quan_a_fn = quan_a_fn
+
+            self.weight = nn.Parameter(m.weight.detach())
+            self.quan_w_fn.init_from(m.weight)
+            if m.bias is not None:
+                self.bias = nn.Parameter(m.bias.detach())
+
+        def forward(self, x):
+            quantized_weight = self.quan_w_fn(self.weight)
+            quantized_act = self.quan_a_fn(x)
+            return self._conv_forward(quantized_act, quantized_weight, self.bias)
+
+    class QuanLinear(nn.Linear):
+        def __init__(self, m: nn.Linear, quan_w_fn=None, quan_a_fn=None):
+            assert type(m) == nn.Linear
+            super().__init__(m.in_features, m.out_features,
+                             bias=True if m.bias is not None else False)
+            self.quan_w_fn = quan_w_fn
+            self.quan_a_fn = quan_a_fn
+
+            self.weight = nn.Parameter(m.weight.detach())
+            self.quan_w_fn.init_from(m.weight)
+            if m.bias is not None:
+                self.bias = nn.Parameter(m.bias.detach())
+
+        def forward(self, x):
+            quantized_weight = self.quan_w_fn(self.weight)
+            quantized_act = self.quan_a_fn(x)
+            return F.linear(quantized_act, quantized_weight, self.bias)
+
+    class RoundSTE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.round(x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    def fake_quantize(x, num_bits=8):
+        qmin, qmax = 0., 2. ** num_bits - 1.
+        min_val, max_val = x.min(), x.max()
+        scale = (max_val - min_val) / (qmax - qmin)
+        zero_point = qmin - min_val / scale
+        zero_point = zero_point.clamp(qmin, qmax).round()
+        q_x = zero_point + x / scale
+        q_x = q_x.clamp(qmin, qmax)
+        q_x = RoundSTE.apply(q_x)
+        return scale * (q_x - zero_point)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(4)
+            # a bias: products of the quantisation grids can cancel to 0 but for rounding (ReLU's kink)
+            self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
+            self.fc = nn.Linear(6, 4)
+
+        def forward(self, x):
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = F.relu(self.conv2(x))
+            x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+            return self.fc(fake_quantize(x))
+
+    torch.manual_seed(0)
+    model = Net()
+    model.conv2 = QuanConv2d(model.conv2, quan_w_fn=LsqQuan(3, per_channel=True, symmetric=True),
+                             quan_a_fn=LsqQuan(3, all_positive=True, per_channel=False))
+    model.fc = QuanLinear(model.fc, quan_w_fn=LsqQuan(4, per_channel=False), quan_a_fn=nn.Identity())
+    init = load(m, model, state)
+    assert 'conv2.quan_w_fn.s' in init and init['conv2.quan_w_fn.s'].shape == (6, 1, 1, 1)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for x, y in batches(14, 2, (4, 3, 6, 6), classes=4):
+        x, y = torch.tensor(x), torch.tensor(y)
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + [float(model.conv2.quan_a_fn.s.grad)] + summary(model.parameters())
+
+
+def test_lsq_qat():
+    compare(lsq_qat)
+
+
+# (s) a Neural ODE as the torchdiffeq examples' ode_demo writes its model, solved by a hand-written fixed-step
+# RK4 (the 3/8 rule's sibling, the classic k1..k4) instead of odeint: ODEFunc's nn.Sequential of Linear and
+# Tanh initialised by nn.init.normal_(m.weight, mean=0, std=0.1) and constant_ bias, its nfe counter, the
+# time grid from torch.linspace, the trajectory stacked by torch.stack, the loss torch.mean(torch.abs(pred_y
+# - batch_y)), RMSprop; then an ODEBlock for classification (the MNIST example's: integration_time
+# type_as(x), the last state out[1], GroupNorm(min(32, dim), dim) and ConcatConv2d's t channel by
+# torch.ones_like(x[:, :1, :, :]) * t)
+def neural_ode(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    def rk4_step(func, t, dt, y):
+        k1 = func(t, y)
+        k2 = func(t + dt / 2, y + dt * k1 / 2)
+        k3 = func(t + dt / 2, y + dt * k2 / 2)
+        k4 = func(t + dt, y + dt * k3)
+        return y + dt * (k1 + 2 * k2 + 2 * k3 + k4) / 6
+
+    def odeint(func, y0, t, substeps=2):
+        ys = [y0]
+        y = y0
+        for t0, t1 in zip(t[:-1], t[1:]):
+            dt = (t1 - t0) / substeps
+            for i in range(substeps):
+                y = rk4_step(func, t0 + i * dt, dt, y)
+            ys.append(y)
+        return torch.stack(ys)
+
+    class ODEFunc(nn.Module):
+
+        def __init__(self):
+            super(ODEFunc, self).__init__()
+            self.net = nn.Sequential(
+                nn.Linear(2, 16),
+                nn.Tanh(),
+                nn.Linear(16, 2),
+            )
+            self.nfe = 0
+            for m_ in self.net.modules():
+                if isinstance(m_, nn.Linear):
+                    nn.init.normal_(m_.weight, mean=0, std=0.1)
+                    nn.init.constant_(m_.bias, val=0)
+
+        def forward(self, t, y):
+            self.nfe += 1
+            return self.net(y ** 3)
+
+    def norm(dim):
+        return nn.GroupNorm(min(32, dim), dim)
+
+    class ConcatConv2d(nn.Module):
+
+        def __init__(self, dim_in, dim_out, ksize=3, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                     transpose=False):
+            super(ConcatConv2d, self).__init__()
+            module = nn.ConvTranspose2d if transpose else nn.Conv2d
+            self._layer = module(
+                dim_in + 1, dim_out, kernel_size=ksize, stride=stride, padding=padding, dilation=dilation,
+                groups=groups, bias=bias
+            )
+
+        def forward(self, t, x):
+            tt = torch.ones_like(x[:, :1, :, :]) * t
+            ttx = torch.cat([tt, x], 1)
+            return self._layer(ttx)
+
+    class ConvODEFunc(nn.Module):
+
+        def __init__(self, dim):
+            super(ConvODEFunc, self).__init__()
+            self.norm1 = norm(dim)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv1 = ConcatConv2d(dim, dim, 3, 1, 1)
+            self.norm2 = norm(dim)
+            self.nfe = 0
+
+        def forward(self, t, x):
+            self.nfe += 1
+            out = self.norm1(x)
+            out = self.relu(out)
+            out = self.conv1(t, out)
+            out = self.norm2(out)
+            return out
+
+    class ODEBlock(nn.Module):
+
+        def __init__(self, odefunc):
+            super(ODEBlock, self).__init__()
+            self.odefunc = odefunc
+            self.integration_time = torch.tensor([0, 1]).float()
+
+        def forward(self, x):
+            self.integration_time = self.integration_time.type_as(x)
+            out = odeint(self.odefunc, x, self.integration_time, substeps=1)
+            return out[1]
+
+    torch.manual_seed(0)
+    func = ODEFunc()
+    classifier = nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1), ODEBlock(ConvODEFunc(4)), norm(4), nn.ReLU(inplace=True),
+                               nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(4, 3))
+    both = nn.ModuleDict({'func': func, 'classifier': classifier})
+    init = load(m, both, state)
+    true_y0 = torch.tensor([[2., 0.]])
+    t = torch.linspace(0., 1., 4)
+    true_A = torch.tensor([[-0.1, 2.0], [-2.0, -0.1]])
+
+    class Lambda(nn.Module):
+        def forward(self, t, y):
+            return torch.mm(y ** 3, true_A)
+
+    with torch.no_grad():
+        true_y = odeint(Lambda(), true_y0, t)
+    optimizer = optim.RMSprop(func.parameters(), lr=1e-3)
+    losses = []
+    for itr in range(2):
+        optimizer.zero_grad()
+        batch_y0, batch_t, batch_y = true_y[0], t, true_y
+        pred_y = odeint(func, batch_y0, batch_t)
+        loss = torch.mean(torch.abs(pred_y - batch_y))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert func.nfe == 2 * 3 * 2 * 4
+    opt = optim.SGD(classifier.parameters(), lr=0.1, momentum=0.9)
+    x, y = batches(15, 1, (2, 1, 5, 5), classes=3)[0]
+    loss = F.cross_entropy(classifier(torch.tensor(x)), torch.tensor(y))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+    return init, losses + [float(v) for v in true_y.flatten()] + summary(both.parameters())
+
+
+def test_neural_ode():
+    compare(neural_ode)
+
+
+# (t) g1910/HyperNetworks: HyperNetwork's w1, b1, w2, b2 Parameters from torch.fmod(torch.randn(...), 2),
+# a layer embedding z (a vector) through torch.matmul(z, self.w2) + self.b2 and view into a conv kernel;
+# Embedding's nn.ParameterList of z vectors appended one by one, the kernels torch.cat'ed over the grid;
+# the primary network's F.conv2d with the generated kernels; then a hypernetwork that emits every weight
+# of a target nn.Module, which runs by torch.func.functional_call(target, (params, buffers), (x,)) with
+# the BatchNorm's running statistics passed as buffers
+def hypernetworks(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Parameter = nn.Parameter
+    functional_call = torch.func.functional_call
+
+    class HyperNetwork(nn.Module):
+
+        def __init__(self, f_size=3, z_dim=4, out_size=4, in_size=4):
+            super(HyperNetwork, self).__init__()
+            self.z_dim = z_dim
+            self.f_size = f_size
+            self.out_size = out_size
+            self.in_size = in_size
+
+            self.w1 = Parameter(torch.fmod(torch.randn((self.z_dim, self.out_size * self.f_size * self.f_size)), 2))
+            self.b1 = Parameter(torch.fmod(torch.randn((self.out_size * self.f_size * self.f_size)), 2))
+
+            self.w2 = Parameter(torch.fmod(torch.randn((self.z_dim, self.in_size * self.z_dim)), 2))
+            self.b2 = Parameter(torch.fmod(torch.randn((self.in_size * self.z_dim)), 2))
+
+        def forward(self, z):
+            h_in = torch.matmul(z, self.w2) + self.b2
+            h_in = h_in.view(self.in_size, self.z_dim)
+
+            h_final = torch.matmul(h_in, self.w1) + self.b1
+            kernel = h_final.view(self.out_size, self.in_size, self.f_size, self.f_size)
+
+            return kernel
+
+    class Embedding(nn.Module):
+
+        def __init__(self, z_num, z_dim):
+            super(Embedding, self).__init__()
+
+            self.z_list = nn.ParameterList()
+            self.z_num = z_num
+            self.z_dim = z_dim
+
+            h, k = self.z_num
+
+            for i in range(h):
+                for j in range(k):
+                    self.z_list.append(Parameter(torch.fmod(torch.randn(self.z_dim), 2)))
+
+        def forward(self, hyper_net):
+            ww = []
+            h, k = self.z_num
+            for i in range(h):
+                w = []
+                for j in range(k):
+                    w.append(hyper_net(self.z_list[i * k + j]))
+                ww.append(torch.cat(w, dim=1))
+            return torch.cat(ww, dim=0)
+
+    class PrimaryNetwork(nn.Module):
+
+        def __init__(self, z_dim=4):
+            super(PrimaryNetwork, self).__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.z_dim = z_dim
+            self.hope = HyperNetwork(z_dim=self.z_dim)
+            self.zs_size = [[1, 1], [2, 1]]
+            self.zs = nn.ModuleList()
+            for i in range(len(self.zs_size)):
+                self.zs.append(Embedding(self.zs_size[i], self.z_dim))
+            self.final = nn.Linear(8, 3)
+
+        def forward(self, x):
+            x = F.relu(self.bn1(self.conv1(x)))
+            w1 = self.zs[0](self.hope)
+            w2 = self.zs[1](self.hope)
+            x = F.relu(F.conv2d(x, w1, padding=1)) + x
+            x = F.conv2d(x, w2, stride=2, padding=1)
+            x = F.avg_pool2d(x, 2)
+            return self.final(x.view(-1, 8))
+
+    class Target(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(5, 6)
+            self.bn = nn.BatchNorm1d(6)
+            self.fc2 = nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc2(F.relu(self.bn(self.fc1(x))))
+
+    class WeightGenerator(nn.Module):
+        """Emits every parameter of target from a task embedding."""
+        def __init__(self, target, task_dim=3):
+            super().__init__()
+            self.shapes = {name: p.shape for name, p in target.named_parameters()}
+            self.heads = nn.ModuleDict({name.replace('.', '_'): nn.Linear(task_dim, p.numel())
+                                        for name, p in target.named_parameters()})
+
+        def forward(self, task):
+            return {name: self.heads[name.replace('.', '_')](task).view(shape) * 0.5
+                    for name, shape in self.shapes.items()}
+
+    torch.manual_seed(0)
+    net = PrimaryNetwork()
+    target = Target()
+    generator = WeightGenerator(target)
+    nets = nn.ModuleDict({'net': net, 'target': target, 'generator': generator})
+    init = load(m, nets, state)
+    assert len(list(net.zs[1].parameters())) == 2 and 'net.zs.1.z_list.1' in init
+    optimizer = optim.SGD(list(net.parameters()) + list(generator.parameters()), lr=0.002, momentum=0.9,
+                          weight_decay=0.0005)
+    losses = []
+    task = torch.tensor([[1.0, -0.5, 0.25]])
+    for (x, y), (v, c) in zip(batches(16, 1, (4, 3, 4, 4), classes=3), batches(17, 1, (6, 5), classes=3)):
+        loss = F.cross_entropy(net(torch.tensor(x)), torch.tensor(y))
+        params = generator(task[0])
+        buffers = dict(target.named_buffers())
+        out = functional_call(target, (params, buffers), (torch.tensor(v),))
+        loss = loss + F.cross_entropy(out, torch.tensor(c))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert target.fc1.weight.grad is None  # the module's own parameters were not used
+    return init, (losses + [float(target.bn.running_mean.sum()), float(target.bn.num_batches_tracked)]
+                  + summary(but(nets, 'net.conv1.bias')))
+
+
+def test_hypernetworks():
+    compare(hypernetworks)
+
+
+# (u) the DataLoader's idioms from the forums and tutorials: an imbalanced TensorDataset drawn by
+# WeightedRandomSampler from per-sample weights 1. / class counts (torch.from_numpy of the float64 array),
+# a train/valid split by np.random.shuffle'd indices into SubsetRandomSampler, drop_last=True, a Dataset
+# whose __getitem__ returns a dict (default_collate's dict of batches), a custom collate_fn that pads
+# variable-length sequences with pad_sequence and returns their lengths, and a BatchSampler over a
+# SequentialSampler; the samplers draw in tnet's run and torch's replays the indices (`drawn`)
+def data_loading(m, state=None, drawn=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    from_tnet = state is None
+
+    def replayed(sampler):
+        """The sampler's indices: drawn in tnet's run, replayed in torch's, each epoch."""
+        if from_tnet:
+            drawn.append([int(i) for i in sampler])
+            assert len(drawn[-1]) == len(sampler)
+        return drawn.pop(0) if not from_tnet else drawn[-1]
+
+    class DictDataset(data.Dataset):
+        def __init__(self, features, labels):
+            self.features, self.labels = features, labels
+
+        def __len__(self):
+            return len(self.labels)
+
+        def __getitem__(self, idx):
+            return {'x': torch.from_numpy(self.features[idx]), 'y': int(self.labels[idx]), 'id': idx}
+
+    def pad_collate(batch):
+        (xx, yy) = zip(*batch)
+        x_lens = [len(x) for x in xx]
+        xx_pad = nn.utils.rnn.pad_sequence(xx, batch_first=True, padding_value=0)
+        return xx_pad, torch.tensor(yy), torch.tensor(x_lens)
+
+    torch.manual_seed(0)
+    model = small_net(nn)
+    embed = nn.Linear(2, 6)
+    both = nn.ModuleDict({'model': model, 'embed': embed})
+    init = load(m, both, state)
+    optimizer = optim.SGD(both.parameters(), lr=0.1)
+    rng = np.random.default_rng(18)
+    X = rng.standard_normal((12, 6)).astype(np.float32)
+    target = np.array([0] * 8 + [1] * 3 + [2])
+    losses = []
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+    # WeightedRandomSampler over an imbalanced TensorDataset
+    class_sample_count = np.array([len(np.where(target == t)[0]) for t in np.unique(target)])
+    weight = 1. / class_sample_count
+    samples_weight = np.array([weight[t] for t in target])
+    samples_weight = torch.from_numpy(samples_weight)  # the forum's .double(): tnet has no float64 (README)
+    sampler = data.WeightedRandomSampler(samples_weight, len(samples_weight))
+    dataset = data.TensorDataset(torch.from_numpy(X), torch.from_numpy(target))
+    loader = data.DataLoader(dataset, batch_size=6, sampler=replayed(sampler))
+    for x, y in loader:
+        step(x, y)
+    # SubsetRandomSampler from shuffled indices, drop_last
+    indices = list(range(len(target)))
+    np.random.default_rng(19).shuffle(indices)
+    split = int(np.floor(0.25 * len(target)))
+    train_idx, valid_idx = indices[split:], indices[:split]
+    train_sampler = data.SubsetRandomSampler(train_idx)
+    loader = data.DataLoader(DictDataset(X, target), batch_size=4, sampler=replayed(train_sampler), drop_last=True)
+    batch_ids = []
+    for batch in loader:
+        assert set(batch) == {'x', 'y', 'id'} and batch['y'].dtype == torch.int64
+        batch_ids.append([int(i) for i in batch['id']])
+        step(batch['x'], batch['y'])
+    assert len(batch_ids) == 2 and not set(sum(batch_ids, [])) & set(valid_idx)
+    # variable-length sequences through a padding collate_fn, batches by a BatchSampler
+    seqs = [(torch.tensor(rng.standard_normal((n, 2)).astype(np.float32)), int(n % 3)) for n in (3, 1, 4, 2, 5)]
+    assert list(data.BatchSampler(data.SequentialSampler(seqs), batch_size=2, drop_last=False)) == [[0, 1], [2, 3], [4]]
+    batch_sampler = data.BatchSampler(data.SequentialSampler(seqs), batch_size=2, drop_last=True)
+    loader = data.DataLoader(seqs, batch_sampler=batch_sampler, collate_fn=pad_collate)
+    for xx_pad, yy, x_lens in loader:
+        h = embed(xx_pad).sum(1) / x_lens.unsqueeze(1).float()
+        step(h, yy)
+    return init, losses + summary(both.parameters())
+
+
+def test_data_loading():
+    compare(data_loading, drawn=[])

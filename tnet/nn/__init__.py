@@ -737,17 +737,28 @@ class Conv2d(_ConvNd):
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
         fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
-        padding = self.padding
-        if self.padding_mode != "zeros":
-            x, padding = F.pad(x, self._mode_pads, mode=self.padding_mode), 0
         if pool is None:
-            return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups, relu=relu)
+            return self._conv_forward(x, self.weight, self.bias, relu=relu)
         check(relu, "Conv2d: a fused pooling needs relu=True")
+        x, padding = self._pad(x)
         return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, padding, pool.mode,
                                     pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
                                     dilation=self.dilation, groups=self.groups,
                                     count_include_pad=getattr(pool, "count_include_pad", True),
                                     divisor_override=getattr(pool, "divisor_override", None))
+
+    def _conv_forward(self, input, weight, bias, relu=False):
+        """torch's: input convolved with weight and bias at this layer's stride, padding (padding_mode's
+        F.pad first), dilation and groups, which a subclass that convolves another weight calls
+        (weight standardisation, a quantised weight); relu=True fuses a ReLU, as forward's."""
+        input, padding = self._pad(input)
+        return F.conv2d(input, weight, bias, self.stride, padding, self.dilation, self.groups, relu=relu)
+
+    def _pad(self, x):
+        """(x, the padding left to the convolution): padding_mode's F.pad first where it is not 'zeros'."""
+        if self.padding_mode != "zeros":
+            return F.pad(x, self._mode_pads, mode=self.padding_mode), 0
+        return x, self.padding
 
 
 class Linear(Module):
@@ -859,7 +870,11 @@ class Conv1d(_ConvNd):
         self.reset_parameters()
 
     def forward(self, x):
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(x, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """torch's: input convolved with weight and bias at this layer's settings (Conv2d's)."""
+        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
