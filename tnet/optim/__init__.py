@@ -10,7 +10,9 @@ bias corrections advance at every replay. The same launch rewrites the parameter
 copies that layers read under autocast (tnet.amp): a copy made by a step before a capture
 keeps its address, so the captured step writes it."""
 import collections
+import functools
 import math
+import types
 
 import numpy as np
 import torch
@@ -20,7 +22,7 @@ from ..kernels import optim as kernels
 from ..kernels.launch import check
 from ..kernels.copy import copy_
 from ..nn import reshaped_parameters
-from ..tensor import Tensor, in_layout, bump_version
+from ..tensor import Tensor, add_hook, in_layout, bump_version
 
 
 class Optimizer:
@@ -42,6 +44,24 @@ class Optimizer:
     defaultdict(dict) filled on demand, and state_dict() holds that state as it is."""
     RULE = None
     SCALARS = {}  # one-element state of each parameter besides its step, by name: its initial value
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own step() (a user's LARS, Lion, Lookahead) runs the step hooks around it, as
+        torch's, which patches step at construction."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = hooked_step(cls.__dict__["step"])
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) before each step(), as torch's (args holds the optimizer
+        first); it may return (new_args, new_kwargs). Returns a handle whose remove() takes it away.
+        An enabled GradScaler's step(optimizer) runs the fused step without the hooks (torch's runs
+        them on the steps it does not skip, which tnet decides on the device)."""
+        return add_hook(self, "_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after each step(), as torch's."""
+        return add_hook(self, "_optimizer_step_post_hooks", hook)
 
     def __init__(self, params, defaults):
         name = type(self).__name__
@@ -283,6 +303,50 @@ def state_memory(value):
     the momentum_buffer); an entry replaced by the user (a tnet Tensor, or a torch tensor taken as
     memory) is what the next step reads."""
     return value.memory if isinstance(value, Tensor) else value
+
+
+_global_hooks = types.SimpleNamespace()  # register_optimizer_step_pre_hook's and _post_hook's, every optimizer's
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step(), ahead of its own hooks, as torch's."""
+    return add_hook(_global_hooks, "pre", hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) after every optimizer's step(), after its own hooks, as torch's."""
+    return add_hook(_global_hooks, "post", hook)
+
+
+def hooked_step(step):
+    """step run between the global and the optimizer's own pre hooks and post hooks, as torch's
+    profile_hook_step; a step that a hooked step calls (super().step()) runs without them, so that
+    they run once a step."""
+    @functools.wraps(step)
+    def run(self, *args, **kwargs):
+        if self.__dict__.get("_in_hooked_step"):
+            return step(self, *args, **kwargs)
+        args = (self, *args)
+        for pre in [*vars(_global_hooks).get("pre", {}).values(),
+                    *self.__dict__.get("_optimizer_step_pre_hooks", {}).values()]:
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{pre} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        self._in_hooked_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
+        for post in [*self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
+                     *vars(_global_hooks).get("post", {}).values()]:
+            post(self, args, kwargs)
+        return out
+    return run
+
+
+Optimizer.step = hooked_step(Optimizer.step)
 
 
 class _RequiredParameter:
