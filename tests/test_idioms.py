@@ -275,7 +275,8 @@ def test_scale_first_overloads_as_torch(rng):
 
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
-    non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule."""
+    non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule,
+    get_parameter and get_buffer."""
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
     seen = []
     handle = model[0].register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
@@ -286,6 +287,13 @@ def test_hooks_as_torch(rng):
     assert seen == [(2, 4)] and model.get_submodule("1") is model[1] and model.get_submodule("") is model
     with pytest.raises(AttributeError):
         model.get_submodule("2")
+    bn = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    assert bn.get_parameter("0.weight") is bn[0].weight and bn.get_buffer("1.running_var") is bn[1].running_var
+    for get, target, message in [(bn.get_parameter, "1.running_mean", "is not an nn.Parameter"),
+                                 (bn.get_buffer, "0.bias", "is not a buffer"),
+                                 (bn.get_parameter, "0.nope", "Linear has no attribute `nope`")]:
+        with pytest.raises(AttributeError, match=message):
+            get(target)
     values = rng.standard_normal(5)
     grads = []
     for lib in (tnet, torch):

@@ -2180,7 +2180,7 @@ def neural_ode(m, state=None):
     both = nn.ModuleDict({'func': func, 'classifier': classifier})
     init = load(m, both, state)
     true_y0 = torch.tensor([[2., 0.]])
-    t = torch.linspace(0., 1., 4)
+    t = torch.linspace(0., 1., 3)
     true_A = torch.tensor([[-0.1, 2.0], [-2.0, -0.1]])
 
     class Lambda(nn.Module):
@@ -2194,12 +2194,12 @@ def neural_ode(m, state=None):
     for itr in range(2):
         optimizer.zero_grad()
         batch_y0, batch_t, batch_y = true_y[0], t, true_y
-        pred_y = odeint(func, batch_y0, batch_t)
+        pred_y = odeint(func, batch_y0, batch_t, substeps=1)
         loss = torch.mean(torch.abs(pred_y - batch_y))
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    assert func.nfe == 2 * 3 * 2 * 4
+    assert func.nfe == 2 * 2 * 1 * 4  # iterations, intervals, substeps, evaluations
     opt = optim.SGD(classifier.parameters(), lr=0.1, momentum=0.9)
     x, y = batches(15, 1, (2, 1, 5, 5), classes=3)[0]
     loss = F.cross_entropy(classifier(torch.tensor(x)), torch.tensor(y))
@@ -2436,3 +2436,305 @@ def data_loading(m, state=None, drawn=None):
 
 def test_data_loading():
     compare(data_loading, drawn=[])
+
+
+# (v) JiahuiYu/wdsr_ntire2018's WDSR-A: wn = lambda x: torch.nn.utils.weight_norm(x) (or the
+# parametrizations.weight_norm of newer forks) around every convolution, Block's wide 1x1 expansion
+# with res += x, EDSR's MeanShift (a frozen 1x1 Conv2d whose weight.data is torch.eye(3).view(3, 3, 1, 1)
+# / std.view(3, 1, 1, 1) and requires_grad False), the tail and skip branches through nn.PixelShuffle,
+# L1 loss and Adam over filter(lambda p: p.requires_grad, ...); then the norms removed for inference
+# (remove_weight_norm, parametrize.remove_parametrizations) and the outputs unchanged
+def wdsr(m, state=None, parametrized=False):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    if parametrized:
+        def wn(x):
+            return nn.utils.parametrizations.weight_norm(x)
+    else:
+        def wn(x):
+            return torch.nn.utils.weight_norm(x)
+
+    class MeanShift(nn.Conv2d):
+        def __init__(self, rgb_range, rgb_mean=(0.4488, 0.4371, 0.4040), rgb_std=(1.0, 1.0, 1.0), sign=-1):
+            super(MeanShift, self).__init__(3, 3, kernel_size=1)
+            std = torch.Tensor(rgb_std)
+            self.weight.data = torch.eye(3).view(3, 3, 1, 1) / std.view(3, 1, 1, 1)
+            self.bias.data = sign * rgb_range * torch.Tensor(rgb_mean) / std
+            for p in self.parameters():
+                p.requires_grad = False
+
+    class Block(nn.Module):
+        def __init__(self, n_feats, kernel_size, block_feats, wn, res_scale=1, act=nn.ReLU(True)):
+            super(Block, self).__init__()
+            self.res_scale = res_scale
+            body = []
+            body.append(wn(nn.Conv2d(n_feats, block_feats, kernel_size, padding=kernel_size // 2)))
+            body.append(act)
+            body.append(wn(nn.Conv2d(block_feats, n_feats, kernel_size, padding=kernel_size // 2)))
+            self.body = nn.Sequential(*body)
+
+        def forward(self, x):
+            res = self.body(x) * self.res_scale
+            res += x
+            return res
+
+    class WDSR(nn.Module):
+        def __init__(self, scale=2, n_resblocks=1, n_feats=4, block_feats=8, n_colors=3, res_scale=1):
+            super(WDSR, self).__init__()
+            kernel_size = 3
+            act = nn.ReLU(True)
+            self.rgb_mean = torch.autograd.Variable(torch.FloatTensor([0.4488, 0.4371, 0.4040])).view([1, 3, 1, 1])
+            # define head module
+            head = [wn(nn.Conv2d(n_colors, n_feats, 3, padding=3 // 2))]
+            # define body module
+            body = [Block(n_feats, kernel_size, block_feats, wn=wn, res_scale=res_scale, act=act)
+                    for _ in range(n_resblocks)]
+            # define tail module
+            out_feats = scale * scale * n_colors
+            tail = [wn(nn.Conv2d(n_feats, out_feats, 3, padding=3 // 2)), nn.PixelShuffle(scale)]
+            skip = [wn(nn.Conv2d(n_colors, out_feats, 5, padding=5 // 2)), nn.PixelShuffle(scale)]
+            self.sub_mean = MeanShift(1.0)
+            self.head = nn.Sequential(*head)
+            self.body = nn.Sequential(*body)
+            self.tail = nn.Sequential(*tail)
+            self.skip = nn.Sequential(*skip)
+
+        def forward(self, x):
+            x = self.sub_mean(x)
+            s = self.skip(x)
+            x = self.head(x)
+            x = self.body(x)
+            x = self.tail(x)
+            x += s
+            x = x + self.rgb_mean * 1.0
+            return x
+
+    torch.manual_seed(0)
+    model = WDSR()
+    init = load(m, model, state)
+    optimizer = optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
+    criterion = nn.L1Loss()
+    rng = np.random.default_rng(21)
+    lr_img = torch.tensor(rng.random((2, 3, 4, 4)).astype(np.float32))
+    hr_img = torch.tensor(rng.random((2, 3, 8, 8)).astype(np.float32))
+    losses = []
+    for _ in range(1):
+        optimizer.zero_grad()
+        loss = criterion(model(lr_img), hr_img)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert not model.sub_mean.weight.requires_grad and model.sub_mean.weight.grad is None
+    model.eval()
+    with torch.no_grad():
+        before = model(lr_img)
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d) and not isinstance(module, MeanShift):
+            if parametrized:
+                nn.utils.parametrize.remove_parametrizations(module, 'weight')
+            else:
+                nn.utils.remove_weight_norm(module)
+    with torch.no_grad():
+        after = model(lr_img)
+    assert float((before - after).abs().max()) < 1e-5
+    assert all(len(list(mod.parameters(recurse=False))) <= 2 for mod in model.modules())
+    return init, losses + [float(after.sum())] + summary(model.parameters())
+
+
+def test_wdsr():
+    compare(wdsr)
+
+
+def test_wdsr_parametrized():
+    compare(wdsr, parametrized=True)
+
+
+# (w) ikostrikov/pytorch-trpo: get_flat_params_from by torch.cat of param.data.view(-1), set_flat_params_to
+# by param.data.copy_ of slices viewed to param.size(), the Fisher-vector product Fvp by
+# torch.autograd.grad(kl, model.parameters(), create_graph=True) and a second grad of (flat_grad_kl *
+# Variable(v)).sum(), conjugate_gradients with torch.dot and an `if rdotr < residual_tol` break, the
+# step scaled by torch.sqrt(shs / max_kl), the backtracking linesearch over .5 ** np.arange(...) with
+# .item() ratios; Policy's action_log_std Parameter expand_as'ed, normal_log_density, get_loss under
+# torch.no_grad() when volatile; the value net fitted by LBFGS over parameters_to_vector's flat view
+def trpo(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    Variable = torch.autograd.Variable
+    parameters_to_vector = nn.utils.parameters_to_vector
+
+    class Policy(nn.Module):
+        def __init__(self, num_inputs, num_outputs):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(num_inputs, 8)
+            self.affine2 = nn.Linear(8, 8)
+
+            self.action_mean = nn.Linear(8, num_outputs)
+            self.action_mean.weight.data.mul_(0.1)
+            self.action_mean.bias.data.mul_(0.0)
+
+            self.action_log_std = nn.Parameter(torch.zeros(1, num_outputs))
+
+            self.saved_actions = []
+            self.rewards = []
+            self.final_value = 0
+
+        def forward(self, x):
+            x = torch.tanh(self.affine1(x))
+            x = torch.tanh(self.affine2(x))
+
+            action_mean = self.action_mean(x)
+            action_log_std = self.action_log_std.expand_as(action_mean)
+            action_std = torch.exp(action_log_std)
+
+            return action_mean, action_log_std, action_std
+
+    class Value(nn.Module):
+        def __init__(self, num_inputs):
+            super(Value, self).__init__()
+            self.affine1 = nn.Linear(num_inputs, 8)
+            self.value_head = nn.Linear(8, 1)
+            self.value_head.weight.data.mul_(0.1)
+            self.value_head.bias.data.mul_(0.0)
+
+        def forward(self, x):
+            return self.value_head(torch.tanh(self.affine1(x)))
+
+    def normal_log_density(x, mean, log_std, std):
+        var = std.pow(2)
+        log_density = -(x - mean).pow(2) / (
+            2 * var) - 0.5 * math.log(2 * math.pi) - log_std
+        return log_density.sum(1, keepdim=True)
+
+    def get_flat_params_from(model):
+        params = []
+        for param in model.parameters():
+            params.append(param.data.view(-1))
+
+        flat_params = torch.cat(params)
+        return flat_params
+
+    def set_flat_params_to(model, flat_params):
+        prev_ind = 0
+        for param in model.parameters():
+            flat_size = int(np.prod(list(param.size())))
+            param.data.copy_(
+                flat_params[prev_ind:prev_ind + flat_size].view(param.size()))
+            prev_ind += flat_size
+
+    def conjugate_gradients(Avp, b, nsteps, residual_tol=1e-10):
+        x = torch.zeros(b.size())
+        r = b.clone()
+        p = b.clone()
+        rdotr = torch.dot(r, r)
+        for i in range(nsteps):
+            _Avp = Avp(p)
+            alpha = rdotr / torch.dot(p, _Avp)
+            x += alpha * p
+            r -= alpha * _Avp
+            new_rdotr = torch.dot(r, r)
+            betta = new_rdotr / rdotr
+            p = r + betta * p
+            rdotr = new_rdotr
+            if rdotr < residual_tol:
+                break
+        return x
+
+    def linesearch(model, f, x, fullstep, expected_improve_rate, max_backtracks=10, accept_ratio=.1):
+        fval = f(True).data
+        for (_n_backtracks, stepfrac) in enumerate(.5 ** np.arange(max_backtracks)):
+            xnew = x + stepfrac * fullstep
+            set_flat_params_to(model, xnew)
+            newfval = f(True).data
+            actual_improve = fval - newfval
+            expected_improve = expected_improve_rate * stepfrac
+            ratio = actual_improve / expected_improve
+            if ratio.item() > accept_ratio and actual_improve.item() > 0:
+                return True, xnew
+        return False, x
+
+    def trpo_step(model, get_loss, get_kl, max_kl, damping):
+        loss = get_loss()
+        grads = torch.autograd.grad(loss, model.parameters())
+        loss_grad = torch.cat([grad.view(-1) for grad in grads]).data
+
+        def Fvp(v):
+            kl = get_kl()
+            kl = kl.mean()
+
+            grads = torch.autograd.grad(kl, model.parameters(), create_graph=True)
+            flat_grad_kl = torch.cat([grad.view(-1) for grad in grads])
+
+            kl_v = (flat_grad_kl * Variable(v)).sum()
+            grads = torch.autograd.grad(kl_v, model.parameters())
+            flat_grad_grad_kl = torch.cat([grad.contiguous().view(-1) for grad in grads]).data
+
+            return flat_grad_grad_kl + v * damping
+
+        stepdir = conjugate_gradients(Fvp, -loss_grad, 2)
+
+        shs = 0.5 * (stepdir * Fvp(stepdir)).sum(0, keepdim=True)
+
+        lm = torch.sqrt(shs / max_kl)
+        fullstep = stepdir / lm[0]
+
+        neggdotstepdir = (-loss_grad * stepdir).sum(0, keepdim=True)
+
+        prev_params = get_flat_params_from(model)
+        success, new_params = linesearch(model, get_loss, prev_params, fullstep,
+                                         neggdotstepdir / lm[0])
+        set_flat_params_to(model, new_params)
+
+        return loss, success, float(lm[0])
+
+    torch.manual_seed(0)
+    policy_net, value_net = Policy(3, 2), Value(3)
+    nets = nn.ModuleDict({'policy': policy_net, 'value': value_net})
+    init = load(m, nets, state)
+    rng = np.random.default_rng(22)
+    states = torch.Tensor(rng.standard_normal((6, 3)).astype(np.float32))
+    actions = torch.Tensor(rng.standard_normal((6, 2)).astype(np.float32))
+    targets = torch.Tensor(rng.standard_normal((6, 1)).astype(np.float32))
+
+    # the value net by LBFGS (the repository's scipy fmin_l_bfgs_b over the flat parameters)
+    value_opt = optim.LBFGS(value_net.parameters(), lr=0.5, max_iter=2)
+
+    def closure():
+        value_opt.zero_grad()
+        value_loss = (value_net(Variable(states)) - targets).pow(2).mean()
+        for param in value_net.parameters():
+            value_loss += param.pow(2).sum() * 1e-3
+        value_loss.backward()
+        return value_loss
+    value_loss = value_opt.step(closure)
+    advantages = targets - value_net(Variable(states)).data
+    advantages = (advantages - advantages.mean()) / advantages.std()
+
+    action_means, action_log_stds, action_stds = policy_net(Variable(states))
+    fixed_log_prob = normal_log_density(Variable(actions), action_means, action_log_stds, action_stds).data.clone()
+
+    def get_loss(volatile=False):
+        if volatile:
+            with torch.no_grad():
+                action_means, action_log_stds, action_stds = policy_net(Variable(states))
+        else:
+            action_means, action_log_stds, action_stds = policy_net(Variable(states))
+
+        log_prob = normal_log_density(Variable(actions), action_means, action_log_stds, action_stds)
+        action_loss = -Variable(advantages) * torch.exp(log_prob - Variable(fixed_log_prob))
+        return action_loss.mean()
+
+    def get_kl():
+        mean1, log_std1, std1 = policy_net(Variable(states))
+
+        mean0 = Variable(mean1.data)
+        log_std0 = Variable(log_std1.data)
+        std0 = Variable(std1.data)
+        kl = log_std1 - log_std0 + (std0.pow(2) + (mean0 - mean1).pow(2)) / (2.0 * std1.pow(2)) - 0.5
+        return kl.sum(1, keepdim=True)
+
+    loss, success, lm = trpo_step(policy_net, get_loss, get_kl, max_kl=1e-2, damping=1e-1)
+    flat = parameters_to_vector(policy_net.parameters())
+    return init, ([float(value_loss), loss.item(), float(success), lm, get_loss(True).item(), float(flat.norm())]
+                  + summary(nets.parameters()))
+
+
+def test_trpo():
+    compare(trpo)

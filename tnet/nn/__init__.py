@@ -303,6 +303,28 @@ class Module:
             module = getattr(module, name)
         return module
 
+    def get_parameter(self, target):
+        """The parameter at a dotted path ("layer1.0.conv1.weight"), as torch's: AttributeError where
+        the path or the name is missing or names no Parameter."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if not isinstance(getattr(module, name), Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return getattr(module, name)
+
+    def get_buffer(self, target):
+        """The buffer at a dotted path ("bn1.running_mean"), as torch's: AttributeError where the path
+        or the name is missing or names no buffer."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if name not in vars(module).get("_buffer_names", {}):
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(module, name)
+
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
         an attribute, in buffers() and, if persistent, in the state_dict. None is allowed
