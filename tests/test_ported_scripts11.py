@@ -2738,3 +2738,109 @@ def trpo(m, state=None):
 
 def test_trpo():
     compare(trpo)
+
+
+# (x) utkuozbulak/pytorch-cnn-visualizations' GuidedBackprop: the legacy register_backward_hook on the
+# first layer (grad_in[0], the image's gradient) and on every ReLU of model.features._modules.items(),
+# whose hook sets the stored forward output's positive entries to 1 in place and returns (output *
+# torch.clamp(grad_in[0], min=0.0),), a forward hook appending each ReLU's output; the one-hot from
+# torch.FloatTensor(1, n).zero_() with one_hot_output[0][target_class] = 1 through
+# model_output.backward(gradient=one_hot_output); the image a Variable(..., requires_grad=True);
+# then the positive and negative saliency maps from the numpy gradient
+def guided_backprop(m, state=None):
+    torch, nn = m.torch, m.nn
+    Variable = torch.autograd.Variable
+    ReLU = nn.ReLU
+
+    class GuidedBackprop():
+        """
+           Produces gradients generated with guided back propagation from the given image
+        """
+        def __init__(self, model):
+            self.model = model
+            self.gradients = None
+            self.forward_relu_outputs = []
+            # Put model in evaluation mode
+            self.model.eval()
+            self.update_relus()
+            self.hook_layers()
+
+        def hook_layers(self):
+            def hook_function(module, grad_in, grad_out):
+                self.gradients = grad_in[0]
+            # Register hook to the first layer
+            first_layer = list(self.model.features._modules.items())[0][1]
+            first_layer.register_backward_hook(hook_function)
+
+        def update_relus(self):
+            """
+                Updates relu activation functions so that
+                    1- stores output in forward pass
+                    2- imputes zero for gradient values that are less than zero
+            """
+            def relu_backward_hook_function(module, grad_in, grad_out):
+                """
+                If there is a negative gradient, change it to zero
+                """
+                # Get last forward output
+                corresponding_forward_output = self.forward_relu_outputs[-1]
+                corresponding_forward_output[corresponding_forward_output > 0] = 1
+                modified_grad_out = corresponding_forward_output * torch.clamp(grad_in[0], min=0.0)
+                del self.forward_relu_outputs[-1]  # Remove last forward output
+                return (modified_grad_out,)
+
+            def relu_forward_hook_function(module, ten_in, ten_out):
+                """
+                Store results of forward pass
+                """
+                self.forward_relu_outputs.append(ten_out)
+
+            # Loop through layers, hook up ReLUs
+            for pos, module in self.model.features._modules.items():
+                if isinstance(module, ReLU):
+                    module.register_backward_hook(relu_backward_hook_function)
+                    module.register_forward_hook(relu_forward_hook_function)
+
+        def generate_gradients(self, input_image, target_class):
+            # Forward pass
+            model_output = self.model(input_image)
+            # Zero gradients
+            self.model.zero_grad()
+            # Target for backprop
+            one_hot_output = torch.FloatTensor(1, model_output.size()[-1]).zero_()
+            one_hot_output[0][target_class] = 1
+            # Backward pass
+            model_output.backward(gradient=one_hot_output)
+            # Convert Pytorch variable to numpy array
+            # [0] to get rid of the first channel (1,3,224,224)
+            gradients_as_arr = self.gradients.data.numpy()[0]
+            return gradients_as_arr
+
+    def get_positive_negative_saliency(gradient):
+        pos_saliency = (np.maximum(0, gradient) / gradient.max())
+        neg_saliency = (np.maximum(0, -gradient) / -gradient.min())
+        return pos_saliency, neg_saliency
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=False),
+                                          nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(inplace=False), nn.MaxPool2d(2))
+            self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(6 * 3 * 3, 5))
+
+        def forward(self, x):
+            return self.classifier(self.features(x))
+
+    torch.manual_seed(0)
+    pretrained_model = Net()
+    init = load(m, pretrained_model, state)
+    prep_img = Variable(torch.tensor(images(23, n=1)[0]), requires_grad=True)
+    GBP = GuidedBackprop(pretrained_model)
+    guided_grads = GBP.generate_gradients(prep_img, 2)
+    pos_sal, neg_sal = get_positive_negative_saliency(guided_grads)
+    assert guided_grads.shape == (3, 6, 6) and GBP.forward_relu_outputs == []
+    return init, guided_grads.flatten().tolist() + [float(pos_sal.sum()), float(neg_sal.sum())]
+
+
+def test_guided_backprop():
+    compare(guided_backprop)

@@ -29,6 +29,30 @@ sys.modules[__name__ + ".functional"] = F
 reshaped_parameters = [0]  # how often a Parameter's memory took another shape (Parameter.memory)
 
 
+def _hook_last_op(module, out, hooks):
+    """Put register_backward_hook's hooks on the tape entry that made out's first tensor: its backward
+    then hands its input gradients through them."""
+    var = out
+    while not isinstance(var, Tensor):
+        var = next(iter(var.values())) if isinstance(var, Mapping) else var[0]
+    entry = var._entry
+    if entry is None or entry.backward is None:
+        return
+    backward = entry.backward
+
+    def hooked(g):
+        grad_input = tuple(None if gx is None or not x.requires_grad else Tensor(gx)
+                           for x, gx in zip(entry.inputs, backward(g)))
+        for hook in list(hooks.values()):
+            changed = hook(module, grad_input, (Tensor(g),))
+            if changed is not None:
+                check(len(changed) == len(grad_input), lambda: f"backward hook returned {len(changed)} "
+                                                               f"grad_input, expected {len(grad_input)}")
+                grad_input = tuple(changed)
+        return [None if gx is None else memory_of(gx) for gx in grad_input]
+    entry.backward = hooked
+
+
 class Parameter(Tensor):
     """A leaf that requires grad, with Caffe's lr_mult and decay_mult (Caffe's order:
     torch's requires_grad comes as a keyword). From a tnet.Tensor it shares that tensor's
@@ -220,6 +244,9 @@ class Module:
             changed = hook(self, args, out)
             if changed is not None:
                 out = changed
+        legacy = self.__dict__.get("_legacy_backward_hooks")
+        if legacy and is_grad_enabled():
+            _hook_last_op(self, out, legacy)
         return out
 
     def _call_with_backward_hooks(self, args, kwargs):
@@ -278,6 +305,16 @@ class Module:
         Difference: where a call has several tensor inputs (outputs) that need gradients and the
         backward does not reach the first, its gradient shows as zeros, not None (tensor.gate)."""
         return self._add_hook("_backward_hooks", hook)
+
+    def register_backward_hook(self, hook):
+        """torch's legacy backward hook (deprecated there for register_full_backward_hook):
+        hook(module, grad_input, grad_output) at the backward of the op that made the module's output
+        (its first tensor), grad_input that op's input gradients (None where an input needs none),
+        grad_output the output's; a returned tuple replaces grad_input. It describes the module's
+        inputs only where its forward is one op (ReLU, a convolution: (input, weight, bias)), as
+        torch's. Difference: grad_input follows tnet's op, whose inputs may differ from torch's node's
+        (Linear's is one op of (input, weight, bias), torch's addmm of (bias, input, weight.t()))."""
+        return self._add_hook("_legacy_backward_hooks", hook)
 
     def register_full_backward_pre_hook(self, hook):
         """hook(module, grad_output) once the gradients of the module's outputs are computed, before
@@ -2079,7 +2116,8 @@ def _fusion(layers):
     elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         covered, pool = 3, layers[1]
     hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
-                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"))
+                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                           "_legacy_backward_hooks"))
     return (0, None) if hooked else (covered, pool)
 
 

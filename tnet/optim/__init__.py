@@ -22,7 +22,7 @@ from ..kernels import optim as kernels
 from ..kernels.launch import check
 from ..kernels.copy import copy_
 from ..nn import reshaped_parameters
-from ..tensor import Tensor, add_hook, in_layout, bump_version
+from ..tensor import Tensor, add_hook, in_layout, bump_version, memory_of
 
 
 class Optimizer:
@@ -31,7 +31,9 @@ class Optimizer:
     defaults). Every parameter has a step count, one float32 on the device as in torch
     (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the state
     that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once, each
-    entry a tnet Tensor that a user's code may change in place or replace (state_memory):
+    entry a tnet Tensor, as torch's are tensors, that a user's code may change in place or replace
+    (Lookahead pulling back or resetting momentum_buffer) and the next step reads (a torch tensor
+    put there is taken as memory):
     options that add state (Adam's amsgrad, RMSprop's centered and momentum > 0) are taken at
     construction. A subclass gives RULE (the kernel's), _validate(group) and _rule_hyper(group):
     the group's own hyperparameters in the kernel's order (kernels.optim.HYPER[RULE] after the four
@@ -192,8 +194,8 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and state_memory(self.state[p][s]) for s in self._slots[p]],
-                    amp.low_copies(p), hyper, state_memory(self.state[p]["step"]), getattr(p, "lr_mult", 1.0),
+        updates = [(p.memory, in_layout(p.grad.memory, p.memory), [s and memory_of(self.state[p][s]) for s in self._slots[p]],
+                    amp.low_copies(p), hyper, memory_of(self.state[p]["step"]), getattr(p, "lr_mult", 1.0),
                     getattr(p, "decay_mult", 1.0))
                    for group, (_, hyper) in zip(self.param_groups, self._device_hyper)
                    for p in group["params"] if p.grad is not None]
@@ -238,7 +240,7 @@ class Optimizer:
                     "param_groups": self._indexed_groups()}
         scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
         state = {i: {**{s: float(v[i]) for s, v in scalars.items()},
-                     **{b: state_memory(self.state[p][b]).float().cpu().numpy().copy() for b in self._buffers(p)}}
+                     **{b: memory_of(self.state[p][b]).float().cpu().numpy().copy() for b in self._buffers(p)}}
                  for i, p in enumerate(self._params)}
         return {"state": state, "param_groups": self._indexed_groups()}
 
@@ -289,20 +291,12 @@ class Optimizer:
         for p, entry in zip(self._params, entries):
             for b in self._buffers(p):
                 if b in entry:
-                    state_memory(self.state[p][b]).copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
+                    memory_of(self.state[p][b]).copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
                 else:
-                    state_memory(self.state[p][b]).fill_(self._initial(group_of[p], b))
+                    memory_of(self.state[p][b]).fill_(self._initial(group_of[p], b))
         for group, g in zip(self.param_groups, groups):
             group.update(g)
         self.update_lr()
-
-
-def state_memory(value):
-    """A state entry's device memory. The optimizers keep tnet Tensors in self.state, as torch keeps
-    tensors there, so that a user's own code does its math on them in tnet (Lookahead pulling back
-    the momentum_buffer); an entry replaced by the user (a tnet Tensor, or a torch tensor taken as
-    memory) is what the next step reads."""
-    return value.memory if isinstance(value, Tensor) else value
 
 
 _global_hooks = types.SimpleNamespace()  # register_optimizer_step_pre_hook's and _post_hook's, every optimizer's
