@@ -2,10 +2,12 @@
 LiyuanLucasLiu's RAdam in the old add_(scalar, tensor) spelling, lessw2020's Ranger), custom autograd
 Functions (BinaryNet's straight-through binarised layers, XNOR-Net's BinActive, DANN's gradient
 reversal, BinaryConnect with ctx.needs_input_grad), adversarial training (PGD, FGSM, TRADES),
-interpretability (Grad-CAM's hooks, cs231n's saliency maps, integrated gradients), the nn.utils
-toolbox (swa_utils, prune, spectral norm, RepVGG's BatchNorm folding), hand-written quantisation-aware
-training (LSQ, a min-max fake quantiser), a Neural ODE's RK4 solver, hypernetworks with
-torch.func.functional_call and the DataLoader's samplers and collate_fn, written from memory in their
+interpretability (Grad-CAM's hooks, guided backprop's legacy backward hooks, cs231n's saliency maps,
+integrated gradients), the nn.utils toolbox (swa_utils, prune, spectral norm, weight norm in WDSR,
+RepVGG's BatchNorm folding), hand-written quantisation-aware training (LSQ, a min-max fake quantiser),
+a Neural ODE's RK4 solver, hypernetworks with torch.func.functional_call, TRPO's Fisher-vector
+products and flat parameters, and the DataLoader's samplers, batch samplers (siamese-triplet's
+BalancedBatchSampler) and collate_fn, written from memory in their
 repositories' styles and ported by their imports alone, as test_ported_scripts.py: each runs in tnet,
 then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights
 summed into a few numbers, agree. Where a script draws, numpy draws or torch replays tnet's draws;
@@ -2844,3 +2846,166 @@ def guided_backprop(m, state=None):
 
 def test_guided_backprop():
     compare(guided_backprop)
+
+
+# (y) adambielski/siamese-triplet's online triplet training: BalancedBatchSampler subclasses BatchSampler
+# (labels.numpy(), label_to_indices by np.where, np.random.choice of classes, yields index lists, __len__)
+# and goes in as the DataLoader's batch_sampler; pdist by -2 * vectors.mm(torch.t(vectors)) plus the
+# squared norms view(1, -1) and view(-1, 1); FunctionNegativeTripletSelector mines on
+# distance_matrix.cpu() numpy with a semihard negative (np.where of losses in (0, margin)) and
+# np.random.choice, returns torch.LongTensor(np.array(triplets)); OnlineTripletLoss's
+# (embeddings[triplets[:, 0]] - embeddings[triplets[:, 1]]).pow(2).sum(1) and F.relu(ap - an + margin)
+def online_triplet(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    from itertools import combinations
+    BatchSampler = data.BatchSampler
+
+    class BalancedBatchSampler(BatchSampler):
+        """
+        BatchSampler - from a MNIST-like dataset, samples n_classes and within these classes samples n_samples.
+        Returns batches of size n_classes * n_samples
+        """
+
+        def __init__(self, labels, n_classes, n_samples):
+            self.labels = labels
+            self.labels_set = list(set(self.labels.numpy()))
+            self.label_to_indices = {label: np.where(self.labels.numpy() == label)[0]
+                                     for label in self.labels_set}
+            for l in self.labels_set:
+                np.random.shuffle(self.label_to_indices[l])
+            self.used_label_indices_count = {label: 0 for label in self.labels_set}
+            self.count = 0
+            self.n_classes = n_classes
+            self.n_samples = n_samples
+            self.n_dataset = len(self.labels)
+            self.batch_size = self.n_samples * self.n_classes
+
+        def __iter__(self):
+            self.count = 0
+            while self.count + self.batch_size < self.n_dataset:
+                classes = np.random.choice(self.labels_set, self.n_classes, replace=False)
+                indices = []
+                for class_ in classes:
+                    indices.extend(self.label_to_indices[class_][
+                                   self.used_label_indices_count[class_]:self.used_label_indices_count[
+                                                                             class_] + self.n_samples])
+                    self.used_label_indices_count[class_] += self.n_samples
+                    if self.used_label_indices_count[class_] + self.n_samples > len(self.label_to_indices[class_]):
+                        np.random.shuffle(self.label_to_indices[class_])
+                        self.used_label_indices_count[class_] = 0
+                yield indices
+                self.count += self.n_classes * self.n_samples
+
+        def __len__(self):
+            return self.n_dataset // self.batch_size
+
+    def pdist(vectors):
+        distance_matrix = -2 * vectors.mm(torch.t(vectors)) + vectors.pow(2).sum(dim=1).view(1, -1) + vectors.pow(
+            2).sum(dim=1).view(-1, 1)
+        return distance_matrix
+
+    def semihard_negative(loss_values, margin):
+        semihard_negatives = np.where(np.logical_and(loss_values < margin, loss_values > 0))[0]
+        return np.random.choice(semihard_negatives) if len(semihard_negatives) > 0 else None
+
+    class FunctionNegativeTripletSelector:
+        def __init__(self, margin, negative_selection_fn, cpu=True):
+            self.cpu = cpu
+            self.margin = margin
+            self.negative_selection_fn = negative_selection_fn
+
+        def get_triplets(self, embeddings, labels):
+            if self.cpu:
+                embeddings = embeddings.cpu()
+            distance_matrix = pdist(embeddings)
+            distance_matrix = distance_matrix.cpu()
+
+            labels = labels.cpu().data.numpy()
+            triplets = []
+
+            for label in set(labels):
+                label_mask = (labels == label)
+                label_indices = np.where(label_mask)[0]
+                if len(label_indices) < 2:
+                    continue
+                negative_indices = np.where(np.logical_not(label_mask))[0]
+                anchor_positives = list(combinations(label_indices, 2))  # All anchor-positive pairs
+                anchor_positives = np.array(anchor_positives)
+
+                ap_distances = distance_matrix[anchor_positives[:, 0], anchor_positives[:, 1]]
+                for anchor_positive, ap_distance in zip(anchor_positives, ap_distances):
+                    loss_values = ap_distance - distance_matrix[torch.LongTensor(np.array([anchor_positive[0]])),
+                                                                torch.LongTensor(negative_indices)] + self.margin
+                    loss_values = loss_values.data.cpu().numpy()
+                    hard_negative = self.negative_selection_fn(loss_values)
+                    if hard_negative is not None:
+                        hard_negative = negative_indices[hard_negative]
+                        triplets.append([anchor_positive[0], anchor_positive[1], hard_negative])
+
+            if len(triplets) == 0:
+                triplets.append([anchor_positive[0], anchor_positive[1], negative_indices[0]])
+
+            triplets = np.array(triplets)
+
+            return torch.LongTensor(triplets)
+
+    class OnlineTripletLoss(nn.Module):
+        def __init__(self, margin, triplet_selector):
+            super(OnlineTripletLoss, self).__init__()
+            self.margin = margin
+            self.triplet_selector = triplet_selector
+
+        def forward(self, embeddings, target):
+            triplets = self.triplet_selector.get_triplets(embeddings, target)
+
+            if embeddings.is_cuda:
+                triplets = triplets.cuda()
+
+            ap_distances = (embeddings[triplets[:, 0]] - embeddings[triplets[:, 1]]).pow(2).sum(1)  # .pow(.5)
+            an_distances = (embeddings[triplets[:, 0]] - embeddings[triplets[:, 2]]).pow(2).sum(1)  # .pow(.5)
+            losses = F.relu(ap_distances - an_distances + self.margin)
+
+            return losses.mean(), len(triplets)
+
+    class EmbeddingNet(nn.Module):
+        def __init__(self):
+            super(EmbeddingNet, self).__init__()
+            self.convnet = nn.Sequential(nn.Conv2d(1, 4, 3), nn.PReLU(),
+                                         nn.MaxPool2d(2, stride=2))
+            self.fc = nn.Sequential(nn.Linear(4 * 2 * 2, 8), nn.PReLU(), nn.Linear(8, 2))
+
+        def forward(self, x):
+            output = self.convnet(x)
+            output = output.view(output.size()[0], -1)
+            output = self.fc(output)
+            return output
+
+    torch.manual_seed(0)
+    outer = np.random.get_state()  # the repository draws from numpy's global generator: put it back after
+    np.random.seed(24)
+    model = EmbeddingNet()
+    init = load(m, model, state)
+    rng = np.random.default_rng(25)
+    images_ = torch.tensor(rng.standard_normal((18, 1, 6, 6)).astype(np.float32))
+    labels = torch.tensor(np.repeat(np.arange(3), 6))
+    train_batch_sampler = BalancedBatchSampler(labels, n_classes=2, n_samples=3)
+    online_train_loader = data.DataLoader(data.TensorDataset(images_, labels), batch_sampler=train_batch_sampler)
+    margin = 1.
+    loss_fn = OnlineTripletLoss(margin, FunctionNegativeTripletSelector(
+        margin=margin, negative_selection_fn=lambda x: semihard_negative(x, margin)))
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    assert len(online_train_loader) == 3
+    for batch_idx, (data_, target) in enumerate(online_train_loader):
+        optimizer.zero_grad()
+        outputs = model(data_)
+        loss, n_triplets = loss_fn(outputs, target)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), n_triplets]
+    np.random.set_state(outer)
+    return init, losses + summary(model.parameters())
+
+
+def test_online_triplet():
+    compare(online_triplet)
