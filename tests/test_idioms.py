@@ -275,7 +275,8 @@ def test_scale_first_overloads_as_torch(rng):
 
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
-    non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule."""
+    non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule,
+    get_parameter and get_buffer."""
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
     seen = []
     handle = model[0].register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
@@ -286,6 +287,13 @@ def test_hooks_as_torch(rng):
     assert seen == [(2, 4)] and model.get_submodule("1") is model[1] and model.get_submodule("") is model
     with pytest.raises(AttributeError):
         model.get_submodule("2")
+    bn = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    assert bn.get_parameter("0.weight") is bn[0].weight and bn.get_buffer("1.running_var") is bn[1].running_var
+    for get, target, message in [(bn.get_parameter, "1.running_mean", "is not an nn.Parameter"),
+                                 (bn.get_buffer, "0.bias", "is not a buffer"),
+                                 (bn.get_parameter, "0.nope", "Linear has no attribute `nope`")]:
+        with pytest.raises(AttributeError, match=message):
+            get(target)
     values = rng.standard_normal(5)
     grads = []
     for lib in (tnet, torch):
@@ -680,3 +688,32 @@ def test_size_keyword_of_factories_and_new_methods():
         with pytest.raises(TypeError):
             lib.zeros(2, size=(3,))
 
+
+
+def test_legacy_backward_hook_as_torch(rng):
+    """Module.register_backward_hook, torch's legacy hook on the op that made the output: a ReLU's
+    grad_input is its input's gradient, which a returned tuple replaces (guided backprop's clamp); a
+    convolution's is (input, weight, bias), None for an input that needs no gradient; handles remove."""
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    results = []
+    convs = {tnet: tnet.nn.Conv2d(3, 4, 3), torch: torch.nn.Conv2d(3, 4, 3)}
+    convs[torch].load_state_dict({k: torch.tensor(v.numpy()) for k, v in convs[tnet].state_dict().items()})
+    for lib in (tnet, torch):
+        conv, relu = convs[lib], lib.nn.ReLU()
+        seen = []
+        conv.register_backward_hook(lambda m, gi, go: seen.append(
+            [None if g is None else tuple(g.shape) for g in gi] + [tuple(go[0].shape)]))
+        handle = relu.register_backward_hook(lambda m, gi, go: (lib.clamp(gi[0], min=0.0) * 2,))
+        for requires_grad in (False, True):
+            inp = lib.tensor(x, requires_grad=requires_grad)
+            (relu(conv(inp)) * lib.tensor(np.linspace(-1, 1, 36, dtype=np.float32).reshape(1, 4, 3, 3))).sum().backward()
+            results.append(conv.weight.grad.numpy().copy())
+            conv.weight.grad = None
+        handle.remove()
+        relu(conv(lib.tensor(x))).sum().backward()
+        results.append(conv.bias.grad.numpy().copy())
+        results.append(seen)
+    n = len(results) // 2
+    for a, b in zip(results[:n - 1], results[n:-1]):
+        assert_close(a, b, TOL["ieee"], "gradient through the legacy hooks")
+    assert results[n - 1] == results[-1], (results[n - 1], results[-1])

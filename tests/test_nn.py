@@ -357,6 +357,13 @@ def test_to_and_dtype_casts(rng):
     out.float().sum().backward()
     assert net[0].weight.grad.dtype == torch.float32
     assert net.bfloat16()(x).dtype == torch.bfloat16 and net.to(torch.float32)(x).dtype == torch.float32
+    # type(dst_type), as cs231n's model.type(dtype): a dtype, a typed constructor (tnet's or torch's) or its name
+    for t in (torch.float16, tnet.HalfTensor, torch.HalfTensor, "torch.cuda.HalfTensor"):
+        assert net.float().type(t) is net and net(x).dtype == torch.float16
+    for t in (torch.FloatTensor, tnet.cuda.FloatTensor, "torch.FloatTensor"):
+        assert net.half().type(t)(x).dtype == torch.float32
+    with pytest.raises(ValueError, match="invalid type"):
+        net.type("torch.NoSuchTensor")
 
 
 def test_parameter_data_assignment():
@@ -473,3 +480,73 @@ def test_clip_grad_value_is_torchs(rng):
         assert p.grad._version > versions[i]
     import tnet.nn.utils
     assert tnet.nn.utils is nn.utils and nn.utils.clip_grad_norm_ is tnet.nn.utils.clip_grad_norm_
+
+
+@pytest.mark.parametrize("kind", ["conv", "conv_no_bias", "conv_transpose", "linear"])
+def test_fuse_batch_norm_eval(rng, kind):
+    """nn.utils.fuse_conv_bn_eval and fuse_linear_bn_eval against torch's from the same weights and
+    running statistics: the fused layer's weight, bias (a Parameter, requires_grad as torch's) and
+    output; the inputs untouched; training mode raises AssertionError."""
+    def build(lib):
+        layer, bn = {"conv": lambda: (lib.nn.Conv2d(3, 5, 3, padding=1), lib.nn.BatchNorm2d(5)),
+                     "conv_no_bias": lambda: (lib.nn.Conv2d(3, 5, 3, bias=False), lib.nn.BatchNorm2d(5)),
+                     "conv_transpose": lambda: (lib.nn.ConvTranspose2d(3, 5, 2, stride=2), lib.nn.BatchNorm2d(5)),
+                     "linear": lambda: (lib.nn.Linear(3, 5), lib.nn.BatchNorm1d(5))}[kind]()
+        return layer, bn
+    layer, bn = build(tnet)
+    state = {k: v.numpy().copy() for k, v in [*layer.state_dict().items(), *(("bn." + k, v) for k, v in bn.state_dict().items())]}
+    rng_state = {"bn.running_mean": rng.standard_normal(5), "bn.running_var": rng.random(5) + 0.5,
+                 "bn.weight": rng.standard_normal(5), "bn.bias": rng.standard_normal(5)}
+    state.update({k: v.astype(np.float32) for k, v in rng_state.items()})
+    x = rng.standard_normal((2, 3, 4, 4) if kind != "linear" else (4, 3)).astype(np.float32)
+    outs = []
+    for lib, (layer, bn) in ((tnet, (layer, bn)), (torch, build(torch))):
+        layer.load_state_dict({k: lib.tensor(v) for k, v in state.items() if not k.startswith("bn.")})
+        bn.load_state_dict({k[3:]: lib.tensor(v) for k, v in state.items() if k.startswith("bn.")})
+        fuse = lib.nn.utils.fuse_linear_bn_eval if kind == "linear" else lib.nn.utils.fuse_conv_bn_eval
+        with pytest.raises(AssertionError, match="Fusion only for eval"):
+            fuse(layer, bn)
+        layer.eval(), bn.eval()
+        fused = fuse(layer, bn, transpose=True) if kind == "conv_transpose" else fuse(layer, bn)
+        assert fused is not layer and isinstance(fused.bias, lib.nn.Parameter)
+        with lib.no_grad():
+            ref = bn(layer(lib.tensor(x)))
+            out = fused(lib.tensor(x))
+        outs.append((out.numpy(), ref.numpy(), fused.weight.detach().numpy(), fused.bias.detach().numpy(),
+                     fused.bias.requires_grad, layer.weight.detach().numpy()))
+    (out, ref, w, b, grad, orig), (out_t, _, w_t, b_t, grad_t, _) = outs
+    assert_close(out, ref, TOL["ieee"] * 10, "fused against unfused")
+    for a, r, what in ((out, out_t, "output"), (w, w_t, "weight"), (b, b_t, "bias")):
+        assert_close(a, r, TOL["ieee"], what)
+    assert grad == grad_t and (orig == state["weight"]).all()
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
+def test_conv_forward_of_a_subclass(rng, padding_mode):
+    """Conv2d._conv_forward(input, weight, bias), which subclasses call with another weight (timm's
+    StdConv2d weight standardisation; Conv1d's too), as torch's: the layer's stride, padding (and
+    padding_mode), dilation and groups; the gradient reaches the weight through the standardisation."""
+    def build(lib):
+        class StdConv2d(lib.nn.Conv2d):
+            def forward(self, x):
+                w = self.weight
+                v, mu = w.var(dim=[1, 2, 3], keepdim=True, unbiased=False), w.mean(dim=[1, 2, 3], keepdim=True)
+                return self._conv_forward(x, (w - mu) / (v + 1e-5).sqrt(), self.bias)
+
+        class StdConv1d(lib.nn.Conv1d):
+            def forward(self, x):
+                return self._conv_forward(x, self.weight * 2, None)
+        return (StdConv2d(4, 6, 3, stride=2, padding=1, dilation=1, groups=2, padding_mode=padding_mode),
+                StdConv1d(3, 5, 3, padding=2, dilation=2))
+    layers = build(tnet)
+    x2, x1 = rng.standard_normal((2, 4, 7, 7)).astype(np.float32), rng.standard_normal((2, 3, 9)).astype(np.float32)
+    outs = []
+    for lib, (conv2, conv1) in ((tnet, layers), (torch, build(torch))):
+        if lib is torch:
+            for ref, layer in zip((conv2, conv1), layers):
+                ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in layer.state_dict().items()})
+        y2, y1 = conv2(lib.tensor(x2)), conv1(lib.tensor(x1))
+        (y2.sum() + (y1 ** 2).sum()).backward()
+        outs.append([y2.detach().numpy(), y1.detach().numpy(), conv2.weight.grad.numpy(), conv1.weight.grad.numpy()])
+    for a, r, what in zip(*outs, ("2-d output", "1-d output", "2-d weight gradient", "1-d weight gradient")):
+        assert_close(a, r, TOL["ieee"] * 10, what)

@@ -2,6 +2,7 @@
 maximize, against torch.optim in float64: two param groups (the second with its own lr and weight
 decay), a frozen parameter, an lr change, torch's state names; state_dict round trips; launches
 replayed as a CUDA graph replays them; GradScaler.unscale_ before clipping."""
+import importlib
 import re
 
 import numpy as np
@@ -197,6 +198,30 @@ def test_checks_after_the_first_step():
         opt.step()
 
 
+
+def test_state_entries_are_tensors_that_user_code_changes():
+    """An optimizer's state holds tnet Tensors, as torch's holds tensors: a user's own math on them
+    (Lookahead's momentum pull-back, in place) and an entry replaced by a fresh tensor (its reset)
+    are what the next step reads, as in torch."""
+    rng = np.random.default_rng(0)
+    w, g = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    out = []
+    for lib in (tnet, torch):
+        p = lib.nn.Parameter(lib.tensor(w, dtype=lib.float32))
+        opt = lib.optim.Adam([p], lr=0.1)
+        for step in range(3):
+            p.grad = lib.tensor(g * (step + 1), dtype=lib.float32)
+            opt.step()
+            state = opt.state[p]
+            assert isinstance(state["exp_avg"], lib.Tensor) and isinstance(state["step"], lib.Tensor)
+            if step == 0:
+                state["exp_avg"].mul_(0.5).add_(0.5, p.data)
+            elif step == 1:
+                state["exp_avg_sq"] = lib.zeros_like(p.data) + 0.25
+        out.append((p.detach().numpy().copy(), float(opt.state[p]["step"])))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5, atol=1e-6)
+    assert out[0][1] == out[1][1] == 3
+
 def _hand_written_sgd(lib):
     """A momentum SGD written as people subclass torch.optim.Optimizer: `required`, its own step under
     no_grad, state made lazily in self.state[p]."""
@@ -377,3 +402,50 @@ def test_plain_base_optimizer_errors():
         q = tnet.ones(2, requires_grad=True)
         opt = optim.LBFGS([q], line_search_fn="armijo")
         opt.step(lambda: (q * q).sum().backward() or (q * q).sum())
+
+
+def test_step_hooks():
+    """register_step_pre_hook / register_step_post_hook and the global register_optimizer_step_*_hook,
+    as torch's: the order (global pre, own pre, step, own post, global post), args holding the
+    optimizer, a pre hook's (args, kwargs) replacing the call's, remove(); a subclass's own step runs
+    them too, once where it calls super().step() (torch's run again around the parent's step once
+    an instance of the parent class was made)."""
+    logs = []
+    for lib in (tnet, torch):
+        log = []
+        logs.append(log)
+
+        class Plain(lib.optim.Optimizer):  # never instantiated: torch's hooks run once around Logged's step
+            def __init__(self, params, lr):
+                super().__init__(params, {"lr": lr})
+
+            @lib.no_grad()
+            def step(self, closure=None):
+                loss = None if closure is None else closure()
+                for group in self.param_groups:
+                    for q in group["params"]:
+                        q.add_(q.grad, alpha=-group["lr"])
+                return loss
+
+        class Logged(Plain):
+            def step(self, closure=None):
+                log.append("own step")
+                return super().step(closure)
+
+        p = lib.nn.Parameter(lib.ones(3))
+        optimizer = importlib.import_module(f"{lib.__name__}.optim.optimizer")
+        for opt in (lib.optim.SGD([p], lr=0.1), Logged([p], lr=0.1)):
+            handles = [optimizer.register_optimizer_step_pre_hook(lambda o, a, k: log.append("global pre")),
+                       optimizer.register_optimizer_step_post_hook(lambda o, a, k: log.append("global post")),
+                       opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", a[0] is o, len(a), k))),
+                       opt.register_step_post_hook(lambda o, a, k: log.append(("post", len(a), sorted(k))))]
+            p.grad = lib.ones(3)
+            opt.step()
+            swap = opt.register_step_pre_hook(lambda o, a, k: ((o,), {"closure": lambda: log.append("closure")}))
+            opt.step()
+            for h in handles + [swap]:
+                h.remove()
+            opt.step()
+            log.append("-")
+        log.append(round(float(p.detach().sum()), 5))
+    assert logs[0] == logs[1], logs

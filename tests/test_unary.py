@@ -82,9 +82,10 @@ def test_activations(rng, name):
 
 
 def test_rounding_and_accuracy():
-    """Ties to even, large floats, decimals; log1p and expm1 keep relative accuracy near 0."""
+    """Ties to even, the sign of a zero, large floats, decimals; log1p and expm1 keep relative accuracy near 0."""
     x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999997, -0.49999997, 8388609.0, -8388607.5, 1e30, 2.0 ** 23 + 2])
-    assert torch.equal(tnet.round(tnet.Tensor(x.to(tnet.DEVICE))).memory.cpu(), torch.round(x))
+    got = tnet.round(tnet.Tensor(x.to(tnet.DEVICE))).memory.cpu()
+    assert torch.equal(got, torch.round(x)) and torch.equal(got.signbit(), torch.round(x).signbit())  # -0.0 as torch
     y = torch.tensor([1.2345, -1234.5, 0.125, 2.675, -0.0051, 1e-3])
     for d in (2, 1, -1, -2):
         assert torch.equal(tnet.round(tnet.Tensor(y.to(tnet.DEVICE)), decimals=d).memory.cpu(), torch.round(y, decimals=d))

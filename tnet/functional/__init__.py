@@ -150,17 +150,23 @@ def _type(self, dtype=None, non_blocking=False):
     """type(): torch's type string for self's dtype on tnet's device ('torch.cuda.FloatTensor' on a
     GPU, 'torch.FloatTensor' on the CPU), as scripts compare it; type(dtype, such a string or a typed
     constructor, x.type(tnet.FloatTensor)): to."""
-    if callable(dtype) and isinstance(getattr(dtype, "dtype", None), torch.dtype):
-        dtype = dtype.dtype
     if dtype is None:
         return _TYPE_PREFIX[self.device.type] + _TYPE_NAMES[self.dtype]
-    if isinstance(dtype, str):
+    return to(self, type_dtype(dtype))
+
+
+def type_dtype(t):
+    """The dtype that Tensor.type and nn.Module.type take t for: a dtype, a typed constructor
+    (tnet.FloatTensor, torch's torch.cuda.FloatTensor) or its name ('torch.cuda.FloatTensor')."""
+    if callable(t) and isinstance(getattr(t, "dtype", None), torch.dtype):
+        return t.dtype
+    if isinstance(t, str):
         names = {v: k for k, v in _TYPE_NAMES.items()}
-        name = dtype.rsplit(".", 1)[-1]
+        name = t.rsplit(".", 1)[-1]
         if name not in names:
-            raise ValueError(f"invalid type: '{dtype}'")
-        dtype = names[name]
-    return to(self, dtype)
+            raise ValueError(f"invalid type: '{t}'")
+        return names[name]
+    return t
 
 
 _TYPE_NAMES = {torch.float32: "FloatTensor", torch.float16: "HalfTensor", torch.bfloat16: "BFloat16Tensor",

@@ -133,11 +133,13 @@ def log1p_kahan(x):
 @triton.jit
 def _round(x):
     """x rounded to the nearest integer, ties to even (torch.round); x - floor(x) is exact below
-    2^23, and from there on every float is an integer (d = 0), inf gives NaN d and stays inf."""
+    2^23, and from there on every float is an integer (d = 0), inf gives NaN d and stays inf. A zero
+    keeps x's sign (x * 0): round(-0.4) is -0.0, as torch's rint."""
     r = tl.floor(x)
     d = x - r
     half = r * 0.5
-    return tl.where((d > 0.5) | ((d == 0.5) & (tl.floor(half) != half)), r + 1.0, r)
+    y = tl.where((d > 0.5) | ((d == 0.5) & (tl.floor(half) != half)), r + 1.0, r)
+    return tl.where(y == 0.0, x * 0.0, y)
 
 
 @triton.jit

@@ -29,6 +29,30 @@ sys.modules[__name__ + ".functional"] = F
 reshaped_parameters = [0]  # how often a Parameter's memory took another shape (Parameter.memory)
 
 
+def _hook_last_op(module, out, hooks):
+    """Put register_backward_hook's hooks on the tape entry that made out's first tensor: its backward
+    then hands its input gradients through them."""
+    var = out
+    while not isinstance(var, Tensor):
+        var = next(iter(var.values())) if isinstance(var, Mapping) else var[0]
+    entry = var._entry
+    if entry is None or entry.backward is None:
+        return
+    backward = entry.backward
+
+    def hooked(g):
+        grad_input = tuple(None if gx is None or not x.requires_grad else Tensor(gx)
+                           for x, gx in zip(entry.inputs, backward(g)))
+        for hook in list(hooks.values()):
+            changed = hook(module, grad_input, (Tensor(g),))
+            if changed is not None:
+                check(len(changed) == len(grad_input), lambda: f"backward hook returned {len(changed)} "
+                                                               f"grad_input, expected {len(grad_input)}")
+                grad_input = tuple(changed)
+        return [None if gx is None else memory_of(gx) for gx in grad_input]
+    entry.backward = hooked
+
+
 class Parameter(Tensor):
     """A leaf that requires grad, with Caffe's lr_mult and decay_mult (Caffe's order:
     torch's requires_grad comes as a keyword). From a tnet.Tensor it shares that tensor's
@@ -220,6 +244,9 @@ class Module:
             changed = hook(self, args, out)
             if changed is not None:
                 out = changed
+        legacy = self.__dict__.get("_legacy_backward_hooks")
+        if legacy and is_grad_enabled():
+            _hook_last_op(self, out, legacy)
         return out
 
     def _call_with_backward_hooks(self, args, kwargs):
@@ -279,6 +306,16 @@ class Module:
         backward does not reach the first, its gradient shows as zeros, not None (tensor.gate)."""
         return self._add_hook("_backward_hooks", hook)
 
+    def register_backward_hook(self, hook):
+        """torch's legacy backward hook (deprecated there for register_full_backward_hook):
+        hook(module, grad_input, grad_output) at the backward of the op that made the module's output
+        (its first tensor), grad_input that op's input gradients (None where an input needs none),
+        grad_output the output's; a returned tuple replaces grad_input. It describes the module's
+        inputs only where its forward is one op (ReLU, a convolution: (input, weight, bias)), as
+        torch's. Difference: grad_input follows tnet's op, whose inputs may differ from torch's node's
+        (Linear's is one op of (input, weight, bias), torch's addmm of (bias, input, weight.t()))."""
+        return self._add_hook("_legacy_backward_hooks", hook)
+
     def register_full_backward_pre_hook(self, hook):
         """hook(module, grad_output) once the gradients of the module's outputs are computed, before
         they go on into the module, as torch's; a returned tuple replaces grad_output."""
@@ -302,6 +339,28 @@ class Module:
                 raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
             module = getattr(module, name)
         return module
+
+    def get_parameter(self, target):
+        """The parameter at a dotted path ("layer1.0.conv1.weight"), as torch's: AttributeError where
+        the path or the name is missing or names no Parameter."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if not isinstance(getattr(module, name), Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return getattr(module, name)
+
+    def get_buffer(self, target):
+        """The buffer at a dotted path ("bn1.running_mean"), as torch's: AttributeError where the path
+        or the name is missing or names no buffer."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if name not in vars(module).get("_buffer_names", {}):
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(module, name)
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
@@ -487,6 +546,12 @@ class Module:
 
     def float(self):
         return self.to(torch.float32)
+
+    def type(self, dst_type):
+        """torch's Module.type(dst_type): to(the dtype of dst_type), a dtype, a typed constructor
+        (torch.FloatTensor, torch.cuda.FloatTensor) or its name, within to's rules (fp32 master
+        parameters; float16 or bfloat16 compute; no float64 or integer parameters)."""
+        return self.to(F.type_dtype(dst_type))
 
     def half(self):
         """Float16 compute with fp32 master parameters (see to)."""
@@ -731,17 +796,28 @@ class Conv2d(_ConvNd):
     def forward(self, x, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
         fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
-        padding = self.padding
-        if self.padding_mode != "zeros":
-            x, padding = F.pad(x, self._mode_pads, mode=self.padding_mode), 0
         if pool is None:
-            return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups, relu=relu)
+            return self._conv_forward(x, self.weight, self.bias, relu=relu)
         check(relu, "Conv2d: a fused pooling needs relu=True")
+        x, padding = self._pad(x)
         return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, padding, pool.mode,
                                     pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
                                     dilation=self.dilation, groups=self.groups,
                                     count_include_pad=getattr(pool, "count_include_pad", True),
                                     divisor_override=getattr(pool, "divisor_override", None))
+
+    def _conv_forward(self, input, weight, bias, relu=False):
+        """torch's: input convolved with weight and bias at this layer's stride, padding (padding_mode's
+        F.pad first), dilation and groups, which a subclass that convolves another weight calls
+        (weight standardisation, a quantised weight); relu=True fuses a ReLU, as forward's."""
+        input, padding = self._pad(input)
+        return F.conv2d(input, weight, bias, self.stride, padding, self.dilation, self.groups, relu=relu)
+
+    def _pad(self, x):
+        """(x, the padding left to the convolution): padding_mode's F.pad first where it is not 'zeros'."""
+        if self.padding_mode != "zeros":
+            return F.pad(x, self._mode_pads, mode=self.padding_mode), 0
+        return x, self.padding
 
 
 class Linear(Module):
@@ -853,7 +929,11 @@ class Conv1d(_ConvNd):
         self.reset_parameters()
 
     def forward(self, x):
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(x, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """torch's: input convolved with weight and bias at this layer's settings (Conv2d's)."""
+        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -2038,7 +2118,8 @@ def _fusion(layers):
     elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         covered, pool = 3, layers[1]
     hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
-                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"))
+                 for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                           "_legacy_backward_hooks"))
     return (0, None) if hooked else (covered, pool)
 
 
@@ -2548,5 +2629,5 @@ from . import rnn  # noqa: E402  (after Module: the recurrent layers subclass it
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
-from .utils import parametrizations, parametrize, prune, stateless  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
+from .utils import fusion, parametrizations, parametrize, prune, stateless  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
 from . import common_types, modules, parameter  # noqa: E402,F401  (torch's import paths; after every layer)

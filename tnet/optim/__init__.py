@@ -10,7 +10,9 @@ bias corrections advance at every replay. The same launch rewrites the parameter
 copies that layers read under autocast (tnet.amp): a copy made by a step before a capture
 keeps its address, so the captured step writes it."""
 import collections
+import functools
 import math
+import types
 
 import numpy as np
 import torch
@@ -20,7 +22,7 @@ from ..kernels import optim as kernels
 from ..kernels.launch import check
 from ..kernels.copy import copy_
 from ..nn import reshaped_parameters
-from ..tensor import Tensor, in_layout, bump_version
+from ..tensor import Tensor, add_hook, in_layout, bump_version, memory_of
 
 
 class Optimizer:
@@ -28,7 +30,10 @@ class Optimizer:
     {"params": [...], "lr": ..., ...} (param groups; the constructor's arguments are the
     defaults). Every parameter has a step count, one float32 on the device as in torch
     (self.state[p]["step"], a view into one vector that a tiny kernel advances), and the state
-    that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once:
+    that its group's options call for (torch's names, kernels.SLOTS[RULE]), allocated at once, each
+    entry a tnet Tensor, as torch's are tensors, that a user's code may change in place or replace
+    (Lookahead pulling back or resetting momentum_buffer) and the next step reads (a torch tensor
+    put there is taken as memory):
     options that add state (Adam's amsgrad, RMSprop's centered and momentum > 0) are taken at
     construction. A subclass gives RULE (the kernel's), _validate(group) and _rule_hyper(group):
     the group's own hyperparameters in the kernel's order (kernels.optim.HYPER[RULE] after the four
@@ -41,6 +46,24 @@ class Optimizer:
     defaultdict(dict) filled on demand, and state_dict() holds that state as it is."""
     RULE = None
     SCALARS = {}  # one-element state of each parameter besides its step, by name: its initial value
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own step() (a user's LARS, Lion, Lookahead) runs the step hooks around it, as
+        torch's, which patches step at construction."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = hooked_step(cls.__dict__["step"])
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) before each step(), as torch's (args holds the optimizer
+        first); it may return (new_args, new_kwargs). Returns a handle whose remove() takes it away.
+        An enabled GradScaler's step(optimizer) runs the fused step without the hooks (torch's runs
+        them on the steps it does not skip, which tnet decides on the device)."""
+        return add_hook(self, "_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after each step(), as torch's."""
+        return add_hook(self, "_optimizer_step_post_hooks", hook)
 
     def __init__(self, params, defaults):
         name = type(self).__name__
@@ -72,12 +95,12 @@ class Optimizer:
         self._slots = {p: self._slots_of(group) for group in self.param_groups for p in group["params"]}
         self.state = {}
         for i, (group, p) in enumerate((group, p) for group in self.param_groups for p in group["params"]):
-            self.state[p] = {"step": self._steps[i]}
+            self.state[p] = {"step": Tensor(self._steps[i])}
             for s in self._slots[p]:
                 if s in self.SCALARS:
-                    self.state[p][s] = self._scalars[s][i]
+                    self.state[p][s] = Tensor(self._scalars[s][i])
                 elif s is not None:
-                    self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
+                    self.state[p][s] = Tensor(torch.full_like(p.memory, self._initial(group, s)))
         self._device_hyper = [[None, torch.empty(len(kernels.HYPER[self.RULE]), device=device)]
                               for _ in self.param_groups]
         self._took = {}  # device masks of the parameters that step, by pattern (the kernel's took)
@@ -176,8 +199,9 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is not None:
                     memory, state = p.memory, self.state[p]
-                    updates.append((memory, in_layout(p.grad.memory, memory), [s and state[s] for s in self._slots[p]],
-                                    amp.low_copies(p), hyper, state["step"], getattr(p, "lr_mult", 1.0),
+                    updates.append((memory, in_layout(p.grad.memory, memory),
+                                    [s and memory_of(state[s]) for s in self._slots[p]], amp.low_copies(p), hyper,
+                                    memory_of(state["step"]), getattr(p, "lr_mult", 1.0),
                                     getattr(p, "decay_mult", 1.0)))
         if scale is not None:
             kernels.find_inf_([u[1] for u in updates], found_inf)
@@ -192,7 +216,7 @@ class Optimizer:
             for p in group["params"]:
                 for s in self._buffers(p):
                     if self.state[p][s].shape != p.memory.shape:
-                        self.state[p][s] = torch.full_like(p.memory, self._initial(group, s))
+                        self.state[p][s] = Tensor(torch.full_like(p.memory, self._initial(group, s)))
         self._reshapes = reshaped_parameters[0]
 
     def _update(self, updates, scale, found_inf):
@@ -220,7 +244,7 @@ class Optimizer:
                     "param_groups": self._indexed_groups()}
         scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
         state = {i: {**{s: float(v[i]) for s, v in scalars.items()},
-                     **{b: self.state[p][b].float().cpu().numpy().copy() for b in self._buffers(p)}}
+                     **{b: memory_of(self.state[p][b]).float().cpu().numpy().copy() for b in self._buffers(p)}}
                  for i, p in enumerate(self._params)}
         return {"state": state, "param_groups": self._indexed_groups()}
 
@@ -271,12 +295,56 @@ class Optimizer:
         for p, entry in zip(self._params, entries):
             for b in self._buffers(p):
                 if b in entry:
-                    self.state[p][b].copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
+                    memory_of(self.state[p][b]).copy_(torch.from_numpy(np.asarray(entry[b], np.float32)))
                 else:
-                    self.state[p][b].fill_(self._initial(group_of[p], b))
+                    memory_of(self.state[p][b]).fill_(self._initial(group_of[p], b))
         for group, g in zip(self.param_groups, groups):
             group.update(g)
         self.update_lr()
+
+
+_global_hooks = types.SimpleNamespace()  # register_optimizer_step_pre_hook's and _post_hook's, every optimizer's
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step(), ahead of its own hooks, as torch's."""
+    return add_hook(_global_hooks, "pre", hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) after every optimizer's step(), after its own hooks, as torch's."""
+    return add_hook(_global_hooks, "post", hook)
+
+
+def hooked_step(step):
+    """step run between the global and the optimizer's own pre hooks and post hooks, as torch's
+    profile_hook_step; a step that a hooked step calls (super().step()) runs without them, so that
+    they run once a step."""
+    @functools.wraps(step)
+    def run(self, *args, **kwargs):
+        if self.__dict__.get("_in_hooked_step"):
+            return step(self, *args, **kwargs)
+        args = (self, *args)
+        for pre in [*vars(_global_hooks).get("pre", {}).values(),
+                    *self.__dict__.get("_optimizer_step_pre_hooks", {}).values()]:
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{pre} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        self._in_hooked_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
+        for post in [*self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
+                     *vars(_global_hooks).get("post", {}).values()]:
+            post(self, args, kwargs)
+        return out
+    return run
+
+
+Optimizer.step = hooked_step(Optimizer.step)
 
 
 class _RequiredParameter:

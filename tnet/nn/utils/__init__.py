@@ -514,3 +514,7 @@ for _name in ("PackedSequence", "invert_permutation", "pack_padded_sequence", "p
               "pad_sequence", "unpack_sequence", "unpad_sequence"):
     setattr(rnn, _name, globals()[_name])
 sys.modules[rnn.__name__] = rnn
+
+# torch.nn.utils.fusion's folds of a BatchNorm into the layer before it (tnet/nn/utils/fusion.py), under torch's names here too
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
+__all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
