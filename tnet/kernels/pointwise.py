@@ -466,8 +466,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(b <= 0.0, a * c * d * tl.exp(b * d), a)
     elif OP == "abs":
         y = tl.abs(a)
-    elif OP == "abs_backward":  # b = x: g sign(x), 0 at 0 and NaN
-        y = tl.where(b > 0.0, a, tl.where(b < 0.0, -a, 0.0))
+    elif OP == "abs_backward":  # b = x: torch's product g sgn(x), sgn 0 at 0 and NaN (a NaN or inf g gives NaN there)
+        y = a * tl.where(b > 0.0, 1.0, tl.where(b < 0.0, -1.0, 0.0))
     elif OP == "clamp":  # b, c = the bounds (min(max(x, b), c), as torch's when b > c); a NaN anywhere wins
         y = tl.where((a != a) | (b != b) | (c != c), a + b + c, tl.minimum(tl.maximum(a, b), c))
     elif OP == "clamp_which":  # b, c = the bounds, d = 1 (min given) + 2 (max given): torch's gradient rule
