@@ -557,6 +557,18 @@ def test_multi_margin_loss_leaves_a_nan_margin_out_as_torch(p):
     _same(a.grad.numpy(), t.grad)
 
 
+def test_multi_margin_loss_rounds_in_torchs_order():
+    """torch computes each term as (margin - x[y]) + x[i]: beside 1e5, 0.3 - 1e5 rounds, so the term is
+    0.296875, not x[i] - x[y] + margin's 0.3 (fuzz seed 29)."""
+    x = np.array([[1e5, 1e5, 1e5, 1e5], [0.5, 0.25, -1.0, 2.0]], np.float32)
+    y = np.array([3, 1])
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for p in (1, 2):
+        got = F.multi_margin_loss(a, tnet.tensor(y), p=p, margin=0.3, reduction="none")
+        want = tF.multi_margin_loss(t, torch.tensor(y), p=p, margin=0.3, reduction="none")
+        _same(got.detach().numpy(), want)
+
+
 def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
     """torch's relu backward zeroes g only where y <= 0: at NaN it passes g, as tnet's first-order
     backward did but its create_graph gradient (where y > 0) did not (fuzz round 11)."""
