@@ -280,6 +280,22 @@ def test_var_std_forms_and_edges(rng):
         F.var(x[0], 0, True, correction=1)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("n, correction", [(1, 2), (3, 3), (3, 4)])
+def test_var_std_gradient_past_the_elements(name, n, correction):
+    """A correction >= n: the value divides by dof 0 (inf or NaN) and the gradient by torch's unclamped
+    n - correction (-0.0, inf or NaN terms, as torch's; tnet divided by 0: NaN; fuzz seed 29)."""
+    x = np.array([[0.5, -1.25, 2.0], [1.0, 3.0, -2.0]], np.float32)[:, :n]
+    g = np.array([1.5, -0.5], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = getattr(tnet, name)(a, 1, correction=correction), getattr(torch, name)(t, 1, correction=correction)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
 def test_integer_sums():
     """Sums of bool and integer tensors are exact int64, as torch; their mean raises as torch's."""
     big = tnet.tensor(np.array([[2**40 + 1, 3], [5, -7]]))

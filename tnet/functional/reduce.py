@@ -382,7 +382,7 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
-    k = 1 / dof if dof else math.inf
+    k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
 
     def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule)
         g = g.reshape(y.shape)
