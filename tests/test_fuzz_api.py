@@ -263,6 +263,7 @@ def test_integer_powers_are_exact_int64_as_torch(call):
 
 @pytest.mark.parametrize("call", [
     lambda m, f, t: m.median(t([], dtype=m.int64)), lambda m, f, t: m.median(t([], dtype=m.bool)),
+    lambda m, f, t: m.nanmedian(t([[], []], dtype=m.int64)), lambda m, f, t: m.nanmedian(t([], dtype=m.bool)),
     lambda m, f, t: m.median(t([True, False, True])), lambda m, f, t: m.median(t([[True], [False]]), 0).values,
     lambda m, f, t: m.median(t([3, 1, 2])), lambda m, f, t: m.cumprod(t(-3e38), 0), lambda m, f, t: m.cumprod(t([[2.5, -1.0]]), 0)])
 def test_median_and_cumprod_corner_cases_as_torch(call):
