@@ -404,6 +404,14 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
 
 
 @pytest.mark.parametrize("call", [
+    lambda m, f, t: m.histc(t([1e8, 1e8]), 4, 0, 0), lambda m, f, t: m.histc(t(3e38), 5, 0, 0),
+    lambda m, f, t: m.histc(t([-5e7]), 1, -5e7, -5e7), lambda m, f, t: m.histc(t([1.0]), 4, 3, 2)])
+def test_histc_of_one_value_past_2_to_25_counts_it_in_the_middle_bin_as_torch(call):
+    """v - 1 and v + 1 round to v there: torch still counts v in the middle bin; tnet raised (fuzz seed 29)."""
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [
     lambda m, f, t: m.max(t(np.zeros((0, 0), np.float32)), -2, keepdim="x"), lambda m, f, t: m.argmin(t([]), 0, keepdim="yes"),
     lambda m, f, t: m.mean(t(np.zeros((3, 3, 0), np.float32)), -4, keepdim="yes"), lambda m, f, t: m.sum(t(1.0), -2, keepdim=object()),
     lambda m, f, t: m.std(t([[1.0, 2.0]]), -3, keepdim=1), lambda m, f, t: m.prod(t([[1.0, 2.0]]), -3, keepdim=1.5),

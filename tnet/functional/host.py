@@ -96,9 +96,11 @@ def histc(input, bins=100, min=0, max=0):
         lo, hi = x.min(), x.max()
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    check(lo < hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
+    check(lo <= hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
     check(np.isfinite(lo) and np.isfinite(hi), lambda: f"torch.histc: range of [{lo}, {hi}] is not finite")
     x = x[(x >= lo) & (x <= hi)]
+    if lo == hi:  # past 2^25 the +-1 above rounds away: torch counts the elements in the middle bin, as in [v - 1, v + 1]
+        return _device(np.bincount(np.full(x.size, bins // 2), minlength=bins), input.dtype, input.device)
     with np.errstate(over="ignore"):  # (x - lo) * bins may overflow near 3e38: inf, clipped to the last bin
         pos = np.clip((x - lo) * np.float32(bins) / (hi - lo), 0, bins - 1)
     counts = np.bincount(pos.astype(np.int64), minlength=bins)
