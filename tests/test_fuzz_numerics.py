@@ -569,6 +569,20 @@ def test_multi_margin_loss_rounds_in_torchs_order():
         _same(got.detach().numpy(), want)
 
 
+@pytest.mark.parametrize("p", [3.5, 2.0, 1.0])
+def test_renorm_passes_g_through_a_slice_it_leaves_as_torch(p):
+    """A slice whose norm is NaN (or at most maxnorm) is left as it is and gets g alone, as torch's
+    renorm_backward (a where); tnet's composition added 0 * the NaN norm's gradient (fuzz seed 30)."""
+    x = np.array([[1e-40, NAN], [3.0, 4.0], [0.1, -0.2]], np.float32)
+    g = np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 0.5]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.renorm(a, p, 0, 1.0), torch.renorm(t, p, 0, 1.0)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)
+
+
 def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
     """torch's relu backward zeroes g only where y <= 0: at NaN it passes g, as tnet's first-order
     backward did but its create_graph gradient (where y > 0) did not (fuzz round 11)."""

@@ -840,8 +840,13 @@ def renorm(input, p, dim, maxnorm):
     check(p > 0, "renorm: non-positive-norm not supported")
     check(maxnorm >= 0, lambda: f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = dim_index(dim, input.ndim)
-    norms = vector_norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
-    return mul(input, where(gt(norms, maxnorm), div(maxnorm, add(norms, 1e-7)), 1.0))
+    dims = [k for k in range(input.ndim) if k != d]
+    with no_grad():
+        scaled = gt(vector_norm(input, p, dims, keepdim=True), maxnorm)
+    # the norm's gradient from the scaled slices only: a slice left as it is (a NaN norm among them) passes g
+    # alone, as torch's renorm_backward (its where), not g plus 0 * the norm's NaN gradient
+    norms = vector_norm(where(scaled, input, 0.0), p, dims, keepdim=True)
+    return mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0))
 
 
 def sum_to_size(input, *size):
