@@ -403,6 +403,15 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     assert got.tolist() == [3.0, 0.0, 0.0, 1.0]  # torch CPU gives [4, 0, 0, 0] (its (x - min) * bins overflows)
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
+@pytest.mark.parametrize("shapes", [((2,), ()), ((), (2,))])
+def test_losses_promote_a_0_d_operand_as_torchs_broadcast(name, shapes):
+    """torch broadcasts these losses' operands first: f16 [2] and f32 [] give f32 (fuzz seed 30)."""
+    _same_outcome(lambda m, f, t: getattr(f, name)(t(np.full(shapes[0], 1.5, np.float32)).half(), t(np.full(shapes[1], -0.25, np.float32)),
+                                                   reduction="none"), rtol=1e-3)
+
+
 @pytest.mark.parametrize("call", [
     lambda m, f, t: m.histc(t([1e8, 1e8]), 4, 0, 0), lambda m, f, t: m.histc(t(3e38), 5, 0, 0),
     lambda m, f, t: m.histc(t([-5e7]), 1, -5e7, -5e7), lambda m, f, t: m.histc(t([1.0]), 4, 3, 2)])

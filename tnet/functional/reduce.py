@@ -423,12 +423,18 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
 
 
-def _loss_inputs(name, input, target, reduction):
+def _loss_inputs(name, input, target, reduction, broadcast=False):
     """The checked operands of an element-wise loss: fp32 copies of 16-bit ones under tnet.autocast,
-    as torch's autocast."""
+    as torch's autocast. broadcast: torch's F.mse_loss, l1_loss and smooth_l1_loss broadcast their
+    operands first, so a 0-d one of another dtype beside a dimensioned one promotes as a dimensioned one
+    (f16 [2] and f32 [] give f32, where the arithmetic alone keeps f16)."""
     check_tensors(name, input=input, target=target)
     check(reduction in ("mean", "sum", "none"), lambda: f"{name}: {reduction!r} is not a valid value for reduction")
-    return (input.float(), target.float()) if is_autocast_enabled() else (input, target)
+    if is_autocast_enabled():
+        return input.float(), target.float()
+    if broadcast and (input.ndim == 0) != (target.ndim == 0) and input.dtype != target.dtype:
+        return broadcast_tensors(input, target)
+    return input, target
 
 
 def _reduced(name, loss, reduction):
@@ -441,7 +447,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     16-bit operands, as torch's autocast. weight (input's shape) multiplies each element, and the
     mean is then over the weights' sum, as torch's."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    input, target = _loss_inputs("mse_loss", input, target, reduction)
+    input, target = _loss_inputs("mse_loss", input, target, reduction, broadcast=True)
     if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
         input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
     return _weighted_reduced("mse_loss", pow(sub(input, target), 2), reduction, weight, input)
@@ -450,7 +456,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced and weighted as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    input, target = _loss_inputs("l1_loss", input, target, reduction)
+    input, target = _loss_inputs("l1_loss", input, target, reduction, broadcast=True)
     return _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
 
 
@@ -472,7 +478,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
+    input, target = _loss_inputs("smooth_l1_loss", input, target, reduction, broadcast=True)
     d = sub(input, target)
     loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
