@@ -658,8 +658,8 @@ def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""
     check_args("chunk", "int", chunks=chunks, dim=dim)
+    check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")  # before the dim, as torch's
     d, size = _split_dim("chunk", input, dim)
-    check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if size == 0:
         return _pieces(input, d, [0] * chunks)
     return split(input, -(-size // chunks), d)
@@ -756,9 +756,10 @@ def stack(tensors, dim=0):
         raise InputError("stack expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         check_tensors("stack", **{f"tensors[{i}]": x})
+    d = dim_index(dim, tensors[0].ndim + 1)  # before the sizes, as torch's
+    for i, x in enumerate(tensors):
         check(x.shape == tensors[0].shape, lambda: f"stack expects each tensor to be equal size, but got "
                                                    f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
-    d = dim_index(dim, tensors[0].ndim + 1)
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
@@ -825,13 +826,14 @@ def index_select(input, dim, index):
     IndexError (a host read of a device flag, skipped within a CUDA graph capture). The backward
     adds each slice's gradient back at its index by atomic adds, so repeated indices sum."""
     check_tensors("index_select", input=input, index=index)
-    if index.dtype not in _copy.INDEX_DTYPES:
-        raise InputError("index_select(): Expected dtype int32 or int64 for index")
+    d = dim_index(dim, input.ndim)  # torch's order of checks: the dim, the index's rank, its dtype
     if index.ndim > 1:
         raise InputIndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype not in _copy.INDEX_DTYPES:
+        raise InputError("index_select(): Expected dtype int32 or int64 for index")
     if input.ndim == 0:
         return reshape(index_select(reshape(input, 1), 0, index), ())
-    return _take("index_select", input, dim_index(dim, input.ndim), index.memory.reshape(-1), report="index_select()")
+    return _take("index_select", input, d, index.memory.reshape(-1), report="index_select()")
 
 
 def _take(name, input, d, idx, wrap=False, report=None):
