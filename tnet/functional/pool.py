@@ -20,7 +20,7 @@ def pool_args(name, kernel_size, stride, padding):
     """(kernel, stride, padding) pairs of a 2-D pooling (`name`, or "max"/"avg" for max_pool2d/avg_pool2d)."""
     name = name if "_" in name else f"{name}_pool2d"
     kernel = pair(kernel_size, f"{name}: kernel_size", 1)
-    stride = kernel if stride is None else pair(stride, f"{name}: stride", 1)
+    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", 1)  # [] is none, as torch's
     return kernel, stride, pair(padding, f"{name}: padding")
 
 

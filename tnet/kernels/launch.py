@@ -61,12 +61,12 @@ def check_float(name, x, arg="x"):
 
 
 def pair(v, name, least=0):
-    """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel
-    sizes and strides, 0 for paddings)."""
-    if not isinstance(v, (int, tuple, list)):
+    """(v, v) for an int v or a list of one (torch expands it, as _pair), v itself for a pair of ints,
+    each at least `least` (1 for kernel sizes and strides, 0 for paddings); a bool is no int, as torch's."""
+    if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v!r}")
-    v = (v, v) if isinstance(v, int) else tuple(v)
-    if not all(isinstance(i, int) for i in v):
+    v = (v, v) if isinstance(v, int) else tuple(v) * (2 if len(v) == 1 else 1)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v}")
     check(len(v) == 2, f"{name} must be an int or a pair of ints, got {v}")
     check(min(v) >= least, lambda: f"{name} must be at least {least}, got {v}")
