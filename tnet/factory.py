@@ -155,6 +155,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
     check_device("full", device)
+    if dtype is not None:  # the argument's type before the size's values, as torch's parser
+        check_dtype("full", dtype)
     data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
     return _leaf("full", data, requires_grad)
 
@@ -277,6 +279,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
+    if dtype is not None:
+        check_dtype("eye", dtype)
     if n < 0 or m is not None and m < 0:
         raise InputError(f"eye: n and m must be greater or equal to 0, got {n} and {m}")
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
