@@ -175,6 +175,8 @@ def pdist(input, p=2):
     check(input.ndim == 2, lambda: f"pdist only supports 2D tensors, got: {input.ndim}D")
     check(p >= 0, "pdist only supports non-negative p values")
     i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))
+    if input.shape[1] == 0:  # rows of no elements are 0 apart at any p, as torch's (the inf norm of none raises)
+        p = 2
     return norm(sub(index_select(input, 0, i), index_select(input, 0, j)), p, 1)
 
 
