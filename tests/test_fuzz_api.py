@@ -403,6 +403,24 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     assert got.tolist() == [3.0, 0.0, 0.0, 1.0]  # torch CPU gives [4, 0, 0, 0] (its (x - min) * bins overflows)
 
 
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.stack([m.zeros(2), m.zeros(3)], dim=7), lambda m, f, t: m.index_select(m.zeros(3, 2), 0, m.zeros(2, 2)),
+    lambda m, f, t: m.index_select(m.zeros(3, 2), 5, m.zeros(2)), lambda m, f, t: m.chunk(m.zeros(2, 3), 0, dim=-5),
+    lambda m, f, t: f.group_norm(m.zeros(1, 4, 1), 3), lambda m, f, t: f.group_norm(m.zeros(1, 4), 4),
+    lambda m, f, t: f.group_norm(m.zeros(4), 3),
+    lambda m, f, t: f.instance_norm(m.zeros(1, 2, 3), running_mean=m.zeros(2), use_input_stats=[1]),
+    lambda m, f, t: f.instance_norm(m.zeros(1, 2, 1), use_input_stats=[1]),
+    lambda m, f, t: m.full((-2,), 0.5, dtype=object()), lambda m, f, t: m.eye(-1, dtype=object()),
+    lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 5, 5), 2, stride=[1]), lambda m, f, t: f.max_pool2d(m.ones(1, 1, 5, 5), 2, stride=[]),
+    lambda m, f, t: f.conv2d(m.ones(1, 1, 5, 5), m.ones(1, 1, 3, 3), stride=[2], padding=[1]),
+    lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 5, 5), 2, stride=(True, 1)), lambda m, f, t: m.pdist(m.zeros(3, 0), p=float("inf"))])
+def test_checks_in_torchs_order_and_singleton_pairs_as_torch(call):
+    """torch's first error (a dim before sizes, a rank before a dtype, one value per group before the groups'
+    divisibility, an argument's type before values) and what it takes (a stride of one element expanded,
+    [] as none, rows of no elements in pdist) (fuzz seeds 28-31)."""
+    _same_outcome(call)
+
+
 @pytest.mark.filterwarnings("ignore:Using a target size")
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
 @pytest.mark.parametrize("shapes", [((2,), ()), ((), (2,))])
