@@ -421,6 +421,16 @@ def test_checks_in_torchs_order_and_singleton_pairs_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [
+    lambda m, f, t: m.unique(t([1.0, np.nan, np.nan, 1.0, np.nan]), return_inverse=True, return_counts=True),
+    lambda m, f, t: m.unique(t([[1.0, np.nan], [0.0, 2.0], [1.0, np.nan]]), dim=0, return_inverse=True, return_counts=True)])
+def test_unique_keeps_each_nan_apart_as_torch(call):
+    """numpy's unique merged the NaNs (its equal_nan=True default); torch's are each distinct."""
+    want, got = call(torch, tF, torch.tensor), call(tnet, F, tnet.tensor)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(host(g).numpy(), w.numpy())
+
+
 @pytest.mark.filterwarnings("ignore:Using a target size")
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
 @pytest.mark.parametrize("shapes", [((2,), ()), ((), (2,))])

@@ -26,18 +26,18 @@ def _device(array, dtype, device):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of input (flattened; with dim, the distinct slices along dim), in
     ascending order (also with sorted=False, as torch's CPU and CUDA kernels give them), then, as
-    asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique.
-    Computed on the host: a sync."""
+    asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique; each
+    NaN is distinct, as torch's. Computed on the host: a sync."""
     check_args("unique", "bool", sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
     check_tensors("unique", input=input)
     x = _host(input)
     if dim is None:
-        values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         inverse = inverse.reshape(input.shape)
     else:
         d = dim_index(dim, input.ndim)
         check(input.shape[d] > 0 or input.numel() == 0, "unique_dim: dimension size is 0")
-        values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d)
+        values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d, equal_nan=False)
         inverse = inverse.reshape(-1)
     out = [_device(values, input.dtype, input.device)]
     if return_inverse:
