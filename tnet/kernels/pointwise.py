@@ -608,8 +608,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a / (1.0 + b * b)
     elif OP == "atan2":  # a = y, b = x
         y = _atan2(a, b)
-    elif OP == "atan2_backward":  # d g b / (b^2 + c^2), d = +-1
-        y = d * a * b / (b * b + c * c)
+    elif OP == "atan2_backward":  # d g b / (b^2 + c^2), d = +-1; 0 where b^2 + c^2 is 0 (underflows too), as torch's
+        r = b * b + c * c
+        y = d * a * b * tl.where(r == 0.0, 0.0, 1.0 / r)
     elif OP == "hypot":  # scaled by the larger magnitude: no overflow of the squares; inf beats NaN, as C's
         ax = tl.abs(a)
         ay = tl.abs(b)
