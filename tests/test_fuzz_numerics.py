@@ -583,6 +583,37 @@ def test_renorm_passes_g_through_a_slice_it_leaves_as_torch(p):
     _same(a.grad.numpy(), t.grad)
 
 
+_GRAD_CORNERS = {  # name: (op, operands, gradient)
+    "atan2": (lambda m, a, b: m.atan2(a, b), ([0.0, 1e-30, 0.0, -0.0, 1.0, -2.0], [0.0, 1e-30, -0.0, 0.0, 0.0, 3.0]),
+              [INF, 1.0, 0.5, 0.5, NAN, 2.0]),
+    "pow": (lambda m, a, b: m.pow(a, b), ([0.0, -0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 2.0, 0.0, 1.0]), [NAN, NAN, INF, INF, 1.0]),
+    "copysign": (lambda m, a, b: m.copysign(a, b), ([0.0, -0.0, 3e38, 2.0, 0.0], [1.0, NAN, NAN, -1.0, 2.0]),
+                 [NAN, NAN, 2.0, INF, INF]),
+    "lerp": (lambda m, a, b: m.lerp(a, b, 0.3), ([1.0, 2.0, -1.0, 0.0], [0.0, 1.0, NAN, 2.0]), [INF, -INF, 1.0, NAN]),
+    "lerp(tensor)": (lambda m, a, b: m.lerp(a, b, m.tensor([0.3, 0.7, 0.5, 0.1])), ([1.0, 2.0, -1.0, 0.0], [0.0, 1.0, NAN, 2.0]),
+                     [INF, -INF, 1.0, NAN]),
+    "kl_div": (lambda m, a, b: m.nn.functional.kl_div(a, b, reduction="none"), ([0.5, -1.0, 2.0, 0.0, 3e38], [0.0, 0.0, -1.0, 2.0, 0.0]),
+               [1.0, 1.0, 1.0, 1.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", _GRAD_CORNERS)
+def test_gradient_factors_as_torch_at_zeros_and_infinities(name):
+    """torch's gradient formulas where a factor is 0 or a gradient infinite: atan2's 1 / (x^2 + y^2) is 0 where that
+    is 0 (tnet: NaN); pow's exponent and copysign's input gradients are g times a masked factor (a NaN g stays NaN;
+    tnet masked the product); lerp's start gradient is g (1 - w) (tnet's lerp of g gave inf - inf); kl_div's is
+    xlogy's, NaN at a target of 0 (tnet: -input) (probing torch's formulas beside fuzz seeds 28-31)."""
+    op, operands, g = _GRAD_CORNERS[name]
+    a, t = [tnet.tensor(np.array(v, np.float32), requires_grad=True) for v in operands], \
+        [torch.tensor(np.array(v, np.float32), requires_grad=True) for v in operands]
+    got, want = op(tnet, *a), op(torch, *t)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(np.array(g, np.float32)))
+    want.backward(torch.tensor(np.array(g, np.float32)))
+    for x, y in zip(a, t):
+        _same(x.grad.numpy(), y.grad)
+
+
 def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
     """torch's relu backward zeroes g only where y <= 0: at NaN it passes g, as tnet's first-order
     backward did but its create_graph gradient (where y > 0) did not (fuzz round 11)."""

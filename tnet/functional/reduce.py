@@ -17,7 +17,7 @@ from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, sign, softplus, sub, where)
+                        minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -694,8 +694,8 @@ def _clamped_norm(x, dim, eps):
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """torch's KL divergence with input log-probabilities: target * (log(target) - input) (0 where
-    target is 0), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
+    """torch's KL divergence with input log-probabilities: xlogy(target, target) - target * input (0 where
+    target is 0; the target's gradient NaN there, as torch's), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
     element, torch's default), 'batchmean' (the sum over the batch size), 'sum' or 'none'."""
     check_args("kl_div", "bool", log_target=log_target)
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -704,9 +704,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _loss_inputs("kl_div", input, target, "none")
     if log_target:
         loss = mul(exp(target), sub(target, input))
-    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf); NaN below 0 and at NaN
-        zero = eq(target, 0)
-        loss = sub(where(zero, mul(target, 0.0), mul(target, log(where(zero, 1.0, target)))), mul(target, input))
+    else:  # torch's xlogy(target, target) - target * input: 0 at target 0, NaN below 0 and at NaN; and its
+        # gradients: the target's is NaN at 0 (xlogy's t / t)
+        loss = sub(xlogy(target, target), mul(target, input))
     if reduction == "batchmean":
         return div(sum(loss), input.shape[0] if input.ndim else 1)
     return _reduced("kl_div", loss, reduction)
