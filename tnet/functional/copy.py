@@ -1566,6 +1566,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """input with src written on its diagonal (input.diagonal(offset, dim1, dim2)'s layout; a copy), as
     torch.diagonal_scatter."""
+    check_args("diagonal_scatter", "int", offset=offset, dim1=dim1, dim2=dim2)
     d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
     check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return _scatter_into("diagonal_scatter", input, src, lambda t: _diagonal_view(t, int(offset), d1, d2))

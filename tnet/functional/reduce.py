@@ -842,6 +842,8 @@ def renorm(input, p, dim, maxnorm):
     """input with each slice along dim whose p-norm exceeds maxnorm scaled to it (by maxnorm / (norm +
     1e-7)), as torch.renorm; the gradient flows through the norm too, as torch's."""
     check_tensors("renorm", input=input)
+    check_args("renorm", "float", p=p, maxnorm=maxnorm)
+    check_args("renorm", "int", dim=dim)
     check(input.ndim >= 2, lambda: f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     check(p > 0, "renorm: non-positive-norm not supported")
     check(maxnorm >= 0, lambda: f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")

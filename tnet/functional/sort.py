@@ -247,6 +247,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     two neighbours, through the sort."""
     check_tensors(name, input=input)
     check_args(name, "bool", keepdim=keepdim)
+    check_args(name, "str", interpolation=interpolation)
     if dim is not None:
         check_args(name, "int", dim=dim)
     check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
