@@ -36,7 +36,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         inverse = inverse.reshape(input.shape)
     else:
         d = dim_index(dim, input.ndim)
-        check(input.shape[d] > 0 or input.numel() == 0, "unique_dim: dimension size is 0")
+        if input.numel() == 0:  # torch's: one dim of size 0, the one given
+            check(list(input.shape).count(0) == 1, "Number of zero sized dimensions is more than one, so unique cannot "
+                                                   "be applied ")
+            check(input.shape[d] == 0, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
         values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d, equal_nan=False)
         inverse = inverse.reshape(-1)
     out = [_device(values, input.dtype, input.device)]
