@@ -310,6 +310,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     if high is None or size is None:
         raise TypeError("randint() missing the high or size argument")
+    if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
+        raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
     return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
 
@@ -319,8 +321,10 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     stream that tnet.manual_seed reseeds (init_generator) or from generator (a tnet.Generator), then
     copied: other numbers than torch's."""
     check_device("randperm", device)
-    if not _is_int(n) or n < 0:
-        raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    if not _is_int(n):
+        raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise InputError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype or int64),
                  requires_grad)
 
