@@ -296,6 +296,18 @@ def test_var_std_gradient_past_the_elements(name, n, correction):
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6)
 
 
+def test_std_of_a_constant_slice_is_0_with_a_0_gradient_as_torch():
+    """sum / n of three 0.8210846 is an ulp off: tnet's std was 7e-8 and its gradient (x - mean) / std about 0.6,
+    where torch's Welford mean is exact (std 0, gradient 0); an expanded slice (fuzz seed 29)."""
+    x = torch.tensor([[0.8210846185684204], [1.2773], [-0.0049]]).expand(3, 3)
+    a, t = tnet.Tensor(x, requires_grad=True), x.clone().requires_grad_(True)
+    got, want = tnet.std(a, 1), torch.std(t, 1)
+    got.backward(tnet.ones(3))
+    want.backward(torch.ones(3))
+    assert got.tolist() == want.tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
 def test_integer_sums():
     """Sums of bool and integer tensors are exact int64, as torch; their mean raises as torch's."""
     big = tnet.tensor(np.array([[2**40 + 1, 3], [5, -7]]))

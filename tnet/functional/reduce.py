@@ -379,6 +379,10 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
         return record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
                       lambda g: (torch.zeros_like(input.memory),))
     mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+    # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
+    # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
+    # rounding noise over rounding noise
+    mean = _pw.pointwise("add", mean, _reduce.reduce(_pw.pointwise("sub", X, mean), dims, divisor=n, dtype=torch.float32))
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
