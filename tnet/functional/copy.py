@@ -307,9 +307,10 @@ def shape_args(shape):
 
 def _nhwc_memory(x):
     """Whether x is 4-D with its channels (dim 1) innermost in memory: a channels-last activation
-    or a slice of one, where torch's twin is NCHW."""
+    or a slice of one, where torch's twin is NCHW. Expanded channels (stride 0) are none: their view
+    raises, as torch's."""
     return (x.dim() == 4 and x.shape[1] > 1 and any(x.shape[d] > 1 for d in (2, 3)) and
-            all(x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
+            all(0 < x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
 
 
 def _nchw_copy(x):
