@@ -436,6 +436,21 @@ def test_unique_keeps_each_nan_apart_as_torch(call):
         np.testing.assert_array_equal(host(g).numpy(), w.numpy())
 
 
+def test_view_of_expanded_channels_raises_as_torch_and_embedding_checks_padding_idx():
+    """An expanded dim 1 (stride 0) passed for a channels-last activation, whose view copies: x.view(-1, 2) gave a
+    copy where torch raises (fuzz seeds 28-31, torch-only); F.embedding asserts padding_idx's range, as torch's."""
+    b = torch.arange(12.0).reshape(3, 1, 1, 4).expand(3, 4, 1, 4)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        b.view(-1, 2)
+    with pytest.raises(RuntimeError):
+        tnet.Tensor(b).view(-1, 2)
+    assert tnet.Tensor(b).view(3, 4, 4).memory.data_ptr() == b.data_ptr()
+    for p in (-7, 5):
+        with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
+            F.embedding(tnet.tensor([0, 1]), tnet.ones(5, 3), padding_idx=p)
+    assert F.embedding(tnet.tensor([], dtype=torch.int64), tnet.ones(0, 3), padding_idx=0).shape == (0, 3)
+
+
 @pytest.mark.filterwarnings("ignore:Using a target size")
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
 @pytest.mark.parametrize("shapes", [((2,), ()), ((), (2,))])

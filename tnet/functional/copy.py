@@ -892,6 +892,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         check_args("embedding", "int", padding_idx=padding_idx)
     check_tensors("embedding", input=input, weight=weight)
+    if padding_idx is not None:  # torch's F.embedding asserts (0 passes beside no rows)
+        if padding_idx > 0 and padding_idx >= weight.shape[0] or padding_idx < -weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     flat = reshape(input, (-1,))
     if max_norm is not None:
         with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
@@ -906,7 +910,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     rows = reshape(looked_up, (*input.shape, weight.shape[1]))
     if padding_idx is None:
         return rows
-    padding_idx = padding_idx % weight.shape[0]
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
     return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
 
