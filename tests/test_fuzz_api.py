@@ -418,7 +418,10 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     lambda m, f, t: m.diagonal_scatter(m.ones(5, 5), m.ones(4), offset="x"),
     lambda m, f, t: m.nanquantile(m.zeros(5, 0), t([0.5]), dim=-2, interpolation=1.5),
     lambda m, f, t: m.unique(m.zeros(0, 3), dim=1), lambda m, f, t: m.unique(m.zeros(0, 0), dim=1),
-    lambda m, f, t: m.unique(m.zeros(3, 0), dim=1, return_counts=True)[0]])
+    lambda m, f, t: m.unique(m.zeros(3, 0), dim=1, return_counts=True)[0],
+    lambda m, f, t: m.combinations(m.ones(3), r=3, with_replacement="x"),
+    lambda m, f, t: m.unique_consecutive(m.ones(3, 2), return_counts=object(), dim=0),
+    lambda m, f, t: f.cosine_similarity(m.ones(3, 3), m.ones(3, 3), dim=None)])
 def test_checks_in_torchs_order_and_singleton_pairs_as_torch(call):
     """torch's first error (a dim before sizes, a rank before a dtype, one value per group before the groups'
     divisibility, an argument's type before values) and what it takes (a stride of one element expanded,

@@ -1600,6 +1600,8 @@ def combinations(input, r=2, with_replacement=False):
     """The r-element combinations of a 1-D input's elements (itertools' order), as rows [n, r] (r 0:
     an empty 1-D tensor), as torch.combinations: one index_select."""
     check_tensors("combinations", input=input)
+    check_args("combinations", "bool", with_replacement=with_replacement)
+    check_args("combinations", "int", r=r)
     check(input.ndim == 1, lambda: f"Expect a 1D vector, but got shape {list(input.shape)}")
     check(r >= 0, lambda: f"Expect a non-negative number, but got {r}")
     if r == 0:

@@ -117,6 +117,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     neighbours kept once, then, as asked, the inverse indices (input's shape, or dim's length) and
     the runs' lengths, as torch.unique_consecutive. Computed on the host: a sync."""
     check_tensors("unique_consecutive", input=input)
+    check_args("unique_consecutive", "bool", return_inverse=return_inverse, return_counts=return_counts)
     x = _host(input)
     d = None if dim is None else dim_index(dim, input.ndim)
     rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], int(np.prod(np.delete(x.shape, d))))

@@ -683,6 +683,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     torch.nn.functional.cosine_similarity (its gradient too: torch clamps the norms in place under
     no_grad, so a clamped norm passes the unclamped norm's gradient)."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    check_args("cosine_similarity", "int", dim=dim)
+    check_args("cosine_similarity", "float", eps=eps)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
