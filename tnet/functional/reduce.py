@@ -366,7 +366,9 @@ def _correction(name, dim, unbiased, correction):
     return dim, correction
 
 
-def _moments(name, input, dim, unbiased, keepdim, correction, root):
+def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=False):
+    """var or std (root) over dim, as torch's; with_mean: (that, the mean), the mean being the one the variance
+    is taken about (var_mean's and std_mean's, as torch's Welford mean: exact on a constant slice)."""
     check_tensors(name, input=input)
     check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
     dim, correction = _correction(name, dim, unbiased, correction)
@@ -376,8 +378,9 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     dof = builtins.max(0, n - correction)  # none left: x / 0, inf or NaN, as torch (which warns)
     out_shape = _shape(shape, dims, keepdim)
     if input.numel() == 0:
-        return record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
-                      lambda g: (torch.zeros_like(input.memory),))
+        out = record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
+                     lambda g: (torch.zeros_like(input.memory),))
+        return (out, sum_or_mean("mean", input, dims, keepdim, mean=True)) if with_mean else out
     mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
     # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
     # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
@@ -397,7 +400,15 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
         g, out = reshape(g, y.shape), reshape(out, y.shape)
         s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
         return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
-    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
+    out = record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
+    if not with_mean:
+        return out
+    m = mean if input.dtype == torch.float32 else copy_(torch.empty_like(mean, dtype=input.dtype), mean)
+
+    def mean_backward(g):  # g / n spread back over the reduced axes, as mean's
+        return (_pw.pointwise("div", g.reshape(mean.shape).expand(shape), float(n), channels_last=cl),)
+    return out, record("mean", m.reshape(out_shape), (input,), mean_backward,
+                       graph=lambda g, o: (div(expand(reshape(g, mean.shape), shape), float(n)),))
 
 
 @numpy_names
@@ -415,16 +426,14 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @numpy_names
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(var, mean) over dim, as torch.var_mean."""
-    dim, correction = _correction("var_mean", dim, unbiased, correction)
-    return var(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+    """(var, mean) over dim, as torch.var_mean: one pass's mean, exact on a constant slice as torch's."""
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction, root=False, with_mean=True)
 
 
 @numpy_names
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dim, as torch.std_mean."""
-    dim, correction = _correction("std_mean", dim, unbiased, correction)
-    return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction, root=True, with_mean=True)
 
 
 def _loss_inputs(name, input, target, reduction, broadcast=False):
