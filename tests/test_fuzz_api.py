@@ -421,7 +421,10 @@ def test_histc_of_a_value_near_3e38_counts_it_in_the_last_bin():
     lambda m, f, t: m.unique(m.zeros(3, 0), dim=1, return_counts=True)[0],
     lambda m, f, t: m.combinations(m.ones(3), r=3, with_replacement="x"),
     lambda m, f, t: m.unique_consecutive(m.ones(3, 2), return_counts=object(), dim=0),
-    lambda m, f, t: f.cosine_similarity(m.ones(3, 3), m.ones(3, 3), dim=None)])
+    lambda m, f, t: f.cosine_similarity(m.ones(3, 3), m.ones(3, 3), dim=None),
+    lambda m, f, t: f.unfold(m.ones(1, 2, 5, 5), 2, stride=[1]), lambda m, f, t: f.fold(m.ones(1, 8, 16), [5, 5], [2]),
+    lambda m, f, t: f.conv_transpose2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 2, 2), stride=[2], dilation=[1]),
+    lambda m, f, t: f.max_pool2d(m.ones(1, 1, 5, 5), [2], padding=[1], dilation=[1])])
 def test_checks_in_torchs_order_and_singleton_pairs_as_torch(call):
     """torch's first error (a dim before sizes, a rank before a dtype, one value per group before the groups'
     divisibility, an argument's type before values) and what it takes (a stride of one element expanded,
