@@ -381,11 +381,11 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
         out = record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
                      lambda g: (torch.zeros_like(input.memory),))
         return (out, sum_or_mean("mean", input, dims, keepdim, mean=True)) if with_mean else out
-    mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+    plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
     # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
     # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
-    # rounding noise over rounding noise
-    mean = _pw.pointwise("add", mean, _reduce.reduce(_pw.pointwise("sub", X, mean), dims, divisor=n, dtype=torch.float32))
+    # rounding noise over rounding noise. The backward reads the plain mean, as torch's formula (inf beside an inf)
+    mean = _pw.pointwise("add", plain, _reduce.reduce(_pw.pointwise("sub", X, plain), dims, divisor=n, dtype=torch.float32))
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
@@ -394,7 +394,7 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule)
         g = g.reshape(y.shape)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
-        return (_pw.pointwise("var_backward", s, X, mean, channels_last=cl, dtype=input.dtype),)
+        return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
     def graph(g, out):  # backward's rule on the tape
         g, out = reshape(g, y.shape), reshape(out, y.shape)
