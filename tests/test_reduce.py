@@ -308,6 +308,16 @@ def test_std_of_a_constant_slice_is_0_with_a_0_gradient_as_torch():
     np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
 
 
+def test_var_mean_of_one_infinite_element_keeps_it_as_the_mean_as_torch():
+    """The mean's correction (the mean of x - mean) is NaN beside an inf: the plain mean stays, as torch's Welford
+    mean of one element is the element (a NaN mean after b18ed7d; fuzz seed 29)."""
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.tensor([-float("inf")], dtype=dtype)
+        for op in ("var_mean", "std_mean"):
+            got, want = getattr(tnet, op)(tnet.Tensor(x.clone()), correction=0), getattr(torch, op)(x, correction=0)
+            assert np.isnan(got[0].item()) and np.isnan(want[0].item()) and got[1].tolist() == want[1].tolist() == -np.inf
+
+
 def test_integer_sums():
     """Sums of bool and integer tensors are exact int64, as torch; their mean raises as torch's."""
     big = tnet.tensor(np.array([[2**40 + 1, 3], [5, -7]]))

@@ -384,8 +384,10 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
     # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
     # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
-    # rounding noise over rounding noise. The backward reads the plain mean, as torch's formula (inf beside an inf)
-    mean = _pw.pointwise("add", plain, _reduce.reduce(_pw.pointwise("sub", X, plain), dims, divisor=n, dtype=torch.float32))
+    # rounding noise over rounding noise; beside an inf (a NaN correction) the plain mean stays, as a Welford mean
+    # of one element. The backward reads the plain mean, as torch's formula (inf beside an inf)
+    drift = _reduce.reduce(_pw.pointwise("sub", X, plain), dims, divisor=n, dtype=torch.float32)
+    mean = _pw.pointwise("add_finite", plain, drift)
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
