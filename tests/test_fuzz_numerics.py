@@ -557,6 +557,63 @@ def test_multi_margin_loss_leaves_a_nan_margin_out_as_torch(p):
     _same(a.grad.numpy(), t.grad)
 
 
+def test_multi_margin_loss_rounds_in_torchs_order():
+    """torch computes each term as (margin - x[y]) + x[i]: beside 1e5, 0.3 - 1e5 rounds, so the term is
+    0.296875, not x[i] - x[y] + margin's 0.3 (fuzz seed 29)."""
+    x = np.array([[1e5, 1e5, 1e5, 1e5], [0.5, 0.25, -1.0, 2.0]], np.float32)
+    y = np.array([3, 1])
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for p in (1, 2):
+        got = F.multi_margin_loss(a, tnet.tensor(y), p=p, margin=0.3, reduction="none")
+        want = tF.multi_margin_loss(t, torch.tensor(y), p=p, margin=0.3, reduction="none")
+        _same(got.detach().numpy(), want)
+
+
+@pytest.mark.parametrize("p", [3.5, 2.0, 1.0])
+def test_renorm_passes_g_through_a_slice_it_leaves_as_torch(p):
+    """A slice whose norm is NaN (or at most maxnorm) is left as it is and gets g alone, as torch's
+    renorm_backward (a where); tnet's composition added 0 * the NaN norm's gradient (fuzz seed 30)."""
+    x = np.array([[1e-40, NAN], [3.0, 4.0], [0.1, -0.2]], np.float32)
+    g = np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 0.5]], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.renorm(a, p, 0, 1.0), torch.renorm(t, p, 0, 1.0)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    _same(a.grad.numpy(), t.grad)
+
+
+_GRAD_CORNERS = {  # name: (op, operands, gradient)
+    "atan2": (lambda m, a, b: m.atan2(a, b), ([0.0, 1e-30, 0.0, -0.0, 1.0, -2.0], [0.0, 1e-30, -0.0, 0.0, 0.0, 3.0]),
+              [INF, 1.0, 0.5, 0.5, NAN, 2.0]),
+    "pow": (lambda m, a, b: m.pow(a, b), ([0.0, -0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 2.0, 0.0, 1.0]), [NAN, NAN, INF, INF, 1.0]),
+    "copysign": (lambda m, a, b: m.copysign(a, b), ([0.0, -0.0, 3e38, 2.0, 0.0], [1.0, NAN, NAN, -1.0, 2.0]),
+                 [NAN, NAN, 2.0, INF, INF]),
+    "lerp": (lambda m, a, b: m.lerp(a, b, 0.3), ([1.0, 2.0, -1.0, 0.0], [0.0, 1.0, NAN, 2.0]), [INF, -INF, 1.0, NAN]),
+    "lerp(tensor)": (lambda m, a, b: m.lerp(a, b, m.tensor([0.3, 0.7, 0.5, 0.1])), ([1.0, 2.0, -1.0, 0.0], [0.0, 1.0, NAN, 2.0]),
+                     [INF, -INF, 1.0, NAN]),
+    "kl_div": (lambda m, a, b: m.nn.functional.kl_div(a, b, reduction="none"), ([0.5, -1.0, 2.0, 0.0, 3e38], [0.0, 0.0, -1.0, 2.0, 0.0]),
+               [1.0, 1.0, 1.0, 1.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", _GRAD_CORNERS)
+def test_gradient_factors_as_torch_at_zeros_and_infinities(name):
+    """torch's gradient formulas where a factor is 0 or a gradient infinite: atan2's 1 / (x^2 + y^2) is 0 where that
+    is 0 (tnet: NaN); pow's exponent and copysign's input gradients are g times a masked factor (a NaN g stays NaN;
+    tnet masked the product); lerp's start gradient is g (1 - w) (tnet's lerp of g gave inf - inf); kl_div's is
+    xlogy's, NaN at a target of 0 (tnet: -input) (probing torch's formulas beside fuzz seeds 28-31)."""
+    op, operands, g = _GRAD_CORNERS[name]
+    a, t = [tnet.tensor(np.array(v, np.float32), requires_grad=True) for v in operands], \
+        [torch.tensor(np.array(v, np.float32), requires_grad=True) for v in operands]
+    got, want = op(tnet, *a), op(torch, *t)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.tensor(np.array(g, np.float32)))
+    want.backward(torch.tensor(np.array(g, np.float32)))
+    for x, y in zip(a, t):
+        _same(x.grad.numpy(), y.grad)
+
+
 def test_relu_gradient_with_create_graph_passes_g_at_nan_as_torch():
     """torch's relu backward zeroes g only where y <= 0: at NaN it passes g, as tnet's first-order
     backward did but its create_graph gradient (where y > 0) did not (fuzz round 11)."""

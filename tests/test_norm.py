@@ -480,3 +480,16 @@ def test_embedding_max_norm_and_scale_grad_by_freq_as_torch(norm_type, rng):
     out = F.embedding(tnet.tensor(idx), table, max_norm=0.5)
     assert_close(out, tF.embedding(torch.tensor(idx), ref, max_norm=0.5), TOL["ieee"], "F.embedding(max_norm)")
     assert_close(table, ref, TOL["ieee"], "F.embedding(max_norm)'s weight")
+
+
+def test_layer_and_group_norm_of_a_constant_row_are_0_as_torch():
+    """var_mean's mean is the one the variance is taken about, exact on a constant row as torch's Welford mean:
+    layer_norm of three 0.8210846 gave -1.9e-5 (sum / 3 an ulp off, over sqrt(eps)), torch 0."""
+    x = torch.tensor([[0.8210846185684204] * 3, [1.2773] * 3, [0.1, 0.2, 0.4]])
+    got, want = F.layer_norm(tnet.Tensor(x.clone()), (3,)), tF.layer_norm(x, (3,))
+    np.testing.assert_array_equal(got.numpy()[:2], want.numpy()[:2])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    g = F.group_norm(tnet.Tensor(x.reshape(1, 3, 3).clone()), 3)
+    np.testing.assert_array_equal(g.numpy()[0, :2], np.zeros((2, 3), np.float32))
+    v, m = tnet.var_mean(tnet.Tensor(x.clone()), 1)
+    np.testing.assert_array_equal(m.numpy()[:2], x[:2, 0].numpy())

@@ -77,3 +77,18 @@ def test_pad_every_config(rng, i, monkeypatch):
     for dtype in CONFIG_DTYPES:
         for shape, padding, mode in CASES[:4]:
             test_pad(rng, shape, padding, mode, True, dtype)
+
+
+@pytest.mark.parametrize("args, kwargs", [(((1, 2),), {}), (((1, 2),), {"value": 2.0}), (((-1, 1),), {"value": True}),
+                                          (((1, 1),), {"mode": "circular"}), (((1, 1),), {"mode": "reflect"})])
+def test_pad_of_a_bool_tensor_as_torch(args, kwargs):
+    """torch pads bool tensors (constant and circular modes; a value as True or False); tnet refused the dtype."""
+    x = [[[True, False, True]]]
+    try:
+        want = tF.pad(torch.tensor(x), *args, **kwargs)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            F.pad(tnet.tensor(x), *args, **kwargs)
+        return
+    got = F.pad(tnet.tensor(x), *args, **kwargs)
+    assert got.dtype == torch.bool and got.tolist() == want.tolist()

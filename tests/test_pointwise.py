@@ -248,6 +248,18 @@ def test_activations_at_nan_and_kinks():
         np.testing.assert_allclose(x.grad.numpy(), grads, rtol=1e-6, atol=1e-7)
 
 
+def test_abs_gradient_is_a_product():
+    """abs's gradient is torch's g * sgn(x): a NaN or inf gradient at x = 0 or NaN gives NaN there, as
+    torch's (a select gave 0: lp_pool's gradient at a NaN window was 0; fuzz seed 28)."""
+    x = torch.tensor([np.nan, 0.0, 2.0, -2.0, 0.0, 3.0])
+    g = torch.tensor([np.nan, np.nan, np.nan, 1.0, np.inf, -np.inf])
+    t = tnet.Tensor(x.clone(), requires_grad=True)
+    tnet.abs(t).backward(tnet.Tensor(g.clone()))
+    r = x.clone().requires_grad_(True)
+    torch.abs(r).backward(g)
+    np.testing.assert_array_equal(t.grad.numpy(), r.grad.numpy())
+
+
 def test_elu_accuracy_near_zero():
     """elu's expm1 keeps its relative accuracy where exp(x) - 1 would cancel."""
     x = torch.tensor([-1e-7, -3e-4, -0.01, -0.3, -5.0, -30.0, -200.0])

@@ -153,6 +153,22 @@ def test_dropout_seed_reproduces_and_calls_differ():
     assert not np.array_equal(a, b)
 
 
+def test_dropout_of_p_1_is_input_times_0_and_bad_bounds_raise_as_torch():
+    """p = 1 is torch's input * 0: NaN and inf give NaN, and a NaN gradient stays (tnet wrote zeros); randint's
+    empty range and randperm's negative n raise torch's RuntimeError (numpy's ValueError alone did not pass)."""
+    for m in (torch, tnet):
+        x = m.tensor([1.0, float("nan"), float("inf")], requires_grad=True)
+        y = m.nn.functional.dropout(x, 1.0)
+        y.backward(m.tensor([1.0, 2.0, float("nan")]))
+        np.testing.assert_array_equal(np.asarray(y.tolist()), [0.0, np.nan, np.nan])
+        np.testing.assert_array_equal(np.asarray(x.grad.tolist()), [0.0, 0.0, np.nan])
+        for call in (lambda: m.randint(5, 2, (2,)), lambda: m.randint(0, (2,)), lambda: m.randperm(-1)):
+            with pytest.raises(RuntimeError):
+                call()
+        with pytest.raises(TypeError):
+            m.randperm(2.5)
+
+
 def test_dropout_identity_edges_and_errors():
     x = tnet.ones(4, 5, requires_grad=True)
     assert F.dropout(x, 0.5, training=False) is x and F.dropout(x, 0.0) is x

@@ -280,6 +280,44 @@ def test_var_std_forms_and_edges(rng):
         F.var(x[0], 0, True, correction=1)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("n, correction", [(1, 2), (3, 3), (3, 4)])
+def test_var_std_gradient_past_the_elements(name, n, correction):
+    """A correction >= n: the value divides by dof 0 (inf or NaN) and the gradient by torch's unclamped
+    n - correction (-0.0, inf or NaN terms, as torch's; tnet divided by 0: NaN; fuzz seed 29)."""
+    x = np.array([[0.5, -1.25, 2.0], [1.0, 3.0, -2.0]], np.float32)[:, :n]
+    g = np.array([1.5, -0.5], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = getattr(tnet, name)(a, 1, correction=correction), getattr(torch, name)(t, 1, correction=correction)
+    got.backward(tnet.tensor(g))
+    want.backward(torch.tensor(g))
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def test_std_of_a_constant_slice_is_0_with_a_0_gradient_as_torch():
+    """sum / n of three 0.8210846 is an ulp off: tnet's std was 7e-8 and its gradient (x - mean) / std about 0.6,
+    where torch's Welford mean is exact (std 0, gradient 0); an expanded slice (fuzz seed 29)."""
+    x = torch.tensor([[0.8210846185684204], [1.2773], [-0.0049]]).expand(3, 3)
+    a, t = tnet.Tensor(x, requires_grad=True), x.clone().requires_grad_(True)
+    got, want = tnet.std(a, 1), torch.std(t, 1)
+    got.backward(tnet.ones(3))
+    want.backward(torch.ones(3))
+    assert got.tolist() == want.tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+
+
+def test_var_mean_of_one_infinite_element_keeps_it_as_the_mean_as_torch():
+    """The mean's correction (the mean of x - mean) is NaN beside an inf: the plain mean stays, as torch's Welford
+    mean of one element is the element (a NaN mean after b18ed7d; fuzz seed 29)."""
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.tensor([-float("inf")], dtype=dtype)
+        for op in ("var_mean", "std_mean"):
+            got, want = getattr(tnet, op)(tnet.Tensor(x.clone()), correction=0), getattr(torch, op)(x, correction=0)
+            assert np.isnan(got[0].item()) and np.isnan(want[0].item()) and got[1].tolist() == want[1].tolist() == -np.inf
+
+
 def test_integer_sums():
     """Sums of bool and integer tensors are exact int64, as torch; their mean raises as torch's."""
     big = tnet.tensor(np.array([[2**40 + 1, 3], [5, -7]]))

@@ -155,6 +155,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
     check_device("full", device)
+    if dtype is not None:  # the argument's type before the size's values, as torch's parser
+        check_dtype("full", dtype)
     data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
     return _leaf("full", data, requires_grad)
 
@@ -277,6 +279,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
+    if dtype is not None:
+        check_dtype("eye", dtype)
     if n < 0 or m is not None and m < 0:
         raise InputError(f"eye: n and m must be greater or equal to 0, got {n} and {m}")
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
@@ -306,6 +310,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     if high is None or size is None:
         raise TypeError("randint() missing the high or size argument")
+    if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
+        raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
     return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
 
@@ -315,8 +321,10 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     stream that tnet.manual_seed reseeds (init_generator) or from generator (a tnet.Generator), then
     copied: other numbers than torch's."""
     check_device("randperm", device)
-    if not _is_int(n) or n < 0:
-        raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    if not _is_int(n):
+        raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise InputError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype or int64),
                  requires_grad)
 

@@ -786,6 +786,10 @@ def _nan_search(name):
 for name in ("topk", "kthvalue", "sort", "max", "cummax", "cummin", "median", "nanmedian", "mode", "amax", "argmax", "argsort", "msort"):
     top(name, _nan_search(name), grad=name not in ("argmax", "argsort"))
     OPS[-1]["name"] = name + "(nan)"
+# each NaN distinct and last, as torch's; no dim=: torch sorts slices holding NaN in no defined order (std::sort)
+top("unique", lambda g: ((g.t(rank=g.pick((1, 2)), dt=F32, special=0.6),), {"sorted": True, "return_inverse": g.chance(0.5),
+                                                                            "return_counts": g.chance(0.5)}), grad=False)
+OPS[-1]["name"] = "unique(nan)"
 top("cummin", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t(dt=ANY)))
 top("nanmedian", red(none=True))
 top("mode", red(none=True, dt=ANY))

@@ -51,7 +51,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
     x, t = _as_batch("multi_margin_loss", input, target)
-    z = add(sub(x, gather(x, 1, t)), margin)
+    z = add(sub(margin, gather(x, 1, t)), x)  # torch's order (margin - x[y]) + x[i], its rounding
     # torch sums the terms where z > 0: a NaN one is left out, and zeroed before the square (its gradient
     # 0 * 2z would be NaN) and the weight (0 * inf); the target's own term is no margin
     positive = gt(z, 0.0)
@@ -175,6 +175,8 @@ def pdist(input, p=2):
     check(input.ndim == 2, lambda: f"pdist only supports 2D tensors, got: {input.ndim}D")
     check(p >= 0, "pdist only supports non-negative p values")
     i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))
+    if input.shape[1] == 0:  # rows of no elements are 0 apart at any p, as torch's (the inf norm of none raises)
+        p = 2
     return norm(sub(index_select(input, 0, i), index_select(input, 0, j)), p, 1)
 
 

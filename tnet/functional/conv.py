@@ -124,7 +124,7 @@ def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
     if top != bottom or left != right:
         raise NotImplementedError("create_graph through conv2d with padding='same' and an even kernel (uneven "
                                   "padding) is not supported")
-    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1), pair(dilation, "conv2d: dilation", 1)
+    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1, True), pair(dilation, "conv2d: dilation", 1, True)
     gx = gw = gb = None
     if x.requires_grad:
         extra = tuple(n - ((o - 1) * s - 2 * p + d * (k - 1) + 1)  # the rows and columns the stride left out
@@ -185,9 +185,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     cout = w.shape[1] * groups
     check(b is None or (isinstance(b, Tensor) and b.shape == (cout,)),
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
-    stride, padding = pair(stride, "conv_transpose2d: stride", 1), pair(padding, "conv_transpose2d: padding")
-    extra, dilation = pair(output_padding, "conv_transpose2d: output_padding"), pair(dilation, "conv_transpose2d: "
-                                                                                                "dilation", 1)
+    # a list of one int expanded, as torch's
+    stride, padding = pair(stride, "conv_transpose2d: stride", 1, True), pair(padding, "conv_transpose2d: padding", 0, True)
+    extra = pair(output_padding, "conv_transpose2d: output_padding", 0, True)
+    dilation = pair(dilation, "conv_transpose2d: dilation", 1, True)
     if any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{extra}, stride: {stride}, dilation: {dilation}")

@@ -307,9 +307,10 @@ def shape_args(shape):
 
 def _nhwc_memory(x):
     """Whether x is 4-D with its channels (dim 1) innermost in memory: a channels-last activation
-    or a slice of one, where torch's twin is NCHW."""
+    or a slice of one, where torch's twin is NCHW. Expanded channels (stride 0) are none: their view
+    raises, as torch's."""
     return (x.dim() == 4 and x.shape[1] > 1 and any(x.shape[d] > 1 for d in (2, 3)) and
-            all(x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
+            all(0 < x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
 
 
 def _nchw_copy(x):
@@ -658,8 +659,8 @@ def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""
     check_args("chunk", "int", chunks=chunks, dim=dim)
+    check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")  # before the dim, as torch's
     d, size = _split_dim("chunk", input, dim)
-    check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if size == 0:
         return _pieces(input, d, [0] * chunks)
     return split(input, -(-size // chunks), d)
@@ -756,9 +757,10 @@ def stack(tensors, dim=0):
         raise InputError("stack expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         check_tensors("stack", **{f"tensors[{i}]": x})
+    d = dim_index(dim, tensors[0].ndim + 1)  # before the sizes, as torch's
+    for i, x in enumerate(tensors):
         check(x.shape == tensors[0].shape, lambda: f"stack expects each tensor to be equal size, but got "
                                                    f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
-    d = dim_index(dim, tensors[0].ndim + 1)
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
@@ -825,13 +827,14 @@ def index_select(input, dim, index):
     IndexError (a host read of a device flag, skipped within a CUDA graph capture). The backward
     adds each slice's gradient back at its index by atomic adds, so repeated indices sum."""
     check_tensors("index_select", input=input, index=index)
-    if index.dtype not in _copy.INDEX_DTYPES:
-        raise InputError("index_select(): Expected dtype int32 or int64 for index")
+    d = dim_index(dim, input.ndim)  # torch's order of checks: the dim, the index's rank, its dtype
     if index.ndim > 1:
         raise InputIndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype not in _copy.INDEX_DTYPES:
+        raise InputError("index_select(): Expected dtype int32 or int64 for index")
     if input.ndim == 0:
         return reshape(index_select(reshape(input, 1), 0, index), ())
-    return _take("index_select", input, dim_index(dim, input.ndim), index.memory.reshape(-1), report="index_select()")
+    return _take("index_select", input, d, index.memory.reshape(-1), report="index_select()")
 
 
 def _take(name, input, d, idx, wrap=False, report=None):
@@ -889,6 +892,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         check_args("embedding", "int", padding_idx=padding_idx)
     check_tensors("embedding", input=input, weight=weight)
+    if padding_idx is not None:  # torch's F.embedding asserts (0 passes beside no rows)
+        if padding_idx > 0 and padding_idx >= weight.shape[0] or padding_idx < -weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     flat = reshape(input, (-1,))
     if max_norm is not None:
         with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
@@ -903,7 +910,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     rows = reshape(looked_up, (*input.shape, weight.shape[1]))
     if padding_idx is None:
         return rows
-    padding_idx = padding_idx % weight.shape[0]
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
     return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
 
@@ -1564,6 +1570,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """input with src written on its diagonal (input.diagonal(offset, dim1, dim2)'s layout; a copy), as
     torch.diagonal_scatter."""
+    check_args("diagonal_scatter", "int", offset=offset, dim1=dim1, dim2=dim2)
     d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
     check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return _scatter_into("diagonal_scatter", input, src, lambda t: _diagonal_view(t, int(offset), d1, d2))
@@ -1593,6 +1600,8 @@ def combinations(input, r=2, with_replacement=False):
     """The r-element combinations of a 1-D input's elements (itertools' order), as rows [n, r] (r 0:
     an empty 1-D tensor), as torch.combinations: one index_select."""
     check_tensors("combinations", input=input)
+    check_args("combinations", "bool", with_replacement=with_replacement)
+    check_args("combinations", "int", r=r)
     check(input.ndim == 1, lambda: f"Expect a 1D vector, but got shape {list(input.shape)}")
     check(r >= 0, lambda: f"Expect a non-negative number, but got {r}")
     if r == 0:

@@ -26,18 +26,21 @@ def _device(array, dtype, device):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of input (flattened; with dim, the distinct slices along dim), in
     ascending order (also with sorted=False, as torch's CPU and CUDA kernels give them), then, as
-    asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique.
-    Computed on the host: a sync."""
+    asked, the inverse indices (input's shape, or dim's length) and the counts, as torch.unique; each
+    NaN is distinct, as torch's. Computed on the host: a sync."""
     check_args("unique", "bool", sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
     check_tensors("unique", input=input)
     x = _host(input)
     if dim is None:
-        values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        values, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         inverse = inverse.reshape(input.shape)
     else:
         d = dim_index(dim, input.ndim)
-        check(input.shape[d] > 0 or input.numel() == 0, "unique_dim: dimension size is 0")
-        values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d)
+        if input.numel() == 0:  # torch's: one dim of size 0, the one given
+            check(list(input.shape).count(0) == 1, "Number of zero sized dimensions is more than one, so unique cannot "
+                                                   "be applied ")
+            check(input.shape[d] == 0, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d, equal_nan=False)
         inverse = inverse.reshape(-1)
     out = [_device(values, input.dtype, input.device)]
     if return_inverse:
@@ -96,9 +99,11 @@ def histc(input, bins=100, min=0, max=0):
         lo, hi = x.min(), x.max()
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    check(lo < hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
+    check(lo <= hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
     check(np.isfinite(lo) and np.isfinite(hi), lambda: f"torch.histc: range of [{lo}, {hi}] is not finite")
     x = x[(x >= lo) & (x <= hi)]
+    if lo == hi:  # past 2^25 the +-1 above rounds away: torch counts the elements in the middle bin, as in [v - 1, v + 1]
+        return _device(np.bincount(np.full(x.size, bins // 2), minlength=bins), input.dtype, input.device)
     with np.errstate(over="ignore"):  # (x - lo) * bins may overflow near 3e38: inf, clipped to the last bin
         pos = np.clip((x - lo) * np.float32(bins) / (hi - lo), 0, bins - 1)
     counts = np.bincount(pos.astype(np.int64), minlength=bins)
@@ -112,6 +117,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     neighbours kept once, then, as asked, the inverse indices (input's shape, or dim's length) and
     the runs' lengths, as torch.unique_consecutive. Computed on the host: a sync."""
     check_tensors("unique_consecutive", input=input)
+    check_args("unique_consecutive", "bool", return_inverse=return_inverse, return_counts=return_counts)
     x = _host(input)
     d = None if dim is None else dim_index(dim, input.ndim)
     rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], int(np.prod(np.delete(x.shape, d))))

@@ -447,8 +447,10 @@ def setitem(self, index, value):
         if sole is not None and (not isinstance(value, Tensor) or value.ndim == 0):
             at, mask = sole
             mask = mask if isinstance(mask, Tensor) else tnet_tensor(mask)
-            return masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - at - mask.ndim)), value)
-        return _put(self, plan, value)
+            masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - at - mask.ndim)), value)
+        else:
+            _put(self, plan, value)
+        return  # None, as torch's __setitem__ (a tensor returned would meet `x.__setitem__(i, v) or x` as ambiguous)
     items = index if isinstance(index, tuple) else (index,)
     items = basic_index(items)
     _check_value(value, tuple(self.memory[items].shape))

@@ -38,12 +38,13 @@ _KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for an 
     "bool": lambda v: isinstance(v, bool),
     "int": lambda v: isinstance(v, (numbers.Integral, Tensor)) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
+    "str": lambda v: isinstance(v, str),
 }
 
 
 def check_args(name, kind, **args):
-    """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool) or
-    'float' (a real number); else torch's argument parser's TypeError (InputTypeError), which it raises
+    """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool),
+    'float' (a real number) or 'str'; else torch's argument parser's TypeError (InputTypeError), which it raises
     before any check of the values: "name(): argument 'arg' must be bool, not str"."""
     ok = _KINDS[kind]
     for arg, v in args.items():

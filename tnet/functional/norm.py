@@ -9,7 +9,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, record
 from .copy import reshape
-from .inputs import check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad
 from .pad import pad
 from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
 from .pool import avg_pool2d
@@ -154,10 +154,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation over each sample's groups of C / num_groups channels (and every position),
     then per-channel weight and bias, as torch's; composed as layer_norm."""
     check_tensors("group_norm", input=input)
-    if input.dim() < 2 or input.shape[1] % num_groups:
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    n, c = input.shape[:2]
+    if n * c // num_groups * math.prod(input.shape[2:]) == 1:  # torch's _verify_batch_size, before the groups' check
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups, *input.shape[2:]]}")
+    if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    n, c = input.shape[:2]
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
     y = reshape(_normalised(reshape(input, (n, num_groups, group)), 2, eps), input.shape)
     return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))
@@ -167,12 +172,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum=0.1, eps=1e-5):
     """Each sample's channels normalised over their positions (group_norm with a group per channel),
     then per-channel weight and bias. Running statistics (track_running_stats) are not implemented."""
+    check_tensors("instance_norm", input=input)
+    if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    check_args("instance_norm", "bool", use_input_stats=use_input_stats)  # then torch's argument parser
     check(use_input_stats and running_mean is None and running_var is None,
           "instance_norm: running statistics are not implemented (use track_running_stats=False)")
-    check_tensors("instance_norm", input=input)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
-    if math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 

@@ -1,7 +1,9 @@
 """Padding (kernels/pad.py), as torch.nn.functional.pad."""
+import torch
+
 from ..kernels import pad as _pad
 from ..kernels.launch import check, check_type
-from ..tensor import linear_graph, record
+from ..tensor import Tensor, linear_graph, record
 from .inputs import check_tensors
 
 
@@ -23,6 +25,11 @@ def _padded(input, padding, mode, value):
     if mode != "constant" and any(p < 0 for p in padding):  # torch's: crop the negative sides, then pad the rest
         cropped = _padded(input, tuple(min(p, 0) for p in padding), "constant", None)
         return _padded(cropped, tuple(max(p, 0) for p in padding), mode, None)
+    if input.dtype == torch.bool:  # padded as its bytes, value as True or False; torch has no bool reflect or replicate
+        if mode in ("reflect", "replicate"):
+            raise NotImplementedError(f'"{"reflection" if mode == "reflect" else "replication"}_pad" not implemented for '
+                                      f"'Bool'")
+        return Tensor(_pad.pad(input.memory.view(torch.uint8), padding, mode, float(bool(value))).view(torch.bool))
     y = _pad.pad(input.memory, padding, mode, 0.0 if value is None else value)
     shape = input.shape
     backward = lambda g: (_pad.pad_backward(g, shape, padding, mode),)

@@ -435,7 +435,8 @@ def _pow_tensor(input, exponent):
         ge = None
         if need_e:
             zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
-            ge = _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", g, _pw.pointwise("mul", y, _pw.pointwise("log", X))))
+            # torch's g * where(...): a NaN or inf g still gives NaN where the factor is 0
+            ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", X))))
         return gx, ge
     return _record2("pow", y, input, exponent, grads, saved=(X if need_x or need_e else None, E if need_x else None,
                                                               y if need_e else None))
@@ -1015,11 +1016,16 @@ def lerp(input, end, weight):
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
     need_s, need_e, need_w = needs_grad(input, end, weight)
     return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
-                        lambda g: (_pw.pointwise("lerp", g, 0.0, W) if need_s else None,  # g (1 - w)
+                        lambda g: (_pw.pointwise("mul", g, _rsub_one(W)) if need_s else None,  # torch's g (1 - w): inf g, inf
                                    _pw.pointwise("mul", g, W) if need_e else None,
                                    _pw.pointwise("var_backward", g, E, S) if need_w else None),  # g (end - input)
                         saved=(S if need_w else None, E if need_w else None, W),
                         graph=lambda g, y: (g * (1.0 - weight), g * weight, g * (end - input) if need_w else None))
+
+
+def _rsub_one(w):
+    """1 - w for a kernel operand w (a torch tensor or a number)."""
+    return _pw.pointwise("sub", 1.0, w) if isinstance(w, torch.Tensor) else 1.0 - w
 
 
 def _addc(name, input, tensor1, tensor2, value, t1_grad):
@@ -1193,9 +1199,10 @@ def logaddexp(input, other):
                                   g * exp(b - y) if isinstance(b, Tensor) else None))
 
 
-def _atan2_graph(g, a, b, y):  # (g b, -g a) / (a^2 + b^2)
+def _atan2_graph(g, a, b, y):  # (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0, as atan2_backward
     r = a * a + b * b
-    return g * b / r, -(g * a) / r
+    recip = where(eq(r, 0.0), 0.0, reciprocal(r))
+    return g * b * recip, -(g * a) * recip
 
 
 def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's), g a / b
@@ -1334,9 +1341,9 @@ def rad2deg(input):
 
 def copysign(input, other):
     """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
-    give float32. input's gradient is g * y / x, 0 where x is 0; other's is 0, as torch's."""
+    give float32. input's gradient is g * (y / x), its factor 0 where x is 0; other's is 0, as torch's."""
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("std_backward", g, a, y),  # where(x == 0, 0, g y / x)
+        need[0] and _pw.pointwise("mul", g, _pw.pointwise("std_backward", 1.0, a, y)),  # torch's g where(x == 0, 0, y / x)
         need[1] and torch.zeros_like(g)))
 
 

@@ -16,12 +16,13 @@ from .pointwise import abs, mul, neg, pow, relu, sign
 from .reduce import sum_or_mean
 
 
-def pool_args(name, kernel_size, stride, padding):
-    """(kernel, stride, padding) pairs of a 2-D pooling (`name`, or "max"/"avg" for max_pool2d/avg_pool2d)."""
+def pool_args(name, kernel_size, stride, padding, expand_one=True):
+    """(kernel, stride, padding) pairs of a 2-D pooling (`name`, or "max"/"avg" for max_pool2d/avg_pool2d);
+    a list of one int expanded, as torch's poolings (not max_unpool2d: expand_one=False)."""
     name = name if "_" in name else f"{name}_pool2d"
-    kernel = pair(kernel_size, f"{name}: kernel_size", 1)
-    stride = kernel if stride is None else pair(stride, f"{name}: stride", 1)
-    return kernel, stride, pair(padding, f"{name}: padding")
+    kernel = pair(kernel_size, f"{name}: kernel_size", 1, expand_one)
+    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", 1, expand_one)  # [] is none, as torch's
+    return kernel, stride, pair(padding, f"{name}: padding", 0, expand_one)
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
@@ -64,7 +65,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
     row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
     maximum in its input plane, as torch's. dilation > 1 is not supported (NotImplementedError)."""
-    if pair(dilation, "max_pool2d: dilation", 1) != (1, 1):
+    if pair(dilation, "max_pool2d: dilation", 1, expand_one=True) != (1, 1):
         raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
     check_tensors("max_pool2d", input=input)
     check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
@@ -156,7 +157,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     max_pool2d's indices of zero planes of output_size (default (H - 1) * stride - 2 * padding +
     kernel_size). An index outside the plane raises IndexError (an InputError: a RuntimeError too,
     as torch's) after a host read; a repeated index keeps one of its values."""
-    kernel, stride, padding = pool_args("max_unpool2d", kernel_size, stride, padding)
+    kernel, stride, padding = pool_args("max_unpool2d", kernel_size, stride, padding, expand_one=False)
     return _max_unpool("max_unpool2d", 2, input, indices, kernel, stride, padding, output_size)
 
 

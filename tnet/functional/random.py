@@ -34,6 +34,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # torch's input * 0: NaN and inf give NaN, as does a NaN gradient
+        return mul(input, 0.0)
     X = input.memory
     if not is_flat(X):  # a strided view: the mask is drawn over flat memory
         X = X.contiguous()

@@ -17,7 +17,7 @@ from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, sign, softplus, sub, where)
+                        minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -369,7 +369,9 @@ def _correction(name, dim, unbiased, correction):
     return dim, correction
 
 
-def _moments(name, input, dim, unbiased, keepdim, correction, root):
+def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=False):
+    """var or std (root) over dim, as torch's; with_mean: (that, the mean), the mean being the one the variance
+    is taken about (var_mean's and std_mean's, as torch's Welford mean: exact on a constant slice)."""
     check_tensors(name, input=input)
     check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
     dim, correction = _correction(name, dim, unbiased, correction)
@@ -379,24 +381,39 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root):
     dof = builtins.max(0, n - correction)  # none left: x / 0, inf or NaN, as torch (which warns)
     out_shape = _shape(shape, dims, keepdim)
     if input.numel() == 0:
-        return record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
-                      lambda g: (torch.zeros_like(input.memory),))
-    mean = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+        out = record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
+                     lambda g: (torch.zeros_like(input.memory),))
+        return (out, sum_or_mean("mean", input, dims, keepdim, mean=True)) if with_mean else out
+    plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+    # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
+    # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
+    # rounding noise over rounding noise; beside an inf (a NaN correction) the plain mean stays, as a Welford mean
+    # of one element. The backward reads the plain mean, as torch's formula (inf beside an inf)
+    drift = _reduce.reduce(_pw.pointwise("sub", X, plain), dims, divisor=n, dtype=torch.float32)
+    mean = _pw.pointwise("add_finite", plain, drift)
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
-    k = 1 / dof if dof else math.inf
+    k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
 
     def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule)
         g = g.reshape(y.shape)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
-        return (_pw.pointwise("var_backward", s, X, mean, channels_last=cl, dtype=input.dtype),)
+        return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
     def graph(g, out):  # backward's rule on the tape
         g, out = reshape(g, y.shape), reshape(out, y.shape)
         s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
         return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
-    return record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
+    out = record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
+    if not with_mean:
+        return out
+    m = mean if input.dtype == torch.float32 else copy_(torch.empty_like(mean, dtype=input.dtype), mean)
+
+    def mean_backward(g):  # g / n spread back over the reduced axes, as mean's
+        return (_pw.pointwise("div", g.reshape(mean.shape).expand(shape), float(n), channels_last=cl),)
+    return out, record("mean", m.reshape(out_shape), (input,), mean_backward,
+                       graph=lambda g, o: (div(expand(reshape(g, mean.shape), shape), float(n)),))
 
 
 @numpy_names
@@ -414,24 +431,28 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @numpy_names
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """(var, mean) over dim, as torch.var_mean."""
-    dim, correction = _correction("var_mean", dim, unbiased, correction)
-    return var(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+    """(var, mean) over dim, as torch.var_mean: one pass's mean, exact on a constant slice as torch's."""
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction, root=False, with_mean=True)
 
 
 @numpy_names
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dim, as torch.std_mean."""
-    dim, correction = _correction("std_mean", dim, unbiased, correction)
-    return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction, root=True, with_mean=True)
 
 
-def _loss_inputs(name, input, target, reduction):
+def _loss_inputs(name, input, target, reduction, broadcast=False):
     """The checked operands of an element-wise loss: fp32 copies of 16-bit ones under tnet.autocast,
-    as torch's autocast."""
+    as torch's autocast. broadcast: torch's F.mse_loss, l1_loss and smooth_l1_loss broadcast their
+    operands first, so a 0-d one of another dtype beside a dimensioned one promotes as a dimensioned one
+    (f16 [2] and f32 [] give f32, where the arithmetic alone keeps f16)."""
     check_tensors(name, input=input, target=target)
     check(reduction in ("mean", "sum", "none"), lambda: f"{name}: {reduction!r} is not a valid value for reduction")
-    return (input.float(), target.float()) if is_autocast_enabled() else (input, target)
+    if is_autocast_enabled():
+        return input.float(), target.float()
+    if broadcast and (input.ndim == 0) != (target.ndim == 0) and input.dtype != target.dtype:
+        return broadcast_tensors(input, target)
+    return input, target
 
 
 def _reduced(name, loss, reduction):
@@ -444,7 +465,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     16-bit operands, as torch's autocast. weight (input's shape) multiplies each element, and the
     mean is then over the weights' sum, as torch's."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    input, target = _loss_inputs("mse_loss", input, target, reduction)
+    input, target = _loss_inputs("mse_loss", input, target, reduction, broadcast=True)
     if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
         input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
     return _weighted_reduced("mse_loss", pow(sub(input, target), 2), reduction, weight, input)
@@ -453,7 +474,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced and weighted as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    input, target = _loss_inputs("l1_loss", input, target, reduction)
+    input, target = _loss_inputs("l1_loss", input, target, reduction, broadcast=True)
     return _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
 
 
@@ -475,7 +496,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    input, target = _loss_inputs("smooth_l1_loss", input, target, reduction)
+    input, target = _loss_inputs("smooth_l1_loss", input, target, reduction, broadcast=True)
     d = sub(input, target)
     loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
@@ -676,6 +697,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     torch.nn.functional.cosine_similarity (its gradient too: torch clamps the norms in place under
     no_grad, so a clamped norm passes the unclamped norm's gradient)."""
     check_tensors("cosine_similarity", x1=x1, x2=x2)
+    check_args("cosine_similarity", "int", dim=dim)
+    check_args("cosine_similarity", "float", eps=eps)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
@@ -691,8 +714,8 @@ def _clamped_norm(x, dim, eps):
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """torch's KL divergence with input log-probabilities: target * (log(target) - input) (0 where
-    target is 0), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
+    """torch's KL divergence with input log-probabilities: xlogy(target, target) - target * input (0 where
+    target is 0; the target's gradient NaN there, as torch's), or exp(target) * (target - input) with log_target; reduced by 'mean' (over every
     element, torch's default), 'batchmean' (the sum over the batch size), 'sum' or 'none'."""
     check_args("kl_div", "bool", log_target=log_target)
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -701,9 +724,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _loss_inputs("kl_div", input, target, "none")
     if log_target:
         loss = mul(exp(target), sub(target, input))
-    else:  # xlogy: target * log(target) is 0 at target 0 (where log gives -inf); NaN below 0 and at NaN
-        zero = eq(target, 0)
-        loss = sub(where(zero, mul(target, 0.0), mul(target, log(where(zero, 1.0, target)))), mul(target, input))
+    else:  # torch's xlogy(target, target) - target * input: 0 at target 0, NaN below 0 and at NaN; and its
+        # gradients: the target's is NaN at 0 (xlogy's t / t)
+        loss = sub(xlogy(target, target), mul(target, input))
     if reduction == "batchmean":
         return div(sum(loss), input.shape[0] if input.ndim else 1)
     return _reduced("kl_div", loss, reduction)
@@ -839,12 +862,19 @@ def renorm(input, p, dim, maxnorm):
     """input with each slice along dim whose p-norm exceeds maxnorm scaled to it (by maxnorm / (norm +
     1e-7)), as torch.renorm; the gradient flows through the norm too, as torch's."""
     check_tensors("renorm", input=input)
+    check_args("renorm", "float", p=p, maxnorm=maxnorm)
+    check_args("renorm", "int", dim=dim)
     check(input.ndim >= 2, lambda: f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     check(p > 0, "renorm: non-positive-norm not supported")
     check(maxnorm >= 0, lambda: f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = dim_index(dim, input.ndim)
-    norms = vector_norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
-    return mul(input, where(gt(norms, maxnorm), div(maxnorm, add(norms, 1e-7)), 1.0))
+    dims = [k for k in range(input.ndim) if k != d]
+    with no_grad():
+        scaled = gt(vector_norm(input, p, dims, keepdim=True), maxnorm)
+    # the norm's gradient from the scaled slices only: a slice left as it is (a NaN norm among them) passes g
+    # alone, as torch's renorm_backward (its where), not g plus 0 * the norm's NaN gradient
+    norms = vector_norm(where(scaled, input, 0.0), p, dims, keepdim=True)
+    return mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0))
 
 
 def sum_to_size(input, *size):

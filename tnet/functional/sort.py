@@ -174,6 +174,14 @@ def _check_dim(name, input, dim, keepdim):
 
 
 @numpy_names
+def _empty_median(input):
+    """median's and nanmedian's answer for an empty input, dim None: NaN in input's dtype, as torch's
+    (an integer's NaN cast is int64's least, a bool's True)."""
+    if not input.memory.is_floating_point():
+        return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
+    return reshape(input, (-1,)).sum() * math.nan
+
+
 def median(input, dim=None, keepdim=False):
     """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
@@ -188,9 +196,7 @@ def median(input, dim=None, keepdim=False):
             with no_grad():
                 value = median(reshape(input, (-1,)), 0).values
             return tie_shared("median", input, value.memory)
-        if not input.memory.is_floating_point():  # torch's NaN cast: int64's least, a bool True
-            return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
-        return reshape(input, (-1,)).sum() * math.nan
+        return _empty_median(input)
     if input.ndim == 0:
         dim_index(dim, 0)
         values, indices = median(reshape(input, 1), 0, True)
@@ -241,6 +247,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     two neighbours, through the sort."""
     check_tensors(name, input=input)
     check_args(name, "bool", keepdim=keepdim)
+    check_args(name, "str", interpolation=interpolation)
     if dim is not None:
         check_args(name, "int", dim=dim)
     check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
@@ -306,7 +313,7 @@ def nanmedian(input, dim=None, keepdim=False):
     _check_dim("nanmedian", input, dim, keepdim)
     if dim is None:
         if not input.numel():
-            return reshape(input, (-1,)).sum() * math.nan
+            return _empty_median(input)
         with no_grad():
             value = nanmedian(reshape(input, (-1,)), 0).values
         return tie_shared("nanmedian", input, value.memory)

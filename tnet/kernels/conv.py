@@ -364,11 +364,11 @@ def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
                                                     "{'valid', 'same'}")
         if padding == "valid":
             return (0, 0), (0, 0)
-        check(pair(stride, "conv2d: stride", 1) == (1, 1), "conv2d: padding='same' is not supported for strided "
+        check(pair(stride, "conv2d: stride", 1, True) == (1, 1), "conv2d: padding='same' is not supported for strided "
                                                            "convolutions")
-        total = [d * (k - 1) for k, d in zip(kernel, pair(dilation, "conv2d: dilation", 1))]
+        total = [d * (k - 1) for k, d in zip(kernel, pair(dilation, "conv2d: dilation", 1, True))]
         return tuple((t // 2, t - t // 2) for t in total)
-    ph, pw = pair(padding, "conv2d: padding")
+    ph, pw = pair(padding, "conv2d: padding", 0, True)  # a list of one int expanded, as torch's
     return (ph, ph), (pw, pw)
 
 
@@ -386,7 +386,7 @@ def conv_geometry(name, size, kernel, stride, padding, dilation):
 
 
 def _conv_geometry(name, size, kernel, stride, padding, dilation):
-    stride, dilation = pair(stride, "conv2d: stride", 1), pair(dilation, "conv2d: dilation", 1)
+    stride, dilation = pair(stride, "conv2d: stride", 1, True), pair(dilation, "conv2d: dilation", 1, True)
     pads = conv_pads(padding, stride, kernel, dilation)
     out = []
     for n, k, s, (before, after), d in zip(size, kernel, stride, pads, dilation):

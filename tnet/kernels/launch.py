@@ -60,13 +60,14 @@ def check_float(name, x, arg="x"):
     check(x.dtype in FLOATS, lambda: f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
 
 
-def pair(v, name, least=0):
-    """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel
-    sizes and strides, 0 for paddings)."""
-    if not isinstance(v, (int, tuple, list)):
+def pair(v, name, least=0, expand_one=False):
+    """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel sizes and
+    strides, 0 for paddings); a bool is no int, as torch's. expand_one: a list of one int is (v[0], v[0]),
+    as torch's convolutions and poolings take it (its unfold, fold and max_unpool2d raise)."""
+    if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v!r}")
-    v = (v, v) if isinstance(v, int) else tuple(v)
-    if not all(isinstance(i, int) for i in v):
+    v = (v, v) if isinstance(v, int) else tuple(v) * (2 if expand_one and len(v) == 1 else 1)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v}")
     check(len(v) == 2, f"{name} must be an int or a pair of ints, got {v}")
     check(min(v) >= least, lambda: f"{name} must be at least {least}, got {v}")

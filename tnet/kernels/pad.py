@@ -13,7 +13,7 @@ from .autotune import autotune
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_type, grid1d, is_channels_last, memory_format
 
 MODES = ("constant", "reflect", "replicate", "circular")
-DTYPES = (*FLOATS, torch.int64, torch.int32)
+DTYPES = (*FLOATS, torch.int64, torch.int32, torch.uint8)  # uint8: also a bool tensor's bytes
 
 
 @autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 14})

@@ -38,7 +38,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3, "clamp_which": 4,
          "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
          "leaky_relu_backward": 3, "elu_backward": 4, "clamp_backward": 3, "hardtanh_backward": 4,
-         "sqdiff": 2, "std_backward": 3, "var_backward": 3,
+         "sqdiff": 2, "std_backward": 3, "var_backward": 3, "add_finite": 2,
          # torch's element-wise functions (their gradients reuse mul, muldiv and div_backward where they can)
          "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sign": 1, "log1p": 1, "expm1": 1, "sin": 1, "cos": 1,
          "rsqrt": 1, "reciprocal": 1, "log2": 1, "log10": 1, "exp2": 1, "erf": 1,
@@ -468,8 +468,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(b <= 0.0, a * c * d * tl.exp(b * d), a)
     elif OP == "abs":
         y = tl.abs(a)
-    elif OP == "abs_backward":  # b = x: g sign(x), 0 at 0 and NaN
-        y = tl.where(b > 0.0, a, tl.where(b < 0.0, -a, 0.0))
+    elif OP == "abs_backward":  # b = x: torch's product g sgn(x), sgn 0 at 0 and NaN (a NaN or inf g gives NaN there)
+        y = a * tl.where(b > 0.0, 1.0, tl.where(b < 0.0, -1.0, 0.0))
     elif OP == "clamp":  # b, c = the bounds (min(max(x, b), c), as torch's when b > c); a NaN anywhere wins
         y = tl.where((a != a) | (b != b) | (c != c), a + b + c, tl.minimum(tl.maximum(a, b), c))
     elif OP == "clamp_which":  # b, c = the bounds, d = 1 (min given) + 2 (max given): torch's gradient rule
@@ -482,6 +482,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(b == c, a, 0.0)
     elif OP == "hardtanh_backward":  # b = x, c and d = the bounds: 0 at or outside them, g at NaN
         y = tl.where((b <= c) | (b >= d), 0.0, a)
+    elif OP == "add_finite":  # a + b where b is finite, else a (a mean's correction: none beside an inf)
+        y = tl.where(b - b == 0.0, a + b, a)
     elif OP == "sqdiff":  # (x - mean)^2, a variance's terms
         y = (a - b) * (a - b)
     elif OP == "std_backward":  # a = g, b = std, c = 1 / (n - correction): 0 where std is 0, as torch
@@ -610,8 +612,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a / (1.0 + b * b)
     elif OP == "atan2":  # a = y, b = x
         y = _atan2(a, b)
-    elif OP == "atan2_backward":  # d g b / (b^2 + c^2), d = +-1
-        y = d * a * b / (b * b + c * c)
+    elif OP == "atan2_backward":  # d g b / (b^2 + c^2), d = +-1; 0 where b^2 + c^2 is 0 (underflows too), as torch's
+        r = b * b + c * c
+        y = d * a * b * tl.where(r == 0.0, 0.0, 1.0 / r)
     elif OP == "hypot":  # scaled by the larger magnitude: no overflow of the squares; inf beats NaN, as C's
         ax = tl.abs(a)
         ay = tl.abs(b)
