@@ -247,3 +247,306 @@ def weight_decay_scratch(m, state=None):
 
 def test_d2l_weight_decay_by_hand():
     compare(weight_decay_scratch)
+
+
+# (d) d2l 8.5: batch_norm from scratch (torch.is_grad_enabled() picks the moving statistics in prediction
+# mode; X.mean(dim=(0, 2, 3), keepdim=True) for conv layers; moving averages by hand, returned with .data),
+# a BatchNorm(nn.Module) holding moving_mean/moving_var as plain tensors moved with .to(X.device), LeNet with
+# it and sigmoid, net.apply(init_weights) with xavier_uniform_, train_ch6 with an Accumulator and
+# evaluate_accuracy_gpu under torch.no_grad() in net.eval()
+def lenet_bn_scratch(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    def batch_norm(X, gamma, beta, moving_mean, moving_var, eps, momentum):
+        # Use is_grad_enabled to determine whether we are in training mode
+        if not torch.is_grad_enabled():
+            # In prediction mode, use mean and variance obtained by moving average
+            X_hat = (X - moving_mean) / torch.sqrt(moving_var + eps)
+        else:
+            assert len(X.shape) in (2, 4)
+            if len(X.shape) == 2:
+                # When using a fully connected layer, calculate the mean and variance on the feature dimension
+                mean = X.mean(dim=0)
+                var = ((X - mean) ** 2).mean(dim=0)
+            else:
+                # When using a two-dimensional convolutional layer, calculate the mean and variance on the
+                # channel dimension (axis=1)
+                mean = X.mean(dim=(0, 2, 3), keepdim=True)
+                var = ((X - mean) ** 2).mean(dim=(0, 2, 3), keepdim=True)
+            # In training mode, the current mean and variance are used
+            X_hat = (X - mean) / torch.sqrt(var + eps)
+            # Update the mean and variance using moving average
+            moving_mean = (1.0 - momentum) * moving_mean + momentum * mean
+            moving_var = (1.0 - momentum) * moving_var + momentum * var
+        Y = gamma * X_hat + beta  # Scale and shift
+        return Y, moving_mean.data, moving_var.data
+
+    class BatchNorm(nn.Module):
+        # num_features: the number of outputs for a fully connected layer or the number of output channels
+        # for a convolutional layer. num_dims: 2 for a fully connected layer and 4 for a convolutional layer
+        def __init__(self, num_features, num_dims):
+            super().__init__()
+            if num_dims == 2:
+                shape = (1, num_features)
+            else:
+                shape = (1, num_features, 1, 1)
+            # The scale parameter and the shift parameter (model parameters) are initialized to 1 and 0
+            self.gamma = nn.Parameter(torch.ones(shape))
+            self.beta = nn.Parameter(torch.zeros(shape))
+            # The variables that are not model parameters are initialized to 0 and 1
+            self.moving_mean = torch.zeros(shape)
+            self.moving_var = torch.ones(shape)
+
+        def forward(self, X):
+            # If X is not on the main memory, copy moving_mean and moving_var to the device where X is located
+            if self.moving_mean.device != X.device:
+                self.moving_mean = self.moving_mean.to(X.device)
+                self.moving_var = self.moving_var.to(X.device)
+            # Save the updated moving_mean and moving_var
+            Y, self.moving_mean, self.moving_var = batch_norm(
+                X, self.gamma, self.beta, self.moving_mean,
+                self.moving_var, eps=1e-5, momentum=0.1)
+            return Y
+
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(1, 4, kernel_size=5), BatchNorm(4, num_dims=4), nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(4, 8, kernel_size=3), BatchNorm(8, num_dims=4), nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2), nn.Flatten(),
+        nn.Linear(8 * 2 * 2, 16), BatchNorm(16, num_dims=2), nn.Sigmoid(),
+        nn.Linear(16, 10))
+
+    def init_weights(m_):
+        if type(m_) == nn.Linear or type(m_) == nn.Conv2d:
+            nn.init.xavier_uniform_(m_.weight)
+    net.apply(init_weights)
+    init = load(m, net, state)
+    assert 'moving_mean' not in str(list(net.state_dict()))  # plain attributes, no buffers
+
+    def accuracy(y_hat, y):
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = y_hat.argmax(axis=1)
+        cmp = y_hat.type(y.dtype) == y
+        return float(cmp.type(y.dtype).sum())
+
+    def evaluate_accuracy_gpu(net, data_iter, device=None):
+        if isinstance(net, nn.Module):
+            net.eval()  # Set the model to evaluation mode
+            if not device:
+                device = next(iter(net.parameters())).device
+        metric = Accumulator(2)
+        with torch.no_grad():
+            for X, y in data_iter:
+                X, y = X.to(device), y.to(device)
+                metric.add(accuracy(net(X), y), y.numel())
+        return metric[0] / metric[1]
+
+    def train_ch6(net, train_iter, test_iter, num_epochs, lr, device):
+        net.to(device)
+        optimizer = torch.optim.SGD(net.parameters(), lr=lr)
+        loss = nn.CrossEntropyLoss()
+        out = []
+        for epoch in range(num_epochs):
+            # Sum of training loss, sum of training accuracy, no. of examples
+            metric = Accumulator(3)
+            net.train()
+            for i, (X, y) in enumerate(train_iter):
+                optimizer.zero_grad()
+                X, y = X.to(device), y.to(device)
+                y_hat = net(X)
+                l = loss(y_hat, y)
+                l.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    metric.add(l * X.shape[0], accuracy(y_hat, y), X.shape[0])
+            train_l = metric[0] / metric[2]
+            test_acc = evaluate_accuracy_gpu(net, test_iter)
+            out += [train_l, metric[1] / metric[2], test_acc]
+        return out
+
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    train_iter = [tuple(map(torch.tensor, images(s, 8, (1, 16, 16)))) for s in range(2)]
+    test_iter = [tuple(map(torch.tensor, images(9, 8, (1, 16, 16))))]
+    losses = train_ch6(net, train_iter, test_iter, 2, 0.9, device)
+    with torch.no_grad():
+        losses.append(float(net(test_iter[0][0]).sum()))  # prediction mode: the moving statistics
+    moving = [float(b.moving_mean.sum()) + float(b.moving_var.sum()) for b in net if isinstance(b, BatchNorm)]
+    return init, losses + moving + summary(net.parameters())
+
+
+def test_d2l_lenet_batch_norm_scratch():
+    compare(lenet_bn_scratch)
+
+
+# (e) d2l 8.2-8.4: nin_block (a conv and two 1x1 convs, each with ReLU), GoogLeNet's Inception with its four
+# paths concatenated by torch.cat((p1, p2, p3, p4), dim=1), nn.AdaptiveAvgPool2d((1, 1)) and nn.Flatten();
+# d2l's Adam-free SGD over the concise train loop, a loss of reduction='none' summed for the metric
+def nin_inception(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def nin_block(in_channels, out_channels, kernel_size, strides, padding):
+        return nn.Sequential(
+            nn.Conv2d(in_channels, out_channels, kernel_size, strides, padding),
+            nn.ReLU(),
+            nn.Conv2d(out_channels, out_channels, kernel_size=1), nn.ReLU(),
+            nn.Conv2d(out_channels, out_channels, kernel_size=1), nn.ReLU())
+
+    class Inception(nn.Module):
+        # c1--c4 are the number of output channels for each branch
+        def __init__(self, in_channels, c1, c2, c3, c4, **kwargs):
+            super(Inception, self).__init__(**kwargs)
+            # Branch 1
+            self.b1_1 = nn.Conv2d(in_channels, c1, kernel_size=1)
+            # Branch 2
+            self.b2_1 = nn.Conv2d(in_channels, c2[0], kernel_size=1)
+            self.b2_2 = nn.Conv2d(c2[0], c2[1], kernel_size=3, padding=1)
+            # Branch 3
+            self.b3_1 = nn.Conv2d(in_channels, c3[0], kernel_size=1)
+            self.b3_2 = nn.Conv2d(c3[0], c3[1], kernel_size=5, padding=2)
+            # Branch 4
+            self.b4_1 = nn.MaxPool2d(kernel_size=3, stride=1, padding=1)
+            self.b4_2 = nn.Conv2d(in_channels, c4, kernel_size=1)
+
+        def forward(self, x):
+            b1 = F.relu(self.b1_1(x))
+            b2 = F.relu(self.b2_2(F.relu(self.b2_1(x))))
+            b3 = F.relu(self.b3_2(F.relu(self.b3_1(x))))
+            b4 = F.relu(self.b4_2(self.b4_1(x)))
+            # Concatenate the outputs on the channel dimension
+            return torch.cat((b1, b2, b3, b4), dim=1)
+
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nin_block(1, 4, kernel_size=3, strides=1, padding=1),
+        nn.MaxPool2d(3, stride=2),
+        Inception(4, 2, (2, 4), (1, 2), 2),
+        nn.Dropout(0.0),
+        nin_block(10, 10, kernel_size=3, strides=1, padding=1),
+        nn.AdaptiveAvgPool2d((1, 1)),
+        # Transform the four-dimensional output into two-dimensional output with a shape of (batch size, 10)
+        nn.Flatten())
+    X = torch.rand(size=(1, 1, 9, 9))
+    for layer in net:
+        X = layer(X)
+    shapes = [tuple(X.shape)]
+    init = load(m, net, state)
+    x, y = images(4, 4, (1, 9, 9))
+    X, y = torch.tensor(x), torch.tensor(y)
+    loss = nn.CrossEntropyLoss(reduction='none')
+    trainer = torch.optim.SGD(net.parameters(), lr=0.5)
+    losses = []
+    for epoch in range(2):
+        trainer.zero_grad()
+        l = loss(net(X), y)
+        l.mean().backward()
+        trainer.step()
+        losses.append(l.sum().item())
+    assert shapes == [(1, 10)]
+    return init, losses + summary(net.parameters())
+
+
+def test_d2l_nin_inception():
+    compare(nin_inception)
+
+
+# (f) PyTorch's "Learn the Basics" quickstart: device = "cuda" if torch.cuda.is_available() else "cpu"
+# (the older "mps" check too), NeuralNetwork with nn.Flatten and linear_relu_stack, train_loop with
+# model.train(), loss.backward(); optimizer.step(); optimizer.zero_grad(), the batch's progress as
+# loss.item() and (batch + 1) * len(X), test_loop under torch.no_grad() with (pred.argmax(1) == y).type(
+# torch.float).sum().item(), torch.save(model.state_dict(), "model.pth") and load_state_dict(torch.load(
+# "model.pth", weights_only=True)), model.eval(), and prediction under torch.inference_mode()
+def learn_the_basics(m, state=None, tmp_path=None):
+    torch, nn, data = m.torch, m.nn, m.data
+    device = (
+        "cuda"
+        if torch.cuda.is_available()
+        else "mps"
+        if torch.backends.mps.is_available()
+        else "cpu"
+    )
+
+    class NeuralNetwork(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.flatten = nn.Flatten()
+            self.linear_relu_stack = nn.Sequential(
+                nn.Linear(6 * 6, 16),
+                nn.ReLU(),
+                nn.Linear(16, 16),
+                nn.ReLU(),
+                nn.Linear(16, 10),
+            )
+
+        def forward(self, x):
+            x = self.flatten(x)
+            logits = self.linear_relu_stack(x)
+            return logits
+
+    torch.manual_seed(0)
+    model = NeuralNetwork().to(device)
+    init = load(m, model, state)
+    x, y = images(5, 12, (1, 6, 6))
+    training_data = data.TensorDataset(torch.tensor(x), torch.tensor(y))
+    xt, yt = images(6, 6, (1, 6, 6))
+    test_data = data.TensorDataset(torch.tensor(xt), torch.tensor(yt))
+    train_dataloader = data.DataLoader(training_data, batch_size=4)
+    test_dataloader = data.DataLoader(test_data, batch_size=4)
+
+    def train_loop(dataloader, model, loss_fn, optimizer):
+        size = len(dataloader.dataset)
+        # Set the model to training mode - important for batch normalization and dropout layers
+        model.train()
+        out = []
+        for batch, (X, y) in enumerate(dataloader):
+            X, y = X.to(device), y.to(device)
+            # Compute prediction and loss
+            pred = model(X)
+            loss = loss_fn(pred, y)
+
+            # Backpropagation
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+            loss, current = loss.item(), batch * 4 + len(X)
+            out.append(loss)
+            assert current <= size
+        return out
+
+    def test_loop(dataloader, model, loss_fn):
+        model.eval()
+        size = len(dataloader.dataset)
+        num_batches = len(dataloader)
+        test_loss, correct = 0, 0
+        # Evaluating the model with torch.no_grad() ensures that no gradients are computed during test mode
+        with torch.no_grad():
+            for X, y in dataloader:
+                pred = model(X)
+                test_loss += loss_fn(pred, y).item()
+                correct += (pred.argmax(1) == y).type(torch.float).sum().item()
+        test_loss /= num_batches
+        correct /= size
+        return [test_loss, correct]
+
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-1)
+    losses = []
+    for t in range(2):
+        losses += train_loop(train_dataloader, model, loss_fn, optimizer)
+        losses += test_loop(test_dataloader, model, loss_fn)
+    path = tmp_path / f"model_{torch.__name__}.pth"
+    torch.save(model.state_dict(), path)
+    model = NeuralNetwork().to(device)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    model.eval()
+    with torch.inference_mode():
+        pred = model(test_data[0][0].unsqueeze(0))
+        predicted = pred[0].argmax(0)
+        assert not torch.is_grad_enabled() and not pred.requires_grad
+    losses += [float(pred.sum()), int(predicted)]
+    return init, losses + summary(model.parameters())
+
+
+def test_learn_the_basics(tmp_path):
+    compare(learn_the_basics, tmp_path=tmp_path)
