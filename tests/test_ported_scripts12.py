@@ -550,3 +550,109 @@ def learn_the_basics(m, state=None, tmp_path=None):
 
 def test_learn_the_basics(tmp_path):
     compare(learn_the_basics, tmp_path=tmp_path)
+
+
+# (g) a Kaggle notebook's loop: seed_everything (random, numpy, torch.manual_seed, torch.cuda.manual_seed_all,
+# cudnn.deterministic = True, cudnn.benchmark = False), a TensorDataset split by random_split with a seeded
+# generator (torch replays tnet's split: `replay`), a ConcatDataset of the training part and an extra set,
+# a Subset for a holdout, class weights for CrossEntropyLoss from np.bincount, tqdm over the batches with
+# set_postfix, clip_grad_norm_, ReduceLROnPlateau on the validation loss, early stopping that keeps
+# copy.deepcopy(model.state_dict()) of the best epoch and loads it back, top-k accuracy by torch.topk, and a
+# confusion matrix by torch.bincount(num_classes * y + pred, minlength=...) and by index_put_ accumulate
+def kaggle_loop(m, state=None, replay=None):
+    import copy
+    import random
+    import os
+    torch, nn, data, optim = m.torch, m.nn, m.data, m.optim
+
+    def seed_everything(seed=42):
+        random.seed(seed)
+        os.environ['PYTHONHASHSEED'] = str(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed(seed)
+        torch.cuda.manual_seed_all(seed)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+
+    seed_everything(42)
+    num_classes = 4
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((20, 10)).astype(np.float32)
+    y = np.array([0] * 8 + [1] * 6 + [2] * 4 + [3] * 2)
+    full = data.TensorDataset(torch.tensor(X), torch.tensor(y))
+    if 'split' not in replay:
+        train_ds, val_ds = data.random_split(full, [16, 4], generator=torch.Generator().manual_seed(42))
+        replay['split'] = (list(train_ds.indices), list(val_ds.indices))
+    else:
+        train_ds, val_ds = (data.Subset(full, i) for i in replay['split'])
+    extra = data.TensorDataset(torch.tensor(rng.standard_normal((4, 10)).astype(np.float32)),
+                               torch.tensor(rng.integers(0, num_classes, 4)))
+    train_ds = data.ConcatDataset([train_ds, extra])
+    holdout = data.Subset(full, [0, 9, 15, 19])
+    # full batches: the shuffled order changes only the rounding of the batch's sums (the Linear before the
+    # BatchNorm has no bias: its gradient would be that rounding alone, which AdamW turns into full steps)
+    train_loader = data.DataLoader(train_ds, batch_size=len(train_ds), shuffle=True, drop_last=False)
+    val_loader = data.DataLoader(val_ds, batch_size=2, shuffle=False)
+
+    counts = np.bincount(y[replay['split'][0]], minlength=num_classes) + 1
+    class_weights = torch.tensor(len(y) / (num_classes * counts), dtype=torch.float)
+    model = nn.Sequential(nn.Linear(10, 16, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.0), nn.Linear(16, num_classes))
+    init = load(m, model, state)
+    device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    criterion = nn.CrossEntropyLoss(weight=class_weights.to(device))
+    optimizer = optim.AdamW(model.parameters(), lr=3e-2, weight_decay=1e-2)
+    scheduler = optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode='min', factor=0.5, patience=0)
+
+    best_loss, best_state, patience, bad_epochs = np.inf, None, 2, 0
+    history = []
+    for epoch in range(4):
+        model.train()
+        running = 0.0
+        pbar = tqdm(train_loader, total=len(train_loader), desc=f'Epoch {epoch}', disable=True)
+        for xb, yb in pbar:
+            xb, yb = xb.to(device), yb.to(device)
+            optimizer.zero_grad()
+            out = model(xb)
+            loss = criterion(out, yb)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.step()
+            running += loss.item() * xb.size(0)
+            pbar.set_postfix(loss=loss.item(), grad_norm=float(norm))
+        model.eval()
+        val_loss = 0.0
+        with torch.no_grad():
+            for xb, yb in val_loader:
+                val_loss += criterion(model(xb), yb).item() * len(yb)
+        val_loss /= len(val_ds)
+        scheduler.step(val_loss)
+        history += [running / len(train_ds), val_loss, optimizer.param_groups[0]['lr']]
+        if val_loss < best_loss:
+            best_loss, bad_epochs = val_loss, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad_epochs += 1
+            if bad_epochs >= patience:
+                break
+    model.load_state_dict(best_state)
+
+    model.eval()
+    xs, ys = zip(*[holdout[i] for i in range(len(holdout))])
+    xs, ys = torch.stack(xs), torch.stack(ys)
+    with torch.no_grad():
+        logits = model(xs)
+    _, top2 = torch.topk(logits, k=2, dim=1)
+    top2_acc = (top2 == ys.view(-1, 1)).any(dim=1).float().mean().item()
+    preds = logits.argmax(dim=1)
+    cm = torch.bincount(num_classes * ys + preds, minlength=num_classes ** 2).reshape(num_classes, num_classes)
+    cm2 = torch.zeros(num_classes, num_classes, dtype=torch.long)
+    cm2.index_put_((ys, preds), torch.ones_like(ys), accumulate=True)
+    assert cm.tolist() == cm2.tolist() and cm.sum().item() == 4
+    per_class = (cm.diag().float() / cm.sum(1).clamp(min=1).float()).tolist()
+    return init, history + [best_loss, top2_acc] + per_class + summary(model.parameters())
+
+
+def test_kaggle_loop():
+    compare(kaggle_loop, replay={})
