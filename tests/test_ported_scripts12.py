@@ -656,3 +656,268 @@ def kaggle_loop(m, state=None, replay=None):
 
 def test_kaggle_loop():
     compare(kaggle_loop, replay={})
+
+
+# (h) a Lightning-style module written without Lightning: LitClassifier(nn.Module) with training_step,
+# validation_step (returning dicts), on_validation_epoch_end averaging torch.stack of the outputs,
+# configure_optimizers returning ([optimizer], [{"scheduler": StepLR, "interval": "epoch"}]), self.log
+# into a dict; a tiny Trainer that calls them, toggles train()/eval(), steps the scheduler each epoch,
+# and fits for max_epochs with limit_train_batches
+def lightning_style(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+
+    class LitClassifier(nn.Module):
+        def __init__(self, in_dim=8, hidden_dim=12, num_classes=3, lr=0.05):
+            super().__init__()
+            self.hparams = dict(in_dim=in_dim, hidden_dim=hidden_dim, num_classes=num_classes, lr=lr)
+            self.backbone = nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.LayerNorm(hidden_dim))
+            self.head = nn.Linear(hidden_dim, num_classes)
+            self.logged = {}
+            self.validation_step_outputs = []
+
+        def forward(self, x):
+            return self.head(self.backbone(x))
+
+        def log(self, name, value, prog_bar=False):
+            self.logged[name] = value.item() if torch.is_tensor(value) else value
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            logits = self(x)
+            loss = F.cross_entropy(logits, y)
+            self.log("train_loss", loss, prog_bar=True)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            logits = self(x)
+            loss = F.cross_entropy(logits, y)
+            acc = (logits.argmax(dim=-1) == y).float().mean()
+            out = {"val_loss": loss, "val_acc": acc}
+            self.validation_step_outputs.append(out)
+            return out
+
+        def on_validation_epoch_end(self):
+            avg_loss = torch.stack([o["val_loss"] for o in self.validation_step_outputs]).mean()
+            avg_acc = torch.stack([o["val_acc"] for o in self.validation_step_outputs]).mean()
+            self.log("val_loss", avg_loss)
+            self.log("val_acc", avg_acc)
+            self.validation_step_outputs.clear()
+
+        def configure_optimizers(self):
+            optimizer = optim.Adam(self.parameters(), lr=self.hparams["lr"])
+            scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+            return [optimizer], [{"scheduler": scheduler, "interval": "epoch"}]
+
+    class Trainer:
+        def __init__(self, max_epochs=1, limit_train_batches=None, gradient_clip_val=None):
+            self.max_epochs, self.limit_train_batches = max_epochs, limit_train_batches
+            self.gradient_clip_val = gradient_clip_val
+            self.history = []
+
+        def fit(self, model, train_dataloaders, val_dataloaders):
+            optimizers, schedulers = model.configure_optimizers()
+            optimizer, scheduler = optimizers[0], schedulers[0]["scheduler"]
+            for epoch in range(self.max_epochs):
+                model.train()
+                torch.set_grad_enabled(True)
+                for batch_idx, batch in enumerate(train_dataloaders):
+                    if self.limit_train_batches is not None and batch_idx >= self.limit_train_batches:
+                        break
+                    loss = model.training_step(batch, batch_idx)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if self.gradient_clip_val:
+                        nn.utils.clip_grad_value_(model.parameters(), self.gradient_clip_val)
+                    optimizer.step()
+                    self.history.append(model.logged["train_loss"])
+                model.eval()
+                with torch.no_grad():
+                    for batch_idx, batch in enumerate(val_dataloaders):
+                        model.validation_step(batch, batch_idx)
+                model.on_validation_epoch_end()
+                self.history += [model.logged["val_loss"], model.logged["val_acc"], scheduler.get_last_lr()[0]]
+                scheduler.step()
+
+    torch.manual_seed(0)
+    model = LitClassifier()
+    init = load(m, model, state)
+    rng = np.random.default_rng(11)
+    train = data.TensorDataset(torch.from_numpy(rng.standard_normal((12, 8)).astype(np.float32)),
+                               torch.from_numpy(rng.integers(0, 3, 12)))
+    val = data.TensorDataset(torch.from_numpy(rng.standard_normal((6, 8)).astype(np.float32)),
+                             torch.from_numpy(rng.integers(0, 3, 6)))
+    trainer = Trainer(max_epochs=2, limit_train_batches=2, gradient_clip_val=0.5)
+    trainer.fit(model, data.DataLoader(train, batch_size=4), data.DataLoader(val, batch_size=3))
+    return init, trainer.history + summary(model.parameters())
+
+
+def test_lightning_style_module():
+    compare(lightning_style)
+
+
+# (i) a fastai-style one-cycle fit by hand: OneCycleLR (max_lr, total_steps, pct_start, div_factor,
+# final_div_factor, anneal_strategy='cos', three_phase) cycling SGD's momentum and, with another model, Adam's
+# betas[0] (cycle_momentum on, base_momentum 0.85, max_momentum 0.95); the lr and the momentum read back each
+# step from param_groups, and the schedule's state_dict
+def one_cycle(m, state=None, three_phase=False):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    model_sgd = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    model_adam = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    both = nn.ModuleList([model_sgd, model_adam])
+    init = load(m, both, state)
+    rng = np.random.default_rng(5)
+    x = torch.from_numpy(rng.standard_normal((10, 6))).float()
+    y = torch.from_numpy(rng.integers(0, 3, 10))
+    out = []
+    for model, opt in ((model_sgd, optim.SGD(model_sgd.parameters(), lr=0.1, momentum=0.9, nesterov=True)),
+                       (model_adam, optim.Adam(model_adam.parameters(), lr=1e-3, betas=(0.9, 0.99)))):
+        sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=6, pct_start=0.3,
+                                              anneal_strategy='cos', div_factor=25., final_div_factor=1e4,
+                                              three_phase=three_phase, base_momentum=0.85, max_momentum=0.95)
+        for it in range(6):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            g = opt.param_groups[0]
+            mom = g['momentum'] if 'momentum' in g and 'betas' not in g else g['betas'][0]
+            out += [loss.item(), g['lr'], mom]
+        sd = sched.state_dict()
+        out += [sd['last_epoch'], sd['total_steps']]
+    return init, out + summary(both.parameters())
+
+
+def test_fastai_one_cycle():
+    compare(one_cycle)
+
+
+def test_fastai_one_cycle_three_phase():
+    compare(one_cycle, three_phase=True)
+
+
+# (j) a tabular regression notebook: numpy features standardised by hand (mean and std over axis 0),
+# torch.from_numpy(...).float(), targets .view(-1, 1), embeddings for two categorical columns (nn.ModuleList
+# of nn.Embedding sized min(50, (n + 1) // 2), their outputs and the continuous features joined by torch.cat
+# and an embedding dropout), a BatchNorm1d on the continuous part, nn.MSELoss for training with RMSE as
+# torch.sqrt(loss), and nn.L1Loss and nn.SmoothL1Loss (beta) reported; Adam with weight decay
+def tabular_regression(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    rng = np.random.default_rng(21)
+    n = 16
+    X_num = rng.standard_normal((n, 4)) * np.array([1., 10., 100., 0.1]) + np.array([0., 5., -50., 1.])
+    X_cat = np.stack([rng.integers(0, 5, n), rng.integers(0, 3, n)], axis=1)
+    target = (X_num[:, 0] - 0.01 * X_num[:, 2] + X_cat[:, 1]).astype(np.float64)
+    mean, std = X_num.mean(axis=0), X_num.std(axis=0)
+    X_num = (X_num - mean) / std
+
+    class TabularModel(nn.Module):
+        def __init__(self, emb_szs, n_cont, out_sz, layers, p=0.0):
+            super().__init__()
+            self.embeds = nn.ModuleList([nn.Embedding(ni, nf) for ni, nf in emb_szs])
+            self.emb_drop = nn.Dropout(p)
+            self.bn_cont = nn.BatchNorm1d(n_cont)
+            layerlist = []
+            n_emb = sum(nf for ni, nf in emb_szs)
+            n_in = n_emb + n_cont
+            for i in layers:
+                layerlist.append(nn.Linear(n_in, i))
+                layerlist.append(nn.ReLU(inplace=True))
+                layerlist.append(nn.BatchNorm1d(i))
+                layerlist.append(nn.Dropout(p))
+                n_in = i
+            layerlist.append(nn.Linear(layers[-1], out_sz))
+            self.layers = nn.Sequential(*layerlist)
+
+        def forward(self, x_cat, x_cont):
+            embeddings = []
+            for i, e in enumerate(self.embeds):
+                embeddings.append(e(x_cat[:, i]))
+            x = torch.cat(embeddings, 1)
+            x = self.emb_drop(x)
+            x_cont = self.bn_cont(x_cont)
+            x = torch.cat([x, x_cont], 1)
+            x = self.layers(x)
+            return x
+
+    cat_szs = [5, 3]
+    emb_szs = [(size, min(50, (size + 1) // 2)) for size in cat_szs]
+    torch.manual_seed(33)
+    model = TabularModel(emb_szs, 4, 1, [10, 6], p=0.0)
+    init = load(m, model, state)
+    cats = torch.tensor(X_cat, dtype=torch.int64)
+    conts = torch.from_numpy(X_num).float()
+    y = torch.from_numpy(target).float().view(-1, 1)
+    criterion = nn.MSELoss()
+    optimizer = optim.Adam(model.parameters(), lr=0.01, weight_decay=1e-4)
+    losses = []
+    for i in range(3):
+        y_pred = model(cats[:12], conts[:12])
+        loss = torch.sqrt(criterion(y_pred, y[:12]))  # RMSE
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        y_val = model(cats[12:], conts[12:])
+        losses += [torch.sqrt(criterion(y_val, y[12:])).item(), nn.L1Loss()(y_val, y[12:]).item(),
+                   nn.SmoothL1Loss(beta=0.5)(y_val, y[12:]).item(), nn.HuberLoss(delta=2.0)(y_val, y[12:]).item()]
+        diffs = (y_val - y[12:]).abs().flatten()
+    losses += [float(v) for v in diffs[:4]]
+    # the first Linear's bias feeds a ReLU then BatchNorm: a real gradient, so every parameter is kept
+    return init, losses + summary(model.parameters())
+
+
+def test_tabular_regression_embeddings():
+    compare(tabular_regression)
+
+
+# (k) an imbalanced binary classifier on tabular data: a single logit per row, nn.BCEWithLogitsLoss(pos_weight=
+# torch.tensor([neg / pos])), y.float().unsqueeze(1), predictions by torch.sigmoid(logits) > 0.5, precision,
+# recall and F1 from the boolean masks' sums, and the loss with reduction='none' and a per-sample weight
+def tabular_binary(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((20, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 1.0).astype(np.int64)
+    pos, neg = y.sum(), len(y) - y.sum()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.LeakyReLU(0.1), nn.Linear(8, 1))
+    init = load(m, model, state)
+    criterion = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([neg / pos], dtype=torch.float32))
+    optimizer = optim.RMSprop(model.parameters(), lr=0.01)
+    X_t, y_t = torch.from_numpy(X), torch.from_numpy(y).float().unsqueeze(1)
+    out = []
+    for epoch in range(3):
+        model.train()
+        optimizer.zero_grad()
+        logits = model(X_t)
+        loss = criterion(logits, y_t)
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        logits = model(X_t)
+        probs = torch.sigmoid(logits)
+        preds = (probs > 0.5).long().squeeze(1)
+        target = torch.from_numpy(y)
+        tp = ((preds == 1) & (target == 1)).sum().item()
+        fp = ((preds == 1) & (target == 0)).sum().item()
+        fn = ((preds == 0) & (target == 1)).sum().item()
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        weights = torch.where(y_t == 1, 2.0, 1.0)
+        per_sample = F.binary_cross_entropy_with_logits(logits, y_t, reduction='none')
+        weighted = (per_sample * weights).sum() / weights.sum()
+        with_weight = F.binary_cross_entropy_with_logits(logits, y_t, weight=weights, pos_weight=torch.tensor([3.0]))
+    out += [float(probs.mean()), precision, recall, f1, weighted.item(), with_weight.item()]
+    return init, out + summary(model.parameters())
+
+
+def test_tabular_binary_pos_weight():
+    compare(tabular_binary)
