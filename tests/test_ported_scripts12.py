@@ -921,3 +921,227 @@ def tabular_binary(m, state=None):
 
 def test_tabular_binary_pos_weight():
     compare(tabular_binary)
+
+
+# (l) "Deep Learning with PyTorch" ch. 5: the thermometer: t_u, t_c as tensors, model(t_u, w, b) = w * t_u + b,
+# params = torch.tensor([1.0, 0.0], requires_grad=True), a training_loop that zeroes params.grad when it is
+# not None and updates by (params - lr * params.grad).detach().requires_grad_(), one under torch.no_grad() in
+# place, a validation split by torch.randperm (torch replays tnet's), val loss under torch.no_grad() asserting
+# requires_grad False, optim.SGD([params]) and optim.Adam([params]); then ch. 6's nn.Linear(1, 1) and
+# seq_model of an OrderedDict, reached as seq_model.output_linear, on t_c.unsqueeze(1)
+def stevens_thermometer(m, state=None, replay=None):
+    from collections import OrderedDict
+    torch, nn, optim = m.torch, m.nn, m.optim
+    t_c = [0.5, 14.0, 15.0, 28.0, 11.0, 8.0, 3.0, -4.0, 6.0, 13.0, 21.0]
+    t_u = [35.7, 55.9, 58.2, 81.9, 56.3, 48.9, 33.9, 21.8, 48.4, 60.4, 68.4]
+    t_c = torch.tensor(t_c)
+    t_u = torch.tensor(t_u)
+    t_un = 0.1 * t_u
+
+    def model(t_u, w, b):
+        return w * t_u + b
+
+    def loss_fn(t_p, t_c):
+        squared_diffs = (t_p - t_c) ** 2
+        return squared_diffs.mean()
+
+    def training_loop(n_epochs, learning_rate, params, t_u, t_c):
+        for epoch in range(1, n_epochs + 1):
+            if params.grad is not None:
+                params.grad.zero_()
+            t_p = model(t_u, *params)
+            loss = loss_fn(t_p, t_c)
+            loss.backward()
+            params = (params - learning_rate * params.grad).detach().requires_grad_()
+        return params, float(loss)
+
+    params, loss0 = training_loop(3, 1e-2, torch.tensor([1.0, 0.0], requires_grad=True), t_un, t_c)
+    out = [loss0] + params.tolist()
+
+    params = torch.tensor([1.0, 0.0], requires_grad=True)
+    for epoch in range(2):
+        if params.grad is not None:
+            params.grad.zero_()
+        loss = loss_fn(model(t_un, *params), t_c)
+        loss.backward()
+        with torch.no_grad():
+            params -= 1e-2 * params.grad
+    out += params.tolist()
+
+    n_samples = t_u.shape[0]
+    n_val = int(0.2 * n_samples)
+    if 'perm' not in replay:
+        replay['perm'] = torch.randperm(n_samples).tolist()
+    shuffled_indices = torch.tensor(replay['perm'])
+    train_indices = shuffled_indices[:-n_val]
+    val_indices = shuffled_indices[-n_val:]
+    train_t_u, train_t_c = t_u[train_indices], t_c[train_indices]
+    val_t_u, val_t_c = t_u[val_indices], t_c[val_indices]
+    train_t_un, val_t_un = 0.1 * train_t_u, 0.1 * val_t_u
+
+    for opt_cls, lr in ((optim.SGD, 1e-2), (optim.Adam, 1e-1)):
+        params = torch.tensor([1.0, 0.0], requires_grad=True)
+        optimizer = opt_cls([params], lr=lr)
+        for epoch in range(1, 4):
+            train_t_p = model(train_t_un, *params)
+            train_loss = loss_fn(train_t_p, train_t_c)
+            with torch.no_grad():
+                val_t_p = model(val_t_un, *params)
+                val_loss = loss_fn(val_t_p, val_t_c)
+                assert val_loss.requires_grad == False
+            optimizer.zero_grad()
+            train_loss.backward()
+            optimizer.step()
+            out += [train_loss.item(), val_loss.item()]
+
+    torch.manual_seed(0)
+    seq_model = nn.Sequential(OrderedDict([
+        ('hidden_linear', nn.Linear(1, 8)),
+        ('hidden_activation', nn.Tanh()),
+        ('output_linear', nn.Linear(8, 1))
+    ]))
+    init = load(m, seq_model, state)
+    assert [name for name, _ in seq_model.named_parameters()][-1] == 'output_linear.bias'
+    optimizer = optim.SGD(seq_model.parameters(), lr=1e-3)
+    t_u_train, t_c_train = train_t_un.unsqueeze(1), train_t_c.unsqueeze(1)
+    loss_fn = nn.MSELoss()
+    for epoch in range(3):
+        loss_train = loss_fn(seq_model(t_u_train), t_c_train)
+        optimizer.zero_grad()
+        loss_train.backward()
+        optimizer.step()
+        out.append(loss_train.item())
+    out.append(float(seq_model.output_linear.bias.grad))
+    return init, out + summary(seq_model.parameters())
+
+
+def test_stevens_thermometer():
+    compare(stevens_thermometer, replay={})
+
+
+# (m) "Deep Learning with PyTorch" ch. 7-8: birds versus airplanes: a list of (img, label_map[label]) pairs
+# filtered from a bigger set, a DataLoader over the list, a Net of F.max_pool2d(torch.tanh(conv), 2) and
+# out.view(-1, 8 * 4 * 4), nn.LogSoftmax with nn.NLLLoss in one model, NetResDeep whose resblocks are
+# nn.Sequential(*(n_blocks * [ResBlock(n_chans)])) (one block, shared), ResBlock's kaiming_normal_(nonlinearity=
+# 'relu') and constant_(batch_norm.weight, 0.5), the L2 penalty as sum(p.pow(2.0).sum() for p in
+# model.parameters()), validate with torch.max(outputs, dim=1) and int((predicted == labels).sum()), the model
+# saved and loaded with map_location=device, and numel_list of the trainable parameters
+def stevens_birds(m, state=None, tmp_path=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    device = (torch.device('cuda') if torch.cuda.is_available() else torch.device('cpu'))
+    rng = np.random.default_rng(4)
+    cifar10 = [(torch.from_numpy(rng.standard_normal((3, 16, 16)).astype(np.float32)), int(c))
+               for c in rng.integers(0, 4, 16)]
+    label_map = {0: 0, 2: 1}
+    class_names = ['airplane', 'bird']
+    cifar2 = [(img, label_map[label]) for img, label in cifar10 if label in [0, 2]]
+    assert len(class_names) == 2 and 4 <= len(cifar2) < 16
+
+    class Net(nn.Module):
+        def __init__(self, n_chans1=4):
+            super().__init__()
+            self.n_chans1 = n_chans1
+            self.conv1 = nn.Conv2d(3, n_chans1, kernel_size=3, padding=1)
+            self.conv2 = nn.Conv2d(n_chans1, n_chans1 // 2, kernel_size=3, padding=1)
+            self.fc1 = nn.Linear(4 * 4 * n_chans1 // 2, 8)
+            self.fc2 = nn.Linear(8, 2)
+
+        def forward(self, x):
+            out = F.max_pool2d(torch.tanh(self.conv1(x)), 2)
+            out = F.max_pool2d(torch.tanh(self.conv2(out)), 2)
+            out = out.view(-1, 4 * 4 * self.n_chans1 // 2)
+            out = torch.tanh(self.fc1(out))
+            out = self.fc2(out)
+            return out
+
+    class ResBlock(nn.Module):
+        def __init__(self, n_chans):
+            super(ResBlock, self).__init__()
+            self.conv = nn.Conv2d(n_chans, n_chans, kernel_size=3, padding=1, bias=False)
+            self.batch_norm = nn.BatchNorm2d(num_features=n_chans)
+            torch.nn.init.kaiming_normal_(self.conv.weight, nonlinearity='relu')
+            torch.nn.init.constant_(self.batch_norm.weight, 0.5)
+            torch.nn.init.zeros_(self.batch_norm.bias)
+
+        def forward(self, x):
+            out = self.conv(x)
+            out = self.batch_norm(out)
+            out = torch.relu(out)
+            return out + x
+
+    class NetResDeep(nn.Module):
+        def __init__(self, n_chans1=4, n_blocks=3):
+            super().__init__()
+            self.n_chans1 = n_chans1
+            self.conv1 = nn.Conv2d(3, n_chans1, kernel_size=3, padding=1)
+            self.resblocks = nn.Sequential(
+                *(n_blocks * [ResBlock(n_chans=n_chans1)]))
+            self.fc1 = nn.Linear(4 * 4 * n_chans1, 8)
+            self.fc2 = nn.Linear(8, 2)
+
+        def forward(self, x):
+            out = F.max_pool2d(torch.relu(self.conv1(x)), 2)
+            out = self.resblocks(out)
+            out = F.max_pool2d(out, 2)
+            out = out.view(-1, 4 * 4 * self.n_chans1)
+            out = torch.relu(self.fc1(out))
+            out = self.fc2(out)
+            return out
+
+    torch.manual_seed(0)
+    models = nn.ModuleDict(dict(
+        net=Net(),
+        logsoftmax=nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 8), nn.Tanh(), nn.Linear(8, 2), nn.LogSoftmax(dim=1)),
+        resdeep=NetResDeep()))
+    init = load(m, models, state)
+    numel_list = [p.numel() for p in models['resdeep'].parameters() if p.requires_grad]
+    assert len(numel_list) == 9  # the shared block's conv and norm counted once
+
+    def training_loop(n_epochs, optimizer, model, loss_fn, train_loader, l2_lambda=0.0):
+        out = []
+        for epoch in range(1, n_epochs + 1):
+            loss_train = 0.0
+            for imgs, labels in train_loader:
+                imgs = imgs.to(device=device)
+                labels = labels.to(device=device)
+                outputs = model(imgs)
+                loss = loss_fn(outputs, labels)
+                if l2_lambda:
+                    l2_norm = sum(p.pow(2.0).sum() for p in model.parameters())
+                    loss = loss + l2_lambda * l2_norm
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                loss_train += loss.item()
+            out.append(loss_train / len(train_loader))
+        return out
+
+    def validate(model, loader):
+        correct = 0
+        total = 0
+        with torch.no_grad():
+            for imgs, labels in loader:
+                outputs = model(imgs.to(device=device))
+                _, predicted = torch.max(outputs, dim=1)
+                total += labels.shape[0]
+                correct += int((predicted == labels.to(device)).sum())
+        return correct / total
+
+    train_loader = data.DataLoader(cifar2, batch_size=len(cifar2), shuffle=False)
+    out = []
+    for key, loss_fn, l2 in (('net', nn.CrossEntropyLoss(), 0.0), ('logsoftmax', nn.NLLLoss(), 0.0),
+                             ('resdeep', nn.CrossEntropyLoss(), 1e-3)):
+        model = models[key].to(device=device)
+        optimizer = optim.SGD(model.parameters(), lr=1e-2)
+        out += training_loop(2, optimizer, model, loss_fn, train_loader, l2_lambda=l2)
+        out.append(validate(model, train_loader))
+    path = tmp_path / f'birds_vs_airplanes_{torch.__name__}.pt'
+    torch.save(models['net'].state_dict(), path)
+    loaded_model = Net().to(device=device)
+    loaded_model.load_state_dict(torch.load(path, map_location=device))
+    out.append(float(loaded_model(cifar2[0][0].unsqueeze(0)).sum()))
+    return init, out + summary(models.parameters())
+
+
+def test_stevens_birds_vs_airplanes(tmp_path):
+    compare(stevens_birds, tmp_path=tmp_path)
