@@ -550,3 +550,19 @@ def test_conv_forward_of_a_subclass(rng, padding_mode):
         outs.append([y2.detach().numpy(), y1.detach().numpy(), conv2.weight.grad.numpy(), conv1.weight.grad.numpy()])
     for a, r, what in zip(*outs, ("2-d output", "1-d output", "2-d weight gradient", "1-d weight gradient")):
         assert_close(a, r, TOL["ieee"] * 10, what)
+
+
+def test_load_state_dict_result_shows_as_torchs():
+    """load_state_dict's result: (missing_keys, unexpected_keys), `<All keys matched successfully>`
+    where both are empty, torch's repr otherwise."""
+    from tnet import nn as tnn
+    results = []
+    for lib_nn in (tnn, torch.nn):
+        model = lib_nn.Linear(2, 3)
+        state = dict(model.state_dict())
+        matched = model.load_state_dict(state)
+        state["extra"] = state["bias"]
+        del state["weight"]
+        partial = model.load_state_dict(state, strict=False)
+        results.append([repr(matched), str(matched), repr(partial), list(partial), partial.missing_keys])
+    assert results[0] == results[1], results

@@ -676,7 +676,17 @@ def factory_args(name, device, dtype):
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns, as torch's: the keys missing and unexpected, shown as
+    `<All keys matched successfully>` where both are empty (what a notebook cell prints)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+    __str__ = __repr__
 _PENDING = "tnet: copies pending"  # load_state_dict's list of (tensor, value), in each local_metadata
 
 
