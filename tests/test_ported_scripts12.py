@@ -1145,3 +1145,147 @@ def stevens_birds(m, state=None, tmp_path=None):
 
 def test_stevens_birds_vs_airplanes(tmp_path):
     compare(stevens_birds, tmp_path=tmp_path)
+
+
+# (n) CS231n's PyTorch notebook: dtype = torch.float32 and USE_GPU, a flatten(x) helper, random_weight by
+# torch.randn(shape, device=device, dtype=dtype) * np.sqrt(2. / fan_in) then w.requires_grad = True, zero_weight,
+# a barebones three_layer_convnet of F.conv2d(x, w, b, padding=2) and F.relu, train_part2's
+# `w -= learning_rate * w.grad` and w.grad.zero_() under torch.no_grad(); then the nn.Module API: a
+# ThreeLayerConvNet with nn.init.kaiming_normal_, train_part34 moving x with .to(device=device, dtype=dtype)
+# and y with dtype=torch.long, check_accuracy_part34 with `_, preds = scores.max(1)`, (preds == y).sum() and
+# float(num_correct) / num_samples, a DataLoader with sampler.SubsetRandomSampler (one full batch: the order
+# changes only rounding), and Part IV's nn.Sequential with a Flatten module and optim.SGD(nesterov=True)
+def cs231n(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    sampler = data  # `import torch.utils.data.sampler as sampler`: the samplers, under data here
+    USE_GPU = True
+    dtype = torch.float32  # we will be using float throughout this tutorial
+    if USE_GPU and torch.cuda.is_available():
+        device = torch.device('cuda')
+    else:
+        device = torch.device('cpu')
+
+    def flatten(x):
+        N = x.shape[0]  # read in N, C, H, W
+        return x.view(N, -1)  # "flatten" the C * H * W values into a single vector per image
+
+    def random_weight(shape):
+        if len(shape) == 2:  # FC weight
+            fan_in = shape[0]
+        else:
+            fan_in = np.prod(shape[1:])  # conv weight [out_channel, in_channel, kH, kW]
+        # randn is standard normal distribution generator.
+        w = torch.randn(shape, device=device, dtype=dtype) * np.sqrt(2. / fan_in)
+        w.requires_grad = True
+        return w
+
+    def zero_weight(shape):
+        return torch.zeros(shape, device=device, dtype=dtype, requires_grad=True)
+
+    def three_layer_convnet(x, params):
+        conv_w1, conv_b1, conv_w2, conv_b2, fc_w, fc_b = params
+        x = F.relu(F.conv2d(x, conv_w1, conv_b1, padding=2))
+        x = F.relu(F.conv2d(x, conv_w2, conv_b2, padding=1))
+        scores = flatten(x).mm(fc_w) + fc_b
+        return scores
+
+    torch.manual_seed(0)
+    conv_w1 = random_weight((4, 3, 5, 5))
+    conv_b1 = zero_weight((4,))
+    conv_w2 = random_weight((3, 4, 3, 3))
+    conv_b2 = zero_weight((3,))
+    fc_w = random_weight((3 * 6 * 6, 10))
+    fc_b = zero_weight(10)
+    params = [conv_w1, conv_b1, conv_w2, conv_b2, fc_w, fc_b]
+    init = adopt(m, None if state is None else state['bare'], **{f'p{i}': p for i, p in enumerate(params)})
+
+    x, y = images(12, 12, (3, 6, 6))
+    xs, ys = torch.tensor(x), torch.tensor(y)
+    out = []
+    learning_rate = 3e-3
+    for t in range(2):
+        scores = three_layer_convnet(xs[:8].to(device=device, dtype=dtype), params)
+        loss = F.cross_entropy(scores, ys[:8].to(device=device, dtype=torch.long))
+        loss.backward()
+        with torch.no_grad():
+            for w in params:
+                w -= learning_rate * w.grad
+                # Manually zero the gradients after running the backward pass
+                w.grad.zero_()
+        out.append(loss.item())
+
+    class ThreeLayerConvNet(nn.Module):
+        def __init__(self, in_channel, channel_1, channel_2, num_classes):
+            super().__init__()
+            self.conv1 = nn.Conv2d(in_channel, channel_1, 5, padding=2)
+            nn.init.kaiming_normal_(self.conv1.weight)
+            self.conv2 = nn.Conv2d(channel_1, channel_2, 3, padding=1)
+            nn.init.kaiming_normal_(self.conv2.weight)
+            self.fc = nn.Linear(channel_2 * 6 * 6, num_classes)
+            nn.init.kaiming_normal_(self.fc.weight)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.relu(self.conv2(x))
+            scores = self.fc(flatten(x))
+            return scores
+
+    class Flatten(nn.Module):
+        def forward(self, x):
+            return flatten(x)
+
+    models = nn.ModuleList([
+        ThreeLayerConvNet(3, 4, 3, 10),
+        nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                      Flatten(), nn.Linear(4 * 3 * 3, 10))])
+    init = dict(bare=init, modules=load(m, models, None if state is None else state['modules']))
+
+    NUM_TRAIN = 8
+    train_set = data.TensorDataset(xs, ys)
+    loader_train = data.DataLoader(train_set, batch_size=NUM_TRAIN,
+                                   sampler=sampler.SubsetRandomSampler(range(NUM_TRAIN)))
+    loader_val = data.DataLoader(train_set, batch_size=NUM_TRAIN,
+                                 sampler=sampler.SubsetRandomSampler(range(NUM_TRAIN, 12)))
+
+    def check_accuracy_part34(loader, model):
+        num_correct = 0
+        num_samples = 0
+        model.eval()  # set model to evaluation mode
+        with torch.no_grad():
+            for x, y in loader:
+                x = x.to(device=device, dtype=dtype)  # move to device, e.g. GPU
+                y = y.to(device=device, dtype=torch.long)
+                scores = model(x)
+                _, preds = scores.max(1)
+                num_correct += (preds == y).sum()
+                num_samples += preds.size(0)
+            acc = float(num_correct) / num_samples
+        return acc
+
+    def train_part34(model, optimizer, epochs=1):
+        model = model.to(device=device)  # move the model parameters to CPU/GPU
+        result = []
+        for e in range(epochs):
+            for t, (x, y) in enumerate(loader_train):
+                model.train()  # put model to training mode
+                x = x.to(device=device, dtype=dtype)  # move to device, e.g. GPU
+                y = y.to(device=device, dtype=torch.long)
+                scores = model(x)
+                loss = F.cross_entropy(scores, y)
+                # Zero out all of the gradients for the variables which the optimizer will update.
+                optimizer.zero_grad()
+                # This is the backwards pass: compute the gradient of the loss with respect to each
+                # parameter of the model.
+                loss.backward()
+                # Actually update the parameters of the model using the gradients computed by the backwards pass.
+                optimizer.step()
+                result += [loss.item(), check_accuracy_part34(loader_val, model)]
+        return result
+
+    out += train_part34(models[0], optim.SGD(models[0].parameters(), lr=1e-2), epochs=2)
+    out += train_part34(models[1], optim.SGD(models[1].parameters(), lr=1e-2, momentum=0.9, nesterov=True), epochs=2)
+    return init, out + summary(params) + summary(models.parameters())
+
+
+def test_cs231n_pytorch_notebook():
+    compare(cs231n)
