@@ -1289,3 +1289,147 @@ def cs231n(m, state=None):
 
 def test_cs231n_pytorch_notebook():
     compare(cs231n)
+
+
+# (o) d2l 6 (builders' guide): MySequential filling self._modules[str(idx)], FixedHiddenMLP with a constant
+# torch.rand weight (requires_grad=False), the same Linear used twice and `while X.abs().sum() > 1: X /= 2`,
+# NestMLP chaining, nested blocks by add_module(f'block {i}', ...) reached as rgnet[0][1][0], init by
+# net.apply with nn.init.normal_/zeros_/constant_/xavier_uniform_, my_init's `m.weight.data *= m.weight.data.abs()
+# >= 5`, `net[0].weight.data[:] += 1` and `[0, 0] = 42`, a shared layer whose tied weights get both uses'
+# gradients, LazyLinear sized by its first call, CenteredLayer and MyLinear, torch.save of a list and a dict
+# and of the parameters (mlp.params) loaded into a clone that predicts the same
+def d2l_builders_guide(m, state=None, tmp_path=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class MySequential(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            for idx, module in enumerate(args):
+                self._modules[str(idx)] = module
+
+        def forward(self, X):
+            for module in self._modules.values():
+                X = module(X)
+            return X
+
+    class FixedHiddenMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            # Random weight parameters that will not compute gradients and therefore keep constant during training
+            self.rand_weight = torch.tensor(np.random.default_rng(0).random((8, 8)).astype(np.float32))
+            self.linear = nn.Linear(8, 8)
+
+        def forward(self, X):
+            X = self.linear(X)
+            X = F.relu(X @ self.rand_weight + 1)
+            # Reuse the fully connected layer. This is equivalent to sharing parameters with two fully connected layers
+            X = self.linear(X)
+            # Control flow
+            while X.abs().sum() > 1:
+                X /= 2
+            return X.sum()
+
+    class NestMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU())
+            self.linear = nn.Linear(8, 8)
+
+        def forward(self, X):
+            return self.linear(self.net(X))
+
+    class CenteredLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, X):
+            return X - X.mean()
+
+    class MyLinear(nn.Module):
+        def __init__(self, in_units, units):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(in_units, units))
+            self.bias = nn.Parameter(torch.randn(units,))
+
+        def forward(self, X):
+            linear = torch.matmul(X, self.weight.data) + self.bias.data
+            return F.relu(linear)
+
+    def block1():
+        return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 3), nn.ReLU())
+
+    def block2():
+        net = nn.Sequential()
+        for i in range(2):
+            # Nested here
+            net.add_module(f'block {i}', block1())
+        return net
+
+    def init_normal(module):
+        if type(module) == nn.Linear:
+            nn.init.normal_(module.weight, mean=0, std=0.5)
+            nn.init.zeros_(module.bias)
+
+    def init_42(module):
+        if type(module) == nn.Linear:
+            nn.init.constant_(module.weight, 42)
+
+    def my_init(module):
+        if type(module) == nn.Linear:
+            module.weight.data *= module.weight.data.abs() >= 0.3
+
+    torch.manual_seed(0)
+    shared = nn.Linear(8, 8)
+    lazy = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2))
+    lazy(torch.zeros(1, 6))  # sized by its first call
+    nets = nn.ModuleDict(dict(
+        chimera=nn.Sequential(NestMLP(), nn.Linear(8, 8), FixedHiddenMLP()),
+        myseq=MySequential(nn.Linear(6, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 2)),
+        rgnet=nn.Sequential(block2(), nn.Linear(3, 1)),
+        custom=nn.Sequential(nn.Linear(6, 4), CenteredLayer(), MyLinear(4, 2)),
+        lazy=lazy))
+    nets['rgnet'].apply(init_normal)
+    nets['myseq']._modules['0'].apply(init_42)
+    nets['myseq'].apply(my_init)
+    nets['myseq']._modules['0'].weight.data[:] += 1
+    nets['myseq']._modules['0'].weight.data[0, 0] = 42
+    with torch.no_grad():
+        nets['myseq']._modules['0'].weight.mul_(0.01)
+    init = load(m, nets, state)
+    assert list(nets['myseq'].state_dict())[2] == '2.weight' and '4.weight' in nets['myseq'].state_dict()
+    assert nets['rgnet'][0][1][0].bias.data.shape == (4,) and "block 1" in str(nets['rgnet'])
+    assert nets['myseq']._modules['2'].weight is nets['myseq']._modules['4'].weight and tuple(nets['lazy'][0].weight.shape) == (8, 6)
+
+    rng = np.random.default_rng(6)
+    X = torch.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+    Xr = torch.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+    optimizer = torch.optim.SGD(nets.parameters(), lr=0.05)
+    out = []
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = (nets['chimera'](X) + nets['myseq'](X).pow(2).mean() + nets['rgnet'](Xr).pow(2).mean()
+                + nets['custom'](X).sum() + nets['lazy'](X).pow(2).mean())
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+    out.append(float(nets['myseq']._modules['2'].weight.grad.sum()))
+
+    x = torch.arange(4)
+    y = torch.zeros(4)
+    torch.save([x, y], tmp_path / f'x-files-{torch.__name__}')
+    x2, y2 = torch.load(tmp_path / f'x-files-{torch.__name__}')
+    mydict = {'x': x, 'y': y}
+    torch.save(mydict, tmp_path / f'mydict-{torch.__name__}')
+    mydict2 = torch.load(tmp_path / f'mydict-{torch.__name__}')
+    assert x2.tolist() == [0, 1, 2, 3] and mydict2['y'].tolist() == y2.tolist() == [0.0] * 4
+    torch.save(nets['rgnet'].state_dict(), tmp_path / f'mlp-{torch.__name__}.params')
+    clone = nn.Sequential(block2(), nn.Linear(3, 1))
+    clone.load_state_dict(torch.load(tmp_path / f'mlp-{torch.__name__}.params'))
+    clone.eval()
+    Y_clone = clone(Xr)
+    assert (Y_clone == nets['rgnet'](Xr)).all()
+    return init, out + summary(nets.parameters())
+
+
+def test_d2l_builders_guide(tmp_path):
+    compare(d2l_builders_guide, tmp_path=tmp_path)
