@@ -746,3 +746,15 @@ def test_inference_tensors_and_variable_as_torch():
                 w.grad.tolist()]
         outcomes.append(row)
     assert outcomes[0] == outcomes[1], outcomes
+
+
+def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
+    """np.sqrt(loss), np.exp(x), np.maximum(x, c), np.argmax(x): numpy's functions on a tensor give a
+    tensor (a 0-d one from a 0-d tensor), as torch's __array_wrap__; np.array(x) stays an array."""
+    rows = []
+    for lib in (tnet, torch):
+        x = lib.tensor([0.0, 1.0, -2.0])
+        results = [np.sqrt(lib.tensor(0.25)), np.exp(x), np.maximum(x, 0.5), np.argmax(x), np.clip(x, -1, 0.5)]
+        assert all(isinstance(r, lib.Tensor) for r in results) and isinstance(np.array(x), np.ndarray)
+        rows.append([(r.dtype, tuple(r.shape), np.round(r.tolist(), 6).tolist()) for r in results])
+    assert rows[0] == rows[1], rows

@@ -399,6 +399,11 @@ class Tensor:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc's result on a tensor (`np.exp(x)`, `np.sqrt(loss)`) as a new tensor, as torch's
+        (in tnet's dtypes: float64 becomes float32; a bool result stays bool, where torch's is uint8)."""
+        return Tensor(as_storage(array))
+
     def numpy(self):
         no_host_read(self.memory, "Tensor.numpy()")
         return self.memory.detach().cpu().numpy()
