@@ -1433,3 +1433,80 @@ def d2l_builders_guide(m, state=None, tmp_path=None):
 
 def test_d2l_builders_guide(tmp_path):
     compare(d2l_builders_guide, tmp_path=tmp_path)
+
+
+# (p) "Deep Learning with PyTorch" ch. 4: real data as tensors: a uint8 image batch filled from
+# torch.from_numpy(...).permute(2, 0, 1), turned float and normalised channel by channel with torch.mean and
+# torch.std; the wine table split into data and target (.long()), a one-hot target by scatter_(1,
+# target.unsqueeze(1), 1.0), normalised by torch.var, rows picked by boolean masks (target <= 4, (target > 4) &
+# (target < 7)); the bike table viewed as days (view(-1, 24, n).transpose(1, 2)), the weather one-hot by scatter_
+# with index .long() - 1, min-max scaling written into a slice; then a small model trained on each
+def stevens_data(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(9)
+    batch_size = 4
+    batch = torch.zeros(batch_size, 3, 8, 8, dtype=torch.uint8)
+    for i in range(batch_size):
+        img_arr = rng.integers(0, 256, (8, 8, 4), dtype=np.uint8)  # an RGBA PNG as imageio reads it
+        img_t = torch.from_numpy(img_arr)
+        img_t = img_t.permute(2, 0, 1)
+        img_t = img_t[:3]  # only the first 3 channels
+        batch[i] = img_t
+    inverted = (255 - batch).float().mean().item()
+    batch = batch.float()
+    batch /= 255.0
+    n_channels = batch.shape[1]
+    for c in range(n_channels):
+        mean = torch.mean(batch[:, c])
+        std = torch.std(batch[:, c])
+        batch[:, c] = (batch[:, c] - mean) / std
+
+    wineq_numpy = np.concatenate([rng.standard_normal((12, 5)).astype(np.float32) * 2 + 5,
+                                  rng.integers(3, 9, (12, 1)).astype(np.float32)], axis=1)
+    wineq = torch.from_numpy(wineq_numpy)
+    data = wineq[:, :-1]  # Selects all rows and all columns except the last
+    target = wineq[:, -1].long()
+    target_onehot = torch.zeros(target.shape[0], 10)
+    target_onehot.scatter_(1, target.unsqueeze(1), 1.0)
+    data_mean = torch.mean(data, dim=0)
+    data_var = torch.var(data, dim=0)
+    data_normalized = (data - data_mean) / torch.sqrt(data_var)
+    bad_data = data[target <= 4]
+    mid_data = data[(target > 4) & (target < 7)]
+    out = [inverted, float(target_onehot.sum()), float(bad_data.mean(0).sum()) if len(bad_data) else 0.0,
+           float(mid_data.shape[0])]
+
+    bikes = torch.from_numpy(np.concatenate([rng.random((48, 3)), rng.integers(1, 5, (48, 1)), rng.random((48, 2))],
+                                            axis=1).astype(np.float32))
+    daily_bikes = bikes.view(-1, 24, bikes.shape[1])
+    daily_bikes = daily_bikes.transpose(1, 2)
+    daily_weather_onehot = torch.zeros(daily_bikes.shape[0], 4, daily_bikes.shape[2])
+    daily_weather_onehot.scatter_(1, daily_bikes[:, 3, :].long().unsqueeze(1) - 1, 1.0)
+    daily_bikes = torch.cat((daily_bikes, daily_weather_onehot), dim=1)
+    temp = daily_bikes[:, 4, :]
+    temp_min = torch.min(temp)
+    temp_max = torch.max(temp)
+    daily_bikes[:, 4, :] = ((daily_bikes[:, 4, :] - temp_min) / (temp_max - temp_min))
+    out += [float(daily_weather_onehot.sum()), float(daily_bikes.sum())]
+
+    torch.manual_seed(0)
+    models = nn.ModuleDict(dict(
+        img=nn.Sequential(nn.Conv2d(3, 4, 3), nn.Tanh(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2)),
+        wine=nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 10)),
+        bikes=nn.Conv1d(10, 1, 3, padding=1)))
+    init = load(m, models, state)
+    optimizer = optim.Adam(models.parameters(), lr=1e-2)
+    labels = torch.tensor([0, 1, 1, 0])
+    for step in range(2):
+        loss = (F.cross_entropy(models['img'](batch), labels)
+                + F.binary_cross_entropy_with_logits(models['wine'](data_normalized), target_onehot)
+                + F.mse_loss(models['bikes'](daily_bikes), daily_bikes[:, :1]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+    return init, out + summary(models.parameters())
+
+
+def test_stevens_real_data_as_tensors():
+    compare(stevens_data)
