@@ -1,18 +1,22 @@
-"""Textbook and course code (Dive into Deep Learning's chapters with their inline helpers: softmax
+"""Textbook and course code: Dive into Deep Learning's chapters with their inline helpers (softmax
 regression, an MLP and dropout from scratch, weight decay by hand, LeNet with BatchNorm written from
-scratch, NiN's and GoogLeNet's blocks through a train_ch6 loop with its Accumulator; PyTorch's "Learn
-the Basics" tutorial's train and test loops with a saved and loaded state_dict), Kaggle- and
-CS231n-style loops (early stopping on the validation loss, ReduceLROnPlateau, clip_grad_norm_, tqdm,
-random_split with a generator, ConcatDataset, Subset, class weights, top-k accuracy, a confusion
-matrix by bincount and by index_put_), a Lightning-style module with its own tiny Trainer, a fastai
-one-cycle loop by hand (OneCycleLR cycling SGD's momentum and Adam's betas), and tabular regression
-and classification (standardised numpy features, embeddings of categorical columns, MSE, L1,
-SmoothL1, BCEWithLogitsLoss with pos_weight), written from memory in their sources' styles and
-ported by their imports alone, as test_ported_scripts.py: each runs in tnet, then in torch from
-tnet's initial weights (state_dict, or the hand-made parameters, through numpy), and the losses,
-and the weights summed into a few numbers, agree. Where a script draws (dropout's masks, a split),
-numpy draws or torch replays tnet's draws (`replay`: one dict that both runs share, tnet's first);
-shapes are tiny and runs 1-3 steps."""
+scratch, NiN's and GoogLeNet's blocks through a train_ch6 loop with its Accumulator, the builders'
+guide's MySequential, tied layers, LazyLinear and file IO), PyTorch's "Learn the Basics" quickstart
+(train and test loops, a saved and loaded state_dict, inference_mode), "Deep Learning with PyTorch"
+(real data as tensors: a uint8 image batch, the wine and bike tables; the thermometer; birds versus
+airplanes), CS231n's PyTorch notebook, a Kaggle loop (early stopping on the validation loss,
+ReduceLROnPlateau, clip_grad_norm_, tqdm, random_split with a generator, ConcatDataset, Subset,
+class weights, top-k accuracy, confusion matrices by bincount and by index_put_), a Lightning-style
+module with its own tiny Trainer, a fastai one-cycle loop by hand (OneCycleLR cycling SGD's
+momentum and Adam's betas), and tabular regression and classification (standardised numpy
+features, embeddings of categorical columns, MSE, L1, SmoothL1, BCEWithLogitsLoss with pos_weight),
+written from memory in their sources' styles and ported by their imports alone, as
+test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict,
+or the hand-made parameters, through numpy), and the losses, and the weights summed into a few
+numbers, agree. Where a script draws (dropout's masks, a split, a permutation), numpy draws or torch
+replays tnet's draws (`replay`: one dict that both runs share, tnet's first); shapes are tiny and
+runs 1-3 steps. Where Adam would normalise a gradient that is rounding alone (a bias before a
+BatchNorm), the layer has no bias, as test_ported_scripts11.py's `but` explains."""
 import numpy as np
 from tqdm import tqdm
 
