@@ -213,6 +213,9 @@ class Module:
         raise NotImplementedError
 
     def __setattr__(self, name, value):
+        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
+            # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
+            raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
         if isinstance(value, Tensor) and vars(value).get("_is_buffer"):  # an nn.Buffer registers, as torch's
             if "_buffer_names" not in vars(self):
                 object.__setattr__(self, "_buffer_names", {})
