@@ -1096,7 +1096,7 @@ def stevens_birds(m, state=None, tmp_path=None):
     models = nn.ModuleDict(dict(
         net=Net(),
         logsoftmax=nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 8), nn.Tanh(), nn.Linear(8, 2), nn.LogSoftmax(dim=1)),
-        resdeep=NetResDeep()))
+        resdeep=NetResDeep(n_blocks=2)))
     init = load(m, models, state)
     numel_list = [p.numel() for p in models['resdeep'].parameters() if p.requires_grad]
     assert len(numel_list) == 9  # the shared block's conv and norm counted once
