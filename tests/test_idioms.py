@@ -110,7 +110,7 @@ def test_names_scripts_touch_once():
     assert compiled.eval() is compiled and not model.training
     x = tnet.randn(2, 2)
     assert compiled(x).tolist() == model(x).tolist()
-    assert x.cpu() is x and x.cuda() is x and tnet.autograd.Variable(x) is x
+    assert x.cpu() is x and x.cuda() is x
     assert x.type_as(tnet.randn(1).half()).dtype == torch.float16
     assert_close(x.pow(2).memory, x.memory.double() ** 2, TOL["ieee"])
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
@@ -717,3 +717,44 @@ def test_legacy_backward_hook_as_torch(rng):
     for a, b in zip(results[:n - 1], results[n:-1]):
         assert_close(a, b, TOL["ieee"], "gradient through the legacy hooks")
     assert results[n - 1] == results[-1], (results[n - 1], results[-1])
+
+
+def test_inference_tensors_and_variable_as_torch():
+    """Tensors made in an inference_mode block are inference tensors, as torch's: an op recorded
+    outside may not save one for its backward (a Linear's input, a product's factor), a sum may read
+    one, clone() outside makes a normal tensor, requires_grad_() outside raises; Variable(x,
+    requires_grad=True) is a new leaf on x's memory, x untouched, and Variable(h) a detached leaf."""
+    outcomes = []
+    for lib in (tnet, torch):
+        with lib.inference_mode():
+            a = lib.ones(2, 3)
+            inside = [a.is_inference(), (a * 2).is_inference(), lib.is_inference_mode_enabled()]
+        w = lib.ones(2, 3, requires_grad=True)
+        lin = lib.nn.Linear(3, 2)
+        row = inside + [a.clone().is_inference(), lib.ones(1).is_inference(), lin.weight.is_inference()]
+        (a + w).sum().backward()
+        (a.clone() * w).sum().backward()
+        for fn in (lambda: a * w, lambda: lin(a), lambda: a.requires_grad_()):
+            with pytest.raises(RuntimeError, match="nference"):
+                fn()
+        x = lib.ones(2)
+        v = lib.autograd.Variable(x, requires_grad=True)
+        h = lib.autograd.Variable(w * 2)
+        with lib.no_grad():
+            v.add_(1)
+        row += [x.requires_grad, v is x, v.requires_grad, v.is_leaf, x.tolist(), h.requires_grad, h.grad_fn is None,
+                w.grad.tolist()]
+        outcomes.append(row)
+    assert outcomes[0] == outcomes[1], outcomes
+
+
+def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
+    """np.sqrt(loss), np.exp(x), np.maximum(x, c), np.argmax(x): numpy's functions on a tensor give a
+    tensor (a 0-d one from a 0-d tensor), as torch's __array_wrap__; np.array(x) stays an array."""
+    rows = []
+    for lib in (tnet, torch):
+        x = lib.tensor([0.0, 1.0, -2.0])
+        results = [np.sqrt(lib.tensor(0.25)), np.exp(x), np.maximum(x, 0.5), np.argmax(x), np.clip(x, -1, 0.5)]
+        assert all(isinstance(r, lib.Tensor) for r in results) and isinstance(np.array(x), np.ndarray)
+        rows.append([(r.dtype, tuple(r.shape), np.round(r.tolist(), 6).tolist()) for r in results])
+    assert rows[0] == rows[1], rows

@@ -550,3 +550,36 @@ def test_conv_forward_of_a_subclass(rng, padding_mode):
         outs.append([y2.detach().numpy(), y1.detach().numpy(), conv2.weight.grad.numpy(), conv1.weight.grad.numpy()])
     for a, r, what in zip(*outs, ("2-d output", "1-d output", "2-d weight gradient", "1-d weight gradient")):
         assert_close(a, r, TOL["ieee"] * 10, what)
+
+
+def test_load_state_dict_result_shows_as_torchs():
+    """load_state_dict's result: (missing_keys, unexpected_keys), `<All keys matched successfully>`
+    where both are empty, torch's repr otherwise."""
+    from tnet import nn as tnn
+    results = []
+    for lib_nn in (tnn, torch.nn):
+        model = lib_nn.Linear(2, 3)
+        state = dict(model.state_dict())
+        matched = model.load_state_dict(state)
+        state["extra"] = state["bias"]
+        del state["weight"]
+        partial = model.load_state_dict(state, strict=False)
+        results.append([repr(matched), str(matched), repr(partial), list(partial), partial.missing_keys])
+    assert results[0] == results[1], results
+
+
+def test_assigning_a_tensor_to_a_parameter_raises_as_torchs():
+    """`m.weight = tensor` raises torch's TypeError (a parameter takes a Parameter or None); a
+    Parameter, None, `.data` and a deleted parameter's name take what they take in torch."""
+    from tnet import nn as tnn
+    for lib, lib_nn in ((tnet, tnn), (torch, torch.nn)):
+        m = lib_nn.Linear(2, 2)
+        with pytest.raises(TypeError, match="cannot assign .* as parameter 'weight'"):
+            m.weight = lib.ones(2, 2)
+        m.weight = lib_nn.Parameter(lib.zeros(2, 2))
+        m.weight.data = lib.ones(2, 2)
+        m.bias = None
+        assert [n for n, _ in m.named_parameters()] == ["weight"] and m.weight.sum().item() == 4
+        del m.weight
+        m.weight = lib.ones(2, 2)  # a plain attribute once the parameter is gone (prune's and weight_norm's way)
+        assert [n for n, _ in m.named_parameters()] == []

@@ -514,3 +514,21 @@ def test_clamp_tensor_bounds_in_place_and_errors(rng):
     y.sum().backward()
     assert y.tolist() == [1.0, 1.0, 1.0] and t.grad.tolist() == [0.0, 0.0, 0.0]
     assert np.isnan(tnet.clamp(t, min=float("nan")).numpy()).all()
+
+
+def test_small_integer_dtypes_as_torch():
+    """int8, uint8 and int16 tensors (a raw image batch, "Deep Learning with PyTorch"'s
+    `torch.zeros(..., dtype=torch.uint8)`) in the element-wise ops, reductions and scans: torch's
+    result dtypes (int8 with int16 gives int16, uint8 with int8 int16, with a float float32) and its
+    wrap-around (`255 - img`, `img - 3` in uint8)."""
+    values = [[200, 100, 0], [3, 255, 17]]
+    rows = []
+    for lib in (tnet, torch):
+        img = lib.tensor(values, dtype=torch.uint8)
+        small = lib.tensor([[1, -2, 3], [-4, 5, -6]], dtype=torch.int8)
+        short = lib.tensor([[300, -2, 7], [1, 0, -300]], dtype=torch.int16)
+        results = [255 - img, img - 3, img + small, small + short, small * 2, img * 0.5, img / 255, img > 100,
+                   img == small, short.abs(), img.sum(), img.sum(0), small.sum(1), img.max(), img.min(1).values,
+                   img.max(1).indices, short.prod(), img.cumsum(1), (img > 100).sum(), img.float().mean()]
+        rows.append([(r.dtype, r.tolist()) for r in results])
+    assert rows[0] == rows[1], [(i, a, b) for i, (a, b) in enumerate(zip(*rows)) if a != b]

@@ -238,8 +238,8 @@ def get_device(input):
 
 
 def is_inference(input):
-    """False: tnet has no inference tensors (inference_mode is no_grad)."""
-    return False
+    """Whether input was made in an inference_mode block, as torch.is_inference."""
+    return input.is_inference()
 
 
 def _assert(condition, message):

@@ -85,10 +85,16 @@ class enable_grad(_NoArguments):
 
 
 _inference = [False]  # whether an inference_mode(True) block is open (is_inference_mode_enabled)
+_inference_made = [False]  # whether an inference tensor was ever made: record checks saved tensors only then
 
 
 class inference_mode(_GradMode):
-    """torch's inference_mode as no_grad (mode True): tnet has no inference tensors."""
+    """torch's inference_mode: no_grad (mode True), and every tensor made inside is an inference
+    tensor (is_inference()), which, as torch's, an op recorded outside may not save for its backward
+    (RuntimeError) and which may not be made to require grad outside; its clone() outside is a
+    normal tensor. Unlike torch's, an in-place write to one outside the block is allowed, a view made
+    inside of a normal tensor is an inference tensor, and one made outside of an inference tensor is
+    a normal tensor (so that `inference_output[:, :2]` may be saved, where torch raises)."""
 
     def __init__(self, mode=True):
         self.mode = not mode
@@ -319,6 +325,7 @@ class Tensor:
     # numpy's operators defer to the tensor's, as to torch's: `np.log(c) * x` (a numpy scalar, as
     # RepDistiller's VIDLoss writes) is a Tensor on the tape, not a float64 array of x's values
     __array_priority__ = 1000
+    _is_inference = False  # made in an inference_mode block (is_inference)
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
@@ -327,6 +334,8 @@ class Tensor:
             memory = memory.to(DEVICE)
         self.memory = memory  # the torch tensor: tnet's kernels read and write it
         self.requires_grad = requires_grad
+        if _inference[0]:  # made in an inference_mode block (the class's False otherwise)
+            self._is_inference = _inference_made[0] = True
         self.grad = None
         self._entry = None
         self._shape_of = None  # the storage whose shape self._shape holds
@@ -389,6 +398,11 @@ class Tensor:
         """numpy's view of the host copy (np.asarray(x)), as torch's."""
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc's result on a tensor (`np.exp(x)`, `np.sqrt(loss)`) as a new tensor, as torch's
+        (in tnet's dtypes: float64 becomes float32; a bool result stays bool, where torch's is uint8)."""
+        return Tensor(as_storage(array))
 
     def numpy(self):
         no_host_read(self.memory, "Tensor.numpy()")
@@ -471,6 +485,8 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
+        if requires_grad and self._is_inference and not _inference[0]:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = bool(requires_grad)
@@ -824,6 +840,8 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     out = Tensor(data)
     if _grad_enabled[0] and any_requires_grad(inputs):
         out.requires_grad = True
+        if _inference_made[0]:
+            _check_not_inference(inputs, saved)
         versions = []
         for t in saved:
             t = t.memory if isinstance(t, Tensor) else t
@@ -831,6 +849,18 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
                 versions.append((t, t._version))
         out._entry = _Entry(op, tuple(inputs), backward, versions, graph, saves_nothing)
     return out
+
+
+def _check_not_inference(inputs, saved):
+    """torch's RuntimeError where a recorded op's backward would read (saved) an inference tensor:
+    one of saved, or an input whose memory is saved."""
+    saved_ids = {id(t) for t in saved}
+    for x in (*inputs, *saved):
+        if isinstance(x, Tensor) and x._is_inference and (id(x) in saved_ids or id(x.memory) in saved_ids):
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                "mode in computation tracked by autograd. To work around this, you can make a clone to get a normal "
+                "tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def linear_graph(op, backward, adjoint):

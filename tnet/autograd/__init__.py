@@ -11,11 +11,13 @@ __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", 
 
 
 def Variable(tensor, requires_grad=False, volatile=False):
-    """torch.autograd.Variable (deprecated in torch, where it returns the tensor): the tensor itself,
-    requiring grad where asked."""
-    if requires_grad:
-        tensor.requires_grad = True
-    return tensor
+    """torch.autograd.Variable (deprecated in torch): as torch's, a new leaf on the tensor's memory,
+    cut from its history, that requires grad only where asked; the tensor given is left as it was
+    (`Variable(x, requires_grad=True)` does not make x require grad, and `Variable(h)` of a
+    recorded h is a detached leaf)."""
+    out = tensor.detach()
+    out.requires_grad = bool(requires_grad)
+    return out
 
 
 def _tensors(v):

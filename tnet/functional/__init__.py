@@ -320,7 +320,7 @@ for _name, _method in {
         "is_cpu": property(lambda self: self.memory.is_cpu), "nbytes": property(lambda self: self.memory.nbytes),
         "itemsize": property(lambda self: self.memory.itemsize),
         "pin_memory": lambda self, device=None: self,  # tnet's tensors live on its device already
-        "get_device": lambda self: self.memory.get_device(), "is_inference": lambda self: False,
+        "get_device": lambda self: self.memory.get_device(), "is_inference": lambda self: self._is_inference,
         "new": _legacy_new}.items():
     setattr(Tensor, _name, _method)
 

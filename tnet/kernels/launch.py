@@ -53,6 +53,9 @@ def check_type(cond, msg):
 
 
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of tnet's float tensors
+# the integer dtypes that the element-wise ops and reductions take, computing in int64 (stored back
+# wrapping, as torch's: a uint8 image's `255 - img`, a mask's `m > 0`, its `sum()`)
+INTEGERS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
 
 
 def check_float(name, x, arg="x"):

@@ -17,6 +17,8 @@ Flat: ReLU forward and backward, in-place add and scale, each a kernel of its ow
 memory of dense tensors laid out alike (contiguous or channels-last, see check_like), whose
 operands may differ in dtype: the tape's gradient sums and the fused steps call these, where a
 broadcast's strides would cost host time and registers for nothing."""
+import functools
+
 import numpy as np
 import torch
 import triton
@@ -25,7 +27,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, launch_kept
-from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
+from .launch import BLOCK_CONFIGS, FLOATS, INTEGERS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
 
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
 # always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
@@ -887,9 +889,6 @@ def _merged_axes(y, strides, keep=None):
     return sizes[::-1], [s[::-1] for s in out], -1 if kept < 0 else len(sizes) - 1 - kept
 
 
-INTEGERS = (torch.int64, torch.int32, torch.bool)  # the integer dtypes that INTEGER_OPS take
-
-
 def _is_int(v):
     """Whether v, a tensor or a number, holds integers (bool included)."""
     return v.dtype in INTEGERS if isinstance(v, torch.Tensor) else isinstance(v, (int, np.integer))
@@ -918,7 +917,7 @@ def _out_dtype(op, operands, integer):
         dtypes = {x.dtype for x in tensors}
         if dtypes == {torch.bool} and any(type(x) is int for x in values):  # bool tensor + 2: int64
             return torch.int64
-        return dtypes.pop() if len(dtypes) == 1 else torch.int64
+        return functools.reduce(torch.promote_types, dtypes)  # torch's table: int8 and int16 give int16
     floats = [x for x in tensors if x.dtype in FLOATS]
     return result_type(floats) if floats else torch.float32
 

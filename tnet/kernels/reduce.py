@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune, launch_kept
-from .launch import FLOATS, cdiv, check, check_float, kept
+from .launch import FLOATS, INTEGERS, cdiv, check, check_float, kept
 
 
 _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
@@ -230,7 +230,7 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
 
 def integer(x):
     """Whether x holds integers or bools, which reduce exactly in int64."""
-    return x.dtype in (torch.int64, torch.int32, torch.bool)
+    return x.dtype in INTEGERS
 
 
 def reduce(x, dims, op="sum", divisor=1.0, dtype=None):
@@ -271,7 +271,7 @@ def _plan(x, dims, op, dtype):
     reduced axes, the other reduced axes, dtype) where they make several runs, else ("view", K1, R,
     K2, the output's shape in memory order, the permutation back to x's axis order, dtype)."""
     exact = op in ("sum", "prod")
-    check(x.dtype in FLOATS or integer(x), lambda: f"{op}: x must be float32, float16, bfloat16, int64, int32 or bool, "
+    check(x.dtype in FLOATS or integer(x), lambda: f"{op}: x must be float32, float16, bfloat16, an integer or bool, "
                                                    f"got {x.dtype}")
     check(is_dense(x), lambda: f"{op}: expected a dense tensor (contiguous, channels-last or a permutation), "
                                f"got shape {tuple(x.shape)} with strides {x.stride()}")

@@ -18,11 +18,11 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .launch import FLOATS, cdiv, check, next_power_of_2
+from .launch import FLOATS, INTEGERS, cdiv, check, next_power_of_2
 from .pointwise import log1p_kahan
 
 SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
-SCAN_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
+SCAN_DTYPES = (*FLOATS, *INTEGERS)
 # The longest row a sort holds in one program (registers).
 MAX_SORT = 1 << 14
 # Rows longer than LONG_FROM are merge-sorted, from runs of LONG_RUN. The interpreter merge-sorts

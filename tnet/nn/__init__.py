@@ -213,6 +213,9 @@ class Module:
         raise NotImplementedError
 
     def __setattr__(self, name, value):
+        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
+            # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
+            raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
         if isinstance(value, Tensor) and vars(value).get("_is_buffer"):  # an nn.Buffer registers, as torch's
             if "_buffer_names" not in vars(self):
                 object.__setattr__(self, "_buffer_names", {})
@@ -676,7 +679,17 @@ def factory_args(name, device, dtype):
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns, as torch's: the keys missing and unexpected, shown as
+    `<All keys matched successfully>` where both are empty (what a notebook cell prints)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+    __str__ = __repr__
 _PENDING = "tnet: copies pending"  # load_state_dict's list of (tensor, value), in each local_metadata
 
 

@@ -181,14 +181,14 @@ class TensorDataset(Dataset):
     """Tensors of one length, item i the tuple of their rows i. tnet Tensors are kept; numpy
     arrays and torch tensors are copied to the device once, in default_collate's dtypes, so an
     item's rows are tnet views. A DataLoader gathers a batch of each tensor by one kernel. A
-    length mismatch raises ValueError (torch asserts)."""
+    length mismatch raises AssertionError, as torch's assert."""
 
     def __init__(self, *tensors):
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         self.tensors = tuple(t if isinstance(t, Tensor) else to_device(t) for t in tensors)
         if any(t.ndim == 0 or len(t) != len(self.tensors[0]) for t in self.tensors):
-            raise ValueError(f"Size mismatch between tensors: first dims {[tuple(t.shape[:1]) for t in self.tensors]}")
+            raise AssertionError(f"Size mismatch between tensors: first dims {[tuple(t.shape[:1]) for t in self.tensors]}")
 
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
