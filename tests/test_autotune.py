@@ -1,10 +1,12 @@
 """The autotuner (kernels/autotune.py): each tuning key's config is remembered after its first
 launch; a compiled kernel is launched directly, per specialization, on the GPU."""
+from types import SimpleNamespace
+
 import pytest
 import torch
 
-from tnet.kernels import gemm, pointwise
-from tnet.kernels.autotune import _Fast, _hooked, _int_tuples, _spec, compile_shard
+from tnet.kernels import autotune, gemm, pointwise
+from tnet.kernels.autotune import _Fast, _int_tuples, _spec, compile_shard
 from helpers import DEV, TOL, assert_close, f64, randn
 
 
@@ -20,12 +22,20 @@ def test_autotuned_kernel_remembers_each_key():
     assert len(gemm.gemm_kernel.chosen) == 2
 
 
-def test_launch_hooks_are_seen_set_only_when_set():
+def test_launch_hooks_are_seen_set_only_when_set(monkeypatch):
     """Triton's hook chains are never None: an empty one is no hook."""
-    chain = type("HookChain", (), {"calls": []})()
-    assert not _hooked(None) and not _hooked(chain) and _hooked(print)
-    chain.calls.append(print)
-    assert _hooked(chain)
+    enter, leave = (type("HookChain", (), {"calls": []})() for _ in range(2))
+    hooks = lambda enter, leave: monkeypatch.setattr(  # noqa: E731
+        autotune, "_RUNTIME", SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=leave))
+    for set_ in ((None, None), (enter, leave)):
+        hooks(*set_)
+        assert not autotune._hooks_set()
+    for set_ in ((print, None), (None, print)):
+        hooks(*set_)
+        assert autotune._hooks_set()
+    leave.calls.append(print)
+    hooks(enter, leave)
+    assert autotune._hooks_set()
 
 
 def test_spec_tells_apart_what_triton_specializes_on():

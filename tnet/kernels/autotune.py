@@ -134,15 +134,10 @@ def _ints(t):
     return all(type(i) is int or (type(i) is tuple and _ints(i)) for i in t)
 
 
-def _hooked(hook):
-    """Whether a launch hook is set: Triton 3.x's are HookChains, empty unless a profiler adds one
-    (never None: a None test would take every launch for a hooked one)."""
-    return bool(getattr(hook, "calls", hook))
-
-
 def _hooks_set():
     """Whether a launch enter or exit hook is set (a profiler's): then Triton's own path runs.
-    Every launch asks: _hooked inlined."""
+    Triton 3.x's hooks are HookChains, empty unless a profiler adds one (never None: a None test
+    would take every launch for a hooked one); other versions' are a function or None."""
     enter, leave = _RUNTIME.launch_enter_hook, _RUNTIME.launch_exit_hook
     return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
 
