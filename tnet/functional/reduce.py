@@ -28,7 +28,7 @@ def _dims(name, input, dim, keepdim=False):
     n = input.ndim
     if dim is None:  # the common case: all of them
         return tuple(range(n))
-    dims = range(n) if dim is None else list(dim) if isinstance(dim, (tuple, list)) else [dim]
+    dims = list(dim) if isinstance(dim, (tuple, list)) else [dim]
     out = []
     for d in dims:
         if not isinstance(d, numbers.Integral):
