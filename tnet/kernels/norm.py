@@ -5,16 +5,15 @@ Every kernel sees its input as R rows of C channels: row r, channel c lies at
 (r // L) * C * L + c * L + r % L, with L = H*W (or L) for contiguous input and L = 1 for
 channels-last and 2-D input, where a row is one pixel's C contiguous values (read as 16-byte
 vectors along C). Per-channel sums over the rows are split into parts of `chunk` rows, one
-program per part and block of channels; the last program of a block of channels to finish (an
-arrival counter per block, _counters) adds up that block's parts in a fixed order: deterministic,
-and no launch of its own.
+program per part and block of channels, then added up by batch_norm_finalize_kernel in a fixed
+order: deterministic, no atomics.
 
-Training forward: batch_norm_stats_kernel (per part: the mean and M2 of its rows; the last
-program: mean and 1/std, and the running statistics' update, on the device) and
-batch_norm_apply_kernel (y = act(z), z = xhat * w + b; it counts the batch in
-num_batches_tracked). Eval forward: batch_norm_apply_kernel alone, from the running statistics.
-Backward: batch_norm_backward_reduce_kernel (per part: sum dz and sum dz * xhat, dz = dy *
-act'(z); the last program: their totals) and batch_norm_backward_kernel (dx).
+Training forward: batch_norm_stats_kernel (per part: the sums of x - x[0] and of its square),
+batch_norm_finalize_kernel (mean and 1/std; the running statistics' update on the device) and
+batch_norm_apply_kernel (y = act(z), z = xhat * w + b). Eval forward: batch_norm_apply_kernel
+alone, from the running statistics. Backward: batch_norm_backward_reduce_kernel (per part: sum
+dz and sum dz * xhat, dz = dy * act'(z)), batch_norm_finalize_kernel (the parts added up) and
+batch_norm_backward_kernel (dx).
 
 With the activation (ACT: GELU), z is recomputed from x in every pass instead of being stored,
 and dz formed where it is used: the forward reads x twice and writes y once, the backward reads
@@ -35,8 +34,8 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, launch_kept
-from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept
+from .autotune import autotune, jit, launch_kept
+from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -51,15 +50,15 @@ _PART_CONFIGS = [triton.Config({**c.kwargs, "STAGES": stages}, num_warps=c.num_w
 _INTERPRET_BLOCKS = {"BLOCK_R": 2048, "BLOCK_C": 16}
 _GPU = tl.constexpr(not INTERPRET)
 # Rows of one part of the sums: a multiple of ROWS_MIN (itself a multiple of every config's
-# BLOCK_R, so that no tile straddles two parts), at most MAX_PARTS parts, so that the last
-# program of a block of channels has few to add up. At airbench's sizes: [1024, 64, 15, 15] gives
+# BLOCK_R, so that no tile straddles two parts), at most MAX_PARTS parts, so that the finalize
+# kernel reads each channel's parts in one tile. At airbench's sizes: [1024, 64, 15, 15] gives
 # 450 parts of 512 rows, [1024, 256, 7, 7] 392 of 128, each part one program per block of
 # channels. The interpreter pays per program: one part for test-sized inputs.
 ROWS_MIN = 4096 if INTERPRET else 128
 MAX_PARTS = 512
-# Parts times channels that the last program of a block adds up at a time (a tile of the
-# [S, 2, C] parts as large as a tile of rows)
-_FINAL_TILE = tl.constexpr(4096)
+# batch_norm_finalize_kernel's channels per program: 32-byte rows of the [S, 2, C] parts, and
+# C / 8 programs reading them at once rather than a few looping
+FINAL_BLOCK_C = 8
 
 
 @triton.jit
@@ -129,78 +128,13 @@ def _rows_of(part, chunk, R):
     return first, tl.minimum(first + chunk, R)
 
 
+@autotune(_PART_CONFIGS, key=["R", "C", "L", "COUNT"], interpret=_INTERPRET_BLOCKS, restore_value=["count_ptr"])
 @triton.jit
-def _last_to_arrive(counter_ptr):
-    """Whether this program is the last of its column of the grid (its block of channels) to get
-    here, after storing its part: then every part of the block is stored and visible to it (the
-    counter's acquire), and it zeroes the counter for the next launch on the stream."""
-    tl.debug_barrier()  # every thread's stores of the part before the release
-    counter_ptr += tl.program_id(1)
-    last = tl.atomic_add(counter_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1
-    if last:
-        tl.store(counter_ptr, 0)
-    return last
-
-
-@triton.jit
-def _parts_at(part_ptr, s0, cols, C, S, BLOCK_S: tl.constexpr):
-    """Offsets and mask of the parts s0 .. s0 + BLOCK_S of the [S, 2, C] parts' first row, at cols."""
-    s = s0 + tl.arange(0, BLOCK_S)
-    return s[:, None] * (2 * C) + cols[None, :], (s < S)[:, None] & (cols < C)[None, :]
-
-
-@triton.jit
-def _merge_stats(part_ptr, mean_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, cols, R, C, S, chunk,
-                 momentum, eps, TRACK: tl.constexpr, CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr):
-    """The parts' (mean, M2) at cols merged by Chan's rule about part 0's mean: mean = m0 +
-    sum n d / R, M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; stores mean and invstd
-    = 1/sqrt(biased var + eps). TRACK: running = (1 - f) * running + f * batch, with the unbiased
-    variance, f = momentum, or with CUMULATIVE 1 / (count + 1) (the cumulative average, the
-    batch counted by the apply kernel after). The parts are read past L1 (.cg): other programs
-    wrote them."""
-    cmask = cols < C
-    m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0, cache_modifier=".cg")
-    acc = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):
-        at, mask = _parts_at(part_ptr, s0, cols, C, S, BLOCK_S)
-        n = tl.minimum(chunk, R - (s0 + tl.arange(0, BLOCK_S)) * chunk).to(tl.float32)[:, None]
-        acc += tl.where(mask, n * (tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg") - m0[None, :]),
-                        0.0)
-    dmean = tl.sum(acc, axis=0) / R
-    acc = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):
-        at, mask = _parts_at(part_ptr, s0, cols, C, S, BLOCK_S)
-        n = tl.minimum(chunk, R - (s0 + tl.arange(0, BLOCK_S)) * chunk).to(tl.float32)[:, None]
-        e = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg") - m0[None, :]
-                     - dmean[None, :], 0.0)
-        acc += tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg") + n * e * e
-    m2 = tl.sum(acc, axis=0)
-    mean = m0 + dmean
-    tl.store(mean_ptr + cols, mean, mask=cmask)
-    tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
-    if TRACK:
-        if CUMULATIVE:
-            f = 1.0 / (tl.load(count_ptr) + 1).to(tl.float32)
-        else:
-            f = momentum
-        rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rm = (1.0 - f) * rm + f * mean
-        rv = (1.0 - f) * rv + f * (m2 / (R - 1))
-        tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
-        tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
-
-
-@autotune(_PART_CONFIGS, key=["R", "C", "L", "TRACK", "CUMULATIVE"], interpret=_INTERPRET_BLOCKS,
-          restore_value=["run_mean_ptr", "run_var_ptr"])
-@triton.jit
-def batch_norm_stats_kernel(x_ptr, part_ptr, counter_ptr, mean_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr,
-                            R, C, chunk, momentum, eps, L: tl.constexpr, TRACK: tl.constexpr,
-                            CUMULATIVE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                            STAGES: tl.constexpr):
+def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.constexpr, COUNT: tl.constexpr,
+                            BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
     """x as [R, C] -> part [S, 2, C]: per part of chunk rows, its mean and M2 (the sum of
-    squared deviations from that mean); grid (S, C blocks). The last program of a block of
-    channels then merges its parts (_merge_stats: mean, invstd, the running statistics)."""
+    squared deviations from that mean); grid (S, C blocks). COUNT: program (0, 0) adds 1 to
+    the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     first, end = _rows_of(part, chunk, R)
@@ -217,7 +151,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, counter_ptr, mean_ptr, invstd_ptr, 
         x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift[None, :], 0.0)
         s1 += x
         s2 += x * x
-    n = (end - first).to(tl.float32)
+    n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
     d = tl.sum(s1, axis=0)
     ss = tl.sum(s2, axis=0)
     # squares past fp32's range (a 3e38 among small values): M2 inf, not inf - inf, so that a finite
@@ -227,24 +161,70 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, counter_ptr, mean_ptr, invstd_ptr, 
     out = part * 2 * C + cols
     tl.store(part_ptr + out, shift + d / n, mask=cols < C)
     tl.store(part_ptr + out + C, m2, mask=cols < C)
-    if _last_to_arrive(counter_ptr):
-        _merge_stats(part_ptr, mean_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, cols, R, C,
-                     tl.num_programs(0), chunk, momentum, eps, TRACK, CUMULATIVE, _FINAL_TILE // BLOCK_C)
+    if COUNT:
+        if (part == 0) & (tl.program_id(1) == 0):
+            tl.store(count_ptr, tl.load(count_ptr) + 1)
 
 
-@autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT", "COUNT"],
-          interpret=_INTERPRET_BLOCKS, restore_value=["count_ptr"])
+@jit
+def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
+                               chunk, momentum, eps, STATS: tl.constexpr, TRACK: tl.constexpr,
+                               CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """part [S, 2, C] -> out [C] and invstd [C], its two rows' sums over the S parts, in a fixed
+    order (the backward's sums: of dz, the bias's gradient, and of dz * xhat, the weight's, each its
+    own tensor so that either becomes a leaf's .grad as it is); grid (C blocks). STATS (the stats
+    kernel's parts of chunk rows): out [C] the mean and invstd [C] = 1/sqrt(biased var + eps)
+    instead; TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
+    f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    if STATS:
+        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum n d / R,
+        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S)
+        s = tl.arange(0, BLOCK_S)
+        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
+        mask = (s < S)[:, None] & cmask[None, :]
+        at = s[:, None] * (2 * C) + cols[None, :]
+        m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0)
+        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0) - m0[None, :], 0.0)
+        dmean = tl.sum(n * d, axis=0) / R
+        e = tl.where(mask, d - dmean[None, :], 0.0)
+        m2 = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0) + n * e * e, axis=0)
+        mean = m0 + dmean
+        tl.store(out_ptr + cols, mean, mask=cmask)
+        tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
+        if TRACK:
+            if CUMULATIVE:
+                f = 1.0 / tl.load(count_ptr).to(tl.float32)
+            else:
+                f = momentum
+            rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rm = (1.0 - f) * rm + f * mean
+            rv = (1.0 - f) * rv + f * (m2 / (R - 1))
+            tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
+            tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
+    else:
+        acc0 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        acc1 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        for s0 in range(0, S, BLOCK_S):  # once, where the launcher makes BLOCK_S >= S
+            s = s0 + tl.arange(0, BLOCK_S)
+            mask = (s < S)[:, None] & cmask[None, :]
+            at = s[:, None] * (2 * C) + cols[None, :]
+            acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
+            acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
+        tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cmask)
+        tl.store(invstd_ptr + cols, tl.sum(acc1, axis=0), mask=cmask)
+
+
+@autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
-def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, count_ptr, R, C, eps, L: tl.constexpr,
+def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C, eps, L: tl.constexpr,
                             RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACT: tl.constexpr,
-                            COUNT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                            BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """y = z = (x - mean) * invstd * w + b, or with ACT y = gelu(z); x and y [R, C] (laid out
     alike), the rest [C]; see _normaliser for stat. Grid (row blocks, C blocks), the last row
-    block first (at least one program: with no rows, it only counts). COUNT: program (0, 0) adds
-    1 to the int64 count (num_batches_tracked), after the stats kernel read it."""
-    if COUNT:
-        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
-            tl.store(count_ptr, tl.load(count_ptr) + 1)
+    block first."""
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     offs, mask = _offsets(rows, cols, R, C, L)
@@ -269,16 +249,12 @@ def _dz(dy, xc, scale, shift, ACT: tl.constexpr):
 
 @autotune(_PART_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
-def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, counter_ptr,
-                                      sum_dz_ptr, sum_dzx_ptr, R, C, chunk, eps, L: tl.constexpr,
-                                      RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-                                      ACT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                                      STAGES: tl.constexpr):
+def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, R, C, chunk, eps,
+                                      L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
+                                      HAS_B: tl.constexpr, ACT: tl.constexpr,
+                                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
     """dy and x [R, C] -> part [S, 2, C]: per part of chunk rows, sum dz and sum dz * xhat,
-    xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks). The last
-    program of a block of channels stores the parts' totals, sum_dz [C] (the bias's gradient)
-    and sum_dzx [C] (the weight's), each its own tensor so that either becomes a leaf's .grad as
-    it is."""
+    xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks)."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     mean, invstd, scale, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
@@ -295,16 +271,6 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
     out = part * 2 * C + cols
     tl.store(part_ptr + out, tl.sum(acc_g, axis=0), mask=cols < C)
     tl.store(part_ptr + out + C, tl.sum(acc_gx, axis=0) * invstd, mask=cols < C)
-    if _last_to_arrive(counter_ptr):  # the parts' totals, in order
-        BLOCK_S: tl.constexpr = _FINAL_TILE // BLOCK_C
-        tot_g = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
-        tot_gx = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
-        for s0 in range(0, tl.num_programs(0), BLOCK_S):
-            at, mask = _parts_at(part_ptr, s0, cols, C, tl.num_programs(0), BLOCK_S)
-            tot_g += tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg")
-            tot_gx += tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg")
-        tl.store(sum_dz_ptr + cols, tl.sum(tot_g, axis=0), mask=cols < C)
-        tl.store(sum_dzx_ptr + cols, tl.sum(tot_gx, axis=0), mask=cols < C)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -390,37 +356,25 @@ def _tiles(R, C):
 _BOUND = {}  # the kernels' Bound launches (autotune.launch_kept), by kernel, sizes and flags
 
 
-_COUNTERS = {}  # the part kernels' arrival counters (int32, zero between launches) by device and stream
-_OUTGROWN = []  # counters replaced by larger ones, kept: a captured CUDA graph may still count in them
+def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, stats, track, cumulative):
+    block_s = min(next_power_of_2(S), MAX_PARTS)
+    launch_kept(_BOUND, (batch_norm_finalize_kernel, R, C, S, chunk, stats, track, cumulative),
+                batch_norm_finalize_kernel, (cdiv(C, FINAL_BLOCK_C),),
+                (part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps),
+                dict(STATS=stats, TRACK=track, CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C,
+                     num_warps=8 if block_s > 128 else 4))
 
 
-def _counters(device, C):
-    """Zeroed arrival counters for a part kernel's launch over C channels on the current stream
-    (_last_to_arrive): each launch leaves its counters zero, and launches on one stream run one
-    after another; another stream, whose launches may overlap, gets its own."""
-    key = (device, triton.runtime.driver.active.get_current_stream(device.index) if device.type == "cuda" else 0)
-    counters = _COUNTERS.get(key)
-    n = cdiv(C, 16)  # a block per 16 channels at the most: every config's BLOCK_C is a multiple of 16
-    if counters is None or counters.numel() < n:
-        if counters is not None:
-            _OUTGROWN.append(counters)
-        counters = _COUNTERS[key] = torch.zeros(max(n, 256), dtype=torch.int32, device=device)
-    return counters
-
-
-def _apply(x, view, mean, stat, weight, bias, eps, running, act, count=None):
-    """y = act(normalised x) through the apply kernel; view: x's checked (R, C, L). count: the
-    int64 num_batches_tracked to add 1 to (also where there are no rows)."""
+def _apply(x, view, mean, stat, weight, bias, eps, running, act):
+    """y = act(normalised x) through the apply kernel; view: x's checked (R, C, L)."""
     R, C, L = view
     y = torch.empty_like(x)
-    counts = count is not None
-    if R == 0 and not counts:  # nothing to launch
+    if R == 0:  # no rows: nothing to launch
         return y
     has_w, has_b = weight is not None, bias is not None
-    launch_kept(_BOUND, (batch_norm_apply_kernel, R, C, L, running, has_w, has_b, act, counts),
-                batch_norm_apply_kernel, _tiles(R, C) if R and C else (1, 1),
-                (x, mean, stat, weight if has_w else x, bias if has_b else x, y, count if counts else mean, R, C,
-                 float(eps)), dict(L=L, RUNNING=running, HAS_W=has_w, HAS_B=has_b, ACT=act, COUNT=counts))
+    launch_kept(_BOUND, (batch_norm_apply_kernel, R, C, L, running, has_w, has_b, act), batch_norm_apply_kernel,
+                _tiles(R, C), (x, mean, stat, weight if has_w else x, bias if has_b else x, y, R, C, float(eps)),
+                dict(L=L, RUNNING=running, HAS_W=has_w, HAS_B=has_b, ACT=act))
     return y
 
 
@@ -452,18 +406,21 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
                          f"{tuple(count.shape)} {count.dtype} on {count.device}")
     check(momentum is not None or not track or count is not None,
           "batch_norm: momentum=None (the cumulative average) needs num_batches_tracked")
+    chunk, S = _row_parts(R)
+    part = torch.empty((max(S, 1), 2, C), device=device, dtype=torch.float32)
     mean = torch.empty(C, device=device, dtype=torch.float32)
     invstd = torch.empty(C, device=device, dtype=torch.float32)
-    if R:
-        chunk, S = _row_parts(R)
-        part = torch.empty((S, 2, C), device=device, dtype=torch.float32)
-        run_mean, run_var = (running_mean, running_var) if track else (mean, mean)
-        launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, track, momentum is None),
-                    batch_norm_stats_kernel, _parts_grid(S, C),
-                    (x, part, _counters(device, C), mean, invstd, run_mean, run_var, mean if count is None else count,
-                     R, C, chunk, float(momentum or 0.0), float(eps)),
-                    dict(L=L, TRACK=track, CUMULATIVE=momentum is None))
-    return _apply(x, (R, C, L), mean, invstd, weight, bias, eps, False, act, count), mean, invstd
+    # no rows: one program only counts the batch (its part, of no rows, is never read)
+    grid = _parts_grid(S, C) if R else (1, 1)
+    counts = count is not None
+    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts), batch_norm_stats_kernel, grid,
+                (x, part, count if counts else mean, R, C, chunk), dict(L=L, COUNT=counts))
+    if R == 0:
+        return torch.empty_like(x), mean, invstd
+    _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
+              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), stats=True,
+              track=track, cumulative=momentum is None)
+    return _apply(x, (R, C, L), mean, invstd, weight, bias, eps, False, act), mean, invstd
 
 
 def batch_norm_eval(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, activation=None):
@@ -512,11 +469,12 @@ def backward_trusted(dy, x, mean, stat, weight, eps, running, need_x, need_param
     if need_params or (need_x and not running):
         chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
-        db = torch.empty(C, device=x.device, dtype=torch.float32)
-        dw = torch.empty(C, device=x.device, dtype=torch.float32)
         launch_kept(_BOUND, (batch_norm_backward_reduce_kernel, R, C, chunk, *flags.values()),
                     batch_norm_backward_reduce_kernel, _parts_grid(S, C),
-                    (dy, x, mean, stat, w, b, part, _counters(x.device, C), db, dw, R, C, chunk, float(eps)), flags)
+                    (dy, x, mean, stat, w, b, part, R, C, chunk, float(eps)), flags)
+        db = torch.empty(C, device=x.device, dtype=torch.float32)
+        dw = torch.empty(C, device=x.device, dtype=torch.float32)
+        _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
     dx = None
     if need_x:
         dx = torch.empty_like(x)
