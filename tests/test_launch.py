@@ -29,3 +29,19 @@ def test_plain_arguments_key_caches_by_type_too():
 def test_next_power_of_2_is_tritons():
     import triton
     assert [next_power_of_2(n) for n in range(0, 2100)] == [triton.next_power_of_2(n) for n in range(0, 2100)]
+
+
+def test_import_freezes_what_the_imports_made_unless_told_not_to():
+    """`import tnet` moves the objects alive then (modules, functions, classes) out of the garbage
+    collector's passes (gc.freeze): an eager loop's full collections then skip them.
+    TNET_GC_FREEZE=0 leaves the collector as it is."""
+    import gc
+    import os
+    import subprocess
+    import sys
+    if os.environ.get("TNET_GC_FREEZE", "1") != "0":
+        assert gc.get_freeze_count() > 10000
+    env = {**os.environ, "TNET_GC_FREEZE": "0"}
+    out = subprocess.run([sys.executable, "-c", "import gc, tnet; print(gc.get_freeze_count())"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "0"

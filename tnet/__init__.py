@@ -379,3 +379,15 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (N
 Tensor.coalesce = lambda self: self
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
+
+# What the imports made (torch's, numpy's, Triton's and tnet's modules, functions and classes) lives as long as the
+# process: frozen (gc.freeze), it is left out of the collector's full passes, which an eager training loop's tape
+# triggers every few hundred steps and which otherwise walk all of it (a long pause: docs/results.md). Objects made
+# after the import are collected as ever. They are unfrozen at exit, for the interpreter's last collection (extension
+# modules report what it does not free as leaked). TNET_GC_FREEZE=0 leaves the collector as it is.
+import atexit as _atexit  # noqa: E402
+import gc as _gc  # noqa: E402
+import os as _os  # noqa: E402
+if _os.environ.get("TNET_GC_FREEZE", "1") != "0":
+    _gc.freeze()
+    _atexit.register(_gc.unfreeze)
