@@ -493,3 +493,30 @@ def test_layer_and_group_norm_of_a_constant_row_are_0_as_torch():
     np.testing.assert_array_equal(g.numpy()[0, :2], np.zeros((2, 3), np.float32))
     v, m = tnet.var_mean(tnet.Tensor(x.clone()), 1)
     np.testing.assert_array_equal(m.numpy()[:2], x[:2, 0].numpy())
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_merges_many_parts(monkeypatch, rng, channels_last):
+    """300 parts of 64 rows, with |mean| = 100 std: the statistics, the running variance and the
+    gradients as in float64."""
+    monkeypatch.setattr(norm, "ROWS_MIN", 64)
+    monkeypatch.setattr(norm, "MAX_PARTS", 512)
+    a = rng.standard_normal((300, 3, 8, 8)) + 100 * np.array([1, -1, 2])[:, None, None]
+    x, rx = leaf(a, channels_last)
+    assert norm._row_parts(19200) == (64, 300)
+    rm, rv = torch.zeros(3, device=tnet.DEVICE), torch.ones(3, device=tnet.DEVICE)
+    y, mean, invstd = norm.batch_norm_train(x.memory, None, None, 1e-5, rm, rv, 0.5)
+    ref = rx.detach()
+    assert_close(mean, ref.mean((0, 2, 3)), TOL["ieee"], "mean")
+    assert_close(1 / invstd.double() ** 2 - 1e-5, ref.var((0, 2, 3), unbiased=False), TOL["ieee"], "biased variance")
+    assert_close(rv, 0.5 + 0.5 * ref.var((0, 2, 3)).to(rv.device), TOL["ieee"], "running_var")
+    dy = torch.empty_like(x.memory).copy_(torch.as_tensor(rng.standard_normal(a.shape)))  # laid out as x
+    w = torch.ones(3, device=tnet.DEVICE)
+    dx, dw, db = norm.batch_norm_backward(dy, x.memory, mean, invstd, w)
+    rxd = ref.clone().requires_grad_(True)
+    wd = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    bd = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    tF.batch_norm(rxd, None, None, wd, bd, training=True).backward(dy.double().cpu())
+    assert_close(dx, rxd.grad, TOL["ieee"], "dx")
+    assert_close(dw, wd.grad, TOL["ieee"], "dweight")
+    assert_close(db, bd.grad, TOL["ieee"], "dbias")
