@@ -1,0 +1,545 @@
+"""DOCSTRING"""
+import math
+
+import numpy as np
+
+from helpers import compare, load
+
+
+def summary(params):
+    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
+    out = []
+    for p in params:
+        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
+    return out
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- diffusion ------------------------------------------------------------------------------
+
+# (a) "The Annotated Diffusion Model" (a DDPM on MNIST-size images): linear_beta_schedule by torch.linspace and
+# cosine_beta_schedule by torch.cos and torch.clip, alphas_cumprod by torch.cumprod, F.pad(alphas_cumprod[:-1],
+# (1, 0), value=1.0), extract(a, t, x_shape) by a.gather(-1, t.cpu()).reshape(batch_size, *((1,) * ...)),
+# SinusoidalPositionEmbeddings, a small UNet of Residual/PreNorm wrappers, Block (Conv2d, GroupNorm, SiLU,
+# scale-shift from the time MLP), an Attention block by einsum over q, k, v from a 1x1 conv's chunk(3),
+# Downsample by a stride-2 conv and Upsample by nn.Upsample + conv, p_losses by F.smooth_l1_loss (huber), and
+# the sampling loop under torch.no_grad() (p_sample with the posterior variance); numpy draws t and the noise
+def ddpm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    timesteps = 20
+
+    def linear_beta_schedule(timesteps):
+        beta_start = 0.0001
+        beta_end = 0.02
+        return torch.linspace(beta_start, beta_end, timesteps)
+
+    def cosine_beta_schedule(timesteps, s=0.008):
+        steps = timesteps + 1
+        x = torch.linspace(0, timesteps, steps)
+        alphas_cumprod = torch.cos(((x / timesteps) + s) / (1 + s) * torch.pi * 0.5) ** 2
+        alphas_cumprod = alphas_cumprod / alphas_cumprod[0]
+        betas = 1 - (alphas_cumprod[1:] / alphas_cumprod[:-1])
+        return torch.clip(betas, 0.0001, 0.9999)
+
+    betas = linear_beta_schedule(timesteps=timesteps)
+    alphas = 1. - betas
+    alphas_cumprod = torch.cumprod(alphas, axis=0)
+    alphas_cumprod_prev = F.pad(alphas_cumprod[:-1], (1, 0), value=1.0)
+    sqrt_recip_alphas = torch.sqrt(1.0 / alphas)
+    sqrt_alphas_cumprod = torch.sqrt(alphas_cumprod)
+    sqrt_one_minus_alphas_cumprod = torch.sqrt(1. - alphas_cumprod)
+    posterior_variance = betas * (1. - alphas_cumprod_prev) / (1. - alphas_cumprod)
+    cosine = cosine_beta_schedule(timesteps)
+
+    def extract(a, t, x_shape):
+        batch_size = t.shape[0]
+        out = a.gather(-1, t.cpu())
+        return out.reshape(batch_size, *((1,) * (len(x_shape) - 1))).to(t.device)
+
+    class Residual(nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x, *args, **kwargs):
+            return self.fn(x, *args, **kwargs) + x
+
+    class SinusoidalPositionEmbeddings(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+
+        def forward(self, time):
+            device = time.device
+            half_dim = self.dim // 2
+            embeddings = math.log(10000) / (half_dim - 1)
+            embeddings = torch.exp(torch.arange(half_dim, device=device) * -embeddings)
+            embeddings = time[:, None] * embeddings[None, :]
+            embeddings = torch.cat((embeddings.sin(), embeddings.cos()), dim=-1)
+            return embeddings
+
+    class Block(nn.Module):
+        def __init__(self, dim, dim_out, groups=4):
+            super().__init__()
+            self.proj = nn.Conv2d(dim, dim_out, 3, padding=1)
+            self.norm = nn.GroupNorm(groups, dim_out)
+            self.act = nn.SiLU()
+
+        def forward(self, x, scale_shift=None):
+            x = self.proj(x)
+            x = self.norm(x)
+            if scale_shift is not None:
+                scale, shift = scale_shift
+                x = x * (scale + 1) + shift
+            x = self.act(x)
+            return x
+
+    class ResnetBlock(nn.Module):
+        def __init__(self, dim, dim_out, *, time_emb_dim=None, groups=4):
+            super().__init__()
+            self.mlp = (nn.Sequential(nn.SiLU(), nn.Linear(time_emb_dim, dim_out * 2)) if time_emb_dim is not None else None)
+            self.block1 = Block(dim, dim_out, groups=groups)
+            self.block2 = Block(dim_out, dim_out, groups=groups)
+            self.res_conv = nn.Conv2d(dim, dim_out, 1) if dim != dim_out else nn.Identity()
+
+        def forward(self, x, time_emb=None):
+            scale_shift = None
+            if self.mlp is not None and time_emb is not None:
+                time_emb = self.mlp(time_emb)
+                time_emb = time_emb[:, :, None, None]  # rearrange(time_emb, "b c -> b c 1 1")
+                scale_shift = time_emb.chunk(2, dim=1)
+            h = self.block1(x, scale_shift=scale_shift)
+            h = self.block2(h)
+            return h + self.res_conv(x)
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads=2, dim_head=4):
+            super().__init__()
+            self.scale = dim_head ** -0.5
+            self.heads = heads
+            hidden_dim = dim_head * heads
+            self.to_qkv = nn.Conv2d(dim, hidden_dim * 3, 1, bias=False)
+            self.to_out = nn.Conv2d(hidden_dim, dim, 1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            qkv = self.to_qkv(x).chunk(3, dim=1)
+            q, k, v = map(lambda t: t.reshape(b, self.heads, -1, h * w), qkv)  # "b (h c) x y -> b h c (x y)"
+            q = q * self.scale
+            sim = torch.einsum("b h d i, b h d j -> b h i j", q, k)
+            sim = sim - sim.amax(dim=-1, keepdim=True).detach()
+            attn = sim.softmax(dim=-1)
+            out = torch.einsum("b h i j, b h d j -> b h i d", attn, v)
+            out = out.permute(0, 1, 3, 2).reshape(b, -1, h, w)  # "b h (x y) d -> b (h d) x y"
+            return self.to_out(out)
+
+    class PreNorm(nn.Module):
+        def __init__(self, dim, fn):
+            super().__init__()
+            self.fn = fn
+            self.norm = nn.GroupNorm(1, dim)
+
+        def forward(self, x):
+            x = self.norm(x)
+            return self.fn(x)
+
+    class Unet(nn.Module):
+        def __init__(self, dim=8, channels=1):
+            super().__init__()
+            time_dim = dim * 4
+            self.init_conv = nn.Conv2d(channels, dim, 1, padding=0)
+            self.time_mlp = nn.Sequential(SinusoidalPositionEmbeddings(dim), nn.Linear(dim, time_dim), nn.GELU(),
+                                          nn.Linear(time_dim, time_dim))
+            self.down = ResnetBlock(dim, dim * 2, time_emb_dim=time_dim)
+            self.downsample = nn.Conv2d(dim * 2, dim * 2, 4, 2, 1)
+            self.mid_attn = Residual(PreNorm(dim * 2, Attention(dim * 2)))
+            self.upsample = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(dim * 2, dim * 2, 3, padding=1))
+            self.up = ResnetBlock(dim * 4, dim, time_emb_dim=time_dim)
+            self.final_conv = nn.Conv2d(dim, channels, 1)
+
+        def forward(self, x, time):
+            x = self.init_conv(x)
+            t = self.time_mlp(time)
+            h = self.down(x, t)
+            x = self.downsample(h)
+            x = self.mid_attn(x)
+            x = self.upsample(x)
+            x = torch.cat((x, h), dim=1)
+            x = self.up(x, t)
+            return self.final_conv(x)
+
+    torch.manual_seed(0)
+    model = Unet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+
+    def q_sample(x_start, t, noise=None):
+        sqrt_alphas_cumprod_t = extract(sqrt_alphas_cumprod, t, x_start.shape)
+        sqrt_one_minus_alphas_cumprod_t = extract(sqrt_one_minus_alphas_cumprod, t, x_start.shape)
+        return sqrt_alphas_cumprod_t * x_start + sqrt_one_minus_alphas_cumprod_t * noise
+
+    def p_losses(denoise_model, x_start, t, noise, loss_type="huber"):
+        x_noisy = q_sample(x_start=x_start, t=t, noise=noise)
+        predicted_noise = denoise_model(x_noisy, t)
+        if loss_type == 'l1':
+            loss = F.l1_loss(noise, predicted_noise)
+        elif loss_type == 'l2':
+            loss = F.mse_loss(noise, predicted_noise)
+        elif loss_type == "huber":
+            loss = F.smooth_l1_loss(noise, predicted_noise)
+        else:
+            raise NotImplementedError()
+        return loss
+
+    @torch.no_grad()
+    def p_sample(model, x, t, t_index, noise):
+        betas_t = extract(betas, t, x.shape)
+        sqrt_one_minus_alphas_cumprod_t = extract(sqrt_one_minus_alphas_cumprod, t, x.shape)
+        sqrt_recip_alphas_t = extract(sqrt_recip_alphas, t, x.shape)
+        model_mean = sqrt_recip_alphas_t * (x - betas_t * model(x, t) / sqrt_one_minus_alphas_cumprod_t)
+        if t_index == 0:
+            return model_mean
+        posterior_variance_t = extract(posterior_variance, t, x.shape)
+        return model_mean + torch.sqrt(posterior_variance_t) * noise
+
+    losses = [float(cosine.sum()), float(alphas_cumprod_prev[1])]
+    batch_size = 2
+    for step, loss_type in enumerate(["huber", "l2"]):
+        optimizer.zero_grad()
+        batch = torch.tensor(normal(rng, batch_size, 1, 8, 8))
+        t = torch.tensor(rng.integers(0, timesteps, (batch_size,))).long()
+        loss = p_losses(model, batch, t, torch.tensor(normal(rng, batch_size, 1, 8, 8)), loss_type=loss_type)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    img = torch.tensor(normal(rng, 2, 1, 8, 8))
+    for i in reversed(range(0, 2)):
+        img = p_sample(model, img, torch.full((2,), i, dtype=torch.long), i, torch.tensor(normal(rng, 2, 1, 8, 8)))
+    assert not img.requires_grad
+    losses += [float(img.mean()), float(img.std())]
+    return init, losses + summary(model.parameters())
+
+
+def test_ddpm_annotated_diffusion():
+    compare(ddpm)
+
+
+# (b) Song and Ermon's NCSN on 2-D toy data: sigmas as a geometric sequence (torch.exp(torch.linspace(log, log, L))),
+# a noise-conditional MLP that divides its output by the used sigma, anneal_dsm_score_estimation (used_sigmas =
+# sigmas[labels].view(...), perturbed = samples + noise * used_sigmas, target = -noise / used_sigmas ** 2, the loss
+# 0.5 * ((scores - target) ** 2).sum(dim=-1) * used_sigmas.squeeze() ** 2), sliced score matching (a random
+# projection v, grad1 = scores, gradv = v * grad1, loss1 = 0.5 * (v * grad1).sum(-1) ** 2, loss2 =
+# torch.autograd.grad(gradv.sum(), x, create_graph=True)[0] * v summed), and annealed Langevin dynamics under
+# torch.no_grad() (step_size = lr * (sigma / sigmas[-1]) ** 2, x + step_size * grad + noise * sqrt(step_size * 2));
+# numpy draws the noise and the labels
+def score_matching(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    sigma_begin, sigma_end, num_classes = 1.0, 0.01, 4
+    sigmas = torch.tensor(np.exp(np.linspace(np.log(sigma_begin), np.log(sigma_end), num_classes))).float()
+    sigmas_t = torch.exp(torch.linspace(math.log(sigma_begin), math.log(sigma_end), num_classes))
+
+    class ScoreNet(nn.Module):
+        def __init__(self, hidden=16):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(2, hidden), nn.Softplus(), nn.Linear(hidden, hidden), nn.Softplus(), nn.Linear(hidden, 2))
+
+        def forward(self, x, y):
+            used_sigmas = sigmas[y].view(x.shape[0], *([1] * len(x.shape[1:])))
+            return self.net(x) / used_sigmas
+
+    def anneal_dsm_score_estimation(scorenet, samples, labels, noise, anneal_power=2.):
+        used_sigmas = sigmas[labels].view(samples.shape[0], *([1] * len(samples.shape[1:])))
+        perturbed_samples = samples + noise * used_sigmas
+        target = - 1 / (used_sigmas ** 2) * (perturbed_samples - samples)
+        scores = scorenet(perturbed_samples, labels)
+        target = target.view(target.shape[0], -1)
+        scores = scores.view(scores.shape[0], -1)
+        loss = 1 / 2. * ((scores - target) ** 2).sum(dim=-1) * used_sigmas.squeeze() ** anneal_power
+        return loss.mean(dim=0)
+
+    def sliced_score_estimation(score_net, samples, labels, vectors):
+        samples.requires_grad_(True)
+        grad1 = score_net(samples, labels)
+        gradv = torch.sum(grad1 * vectors)
+        loss1 = torch.sum(grad1 * vectors, dim=-1) ** 2 * 0.5
+        grad2 = torch.autograd.grad(gradv, samples, create_graph=True)[0]
+        loss2 = torch.sum(vectors * grad2, dim=-1)
+        loss = loss1 + loss2
+        return loss.mean(), loss1.mean(), loss2.mean()
+
+    torch.manual_seed(0)
+    score = ScoreNet()
+    init = load(m, score, state)
+    optimizer = torch.optim.Adam(score.parameters(), lr=1e-3, betas=(0.9, 0.999), weight_decay=0.0)
+    rng = np.random.default_rng(1)
+    losses = [float(torch.abs(sigmas_t - sigmas).max() < 1e-6)]
+    for step in range(2):
+        X = torch.tensor(normal(rng, 8, 2) * 0.5 + 1.0)
+        labels = torch.randint(0, len(sigmas), (X.shape[0],)) if False else torch.tensor(rng.integers(0, num_classes, 8))
+        loss = anneal_dsm_score_estimation(score, X, labels, torch.tensor(normal(rng, 8, 2)))
+        ssm, l1, l2 = sliced_score_estimation(score, X.clone(), labels, torch.tensor(normal(rng, 8, 2)))
+        optimizer.zero_grad()
+        (loss + 0.1 * ssm).backward()
+        optimizer.step()
+        losses += [loss.item(), ssm.item(), l1.item(), l2.item()]
+
+    @torch.no_grad()
+    def anneal_langevin_dynamics(x_mod, scorenet, sigmas, n_steps_each=2, step_lr=0.00002):
+        images = []
+        for c, sigma in enumerate(sigmas):
+            labels = torch.ones(x_mod.shape[0], dtype=torch.long) * c
+            step_size = step_lr * (sigma / sigmas[-1]) ** 2
+            for s in range(n_steps_each):
+                images.append(torch.clamp(x_mod, -3.0, 3.0))
+                noise = torch.tensor(normal(rng, *x_mod.shape)) * torch.sqrt(step_size * 2)
+                grad = scorenet(x_mod, labels)
+                x_mod = x_mod + step_size * grad + noise
+        return images
+
+    images = anneal_langevin_dynamics(torch.tensor(normal(rng, 4, 2)), score, sigmas)
+    losses += [float(images[-1].sum()), float(images[-1].norm()), len(images)]
+    return init, losses + summary(score.parameters())
+
+
+def test_ncsn_score_matching():
+    compare(score_matching)
+
+
+# ---- Hugging Face-style transformer code ----------------------------------------------------
+
+# (c) transformers' modeling_gpt2: Conv1D (a weight of (nx, nf), torch.addmm(self.bias, x.view(-1, x.size(-1)),
+# self.weight), size_out = x.size()[:-1] + (self.nf,)), gelu_new in its tanh form, the causal mask as a bool
+# buffer torch.tril(torch.ones(...)).view(1, 1, n, n) (persistent=False) sliced [:, :, k - q:k, :k], torch.where
+# against torch.full([], torch.finfo(dtype).min), the scale by torch.full([], v.size(-1) ** 0.5), _split_heads
+# and _merge_heads, attention_mask[:, None, None, :] as (1.0 - mask) * torch.finfo(dtype).min, position_ids by
+# torch.arange(past_length, ...).unsqueeze(0), lm_head tied to wte, _init_weights (normal_(std=0.02), c_proj's
+# scaled by 1/sqrt(2 * n_layer)), the LM loss on shift_logits/shift_labels with -100 on the padding, AdamW over
+# no_decay groups with get_linear_schedule_with_warmup as a LambdaLR, and greedy generation with past_key_values
+def gpt2(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def gelu_new(input):
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+
+    class Conv1D(nn.Module):
+        def __init__(self, nf, nx):
+            super().__init__()
+            self.nf = nf
+            self.weight = nn.Parameter(torch.empty(nx, nf))
+            self.bias = nn.Parameter(torch.zeros(nf))
+            nn.init.normal_(self.weight, std=0.02)
+
+        def forward(self, x):
+            size_out = x.size()[:-1] + (self.nf,)
+            x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+            x = x.view(size_out)
+            return x
+
+    class GPT2Attention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            max_positions = config['n_positions']
+            self.register_buffer("bias", torch.tril(torch.ones((max_positions, max_positions), dtype=torch.bool)).view(
+                1, 1, max_positions, max_positions), persistent=False)
+            self.embed_dim = config['n_embd']
+            self.num_heads = config['n_head']
+            self.head_dim = self.embed_dim // self.num_heads
+            self.c_attn = Conv1D(3 * self.embed_dim, self.embed_dim)
+            self.c_proj = Conv1D(self.embed_dim, self.embed_dim)
+            self.attn_dropout = nn.Dropout(0.0)
+            self.resid_dropout = nn.Dropout(0.0)
+
+        def _attn(self, query, key, value, attention_mask=None):
+            attn_weights = torch.matmul(query, key.transpose(-1, -2))
+            attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5, dtype=attn_weights.dtype,
+                                                     device=attn_weights.device)
+            query_length, key_length = query.size(-2), key.size(-2)
+            causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+            mask_value = torch.finfo(attn_weights.dtype).min
+            mask_value = torch.full([], mask_value, dtype=attn_weights.dtype, device=attn_weights.device)
+            attn_weights = torch.where(causal_mask, attn_weights.to(attn_weights.dtype), mask_value)
+            if attention_mask is not None:
+                attn_weights = attn_weights + attention_mask
+            attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+            attn_weights = attn_weights.type(value.dtype)
+            attn_weights = self.attn_dropout(attn_weights)
+            attn_output = torch.matmul(attn_weights, value)
+            return attn_output, attn_weights
+
+        def _split_heads(self, tensor, num_heads, attn_head_size):
+            new_shape = tensor.size()[:-1] + (num_heads, attn_head_size)
+            tensor = tensor.view(new_shape)
+            return tensor.permute(0, 2, 1, 3)  # (batch, head, seq_length, head_features)
+
+        def _merge_heads(self, tensor, num_heads, attn_head_size):
+            tensor = tensor.permute(0, 2, 1, 3).contiguous()
+            new_shape = tensor.size()[:-2] + (num_heads * attn_head_size,)
+            return tensor.view(new_shape)
+
+        def forward(self, hidden_states, layer_past=None, attention_mask=None, use_cache=False):
+            query, key, value = self.c_attn(hidden_states).split(self.embed_dim, dim=2)
+            query = self._split_heads(query, self.num_heads, self.head_dim)
+            key = self._split_heads(key, self.num_heads, self.head_dim)
+            value = self._split_heads(value, self.num_heads, self.head_dim)
+            if layer_past is not None:
+                past_key, past_value = layer_past
+                key = torch.cat((past_key, key), dim=-2)
+                value = torch.cat((past_value, value), dim=-2)
+            present = (key, value) if use_cache is True else None
+            attn_output, attn_weights = self._attn(query, key, value, attention_mask)
+            attn_output = self._merge_heads(attn_output, self.num_heads, self.head_dim)
+            attn_output = self.c_proj(attn_output)
+            attn_output = self.resid_dropout(attn_output)
+            return attn_output, present
+
+    class GPT2MLP(nn.Module):
+        def __init__(self, intermediate_size, config):
+            super().__init__()
+            embed_dim = config['n_embd']
+            self.c_fc = Conv1D(intermediate_size, embed_dim)
+            self.c_proj = Conv1D(embed_dim, intermediate_size)
+            self.act = gelu_new
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, hidden_states):
+            hidden_states = self.c_fc(hidden_states)
+            hidden_states = self.act(hidden_states)
+            hidden_states = self.c_proj(hidden_states)
+            return self.dropout(hidden_states)
+
+    class GPT2Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            hidden_size = config['n_embd']
+            self.ln_1 = nn.LayerNorm(hidden_size, eps=config['layer_norm_epsilon'])
+            self.attn = GPT2Attention(config)
+            self.ln_2 = nn.LayerNorm(hidden_size, eps=config['layer_norm_epsilon'])
+            self.mlp = GPT2MLP(4 * hidden_size, config)
+
+        def forward(self, hidden_states, layer_past=None, attention_mask=None, use_cache=False):
+            residual = hidden_states
+            hidden_states = self.ln_1(hidden_states)
+            attn_output, present = self.attn(hidden_states, layer_past=layer_past, attention_mask=attention_mask,
+                                             use_cache=use_cache)
+            hidden_states = attn_output + residual
+            residual = hidden_states
+            hidden_states = self.ln_2(hidden_states)
+            feed_forward_hidden_states = self.mlp(hidden_states)
+            hidden_states = residual + feed_forward_hidden_states
+            return hidden_states, present
+
+    class GPT2LMHeadModel(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.wte = nn.Embedding(config['vocab_size'], config['n_embd'])
+            self.wpe = nn.Embedding(config['n_positions'], config['n_embd'])
+            self.drop = nn.Dropout(0.0)
+            self.h = nn.ModuleList([GPT2Block(config) for _ in range(config['n_layer'])])
+            self.ln_f = nn.LayerNorm(config['n_embd'], eps=config['layer_norm_epsilon'])
+            self.lm_head = nn.Linear(config['n_embd'], config['vocab_size'], bias=False)
+            self.apply(self._init_weights)
+            self.lm_head.weight = self.wte.weight
+
+        def _init_weights(self, module):
+            if isinstance(module, (nn.Linear, Conv1D)):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+                if module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+            for name, p in module.named_parameters():
+                if name == "c_proj.weight":
+                    p.data.normal_(mean=0.0, std=(0.02 / math.sqrt(2 * self.config['n_layer'])))
+
+        def forward(self, input_ids, past_key_values=None, attention_mask=None, labels=None, use_cache=False):
+            input_shape = input_ids.size()
+            input_ids = input_ids.view(-1, input_shape[-1])
+            batch_size = input_ids.shape[0]
+            if past_key_values is None:
+                past_length = 0
+                past_key_values = tuple([None] * len(self.h))
+            else:
+                past_length = past_key_values[0][0].size(-2)
+            position_ids = torch.arange(past_length, input_shape[-1] + past_length, dtype=torch.long, device=input_ids.device)
+            position_ids = position_ids.unsqueeze(0)
+            if attention_mask is not None:
+                attention_mask = attention_mask.view(batch_size, -1)
+                attention_mask = attention_mask[:, None, None, :]
+                attention_mask = attention_mask.to(dtype=self.wte.weight.dtype)  # fp16 compatibility
+                attention_mask = (1.0 - attention_mask) * torch.finfo(self.wte.weight.dtype).min
+            hidden_states = self.drop(self.wte(input_ids) + self.wpe(position_ids))
+            presents = () if use_cache else None
+            for block, layer_past in zip(self.h, past_key_values):
+                hidden_states, present = block(hidden_states, layer_past=layer_past, attention_mask=attention_mask,
+                                               use_cache=use_cache)
+                if use_cache is True:
+                    presents = presents + (present,)
+            hidden_states = self.ln_f(hidden_states)
+            lm_logits = self.lm_head(hidden_states)
+            loss = None
+            if labels is not None:
+                shift_logits = lm_logits[..., :-1, :].contiguous()
+                shift_labels = labels[..., 1:].contiguous()
+                loss_fct = nn.CrossEntropyLoss()
+                loss = loss_fct(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1))
+            return loss, lm_logits, presents
+
+    config = dict(vocab_size=23, n_positions=16, n_embd=8, n_layer=1, n_head=2, layer_norm_epsilon=1e-5)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(config)
+    init = load(m, model, state)
+    assert "h.0.attn.bias" not in model.state_dict() and model.lm_head.weight is model.wte.weight
+    no_decay = ["bias", "LayerNorm.weight", "ln_"]
+    optimizer_grouped_parameters = [
+        {"params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(optimizer_grouped_parameters, lr=5e-3, eps=1e-8)
+
+    def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, last_epoch=-1):
+        def lr_lambda(current_step):
+            if current_step < num_warmup_steps:
+                return float(current_step) / float(max(1, num_warmup_steps))
+            return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    scheduler = get_linear_schedule_with_warmup(optimizer, 1, 4)
+    rng = np.random.default_rng(2)
+    input_ids = torch.tensor(rng.integers(0, config['vocab_size'], (2, 7)))
+    attention_mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2])
+    labels = input_ids.clone()
+    labels[attention_mask == 0] = -100
+    losses = []
+    model.train()
+    for step in range(2):
+        loss, logits, _ = model(input_ids, attention_mask=attention_mask, labels=labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        losses += [loss.item(), scheduler.get_last_lr()[0]]
+    model.eval()
+    with torch.no_grad():
+        generated = input_ids[:1, :3]
+        past, next_input = None, generated
+        for _ in range(2):
+            _, logits, past = model(next_input, past_key_values=past, use_cache=True)
+            next_token = torch.argmax(logits[:, -1, :], dim=-1, keepdim=True)
+            generated = torch.cat([generated, next_token], dim=-1)
+            next_input = next_token
+        _, full_logits, _ = model(generated[:, :-1])
+    assert torch.allclose(full_logits[:, -1], logits[:, -1], atol=1e-5)
+    return init, losses + generated.flatten().tolist() + summary(model.parameters())
+
+
+def test_hf_gpt2():
+    compare(gpt2)
