@@ -543,3 +543,314 @@ def gpt2(m, state=None):
 
 def test_hf_gpt2():
     compare(gpt2)
+
+
+# (d) transformers' modeling_bert: BertEmbeddings with a position_ids buffer torch.arange(n).expand((1, -1)) and a
+# token_type_ids zeros buffer (persistent=False), padding_idx=0 on the word embeddings, LayerNorm(eps=1e-12),
+# transpose_for_scores (x.size()[:-1] + (heads, head_size), view, permute(0, 2, 1, 3)), scores / math.sqrt(head
+# size) + the extended attention mask (attention_mask[:, None, None, :], (1.0 - mask) * -10000.0), ACT2FN["gelu"],
+# BertPooler's tanh on the first token, the MLM head's decoder tied to the word embeddings with its own bias
+# Parameter, _init_weights (normal_(std=0.02), the padding row zeroed), DataCollatorForLanguageModeling's 15%
+# masking with 80% [MASK], 10% random and -100 labels elsewhere (numpy draws), and a sequence-classification head
+def bert(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    ACT2FN = {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
+    config = dict(vocab_size=20, hidden_size=8, num_attention_heads=2, intermediate_size=16, max_position_embeddings=12,
+                  type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0, hidden_act="gelu", num_labels=3)
+
+    class BertEmbeddings(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.word_embeddings = nn.Embedding(config['vocab_size'], config['hidden_size'], padding_idx=config['pad_token_id'])
+            self.position_embeddings = nn.Embedding(config['max_position_embeddings'], config['hidden_size'])
+            self.token_type_embeddings = nn.Embedding(config['type_vocab_size'], config['hidden_size'])
+            self.LayerNorm = nn.LayerNorm(config['hidden_size'], eps=config['layer_norm_eps'])
+            self.dropout = nn.Dropout(0.0)
+            self.register_buffer("position_ids", torch.arange(config['max_position_embeddings']).expand((1, -1)),
+                                 persistent=False)
+            self.register_buffer("token_type_ids", torch.zeros(self.position_ids.size(), dtype=torch.long),
+                                 persistent=False)
+
+        def forward(self, input_ids, token_type_ids=None):
+            seq_length = input_ids.size()[1]
+            position_ids = self.position_ids[:, 0:seq_length]
+            if token_type_ids is None:
+                buffered_token_type_ids = self.token_type_ids[:, :seq_length]
+                token_type_ids = buffered_token_type_ids.expand(input_ids.size()[0], seq_length)
+            embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+            embeddings += self.position_embeddings(position_ids)
+            embeddings = self.LayerNorm(embeddings)
+            return self.dropout(embeddings)
+
+    class BertSelfAttention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.num_attention_heads = config['num_attention_heads']
+            self.attention_head_size = int(config['hidden_size'] / config['num_attention_heads'])
+            self.all_head_size = self.num_attention_heads * self.attention_head_size
+            self.query = nn.Linear(config['hidden_size'], self.all_head_size)
+            self.key = nn.Linear(config['hidden_size'], self.all_head_size)
+            self.value = nn.Linear(config['hidden_size'], self.all_head_size)
+            self.dropout = nn.Dropout(0.0)
+
+        def transpose_for_scores(self, x):
+            new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+            x = x.view(new_x_shape)
+            return x.permute(0, 2, 1, 3)
+
+        def forward(self, hidden_states, attention_mask=None):
+            query_layer = self.transpose_for_scores(self.query(hidden_states))
+            key_layer = self.transpose_for_scores(self.key(hidden_states))
+            value_layer = self.transpose_for_scores(self.value(hidden_states))
+            attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+            attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+            if attention_mask is not None:
+                attention_scores = attention_scores + attention_mask
+            attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+            attention_probs = self.dropout(attention_probs)
+            context_layer = torch.matmul(attention_probs, value_layer)
+            context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+            new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+            return context_layer.view(new_context_layer_shape)
+
+    class BertLayer(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            h = config['hidden_size']
+            self.attention = BertSelfAttention(config)
+            self.attention_output = nn.Linear(h, h)
+            self.attention_norm = nn.LayerNorm(h, eps=config['layer_norm_eps'])
+            self.intermediate = nn.Linear(h, config['intermediate_size'])
+            self.intermediate_act_fn = ACT2FN[config['hidden_act']]
+            self.output = nn.Linear(config['intermediate_size'], h)
+            self.output_norm = nn.LayerNorm(h, eps=config['layer_norm_eps'])
+
+        def forward(self, hidden_states, attention_mask):
+            attention_output = self.attention_norm(self.attention_output(self.attention(hidden_states, attention_mask)) + hidden_states)
+            intermediate_output = self.intermediate_act_fn(self.intermediate(attention_output))
+            return self.output_norm(self.output(intermediate_output) + attention_output)
+
+    class BertForMaskedLMAndClassification(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            h = config['hidden_size']
+            self.embeddings = BertEmbeddings(config)
+            self.layer = BertLayer(config)
+            self.pooler = nn.Linear(h, h)
+            self.transform = nn.Linear(h, h)
+            self.transform_norm = nn.LayerNorm(h, eps=config['layer_norm_eps'])
+            self.decoder = nn.Linear(h, config['vocab_size'], bias=False)
+            self.bias = nn.Parameter(torch.zeros(config['vocab_size']))
+            self.decoder.bias = self.bias
+            self.classifier = nn.Linear(h, config['num_labels'])
+            self.apply(self._init_weights)
+            self.decoder.weight = self.embeddings.word_embeddings.weight
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+                if module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+                if module.padding_idx is not None:
+                    module.weight.data[module.padding_idx].zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+
+        def get_extended_attention_mask(self, attention_mask, dtype=torch.float32):
+            extended_attention_mask = attention_mask[:, None, None, :]
+            extended_attention_mask = extended_attention_mask.to(dtype=dtype)  # fp16 compatibility
+            return (1.0 - extended_attention_mask) * -10000.0
+
+        def forward(self, input_ids, attention_mask, labels=None, cls_labels=None):
+            extended_attention_mask = self.get_extended_attention_mask(attention_mask)
+            sequence_output = self.layer(self.embeddings(input_ids), extended_attention_mask)
+            pooled_output = torch.tanh(self.pooler(sequence_output[:, 0]))
+            prediction_scores = self.decoder(self.transform_norm(F.gelu(self.transform(sequence_output))))
+            loss_fct = nn.CrossEntropyLoss()  # -100 index = padding token
+            masked_lm_loss = loss_fct(prediction_scores.view(-1, config['vocab_size']), labels.view(-1))
+            logits = self.classifier(pooled_output)
+            cls_loss = loss_fct(logits.view(-1, config['num_labels']), cls_labels.view(-1))
+            return masked_lm_loss, cls_loss
+
+    def torch_mask_tokens(inputs, special_tokens_mask, rng, mlm_probability=0.15, mask_token_id=1):
+        labels = inputs.clone()
+        probability_matrix = torch.full(labels.shape, mlm_probability)
+        probability_matrix.masked_fill_(special_tokens_mask, value=0.0)
+        masked_indices = torch.tensor(rng.random(labels.shape) < probability_matrix.numpy())  # torch.bernoulli
+        labels[~masked_indices] = -100  # We only compute loss on masked tokens
+        indices_replaced = torch.tensor(rng.random(labels.shape) < 0.8) & masked_indices
+        inputs[indices_replaced] = mask_token_id
+        indices_random = torch.tensor(rng.random(labels.shape) < 0.5) & masked_indices & ~indices_replaced
+        random_words = torch.tensor(rng.integers(0, config['vocab_size'], labels.shape))
+        inputs[indices_random] = random_words[indices_random]
+        return inputs, labels
+
+    torch.manual_seed(0)
+    model = BertForMaskedLMAndClassification(config)
+    init = load(m, model, state)
+    assert model.embeddings.word_embeddings.weight[0].abs().sum().item() == 0
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    rng = np.random.default_rng(3)
+    ids = rng.integers(2, config['vocab_size'], (3, 8))
+    ids[1, 6:] = 0
+    input_ids = torch.tensor(ids)
+    attention_mask = (input_ids != config['pad_token_id']).long()
+    special = input_ids == 0
+    losses = []
+    for step in range(2):
+        inputs, labels = torch_mask_tokens(input_ids.clone(), special, rng, mlm_probability=0.4)
+        mlm, cls = model(inputs, attention_mask, labels, torch.tensor([0, 2, 1]))
+        optimizer.zero_grad()
+        (mlm + cls).backward()
+        optimizer.step()
+        losses += [mlm.item(), cls.item(), int((labels != -100).sum())]
+    return init, losses + summary(model.parameters())
+
+
+def test_hf_bert():
+    compare(bert)
+
+
+# (e) the LLaMA and T5 files of transformers: T5LayerNorm / LlamaRMSNorm (variance = hidden_states.to(torch.float32)
+# .pow(2).mean(-1, keepdim=True), hidden_states * torch.rsqrt(variance + eps), back to the input dtype), rotary
+# embeddings (inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)) as a buffer, torch.outer, cos and
+# sin of cat((freqs, freqs), -1), rotate_half by slicing and cat((-x2, x1))), repeat_kv's expand + reshape for
+# grouped-query attention, a causal mask by torch.full((n, n), torch.finfo(dtype).min).triu(1), SwiGLU's
+# down_proj(act_fn(gate_proj(x)) * up_proj(x)) with F.silu, and T5's _relative_position_bucket (torch.abs,
+# torch.log of a float ratio, .to(torch.long), torch.min against torch.full_like, torch.where) for a bias table
+def llama_t5(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    hidden, n_heads, n_kv_heads, seq = 8, 4, 2, 6
+    head_dim = hidden // n_heads
+
+    class LlamaRMSNorm(nn.Module):
+        def __init__(self, hidden_size, eps=1e-6):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(hidden_size))
+            self.variance_epsilon = eps
+
+        def forward(self, hidden_states):
+            input_dtype = hidden_states.dtype
+            hidden_states = hidden_states.to(torch.float32)
+            variance = hidden_states.pow(2).mean(-1, keepdim=True)
+            hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+            return self.weight * hidden_states.to(input_dtype)
+
+    class LlamaRotaryEmbedding(nn.Module):
+        def __init__(self, dim, max_position_embeddings=16, base=10000):
+            super().__init__()
+            inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+            t = torch.arange(max_position_embeddings, dtype=self.inv_freq.dtype)
+            freqs = torch.outer(t, self.inv_freq)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.register_buffer("cos_cached", emb.cos().to(torch.get_default_dtype()), persistent=False)
+            self.register_buffer("sin_cached", emb.sin().to(torch.get_default_dtype()), persistent=False)
+
+        def forward(self, x, seq_len=None):
+            return self.cos_cached[:seq_len].to(dtype=x.dtype), self.sin_cached[:seq_len].to(dtype=x.dtype)
+
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def apply_rotary_pos_emb(q, k, cos, sin, position_ids, unsqueeze_dim=1):
+        cos = cos[position_ids].unsqueeze(unsqueeze_dim)
+        sin = sin[position_ids].unsqueeze(unsqueeze_dim)
+        q_embed = (q * cos) + (rotate_half(q) * sin)
+        k_embed = (k * cos) + (rotate_half(k) * sin)
+        return q_embed, k_embed
+
+    def repeat_kv(hidden_states, n_rep):
+        batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+        if n_rep == 1:
+            return hidden_states
+        hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+        return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+    def _relative_position_bucket(relative_position, bidirectional=True, num_buckets=8, max_distance=16):
+        relative_buckets = 0
+        if bidirectional:
+            num_buckets //= 2
+            relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+            relative_position = torch.abs(relative_position)
+        else:
+            relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+        max_exact = num_buckets // 2
+        is_small = relative_position < max_exact
+        relative_position_if_large = max_exact + (
+            torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).to(torch.long)
+        relative_position_if_large = torch.min(relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
+        relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+        return relative_buckets
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = LlamaRMSNorm(hidden)
+            self.q_proj = nn.Linear(hidden, n_heads * head_dim, bias=False)
+            self.k_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=False)
+            self.v_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=False)
+            self.o_proj = nn.Linear(n_heads * head_dim, hidden, bias=False)
+            self.rotary_emb = LlamaRotaryEmbedding(head_dim)
+            self.relative_attention_bias = nn.Embedding(8, n_heads)
+            self.post_attention_layernorm = LlamaRMSNorm(hidden)
+            self.gate_proj = nn.Linear(hidden, 12, bias=False)
+            self.up_proj = nn.Linear(hidden, 12, bias=False)
+            self.down_proj = nn.Linear(12, hidden, bias=False)
+            self.act_fn = F.silu
+
+        def compute_bias(self, query_length, key_length):
+            context_position = torch.arange(query_length, dtype=torch.long)[:, None]
+            memory_position = torch.arange(key_length, dtype=torch.long)[None, :]
+            relative_position = memory_position - context_position  # shape (query_length, key_length)
+            relative_position_bucket = _relative_position_bucket(relative_position, bidirectional=False)
+            values = self.relative_attention_bias(relative_position_bucket)
+            return values.permute([2, 0, 1]).unsqueeze(0)  # shape (1, num_heads, query_length, key_length)
+
+        def forward(self, x, position_ids):
+            bsz, q_len, _ = x.size()
+            residual = x
+            x = self.input_layernorm(x)
+            q = self.q_proj(x).view(bsz, q_len, n_heads, head_dim).transpose(1, 2)
+            k = self.k_proj(x).view(bsz, q_len, n_kv_heads, head_dim).transpose(1, 2)
+            v = self.v_proj(x).view(bsz, q_len, n_kv_heads, head_dim).transpose(1, 2)
+            cos, sin = self.rotary_emb(v, seq_len=q_len)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin, position_ids)
+            k, v = repeat_kv(k, n_heads // n_kv_heads), repeat_kv(v, n_heads // n_kv_heads)
+            attn_weights = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(head_dim)
+            causal_mask = torch.full((q_len, q_len), torch.finfo(x.dtype).min).triu(1)
+            attn_weights = attn_weights + causal_mask[None, None] + self.compute_bias(q_len, q_len)
+            attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+            attn_output = torch.matmul(attn_weights, v).transpose(1, 2).contiguous().reshape(bsz, q_len, hidden)
+            x = residual + self.o_proj(attn_output)
+            residual = x
+            x = self.post_attention_layernorm(x)
+            return residual + self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(embed_tokens=nn.Embedding(16, hidden), layer=Block(), norm=LlamaRMSNorm(hidden)))
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1)
+    rng = np.random.default_rng(4)
+    ids = torch.tensor(rng.integers(0, 16, (2, seq)))
+    position_ids = torch.arange(0, seq, dtype=torch.long).unsqueeze(0)
+    losses = [_relative_position_bucket(torch.arange(-20, 20)[None, :], bidirectional=True).sum().item()]
+    for step in range(2):
+        h = model['norm'](model['layer'](model['embed_tokens'](ids), position_ids))
+        logits = F.linear(h, model['embed_tokens'].weight)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, 16), ids[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_hf_llama_t5():
+    compare(llama_t5)
