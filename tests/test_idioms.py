@@ -689,6 +689,24 @@ def test_size_keyword_of_factories_and_new_methods():
             lib.zeros(2, size=(3,))
 
 
+def test_keyword_names_as_torch():
+    """torch's keyword names: F.linear(x, w, bias=b) (loralib's, transformers'), torch.swapdims(x, dim0=, dim1=),
+    nansum and nanmean's dtype=; the same values as torch's."""
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5,)))
+    x[0, 1] = np.nan
+    outs = {}
+    for lib in (tnet, torch):
+        X, W, B = (lib.tensor(v) for v in (x, w, b))
+        F = lib.nn.functional
+        outs[lib] = [F.linear(input=X.nan_to_num(), weight=W, bias=B), F.linear(X.nan_to_num(), W, bias=B),
+                     lib.swapdims(X, dim0=0, dim1=1), lib.nansum(X, 1, dtype=lib.float16),
+                     lib.nanmean(X, dim=0, dtype=lib.float16), X.nansum(dtype=lib.float16)]
+    for ours, ref in zip(outs[tnet], outs[torch]):
+        assert ours.dtype == ref.dtype
+        np.testing.assert_allclose(ours.float().numpy(), ref.float().numpy(), rtol=2e-3, atol=2e-3, equal_nan=True)
+
+
 
 def test_legacy_backward_hook_as_torch(rng):
     """Module.register_backward_hook, torch's legacy hook on the op that made the output: a ReLU's

@@ -854,3 +854,245 @@ def llama_t5(m, state=None):
 
 def test_hf_llama_t5():
     compare(llama_t5)
+
+
+# ---- parameter-efficient fine-tuning ----------------------------------------------------------
+
+# (f) microsoft/LoRA's loralib: LoRALayer's bookkeeping, Linear(nn.Linear, LoRALayer) with lora_A and lora_B as
+# weight.new_zeros((r, in)) Parameters, scaling = lora_alpha / r, reset_parameters (nn.Linear's, then
+# kaiming_uniform_(lora_A, a=math.sqrt(5)) and zeros_(lora_B)), fan_in_fan_out's transpose helper T, train(mode)
+# that unmerges and eval() that merges (self.weight.data += T(lora_B @ lora_A) * scaling), forward by F.linear plus
+# (dropout(x) @ A.transpose(0, 1) @ B.transpose(0, 1)) * scaling, mark_only_lora_as_trainable (requires_grad by
+# name, bias='lora_only'), lora_state_dict's filtered dict, and PEFT's requires_grad_(False) on a frozen base
+def lora(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class LoRALayer():
+        def __init__(self, r, lora_alpha, lora_dropout, merge_weights):
+            self.r = r
+            self.lora_alpha = lora_alpha
+            self.lora_dropout = nn.Dropout(p=lora_dropout) if lora_dropout > 0. else (lambda x: x)
+            self.merged = False
+            self.merge_weights = merge_weights
+
+    class Linear(nn.Linear, LoRALayer):
+        def __init__(self, in_features, out_features, r=0, lora_alpha=1, lora_dropout=0., fan_in_fan_out=False,
+                     merge_weights=True, **kwargs):
+            nn.Linear.__init__(self, in_features, out_features, **kwargs)
+            LoRALayer.__init__(self, r=r, lora_alpha=lora_alpha, lora_dropout=lora_dropout, merge_weights=merge_weights)
+            self.fan_in_fan_out = fan_in_fan_out
+            if r > 0:
+                self.lora_A = nn.Parameter(self.weight.new_zeros((r, in_features)))
+                self.lora_B = nn.Parameter(self.weight.new_zeros((out_features, r)))
+                self.scaling = self.lora_alpha / self.r
+                self.weight.requires_grad = False  # Freezing the pre-trained weight matrix
+            self.reset_parameters()
+            if fan_in_fan_out:
+                self.weight.data = self.weight.data.transpose(0, 1)
+
+        def reset_parameters(self):
+            nn.Linear.reset_parameters(self)
+            if hasattr(self, 'lora_A'):
+                nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+                nn.init.zeros_(self.lora_B)
+
+        def train(self, mode=True):
+            def T(w):
+                return w.transpose(0, 1) if self.fan_in_fan_out else w
+            nn.Linear.train(self, mode)
+            if mode:
+                if self.merge_weights and self.merged:
+                    if self.r > 0:  # Make sure that the weights are not merged
+                        self.weight.data -= T(self.lora_B @ self.lora_A) * self.scaling
+                    self.merged = False
+            else:
+                if self.merge_weights and not self.merged:
+                    if self.r > 0:  # Merge the weights and mark it
+                        self.weight.data += T(self.lora_B @ self.lora_A) * self.scaling
+                    self.merged = True
+            return self
+
+        def forward(self, x):
+            def T(w):
+                return w.transpose(0, 1) if self.fan_in_fan_out else w
+            if self.r > 0 and not self.merged:
+                result = F.linear(x, T(self.weight), bias=self.bias)
+                result += (self.lora_dropout(x) @ self.lora_A.transpose(0, 1) @ self.lora_B.transpose(0, 1)) * self.scaling
+                return result
+            return F.linear(x, T(self.weight), bias=self.bias)
+
+    def mark_only_lora_as_trainable(model, bias='none'):
+        for n, p in model.named_parameters():
+            if 'lora_' not in n:
+                p.requires_grad = False
+        if bias == 'lora_only':
+            for mod in model.modules():
+                if isinstance(mod, LoRALayer) and hasattr(mod, 'bias') and mod.bias is not None:
+                    mod.bias.requires_grad = True
+
+    def lora_state_dict(model, bias='none'):
+        my_state_dict = model.state_dict()
+        return {k: my_state_dict[k] for k in my_state_dict if 'lora_' in k}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(6, 8)
+            self.q = Linear(8, 8, r=2, lora_alpha=4)
+            self.c_attn = Linear(8, 8, r=2, lora_alpha=8, fan_in_fan_out=True)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            h = torch.tanh(self.embed(x))
+            return self.head(F.gelu(self.q(h)) + self.c_attn(h))
+
+    torch.manual_seed(0)
+    model = Net()
+    with torch.no_grad():  # a "fine-tuned" B, so that merging changes the weights
+        model.q.lora_B.copy_(torch.full((8, 2), 0.05))
+    init = load(m, model, state)
+    mark_only_lora_as_trainable(model, bias='lora_only')
+    model.head.requires_grad_(True)
+    model.embed.requires_grad_(False)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable == ['q.bias', 'q.lora_A', 'q.lora_B', 'c_attn.bias', 'c_attn.lora_A', 'c_attn.lora_B',
+                         'head.weight', 'head.bias'], trainable
+    optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-2)
+    rng = np.random.default_rng(5)
+    x, y = torch.tensor(normal(rng, 5, 6)), torch.tensor(rng.integers(0, 3, 5))
+    losses = []
+    frozen = model.q.weight.detach().clone()
+    for step in range(2):
+        model.train()
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        assert model.q.weight.grad is None and model.embed.weight.grad is None
+        model.eval()
+        with torch.no_grad():
+            merged_out = model(x)
+        losses.append(float(merged_out.sum()))
+    assert model.q.merged and not torch.equal(model.q.weight, frozen)
+    model.train()
+    assert torch.allclose(model.q.weight, frozen, atol=1e-6)
+    sd = lora_state_dict(model)
+    assert sorted(sd) == ['c_attn.lora_A', 'c_attn.lora_B', 'q.lora_A', 'q.lora_B']
+    return init, losses + summary(model.parameters())
+
+
+def test_loralib_lora():
+    compare(lora)
+
+
+# (g) Houlsby adapters and prefix tuning (Li and Liang, PEFT's PrefixEncoder): a frozen base encoder layer
+# (base.requires_grad_(False)), a bottleneck adapter (down_project, an activation, up_project initialised to
+# zeros, a residual) after attention and after the feed-forward, and a prefix encoder: an nn.Embedding of
+# num_virtual_tokens rows through a Linear-Tanh-Linear reparameterisation, viewed as (batch, tokens, layers * 2,
+# heads, head_dim), permute([2, 0, 3, 1, 4]).split(2) into per-layer past keys and values concatenated in front
+# of the keys and values; the attention mask is extended with ones for the prefix, and only the new parameters
+# (sum(p.numel() for p if p.requires_grad) counted, as print_trainable_parameters) are trained
+def adapters_prefix(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    hidden, heads, num_virtual_tokens, n_layers = 8, 2, 3, 1
+    head_dim = hidden // heads
+
+    class Adapter(nn.Module):
+        def __init__(self, size, bottleneck=3):
+            super().__init__()
+            self.down_project = nn.Linear(size, bottleneck)
+            self.activation = nn.ReLU()
+            self.up_project = nn.Linear(bottleneck, size)
+            nn.init.normal_(self.down_project.weight, std=1e-2)
+            nn.init.zeros_(self.down_project.bias)
+            nn.init.zeros_(self.up_project.weight)
+            nn.init.zeros_(self.up_project.bias)
+
+        def forward(self, x):
+            return x + self.up_project(self.activation(self.down_project(x)))
+
+    class PrefixEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(num_virtual_tokens, hidden)
+            self.transform = nn.Sequential(nn.Linear(hidden, 12), nn.Tanh(), nn.Linear(12, n_layers * 2 * hidden))
+
+        def forward(self, prefix):
+            prefix_tokens = self.embedding(prefix)
+            return self.transform(prefix_tokens)
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden)
+            self.out = nn.Linear(hidden, hidden)
+            self.norm1 = nn.LayerNorm(hidden)
+            self.ff = nn.Sequential(nn.Linear(hidden, 16), nn.GELU(), nn.Linear(16, hidden))
+            self.norm2 = nn.LayerNorm(hidden)
+            self.adapter1 = Adapter(hidden)
+            self.adapter2 = Adapter(hidden)
+
+        def forward(self, x, mask, past_key_value):
+            B, L, _ = x.shape
+            q, k, v = self.qkv(x).view(B, L, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+            if past_key_value is not None:
+                k = torch.cat([past_key_value[0], k], dim=2)
+                v = torch.cat([past_key_value[1], v], dim=2)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(head_dim)
+            scores = scores.masked_fill(mask[:, None, None, :] == 0, float('-inf'))
+            a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, L, hidden)
+            x = self.norm1(x + self.adapter1(self.out(a)))
+            return self.norm2(x + self.adapter2(self.ff(x)))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(12, hidden)
+            self.layer = Layer()
+            self.classifier = nn.Linear(hidden, 2)
+            self.prefix_encoder = PrefixEncoder()
+            self.register_buffer("prefix_tokens", torch.arange(num_virtual_tokens).long())
+
+        def get_prompt(self, batch_size):
+            prefix_tokens = self.prefix_tokens.unsqueeze(0).expand(batch_size, -1)
+            past_key_values = self.prefix_encoder(prefix_tokens)
+            past_key_values = past_key_values.view(batch_size, num_virtual_tokens, n_layers * 2, heads, head_dim)
+            past_key_values = past_key_values.permute([2, 0, 3, 1, 4]).split(2)
+            return past_key_values
+
+        def forward(self, ids, attention_mask):
+            batch_size = ids.shape[0]
+            past_key_values = self.get_prompt(batch_size=batch_size)
+            prefix_attention_mask = torch.ones(batch_size, num_virtual_tokens)
+            attention_mask = torch.cat((prefix_attention_mask, attention_mask), dim=1)
+            h = self.layer(self.embed(ids), attention_mask, past_key_values[0])
+            pooled = (h * attention_mask[:, num_virtual_tokens:, None]).sum(1) / attention_mask[:, num_virtual_tokens:].sum(1, keepdim=True)
+            return self.classifier(pooled)
+
+    torch.manual_seed(0)
+    model = Model()
+    init = load(m, model, state)
+    for n, p in model.named_parameters():
+        p.requires_grad_('adapter' in n or 'prefix_encoder' in n or 'classifier' in n or 'norm' in n)
+    model.embed.requires_grad_(False)
+    trainable_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    all_param = sum(p.numel() for p in model.parameters())
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    rng = np.random.default_rng(6)
+    ids = torch.tensor(rng.integers(0, 12, (3, 5)))
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]).float()
+    y = torch.tensor([0, 1, 1])
+    losses = [trainable_params, all_param]
+    for step in range(2):
+        loss = F.cross_entropy(model(ids, attention_mask), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert model.layer.qkv.weight.grad is None
+    return init, losses + summary(model.parameters())
+
+
+def test_adapters_prefix_tuning():
+    compare(adapters_prefix)

@@ -443,7 +443,9 @@ def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
-swapdims = swapaxes
+def swapdims(input, dim0, dim1):
+    """swapaxes under torch's other name, with its keyword names dim0 and dim1."""
+    return transpose(input, dim0, dim1)
 
 
 @numpy_names

@@ -167,12 +167,13 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     return squeeze(out)  # torch squeezes every size-1 dim: one variable ([1, obs] too) gives a 0-d result
 
 
-def linear(x, w, b=None):
-    """x [N, in] @ w.T + b, with w [out, in] and b [out]; x may also be [in] or [..., in], as
-    torch's (the leading dims are the rows of one GEMM). Under autocast the GEMM reads 16-bit
-    x and w (amp.cast_operand: an fp32 parameter's kept copy) and writes a 16-bit output, the
-    fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
+def linear(input, weight, bias=None):
+    """x [N, in] @ w.T + b (x, w, b: input, weight, bias, torch's keyword names), with w [out, in]
+    and b [out]; x may also be [in] or [..., in], as torch's (the leading dims are the rows of one
+    GEMM). Under autocast the GEMM reads 16-bit x and w (amp.cast_operand: an fp32 parameter's
+    kept copy) and writes a 16-bit output, the fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
     masters), written so by the GEMM or the reduction: no extra cast pass."""
+    x, w, b = input, weight, bias
     check_tensors("linear", x=x, w=w)
     same_dtype("linear", x, w)
     if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim

@@ -569,11 +569,14 @@ class Module:
         return self.to(torch.float64)
 
     def train(self, mode=True):
-        """Training mode (or eval mode, mode=False) for this module and every submodule."""
+        """Training mode (or eval mode, mode=False) for this module and, through each child's own
+        train(mode), every submodule: as torch's, so a child that overrides train (loralib's
+        Linear merging its weights in eval mode) hears of it."""
         if not isinstance(mode, bool):
             raise ValueError("train: training mode is expected to be boolean")
-        for module in self.modules():
-            module.training = mode
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self):
