@@ -1096,3 +1096,156 @@ def adapters_prefix(m, state=None):
 
 def test_adapters_prefix_tuning():
     compare(adapters_prefix)
+
+
+# ---- mixture of experts ---------------------------------------------------------------------
+
+# (h) transformers' MixtralSparseMoeBlock: router logits by a Linear, routing_weights = F.softmax(router_logits,
+# dim=1, dtype=torch.float), torch.topk, renormalised by their sum, expert_mask = F.one_hot(selected_experts,
+# num_classes=n).permute(2, 1, 0), for each expert idx, top_x = torch.where(expert_mask[expert_idx]), the tokens
+# hidden_states[None, top_x].reshape(-1, hidden_dim) through the expert, scaled by routing_weights[top_x, idx,
+# None] and final_hidden_states.index_add_(0, top_x, ...), plus load_balancing_loss_func (the mean of the one-hot
+# selections times the mean router probability, summed, times num_experts) and the router z-loss (logsumexp ** 2)
+def mixtral_moe(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    hidden_dim, ffn_dim, num_experts, top_k = 8, 12, 4, 2
+
+    class MixtralBlockSparseTop2MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = nn.Linear(hidden_dim, ffn_dim, bias=False)
+            self.w2 = nn.Linear(ffn_dim, hidden_dim, bias=False)
+            self.w3 = nn.Linear(hidden_dim, ffn_dim, bias=False)
+            self.act_fn = nn.SiLU()
+
+        def forward(self, hidden_states):
+            current_hidden_states = self.act_fn(self.w1(hidden_states)) * self.w3(hidden_states)
+            return self.w2(current_hidden_states)
+
+    class MixtralSparseMoeBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(hidden_dim, num_experts, bias=False)
+            self.experts = nn.ModuleList([MixtralBlockSparseTop2MLP() for _ in range(num_experts)])
+
+        def forward(self, hidden_states):
+            batch_size, sequence_length, hidden_dim = hidden_states.shape
+            hidden_states = hidden_states.view(-1, hidden_dim)
+            router_logits = self.gate(hidden_states)
+            routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+            routing_weights, selected_experts = torch.topk(routing_weights, top_k, dim=-1)
+            routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+            routing_weights = routing_weights.to(hidden_states.dtype)
+            final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=hidden_states.dtype,
+                                              device=hidden_states.device)
+            expert_mask = torch.nn.functional.one_hot(selected_experts, num_classes=num_experts).permute(2, 1, 0)
+            for expert_idx in range(num_experts):
+                expert_layer = self.experts[expert_idx]
+                idx, top_x = torch.where(expert_mask[expert_idx])
+                if top_x.shape[0] == 0:
+                    continue
+                current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+                current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+                final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+            final_hidden_states = final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+            return final_hidden_states, router_logits
+
+    def load_balancing_loss_func(gate_logits, num_experts=None, top_k=2):
+        compute_device = gate_logits[0].device
+        concatenated_gate_logits = torch.cat([layer_gate.to(compute_device) for layer_gate in gate_logits], dim=0)
+        routing_weights = torch.nn.functional.softmax(concatenated_gate_logits, dim=-1)
+        _, selected_experts = torch.topk(routing_weights, top_k, dim=-1)
+        expert_mask = torch.nn.functional.one_hot(selected_experts, num_experts)
+        tokens_per_expert = torch.mean(expert_mask.float(), dim=0)
+        router_prob_per_expert = torch.mean(routing_weights, dim=0)
+        overall_loss = torch.sum(tokens_per_expert * router_prob_per_expert.unsqueeze(0))
+        return overall_loss * num_experts
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(embed=nn.Embedding(10, hidden_dim), moe=MixtralSparseMoeBlock(), head=nn.Linear(hidden_dim, 10)))
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    rng = np.random.default_rng(7)
+    ids = torch.tensor(rng.integers(0, 10, (2, 5)))
+    losses = []
+    for step in range(2):
+        h, router_logits = model['moe'](model['embed'](ids))
+        logits = model['head'](h)
+        ce = F.cross_entropy(logits.view(-1, 10), ids.view(-1))
+        aux = load_balancing_loss_func((router_logits,), num_experts, top_k)
+        z_loss = torch.logsumexp(router_logits, dim=-1).pow(2).mean()
+        loss = ce + 0.02 * aux + 1e-3 * z_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [ce.item(), aux.item(), z_loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_mixtral_moe():
+    compare(mixtral_moe)
+
+
+# (i) a Switch Transformer / GShard layer with an expert capacity: top-1 gating (softmax, argmax, max), the
+# position of each token in its expert's queue by torch.cumsum(mask, dim=0) * mask, tokens past the capacity
+# dropped (mask *= torch.lt(locations, capacity)), a dispatch tensor built with scatter_ of ones at the location
+# (one_hot of the locations by F.one_hot), the combine weights by einsum("se,sc->sec"), dispatch by
+# einsum("sec,sm->ecm"), each expert as a batched weight applied by torch.bmm (experts' weights in one Parameter),
+# the output combined by einsum("sec,ecm->sm"), a gather of the gate's probabilities, and the Switch loss
+# (num_experts * sum(density * density_proxy)); a dropped token falls back to the residual by torch.where
+def switch_moe(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    d_model, d_ff, num_experts, capacity_factor = 6, 10, 3, 1.0
+
+    class SwitchFFN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wg = nn.Linear(d_model, num_experts, bias=False)
+            self.w_in = nn.Parameter(torch.randn(num_experts, d_model, d_ff) * 0.2)
+            self.w_out = nn.Parameter(torch.randn(num_experts, d_ff, d_model) * 0.2)
+
+        def forward(self, x):
+            S = x.shape[0]
+            capacity = int(capacity_factor * S / num_experts)
+            logits = self.wg(x)
+            gates = F.softmax(logits, dim=1)
+            indices1_s = torch.argmax(gates, dim=1)
+            mask1 = F.one_hot(indices1_s, num_classes=num_experts)
+            density = torch.mean(mask1.float(), dim=0)
+            density_proxy = torch.mean(gates, dim=0)
+            l_aux = torch.sum(density * density_proxy) * num_experts
+            locations1 = torch.cumsum(mask1, dim=0) - 1
+            mask1 = mask1 * torch.lt(locations1, capacity)
+            locations1_s = torch.sum(locations1 * mask1, dim=1)
+            gates1_s = torch.gather(gates, 1, indices1_s.unsqueeze(1)).squeeze(1)
+            gates1 = torch.einsum("s,se->se", gates1_s, mask1.float())
+            locations1_sc = torch.zeros(S, capacity, dtype=gates.dtype)
+            locations1_sc.scatter_(1, locations1_s.unsqueeze(1), 1.0)
+            combine_weights = torch.einsum("se,sc->sec", gates1, locations1_sc)
+            dispatch_mask = combine_weights.bool()
+            dispatched = torch.einsum("sec,sm->ecm", dispatch_mask.type_as(x), x)
+            h = F.relu(torch.bmm(dispatched, self.w_in))
+            expert_output = torch.bmm(h, self.w_out)
+            combined = torch.einsum("sec,ecm->sm", combine_weights, expert_output)
+            kept = mask1.sum(dim=1, keepdim=True) > 0
+            return torch.where(kept, combined, x), l_aux, kept.sum()
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(inp=nn.Linear(4, d_model), moe=SwitchFFN(), out=nn.Linear(d_model, 3)))
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(8)
+    x, y = torch.tensor(normal(rng, 9, 4)), torch.tensor(rng.integers(0, 3, 9))
+    losses = []
+    for step in range(2):
+        h, l_aux, kept = model['moe'](torch.tanh(model['inp'](x)))
+        loss = F.cross_entropy(model['out'](h), y) + 0.01 * l_aux
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), l_aux.item(), int(kept)]
+    return init, losses + summary(model.parameters())
+
+
+def test_switch_moe_capacity():
+    compare(switch_moe)
