@@ -1249,3 +1249,192 @@ def switch_moe(m, state=None):
 
 def test_switch_moe_capacity():
     compare(switch_moe)
+
+
+# ---- neural fields ---------------------------------------------------------------------------
+
+# (j) yenchenlin's nerf-pytorch: the Embedder (embed_fns of sin and cos over freq_bands = 2. ** torch.linspace(0.,
+# max_freq, steps=N_freqs), include_input, torch.cat([fn(inputs) for fn in self.embed_fns], -1)), the NeRF MLP with
+# a skip connection (torch.cat([input_pts, h], -1)) and use_viewdirs (torch.split into points and views, alpha,
+# feature, rgb heads), get_rays by torch.meshgrid(torch.linspace(...), torch.linspace(...)) then .t(), dirs by
+# torch.stack, rays_d = torch.sum(dirs[..., np.newaxis, :] * c2w[:3, :3], -1), stratified z_vals (mids, upper,
+# lower, t_rand from numpy), raw2outputs (dists with torch.Tensor([1e10]).expand, times torch.norm of rays_d,
+# alpha = 1 - exp(-relu(raw) * dists), weights by an exclusive torch.cumprod via torch.cat of ones, rgb_map,
+# depth_map, disp_map = 1. / torch.max(1e-10 * torch.ones_like(depth_map), depth_map / torch.sum(weights, -1)),
+# NaN in both where a ray's weights are all 0, so its mean by torch.nanmean, acc_map), hierarchical sampling by sample_pdf (pdf, cdf by cumsum, torch.searchsorted(cdf, u, right=True),
+# below/above by torch.max/torch.min against zeros_like/ones_like, gather of the expanded cdf and bins,
+# denom where < 1e-5), img2mse and mse2psnr (-10. * torch.log(x) / torch.log(torch.Tensor([10.])))
+def nerf(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Embedder:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+            self.create_embedding_fn()
+
+        def create_embedding_fn(self):
+            embed_fns = []
+            d = self.kwargs['input_dims']
+            out_dim = 0
+            if self.kwargs['include_input']:
+                embed_fns.append(lambda x: x)
+                out_dim += d
+            max_freq = self.kwargs['max_freq_log2']
+            N_freqs = self.kwargs['num_freqs']
+            if self.kwargs['log_sampling']:
+                freq_bands = 2. ** torch.linspace(0., max_freq, steps=N_freqs)
+            else:
+                freq_bands = torch.linspace(2. ** 0., 2. ** max_freq, steps=N_freqs)
+            for freq in freq_bands:
+                for p_fn in self.kwargs['periodic_fns']:
+                    embed_fns.append(lambda x, p_fn=p_fn, freq=freq: p_fn(x * freq))
+                    out_dim += d
+            self.embed_fns = embed_fns
+            self.out_dim = out_dim
+
+        def embed(self, inputs):
+            return torch.cat([fn(inputs) for fn in self.embed_fns], -1)
+
+    def get_embedder(multires):
+        embed_kwargs = {'include_input': True, 'input_dims': 3, 'max_freq_log2': multires - 1, 'num_freqs': multires,
+                        'log_sampling': True, 'periodic_fns': [torch.sin, torch.cos]}
+        embedder_obj = Embedder(**embed_kwargs)
+        return (lambda x, eo=embedder_obj: eo.embed(x)), embedder_obj.out_dim
+
+    class NeRF(nn.Module):
+        def __init__(self, D=3, W=16, input_ch=3, input_ch_views=3, output_ch=4, skips=[1], use_viewdirs=True):
+            super().__init__()
+            self.D, self.W, self.input_ch, self.input_ch_views = D, W, input_ch, input_ch_views
+            self.skips = skips
+            self.use_viewdirs = use_viewdirs
+            self.pts_linears = nn.ModuleList(
+                [nn.Linear(input_ch, W)] + [nn.Linear(W, W) if i not in self.skips else nn.Linear(W + input_ch, W) for i in range(D - 1)])
+            self.views_linears = nn.ModuleList([nn.Linear(input_ch_views + W, W // 2)])
+            if use_viewdirs:
+                self.feature_linear = nn.Linear(W, W)
+                self.alpha_linear = nn.Linear(W, 1)
+                self.rgb_linear = nn.Linear(W // 2, 3)
+            else:
+                self.output_linear = nn.Linear(W, output_ch)
+
+        def forward(self, x):
+            input_pts, input_views = torch.split(x, [self.input_ch, self.input_ch_views], dim=-1)
+            h = input_pts
+            for i, l in enumerate(self.pts_linears):
+                h = self.pts_linears[i](h)
+                h = F.relu(h)
+                if i in self.skips:
+                    h = torch.cat([input_pts, h], -1)
+            alpha = self.alpha_linear(h)
+            feature = self.feature_linear(h)
+            h = torch.cat([feature, input_views], -1)
+            for i, l in enumerate(self.views_linears):
+                h = self.views_linears[i](h)
+                h = F.relu(h)
+            rgb = self.rgb_linear(h)
+            return torch.cat([rgb, alpha], -1)
+
+    def get_rays(H, W, K, c2w):
+        i, j = torch.meshgrid(torch.linspace(0, W - 1, W), torch.linspace(0, H - 1, H))  # pytorch's meshgrid has indexing='ij'
+        i = i.t()
+        j = j.t()
+        dirs = torch.stack([(i - K[0][2]) / K[0][0], -(j - K[1][2]) / K[1][1], -torch.ones_like(i)], -1)
+        rays_d = torch.sum(dirs[..., np.newaxis, :] * c2w[:3, :3], -1)  # dot product, equals to: [c2w.dot(dir) for dir in dirs]
+        rays_o = c2w[:3, -1].expand(rays_d.shape)
+        return rays_o, rays_d
+
+    def raw2outputs(raw, z_vals, rays_d, raw_noise_std=0, white_bkgd=False):
+        raw2alpha = lambda raw, dists, act_fn=F.relu: 1. - torch.exp(-act_fn(raw) * dists)
+        dists = z_vals[..., 1:] - z_vals[..., :-1]
+        dists = torch.cat([dists, torch.Tensor([1e10]).expand(dists[..., :1].shape)], -1)  # [N_rays, N_samples]
+        dists = dists * torch.norm(rays_d[..., None, :], dim=-1)
+        rgb = torch.sigmoid(raw[..., :3])  # [N_rays, N_samples, 3]
+        alpha = raw2alpha(raw[..., 3], dists)  # [N_rays, N_samples]
+        weights = alpha * torch.cumprod(torch.cat([torch.ones((alpha.shape[0], 1)), 1. - alpha + 1e-10], -1), -1)[:, :-1]
+        rgb_map = torch.sum(weights[..., None] * rgb, -2)  # [N_rays, 3]
+        depth_map = torch.sum(weights * z_vals, -1)
+        disp_map = 1. / torch.max(1e-10 * torch.ones_like(depth_map), depth_map / torch.sum(weights, -1))
+        acc_map = torch.sum(weights, -1)
+        if white_bkgd:
+            rgb_map = rgb_map + (1. - acc_map[..., None])
+        return rgb_map, disp_map, acc_map, weights, depth_map
+
+    def sample_pdf(bins, weights, N_samples, u):
+        weights = weights + 1e-5  # prevent nans
+        pdf = weights / torch.sum(weights, -1, keepdim=True)
+        cdf = torch.cumsum(pdf, -1)
+        cdf = torch.cat([torch.zeros_like(cdf[..., :1]), cdf], -1)  # (batch, len(bins))
+        u = u.contiguous()
+        inds = torch.searchsorted(cdf, u, right=True)
+        below = torch.max(torch.zeros_like(inds - 1), inds - 1)
+        above = torch.min((cdf.shape[-1] - 1) * torch.ones_like(inds), inds)
+        inds_g = torch.stack([below, above], -1)  # (batch, N_samples, 2)
+        matched_shape = [inds_g.shape[0], inds_g.shape[1], cdf.shape[-1]]
+        cdf_g = torch.gather(cdf.unsqueeze(1).expand(matched_shape), 2, inds_g)
+        bins_g = torch.gather(bins.unsqueeze(1).expand(matched_shape), 2, inds_g)
+        denom = (cdf_g[..., 1] - cdf_g[..., 0])
+        denom = torch.where(denom < 1e-5, torch.ones_like(denom), denom)
+        t = (u - cdf_g[..., 0]) / denom
+        samples = bins_g[..., 0] + t * (bins_g[..., 1] - bins_g[..., 0])
+        return samples
+
+    img2mse = lambda x, y: torch.mean((x - y) ** 2)
+    mse2psnr = lambda x: -10. * torch.log(x) / torch.log(torch.Tensor([10.]))
+
+    embed_fn, input_ch = get_embedder(3)
+    embeddirs_fn, input_ch_views = get_embedder(2)
+    torch.manual_seed(0)
+    model = NeRF(input_ch=input_ch, input_ch_views=input_ch_views)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(params=model.parameters(), lr=5e-3, betas=(0.9, 0.999))
+    rng = np.random.default_rng(9)
+    H, W, focal, N_samples, N_importance, near, far = 3, 4, 3.0, 6, 4, 2., 6.
+    K = np.array([[focal, 0, 0.5 * W], [0, focal, 0.5 * H], [0, 0, 1]])
+    c2w = torch.tensor(np.concatenate([np.eye(3), [[0.1], [-0.2], [4.0]]], 1).astype(np.float32))
+    rays_o, rays_d = get_rays(H, W, K, c2w)
+    rays_o, rays_d = rays_o.reshape(-1, 3), rays_d.reshape(-1, 3)
+    viewdirs = rays_d / torch.norm(rays_d, dim=-1, keepdim=True)
+    target = torch.tensor(rng.random((H * W, 3)).astype(np.float32))
+    N_rays = rays_o.shape[0]
+
+    def run_network(pts, z_vals):
+        inputs_flat = torch.reshape(pts, [-1, pts.shape[-1]])
+        embedded = embed_fn(inputs_flat)
+        input_dirs = viewdirs[:, None].expand(pts.shape)
+        input_dirs_flat = torch.reshape(input_dirs, [-1, input_dirs.shape[-1]])
+        embedded = torch.cat([embedded, embeddirs_fn(input_dirs_flat)], -1)
+        outputs_flat = model(embedded)
+        return torch.reshape(outputs_flat, list(pts.shape[:-1]) + [outputs_flat.shape[-1]])
+
+    losses = []
+    for step in range(2):
+        t_vals = torch.linspace(0., 1., steps=N_samples)
+        z_vals = near * (1. - t_vals) + far * (t_vals)
+        z_vals = z_vals.expand([N_rays, N_samples])
+        mids = .5 * (z_vals[..., 1:] + z_vals[..., :-1])
+        upper = torch.cat([mids, z_vals[..., -1:]], -1)
+        lower = torch.cat([z_vals[..., :1], mids], -1)
+        t_rand = torch.tensor(rng.random(z_vals.shape).astype(np.float32))  # stratified samples in those intervals
+        z_vals = lower + (upper - lower) * t_rand
+        pts = rays_o[..., None, :] + rays_d[..., None, :] * z_vals[..., :, None]  # [N_rays, N_samples, 3]
+        raw = run_network(pts, z_vals)
+        rgb_map_0, disp_map, acc_map, weights, depth_map = raw2outputs(raw, z_vals, rays_d)
+        z_vals_mid = .5 * (z_vals[..., 1:] + z_vals[..., :-1])
+        u = torch.tensor(rng.random((N_rays, N_importance)).astype(np.float32))
+        z_samples = sample_pdf(z_vals_mid, weights[..., 1:-1], N_importance, u)
+        z_samples = z_samples.detach()
+        z_vals, _ = torch.sort(torch.cat([z_vals, z_samples], -1), -1)
+        pts = rays_o[..., None, :] + rays_d[..., None, :] * z_vals[..., :, None]
+        rgb_map, disp_map, acc_map, weights, depth_map = raw2outputs(run_network(pts, z_vals), z_vals, rays_d)
+        optimizer.zero_grad()
+        img_loss = img2mse(rgb_map, target)
+        loss = img_loss + img2mse(rgb_map_0, target)
+        psnr = mse2psnr(img_loss)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), psnr.item(), float(torch.nanmean(disp_map.detach())), float(acc_map.mean()), float(z_samples.sum())]
+    return init, losses + summary(model.parameters())
+
+
+def test_nerf_pytorch():
+    compare(nerf)
