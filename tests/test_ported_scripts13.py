@@ -1438,3 +1438,198 @@ def nerf(m, state=None):
 
 def test_nerf_pytorch():
     compare(nerf)
+
+
+# ---- segmentation -----------------------------------------------------------------------------
+
+# (k) torchvision's DeepLabV3 head as segmentation repositories copy it: ASPPConv (a dilated 3x3 conv, BatchNorm,
+# ReLU), ASPPPooling (AdaptiveAvgPool2d(1), a 1x1 conv, then F.interpolate(x, size=size, mode="bilinear",
+# align_corners=False)), ASPP's torch.cat of the branches and its project with Dropout(0.5) (off here), the
+# logits upsampled to the input size (bilinear, align_corners=False), nn.CrossEntropyLoss(ignore_index=255) on
+# NCHW logits with 255 marking the void border, a poly learning-rate schedule by LambdaLR ((1 - it / max_it) **
+# 0.9), and the mIoU metric from a confusion matrix by np.bincount over label * n + pred (fast_hist) on the host
+def deeplab_aspp(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    num_classes = 3
+
+    class ASPPConv(nn.Sequential):
+        def __init__(self, in_channels, out_channels, dilation):
+            modules = [nn.Conv2d(in_channels, out_channels, 3, padding=dilation, dilation=dilation, bias=False),
+                       nn.BatchNorm2d(out_channels), nn.ReLU()]
+            super().__init__(*modules)
+
+    class ASPPPooling(nn.Sequential):
+        def __init__(self, in_channels, out_channels):
+            super().__init__(nn.AdaptiveAvgPool2d(1), nn.Conv2d(in_channels, out_channels, 1, bias=False),
+                             nn.BatchNorm2d(out_channels), nn.ReLU())
+
+        def forward(self, x):
+            size = x.shape[-2:]
+            for mod in self:
+                x = mod(x)
+            return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+
+    class ASPP(nn.Module):
+        def __init__(self, in_channels, atrous_rates, out_channels=4):
+            super().__init__()
+            modules = [nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, bias=False), nn.BatchNorm2d(out_channels), nn.ReLU())]
+            rates = tuple(atrous_rates)
+            for rate in rates:
+                modules.append(ASPPConv(in_channels, out_channels, rate))
+            modules.append(ASPPPooling(in_channels, out_channels))
+            self.convs = nn.ModuleList(modules)
+            self.project = nn.Sequential(nn.Conv2d(len(self.convs) * out_channels, out_channels, 1, bias=False),
+                                         nn.BatchNorm2d(out_channels), nn.ReLU(), nn.Dropout(0.0))
+
+        def forward(self, x):
+            _res = []
+            for conv in self.convs:
+                _res.append(conv(x))
+            res = torch.cat(_res, dim=1)
+            return self.project(res)
+
+    class DeepLabV3(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU())
+            self.classifier = nn.Sequential(ASPP(6, [2]), nn.Conv2d(4, num_classes, 1))
+
+        def forward(self, x):
+            input_shape = x.shape[-2:]
+            features = self.backbone(x)
+            x = self.classifier(features)
+            x = F.interpolate(x, size=input_shape, mode="bilinear", align_corners=False)
+            return {"out": x}
+
+    def fast_hist(label_true, label_pred, n_class):
+        mask = (label_true >= 0) & (label_true < n_class)
+        return np.bincount(n_class * label_true[mask].astype(int) + label_pred[mask], minlength=n_class ** 2).reshape(n_class, n_class)
+
+    torch.manual_seed(0)
+    model = DeepLabV3()
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss(ignore_index=255)
+    max_iter = 4
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: (1 - it / max_iter) ** 0.9)
+    rng = np.random.default_rng(10)
+    images = torch.tensor(normal(rng, 2, 3, 7, 7))
+    target = rng.integers(0, num_classes, (2, 7, 7))
+    target[:, 0, :] = 255
+    targets = torch.tensor(target)
+    losses = []
+    hist = np.zeros((num_classes, num_classes))
+    for step in range(2):
+        model.train()
+        output = model(images)["out"]
+        loss = criterion(output, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        losses += [loss.item(), optimizer.param_groups[0]["lr"]]
+        preds = output.detach().max(dim=1)[1].cpu().numpy()
+        hist += fast_hist(target.flatten(), preds.flatten(), num_classes)
+    iu = np.diag(hist) / (hist.sum(axis=1) + hist.sum(axis=0) - np.diag(hist))
+    model.eval()
+    with torch.no_grad():
+        out = model(images)["out"]
+    return init, losses + [float(np.nanmean(iu)), float(out.sum())] + summary(model.parameters())
+
+
+def test_deeplabv3_aspp():
+    compare(deeplab_aspp)
+
+
+# (l) a U-Net-style binary and multi-class segmentation notebook: an FCN whose ConvTranspose2d is initialised as
+# bilinear upsampling (get_upsampling_weight from numpy's ogrid), a decoder upsampled with align_corners=True and
+# by nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True), the DiceLoss class (softmax, one_hot of
+# the target by F.one_hot(...).permute(0, 3, 1, 2).float(), intersection and cardinality summed over dims (0, 2, 3),
+# (2 * intersection + smooth) / (cardinality + smooth)), BCE-with-logits plus soft dice for the binary mask
+# (sigmoid, flatten by view(-1)), and per-class IoU by torch.logical_and / torch.logical_or with sum over (1, 2)
+def fcn_dice(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    n_classes = 3
+
+    def get_upsampling_weight(in_channels, out_channels, kernel_size):
+        factor = (kernel_size + 1) // 2
+        center = factor - 1 if kernel_size % 2 == 1 else factor - 0.5
+        og = np.ogrid[:kernel_size, :kernel_size]
+        filt = (1 - abs(og[0] - center) / factor) * (1 - abs(og[1] - center) / factor)
+        weight = np.zeros((in_channels, out_channels, kernel_size, kernel_size), dtype=np.float64)
+        weight[range(in_channels), range(out_channels), :, :] = filt
+        return torch.from_numpy(weight).float()
+
+    class FCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2))
+            self.score = nn.Conv2d(4, n_classes, 1)
+            self.upscore = nn.ConvTranspose2d(n_classes, n_classes, 4, stride=2, padding=1, bias=False)
+            self.upscore.weight.data.copy_(get_upsampling_weight(n_classes, n_classes, 4))
+            self.up = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)
+            self.mask_head = nn.Conv2d(4, 1, 1)
+
+        def forward(self, x):
+            h = self.enc(x)
+            logits = self.upscore(self.score(h))
+            mask = self.mask_head(self.up(h))
+            aux = F.interpolate(self.score(h), size=x.shape[-2:], mode='bilinear', align_corners=True)
+            return logits, mask, aux
+
+    class DiceLoss(nn.Module):
+        def __init__(self, smooth=1.0):
+            super().__init__()
+            self.smooth = smooth
+
+        def forward(self, logits, true):
+            num_classes = logits.shape[1]
+            true_1_hot = F.one_hot(true, num_classes).permute(0, 3, 1, 2).float()
+            probas = F.softmax(logits, dim=1)
+            true_1_hot = true_1_hot.type(logits.type())
+            dims = (0,) + tuple(range(2, true.ndimension() + 1))
+            intersection = torch.sum(probas * true_1_hot, dims)
+            cardinality = torch.sum(probas + true_1_hot, dims)
+            dice_loss = ((2. * intersection + self.smooth) / (cardinality + self.smooth)).mean()
+            return 1 - dice_loss
+
+    def dice_coeff_binary(inputs, targets, smooth=1):
+        inputs = torch.sigmoid(inputs)
+        inputs = inputs.view(-1)
+        targets = targets.view(-1)
+        intersection = (inputs * targets).sum()
+        return (2. * intersection + smooth) / (inputs.sum() + targets.sum() + smooth)
+
+    def iou_per_class(pred, target, n):
+        ious = []
+        for cls in range(n):
+            p, t = pred == cls, target == cls
+            inter = torch.logical_and(p, t).sum(dim=(1, 2)).float()
+            union = torch.logical_or(p, t).sum(dim=(1, 2)).float()
+            ious.append(((inter + 1e-6) / (union + 1e-6)).mean().item())
+        return ious
+
+    torch.manual_seed(0)
+    model = FCN()
+    init = load(m, model, state)
+    dice = DiceLoss()
+    bce = nn.BCEWithLogitsLoss()
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3, weight_decay=1e-8, momentum=0.9)
+    rng = np.random.default_rng(11)
+    x = torch.tensor(normal(rng, 2, 1, 6, 6))
+    y = torch.tensor(rng.integers(0, n_classes, (2, 6, 6)))
+    mask = (y > 0).float().unsqueeze(1)
+    losses = []
+    for step in range(2):
+        logits, mask_logits, aux = model(x)
+        loss = F.cross_entropy(logits, y) + dice(logits, y) + 0.4 * F.cross_entropy(aux, y)
+        loss = loss + bce(mask_logits, mask) + (1 - dice_coeff_binary(mask_logits, mask))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()] + iou_per_class(logits.argmax(dim=1), y, n_classes)
+    return init, losses + summary(model.parameters())
+
+
+def test_fcn_dice_iou():
+    compare(fcn_dice)
