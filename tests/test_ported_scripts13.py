@@ -1633,3 +1633,290 @@ def fcn_dice(m, state=None):
 
 def test_fcn_dice_iou():
     compare(fcn_dice)
+
+
+# ---- detection --------------------------------------------------------------------------------
+
+# (m) a RetinaNet written inline: torchvision's box_area and box_iou (lt = torch.max(boxes1[:, None, :2],
+# boxes2[:, :2]), wh = (rb - lt).clamp(min=0)) and generalized_box_iou, anchors from a meshgrid of shifts
+# (torch.meshgrid(shifts_y, shifts_x, indexing="ij"), stacked, (shifts.view(-1, 1, 4) + base_anchors.view(1, -1,
+# 4)).reshape(-1, 4)), the Matcher's max over IoUs with below-threshold anchors set to -1 and ignored between, the
+# BoxCoder's encode (log of the width/height ratios, weights (1, 1, 1, 1)) and decode (torch.exp clamped by
+# math.log(1000. / 16)), torchvision.ops.sigmoid_focal_loss as it is written (p = sigmoid, ce by
+# binary_cross_entropy_with_logits(reduction="none"), p_t, ce * ((1 - p_t) ** gamma), alpha_t) summed over the
+# valid anchors / max(1, num_foreground), and F.smooth_l1_loss(beta=1 / 9, reduction="sum") plus a GIoU loss on
+# the foreground's decoded boxes
+def retinanet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    num_classes, A = 2, 3
+
+    def box_area(boxes):
+        return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+    def _box_inter_union(boxes1, boxes2):
+        area1 = box_area(boxes1)
+        area2 = box_area(boxes2)
+        lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])  # [N,M,2]
+        rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])  # [N,M,2]
+        wh = (rb - lt).clamp(min=0)  # [N,M,2]
+        inter = wh[:, :, 0] * wh[:, :, 1]  # [N,M]
+        union = area1[:, None] + area2 - inter
+        return inter, union
+
+    def box_iou(boxes1, boxes2):
+        inter, union = _box_inter_union(boxes1, boxes2)
+        return inter / union
+
+    def generalized_box_iou(boxes1, boxes2):
+        inter, union = _box_inter_union(boxes1, boxes2)
+        iou = inter / union
+        lti = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+        rbi = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+        whi = (rbi - lti).clamp(min=0)  # [N,M,2]
+        areai = whi[:, :, 0] * whi[:, :, 1]
+        return iou - (areai - union) / areai
+
+    def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2, reduction="none"):
+        p = torch.sigmoid(inputs)
+        ce_loss = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+        p_t = p * targets + (1 - p) * (1 - targets)
+        loss = ce_loss * ((1 - p_t) ** gamma)
+        if alpha >= 0:
+            alpha_t = alpha * targets + (1 - alpha) * (1 - targets)
+            loss = alpha_t * loss
+        if reduction == "none":
+            pass
+        elif reduction == "mean":
+            loss = loss.mean()
+        elif reduction == "sum":
+            loss = loss.sum()
+        return loss
+
+    def grid_anchors(feature_h, feature_w, stride, sizes=(6., 10., 14.)):
+        scales = torch.as_tensor(sizes)
+        ws, hs = scales, scales * torch.tensor([1.0, 0.5, 2.0]).sqrt()
+        base_anchors = (torch.stack([-ws, -hs, ws, hs], dim=1) / 2).round()
+        shifts_x = torch.arange(0, feature_w, dtype=torch.int32) * stride
+        shifts_y = torch.arange(0, feature_h, dtype=torch.int32) * stride
+        shift_y, shift_x = torch.meshgrid(shifts_y, shifts_x, indexing="ij")
+        shift_x = shift_x.reshape(-1)
+        shift_y = shift_y.reshape(-1)
+        shifts = torch.stack((shift_x, shift_y, shift_x, shift_y), dim=1)
+        return (shifts.view(-1, 1, 4) + base_anchors.view(1, -1, 4)).reshape(-1, 4)
+
+    def encode(reference_boxes, proposals):
+        ex_widths = proposals[:, 2] - proposals[:, 0]
+        ex_heights = proposals[:, 3] - proposals[:, 1]
+        ex_ctr_x = proposals[:, 0] + 0.5 * ex_widths
+        ex_ctr_y = proposals[:, 1] + 0.5 * ex_heights
+        gt_widths = reference_boxes[:, 2] - reference_boxes[:, 0]
+        gt_heights = reference_boxes[:, 3] - reference_boxes[:, 1]
+        gt_ctr_x = reference_boxes[:, 0] + 0.5 * gt_widths
+        gt_ctr_y = reference_boxes[:, 1] + 0.5 * gt_heights
+        targets_dx = (gt_ctr_x - ex_ctr_x) / ex_widths
+        targets_dy = (gt_ctr_y - ex_ctr_y) / ex_heights
+        targets_dw = torch.log(gt_widths / ex_widths)
+        targets_dh = torch.log(gt_heights / ex_heights)
+        return torch.stack((targets_dx, targets_dy, targets_dw, targets_dh), dim=1)
+
+    def decode(rel_codes, boxes, bbox_xform_clip=math.log(1000.0 / 16)):
+        widths = boxes[:, 2] - boxes[:, 0]
+        heights = boxes[:, 3] - boxes[:, 1]
+        ctr_x = boxes[:, 0] + 0.5 * widths
+        ctr_y = boxes[:, 1] + 0.5 * heights
+        dx, dy, dw, dh = rel_codes.unbind(1)
+        dw = torch.clamp(dw, max=bbox_xform_clip)
+        dh = torch.clamp(dh, max=bbox_xform_clip)
+        pred_ctr_x = dx * widths + ctr_x
+        pred_ctr_y = dy * heights + ctr_y
+        pred_w = torch.exp(dw) * widths
+        pred_h = torch.exp(dh) * heights
+        return torch.stack((pred_ctr_x - 0.5 * pred_w, pred_ctr_y - 0.5 * pred_h, pred_ctr_x + 0.5 * pred_w,
+                            pred_ctr_y + 0.5 * pred_h), dim=1)
+
+    def match(match_quality_matrix, high=0.5, low=0.4):
+        matched_vals, matches = match_quality_matrix.max(dim=0)
+        below_low_threshold = matched_vals < low
+        between_thresholds = (matched_vals >= low) & (matched_vals < high)
+        matches[below_low_threshold] = -1
+        matches[between_thresholds] = -2
+        return matches
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3, stride=4, padding=1), nn.ReLU())
+            self.cls_logits = nn.Conv2d(8, A * num_classes, 3, padding=1)
+            self.bbox_reg = nn.Conv2d(8, A * 4, 3, padding=1)
+            prior_probability = 0.01
+            nn.init.normal_(self.cls_logits.weight, std=0.01)
+            nn.init.constant_(self.cls_logits.bias, -math.log((1 - prior_probability) / prior_probability))
+
+        def forward(self, x):
+            f = self.backbone(x)
+            N, _, H, W = f.shape
+            cls = self.cls_logits(f).view(N, -1, num_classes, H, W).permute(0, 3, 4, 1, 2).reshape(N, -1, num_classes)
+            reg = self.bbox_reg(f).view(N, -1, 4, H, W).permute(0, 3, 4, 1, 2).reshape(N, -1, 4)
+            return cls, reg, (H, W)
+
+    torch.manual_seed(0)
+    model = Head()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    rng = np.random.default_rng(12)
+    images = torch.tensor(normal(rng, 2, 3, 12, 12))
+    targets = [{"boxes": torch.tensor([[1., 2., 9., 8.], [4., 0., 11., 10.]]), "labels": torch.tensor([0, 1])},
+               {"boxes": torch.tensor([[0., 0., 6., 7.]]), "labels": torch.tensor([1])}]
+    losses = []
+    for step in range(2):
+        cls_logits, bbox_regression, (H, W) = model(images)
+        anchors = grid_anchors(H, W, stride=4).float()
+        cls_losses, reg_losses = [], []
+        for i, t in enumerate(targets):
+            iou = box_iou(t["boxes"], anchors)
+            matched_idxs = match(iou)
+            foreground_idxs_per_image = matched_idxs >= 0
+            num_foreground = foreground_idxs_per_image.sum()
+            gt_classes_target = torch.zeros_like(cls_logits[i])
+            gt_classes_target[foreground_idxs_per_image, t["labels"][matched_idxs[foreground_idxs_per_image]]] = 1.0
+            valid_idxs_per_image = matched_idxs != -2
+            cls_losses.append(sigmoid_focal_loss(cls_logits[i][valid_idxs_per_image], gt_classes_target[valid_idxs_per_image],
+                                                 reduction="sum") / max(1, num_foreground))
+            matched_gt_boxes_per_image = t["boxes"][matched_idxs[foreground_idxs_per_image]]
+            bbox_regression_per_image = bbox_regression[i][foreground_idxs_per_image, :]
+            anchors_per_image = anchors[foreground_idxs_per_image, :]
+            target_regression = encode(matched_gt_boxes_per_image, anchors_per_image)
+            l1 = F.smooth_l1_loss(bbox_regression_per_image, target_regression, beta=1 / 9, reduction="sum")
+            decoded = decode(bbox_regression_per_image, anchors_per_image)
+            giou = torch.diag(generalized_box_iou(decoded, matched_gt_boxes_per_image))
+            reg_losses.append((l1 + (1 - giou).sum()) / max(1, num_foreground))
+        loss = sum(cls_losses) / len(targets) + sum(reg_losses) / len(targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), int(num_foreground)]
+    return init, losses + summary(model.parameters())
+
+
+def test_retinanet_inline():
+    compare(retinanet)
+
+
+# (n) a YOLOv3-style head (eriklindernoren's and ultralytics' early yolo.py): the conv output viewed as
+# (bs, na, no, ny, nx).permute(0, 1, 3, 4, 2).contiguous(), _make_grid by torch.meshgrid([torch.arange(ny),
+# torch.arange(nx)], indexing='ij') stacked (xv, yv) and .view((1, 1, ny, nx, 2)).float(), inference's
+# y[..., 0:2] = (y[..., 0:2].sigmoid() * 2 - 0.5 + grid) * stride and y[..., 2:4] = (sigmoid * 2) ** 2 * anchor_grid,
+# build_targets (gxy, gij = gxy.long(), gi, gj = gij.T, tbox as torch.cat((gxy - gij, gwh), 1)), the BCEWithLogits
+# objectness with tobj[b, a, gj, gi] = iou.detach().clamp(0).type(tobj.dtype), the class loss on ps[:, 5:] against
+# torch.full_like(..., cn) with t[range(n), tcls] = cp, bbox_iou's CIoU (torch.atan, torch.no_grad() alpha), and
+# a greedy NMS by hand (argsort by score, box IoU, keep)
+def yolo_head(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    nc, na, stride = 2, 2, 4
+    no = nc + 5
+    anchors = torch.tensor([[1.5, 2.0], [3.0, 2.5]])  # in grid units
+
+    def bbox_iou(box1, box2, xywh=True, CIoU=False, eps=1e-7):
+        (x1, y1, w1, h1), (x2, y2, w2, h2) = box1.chunk(4, -1), box2.chunk(4, -1)
+        w1_, h1_, w2_, h2_ = w1 / 2, h1 / 2, w2 / 2, h2 / 2
+        b1_x1, b1_x2, b1_y1, b1_y2 = x1 - w1_, x1 + w1_, y1 - h1_, y1 + h1_
+        b2_x1, b2_x2, b2_y1, b2_y2 = x2 - w2_, x2 + w2_, y2 - h2_, y2 + h2_
+        inter = (b1_x2.minimum(b2_x2) - b1_x1.maximum(b2_x1)).clamp(0) * \
+                (b1_y2.minimum(b2_y2) - b1_y1.maximum(b2_y1)).clamp(0)
+        union = w1 * h1 + w2 * h2 - inter + eps
+        iou = inter / union
+        if CIoU:
+            cw = b1_x2.maximum(b2_x2) - b1_x1.minimum(b2_x1)  # convex (smallest enclosing box) width
+            ch = b1_y2.maximum(b2_y2) - b1_y1.minimum(b2_y1)  # convex height
+            c2 = cw ** 2 + ch ** 2 + eps  # convex diagonal squared
+            rho2 = ((b2_x1 + b2_x2 - b1_x1 - b1_x2) ** 2 + (b2_y1 + b2_y2 - b1_y1 - b1_y2) ** 2) / 4  # center dist ** 2
+            v = (4 / math.pi ** 2) * torch.pow(torch.atan(w2 / (h2 + eps)) - torch.atan(w1 / (h1 + eps)), 2)
+            with torch.no_grad():
+                alpha = v / (v - iou + (1 + eps))
+            return iou - (rho2 / c2 + v * alpha)  # CIoU
+        return iou
+
+    class Detect(nn.Module):
+        def __init__(self, ch=6):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, ch, 3, stride=stride, padding=1), nn.SiLU())
+            self.m = nn.Conv2d(ch, no * na, 1)
+            self.register_buffer('anchors', anchors.clone().view(na, 2))
+
+        @staticmethod
+        def _make_grid(nx=20, ny=20):
+            yv, xv = torch.meshgrid([torch.arange(ny), torch.arange(nx)], indexing='ij')
+            return torch.stack((xv, yv), 2).view((1, 1, ny, nx, 2)).float()
+
+        def forward(self, x):
+            x = self.m(self.backbone(x))
+            bs, _, ny, nx = x.shape
+            x = x.view(bs, na, no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+            if self.training:
+                return x
+            grid = self._make_grid(nx, ny)
+            anchor_grid = (self.anchors * stride).view((1, na, 1, 1, 2))
+            y = x.sigmoid()
+            xy = (y[..., 0:2] * 2 - 0.5 + grid) * stride
+            wh = (y[..., 2:4] * 2) ** 2 * anchor_grid
+            y = torch.cat((xy, wh, y[..., 4:]), -1)
+            return y.view(bs, -1, no)
+
+    def nms(boxes, scores, iou_thres):
+        order = scores.argsort(descending=True)
+        keep = []
+        while order.numel() > 0:
+            i = order[0]
+            keep.append(int(i))
+            if order.numel() == 1:
+                break
+            ious = bbox_iou(boxes[i].unsqueeze(0), boxes[order[1:]]).squeeze(-1)
+            order = order[1:][ious <= iou_thres]
+        return torch.tensor(keep, dtype=torch.long)
+
+    torch.manual_seed(0)
+    model = Detect()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
+    BCEcls, BCEobj = nn.BCEWithLogitsLoss(), nn.BCEWithLogitsLoss()
+    rng = np.random.default_rng(13)
+    imgs = torch.tensor(normal(rng, 2, 3, 12, 12))
+    # targets: image, class, x, y, w, h in grid units
+    targets = torch.tensor([[0, 1, 1.3, 0.6, 1.2, 1.9], [1, 0, 2.2, 2.7, 2.9, 2.1], [1, 1, 0.4, 1.5, 1.6, 2.2]])
+    losses = []
+    for step in range(2):
+        model.train()
+        p = model(imgs)
+        b, gxy, gwh, tcls = targets[:, 0].long(), targets[:, 2:4], targets[:, 4:6], targets[:, 1].long()
+        r = gwh[:, None] / anchors[None]  # wh ratio to each anchor
+        a = torch.max(r, 1 / r).max(2)[0].argmin(1)  # best anchor
+        gij = gxy.long()
+        gi, gj = gij.T
+        tbox = torch.cat((gxy - gij, gwh), 1)
+        ps = p[b, a, gj, gi]
+        pxy = ps[:, :2].sigmoid() * 2 - 0.5
+        pwh = (ps[:, 2:4].sigmoid() * 2) ** 2 * anchors[a]
+        pbox = torch.cat((pxy, pwh), 1)
+        iou = bbox_iou(pbox, tbox, CIoU=True).squeeze()
+        lbox = (1.0 - iou).mean()
+        tobj = torch.zeros(p.shape[:4], dtype=p.dtype)
+        tobj[b, a, gj, gi] = iou.detach().clamp(0).type(tobj.dtype)
+        lobj = BCEobj(p[..., 4], tobj)
+        t = torch.full_like(ps[:, 5:], 0.0)
+        t[range(len(b)), tcls] = 1.0
+        lcls = BCEcls(ps[:, 5:], t)
+        loss = (lbox * 0.05 + lobj * 1.0 + lcls * 0.5) * imgs.shape[0]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), lbox.item(), lobj.item(), lcls.item()]
+    model.eval()
+    with torch.no_grad():
+        pred = model(imgs)[0]
+    conf = pred[:, 4] * pred[:, 5:].max(1)[0]
+    keep = nms(pred[:, :4], conf, 0.3)
+    return init, losses + [float(pred.sum()), len(keep)] + summary(model.parameters())
+
+
+def test_yolo_head():
+    compare(yolo_head)
