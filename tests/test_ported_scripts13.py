@@ -1920,3 +1920,223 @@ def yolo_head(m, state=None):
 
 def test_yolo_head():
     compare(yolo_head)
+
+
+# ---- metric learning --------------------------------------------------------------------------
+
+# (o) ronghuaiyang/arcface-pytorch's metrics.py and focal loss: ArcMarginProduct (cosine = F.linear(F.normalize
+# (input), F.normalize(self.weight)), sine = torch.sqrt((1.0 - torch.pow(cosine, 2)).clamp(0, 1)), phi = cosine *
+# cos_m - sine * sin_m, torch.where(cosine > th, phi, cosine - mm), one_hot by torch.zeros(cosine.size()).scatter_
+# (1, label.view(-1, 1).long(), 1), output *= s), AddMarginProduct (CosFace: cosine - m), SphereFace's
+# cos(m * theta) by the Chebyshev lambdas and a lambda annealed by max(LambdaMin, base * (1 + gamma * iter) **
+# -power), insightface's acos form (torch.acos(torch.clamp(cos, -1 + 1e-7, 1 - 1e-7)), cos(theta + m)), their
+# FocalLoss (logp = CE(input, target), p = torch.exp(-logp), (1 - p) ** gamma * logp), xavier_uniform_ weights
+# and a backbone ending in BatchNorm1d features
+def arcface(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    in_features, out_features = 6, 5
+
+    class ArcMarginProduct(nn.Module):
+        def __init__(self, in_features, out_features, s=30.0, m=0.50, easy_margin=False):
+            super().__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.s = s
+            self.m = m
+            self.weight = nn.Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform_(self.weight)
+            self.easy_margin = easy_margin
+            self.cos_m = math.cos(m)
+            self.sin_m = math.sin(m)
+            self.th = math.cos(math.pi - m)
+            self.mm = math.sin(math.pi - m) * m
+
+        def forward(self, input, label):
+            cosine = F.linear(F.normalize(input), F.normalize(self.weight))
+            sine = torch.sqrt((1.0 - torch.pow(cosine, 2)).clamp(0, 1))
+            phi = cosine * self.cos_m - sine * self.sin_m
+            if self.easy_margin:
+                phi = torch.where(cosine > 0, phi, cosine)
+            else:
+                phi = torch.where(cosine > self.th, phi, cosine - self.mm)
+            one_hot = torch.zeros(cosine.size(), device='cpu')
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            output = (one_hot * phi) + ((1.0 - one_hot) * cosine)
+            output *= self.s
+            return output
+
+    class AddMarginProduct(nn.Module):
+        def __init__(self, in_features, out_features, s=30.0, m=0.40):
+            super().__init__()
+            self.s, self.m = s, m
+            self.weight = nn.Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform_(self.weight)
+
+        def forward(self, input, label):
+            cosine = F.linear(F.normalize(input), F.normalize(self.weight))
+            phi = cosine - self.m
+            one_hot = torch.zeros(cosine.size())
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            return ((one_hot * phi) + ((1.0 - one_hot) * cosine)) * self.s
+
+    class SphereProduct(nn.Module):
+        def __init__(self, in_features, out_features, m=4):
+            super().__init__()
+            self.m = m
+            self.base, self.gamma, self.power, self.LambdaMin, self.iter = 1000.0, 0.12, 1, 5.0, 0
+            self.weight = nn.Parameter(torch.FloatTensor(out_features, in_features))
+            nn.init.xavier_uniform_(self.weight)
+            self.mlambda = [lambda x: x ** 0, lambda x: x ** 1, lambda x: 2 * x ** 2 - 1, lambda x: 4 * x ** 3 - 3 * x,
+                            lambda x: 8 * x ** 4 - 8 * x ** 2 + 1, lambda x: 16 * x ** 5 - 20 * x ** 3 + 5 * x]
+
+        def forward(self, input, label):
+            self.iter += 1
+            self.lamb = max(self.LambdaMin, self.base * (1 + self.gamma * self.iter) ** (-1 * self.power))
+            cos_theta = F.linear(F.normalize(input), F.normalize(self.weight))
+            cos_theta = cos_theta.clamp(-1, 1)
+            cos_m_theta = self.mlambda[self.m](cos_theta)
+            theta = cos_theta.data.acos()
+            k = (self.m * theta / 3.14159265).floor()
+            phi_theta = ((-1.0) ** k) * cos_m_theta - 2 * k
+            NormOfFeature = torch.norm(input, 2, 1)
+            one_hot = torch.zeros(cos_theta.size())
+            one_hot.scatter_(1, label.view(-1, 1), 1)
+            output = (one_hot * (phi_theta - cos_theta) / (1 + self.lamb)) + cos_theta
+            output *= NormOfFeature.view(-1, 1)
+            return output
+
+    def insightface_arc(embeddings, weight, label, s=16.0, margin=0.3):
+        cos = F.normalize(embeddings) @ F.normalize(weight, dim=1).t()
+        theta = torch.acos(torch.clamp(cos, -1.0 + 1e-7, 1.0 - 1e-7))
+        target = torch.cos(theta + margin)
+        one_hot = F.one_hot(label, num_classes=weight.shape[0]).bool()
+        return s * torch.where(one_hot, target, cos)
+
+    class FocalLoss(nn.Module):
+        def __init__(self, gamma=0, eps=1e-7):
+            super().__init__()
+            self.gamma = gamma
+            self.eps = eps
+            self.ce = torch.nn.CrossEntropyLoss()
+
+        def forward(self, input, target):
+            logp = self.ce(input, target)
+            p = torch.exp(-logp)
+            loss = (1 - p) ** self.gamma * logp
+            return loss.mean()
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(
+        backbone=nn.Sequential(nn.Linear(8, 12), nn.PReLU(), nn.Dropout(0.0), nn.Linear(12, in_features), nn.BatchNorm1d(in_features)),
+        arc=ArcMarginProduct(in_features, out_features, s=30, m=0.5, easy_margin=False),
+        cos=AddMarginProduct(in_features, out_features), sphere=SphereProduct(in_features, out_features)))
+    init = load(m, model, state)
+    criterion = FocalLoss(gamma=2)
+    optimizer = torch.optim.SGD([{'params': model.parameters()}], lr=1e-2, weight_decay=5e-4)
+    rng = np.random.default_rng(14)
+    data_input, label = torch.tensor(normal(rng, 6, 8)), torch.tensor(rng.integers(0, out_features, 6))
+    losses = []
+    for step in range(2):
+        feature = model['backbone'](data_input)
+        output = model['arc'](feature, label)
+        loss = criterion(output, label) + F.cross_entropy(model['cos'](feature, label), label)
+        loss = loss + 0.1 * F.cross_entropy(model['sphere'](feature, label), label)
+        loss = loss + F.cross_entropy(insightface_arc(feature, model['arc'].weight, label), label)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        acc = np.mean((np.argmax(output.data.cpu().numpy(), axis=1) == label.data.cpu().numpy()).astype(int))
+        losses += [loss.item(), float(acc)]
+    return init, losses + summary(model.parameters())
+
+
+def test_arcface_cosface_sphereface():
+    compare(arcface)
+
+
+# ---- audio and time series ----------------------------------------------------------------------
+
+# (p) torchaudio's speech-command tutorial M5 and a 1-D ECG classifier: Conv1d with a long stride-16 first kernel,
+# BatchNorm1d, MaxPool1d(4), F.avg_pool1d(x, x.shape[-1]), x.permute(0, 2, 1), F.log_softmax(x, dim=2),
+# F.nll_loss(output.squeeze(), target), count_parameters, get_likely_index by argmax(dim=-1), number_of_correct
+# by pred.squeeze().eq(target).sum().item(); the ECG net's Conv1d blocks with padding='same', Dropout, an
+# AdaptiveAvgPool1d(1) and AdaptiveMaxPool1d(1) concatenated, flattened, a weighted CrossEntropyLoss, and a
+# StepLR scheduler; the inputs as torchaudio's Resample would leave them (numpy waveforms)
+def audio_conv1d(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class M5(nn.Module):
+        def __init__(self, n_input=1, n_output=4, stride=16, n_channel=4):
+            super().__init__()
+            self.conv1 = nn.Conv1d(n_input, n_channel, kernel_size=80, stride=stride)
+            self.bn1 = nn.BatchNorm1d(n_channel)
+            self.pool1 = nn.MaxPool1d(4)
+            self.conv2 = nn.Conv1d(n_channel, n_channel, kernel_size=3)
+            self.bn2 = nn.BatchNorm1d(n_channel)
+            self.pool2 = nn.MaxPool1d(2)
+            self.fc1 = nn.Linear(n_channel, n_output)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = F.relu(self.bn1(x))
+            x = self.pool1(x)
+            x = self.conv2(x)
+            x = F.relu(self.bn2(x))
+            x = self.pool2(x)
+            x = F.avg_pool1d(x, x.shape[-1])
+            x = x.permute(0, 2, 1)
+            x = self.fc1(x)
+            return F.log_softmax(x, dim=2)
+
+    class ECGNet(nn.Module):
+        def __init__(self, n_classes=3):
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv1d(1, 4, kernel_size=7, padding='same', bias=False), nn.BatchNorm1d(4), nn.ELU(), nn.Dropout(0.0),
+                nn.Conv1d(4, 6, kernel_size=5, padding=2, dilation=1, bias=False), nn.BatchNorm1d(6), nn.ELU())
+            self.avg = nn.AdaptiveAvgPool1d(1)
+            self.max = nn.AdaptiveMaxPool1d(1)
+            self.fc = nn.Linear(12, n_classes)
+
+        def forward(self, x):
+            x = self.features(x)
+            x = torch.cat([self.avg(x), self.max(x)], dim=1)
+            return self.fc(torch.flatten(x, 1))
+
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def number_of_correct(pred, target):
+        return pred.squeeze().eq(target).sum().item()
+
+    def get_likely_index(tensor):
+        return tensor.argmax(dim=-1)
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(m5=M5(), ecg=ECGNet()))
+    init = load(m, model, state)
+    # SGD where the tutorial has Adam: the conv biases before the BatchNorms, and bn1's bias (a shift the next
+    # BatchNorm takes out), have gradients of rounding alone, which Adam would turn into full steps
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=0.0001)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.1)
+    criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 0.5]))
+    rng = np.random.default_rng(15)
+    losses = [count_parameters(model['m5'])]
+    for epoch in range(2):
+        data = torch.tensor(normal(rng, 3, 1, 400) * 0.3)
+        target = torch.tensor(rng.integers(0, 4, 3))
+        output = model['m5'](data)
+        loss = F.nll_loss(output.squeeze(), target)
+        ecg = torch.tensor(normal(rng, 3, 1, 25))
+        loss = loss + criterion(model['ecg'](ecg), target.clamp(max=2))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        pred = get_likely_index(output)
+        losses += [loss.item(), number_of_correct(pred, target)]
+    return init, losses + summary(model.parameters())
+
+
+def test_audio_m5_ecg_conv1d():
+    compare(audio_conv1d)
