@@ -2140,3 +2140,245 @@ def audio_conv1d(m, state=None):
 
 def test_audio_m5_ecg_conv1d():
     compare(audio_conv1d)
+
+
+# (q) a WaveNet (vincentherrmann's and r9y9's styles): CausalConv1d as a Conv1d whose input is F.pad(x, (self.pad,
+# 0)) left-padded by (kernel_size - 1) * dilation, residual blocks with a gated activation torch.tanh(f) *
+# torch.sigmoid(g) from one conv's output split by chunk(2, dim=1), 1x1 residual and skip convs, the skips summed,
+# dilations 2 ** i over layers, mu-law companding (torch.sign(x) * torch.log1p(mu * torch.abs(x)) / math.log1p(mu))
+# and quantisation ((x + 1) / 2 * mu + 0.5).long(), F.cross_entropy over (B, C, T) logits against the next sample,
+# the receptive field, and a fast generation loop under torch.no_grad() that feeds back the argmax one-hot
+def wavenet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    mu, channels, layers = 15, 6, 3
+
+    class CausalConv1d(nn.Conv1d):
+        def __init__(self, in_channels, out_channels, kernel_size, dilation=1, **kwargs):
+            super().__init__(in_channels, out_channels, kernel_size, padding=0, dilation=dilation, **kwargs)
+            self.pad = (kernel_size - 1) * dilation
+
+        def forward(self, x):
+            return super().forward(F.pad(x, (self.pad, 0)))
+
+    class ResidualBlock(nn.Module):
+        def __init__(self, res_channels, skip_channels, dilation):
+            super().__init__()
+            self.dilated = CausalConv1d(res_channels, 2 * res_channels, kernel_size=2, dilation=dilation)
+            self.conv_res = nn.Conv1d(res_channels, res_channels, 1)
+            self.conv_skip = nn.Conv1d(res_channels, skip_channels, 1)
+
+        def forward(self, x):
+            f, g = self.dilated(x).chunk(2, dim=1)
+            gated = torch.tanh(f) * torch.sigmoid(g)
+            return self.conv_res(gated) + x, self.conv_skip(gated)
+
+    class WaveNet(nn.Module):
+        def __init__(self, quantization_channels=mu + 1):
+            super().__init__()
+            self.causal = CausalConv1d(quantization_channels, channels, kernel_size=2)
+            self.blocks = nn.ModuleList([ResidualBlock(channels, channels, 2 ** i) for i in range(layers)])
+            self.end = nn.Sequential(nn.ReLU(), nn.Conv1d(channels, channels, 1), nn.ReLU(), nn.Conv1d(channels, quantization_channels, 1))
+            self.receptive_field = 1 + sum(b.dilated.pad for b in self.blocks) + self.causal.pad
+
+        def forward(self, x):
+            x = self.causal(x)
+            skip_connections = []
+            for block in self.blocks:
+                x, skip = block(x)
+                skip_connections.append(skip)
+            return self.end(sum(skip_connections))
+
+    def mu_law_encoding(x, quantization_channels):
+        mu = quantization_channels - 1.0
+        x_mu = torch.sign(x) * torch.log1p(mu * torch.abs(x)) / math.log1p(mu)
+        return ((x_mu + 1) / 2 * mu + 0.5).to(torch.int64)
+
+    def mu_law_decoding(x_mu, quantization_channels):
+        mu = quantization_channels - 1.0
+        x = ((x_mu.float()) / mu) * 2 - 1.0
+        return torch.sign(x) * (torch.exp(torch.abs(x) * math.log1p(mu)) - 1.0) / mu
+
+    torch.manual_seed(0)
+    model = WaveNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(16)
+    t = np.arange(24)
+    audio = torch.tensor((0.6 * np.sin(t[None] * np.array([[0.3], [0.7]])) + 0.05 * rng.standard_normal((2, 24))).astype(np.float32))
+    q = mu_law_encoding(audio, mu + 1)
+    x = F.one_hot(q[:, :-1], mu + 1).permute(0, 2, 1).float()
+    target = q[:, 1:]
+    losses = [model.receptive_field, float(mu_law_decoding(q, mu + 1).sub(audio).abs().max() < 0.1)]
+    for step in range(2):
+        logits = model(x)
+        loss = F.cross_entropy(logits, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        seq = x[:1, :, :model.receptive_field]
+        generated = []
+        for _ in range(3):
+            nxt = model(seq[:, :, -model.receptive_field:])[:, :, -1].argmax(dim=1)
+            generated.append(int(nxt))
+            seq = torch.cat([seq, F.one_hot(nxt, mu + 1).float().unsqueeze(-1)], dim=2)
+    return init, losses + generated + summary(model.parameters())
+
+
+def test_wavenet_causal_conv():
+    compare(wavenet)
+
+
+# (r) an LSTM seq2seq forecaster as time-series tutorials write it: a sliding window by tensor.unfold(0, window,
+# 1), min-max scaling by hand, an Encoder (nn.LSTM(batch_first=True), returning hidden and cell), a Decoder stepping
+# an nn.LSTM one step at a time from the last observed value, teacher forcing (the true value fed back when a numpy
+# draw is below teacher_forcing_ratio, else the prediction), outputs collected in torch.zeros(batch, horizon, 1)
+# by index assignment, nn.MSELoss, clip_grad_norm_, and an autoregressive forecast under torch.no_grad()
+def lstm_forecaster(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    window, horizon, hidden = 6, 3, 5
+
+    class Encoder(nn.Module):
+        def __init__(self, input_size=1, hidden_size=hidden, num_layers=1):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+
+        def forward(self, x):
+            outputs, (hidden, cell) = self.lstm(x)
+            return hidden, cell
+
+    class Decoder(nn.Module):
+        def __init__(self, output_size=1, hidden_size=hidden, num_layers=1):
+            super().__init__()
+            self.lstm = nn.LSTM(output_size, hidden_size, num_layers, batch_first=True)
+            self.fc = nn.Linear(hidden_size, output_size)
+
+        def forward(self, x, hidden, cell):
+            output, (hidden, cell) = self.lstm(x.unsqueeze(1), (hidden, cell))
+            prediction = self.fc(output.squeeze(1))
+            return prediction, hidden, cell
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = Encoder()
+            self.decoder = Decoder()
+
+        def forward(self, source, target=None, teacher_forcing_ratio=0.5, draws=None):
+            batch_size = source.shape[0]
+            target_len = horizon
+            outputs = torch.zeros(batch_size, target_len, 1)
+            hidden, cell = self.encoder(source)
+            decoder_input = source[:, -1, :]
+            for t in range(target_len):
+                output, hidden, cell = self.decoder(decoder_input, hidden, cell)
+                outputs[:, t, :] = output
+                teacher_force = target is not None and draws[t] < teacher_forcing_ratio
+                decoder_input = target[:, t, :] if teacher_force else output
+            return outputs
+
+    rng = np.random.default_rng(17)
+    series = np.sin(np.arange(20) * 0.4) + 0.1 * rng.standard_normal(20)
+    lo, hi = series.min(), series.max()
+    scaled = torch.tensor(((series - lo) / (hi - lo)).astype(np.float32))
+    windows = scaled.unfold(0, window + horizon, 1)  # (n, window + horizon)
+    X, Y = windows[:, :window].unsqueeze(-1), windows[:, window:].unsqueeze(-1)
+    torch.manual_seed(0)
+    model = Seq2Seq()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    criterion = nn.MSELoss()
+    losses = [X.shape[0]]
+    for epoch in range(2):
+        model.train()
+        optimizer.zero_grad()
+        output = model(X[:6], Y[:6], teacher_forcing_ratio=0.5, draws=rng.random(horizon))
+        loss = criterion(output, Y[:6])
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        forecast = model(X[6:])
+        losses += [criterion(forecast, Y[6:]).item(), float(forecast.sum() * (hi - lo) + lo)]
+    return init, losses + summary(model.parameters())
+
+
+def test_lstm_seq2seq_forecaster():
+    compare(lstm_forecaster)
+
+
+# (s) a DeepSpeech2-style speech recogniser trained with CTC: a spectrogram-like input through a 2-D conv over
+# (freq, time), its output reshaped (sizes[0], sizes[1] * sizes[2], sizes[3]) and transposed to (T, N, H), a
+# bidirectional GRU whose directions are summed (x.view(T, N, 2, -1).sum(2)), a Linear to the alphabet with the
+# blank last, log_softmax(-1), output lengths from the conv's arithmetic ((length + 2 * pad - kernel) // stride +
+# 1) as an int tensor, the targets concatenated in one 1-D tensor with their lengths, nn.CTCLoss(blank=..., reduction
+# ='sum', zero_infinity=True) divided by the batch size (one sample's target is too long to fit: its infinite loss
+# zeroed), and greedy decoding by argmax, torch.unique_consecutive and dropping blanks
+def deepspeech_ctc(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    labels = "_abc '"[1:] + "_"  # blank last
+    blank = len(labels) - 1
+
+    class DeepSpeech(nn.Module):
+        def __init__(self, n_freq=6, rnn_hidden=5):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(1, 2, kernel_size=(3, 3), stride=(2, 1), padding=(1, 1)), nn.Hardtanh(0, 20, inplace=True))
+            self.rnn = nn.GRU(2 * (n_freq // 2), rnn_hidden, bidirectional=True)
+            self.fc = nn.Linear(rnn_hidden, len(labels), bias=False)
+
+        def get_seq_lens(self, input_length):
+            seq_len = input_length
+            for mod in self.conv.modules():
+                if type(mod) == nn.modules.conv.Conv2d:
+                    seq_len = ((seq_len + 2 * mod.padding[1] - mod.dilation[1] * (mod.kernel_size[1] - 1) - 1) // mod.stride[1] + 1)
+            return seq_len.int()
+
+        def forward(self, x, lengths):
+            output_lengths = self.get_seq_lens(lengths)
+            x = self.conv(x)
+            sizes = x.size()
+            x = x.view(sizes[0], sizes[1] * sizes[2], sizes[3])  # Collapse feature dimension
+            x = x.transpose(1, 2).transpose(0, 1).contiguous()  # TxNxH
+            x, _ = self.rnn(x)
+            x = x.view(x.size(0), x.size(1), 2, -1).sum(2).view(x.size(0), x.size(1), -1)  # (TxNxH*2) -> (TxNxH) by sum
+            x = self.fc(x)
+            return x.log_softmax(-1), output_lengths
+
+    def greedy_decode(log_probs, lengths):
+        out = []
+        best = log_probs.argmax(-1).transpose(0, 1)
+        for seq, n in zip(best, lengths.tolist()):
+            collapsed = torch.unique_consecutive(seq[:n])
+            out.append("".join(labels[i] for i in collapsed.tolist() if i != blank))
+        return out
+
+    torch.manual_seed(0)
+    model = DeepSpeech()
+    init = load(m, model, state)
+    criterion = nn.CTCLoss(blank=blank, reduction='sum', zero_infinity=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+    rng = np.random.default_rng(18)
+    inputs = torch.tensor(normal(rng, 3, 1, 6, 7))
+    input_sizes = torch.tensor([7, 6, 3])
+    transcripts = ["ab", "c a", "abcab"]  # the last has more labels than frames: an infinite loss, zeroed
+    targets = torch.tensor([labels.index(c) for t in transcripts for c in t], dtype=torch.long)
+    target_sizes = torch.tensor([len(t) for t in transcripts], dtype=torch.int)
+    losses = []
+    for step in range(2):
+        out, output_sizes = model(inputs, input_sizes)
+        loss = criterion(out, targets, output_sizes, target_sizes)
+        loss = loss / inputs.size(0)  # average the loss by minibatch
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 400)
+        optimizer.step()
+        losses.append(loss.item())
+    losses += [len(s) for s in greedy_decode(out.detach(), output_sizes)]
+    return init, losses + output_sizes.tolist() + summary(model.parameters())
+
+
+def test_deepspeech_ctc():
+    compare(deepspeech_ctc)
