@@ -379,3 +379,7 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (N
 Tensor.coalesce = lambda self: self
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
+
+# fake quantisation (hand-written quantisation-aware training)
+from .functional import fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine  # noqa: E402
+__all__ += ["fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine"]
