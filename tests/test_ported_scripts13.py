@@ -2382,3 +2382,112 @@ def deepspeech_ctc(m, state=None):
 
 def test_deepspeech_ctc():
     compare(deepspeech_ctc)
+
+
+# ---- quantisation-aware training by hand ---------------------------------------------------------
+
+# (t) a QAT script without torch.ao: a symmetric per-channel weight quantiser (scale from w.abs().amax(dim=(1, 2,
+# 3), keepdim=True) / qmax, clamp_min(1e-8), torch.round, clamp, the straight-through estimator x + (q - x).detach()),
+# an asymmetric activation quantiser with an EMA observer in buffers (running_min and running_max updated under
+# torch.no_grad() in training, an `initialized` flag buffer), scale and zero_point from them (torch.round of
+# -min / scale, clamped to the range), torch.fake_quantize_per_tensor_affine for the activations and
+# torch.fake_quantize_per_channel_affine for the head's weights (int32 zero points), QConv2d and QLinear
+# subclasses whose forward quantises self.weight before F.conv2d / F.linear, and a convert step that stores int8
+# weights (torch.clamp(torch.round(w / scale), -128, 127).to(torch.int8)) and runs the dequantised model in eval
+def qat_by_hand(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def round_ste(x):
+        return x + (torch.round(x) - x).detach()
+
+    def quantize_weight_per_channel(w, num_bits=8):
+        qmax = 2 ** (num_bits - 1) - 1
+        dims = tuple(range(1, w.dim()))
+        scale = (w.detach().abs().amax(dim=dims, keepdim=True) / qmax).clamp_min(1e-8)
+        q = torch.clamp(round_ste(w / scale), -qmax - 1, qmax)
+        return q * scale, scale
+
+    class ActQuant(nn.Module):
+        def __init__(self, num_bits=8, momentum=0.1):
+            super().__init__()
+            self.quant_min, self.quant_max = 0, 2 ** num_bits - 1
+            self.momentum = momentum
+            self.register_buffer('running_min', torch.zeros(1))
+            self.register_buffer('running_max', torch.zeros(1))
+            self.register_buffer('initialized', torch.tensor(0, dtype=torch.uint8))
+
+        def qparams(self):
+            scale = (self.running_max - self.running_min).clamp_min(1e-8) / float(self.quant_max - self.quant_min)
+            zero_point = torch.clamp(self.quant_min - torch.round(self.running_min / scale), self.quant_min, self.quant_max)
+            return float(scale), int(zero_point)
+
+        def forward(self, x):
+            if self.training:
+                with torch.no_grad():
+                    cur_min, cur_max = x.min().clamp(max=0.0), x.max().clamp(min=0.0)
+                    if self.initialized.item() == 0:
+                        self.running_min.fill_(cur_min.item())
+                        self.running_max.fill_(cur_max.item())
+                        self.initialized.fill_(1)
+                    else:
+                        self.running_min.mul_(1 - self.momentum).add_(self.momentum * cur_min)
+                        self.running_max.mul_(1 - self.momentum).add_(self.momentum * cur_max)
+            scale, zero_point = self.qparams()
+            return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, self.quant_min, self.quant_max)
+
+    class QConv2d(nn.Conv2d):
+        def forward(self, x):
+            w_q, _ = quantize_weight_per_channel(self.weight)
+            return F.conv2d(x, w_q, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    class QLinear(nn.Linear):
+        def forward(self, x):
+            scale = (self.weight.detach().abs().amax(dim=1) / 127).clamp_min(1e-8)
+            w_q = torch.fake_quantize_per_channel_affine(self.weight, scale, torch.zeros(self.out_features, dtype=torch.int32),
+                                                         0, -128, 127)
+            return F.linear(x, w_q, self.bias)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant_in = ActQuant()
+            self.conv = QConv2d(1, 4, 3, padding=1)
+            self.act_q = ActQuant()
+            self.fc = QLinear(4 * 3 * 3, 5)
+
+        def forward(self, x):
+            x = self.quant_in(x)
+            x = F.max_pool2d(F.relu(self.conv(x)), 2)
+            x = self.act_q(x)
+            return self.fc(torch.flatten(x, 1))
+
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(19)
+    losses = []
+    for step in range(3):
+        x, y = torch.tensor(normal(rng, 4, 1, 6, 6)), torch.tensor(rng.integers(0, 5, 4))
+        model.train()
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), float(model.act_q.running_max), float(model.quant_in.running_min)]
+    # convert: int8 weights and their scales; the dequantised model in eval mode
+    with torch.no_grad():
+        w = model.conv.weight
+        scale = (w.abs().amax(dim=(1, 2, 3), keepdim=True) / 127).clamp_min(1e-8)
+        w_int8 = torch.clamp(torch.round(w / scale), -128, 127).to(torch.int8)
+        assert w_int8.dtype == torch.int8 and int(w_int8.abs().max()) == 127
+        model.conv.weight.copy_(w_int8.float() * scale)
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+    losses += [float(out.sum()), int(w_int8.sum()), model.act_q.qparams()[1]]
+    return init, losses + summary(model.parameters())
+
+
+def test_qat_by_hand():
+    compare(qat_by_hand)
