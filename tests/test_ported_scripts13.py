@@ -309,6 +309,139 @@ def test_ncsn_score_matching():
     compare(score_matching)
 
 
+# (c) diffusers-style training and sampling: get_timestep_embedding (exponent = -math.log(max_period) *
+# torch.arange(half_dim, dtype=torch.float32) / (half_dim - downscale_freq_shift), flip_sin_to_cos by torch.cat of the
+# halves swapped, F.pad for an odd dim), betas_for_alpha_bar's squaredcos_cap_v2 schedule built in a loop and
+# torch.tensor(betas, dtype=torch.float32), add_noise's sqrt_alpha_prod flattened and unsqueezed to the sample's
+# dims, v-prediction targets (alpha * noise - sigma * sample), min-SNR-gamma loss weights (torch.stack([snr, gamma *
+# torch.ones_like(timesteps)], dim=1).min(dim=1)[0] / snr) on a reduction="none" MSE meaned over all but the
+# batch dim, classifier-free guidance's label dropout by torch.where(drop, null_class, labels), and a DDIM step
+# (eta = 0: pred_original_sample, pred_epsilon, the "direction pointing to x_t") with guidance by chunk(2)
+def diffusers_ddim(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    num_train_timesteps, num_classes = 50, 3
+
+    def get_timestep_embedding(timesteps, embedding_dim, flip_sin_to_cos=False, downscale_freq_shift=1, scale=1,
+                               max_period=10000):
+        assert len(timesteps.shape) == 1, "Timesteps should be a 1d-array"
+        half_dim = embedding_dim // 2
+        exponent = -math.log(max_period) * torch.arange(start=0, end=half_dim, dtype=torch.float32, device=timesteps.device)
+        exponent = exponent / (half_dim - downscale_freq_shift)
+        emb = torch.exp(exponent)
+        emb = timesteps[:, None].float() * emb[None, :]
+        emb = scale * emb
+        emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=-1)
+        if flip_sin_to_cos:
+            emb = torch.cat([emb[:, half_dim:], emb[:, :half_dim]], dim=-1)
+        if embedding_dim % 2 == 1:
+            emb = torch.nn.functional.pad(emb, (0, 1, 0, 0))
+        return emb
+
+    def betas_for_alpha_bar(num_diffusion_timesteps, max_beta=0.999):
+        def alpha_bar_fn(t):
+            return math.cos((t + 0.008) / 1.008 * math.pi / 2) ** 2
+        betas = []
+        for i in range(num_diffusion_timesteps):
+            t1 = i / num_diffusion_timesteps
+            t2 = (i + 1) / num_diffusion_timesteps
+            betas.append(min(1 - alpha_bar_fn(t2) / alpha_bar_fn(t1), max_beta))
+        return torch.tensor(betas, dtype=torch.float32)
+
+    betas = betas_for_alpha_bar(num_train_timesteps)
+    alphas = 1.0 - betas
+    alphas_cumprod = torch.cumprod(alphas, dim=0)
+
+    def add_noise(original_samples, noise, timesteps):
+        sqrt_alpha_prod = alphas_cumprod[timesteps] ** 0.5
+        sqrt_alpha_prod = sqrt_alpha_prod.flatten()
+        while len(sqrt_alpha_prod.shape) < len(original_samples.shape):
+            sqrt_alpha_prod = sqrt_alpha_prod.unsqueeze(-1)
+        sqrt_one_minus_alpha_prod = (1 - alphas_cumprod[timesteps]) ** 0.5
+        sqrt_one_minus_alpha_prod = sqrt_one_minus_alpha_prod.flatten()
+        while len(sqrt_one_minus_alpha_prod.shape) < len(original_samples.shape):
+            sqrt_one_minus_alpha_prod = sqrt_one_minus_alpha_prod.unsqueeze(-1)
+        return sqrt_alpha_prod * original_samples + sqrt_one_minus_alpha_prod * noise
+
+    def get_velocity(sample, noise, timesteps):
+        sqrt_alpha_prod = (alphas_cumprod[timesteps] ** 0.5).flatten()[:, None]
+        sqrt_one_minus_alpha_prod = ((1 - alphas_cumprod[timesteps]) ** 0.5).flatten()[:, None]
+        return sqrt_alpha_prod * noise - sqrt_one_minus_alpha_prod * sample
+
+    def compute_snr(timesteps):
+        alpha = alphas_cumprod[timesteps]
+        return alpha / (1.0 - alpha)
+
+    class Denoiser(nn.Module):
+        def __init__(self, dim=4, emb_dim=9, hidden=16):
+            super().__init__()
+            self.emb_dim = emb_dim
+            self.class_embedding = nn.Embedding(num_classes + 1, emb_dim)  # the last row is the null class
+            self.time_proj = nn.Sequential(nn.Linear(emb_dim + 1, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
+            self.net = nn.Sequential(nn.Linear(dim + hidden, hidden), nn.SiLU(), nn.Linear(hidden, dim))
+
+        def forward(self, sample, timestep, class_labels):
+            t_emb = get_timestep_embedding(timestep, self.emb_dim + 1, flip_sin_to_cos=True, downscale_freq_shift=0)
+            emb = self.time_proj(t_emb + F.pad(self.class_embedding(class_labels), (0, 1)))
+            return self.net(torch.cat([sample, emb], dim=-1))
+
+    torch.manual_seed(0)
+    model = Denoiser()
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
+    rng = np.random.default_rng(20)
+    losses = [float(alphas_cumprod[-1]), float(get_timestep_embedding(torch.arange(3), 5).sum())]
+    snr_gamma = 5.0
+    for step in range(2):
+        clean = torch.tensor(normal(rng, 6, 4))
+        labels = torch.tensor(rng.integers(0, num_classes, 6))
+        drop = torch.tensor(rng.random(6) < 0.3)
+        labels = torch.where(drop, torch.full_like(labels, num_classes), labels)
+        noise = torch.tensor(normal(rng, 6, 4))
+        timesteps = torch.tensor(rng.integers(0, num_train_timesteps, 6)).long()
+        noisy = add_noise(clean, noise, timesteps)
+        target = get_velocity(clean, noise, timesteps)
+        model_pred = model(noisy, timesteps, labels)
+        snr = compute_snr(timesteps)
+        mse_loss_weights = torch.stack([snr, snr_gamma * torch.ones_like(timesteps)], dim=1).min(dim=1)[0] / (snr + 1)
+        loss = F.mse_loss(model_pred.float(), target.float(), reduction="none")
+        loss = loss.mean(dim=list(range(1, len(loss.shape)))) * mse_loss_weights
+        loss = loss.mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+    @torch.no_grad()
+    def ddim_sample(n=2, num_inference_steps=3, guidance_scale=2.0):
+        step_ratio = num_train_timesteps // num_inference_steps
+        timesteps = (np.arange(0, num_inference_steps) * step_ratio).round()[::-1].copy().astype(np.int64)
+        sample = torch.tensor(normal(rng, n, 4))
+        cond = torch.tensor([0, 2])
+        for t in timesteps:
+            latent_model_input = torch.cat([sample] * 2)
+            t_batch = torch.full((2 * n,), int(t), dtype=torch.long)
+            labels = torch.cat([torch.full_like(cond, num_classes), cond])
+            v = model(latent_model_input, t_batch, labels)
+            v_uncond, v_cond = v.chunk(2)
+            v = v_uncond + guidance_scale * (v_cond - v_uncond)
+            prev_t = t - step_ratio
+            alpha_prod_t = alphas_cumprod[t]
+            alpha_prod_t_prev = alphas_cumprod[prev_t] if prev_t >= 0 else torch.tensor(1.0)
+            beta_prod_t = 1 - alpha_prod_t
+            pred_original_sample = (alpha_prod_t ** 0.5) * sample - (beta_prod_t ** 0.5) * v
+            pred_epsilon = (alpha_prod_t ** 0.5) * v + (beta_prod_t ** 0.5) * sample
+            pred_sample_direction = (1 - alpha_prod_t_prev) ** (0.5) * pred_epsilon
+            sample = alpha_prod_t_prev ** (0.5) * pred_original_sample + pred_sample_direction
+        return sample
+
+    sample = ddim_sample()
+    return init, losses + [float(sample.sum()), float(sample.abs().max())] + summary(model.parameters())
+
+
+def test_diffusers_ddim_guidance():
+    compare(diffusers_ddim)
+
+
 # ---- Hugging Face-style transformer code ----------------------------------------------------
 
 # (c) transformers' modeling_gpt2: Conv1D (a weight of (nx, nf), torch.addmm(self.bias, x.view(-1, x.size(-1)),
@@ -589,7 +722,7 @@ def bert(m, state=None):
             self.attention_head_size = int(config['hidden_size'] / config['num_attention_heads'])
             self.all_head_size = self.num_attention_heads * self.attention_head_size
             self.query = nn.Linear(config['hidden_size'], self.all_head_size)
-            self.key = nn.Linear(config['hidden_size'], self.all_head_size)
+            self.key = nn.Linear(config['hidden_size'], self.all_head_size, bias=False)  # no key bias: as BART's below
             self.value = nn.Linear(config['hidden_size'], self.all_head_size)
             self.dropout = nn.Dropout(0.0)
 
@@ -854,6 +987,141 @@ def llama_t5(m, state=None):
 
 def test_hf_llama_t5():
     compare(llama_t5)
+
+
+# (f) transformers' BART/Marian pieces: shift_tokens_right (input_ids.new_zeros, a clone of input_ids[:, :-1] into
+# [:, 1:], the decoder start token, masked_fill_(shifted == -100, pad_token_id)), _make_causal_mask (torch.full((tgt_len,
+# tgt_len), torch.finfo(dtype).min), mask_cond < (mask_cond + 1).view(mask.size(-1), 1), masked_fill_ with 0,
+# [None, None, :, :].expand), _expand_mask (inverted_mask = 1.0 - expanded_mask, masked_fill(inverted_mask.to(
+# torch.bool), torch.finfo(dtype).min)), scaled queries (q_proj(x) * self.scaling), _shape by view + transpose +
+# contiguous, bmm over (bsz * num_heads, tgt_len, head_dim), cross-attention over the encoder's states, the
+# decoder's learned positions with an offset of 2, scale_embedding's sqrt(d_model), and final_logits_bias as a
+# registered buffer of zeros added to the tied lm_head's logits; the loss with labels of -100 at the padding
+def bart(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    d_model, heads, vocab, pad_token_id, decoder_start_token_id = 8, 2, 15, 1, 2
+
+    def shift_tokens_right(input_ids, pad_token_id, decoder_start_token_id):
+        shifted_input_ids = input_ids.new_zeros(input_ids.shape)
+        shifted_input_ids[:, 1:] = input_ids[:, :-1].clone()
+        shifted_input_ids[:, 0] = decoder_start_token_id
+        shifted_input_ids.masked_fill_(shifted_input_ids == -100, pad_token_id)
+        return shifted_input_ids
+
+    def _make_causal_mask(input_ids_shape, dtype, past_key_values_length=0):
+        bsz, tgt_len = input_ids_shape
+        mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+        mask_cond = torch.arange(mask.size(-1))
+        mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+        mask = mask.to(dtype)
+        return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len + past_key_values_length)
+
+    def _expand_mask(mask, dtype, tgt_len=None):
+        bsz, src_len = mask.size()
+        tgt_len = tgt_len if tgt_len is not None else src_len
+        expanded_mask = mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+        inverted_mask = 1.0 - expanded_mask
+        return inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
+
+    class BartAttention(nn.Module):
+        def __init__(self, embed_dim, num_heads):
+            super().__init__()
+            self.embed_dim, self.num_heads = embed_dim, num_heads
+            self.head_dim = embed_dim // num_heads
+            self.scaling = self.head_dim ** -0.5
+            # no key bias (BART's has one): softmax ignores it, so its gradient is rounding alone, which Adam
+            # would turn into full steps of different signs in tnet and torch
+            self.k_proj = nn.Linear(embed_dim, embed_dim, bias=False)
+            self.v_proj = nn.Linear(embed_dim, embed_dim)
+            self.q_proj = nn.Linear(embed_dim, embed_dim)
+            self.out_proj = nn.Linear(embed_dim, embed_dim)
+
+        def _shape(self, tensor, seq_len, bsz):
+            return tensor.view(bsz, seq_len, self.num_heads, self.head_dim).transpose(1, 2).contiguous()
+
+        def forward(self, hidden_states, key_value_states=None, attention_mask=None):
+            bsz, tgt_len, _ = hidden_states.size()
+            query_states = self.q_proj(hidden_states) * self.scaling
+            kv = hidden_states if key_value_states is None else key_value_states
+            key_states = self._shape(self.k_proj(kv), -1, bsz)
+            value_states = self._shape(self.v_proj(kv), -1, bsz)
+            proj_shape = (bsz * self.num_heads, -1, self.head_dim)
+            query_states = self._shape(query_states, tgt_len, bsz).view(*proj_shape)
+            key_states = key_states.reshape(*proj_shape)
+            value_states = value_states.reshape(*proj_shape)
+            src_len = key_states.size(1)
+            attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+            if attention_mask is not None:
+                attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
+                attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+            attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+            attn_output = torch.bmm(attn_weights, value_states)
+            attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim).transpose(1, 2)
+            attn_output = attn_output.reshape(bsz, tgt_len, self.embed_dim)
+            return self.out_proj(attn_output)
+
+    class BartLearnedPositionalEmbedding(nn.Embedding):
+        def __init__(self, num_embeddings, embedding_dim):
+            self.offset = 2
+            super().__init__(num_embeddings + self.offset, embedding_dim)
+
+        def forward(self, input_ids, past_key_values_length=0):
+            bsz, seq_len = input_ids.shape[:2]
+            positions = torch.arange(past_key_values_length, past_key_values_length + seq_len, dtype=torch.long,
+                                     device=self.weight.device).expand(bsz, -1)
+            return super().forward(positions + self.offset)
+
+    class Bart(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Embedding(vocab, d_model, pad_token_id)
+            self.embed_scale = math.sqrt(d_model)
+            self.enc_pos = BartLearnedPositionalEmbedding(16, d_model)
+            self.dec_pos = BartLearnedPositionalEmbedding(16, d_model)
+            self.enc_attn, self.enc_ln = BartAttention(d_model, heads), nn.LayerNorm(d_model)
+            self.self_attn, self.self_ln = BartAttention(d_model, heads), nn.LayerNorm(d_model)
+            self.cross_attn, self.cross_ln = BartAttention(d_model, heads), nn.LayerNorm(d_model)
+            self.lm_head = nn.Linear(d_model, vocab, bias=False)
+            self.lm_head.weight = self.shared.weight
+            self.register_buffer("final_logits_bias", torch.zeros((1, vocab)))
+
+        def forward(self, input_ids, attention_mask, labels):
+            x = self.shared(input_ids) * self.embed_scale + self.enc_pos(input_ids)
+            enc_mask = _expand_mask(attention_mask, x.dtype)
+            enc = self.enc_ln(x + self.enc_attn(x, attention_mask=enc_mask))
+            decoder_input_ids = shift_tokens_right(labels, pad_token_id, decoder_start_token_id)
+            y = self.shared(decoder_input_ids) * self.embed_scale + self.dec_pos(decoder_input_ids)
+            causal = _make_causal_mask(decoder_input_ids.shape, y.dtype)
+            y = self.self_ln(y + self.self_attn(y, attention_mask=causal))
+            cross_mask = _expand_mask(attention_mask, y.dtype, tgt_len=decoder_input_ids.shape[-1])
+            y = self.cross_ln(y + self.cross_attn(y, key_value_states=enc, attention_mask=cross_mask))
+            lm_logits = self.lm_head(y) + self.final_logits_bias.to(y.device)
+            loss_fct = nn.CrossEntropyLoss()
+            return loss_fct(lm_logits.view(-1, vocab), labels.view(-1)), lm_logits
+
+    torch.manual_seed(0)
+    model = Bart()
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    rng = np.random.default_rng(21)
+    input_ids = torch.tensor(rng.integers(3, vocab, (2, 6)))
+    input_ids[1, 4:] = pad_token_id
+    attention_mask = input_ids.ne(pad_token_id).long()
+    labels = torch.tensor(rng.integers(3, vocab, (2, 5)))
+    labels[0, 4:] = -100
+    losses = []
+    for step in range(2):
+        loss, logits = model(input_ids, attention_mask, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + shift_tokens_right(labels, pad_token_id, decoder_start_token_id).flatten().tolist() + \
+        summary(model.parameters())
+
+
+def test_hf_bart_masks():
+    compare(bart)
 
 
 # ---- parameter-efficient fine-tuning ----------------------------------------------------------
