@@ -2759,3 +2759,328 @@ def qat_by_hand(m, state=None):
 
 def test_qat_by_hand():
     compare(qat_by_hand)
+
+
+# ---- representation learning beyond the earlier files --------------------------------------------
+
+# (u) VQ-VAE's vector quantiser as zalandoresearch's notebook and rosinality's vqvae.py write it: inputs permuted
+# to channels-last (permute(0, 2, 3, 1).contiguous()), distances (torch.sum(flat_input ** 2, dim=1, keepdim=True) +
+# torch.sum(self._embedding.weight ** 2, dim=1) - 2 * torch.matmul(flat_input, self._embedding.weight.t())),
+# torch.argmin(...).unsqueeze(1), encodings by torch.zeros(...).scatter_(1, encoding_indices, 1), quantized by
+# torch.matmul(encodings, weight).view(input_shape), e_latent_loss and q_latent_loss with .detach() on either side,
+# the straight-through inputs + (quantized - inputs).detach(), the perplexity torch.exp(-torch.sum(avg_probs *
+# torch.log(avg_probs + 1e-10))); and the EMA variant's buffers (cluster_size and embed_avg updated with mul_ and
+# add_ under torch.no_grad(), embed_sum = flat.t() @ onehot, Laplace smoothing, embed.copy_(embed_avg / n))
+def vq_vae(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class VectorQuantizer(nn.Module):
+        def __init__(self, num_embeddings, embedding_dim, commitment_cost):
+            super().__init__()
+            self._embedding_dim = embedding_dim
+            self._num_embeddings = num_embeddings
+            self._embedding = nn.Embedding(self._num_embeddings, self._embedding_dim)
+            self._embedding.weight.data.uniform_(-1 / self._num_embeddings, 1 / self._num_embeddings)
+            self._commitment_cost = commitment_cost
+
+        def forward(self, inputs):
+            inputs = inputs.permute(0, 2, 3, 1).contiguous()
+            input_shape = inputs.shape
+            flat_input = inputs.view(-1, self._embedding_dim)
+            distances = (torch.sum(flat_input ** 2, dim=1, keepdim=True) + torch.sum(self._embedding.weight ** 2, dim=1)
+                         - 2 * torch.matmul(flat_input, self._embedding.weight.t()))
+            encoding_indices = torch.argmin(distances, dim=1).unsqueeze(1)
+            encodings = torch.zeros(encoding_indices.shape[0], self._num_embeddings, device=inputs.device)
+            encodings.scatter_(1, encoding_indices, 1)
+            quantized = torch.matmul(encodings, self._embedding.weight).view(input_shape)
+            e_latent_loss = F.mse_loss(quantized.detach(), inputs)
+            q_latent_loss = F.mse_loss(quantized, inputs.detach())
+            loss = q_latent_loss + self._commitment_cost * e_latent_loss
+            quantized = inputs + (quantized - inputs).detach()
+            avg_probs = torch.mean(encodings, dim=0)
+            perplexity = torch.exp(-torch.sum(avg_probs * torch.log(avg_probs + 1e-10)))
+            return loss, quantized.permute(0, 3, 1, 2).contiguous(), perplexity, encodings
+
+    class QuantizeEMA(nn.Module):
+        def __init__(self, dim, n_embed, decay=0.9, eps=1e-5):
+            super().__init__()
+            self.dim, self.n_embed, self.decay, self.eps = dim, n_embed, decay, eps
+            embed = torch.randn(dim, n_embed)
+            self.register_buffer("embed", embed)
+            self.register_buffer("cluster_size", torch.zeros(n_embed))
+            self.register_buffer("embed_avg", embed.clone())
+
+        def forward(self, input):
+            flatten = input.reshape(-1, self.dim)
+            dist = (flatten.pow(2).sum(1, keepdim=True) - 2 * flatten @ self.embed + self.embed.pow(2).sum(0, keepdim=True))
+            _, embed_ind = (-dist).max(1)
+            embed_onehot = F.one_hot(embed_ind, self.n_embed).type(flatten.dtype)
+            embed_ind = embed_ind.view(*input.shape[:-1])
+            quantize = F.embedding(embed_ind, self.embed.transpose(0, 1))
+            if self.training:
+                embed_onehot_sum = embed_onehot.sum(0)
+                embed_sum = flatten.transpose(0, 1) @ embed_onehot
+                with torch.no_grad():
+                    self.cluster_size.data.mul_(self.decay).add_(embed_onehot_sum, alpha=1 - self.decay)
+                    self.embed_avg.data.mul_(self.decay).add_(embed_sum, alpha=1 - self.decay)
+                    n = self.cluster_size.sum()
+                    cluster_size = ((self.cluster_size + self.eps) / (n + self.n_embed * self.eps) * n)
+                    embed_normalized = self.embed_avg / cluster_size.unsqueeze(0)
+                    self.embed.data.copy_(embed_normalized)
+            diff = (quantize.detach() - input).pow(2).mean()
+            quantize = input + (quantize - input).detach()
+            return quantize, diff, embed_ind
+
+    class Model(nn.Module):
+        def __init__(self, num_embeddings=6, embedding_dim=3, commitment_cost=0.25):
+            super().__init__()
+            self._encoder = nn.Sequential(nn.Conv2d(1, 4, 4, stride=2, padding=1), nn.ReLU(), nn.Conv2d(4, embedding_dim, 1))
+            self._vq_vae = VectorQuantizer(num_embeddings, embedding_dim, commitment_cost)
+            self._ema = QuantizeEMA(embedding_dim, num_embeddings)
+            self._decoder = nn.Sequential(nn.ConvTranspose2d(embedding_dim, 4, 4, stride=2, padding=1), nn.ReLU(), nn.Conv2d(4, 1, 3, padding=1))
+
+        def forward(self, x):
+            z = self._encoder(x)
+            loss, quantized, perplexity, _ = self._vq_vae(z)
+            q_ema, diff, _ = self._ema(z.permute(0, 2, 3, 1))
+            x_recon = self._decoder(quantized + q_ema.permute(0, 3, 1, 2))
+            return loss + 0.25 * diff, x_recon, perplexity
+
+    torch.manual_seed(0)
+    model = Model()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, amsgrad=False)
+    rng = np.random.default_rng(22)
+    data = torch.tensor(normal(rng, 2, 1, 6, 6))
+    data_variance = float(np.var(data.numpy()))
+    losses = []
+    for i in range(2):
+        optimizer.zero_grad()
+        vq_loss, data_recon, perplexity = model(data)
+        recon_error = F.mse_loss(data_recon, data) / data_variance
+        loss = recon_error + vq_loss
+        loss.backward()
+        optimizer.step()
+        losses += [recon_error.item(), vq_loss.item(), perplexity.item()]
+    buffers = [float(model._ema.cluster_size.sum()), float(model._ema.embed.sum())]
+    return init, losses + buffers + summary(model.parameters())
+
+
+def test_vq_vae():
+    compare(vq_vae)
+
+
+# (v) CLIP's and MAE's training pieces: open_clip's ClipLoss (logit_scale = nn.Parameter(torch.ones([]) * np.log(1 /
+# 0.07)), logit_scale.exp(), image and text features F.normalize'd, logits_per_image = logit_scale * image_features
+# @ text_features.T, labels by torch.arange, the mean of the two cross-entropies), the clamp of the logit scale under
+# torch.no_grad() (model.logit_scale.clamp_(0, math.log(100))), SigLIP's sigmoid loss (labels 2 * torch.eye(n) -
+# torch.ones(n, n), -F.logsigmoid(labels * logits).sum() / n, a logit_bias), and MAE's random_masking (noise
+# argsort'd twice for ids_restore, torch.gather(x, dim=1, index=ids_keep.unsqueeze(-1).repeat(1, 1, D)), the binary
+# mask by torch.ones then mask[:, :len_keep] = 0 and a gather by ids_restore) with its per-patch normalised MSE
+# (mean and var over the last dim, (pred - target) ** 2 .mean(dim=-1), (loss * mask).sum() / mask.sum()); the
+# noise is numpy's
+def clip_mae(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    L, D, embed_dim = 6, 4, 5
+
+    def random_masking(x, mask_ratio, noise):
+        N, L, D = x.shape  # batch, length, dim
+        len_keep = int(L * (1 - mask_ratio))
+        ids_shuffle = torch.argsort(noise, dim=1)  # ascend: small is keep, large is remove
+        ids_restore = torch.argsort(ids_shuffle, dim=1)
+        ids_keep = ids_shuffle[:, :len_keep]
+        x_masked = torch.gather(x, dim=1, index=ids_keep.unsqueeze(-1).repeat(1, 1, D))
+        mask = torch.ones([N, L], device=x.device)
+        mask[:, :len_keep] = 0
+        mask = torch.gather(mask, dim=1, index=ids_restore)
+        return x_masked, mask, ids_restore
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch_embed = nn.Linear(D, 8)
+            self.pos_embed = nn.Parameter(torch.zeros(1, L, 8))
+            self.mask_token = nn.Parameter(torch.zeros(1, 1, 8))
+            torch.nn.init.normal_(self.mask_token, std=.02)
+            torch.nn.init.normal_(self.pos_embed, std=.02)
+            self.encoder = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.GELU())
+            self.decoder_pred = nn.Linear(8, D)
+            self.visual_proj = nn.Linear(8, embed_dim, bias=False)
+            self.text = nn.EmbeddingBag(10, embed_dim, mode='mean')
+            self.logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))
+            self.logit_bias = nn.Parameter(torch.ones([]) * -2.0)
+
+        def forward_encoder(self, x, mask_ratio, noise):
+            x = self.patch_embed(x) + self.pos_embed
+            x, mask, ids_restore = random_masking(x, mask_ratio, noise)
+            return self.encoder(x), mask, ids_restore
+
+        def forward_decoder(self, x, ids_restore):
+            mask_tokens = self.mask_token.repeat(x.shape[0], ids_restore.shape[1] - x.shape[1], 1)
+            x_ = torch.cat([x, mask_tokens], dim=1)
+            x_ = torch.gather(x_, dim=1, index=ids_restore.unsqueeze(-1).repeat(1, 1, x.shape[2]))
+            return self.decoder_pred(x_ + self.pos_embed)
+
+    def forward_loss(target, pred, mask, norm_pix_loss=True):
+        if norm_pix_loss:
+            mean = target.mean(dim=-1, keepdim=True)
+            var = target.var(dim=-1, keepdim=True)
+            target = (target - mean) / (var + 1.e-6) ** .5
+        loss = (pred - target) ** 2
+        loss = loss.mean(dim=-1)  # [N, L], mean loss per patch
+        return (loss * mask).sum() / mask.sum()  # mean loss on removed patches
+
+    def clip_loss(image_features, text_features, logit_scale):
+        logits_per_image = logit_scale * image_features @ text_features.T
+        logits_per_text = logit_scale * text_features @ image_features.T
+        labels = torch.arange(logits_per_image.shape[0], device=image_features.device, dtype=torch.long)
+        return (F.cross_entropy(logits_per_image, labels) + F.cross_entropy(logits_per_text, labels)) / 2
+
+    def siglip_loss(image_features, text_features, logit_scale, logit_bias):
+        logits = logit_scale * image_features @ text_features.T + logit_bias
+        n = logits.shape[0]
+        labels = 2 * torch.eye(n, device=logits.device, dtype=logits.dtype) - torch.ones(n, n)
+        return -F.logsigmoid(labels * logits).sum() / n
+
+    torch.manual_seed(0)
+    model = Model()
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.2)
+    rng = np.random.default_rng(23)
+    imgs = torch.tensor(normal(rng, 3, L, D))
+    text = torch.tensor(rng.integers(0, 10, 9))
+    offsets = torch.tensor([0, 2, 5])
+    losses = []
+    for step in range(2):
+        latent, mask, ids_restore = model.forward_encoder(imgs, 0.5, torch.tensor(rng.random((3, L)).astype(np.float32)))
+        pred = model.forward_decoder(latent, ids_restore)
+        mae = forward_loss(imgs, pred, mask)
+        image_features = F.normalize(model.visual_proj(latent.mean(dim=1)), dim=-1)
+        text_features = F.normalize(model.text(text, offsets), dim=-1)
+        contrastive = clip_loss(image_features, text_features, model.logit_scale.exp())
+        sig = siglip_loss(image_features, text_features, model.logit_scale.exp(), model.logit_bias)
+        loss = mae + contrastive + 0.1 * sig
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, math.log(100))
+        losses += [mae.item(), contrastive.item(), sig.item(), float(mask.sum())]
+    return init, losses + summary(model.parameters())
+
+
+def test_clip_siglip_mae():
+    compare(clip_mae)
+
+
+# ---- recommendation ----------------------------------------------------------------------------
+
+# (w) recommender models as tutorials write them: a factorization machine (the linear part by an nn.Embedding of
+# one column plus a bias, the pairwise part by 0.5 * (square_of_sum - sum_of_square) over field embeddings indexed
+# with x + x.new_tensor(offsets).unsqueeze(0)), NCF's NeuMF (GMF's element-wise product beside an MLP over the
+# concatenated user and item embeddings), DLRM's dot interaction (torch.bmm(T, T.transpose(1, 2)), the strictly
+# lower triangle by torch.tril_indices(n, n, offset=-1), cat with the dense features), an nn.EmbeddingBag(mode='sum')
+# over multi-hot features with offsets and per_sample_weights, BCEWithLogits on clicks, and BPR's
+# -F.logsigmoid(pos - neg).mean() with L2 on the batch's embeddings; Adagrad as DLRM's and SparseAdam-free
+def recsys(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    field_dims = np.array([4, 3, 5])
+    n_users, n_items, k = 5, 7, 4
+
+    class FeaturesEmbedding(nn.Module):
+        def __init__(self, field_dims, embed_dim):
+            super().__init__()
+            self.embedding = nn.Embedding(sum(field_dims), embed_dim)
+            self.offsets = np.array((0, *np.cumsum(field_dims)[:-1]), dtype=np.int64)
+            nn.init.xavier_uniform_(self.embedding.weight.data)
+
+        def forward(self, x):
+            x = x + x.new_tensor(self.offsets).unsqueeze(0)
+            return self.embedding(x)
+
+    class FactorizationMachineModel(nn.Module):
+        def __init__(self, field_dims, embed_dim):
+            super().__init__()
+            self.embedding = FeaturesEmbedding(field_dims, embed_dim)
+            self.fc = nn.Embedding(sum(field_dims), 1)
+            self.bias = nn.Parameter(torch.zeros((1,)))
+            self.offsets = self.embedding.offsets
+
+        def forward(self, x):
+            linear = torch.sum(self.fc(x + x.new_tensor(self.offsets).unsqueeze(0)), dim=1) + self.bias
+            embed_x = self.embedding(x)
+            square_of_sum = torch.sum(embed_x, dim=1) ** 2
+            sum_of_square = torch.sum(embed_x ** 2, dim=1)
+            ix = 0.5 * torch.sum(square_of_sum - sum_of_square, dim=1, keepdim=True)
+            return (linear + ix).squeeze(1)
+
+    class NeuMF(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_user_GMF = nn.Embedding(n_users, k)
+            self.embed_item_GMF = nn.Embedding(n_items, k)
+            self.embed_user_MLP = nn.Embedding(n_users, k)
+            self.embed_item_MLP = nn.Embedding(n_items, k)
+            self.MLP_layers = nn.Sequential(nn.Dropout(p=0.0), nn.Linear(2 * k, k), nn.ReLU())
+            self.predict_layer = nn.Linear(2 * k, 1)
+            nn.init.normal_(self.embed_user_GMF.weight, std=0.01)
+            nn.init.normal_(self.embed_item_GMF.weight, std=0.01)
+            nn.init.kaiming_uniform_(self.predict_layer.weight, a=1, nonlinearity='sigmoid')
+
+        def forward(self, user, item):
+            output_GMF = self.embed_user_GMF(user) * self.embed_item_GMF(item)
+            interaction = torch.cat((self.embed_user_MLP(user), self.embed_item_MLP(item)), -1)
+            output_MLP = self.MLP_layers(interaction)
+            concat = torch.cat((output_GMF, output_MLP), -1)
+            return self.predict_layer(concat).view(-1)
+
+    class DLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bot_l = nn.Sequential(nn.Linear(3, k), nn.ReLU())
+            self.emb_l = nn.ModuleList([nn.EmbeddingBag(n, k, mode="sum") for n in (6, 4)])
+            num_int = 3 * 2 // 2 + k
+            self.top_l = nn.Sequential(nn.Linear(num_int, 4), nn.ReLU(), nn.Linear(4, 1))
+
+        def interact_features(self, x, ly):
+            (batch_size, d) = x.shape
+            T = torch.cat([x] + ly, dim=1).view((batch_size, -1, d))
+            Z = torch.bmm(T, torch.transpose(T, 1, 2))
+            _, ni, nj = Z.shape
+            li, lj = torch.tril_indices(ni, nj, offset=-1)
+            Zflat = Z[:, li, lj]
+            return torch.cat([x] + [Zflat], dim=1)
+
+        def forward(self, dense_x, lS_o, lS_i, weights):
+            x = self.bot_l(dense_x)
+            ly = [E(lS_i[i], lS_o[i], per_sample_weights=weights[i]) for i, E in enumerate(self.emb_l)]
+            return self.top_l(self.interact_features(x, ly)).squeeze(1)
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(fm=FactorizationMachineModel(field_dims, k), ncf=NeuMF(), dlrm=DLRM()))
+    init = load(m, model, state)
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.05, initial_accumulator_value=0.1)
+    criterion = torch.nn.BCEWithLogitsLoss()
+    rng = np.random.default_rng(24)
+    losses = []
+    for step in range(2):
+        fields = torch.tensor(np.stack([rng.integers(0, d, 6) for d in field_dims], 1))
+        clicks = torch.tensor(rng.integers(0, 2, 6)).float()
+        user, pos, neg = (torch.tensor(rng.integers(0, n, 6)) for n in (n_users, n_items, n_items))
+        pos_score, neg_score = model['ncf'](user, pos), model['ncf'](user, neg)
+        bpr = -F.logsigmoid(pos_score - neg_score).mean()
+        reg = (model['ncf'].embed_user_GMF(user).norm(2).pow(2) + model['ncf'].embed_item_GMF(pos).norm(2).pow(2)) / 6
+        lS_i = [torch.tensor(rng.integers(0, 6, 9)), torch.tensor(rng.integers(0, 4, 8))]
+        lS_o = [torch.tensor([0, 1, 3, 4, 6, 8]), torch.tensor([0, 2, 3, 5, 6, 7])]
+        weights = [torch.tensor(rng.random(9).astype(np.float32)), torch.tensor(rng.random(8).astype(np.float32))]
+        dense = torch.tensor(normal(rng, 6, 3))
+        loss = criterion(model['fm'](fields), clicks) + bpr + 1e-2 * reg + criterion(model['dlrm'](dense, lS_o, lS_i, weights), clicks)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), bpr.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_recsys_fm_ncf_dlrm():
+    compare(recsys)
