@@ -273,6 +273,36 @@ def test_scale_first_overloads_as_torch(rng):
     assert_close(got, want, TOL["ieee"], "RAdam-style step")
 
 
+def test_forward_hooks_with_kwargs_and_prepend_as_torch():
+    """register_forward_pre_hook and register_forward_hook with with_kwargs=True (transformers' and
+    PEFT's hooks see and replace the keyword arguments) and prepend=True (run before the hooks there);
+    a with_kwargs pre-hook returning anything but an (args, kwargs) pair raises RuntimeError, as torch's,
+    and a hook registered with always_call=True runs all the same; torch.compiler's is_compiling and disable."""
+    def build(lib):
+        class Scaled(lib.nn.Module):
+            def forward(self, x, scale=1.0):
+                return x * scale
+        return Scaled()
+    results = {}
+    for lib in (tnet, torch):
+        m, order = build(lib), []
+        m.register_forward_pre_hook(lambda mod, args: order.append("plain") or None)
+        m.register_forward_pre_hook(lambda mod, args, kwargs: order.append("first") or (args, {**kwargs, "scale": 3.0}),
+                                    with_kwargs=True, prepend=True)
+        handle = m.register_forward_hook(lambda mod, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
+        m.register_forward_hook(lambda mod, args, out: order.append("post") or None, prepend=True, always_call=True)
+        x = lib.ones(2)
+        y = m(x, scale=2.0)
+        handle.remove()
+        results[lib] = (y.tolist(), m(x).tolist(), order)
+        m.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
+        with pytest.raises(RuntimeError):
+            m(x)
+        assert lib.compiler.is_compiling() is False and lib.compiler.disable(len)([1, 2]) == 2
+    # the third call's pre-hook raised: the always_call hook ran all the same
+    assert results[tnet] == results[torch] == ([6.0, 6.0], [3.0, 3.0], ["first", "plain", "post"] * 3)
+
+
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
     non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule,

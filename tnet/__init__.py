@@ -8,7 +8,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import sparse  # noqa: E402
 from .autograd import Variable

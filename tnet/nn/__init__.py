@@ -192,6 +192,17 @@ class _Members(MutableMapping):
         return len(self._names())
 
 
+class _ForwardHook:
+    """A forward hook registered with with_kwargs=True (called with the forward's keyword arguments
+    too) or always_call=True (called, with output None, when the call raised before it ran)."""
+
+    def __init__(self, hook, with_kwargs, always_call):
+        self.hook, self.with_kwargs, self.always_call = hook, with_kwargs, always_call
+
+    def __call__(self, module, args, kwargs, out):
+        return self.hook(module, args, kwargs, out) if self.with_kwargs else self.hook(module, args, out)
+
+
 class Module:
     """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
     assigns its Parameters and submodules as attributes, which register them in the order of
@@ -227,16 +238,39 @@ class Module:
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
         if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
             return self.forward(*args, **kwargs)
+        called = set()  # the always_call hooks that ran
+        try:
+            return self._hooked_call(args, kwargs, called)
+        except Exception:
+            post = self.__dict__.get("_forward_hooks")
+            for hook in list(post.values()) if post else ():
+                if isinstance(hook, _ForwardHook) and hook.always_call and id(hook) not in called:
+                    try:
+                        hook(self, args, kwargs, None)
+                    except Exception as e:
+                        warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced "
+                                      f"as another error was raised in forward: {e}")
+            raise
+
+    def _hooked_call(self, args, kwargs, called):
         pre = self.__dict__.get("_forward_pre_hooks")
         for hook in list(pre.values()) if pre else ():
+            if isinstance(hook, _ForwardHook):
+                changed = hook.hook(self, args, kwargs)
+                if changed is not None:
+                    if not (isinstance(changed, tuple) and len(changed) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {changed}.")
+                    args, kwargs = changed
+                continue
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
         if is_grad_enabled() and (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
-            return self._call_with_backward_hooks(args, kwargs)
-        return self._forward_and_hooks(args, kwargs)
+            return self._call_with_backward_hooks(args, kwargs, called)
+        return self._forward_and_hooks(args, kwargs, called)
 
-    def _forward_and_hooks(self, args, kwargs):
+    def _forward_and_hooks(self, args, kwargs, called):
         if self._compute_dtype is None or amp.is_autocast_enabled():
             out = self.forward(*args, **kwargs)
         else:
@@ -244,7 +278,11 @@ class Module:
                 out = self.forward(*args, **kwargs)
         post = self.__dict__.get("_forward_hooks")
         for hook in list(post.values()) if post else ():
-            changed = hook(self, args, out)
+            if isinstance(hook, _ForwardHook):
+                called.add(id(hook))
+                changed = hook(self, args, kwargs, out)
+            else:
+                changed = hook(self, args, out)
             if changed is not None:
                 out = changed
         legacy = self.__dict__.get("_legacy_backward_hooks")
@@ -252,7 +290,7 @@ class Module:
             _hook_last_op(self, out, legacy)
         return out
 
-    def _call_with_backward_hooks(self, args, kwargs):
+    def _call_with_backward_hooks(self, args, kwargs, called):
         """The call with its positional tensor inputs and its tensor outputs gated (tensor.gate), as
         torch's BackwardHook: the output gradients go through the backward pre-hooks; the backward
         hooks run once the inputs' gradients are in (or at the outputs, where no input needs one)."""
@@ -274,7 +312,7 @@ class Module:
             run_hooks()
             return [None if grad_input[i] is None else memory_of(grad_input[i]) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
-        out = self._forward_and_hooks(args, kwargs)
+        out = self._forward_and_hooks(args, kwargs, called)
         outs = out if isinstance(out, tuple) else (out,)
         made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
 
@@ -324,15 +362,31 @@ class Module:
         they go on into the module, as torch's; a returned tuple replaces grad_output."""
         return self._add_hook("_backward_pre_hooks", hook)
 
-    def register_forward_pre_hook(self, hook):
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) before each forward; a returned value replaces the arguments (a tuple,
-        or one value), as torch's. Returns a handle whose remove() takes it away."""
-        return self._add_hook("_forward_pre_hooks", hook)
+        or one value), as torch's. with_kwargs: hook(module, args, kwargs), returning None or the pair
+        (args, kwargs) that replaces them. prepend: before the hooks already there. Returns a handle
+        whose remove() takes it away."""
+        return self._add_forward_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
 
-    def register_forward_hook(self, hook):
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) after each forward; a returned value replaces the output, as
-        torch's (keyword arguments are not passed to hooks). Returns a handle with remove()."""
-        return self._add_hook("_forward_hooks", hook)
+        torch's; with_kwargs: hook(module, args, kwargs, output). prepend: before the hooks already
+        there. always_call: also called, with output None, where the call raised before the hook ran.
+        Returns a handle with remove()."""
+        return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
+
+    def _add_forward_hook(self, attribute, hook, prepend, with_kwargs, always_call=False):
+        handle = self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
+                                else hook)
+        if prepend:  # the new key first, in the same dict (the handles hold it)
+            hooks = self.__dict__[attribute]
+            rest = [(k, v) for k, v in hooks.items() if k != handle.key]
+            first = hooks[handle.key]
+            hooks.clear()
+            hooks[handle.key] = first
+            hooks.update(rest)
+        return handle
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
