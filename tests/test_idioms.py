@@ -303,6 +303,42 @@ def test_forward_hooks_with_kwargs_and_prepend_as_torch():
     assert results[tnet] == results[torch] == ([6.0, 6.0], [3.0, 3.0], ["first", "plain", "post"] * 3)
 
 
+def test_load_state_dict_hooks_as_torch():
+    """load_state_dict's hooks as torch's: a pre-hook renames a legacy key in the state_dict it is given
+    (_register_load_state_dict_pre_hook, and the public one with the module first), each child's hook
+    sees its own prefix, and a post-hook takes a tied weight's key out of missing_keys before the strict
+    check; to_empty returns the module."""
+    def build(lib):
+        class Tied(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = lib.nn.Linear(2, 2)
+                self.dec = lib.nn.Linear(2, 2, bias=False)
+                self.dec.weight = self.enc.weight
+        m = Tied()
+        seen = []
+
+        def rename(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+            seen.append(prefix)
+            if prefix + "w" in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+        m.enc._register_load_state_dict_pre_hook(rename)
+        m.register_load_state_dict_pre_hook(lambda module, sd, prefix, *rest: seen.append(type(module).__name__))
+
+        def untie(module, incompatible_keys):
+            if "dec.weight" in incompatible_keys.missing_keys:
+                incompatible_keys.missing_keys.remove("dec.weight")
+        m.register_load_state_dict_post_hook(untie)
+        return m, seen
+    results = {}
+    for lib in (tnet, torch):
+        m, seen = build(lib)
+        assert m.to_empty(device=None) is m  # torch's leaves the memory uninitialised: the load writes it
+        keys = m.load_state_dict({"enc.w": lib.ones(2, 2), "enc.bias": lib.zeros(2)})
+        results[lib] = (m.dec.weight.sum().item(), keys.missing_keys, keys.unexpected_keys, seen)
+    assert results[tnet] == results[torch] == (4.0, [], [], ["Tied", "enc."])
+
+
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
     non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule,

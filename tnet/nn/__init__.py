@@ -683,6 +683,9 @@ class Module:
             for name, child in module._submodules():  # a child held under two names loads under each
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                check(hook(module, _IncompatibleKeys(missing, unexpected)) is None,
+                      "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new values")
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
@@ -699,7 +702,10 @@ class Module:
         """torch's per-module step of load_state_dict: this module's own parameters and persistent
         buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
         to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
-        to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
+        to unexpected_keys. Inside load_state_dict the copies wait until every module passed. The
+        load_state_dict pre-hooks run first, as torch's (they may rename keys in state_dict)."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         own = self._own_parameters() + self._own_buffers(persistent_only=True)
         pending = local_metadata.get(_PENDING)
         for name, t in own:
@@ -719,6 +725,29 @@ class Module:
             known = {name for name, _ in own} | {name for name, _ in self._submodules()}
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
                                    k[len(prefix):].split(".", 1)[0] not in known)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        (with_module: the module first) before this module reads its keys in load_state_dict, as
+        torch's: transformers and timm rename a legacy checkpoint's keys in state_dict there."""
+        return add_hook(self, "_load_state_dict_pre_hooks", (lambda *args: hook(self, *args)) if with_module else hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs): _register_load_state_dict_pre_hook's, with the module."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) once this module and its children have read their keys,
+        before load_state_dict's strict check, as torch's: it may edit incompatible_keys.missing_keys
+        and .unexpected_keys in place (tied weights' keys taken out); it returns None."""
+        return add_hook(self, "_load_state_dict_post_hooks", hook)
+
+    def to_empty(self, *, device=None, recurse=True):
+        """torch's move of a module's storage to device without its values: tnet's parameters already
+        live on its one device, so the module is returned as it is (values kept, not uninitialised)."""
+        check_device("to_empty", device)
+        return self
 
     def __repr__(self):
         inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
