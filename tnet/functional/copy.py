@@ -971,12 +971,17 @@ def gather(input, dim, index, *, sparse_grad=False):
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """torch.scatter (out of place): input with input[c with c[dim] = index[c]] = src[c] (or
     value) for every coordinate c of index. A repeated position keeps one of its values, as
-    torch's. Gradients: input's where not overwritten, src's gathered back. reduce is not
-    supported."""
-    check(reduce is None, "scatter: reduce= is not supported")
+    torch's. Gradients: input's where not overwritten, src's gathered back. reduce ("add" or
+    "multiply", torch's legacy form): src (or value) added or multiplied in, as scatter_reduce's
+    "sum" or "prod" with include_self."""
     if isinstance(src, numbers.Number):  # torch.scatter(input, dim, index, 1.0): the value form
         src, value = None, src
     check((src is None) != (value is None), "scatter: give src or value")
+    if reduce is not None:
+        check(reduce in ("add", "multiply"), lambda: f"reduce argument must be either add or multiply, got {reduce}")
+        if src is None:
+            src = Tensor(torch.full(tuple(index.shape), value, dtype=input.dtype, device=input.device))
+        return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
     positions = reshape(flat_positions("scatter", input, dim, index), (-1,)).memory
     m, n = positions.shape[0], input.numel()
     if src is None:
