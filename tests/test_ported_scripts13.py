@@ -4,7 +4,8 @@ with Langevin sampling; diffusers' timestep embedding, v-prediction with min-SNR
 guidance and a DDIM step), Hugging Face transformers' model files (GPT-2's Conv1D, gelu_new, causal-mask buffer
 and past_key_values; BERT's embeddings, extended attention mask and MLM masking; LLaMA's RMSNorm, rotary
 embeddings and repeat_kv with T5's relative position buckets; BART's shifted labels, causal and expanded masks
-and cross-attention), parameter-efficient fine-tuning (loralib's merging LoRA Linear, adapters and prefix
+and cross-attention; PreTrainedModel's tying, resizing, legacy-key load hooks and accelerate's keyword
+pre-hook), parameter-efficient fine-tuning (loralib's merging LoRA Linear, adapters and prefix
 tuning), mixtures of experts (Mixtral's top-2 block with index_add_, a Switch layer with a capacity), NeRF
 (positional encoding, volume rendering, hierarchical sampling by searchsorted), segmentation (DeepLabV3's ASPP,
 an FCN with dice losses and IoU), detection written inline (a RetinaNet's box utilities, anchors, matcher,
@@ -1143,9 +1144,147 @@ def test_hf_bart_masks():
     compare(bart)
 
 
+# (h) transformers' PreTrainedModel machinery around a tiny model: post_init's self.apply(self._init_weights),
+# tie_weights (output_embeddings.weight = input_embeddings.weight), resize_token_embeddings (a new nn.Embedding
+# with the old rows copied through .data and the new ones at their mean, then re-tied), the legacy key fixes
+# of from_pretrained as a load_state_dict pre-hook (LayerNorm's "gamma"/"beta" renamed to weight/bias), the tied
+# lm_head's key taken out of missing_keys by a post-hook (_tied_weights_keys), accelerate's forward pre-hook with
+# kwargs (with_kwargs=True: it fills in attention_mask), is_torchdynamo_compiling() by torch.compiler.is_compiling(),
+# torch.jit.is_tracing(), gradient checkpointing by torch.utils.checkpoint.checkpoint(..., use_reentrant=False),
+# num_parameters(exclude_embeddings=True), and get_input_embeddings / get_output_embeddings
+def pretrained_machinery(m, state=None):
+    import importlib
+    torch, nn, F = m.torch, m.nn, m.F
+    checkpoint = importlib.import_module(torch.__name__ + ".utils.checkpoint").checkpoint
+    hidden = 6
+
+    def is_torchdynamo_compiling():
+        return torch.compiler.is_compiling()
+
+    class TinyPreTrainedModel(nn.Module):
+        _tied_weights_keys = ["lm_head.weight"]
+
+        def __init__(self, vocab_size=9):
+            super().__init__()
+            self.vocab_size = vocab_size
+            self.gradient_checkpointing = False
+            self.embed_tokens = nn.Embedding(vocab_size, hidden)
+            self.layers = nn.ModuleList([nn.Sequential(nn.Linear(hidden, hidden), nn.GELU()) for _ in range(2)])
+            self.norm = nn.LayerNorm(hidden)
+            self.lm_head = nn.Linear(hidden, vocab_size, bias=False)
+            self.post_init()
+
+        def post_init(self):
+            self.apply(self._init_weights)
+            self.tie_weights()
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                module.weight.data.normal_(mean=0.0, std=0.2)
+                if module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(mean=0.0, std=0.2)
+
+        def get_input_embeddings(self):
+            return self.embed_tokens
+
+        def get_output_embeddings(self):
+            return self.lm_head
+
+        def tie_weights(self):
+            self.get_output_embeddings().weight = self.get_input_embeddings().weight
+
+        def resize_token_embeddings(self, new_num_tokens):
+            old_embeddings = self.get_input_embeddings()
+            old_num_tokens, old_embedding_dim = old_embeddings.weight.size()
+            new_embeddings = nn.Embedding(new_num_tokens, old_embedding_dim)
+            self._init_weights(new_embeddings)
+            n = min(old_num_tokens, new_num_tokens)
+            new_embeddings.weight.data[:n, :] = old_embeddings.weight.data[:n, :]
+            # the added tokens start at the old embeddings' mean (a common choice for new special tokens)
+            new_embeddings.weight.data[n:, :] = old_embeddings.weight.data.mean(dim=0, keepdim=True)
+            self.embed_tokens = new_embeddings
+            self.lm_head = nn.Linear(old_embedding_dim, new_num_tokens, bias=False)
+            self.vocab_size = new_num_tokens
+            self.tie_weights()
+            return self.get_input_embeddings()
+
+        def num_parameters(self, only_trainable=False, exclude_embeddings=False):
+            embedding_param_names = [f"{name}.weight" for name, module_type in self.named_modules()
+                                     if isinstance(module_type, nn.Embedding)] if exclude_embeddings else []
+            return sum(p.numel() for n, p in self.named_parameters()
+                       if n not in embedding_param_names and (p.requires_grad or not only_trainable))
+
+        def forward(self, input_ids, attention_mask=None, labels=None):
+            assert attention_mask is not None  # accelerate's hook fills it in
+            assert not is_torchdynamo_compiling() and not torch.jit.is_tracing()
+            h = self.embed_tokens(input_ids)
+            for layer in self.layers:
+                if self.gradient_checkpointing and self.training:
+                    h = h + checkpoint(layer, h, use_reentrant=False)
+                else:
+                    h = h + layer(h)
+            h = self.norm(h) * attention_mask[..., None]
+            logits = self.lm_head(h)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, self.vocab_size), labels[:, 1:].reshape(-1), ignore_index=-100)
+            return loss, logits
+
+    def _fix_key(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        for key in list(state_dict):
+            if key.startswith(prefix) and key.endswith("gamma"):
+                state_dict[key[:-len("gamma")] + "weight"] = state_dict.pop(key)
+            elif key.startswith(prefix) and key.endswith("beta"):
+                state_dict[key[:-len("beta")] + "bias"] = state_dict.pop(key)
+
+    def _drop_tied(module, incompatible_keys):
+        for key in module._tied_weights_keys:
+            if key in incompatible_keys.missing_keys:
+                incompatible_keys.missing_keys.remove(key)
+
+    def align_hook(module, args, kwargs):  # accelerate's AlignDevicesHook.pre_forward, in spirit
+        if kwargs.get("attention_mask") is None:
+            kwargs["attention_mask"] = torch.ones_like(args[0] if args else kwargs["input_ids"]).float()
+        return args, kwargs
+
+    torch.manual_seed(0)
+    model = TinyPreTrainedModel()
+    init = load(m, model, state)
+    # a checkpoint in the legacy spelling, without the tied head
+    legacy = {k.replace("norm.weight", "norm.gamma").replace("norm.bias", "norm.beta"): v.clone()
+              for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    model.norm._register_load_state_dict_pre_hook(_fix_key)
+    model.register_load_state_dict_post_hook(_drop_tied)
+    result = model.load_state_dict(legacy, strict=True)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    model.register_forward_pre_hook(align_hook, with_kwargs=True)
+    n_params = [model.num_parameters(), model.num_parameters(exclude_embeddings=True)]
+    model.resize_token_embeddings(11)
+    assert model.lm_head.weight is model.embed_tokens.weight
+    model.gradient_checkpointing = True
+    model.train()
+    rng = np.random.default_rng(25)
+    ids = torch.tensor(rng.integers(0, 11, (2, 5)))
+    labels = ids.clone()
+    labels[1, 3:] = -100
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = n_params
+    for step in range(2):
+        loss, _ = model(ids, labels=labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_hf_pretrained_machinery():
+    compare(pretrained_machinery)
+
+
 # ---- parameter-efficient fine-tuning ----------------------------------------------------------
 
-# (h) microsoft/LoRA's loralib: LoRALayer's bookkeeping, Linear(nn.Linear, LoRALayer) with lora_A and lora_B as
+# (i) microsoft/LoRA's loralib: LoRALayer's bookkeeping, Linear(nn.Linear, LoRALayer) with lora_A and lora_B as
 # weight.new_zeros((r, in)) Parameters, scaling = lora_alpha / r, reset_parameters (nn.Linear's, then
 # kaiming_uniform_(lora_A, a=math.sqrt(5)) and zeros_(lora_B)), fan_in_fan_out's transpose helper T, train(mode)
 # that unmerges and eval() that merges (self.weight.data += T(lora_B @ lora_A) * scaling), forward by F.linear plus
@@ -1273,7 +1412,7 @@ def test_loralib_lora():
     compare(lora)
 
 
-# (i) Houlsby adapters and prefix tuning (Li and Liang, PEFT's PrefixEncoder): a frozen base encoder layer
+# (j) Houlsby adapters and prefix tuning (Li and Liang, PEFT's PrefixEncoder): a frozen base encoder layer
 # (base.requires_grad_(False)), a bottleneck adapter (down_project, an activation, up_project initialised to
 # zeros, a residual) after attention and after the feed-forward, and a prefix encoder: an nn.Embedding of
 # num_virtual_tokens rows through a Linear-Tanh-Linear reparameterisation, viewed as (batch, tokens, layers * 2,
@@ -1387,7 +1526,7 @@ def test_adapters_prefix_tuning():
 
 # ---- mixture of experts ---------------------------------------------------------------------
 
-# (j) transformers' MixtralSparseMoeBlock: router logits by a Linear, routing_weights = F.softmax(router_logits,
+# (k) transformers' MixtralSparseMoeBlock: router logits by a Linear, routing_weights = F.softmax(router_logits,
 # dim=1, dtype=torch.float), torch.topk, renormalised by their sum, expert_mask = F.one_hot(selected_experts,
 # num_classes=n).permute(2, 1, 0), for each expert idx, top_x = torch.where(expert_mask[expert_idx]), the tokens
 # hidden_states[None, top_x].reshape(-1, hidden_dim) through the expert, scaled by routing_weights[top_x, idx,
@@ -1473,7 +1612,7 @@ def test_mixtral_moe():
     compare(mixtral_moe)
 
 
-# (k) a Switch Transformer / GShard layer with an expert capacity: top-1 gating (softmax, argmax, max), the
+# (l) a Switch Transformer / GShard layer with an expert capacity: top-1 gating (softmax, argmax, max), the
 # position of each token in its expert's queue by torch.cumsum(mask, dim=0) * mask, tokens past the capacity
 # dropped (mask *= torch.lt(locations, capacity)), a dispatch tensor built with scatter_ of ones at the location
 # (one_hot of the locations by F.one_hot), the combine weights by einsum("se,sc->sec"), dispatch by
@@ -1540,7 +1679,7 @@ def test_switch_moe_capacity():
 
 # ---- neural fields ---------------------------------------------------------------------------
 
-# (l) yenchenlin's nerf-pytorch: the Embedder (embed_fns of sin and cos over freq_bands = 2. ** torch.linspace(0.,
+# (m) yenchenlin's nerf-pytorch: the Embedder (embed_fns of sin and cos over freq_bands = 2. ** torch.linspace(0.,
 # max_freq, steps=N_freqs), include_input, torch.cat([fn(inputs) for fn in self.embed_fns], -1)), the NeRF MLP with
 # a skip connection (torch.cat([input_pts, h], -1)) and use_viewdirs (torch.split into points and views, alpha,
 # feature, rgb heads), get_rays by torch.meshgrid(torch.linspace(...), torch.linspace(...)) then .t(), dirs by
@@ -1729,7 +1868,7 @@ def test_nerf_pytorch():
 
 # ---- segmentation -----------------------------------------------------------------------------
 
-# (m) torchvision's DeepLabV3 head as segmentation repositories copy it: ASPPConv (a dilated 3x3 conv, BatchNorm,
+# (n) torchvision's DeepLabV3 head as segmentation repositories copy it: ASPPConv (a dilated 3x3 conv, BatchNorm,
 # ReLU), ASPPPooling (AdaptiveAvgPool2d(1), a 1x1 conv, then F.interpolate(x, size=size, mode="bilinear",
 # align_corners=False)), ASPP's torch.cat of the branches and its project with Dropout(0.5) (off here), the
 # logits upsampled to the input size (bilinear, align_corners=False), nn.CrossEntropyLoss(ignore_index=255) on
@@ -1828,7 +1967,7 @@ def test_deeplabv3_aspp():
     compare(deeplab_aspp)
 
 
-# (n) a U-Net-style binary and multi-class segmentation notebook: an FCN whose ConvTranspose2d is initialised as
+# (o) a U-Net-style binary and multi-class segmentation notebook: an FCN whose ConvTranspose2d is initialised as
 # bilinear upsampling (get_upsampling_weight from numpy's ogrid), a decoder upsampled with align_corners=True and
 # by nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True), the DiceLoss class (softmax, one_hot of
 # the target by F.one_hot(...).permute(0, 3, 1, 2).float(), intersection and cardinality summed over dims (0, 2, 3),
@@ -1924,7 +2063,7 @@ def test_fcn_dice_iou():
 
 # ---- detection --------------------------------------------------------------------------------
 
-# (o) a RetinaNet written inline: torchvision's box_area and box_iou (lt = torch.max(boxes1[:, None, :2],
+# (p) a RetinaNet written inline: torchvision's box_area and box_iou (lt = torch.max(boxes1[:, None, :2],
 # boxes2[:, :2]), wh = (rb - lt).clamp(min=0)) and generalized_box_iou, anchors from a meshgrid of shifts
 # (torch.meshgrid(shifts_y, shifts_x, indexing="ij"), stacked, (shifts.view(-1, 1, 4) + base_anchors.view(1, -1,
 # 4)).reshape(-1, 4)), the Matcher's max over IoUs with below-threshold anchors set to -1 and ignored between, the
@@ -2089,7 +2228,7 @@ def test_retinanet_inline():
     compare(retinanet)
 
 
-# (p) a YOLOv3-style head (eriklindernoren's and ultralytics' early yolo.py): the conv output viewed as
+# (q) a YOLOv3-style head (eriklindernoren's and ultralytics' early yolo.py): the conv output viewed as
 # (bs, na, no, ny, nx).permute(0, 1, 3, 4, 2).contiguous(), _make_grid by torch.meshgrid([torch.arange(ny),
 # torch.arange(nx)], indexing='ij') stacked (xv, yv) and .view((1, 1, ny, nx, 2)).float(), inference's
 # y[..., 0:2] = (y[..., 0:2].sigmoid() * 2 - 0.5 + grid) * stride and y[..., 2:4] = (sigmoid * 2) ** 2 * anchor_grid,
@@ -2211,7 +2350,7 @@ def test_yolo_head():
 
 # ---- metric learning --------------------------------------------------------------------------
 
-# (q) ronghuaiyang/arcface-pytorch's metrics.py and focal loss: ArcMarginProduct (cosine = F.linear(F.normalize
+# (r) ronghuaiyang/arcface-pytorch's metrics.py and focal loss: ArcMarginProduct (cosine = F.linear(F.normalize
 # (input), F.normalize(self.weight)), sine = torch.sqrt((1.0 - torch.pow(cosine, 2)).clamp(0, 1)), phi = cosine *
 # cos_m - sine * sin_m, torch.where(cosine > th, phi, cosine - mm), one_hot by torch.zeros(cosine.size()).scatter_
 # (1, label.view(-1, 1).long(), 1), output *= s), AddMarginProduct (CosFace: cosine - m), SphereFace's
@@ -2343,7 +2482,7 @@ def test_arcface_cosface_sphereface():
 
 # ---- audio and time series ----------------------------------------------------------------------
 
-# (r) torchaudio's speech-command tutorial M5 and a 1-D ECG classifier: Conv1d with a long stride-16 first kernel,
+# (s) torchaudio's speech-command tutorial M5 and a 1-D ECG classifier: Conv1d with a long stride-16 first kernel,
 # BatchNorm1d, MaxPool1d(4), F.avg_pool1d(x, x.shape[-1]), x.permute(0, 2, 1), F.log_softmax(x, dim=2),
 # F.nll_loss(output.squeeze(), target), count_parameters, get_likely_index by argmax(dim=-1), number_of_correct
 # by pred.squeeze().eq(target).sum().item(); the ECG net's Conv1d blocks with padding='same', Dropout, an
@@ -2429,7 +2568,7 @@ def test_audio_m5_ecg_conv1d():
     compare(audio_conv1d)
 
 
-# (s) a WaveNet (vincentherrmann's and r9y9's styles): CausalConv1d as a Conv1d whose input is F.pad(x, (self.pad,
+# (t) a WaveNet (vincentherrmann's and r9y9's styles): CausalConv1d as a Conv1d whose input is F.pad(x, (self.pad,
 # 0)) left-padded by (kernel_size - 1) * dilation, residual blocks with a gated activation torch.tanh(f) *
 # torch.sigmoid(g) from one conv's output split by chunk(2, dim=1), 1x1 residual and skip convs, the skips summed,
 # dilations 2 ** i over layers, mu-law companding (torch.sign(x) * torch.log1p(mu * torch.abs(x)) / math.log1p(mu))
@@ -2517,7 +2656,7 @@ def test_wavenet_causal_conv():
     compare(wavenet)
 
 
-# (t) an LSTM seq2seq forecaster as time-series tutorials write it: a sliding window by tensor.unfold(0, window,
+# (u) an LSTM seq2seq forecaster as time-series tutorials write it: a sliding window by tensor.unfold(0, window,
 # 1), min-max scaling by hand, an Encoder (nn.LSTM(batch_first=True), returning hidden and cell), a Decoder stepping
 # an nn.LSTM one step at a time from the last observed value, teacher forcing (the true value fed back when a numpy
 # draw is below teacher_forcing_ratio, else the prediction), outputs collected in torch.zeros(batch, horizon, 1)
@@ -2597,7 +2736,7 @@ def test_lstm_seq2seq_forecaster():
     compare(lstm_forecaster)
 
 
-# (u) a DeepSpeech2-style speech recogniser trained with CTC: a spectrogram-like input through a 2-D conv over
+# (v) a DeepSpeech2-style speech recogniser trained with CTC: a spectrogram-like input through a 2-D conv over
 # (freq, time), its output reshaped (sizes[0], sizes[1] * sizes[2], sizes[3]) and transposed to (T, N, H), a
 # bidirectional GRU whose directions are summed (x.view(T, N, 2, -1).sum(2)), a Linear to the alphabet with the
 # blank last, log_softmax(-1), output lengths from the conv's arithmetic ((length + 2 * pad - kernel) // stride +
@@ -2673,7 +2812,7 @@ def test_deepspeech_ctc():
 
 # ---- quantisation-aware training by hand ---------------------------------------------------------
 
-# (v) a QAT script without torch.ao: a symmetric per-channel weight quantiser (scale from w.abs().amax(dim=(1, 2,
+# (w) a QAT script without torch.ao: a symmetric per-channel weight quantiser (scale from w.abs().amax(dim=(1, 2,
 # 3), keepdim=True) / qmax, clamp_min(1e-8), torch.round, clamp, the straight-through estimator x + (q - x).detach()),
 # an asymmetric activation quantiser with an EMA observer in buffers (running_min and running_max updated under
 # torch.no_grad() in training, an `initialized` flag buffer), scale and zero_point from them (torch.round of
@@ -2782,7 +2921,7 @@ def test_qat_by_hand():
 
 # ---- representation learning beyond the earlier files --------------------------------------------
 
-# (w) VQ-VAE's vector quantiser as zalandoresearch's notebook and rosinality's vqvae.py write it: inputs permuted
+# (x) VQ-VAE's vector quantiser as zalandoresearch's notebook and rosinality's vqvae.py write it: inputs permuted
 # to channels-last (permute(0, 2, 3, 1).contiguous()), distances (torch.sum(flat_input ** 2, dim=1, keepdim=True) +
 # torch.sum(self._embedding.weight ** 2, dim=1) - 2 * torch.matmul(flat_input, self._embedding.weight.t())),
 # torch.argmin(...).unsqueeze(1), encodings by torch.zeros(...).scatter_(1, encoding_indices, 1), quantized by
@@ -2889,7 +3028,7 @@ def test_vq_vae():
     compare(vq_vae)
 
 
-# (x) CLIP's and MAE's training pieces: open_clip's ClipLoss (logit_scale = nn.Parameter(torch.ones([]) * np.log(1 /
+# (y) CLIP's and MAE's training pieces: open_clip's ClipLoss (logit_scale = nn.Parameter(torch.ones([]) * np.log(1 /
 # 0.07)), logit_scale.exp(), image and text features F.normalize'd, logits_per_image = logit_scale * image_features
 # @ text_features.T, labels by torch.arange, the mean of the two cross-entropies), the clamp of the logit scale under
 # torch.no_grad() (model.logit_scale.clamp_(0, math.log(100))), SigLIP's sigmoid loss (labels 2 * torch.eye(n) -
@@ -2994,7 +3133,7 @@ def test_clip_siglip_mae():
 
 # ---- recommendation ----------------------------------------------------------------------------
 
-# (y) recommender models as tutorials write them: a factorization machine (the linear part by an nn.Embedding of
+# (z) recommender models as tutorials write them: a factorization machine (the linear part by an nn.Embedding of
 # one column plus a bias, the pairwise part by 0.5 * (square_of_sum - sum_of_square) over field embeddings indexed
 # with x + x.new_tensor(offsets).unsqueeze(0)), NCF's NeuMF (GMF's element-wise product beside an MLP over the
 # concatenated user and item embeddings), DLRM's dot interaction (torch.bmm(T, T.transpose(1, 2)), the strictly
