@@ -1010,18 +1010,25 @@ class LazyConv2d(_Lazy, Conv2d):
 
 class Conv1d(_ConvNd):
     """torch.nn.Conv1d's arguments in torch's order and torch's default init (drawn from rng, tnet's
-    init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'zeros' only."""
+    init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'reflect', 'replicate'
+    or 'circular' pads with F.pad first, as torch's (a WaveNet's or HiFi-GAN's reflect-padded convs)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
+              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                      f"padding_mode='{padding_mode}'")
         factory_args("Conv1d", device, dtype)
         self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
         self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
+        self.padding_mode = padding_mode
+        if padding_mode != "zeros":  # F.pad's (left, right), then a convolution without padding
+            total = self.dilation[0] * (k - 1)  # 'same': torch's split, the odd one at the end
+            self._mode_pads = ((0, 0) if padding == "valid" else (total // 2, total - total // 2) if padding == "same"
+                               else self.padding * 2)
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
@@ -1032,6 +1039,9 @@ class Conv1d(_ConvNd):
 
     def _conv_forward(self, input, weight, bias):
         """torch's: input convolved with weight and bias at this layer's settings (Conv2d's)."""
+        if self.padding_mode != "zeros":
+            return F.conv1d(F.pad(input, self._mode_pads, mode=self.padding_mode), weight, bias, self.stride, 0,
+                            self.dilation, self.groups)
         return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
