@@ -10,8 +10,8 @@ tuning), mixtures of experts (Mixtral's top-2 block with index_add_, a Switch la
 (positional encoding, volume rendering, hierarchical sampling by searchsorted), segmentation (DeepLabV3's ASPP,
 an FCN with dice losses and IoU), detection written inline (a RetinaNet's box utilities, anchors, matcher,
 box coder and sigmoid focal loss; a YOLOv3-style head with CIoU and NMS), margin losses (ArcFace, CosFace,
-SphereFace), audio and time series (M5 and a 1-D ECG net, WaveNet, an LSTM seq2seq forecaster, DeepSpeech2
-with CTC), quantisation-aware training by hand (straight-through rounding, observers, torch.fake_quantize_*),
+SphereFace), audio and time series (M5 and a 1-D ECG net, WaveNet, HiFi-GAN's weight-normed generator and
+discriminator, an LSTM seq2seq forecaster, DeepSpeech2 with CTC), quantisation-aware training by hand (straight-through rounding, observers, torch.fake_quantize_*),
 VQ-VAE's quantisers, CLIP's and SigLIP's losses with MAE's masking, and recommenders (FM, NeuMF, DLRM).
 Written from memory in their sources' styles and ported by their imports alone, as test_ported_scripts.py:
 each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
@@ -2656,7 +2656,166 @@ def test_wavenet_causal_conv():
     compare(wavenet)
 
 
-# (u) an LSTM seq2seq forecaster as time-series tutorials write it: a sliding window by tensor.unfold(0, window,
+# (u) jik876's HiFi-GAN and descript's MelGAN pieces: get_padding(kernel_size, dilation) = int((kernel_size * dilation -
+# dilation) / 2), weight_norm'd Conv1d and ConvTranspose1d (the older nn.utils.weight_norm, init_weights' normal_(0.0,
+# 0.01) on m.weight.data), ResBlock1's dilated convs with F.leaky_relu(x, LRELU_SLOPE) and residual adds, the
+# generator's conv_pre, upsampling and averaged resblocks ending in torch.tanh, a discriminator of Conv1d's with
+# padding_mode='reflect' and grouped strided convs returning its feature maps (fmap), and the losses: feature_loss
+# (torch.mean(torch.abs(rl - gl)) summed * 2), discriminator_loss (torch.mean((1 - dr) ** 2) + torch.mean(dg ** 2)),
+# generator_loss, and an L1 on the waveforms; remove_weight_norm before inference
+def hifigan(m, state=None):
+    import importlib
+    torch, nn, F = m.torch, m.nn, m.F
+    utils = importlib.import_module(torch.__name__ + ".nn.utils")
+    weight_norm, remove_weight_norm = utils.weight_norm, utils.remove_weight_norm
+    LRELU_SLOPE = 0.1
+
+    def init_weights(m, mean=0.0, std=0.01):
+        classname = m.__class__.__name__
+        if classname.find("Conv") != -1:
+            m.weight.data.normal_(mean, std)
+
+    def get_padding(kernel_size, dilation=1):
+        return int((kernel_size * dilation - dilation) / 2)
+
+    class ResBlock1(nn.Module):
+        def __init__(self, channels, kernel_size=3, dilation=(3,)):
+            super().__init__()
+            self.convs1 = nn.ModuleList([weight_norm(nn.Conv1d(channels, channels, kernel_size, 1, dilation=d,
+                                                               padding=get_padding(kernel_size, d))) for d in dilation])
+            self.convs1.apply(init_weights)
+            self.convs2 = nn.ModuleList([weight_norm(nn.Conv1d(channels, channels, kernel_size, 1, dilation=1,
+                                                               padding=get_padding(kernel_size, 1))) for _ in dilation])
+            self.convs2.apply(init_weights)
+
+        def forward(self, x):
+            for c1, c2 in zip(self.convs1, self.convs2):
+                xt = F.leaky_relu(x, LRELU_SLOPE)
+                xt = c1(xt)
+                xt = F.leaky_relu(xt, LRELU_SLOPE)
+                xt = c2(xt)
+                x = xt + x
+            return x
+
+        def remove_weight_norm(self):
+            for l in self.convs1:
+                remove_weight_norm(l)
+            for l in self.convs2:
+                remove_weight_norm(l)
+
+    class Generator(nn.Module):
+        def __init__(self, n_mels=4, ch=6, upsample_rates=(2,), upsample_kernel_sizes=(4,), resblock_kernel_sizes=(3,)):
+            super().__init__()
+            self.num_kernels = len(resblock_kernel_sizes)
+            self.conv_pre = weight_norm(nn.Conv1d(n_mels, ch, 7, 1, padding=3))
+            self.ups = nn.ModuleList()
+            for i, (u, k) in enumerate(zip(upsample_rates, upsample_kernel_sizes)):
+                self.ups.append(weight_norm(nn.ConvTranspose1d(ch // (2 ** i), ch // (2 ** (i + 1)), k, u, padding=(k - u) // 2)))
+            self.resblocks = nn.ModuleList()
+            for i in range(len(self.ups)):
+                c = ch // (2 ** (i + 1))
+                for k in resblock_kernel_sizes:
+                    self.resblocks.append(ResBlock1(c, k))
+            self.conv_post = weight_norm(nn.Conv1d(c, 1, 7, 1, padding=3))
+            self.ups.apply(init_weights)
+            self.conv_post.apply(init_weights)
+
+        def forward(self, x):
+            x = self.conv_pre(x)
+            for i, up in enumerate(self.ups):
+                x = F.leaky_relu(x, LRELU_SLOPE)
+                x = up(x)
+                xs = None
+                for j in range(self.num_kernels):
+                    if xs is None:
+                        xs = self.resblocks[i * self.num_kernels + j](x)
+                    else:
+                        xs += self.resblocks[i * self.num_kernels + j](x)
+                x = xs / self.num_kernels
+            x = F.leaky_relu(x)
+            x = self.conv_post(x)
+            return torch.tanh(x)
+
+        def remove_weight_norm(self):
+            for l in self.ups:
+                remove_weight_norm(l)
+            for l in self.resblocks:
+                l.remove_weight_norm()
+            remove_weight_norm(self.conv_pre)
+            remove_weight_norm(self.conv_post)
+
+    class DiscriminatorS(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.ModuleList([
+                weight_norm(nn.Conv1d(1, 4, 15, 1, padding=7, padding_mode='reflect')),
+                weight_norm(nn.Conv1d(4, 8, 5, 2, groups=4, padding=2, padding_mode='reflect')),
+            ])
+            self.conv_post = weight_norm(nn.Conv1d(8, 1, 3, 1, padding=1))
+
+        def forward(self, x):
+            fmap = []
+            for l in self.convs:
+                x = l(x)
+                x = F.leaky_relu(x, LRELU_SLOPE)
+                fmap.append(x)
+            x = self.conv_post(x)
+            fmap.append(x)
+            x = torch.flatten(x, 1, -1)
+            return x, fmap
+
+    def feature_loss(fmap_r, fmap_g):
+        loss = 0
+        for rl, gl in zip(fmap_r, fmap_g):
+            loss += torch.mean(torch.abs(rl - gl))
+        return loss * 2
+
+    def discriminator_loss(disc_real_output, disc_generated_output):
+        r_loss = torch.mean((1 - disc_real_output) ** 2)
+        g_loss = torch.mean(disc_generated_output ** 2)
+        return r_loss + g_loss
+
+    def generator_loss(disc_output):
+        return torch.mean((1 - disc_output) ** 2)
+
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(generator=Generator(), msd=DiscriminatorS()))
+    init = load(m, model, state)
+    generator, msd = model['generator'], model['msd']
+    optim_g = torch.optim.AdamW(generator.parameters(), 2e-3, betas=(0.8, 0.99))
+    optim_d = torch.optim.AdamW(msd.parameters(), 2e-3, betas=(0.8, 0.99))
+    rng = np.random.default_rng(26)
+    x = torch.tensor(normal(rng, 2, 4, 10))
+    y = torch.tensor(np.tanh(normal(rng, 2, 1, 20)))
+    losses = []
+    for step in range(1):
+        y_g_hat = generator(x)
+        optim_d.zero_grad()
+        y_ds_hat_r, _ = msd(y)
+        y_ds_hat_g, _ = msd(y_g_hat.detach())
+        loss_disc_s = discriminator_loss(y_ds_hat_r, y_ds_hat_g)
+        loss_disc_s.backward()
+        optim_d.step()
+        optim_g.zero_grad()
+        loss_wave = F.l1_loss(y, y_g_hat) * 45
+        y_ds_hat_r, fmap_s_r = msd(y)
+        y_ds_hat_g, fmap_s_g = msd(y_g_hat)
+        loss_gen_all = generator_loss(y_ds_hat_g) + feature_loss(fmap_s_r, fmap_s_g) + loss_wave
+        loss_gen_all.backward()
+        optim_g.step()
+        losses += [loss_disc_s.item(), loss_gen_all.item()]
+    generator.eval()
+    generator.remove_weight_norm()
+    with torch.no_grad():
+        y_g_hat = generator(x)
+    return init, losses + [float(y_g_hat.sum())] + summary(model.parameters())
+
+
+def test_hifigan_weight_norm_gan():
+    compare(hifigan)
+
+
+# (v) an LSTM seq2seq forecaster as time-series tutorials write it: a sliding window by tensor.unfold(0, window,
 # 1), min-max scaling by hand, an Encoder (nn.LSTM(batch_first=True), returning hidden and cell), a Decoder stepping
 # an nn.LSTM one step at a time from the last observed value, teacher forcing (the true value fed back when a numpy
 # draw is below teacher_forcing_ratio, else the prediction), outputs collected in torch.zeros(batch, horizon, 1)
@@ -2736,7 +2895,7 @@ def test_lstm_seq2seq_forecaster():
     compare(lstm_forecaster)
 
 
-# (v) a DeepSpeech2-style speech recogniser trained with CTC: a spectrogram-like input through a 2-D conv over
+# (w) a DeepSpeech2-style speech recogniser trained with CTC: a spectrogram-like input through a 2-D conv over
 # (freq, time), its output reshaped (sizes[0], sizes[1] * sizes[2], sizes[3]) and transposed to (T, N, H), a
 # bidirectional GRU whose directions are summed (x.view(T, N, 2, -1).sum(2)), a Linear to the alphabet with the
 # blank last, log_softmax(-1), output lengths from the conv's arithmetic ((length + 2 * pad - kernel) // stride +
@@ -2812,7 +2971,7 @@ def test_deepspeech_ctc():
 
 # ---- quantisation-aware training by hand ---------------------------------------------------------
 
-# (w) a QAT script without torch.ao: a symmetric per-channel weight quantiser (scale from w.abs().amax(dim=(1, 2,
+# (x) a QAT script without torch.ao: a symmetric per-channel weight quantiser (scale from w.abs().amax(dim=(1, 2,
 # 3), keepdim=True) / qmax, clamp_min(1e-8), torch.round, clamp, the straight-through estimator x + (q - x).detach()),
 # an asymmetric activation quantiser with an EMA observer in buffers (running_min and running_max updated under
 # torch.no_grad() in training, an `initialized` flag buffer), scale and zero_point from them (torch.round of
@@ -2921,7 +3080,7 @@ def test_qat_by_hand():
 
 # ---- representation learning beyond the earlier files --------------------------------------------
 
-# (x) VQ-VAE's vector quantiser as zalandoresearch's notebook and rosinality's vqvae.py write it: inputs permuted
+# (y) VQ-VAE's vector quantiser as zalandoresearch's notebook and rosinality's vqvae.py write it: inputs permuted
 # to channels-last (permute(0, 2, 3, 1).contiguous()), distances (torch.sum(flat_input ** 2, dim=1, keepdim=True) +
 # torch.sum(self._embedding.weight ** 2, dim=1) - 2 * torch.matmul(flat_input, self._embedding.weight.t())),
 # torch.argmin(...).unsqueeze(1), encodings by torch.zeros(...).scatter_(1, encoding_indices, 1), quantized by
@@ -3028,7 +3187,7 @@ def test_vq_vae():
     compare(vq_vae)
 
 
-# (y) CLIP's and MAE's training pieces: open_clip's ClipLoss (logit_scale = nn.Parameter(torch.ones([]) * np.log(1 /
+# (z) CLIP's and MAE's training pieces: open_clip's ClipLoss (logit_scale = nn.Parameter(torch.ones([]) * np.log(1 /
 # 0.07)), logit_scale.exp(), image and text features F.normalize'd, logits_per_image = logit_scale * image_features
 # @ text_features.T, labels by torch.arange, the mean of the two cross-entropies), the clamp of the logit scale under
 # torch.no_grad() (model.logit_scale.clamp_(0, math.log(100))), SigLIP's sigmoid loss (labels 2 * torch.eye(n) -
@@ -3133,7 +3292,7 @@ def test_clip_siglip_mae():
 
 # ---- recommendation ----------------------------------------------------------------------------
 
-# (z) recommender models as tutorials write them: a factorization machine (the linear part by an nn.Embedding of
+# (aa) recommender models as tutorials write them: a factorization machine (the linear part by an nn.Embedding of
 # one column plus a bias, the pairwise part by 0.5 * (square_of_sum - sum_of_square) over field embeddings indexed
 # with x + x.new_tensor(offsets).unsqueeze(0)), NCF's NeuMF (GMF's element-wise product beside an MLP over the
 # concatenated user and item embeddings), DLRM's dot interaction (torch.bmm(T, T.transpose(1, 2)), the strictly
