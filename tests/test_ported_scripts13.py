@@ -1,24 +1,24 @@
-"""Domains the earlier files leave out, as their public code writes them: diffusion (the annotated DDPM with
-its GroupNorm UNet, schedules, gather by timestep and sampling loop; NCSN's denoising and sliced score matching
-with Langevin sampling; diffusers' timestep embedding, v-prediction with min-SNR weights, classifier-free
-guidance and a DDIM step), Hugging Face transformers' model files (GPT-2's Conv1D, gelu_new, causal-mask buffer
-and past_key_values; BERT's embeddings, extended attention mask and MLM masking; LLaMA's RMSNorm, rotary
-embeddings and repeat_kv with T5's relative position buckets; BART's shifted labels, causal and expanded masks
-and cross-attention; PreTrainedModel's tying, resizing, legacy-key load hooks and accelerate's keyword
-pre-hook), parameter-efficient fine-tuning (loralib's merging LoRA Linear, adapters and prefix
-tuning), mixtures of experts (Mixtral's top-2 block with index_add_, a Switch layer with a capacity), NeRF
-(positional encoding, volume rendering, hierarchical sampling by searchsorted), segmentation (DeepLabV3's ASPP,
-an FCN with dice losses and IoU), detection written inline (a RetinaNet's box utilities, anchors, matcher,
-box coder and sigmoid focal loss; a YOLOv3-style head with CIoU and NMS), margin losses (ArcFace, CosFace,
-SphereFace), audio and time series (M5 and a 1-D ECG net, WaveNet, HiFi-GAN's weight-normed generator and
-discriminator, an LSTM seq2seq forecaster, DeepSpeech2 with CTC), quantisation-aware training by hand (straight-through rounding, observers, torch.fake_quantize_*),
-VQ-VAE's quantisers, CLIP's and SigLIP's losses with MAE's masking, and recommenders (FM, NeuMF, DLRM).
-Written from memory in their sources' styles and ported by their imports alone, as test_ported_scripts.py:
-each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and
-the weights summed into a few numbers, agree. Numpy draws what a script draws (noise, timesteps, masks);
-shapes are tiny and runs 1-3 steps. Where Adam would normalise a gradient that is rounding alone (an attention
-key's bias, which softmax ignores; a bias before a BatchNorm) the layer has no bias or the script takes SGD,
-as each says."""
+"""Domains the earlier files leave out, as their public code writes them: diffusion (the annotated DDPM with its
+GroupNorm UNet, schedules, gather by timestep and sampling loop; NCSN's denoising and sliced score matching with
+Langevin sampling; diffusers' timestep embedding, v-prediction with min-SNR weights, classifier-free guidance
+and a DDIM step), Hugging Face transformers' model files (GPT-2's Conv1D, gelu_new, causal-mask buffer and
+past_key_values; BERT's embeddings, extended attention mask and MLM masking; LLaMA's RMSNorm, rotary embeddings
+and repeat_kv with T5's relative position buckets; BART's shifted labels, causal and expanded masks and
+cross-attention; PreTrainedModel's tying, resizing, legacy-key load hooks and accelerate's keyword pre-hook),
+parameter-efficient fine-tuning (loralib's merging LoRA Linear, adapters and prefix tuning), mixtures of experts
+(Mixtral's top-2 block with index_add_, a Switch layer with a capacity), NeRF (positional encoding, volume
+rendering, hierarchical sampling by searchsorted), segmentation (DeepLabV3's ASPP, an FCN with dice losses and
+IoU), detection written inline (a RetinaNet's box utilities, anchors, matcher, box coder and sigmoid focal loss;
+a YOLOv3-style head with CIoU and NMS), margin losses (ArcFace, CosFace, SphereFace), audio and time series (M5
+and a 1-D ECG net, WaveNet, HiFi-GAN's weight-normed generator and discriminator, an LSTM seq2seq forecaster,
+DeepSpeech2 with CTC), quantisation-aware training by hand (straight-through rounding, observers,
+torch.fake_quantize_*), VQ-VAE's quantisers, CLIP's and SigLIP's losses with MAE's masking, and recommenders
+(FM, NeuMF, DLRM). Written from memory in their sources' styles and ported by their imports alone, as
+test_ported_scripts.py: each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
+and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws (noise,
+timesteps, masks); shapes are tiny and runs 1-3 steps. Where Adam would normalise a gradient that is rounding
+alone (an attention key's bias, which softmax ignores; a bias before a BatchNorm) the layer has no bias or the
+script takes SGD, as each says."""
 import math
 
 import numpy as np
