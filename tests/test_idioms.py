@@ -757,7 +757,7 @@ def test_size_keyword_of_factories_and_new_methods():
 
 def test_keyword_names_as_torch():
     """torch's keyword names: F.linear(x, w, bias=b) (loralib's, transformers'), torch.swapdims(x, dim0=, dim1=),
-    nansum and nanmean's dtype=; the same values as torch's."""
+    nansum and nanmean's dtype=, matmul's input= and other=, t's and flatten's input=; the same values as torch's."""
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5,)))
     x[0, 1] = np.nan
@@ -767,7 +767,8 @@ def test_keyword_names_as_torch():
         F = lib.nn.functional
         outs[lib] = [F.linear(input=X.nan_to_num(), weight=W, bias=B), F.linear(X.nan_to_num(), W, bias=B),
                      lib.swapdims(X, dim0=0, dim1=1), lib.nansum(X, 1, dtype=lib.float16),
-                     lib.nanmean(X, dim=0, dtype=lib.float16), X.nansum(dtype=lib.float16)]
+                     lib.nanmean(X, dim=0, dtype=lib.float16), X.nansum(dtype=lib.float16),
+                     lib.matmul(input=W, other=X.nan_to_num().t()), lib.t(input=W), lib.flatten(input=W, start_dim=0)]
     for ours, ref in zip(outs[tnet], outs[torch]):
         assert ours.dtype == ref.dtype
         np.testing.assert_allclose(ours.float().numpy(), ref.float().numpy(), rtol=2e-3, atol=2e-3, equal_nan=True)

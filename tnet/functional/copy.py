@@ -376,15 +376,17 @@ def unsafe_view(x, *shape):
     return y
 
 
-def t(x):
+def t(input):
     """The transpose of a tensor of at most 2 dims (a view)."""
+    x = input
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return _rearranged("t", x, x.memory.t(), lambda g: g.t())
 
 
-def flatten(x, start_dim=0, end_dim=-1):
+def flatten(input, start_dim=0, end_dim=-1):
     """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
+    x = input
     check_tensors("flatten", input=x)
     shape = x.shape or (1,)
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))

@@ -64,8 +64,8 @@ def _bmm(a, b):
                   graph=graph)
 
 
-def matmul(a, b):
-    """torch.matmul: 1-D operands are vectors (a dot product, matrix-vector, vector-matrix);
+def matmul(input, other):
+    """torch.matmul (a, b: input, other, torch's keyword names): 1-D operands are vectors (a dot product, matrix-vector, vector-matrix);
     [..., M, K] @ [..., K, N] is a batch of products over the leading dims broadcast as torch's:
     where b is one matrix a's leading dims fold into its rows, where a is one matrix (size-1
     leading dims) it is shared by the batch; else an operand with the broadcast leading dims goes
@@ -73,6 +73,7 @@ def matmul(a, b):
     torch's: strides of 0 and n do not merge into the GEMM's one batch stride). The gradients sum
     back over the dims an operand was broadcast along. Under autocast the GEMMs
     read 16-bit operands and return 16-bit outputs; each gradient comes in its input's dtype."""
+    a, b = input, other
     check_tensors("matmul", a=a, b=b)
     same_dtype("matmul", a, b)
     check(a.ndim >= 1 and b.ndim >= 1,
