@@ -1871,7 +1871,8 @@ def test_nerf_pytorch():
 # (n) torchvision's DeepLabV3 head as segmentation repositories copy it: ASPPConv (a dilated 3x3 conv, BatchNorm,
 # ReLU), ASPPPooling (AdaptiveAvgPool2d(1), a 1x1 conv, then F.interpolate(x, size=size, mode="bilinear",
 # align_corners=False)), ASPP's torch.cat of the branches and its project with Dropout(0.5) (off here), the
-# logits upsampled to the input size (bilinear, align_corners=False), nn.CrossEntropyLoss(ignore_index=255) on
+# logits upsampled to the input size (bilinear, align_corners=False), the inputs resized as torchvision's Resize
+# resizes tensors (F.interpolate(..., antialias=True)), nn.CrossEntropyLoss(ignore_index=255) on
 # NCHW logits with 255 marking the void border, a poly learning-rate schedule by LambdaLR ((1 - it / max_it) **
 # 0.9), and the mIoU metric from a confusion matrix by np.bincount over label * n + pred (fast_hist) on the host
 def deeplab_aspp(m, state=None):
@@ -1939,7 +1940,9 @@ def deeplab_aspp(m, state=None):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: (1 - it / max_iter) ** 0.9)
     rng = np.random.default_rng(10)
-    images = torch.tensor(normal(rng, 2, 3, 7, 7))
+    # the batch resized as torchvision's Resize does on tensors (antialiased bilinear; nearest for the mask)
+    images = F.interpolate(torch.tensor(normal(rng, 2, 3, 11, 12)), size=(7, 7), mode="bilinear", align_corners=False,
+                           antialias=True)
     target = rng.integers(0, num_classes, (2, 7, 7))
     target[:, 0, :] = 255
     targets = torch.tensor(target)
