@@ -475,3 +475,15 @@ def test_conv1d_as_torch(rng, ieee, stride, padding, dilation, groups):
     ref = torch.nn.Conv1d(8, 12, 3, stride, padding, dilation, groups).double()
     ref.load_state_dict({name: torch.from_numpy(np.asarray(v, np.float64)) for name, v in layer.state_dict().items()})
     check(layer, ref, [leaf(rng, 2, 8, 11)], rng)
+
+
+@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding,dilation", [(2, 1), ("same", 2), (1, 3)])
+def test_conv1d_padding_modes_as_torch(rng, ieee, padding_mode, padding, dilation):
+    """nn.Conv1d's padding_mode (F.pad's mode first, then no padding, as torch's; 'same' split as torch
+    splits it, the odd one at the end) against torch in float64, gradients too."""
+    layer = nn.Conv1d(4, 5, 4, 1, padding, dilation, padding_mode=padding_mode)
+    ref = torch.nn.Conv1d(4, 5, 4, 1, padding, dilation, padding_mode=padding_mode).double()
+    ref.load_state_dict({name: torch.from_numpy(np.asarray(v, np.float64)) for name, v in layer.state_dict().items()})
+    check(layer, ref, [leaf(rng, 2, 4, 13)], rng)
+    assert f"padding_mode={padding_mode}" in repr(layer) and repr(layer) == repr(ref)

@@ -1,5 +1,7 @@
 """Basic indexing, views, casts and the strided copy kernel (kernels/copy.py, functional/copy.py)
 against torch (float64 where values are compared), and their gradients."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -876,6 +878,25 @@ def test_scatter_reduce_dims_nan_ints_in_place_and_errors(rng):
                         ((0, tnet.tensor([[0, 1]]), tnet.zeros(1, 2, dtype=tnet.float16), "sum"), RuntimeError)):
         with pytest.raises(error):
             tnet.tensor(inp).scatter_reduce(*args)
+
+
+def test_scatter_legacy_reduce_as_torch(rng):
+    """scatter(..., reduce="add" | "multiply") and scatter_'s, torch's legacy form, with a src tensor or a
+    value; another reduce raises RuntimeError, as torch's."""
+    inp, src = rng.standard_normal((2, 5)), rng.standard_normal((2, 4))
+    index = np.array([[0, 0, 4], [1, 1, 3]])
+    for reduce in ("add", "multiply"):
+        for lib_src in ((lambda lib: lib.tensor(src)), (lambda lib: 1.5)):
+            out = tnet.tensor(inp).scatter(1, tnet.tensor(index), lib_src(tnet), reduce=reduce)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # torch's deprecation of the form
+                ref = torch.tensor(inp).scatter(1, torch.tensor(index), lib_src(torch), reduce=reduce)
+            assert_close(out, ref, TOL["ieee"], reduce)
+    x = tnet.tensor(inp)
+    assert x.scatter_(1, tnet.tensor(index), 2.0, reduce="multiply") is x
+    assert_close(x, torch.tensor(inp).scatter_(1, torch.tensor(index), 2.0, reduce="multiply"), TOL["ieee"], "scatter_")
+    with pytest.raises(RuntimeError):
+        tnet.tensor(inp).scatter(1, tnet.tensor(index), 1.0, reduce="mean")
 
 
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])

@@ -273,6 +273,72 @@ def test_scale_first_overloads_as_torch(rng):
     assert_close(got, want, TOL["ieee"], "RAdam-style step")
 
 
+def test_forward_hooks_with_kwargs_and_prepend_as_torch():
+    """register_forward_pre_hook and register_forward_hook with with_kwargs=True (transformers' and
+    PEFT's hooks see and replace the keyword arguments) and prepend=True (run before the hooks there);
+    a with_kwargs pre-hook returning anything but an (args, kwargs) pair raises RuntimeError, as torch's,
+    and a hook registered with always_call=True runs all the same; torch.compiler's is_compiling and disable."""
+    def build(lib):
+        class Scaled(lib.nn.Module):
+            def forward(self, x, scale=1.0):
+                return x * scale
+        return Scaled()
+    results = {}
+    for lib in (tnet, torch):
+        m, order = build(lib), []
+        m.register_forward_pre_hook(lambda mod, args: order.append("plain") or None)
+        m.register_forward_pre_hook(lambda mod, args, kwargs: order.append("first") or (args, {**kwargs, "scale": 3.0}),
+                                    with_kwargs=True, prepend=True)
+        handle = m.register_forward_hook(lambda mod, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
+        m.register_forward_hook(lambda mod, args, out: order.append("post") or None, prepend=True, always_call=True)
+        x = lib.ones(2)
+        y = m(x, scale=2.0)
+        handle.remove()
+        results[lib] = (y.tolist(), m(x).tolist(), order)
+        m.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
+        with pytest.raises(RuntimeError):
+            m(x)
+        assert lib.compiler.is_compiling() is False and lib.compiler.disable(len)([1, 2]) == 2
+    # the third call's pre-hook raised: the always_call hook ran all the same
+    assert results[tnet] == results[torch] == ([6.0, 6.0], [3.0, 3.0], ["first", "plain", "post"] * 3)
+
+
+def test_load_state_dict_hooks_as_torch():
+    """load_state_dict's hooks as torch's: a pre-hook renames a legacy key in the state_dict it is given
+    (_register_load_state_dict_pre_hook, and the public one with the module first), each child's hook
+    sees its own prefix, and a post-hook takes a tied weight's key out of missing_keys before the strict
+    check; to_empty returns the module."""
+    def build(lib):
+        class Tied(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = lib.nn.Linear(2, 2)
+                self.dec = lib.nn.Linear(2, 2, bias=False)
+                self.dec.weight = self.enc.weight
+        m = Tied()
+        seen = []
+
+        def rename(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+            seen.append(prefix)
+            if prefix + "w" in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+        m.enc._register_load_state_dict_pre_hook(rename)
+        m.register_load_state_dict_pre_hook(lambda module, sd, prefix, *rest: seen.append(type(module).__name__))
+
+        def untie(module, incompatible_keys):
+            if "dec.weight" in incompatible_keys.missing_keys:
+                incompatible_keys.missing_keys.remove("dec.weight")
+        m.register_load_state_dict_post_hook(untie)
+        return m, seen
+    results = {}
+    for lib in (tnet, torch):
+        m, seen = build(lib)
+        assert m.to_empty(device=None) is m  # torch's leaves the memory uninitialised: the load writes it
+        keys = m.load_state_dict({"enc.w": lib.ones(2, 2), "enc.bias": lib.zeros(2)})
+        results[lib] = (m.dec.weight.sum().item(), keys.missing_keys, keys.unexpected_keys, seen)
+    assert results[tnet] == results[torch] == (4.0, [], [], ["Tied", "enc."])
+
+
 def test_hooks_as_torch(rng):
     """Module forward hooks and pre-hooks (a returned value replaces), Tensor.register_hook on a
     non-leaf and a leaf (a returned gradient replaces), handles that remove, get_submodule,
@@ -687,6 +753,25 @@ def test_size_keyword_of_factories_and_new_methods():
         assert [tuple(s) for s in shapes] == [(2, 3), (4,), (1, 2), (2, 2), (3,), (2, 2), (2,), (1, 2)], lib
         with pytest.raises(TypeError):
             lib.zeros(2, size=(3,))
+
+
+def test_keyword_names_as_torch():
+    """torch's keyword names: F.linear(x, w, bias=b) (loralib's, transformers'), torch.swapdims(x, dim0=, dim1=),
+    nansum and nanmean's dtype=, matmul's input= and other=, t's and flatten's input=; the same values as torch's."""
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5,)))
+    x[0, 1] = np.nan
+    outs = {}
+    for lib in (tnet, torch):
+        X, W, B = (lib.tensor(v) for v in (x, w, b))
+        F = lib.nn.functional
+        outs[lib] = [F.linear(input=X.nan_to_num(), weight=W, bias=B), F.linear(X.nan_to_num(), W, bias=B),
+                     lib.swapdims(X, dim0=0, dim1=1), lib.nansum(X, 1, dtype=lib.float16),
+                     lib.nanmean(X, dim=0, dtype=lib.float16), X.nansum(dtype=lib.float16),
+                     lib.matmul(input=W, other=X.nan_to_num().t()), lib.t(input=W), lib.flatten(input=W, start_dim=0)]
+    for ours, ref in zip(outs[tnet], outs[torch]):
+        assert ours.dtype == ref.dtype
+        np.testing.assert_allclose(ours.float().numpy(), ref.float().numpy(), rtol=2e-3, atol=2e-3, equal_nan=True)
 
 
 

@@ -1,5 +1,5 @@
 """Resampling against torch in float64: F.interpolate's linear, bilinear and bicubic modes (size or
-scale_factor, align_corners, recompute_scale_factor), the Upsample modules, F.affine_grid and
+scale_factor, align_corners, recompute_scale_factor, antialias), the Upsample modules, F.affine_grid and
 F.grid_sample (modes, padding modes, align_corners), forward and gradients, NCHW, channels-last
 and strided inputs."""
 import numpy as np
@@ -25,6 +25,11 @@ TF = torch.nn.functional
     ((2, 3, 5, 7), dict(scale_factor=1.5, mode="bicubic"), True),
     ((2, 3, 5, 7), dict(size=(3, 9), mode="bicubic", align_corners=True), False),
     ((2, 3, 5, 7), dict(scale_factor=1.6, mode="nearest-exact"), False),
+    # antialias: torch's taps, the filter widened where an axis shrinks (torchvision's Resize on tensors)
+    ((2, 3, 9, 8), dict(size=(4, 3), mode="bilinear", antialias=True), False),
+    ((2, 3, 9, 8), dict(size=(4, 11), mode="bicubic", antialias=True), True),
+    ((2, 3, 10, 9), dict(scale_factor=(0.37, 0.5), mode="bilinear", align_corners=True, antialias=True), False),
+    ((2, 3, 7, 7), dict(size=(7, 2), mode="bicubic", align_corners=True, antialias=True), False),
 ])
 def test_interpolate_as_torch(rng, shape, kwargs, channels_last):
     x, xr = leaf(rng, *shape, channels_last=channels_last)
@@ -47,8 +52,10 @@ def test_interpolate_strided_input_and_modules(rng):
 
 def test_interpolate_errors():
     x = tnet.randn(1, 2, 4, 4)
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(x, scale_factor=2, mode="bilinear", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias"):
+        F.interpolate(x, scale_factor=2, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias"):
+        F.interpolate(tnet.randn(1, 2, 4), scale_factor=2, mode="linear", antialias=True)
     with pytest.raises(NotImplementedError, match="linear mode needs 3D"):
         F.interpolate(x, scale_factor=2, mode="linear")
     with pytest.raises(ValueError, match="align_corners option"):

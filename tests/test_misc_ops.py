@@ -679,3 +679,42 @@ def test_top_level_switches_and_type_facts():
     for t in ("torch.cuda.DoubleTensor", "torch.HalfTensor", torch.LongTensor):
         with pytest.raises(TypeError):
             tnet.set_default_tensor_type(t)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_fake_quantize_as_torch(dtype):
+    """torch.fake_quantize_per_tensor_affine and _per_channel_affine: the same values (ties at half a
+    step rounded to even, codes past the range clamped; an integer zero point added after rounding, a
+    float one before it), and the straight-through gradient, g where the code is within the range."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 4, 5)) * 2).astype(np.float32)
+    x[0, 0, :4] = [0.25, 0.75, -0.25, 1.25]  # ties at step 0.5
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    scale = (rng.random(4) * 0.5 + 0.05).astype(np.float32)
+    results = {}
+    for lib in (tnet, torch):
+        outs = []
+        for fn in (lambda X: lib.fake_quantize_per_tensor_affine(X, 0.5, 3, 0, 10),
+                   lambda X: lib.fake_quantize_per_tensor_affine(X, lib.tensor(0.37), lib.tensor(-2, dtype=lib.int32), -8, 7),
+                   lambda X: lib.fake_quantize_per_channel_affine(X, lib.tensor(scale), lib.tensor([0, 5, -3, 2], dtype=lib.int32), 1, -8, 7),
+                   lambda X: lib.fake_quantize_per_channel_affine(X, lib.tensor(scale[:1].repeat(5)), lib.tensor([0] * 5, dtype=lib.int32), 2, 0, 255),
+                   lambda X: lib.fake_quantize_per_channel_affine(X, lib.tensor(scale), lib.tensor([0.5, 1.2, -2.0, 0.0]), 1, -8, 7)):
+            X = lib.tensor(x, dtype=dtype, requires_grad=True)
+            y = fn(X)
+            y.backward(lib.tensor(g, dtype=dtype))
+            outs += [y.detach().float().numpy(), X.grad.float().numpy()]
+        results[lib] = outs
+    for i, (ours, ref) in enumerate(zip(results[tnet], results[torch])):
+        np.testing.assert_array_equal(ours, ref, err_msg=f"output {i}")
+    for lib in (tnet, torch):
+        X = lib.tensor(x)
+        with pytest.raises(RuntimeError):
+            lib.fake_quantize_per_tensor_affine(X, 0.5, 0, 10, 0)  # quant_min > quant_max
+        with pytest.raises(RuntimeError):
+            lib.fake_quantize_per_tensor_affine(X, 0.5, 20, 0, 10)  # zero point outside the range
+        with pytest.raises(RuntimeError):
+            lib.fake_quantize_per_channel_affine(X, lib.tensor(scale[:3]), lib.tensor([0, 0, 0], dtype=lib.int32), 1, -8, 7)
+        with pytest.raises(RuntimeError):  # no negative axis
+            lib.fake_quantize_per_channel_affine(X, lib.tensor(scale[:1].repeat(5)), lib.tensor([0] * 5, dtype=lib.int32), -1, 0, 255)
+        with pytest.raises(RuntimeError):  # int64 zero points: torch takes int32, float32 and float16 ones only
+            lib.fake_quantize_per_channel_affine(X, lib.tensor(scale), lib.tensor([0, 0, 0, 0]), 1, -8, 7)

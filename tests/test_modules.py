@@ -33,6 +33,26 @@ def test_parameter_list_and_dict_register_as_torchs():
     assert ours.pd["c"].numpy().tolist() == [2.0] * 4
 
 
+def test_train_and_eval_call_each_childs_train():
+    """model.eval() calls each child's own train(False), as torch's: loralib's Linear overrides train to
+    merge its low-rank weights in eval mode and unmerge them in training mode."""
+    def build(lib):
+        class Merging(lib.nn.Linear):
+            calls = []
+
+            def train(self, mode=True):
+                self.calls.append(mode)
+                return super().train(mode)
+        return lib.nn.Sequential(lib.nn.Sequential(Merging(2, 2)), lib.nn.ReLU()), Merging.calls
+    for lib in (tnet, torch):
+        model, calls = build(lib)
+        model.eval()
+        model.train()
+        assert calls == [False, True] and all(m.training for m in model.modules()), lib
+        model.eval()
+        assert not any(m.training for m in model.modules())
+
+
 def test_pixel_and_channel_shuffles_as_torch(rng):
     x, xr = leaf(rng, 2, 18, 3, 5, channels_last=True)  # a channels-last activation reads as NCHW
     check(lambda a: F.pixel_shuffle(a, 3), lambda a: TF.pixel_shuffle(a, 3), [(x, xr)], rng)

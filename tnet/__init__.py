@@ -8,7 +8,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
-from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit
+from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import sparse  # noqa: E402
 from .autograd import Variable
@@ -379,6 +379,10 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (N
 Tensor.coalesce = lambda self: self
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
+
+# fake quantisation (hand-written quantisation-aware training)
+from .functional import fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine  # noqa: E402
+__all__ += ["fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine"]
 
 # What the imports made (torch's, numpy's, Triton's and tnet's modules, functions and classes) lives as long as the
 # process: frozen (gc.freeze), it is left out of the collector's full passes, which an eager training loop's tape

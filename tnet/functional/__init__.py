@@ -348,6 +348,7 @@ Tensor.mH = property(_mT)
 from .copy import as_strided, index_reduce, resize_, resize_as_, scatter_reduce
 from .gemm import addbmm, addmv, addr, ger, vdot
 from .pointwise import bitwise_left_shift, bitwise_right_shift, frexp, nextafter, polygamma
+from .pointwise import fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine
 from .reduce import mvlgamma
 from .sort import cumulative_trapezoid, trapezoid, trapz
 from .inplace import apply_, cauchy_, geometric_, log_normal_, map_

@@ -376,15 +376,17 @@ def unsafe_view(x, *shape):
     return y
 
 
-def t(x):
+def t(input):
     """The transpose of a tensor of at most 2 dims (a view)."""
+    x = input
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return _rearranged("t", x, x.memory.t(), lambda g: g.t())
 
 
-def flatten(x, start_dim=0, end_dim=-1):
+def flatten(input, start_dim=0, end_dim=-1):
     """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
+    x = input
     check_tensors("flatten", input=x)
     shape = x.shape or (1,)
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))
@@ -443,7 +445,9 @@ def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
-swapdims = swapaxes
+def swapdims(input, dim0, dim1):
+    """swapaxes under torch's other name, with its keyword names dim0 and dim1."""
+    return transpose(input, dim0, dim1)
 
 
 @numpy_names
@@ -969,12 +973,17 @@ def gather(input, dim, index, *, sparse_grad=False):
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """torch.scatter (out of place): input with input[c with c[dim] = index[c]] = src[c] (or
     value) for every coordinate c of index. A repeated position keeps one of its values, as
-    torch's. Gradients: input's where not overwritten, src's gathered back. reduce is not
-    supported."""
-    check(reduce is None, "scatter: reduce= is not supported")
+    torch's. Gradients: input's where not overwritten, src's gathered back. reduce ("add" or
+    "multiply", torch's legacy form): src (or value) added or multiplied in, as scatter_reduce's
+    "sum" or "prod" with include_self."""
     if isinstance(src, numbers.Number):  # torch.scatter(input, dim, index, 1.0): the value form
         src, value = None, src
     check((src is None) != (value is None), "scatter: give src or value")
+    if reduce is not None:
+        check(reduce in ("add", "multiply"), lambda: f"reduce argument must be either add or multiply, got {reduce}")
+        if src is None:
+            src = Tensor(torch.full(tuple(index.shape), value, dtype=input.dtype, device=input.device))
+        return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
     positions = reshape(flat_positions("scatter", input, dim, index), (-1,)).memory
     m, n = positions.shape[0], input.numel()
     if src is None:

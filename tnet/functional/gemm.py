@@ -64,8 +64,8 @@ def _bmm(a, b):
                   graph=graph)
 
 
-def matmul(a, b):
-    """torch.matmul: 1-D operands are vectors (a dot product, matrix-vector, vector-matrix);
+def matmul(input, other):
+    """torch.matmul (a, b: input, other, torch's keyword names): 1-D operands are vectors (a dot product, matrix-vector, vector-matrix);
     [..., M, K] @ [..., K, N] is a batch of products over the leading dims broadcast as torch's:
     where b is one matrix a's leading dims fold into its rows, where a is one matrix (size-1
     leading dims) it is shared by the batch; else an operand with the broadcast leading dims goes
@@ -73,6 +73,7 @@ def matmul(a, b):
     torch's: strides of 0 and n do not merge into the GEMM's one batch stride). The gradients sum
     back over the dims an operand was broadcast along. Under autocast the GEMMs
     read 16-bit operands and return 16-bit outputs; each gradient comes in its input's dtype."""
+    a, b = input, other
     check_tensors("matmul", a=a, b=b)
     same_dtype("matmul", a, b)
     check(a.ndim >= 1 and b.ndim >= 1,
@@ -167,12 +168,13 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     return squeeze(out)  # torch squeezes every size-1 dim: one variable ([1, obs] too) gives a 0-d result
 
 
-def linear(x, w, b=None):
-    """x [N, in] @ w.T + b, with w [out, in] and b [out]; x may also be [in] or [..., in], as
-    torch's (the leading dims are the rows of one GEMM). Under autocast the GEMM reads 16-bit
-    x and w (amp.cast_operand: an fp32 parameter's kept copy) and writes a 16-bit output, the
-    fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
+def linear(input, weight, bias=None):
+    """x [N, in] @ w.T + b (x, w, b: input, weight, bias, torch's keyword names), with w [out, in]
+    and b [out]; x may also be [in] or [..., in], as torch's (the leading dims are the rows of one
+    GEMM). Under autocast the GEMM reads 16-bit x and w (amp.cast_operand: an fp32 parameter's
+    kept copy) and writes a 16-bit output, the fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
     masters), written so by the GEMM or the reduction: no extra cast pass."""
+    x, w, b = input, weight, bias
     check_tensors("linear", x=x, w=w)
     same_dtype("linear", x, w)
     if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim

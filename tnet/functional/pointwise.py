@@ -1522,3 +1522,60 @@ def polygamma(n, input):
     return record("polygamma", value(n), (input,), lambda g: (_pw.pointwise("mul", g, value(n + 1)),), saved=(X,),
                   graph=lambda g, out: (mul(g, polygamma(n + 1, input)),))
 
+
+
+# ---- fake quantisation (quantisation-aware training) -------------------------------------------
+
+def _fake_quantize(name, input, scale, inv_scale, zero_point, quant_min, quant_max, float_zero_point=False):
+    """(clamp(code, quant_min, quant_max) - zero_point) * scale, code = round(x * inv_scale) + zero_point
+    (quantize's rule), as torch's fake quantisers; scale, inv_scale and zero_point are numbers or fp32
+    tensors that broadcast with x. The gradient is g where the code lies in [quant_min, quant_max], else
+    0 (the straight-through estimator, torch's mask)."""
+    check(input.memory.is_floating_point(), lambda: f"{name}: expected a floating-point input, got {input.dtype}")
+    check(quant_min <= quant_max, "`quant_min` should be less than or equal to `quant_max`.")
+    X = input.memory
+    code = _pw.pointwise("quantize", X, inv_scale, zero_point, 1.0 if float_zero_point else 0.0, dtype=torch.float32)
+    kept = _pw.pointwise("clamp", code, float(quant_min), float(quant_max))
+    y = _pw.pointwise("dequantize", kept, scale, zero_point, dtype=X.dtype)
+    return record(name, y, (input,), lambda g: (_pw.pointwise("clamp_backward", g, code, kept),), saved=(code, kept),
+                  graph=lambda g, out: (where(Tensor(_pw.pointwise("eq", code, kept)), g, 0.0),))
+
+
+def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):
+    """torch.fake_quantize_per_tensor_affine: x quantised to the integers quant_min..quant_max of step
+    scale about zero_point and back, in x's dtype, with x * (1 / scale) in fp32 rounded half to even as
+    torch's; the gradient passes where the code is within the range (_fake_quantize). scale and
+    zero_point: numbers, or one-element tensors (read on the host, as .item())."""
+    check_tensors("fake_quantize_per_tensor_affine", input=input)
+    scale, zero_point = (v.item() if isinstance(v, Tensor) else v for v in (scale, zero_point))
+    check(quant_min <= zero_point <= quant_max, "`zero_point` must be between `quant_min` and `quant_max`.")
+    scale = np.float32(scale)
+    return _fake_quantize("fake_quantize_per_tensor_affine", input, float(scale), float(np.float32(1) / scale),
+                          int(zero_point), quant_min, quant_max)
+
+
+def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):
+    """torch.fake_quantize_per_channel_affine: as fake_quantize_per_tensor_affine with scale[c] and
+    zero_point[c] for each index c of dim `axis` (0 <= axis < input.ndim; 1-D tensors of input.shape[axis]
+    elements; an int32 zero point is added after rounding, a float one before it, as torch's). The quantisation parameters
+    are read on the host (a tensor's few values), where 1 / scale is taken in fp32."""
+    check_tensors("fake_quantize_per_channel_affine", input=input, scale=scale, zero_point=zero_point)
+    check(scale.ndim == 1, "scale should be a 1-D tensor")
+    check(zero_point.ndim == 1, "zero point should be a 1-D tensor")
+    check(zero_point.dtype in (torch.int32, torch.float32, torch.float16),
+          lambda: f"Zero-point must be Int32, Float or Half, found {zero_point.dtype}")
+    check(0 <= axis < input.ndim, "`axis` must be between 0 and number of dimensions of input")  # no negative axis
+    check(scale.numel() == input.shape[axis], "dimensions of scale and input should match")
+    check(zero_point.numel() == input.shape[axis], "dimensions of zero_point and input should match")
+    zeros = zero_point.memory.detach().cpu().numpy()
+    float_zero_point = zero_point.memory.is_floating_point()
+    check(float_zero_point or (zeros.min() >= quant_min and zeros.max() <= quant_max),
+          "`zero_point` must be between `quant_min` and `quant_max`.")
+    steps = scale.memory.detach().cpu().numpy().astype(np.float32)
+    shape = [1] * input.ndim
+    shape[axis] = -1
+
+    def laid(v):  # a host array as an fp32 device tensor along dim axis
+        return as_storage(np.asarray(v, dtype=np.float32)).to(input.memory.device).view(shape)
+    return _fake_quantize("fake_quantize_per_channel_affine", input, laid(steps), laid(np.float32(1) / steps),
+                          laid(zeros), quant_min, quant_max, float_zero_point)

@@ -835,17 +835,19 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 
 @numpy_names
-def nansum(input, dim=None, keepdim=False):
-    """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN."""
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN. dtype: as sum's."""
     check_tensors("nansum", input=input)
-    return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim)
+    return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
 
 
 @numpy_names
-def nanmean(input, dim=None, keepdim=False):
-    """The mean of the elements that are not NaN, as torch.nanmean (NaN where all are); float inputs."""
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the elements that are not NaN, as torch.nanmean (NaN where all are); float inputs.
+    dtype: the input cast to it first, as mean's."""
     check_tensors("nanmean", input=input)
     check(input.memory.is_floating_point(), lambda: f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    input = _cast_first(input, dtype)
     count = sum(eq(input, input).to(input.dtype), dim, keepdim)
     return div(nansum(input, dim, keepdim), count)
 

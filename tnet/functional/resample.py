@@ -70,7 +70,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     sums back); 'area' (3-D or 4-D) is adaptive average pooling to the size, as torch's; 'linear' (3-D), 'bilinear' and 'bicubic' (4-D; A = -0.75, border clamped) weigh
     them, one axis after the other, with torch's source index (align_corners, the scale factor
     given or computed from the sizes: recompute_scale_factor). Two passes for 4-D (an intermediate
-    of one resized axis), torch's one; fp32 sums in another order. antialias=True is not implemented."""
+    of one resized axis), torch's one; fp32 sums in another order. antialias=True (bilinear and
+    bicubic, 4-D): torch's antialiased taps (kernels/resample.py), a filter widened by the scale
+    where an axis shrinks."""
     check_tensors("interpolate", input=input)
     if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
@@ -82,7 +84,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
             raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                              "as input")
-        raise NotImplementedError("interpolate: antialias=True is not implemented")
     if mode in _LINEAR and input.ndim in (3, 4) and input.ndim != _LINEAR[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR[mode]}D input")
     if mode not in ("nearest", "nearest-exact", "area", *_LINEAR) or input.ndim not in (3, 4):
@@ -98,7 +99,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if mode.startswith("nearest"):
             out = index_select(out, axis + 2, tensor(_nearest(n, m, s, mode == "nearest-exact")))
         else:
-            out = _resample_axis(out, axis + 2, n, m, "cubic" if mode == "bicubic" else "linear", align_corners, s)
+            taps = "cubic" if mode == "bicubic" else "linear"
+            out = _resample_axis(out, axis + 2, n, m, "antialiased " + taps if antialias else taps, align_corners, s)
     return out
 
 

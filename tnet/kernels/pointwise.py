@@ -72,6 +72,9 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          # integer shifts; frexp's two parts; nextafter(a, b, c: one unit of the last place in fp32's bits)
          "bitwise_left_shift": 2, "bitwise_right_shift": 2, "frexp_mantissa": 1, "frexp_exponent": 1,
          "nextafter": 3, "polygamma": 3,
+         # fake quantisation: the integer code of x (a = x, b = 1 / scale, c = zero point, d = 1 for a float
+         # zero point) and its value back ((a - c) * b, b = scale)
+         "quantize": 4, "dequantize": 3,
          "ipow": 2}  # integers: a ** b
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -499,6 +502,13 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.ceil(a)
     elif OP == "round":
         y = _round(a)
+    elif OP == "quantize":  # torch's code: zero_point + nearbyint(x * inv_scale), or nearbyint(x * inv_scale
+        # + zero_point) for a float zero point (ties to even; apart, the two differ at ties)
+        y = tl.where(d != 0.0, _round(a * b + c), _round(a * b) + c)
+    elif OP == "dequantize":  # (a - c) * b rounded once, as torch's double arithmetic for a float zero point:
+        # a - c split exactly into hi + lo (c is fp32, a a small integer), then one fused multiply-add
+        hi = a - c
+        y = tl.fma(hi, b, ((a - hi) - c) * b)
     elif OP == "trunc":
         y = tl.where(a < 0.0, tl.ceil(a), tl.floor(a))
     elif OP == "sign":  # integers too, in int64

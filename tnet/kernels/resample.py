@@ -8,6 +8,8 @@ Interpolation is separable: along an axis of n points, output i is sum_k w[i, k]
 K taps per output. Its gradient is the same sum over the transposed table (for each input
 point, the outputs that read it and their weights), so one kernel serves both directions and
 the backward is a gather: deterministic, no atomics."""
+import math
+
 import numpy as np
 import torch
 import triton
@@ -65,15 +67,50 @@ def _axis_taps(n, m, mode, align_corners, scale_factor):
     return idx.astype(np.int32), w.astype(np.float32)
 
 
+def _antialiased_taps(n, m, cubic, align_corners, scale_factor):
+    """(idx [m, K], w [m, K]) of antialiased resampling, torch's: each output i reads the inputs within
+    `support` of its centre scale * (i + 0.5), support = 1 (linear) or 2 (cubic, A = -0.5) input
+    pixels widened by the scale where it shrinks, the filter stretched as much, the weights normalised
+    to sum 1; float32 arithmetic as torch's for a float32 input; unused taps are index -1, weight 0."""
+    scale = source_scale(n, m, align_corners, scale_factor)
+    half = np.float32(2.0 if cubic else 1.0)
+    support = half * scale if scale >= 1 else half
+    invscale = np.float32(1) / scale if scale >= 1 else np.float32(1)
+    k = int(math.ceil(support)) * 2 + 1
+    a = np.float32(-0.5)
+
+    def filt(x):
+        x = np.abs(x)
+        if cubic:
+            near = ((a + 2) * x - (a + 3)) * x * x + 1
+            far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+            return np.where(x < 1, near, np.where(x < 2, far, np.float32(0))).astype(np.float32)
+        return np.where(x < 1, np.float32(1) - x, np.float32(0)).astype(np.float32)
+    idx = np.full((m, k), -1, np.int64)
+    w = np.zeros((m, k), np.float32)
+    half_pixel = np.float32(0.5)
+    for i in range(m):
+        center = scale * (np.float32(i) + half_pixel)
+        lo = max(int(center - support + half_pixel), 0)  # int(): truncation toward 0, as torch's cast
+        size = min(int(center + support + half_pixel), n) - lo
+        taps = filt((np.arange(size, dtype=np.float32) + np.float32(lo) - center + half_pixel) * invscale)
+        total = taps.sum(dtype=np.float32)
+        idx[i, :size] = lo + np.arange(size)
+        w[i, :size] = taps / total if total != 0 else taps
+    return idx.astype(np.int32), w
+
+
 def _transposed(idx, w, n):
     """The table of the gradient: for each of n inputs, the outputs that read it and their
-    weights, padded with index -1 (masked) to the largest count, in output order."""
+    weights, padded with index -1 (masked) to the largest count, in output order; the forward's
+    padding taps (index -1) read nothing and are left out."""
     m, k = idx.shape
     flat = idx.reshape(-1)
-    order = np.argsort(flat, kind="stable")
-    counts = np.bincount(flat, minlength=n)
+    used = np.nonzero(flat >= 0)[0]
+    order = used[np.argsort(flat[used], kind="stable")]
+    counts = np.bincount(flat[used], minlength=n)
     width = max(int(counts.max()) if counts.size else 0, 1)
-    slot = np.arange(flat.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    slot = np.arange(order.size) - np.repeat(np.cumsum(counts) - counts, counts)
     idx_t = np.full((n, width), -1, np.int32)
     w_t = np.zeros((n, width), np.float32)
     idx_t[flat[order], slot] = order // k
@@ -88,7 +125,10 @@ def axis_tables(n, m, mode, align_corners, scale_factor, device):
     """((idx, w), (idx_t, w_t)) on device, the forward and backward tables of one axis (kept per
     geometry: scripts resize the same shapes every step)."""
     def make():
-        idx, w = _axis_taps(n, m, mode, align_corners, scale_factor)
+        if mode.startswith("antialiased"):
+            idx, w = _antialiased_taps(n, m, mode == "antialiased cubic", align_corners, scale_factor)
+        else:
+            idx, w = _axis_taps(n, m, mode, align_corners, scale_factor)
         idx_t, w_t = _transposed(idx, w, n)
         return tuple((torch.from_numpy(a).to(device), torch.from_numpy(b).to(device))
                      for a, b in ((idx, w), (idx_t, w_t)))

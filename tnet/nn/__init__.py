@@ -192,6 +192,17 @@ class _Members(MutableMapping):
         return len(self._names())
 
 
+class _ForwardHook:
+    """A forward hook registered with with_kwargs=True (called with the forward's keyword arguments
+    too) or always_call=True (called, with output None, when the call raised before it ran)."""
+
+    def __init__(self, hook, with_kwargs, always_call):
+        self.hook, self.with_kwargs, self.always_call = hook, with_kwargs, always_call
+
+    def __call__(self, module, args, kwargs, out):
+        return self.hook(module, args, kwargs, out) if self.with_kwargs else self.hook(module, args, out)
+
+
 class Module:
     """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
     assigns its Parameters and submodules as attributes, which register them in the order of
@@ -227,16 +238,39 @@ class Module:
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
         if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
             return self.forward(*args, **kwargs)
+        called = set()  # the always_call hooks that ran
+        try:
+            return self._hooked_call(args, kwargs, called)
+        except Exception:
+            post = self.__dict__.get("_forward_hooks")
+            for hook in list(post.values()) if post else ():
+                if isinstance(hook, _ForwardHook) and hook.always_call and id(hook) not in called:
+                    try:
+                        hook(self, args, kwargs, None)
+                    except Exception as e:
+                        warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced "
+                                      f"as another error was raised in forward: {e}")
+            raise
+
+    def _hooked_call(self, args, kwargs, called):
         pre = self.__dict__.get("_forward_pre_hooks")
         for hook in list(pre.values()) if pre else ():
+            if isinstance(hook, _ForwardHook):
+                changed = hook.hook(self, args, kwargs)
+                if changed is not None:
+                    if not (isinstance(changed, tuple) and len(changed) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {changed}.")
+                    args, kwargs = changed
+                continue
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
         if is_grad_enabled() and (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
-            return self._call_with_backward_hooks(args, kwargs)
-        return self._forward_and_hooks(args, kwargs)
+            return self._call_with_backward_hooks(args, kwargs, called)
+        return self._forward_and_hooks(args, kwargs, called)
 
-    def _forward_and_hooks(self, args, kwargs):
+    def _forward_and_hooks(self, args, kwargs, called):
         if self._compute_dtype is None or amp.is_autocast_enabled():
             out = self.forward(*args, **kwargs)
         else:
@@ -244,7 +278,11 @@ class Module:
                 out = self.forward(*args, **kwargs)
         post = self.__dict__.get("_forward_hooks")
         for hook in list(post.values()) if post else ():
-            changed = hook(self, args, out)
+            if isinstance(hook, _ForwardHook):
+                called.add(id(hook))
+                changed = hook(self, args, kwargs, out)
+            else:
+                changed = hook(self, args, out)
             if changed is not None:
                 out = changed
         legacy = self.__dict__.get("_legacy_backward_hooks")
@@ -252,7 +290,7 @@ class Module:
             _hook_last_op(self, out, legacy)
         return out
 
-    def _call_with_backward_hooks(self, args, kwargs):
+    def _call_with_backward_hooks(self, args, kwargs, called):
         """The call with its positional tensor inputs and its tensor outputs gated (tensor.gate), as
         torch's BackwardHook: the output gradients go through the backward pre-hooks; the backward
         hooks run once the inputs' gradients are in (or at the outputs, where no input needs one)."""
@@ -274,7 +312,7 @@ class Module:
             run_hooks()
             return [None if grad_input[i] is None else memory_of(grad_input[i]) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
-        out = self._forward_and_hooks(args, kwargs)
+        out = self._forward_and_hooks(args, kwargs, called)
         outs = out if isinstance(out, tuple) else (out,)
         made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
 
@@ -324,15 +362,31 @@ class Module:
         they go on into the module, as torch's; a returned tuple replaces grad_output."""
         return self._add_hook("_backward_pre_hooks", hook)
 
-    def register_forward_pre_hook(self, hook):
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) before each forward; a returned value replaces the arguments (a tuple,
-        or one value), as torch's. Returns a handle whose remove() takes it away."""
-        return self._add_hook("_forward_pre_hooks", hook)
+        or one value), as torch's. with_kwargs: hook(module, args, kwargs), returning None or the pair
+        (args, kwargs) that replaces them. prepend: before the hooks already there. Returns a handle
+        whose remove() takes it away."""
+        return self._add_forward_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
 
-    def register_forward_hook(self, hook):
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) after each forward; a returned value replaces the output, as
-        torch's (keyword arguments are not passed to hooks). Returns a handle with remove()."""
-        return self._add_hook("_forward_hooks", hook)
+        torch's; with_kwargs: hook(module, args, kwargs, output). prepend: before the hooks already
+        there. always_call: also called, with output None, where the call raised before the hook ran.
+        Returns a handle with remove()."""
+        return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
+
+    def _add_forward_hook(self, attribute, hook, prepend, with_kwargs, always_call=False):
+        handle = self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
+                                else hook)
+        if prepend:  # the new key first, in the same dict (the handles hold it)
+            hooks = self.__dict__[attribute]
+            rest = [(k, v) for k, v in hooks.items() if k != handle.key]
+            first = hooks[handle.key]
+            hooks.clear()
+            hooks[handle.key] = first
+            hooks.update(rest)
+        return handle
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
@@ -569,11 +623,14 @@ class Module:
         return self.to(torch.float64)
 
     def train(self, mode=True):
-        """Training mode (or eval mode, mode=False) for this module and every submodule."""
+        """Training mode (or eval mode, mode=False) for this module and, through each child's own
+        train(mode), every submodule: as torch's, so a child that overrides train (loralib's
+        Linear merging its weights in eval mode) hears of it."""
         if not isinstance(mode, bool):
             raise ValueError("train: training mode is expected to be boolean")
-        for module in self.modules():
-            module.training = mode
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self):
@@ -626,6 +683,9 @@ class Module:
             for name, child in module._submodules():  # a child held under two names loads under each
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                check(hook(module, _IncompatibleKeys(missing, unexpected)) is None,
+                      "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new values")
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
@@ -642,7 +702,10 @@ class Module:
         """torch's per-module step of load_state_dict: this module's own parameters and persistent
         buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
         to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
-        to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
+        to unexpected_keys. Inside load_state_dict the copies wait until every module passed. The
+        load_state_dict pre-hooks run first, as torch's (they may rename keys in state_dict)."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         own = self._own_parameters() + self._own_buffers(persistent_only=True)
         pending = local_metadata.get(_PENDING)
         for name, t in own:
@@ -662,6 +725,29 @@ class Module:
             known = {name for name, _ in own} | {name for name, _ in self._submodules()}
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
                                    k[len(prefix):].split(".", 1)[0] not in known)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        (with_module: the module first) before this module reads its keys in load_state_dict, as
+        torch's: transformers and timm rename a legacy checkpoint's keys in state_dict there."""
+        return add_hook(self, "_load_state_dict_pre_hooks", (lambda *args: hook(self, *args)) if with_module else hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs): _register_load_state_dict_pre_hook's, with the module."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) once this module and its children have read their keys,
+        before load_state_dict's strict check, as torch's: it may edit incompatible_keys.missing_keys
+        and .unexpected_keys in place (tied weights' keys taken out); it returns None."""
+        return add_hook(self, "_load_state_dict_post_hooks", hook)
+
+    def to_empty(self, *, device=None, recurse=True):
+        """torch's move of a module's storage to device without its values: tnet's parameters already
+        live on its one device, so the module is returned as it is (values kept, not uninitialised)."""
+        check_device("to_empty", device)
+        return self
 
     def __repr__(self):
         inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
@@ -924,18 +1010,25 @@ class LazyConv2d(_Lazy, Conv2d):
 
 class Conv1d(_ConvNd):
     """torch.nn.Conv1d's arguments in torch's order and torch's default init (drawn from rng, tnet's
-    init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'zeros' only."""
+    init stream by default): F.conv1d, a conv2d over [N, C, 1, L]; padding_mode 'reflect', 'replicate'
+    or 'circular' pads with F.pad first, as torch's (a WaveNet's or HiFi-GAN's reflect-padded convs)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv1d: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
+              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                      f"padding_mode='{padding_mode}'")
         factory_args("Conv1d", device, dtype)
         self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
         self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
+        self.padding_mode = padding_mode
+        if padding_mode != "zeros":  # F.pad's (left, right), then a convolution without padding
+            total = self.dilation[0] * (k - 1)  # 'same': torch's split, the odd one at the end
+            self._mode_pads = ((0, 0) if padding == "valid" else (total // 2, total - total // 2) if padding == "same"
+                               else self.padding * 2)
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
@@ -946,6 +1039,9 @@ class Conv1d(_ConvNd):
 
     def _conv_forward(self, input, weight, bias):
         """torch's: input convolved with weight and bias at this layer's settings (Conv2d's)."""
+        if self.padding_mode != "zeros":
+            return F.conv1d(F.pad(input, self._mode_pads, mode=self.padding_mode), weight, bias, self.stride, 0,
+                            self.dilation, self.groups)
         return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
