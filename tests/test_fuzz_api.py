@@ -774,3 +774,46 @@ def test_copy_of_a_number_fills_as_torch():
         grads.append(host(x.grad).numpy() if m is tnet else x.grad.numpy())
     np.testing.assert_array_equal(grads[2], grads[0])
     np.testing.assert_array_equal(grads[3], grads[1])
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 14: torch's error kinds and the order of its checks
+    # the argument parser's TypeError before any check of the values
+    lambda m, f, t: f.instance_norm(m.zeros(2, 2, 6), bias=object()),
+    lambda m, f, t: f.lp_pool1d(m.zeros(0, 2, 4), 3.0, 0, stride="x"), lambda m, f, t: f.avg_pool2d(m.zeros(1, 1, 4, 4), 0, "x"),
+    lambda m, f, t: f.pad(m.zeros(1, 2), (0, 2, 1, 0), mode="replicate", value=[1]),
+    lambda m, f, t: m.index_reduce(m.zeros(3), 0, t([0, 1, 2]), m.zeros(3), object()),
+    lambda m, f, t: m.vander(m.zeros(3), increasing=object()), lambda m, f, t: m.zeros(4, 3, 1).squeeze_(None),
+    lambda m, f, t: m.zeros(4, 1).squeeze(None), lambda m, f, t: m.nanmedian(m.zeros(4), None),
+    lambda m, f, t: m.median(m.zeros(4), None), lambda m, f, t: m.median(m.zeros(4), dim=None, keepdim=True),
+    # dims and shapes before dtypes, or after, as torch's
+    lambda m, f, t: m.zeros(0).index_copy(2, m.zeros(0), m.zeros(0)),
+    lambda m, f, t: m.zeros(3).index_fill(2, m.zeros(1), 1.0),  # index_fill: the index's dtype first
+    lambda m, f, t: m.addmv(m.zeros(()), m.zeros(1, 2), m.zeros(3)),  # torch's message reads input.size(0)
+    lambda m, f, t: m.addmv(m.zeros(4), m.zeros(3, 2), m.zeros(2)),
+    lambda m, f, t: m.addmv(m.zeros(3, dtype=torch.bfloat16), m.zeros(3, 0), m.zeros(0)),
+    lambda m, f, t: m.addmm(m.zeros(5, 3, dtype=torch.float16), m.zeros(2, 4), m.zeros(4, 3)),
+    lambda m, f, t: m.baddbmm(m.zeros(2, 2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
+    lambda m, f, t: m.addbmm(m.zeros(2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
+    lambda m, f, t: f.bilinear(m.zeros(2, 3, dtype=torch.float16), m.zeros(2, 5), m.zeros(5, 3, 4, dtype=torch.float16)),
+    lambda m, f, t: m.cartesian_prod(t([1, 2, 3]), m.zeros(4)), lambda m, f, t: m.meshgrid(m.zeros(2), t([1]), indexing="ab"),
+    lambda m, f, t: f.conv1d(m.zeros(2, 2, 5), m.zeros(3, 2, 0)),  # a kernel of size 0
+    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int64),  # the step truncated to int64 is 0: ValueError
+    # integer and bool tensors where torch has float kernels only: NotImplementedError
+    lambda m, f, t: m.frac(t([1, 2])), lambda m, f, t: m.frac(t([True])), lambda m, f, t: m.logaddexp(t([1, 2]), t([3, 4])),
+    lambda m, f, t: m.hypot(t([True]), t([False])), lambda m, f, t: m.logaddexp2(t([True]), t([2])),
+    lambda m, f, t: m.nextafter(t([1, 2]), t([3, 4])), lambda m, f, t: m.floor(t([True])), lambda m, f, t: m.abs(t([True])),
+    lambda m, f, t: f.softsign(t([True])), lambda m, f, t: f.tanhshrink(t([True]))])
+def test_round_14_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 14: these work as torch's
+    lambda m, f, t: m.nextafter(t([1, 2]), t([0.5, 3.0])),  # the integer operand promoted
+    lambda m, f, t: m.median(m.zeros(4)), lambda m, f, t: m.zeros(4, 1).squeeze(),
+    lambda m, f, t: m.addr(m.zeros(2, 2, dtype=torch.bfloat16), m.zeros(2), m.zeros(2)),  # addr promotes
+    # an integer arange truncates: int64 its start, end and step first; a narrower type counts on the numbers given
+    *[lambda m, f, t, a=a, d=d: m.arange(*a, dtype=d) for d in (torch.int64, torch.int32, torch.uint8)
+      for a in ((0, 2.5, 1), (0, 3, 1.5), (0.5, 3, 1), (-1.5, 2, 1), (5, 0.5, -1.5))],
+    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int32)])
+def test_round_14_valid_calls_as_torch(call):
+    _same_outcome(call)

@@ -25,7 +25,7 @@ from ..kernels.launch import InputError, InputIndexError, check, check_type, is_
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
-from .inputs import check_args, check_tensors, numpy_names
+from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
@@ -447,10 +447,11 @@ swapdims = swapaxes
 
 
 @numpy_names
-def squeeze(input, dim=None):
+def squeeze(input, dim=ABSENT):
     """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
     check_tensors("squeeze", input=input)
-    y = input.memory.squeeze() if dim is None else input.memory.squeeze(dim)
+    check_type(dim is not None, "squeeze(): argument 'dim' must be int or tuple of ints, not NoneType")  # as torch's
+    y = input.memory.squeeze() if dim is ABSENT else input.memory.squeeze(dim)
     return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
 
 
@@ -1258,14 +1259,16 @@ def vstack(tensors):
 
 
 def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids of 1-D (or 0-d) tensors, each expanded to [len(t0), len(t1), ...] (indexing
-    'xy': the first two swapped), views, as torch.meshgrid."""
+    """Coordinate grids of 1-D (or 0-d) tensors of one dtype, each expanded to [len(t0), len(t1), ...]
+    (indexing 'xy': the first two swapped), views, as torch.meshgrid."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
     check_type(isinstance(indexing, str), lambda: f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
-    check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for x in tensors:
         check_tensors("meshgrid", tensors=x)
+    check(len({x.dtype for x in tensors}) <= 1, "meshgrid expects all tensors to have the same dtype")  # first, as torch's
+    check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for x in tensors:
         check(x.ndim <= 1, lambda: f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D")
     flat = [reshape(x, (-1,)) for x in tensors]
     swap = indexing == "xy" and len(flat) >= 2
@@ -1470,12 +1473,14 @@ def _index_vector(name, input, dim, index):
     """(dim >= 0, index as a flat torch vector) for index_copy and index_fill: a vector or 0-d
     tensor of int64 or int32."""
     check_tensors(name, input=input, index=index)
+    fill = name == "index_fill"  # torch's index_fill checks the index's dtype before dim (IndexError), index_copy after
+    d = None if fill else dim_index(dim, input.ndim)
     if index.dtype not in _copy.INDEX_DTYPES:  # torch's index_fill raises IndexError here, its index_copy RuntimeError
-        raise (InputIndexError if name == "index_fill" else InputError)(
-            f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+        raise (InputIndexError if fill else InputError)(f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    d = dim_index(dim, input.ndim) if fill else d
     if index.ndim > 1:
         raise InputIndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
-    return dim_index(dim, input.ndim), index.memory.reshape(-1)
+    return d, index.memory.reshape(-1)
 
 
 def index_copy(input, dim, index, source):
@@ -1839,8 +1844,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """torch.index_reduce: source's slice k along dim combined by reduce ("prod", "mean", "amax" or
     "amin") into input's slice index[k] (index a vector of int64 or int32): scatter_reduce with the
     index broadcast over the slices, with its gradients."""
-    check_type(isinstance(include_self, bool), lambda: f"index_reduce(): argument 'include_self' must be bool, "
-                                                       f"not {type(include_self).__name__}")
+    check_args("index_reduce", "str", reduce=reduce)
+    check_args("index_reduce", "bool", include_self=include_self)
     check(reduce in ("prod", "mean", "amax", "amin"),
           lambda: f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_tensors("index_reduce", input=input, index=index, source=source)

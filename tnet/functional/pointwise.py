@@ -23,7 +23,7 @@ import torch
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import as_int64, capturing, check, check_type, is_channels_last, is_flat
+from ..kernels.launch import InputError, as_int64, capturing, check, not_implemented, check_type, is_channels_last, is_flat
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
@@ -185,14 +185,17 @@ def sub(input, other, *deprecated, alpha=1):
     return add_or_sub("sub", input, other if alpha == 1 else scaled(other, alpha))
 
 
+SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead.")
+
+
 def add_or_sub(name, input, other, into=None):
     """input + other (name "add") or input - other ("sub"), on the tape; into: a dense torch tensor
     of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
     as neither gradient reads the operands."""
     a, b = _operands(name, input, other)
     check(name == "add" or not any(v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)),
-          "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-          "use the `~` or `logical_not()` operator instead.")
+          SUB_BOOL)
     y = _pw.pointwise(name, a, b) if into is None else \
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
@@ -263,7 +266,8 @@ def _float(X):
 
 
 PROMOTED = ("exp", "log", "sqrt", "sigmoid", "tanh", "softsign", "tanhshrink")  # integers in float32, as torch's
-NO_BOOL = ("softsign", "tanhshrink")  # bool raises there in torch (its abs and sub take no bools)
+# bool raises there in torch: softsign's abs has no bool kernel, tanhshrink's x - tanh(x) refuses a bool
+NO_BOOL = {"softsign": lambda: not_implemented("abs", torch.bool), "tanhshrink": lambda: InputError(SUB_BOOL)}
 
 
 def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
@@ -274,7 +278,8 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     check_tensors(name, input=input)
     X = input.memory
     if name in PROMOTED and X.dtype in _pw.INTEGERS:
-        check(name not in NO_BOOL or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        if name in NO_BOOL and X.dtype == torch.bool:
+            raise NO_BOOL[name]()
         X = _float(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
@@ -460,7 +465,7 @@ def _ipow(a, b):
     """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
     two bool tensors raise as torch's."""
     if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
-        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        raise not_implemented("pow", torch.bool)
     a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
             else int(v) if isinstance(v, bool) else v for v in (a, b))
     return Tensor(_pw.pointwise("ipow", a, b))
@@ -552,7 +557,8 @@ def abs(input):
     """|x|; the gradient is g * sign(x), 0 at 0 (and at NaN, as torch). Integer tensors keep their
     dtype; bool ones raise, as torch."""
     check_tensors("abs", input=input)
-    check(input.dtype != torch.bool, "abs: not implemented for bool tensors")
+    if input.dtype == torch.bool:
+        raise not_implemented("abs", torch.bool)
     return _unary("abs", input, "abs", "abs_backward", False, graph=_abs_graph)
 
 
@@ -811,6 +817,7 @@ MATH = {
     "atan": ("atan(x)", "atan", "atan_backward", "x"),
 }
 STEPS = ("floor", "ceil", "round", "trunc")  # integer tensors: a copy, as torch's (bool ones raise)
+FLOAT_ONLY = ("frac",)  # integer and bool tensors raise, as torch's
 
 # MATH's gradients on tnet Tensors (record's graph=): g, the input x, the output y
 MATH_GRAPHS = {
@@ -843,12 +850,13 @@ MATH_GRAPHS = {
 
 def _elementwise(name, input, op, grad=()):
     """Record y = op(input) by the MATH rule grad (OP and operands; empty: a zero gradient).
-    Integer and bool tensors: a copy for STEPS, sign in their dtype, float32 for the rest (torch's
-    promotion); no gradient either way."""
+    Integer and bool tensors: a copy for STEPS (bool ones raise), sign in their dtype, FLOAT_ONLY raise,
+    float32 for the rest (torch's promotion); no gradient either way."""
     check_tensors(name, input=input)
     X = input.memory
     if X.dtype in _pw.INTEGERS and name != "sign":
-        check(name not in STEPS or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        if name in FLOAT_ONLY or name in STEPS and X.dtype == torch.bool:
+            raise not_implemented(name, X.dtype)
         if name in STEPS:
             return Tensor(X.clone())
         X = _float(X)
@@ -1115,7 +1123,10 @@ def _binary(name, input, other, op, grads=None, graph=None):
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
     for step functions. graph(g, input, other, y): grads' twin on tnet Tensors (record's graph=). Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
-    the dtype torch's promotion gives (_ints_to_float)."""
+    the dtype torch's promotion gives (_ints_to_float), unless both are integers (NO_INTEGERS: torch's
+    NotImplementedError)."""
+    if name in NO_INTEGERS and _is_integer(input) and _is_integer(other):
+        raise_no_integers(name, input, other)
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
     a, b = _rounded_0d(*_operands(name, input, other))
@@ -1131,6 +1142,16 @@ def _binary(name, input, other, op, grads=None, graph=None):
                     lambda g: tuple(v if n else None for v, n in zip(grads(g, a, b, y, need), need)),
                     saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)],
                     graph=None if graph is None else lambda g, out: graph(g, input, other, out))
+
+
+NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")  # float kernels only: two integer operands raise
+
+
+def raise_no_integers(name, *values):
+    """torch's NotImplementedError for NO_INTEGERS' integer operands, named by their dtype (a bool one
+    beside an integer one: the integer's)."""
+    dtypes = [v.dtype for v in values if isinstance(v, Tensor)]
+    raise not_implemented(name, next((d for d in dtypes if d != torch.bool), dtypes[0] if dtypes else torch.int64))
 
 
 def _check_int_divisor(a, b):
@@ -1376,8 +1397,7 @@ def _integers_only(name, *values):
         values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
         if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
-            kind = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.bool: "Bool"}
-            raise NotImplementedError(f'"{name}" not implemented for \'{kind.get(v.dtype, v.dtype)}\'')
+            raise not_implemented(name, v.dtype)
     return values
 
 
@@ -1498,8 +1518,9 @@ def nextafter(input, other):
     for arg, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
-    for v in (input, other):
-        check(v.dtype in _pw.FLOATS, lambda: f'"nextafter" not implemented for {v.dtype}')
+    if _is_integer(input) and _is_integer(other):
+        raise_no_integers("nextafter", input, other)
+    input, other = _ints_to_float(input, other)  # an integer one beside a float one: promoted, as torch's
     A, B = input.memory, other.memory
     y = _pw.pointwise("nextafter", A, B, float(_LAST_PLACE.get(_pw.result_type([A, B]), 1)))
     return _record2("nextafter", y, input, other, lambda g: (g, torch.zeros_like(g)))
