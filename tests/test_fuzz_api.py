@@ -802,7 +802,23 @@ def test_copy_of_a_number_fills_as_torch():
     lambda m, f, t: m.frac(t([1, 2])), lambda m, f, t: m.frac(t([True])), lambda m, f, t: m.logaddexp(t([1, 2]), t([3, 4])),
     lambda m, f, t: m.hypot(t([True]), t([False])), lambda m, f, t: m.logaddexp2(t([True]), t([2])),
     lambda m, f, t: m.nextafter(t([1, 2]), t([3, 4])), lambda m, f, t: m.floor(t([True])), lambda m, f, t: m.abs(t([True])),
-    lambda m, f, t: f.softsign(t([True])), lambda m, f, t: f.tanhshrink(t([True]))])
+    lambda m, f, t: f.softsign(t([True])), lambda m, f, t: f.tanhshrink(t([True])),
+    lambda m, f, t: t([True, False]) % True, lambda m, f, t: m.fmod(t([True]), t([True])), lambda m, f, t: t([True]) // True,
+    lambda m, f, t: t([True]) << True, lambda m, f, t: m.nanmedian(t([[True, False]])),
+    # an advanced-index write takes a value tensor of the destination's dtype (a number is cast)
+    lambda m, f, t: m.zeros(3).index_put((t([0, 1]),), m.zeros(2, dtype=torch.float16)),
+    lambda m, f, t: m.zeros(3).index_put((t([0, 1]),), m.zeros((), dtype=torch.float16), accumulate=True),
+    lambda m, f, t: m.zeros(3, 4).__setitem__(t([0, 2]), t([1, 2, 3, 4])),
+    # prelu's one dtype; the losses whose torch message is `reduction + "..."`: TypeError for no str
+    lambda m, f, t: f.prelu(m.zeros(3, 2), m.zeros(3, dtype=torch.float16)),
+    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), reduction=object()),
+    lambda m, f, t: f.multilabel_soft_margin_loss(m.zeros(4), m.zeros(4), reduction=-7),
+    lambda m, f, t: f.soft_margin_loss(m.zeros(1), m.zeros(2, 3)),  # torch's output has input's shape
+    lambda m, f, t: f.batch_norm(m.zeros(2, 2), m.zeros(2), m.ones(2), eps=-7),
+    lambda m, f, t: f.batch_norm(m.zeros(2, 2), None, None, training=True, eps=0.0),
+    # a bound or fill value past a float dtype's range
+    lambda m, f, t: f.threshold(m.zeros(0, dtype=torch.float16), 0.1, 1e30), lambda m, f, t: m.clamp(m.zeros(2, dtype=torch.float16), max=1e30),
+    lambda m, f, t: f.hardtanh(m.zeros(2, dtype=torch.bfloat16), -1e39, 1.0), lambda m, f, t: m.clamp(m.zeros(2), -1e39, 1.0)])
 def test_round_14_error_kinds_as_torch(call):
     _same_outcome(call)
 
@@ -814,6 +830,20 @@ def test_round_14_error_kinds_as_torch(call):
     # an integer arange truncates: int64 its start, end and step first; a narrower type counts on the numbers given
     *[lambda m, f, t, a=a, d=d: m.arange(*a, dtype=d) for d in (torch.int64, torch.int32, torch.uint8)
       for a in ((0, 2.5, 1), (0, 3, 1.5), (0.5, 3, 1), (-1.5, 2, 1), (5, 0.5, -1.5))],
-    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int32)])
+    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int32),
+    lambda m, f, t: t([True, False]) % 2, lambda m, f, t: t([True]) >> 1,
+    lambda m, f, t: m.zeros(3, 4).masked_fill(t([[True], [False], [True]]), m.zeros((), dtype=torch.float16)),
+    lambda m, f, t: f.prelu(m.zeros(4, 0, 1), m.zeros(0)),  # no channels: the weight [0] per channel
+    lambda m, f, t: f.threshold(m.zeros(2, dtype=torch.float16), 1e30, 1.0),  # the threshold is not converted
+    lambda m, f, t: m.clamp(m.zeros(2, dtype=torch.float16), -float("inf"), 65504.0)])
 def test_round_14_valid_calls_as_torch(call):
     _same_outcome(call)
+
+
+def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
+    """torch writes each step into an output of input's dtype: f16 input, f32 target give f16 (fuzz round 14)."""
+    x, y = [[0.3, -1.2, 2.0]], [1.0, -1.0, 1.0]
+    want = tF.soft_margin_loss(torch.tensor(x, dtype=torch.float16), torch.tensor(y), reduction="none")
+    got = F.soft_margin_loss(tnet.tensor(x, dtype=torch.float16), tnet.tensor(y), reduction="none")
+    assert got.dtype == torch.float16
+    np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=2e-3)

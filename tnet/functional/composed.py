@@ -25,8 +25,12 @@ def _reduced(loss, reduction):
     return loss if reduction == "none" else mean(loss) if reduction == "mean" else sum(loss)
 
 
-def _check_reduction(reduction):
+def _check_reduction(reduction, concatenated=False):
+    """torch's ValueError for a reduction other than 'mean', 'sum' or 'none'; concatenated: the losses whose
+    torch message is `reduction + " is not valid"`, a TypeError where reduction is no str."""
     if reduction not in ("mean", "sum", "none"):
+        if concatenated and not isinstance(reduction, str):
+            raise TypeError(f"unsupported operand type(s) for +: '{type(reduction).__name__}' and 'str'")
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
@@ -94,7 +98,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)) (times weight), averaged over the classes (the
     last dim), as torch's."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    _check_reduction(reduction, concatenated=True)
     check_tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = neg(add(mul(target, logsigmoid(input)), mul(sub(1.0, target), logsigmoid(neg(input)))))
     if weight is not None:
@@ -109,7 +113,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     input - target * log(input + eps); full adds Stirling's target * log(target) - target +
     log(2 pi target) / 2 where target > 1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    _check_reduction(reduction, concatenated=True)
     check_tensors("poisson_nll_loss", input=input, target=target)
     if log_input:
         loss = sub(exp(input), mul(target, input))

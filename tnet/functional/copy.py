@@ -21,7 +21,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last, memory_format
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
@@ -1030,12 +1030,22 @@ def scatter_add(input, dim, index, src):
     return record("scatter_add", out, (input, src), backward, saved=(positions,))
 
 
+def check_put_dtype(input, values):
+    """torch's advanced-index writes (index_put, x[index] = tensor) take a value tensor of input's dtype only (a
+    number is cast; a bool mask with a 0-d value is masked_fill, which casts)."""
+    if isinstance(values, Tensor) and values.dtype != input.dtype:
+        raise InputError(f"Index put requires the source and destination dtypes match, got "
+                         f"{DTYPE_NAMES.get(input.dtype)} for the destination and {DTYPE_NAMES.get(values.dtype)} for "
+                         f"the source.")
+
+
 def index_put(input, indices, values, accumulate=False):
     """torch.index_put (out of place): input[indices] = values on a copy of input; with accumulate, input with values
     added at indices, repeated positions summing (index_add's fp32 atomic adds): the indices then
     address input's leading dims (int tensors, broadcast together). Gradients: input's g, values' g
     at the positions (summed to values' shape)."""
     check_args("index_put", "bool", accumulate=accumulate)
+    check_put_dtype(input, values)
     indices = tuple(indices)
     if not accumulate:
         out = clone(input)

@@ -26,7 +26,7 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import Indexing, basic_index, index_put, reshape, scalar_indices, scatter, scatter_add, to
+from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
@@ -488,6 +488,7 @@ def _put(self, plan, value):
     plan.resolve()
     shape = plan.shape
     _check_value(value, shape)
+    check_put_dtype(self, value)
     memory = self.memory
     index, wrap, report = plan.flat(plan.memory_strides(memory), memory.device)
     part_shape = list(plan.block(memory).shape)

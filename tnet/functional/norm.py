@@ -37,6 +37,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
             raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+    if training and eps <= 0.0:  # torch's F.batch_norm's checks
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     data = lambda v: None if v is None else v.memory
     X = dense(input.memory)
     # a strided view copied: kernels read dense vectors

@@ -20,10 +20,12 @@ import warnings
 import numpy as np
 import torch
 
+from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import InputError, as_int64, capturing, check, not_implemented, check_type, is_channels_last, is_flat
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, capturing, check, check_type, is_channels_last, is_flat,
+                              not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
@@ -588,7 +590,8 @@ def clamp(input, min=None, max=None):
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
         info = torch.iinfo(X.dtype)
         return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
-    lo, hi = -math.inf if min is None else float(min), math.inf if max is None else float(max)
+    lo = -math.inf if min is None else as_float_of(min, X.dtype)
+    hi = math.inf if max is None else as_float_of(max, X.dtype)
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
         return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
@@ -775,12 +778,14 @@ def minimum(input, other):
 
 
 def prelu(input, weight):
-    """x where x > 0, else weight * x, weight one value or one per channel (dim 1), as torch's (inf
-    stays inf, NaN NaN): the input's gradient 1 where x > 0, else weight."""
+    """x where x > 0, else weight * x, weight one value or one per channel (dim 1) of input's dtype (under
+    autocast: any), as torch's (inf stays inf, NaN NaN): the input's gradient 1 where x > 0, else weight."""
     check_tensors("prelu", input=input, weight=weight)
+    check(input.dtype == weight.dtype or amp.get_autocast_dtype() is not None,  # first, as torch's
+          lambda: f"prelu: Type promoting not supported. Got {DTYPE_NAMES[input.dtype]} and {DTYPE_NAMES[weight.dtype]}")
     check(weight.numel() == 1 or (input.ndim >= 2 and weight.numel() == input.shape[1]),
           lambda: f"prelu: the weight has {weight.numel()} elements; expected 1 or the input's {input.shape[1] if input.ndim >= 2 else 1} channels")
-    if weight.numel() > 1:
+    if weight.numel() != 1:  # one per channel (0 for an input of no channels)
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     positive = gt(input, 0.0)
     # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
@@ -916,8 +921,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input.dtype in _pw.INTEGERS:
         check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
         return clamp(input, int(min_val), int(max_val))
-    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val),
-                  graph=_hardtanh_graph)
+    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, as_float_of(min_val, input.dtype),
+                  as_float_of(max_val, input.dtype), graph=_hardtanh_graph)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -974,7 +979,7 @@ def threshold(input, threshold, value, inplace=False):
               lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
         return where(le(input, int(threshold)), int(value), input)
     X = input.memory
-    y = _pw.pointwise("threshold", X, float(threshold), float(value))
+    y = _pw.pointwise("threshold", X, float(threshold), as_float_of(value, X.dtype))  # the value only, as torch's
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
                   saved=(X,))
 
@@ -1127,6 +1132,8 @@ def _binary(name, input, other, op, grads=None, graph=None):
     NotImplementedError)."""
     if name in NO_INTEGERS and _is_integer(input) and _is_integer(other):
         raise_no_integers(name, input, other)
+    if name in NO_BOOLS and _all_bool(input, other):
+        raise not_implemented(name, torch.bool)
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
     a, b = _rounded_0d(*_operands(name, input, other))
@@ -1145,6 +1152,12 @@ def _binary(name, input, other, op, grads=None, graph=None):
 
 
 NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")  # float kernels only: two integer operands raise
+NO_BOOLS = ("fmod", "remainder", "floor_divide")  # no bool kernel: two bool operands raise (a bool and an int: int64)
+
+
+def _all_bool(*values):
+    """Whether every value is a bool tensor or a Python bool."""
+    return all(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype == torch.bool for v in values)
 
 
 def raise_no_integers(name, *values):
@@ -1474,8 +1487,10 @@ def is_same_size(input, other):
 
 def _shift(name):
     """torch.{name} of integer (or bool) tensors and Python ints, as torch's: a count past the
-    width gives 0 (left) or the sign's fill (right), as does a negative one; floats raise."""
+    width gives 0 (left) or the sign's fill (right), as does a negative one; floats raise, and two bools."""
     def op(input, other):
+        if _all_bool(input, other):
+            raise not_implemented(name, torch.bool)
         for v in (input, other):
             if not (isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS):
                 raise NotImplementedError(f'"{name}" not implemented for '

@@ -767,10 +767,17 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88)."""
+    """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88): torch
+    writes each step into an output of input's shape and dtype, so target must broadcast to input's shape
+    and -target * input is rounded to input's dtype."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("soft_margin_loss", input, target, reduction)
-    return _reduced("soft_margin_loss", log(add(exp(neg(mul(target, input))), 1.0)), reduction)
+    shape = _pw.broadcast_shape("soft_margin_loss", input.shape, target.shape)
+    check(shape == input.shape,
+          lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    z = mul(neg(input), target)
+    z = z if z.dtype == input.dtype else z.to(input.dtype)
+    return _reduced("soft_margin_loss", log(add(exp(z), 1.0)), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):

@@ -11,7 +11,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
+from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read, not_implemented
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
@@ -190,7 +190,7 @@ def median(input, dim=ABSENT, keepdim=False):
     check_tensors("median", input=input)
     _check_dim("median", input, dim, keepdim)
     if input.dtype == torch.bool and input.numel():
-        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
+        raise not_implemented("median", torch.bool)
     if dim is ABSENT:
         if input.numel():
             with no_grad():
@@ -311,6 +311,8 @@ def nanmedian(input, dim=ABSENT, keepdim=False):
     indices), as torch.nanmedian. The gradient goes to the picked element (no dim: as median's)."""
     check_tensors("nanmedian", input=input)
     _check_dim("nanmedian", input, dim, keepdim)
+    if input.dtype == torch.bool and input.numel():
+        raise not_implemented("median", torch.bool)
     if dim is ABSENT:
         if not input.numel():
             return _empty_median(input)

@@ -110,6 +110,15 @@ def as_int64(value):
     return int(value)
 
 
+def as_float_of(value, dtype):
+    """value (a number) as the float an op on a float tensor of `dtype` reads: InputError (torch's RuntimeError)
+    for a finite one past the dtype's range (1e30 for a float16 tensor's clamp bound), as torch converts it."""
+    value = float(value)
+    if abs(value) > torch.finfo(dtype).max and value != float("inf") and value != -float("inf"):  # NaN passes
+        raise InputError(f"value cannot be converted to type {dtype} without overflow: {value}")
+    return value
+
+
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
 
 
