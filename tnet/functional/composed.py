@@ -9,7 +9,7 @@ import torch
 from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
-from .inputs import check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
 from .reduce import any, logsumexp, max, mean, norm, pairwise_distance, sum
 from .sort import cumprod
@@ -176,6 +176,7 @@ def pdist(input, p=2):
     """The p-norm distances between the rows i < j of input [N, M], in row-major order of (i, j): N(N-1)/2
     of them, as torch's; the pairs' indices are made on the host."""
     check_tensors("pdist", input=input)
+    check_args("pdist", "float", p=p)
     check(input.ndim == 2, lambda: f"pdist only supports 2D tensors, got: {input.ndim}D")
     check(p >= 0, "pdist only supports non-negative p values")
     i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))

@@ -921,8 +921,8 @@ def flat_positions(name, input, dim, index):
     number of dims, no larger than input along every dim but dim. An index outside [0,
     input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
     check_tensors(name, input=input, index=index)
+    d = dim_index(dim, max(input.ndim, 1))  # before the index's dtype, as torch's
     check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected dtype int64 for index")
-    d = dim_index(dim, max(input.ndim, 1))
     check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")

@@ -785,6 +785,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     over the last dim of [N, D] (or [D]) inputs with torch's 1e-12 added to each squared norm."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    check_args("cosine_embedding_loss", "float", margin=margin)
     check(input1.ndim in (1, 2) and input1.shape == input2.shape and target.ndim == input1.ndim - 1,
           lambda: f"cosine_embedding_loss: expected input1 and input2 of one shape [N, D] or [D] and target [N] or [], "
                   f"got {input1.shape}, {input2.shape} and {target.shape}")
