@@ -405,12 +405,15 @@ def pow(input, exponent):
     """input ** exponent, as torch's: a Python number or a tensor exponent (broadcast; floats), or
     a number input with a tensor exponent (rpow). Integer and bool tensors with a number exponent:
     an int exponent >= 0 gives exact int64 (int32) powers, wrapping on overflow (bool becomes
-    int64), a float one float32, as torch's; a negative int exponent raises as torch's."""
+    int64; with a bool exponent it stays bool), a float one float32, as torch's; a negative int exponent
+    raises as torch's."""
     if isinstance(exponent, Tensor):
         return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
     check_type(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
     check_tensors("pow", input=input)
+    if input.dtype == torch.bool and isinstance(exponent, bool):  # stays bool, as torch's: x ** True is x
+        return Tensor(input.memory.clone() if exponent else torch.ones_like(input.memory))
     if input.dtype in _pw.INTEGERS:
         if not isinstance(exponent, numbers.Integral):
             return pow(Tensor(_float(input.memory)), exponent)
@@ -1018,11 +1021,14 @@ def _same_dtype(name, input, **others):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
-    as end, unless 0-d), computed from the nearer end as torch's."""
+    as end, unless 0-d; three 0-d tensors promote together), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
+        if input.ndim == end.ndim == 0 and end.dtype == input.dtype and weight.is_floating_point():
+            dtype = _pw.result_type([input.memory, weight.memory])  # all 0-d: promoted together, as torch's
+            input, end = input.to(dtype), end.to(dtype)
         weight = weight.to(input.dtype)  # torch takes a 0-d weight of any dtype, as a number
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory

@@ -16,8 +16,8 @@ from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError
 from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, isnan, lgamma, log, logical_not,
+                        logical_or, maximum, minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -622,7 +622,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
         check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
                                            "because the operation does not have an identity")
-        return (amax if ord > 0 else amin)(abs(x), dim, keepdim)
+        return _inf_norm(x, ord > 0, dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
     if ord == 0:
@@ -630,6 +630,23 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             y = sum(ne(x, 0).to(x.dtype), dim, keepdim)
         return record("vector_norm", y.memory, (x,), lambda g: (torch.zeros_like(x.memory),))
     return _p_norm(x, float(ord), dim, keepdim)
+
+
+def _inf_norm(x, largest, dim, keepdim):
+    """The largest (smallest) |x| over dim, with torch's gradient sgn(x) (g / count) at the elements whose |x| is
+    the norm or NaN (count of them): a NaN's sgn is 0, so a NaN norm passes no gradient (amax's would share
+    g with the NaNs, and abs's g sgn(x) of those is 0 * NaN)."""
+    with no_grad():
+        a = abs(x)
+        y = (amax if largest else amin)(a, dim, keepdim=True)
+
+    def backward(g):
+        with no_grad():
+            mask = logical_or(eq(a, y), isnan(a)).to(x.dtype)
+            share = div(reshape(Tensor(g), y.shape), sum(mask, dim, keepdim=True))
+            return mul(sign(x), mul(share, mask)).memory
+    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y))
+    return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
 
 def _p_norm(x, p, dim, keepdim):
