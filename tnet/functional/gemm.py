@@ -355,6 +355,11 @@ def tensordot(a, b, dims=2):
     else:
         da, db = ([d] if isinstance(d, numbers.Integral) else list(d) for d in dims)
     da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    for i, j in zip(da, db):  # a contracted dim of size 1 beside a longer one: the longer summed first, as torch's
+        if a.shape[i] != b.shape[j] and b.shape[j] == 1:
+            a = _reduce_sum(a, i, keepdim=True)
+        elif a.shape[i] != b.shape[j] and a.shape[i] == 1:
+            b = _reduce_sum(b, j, keepdim=True)
     check(len(da) == len(db) and all(a.shape[i] == b.shape[j] for i, j in zip(da, db)),
           lambda: f"tensordot: contracted dims of {a.shape} ({da}) and {b.shape} ({db}) do not match")
     free_a, free_b = [d for d in range(a.ndim) if d not in da], [d for d in range(b.ndim) if d not in db]

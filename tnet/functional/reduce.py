@@ -12,7 +12,7 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
+from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
 from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
@@ -548,7 +548,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
-    as torch's. An input or target outside
+    as torch's; input and target of one dtype, as torch's. An input or target outside
     [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call,
     skipped inside a CUDA graph capture."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -556,6 +556,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if x.shape != y.shape:
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
+    check(x.dtype == y.dtype, lambda: f"Found dtype {DTYPE_NAMES[y.dtype]} but expected {DTYPE_NAMES[x.dtype]}")  # torch's
     with no_grad():
         for arg, v in (("input", x), ("target", y)) if not capturing(x.memory) else ():
             outside = _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq")
