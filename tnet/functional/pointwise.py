@@ -1136,7 +1136,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
     the dtype torch's promotion gives (_ints_to_float), unless both are integers (NO_INTEGERS: torch's
     NotImplementedError)."""
-    if name in NO_INTEGERS and _is_integer(input) and _is_integer(other):
+    if name in NO_INTEGERS and _integer_tensors(input, other):
         raise_no_integers(name, input, other)
     if name in NO_BOOLS and _all_bool(input, other):
         raise not_implemented(name, torch.bool)
@@ -1157,7 +1157,12 @@ def _binary(name, input, other, op, grads=None, graph=None):
                     graph=None if graph is None else lambda g, out: graph(g, input, other, out))
 
 
-NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")  # float kernels only: two integer operands raise
+# float kernels only: two integer tensors raise (a number beside one, tnet's addition: computed as floats)
+NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")
+
+
+def _integer_tensors(*values):
+    return all(isinstance(v, Tensor) and v.dtype in _pw.INTEGERS for v in values)
 NO_BOOLS = ("fmod", "remainder", "floor_divide")  # no bool kernel: two bool operands raise (a bool and an int: int64)
 
 
@@ -1539,7 +1544,7 @@ def nextafter(input, other):
     for arg, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
-    if _is_integer(input) and _is_integer(other):
+    if _integer_tensors(input, other):
         raise_no_integers("nextafter", input, other)
     input, other = _ints_to_float(input, other)  # an integer one beside a float one: promoted, as torch's
     A, B = input.memory, other.memory
