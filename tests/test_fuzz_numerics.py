@@ -675,3 +675,23 @@ def test_pow_of_bool_by_a_bool_stays_bool_as_torch():
         for x in ([True, False], []):
             got, want = tnet.pow(tnet.tensor(x, dtype=torch.bool), e), torch.pow(torch.tensor(x, dtype=torch.bool), e)
             assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_bce_with_logits_gradient_through_an_infinite_weight_as_torch():
+    """torch's gradient is one product by the weight, w ((1 + (p - 1) y) sigmoid(x) - p y): an infinite weight
+    gives +-inf (tnet's composition gave inf - inf = NaN; fuzz round 14); a weight requiring grad raises."""
+    x, y = np.array([0.3, -1.2, 0.6], np.float32), np.array([0.2, 0.9, 0.91], np.float32)
+    w, p = np.array([1.5, INF, -INF], np.float32), np.array([0.9, 0.3, 2.1], np.float32)
+    for pos in (None, p):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        b, u = tnet.tensor(y, requires_grad=True), torch.tensor(y, requires_grad=True)
+        got = F.binary_cross_entropy_with_logits(a, b, weight=tnet.tensor(w), reduction="sum",
+                                                 pos_weight=None if pos is None else tnet.tensor(pos))
+        want = tF.binary_cross_entropy_with_logits(t, u, weight=torch.tensor(w), reduction="sum",
+                                                   pos_weight=None if pos is None else torch.tensor(pos))
+        got.backward()
+        want.backward()
+        _same(a.grad.numpy(), t.grad)
+        _same(b.grad.numpy(), u.grad)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.binary_cross_entropy_with_logits(tnet.tensor(x), tnet.tensor(y), weight=tnet.tensor(w, requires_grad=True))

@@ -13,11 +13,12 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
-from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
+from ..tensor import Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, isnan, lgamma, log, logical_not,
-                        logical_or, maximum, minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
+                        logical_not, logical_or, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, softplus, sub, where,
+                        xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -528,22 +529,40 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
     weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
     gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
-    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16)."""
+    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16).
+    The gradients are torch's formulas, each one product by w (an infinite weight gives inf, where the
+    composition's two terms gave inf - inf): input's g w ((1 + (p - 1) y) sigmoid(x) - p y), target's
+    g w (-x + (p - 1) softplus(-x)); weight and pos_weight take none (requiring one raises, as torch's)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    check_tensors("binary_cross_entropy_with_logits", **{k: v for k, v in (("weight", weight), ("pos_weight", pos_weight))
-                                                          if v is not None})
+    extra = {k: v for k, v in (("weight", weight), ("pos_weight", pos_weight)) if v is not None}
+    check_tensors("binary_cross_entropy_with_logits", **extra)
+    for k, v in extra.items():
+        check(not (v.requires_grad and is_grad_enabled()), lambda: f"The function 'binary_cross_entropy_with_logits' is "
+              f"not differentiable with respect to argument '{k}'. This input cannot have requires_grad True.")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     if target.shape != input.shape:  # torch's check: no broadcasting
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    log_p = softplus(neg(x))  # -log sigmoid(x)
-    if pos_weight is not None:
-        log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
-    loss = mul(1.0 - y, x) + log_p
-    if weight is not None:
-        loss = mul(loss, weight)
-    if y.dtype.is_floating_point and loss.dtype != y.dtype:
-        loss = loss.to(y.dtype)
+    with no_grad():
+        log_p = softplus(neg(x))  # -log sigmoid(x)
+        if pos_weight is not None:
+            log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+        loss = mul(1.0 - y, x) + log_p
+        if weight is not None:
+            loss = mul(loss, weight)
+        if y.dtype.is_floating_point and loss.dtype != y.dtype:
+            loss = loss.to(y.dtype)
+
+    def grads(g):
+        gw = g if weight is None else mul(g, weight)
+        if pos_weight is None:
+            gx, gy = mul(gw, sigmoid(x) - y), mul(gw, neg(x))
+        else:
+            t = mul(pos_weight, y)
+            gx, gy = mul(gw, mul(t + 1.0 - y, sigmoid(x)) - t), mul(gw, mul(softplus(neg(x)), pos_weight - 1.0) - x)
+        return [graph_sum_to(v, u).to(u.dtype) for v, u in ((gx, x), (gy, y))]  # summed over a broadcast weight
+    loss = _record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
+
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
