@@ -57,7 +57,8 @@ ABSENT = _Absent()
 def check_args(name, kind, **args):
     """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool),
     'float' (a real number), 'str' or 'Tensor' (a tnet.Tensor or None: torch's optional tensor); else torch's
-    argument parser's TypeError (InputTypeError), which it raises before any check of the values: "name(): argument 'arg' must be bool, not str"."""
+    argument parser's TypeError (InputTypeError), which it raises before any check of the values:
+    "name(): argument 'arg' must be bool, not str"."""
     ok = _KINDS[kind]
     for arg, v in args.items():
         if not ok(v):

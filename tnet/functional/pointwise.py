@@ -24,8 +24,8 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, capturing, check, check_type, is_channels_last, is_flat,
-                              not_implemented)
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, capturing, check, check_type,
+                              is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero

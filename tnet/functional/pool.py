@@ -22,7 +22,8 @@ def pool_args(name, kernel_size, stride, padding, expand_one=True):
     a list of one int expanded, as torch's poolings (not max_unpool2d: expand_one=False)."""
     name = name if "_" in name else f"{name}_pool2d"
     kernel = pair(kernel_size, f"{name}: kernel_size", None, expand_one)  # every type before any value, as torch's
-    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", None, expand_one)  # [] is none, as torch's
+    # [] is no stride, as torch's
+    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", None, expand_one)
     padding = pair(padding, f"{name}: padding", None, expand_one)
     return (at_least(kernel, f"{name}: kernel_size", 1), at_least(stride, f"{name}: stride", 1),
             at_least(padding, f"{name}: padding", 0))
@@ -192,7 +193,8 @@ def _window_1d(name, kernel_size, stride, padding):
     k = single(kernel_size, f"{name}: kernel_size", None)  # every type before any value, as torch's parser
     s = k if stride is None or stride == () else single(stride, f"{name}: stride", None)
     p = single(padding, f"{name}: padding", None)
-    k, s, p = at_least(k, f"{name}: kernel_size", 1), at_least(s, f"{name}: stride", 1), at_least(p, f"{name}: padding", 0)
+    k, s = at_least(k, f"{name}: kernel_size", 1), at_least(s, f"{name}: stride", 1)
+    p = at_least(p, f"{name}: padding", 0)
     check(p <= k // 2, lambda: f"{name}() padding should be at most half of kernel size, but got padding={p} and "
                                f"kernel_size={k}")
     return k, s, p
