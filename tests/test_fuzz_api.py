@@ -824,7 +824,9 @@ def test_copy_of_a_number_fills_as_torch():
     lambda m, f, t: f.interpolate(m.zeros(0, 1, 4), scale_factor="x", mode="linear"),
     lambda m, f, t: m.gather(m.zeros(3), 7, m.zeros(3)), lambda m, f, t: m.pdist(m.zeros(5), p=object()),
     lambda m, f, t: f.binary_cross_entropy(m.full((2,), 0.5, dtype=torch.bfloat16), m.zeros(2)),  # one dtype
-    lambda m, f, t: m.tensordot(m.zeros(2, 3), m.zeros(4, 1), ([1], [0]))])
+    lambda m, f, t: m.tensordot(m.zeros(2, 3), m.zeros(4, 1), ([1], [0])),
+    lambda m, f, t: m.pow(m.zeros(2, dtype=torch.float16), 70000), lambda m, f, t: m.quantile(m.zeros(3, dtype=torch.float16), 0.5),
+    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), log_input=-7)])
 def test_round_14_error_kinds_as_torch(call):
     _same_outcome(call)
 
@@ -844,7 +846,8 @@ def test_round_14_error_kinds_as_torch(call):
     lambda m, f, t: m.clamp(m.zeros(2, dtype=torch.float16), -float("inf"), 65504.0),
     # a contracted dim of size 1 beside a longer one: the longer is summed first
     lambda m, f, t: m.tensordot(m.arange(10.0).reshape(5, 1, 2), m.arange(4.0).reshape(1, 2, 2), 3),
-    lambda m, f, t: m.tensordot(m.arange(6.0).reshape(2, 3), m.arange(4.0).reshape(4, 1), ([1], [1]))])
+    lambda m, f, t: m.tensordot(m.arange(6.0).reshape(2, 3), m.arange(4.0).reshape(4, 1), ([1], [1])),
+    lambda m, f, t: m.pow(m.zeros(2), 1e39)])  # a float32 input's exponent is not converted
 def test_round_14_valid_calls_as_torch(call):
     _same_outcome(call)
 

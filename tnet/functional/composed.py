@@ -115,6 +115,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, concatenated=True)
     check_tensors("poisson_nll_loss", input=input, target=target)
+    check_args("poisson_nll_loss", "bool", log_input=log_input, full=full)
+    check_args("poisson_nll_loss", "float", eps=eps)
     if log_input:
         loss = sub(exp(input), mul(target, input))
     else:

@@ -419,7 +419,9 @@ def pow(input, exponent):
             return pow(Tensor(_float(input.memory)), exponent)
         check(exponent >= 0, "Integers to negative integer powers are not allowed.")
         return Tensor(_integer_power(input.memory, int(exponent)))
-    return _unary("pow", input, "pow", "pow_backward", False, float(exponent), graph=_pow_graph)
+    # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
+    e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
+    return _unary("pow", input, "pow", "pow_backward", False, e, graph=_pow_graph)
 
 
 def _pow_graph(g, x, y, e):

@@ -251,7 +251,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     if dim is not None:
         check_args(name, "int", dim=dim)
     check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
-    check(input.dtype.is_floating_point, lambda: f"{name}() input tensor must be either float or double dtype")
+    check(input.dtype == torch.float32, lambda: f"{name}() input tensor must be either float or double dtype")  # no 16-bit
     check(interpolation in _INTERPOLATIONS,
           lambda: f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
                   f"{interpolation}")
