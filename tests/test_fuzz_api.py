@@ -826,7 +826,9 @@ def test_copy_of_a_number_fills_as_torch():
     lambda m, f, t: f.binary_cross_entropy(m.full((2,), 0.5, dtype=torch.bfloat16), m.zeros(2)),  # one dtype
     lambda m, f, t: m.tensordot(m.zeros(2, 3), m.zeros(4, 1), ([1], [0])),
     lambda m, f, t: m.pow(m.zeros(2, dtype=torch.float16), 70000), lambda m, f, t: m.quantile(m.zeros(3, dtype=torch.float16), 0.5),
-    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), log_input=-7)])
+    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), log_input=-7),
+    lambda m, f, t: m.quantile(m.zeros((), dtype=torch.float16), 0.0, dim=7),  # the dtype before dim's range
+    lambda m, f, t: m.tensor_split(t(3), 2, dim=None), lambda m, f, t: m.split(m.zeros(3), 2, dim=None)])
 def test_round_14_error_kinds_as_torch(call):
     _same_outcome(call)
 

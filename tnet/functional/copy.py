@@ -581,6 +581,7 @@ def unbind(input, dim=0):
 
 def _split_dim(name, input, dim):
     check_tensors(name, input=input)
+    check_args(name, "int", dim=dim)  # the parser's TypeError (a None dim) first, as torch's
     if input.ndim == 0:
         raise InputError(f"{name} expects at least a 1-dimensional tensor")
     d = dim_index(dim, input.ndim)
