@@ -1046,7 +1046,6 @@ def index_put(input, indices, values, accumulate=False):
     address input's leading dims (int tensors, broadcast together). Gradients: input's g, values' g
     at the positions (summed to values' shape)."""
     check_args("index_put", "bool", accumulate=accumulate)
-    check_put_dtype(input, values)
     indices = tuple(indices)
     if not accumulate:
         out = clone(input)
@@ -1062,6 +1061,7 @@ def index_put(input, indices, values, accumulate=False):
         _check_bounds("index_put_", i, size, d)
         term = mul(i.long(), math.prod(lead[d + 1:]))
         flat = term if flat is None else add(flat, term)
+    check_put_dtype(input, values)  # after the indices' bounds, as torch's
     flat = reshape(expand(flat, shape), (-1,))
     v = values if isinstance(values, Tensor) else tensor(values, dtype=input.dtype)
     v = reshape(expand(to(v, input.dtype), (*shape, *rest)), (flat.shape[0], *rest))

@@ -488,9 +488,9 @@ def _put(self, plan, value):
     plan.resolve()
     shape = plan.shape
     _check_value(value, shape)
-    check_put_dtype(self, value)
     memory = self.memory
     index, wrap, report = plan.flat(plan.memory_strides(memory), memory.device)
+    check_put_dtype(self, value)  # after the indices' bounds, as torch's
     part_shape = list(plan.block(memory).shape)
     part_shape[plan.axis] = index.shape[0]
 
