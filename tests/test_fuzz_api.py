@@ -774,3 +774,90 @@ def test_copy_of_a_number_fills_as_torch():
         grads.append(host(x.grad).numpy() if m is tnet else x.grad.numpy())
     np.testing.assert_array_equal(grads[2], grads[0])
     np.testing.assert_array_equal(grads[3], grads[1])
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 14: torch's error kinds and the order of its checks
+    # the argument parser's TypeError before any check of the values
+    lambda m, f, t: f.instance_norm(m.zeros(2, 2, 6), bias=object()),
+    lambda m, f, t: f.lp_pool1d(m.zeros(0, 2, 4), 3.0, 0, stride="x"), lambda m, f, t: f.avg_pool2d(m.zeros(1, 1, 4, 4), 0, "x"),
+    lambda m, f, t: f.pad(m.zeros(1, 2), (0, 2, 1, 0), mode="replicate", value=[1]),
+    lambda m, f, t: m.index_reduce(m.zeros(3), 0, t([0, 1, 2]), m.zeros(3), object()),
+    lambda m, f, t: m.vander(m.zeros(3), increasing=object()), lambda m, f, t: m.zeros(4, 3, 1).squeeze_(None),
+    lambda m, f, t: m.zeros(4, 1).squeeze(None), lambda m, f, t: m.nanmedian(m.zeros(4), None),
+    lambda m, f, t: m.median(m.zeros(4), None), lambda m, f, t: m.median(m.zeros(4), dim=None, keepdim=True),
+    # dims and shapes before dtypes, or after, as torch's
+    lambda m, f, t: m.zeros(0).index_copy(2, m.zeros(0), m.zeros(0)),
+    lambda m, f, t: m.zeros(3).index_fill(2, m.zeros(1), 1.0),  # index_fill: the index's dtype first
+    lambda m, f, t: m.addmv(m.zeros(()), m.zeros(1, 2), m.zeros(3)),  # torch's message reads input.size(0)
+    lambda m, f, t: m.addmv(m.zeros(4), m.zeros(3, 2), m.zeros(2)),
+    lambda m, f, t: m.addmv(m.zeros(3, dtype=torch.bfloat16), m.zeros(3, 0), m.zeros(0)),
+    lambda m, f, t: m.addmm(m.zeros(5, 3, dtype=torch.float16), m.zeros(2, 4), m.zeros(4, 3)),
+    lambda m, f, t: m.baddbmm(m.zeros(2, 2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
+    lambda m, f, t: m.addbmm(m.zeros(2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
+    lambda m, f, t: f.bilinear(m.zeros(2, 3, dtype=torch.float16), m.zeros(2, 5), m.zeros(5, 3, 4, dtype=torch.float16)),
+    lambda m, f, t: m.cartesian_prod(t([1, 2, 3]), m.zeros(4)), lambda m, f, t: m.meshgrid(m.zeros(2), t([1]), indexing="ab"),
+    lambda m, f, t: f.conv1d(m.zeros(2, 2, 5), m.zeros(3, 2, 0)),  # a kernel of size 0
+    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int64),  # the step truncated to int64 is 0: ValueError
+    # integer and bool tensors where torch has float kernels only: NotImplementedError
+    lambda m, f, t: m.frac(t([1, 2])), lambda m, f, t: m.frac(t([True])), lambda m, f, t: m.logaddexp(t([1, 2]), t([3, 4])),
+    lambda m, f, t: m.hypot(t([True]), t([False])), lambda m, f, t: m.logaddexp2(t([True]), t([2])),
+    lambda m, f, t: m.nextafter(t([1, 2]), t([3, 4])), lambda m, f, t: m.floor(t([True])), lambda m, f, t: m.abs(t([True])),
+    lambda m, f, t: f.softsign(t([True])), lambda m, f, t: f.tanhshrink(t([True])),
+    lambda m, f, t: t([True, False]) % True, lambda m, f, t: m.fmod(t([True]), t([True])), lambda m, f, t: t([True]) // True,
+    lambda m, f, t: t([True]) << True, lambda m, f, t: m.nanmedian(t([[True, False]])),
+    # an advanced-index write takes a value tensor of the destination's dtype (a number is cast)
+    lambda m, f, t: m.zeros(3).index_put((t([0, 1]),), m.zeros(2, dtype=torch.float16)),
+    lambda m, f, t: m.zeros(3).index_put((t([0, 1]),), m.zeros((), dtype=torch.float16), accumulate=True),
+    lambda m, f, t: m.zeros(3, 4).__setitem__(t([0, 2]), t([1, 2, 3, 4])),
+    # prelu's one dtype; the losses whose torch message is `reduction + "..."`: TypeError for no str
+    lambda m, f, t: f.prelu(m.zeros(3, 2), m.zeros(3, dtype=torch.float16)),
+    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), reduction=object()),
+    lambda m, f, t: f.multilabel_soft_margin_loss(m.zeros(4), m.zeros(4), reduction=-7),
+    lambda m, f, t: f.soft_margin_loss(m.zeros(1), m.zeros(2, 3)),  # torch's output has input's shape
+    lambda m, f, t: f.batch_norm(m.zeros(2, 2), m.zeros(2), m.ones(2), eps=-7),
+    lambda m, f, t: f.batch_norm(m.zeros(2, 2), None, None, training=True, eps=0.0),
+    # a bound or fill value past a float dtype's range
+    lambda m, f, t: f.threshold(m.zeros(0, dtype=torch.float16), 0.1, 1e30), lambda m, f, t: m.clamp(m.zeros(2, dtype=torch.float16), max=1e30),
+    lambda m, f, t: f.hardtanh(m.zeros(2, dtype=torch.bfloat16), -1e39, 1.0), lambda m, f, t: m.clamp(m.zeros(2), -1e39, 1.0),
+    # seed 37 (--bad 0.3): types first, dims before the index's dtype
+    lambda m, f, t: f.cosine_embedding_loss(m.zeros(5), m.zeros(5), m.zeros(5), margin="x"),
+    lambda m, f, t: f.interpolate(m.zeros(0, 1, 4), scale_factor="x", mode="linear"),
+    lambda m, f, t: m.gather(m.zeros(3), 7, m.zeros(3)), lambda m, f, t: m.pdist(m.zeros(5), p=object()),
+    lambda m, f, t: f.binary_cross_entropy(m.full((2,), 0.5, dtype=torch.bfloat16), m.zeros(2)),  # one dtype
+    lambda m, f, t: m.tensordot(m.zeros(2, 3), m.zeros(4, 1), ([1], [0])),
+    lambda m, f, t: m.pow(m.zeros(2, dtype=torch.float16), 70000), lambda m, f, t: m.quantile(m.zeros(3, dtype=torch.float16), 0.5),
+    lambda m, f, t: f.poisson_nll_loss(m.zeros(2), m.zeros(2), log_input=-7),
+    lambda m, f, t: m.quantile(m.zeros((), dtype=torch.float16), 0.0, dim=7),  # the dtype before dim's range
+    lambda m, f, t: m.tensor_split(t(3), 2, dim=None), lambda m, f, t: m.split(m.zeros(3), 2, dim=None)])
+def test_round_14_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 14: these work as torch's
+    lambda m, f, t: m.nextafter(t([1, 2]), t([0.5, 3.0])),  # the integer operand promoted
+    lambda m, f, t: m.median(m.zeros(4)), lambda m, f, t: m.zeros(4, 1).squeeze(),
+    lambda m, f, t: m.addr(m.zeros(2, 2, dtype=torch.bfloat16), m.zeros(2), m.zeros(2)),  # addr promotes
+    # an integer arange truncates: int64 its start, end and step first; a narrower type counts on the numbers given
+    *[lambda m, f, t, a=a, d=d: m.arange(*a, dtype=d) for d in (torch.int64, torch.int32, torch.uint8)
+      for a in ((0, 2.5, 1), (0, 3, 1.5), (0.5, 3, 1), (-1.5, 2, 1), (5, 0.5, -1.5))],
+    lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int32),
+    lambda m, f, t: t([True, False]) % 2, lambda m, f, t: t([True]) >> 1,
+    lambda m, f, t: m.zeros(3, 4).masked_fill(t([[True], [False], [True]]), m.zeros((), dtype=torch.float16)),
+    lambda m, f, t: f.prelu(m.zeros(4, 0, 1), m.zeros(0)),  # no channels: the weight [0] per channel
+    lambda m, f, t: f.threshold(m.zeros(2, dtype=torch.float16), 1e30, 1.0),  # the threshold is not converted
+    lambda m, f, t: m.clamp(m.zeros(2, dtype=torch.float16), -float("inf"), 65504.0),
+    # a contracted dim of size 1 beside a longer one: the longer is summed first
+    lambda m, f, t: m.tensordot(m.arange(10.0).reshape(5, 1, 2), m.arange(4.0).reshape(1, 2, 2), 3),
+    lambda m, f, t: m.tensordot(m.arange(6.0).reshape(2, 3), m.arange(4.0).reshape(4, 1), ([1], [1])),
+    lambda m, f, t: m.pow(m.zeros(2), 1e39)])  # a float32 input's exponent is not converted
+def test_round_14_valid_calls_as_torch(call):
+    _same_outcome(call)
+
+
+def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
+    """torch writes each step into an output of input's dtype: f16 input, f32 target give f16 (fuzz round 14)."""
+    x, y = [[0.3, -1.2, 2.0]], [1.0, -1.0, 1.0]
+    want = tF.soft_margin_loss(torch.tensor(x, dtype=torch.float16), torch.tensor(y), reduction="none")
+    got = F.soft_margin_loss(tnet.tensor(x, dtype=torch.float16), tnet.tensor(y), reduction="none")
+    assert got.dtype == torch.float16
+    np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=5e-3)  # a few f16 ulps

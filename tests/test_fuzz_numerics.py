@@ -638,3 +638,60 @@ def test_histogram_edges_and_bins_as_torch(x, bins, range_):
 def test_histogram_of_an_infinite_range_raises_runtime_error_as_torch():
     with pytest.raises(RuntimeError, match="is not finite"):
         tnet.histogram(tnet.tensor([INF]), 4)
+
+
+@pytest.mark.parametrize("ord", [INF, -INF])
+@pytest.mark.parametrize("y", [[0.0, NAN, 0.0, INF, 0.0, 0.0], [0.0, 0.0, 0.0, INF, 0.0, 0.0], [0.5, -1.0, 0.0, 0.0, -0.2, 0.0]])
+def test_inf_norm_gradient_passes_nothing_through_a_nan_as_torch(ord, y):
+    """torch's inf-norm gradient is sgn(x) g / count at the elements whose |x| is the norm or NaN: a NaN norm
+    gives 0 everywhere (tnet's amax of |x| gave NaN everywhere; fuzz round 14, dist(x, y, inf))."""
+    x = np.array([0.5, -1.0, 2.0, 0.1, 0.2, -2.0], np.float32).reshape(2, 3)
+    y = np.array(y, np.float32).reshape(2, 3)
+    for dim in (None, 1):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        got, want = tnet.dist(a, tnet.tensor(y), ord) if dim is None else tnet.linalg.vector_norm(a - tnet.tensor(y), ord, dim), \
+            torch.dist(t, torch.tensor(y), ord) if dim is None else torch.linalg.vector_norm(t - torch.tensor(y), ord, dim)
+        _same(got.detach().numpy(), want)
+        got.sum().backward()
+        want.sum().backward()
+        _same(a.grad.numpy(), t.grad)
+
+
+def test_lerp_of_three_0_d_tensors_promotes_them_as_torch():
+    """Three 0-d tensors promote together (f16, f16 and a bf16 weight: float32), as torch's; a 0-d weight
+    beside dimensioned ends takes their dtype (fuzz round 14: tnet gave f16)."""
+    for dtypes in ((torch.float16, torch.bfloat16), (torch.bfloat16, torch.float32), (torch.float32, torch.float16)):
+        a, w = dtypes
+        got = tnet.lerp(tnet.tensor(1.5, dtype=a), tnet.tensor(3.25, dtype=a), tnet.tensor(0.3, dtype=w))
+        want = torch.lerp(torch.tensor(1.5, dtype=a), torch.tensor(3.25, dtype=a), torch.tensor(0.3, dtype=w))
+        assert got.dtype == want.dtype and np.isclose(got.item(), want.item(), rtol=1e-3)
+    assert tnet.lerp(tnet.zeros(2, dtype=torch.float16), tnet.zeros(2, dtype=torch.float16),
+                     tnet.tensor(0.3, dtype=torch.bfloat16)).dtype == torch.float16
+
+
+def test_pow_of_bool_by_a_bool_stays_bool_as_torch():
+    """x ** True is x, x ** False all True, both bool (fuzz round 14: int64); x ** 2 gives int64."""
+    for e in (True, False, 2):
+        for x in ([True, False], []):
+            got, want = tnet.pow(tnet.tensor(x, dtype=torch.bool), e), torch.pow(torch.tensor(x, dtype=torch.bool), e)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_bce_with_logits_gradient_through_an_infinite_weight_as_torch():
+    """torch's gradient is one product by the weight, w ((1 + (p - 1) y) sigmoid(x) - p y): an infinite weight
+    gives +-inf (tnet's composition gave inf - inf = NaN; fuzz round 14); a weight requiring grad raises."""
+    x, y = np.array([0.3, -1.2, 0.6], np.float32), np.array([0.2, 0.9, 0.91], np.float32)
+    w, p = np.array([1.5, INF, -INF], np.float32), np.array([0.9, 0.3, 2.1], np.float32)
+    for pos in (None, p):
+        a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        b, u = tnet.tensor(y, requires_grad=True), torch.tensor(y, requires_grad=True)
+        got = F.binary_cross_entropy_with_logits(a, b, weight=tnet.tensor(w), reduction="sum",
+                                                 pos_weight=None if pos is None else tnet.tensor(pos))
+        want = tF.binary_cross_entropy_with_logits(t, u, weight=torch.tensor(w), reduction="sum",
+                                                   pos_weight=None if pos is None else torch.tensor(pos))
+        got.backward()
+        want.backward()
+        _same(a.grad.numpy(), t.grad)
+        _same(b.grad.numpy(), u.grad)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.binary_cross_entropy_with_logits(tnet.tensor(x), tnet.tensor(y), weight=tnet.tensor(w, requires_grad=True))

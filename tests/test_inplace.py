@@ -337,7 +337,7 @@ def test_advanced_setitem_as_torch(rng, k):
 
 def test_advanced_setitem_of_a_strided_tensor_writes_through(rng):
     """Into a view (a transposed slice) and a channels-last tensor, with repeated indices given one
-    value; int tensors take values cast."""
+    value; int tensors take int values (a float tensor raises, as torch's)."""
     base = tnet.zeros(5, 6)
     view = base.T[1:5]  # (4, 5), strides (1, 6)
     view[tnet.tensor([0, 3, 3]), tnet.tensor([4, 0, 0])] = tnet.tensor([1.0, 2.0, 2.0])
@@ -351,8 +351,10 @@ def test_advanced_setitem_of_a_strided_tensor_writes_through(rng):
     r[:, [2, 0], 1:3, [4, 1]] = torch.arange(4).float().view(1, 4, 1)[:, :2].reshape(2, 1)
     assert x.numpy().tolist() == r.tolist()
     n = tnet.zeros(3, 4, dtype=torch.int64)
-    n[[0, 2], [-1, 1]] = tnet.tensor([1.7, -2.2])
+    n[[0, 2], [-1, 1]] = tnet.tensor([1, -2])
     assert n.numpy().tolist() == [[0, 0, 0, 1], [0, 0, 0, 0], [0, -2, 0, 0]]
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        n[[0, 2], [-1, 1]] = tnet.tensor([1.7, -2.2])  # torch's too (fuzz round 14)
 
 
 def test_advanced_setitem_errors():

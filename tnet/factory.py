@@ -12,7 +12,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .kernels.launch import InputError, InputTypeError
+from .kernels.launch import INTEGERS, InputError, InputTypeError
 from .tensor import Tensor, as_storage, check_device, check_dtype
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -268,11 +268,20 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if (end - start) * step < 0:
         raise InputError("arange: upper bound and lower bound inconsistent with step sign")
     ints = all(_is_int(v) for v in (start, end, step))
-    n = math.ceil((end - start) / step) if not ints else -(-(end - start) // step)
+    dtype = dtype or (int64 if ints else float32)
+    n = None
+    if not ints and dtype in INTEGERS:  # torch truncates the numbers to ints first: for int64 all three, count
+        if dtype == int64:              # included; a narrower type counts on the numbers given
+            if int(step) == 0:
+                raise InputError("step must be nonzero")
+        else:
+            n = math.ceil((end - start) / step)
+        start, end, step, ints = int(start), int(end), int(step), True
+    if n is None:
+        n = math.ceil((end - start) / step) if not ints else -(-(end - start) // step)
     if n >= 2 ** 63:
         raise InputError(f"arange: invalid size, possible overflow? ({n} elements)")
     values = np.arange(n, dtype=np.int64) * step + start if ints else start + np.arange(n) * float(step)
-    dtype = dtype or (int64 if ints else float32)
     return _leaf("arange", as_storage(values, dtype), requires_grad)
 
 

@@ -27,7 +27,7 @@ from .functional.inputs import check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
 from .functional.reduce import vector_norm
-from .kernels.launch import check, no_host_read
+from .kernels.launch import DTYPE_NAMES, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
@@ -48,16 +48,13 @@ def _host(name, A, square=False, least=2):
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}: expected a tnet.Tensor, got {type(A).__name__}")
     check(A.dtype.is_floating_point, lambda: f"{name}: Expected a floating point or complex tensor as input. Got "
-                                             f"{_DTYPE_NAMES.get(A.dtype, A.dtype)}")
+                                             f"{DTYPE_NAMES.get(A.dtype, A.dtype)}")
     check(A.ndim >= least, lambda: f"{name}: The input tensor A must have at least {least} dimensions.")
     if square:
         check(A.shape[-1] == A.shape[-2], lambda: f"{name}: A must be batches of square matrices, but they are "
                                                   f"{A.shape[-2]} by {A.shape[-1]} matrices")
     no_host_read(A.memory, name)
     return A.memory.detach().to("cpu", torch.float64).numpy()
-
-
-_DTYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.bool: "Bool", torch.uint8: "Byte"}
 
 
 def _dev(array, like):

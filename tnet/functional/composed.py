@@ -9,7 +9,7 @@ import torch
 from ..kernels.launch import InputError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
-from .inputs import check_tensors, legacy_reduction
+from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
 from .reduce import any, logsumexp, max, mean, norm, pairwise_distance, sum
 from .sort import cumprod
@@ -25,8 +25,12 @@ def _reduced(loss, reduction):
     return loss if reduction == "none" else mean(loss) if reduction == "mean" else sum(loss)
 
 
-def _check_reduction(reduction):
+def _check_reduction(reduction, concatenated=False):
+    """torch's ValueError for a reduction other than 'mean', 'sum' or 'none'; concatenated: the losses whose
+    torch message is `reduction + " is not valid"`, a TypeError where reduction is no str."""
     if reduction not in ("mean", "sum", "none"):
+        if concatenated and not isinstance(reduction, str):
+            raise TypeError(f"unsupported operand type(s) for +: '{type(reduction).__name__}' and 'str'")
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
@@ -94,7 +98,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)) (times weight), averaged over the classes (the
     last dim), as torch's."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    _check_reduction(reduction, concatenated=True)
     check_tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = neg(add(mul(target, logsigmoid(input)), mul(sub(1.0, target), logsigmoid(neg(input)))))
     if weight is not None:
@@ -109,8 +113,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     input - target * log(input + eps); full adds Stirling's target * log(target) - target +
     log(2 pi target) / 2 where target > 1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    _check_reduction(reduction, concatenated=True)
     check_tensors("poisson_nll_loss", input=input, target=target)
+    check_args("poisson_nll_loss", "bool", log_input=log_input, full=full)
+    check_args("poisson_nll_loss", "float", eps=eps)
     if log_input:
         loss = sub(exp(input), mul(target, input))
     else:
@@ -172,6 +178,7 @@ def pdist(input, p=2):
     """The p-norm distances between the rows i < j of input [N, M], in row-major order of (i, j): N(N-1)/2
     of them, as torch's; the pairs' indices are made on the host."""
     check_tensors("pdist", input=input)
+    check_args("pdist", "float", p=p)
     check(input.ndim == 2, lambda: f"pdist only supports 2D tensors, got: {input.ndim}D")
     check(p >= 0, "pdist only supports non-negative p values")
     i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))

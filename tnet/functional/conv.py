@@ -22,12 +22,13 @@ from .reduce import sum as sum_dims
 def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_channels):
     """A convolution's arguments as torch takes them: stride and dilation positive ints or
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
-    positive int that divides both channel counts."""
+    positive int that divides both channel counts, no kernel dim of size 0 (torch's RuntimeError)."""
     check_type(isinstance(groups, int) and not isinstance(groups, bool),
                lambda: f"conv2d(): argument 'groups' must be int, not {type(groups).__name__}")
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
+    check(min(kernel) > 0, lambda: f"kernel size should be greater than zero, but got {tuple(kernel)}")
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 

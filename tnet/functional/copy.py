@@ -21,11 +21,11 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last, memory_format
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
-from .inputs import check_args, check_tensors, numpy_names
+from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
 
@@ -451,10 +451,11 @@ def swapdims(input, dim0, dim1):
 
 
 @numpy_names
-def squeeze(input, dim=None):
+def squeeze(input, dim=ABSENT):
     """input without its dims of size 1 (dim: only those of dim, an int or a tuple; a view)."""
     check_tensors("squeeze", input=input)
-    y = input.memory.squeeze() if dim is None else input.memory.squeeze(dim)
+    check_type(dim is not None, "squeeze(): argument 'dim' must be int or tuple of ints, not NoneType")  # as torch's
+    y = input.memory.squeeze() if dim is ABSENT else input.memory.squeeze(dim)
     return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
 
 
@@ -584,6 +585,7 @@ def unbind(input, dim=0):
 
 def _split_dim(name, input, dim):
     check_tensors(name, input=input)
+    check_args(name, "int", dim=dim)  # the parser's TypeError (a None dim) first, as torch's
     if input.ndim == 0:
         raise InputError(f"{name} expects at least a 1-dimensional tensor")
     d = dim_index(dim, input.ndim)
@@ -924,8 +926,8 @@ def flat_positions(name, input, dim, index):
     number of dims, no larger than input along every dim but dim. An index outside [0,
     input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
     check_tensors(name, input=input, index=index)
+    d = dim_index(dim, max(input.ndim, 1))  # before the index's dtype, as torch's
     check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected dtype int64 for index")
-    d = dim_index(dim, max(input.ndim, 1))
     check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")
@@ -1038,6 +1040,15 @@ def scatter_add(input, dim, index, src):
     return record("scatter_add", out, (input, src), backward, saved=(positions,))
 
 
+def check_put_dtype(input, values):
+    """torch's advanced-index writes (index_put, x[index] = tensor) take a value tensor of input's dtype only (a
+    number is cast; a bool mask with a 0-d value is masked_fill, which casts)."""
+    if isinstance(values, Tensor) and values.dtype != input.dtype:
+        raise InputError(f"Index put requires the source and destination dtypes match, got "
+                         f"{DTYPE_NAMES.get(input.dtype)} for the destination and {DTYPE_NAMES.get(values.dtype)} for "
+                         f"the source.")
+
+
 def index_put(input, indices, values, accumulate=False):
     """torch.index_put (out of place): input[indices] = values on a copy of input; with accumulate, input with values
     added at indices, repeated positions summing (index_add's fp32 atomic adds): the indices then
@@ -1059,6 +1070,7 @@ def index_put(input, indices, values, accumulate=False):
         _check_bounds("index_put_", i, size, d)
         term = mul(i.long(), math.prod(lead[d + 1:]))
         flat = term if flat is None else add(flat, term)
+    check_put_dtype(input, values)  # after the indices' bounds, as torch's
     flat = reshape(expand(flat, shape), (-1,))
     v = values if isinstance(values, Tensor) else tensor(values, dtype=input.dtype)
     v = reshape(expand(to(v, input.dtype), (*shape, *rest)), (flat.shape[0], *rest))
@@ -1267,14 +1279,16 @@ def vstack(tensors):
 
 
 def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids of 1-D (or 0-d) tensors, each expanded to [len(t0), len(t1), ...] (indexing
-    'xy': the first two swapped), views, as torch.meshgrid."""
+    """Coordinate grids of 1-D (or 0-d) tensors of one dtype, each expanded to [len(t0), len(t1), ...]
+    (indexing 'xy': the first two swapped), views, as torch.meshgrid."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
     check_type(isinstance(indexing, str), lambda: f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
-    check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for x in tensors:
         check_tensors("meshgrid", tensors=x)
+    check(len({x.dtype for x in tensors}) <= 1, "meshgrid expects all tensors to have the same dtype")  # first, as torch's
+    check(indexing in ("ij", "xy"), lambda: f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for x in tensors:
         check(x.ndim <= 1, lambda: f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D")
     flat = [reshape(x, (-1,)) for x in tensors]
     swap = indexing == "xy" and len(flat) >= 2
@@ -1479,12 +1493,14 @@ def _index_vector(name, input, dim, index):
     """(dim >= 0, index as a flat torch vector) for index_copy and index_fill: a vector or 0-d
     tensor of int64 or int32."""
     check_tensors(name, input=input, index=index)
+    fill = name == "index_fill"  # torch's index_fill checks the index's dtype before dim (IndexError), index_copy after
+    d = None if fill else dim_index(dim, input.ndim)
     if index.dtype not in _copy.INDEX_DTYPES:  # torch's index_fill raises IndexError here, its index_copy RuntimeError
-        raise (InputIndexError if name == "index_fill" else InputError)(
-            f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+        raise (InputIndexError if fill else InputError)(f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    d = dim_index(dim, input.ndim) if fill else d
     if index.ndim > 1:
         raise InputIndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
-    return dim_index(dim, input.ndim), index.memory.reshape(-1)
+    return d, index.memory.reshape(-1)
 
 
 def index_copy(input, dim, index, source):
@@ -1848,8 +1864,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """torch.index_reduce: source's slice k along dim combined by reduce ("prod", "mean", "amax" or
     "amin") into input's slice index[k] (index a vector of int64 or int32): scatter_reduce with the
     index broadcast over the slices, with its gradients."""
-    check_type(isinstance(include_self, bool), lambda: f"index_reduce(): argument 'include_self' must be bool, "
-                                                       f"not {type(include_self).__name__}")
+    check_args("index_reduce", "str", reduce=reduce)
+    check_args("index_reduce", "bool", include_self=include_self)
     check(reduce in ("prod", "mean", "amax", "amin"),
           lambda: f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_tensors("index_reduce", input=input, index=index, source=source)

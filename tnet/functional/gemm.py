@@ -9,7 +9,7 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, check, check_type, is_channels_last
+from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
@@ -22,8 +22,9 @@ def same_dtype(name, *xs):
     """torch's products take operands of one dtype (RuntimeError otherwise); under tnet.autocast they
     are cast, as torch's autocast casts them."""
     if amp.get_autocast_dtype() is None and any(x.dtype != xs[0].dtype for x in xs):
+        dtypes = [str(x.dtype) for x in xs]
         raise InputError(f"{name}: expected the operands to have the same dtype, but got "
-                         f"{' and '.join(str(x.dtype) for x in xs)}")
+                         f"{', '.join(dtypes[:-1])} and {dtypes[-1]}")
 
 
 def _matmul2d(a, b):
@@ -332,7 +333,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """torch.addmm: beta * input + alpha * (mat1 @ mat2), input broadcast to [n, p]; beta=0
     ignores input (its NaN and inf too), as torch."""
     check_args("addmm", "float", beta=beta, alpha=alpha)
-    check_tensors("addmm", input=input)
+    check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
+    same_dtype("addmm", input, mat1, mat2)  # before the shapes, as torch's addmm (its addmv and baddbmm: after)
     return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
 
 
@@ -341,7 +343,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     input, as torch."""
     check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
-    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+    product = bmm(batch1, batch2)
+    same_dtype("baddbmm", input, batch1, batch2)
+    return _scaled_sum("baddbmm", input, product, beta, alpha)
 
 
 def tensordot(a, b, dims=2):
@@ -353,6 +357,11 @@ def tensordot(a, b, dims=2):
     else:
         da, db = ([d] if isinstance(d, numbers.Integral) else list(d) for d in dims)
     da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    for i, j in zip(da, db):  # a contracted dim of size 1 beside a longer one: the longer summed first, as torch's
+        if a.shape[i] != b.shape[j] and b.shape[j] == 1:
+            a = _reduce_sum(a, i, keepdim=True)
+        elif a.shape[i] != b.shape[j] and a.shape[i] == 1:
+            b = _reduce_sum(b, j, keepdim=True)
     check(len(da) == len(db) and all(a.shape[i] == b.shape[j] for i, j in zip(da, db)),
           lambda: f"tensordot: contracted dims of {a.shape} ({da}) and {b.shape} ({db}) do not match")
     free_a, free_b = [d for d in range(a.ndim) if d not in da], [d for d in range(b.ndim) if d not in db]
@@ -396,6 +405,7 @@ def bilinear(input1, input2, weight, bias=None):
     """torch's bilinear map: y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o],
     as one GEMM (input1 against weight read as [in1, out * in2]), a product with input2 and a sum."""
     check_tensors("bilinear", input1=input1, input2=input2, weight=weight)
+    same_dtype("bilinear", input1, input2, weight, *([] if bias is None else [bias]))  # before the shapes, as torch's
     check(weight.ndim == 3 and input1.shape[-1] == weight.shape[1] and input2.shape[-1] == weight.shape[2] and
           input1.shape[:-1] == input2.shape[:-1],
           lambda: f"bilinear: input1 {input1.shape} and input2 {input2.shape} must be [..., in1] and [..., in2] for "
@@ -422,13 +432,22 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     check(b == b2, lambda: f"batch1 and batch2 must have same number of batches, got {b} and {b2}")
     check(m == m2, lambda: f"Incompatible matrix sizes for bmm ({n}x{m} and {m2}x{p})")
     product = matmul(reshape(permute(batch1, (1, 0, 2)), (n, b * m)), reshape(batch2, (b * m, p)))
+    same_dtype("addbmm", input, batch1, batch2)
     return _scaled_sum("addbmm", input, product, beta, alpha)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """torch.addmv: beta * input + alpha * (mat @ vec), input broadcast to [n]; beta=0 ignores input."""
     check_args("addmv", "float", beta=beta, alpha=alpha)
-    check_tensors("addmv", input=input)
+    check_tensors("addmv", input=input, mat=mat, vec=vec)
+    check(mat.ndim == 2 and vec.ndim == 1 and input.ndim <= 1,
+          lambda: f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    if not (mat.shape[1] == vec.shape[0] and input.numel() in (1, mat.shape[0])):
+        if input.ndim == 0:  # torch's message reads input.size(0)
+            raise InputIndexError("Dimension specified as 0 but tensor has no dimensions")
+        raise InputError(f"size mismatch, got input ({input.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+                         f"vec ({vec.shape[0]})")
+    same_dtype("addmv", input, mat, vec)
     return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
 
 

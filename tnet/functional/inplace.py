@@ -23,20 +23,16 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
+from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import Indexing, basic_index, index_put, reshape, scalar_indices, scatter, scatter_add, to
+from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
                         scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, record_relu,
                         INPLACE_WRITERS)
 from .random import bernoulli_draw
-
-_TORCH_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.int64: "Long",
-                torch.int32: "Int", torch.bool: "Bool"}
-
 
 def _kind(v):
     """0 for bool, 1 for integers, 2 for floats (a tensor's dtype or a Python number's type)."""
@@ -125,7 +121,7 @@ def _check_result(name, self, kind):
     """torch's error where the result (of kind, _kind's) would not fit self's dtype."""
     if kind > _kind(self):
         result = {0: "Bool", 1: "Long", 2: "Float"}[kind]
-        raise RuntimeError(f"result type {result} can't be cast to the desired output type {_TORCH_NAMES[self.dtype]}")
+        raise RuntimeError(f"result type {result} can't be cast to the desired output type {DTYPE_NAMES[self.dtype]}")
 
 
 def _binary(name, op, self, other, keeps_self=False, result_kind=None):
@@ -494,6 +490,7 @@ def _put(self, plan, value):
     _check_value(value, shape)
     memory = self.memory
     index, wrap, report = plan.flat(plan.memory_strides(memory), memory.device)
+    check_put_dtype(self, value)  # after the indices' bounds, as torch's
     part_shape = list(plan.block(memory).shape)
     part_shape[plan.axis] = index.shape[0]
 

@@ -39,13 +39,26 @@ _KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for an 
     "int": lambda v: isinstance(v, (numbers.Integral, Tensor)) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
     "str": lambda v: isinstance(v, str),
+    "Tensor": lambda v: v is None or isinstance(v, Tensor),  # an optional tensor argument
 }
+
+
+class _Absent:
+    """The default of an argument whose None torch's parser refuses (median's and squeeze's dim): given
+    None, check_args(..., "int") raises its TypeError; left out, the op reads this."""
+
+    def __repr__(self):
+        return "<absent>"
+
+
+ABSENT = _Absent()
 
 
 def check_args(name, kind, **args):
     """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool),
-    'float' (a real number) or 'str'; else torch's argument parser's TypeError (InputTypeError), which it raises
-    before any check of the values: "name(): argument 'arg' must be bool, not str"."""
+    'float' (a real number), 'str' or 'Tensor' (a tnet.Tensor or None: torch's optional tensor); else torch's
+    argument parser's TypeError (InputTypeError), which it raises before any check of the values:
+    "name(): argument 'arg' must be bool, not str"."""
     ok = _KINDS[kind]
     for arg, v in args.items():
         if not ok(v):

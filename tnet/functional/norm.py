@@ -37,6 +37,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
             raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
+    if training and eps <= 0.0:  # torch's F.batch_norm's checks
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     data = lambda v: None if v is None else v.memory
     X = dense(input.memory)
     # a strided view copied: kernels read dense vectors
@@ -176,6 +180,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     check_args("instance_norm", "bool", use_input_stats=use_input_stats)  # then torch's argument parser
+    check_args("instance_norm", "Tensor", running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     check(use_input_stats and running_mean is None and running_var is None,
           "instance_norm: running statistics are not implemented (use track_running_stats=False)")
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")

@@ -4,7 +4,7 @@ import torch
 from ..kernels import pad as _pad
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, linear_graph, record
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -16,6 +16,8 @@ def pad(input, pad, mode="constant", value=None):
     input's layout."""
     check_tensors("pad", input=input)
     check_type(isinstance(mode, str), lambda: f"pad(): argument 'mode' must be str, not {type(mode).__name__}")
+    if value is not None:
+        check_args("pad", "float", value=value)
     # torch takes a value of 0 (or None) beside any mode
     check(mode == "constant" or not value, f'pad: Padding mode "{mode}" doesn\'t take in value argument')
     return _padded(input, tuple(pad), mode, value)

@@ -20,10 +20,12 @@ import warnings
 import numpy as np
 import torch
 
+from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import as_int64, capturing, check, check_type, is_channels_last, is_flat
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, capturing, check, check_type,
+                              is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
@@ -185,14 +187,17 @@ def sub(input, other, *deprecated, alpha=1):
     return add_or_sub("sub", input, other if alpha == 1 else scaled(other, alpha))
 
 
+SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead.")
+
+
 def add_or_sub(name, input, other, into=None):
     """input + other (name "add") or input - other ("sub"), on the tape; into: a dense torch tensor
     of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
     as neither gradient reads the operands."""
     a, b = _operands(name, input, other)
     check(name == "add" or not any(v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)),
-          "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-          "use the `~` or `logical_not()` operator instead.")
+          SUB_BOOL)
     y = _pw.pointwise(name, a, b) if into is None else \
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]
@@ -263,7 +268,8 @@ def _float(X):
 
 
 PROMOTED = ("exp", "log", "sqrt", "sigmoid", "tanh", "softsign", "tanhshrink")  # integers in float32, as torch's
-NO_BOOL = ("softsign", "tanhshrink")  # bool raises there in torch (its abs and sub take no bools)
+# bool raises there in torch: softsign's abs has no bool kernel, tanhshrink's x - tanh(x) refuses a bool
+NO_BOOL = {"softsign": lambda: not_implemented("abs", torch.bool), "tanhshrink": lambda: InputError(SUB_BOOL)}
 
 
 def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
@@ -274,7 +280,8 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     check_tensors(name, input=input)
     X = input.memory
     if name in PROMOTED and X.dtype in _pw.INTEGERS:
-        check(name not in NO_BOOL or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        if name in NO_BOOL and X.dtype == torch.bool:
+            raise NO_BOOL[name]()
         X = _float(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
@@ -398,18 +405,23 @@ def pow(input, exponent):
     """input ** exponent, as torch's: a Python number or a tensor exponent (broadcast; floats), or
     a number input with a tensor exponent (rpow). Integer and bool tensors with a number exponent:
     an int exponent >= 0 gives exact int64 (int32) powers, wrapping on overflow (bool becomes
-    int64), a float one float32, as torch's; a negative int exponent raises as torch's."""
+    int64; with a bool exponent it stays bool), a float one float32, as torch's; a negative int exponent
+    raises as torch's."""
     if isinstance(exponent, Tensor):
         return rpow(exponent, input) if isinstance(input, numbers.Real) else _pow_tensor(input, exponent)
     check_type(isinstance(exponent, numbers.Real),
           lambda: f"pow: exponent must be a tnet.Tensor or a Python number, got {type(exponent).__name__}")
     check_tensors("pow", input=input)
+    if input.dtype == torch.bool and isinstance(exponent, bool):  # stays bool, as torch's: x ** True is x
+        return Tensor(input.memory.clone() if exponent else torch.ones_like(input.memory))
     if input.dtype in _pw.INTEGERS:
         if not isinstance(exponent, numbers.Integral):
             return pow(Tensor(_float(input.memory)), exponent)
         check(exponent >= 0, "Integers to negative integer powers are not allowed.")
         return Tensor(_integer_power(input.memory, int(exponent)))
-    return _unary("pow", input, "pow", "pow_backward", False, float(exponent), graph=_pow_graph)
+    # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
+    e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
+    return _unary("pow", input, "pow", "pow_backward", False, e, graph=_pow_graph)
 
 
 def _pow_graph(g, x, y, e):
@@ -460,7 +472,7 @@ def _ipow(a, b):
     """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
     two bool tensors raise as torch's."""
     if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
-        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        raise not_implemented("pow", torch.bool)
     a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
             else int(v) if isinstance(v, bool) else v for v in (a, b))
     return Tensor(_pw.pointwise("ipow", a, b))
@@ -552,7 +564,8 @@ def abs(input):
     """|x|; the gradient is g * sign(x), 0 at 0 (and at NaN, as torch). Integer tensors keep their
     dtype; bool ones raise, as torch."""
     check_tensors("abs", input=input)
-    check(input.dtype != torch.bool, "abs: not implemented for bool tensors")
+    if input.dtype == torch.bool:
+        raise not_implemented("abs", torch.bool)
     return _unary("abs", input, "abs", "abs_backward", False, graph=_abs_graph)
 
 
@@ -582,7 +595,8 @@ def clamp(input, min=None, max=None):
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
         info = torch.iinfo(X.dtype)
         return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
-    lo, hi = -math.inf if min is None else float(min), math.inf if max is None else float(max)
+    lo = -math.inf if min is None else as_float_of(min, X.dtype)
+    hi = math.inf if max is None else as_float_of(max, X.dtype)
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
         return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
@@ -769,12 +783,14 @@ def minimum(input, other):
 
 
 def prelu(input, weight):
-    """x where x > 0, else weight * x, weight one value or one per channel (dim 1), as torch's (inf
-    stays inf, NaN NaN): the input's gradient 1 where x > 0, else weight."""
+    """x where x > 0, else weight * x, weight one value or one per channel (dim 1) of input's dtype (under
+    autocast: any), as torch's (inf stays inf, NaN NaN): the input's gradient 1 where x > 0, else weight."""
     check_tensors("prelu", input=input, weight=weight)
+    check(input.dtype == weight.dtype or amp.get_autocast_dtype() is not None,  # first, as torch's
+          lambda: f"prelu: Type promoting not supported. Got {DTYPE_NAMES[input.dtype]} and {DTYPE_NAMES[weight.dtype]}")
     check(weight.numel() == 1 or (input.ndim >= 2 and weight.numel() == input.shape[1]),
           lambda: f"prelu: the weight has {weight.numel()} elements; expected 1 or the input's {input.shape[1] if input.ndim >= 2 else 1} channels")
-    if weight.numel() > 1:
+    if weight.numel() != 1:  # one per channel (0 for an input of no channels)
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     positive = gt(input, 0.0)
     # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
@@ -811,6 +827,7 @@ MATH = {
     "atan": ("atan(x)", "atan", "atan_backward", "x"),
 }
 STEPS = ("floor", "ceil", "round", "trunc")  # integer tensors: a copy, as torch's (bool ones raise)
+FLOAT_ONLY = ("frac",)  # integer and bool tensors raise, as torch's
 
 # MATH's gradients on tnet Tensors (record's graph=): g, the input x, the output y
 MATH_GRAPHS = {
@@ -843,12 +860,13 @@ MATH_GRAPHS = {
 
 def _elementwise(name, input, op, grad=()):
     """Record y = op(input) by the MATH rule grad (OP and operands; empty: a zero gradient).
-    Integer and bool tensors: a copy for STEPS, sign in their dtype, float32 for the rest (torch's
-    promotion); no gradient either way."""
+    Integer and bool tensors: a copy for STEPS (bool ones raise), sign in their dtype, FLOAT_ONLY raise,
+    float32 for the rest (torch's promotion); no gradient either way."""
     check_tensors(name, input=input)
     X = input.memory
     if X.dtype in _pw.INTEGERS and name != "sign":
-        check(name not in STEPS or X.dtype != torch.bool, lambda: f"{name}: not implemented for bool tensors")
+        if name in FLOAT_ONLY or name in STEPS and X.dtype == torch.bool:
+            raise not_implemented(name, X.dtype)
         if name in STEPS:
             return Tensor(X.clone())
         X = _float(X)
@@ -908,8 +926,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input.dtype in _pw.INTEGERS:
         check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
         return clamp(input, int(min_val), int(max_val))
-    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, float(min_val), float(max_val),
-                  graph=_hardtanh_graph)
+    return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, as_float_of(min_val, input.dtype),
+                  as_float_of(max_val, input.dtype), graph=_hardtanh_graph)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -966,7 +984,7 @@ def threshold(input, threshold, value, inplace=False):
               lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
         return where(le(input, int(threshold)), int(value), input)
     X = input.memory
-    y = _pw.pointwise("threshold", X, float(threshold), float(value))
+    y = _pw.pointwise("threshold", X, float(threshold), as_float_of(value, X.dtype))  # the value only, as torch's
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
                   saved=(X,))
 
@@ -1005,11 +1023,14 @@ def _same_dtype(name, input, **others):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), broadcasting; weight a number or a tensor (of input's dtype,
-    as end, unless 0-d), computed from the nearer end as torch's."""
+    as end, unless 0-d; three 0-d tensors promote together), computed from the nearer end as torch's."""
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
+        if input.ndim == end.ndim == 0 and end.dtype == input.dtype and weight.is_floating_point():
+            dtype = _pw.result_type([input.memory, weight.memory])  # all 0-d: promoted together, as torch's
+            input, end = input.to(dtype), end.to(dtype)
         weight = weight.to(input.dtype)  # torch takes a 0-d weight of any dtype, as a number
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
@@ -1115,7 +1136,12 @@ def _binary(name, input, other, op, grads=None, graph=None):
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
     for step functions. graph(g, input, other, y): grads' twin on tnet Tensors (record's graph=). Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
-    the dtype torch's promotion gives (_ints_to_float)."""
+    the dtype torch's promotion gives (_ints_to_float), unless both are integers (NO_INTEGERS: torch's
+    NotImplementedError)."""
+    if name in NO_INTEGERS and _integer_tensors(input, other):
+        raise_no_integers(name, input, other)
+    if name in NO_BOOLS and _all_bool(input, other):
+        raise not_implemented(name, torch.bool)
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
     a, b = _rounded_0d(*_operands(name, input, other))
@@ -1131,6 +1157,27 @@ def _binary(name, input, other, op, grads=None, graph=None):
                     lambda g: tuple(v if n else None for v, n in zip(grads(g, a, b, y, need), need)),
                     saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)],
                     graph=None if graph is None else lambda g, out: graph(g, input, other, out))
+
+
+# float kernels only: two integer tensors raise (a number beside one, tnet's addition: computed as floats)
+NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")
+
+
+def _integer_tensors(*values):
+    return all(isinstance(v, Tensor) and v.dtype in _pw.INTEGERS for v in values)
+NO_BOOLS = ("fmod", "remainder", "floor_divide")  # no bool kernel: two bool operands raise (a bool and an int: int64)
+
+
+def _all_bool(*values):
+    """Whether every value is a bool tensor or a Python bool."""
+    return all(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype == torch.bool for v in values)
+
+
+def raise_no_integers(name, *values):
+    """torch's NotImplementedError for NO_INTEGERS' integer operands, named by their dtype (a bool one
+    beside an integer one: the integer's)."""
+    dtypes = [v.dtype for v in values if isinstance(v, Tensor)]
+    raise not_implemented(name, next((d for d in dtypes if d != torch.bool), dtypes[0] if dtypes else torch.int64))
 
 
 def _check_int_divisor(a, b):
@@ -1376,8 +1423,7 @@ def _integers_only(name, *values):
         values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
         if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
-            kind = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.bool: "Bool"}
-            raise NotImplementedError(f'"{name}" not implemented for \'{kind.get(v.dtype, v.dtype)}\'')
+            raise not_implemented(name, v.dtype)
     return values
 
 
@@ -1454,8 +1500,10 @@ def is_same_size(input, other):
 
 def _shift(name):
     """torch.{name} of integer (or bool) tensors and Python ints, as torch's: a count past the
-    width gives 0 (left) or the sign's fill (right), as does a negative one; floats raise."""
+    width gives 0 (left) or the sign's fill (right), as does a negative one; floats raise, and two bools."""
     def op(input, other):
+        if _all_bool(input, other):
+            raise not_implemented(name, torch.bool)
         for v in (input, other):
             if not (isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS):
                 raise NotImplementedError(f'"{name}" not implemented for '
@@ -1498,8 +1546,9 @@ def nextafter(input, other):
     for arg, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
-    for v in (input, other):
-        check(v.dtype in _pw.FLOATS, lambda: f'"nextafter" not implemented for {v.dtype}')
+    if _integer_tensors(input, other):
+        raise_no_integers("nextafter", input, other)
+    input, other = _ints_to_float(input, other)  # an integer one beside a float one: promoted, as torch's
     A, B = input.memory, other.memory
     y = _pw.pointwise("nextafter", A, B, float(_LAST_PLACE.get(_pw.result_type([A, B]), 1)))
     return _record2("nextafter", y, input, other, lambda g: (g, torch.zeros_like(g)))

@@ -1,6 +1,7 @@
 """Pooling (kernels/pool.py): max and average pooling over windows, and adaptive pooling.
 An NCHW input of a width kept channels-last (launch.keeps_channels_last) comes out channels-last."""
 import builtins
+import math
 
 import numpy as np
 import torch
@@ -8,7 +9,7 @@ import torch
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import InputIndexError, check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
+from ..kernels.launch import InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_args, check_tensors
@@ -20,9 +21,12 @@ def pool_args(name, kernel_size, stride, padding, expand_one=True):
     """(kernel, stride, padding) pairs of a 2-D pooling (`name`, or "max"/"avg" for max_pool2d/avg_pool2d);
     a list of one int expanded, as torch's poolings (not max_unpool2d: expand_one=False)."""
     name = name if "_" in name else f"{name}_pool2d"
-    kernel = pair(kernel_size, f"{name}: kernel_size", 1, expand_one)
-    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", 1, expand_one)  # [] is none, as torch's
-    return kernel, stride, pair(padding, f"{name}: padding", 0, expand_one)
+    kernel = pair(kernel_size, f"{name}: kernel_size", None, expand_one)  # every type before any value, as torch's
+    # [] is no stride, as torch's
+    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", None, expand_one)
+    padding = pair(padding, f"{name}: padding", None, expand_one)
+    return (at_least(kernel, f"{name}: kernel_size", 1), at_least(stride, f"{name}: stride", 1),
+            at_least(padding, f"{name}: padding", 0))
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
@@ -186,9 +190,11 @@ def _image_as_signal(y, input):
 
 
 def _window_1d(name, kernel_size, stride, padding):
-    k = single(kernel_size, f"{name}: kernel_size", 1)
-    s = k if stride is None or stride == () else single(stride, f"{name}: stride", 1)
-    p = single(padding, f"{name}: padding")
+    k = single(kernel_size, f"{name}: kernel_size", None)  # every type before any value, as torch's parser
+    s = k if stride is None or stride == () else single(stride, f"{name}: stride", None)
+    p = single(padding, f"{name}: padding", None)
+    k, s = at_least(k, f"{name}: kernel_size", 1), at_least(s, f"{name}: stride", 1)
+    p = at_least(p, f"{name}: padding", 0)
     check(p <= k // 2, lambda: f"{name}() padding should be at most half of kernel size, but got padding={p} and "
                                f"kernel_size={k}")
     return k, s, p
@@ -312,24 +318,25 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
 
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, taps, max_pool, avg_pool):
-    """torch's composition: (sign(s) * relu(|s|) * taps) ** (1 / norm_type), s the average of x **
-    norm_type over each window; norm_type +-inf: the max (min) of |x|."""
+    """torch's composition: (sign(s) * relu(|s|) * taps()) ** (1 / norm_type), s the average of x **
+    norm_type over each window; norm_type +-inf: the max (min) of |x|. taps() reads kernel_size once the
+    pooling has checked it and the stride (its TypeError for a stride first, as torch's)."""
     if norm_type == float("inf"):
         return max_pool(abs(input), kernel_size, stride, 0, 1, ceil_mode)
     if norm_type == -float("inf"):
         return neg(max_pool(neg(abs(input)), kernel_size, stride, 0, 1, ceil_mode))
     out = avg_pool(pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    return pow(mul(mul(sign(out), relu(abs(out))), taps), 1.0 / norm_type)
+    return pow(mul(mul(sign(out), relu(abs(out))), taps()), 1.0 / norm_type)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """The power-average pooling of [N, C, H, W] (or [C, H, W]): (sum of x ** norm_type over each
     window) ** (1 / norm_type), composed as torch's (no padding)."""
-    kh, kw = pair(kernel_size, "lp_pool2d: kernel_size", 1)
-    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kh * kw, max_pool2d, avg_pool2d)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode,
+                    lambda: math.prod(pair(kernel_size, "lp_pool2d: kernel_size", 1)), max_pool2d, avg_pool2d)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """lp_pool2d's 1-D form over [N, C, L] (or [C, L])."""
-    k = single(kernel_size, "lp_pool1d: kernel_size", 1)
-    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, k, max_pool1d, avg_pool1d)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode,
+                    lambda: single(kernel_size, "lp_pool1d: kernel_size", 1), max_pool1d, avg_pool1d)

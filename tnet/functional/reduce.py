@@ -12,12 +12,13 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
-from ..tensor import Tensor, as_storage, dim_index, in_layout, linear_graph, no_grad, record
+from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
+from ..tensor import Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
-from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, gt, isclose, lgamma, log, logical_not, maximum,
-                        minimum, mul, ne, neg, pow, sign, softplus, sub, where, xlogy)
+from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
+                        logical_not, logical_or, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, softplus, sub, where,
+                        xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -528,27 +529,45 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """-(w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]) per element (p: pos_weight, w:
     weight, both broadcast), as (1 - y) x + (1 + (p - 1) y) softplus(-x): no exp overflows, and softplus's
     gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
-    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16)."""
+    1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16).
+    The gradients are torch's formulas, each one product by w (an infinite weight gives inf, where the
+    composition's two terms gave inf - inf): input's g w ((1 + (p - 1) y) sigmoid(x) - p y), target's
+    g w (-x + (p - 1) softplus(-x)); weight and pos_weight take none (requiring one raises, as torch's)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    check_tensors("binary_cross_entropy_with_logits", **{k: v for k, v in (("weight", weight), ("pos_weight", pos_weight))
-                                                          if v is not None})
+    extra = {k: v for k, v in (("weight", weight), ("pos_weight", pos_weight)) if v is not None}
+    check_tensors("binary_cross_entropy_with_logits", **extra)
+    for k, v in extra.items():
+        check(not (v.requires_grad and is_grad_enabled()), lambda: f"The function 'binary_cross_entropy_with_logits' is "
+              f"not differentiable with respect to argument '{k}'. This input cannot have requires_grad True.")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     if target.shape != input.shape:  # torch's check: no broadcasting
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    log_p = softplus(neg(x))  # -log sigmoid(x)
-    if pos_weight is not None:
-        log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
-    loss = mul(1.0 - y, x) + log_p
-    if weight is not None:
-        loss = mul(loss, weight)
-    if y.dtype.is_floating_point and loss.dtype != y.dtype:
-        loss = loss.to(y.dtype)
+    with no_grad():
+        log_p = softplus(neg(x))  # -log sigmoid(x)
+        if pos_weight is not None:
+            log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+        loss = mul(1.0 - y, x) + log_p
+        if weight is not None:
+            loss = mul(loss, weight)
+        if y.dtype.is_floating_point and loss.dtype != y.dtype:
+            loss = loss.to(y.dtype)
+
+    def grads(g):
+        gw = g if weight is None else mul(g, weight)
+        if pos_weight is None:
+            gx, gy = mul(gw, sigmoid(x) - y), mul(gw, neg(x))
+        else:
+            t = mul(pos_weight, y)
+            gx, gy = mul(gw, mul(t + 1.0 - y, sigmoid(x)) - t), mul(gw, mul(softplus(neg(x)), pos_weight - 1.0) - x)
+        return [graph_sum_to(v, u).to(u.dtype) for v, u in ((gx, x), (gy, y))]  # summed over a broadcast weight
+    loss = _record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
+
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
-    as torch's. An input or target outside
+    as torch's; input and target of one dtype, as torch's. An input or target outside
     [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call,
     skipped inside a CUDA graph capture."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -556,6 +575,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if x.shape != y.shape:
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
+    check(x.dtype == y.dtype, lambda: f"Found dtype {DTYPE_NAMES[y.dtype]} but expected {DTYPE_NAMES[x.dtype]}")  # torch's
     with no_grad():
         for arg, v in (("input", x), ("target", y)) if not capturing(x.memory) else ():
             outside = _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq")
@@ -622,7 +642,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
         check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
                                            "because the operation does not have an identity")
-        return (amax if ord > 0 else amin)(abs(x), dim, keepdim)
+        return _inf_norm(x, ord > 0, dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
     if ord == 0:
@@ -630,6 +650,23 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             y = sum(ne(x, 0).to(x.dtype), dim, keepdim)
         return record("vector_norm", y.memory, (x,), lambda g: (torch.zeros_like(x.memory),))
     return _p_norm(x, float(ord), dim, keepdim)
+
+
+def _inf_norm(x, largest, dim, keepdim):
+    """The largest (smallest) |x| over dim, with torch's gradient sgn(x) (g / count) at the elements whose |x| is
+    the norm or NaN (count of them): a NaN's sgn is 0, so a NaN norm passes no gradient (amax's would share
+    g with the NaNs, and abs's g sgn(x) of those is 0 * NaN)."""
+    with no_grad():
+        a = abs(x)
+        y = (amax if largest else amin)(a, dim, keepdim=True)
+
+    def backward(g):
+        with no_grad():
+            mask = logical_or(eq(a, y), isnan(a)).to(x.dtype)
+            share = div(reshape(Tensor(g), y.shape), sum(mask, dim, keepdim=True))
+            return mul(sign(x), mul(share, mask)).memory
+    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y))
+    return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
 
 def _p_norm(x, p, dim, keepdim):
@@ -767,10 +804,17 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88)."""
+    """log(1 + exp(-target * input)), as torch's (which overflows alike past -target * input ~ 88): torch
+    writes each step into an output of input's shape and dtype, so target must broadcast to input's shape
+    and -target * input is rounded to input's dtype."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("soft_margin_loss", input, target, reduction)
-    return _reduced("soft_margin_loss", log(add(exp(neg(mul(target, input))), 1.0)), reduction)
+    shape = _pw.broadcast_shape("soft_margin_loss", input.shape, target.shape)
+    check(shape == input.shape,
+          lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    z = mul(neg(input), target)
+    z = z if z.dtype == input.dtype else z.to(input.dtype)
+    return _reduced("soft_margin_loss", log(add(exp(z), 1.0)), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
@@ -778,6 +822,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     over the last dim of [N, D] (or [D]) inputs with torch's 1e-12 added to each squared norm."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    check_args("cosine_embedding_loss", "float", margin=margin)
     check(input1.ndim in (1, 2) and input1.shape == input2.shape and target.ndim == input1.ndim - 1,
           lambda: f"cosine_embedding_loss: expected input1 and input2 of one shape [N, D] or [D] and target [N] or [], "
                   f"got {input1.shape}, {input2.shape} and {target.shape}")

@@ -50,9 +50,11 @@ def _output_geometry(input, size, scale_factor, recompute_scale_factor):
                 raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
                                  f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
                                  f"shape {scale_factor}.")
-            scales = [float(s) for s in scale_factor]
+            scales = list(scale_factor)
         else:
-            scales = [float(scale_factor)] * dim
+            scales = [scale_factor] * dim
+        check_args("interpolate", "float", **{f"scale_factor[{k}]": s for k, s in enumerate(scales)})
+        scales = [float(s) for s in scales]
         sizes = [math.floor(float(n) * s) for n, s in zip(input.shape[2:], scales)]
         if recompute_scale_factor:
             scales = [None] * dim

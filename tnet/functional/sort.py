@@ -11,12 +11,12 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read
+from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read, not_implemented
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
-from .inputs import check_args, check_tensors, numpy_names
+from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
                         logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
 from .reduce import argmax, sum, tie_shared
@@ -166,7 +166,7 @@ def _picked(values, indices, d, pick, keepdim):
 def _check_dim(name, input, dim, keepdim):
     """torch's order for a reduction over one dim: the argument types (keepdim a bool, dim an int), then
     dim's range, before any check of the values or the dtype."""
-    if dim is None:
+    if dim is ABSENT:
         return
     check_args(name, "int", dim=dim)
     check_args(name, "bool", keepdim=keepdim)
@@ -175,23 +175,23 @@ def _check_dim(name, input, dim, keepdim):
 
 @numpy_names
 def _empty_median(input):
-    """median's and nanmedian's answer for an empty input, dim None: NaN in input's dtype, as torch's
+    """median's and nanmedian's answer for an empty input, no dim: NaN in input's dtype, as torch's
     (an integer's NaN cast is int64's least, a bool's True)."""
     if not input.memory.is_floating_point():
         return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
     return reshape(input, (-1,)).sum() * math.nan
 
 
-def median(input, dim=None, keepdim=False):
-    """The lower median ((n - 1) // 2-th smallest) of all elements (dim None: a 0-d tensor), or
+def median(input, dim=ABSENT, keepdim=False):
+    """The lower median ((n - 1) // 2-th smallest) of all elements (no dim: a 0-d tensor), or
     median_result(values, indices) along dim; NaN where the row holds one (the index the first NaN's),
-    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element (dim
-    None: shared by the elements equal to it, as torch's)."""
+    as torch.median; by a stable sort (kernels/sort.py). The gradient goes to the picked element (no
+    dim: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
     _check_dim("median", input, dim, keepdim)
     if input.dtype == torch.bool and input.numel():
-        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
-    if dim is None:
+        raise not_implemented("median", torch.bool)
+    if dim is ABSENT:
         if input.numel():
             with no_grad():
                 value = median(reshape(input, (-1,)), 0).values
@@ -251,7 +251,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     if dim is not None:
         check_args(name, "int", dim=dim)
     check(input.numel() > 0, lambda: f"{name}() input tensor must be non-empty")
-    check(input.dtype.is_floating_point, lambda: f"{name}() input tensor must be either float or double dtype")
+    check(input.dtype == torch.float32, lambda: f"{name}() input tensor must be either float or double dtype")  # no 16-bit
     check(interpolation in _INTERPOLATIONS,
           lambda: f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
                   f"{interpolation}")
@@ -305,13 +305,15 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 @numpy_names
-def nanmedian(input, dim=None, keepdim=False):
+def nanmedian(input, dim=ABSENT, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
-    for a row of NaNs; dim None: a 0-d tensor (NaN for an empty input), else median_result(values,
-    indices), as torch.nanmedian. The gradient goes to the picked element (dim None: as median's)."""
+    for a row of NaNs; no dim: a 0-d tensor (NaN for an empty input), else median_result(values,
+    indices), as torch.nanmedian. The gradient goes to the picked element (no dim: as median's)."""
     check_tensors("nanmedian", input=input)
     _check_dim("nanmedian", input, dim, keepdim)
-    if dim is None:
+    if input.dtype == torch.bool and input.numel():
+        raise not_implemented("median", torch.bool)
+    if dim is ABSENT:
         if not input.numel():
             return _empty_median(input)
         with no_grad():
@@ -412,6 +414,7 @@ def vander(x, N=None, increasing=False):
     """The Vandermonde matrix [len(x), N] of the powers of a 1-D x (highest first unless increasing),
     as torch.vander: a running product (cumprod), integers in int64."""
     check_tensors("vander", x=x)
+    check_args("vander", "bool", increasing=increasing)
     check(x.ndim == 1, "x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     check(n >= 0, "N must be non-negative.")

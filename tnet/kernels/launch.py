@@ -56,6 +56,16 @@ FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # the storage dtypes of
 # the integer dtypes that the element-wise ops and reductions take, computing in int64 (stored back
 # wrapping, as torch's: a uint8 image's `255 - img`, a mask's `m > 0`, its `sum()`)
 INTEGERS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+# torch's C++ names of the dtypes, as its messages print them
+DTYPE_NAMES = {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float64: "Double",
+               torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+               torch.bool: "Bool"}
+
+
+def not_implemented(name, dtype):
+    """torch's NotImplementedError for a kernel `name` that has no `dtype` (frac of an int64 tensor):
+    '"frac" not implemented for 'Long''."""
+    return NotImplementedError(f'"{name}" not implemented for \'{DTYPE_NAMES.get(dtype, dtype)}\'')
 
 
 def check_float(name, x, arg="x"):
@@ -65,7 +75,7 @@ def check_float(name, x, arg="x"):
 
 def pair(v, name, least=0, expand_one=False):
     """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel sizes and
-    strides, 0 for paddings); a bool is no int, as torch's. expand_one: a list of one int is (v[0], v[0]),
+    strides, 0 for paddings; None: see at_least); a bool is no int, as torch's. expand_one: a list of one int is (v[0], v[0]),
     as torch's convolutions and poolings take it (its unfold, fold and max_unpool2d raise)."""
     if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v!r}")
@@ -73,16 +83,22 @@ def pair(v, name, least=0, expand_one=False):
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         raise InputTypeError(f"{name} must be an int or a pair of ints, got {v}")
     check(len(v) == 2, f"{name} must be an int or a pair of ints, got {v}")
-    check(min(v) >= least, lambda: f"{name} must be at least {least}, got {v}")
-    return v
+    return at_least(v, name, least)
 
 
 def single(v, name, least=0):
-    """v for an int v or a 1-tuple of one (torch's _single), at least `least`."""
+    """v for an int v or a 1-tuple of one (torch's _single), at least `least` (None: see at_least)."""
     v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
     if not isinstance(v, int) or isinstance(v, bool):
         raise InputTypeError(f"{name} must be an int, got {v!r}")
-    check(v >= least, lambda: f"{name} must be at least {least}, got {v}")
+    return at_least(v, name, least)
+
+
+def at_least(v, name, least):
+    """v (an int or a tuple of ints) where each is at least `least` (None: no bound, for a caller that checks
+    every argument's type before any value, as torch's parser does, and then calls this)."""
+    if least is not None and (min(v) if isinstance(v, tuple) else v) < least:
+        raise InputError(f"{name} must be at least {least}, got {v}")
     return v
 
 
@@ -92,6 +108,15 @@ def as_int64(value):
     if not -2 ** 63 <= value < 2 ** 63:  # False for NaN too
         raise InputError(f"value cannot be converted to type int64_t without overflow: {value}")
     return int(value)
+
+
+def as_float_of(value, dtype):
+    """value (a number) as the float an op on a float tensor of `dtype` reads: InputError (torch's RuntimeError)
+    for a finite one past the dtype's range (1e30 for a float16 tensor's clamp bound), as torch converts it."""
+    value = float(value)
+    if abs(value) > torch.finfo(dtype).max and value != float("inf") and value != -float("inf"):  # NaN passes
+        raise InputError(f"value cannot be converted to type {dtype} without overflow: {value}")
+    return value
 
 
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
