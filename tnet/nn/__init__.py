@@ -227,14 +227,18 @@ class Module:
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
         if not self._hooked and self._compute_dtype is None:  # the common path: one forward call
             return self.forward(*args, **kwargs)
-        pre = self.__dict__.get("_forward_pre_hooks")
-        for hook in list(pre.values()) if pre else ():
+        for hook in self._hooks("_forward_pre_hooks"):
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
-        if is_grad_enabled() and (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
+        if is_grad_enabled() and (self._hooks("_backward_hooks") or self._hooks("_backward_pre_hooks")):
             return self._call_with_backward_hooks(args, kwargs)
         return self._forward_and_hooks(args, kwargs)
+
+    def _hooks(self, attribute):
+        """The hooks of one kind that a call runs: the global ones (register_module_*_hook) first, then
+        the module's own, each in the order registered, as torch's."""
+        return [*_GLOBAL_HOOKS.__dict__.get(attribute, {}).values(), *self.__dict__.get(attribute, {}).values()]
 
     def _forward_and_hooks(self, args, kwargs):
         if self._compute_dtype is None or amp.is_autocast_enabled():
@@ -242,8 +246,7 @@ class Module:
         else:
             with amp.autocast(dtype=self._compute_dtype):
                 out = self.forward(*args, **kwargs)
-        post = self.__dict__.get("_forward_hooks")
-        for hook in list(post.values()) if post else ():
+        for hook in self._hooks("_forward_hooks"):
             changed = hook(self, args, out)
             if changed is not None:
                 out = changed
@@ -260,7 +263,7 @@ class Module:
         needs = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
 
         def run_hooks():
-            for hook in list(self.__dict__.get("_backward_hooks", {}).values()):
+            for hook in self._hooks("_backward_hooks"):
                 changed = hook(self, tuple(grad_input), tuple(grad_output))
                 if changed is not None:
                     check(len(changed) == len(grad_input), lambda: f"Backward hook returned an invalid number of "
@@ -282,7 +285,7 @@ class Module:
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
                 grad_output[i] = None if g is None else Tensor(g)
-            for hook in list(self.__dict__.get("_backward_pre_hooks", {}).values()):
+            for hook in self._hooks("_backward_pre_hooks"):
                 changed = hook(self, tuple(grad_output))
                 if changed is not None:
                     check(len(changed) == len(grad_output), lambda: f"Backward pre hook returned an invalid number "
@@ -342,6 +345,22 @@ class Module:
                 raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
             module = getattr(module, name)
         return module
+
+    def set_submodule(self, target, module, strict=False):
+        """Put module at a dotted path ("layer1.0.conv1"), as torch's: the parent must exist
+        (AttributeError), an existing attribute there must be a Module (AttributeError), and with
+        strict it must exist; ValueError for an empty target or a module that is no Module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         """The parameter at a dotted path ("layer1.0.conv1.weight"), as torch's: AttributeError where
@@ -533,6 +552,20 @@ class Module:
                 module._compute_dtype = None if dtype == torch.float32 else dtype
         return self
 
+    def to_empty(self, *, device, recurse=True):
+        """torch's: parameters and buffers moved to device without copying their values (meant for a
+        model built on the meta device, whose init then runs). tnet has one device and no meta
+        tensors, so on tnet's device the tensors stay as they are (their values count as
+        uninitialised); another device raises ValueError. Returns self."""
+        check_device(f"{type(self).__name__}.to_empty", torch.device(device) if isinstance(device, int) else device)
+        return self
+
+    def compile(self, *args, **kwargs):
+        """torch's in-place Module.compile(...) with torch.compile's arguments: nothing to do, tnet's
+        kernels are compiled by Triton already (see tnet.compile). Returns None, as torch's."""
+        from .. import compile
+        compile(self, *args, **kwargs)
+
     def share_memory(self):
         """torch's Module.share_memory, which scripts call on a model that worker processes share
         (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
@@ -581,22 +614,74 @@ class Module:
 
     _version = 1  # torch's: a class raises it when its keys change; state_dict()._metadata records it
 
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers, named after the layers ("conv1.weight",
         "bn1.running_mean", "bn1.num_batches_tracked"), as torch's: tensors on the module's own
         memory, detached (keep_vars: the parameters themselves), so later training changes them
         and an in-place write to one (an EMA's v.copy_) changes the module. Take a copy
         (copy.deepcopy, or {k: v.clone()}) to keep a snapshot. Its `_metadata` holds each
-        module's `_version` by its name, as torch's (load_state_dict hands it back)."""
+        module's `_version` by its name, as torch's (load_state_dict hands it back). A module whose
+        class defines get_extra_state adds its value under "<prefix>_extra_state"; the hooks of
+        register_state_dict_pre_hook/_post_hook run at each module, before its own entries and
+        after its children's, as torch's."""
+        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (*args, *(destination, prefix, keep_vars)[len(args):])[:3]
         out = OrderedDict() if destination is None else destination
         if destination is None:
             out._metadata = OrderedDict()
-        for name, t in self._state().items():
-            out[prefix + name] = t if keep_vars else t.detach()
-        if hasattr(out, "_metadata"):
-            for name, module in self.named_modules(remove_duplicate=False):
-                out._metadata[prefix + name if name else prefix[:-1]] = {"version": module._version}
+
+        def save(module, prefix):
+            for hook in list(module.__dict__.get("_state_dict_pre_hooks", {}).values()):
+                hook(module, prefix, keep_vars)
+            local_metadata = {"version": module._version}
+            if hasattr(out, "_metadata"):
+                out._metadata[prefix[:-1]] = local_metadata
+            for name, t in module._own_parameters() + module._own_buffers(persistent_only=True):
+                out[prefix + name] = t if keep_vars else t.detach()
+            if type(module).get_extra_state is not Module.get_extra_state:
+                out[prefix + _EXTRA_STATE] = module.get_extra_state()
+            for name, child in module._submodules():
+                save(child, prefix + name + ".")
+            for hook in list(module.__dict__.get("_state_dict_post_hooks", {}).values()):
+                if hook(module, out, prefix, local_metadata) is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+        save(self, prefix)
         return out
+
+    def get_extra_state(self):
+        """torch's: the state a class adds to its state_dict beside its tensors (any value), under
+        "_extra_state"; a class that defines it defines set_extra_state too."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state):
+        """torch's: takes back what get_extra_state gave, from load_state_dict."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before state_dict saves this module's entries, as torch's."""
+        return add_hook(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) once state_dict saved this module and its
+        children; it edits state_dict in place and returns None (else RuntimeError), as torch's."""
+        return add_hook(self, "_state_dict_post_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) before this module reads its keys (in Module._load_from_state_dict), as torch's:
+        it may rename or add keys of state_dict, which its children then see."""
+        return add_hook(self, "_load_state_dict_pre_hooks", hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """torch's private form, which older code calls: hook(state_dict, prefix, local_metadata,
+        strict, missing_keys, unexpected_keys, error_msgs), the module first if with_module."""
+        return self.register_load_state_dict_pre_hook(hook if with_module else lambda module, *a: hook(*a))
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) once load_state_dict read this module and its children, as
+        torch's: incompatible_keys' missing_keys and unexpected_keys are the lists so far, which the
+        hook may edit (strict's check comes after); it returns None."""
+        return add_hook(self, "_load_state_dict_post_hooks", hook)
 
     def _state(self):
         """The tnet tensors behind state_dict(), by the same names."""
@@ -626,6 +711,11 @@ class Module:
             for name, child in module._submodules():  # a child held under two names loads under each
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                if hook(module, _IncompatibleKeys(missing, unexpected)) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
@@ -643,8 +733,15 @@ class Module:
         buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
         to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
         to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         own = self._own_parameters() + self._own_buffers(persistent_only=True)
         pending = local_metadata.get(_PENDING)
+        extra = type(self).set_extra_state is not Module.set_extra_state
+        if extra and prefix + _EXTRA_STATE in state_dict:
+            self.set_extra_state(state_dict[prefix + _EXTRA_STATE])
+        elif extra and strict:
+            missing_keys.append(prefix + _EXTRA_STATE)
         for name, t in own:
             key = prefix + name
             if key not in state_dict:
@@ -659,7 +756,7 @@ class Module:
             else:
                 pending.append((t, v))
         if strict:
-            known = {name for name, _ in own} | {name for name, _ in self._submodules()}
+            known = {name for name, _ in own} | {name for name, _ in self._submodules()} | ({_EXTRA_STATE} if extra else set())
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
                                    k[len(prefix):].split(".", 1)[0] not in known)
 
@@ -669,6 +766,50 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+# torch.nn.modules.module's global hooks, which every module's call runs before its own
+_GLOBAL_HOOKS = type("GlobalHooks", (), {})()
+
+
+def _add_global_hook(attribute, hook):
+    """hook kept in _GLOBAL_HOOKS; while any is there every module's call looks for hooks (Module._hooked)."""
+    Module._hooked = True
+    handle = add_hook(_GLOBAL_HOOKS, attribute, hook)
+    remove = handle.remove
+
+    def remove_and_recheck():
+        remove()
+        Module._hooked = any(vars(_GLOBAL_HOOKS).values())
+    handle.remove = remove_and_recheck
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) before every module's forward, before the module's own pre-hooks, as
+    torch's; a returned value replaces the arguments. Returns a handle whose remove() takes it away."""
+    return _add_global_hook("_forward_pre_hooks", hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) after every module's forward, before the module's own hooks, as
+    torch's; a returned value replaces the output. with_kwargs=True and always_call=True are not
+    implemented (NotImplementedError), as Module.register_forward_hook takes neither."""
+    if with_kwargs or always_call:
+        raise NotImplementedError("register_module_forward_hook: with_kwargs and always_call are not implemented")
+    return _add_global_hook("_forward_hooks", hook)
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) for every module's call, as Module.register_full_backward_hook,
+    before the module's own hooks, as torch's."""
+    return _add_global_hook("_backward_hooks", hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) for every module's call, as Module.register_full_backward_pre_hook,
+    before the module's own hooks, as torch's."""
+    return _add_global_hook("_backward_pre_hooks", hook)
 
 
 def factory_args(name, device, dtype):
@@ -690,6 +831,9 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
 
     __str__ = __repr__
+
+
+_EXTRA_STATE = "_extra_state"  # torch's key of get_extra_state's value, after the module's prefix
 _PENDING = "tnet: copies pending"  # load_state_dict's list of (tensor, value), in each local_metadata
 
 
@@ -2130,7 +2274,7 @@ def _fusion(layers):
         covered, pool = (3, layers[2]) if pooled else (2, None)
     elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         covered, pool = 3, layers[1]
-    hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
+    hooked = any(layer._hooks(h) for layer in layers[:covered]
                  for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
                            "_legacy_backward_hooks"))
     return (0, None) if hooked else (covered, pool)
