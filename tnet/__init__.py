@@ -274,6 +274,9 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
             "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d",
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
+from .functional import conv3d, conv_transpose3d  # noqa: E402
+from .functional.aten import max_pool3d  # noqa: E402
+__all__ += ["conv3d", "conv_transpose3d", "max_pool3d"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
 from .linalg import (TORCH_FORMS, cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet,  # noqa: E402

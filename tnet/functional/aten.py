@@ -13,6 +13,7 @@ from .norm import layer_norm as _layer_norm
 from .pool import adaptive_max_pool1d as _adaptive_max_pool1d
 from .pool import max_pool1d as _max_pool1d
 from .pool import max_pool2d as _max_pool2d
+from .pool import max_pool3d as _max_pool3d
 from .random import alpha_dropout as _alpha_dropout
 from .random import dropout as _dropout
 from .random import feature_alpha_dropout as _feature_alpha_dropout
@@ -39,6 +40,10 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):

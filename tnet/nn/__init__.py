@@ -15,7 +15,7 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import check, pair, single
+from ..kernels.launch import check, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import init, utils
@@ -1094,7 +1094,7 @@ class Conv1d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
-    """torch.nn.ConvTranspose1d's and 2d's arguments in torch's order and torch's default init (drawn
+    """torch.nn.ConvTranspose1d's, 2d's and 3d's arguments in torch's order and torch's default init (drawn
     from rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, *kernel],
     as torch's (channels-last in 2-D); padding_mode 'zeros' only."""
     in_channels = property(lambda self: self.weight.shape[0])
@@ -1106,15 +1106,14 @@ class _ConvTransposeNd(_ConvNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         name = type(self).__name__
-        kernel = (pair(kernel_size, f"{name}: kernel_size", 1) if self.dims == 2
-                  else (single(kernel_size, f"{name}: kernel_size", 1),))
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
         check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
               lambda: f"{name}: groups={groups!r} must divide in_channels ({in_channels}) and "
                       f"out_channels ({out_channels})")
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
         factory_args(name, device, dtype)
-        tup = (lambda v, name: pair(v, name)) if self.dims == 2 else (lambda v, name: (single(v, name),))  # torch's tuples
+        tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
         self.stride, self.padding = tup(stride, "stride"), tup(padding, "padding")
         self.output_padding, self.dilation = tup(output_padding, "output_padding"), tup(dilation, "dilation")
         self.groups, self.padding_mode = groups, padding_mode
@@ -1126,7 +1125,7 @@ class _ConvTransposeNd(_ConvNd):
         self.reset_parameters()
 
     def forward(self, x, output_size=None):
-        conv = F.conv_transpose2d if self.dims == 2 else F.conv_transpose1d
+        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[self.dims]
         return conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
                     self.groups, self.dilation)
 
@@ -1140,7 +1139,7 @@ class _ConvTransposeNd(_ConvNd):
         if len(spatial) != n:
             raise ValueError(f"ConvTranspose{n}D: for {x.ndim}D input, output_size must have {n} or {x.ndim} "
                              f"elements (got {len(output_size)})")
-        norm = (lambda v, name: pair(v, name)) if n == 2 else (lambda v, name: (single(v, name),))
+        norm = lambda v, name: ntuple(v, n, name)
         stride, padding = norm(self.stride, "stride"), norm(self.padding, "padding")
         dilation, kernel = norm(self.dilation, "dilation"), tuple(self.weight.shape[2:])
         smallest = [(x.shape[x.ndim - n + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) + 1
@@ -1150,7 +1149,7 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f"requested an output size of {list(spatial)}, but valid sizes range from {smallest} "
                              f"to {largest} (for an input of {tuple(x.shape[x.ndim - n:])})")
         padding_out = tuple(int(size) - lo for size, lo in zip(spatial, smallest))
-        return padding_out if n == 2 else padding_out[0]
+        return padding_out[0] if n == 1 else padding_out
 
 
 
@@ -1161,6 +1160,72 @@ class ConvTranspose2d(_ConvTransposeNd):
 class ConvTranspose1d(_ConvTransposeNd):
     """F.conv_transpose1d of [N, Cin, L] or [Cin, L] (see _ConvTransposeNd)."""
     dims = 1
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """F.conv_transpose3d of [N, Cin, D, H, W] or [Cin, D, H, W] (see _ConvTransposeNd)."""
+    dims = 3
+
+
+class Conv3d(_ConvNd):
+    """torch.nn.Conv3d's arguments in torch's order and torch's default init (drawn from rng, tnet's init
+    stream by default): F.conv3d, kd conv2d's over depth slices (see there); padding_mode 'reflect',
+    'replicate' or 'circular' pads with F.pad first, as torch's. The weight is [out_channels,
+    in_channels/groups, kd, kh, kw], as torch's."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None, *, rng=None):
+        super().__init__()
+        kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
+        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
+              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                      f"padding_mode='{padding_mode}'")
+        factory_args("Conv3d", device, dtype)
+        self.stride, self.dilation = triple(stride, "stride", 1, True), triple(dilation, "dilation", 1, True)
+        self.padding = padding if isinstance(padding, str) else triple(padding, "padding", 0, True)
+        if isinstance(padding, str):
+            check(padding in ("same", "valid"), lambda: f"Invalid padding string {padding!r}, should be one of "
+                                                        "{'valid', 'same'}")
+            check(padding == "valid" or self.stride == (1, 1, 1),
+                  "padding='same' is not supported for strided convolutions")
+        self.groups, self.padding_mode = groups, padding_mode
+        self.rng, self.fillers = rng, (None, None)
+        self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, *kernel), device=DEVICE)))
+        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.reset_parameters()
+
+    def forward(self, x):
+        return self._conv_forward(x, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """torch's: input convolved with weight and bias at this layer's settings."""
+        padding = self.padding
+        if self.padding_mode != "zeros":  # F.pad's (W, H, D) pairs, 'same' split as torch's (the odd one at the end)
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            pairs = ([(0, 0)] * 3 if padding == "valid" else [(t // 2, t - t // 2) for t in totals]
+                     if padding == "same" else [(p, p) for p in padding])
+            input, padding = F.pad(input, [v for pair_ in reversed(pairs) for v in pair_], mode=self.padding_mode), 0
+        return F.conv3d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
+
+
+class LazyConv3d(_Lazy, Conv3d):
+    """nn.LazyConv3d: a Conv3d whose in_channels is the first input's channel count."""
+    cls_to_become = Conv3d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype)
+        self._uninitialized("weight")
+
+    def forward(self, x):
+        out, _, *kernel = self.weight.shape
+        check(x.ndim in (4, 5), lambda: f"LazyConv3d: expected a 4-D or 5-D input, got {x.ndim}-D")
+        channels = x.shape[-4]
+        check_conv_args(kernel[1:], 1, 0, 1, self.groups, channels, out)
+        self._materialize((out, channels // self.groups, *kernel))
+        return self.forward(x)
 
 
 class LazyConv1d(_Lazy, Conv1d):
@@ -1209,6 +1274,10 @@ class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
 
 class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
 
 
 class LayerNorm(Module):
@@ -1355,6 +1424,33 @@ class AvgPool2d(_Pool):
                             self.divisor_override)
 
 
+class MaxPool3d(_Pool):
+    """F.max_pool3d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
+    mode = "max"
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
+
+    def forward(self, x):
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(_Pool):
+    """F.avg_pool3d, torch's arguments."""
+    mode = "avg"
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, x):
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+
 class _NormBase(Module):
     """torch's batch and instance normalisation modules: weight (ones) and bias (zeros) Parameters with
     affine (bias=False: weight only), buffers running_mean (zeros), running_var (ones) and
@@ -1437,6 +1533,13 @@ class BatchNorm2d(_BatchNorm):
 
     def _check_input_dim(self, x):
         check(x.ndim == 4, lambda: f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over [N, C, D, H, W] input."""
+
+    def _check_input_dim(self, x):
+        check(x.ndim == 5, lambda: f"BatchNorm3d: expected 5D input (got {x.ndim}D input)")
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -1764,6 +1867,22 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveAvgPool3d(Module):
+    """F.adaptive_avg_pool3d to any output_size (an int or a triple; None keeps that size)."""
+    __init__, extra_repr = AdaptiveAvgPool2d.__init__, AdaptiveAvgPool2d.extra_repr
+
+    def forward(self, x):
+        return F.adaptive_avg_pool3d(x, self.output_size)
+
+
+class AdaptiveMaxPool3d(Module):
+    """F.adaptive_max_pool3d to any output_size, return_indices as torch."""
+    __init__, extra_repr = AdaptiveMaxPool2d.__init__, AdaptiveMaxPool2d.extra_repr
+
+    def forward(self, x):
+        return F.adaptive_max_pool3d(x, self.output_size, self.return_indices)
+
+
 class _Pad(Module):
     """F.pad of the last `dims` dims: padding an int (every side) or (left, right[, top, bottom]),
     as torch's padding modules."""
@@ -1830,6 +1949,30 @@ class CircularPad1d(_Pad):
 
 class CircularPad2d(_Pad):
     mode = "circular"
+
+
+class ConstantPad3d(_Pad):
+    dims = 3
+
+
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(_Pad):
+    mode, dims = "reflect", 3
+
+
+class ReplicationPad3d(_Pad):
+    mode, dims = "replicate", 3
+
+
+class CircularPad3d(_Pad):
+    mode, dims = "circular", 3
 
 
 class Flatten(Module):
@@ -1904,6 +2047,11 @@ class InstanceNorm2d(_InstanceNorm):
     """Over [N, C, H, W] or [C, H, W]."""
 
 
+class InstanceNorm3d(_InstanceNorm):
+    """Over [N, C, D, H, W] or [C, D, H, W]."""
+    dims = 3
+
+
 class _LazyNorm(_Lazy):
     """torch's lazy batch and instance norms: num_features from the first input's channels (dim 1,
     or dim 0 of an unbatched instance-norm input)."""
@@ -1930,6 +2078,10 @@ class LazyBatchNorm2d(_LazyNorm, BatchNorm2d):
     cls_to_become = BatchNorm2d
 
 
+class LazyBatchNorm3d(_LazyNorm, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+
 class _LazyInstanceNorm(_LazyNorm):
     def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
         super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
@@ -1941,6 +2093,10 @@ class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
 
 class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
     cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
 
 
 class Upsample(Module):
@@ -2270,7 +2426,8 @@ def _fusion(layers):
     kinds = [type(layer) for layer in layers]
     covered, pool = 0, None
     if kinds[:2] == [Conv2d, ReLU]:
-        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool) and not getattr(layers[2], "return_indices", False)
+        pooled = len(kinds) == 3 and issubclass(kinds[2], (MaxPool2d, AvgPool2d)) \
+            and not getattr(layers[2], "return_indices", False)
         covered, pool = (3, layers[2]) if pooled else (2, None)
     elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         covered, pool = 3, layers[1]
