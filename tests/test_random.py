@@ -619,3 +619,84 @@ def test_cauchy_geometric_and_log_normal_draws():
     y.cauchy_()
     y.sum().backward()
     assert leaf.grad.tolist() == [0.0] * 3  # overwritten: no gradient, as torch's
+
+
+def test_binomial_multinomial_geometric_half_normal_chi2_lowrank_as_torch(rng, ieee):
+    """Binomial, Multinomial, Geometric, HalfNormal, Chi2 and LowRankMultivariateNormal against
+    torch.distributions in float64: log_prob, entropy, cdf/icdf, mean, mode, variance, their registered
+    kl_divergence pairs (and the new Uniform, Beta and OneHotCategorical ones), with the parameters'
+    gradients through them."""
+    (a, ra), (b, rb), (w, rw) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3, 2)
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    onehot_counts = rng.multinomial(7, [0.2, 0.5, 0.3], (4, 2)).astype(np.float64)
+    pos, u, x = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3)), rng.standard_normal((4, 2, 3))
+
+    def laws(d, lib, a, b, w):
+        t = lib.tensor
+        bi, bi2 = d.Binomial(6, logits=a), d.Binomial(t([[6.0] * 3] * 2), probs=b.sigmoid())
+        mu, ge, ge2 = d.Multinomial(7, logits=a), d.Geometric(a.sigmoid()), d.Geometric(logits=b)
+        hn, hn2, chi = d.HalfNormal(a.exp()), d.HalfNormal(b.exp()), d.Chi2(b.exp() + 1)
+        lr = d.LowRankMultivariateNormal(a, w, b.exp())
+        beta, beta2 = d.Beta(a.exp(), b.exp()), d.Beta(b.exp(), a.exp() + 1)
+        un, un2 = d.Uniform(a, a + b.exp()), d.Uniform(a - 1, a + b.exp() + 1)
+        oh, oh2 = d.OneHotCategorical(logits=a), d.OneHotCategorical(logits=b)
+        return [bi.log_prob(t(counts)), bi.mean, bi.mode, bi.variance, bi.entropy(), d.kl_divergence(bi, bi2),
+                mu.log_prob(t(onehot_counts)), mu.mean, mu.variance, ge.log_prob(t(counts)), ge.mean,
+                ge.variance, ge.entropy(), d.kl_divergence(ge, ge2), hn.log_prob(t(pos)), hn.cdf(t(pos)),
+                hn.icdf(t(u)), hn.entropy(), hn.mean, hn.variance, d.kl_divergence(hn, hn2),
+                chi.log_prob(t(pos)), chi.mean, d.kl_divergence(chi, d.Chi2(a.exp() + 1)),
+                lr.log_prob(t(x)), lr.entropy(), lr.variance, lr.covariance_matrix,
+                d.kl_divergence(beta, beta2), d.kl_divergence(un, un2), d.kl_divergence(oh, oh2)]
+
+    _laws_as_torch(laws, (a, b, w), (ra, rb, rw), rng)
+    D = tnet.distributions
+    out = D.kl_divergence(D.Uniform(0.0, 2.0), D.Uniform(tnet.tensor([0.5, -1.0]), 3.0)).numpy()
+    assert np.isinf(out[0]) and np.isclose(out[1], np.log(2.0))
+    assert np.isneginf(D.HalfNormal(1.0).log_prob(tnet.tensor(-0.5)).numpy())
+
+
+def test_new_discrete_distributions_samples_and_register_kl():
+    D = tnet.distributions
+    tnet.manual_seed(4)
+    cases = [(D.Binomial(10, tnet.tensor([0.2, 0.7])), [2.0, 7.0], [1.6, 2.1]),
+             (D.Geometric(tnet.tensor([0.25, 0.8])), [3.0, 0.25], [12.0, 0.3125]),
+             (D.HalfNormal(tnet.tensor([1.0, 2.0])), [0.798, 1.596], [0.363, 1.453]),
+             (D.Chi2(tnet.tensor([3.0, 6.0])), [3.0, 6.0], [6.0, 12.0])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.1, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.15, atol=0.02), type(d).__name__
+    m = D.Multinomial(9, probs=tnet.tensor([[0.2, 0.3, 0.5]] * 2)).sample((3000,)).numpy()
+    assert m.shape == (3000, 2, 3) and (m.sum(-1) == 9).all() and np.allclose(m.mean(0), [1.8, 2.7, 4.5], atol=0.1)
+    logits = tnet.tensor([[0.0, 1.0, -1.0]], requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(logits=logits).rsample((5,))
+    assert st.shape == (5, 1, 3) and set(np.unique(st.numpy())) <= {0.0, 1.0}
+    (st * tnet.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
+    loc = tnet.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    lr = D.LowRankMultivariateNormal(loc, tnet.tensor([[1.0], [0.5], [-1.0]]), tnet.tensor([0.5, 0.2, 1.0]))
+    z = lr.rsample((6000,))
+    assert z.shape == (6000, 3) and z.requires_grad
+    assert np.allclose(np.cov(z.detach().numpy().T), lr.covariance_matrix.numpy(), atol=0.1)
+
+    class Shifted(D.Normal):
+        pass
+
+    @D.register_kl(Shifted, D.Normal)
+    def _kl_shifted(p, q):
+        return tnet.tensor(42.0)
+    try:
+        assert D.kl_divergence(Shifted(0.0, 1.0), D.Normal(0.0, 1.0)).item() == 42.0
+        assert np.isclose(D.kl_divergence(D.Normal(0.0, 1.0), Shifted(1.0, 1.0)).item(), 0.5)  # the Normal pair
+    finally:
+        del tnet.distributions._KL[Shifted, D.Normal]
+    with pytest.raises(TypeError):
+        D.register_kl(int, D.Normal)
+    with pytest.raises(NotImplementedError):
+        D.kl_divergence(D.Normal(0.0, 1.0), D.Gamma(1.0, 1.0))
+    with pytest.raises(ValueError):
+        D.Binomial(5)
+    from tnet.distributions.binomial import Binomial
+    from tnet.distributions.kl import register_kl
+    assert Binomial is D.Binomial and register_kl is D.register_kl

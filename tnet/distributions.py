@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from . import functional as F
-from .factory import arange, empty, full, init_generator, rand, randn, zeros_like
+from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -134,10 +134,7 @@ class Bernoulli(Distribution):
         probs, logits = _probs_and_logits(probs, logits)
         if probs is not None:
             self.probs, = _broadcast_all(probs)
-            # torch's probs_to_logits: log(p) - log1p(-p) of p clamped into (0, 1)
-            eps = torch.finfo(self.probs.dtype).eps
-            clamped = self.probs.clamp(eps, 1 - eps)
-            self.logits = clamped.log() - (-clamped).log1p()
+            self.logits = _probs_to_logits(self.probs)
         else:
             self.logits, = _broadcast_all(logits)
             self.probs = self.logits.sigmoid()
@@ -176,8 +173,7 @@ class Categorical(Distribution):
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
-            eps = torch.finfo(self.probs.dtype).eps
-            self.logits = self.probs.clamp(eps, 1 - eps).log()
+            self.logits = _probs_to_logits(self.probs, is_binary=False)
         else:
             if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
@@ -889,6 +885,272 @@ class RelaxedOneHotCategorical(Distribution):
 
 
 
+# ---- Binomial, Multinomial, Geometric, HalfNormal, Chi2, OneHotCategoricalStraightThrough and
+# LowRankMultivariateNormal, torch's formulas ----
+
+def _host(v):
+    """A tensor's values on the host in float64 (a sync), for numpy's draws."""
+    return v.detach().numpy().astype(np.float64)
+
+
+def _clamp_by_zero(x):
+    """torch's (x.clamp(min=0) + x - x.clamp(max=0)) / 2: max(x, 0) whose gradient at 0 is 1/2."""
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
+class Binomial(Distribution):
+    """Binomial(total_count=1, probs=None, logits=None): numbers or tensors that broadcast to batch_shape.
+    log_prob, mean, variance and entropy are differentiable in probs/logits, as torch's; samples are
+    drawn on the host by numpy (a host read of the parameters, the stream tnet.manual_seed reseeds), as
+    Gamma's. entropy needs one total_count for the whole batch, as torch's."""
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = _broadcast_all(total_count, probs)
+            self.total_count = self.total_count.to(self.probs.dtype)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.total_count, self.logits = _broadcast_all(total_count, logits)
+            self.total_count = self.total_count.to(self.logits.dtype)
+            self.probs = self.logits.sigmoid()
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.total_count * self.probs)
+    mode = property(lambda self: F.minimum(((self.total_count + 1) * self.probs).floor(), self.total_count))
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        n, p = np.broadcast_arrays(_host(self.total_count), _host(self.probs))
+        return _host_draw(init_generator().binomial(n.astype(np.int64), p, size=shape), self.probs)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.probs)
+        n = self.total_count
+        log_factorial_n, log_factorial_k, log_factorial_nmk = (n + 1).lgamma(), (value + 1).lgamma(), (n - value + 1).lgamma()
+        # k*log(p) + (n - k)*log(1 - p) in logits, stable for both signs (torch's)
+        normalize_term = n * _clamp_by_zero(self.logits) + n * (-self.logits.abs()).exp().log1p() - log_factorial_n
+        return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
+
+    def enumerate_support(self, expand=True):
+        total = self.total_count.numpy()
+        if total.size and not (total == total.flat[0]).all():
+            raise NotImplementedError("Inhomogeneous total count not supported by `enumerate_support`.")
+        values = arange(int(total.flat[0]) + 1 if total.size else 1).to(self.probs.dtype)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+    def entropy(self):
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(log_prob.exp() * log_prob).sum(0)
+
+    def __repr__(self):
+        return f"Binomial(total_count: {self.total_count}, probs: {self.probs})"
+
+
+def _probs_to_logits(probs, is_binary=True):
+    """torch's probs_to_logits: probs clamped eps (of their dtype) into (0, 1), then log(p) - log1p(-p)
+    (binary) or log(p)."""
+    clamped = _clamp_probs(probs)
+    return clamped.log() - (-clamped).log1p() if is_binary else clamped.log()
+
+
+class Multinomial(Distribution):
+    """Multinomial(total_count=1, probs=None, logits=None): counts over K classes ([..., K] parameters,
+    event_shape [K]) of total_count draws. log_prob, mean and variance are differentiable, as torch's;
+    samples are drawn on the host by numpy (a host read of probs). total_count is an int, as torch's;
+    entropy is not implemented."""
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self.probs, self.logits = self._categorical.probs, self._categorical.logits
+        super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    mean = property(lambda self: self.probs * self.total_count)
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        p = _host(self.probs)
+        p = p / p.sum(-1, keepdims=True)
+        draw = init_generator().multinomial(self.total_count, p, size=tuple(sample_shape) + p.shape[:-1])
+        return _host_draw(draw, self.probs)
+
+    def log_prob(self, value):
+        logits, value = F.broadcast_tensors(self.logits, _as_tensor(value, self.logits))
+        # 0 * -inf: a class of probability 0 that was never drawn adds nothing (torch's)
+        logits = F.where(F.logical_and(value == 0, logits == -math.inf), 0.0, logits)
+        log_factorial_n = math.lgamma(self.total_count + 1)
+        return log_factorial_n - (value + 1).lgamma().sum(-1) + (logits * value).sum(-1)
+
+    def __repr__(self):
+        return f"Multinomial(total_count: {self.total_count}, probs: {self.probs})"
+
+
+class Geometric(Distribution):
+    """Geometric(probs=None, logits=None): the number of failures before the first success, {0, 1, ...};
+    numbers or tensors. Samples are drawn on the device by inversion, floor(log(u) / log1p(-p)), as torch's
+    (tnet's stream: other numbers)."""
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.probs, = _broadcast_all(probs)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.logits, = _broadcast_all(logits)
+            self.probs = self.logits.sigmoid()
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: 1.0 / self.probs - 1.0)
+    mode = property(lambda self: zeros_like(self.probs))
+    variance = property(lambda self: (1.0 / self.probs - 1.0) / self.probs)
+
+    def sample(self, sample_shape=Size()):
+        tiny = torch.finfo(self.probs.dtype).tiny
+        with no_grad():
+            u = rand(self._extended_shape(sample_shape), dtype=self.probs.dtype).clamp(min=tiny)
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        value, probs = _broadcast_all(value, self.probs)
+        probs = F.where(F.logical_and(probs == 1, value == 0), 0.0, probs)  # 0 * log(0) is 0 at p = 1
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return nnF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
+
+    def __repr__(self):
+        return f"Geometric(probs: {self.probs})"
+
+
+class HalfNormal(Distribution):
+    """HalfNormal(scale): |X| for X ~ Normal(0, scale), a number or a tensor; rsample, log_prob (-inf
+    below 0), cdf, icdf and entropy differentiable, as torch's (whose class is a TransformedDistribution
+    of Normal by AbsTransform: here a plain Distribution with base_dist)."""
+    has_rsample = True
+
+    def __init__(self, scale, validate_args=None):
+        self.base_dist = Normal(0.0, scale)
+        super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
+
+    scale = property(lambda self: self.base_dist.scale)
+    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    mode = property(lambda self: zeros_like(self.scale))
+    variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
+
+    def rsample(self, sample_shape=Size()):
+        return self.base_dist.rsample(sample_shape).abs()
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.scale)
+        return F.where(value >= 0, self.base_dist.log_prob(value) + math.log(2), -math.inf)
+
+    def cdf(self, value):
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+    def __repr__(self):
+        return f"HalfNormal(scale: {self.scale})"
+
+
+class Chi2(Gamma):
+    """Chi2(df): Gamma(df / 2, 1 / 2), as torch's (drawn on the host, as Gamma)."""
+
+    def __init__(self, df, validate_args=None):
+        df, = _broadcast_all(df)
+        super().__init__(0.5 * df, 0.5 * ones_like(df), validate_args)
+
+    df = property(lambda self: self.concentration * 2)
+
+    def __repr__(self):
+        return f"Chi2(df: {self.df})"
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample is the straight-through estimator: the one-hot sample forward, the
+    gradient of probs backward (sample + probs - probs.detach()), as torch's (DreamerV2's latents)."""
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        return samples + (self.probs - self.probs.detach())
+
+
+class LowRankMultivariateNormal(Distribution):
+    """LowRankMultivariateNormal(loc, cov_factor, cov_diag): a normal of covariance W W^T + diag(D), loc
+    [..., n], W [..., n, r], D [..., n], as torch's: log_prob and entropy through the Woodbury identity and
+    the Cholesky factor of the r x r capacitance I + W^T D^-1 W (tnet.linalg.cholesky: on the host, with its
+    gradient); rsample = loc + W eps_r + sqrt(D) eps_n."""
+    has_rsample = True
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        n = loc.shape[-1]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, with optional leading batch dimensions")
+        if tuple(cov_factor.shape[-2:-1]) != (n,):
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
+        if tuple(cov_diag.shape[-1:]) != (n,):
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {(n,)}")
+        loc_, cov_diag_ = loc.unsqueeze(-1), cov_diag.unsqueeze(-1)
+        loc_, self.cov_factor, cov_diag_ = F.broadcast_tensors(loc_, cov_factor, cov_diag_)
+        self.loc, self.cov_diag = loc_[..., 0], cov_diag_[..., 0]
+        self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
+        W = cov_factor / cov_diag.unsqueeze(-1).sqrt()  # D^-1/2 W
+        self._capacitance_tril = cholesky(W.mT @ W + _eye_like(W.mT @ W))
+        super().__init__(self.loc.shape[:-1], loc.shape[-1:], validate_args)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: (self._unbroadcasted_cov_factor.pow(2).sum(-1) +
+                                      self._unbroadcasted_cov_diag).expand(tuple(self._batch_shape) +
+                                                                          tuple(self._event_shape)))
+
+    @property
+    def covariance_matrix(self):
+        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        cov = W @ W.mT + F.diag_embed(D)
+        return cov.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        eps_w = randn(tuple(shape[:-1]) + (self.cov_factor.shape[-1],), dtype=self.loc.dtype)
+        eps_d = randn(tuple(shape), dtype=self.loc.dtype)
+        return (self.loc + (self._unbroadcasted_cov_factor @ eps_w.unsqueeze(-1)).squeeze(-1) +
+                self._unbroadcasted_cov_diag.sqrt() * eps_d)
+
+    def _log_det(self):
+        """log det(W W^T + D) = 2 sum log diag(capacitance tril) + sum log D (the matrix determinant lemma)."""
+        return 2 * _half_log_det(self._capacitance_tril) + self._unbroadcasted_cov_diag.log().sum(-1)
+
+    def log_prob(self, value):
+        diff = value - self.loc
+        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        # Woodbury: x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1 W^T D^-1 x|^2, C the capacitance's factor
+        Wt_Dinv_x = (W.mT @ (diff / D).unsqueeze(-1)).squeeze(-1)
+        m = (diff.pow(2) / D).sum(-1) - _batch_mahalanobis(self._capacitance_tril, Wt_Dinv_x)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + self._log_det() + m)
+
+    def entropy(self):
+        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
+        return H.expand(self._batch_shape) if len(self._batch_shape) else H
+
+    def __repr__(self):
+        return f"LowRankMultivariateNormal(loc: {self.loc}, cov_factor: {self.cov_factor}, cov_diag: {self.cov_diag})"
+
+
 # ---- constraints, transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
 
 class Constraint:
@@ -1099,68 +1361,165 @@ class TransformedDistribution(Distribution):
     def __repr__(self):
         return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
 
+# ---- kl_divergence: torch's registry of pairs (register_kl), each pair's formula registered below ----
+
+_KL = {}  # (type of p, type of q) -> fn(p, q)
+
+
+def register_kl(type_p, type_q):
+    """torch's decorator: @register_kl(P, Q) def kl(p, q) makes kl_divergence(p, q) call it for instances
+    of P and Q (and their subclasses, where no closer pair is registered)."""
+    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)) or \
+            not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+        raise TypeError(f"Expected type_p and type_q to be subclasses of Distribution but got {type_p} and {type_q}")
+
+    def decorator(fn):
+        _KL[type_p, type_q] = fn
+        return fn
+    return decorator
+
+
 def kl_divergence(p, q):
-    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Poissons, Gammas,
-    Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
-    if type(p) is Normal and type(q) is Normal:
-        var_ratio = (p.scale / q.scale).pow(2)
-        t1 = ((p.loc - q.loc) / q.scale).pow(2)
-        return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
-    if type(p) is Bernoulli and type(q) is Bernoulli:
-        return (p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)) +
-                (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
-    if type(p) is Categorical and type(q) is Categorical:
-        return (p.probs * (p.logits - q.logits)).sum(-1)
-    if type(p) is Laplace and type(q) is Laplace:
-        scale_ratio, loc_abs_diff = p.scale / q.scale, (p.loc - q.loc).abs()
-        return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale).exp() - 1
-    if type(p) is Exponential and type(q) is Exponential:
-        rate_ratio = q.rate / p.rate
-        return -rate_ratio.log() + rate_ratio - 1
-    if type(p) is Poisson and type(q) is Poisson:
-        return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
-    if type(p) is Gamma and type(q) is Gamma:
-        return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
-                (p.concentration - q.concentration) * p.concentration.digamma() +
-                (q.rate - p.rate) * (p.concentration / p.rate))
-    if type(p) is Dirichlet and type(q) is Dirichlet:
-        sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
-        t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
-        return (sum_p.lgamma() - sum_q.lgamma() - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1) +
-                ((p.concentration - q.concentration) * t4).sum(-1))
-    if type(p) is MultivariateNormal and type(q) is MultivariateNormal:
-        if p.event_shape != q.event_shape:
-            raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
-                             "computed")
-        pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-        shape = tuple(F.broadcast_shapes(pL.shape, qL.shape))
-        term2 = solve_triangular(qL.expand(shape), pL.expand(shape), upper=False).pow(2).sum((-2, -1))
-        term3 = _batch_mahalanobis(qL, q.loc - p.loc)
-        return _half_log_det(qL) - _half_log_det(pL) + 0.5 * (term2 + term3 - p.event_shape[0])
-    if type(p) is Independent and type(q) is Independent:
-        if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-            raise NotImplementedError("kl_divergence of Independents with different reinterpreted_batch_ndims")
-        return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
-    raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
+    """KL(p || q) by the registered pair closest to (type(p), type(q)) along their classes' orders (the
+    fewest steps up both, p's first on a tie); an unregistered pair raises NotImplementedError, as
+    torch's."""
+    pairs = sorted(((i + j, i, P, Q) for i, P in enumerate(type(p).__mro__) for j, Q in enumerate(type(q).__mro__)
+                    if (P, Q) in _KL), key=lambda m: m[:2])
+    if not pairs:
+        raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
+    return _KL[pairs[0][2:]](p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    return (p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)) +
+            (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    return (p.probs * (p.logits - q.logits)).sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    """log of the width ratio; inf where p's support leaves q's, as torch's."""
+    inside = F.logical_and(q.low <= p.low, q.high >= p.high)
+    return F.where(inside, ((q.high - q.low) / (p.high - p.low)).log(), math.inf)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    (a1, b1), (a2, b2) = p._given, q._given
+    lbeta = lambda a, b: a.lgamma() + b.lgamma() - (a + b).lgamma()
+    return (lbeta(a2, b2) - lbeta(a1, b1) + (a1 - a2) * a1.digamma() + (b1 - b2) * b1.digamma() +
+            (a2 - a1 + b2 - b1) * (a1 + b1).digamma())
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio, loc_abs_diff = p.scale / q.scale, (p.loc - q.loc).abs()
+    return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale).exp() - 1
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
+            (p.concentration - q.concentration) * p.concentration.digamma() +
+            (q.rate - p.rate) * (p.concentration / p.rate))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+    return (sum_p.lgamma() - sum_q.lgamma() - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1) +
+            ((p.concentration - q.concentration) * t4).sum(-1))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    shape = tuple(F.broadcast_shapes(pL.shape, qL.shape))
+    term2 = solve_triangular(qL.expand(shape), pL.expand(shape), upper=False).pow(2).sum((-2, -1))
+    term3 = _batch_mahalanobis(qL, q.loc - p.loc)
+    return _half_log_det(qL) - _half_log_det(pL) + 0.5 * (term2 + term3 - p.event_shape[0])
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence of Independents with different reinterpreted_batch_ndims")
+    return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    """Only for p.total_count <= q.total_count (else inf) with the same counts, as torch's; a larger
+    p.total_count than q's is inf, unequal ones raise NotImplementedError."""
+    if (p.total_count.numpy() < q.total_count.numpy()).any():
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return F.where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
            "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "constraints", "kl_divergence"]
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "Binomial", "Chi2", "Geometric",
+           "HalfNormal", "LowRankMultivariateNormal", "Multinomial", "OneHotCategoricalStraightThrough", "register_kl"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
 for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
                       ("beta", ["Beta"]),
-                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence"]),
-                      ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical"]),
+                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence", "register_kl"]),
+                      ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),
                       ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
                       ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
                       ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
                       ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
+                      ("binomial", ["Binomial"]), ("multinomial", ["Multinomial"]), ("geometric", ["Geometric"]),
+                      ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]),
+                      ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
                                       "AffineTransform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
