@@ -679,3 +679,39 @@ def test_top_level_switches_and_type_facts():
     for t in ("torch.cuda.DoubleTensor", "torch.HalfTensor", torch.LongTensor):
         with pytest.raises(TypeError):
             tnet.set_default_tensor_type(t)
+
+
+def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags():
+    x = tnet.ones(2, 3, requires_grad=True)
+    assert tnet.asarray(x) is x and tnet.asarray(x, dtype=tnet.float32) is x
+    copied = tnet.asarray(x, copy=True)
+    assert copied is not x and copied.requires_grad and copied.memory.data_ptr() != x.memory.data_ptr()
+    assert not tnet.asarray(x, requires_grad=False).requires_grad
+    assert tnet.asarray(x, dtype=tnet.float16).dtype == torch.float16
+    with pytest.raises(ValueError):
+        tnet.asarray(x, dtype=tnet.float16, copy=False)
+    for data in ([1, 2.5], [[1, 2], [3, 4]], np.arange(3, dtype=np.int64), 3.5):
+        assert tnet.asarray(data).dtype == torch.asarray(data).dtype
+        assert np.array_equal(tnet.asarray(data).numpy(), torch.asarray(data).numpy())
+    assert tnet.asarray([1.0], requires_grad=True).requires_grad
+    assert tnet.is_complex(x) is False and torch.is_complex(torch.ones(1)) is False
+    with pytest.raises(TypeError):
+        tnet.is_complex(3)
+    for name in ("ShortTensor", "CharTensor"):
+        ours, theirs = getattr(tnet, name)([1, -2, 3]), getattr(torch, name)([1, -2, 3])
+        assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist()
+        assert getattr(tnet, name)(2, 3).shape == (2, 3)
+    a = np.arange(12.0).reshape(3, 4)
+    for pad in ((1, 2), (1, -1, -1, 2)):
+        assert np.array_equal(tnet.constant_pad_nd(tnet.tensor(a), pad, 7.0).numpy(),
+                              torch.constant_pad_nd(torch.tensor(a), pad, 7.0).numpy())
+    for lib in (tnet, torch):
+        assert lib.is_anomaly_enabled() is False
+        with lib.autograd.detect_anomaly(check_nan=False):
+            assert lib.is_anomaly_enabled() and not lib.is_anomaly_check_nan_enabled()
+        with lib.autograd.set_detect_anomaly(True):
+            assert lib.is_anomaly_enabled()
+        lib.set_anomaly_enabled(True)
+        assert lib.is_anomaly_enabled()
+        lib.set_anomaly_enabled(False)
+        assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()

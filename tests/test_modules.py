@@ -339,3 +339,23 @@ def test_set_submodule_to_empty_and_compile():
     with pytest.raises(ValueError):
         nn.Linear(1, 1).to_empty(device="meta")
     assert nn.Module._hooked is False  # the hooks removed, calls take the fast path again
+
+
+def test_skip_init_memory_format_and_nn_utils_import_paths():
+    m = nn.utils.skip_init(nn.Linear, 3, 2, bias=False)
+    assert type(m) is nn.Linear and m.weight.shape == (2, 3) and m.bias is None
+    for bad in (int, nn.ReLU):  # no Module; no device argument
+        with pytest.raises(RuntimeError):
+            nn.utils.skip_init(bad)
+    with pytest.raises(RuntimeError):
+        torch.nn.utils.skip_init(torch.nn.ReLU)
+    conv = nn.Conv2d(3, 4, 3)
+    assert nn.utils.convert_conv2d_weight_memory_format(conv, torch.channels_last) is conv
+    assert nn.utils.convert_conv3d_weight_memory_format(conv, torch.contiguous_format) is conv
+    from tnet.nn.utils.clip_grad import clip_grad_norm_
+    from tnet.nn.utils.convert_parameters import parameters_to_vector
+    from tnet.nn.utils.init import skip_init
+    from tnet.nn.utils.memory_format import convert_conv2d_weight_memory_format
+    assert (clip_grad_norm_, parameters_to_vector, skip_init, convert_conv2d_weight_memory_format) == (
+        nn.utils.clip_grad_norm_, nn.utils.parameters_to_vector, nn.utils.skip_init,
+        nn.utils.convert_conv2d_weight_memory_format)

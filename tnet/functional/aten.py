@@ -10,6 +10,7 @@ from .norm import batch_norm as _batch_norm
 from .norm import group_norm as _group_norm
 from .norm import instance_norm as _instance_norm
 from .norm import layer_norm as _layer_norm
+from .pad import pad as _pad
 from .pool import adaptive_max_pool1d as _adaptive_max_pool1d
 from .pool import max_pool1d as _max_pool1d
 from .pool import max_pool2d as _max_pool2d
@@ -40,6 +41,11 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad(input, pad, 'constant', value) (negative pads crop)."""
+    return _pad(input, pad, "constant", value)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
