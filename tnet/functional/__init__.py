@@ -266,6 +266,10 @@ for _name in ("acos_", "asin_", "atan_", "cos_", "cosh_", "sin_", "sinh_", "tan_
               "greater_equal_", "less_", "less_equal_", "not_equal_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
 
+# torch.special's erfcx, log_ndtr, ndtri and modified Bessel functions (i0 also a method, in place too)
+from .pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
+Tensor.i0, Tensor.i0_ = i0, _inplace.i0_
+
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
                    combinations, cross, diag_embed, diagflat, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
