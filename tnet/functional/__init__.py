@@ -333,8 +333,8 @@ from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_
                        multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
 from .conv import conv_transpose1d
 from .conv import conv3d, conv_transpose3d
-from .pool import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d,
-                   max_pool3d_with_indices)
+from .pool import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, lp_pool3d,
+                   max_pool3d, max_pool3d_with_indices, max_unpool3d)
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
                    max_pool1d_with_indices, max_pool2d_with_indices)
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu

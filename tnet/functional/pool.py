@@ -438,3 +438,17 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """adaptive_max_pool3d's (output, int64 indices), whatever return_indices says, as torch's."""
     return adaptive_max_pool3d(input, output_size, True)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The power-average pooling of [N, C, D, H, W] (or [C, D, H, W]), composed as lp_pool2d over avg_pool3d."""
+    kd, kh, kw = triple(kernel_size, "lp_pool3d: kernel_size", 1, True)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kd * kh * kw, max_pool3d, avg_pool3d)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d, as torch's: an [N, C, D, H, W] (or [C, D, H, W]) input put at
+    max_pool3d's indices of zero volumes of output_size (default (D - 1) * stride - 2 * padding + kernel_size,
+    and so H, W); see max_unpool2d."""
+    kernel, stride, padding = _window_3d("max_unpool3d", kernel_size, stride, padding)
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel, stride, padding, output_size)

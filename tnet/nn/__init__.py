@@ -2641,11 +2641,15 @@ class MaxPool1d(_Call):
 
 
 class MaxUnpool1d(Module):
-    """F.max_unpool1d: forward(input, indices, output_size=None)."""
+    """F.max_unpool1d: forward(input, indices, output_size=None). Sizes kept as tuples, as torch's."""
+    dims = 1
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        name = type(self).__name__
+        self.kernel_size = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        self.stride = self.kernel_size if stride is None else ntuple(stride, self.dims, f"{name}: stride", 1)
+        self.padding = ntuple(padding, self.dims, f"{name}: padding")
 
     def forward(self, input, indices, output_size=None):
         return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
@@ -2658,7 +2662,12 @@ class MaxUnpool1d(Module):
 
 class MaxUnpool2d(MaxUnpool1d):
     """F.max_unpool2d: forward(input, indices, output_size=None)."""
-    fn = staticmethod(F.max_unpool2d)
+    fn, dims = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(MaxUnpool1d):
+    """F.max_unpool3d: forward(input, indices, output_size=None)."""
+    fn, dims = staticmethod(F.max_unpool3d), 3
 
 
 class AdaptiveAvgPool1d(_Call):
@@ -2859,6 +2868,11 @@ class LPPool1d(_Call):
 class LPPool2d(LPPool1d):
     """F.lp_pool2d over [N, C, H, W] or [C, H, W]."""
     fn = F.lp_pool2d
+
+
+class LPPool3d(LPPool1d):
+    """F.lp_pool3d over [N, C, D, H, W] or [C, D, H, W]."""
+    fn = F.lp_pool3d
 
 
 class EmbeddingBag(Module):
