@@ -700,3 +700,31 @@ def test_new_discrete_distributions_samples_and_register_kl():
     from tnet.distributions.binomial import Binomial
     from tnet.distributions.kl import register_kl
     assert Binomial is D.Binomial and register_kl is D.register_kl
+
+
+def test_compose_softplus_power_abs_softmax_independent_transforms_as_torch(rng, ieee):
+    """The new transforms against torch.distributions.transforms in float64: forward, inverse, log|det J|
+    (summed over an IndependentTransform's and a ComposeTransform's event dims) and a TransformedDistribution
+    through a composition, with the parameters' gradients."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    pos = rng.gamma(2.0, size=(2, 3)) + 0.1
+
+    def laws(d, lib, a, b):
+        t, T = lib.tensor, d.transforms
+        soft, power = T.SoftplusTransform(), T.PowerTransform(b.exp())
+        compose = T.ComposeTransform([soft, T.AffineTransform(a, 2.0), T.ExpTransform()])
+        ind = T.IndependentTransform(T.ExpTransform(), 1)
+        x = a * 1.5
+        flow = d.TransformedDistribution(d.Normal(a, b.exp()), [T.ComposeTransform([T.SoftplusTransform(),
+                                                                                     T.PowerTransform(2.0)])])
+        return [soft(x), soft.inv(t(pos)), soft.log_abs_det_jacobian(x, soft(x)), power(t(pos)),
+                power.inv(t(pos)), power.log_abs_det_jacobian(t(pos), power(t(pos))), compose(x),
+                compose.inv(compose(x)), compose.log_abs_det_jacobian(x, compose(x)), T.AbsTransform()(x),
+                T.SoftmaxTransform()(x), T.SoftmaxTransform().inv(T.SoftmaxTransform()(x)),
+                ind.log_abs_det_jacobian(x, ind(x)), T.identity_transform(x), flow.log_prob(t(pos))]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    T = tnet.distributions.transforms
+    assert T.ComposeTransform([T.ExpTransform(), T.PowerTransform(-1.0)]).sign == -1
+    assert T.ComposeTransform([T.SoftmaxTransform(), T.ExpTransform()]).event_dim == 1
+    assert not T.AbsTransform().bijective and T.SoftplusTransform().bijective

@@ -3,8 +3,9 @@ prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likel
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
 drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
-TransformedDistribution with the element-wise and affine transforms (a SAC's squashed Normal), the common
-constraints, and kl_divergence between two of a kind.
+Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
+LowRankMultivariateNormal, TransformedDistribution with the element-wise, affine and composed transforms (a
+SAC's squashed Normal), the common constraints, and kl_divergence by torch's register_kl registry.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -1321,6 +1322,140 @@ class AffineTransform(Transform):
         return result.sum(tuple(range(-self.event_dim, 0))) if self.event_dim else result
 
 
+class ComposeTransform(Transform):
+    """The parts applied in order (ComposeTransform([]) is the identity, identity_transform); log|det J| the
+    sum of the parts' at their own inputs, each summed over the dims its event_dim leaves to the compose's,
+    as torch's."""
+
+    def __init__(self, parts, cache_size=0):
+        super().__init__(cache_size)
+        self.parts = list(parts)
+        self.event_dim = max((t.event_dim for t in self.parts), default=0)
+        self.bijective = all(t.bijective for t in self.parts)
+        if self.parts:
+            self.domain, self.codomain = self.parts[0].domain, self.parts[-1].codomain
+
+    @property
+    def sign(self):
+        sign = 1
+        for t in self.parts:
+            sign = sign * t.sign
+        return sign
+
+    def _call(self, x):
+        for t in self.parts:
+            x = t(x)
+        return x
+
+    def _inverse(self, y):
+        for t in reversed(self.parts):
+            y = t.inv(y)
+        return y
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return zeros_like(x)
+        total = 0.0
+        for t in self.parts:
+            y_t = t(x)
+            term = t.log_abs_det_jacobian(x, y_t)
+            extra = self.event_dim - t.event_dim
+            total = total + (term.sum(tuple(range(-extra, 0))) if extra > 0 else term)
+            x = y_t
+        return total
+
+    def __repr__(self):
+        return "ComposeTransform(\n    " + ",\n    ".join(repr(t) for t in self.parts) + "\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class IndependentTransform(Transform):
+    """base_transform with its last reinterpreted_batch_ndims batch dims taken as event dims: log|det J|
+    summed over them, as torch's."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size)
+        self.base_transform, self.reinterpreted_batch_ndims = base_transform, reinterpreted_batch_ndims
+        self.event_dim = base_transform.event_dim + reinterpreted_batch_ndims
+        self.bijective, self.sign = base_transform.bijective, base_transform.sign
+
+    def _call(self, x):
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        term = self.base_transform.log_abs_det_jacobian(x, y)
+        n = self.reinterpreted_batch_ndims
+        return term.sum(tuple(range(-n, 0))) if n else term
+
+    def __repr__(self):
+        return f"IndependentTransform({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class AbsTransform(Transform):
+    """y = |x|, not bijective (its inverse gives y back), as torch's."""
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on positive x; log|dy/dx| = log|exponent y / x|."""
+    bijective, domain, codomain = True, constraints.positive, constraints.positive
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size)
+        self.exponent = exponent
+
+    sign = property(lambda self: self.exponent.sign() if isinstance(self.exponent, Tensor)
+                    else math.copysign(1, self.exponent))
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def __repr__(self):
+        return f"PowerTransform(exponent={self.exponent})"
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x)); its inverse y + log(-expm1(-y)); log|dy/dx| = -softplus(-x), as torch's."""
+    bijective, codomain = True, constraints.positive
+
+    def _call(self, x):
+        return nnF.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -nnF.softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dim (event_dim 1), not bijective (its inverse is log y), as torch's."""
+    event_dim, codomain = 1, constraints.simplex
+
+    def _call(self, x):
+        return F.softmax(x, -1)
+
+    def _inverse(self, y):
+        return y.log()
+
+
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
@@ -1503,7 +1638,10 @@ __all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribut
            "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
            "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "Binomial", "Chi2", "Geometric",
-           "HalfNormal", "LowRankMultivariateNormal", "Multinomial", "OneHotCategoricalStraightThrough", "register_kl"]
+           "HalfNormal", "LowRankMultivariateNormal", "Multinomial", "OneHotCategoricalStraightThrough", "register_kl",
+           "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform", "Transform",
+           "identity_transform"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -1521,7 +1659,9 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
-                                      "AffineTransform"])):
+                                      "AffineTransform", "ComposeTransform", "IndependentTransform", "AbsTransform",
+                                      "PowerTransform", "SoftplusTransform", "SoftmaxTransform",
+                                      "identity_transform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
