@@ -550,3 +550,35 @@ def test_lp_pool3d_and_max_unpool3d_as_torch(rng):
         F.max_unpool3d(y, i, 2, output_size=(9, 9, 9))
     for name in ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"):  # sizes as tuples, as torch's
         assert repr(getattr(nn, name)(2, 1)) == repr(getattr(torch.nn, name)(2, 1))
+
+
+def test_adaptive_log_softmax_with_loss_as_torch(rng):
+    """From torch's state_dict: output, loss, log_prob and predict, and the gradients of the input and of
+    every parameter, on a batch whose targets fall in the shortlist and both clusters; torch's errors."""
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 13, [4, 9], div_value=2.0, head_bias=True).double()
+    ours = nn.AdaptiveLogSoftmaxWithLoss(8, 13, [4, 9], div_value=2.0, head_bias=True)
+    ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x, rx = leaf(rng, 7, 8)
+    target = np.array([0, 5, 12, 3, 9, 4, 11])
+    out, ref = ours(x, tnet.tensor(target)), theirs(rx, torch.tensor(target))
+    assert_close(out.output, ref.output.detach(), 1e-5, "output")
+    assert_close(out.loss, ref.loss.detach(), 1e-5, "loss")
+    out.loss.backward()
+    ref.loss.backward()
+    assert_close(x.grad, rx.grad, 1e-5, "input gradient")
+    for (name, p), (_, r) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert_close(p.grad, r.grad, 1e-5, name)
+    with tnet.no_grad(), torch.no_grad():
+        assert_close(ours.log_prob(x), theirs.log_prob(rx), 1e-5, "log_prob")
+        assert np.array_equal(ours.predict(x).numpy(), theirs.predict(rx).numpy())
+        one = ours(x[0], tnet.tensor(target[0]))
+        assert one.output.shape == () and np.isclose(one.output.item(), out.output[0].item(), atol=1e-6)
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        ours(x, tnet.tensor(np.array([0, 1, 2, 3, 4, 5, 13])))
+    with pytest.raises(RuntimeError, match="same size"):
+        ours(x, tnet.tensor(target[:3]))
+    with pytest.raises(ValueError, match="cutoffs"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 13, [9, 4])
+    from tnet.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
+    assert AdaptiveLogSoftmaxWithLoss is nn.AdaptiveLogSoftmaxWithLoss

@@ -2841,6 +2841,101 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
 
 
+class AdaptiveLogSoftmaxWithLoss(Module):
+    """torch's adaptive softmax (Grave et al.): a head Linear over the cutoffs[0] most frequent classes and one
+    logit per cluster, and per cluster a tail Sequential(Linear(in, in // div_value ** (i + 1)), Linear(that,
+    cluster size)), torch's parameter names; forward(input [N, in] or [in], target [N] or []) gives
+    (output, loss): each target's log-probability and their negated mean. The targets are read on the host
+    to split the batch by cluster (a sync, as torch's nonzero); log_prob and predict as torch's."""
+
+    _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
+
+    def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
+        super().__init__()
+        factory_args("AdaptiveLogSoftmaxWithLoss", device, dtype)
+        cutoffs = list(cutoffs)
+        if len(cutoffs) == 0:
+            raise ValueError("cutoffs should be a sequence of length larger than 0")
+        if cutoffs != sorted(cutoffs) or min(cutoffs) <= 0 or max(cutoffs) > n_classes - 1 or \
+                len(set(cutoffs)) != len(cutoffs) or any(int(c) != c for c in cutoffs):
+            raise ValueError("cutoffs should be a sequence of unique, positive integers sorted in an increasing "
+                             "order, where each value is between 1 and n_classes-1")
+        self.in_features, self.n_classes, self.cutoffs = in_features, n_classes, cutoffs + [n_classes]
+        self.div_value, self.head_bias = div_value, head_bias
+        self.shortlist_size, self.n_clusters = self.cutoffs[0], len(self.cutoffs) - 1
+        self.head_size = self.shortlist_size + self.n_clusters
+        self.head = Linear(in_features, self.head_size, bias=head_bias)
+        self.tail = ModuleList()
+        for i in range(self.n_clusters):
+            hidden = int(in_features // (div_value ** (i + 1)))
+            self.tail.append(Sequential(Linear(in_features, hidden, bias=False),
+                                        Linear(hidden, self.cutoffs[i + 1] - self.cutoffs[i], bias=False)))
+
+    def reset_parameters(self):
+        self.head.reset_parameters()
+        for i2h, h2o in self.tail:
+            i2h.reset_parameters()
+            h2o.reset_parameters()
+
+    def forward(self, input_, target_):
+        if target_.dim() == 1:
+            if input_.size(0) != target_.size(0):
+                raise RuntimeError("Input and target should have the same size in the batch dimension.")
+            if input_.dim() != 2:
+                raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with size "
+                                   f"{input_.size()}")
+        elif target_.dim() == 0:
+            if input_.dim() != 1:
+                raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with size "
+                                   f"{input_.size()}")
+        else:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        batched = target_.dim() > 0
+        input = input_ if batched else input_.unsqueeze(0)
+        target = target_.numpy().reshape(-1).astype(np.int64)
+        output = input.new_zeros(len(target))
+        gather_inds = target.copy()  # the head's column of each row: its class, or its cluster's logit
+        bounds = [0] + self.cutoffs
+        for i in range(1, len(bounds) - 1):
+            rows = np.nonzero((target >= bounds[i]) & (target < bounds[i + 1]))[0]
+            if rows.size == 0:
+                continue
+            index = tensor(rows)
+            logprob = F.log_softmax(self.tail[i - 1](input.index_select(0, index)), dim=1)
+            local = logprob.gather(1, tensor(target[rows] - bounds[i]).unsqueeze(1)).squeeze(1)
+            output = output.index_copy(0, index, local)
+            gather_inds[rows] = self.shortlist_size + i - 1
+        if target.size and (target.min() < 0 or target.max() >= self.n_classes):
+            raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
+                               f"[{target.min()}, {target.max()}] were found. ")
+        head_logprob = F.log_softmax(self.head(input), dim=1)
+        output = output + head_logprob.gather(1, tensor(gather_inds).unsqueeze(1)).squeeze(1)
+        loss = (-output).mean()
+        return self._ASMoutput(output if batched else output.squeeze(0), loss)
+
+    def _get_full_log_prob(self, input, head_output):
+        head_logprob = F.log_softmax(head_output, dim=1)
+        parts = [head_logprob[:, :self.shortlist_size]]
+        for i in range(self.n_clusters):
+            cluster_logprob = F.log_softmax(self.tail[i](input), dim=1)
+            parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
+        return F.cat(parts, dim=1)
+
+    def log_prob(self, input):
+        """The log-probabilities [N, n_classes] of every class."""
+        return self._get_full_log_prob(input, self.head(input))
+
+    def predict(self, input):
+        """The most probable class of each row: the head's argmax where it is in the shortlist, else the full
+        distribution's (computed for every row here, where torch's takes only the others: the same classes)."""
+        head_output = self.head(input)
+        output = head_output.argmax(dim=1)
+        outside = output >= self.shortlist_size
+        if not bool(outside.any()):
+            return output
+        return F.where(outside, self._get_full_log_prob(input, head_output).argmax(dim=1), output)
+
+
 class RReLU(Module):
     """F.rrelu: a random slope in [lower, upper) per negative element in training mode, their mean in
     eval mode (tnet's generator: other draws than torch's); inplace=True is computed out of place."""
