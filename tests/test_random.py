@@ -728,3 +728,32 @@ def test_compose_softplus_power_abs_softmax_independent_transforms_as_torch(rng,
     assert T.ComposeTransform([T.ExpTransform(), T.PowerTransform(-1.0)]).sign == -1
     assert T.ComposeTransform([T.SoftmaxTransform(), T.ExpTransform()]).event_dim == 1
     assert not T.AbsTransform().bijective and T.SoftplusTransform().bijective
+
+
+def test_more_constraints_as_torch():
+    """constraints' sets against torch's: check() on members and non-members, is_discrete, event_dim, repr;
+    dependent and dependent_property."""
+    spd = np.array([[[2.0, 0.5], [0.5, 1.0]], [[1.0, 2.0], [2.0, 1.0]], [[1.0, 0.0], [0.3, 1.0]]])
+    chol = np.array([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 0.1], [0.5, 2.0]], [[-1.0, 0.0], [0.5, 2.0]]])
+    counts = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0], [2.0, 1.0, 0.0]])
+    ints = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 4.0])
+
+    def run(lib):
+        c, t = lib.distributions.constraints, lib.tensor
+        cases = [(c.positive_integer, ints), (c.integer_interval(0, 3), ints), (c.lower_triangular, chol),
+                 (c.lower_cholesky, chol), (c.square, spd), (c.symmetric, spd), (c.positive_definite, spd),
+                 (c.positive_semidefinite, spd), (c.one_hot, counts), (c.multinomial(2), counts),
+                 (c.independent(c.positive, 1), counts), (c.real_vector, counts), (c.boolean, ints),
+                 (c.nonnegative_integer, ints), (c.simplex, counts / 2)]
+        out = [(repr(k), k.is_discrete, k.event_dim, k.check(t(v)).tolist()) for k, v in cases]
+        with pytest.raises(ValueError):
+            c.dependent.check(t(ints))
+
+        class Box(lib.distributions.Distribution):
+            @c.dependent_property(is_discrete=False, event_dim=0)
+            def support(self):
+                return c.interval(0.0, 1.0)
+        prop = vars(Box)["support"]
+        return out, c.is_dependent(c.dependent), c.is_dependent(prop), repr(Box.__new__(Box).support), \
+            c.dependent(is_discrete=True, event_dim=1).event_dim
+    assert run(tnet) == run(torch)

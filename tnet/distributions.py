@@ -1156,11 +1156,11 @@ class LowRankMultivariateNormal(Distribution):
 
 class Constraint:
     """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
-    the set; is_discrete and event_dim as torch's."""
+    the set (over the batch dims: event_dim dims are reduced); is_discrete and event_dim as torch's."""
     is_discrete, event_dim = False, 0
 
-    def __init__(self, check=None, name=None):
-        self._check, self._name = check, name
+    def __init__(self, check=None, name=None, is_discrete=False, event_dim=0):
+        self._check, self._name, self.is_discrete, self.event_dim = check, name, is_discrete, event_dim
 
     def check(self, value):
         return self._check(value)
@@ -1175,6 +1175,66 @@ def _interval(lower, upper, low_open=False, high_open=False):
     return Constraint(lambda v: F.logical_and(low(v), high(v)), f"Interval(lower_bound={lower}, upper_bound={upper})")
 
 
+class _Dependent(Constraint):
+    """torch's constraints.dependent: a set that depends on other variables; check raises ValueError."""
+
+    def __init__(self, *, is_discrete=False, event_dim=0):
+        super().__init__(None, "Dependent()", is_discrete, event_dim)
+
+    def __call__(self, *, is_discrete=False, event_dim=0):
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+class _DependentProperty(property, _Dependent):
+    """torch's constraints.dependent_property: a property (a distribution's support) that is also a
+    dependent constraint (is_dependent), usable with or without its keyword arguments."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+def _independent(base, reinterpreted_batch_ndims):
+    """base's check reduced (all) over the last reinterpreted_batch_ndims dims, as torch's constraints.independent."""
+    def check(v):
+        result = base.check(v)
+        return result.reshape(tuple(result.shape[:result.ndim - reinterpreted_batch_ndims]) + (-1,)).all(-1) \
+            if reinterpreted_batch_ndims else result
+    return Constraint(check, f"IndependentConstraint({base!r}, {reinterpreted_batch_ndims})", base.is_discrete,
+                      base.event_dim + reinterpreted_batch_ndims)
+
+
+def _square(v):
+    return full(tuple(v.shape[:-2]), v.shape[-2] == v.shape[-1], dtype=torch.bool)
+
+
+def _symmetric(v):
+    if v.shape[-2] != v.shape[-1]:
+        return _square(v)
+    return F.isclose(v, v.mT, atol=1e-6).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _lower_triangular(v):
+    return (v.tril() == v).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _eigenvalues_above(v, bound):
+    """Every eigenvalue above bound (> 0: definite) or at least 0 (semidefinite), by tnet.linalg.eigvalsh (on
+    the host); as torch's, where some matrix of the batch is not symmetric, the symmetry check alone."""
+    from .linalg import eigvalsh
+    symmetric = _symmetric(v)
+    if not bool(symmetric.all()):
+        return symmetric
+    values = eigvalsh(v).detach()
+    return (values > 0).all(-1) if bound > 0 else (values >= 0).all(-1)
+
+
 constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
 constraints.__dict__.update(
     Constraint=Constraint,
@@ -1182,15 +1242,37 @@ constraints.__dict__.update(
     positive=Constraint(lambda v: v > 0, "GreaterThan(lower_bound=0.0)"),
     nonnegative=Constraint(lambda v: v >= 0, "GreaterThanEq(lower_bound=0.0)"),
     unit_interval=_interval(0.0, 1.0),
-    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()"),
-    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)"),
+    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()", is_discrete=True),
+    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)",
+                                   is_discrete=True),
+    positive_integer=Constraint(lambda v: F.logical_and(v >= 1, v == v.floor()), "IntegerGreaterThan(lower_bound=1)",
+                                is_discrete=True),
+    integer_interval=lambda lower, upper: Constraint(
+        lambda v: F.logical_and(F.logical_and(v >= lower, v <= upper), v == v.floor()),
+        f"IntegerInterval(lower_bound={lower}, upper_bound={upper})", is_discrete=True),
     interval=_interval,
     half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
     greater_than=lambda lower: Constraint(lambda v: v > lower, f"GreaterThan(lower_bound={lower})"),
     greater_than_eq=lambda lower: Constraint(lambda v: v >= lower, f"GreaterThanEq(lower_bound={lower})"),
-    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"))
-constraints.real_vector = constraints.real
-constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()")
+    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"),
+    dependent=_Dependent(), dependent_property=_DependentProperty,
+    is_dependent=lambda constraint: isinstance(constraint, _Dependent),
+    independent=_independent,
+    square=Constraint(_square, "Square()", event_dim=2),
+    symmetric=Constraint(_symmetric, "Symmetric()", event_dim=2),
+    lower_triangular=Constraint(_lower_triangular, "LowerTriangular()", event_dim=2),
+    lower_cholesky=Constraint(lambda v: F.logical_and(_lower_triangular(v), (v.diagonal(dim1=-2, dim2=-1) > 0).all(-1)),
+                              "LowerCholesky()", event_dim=2),
+    positive_definite=Constraint(lambda v: _eigenvalues_above(v, 1), "PositiveDefinite()", event_dim=2),
+    positive_semidefinite=Constraint(lambda v: _eigenvalues_above(v, 0), "PositiveSemidefinite()", event_dim=2),
+    one_hot=Constraint(lambda v: F.logical_and(F.logical_or(v == 0, v == 1).all(-1), v.sum(-1) == 1), "OneHot()",
+                       is_discrete=True, event_dim=1),
+    multinomial=lambda upper_bound: Constraint(lambda v: F.logical_and((v >= 0).all(-1), v.sum(-1) <= upper_bound),
+                                               "Multinomial()", is_discrete=True,
+                                               event_dim=1))
+constraints.real_vector = _independent(constraints.real, 1)
+constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()",
+                                 event_dim=1)
 
 
 class Transform:
