@@ -757,3 +757,39 @@ def test_more_constraints_as_torch():
         return out, c.is_dependent(c.dependent), c.is_dependent(prop), repr(Box.__new__(Box).support), \
             c.dependent(is_discrete=True, event_dim=1).event_dim
     assert run(tnet) == run(torch)
+
+
+def test_half_cauchy_negative_binomial_weibull_pareto_kumaraswamy_inverse_gamma_as_torch(rng, ieee):
+    """The new laws against torch.distributions in float64 (log_prob, cdf/icdf, mean, mode, variance, entropy)
+    with the parameters' gradients, then samples' shapes and moments."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    unit = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lib.tensor
+        hc, nb, nb2 = d.HalfCauchy(b.exp()), d.NegativeBinomial(a.exp() + 0.5, logits=b), d.NegativeBinomial(3.0, b.sigmoid())
+        we, pa = d.Weibull(a.exp(), b.exp() + 1), d.Pareto(a.exp() * 0.01, b.exp() + 2.5)
+        ku, ig = d.Kumaraswamy(2 * a.sigmoid() + 1, 2 * b.sigmoid() + 1), d.InverseGamma(a.exp() + 2.5, b.exp())
+        return [hc.log_prob(t(pos)), hc.cdf(t(pos)), hc.icdf(t(unit)), hc.entropy(), nb.log_prob(t(counts)), nb.mean,
+                nb.mode, nb.variance, nb2.log_prob(t(counts)), we.log_prob(t(pos)), we.mean, we.mode, we.variance,
+                we.entropy(), pa.log_prob(t(pos) + 0.1), pa.mean, pa.variance, pa.entropy(), ku.log_prob(t(unit)),
+                ku.mean, ku.variance, ku.entropy(), ig.log_prob(t(pos)), ig.mean, ig.mode, ig.variance,
+                ig.entropy()]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    D = tnet.distributions
+    tnet.manual_seed(6)
+    cases = [(D.NegativeBinomial(tnet.tensor([3.0, 5.0]), tnet.tensor([0.4, 0.7])), [2.0, 11.667], [3.333, 38.89]),
+             (D.Weibull(tnet.tensor([1.0, 2.0]), tnet.tensor([2.0, 5.0])), [0.8862, 1.8363], [0.2146, 0.1758]),
+             (D.Pareto(1.0, tnet.tensor([4.0, 6.0])), [1.3333, 1.2], [0.2222, 0.06]),
+             (D.Kumaraswamy(tnet.tensor([2.0, 5.0]), tnet.tensor([3.0, 1.0])), [0.4571, 0.8333], [0.0394, 0.0198]),
+             (D.InverseGamma(tnet.tensor([4.0, 6.0]), 2.0), [0.6667, 0.4], [0.2222, 0.04])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.05, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.2, atol=0.01), type(d).__name__
+    assert D.Weibull(1.0, tnet.tensor(2.0, requires_grad=True)).rsample((3,)).requires_grad
+    assert D.HalfCauchy(1.0).sample((5,)).numpy().min() >= 0 and np.isinf(D.HalfCauchy(1.0).mean.numpy())

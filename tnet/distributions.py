@@ -1030,20 +1030,18 @@ class Geometric(Distribution):
         return f"Geometric(probs: {self.probs})"
 
 
-class HalfNormal(Distribution):
-    """HalfNormal(scale): |X| for X ~ Normal(0, scale), a number or a tensor; rsample, log_prob (-inf
-    below 0), cdf, icdf and entropy differentiable, as torch's (whose class is a TransformedDistribution
-    of Normal by AbsTransform: here a plain Distribution with base_dist)."""
+class _Folded(Distribution):
+    """|X| for X ~ base_dist, a symmetric law about 0 (Normal or Cauchy of loc 0): rsample, log_prob (-inf
+    below 0), cdf, icdf and entropy from the base's, differentiable, as torch's HalfNormal and HalfCauchy
+    (TransformedDistributions of their base by AbsTransform there: here plain Distributions with base_dist)."""
     has_rsample = True
 
-    def __init__(self, scale, validate_args=None):
-        self.base_dist = Normal(0.0, scale)
-        super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
+    def __init__(self, base_dist, validate_args=None):
+        self.base_dist = base_dist
+        super().__init__(base_dist.batch_shape, validate_args=validate_args)
 
     scale = property(lambda self: self.base_dist.scale)
-    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
     mode = property(lambda self: zeros_like(self.scale))
-    variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
 
     def rsample(self, sample_shape=Size()):
         return self.base_dist.rsample(sample_shape).abs()
@@ -1062,7 +1060,66 @@ class HalfNormal(Distribution):
         return self.base_dist.entropy() - math.log(2)
 
     def __repr__(self):
-        return f"HalfNormal(scale: {self.scale})"
+        return f"{type(self).__name__}(scale: {self.scale})"
+
+
+class HalfNormal(_Folded):
+    """HalfNormal(scale): |X| for X ~ Normal(0, scale), a number or a tensor (see _Folded)."""
+
+    def __init__(self, scale, validate_args=None):
+        super().__init__(Normal(0.0, scale), validate_args)
+
+    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
+
+
+class HalfCauchy(_Folded):
+    """HalfCauchy(scale): |X| for X ~ Cauchy(0, scale) (see _Folded); mean inf, variance the Cauchy's (inf)."""
+
+    def __init__(self, scale, validate_args=None):
+        super().__init__(Cauchy(0.0, scale), validate_args)
+
+    mean = property(lambda self: full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype))
+    variance = property(lambda self: self.base_dist.variance)
+
+
+class NegativeBinomial(Distribution):
+    """NegativeBinomial(total_count, probs=None, logits=None): the successes before total_count failures (torch's
+    convention: probs is each trial's success probability); numbers or tensors. log_prob, mean, mode and
+    variance are differentiable, as torch's; samples are drawn on the host by numpy, Poisson of Gamma as
+    torch's (a host read of the parameters)."""
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = _broadcast_all(total_count, probs)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.total_count, self.logits = _broadcast_all(total_count, logits)
+            self.probs = self.logits.sigmoid()
+        self.total_count = self.total_count.to(self.probs.dtype)
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.total_count * self.logits.exp())
+    mode = property(lambda self: ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0))
+    variance = property(lambda self: self.mean / (-self.logits).sigmoid())
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        k, scale = np.broadcast_arrays(_host(self.total_count), np.exp(_host(self.logits)))
+        rng = init_generator()
+        return _host_draw(rng.poisson(rng.gamma(k, scale, size=shape)), self.probs)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.probs)
+        log_unnormalized = self.total_count * nnF.logsigmoid(-self.logits) + value * nnF.logsigmoid(self.logits)
+        log_normalization = -(self.total_count + value).lgamma() + (1.0 + value).lgamma() + self.total_count.lgamma()
+        log_normalization = F.where(self.total_count + value == 0.0, 0.0, log_normalization)
+        return log_unnormalized - log_normalization
+
+    def __repr__(self):
+        return f"NegativeBinomial(total_count: {self.total_count}, probs: {self.probs})"
 
 
 class Chi2(Gamma):
@@ -1578,6 +1635,115 @@ class TransformedDistribution(Distribution):
     def __repr__(self):
         return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
 
+# ---- torch's laws that are transformed simpler ones: Weibull, Pareto, Kumaraswamy, InverseGamma ----
+
+_EULER = 0.5772156649015329
+
+
+class Weibull(TransformedDistribution):
+    """Weibull(scale, concentration): Exponential(1) by PowerTransform(1 / concentration) and
+    AffineTransform(0, scale), as torch's; rsample, log_prob, mean, mode, variance and entropy differentiable."""
+
+    def __init__(self, scale, concentration, validate_args=None):
+        self.scale, self.concentration = _broadcast_all(scale, concentration)
+        self.concentration_reciprocal = self.concentration.reciprocal()
+        super().__init__(Exponential(ones_like(self.scale)),
+                         [PowerTransform(self.concentration_reciprocal), AffineTransform(0.0, self.scale)], validate_args)
+
+    mean = property(lambda self: self.scale * (1 + self.concentration_reciprocal).lgamma().exp())
+    mode = property(lambda self: self.scale * ((self.concentration - 1) / self.concentration)
+                    .pow(self.concentration_reciprocal))
+    variance = property(lambda self: self.scale.pow(2) * ((1 + 2 * self.concentration_reciprocal).lgamma().exp() -
+                                                          (2 * (1 + self.concentration_reciprocal).lgamma()).exp()))
+
+    def entropy(self):
+        return (_EULER * (1 - self.concentration_reciprocal) + (self.scale * self.concentration_reciprocal).log()
+                + 1)
+
+    def __repr__(self):
+        return f"Weibull(scale: {self.scale}, concentration: {self.concentration})"
+
+
+class Pareto(TransformedDistribution):
+    """Pareto(scale, alpha): Exponential(alpha) by ExpTransform and AffineTransform(0, scale), as torch's."""
+
+    def __init__(self, scale, alpha, validate_args=None):
+        self.scale, self.alpha = _broadcast_all(scale, alpha)
+        super().__init__(Exponential(self.alpha), [ExpTransform(), AffineTransform(0.0, self.scale)], validate_args)
+
+    @property
+    def mean(self):
+        a = self.alpha.clamp(min=1)
+        return a * self.scale / (a - 1)
+
+    mode = property(lambda self: self.scale)
+
+    @property
+    def variance(self):
+        a = self.alpha.clamp(min=2)
+        return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
+
+    def entropy(self):
+        return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
+
+    def __repr__(self):
+        return f"Pareto(scale: {self.scale}, alpha: {self.alpha})"
+
+
+class Kumaraswamy(TransformedDistribution):
+    """Kumaraswamy(concentration1, concentration0): Uniform(0, 1) by PowerTransform(1 / concentration0),
+    AffineTransform(1, -1) and PowerTransform(1 / concentration1), as torch's."""
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = _broadcast_all(concentration1, concentration0)
+        super().__init__(Uniform(zeros_like(self.concentration0), ones_like(self.concentration0)),
+                         [PowerTransform(self.concentration0.reciprocal()), AffineTransform(1.0, -1.0),
+                          PowerTransform(self.concentration1.reciprocal())], validate_args)
+
+    def _moment(self, n):
+        a, b = self.concentration1, self.concentration0
+        return b * ((1 + n / a).lgamma() + b.lgamma() - (1 + n / a + b).lgamma()).exp()
+
+    mean = property(lambda self: self._moment(1))
+    variance = property(lambda self: self._moment(2) - self._moment(1).pow(2))
+
+    @property
+    def mode(self):
+        a, b = self.concentration1, self.concentration0
+        log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()
+        return F.where(F.logical_or(b < 1, a < 1), math.nan, log_mode).exp()
+
+    def entropy(self):
+        t1, t0 = 1 - self.concentration1.reciprocal(), 1 - self.concentration0.reciprocal()
+        H0 = (self.concentration0 + 1).digamma() + _EULER
+        return t0 + t1 * H0 - self.concentration1.log() - self.concentration0.log()
+
+    def __repr__(self):
+        return f"Kumaraswamy(concentration1: {self.concentration1}, concentration0: {self.concentration0})"
+
+
+class InverseGamma(TransformedDistribution):
+    """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate), as torch's (drawn on the
+    host as Gamma, so no rsample here)."""
+
+    def __init__(self, concentration, rate, validate_args=None):
+        super().__init__(Gamma(concentration, rate), PowerTransform(-1.0), validate_args)
+
+    concentration = property(lambda self: self.base_dist.concentration)
+    rate = property(lambda self: self.base_dist.rate)
+    mean = property(lambda self: F.where(self.concentration > 1, self.rate / (self.concentration - 1), math.inf))
+    mode = property(lambda self: self.rate / (self.concentration + 1))
+    variance = property(lambda self: F.where(self.concentration > 2, self.rate.pow(2) / (
+        (self.concentration - 1).pow(2) * (self.concentration - 2)), math.inf))
+
+    def entropy(self):
+        c = self.concentration
+        return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
+
+    def __repr__(self):
+        return f"InverseGamma(concentration: {self.concentration}, rate: {self.rate})"
+
+
 # ---- kl_divergence: torch's registry of pairs (register_kl), each pair's formula registered below ----
 
 _KL = {}  # (type of p, type of q) -> fn(p, q)
@@ -1723,7 +1889,8 @@ __all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribut
            "HalfNormal", "LowRankMultivariateNormal", "Multinomial", "OneHotCategoricalStraightThrough", "register_kl",
            "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform", "Transform",
-           "identity_transform"]
+           "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
+           "InverseGamma"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
@@ -1738,12 +1905,15 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
                       ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
                       ("binomial", ["Binomial"]), ("multinomial", ["Multinomial"]), ("geometric", ["Geometric"]),
-                      ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]),
+                      ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]), ("half_cauchy", ["HalfCauchy"]),
+                      ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
+                      ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
                                       "AffineTransform", "ComposeTransform", "IndependentTransform", "AbsTransform",
                                       "PowerTransform", "SoftplusTransform", "SoftmaxTransform",
-                                      "identity_transform"])):
+                                      "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
+           "InverseGamma"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
