@@ -715,3 +715,33 @@ def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags
         assert lib.is_anomaly_enabled()
         lib.set_anomaly_enabled(False)
         assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
+
+
+def test_gradient_as_torch():
+    """tnet.gradient against torch.gradient: uniform spacings (one, or per dim), coordinates, dims, both edge
+    orders, with the input's gradient; torch's errors."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 3))
+    coords = [np.array([0.0, 0.5, 2.0, 2.5]), np.array([0.0, 1.0, 1.5, 3.5, 4.0])]
+    grids = lambda lib: [lib.tensor(c, dtype=lib.float32 if lib is tnet else torch.float64) for c in coords]
+    cases = [lambda lib: dict(), lambda lib: dict(spacing=2.0), lambda lib: dict(spacing=[0.5, 2.0, 1.0], edge_order=2),
+             lambda lib: dict(dim=1, edge_order=2), lambda lib: dict(dim=[0, 1], spacing=grids(lib)),
+             lambda lib: dict(dim=(0, -2), spacing=grids(lib), edge_order=2), lambda lib: dict(dim=-1)]
+    for case in cases:
+        ours_kw, theirs_kw = case(tnet), case(torch)
+        x, rx = tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        ours, theirs = tnet.gradient(x, **ours_kw), torch.gradient(rx, **theirs_kw)
+        assert len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+        weights = [rng.standard_normal(tuple(t.shape)) for t in theirs]
+        sum((o * tnet.tensor(w)).sum() for o, w in zip(ours, weights)).backward()
+        sum((t * torch.tensor(w)).sum() for t, w in zip(theirs, weights)).backward()
+        np.testing.assert_allclose(x.grad.numpy(), rx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert tnet.gradient(tnet.arange(5))[0].tolist() == torch.gradient(torch.arange(5))[0].tolist()
+    for lib in (tnet, torch):
+        for args in (dict(edge_order=3), dict(spacing=[1.0, 2.0, 3.0])):
+            with pytest.raises(RuntimeError):
+                lib.gradient(lib.ones(2, 3), **args)
+        with pytest.raises(RuntimeError, match="at least edge_order"):
+            lib.gradient(lib.ones(2, 1), dim=1)
