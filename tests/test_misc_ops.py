@@ -745,3 +745,19 @@ def test_gradient_as_torch():
                 lib.gradient(lib.ones(2, 3), **args)
         with pytest.raises(RuntimeError, match="at least edge_order"):
             lib.gradient(lib.ones(2, 1), dim=1)
+
+
+def test_old_autograd_paths_multithreading_flag_and_module_flags():
+    from tnet.autograd.anomaly_mode import detect_anomaly
+    from tnet.autograd.variable import Variable
+    assert Variable is tnet.autograd.Variable and detect_anomaly is tnet.autograd.detect_anomaly
+    for lib in (tnet, torch):
+        assert lib.autograd.is_multithreading_enabled()
+        with lib.autograd.set_multithreading_enabled(False):
+            assert not lib.autograd.is_multithreading_enabled()
+        assert lib.autograd.is_multithreading_enabled()
+        assert lib.nn.Module.call_super_init is False and lib.nn.Module.dump_patches is False
+    x = np.array([0.0, 1.5, -3.0], np.float32)
+    for name in ("modified_bessel_i0", "modified_bessel_i1"):
+        np.testing.assert_allclose(getattr(tnet.special, name)(tnet.tensor(x)).numpy(),
+                                   getattr(torch.special, name)(torch.tensor(x)).numpy(), rtol=1e-6)

@@ -793,3 +793,38 @@ def test_half_cauchy_negative_binomial_weibull_pareto_kumaraswamy_inverse_gamma_
         assert np.allclose(draws.numpy().var(0), var, rtol=0.2, atol=0.01), type(d).__name__
     assert D.Weibull(1.0, tnet.tensor(2.0, requires_grad=True)).rsample((3,)).requires_grad
     assert D.HalfCauchy(1.0).sample((5,)).numpy().min() >= 0 and np.isinf(D.HalfCauchy(1.0).mean.numpy())
+
+
+def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
+    """VonMises' log_prob and circular variance, StickBreakingTransform's forward, inverse and log|det J|, and a
+    user's ExponentialFamily subclass's entropy (the Bregman form through autograd.grad) against torch in
+    float64 with the parameters' gradients; VonMises' samples."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    angles = rng.uniform(-3.0, 3.0, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        vm = d.VonMises(a, b.exp())
+        sb = d.transforms.StickBreakingTransform()
+        y = sb(a)
+
+        class Expo(d.ExponentialFamily):  # Exponential(rate) written as an exponential family
+            def __init__(self, rate):
+                self.rate = rate
+                super().__init__(rate.shape)
+            _natural_params = property(lambda self: (-self.rate,))
+            _mean_carrier_measure = 0
+
+            def _log_normalizer(self, x):
+                return -(-x).log()
+        return [vm.log_prob(lib.tensor(angles)), vm.variance, vm.mean, y, sb.inv(y), sb.log_abs_det_jacobian(a, y),
+                Expo(b.exp()).entropy()]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    D = tnet.distributions
+    tnet.manual_seed(2)
+    draws = D.VonMises(tnet.tensor([0.5, 3.0]), tnet.tensor([4.0, 2.0])).sample((6000,)).numpy()
+    assert draws.shape == (6000, 2) and (draws >= -np.pi).all() and (draws < np.pi).all()
+    assert np.allclose(np.angle(np.exp(1j * draws).mean(0)), [0.5, 3.0], atol=0.05)
+    from tnet.distributions.exp_family import ExponentialFamily
+    from tnet.distributions.von_mises import VonMises
+    assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)

@@ -77,6 +77,33 @@ class Distribution:
         return f"{type(self).__name__}()"
 
 
+class ExponentialFamily(Distribution):
+    """torch's base of exponential-family laws: a subclass gives _natural_params, _log_normalizer(*params) and
+    _mean_carrier_measure; entropy is the log normalizer's Bregman form, through tnet.autograd.grad, as torch's."""
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        from .autograd import grad
+        result = -self._mean_carrier_measure
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        log_normal = self._log_normalizer(*params)
+        gradients = grad(log_normal.sum(), params, create_graph=True)
+        result = result + log_normal
+        for param, g in zip(params, gradients):
+            result = result - (param * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result
+
+
 class Normal(Distribution):
     """Normal(loc, scale): numbers or tensors that broadcast to batch_shape."""
     has_rsample = True
@@ -1122,6 +1149,34 @@ class NegativeBinomial(Distribution):
         return f"NegativeBinomial(total_count: {self.total_count}, probs: {self.probs})"
 
 
+class VonMises(Distribution):
+    """VonMises(loc, concentration): the circular normal on [-pi, pi); log_prob (through special.i0e) and the
+    circular variance differentiable, as torch's; samples drawn on the host by numpy (a host read of the
+    parameters), where torch's run Best and Fisher's rejection sampler."""
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = _broadcast_all(loc, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    # 1 - I1(k) / I0(k), through the scaled functions (no overflow)
+    variance = property(lambda self: 1 - nnF.i1e(self.concentration) / nnF.i0e(self.concentration))
+
+    def log_prob(self, value):
+        k = self.concentration
+        return k * (_as_tensor(value, k) - self.loc).cos() - math.log(2 * math.pi) - (nnF.i0e(k).log() + k)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        loc, k = np.broadcast_arrays(_host(self.loc), _host(self.concentration))
+        draw = init_generator().vonmises(loc, k, size=shape)
+        return _host_draw((draw + np.pi) % (2 * np.pi) - np.pi, self.loc)
+
+    def __repr__(self):
+        return f"VonMises(loc: {self.loc}, concentration: {self.concentration})"
+
+
 class Chi2(Gamma):
     """Chi2(df): Gamma(df / 2, 1 / 2), as torch's (drawn on the host, as Gamma)."""
 
@@ -1595,6 +1650,37 @@ class SoftmaxTransform(Transform):
         return y.log()
 
 
+class StickBreakingTransform(Transform):
+    """x [..., K - 1] to a point y [..., K] of the simplex by stick breaking (z_i = sigmoid(x_i - log(K - i)),
+    y_i = z_i prod_{j<i} (1 - z_j)), bijective, event_dim 1, as torch's (shape-changing: a TransformedDistribution
+    here takes shape-keeping transforms only, so use it on its own)."""
+    bijective, event_dim, codomain = True, 1, constraints.simplex
+
+    def _offset(self, n, like):
+        return (n + 1 - arange(1, n + 1).to(like.dtype)).log()
+
+    def _call(self, x):
+        z = (x - self._offset(x.shape[-1], x)).sigmoid()
+        z_cumprod = (1 - z).cumprod(-1)
+        return nnF.pad(z, [0, 1], value=1) * nnF.pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = (y.shape[-1] - arange(1, y_crop.shape[-1] + 1).to(y.dtype)).log()
+        sf = (1 - y_crop.cumsum(-1)).clamp(min=torch.finfo(y.dtype).tiny)
+        return y_crop.log() - sf.log() + offset
+
+    def log_abs_det_jacobian(self, x, y):
+        x = x - self._offset(x.shape[-1], x)
+        return (-x + nnF.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        return Size(tuple(shape[:-1]) + (shape[-1] + 1,))
+
+    def inverse_shape(self, shape):
+        return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
+
+
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
@@ -1890,11 +1976,11 @@ __all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribut
            "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform", "Transform",
            "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
-           "InverseGamma"]
+           "InverseGamma", "VonMises", "StickBreakingTransform", "ExponentialFamily"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
-for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
+for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["ExponentialFamily"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
                       ("beta", ["Beta"]),
                       ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence", "register_kl"]),
                       ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),
@@ -1908,12 +1994,13 @@ for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"])
                       ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]), ("half_cauchy", ["HalfCauchy"]),
                       ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
                       ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
+                      ("von_mises", ["VonMises"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
                                       "AffineTransform", "ComposeTransform", "IndependentTransform", "AbsTransform",
                                       "PowerTransform", "SoftplusTransform", "SoftmaxTransform",
                                       "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
-           "InverseGamma"])):
+           "InverseGamma", "VonMises", "StickBreakingTransform", "ExponentialFamily"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])

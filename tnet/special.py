@@ -16,10 +16,12 @@ from .kernels.launch import check
 expit = sigmoid
 gammaln = lgamma
 psi = digamma
+modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch's other names of I0 and I1
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax",
            "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
-           "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "multigammaln", "ndtri"]
+           "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "modified_bessel_i0", "modified_bessel_i1", "multigammaln",
+           "ndtri"]
 
 
 def multigammaln(input, p):

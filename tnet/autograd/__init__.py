@@ -128,3 +128,39 @@ class detect_anomaly(set_detect_anomaly):
             with detect_anomaly(self._check_nan):
                 return fn(*args, **kwargs)
         return run
+
+
+_multithreading = [True]
+
+
+def is_multithreading_enabled():
+    """torch's switch of its backward's worker threads: recorded; tnet's backward runs in the calling thread."""
+    return _multithreading[0]
+
+
+class set_multithreading_enabled:
+    """torch's context manager (or call) that switches the backward's threads: recorded (is_multithreading_enabled),
+    the previous state back at the block's end."""
+
+    def __init__(self, mode):
+        self._previous = _multithreading[0]
+        _multithreading[0] = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _multithreading[0] = self._previous
+        return False
+
+
+# torch.autograd's old submodules, for their import paths (`from torch.autograd.variable import Variable`)
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
+for _name, _names in (("variable", ["Variable"]), ("anomaly_mode", ["detect_anomaly", "set_detect_anomaly"])):
+    _module = _types.ModuleType(f"{__name__}.{_name}", f"torch.autograd.{_name}'s {', '.join(_names)}")
+    for _n in _names:
+        setattr(_module, _n, globals()[_n])
+    _sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
+__all__ += ["is_multithreading_enabled", "set_multithreading_enabled", "variable", "anomaly_mode"]

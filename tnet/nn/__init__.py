@@ -204,6 +204,8 @@ class Module:
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
     _compute_dtype = None  # float16 or bfloat16 after .half() or .bfloat16(): the forward runs under autocast
     _hooked = False  # True once a hook was registered on this module (_add_hook): __call__ looks for them
+    call_super_init = False  # torch's class flags, read by code that copies torch's Module conventions
+    dump_patches = False
 
     def __init__(self):
         self.training = True
