@@ -359,3 +359,38 @@ def test_skip_init_memory_format_and_nn_utils_import_paths():
     assert (clip_grad_norm_, parameters_to_vector, skip_init, convert_conv2d_weight_memory_format) == (
         nn.utils.clip_grad_norm_, nn.utils.parameters_to_vector, nn.utils.skip_init,
         nn.utils.convert_conv2d_weight_memory_format)
+
+
+def test_global_registration_and_legacy_backward_hooks_as_torch():
+    def run(lib):
+        mm = lib.nn.modules.module
+        seen = []
+
+        def on_param(module, name, p):
+            seen.append(("param", type(module).__name__, name))
+
+        def on_module(module, name, sub):
+            seen.append(("module", type(module).__name__, name))
+            return lib.nn.Identity() if isinstance(sub, lib.nn.Tanh) else None
+
+        def on_buffer(module, name, b):
+            seen.append(("buffer", type(module).__name__, name))
+        handles = [mm.register_module_parameter_registration_hook(on_param),
+                   mm.register_module_module_registration_hook(on_module),
+                   mm.register_module_buffer_registration_hook(on_buffer)]
+        try:
+            model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Tanh(), lib.nn.BatchNorm1d(2))
+            model.register_buffer("step", lib.zeros(1))
+        finally:
+            for h in handles:
+                h.remove()
+        return sorted(seen), type(model[1]).__name__
+    assert run(tnet) == run(torch)
+    # the legacy global backward hook (torch refuses it in a process that had a full one, as this test file's)
+    model, grads = nn.Sequential(nn.Linear(2, 2), nn.ReLU()), []
+    legacy = nn.modules.module.register_module_backward_hook(lambda m, gi, go: grads.append(type(m).__name__))
+    try:
+        model(tnet.ones(3, 2, requires_grad=True)).sum().backward()
+    finally:
+        legacy.remove()
+    assert grads == ["ReLU", "Sequential", "Linear"] and nn.Module._hooked is False  # Sequential: on ReLU's op too

@@ -30,8 +30,8 @@ reshaped_parameters = [0]  # how often a Parameter's memory took another shape (
 
 
 def _hook_last_op(module, out, hooks):
-    """Put register_backward_hook's hooks on the tape entry that made out's first tensor: its backward
-    then hands its input gradients through them."""
+    """Put register_backward_hook's hooks (a list) on the tape entry that made out's first tensor: its
+    backward then hands its input gradients through them."""
     var = out
     while not isinstance(var, Tensor):
         var = next(iter(var.values())) if isinstance(var, Mapping) else var[0]
@@ -43,7 +43,7 @@ def _hook_last_op(module, out, hooks):
     def hooked(g):
         grad_input = tuple(None if gx is None or not x.requires_grad else Tensor(gx)
                            for x, gx in zip(entry.inputs, backward(g)))
-        for hook in list(hooks.values()):
+        for hook in hooks:
             changed = hook(module, grad_input, (Tensor(g),))
             if changed is not None:
                 check(len(changed) == len(grad_input), lambda: f"backward hook returned {len(changed)} "
@@ -192,6 +192,13 @@ class _Members(MutableMapping):
         return len(self._names())
 
 
+# torch.nn.modules.module's global hooks (register_module_*_hook, below): those of a call, which every module's
+# call runs before its own, and those of registration, which __setattr__ runs
+_GLOBAL_HOOKS = type("GlobalHooks", (), {})()
+_CALL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks",
+               "_legacy_backward_hooks")
+
+
 class Module:
     """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
     assigns its Parameters and submodules as attributes, which register them in the order of
@@ -215,6 +222,8 @@ class Module:
         raise NotImplementedError
 
     def __setattr__(self, name, value):
+        if vars(_GLOBAL_HOOKS) and value is not None:  # only while some global hook was ever registered
+            value = self._registering(name, value)
         if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
             # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
             raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
@@ -237,6 +246,21 @@ class Module:
             return self._call_with_backward_hooks(args, kwargs)
         return self._forward_and_hooks(args, kwargs)
 
+    def _registering(self, name, value):
+        """value through the global registration hooks of its kind (register_module_parameter_/module_/
+        buffer_registration_hook), as torch's register_parameter, add_module and register_buffer run them:
+        hook(module, name, value), a returned value replacing it."""
+        buffer = isinstance(value, Tensor) and (name in self.__dict__.get("_buffer_names", {}) or
+                                                vars(value).get("_is_buffer"))
+        kind = ("_parameter_registration_hooks" if isinstance(value, Parameter) else
+                "_module_registration_hooks" if isinstance(value, Module) else
+                "_buffer_registration_hooks" if buffer else None)
+        for hook in list(vars(_GLOBAL_HOOKS).get(kind, {}).values()) if kind else ():
+            changed = hook(self, name, value)
+            if changed is not None:
+                value = changed
+        return value
+
     def _hooks(self, attribute):
         """The hooks of one kind that a call runs: the global ones (register_module_*_hook) first, then
         the module's own, each in the order registered, as torch's."""
@@ -252,7 +276,7 @@ class Module:
             changed = hook(self, args, out)
             if changed is not None:
                 out = changed
-        legacy = self.__dict__.get("_legacy_backward_hooks")
+        legacy = self._hooks("_legacy_backward_hooks")
         if legacy and is_grad_enabled():
             _hook_last_op(self, out, legacy)
         return out
@@ -770,19 +794,16 @@ class Module:
         return ""
 
 
-# torch.nn.modules.module's global hooks, which every module's call runs before its own
-_GLOBAL_HOOKS = type("GlobalHooks", (), {})()
-
-
 def _add_global_hook(attribute, hook):
-    """hook kept in _GLOBAL_HOOKS; while any is there every module's call looks for hooks (Module._hooked)."""
+    """hook kept in _GLOBAL_HOOKS; while any hook of a call is there every module's call looks for hooks
+    (Module._hooked)."""
     Module._hooked = True
     handle = add_hook(_GLOBAL_HOOKS, attribute, hook)
     remove = handle.remove
 
     def remove_and_recheck():
         remove()
-        Module._hooked = any(vars(_GLOBAL_HOOKS).values())
+        Module._hooked = any(vars(_GLOBAL_HOOKS).get(kind) for kind in _CALL_HOOKS)
     handle.remove = remove_and_recheck
     return handle
 
@@ -806,6 +827,30 @@ def register_module_full_backward_hook(hook):
     """hook(module, grad_input, grad_output) for every module's call, as Module.register_full_backward_hook,
     before the module's own hooks, as torch's."""
     return _add_global_hook("_backward_hooks", hook)
+
+
+def register_module_backward_hook(hook):
+    """torch's legacy global backward hook: Module.register_backward_hook's hook for every module's call,
+    before the module's own."""
+    return _add_global_hook("_legacy_backward_hooks", hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) whenever a module registers a Parameter (an assignment, register_parameter),
+    as torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_parameter_registration_hooks", hook)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) whenever a module registers a submodule (an assignment, add_module), as
+    torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_module_registration_hooks", hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) whenever a module registers a buffer (register_buffer, an assignment to a
+    buffer's name or of an nn.Buffer), as torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_buffer_registration_hooks", hook)
 
 
 def register_module_full_backward_pre_hook(hook):
