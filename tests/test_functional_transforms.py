@@ -49,8 +49,9 @@ PROBS = np.array([0, 1e-38, 1e-30, 1e-10, 1e-5, 1e-3, 0.02, 0.0242, 0.03, 0.2, 0
 @pytest.mark.parametrize("name", ["erfcx", "log_ndtr", "ndtri", "i0", "i0e", "i1", "i1e"])
 def test_special_erfcx_log_ndtr_ndtri_bessel_as_torch(name):
     """Against torch's float64 of the same inputs rounded to float32, on both tails, overflows and edges
-    (within 2e-6 relative, 2e-5 for log_ndtr's upper tail, as torch's float32: i0 and i1 stay finite up to float32's largest value, where torch's float32 overflows
-    past 88.7), and the gradients where float32 keeps them (erfcx's cancels above 0, as torch's)."""
+    (within 2e-6 relative, 2e-5 for log_ndtr's upper tail, as torch's float32: i0 and i1 stay finite up to
+    float32's largest value, where torch's float32 overflows past 88.7), and the gradients where float32 keeps
+    them (erfcx's cancels above 0, as torch's)."""
     data = PROBS if name == "ndtri" else WIDE
     _same(getattr(tnet.special, name)(tnet.tensor(data)),
           getattr(torch.special, name)(torch.tensor(data, dtype=torch.float64)).float(),
@@ -78,7 +79,8 @@ def test_special_multigammaln_as_torch():
         tnet.special.multigammaln(ours, p).sum().backward()
         torch.special.multigammaln(ref, p).sum().backward()
         _same(ours.grad, ref.grad)
-    _same(tnet.special.multigammaln(tnet.tensor([1.0, 2.0]), 4), torch.special.multigammaln(torch.tensor([1.0, 2.0]), 4))
+    _same(tnet.special.multigammaln(tnet.tensor([1.0, 2.0]), 4),
+          torch.special.multigammaln(torch.tensor([1.0, 2.0]), 4))
     for lib in (tnet, torch):
         with pytest.raises(RuntimeError, match="greater than or equal to 1"):
             lib.special.multigammaln(lib.tensor([1.0, 2.0]), 0)

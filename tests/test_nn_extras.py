@@ -535,15 +535,15 @@ def test_3d_modules_as_torch(rng):
 def test_lp_pool3d_and_max_unpool3d_as_torch(rng):
     x = leaf(rng, 2, 3, 4, 5, 6, positive=True)
     for norm_type in (2.0, 1.5):
-        check(nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)), torch.nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)),
-              [x], rng)
+        check(nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)),
+              torch.nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)), [x], rng)
     check(lambda a: F.lp_pool3d(a[0], 2.0, 2, ceil_mode=True), lambda a: TF.lp_pool3d(a[0], 2.0, 2, ceil_mode=True),
           [x], rng)
     y, i = F.max_pool3d(x[0].detach(), 2, return_indices=True)
     ry, ri = TF.max_pool3d(x[1].detach(), 2, return_indices=True)
     yl, ryl = leaf(rng, *y.shape, values=y.numpy())
-    check(lambda a: nn.MaxUnpool3d(2)(a, i, (4, 5, 6)), lambda a: torch.nn.MaxUnpool3d(2)(a, ri, (4, 5, 6)), [(yl, ryl)],
-          rng)
+    check(lambda a: nn.MaxUnpool3d(2)(a, i, (4, 5, 6)), lambda a: torch.nn.MaxUnpool3d(2)(a, ri, (4, 5, 6)),
+          [(yl, ryl)], rng)
     check(lambda a: F.max_unpool3d(a, i, 2, output_size=(5, 5, 7)),
           lambda a: TF.max_unpool3d(a, ri, 2, output_size=(5, 5, 7)), [(yl, ryl)], rng)
     with pytest.raises(ValueError):

@@ -629,7 +629,8 @@ def test_binomial_multinomial_geometric_half_normal_chi2_lowrank_as_torch(rng, i
     (a, ra), (b, rb), (w, rw) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3, 2)
     counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
     onehot_counts = rng.multinomial(7, [0.2, 0.5, 0.3], (4, 2)).astype(np.float64)
-    pos, u, x = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3)), rng.standard_normal((4, 2, 3))
+    pos, u = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3))
+    x = rng.standard_normal((4, 2, 3))
 
     def laws(d, lib, a, b, w):
         t = lib.tensor
@@ -769,7 +770,8 @@ def test_half_cauchy_negative_binomial_weibull_pareto_kumaraswamy_inverse_gamma_
 
     def laws(d, lib, a, b):
         t = lib.tensor
-        hc, nb, nb2 = d.HalfCauchy(b.exp()), d.NegativeBinomial(a.exp() + 0.5, logits=b), d.NegativeBinomial(3.0, b.sigmoid())
+        hc, nb = d.HalfCauchy(b.exp()), d.NegativeBinomial(a.exp() + 0.5, logits=b)
+        nb2 = d.NegativeBinomial(3.0, b.sigmoid())
         we, pa = d.Weibull(a.exp(), b.exp() + 1), d.Pareto(a.exp() * 0.01, b.exp() + 2.5)
         ku, ig = d.Kumaraswamy(2 * a.sigmoid() + 1, 2 * b.sigmoid() + 1), d.InverseGamma(a.exp() + 2.5, b.exp())
         return [hc.log_prob(t(pos)), hc.cdf(t(pos)), hc.icdf(t(unit)), hc.entropy(), nb.log_prob(t(counts)), nb.mean,

@@ -43,7 +43,8 @@ def result_type(tensor1, tensor2):
                                 for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
 from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, FloatTensor, Generator, HalfTensor,
-                      IntTensor, LongTensor, ShortTensor, arange, empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)
+                      IntTensor, LongTensor, ShortTensor, arange, empty, empty_like, eye, full_like, linspace,
+                      ones_like, randint, randperm, zeros_like)
 
 
 def is_tensor(obj):
@@ -305,8 +306,8 @@ from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anom
 from .functional import i0  # noqa: E402
 from .functional.composed import gradient  # noqa: E402
 from .functional.inplace import i0_  # noqa: E402
-__all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "is_anomaly_check_nan_enabled",
-            "is_anomaly_enabled", "set_anomaly_enabled"]
+__all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd",
+            "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
 from .linalg import (TORCH_FORMS, cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet,  # noqa: E402

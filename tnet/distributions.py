@@ -957,7 +957,8 @@ class Binomial(Distribution):
     def log_prob(self, value):
         value = _as_tensor(value, self.probs)
         n = self.total_count
-        log_factorial_n, log_factorial_k, log_factorial_nmk = (n + 1).lgamma(), (value + 1).lgamma(), (n - value + 1).lgamma()
+        log_factorial_n, log_factorial_k = (n + 1).lgamma(), (value + 1).lgamma()
+        log_factorial_nmk = (n - value + 1).lgamma()
         # k*log(p) + (n - k)*log(1 - p) in logits, stable for both signs (torch's)
         normalize_term = n * _clamp_by_zero(self.logits) + n * (-self.logits.abs()).exp().log1p() - log_factorial_n
         return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
@@ -1733,8 +1734,8 @@ class Weibull(TransformedDistribution):
     def __init__(self, scale, concentration, validate_args=None):
         self.scale, self.concentration = _broadcast_all(scale, concentration)
         self.concentration_reciprocal = self.concentration.reciprocal()
-        super().__init__(Exponential(ones_like(self.scale)),
-                         [PowerTransform(self.concentration_reciprocal), AffineTransform(0.0, self.scale)], validate_args)
+        transforms = [PowerTransform(self.concentration_reciprocal), AffineTransform(0.0, self.scale)]
+        super().__init__(Exponential(ones_like(self.scale)), transforms, validate_args)
 
     mean = property(lambda self: self.scale * (1 + self.concentration_reciprocal).lgamma().exp())
     mode = property(lambda self: self.scale * ((self.concentration - 1) / self.concentration)
@@ -1968,22 +1969,23 @@ def _kl_halfnormal_halfnormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
-           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "Binomial", "Chi2", "Geometric",
-           "HalfNormal", "LowRankMultivariateNormal", "Multinomial", "OneHotCategoricalStraightThrough", "register_kl",
-           "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
-           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform", "Transform",
-           "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
-           "InverseGamma", "VonMises", "StickBreakingTransform", "ExponentialFamily"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+           "VonMises", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
-for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["ExponentialFamily"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
-                      ("beta", ["Beta"]),
-                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence", "register_kl"]),
-                      ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),
+for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["ExponentialFamily"]),
+                      ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]), ("beta", ["Beta"]),
+                      ("categorical", ["Categorical"]), ("independent", ["Independent"]),
+                      ("kl", ["kl_divergence", "register_kl"]), ("uniform", ["Uniform"]),
+                      ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),
                       ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
                       ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
@@ -1991,16 +1993,14 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
                       ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
                       ("binomial", ["Binomial"]), ("multinomial", ["Multinomial"]), ("geometric", ["Geometric"]),
-                      ("half_normal", ["HalfNormal"]), ("chi2", ["Chi2"]), ("half_cauchy", ["HalfCauchy"]),
+                      ("half_normal", ["HalfNormal"]), ("half_cauchy", ["HalfCauchy"]), ("chi2", ["Chi2"]),
                       ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
                       ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
-                      ("von_mises", ["VonMises"]),
-                      ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
-                      ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
-                                      "AffineTransform", "ComposeTransform", "IndependentTransform", "AbsTransform",
-                                      "PowerTransform", "SoftplusTransform", "SoftmaxTransform",
-                                      "identity_transform", "HalfCauchy", "NegativeBinomial", "Weibull", "Pareto", "Kumaraswamy",
-           "InverseGamma", "VonMises", "StickBreakingTransform", "ExponentialFamily"])):
+                      ("von_mises", ["VonMises"]), ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
+                      ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
+                                      "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
+                                      "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
+                                      "TanhTransform", "identity_transform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])

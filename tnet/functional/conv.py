@@ -286,7 +286,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                   f"{input.shape} and {weight.shape}")
     check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,  # conv2d checks groups' type
           lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
-    (sd, sh, sw), (dd, dh, dw) = triple(stride, "conv3d: stride", 1, True), triple(dilation, "conv3d: dilation", 1, True)
+    sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
+    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
     kd = weight.shape[2]
     if isinstance(padding, str):  # the depth's pad here, the plane's by conv2d's rule
         front = back = 0
@@ -325,7 +326,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     check(input.ndim == 5 and weight.ndim == 5,
           lambda: f"conv_transpose3d: expected input [N, Cin, D, H, W] and weight [Cin, Cout/groups, kd, kh, kw], "
                   f"got {input.shape} and {weight.shape}")
-    (sd, *s2), (pd, *p2) = triple(stride, "conv_transpose3d: stride", 1, True), triple(padding, "conv_transpose3d: padding", 0, True)
+    sd, *s2 = triple(stride, "conv_transpose3d: stride", 1, True)
+    pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
     (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
     (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
     if od >= max(sd, dd):

@@ -782,7 +782,8 @@ class Module:
             else:
                 pending.append((t, v))
         if strict:
-            known = {name for name, _ in own} | {name for name, _ in self._submodules()} | ({_EXTRA_STATE} if extra else set())
+            known = {name for name, _ in own} | {name for name, _ in self._submodules()}
+            known |= {_EXTRA_STATE} if extra else set()
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
                                    k[len(prefix):].split(".", 1)[0] not in known)
 

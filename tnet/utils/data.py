@@ -34,7 +34,8 @@ from ..kernels.copy import gather_
 from ..kernels.launch import is_channels_last, memory_format
 from ..tensor import Tensor, as_storage
 
-__all__ = ["Dataset", "IterableDataset", "ChainDataset", "StackDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
+__all__ = ["Dataset", "IterableDataset", "ChainDataset", "StackDataset", "TensorDataset", "ConcatDataset", "Subset",
+           "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
            "DistributedSampler", "default_collate", "default_convert", "get_worker_info"]
 

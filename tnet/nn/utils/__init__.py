@@ -552,7 +552,8 @@ for _name, _names in (("clip_grad", ["clip_grad_norm", "clip_grad_norm_", "clip_
                                      "get_total_norm"]),
                       ("convert_parameters", ["parameters_to_vector", "vector_to_parameters"]),
                       ("init", ["skip_init"]),
-                      ("memory_format", ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"])):
+                      ("memory_format", ["convert_conv2d_weight_memory_format",
+                                         "convert_conv3d_weight_memory_format"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.nn.utils.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])
