@@ -798,7 +798,7 @@ def test_half_cauchy_negative_binomial_weibull_pareto_kumaraswamy_inverse_gamma_
 
 
 def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
-    """VonMises' log_prob and circular variance, StickBreakingTransform's forward, inverse and log|det J|, and a
+    """VonMises' log_prob and circular variance, FisherSnedecor's log_prob and moments, StickBreakingTransform's forward, inverse and log|det J|, and a
     user's ExponentialFamily subclass's entropy (the Bregman form through autograd.grad) against torch in
     float64 with the parameters' gradients; VonMises' samples."""
     (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
@@ -818,8 +818,9 @@ def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
 
             def _log_normalizer(self, x):
                 return -(-x).log()
+        fs = d.FisherSnedecor(a.exp() + 2.5, b.exp() + 4.5)
         return [vm.log_prob(lib.tensor(angles)), vm.variance, vm.mean, y, sb.inv(y), sb.log_abs_det_jacobian(a, y),
-                Expo(b.exp()).entropy()]
+                Expo(b.exp()).entropy(), fs.log_prob(lib.tensor(np.abs(angles) + 0.1)), fs.mean, fs.mode, fs.variance]
 
     _laws_as_torch(laws, (a, b), (ra, rb), rng)
     D = tnet.distributions
@@ -827,6 +828,8 @@ def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
     draws = D.VonMises(tnet.tensor([0.5, 3.0]), tnet.tensor([4.0, 2.0])).sample((6000,)).numpy()
     assert draws.shape == (6000, 2) and (draws >= -np.pi).all() and (draws < np.pi).all()
     assert np.allclose(np.angle(np.exp(1j * draws).mean(0)), [0.5, 3.0], atol=0.05)
+    f = D.FisherSnedecor(tnet.tensor([4.0, 10.0]), tnet.tensor([12.0, 20.0])).sample((6000,)).numpy()
+    assert f.shape == (6000, 2) and np.allclose(f.mean(0), [1.2, 1.1111], rtol=0.05)
     from tnet.distributions.exp_family import ExponentialFamily
     from tnet.distributions.von_mises import VonMises
     assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)

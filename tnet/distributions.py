@@ -1178,6 +1178,42 @@ class VonMises(Distribution):
         return f"VonMises(loc: {self.loc}, concentration: {self.concentration})"
 
 
+class FisherSnedecor(Distribution):
+    """FisherSnedecor(df1, df2): the F law, numbers or tensors; log_prob, mean, mode and variance differentiable
+    (NaN where torch's are undefined), as torch's; samples drawn on the host by numpy (no rsample)."""
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = _broadcast_all(df1, df2)
+        super().__init__(self.df1.shape, validate_args=validate_args)
+
+    mean = property(lambda self: F.where(self.df2 > 2, self.df2 / (self.df2 - 2), math.nan))
+    mode = property(lambda self: F.where(self.df1 > 2, (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2),
+                                         math.nan))
+
+    @property
+    def variance(self):
+        df1, df2 = self.df1, self.df2
+        value = 2 * df2.pow(2) * (df1 + df2 - 2) / (df1 * (df2 - 2).pow(2) * (df2 - 4))
+        return F.where(df2 > 4, value, math.nan)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        df1, df2 = np.broadcast_arrays(_host(self.df1), _host(self.df2))
+        return _host_draw(init_generator().f(df1, df2, size=shape), self.df1)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.df1)
+        ct1, ct2 = self.df1 * 0.5, self.df2 * 0.5
+        ct3 = self.df1 / self.df2
+        t1 = (ct1 + ct2).lgamma() - ct1.lgamma() - ct2.lgamma()
+        t2 = ct1 * ct3.log() + (ct1 - 1) * value.log()
+        t3 = (ct1 + ct2) * (ct3 * value).log1p()
+        return t1 + t2 - t3
+
+    def __repr__(self):
+        return f"FisherSnedecor(df1: {self.df1}, df2: {self.df2})"
+
+
 class Chi2(Gamma):
     """Chi2(df): Gamma(df / 2, 1 / 2), as torch's (drawn on the host, as Gamma)."""
 
@@ -1971,6 +2007,7 @@ def _kl_halfnormal_halfnormal(p, q):
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "FisherSnedecor",
            "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
            "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
@@ -1996,7 +2033,8 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("half_normal", ["HalfNormal"]), ("half_cauchy", ["HalfCauchy"]), ("chi2", ["Chi2"]),
                       ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
                       ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
-                      ("von_mises", ["VonMises"]), ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
+                      ("von_mises", ["VonMises"]), ("fishersnedecor", ["FisherSnedecor"]),
+                      ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
                                       "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
                                       "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
