@@ -40,6 +40,52 @@ def test_special_binary_softmax_and_polygamma_as_torch():
         tnet.special.zeta
 
 
+WIDE = np.array([-100, -30, -12.5, -12, -9, -5, -2, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 2, 5, 8, 11.9, 12, 12.1, 20, 40, 80,
+                 88, 89.5, np.inf, -np.inf, np.nan], np.float32)
+PROBS = np.array([0, 1e-38, 1e-30, 1e-10, 1e-5, 1e-3, 0.02, 0.0242, 0.03, 0.2, 0.5, 0.7, 0.97, 0.98, 0.999, 0.99999, 1,
+                  -0.1, 1.1, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("name", ["erfcx", "log_ndtr", "ndtri", "i0", "i0e", "i1", "i1e"])
+def test_special_erfcx_log_ndtr_ndtri_bessel_as_torch(name):
+    """Against torch's float64 of the same inputs rounded to float32, on both tails, overflows and edges
+    (within 2e-6 relative, 2e-5 for log_ndtr's upper tail, as torch's float32: i0 and i1 stay finite up to
+    float32's largest value, where torch's float32 overflows past 88.7), and the gradients where float32 keeps
+    them (erfcx's cancels above 0, as torch's)."""
+    data = PROBS if name == "ndtri" else WIDE
+    _same(getattr(tnet.special, name)(tnet.tensor(data)),
+          getattr(torch.special, name)(torch.tensor(data, dtype=torch.float64)).float(),
+          rtol=2e-5 if name == "log_ndtr" else 2e-6, atol=0)  # log_ndtr's upper tail: x / sqrt(2)'s rounding
+    d = data[(data > 0) & (data < 0.999)] if name == "ndtri" else data[np.abs(data) < 30]
+    ours, ref = tnet.tensor(d, requires_grad=True), torch.tensor(d, dtype=torch.float64, requires_grad=True)
+    getattr(tnet.special, name)(ours).sum().backward()
+    getattr(torch.special, name)(ref).sum().backward()
+    tol = 1e-3 if name == "erfcx" else 3e-5
+    fits = np.abs(ref.grad.numpy()) < 3e38  # float32's range
+    np.testing.assert_allclose(ours.grad.numpy()[fits], ref.grad.numpy()[fits], rtol=tol, atol=1e-37)
+    if name == "i0":
+        x = tnet.tensor(d)
+        _same(x.i0(), torch.tensor(d).i0())
+        _same(tnet.i0(x), torch.i0(torch.tensor(d)))
+        x.i0_()
+        _same(x, torch.tensor(d).i0())
+
+
+def test_special_multigammaln_as_torch():
+    a = np.array([1.6, 2.0, 3.5, 10.0], np.float32)
+    for p in (1, 2, 4):
+        ours, ref = tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        _same(tnet.special.multigammaln(ours, p), torch.special.multigammaln(ref, p))
+        tnet.special.multigammaln(ours, p).sum().backward()
+        torch.special.multigammaln(ref, p).sum().backward()
+        _same(ours.grad, ref.grad)
+    _same(tnet.special.multigammaln(tnet.tensor([1.0, 2.0]), 4),
+          torch.special.multigammaln(torch.tensor([1.0, 2.0]), 4))
+    for lib in (tnet, torch):
+        with pytest.raises(RuntimeError, match="greater than or equal to 1"):
+            lib.special.multigammaln(lib.tensor([1.0, 2.0]), 0)
+
+
 def _two(T):
     return lambda x, w: T.tanh(w @ x) * x.sum() + (x * x).sum()
 

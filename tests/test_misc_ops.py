@@ -718,3 +718,85 @@ def test_fake_quantize_as_torch(dtype):
             lib.fake_quantize_per_channel_affine(X, lib.tensor(scale[:1].repeat(5)), lib.tensor([0] * 5, dtype=lib.int32), -1, 0, 255)
         with pytest.raises(RuntimeError):  # int64 zero points: torch takes int32, float32 and float16 ones only
             lib.fake_quantize_per_channel_affine(X, lib.tensor(scale), lib.tensor([0, 0, 0, 0]), 1, -8, 7)
+
+
+def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags():
+    x = tnet.ones(2, 3, requires_grad=True)
+    assert tnet.asarray(x) is x and tnet.asarray(x, dtype=tnet.float32) is x
+    copied = tnet.asarray(x, copy=True)
+    assert copied is not x and copied.requires_grad and copied.memory.data_ptr() != x.memory.data_ptr()
+    assert not tnet.asarray(x, requires_grad=False).requires_grad
+    assert tnet.asarray(x, dtype=tnet.float16).dtype == torch.float16
+    with pytest.raises(ValueError):
+        tnet.asarray(x, dtype=tnet.float16, copy=False)
+    for data in ([1, 2.5], [[1, 2], [3, 4]], np.arange(3, dtype=np.int64), 3.5):
+        assert tnet.asarray(data).dtype == torch.asarray(data).dtype
+        assert np.array_equal(tnet.asarray(data).numpy(), torch.asarray(data).numpy())
+    assert tnet.asarray([1.0], requires_grad=True).requires_grad
+    assert tnet.is_complex(x) is False and torch.is_complex(torch.ones(1)) is False
+    with pytest.raises(TypeError):
+        tnet.is_complex(3)
+    for name in ("ShortTensor", "CharTensor"):
+        ours, theirs = getattr(tnet, name)([1, -2, 3]), getattr(torch, name)([1, -2, 3])
+        assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist()
+        assert getattr(tnet, name)(2, 3).shape == (2, 3)
+    a = np.arange(12.0).reshape(3, 4)
+    for pad in ((1, 2), (1, -1, -1, 2)):
+        assert np.array_equal(tnet.constant_pad_nd(tnet.tensor(a), pad, 7.0).numpy(),
+                              torch.constant_pad_nd(torch.tensor(a), pad, 7.0).numpy())
+    for lib in (tnet, torch):
+        assert lib.is_anomaly_enabled() is False
+        with lib.autograd.detect_anomaly(check_nan=False):
+            assert lib.is_anomaly_enabled() and not lib.is_anomaly_check_nan_enabled()
+        with lib.autograd.set_detect_anomaly(True):
+            assert lib.is_anomaly_enabled()
+        lib.set_anomaly_enabled(True)
+        assert lib.is_anomaly_enabled()
+        lib.set_anomaly_enabled(False)
+        assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
+
+
+def test_gradient_as_torch():
+    """tnet.gradient against torch.gradient: uniform spacings (one, or per dim), coordinates, dims, both edge
+    orders, with the input's gradient; torch's errors."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 3))
+    coords = [np.array([0.0, 0.5, 2.0, 2.5]), np.array([0.0, 1.0, 1.5, 3.5, 4.0])]
+    grids = lambda lib: [lib.tensor(c, dtype=lib.float32 if lib is tnet else torch.float64) for c in coords]
+    cases = [lambda lib: dict(), lambda lib: dict(spacing=2.0), lambda lib: dict(spacing=[0.5, 2.0, 1.0], edge_order=2),
+             lambda lib: dict(dim=1, edge_order=2), lambda lib: dict(dim=[0, 1], spacing=grids(lib)),
+             lambda lib: dict(dim=(0, -2), spacing=grids(lib), edge_order=2), lambda lib: dict(dim=-1)]
+    for case in cases:
+        ours_kw, theirs_kw = case(tnet), case(torch)
+        x, rx = tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        ours, theirs = tnet.gradient(x, **ours_kw), torch.gradient(rx, **theirs_kw)
+        assert len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+        weights = [rng.standard_normal(tuple(t.shape)) for t in theirs]
+        sum((o * tnet.tensor(w)).sum() for o, w in zip(ours, weights)).backward()
+        sum((t * torch.tensor(w)).sum() for t, w in zip(theirs, weights)).backward()
+        np.testing.assert_allclose(x.grad.numpy(), rx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert tnet.gradient(tnet.arange(5))[0].tolist() == torch.gradient(torch.arange(5))[0].tolist()
+    for lib in (tnet, torch):
+        for args in (dict(edge_order=3), dict(spacing=[1.0, 2.0, 3.0])):
+            with pytest.raises(RuntimeError):
+                lib.gradient(lib.ones(2, 3), **args)
+        with pytest.raises(RuntimeError, match="at least edge_order"):
+            lib.gradient(lib.ones(2, 1), dim=1)
+
+
+def test_old_autograd_paths_multithreading_flag_and_module_flags():
+    from tnet.autograd.anomaly_mode import detect_anomaly
+    from tnet.autograd.variable import Variable
+    assert Variable is tnet.autograd.Variable and detect_anomaly is tnet.autograd.detect_anomaly
+    for lib in (tnet, torch):
+        assert lib.autograd.is_multithreading_enabled()
+        with lib.autograd.set_multithreading_enabled(False):
+            assert not lib.autograd.is_multithreading_enabled()
+        assert lib.autograd.is_multithreading_enabled()
+        assert lib.nn.Module.call_super_init is False and lib.nn.Module.dump_patches is False
+    x = np.array([0.0, 1.5, -3.0], np.float32)
+    for name in ("modified_bessel_i0", "modified_bessel_i1"):
+        np.testing.assert_allclose(getattr(tnet.special, name)(tnet.tensor(x)).numpy(),
+                                   getattr(torch.special, name)(torch.tensor(x)).numpy(), rtol=1e-6)

@@ -272,3 +272,145 @@ def test_layer_reprs_are_torchs():
                  lambda m: m.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1), lambda m: m.Linear(3, 4, bias=False),
                  lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2)):
         assert repr(make(nn)) == repr(make(tnn))
+
+
+def test_global_module_hooks_as_torch():
+    """register_module_forward_pre_hook/_forward_hook/_full_backward_hook/_pre_hook run for every
+    module's call, before its own hooks, in torch's order; a returned value replaces args/output."""
+    def run(lib):
+        mm = lib.nn.modules.module
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+        seen = []
+        model[2].register_forward_hook(lambda m, a, o: seen.append("own"))
+        handles = [mm.register_module_forward_pre_hook(lambda m, a: seen.append("pre " + type(m).__name__)),
+                   mm.register_module_forward_hook(lambda m, a, o: seen.append("post " + type(m).__name__)),
+                   mm.register_module_full_backward_pre_hook(lambda m, g: seen.append("bpre " + type(m).__name__)),
+                   mm.register_module_full_backward_hook(lambda m, gi, go: seen.append("bwd " + type(m).__name__))]
+        try:
+            x = lib.ones(2, 3, requires_grad=True)
+            model(x).sum().backward()
+            doubled = mm.register_module_forward_hook(lambda m, a, o: o * 2 if isinstance(m, lib.nn.ReLU) else None)
+            y = model[1](lib.ones(2))
+            doubled.remove()
+        finally:
+            for h in handles:
+                h.remove()
+        seen_after = len(seen)
+        model(x)
+        return seen, seen_after == len(seen) - 1, y.tolist()
+    ours, theirs = run(tnet), run(torch)
+    assert ours == theirs
+    with pytest.raises(NotImplementedError):
+        nn.modules.module.register_module_forward_hook(lambda m, a, o: None, with_kwargs=True)
+
+
+def test_state_dict_hooks_and_extra_state_as_torch():
+    def run(lib):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin, self.steps = lib.nn.Linear(2, 2), 7
+
+            def get_extra_state(self):
+                return {"steps": self.steps}
+
+            def set_extra_state(self, state):
+                self.steps = state["steps"]
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(Counter(), lib.nn.Linear(2, 1))
+        calls = []
+        model[0].register_state_dict_pre_hook(lambda m, prefix, keep: calls.append(("pre", prefix, keep)))
+        model[0].register_state_dict_post_hook(lambda m, sd, prefix, meta: sd.__delitem__(prefix + "lin.bias"))
+        sd = model.state_dict()
+        keys = list(sd)
+        model[0].register_load_state_dict_pre_hook(
+            lambda m, sd, prefix, *rest: sd.__setitem__(prefix + "lin.bias", lib.zeros(2)))
+        model.register_load_state_dict_post_hook(lambda m, keys: calls.append(("post", list(keys.missing_keys))))
+        model[0].steps = 0
+        result = model.load_state_dict(sd)
+        loaded = model[0].steps, model[0].lin.bias.tolist()
+        del sd["0._extra_state"]
+        missing = model.load_state_dict(sd, strict=False).missing_keys
+        with pytest.raises(RuntimeError, match="_extra_state"):
+            lib.nn.Linear(2, 2).get_extra_state()
+        bad = lib.nn.Linear(1, 1)
+        bad.register_state_dict_post_hook(lambda *a: {})
+        with pytest.raises(RuntimeError, match="must return None"):
+            bad.state_dict()
+        return keys, calls, repr(result), loaded, missing
+    assert run(tnet) == run(torch)
+
+
+def test_set_submodule_to_empty_and_compile():
+    def run(lib):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))
+        model.set_submodule("1.0", lib.nn.Tanh())
+        model.set_submodule("1.extra", lib.nn.Identity())
+        errors = []
+        for args in [("", lib.nn.ReLU()), ("0", 3), ("1.x", lib.nn.ReLU(), True), ("0.weight", lib.nn.ReLU()),
+                     ("2.0", lib.nn.ReLU())]:
+            with pytest.raises((ValueError, AttributeError)) as info:
+                model.set_submodule(*args)
+            errors.append(info.type)
+        assert model.compile() is None and model.to_empty(device="cpu" if lib is torch else tnet.DEVICE) is model
+        return repr(model), errors
+    assert run(tnet) == run(torch)
+    with pytest.raises(ValueError):
+        nn.Linear(1, 1).to_empty(device="meta")
+    assert nn.Module._hooked is False  # the hooks removed, calls take the fast path again
+
+
+def test_skip_init_memory_format_and_nn_utils_import_paths():
+    m = nn.utils.skip_init(nn.Linear, 3, 2, bias=False)
+    assert type(m) is nn.Linear and m.weight.shape == (2, 3) and m.bias is None
+    for bad in (int, nn.ReLU):  # no Module; no device argument
+        with pytest.raises(RuntimeError):
+            nn.utils.skip_init(bad)
+    with pytest.raises(RuntimeError):
+        torch.nn.utils.skip_init(torch.nn.ReLU)
+    conv = nn.Conv2d(3, 4, 3)
+    assert nn.utils.convert_conv2d_weight_memory_format(conv, torch.channels_last) is conv
+    assert nn.utils.convert_conv3d_weight_memory_format(conv, torch.contiguous_format) is conv
+    from tnet.nn.utils.clip_grad import clip_grad_norm_
+    from tnet.nn.utils.convert_parameters import parameters_to_vector
+    from tnet.nn.utils.init import skip_init
+    from tnet.nn.utils.memory_format import convert_conv2d_weight_memory_format
+    assert (clip_grad_norm_, parameters_to_vector, skip_init, convert_conv2d_weight_memory_format) == (
+        nn.utils.clip_grad_norm_, nn.utils.parameters_to_vector, nn.utils.skip_init,
+        nn.utils.convert_conv2d_weight_memory_format)
+
+
+def test_global_registration_and_legacy_backward_hooks_as_torch():
+    def run(lib):
+        mm = lib.nn.modules.module
+        seen = []
+
+        def on_param(module, name, p):
+            seen.append(("param", type(module).__name__, name))
+
+        def on_module(module, name, sub):
+            seen.append(("module", type(module).__name__, name))
+            return lib.nn.Identity() if isinstance(sub, lib.nn.Tanh) else None
+
+        def on_buffer(module, name, b):
+            seen.append(("buffer", type(module).__name__, name))
+        handles = [mm.register_module_parameter_registration_hook(on_param),
+                   mm.register_module_module_registration_hook(on_module),
+                   mm.register_module_buffer_registration_hook(on_buffer)]
+        try:
+            model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Tanh(), lib.nn.BatchNorm1d(2))
+            model.register_buffer("step", lib.zeros(1))
+        finally:
+            for h in handles:
+                h.remove()
+        return sorted(seen), type(model[1]).__name__
+    assert run(tnet) == run(torch)
+    # the legacy global backward hook (torch refuses it in a process that had a full one, as this test file's)
+    model, grads = nn.Sequential(nn.Linear(2, 2), nn.ReLU()), []
+    legacy = nn.modules.module.register_module_backward_hook(lambda m, gi, go: grads.append(type(m).__name__))
+    try:
+        model(tnet.ones(3, 2, requires_grad=True)).sum().backward()
+    finally:
+        legacy.remove()
+    assert grads == ["ReLU", "Sequential", "Linear"] and nn.Module._hooked is False  # Sequential: on ReLU's op too

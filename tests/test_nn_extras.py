@@ -418,3 +418,167 @@ def test_ctc_loss_as_torch(rng, reduction):
     ref = torch.nn.CTCLoss(blank=3, reduction=reduction)(torch.log_softmax(torch.tensor(x1), 1), torch.tensor([0, 1]),
                                                          [6], [2])
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5)
+
+
+# ---- 3-D layers: convolutions as kd 2-D ones over depth slices, poolings as a 2-D pass then a depth pass ----
+
+@pytest.mark.parametrize("args", [dict(), dict(stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1), groups=2),
+                                  dict(padding="same", dilation=(3, 1, 2)), dict(padding="valid", stride=2)])
+def test_conv3d_as_torch(rng, args):
+    x, w, b = leaf(rng, 2, 4, 5, 6, 7), leaf(rng, 6, 4 // args.get("groups", 1), 3, 2, 3), leaf(rng, 6)
+    check(lambda *t: F.conv3d(*t, **args), lambda *t: TF.conv3d(*t, **args), [x, w, b], rng, 1e-5)
+    check(lambda a, c: tnet.conv3d(a[0], c, **args), lambda a, c: torch.conv3d(a[0], c, **args), [x, w], rng, 1e-5)
+
+
+@pytest.mark.parametrize("args", [dict(), dict(stride=(2, 2, 1), padding=(1, 0, 1), output_padding=(1, 1, 0),
+                                               groups=2, dilation=(1, 1, 2)), dict(stride=3, padding=2)])
+def test_conv_transpose3d_as_torch(rng, args):
+    x, w, b = leaf(rng, 2, 4, 3, 4, 5), leaf(rng, 4, 3, 3, 2, 3), leaf(rng, 3 * args.get("groups", 1))
+    check(lambda *t: F.conv_transpose3d(*t, **args), lambda *t: TF.conv_transpose3d(*t, **args), [x, w, b], rng, 1e-5)
+    check(lambda a, c: F.conv_transpose3d(a[1], c, **args), lambda a, c: TF.conv_transpose3d(a[1], c, **args),
+          [x, w], rng, 1e-5)
+
+
+def test_conv3d_errors_as_torch():
+    x = tnet.ones(1, 4, 3, 3, 3)
+    with pytest.raises(RuntimeError):
+        F.conv3d(x, tnet.ones(2, 3, 1, 1, 1))  # channels
+    with pytest.raises(RuntimeError):
+        F.conv3d(x, tnet.ones(2, 4, 1, 1))  # a 4-D weight
+    with pytest.raises(RuntimeError, match="strided"):
+        F.conv3d(x, tnet.ones(2, 4, 1, 1, 1), stride=2, padding="same")
+    with pytest.raises(RuntimeError):
+        F.conv3d(x, tnet.ones(2, 4, 5, 1, 1))  # a kernel deeper than the input
+    with pytest.raises(RuntimeError, match="output padding must be smaller"):
+        F.conv_transpose3d(x, tnet.ones(4, 2, 1, 1, 1), output_padding=(1, 0, 0))
+    with pytest.raises(TypeError):
+        F.conv3d(x, tnet.ones(2, 4, 1, 1, 1), stride="2")
+
+
+@pytest.mark.parametrize("args", [dict(kernel_size=(2, 3, 2), stride=(2, 2, 1), padding=(1, 1, 0), ceil_mode=True),
+                                  dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1)])
+def test_pool3d_as_torch(rng, args):
+    x = leaf(rng, 2, 3, 5, 6, 7)
+    check(lambda a: F.max_pool3d(a, **args), lambda a: TF.max_pool3d(a, **args), [x], rng)
+    check(nn.MaxPool3d(**args), torch.nn.MaxPool3d(**args), [x], rng)
+    check(lambda a: F.avg_pool3d(a[0], **args), lambda a: TF.avg_pool3d(a[0], **args), [x], rng)
+    for extra in (dict(count_include_pad=False), dict(divisor_override=5)):
+        check(nn.AvgPool3d(**args, **extra), torch.nn.AvgPool3d(**args, **extra), [x], rng)
+    ties = np.round(rng.standard_normal((2, 3, 5, 6, 7)))  # ties: the first maximum in (d, h, w) order
+    y, i = F.max_pool3d(tnet.tensor(ties, requires_grad=True), return_indices=True, **args)
+    ref, ref_i = TF.max_pool3d(torch.tensor(ties, requires_grad=True), return_indices=True, **args)
+    assert np.array_equal(i.numpy(), ref_i.numpy()) and i.dtype == torch.int64
+    assert repr(nn.MaxPool3d(**args)) == repr(torch.nn.MaxPool3d(**args))
+    assert repr(nn.AvgPool3d(**args)) == repr(torch.nn.AvgPool3d(**args))
+    with pytest.raises(NotImplementedError):
+        F.max_pool3d(x[0], 2, dilation=2)
+    with pytest.raises(RuntimeError):
+        F.avg_pool3d(x[0], 2, divisor_override=0)
+    with pytest.raises(RuntimeError):
+        F.max_pool3d(tnet.ones(2, 3, 4), 2)
+
+
+@pytest.mark.parametrize("size", [(3, None, 4), (3, 4, 4), 1, (5, 6, 7)])
+def test_adaptive_pool3d_as_torch(rng, size):
+    x = leaf(rng, 2, 3, 5, 6, 7)
+    check(nn.AdaptiveAvgPool3d(size), torch.nn.AdaptiveAvgPool3d(size), [x], rng)
+    check(nn.AdaptiveMaxPool3d(size), torch.nn.AdaptiveMaxPool3d(size), [x], rng)
+    ties = np.round(rng.standard_normal((3, 5, 6, 7)))
+    y, i = F.adaptive_max_pool3d(tnet.tensor(ties), size, return_indices=True)
+    ref, ref_i = TF.adaptive_max_pool3d(torch.tensor(ties), size, return_indices=True)
+    assert np.array_equal(y.numpy(), ref.numpy()) and np.array_equal(i.numpy(), ref_i.numpy())
+
+
+def test_3d_modules_as_torch(rng):
+    """Conv3d (every padding_mode), ConvTranspose3d (output_size), BatchNorm3d (running statistics),
+    InstanceNorm3d, the 3-D pads and the lazy forms, from torch's state_dict, with torch's reprs."""
+    x = leaf(rng, 2, 4, 5, 6, 7)
+    for mode in ("zeros", "reflect", "replicate", "circular"):
+        ours, theirs = nn.Conv3d(4, 6, (3, 2, 3), 1, (1, 1, 2), padding_mode=mode), \
+            torch.nn.Conv3d(4, 6, (3, 2, 3), 1, (1, 1, 2), padding_mode=mode).double()
+        ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+        check(ours, theirs, [x], rng)
+        assert repr(ours) == repr(theirs)
+    theirs = torch.nn.Conv3d(4, 6, 3, padding="same", padding_mode="reflect", bias=False).double()
+    ours = nn.Conv3d(4, 6, 3, padding="same", padding_mode="reflect", bias=False)
+    ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+    check(ours, theirs, [x], rng)
+    theirs = torch.nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1).double()
+    ours = nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1)
+    ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+    check(lambda a: ours(a, output_size=(10, 12, 14)), lambda a: theirs(a, output_size=(10, 12, 14)), [x], rng)
+    assert repr(ours) == repr(theirs) and ours.kernel_size == theirs.kernel_size
+    ours, theirs = nn.BatchNorm3d(4), torch.nn.BatchNorm3d(4).double()
+    check(ours, theirs, [x], rng)
+    assert_close(ours.running_var, theirs.running_var, 1e-5, "running_var")
+    check(ours.eval(), theirs.eval(), [x], rng)
+    with pytest.raises(ValueError):
+        nn.BatchNorm3d(4)(tnet.ones(2, 4, 3, 3))
+    check(nn.InstanceNorm3d(4, affine=True), torch.nn.InstanceNorm3d(4, affine=True).double(), [x], rng)
+    for name, args in (("ConstantPad3d", ((1, 0, 2, 1, 0, 1), 2.5)), ("ZeroPad3d", (1,)),
+                       ("ReflectionPad3d", ((1, 0, 2, 1, 0, 1),)), ("ReplicationPad3d", (2,)),
+                       ("CircularPad3d", ((1, 0, 2, 1, 0, 1),))):
+        ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+        check(ours, theirs, [x], rng)
+        assert repr(ours) == repr(theirs)
+    lazy = nn.LazyConv3d(6, 2)
+    assert lazy(x[0]).shape == (2, 6, 4, 5, 6) and type(lazy) is nn.Conv3d and lazy.in_channels == 4
+    for lazy, full in ((nn.LazyConvTranspose3d(3, 2), nn.ConvTranspose3d), (nn.LazyBatchNorm3d(), nn.BatchNorm3d),
+                       (nn.LazyInstanceNorm3d(), nn.InstanceNorm3d)):
+        lazy(x[0])
+        assert type(lazy) is full
+    assert tnet.max_pool3d(x[0], 2).shape == torch.max_pool3d(x[1], 2).shape
+    from tnet.nn.modules.conv import Conv3d  # torch's import paths
+    assert Conv3d is nn.Conv3d and nn.modules.MaxPool3d is nn.MaxPool3d
+
+
+def test_lp_pool3d_and_max_unpool3d_as_torch(rng):
+    x = leaf(rng, 2, 3, 4, 5, 6, positive=True)
+    for norm_type in (2.0, 1.5):
+        check(nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)),
+              torch.nn.LPPool3d(norm_type, (2, 3, 2), stride=(1, 2, 2)), [x], rng)
+    check(lambda a: F.lp_pool3d(a[0], 2.0, 2, ceil_mode=True), lambda a: TF.lp_pool3d(a[0], 2.0, 2, ceil_mode=True),
+          [x], rng)
+    y, i = F.max_pool3d(x[0].detach(), 2, return_indices=True)
+    ry, ri = TF.max_pool3d(x[1].detach(), 2, return_indices=True)
+    yl, ryl = leaf(rng, *y.shape, values=y.numpy())
+    check(lambda a: nn.MaxUnpool3d(2)(a, i, (4, 5, 6)), lambda a: torch.nn.MaxUnpool3d(2)(a, ri, (4, 5, 6)),
+          [(yl, ryl)], rng)
+    check(lambda a: F.max_unpool3d(a, i, 2, output_size=(5, 5, 7)),
+          lambda a: TF.max_unpool3d(a, ri, 2, output_size=(5, 5, 7)), [(yl, ryl)], rng)
+    with pytest.raises(ValueError):
+        F.max_unpool3d(y, i, 2, output_size=(9, 9, 9))
+    for name in ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"):  # sizes as tuples, as torch's
+        assert repr(getattr(nn, name)(2, 1)) == repr(getattr(torch.nn, name)(2, 1))
+
+
+def test_adaptive_log_softmax_with_loss_as_torch(rng):
+    """From torch's state_dict: output, loss, log_prob and predict, and the gradients of the input and of
+    every parameter, on a batch whose targets fall in the shortlist and both clusters; torch's errors."""
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 13, [4, 9], div_value=2.0, head_bias=True).double()
+    ours = nn.AdaptiveLogSoftmaxWithLoss(8, 13, [4, 9], div_value=2.0, head_bias=True)
+    ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x, rx = leaf(rng, 7, 8)
+    target = np.array([0, 5, 12, 3, 9, 4, 11])
+    out, ref = ours(x, tnet.tensor(target)), theirs(rx, torch.tensor(target))
+    assert_close(out.output, ref.output.detach(), 1e-5, "output")
+    assert_close(out.loss, ref.loss.detach(), 1e-5, "loss")
+    out.loss.backward()
+    ref.loss.backward()
+    assert_close(x.grad, rx.grad, 1e-5, "input gradient")
+    for (name, p), (_, r) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert_close(p.grad, r.grad, 1e-5, name)
+    with tnet.no_grad(), torch.no_grad():
+        assert_close(ours.log_prob(x), theirs.log_prob(rx), 1e-5, "log_prob")
+        assert np.array_equal(ours.predict(x).numpy(), theirs.predict(rx).numpy())
+        one = ours(x[0], tnet.tensor(target[0]))
+        assert one.output.shape == () and np.isclose(one.output.item(), out.output[0].item(), atol=1e-6)
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        ours(x, tnet.tensor(np.array([0, 1, 2, 3, 4, 5, 13])))
+    with pytest.raises(RuntimeError, match="same size"):
+        ours(x, tnet.tensor(target[:3]))
+    with pytest.raises(ValueError, match="cutoffs"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 13, [9, 4])
+    from tnet.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
+    assert AdaptiveLogSoftmaxWithLoss is nn.AdaptiveLogSoftmaxWithLoss

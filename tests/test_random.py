@@ -619,3 +619,217 @@ def test_cauchy_geometric_and_log_normal_draws():
     y.cauchy_()
     y.sum().backward()
     assert leaf.grad.tolist() == [0.0] * 3  # overwritten: no gradient, as torch's
+
+
+def test_binomial_multinomial_geometric_half_normal_chi2_lowrank_as_torch(rng, ieee):
+    """Binomial, Multinomial, Geometric, HalfNormal, Chi2 and LowRankMultivariateNormal against
+    torch.distributions in float64: log_prob, entropy, cdf/icdf, mean, mode, variance, their registered
+    kl_divergence pairs (and the new Uniform, Beta and OneHotCategorical ones), with the parameters'
+    gradients through them."""
+    (a, ra), (b, rb), (w, rw) = pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3, 2)
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    onehot_counts = rng.multinomial(7, [0.2, 0.5, 0.3], (4, 2)).astype(np.float64)
+    pos, u = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3))
+    x = rng.standard_normal((4, 2, 3))
+
+    def laws(d, lib, a, b, w):
+        t = lib.tensor
+        bi, bi2 = d.Binomial(6, logits=a), d.Binomial(t([[6.0] * 3] * 2), probs=b.sigmoid())
+        mu, ge, ge2 = d.Multinomial(7, logits=a), d.Geometric(a.sigmoid()), d.Geometric(logits=b)
+        hn, hn2, chi = d.HalfNormal(a.exp()), d.HalfNormal(b.exp()), d.Chi2(b.exp() + 1)
+        lr = d.LowRankMultivariateNormal(a, w, b.exp())
+        beta, beta2 = d.Beta(a.exp(), b.exp()), d.Beta(b.exp(), a.exp() + 1)
+        un, un2 = d.Uniform(a, a + b.exp()), d.Uniform(a - 1, a + b.exp() + 1)
+        oh, oh2 = d.OneHotCategorical(logits=a), d.OneHotCategorical(logits=b)
+        return [bi.log_prob(t(counts)), bi.mean, bi.mode, bi.variance, bi.entropy(), d.kl_divergence(bi, bi2),
+                mu.log_prob(t(onehot_counts)), mu.mean, mu.variance, ge.log_prob(t(counts)), ge.mean,
+                ge.variance, ge.entropy(), d.kl_divergence(ge, ge2), hn.log_prob(t(pos)), hn.cdf(t(pos)),
+                hn.icdf(t(u)), hn.entropy(), hn.mean, hn.variance, d.kl_divergence(hn, hn2),
+                chi.log_prob(t(pos)), chi.mean, d.kl_divergence(chi, d.Chi2(a.exp() + 1)),
+                lr.log_prob(t(x)), lr.entropy(), lr.variance, lr.covariance_matrix,
+                d.kl_divergence(beta, beta2), d.kl_divergence(un, un2), d.kl_divergence(oh, oh2)]
+
+    _laws_as_torch(laws, (a, b, w), (ra, rb, rw), rng)
+    D = tnet.distributions
+    out = D.kl_divergence(D.Uniform(0.0, 2.0), D.Uniform(tnet.tensor([0.5, -1.0]), 3.0)).numpy()
+    assert np.isinf(out[0]) and np.isclose(out[1], np.log(2.0))
+    assert np.isneginf(D.HalfNormal(1.0).log_prob(tnet.tensor(-0.5)).numpy())
+
+
+def test_new_discrete_distributions_samples_and_register_kl():
+    D = tnet.distributions
+    tnet.manual_seed(4)
+    cases = [(D.Binomial(10, tnet.tensor([0.2, 0.7])), [2.0, 7.0], [1.6, 2.1]),
+             (D.Geometric(tnet.tensor([0.25, 0.8])), [3.0, 0.25], [12.0, 0.3125]),
+             (D.HalfNormal(tnet.tensor([1.0, 2.0])), [0.798, 1.596], [0.363, 1.453]),
+             (D.Chi2(tnet.tensor([3.0, 6.0])), [3.0, 6.0], [6.0, 12.0])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.1, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.15, atol=0.02), type(d).__name__
+    m = D.Multinomial(9, probs=tnet.tensor([[0.2, 0.3, 0.5]] * 2)).sample((3000,)).numpy()
+    assert m.shape == (3000, 2, 3) and (m.sum(-1) == 9).all() and np.allclose(m.mean(0), [1.8, 2.7, 4.5], atol=0.1)
+    logits = tnet.tensor([[0.0, 1.0, -1.0]], requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(logits=logits).rsample((5,))
+    assert st.shape == (5, 1, 3) and set(np.unique(st.numpy())) <= {0.0, 1.0}
+    (st * tnet.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
+    loc = tnet.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    lr = D.LowRankMultivariateNormal(loc, tnet.tensor([[1.0], [0.5], [-1.0]]), tnet.tensor([0.5, 0.2, 1.0]))
+    z = lr.rsample((6000,))
+    assert z.shape == (6000, 3) and z.requires_grad
+    assert np.allclose(np.cov(z.detach().numpy().T), lr.covariance_matrix.numpy(), atol=0.1)
+
+    class Shifted(D.Normal):
+        pass
+
+    @D.register_kl(Shifted, D.Normal)
+    def _kl_shifted(p, q):
+        return tnet.tensor(42.0)
+    try:
+        assert D.kl_divergence(Shifted(0.0, 1.0), D.Normal(0.0, 1.0)).item() == 42.0
+        assert np.isclose(D.kl_divergence(D.Normal(0.0, 1.0), Shifted(1.0, 1.0)).item(), 0.5)  # the Normal pair
+    finally:
+        del tnet.distributions._KL[Shifted, D.Normal]
+    with pytest.raises(TypeError):
+        D.register_kl(int, D.Normal)
+    with pytest.raises(NotImplementedError):
+        D.kl_divergence(D.Normal(0.0, 1.0), D.Gamma(1.0, 1.0))
+    with pytest.raises(ValueError):
+        D.Binomial(5)
+    from tnet.distributions.binomial import Binomial
+    from tnet.distributions.kl import register_kl
+    assert Binomial is D.Binomial and register_kl is D.register_kl
+
+
+def test_compose_softplus_power_abs_softmax_independent_transforms_as_torch(rng, ieee):
+    """The new transforms against torch.distributions.transforms in float64: forward, inverse, log|det J|
+    (summed over an IndependentTransform's and a ComposeTransform's event dims) and a TransformedDistribution
+    through a composition, with the parameters' gradients."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    pos = rng.gamma(2.0, size=(2, 3)) + 0.1
+
+    def laws(d, lib, a, b):
+        t, T = lib.tensor, d.transforms
+        soft, power = T.SoftplusTransform(), T.PowerTransform(b.exp())
+        compose = T.ComposeTransform([soft, T.AffineTransform(a, 2.0), T.ExpTransform()])
+        ind = T.IndependentTransform(T.ExpTransform(), 1)
+        x = a * 1.5
+        flow = d.TransformedDistribution(d.Normal(a, b.exp()), [T.ComposeTransform([T.SoftplusTransform(),
+                                                                                     T.PowerTransform(2.0)])])
+        return [soft(x), soft.inv(t(pos)), soft.log_abs_det_jacobian(x, soft(x)), power(t(pos)),
+                power.inv(t(pos)), power.log_abs_det_jacobian(t(pos), power(t(pos))), compose(x),
+                compose.inv(compose(x)), compose.log_abs_det_jacobian(x, compose(x)), T.AbsTransform()(x),
+                T.SoftmaxTransform()(x), T.SoftmaxTransform().inv(T.SoftmaxTransform()(x)),
+                ind.log_abs_det_jacobian(x, ind(x)), T.identity_transform(x), flow.log_prob(t(pos))]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    T = tnet.distributions.transforms
+    assert T.ComposeTransform([T.ExpTransform(), T.PowerTransform(-1.0)]).sign == -1
+    assert T.ComposeTransform([T.SoftmaxTransform(), T.ExpTransform()]).event_dim == 1
+    assert not T.AbsTransform().bijective and T.SoftplusTransform().bijective
+
+
+def test_more_constraints_as_torch():
+    """constraints' sets against torch's: check() on members and non-members, is_discrete, event_dim, repr;
+    dependent and dependent_property."""
+    spd = np.array([[[2.0, 0.5], [0.5, 1.0]], [[1.0, 2.0], [2.0, 1.0]], [[1.0, 0.0], [0.3, 1.0]]])
+    chol = np.array([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 0.1], [0.5, 2.0]], [[-1.0, 0.0], [0.5, 2.0]]])
+    counts = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0], [2.0, 1.0, 0.0]])
+    ints = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 4.0])
+
+    def run(lib):
+        c, t = lib.distributions.constraints, lib.tensor
+        cases = [(c.positive_integer, ints), (c.integer_interval(0, 3), ints), (c.lower_triangular, chol),
+                 (c.lower_cholesky, chol), (c.square, spd), (c.symmetric, spd), (c.positive_definite, spd),
+                 (c.positive_semidefinite, spd), (c.one_hot, counts), (c.multinomial(2), counts),
+                 (c.independent(c.positive, 1), counts), (c.real_vector, counts), (c.boolean, ints),
+                 (c.nonnegative_integer, ints), (c.simplex, counts / 2)]
+        out = [(repr(k), k.is_discrete, k.event_dim, k.check(t(v)).tolist()) for k, v in cases]
+        with pytest.raises(ValueError):
+            c.dependent.check(t(ints))
+
+        class Box(lib.distributions.Distribution):
+            @c.dependent_property(is_discrete=False, event_dim=0)
+            def support(self):
+                return c.interval(0.0, 1.0)
+        prop = vars(Box)["support"]
+        return out, c.is_dependent(c.dependent), c.is_dependent(prop), repr(Box.__new__(Box).support), \
+            c.dependent(is_discrete=True, event_dim=1).event_dim
+    assert run(tnet) == run(torch)
+
+
+def test_half_cauchy_negative_binomial_weibull_pareto_kumaraswamy_inverse_gamma_as_torch(rng, ieee):
+    """The new laws against torch.distributions in float64 (log_prob, cdf/icdf, mean, mode, variance, entropy)
+    with the parameters' gradients, then samples' shapes and moments."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    counts = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+    pos = rng.gamma(2.0, size=(4, 2, 3)) + 0.05
+    unit = rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lib.tensor
+        hc, nb = d.HalfCauchy(b.exp()), d.NegativeBinomial(a.exp() + 0.5, logits=b)
+        nb2 = d.NegativeBinomial(3.0, b.sigmoid())
+        we, pa = d.Weibull(a.exp(), b.exp() + 1), d.Pareto(a.exp() * 0.01, b.exp() + 2.5)
+        ku, ig = d.Kumaraswamy(2 * a.sigmoid() + 1, 2 * b.sigmoid() + 1), d.InverseGamma(a.exp() + 2.5, b.exp())
+        return [hc.log_prob(t(pos)), hc.cdf(t(pos)), hc.icdf(t(unit)), hc.entropy(), nb.log_prob(t(counts)), nb.mean,
+                nb.mode, nb.variance, nb2.log_prob(t(counts)), we.log_prob(t(pos)), we.mean, we.mode, we.variance,
+                we.entropy(), pa.log_prob(t(pos) + 0.1), pa.mean, pa.variance, pa.entropy(), ku.log_prob(t(unit)),
+                ku.mean, ku.variance, ku.entropy(), ig.log_prob(t(pos)), ig.mean, ig.mode, ig.variance,
+                ig.entropy()]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    D = tnet.distributions
+    tnet.manual_seed(6)
+    cases = [(D.NegativeBinomial(tnet.tensor([3.0, 5.0]), tnet.tensor([0.4, 0.7])), [2.0, 11.667], [3.333, 38.89]),
+             (D.Weibull(tnet.tensor([1.0, 2.0]), tnet.tensor([2.0, 5.0])), [0.8862, 1.8363], [0.2146, 0.1758]),
+             (D.Pareto(1.0, tnet.tensor([4.0, 6.0])), [1.3333, 1.2], [0.2222, 0.06]),
+             (D.Kumaraswamy(tnet.tensor([2.0, 5.0]), tnet.tensor([3.0, 1.0])), [0.4571, 0.8333], [0.0394, 0.0198]),
+             (D.InverseGamma(tnet.tensor([4.0, 6.0]), 2.0), [0.6667, 0.4], [0.2222, 0.04])]
+    for d, mean, var in cases:
+        draws = d.sample((6000,))
+        assert tuple(draws.shape) == (6000, 2) and not draws.requires_grad, type(d).__name__
+        assert np.allclose(draws.numpy().mean(0), mean, atol=0.05, rtol=0.05), type(d).__name__
+        assert np.allclose(draws.numpy().var(0), var, rtol=0.2, atol=0.01), type(d).__name__
+    assert D.Weibull(1.0, tnet.tensor(2.0, requires_grad=True)).rsample((3,)).requires_grad
+    assert D.HalfCauchy(1.0).sample((5,)).numpy().min() >= 0 and np.isinf(D.HalfCauchy(1.0).mean.numpy())
+
+
+def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
+    """VonMises' log_prob and circular variance, FisherSnedecor's log_prob and moments, StickBreakingTransform's forward, inverse and log|det J|, and a
+    user's ExponentialFamily subclass's entropy (the Bregman form through autograd.grad) against torch in
+    float64 with the parameters' gradients; VonMises' samples."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    angles = rng.uniform(-3.0, 3.0, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        vm = d.VonMises(a, b.exp())
+        sb = d.transforms.StickBreakingTransform()
+        y = sb(a)
+
+        class Expo(d.ExponentialFamily):  # Exponential(rate) written as an exponential family
+            def __init__(self, rate):
+                self.rate = rate
+                super().__init__(rate.shape)
+            _natural_params = property(lambda self: (-self.rate,))
+            _mean_carrier_measure = 0
+
+            def _log_normalizer(self, x):
+                return -(-x).log()
+        fs = d.FisherSnedecor(a.exp() + 2.5, b.exp() + 4.5)
+        return [vm.log_prob(lib.tensor(angles)), vm.variance, vm.mean, y, sb.inv(y), sb.log_abs_det_jacobian(a, y),
+                Expo(b.exp()).entropy(), fs.log_prob(lib.tensor(np.abs(angles) + 0.1)), fs.mean, fs.mode, fs.variance]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    D = tnet.distributions
+    tnet.manual_seed(2)
+    draws = D.VonMises(tnet.tensor([0.5, 3.0]), tnet.tensor([4.0, 2.0])).sample((6000,)).numpy()
+    assert draws.shape == (6000, 2) and (draws >= -np.pi).all() and (draws < np.pi).all()
+    assert np.allclose(np.angle(np.exp(1j * draws).mean(0)), [0.5, 3.0], atol=0.05)
+    f = D.FisherSnedecor(tnet.tensor([4.0, 10.0]), tnet.tensor([12.0, 20.0])).sample((6000,)).numpy()
+    assert f.shape == (6000, 2) and np.allclose(f.mean(0), [1.2, 1.1111], rtol=0.05)
+    from tnet.distributions.exp_family import ExponentialFamily
+    from tnet.distributions.von_mises import VonMises
+    assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)

@@ -293,3 +293,22 @@ def test_distributed_sampler_as_torch(n, drop_last):
         DistributedSampler(range(n), 3, 3)
     with pytest.raises(RuntimeError):
         DistributedSampler(range(n))  # no process group
+
+
+def test_chain_and_stack_datasets_as_torch():
+    def run(lib, count):
+        d = lib.utils.data
+        chain = d.ChainDataset([count(3), count(2)])
+        added = count(2) + count(1)
+        stack = d.StackDataset(list(range(3)), "abc")
+        named = d.StackDataset(x=list(range(2)), y=[5, 6])
+        errors = []
+        for make in (lambda: d.StackDataset(), lambda: d.StackDataset([1], y=[2]), lambda: d.StackDataset([1], [1, 2])):
+            with pytest.raises(ValueError) as info:
+                make()
+            errors.append(info.type)
+        with pytest.raises(AssertionError):
+            list(d.ChainDataset([count(1), [1, 2]]))
+        return ([float(x) for x, _ in chain], len(chain), type(added).__name__, [float(x) for x, _ in added],
+                [stack[i] for i in range(3)], len(stack), named[1], errors)
+    assert run(tnet, OurCount) == run(torch, TorchCount)

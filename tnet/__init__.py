@@ -2,7 +2,7 @@
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
 from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
-from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+from .tensor import (Tensor, check_device, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
                      set_printoptions, tensor)
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
@@ -42,8 +42,9 @@ def result_type(tensor1, tensor2):
     return _torch.result_type(*[_torch.empty((), dtype=t.dtype, device="meta") if isinstance(t, Tensor) else t
                                 for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
-from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, FloatTensor, Generator, HalfTensor, IntTensor,
-                      LongTensor, arange, empty, empty_like, eye, full_like, linspace, ones_like, randint, randperm, zeros_like)
+from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, FloatTensor, Generator, HalfTensor,
+                      IntTensor, LongTensor, ShortTensor, arange, empty, empty_like, eye, full_like, linspace,
+                      ones_like, randint, randperm, zeros_like)
 
 
 def is_tensor(obj):
@@ -66,6 +67,31 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         return data if dtype in (None, data.dtype) else data.to(dtype)
     return tensor(data, dtype=dtype).to(device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
+    """torch.asarray: a tnet Tensor of dtype itself (copy=True: a copy; another dtype: a converted copy,
+    which copy=False refuses with ValueError), else tnet.tensor(obj, dtype=dtype), a copy on tnet's device
+    (torch's shares a numpy array's or buffer's memory on the CPU, which copy=False asks; tnet refuses
+    it). requires_grad (default: obj's, else False) sets the result's, as torch's."""
+    check_device("asarray", device)
+    if isinstance(obj, Tensor):
+        converts = dtype is not None and dtype != obj.dtype
+        if copy is False and converts:
+            raise ValueError("can't alias tensor from variable of type {} to dtype {}".format(obj.dtype, dtype))
+        out = obj.to(dtype) if converts else obj.clone() if copy else obj
+        wants = obj.requires_grad if requires_grad is None else requires_grad
+        return out if out.requires_grad == wants else out.detach().requires_grad_(wants)
+    if copy is False:
+        raise ValueError("asarray: tnet copies host data to its device (copy=False cannot alias it)")
+    return tensor(obj, dtype=dtype, requires_grad=requires_grad is True)
+
+
+def is_complex(input):
+    """False: tnet has no complex tensors (TypeError for a non-tensor, as torch's)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return False
 
 
 class OptimizedModule(nn.Module):
@@ -274,6 +300,14 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
             "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d",
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
+from .functional import conv3d, conv_transpose3d  # noqa: E402
+from .functional.aten import constant_pad_nd, max_pool3d  # noqa: E402
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
+from .functional import i0  # noqa: E402
+from .functional.composed import gradient  # noqa: E402
+from .functional.inplace import i0_  # noqa: E402
+__all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd",
+            "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
 from .linalg import (TORCH_FORMS, cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet,  # noqa: E402

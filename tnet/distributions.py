@@ -3,8 +3,9 @@ prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likel
 (a mixture's component, a sampled class), OneHotCategorical, Uniform, MixtureSameFamily, Independent,
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
 drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
-TransformedDistribution with the element-wise and affine transforms (a SAC's squashed Normal), the common
-constraints, and kl_divergence between two of a kind.
+Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
+LowRankMultivariateNormal, TransformedDistribution with the element-wise, affine and composed transforms (a
+SAC's squashed Normal), the common constraints, and kl_divergence by torch's register_kl registry.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 
 from . import functional as F
-from .factory import arange, empty, full, init_generator, rand, randn, zeros_like
+from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -74,6 +75,33 @@ class Distribution:
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class ExponentialFamily(Distribution):
+    """torch's base of exponential-family laws: a subclass gives _natural_params, _log_normalizer(*params) and
+    _mean_carrier_measure; entropy is the log normalizer's Bregman form, through tnet.autograd.grad, as torch's."""
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        from .autograd import grad
+        result = -self._mean_carrier_measure
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        log_normal = self._log_normalizer(*params)
+        gradients = grad(log_normal.sum(), params, create_graph=True)
+        result = result + log_normal
+        for param, g in zip(params, gradients):
+            result = result - (param * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result
 
 
 class Normal(Distribution):
@@ -134,10 +162,7 @@ class Bernoulli(Distribution):
         probs, logits = _probs_and_logits(probs, logits)
         if probs is not None:
             self.probs, = _broadcast_all(probs)
-            # torch's probs_to_logits: log(p) - log1p(-p) of p clamped into (0, 1)
-            eps = torch.finfo(self.probs.dtype).eps
-            clamped = self.probs.clamp(eps, 1 - eps)
-            self.logits = clamped.log() - (-clamped).log1p()
+            self.logits = _probs_to_logits(self.probs)
         else:
             self.logits, = _broadcast_all(logits)
             self.probs = self.logits.sigmoid()
@@ -176,8 +201,7 @@ class Categorical(Distribution):
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
-            eps = torch.finfo(self.probs.dtype).eps
-            self.logits = self.probs.clamp(eps, 1 - eps).log()
+            self.logits = _probs_to_logits(self.probs, is_binary=False)
         else:
             if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
@@ -889,15 +913,403 @@ class RelaxedOneHotCategorical(Distribution):
 
 
 
+# ---- Binomial, Multinomial, Geometric, HalfNormal, Chi2, OneHotCategoricalStraightThrough and
+# LowRankMultivariateNormal, torch's formulas ----
+
+def _host(v):
+    """A tensor's values on the host in float64 (a sync), for numpy's draws."""
+    return v.detach().numpy().astype(np.float64)
+
+
+def _clamp_by_zero(x):
+    """torch's (x.clamp(min=0) + x - x.clamp(max=0)) / 2: max(x, 0) whose gradient at 0 is 1/2."""
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
+class Binomial(Distribution):
+    """Binomial(total_count=1, probs=None, logits=None): numbers or tensors that broadcast to batch_shape.
+    log_prob, mean, variance and entropy are differentiable in probs/logits, as torch's; samples are
+    drawn on the host by numpy (a host read of the parameters, the stream tnet.manual_seed reseeds), as
+    Gamma's. entropy needs one total_count for the whole batch, as torch's."""
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = _broadcast_all(total_count, probs)
+            self.total_count = self.total_count.to(self.probs.dtype)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.total_count, self.logits = _broadcast_all(total_count, logits)
+            self.total_count = self.total_count.to(self.logits.dtype)
+            self.probs = self.logits.sigmoid()
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.total_count * self.probs)
+    mode = property(lambda self: F.minimum(((self.total_count + 1) * self.probs).floor(), self.total_count))
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        n, p = np.broadcast_arrays(_host(self.total_count), _host(self.probs))
+        return _host_draw(init_generator().binomial(n.astype(np.int64), p, size=shape), self.probs)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.probs)
+        n = self.total_count
+        log_factorial_n, log_factorial_k = (n + 1).lgamma(), (value + 1).lgamma()
+        log_factorial_nmk = (n - value + 1).lgamma()
+        # k*log(p) + (n - k)*log(1 - p) in logits, stable for both signs (torch's)
+        normalize_term = n * _clamp_by_zero(self.logits) + n * (-self.logits.abs()).exp().log1p() - log_factorial_n
+        return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
+
+    def enumerate_support(self, expand=True):
+        total = self.total_count.numpy()
+        if total.size and not (total == total.flat[0]).all():
+            raise NotImplementedError("Inhomogeneous total count not supported by `enumerate_support`.")
+        values = arange(int(total.flat[0]) + 1 if total.size else 1).to(self.probs.dtype)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+    def entropy(self):
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(log_prob.exp() * log_prob).sum(0)
+
+    def __repr__(self):
+        return f"Binomial(total_count: {self.total_count}, probs: {self.probs})"
+
+
+def _probs_to_logits(probs, is_binary=True):
+    """torch's probs_to_logits: probs clamped eps (of their dtype) into (0, 1), then log(p) - log1p(-p)
+    (binary) or log(p)."""
+    clamped = _clamp_probs(probs)
+    return clamped.log() - (-clamped).log1p() if is_binary else clamped.log()
+
+
+class Multinomial(Distribution):
+    """Multinomial(total_count=1, probs=None, logits=None): counts over K classes ([..., K] parameters,
+    event_shape [K]) of total_count draws. log_prob, mean and variance are differentiable, as torch's;
+    samples are drawn on the host by numpy (a host read of probs). total_count is an int, as torch's;
+    entropy is not implemented."""
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self.probs, self.logits = self._categorical.probs, self._categorical.logits
+        super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    mean = property(lambda self: self.probs * self.total_count)
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        p = _host(self.probs)
+        p = p / p.sum(-1, keepdims=True)
+        draw = init_generator().multinomial(self.total_count, p, size=tuple(sample_shape) + p.shape[:-1])
+        return _host_draw(draw, self.probs)
+
+    def log_prob(self, value):
+        logits, value = F.broadcast_tensors(self.logits, _as_tensor(value, self.logits))
+        # 0 * -inf: a class of probability 0 that was never drawn adds nothing (torch's)
+        logits = F.where(F.logical_and(value == 0, logits == -math.inf), 0.0, logits)
+        log_factorial_n = math.lgamma(self.total_count + 1)
+        return log_factorial_n - (value + 1).lgamma().sum(-1) + (logits * value).sum(-1)
+
+    def __repr__(self):
+        return f"Multinomial(total_count: {self.total_count}, probs: {self.probs})"
+
+
+class Geometric(Distribution):
+    """Geometric(probs=None, logits=None): the number of failures before the first success, {0, 1, ...};
+    numbers or tensors. Samples are drawn on the device by inversion, floor(log(u) / log1p(-p)), as torch's
+    (tnet's stream: other numbers)."""
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.probs, = _broadcast_all(probs)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.logits, = _broadcast_all(logits)
+            self.probs = self.logits.sigmoid()
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: 1.0 / self.probs - 1.0)
+    mode = property(lambda self: zeros_like(self.probs))
+    variance = property(lambda self: (1.0 / self.probs - 1.0) / self.probs)
+
+    def sample(self, sample_shape=Size()):
+        tiny = torch.finfo(self.probs.dtype).tiny
+        with no_grad():
+            u = rand(self._extended_shape(sample_shape), dtype=self.probs.dtype).clamp(min=tiny)
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        value, probs = _broadcast_all(value, self.probs)
+        probs = F.where(F.logical_and(probs == 1, value == 0), 0.0, probs)  # 0 * log(0) is 0 at p = 1
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return nnF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
+
+    def __repr__(self):
+        return f"Geometric(probs: {self.probs})"
+
+
+class _Folded(Distribution):
+    """|X| for X ~ base_dist, a symmetric law about 0 (Normal or Cauchy of loc 0): rsample, log_prob (-inf
+    below 0), cdf, icdf and entropy from the base's, differentiable, as torch's HalfNormal and HalfCauchy
+    (TransformedDistributions of their base by AbsTransform there: here plain Distributions with base_dist)."""
+    has_rsample = True
+
+    def __init__(self, base_dist, validate_args=None):
+        self.base_dist = base_dist
+        super().__init__(base_dist.batch_shape, validate_args=validate_args)
+
+    scale = property(lambda self: self.base_dist.scale)
+    mode = property(lambda self: zeros_like(self.scale))
+
+    def rsample(self, sample_shape=Size()):
+        return self.base_dist.rsample(sample_shape).abs()
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.scale)
+        return F.where(value >= 0, self.base_dist.log_prob(value) + math.log(2), -math.inf)
+
+    def cdf(self, value):
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(scale: {self.scale})"
+
+
+class HalfNormal(_Folded):
+    """HalfNormal(scale): |X| for X ~ Normal(0, scale), a number or a tensor (see _Folded)."""
+
+    def __init__(self, scale, validate_args=None):
+        super().__init__(Normal(0.0, scale), validate_args)
+
+    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
+
+
+class HalfCauchy(_Folded):
+    """HalfCauchy(scale): |X| for X ~ Cauchy(0, scale) (see _Folded); mean inf, variance the Cauchy's (inf)."""
+
+    def __init__(self, scale, validate_args=None):
+        super().__init__(Cauchy(0.0, scale), validate_args)
+
+    mean = property(lambda self: full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype))
+    variance = property(lambda self: self.base_dist.variance)
+
+
+class NegativeBinomial(Distribution):
+    """NegativeBinomial(total_count, probs=None, logits=None): the successes before total_count failures (torch's
+    convention: probs is each trial's success probability); numbers or tensors. log_prob, mean, mode and
+    variance are differentiable, as torch's; samples are drawn on the host by numpy, Poisson of Gamma as
+    torch's (a host read of the parameters)."""
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = _broadcast_all(total_count, probs)
+            self.logits = _probs_to_logits(self.probs)
+        else:
+            self.total_count, self.logits = _broadcast_all(total_count, logits)
+            self.probs = self.logits.sigmoid()
+        self.total_count = self.total_count.to(self.probs.dtype)
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.total_count * self.logits.exp())
+    mode = property(lambda self: ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0))
+    variance = property(lambda self: self.mean / (-self.logits).sigmoid())
+    param_shape = property(lambda self: self.probs.shape)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        k, scale = np.broadcast_arrays(_host(self.total_count), np.exp(_host(self.logits)))
+        rng = init_generator()
+        return _host_draw(rng.poisson(rng.gamma(k, scale, size=shape)), self.probs)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.probs)
+        log_unnormalized = self.total_count * nnF.logsigmoid(-self.logits) + value * nnF.logsigmoid(self.logits)
+        log_normalization = -(self.total_count + value).lgamma() + (1.0 + value).lgamma() + self.total_count.lgamma()
+        log_normalization = F.where(self.total_count + value == 0.0, 0.0, log_normalization)
+        return log_unnormalized - log_normalization
+
+    def __repr__(self):
+        return f"NegativeBinomial(total_count: {self.total_count}, probs: {self.probs})"
+
+
+class VonMises(Distribution):
+    """VonMises(loc, concentration): the circular normal on [-pi, pi); log_prob (through special.i0e) and the
+    circular variance differentiable, as torch's; samples drawn on the host by numpy (a host read of the
+    parameters), where torch's run Best and Fisher's rejection sampler."""
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = _broadcast_all(loc, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    # 1 - I1(k) / I0(k), through the scaled functions (no overflow)
+    variance = property(lambda self: 1 - nnF.i1e(self.concentration) / nnF.i0e(self.concentration))
+
+    def log_prob(self, value):
+        k = self.concentration
+        return k * (_as_tensor(value, k) - self.loc).cos() - math.log(2 * math.pi) - (nnF.i0e(k).log() + k)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        loc, k = np.broadcast_arrays(_host(self.loc), _host(self.concentration))
+        draw = init_generator().vonmises(loc, k, size=shape)
+        return _host_draw((draw + np.pi) % (2 * np.pi) - np.pi, self.loc)
+
+    def __repr__(self):
+        return f"VonMises(loc: {self.loc}, concentration: {self.concentration})"
+
+
+class FisherSnedecor(Distribution):
+    """FisherSnedecor(df1, df2): the F law, numbers or tensors; log_prob, mean, mode and variance differentiable
+    (NaN where torch's are undefined), as torch's; samples drawn on the host by numpy (no rsample)."""
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = _broadcast_all(df1, df2)
+        super().__init__(self.df1.shape, validate_args=validate_args)
+
+    mean = property(lambda self: F.where(self.df2 > 2, self.df2 / (self.df2 - 2), math.nan))
+    mode = property(lambda self: F.where(self.df1 > 2, (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2),
+                                         math.nan))
+
+    @property
+    def variance(self):
+        df1, df2 = self.df1, self.df2
+        value = 2 * df2.pow(2) * (df1 + df2 - 2) / (df1 * (df2 - 2).pow(2) * (df2 - 4))
+        return F.where(df2 > 4, value, math.nan)
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        df1, df2 = np.broadcast_arrays(_host(self.df1), _host(self.df2))
+        return _host_draw(init_generator().f(df1, df2, size=shape), self.df1)
+
+    def log_prob(self, value):
+        value = _as_tensor(value, self.df1)
+        ct1, ct2 = self.df1 * 0.5, self.df2 * 0.5
+        ct3 = self.df1 / self.df2
+        t1 = (ct1 + ct2).lgamma() - ct1.lgamma() - ct2.lgamma()
+        t2 = ct1 * ct3.log() + (ct1 - 1) * value.log()
+        t3 = (ct1 + ct2) * (ct3 * value).log1p()
+        return t1 + t2 - t3
+
+    def __repr__(self):
+        return f"FisherSnedecor(df1: {self.df1}, df2: {self.df2})"
+
+
+class Chi2(Gamma):
+    """Chi2(df): Gamma(df / 2, 1 / 2), as torch's (drawn on the host, as Gamma)."""
+
+    def __init__(self, df, validate_args=None):
+        df, = _broadcast_all(df)
+        super().__init__(0.5 * df, 0.5 * ones_like(df), validate_args)
+
+    df = property(lambda self: self.concentration * 2)
+
+    def __repr__(self):
+        return f"Chi2(df: {self.df})"
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample is the straight-through estimator: the one-hot sample forward, the
+    gradient of probs backward (sample + probs - probs.detach()), as torch's (DreamerV2's latents)."""
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        return samples + (self.probs - self.probs.detach())
+
+
+class LowRankMultivariateNormal(Distribution):
+    """LowRankMultivariateNormal(loc, cov_factor, cov_diag): a normal of covariance W W^T + diag(D), loc
+    [..., n], W [..., n, r], D [..., n], as torch's: log_prob and entropy through the Woodbury identity and
+    the Cholesky factor of the r x r capacitance I + W^T D^-1 W (tnet.linalg.cholesky: on the host, with its
+    gradient); rsample = loc + W eps_r + sqrt(D) eps_n."""
+    has_rsample = True
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        n = loc.shape[-1]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, with optional leading batch dimensions")
+        if tuple(cov_factor.shape[-2:-1]) != (n,):
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
+        if tuple(cov_diag.shape[-1:]) != (n,):
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {(n,)}")
+        loc_, cov_diag_ = loc.unsqueeze(-1), cov_diag.unsqueeze(-1)
+        loc_, self.cov_factor, cov_diag_ = F.broadcast_tensors(loc_, cov_factor, cov_diag_)
+        self.loc, self.cov_diag = loc_[..., 0], cov_diag_[..., 0]
+        self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
+        W = cov_factor / cov_diag.unsqueeze(-1).sqrt()  # D^-1/2 W
+        self._capacitance_tril = cholesky(W.mT @ W + _eye_like(W.mT @ W))
+        super().__init__(self.loc.shape[:-1], loc.shape[-1:], validate_args)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: (self._unbroadcasted_cov_factor.pow(2).sum(-1) +
+                                      self._unbroadcasted_cov_diag).expand(tuple(self._batch_shape) +
+                                                                          tuple(self._event_shape)))
+
+    @property
+    def covariance_matrix(self):
+        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        cov = W @ W.mT + F.diag_embed(D)
+        return cov.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        eps_w = randn(tuple(shape[:-1]) + (self.cov_factor.shape[-1],), dtype=self.loc.dtype)
+        eps_d = randn(tuple(shape), dtype=self.loc.dtype)
+        return (self.loc + (self._unbroadcasted_cov_factor @ eps_w.unsqueeze(-1)).squeeze(-1) +
+                self._unbroadcasted_cov_diag.sqrt() * eps_d)
+
+    def _log_det(self):
+        """log det(W W^T + D) = 2 sum log diag(capacitance tril) + sum log D (the matrix determinant lemma)."""
+        return 2 * _half_log_det(self._capacitance_tril) + self._unbroadcasted_cov_diag.log().sum(-1)
+
+    def log_prob(self, value):
+        diff = value - self.loc
+        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        # Woodbury: x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1 W^T D^-1 x|^2, C the capacitance's factor
+        Wt_Dinv_x = (W.mT @ (diff / D).unsqueeze(-1)).squeeze(-1)
+        m = (diff.pow(2) / D).sum(-1) - _batch_mahalanobis(self._capacitance_tril, Wt_Dinv_x)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + self._log_det() + m)
+
+    def entropy(self):
+        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
+        return H.expand(self._batch_shape) if len(self._batch_shape) else H
+
+    def __repr__(self):
+        return f"LowRankMultivariateNormal(loc: {self.loc}, cov_factor: {self.cov_factor}, cov_diag: {self.cov_diag})"
+
+
 # ---- constraints, transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
 
 class Constraint:
     """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
-    the set; is_discrete and event_dim as torch's."""
+    the set (over the batch dims: event_dim dims are reduced); is_discrete and event_dim as torch's."""
     is_discrete, event_dim = False, 0
 
-    def __init__(self, check=None, name=None):
-        self._check, self._name = check, name
+    def __init__(self, check=None, name=None, is_discrete=False, event_dim=0):
+        self._check, self._name, self.is_discrete, self.event_dim = check, name, is_discrete, event_dim
 
     def check(self, value):
         return self._check(value)
@@ -912,6 +1324,66 @@ def _interval(lower, upper, low_open=False, high_open=False):
     return Constraint(lambda v: F.logical_and(low(v), high(v)), f"Interval(lower_bound={lower}, upper_bound={upper})")
 
 
+class _Dependent(Constraint):
+    """torch's constraints.dependent: a set that depends on other variables; check raises ValueError."""
+
+    def __init__(self, *, is_discrete=False, event_dim=0):
+        super().__init__(None, "Dependent()", is_discrete, event_dim)
+
+    def __call__(self, *, is_discrete=False, event_dim=0):
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+class _DependentProperty(property, _Dependent):
+    """torch's constraints.dependent_property: a property (a distribution's support) that is also a
+    dependent constraint (is_dependent), usable with or without its keyword arguments."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+def _independent(base, reinterpreted_batch_ndims):
+    """base's check reduced (all) over the last reinterpreted_batch_ndims dims, as torch's constraints.independent."""
+    def check(v):
+        result = base.check(v)
+        return result.reshape(tuple(result.shape[:result.ndim - reinterpreted_batch_ndims]) + (-1,)).all(-1) \
+            if reinterpreted_batch_ndims else result
+    return Constraint(check, f"IndependentConstraint({base!r}, {reinterpreted_batch_ndims})", base.is_discrete,
+                      base.event_dim + reinterpreted_batch_ndims)
+
+
+def _square(v):
+    return full(tuple(v.shape[:-2]), v.shape[-2] == v.shape[-1], dtype=torch.bool)
+
+
+def _symmetric(v):
+    if v.shape[-2] != v.shape[-1]:
+        return _square(v)
+    return F.isclose(v, v.mT, atol=1e-6).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _lower_triangular(v):
+    return (v.tril() == v).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _eigenvalues_above(v, bound):
+    """Every eigenvalue above bound (> 0: definite) or at least 0 (semidefinite), by tnet.linalg.eigvalsh (on
+    the host); as torch's, where some matrix of the batch is not symmetric, the symmetry check alone."""
+    from .linalg import eigvalsh
+    symmetric = _symmetric(v)
+    if not bool(symmetric.all()):
+        return symmetric
+    values = eigvalsh(v).detach()
+    return (values > 0).all(-1) if bound > 0 else (values >= 0).all(-1)
+
+
 constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
 constraints.__dict__.update(
     Constraint=Constraint,
@@ -919,15 +1391,37 @@ constraints.__dict__.update(
     positive=Constraint(lambda v: v > 0, "GreaterThan(lower_bound=0.0)"),
     nonnegative=Constraint(lambda v: v >= 0, "GreaterThanEq(lower_bound=0.0)"),
     unit_interval=_interval(0.0, 1.0),
-    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()"),
-    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)"),
+    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()", is_discrete=True),
+    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)",
+                                   is_discrete=True),
+    positive_integer=Constraint(lambda v: F.logical_and(v >= 1, v == v.floor()), "IntegerGreaterThan(lower_bound=1)",
+                                is_discrete=True),
+    integer_interval=lambda lower, upper: Constraint(
+        lambda v: F.logical_and(F.logical_and(v >= lower, v <= upper), v == v.floor()),
+        f"IntegerInterval(lower_bound={lower}, upper_bound={upper})", is_discrete=True),
     interval=_interval,
     half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
     greater_than=lambda lower: Constraint(lambda v: v > lower, f"GreaterThan(lower_bound={lower})"),
     greater_than_eq=lambda lower: Constraint(lambda v: v >= lower, f"GreaterThanEq(lower_bound={lower})"),
-    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"))
-constraints.real_vector = constraints.real
-constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()")
+    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"),
+    dependent=_Dependent(), dependent_property=_DependentProperty,
+    is_dependent=lambda constraint: isinstance(constraint, _Dependent),
+    independent=_independent,
+    square=Constraint(_square, "Square()", event_dim=2),
+    symmetric=Constraint(_symmetric, "Symmetric()", event_dim=2),
+    lower_triangular=Constraint(_lower_triangular, "LowerTriangular()", event_dim=2),
+    lower_cholesky=Constraint(lambda v: F.logical_and(_lower_triangular(v), (v.diagonal(dim1=-2, dim2=-1) > 0).all(-1)),
+                              "LowerCholesky()", event_dim=2),
+    positive_definite=Constraint(lambda v: _eigenvalues_above(v, 1), "PositiveDefinite()", event_dim=2),
+    positive_semidefinite=Constraint(lambda v: _eigenvalues_above(v, 0), "PositiveSemidefinite()", event_dim=2),
+    one_hot=Constraint(lambda v: F.logical_and(F.logical_or(v == 0, v == 1).all(-1), v.sum(-1) == 1), "OneHot()",
+                       is_discrete=True, event_dim=1),
+    multinomial=lambda upper_bound: Constraint(lambda v: F.logical_and((v >= 0).all(-1), v.sum(-1) <= upper_bound),
+                                               "Multinomial()", is_discrete=True,
+                                               event_dim=1))
+constraints.real_vector = _independent(constraints.real, 1)
+constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()",
+                                 event_dim=1)
 
 
 class Transform:
@@ -1059,6 +1553,171 @@ class AffineTransform(Transform):
         return result.sum(tuple(range(-self.event_dim, 0))) if self.event_dim else result
 
 
+class ComposeTransform(Transform):
+    """The parts applied in order (ComposeTransform([]) is the identity, identity_transform); log|det J| the
+    sum of the parts' at their own inputs, each summed over the dims its event_dim leaves to the compose's,
+    as torch's."""
+
+    def __init__(self, parts, cache_size=0):
+        super().__init__(cache_size)
+        self.parts = list(parts)
+        self.event_dim = max((t.event_dim for t in self.parts), default=0)
+        self.bijective = all(t.bijective for t in self.parts)
+        if self.parts:
+            self.domain, self.codomain = self.parts[0].domain, self.parts[-1].codomain
+
+    @property
+    def sign(self):
+        sign = 1
+        for t in self.parts:
+            sign = sign * t.sign
+        return sign
+
+    def _call(self, x):
+        for t in self.parts:
+            x = t(x)
+        return x
+
+    def _inverse(self, y):
+        for t in reversed(self.parts):
+            y = t.inv(y)
+        return y
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return zeros_like(x)
+        total = 0.0
+        for t in self.parts:
+            y_t = t(x)
+            term = t.log_abs_det_jacobian(x, y_t)
+            extra = self.event_dim - t.event_dim
+            total = total + (term.sum(tuple(range(-extra, 0))) if extra > 0 else term)
+            x = y_t
+        return total
+
+    def __repr__(self):
+        return "ComposeTransform(\n    " + ",\n    ".join(repr(t) for t in self.parts) + "\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class IndependentTransform(Transform):
+    """base_transform with its last reinterpreted_batch_ndims batch dims taken as event dims: log|det J|
+    summed over them, as torch's."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size)
+        self.base_transform, self.reinterpreted_batch_ndims = base_transform, reinterpreted_batch_ndims
+        self.event_dim = base_transform.event_dim + reinterpreted_batch_ndims
+        self.bijective, self.sign = base_transform.bijective, base_transform.sign
+
+    def _call(self, x):
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        term = self.base_transform.log_abs_det_jacobian(x, y)
+        n = self.reinterpreted_batch_ndims
+        return term.sum(tuple(range(-n, 0))) if n else term
+
+    def __repr__(self):
+        return f"IndependentTransform({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class AbsTransform(Transform):
+    """y = |x|, not bijective (its inverse gives y back), as torch's."""
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on positive x; log|dy/dx| = log|exponent y / x|."""
+    bijective, domain, codomain = True, constraints.positive, constraints.positive
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size)
+        self.exponent = exponent
+
+    sign = property(lambda self: self.exponent.sign() if isinstance(self.exponent, Tensor)
+                    else math.copysign(1, self.exponent))
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def __repr__(self):
+        return f"PowerTransform(exponent={self.exponent})"
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x)); its inverse y + log(-expm1(-y)); log|dy/dx| = -softplus(-x), as torch's."""
+    bijective, codomain = True, constraints.positive
+
+    def _call(self, x):
+        return nnF.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -nnF.softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dim (event_dim 1), not bijective (its inverse is log y), as torch's."""
+    event_dim, codomain = 1, constraints.simplex
+
+    def _call(self, x):
+        return F.softmax(x, -1)
+
+    def _inverse(self, y):
+        return y.log()
+
+
+class StickBreakingTransform(Transform):
+    """x [..., K - 1] to a point y [..., K] of the simplex by stick breaking (z_i = sigmoid(x_i - log(K - i)),
+    y_i = z_i prod_{j<i} (1 - z_j)), bijective, event_dim 1, as torch's (shape-changing: a TransformedDistribution
+    here takes shape-keeping transforms only, so use it on its own)."""
+    bijective, event_dim, codomain = True, 1, constraints.simplex
+
+    def _offset(self, n, like):
+        return (n + 1 - arange(1, n + 1).to(like.dtype)).log()
+
+    def _call(self, x):
+        z = (x - self._offset(x.shape[-1], x)).sigmoid()
+        z_cumprod = (1 - z).cumprod(-1)
+        return nnF.pad(z, [0, 1], value=1) * nnF.pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = (y.shape[-1] - arange(1, y_crop.shape[-1] + 1).to(y.dtype)).log()
+        sf = (1 - y_crop.cumsum(-1)).clamp(min=torch.finfo(y.dtype).tiny)
+        return y_crop.log() - sf.log() + offset
+
+    def log_abs_det_jacobian(self, x, y):
+        x = x - self._offset(x.shape[-1], x)
+        return (-x + nnF.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        return Size(tuple(shape[:-1]) + (shape[-1] + 1,))
+
+    def inverse_shape(self, shape):
+        return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
+
+
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
@@ -1099,70 +1758,287 @@ class TransformedDistribution(Distribution):
     def __repr__(self):
         return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
 
+# ---- torch's laws that are transformed simpler ones: Weibull, Pareto, Kumaraswamy, InverseGamma ----
+
+_EULER = 0.5772156649015329
+
+
+class Weibull(TransformedDistribution):
+    """Weibull(scale, concentration): Exponential(1) by PowerTransform(1 / concentration) and
+    AffineTransform(0, scale), as torch's; rsample, log_prob, mean, mode, variance and entropy differentiable."""
+
+    def __init__(self, scale, concentration, validate_args=None):
+        self.scale, self.concentration = _broadcast_all(scale, concentration)
+        self.concentration_reciprocal = self.concentration.reciprocal()
+        transforms = [PowerTransform(self.concentration_reciprocal), AffineTransform(0.0, self.scale)]
+        super().__init__(Exponential(ones_like(self.scale)), transforms, validate_args)
+
+    mean = property(lambda self: self.scale * (1 + self.concentration_reciprocal).lgamma().exp())
+    mode = property(lambda self: self.scale * ((self.concentration - 1) / self.concentration)
+                    .pow(self.concentration_reciprocal))
+    variance = property(lambda self: self.scale.pow(2) * ((1 + 2 * self.concentration_reciprocal).lgamma().exp() -
+                                                          (2 * (1 + self.concentration_reciprocal).lgamma()).exp()))
+
+    def entropy(self):
+        return (_EULER * (1 - self.concentration_reciprocal) + (self.scale * self.concentration_reciprocal).log()
+                + 1)
+
+    def __repr__(self):
+        return f"Weibull(scale: {self.scale}, concentration: {self.concentration})"
+
+
+class Pareto(TransformedDistribution):
+    """Pareto(scale, alpha): Exponential(alpha) by ExpTransform and AffineTransform(0, scale), as torch's."""
+
+    def __init__(self, scale, alpha, validate_args=None):
+        self.scale, self.alpha = _broadcast_all(scale, alpha)
+        super().__init__(Exponential(self.alpha), [ExpTransform(), AffineTransform(0.0, self.scale)], validate_args)
+
+    @property
+    def mean(self):
+        a = self.alpha.clamp(min=1)
+        return a * self.scale / (a - 1)
+
+    mode = property(lambda self: self.scale)
+
+    @property
+    def variance(self):
+        a = self.alpha.clamp(min=2)
+        return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
+
+    def entropy(self):
+        return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
+
+    def __repr__(self):
+        return f"Pareto(scale: {self.scale}, alpha: {self.alpha})"
+
+
+class Kumaraswamy(TransformedDistribution):
+    """Kumaraswamy(concentration1, concentration0): Uniform(0, 1) by PowerTransform(1 / concentration0),
+    AffineTransform(1, -1) and PowerTransform(1 / concentration1), as torch's."""
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = _broadcast_all(concentration1, concentration0)
+        super().__init__(Uniform(zeros_like(self.concentration0), ones_like(self.concentration0)),
+                         [PowerTransform(self.concentration0.reciprocal()), AffineTransform(1.0, -1.0),
+                          PowerTransform(self.concentration1.reciprocal())], validate_args)
+
+    def _moment(self, n):
+        a, b = self.concentration1, self.concentration0
+        return b * ((1 + n / a).lgamma() + b.lgamma() - (1 + n / a + b).lgamma()).exp()
+
+    mean = property(lambda self: self._moment(1))
+    variance = property(lambda self: self._moment(2) - self._moment(1).pow(2))
+
+    @property
+    def mode(self):
+        a, b = self.concentration1, self.concentration0
+        log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()
+        return F.where(F.logical_or(b < 1, a < 1), math.nan, log_mode).exp()
+
+    def entropy(self):
+        t1, t0 = 1 - self.concentration1.reciprocal(), 1 - self.concentration0.reciprocal()
+        H0 = (self.concentration0 + 1).digamma() + _EULER
+        return t0 + t1 * H0 - self.concentration1.log() - self.concentration0.log()
+
+    def __repr__(self):
+        return f"Kumaraswamy(concentration1: {self.concentration1}, concentration0: {self.concentration0})"
+
+
+class InverseGamma(TransformedDistribution):
+    """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate), as torch's (drawn on the
+    host as Gamma, so no rsample here)."""
+
+    def __init__(self, concentration, rate, validate_args=None):
+        super().__init__(Gamma(concentration, rate), PowerTransform(-1.0), validate_args)
+
+    concentration = property(lambda self: self.base_dist.concentration)
+    rate = property(lambda self: self.base_dist.rate)
+    mean = property(lambda self: F.where(self.concentration > 1, self.rate / (self.concentration - 1), math.inf))
+    mode = property(lambda self: self.rate / (self.concentration + 1))
+    variance = property(lambda self: F.where(self.concentration > 2, self.rate.pow(2) / (
+        (self.concentration - 1).pow(2) * (self.concentration - 2)), math.inf))
+
+    def entropy(self):
+        c = self.concentration
+        return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
+
+    def __repr__(self):
+        return f"InverseGamma(concentration: {self.concentration}, rate: {self.rate})"
+
+
+# ---- kl_divergence: torch's registry of pairs (register_kl), each pair's formula registered below ----
+
+_KL = {}  # (type of p, type of q) -> fn(p, q)
+
+
+def register_kl(type_p, type_q):
+    """torch's decorator: @register_kl(P, Q) def kl(p, q) makes kl_divergence(p, q) call it for instances
+    of P and Q (and their subclasses, where no closer pair is registered)."""
+    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)) or \
+            not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+        raise TypeError(f"Expected type_p and type_q to be subclasses of Distribution but got {type_p} and {type_q}")
+
+    def decorator(fn):
+        _KL[type_p, type_q] = fn
+        return fn
+    return decorator
+
+
 def kl_divergence(p, q):
-    """KL(p || q) for two Normals, Bernoullis, Categoricals, Laplaces, Exponentials, Poissons, Gammas,
-    Dirichlets, MultivariateNormals, or Independents of those with the same reinterpreted dims; other pairs raise NotImplementedError, as torch's unregistered pairs do."""
-    if type(p) is Normal and type(q) is Normal:
-        var_ratio = (p.scale / q.scale).pow(2)
-        t1 = ((p.loc - q.loc) / q.scale).pow(2)
-        return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
-    if type(p) is Bernoulli and type(q) is Bernoulli:
-        return (p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)) +
-                (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
-    if type(p) is Categorical and type(q) is Categorical:
-        return (p.probs * (p.logits - q.logits)).sum(-1)
-    if type(p) is Laplace and type(q) is Laplace:
-        scale_ratio, loc_abs_diff = p.scale / q.scale, (p.loc - q.loc).abs()
-        return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale).exp() - 1
-    if type(p) is Exponential and type(q) is Exponential:
-        rate_ratio = q.rate / p.rate
-        return -rate_ratio.log() + rate_ratio - 1
-    if type(p) is Poisson and type(q) is Poisson:
-        return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
-    if type(p) is Gamma and type(q) is Gamma:
-        return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
-                (p.concentration - q.concentration) * p.concentration.digamma() +
-                (q.rate - p.rate) * (p.concentration / p.rate))
-    if type(p) is Dirichlet and type(q) is Dirichlet:
-        sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
-        t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
-        return (sum_p.lgamma() - sum_q.lgamma() - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1) +
-                ((p.concentration - q.concentration) * t4).sum(-1))
-    if type(p) is MultivariateNormal and type(q) is MultivariateNormal:
-        if p.event_shape != q.event_shape:
-            raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
-                             "computed")
-        pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-        shape = tuple(F.broadcast_shapes(pL.shape, qL.shape))
-        term2 = solve_triangular(qL.expand(shape), pL.expand(shape), upper=False).pow(2).sum((-2, -1))
-        term3 = _batch_mahalanobis(qL, q.loc - p.loc)
-        return _half_log_det(qL) - _half_log_det(pL) + 0.5 * (term2 + term3 - p.event_shape[0])
-    if type(p) is Independent and type(q) is Independent:
-        if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-            raise NotImplementedError("kl_divergence of Independents with different reinterpreted_batch_ndims")
-        return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
-    raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
+    """KL(p || q) by the registered pair closest to (type(p), type(q)) along their classes' orders (the
+    fewest steps up both, p's first on a tie); an unregistered pair raises NotImplementedError, as
+    torch's."""
+    pairs = sorted(((i + j, i, P, Q) for i, P in enumerate(type(p).__mro__) for j, Q in enumerate(type(q).__mro__)
+                    if (P, Q) in _KL), key=lambda m: m[:2])
+    if not pairs:
+        raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented")
+    return _KL[pairs[0][2:]](p, q)
 
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Dirichlet", "Distribution", "Exponential", "Gamma", "Gumbel",
-           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "constraints", "kl_divergence"]
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    return (p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)) +
+            (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    return (p.probs * (p.logits - q.logits)).sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    """log of the width ratio; inf where p's support leaves q's, as torch's."""
+    inside = F.logical_and(q.low <= p.low, q.high >= p.high)
+    return F.where(inside, ((q.high - q.low) / (p.high - p.low)).log(), math.inf)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    (a1, b1), (a2, b2) = p._given, q._given
+    lbeta = lambda a, b: a.lgamma() + b.lgamma() - (a + b).lgamma()
+    return (lbeta(a2, b2) - lbeta(a1, b1) + (a1 - a2) * a1.digamma() + (b1 - b2) * b1.digamma() +
+            (a2 - a1 + b2 - b1) * (a1 + b1).digamma())
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio, loc_abs_diff = p.scale / q.scale, (p.loc - q.loc).abs()
+    return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale).exp() - 1
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
+            (p.concentration - q.concentration) * p.concentration.digamma() +
+            (q.rate - p.rate) * (p.concentration / p.rate))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+    return (sum_p.lgamma() - sum_q.lgamma() - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1) +
+            ((p.concentration - q.concentration) * t4).sum(-1))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    shape = tuple(F.broadcast_shapes(pL.shape, qL.shape))
+    term2 = solve_triangular(qL.expand(shape), pL.expand(shape), upper=False).pow(2).sum((-2, -1))
+    term3 = _batch_mahalanobis(qL, q.loc - p.loc)
+    return _half_log_det(qL) - _half_log_det(pL) + 0.5 * (term2 + term3 - p.event_shape[0])
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence of Independents with different reinterpreted_batch_ndims")
+    return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    """Only for p.total_count <= q.total_count (else inf) with the same counts, as torch's; a larger
+    p.total_count than q's is inf, unequal ones raise NotImplementedError."""
+    if (p.total_count.numpy() < q.total_count.numpy()).any():
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return F.where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "FisherSnedecor",
+           "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+           "VonMises", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl"]
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports
-for _name, _names in (("distribution", ["Distribution"]), ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]),
-                      ("beta", ["Beta"]),
-                      ("categorical", ["Categorical"]), ("independent", ["Independent"]), ("kl", ["kl_divergence"]),
-                      ("uniform", ["Uniform"]), ("one_hot_categorical", ["OneHotCategorical"]),
+for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["ExponentialFamily"]),
+                      ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]), ("beta", ["Beta"]),
+                      ("categorical", ["Categorical"]), ("independent", ["Independent"]),
+                      ("kl", ["kl_divergence", "register_kl"]), ("uniform", ["Uniform"]),
+                      ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),
                       ("mixture_same_family", ["MixtureSameFamily"]), ("laplace", ["Laplace"]),
                       ("exponential", ["Exponential"]), ("gamma", ["Gamma"]), ("dirichlet", ["Dirichlet"]),
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
                       ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
                       ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
-                      ("transforms", ["Transform", "ExpTransform", "SigmoidTransform", "TanhTransform",
-                                      "AffineTransform"])):
+                      ("binomial", ["Binomial"]), ("multinomial", ["Multinomial"]), ("geometric", ["Geometric"]),
+                      ("half_normal", ["HalfNormal"]), ("half_cauchy", ["HalfCauchy"]), ("chi2", ["Chi2"]),
+                      ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
+                      ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
+                      ("von_mises", ["VonMises"]), ("fishersnedecor", ["FisherSnedecor"]),
+                      ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
+                      ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
+                                      "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
+                                      "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
+                                      "TanhTransform", "identity_transform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
     for _n in _names:
         setattr(_module, _n, globals()[_n])

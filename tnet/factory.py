@@ -355,8 +355,9 @@ def _typed(name, dtype):
 
 FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (
     ("FloatTensor", float32), ("HalfTensor", float16), ("BFloat16Tensor", bfloat16)))
-LongTensor, IntTensor, BoolTensor, ByteTensor = (_typed(n, d) for n, d in (
-    ("LongTensor", int64), ("IntTensor", int32), ("BoolTensor", torch.bool), ("ByteTensor", torch.uint8)))
+LongTensor, IntTensor, BoolTensor, ByteTensor, ShortTensor, CharTensor = (_typed(n, d) for n, d in (
+    ("LongTensor", int64), ("IntTensor", int32), ("BoolTensor", torch.bool), ("ByteTensor", torch.uint8),
+    ("ShortTensor", torch.int16), ("CharTensor", torch.int8)))
 
 
 # ---- factories of the eighth session ------------------------------------------------------------

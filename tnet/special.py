@@ -1,20 +1,38 @@
 """torch.special's functions that tnet computes: the element-wise ones of tnet's top level under
-torch.special's names, and a few composed of them. Others (Bessel functions, zeta, the orthogonal
-polynomials, ndtri, log_ndtr, ...) are not there: using one raises AttributeError."""
+torch.special's names, erfcx, log_ndtr, ndtri and the modified Bessel functions i0, i0e, i1 and i1e
+(kernels/pointwise.py), and a few composed of them (ndtr, entr, xlog1py, multigammaln). Others (the
+other Bessel functions, zeta, gammainc, the orthogonal polynomials, ...) are not there: using one
+raises AttributeError."""
 import math
 
 from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
 from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
                                    polygamma, round, sigmoid, sinc, where, xlogy)
+from .functional.pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.reduce import logsumexp
+from .kernels.launch import check
 
 expit = sigmoid
 gammaln = lgamma
 psi = digamma
+modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch's other names of I0 and I1
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax",
-           "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
+           "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
+           "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "modified_bessel_i0", "modified_bessel_i1", "multigammaln",
+           "ndtri"]
+
+
+def multigammaln(input, p):
+    """The log of the multivariate gamma function of dimension p: p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2),
+    j < p, as torch.special.multigammaln (elements at or below (p - 1) / 2 give lgamma's poles and values, as
+    torch's, which no longer checks them); RuntimeError for p < 1."""
+    check(isinstance(p, int) and p >= 1, "p has to be greater than or equal to 1")
+    out = lgamma(input)
+    for j in range(1, p):
+        out = out + lgamma(input - j / 2)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def softmax(input, dim, *, dtype=None):

@@ -7,6 +7,7 @@ from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "functional",
            "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
            "set_grad_enabled"]
 
 
@@ -72,17 +73,38 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 from . import functional  # noqa: E402  (it builds on grad)
 
 
+_anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them
+
+
+def is_anomaly_enabled():
+    """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); tnet's backward
+    does not act on it."""
+    return _anomaly[0]
+
+
+def is_anomaly_check_nan_enabled():
+    return _anomaly[1]
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """torch's switch: recorded (is_anomaly_enabled reports it) and otherwise ignored."""
+    _anomaly[:] = [bool(enabled), bool(check_nan)]
+
+
 class set_detect_anomaly:
-    """torch's anomaly detection switch, accepted (as a call, block or decorator) and ignored: tnet's
-    backward does not trace NaNs to their forward op."""
+    """torch's anomaly detection switch, accepted (as a call, block or decorator) and recorded
+    (is_anomaly_enabled), the previous state back at the block's end: tnet's backward does not trace
+    NaNs to their forward op."""
 
     def __init__(self, mode=True, check_nan=True):
-        pass
+        self._previous = list(_anomaly)
+        set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        _anomaly[:] = self._previous
         return False
 
     def __call__(self, fn):
@@ -90,7 +112,55 @@ class set_detect_anomaly:
 
 
 class detect_anomaly(set_detect_anomaly):
-    """torch.autograd.detect_anomaly, accepted and ignored as set_detect_anomaly is."""
+    """torch.autograd.detect_anomaly, a block or decorator that switches anomaly detection on while it
+    runs (recorded, otherwise ignored, as set_detect_anomaly)."""
 
     def __init__(self, check_nan=True):
-        pass
+        self._check_nan = check_nan
+
+    def __enter__(self):
+        self._previous = list(_anomaly)
+        set_anomaly_enabled(True, self._check_nan)
+        return self
+
+    def __call__(self, fn):
+        def run(*args, **kwargs):
+            with detect_anomaly(self._check_nan):
+                return fn(*args, **kwargs)
+        return run
+
+
+_multithreading = [True]
+
+
+def is_multithreading_enabled():
+    """torch's switch of its backward's worker threads: recorded; tnet's backward runs in the calling thread."""
+    return _multithreading[0]
+
+
+class set_multithreading_enabled:
+    """torch's context manager (or call) that switches the backward's threads: recorded (is_multithreading_enabled),
+    the previous state back at the block's end."""
+
+    def __init__(self, mode):
+        self._previous = _multithreading[0]
+        _multithreading[0] = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _multithreading[0] = self._previous
+        return False
+
+
+# torch.autograd's old submodules, for their import paths (`from torch.autograd.variable import Variable`)
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
+for _name, _names in (("variable", ["Variable"]), ("anomaly_mode", ["detect_anomaly", "set_detect_anomaly"])):
+    _module = _types.ModuleType(f"{__name__}.{_name}", f"torch.autograd.{_name}'s {', '.join(_names)}")
+    for _n in _names:
+        setattr(_module, _n, globals()[_n])
+    _sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
+__all__ += ["is_multithreading_enabled", "set_multithreading_enabled", "variable", "anomaly_mode"]

@@ -266,6 +266,10 @@ for _name in ("acos_", "asin_", "atan_", "cos_", "cosh_", "sin_", "sinh_", "tan_
               "greater_equal_", "less_", "less_equal_", "not_equal_"):
     setattr(Tensor, _name, getattr(_inplace, _name))
 
+# torch.special's erfcx, log_ndtr, ndtri and modified Bessel functions (i0 also a method, in place too)
+from .pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
+Tensor.i0, Tensor.i0_ = i0, _inplace.i0_
+
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
                    combinations, cross, diag_embed, diagflat, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
@@ -328,6 +332,9 @@ for _name, _method in {
 from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
                        multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
 from .conv import conv_transpose1d
+from .conv import conv3d, conv_transpose3d
+from .pool import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, lp_pool3d,
+                   max_pool3d, max_pool3d_with_indices, max_unpool3d)
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
                    max_pool1d_with_indices, max_pool2d_with_indices)
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu

@@ -10,9 +10,11 @@ from .norm import batch_norm as _batch_norm
 from .norm import group_norm as _group_norm
 from .norm import instance_norm as _instance_norm
 from .norm import layer_norm as _layer_norm
+from .pad import pad as _pad
 from .pool import adaptive_max_pool1d as _adaptive_max_pool1d
 from .pool import max_pool1d as _max_pool1d
 from .pool import max_pool2d as _max_pool2d
+from .pool import max_pool3d as _max_pool3d
 from .random import alpha_dropout as _alpha_dropout
 from .random import dropout as _dropout
 from .random import feature_alpha_dropout as _feature_alpha_dropout
@@ -39,6 +41,15 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad(input, pad, 'constant', value) (negative pads crop)."""
+    return _pad(input, pad, "constant", value)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):

@@ -323,3 +323,64 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return mean(div(loss, Tensor(as_storage(np.maximum(tg_len, 1), lp.dtype))))
     loss = sum(loss) if reduction == "sum" else loss
     return reshape(loss, ()) if unbatched and reduction == "none" else loss
+
+
+def _gradient_coefficients(coords, edge_order):
+    """(a, b, c) per position of a 1-D grid (host float64 arrays of length n): the derivative there is
+    a f[i-1] + b f[i] + c f[i+1], numpy's and torch's second-order central differences inside, and at the two
+    ends one-sided ones of edge_order (the ends' a (c) taken as the coefficients of f[1], f[2] (f[-2], f[-3]),
+    see gradient)."""
+    dx = np.diff(coords)
+    dx1, dx2 = dx[:-1], dx[1:]
+    a = -dx2 / (dx1 * (dx1 + dx2))
+    b = (dx2 - dx1) / (dx1 * dx2)
+    c = dx1 / (dx2 * (dx1 + dx2))
+    if edge_order == 1:
+        first, last = (-1 / dx[0], 1 / dx[0], 0.0), (0.0, -1 / dx[-1], 1 / dx[-1])
+    else:
+        h1, h2 = dx[0], dx[1]
+        first = (-(2 * h1 + h2) / (h1 * (h1 + h2)), (h1 + h2) / (h1 * h2), -h1 / (h2 * (h1 + h2)))
+        h1, h2 = dx[-2], dx[-1]
+        last = (h2 / (h1 * (h1 + h2)), -(h1 + h2) / (h1 * h2), (2 * h2 + h1) / (h2 * (h1 + h2)))
+    return a, b, c, first, last
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """torch.gradient: the derivative of input along each dim (all, or dim: an int or a list) by second-order
+    central differences inside and one-sided ones of edge_order (1 or 2) at the ends, on a grid of uniform
+    spacing (a number, or one per dim) or of coordinates (one 1-D tensor per dim, read on the host); a tuple of
+    float tensors, with gradients to input. The coefficients come from the host in float64, so a uniform grid's
+    inside differences are (f[i+1] - f[i-1]) / 2h up to their rounding."""
+    check_tensors("gradient", input=input)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.ndim for d in dims]
+    spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(spacings) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length equal to "
+                           f"'self.dim() = {input.ndim}', since dim argument was not given, but got a list of length "
+                           f"{len(spacings)}" if dim is None else f"torch.gradient expected spacing to be unspecified, "
+                           f"a scalar or it's spacing and dim arguments to have the same length, but got a spacing "
+                           f"argument of length {len(spacings)} and a dim argument of length {len(dims)}.")
+    out = []
+    for d, s in zip(dims, spacings):
+        n = input.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+        coords = (s.detach().numpy().astype(np.float64) if isinstance(s, Tensor)
+                  else np.arange(n, dtype=np.float64) * float(s))
+        check(coords.shape == (n,), lambda: f"torch.gradient expected each tensor to be on the same device and of "
+                                            f"the dimension size {n}, got coordinates of shape {coords.shape}")
+        a, b, c, first, last = _gradient_coefficients(coords, edge_order)
+        along = lambda v: Tensor(as_storage(np.asarray(v, np.float32).reshape([-1] + [1] * (input.ndim - 1 - d))))
+        part = lambda start, length: narrow(input, d, start, length)
+        pieces = [add(add(mul(part(0, 1), first[0]), mul(part(1, 1), first[1])), mul(part(2, 1), first[2]))
+                  if edge_order == 2 else add(mul(part(0, 1), first[0]), mul(part(1, 1), first[1]))]
+        if n > 2:
+            inside = add(mul(part(0, n - 2), along(a)), mul(part(2, n - 2), along(c)))
+            pieces.append(add(inside, mul(part(1, n - 2), along(b))) if np.any(b) else inside)
+        pieces.append(add(add(mul(part(n - 3, 1), last[0]), mul(part(n - 2, 1), last[1])), mul(part(n - 1, 1), last[2]))
+                      if edge_order == 2 else add(mul(part(n - 2, 1), last[1]), mul(part(n - 1, 1), last[2])))
+        out.append(cat(pieces, d))
+    return tuple(out)

@@ -9,9 +9,11 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single
+from ..kernels.launch import check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single, triple
 from ..tensor import Tensor, record
-from .copy import getitem, transpose
+from .copy import contiguous, getitem, reshape, transpose, unsqueeze
+from .pad import pad
+from .pointwise import add
 from .gemm import bias_grad
 from .inputs import check_tensors, needs_grad
 from .pointwise import gt, where
@@ -257,3 +259,94 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                          (1, single(dilation, "conv_transpose1d: dilation", 1)))
     y = y.squeeze(2)
     return y if input.ndim == 3 else y.squeeze(0)
+
+
+# ---- 3-D convolutions: a kernel of depth kd is kd plane kernels [Cout, C/groups, kh, kw], each a conv2d (or
+# conv_transpose2d) over the batch of depth slices it meets, the kd results added: tnet's 2-D kernels and
+# their gradients, kd launches of each (no 3-D kernel) ----
+
+def _bias_3d(y, bias, name):
+    check_type(bias is None or isinstance(bias, Tensor),
+               lambda: f"{name}: bias must be a tnet.Tensor or None, got {type(bias).__name__}")
+    check(bias is None or bias.shape == (y.shape[1],),
+          lambda: f"{name}: bias is {None if bias is None else bias.shape}, expected ({y.shape[1]},)")
+    return y if bias is None else add(y, reshape(bias, (1, -1, 1, 1, 1)))
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """input [N, C, D, H, W] * weight [Cout, C/groups, kd, kh, kw] + bias [Cout], torch's arguments in
+    torch's order (padding an int, a triple, 'same' or 'valid'; 'same' pads an even kernel's odd plane at
+    the end, as torch). Kernel plane k is a conv2d over the [N*D', C, H, W] batch of the depth slices it
+    meets; the kd results are added. The output is contiguous; an unbatched [C, D, H, W] gives
+    [Cout, D', H', W'], as torch's."""
+    check_tensors("conv3d", input=input, weight=weight)
+    if input.ndim == 4:
+        return conv3d(unsqueeze(input, 0), weight, bias, stride, padding, dilation, groups)[0]
+    check(input.ndim == 5 and weight.ndim == 5,
+          lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
+                  f"{input.shape} and {weight.shape}")
+    check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,  # conv2d checks groups' type
+          lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
+    sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
+    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
+    kd = weight.shape[2]
+    if isinstance(padding, str):  # the depth's pad here, the plane's by conv2d's rule
+        front = back = 0
+        if padding == "same":
+            check((sd, sh, sw) == (1, 1, 1), "conv3d: padding='same' is not supported for strided convolutions")
+            front, back = dd * (kd - 1) // 2, dd * (kd - 1) - dd * (kd - 1) // 2
+        plane_padding = padding
+    else:
+        front, *plane_padding = triple(padding, "conv3d: padding", 0, True)
+        back = front
+    x = pad(input, (0, 0, 0, 0, front, back)) if front or back else input
+    N, C, D, H, W = x.shape
+    OD = (D - dd * (kd - 1) - 1) // sd + 1
+    check(OD > 0, lambda: f"conv3d: the kernel's depth {kd} (dilation {dd}) exceeds the padded input's {D}")
+    slices = transpose(x, 1, 2)  # [N, D, C, H, W]: a depth slice per image
+    y = None
+    for k in range(kd):
+        planes = reshape(contiguous(getitem(slices, (slice(None), slice(k * dd, k * dd + sd * (OD - 1) + 1, sd)))),
+                         (N * OD, C, H, W))
+        yk = conv2d(planes, contiguous(getitem(weight, (slice(None), slice(None), k))), None, (sh, sw),
+                    plane_padding, (dh, dw), groups)
+        y = yk if y is None else add(y, yk)
+    y = contiguous(transpose(reshape(y, (N, OD, *y.shape[1:])), 1, 2))
+    return _bias_3d(y, bias, "conv3d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed 3-D convolution: input [N, Cin, D, H, W] (or [Cin, D, H, W]), weight [Cin, Cout/groups,
+    kd, kh, kw], torch's arguments in torch's order; OD = (D - 1) * stride - 2 * padding + dilation * (kd - 1)
+    + output_padding + 1 (and so OH, OW). Kernel plane k is a conv_transpose2d of the [N*D, Cin, H, W] slices,
+    whose slice i lands on depth i * stride + k * dilation - padding; the kd results are added. The output
+    is contiguous."""
+    check_tensors("conv_transpose3d", input=input, weight=weight)
+    if input.ndim == 4:
+        return conv_transpose3d(unsqueeze(input, 0), weight, bias, stride, padding, output_padding, groups, dilation)[0]
+    check(input.ndim == 5 and weight.ndim == 5,
+          lambda: f"conv_transpose3d: expected input [N, Cin, D, H, W] and weight [Cin, Cout/groups, kd, kh, kw], "
+                  f"got {input.shape} and {weight.shape}")
+    sd, *s2 = triple(stride, "conv_transpose3d: stride", 1, True)
+    pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
+    (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
+    (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
+    if od >= max(sd, dd):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
+                           f"{(od, *o2)}, stride: {(sd, *s2)}, dilation: {(dd, *d2)}")
+    N, C, D, H, W = input.shape
+    kd = weight.shape[2]
+    full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
+    check(full - 2 * pd > 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
+    planes = reshape(contiguous(transpose(input, 1, 2)), (N * D, C, H, W))
+    y = None
+    for k in range(kd):
+        yk = conv_transpose2d(planes, contiguous(getitem(weight, (slice(None), slice(None), k))), None, s2, p2, o2,
+                              groups, d2)
+        yk = reshape(yk, (N, D, 1, *yk.shape[1:]))
+        # slice i to depth i * sd (stride - 1 zero slices after each), then shifted by k * dd and cropped by
+        # the padding: one constant pad (negative where it crops)
+        yk = reshape(pad(yk, (0, 0) * 3 + (0, sd - 1)), (N, D * sd, *yk.shape[3:]))
+        yk = pad(yk, (0, 0) * 3 + (k * dd - pd, full - k * dd - D * sd - pd))
+        y = yk if y is None else add(y, yk)
+    return _bias_3d(contiguous(transpose(y, 1, 2)), bias, "conv_transpose3d")

@@ -539,7 +539,7 @@ def _boolean(name, op):
 for _name in ("acos", "asin", "atan", "cos", "cosh", "sin", "sinh", "tan", "erf", "erfc", "erfinv", "exp2", "expm1",
               "log10", "log1p", "log2", "reciprocal", "rsqrt", "square", "sign", "sgn", "frac", "fix", "lgamma",
               "digamma", "deg2rad", "rad2deg", "negative", "logit", "nan_to_num", "acosh", "asinh", "atanh", "sinc",
-              "absolute", "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh"):
+              "absolute", "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh", "i0"):
     _spec = _pointwise.MATH.get(getattr(_pointwise, _name).__name__, ())
     globals()[_name + "_"] = _unary(_name + "_", getattr(_pointwise, _name),
                                     keeps_self=not _spec or "x" in _spec[3:])

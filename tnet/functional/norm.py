@@ -18,8 +18,8 @@ from .reduce import mean, sum, var_mean
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
                *, num_batches_tracked=None, activation=None):
-    """Batch normalisation of input [N, C], [N, C, L] or [N, C, H, W] (NCHW or channels-last;
-    the output keeps the layout) over every axis but C, as torch.nn.functional.batch_norm.
+    """Batch normalisation of input [N, C], [N, C, L], [N, C, H, W] (NCHW or channels-last;
+    the output keeps the layout) or [N, C, D, H, W] over every axis but C, as torch.nn.functional.batch_norm.
     training=True normalises with the batch's mean and biased variance and, given
     running_mean and running_var, updates them in place on the device:
     running = (1 - momentum) * running + momentum * batch, with the unbiased variance.

@@ -1346,6 +1346,19 @@ MORE_MATH = {
 }
 MATH.update(MORE_MATH)
 tan, acosh, asinh, atanh, erfc, erfinv, lgamma, digamma, sinc = (_math(name, *spec) for name, spec in MORE_MATH.items())
+
+SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by their kernels' backward OPs only
+    "erfcx": ("exp(x^2) erfc(x), no overflow above 0 (inf below about -9.4)", "erfcx", "erfcx_backward", "x"),
+    "log_ndtr": ("log of the standard normal CDF, accurate in both tails", "log_ndtr", "log_ndtr_backward", "x"),
+    "ndtri": ("the standard normal quantile (Acklam's approximation and a Halley step), -inf at 0, inf at 1, "
+              "NaN outside [0, 1]", "ndtri", "ndtri_backward", "y"),
+    "i0": ("the modified Bessel function I0 (relative error near 1e-6)", "i0", "i0_backward", "x"),
+    "i0e": ("exp(-|x|) I0(x)", "i0e", "i0e_backward", "x"),
+    "i1": ("the modified Bessel function I1", "i1", "i1_backward", "x"),
+    "i1e": ("exp(-|x|) I1(x)", "i1e", "i1e_backward", "x"),
+}
+MATH.update(SPECIAL_MATH)
+erfcx, log_ndtr, ndtri, i0, i0e, i1, i1e = (_math(name, *spec) for name, spec in SPECIAL_MATH.items())
 arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
 fix, sgn, negative, absolute = trunc, sign, neg, abs
 multiply, subtract, greater, greater_equal, less, less_equal, not_equal = mul, sub, gt, ge, lt, le, ne

@@ -9,11 +9,12 @@ import torch
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last, pair, single
+from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
+                              pair, single, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
-from .copy import contiguous, reshape, scatter, scatter_add, squeeze, unsqueeze
+from .copy import contiguous, gather, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_args, check_tensors
-from .pointwise import abs, mul, neg, pow, relu, sign
+from .pointwise import abs, div, mul, neg, pow, relu, sign
 from .reduce import sum_or_mean
 
 
@@ -340,3 +341,121 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """lp_pool2d's 1-D form over [N, C, L] (or [C, L])."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode,
                     lambda: single(kernel_size, "lp_pool1d: kernel_size", 1), max_pool1d, avg_pool1d)
+
+
+# ---- 3-D pooling: a max or a mean over a (d, h, w) window is one over its (h, w) window then one over d
+# (windows, padding, ceil_mode and torch's divisors all go per dim), so the 2-D kernels run it: over the
+# [N, C*D, H, W] planes, then over depth as [N*C, 1, D, OH*OW]. Ties go to the first maximum in (d, h, w)
+# order, as torch's. ----
+
+def _volumes(name, input):
+    """[N, C, D, H, W] (an unbatched [C, D, H, W] with N = 1) and whether it was unbatched."""
+    check_tensors(name, input=input)
+    check(input.ndim in (4, 5), lambda: f"{name}: non-empty 4D or 5D (batch mode) tensor expected for input, got "
+                                        f"{input.ndim}D")
+    return (unsqueeze(input, 0), True) if input.ndim == 4 else (input, False)
+
+
+def _window_3d(name, kernel_size, stride, padding):
+    kernel = triple(kernel_size, f"{name}: kernel_size", 1, True)
+    stride = kernel if stride is None or stride == [] or stride == () else triple(stride, f"{name}: stride", 1, True)
+    return kernel, stride, triple(padding, f"{name}: padding", 0, True)
+
+
+def _separably(pool, x, planes, depth, indices=False):
+    """pool2d(input, *planes) over the (H, W) planes of x [N, C, D, H, W], then pool2d(input, *depth) over
+    [N*C, 1, D, OH*OW]; indices: the pools return (y, int64 plane indices), combined into torch's d*H*W +
+    h*W + w."""
+    N, C, D, H, W = x.shape
+    y = pool(reshape(x, (N, C * D, H, W)), *planes)
+    y, first = y if indices else (y, None)
+    OH, OW = y.shape[2:]
+    z = pool(reshape(y, (N * C, 1, D, OH * OW)), *depth)
+    z, second = z if indices else (z, None)
+    out = reshape(z, (N, C, z.shape[2], OH, OW))
+    if not indices:
+        return out
+    d = Tensor(_pw.pointwise("floor_divide", second.memory, OH * OW))  # [N*C, 1, OD, OH*OW]: the max's depth
+    at = gather(reshape(first, (N * C, D, OH * OW)), 1, reshape(d, (N * C, -1, OH * OW)))
+    index = _pw.pointwise("add", _pw.pointwise("mul", d.memory.reshape(at.shape), H * W), at.memory)
+    return out, Tensor(index).reshape(out.shape)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over [N, C, D, H, W] or [C, D, H, W], torch's arguments: max_pool2d over the (H, W)
+    planes, then over depth (see above); a NaN wins. return_indices=True also gives the int64 index
+    d*H*W + h*W + w of each maximum in its input volume, as torch's. dilation > 1 is not supported
+    (NotImplementedError)."""
+    if triple(dilation, "max_pool3d: dilation", 1, True) != (1, 1, 1):
+        raise NotImplementedError("max_pool3d: dilation > 1 is not supported")
+    x, unbatched = _volumes("max_pool3d", input)
+    check_args("max_pool3d", "bool", ceil_mode=ceil_mode)
+    (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("max_pool3d", kernel_size, stride, padding)
+    out = _separably(max_pool2d, x, (k2, s2, p2, 1, ceil_mode, return_indices),
+                     ((kd, 1), (sd, 1), (pd, 0), 1, ceil_mode, return_indices), return_indices)
+    return tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Average pooling over [N, C, D, H, W] or [C, D, H, W], torch's arguments and divisors (see
+    avg_pool2d; each is a product over the dims): avg_pool2d over the (H, W) planes, then over depth;
+    divisor_override as window sums (a divisor of 1) divided by it."""
+    x, unbatched = _volumes("avg_pool3d", input)
+    check_args("avg_pool3d", "bool", ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
+    (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
+    ones = None if divisor_override is None else 1
+    y = _separably(avg_pool2d, x, (k2, s2, p2, ceil_mode, count_include_pad, ones),
+                   ((kd, 1), (sd, 1), (pd, 0), ceil_mode, count_include_pad, ones))
+    y = y if divisor_override is None else div(y, divisor_override)
+    return y[0] if unbatched else y
+
+
+def _adaptive_3d(mode, input, output_size, return_indices=False):
+    name = f"adaptive_{mode}_pool3d"
+    x, unbatched = _volumes(name, input)
+    size = (output_size,) * 3 if output_size is None or isinstance(output_size, int) else tuple(output_size)
+    check(len(size) == 3, lambda: f"{name}: output_size must be an int or a triple, got {output_size!r}")
+    OD, OH, OW = (x.shape[2 + i] if s is None else s for i, s in enumerate(size))
+    pool = adaptive_avg_pool2d if mode == "avg" else lambda t, size: adaptive_max_pool2d(t, size, return_indices)
+    # the depth pass's width OH*OW kept: its windows there are single columns
+    out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)
+    return tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """The mean over adaptive windows of [N, C, D, H, W] (or [C, D, H, W]) to output_size (an int or a
+    triple; None keeps that size), torch's windows: adaptive_avg_pool2d over the planes, then over depth."""
+    return _adaptive_3d("avg", input, output_size)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The maximum over adaptive windows (see adaptive_avg_pool3d); return_indices=True also gives the
+    int64 index d*H*W + h*W + w of each maximum in its volume, as torch's."""
+    return _adaptive_3d("max", input, output_size, return_indices)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool3d's (output, int64 indices), whatever return_indices says, as torch's."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool3d's (output, int64 indices), whatever return_indices says, as torch's."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The power-average pooling of [N, C, D, H, W] (or [C, D, H, W]), composed as lp_pool2d over avg_pool3d."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode,
+                    lambda: math.prod(triple(kernel_size, "lp_pool3d: kernel_size", 1, True)), max_pool3d, avg_pool3d)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d, as torch's: an [N, C, D, H, W] (or [C, D, H, W]) input put at
+    max_pool3d's indices of zero volumes of output_size (default (D - 1) * stride - 2 * padding + kernel_size,
+    and so H, W); see max_unpool2d."""
+    kernel, stride, padding = _window_3d("max_unpool3d", kernel_size, stride, padding)
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel, stride, padding, output_size)

@@ -77,12 +77,23 @@ def pair(v, name, least=0, expand_one=False):
     """(v, v) for an int v, v itself for a pair of ints, each at least `least` (1 for kernel sizes and
     strides, 0 for paddings; None: see at_least); a bool is no int, as torch's. expand_one: a list of one int is (v[0], v[0]),
     as torch's convolutions and poolings take it (its unfold, fold and max_unpool2d raise)."""
+    return ntuple(v, 2, name, least, expand_one)
+
+
+def triple(v, name, least=0, expand_one=False):
+    """pair's rule for the three sizes (D, H, W) of torch's 3-D layers."""
+    return ntuple(v, 3, name, least, expand_one)
+
+
+def ntuple(v, n, name, least=0, expand_one=False):
+    """n ints from an int or a sequence of n (or of one, with expand_one): pair's rule for n sizes."""
+    words = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
     if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
-        raise InputTypeError(f"{name} must be an int or a pair of ints, got {v!r}")
-    v = (v, v) if isinstance(v, int) else tuple(v) * (2 if expand_one and len(v) == 1 else 1)
+        raise InputTypeError(f"{name} must be an int or {words} of ints, got {v!r}")
+    v = (v,) * n if isinstance(v, int) else tuple(v) * (n if expand_one and len(v) == 1 else 1)
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-        raise InputTypeError(f"{name} must be an int or a pair of ints, got {v}")
-    check(len(v) == 2, f"{name} must be an int or a pair of ints, got {v}")
+        raise InputTypeError(f"{name} must be an int or {words} of ints, got {v}")
+    check(len(v) == n, f"{name} must be an int or {words} of ints, got {v}")
     return at_least(v, name, least)
 
 

@@ -1,8 +1,8 @@
-"""Batch normalisation over [N, C], [N, C, L] and [N, C, H, W] tensors (NCHW or channels-last),
+"""Batch normalisation over [N, C], [N, C, L], [N, C, H, W] (NCHW or channels-last) and [N, C, D, H, W] tensors,
 optionally followed by GELU in the same passes.
 
 Every kernel sees its input as R rows of C channels: row r, channel c lies at
-(r // L) * C * L + c * L + r % L, with L = H*W (or L) for contiguous input and L = 1 for
+(r // L) * C * L + c * L + r % L, with L = D*H*W, H*W or L for contiguous input and L = 1 for
 channels-last and 2-D input, where a row is one pixel's C contiguous values (read as 16-byte
 vectors along C). Per-channel sums over the rows are split into parts of `chunk` rows, one
 program per part and block of channels, then added up by batch_norm_finalize_kernel in a fixed
@@ -311,8 +311,8 @@ def _view(name, x):
 
 
 def _checked_view(name, x):
-    check(x.dim() in (2, 3, 4),
-          lambda: f"{name}: expected [N, C], [N, C, L] or [N, C, H, W] input, got {tuple(x.shape)}")
+    check(x.dim() in (2, 3, 4, 5),
+          lambda: f"{name}: expected [N, C], [N, C, L], [N, C, H, W] or [N, C, D, H, W] input, got {tuple(x.shape)}")
     check_float(name, x, "input")
     check(x.numel() < 2**31, lambda: f"{name}: {x.numel()} elements; kernels index with int32, split the batch")
     cl = is_channels_last(x)

@@ -75,6 +75,10 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          # fake quantisation: the integer code of x (a = x, b = 1 / scale, c = zero point, d = 1 for a float
          # zero point) and its value back ((a - c) * b, b = scale)
          "quantize": 4, "dequantize": 3,
+         # torch.special's erfcx, log_ndtr, ndtri and modified Bessel functions, and their gradients
+         "erfcx": 1, "log_ndtr": 1, "ndtri": 1, "i0": 1, "i0e": 1, "i1": 1, "i1e": 1,
+         "erfcx_backward": 2, "log_ndtr_backward": 2, "ndtri_backward": 2, "i0_backward": 2, "i0e_backward": 2,
+         "i1_backward": 2, "i1e_backward": 2,
          "ipow": 2}  # integers: a ** b
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -234,19 +238,102 @@ def _cospi(x):
 
 
 @triton.jit
-def _erfc(x):
-    """1 - erf(x) with its relative accuracy in the tail (Numerical Recipes' erfcc, fractional error
-    under 1.2e-7): t exp(-x^2 + P(t)), t = 1 / (1 + |x| / 2), x^2 split into an exact square of
-    |x|'s top bits and a small rest, as exp's argument magnifies its rounding; 2 - erfc(-x) below 0."""
-    z = tl.abs(x)
+def _erfc_parts(z):
+    """(t, P(t)) of Numerical Recipes' erfcc for z >= 0: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2),
+    so that erfcx(z) = exp(z^2) erfc(z) = t exp(P(t)) (fractional error under 1.2e-7 for both)."""
     t = 1.0 / (1.0 + 0.5 * z)
-    hi = tl.floor(z * 64.0) * 0.015625
-    lo = z - hi
     p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
         0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    return t, p
+
+
+@triton.jit
+def _erfc(x):
+    """1 - erf(x) with its relative accuracy in the tail (_erfc_parts), x^2 split into an exact square of
+    |x|'s top bits and a small rest, as exp's argument magnifies its rounding; 2 - erfc(-x) below 0."""
+    z = tl.abs(x)
+    t, p = _erfc_parts(z)
+    hi = tl.floor(z * 64.0) * 0.015625
+    lo = z - hi
     r = t * tl.exp(-hi * hi) * tl.exp(p - lo * (hi + z))
     r = tl.where(z > 11.0, 0.0, r)  # below float32's least subnormal; z * 64 overflows near 3e38 (inf * 0)
     return tl.where(x < 0.0, 2.0 - r, r)
+
+
+@triton.jit
+def _erfcx(x):
+    """exp(x^2) erfc(x): t exp(P(t)) of _erfc_parts for x >= 0 (no overflow, no underflow); below 0,
+    2 exp(x^2) - erfcx(-x) (inf past about -9.4, as torch's), x^2 split as in _erfc."""
+    z = tl.abs(x)
+    t, p = _erfc_parts(z)
+    r = t * tl.exp(p)
+    hi = tl.floor(tl.minimum(z, 30.0) * 64.0) * 0.015625  # past 30 exp overflows anyway (inf - inf would be NaN)
+    return tl.where(x < 0.0, 2.0 * tl.exp(hi * hi) * tl.exp((z - hi) * (hi + z)) - r, r)
+
+
+@triton.jit
+def _log_ndtr(x):
+    """log of the standard normal CDF: below 0, log(erfc(z) / 2) = log(t) + P(t) - z^2 - log 2 for
+    z = -x / sqrt(2) (_erfc_parts: no underflow however far the tail); above, log1p(-erfc(x / sqrt(2)) / 2)."""
+    z = -x * 0.7071067811865476
+    t, p = _erfc_parts(tl.abs(z))
+    lower = tl.log(t) + p - z * z - 0.6931471805599453
+    upper = log1p_kahan(-0.5 * _erfc(x * 0.7071067811865476))
+    return tl.where(x < 0.0, lower, upper)
+
+
+@triton.jit
+def _ndtri(p):
+    """The standard normal quantile: Acklam's rational approximations (central, |p - 1/2| <= 0.47575, and
+    the tails in sqrt(-2 log min(p, 1 - p))), then one Halley step on erfc(-x / sqrt(2)) / 2 - p, which
+    keeps the lower tail's relative accuracy; -inf at 0, inf at 1, NaN outside [0, 1]."""
+    q = p - 0.5
+    r = q * q
+    central = (((((-39.69683028665376 * r + 220.9460984245205) * r - 275.9285104469687) * r + 138.3577518672690) * r
+                - 30.66479806614716) * r + 2.506628277459239) * q / (((((-54.47609879822406 * r + 161.5858368580409) * r
+                - 155.6989798598866) * r + 66.80131188771972) * r - 13.28068155288572) * r + 1.0)
+    u = tl.sqrt(-2.0 * tl.log(tl.minimum(p, 1.0 - p)))
+    tail = (((((-0.007784894002430293 * u - 0.3223964580411365) * u - 2.400758277161838) * u - 2.549732539343734) * u
+             + 4.374664141464968) * u + 2.938163982698783) / ((((0.007784695709041462 * u + 0.3224671290700398) * u
+             + 2.445134137142996) * u + 3.754408661907416) * u + 1.0)
+    x = tl.where(tl.abs(q) <= 0.47575, central, tl.where(p > 0.5, -tail, tail))
+    e = 0.5 * _erfc(-x * 0.7071067811865476) - p
+    h = e * 2.5066282746310002 * tl.exp(0.5 * x * x)
+    x = x - h / (1.0 + 0.5 * x * h)
+    x = tl.where(p == 0.0, float("-inf"), tl.where(p == 1.0, float("inf"), x))
+    return tl.where((p < 0.0) | (p > 1.0), float("nan"), x)
+
+
+@triton.jit
+def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
+    """The modified Bessel function I_nu(x), nu 0 or 1 (times exp(-|x|) if SCALED): up to |x| = 12 its power
+    series, (x/2)^nu sum (x^2/4)^k / (k! (k + nu)!) (positive terms, 30 of them), beyond its asymptotic series
+    exp(|x|) / sqrt(2 pi |x|) sum_k prod_j ((2j - 1)^2 - 4 nu^2) / (k! (8|x|)^k) (10 terms); exp(|x|) taken
+    as two halves, so I_nu stays finite up to float32's largest value. Odd in x for nu = 1."""
+    z = tl.abs(x)
+    t = 0.25 * z * z
+    term = tl.zeros_like(z) + 1.0
+    series = term
+    for k in tl.static_range(1, 31):
+        term = term * t / (k * (k + NU))
+        series = series + term
+    if NU == 1:
+        series = series * 0.5 * z
+    w = 1.0 / (8.0 * tl.where(z > 12.0, z, 12.0))
+    a = tl.zeros_like(z) + 1.0
+    asymptotic = a
+    for k in tl.static_range(1, 11):
+        a = a * ((2 * k - 1) * (2 * k - 1) - 4 * NU * NU) * w / k
+        asymptotic = asymptotic + a
+    asymptotic = asymptotic / tl.sqrt(6.283185307179586 * z)  # I_nu(z) exp(-z)
+    if SCALED:
+        r = tl.where(z <= 12.0, series * tl.exp(-z), asymptotic)
+    else:
+        half = tl.exp(0.5 * z)
+        r = tl.where(z <= 12.0, series, asymptotic * half * half)
+    if NU == 1:
+        r = tl.where(x < 0.0, -r, r)
+    return r
 
 
 @triton.jit
@@ -674,6 +761,35 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _erfc(a)
     elif OP == "erfc_backward":  # b = x
         y = -a * 1.1283791670955126 * tl.exp(-b * b)
+    elif OP == "erfcx":
+        y = _erfcx(a)
+    elif OP == "erfcx_backward":  # b = x: 2 x erfcx(x) - 2 / sqrt(pi)
+        y = a * (2.0 * b * _erfcx(b) - 1.1283791670955126)
+    elif OP == "log_ndtr":
+        y = _log_ndtr(a)
+    elif OP == "log_ndtr_backward":  # b = x: the normal density over the CDF, exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi)
+        y = a * tl.exp(-0.5 * b * b - _log_ndtr(b)) * 0.3989422804014327
+    elif OP == "ndtri":
+        y = _ndtri(a)
+    elif OP == "ndtri_backward":  # b = ndtri(p): sqrt(2 pi) exp(y^2 / 2)
+        y = a * 2.5066282746310002 * tl.exp(0.5 * b * b)
+    elif OP == "i0":
+        y = _bessel_i(a, 0, False)
+    elif OP == "i0_backward":  # b = x: I1(x)
+        y = a * _bessel_i(b, 1, False)
+    elif OP == "i0e":
+        y = _bessel_i(a, 0, True)
+    elif OP == "i0e_backward":  # b = x: i1e(x) - sign(x) i0e(x)
+        y = a * (_bessel_i(b, 1, True) - tl.where(b > 0.0, 1.0, tl.where(b < 0.0, -1.0, 0.0)) * _bessel_i(b, 0, True))
+    elif OP == "i1":
+        y = _bessel_i(a, 1, False)
+    elif OP == "i1_backward":  # b = x: I0(x) - I1(x) / x, 1/2 at 0
+        y = a * tl.where(b == 0.0, 0.5, _bessel_i(b, 0, False) - _bessel_i(b, 1, False) / b)
+    elif OP == "i1e":
+        y = _bessel_i(a, 1, True)
+    elif OP == "i1e_backward":  # b = x: i0e(x) - i1e(x) (sign(x) + 1 / x), 1/2 at 0
+        sgn = tl.where(b > 0.0, 1.0, -1.0)
+        y = a * tl.where(b == 0.0, 0.5, _bessel_i(b, 0, True) - _bessel_i(b, 1, True) * (sgn + 1.0 / b))
     elif OP == "erfinv":
         y = _erfinv(a)
     elif OP == "erfinv_backward":  # b = erfinv(x): sqrt(pi) / 2 exp(y^2)

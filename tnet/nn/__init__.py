@@ -15,7 +15,7 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import check, pair, single
+from ..kernels.launch import check, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import init, utils
@@ -30,8 +30,8 @@ reshaped_parameters = [0]  # how often a Parameter's memory took another shape (
 
 
 def _hook_last_op(module, out, hooks):
-    """Put register_backward_hook's hooks on the tape entry that made out's first tensor: its backward
-    then hands its input gradients through them."""
+    """Put register_backward_hook's hooks (a list) on the tape entry that made out's first tensor: its
+    backward then hands its input gradients through them."""
     var = out
     while not isinstance(var, Tensor):
         var = next(iter(var.values())) if isinstance(var, Mapping) else var[0]
@@ -43,7 +43,7 @@ def _hook_last_op(module, out, hooks):
     def hooked(g):
         grad_input = tuple(None if gx is None or not x.requires_grad else Tensor(gx)
                            for x, gx in zip(entry.inputs, backward(g)))
-        for hook in list(hooks.values()):
+        for hook in hooks:
             changed = hook(module, grad_input, (Tensor(g),))
             if changed is not None:
                 check(len(changed) == len(grad_input), lambda: f"backward hook returned {len(changed)} "
@@ -203,6 +203,13 @@ class _ForwardHook:
         return self.hook(module, args, kwargs, out) if self.with_kwargs else self.hook(module, args, out)
 
 
+# torch.nn.modules.module's global hooks (register_module_*_hook, below): those of a call, which every module's
+# call runs before its own, and those of registration, which __setattr__ runs
+_GLOBAL_HOOKS = type("GlobalHooks", (), {})()
+_CALL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks",
+               "_legacy_backward_hooks")
+
+
 class Module:
     """The base of every layer, as torch.nn.Module: a subclass calls super().__init__() and
     assigns its Parameters and submodules as attributes, which register them in the order of
@@ -215,6 +222,8 @@ class Module:
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
     _compute_dtype = None  # float16 or bfloat16 after .half() or .bfloat16(): the forward runs under autocast
     _hooked = False  # True once a hook was registered on this module (_add_hook): __call__ looks for them
+    call_super_init = False  # torch's class flags, read by code that copies torch's Module conventions
+    dump_patches = False
 
     def __init__(self):
         self.training = True
@@ -224,6 +233,8 @@ class Module:
         raise NotImplementedError
 
     def __setattr__(self, name, value):
+        if vars(_GLOBAL_HOOKS) and value is not None:  # only while some global hook was ever registered
+            value = self._registering(name, value)
         if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
             # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
             raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
@@ -242,8 +253,7 @@ class Module:
         try:
             return self._hooked_call(args, kwargs, called)
         except Exception:
-            post = self.__dict__.get("_forward_hooks")
-            for hook in list(post.values()) if post else ():
+            for hook in self._hooks("_forward_hooks"):
                 if isinstance(hook, _ForwardHook) and hook.always_call and id(hook) not in called:
                     try:
                         hook(self, args, kwargs, None)
@@ -253,8 +263,7 @@ class Module:
             raise
 
     def _hooked_call(self, args, kwargs, called):
-        pre = self.__dict__.get("_forward_pre_hooks")
-        for hook in list(pre.values()) if pre else ():
+        for hook in self._hooks("_forward_pre_hooks"):
             if isinstance(hook, _ForwardHook):
                 changed = hook.hook(self, args, kwargs)
                 if changed is not None:
@@ -266,9 +275,29 @@ class Module:
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
-        if is_grad_enabled() and (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
+        if is_grad_enabled() and (self._hooks("_backward_hooks") or self._hooks("_backward_pre_hooks")):
             return self._call_with_backward_hooks(args, kwargs, called)
         return self._forward_and_hooks(args, kwargs, called)
+
+    def _registering(self, name, value):
+        """value through the global registration hooks of its kind (register_module_parameter_/module_/
+        buffer_registration_hook), as torch's register_parameter, add_module and register_buffer run them:
+        hook(module, name, value), a returned value replacing it."""
+        buffer = isinstance(value, Tensor) and (name in self.__dict__.get("_buffer_names", {}) or
+                                                vars(value).get("_is_buffer"))
+        kind = ("_parameter_registration_hooks" if isinstance(value, Parameter) else
+                "_module_registration_hooks" if isinstance(value, Module) else
+                "_buffer_registration_hooks" if buffer else None)
+        for hook in list(vars(_GLOBAL_HOOKS).get(kind, {}).values()) if kind else ():
+            changed = hook(self, name, value)
+            if changed is not None:
+                value = changed
+        return value
+
+    def _hooks(self, attribute):
+        """The hooks of one kind that a call runs: the global ones (register_module_*_hook) first, then
+        the module's own, each in the order registered, as torch's."""
+        return [*_GLOBAL_HOOKS.__dict__.get(attribute, {}).values(), *self.__dict__.get(attribute, {}).values()]
 
     def _forward_and_hooks(self, args, kwargs, called):
         if self._compute_dtype is None or amp.is_autocast_enabled():
@@ -276,8 +305,7 @@ class Module:
         else:
             with amp.autocast(dtype=self._compute_dtype):
                 out = self.forward(*args, **kwargs)
-        post = self.__dict__.get("_forward_hooks")
-        for hook in list(post.values()) if post else ():
+        for hook in self._hooks("_forward_hooks"):
             if isinstance(hook, _ForwardHook):
                 called.add(id(hook))
                 changed = hook(self, args, kwargs, out)
@@ -285,7 +313,7 @@ class Module:
                 changed = hook(self, args, out)
             if changed is not None:
                 out = changed
-        legacy = self.__dict__.get("_legacy_backward_hooks")
+        legacy = self._hooks("_legacy_backward_hooks")
         if legacy and is_grad_enabled():
             _hook_last_op(self, out, legacy)
         return out
@@ -298,7 +326,7 @@ class Module:
         needs = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
 
         def run_hooks():
-            for hook in list(self.__dict__.get("_backward_hooks", {}).values()):
+            for hook in self._hooks("_backward_hooks"):
                 changed = hook(self, tuple(grad_input), tuple(grad_output))
                 if changed is not None:
                     check(len(changed) == len(grad_input), lambda: f"Backward hook returned an invalid number of "
@@ -320,7 +348,7 @@ class Module:
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
                 grad_output[i] = None if g is None else Tensor(g)
-            for hook in list(self.__dict__.get("_backward_pre_hooks", {}).values()):
+            for hook in self._hooks("_backward_pre_hooks"):
                 changed = hook(self, tuple(grad_output))
                 if changed is not None:
                     check(len(changed) == len(grad_output), lambda: f"Backward pre hook returned an invalid number "
@@ -396,6 +424,22 @@ class Module:
                 raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
             module = getattr(module, name)
         return module
+
+    def set_submodule(self, target, module, strict=False):
+        """Put module at a dotted path ("layer1.0.conv1"), as torch's: the parent must exist
+        (AttributeError), an existing attribute there must be a Module (AttributeError), and with
+        strict it must exist; ValueError for an empty target or a module that is no Module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         """The parameter at a dotted path ("layer1.0.conv1.weight"), as torch's: AttributeError where
@@ -587,6 +631,20 @@ class Module:
                 module._compute_dtype = None if dtype == torch.float32 else dtype
         return self
 
+    def to_empty(self, *, device, recurse=True):
+        """torch's: parameters and buffers moved to device without copying their values (meant for a
+        model built on the meta device, whose init then runs). tnet has one device and no meta
+        tensors, so on tnet's device the tensors stay as they are (their values count as
+        uninitialised); another device raises ValueError. Returns self."""
+        check_device(f"{type(self).__name__}.to_empty", torch.device(device) if isinstance(device, int) else device)
+        return self
+
+    def compile(self, *args, **kwargs):
+        """torch's in-place Module.compile(...) with torch.compile's arguments: nothing to do, tnet's
+        kernels are compiled by Triton already (see tnet.compile). Returns None, as torch's."""
+        from .. import compile
+        compile(self, *args, **kwargs)
+
     def share_memory(self):
         """torch's Module.share_memory, which scripts call on a model that worker processes share
         (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
@@ -638,22 +696,74 @@ class Module:
 
     _version = 1  # torch's: a class raises it when its keys change; state_dict()._metadata records it
 
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers, named after the layers ("conv1.weight",
         "bn1.running_mean", "bn1.num_batches_tracked"), as torch's: tensors on the module's own
         memory, detached (keep_vars: the parameters themselves), so later training changes them
         and an in-place write to one (an EMA's v.copy_) changes the module. Take a copy
         (copy.deepcopy, or {k: v.clone()}) to keep a snapshot. Its `_metadata` holds each
-        module's `_version` by its name, as torch's (load_state_dict hands it back)."""
+        module's `_version` by its name, as torch's (load_state_dict hands it back). A module whose
+        class defines get_extra_state adds its value under "<prefix>_extra_state"; the hooks of
+        register_state_dict_pre_hook/_post_hook run at each module, before its own entries and
+        after its children's, as torch's."""
+        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (*args, *(destination, prefix, keep_vars)[len(args):])[:3]
         out = OrderedDict() if destination is None else destination
         if destination is None:
             out._metadata = OrderedDict()
-        for name, t in self._state().items():
-            out[prefix + name] = t if keep_vars else t.detach()
-        if hasattr(out, "_metadata"):
-            for name, module in self.named_modules(remove_duplicate=False):
-                out._metadata[prefix + name if name else prefix[:-1]] = {"version": module._version}
+
+        def save(module, prefix):
+            for hook in list(module.__dict__.get("_state_dict_pre_hooks", {}).values()):
+                hook(module, prefix, keep_vars)
+            local_metadata = {"version": module._version}
+            if hasattr(out, "_metadata"):
+                out._metadata[prefix[:-1]] = local_metadata
+            for name, t in module._own_parameters() + module._own_buffers(persistent_only=True):
+                out[prefix + name] = t if keep_vars else t.detach()
+            if type(module).get_extra_state is not Module.get_extra_state:
+                out[prefix + _EXTRA_STATE] = module.get_extra_state()
+            for name, child in module._submodules():
+                save(child, prefix + name + ".")
+            for hook in list(module.__dict__.get("_state_dict_post_hooks", {}).values()):
+                if hook(module, out, prefix, local_metadata) is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+        save(self, prefix)
         return out
+
+    def get_extra_state(self):
+        """torch's: the state a class adds to its state_dict beside its tensors (any value), under
+        "_extra_state"; a class that defines it defines set_extra_state too."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state):
+        """torch's: takes back what get_extra_state gave, from load_state_dict."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before state_dict saves this module's entries, as torch's."""
+        return add_hook(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) once state_dict saved this module and its
+        children; it edits state_dict in place and returns None (else RuntimeError), as torch's."""
+        return add_hook(self, "_state_dict_post_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) before this module reads its keys (in Module._load_from_state_dict), as torch's:
+        it may rename or add keys of state_dict, which its children then see."""
+        return add_hook(self, "_load_state_dict_pre_hooks", hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """torch's private form, which older code calls: hook(state_dict, prefix, local_metadata,
+        strict, missing_keys, unexpected_keys, error_msgs), the module first if with_module."""
+        return self.register_load_state_dict_pre_hook(hook if with_module else lambda module, *a: hook(*a))
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) once load_state_dict read this module and its children, as
+        torch's: incompatible_keys' missing_keys and unexpected_keys are the lists so far, which the
+        hook may edit (strict's check comes after); it returns None."""
+        return add_hook(self, "_load_state_dict_post_hooks", hook)
 
     def _state(self):
         """The tnet tensors behind state_dict(), by the same names."""
@@ -684,8 +794,10 @@ class Module:
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
             for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
-                check(hook(module, _IncompatibleKeys(missing, unexpected)) is None,
-                      "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new values")
+                if hook(module, _IncompatibleKeys(missing, unexpected)) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
@@ -702,12 +814,16 @@ class Module:
         """torch's per-module step of load_state_dict: this module's own parameters and persistent
         buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
         to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
-        to unexpected_keys. Inside load_state_dict the copies wait until every module passed. The
-        load_state_dict pre-hooks run first, as torch's (they may rename keys in state_dict)."""
+        to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
         for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         own = self._own_parameters() + self._own_buffers(persistent_only=True)
         pending = local_metadata.get(_PENDING)
+        extra = type(self).set_extra_state is not Module.set_extra_state
+        if extra and prefix + _EXTRA_STATE in state_dict:
+            self.set_extra_state(state_dict[prefix + _EXTRA_STATE])
+        elif extra and strict:
+            missing_keys.append(prefix + _EXTRA_STATE)
         for name, t in own:
             key = prefix + name
             if key not in state_dict:
@@ -723,31 +839,9 @@ class Module:
                 pending.append((t, v))
         if strict:
             known = {name for name, _ in own} | {name for name, _ in self._submodules()}
+            known |= {_EXTRA_STATE} if extra else set()
             unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and
                                    k[len(prefix):].split(".", 1)[0] not in known)
-
-    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-        (with_module: the module first) before this module reads its keys in load_state_dict, as
-        torch's: transformers and timm rename a legacy checkpoint's keys in state_dict there."""
-        return add_hook(self, "_load_state_dict_pre_hooks", (lambda *args: hook(self, *args)) if with_module else hook)
-
-    def register_load_state_dict_pre_hook(self, hook):
-        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-        error_msgs): _register_load_state_dict_pre_hook's, with the module."""
-        return self._register_load_state_dict_pre_hook(hook, with_module=True)
-
-    def register_load_state_dict_post_hook(self, hook):
-        """hook(module, incompatible_keys) once this module and its children have read their keys,
-        before load_state_dict's strict check, as torch's: it may edit incompatible_keys.missing_keys
-        and .unexpected_keys in place (tied weights' keys taken out); it returns None."""
-        return add_hook(self, "_load_state_dict_post_hooks", hook)
-
-    def to_empty(self, *, device=None, recurse=True):
-        """torch's move of a module's storage to device without its values: tnet's parameters already
-        live on its one device, so the module is returned as it is (values kept, not uninitialised)."""
-        check_device("to_empty", device)
-        return self
 
     def __repr__(self):
         inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
@@ -755,6 +849,71 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+def _add_global_hook(attribute, hook):
+    """hook kept in _GLOBAL_HOOKS; while any hook of a call is there every module's call looks for hooks
+    (Module._hooked)."""
+    Module._hooked = True
+    handle = add_hook(_GLOBAL_HOOKS, attribute, hook)
+    remove = handle.remove
+
+    def remove_and_recheck():
+        remove()
+        Module._hooked = any(vars(_GLOBAL_HOOKS).get(kind) for kind in _CALL_HOOKS)
+    handle.remove = remove_and_recheck
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) before every module's forward, before the module's own pre-hooks, as
+    torch's; a returned value replaces the arguments. Returns a handle whose remove() takes it away."""
+    return _add_global_hook("_forward_pre_hooks", hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) after every module's forward, before the module's own hooks, as
+    torch's; a returned value replaces the output. with_kwargs=True and always_call=True are not
+    implemented (NotImplementedError), as Module.register_forward_hook takes neither."""
+    if with_kwargs or always_call:
+        raise NotImplementedError("register_module_forward_hook: with_kwargs and always_call are not implemented")
+    return _add_global_hook("_forward_hooks", hook)
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) for every module's call, as Module.register_full_backward_hook,
+    before the module's own hooks, as torch's."""
+    return _add_global_hook("_backward_hooks", hook)
+
+
+def register_module_backward_hook(hook):
+    """torch's legacy global backward hook: Module.register_backward_hook's hook for every module's call,
+    before the module's own."""
+    return _add_global_hook("_legacy_backward_hooks", hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) whenever a module registers a Parameter (an assignment, register_parameter),
+    as torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_parameter_registration_hooks", hook)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) whenever a module registers a submodule (an assignment, add_module), as
+    torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_module_registration_hooks", hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) whenever a module registers a buffer (register_buffer, an assignment to a
+    buffer's name or of an nn.Buffer), as torch's; a returned value is registered instead."""
+    return add_hook(_GLOBAL_HOOKS, "_buffer_registration_hooks", hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) for every module's call, as Module.register_full_backward_pre_hook,
+    before the module's own hooks, as torch's."""
+    return _add_global_hook("_backward_pre_hooks", hook)
 
 
 def factory_args(name, device, dtype):
@@ -776,6 +935,9 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
 
     __str__ = __repr__
+
+
+_EXTRA_STATE = "_extra_state"  # torch's key of get_extra_state's value, after the module's prefix
 _PENDING = "tnet: copies pending"  # load_state_dict's list of (tensor, value), in each local_metadata
 
 
@@ -1046,7 +1208,7 @@ class Conv1d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
-    """torch.nn.ConvTranspose1d's and 2d's arguments in torch's order and torch's default init (drawn
+    """torch.nn.ConvTranspose1d's, 2d's and 3d's arguments in torch's order and torch's default init (drawn
     from rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, *kernel],
     as torch's (channels-last in 2-D); padding_mode 'zeros' only."""
     in_channels = property(lambda self: self.weight.shape[0])
@@ -1058,15 +1220,14 @@ class _ConvTransposeNd(_ConvNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         name = type(self).__name__
-        kernel = (pair(kernel_size, f"{name}: kernel_size", 1) if self.dims == 2
-                  else (single(kernel_size, f"{name}: kernel_size", 1),))
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
         check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
               lambda: f"{name}: groups={groups!r} must divide in_channels ({in_channels}) and "
                       f"out_channels ({out_channels})")
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
         factory_args(name, device, dtype)
-        tup = (lambda v, name: pair(v, name)) if self.dims == 2 else (lambda v, name: (single(v, name),))  # torch's tuples
+        tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
         self.stride, self.padding = tup(stride, "stride"), tup(padding, "padding")
         self.output_padding, self.dilation = tup(output_padding, "output_padding"), tup(dilation, "dilation")
         self.groups, self.padding_mode = groups, padding_mode
@@ -1078,7 +1239,7 @@ class _ConvTransposeNd(_ConvNd):
         self.reset_parameters()
 
     def forward(self, x, output_size=None):
-        conv = F.conv_transpose2d if self.dims == 2 else F.conv_transpose1d
+        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[self.dims]
         return conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
                     self.groups, self.dilation)
 
@@ -1092,7 +1253,7 @@ class _ConvTransposeNd(_ConvNd):
         if len(spatial) != n:
             raise ValueError(f"ConvTranspose{n}D: for {x.ndim}D input, output_size must have {n} or {x.ndim} "
                              f"elements (got {len(output_size)})")
-        norm = (lambda v, name: pair(v, name)) if n == 2 else (lambda v, name: (single(v, name),))
+        norm = lambda v, name: ntuple(v, n, name)
         stride, padding = norm(self.stride, "stride"), norm(self.padding, "padding")
         dilation, kernel = norm(self.dilation, "dilation"), tuple(self.weight.shape[2:])
         smallest = [(x.shape[x.ndim - n + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) + 1
@@ -1102,7 +1263,7 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f"requested an output size of {list(spatial)}, but valid sizes range from {smallest} "
                              f"to {largest} (for an input of {tuple(x.shape[x.ndim - n:])})")
         padding_out = tuple(int(size) - lo for size, lo in zip(spatial, smallest))
-        return padding_out if n == 2 else padding_out[0]
+        return padding_out[0] if n == 1 else padding_out
 
 
 
@@ -1113,6 +1274,72 @@ class ConvTranspose2d(_ConvTransposeNd):
 class ConvTranspose1d(_ConvTransposeNd):
     """F.conv_transpose1d of [N, Cin, L] or [Cin, L] (see _ConvTransposeNd)."""
     dims = 1
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """F.conv_transpose3d of [N, Cin, D, H, W] or [Cin, D, H, W] (see _ConvTransposeNd)."""
+    dims = 3
+
+
+class Conv3d(_ConvNd):
+    """torch.nn.Conv3d's arguments in torch's order and torch's default init (drawn from rng, tnet's init
+    stream by default): F.conv3d, kd conv2d's over depth slices (see there); padding_mode 'reflect',
+    'replicate' or 'circular' pads with F.pad first, as torch's. The weight is [out_channels,
+    in_channels/groups, kd, kh, kw], as torch's."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None, *, rng=None):
+        super().__init__()
+        kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
+        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
+              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                      f"padding_mode='{padding_mode}'")
+        factory_args("Conv3d", device, dtype)
+        self.stride, self.dilation = triple(stride, "stride", 1, True), triple(dilation, "dilation", 1, True)
+        self.padding = padding if isinstance(padding, str) else triple(padding, "padding", 0, True)
+        if isinstance(padding, str):
+            check(padding in ("same", "valid"), lambda: f"Invalid padding string {padding!r}, should be one of "
+                                                        "{'valid', 'same'}")
+            check(padding == "valid" or self.stride == (1, 1, 1),
+                  "padding='same' is not supported for strided convolutions")
+        self.groups, self.padding_mode = groups, padding_mode
+        self.rng, self.fillers = rng, (None, None)
+        self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, *kernel), device=DEVICE)))
+        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.reset_parameters()
+
+    def forward(self, x):
+        return self._conv_forward(x, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """torch's: input convolved with weight and bias at this layer's settings."""
+        padding = self.padding
+        if self.padding_mode != "zeros":  # F.pad's (W, H, D) pairs, 'same' split as torch's (the odd one at the end)
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            pairs = ([(0, 0)] * 3 if padding == "valid" else [(t // 2, t - t // 2) for t in totals]
+                     if padding == "same" else [(p, p) for p in padding])
+            input, padding = F.pad(input, [v for pair_ in reversed(pairs) for v in pair_], mode=self.padding_mode), 0
+        return F.conv3d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
+
+
+class LazyConv3d(_Lazy, Conv3d):
+    """nn.LazyConv3d: a Conv3d whose in_channels is the first input's channel count."""
+    cls_to_become = Conv3d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype)
+        self._uninitialized("weight")
+
+    def forward(self, x):
+        out, _, *kernel = self.weight.shape
+        check(x.ndim in (4, 5), lambda: f"LazyConv3d: expected a 4-D or 5-D input, got {x.ndim}-D")
+        channels = x.shape[-4]
+        check_conv_args(kernel[1:], 1, 0, 1, self.groups, channels, out)
+        self._materialize((out, channels // self.groups, *kernel))
+        return self.forward(x)
 
 
 class LazyConv1d(_Lazy, Conv1d):
@@ -1161,6 +1388,10 @@ class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
 
 class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
 
 
 class LayerNorm(Module):
@@ -1307,6 +1538,33 @@ class AvgPool2d(_Pool):
                             self.divisor_override)
 
 
+class MaxPool3d(_Pool):
+    """F.max_pool3d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
+    mode = "max"
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
+
+    def forward(self, x):
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(_Pool):
+    """F.avg_pool3d, torch's arguments."""
+    mode = "avg"
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, x):
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+
 class _NormBase(Module):
     """torch's batch and instance normalisation modules: weight (ones) and bias (zeros) Parameters with
     affine (bias=False: weight only), buffers running_mean (zeros), running_var (ones) and
@@ -1389,6 +1647,13 @@ class BatchNorm2d(_BatchNorm):
 
     def _check_input_dim(self, x):
         check(x.ndim == 4, lambda: f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over [N, C, D, H, W] input."""
+
+    def _check_input_dim(self, x):
+        check(x.ndim == 5, lambda: f"BatchNorm3d: expected 5D input (got {x.ndim}D input)")
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -1716,6 +1981,22 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveAvgPool3d(Module):
+    """F.adaptive_avg_pool3d to any output_size (an int or a triple; None keeps that size)."""
+    __init__, extra_repr = AdaptiveAvgPool2d.__init__, AdaptiveAvgPool2d.extra_repr
+
+    def forward(self, x):
+        return F.adaptive_avg_pool3d(x, self.output_size)
+
+
+class AdaptiveMaxPool3d(Module):
+    """F.adaptive_max_pool3d to any output_size, return_indices as torch."""
+    __init__, extra_repr = AdaptiveMaxPool2d.__init__, AdaptiveMaxPool2d.extra_repr
+
+    def forward(self, x):
+        return F.adaptive_max_pool3d(x, self.output_size, self.return_indices)
+
+
 class _Pad(Module):
     """F.pad of the last `dims` dims: padding an int (every side) or (left, right[, top, bottom]),
     as torch's padding modules."""
@@ -1782,6 +2063,30 @@ class CircularPad1d(_Pad):
 
 class CircularPad2d(_Pad):
     mode = "circular"
+
+
+class ConstantPad3d(_Pad):
+    dims = 3
+
+
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(_Pad):
+    mode, dims = "reflect", 3
+
+
+class ReplicationPad3d(_Pad):
+    mode, dims = "replicate", 3
+
+
+class CircularPad3d(_Pad):
+    mode, dims = "circular", 3
 
 
 class Flatten(Module):
@@ -1856,6 +2161,11 @@ class InstanceNorm2d(_InstanceNorm):
     """Over [N, C, H, W] or [C, H, W]."""
 
 
+class InstanceNorm3d(_InstanceNorm):
+    """Over [N, C, D, H, W] or [C, D, H, W]."""
+    dims = 3
+
+
 class _LazyNorm(_Lazy):
     """torch's lazy batch and instance norms: num_features from the first input's channels (dim 1,
     or dim 0 of an unbatched instance-norm input)."""
@@ -1882,6 +2192,10 @@ class LazyBatchNorm2d(_LazyNorm, BatchNorm2d):
     cls_to_become = BatchNorm2d
 
 
+class LazyBatchNorm3d(_LazyNorm, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+
 class _LazyInstanceNorm(_LazyNorm):
     def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
         super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
@@ -1893,6 +2207,10 @@ class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
 
 class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
     cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
 
 
 class Upsample(Module):
@@ -2222,11 +2540,12 @@ def _fusion(layers):
     kinds = [type(layer) for layer in layers]
     covered, pool = 0, None
     if kinds[:2] == [Conv2d, ReLU]:
-        pooled = len(kinds) == 3 and issubclass(kinds[2], _Pool) and not getattr(layers[2], "return_indices", False)
+        pooled = len(kinds) == 3 and issubclass(kinds[2], (MaxPool2d, AvgPool2d)) \
+            and not getattr(layers[2], "return_indices", False)
         covered, pool = (3, layers[2]) if pooled else (2, None)
     elif kinds == [Conv2d, MaxPool2d, ReLU] and not layers[1].return_indices:
         covered, pool = 3, layers[1]
-    hooked = any(layer.__dict__.get(h) for layer in layers[:covered]
+    hooked = any(layer._hooks(h) for layer in layers[:covered]
                  for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
                            "_legacy_backward_hooks"))
     return (0, None) if hooked else (covered, pool)
@@ -2436,11 +2755,15 @@ class MaxPool1d(_Call):
 
 
 class MaxUnpool1d(Module):
-    """F.max_unpool1d: forward(input, indices, output_size=None)."""
+    """F.max_unpool1d: forward(input, indices, output_size=None). Sizes kept as tuples, as torch's."""
+    dims = 1
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        name = type(self).__name__
+        self.kernel_size = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        self.stride = self.kernel_size if stride is None else ntuple(stride, self.dims, f"{name}: stride", 1)
+        self.padding = ntuple(padding, self.dims, f"{name}: padding")
 
     def forward(self, input, indices, output_size=None):
         return type(self).fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
@@ -2453,7 +2776,12 @@ class MaxUnpool1d(Module):
 
 class MaxUnpool2d(MaxUnpool1d):
     """F.max_unpool2d: forward(input, indices, output_size=None)."""
-    fn = staticmethod(F.max_unpool2d)
+    fn, dims = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(MaxUnpool1d):
+    """F.max_unpool3d: forward(input, indices, output_size=None)."""
+    fn, dims = staticmethod(F.max_unpool3d), 3
 
 
 class AdaptiveAvgPool1d(_Call):
@@ -2627,6 +2955,101 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
 
 
+class AdaptiveLogSoftmaxWithLoss(Module):
+    """torch's adaptive softmax (Grave et al.): a head Linear over the cutoffs[0] most frequent classes and one
+    logit per cluster, and per cluster a tail Sequential(Linear(in, in // div_value ** (i + 1)), Linear(that,
+    cluster size)), torch's parameter names; forward(input [N, in] or [in], target [N] or []) gives
+    (output, loss): each target's log-probability and their negated mean. The targets are read on the host
+    to split the batch by cluster (a sync, as torch's nonzero); log_prob and predict as torch's."""
+
+    _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
+
+    def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
+        super().__init__()
+        factory_args("AdaptiveLogSoftmaxWithLoss", device, dtype)
+        cutoffs = list(cutoffs)
+        if len(cutoffs) == 0:
+            raise ValueError("cutoffs should be a sequence of length larger than 0")
+        if cutoffs != sorted(cutoffs) or min(cutoffs) <= 0 or max(cutoffs) > n_classes - 1 or \
+                len(set(cutoffs)) != len(cutoffs) or any(int(c) != c for c in cutoffs):
+            raise ValueError("cutoffs should be a sequence of unique, positive integers sorted in an increasing "
+                             "order, where each value is between 1 and n_classes-1")
+        self.in_features, self.n_classes, self.cutoffs = in_features, n_classes, cutoffs + [n_classes]
+        self.div_value, self.head_bias = div_value, head_bias
+        self.shortlist_size, self.n_clusters = self.cutoffs[0], len(self.cutoffs) - 1
+        self.head_size = self.shortlist_size + self.n_clusters
+        self.head = Linear(in_features, self.head_size, bias=head_bias)
+        self.tail = ModuleList()
+        for i in range(self.n_clusters):
+            hidden = int(in_features // (div_value ** (i + 1)))
+            self.tail.append(Sequential(Linear(in_features, hidden, bias=False),
+                                        Linear(hidden, self.cutoffs[i + 1] - self.cutoffs[i], bias=False)))
+
+    def reset_parameters(self):
+        self.head.reset_parameters()
+        for i2h, h2o in self.tail:
+            i2h.reset_parameters()
+            h2o.reset_parameters()
+
+    def forward(self, input_, target_):
+        if target_.dim() == 1:
+            if input_.size(0) != target_.size(0):
+                raise RuntimeError("Input and target should have the same size in the batch dimension.")
+            if input_.dim() != 2:
+                raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with size "
+                                   f"{input_.size()}")
+        elif target_.dim() == 0:
+            if input_.dim() != 1:
+                raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with size "
+                                   f"{input_.size()}")
+        else:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        batched = target_.dim() > 0
+        input = input_ if batched else input_.unsqueeze(0)
+        target = target_.numpy().reshape(-1).astype(np.int64)
+        output = input.new_zeros(len(target))
+        gather_inds = target.copy()  # the head's column of each row: its class, or its cluster's logit
+        bounds = [0] + self.cutoffs
+        for i in range(1, len(bounds) - 1):
+            rows = np.nonzero((target >= bounds[i]) & (target < bounds[i + 1]))[0]
+            if rows.size == 0:
+                continue
+            index = tensor(rows)
+            logprob = F.log_softmax(self.tail[i - 1](input.index_select(0, index)), dim=1)
+            local = logprob.gather(1, tensor(target[rows] - bounds[i]).unsqueeze(1)).squeeze(1)
+            output = output.index_copy(0, index, local)
+            gather_inds[rows] = self.shortlist_size + i - 1
+        if target.size and (target.min() < 0 or target.max() >= self.n_classes):
+            raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
+                               f"[{target.min()}, {target.max()}] were found. ")
+        head_logprob = F.log_softmax(self.head(input), dim=1)
+        output = output + head_logprob.gather(1, tensor(gather_inds).unsqueeze(1)).squeeze(1)
+        loss = (-output).mean()
+        return self._ASMoutput(output if batched else output.squeeze(0), loss)
+
+    def _get_full_log_prob(self, input, head_output):
+        head_logprob = F.log_softmax(head_output, dim=1)
+        parts = [head_logprob[:, :self.shortlist_size]]
+        for i in range(self.n_clusters):
+            cluster_logprob = F.log_softmax(self.tail[i](input), dim=1)
+            parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
+        return F.cat(parts, dim=1)
+
+    def log_prob(self, input):
+        """The log-probabilities [N, n_classes] of every class."""
+        return self._get_full_log_prob(input, self.head(input))
+
+    def predict(self, input):
+        """The most probable class of each row: the head's argmax where it is in the shortlist, else the full
+        distribution's (computed for every row here, where torch's takes only the others: the same classes)."""
+        head_output = self.head(input)
+        output = head_output.argmax(dim=1)
+        outside = output >= self.shortlist_size
+        if not bool(outside.any()):
+            return output
+        return F.where(outside, self._get_full_log_prob(input, head_output).argmax(dim=1), output)
+
+
 class RReLU(Module):
     """F.rrelu: a random slope in [lower, upper) per negative element in training mode, their mean in
     eval mode (tnet's generator: other draws than torch's); inplace=True is computed out of place."""
@@ -2654,6 +3077,11 @@ class LPPool1d(_Call):
 class LPPool2d(LPPool1d):
     """F.lp_pool2d over [N, C, H, W] or [C, H, W]."""
     fn = F.lp_pool2d
+
+
+class LPPool3d(LPPool1d):
+    """F.lp_pool3d over [N, C, D, H, W] or [C, D, H, W]."""
+    fn = F.lp_pool3d
 
 
 class EmbeddingBag(Module):

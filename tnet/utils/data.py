@@ -34,7 +34,8 @@ from ..kernels.copy import gather_
 from ..kernels.launch import is_channels_last, memory_format
 from ..tensor import Tensor, as_storage
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
+__all__ = ["Dataset", "IterableDataset", "ChainDataset", "StackDataset", "TensorDataset", "ConcatDataset", "Subset",
+           "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
            "DistributedSampler", "default_collate", "default_convert", "get_worker_info"]
 
@@ -168,13 +169,59 @@ class Dataset:
 
 class IterableDataset(Dataset):
     """torch's iterable-style data set: a subclass gives __iter__; a DataLoader batches its items in
-    the order they come (no sampler, no shuffle). `+` (torch's ChainDataset) is not there."""
+    the order they come (no sampler, no shuffle). `a + b` is ChainDataset([a, b])."""
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise TypeError("tnet.utils.data has no ChainDataset: IterableDatasets do not add")
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """The items of several IterableDatasets, one stream after another, as torch's (AssertionError for a
+    data set that is no IterableDataset, met as the chain reaches it)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def _checked(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield d
+
+    def __iter__(self):
+        for d in self._checked():
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self._checked())
+
+
+class StackDataset(Dataset):
+    """Item i of several data sets of one length side by side, as torch's: a tuple (StackDataset(a, b))
+    or a dict (StackDataset(image=a, text=b)); ValueError for both forms, none, or unequal lengths."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        parts = list(args or kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
 
 
 class TensorDataset(Dataset):

@@ -1,1 +1,4 @@
-"""torch.nn.modules.adaptive's import path: AdaptiveLogSoftmaxWithLoss is not implemented in tnet."""
+"""torch.nn.modules.adaptive's import path: tnet.nn's AdaptiveLogSoftmaxWithLoss, re-exported."""
+from .. import AdaptiveLogSoftmaxWithLoss
+
+__all__ = ["AdaptiveLogSoftmaxWithLoss"]

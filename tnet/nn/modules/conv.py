@@ -1,11 +1,12 @@
 """torch.nn.modules.conv's import path: tnet.nn's layers, re-exported."""
 from importlib import import_module
 
-from .. import (Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,
-    LazyConvTranspose2d)
+from .. import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d, LazyConv2d,
+    LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d)
 
 _nn = import_module("tnet.nn")  # torch's private bases, by attribute (tnet imports no private name)
 _ConvNd, _ConvTransposeNd = _nn._ConvNd, _nn._ConvTransposeNd
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d", "_ConvNd", "_ConvTransposeNd"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "_ConvNd", "_ConvTransposeNd"]

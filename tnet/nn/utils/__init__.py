@@ -7,6 +7,7 @@ pad_packed_sequence, pack_sequence, unpack_sequence, unpad_sequence), with torch
 The norm stays on the device and the gradients are scaled by min(1, max_norm / (norm + 1e-6))
 read there, so clipping does not synchronise with the host (error_if_nonfinite=True reads the norm,
 as torch's). foreach is accepted and ignored: tnet takes a kernel or two per gradient."""
+import inspect
 import math
 import sys
 import types
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from ... import functional as F
+from ..._device import DEVICE
 from ...factory import arange, full, randn, zeros
 from ...kernels import pointwise as _pw
 from ...kernels.copy import copy_
@@ -518,3 +520,42 @@ sys.modules[rnn.__name__] = rnn
 # torch.nn.utils.fusion's folds of a BatchNorm into the layer before it (tnet/nn/utils/fusion.py), under torch's names here too
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
 __all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """torch's module_cls(*args, **kwargs) without its parameters' init (torch builds it on the meta device,
+    then to_empty): tnet has no meta tensors, so the module is built as usual, its init drawn (from tnet's
+    init stream) and its values to be taken as uninitialised. RuntimeError for a class that is no Module or
+    takes no device argument, as torch's."""
+    from .. import Module
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    device = kwargs.pop("device", None)
+    return module_cls(*args, **kwargs).to_empty(device=DEVICE if device is None else device)
+
+
+def convert_conv2d_weight_memory_format(module, memory_format):
+    """torch's: the convolutions' weights of module in memory_format, for faster kernels. tnet picks its
+    convolutions' layouts itself (channels-last), so this returns module as it is (memory_format checked)."""
+    if not isinstance(memory_format, torch.memory_format):
+        raise TypeError(f"memory_format must be a torch.memory_format, got {type(memory_format).__name__}")
+    return module
+
+
+convert_conv3d_weight_memory_format = convert_conv2d_weight_memory_format
+__all__ += ["skip_init", "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
+
+# torch.nn.utils' submodules, for their import paths (`from torch.nn.utils.clip_grad import clip_grad_norm_`)
+for _name, _names in (("clip_grad", ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+                                     "get_total_norm"]),
+                      ("convert_parameters", ["parameters_to_vector", "vector_to_parameters"]),
+                      ("init", ["skip_init"]),
+                      ("memory_format", ["convert_conv2d_weight_memory_format",
+                                         "convert_conv3d_weight_memory_format"])):
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.nn.utils.{_name}'s {', '.join(_names)}")
+    for _n in _names:
+        setattr(_module, _n, globals()[_n])
+    sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
