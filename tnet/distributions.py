@@ -154,18 +154,23 @@ def _probs_and_logits(probs, logits):
     return probs, logits
 
 
+def _binary_parameters(probs, logits):
+    """(probs, logits) of a law of one success probability, from one of the two (numbers or tensors),
+    the other derived: logits = log(p / (1 - p)), probs = sigmoid(logits)."""
+    probs, logits = _probs_and_logits(probs, logits)
+    if probs is not None:
+        probs, = _broadcast_all(probs)
+        return probs, _probs_to_logits(probs)
+    logits, = _broadcast_all(logits)
+    return logits.sigmoid(), logits
+
+
 class Bernoulli(Distribution):
     """Bernoulli(probs=None, logits=None): one of the two, numbers or tensors; samples are 0.0/1.0 in
     the parameter's dtype."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        probs, logits = _probs_and_logits(probs, logits)
-        if probs is not None:
-            self.probs, = _broadcast_all(probs)
-            self.logits = _probs_to_logits(self.probs)
-        else:
-            self.logits, = _broadcast_all(logits)
-            self.probs = self.logits.sigmoid()
+        self.probs, self.logits = _binary_parameters(probs, logits)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     @property
@@ -1027,13 +1032,7 @@ class Geometric(Distribution):
     (tnet's stream: other numbers)."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        probs, logits = _probs_and_logits(probs, logits)
-        if probs is not None:
-            self.probs, = _broadcast_all(probs)
-            self.logits = _probs_to_logits(self.probs)
-        else:
-            self.logits, = _broadcast_all(logits)
-            self.probs = self.logits.sigmoid()
+        self.probs, self.logits = _binary_parameters(probs, logits)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     mean = property(lambda self: 1.0 / self.probs - 1.0)

@@ -1511,58 +1511,52 @@ class _Pool(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class MaxPool2d(_Pool):
+class _MaxPool(_Pool):
+    """MaxPool2d's and MaxPool3d's arguments (return_indices before ceil_mode) and forward, through
+    their functional form `_pool`; dilation > 1 is not supported."""
+    mode = "max"
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
+
+    def forward(self, x):
+        return self._pool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                               self.return_indices)
+
+
+class _AvgPool(_Pool):
+    """AvgPool2d's and AvgPool3d's arguments and forward, through their functional form `_pool`."""
+    mode = "avg"
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, x):
+        return self._pool(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                               self.divisor_override)
+
+
+class MaxPool2d(_MaxPool):
     """F.max_pool2d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
-    mode = "max"
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__(kernel_size, stride, padding, ceil_mode)
-        self.dilation, self.return_indices = dilation, return_indices
-
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+    _pool = staticmethod(F.max_pool2d)
 
 
-class AvgPool2d(_Pool):
+class AvgPool2d(_AvgPool):
     """F.avg_pool2d, torch's arguments."""
-    mode = "avg"
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__(kernel_size, stride, padding, ceil_mode)
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                            self.divisor_override)
+    _pool = staticmethod(F.avg_pool2d)
 
 
-class MaxPool3d(_Pool):
+class MaxPool3d(_MaxPool):
     """F.max_pool3d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
-    mode = "max"
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__(kernel_size, stride, padding, ceil_mode)
-        self.dilation, self.return_indices = dilation, return_indices
-
-    def forward(self, x):
-        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+    _pool = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(_Pool):
+class AvgPool3d(_AvgPool):
     """F.avg_pool3d, torch's arguments."""
-    mode = "avg"
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__(kernel_size, stride, padding, ceil_mode)
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, x):
-        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                            self.divisor_override)
+    _pool = staticmethod(F.avg_pool3d)
 
 
 class _NormBase(Module):
