@@ -1277,8 +1277,11 @@ class LowRankMultivariateNormal(Distribution):
         shape = self._extended_shape(sample_shape)
         eps_w = randn(tuple(shape[:-1]) + (self.cov_factor.shape[-1],), dtype=self.loc.dtype)
         eps_d = randn(tuple(shape), dtype=self.loc.dtype)
-        return (self.loc + (self._unbroadcasted_cov_factor @ eps_w.unsqueeze(-1)).squeeze(-1) +
-                self._unbroadcasted_cov_diag.sqrt() * eps_d)
+        W = self._unbroadcasted_cov_factor
+        # W eps_w for every draw: one GEMM of the draws' rows by W^T where W is one matrix (a batch of
+        # draws-many tiny products otherwise)
+        mixed = eps_w @ W.transpose(-1, -2) if W.dim() == 2 else (W @ eps_w.unsqueeze(-1)).squeeze(-1)
+        return self.loc + mixed + self._unbroadcasted_cov_diag.sqrt() * eps_d
 
     def _log_det(self):
         """log det(W W^T + D) = 2 sum log diag(capacitance tril) + sum log D (the matrix determinant lemma)."""
