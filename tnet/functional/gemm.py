@@ -132,9 +132,10 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 def _euclidean_cdist(x1, x2):
-    """cdist's p = 2 through one batched GEMM: sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), the GEMM of fp32
-    rows in IEEE fp32 whatever set_precision says, as torch's (tf32's rounding of a.b, cancelling
-    against |a|^2, would leave a point 0.1 from itself)."""
+    """cdist's p = 2 through one batched GEMM: sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), the GEMMs of fp32
+    rows, forward and backward, in IEEE fp32 whatever set_precision says, as torch's (tf32's rounding
+    of a.b, cancelling against |a|^2, would leave a point 0.1 from itself; the backward's a sum(w) -
+    w b cancels alike for near points, where w = g / d is large)."""
     need1, need2 = needs_grad(x1, x2)
     with no_grad(), _gemm.precision_of("ieee"):
         squares1 = _reduce_sum(mul(x1, x1), -1, keepdim=True)
@@ -142,7 +143,7 @@ def _euclidean_cdist(x1, x2):
         d = sqrt(clamp_min(add(sub(squares1, mul(matmul(x1, transpose(x2, -1, -2)), 2.0)), squares2), 0.0))
 
     def backward(g):
-        with no_grad():
+        with no_grad(), _gemm.precision_of("ieee"):
             w = where(eq(d, 0), 0.0, div(Tensor(g), d))  # [*, P, R]
             g1 = sub(mul(x1, _reduce_sum(w, -1, keepdim=True)), matmul(w, x2)) if need1 else None
             g2 = sub(mul(x2, transpose(_reduce_sum(w, -2, keepdim=True), -1, -2)),
