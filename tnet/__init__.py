@@ -2,11 +2,12 @@
 from ._device import DEVICE, INTERPRET  # first: it may switch on Triton's interpreter
 from .kernels.launch import InputError
 from .kernels.gemm import get_precision, set_precision
-from .tensor import (Tensor, check_device, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
                      set_printoptions, tensor)
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save
+from .tensor import check_device as _check_device  # asarray's; not one of torch's names
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
@@ -74,7 +75,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     which copy=False refuses with ValueError), else tnet.tensor(obj, dtype=dtype), a copy on tnet's device
     (torch's shares a numpy array's or buffer's memory on the CPU, which copy=False asks; tnet refuses
     it). requires_grad (default: obj's, else False) sets the result's, as torch's."""
-    check_device("asarray", device)
+    _check_device("asarray", device)
     if isinstance(obj, Tensor):
         converts = dtype is not None and dtype != obj.dtype
         if copy is False and converts:
