@@ -424,7 +424,7 @@ def test_ctc_loss_as_torch(rng, reduction):
 
 @pytest.mark.parametrize("args", [dict(), dict(stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1), groups=2),
                                   dict(padding="same", dilation=(3, 1, 2)), dict(padding="valid", stride=2)])
-def test_conv3d_as_torch(rng, args):
+def test_conv3d_as_torch(rng, args, ieee):
     x, w, b = leaf(rng, 2, 4, 5, 6, 7), leaf(rng, 6, 4 // args.get("groups", 1), 3, 2, 3), leaf(rng, 6)
     check(lambda *t: F.conv3d(*t, **args), lambda *t: TF.conv3d(*t, **args), [x, w, b], rng, 1e-5)
     check(lambda a, c: tnet.conv3d(a[0], c, **args), lambda a, c: torch.conv3d(a[0], c, **args), [x, w], rng, 1e-5)
@@ -432,7 +432,7 @@ def test_conv3d_as_torch(rng, args):
 
 @pytest.mark.parametrize("args", [dict(), dict(stride=(2, 2, 1), padding=(1, 0, 1), output_padding=(1, 1, 0),
                                                groups=2, dilation=(1, 1, 2)), dict(stride=3, padding=2)])
-def test_conv_transpose3d_as_torch(rng, args):
+def test_conv_transpose3d_as_torch(rng, args, ieee):
     x, w, b = leaf(rng, 2, 4, 3, 4, 5), leaf(rng, 4, 3, 3, 2, 3), leaf(rng, 3 * args.get("groups", 1))
     check(lambda *t: F.conv_transpose3d(*t, **args), lambda *t: TF.conv_transpose3d(*t, **args), [x, w, b], rng, 1e-5)
     check(lambda a, c: F.conv_transpose3d(a[1], c, **args), lambda a, c: TF.conv_transpose3d(a[1], c, **args),
@@ -489,7 +489,7 @@ def test_adaptive_pool3d_as_torch(rng, size):
     assert np.array_equal(y.numpy(), ref.numpy()) and np.array_equal(i.numpy(), ref_i.numpy())
 
 
-def test_3d_modules_as_torch(rng):
+def test_3d_modules_as_torch(rng, ieee):
     """Conv3d (every padding_mode), ConvTranspose3d (output_size), BatchNorm3d (running statistics),
     InstanceNorm3d, the 3-D pads and the lazy forms, from torch's state_dict, with torch's reprs."""
     x = leaf(rng, 2, 4, 5, 6, 7)
@@ -552,7 +552,7 @@ def test_lp_pool3d_and_max_unpool3d_as_torch(rng):
         assert repr(getattr(nn, name)(2, 1)) == repr(getattr(torch.nn, name)(2, 1))
 
 
-def test_adaptive_log_softmax_with_loss_as_torch(rng):
+def test_adaptive_log_softmax_with_loss_as_torch(rng, ieee):
     """From torch's state_dict: output, loss, log_prob and predict, and the gradients of the input and of
     every parameter, on a batch whose targets fall in the shortlist and both clusters; torch's errors."""
     theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 13, [4, 9], div_value=2.0, head_bias=True).double()
