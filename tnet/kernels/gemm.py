@@ -31,7 +31,7 @@ PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
 _LOW = {torch.bfloat16: "bf16", torch.float16: "fp16"}  # a 16-bit dtype's own precision
 SMS = 0 if INTERPRET else torch.cuda.get_device_properties(0).multi_processor_count  # 0: no split-K
 _default = {"precision": "tf32"}
-_allocator = []  # set once Triton has an allocator for gemm_tma_kernel's descriptors
+_allocator = []  # set once Triton has an allocator for TMA descriptors (descriptor_memory)
 
 
 def set_precision(precision):
@@ -248,13 +248,18 @@ def _tma_fits(x, transposed=False):
     return col == 1 and row * x.element_size() % 16 == 0 and x.data_ptr() % 16 == 0
 
 
+def descriptor_memory(device):
+    """Give Triton, once, an allocator for the memory in which kernels build their TMA descriptors."""
+    if not _allocator:
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
+        _allocator.append(True)
+
+
 def _launch_tma(a, b, out, *, a_t, b_t, precision, bias=None, bias_kind=0, relu=False, config=None):
     """Run gemm_tma_kernel on checked operands a [M, K] and b [K, N] that `_tma_fits`, read
     as a.T with a_t and b.T with b_t, and out [M, N] with a unit column stride. config: a
     triton.Config to run instead of autotuning (studies)."""
-    if not _allocator:  # the kernel builds its TMA descriptors in memory that Triton asks for
-        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=out.device))
-        _allocator.append(True)
+    descriptor_memory(out.device)
     (M, K), N = a.shape, b.shape[1]
     args = (a, b, out, bias if bias is not None else out, M, N, K,
             a.stride(1 if a_t else 0), b.stride(1 if b_t else 0), out.stride(0))
