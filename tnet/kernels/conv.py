@@ -22,8 +22,9 @@ flattened through x's strides, so x may be NCHW too (a data batch as it comes).
 Groups (torch's weight [Cout, C/groups, kh, kw]) are a grid axis: each group is a GEMM of C/groups
 input channels to Cout/groups outputs, its operands offset once per program. With G = 1 and
 dilation 1 the group and dilation code compiles away (constexpr branches). Depthwise convolutions
-(groups == C) have their own kernels, in depthwise.py; 16-bit stride-1 convolutions of channels-last
-tensors run conv_tma's kernels, which load shifted boxes of the image through TMA descriptors."""
+(groups == C) have their own kernels, in depthwise.py; the forwards and input gradients of 16-bit
+stride-1 convolutions of channels-last tensors run conv_tma's, which load shifted boxes of the image
+through TMA descriptors, where conv_tma.suits."""
 import functools
 
 import torch
@@ -443,7 +444,7 @@ def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=F
     cout, kernel, stride, dilation, padding, out_hw = (
         kept(_CONV2D_PLANS, key, plan) if plain(stride, padding, dilation, groups) else plan())
     precision = pick_precision("conv2d", precision, x, w)
-    if conv_tma.suits(stride, dilation, groups, precision, x, w, k_channels=x.shape[1]):
+    if conv_tma.suits(stride, dilation, groups, precision, x, w):
         return conv_tma.conv(x, w, out_hw, cout, padding, False, bias=bias, relu=relu, precision=precision,
                              out_dtype=out_dtype or x.dtype)
     return _run_conv(x, w, w.stride(), cout // groups * w.stride(0), cout, out_hw, kernel, stride, padding, dilation,
@@ -490,7 +491,7 @@ def input_trusted(input_size, weight, grad_output, geometry, groups, precision=N
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
     stride, dilation, padding = geometry[:3]
     precision = pick_precision("conv2d_input", precision, grad_output, weight)
-    if conv_tma.suits(stride, dilation, groups, precision, grad_output, weight):
+    if conv_tma.suits(stride, dilation, groups, precision, grad_output, weight, transposed=True):
         return conv_tma.conv(grad_output, weight, (H, W), C, padding, True, precision=precision,
                              out_dtype=out_dtype or grad_output.dtype)
     if weight.dtype == torch.float32:
@@ -533,8 +534,6 @@ def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=
     coutg, wide = cout // groups, reads_vectors(c)
     x = input.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else input
     precision = pick_precision("conv2d_weight", precision, dy, x)
-    if parts is None and conv_tma.suits((SH, SW), (DH, DW), groups, precision, x, dy):
-        return conv_tma.weight_grad(x, dy, weight_size, (PH, PW), precision, channels_last)
     npix = N * OH * OW
     n_blocks = lambda n: KH * KW * cdiv(c, n) if wide else cdiv(c * KH * KW, n)
     m_blocks = lambda meta: groups * cdiv(coutg, meta["BLOCK_M"])
