@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit
+from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
 from .launch import cdiv, tile_config
 
@@ -154,7 +154,14 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=Fal
         bh = min(box_h, m // bw)
         return min(meta["NUM_SMS"], cdiv(N, m // (bw * bh)) * cdiv(HO, bh) * cdiv(WO, bw) *
                    cdiv(out_channels, meta["BLOCK_N"])),
-    conv_tma_kernel[grid](a, w, y, y if bias is None else bias, N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW,
-                          64 if transposed else _k_max(CA), TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
-                          PRECISION=precision, INTERPRET=INTERPRET, BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4)
+    # the key: all the arguments but the tensors (dense channels-last: their shapes decide them)
+    key = (a.shape, w.shape, out_hw, padding, transposed, bias is None, relu, precision)
+    launch_kept(_BOUND, key, conv_tma_kernel, grid,
+                (a, w, y, y if bias is None else bias, N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW,
+                 64 if transposed else _k_max(CA)),
+                dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
+                     BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4))
     return y
+
+
+_BOUND = {}  # conv_tma_kernel's Bound launches (autotune.launch_kept) by conv's key
