@@ -24,6 +24,7 @@ DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16} 
 TOL = {"tf32": 2e-3, "bf16": 2e-2, "fp16": 2e-2}  # bounds on ||out - ref|| / ||ref|| against float64
 PASSES = ("forward", "dgrad", "wgrad")
 IMPLS = ("tnet", "cudnn")
+GATHERED = "gathered"  # --gathered: tnet's gathering kernels where its TMA kernels would run (their A/B)
 MAX_SETS = 16  # input sets cycled through per timing: enough for ROTATE_BYTES at the smallest layer
 
 Layer = collections.namedtuple("Layer", "layer net cin cout size kernel padding bias unused stride groups batch",
@@ -62,6 +63,7 @@ CONVS_COLUMNS = [
     ("ratio", ">5", lambda r: fmt(r["ratio"], ".2f")),
     ("tnet err", ">8", lambda r: fmt(r["err"], ".1e")),
 ]
+GATHERED_COLUMN = ("gathered ms", ">11", lambda r: r[GATHERED])
 
 
 def shape(layer):
@@ -95,6 +97,9 @@ def add_arguments(parser):
                         default=[layer.layer for layer in LAYERS],
                         help=f"comma-separated layers, or a net for all of its layers (default: all): "
                              f"{', '.join(f'{layer.layer} ({layer.net} {shape(layer)})' for layer in LAYERS)}")
+    parser.add_argument("--gathered", action="store_true",
+                        help="also time tnet's gathering kernels (kernels/conv.py) where its TMA kernels "
+                             "(kernels/conv_tma.py) run, in a column of their own: the A/B of the two")
 
 
 def input_sets(layer, batch, dtype):
@@ -125,15 +130,24 @@ def reference(layer, x, w, bias, dy):
     return {"forward": F.conv2d(x, w, bias, stride, pad, 1, layer.groups), "dgrad": dx, "wgrad": dw}
 
 
-def tnet_passes(layer, precision):
+def tnet_passes(layer, precision, tma=True):
     """pass: fn(x, w, bias, dy) through tnet's convolution launchers (depthwise.py's for a
-    depthwise layer, as F.conv2d picks them)."""
-    from tnet.kernels import conv, depthwise
+    depthwise layer, as F.conv2d picks them); tma=False: with conv_tma's kernels switched off."""
+    from tnet.kernels import conv, conv_tma, depthwise
     kernels = depthwise if depthwise.is_depthwise(layer.cin, layer.groups) else conv
     args = (layer.stride, layer.stride), (layer.padding, layer.padding), 1, layer.groups
-    return {"forward": lambda x, w, b, dy: kernels.conv2d(x, w, *args, bias=b, precision=precision),
-            "dgrad": lambda x, w, b, dy: kernels.conv2d_input(x.shape, w, dy, *args, precision=precision),
-            "wgrad": lambda x, w, b, dy: kernels.conv2d_weight(x, w.shape, dy, *args, precision=precision)}
+
+    def switched(fn):
+        def call(*a):
+            saved, conv_tma.ENABLED = conv_tma.ENABLED, conv_tma.ENABLED and tma
+            try:
+                return fn(*a)
+            finally:
+                conv_tma.ENABLED = saved
+        return call
+    return {"forward": switched(lambda x, w, b, dy: kernels.conv2d(x, w, *args, bias=b, precision=precision)),
+            "dgrad": switched(lambda x, w, b, dy: kernels.conv2d_input(x.shape, w, dy, *args, precision=precision)),
+            "wgrad": switched(lambda x, w, b, dy: kernels.conv2d_weight(x, w.shape, dy, *args, precision=precision))}
 
 
 def cudnn_passes(layer):
@@ -161,35 +175,39 @@ def layer_batch(layer, batch):
     return batch or layer.batch or BATCH
 
 
-def measure(layer, precision, batch, bench):
-    """Each pass, tnet then cuDNN: checked against float64 on the first input set, then timed
-    cycling through the sets. Returns the layer's row."""
+def measure(layer, precision, batch, bench, impls=IMPLS):
+    """Each pass, tnet then cuDNN (and tnet's gathering kernels, GATHERED in impls): checked
+    against float64 on the first input set, then timed cycling through the sets. Returns the
+    layer's row."""
     batch = layer_batch(layer, batch)
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     sets = {"tnet": input_sets(layer, batch, DTYPES[precision])}
     # cuDNN takes a bias in the input's dtype: cast here, not in the timed call
     sets["cudnn"] = [(x, w, b if b is None else b.to(x.dtype), dy) for x, w, b, dy in sets["tnet"]]
+    sets[GATHERED] = sets["tnet"]
     ref = reference(layer, *sets["tnet"][0])
     passes = {"tnet": tnet_passes(layer, precision), "cudnn": cudnn_passes(layer)}
+    if GATHERED in impls:
+        passes[GATHERED] = tnet_passes(layer, precision, tma=False)
     results = {}
     for p in PASSES:
-        for impl in IMPLS:
+        for impl in impls:
             fn, impl_sets = passes[impl][p], sets[impl]
             results[p, impl] = check_then_time(lambda: checked(fn, impl_sets[0], ref[p], TOL[precision]),
                                                lambda: gpu_time(fn, impl_sets, bench))
-    return layer_row(layer, precision, batch, len(sets["tnet"]), results)
+    return layer_row(layer, precision, batch, len(sets["tnet"]), results, impls)
 
 
-def layer_row(layer, precision, batch, n_sets, results):
+def layer_row(layer, precision, batch, n_sets, results, impls=IMPLS):
     """results: (pass, impl) -> check_then_time's fields. The JSON row: the layer, then per pass
-    <pass>_<impl>_{status,err,ms[,error]} and <pass>_ratio; tnet_ms and cudnn_ms sum the three
-    passes (None unless all three were timed) and ratio = tnet_ms / cudnn_ms."""
+    <pass>_<impl>_{status,err,ms[,error]} and <pass>_ratio; <impl>_ms sums the three passes (None
+    unless all three were timed) and ratio = tnet_ms / cudnn_ms."""
     row = {**layer._asdict(), "shape": shape(layer), "precision": precision, "batch": batch, "input_sets": n_sets}
     for p in PASSES:
-        for impl in IMPLS:
+        for impl in impls:
             row.update({f"{p}_{impl}_{key}": value for key, value in results[p, impl].items()})
         row[f"{p}_ratio"] = ratio(row[f"{p}_tnet_ms"], row[f"{p}_cudnn_ms"])
-    for impl in IMPLS:
+    for impl in impls:
         times = [row[f"{p}_{impl}_ms"] for p in PASSES]
         row[f"{impl}_ms"] = None if None in times else sum(times)
     row["ratio"] = ratio(row["tnet_ms"], row["cudnn_ms"])
@@ -197,15 +215,17 @@ def layer_row(layer, precision, batch, n_sets, results):
 
 
 def table_lines(row):
-    """The table's lines for one row: a line per pass, then the total."""
+    """The table's lines for one row: a line per pass, then the total (GATHERED's column where the
+    row has it)."""
     def cell(p, impl):
-        status, ms = row[f"{p}_{impl}_status"], row[f"{p}_{impl}_ms"]
+        status, ms = row.get(f"{p}_{impl}_status"), row.get(f"{p}_{impl}_ms")
         return fmt(ms, ".3f") if status == "ok" else status
     head = {key: row[key] for key in ("layer", "shape", "precision")}
     lines = [{**head, "pass": p + (" (unused)" if p in row["unused"] else ""), "tnet": cell(p, "tnet"),
-              "cudnn": cell(p, "cudnn"), "ratio": row[f"{p}_ratio"], "err": row[f"{p}_tnet_err"]} for p in PASSES]
+              "cudnn": cell(p, "cudnn"), GATHERED: cell(p, GATHERED), "ratio": row[f"{p}_ratio"],
+              "err": row[f"{p}_tnet_err"]} for p in PASSES]
     return lines + [{**head, "pass": "total", "tnet": fmt(row["tnet_ms"], ".3f"), "cudnn": fmt(row["cudnn_ms"], ".3f"),
-                     "ratio": row["ratio"], "err": None}]
+                     GATHERED: fmt(row.get(f"{GATHERED}_ms"), ".3f"), "ratio": row["ratio"], "err": None}]
 
 
 def run(args):
@@ -217,19 +237,21 @@ def run(args):
     bench = QUICK_BENCH if args.quick else BENCH
     path = os.path.join(args.out, "convs.json")
     settings = dict(batch=args.batch, precisions=precisions, tolerance=TOL, rotate_bytes=ROTATE_BYTES, do_bench=bench)
+    impls = (*IMPLS, GATHERED) if args.gathered else IMPLS
+    columns = CONVS_COLUMNS + [GATHERED_COLUMN] if args.gathered else CONVS_COLUMNS
     if args.jobs > 0 and DEVICE == "cuda":
-        warm(layers, precisions, args.batch, args.jobs)
+        warm(layers, precisions, args.batch, args.jobs, args.gathered)
     saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.benchmark = True  # the check's call picks cuDNN's fastest algorithm
     torch.manual_seed(0)
     rows = []
-    print_header(CONVS_COLUMNS)
+    print_header(columns)
     try:
         for layer in layers:
             for precision in precisions:
-                rows.append(measure(layer, precision, args.batch, bench))
+                rows.append(measure(layer, precision, args.batch, bench, impls))
                 for line in table_lines(rows[-1]):
-                    print_row(line, CONVS_COLUMNS)
+                    print_row(line, columns)
                 if DEVICE == "cuda":
                     torch.cuda.empty_cache()
             write_json(path, "convs", rows, complete=False, **settings)
@@ -237,7 +259,7 @@ def run(args):
         torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved
     for row in rows:
         for p in PASSES:
-            for impl in IMPLS:
+            for impl in impls:
                 if f"{p}_{impl}_error" in row:
                     print(f"{row['layer']} {row['precision']} {p} {impl}: {row[f'{p}_{impl}_error']}")
     if any(row["unused"] for row in rows):
@@ -255,25 +277,27 @@ def run(args):
     return rows
 
 
-def warm(layers, precisions, batch, jobs):
+def warm(layers, precisions, batch, jobs, gathered=False):
     """compile_in_processes: `jobs` processes (warm_one), each compiling its share of every
-    kernel's configs for all the layers and precisions."""
+    kernel's configs for all the layers and precisions (gathered: with conv_tma's kernels off too)."""
     names, precs = ",".join(layer.layer for layer in layers), ",".join(precisions)
-    return compile_in_processes([(f"share {i}", "convs", (names, precs, batch or 0), (i, jobs)) for i in range(jobs)],
+    argv = (names, precs, batch or 0) + ((GATHERED,) if gathered else ())
+    return compile_in_processes([(f"share {i}", "convs", argv, (i, jobs)) for i in range(jobs)],
                                 jobs, "compiling tnet's convolution kernels")
 
 
-def warm_one(names, precisions, batch):
+def warm_one(names, precisions, batch, gathered=False):
     """Run tnet's three passes once for each layer named and precision (under TNET_AUTOTUNE=compile:I/N,
-    in its own process): their kernels compiled into Triton's cache."""
+    in its own process; gathered: also with conv_tma's kernels off): their kernels compiled into Triton's cache."""
     for layer in [layer for layer in LAYERS if layer.layer in names]:
         for precision in precisions:
             x, w, b, dy = input_sets(layer, layer_batch(layer, batch), DTYPES[precision])[0]
-            for fn in tnet_passes(layer, precision).values():
-                fn(x, w, b, dy)
+            for tma in (True, False) if gathered else (True,):
+                for fn in tnet_passes(layer, precision, tma).values():
+                    fn(x, w, b, dy)
     if DEVICE == "cuda":
         torch.cuda.synchronize()
 
 
-if __name__ == "__main__":  # warm()'s processes: python -m benchmarks.convs LAYERS PRECISIONS BATCH (0: each layer's)
-    warm_one(sys.argv[1].split(","), sys.argv[2].split(","), int(sys.argv[3]))
+if __name__ == "__main__":  # warm()'s processes: python -m benchmarks.convs LAYERS PRECISIONS BATCH [gathered]
+    warm_one(sys.argv[1].split(","), sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4:] == [GATHERED])

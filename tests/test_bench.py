@@ -512,10 +512,14 @@ def test_convs_warm_one_runs_each_pass_of_each_layer(monkeypatch):
     each precision, at the layer's batch unless one is given (here 1, on the CPU)."""
     monkeypatch.setattr(convs, "DEVICE", "cpu")
     ran = []
-    monkeypatch.setattr(convs, "tnet_passes", lambda layer, precision: {
-        p: (lambda x, w, b, dy, p=p: ran.append((layer.layer, precision, p, x.shape[0]))) for p in convs.PASSES})
+    monkeypatch.setattr(convs, "tnet_passes", lambda layer, precision, tma=True: {
+        p: (lambda x, w, b, dy, p=p: ran.append((layer.layer, precision, p, x.shape[0], tma))) for p in convs.PASSES})
     convs.warm_one(["r18s4sc", "g3c2"], ["bf16", "fp16"], 1)
-    assert ran == [(name, prec, p, 1) for name in ("g3c2", "r18s4sc") for prec in ("bf16", "fp16") for p in convs.PASSES]
+    assert ran == [(name, prec, p, 1, True) for name in ("g3c2", "r18s4sc") for prec in ("bf16", "fp16")
+                   for p in convs.PASSES]
+    ran.clear()
+    convs.warm_one(["g3c2"], ["bf16"], 1, gathered=True)  # the gathering kernels too
+    assert ran == [("g3c2", "bf16", p, 1, tma) for tma in (True, False) for p in convs.PASSES]
 
 
 def test_convs_options():
@@ -588,6 +592,25 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
     assert sum(line[6] == "total" for line in lines if len(line) > 6) == 6
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "convs.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_convs_gathered_times_tnets_gathering_kernels_beside(tmp_path, monkeypatch, capsys):
+    """--gathered: a third impl, tnet's passes with conv_tma's kernels off (each call only), checked and
+    timed beside; its column in the table, its fields in the JSON rows."""
+    from tnet.kernels import conv_tma
+    monkeypatch.setattr(convs, "DEVICE", "cpu")
+    seen = []
+    suits = conv_tma.suits
+    monkeypatch.setattr(conv_tma, "suits", lambda *a, **k: seen.append(conv_tma.ENABLED) or suits(*a, **k))
+    monkeypatch.setattr(convs, "gpu_time", lambda fn, inputs, bench: 1.0)
+    args = cli.build_parser().parse_args(["convs", "--quick", "--batch", "1", "--layers", "g3c2", "--precisions",
+                                            "fp16", "--gathered", "--out", str(tmp_path)])
+    assert args.gathered
+    (row,) = convs.run(args)
+    assert all(row[f"{p}_gathered_status"] == "ok" for p in convs.PASSES) and row["gathered_ms"] == 3.0
+    assert set(seen) == {True, False} and conv_tma.ENABLED  # off in the gathered calls alone
+    out = capsys.readouterr().out
+    assert "gathered ms" in out.splitlines()[0]
 
 
 # -----------------------------------------------------------------------------
