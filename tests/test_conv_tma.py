@@ -1,6 +1,6 @@
-"""The TMA convolutions (kernels/conv_tma.py) against torch in float64: forward (bias, ReLU) and input
-gradient at bf16 and fp16, boxes of one image's rows and of several whole images, channel counts of
-each K step, every tile config; and conv.py routing to them where they suit."""
+"""The TMA convolutions (kernels/conv_tma.py) against torch in float64: forward (bias, ReLU), input
+and weight gradients at bf16 and fp16, boxes of one image's rows and of several whole images, channel
+counts of each K step, every tile config; and conv.py routing to them where they suit."""
 import pytest
 import torch
 import torch.nn.functional as tF
@@ -51,28 +51,73 @@ def test_conv_tma(shape, cout, kernel, padding, dtype, any_width):
     check_tma(shape, cout, kernel, padding, dtype)
 
 
-@pytest.mark.parametrize("i", config_indices([conv_tma.conv_tma_kernel]))
+WEIGHT_SHAPES = [  # x shape, Cout, kernel, padding: outputs of powers of 2 rows and columns
+    ((2, 64, 8, 8), 64, (3, 3), (1, 1)),  # runs of whole rows (64 pixels: the interpreter's run)
+    ((3, 64, 4, 4), 128, (3, 3), (1, 1)),  # runs of whole images, the last run past the batch
+    ((2, 72, 8, 5), 64, (3, 2), (1, 0)),  # a rectangular kernel, 8x4 outputs; C past the N block
+    ((1, 64, 2, 2), 80, (1, 1), (0, 0)),  # 1x1, a run longer than the batch's pixels
+]
+
+
+def check_weight(shape, cout, kernel, padding, dtype):
+    """conv_tma.weight_grad against float64 at fp32's tolerance: the products of 16-bit values are exact
+    in fp32, so only the sums' order differs."""
+    precision = "bf16" if dtype == torch.bfloat16 else "fp16"
+    x = cl_randn(*shape).to(dtype)
+    w = (randn(cout, shape[1], *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
+    xd, wd = f64(x), f64(w).requires_grad_(True)
+    ref = tF.conv2d(xd, wd, None, 1, padding)
+    g = cl_randn(*ref.shape).to(dtype)
+    ref.backward(f64(g))
+    assert conv_tma.suits_weight((1, 1), (1, 1), 1, precision, x, g)
+    dw = conv_tma.weight_grad(x, g, w.shape, padding, precision)
+    assert dw.dtype == torch.float32 and dw.is_contiguous(memory_format=CL)
+    assert_close(dw, wd.grad, 1e-4, f"weight gradient {precision} x {shape} w {tuple(w.shape)} padding {padding}")
+    assert conv_tma.weight_grad(x, g, w.shape, padding, precision, channels_last=False).is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,cout,kernel,padding", WEIGHT_SHAPES)
+def test_conv_tma_weight(shape, cout, kernel, padding, dtype):
+    check_weight(shape, cout, kernel, padding, dtype)
+
+
+def test_conv_tma_weight_suits_powers_of_2_and_wide_channels():
+    x, g = (cl_randn(2, 64, 8, 8).to(torch.bfloat16) for _ in range(2))
+    assert conv_tma.suits_weight((1, 1), (1, 1), 1, "bf16", x, g)
+    assert not conv_tma.suits_weight((1, 1), (1, 1), 1, "bf16", x, cl_randn(2, 64, 7, 7).to(torch.bfloat16))
+    assert not conv_tma.suits_weight((1, 1), (1, 1), 1, "bf16", x[:, :32], g[:, :32].contiguous(memory_format=CL))
+    assert not conv_tma.suits_weight((2, 2), (1, 1), 1, "bf16", x, g)
+    assert not conv_tma.suits_weight((1, 1), (1, 1), 1, "tf32", x.float(), g.float())
+
+
+@pytest.mark.parametrize("i", config_indices([conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel]))
 def test_conv_tma_every_config(i, monkeypatch, any_width):
     """Each tile config (on the GPU; the interpreter runs its one): a box of rows and of whole images."""
-    only_ith_config(monkeypatch, [conv_tma.conv_tma_kernel], i)
+    only_ith_config(monkeypatch, [conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel], i)
     for dtype in (torch.bfloat16, torch.float16):
         check_tma((2, 64, 9, 10), 64, (3, 3), (1, 1), dtype)
         check_tma((5, 128, 4, 4), 256, (3, 3), (1, 1), dtype)
+        check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
+        check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
 
 
 def test_conv_routes_to_tma_where_it_suits(monkeypatch):
-    """conv.py's forward and input gradient run the TMA kernel for 16-bit stride-1 convolutions of
-    channels-last tensors with enough outputs, the gathering kernels for the rest (stride 2, fp32,
-    groups, few outputs) and for every weight gradient, each against float64."""
+    """conv.py's passes run the TMA kernels for 16-bit stride-1 convolutions of channels-last tensors
+    with enough channels (the weight gradient: of 8x8 images here), the gathering kernels for the rest
+    (stride 2, fp32, groups, few outputs), each against float64."""
     calls = []
-    real = conv_tma.conv
+    real, real_weight = conv_tma.conv, conv_tma.weight_grad
     monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
+    monkeypatch.setattr(conv_tma, "weight_grad", lambda *a, **k: calls.append("w") or real_weight(*a, **k))
     monkeypatch.setattr(conv_tma, "MIN_OUT_CHANNELS", 32)
-    x = cl_randn(2, 32, 6, 6).to(torch.bfloat16)
+    monkeypatch.setattr(conv_tma, "MIN_WEIGHT_CHANNELS", 16)
+    x = cl_randn(2, 32, 8, 8).to(torch.bfloat16)
     w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
-    for stride, dtype, groups, cout, expect in [(1, torch.bfloat16, 1, 32, [False, True]), (2, torch.bfloat16, 1, 32, []),
-                                                (1, torch.float32, 1, 32, []), (1, torch.bfloat16, 2, 32, []),
-                                                (1, torch.bfloat16, 1, 16, [True])]:  # dx: 32 outputs
+    for stride, dtype, groups, cout, expect in [(1, torch.bfloat16, 1, 32, [False, True, "w"]),
+                                                (2, torch.bfloat16, 1, 32, []), (1, torch.float32, 1, 32, []),
+                                                (1, torch.bfloat16, 2, 32, []),
+                                                (1, torch.bfloat16, 1, 16, [True, "w"])]:  # dx: 32 outputs
         calls.clear()
         xs, ws = x.to(dtype), w[:cout, :32 // groups].to(dtype).contiguous(memory_format=CL)
         xd, wd = f64(xs).requires_grad_(True), f64(ws).requires_grad_(True)

@@ -22,9 +22,9 @@ flattened through x's strides, so x may be NCHW too (a data batch as it comes).
 Groups (torch's weight [Cout, C/groups, kh, kw]) are a grid axis: each group is a GEMM of C/groups
 input channels to Cout/groups outputs, its operands offset once per program. With G = 1 and
 dilation 1 the group and dilation code compiles away (constexpr branches). Depthwise convolutions
-(groups == C) have their own kernels, in depthwise.py; the forwards and input gradients of 16-bit
-stride-1 convolutions of channels-last tensors run conv_tma's, which load shifted boxes of the image
-through TMA descriptors, where conv_tma.suits."""
+(groups == C) have their own kernels, in depthwise.py; 16-bit stride-1 convolutions of channels-last
+tensors run conv_tma's, which load shifted boxes of the image through TMA descriptors, where
+conv_tma.suits (the forward, the input gradient) and conv_tma.suits_weight say."""
 import functools
 
 import torch
@@ -534,6 +534,8 @@ def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=
     coutg, wide = cout // groups, reads_vectors(c)
     x = input.contiguous(memory_format=torch.channels_last) if reads_vectors(C) else input
     precision = pick_precision("conv2d_weight", precision, dy, x)
+    if parts is None and conv_tma.suits_weight((SH, SW), (DH, DW), groups, precision, x, dy):
+        return conv_tma.weight_grad(x, dy, weight_size, (PH, PW), precision, channels_last)
     npix = N * OH * OW
     n_blocks = lambda n: KH * KW * cdiv(c, n) if wide else cdiv(c * KH * KW, n)
     m_blocks = lambda meta: groups * cdiv(coutg, meta["BLOCK_M"])

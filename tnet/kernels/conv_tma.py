@@ -1,5 +1,5 @@
 """Stride-1 convolutions through Hopper's tensor-memory accelerator (TMA), 16-bit operands: the
-forward and the input gradient.
+forward, the input gradient and (for images of powers of 2) the weight gradient.
 
 A 4-D tensor descriptor over a channels-last image [N, H, W, C] loads a box of BI images' BH x BW
 pixels by BLOCK_K channels at any coordinates, the rows and columns outside the image read as zeros:
@@ -15,11 +15,16 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
   the weight's [K step (Cout), BLOCK_N (C)] box at that tap (no flipped copy). A box's columns past C
   belong to the next tap; they land in output channels past C, which the store leaves out.
 
-`suits` says where it runs: stride and dilation 1, one group, bf16 or fp16 at 16-bit precision, dense
-channels-last tensors whose channel counts TMA can stride over, at least MIN_OUT_CHANNELS outputs, on a
-GPU with TMA (or in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run, and
-they run every weight gradient: a TMA one, its pixels the K of the GEMM, ran slower on the H100 (the
-boxes' pixels past 15x15 or 7x7 images are waste; docs/results.md)."""
+- The weight gradient, dw[o, tap, c] = sum over output pixels of dy[p, o] x[p shifted by tap, c]: K
+  over runs of pixels, for outputs of powers of 2 rows and columns (ResNet's 32x32 to 4x4), where a
+  run of whole rows or whole images is both a 2-D box of dy's memory (wgmma's A, transposed in shared
+  memory) and a 4-D box of x shifted by the tap. A 4-D box of dy as A went through registers; boxes
+  over 15x15 or 7x7 images waste their pixels past the image: both ran slower than the gathering kernel
+  on the H100 (docs/results.md).
+
+`suits` and `suits_weight` say where they run: stride and dilation 1, one group, bf16 or fp16 at
+16-bit precision, dense channels-last tensors whose channel counts TMA can stride over, enough channels,
+on a GPU with TMA (or in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run."""
 import functools
 import os
 
@@ -30,11 +35,13 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
-from .launch import cdiv, tile_config
+from .launch import cdiv, kept, tile_config
+from .reduce import sum_except
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
+MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,6 +60,9 @@ def _tile(t, HO: tl.constexpr, WO: tl.constexpr, BI: tl.constexpr, BH: tl.conste
 # The forward's 128x256 tile gave wrong sums on the H100 (a 64-channel output; not investigated).
 _FWD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(128, 64, 64, 4, 4), tile_config(64, 64, 64, 4, 4),
                 tile_config(64, 128, 64, 4, 4), tile_config(128, 128, 64, 4, 4)]
+# the weight gradient's: BLOCK_M over output channels, BLOCK_N over input channels, BLOCK_K over pixels
+_WGRAD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(64, 64, 128, 4, 4), tile_config(128, 64, 128, 8, 3),
+                  tile_config(64, 128, 128, 4, 4), tile_config(128, 128, 128, 8, 3), tile_config(64, 64, 64, 4, 4)]
 
 
 @autotune(_FWD_CONFIGS, key=["N", "H", "W", "CA", "HO", "WO", "CO", "KH", "KW", "PH", "PW", "TRANSPOSED", "BIAS",
@@ -111,6 +121,45 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
         y_desc.store([n0, h0, w0, o0], out.to(y_ptr.dtype.element_ty).reshape(BI, BH, BW, BLOCK_N))
 
 
+@autotune(_WGRAD_CONFIGS, key=["N", "H", "W", "C", "OH", "OW", "COUT", "KH", "KW", "PH", "PW", "PRECISION"],
+          interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
+@jit
+def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr,
+                          OH: tl.constexpr, OW: tl.constexpr, COUT: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+                          PH: tl.constexpr, PW: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """dw[part, o, i, j, c] = sum over the pixels of part of dy[n, oh, ow, o] * x[n, oh - PH + i, ow - PW + j, c]
+    for x [N, H, W, C] and dy [N, OH, OW, COUT] in NHWC memory, OH and OW powers of 2, OW at most
+    BLOCK_K; dw's parts stride_part apart, each [COUT, KH, KW, C]. The K loop walks runs of BLOCK_K
+    pixels: whole rows of one image, or whole images, so that dy's run is a 2-D box of its [pixels,
+    COUT] memory (wgmma's A operand, transposed in shared memory) and x's the 4-D box over the same
+    pixels, shifted by the tap (the B operand; read as zeros outside the image and past the batch).
+    Grid: (taps x C blocks, COUT blocks, parts): part s takes the s-th run of cdiv(runs, parts)."""
+    BH: tl.constexpr = OH if OH < BLOCK_K // OW else BLOCK_K // OW
+    BI: tl.constexpr = BLOCK_K // (OW * BH)
+    x_desc = tl.make_tensor_descriptor(x_ptr, [N, H, W, C], [H * W * C, W * C, C, 1], [BI, BH, OW, BLOCK_N])
+    dy_desc = tl.make_tensor_descriptor(dy_ptr, [N * OH * OW, COUT], [COUT, 1], [BLOCK_K, BLOCK_M])
+    C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
+    tap = tl.program_id(0) // C_BLOCKS
+    i = tap // KW
+    j = tap % KW
+    c0 = tl.program_id(0) % C_BLOCKS * BLOCK_N
+    o0 = tl.program_id(1) * BLOCK_M
+    runs = tl.cdiv(N * OH * OW, BLOCK_K)
+    per = tl.cdiv(runs, tl.num_programs(2))
+    first = tl.program_id(2) * per
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for t in range(first, tl.minimum(first + per, runs)):
+        p0 = t * BLOCK_K
+        g = dy_desc.load([p0, o0])
+        x = x_desc.load([p0 // (OH * OW), p0 // OW % OH - PH + i, j - PW, c0]).reshape(BLOCK_K, BLOCK_N)
+        acc = mma(g.T, x, acc, PRECISION, INTERPRET)
+    offs_m = o0 + tl.arange(0, BLOCK_M)
+    offs_c = c0 + tl.arange(0, BLOCK_N)
+    dw = dw_ptr + tl.program_id(2).to(tl.int64) * stride_part + offs_m[:, None] * (KH * KW * C) + tap * C
+    tl.store(dw + offs_c[None, :], acc, mask=(offs_m < COUT)[:, None] & (offs_c < C)[None, :])
+
+
 def suits(stride, dilation, groups, precision, x, w, transposed=False):
     """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy) of a
     convolution of x by w: stride and dilation 1, one group, 16-bit products, x and w non-empty, of
@@ -128,6 +177,22 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False):
         t.dtype == x.dtype and t.numel() > 0 and t.data_ptr() % 16 == 0 and
         t.is_contiguous(memory_format=torch.channels_last) for t in (x, w))
 
+
+def suits_weight(stride, dilation, groups, precision, x, dy):
+    """Whether conv_tma_wgrad_kernel runs the weight gradient of a convolution of x with output
+    gradient dy: stride and dilation 1, one group, 16-bit products, x and dy non-empty, of one 16-bit
+    dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
+    least MIN_WEIGHT_CHANNELS channels each, an output of powers of 2 rows and columns (at most 64),
+    on a GPU with TMA or in the interpreter."""
+    oh, ow = dy.shape[2:]
+    if not (ENABLED and groups == 1 and stride == (1, 1) and dilation == (1, 1) and precision in ("bf16", "fp16")
+            and x.dtype in (torch.bfloat16, torch.float16) and min(x.shape[1], dy.shape[1]) >= MIN_WEIGHT_CHANNELS
+            and ow <= 64 and oh & (oh - 1) == 0 and ow & (ow - 1) == 0):
+        return False
+    if not (INTERPRET or (x.is_cuda and _has_tma(x.device.index or 0))):
+        return False
+    return all(t.dtype == x.dtype and t.numel() > 0 and t.shape[1] % 8 == 0 and t.data_ptr() % 16 == 0 and
+               t.is_contiguous(memory_format=torch.channels_last) for t in (x, dy))
 
 def _pow2(n):
     return triton.next_power_of_2(n)
@@ -165,3 +230,34 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=Fal
 
 
 _BOUND = {}  # conv_tma_kernel's Bound launches (autotune.launch_kept) by conv's key
+
+
+def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
+    """dw (weight_size [Cout, C, kh, kw], fp32) of the stride-1 convolution of x [N, C, H, W] with output
+    gradient dy [N, Cout, OH, OW] (suits_weight); padding: before the image. The pixels split into
+    parts (each at least four runs) that fill the SMs' program slots about twice, summed after in a
+    fixed order."""
+    descriptor_memory(x.device)
+    N, C, H, W = x.shape
+    cout, _, KH, KW = weight_size
+    OH, OW = dy.shape[2:]
+    dw = torch.empty(tuple(weight_size), device=x.device, dtype=torch.float32, memory_format=torch.channels_last)
+
+    def parts_of(meta):
+        blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
+        return max(1, min(cdiv(2 * max(SMS, 1), blocks), N * OH * OW // (4 * meta["BLOCK_K"])))
+    most = kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW), lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS))
+    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
+    launched = []
+
+    def grid(meta):
+        launched.append(parts_of(meta))
+        return KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), launched[-1]
+    conv_tma_wgrad_kernel[grid](x, dy, out, N, dw.numel(), H, W, C, OH, OW, cout, KH, KW, *padding,
+                                PRECISION=precision, INTERPRET=INTERPRET)
+    if most > 1:  # out holds [parts, Cout, kh, kw, C]: dw's channels-last memory
+        sum_except(out[:launched[-1]], 1, out=dw.permute(0, 2, 3, 1).view(-1))
+    return dw if channels_last else dw.contiguous()
+
+
+_MOST_PARTS = {}  # weight_grad's largest part count of any config, by shapes
