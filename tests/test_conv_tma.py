@@ -9,6 +9,9 @@ from tnet.kernels import conv, conv_tma
 from tnet.kernels.launch import is_channels_last
 from helpers import CL, TOL, assert_close, cl_randn, config_indices, f64, only_ith_config, randn
 
+# the outputs' rounding to 16 bits alone (about 2^-9 and 2^-12 relative), with room: TOL's 16-bit bounds let
+# through a GPU miscompile that gave 1.5e-2 (docs/results.md)
+ROUNDING = {"bf16": 4e-3, "fp16": 6e-4}
 SHAPES = [  # x shape, Cout, kernel, padding
     ((2, 16, 6, 7), 32, (3, 3), (1, 1)),  # a box of rows; K steps of 16; a partial row and column box
     ((3, 32, 3, 3), 16, (3, 3), (1, 1)),  # several whole images a box, the last box past the batch; K steps of 32
@@ -36,13 +39,13 @@ def check_tma(shape, cout, kernel, padding, dtype):
     y = conv_tma.conv(x, w, ref.shape[2:], cout, padding, False, bias=b, relu=True, precision=precision,
                       out_dtype=dtype)
     assert is_channels_last(y) and y.dtype == dtype
-    assert_close(y, torch.relu(ref), TOL[precision], f"forward {what}")
+    assert_close(y, torch.relu(ref), ROUNDING[precision], f"forward {what}")
     g = cl_randn(*ref.shape).to(dtype)
     ref.backward(f64(g))
     assert conv_tma.suits((1, 1), (1, 1), 1, precision, g, w, transposed=True) == (cout % 16 == 0)
     dx = conv_tma.conv(g, w, shape[2:], shape[1], padding, True, precision=precision, out_dtype=dtype)
     assert is_channels_last(dx) and dx.dtype == dtype
-    assert_close(dx, xd.grad, TOL[precision], f"input gradient {what}")
+    assert_close(dx, xd.grad, ROUNDING[precision], f"input gradient {what}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
