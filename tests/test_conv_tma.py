@@ -21,6 +21,12 @@ SHAPES = [  # x shape, Cout, kernel, padding
 ]
 
 
+@pytest.fixture(autouse=True)
+def weight_enabled(monkeypatch):
+    """The weight gradient's kernel, off by default until it has run on a GPU, on for these tests."""
+    monkeypatch.setattr(conv_tma, "WEIGHT_ENABLED", conv_tma.ENABLED)
+
+
 @pytest.fixture
 def any_width(monkeypatch):
     """The kernels at the tests' small channel counts, which the router leaves to conv.py's."""

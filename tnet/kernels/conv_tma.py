@@ -42,6 +42,9 @@ ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering 
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
 MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
+# The weight gradient's kernel has run in the interpreter and compiled for sm_90, not yet on a GPU: off
+# unless TNET_CONV_TMA_WEIGHT=1, until its GPU tests pass and it is timed against the gathering kernel
+WEIGHT_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_WEIGHT", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,9 +186,9 @@ def suits_weight(stride, dilation, groups, precision, x, dy):
     gradient dy: stride and dilation 1, one group, 16-bit products, x and dy non-empty, of one 16-bit
     dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
     least MIN_WEIGHT_CHANNELS channels each, an output of powers of 2 rows and columns (at most 64),
-    on a GPU with TMA or in the interpreter."""
+    on a GPU with TMA or in the interpreter; WEIGHT_ENABLED."""
     oh, ow = dy.shape[2:]
-    if not (ENABLED and groups == 1 and stride == (1, 1) and dilation == (1, 1) and precision in ("bf16", "fp16")
+    if not (WEIGHT_ENABLED and groups == 1 and stride == (1, 1) and dilation == (1, 1) and precision in ("bf16", "fp16")
             and x.dtype in (torch.bfloat16, torch.float16) and min(x.shape[1], dy.shape[1]) >= MIN_WEIGHT_CHANNELS
             and ow <= 64 and oh & (oh - 1) == 0 and ow & (ow - 1) == 0):
         return False
