@@ -169,16 +169,20 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False):
     one 16-bit dtype, dense channels-last (w: [Cout, kh, kw, C] memory) with their addresses and
     channel counts' bytes multiples of 16, the forward's input channels a multiple of 16 (K steps),
     at least MIN_OUT_CHANNELS outputs, on a GPU with TMA or in the interpreter."""
-    if not (ENABLED and groups == 1 and stride == (1, 1) and dilation == (1, 1) and precision in ("bf16", "fp16")):
+    # cheapest first: every convolution asks (the dtype settles fp32 ones)
+    if not (x.dtype in _16_BITS and ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
+            and dilation == (1, 1)):
         return False
-    if x.dtype not in (torch.bfloat16, torch.float16) or w.shape[0 if transposed else 1] % 16 or \
-            w.shape[1 if transposed else 0] < MIN_OUT_CHANNELS:
-        return False
-    if not (INTERPRET or (x.is_cuda and _has_tma(x.device.index or 0))):
-        return False
-    return w.shape[0] % 8 == 0 and w.shape[1] % 8 == 0 and all(
-        t.dtype == x.dtype and t.numel() > 0 and t.data_ptr() % 16 == 0 and
-        t.is_contiguous(memory_format=torch.channels_last) for t in (x, w))
+    cout, cin = w.shape[:2]
+    k, n = (cout, cin) if transposed else (cin, cout)
+    return (k % 16 == 0 and n >= MIN_OUT_CHANNELS and n % 8 == 0 and w.dtype is x.dtype and x.numel() > 0
+            and not (x.data_ptr() | w.data_ptr()) & 15 and x.is_contiguous(memory_format=torch.channels_last)
+            and w.is_contiguous(memory_format=torch.channels_last)
+            and (INTERPRET or (x.is_cuda and _has_tma(x.device.index or 0))))
+
+
+_16_BITS = (torch.bfloat16, torch.float16)
+_PRECISIONS = ("bf16", "fp16")
 
 
 def suits_weight(stride, dilation, groups, precision, x, dy):
