@@ -175,14 +175,7 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False):
         return False
     cout, cin = w.shape[:2]
     k, n = (cout, cin) if transposed else (cin, cout)
-    return (k % 16 == 0 and n >= MIN_OUT_CHANNELS and n % 8 == 0 and w.dtype is x.dtype and x.numel() > 0
-            and not (x.data_ptr() | w.data_ptr()) & 15 and x.is_contiguous(memory_format=torch.channels_last)
-            and w.is_contiguous(memory_format=torch.channels_last)
-            and (INTERPRET or (x.is_cuda and _has_tma(x.device.index or 0))))
-
-
-_16_BITS = (torch.bfloat16, torch.float16)
-_PRECISIONS = ("bf16", "fp16")
+    return k % 16 == 0 and n >= MIN_OUT_CHANNELS and n % 8 == 0 and _addressable(x, w)
 
 
 def suits_weight(stride, dilation, groups, precision, x, dy):
@@ -191,15 +184,25 @@ def suits_weight(stride, dilation, groups, precision, x, dy):
     dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
     least MIN_WEIGHT_CHANNELS channels each, an output of powers of 2 rows and columns (at most 64),
     on a GPU with TMA or in the interpreter; WEIGHT_ENABLED."""
-    oh, ow = dy.shape[2:]
-    if not (WEIGHT_ENABLED and groups == 1 and stride == (1, 1) and dilation == (1, 1) and precision in ("bf16", "fp16")
-            and x.dtype in (torch.bfloat16, torch.float16) and min(x.shape[1], dy.shape[1]) >= MIN_WEIGHT_CHANNELS
-            and ow <= 64 and oh & (oh - 1) == 0 and ow & (ow - 1) == 0):
+    if not (x.dtype in _16_BITS and WEIGHT_ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
+            and dilation == (1, 1)):
         return False
-    if not (INTERPRET or (x.is_cuda and _has_tma(x.device.index or 0))):
-        return False
-    return all(t.dtype == x.dtype and t.numel() > 0 and t.shape[1] % 8 == 0 and t.data_ptr() % 16 == 0 and
-               t.is_contiguous(memory_format=torch.channels_last) for t in (x, dy))
+    c, cout, (oh, ow) = x.shape[1], dy.shape[1], dy.shape[2:]
+    return (min(c, cout) >= MIN_WEIGHT_CHANNELS and c % 8 == 0 and cout % 8 == 0 and ow <= 64
+            and oh & (oh - 1) == 0 and ow & (ow - 1) == 0 and _addressable(x, dy))
+
+
+def _addressable(a, b):
+    """Whether TMA descriptors can address a and b on this device: one dtype, a non-empty, their
+    addresses multiples of 16 bytes, dense channels-last memory (a weight's: [Cout, kh, kw, C])."""
+    return (b.dtype is a.dtype and a.numel() > 0 and not (a.data_ptr() | b.data_ptr()) & 15
+            and a.is_contiguous(memory_format=torch.channels_last) and b.is_contiguous(memory_format=torch.channels_last)
+            and (INTERPRET or (a.is_cuda and _has_tma(a.device.index or 0))))
+
+
+_16_BITS = (torch.bfloat16, torch.float16)
+_PRECISIONS = ("bf16", "fp16")
+
 
 def _pow2(n):
     return triton.next_power_of_2(n)
