@@ -7,11 +7,8 @@ import torch.nn.functional as tF
 
 from tnet.kernels import conv, conv_tma
 from tnet.kernels.launch import is_channels_last
-from helpers import CL, DEV, TOL, assert_close, cl_randn, config_indices, f64, only_ith_config, randn
+from helpers import CL, DEV, ROUNDING, TOL, assert_close, cl_randn, config_indices, f64, only_ith_config, randn
 
-# the outputs' rounding to 16 bits alone (about 2^-9 and 2^-12 relative), with room: TOL's 16-bit bounds let
-# through a GPU miscompile that gave 1.5e-2 (docs/results.md)
-ROUNDING = {"bf16": 4e-3, "fp16": 6e-4}
 SHAPES = [  # x shape, Cout, kernel, padding
     ((2, 16, 6, 7), 32, (3, 3), (1, 1)),  # a box of rows; K steps of 16; a partial row and column box
     ((3, 32, 3, 3), 16, (3, 3), (1, 1)),  # several whole images a box, the last box past the batch; K steps of 32
