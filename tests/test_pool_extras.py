@@ -290,3 +290,42 @@ def test_register_parametrization_as_torch(rng, ieee):
             nn_.utils.parametrize.remove_parametrizations(m, "weight", leave_parametrized=leave)
         assert type(t) is nn.Linear and [n for n, _ in t.named_parameters()] == ["bias", "weight"]
         assert_close(t.weight, r.weight, TOL["ieee"], f"weight after remove_parametrizations({leave})")
+
+
+@pytest.mark.parametrize("dims,shape,kernel,out", [(2, (2, 3, 9, 7), (2, 3), (4, 3)), (2, (3, 8, 8), 3, (5, 5)),
+                                                   (3, (1, 2, 5, 6, 7), 2, (3, 4, 3))])
+def test_fractional_max_pool_as_torch(dims, shape, kernel, out, rng):
+    """torch's windows from the same _random_samples (ReLU'd input: ties at zero go to one input, the
+    first in the window, as torch's), the indices, and the gradient to each window's one maximum."""
+    batch = shape[:2] if len(shape) == dims + 2 else (1, shape[0])
+    samples = rng.random((*batch, dims)).astype(np.float32)
+    x, xr = leaf(rng, *shape)
+    f, fr = (F.fractional_max_pool2d, TF.fractional_max_pool2d) if dims == 2 else \
+        (F.fractional_max_pool3d, TF.fractional_max_pool3d)
+    s, sr = tnet.tensor(samples), torch.tensor(samples, dtype=torch.float64)  # the input's dtype, as torch asks
+    y, i = f(F.relu(x), kernel, output_size=out, return_indices=True, _random_samples=s)
+    yr, ir = fr(TF.relu(xr), kernel, output_size=out, return_indices=True, _random_samples=sr)
+    assert i.dtype == torch.int64 and np.array_equal(i.numpy(), ir.numpy())
+    check(lambda a: f(F.relu(a), kernel, output_size=out, _random_samples=s),
+          lambda a: fr(TF.relu(a), kernel, output_size=out, _random_samples=sr), [(x, xr)], rng)
+    ratio = (0.6,) * dims  # torch's function takes a tuple (its module a number too)
+    assert f(x, kernel, output_ratio=ratio).shape == fr(xr, kernel, output_ratio=ratio).shape  # new windows
+    module = (nn.FractionalMaxPool2d if dims == 2 else nn.FractionalMaxPool3d)(kernel, output_size=out,
+                                                                               _random_samples=s)
+    assert np.array_equal(module(F.relu(x)).detach().numpy(), y.detach().numpy()) and "_random_samples" in dict(
+        module.named_buffers())
+
+
+def test_fractional_max_pool_errors_as_torch():
+    x = tnet.randn(1, 2, 5, 5)
+    with pytest.raises(ValueError, match="output_size or an output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(RuntimeError, match="too large relative to input"):
+        F.fractional_max_pool2d(x, 3, output_size=4)
+    for samples in (tnet.rand(1, 2, 3), tnet.rand(1, 2, 2, dtype=torch.float16)):
+        with pytest.raises(RuntimeError, match="_random_samples"):
+            F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=samples)
+    for kwargs, match in (({}, "output size, or a pooling ratio"), ({"output_size": 2, "output_ratio": 0.5}, "only one"),
+                          ({"output_ratio": 1.5}, "between 0 and 1")):
+        with pytest.raises(ValueError, match=match):
+            nn.FractionalMaxPool2d(2, **kwargs)

@@ -337,6 +337,8 @@ from .pool import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d
                    max_pool3d, max_pool3d_with_indices, max_unpool3d)
 from .pool import (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
                    max_pool1d_with_indices, max_pool2d_with_indices)
+from .pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                   fractional_max_pool3d_with_indices)
 from .random import dropout1d, dropout3d, feature_alpha_dropout, feature_dropout, gumbel_softmax, rrelu
 native_channel_shuffle = channel_shuffle
 rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)

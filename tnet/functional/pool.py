@@ -1,6 +1,7 @@
 """Pooling (kernels/pool.py): max and average pooling over windows, and adaptive pooling.
 An NCHW input of a width kept channels-last (launch.keeps_channels_last) comes out channels-last."""
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -12,10 +13,10 @@ from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
                               pair, single, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
-from .copy import contiguous, gather, reshape, scatter, scatter_add, squeeze, unsqueeze
+from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_args, check_tensors
 from .pointwise import abs, div, mul, neg, pow, relu, sign
-from .reduce import sum_or_mean
+from .reduce import argmax, sum_or_mean
 
 
 def pool_args(name, kernel_size, stride, padding, expand_one=True):
@@ -459,3 +460,82 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     and so H, W); see max_unpool2d."""
     kernel, stride, padding = _window_3d("max_unpool3d", kernel_size, stride, padding)
     return _max_unpool("max_unpool3d", 3, input, indices, kernel, stride, padding, output_size)
+
+
+def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
+    """fractional_max_pool2d/3d over the last `dims` axes of [N, C, *size] (or [C, *size]): each output
+    position's window of kernel_size starts at torch's pseudo-random interval sequence, drawn per plane
+    from _random_samples [N, C, dims] in [0, 1) (tnet.rand's where None), read on the host (a sync: not
+    under a CUDA graph's capture); the maximum picked by gather, so that its gradient goes to one input,
+    as torch's. Indices: flat positions in each input plane (h * W + w, 3-D (t * H + h) * W + w)."""
+    check_tensors(name, input=input)
+    tuple_of = {2: pair, 3: triple}[dims]
+    check(input.ndim in (dims + 1, dims + 2),
+          lambda: f"{name}: expected a {dims + 1}-D or {dims + 2}-D input, got {input.ndim}-D")
+    if input.ndim == dims + 1:
+        out = _fractional_max_pool(name, dims, unsqueeze(input, 0), kernel_size, output_size, output_ratio,
+                                   return_indices, _random_samples)  # the samples [1, C, dims], as torch's
+        return tuple(squeeze(t, 0) for t in out) if return_indices else squeeze(out, 0)
+    kernel = tuple_of(kernel_size, f"{name}: kernel_size", None, True)
+    N, C, *size = input.shape
+    if output_size is None:
+        check(output_ratio is not None, f"{name} requires specifying either an output_size or an output_ratio")
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * dims
+        check(len(ratio) == dims, lambda: f"{name}: output_ratio must be a number or {dims} of them, got {output_ratio}")
+        output_size = tuple(int(s * r) for s, r in zip(size, ratio))
+    out = tuple_of(output_size, f"{name}: output_size", None, True)
+    for axis, (n, o, k) in enumerate(zip(size, out, kernel)):
+        what = ("time", "height", "width")[axis + 3 - dims]
+        check(o + k - 1 <= n, lambda: f"{name}(): pool {what} {k} too large relative to input {what} {n}")
+    if _random_samples is None:
+        from ..factory import rand
+        _random_samples = rand(N, C, dims, dtype=input.dtype)
+    check(tuple(_random_samples.shape) == (N, C, dims),
+          lambda: f"{name}: expect _random_samples to be of shape [{N}, {C}, {dims}], got "
+                  f"{list(_random_samples.shape)}")
+    check(_random_samples.dtype == input.dtype, "Expect _random_samples to have the same dtype as input")
+    samples = _random_samples.memory.cpu().float().numpy() if N * C else np.zeros((N, C, dims), np.float32)
+    # the windows' starts along each axis, [N, C, out]: torch's sequence in fp32 (2-D reads the
+    # width's sample first)
+    order = (1, 0) if dims == 2 else (0, 1, 2)
+    starts = []
+    for axis, (n, o, k) in enumerate(zip(size, out, kernel)):
+        u = samples[..., order[axis], None]
+        alpha = np.float32(n - k) / np.float32(max(o - 1, 1))
+        seq = (np.floor((np.arange(o, dtype=np.float32) + u) * alpha) - np.floor(u * alpha)).astype(np.int64)
+        seq[..., o - 1] = n - k
+        starts.append(seq)
+    # each output's window as flat positions in its plane, [N, C, *out, *kernel] summed over the axes,
+    # the window's taps in row-major order (torch's scan: its first maximum wins)
+    plane = 0
+    for axis, (seq, k) in enumerate(zip(starts, kernel)):
+        taps = (seq[..., None] + np.arange(k)) * math.prod(size[axis + 1:])  # [N, C, out, k] along this axis
+        plane = plane + taps.reshape([N, C] + [o if a == axis else 1 for a, o in enumerate(out)]
+                                     + [k if a == axis else 1 for a, k in enumerate(kernel)])
+    plane = np.broadcast_to(plane, (N, C, *out, *kernel)).copy().reshape(N, C, *out, -1)
+    first = (np.arange(N * C, dtype=np.int64) * math.prod(size)).reshape(N, C, *[1] * (dims + 1))
+    where = Tensor(torch.from_numpy(plane + first).to(input.device))
+    values = reshape(index_select(reshape(input, (-1,)), 0, reshape(where, (-1,))), tuple(where.shape))
+    arg = argmax(values, -1, keepdim=True)
+    y = squeeze(gather(values, -1, arg), -1)
+    if not return_indices:
+        return y
+    return y, squeeze(gather(Tensor(torch.from_numpy(plane).to(input.device)), -1, arg), -1)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch's fractional max pooling (Graham, 2014) over [N, C, H, W] or [C, H, W]: see _fractional_max_pool."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch's fractional max pooling over [N, C, T, H, W] or [C, T, H, W]: see _fractional_max_pool."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+fractional_max_pool2d_with_indices = functools.partial(fractional_max_pool2d, return_indices=True)
+fractional_max_pool3d_with_indices = functools.partial(fractional_max_pool3d, return_indices=True)

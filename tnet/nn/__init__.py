@@ -2778,6 +2778,36 @@ class MaxUnpool3d(MaxUnpool1d):
     fn, dims = staticmethod(F.max_unpool3d), 3
 
 
+class FractionalMaxPool2d(Module):
+    """F.fractional_max_pool2d with torch's arguments: output_size or output_ratio (in (0, 1)), new
+    random windows at each call unless _random_samples (a buffer, as torch's) fixes them."""
+    fn, dims = staticmethod(F.fractional_max_pool2d), 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size, self.return_indices = kernel_size, return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else ntuple(output_size, self.dims, f"{name}: output_size")
+        self.output_ratio = None if output_ratio is None else (
+            tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * self.dims)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self).fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                             _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(FractionalMaxPool2d):
+    """F.fractional_max_pool3d with torch's arguments (see FractionalMaxPool2d)."""
+    fn, dims = staticmethod(F.fractional_max_pool3d), 3
+
+
 class AdaptiveAvgPool1d(_Call):
     fn, names = F.adaptive_avg_pool1d, ("output_size",)
 
