@@ -149,3 +149,32 @@ def test_train_py_under_torchrun_matches_one_process(tmp_path):
     assert a["epoch"] == b["epoch"] == 1
     for name, w in a["model"].items():
         assert_close(torch.from_numpy(np.asarray(b["model"][name])), torch.from_numpy(np.asarray(w)), TOL["ieee"], name)
+
+
+def collectives_worker(rank, world, port, out):
+    """One rank of tnet.multiprocessing.spawn (pytorch/examples' imagenet: mp.spawn(main_worker, ...)):
+    torch.distributed's collectives on tnet tensors, as a MetricLogger's all_reduce and MoCo's
+    concat_all_gather call them, reached as tnet.distributed without its own import."""
+    dist = tnet.distributed
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    assert dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
+    counts = tnet.tensor([rank + 1.0, 10.0 * rank])
+    dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+    keys = tnet.arange(3) + 10 * rank
+    gathered = [tnet.ones_like(keys) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, keys, async_op=False)
+    weights = tnet.full((2,), float(rank))
+    dist.broadcast(weights, src=1)
+    dist.barrier()
+    np.savez(out.format(rank), counts=counts.numpy(), gathered=tnet.cat(gathered).numpy(), weights=weights.numpy())
+    dist.destroy_process_group()
+
+
+def test_collectives_on_tnet_tensors_under_spawn(tmp_path):
+    port = free_port()
+    tnet.multiprocessing.spawn(collectives_worker, args=(2, port, str(tmp_path / "rank{}.npz")), nprocs=2)
+    for rank in range(2):
+        saved = np.load(tmp_path / f"rank{rank}.npz")
+        assert saved["counts"].tolist() == [3.0, 10.0]
+        assert saved["gathered"].tolist() == [0, 1, 2, 10, 11, 12]
+        assert saved["weights"].tolist() == [1.0, 1.0]

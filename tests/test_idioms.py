@@ -116,6 +116,13 @@ def test_names_scripts_touch_once():
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
     # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
     assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
+    import tnet.backends.cudnn as cudnn  # pytorch/examples' imagenet and kuangliu's main.py import it so
+    import tnet.backends.mps as mps
+    import tnet.multiprocessing as mp
+    cudnn.benchmark = False
+    assert tnet.backends.cudnn is cudnn and not tnet.backends.cudnn.benchmark and mps.is_built() is False
+    assert mp.spawn is torch.multiprocessing.spawn and mp.get_context is torch.multiprocessing.get_context
+    assert tnet.distributed.is_available() == torch.distributed.is_available()  # without its own import, as torch's
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
