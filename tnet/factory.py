@@ -147,7 +147,7 @@ def _size(name, size, keyword=None):
 def _leaf(name, data, requires_grad):
     check_dtype(name, data.dtype)
     if requires_grad and not data.is_floating_point():
-        raise ValueError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
+        raise InputError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
     return Tensor(data, requires_grad=requires_grad)
 
 
