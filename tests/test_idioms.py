@@ -66,8 +66,24 @@ def test_instance_norm_as_torch(rng):
     check(lambda a, c, d: F.instance_norm(a, weight=c, bias=d), lambda a, c, d: torch.nn.functional.instance_norm(
         a, weight=c, bias=d), [(x, xr), (w, wr), (b, br)], rng, TOL["ieee"] * 10)
     assert nn.InstanceNorm2d(3).weight is None and nn.InstanceNorm2d(3, affine=True).weight.shape == (3,)
-    with pytest.raises(NotImplementedError):
-        nn.InstanceNorm2d(3, track_running_stats=True)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_instance_norm_running_statistics_as_torch(rng, momentum):
+    """track_running_stats=True: training mode updates running_mean and running_var by the mean over
+    the batch of each instance's statistics (num_batches_tracked stays 0), eval mode normalises with
+    them; momentum=None is 0 (the running statistics stay), as torch's."""
+    model = nn.InstanceNorm2d(3, affine=True, momentum=momentum, track_running_stats=True)
+    ref = torch.nn.InstanceNorm2d(3, affine=True, momentum=momentum, track_running_stats=True).double()
+    assert list(model.state_dict()) == list(ref.state_dict())
+    for _ in range(2):
+        x, xr = leaf(rng, 2, 3, 4, 5)
+        check(model, ref, [(x, xr)], rng, TOL["ieee"] * 10)
+    for name, value in ref.state_dict().items():
+        assert_close(model.state_dict()[name].memory, value, TOL["ieee"], name)
+    model.eval(), ref.eval()
+    x, xr = leaf(rng, 3, 4, 5)  # unbatched
+    check(model, ref, [(x, xr)], rng, TOL["ieee"] * 10)
 
 
 @pytest.mark.parametrize("kwargs", [dict(scale_factor=2), dict(size=(6, 10)), dict(size=3), dict(scale_factor=1.5),

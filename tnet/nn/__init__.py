@@ -2128,14 +2128,13 @@ class PReLU(Module):
 
 class _InstanceNorm(_NormBase):
     """F.instance_norm, with per-channel weight (ones) and bias (zeros) where affine, as torch's
-    (affine=False by default); batched or unbatched input. track_running_stats=True is not
-    implemented."""
+    (affine=False by default); batched or unbatched input. track_running_stats=True keeps running_mean
+    and running_var (updated in training mode, used in eval mode; momentum=None is 0, and
+    num_batches_tracked stays 0, as torch's)."""
     dims = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not implemented")
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, x):
@@ -2143,7 +2142,9 @@ class _InstanceNorm(_NormBase):
             raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
         if x.ndim == self.dims + 1:
             return self.forward(x.unsqueeze(0)).squeeze(0)
-        return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               self.training or not self.track_running_stats,
+                               self.momentum if self.momentum is not None else 0.0, self.eps)
 
 
 class InstanceNorm1d(_InstanceNorm):
