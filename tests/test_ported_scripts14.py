@@ -273,3 +273,338 @@ def imagenet_main(m, state=None):
 
 def test_pytorch_examples_imagenet_main():
     compare(imagenet_main)
+
+
+# (b) DeiT's and MAE's util/misc.py, util/lr_sched.py, util/lr_decay.py and engine_finetune.py: SmoothedValue (a
+# deque; median by torch.tensor(list(self.deque)).median().item(), avg by .mean(), global_avg, max, value;
+# synchronize_between_processes guarded by is_dist_avail_and_initialized), MetricLogger (a defaultdict of meters,
+# update(**kwargs) with tensors' .item(), __getattr__, log_every with its header, ETA by datetime.timedelta and
+# torch.cuda.max_memory_allocated when there is CUDA), NativeScalerWithGradNormCount (torch.cuda.amp.GradScaler,
+# disabled here: scale, backward, unscale_, clip_grad_norm_ or get_grad_norm_, step, update, state_dict),
+# get_grad_norm_ (torch.norm of a torch.stack of per-parameter norms), adjust_learning_rate (linear warmup, then a
+# half-cycle cosine, by param_group["lr_scale"]) per iteration, param_groups_lrd (layer-wise lr decay over a small
+# ViT's blocks, no weight decay for 1-D parameters and the no_weight_decay() names), AdamW over those groups, a
+# loss that is checked with math.isfinite, and accum_iter gradient accumulation
+def deit_mae_engine(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    dist = sub(m, "distributed")
+
+    def is_dist_avail_and_initialized():
+        if not dist.is_available():
+            return False
+        if not dist.is_initialized():
+            return False
+        return True
+
+    def get_world_size():
+        if not is_dist_avail_and_initialized():
+            return 1
+        return dist.get_world_size()
+
+    class SmoothedValue(object):
+        def __init__(self, window_size=20, fmt=None):
+            if fmt is None:
+                fmt = "{median:.4f} ({global_avg:.4f})"
+            self.deque = deque(maxlen=window_size)
+            self.total = 0.0
+            self.count = 0
+            self.fmt = fmt
+
+        def update(self, value, n=1):
+            self.deque.append(value)
+            self.count += n
+            self.total += value * n
+
+        def synchronize_between_processes(self):
+            if not is_dist_avail_and_initialized():
+                return
+            t = torch.tensor([self.count, self.total], dtype=torch.float64, device='cuda')
+            dist.barrier()
+            dist.all_reduce(t)
+            t = t.tolist()
+            self.count = int(t[0])
+            self.total = t[1]
+
+        @property
+        def median(self):
+            d = torch.tensor(list(self.deque))
+            return d.median().item()
+
+        @property
+        def avg(self):
+            d = torch.tensor(list(self.deque), dtype=torch.float32)
+            return d.mean().item()
+
+        @property
+        def global_avg(self):
+            return self.total / self.count
+
+        @property
+        def max(self):
+            return max(self.deque)
+
+        @property
+        def value(self):
+            return self.deque[-1]
+
+        def __str__(self):
+            return self.fmt.format(median=self.median, avg=self.avg, global_avg=self.global_avg, max=self.max,
+                                   value=self.value)
+
+    class MetricLogger(object):
+        def __init__(self, delimiter="\t"):
+            self.meters = defaultdict(SmoothedValue)
+            self.delimiter = delimiter
+
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                if v is None:
+                    continue
+                if isinstance(v, torch.Tensor):
+                    v = v.item()
+                assert isinstance(v, (float, int))
+                self.meters[k].update(v)
+
+        def __getattr__(self, attr):
+            if attr in self.meters:
+                return self.meters[attr]
+            if attr in self.__dict__:
+                return self.__dict__[attr]
+            raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, attr))
+
+        def __str__(self):
+            loss_str = []
+            for name, meter in self.meters.items():
+                loss_str.append("{}: {}".format(name, str(meter)))
+            return self.delimiter.join(loss_str)
+
+        def synchronize_between_processes(self):
+            for meter in self.meters.values():
+                meter.synchronize_between_processes()
+
+        def add_meter(self, name, meter):
+            self.meters[name] = meter
+
+        def log_every(self, iterable, print_freq, header=None):
+            i = 0
+            if not header:
+                header = ''
+            start_time = time.time()
+            end = time.time()
+            iter_time = SmoothedValue(fmt='{avg:.4f}')
+            data_time = SmoothedValue(fmt='{avg:.4f}')
+            space_fmt = ':' + str(len(str(len(iterable)))) + 'd'
+            log_msg = [header, '[{0' + space_fmt + '}/{1}]', 'eta: {eta}', '{meters}', 'time: {time}', 'data: {data}']
+            if torch.cuda.is_available():
+                log_msg.append('max mem: {memory:.0f}')
+            log_msg = self.delimiter.join(log_msg)
+            MB = 1024.0 * 1024.0
+            for obj in iterable:
+                data_time.update(time.time() - end)
+                yield obj
+                iter_time.update(time.time() - end)
+                if i % print_freq == 0 or i == len(iterable) - 1:
+                    eta_seconds = iter_time.global_avg * (len(iterable) - i)
+                    eta_string = str(datetime.timedelta(seconds=int(eta_seconds)))
+                    if torch.cuda.is_available():
+                        print(log_msg.format(i, len(iterable), eta=eta_string, meters=str(self), time=str(iter_time),
+                                             data=str(data_time), memory=torch.cuda.max_memory_allocated() / MB))
+                    else:
+                        print(log_msg.format(i, len(iterable), eta=eta_string, meters=str(self), time=str(iter_time),
+                                             data=str(data_time)))
+                i += 1
+                end = time.time()
+            total_time = time.time() - start_time
+            total_time_str = str(datetime.timedelta(seconds=int(total_time)))
+            print('{} Total time: {} ({:.4f} s / it)'.format(header, total_time_str, total_time / len(iterable)))
+
+    def get_grad_norm_(parameters, norm_type=2.0):
+        if isinstance(parameters, torch.Tensor):
+            parameters = [parameters]
+        parameters = [p for p in parameters if p.grad is not None]
+        norm_type = float(norm_type)
+        if len(parameters) == 0:
+            return torch.tensor(0.)
+        device = parameters[0].grad.device
+        if norm_type == math.inf:
+            total_norm = max(p.grad.detach().abs().max().to(device) for p in parameters)
+        else:
+            total_norm = torch.norm(torch.stack([torch.norm(p.grad.detach(), norm_type).to(device)
+                                                 for p in parameters]), norm_type)
+        return total_norm
+
+    class NativeScalerWithGradNormCount:
+        state_dict_key = "amp_scaler"
+
+        def __init__(self):
+            self._scaler = torch.cuda.amp.GradScaler(enabled=False)
+
+        def __call__(self, loss, optimizer, clip_grad=None, parameters=None, create_graph=False, update_grad=True):
+            self._scaler.scale(loss).backward(create_graph=create_graph)
+            if update_grad:
+                if clip_grad is not None:
+                    assert parameters is not None
+                    self._scaler.unscale_(optimizer)
+                    norm = torch.nn.utils.clip_grad_norm_(parameters, clip_grad)
+                else:
+                    self._scaler.unscale_(optimizer)
+                    norm = get_grad_norm_(parameters)
+                self._scaler.step(optimizer)
+                self._scaler.update()
+            else:
+                norm = None
+            return norm
+
+        def state_dict(self):
+            return self._scaler.state_dict()
+
+        def load_state_dict(self, state_dict):
+            self._scaler.load_state_dict(state_dict)
+
+    def adjust_learning_rate(optimizer, epoch, lr, min_lr, warmup_epochs, epochs):
+        if epoch < warmup_epochs:
+            lr = lr * epoch / warmup_epochs
+        else:
+            lr = min_lr + (lr - min_lr) * 0.5 * (1. + math.cos(math.pi * (epoch - warmup_epochs) / (epochs - warmup_epochs)))
+        for param_group in optimizer.param_groups:
+            if "lr_scale" in param_group:
+                param_group["lr"] = lr * param_group["lr_scale"]
+            else:
+                param_group["lr"] = lr
+        return lr
+
+    def get_layer_id_for_vit(name, num_layers):
+        if name in ['cls_token', 'pos_embed']:
+            return 0
+        elif name.startswith('patch_embed'):
+            return 0
+        elif name.startswith('blocks'):
+            return int(name.split('.')[1]) + 1
+        else:
+            return num_layers
+
+    def param_groups_lrd(model, weight_decay=0.05, no_weight_decay_list=[], layer_decay=.75):
+        param_group_names = {}
+        param_groups = {}
+        num_layers = len(model.blocks) + 1
+        layer_scales = list(layer_decay ** (num_layers - i) for i in range(num_layers + 1))
+        for n, p in model.named_parameters():
+            if not p.requires_grad:
+                continue
+            if p.ndim == 1 or n in no_weight_decay_list:
+                g_decay = "no_decay"
+                this_decay = 0.
+            else:
+                g_decay = "decay"
+                this_decay = weight_decay
+            layer_id = get_layer_id_for_vit(n, num_layers)
+            group_name = "layer_%d_%s" % (layer_id, g_decay)
+            if group_name not in param_group_names:
+                this_scale = layer_scales[layer_id]
+                param_group_names[group_name] = {"lr_scale": this_scale, "weight_decay": this_decay, "params": []}
+                param_groups[group_name] = {"lr_scale": this_scale, "weight_decay": this_decay, "params": []}
+            param_group_names[group_name]["params"].append(n)
+            param_groups[group_name]["params"].append(p)
+        return list(param_groups.values())
+
+    class Block(nn.Module):
+        def __init__(self, dim, num_heads):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+            # no bias: AdamW would normalise the key bias's gradient, rounding alone (softmax ignores it)
+            self.attn = nn.MultiheadAttention(dim, num_heads, bias=False, batch_first=True)
+            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+            self.mlp = nn.Sequential(nn.Linear(dim, dim * 2), nn.GELU(), nn.Linear(dim * 2, dim))
+
+        def forward(self, x):
+            h = self.norm1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.mlp(self.norm2(x))
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, img_size=8, patch_size=4, embed_dim=8, depth=2, num_heads=2, num_classes=10,
+                     global_pool=True):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(3, embed_dim, patch_size, patch_size)
+            num_patches = (img_size // patch_size) ** 2
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, embed_dim), requires_grad=False)
+            self.blocks = nn.ModuleList([Block(embed_dim, num_heads) for _ in range(depth)])
+            self.global_pool = global_pool
+            self.fc_norm = nn.LayerNorm(embed_dim, eps=1e-6)
+            self.head = nn.Linear(embed_dim, num_classes)
+            torch.nn.init.normal_(self.cls_token, std=.02)
+            self.apply(self._init_weights)
+
+        def _init_weights(self, mod):
+            if isinstance(mod, nn.Linear):
+                torch.nn.init.xavier_uniform_(mod.weight)
+                if isinstance(mod, nn.Linear) and mod.bias is not None:
+                    nn.init.constant_(mod.bias, 0)
+            elif isinstance(mod, nn.LayerNorm):
+                nn.init.constant_(mod.bias, 0)
+                nn.init.constant_(mod.weight, 1.0)
+
+        def no_weight_decay(self):
+            return {'pos_embed', 'cls_token'}
+
+        def forward(self, x):
+            B = x.shape[0]
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            cls_tokens = self.cls_token.expand(B, -1, -1)
+            x = torch.cat((cls_tokens, x), dim=1)
+            x = x + self.pos_embed
+            for blk in self.blocks:
+                x = blk(x)
+            if self.global_pool:
+                x = x[:, 1:, :].mean(dim=1)
+                outcome = self.fc_norm(x)
+            return self.head(outcome)
+
+    torch.manual_seed(0)
+    model = VisionTransformer()
+    init = load(m, model, state)
+    param_groups = param_groups_lrd(model, 0.05, no_weight_decay_list=model.no_weight_decay(), layer_decay=0.75)
+    optimizer = torch.optim.AdamW(param_groups, lr=1e-3)
+    loss_scaler = NativeScalerWithGradNormCount()
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+    rng = np.random.default_rng(0)
+    loader = [(torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))) for _ in range(4)]
+    metric_logger = MetricLogger(delimiter="  ")
+    metric_logger.add_meter('lr', SmoothedValue(window_size=1, fmt='{value:.6f}'))
+    header = 'Epoch: [{}]'.format(0)
+    accum_iter = 2
+    losses = []
+    optimizer.zero_grad()
+    for data_iter_step, (samples, targets) in enumerate(metric_logger.log_every(loader, 1, header)):
+        if data_iter_step % accum_iter == 0:
+            adjust_learning_rate(optimizer, data_iter_step / len(loader) + 0, 1e-3, 1e-6, 0.25, 1)
+        with torch.cuda.amp.autocast(enabled=False):
+            outputs = model(samples)
+            loss = criterion(outputs, targets)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise AssertionError("Loss is {}, stopping training".format(loss_value))
+        loss /= accum_iter
+        norm = loss_scaler(loss, optimizer, clip_grad=None if data_iter_step < 2 else 0.5,
+                           parameters=model.parameters(), create_graph=False,
+                           update_grad=(data_iter_step + 1) % accum_iter == 0)
+        if (data_iter_step + 1) % accum_iter == 0:
+            optimizer.zero_grad()
+            losses.append(float(norm))
+        torch.cuda.synchronize() if torch.cuda.is_available() else None
+        metric_logger.update(loss=loss_value)
+        max_lr = 0.
+        for group in optimizer.param_groups:
+            max_lr = max(max_lr, group["lr"])
+        metric_logger.update(lr=max_lr)
+        losses.append(loss_value)
+    metric_logger.synchronize_between_processes()
+    print("Averaged stats:", metric_logger)
+    losses += [metric_logger.loss.median, metric_logger.loss.avg, metric_logger.loss.global_avg, metric_logger.lr.value,
+               get_world_size(), len(param_groups), loss_scaler.state_dict()["scale"] if loss_scaler.state_dict() else 1]
+    return init, losses + summary(model.parameters())
+
+
+def test_deit_mae_misc_and_engine():
+    compare(deit_mae_engine)
