@@ -608,3 +608,320 @@ def deit_mae_engine(m, state=None):
 
 def test_deit_mae_misc_and_engine():
     compare(deit_mae_engine)
+
+
+# (c) timm's data/mixup.py and utils/model_ema.py in a train loop: Mixup in 'batch' mode (switching between mixup
+# and cutmix by np.random; the cutmix box from rand_bbox with numpy integers as slice bounds, written in place by
+# x[:, :, yl:yh, xl:xh] = x.flip(0)[...]; mixup by x.flip(0).mul_(1 - lam) and x.mul_(lam).add_(x_flipped)) and
+# in 'elem' mode (per-sample lam, x[i][:, yl:yh, xl:xh] = x_orig[j][...] through a view of the batch, the lams as
+# torch.tensor(lam_batch, dtype=x.dtype).unsqueeze(1)), one-hot targets with label smoothing by torch.full(...)
+# .scatter_(1, x, on_value), SoftTargetCrossEntropy, ModelEmaV2 (a deepcopy of the model in eval mode, updated by
+# ema_v.copy_(decay * e + (1 - decay) * m) over state_dict().values(), BatchNorm's int64 num_batches_tracked
+# included) and ModelEmaV3's update (warmup decay, integer buffers copied, the floating ones by
+# torch._foreach_lerp_); np.random.seed makes both runs draw the same boxes and lams
+def timm_mixup_ema(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def one_hot(x, num_classes, on_value=1., off_value=0.):
+        x = x.long().view(-1, 1)
+        return torch.full((x.size()[0], num_classes), off_value, device=x.device).scatter_(1, x, on_value)
+
+    def mixup_target(target, num_classes, lam=1., smoothing=0.0):
+        off_value = smoothing / num_classes
+        on_value = 1. - smoothing + off_value
+        y1 = one_hot(target, num_classes, on_value=on_value, off_value=off_value)
+        y2 = one_hot(target.flip(0), num_classes, on_value=on_value, off_value=off_value)
+        return y1 * lam + y2 * (1. - lam)
+
+    def rand_bbox(img_shape, lam, margin=0., count=None):
+        ratio = np.sqrt(1 - lam)
+        img_h, img_w = img_shape[-2:]
+        cut_h, cut_w = int(img_h * ratio), int(img_w * ratio)
+        margin_y, margin_x = int(margin * cut_h), int(margin * cut_w)
+        cy = np.random.randint(0 + margin_y, img_h - margin_y, size=count)
+        cx = np.random.randint(0 + margin_x, img_w - margin_x, size=count)
+        yl = np.clip(cy - cut_h // 2, 0, img_h)
+        yh = np.clip(cy + cut_h // 2, 0, img_h)
+        xl = np.clip(cx - cut_w // 2, 0, img_w)
+        xh = np.clip(cx + cut_w // 2, 0, img_w)
+        return yl, yh, xl, xh
+
+    def cutmix_bbox_and_lam(img_shape, lam, correct_lam=True, count=None):
+        yl, yu, xl, xu = rand_bbox(img_shape, lam, count=count)
+        if correct_lam:
+            bbox_area = (yu - yl) * (xu - xl)
+            lam = 1. - bbox_area / float(img_shape[-2] * img_shape[-1])
+        return (yl, yu, xl, xu), lam
+
+    class Mixup:
+        def __init__(self, mixup_alpha=1., cutmix_alpha=0., prob=1.0, switch_prob=0.5, mode='batch',
+                     correct_lam=True, label_smoothing=0.1, num_classes=1000):
+            self.mixup_alpha = mixup_alpha
+            self.cutmix_alpha = cutmix_alpha
+            self.mix_prob = prob
+            self.switch_prob = switch_prob
+            self.label_smoothing = label_smoothing
+            self.num_classes = num_classes
+            self.mode = mode
+            self.correct_lam = correct_lam
+            self.mixup_enabled = True
+
+        def _params_per_elem(self, batch_size):
+            lam = np.ones(batch_size, dtype=np.float32)
+            use_cutmix = np.zeros(batch_size, dtype=bool)
+            if self.mixup_enabled:
+                use_cutmix = np.random.rand(batch_size) < self.switch_prob
+                lam_mix = np.where(use_cutmix, np.random.beta(self.cutmix_alpha, self.cutmix_alpha, size=batch_size),
+                                   np.random.beta(self.mixup_alpha, self.mixup_alpha, size=batch_size))
+                lam = np.where(np.random.rand(batch_size) < self.mix_prob, lam_mix.astype(np.float32), lam)
+            return lam, use_cutmix
+
+        def _params_per_batch(self):
+            lam = 1.
+            use_cutmix = False
+            if self.mixup_enabled and np.random.rand() < self.mix_prob:
+                use_cutmix = np.random.rand() < self.switch_prob
+                lam_mix = np.random.beta(self.cutmix_alpha, self.cutmix_alpha) if use_cutmix else \
+                    np.random.beta(self.mixup_alpha, self.mixup_alpha)
+                lam = float(lam_mix)
+            return lam, use_cutmix
+
+        def _mix_elem(self, x):
+            batch_size = len(x)
+            lam_batch, use_cutmix = self._params_per_elem(batch_size)
+            x_orig = x.clone()
+            for i in range(batch_size):
+                j = batch_size - i - 1
+                lam = lam_batch[i]
+                if lam != 1.:
+                    if use_cutmix[i]:
+                        (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(x[i].shape, lam, correct_lam=self.correct_lam)
+                        x[i][:, yl:yh, xl:xh] = x_orig[j][:, yl:yh, xl:xh]
+                        lam_batch[i] = lam
+                    else:
+                        x[i] = x[i] * lam + x_orig[j] * (1 - lam)
+            return torch.tensor(lam_batch, device=x.device, dtype=x.dtype).unsqueeze(1)
+
+        def _mix_batch(self, x):
+            lam, use_cutmix = self._params_per_batch()
+            if lam == 1.:
+                return 1.
+            if use_cutmix:
+                (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(x.shape, lam, correct_lam=self.correct_lam)
+                x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]
+            else:
+                x_flipped = x.flip(0).mul_(1. - lam)
+                x.mul_(lam).add_(x_flipped)
+            return lam
+
+        def __call__(self, x, target):
+            assert len(x) % 2 == 0, 'Batch size should be even when using this'
+            lam = self._mix_elem(x) if self.mode == 'elem' else self._mix_batch(x)
+            target = mixup_target(target, self.num_classes, lam, self.label_smoothing)
+            return x, target
+
+    class SoftTargetCrossEntropy(nn.Module):
+        def forward(self, x, target):
+            loss = torch.sum(-target * F.log_softmax(x, dim=-1), dim=-1)
+            return loss.mean()
+
+    class ModelEmaV2(nn.Module):
+        def __init__(self, model, decay=0.9999, device=None):
+            super(ModelEmaV2, self).__init__()
+            self.module = copy.deepcopy(model)
+            self.module.eval()
+            self.decay = decay
+            self.device = device
+            if self.device is not None:
+                self.module.to(device=device)
+
+        def _update(self, model, update_fn):
+            with torch.no_grad():
+                for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                    if self.device is not None:
+                        model_v = model_v.to(device=self.device)
+                    ema_v.copy_(update_fn(ema_v, model_v))
+
+        def update(self, model):
+            self._update(model, update_fn=lambda e, m: self.decay * e + (1. - self.decay) * m)
+
+        def forward(self, *args, **kwargs):
+            return self.module(*args, **kwargs)
+
+    class ModelEmaV3(nn.Module):
+        def __init__(self, model, decay=0.9999, min_decay=0.0, use_warmup=False, warmup_gamma=1.0,
+                     warmup_power=2 / 3, foreach=True):
+            super().__init__()
+            self.module = copy.deepcopy(model)
+            self.module.eval()
+            self.decay = decay
+            self.min_decay = min_decay
+            self.use_warmup = use_warmup
+            self.warmup_gamma = warmup_gamma
+            self.warmup_power = warmup_power
+            self.foreach = foreach
+
+        def get_decay(self, step=None):
+            if step is None:
+                return self.decay
+            step = max(0, step - 1)
+            if step <= 0:
+                return 0.0
+            if self.use_warmup:
+                decay = 1 - (1 + step / self.warmup_gamma) ** -self.warmup_power
+                decay = max(min(decay, self.decay), self.min_decay)
+            else:
+                decay = self.decay
+            return decay
+
+        @torch.no_grad()
+        def update(self, model, step=None):
+            decay = self.get_decay(step)
+            ema_lerp_values = []
+            model_lerp_values = []
+            for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                if ema_v.is_floating_point():
+                    ema_lerp_values.append(ema_v)
+                    model_lerp_values.append(model_v)
+                else:
+                    ema_v.copy_(model_v)
+            if hasattr(torch, '_foreach_lerp_'):
+                torch._foreach_lerp_(ema_lerp_values, model_lerp_values, weight=1. - decay)
+            else:
+                torch._foreach_mul_(ema_lerp_values, scalar=decay)
+                torch._foreach_add_(ema_lerp_values, model_lerp_values, alpha=1. - decay)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))
+    init = load(m, model, state)
+    model_ema = ModelEmaV2(model, decay=0.9)
+    model_ema3 = ModelEmaV3(model, decay=0.9, use_warmup=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    criterion = SoftTargetCrossEntropy()
+    np.random.seed(0)
+    rng = np.random.default_rng(0)
+    losses = []
+    for step, mode in enumerate(['batch', 'batch', 'elem']):
+        mixup_fn = Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, mode=mode, label_smoothing=0.1, num_classes=5)
+        samples, targets = torch.tensor(normal(rng, 4, 3, 6, 6)), torch.tensor(rng.integers(0, 5, 4))
+        samples, targets = mixup_fn(samples, targets)
+        loss = criterion(model(samples), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        model_ema.update(model)
+        model_ema3.update(model, step=step + 2)
+        losses += [loss.item(), float(targets.sum()), float(samples.sum())]
+    with torch.no_grad():
+        x = torch.tensor(normal(rng, 2, 3, 6, 6))
+        losses += [float(model_ema(x).sum()), float(model_ema3.module(x).sum())]
+    losses += [int(model_ema.module[1].num_batches_tracked), int(model_ema3.module[1].num_batches_tracked)]
+    return init, losses + summary(model.parameters()) + summary(model_ema.parameters()) + summary(
+        model_ema3.module.buffers())
+
+
+def test_timm_mixup_and_model_ema():
+    compare(timm_mixup_ema)
+
+
+# (d) IBN-Net's (XingangPan/IBN-Net) ResNet blocks: IBN splits the channels by torch.split(x, self.half, 1),
+# instance-normalises the first part (affine) and batch-normalises the rest, joined by torch.cat; Bottleneck_IBN
+# with ibn='a' (IBN as bn1) and ibn='b' (an affine InstanceNorm2d after the residual sum, before the ReLU); one
+# variant's InstanceNorm2d tracks running statistics (track_running_stats=True, as some domain-generalisation
+# forks set it), so that eval mode normalises with them; SGD with weight decay, then an eval pass
+def ibn_net(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class IBN(nn.Module):
+        def __init__(self, planes, ratio=0.5, track=False):
+            super(IBN, self).__init__()
+            self.half = int(planes * ratio)
+            self.IN = nn.InstanceNorm2d(self.half, affine=True, track_running_stats=track)
+            self.BN = nn.BatchNorm2d(planes - self.half)
+
+        def forward(self, x):
+            split = torch.split(x, self.half, 1)
+            out1 = self.IN(split[0].contiguous())
+            out2 = self.BN(split[1].contiguous())
+            out = torch.cat((out1, out2), 1)
+            return out
+
+    class Bottleneck_IBN(nn.Module):
+        expansion = 4
+
+        def __init__(self, inplanes, planes, ibn=None, stride=1, downsample=None, track=False):
+            super(Bottleneck_IBN, self).__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=1, bias=False)
+            if ibn == 'a':
+                self.bn1 = IBN(planes, track=track)
+            else:
+                self.bn1 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv3 = nn.Conv2d(planes, planes * self.expansion, kernel_size=1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+            self.IN = nn.InstanceNorm2d(planes * 4, affine=True) if ibn == 'b' else None
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x):
+            residual = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            if self.downsample is not None:
+                residual = self.downsample(x)
+            out += residual
+            if self.IN is not None:
+                out = self.IN(out)
+            out = self.relu(out)
+            return out
+
+    class Net(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+            self.bn1 = nn.InstanceNorm2d(8, affine=True)
+            self.relu = nn.ReLU(inplace=True)
+            down = nn.Sequential(nn.Conv2d(8, 16, 1, 2, bias=False), nn.BatchNorm2d(16))
+            self.layer1 = nn.Sequential(Bottleneck_IBN(8, 4, 'a', 2, down, track=True),
+                                        Bottleneck_IBN(16, 4, 'b'), Bottleneck_IBN(16, 4, 'a'))
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(16, num_classes)
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    n = mod.kernel_size[0] * mod.kernel_size[1] * mod.out_channels
+                    mod.weight.data.normal_(0, math.sqrt(2. / n))
+                elif isinstance(mod, nn.BatchNorm2d) or isinstance(mod, nn.InstanceNorm2d):
+                    if mod.weight is not None:
+                        mod.weight.data.fill_(1)
+                        mod.bias.data.zero_()
+
+        def forward(self, x):
+            x = self.relu(self.bn1(self.conv1(x)))
+            x = self.avgpool(self.layer1(x))
+            return self.fc(x.view(x.size(0), -1))
+
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(2):
+        x, y = torch.tensor(normal(rng, 4, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 4))
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        losses.append(F.cross_entropy(model(torch.tensor(normal(rng, 2, 3, 8, 8))), torch.tensor([1, 2])).item())
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_ibn_net():
+    compare(ibn_net)
