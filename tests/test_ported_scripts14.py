@@ -286,7 +286,7 @@ def test_pytorch_examples_imagenet_main():
 # ViT's blocks, no weight decay for 1-D parameters and the no_weight_decay() names), AdamW over those groups, a
 # loss that is checked with math.isfinite, and accum_iter gradient accumulation
 def deit_mae_engine(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     dist = sub(m, "distributed")
 
     def is_dist_avail_and_initialized():
