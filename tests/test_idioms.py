@@ -2,6 +2,7 @@
 cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
+import copy
 import math
 import warnings
 
@@ -866,3 +867,44 @@ def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
         assert all(isinstance(r, lib.Tensor) for r in results) and isinstance(np.array(x), np.ndarray)
         rows.append([(r.dtype, tuple(r.shape), np.round(r.tolist(), 6).tolist()) for r in results])
     assert rows[0] == rows[1], rows
+
+
+def test_private_and_submodule_names_scripts_import():
+    """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
+    nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
+    nn.modules.transformer's _get_clones, torch.utils.data._utils.collate, torch.random.fork_rng, and the
+    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel)."""
+    from collections import OrderedDict
+    from tnet.nn.init import _no_grad_trunc_normal_
+    from tnet.nn.modules.transformer import _get_clones
+    from tnet.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    from tnet.utils.data._utils.collate import default_collate
+    from tnet.nn.attention import SDPBackend, sdpa_kernel
+    w = _no_grad_trunc_normal_(tnet.empty(50), 0.0, 1.0, -0.5, 0.5)
+    assert float(w.abs().max()) <= 0.5
+    state = OrderedDict([("module.fc.weight", 1), ("module.fc.bias", 2), ("head", 3)])
+    state._metadata = OrderedDict([("", {}), ("module", {"version": 1}), ("module.fc", {"version": 1})])
+    ref = copy.deepcopy(state)
+    consume_prefix_in_state_dict_if_present(state, "module.")
+    torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(ref, "module.")
+    assert list(state.items()) == list(ref.items()) and list(state._metadata) == list(ref._metadata)
+    layers = _get_clones(nn.Linear(2, 2), 3)
+    assert isinstance(layers, nn.ModuleList) and len(layers) == 3 and layers[0].weight is not layers[1].weight
+    assert np.array_equal(layers[0].weight.numpy(), layers[2].weight.numpy())
+    assert default_collate([(1, 2.0), (3, 4.0)])[0].tolist() == [1, 3]
+    tnet.manual_seed(3)
+    draws, weights = tnet.rand(3).numpy(), nn.Linear(2, 2).weight.numpy()
+    tnet.manual_seed(3)
+    with tnet.random.fork_rng(devices=[]):  # whatever the block draws or seeds is forgotten after it
+        tnet.manual_seed(5), tnet.rand(7), nn.Linear(3, 3)
+    assert tnet.initial_seed() == 3 and np.array_equal(tnet.rand(3).numpy(), draws)
+    assert np.array_equal(nn.Linear(2, 2).weight.numpy(), weights)
+    q = tnet.randn(1, 2, 3, 4)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    with pytest.raises(AssertionError):
+        with sdpa_kernel("flash"):
+            pass
+    with tnet.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False):
+        assert not tnet.backends.cuda.flash_sdp_enabled() and tnet.backends.cuda.math_sdp_enabled()
+    assert tnet.backends.cuda.flash_sdp_enabled()

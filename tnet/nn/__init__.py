@@ -18,7 +18,7 @@ from ..functional.inputs import legacy_reduction
 from ..kernels.launch import check, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
-from . import init, utils
+from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
 # `from tnet.nn import functional as F` give tnet.functional itself

@@ -598,3 +598,8 @@ for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_c
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s names")
     _module.__dict__.update({n: globals()[n] for n in _names})
     sys.modules[_module.__name__] = globals()[_name] = _module
+# and the older path `from torch.utils.data._utils.collate import default_collate`
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: its collate module")
+_utils.collate = types.ModuleType(f"{_utils.__name__}.collate", "torch.utils.data._utils.collate's collate functions")
+_utils.collate.__dict__.update(default_collate=default_collate, default_convert=default_convert)
+sys.modules[_utils.__name__], sys.modules[_utils.collate.__name__] = _utils, _utils.collate
