@@ -26,7 +26,7 @@ def test_round_trip(tmp_path):
     assert back["weights"]["b"].dtype == torch.bfloat16
     assert back["weights"]["b"].memory.float().tolist() == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(back["array"], obj["array"])
-    assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == [3, "y"]
+    assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == (3, "y")  # a tuple, as torch's
     assert sorted(back["by_index"]) == [0, 7] and back["by_index"][7] == "seven" and back["$odd"] == 1
     assert os.listdir(tmp_path) == ["obj.npz"]  # no temporary file left behind
 

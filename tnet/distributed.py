@@ -17,6 +17,8 @@ one accumulated again after its bucket went is reduced again at the end. BatchNo
 rank's own statistics, as torch's DDP does. All of it is launches and collectives on the current
 stream, so a captured step (graph.TrainStep) replays it, where the process group allows capture
 (NCCL)."""
+import contextlib
+
 import torch
 import torch.distributed as _dist
 from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_object_list, destroy_process_group,
@@ -119,14 +121,31 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
         self._queued = False
+        self.require_backward_grad_sync = True  # torch's name; no_sync clears it
+        self._sync = True  # the last forward's choice, which its backward follows
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """torch's: the backwards of forwards run within the block leave each rank's own gradients
+        accumulated in .grad, unreduced; the first backward of a forward after it averages the sums
+        (gradient accumulation with one reduction per optimizer step)."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
 
     def forward(self, *args, **kwargs):
-        if is_grad_enabled() and not self._queued:
+        self._sync = self.require_backward_grad_sync
+        if is_grad_enabled() and self._sync and not self._queued:
             queue_callback(self._finish)  # a backward of this forward averages at its end
             self._queued = True
         return self.module(*args, **kwargs)
 
     def _ready(self, p):
+        if not self._sync:  # within no_sync: the gradient stays this rank's, accumulated
+            return
         bucket = self._bucket_of[id(p)]
         if bucket.work is not None:  # accumulated again after its bucket went: reduce again at the end
             bucket.late = True
