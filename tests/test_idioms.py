@@ -908,3 +908,21 @@ def test_private_and_submodule_names_scripts_import():
     with tnet.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False):
         assert not tnet.backends.cuda.flash_sdp_enabled() and tnet.backends.cuda.math_sdp_enabled()
     assert tnet.backends.cuda.flash_sdp_enabled()
+
+
+def test_pooling_and_padding_layers_have_torchs_private_bases():
+    """Each pooling and padding layer is a subclass of torch's base of its kind (nn.modules.pooling's
+    _MaxPoolNd, _AvgPoolNd, ..., nn.modules.padding's _ConstantPadNd, ...), as scripts' isinstance
+    checks read them (a FLOP counter's `isinstance(m, nn.modules.pooling._AvgPoolNd)`)."""
+    import inspect
+    for kind in ("pooling", "padding"):
+        ours, theirs = getattr(nn.modules, kind), getattr(torch.nn.modules, kind)
+        for name in theirs.__all__:
+            if not hasattr(ours, name):  # FractionalMaxPool2d and 3d: not in tnet
+                continue
+            bases = {b.__name__ for b in inspect.getmro(getattr(theirs, name)) if b.__name__.startswith("_")
+                     and b.__module__ == theirs.__name__}
+            for base in bases:
+                assert issubclass(getattr(ours, name), getattr(ours, base)), (name, base)
+            assert not any(issubclass(getattr(ours, name), getattr(ours, b)) for b in
+                           {n for n in vars(ours) if n.endswith("Nd") and n.startswith("_")} - bases), name

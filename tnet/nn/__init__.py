@@ -1499,6 +1499,49 @@ class Embedding(Module):
         return ", ".join([f"{self.num_embeddings}, {self.embedding_dim}", *filter(None, extras)])
 
 
+# torch's base classes of the pooling and padding layers (torch.nn.modules.pooling's _MaxPoolNd, ...), for
+# scripts' isinstance checks (a FLOP counter's `isinstance(m, nn.modules.pooling._AvgPoolNd)`): markers,
+# each layer below a subclass of its own kind's, as torch's
+class _MaxPoolNd(Module):
+    pass
+
+
+class _AvgPoolNd(Module):
+    pass
+
+
+class _AdaptiveMaxPoolNd(Module):
+    pass
+
+
+class _AdaptiveAvgPoolNd(Module):
+    pass
+
+
+class _LPPoolNd(Module):
+    pass
+
+
+class _MaxUnpoolNd(Module):
+    pass
+
+
+class _ConstantPadNd(Module):
+    pass
+
+
+class _ReflectionPadNd(Module):
+    pass
+
+
+class _ReplicationPadNd(Module):
+    pass
+
+
+class _CircularPadNd(Module):
+    pass
+
+
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
         # torch's: no stride means the kernel's size
@@ -1512,7 +1555,7 @@ class _Pool(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class _MaxPool(_Pool):
+class _MaxPool(_Pool, _MaxPoolNd):
     """MaxPool2d's and MaxPool3d's arguments (return_indices before ceil_mode) and forward, through
     their functional form `_pool`; dilation > 1 is not supported."""
     mode = "max"
@@ -1526,7 +1569,7 @@ class _MaxPool(_Pool):
                                self.return_indices)
 
 
-class _AvgPool(_Pool):
+class _AvgPool(_Pool, _AvgPoolNd):
     """AvgPool2d's and AvgPool3d's arguments and forward, through their functional form `_pool`."""
     mode = "avg"
 
@@ -1950,7 +1993,7 @@ class NLLLoss(_WeightedLoss):
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool2d to any output_size (an int or a pair; None keeps that size)."""
 
     def __init__(self, output_size):
@@ -1963,7 +2006,7 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool2d(Module):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool2d to any output_size, return_indices as torch."""
 
     def __init__(self, output_size, return_indices=False):
@@ -1976,7 +2019,7 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool3d to any output_size (an int or a triple; None keeps that size)."""
     __init__, extra_repr = AdaptiveAvgPool2d.__init__, AdaptiveAvgPool2d.extra_repr
 
@@ -1984,7 +2027,7 @@ class AdaptiveAvgPool3d(Module):
         return F.adaptive_avg_pool3d(x, self.output_size)
 
 
-class AdaptiveMaxPool3d(Module):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool3d to any output_size, return_indices as torch."""
     __init__, extra_repr = AdaptiveMaxPool2d.__init__, AdaptiveMaxPool2d.extra_repr
 
@@ -2012,11 +2055,11 @@ class _Pad(Module):
         return f"padding={self.padding}, value={self.value}" if self.mode == "constant" else f"{self.padding}"
 
 
-class ConstantPad1d(_Pad):
+class ConstantPad1d(_Pad, _ConstantPadNd):
     dims = 1
 
 
-class ConstantPad2d(_Pad):
+class ConstantPad2d(_Pad, _ConstantPadNd):
     pass
 
 
@@ -2036,31 +2079,31 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_Pad):
+class ReflectionPad1d(_Pad, _ReflectionPadNd):
     mode, dims = "reflect", 1
 
 
-class ReflectionPad2d(_Pad):
+class ReflectionPad2d(_Pad, _ReflectionPadNd):
     mode = "reflect"
 
 
-class ReplicationPad1d(_Pad):
+class ReplicationPad1d(_Pad, _ReplicationPadNd):
     mode, dims = "replicate", 1
 
 
-class ReplicationPad2d(_Pad):
+class ReplicationPad2d(_Pad, _ReplicationPadNd):
     mode = "replicate"
 
 
-class CircularPad1d(_Pad):
+class CircularPad1d(_Pad, _CircularPadNd):
     mode, dims = "circular", 1
 
 
-class CircularPad2d(_Pad):
+class CircularPad2d(_Pad, _CircularPadNd):
     mode = "circular"
 
 
-class ConstantPad3d(_Pad):
+class ConstantPad3d(_Pad, _ConstantPadNd):
     dims = 3
 
 
@@ -2072,15 +2115,15 @@ class ZeroPad3d(ConstantPad3d):
         return f"{self.padding}"
 
 
-class ReflectionPad3d(_Pad):
+class ReflectionPad3d(_Pad, _ReflectionPadNd):
     mode, dims = "reflect", 3
 
 
-class ReplicationPad3d(_Pad):
+class ReplicationPad3d(_Pad, _ReplicationPadNd):
     mode, dims = "replicate", 3
 
 
-class CircularPad3d(_Pad):
+class CircularPad3d(_Pad, _CircularPadNd):
     mode, dims = "circular", 3
 
 
@@ -2729,7 +2772,7 @@ class ChannelShuffle(_Call):
         self.groups = groups
 
 
-class AvgPool1d(_Call):
+class AvgPool1d(_Call, _AvgPoolNd):
     """F.avg_pool1d over [N, C, L] or [C, L]."""
     fn, names = F.avg_pool1d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
 
@@ -2739,7 +2782,7 @@ class AvgPool1d(_Call):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
 
-class MaxPool1d(_Call):
+class MaxPool1d(_Call, _MaxPoolNd):
     """F.max_pool1d over [N, C, L] or [C, L] (torch's argument order: return_indices before
     ceil_mode); dilation > 1 is not supported."""
     fn, names = F.max_pool1d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
@@ -2750,7 +2793,7 @@ class MaxPool1d(_Call):
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
 
-class MaxUnpool1d(Module):
+class MaxUnpool1d(_MaxUnpoolNd):
     """F.max_unpool1d: forward(input, indices, output_size=None). Sizes kept as tuples, as torch's."""
     dims = 1
 
@@ -2780,7 +2823,7 @@ class MaxUnpool3d(MaxUnpool1d):
     fn, dims = staticmethod(F.max_unpool3d), 3
 
 
-class AdaptiveAvgPool1d(_Call):
+class AdaptiveAvgPool1d(_Call, _AdaptiveAvgPoolNd):
     fn, names = F.adaptive_avg_pool1d, ("output_size",)
 
     def __init__(self, output_size):
@@ -2788,7 +2831,7 @@ class AdaptiveAvgPool1d(_Call):
         self.output_size = output_size
 
 
-class AdaptiveMaxPool1d(_Call):
+class AdaptiveMaxPool1d(_Call, _AdaptiveMaxPoolNd):
     fn, names = F.adaptive_max_pool1d, ("output_size", "return_indices")
 
     def __init__(self, output_size, return_indices=False):
@@ -3061,7 +3104,7 @@ class RReLU(Module):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
-class LPPool1d(_Call):
+class LPPool1d(_Call, _LPPoolNd):
     """F.lp_pool1d over [N, C, L] or [C, L]."""
     fn, names = F.lp_pool1d, ("norm_type", "kernel_size", "stride", "ceil_mode")
 
