@@ -1882,14 +1882,15 @@ class Tanh(Module):
 
 class _Call(Module):
     """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
-    torch's order (a subclass's __init__ sets them)."""
-    fn, names = None, ()
+    torch's order (a subclass's __init__ sets them); its repr shows those of `shown` (all by default),
+    as torch's."""
+    fn, names, shown = None, (), None
 
     def forward(self, *inputs):
         return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
 
     def extra_repr(self):
-        return ", ".join(f"{name}={getattr(self, name)}" for name in self.names)
+        return ", ".join(f"{name}={getattr(self, name)}" for name in (self.names if self.shown is None else self.shown))
 
 
 class _Loss(_Call):
@@ -2257,6 +2258,10 @@ class Upsample(Module):
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
         super().__init__()
+        if isinstance(scale_factor, tuple):  # kept as floats, as torch's
+            scale_factor = tuple(float(factor) for factor in scale_factor)
+        else:
+            scale_factor = float(scale_factor) if scale_factor else None
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -2265,7 +2270,7 @@ class Upsample(Module):
                              self.recompute_scale_factor)
 
     def extra_repr(self):
-        shown = f"scale_factor={self.scale_factor}" if self.size is None else f"size={self.size}"
+        shown = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return f"{shown}, mode={self.mode!r}"
 
 
@@ -2832,7 +2837,7 @@ class AdaptiveAvgPool1d(_Call, _AdaptiveAvgPoolNd):
 
 
 class AdaptiveMaxPool1d(_Call, _AdaptiveMaxPoolNd):
-    fn, names = F.adaptive_max_pool1d, ("output_size", "return_indices")
+    fn, names, shown = F.adaptive_max_pool1d, ("output_size", "return_indices"), ("output_size",)
 
     def __init__(self, output_size, return_indices=False):
         super().__init__()
@@ -2846,6 +2851,9 @@ class LocalResponseNorm(_Call):
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class Unfold(_Call):
@@ -2868,7 +2876,7 @@ class Fold(_Call):
 
 
 class CosineSimilarity(_Call):
-    fn, names = F.cosine_similarity, ("dim", "eps")
+    fn, names, shown = F.cosine_similarity, ("dim", "eps"), ()
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -2876,7 +2884,7 @@ class CosineSimilarity(_Call):
 
 
 class PairwiseDistance(_Call):
-    fn, names = F.pairwise_distance, ("norm", "eps", "keepdim")
+    fn, names, shown = F.pairwise_distance, ("norm", "eps", "keepdim"), ()
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
