@@ -926,3 +926,26 @@ def test_pooling_and_padding_layers_have_torchs_private_bases():
                 assert issubclass(getattr(ours, name), getattr(ours, base)), (name, base)
             assert not any(issubclass(getattr(ours, name), getattr(ours, b)) for b in
                            {n for n in vars(ours) if n.endswith("Nd") and n.startswith("_")} - bases), name
+
+
+def test_misuse_raises_torchs_error_types():
+    """A buffer or parameter name with a dot, empty, or another attribute's raises KeyError; a
+    non-str name TypeError; a float Linear size TypeError; one tensor handed to an optimizer in place
+    of an iterable TypeError (it was taken row by row), as torch's."""
+    ours, theirs = nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    for register in ("register_buffer", "register_parameter"):
+        for name, error in [("a.b", KeyError), ("", KeyError), ("forward", KeyError), (3, TypeError)]:
+            for module in (theirs, ours):
+                with pytest.raises(error):
+                    getattr(module, register)(name, None)
+    for module in (theirs, ours):
+        with pytest.raises(KeyError, match="already exists"):  # a parameter's name for a buffer
+            module.register_buffer("weight", None)
+        module.register_parameter("bias", None)  # a parameter's name for a parameter: replaced
+        module.register_buffer("extra", None)
+        module.register_buffer("extra", None)  # a buffer's for a buffer
+        assert module.bias is None and module.extra is None
+    with pytest.raises(TypeError):
+        nn.Linear(2.5, 3)
+    with pytest.raises(TypeError, match="iterable of Tensors"):
+        tnet.optim.SGD(nn.Linear(2, 2).weight, lr=0.1)

@@ -106,6 +106,8 @@ def test_bad_files_give_one_line_errors(tmp_path, content, match):
     assert "\n" not in str(e.value)
     with pytest.raises(tnet.LoadError, match="no such file"):
         tnet.load(str(tmp_path / "missing.npz"))
+    with pytest.raises(FileNotFoundError, match="no such file"):  # torch.load's error type, which scripts catch
+        tnet.load(str(tmp_path / "missing.npz"))
 
 
 def test_a_pickle_is_refused_and_runs_nothing(tmp_path):

@@ -41,6 +41,11 @@ class LoadError(ValueError):
     """A file tnet.load cannot read: missing, empty, truncated, corrupt or not tnet's."""
 
 
+class MissingFileError(LoadError, FileNotFoundError):
+    """No file at the path: a LoadError, and the FileNotFoundError torch.load raises (a script's
+    `except FileNotFoundError:` that starts afresh)."""
+
+
 def _encode(obj, arrays, depth=0):
     """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
     would refuse, so that every file save writes loads."""
@@ -352,7 +357,7 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
             raise LoadError(f"{type(path).__name__}: {e}") from None
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise LoadError(f"{path}: no such file")
+        raise MissingFileError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
             return _load(f, os.fstat(f.fileno()).st_size, as_tensor)

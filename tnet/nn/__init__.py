@@ -15,7 +15,7 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import check, ntuple, pair, single, triple
+from ..kernels.launch import InputTypeError, check, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import attention, init, utils
@@ -463,11 +463,23 @@ class Module:
             raise AttributeError(f"`{name}` is not a buffer")
         return getattr(module, name)
 
+    def _check_new_name(self, kind, name, registered):
+        """torch's checks of a buffer's or parameter's name: a str (TypeError), without "." and not
+        empty, and no other attribute's unless it is registered as this kind already (KeyError)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and not registered:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
         an attribute, in buffers() and, if persistent, in the state_dict. None is allowed
         (and skipped by both)."""
-        check(isinstance(name, str) and name and "." not in name, lambda: f"register_buffer: bad name {name!r}")
+        self._check_new_name("buffer", name, name in vars(self).get("_buffer_names", ()))
         if not isinstance(tensor, (Tensor, type(None))):
             raise TypeError(f"register_buffer: cannot assign a {type(tensor).__name__} to buffer {name!r} "
                             "(tnet.Tensor or None required)")
@@ -479,7 +491,7 @@ class Module:
     def register_parameter(self, name, param):
         """setattr(self, name, param) for a Parameter or None (torch's way of saying a layer has
         no such parameter, as BatchNorm2d(affine=False)'s weight)."""
-        check(isinstance(name, str) and name and "." not in name, lambda: f"register_parameter: bad name {name!r}")
+        self._check_new_name("parameter", name, isinstance(vars(self).get(name, ""), (Parameter, type(None))))
         if not isinstance(param, (Parameter, type(None))):
             raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to parameter {name!r} "
                             "(nn.Parameter or None required)")
@@ -1091,8 +1103,9 @@ class Linear(Module):
                  weight_filler=None, bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
-            check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                  lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
+                raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
+            check(v >= 0, lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
         factory_args("Linear", device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
