@@ -140,6 +140,7 @@ def test_names_scripts_touch_once():
     assert tnet.backends.cudnn is cudnn and not tnet.backends.cudnn.benchmark and mps.is_built() is False
     assert mp.spawn is torch.multiprocessing.spawn and mp.get_context is torch.multiprocessing.get_context
     assert tnet.distributed.is_available() == torch.distributed.is_available()  # without its own import, as torch's
+    assert tnet.version.cuda == torch.version.cuda  # `print(torch.__version__, torch.version.cuda)`
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
