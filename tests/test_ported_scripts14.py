@@ -8,10 +8,13 @@ NativeScalerWithGradNormCount, get_grad_norm_, the half-cycle cosine lr with war
 layer-wise lr decay param groups with no-weight-decay names), timm's Mixup (mixup and cutmix on the batch in
 place, one-hot targets by scatter_, SoftTargetCrossEntropy) with ModelEmaV2 (a deepcopy updated through
 state_dict().values(), integer buffers included) and ModelEmaV3's foreach lerp, and IBN-Net's half-instance,
-half-batch norm (with an InstanceNorm2d that tracks running statistics). Written from memory in their sources'
-styles and ported by their imports alone, as test_ported_scripts.py: each runs in tnet, then in torch from
+half-batch norm (with an InstanceNorm2d that tracks running statistics), and a torchrun-style DDP script
+(DistributedSampler, no_sync gradient accumulation, all_reduce of the logged loss, a "module." checkpoint
+restored through consume_prefix_in_state_dict_if_present) in a gloo process group of one. Written from memory
+in their sources' styles and ported by their imports alone, as test_ported_scripts.py: each runs in tnet, then in torch from
 tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers,
 agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
+import contextlib
 import copy
 import datetime
 import importlib
@@ -925,3 +928,83 @@ def ibn_net(m, state=None):
 
 def test_ibn_net():
     compare(ibn_net)
+
+
+# (e) a torchrun-style DDP training script (pytorch/examples' ddp tutorial and the ImageNet reference's
+# utilities) in a process group of one (gloo): the rank and world size from torch.distributed,
+# DistributedSampler with set_epoch, nn.parallel.DistributedDataParallel(model, device_ids=None), gradient
+# accumulation with model.no_sync() on every other micro-batch, the logged loss averaged by dist.all_reduce and
+# dist.ReduceOp.SUM over the world size, dist.barrier(), and rank 0's checkpoint of ddp_model.state_dict() (keys
+# "module.") loaded into a bare model after consume_prefix_in_state_dict_if_present
+def ddp_script(m, state=None):
+    torch, nn, F, data = m.torch, m.nn, m.F, m.data
+    dist = sub(m, "distributed")
+    DDP = sub(m, "nn.parallel").DistributedDataParallel
+    DistributedSampler = sub(m, "utils.data.distributed").DistributedSampler
+    consume_prefix_in_state_dict_if_present = sub(m, "nn.modules.utils").consume_prefix_in_state_dict_if_present
+
+    class ToyModel(nn.Module):
+        def __init__(self):
+            super(ToyModel, self).__init__()
+            self.net1 = nn.Linear(10, 10)
+            self.relu = nn.ReLU()
+            self.net2 = nn.Linear(10, 5)
+
+        def forward(self, x):
+            return self.net2(self.relu(self.net1(x)))
+
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = ToyModel()
+    init = load(m, model, state)
+    ddp_model = DDP(model, device_ids=None)
+    loss_fn = nn.MSELoss()
+    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    dataset = data.TensorDataset(torch.tensor(normal(rng, 8, 10)), torch.tensor(normal(rng, 8, 5)))
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=False)
+    loader = data.DataLoader(dataset, batch_size=2, sampler=sampler)
+    accum_steps = 2
+    losses = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for i, (inputs, labels) in enumerate(loader):
+            sync = (i + 1) % accum_steps == 0
+            context = ddp_model.no_sync() if not sync else contextlib.nullcontext()
+            with context:
+                loss = loss_fn(ddp_model(inputs), labels) / accum_steps
+                loss.backward()
+            if sync:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+            reduced = loss.detach().clone()
+            dist.all_reduce(reduced, op=dist.ReduceOp.SUM)
+            reduced /= world_size
+            losses.append(reduced.item())
+    dist.barrier()
+    buffer = io.BytesIO()
+    if rank == 0:
+        torch.save({"model": ddp_model.state_dict(), "epoch": 2}, buffer)
+    buffer.seek(0)
+    checkpoint = torch.load(buffer, map_location="cpu")
+    assert all(k.startswith("module.") for k in checkpoint["model"])
+    consume_prefix_in_state_dict_if_present(checkpoint["model"], "module.")
+    restored = ToyModel()
+    restored.load_state_dict(checkpoint["model"])
+    return init, losses + summary(restored.parameters())
+
+
+def test_ddp_script_in_a_group_of_one(monkeypatch):
+    import os
+    import socket
+    import torch
+    if os.path.exists("/sys/class/net/lo"):
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        compare(ddp_script)
+    finally:
+        torch.distributed.destroy_process_group()
