@@ -937,7 +937,7 @@ def test_ibn_net():
 # dist.ReduceOp.SUM over the world size, dist.barrier(), and rank 0's checkpoint of ddp_model.state_dict() (keys
 # "module.") loaded into a bare model after consume_prefix_in_state_dict_if_present
 def ddp_script(m, state=None):
-    torch, nn, F, data = m.torch, m.nn, m.F, m.data
+    torch, nn, data = m.torch, m.nn, m.data
     dist = sub(m, "distributed")
     DDP = sub(m, "nn.parallel").DistributedDataParallel
     DistributedSampler = sub(m, "utils.data.distributed").DistributedSampler
