@@ -11,7 +11,10 @@ from .tensor import check_device as _check_device  # asarray's; not one of torch
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
-from . import distributed, multiprocessing, version  # noqa: E402  (torch.distributed.is_available() without its own import)
+from . import multiprocessing, version  # noqa: E402
+from torch.distributed import is_available as _distributed_available  # noqa: E402
+if _distributed_available():  # tnet.distributed without its own import, as torch's (a torch built without it lacks its names)
+    from . import distributed  # noqa: E402
 from . import sparse  # noqa: E402
 from .autograd import Variable
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
