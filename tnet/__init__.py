@@ -207,7 +207,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in ("
 # torch's remainders, two-operand functions, NaN handling, random draws, host-read ops and matrix helpers
 from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite,
                          logaddexp, logit, nan_to_num, remainder, sinh, true_divide, xlogy)
-from .functional import bernoulli, multinomial, normal
+from .functional import bernoulli, binomial, multinomial, normal, poisson
 from .factory import rand_like, randint_like, randn_like
 from .functional import argwhere, bincount, histc, nonzero, unique
 from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, masked_select,
@@ -215,7 +215,7 @@ from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diago
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "isfinite",
             "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy", "arccos", "arcsin",
-            "arctan", "arctan2", "bernoulli", "multinomial", "normal", "rand_like", "randint_like", "randn_like",
+            "arctan", "arctan2", "bernoulli", "binomial", "multinomial", "normal", "poisson", "rand_like", "randint_like", "randn_like",
             "argwhere", "bincount", "histc", "nonzero", "unique", "aminmax", "broadcast_tensors", "cummax", "cummin",
             "diag", "diagonal", "hstack", "kthvalue", "median", "meshgrid", "nanmean", "nansum", "take_along_dim", "tile",
             "trace", "vstack", "masked_select"]
