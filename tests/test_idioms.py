@@ -950,3 +950,17 @@ def test_misuse_raises_torchs_error_types():
         nn.Linear(2.5, 3)
     with pytest.raises(TypeError, match="iterable of Tensors"):
         tnet.optim.SGD(nn.Linear(2, 2).weight, lr=0.1)
+
+
+@pytest.mark.parametrize("call", [lambda m, x: m.nn.functional.softmax(x, 0), lambda m, x: m.nn.functional.gelu(x),
+                                  lambda m, x: m.nn.functional.layer_norm(x, (3,)), lambda m, x: m.nn.functional.group_norm(x[None, :, None], 1),
+                                  lambda m, x: m.lerp(x, x, 0.5), lambda m, x: m.histc(x)])
+def test_float_only_ops_of_integer_tensors_raise_not_implemented(call):
+    """A float-only op of an integer tensor raises NotImplementedError, as torch's ("... not
+    implemented for 'Long'"), which is also tnet's InputError (ValueError, RuntimeError)."""
+    with pytest.raises(NotImplementedError):
+        call(torch, torch.tensor([1, 2, 3]))
+    with pytest.raises(NotImplementedError):
+        call(tnet, tnet.tensor([1, 2, 3]))
+    with pytest.raises(ValueError):
+        call(tnet, tnet.tensor([1, 2, 3]))
