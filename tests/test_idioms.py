@@ -950,6 +950,9 @@ def test_misuse_raises_torchs_error_types():
         nn.Linear(2.5, 3)
     with pytest.raises(TypeError, match="iterable of Tensors"):
         tnet.optim.SGD(nn.Linear(2, 2).weight, lr=0.1)
+    for make in (torch.nn.Parameter, nn.Parameter):  # an integer tensor cannot require grad
+        with pytest.raises(RuntimeError, match="floating point"):
+            make(torch.tensor([1, 2]) if make is torch.nn.Parameter else tnet.tensor([1, 2]))
 
 
 @pytest.mark.parametrize("call", [lambda m, x: m.nn.functional.softmax(x, 0), lambda m, x: m.nn.functional.gelu(x),

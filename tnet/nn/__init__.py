@@ -60,6 +60,8 @@ class Parameter(Tensor):
     list or torch tensor it holds a float32 copy."""
 
     def __init__(self, data, lr_mult=1.0, decay_mult=1.0, *, requires_grad=True):
+        if requires_grad and isinstance(data, (Tensor, torch.Tensor)) and not data.is_floating_point():
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")  # torch's
         if isinstance(data, Tensor) and data.dtype == torch.float32 and data.device == DEVICE:
             data = data.memory
         else:
