@@ -967,3 +967,25 @@ def test_float_only_ops_of_integer_tensors_raise_not_implemented(call):
         call(tnet, tnet.tensor([1, 2, 3]))
     with pytest.raises(ValueError):
         call(tnet, tnet.tensor([1, 2, 3]))
+
+
+def test_loss_and_call_modules_take_torchs_input_names():
+    """The losses and layers that call one functional take their inputs by torch's names too
+    (`criterion(input=out, target=y)`, `nn.CosineSimilarity()(x1=a, x2=b)`); an unknown name raises
+    TypeError, as a Python call."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y = np.sign(rng.standard_normal(3)).astype(np.float32)
+    for make, named in [(lambda m: m.KLDivLoss(reduction="batchmean"), lambda t: dict(input=t(a).log_softmax(1), target=t(b).softmax(1))),
+                        (lambda m: m.HuberLoss(), lambda t: dict(input=t(a), target=t(b))),
+                        (lambda m: m.MarginRankingLoss(0.1), lambda t: dict(input1=t(a[:, 0]), input2=t(b[:, 0]), target=t(y))),
+                        (lambda m: m.TripletMarginLoss(), lambda t: dict(anchor=t(a), positive=t(b), negative=t(a * 2))),
+                        (lambda m: m.GaussianNLLLoss(), lambda t: dict(input=t(a), target=t(b), var=t(a * a + 0.1))),
+                        (lambda m: m.CosineSimilarity(), lambda t: dict(x1=t(a), x2=t(b)))]:
+        ours = make(nn)(**named(tnet.tensor)).numpy()
+        theirs = make(torch.nn)(**named(torch.tensor)).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    loss = nn.HuberLoss()
+    assert float(loss(tnet.tensor(a), target=tnet.tensor(b))) == float(loss(tnet.tensor(a), tnet.tensor(b)))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'targets'"):
+        loss(tnet.tensor(a), targets=tnet.tensor(b))

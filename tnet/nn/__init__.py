@@ -1898,11 +1898,23 @@ class Tanh(Module):
 class _Call(Module):
     """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
     torch's order (a subclass's __init__ sets them); its repr shows those of `shown` (all by default),
-    as torch's."""
-    fn, names, shown = None, (), None
+    as torch's. forward takes its inputs by position or by torch's names for them (`inputs`:
+    `criterion(input=out, target=y)`)."""
+    fn, names, shown, inputs = None, (), None, ("input",)
 
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
+    def forward(self, *inputs, **named):
+        return type(self).fn(*self._bound(inputs, named), *[getattr(self, name) for name in self.names])
+
+    def _bound(self, inputs, named):
+        """inputs, then the named ones in the positions of torch's forward (TypeError for a name it lacks)."""
+        inputs = list(inputs)
+        for name in self.inputs[len(inputs):]:
+            if name not in named:
+                break
+            inputs.append(named.pop(name))
+        if named:
+            raise TypeError(f"{type(self).__name__}.forward() got an unexpected keyword argument {next(iter(named))!r}")
+        return inputs
 
     def extra_repr(self):
         return ", ".join(f"{name}={getattr(self, name)}" for name in (self.names if self.shown is None else self.shown))
@@ -1910,13 +1922,14 @@ class _Call(Module):
 
 class _Loss(_Call):
     """A loss module with torch's reduction= (and its deprecated size_average and reduce)."""
+    inputs = ("input", "target")
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
 
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
+    def forward(self, *inputs, **named):
+        return type(self).fn(*self._bound(inputs, named), **{name: getattr(self, name) for name in self.names})
 
     def extra_repr(self):  # torch's losses show no arguments
         return ""
@@ -2891,7 +2904,7 @@ class Fold(_Call):
 
 
 class CosineSimilarity(_Call):
-    fn, names, shown = F.cosine_similarity, ("dim", "eps"), ()
+    fn, names, shown, inputs = F.cosine_similarity, ("dim", "eps"), (), ("x1", "x2")
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -2899,7 +2912,7 @@ class CosineSimilarity(_Call):
 
 
 class PairwiseDistance(_Call):
-    fn, names, shown = F.pairwise_distance, ("norm", "eps", "keepdim"), ()
+    fn, names, shown, inputs = F.pairwise_distance, ("norm", "eps", "keepdim"), (), ("x1", "x2")
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
@@ -2925,7 +2938,7 @@ class KLDivLoss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
-    fn, names = F.margin_ranking_loss, ("margin", "reduction")
+    fn, names, inputs = F.margin_ranking_loss, ("margin", "reduction"), ("input1", "input2", "target")
 
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2933,7 +2946,7 @@ class MarginRankingLoss(_Loss):
 
 
 class HingeEmbeddingLoss(MarginRankingLoss):
-    fn = F.hinge_embedding_loss
+    fn, inputs = F.hinge_embedding_loss, ("input", "target")
 
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(margin, size_average, reduce, reduction)
@@ -2949,6 +2962,7 @@ class CosineEmbeddingLoss(MarginRankingLoss):
 
 class TripletMarginLoss(_Loss):
     fn, names = F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")
+    inputs = ("anchor", "positive", "negative")
 
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2981,7 +2995,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 
 class PoissonNLLLoss(_Loss):
-    fn, names = F.poisson_nll_loss, ("log_input", "full", "eps", "reduction")
+    fn, names, inputs = F.poisson_nll_loss, ("log_input", "full", "eps", "reduction"), ("log_input", "target")
 
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2991,6 +3005,7 @@ class PoissonNLLLoss(_Loss):
 class CTCLoss(_Loss):
     """F.ctc_loss: forward(log_probs, targets, input_lengths, target_lengths)."""
     fn, names = F.ctc_loss, ("blank", "reduction", "zero_infinity")
+    inputs = ("log_probs", "targets", "input_lengths", "target_lengths")
 
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction=reduction)
@@ -2999,7 +3014,7 @@ class CTCLoss(_Loss):
 
 class GaussianNLLLoss(_Loss):
     """F.gaussian_nll_loss: forward(input, target, var)."""
-    fn, names = F.gaussian_nll_loss, ("full", "eps", "reduction")
+    fn, names, inputs = F.gaussian_nll_loss, ("full", "eps", "reduction"), ("input", "target", "var")
 
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction=reduction)
@@ -3008,6 +3023,7 @@ class GaussianNLLLoss(_Loss):
 
 class TripletMarginWithDistanceLoss(_Loss):
     fn, names = F.triplet_margin_with_distance_loss, ("distance_function", "margin", "swap", "reduction")
+    inputs = ("anchor", "positive", "negative")
 
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(reduction=reduction)
