@@ -13,7 +13,7 @@ from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, b
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import multiprocessing, version  # noqa: E402
 from torch.distributed import is_available as _distributed_available  # noqa: E402
-if _distributed_available():  # tnet.distributed without its own import, as torch's (a torch built without it lacks its names)
+if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
     from . import distributed  # noqa: E402
 from . import sparse  # noqa: E402
 from .autograd import Variable
@@ -215,7 +215,8 @@ from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diago
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "isfinite",
             "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy", "arccos", "arcsin",
-            "arctan", "arctan2", "bernoulli", "binomial", "multinomial", "normal", "poisson", "rand_like", "randint_like", "randn_like",
+            "arctan", "arctan2", "bernoulli", "binomial", "multinomial", "normal", "poisson", "rand_like", "randint_like",
+            "randn_like",
             "argwhere", "bincount", "histc", "nonzero", "unique", "aminmax", "broadcast_tensors", "cummax", "cummin",
             "diag", "diagonal", "hstack", "kthvalue", "median", "meshgrid", "nanmean", "nansum", "take_along_dim", "tile",
             "trace", "vstack", "masked_select"]

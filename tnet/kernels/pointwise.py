@@ -27,7 +27,8 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, launch_kept
-from .launch import BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
+from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last,
+                     is_flat, kept, memory_format)
 
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
 # always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
