@@ -296,6 +296,12 @@ def test_to_device_and_dtype_arguments():
     other = "cpu" if DEV.type == "cuda" else "meta"
     with pytest.raises(ValueError, match="keeps tensors on"):
         x.to(other)
+    with pytest.raises(RuntimeError, match="keeps tensors on"):  # torch raises RuntimeError for a device it lacks
+        x.to(other)
+    with pytest.raises(RuntimeError, match="floating-point"):  # torch's error type for an integer leaf
+        tnet.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match="floating-point"):
+        tnet.zeros(2, dtype=tnet.int64, requires_grad=True)
 
 
 def test_contiguous():

@@ -149,3 +149,56 @@ def test_train_py_under_torchrun_matches_one_process(tmp_path):
     assert a["epoch"] == b["epoch"] == 1
     for name, w in a["model"].items():
         assert_close(torch.from_numpy(np.asarray(b["model"][name])), torch.from_numpy(np.asarray(w)), TOL["ieee"], name)
+
+
+def collectives_worker(rank, world, port, out):
+    """One rank of tnet.multiprocessing.spawn (pytorch/examples' imagenet: mp.spawn(main_worker, ...)):
+    torch.distributed's collectives on tnet tensors, as a MetricLogger's all_reduce and MoCo's
+    concat_all_gather call them, reached as tnet.distributed without its own import; then gradient
+    accumulation under DDP's no_sync: two micro-batches of this rank's half, the first within no_sync."""
+    dist = tnet.distributed
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    assert dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
+    counts = tnet.tensor([rank + 1.0, 10.0 * rank])
+    dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+    keys = tnet.arange(3) + 10 * rank
+    gathered = [tnet.ones_like(keys) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, keys, async_op=False)
+    weights = tnet.full((2,), float(rank))
+    dist.broadcast(weights, src=1)
+    dist.barrier()
+    tnet.manual_seed(0)
+    model = dist.DistributedDataParallel(Net())
+    x, y = batch()
+    quarters = [slice(q * BATCH // 4, (q + 1) * BATCH // 4) for q in (2 * rank, 2 * rank + 1)]
+    with model.no_sync():
+        F.cross_entropy(model(tnet.tensor(x[quarters[0]])), tnet.tensor(y[quarters[0]])).backward()
+    unreduced = model.module.head.bias.grad.numpy().copy()
+    F.cross_entropy(model(tnet.tensor(x[quarters[1]])), tnet.tensor(y[quarters[1]])).backward()
+    grads = {f"grad.{n}": p.grad.numpy() for n, p in model.module.named_parameters()}
+    np.savez(out.format(rank), counts=counts.numpy(), gathered=tnet.cat(gathered).numpy(), weights=weights.numpy(),
+             unreduced=unreduced, **grads)
+    dist.destroy_process_group()
+
+
+def test_collectives_on_tnet_tensors_under_spawn(tmp_path):
+    port = free_port()
+    tnet.multiprocessing.spawn(collectives_worker, args=(2, port, str(tmp_path / "rank{}.npz")), nprocs=2)
+    tnet.manual_seed(0)  # the same model in one process: the four quarters' mean losses, summed, over 2 (ranks)
+    model = Net()
+    x, y = batch()
+    for q in range(4):
+        part = slice(q * BATCH // 4, (q + 1) * BATCH // 4)
+        F.cross_entropy(model(tnet.tensor(x[part])), tnet.tensor(y[part])).backward()
+        if q == 0:
+            first = model.head.bias.grad.numpy().copy()
+    for rank in range(2):
+        saved = np.load(tmp_path / f"rank{rank}.npz")
+        assert saved["counts"].tolist() == [3.0, 10.0]
+        assert saved["gathered"].tolist() == [0, 1, 2, 10, 11, 12]
+        assert saved["weights"].tolist() == [1.0, 1.0]
+        if rank == 0:  # within no_sync the gradient is this rank's own
+            assert_close(torch.from_numpy(saved["unreduced"]), torch.from_numpy(first), TOL["ieee"], "unreduced")
+        for name, p in model.named_parameters():
+            assert_close(torch.from_numpy(saved[f"grad.{name}"]), p.grad.memory.cpu() / 2, TOL["ieee"],
+                         f"rank {rank}'s accumulated gradient of {name}")

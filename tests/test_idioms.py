@@ -2,6 +2,7 @@
 cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
+import copy
 import math
 import warnings
 
@@ -66,8 +67,24 @@ def test_instance_norm_as_torch(rng):
     check(lambda a, c, d: F.instance_norm(a, weight=c, bias=d), lambda a, c, d: torch.nn.functional.instance_norm(
         a, weight=c, bias=d), [(x, xr), (w, wr), (b, br)], rng, TOL["ieee"] * 10)
     assert nn.InstanceNorm2d(3).weight is None and nn.InstanceNorm2d(3, affine=True).weight.shape == (3,)
-    with pytest.raises(NotImplementedError):
-        nn.InstanceNorm2d(3, track_running_stats=True)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_instance_norm_running_statistics_as_torch(rng, momentum):
+    """track_running_stats=True: training mode updates running_mean and running_var by the mean over
+    the batch of each instance's statistics (num_batches_tracked stays 0), eval mode normalises with
+    them; momentum=None is 0 (the running statistics stay), as torch's."""
+    model = nn.InstanceNorm2d(3, affine=True, momentum=momentum, track_running_stats=True)
+    ref = torch.nn.InstanceNorm2d(3, affine=True, momentum=momentum, track_running_stats=True).double()
+    assert list(model.state_dict()) == list(ref.state_dict())
+    for _ in range(2):
+        x, xr = leaf(rng, 2, 3, 4, 5)
+        check(model, ref, [(x, xr)], rng, TOL["ieee"] * 10)
+    for name, value in ref.state_dict().items():
+        assert_close(model.state_dict()[name].memory, value, TOL["ieee"], name)
+    model.eval(), ref.eval()
+    x, xr = leaf(rng, 3, 4, 5)  # unbatched
+    check(model, ref, [(x, xr)], rng, TOL["ieee"] * 10)
 
 
 @pytest.mark.parametrize("kwargs", [dict(scale_factor=2), dict(size=(6, 10)), dict(size=3), dict(scale_factor=1.5),
@@ -116,6 +133,14 @@ def test_names_scripts_touch_once():
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
     # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
     assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
+    import tnet.backends.cudnn as cudnn  # pytorch/examples' imagenet and kuangliu's main.py import it so
+    import tnet.backends.mps as mps
+    import tnet.multiprocessing as mp
+    cudnn.benchmark = False
+    assert tnet.backends.cudnn is cudnn and not tnet.backends.cudnn.benchmark and mps.is_built() is False
+    assert mp.spawn is torch.multiprocessing.spawn and mp.get_context is torch.multiprocessing.get_context
+    assert tnet.distributed.is_available() == torch.distributed.is_available()  # without its own import, as torch's
+    assert tnet.version.cuda == torch.version.cuda  # `print(torch.__version__, torch.version.cuda)`
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
@@ -843,3 +868,124 @@ def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
         assert all(isinstance(r, lib.Tensor) for r in results) and isinstance(np.array(x), np.ndarray)
         rows.append([(r.dtype, tuple(r.shape), np.round(r.tolist(), 6).tolist()) for r in results])
     assert rows[0] == rows[1], rows
+
+
+def test_private_and_submodule_names_scripts_import():
+    """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
+    nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
+    nn.modules.transformer's _get_clones, torch.utils.data._utils.collate, torch.random.fork_rng, and the
+    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel)."""
+    from collections import OrderedDict
+    from tnet.nn.init import _no_grad_trunc_normal_
+    from tnet.nn.modules.transformer import _get_clones
+    from tnet.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    from tnet.utils.data._utils.collate import default_collate
+    from tnet.nn.attention import SDPBackend, sdpa_kernel
+    w = _no_grad_trunc_normal_(tnet.empty(50), 0.0, 1.0, -0.5, 0.5)
+    assert float(w.abs().max()) <= 0.5
+    state = OrderedDict([("module.fc.weight", 1), ("module.fc.bias", 2), ("head", 3)])
+    state._metadata = OrderedDict([("", {}), ("module", {"version": 1}), ("module.fc", {"version": 1})])
+    ref = copy.deepcopy(state)
+    consume_prefix_in_state_dict_if_present(state, "module.")
+    torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(ref, "module.")
+    assert list(state.items()) == list(ref.items()) and list(state._metadata) == list(ref._metadata)
+    layers = _get_clones(nn.Linear(2, 2), 3)
+    assert isinstance(layers, nn.ModuleList) and len(layers) == 3 and layers[0].weight is not layers[1].weight
+    assert np.array_equal(layers[0].weight.numpy(), layers[2].weight.numpy())
+    assert default_collate([(1, 2.0), (3, 4.0)])[0].tolist() == [1, 3]
+    tnet.manual_seed(3)
+    draws, weights = tnet.rand(3).numpy(), nn.Linear(2, 2).weight.numpy()
+    tnet.manual_seed(3)
+    with tnet.random.fork_rng(devices=[]):  # whatever the block draws or seeds is forgotten after it
+        tnet.manual_seed(5), tnet.rand(7), nn.Linear(3, 3)
+    assert tnet.initial_seed() == 3 and np.array_equal(tnet.rand(3).numpy(), draws)
+    assert np.array_equal(nn.Linear(2, 2).weight.numpy(), weights)
+    q = tnet.randn(1, 2, 3, 4)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    with pytest.raises(AssertionError):
+        with sdpa_kernel("flash"):
+            pass
+    with tnet.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False):
+        assert not tnet.backends.cuda.flash_sdp_enabled() and tnet.backends.cuda.math_sdp_enabled()
+    assert tnet.backends.cuda.flash_sdp_enabled()
+
+
+def test_pooling_and_padding_layers_have_torchs_private_bases():
+    """Each pooling and padding layer is a subclass of torch's base of its kind (nn.modules.pooling's
+    _MaxPoolNd, _AvgPoolNd, ..., nn.modules.padding's _ConstantPadNd, ...), as scripts' isinstance
+    checks read them (a FLOP counter's `isinstance(m, nn.modules.pooling._AvgPoolNd)`)."""
+    import inspect
+    for kind in ("pooling", "padding"):
+        ours, theirs = getattr(nn.modules, kind), getattr(torch.nn.modules, kind)
+        for name in theirs.__all__:
+            if not hasattr(ours, name):  # FractionalMaxPool2d and 3d: not in tnet
+                continue
+            bases = {b.__name__ for b in inspect.getmro(getattr(theirs, name)) if b.__name__.startswith("_")
+                     and b.__module__ == theirs.__name__}
+            for base in bases:
+                assert issubclass(getattr(ours, name), getattr(ours, base)), (name, base)
+            assert not any(issubclass(getattr(ours, name), getattr(ours, b)) for b in
+                           {n for n in vars(ours) if n.endswith("Nd") and n.startswith("_")} - bases), name
+
+
+def test_misuse_raises_torchs_error_types():
+    """A buffer or parameter name with a dot, empty, or another attribute's raises KeyError; a
+    non-str name TypeError; a float Linear size TypeError; one tensor handed to an optimizer in place
+    of an iterable TypeError (it was taken row by row), as torch's."""
+    ours, theirs = nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    for register in ("register_buffer", "register_parameter"):
+        for name, error in [("a.b", KeyError), ("", KeyError), ("forward", KeyError), (3, TypeError)]:
+            for module in (theirs, ours):
+                with pytest.raises(error):
+                    getattr(module, register)(name, None)
+    for module in (theirs, ours):
+        with pytest.raises(KeyError, match="already exists"):  # a parameter's name for a buffer
+            module.register_buffer("weight", None)
+        module.register_parameter("bias", None)  # a parameter's name for a parameter: replaced
+        module.register_buffer("extra", None)
+        module.register_buffer("extra", None)  # a buffer's for a buffer
+        assert module.bias is None and module.extra is None
+    with pytest.raises(TypeError):
+        nn.Linear(2.5, 3)
+    with pytest.raises(TypeError, match="iterable of Tensors"):
+        tnet.optim.SGD(nn.Linear(2, 2).weight, lr=0.1)
+    for make in (torch.nn.Parameter, nn.Parameter):  # an integer tensor cannot require grad
+        with pytest.raises(RuntimeError, match="floating point"):
+            make(torch.tensor([1, 2]) if make is torch.nn.Parameter else tnet.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("call", [lambda m, x: m.nn.functional.softmax(x, 0), lambda m, x: m.nn.functional.gelu(x),
+                                  lambda m, x: m.nn.functional.layer_norm(x, (3,)), lambda m, x: m.nn.functional.group_norm(x[None, :, None], 1),
+                                  lambda m, x: m.lerp(x, x, 0.5), lambda m, x: m.histc(x)])
+def test_float_only_ops_of_integer_tensors_raise_not_implemented(call):
+    """A float-only op of an integer tensor raises NotImplementedError, as torch's ("... not
+    implemented for 'Long'"), which is also tnet's InputError (ValueError, RuntimeError)."""
+    with pytest.raises(NotImplementedError):
+        call(torch, torch.tensor([1, 2, 3]))
+    with pytest.raises(NotImplementedError):
+        call(tnet, tnet.tensor([1, 2, 3]))
+    with pytest.raises(ValueError):
+        call(tnet, tnet.tensor([1, 2, 3]))
+
+
+def test_loss_and_call_modules_take_torchs_input_names():
+    """The losses and layers that call one functional take their inputs by torch's names too
+    (`criterion(input=out, target=y)`, `nn.CosineSimilarity()(x1=a, x2=b)`); an unknown name raises
+    TypeError, as a Python call."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y = np.sign(rng.standard_normal(3)).astype(np.float32)
+    for make, named in [(lambda m: m.KLDivLoss(reduction="batchmean"), lambda t: dict(input=t(a).log_softmax(1), target=t(b).softmax(1))),
+                        (lambda m: m.HuberLoss(), lambda t: dict(input=t(a), target=t(b))),
+                        (lambda m: m.MarginRankingLoss(0.1), lambda t: dict(input1=t(a[:, 0]), input2=t(b[:, 0]), target=t(y))),
+                        (lambda m: m.TripletMarginLoss(), lambda t: dict(anchor=t(a), positive=t(b), negative=t(a * 2))),
+                        (lambda m: m.GaussianNLLLoss(), lambda t: dict(input=t(a), target=t(b), var=t(a * a + 0.1))),
+                        (lambda m: m.CosineSimilarity(), lambda t: dict(x1=t(a), x2=t(b)))]:
+        ours = make(nn)(**named(tnet.tensor)).numpy()
+        theirs = make(torch.nn)(**named(torch.tensor)).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    loss = nn.HuberLoss()
+    assert float(loss(tnet.tensor(a), target=tnet.tensor(b))) == float(loss(tnet.tensor(a), tnet.tensor(b)))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'targets'"):
+        loss(tnet.tensor(a), targets=tnet.tensor(b))

@@ -48,6 +48,7 @@ def test_interpolate_strided_input_and_modules(rng):
                          (nn.UpsamplingBilinear2d(size=(5, 6)), torch.nn.UpsamplingBilinear2d(size=(5, 6))),
                          (nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3))]:
         np.testing.assert_allclose(ours(x).numpy(), theirs(xr).detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert repr(ours) == repr(theirs) and ours.scale_factor == theirs.scale_factor  # 2.0: kept as a float
 
 
 def test_interpolate_errors():

@@ -273,6 +273,9 @@ def test_pads_1d_and_circular_as_torch(rng):
     check(nn.CircularPad2d((1, 2, 2, 1)), torch.nn.CircularPad2d((1, 2, 2, 1)), [(y, yr)], rng)
     assert repr(nn.ConstantPad2d(1, 2.0)) == repr(torch.nn.ConstantPad2d(1, 2.0))
     assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
+    for ours, theirs in [(nn.LocalResponseNorm(2), torch.nn.LocalResponseNorm(2)), (nn.CosineSimilarity(0), torch.nn.CosineSimilarity(0)),
+                         (nn.PairwiseDistance(), torch.nn.PairwiseDistance()), (nn.AdaptiveMaxPool1d(2), torch.nn.AdaptiveMaxPool1d(2))]:
+        assert repr(ours) == repr(theirs)
     with pytest.raises(ValueError, match="expected 2D or 3D"):
         nn.CircularPad1d(1)(y)
 

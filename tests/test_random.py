@@ -833,3 +833,27 @@ def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
     from tnet.distributions.exp_family import ExponentialFamily
     from tnet.distributions.von_mises import VonMises
     assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)
+
+
+def test_poisson_and_binomial_draws():
+    """torch.poisson and torch.binomial: counts in the input's dtype and shape (binomial's count and
+    prob broadcast), with the right means, repeatable under manual_seed or a numpy generator; a
+    negative rate raises, as torch's (RuntimeError), and an integer one (torch: NotImplementedError)."""
+    tnet.manual_seed(0)
+    rates = tnet.tensor(np.array([[0.0, 2.0], [5.0, 30.0]], np.float32)).repeat(500, 1)
+    draws = tnet.poisson(rates)
+    assert draws.dtype == torch.float32 and draws.shape == rates.shape and not draws.requires_grad
+    counts = draws.numpy()
+    assert np.array_equal(counts, np.round(counts)) and (counts[0::2, 0] == 0).all()  # rate 0: always 0
+    np.testing.assert_allclose(counts.reshape(-1, 2, 2).mean(0), [[0, 2], [5, 30]], rtol=0.1, atol=0.1)
+    tnet.manual_seed(0)
+    assert np.array_equal(tnet.poisson(rates).numpy(), counts)
+    fixed = [tnet.poisson(rates[:4], generator=np.random.default_rng(3)).numpy() for _ in range(2)]
+    assert np.array_equal(*fixed)
+    trials = tnet.binomial(tnet.full((2000, 2), 10.0), tnet.tensor([0.0, 0.3]))
+    assert trials.shape == (2000, 2) and trials.dtype == torch.float32
+    assert (trials.numpy()[:, 0] == 0).all() and abs(trials.numpy()[:, 1].mean() - 3.0) < 0.2
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tnet.poisson(tnet.tensor([-1.0]))
+    with pytest.raises(RuntimeError):
+        tnet.poisson(tnet.tensor([1, 2]))

@@ -26,7 +26,7 @@ def test_round_trip(tmp_path):
     assert back["weights"]["b"].dtype == torch.bfloat16
     assert back["weights"]["b"].memory.float().tolist() == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(back["array"], obj["array"])
-    assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == [3, "y"]
+    assert back["numbers"] == obj["numbers"] and back["name"] == "x" and back["pair"] == (3, "y")  # a tuple, as torch's
     assert sorted(back["by_index"]) == [0, 7] and back["by_index"][7] == "seven" and back["$odd"] == 1
     assert os.listdir(tmp_path) == ["obj.npz"]  # no temporary file left behind
 
@@ -105,6 +105,8 @@ def test_bad_files_give_one_line_errors(tmp_path, content, match):
         tnet.load(path)
     assert "\n" not in str(e.value)
     with pytest.raises(tnet.LoadError, match="no such file"):
+        tnet.load(str(tmp_path / "missing.npz"))
+    with pytest.raises(FileNotFoundError, match="no such file"):  # torch.load's error type, which scripts catch
         tnet.load(str(tmp_path / "missing.npz"))
 
 

@@ -214,12 +214,11 @@ def test_concat_and_subset():
 
 
 def test_worker_options_are_accepted_and_loading_stays_here():
-    """The worker options change nothing (worker_init_fn is not called); the porting idiom
+    """The worker options change nothing but worker_init_fn's call (below); the porting idiom
     `x, y = x.to(device), y.to(device)` works on tnet's device."""
-    def boom(worker_id):
-        raise AssertionError("worker_init_fn called")
+    calls = []
     dataset = TensorDataset(np.arange(10.0).reshape(5, 2), np.arange(5))
-    loader = DataLoader(dataset, 2, False, None, None, 2, None, True, False, 5.0, boom, None, None,
+    loader = DataLoader(dataset, 2, False, None, None, 2, None, True, False, 5.0, calls.append, None, None,
                         prefetch_factor=4, persistent_workers=True, pin_memory_device="cuda", in_order=False)
     assert loader.num_workers == 2 and loader.pin_memory and loader.timeout == 5.0
     assert data.get_worker_info() is None
@@ -228,6 +227,44 @@ def test_worker_options_are_accepted_and_loading_stays_here():
             np.arange(10.0).reshape(5, 2), np.arange(5)))), 2)):
         x, y = x.to(device), y.to(device)
         assert_same([x, y], [rx, ry])
+    list(loader)
+    assert calls == [0]  # persistent workers: initialised once
+
+
+def test_worker_init_fn_runs_as_one_workers():
+    """With num_workers > 0, worker_init_fn(0) runs at each iteration's start, get_worker_info()
+    giving worker 0 of 1 and the data set there and in __getitem__ (an HDF5-style data set opened by
+    worker_init_fn works); the random states a seed_worker resets (Python's, numpy's, tnet's) are the
+    main process's again after it, as a worker's are its own; num_workers=0 calls nothing."""
+    import random
+
+    class Lazy(data.Dataset):
+        def __init__(self):
+            self.file, self.seen = None, []
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            self.seen.append(data.get_worker_info().id)
+            return self.file[i]
+
+    def open_file(worker_id):
+        info = data.get_worker_info()
+        assert worker_id == info.id == 0 and info.num_workers == 1
+        info.dataset.file = np.arange(4.0) * 10
+        random.seed(worker_id), np.random.seed(tnet.initial_seed() % 2**32), tnet.manual_seed(123)
+
+    dataset = Lazy()
+    loader = DataLoader(dataset, batch_size=2, num_workers=3, worker_init_fn=open_file)
+    tnet.manual_seed(0), random.seed(5), np.random.seed(5)
+    states = random.getstate(), np.random.get_state()[1].copy(), tnet.get_rng_state().tolist()
+    assert [b.tolist() for b in loader] == [[0.0, 10.0], [20.0, 30.0]] and dataset.seen == [0] * 4
+    assert random.getstate() == states[0] and np.array_equal(np.random.get_state()[1], states[1])
+    assert tnet.get_rng_state().tolist() == states[2] and tnet.initial_seed() == 0
+    assert data.get_worker_info() is None
+    with pytest.raises(AttributeError):  # no workers: no worker info (None.id), as torch's
+        next(iter(DataLoader(dataset, batch_size=2, worker_init_fn=open_file)))
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -11,6 +11,10 @@ from .tensor import check_device as _check_device  # asarray's; not one of torch
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
+from . import multiprocessing, version  # noqa: E402
+from torch.distributed import is_available as _distributed_available  # noqa: E402
+if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
+    from . import distributed  # noqa: E402
 from . import sparse  # noqa: E402
 from .autograd import Variable
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
@@ -203,7 +207,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in ("
 # torch's remainders, two-operand functions, NaN handling, random draws, host-read ops and matrix helpers
 from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite,
                          logaddexp, logit, nan_to_num, remainder, sinh, true_divide, xlogy)
-from .functional import bernoulli, multinomial, normal
+from .functional import bernoulli, binomial, multinomial, normal, poisson
 from .factory import rand_like, randint_like, randn_like
 from .functional import argwhere, bincount, histc, nonzero, unique
 from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, masked_select,
@@ -211,7 +215,8 @@ from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diago
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "isfinite",
             "logaddexp", "logit", "nan_to_num", "remainder", "sinh", "true_divide", "xlogy", "arccos", "arcsin",
-            "arctan", "arctan2", "bernoulli", "multinomial", "normal", "rand_like", "randint_like", "randn_like",
+            "arctan", "arctan2", "bernoulli", "binomial", "multinomial", "normal", "poisson", "rand_like", "randint_like",
+            "randn_like",
             "argwhere", "bincount", "histc", "nonzero", "unique", "aminmax", "broadcast_tensors", "cummax", "cummin",
             "diag", "diagonal", "hstack", "kthvalue", "median", "meshgrid", "nanmean", "nansum", "take_along_dim", "tile",
             "trace", "vstack", "masked_select"]

@@ -17,22 +17,52 @@ one accumulated again after its bucket went is reduced again at the end. BatchNo
 rank's own statistics, as torch's DDP does. All of it is launches and collectives on the current
 stream, so a captured step (graph.TrainStep) replays it, where the process group allows capture
 (NCCL)."""
+import contextlib
+
 import torch
 import torch.distributed as _dist
-from torch.distributed import (barrier, destroy_process_group, get_rank, get_world_size, init_process_group,
-                               is_initialized)
+from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_object_list, destroy_process_group,
+                               get_backend, get_rank, get_world_size, init_process_group, is_available,
+                               is_initialized, new_group)
 
 from . import amp
 from .kernels.copy import copy_
 from .kernels.launch import check
 from .kernels.pointwise import scale_
 from .nn import Module
-from .tensor import Tensor, empty_in_layout, is_grad_enabled, queue_callback
+from .tensor import Tensor, bump_version, empty_in_layout, is_grad_enabled, queue_callback
 
-__all__ = ["DistributedDataParallel", "barrier", "destroy_process_group", "get_rank", "get_world_size",
-           "init_process_group", "is_initialized"]
+__all__ = ["DistributedDataParallel", "ReduceOp", "all_gather", "all_gather_object", "all_reduce", "barrier",
+           "broadcast", "broadcast_object_list", "destroy_process_group", "get_backend", "get_rank", "get_world_size",
+           "init_process_group", "is_available", "is_initialized", "new_group", "reduce"]
 
 BUCKET_CAP_MB = 25  # torch's default
+
+
+# The collectives scripts call on tensors (a MetricLogger's all_reduce of its counts, MoCo's and SimCLR's
+# concat_all_gather, a broadcast of rank 0's weights): torch.distributed's own, on the tensors' memory, which
+# they write in place (each written tensor's version bumped, so that a backward that saved it raises, as torch's).
+# No gradient flows through them, as through torch's.
+def _written(tensors, work):
+    bump_version(*tensors)
+    return work
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    return _written([tensor], _dist.all_reduce(tensor.memory, op, group, async_op))
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    return _written([tensor], _dist.reduce(tensor.memory, dst, op, group, async_op, group_dst))
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    return _written([tensor], _dist.broadcast(tensor.memory, src, group, async_op, group_src))
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """tensor_list[i] = rank i's tensor."""
+    return _written(tensor_list, _dist.all_gather([t.memory for t in tensor_list], tensor.memory, group, async_op))
 
 
 def _flat(t):
@@ -91,14 +121,31 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
         self._queued = False
+        self.require_backward_grad_sync = True  # torch's name; no_sync clears it
+        self._sync = True  # the last forward's choice, which its backward follows
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """torch's: the backwards of forwards run within the block leave each rank's own gradients
+        accumulated in .grad, unreduced; the first backward of a forward after it averages the sums
+        (gradient accumulation with one reduction per optimizer step)."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
 
     def forward(self, *args, **kwargs):
-        if is_grad_enabled() and not self._queued:
+        self._sync = self.require_backward_grad_sync
+        if is_grad_enabled() and self._sync and not self._queued:
             queue_callback(self._finish)  # a backward of this forward averages at its end
             self._queued = True
         return self.module(*args, **kwargs)
 
     def _ready(self, p):
+        if not self._sync:  # within no_sync: the gradient stays this rank's, accumulated
+            return
         bucket = self._bucket_of[id(p)]
         if bucket.work is not None:  # accumulated again after its bucket went: reduce again at the end
             bucket.late = True

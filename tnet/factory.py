@@ -4,6 +4,7 @@ the dtype names, and the random generator's state with `manual_seed`.
 The generator is Philox (kernels/random.py) with its state [seed, offset] in one device
 tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
 dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
+import contextlib
 import math
 import numbers
 
@@ -114,6 +115,23 @@ def set_rng_state(new_state):
     rng_state().copy_(memory)
 
 
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """torch.random.fork_rng: within the block, draws and seeds as ever; on exit the generator, the
+    layers' init stream and initial_seed are back where they were, as torch's restores its CPU and
+    device generators (devices and device_type are accepted: tnet has one of each)."""
+    if not enabled:
+        yield
+        return
+    draws, init, init_state, last_seed = get_rng_state(), _init[0], _init[0].bit_generator.state, _seed[0]
+    try:
+        yield
+    finally:
+        set_rng_state(draws)
+        init.bit_generator.state = init_state
+        _init[0], _seed[0] = init, last_seed
+
+
 def initial_seed():
     """The seed manual_seed (or seed) set last, as torch's."""
     return _seed[0]
@@ -147,7 +165,7 @@ def _size(name, size, keyword=None):
 def _leaf(name, data, requires_grad):
     check_dtype(name, data.dtype)
     if requires_grad and not data.is_floating_point():
-        raise ValueError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
+        raise InputError(f"{name}: only floating-point tensors can require grad, got {data.dtype}")
     return Tensor(data, requires_grad=requires_grad)
 
 

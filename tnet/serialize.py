@@ -41,6 +41,11 @@ class LoadError(ValueError):
     """A file tnet.load cannot read: missing, empty, truncated, corrupt or not tnet's."""
 
 
+class MissingFileError(LoadError, FileNotFoundError):
+    """No file at the path: a LoadError, and the FileNotFoundError torch.load raises (a script's
+    `except FileNotFoundError:` that starts afresh)."""
+
+
 def _encode(obj, arrays, depth=0):
     """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
     would refuse, so that every file save writes loads."""
@@ -66,8 +71,10 @@ def _encode(obj, arrays, depth=0):
         return _encode(obj.item(), arrays, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, list):
         return [_encode(v, arrays, depth + 1) for v in obj]
+    if isinstance(obj, tuple):  # (a namedtuple as a plain tuple)
+        return {"$tuple": [_encode(v, arrays, depth + 1) for v in obj]}
     if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
         return {"$namespace": _encode(vars(obj), arrays, depth + 1)}
     if isinstance(obj, dict):
@@ -131,7 +138,7 @@ def _discard(tmp):
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings and None, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
-    it stands). Tuples come back as lists. torch.save's other
+    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), as torch's. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
     tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
@@ -308,6 +315,10 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return array(obj["$array"], where)
+    if "$tuple" in obj:
+        if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
+            raise _Bad(f"{where}: bad tuple entry")
+        return tuple(_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
     if "$namespace" in obj:
         options = _decode(obj["$namespace"], array, as_tensor, where, depth + 1) if obj.keys() == {"$namespace"} else None
         if not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
@@ -346,7 +357,7 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
             raise LoadError(f"{type(path).__name__}: {e}") from None
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise LoadError(f"{path}: no such file")
+        raise MissingFileError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
             return _load(f, os.fstat(f.fileno()).st_size, as_tensor)

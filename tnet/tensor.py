@@ -24,7 +24,7 @@ from . import tensor_str
 from ._device import DEVICE
 
 _ON_GPU = DEVICE.type == "cuda"
-from .kernels.launch import is_channels_last, memory_format, no_host_read
+from .kernels.launch import InputError, is_channels_last, memory_format, no_host_read
 from .kernels.copy import copy_
 from .kernels.pointwise import add_, pointwise
 
@@ -883,7 +883,7 @@ def check_device(name, device):
     """device (a torch.device, a string or None) must be of tnet's one device's type: a process
     has one device (a CUDA GPU, or the CPU under Triton's interpreter)."""
     if device is not None and torch.device(device).type != DEVICE.type:
-        raise ValueError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
+        raise InputError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -892,7 +892,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     check_device("tensor", device)
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.memory.is_floating_point():
-        raise ValueError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")
+        raise InputError(f"tensor: only floating-point tensors can require grad, got {t.dtype}")
     return t
 
 

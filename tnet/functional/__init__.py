@@ -228,7 +228,7 @@ for _name, _method in {"arccos": acos, "arcsin": asin, "arctan": atan, "arctan2"
                        "__rmod__": _swapped(remainder), "__floordiv__": floor_divide,
                        "__rfloordiv__": _swapped(floor_divide)}.items():
     setattr(Tensor, _name, _method)
-from .random import bernoulli, multinomial, normal
+from .random import bernoulli, binomial, multinomial, normal, poisson
 for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bernoulli_": _inplace.bernoulli_,
                        "exponential_": _inplace.exponential_}.items():
     setattr(Tensor, _name, _method)

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ..kernels import pointwise as _pw
-from ..kernels.launch import check
+from ..kernels.launch import InputDtypeError, check
 from ..tensor import Tensor, dim_index
 from .inputs import check_args, check_tensors
 
@@ -91,7 +91,8 @@ def histc(input, bins=100, min=0, max=0):
     check_args("histc", "int", bins=bins)
     check_args("histc", "float", min=min, max=max)
     check_tensors("histc", input=input)
-    check(input.memory.is_floating_point(), lambda: f"histc: expected a float tensor, got {input.dtype}")
+    if not input.memory.is_floating_point():
+        raise InputDtypeError(f"histc: expected a float tensor, got {input.dtype}")
     check(bins > 0, "torch.histc: bins must be > 0")
     x = _host(input).reshape(-1).astype(np.float32)
     lo, hi = np.float32(min), np.float32(max)

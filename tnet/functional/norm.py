@@ -8,7 +8,7 @@ from ..kernels import norm as _norm
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, record
-from .copy import reshape
+from .copy import repeat, reshape
 from .inputs import check_args, check_tensors, needs_grad
 from .pad import pad
 from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
@@ -174,17 +174,27 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    """Each sample's channels normalised over their positions (group_norm with a group per channel),
-    then per-channel weight and bias. Running statistics (track_running_stats) are not implemented."""
+    """Each sample's channels normalised over their positions, then per-channel weight and bias. Without
+    running statistics, group_norm with a group per channel; with them (track_running_stats), as torch
+    composes it: batch_norm of the input viewed as one sample of N * C channels, with the running
+    statistics, weight and bias repeated N times, whose updated copies' means over the N samples
+    become the running statistics (use_input_stats=False normalises with them)."""
     check_tensors("instance_norm", input=input)
     if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size: a variance of one element
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     check_args("instance_norm", "bool", use_input_stats=use_input_stats)  # then torch's argument parser
     check_args("instance_norm", "Tensor", running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
-    check(use_input_stats and running_mean is None and running_var is None,
-          "instance_norm: running statistics are not implemented (use track_running_stats=False)")
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    if running_mean is None and running_var is None:
+        check(use_input_stats, "instance_norm: use_input_stats=False needs running_mean and running_var")
+        return group_norm(input, input.shape[1], weight, bias, eps)
+    n, c = input.shape[:2]
+    repeated = [None if v is None else repeat(v, n) for v in (running_mean, running_var, weight, bias)]
+    out = batch_norm(reshape(input, (1, n * c, *input.shape[2:])), *repeated, use_input_stats, momentum, eps)
+    for running, updated in zip((running_mean, running_var), repeated):
+        if running is not None:
+            copy_(running.memory, mean(reshape(updated, (n, c)), 0).memory)
+    return reshape(out, input.shape)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -1,5 +1,5 @@
-"""Dropout and torch's random draws (bernoulli, normal, multinomial) (kernels/random.py), drawn
-from tnet's Philox generator on the device (multinomial on the host)."""
+"""Dropout and torch's random draws (bernoulli, normal, multinomial, poisson, binomial) (kernels/random.py),
+drawn from tnet's Philox generator on the device (multinomial, poisson and binomial on the host)."""
 import numbers
 import warnings
 
@@ -263,3 +263,32 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         rows.append(rng.choice(len(row), num_samples, replace=replacement, p=row / total))
     out = np.stack(rows).reshape(*input.shape[:-1], num_samples)
     return Tensor(torch.from_numpy(out.astype(np.int64)).to(input.device))
+
+
+def _host_counts(name, draw, like, generator):
+    """draw(rng) (a numpy array of counts) as a tensor of like's dtype on its device, drawn from the
+    stream tnet.manual_seed reseeds (or generator, a numpy Generator), as multinomial's."""
+    out = draw(host_generator(name, generator))
+    return Tensor(torch.from_numpy(np.asarray(out, np.float64)).to(like.device, like.dtype))
+
+
+def poisson(input, generator=None):
+    """A Poisson count for each rate in input (a float tensor, rates >= 0), in input's dtype, as
+    torch.poisson (a denoising script's `torch.poisson(img * peak) / peak`). Drawn on the host (the
+    rates are read back) by numpy: other numbers than torch's. No gradient (torch's is 0)."""
+    check_tensors("poisson", input=input)
+    check(input.memory.is_floating_point(), lambda: f"poisson: expected a float tensor of rates, got {input.dtype}")
+    rates = input.memory.detach().to("cpu", torch.float64).numpy()
+    check(not (rates < 0).any(), "invalid Poisson rate, expected rate to be non-negative")
+    return _host_counts("poisson", lambda rng: rng.poisson(rates), input, generator)
+
+
+def binomial(count, prob, generator=None):
+    """A Binomial(count, prob) draw for each pair of elements (float tensors that broadcast), in
+    count's dtype, as torch.binomial. Drawn on the host by numpy: other numbers than torch's. No
+    gradient."""
+    check_tensors("binomial", count=count, prob=prob)
+    n, p = (t.memory.detach().to("cpu", torch.float64).numpy() for t in (count, prob))
+    check(not ((p < 0) | (p > 1)).any() and not (n < 0).any(),
+          "binomial: expected counts >= 0 and probabilities in [0, 1]")
+    return _host_counts("binomial", lambda rng: rng.binomial(n.astype(np.int64), p), count, generator)

@@ -12,7 +12,8 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check, check_type, is_channels_last
+from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
+                              check_float, check_type, is_channels_last)
 from ..tensor import Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
@@ -374,7 +375,7 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     """var or std (root) over dim, as torch's; with_mean: (that, the mean), the mean being the one the variance
     is taken about (var_mean's and std_mean's, as torch's Welford mean: exact on a constant slice)."""
     check_tensors(name, input=input)
-    check(input.dtype in FLOATS, lambda: f"{name}: input must be float32, float16 or bfloat16, got {input.dtype}")
+    check_float(name, input, "input")
     dim, correction = _correction(name, dim, unbiased, correction)
     dims = _dims(name, input, dim, keepdim)
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)

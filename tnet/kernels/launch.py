@@ -19,6 +19,12 @@ class InputTypeError(InputError, TypeError):
     stride): a TypeError, as torch's argument parser raises, and an InputError."""
 
 
+class InputDtypeError(InputError, NotImplementedError):
+    """An integer or bool tensor where a kernel computes in floats only (softmax, a convolution, a
+    norm of a Long tensor): the NotImplementedError torch raises there ("... not implemented for
+    'Long'"), and an InputError."""
+
+
 class CaptureError(RuntimeError):
     """A function that a CUDA graph capture records (tnet.graph.capture, Graph, TrainStep) does
     what a capture cannot: it reads a device tensor on the host, say."""
@@ -69,8 +75,10 @@ def not_implemented(name, dtype):
 
 
 def check_float(name, x, arg="x"):
-    """x must hold one of FLOATS (16-bit tensors are storage: kernels compute in fp32)."""
-    check(x.dtype in FLOATS, lambda: f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
+    """x must hold one of FLOATS (16-bit tensors are storage: kernels compute in fp32); else
+    InputDtypeError."""
+    if x.dtype not in FLOATS:
+        raise InputDtypeError(f"{name}: {arg} must be float32, float16 or bfloat16, got {x.dtype}")
 
 
 def pair(v, name, least=0, expand_one=False):

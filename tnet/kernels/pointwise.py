@@ -27,7 +27,8 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, launch_kept
-from .launch import BLOCK_CONFIGS, FLOATS, INTEGERS, check, check_float, grid1d, is_channels_last, is_flat, kept, memory_format
+from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last,
+                     is_flat, kept, memory_format)
 
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
 # always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
@@ -1083,9 +1084,10 @@ def _plan(op, operands, channels_last, route_dim, dtype):
         if op == "route" and i == 1:
             check(x.dtype == torch.int64, lambda: f"route: indices must be int64, got {x.dtype}")
         else:
-            check(x.dtype in allowed, lambda: f"{op}: expected floating-point tensors (float32, float16 or bfloat16)"
-                                              f"{', integer or bool ones' if op in INTEGER_OPS else ''}, "
-                                              f"got {' and '.join(str(t.dtype) for t in tensors)}")
+            if x.dtype not in allowed:
+                raise InputDtypeError(f"{op}: expected floating-point tensors (float32, float16 or bfloat16)"
+                                      f"{', integer or bool ones' if op in INTEGER_OPS else ''}, "
+                                      f"got {' and '.join(str(t.dtype) for t in tensors)}")
     # integer arithmetic where every operand that makes the values is an integer (where: not its condition)
     integer = op in INTEGER_OPS and all(_is_int(x) for x in (operands[1:] if op == "where" else operands))
     shape = broadcast_shape(op, *[x.shape for x in tensors])

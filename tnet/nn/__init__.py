@@ -15,10 +15,10 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import check, ntuple, pair, single, triple
+from ..kernels.launch import InputTypeError, check, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
-from . import init, utils
+from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
 # `from tnet.nn import functional as F` give tnet.functional itself
@@ -60,6 +60,8 @@ class Parameter(Tensor):
     list or torch tensor it holds a float32 copy."""
 
     def __init__(self, data, lr_mult=1.0, decay_mult=1.0, *, requires_grad=True):
+        if requires_grad and isinstance(data, (Tensor, torch.Tensor)) and not data.is_floating_point():
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")  # torch's
         if isinstance(data, Tensor) and data.dtype == torch.float32 and data.device == DEVICE:
             data = data.memory
         else:
@@ -463,11 +465,23 @@ class Module:
             raise AttributeError(f"`{name}` is not a buffer")
         return getattr(module, name)
 
+    def _check_new_name(self, kind, name, registered):
+        """torch's checks of a buffer's or parameter's name: a str (TypeError), without "." and not
+        empty, and no other attribute's unless it is registered as this kind already (KeyError)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and not registered:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor of the module's state that is no parameter (BatchNorm's running mean):
         an attribute, in buffers() and, if persistent, in the state_dict. None is allowed
         (and skipped by both)."""
-        check(isinstance(name, str) and name and "." not in name, lambda: f"register_buffer: bad name {name!r}")
+        self._check_new_name("buffer", name, name in vars(self).get("_buffer_names", ()))
         if not isinstance(tensor, (Tensor, type(None))):
             raise TypeError(f"register_buffer: cannot assign a {type(tensor).__name__} to buffer {name!r} "
                             "(tnet.Tensor or None required)")
@@ -479,7 +493,7 @@ class Module:
     def register_parameter(self, name, param):
         """setattr(self, name, param) for a Parameter or None (torch's way of saying a layer has
         no such parameter, as BatchNorm2d(affine=False)'s weight)."""
-        check(isinstance(name, str) and name and "." not in name, lambda: f"register_parameter: bad name {name!r}")
+        self._check_new_name("parameter", name, isinstance(vars(self).get(name, ""), (Parameter, type(None))))
         if not isinstance(param, (Parameter, type(None))):
             raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to parameter {name!r} "
                             "(nn.Parameter or None required)")
@@ -648,7 +662,8 @@ class Module:
     def share_memory(self):
         """torch's Module.share_memory, which scripts call on a model that worker processes share
         (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
-        it is (tnet has no torch.multiprocessing; its tensors live on its device). Returns self."""
+        it is (its tensors live on its device, not shared with worker processes: tnet.multiprocessing
+        is torch's process management only). Returns self."""
         for t in [*self.parameters(), *self.buffers()]:
             t.share_memory_()
         return self
@@ -1090,8 +1105,9 @@ class Linear(Module):
                  weight_filler=None, bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
-            check(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                  lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
+                raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
+            check(v >= 0, lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
         factory_args("Linear", device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
@@ -1498,6 +1514,49 @@ class Embedding(Module):
         return ", ".join([f"{self.num_embeddings}, {self.embedding_dim}", *filter(None, extras)])
 
 
+# torch's base classes of the pooling and padding layers (torch.nn.modules.pooling's _MaxPoolNd, ...), for
+# scripts' isinstance checks (a FLOP counter's `isinstance(m, nn.modules.pooling._AvgPoolNd)`): markers,
+# each layer below a subclass of its own kind's, as torch's
+class _MaxPoolNd(Module):
+    pass
+
+
+class _AvgPoolNd(Module):
+    pass
+
+
+class _AdaptiveMaxPoolNd(Module):
+    pass
+
+
+class _AdaptiveAvgPoolNd(Module):
+    pass
+
+
+class _LPPoolNd(Module):
+    pass
+
+
+class _MaxUnpoolNd(Module):
+    pass
+
+
+class _ConstantPadNd(Module):
+    pass
+
+
+class _ReflectionPadNd(Module):
+    pass
+
+
+class _ReplicationPadNd(Module):
+    pass
+
+
+class _CircularPadNd(Module):
+    pass
+
+
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
         # torch's: no stride means the kernel's size
@@ -1511,7 +1570,7 @@ class _Pool(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class _MaxPool(_Pool):
+class _MaxPool(_Pool, _MaxPoolNd):
     """MaxPool2d's and MaxPool3d's arguments (return_indices before ceil_mode) and forward, through
     their functional form `_pool`; dilation > 1 is not supported."""
     mode = "max"
@@ -1525,7 +1584,7 @@ class _MaxPool(_Pool):
                                self.return_indices)
 
 
-class _AvgPool(_Pool):
+class _AvgPool(_Pool, _AvgPoolNd):
     """AvgPool2d's and AvgPool3d's arguments and forward, through their functional form `_pool`."""
     mode = "avg"
 
@@ -1838,25 +1897,39 @@ class Tanh(Module):
 
 class _Call(Module):
     """A layer that calls fn(x, *its arguments), the arguments kept as attributes by name, in
-    torch's order (a subclass's __init__ sets them)."""
-    fn, names = None, ()
+    torch's order (a subclass's __init__ sets them); its repr shows those of `shown` (all by default),
+    as torch's. forward takes its inputs by position or by torch's names for them (`inputs`:
+    `criterion(input=out, target=y)`)."""
+    fn, names, shown, inputs = None, (), None, ("input",)
 
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, *[getattr(self, name) for name in self.names])
+    def forward(self, *inputs, **named):
+        return type(self).fn(*self._bound(inputs, named), *[getattr(self, name) for name in self.names])
+
+    def _bound(self, inputs, named):
+        """inputs, then the named ones in the positions of torch's forward (TypeError for a name it lacks)."""
+        inputs = list(inputs)
+        for name in self.inputs[len(inputs):]:
+            if name not in named:
+                break
+            inputs.append(named.pop(name))
+        if named:
+            raise TypeError(f"{type(self).__name__}.forward() got an unexpected keyword argument {next(iter(named))!r}")
+        return inputs
 
     def extra_repr(self):
-        return ", ".join(f"{name}={getattr(self, name)}" for name in self.names)
+        return ", ".join(f"{name}={getattr(self, name)}" for name in (self.names if self.shown is None else self.shown))
 
 
 class _Loss(_Call):
     """A loss module with torch's reduction= (and its deprecated size_average and reduce)."""
+    inputs = ("input", "target")
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
 
-    def forward(self, *inputs):
-        return type(self).fn(*inputs, **{name: getattr(self, name) for name in self.names})
+    def forward(self, *inputs, **named):
+        return type(self).fn(*self._bound(inputs, named), **{name: getattr(self, name) for name in self.names})
 
     def extra_repr(self):  # torch's losses show no arguments
         return ""
@@ -1949,7 +2022,7 @@ class NLLLoss(_WeightedLoss):
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool2d to any output_size (an int or a pair; None keeps that size)."""
 
     def __init__(self, output_size):
@@ -1962,7 +2035,7 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool2d(Module):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool2d to any output_size, return_indices as torch."""
 
     def __init__(self, output_size, return_indices=False):
@@ -1975,7 +2048,7 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool3d to any output_size (an int or a triple; None keeps that size)."""
     __init__, extra_repr = AdaptiveAvgPool2d.__init__, AdaptiveAvgPool2d.extra_repr
 
@@ -1983,7 +2056,7 @@ class AdaptiveAvgPool3d(Module):
         return F.adaptive_avg_pool3d(x, self.output_size)
 
 
-class AdaptiveMaxPool3d(Module):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool3d to any output_size, return_indices as torch."""
     __init__, extra_repr = AdaptiveMaxPool2d.__init__, AdaptiveMaxPool2d.extra_repr
 
@@ -2011,11 +2084,11 @@ class _Pad(Module):
         return f"padding={self.padding}, value={self.value}" if self.mode == "constant" else f"{self.padding}"
 
 
-class ConstantPad1d(_Pad):
+class ConstantPad1d(_Pad, _ConstantPadNd):
     dims = 1
 
 
-class ConstantPad2d(_Pad):
+class ConstantPad2d(_Pad, _ConstantPadNd):
     pass
 
 
@@ -2035,31 +2108,31 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_Pad):
+class ReflectionPad1d(_Pad, _ReflectionPadNd):
     mode, dims = "reflect", 1
 
 
-class ReflectionPad2d(_Pad):
+class ReflectionPad2d(_Pad, _ReflectionPadNd):
     mode = "reflect"
 
 
-class ReplicationPad1d(_Pad):
+class ReplicationPad1d(_Pad, _ReplicationPadNd):
     mode, dims = "replicate", 1
 
 
-class ReplicationPad2d(_Pad):
+class ReplicationPad2d(_Pad, _ReplicationPadNd):
     mode = "replicate"
 
 
-class CircularPad1d(_Pad):
+class CircularPad1d(_Pad, _CircularPadNd):
     mode, dims = "circular", 1
 
 
-class CircularPad2d(_Pad):
+class CircularPad2d(_Pad, _CircularPadNd):
     mode = "circular"
 
 
-class ConstantPad3d(_Pad):
+class ConstantPad3d(_Pad, _ConstantPadNd):
     dims = 3
 
 
@@ -2071,15 +2144,15 @@ class ZeroPad3d(ConstantPad3d):
         return f"{self.padding}"
 
 
-class ReflectionPad3d(_Pad):
+class ReflectionPad3d(_Pad, _ReflectionPadNd):
     mode, dims = "reflect", 3
 
 
-class ReplicationPad3d(_Pad):
+class ReplicationPad3d(_Pad, _ReplicationPadNd):
     mode, dims = "replicate", 3
 
 
-class CircularPad3d(_Pad):
+class CircularPad3d(_Pad, _CircularPadNd):
     mode, dims = "circular", 3
 
 
@@ -2128,14 +2201,13 @@ class PReLU(Module):
 
 class _InstanceNorm(_NormBase):
     """F.instance_norm, with per-channel weight (ones) and bias (zeros) where affine, as torch's
-    (affine=False by default); batched or unbatched input. track_running_stats=True is not
-    implemented."""
+    (affine=False by default); batched or unbatched input. track_running_stats=True keeps running_mean
+    and running_var (updated in training mode, used in eval mode; momentum=None is 0, and
+    num_batches_tracked stays 0, as torch's)."""
     dims = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not implemented")
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, x):
@@ -2143,7 +2215,9 @@ class _InstanceNorm(_NormBase):
             raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
         if x.ndim == self.dims + 1:
             return self.forward(x.unsqueeze(0)).squeeze(0)
-        return F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               self.training or not self.track_running_stats,
+                               self.momentum if self.momentum is not None else 0.0, self.eps)
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -2212,6 +2286,10 @@ class Upsample(Module):
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
         super().__init__()
+        if isinstance(scale_factor, tuple):  # kept as floats, as torch's
+            scale_factor = tuple(float(factor) for factor in scale_factor)
+        else:
+            scale_factor = float(scale_factor) if scale_factor else None
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -2220,7 +2298,7 @@ class Upsample(Module):
                              self.recompute_scale_factor)
 
     def extra_repr(self):
-        shown = f"scale_factor={self.scale_factor}" if self.size is None else f"size={self.size}"
+        shown = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return f"{shown}, mode={self.mode!r}"
 
 
@@ -2727,7 +2805,7 @@ class ChannelShuffle(_Call):
         self.groups = groups
 
 
-class AvgPool1d(_Call):
+class AvgPool1d(_Call, _AvgPoolNd):
     """F.avg_pool1d over [N, C, L] or [C, L]."""
     fn, names = F.avg_pool1d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
 
@@ -2737,7 +2815,7 @@ class AvgPool1d(_Call):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
 
-class MaxPool1d(_Call):
+class MaxPool1d(_Call, _MaxPoolNd):
     """F.max_pool1d over [N, C, L] or [C, L] (torch's argument order: return_indices before
     ceil_mode); dilation > 1 is not supported."""
     fn, names = F.max_pool1d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
@@ -2748,7 +2826,7 @@ class MaxPool1d(_Call):
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
 
-class MaxUnpool1d(Module):
+class MaxUnpool1d(_MaxUnpoolNd):
     """F.max_unpool1d: forward(input, indices, output_size=None). Sizes kept as tuples, as torch's."""
     dims = 1
 
@@ -2808,7 +2886,7 @@ class FractionalMaxPool3d(FractionalMaxPool2d):
     fn, dims = staticmethod(F.fractional_max_pool3d), 3
 
 
-class AdaptiveAvgPool1d(_Call):
+class AdaptiveAvgPool1d(_Call, _AdaptiveAvgPoolNd):
     fn, names = F.adaptive_avg_pool1d, ("output_size",)
 
     def __init__(self, output_size):
@@ -2816,8 +2894,8 @@ class AdaptiveAvgPool1d(_Call):
         self.output_size = output_size
 
 
-class AdaptiveMaxPool1d(_Call):
-    fn, names = F.adaptive_max_pool1d, ("output_size", "return_indices")
+class AdaptiveMaxPool1d(_Call, _AdaptiveMaxPoolNd):
+    fn, names, shown = F.adaptive_max_pool1d, ("output_size", "return_indices"), ("output_size",)
 
     def __init__(self, output_size, return_indices=False):
         super().__init__()
@@ -2831,6 +2909,9 @@ class LocalResponseNorm(_Call):
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class Unfold(_Call):
@@ -2853,7 +2934,7 @@ class Fold(_Call):
 
 
 class CosineSimilarity(_Call):
-    fn, names = F.cosine_similarity, ("dim", "eps")
+    fn, names, shown, inputs = F.cosine_similarity, ("dim", "eps"), (), ("x1", "x2")
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -2861,7 +2942,7 @@ class CosineSimilarity(_Call):
 
 
 class PairwiseDistance(_Call):
-    fn, names = F.pairwise_distance, ("norm", "eps", "keepdim")
+    fn, names, shown, inputs = F.pairwise_distance, ("norm", "eps", "keepdim"), (), ("x1", "x2")
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
@@ -2887,7 +2968,7 @@ class KLDivLoss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
-    fn, names = F.margin_ranking_loss, ("margin", "reduction")
+    fn, names, inputs = F.margin_ranking_loss, ("margin", "reduction"), ("input1", "input2", "target")
 
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2895,7 +2976,7 @@ class MarginRankingLoss(_Loss):
 
 
 class HingeEmbeddingLoss(MarginRankingLoss):
-    fn = F.hinge_embedding_loss
+    fn, inputs = F.hinge_embedding_loss, ("input", "target")
 
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(margin, size_average, reduce, reduction)
@@ -2911,6 +2992,7 @@ class CosineEmbeddingLoss(MarginRankingLoss):
 
 class TripletMarginLoss(_Loss):
     fn, names = F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")
+    inputs = ("anchor", "positive", "negative")
 
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2943,7 +3025,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 
 class PoissonNLLLoss(_Loss):
-    fn, names = F.poisson_nll_loss, ("log_input", "full", "eps", "reduction")
+    fn, names, inputs = F.poisson_nll_loss, ("log_input", "full", "eps", "reduction"), ("log_input", "target")
 
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -2953,6 +3035,7 @@ class PoissonNLLLoss(_Loss):
 class CTCLoss(_Loss):
     """F.ctc_loss: forward(log_probs, targets, input_lengths, target_lengths)."""
     fn, names = F.ctc_loss, ("blank", "reduction", "zero_infinity")
+    inputs = ("log_probs", "targets", "input_lengths", "target_lengths")
 
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction=reduction)
@@ -2961,7 +3044,7 @@ class CTCLoss(_Loss):
 
 class GaussianNLLLoss(_Loss):
     """F.gaussian_nll_loss: forward(input, target, var)."""
-    fn, names = F.gaussian_nll_loss, ("full", "eps", "reduction")
+    fn, names, inputs = F.gaussian_nll_loss, ("full", "eps", "reduction"), ("input", "target", "var")
 
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction=reduction)
@@ -2970,6 +3053,7 @@ class GaussianNLLLoss(_Loss):
 
 class TripletMarginWithDistanceLoss(_Loss):
     fn, names = F.triplet_margin_with_distance_loss, ("distance_function", "margin", "swap", "reduction")
+    inputs = ("anchor", "positive", "negative")
 
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(reduction=reduction)
@@ -3089,7 +3173,7 @@ class RReLU(Module):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
-class LPPool1d(_Call):
+class LPPool1d(_Call, _LPPoolNd):
     """F.lp_pool1d over [N, C, L] or [C, L]."""
     fn, names = F.lp_pool1d, ("norm_type", "kernel_size", "stride", "ceil_mode")
 

@@ -137,6 +137,9 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     return write_(tensor, kept[:n].reshape(shape))
 
 
+
+_no_grad_trunc_normal_ = trunc_normal_  # torch's private name (older DeiT and ViT files import it); tnet's is no-grad
+
 def constant_(tensor, val):
     return _fill_value(tensor, val)
 

@@ -67,6 +67,9 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         name = type(self).__name__
+        if isinstance(params, Tensor):  # one tensor, not an iterable of them (torch's TypeError)
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {params.type()}")
         params = list(params)
         check(len(params) > 0, lambda: f"{name}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]

@@ -2,9 +2,14 @@
 semantics; a batch comes out as tnet Tensors on tnet's device.
 
 Where tnet differs:
-- Loading runs in the calling process. num_workers, pin_memory, timeout, worker_init_fn,
-  multiprocessing_context, prefetch_factor, persistent_workers, pin_memory_device and in_order
-  are checked as torch checks them and otherwise ignored (worker_init_fn is never called).
+- Loading runs in the calling process. num_workers, pin_memory, timeout, multiprocessing_context,
+  prefetch_factor, persistent_workers, pin_memory_device and in_order are checked as torch checks
+  them and otherwise ignored. With num_workers > 0 the calling process stands in for one worker:
+  worker_init_fn(0) runs at each iteration's start (once with persistent_workers), and while it
+  runs and while a batch is fetched get_worker_info() gives worker 0 of 1 (a worker_init_fn that
+  opens the data set's files works); the Python, numpy and tnet random states it changes (a
+  seed_worker's np.random.seed) are restored after it, as a worker's draws leave the main
+  process's alone.
 - Random draws (shuffle, RandomSampler, SubsetRandomSampler, random_split) are numpy's, on the
   host, from the stream that tnet.manual_seed reseeds, or from `generator=`, a numpy Generator:
   tnet.manual_seed(s) repeats an order, with other numbers than torch's.
@@ -20,6 +25,7 @@ import copy
 import itertools
 import math
 import numbers
+import random
 import sys
 import types
 import warnings
@@ -28,7 +34,7 @@ import numpy as np
 import torch
 
 from .._device import DEVICE
-from ..factory import host_generator
+from ..factory import fork_rng, host_generator, initial_seed
 from ..functional import stack
 from ..kernels.copy import gather_
 from ..kernels.launch import is_channels_last, memory_format
@@ -470,10 +476,37 @@ class DistributedSampler(Sampler):
 
 # ---- the loader ----
 
+class WorkerInfo:
+    """torch's worker description: id, num_workers, seed and dataset."""
+
+    def __init__(self, id, num_workers, seed, dataset):
+        self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
+
+    def __repr__(self):
+        return f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed})"
+
+
+_worker = [None]  # the WorkerInfo while a loader with workers fetches or runs its worker_init_fn
+
+
 def get_worker_info():
-    """None, torch's answer in the main process: tnet loads there (an IterableDataset that shards
-    its items by worker yields them all)."""
-    return None
+    """None in the main process, torch's answer there; while a loader with num_workers > 0 fetches
+    a batch or runs its worker_init_fn, its one in-process worker: id 0 of num_workers 1 (an
+    IterableDataset that shards its items by worker yields them all)."""
+    return _worker[0]
+
+
+def _as_worker(info, items):
+    """items, each drawn with get_worker_info() giving info."""
+    while True:
+        _worker[0] = info
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        finally:
+            _worker[0] = None
+        yield item
 
 
 def _gathered(dataset, indices):
@@ -569,6 +602,23 @@ class DataLoader:
         return len(self.batch_sampler if self._batched else self.sampler)
 
     def __iter__(self):
+        if self.num_workers == 0:
+            return self._batches()
+        info = WorkerInfo(0, 1, initial_seed(), self.dataset)
+        if self.worker_init_fn is not None and not (self.persistent_workers and vars(self).get("_started")):
+            self._started = True
+            states = random.getstate(), np.random.get_state()
+            _worker[0] = info
+            try:
+                with fork_rng():
+                    self.worker_init_fn(0)
+            finally:
+                _worker[0] = None
+                random.setstate(states[0])
+                np.random.set_state(states[1])
+        return _as_worker(info, self._batches())
+
+    def _batches(self):
         if isinstance(self.dataset, IterableDataset):
             items = iter(self.dataset)
             if self.batch_size is None:
@@ -598,3 +648,8 @@ for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_c
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.utils.data.{_name}'s names")
     _module.__dict__.update({n: globals()[n] for n in _names})
     sys.modules[_module.__name__] = globals()[_name] = _module
+# and the older path `from torch.utils.data._utils.collate import default_collate`
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: its collate module")
+_utils.collate = types.ModuleType(f"{_utils.__name__}.collate", "torch.utils.data._utils.collate's collate functions")
+_utils.collate.__dict__.update(default_collate=default_collate, default_convert=default_convert)
+sys.modules[_utils.__name__], sys.modules[_utils.collate.__name__] = _utils, _utils.collate
