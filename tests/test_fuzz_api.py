@@ -209,18 +209,22 @@ def test_binary_cross_entropy_outside_0_1_raises_as_torch(x, y):
     _same_outcome(lambda m, f, t: f.binary_cross_entropy(t(x), t(y)))
 
 
-@pytest.mark.parametrize("name, size", [("adaptive_avg_pool2d", 0), ("adaptive_max_pool2d", (0, 2)),
-                                        ("adaptive_avg_pool2d", (2, 0)), ("adaptive_avg_pool1d", 0),
-                                        ("adaptive_max_pool1d", 0), ("adaptive_avg_pool2d", -1)])
-def test_adaptive_pooling_to_size_0_as_torch(name, size):
-    shape = (1, 2, 3) if name.endswith("1d") else (1, 2, 3, 3)
+@pytest.mark.parametrize("name, size, shape", [
+    ("adaptive_avg_pool2d", 0, (1, 2, 3, 3)), ("adaptive_max_pool2d", (0, 2), (1, 2, 3, 3)),
+    ("adaptive_avg_pool2d", (2, 0), (1, 2, 3, 3)), ("adaptive_avg_pool1d", 0, (1, 2, 3)), ("adaptive_max_pool1d", 0, (1, 2, 3)),
+    ("adaptive_avg_pool2d", -1, (1, 2, 3, 3)), ("adaptive_avg_pool2d", 2, (1, 0, 3, 3)), ("adaptive_avg_pool2d", 2, (0, 2, 3, 3)),
+    ("adaptive_max_pool2d", 2, (0, 3, 3)), ("adaptive_max_pool1d", 2, (0, 3)), ("adaptive_avg_pool1d", 0, (2, 3))])
+def test_adaptive_pooling_to_size_0_as_torch(name, size, shape):
+    """The forward returns an empty output; its backward raises where the output is empty past the
+    batch dim (an unbatched input's first dim is not exempt), as torch's (fuzz seeds 40-45)."""
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     _same_outcome(lambda m, f, t: getattr(f, name)(t(x), size))
-    if size == -1:
-        return
-    a = tnet.tensor(x, requires_grad=True)
-    F.sum(getattr(F, name)(a, size)).backward()
-    np.testing.assert_array_equal(a.grad.numpy(), np.zeros(shape, np.float32))
+
+    def grad(m, f, t):
+        a = t(x, requires_grad=True)
+        m.sum(getattr(f, name)(a, size)).backward()
+        return a.grad
+    _same_outcome(grad)
 
 
 @pytest.mark.parametrize("call", [lambda m, f, t: t([1.0, 2.0]) - True, lambda m, f, t: t([True]) - t([1]),
