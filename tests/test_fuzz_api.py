@@ -865,3 +865,25 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     got = F.soft_margin_loss(tnet.tensor(x, dtype=torch.float16), tnet.tensor(y), reduction="none")
     assert got.dtype == torch.float16
     np.testing.assert_allclose(host(got).float().numpy(), want.float().numpy(), rtol=5e-3)  # a few f16 ulps
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 15 (seeds 40-45)
+    # nll_loss's and cross_entropy's class weights: input's dtype (its shape checked first), as torch's kernels
+    lambda m, f, t: f.nll_loss(m.zeros(3, 4, dtype=torch.float16), t([0, 1, 2]), weight=m.ones(4)),
+    lambda m, f, t: f.nll_loss(m.zeros(0, 4), m.zeros(0, dtype=torch.int64), weight=m.ones(4, dtype=torch.bfloat16)),
+    lambda m, f, t: f.nll_loss(m.zeros(3, 4), t([0, 1, 2]), weight=m.ones(3, dtype=torch.float16)),
+    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), t([0, 1, 7]), weight=m.ones(4, dtype=torch.float16)),
+    lambda m, f, t: f.cross_entropy(m.zeros(2, 4, 3), m.zeros(2, 3, dtype=torch.int64), weight=m.ones(4, dtype=torch.float16),
+                                    label_smoothing=0.1)])
+def test_round_15_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz round 15: these work as torch's
+    lambda m, f, t: f.cross_entropy(m.zeros(2, 4), t([[0.1, 0.2, 0.3, 0.4]] * 2), weight=m.ones(4, dtype=torch.float16)),  # probabilities
+    # label smoothing's mean of a 16-bit loss stays 16-bit
+    lambda m, f, t: f.cross_entropy(m.arange(6.0).reshape(1, 2, 3).half(), t([[0, 1, 1]]), label_smoothing=0.1),
+    lambda m, f, t: f.cross_entropy(m.arange(6.0).reshape(1, 2, 3).bfloat16(), t([[0, 1, 1]]), label_smoothing=0.2,
+                                    weight=t([1.0, 0.5]).bfloat16())])
+def test_round_15_valid_calls_as_torch(call):
+    _same_outcome(call, rtol=1e-2)
