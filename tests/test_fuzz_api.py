@@ -887,3 +887,26 @@ def test_round_15_error_kinds_as_torch(call):
                                     weight=t([1.0, 0.5]).bfloat16())])
 def test_round_15_valid_calls_as_torch(call):
     _same_outcome(call, rtol=1e-2)
+
+
+@pytest.mark.parametrize("fn, xs, ws, kw", [
+    ("conv_transpose1d", (2, 2, 1), (2, 2, 3), dict(output_padding=1, dilation=2)),
+    ("conv_transpose1d", (2, 2, 4), (2, 3, 3), dict(output_padding=2, dilation=3, padding=2)),
+    ("conv_transpose2d", (1, 2, 3, 4), (2, 2, 3, 2), dict(output_padding=(1, 2), dilation=(2, 3), padding=1, stride=(1, 2))),
+    ("conv_transpose2d", (1, 4, 3, 3), (4, 1, 3, 3), dict(output_padding=1, dilation=2, padding=1, groups=4))])
+def test_transposed_convolution_output_padding_past_the_stride_as_torch(fn, xs, ws, kw):
+    """output_padding may reach the stride where the dilation is larger (torch's rule: below either);
+    the kernels' convolution of such an output has more rows than x (fuzz seed 43: tnet raised)."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[1] * kw.get("groups", 1)).astype(np.float32)
+    want = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ref = getattr(tF, fn)(*want, **kw)
+    g = rng.standard_normal(ref.shape).astype(np.float32)
+    ref.backward(torch.tensor(g))
+    got = [tnet.tensor(a, requires_grad=True) for a in (x, w, b)]
+    out = getattr(F, fn)(*got, **kw)
+    out.backward(tnet.tensor(g))
+    assert out.shape == ref.shape
+    for a, r in zip([out] + [t.grad for t in got], [ref] + [t.grad for t in want]):
+        np.testing.assert_allclose(host(a).numpy(), r.detach().numpy(), rtol=1e-4, atol=1e-4)

@@ -195,6 +195,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{extra}, stride: {stride}, dilation: {dilation}")
+    if any(o >= s for o, s in zip(extra, stride)):
+        # output_padding past the stride (below the dilation): the kernels' convolution of the output
+        # would give q = o // s rows more than x has; x with q rows of zeros more is the same sum, at o % s
+        more = [o // s for o, s in zip(extra, stride)]
+        return conv_transpose2d(pad(x, (0, more[1], 0, more[0])), w, b, stride, padding,
+                                tuple(o % s for o, s in zip(extra, stride)), groups, dilation)
     out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
     check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
