@@ -910,3 +910,18 @@ def test_transposed_convolution_output_padding_past_the_stride_as_torch(fn, xs, 
     assert out.shape == ref.shape
     for a, r in zip([out] + [t.grad for t in got], [ref] + [t.grad for t in want]):
         np.testing.assert_allclose(host(a).numpy(), r.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("sa, sb", [((3,), (0, 3, 3, 2)), ((3,), (0, 3, 2)), ((2, 3), (0, 3, 2)), ((1, 2, 3), (0, 3, 2))])
+def test_matmul_of_one_matrix_by_an_empty_batch_as_torch(sa, sb):
+    """A shared matrix (or vector) times an empty batch: an empty result, and the shared operand's
+    gradient the sum of no products, zeros (fuzz seed 40: tnet raised)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    want = torch.matmul(torch.tensor(a), torch.tensor(b))
+    ta, tb = tnet.tensor(a, requires_grad=True), tnet.tensor(b, requires_grad=True)
+    got = F.matmul(ta, tb)
+    assert got.shape == want.shape
+    F.sum(got).backward()
+    np.testing.assert_array_equal(ta.grad.numpy(), np.zeros(sa, np.float32))
+    assert tb.grad.shape == sb
