@@ -874,7 +874,22 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: f.nll_loss(m.zeros(3, 4), t([0, 1, 2]), weight=m.ones(3, dtype=torch.float16)),
     lambda m, f, t: f.cross_entropy(m.zeros(3, 4), t([0, 1, 7]), weight=m.ones(4, dtype=torch.float16)),
     lambda m, f, t: f.cross_entropy(m.zeros(2, 4, 3), m.zeros(2, 3, dtype=torch.int64), weight=m.ones(4, dtype=torch.float16),
-                                    label_smoothing=0.1)])
+                                    label_smoothing=0.1),
+    # every argument's type before any range or shape, as torch's parser
+    lambda m, f, t: m.topk(t(1.0), 2, dim="1"), lambda m, f, t: m.topk(t(1.0), 2, dim=1),  # a 0-d input's dim before k
+    lambda m, f, t: m.movedim(m.zeros(3, 1), 7, "1"), lambda m, f, t: m.movedim(m.zeros(3, 1), 3, None),
+    lambda m, f, t: m.diagonal(m.zeros(4, 2, 3), offset="x", dim1=0, dim2=-4),
+    lambda m, f, t: m.std_mean(m.zeros(4, 4, 0), dim=7, correction=object()),
+    lambda m, f, t: m.trapezoid(t(1.0), dx=object()),
+    lambda m, f, t: f.conv_transpose1d(m.zeros(1, 3, 5), m.zeros(2, 2, 3), stride=0, padding=1.5),
+    lambda m, f, t: f.conv_transpose2d(m.zeros(2, 3, 1, 5), m.zeros(2, 2, 3, 3), output_padding=1.5),
+    lambda m, f, t: f.conv_transpose2d(m.zeros(2, 2, 1, 5), m.zeros(2, 2, 3, 3), groups=1.0),
+    # torch's order of value checks
+    lambda m, f, t: m.split(m.zeros(5, 1, 3), -1, dim=7),  # the size before the dim
+    lambda m, f, t: f.smooth_l1_loss(m.zeros(2), m.zeros(2), beta=-1.0, reduction=1.5),  # the reduction before beta
+    lambda m, f, t: f.multilabel_soft_margin_loss(t(1.0), t(1.0), reduction=1.5),  # the loss's shapes, then the reduction
+    lambda m, f, t: f.multilabel_soft_margin_loss(m.zeros(2, 3, 4), m.zeros(4, 3, 3), reduction="avg"),
+    lambda m, f, t: f.grid_sample(m.zeros(1, 1, 2, 2), m.zeros(1, 3, 2, 2), padding_mode=[1], align_corners=False)])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

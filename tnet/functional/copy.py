@@ -421,8 +421,11 @@ def movedim(input, source, destination):
     """input with dims `source` moved to positions `destination` (ints or sequences; a view)."""
     check_tensors("movedim", input=input)
     n = input.ndim
-    src = [dim_index(d, n) for d in (source if isinstance(source, (tuple, list)) else [source])]
-    dst = [dim_index(d, n) for d in (destination if isinstance(destination, (tuple, list)) else [destination])]
+    src, dst = ([*v] if isinstance(v, (tuple, list)) else [v] for v in (source, destination))
+    check_type(all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
+               lambda: f"movedim() received an invalid combination of arguments - got (Tensor, "
+                       f"{type(source).__name__}, {type(destination).__name__}), but expected ints or tuples of ints")
+    src, dst = [dim_index(d, n) for d in src], [dim_index(d, n) for d in dst]
     check(len(src) == len(dst),
           lambda: f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
                   f"the same number of dims as destination ({dst} dims)")
@@ -600,10 +603,12 @@ def _pieces(input, d, sizes):
 def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
+    if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
+        check(split_size_or_sections >= 0,
+              lambda: f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d, size = _split_dim("split", tensor, dim)
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
-        check(step >= 0, lambda: f"split expects split_size be non-negative, but got split_size={step}")
         check(step > 0 or size == 0,
               lambda: f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
@@ -1230,6 +1235,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal `offset` (above the main one where > 0) over dim1 and dim2, as a last dim: a view,
     as torch.diagonal."""
     check_tensors("diagonal", input=input)
+    check_args("diagonal", "int", offset=offset, dim1=dim1, dim2=dim2)  # every type before a dim's range
     d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
     check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return _part("diagonal", input, lambda t: _diagonal_view(t, int(offset), d1, d2))

@@ -364,6 +364,7 @@ def _correction(name, dim, unbiased, correction):
     and var(x, dim, correction=c); the default correction is 1 (Bessel's)."""
     if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
         dim, unbiased = None, dim
+    check_args(name, "float", correction=0 if correction is None else correction)  # before the dims, as torch's parser
     check(unbiased is None or correction is None, lambda: f"{name}: give unbiased or correction, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -495,9 +496,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """torch's Huber-like loss: 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
     (beta 0: l1_loss), reduced as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction, broadcast=True)
+    if beta < 0:  # after the reduction's check, as torch's
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     d = sub(input, target)
     loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
