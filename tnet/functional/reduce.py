@@ -716,11 +716,12 @@ def _two_norm(input, dim, keepdim):
         y = pow(sum(squares, dim, keepdim=True), 0.5)
         y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):  # g x / y in fp32 registers (g x overflows float16), 0 where y is 0
+    def backward(g):  # x (g / y), as torch's (g x overflows where x is huge), g / y in fp32; 0 where y is 0
         Y = y.memory
-        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.reshape(Y.shape), X, Y))
+        scale = _pw.pointwise("div", g.reshape(Y.shape), Y, dtype=torch.float32)
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("mul", X, scale, dtype=X.dtype))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
-                 graph=lambda g, out: (where(eq(out, 0), 0.0, div(mul(g, input), out)),))
+                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(input, div(g, out))),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 
