@@ -889,7 +889,12 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: f.smooth_l1_loss(m.zeros(2), m.zeros(2), beta=-1.0, reduction=1.5),  # the reduction before beta
     lambda m, f, t: f.multilabel_soft_margin_loss(t(1.0), t(1.0), reduction=1.5),  # the loss's shapes, then the reduction
     lambda m, f, t: f.multilabel_soft_margin_loss(m.zeros(2, 3, 4), m.zeros(4, 3, 3), reduction="avg"),
-    lambda m, f, t: f.grid_sample(m.zeros(1, 1, 2, 2), m.zeros(1, 3, 2, 2), padding_mode=[1], align_corners=False)])
+    lambda m, f, t: f.grid_sample(m.zeros(1, 1, 2, 2), m.zeros(1, 3, 2, 2), padding_mode=[1], align_corners=False),
+    # a fill value past a float dtype's range (torch's checked conversion, as fill_'s)
+    lambda m, f, t: m.zeros(4, 0, dtype=torch.float16).fill_diagonal_(1e30),
+    lambda m, f, t: m.zeros(2, dtype=torch.float16).masked_fill(t([True, False]), 1e30),
+    lambda m, f, t: m.zeros(2, dtype=torch.bfloat16).masked_fill_(t([True, False]), -1e39),
+    lambda m, f, t: m.zeros(2, dtype=torch.float16).index_fill(0, t([0]), 1e30)])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
-from ..kernels.launch import no_host_read, pair
+from ..kernels.launch import as_value_of, no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
@@ -1545,7 +1545,7 @@ def index_fill(input, dim, index, value):
                                        f"with {value.ndim} dimension(s).")
         value = to(value, input.dtype)
     else:
-        value = Tensor(torch.full((), value, dtype=input.dtype, device=input.device))
+        value = Tensor(torch.full((), as_value_of(value, input.dtype), dtype=input.dtype, device=input.device))
     size = input.shape[d] if input.ndim else 1
     mask = torch.zeros(size, dtype=torch.bool, device=input.device)
     _copy.put_(mask, torch.ones(idx.shape, dtype=torch.bool, device=input.device), idx, 0,
