@@ -894,7 +894,8 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: m.zeros(4, 0, dtype=torch.float16).fill_diagonal_(1e30),
     lambda m, f, t: m.zeros(2, dtype=torch.float16).masked_fill(t([True, False]), 1e30),
     lambda m, f, t: m.zeros(2, dtype=torch.bfloat16).masked_fill_(t([True, False]), -1e39),
-    lambda m, f, t: m.zeros(2, dtype=torch.float16).index_fill(0, t([0]), 1e30)])
+    lambda m, f, t: m.zeros(2, dtype=torch.float16).index_fill(0, t([0]), 1e30),
+    lambda m, f, t: m.median(m.zeros(5, 0, 0, dtype=torch.int64), -2)])  # an empty dim, an integer input's too
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

@@ -203,6 +203,8 @@ def median(input, dim=ABSENT, keepdim=False):
         values, indices = median(reshape(input, 1), 0, True)
         return median_result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
+    if input.shape[d] == 0:  # torch's IndexError, an integer input's too
+        raise InputIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = sort(input, d)
     n = input.shape[d]
     if input.memory.is_floating_point():
