@@ -905,7 +905,10 @@ def test_round_15_error_kinds_as_torch(call):
     # label smoothing's mean of a 16-bit loss stays 16-bit
     lambda m, f, t: f.cross_entropy(m.arange(6.0).reshape(1, 2, 3).half(), t([[0, 1, 1]]), label_smoothing=0.1),
     lambda m, f, t: f.cross_entropy(m.arange(6.0).reshape(1, 2, 3).bfloat16(), t([[0, 1, 1]]), label_smoothing=0.2,
-                                    weight=t([1.0, 0.5]).bfloat16())])
+                                    weight=t([1.0, 0.5]).bfloat16()),
+    # binary_cross_entropy's weight multiplies a loss of input's dtype in place: f16 input, f32 weight give f16
+    *[lambda m, f, t, r=r: f.binary_cross_entropy(t([[0.2, 0.7]]).half(), t([[0.0, 1.0]]).half(), weight=t([0.5, 3.0]),
+                                                  reduction=r) for r in ("none", "sum")]])
 def test_round_15_valid_calls_as_torch(call):
     _same_outcome(call, rtol=1e-2)
 

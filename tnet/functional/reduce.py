@@ -583,7 +583,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             check(outside.item() == 0, lambda: f"all elements of {arg} should be between 0 and 1")
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
-        loss = loss if weight is None else mul(loss, weight)
+        loss = loss if weight is None else mul(loss, weight).to(x.dtype)  # in input's dtype, as torch's in-place product
 
     def grads(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
         g = g if weight is None else mul(g, weight)
