@@ -895,7 +895,12 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: m.zeros(2, dtype=torch.float16).masked_fill(t([True, False]), 1e30),
     lambda m, f, t: m.zeros(2, dtype=torch.bfloat16).masked_fill_(t([True, False]), -1e39),
     lambda m, f, t: m.zeros(2, dtype=torch.float16).index_fill(0, t([0]), 1e30),
-    lambda m, f, t: m.median(m.zeros(5, 0, 0, dtype=torch.int64), -2)])  # an empty dim, an integer input's too
+    lambda m, f, t: m.median(m.zeros(5, 0, 0, dtype=torch.int64), -2),  # an empty dim, an integer input's too
+    # a tensor index into an empty dim: torch's host IndexError before the value's dtype
+    lambda m, f, t: m.zeros(0).index_put((t([0, 1]),), m.zeros(2, dtype=torch.float16)),
+    lambda m, f, t: m.zeros(3, 0)[:, t([1])],
+    lambda m, f, t: m.split(m.zeros(1, 4, 3, 0), -1, dim=None), lambda m, f, t: f.rms_norm(m.zeros(2, 3), (9,), eps="x"),
+    lambda m, f, t: f.softplus(m.zeros(2), beta="x")])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

@@ -198,6 +198,8 @@ class Indexing:
                 if outside.any():
                     raise IndexError(_out_of_bounds(part[outside][0], p, size))
                 parts[p] = np.where(part < 0, part + size, part)
+            elif size == 0 and part.numel():  # torch's host check, before any other: no index fits an empty dim
+                raise IndexError("index is out of bounds for dimension with size 0")
         shapes = [tuple(part.shape) for part in parts]
         try:
             self.broadcast = tuple(np.broadcast_shapes(*shapes))
@@ -603,6 +605,7 @@ def _pieces(input, d, sizes):
 def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
+    check_args("split", "int", dim=dim)
     if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
         check(split_size_or_sections >= 0,
               lambda: f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")

@@ -932,6 +932,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    check_args("softplus", "float", beta=beta, threshold=threshold)
     return _unary("softplus", input, "softplus", "softplus_backward", False, float(beta), float(threshold),
                   graph=_softplus_graph)
 
