@@ -900,7 +900,12 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: m.zeros(0).index_put((t([0, 1]),), m.zeros(2, dtype=torch.float16)),
     lambda m, f, t: m.zeros(3, 0)[:, t([1])],
     lambda m, f, t: m.split(m.zeros(1, 4, 3, 0), -1, dim=None), lambda m, f, t: f.rms_norm(m.zeros(2, 3), (9,), eps="x"),
-    lambda m, f, t: f.softplus(m.zeros(2), beta="x")])
+    lambda m, f, t: f.softplus(m.zeros(2), beta="x"),
+    # cross and cdist read both operands as one dtype (cdist's empty result skips it, as torch's)
+    lambda m, f, t: m.cross(m.zeros(0, 3, dtype=torch.float16), m.zeros(0, 3), dim=-1),
+    lambda m, f, t: m.linalg.cross(m.zeros(2, 3, dtype=torch.int64), m.zeros(2, 3)),
+    lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0),
+    lambda m, f, t: m.cdist(m.zeros(0, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0)])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

@@ -1696,6 +1696,8 @@ def cross(input, other, dim=None):
     d = dim_index(dim, a.ndim)
     check(input.shape[d] == 3 and other.shape[d] == 3,
           lambda: f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]}")
+    check(input.dtype == other.dtype,  # torch's kernels read both as one dtype, at any size
+          lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[other.dtype]}")
     x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))
     return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
 

@@ -9,7 +9,7 @@ from .. import amp
 from ..kernels import gemm as _gemm
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
@@ -125,6 +125,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     check(not isinstance(p, bool) and p >= 0, "cdist only supports non-negative p values")
     check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
+    check(x1.dtype == x2.dtype or not (x1.shape[-2] and x2.shape[-2]),  # torch's kernels read both as one dtype
+          lambda: f"expected scalar type {DTYPE_NAMES[x1.dtype]} but found {DTYPE_NAMES[x2.dtype]}")
     if p == 2 and (compute_mode == _CDIST_MODES[1] or
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
         return _euclidean_cdist(x1, x2)
