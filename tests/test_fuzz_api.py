@@ -905,7 +905,9 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: m.cross(m.zeros(0, 3, dtype=torch.float16), m.zeros(0, 3), dim=-1),
     lambda m, f, t: m.linalg.cross(m.zeros(2, 3, dtype=torch.int64), m.zeros(2, 3)),
     lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0),
-    lambda m, f, t: m.cdist(m.zeros(0, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0)])
+    lambda m, f, t: m.cdist(m.zeros(0, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0),
+    # gcd and lcm: tnet takes an int beside an integer tensor only; beside another dtype torch's TypeError comes first
+    lambda m, f, t: m.gcd(t([True, False]), 2), lambda m, f, t: m.lcm(m.zeros(2, 3), 3)])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

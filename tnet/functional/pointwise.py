@@ -1425,10 +1425,12 @@ def logaddexp2(input, other):
 
 def _integers_only(name, *values):
     """values (tensors, or an int: tnet's addition) with a bool tensor beside an integer one promoted
-    to its dtype, as torch's; a float or bool number raises torch's TypeError, other dtypes its
+    to its dtype, as torch's; a float or bool number raises torch's TypeError (an int too beside a tensor
+    of another dtype: torch's parser refuses any number before the dtype's check), other dtypes its
     NotImplementedError."""
+    integers = all(v.dtype in (torch.int64, torch.int32) for v in values if isinstance(v, Tensor))
     for k, v in enumerate(values):
-        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool),
+        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool) and integers,
                    lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
                            f"not {type(v).__name__}")
     tensors = [v for v in values if isinstance(v, Tensor)]
