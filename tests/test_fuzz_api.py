@@ -907,7 +907,12 @@ def test_soft_margin_loss_keeps_the_input_dtype_as_torch():
     lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0),
     lambda m, f, t: m.cdist(m.zeros(0, 2), m.zeros(4, 2, dtype=torch.float16), p=1.0),
     # gcd and lcm: tnet takes an int beside an integer tensor only; beside another dtype torch's TypeError comes first
-    lambda m, f, t: m.gcd(t([True, False]), 2), lambda m, f, t: m.lcm(m.zeros(2, 3), 3)])
+    lambda m, f, t: m.gcd(t([True, False]), 2), lambda m, f, t: m.lcm(m.zeros(2, 3), 3),
+    # seeds 46-47 (the fuzzer's offset and permuted views): types first
+    lambda m, f, t: f.unfold(m.zeros(2, 1, 5, 7), 0, padding=0, stride=1.5),
+    lambda m, f, t: f.fold(m.zeros(1, 4, 6), (3, 4), 0, stride=1.5),
+    lambda m, f, t: m.zeros(1).index_add_(0, t([0]), m.zeros(1), alpha="x"),
+    lambda m, f, t: f.batch_norm(m.zeros(2, 1), m.zeros(1), m.ones(1), m.zeros(9), training=object())])
 def test_round_15_error_kinds_as_torch(call):
     _same_outcome(call)
 

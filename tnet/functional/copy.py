@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
-from ..kernels.launch import as_value_of, no_host_read, pair
+from ..kernels.launch import as_value_of, at_least, no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
@@ -1091,6 +1091,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     order on the GPU, as torch's CUDA index_add), in fp32 (integers too). An index out of range raises IndexError
     (a host read). Gradients: input's g, source's alpha * g's slices at index (a gather)."""
     check_tensors("index_add", input=input, index=index, source=source)
+    check_args("index_add", "float", alpha=alpha)
     check(index.dtype in _copy.INDEX_DTYPES and index.ndim <= 1,
           lambda: f"index_add(): index must be a vector of int64 or int32, got {index.dtype} of {tuple(index.shape)}")
     d = dim_index(dim, max(input.ndim, 1))
@@ -1168,8 +1169,12 @@ def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
     """What unfold and fold share: (the flat position in the padded [Hp, Wp] plane of each
     element of the [kh, kw, OH, OW] blocks, an int64 tensor; the kernel; the padding; (Hp, Wp);
     (OH, OW))."""
-    (kh, kw), (dh, dw) = pair(kernel_size, f"{name}: kernel_size", 1), pair(dilation, f"{name}: dilation", 1)
-    (ph, pw), (sh, sw) = pair(padding, f"{name}: padding"), pair(stride, f"{name}: stride", 1)
+    # every argument's type before any value, as torch's parser
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (pair(v, f"{name}: {arg}", None) for v, arg in (
+        (kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    for v, arg, least in (((kh, kw), "kernel_size", 1), ((dh, dw), "dilation", 1), ((ph, pw), "padding", 0),
+                          ((sh, sw), "stride", 1)):
+        at_least(v, f"{name}: {arg}", least)
     hp, wp = size[0] + 2 * ph, size[1] + 2 * pw
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     check(oh > 0 and ow > 0, lambda: f"{name}: the kernel {(kh, kw)} with dilation {(dh, dw)} does not fit the padded "

@@ -33,6 +33,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     input and the statistics. A strided input (a channel slice x[:, :c]) is copied dense first
     (channels-last where its channels are innermost), as the kernels read dense memory."""
     check_tensors("batch_norm", input=input)
+    check_args("batch_norm", "bool", training=training)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
