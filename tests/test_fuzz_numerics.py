@@ -695,3 +695,37 @@ def test_bce_with_logits_gradient_through_an_infinite_weight_as_torch():
         _same(b.grad.numpy(), u.grad)
     with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
         F.binary_cross_entropy_with_logits(tnet.tensor(x), tnet.tensor(y), weight=tnet.tensor(w, requires_grad=True))
+
+
+@pytest.mark.parametrize("fn", [lambda m, f, x, y: m.norm(x, dim=-1), lambda m, f, x, y: f.pairwise_distance(x, y),
+                                lambda m, f, x, y: f.normalize(x, dim=-1)])
+def test_two_norm_gradient_of_huge_values_scales_first_as_torch(fn):
+    """torch's 2-norm gradient is x (g / norm): a huge x beside an infinite norm gives 0, where g x / norm
+    overflows to inf / inf = NaN (fuzz seeds 40, 42)."""
+    x, y = np.array([[3e38, -0.0, 1.0], [2.0, 3e38, 3e38]], np.float32), np.array([[0.5, 2.0, -3e38]] * 2, np.float32)
+    g = np.array([-1.3578, 2.5], np.float32)
+    want = [torch.tensor(v, requires_grad=True) for v in (x, y)]
+    ref = fn(torch, tF, *want)
+    ref.backward(torch.tensor(g if ref.ndim == 1 else np.full(ref.shape, -1.5, np.float32)))
+    got = [tnet.tensor(v, requires_grad=True) for v in (x, y)]
+    out = fn(tnet, F, *got)
+    out.backward(tnet.tensor(g if out.ndim == 1 else np.full(out.shape, -1.5, np.float32)))
+    _same(out.numpy(), ref)
+    for a, b in zip(got, want):
+        if b.grad is not None:
+            _same(a.grad.numpy(), b.grad)
+
+
+def test_cdist_gradient_of_huge_values_takes_the_product_first_as_torch():
+    """torch's cdist gradient is g diff / d, where its norm's is diff (g / d): beside an infinite d a huge
+    difference gives NaN there, 0 here (fuzz seed 40, once the norm's order changed)."""
+    x, y = np.array([[3e38, -0.0], [1.0, 2.0], [0.0, 3e38]], np.float32), np.array([[-3e38, 1.0], [0.5, 2.0]], np.float32)
+    want = [torch.tensor(v, requires_grad=True) for v in (x, y)]
+    ref = torch.cdist(*want)
+    ref.backward(torch.full(ref.shape, -1.5))
+    got = [tnet.tensor(v, requires_grad=True) for v in (x, y)]
+    out = tnet.cdist(*got)
+    out.backward(tnet.full(out.shape, -1.5))
+    _same(out.numpy(), ref)
+    for a, b in zip(got, want):
+        _same(a.grad.numpy(), b.grad)

@@ -3,12 +3,12 @@
 
 usage: python tools/fuzz_ops.py [--cases N] [--seed S] [--ops NAME,...] [--case I] [--json PATH] [--list]
 
-Case i runs op i % len(OPS) (round robin over ~150 tnet.* functions, Tensor methods and operators,
+Case i runs op i % len(OPS) (round robin over ~590 tnet.* functions, Tensor methods and operators,
 tnet.nn.functional ops and nn layers, forward and, for the differentiable ones, backward) on input
 drawn from a generator seeded by (seed, i): odd and 0-sized shapes, 0-d tensors, NaN/inf/-0.0 and
-huge values, int64/bool/float16/bfloat16 dtypes, transposed, step-sliced, expanded and channels-last
-views, and, at random, bad arguments (wrong rank, dtype or type, out-of-range dims and indices,
-negative sizes, mismatched shapes). torch and tnet run the same input; each case is one of:
+huge values, int64/bool/float16/bfloat16 dtypes, transposed, step-sliced, expanded, channels-last,
+offset (a channel slice) and permuted views, and, at random, bad arguments (wrong rank, dtype or type,
+out-of-range dims and indices, negative sizes, mismatched shapes). torch and tnet run the same input; each case is one of:
 
   match          same values (NaN where torch has NaN), dtype and shape, or both raised the same kind
   error-kind     both raised, tnet's error not an instance of torch's type
@@ -22,7 +22,8 @@ negative sizes, mismatched shapes). torch and tnet run the same input; each case
 The summary (counts overall and per op, and every case that is not a match, with its input
 described: f32[2, 3]t!NH^ is a float32 [2, 3] transposed view holding NaN and huge values that requires
 grad; the flags: N NaN, I inf, Z zero, H finite beyond 1e30, S subnormal; the layouts: t transposed, s
-step-sliced, e expanded, cl channels-last) is written as JSON to --json; --case I replays one case and prints both sides in full.
+step-sliced, e expanded, cl channels-last, o offset (a channel slice x[:, 1:] of an image, else x[1:]), p
+the first dim innermost) is written as JSON to --json; --case I replays one case and prints both sides in full.
 """
 import argparse
 import collections
@@ -118,8 +119,9 @@ class Gen:
         or (lo, hi) integers; special: the chance of NaN/inf/-0.0/huge values at a few places."""
         shape = self.shape(rank) if shape is None else tuple(shape)
         dtype = self.pick(dt) if isinstance(dt, tuple) else dt
-        layout = layout or self.pick(("c", "c", "c", "t", "s", "e", "cl"))
-        if layout == "t" and len(shape) < 2 or layout == "cl" and len(shape) != 4:
+        layout = layout or self.pick(("c", "c", "c", "t", "s", "e", "cl", "o", "p"))
+        if layout == "t" and len(shape) < 2 or layout == "cl" and len(shape) != 4 or layout == "o" and not shape \
+                or layout == "p" and len(shape) < 3:
             layout = "c"
         if layout == "e" and not any(s > 1 for s in shape):
             layout = "c"
@@ -137,6 +139,13 @@ class Gen:
             view = lambda b: b.expand(shape)  # noqa: E731
         elif layout == "cl":
             view = lambda b: b.contiguous(memory_format=torch.channels_last)  # noqa: E731
+        elif layout == "o":  # a slice past the first element: a channel slice x[:, 1:] of an image, else of dim 0
+            d = 1 if len(shape) == 4 else 0
+            base_shape[d] = shape[d] + 1
+            view = lambda b: b.narrow(d, 1, shape[d])  # noqa: E731
+        elif layout == "p":  # the first dim innermost in memory (a batch-last buffer seen batch-first)
+            base_shape = list(shape[1:]) + [shape[0]]
+            view = lambda b: b.permute(b.dim() - 1, *range(b.dim() - 1))  # noqa: E731
         else:
             view = lambda b: b  # noqa: E731
         n = int(np.prod(base_shape))

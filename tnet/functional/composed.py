@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels.launch import InputError, check
+from ..kernels.launch import InputError, InputIndexError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction
@@ -98,12 +98,14 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)) (times weight), averaged over the classes (the
     last dim), as torch's."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction, concatenated=True)
     check_tensors("multilabel_soft_margin_loss", input=input, target=target)
+    if input.ndim == 0:  # its class dim -1, as torch's
+        raise InputIndexError("Dimension specified as -1 but tensor has no dimensions")
     loss = neg(add(mul(target, logsigmoid(input)), mul(sub(1.0, target), logsigmoid(neg(input)))))
     if weight is not None:
         loss = mul(loss, weight)
     loss = div(sum(loss, input.ndim - 1), input.shape[-1])
+    _check_reduction(reduction, concatenated=True)  # after the loss's shape errors, as torch's
     return _reduced(loss, reduction)
 
 

@@ -9,7 +9,7 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single, triple
+from ..kernels.launch import at_least, check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single, triple
 from ..tensor import Tensor, record
 from .copy import contiguous, getitem, reshape, transpose, unsqueeze
 from .pad import pad
@@ -180,21 +180,30 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     (the input's) and the weight-gradient kernel. Under tnet.autocast as conv2d."""
     x, w, b = input, weight, bias
     check_tensors("conv_transpose2d", x=x, w=w)
+    # every argument's type before any shape or value, as torch's parser; a list of one int expanded, as torch's
+    stride, padding, extra, dilation = (pair(v, f"conv_transpose2d: {name}", None, True) for v, name in (
+        (stride, "stride"), (padding, "padding"), (output_padding, "output_padding"), (dilation, "dilation")))
+    check_type(isinstance(groups, int) and not isinstance(groups, bool),
+               lambda: f"conv_transpose2d(): argument 'groups' must be int, not {type(groups).__name__}")
     check(x.ndim == 4 and w.ndim == 4 and x.shape[1] == w.shape[0],
           lambda: f"conv_transpose2d: input {x.shape} and weight {w.shape}: expected [N, Cin, H, W] and [Cin, "
                   f"Cout/groups, kh, kw] with Cin = {x.shape[1] if x.ndim == 4 else '?'}")
-    check(isinstance(groups, int) and groups > 0 and w.shape[0] % groups == 0,
+    check(groups > 0 and w.shape[0] % groups == 0,
           lambda: f"conv_transpose2d: groups={groups!r} must be a positive int dividing in_channels {w.shape[0]}")
     cout = w.shape[1] * groups
     check(b is None or (isinstance(b, Tensor) and b.shape == (cout,)),
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
-    # a list of one int expanded, as torch's
-    stride, padding = pair(stride, "conv_transpose2d: stride", 1, True), pair(padding, "conv_transpose2d: padding", 0, True)
-    extra = pair(output_padding, "conv_transpose2d: output_padding", 0, True)
-    dilation = pair(dilation, "conv_transpose2d: dilation", 1, True)
+    stride, padding = at_least(stride, "conv_transpose2d: stride", 1), at_least(padding, "conv_transpose2d: padding", 0)
+    extra, dilation = at_least(extra, "conv_transpose2d: output_padding", 0), at_least(dilation, "conv_transpose2d: dilation", 1)
     if any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{extra}, stride: {stride}, dilation: {dilation}")
+    if any(o >= s for o, s in zip(extra, stride)):
+        # output_padding past the stride (below the dilation): the kernels' convolution of the output
+        # would give q = o // s rows more than x has; x with q rows of zeros more is the same sum, at o % s
+        more = [o // s for o, s in zip(extra, stride)]
+        return conv_transpose2d(pad(x, (0, more[1], 0, more[0])), w, b, stride, padding,
+                                tuple(o % s for o, s in zip(extra, stride)), groups, dilation)
     out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
     check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
@@ -249,14 +258,17 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """The transposed convolution of [N, Cin, L] (or [Cin, L]) by weight [Cin, Cout/groups, k], torch's
     arguments in torch's order: conv_transpose2d over [N, Cin, 1, L]."""
     check_tensors("conv_transpose1d", input=input, weight=weight)
+    # every argument's type before any shape or value, as torch's parser
+    s, p, o, d = (single(v, f"conv_transpose1d: {name}", None) for v, name in (
+        (stride, "stride"), (padding, "padding"), (output_padding, "output_padding"), (dilation, "dilation")))
     check(input.ndim in (2, 3) and weight.ndim == 3,
           lambda: f"conv_transpose1d: expected input [N, Cin, L] or [Cin, L] and weight [Cin, Cout/groups, k], got "
                   f"{input.shape} and {weight.shape}")
     x = input.unsqueeze(2) if input.ndim == 3 else input.unsqueeze(0).unsqueeze(2)
-    y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, single(stride, "conv_transpose1d: stride", 1)),
-                         (0, single(padding, "conv_transpose1d: padding")),
-                         (0, single(output_padding, "conv_transpose1d: output_padding")), groups,
-                         (1, single(dilation, "conv_transpose1d: dilation", 1)))
+    y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, at_least(s, "conv_transpose1d: stride", 1)),
+                         (0, at_least(p, "conv_transpose1d: padding", 0)),
+                         (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups,
+                         (1, at_least(d, "conv_transpose1d: dilation", 1)))
     y = y.squeeze(2)
     return y if input.ndim == 3 else y.squeeze(0)
 

@@ -22,7 +22,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
-from ..kernels.launch import no_host_read, pair
+from ..kernels.launch import as_value_of, at_least, no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
@@ -198,6 +198,8 @@ class Indexing:
                 if outside.any():
                     raise IndexError(_out_of_bounds(part[outside][0], p, size))
                 parts[p] = np.where(part < 0, part + size, part)
+            elif size == 0 and part.numel():  # torch's host check, before any other: no index fits an empty dim
+                raise IndexError("index is out of bounds for dimension with size 0")
         shapes = [tuple(part.shape) for part in parts]
         try:
             self.broadcast = tuple(np.broadcast_shapes(*shapes))
@@ -421,8 +423,11 @@ def movedim(input, source, destination):
     """input with dims `source` moved to positions `destination` (ints or sequences; a view)."""
     check_tensors("movedim", input=input)
     n = input.ndim
-    src = [dim_index(d, n) for d in (source if isinstance(source, (tuple, list)) else [source])]
-    dst = [dim_index(d, n) for d in (destination if isinstance(destination, (tuple, list)) else [destination])]
+    src, dst = ([*v] if isinstance(v, (tuple, list)) else [v] for v in (source, destination))
+    check_type(all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
+               lambda: f"movedim() received an invalid combination of arguments - got (Tensor, "
+                       f"{type(source).__name__}, {type(destination).__name__}), but expected ints or tuples of ints")
+    src, dst = [dim_index(d, n) for d in src], [dim_index(d, n) for d in dst]
     check(len(src) == len(dst),
           lambda: f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
                   f"the same number of dims as destination ({dst} dims)")
@@ -600,10 +605,13 @@ def _pieces(input, d, sizes):
 def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
+    check_args("split", "int", dim=dim)
+    if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
+        check(split_size_or_sections >= 0,
+              lambda: f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d, size = _split_dim("split", tensor, dim)
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
-        check(step >= 0, lambda: f"split expects split_size be non-negative, but got split_size={step}")
         check(step > 0 or size == 0,
               lambda: f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
@@ -1083,6 +1091,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     order on the GPU, as torch's CUDA index_add), in fp32 (integers too). An index out of range raises IndexError
     (a host read). Gradients: input's g, source's alpha * g's slices at index (a gather)."""
     check_tensors("index_add", input=input, index=index, source=source)
+    check_args("index_add", "float", alpha=alpha)
     check(index.dtype in _copy.INDEX_DTYPES and index.ndim <= 1,
           lambda: f"index_add(): index must be a vector of int64 or int32, got {index.dtype} of {tuple(index.shape)}")
     d = dim_index(dim, max(input.ndim, 1))
@@ -1160,8 +1169,12 @@ def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
     """What unfold and fold share: (the flat position in the padded [Hp, Wp] plane of each
     element of the [kh, kw, OH, OW] blocks, an int64 tensor; the kernel; the padding; (Hp, Wp);
     (OH, OW))."""
-    (kh, kw), (dh, dw) = pair(kernel_size, f"{name}: kernel_size", 1), pair(dilation, f"{name}: dilation", 1)
-    (ph, pw), (sh, sw) = pair(padding, f"{name}: padding"), pair(stride, f"{name}: stride", 1)
+    # every argument's type before any value, as torch's parser
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (pair(v, f"{name}: {arg}", None) for v, arg in (
+        (kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    for v, arg, least in (((kh, kw), "kernel_size", 1), ((dh, dw), "dilation", 1), ((ph, pw), "padding", 0),
+                          ((sh, sw), "stride", 1)):
+        at_least(v, f"{name}: {arg}", least)
     hp, wp = size[0] + 2 * ph, size[1] + 2 * pw
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     check(oh > 0 and ow > 0, lambda: f"{name}: the kernel {(kh, kw)} with dilation {(dh, dw)} does not fit the padded "
@@ -1230,6 +1243,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal `offset` (above the main one where > 0) over dim1 and dim2, as a last dim: a view,
     as torch.diagonal."""
     check_tensors("diagonal", input=input)
+    check_args("diagonal", "int", offset=offset, dim1=dim1, dim2=dim2)  # every type before a dim's range
     d1, d2 = dim_index(dim1, input.ndim), dim_index(dim2, input.ndim)
     check(d1 != d2, lambda: f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return _part("diagonal", input, lambda t: _diagonal_view(t, int(offset), d1, d2))
@@ -1539,7 +1553,7 @@ def index_fill(input, dim, index, value):
                                        f"with {value.ndim} dimension(s).")
         value = to(value, input.dtype)
     else:
-        value = Tensor(torch.full((), value, dtype=input.dtype, device=input.device))
+        value = Tensor(torch.full((), as_value_of(value, input.dtype), dtype=input.dtype, device=input.device))
     size = input.shape[d] if input.ndim else 1
     mask = torch.zeros(size, dtype=torch.bool, device=input.device)
     _copy.put_(mask, torch.ones(idx.shape, dtype=torch.bool, device=input.device), idx, 0,
@@ -1687,6 +1701,8 @@ def cross(input, other, dim=None):
     d = dim_index(dim, a.ndim)
     check(input.shape[d] == 3 and other.shape[d] == 3,
           lambda: f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]}")
+    check(input.dtype == other.dtype,  # torch's kernels read both as one dtype, at any size
+          lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[other.dtype]}")
     x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))
     return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
 

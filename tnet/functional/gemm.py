@@ -7,9 +7,10 @@ import torch
 
 from .. import amp
 from ..kernels import gemm as _gemm
+from ..kernels import pointwise as _pw
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
-from ..kernels.launch import InputError, InputIndexError, check, check_type, is_channels_last
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
@@ -125,10 +126,31 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     check(not isinstance(p, bool) and p >= 0, "cdist only supports non-negative p values")
     check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
+    check(x1.dtype == x2.dtype or not (x1.shape[-2] and x2.shape[-2]),  # torch's kernels read both as one dtype
+          lambda: f"expected scalar type {DTYPE_NAMES[x1.dtype]} but found {DTYPE_NAMES[x2.dtype]}")
     if p == 2 and (compute_mode == _CDIST_MODES[1] or
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
         return _euclidean_cdist(x1, x2)
-    return vector_norm(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)), p, -1)
+    diff = sub(unsqueeze(x1, -2), unsqueeze(x2, -3))
+    return _direct_euclidean(diff) if p == 2 else vector_norm(diff, p, -1)
+
+
+def _direct_euclidean(diff):
+    """The 2-norms over the last dim of the differences diff [*, P, R, M], with torch's cdist gradient g diff / d
+    (the norm's is diff (g / d), as torch's: the product first is NaN where g diff overflows beside an infinite
+    d, as torch's cdist), 0 where d is 0."""
+    with no_grad():
+        d = vector_norm(diff, 2, -1)
+    D = diff.memory
+
+    def backward(g):  # g diff / d in fp32 registers (g diff overflows float16)
+        Y = d.memory.unsqueeze(-1)
+        return (_pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.unsqueeze(-1), D, Y)),)
+
+    def graph(g, out):
+        y = unsqueeze(out, -1)
+        return (where(eq(y, 0), 0.0, div(mul(unsqueeze(g, -1), diff), y)),)
+    return record("cdist", d.memory, (diff,), backward, saved=(diff, d), graph=graph)
 
 
 def _euclidean_cdist(x1, x2):

@@ -23,7 +23,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, check, check_type, is_channels_last, is_flat, memory_format
+from ..kernels.launch import DTYPE_NAMES, InputError, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
@@ -415,8 +415,8 @@ def _masked_value(name, input, mask, value):
         check(value.ndim == 0, lambda: f"{name} only supports a 0-dimensional value tensor, but got tensor "
                                        f"with {value.ndim} dimension(s).")
         value = to(value, input.dtype)
-    elif _kind(input) < 2:
-        value = bool(value) if input.dtype == torch.bool else as_int64(value)  # cast to input's dtype, as torch
+    else:
+        value = as_value_of(value, input.dtype)  # cast to input's dtype, as torch
     shape = _pw.broadcast_shape(name, input.shape, mask.shape)
     check(shape == input.shape,
           lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")

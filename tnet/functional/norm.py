@@ -33,6 +33,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     input and the statistics. A strided input (a channel slice x[:, :c]) is copied dense first
     (channels-last where its channels are innermost), as the kernels read dense memory."""
     check_tensors("batch_norm", input=input)
+    check_args("batch_norm", "bool", training=training)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
@@ -146,6 +147,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight, as torch's
     (eps None: the machine epsilon of the dtype it computes in, float32 for 16-bit input, as torch's);
     composed of the mean and element-wise kernels."""
+    if eps is not None:  # its type before the shapes, as torch's parser
+        check_args("rms_norm", "float", eps=eps)
     shape = _last_dims("rms_norm", input, normalized_shape)
     eps = torch.finfo(torch.promote_types(input.dtype, torch.float32)).eps if eps is None else eps
     x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input  # eps ~1e-7 needs fp32 squares

@@ -24,7 +24,7 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -932,6 +932,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    check_args("softplus", "float", beta=beta, threshold=threshold)
     return _unary("softplus", input, "softplus", "softplus_backward", False, float(beta), float(threshold),
                   graph=_softplus_graph)
 
@@ -1098,7 +1099,7 @@ def masked_fill(input, mask, value):
     else:
         check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
-        value = value if input.memory.is_floating_point() else bool(value) if input.dtype == torch.bool else as_int64(value)
+        value = as_value_of(value, input.dtype)
     return where(mask, value, input)
 
 
@@ -1424,10 +1425,12 @@ def logaddexp2(input, other):
 
 def _integers_only(name, *values):
     """values (tensors, or an int: tnet's addition) with a bool tensor beside an integer one promoted
-    to its dtype, as torch's; a float or bool number raises torch's TypeError, other dtypes its
+    to its dtype, as torch's; a float or bool number raises torch's TypeError (an int too beside a tensor
+    of another dtype: torch's parser refuses any number before the dtype's check), other dtypes its
     NotImplementedError."""
+    integers = all(v.dtype in (torch.int64, torch.int32) for v in values if isinstance(v, Tensor))
     for k, v in enumerate(values):
-        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool),
+        check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool) and integers,
                    lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
                            f"not {type(v).__name__}")
     tensors = [v for v in values if isinstance(v, Tensor)]

@@ -228,7 +228,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def _adaptive_1d(mode, input, output_size, return_indices=False):
     name = f"adaptive_{mode}_pool1d"
     size = single(output_size, f"{name}: output_size", 0)
-    y, arg = _adaptive(mode, _signal_as_image(name, input), (1, size))
+    y, arg = _adaptive(mode, _signal_as_image(name, input), (1, size), 1 if input.ndim == 3 else 2)
     y = _image_as_signal(y, input)
     if not return_indices:
         return y
@@ -247,9 +247,11 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_1d("max", input, output_size, return_indices)
 
 
-def _adaptive(mode, input, output_size):
+def _adaptive(mode, input, output_size, batch_dims=1):
     """Adaptive pooling of [N, C, H, W] or [C, H, W] input to output_size (an int, or a pair whose
-    None keeps the input's size): (the result, the max's int32 pixel indices or None)."""
+    None keeps the input's size): (the result, the max's int32 pixel indices or None). Its
+    backward refuses an output empty past the first batch_dims dims, as torch's (which returns it
+    from the forward): 2 where the input is an unbatched signal [C, L] as [1, C, 1, L]."""
     name = f"adaptive_{mode}_pool2d"
     check_tensors(name, input=input)
     check(input.ndim in (3, 4), lambda: f"{name}: expected a 3-D or 4-D input, got {input.shape}")
@@ -265,6 +267,10 @@ def _adaptive(mode, input, output_size):
     image_shape = X.shape
 
     def backward(g):
+        empty = [d for d in range(batch_dims, g.dim()) if g.shape[d] == 0]
+        check(not empty, lambda: f"{name}_backward(): Expected grad_output to have non-zero size for non-batch "
+                                 f"dimensions, but grad_output has sizes {list(g.shape)} with dimension {empty[0]} "
+                                 f"being empty")
         g = g if input.ndim == 4 else g.unsqueeze(0)
         dx = _pool.adaptive_pool2d_backward(in_layout(g, y), arg, image_shape, mode)
         return (dx if input.ndim == 4 else dx[0],)

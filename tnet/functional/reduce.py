@@ -365,6 +365,7 @@ def _correction(name, dim, unbiased, correction):
     and var(x, dim, correction=c); the default correction is 1 (Bessel's)."""
     if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
         dim, unbiased = None, dim
+    check_args(name, "float", correction=0 if correction is None else correction)  # before the dims, as torch's parser
     check(unbiased is None or correction is None, lambda: f"{name}: give unbiased or correction, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -496,9 +497,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """torch's Huber-like loss: 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
     (beta 0: l1_loss), reduced as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _loss_inputs("smooth_l1_loss", input, target, reduction, broadcast=True)
+    if beta < 0:  # after the reduction's check, as torch's
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     d = sub(input, target)
     loss = abs(d) if beta == 0 else _smooth_l1("smooth_l1_loss", d, beta, 1.0)
     return _reduced("smooth_l1_loss", loss, reduction)
@@ -583,7 +584,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             check(outside.item() == 0, lambda: f"all elements of {arg} should be between 0 and 1")
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
-        loss = loss if weight is None else mul(loss, weight)
+        loss = loss if weight is None else mul(loss, weight).to(x.dtype)  # in input's dtype, as torch's in-place product
 
     def grads(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
         g = g if weight is None else mul(g, weight)
@@ -716,11 +717,12 @@ def _two_norm(input, dim, keepdim):
         y = pow(sum(squares, dim, keepdim=True), 0.5)
         y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):  # g x / y in fp32 registers (g x overflows float16), 0 where y is 0
+    def backward(g):  # x (g / y), as torch's (g x overflows where x is huge), g / y in fp32; 0 where y is 0
         Y = y.memory
-        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("muldiv", g.reshape(Y.shape), X, Y))
+        scale = _pw.pointwise("div", g.reshape(Y.shape), Y, dtype=torch.float32)
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("mul", X, scale, dtype=X.dtype))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
-                 graph=lambda g, out: (where(eq(out, 0), 0.0, div(mul(g, input), out)),))
+                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(input, div(g, out))),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 

@@ -192,7 +192,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
-    if padding_mode not in _PADDING:
+    if not isinstance(padding_mode, str) or padding_mode not in _PADDING:
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     if mode == "bicubic" or input.ndim == 5:

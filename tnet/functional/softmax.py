@@ -11,7 +11,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
-from ..kernels.launch import check, check_type
+from ..kernels.launch import DTYPE_NAMES, check, check_type
 from ..tensor import Tensor, dim_index, record
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import exp, mul, ne, neg, sub, where
@@ -103,6 +103,11 @@ def _nll(input, target, weight, ignore_index, reduction):
     expect = input.shape[:cdim] + input.shape[cdim + 1:]
     check(target.shape == expect,
           lambda: f"nll_loss: target is {target.shape}, expected {expect} for input {input.shape}")
+    if weight is not None:  # its shape, then its dtype: input's (both fp32 under autocast), as torch's kernels
+        check(weight.shape == (C,), lambda: f"weight tensor should be defined either for all {C} classes or no "
+                                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+        check(weight.dtype == input.dtype or is_autocast_enabled(),
+              lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[weight.dtype]}")
     X = input.memory.reshape(1, C) if input.ndim == 1 else input.memory
     moved = X.movedim(1, -1)
     rows = moved.reshape(-1, C)  # a view where the memory allows; the kernel takes strides
@@ -217,6 +222,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = where(target != ignore_index, smooth, 0.0)
     if reduction != "none":
         smooth = sum(smooth)
-        if reduction == "mean":
-            smooth = smooth / Tensor(total)
+        if reduction == "mean":  # over the count in the loss's dtype (an fp32 total would promote a 0-d 16-bit loss)
+            smooth = smooth / Tensor(total).to(smooth.dtype)
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / C)

@@ -74,9 +74,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     sorted order (largest first, or smallest); among equal elements the first ones. NaN is the
     largest, as torch's."""
     check_tensors("topk", input=input)
-    check_args("topk", "int", k=k)
+    check_args("topk", "int", k=k, dim=dim)
     check_args("topk", "bool", largest=largest, sorted=sorted)
-    n = input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
+    d = dim_index(dim, input.ndim)  # its range before k's, a 0-d input's too (0 or -1), as torch's
+    n = input.shape[d] if input.ndim else 1
     check(0 <= k <= n, "topk: selected index k out of range")
     return _sorted("topk", input, dim, k if input.ndim else 1, largest, topk_result)  # torch's 0-d k=0: the element
 
@@ -202,6 +203,8 @@ def median(input, dim=ABSENT, keepdim=False):
         values, indices = median(reshape(input, 1), 0, True)
         return median_result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
+    if input.shape[d] == 0:  # torch's IndexError, an integer input's too
+        raise InputIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = sort(input, d)
     n = input.shape[d]
     if input.memory.is_floating_point():
@@ -505,6 +508,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
     As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
     one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
+    check_args("trapezoid", "float", dx=1 if dx is None else dx)  # its type before any shape, as torch's parser
     if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))

@@ -338,8 +338,8 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
         # dtype, are summed after.
         tiles = cdiv(M, 64) * cdiv(N, 64)
         parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, SPLIT_WAVES * SMS // tiles))
-        per = cdiv(batch, parts)
-        parts = cdiv(batch, per)
+        per = max(1, cdiv(batch, parts))  # an empty batch: one part, which writes the sum's zeros
+        parts = max(1, cdiv(batch, per))
         if parts > 1:
             c = torch.empty((parts, M, N), device=out.device, dtype=torch.float32)
             c_strides = (M * N, N, 1)
@@ -388,7 +388,7 @@ def matmul(a, b, *, bias=None, bias_dim=1, relu=False, out=None, out_dtype=None,
     a_batch, M, K = a.shape if a.dim() == 3 else (1, *a.shape)
     b_batch, b_rows, N = b.shape if b.dim() == 3 else (1, *b.shape)
     check(K == b_rows, lambda: f"matmul: a is {shape_text(a)} but b is {shape_text(b)}")
-    batch = max(a_batch, b_batch)
+    batch = b_batch if a_batch == 1 else a_batch  # one of 1 broadcasts, to an empty batch too
     check(a_batch in (1, batch) and b_batch in (1, batch),
           lambda: f"matmul: batch sizes differ, a is {shape_text(a)} but b is {shape_text(b)}")
     precision = pick_precision("matmul", precision, a, b)

@@ -1,5 +1,7 @@
 """What every launcher shares: the input checks and their errors, the storage dtypes, grid
 arithmetic, tile configs, and the memory layouts of activations (NCHW or channels-last)."""
+import numbers
+
 import torch
 import triton
 
@@ -136,6 +138,17 @@ def as_float_of(value, dtype):
     if abs(value) > torch.finfo(dtype).max and value != float("inf") and value != -float("inf"):  # NaN passes
         raise InputError(f"value cannot be converted to type {dtype} without overflow: {value}")
     return value
+
+
+def as_value_of(value, dtype):
+    """value (a number) as an element of a tensor of `dtype` holds it, torch's checked conversion of a fill
+    value (masked_fill, index_fill, fill_diagonal_): a bool for bool, an int64 for integers, a float in the
+    float dtype's range; InputError (torch's RuntimeError) past it, InputTypeError for no real number."""
+    if not isinstance(value, numbers.Real):
+        raise InputTypeError(f"value must be a number, not {type(value).__name__}")
+    if dtype == torch.bool:
+        return bool(value)
+    return as_float_of(value, dtype) if dtype.is_floating_point else as_int64(value)
 
 
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)
