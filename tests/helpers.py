@@ -516,6 +516,14 @@ def load(m, model, state):
     return initial_state(model)
 
 
+def summary(params):
+    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
+    out = []
+    for p in params:
+        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
+    return out
+
+
 def compare(script, **kwargs):
     """Run script with tnet, then with torch from tnet's initial weights; the losses agree. Both in
     exact fp32 products: on the GPU each side's TF32 rounds differently, and a few steps of a small

@@ -14,15 +14,7 @@ import math
 
 import numpy as np
 
-from helpers import compare, imports, load
-
-
-def summary(params):
-    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
-    out = []
-    for p in params:
-        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
-    return out
+from helpers import compare, imports, load, summary
 
 
 def graph(seed=0, n=12, nfeat=6, nclass=3, edges=20):

@@ -20,15 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from helpers import batches, compare, load
-
-
-def summary(params):
-    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
-    out = []
-    for p in params:
-        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
-    return out
+from helpers import batches, compare, load, summary
 
 
 def but(model, *names):

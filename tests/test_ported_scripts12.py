@@ -20,15 +20,7 @@ BatchNorm), the layer has no bias, as test_ported_scripts11.py's `but` explains.
 import numpy as np
 from tqdm import tqdm
 
-from helpers import compare, load
-
-
-def summary(params):
-    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
-    out = []
-    for p in params:
-        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
-    return out
+from helpers import compare, load, summary
 
 
 def adopt(m, state, **params):

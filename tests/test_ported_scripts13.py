@@ -23,15 +23,7 @@ import math
 
 import numpy as np
 
-from helpers import compare, load
-
-
-def summary(params):
-    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
-    out = []
-    for p in params:
-        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
-    return out
+from helpers import compare, load, summary
 
 
 def normal(rng, *shape):

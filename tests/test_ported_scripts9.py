@@ -7,15 +7,7 @@ weights summed into a few numbers, agree; shapes are tiny and runs 1-3 steps."""
 import numpy as np
 import pytest
 
-from helpers import batches, compare, load
-
-
-def summary(params):
-    """A few numbers of the weights after the steps: each parameter's sum and sum of squares."""
-    out = []
-    for p in params:
-        out += [float(p.detach().sum().item()), float((p.detach() ** 2).sum().item())]
-    return out
+from helpers import batches, compare, load, summary
 
 
 def cifar_encoder(nn, dim=8):
