@@ -7,11 +7,12 @@ import math
 import numpy as np
 import torch
 
+from ..factory import rand
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
-                              pair, single, triple)
+                              ntuple, pair, single, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_args, check_tensors
@@ -475,32 +476,30 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
     under a CUDA graph's capture); the maximum picked by gather, so that its gradient goes to one input,
     as torch's. Indices: flat positions in each input plane (h * W + w, 3-D (t * H + h) * W + w)."""
     check_tensors(name, input=input)
-    tuple_of = {2: pair, 3: triple}[dims]
     check(input.ndim in (dims + 1, dims + 2),
           lambda: f"{name}: expected a {dims + 1}-D or {dims + 2}-D input, got {input.ndim}-D")
     if input.ndim == dims + 1:
         out = _fractional_max_pool(name, dims, unsqueeze(input, 0), kernel_size, output_size, output_ratio,
                                    return_indices, _random_samples)  # the samples [1, C, dims], as torch's
         return tuple(squeeze(t, 0) for t in out) if return_indices else squeeze(out, 0)
-    kernel = tuple_of(kernel_size, f"{name}: kernel_size", None, True)
+    kernel = ntuple(kernel_size, dims, f"{name}: kernel_size", None, True)
     N, C, *size = input.shape
     if output_size is None:
         check(output_ratio is not None, f"{name} requires specifying either an output_size or an output_ratio")
         ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * dims
         check(len(ratio) == dims, lambda: f"{name}: output_ratio must be a number or {dims} of them, got {output_ratio}")
         output_size = tuple(int(s * r) for s, r in zip(size, ratio))
-    out = tuple_of(output_size, f"{name}: output_size", None, True)
+    out = ntuple(output_size, dims, f"{name}: output_size", None, True)
     for axis, (n, o, k) in enumerate(zip(size, out, kernel)):
         what = ("time", "height", "width")[axis + 3 - dims]
         check(o + k - 1 <= n, lambda: f"{name}(): pool {what} {k} too large relative to input {what} {n}")
     if _random_samples is None:
-        from ..factory import rand
         _random_samples = rand(N, C, dims, dtype=input.dtype)
     check(tuple(_random_samples.shape) == (N, C, dims),
           lambda: f"{name}: expect _random_samples to be of shape [{N}, {C}, {dims}], got "
                   f"{list(_random_samples.shape)}")
     check(_random_samples.dtype == input.dtype, "Expect _random_samples to have the same dtype as input")
-    samples = _random_samples.memory.cpu().float().numpy() if N * C else np.zeros((N, C, dims), np.float32)
+    samples = _random_samples.memory.cpu().float().numpy()
     # the windows' starts along each axis, [N, C, out]: torch's sequence in fp32 (2-D reads the
     # width's sample first)
     order = (1, 0) if dims == 2 else (0, 1, 2)

@@ -14,7 +14,6 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
 - The input gradient, the same kernel TRANSPOSED: tap (i, j) reads dy at (h + PH - i, w + PW - j) and
   the weight's [K step (Cout), BLOCK_N (C)] box at that tap (no flipped copy). A box's columns past C
   belong to the next tap; they land in output channels past C, which the store leaves out.
-
 - The weight gradient, dw[o, tap, c] = sum over output pixels of dy[p, o] x[p shifted by tap, c]: K
   over runs of pixels, for outputs of powers of 2 rows and columns (ResNet's 32x32 to 4x4), where a
   run of whole rows or whole images is both a 2-D box of dy's memory (wgmma's A, transposed in shared
@@ -35,7 +34,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
-from .launch import cdiv, kept, tile_config
+from .launch import cdiv, kept, next_power_of_2, tile_config
 from .reduce import sum_except
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
@@ -204,10 +203,6 @@ _16_BITS = (torch.bfloat16, torch.float16)
 _PRECISIONS = ("bf16", "fp16")
 
 
-def _pow2(n):
-    return triton.next_power_of_2(n)
-
-
 def _k_max(channels):
     """The largest K step (a power of 2, 16 to 64) that divides the channels."""
     return 64 if channels % 64 == 0 else 32 if channels % 32 == 0 else 16
@@ -221,7 +216,7 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=Fal
     N, CA, H, W = a.shape
     (HO, WO), (PH, PW), (KH, KW) = out_hw, padding, w.shape[2:]
     y = torch.empty((N, out_channels, HO, WO), device=a.device, dtype=out_dtype, memory_format=torch.channels_last)
-    box_h, box_w = _pow2(HO), _pow2(WO)
+    box_h, box_w = next_power_of_2(HO), next_power_of_2(WO)
 
     def grid(meta):
         m = meta["BLOCK_M"]
