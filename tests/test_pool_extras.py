@@ -316,6 +316,11 @@ def test_fractional_max_pool_as_torch(dims, shape, kernel, out, rng):
         module.named_buffers())
 
 
+def test_fractional_max_pool_of_an_empty_batch_as_torch():
+    y, i = F.fractional_max_pool2d(tnet.randn(0, 3, 7, 7), 2, output_size=3, return_indices=True)
+    assert y.shape == i.shape == TF.fractional_max_pool2d(torch.randn(0, 3, 7, 7), 2, output_size=3).shape
+
+
 def test_fractional_max_pool_errors_as_torch():
     x = tnet.randn(1, 2, 5, 5)
     with pytest.raises(ValueError, match="output_size or an output_ratio"):

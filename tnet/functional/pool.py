@@ -517,7 +517,7 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
         taps = (seq[..., None] + np.arange(k)) * math.prod(size[axis + 1:])  # [N, C, out, k] along this axis
         plane = plane + taps.reshape([N, C] + [o if a == axis else 1 for a, o in enumerate(out)]
                                      + [k if a == axis else 1 for a, k in enumerate(kernel)])
-    plane = np.broadcast_to(plane, (N, C, *out, *kernel)).copy().reshape(N, C, *out, -1)
+    plane = np.broadcast_to(plane, (N, C, *out, *kernel)).copy().reshape(N, C, *out, math.prod(kernel))
     first = (np.arange(N * C, dtype=np.int64) * math.prod(size)).reshape(N, C, *[1] * (dims + 1))
     where = Tensor(torch.from_numpy(plane + first).to(input.device))
     values = reshape(index_select(reshape(input, (-1,)), 0, reshape(where, (-1,))), tuple(where.shape))
