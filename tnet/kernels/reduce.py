@@ -88,11 +88,11 @@ class PartSums:
         self.launched.append(min(n, self.most))
         return self.launched[-1]
 
-    def finish(self, flat, launched=None):
-        """Sum the parts into flat (the result's memory as one vector); launched: how many ran, where
-        no grid was asked (a kept launch)."""
+    def finish(self, flat, kept_parts=None):
+        """Sum the parts into flat (the result's memory as one vector); kept_parts() tells how many
+        ran where no grid was asked (a kept launch)."""
         if self.most > 1:
-            sum_except(self.buffer[:launched or self.launched[-1]], 1, out=flat)
+            sum_except(self.buffer[:self.launched[-1] if self.launched else kept_parts()], 1, out=flat)
 
 
 # Sums, products, maxima and minima over any dims (PyTorch's sum, mean, prod, max, argmax...): x is
