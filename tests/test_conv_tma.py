@@ -20,8 +20,10 @@ SHAPES = [  # x shape, Cout, kernel, padding
 
 @pytest.fixture(autouse=True)
 def weight_enabled(monkeypatch):
-    """The weight gradient's kernel, off by default until it has run on a GPU, on for these tests."""
+    """The weight gradient's kernel and the tf32 forward, off by default until they have run on a GPU,
+    on for these tests."""
     monkeypatch.setattr(conv_tma, "WEIGHT_ENABLED", conv_tma.ENABLED)
+    monkeypatch.setattr(conv_tma, "TF32_ENABLED", conv_tma.ENABLED)
 
 
 @pytest.fixture
@@ -55,6 +57,27 @@ def check_tma(shape, cout, kernel, padding, dtype):
 @pytest.mark.parametrize("shape,cout,kernel,padding", SHAPES)
 def test_conv_tma(shape, cout, kernel, padding, dtype, any_width):
     check_tma(shape, cout, kernel, padding, dtype)
+
+
+def check_tf32(shape, cout, kernel, padding):
+    """The tf32 forward of fp32 operands (K steps of at most 32 channels); its input gradient stays
+    gathered (tf32's wgmma reads A K-major, the transposed pass's weight box is not)."""
+    x = cl_randn(*shape)
+    w = (randn(cout, shape[1], *kernel) * 0.3).contiguous(memory_format=CL)
+    b = randn(cout)
+    ref = tF.conv2d(f64(x), f64(w), f64(b), 1, padding)
+    assert conv_tma.suits((1, 1), (1, 1), 1, "tf32", x, w)
+    assert not conv_tma.suits((1, 1), (1, 1), 1, "tf32", cl_randn(*ref.shape), w, transposed=True)
+    assert not conv_tma.suits((1, 1), (1, 1), 1, "ieee", x, w)
+    y = conv_tma.conv(x, w, ref.shape[2:], cout, padding, False, bias=b, relu=True, precision="tf32",
+                      out_dtype=torch.float32)
+    assert is_channels_last(y) and y.dtype == torch.float32
+    assert_close(y, torch.relu(ref), TOL["tf32"], f"tf32 forward x {shape} w {tuple(w.shape)} padding {padding}")
+
+
+@pytest.mark.parametrize("shape,cout,kernel,padding", SHAPES[:3])
+def test_conv_tma_tf32_forward(shape, cout, kernel, padding, any_width):
+    check_tf32(shape, cout, kernel, padding)
 
 
 WEIGHT_SHAPES = [  # x shape, Cout, kernel, padding: outputs of powers of 2 rows and columns
@@ -106,12 +129,13 @@ def test_conv_tma_every_config(i, monkeypatch, any_width):
         check_tma((5, 128, 4, 4), 256, (3, 3), (1, 1), dtype)
         check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
+    check_tf32((2, 64, 9, 10), 128, (3, 3), (1, 1))
 
 
 def test_conv_routes_to_tma_where_it_suits(monkeypatch):
     """conv.py's passes run the TMA kernels for 16-bit stride-1 convolutions of channels-last tensors
-    with enough channels (the weight gradient: of 8x8 images here), the gathering kernels for the rest
-    (stride 2, fp32, groups, few outputs), each against float64."""
+    with enough channels (the weight gradient: of 8x8 images here) and fp32 ones' tf32 forward, the
+    gathering kernels for the rest (stride 2, fp32's gradients, groups, few outputs), each against float64."""
     calls = []
     real, real_weight = conv_tma.conv, conv_tma.weight_grad
     monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
@@ -121,7 +145,8 @@ def test_conv_routes_to_tma_where_it_suits(monkeypatch):
     x = cl_randn(2, 32, 8, 8).to(torch.bfloat16)
     w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
     for stride, dtype, groups, cout, expect in [(1, torch.bfloat16, 1, 32, [False, True, "w"]),
-                                                (2, torch.bfloat16, 1, 32, []), (1, torch.float32, 1, 32, []),
+                                                (2, torch.bfloat16, 1, 32, []),
+                                                (1, torch.float32, 1, 32, [False]),  # tf32: the forward
                                                 (1, torch.bfloat16, 2, 32, []),
                                                 (1, torch.bfloat16, 1, 16, [True, "w"])]:  # dx: 32 outputs
         calls.clear()

@@ -22,7 +22,7 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
   on the H100 (docs/results.md).
 
 `suits` and `suits_weight` say where they run: stride and dilation 1, one group, bf16 or fp16 at
-16-bit precision, dense channels-last tensors whose channel counts TMA can stride over, enough channels,
+16-bit precision (the forward also fp32 at tf32, where TNET_CONV_TMA_TF32=1), dense channels-last tensors whose channel counts TMA can stride over, enough channels,
 on a GPU with TMA (or in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run."""
 import functools
 import os
@@ -44,6 +44,8 @@ MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at 
 # The weight gradient's kernel has run in the interpreter and compiled for sm_90, not yet on a GPU: off
 # unless TNET_CONV_TMA_WEIGHT=1, until its GPU tests pass and it is timed against the gathering kernel
 WEIGHT_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_WEIGHT", "0") == "1"
+# The tf32 forward (fp32 operands, both K-major as tf32's wgmma needs) likewise, until its GPU run: TNET_CONV_TMA_TF32=1
+TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -164,13 +166,15 @@ def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr
 
 def suits(stride, dilation, groups, precision, x, w, transposed=False):
     """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy) of a
-    convolution of x by w: stride and dilation 1, one group, 16-bit products, x and w non-empty, of
-    one 16-bit dtype, dense channels-last (w: [Cout, kh, kw, C] memory) with their addresses and
+    convolution of x by w: stride and dilation 1, one group, 16-bit products of one 16-bit dtype (or,
+    TF32_ENABLED, a forward's tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout,
+    kh, kw, C] memory) with their addresses and
     channel counts' bytes multiples of 16, the forward's input channels a multiple of 16 (K steps),
     at least MIN_OUT_CHANNELS outputs, on a GPU with TMA or in the interpreter."""
-    # cheapest first: every convolution asks (the dtype settles fp32 ones)
-    if not (x.dtype in _16_BITS and ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
-            and dilation == (1, 1)):
+    # cheapest first: every convolution asks
+    if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
+             or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
+            and groups == 1 and stride == (1, 1) and dilation == (1, 1)):
         return False
     cout, cin = w.shape[:2]
     k, n = (cout, cin) if transposed else (cin, cout)
@@ -203,9 +207,11 @@ _16_BITS = (torch.bfloat16, torch.float16)
 _PRECISIONS = ("bf16", "fp16")
 
 
-def _k_max(channels):
-    """The largest K step (a power of 2, 16 to 64) that divides the channels."""
-    return 64 if channels % 64 == 0 else 32 if channels % 32 == 0 else 16
+def _k_max(channels, dtype):
+    """The largest K step (a power of 2 from 16) that divides the channels, its channels at most 128
+    bytes (TMA's widest swizzled row: 64 16-bit channels, 32 fp32 ones)."""
+    widest = 128 // dtype.itemsize
+    return next(k for k in (64, 32, 16) if k <= widest and channels % k == 0)
 
 
 def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=False, precision, out_dtype):
@@ -228,7 +234,7 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=Fal
     key = (a.shape, w.shape, out_hw, padding, transposed, bias is None, relu, precision)
     launch_kept(_BOUND, key, conv_tma_kernel, grid,
                 (a, w, y, y if bias is None else bias, N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW,
-                 64 if transposed else _k_max(CA)),
+                 64 if transposed else _k_max(CA, a.dtype)),
                 dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
                      BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4))
     return y
