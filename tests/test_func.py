@@ -77,7 +77,7 @@ def test_model_ensembling_tutorial(rng, ieee):
     for lib, models in ((tnet, [p[0] for p in pairs]), (torch, [p[1] for p in pairs])):
         params, buffers = lib.func.stack_module_state(models)
         assert params["conv1.weight"].shape == (3, 4, 1, 3, 3) and params["fc1.bias"].requires_grad
-        base = copy.deepcopy(models[0])
+        base = copy.deepcopy(models[0]).to("meta")  # tnet's keeps its values, unused here
 
         def fmodel(params, buffers, x):
             return lib.func.functional_call(base, (params, buffers), (x,))

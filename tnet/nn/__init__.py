@@ -620,7 +620,9 @@ class Module:
     def to(self, *args, **kwargs):
         """torch's Module.to(device, dtype, non_blocking, memory_format) (or to(tensor)), as far
         as tnet's one device and fp32 master parameters allow:
-        - device: tnet's device type is a no-op; another raises;
+        - device: tnet's device type is a no-op; "meta" too (tnet has no meta tensors: the module
+          keeps its values, where torch's drops them; the model-ensembling tutorial sends its
+          stateless base model there before functional_call feeds it); another raises;
         - dtype: the parameters stay float32 masters; float16 or bfloat16 runs every forward of
           this module tree under tnet.autocast(dtype=...) (unless an autocast block is already
           active, which wins as in torch): 16-bit outputs as torch's half model gives, while the
@@ -633,7 +635,8 @@ class Module:
         if isinstance(kwargs.get("tensor"), Tensor):
             kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        check_device(f"{type(self).__name__}.to", device)
+        if device is None or device.type != "meta":
+            check_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
             if not dtype.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
