@@ -989,3 +989,21 @@ def test_loss_and_call_modules_take_torchs_input_names():
     assert float(loss(tnet.tensor(a), target=tnet.tensor(b))) == float(loss(tnet.tensor(a), tnet.tensor(b)))
     with pytest.raises(TypeError, match="unexpected keyword argument 'targets'"):
         loss(tnet.tensor(a), targets=tnet.tensor(b))
+
+
+def test_dynamo_and_inductor_settings_as_torchs(monkeypatch):
+    """torch._dynamo.config and torch._inductor.config take the settings scripts make beside
+    torch.compile (kept, read back; a name never set raises AttributeError), reached without
+    their own import, as torch's; reset and the shape hints run."""
+    import importlib
+    for lib in (tnet, torch):
+        config = importlib.import_module(f"{lib.__name__}._inductor.config")
+        settings = [(lib._dynamo.config, "cache_size_limit", 64), (lib._dynamo.config, "suppress_errors", True),
+                    (config, "coordinate_descent_tuning", True), (config.triton, "unique_kernel_names", True)]
+        for where, name, value in settings:  # torch's put back after the test
+            monkeypatch.setattr(where, name, value, raising=False)
+        assert lib._inductor.config.triton.unique_kernel_names and lib._dynamo.config.cache_size_limit == 64
+        lib._dynamo.reset()
+        lib._dynamo.mark_dynamic(lib.ones(2, 3), 0)
+    with pytest.raises(AttributeError):
+        tnet._dynamo.config.never_set_anywhere
