@@ -4,7 +4,10 @@ traces nothing (tnet.compile returns the model as it is), so a setting is kept a
 changes nothing; one never set raises AttributeError."""
 from types import SimpleNamespace
 
-from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset  # noqa: F401
+from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
+
+__all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "is_compiling", "mark_dynamic",
+           "mark_static", "maybe_mark_dynamic", "reset"]
 
 config = SimpleNamespace()
 
