@@ -8,7 +8,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from .tensor import check_device as _check_device  # asarray's; not one of torch's names
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import multiprocessing, version  # noqa: E402
