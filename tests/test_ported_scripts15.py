@@ -2,7 +2,8 @@
 the TF32 and cudnn flags, torch._dynamo and torch._inductor settings, torch.compile of the model and of the step
 with mode="reduce-overhead", cudagraph_mark_step_begin, channels_last models and batches, AdamW's fused= and SGD's
 foreach=, zero_grad(set_to_none=True), torch.amp.autocast and torch.amp.GradScaler("cuda"), the compiled model's
-"_orig_mod." checkpoint keys stripped, inference_mode); torch.func (an ensemble trained by vmap of
+"_orig_mod." checkpoint keys stripped, inference_mode); the compiled-optimizer tutorial's tensor lr under a
+scheduler; torch.func (an ensemble trained by vmap of
 functional_call over stack_module_state with grad_and_value, a PINN whose residual takes vmap(jacrev) and
 hessian of functional_call); activation checkpointing (use_reentrant=False, timm's checkpoint_seq style) over
 TransformerEncoderLayer(norm_first=True, batch_first=True) and MultiheadAttention(need_weights=False) with a causal
@@ -128,7 +129,7 @@ def torch_settings(monkeypatch):
     monkeypatch.setattr(torch._inductor.config, "coordinate_descent_tuning", torch._inductor.config.coordinate_descent_tuning)
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", torch.backends.cudnn.benchmark)
     compile_ = torch.compile
-    monkeypatch.setattr(torch, "compile", lambda model, **kwargs: compile_(model, backend="eager"))
+    monkeypatch.setattr(torch, "compile", lambda model=None, **kwargs: compile_(model, backend="eager"))
 
 
 def test_modern_training_script(torch_settings):
@@ -143,7 +144,40 @@ def test_modern_training_script_in_tf32_and_float16():
     tnet.set_precision("ieee")
 
 
-# (b) torch.func's model ensembling, trained: the official tutorial's stack_module_state and a base model sent to
+# (b) the "compiled optimizer with an LR scheduler" tutorial: Adam with lr=torch.tensor(0.01) (a tensor lr, so that
+# a change of the lr needs no recompilation), LinearLR over it, opt.step() and sched.step() inside one function
+# under @torch.compile(fullgraph=False); the lr tensor keeps its identity while the scheduler writes it
+def compiled_optimizer_tutorial(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    model = torch.nn.Sequential(*[torch.nn.Linear(6, 6) for _ in range(2)])
+    init = load(m, model, state)
+    lr = torch.tensor(0.01)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=False)
+    sched = torch.optim.lr_scheduler.LinearLR(opt, total_iters=3)
+
+    @torch.compile(fullgraph=False)
+    def fn():
+        opt.step()
+        sched.step()
+
+    rng = np.random.default_rng(10)
+    losses = []
+    for _ in range(3):
+        x = torch.tensor(normal(rng, 4, 6))
+        loss = F.mse_loss(model(x), torch.zeros_like(x))
+        loss.backward()
+        fn()
+        opt.zero_grad(set_to_none=True)
+        losses += [loss.item(), float(sched.get_last_lr()[0])]
+    assert opt.param_groups[0]["lr"] is lr
+    return init, losses + summary(model.parameters())
+
+
+def test_compiled_optimizer_with_a_tensor_lr(torch_settings):
+    compare(compiled_optimizer_tutorial)
+
+
+# (c) torch.func's model ensembling, trained: the official tutorial's stack_module_state and a base model sent to
 # the meta device, vmap of functional_call with in_dims=(0, 0, None) (one minibatch for every model) and a
 # vmapped grad_and_value of each model's loss, the stacked parameters updated by hand (SGD under no_grad,
 # in place), then each model's own forward with the trained slice copied back into it
@@ -200,7 +234,7 @@ def test_ensemble_training_by_torch_func():
     compare(ensemble_training)
 
 
-# (c) a physics-informed network (the PINN scripts' torch.func style): u(t, x) a tanh MLP called through
+# (d) a physics-informed network (the PINN scripts' torch.func style): u(t, x) a tanh MLP called through
 # functional_call on a dict of its parameters; the heat equation's residual u_t - k u_xx from vmap(jacrev) of u at
 # each collocation point and vmap(hessian) for u_xx, the boundary loss, and Adam on the parameters by loss.backward()
 # through the transforms (double backward)
@@ -247,7 +281,7 @@ def test_pinn_by_vmap_jacrev_hessian():
     compare(pinn_heat_equation)
 
 
-# (d) activation checkpointing as timm and Hugging Face write it: a stack of
+# (e) activation checkpointing as timm and Hugging Face write it: a stack of
 # nn.TransformerEncoderLayer(norm_first=True, batch_first=True, activation="gelu") run through
 # torch.utils.checkpoint.checkpoint(layer, x, mask, ..., use_reentrant=False) when self.grad_checkpointing and
 # training (functools.partial for the keyword arguments), a causal mask from
@@ -318,7 +352,7 @@ def test_checkpointed_transformer_encoder():
     compare(checkpointed_encoder)
 
 
-# (e) a LLaMA-style GPT as today's small repositories write it (nanoGPT's layout with LLaMA's parts): nn.RMSNorm,
+# (f) a LLaMA-style GPT as today's small repositories write it (nanoGPT's layout with LLaMA's parts): nn.RMSNorm,
 # SwiGLU (F.silu(w1(x)) * w3(x)), rotary embeddings from inv_freq by torch.outer and cat((freqs, freqs)) applied
 # with rotate_half, F.scaled_dot_product_attention(is_causal=True) in training and with a boolean mask over a
 # cache-less prefix in generation, tied embeddings, nanoGPT's init (normal_ std 0.02, c_proj scaled by
@@ -491,7 +525,7 @@ def test_llama_complex_rotary_embeddings():
     apply_rotary_emb(torch.randn(1, 4, 2, 8), precompute_freqs_cis(8, 4))
 
 
-# (f) the parametrizations of today: an RNN cell whose recurrent weight is kept orthogonal
+# (g) the parametrizations of today: an RNN cell whose recurrent weight is kept orthogonal
 # (nn.utils.parametrizations.orthogonal, as the parametrization tutorial and expRNN write it), read once per
 # sequence under parametrize.cached(); a 1-D conv encoder with the new parametrizations.weight_norm; a critic with
 # parametrizations.spectral_norm on its Linear layers (its power iteration's u and v, in the state_dict, load into
@@ -545,7 +579,7 @@ def test_parametrized_rnn_orthogonal_weight_norm_spectral_norm():
     compare(parametrized_rnn)
 
 
-# (g) the "optimizer step in the backward pass" tutorial: one optimizer per parameter in a dict, each stepped and
+# (h) the "optimizer step in the backward pass" tutorial: one optimizer per parameter in a dict, each stepped and
 # zeroed by a hook that register_post_accumulate_grad_hook puts on its parameter, so that no .grad outlives the
 # backward; the same model trained the ordinary way (one Adam, foreach=False) reaches the same weights
 def optimizer_in_backward(m, state=None):
@@ -588,7 +622,7 @@ def test_optimizer_step_in_backward():
     compare(optimizer_in_backward)
 
 
-# (h) today's data pipeline: an IterableDataset that shards a stream among the DataLoader's workers by
+# (i) today's data pipeline: an IterableDataset that shards a stream among the DataLoader's workers by
 # get_worker_info() (the documented example's per-worker ranges), dict samples with nested metadata and namedtuple
 # samples through default_collate, a StackDataset of a TensorDataset and a label tensor, a padding collate_fn that
 # calls default_collate on what it does not pad, DataLoader(num_workers=2, persistent_workers=True,
@@ -672,7 +706,7 @@ def test_data_pipeline_of_today():
     compare(data_pipeline)
 
 
-# (i) tensor idioms without einops, as detection and transformer code writes them today: a grid of anchor centres
+# (j) tensor idioms without einops, as detection and transformer code writes them today: a grid of anchor centres
 # by meshgrid(indexing="ij") and ("xy") over float aranges and linspace, patches by unflatten/movedim, an attention
 # score by einsum with an ellipsis, torch.where with scalar branches, masked_fill with a broadcast mask, stable
 # sort and topk, nan_to_num, clamp with tensor bounds, T5-style buckets by bucketize, cumsum(dtype=), new_zeros/
