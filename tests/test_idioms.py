@@ -2,6 +2,7 @@
 cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
+import collections
 import copy
 import math
 import warnings
@@ -1007,3 +1008,24 @@ def test_dynamo_and_inductor_settings_as_torchs(monkeypatch):
         lib._dynamo.mark_dynamic(lib.ones(2, 3), 0)
     with pytest.raises(AttributeError):
         tnet._dynamo.config.never_set_anywhere
+
+
+def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
+    """torch.serialization's allow-list before a weights_only load (tnet's files hold data only: kept, changing
+    nothing), torch.utils._pytree over a batch of tnet Tensors, and Tensor.numpy(force=True), as torch's."""
+    import argparse
+    results = []
+    for lib in (tnet, torch):
+        lib.serialization.add_safe_globals([argparse.Namespace])
+        assert argparse.Namespace in lib.serialization.get_safe_globals()
+        with lib.serialization.safe_globals([collections.OrderedDict]):
+            assert collections.OrderedDict in lib.serialization.get_safe_globals()
+        lib.save({"args": argparse.Namespace(lr=0.1), "w": lib.ones(2)}, tmp_path / "ckpt.pt")
+        ckpt = lib.load(tmp_path / "ckpt.pt", weights_only=True)
+        batch = {"x": lib.ones(2), "meta": [lib.zeros(1), "name"]}
+        moved = lib.utils._pytree.tree_map_only(lib.Tensor, lambda t: t + 1, batch)
+        leaves = lib.utils._pytree.tree_leaves(moved)
+        results.append((ckpt["args"].lr, ckpt["w"].tolist(), moved["meta"][1], [v.tolist() for v in leaves[:2]],
+                        lib.ones(2, requires_grad=True).numpy(force=True).tolist()))
+        lib.serialization.clear_safe_globals()
+    assert results[0] == results[1]

@@ -7,6 +7,7 @@ from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_gr
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save
+from . import serialize as serialization  # torch's module name (add_safe_globals)
 from .tensor import check_device as _check_device  # asarray's; not one of torch's names
 from .amp import autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
