@@ -2,29 +2,32 @@
 the TF32 and cudnn flags, torch._dynamo and torch._inductor settings, torch.compile of the model and of the step
 with mode="reduce-overhead", cudagraph_mark_step_begin, channels_last models and batches, AdamW's fused= and SGD's
 foreach=, zero_grad(set_to_none=True), torch.amp.autocast and torch.amp.GradScaler("cuda"), the compiled model's
-"_orig_mod." checkpoint keys stripped, inference_mode); the compiled-optimizer tutorial's tensor lr under a
-scheduler; torch.func (an ensemble trained by vmap of
-functional_call over stack_module_state with grad_and_value, a PINN whose residual takes vmap(jacrev) and
-hessian of functional_call); activation checkpointing (use_reentrant=False, timm's checkpoint_seq style) over
-TransformerEncoderLayer(norm_first=True, batch_first=True) and MultiheadAttention(need_weights=False) with a causal
-mask and a key padding mask; a LLaMA-style GPT block (nn.RMSNorm, SwiGLU, rotary embeddings by cos/sin and
-rotate_half, F.scaled_dot_product_attention with is_causal and with a boolean mask, nanoGPT's configure_optimizers
-by inspect.signature and top-k greedy decoding); parametrizations (orthogonal recurrent weight, the new
-weight_norm, spectral_norm on a critic, parametrize.cached); the optimizer-in-backward tutorial
-(register_post_accumulate_grad_hook); today's data idioms (an IterableDataset sharded by get_worker_info,
-dict and namedtuple samples through default_collate, StackDataset, a padding collate_fn, persistent_workers,
-pin_memory, a generator); and tensor idioms without einops (unflatten, movedim, einsum with an ellipsis, where
-with scalars, broadcast masked_fill, stable sort and topk, nan_to_num, clamp with tensor bounds, bucketize,
-cumsum's dtype, new_zeros/new_full, full_like's dtype, float aranges, linspace, meshgrid in "ij" and "xy").
-Written from memory in their sources' styles and ported by their imports alone, as test_ported_scripts.py: each
-runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights
-summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps. LLaMA's
-complex rotary embeddings (torch.polar, view_as_complex) need complex tensors, which tnet does not have: that
-test is an expected failure."""
+"_orig_mod." checkpoint keys stripped, an argparse.Namespace in the checkpoint loaded with weights_only=True after
+torch.serialization.add_safe_globals, inference_mode); the compiled-optimizer tutorial's tensor lr under a
+scheduler; torch.func (an ensemble trained by vmap of functional_call over stack_module_state with grad_and_value,
+a PINN whose residual takes vmap(jacrev) and hessian of functional_call); activation checkpointing
+(use_reentrant=False, timm's checkpoint_seq style) over TransformerEncoderLayer(norm_first=True, batch_first=True)
+and MultiheadAttention(need_weights=False) with a causal mask and a key padding mask; a LLaMA-style GPT block
+(nn.RMSNorm, SwiGLU, rotary embeddings by cos/sin and rotate_half, F.scaled_dot_product_attention with is_causal
+and with a boolean mask, nanoGPT's configure_optimizers by inspect.signature and top-k greedy decoding);
+parametrizations (orthogonal recurrent weight, the new weight_norm, spectral_norm on a critic,
+parametrize.cached); the optimizer-in-backward tutorial (register_post_accumulate_grad_hook); today's data idioms
+(an IterableDataset sharded by get_worker_info, dict and namedtuple samples through default_collate,
+StackDataset, a padding collate_fn, persistent_workers, pin_memory, a generator, torch.utils._pytree.tree_map to
+the device); and tensor idioms without einops (unflatten, movedim, einsum with an ellipsis, where with scalars,
+broadcast masked_fill, stable sort and topk, nan_to_num, clamp with tensor bounds, bucketize, cumsum's dtype,
+new_zeros/new_full, full_like's dtype, float aranges, linspace, meshgrid in "ij" and "xy"). Written from memory
+in their sources' styles and ported by their imports alone, as test_ported_scripts.py: each runs in tnet, then in
+torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps. LLaMA's complex rotary
+embeddings (torch.polar, view_as_complex) need complex tensors, which tnet does not have: that test is an
+expected failure."""
+import argparse
 import collections
 import functools
 import importlib
 import inspect
+import io
 import math
 
 import numpy as np
@@ -49,7 +52,8 @@ def sub(m, name):
 # fused= where CUDA is there, the step compiled with mode="reduce-overhead" after cudagraph_mark_step_begin(), the
 # batch moved non_blocking in channels_last, torch.amp.autocast(device_type, dtype, enabled) and
 # torch.amp.GradScaler(device_type, enabled), zero_grad(set_to_none=True), a checkpoint whose "_orig_mod." keys
-# are stripped (str.removeprefix) before loading into a fresh model evaluated under inference_mode. The compared
+# are stripped (str.removeprefix), saved with the run's argparse.Namespace and loaded with weights_only=True after
+# torch.serialization.add_safe_globals, into a fresh model evaluated under inference_mode. The compared
 # run keeps exact fp32 products ("highest") and autocast off; tnet's own run takes "high" and float16 with the scaler.
 def modern_training_script(m, state=None, precision="highest", amp_dtype=None):
     torch, nn, F = m.torch, m.nn, m.F
@@ -107,10 +111,18 @@ def modern_training_script(m, state=None, precision="highest", amp_dtype=None):
         loss, norm = step(images, labels)
         assert all(p.grad is None for p in model.parameters())  # set_to_none=True
         losses += [loss.item(), norm.item()]
-    checkpoint = {k.removeprefix("_orig_mod."): v for k, v in compiled.state_dict().items()}
+    state_dict = {k.removeprefix("_orig_mod."): v for k, v in compiled.state_dict().items()}
     assert all(k.startswith("_orig_mod.") for k in compiled.state_dict())
+    args = argparse.Namespace(lr=1e-2, precision=precision)
+    buffer = io.BytesIO()
+    torch.save({"model": state_dict, "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(), "args": args},
+               buffer)
+    buffer.seek(0)
+    torch.serialization.add_safe_globals([argparse.Namespace])
+    checkpoint = torch.load(buffer, map_location=device, weights_only=True)
+    assert checkpoint["args"].precision == precision
     fresh = Net().to(device, memory_format=torch.channels_last)
-    fresh.load_state_dict(checkpoint)
+    fresh.load_state_dict(checkpoint["model"])
     fresh.eval()
     with torch.inference_mode():
         out = fresh(torch.tensor(normal(rng, 2, 3, 8, 8)).to(memory_format=torch.channels_last))
@@ -130,6 +142,10 @@ def torch_settings(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", torch.backends.cudnn.benchmark)
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model=None, **kwargs: compile_(model, backend="eager"))
+    safe = torch.serialization.get_safe_globals()
+    yield
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(safe)
 
 
 def test_modern_training_script(torch_settings):
@@ -148,7 +164,7 @@ def test_modern_training_script_in_tf32_and_float16():
 # a change of the lr needs no recompilation), LinearLR over it, opt.step() and sched.step() inside one function
 # under @torch.compile(fullgraph=False); the lr tensor keeps its identity while the scheduler writes it
 def compiled_optimizer_tutorial(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, F = m.torch, m.F
     model = torch.nn.Sequential(*[torch.nn.Linear(6, 6) for _ in range(2)])
     init = load(m, model, state)
     lr = torch.tensor(0.01)
@@ -627,7 +643,7 @@ def test_optimizer_step_in_backward():
 # samples through default_collate, a StackDataset of a TensorDataset and a label tensor, a padding collate_fn that
 # calls default_collate on what it does not pad, DataLoader(num_workers=2, persistent_workers=True,
 # pin_memory=True, prefetch_factor=2) in the loader of the stream and a seeded generator; a model trained on the
-# dict batches
+# dict batches, moved to the device by torch.utils._pytree.tree_map
 def data_pipeline(m, state=None):
     torch, nn, F, data = m.torch, m.nn, m.F, m.data
     default_collate = data.default_collate
@@ -689,7 +705,10 @@ def data_pipeline(m, state=None):
     loader = data.DataLoader(DictDataset(), batch_size=3, shuffle=False, collate_fn=pad_collate, generator=g,
                              pin_memory=True, drop_last=True)
     losses = []
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     for batch in loader:
+        batch = torch.utils._pytree.tree_map(
+            lambda t: t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t, batch)
         assert batch["meta"]["name"][0].startswith("sample_") and batch["tokens"].shape[0] == 3
         length = (batch["tokens"] != 0).sum(1, keepdim=True).float()
         logits = model(torch.cat([batch["x"], length], 1))
