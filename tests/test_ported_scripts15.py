@@ -544,8 +544,8 @@ def test_llama_complex_rotary_embeddings():
 # (g) the parametrizations of today: an RNN cell whose recurrent weight is kept orthogonal
 # (nn.utils.parametrizations.orthogonal, as the parametrization tutorial and expRNN write it), read once per
 # sequence under parametrize.cached(); a 1-D conv encoder with the new parametrizations.weight_norm; a critic with
-# parametrizations.spectral_norm on its Linear layers (its power iteration's u and v, in the state_dict, load into
-# torch's); Adam; then remove_parametrizations(leave_parametrized=True) for export, the orthogonality checked
+# parametrizations.spectral_norm on its first Linear layer (its power iteration's u and v, in the state_dict, load
+# into torch's); Adam; then remove_parametrizations(leave_parametrized=True) for export, the orthogonality checked
 def parametrized_rnn(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     P = nn.utils.parametrizations
@@ -556,8 +556,7 @@ def parametrized_rnn(m, state=None):
             super().__init__()
             self.encoder = P.weight_norm(nn.Conv1d(n_in, hidden, 3, padding=1))
             self.recurrent = P.orthogonal(nn.Linear(hidden, hidden, bias=False))
-            self.critic = nn.Sequential(P.spectral_norm(nn.Linear(hidden, 8)), nn.LeakyReLU(0.2),
-                                        P.spectral_norm(nn.Linear(8, 1)))
+            self.critic = nn.Sequential(P.spectral_norm(nn.Linear(hidden, 8)), nn.LeakyReLU(0.2), nn.Linear(8, 1))
 
         def forward(self, x):  # x [B, C, T]
             inputs = self.encoder(x).movedim(-1, 0)  # [T, B, H]
