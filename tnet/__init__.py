@@ -101,6 +101,18 @@ def is_complex(input):
     return False
 
 
+def _complex_missing(name):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"torch.{name}: tnet has no complex dtypes (rotary embeddings: use cos/sin with "
+                                  f"rotate_half, as Hugging Face's LLaMA does)")
+    fn.__name__, fn.__doc__ = name, f"torch's {name}: not in tnet (it has no complex dtypes); raises NotImplementedError."
+    return fn
+
+
+polar, complex, view_as_complex, view_as_real = (_complex_missing(n) for n in ("polar", "complex", "view_as_complex",
+                                                                                "view_as_real"))
+
+
 class OptimizedModule(nn.Module):
     """What torch.compile returns for a Module: the module under `_orig_mod`, so that its
     state_dict's and named_parameters' names start with "_orig_mod.", as torch's (a checkpoint
