@@ -26,7 +26,7 @@ STUDIES = {  # name: (run(args), one-line help)
     "runs": (runs.run, "airbench94's whole training runs, seeds 0 to N-1: tnet's (train.py's) and a PyTorch twin of the "
                        "same recipe (muon) on the same batches, accuracy and seconds per run"),
 }
-OPTIONS = {"convs": convs.add_arguments, "train": train.add_arguments,  # study: adds its own options to its parser
+OPTIONS = {"gemm": gemm.add_arguments, "convs": convs.add_arguments, "train": train.add_arguments,  # study: adds its own options to its parser
            "zoo": zoo.add_arguments, "eager": eager.add_arguments, "runs": runs.add_arguments}
 NEEDS_GPU = ("Every study needs a CUDA GPU: without one (torch.cuda.is_available() is False) bench.py prints "
              "'bench.py STUDY: needs a CUDA GPU' and exits with status 2, before it imports tnet (which would "

@@ -1,4 +1,5 @@
 """The studies' shared helpers: check then time, timing, a table, JSON, a plot."""
+import argparse
 import concurrent.futures
 import datetime
 import itertools
@@ -206,3 +207,14 @@ def compile_in_processes(tasks, jobs, desc):
     print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
           + "".join(f"\n{label}: {err}" for label, err in failed.items()), flush=True)
     return failed
+
+
+def names_list(choices):
+    """argparse type: a comma-separated subset of choices, in the order given."""
+    def parse(text):
+        names = [name for name in text.split(",") if name]
+        unknown = [name for name in names if name not in choices]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"{','.join(unknown) or repr(text)}: choose from {','.join(choices)}")
+        return names
+    return parse

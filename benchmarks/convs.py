@@ -3,7 +3,6 @@ batch 256, as the zoo trains it), and MobileNetV2's depthwise layers (CIFAR-10 s
 gradient (dgrad) and weight gradient (wgrad), tnet against cuDNN in the same precision. First, --jobs
 processes compile tnet's kernels for every layer, each a share of every kernel's configs, into
 Triton's cache, so that the timed run compiles none (`python -m benchmarks.convs` is such a process)."""
-import argparse
 import collections
 import math
 import os
@@ -13,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time,
-                     print_header, print_row, ratio, rel_error, write_json)
+                     names_list, print_header, print_row, ratio, rel_error, write_json)
 from .gemm import ROTATE_BYTES
 
 DEVICE = "cuda"
@@ -71,17 +70,6 @@ def shape(layer):
     text = f"{k}x{k} {layer.cin}->{layer.cout} at {s}x{s}"
     text += f" /{layer.stride}" if layer.stride > 1 else ""
     return text + (" dw" if layer.groups == layer.cin else f" g{layer.groups}" if layer.groups > 1 else "")
-
-
-def names_list(choices):
-    """argparse type: a comma-separated subset of choices, in the order given."""
-    def parse(text):
-        names = [name for name in text.split(",") if name]
-        unknown = [name for name in names if name not in choices]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"{','.join(unknown) or repr(text)}: choose from {','.join(choices)}")
-        return names
-    return parse
 
 
 def add_arguments(parser):

@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from .common import (BENCH, QUICK_BENCH, block_time, check_then_time, fmt, gpu_time, graph_time, plot,
+from .common import (BENCH, QUICK_BENCH, block_time, check_then_time, fmt, gpu_time, graph_time, names_list, plot,
                      print_header, print_row, rel_error, write_json)
 
 SQUARE = [64, 128, 256, 512, 1024, 2048, 4096, 8192]  # n for n x n x n GEMMs
@@ -18,11 +18,12 @@ CIFAR = [  # CIFAR-10 quick at batch 100 as (M, N, K): convolutions as im2col GE
     ("ip2", (100, 10, 64)),  # 64 to 10 classes
 ]
 QUICK_CIFAR = CIFAR[:3]
-PRECISIONS = ("ieee", "tf32", "bf16")
-TOL = {"ieee": 1e-4, "tf32": 3e-3, "bf16": 3e-2}  # bounds on ||C - ref|| / ||ref||; typical: 1e-7, 3e-4, 3e-3
+PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
+TOL = {"ieee": 1e-4, "tf32": 3e-3, "bf16": 3e-2, "fp16": 3e-2}  # bounds on ||C - ref|| / ||ref||; typical: 1e-7, 3e-4, 3e-3
 MAX_FLOP = {"naive": 2 * 2048**3, "numpy": 2 * 1024**3}  # beyond these a variant is "skipped": too slow
 ROTATE_BYTES = 120e6  # inputs cycled through per timing: twice the H200's 60 MB L2, so memory is measured
 NUMPY_TIMING = {"warmup": 0, "iters": 1, "repeats": 5}  # host-clock calls of numpy (the check was the warm-up)
+VARIANT_NAMES = ["cublas", "tnet", "naive", "tiled", "two_tiles", "numpy"]  # run's variants, in its order
 
 GEMM_COLUMNS = [
     ("shape", "<22", lambda r: r["shape"]),
@@ -43,6 +44,15 @@ def input_sets(M, N, K):
     return torch.randn(n, M, K, device="cuda"), torch.randn(n, K, N, device="cuda")
 
 
+def add_arguments(parser):
+    parser.add_argument("--variants", type=names_list(VARIANT_NAMES), default=None,
+                        help=f"comma-separated variants (default: all; the ratios need cublas): {','.join(VARIANT_NAMES)}")
+    parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")], default=None,
+                        help="comma-separated n of the n x n x n products, without CIFAR-10 quick's shapes "
+                             f"(default: {','.join(map(str, SQUARE))} and CIFAR-10 quick's; with --quick, "
+                             f"{','.join(map(str, QUICK_SQUARE))} and its first three)")
+
+
 def run(args):
     """C = A @ B at square sizes and at CIFAR-10 quick's GEMM shapes, every variant at each precision it
     supports: checked against the float64 product, then timed."""
@@ -54,8 +64,11 @@ def run(args):
         **VARIANTS,
         "numpy": (lambda a, b, p: a @ b, ("ieee",)),
     }
-    shapes = [(f"{n}^3", (n, n, n)) for n in (QUICK_SQUARE if args.quick else SQUARE)]
-    shapes += [(f"{name} {M}x{N}x{K}", (M, N, K)) for name, (M, N, K) in (QUICK_CIFAR if args.quick else CIFAR)]
+    assert list(variants) == VARIANT_NAMES
+    variants = {name: v for name, v in variants.items() if name in (args.variants or VARIANT_NAMES)}
+    shapes = [(f"{n}^3", (n, n, n)) for n in args.sizes or (QUICK_SQUARE if args.quick else SQUARE)]
+    if not args.sizes:
+        shapes += [(f"{name} {M}x{N}x{K}", (M, N, K)) for name, (M, N, K) in (QUICK_CIFAR if args.quick else CIFAR)]
     bench = QUICK_BENCH if args.quick else BENCH
 
     torch.manual_seed(0)
@@ -68,8 +81,8 @@ def run(args):
         ref = A[0].double() @ B[0].double()
         for precision in PRECISIONS:
             torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"  # cuBLAS's fp32 GEMMs
-            # bf16: every variant reads bf16 inputs, as cuBLAS does (cuBLAS also writes bf16)
-            cast = (lambda x: x.bfloat16()) if precision == "bf16" else (lambda x: x)
+            # 16 bits: every variant reads and writes the 16-bit dtype, as cuBLAS does
+            cast = {"bf16": lambda x: x.bfloat16(), "fp16": lambda x: x.half()}.get(precision, lambda x: x)
             pairs = list(zip(cast(A).unbind(0), cast(B).unbind(0)))
             cublas_ms = cublas_graph_ms = None
             for name, (multiply, precisions) in variants.items():
@@ -111,7 +124,7 @@ def run(args):
 
     write_json(path, "gemm", rows, **settings)
     colors = {name: f"C{i}" for i, name in enumerate(variants)}
-    dashes = {"ieee": "-", "tf32": "--", "bf16": ":"}
+    dashes = {"ieee": "-", "tf32": "--", "bf16": ":", "fp16": "-."}
     series = {}
     for row in rows:
         if row["shape"].endswith("^3") and row["ms"]:

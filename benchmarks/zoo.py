@@ -23,9 +23,8 @@ import sys
 import torch
 
 from . import zoo_models
-from .common import (bars, block_time, check_then_time, compile_in_processes, environment, fmt, numpy_state,
-                     print_header, print_row, ratio, write_json)
-from .convs import names_list
+from .common import (bars, block_time, check_then_time, compile_in_processes, environment, fmt, names_list,
+                     numpy_state, print_header, print_row, ratio, write_json)
 from .steps import N_BATCHES, random_batches, record, torch_train_step
 
 BATCH = 256

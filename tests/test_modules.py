@@ -414,3 +414,18 @@ def test_global_registration_and_legacy_backward_hooks_as_torch():
     finally:
         legacy.remove()
     assert grads == ["ReLU", "Sequential", "Linear"] and nn.Module._hooked is False  # Sequential: on ReLU's op too
+
+
+def test_forward_names_its_input_as_torchs():
+    """layer(input=x) works where it works in torch: a forward written out names its first argument as
+    torch's does (the losses' and functional wrappers' *inputs take torch's names through their functional)."""
+    import inspect
+    differ = []
+    for name in dir(torch.nn):
+        theirs, ours = getattr(torch.nn, name), getattr(nn, name, None)
+        if inspect.isclass(theirs) and issubclass(theirs, torch.nn.Module) and ours is not None:
+            first = [list(inspect.signature(m.forward).parameters)[1:2] for m in (theirs, ours)]
+            if first[1] not in (first[0], ["inputs"], ["args"]):
+                differ.append((name, *first))
+    assert differ == []
+    assert nn.Linear(3, 2)(input=tnet.randn(4, 3)).shape == (4, 2)

@@ -366,6 +366,9 @@ def test_fractional_max_pool_errors_as_torch():
         F.fractional_max_pool2d(x, 2)
     with pytest.raises(RuntimeError, match="too large relative to input"):
         F.fractional_max_pool2d(x, 3, output_size=4)
+    for kernel in (0, (2, -1)):  # torch's CPU kernel returns -inf and indices past the plane: refused
+        with pytest.raises(RuntimeError, match="kernel_size must be at least 1"):
+            F.fractional_max_pool2d(x, kernel, output_size=2)
     for samples in (tnet.rand(1, 2, 3), tnet.rand(1, 2, 2, dtype=torch.float16)):
         with pytest.raises(RuntimeError, match="_random_samples"):
             F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=samples)

@@ -482,7 +482,8 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
         out = _fractional_max_pool(name, dims, unsqueeze(input, 0), kernel_size, output_size, output_ratio,
                                    return_indices, _random_samples)  # the samples [1, C, dims], as torch's
         return tuple(squeeze(t, 0) for t in out) if return_indices else squeeze(out, 0)
-    kernel = ntuple(kernel_size, dims, f"{name}: kernel_size", None, True)
+    # torch's CPU kernel reads outside the window for a size under 1 (-inf, indices past the plane): refused
+    kernel = ntuple(kernel_size, dims, f"{name}: kernel_size", 1, True)
     N, C, *size = input.shape
     if output_size is None:
         check(output_ratio is not None, f"{name} requires specifying either an output_size or an output_ratio")

@@ -36,7 +36,7 @@ from . import conv_tma
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
 from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
-from .reduce import sum_except
+from .reduce import PartSums
 
 
 def reads_vectors(channels):
@@ -549,19 +549,15 @@ def weight_trusted(input, weight_size, grad_output, geometry, groups, precision=
                 lambda: max(parts_of(config.kwargs) for config in _GRAD_CONFIGS))
     dw = torch.empty((cout, c, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
-    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
-    launched = []
-
-    def grid(meta):
-        launched.append(min(parts_of(meta), most))  # never past the buffer
-        return n_blocks(meta["BLOCK_N"]), m_blocks(meta), launched[-1]
+    sums = PartSums(dw, most)
+    grid = lambda meta: (n_blocks(meta["BLOCK_N"]), m_blocks(meta), sums.parts(parts_of(meta)))
     strides = x.stride()
     key = (weight_grad_kernel, x.shape, strides, tuple(weight_size), channels_last, geometry, groups, precision, parts)
     launch_kept(_BOUND, key, weight_grad_kernel, grid,
-                (x, dy, out, npix, *strides, dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW, KH, KW, SH, SW, PH, PW,
-                 DH, DW, groups),
+                (x, dy, sums.buffer, npix, *strides, dw.numel(), *dw.stride(), H, W, c, coutg, OH, OW, KH, KW, SH, SW,
+                 PH, PW, DH, DW, groups),
                 dict(WIDE=wide, NHWC=is_dense_nhwc(x), PART_ALIGN=PART_ALIGN, PRECISION=precision, INTERPRET=INTERPRET))
-    if most > 1:  # the parts launched: the kernel's own path ran the grid, else the kept Bound's grid says
-        sum_except(out[:launched[-1] if launched else _BOUND[key].grid[2]], 1,
-                   out=dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1))
+    # the parts launched: the kernel's own path asked the grid, else the kept Bound launch's grid says
+    sums.finish(dw.permute(0, 2, 3, 1).view(-1) if channels_last else dw.view(-1),
+                lambda: _BOUND[key].grid[2])
     return dw

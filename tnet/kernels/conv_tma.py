@@ -35,7 +35,7 @@ from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
 from .launch import cdiv, kept, next_power_of_2, tile_config
-from .reduce import sum_except
+from .reduce import PartSums
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
@@ -251,17 +251,12 @@ def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
     def parts_of(meta):
         blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
         return max(1, min(cdiv(2 * max(SMS, 1), blocks), N * OH * OW // (4 * meta["BLOCK_K"])))
-    most = kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW), lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS))
-    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
-    launched = []
-
-    def grid(meta):
-        launched.append(parts_of(meta))
-        return KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), launched[-1]
-    conv_tma_wgrad_kernel[grid](x, dy, out, N, dw.numel(), H, W, C, OH, OW, cout, KH, KW, *padding,
+    sums = PartSums(dw, kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW),
+                             lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)))
+    grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), sums.parts(parts_of(meta)))
+    conv_tma_wgrad_kernel[grid](x, dy, sums.buffer, N, dw.numel(), H, W, C, OH, OW, cout, KH, KW, *padding,
                                 PRECISION=precision, INTERPRET=INTERPRET)
-    if most > 1:  # out holds [parts, Cout, kh, kw, C]: dw's channels-last memory
-        sum_except(out[:launched[-1]], 1, out=dw.permute(0, 2, 3, 1).view(-1))
+    sums.finish(dw.permute(0, 2, 3, 1).view(-1))  # the parts hold [Cout, kh, kw, C]: dw's channels-last memory
     return dw if channels_last else dw.contiguous()
 
 

@@ -22,7 +22,7 @@ from .autotune import autotune, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
 from .launch import FLOATS, cdiv, check, memory_format, next_power_of_2
-from .reduce import sum_except
+from .reduce import PartSums
 
 _CONFIGS = [triton.Config({"BLOCK_P": 32, "BLOCK_C": 64}, num_warps=4),
             triton.Config({"BLOCK_P": 64, "BLOCK_C": 64}, num_warps=4),
@@ -242,14 +242,9 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     most = max(parts_of(config.kwargs) for config in depthwise_weight_kernel.configs)
     dw = torch.empty((cout, 1, KH, KW), device=x.device, dtype=torch.float32,
                      memory_format=memory_format(channels_last))
-    out = dw if most == 1 else torch.empty((most, dw.numel()), device=x.device, dtype=torch.float32)
-    launched = []
-
-    def grid(meta):
-        launched.append(parts_of(meta))
-        return blocks(meta), launched[-1]
-    depthwise_weight_kernel[grid](x, dy, out, npix, dw.numel(), H, W, C, cout, OH, OW, KH, KW, SH, SW, PH, PW,
-                                  DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS)
-    if most > 1:
-        sum_except(out[:launched[-1]], 1, out=dw.view(-1))
+    sums = PartSums(dw, most)
+    grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
+    depthwise_weight_kernel[grid](x, dy, sums.buffer, npix, dw.numel(), H, W, C, cout, OH, OW, KH, KW, SH, SW, PH,
+                                  PW, DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS)
+    sums.finish(dw.view(-1))
     return dw

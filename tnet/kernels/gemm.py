@@ -217,10 +217,13 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
 
 
 # tf32 tiles: the largest whose stages fit shared memory with a bias added (docs/results.md,
-# tuning notes).
-_TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5)]]
-# 16-bit tiles: 128x128x64, as 128x256x64 needs more shared memory than a Hopper block has.
-_TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4)]]
+# tuning notes); and 128x64, whose twice as many tiles fill the SMs where 128x128 ones leave half idle
+# (1024^3: 64 tiles of 128x128 on 132 SMs).
+_TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5),
+                                                           (128, 64, 32, 4, 4)]]
+# 16-bit tiles: 128x128x64, as 128x256x64 needs more shared memory than a Hopper block has; 128x64x64 as tf32's.
+_TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
+                                                             (128, 64, 64, 4, 4)]]
 _TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
                    interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 gemm_tma_tuned = autotune(_TMA_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # tf32

@@ -73,6 +73,28 @@ def sum_except(x, dim, out=None):
     return _sum(x, I, J, L, out)
 
 
+class PartSums:
+    """A sum split into parts along a launch's last grid axis (split-K): each part's programs write
+    their own copy of the result into a buffer of as many copies as the most parts any config
+    launches (`most`; the result itself for one), summed after in a fixed order: deterministic."""
+
+    def __init__(self, result, most):
+        self.most, self.launched = most, []
+        self.buffer = result if most == 1 else torch.empty((most, result.numel()), device=result.device,
+                                                           dtype=torch.float32)
+
+    def parts(self, n):
+        """For a launch's grid: the config's n parts, never past the buffer (remembered for finish)."""
+        self.launched.append(min(n, self.most))
+        return self.launched[-1]
+
+    def finish(self, flat, kept_parts=None):
+        """Sum the parts into flat (the result's memory as one vector); kept_parts() tells how many
+        ran where no grid was asked (a kept launch)."""
+        if self.most > 1:
+            sum_except(self.buffer[:self.launched[-1] if self.launched else kept_parts()], 1, out=flat)
+
+
 # Sums, products, maxima and minima over any dims (PyTorch's sum, mean, prod, max, argmax...): x is
 # seen in its memory order as [K1, R, K2], the reduced axes R between kept ones, and reduced to [K1, K2].
 _REDUCE_CONFIGS = [triton.Config({"BLOCK_R": 16, "BLOCK_J": 256}, num_warps=4),

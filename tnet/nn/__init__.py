@@ -1082,14 +1082,14 @@ class Conv2d(_ConvNd):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
         self.reset_parameters()
 
-    def forward(self, x, relu=False, pool=None):
+    def forward(self, input, relu=False, pool=None):
         """relu=True fuses a ReLU after the convolution; pool, a MaxPool2d or AvgPool2d, also
         fuses that pooling after the ReLU (F.conv2d_relu_pool2d)."""
         if pool is None:
-            return self._conv_forward(x, self.weight, self.bias, relu=relu)
+            return self._conv_forward(input, self.weight, self.bias, relu=relu)
         check(relu, "Conv2d: a fused pooling needs relu=True")
-        x, padding = self._pad(x)
-        return F.conv2d_relu_pool2d(x, self.weight, self.bias, self.stride, padding, pool.mode,
+        input, padding = self._pad(input)
+        return F.conv2d_relu_pool2d(input, self.weight, self.bias, self.stride, padding, pool.mode,
                                     pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode,
                                     dilation=self.dilation, groups=self.groups,
                                     count_include_pad=getattr(pool, "count_include_pad", True),
@@ -1134,8 +1134,8 @@ class Linear(Module):
     in_features = property(lambda self: self.weight.shape[1])  # torch's attributes, read from the weight
     out_features = property(lambda self: self.weight.shape[0])
 
-    def forward(self, x):
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -1175,9 +1175,9 @@ class LazyLinear(_Lazy, Linear):
         super().__init__(1, out_features, bias, device, dtype)
         self._uninitialized("weight")
 
-    def forward(self, x):
-        self._materialize((self.weight.shape[0], x.shape[-1]))
-        return self.forward(x)
+    def forward(self, input):
+        self._materialize((self.weight.shape[0], input.shape[-1]))
+        return self.forward(input)
 
 
 class LazyConv2d(_Lazy, Conv2d):
@@ -1190,13 +1190,13 @@ class LazyConv2d(_Lazy, Conv2d):
                          device, dtype)
         self._uninitialized("weight")
 
-    def forward(self, x, relu=False, pool=None):
+    def forward(self, input, relu=False, pool=None):
         out, _, kh, kw = self.weight.shape
-        check(x.ndim in (3, 4), lambda: f"LazyConv2d: expected a 3-D or 4-D input, got {x.ndim}-D")
-        channels = x.shape[-3]
+        check(input.ndim in (3, 4), lambda: f"LazyConv2d: expected a 3-D or 4-D input, got {input.ndim}-D")
+        channels = input.shape[-3]
         check_conv_args((kh, kw), self.stride, self.padding, self.dilation, self.groups, channels, out)
         self._materialize((out, channels // self.groups, kh, kw), memory_format=torch.channels_last)
-        return self.forward(x, relu, pool)
+        return self.forward(input, relu, pool)
 
 
 class Conv1d(_ConvNd):
@@ -1225,8 +1225,8 @@ class Conv1d(_ConvNd):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
         self.reset_parameters()
 
-    def forward(self, x):
-        return self._conv_forward(x, self.weight, self.bias)
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
 
     def _conv_forward(self, input, weight, bias):
         """torch's: input convolved with weight and bias at this layer's settings (Conv2d's)."""
@@ -1267,9 +1267,9 @@ class _ConvTransposeNd(_ConvNd):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
         self.reset_parameters()
 
-    def forward(self, x, output_size=None):
+    def forward(self, input, output_size=None):
         conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[self.dims]
-        return conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
                     self.groups, self.dilation)
 
     def _output_padding(self, x, output_size):
@@ -1338,8 +1338,8 @@ class Conv3d(_ConvNd):
         self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
         self.reset_parameters()
 
-    def forward(self, x):
-        return self._conv_forward(x, self.weight, self.bias)
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
 
     def _conv_forward(self, input, weight, bias):
         """torch's: input convolved with weight and bias at this layer's settings."""
@@ -1362,13 +1362,13 @@ class LazyConv3d(_Lazy, Conv3d):
                          device, dtype)
         self._uninitialized("weight")
 
-    def forward(self, x):
+    def forward(self, input):
         out, _, *kernel = self.weight.shape
-        check(x.ndim in (4, 5), lambda: f"LazyConv3d: expected a 4-D or 5-D input, got {x.ndim}-D")
-        channels = x.shape[-4]
+        check(input.ndim in (4, 5), lambda: f"LazyConv3d: expected a 4-D or 5-D input, got {input.ndim}-D")
+        channels = input.shape[-4]
         check_conv_args(kernel[1:], 1, 0, 1, self.groups, channels, out)
         self._materialize((out, channels // self.groups, *kernel))
-        return self.forward(x)
+        return self.forward(input)
 
 
 class LazyConv1d(_Lazy, Conv1d):
@@ -1381,13 +1381,13 @@ class LazyConv1d(_Lazy, Conv1d):
                          device, dtype)
         self._uninitialized("weight")
 
-    def forward(self, x):
+    def forward(self, input):
         out, _, k = self.weight.shape
-        check(x.ndim in (2, 3), lambda: f"LazyConv1d: expected a 2-D or 3-D input, got {x.ndim}-D")
-        channels = x.shape[-2]
+        check(input.ndim in (2, 3), lambda: f"LazyConv1d: expected a 2-D or 3-D input, got {input.ndim}-D")
+        channels = input.shape[-2]
         check_conv_args((1, k), 1, 0, 1, self.groups, channels, out)
         self._materialize((out, channels // self.groups, k))
-        return self.forward(x)
+        return self.forward(input)
 
 
 class _LazyConvTranspose(_Lazy):
@@ -1399,16 +1399,17 @@ class _LazyConvTranspose(_Lazy):
                          padding_mode, device, dtype)
         self._uninitialized("weight")
 
-    def forward(self, x, output_size=None):
+    def forward(self, input, output_size=None):
         _, per_group, *kernel = self.weight.shape
-        check(x.ndim in (self.dims + 1, self.dims + 2),
-              lambda: f"{type(self).__name__}: expected a {self.dims + 1}-D or {self.dims + 2}-D input, got {x.ndim}-D")
-        channels = x.shape[-self.dims - 1]
+        check(input.ndim in (self.dims + 1, self.dims + 2),
+              lambda: f"{type(self).__name__}: expected a {self.dims + 1}-D or {self.dims + 2}-D input, "
+                      f"got {input.ndim}-D")
+        channels = input.shape[-self.dims - 1]
         check(channels % self.groups == 0,
               lambda: f"{type(self).__name__}: groups={self.groups} must divide in_channels ({channels})")
         layout = dict(memory_format=torch.channels_last) if self.dims == 2 else {}
         self._materialize((channels, per_group, *kernel), **layout)
-        return self.forward(x, output_size)
+        return self.forward(input, output_size)
 
 
 class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
@@ -1437,8 +1438,8 @@ class LayerNorm(Module):
         self.weight = affine(1.0, elementwise_affine)
         self.bias = affine(0.0, elementwise_affine and bias)
 
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -1456,7 +1457,7 @@ class RMSNorm(Module):
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None
 
-    def forward(self, x):
+    def forward(self, x):  # torch's RMSNorm names it x
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
@@ -1475,8 +1476,8 @@ class GroupNorm(Module):
         self.weight = Parameter(np.ones(num_channels)) if affine else None
         self.bias = Parameter(np.zeros(num_channels)) if affine else None
 
-    def forward(self, x):
-        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
@@ -1592,8 +1593,8 @@ class _MaxPool(_Pool, _MaxPoolNd):
         super().__init__(kernel_size, stride, padding, ceil_mode)
         self.dilation, self.return_indices = dilation, return_indices
 
-    def forward(self, x):
-        return self._pool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+    def forward(self, input):
+        return self._pool(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                                self.return_indices)
 
 
@@ -1606,8 +1607,8 @@ class _AvgPool(_Pool, _AvgPoolNd):
         super().__init__(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
-    def forward(self, x):
-        return self._pool(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+    def forward(self, input):
+        return self._pool(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                                self.divisor_override)
 
 
@@ -1676,10 +1677,10 @@ class _NormBase(Module):
             if p is not None:
                 fill(p)
 
-    def forward(self, x, activation=None):
+    def forward(self, input, activation=None):
         """activation, tnet's addition: an nn.GELU() (approximate='none'), fused after the
         normalisation: the same as activation(self(x)), in one op (F.batch_norm's activation)."""
-        self._check_input_dim(x)
+        self._check_input_dim(input)
         if activation is not None:  # the message closure only where there is something to check
             check(isinstance(activation, GELU) and activation.approximate == "none",
                   lambda: f"{type(self).__name__}: activation must be None or nn.GELU() to fuse, got {activation!r}")
@@ -1687,7 +1688,7 @@ class _NormBase(Module):
         # used in eval mode if they exist
         track = self.training and self.track_running_stats
         use_stats = not self.training or self.track_running_stats
-        return F.batch_norm(x, self.running_mean if use_stats else None, self.running_var if use_stats else None,
+        return F.batch_norm(input, self.running_mean if use_stats else None, self.running_var if use_stats else None,
                             self.weight, self.bias, self.training or self.running_mean is None, self.momentum,
                             self.eps, num_batches_tracked=self.num_batches_tracked if track else None,
                             activation=None if activation is None else "gelu")
@@ -1758,8 +1759,8 @@ class ReLU(Module):
     def __init__(self, inplace=False):
         self.inplace = inplace
 
-    def forward(self, x):
-        return F.relu(x, self.inplace)
+    def forward(self, input):
+        return F.relu(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -1781,9 +1782,9 @@ class _Activation(Module):
             setattr(self, name, value)
         self.inplace = inplace
 
-    def forward(self, x):
+    def forward(self, input):
         args = [getattr(self, name) for name, _ in self.params]
-        return type(self).fn(x, *args, inplace=True) if self.inplace else type(self).fn(x, *args)
+        return type(self).fn(input, *args, inplace=True) if self.inplace else type(self).fn(input, *args)
 
     def extra_repr(self):
         return ", ".join([f"{name}={getattr(self, name)}" for name, _ in self.params] +
@@ -1845,8 +1846,8 @@ class _Parametrised(Module):
         for name, value in dict(self.params, **dict(zip(names, args)), **kwargs).items():
             setattr(self, name, value)
 
-    def forward(self, x):
-        return type(self).fn(x, *[getattr(self, name) for name, _ in self.params])
+    def forward(self, input):
+        return type(self).fn(input, *[getattr(self, name) for name, _ in self.params])
 
     def extra_repr(self):
         return ", ".join(f"{name}={getattr(self, name)}" for name, _ in self.params)
@@ -1887,8 +1888,8 @@ class GELU(Module):
     def __init__(self, approximate="none"):
         self.approximate = approximate
 
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
+    def forward(self, input):
+        return F.gelu(input, self.approximate)
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
@@ -1899,13 +1900,13 @@ class SiLU(_Activation):
 
 
 class Sigmoid(Module):
-    def forward(self, x):
-        return F.sigmoid(x)
+    def forward(self, input):
+        return F.sigmoid(input)
 
 
 class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
+    def forward(self, input):
+        return F.tanh(input)
 
 
 class _Call(Module):
@@ -2041,8 +2042,8 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     def __init__(self, output_size):
         self.output_size = output_size
 
-    def forward(self, x):
-        return F.adaptive_avg_pool2d(x, self.output_size)
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
@@ -2054,8 +2055,8 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     def __init__(self, output_size, return_indices=False):
         self.output_size, self.return_indices = output_size, return_indices
 
-    def forward(self, x):
-        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
@@ -2065,16 +2066,16 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """F.adaptive_avg_pool3d to any output_size (an int or a triple; None keeps that size)."""
     __init__, extra_repr = AdaptiveAvgPool2d.__init__, AdaptiveAvgPool2d.extra_repr
 
-    def forward(self, x):
-        return F.adaptive_avg_pool3d(x, self.output_size)
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """F.adaptive_max_pool3d to any output_size, return_indices as torch."""
     __init__, extra_repr = AdaptiveMaxPool2d.__init__, AdaptiveMaxPool2d.extra_repr
 
-    def forward(self, x):
-        return F.adaptive_max_pool3d(x, self.output_size, self.return_indices)
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class _Pad(Module):
@@ -2088,10 +2089,10 @@ class _Pad(Module):
               lambda: f"{type(self).__name__}: padding must be an int or {2 * self.dims} ints, got {padding!r}")
         self.value = value
 
-    def forward(self, x):
-        if self.mode == "circular" and x.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
-        return F.pad(x, self.padding, self.mode, self.value)
+    def forward(self, input):
+        if self.mode == "circular" and input.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)")
+        return F.pad(input, self.padding, self.mode, self.value)
 
     def extra_repr(self):
         return f"padding={self.padding}, value={self.value}" if self.mode == "constant" else f"{self.padding}"
@@ -2175,8 +2176,8 @@ class Flatten(Module):
     def __init__(self, start_dim=1, end_dim=-1):
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x):
-        return F.flatten(x, self.start_dim, self.end_dim)
+    def forward(self, input):
+        return F.flatten(input, self.start_dim, self.end_dim)
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -2189,8 +2190,8 @@ class Unflatten(Module):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
-    def forward(self, x):
-        return F.unflatten(x, self.dim, self.unflattened_size)
+    def forward(self, input):
+        return F.unflatten(input, self.dim, self.unflattened_size)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -2205,8 +2206,8 @@ class PReLU(Module):
         self.num_parameters = num_parameters
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
 
-    def forward(self, x):
-        return F.prelu(x, self.weight)
+    def forward(self, input):
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
@@ -2223,12 +2224,12 @@ class _InstanceNorm(_NormBase):
                  dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
-    def forward(self, x):
-        if x.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {x.ndim}D input)")
-        if x.ndim == self.dims + 1:
-            return self.forward(x.unsqueeze(0)).squeeze(0)
-        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+    def forward(self, input):
+        if input.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.ndim}D input)")
+        if input.ndim == self.dims + 1:
+            return self.forward(input.unsqueeze(0)).squeeze(0)
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
                                self.training or not self.track_running_stats,
                                self.momentum if self.momentum is not None else 0.0, self.eps)
 
@@ -2255,14 +2256,14 @@ class _LazyNorm(_Lazy):
         super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
         self._uninitialized("weight", "bias", "running_mean", "running_var")
 
-    def forward(self, x, *args):
-        unbatched = isinstance(self, _InstanceNorm) and x.ndim == self.dims + 1
-        self.num_features = x.shape[0 if unbatched else 1]
+    def forward(self, input, *args):
+        unbatched = isinstance(self, _InstanceNorm) and input.ndim == self.dims + 1
+        self.num_features = input.shape[0 if unbatched else 1]
         for name in ("weight", "bias", "running_mean", "running_var"):
             if getattr(self, name) is not None:
                 getattr(self, name).materialize((self.num_features,))
         self._become()
-        return self.forward(x, *args)
+        return self.forward(input, *args)
 
 
 class LazyBatchNorm1d(_LazyNorm, BatchNorm1d):
@@ -2306,8 +2307,8 @@ class Upsample(Module):
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
-    def forward(self, x):
-        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+    def forward(self, input):
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              self.recompute_scale_factor)
 
     def extra_repr(self):
@@ -2336,8 +2337,8 @@ class _DropoutNd(Module):
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
-    def forward(self, x):
-        return self._drop(x, self.p, self.training, self.inplace)
+    def forward(self, input):
+        return self._drop(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
@@ -2383,9 +2384,9 @@ class LogSoftmax(_Activation):
 class Softmax2d(Module):
     """softmax over the channels of a [N, C, H, W] or [C, H, W] input, as torch's."""
 
-    def forward(self, x):
-        check(x.ndim in (3, 4), lambda: f"Softmax2d: expected a 3-D or 4-D input, got {x.ndim}-D")
-        return F.softmax(x, -3)
+    def forward(self, input):
+        check(input.ndim in (3, 4), lambda: f"Softmax2d: expected a 3-D or 4-D input, got {input.ndim}-D")
+        return F.softmax(input, -3)
 
 
 class Softmin(_Activation):
@@ -2398,8 +2399,8 @@ class Identity(Module):
     def __init__(self, *args, **kwargs):
         pass
 
-    def forward(self, x):
-        return x
+    def forward(self, input):
+        return input
 
 
 def _index(container, idx):
@@ -2477,14 +2478,14 @@ class Sequential(_Numbered):
             check(isinstance(layer, Module), lambda: f"Sequential: {name} is a {type(layer).__name__}, not a Module")
             setattr(self, name, layer)
 
-    def forward(self, x):
+    def forward(self, input):
         layers = self._items()
         i = 0
         while i < len(layers):
             covered, pool = _fusion(layers[i:i + 3])
-            x = layers[i](x, relu=True, pool=pool) if covered else layers[i](x)
+            input = layers[i](input, relu=True, pool=pool) if covered else layers[i](input)
             i += covered or 1
-        return x
+        return input
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -3179,8 +3180,8 @@ class RReLU(Module):
         super().__init__()
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
-    def forward(self, x):
-        return F.rrelu(x, self.lower, self.upper, self.training)
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training)
 
     def extra_repr(self):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
