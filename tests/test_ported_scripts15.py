@@ -155,9 +155,12 @@ def test_modern_training_script(torch_settings):
 def test_modern_training_script_in_tf32_and_float16():
     """tnet alone at TF32 ("high") under float16 autocast with the "cuda" GradScaler (torch on a CPU
     turns both off): finite losses."""
-    _, losses = modern_training_script(imports("tnet"), precision="high", amp_dtype=tnet.float16)
+    previous = tnet.get_precision()
+    try:
+        _, losses = modern_training_script(imports("tnet"), precision="high", amp_dtype=tnet.float16)
+    finally:
+        tnet.set_precision(previous)
     assert all(math.isfinite(v) for v in losses), losses
-    tnet.set_precision("ieee")
 
 
 # (b) the "compiled optimizer with an LR scheduler" tutorial: Adam with lr=torch.tensor(0.01) (a tensor lr, so that
