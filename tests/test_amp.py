@@ -60,6 +60,18 @@ def set_grads(ps, rng, dtype=torch.float32):
 
 # autocast's state
 
+def test_autocast_dtype_of_a_device_type_as_torchs():
+    """torch's get_autocast_dtype(device_type): the block's dtype inside one, the type's default outside;
+    is_autocast_enabled(device_type) in a block of that type, and get_autocast_gpu_dtype, as torch's."""
+    for lib in (tnet, torch):
+        seen = [lib.get_autocast_dtype("cuda"), lib.get_autocast_dtype("cpu"), lib.is_autocast_enabled("cuda")]
+        with lib.autocast("cpu", dtype=torch.float16):  # torch without CUDA turns a "cuda" block off
+            seen += [lib.get_autocast_dtype("cpu"), lib.is_autocast_enabled("cpu")]
+        with pytest.warns(DeprecationWarning, match="deprecated"):
+            seen.append(lib.get_autocast_gpu_dtype())
+        assert seen == [torch.float16, torch.bfloat16, False, torch.float16, True, torch.float16]
+
+
 def test_autocast_state_nests_and_restores():
     assert tnet.get_autocast_dtype() is None and not tnet.is_autocast_enabled()
     with tnet.autocast("cuda", dtype=torch.bfloat16) as outer:

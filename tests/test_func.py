@@ -77,7 +77,7 @@ def test_model_ensembling_tutorial(rng, ieee):
     for lib, models in ((tnet, [p[0] for p in pairs]), (torch, [p[1] for p in pairs])):
         params, buffers = lib.func.stack_module_state(models)
         assert params["conv1.weight"].shape == (3, 4, 1, 3, 3) and params["fc1.bias"].requires_grad
-        base = copy.deepcopy(models[0])
+        base = copy.deepcopy(models[0]).to("meta")  # tnet's keeps its values, unused here
 
         def fmodel(params, buffers, x):
             return lib.func.functional_call(base, (params, buffers), (x,))
@@ -115,6 +115,37 @@ def test_transforms_as_torchs(rng, ieee):
                         for lib in (tnet, torch))
     assert moved.shape == moved_ref.shape == (3, 4)
     assert_close(moved, moved_ref, 1e-6)
+
+
+def test_transforms_stay_on_the_tape_of_other_tensors_as_torchs(rng, ieee):
+    """A transform's result is differentiable with respect to the tensors that require grad besides its
+    inputs, as torch.func's: a closed-over module's parameters (a Jacobian penalty), an argument not
+    differentiated at (a PINN's params beside its points), through vmap and hessian; without any, it
+    requires no grad. jacrev takes a dict of tensors (a pytree) too."""
+    w0 = rng.standard_normal((3, 2)).astype(np.float32)
+    pts = rng.standard_normal((2, 2)).astype(np.float32)
+    results = []
+    for lib in (tnet, torch):
+        layer = lib.nn.Linear(2, 3)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(w0))
+            layer.bias.fill_(0.1)
+        w = lib.tensor(w0[:, :1].copy(), requires_grad=True)
+
+        def u(params, x):
+            return (lib.func.functional_call(layer, params, (x,)).tanh() * w.squeeze(1)).sum()
+        params = dict(layer.named_parameters())
+        jac = lib.func.vmap(lib.func.jacrev(u, argnums=1), in_dims=(None, 0))(params, lib.tensor(pts))
+        hess = lib.func.hessian(lambda x: layer(x).tanh().sum())(lib.tensor(pts[0]))
+        by_dict = lib.func.jacrev(lambda p: lib.func.functional_call(layer, p, (lib.tensor(pts[0]),)))(params)
+        (jac.pow(2).sum() + hess.sum() + by_dict["weight"].sum()).backward()
+        plain = lib.func.jacrev(lambda x: x.tanh())(lib.tensor(pts[0]))
+        assert not plain.requires_grad and jac.requires_grad
+        results.append([jac.detach(), hess.detach(), by_dict["bias"].detach(), layer.weight.grad, layer.bias.grad,
+                        w.grad])
+    names = ["jacobian", "hessian", "jacobian of a dict", "weight's gradient", "bias's gradient", "w's gradient"]
+    for got, ref, name in zip(*results, names):
+        assert_close(got, ref, 1e-5, name)
 
 
 def test_errors_as_torchs():

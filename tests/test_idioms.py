@@ -2,6 +2,7 @@
 cosine similarity, KL divergence, PReLU, instance norm, nearest interpolation, and the names a
 script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names, Generator, DataParallel,
 x.data). Each against torch in float64."""
+import collections
 import copy
 import math
 import warnings
@@ -989,3 +990,42 @@ def test_loss_and_call_modules_take_torchs_input_names():
     assert float(loss(tnet.tensor(a), target=tnet.tensor(b))) == float(loss(tnet.tensor(a), tnet.tensor(b)))
     with pytest.raises(TypeError, match="unexpected keyword argument 'targets'"):
         loss(tnet.tensor(a), targets=tnet.tensor(b))
+
+
+def test_dynamo_and_inductor_settings_as_torchs(monkeypatch):
+    """torch._dynamo.config and torch._inductor.config take the settings scripts make beside
+    torch.compile (kept, read back; a name never set raises AttributeError), reached without
+    their own import, as torch's; reset and the shape hints run."""
+    import importlib
+    for lib in (tnet, torch):
+        config = importlib.import_module(f"{lib.__name__}._inductor.config")
+        settings = [(lib._dynamo.config, "cache_size_limit", 64), (lib._dynamo.config, "suppress_errors", True),
+                    (config, "coordinate_descent_tuning", True), (config.triton, "unique_kernel_names", True)]
+        for where, name, value in settings:  # torch's put back after the test
+            monkeypatch.setattr(where, name, value, raising=False)
+        assert lib._inductor.config.triton.unique_kernel_names and lib._dynamo.config.cache_size_limit == 64
+        lib._dynamo.reset()
+        lib._dynamo.mark_dynamic(lib.ones(2, 3), 0)
+    with pytest.raises(AttributeError):
+        tnet._dynamo.config.never_set_anywhere
+
+
+def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
+    """torch.serialization's allow-list before a weights_only load (tnet's files hold data only: kept, changing
+    nothing), torch.utils._pytree over a batch of tnet Tensors, and Tensor.numpy(force=True), as torch's."""
+    import argparse
+    results = []
+    for lib in (tnet, torch):
+        lib.serialization.add_safe_globals([argparse.Namespace])
+        assert argparse.Namespace in lib.serialization.get_safe_globals()
+        with lib.serialization.safe_globals([collections.OrderedDict]):
+            assert collections.OrderedDict in lib.serialization.get_safe_globals()
+        lib.save({"args": argparse.Namespace(lr=0.1), "w": lib.ones(2)}, tmp_path / "ckpt.pt")
+        ckpt = lib.load(tmp_path / "ckpt.pt", weights_only=True)
+        batch = {"x": lib.ones(2), "meta": [lib.zeros(1), "name"]}
+        moved = lib.utils._pytree.tree_map_only(lib.Tensor, lambda t: t + 1, batch)
+        leaves = lib.utils._pytree.tree_leaves(moved)
+        results.append((ckpt["args"].lr, ckpt["w"].tolist(), moved["meta"][1], [v.tolist() for v in leaves[:2]],
+                        lib.ones(2, requires_grad=True).numpy(force=True).tolist()))
+        lib.serialization.clear_safe_globals()
+    assert results[0] == results[1]

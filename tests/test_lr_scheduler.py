@@ -249,3 +249,33 @@ def test_reduce_lr_on_plateau_state_and_errors(tmp_path, rng):
                 make_sched(o, **kwargs)
     with pytest.raises(TypeError, match="is not an Optimizer"):
         Plateau(ref)
+
+
+def test_tensor_lr_as_torchs():
+    """A tensor lr (the compiled-optimizer tutorial's `lr=torch.tensor(0.01)`): the scheduler writes the same
+    tensor in place, each step reads it (also after a write by hand), as torch's; a tensor of several
+    elements raises."""
+    results = []
+    for lib in (tnet, torch):
+        m = lib.nn.Linear(2, 2)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            m.bias.zero_()
+        lr = lib.tensor(0.01)
+        opt = lib.optim.Adam(m.parameters(), lr=lr, foreach=False)
+        sched = lib.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=3)
+        seen = []
+        for _ in range(4):
+            m(lib.ones(1, 2)).pow(2).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            sched.step()
+            seen += [float(opt.param_groups[0]["lr"]), opt.param_groups[0]["lr"] is lr, float(sched.get_last_lr()[0])]
+        lr.fill_(0.5)
+        m(lib.ones(1, 2)).pow(2).sum().backward()
+        opt.step()
+        results.append((seen, m.weight.detach().numpy()))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+    with pytest.raises(ValueError, match="1-element"):
+        optim.SGD(nn.Linear(2, 2).parameters(), lr=tnet.tensor([0.1, 0.2]))

@@ -568,6 +568,27 @@ def test_load_state_dict_result_shows_as_torchs():
     assert results[0] == results[1], results
 
 
+def test_load_state_dict_assign_as_torchs():
+    """assign=True: the module's tensors take the state dict's memory (a later write to the dict's
+    tensor shows in the model), requires_grad the module's, as torch's; tnet keeps the Parameter
+    objects (torch makes new ones) and their dtype, and a transposed value comes in dense."""
+    for lib in (tnet, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.BatchNorm1d(2))
+        model[0].bias.requires_grad_(False)
+        state = {k: lib.zeros(v.shape) for k, v in model.state_dict().items() if "num_batches" not in k}
+        state["0.weight"] = lib.ones(2, 3)
+        assert model.load_state_dict(state, assign=True).missing_keys == []  # num_batches_tracked: 0, as torch
+        state["0.weight"].add_(1)
+        assert model[0].weight.sum().item() == 12 and model[0].weight.requires_grad
+        assert not model[0].bias.requires_grad and model[1].running_mean.sum().item() == 0
+        model(lib.ones(4, 3)).sum().backward()
+        assert model[0].weight.grad.shape == (2, 3)
+    linear = nn.Linear(3, 2)
+    weight = linear.weight
+    linear.load_state_dict({"weight": tnet.ones(3, 2).t(), "bias": tnet.zeros(2)}, assign=True)
+    assert linear.weight is weight and weight.is_contiguous() and weight.sum().item() == 6
+
+
 def test_assigning_a_tensor_to_a_parameter_raises_as_torchs():
     """`m.weight = tensor` raises torch's TypeError (a parameter takes a Parameter or None); a
     Parameter, None, `.data` and a deleted parameter's name take what they take in torch."""

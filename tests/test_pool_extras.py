@@ -231,8 +231,47 @@ def test_parametrizations_spectral_norm_as_torch(rng, ieee):
         assert_close(t.weight, r.weight, TOL["ieee"], f"weight after remove_parametrizations({leave})")
     with pytest.raises(ValueError, match="n_power_iterations"):
         nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
-    with pytest.raises(NotImplementedError):
-        nn.utils.parametrizations.orthogonal(nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("shape, orthogonal_map, trivial", [
+    ((4, 4), None, True), ((5, 3), None, True), ((3, 5), "cayley", True), ((4, 4), "householder", True),
+    ((3, 5), "householder", False), ((5, 3), "matrix_exp", True)])
+def test_parametrizations_orthogonal_as_torch(shape, orthogonal_map, trivial, rng, ieee):
+    """The initial weight is the original's Q factor (a non-square base completed by tnet's own draws,
+    which leave the Q of the original's columns as torch's); then, from the same state_dict, the
+    forward, the gradients of the original and two SGD steps as torch's, the weight staying orthogonal."""
+    w, b, x = rng.standard_normal(shape), rng.standard_normal(shape[0]), rng.standard_normal((2, shape[1]))
+    t, r = _copy_linear(tnet, w, b), _copy_linear(torch, w, b)
+    assert nn.utils.parametrizations.orthogonal(t, orthogonal_map=orthogonal_map, use_trivialization=trivial) is t
+    torch.nn.utils.parametrizations.orthogonal(r, orthogonal_map=orthogonal_map, use_trivialization=trivial)
+    assert list(t.state_dict()) == list(r.state_dict())
+    assert_close(t.weight, r.weight.detach(), TOL["ieee"], "the initial weight")
+    r.load_state_dict({k: torch.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    opt, opt_r = tnet.optim.SGD(t.parameters(), lr=0.1), torch.optim.SGD(r.parameters(), lr=0.1)
+    for step in range(2):
+        _grads_as_torch(t, r, x, f"orthogonal {shape} {orthogonal_map} step {step}")
+        opt.step(), opt_r.step(), opt.zero_grad(), opt_r.zero_grad()
+    q = t.weight.detach().numpy().astype(np.float64)
+    q = q.T if shape[0] >= shape[1] else q
+    np.testing.assert_allclose(q @ q.T, np.eye(min(shape)), atol=1e-5)
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        nn.utils.parametrizations.orthogonal(nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        nn.utils.parametrizations.orthogonal(nn.Linear(2, 2), "bias")
+    cayley = nn.utils.parametrizations.orthogonal(nn.Linear(2, 2), orthogonal_map="cayley", use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):  # at assignment, as torch's
+        cayley.weight = tnet.eye(2)
+
+
+def test_householder_product_gradients_as_torch(rng):
+    """linalg.householder_product (on the device now, with gradients) and ormqr as torch's float64."""
+    h64, tau64 = torch.geqrf(torch.tensor(rng.standard_normal((2, 5, 3))))
+    h, tau = leaf(rng, 2, 5, 3, values=h64.numpy()), leaf(rng, 2, 3, values=tau64.numpy())
+    check(tnet.linalg.householder_product, torch.linalg.householder_product, [h, tau], rng)
+    other = rng.standard_normal((2, 5, 4))
+    for kw in ({}, {"transpose": True}):
+        assert_close(tnet.ormqr(h[0].detach(), tau[0].detach(), tnet.tensor(other), **kw),
+                     torch.ormqr(h64, tau64, torch.tensor(other), **kw), TOL["ieee"], f"ormqr {kw}")
 
 
 def _symmetric(lib):

@@ -7,11 +7,13 @@ from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_gr
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save
+from . import serialize as serialization  # torch's module name (add_safe_globals)
 from .tensor import check_device as _check_device  # asarray's; not one of torch's names
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import multiprocessing, version  # noqa: E402
+from . import _dynamo, _inductor  # noqa: E402,F401  (torch._dynamo.config, torch._inductor.config without their own import)
 from torch.distributed import is_available as _distributed_available  # noqa: E402
 if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
     from . import distributed  # noqa: E402
@@ -97,6 +99,18 @@ def is_complex(input):
     if not isinstance(input, Tensor):
         raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return False
+
+
+def _complex_missing(name):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"torch.{name}: tnet has no complex dtypes (rotary embeddings: use cos/sin with "
+                                  f"rotate_half, as Hugging Face's LLaMA does)")
+    fn.__name__, fn.__doc__ = name, f"torch's {name}: not in tnet (it has no complex dtypes); raises NotImplementedError."
+    return fn
+
+
+polar, complex, view_as_complex, view_as_real = (_complex_missing(n) for n in ("polar", "complex", "view_as_complex",
+                                                                                "view_as_real"))
 
 
 class OptimizedModule(nn.Module):

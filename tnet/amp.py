@@ -17,6 +17,7 @@ torch's per-block cache, so that a captured CUDA graph keeps one address for it.
 float16 needs a loss scale, as in torch (its gradients underflow below 6e-8; bfloat16's
 range is fp32's): GradScaler, torch's dynamic one, with its state on the device."""
 import functools
+import warnings
 
 import torch
 
@@ -62,13 +63,26 @@ class autocast:
         return wrapped
 
 
-def get_autocast_dtype():
-    """The dtype of the enclosing autocast block, or None outside one (or in a disabled one)."""
+def get_autocast_dtype(device_type=None):
+    """The dtype of the enclosing autocast block. Outside one (or in a disabled one): None, or,
+    where torch's form names a device type, torch's default for it (float16 for "cuda", bfloat16
+    for "cpu"), the dtype a block of that type would take."""
+    if _state["dtype"] is None and device_type is not None:
+        return autocast(device_type).dtype
     return _state["dtype"]
 
 
-def is_autocast_enabled():
+def is_autocast_enabled(device_type=None):
+    """Whether an enabled autocast block encloses the call; device_type is accepted for torch's
+    signature (tnet's blocks cast on its one device, whatever type they name)."""
     return _state["dtype"] is not None
+
+
+def get_autocast_gpu_dtype():
+    """torch's older name for get_autocast_dtype("cuda"), which model files still call; with torch's warning."""
+    warnings.warn("torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.",
+                  DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cuda")
 
 
 def low_copy(p, dtype):

@@ -7,7 +7,7 @@ index, as randomness="different"); the transforms compose through tnet's tape (g
 needs ops with double backward, see tnet.autograd.grad); jacrev takes one backward per output
 element; there is no forward-mode AD (jvp, jacfwd)."""
 from .autograd import grad as _autograd_grad
-from .autograd.functional import jacobian
+from .factory import zeros
 from .functional import stack
 from .nn.utils.stateless import functional_call
 from .tensor import Tensor, enable_grad
@@ -52,6 +52,32 @@ def _differentiable(tree, made):
     return _map(prepare, tree)
 
 
+def _reaches_other_leaves(outputs, inner):
+    """Whether the tape of the output tensors reaches a tensor that requires grad other than the leaves
+    whose ids are in inner: a closed-over parameter or an argument not differentiated at. A transform's
+    result then stays on the tape (create_graph), as torch.func's does, so that a loss of it trains
+    that tensor (a PINN's residual, a Jacobian penalty)."""
+    todo, seen = [], set()
+    for t in outputs:
+        if isinstance(t, Tensor) and t.requires_grad:
+            if t.grad_fn is None:
+                if id(t) not in inner:
+                    return True
+            else:
+                todo.append(t.grad_fn)
+    while todo:
+        for node, _ in todo.pop().next_functions:
+            if node is None or node in seen:
+                continue
+            if node.variable is not None:
+                if id(node.variable) not in inner:
+                    return True
+            else:
+                seen.add(node)
+                todo.append(node)
+    return False
+
+
 def _argnums(argnums, n, name):
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums or not all(isinstance(i, int) and -n <= i < n for i in nums):
@@ -83,7 +109,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
                                    f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
             inputs = [t for i in nums for t in _leaves(args[i]) if isinstance(t, Tensor)]
-            nested = any(id(t) not in made for t in inputs)
+            nested = any(id(t) not in made for t in inputs) or _reaches_other_leaves([out], made)
             grads = iter(_autograd_grad(out, inputs, create_graph=nested, materialize_grads=True) if inputs else ())
             found = [_rebuild(args[i], (next(grads) if isinstance(t, Tensor) else t for t in _leaves(args[i])))
                      for i in nums]
@@ -124,25 +150,39 @@ def vjp(func, *primals, has_aux=False):
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """torch.func.jacrev: the Jacobian of func's output (a tensor or a tuple of them) with respect to
-    the tensor arguments argnums, each shaped output's shape + the input's (tnet.autograd.functional's
-    jacobian: one backward per output element). chunk_size is accepted and changes nothing."""
+    the arguments argnums (an int or a tuple; each a tensor or a pytree of them), each shaped
+    output's shape + the input's, one backward per output element. The result stays on the tape
+    where the output reaches a tensor that requires grad besides the inputs (see grad_and_value).
+    chunk_size is accepted and changes nothing."""
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args), "jacrev(f)(*args)")
-        aux = []
-
-        def at(*xs):
+        made = set()
+        with enable_grad():
             full = list(args)
-            for i, x in zip(nums, xs):
-                full[i] = x
+            for i in nums:
+                full[i] = _differentiable(full[i], made)
             out = func(*full, **kwargs)
+            aux = None
             if has_aux:
-                out, more = out
-                aux.append(more)
-            return out
-        inputs = args[nums[0]] if isinstance(argnums, int) else tuple(args[i] for i in nums)
-        nested = any(t.requires_grad for t in _leaves(inputs))  # an outer transform differentiates through
-        result = jacobian(at, inputs, create_graph=nested)
-        return (result, aux[0]) if has_aux else result
+                out, aux = out
+            inputs = [t for i in nums for t in _leaves(full[i]) if isinstance(t, Tensor)]
+            outputs = _leaves(out)
+            nested = any(id(t) not in made for t in inputs) or _reaches_other_leaves(outputs, made)
+
+            def rows(o):  # the Jacobian of output o: one tensor per input, o.shape + the input's shape
+                flat = o.reshape(-1)
+                parts = [_autograd_grad(flat[k], inputs, retain_graph=True, create_graph=nested,
+                                        allow_unused=True, materialize_grads=True) for k in range(flat.shape[0])]
+                return [(stack([p[n] for p in parts]) if parts else zeros((0,) + tuple(x.shape), dtype=x.dtype))
+                        .reshape(tuple(o.shape) + tuple(x.shape)) for n, x in enumerate(inputs)]
+
+            def per_input(o):
+                found = iter(r if nested else r.detach() for r in rows(o))
+                built = [_rebuild(full[i], (next(found) if isinstance(t, Tensor) else t for t in _leaves(full[i])))
+                         for i in nums]
+                return built[0] if isinstance(argnums, int) else tuple(built)
+            result = _rebuild(out, iter([per_input(o) for o in outputs]))
+        return (result, aux) if has_aux else result
     return wrapper
 
 

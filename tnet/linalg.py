@@ -1,7 +1,8 @@
 """torch.linalg's functions, and torch's matrix functions (torch.inverse, torch.svd, ...).
 
 Products of matrices run on tnet's device with tnet's ops and their gradients: matrix_power,
-multi_dot, matrix_exp (scaling and squaring), vecdot, the norms. The factorizations and solves
+multi_dot, matrix_exp (scaling and squaring), householder_product and ormqr (rank-1 updates),
+vecdot, the norms. The factorizations and solves
 (svd, qr, eigh, cholesky, lu, inv, det, solve, lstsq, pinv, ...) run on the host in numpy, in
 float64: a host sync, meant for small matrices (a whitening filter of CIFAR's 3072 dims or of
 image patches, a covariance at init time), with the results in the input's dtype on tnet's
@@ -575,27 +576,33 @@ def _qr_old(A, some=True):
     return qr(A, "reduced" if some else "complete")
 
 
-def _householder_host(a, tau, ncols):
-    """The first ncols columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of a below its
-    diagonal with a 1 on it (LAPACK's orgqr)."""
-    m, k = a.shape[-2], tau.shape[-1]
-    q = np.broadcast_to(np.eye(m, ncols), a.shape[:-2] + (m, ncols)).copy()
+def _householder(A, tau, ncols):
+    """The first ncols columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below its
+    diagonal with a 1 on it (LAPACK's orgqr): k rank-1 updates with tnet's ops, so the product has
+    their gradients with respect to A and tau."""
+    m, k = A.shape[-2], tau.shape[-1]
+    V = add(tril(A, -1), _eye_like(m, A)[:, :A.shape[-1]])  # the reflectors, unit lower triangular
+    Q = expand(_eye_like(m, A)[:, :ncols], A.shape[:-2] + (m, ncols))
     for i in reversed(range(k)):
-        v = np.concatenate([np.zeros(a.shape[:-2] + (i,)), np.ones(a.shape[:-2] + (1,)), a[..., i + 1:, i]], -1)
-        q -= tau[..., i, None, None] * v[..., :, None] * (v[..., None, :] @ q)
-    return q
+        v = unsqueeze(select(V, -1, i), -1)
+        Q = sub(Q, mul(unsqueeze(unsqueeze(select(tau, -1, i), -1), -1), v @ (_T(v) @ Q)))
+    return Q
 
 
 def householder_product(A, tau):
     """torch.linalg.householder_product (torch.orgqr): the first n columns of the product of the
-    Householder reflectors in A [..., m, n] (below its diagonal) and tau [..., k]; on the host. No gradient."""
-    _no_gradient("linalg.householder_product", A, tau)
-    a, t = _host("linalg.householder_product", A), _host("linalg.householder_product", tau, least=1)
-    check(a.shape[-2] >= a.shape[-1], "torch.linalg.householder_product: input.shape[-2] must be greater than or "
+    Householder reflectors in A [..., m, n] (below its diagonal) and tau [..., k]; on the device, with
+    gradients with respect to A and tau (parametrizations.orthogonal's householder map needs them)."""
+    check_tensors("linalg.householder_product", input=A, tau=tau)
+    check(A.dtype.is_floating_point, lambda: f"linalg.householder_product: Expected a floating point or complex tensor "
+                                             f"as input. Got {DTYPE_NAMES.get(A.dtype, A.dtype)}")
+    check(A.ndim >= 2 and tau.ndim >= 1, "torch.linalg.householder_product: input must have at least 2 dimensions "
+                                         "and tau at least 1.")
+    check(A.shape[-2] >= A.shape[-1], "torch.linalg.householder_product: input.shape[-2] must be greater than or "
                                       "equal to input.shape[-1]")
-    check(a.shape[-1] >= t.shape[-1], "torch.linalg.householder_product: input.shape[-1] must be greater than or "
-                                      "equal to tau.shape[-1]")
-    return _dev(_householder_host(a, t, a.shape[-1]), A)
+    check(A.shape[-1] >= tau.shape[-1], "torch.linalg.householder_product: input.shape[-1] must be greater than or "
+                                        "equal to tau.shape[-1]")
+    return _householder(A, tau, A.shape[-1])
 
 
 GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
@@ -611,12 +618,11 @@ def geqrf(input):
 
 def ormqr(input, tau, other, left=True, transpose=False):
     """torch.ormqr: Q other (left=False: other Q; transpose: Q^T), Q the m x m product of geqrf's
-    reflectors; on the host. No gradient."""
-    _no_gradient("ormqr", input, tau, other)
-    a, t, c = _host("ormqr", input), _host("ormqr", tau, least=1), _host("ormqr", other)
-    q = _householder_host(a, t, a.shape[-2])
-    q = np.swapaxes(q, -1, -2) if transpose else q
-    return _dev(q @ c if left else c @ q, other)
+    reflectors; on the device, with gradients (as householder_product)."""
+    check_tensors("ormqr", input=input, tau=tau, other=other)
+    q = _householder(input, tau, input.shape[-2])
+    q = _T(q) if transpose else q
+    return q @ other if left else other @ q
 
 
 # ---- eigenvalues, singular values ---------------------------------------------------------------------

@@ -399,3 +399,37 @@ def _load(f, size, as_tensor):
         return arrays[i]
 
     return _decode(tree["obj"], array, as_tensor)
+
+
+# torch.serialization's allow-list for weights_only loads, which scripts fill before torch.load
+# (`add_safe_globals([argparse.Namespace])`): tnet's files hold data only, so a load never
+# unpickles a class and the list changes nothing; it is kept and read back, as torch's.
+_safe_globals = []
+
+
+def add_safe_globals(safe_globals):
+    """Add classes (or (class, name) pairs) to the allow-list: kept, changing nothing (see above)."""
+    _safe_globals.extend(g for g in safe_globals if g not in _safe_globals)
+
+
+def get_safe_globals():
+    return list(_safe_globals)
+
+
+def clear_safe_globals():
+    _safe_globals.clear()
+
+
+class safe_globals:
+    """A block within which the classes are on the allow-list (see add_safe_globals)."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self._before = get_safe_globals()
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _safe_globals[:] = self._before
+        return False

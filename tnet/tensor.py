@@ -404,7 +404,9 @@ class Tensor:
         (in tnet's dtypes: float64 becomes float32; a bool result stays bool, where torch's is uint8)."""
         return Tensor(as_storage(array))
 
-    def numpy(self):
+    def numpy(self, *, force=False):
+        """The values as a numpy array on the host (a copy where tnet's device is a GPU); force is
+        torch's (detach and copy first), which tnet's always does."""
         no_host_read(self.memory, "Tensor.numpy()")
         return self.memory.detach().cpu().numpy()
 

@@ -15,7 +15,7 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import InputTypeError, check, ntuple, pair, single, triple
+from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, single, triple
 from ..factory import init_generator
 from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
 from . import attention, init, utils
@@ -620,7 +620,9 @@ class Module:
     def to(self, *args, **kwargs):
         """torch's Module.to(device, dtype, non_blocking, memory_format) (or to(tensor)), as far
         as tnet's one device and fp32 master parameters allow:
-        - device: tnet's device type is a no-op; another raises;
+        - device: tnet's device type is a no-op; "meta" too (tnet has no meta tensors: the module
+          keeps its values, where torch's drops them; the model-ensembling tutorial sends its
+          stateless base model there before functional_call feeds it); another raises;
         - dtype: the parameters stay float32 masters; float16 or bfloat16 runs every forward of
           this module tree under tnet.autocast(dtype=...) (unless an autocast block is already
           active, which wins as in torch): 16-bit outputs as torch's half model gives, while the
@@ -633,7 +635,8 @@ class Module:
         if isinstance(kwargs.get("tensor"), Tensor):
             kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        check_device(f"{type(self).__name__}.to", device)
+        if device is None or device.type != "meta":
+            check_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
             if not dtype.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -785,7 +788,7 @@ class Module:
         members = lambda module: module._own_parameters() + module._own_buffers(persistent_only=True)
         return OrderedDict(self._named_members(members, "", True, False))
 
-    def load_state_dict(self, state_dict, strict=True):
+    def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy the values of state_dict (numpy arrays, tnet or torch tensors, by name as in
         state_dict()) into the parameters and persistent buffers, keeping their dtype and
         memory layout. Shapes must match; with strict, the names too. Nothing is copied when
@@ -795,7 +798,10 @@ class Module:
         from the root down, each on the keys under its prefix: a class may override it to rename
         a legacy checkpoint's keys before calling super()'s (torchvision's MLPBlock, BatchNorm
         before num_batches_tracked); local_metadata is the module's entry of state_dict._metadata
-        ({} where the dict has none)."""
+        ({} where the dict has none, with torch's "assign_to_params_buffers").
+        assign=True (a model built on the meta device, then given a checkpoint): each parameter and
+        buffer takes the value's memory instead (shared where it is a tnet tensor, or a torch tensor
+        on tnet's device), as torch's; the Parameter objects stay, with their dtype (fp32 masters)."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         metadata = getattr(state_dict, "_metadata", None)
@@ -804,6 +810,7 @@ class Module:
         def load(module, local, prefix):
             local_metadata = dict({} if metadata is None else metadata.get(prefix[:-1], {}))
             local_metadata[_PENDING] = copies
+            local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected, errors)
             for name, child in module._submodules():  # a child held under two names loads under each
                 child_prefix = prefix + name + "."
@@ -821,7 +828,7 @@ class Module:
                 + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
         check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
         for t, v in copies:
-            _copy_loaded(t, v)
+            _copy_loaded(t, v, assign)
         return _IncompatibleKeys(missing, unexpected)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -849,7 +856,7 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(v.shape)} from "
                                   f"checkpoint, the shape in current model is {t.shape}")
             elif pending is None:
-                _copy_loaded(t, v)
+                _copy_loaded(t, v, local_metadata.get("assign_to_params_buffers", False))
             else:
                 pending.append((t, v))
         if strict:
@@ -969,9 +976,15 @@ def _loadable(key, value, own):
     return v
 
 
-def _copy_loaded(t, v):
-    t.memory.copy_(v)
-    amp.refresh_low_copies(t)  # the 16-bit copies that layers read under autocast
+def _copy_loaded(t, v, assign=False):
+    """t takes v's values, or with assign v's memory (in t's dtype and a dense layout, which tnet's
+    kernels and optimizers read); its 16-bit copies, which layers read under autocast, follow."""
+    if assign:
+        t.data = dense(v.to(DEVICE, t.dtype))
+        amp.drop_low_copies(t)
+    else:
+        t.memory.copy_(v)
+        amp.refresh_low_copies(t)
 
 
 def _torch_default_init(layer):

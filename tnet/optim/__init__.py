@@ -143,6 +143,8 @@ class Optimizer:
         return 0.0
 
     def _validate(self, group):
+        if isinstance(group["lr"], Tensor):  # torch's tensor lr (the compiled-optimizer tutorial): read each step
+            check(group["lr"].numel() == 1, "Tensor lr must be 1-element")
         self._require(group["lr"] >= 0, "learning rate", group["lr"])
         self._require(group["weight_decay"] >= 0, "weight_decay value", group["weight_decay"])
         if group.get("differentiable"):
@@ -168,7 +170,9 @@ class Optimizer:
         for group, cached in zip(self.param_groups, self._device_hyper):
             values, t = self._hyper(group), cached[1]
             for j, v in enumerate(values):
-                if cached[0] is None or cached[0][j] != v:
+                if isinstance(v, Tensor):  # a tensor lr, which its owner may change in place: copied on the device
+                    t[j].copy_(v.memory.reshape(()))
+                elif cached[0] is None or isinstance(cached[0][j], Tensor) or cached[0][j] != v:
                     t[j].fill_(v)
             cached[0] = values
 

@@ -15,6 +15,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ..tensor import Tensor
 from . import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
@@ -53,8 +54,8 @@ class LRScheduler:
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         for i, group in enumerate(optimizer.param_groups):
-            if last_epoch == -1:
-                group.setdefault("initial_lr", group["lr"])
+            if last_epoch == -1:  # a tensor lr's value of now (the scheduler writes the tensor in place)
+                group.setdefault("initial_lr", group["lr"].clone() if isinstance(group["lr"], Tensor) else group["lr"])
             elif "initial_lr" not in group:
                 raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler "
                                "with last_epoch >= 0.")
@@ -92,7 +93,10 @@ class LRScheduler:
             self.last_epoch = epoch
             values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            if isinstance(group["lr"], Tensor):  # a tensor lr stays the same tensor, as torch's
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
         self.optimizer.update_lr()  # the device copies the kernel reads
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 from ... import amp
+from ...kernels.launch import dense
 from ...tensor import Tensor, no_grad
 from .. import ModuleDict, ModuleList, Parameter
 
@@ -43,9 +44,10 @@ def _register_parameter_or_buffer(module, name, value):
 
 def _set(dest, src):
     """dest takes src's memory (torch's dest.set_(src)), so that dest stays the object that an
-    optimizer holds."""
+    optimizer holds; a strided view's (orthogonal's transposed reflectors) as a dense copy, which
+    the optimizers' kernels step."""
     if src is not dest:
-        dest.data = src
+        dest.data = dense(src.memory)
         amp.drop_low_copies(dest)
 
 

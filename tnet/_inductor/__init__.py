@@ -1,0 +1,2 @@
+"""torch._inductor, for its config (see config.py)."""
+from . import config  # noqa: F401
