@@ -20,10 +20,10 @@ SHAPES = [  # x shape, Cout, kernel, padding
 
 @pytest.fixture(autouse=True)
 def weight_enabled(monkeypatch):
-    """The weight gradient's kernel and the tf32 forward, off by default until they have run on a GPU,
-    on for these tests."""
-    monkeypatch.setattr(conv_tma, "WEIGHT_ENABLED", conv_tma.ENABLED)
-    monkeypatch.setattr(conv_tma, "TF32_ENABLED", conv_tma.ENABLED)
+    """The trial paths (the weight gradient, the tf32 and stride-2 forwards), off by default until they
+    have run on a GPU, on for these tests."""
+    for path in ("WEIGHT_ENABLED", "TF32_ENABLED", "STRIDE2_ENABLED"):
+        monkeypatch.setattr(conv_tma, path, conv_tma.ENABLED)
 
 
 @pytest.fixture
@@ -57,6 +57,30 @@ def check_tma(shape, cout, kernel, padding, dtype):
 @pytest.mark.parametrize("shape,cout,kernel,padding", SHAPES)
 def test_conv_tma(shape, cout, kernel, padding, dtype, any_width):
     check_tma(shape, cout, kernel, padding, dtype)
+
+
+STRIDE2_SHAPES = [  # x shape (even height and width), Cout, kernel, padding
+    ((2, 16, 8, 10), 32, (3, 3), (1, 1)),  # a box of rows; taps in both phases of a pair, the first pair -1
+    ((3, 32, 4, 4), 24, (1, 1), (0, 0)),  # ResNet's 1x1 shortcut; several whole images a box
+    ((1, 16, 10, 6), 16, (7, 7), (3, 3)),  # an ImageNet stem's reach: pairs -2 to +1
+    ((2, 16, 6, 6), 16, (3, 2), (0, 1)),  # no padding above: the last row pair past the image reads zeros
+]
+
+
+@pytest.mark.parametrize("shape,cout,kernel,padding", STRIDE2_SHAPES)
+def test_conv_tma_stride_2_forward(shape, cout, kernel, padding, any_width):
+    """The forward at stride 2 (the image read in row and column pairs); odd sizes and the input
+    gradient stay gathered."""
+    x = cl_randn(*shape).to(torch.bfloat16)
+    w = (randn(cout, shape[1], *kernel) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
+    b = randn(cout)
+    ref = tF.conv2d(f64(x), f64(w), f64(b), 2, padding)
+    assert conv_tma.suits((2, 2), (1, 1), 1, "bf16", x, w)
+    assert not conv_tma.suits((2, 2), (1, 1), 1, "bf16", cl_randn(1, shape[1], 7, 8).to(torch.bfloat16), w)
+    assert not conv_tma.suits((2, 2), (1, 1), 1, "bf16", cl_randn(*ref.shape).to(torch.bfloat16), w, transposed=True)
+    y = conv_tma.conv(x, w, ref.shape[2:], cout, padding, False, stride=2, bias=b, relu=True, precision="bf16",
+                      out_dtype=torch.bfloat16)
+    assert_close(y, torch.relu(ref), ROUNDING["bf16"], f"stride-2 forward x {shape} w {tuple(w.shape)} {padding}")
 
 
 def check_tf32(shape, cout, kernel, padding):
@@ -134,8 +158,9 @@ def test_conv_tma_every_config(i, monkeypatch, any_width):
 
 def test_conv_routes_to_tma_where_it_suits(monkeypatch):
     """conv.py's passes run the TMA kernels for 16-bit stride-1 convolutions of channels-last tensors
-    with enough channels (the weight gradient: of 8x8 images here) and fp32 ones' tf32 forward, the
-    gathering kernels for the rest (stride 2, fp32's gradients, groups, few outputs), each against float64."""
+    with enough channels (the weight gradient: of 8x8 images here), the forward at stride 2 and fp32's
+    tf32 forward, the gathering kernels for the rest (stride 2's and fp32's gradients, groups, few
+    outputs), each against float64."""
     calls = []
     real, real_weight = conv_tma.conv, conv_tma.weight_grad
     monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
@@ -145,7 +170,7 @@ def test_conv_routes_to_tma_where_it_suits(monkeypatch):
     x = cl_randn(2, 32, 8, 8).to(torch.bfloat16)
     w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
     for stride, dtype, groups, cout, expect in [(1, torch.bfloat16, 1, 32, [False, True, "w"]),
-                                                (2, torch.bfloat16, 1, 32, []),
+                                                (2, torch.bfloat16, 1, 32, [False]),  # the forward
                                                 (1, torch.float32, 1, 32, [False]),  # tf32: the forward
                                                 (1, torch.bfloat16, 2, 32, []),
                                                 (1, torch.bfloat16, 1, 16, [True, "w"])]:  # dx: 32 outputs

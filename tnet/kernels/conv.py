@@ -445,8 +445,8 @@ def conv2d(x, w, stride=1, padding=0, dilation=1, groups=1, *, bias=None, relu=F
         kept(_CONV2D_PLANS, key, plan) if plain(stride, padding, dilation, groups) else plan())
     precision = pick_precision("conv2d", precision, x, w)
     if conv_tma.suits(stride, dilation, groups, precision, x, w):
-        return conv_tma.conv(x, w, out_hw, cout, padding, False, bias=bias, relu=relu, precision=precision,
-                             out_dtype=out_dtype or x.dtype)
+        return conv_tma.conv(x, w, out_hw, cout, padding, False, stride=stride[0], bias=bias, relu=relu,
+                             precision=precision, out_dtype=out_dtype or x.dtype)
     return _run_conv(x, w, w.stride(), cout // groups * w.stride(0), cout, out_hw, kernel, stride, padding, dilation,
                      groups, False, bias, relu, precision, out_dtype or x.dtype)
 

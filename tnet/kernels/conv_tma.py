@@ -1,5 +1,5 @@
-"""Stride-1 convolutions through Hopper's tensor-memory accelerator (TMA), 16-bit operands: the
-forward, the input gradient and (for images of powers of 2) the weight gradient.
+"""Convolutions through Hopper's tensor-memory accelerator (TMA), 16-bit operands: the forward (stride
+1 or 2), the input gradient and (for images of powers of 2) the weight gradient, at stride 1.
 
 A 4-D tensor descriptor over a channels-last image [N, H, W, C] loads a box of BI images' BH x BW
 pixels by BLOCK_K channels at any coordinates, the rows and columns outside the image read as zeros:
@@ -10,7 +10,8 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
 - The forward, y = relu(conv(x, w) + bias): M over a box of output pixels, N over output channels,
   K over (tap, channel chunk). The weight [Cout, kh, kw, C] (channels-last) is a 2-D descriptor
   [Cout, kh*kw*C] read in [BLOCK_N, K step] boxes, a K step dividing C, so that a box holds one tap's
-  channels.
+  channels. At stride 2 the image is read as [N, H/2, 2, W/2, 2C] (5-D), rows and columns in pairs:
+  a tap's rows for a box of output rows are one box at the shifted pairs in one phase of the pair.
 - The input gradient, the same kernel TRANSPOSED: tap (i, j) reads dy at (h + PH - i, w + PW - j) and
   the weight's [K step (Cout), BLOCK_N (C)] box at that tap (no flipped copy). A box's columns past C
   belong to the next tap; they land in output channels past C, which the store leaves out.
@@ -21,9 +22,10 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
   over 15x15 or 7x7 images waste their pixels past the image: both ran slower than the gathering kernel
   on the H100 (docs/results.md).
 
-`suits` and `suits_weight` say where they run: stride and dilation 1, one group, bf16 or fp16 at
-16-bit precision (the forward also fp32 at tf32, where TNET_CONV_TMA_TF32=1), dense channels-last tensors whose channel counts TMA can stride over, enough channels,
-on a GPU with TMA (or in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run."""
+`suits` and `suits_weight` say where they run: stride 1 (the forward also 2), dilation 1, one group,
+bf16 or fp16 at 16-bit precision (the forward also fp32 at tf32), dense
+channels-last tensors whose channel counts TMA can stride over, enough channels, on a GPU with TMA (or
+in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run."""
 import functools
 import os
 
@@ -41,11 +43,12 @@ ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering 
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
 MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
-# The weight gradient's kernel has run in the interpreter and compiled for sm_90, not yet on a GPU: off
-# unless TNET_CONV_TMA_WEIGHT=1, until its GPU tests pass and it is timed against the gathering kernel
-WEIGHT_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_WEIGHT", "0") == "1"
-# The tf32 forward (fp32 operands, both K-major as tf32's wgmma needs) likewise, until its GPU run: TNET_CONV_TMA_TF32=1
-TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
+# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU: off unless
+# TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed against the gathering kernels
+TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
+WEIGHT_ENABLED = TRIAL  # the weight gradient
+TF32_ENABLED = TRIAL  # the forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs)
+STRIDE2_ENABLED = TRIAL  # the forward at stride 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,19 +72,22 @@ _WGRAD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(64, 64, 128, 4, 4
                   tile_config(64, 128, 128, 4, 4), tile_config(128, 128, 128, 8, 3), tile_config(64, 64, 64, 4, 4)]
 
 
-@autotune(_FWD_CONFIGS, key=["N", "H", "W", "CA", "HO", "WO", "CO", "KH", "KW", "PH", "PW", "TRANSPOSED", "BIAS",
-                             "RELU", "PRECISION"],
+@autotune(_FWD_CONFIGS, key=["N", "H", "W", "CA", "HO", "WO", "CO", "KH", "KW", "PH", "PW", "STRIDE", "TRANSPOSED",
+                             "BIAS", "RELU", "PRECISION"],
           interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 @jit
 def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.constexpr, CA: tl.constexpr,
                     HO: tl.constexpr, WO: tl.constexpr, CO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
-                    PH: tl.constexpr, PW: tl.constexpr, K_MAX: tl.constexpr, TRANSPOSED: tl.constexpr,
+                    PH: tl.constexpr, PW: tl.constexpr, K_MAX: tl.constexpr, STRIDE: tl.constexpr,
+                    TRANSPOSED: tl.constexpr,
                     BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                     BOX_H: tl.constexpr, BOX_W: tl.constexpr, NUM_SMS: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y [N, HO, WO, CO] = relu(sum over taps (i, j) and channels c of a[n, h, w, c] * weight + bias)
-    for a [N, H, W, CA] (NHWC memory), h = oh - PH + i (TRANSPOSED: oh + PH - i), likewise w; the
-    weight is w_ptr's [CO, KH, KW, CA] (TRANSPOSED: [CA, KH, KW, CO], the forward's, read across).
+    for a [N, H, W, CA] (NHWC memory), h = STRIDE * oh - PH + i (TRANSPOSED, STRIDE 1: oh + PH - i),
+    likewise w; the weight is w_ptr's [CO, KH, KW, CA] (TRANSPOSED: [CA, KH, KW, CO], the forward's,
+    read across). STRIDE 2 (H and W even) reads a as [N, H/2, 2, W/2, 2*CA]: row 2q + r is row pair q,
+    phase r, so a tap's rows (columns) for a box of output rows are one box at shifted pairs and a phase.
     K steps of BLOCK_K channels, or K_MAX where fewer: a weight box holds one tap's channels alone.
     Persistent: NUM_SMS programs (or fewer) walk the tiles (output box, CO block), the CO blocks of
     a box in turn, so that the descriptors are built once a program and a box is read while in L2."""
@@ -90,7 +96,11 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
     BW: tl.constexpr = BOX_W if BOX_W < BLOCK_M else BLOCK_M
     BH: tl.constexpr = BOX_H if BOX_H < BLOCK_M // BW else BLOCK_M // BW
     BI: tl.constexpr = BLOCK_M // (BW * BH)
-    a_desc = tl.make_tensor_descriptor(a_ptr, [N, H, W, CA], [H * W * CA, W * CA, CA, 1], [BI, BH, BW, KS])
+    if STRIDE == 2:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [N, H // 2, 2, W // 2, 2 * CA],
+                                           [H * W * CA, 2 * W * CA, W * CA, 2 * CA, 1], [BI, BH, 1, BW, KS])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [N, H, W, CA], [H * W * CA, W * CA, CA, 1], [BI, BH, BW, KS])
     y_desc = tl.make_tensor_descriptor(y_ptr, [N, HO, WO, CO], [HO * WO * CO, WO * CO, CO, 1], [BI, BH, BW, BLOCK_N])
     if TRANSPOSED:
         w_desc = tl.make_tensor_descriptor(w_ptr, [CA, KH * KW * CO], [KH * KW * CO, 1], [KS, BLOCK_N])
@@ -112,6 +122,10 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
             if TRANSPOSED:
                 a = a_desc.load([n0, h0 + PH - i, w0 + PW - j, c0])
                 b = w_desc.load([c0, (i * KW + j) * CO + o0]).T
+            elif STRIDE == 2:  # row 2 * oh + i - PH: pair oh + (i - PH) // 2 (floored), phase (i - PH) % 2
+                a = a_desc.load([n0, h0 + (i + PH) // 2 - PH, (i + PH) % 2, w0 + (j + PW) // 2 - PW,
+                                 (j + PW) % 2 * CA + c0])
+                b = w_desc.load([o0, (i * KW + j) * CA + c0])
             else:
                 a = a_desc.load([n0, h0 - PH + i, w0 - PW + j, c0])
                 b = w_desc.load([o0, (i * KW + j) * CA + c0])
@@ -166,7 +180,8 @@ def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr
 
 def suits(stride, dilation, groups, precision, x, w, transposed=False):
     """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy) of a
-    convolution of x by w: stride and dilation 1, one group, 16-bit products of one 16-bit dtype (or,
+    convolution of x by w: stride 1 (a forward also 2, over an image of even height and width), dilation
+    1, one group, 16-bit products of one 16-bit dtype (or,
     TF32_ENABLED, a forward's tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout,
     kh, kw, C] memory) with their addresses and
     channel counts' bytes multiples of 16, the forward's input channels a multiple of 16 (K steps),
@@ -174,7 +189,9 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False):
     # cheapest first: every convolution asks
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
-            and groups == 1 and stride == (1, 1) and dilation == (1, 1)):
+            and groups == 1 and dilation == (1, 1)
+            and (stride == (1, 1) or stride == (2, 2) and STRIDE2_ENABLED and not transposed
+                 and x.shape[2] % 2 == x.shape[3] % 2 == 0)):
         return False
     cout, cin = w.shape[:2]
     k, n = (cout, cin) if transposed else (cin, cout)
@@ -214,10 +231,10 @@ def _k_max(channels, dtype):
     return next(k for k in (64, 32, 16) if k <= widest and channels % k == 0)
 
 
-def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=False, precision, out_dtype):
+def conv(a, w, out_hw, out_channels, padding, transposed, *, stride=1, bias=None, relu=False, precision, out_dtype):
     """conv_tma_kernel over a [N, CA, H, W] (channels-last) and w (channels-last): the forward
     (y [N, out_channels, *out_hw]) or, transposed, the input gradient (a: dy); padding: before the
-    image. Returns y channels-last in out_dtype."""
+    image; stride: the forward's, 1 or 2 both ways. Returns y channels-last in out_dtype."""
     descriptor_memory(a.device)
     N, CA, H, W = a.shape
     (HO, WO), (PH, PW), (KH, KW) = out_hw, padding, w.shape[2:]
@@ -231,10 +248,10 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, bias=None, relu=Fal
         return min(meta["NUM_SMS"], cdiv(N, m // (bw * bh)) * cdiv(HO, bh) * cdiv(WO, bw) *
                    cdiv(out_channels, meta["BLOCK_N"])),
     # the key: all the arguments but the tensors (dense channels-last: their shapes decide them)
-    key = (a.shape, w.shape, out_hw, padding, transposed, bias is None, relu, precision)
+    key = (a.shape, w.shape, out_hw, padding, stride, transposed, bias is None, relu, precision)
     launch_kept(_BOUND, key, conv_tma_kernel, grid,
                 (a, w, y, y if bias is None else bias, N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW,
-                 64 if transposed else _k_max(CA, a.dtype)),
+                 64 if transposed else _k_max(CA, a.dtype), stride),
                 dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
                      BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4))
     return y
