@@ -640,6 +640,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
+    check_args("diff", "int", n=n, dim=dim)  # types before values, as torch's parser
     check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
     check(input.ndim > 0, "diff expects input to be at least one-dimensional")
     d = dim_index(dim, input.ndim)
@@ -911,7 +912,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     flat = reshape(input, (-1,))
-    if max_norm is not None:
+    if max_norm is not None and flat.numel():  # no lookup renorms no row (nor writes weight)
         with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
             rows = index_select(weight, 0, flat)
             norms = rows.norm(norm_type, 1, True)
@@ -1717,14 +1718,33 @@ def diagonal_filled(input, fill_value, wrap=False):
     """input with its main diagonal (of a matrix, or of an n-cube: all dims equal) set to fill_value,
     numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again one row below its end):
     Tensor.fill_diagonal_'s values (an index_fill of the flattened input)."""
-    check_args("fill_diagonal_", "bool", wrap=wrap)
-    check(input.ndim >= 2, "dimensions must larger than 1")
-    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+    _diagonal_checks(input, wrap)
     h, w = input.shape[0], input.shape[-1]
     step = builtins.sum(math.prod(input.shape[k + 1:]) for k in range(input.ndim))
     end = input.numel() if wrap or input.ndim > 2 or h <= w else w * w
     positions = tensor(np.arange(0, end, step, dtype=np.int64))
     return reshape(index_fill(reshape(input, (-1,)), 0, positions, fill_value), input.shape)
+
+
+def _diagonal_checks(input, wrap):
+    check_args("fill_diagonal_", "bool", wrap=wrap)
+    check(input.ndim >= 2, "dimensions must larger than 1")
+    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+
+
+def diagonal_fill_strided_(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_ of a self that overlaps itself (an expanded tensor, which takes no whole
+    write), as torch writes any self: a fill of its diagonal's strided view (the sum of its strides),
+    and of the wrapped diagonal below a tall matrix's square (wrap). Not recorded: see the caller."""
+    _diagonal_checks(self, wrap)
+    value, m = as_value_of(fill_value, self.dtype), self.memory
+    h, w = self.shape[0], self.shape[-1]
+    n, stride = builtins.min(h, w), builtins.sum(m.stride())
+    m.as_strided((n,), (stride,), m.storage_offset()).fill_(value)
+    if wrap and self.ndim == 2 and h > w + 1:
+        below = (m.numel() + w) // (w + 1) - n  # ceil(numel / (w + 1)) positions, less the square's
+        m.as_strided((below,), (stride,), m.storage_offset() + m.stride(0) * (w + 1)).fill_(value)
+    return self  # torch's fills counted themselves in its version
 
 
 def unravel_index(indices, shape):
