@@ -745,12 +745,13 @@ def _two_norm(input, dim, keepdim):
             y = pow(sum(squares, dim, keepdim=True), 0.5)
             y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):  # x (g / y), as torch's (g x overflows where x is huge), g / y in fp32; 0 where y is 0
+    def backward(g):  # g (x / y), as torch's (g x overflows where x is huge, g / y where y is tiny); 0 where y is 0
         Y = y.memory
-        scale = _pw.pointwise("div", g.reshape(Y.shape), Y, dtype=torch.float32)
-        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("mul", X, scale, dtype=X.dtype))
+        ratio = _pw.pointwise("div", X, Y, dtype=torch.float32)
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0,
+                             _pw.pointwise("mul", g.reshape(Y.shape), ratio, dtype=X.dtype))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
-                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(input, div(g, out))),))
+                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(g, div(input, out))),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 
