@@ -1011,3 +1011,25 @@ def test_round_16_error_kinds_as_torch(call):
     lambda m, f, t: f.embedding(m.zeros(5, 0, dtype=torch.int64), m.ones(1, 3).expand(5, 3), max_norm=1.0)])
 def test_round_16_valid_calls_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 52-53 (the fuzzer's int32 and uint8 inputs, 3-D volumes)
+    # uint8, int8 and int16 join, sort and take gcd/lcm with torch's promotion (uint8 with int8: int16)
+    lambda m, f, t: m.cat([t([[1, 250]]).to(torch.uint8), t([[3, -4]]).to(torch.int8)]),
+    lambda m, f, t: m.stack([t([1, 250]).to(torch.uint8), t([True, False])]),
+    lambda m, f, t: m.cat([t([[1, 2]]).to(torch.int16), t([[3, 4]]).to(torch.uint8), t([[0.5, 1.5]])]),
+    lambda m, f, t: m.sort(t([[3, 250, 0, 7], [1, 1, 200, 2]]).to(torch.uint8), descending=True, stable=True)[0],
+    lambda m, f, t: m.argsort(t([[3, -5, 0, 7]]).to(torch.int8), dim=-1, stable=True),
+    lambda m, f, t: m.msort(t([[3, 250], [0, 7]]).to(torch.uint8)), lambda m, f, t: m.zeros(0, 3, dtype=torch.uint8).sort()[1],
+    lambda m, f, t: m.median(t([300, -2, 7, 7]).to(torch.int16)),
+    lambda m, f, t: m.gcd(t([12, 0, 200]).to(torch.uint8), t([18, 5, 1]).to(torch.bool)),
+    lambda m, f, t: m.lcm(t([12, -4, 9]).to(torch.int8), t([18, 6, 3]).to(torch.int16)),
+    lambda m, f, t: m.gcd(t([True]), t([False])),  # not for bool, as torch's
+    # the inf norm over a dim of size 2 of a tensor empty elsewhere: an empty result (dim 0 is no "every dim")
+    lambda m, f, t: f.normalize(m.ones(2, 0, 3), dim=0, p=float("inf")),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(2, 0, 3), float("-inf"), dim=0),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(2, 0, 3), float("inf")),  # every dim: raises
+    lambda m, f, t: m.slice_scatter(m.zeros(3, 3), m.zeros(3, 2), dim=1, step=-7),  # torch's RuntimeError
+    lambda m, f, t: f.conv_transpose2d(m.zeros(0, 2, 1, 3, dtype=torch.bfloat16), m.zeros(2, 3, 3, 3))])  # an empty batch
+def test_round_16_small_integers_and_volumes_as_torch(call):
+    _same_outcome(call)

@@ -783,3 +783,15 @@ def test_16_bit_norms_round_once_after_the_affine_as_torch(fn):
         a, r = a.grad.numpy().astype(np.float32), r.grad.float().numpy()
         assert np.array_equal(np.isnan(a), np.isnan(r)), f"NaN positions differ:\n{a}\n{r}"
         np.testing.assert_allclose(a, r, rtol=2e-3, atol=2e-3 * float(np.abs(r[np.isfinite(r)]).max()))
+
+
+def test_trigamma_reflects_below_one_half_as_torch():
+    """polygamma(1, x) and digamma's gradient reflect x < 0.5 through sin(pi x) of the float product, as torch's:
+    a negative integer gives torch's large finite value (fuzz seed 53: inf), a huge negative x NaN (seed 52: inf)."""
+    x = np.array([-1.0, -3.0, 0.0, 0.1, 0.3, 0.49, 2.5, -2.5, -3e38, 1e-8, -7.25], np.float32)
+    _same(tnet.polygamma(1, tnet.tensor(x)).numpy(), torch.polygamma(1, torch.tensor(x)))
+    _same(tnet.polygamma(1, tnet.tensor([-1, 0, 2])).numpy(), torch.polygamma(1, torch.tensor([-1, 0, 2])))
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.digamma(a).sum().backward()
+    torch.digamma(b).sum().backward()
+    _same(a.grad.numpy(), b.grad)

@@ -681,16 +681,18 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks), d)
 
 
-_KINDS = {torch.bool: 0, torch.int32: 1, torch.int64: 2, torch.float16: 3, torch.bfloat16: 3, torch.float32: 4}
+_KINDS = {torch.bool: 0, torch.uint8: 1, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+          torch.bfloat16: 5, torch.float32: 6}
 
 
 def _promoted(name, tensors):
     """torch's type promotion over tnet's dtypes (torch.promote_types, which torch dispatches as an
-    operator): bool < int32 < int64 < the 16-bit floats < float32; float16 with bfloat16 gives float32."""
+    operator): bool < uint8, int8 < int16 < int32 < int64 < the 16-bit floats < float32; float16 with
+    bfloat16 gives float32, uint8 with int8 int16 (neither holds the other)."""
     def promote(a, b):
         if a == b or _KINDS[a] != _KINDS[b]:
             return max(a, b, key=_KINDS.get)
-        return torch.float32  # float16 with bfloat16: neither holds the other
+        return torch.float32 if a.is_floating_point else torch.int16
     dtypes = [t.dtype for t in tensors]
     check(all(d in _KINDS for d in dtypes), lambda: f"{name}: supports {', '.join(map(str, _KINDS))}; got {dtypes}")
     return functools.reduce(promote, dtypes)
@@ -1604,6 +1606,7 @@ def select_scatter(input, src, dim, index):
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """input with src written at input[..., start:end:step] along dim (a copy), as torch.slice_scatter."""
     d = dim_index(dim, input.ndim)
+    check(step is None or step > 0, "slice step must be positive")  # torch's RuntimeError (indexing's: a ValueError)
     return _scatter_into("slice_scatter", input, src, lambda t: t[(slice(None),) * d + (slice(start, end, step),)])
 
 

@@ -1428,7 +1428,8 @@ def _integers_only(name, *values):
     to its dtype, as torch's; a float or bool number raises torch's TypeError (an int too beside a tensor
     of another dtype: torch's parser refuses any number before the dtype's check), other dtypes its
     NotImplementedError."""
-    integers = all(v.dtype in (torch.int64, torch.int32) for v in values if isinstance(v, Tensor))
+    ints = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+    integers = all(v.dtype in ints for v in values if isinstance(v, Tensor))
     for k, v in enumerate(values):
         check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool) and integers,
                    lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
@@ -1438,7 +1439,7 @@ def _integers_only(name, *values):
         integer = next(v.dtype for v in tensors if v.dtype != torch.bool)
         values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
-        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
+        if isinstance(v, Tensor) and v.dtype not in ints:
             raise not_implemented(name, v.dtype)
     return values
 

@@ -660,7 +660,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 2:
         return _two_norm(x, dim, keepdim)
     if ord in (math.inf, -math.inf):
-        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
+        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim)]  # () is every dim, 0 the first
         check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
                                            "because the operation does not have an identity")
         return _inf_norm(x, ord > 0, dim, keepdim)

@@ -415,8 +415,9 @@ def _digamma(x):
 @triton.jit
 def _trigamma(x):
     """psi'(x), digamma's gradient: psi'(z) = psi'(z + 1) + 1 / z^2 up past 6, then its asymptotic
-    series; x < 0 by reflection, pi^2 / sin^2(pi x) - psi'(1 - x) (inf at the negative integers)."""
-    z = tl.where(x < 0.0, 1.0 - x, x)
+    series; x < 0.5 by reflection, pi^2 / sin^2(pi x) - psi'(1 - x), as torch's (Cephes'): sin of the float
+    product pi x, so that a negative integer gives its large finite value and a huge x NaN, as torch's."""
+    z = tl.where(x < 0.5, 1.0 - x, x)
     acc = tl.zeros_like(z)
     for _ in tl.static_range(6):
         low = z < 6.0
@@ -426,8 +427,8 @@ def _trigamma(x):
     w = v * v
     r = acc + v * (1.0 + v * (0.5 + v * (0.16666666666666666 + w * (-0.03333333333333333 + w * (
         0.023809523809523808 - w * 0.03333333333333333)))))
-    s = _sinpi(x)
-    return tl.where(x < 0.0, 9.869604401089358 / (s * s) - r, r)
+    s = tl.sin(3.141592653589793 * x)
+    return tl.where(x < 0.5, 9.869604401089358 / (s * s) - r, r)
 
 
 @triton.jit
