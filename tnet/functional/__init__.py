@@ -11,8 +11,9 @@ Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
 from .. import factory
+from ..kernels.copy import overlaps
 from ..kernels.launch import InputError, check_type
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, is_grad_enabled, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
@@ -295,9 +296,7 @@ def in_place(name, op, keeps_self=False):
 def _fill_diagonal_(self, fill_value, wrap=False):
     """Tensor.fill_diagonal_: the recorded whole write of diagonal_filled's values, or, for a self that
     overlaps itself (an expanded tensor, no whole write) outside a recorded graph, the diagonal's own."""
-    from ..kernels.copy import _overlaps
-    from ..tensor import is_grad_enabled
-    if _overlaps(self.memory) and not (is_grad_enabled() and self.requires_grad):
+    if overlaps(self.memory) and not (is_grad_enabled() and self.requires_grad):
         return diagonal_fill_strided_(self, fill_value, wrap)
     return in_place("fill_diagonal_", diagonal_filled)(self, fill_value, wrap)
 
