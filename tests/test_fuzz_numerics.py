@@ -795,3 +795,10 @@ def test_trigamma_reflects_below_one_half_as_torch():
     tnet.digamma(a).sum().backward()
     torch.digamma(b).sum().backward()
     _same(a.grad.numpy(), b.grad)
+
+
+def test_sinc_of_the_float_product_as_torch():
+    """sinc is sin(pi x) / (pi x) of the float product, as torch's: NaN where pi x overflows (fuzz seed 50: 0), torch's
+    tiny values at the integers."""
+    x = np.array([3e38, -3e38, 1e38, 2.5, 0.0, -0.0, np.nan, 1.0, -2.0, 1e7, 0.3, np.inf], np.float32)
+    _same(tnet.sinc(tnet.tensor(x)).numpy(), torch.sinc(torch.tensor(x)))

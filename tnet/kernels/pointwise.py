@@ -804,8 +804,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _digamma(a)
     elif OP == "digamma_backward":  # b = x
         y = a * _trigamma(b)
-    elif OP == "sinc":  # sin(pi x) / (pi x), 1 at 0
-        y = tl.where(a == 0.0, 1.0, _sinpi(a) / (3.141592653589793 * a))
+    elif OP == "sinc":  # sin(pi x) / (pi x) of the float product pi x, 1 at 0, as torch's (NaN where pi x overflows)
+        t = 3.141592653589793 * a
+        y = tl.where(a == 0.0, 1.0, tl.sin(t) / t)
     elif OP == "sinc_backward":  # b = x: (cos(pi x) - sinc(x)) / x, its series where that cancels (|pi x| < 1/2)
         t = 3.141592653589793 * b
         t2 = t * t
