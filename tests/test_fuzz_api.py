@@ -1033,3 +1033,17 @@ def test_round_16_valid_calls_as_torch(call):
     lambda m, f, t: f.conv_transpose2d(m.zeros(0, 2, 1, 3, dtype=torch.bfloat16), m.zeros(2, 3, 3, 3))])  # an empty batch
 def test_round_16_small_integers_and_volumes_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # torch's convolutions check the bias's dtype, of an empty batch too; its transposed
+    # ones of an empty batch read no dtype (fuzz seed 53)
+    lambda m, f, t: f.conv3d(m.ones(0, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1, dtype=torch.float16), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv3d(m.ones(1, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv3d(m.ones(0, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1, dtype=torch.float16)),
+    lambda m, f, t: f.conv_transpose3d(m.ones(1, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv_transpose2d(m.ones(0, 2, 1, 3, dtype=torch.bfloat16), m.ones(2, 3, 3, 3), m.ones(3)),
+    lambda m, f, t: f.conv_transpose2d(m.ones(1, 2, 1, 3, dtype=torch.bfloat16), m.ones(2, 3, 3, 3, dtype=torch.bfloat16),
+                                       m.ones(3)),
+    lambda m, f, t: f.conv1d(m.ones(0, 2, 3), m.ones(2, 2, 2, dtype=torch.float16), m.ones(2, dtype=torch.float16))])
+def test_convolution_dtypes_as_torch(call):
+    _same_outcome(call)

@@ -229,7 +229,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
     check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
     low = amp.get_autocast_dtype()
-    _check_dtypes("conv_transpose2d", x, w, b, low)
+    if x.shape[0]:  # torch's transposed convolution of an empty batch reads no dtype, its bias's neither
+        _check_dtypes("conv_transpose2d", x, w, b, low)
     need_x, need_w, need_b = needs_grad(x, w, b)
     # the convolution whose input gradient this is maps cout channels to Cin: its kernels
     kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
@@ -319,6 +320,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                   f"{input.shape} and {weight.shape}")
     check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,  # conv2d checks groups' type
           lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
+    if isinstance(bias, Tensor):  # the planes' conv2d checks the weight, not the bias added after
+        _check_dtypes("conv3d", input, weight, bias, amp.get_autocast_dtype())
     sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
     dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
     kd = weight.shape[2]
@@ -367,6 +370,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{(od, *o2)}, stride: {(sd, *s2)}, dilation: {(dd, *d2)}")
     N, C, D, H, W = input.shape
+    if N and isinstance(bias, Tensor):  # as conv_transpose2d's (which gets no bias here)
+        _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
     kd = weight.shape[2]
     full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
     check(full - 2 * pd > 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
