@@ -1025,6 +1025,7 @@ def test_round_16_valid_calls_as_torch(call):
     lambda m, f, t: m.gcd(t([12, 0, 200]).to(torch.uint8), t([18, 5, 1]).to(torch.bool)),
     lambda m, f, t: m.lcm(t([12, -4, 9]).to(torch.int8), t([18, 6, 3]).to(torch.int16)),
     lambda m, f, t: m.gcd(t([True]), t([False])),  # not for bool, as torch's
+    lambda m, f, t: f.hardtanh(t([1, 200]).to(torch.uint8)), lambda m, f, t: f.hardtanh(t([1, 200]).to(torch.uint8), 0.0),
     # the inf norm over a dim of size 2 of a tensor empty elsewhere: an empty result (dim 0 is no "every dim")
     lambda m, f, t: f.normalize(m.ones(2, 0, 3), dim=0, p=float("inf")),
     lambda m, f, t: m.linalg.vector_norm(m.ones(2, 0, 3), float("-inf"), dim=0),

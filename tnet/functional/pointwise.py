@@ -925,6 +925,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     check_tensors("hardtanh", input=input)
     if input.dtype in _pw.INTEGERS:
         check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
+        check(input.dtype != torch.uint8 or min_val >= 0, "cannot do hardtanh on an unsigned type with negative limits")
         return clamp(input, int(min_val), int(max_val))
     return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, as_float_of(min_val, input.dtype),
                   as_float_of(max_val, input.dtype), graph=_hardtanh_graph)
