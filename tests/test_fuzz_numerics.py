@@ -801,4 +801,9 @@ def test_sinc_of_the_float_product_as_torch():
     """sinc is sin(pi x) / (pi x) of the float product, as torch's: NaN where pi x overflows (fuzz seed 50: 0), torch's
     tiny values at the integers."""
     x = np.array([3e38, -3e38, 1e38, 2.5, 0.0, -0.0, np.nan, 1.0, -2.0, 1e7, 0.3, np.inf], np.float32)
-    _same(tnet.sinc(tnet.tensor(x)).numpy(), torch.sinc(torch.tensor(x)))
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, ref = tnet.sinc(a), torch.sinc(b)
+    _same(out.numpy(), ref)
+    out.sum().backward()
+    ref.sum().backward()
+    _same(a.grad.numpy(), b.grad)  # torch's (t cos t - sin t) / (t x), t = pi x: NaN where t overflows

@@ -807,12 +807,13 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "sinc":  # sin(pi x) / (pi x) of the float product pi x, 1 at 0, as torch's (NaN where pi x overflows)
         t = 3.141592653589793 * a
         y = tl.where(a == 0.0, 1.0, tl.sin(t) / t)
-    elif OP == "sinc_backward":  # b = x: (cos(pi x) - sinc(x)) / x, its series where that cancels (|pi x| < 1/2)
+    elif OP == "sinc_backward":  # b = x, t = pi x (the float product): (t cos t - sin t) / (t x), torch's formula
+        # (NaN where t overflows), its series where that cancels (|t| < 1/2)
         t = 3.141592653589793 * b
         t2 = t * t
         series = 3.141592653589793 * t * (-0.3333333333333333 + t2 * (0.03333333333333333 + t2 * (
             -0.0011904761904761906 + t2 * 2.2045855379188714e-05)))
-        y = a * tl.where(tl.abs(t) < 0.5, series, (_cospi(b) - _sinpi(b) / t) / b)
+        y = a * tl.where(tl.abs(t) < 0.5, series, (t * tl.cos(t) - tl.sin(t)) / (t * b))
     elif OP == "copysign":  # |a| with b's sign bit (-0.0 and -NaN count as negative)
         y = tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
     elif OP == "ldexp_int":  # a 2^b for an integer b, exactly: three powers of 2 made from their bits, each within
