@@ -966,3 +966,85 @@ def test_matmul_of_one_matrix_by_an_empty_batch_as_torch(sa, sb):
     F.sum(got).backward()
     np.testing.assert_array_equal(ta.grad.numpy(), np.zeros(sa, np.float32))
     assert tb.grad.shape == sb
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 48-51: argument types before any check of a shape or value
+    lambda m, f, t: m.diff(t(1.0), dim="1"), lambda m, f, t: m.diff(t(1.0), dim=1.0),
+    lambda m, f, t: m.vander(m.zeros(3, 3), N="x"), lambda m, f, t: m.vander(m.zeros(1, 2), N=1.5),
+    lambda m, f, t: m.cumulative_trapezoid(t(0.0), dim=1.0), lambda m, f, t: m.cdist(m.zeros(3, 2), m.zeros(4, 3), p=[1]),
+    lambda m, f, t: f.max_pool2d(m.zeros(1, 3), 3, stride=0, ceil_mode=object()),
+    lambda m, f, t: f.max_pool2d(m.zeros(1, 3), "x"), lambda m, f, t: f.max_pool3d(m.zeros(1, 3), 3, padding="x"),
+    lambda m, f, t: f.avg_pool2d(m.zeros(2, 1), (2, 1), stride=1, padding=-1, ceil_mode=-7),
+    lambda m, f, t: f.avg_pool2d(m.zeros(2, 1, 1, 5), 2, divisor_override=[1]),
+    lambda m, f, t: f.avg_pool3d(m.zeros(2, 1), 2, stride="x"), lambda m, f, t: f.max_pool1d(m.zeros(1, 2, 3, 3), 2, ceil_mode="x"),
+    lambda m, f, t: f.conv2d(m.zeros(2, 4, 4, 5), m.zeros(1, 1, 2, 2), padding=object(), groups=2),
+    lambda m, f, t: f.conv2d(m.zeros(2, 3, 6, 5), m.zeros(4, 2, 1, 1), stride=0, dilation=1.5),
+    lambda m, f, t: f.conv2d(m.zeros(2, 3, 6), m.zeros(4, 2, 1, 1), stride="x"),
+    lambda m, f, t: f.conv2d(m.zeros(1, 4, 5, 5, dtype=torch.float16), m.zeros(4, 4, 3, 3, dtype=torch.float16), m.zeros(4)),
+    lambda m, f, t: f.conv2d(m.zeros(0, 4, 5, 5, dtype=torch.float16), m.zeros(4, 4, 3, 3), m.zeros(4)),  # the bias, still
+    lambda m, f, t: f.embedding_bag(t([[0, 1, 2]]), m.zeros(5, 3), mode="max", padding_idx=-7),
+    lambda m, f, t: f.pad(m.zeros(1, 2), (-1, -1), mode="reflect"),  # an empty output of reflect and replicate
+    lambda m, f, t: m.bmm(m.zeros(1, 1, 3), m.zeros(1, 3, 2, dtype=torch.float16)),  # terms of two dtypes
+    lambda m, f, t: m.baddbmm(m.zeros(1, 2, 2, dtype=torch.float16), m.zeros(1, 2, 0), m.zeros(1, 0, 2)),
+    lambda m, f, t: m.addbmm(m.zeros(2, 2), m.zeros(2, 2, 0), m.zeros(2, 0, 2, dtype=torch.float16))])
+def test_round_16_error_kinds_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 48-51: these work as torch's
+    # torch's batched products read no operand where there is no term: any dtypes, bmm's result batch2's
+    lambda m, f, t: m.bmm(m.ones(1, 2, 0), m.ones(1, 0, 2, dtype=torch.float16)),
+    lambda m, f, t: m.bmm(m.ones(0, 2, 3), m.ones(0, 3, 2, dtype=torch.bfloat16)),
+    lambda m, f, t: m.matmul(m.ones(2, 1, 0), m.ones(2, 0, 3, dtype=torch.float16)),
+    lambda m, f, t: m.baddbmm(m.ones(1, 2, 2), m.ones(1, 2, 0), m.ones(1, 0, 2, dtype=torch.float16), beta=0.5),
+    lambda m, f, t: m.addbmm(m.ones(2, 2), m.ones(0, 2, 3, dtype=torch.float16), m.ones(0, 3, 2), beta=3, alpha=2),
+    # an empty batch's convolution reads no weight: any dtype
+    lambda m, f, t: f.conv2d(m.ones(0, 4, 5, 5, dtype=torch.float16), m.ones(4, 2, 3, 3), padding="same", groups=2),
+    # reflect and replicate pad the input's positive sides, then crop the negative ones (circular: crop first)
+    *[lambda m, f, t, p=p, mode=mode: f.pad(m.arange(12.0).reshape(1, 3, 4), p, mode=mode)
+      for p in ((-1, 1), (1, -1), (-1, 3), (1, -3), (-2, 3), (0, 0, -1, 2)) for mode in ("reflect", "replicate", "circular")
+      if not (mode == "circular" and p in ((1, -3), (-2, 3)))],
+    lambda m, f, t: f.pad(m.arange(2.0).reshape(1, 2), (-1, 1), mode="reflect"),
+    lambda m, f, t: m.zeros(3, 1, dtype=torch.bool).expand(3, 3).fill_diagonal_(True),  # the diagonal's own memory
+    lambda m, f, t: m.zeros(7, 1).expand(7, 3).fill_diagonal_(2.5, wrap=True),
+    lambda m, f, t: m.zeros(1, 4).expand(3, 4).fill_diagonal_(-1),
+    lambda m, f, t: f.embedding(m.zeros(5, 0, dtype=torch.int64), m.ones(1, 3).expand(5, 3), max_norm=1.0)])
+def test_round_16_valid_calls_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 52-53 (the fuzzer's int32 and uint8 inputs, 3-D volumes)
+    # uint8, int8 and int16 join, sort and take gcd/lcm with torch's promotion (uint8 with int8: int16)
+    lambda m, f, t: m.cat([t([[1, 250]]).to(torch.uint8), t([[3, -4]]).to(torch.int8)]),
+    lambda m, f, t: m.stack([t([1, 250]).to(torch.uint8), t([True, False])]),
+    lambda m, f, t: m.cat([t([[1, 2]]).to(torch.int16), t([[3, 4]]).to(torch.uint8), t([[0.5, 1.5]])]),
+    lambda m, f, t: m.sort(t([[3, 250, 0, 7], [1, 1, 200, 2]]).to(torch.uint8), descending=True, stable=True)[0],
+    lambda m, f, t: m.argsort(t([[3, -5, 0, 7]]).to(torch.int8), dim=-1, stable=True),
+    lambda m, f, t: m.msort(t([[3, 250], [0, 7]]).to(torch.uint8)), lambda m, f, t: m.zeros(0, 3, dtype=torch.uint8).sort()[1],
+    lambda m, f, t: m.median(t([300, -2, 7, 7]).to(torch.int16)),
+    lambda m, f, t: m.gcd(t([12, 0, 200]).to(torch.uint8), t([18, 5, 1]).to(torch.bool)),
+    lambda m, f, t: m.lcm(t([12, -4, 9]).to(torch.int8), t([18, 6, 3]).to(torch.int16)),
+    lambda m, f, t: m.gcd(t([True]), t([False])),  # not for bool, as torch's
+    lambda m, f, t: f.hardtanh(t([1, 200]).to(torch.uint8)), lambda m, f, t: f.hardtanh(t([1, 200]).to(torch.uint8), 0.0),
+    # the inf norm over a dim of size 2 of a tensor empty elsewhere: an empty result (dim 0 is no "every dim")
+    lambda m, f, t: f.normalize(m.ones(2, 0, 3), dim=0, p=float("inf")),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(2, 0, 3), float("-inf"), dim=0),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(2, 0, 3), float("inf")),  # every dim: raises
+    lambda m, f, t: m.slice_scatter(m.zeros(3, 3), m.zeros(3, 2), dim=1, step=-7),  # torch's RuntimeError
+    lambda m, f, t: f.conv_transpose2d(m.zeros(0, 2, 1, 3, dtype=torch.bfloat16), m.zeros(2, 3, 3, 3))])  # an empty batch
+def test_round_16_small_integers_and_volumes_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # torch's convolutions check the bias's dtype, of an empty batch too; its transposed
+    # ones of an empty batch read no dtype (fuzz seed 53)
+    lambda m, f, t: f.conv3d(m.ones(0, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1, dtype=torch.float16), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv3d(m.ones(1, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv3d(m.ones(0, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1, dtype=torch.float16)),
+    lambda m, f, t: f.conv_transpose3d(m.ones(1, 2, 3, 3, 4), m.ones(2, 2, 2, 2, 1), m.ones(2, dtype=torch.float16)),
+    lambda m, f, t: f.conv_transpose2d(m.ones(0, 2, 1, 3, dtype=torch.bfloat16), m.ones(2, 3, 3, 3), m.ones(3)),
+    lambda m, f, t: f.conv_transpose2d(m.ones(1, 2, 1, 3, dtype=torch.bfloat16), m.ones(2, 3, 3, 3, dtype=torch.bfloat16),
+                                       m.ones(3)),
+    lambda m, f, t: f.conv1d(m.ones(0, 2, 3), m.ones(2, 2, 2, dtype=torch.float16), m.ones(2, dtype=torch.float16))])
+def test_convolution_dtypes_as_torch(call):
+    _same_outcome(call)

@@ -729,3 +729,81 @@ def test_cdist_gradient_of_huge_values_takes_the_product_first_as_torch():
     _same(out.numpy(), ref)
     for a, b in zip(got, want):
         _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("fn", [lambda m, f, x: m.linalg.vector_norm(x, dim=1), lambda m, f, x: m.norm(x, 3, dim=1),
+                                lambda m, f, x: f.normalize(x, dim=1), lambda m, f, x: m.linalg.vector_norm(x[0, 0]),
+                                lambda m, f, x: f.pairwise_distance(x, m.zeros(1))])
+def test_norm_over_dims_of_size_1_is_abs_as_torch(fn):
+    """torch's norm of one element is |x| (its is_reduce_over_1D_vector), whose square would overflow (fuzz seeds
+    48-49: inf where torch has 3e38); the gradient stays the norm's."""
+    x = np.array([[3e38], [-3e38], [1e-40], [-0.0], [2.5]], np.float32)
+    ref_x, x_ = torch.tensor(x, requires_grad=True), tnet.tensor(x, requires_grad=True)
+    ref, out = fn(torch, tF, ref_x), fn(tnet, F, x_)
+    _same(out.numpy(), ref)
+    ref.sum().backward()
+    out.sum().backward()
+    _same(x_.grad.numpy(), ref_x.grad)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_gradient_scales_first_as_torch(reduction):
+    """torch's mse_loss gradient is (norm d) g, norm 2 / n for the mean: a difference past half the float range
+    keeps a finite gradient, where 2 d overflows (fuzz seeds 48, 50)."""
+    x, y = np.array([0.5, -2.0, 3e38, 1.0], np.float32), np.array([-3e38, 1.0, -0.0, 1.0], np.float32)
+    want = [torch.tensor(v, requires_grad=True) for v in (x, y)]
+    ref = tF.mse_loss(*want, reduction=reduction)
+    ref.backward(torch.full(ref.shape, 0.25))
+    got = [tnet.tensor(v, requires_grad=True) for v in (x, y)]
+    out = F.mse_loss(*got, reduction=reduction)
+    out.backward(tnet.full(out.shape, 0.25))
+    _same(out.numpy(), ref)
+    for a, b in zip(got, want):
+        _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("fn", [lambda f, x, w, b: f.layer_norm(x, (3,), w, b), lambda f, x, w, b: f.group_norm(x, 1, w, b)])
+def test_16_bit_norms_round_once_after_the_affine_as_torch(fn):
+    """layer and group norm of float16 input compute the normalised values, the weight and the bias in fp32 and
+    round once, as torch's: a large fp32 weight's product with the gradient no longer overflows float16 on its way
+    to the input's gradient (fuzz seed 49: NaN where torch has 10664)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 3)).astype(np.float16)
+    w, b = np.array([-0.03, 65504.0, -2.1], np.float32), np.array([-0.1, 1.4, 1.9], np.float32)
+    g = rng.standard_normal((2, 3, 3)).astype(np.float16)
+    want = [torch.tensor(v, requires_grad=True) for v in (x, w)]
+    ref = fn(tF, *want, torch.tensor(b))
+    ref.backward(torch.tensor(g))
+    got = [tnet.tensor(v, requires_grad=True) for v in (x, w)]
+    out = fn(F, *got, tnet.tensor(b))
+    out.backward(tnet.tensor(g))
+    assert out.dtype == ref.dtype == torch.float16
+    np.testing.assert_allclose(out.numpy().astype(np.float32), ref.detach().float().numpy(), rtol=1e-3, atol=1e-3)
+    for a, r in zip(got, want):
+        a, r = a.grad.numpy().astype(np.float32), r.grad.float().numpy()
+        assert np.array_equal(np.isnan(a), np.isnan(r)), f"NaN positions differ:\n{a}\n{r}"
+        np.testing.assert_allclose(a, r, rtol=2e-3, atol=2e-3 * float(np.abs(r[np.isfinite(r)]).max()))
+
+
+def test_trigamma_reflects_below_one_half_as_torch():
+    """polygamma(1, x) and digamma's gradient reflect x < 0.5 through sin(pi x) of the float product, as torch's:
+    a negative integer gives torch's large finite value (fuzz seed 53: inf), a huge negative x NaN (seed 52: inf)."""
+    x = np.array([-1.0, -3.0, 0.0, 0.1, 0.3, 0.49, 2.5, -2.5, -3e38, 1e-8, -7.25], np.float32)
+    _same(tnet.polygamma(1, tnet.tensor(x)).numpy(), torch.polygamma(1, torch.tensor(x)))
+    _same(tnet.polygamma(1, tnet.tensor([-1, 0, 2])).numpy(), torch.polygamma(1, torch.tensor([-1, 0, 2])))
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.digamma(a).sum().backward()
+    torch.digamma(b).sum().backward()
+    _same(a.grad.numpy(), b.grad)
+
+
+def test_sinc_of_the_float_product_as_torch():
+    """sinc is sin(pi x) / (pi x) of the float product, as torch's: NaN where pi x overflows (fuzz seed 50: 0), torch's
+    tiny values at the integers."""
+    x = np.array([3e38, -3e38, 1e38, 2.5, 0.0, -0.0, np.nan, 1.0, -2.0, 1e7, 0.3, np.inf], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, ref = tnet.sinc(a), torch.sinc(b)
+    _same(out.numpy(), ref)
+    out.sum().backward()
+    ref.sum().backward()
+    _same(a.grad.numpy(), b.grad)  # torch's (t cos t - sin t) / (t x), t = pi x: NaN where t overflows

@@ -11,8 +11,9 @@ Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import torch
 
 from .. import factory
+from ..kernels.copy import overlaps
 from ..kernels.launch import InputError, check_type
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, is_grad_enabled, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
@@ -272,7 +273,7 @@ Tensor.i0, Tensor.i0_ = i0, _inplace.i0_
 
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
-                   combinations, cross, diag_embed, diagflat, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
+                   combinations, cross, diag_embed, diagflat, diagonal_fill_strided_, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
                    flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
                    select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place, vsplit)
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
@@ -290,6 +291,14 @@ def in_place(name, op, keeps_self=False):
         return _inplace.inplace(self, name, lambda x: op(x, *args, **kwargs), others, keeps_self)
     method.__name__ = name
     return method
+
+
+def _fill_diagonal_(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_: the recorded whole write of diagonal_filled's values, or, for a self that
+    overlaps itself (an expanded tensor, no whole write) outside a recorded graph, the diagonal's own."""
+    if overlaps(self.memory) and not (is_grad_enabled() and self.requires_grad):
+        return diagonal_fill_strided_(self, fill_value, wrap)
+    return in_place("fill_diagonal_", diagonal_filled)(self, fill_value, wrap)
 
 
 def _legacy_new(self, *args, dtype=None, device=None):
@@ -311,7 +320,7 @@ for _name, _method in {
         "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed, "diagflat": diagflat, "kron": kron,
         "inner": inner, "cross": cross, "broadcast_to": broadcast_to, "unique_consecutive": unique_consecutive,
         "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size,
-        "fill_diagonal_": in_place("fill_diagonal_", diagonal_filled),
+        "fill_diagonal_": _fill_diagonal_,
         "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile, "nanmedian": nanmedian, "mode": mode,
         "logcumsumexp": logcumsumexp, "dist": dist, "renorm": renorm, "histogram": histogram,
         "put_": in_place("put_", put), "index_copy_": in_place("index_copy_", index_copy),

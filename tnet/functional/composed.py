@@ -223,8 +223,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
     if padding_idx is not None:
-        _require(-weight.shape[0] <= padding_idx < weight.shape[0], "padding_idx must be within the number of embeddings",
-                 AssertionError)
+        n = weight.shape[0]
+        check(-n <= padding_idx < n, lambda: f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, "
+                                             f"but got {padding_idx}")
         padding_idx %= weight.shape[0]
     if input.ndim == 2:
         _require(offsets is None, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "

@@ -9,7 +9,8 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import at_least, check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain, single, triple
+from ..kernels.launch import (at_least, check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain,
+                              single, sizes_type, triple)
 from ..tensor import Tensor, record
 from .copy import contiguous, getitem, reshape, transpose, unsqueeze
 from .pad import pad
@@ -25,8 +26,7 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     """A convolution's arguments as torch takes them: stride and dilation positive ints or
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
     positive int that divides both channel counts, no kernel dim of size 0 (torch's RuntimeError)."""
-    check_type(isinstance(groups, int) and not isinstance(groups, bool),
-               lambda: f"conv2d(): argument 'groups' must be int, not {type(groups).__name__}")
+    conv_arg_types(stride, padding, dilation, groups)
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
@@ -34,16 +34,38 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 
+def conv_arg_types(stride, padding, dilation, groups):
+    """torch's argument parser's TypeErrors for a convolution's arguments (sizes: an int or ints, padding
+    also a string), which it raises before any check of a shape or a value."""
+    sizes_type(stride, 2, "conv2d: stride")
+    sizes_type(dilation, 2, "conv2d: dilation")
+    if not isinstance(padding, str):
+        sizes_type(padding, 2, "conv2d: padding")
+    check_type(isinstance(groups, int) and not isinstance(groups, bool),
+               lambda: f"conv2d(): argument 'groups' must be int, not {type(groups).__name__}")
+
+
 _CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the arguments are plain
 
 
 def _check_shapes(x, w, b, stride, padding, dilation, groups):
+    conv_arg_types(stride, padding, dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
     check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
     check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
                                                      f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],),
           lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+
+
+def _check_dtypes(name, x, w, b, low):
+    """x's, w's and b's dtypes one (not under autocast, which casts them), as torch's; an empty batch's w may
+    differ (torch reads none of it), its b not."""
+    if low is None:
+        check(x.dtype == w.dtype or x.shape[0] == 0,
+              lambda: f"{name}: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
+        check(b is None or b.dtype == x.dtype,
+              lambda: f"{name}: Input type ({x.dtype}) and bias type ({b.dtype}) should be the same")
 
 
 def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
@@ -61,8 +83,7 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     else:
         checks()
     low = amp.get_autocast_dtype()
-    check(low is not None or x.dtype == w.dtype,
-          lambda: f"conv2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
+    _check_dtypes("conv2d", x, w, b, low)
     need_x, need_w, need_b = needs_grad(x, w, b)
     kernels = _depthwise if _depthwise.is_depthwise(x.shape[1], groups) else _conv
     # a wide x is read as channel vectors (a depthwise one always), so channels-last (no copy if
@@ -208,8 +229,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
     check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
     low = amp.get_autocast_dtype()
-    check(low is not None or x.dtype == w.dtype,
-          lambda: f"conv_transpose2d: x is {x.dtype} but w is {w.dtype}; use one dtype, or tnet.autocast")
+    if x.shape[0]:  # torch's transposed convolution of an empty batch reads no dtype, its bias's neither
+        _check_dtypes("conv_transpose2d", x, w, b, low)
     need_x, need_w, need_b = needs_grad(x, w, b)
     # the convolution whose input gradient this is maps cout channels to Cin: its kernels
     kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
@@ -299,6 +320,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                   f"{input.shape} and {weight.shape}")
     check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,  # conv2d checks groups' type
           lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
+    if isinstance(bias, Tensor):  # the planes' conv2d checks the weight, not the bias added after
+        _check_dtypes("conv3d", input, weight, bias, amp.get_autocast_dtype())
     sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
     dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
     kd = weight.shape[2]
@@ -347,6 +370,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{(od, *o2)}, stride: {(sd, *s2)}, dilation: {(dd, *d2)}")
     N, C, D, H, W = input.shape
+    if N and isinstance(bias, Tensor):  # as conv_transpose2d's (which gets no bias here)
+        _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
     kd = weight.shape[2]
     full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
     check(full - 2 * pd > 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")

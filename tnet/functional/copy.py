@@ -640,6 +640,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
+    check_args("diff", "int", n=n, dim=dim)  # types before values, as torch's parser
     check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
     check(input.ndim > 0, "diff expects input to be at least one-dimensional")
     d = dim_index(dim, input.ndim)
@@ -680,16 +681,18 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks), d)
 
 
-_KINDS = {torch.bool: 0, torch.int32: 1, torch.int64: 2, torch.float16: 3, torch.bfloat16: 3, torch.float32: 4}
+_KINDS = {torch.bool: 0, torch.uint8: 1, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+          torch.bfloat16: 5, torch.float32: 6}
 
 
 def _promoted(name, tensors):
     """torch's type promotion over tnet's dtypes (torch.promote_types, which torch dispatches as an
-    operator): bool < int32 < int64 < the 16-bit floats < float32; float16 with bfloat16 gives float32."""
+    operator): bool < uint8, int8 < int16 < int32 < int64 < the 16-bit floats < float32; float16 with
+    bfloat16 gives float32, uint8 with int8 int16 (neither holds the other)."""
     def promote(a, b):
         if a == b or _KINDS[a] != _KINDS[b]:
             return max(a, b, key=_KINDS.get)
-        return torch.float32  # float16 with bfloat16: neither holds the other
+        return torch.float32 if a.is_floating_point else torch.int16
     dtypes = [t.dtype for t in tensors]
     check(all(d in _KINDS for d in dtypes), lambda: f"{name}: supports {', '.join(map(str, _KINDS))}; got {dtypes}")
     return functools.reduce(promote, dtypes)
@@ -911,7 +914,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     flat = reshape(input, (-1,))
-    if max_norm is not None:
+    if max_norm is not None and flat.numel():  # no lookup renorms no row (nor writes weight)
         with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
             rows = index_select(weight, 0, flat)
             norms = rows.norm(norm_type, 1, True)
@@ -1603,6 +1606,7 @@ def select_scatter(input, src, dim, index):
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """input with src written at input[..., start:end:step] along dim (a copy), as torch.slice_scatter."""
     d = dim_index(dim, input.ndim)
+    check(step is None or step > 0, "slice step must be positive")  # torch's RuntimeError (indexing's: a ValueError)
     return _scatter_into("slice_scatter", input, src, lambda t: t[(slice(None),) * d + (slice(start, end, step),)])
 
 
@@ -1717,14 +1721,33 @@ def diagonal_filled(input, fill_value, wrap=False):
     """input with its main diagonal (of a matrix, or of an n-cube: all dims equal) set to fill_value,
     numpy's fill_diagonal rule (wrap: a tall matrix's diagonal starts again one row below its end):
     Tensor.fill_diagonal_'s values (an index_fill of the flattened input)."""
-    check_args("fill_diagonal_", "bool", wrap=wrap)
-    check(input.ndim >= 2, "dimensions must larger than 1")
-    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+    _diagonal_checks(input, wrap)
     h, w = input.shape[0], input.shape[-1]
     step = builtins.sum(math.prod(input.shape[k + 1:]) for k in range(input.ndim))
     end = input.numel() if wrap or input.ndim > 2 or h <= w else w * w
     positions = tensor(np.arange(0, end, step, dtype=np.int64))
     return reshape(index_fill(reshape(input, (-1,)), 0, positions, fill_value), input.shape)
+
+
+def _diagonal_checks(input, wrap):
+    check_args("fill_diagonal_", "bool", wrap=wrap)
+    check(input.ndim >= 2, "dimensions must larger than 1")
+    check(input.ndim == 2 or len(set(input.shape)) == 1, "all dimensions of input must be of equal length")
+
+
+def diagonal_fill_strided_(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_ of a self that overlaps itself (an expanded tensor, which takes no whole
+    write), as torch writes any self: a fill of its diagonal's strided view (the sum of its strides),
+    and of the wrapped diagonal below a tall matrix's square (wrap). Not recorded: see the caller."""
+    _diagonal_checks(self, wrap)
+    value, m = as_value_of(fill_value, self.dtype), self.memory
+    h, w = self.shape[0], self.shape[-1]
+    n, stride = builtins.min(h, w), builtins.sum(m.stride())
+    m.as_strided((n,), (stride,), m.storage_offset()).fill_(value)
+    if wrap and self.ndim == 2 and h > w + 1:
+        below = (m.numel() + w) // (w + 1) - n  # ceil(numel / (w + 1)) positions, less the square's
+        m.as_strided((below,), (stride,), m.storage_offset() + m.stride(0) * (w + 1)).fill_(value)
+    return self  # torch's fills counted themselves in its version
 
 
 def unravel_index(indices, shape):

@@ -77,7 +77,9 @@ def matmul(input, other):
     read 16-bit operands and return 16-bit outputs; each gradient comes in its input's dtype."""
     a, b = input, other
     check_tensors("matmul", a=a, b=b)
-    same_dtype("matmul", a, b)
+    batched = a.ndim >= 3 and b.ndim >= 3
+    if not batched:  # torch's mm, mv and folded products check the dtypes first (its bmm: see below)
+        same_dtype("matmul", a, b)
     check(a.ndim >= 1 and b.ndim >= 1,
           lambda: f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")
     K = a.shape[-1]
@@ -91,6 +93,9 @@ def matmul(input, other):
         return unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
+    if a.dtype != b.dtype and (K == 0 or math.prod((*lead, M, N)) == 0):
+        return no_terms((*lead, M, N), b.dtype, a, b)
+    same_dtype("matmul", a, b)
     if math.prod(b.shape[:-2]) == 1:  # b one matrix: a's leading dims fold into its rows
         out = _matmul2d(reshape(a, math.prod(a.shape[:-1]), K), reshape(b, K, N))  # no -1: empty a
     elif math.prod(a.shape[:-2]) == 1:  # a one matrix, shared by the batch
@@ -98,6 +103,14 @@ def matmul(input, other):
     else:
         out = _bmm(_batch(a, lead), _batch(b, lead))
     return unsafe_view(out, *lead, M, N)
+
+
+def no_terms(shape, dtype, *operands):
+    """The zeros [shape] of a product with no terms (K = 0) or no elements, in dtype, its operands' gradients
+    zeros: torch's batched products (bmm, baddbmm, addbmm) return these before they read the operands,
+    whatever their dtypes (its bmm's result takes batch2's)."""
+    y = torch.zeros(shape, dtype=dtype, device=operands[0].device)
+    return record("matmul", y, operands, lambda g: tuple(torch.zeros_like(x.memory) for x in operands))
 
 
 def _batch(x, lead):
@@ -119,11 +132,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     direct path) are vector_norm of the [*, P, R, M] differences, with its gradients: at p = inf
     a tie for the largest |a - b| shares the gradient, where torch gives it to each."""
     check_tensors("cdist", x1=x1, x2=x2)
+    check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     check(x1.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     check(x2.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
     check(x1.shape[-1] == x2.shape[-1], lambda: f"X1 and X2 must have the same number of columns. X1: "
                                                 f"{x1.shape[-1]} X2: {x2.shape[-1]}")
-    check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     check(not isinstance(p, bool) and p >= 0, "cdist only supports non-negative p values")
     check(compute_mode in _CDIST_MODES, lambda: f"{compute_mode} is not a valid value for compute_mode")
     check(x1.dtype == x2.dtype or not (x1.shape[-2] and x2.shape[-2]),  # torch's kernels read both as one dtype
@@ -367,8 +380,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
     product = bmm(batch1, batch2)
-    same_dtype("baddbmm", input, batch1, batch2)
-    return _scaled_sum("baddbmm", input, product, beta, alpha)
+    same_dtype("baddbmm", input, batch1)  # batch2's dtype is bmm's to check (not where it has no terms)
+    out = _scaled_sum("baddbmm", input, product, beta, alpha)
+    return out if out.dtype == product.dtype else out.to(product.dtype)  # torch's result takes batch2's dtype
 
 
 def tensordot(a, b, dims=2):
@@ -454,8 +468,11 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     (b, n, m), (b2, m2, p) = batch1.shape, batch2.shape
     check(b == b2, lambda: f"batch1 and batch2 must have same number of batches, got {b} and {b2}")
     check(m == m2, lambda: f"Incompatible matrix sizes for bmm ({n}x{m} and {m2}x{p})")
-    product = matmul(reshape(permute(batch1, (1, 0, 2)), (n, b * m)), reshape(batch2, (b * m, p)))
-    same_dtype("addbmm", input, batch1, batch2)
+    if b == 0:  # no batch: torch's beta * input, whatever the batches' dtypes
+        product = no_terms((n, p), input.dtype, batch1, batch2)
+    else:
+        product = matmul(reshape(permute(batch1, (1, 0, 2)), (n, b * m)), reshape(batch2, (b * m, p)))
+        same_dtype("addbmm", input, batch1, batch2)
     return _scaled_sum("addbmm", input, product, beta, alpha)
 
 

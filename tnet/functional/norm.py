@@ -100,19 +100,21 @@ def _batch_norm_graph(g, input, weight, bias, training, eps, running):
 
 
 def _normalised(x, dims, eps):
-    """(x - mean) / sqrt(var + eps) over dims, the biased variance; 16-bit x in float32 (then back),
-    as torch's layer and group norms: a 16-bit variance overflows (65504 ** 2)."""
+    """(x - mean) / sqrt(var + eps) over dims, the biased variance; 16-bit x in float32, which _affine
+    rounds once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
+    (65504 ** 2), and so would a 16-bit gradient of the normalised values times a large weight."""
     if x.dtype in (torch.float16, torch.bfloat16):
-        return _normalised(x.to(torch.float32), dims, eps).to(x.dtype)
+        x = x.to(torch.float32)
     var, mean = var_mean(x, dims, keepdim=True, correction=0)
     return div(sub(x, mean), sqrt(add(var, eps)))
 
 
-def _affine(y, weight, bias, shape, mixed=False):
-    """y * weight + bias, weight and bias viewed as `shape` (either may be None), in y's dtype as
-    torch's: float32 parameters of a 16-bit y are the one mix torch's layer, group and instance
-    norms take (RuntimeError otherwise), rms_norm (mixed=True) takes any."""
-    dtype = y.dtype
+def _affine(y, weight, bias, shape, dtype=None, mixed=False):
+    """y * weight + bias, weight and bias viewed as `shape` (either may be None), computed in y's dtype
+    and returned in dtype (None: y's), the input's, as torch's: float32 parameters of a 16-bit input are
+    the one mix torch's layer, group and instance norms take (RuntimeError otherwise), rms_norm
+    (mixed=True) takes any."""
+    dtype = dtype or y.dtype
     for v in (weight, bias):
         if v is not None and not mixed:
             check_tensors("norm", weight=v)
@@ -140,7 +142,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
     shape = _last_dims("layer_norm", input, normalized_shape)
     y = _normalised(input, tuple(range(-len(shape), 0)), eps)
-    return _affine(y, weight, bias, shape)
+    return _affine(y, weight, bias, shape, input.dtype)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -172,7 +174,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
     y = reshape(_normalised(reshape(input, (n, num_groups, group)), 2, eps), input.shape)
-    return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2))
+    return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2), input.dtype)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

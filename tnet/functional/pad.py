@@ -24,9 +24,16 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def _padded(input, padding, mode, value):
-    if mode != "constant" and any(p < 0 for p in padding):  # torch's: crop the negative sides, then pad the rest
+    if mode == "circular" and any(p < 0 for p in padding):  # torch's: crop the negative sides, then pad the rest
         cropped = _padded(input, tuple(min(p, 0) for p in padding), "constant", None)
         return _padded(cropped, tuple(max(p, 0) for p in padding), mode, None)
+    if mode != "constant" and any(p < 0 for p in padding):  # reflect, replicate: torch's windows read the whole
+        # input (its sizes bound the pads), so the positive sides are padded first, then the negative ones cropped
+        for j in range(len(padding) // 2):
+            size, out = input.shape[-1 - j], input.shape[-1 - j] + padding[2 * j] + padding[2 * j + 1]
+            check(out >= 1, lambda: f"input (W: {size}) is too small. Calculated output W: {out}")
+        padded = _padded(input, tuple(max(p, 0) for p in padding), mode, None)
+        return _padded(padded, tuple(min(p, 0) for p in padding), "constant", None)
     if input.dtype == torch.bool:  # padded as its bytes, value as True or False; torch has no bool reflect or replicate
         if mode in ("reflect", "replicate"):
             raise NotImplementedError(f'"{"reflection" if mode == "reflect" else "replication"}_pad" not implemented for '

@@ -925,6 +925,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     check_tensors("hardtanh", input=input)
     if input.dtype in _pw.INTEGERS:
         check(input.dtype != torch.bool, "Bool inputs not supported for hardtanh")
+        check(input.dtype != torch.uint8 or min_val >= 0, "cannot do hardtanh on an unsigned type with negative limits")
         return clamp(input, int(min_val), int(max_val))
     return _unary("hardtanh", input, "clamp", "hardtanh_backward", False, as_float_of(min_val, input.dtype),
                   as_float_of(max_val, input.dtype), graph=_hardtanh_graph)
@@ -1428,7 +1429,8 @@ def _integers_only(name, *values):
     to its dtype, as torch's; a float or bool number raises torch's TypeError (an int too beside a tensor
     of another dtype: torch's parser refuses any number before the dtype's check), other dtypes its
     NotImplementedError."""
-    integers = all(v.dtype in (torch.int64, torch.int32) for v in values if isinstance(v, Tensor))
+    ints = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+    integers = all(v.dtype in ints for v in values if isinstance(v, Tensor))
     for k, v in enumerate(values):
         check_type(isinstance(v, Tensor) or isinstance(v, numbers.Integral) and not isinstance(v, bool) and integers,
                    lambda: f"{name}(): argument '{('input', 'other')[k]}' (position {k + 1}) must be Tensor, "
@@ -1438,7 +1440,7 @@ def _integers_only(name, *values):
         integer = next(v.dtype for v in tensors if v.dtype != torch.bool)
         values = tuple(v.to(integer) if isinstance(v, Tensor) and v.dtype == torch.bool else v for v in values)
     for v in values:
-        if isinstance(v, Tensor) and v.dtype not in (torch.int64, torch.int32):
+        if isinstance(v, Tensor) and v.dtype not in ints:
             raise not_implemented(name, v.dtype)
     return values
 

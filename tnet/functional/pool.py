@@ -11,7 +11,7 @@ from ..factory import rand
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
+from ..kernels.launch import (InputIndexError, at_least, sizes_type, check, dense, is_channels_last, is_flat, keeps_channels_last,
                               ntuple, pair, single, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
@@ -30,6 +30,15 @@ def pool_args(name, kernel_size, stride, padding, expand_one=True):
     padding = pair(padding, f"{name}: padding", None, expand_one)
     return (at_least(kernel, f"{name}: kernel_size", 1), at_least(stride, f"{name}: stride", 1),
             at_least(padding, f"{name}: padding", 0))
+
+
+def arg_types(name, n, kernel_size, stride, padding, **flags):
+    """torch's argument parser's TypeErrors for a pooling of n dims (sizes: an int or ints; flags: bools),
+    which it raises before any check of the input's rank or of a value."""
+    for arg, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+        if arg != "stride" or v not in (None, [], ()):  # no stride: the kernel's
+            sizes_type(v, n, f"{name}: {arg}")
+    check_args(name, "bool", **flags)
 
 
 def _pool2d(mode, x, kernel_size, stride, padding, ceil_mode, **divisor):
@@ -72,6 +81,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
     row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
     maximum in its input plane, as torch's. dilation > 1 is not supported (NotImplementedError)."""
+    arg_types("max_pool2d", 2, kernel_size, stride, padding, ceil_mode=ceil_mode)
     if pair(dilation, "max_pool2d: dilation", 1, expand_one=True) != (1, 1):
         raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
     check_tensors("max_pool2d", input=input)
@@ -109,12 +119,14 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     (F.avg_pool2d(x, x.size(2)), a global pooling) runs as a mean, the reduction kernel: the
     window kernel would loop over every tap of it."""
     check_tensors("avg_pool2d", input=input)
+    arg_types("avg_pool2d", 2, kernel_size, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    if divisor_override is not None:
+        check_args("avg_pool2d", "int", divisor_override=divisor_override)
     if input.ndim < 3:  # torch reads input.size(-3) first
         raise InputIndexError(f"Dimension out of range (expected to be in range of [{-builtins.max(input.ndim, 1)}, "
                               f"{builtins.max(input.ndim, 1) - 1}], but got -3)")
     check(input.ndim == 4 or input.ndim == 3, lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
                                                       f"{input.ndim}D")
-    check_args("avg_pool2d", "bool", ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad=count_include_pad,
                 divisor_override=divisor_override)[0]
@@ -192,10 +204,11 @@ def _image_as_signal(y, input):
     return y if input.ndim == 3 else squeeze(y, 0)
 
 
-def _window_1d(name, kernel_size, stride, padding):
+def _window_1d(name, kernel_size, stride, padding, **flags):
     k = single(kernel_size, f"{name}: kernel_size", None)  # every type before any value, as torch's parser
-    s = k if stride is None or stride == () else single(stride, f"{name}: stride", None)
+    s = k if stride is None or stride == () or stride == [] else single(stride, f"{name}: stride", None)
     p = single(padding, f"{name}: padding", None)
+    check_args(name, "bool", **flags)
     k, s = at_least(k, f"{name}: kernel_size", 1), at_least(s, f"{name}: stride", 1)
     p = at_least(p, f"{name}: padding", 0)
     check(p <= k // 2, lambda: f"{name}() padding should be at most half of kernel size, but got padding={p} and "
@@ -206,7 +219,8 @@ def _window_1d(name, kernel_size, stride, padding):
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """Average pooling over [N, C, L] (or [C, L]), torch's arguments and divisors: avg_pool2d
     over [N, C, 1, L]."""
-    k, s, p = _window_1d("avg_pool1d", kernel_size, stride, padding)
+    k, s, p = _window_1d("avg_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode,
+                         count_include_pad=count_include_pad)
     y = avg_pool2d(_signal_as_image("avg_pool1d", input), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
     return _image_as_signal(y, input)
 
@@ -217,7 +231,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     not supported (NotImplementedError)."""
     if single(dilation, "max_pool1d: dilation", 1) != 1:
         raise NotImplementedError("max_pool1d: dilation > 1 is not supported")
-    k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding)
+    k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode)
     y, arg = _pool2d("max", _signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), ceil_mode)
     y = _image_as_signal(y, input)
     if not return_indices:
@@ -394,10 +408,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     planes, then over depth (see above); a NaN wins. return_indices=True also gives the int64 index
     d*H*W + h*W + w of each maximum in its input volume, as torch's. dilation > 1 is not supported
     (NotImplementedError)."""
+    arg_types("max_pool3d", 3, kernel_size, stride, padding, ceil_mode=ceil_mode)
     if triple(dilation, "max_pool3d: dilation", 1, True) != (1, 1, 1):
         raise NotImplementedError("max_pool3d: dilation > 1 is not supported")
     x, unbatched = _volumes("max_pool3d", input)
-    check_args("max_pool3d", "bool", ceil_mode=ceil_mode)
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("max_pool3d", kernel_size, stride, padding)
     out = _separably(max_pool2d, x, (k2, s2, p2, 1, ceil_mode, return_indices),
                      ((kd, 1), (sd, 1), (pd, 0), 1, ceil_mode, return_indices), return_indices)
@@ -409,8 +423,10 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """Average pooling over [N, C, D, H, W] or [C, D, H, W], torch's arguments and divisors (see
     avg_pool2d; each is a product over the dims): avg_pool2d over the (H, W) planes, then over depth;
     divisor_override as window sums (a divisor of 1) divided by it."""
+    arg_types("avg_pool3d", 3, kernel_size, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    if divisor_override is not None:
+        check_args("avg_pool3d", "int", divisor_override=divisor_override)
     x, unbatched = _volumes("avg_pool3d", input)
-    check_args("avg_pool3d", "bool", ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
     ones = None if divisor_override is None else 1

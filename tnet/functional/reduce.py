@@ -471,7 +471,26 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     input, target = _loss_inputs("mse_loss", input, target, reduction, broadcast=True)
     if (input.dtype == torch.bool) != (target.dtype == torch.bool):  # torch's mse promotes a bool operand (l1 does not)
         input, target = (input.to(target.dtype), target) if input.dtype == torch.bool else (input, target.to(input.dtype))
-    return _weighted_reduced("mse_loss", pow(sub(input, target), 2), reduction, weight, input)
+    d = sub(input, target)
+    if weight is None and d.is_floating_point():
+        return _squares_reduced(d, reduction)
+    return _weighted_reduced("mse_loss", pow(d, 2), reduction, weight, input)
+
+
+def _squares_reduced(d, reduction):
+    """mse_loss of the differences d: d * d reduced, with torch's gradient (norm d) g, norm 2 / n for the mean
+    (2 else): the scale first, as torch's formula (2 d overflows where d passes half the dtype's range)."""
+    with no_grad():
+        y = _reduced("mse_loss", mul(d, d), reduction)
+    norm = 2.0 / d.numel() if reduction == "mean" and d.numel() else 2.0
+
+    def grad(g):
+        return mul(mul(d, norm), g)
+
+    def backward(g):
+        with no_grad():
+            return grad(Tensor(g)).memory
+    return record("mse_loss", y.memory, (d,), lambda g: (backward(g),), saved=(d,), graph=lambda g, out: (grad(g),))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -641,7 +660,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 2:
         return _two_norm(x, dim, keepdim)
     if ord in (math.inf, -math.inf):
-        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim or None)]
+        reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim)]  # () is every dim, 0 the first
         check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
                                            "because the operation does not have an identity")
         return _inf_norm(x, ord > 0, dim, keepdim)
@@ -675,7 +694,7 @@ def _p_norm(x, p, dim, keepdim):
     """sum(|x|^p)^(1/p) over dim, with torch's gradient sign(x) |x|^(p-1) g / norm^(p-1): 0
     where the norm is 0, and where x is 0 (p < 1: |x|^(p-1) would be inf)."""
     with no_grad():
-        y = pow(sum(pow(abs(x), p), dim, keepdim=True), 1.0 / p)
+        y = abs(x) if _single(x, dim) else pow(sum(pow(abs(x), p), dim, keepdim=True), 1.0 / p)
 
     def backward(g):
         with no_grad():
@@ -708,21 +727,31 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return y if keepdim else reshape(y, _shape(A.shape, (rows, cols), False))
 
 
+def _single(x, dim):
+    """Whether every dim reduced has size 1 (or x is 0-d): torch's norm of one element is |x| (its
+    is_reduce_over_1D_vector), exact where the square of a huge x would overflow; the gradient stays the norm's."""
+    return builtins.all(x.shape[d] == 1 for d in _dims("linalg.vector_norm", x, dim))
+
+
 def _two_norm(input, dim, keepdim):
     """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN); the
     squares of 16-bit input in fp32 (65504^2 overflows float16), as torch's."""
     with no_grad():
         X = input.memory
-        squares = Tensor(_pw.pointwise("mul", X, X, dtype=torch.float32))
-        y = pow(sum(squares, dim, keepdim=True), 0.5)
-        y = y if y.dtype == input.dtype else y.to(input.dtype)
+        if _single(input, dim):
+            y = abs(input)
+        else:
+            squares = Tensor(_pw.pointwise("mul", X, X, dtype=torch.float32))
+            y = pow(sum(squares, dim, keepdim=True), 0.5)
+            y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):  # x (g / y), as torch's (g x overflows where x is huge), g / y in fp32; 0 where y is 0
+    def backward(g):  # g (x / y), as torch's (g x overflows where x is huge, g / y where y is tiny); 0 where y is 0
         Y = y.memory
-        scale = _pw.pointwise("div", g.reshape(Y.shape), Y, dtype=torch.float32)
-        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("mul", X, scale, dtype=X.dtype))
+        ratio = _pw.pointwise("div", X, Y, dtype=torch.float32)
+        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0,
+                             _pw.pointwise("mul", g.reshape(Y.shape), ratio, dtype=X.dtype))
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
-                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(input, div(g, out))),))
+                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(g, div(input, out))),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 

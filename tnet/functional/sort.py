@@ -418,6 +418,8 @@ def vander(x, N=None, increasing=False):
     as torch.vander: a running product (cumprod), integers in int64."""
     check_tensors("vander", x=x)
     check_args("vander", "bool", increasing=increasing)
+    if N is not None:  # its type before the input's rank, as torch's parser
+        check_args("vander", "int", N=N)
     check(x.ndim == 1, "x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     check(n >= 0, "N must be non-negative.")
@@ -487,6 +489,7 @@ def _float_samples(name, y, dim):
 def _trapezoids(name, y, x, dx, dim):
     """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
     (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+    check_args(name, "int", dim=dim)  # its type before y's rank, as torch's parser
     y, d = _float_samples(name, y, dim)
     n = y.shape[d]
     heights = mul(add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0))), 0.5)

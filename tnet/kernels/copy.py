@@ -82,7 +82,7 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
         tl.store(dst_ptr + dst_off, cast(x, dst_ptr.dtype.element_ty), mask=ok)
 
 
-def _overlaps(x):
+def overlaps(x):
     """Whether two elements of x share memory (an expanded view): then writes would race."""
     if x.numel() == 0:
         return False
@@ -151,7 +151,7 @@ def copy_(dst, src):
     overlap itself); returns dst."""
     check(dst.shape == src.shape, lambda: f"copy_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
     _check_pair("copy_", dst, src)
-    check(not _overlaps(dst), lambda: f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    check(not overlaps(dst), lambda: f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
     _launch(dst, src, dst.shape, dst.stride(), src.stride())
     return dst
 
@@ -160,7 +160,7 @@ def flip_(dst, src, dims):
     """dst[...] = src reversed along `dims` (axes >= 0), cast to dst's dtype; returns dst."""
     check(dst.shape == src.shape, lambda: f"flip_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
     _check_pair("flip_", dst, src)
-    check(not _overlaps(dst), lambda: f"flip_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    check(not overlaps(dst), lambda: f"flip_: dst overlaps itself (strides {dst.stride()}), elements would race")
     if src.numel() == 0:
         return dst
     first = src  # src's last element along the flipped axes, read from there with negated strides
@@ -190,7 +190,7 @@ def gather_(dst, src, index, dim, name="gather_", wrap=False):
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
           dst.shape[dim] == index.shape[0],
           lambda: f"gather_: dst {tuple(dst.shape)} must be src {tuple(src.shape)} with {index.shape[0]} at dim {dim}")
-    check(not _overlaps(dst), lambda: f"gather_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    check(not overlaps(dst), lambda: f"gather_: dst overlaps itself (strides {dst.stride()}), elements would race")
     _launch(dst, src, dst.shape, dst.stride(), src.stride(), index, True, dim, src.shape[dim], report=name, wrap=wrap)
     return dst
 

@@ -98,13 +98,19 @@ def triple(v, name, least=0, expand_one=False):
 def ntuple(v, n, name, least=0, expand_one=False):
     """n ints from an int or a sequence of n (or of one, with expand_one): pair's rule for n sizes."""
     words = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
-    if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
-        raise InputTypeError(f"{name} must be an int or {words} of ints, got {v!r}")
+    sizes_type(v, n, name)
     v = (v,) * n if isinstance(v, int) else tuple(v) * (n if expand_one and len(v) == 1 else 1)
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-        raise InputTypeError(f"{name} must be an int or {words} of ints, got {v}")
     check(len(v) == n, f"{name} must be an int or {words} of ints, got {v}")
     return at_least(v, name, least)
+
+
+def sizes_type(v, n, name):
+    """torch's argument parser's TypeError for a list of n ints (an int, or a tuple or list of ints; a
+    bool is no int), which it raises before any check of the input or the values."""
+    if not isinstance(v, (int, tuple, list)) or isinstance(v, bool) \
+            or not isinstance(v, int) and not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        words = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
+        raise InputTypeError(f"{name} must be an int or {words} of ints, got {v!r}")
 
 
 def single(v, name, least=0):

@@ -415,8 +415,9 @@ def _digamma(x):
 @triton.jit
 def _trigamma(x):
     """psi'(x), digamma's gradient: psi'(z) = psi'(z + 1) + 1 / z^2 up past 6, then its asymptotic
-    series; x < 0 by reflection, pi^2 / sin^2(pi x) - psi'(1 - x) (inf at the negative integers)."""
-    z = tl.where(x < 0.0, 1.0 - x, x)
+    series; x < 0.5 by reflection, pi^2 / sin^2(pi x) - psi'(1 - x), as torch's (Cephes'): sin of the float
+    product pi x, so that a negative integer gives its large finite value and a huge x NaN, as torch's."""
+    z = tl.where(x < 0.5, 1.0 - x, x)
     acc = tl.zeros_like(z)
     for _ in tl.static_range(6):
         low = z < 6.0
@@ -426,8 +427,8 @@ def _trigamma(x):
     w = v * v
     r = acc + v * (1.0 + v * (0.5 + v * (0.16666666666666666 + w * (-0.03333333333333333 + w * (
         0.023809523809523808 - w * 0.03333333333333333)))))
-    s = _sinpi(x)
-    return tl.where(x < 0.0, 9.869604401089358 / (s * s) - r, r)
+    s = tl.sin(3.141592653589793 * x)
+    return tl.where(x < 0.5, 9.869604401089358 / (s * s) - r, r)
 
 
 @triton.jit
@@ -803,14 +804,16 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _digamma(a)
     elif OP == "digamma_backward":  # b = x
         y = a * _trigamma(b)
-    elif OP == "sinc":  # sin(pi x) / (pi x), 1 at 0
-        y = tl.where(a == 0.0, 1.0, _sinpi(a) / (3.141592653589793 * a))
-    elif OP == "sinc_backward":  # b = x: (cos(pi x) - sinc(x)) / x, its series where that cancels (|pi x| < 1/2)
+    elif OP == "sinc":  # sin(pi x) / (pi x) of the float product pi x, 1 at 0, as torch's (NaN where pi x overflows)
+        t = 3.141592653589793 * a
+        y = tl.where(a == 0.0, 1.0, tl.sin(t) / t)
+    elif OP == "sinc_backward":  # b = x, t = pi x (the float product): (t cos t - sin t) / (t x), torch's formula
+        # (NaN where t overflows), its series where that cancels (|t| < 1/2)
         t = 3.141592653589793 * b
         t2 = t * t
         series = 3.141592653589793 * t * (-0.3333333333333333 + t2 * (0.03333333333333333 + t2 * (
             -0.0011904761904761906 + t2 * 2.2045855379188714e-05)))
-        y = a * tl.where(tl.abs(t) < 0.5, series, (_cospi(b) - _sinpi(b) / t) / b)
+        y = a * tl.where(tl.abs(t) < 0.5, series, (t * tl.cos(t) - tl.sin(t)) / (t * b))
     elif OP == "copysign":  # |a| with b's sign bit (-0.0 and -NaN count as negative)
         y = tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
     elif OP == "ldexp_int":  # a 2^b for an integer b, exactly: three powers of 2 made from their bits, each within

@@ -22,6 +22,7 @@ from .launch import FLOATS, INTEGERS, cdiv, check, next_power_of_2
 from .pointwise import log1p_kahan
 
 SORT_DTYPES = (*FLOATS, torch.int64, torch.int32, torch.bool)
+WIDENED = (torch.uint8, torch.int8, torch.int16)  # sorted as int32
 SCAN_DTYPES = (*FLOATS, *INTEGERS)
 # The longest row a sort holds in one program (registers).
 MAX_SORT = 1 << 14
@@ -292,6 +293,10 @@ def sort(x, dim, k=None, descending=False, run=None):
     sorted along dim (>= 0), stably: equal elements keep their order; NaN is the largest. k: only
     the first k along dim. Both new tensors are contiguous, x's shape with k at dim. run: merge-sort
     from runs of this length whatever the row's length (tests)."""
+    if x.dtype in WIDENED:  # uint8, int8, int16 sort as int32, which holds each value: the same order
+        from .copy import copy_
+        values, indices = sort(copy_(torch.empty(x.shape, dtype=torch.int32, device=x.device), x), dim, k, descending, run)
+        return copy_(torch.empty_like(values, dtype=x.dtype), values), indices
     check(x.dtype in SORT_DTYPES, lambda: f"sort: supports {', '.join(map(str, SORT_DTYPES))}, got {x.dtype}")
     check(0 <= dim < x.dim(), lambda: f"sort: dim {dim} out of range for shape {tuple(x.shape)}")
     n = x.shape[dim]
