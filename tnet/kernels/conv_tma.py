@@ -43,12 +43,9 @@ ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering 
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
 MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
-# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU: off unless
-# TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed against the gathering kernels
-TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
-WEIGHT_ENABLED = TRIAL  # the weight gradient
-TF32_ENABLED = TRIAL  # the forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs)
-STRIDE2_ENABLED = TRIAL  # the forward at stride 2
+# The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
+# faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
+TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -190,7 +187,7 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False):
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
             and groups == 1 and dilation == (1, 1)
-            and (stride == (1, 1) or stride == (2, 2) and STRIDE2_ENABLED and not transposed
+            and (stride == (1, 1) or stride == (2, 2) and not transposed
                  and x.shape[2] % 2 == x.shape[3] % 2 == 0)):
         return False
     cout, cin = w.shape[:2]
@@ -203,8 +200,8 @@ def suits_weight(stride, dilation, groups, precision, x, dy):
     gradient dy: stride and dilation 1, one group, 16-bit products, x and dy non-empty, of one 16-bit
     dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
     least MIN_WEIGHT_CHANNELS channels each, an output of powers of 2 rows and columns (at most 64),
-    on a GPU with TMA or in the interpreter; WEIGHT_ENABLED."""
-    if not (x.dtype in _16_BITS and WEIGHT_ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
+    on a GPU with TMA or in the interpreter."""
+    if not (x.dtype in _16_BITS and ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
             and dilation == (1, 1)):
         return False
     c, cout, (oh, ow) = x.shape[1], dy.shape[1], dy.shape[2:]
