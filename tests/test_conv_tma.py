@@ -65,20 +65,33 @@ STRIDE2_SHAPES = [  # x shape (even height and width), Cout, kernel, padding
 ]
 
 
-@pytest.mark.parametrize("shape,cout,kernel,padding", STRIDE2_SHAPES)
-def test_conv_tma_stride_2_forward(shape, cout, kernel, padding, any_width):
-    """The forward at stride 2 (the image read in row and column pairs); odd sizes and the input
-    gradient stay gathered."""
-    x = cl_randn(*shape).to(torch.bfloat16)
-    w = (randn(cout, shape[1], *kernel) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
+def check_stride_2(shape, cout, kernel, padding, dtype=torch.bfloat16):
+    """The forward at stride 2 (the image read in row and column pairs) and the input gradient (each
+    phase of dx by its own taps); odd sizes stay gathered."""
+    precision = "bf16" if dtype == torch.bfloat16 else "fp16"
+    x = cl_randn(*shape).to(dtype)
+    w = (randn(cout, shape[1], *kernel) * 0.3).to(dtype).contiguous(memory_format=CL)
     b = randn(cout)
-    ref = tF.conv2d(f64(x), f64(w), f64(b), 2, padding)
-    assert conv_tma.suits((2, 2), (1, 1), 1, "bf16", x, w)
-    assert not conv_tma.suits((2, 2), (1, 1), 1, "bf16", cl_randn(1, shape[1], 7, 8).to(torch.bfloat16), w)
-    assert not conv_tma.suits((2, 2), (1, 1), 1, "bf16", cl_randn(*ref.shape).to(torch.bfloat16), w, transposed=True)
-    y = conv_tma.conv(x, w, ref.shape[2:], cout, padding, False, stride=2, bias=b, relu=True, precision="bf16",
-                      out_dtype=torch.bfloat16)
-    assert_close(y, torch.relu(ref), ROUNDING["bf16"], f"stride-2 forward x {shape} w {tuple(w.shape)} {padding}")
+    xd = f64(x).requires_grad_(True)
+    ref = tF.conv2d(xd, f64(w), f64(b), 2, padding)
+    what = f"x {shape} w {tuple(w.shape)} padding {padding}"
+    assert conv_tma.suits((2, 2), (1, 1), 1, precision, x, w)
+    assert not conv_tma.suits((2, 2), (1, 1), 1, precision, cl_randn(1, shape[1], 7, 8).to(dtype), w)
+    y = conv_tma.conv(x, w, ref.shape[2:], cout, padding, False, stride=2, bias=b, relu=True, precision=precision,
+                      out_dtype=dtype)
+    assert_close(y, torch.relu(ref), ROUNDING[precision], f"stride-2 forward {what}")
+    g = cl_randn(*ref.shape).to(dtype)
+    ref.backward(f64(g))
+    assert conv_tma.suits((2, 2), (1, 1), 1, precision, g, w, transposed=True, out_hw=shape[2:]) == (cout % 16 == 0)
+    assert not conv_tma.suits((2, 2), (1, 1), 1, precision, g, w, transposed=True, out_hw=(shape[2] + 1, shape[3]))
+    dx = conv_tma.conv(g, w, shape[2:], shape[1], padding, True, stride=2, precision=precision, out_dtype=dtype)
+    assert_close(dx, xd.grad, ROUNDING[precision], f"stride-2 input gradient {what}")
+
+
+@pytest.mark.parametrize("shape,cout,kernel,padding", STRIDE2_SHAPES)
+def test_conv_tma_stride_2(shape, cout, kernel, padding, any_width, monkeypatch):
+    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    check_stride_2(shape, cout, kernel, padding)
 
 
 def check_tf32(shape, cout, kernel, padding):
@@ -142,16 +155,22 @@ def test_conv_tma_weight_suits_powers_of_2_and_wide_channels():
     assert not conv_tma.suits_weight((1, 1), (1, 1), 1, "tf32", x.float(), g.float())
 
 
-@pytest.mark.parametrize("i", config_indices([conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel]))
+@pytest.mark.parametrize("i", config_indices([conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel,
+                                              conv_tma.conv_tma_dgrad2_kernel]))
 def test_conv_tma_every_config(i, monkeypatch, any_width):
     """Each tile config, its blocks in the interpreter too: boxes of rows and of whole images."""
-    only_ith_config(monkeypatch, [conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel], i)
+    only_ith_config(monkeypatch, [conv_tma.conv_tma_kernel, conv_tma.conv_tma_wgrad_kernel,
+                                  conv_tma.conv_tma_dgrad2_kernel], i)
     for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):  # one path on the CPU
         check_tma((2, 64, 9, 10), 64, (3, 3), (1, 1), dtype)
         check_tma((5, 128, 4, 4), 256, (3, 3), (1, 1), dtype)
         check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
     check_tf32((2, 64, 9, 10), 128, (3, 3), (1, 1))
+    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):
+        check_stride_2((2, 64, 8, 16), 128, (3, 3), (1, 1), dtype)
+        check_stride_2((3, 128, 8, 8), 256, (1, 1), (0, 0), dtype)
 
 
 def test_conv_routes_to_tma_where_it_suits(monkeypatch):

@@ -491,8 +491,8 @@ def input_trusted(input_size, weight, grad_output, geometry, groups, precision=N
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
     stride, dilation, padding = geometry[:3]
     precision = pick_precision("conv2d_input", precision, grad_output, weight)
-    if conv_tma.suits(stride, dilation, groups, precision, grad_output, weight, transposed=True):
-        return conv_tma.conv(grad_output, weight, (H, W), C, padding, True, precision=precision,
+    if conv_tma.suits(stride, dilation, groups, precision, grad_output, weight, transposed=True, out_hw=(H, W)):
+        return conv_tma.conv(grad_output, weight, (H, W), C, padding, True, stride=stride[0], precision=precision,
                              out_dtype=out_dtype or grad_output.dtype)
     if weight.dtype == torch.float32:
         weight = weight.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)

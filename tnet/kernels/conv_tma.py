@@ -1,5 +1,5 @@
-"""Convolutions through Hopper's tensor-memory accelerator (TMA), 16-bit operands: the forward (stride
-1 or 2), the input gradient and (for images of powers of 2) the weight gradient, at stride 1.
+"""Convolutions through Hopper's tensor-memory accelerator (TMA), 16-bit operands: the forward and the
+input gradient (stride 1 or 2) and, for images of powers of 2, the weight gradient (stride 1).
 
 A 4-D tensor descriptor over a channels-last image [N, H, W, C] loads a box of BI images' BH x BW
 pixels by BLOCK_K channels at any coordinates, the rows and columns outside the image read as zeros:
@@ -14,7 +14,10 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
   a tap's rows for a box of output rows are one box at the shifted pairs in one phase of the pair.
 - The input gradient, the same kernel TRANSPOSED: tap (i, j) reads dy at (h + PH - i, w + PW - j) and
   the weight's [K step (Cout), BLOCK_N (C)] box at that tap (no flipped copy). A box's columns past C
-  belong to the next tap; they land in output channels past C, which the store leaves out.
+  belong to the next tap; they land in output channels past C, which the store leaves out. At stride 2
+  (conv_tma_dgrad2_kernel) each of dx's four phases (even or odd rows and columns) is a stride-1
+  transposed convolution of dy by the taps of its parity, stored through a descriptor of that phase's
+  pixels: no tap meets the zeros between dy's pixels.
 - The weight gradient, dw[o, tap, c] = sum over output pixels of dy[p, o] x[p shifted by tap, c]: K
   over runs of pixels, for outputs of powers of 2 rows and columns (ResNet's 32x32 to 4x4), where a
   run of whole rows or whole images is both a 2-D box of dy's memory (wgmma's A, transposed in shared
@@ -22,10 +25,11 @@ arithmetic or masks per element, landing in shared memory where wgmma reads it. 
   over 15x15 or 7x7 images waste their pixels past the image: both ran slower than the gathering kernel
   on the H100 (docs/results.md).
 
-`suits` and `suits_weight` say where they run: stride 1 (the forward also 2), dilation 1, one group,
-bf16 or fp16 at 16-bit precision (the forward also fp32 at tf32), dense
-channels-last tensors whose channel counts TMA can stride over, enough channels, on a GPU with TMA (or
-in the interpreter, for the tests). Elsewhere conv.py's gathering kernels run."""
+`suits` and `suits_weight` say where they run: stride 1 (the forward and input gradient also 2, over
+even sizes), dilation 1, one group, bf16 or fp16 at 16-bit precision (the forward also fp32 at tf32),
+dense channels-last tensors whose channel counts TMA can stride over, enough channels, on a GPU with TMA
+(or in the interpreter, for the tests); the switches below keep the paths not yet run or not faster on a
+GPU off. Elsewhere conv.py's gathering kernels run."""
 import functools
 import os
 
@@ -46,6 +50,9 @@ MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at 
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
 # faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
 TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
+# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU (the input gradient at
+# stride 2): off unless TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed
+TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,6 +143,56 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
         y_desc.store([n0, h0, w0, o0], out.to(y_ptr.dtype.element_ty).reshape(BI, BH, BW, BLOCK_N))
 
 
+@autotune(_FWD_CONFIGS, key=["N", "H", "W", "CA", "HO", "WO", "CO", "KH", "KW", "PH", "PW", "PRECISION"],
+          interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
+@jit
+def conv_tma_dgrad2_kernel(a_ptr, w_ptr, y_ptr, N, H: tl.constexpr, W: tl.constexpr, CA: tl.constexpr,
+                           HO: tl.constexpr, WO: tl.constexpr, CO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+                           PH: tl.constexpr, PW: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                           BOX_H: tl.constexpr, BOX_W: tl.constexpr, NUM_SMS: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The input gradient y [N, HO, WO, CO] (HO and WO even) of a stride-2 convolution, for its output
+    gradient a [N, H, W, CA] (NHWC) and the forward's weight [CA, KH, KW, CO] (conv_tma_kernel's
+    TRANSPOSED reading): y[n, 2p + r, 2q + s] = sum over taps i = r + PH (mod 2), j = s + PW (mod 2) of
+    a[n, p + (r + PH - i) / 2, q + (s + PW - j) / 2] @ w[:, i, j]. Each of y's four phases (r, s) is a
+    stride-1 transposed convolution of a by its own taps (none wasted on the zeros between dy's pixels),
+    written through a descriptor of that phase's pixels ([N, HO/2, WO/2, CO], rows and columns 2 apart);
+    a phase without taps (a 1x1 kernel's odd rows) is written as zeros. Persistent, phase after phase."""
+    KS: tl.constexpr = BLOCK_K if BLOCK_K < 64 else 64
+    HH: tl.constexpr = HO // 2
+    WW: tl.constexpr = WO // 2
+    BW: tl.constexpr = BOX_W if BOX_W < BLOCK_M else BLOCK_M
+    BH: tl.constexpr = BOX_H if BOX_H < BLOCK_M // BW else BLOCK_M // BW
+    BI: tl.constexpr = BLOCK_M // (BW * BH)
+    a_desc = tl.make_tensor_descriptor(a_ptr, [N, H, W, CA], [H * W * CA, W * CA, CA, 1], [BI, BH, BW, KS])
+    w_desc = tl.make_tensor_descriptor(w_ptr, [CA, KH * KW * CO], [KH * KW * CO, 1], [KS, BLOCK_N])
+    CHUNKS: tl.constexpr = (CA + KS - 1) // KS
+    NUM_O: tl.constexpr = (CO + BLOCK_N - 1) // BLOCK_N
+    tiles = tl.cdiv(N, BI) * ((HH + BH - 1) // BH) * ((WW + BW - 1) // BW) * NUM_O
+    for r in tl.static_range(2):
+        for s in tl.static_range(2):
+            # the phase's first taps and tap counts (constant: r and s are; unannotated, as they change per phase)
+            i0 = (r + PH) % 2
+            j0 = (s + PW) % 2
+            ni = (KH - i0 + 1) // 2
+            nj = (KW - j0 + 1) // 2
+            y_desc = tl.make_tensor_descriptor(y_ptr + (r * WO + s) * CO, [N, HH, WW, CO],
+                                               [HO * WO * CO, 2 * WO * CO, 2 * CO, 1], [BI, BH, BW, BLOCK_N])
+            for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
+                n0, h0, w0 = _tile(tile // NUM_O, HH, WW, BI, BH, BW)
+                o0 = tile % NUM_O * BLOCK_N
+                acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+                for t in range(0, ni * nj * CHUNKS):
+                    i = i0 + 2 * (t // (nj * CHUNKS))
+                    j = j0 + 2 * ((t // CHUNKS) % nj)
+                    c0 = (t % CHUNKS) * KS
+                    # r + PH - i is even: its half is exact (truncated or floored alike)
+                    a = a_desc.load([n0, h0 + (r + PH - i) // 2, w0 + (s + PW - j) // 2, c0])
+                    b = w_desc.load([c0, (i * KW + j) * CO + o0]).T
+                    acc = mma(b, a.reshape(BLOCK_M, KS).T, acc, PRECISION, INTERPRET)
+                y_desc.store([n0, h0, w0, o0], acc.T.to(y_ptr.dtype.element_ty).reshape(BI, BH, BW, BLOCK_N))
+
+
 @autotune(_WGRAD_CONFIGS, key=["N", "H", "W", "C", "OH", "OW", "COUT", "KH", "KW", "PH", "PW", "PRECISION"],
           interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 @jit
@@ -175,20 +232,20 @@ def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr
     tl.store(dw + offs_c[None, :], acc, mask=(offs_m < COUT)[:, None] & (offs_c < C)[None, :])
 
 
-def suits(stride, dilation, groups, precision, x, w, transposed=False):
-    """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy) of a
-    convolution of x by w: stride 1 (a forward also 2, over an image of even height and width), dilation
-    1, one group, 16-bit products of one 16-bit dtype (or,
-    TF32_ENABLED, a forward's tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout,
-    kh, kw, C] memory) with their addresses and
-    channel counts' bytes multiples of 16, the forward's input channels a multiple of 16 (K steps),
-    at least MIN_OUT_CHANNELS outputs, on a GPU with TMA or in the interpreter."""
+def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=None):
+    """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy and out_hw
+    the input's height and width) of a convolution of x by w: stride 1 or 2 (the forward's input, the
+    input gradient's output of even height and width; the input gradient's at stride 2 only where
+    TRIAL), dilation 1, one group, 16-bit products of one 16-bit dtype (or, TF32_ENABLED, a forward's
+    tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout, kh, kw, C] memory) with
+    their addresses and channel counts' bytes multiples of 16, the forward's input channels a multiple
+    of 16 (K steps), at least MIN_OUT_CHANNELS outputs, on a GPU with TMA or in the interpreter."""
     # cheapest first: every convolution asks
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
             and groups == 1 and dilation == (1, 1)
-            and (stride == (1, 1) or stride == (2, 2) and not transposed
-                 and x.shape[2] % 2 == x.shape[3] % 2 == 0)):
+            and (stride == (1, 1) or stride == (2, 2) and (TRIAL or not transposed)
+                 and all(size % 2 == 0 for size in (out_hw if transposed else x.shape[2:])))):
         return False
     cout, cin = w.shape[:2]
     k, n = (cout, cin) if transposed else (cin, cout)
@@ -230,27 +287,33 @@ def _k_max(channels, dtype):
 
 def conv(a, w, out_hw, out_channels, padding, transposed, *, stride=1, bias=None, relu=False, precision, out_dtype):
     """conv_tma_kernel over a [N, CA, H, W] (channels-last) and w (channels-last): the forward
-    (y [N, out_channels, *out_hw]) or, transposed, the input gradient (a: dy); padding: before the
-    image; stride: the forward's, 1 or 2 both ways. Returns y channels-last in out_dtype."""
+    (y [N, out_channels, *out_hw]) or, transposed, the input gradient (a: dy; conv_tma_dgrad2_kernel
+    at stride 2); padding: before the image; stride: the forward's, 1 or 2. Returns y channels-last in
+    out_dtype."""
     descriptor_memory(a.device)
     N, CA, H, W = a.shape
     (HO, WO), (PH, PW), (KH, KW) = out_hw, padding, w.shape[2:]
     y = torch.empty((N, out_channels, HO, WO), device=a.device, dtype=out_dtype, memory_format=torch.channels_last)
-    box_h, box_w = next_power_of_2(HO), next_power_of_2(WO)
+    phases = transposed and stride == 2  # the stride-2 input gradient's boxes tile each phase's pixels
+    box_hw = (HO // 2, WO // 2) if phases else (HO, WO)
+    box_h, box_w = map(next_power_of_2, box_hw)
 
     def grid(meta):
         m = meta["BLOCK_M"]
         bw = min(box_w, m)
         bh = min(box_h, m // bw)
-        return min(meta["NUM_SMS"], cdiv(N, m // (bw * bh)) * cdiv(HO, bh) * cdiv(WO, bw) *
+        return min(meta["NUM_SMS"], cdiv(N, m // (bw * bh)) * cdiv(box_hw[0], bh) * cdiv(box_hw[1], bw) *
                    cdiv(out_channels, meta["BLOCK_N"])),
     # the key: all the arguments but the tensors (dense channels-last: their shapes decide them)
     key = (a.shape, w.shape, out_hw, padding, stride, transposed, bias is None, relu, precision)
-    launch_kept(_BOUND, key, conv_tma_kernel, grid,
-                (a, w, y, y if bias is None else bias, N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW,
-                 64 if transposed else _k_max(CA, a.dtype), stride),
-                dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, PRECISION=precision, INTERPRET=INTERPRET,
-                     BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4))
+    sizes = (N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW)
+    flags = dict(PRECISION=precision, INTERPRET=INTERPRET, BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4)
+    if phases:
+        launch_kept(_BOUND, key, conv_tma_dgrad2_kernel, grid, (a, w, y, *sizes), flags)
+    else:
+        launch_kept(_BOUND, key, conv_tma_kernel, grid,
+                    (a, w, y, y if bias is None else bias, *sizes, 64 if transposed else _k_max(CA, a.dtype), stride),
+                    dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, **flags))
     return y
 
 
