@@ -202,3 +202,22 @@ def test_conv_routes_to_tma_where_it_suits(monkeypatch):
         assert_close(conv.conv2d_input(xs.shape, ws, g, stride, 1, 1, groups), xd.grad, tol, "input gradient")
         assert_close(conv.conv2d_weight(xs, ws.shape, g, stride, 1, 1, groups), wd.grad, tol, "weight gradient")
         assert calls == expect, (stride, dtype, groups, cout, calls)
+
+
+def test_conv_routes_the_stride_2_input_gradient_to_tma_on_trial(monkeypatch):
+    """conv.conv2d_input of a stride-2 convolution runs conv_tma_dgrad2_kernel where TRIAL is on and the
+    input's height and width are even, the gathering kernel for odd sizes, each against float64."""
+    calls = []
+    real = conv_tma.conv
+    monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append((a[5], k.get("stride"))) or real(*a, **k))
+    monkeypatch.setattr(conv_tma, "MIN_OUT_CHANNELS", 32)
+    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
+    for size, expect in ((8, [(True, 2)]), (7, [])):
+        calls.clear()
+        xd = f64(cl_randn(2, 32, size, size)).requires_grad_(True)
+        ref = tF.conv2d(xd, f64(w), None, 2, 1)
+        g = cl_randn(*ref.shape).to(torch.bfloat16)
+        ref.backward(f64(g))
+        assert_close(conv.conv2d_input(xd.shape, w, g, 2, 1), xd.grad, TOL["bf16"], f"input gradient at {size}")
+        assert calls == expect, (size, calls)
