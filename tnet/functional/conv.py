@@ -27,6 +27,11 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
     positive int that divides both channel counts, no kernel dim of size 0 (torch's RuntimeError)."""
     conv_arg_types(stride, padding, dilation, groups)
+    _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels)
+
+
+def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels):
+    """check_conv_args past the arguments' types (conv_arg_types)."""
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
@@ -51,7 +56,7 @@ _CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the argume
 def _check_shapes(x, w, b, stride, padding, dilation, groups):
     conv_arg_types(stride, padding, dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
-    check_conv_args(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
+    _conv_arg_values(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
     check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
                                                      f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],),
