@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
+from .copy import copy_
 from .launch import FLOATS, INTEGERS, cdiv, check, next_power_of_2
 from .pointwise import log1p_kahan
 
@@ -294,7 +295,6 @@ def sort(x, dim, k=None, descending=False, run=None):
     the first k along dim. Both new tensors are contiguous, x's shape with k at dim. run: merge-sort
     from runs of this length whatever the row's length (tests)."""
     if x.dtype in WIDENED:  # uint8, int8, int16 sort as int32, which holds each value: the same order
-        from .copy import copy_
         values, indices = sort(copy_(torch.empty(x.shape, dtype=torch.int32, device=x.device), x), dim, k, descending, run)
         return copy_(torch.empty_like(values, dtype=x.dtype), values), indices
     check(x.dtype in SORT_DTYPES, lambda: f"sort: supports {', '.join(map(str, SORT_DTYPES))}, got {x.dtype}")
