@@ -11,7 +11,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time,
+from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time, graph_time,
                      names_list, print_header, print_row, ratio, rel_error, write_json)
 from .gemm import ROTATE_BYTES
 
@@ -88,6 +88,10 @@ def add_arguments(parser):
     parser.add_argument("--gathered", action="store_true",
                         help="also time tnet's gathering kernels (kernels/conv.py) where its TMA kernels "
                              "(kernels/conv_tma.py) run, in a column of their own: the A/B of the two")
+    parser.add_argument("--graphed", action="store_true",
+                        help="time each pass replayed from a CUDA graph (the GPU's time alone, as in a captured "
+                             "step) instead of call by call (which counts the host's launch cost where it exceeds "
+                             "the GPU's)")
 
 
 def input_sets(layer, batch, dtype):
@@ -163,10 +167,10 @@ def layer_batch(layer, batch):
     return batch or layer.batch or BATCH
 
 
-def measure(layer, precision, batch, bench, impls=IMPLS):
+def measure(layer, precision, batch, bench, impls=IMPLS, timer=gpu_time):
     """Each pass, tnet then cuDNN (and tnet's gathering kernels, GATHERED in impls): checked
-    against float64 on the first input set, then timed cycling through the sets. Returns the
-    layer's row."""
+    against float64 on the first input set, then timed (timer: gpu_time, call by call, or
+    graph_time) cycling through the sets. Returns the layer's row."""
     batch = layer_batch(layer, batch)
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     sets = {"tnet": input_sets(layer, batch, DTYPES[precision])}
@@ -182,7 +186,7 @@ def measure(layer, precision, batch, bench, impls=IMPLS):
         for impl in impls:
             fn, impl_sets = passes[impl][p], sets[impl]
             results[p, impl] = check_then_time(lambda: checked(fn, impl_sets[0], ref[p], TOL[precision]),
-                                               lambda: gpu_time(fn, impl_sets, bench))
+                                               lambda: timer(fn, impl_sets, bench))
     return layer_row(layer, precision, batch, len(sets["tnet"]), results, impls)
 
 
@@ -224,7 +228,8 @@ def run(args):
     precisions = [p for p in PRECISIONS if p in args.precisions]
     bench = QUICK_BENCH if args.quick else BENCH
     path = os.path.join(args.out, "convs.json")
-    settings = dict(batch=args.batch, precisions=precisions, tolerance=TOL, rotate_bytes=ROTATE_BYTES, do_bench=bench)
+    settings = dict(batch=args.batch, precisions=precisions, tolerance=TOL, rotate_bytes=ROTATE_BYTES, do_bench=bench,
+                    graphed=args.graphed)
     impls = (*IMPLS, GATHERED) if args.gathered else IMPLS
     columns = CONVS_COLUMNS + [GATHERED_COLUMN] if args.gathered else CONVS_COLUMNS
     if args.jobs > 0 and DEVICE == "cuda":
@@ -237,7 +242,7 @@ def run(args):
     try:
         for layer in layers:
             for precision in precisions:
-                rows.append(measure(layer, precision, args.batch, bench, impls))
+                rows.append(measure(layer, precision, args.batch, bench, impls, graph_time if args.graphed else gpu_time))
                 for line in table_lines(rows[-1]):
                     print_row(line, columns)
                 if DEVICE == "cuda":
