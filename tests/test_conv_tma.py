@@ -210,7 +210,7 @@ def test_conv_routes_the_stride_2_input_gradient_to_tma_on_trial(monkeypatch):
     calls = []
     real = conv_tma.conv
     monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append((a[5], k.get("stride"))) or real(*a, **k))
-    monkeypatch.setattr(conv_tma, "MIN_OUT_CHANNELS", 32)
+    monkeypatch.setattr(conv_tma, "MIN_PHASE_CHANNELS", 32)
     monkeypatch.setattr(conv_tma, "TRIAL", True)
     w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
     for size, expect in ((8, [(True, 2)]), (7, [])):

@@ -46,6 +46,9 @@ from .reduce import PartSums
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
+# The stride-2 input gradient's gathering kernel masks about 3 of 4 tap-pixel pairs: even 64 outputs (ResNet's
+# first stride-2 layer) may run faster through the phases' boxes
+MIN_PHASE_CHANNELS = 64
 MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
 # faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
@@ -239,7 +242,7 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=No
     TRIAL), dilation 1, one group, 16-bit products of one 16-bit dtype (or, TF32_ENABLED, a forward's
     tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout, kh, kw, C] memory) with
     their addresses and channel counts' bytes multiples of 16, the forward's input channels a multiple
-    of 16 (K steps), at least MIN_OUT_CHANNELS outputs, on a GPU with TMA or in the interpreter."""
+    of 16 (K steps), at least MIN_OUT_CHANNELS outputs (MIN_PHASE_CHANNELS at stride 2 transposed), on a GPU with TMA or in the interpreter."""
     # cheapest first: every convolution asks
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
@@ -249,7 +252,8 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=No
         return False
     cout, cin = w.shape[:2]
     k, n = (cout, cin) if transposed else (cin, cout)
-    return k % 16 == 0 and n >= MIN_OUT_CHANNELS and n % 8 == 0 and _addressable(x, w)
+    least = MIN_PHASE_CHANNELS if transposed and stride == (2, 2) else MIN_OUT_CHANNELS
+    return k % 16 == 0 and n >= least and n % 8 == 0 and _addressable(x, w)
 
 
 def suits_weight(stride, dilation, groups, precision, x, dy):
