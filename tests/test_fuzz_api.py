@@ -9,7 +9,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 
-from helpers import dev, host
+from helpers import TOL, dev, host, rel_err
 
 
 def one_line_error(kind, fn):
@@ -176,6 +176,12 @@ def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
 
 
 # ---- found by tools/fuzz_ops.py ----------------------------------------------------------------
+
+def as_torch_2_13(reason):
+    """The mark of a case whose reference is torch 2.13 on the CPU (this machine's): earlier torch (2.11, the
+    GPU machine's) behaves otherwise there."""
+    return pytest.mark.skipif(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13), reason=reason)
+
 
 def _same_outcome(fn, rtol=1e-5):
     """fn(torch, its functional module, tensor maker) and fn(tnet, ...): the same values (to rtol) and
@@ -449,7 +455,7 @@ def test_unique_keeps_each_nan_apart_as_torch(call):
 def test_view_of_expanded_channels_raises_as_torch_and_embedding_checks_padding_idx():
     """An expanded dim 1 (stride 0) passed for a channels-last activation, whose view copies: x.view(-1, 2) gave a
     copy where torch raises (fuzz seeds 28-31, torch-only); F.embedding asserts padding_idx's range, as torch's."""
-    b = torch.arange(12.0).reshape(3, 1, 1, 4).expand(3, 4, 1, 4)
+    b = torch.arange(12.0, device=tnet.DEVICE).reshape(3, 1, 1, 4).expand(3, 4, 1, 4)  # Tensor(b) then holds b itself
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         b.view(-1, 2)
     with pytest.raises(RuntimeError):
@@ -794,13 +800,15 @@ def test_copy_of_a_number_fills_as_torch():
     lambda m, f, t: m.zeros(3).index_fill(2, m.zeros(1), 1.0),  # index_fill: the index's dtype first
     lambda m, f, t: m.addmv(m.zeros(()), m.zeros(1, 2), m.zeros(3)),  # torch's message reads input.size(0)
     lambda m, f, t: m.addmv(m.zeros(4), m.zeros(3, 2), m.zeros(2)),
-    lambda m, f, t: m.addmv(m.zeros(3, dtype=torch.bfloat16), m.zeros(3, 0), m.zeros(0)),
+    pytest.param(lambda m, f, t: m.addmv(m.zeros(3, dtype=torch.bfloat16), m.zeros(3, 0), m.zeros(0)),
+                 marks=as_torch_2_13("torch 2.11's addmv takes these mixed dtypes where its product is empty")),
     lambda m, f, t: m.addmm(m.zeros(5, 3, dtype=torch.float16), m.zeros(2, 4), m.zeros(4, 3)),
     lambda m, f, t: m.baddbmm(m.zeros(2, 2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
     lambda m, f, t: m.addbmm(m.zeros(2, 2, dtype=torch.bfloat16), m.zeros(2, 2, 3), m.zeros(2, 3, 2)),
     lambda m, f, t: f.bilinear(m.zeros(2, 3, dtype=torch.float16), m.zeros(2, 5), m.zeros(5, 3, 4, dtype=torch.float16)),
     lambda m, f, t: m.cartesian_prod(t([1, 2, 3]), m.zeros(4)), lambda m, f, t: m.meshgrid(m.zeros(2), t([1]), indexing="ab"),
-    lambda m, f, t: f.conv1d(m.zeros(2, 2, 5), m.zeros(3, 2, 0)),  # a kernel of size 0
+    pytest.param(lambda m, f, t: f.conv1d(m.zeros(2, 2, 5), m.zeros(3, 2, 0)),  # a kernel of size 0
+                 marks=as_torch_2_13("its process died of SIGFPE under torch 2.11 on the GPU machine")),
     lambda m, f, t: m.arange(0, 1, 0.25, dtype=torch.int64),  # the step truncated to int64 is 0: ValueError
     # integer and bool tensors where torch has float kernels only: NotImplementedError
     lambda m, f, t: m.frac(t([1, 2])), lambda m, f, t: m.frac(t([True])), lambda m, f, t: m.logaddexp(t([1, 2]), t([3, 4])),
@@ -949,8 +957,10 @@ def test_transposed_convolution_output_padding_past_the_stride_as_torch(fn, xs, 
     out = getattr(F, fn)(*got, **kw)
     out.backward(tnet.tensor(g))
     assert out.shape == ref.shape
+    # fp32 convolutions run at tf32 on the GPU (torch's cuDNN default)
+    tol = TOL["tf32"] if tnet.DEVICE.type == "cuda" else 1e-5
     for a, r in zip([out] + [t.grad for t in got], [ref] + [t.grad for t in want]):
-        np.testing.assert_allclose(host(a).numpy(), r.detach().numpy(), rtol=1e-4, atol=1e-4)
+        assert rel_err(a, r.detach()) < tol
 
 
 @pytest.mark.parametrize("sa, sb", [((3,), (0, 3, 3, 2)), ((3,), (0, 3, 2)), ((2, 3), (0, 3, 2)), ((1, 2, 3), (0, 3, 2))])
