@@ -28,6 +28,7 @@ def tf32_enabled(monkeypatch):
 def any_width(monkeypatch):
     """The kernels at the tests' small channel counts, which the router leaves to conv.py's."""
     monkeypatch.setattr(conv_tma, "MIN_OUT_CHANNELS", 8)
+    monkeypatch.setattr(conv_tma, "MIN_PHASE_CHANNELS", 8)
 
 
 def check_tma(shape, cout, kernel, padding, dtype):
@@ -89,8 +90,7 @@ def check_stride_2(shape, cout, kernel, padding, dtype=torch.bfloat16):
 
 
 @pytest.mark.parametrize("shape,cout,kernel,padding", STRIDE2_SHAPES)
-def test_conv_tma_stride_2(shape, cout, kernel, padding, any_width, monkeypatch):
-    monkeypatch.setattr(conv_tma, "TRIAL", True)
+def test_conv_tma_stride_2(shape, cout, kernel, padding, any_width):
     check_stride_2(shape, cout, kernel, padding)
 
 
@@ -167,7 +167,6 @@ def test_conv_tma_every_config(i, monkeypatch, any_width):
         check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
     check_tf32((2, 64, 9, 10), 128, (3, 3), (1, 1))
-    monkeypatch.setattr(conv_tma, "TRIAL", True)
     for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):
         check_stride_2((2, 64, 8, 16), 128, (3, 3), (1, 1), dtype)
         check_stride_2((3, 128, 8, 8), 256, (1, 1), (0, 0), dtype)
@@ -205,13 +204,12 @@ def test_conv_routes_to_tma_where_it_suits(monkeypatch):
 
 
 def test_conv_routes_the_stride_2_input_gradient_to_tma_on_trial(monkeypatch):
-    """conv.conv2d_input of a stride-2 convolution runs conv_tma_dgrad2_kernel where TRIAL is on and the
+    """conv.conv2d_input of a stride-2 convolution runs conv_tma_dgrad2_kernel where the
     input's height and width are even, the gathering kernel for odd sizes, each against float64."""
     calls = []
     real = conv_tma.conv
     monkeypatch.setattr(conv_tma, "conv", lambda *a, **k: calls.append((a[5], k.get("stride"))) or real(*a, **k))
     monkeypatch.setattr(conv_tma, "MIN_PHASE_CHANNELS", 32)
-    monkeypatch.setattr(conv_tma, "TRIAL", True)
     w = (randn(32, 32, 3, 3) * 0.3).to(torch.bfloat16).contiguous(memory_format=CL)
     for size, expect in ((8, [(True, 2)]), (7, [])):
         calls.clear()

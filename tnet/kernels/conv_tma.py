@@ -53,9 +53,6 @@ MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at 
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
 # faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
 TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
-# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU (the input gradient at
-# stride 2): off unless TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed
-TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,8 +235,7 @@ def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr
 def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=None):
     """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy and out_hw
     the input's height and width) of a convolution of x by w: stride 1 or 2 (the forward's input, the
-    input gradient's output of even height and width; the input gradient's at stride 2 only where
-    TRIAL), dilation 1, one group, 16-bit products of one 16-bit dtype (or, TF32_ENABLED, a forward's
+    input gradient's output of even height and width), dilation 1, one group, 16-bit products of one 16-bit dtype (or, TF32_ENABLED, a forward's
     tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout, kh, kw, C] memory) with
     their addresses and channel counts' bytes multiples of 16, the forward's input channels a multiple
     of 16 (K steps), at least MIN_OUT_CHANNELS outputs (MIN_PHASE_CHANNELS at stride 2 transposed), on a GPU with TMA or in the interpreter."""
@@ -247,7 +243,7 @@ def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=No
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
             and groups == 1 and dilation == (1, 1)
-            and (stride == (1, 1) or stride == (2, 2) and (TRIAL or not transposed)
+            and (stride == (1, 1) or stride == (2, 2)
                  and all(size % 2 == 0 for size in (out_hw if transposed else x.shape[2:])))):
         return False
     cout, cin = w.shape[:2]

@@ -1057,7 +1057,12 @@ _PLANS = {}  # a launch's plan (_plan) per signature of its operands (_signature
 
 def _signature(op, operands, channels_last, route_dim, dtype):
     """What a launch's plan depends on: each tensor operand's shape, strides, dtype and device,
-    each number's type."""
+    each number's type. Two tensors, the common case, make a flat tuple (cheaper to build and hash)."""
+    if len(operands) == 2:
+        a, b = operands
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            return op, channels_last, route_dim, dtype, a.shape, a.stride(), a.dtype, a.device, \
+                b.shape, b.stride(), b.dtype, b.device
     return (op, channels_last, route_dim, dtype,
             *[(x.shape, x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else type(x) for x in operands])
 
