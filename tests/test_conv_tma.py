@@ -146,6 +146,21 @@ def test_conv_tma_weight(shape, cout, kernel, padding, dtype):
     check_weight(shape, cout, kernel, padding, dtype)
 
 
+PADDED_WEIGHT_SHAPES = [  # outputs of other sizes, padded to powers of 2 (TRIAL)
+    ((2, 64, 7, 7), 64, (3, 3), (1, 1)),  # 7x7 in 8x8 boxes: a run an image
+    ((3, 64, 3, 3), 72, (3, 3), (1, 1)),  # 3x3 in 4x4: runs of four images, past the batch; Cout past M
+    ((2, 64, 15, 15), 64, (3, 3), (1, 1)),  # 15x15 in 16x16: runs of 4 rows, the last past the image
+    ((2, 64, 6, 10), 64, (3, 3), (1, 0)),  # 6x8 outputs in 8x8: the rows alone padded
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,cout,kernel,padding", PADDED_WEIGHT_SHAPES)
+def test_conv_tma_weight_padded(shape, cout, kernel, padding, dtype, monkeypatch):
+    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    check_weight(shape, cout, kernel, padding, dtype)
+
+
 def test_conv_tma_weight_suits_powers_of_2_and_wide_channels():
     x, g = (cl_randn(2, 64, 8, 8).to(torch.bfloat16) for _ in range(2))
     assert conv_tma.suits_weight((1, 1), (1, 1), 1, "bf16", x, g)
@@ -167,6 +182,10 @@ def test_conv_tma_every_config(i, monkeypatch, any_width):
         check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
     check_tf32((2, 64, 9, 10), 128, (3, 3), (1, 1))
+    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):
+        check_weight((3, 64, 15, 15), 128, (3, 3), (1, 1), dtype)
+        check_weight((5, 128, 3, 3), 64, (3, 3), (1, 1), dtype)
     for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):
         check_stride_2((2, 64, 8, 16), 128, (3, 3), (1, 1), dtype)
         check_stride_2((3, 128, 8, 8), 256, (1, 1), (0, 0), dtype)

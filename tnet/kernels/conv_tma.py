@@ -53,6 +53,9 @@ MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at 
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
 # faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
 TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
+# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU (the weight gradient of
+# outputs other than powers of 2): off unless TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed
+TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,33 +201,46 @@ def conv_tma_dgrad2_kernel(a_ptr, w_ptr, y_ptr, N, H: tl.constexpr, W: tl.conste
 @jit
 def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr,
                           OH: tl.constexpr, OW: tl.constexpr, COUT: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
-                          PH: tl.constexpr, PW: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
+                          PH: tl.constexpr, PW: tl.constexpr, BOX_H: tl.constexpr, BOX_W: tl.constexpr,
+                          PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[part, o, i, j, c] = sum over the pixels of part of dy[n, oh, ow, o] * x[n, oh - PH + i, ow - PW + j, c]
-    for x [N, H, W, C] and dy [N, OH, OW, COUT] in NHWC memory, OH and OW powers of 2, OW at most
-    BLOCK_K; dw's parts stride_part apart, each [COUT, KH, KW, C]. The K loop walks runs of BLOCK_K
-    pixels: whole rows of one image, or whole images, so that dy's run is a 2-D box of its [pixels,
-    COUT] memory (wgmma's A operand, transposed in shared memory) and x's the 4-D box over the same
-    pixels, shifted by the tap (the B operand; read as zeros outside the image and past the batch).
+    for x [N, H, W, C] and dy [N, OH, OW, COUT] in NHWC memory, OW at most BLOCK_K; dw's parts
+    stride_part apart, each [COUT, KH, KW, C]. The image's pixels are seen padded to BOX_H x BOX_W,
+    the powers of 2 from OH and OW. The K loop walks runs of BLOCK_K padded pixels: BH whole rows of
+    one image, or BI whole images, each a 4-D box of x (shifted by the tap) and of dy, read as zeros
+    outside the image and past the batch, so that the padding adds nothing (dy's zeros). Where OH and
+    OW are the powers of 2 (FLAT), dy's run is a 2-D box of its [pixels, COUT] memory instead. dy's box
+    is wgmma's A operand, transposed in shared memory; x's the B operand.
     Grid: (taps x C blocks, COUT blocks, parts): part s takes the s-th run of cdiv(runs, parts)."""
-    BH: tl.constexpr = OH if OH < BLOCK_K // OW else BLOCK_K // OW
-    BI: tl.constexpr = BLOCK_K // (OW * BH)
-    x_desc = tl.make_tensor_descriptor(x_ptr, [N, H, W, C], [H * W * C, W * C, C, 1], [BI, BH, OW, BLOCK_N])
-    dy_desc = tl.make_tensor_descriptor(dy_ptr, [N * OH * OW, COUT], [COUT, 1], [BLOCK_K, BLOCK_M])
+    BH: tl.constexpr = BOX_H if BOX_H < BLOCK_K // BOX_W else BLOCK_K // BOX_W
+    BI: tl.constexpr = BLOCK_K // (BOX_W * BH)
+    ROWS: tl.constexpr = (OH + BH - 1) // BH  # runs per image (one where a run holds whole images)
+    FLAT: tl.constexpr = OH == BOX_H and OW == BOX_W
+    x_desc = tl.make_tensor_descriptor(x_ptr, [N, H, W, C], [H * W * C, W * C, C, 1], [BI, BH, BOX_W, BLOCK_N])
+    if FLAT:
+        dy_desc = tl.make_tensor_descriptor(dy_ptr, [N * OH * OW, COUT], [COUT, 1], [BLOCK_K, BLOCK_M])
+    else:
+        dy_desc = tl.make_tensor_descriptor(dy_ptr, [N, OH, OW, COUT], [OH * OW * COUT, OW * COUT, COUT, 1],
+                                            [BI, BH, BOX_W, BLOCK_M])
     C_BLOCKS: tl.constexpr = (C + BLOCK_N - 1) // BLOCK_N
     tap = tl.program_id(0) // C_BLOCKS
     i = tap // KW
     j = tap % KW
     c0 = tl.program_id(0) % C_BLOCKS * BLOCK_N
     o0 = tl.program_id(1) * BLOCK_M
-    runs = tl.cdiv(N * OH * OW, BLOCK_K)
+    runs = tl.cdiv(N, BI) * ROWS
     per = tl.cdiv(runs, tl.num_programs(2))
     first = tl.program_id(2) * per
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for t in range(first, tl.minimum(first + per, runs)):
-        p0 = t * BLOCK_K
-        g = dy_desc.load([p0, o0])
-        x = x_desc.load([p0 // (OH * OW), p0 // OW % OH - PH + i, j - PW, c0]).reshape(BLOCK_K, BLOCK_N)
+        n0 = t // ROWS * BI
+        r0 = t % ROWS * BH
+        if FLAT:  # the run's pixels are consecutive in memory: t * BLOCK_K on
+            g = dy_desc.load([t * BLOCK_K, o0])
+        else:
+            g = dy_desc.load([n0, r0, 0, o0]).reshape(BLOCK_K, BLOCK_M)
+        x = x_desc.load([n0, r0 - PH + i, j - PW, c0]).reshape(BLOCK_K, BLOCK_N)
         acc = mma(g.T, x, acc, PRECISION, INTERPRET)
     offs_m = o0 + tl.arange(0, BLOCK_M)
     offs_c = c0 + tl.arange(0, BLOCK_N)
@@ -256,14 +272,14 @@ def suits_weight(stride, dilation, groups, precision, x, dy):
     """Whether conv_tma_wgrad_kernel runs the weight gradient of a convolution of x with output
     gradient dy: stride and dilation 1, one group, 16-bit products, x and dy non-empty, of one 16-bit
     dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
-    least MIN_WEIGHT_CHANNELS channels each, an output of powers of 2 rows and columns (at most 64),
-    on a GPU with TMA or in the interpreter."""
+    least MIN_WEIGHT_CHANNELS channels each, an output at most 64 columns wide, of powers of 2 rows
+    and columns (other sizes, padded to them, where TRIAL), on a GPU with TMA or in the interpreter."""
     if not (x.dtype in _16_BITS and ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
             and dilation == (1, 1)):
         return False
     c, cout, (oh, ow) = x.shape[1], dy.shape[1], dy.shape[2:]
     return (min(c, cout) >= MIN_WEIGHT_CHANNELS and c % 8 == 0 and cout % 8 == 0 and ow <= 64
-            and oh & (oh - 1) == 0 and ow & (ow - 1) == 0 and _addressable(x, dy))
+            and (TRIAL or oh & (oh - 1) == 0 and ow & (ow - 1) == 0) and _addressable(x, dy))
 
 
 def _addressable(a, b):
@@ -331,14 +347,18 @@ def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
     OH, OW = dy.shape[2:]
     dw = torch.empty(tuple(weight_size), device=x.device, dtype=torch.float32, memory_format=torch.channels_last)
 
+    box_h, box_w = next_power_of_2(OH), next_power_of_2(OW)
+
     def parts_of(meta):
         blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
-        return max(1, min(cdiv(2 * max(SMS, 1), blocks), N * OH * OW // (4 * meta["BLOCK_K"])))
+        rows = min(box_h, meta["BLOCK_K"] // box_w)  # the kernel's runs: BH rows, or BI images
+        runs = cdiv(N, meta["BLOCK_K"] // (box_w * rows)) * cdiv(OH, rows)
+        return max(1, min(cdiv(2 * max(SMS, 1), blocks), runs // 4))
     sums = PartSums(dw, kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW),
                              lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)))
     grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), sums.parts(parts_of(meta)))
     conv_tma_wgrad_kernel[grid](x, dy, sums.buffer, N, dw.numel(), H, W, C, OH, OW, cout, KH, KW, *padding,
-                                PRECISION=precision, INTERPRET=INTERPRET)
+                                BOX_H=box_h, BOX_W=box_w, PRECISION=precision, INTERPRET=INTERPRET)
     sums.finish(dw.permute(0, 2, 3, 1).view(-1))  # the parts hold [Cout, kh, kw, C]: dw's channels-last memory
     return dw if channels_last else dw.contiguous()
 
