@@ -298,7 +298,8 @@ def einsum(equation, *operands):
     """torch.einsum for one or two operands (more are taken two at a time, left to right), with
     '...' and the implicit output: labels summed out, then one batched matmul (batch labels, each
     operand's free labels, the contracted ones), then the output's order; a label repeated within one
-    operand takes that operand's diagonal first. Not supported: sizes that broadcast (1 against n)."""
+    operand takes that operand's diagonal first; a pair with no label summed (an outer product) is an element-wise
+    product instead. Not supported: sizes that broadcast (1 against n)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     check_tensors("einsum", **{f"operand {i}": x for i, x in enumerate(operands)})
@@ -329,7 +330,8 @@ def _einsum_pair(a, la, b, lb, keep, sizes):
                 (size(batch), size(free_a), size(summed)))
     b = reshape(permute(b, tuple(lb.index(c) for c in batch + summed + free_b)),
                 (size(batch), size(summed), size(free_b)))
-    product = matmul(a, b)
+    # no label summed: [B, Fa, 1] times [B, 1, Fb] element-wise (a GEMM of K = 1 would spend whole tiles on it)
+    product = matmul(a, b) if summed else mul(a, b)
     return reshape(product, tuple(sizes[c] for c in batch + free_a + free_b)), "".join(batch + free_a + free_b)
 
 
