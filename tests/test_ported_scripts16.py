@@ -1,25 +1,22 @@
 """Public research code the earlier files leave out, written from memory in its repositories' styles and ported
-by its imports alone, as test_ported_scripts.py: junyanz's CycleGAN (ResnetGenerator with ReflectionPad2d and
-InstanceNorm2d, the PatchGAN discriminator, GANLoss's label buffers, the ImagePool, one Adam over
-itertools.chain of two generators, set_requires_grad, LambdaLR's linear decay); rosinality's Glow (ActNorm's
-data-dependent init behind a uint8 buffer, the LU-decomposed invertible 1x1 convolution from scipy, affine
-couplings with zero-initialised convolutions, squeeze and split with a learned prior); mamba-minimal's selective
-scan (a depthwise causal Conv1d, softplus, einsum of three operands, tied embeddings); efficient-kan's KANLinear
-(B-spline bases, curve2coeff by torch.linalg.lstsq, update_grid, the regulariser); the official BiLSTM-CRF
-tutorial (forward algorithm and Viterbi over python loops); DINO (MultiCropWrapper's unique_consecutive,
-a weight-normed last layer with a frozen g, the centred teacher, numpy schedules, clip_gradients,
+by its imports alone, as test_ported_scripts.py: rosinality's Glow (ActNorm's data-dependent init behind a uint8
+buffer, the LU-decomposed invertible 1x1 convolution from scipy, affine couplings with zero-initialised
+convolutions, squeeze and split with a learned prior); mamba-minimal's selective scan (a depthwise causal Conv1d,
+softplus, split by split_size=, einsum of three operands, tied embeddings); efficient-kan's KANLinear (B-spline
+bases, curve2coeff by a batched torch.linalg.lstsq, update_grid with torch.concatenate, the regulariser); a
+BiLSTM-CRF tagger over pytorch-crf (scores by advanced indexing, the normaliser by logsumexp and a bool mask,
+Viterbi decoding); DINO (MultiCropWrapper's unique_consecutive and list slices by 0-d tensors, a weight-normed
+last layer with a frozen g, the centred teacher, numpy schedules as lr and weight decay, clip_gradients,
 cancel_gradients_last_layer, the momentum teacher); OpenAI's TopK sparse autoencoder (scatter_ of the top-k,
-unit-norm decoder and its gradient projection, the AuxK loss on dead latents, a geometric-median pre-bias);
-the growing neural cellular automaton (Sobel perception by grouped conv2d on a transposed NHWC state, alive
-masks by max pooling, the sample pool and normalised gradients); ndrplz's ConvLSTM; and sgrvinod's Show,
-Attend and Tell (LSTMCell over shrinking batches, pack_padded_sequence of scores and targets, the doubly
-stochastic attention penalty, beam search). Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what
-a script draws; shapes are tiny and runs 1-3 steps."""
-import functools
-import itertools
+unit-norm decoder and its gradient projection, the AuxK loss on dead latents, a geometric-median pre-bias); the
+growing neural cellular automaton (Sobel perception by grouped conv2d on a transposed NHWC state, alive masks by
+max pooling, the sample pool and normalised gradients); ndrplz's ConvLSTM; and sgrvinod's Show, Attend and Tell
+(LSTMCell over shrinking batches, pack_padded_sequence of scores and targets, the doubly stochastic attention
+penalty, beam search). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
+and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are
+tiny and runs 1-2 steps, few launches: the interpreter pays for each (CycleGAN's generators and discriminators
+ported as they are, but took 26 s on the CPU, and are left out)."""
 import math
-import random as py_random
 
 import numpy as np
 
@@ -30,265 +27,7 @@ def normal(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-# (a) junyanz/pytorch-CycleGAN-and-pix2pix: networks.py's get_norm_layer, ResnetGenerator (ReflectionPad2d,
-# ConvTranspose2d with output_padding) and NLayerDiscriminator (the PatchGAN), GANLoss("lsgan") with its label
-# buffers expanded to the prediction, image_pool.py's ImagePool, and cycle_gan_model.py's optimize_parameters
-# (generators with the discriminators frozen by set_requires_grad, cycle losses, one Adam over itertools.chain of
-# both generators, LambdaLR's linear decay). Run with --norm batch --lambda_identity 0: InstanceNorm (composed of
-# reduction kernels, and ported in test_ported_scripts7.py) would double the launches the interpreter pays for.
-def cyclegan(m, state=None):
-    torch, nn = m.torch, m.nn
-    random = py_random.Random(0)  # the script's `random` module, seeded alike for both runs
-
-    class ResnetBlock(nn.Module):
-        def __init__(self, dim, padding_type, norm_layer, use_dropout, use_bias):
-            super(ResnetBlock, self).__init__()
-            self.conv_block = self.build_conv_block(dim, padding_type, norm_layer, use_dropout, use_bias)
-
-        def build_conv_block(self, dim, padding_type, norm_layer, use_dropout, use_bias):
-            conv_block = []
-            p = 0
-            if padding_type == 'reflect':
-                conv_block += [nn.ReflectionPad2d(1)]
-            elif padding_type == 'replicate':
-                conv_block += [nn.ReplicationPad2d(1)]
-            elif padding_type == 'zero':
-                p = 1
-            else:
-                raise NotImplementedError('padding [%s] is not implemented' % padding_type)
-            conv_block += [nn.Conv2d(dim, dim, kernel_size=3, padding=p, bias=use_bias), norm_layer(dim), nn.ReLU(True)]
-            if use_dropout:
-                conv_block += [nn.Dropout(0.5)]
-            p = 0
-            if padding_type == 'reflect':
-                conv_block += [nn.ReflectionPad2d(1)]
-            elif padding_type == 'replicate':
-                conv_block += [nn.ReplicationPad2d(1)]
-            elif padding_type == 'zero':
-                p = 1
-            conv_block += [nn.Conv2d(dim, dim, kernel_size=3, padding=p, bias=use_bias), norm_layer(dim)]
-            return nn.Sequential(*conv_block)
-
-        def forward(self, x):
-            out = x + self.conv_block(x)
-            return out
-
-    class ResnetGenerator(nn.Module):
-        def __init__(self, input_nc, output_nc, ngf=64, norm_layer=nn.BatchNorm2d, use_dropout=False, n_blocks=6,
-                     padding_type='reflect'):
-            assert (n_blocks >= 0)
-            super(ResnetGenerator, self).__init__()
-            if type(norm_layer) == functools.partial:
-                use_bias = norm_layer.func == nn.InstanceNorm2d
-            else:
-                use_bias = norm_layer == nn.InstanceNorm2d
-            model = [nn.ReflectionPad2d(3),
-                     nn.Conv2d(input_nc, ngf, kernel_size=7, padding=0, bias=use_bias),
-                     norm_layer(ngf),
-                     nn.ReLU(True)]
-            n_downsampling = 2
-            for i in range(n_downsampling):
-                mult = 2 ** i
-                model += [nn.Conv2d(ngf * mult, ngf * mult * 2, kernel_size=3, stride=2, padding=1, bias=use_bias),
-                          norm_layer(ngf * mult * 2),
-                          nn.ReLU(True)]
-            mult = 2 ** n_downsampling
-            for i in range(n_blocks):
-                model += [ResnetBlock(ngf * mult, padding_type=padding_type, norm_layer=norm_layer,
-                                      use_dropout=use_dropout, use_bias=use_bias)]
-            for i in range(n_downsampling):
-                mult = 2 ** (n_downsampling - i)
-                model += [nn.ConvTranspose2d(ngf * mult, int(ngf * mult / 2), kernel_size=3, stride=2, padding=1,
-                                             output_padding=1, bias=use_bias),
-                          norm_layer(int(ngf * mult / 2)),
-                          nn.ReLU(True)]
-            model += [nn.ReflectionPad2d(3)]
-            model += [nn.Conv2d(ngf, output_nc, kernel_size=7, padding=0)]
-            model += [nn.Tanh()]
-            self.model = nn.Sequential(*model)
-
-        def forward(self, input):
-            return self.model(input)
-
-    class NLayerDiscriminator(nn.Module):
-        def __init__(self, input_nc, ndf=64, n_layers=3, norm_layer=nn.BatchNorm2d):
-            super(NLayerDiscriminator, self).__init__()
-            if type(norm_layer) == functools.partial:
-                use_bias = norm_layer.func == nn.InstanceNorm2d
-            else:
-                use_bias = norm_layer == nn.InstanceNorm2d
-            kw = 4
-            padw = 1
-            sequence = [nn.Conv2d(input_nc, ndf, kernel_size=kw, stride=2, padding=padw), nn.LeakyReLU(0.2, True)]
-            nf_mult = 1
-            nf_mult_prev = 1
-            for n in range(1, n_layers):
-                nf_mult_prev = nf_mult
-                nf_mult = min(2 ** n, 8)
-                sequence += [
-                    nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=2, padding=padw, bias=use_bias),
-                    norm_layer(ndf * nf_mult),
-                    nn.LeakyReLU(0.2, True)
-                ]
-            nf_mult_prev = nf_mult
-            nf_mult = min(2 ** n_layers, 8)
-            sequence += [
-                nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=1, padding=padw, bias=use_bias),
-                norm_layer(ndf * nf_mult),
-                nn.LeakyReLU(0.2, True)
-            ]
-            sequence += [nn.Conv2d(ndf * nf_mult, 1, kernel_size=kw, stride=1, padding=padw)]
-            self.model = nn.Sequential(*sequence)
-
-        def forward(self, input):
-            return self.model(input)
-
-    class GANLoss(nn.Module):
-        def __init__(self, gan_mode, target_real_label=1.0, target_fake_label=0.0):
-            super(GANLoss, self).__init__()
-            self.register_buffer('real_label', torch.tensor(target_real_label))
-            self.register_buffer('fake_label', torch.tensor(target_fake_label))
-            self.gan_mode = gan_mode
-            if gan_mode == 'lsgan':
-                self.loss = nn.MSELoss()
-            elif gan_mode == 'vanilla':
-                self.loss = nn.BCEWithLogitsLoss()
-            else:
-                raise NotImplementedError('gan mode %s not implemented' % gan_mode)
-
-        def get_target_tensor(self, prediction, target_is_real):
-            if target_is_real:
-                target_tensor = self.real_label
-            else:
-                target_tensor = self.fake_label
-            return target_tensor.expand_as(prediction)
-
-        def __call__(self, prediction, target_is_real):
-            target_tensor = self.get_target_tensor(prediction, target_is_real)
-            return self.loss(prediction, target_tensor)
-
-    class ImagePool():
-        def __init__(self, pool_size):
-            self.pool_size = pool_size
-            if self.pool_size > 0:
-                self.num_imgs = 0
-                self.images = []
-
-        def query(self, images):
-            if self.pool_size == 0:
-                return images
-            return_images = []
-            for image in images:
-                image = torch.unsqueeze(image.data, 0)
-                if self.num_imgs < self.pool_size:
-                    self.num_imgs = self.num_imgs + 1
-                    self.images.append(image)
-                    return_images.append(image)
-                else:
-                    p = random.uniform(0, 1)
-                    if p > 0.5:
-                        random_id = random.randint(0, self.pool_size - 1)
-                        tmp = self.images[random_id].clone()
-                        self.images[random_id] = image
-                        return_images.append(tmp)
-                    else:
-                        return_images.append(image)
-            return_images = torch.cat(return_images, 0)
-            return return_images
-
-    def set_requires_grad(nets, requires_grad=False):
-        if not isinstance(nets, list):
-            nets = [nets]
-        for net in nets:
-            if net is not None:
-                for param in net.parameters():
-                    param.requires_grad = requires_grad
-
-    def get_norm_layer(norm_type='instance'):
-        if norm_type == 'batch':
-            norm_layer = functools.partial(nn.BatchNorm2d, affine=True, track_running_stats=True)
-        elif norm_type == 'instance':
-            norm_layer = functools.partial(nn.InstanceNorm2d, affine=False, track_running_stats=False)
-        elif norm_type == 'none':
-            def norm_layer(x):
-                return nn.Identity()
-        else:
-            raise NotImplementedError('normalization layer [%s] is not found' % norm_type)
-        return norm_layer
-
-    norm_layer = get_norm_layer('batch')
-    netG_A = ResnetGenerator(3, 3, 2, norm_layer=norm_layer, n_blocks=1)
-    netG_B = ResnetGenerator(3, 3, 2, norm_layer=norm_layer, n_blocks=1)
-    netD_A = NLayerDiscriminator(3, 4, n_layers=1, norm_layer=norm_layer)
-    netD_B = NLayerDiscriminator(3, 4, n_layers=1, norm_layer=norm_layer)
-    nets = nn.ModuleList([netG_A, netG_B, netD_A, netD_B])
-    init = load(m, nets, state)
-    lambda_A, lambda_B, lambda_idt = 10.0, 10.0, 0.0  # --lambda_identity 0: two generator passes fewer
-    fake_A_pool, fake_B_pool = ImagePool(2), ImagePool(2)
-    criterionGAN = GANLoss('lsgan')
-    criterionCycle = torch.nn.L1Loss()
-    criterionIdt = torch.nn.L1Loss()
-    optimizer_G = torch.optim.Adam(itertools.chain(netG_A.parameters(), netG_B.parameters()), lr=2e-3, betas=(0.5, 0.999))
-    optimizer_D = torch.optim.Adam(itertools.chain(netD_A.parameters(), netD_B.parameters()), lr=2e-3, betas=(0.5, 0.999))
-    epoch_count, n_epochs, n_epochs_decay = 1, 1, 1
-
-    def lambda_rule(epoch):
-        lr_l = 1.0 - max(0, epoch + epoch_count - n_epochs) / float(n_epochs_decay + 1)
-        return lr_l
-
-    schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda_rule) for optimizer in [optimizer_G, optimizer_D]]
-
-    def backward_D_basic(netD, real, fake):
-        pred_real = netD(real)
-        loss_D_real = criterionGAN(pred_real, True)
-        pred_fake = netD(fake.detach())
-        loss_D_fake = criterionGAN(pred_fake, False)
-        loss_D = (loss_D_real + loss_D_fake) * 0.5
-        loss_D.backward()
-        return loss_D
-
-    rng = np.random.default_rng(0)
-    losses = []
-    for epoch in range(epoch_count, n_epochs + n_epochs_decay):
-        real_A = torch.tensor(np.tanh(normal(rng, 1, 3, 8, 8)))
-        real_B = torch.tensor(np.tanh(normal(rng, 1, 3, 8, 8)))
-        fake_B = netG_A(real_A)
-        rec_A = netG_B(fake_B)
-        fake_A = netG_B(real_B)
-        rec_B = netG_A(fake_A)
-        set_requires_grad([netD_A, netD_B], False)
-        optimizer_G.zero_grad()
-        if lambda_idt > 0:
-            idt_A = netG_A(real_B)
-            loss_idt_A = criterionIdt(idt_A, real_B) * lambda_B * lambda_idt
-            idt_B = netG_B(real_A)
-            loss_idt_B = criterionIdt(idt_B, real_A) * lambda_A * lambda_idt
-        else:
-            loss_idt_A = 0
-            loss_idt_B = 0
-        loss_G_A = criterionGAN(netD_A(fake_B), True)
-        loss_G_B = criterionGAN(netD_B(fake_A), True)
-        loss_cycle_A = criterionCycle(rec_A, real_A) * lambda_A
-        loss_cycle_B = criterionCycle(rec_B, real_B) * lambda_B
-        loss_G = loss_G_A + loss_G_B + loss_cycle_A + loss_cycle_B + loss_idt_A + loss_idt_B
-        loss_G.backward()
-        optimizer_G.step()
-        set_requires_grad([netD_A, netD_B], True)
-        optimizer_D.zero_grad()
-        loss_D_A = backward_D_basic(netD_A, real_B, fake_B_pool.query(fake_B))
-        loss_D_B = backward_D_basic(netD_B, real_A, fake_A_pool.query(fake_A))
-        optimizer_D.step()
-        for scheduler in schedulers:
-            scheduler.step()
-        losses += [loss_G.item(), loss_D_A.item(), loss_D_B.item(), optimizer_G.param_groups[0]['lr']]
-    return init, losses + summary(nets.parameters()) + summary(netD_A.buffers())
-
-
-def test_cyclegan():
-    compare(cyclegan)
-
-
-# (b) rosinality/glow-pytorch's model.py and train.py: ActNorm initialised from the first batch's statistics
+# (a) rosinality/glow-pytorch's model.py and train.py: ActNorm initialised from the first batch's statistics
 # behind a uint8 "initialized" buffer, InvConv2dLU (scipy's QR and LU at init; P, L, U and log|s| with their
 # masks as buffers and parameters), ZeroConv2d padded with ones, AffineCoupling with a sigmoid scale, Block's
 # squeeze by view/permute and its split with a learned prior, gaussian_log_p, and calc_loss in bits per dimension;
@@ -533,7 +272,7 @@ def test_glow():
     compare(glow)
 
 
-# (c) johnma2006/mamba-minimal's model.py with its einops calls written as torch's (the form ports of it take):
+# (b) johnma2006/mamba-minimal's model.py with its einops calls written as torch's (the form ports of it take):
 # ModelArgs' vocabulary padding, RMSNorm, MambaBlock's in_proj split by split_size=, a depthwise Conv1d padded
 # d_conv - 1 and cut to the length, softplus of dt_proj, A = -exp(A_log) from a repeated arange, the sequential
 # selective scan by einsum (three operands for deltaB_u), y * silu(res), the LM head tied to the embedding;
@@ -687,7 +426,7 @@ def test_mamba_minimal_selective_scan():
     compare(mamba_minimal)
 
 
-# (d) Blealtan/efficient-kan's kan.py and its MNIST example: KANLinear's grid buffer from an expanded arange,
+# (c) Blealtan/efficient-kan's kan.py and its MNIST example: KANLinear's grid buffer from an expanded arange,
 # parameters made as torch.Tensor(out, in) and filled by reset_parameters (kaiming_uniform_ and, under no_grad,
 # curve2coeff of uniform noise by a batched torch.linalg.lstsq), b_splines' recursion over bool masks,
 # scaled_spline_weight, update_grid (sort, a linspace of int64 indices, torch.concatenate, bmm) under
@@ -876,7 +615,7 @@ def test_efficient_kan():
     compare(efficient_kan)
 
 
-# (e) a BiLSTM-CRF tagger as NER repositories write it over kmkurn/pytorch-crf's CRF module: start, end and
+# (d) a BiLSTM-CRF tagger as NER repositories write it over kmkurn/pytorch-crf's CRF module: start, end and
 # transition scores, _validate, _compute_score by advanced indexing (emissions[i, torch.arange(batch), tags[i]],
 # transitions[tags[i - 1], tags[i]], tags[seq_ends, torch.arange(batch)]) with in-place += on the score,
 # _compute_normalizer by logsumexp over broadcast scores and torch.where on a bool mask, and _viterbi_decode
@@ -1055,7 +794,7 @@ def test_bilstm_crf():
     compare(bilstm_crf)
 
 
-# (f) facebookresearch/dino's main_dino.py, vision_transformer.py's DINOHead and utils.py, over a small
+# (e) facebookresearch/dino's main_dino.py, vision_transformer.py's DINOHead and utils.py, over a small
 # convolutional backbone: MultiCropWrapper's crops grouped by resolution (torch.unique_consecutive with
 # return_counts, cumsum, the list sliced by 0-d tensors, an empty output grown by torch.cat), DINOHead's
 # trunc_normal_ init and its nn.utils.weight_norm last layer with weight_g filled with 1 and frozen, DINOLoss's
@@ -1280,7 +1019,7 @@ def test_dino():
     compare(dino)
 
 
-# (g) openai/sparse_autoencoder's model.py and loss.py with the training loop of its TopK paper: Autoencoder with a
+# (f) openai/sparse_autoencoder's model.py and loss.py with the training loop of its TopK paper: Autoencoder with a
 # pre-bias, a latent bias and stats buffers (stats_last_nonzero updated by (latents == 0).all(dim=0).long()),
 # TopK (torch.topk, then scatter_ of the activated values into zeros_like), the normalized MSE and L1 losses, the
 # AuxK loss on dead latents (torch.where with -inf, topk, scatter_), the decoder's columns kept at unit norm
@@ -1415,7 +1154,7 @@ def test_topk_sparse_autoencoder():
     compare(topk_sparse_autoencoder)
 
 
-# (h) "Growing Neural Cellular Automata" (Distill) as its PyTorch ports write it: CAModel on an NHWC state,
+# (g) "Growing Neural Cellular Automata" (Distill) as its PyTorch ports write it: CAModel on an NHWC state,
 # transposed to NCHW views for perceive (Sobel filters rotated by an angle, from numpy, repeated per channel and
 # run as a grouped conv2d) and alive (max_pool2d of the alpha channel > 0.1), the zero-initialised fc1, the
 # stochastic fire mask (numpy draws), pre- and post-update life masks by &; the SamplePool of seeds, the batch
@@ -1551,7 +1290,7 @@ def test_neural_cellular_automata():
     compare(neural_ca)
 
 
-# (i) ndrplz/ConvLSTM_pytorch's convlstm.py: ConvLSTMCell (torch.cat of input and h, one convolution split into
+# (h) ndrplz/ConvLSTM_pytorch's convlstm.py: ConvLSTMCell (torch.cat of input and h, one convolution split into
 # four gates by torch.split), ConvLSTM's kernel-size check and _extend_for_multilayer, batch_first input of
 # [b, t, c, h, w] sliced per time step, layers stacked by torch.stack(dim=1), return_all_layers; trained as a
 # next-frame predictor with a 1x1 convolution head on the last layer's outputs
@@ -1689,7 +1428,7 @@ def test_convlstm():
     compare(convlstm)
 
 
-# (j) sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning's models.py, train.py and caption.py: an Encoder whose
+# (i) sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning's models.py, train.py and caption.py: an Encoder whose
 # backbone's first children are frozen by fine_tune (a small CNN for the ResNet), AdaptiveAvgPool2d and permute;
 # Attention and DecoderWithAttention (captions sorted by length with sort(descending=True), LSTMCell over the
 # shrinking batch of the still-unfinished captions, the f_beta gate, predictions and alphas written into zeros
@@ -1831,8 +1570,8 @@ def show_attend_tell(m, state=None):
     alpha_c, grad_clip = 1., 0.05
     rng = np.random.default_rng(13)
     imgs = torch.tensor(normal(rng, 3, 3, 4, 4))
-    caps = torch.tensor([[5, 1, 2, 6, 0], [5, 1, 2, 3, 6], [5, 4, 6, 0, 0]])
-    caplens = torch.tensor([[4], [5], [3]])
+    caps = torch.tensor([[5, 2, 6, 0], [5, 1, 2, 6], [5, 6, 0, 0]])
+    caplens = torch.tensor([[3], [4], [2]])
     decoder.train()
     encoder.train()
     imgs = encoder(imgs)
@@ -1850,7 +1589,7 @@ def show_attend_tell(m, state=None):
     decoder_optimizer.step()
     encoder_optimizer.step()
     top5 = accuracy(scores, targets, 5)
-    assert sort_ind.tolist() == [1, 0, 2] and decode_lengths == [4, 3, 2]
+    assert sort_ind.tolist() == [1, 0, 2] and decode_lengths == [3, 2, 1]
     losses = [loss.item(), top5]
 
     # caption.py's beam search, k = 2, over one image
@@ -1901,7 +1640,7 @@ def show_attend_tell(m, state=None):
             encoder_out = encoder_out[prev_word_inds[incomplete_inds]]
             top_k_scores = top_k_scores[incomplete_inds].unsqueeze(1)
             k_prev_words = next_word_inds[incomplete_inds].unsqueeze(1)
-            if step > 2:
+            if step > 1:
                 break
             step += 1
         complete_seqs += seqs.tolist()
