@@ -31,7 +31,8 @@ def normal(rng, *shape):
 # behind a uint8 "initialized" buffer, InvConv2dLU (scipy's QR and LU at init; P, L, U and log|s| with their
 # masks as buffers and parameters), ZeroConv2d padded with ones, AffineCoupling with a sigmoid scale, Block's
 # squeeze by view/permute and its split with a learned prior, gaussian_log_p, and calc_loss in bits per dimension;
-# the first batch runs under no_grad to initialise ActNorm, as train.py's first iteration does
+# the first batch runs under no_grad to initialise ActNorm, as train.py's first iteration does (without it, the
+# step's batch would be the one ActNorm centred, and the gradients of its loc exactly zero but for rounding)
 def glow(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     from scipy import linalg as la
@@ -590,7 +591,7 @@ def efficient_kan(m, state=None):
         def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0):
             return sum(layer.regularization_loss(regularize_activation, regularize_entropy) for layer in self.layers)
 
-    model = KAN([6, 4, 3], grid_size=4)
+    model = KAN([6, 3], grid_size=4)
     init = load(m, model, state)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-4)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.8)
@@ -972,7 +973,7 @@ def dino(m, state=None):
             # ema update
             self.center = self.center * self.center_momentum + batch_center * (1 - self.center_momentum)
 
-    out_dim, local_crops_number, epochs, niter_per_ep = 5, 2, 2, 1
+    out_dim, local_crops_number, epochs, niter_per_ep = 5, 2, 1, 1
     student = MultiCropWrapper(Backbone(), DINOHead(6, out_dim, nlayers=2, hidden_dim=8, bottleneck_dim=4))
     teacher = MultiCropWrapper(Backbone(), DINOHead(6, out_dim, nlayers=2, hidden_dim=8, bottleneck_dim=4))
     init = load(m, student, state)
@@ -983,7 +984,7 @@ def dino(m, state=None):
     dino_loss = DINOLoss(out_dim, local_crops_number + 2, 0.04, 0.07, 1, epochs)
     params_groups = get_params_groups(student)
     optimizer = torch.optim.AdamW(params_groups)
-    lr_schedule = cosine_scheduler(5e-3, 1e-6, epochs, niter_per_ep, warmup_epochs=1)
+    lr_schedule = cosine_scheduler(5e-3, 1e-6, epochs, niter_per_ep, warmup_epochs=0)
     wd_schedule = cosine_scheduler(0.04, 0.4, epochs, niter_per_ep)
     momentum_schedule = cosine_scheduler(0.996, 1, epochs, niter_per_ep)
     rng = np.random.default_rng(9)
