@@ -12,7 +12,8 @@ unit-norm decoder and its gradient projection, the AuxK loss on dead latents, a 
 growing neural cellular automaton (Sobel perception by grouped conv2d on a transposed NHWC state, alive masks by
 max pooling, the sample pool and normalised gradients); ndrplz's ConvLSTM; and sgrvinod's Show, Attend and Tell
 (LSTMCell over shrinking batches, pack_padded_sequence of scores and targets, the doubly stochastic attention
-penalty, beam search). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
+penalty, beam search); and DeepSurv as pycox writes it (the Cox partial likelihood over durations sorted
+descending, a log-cumsum-exp by method chains, Harrell's C by broadcast comparisons). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
 and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are
 tiny and runs 1-2 steps, few launches: the interpreter pays for each (CycleGAN's generators and discriminators
 ported as they are, but took 26 s on the CPU, and are left out)."""
@@ -1656,3 +1657,101 @@ def show_attend_tell(m, state=None):
 
 def test_show_attend_and_tell():
     compare(show_attend_tell)
+
+
+# (j) DeepSurv as pycox and torchtuples write it: MLPVanilla's DenseVanillaBlock (Linear, ReLU, BatchNorm1d,
+# kaiming_normal_ init through .data, `if self.batch_norm:` on a module), pycox's cox_ph_loss (durations sorted
+# descending, the partial likelihood's log-cumsum-exp by method chains from the max), Nesterov SGD with weight decay,
+# and Harrell's concordance index by broadcast comparisons in eval mode. The loss ignores a shift of every log_h,
+# so the gradients of the biases (the BatchNorm's, before the bias-free output layer) are rounding alone: SGD, not
+# pycox's usual Adam, which would turn them into full steps of either sign
+def deepsurv(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class DenseVanillaBlock(nn.Module):
+        def __init__(self, in_features, out_features, bias=True, batch_norm=True, dropout=0., activation=nn.ReLU,
+                     w_init_=lambda w: nn.init.kaiming_normal_(w, nonlinearity='relu')):
+            super().__init__()
+            self.linear = nn.Linear(in_features, out_features, bias)
+            if w_init_:
+                w_init_(self.linear.weight.data)
+            self.activation = activation()
+            self.batch_norm = nn.BatchNorm1d(out_features) if batch_norm else None
+            self.dropout = nn.Dropout(dropout) if dropout else None
+
+        def forward(self, input):
+            input = self.activation(self.linear(input))
+            if self.batch_norm:
+                input = self.batch_norm(input)
+            if self.dropout:
+                input = self.dropout(input)
+            return input
+
+    class MLPVanilla(nn.Module):
+        def __init__(self, in_features, num_nodes, out_features, batch_norm=True, dropout=None, activation=nn.ReLU,
+                     output_activation=None, output_bias=True,
+                     w_init_=lambda w: nn.init.kaiming_normal_(w, nonlinearity='relu')):
+            super().__init__()
+            num_nodes = [in_features] + list(num_nodes)
+            if not hasattr(dropout, '__iter__'):
+                dropout = [dropout for _ in range(len(num_nodes) - 1)]
+            net = []
+            for n_in, n_out, p in zip(num_nodes[:-1], num_nodes[1:], dropout):
+                net.append(DenseVanillaBlock(n_in, n_out, True, batch_norm, p, activation, w_init_))
+            net.append(nn.Linear(num_nodes[-1], out_features, output_bias))
+            if output_activation:
+                net.append(output_activation)
+            self.net = nn.Sequential(*net)
+
+        def forward(self, input):
+            return self.net(input)
+
+    def cox_ph_loss_sorted(log_h, events, eps: float = 1e-7):
+        if events.dtype is torch.bool:
+            events = events.float()
+        events = events.view(-1)
+        log_h = log_h.view(-1)
+        gamma = log_h.max()
+        log_cumsum_h = log_h.sub(gamma).exp().cumsum(0).add(eps).log().add(gamma)
+        return - log_h.sub(log_cumsum_h).mul(events).sum().div(events.sum())
+
+    def cox_ph_loss(log_h, durations, events, eps: float = 1e-7):
+        idx = durations.sort(descending=True)[1]
+        events = events[idx]
+        log_h = log_h[idx]
+        return cox_ph_loss_sorted(log_h, events, eps)
+
+    class CoxPHLoss(torch.nn.Module):
+        def forward(self, log_h, durations, events):
+            return cox_ph_loss(log_h, durations, events)
+
+    def concordance_index(risk, durations, events):
+        comparable = (durations[:, None] < durations[None, :]) & events[:, None].bool()
+        concordant = ((risk[:, None] > risk[None, :]) & comparable).sum()
+        return (concordant.float() / comparable.sum()).item()
+
+    net = MLPVanilla(5, [6], 1, batch_norm=True, dropout=0.0, output_bias=False)
+    init = load(m, net, state)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
+    loss_fn = CoxPHLoss()
+    rng = np.random.default_rng(14)
+    x = torch.tensor(normal(rng, 10, 5))
+    durations = torch.tensor(rng.permutation(10).astype(np.float32) + 1)  # distinct times: one sort order
+    events = torch.tensor(rng.random(10) < 0.7)
+    losses = []
+    net.train()
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = loss_fn(net(x), durations, events)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    net.eval()
+    with torch.no_grad():
+        risk = net(x).view(-1)
+    losses.append(concordance_index(risk, durations, events))
+    return init, losses + summary(net.parameters()) + summary(net.buffers())
+
+
+def test_deepsurv_cox_partial_likelihood():
+    compare(deepsurv)
