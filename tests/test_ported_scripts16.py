@@ -1571,9 +1571,9 @@ def show_attend_tell(m, state=None):
     criterion = nn.CrossEntropyLoss().to(device)
     alpha_c, grad_clip = 1., 0.05
     rng = np.random.default_rng(13)
-    imgs = torch.tensor(normal(rng, 3, 3, 4, 4))
-    caps = torch.tensor([[5, 2, 6, 0], [5, 1, 2, 6], [5, 6, 0, 0]])
-    caplens = torch.tensor([[3], [4], [2]])
+    imgs = torch.tensor(normal(rng, 2, 3, 4, 4))
+    caps = torch.tensor([[5, 6, 0], [5, 2, 6]])
+    caplens = torch.tensor([[2], [3]])
     decoder.train()
     encoder.train()
     imgs = encoder(imgs)
@@ -1591,7 +1591,7 @@ def show_attend_tell(m, state=None):
     decoder_optimizer.step()
     encoder_optimizer.step()
     top5 = accuracy(scores, targets, 5)
-    assert sort_ind.tolist() == [1, 0, 2] and decode_lengths == [3, 2, 1]
+    assert sort_ind.tolist() == [1, 0] and decode_lengths == [2, 1]
     losses = [loss.item(), top5]
 
     # caption.py's beam search, k = 2, over one image
