@@ -1,22 +1,22 @@
-"""Public research code the earlier files leave out, written from memory in its repositories' styles and ported
-by its imports alone, as test_ported_scripts.py: rosinality's Glow (ActNorm's data-dependent init behind a uint8
-buffer, the LU-decomposed invertible 1x1 convolution from scipy, affine couplings with zero-initialised
-convolutions, squeeze and split with a learned prior); mamba-minimal's selective scan (a depthwise causal Conv1d,
-softplus, split by split_size=, einsum of three operands, tied embeddings); efficient-kan's KANLinear (B-spline
-bases, curve2coeff by a batched torch.linalg.lstsq, update_grid with torch.concatenate, the regulariser); a
-BiLSTM-CRF tagger over pytorch-crf (scores by advanced indexing, the normaliser by logsumexp and a bool mask,
-Viterbi decoding); DINO (MultiCropWrapper's unique_consecutive and list slices by 0-d tensors, a weight-normed
-last layer with a frozen g, the centred teacher, numpy schedules as lr and weight decay, clip_gradients,
-cancel_gradients_last_layer, the momentum teacher); OpenAI's TopK sparse autoencoder (scatter_ of the top-k,
-unit-norm decoder and its gradient projection, the AuxK loss on dead latents, a geometric-median pre-bias); the
-growing neural cellular automaton (Sobel perception by grouped conv2d on a transposed NHWC state, alive masks by
-max pooling, the sample pool and normalised gradients); ndrplz's ConvLSTM; and sgrvinod's Show, Attend and Tell
-(LSTMCell over shrinking batches, pack_padded_sequence of scores and targets, the doubly stochastic attention
-penalty, beam search); and DeepSurv as pycox writes it (the Cox partial likelihood over durations sorted
-descending, a log-cumsum-exp by method chains, Harrell's C by broadcast comparisons). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
-and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are
-tiny and runs 1-2 steps, few launches: the interpreter pays for each (CycleGAN's generators and discriminators
-ported as they are, but took 26 s on the CPU, and are left out)."""
+"""Public research code the earlier files leave out, written from memory in its repositories' styles and ported by its
+imports alone, as test_ported_scripts.py: rosinality's Glow (ActNorm's data-dependent init behind a uint8 buffer,
+the LU-decomposed invertible 1x1 convolution from scipy, affine couplings with zero-initialised convolutions,
+squeeze and split with a learned prior); mamba-minimal's selective scan (a depthwise causal Conv1d, softplus, split
+by split_size=, einsum of three operands, tied embeddings); efficient-kan's KANLinear (B-spline bases, curve2coeff
+by a batched torch.linalg.lstsq, update_grid with torch.concatenate, the regulariser); a BiLSTM-CRF tagger over
+pytorch-crf (scores by advanced indexing, the normaliser by logsumexp and a bool mask, Viterbi decoding); DINO
+(MultiCropWrapper's unique_consecutive and list slices by 0-d tensors, a weight-normed last layer with a frozen g,
+the centred teacher, numpy schedules as lr and weight decay, clip_gradients, cancel_gradients_last_layer, the
+momentum teacher); OpenAI's TopK sparse autoencoder (scatter_ of the top-k, unit-norm decoder and its gradient
+projection, the AuxK loss on dead latents, a geometric-median pre-bias); the growing neural cellular automaton
+(Sobel perception by grouped conv2d on a transposed NHWC state, alive masks by max pooling, the sample pool and
+normalised gradients); ndrplz's ConvLSTM; sgrvinod's Show, Attend and Tell (LSTMCell over shrinking batches,
+pack_padded_sequence of scores and targets, the doubly stochastic attention penalty, beam search); and DeepSurv as
+pycox writes it (the Cox partial likelihood over durations sorted descending, a log-cumsum-exp by method chains,
+Harrell's C by broadcast comparisons). Each runs in tnet, then in torch from tnet's initial weights (state_dict
+through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws;
+shapes are tiny and runs 1-2 steps, few launches: the interpreter pays for each (CycleGAN's generators and
+discriminators ported as they are, but took 26 s on the CPU, and are left out)."""
 import math
 
 import numpy as np
