@@ -1599,7 +1599,8 @@ def show_attend_tell(m, state=None):
     decoder.eval()
     with torch.no_grad():
         k = 2
-        encoder_out = encoder(imgs.new_tensor(normal(rng, 1, 3, 4, 4)))  # (1, enc_image_size, enc_image_size, encoder_dim)
+        image = imgs.new_tensor(normal(rng, 1, 3, 4, 4))
+        encoder_out = encoder(image)  # (1, enc_image_size, enc_image_size, encoder_dim)
         encoder_dim = encoder_out.size(3)
         encoder_out = encoder_out.view(1, -1, encoder_dim)  # (1, num_pixels, encoder_dim)
         num_pixels = encoder_out.size(1)
