@@ -199,6 +199,17 @@ def test_einsum_errors():
         tnet.einsum("ij,jk->ik", tnet.randn(3, 4), tnet.randn(5, 2))
 
 
+def test_einsum_under_autocast_is_16_bit():
+    """torch's einsum is on autocast's 16-bit list (CUDA): an outer product (tnet's element-wise product, no GEMM)
+    as a contraction."""
+    a, b = tnet.randn(2, 3, requires_grad=True), tnet.randn(3, 4)
+    with tnet.autocast("cuda", dtype=tnet.float16):
+        outer, inner = tnet.einsum("bi,bj->bij", a, a), tnet.einsum("ij,jk->ik", a, b)
+    assert outer.dtype == inner.dtype == tnet.float16
+    outer.float().sum().backward()
+    assert a.grad.dtype == tnet.float32
+
+
 def test_torch_names_scripts_use(tmp_path):
     """dtype names, the host Generator, seeding, cuda's memory calls, DataParallel, torch.load's and
     torch.tensor's arguments and the legacy typed constructors, as scripts write them."""
