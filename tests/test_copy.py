@@ -383,10 +383,12 @@ SHAPE_CASES = {
     "cat empty 1-D": (lambda m, a, e: m.cat([e, a, e], 1), [(3, 5), (0,)]),
     "cat size 0 at dim": (lambda m, a, e: m.concat([a, e, a], 0), [(3, 5), (0, 5)]),
     "concatenate": (lambda m, a, b: m.concatenate([a, b], axis=1), [(3, 2), (3, 5)]),
+    "concatenate dim=": (lambda m, a, b: m.concatenate([a, b], dim=0), [(2, 3), (4, 3)]),  # efficient-kan's spelling
     "stack -1": (lambda m, a, b: m.stack([a, b, a], -1), [(3, 4), (3, 4)]),
     "stack channels-last": (lambda m, a, b: m.stack([a, b], 1), [(2, 16, 3, 5, CLX), (2, 16, 3, 5, CLX)]),
     "split int": (lambda m, a: m.cat(m.split(a, 2, -1)[::-1], -1), [(3, 4, 5)]),
     "split sizes channels-last": (lambda m, a: m.cat(a.split([5, 0, 11], 1)[::-1], 1), [(2, 16, 3, 3, CLX)]),
+    "split split_size=": (lambda m, a: m.cat(a.split(split_size=[1, 3], dim=-1)[::-1], -1), [(2, 4)]),  # Tensor.split
     "chunk": (lambda m, a: m.cat(m.chunk(a, 3)[::-1]), [(7, 3)]),
     "unbind": (lambda m, a: m.stack(a.unbind(1)[::-1]), [(2, 3, 4)]),
     "permute channels-last": (lambda m, a: a.permute(0, 2, 3, 1).reshape(-1, 16), [(2, 16, 3, 5, CLX)]),

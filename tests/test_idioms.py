@@ -185,7 +185,8 @@ def test_scatter_as_torch(rng):
     ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
     ("i,i->", [(4,), (4,)]), ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ij->j", [(3, 4)]),
     ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("bi,bi->b", [(3, 4), (3, 4)]), ("ijk,ik->j", [(2, 3, 4), (2, 4)]),
-    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)])])
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("bld,dn->bldn", [(2, 3, 4), (4, 5)]), ("bld,bln,bld->bldn", [(2, 3, 4), (2, 3, 5), (2, 3, 4)])])  # outer products
 def test_einsum_as_torch(rng, equation, shapes):
     pairs = [leaf(rng, *s) for s in shapes]
     check(lambda *a: tnet.einsum(equation, *a), lambda *a: torch.einsum(equation, *a), pairs, rng, TOL["tf32"])
@@ -196,6 +197,17 @@ def test_einsum_errors():
         tnet.einsum("ii->i", tnet.randn(3, 4))
     with pytest.raises(ValueError, match="sizes"):
         tnet.einsum("ij,jk->ik", tnet.randn(3, 4), tnet.randn(5, 2))
+
+
+def test_einsum_under_autocast_is_16_bit():
+    """torch's einsum is on autocast's 16-bit list (CUDA): an outer product (tnet's element-wise product, no GEMM)
+    as a contraction."""
+    a, b = tnet.randn(2, 3, requires_grad=True), tnet.randn(3, 4)
+    with tnet.autocast("cuda", dtype=tnet.float16):
+        outer, inner = tnet.einsum("bi,bj->bij", a, a), tnet.einsum("ij,jk->ik", a, b)
+    assert outer.dtype == inner.dtype == tnet.float16
+    outer.float().sum().backward()
+    assert a.grad.dtype == tnet.float32
 
 
 def test_torch_names_scripts_use(tmp_path):

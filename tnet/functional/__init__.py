@@ -89,7 +89,8 @@ for _name, _method in {
         "flip": lambda self, *dims: flip(self, shape_args(dims)), "transpose": transpose, "swapaxes": swapaxes,
         "swapdims": swapdims, "movedim": movedim, "unflatten": unflatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
         "expand": expand, "expand_as": expand_as, "repeat": repeat, "narrow": narrow, "select": select,
-        "unbind": unbind, "split": split, "chunk": chunk, "clone": clone, "unfold": unfold_windows,
+        "unbind": unbind, "split": lambda self, split_size, dim=0: split(self, split_size, dim),  # torch's keyword
+        "chunk": chunk, "clone": clone, "unfold": unfold_windows,
         "index_select": index_select,
         "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": _swapped(sub),
         "__mul__": mul, "__rmul__": _swapped(mul), "__truediv__": div, "__rtruediv__": _swapped(div),

@@ -758,11 +758,7 @@ def cat(tensors, dim=0):
     return _copy_record("cat", tensors, y, backward, graph=graph)
 
 
-concat = cat
-
-
-def concatenate(tensors, axis=0):
-    return cat(tensors, axis)
+concat = concatenate = cat  # torch's aliases; cat takes numpy's axis= too
 
 
 @numpy_names

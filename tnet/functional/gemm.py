@@ -12,7 +12,7 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
-from .copy import diagonal, expand, permute, reshape, squeeze, transpose, unsafe_view, unsqueeze
+from .copy import diagonal, expand, permute, reshape, squeeze, to, transpose, unsafe_view, unsqueeze
 from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
 from .inputs import check_args, check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
@@ -298,7 +298,8 @@ def einsum(equation, *operands):
     """torch.einsum for one or two operands (more are taken two at a time, left to right), with
     '...' and the implicit output: labels summed out, then one batched matmul (batch labels, each
     operand's free labels, the contracted ones), then the output's order; a label repeated within one
-    operand takes that operand's diagonal first. Not supported: sizes that broadcast (1 against n)."""
+    operand takes that operand's diagonal first; a pair with no label summed (an outer product) is an element-wise
+    product instead. Not supported: sizes that broadcast (1 against n)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     check_tensors("einsum", **{f"operand {i}": x for i, x in enumerate(operands)})
@@ -329,7 +330,11 @@ def _einsum_pair(a, la, b, lb, keep, sizes):
                 (size(batch), size(free_a), size(summed)))
     b = reshape(permute(b, tuple(lb.index(c) for c in batch + summed + free_b)),
                 (size(batch), size(summed), size(free_b)))
-    product = matmul(a, b)
+    if summed:
+        product = matmul(a, b)
+    else:  # [B, Fa, 1] times [B, 1, Fb] element-wise (a GEMM of K = 1 would spend whole tiles on it), in autocast's
+        low = amp.get_autocast_dtype()  # dtype as the GEMM's, torch's einsum being on autocast's 16-bit list
+        product = mul(a, b) if low is None else mul(to(a, low), to(b, low))
     return reshape(product, tuple(sizes[c] for c in batch + free_a + free_b)), "".join(batch + free_a + free_b)
 
 
