@@ -1,6 +1,6 @@
 """Public research code the earlier files leave out, written from memory in its repositories' styles and ported by its
 imports alone, as test_ported_scripts.py: rosinality's Glow (ActNorm's data-dependent init behind a uint8 buffer,
-the LU-decomposed invertible 1x1 convolution from scipy, affine couplings with zero-initialised convolutions,
+the LU-decomposed invertible 1x1 convolution (scipy's LU, here numpy's), affine couplings with zero-initialised convolutions,
 squeeze and split with a learned prior); mamba-minimal's selective scan (a depthwise causal Conv1d, softplus, split
 by split_size=, einsum of three operands, tied embeddings); efficient-kan's KANLinear (B-spline bases, curve2coeff
 by a batched torch.linalg.lstsq, update_grid with torch.concatenate, the regulariser); a BiLSTM-CRF tagger over
@@ -28,15 +28,29 @@ def normal(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
+def lu(a):
+    """scipy.linalg.lu's (P, L, U), a = P @ L @ U, by partial pivoting in numpy: the scripts' scipy call, which
+    is no dependency of tnet's tests."""
+    n = a.shape[0]
+    u, low, perm = a.copy(), np.eye(n, dtype=a.dtype), np.arange(n)
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(u[k:, k])))
+        u[[k, p]], perm[[k, p]], low[[k, p], :k] = u[[p, k]], perm[[p, k]], low[[p, k], :k]
+        low[k + 1:, k] = u[k + 1:, k] / u[k, k]
+        u[k + 1:] -= low[k + 1:, k:k + 1] * u[k]
+    p_mat = np.zeros_like(a)
+    p_mat[perm, np.arange(n)] = 1
+    return p_mat, low, np.triu(u)
+
+
 # (a) rosinality/glow-pytorch's model.py and train.py: ActNorm initialised from the first batch's statistics
-# behind a uint8 "initialized" buffer, InvConv2dLU (scipy's QR and LU at init; P, L, U and log|s| with their
+# behind a uint8 "initialized" buffer, InvConv2dLU (scipy's QR and LU at init, numpy's here; P, L, U and log|s| with their
 # masks as buffers and parameters), ZeroConv2d padded with ones, AffineCoupling with a sigmoid scale, Block's
 # squeeze by view/permute and its split with a learned prior, gaussian_log_p, and calc_loss in bits per dimension;
 # the first batch runs under no_grad to initialise ActNorm, as train.py's first iteration does (without it, the
 # step's batch would be the one ActNorm centred, and the gradients of its loc exactly zero but for rounding)
 def glow(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
-    from scipy import linalg as la
     from math import log, pi
 
     logabs = lambda x: torch.log(torch.abs(x))  # noqa: E731
@@ -73,8 +87,8 @@ def glow(m, state=None):
         def __init__(self, in_channel):
             super().__init__()
             weight = np_rng.standard_normal((in_channel, in_channel))
-            q, _ = la.qr(weight)
-            w_p, w_l, w_u = la.lu(q.astype(np.float32))
+            q, _ = np.linalg.qr(weight)
+            w_p, w_l, w_u = lu(q.astype(np.float32))
             w_s = np.diag(w_u)
             w_u = np.triu(w_u, 1)
             u_mask = np.triu(np.ones_like(w_u), 1)
