@@ -108,3 +108,28 @@ def test_no_test_file_imports_another():
     bad = [f"{path.name}: {module}" for path in (ROOT / "tests").glob("*.py") for module, _ in imports(path)
            if module in tests]
     assert not bad, bad
+
+
+# The packages the project depends on (README: triton, torch, numpy, tqdm; pytest, with pytest-xdist for -n, to test;
+# matplotlib for plots), beside the standard library and the repository's own modules
+DEPENDENCIES = {"torch", "triton", "numpy", "tqdm", "pytest", "xdist", "matplotlib"}
+# Imported only where present: the tests skip without them (pytest.importorskip), and the maintainers' tool that
+# decodes the data pack's JPEGs runs where Pillow is
+OPTIONAL = {"tensorboard", "einops", "PIL"}
+
+
+def test_imports_stay_within_the_dependencies():
+    """No file imports a package that CI does not install (scipy in a ported script failed only there)."""
+    import sys
+    own = {p.stem for p in ROOT.glob("*.py")} | {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    own |= {p.stem for p in (ROOT / "tests").glob("*.py")} | {p.stem for p in (ROOT / "tools").glob("*.py")}
+    allowed = DEPENDENCIES | OPTIONAL | set(sys.stdlib_module_names) | own | {"__main__"}
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
+            continue
+        for module, _ in imports(path):
+            top = module.split(".")[0]
+            if top and top not in allowed:
+                found.setdefault(top, str(path.relative_to(ROOT)))
+    assert not found, f"imports outside the dependencies: {found}"
