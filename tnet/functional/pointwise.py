@@ -24,7 +24,7 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_value_of, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -982,9 +982,7 @@ def threshold(input, threshold, value, inplace=False):
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
     if not input.is_floating_point():  # torch casts both numbers to the integer dtype first (0.1 to 0, 2.5 to 2)
-        check(math.isfinite(threshold) and math.isfinite(value),
-              lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
-        return where(le(input, int(threshold)), int(value), input)
+        return where(le(input, as_int64(threshold)), as_int64(value), input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), as_float_of(value, X.dtype))  # the value only, as torch's
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),
