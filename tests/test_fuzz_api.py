@@ -1048,3 +1048,13 @@ def test_round_16_small_integers_and_volumes_as_torch(call):
     lambda m, f, t: f.conv1d(m.ones(0, 2, 3), m.ones(2, 2, 2, dtype=torch.float16), m.ones(2, dtype=torch.float16))])
 def test_convolution_dtypes_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 54-55
+    lambda m, f, t: f.threshold(t(3), 0, 1e30), lambda m, f, t: f.threshold(t([1, -2]), -1e30, 7),  # past int64
+    lambda m, f, t: f.threshold(t([1, -2]), 0.5, -3.7),
+    # the sizes' types before the channels, as torch's parser
+    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1, 1.5, 2),
+    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1.0)])
+def test_round_17_argument_checks_as_torch(call):
+    _same_outcome(call)
