@@ -833,3 +833,13 @@ def test_nll_loss_mean_gradient_divides_g_by_the_total_first_as_torch():
     F.nll_loss(a, tnet.tensor([0]), weight=tnet.tensor(w)).backward(tnet.tensor(-1.4))
     tF.nll_loss(b, torch.tensor([0]), weight=torch.tensor(w)).backward(torch.tensor(-1.4))
     _same(a.grad.numpy(), b.grad)
+
+
+def test_variance_of_a_constant_huge_slice_is_0_as_torch():
+    """var and std take the mean as sum(x / n): a constant slice of 3e38 has variance 0 and mean 3e38, as torch's
+    Welford (sum / n overflowed to inf: std inf; fuzz seed 55)."""
+    x = np.array([[3e38, 3e38], [-3e38, -3e38], [1.0, INF], [0.1, 0.1], [2.0, -1.0]], np.float32)
+    for name in ("var_mean", "std_mean"):
+        got, want = getattr(tnet, name)(tnet.tensor(x), 1), getattr(torch, name)(torch.tensor(x), 1)
+        for a, b in zip(got, want):
+            _same(a.numpy(), b)
