@@ -1055,6 +1055,9 @@ def test_convolution_dtypes_as_torch(call):
     lambda m, f, t: f.threshold(t([1, -2]), 0.5, -3.7),
     # the sizes' types before the channels, as torch's parser
     lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1, 1.5, 2),
-    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1.0)])
+    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1.0),
+    # integer powers of two tensors in their promoted dtype (fuzz seed 57: int32 gave int64)
+    lambda m, f, t: m.pow(t([3, 7]).int(), t([2, 20]).int()), lambda m, f, t: m.pow(t(3).int(), t(2).int()),
+    lambda m, f, t: m.pow(t([3, 200]).to(torch.uint8), t(2).to(torch.uint8)), lambda m, f, t: m.pow(3, t([2, 5]).int())])
 def test_round_17_argument_checks_as_torch(call):
     _same_outcome(call)

@@ -469,13 +469,16 @@ def _integer_power(X, n):
 
 
 def _ipow(a, b):
-    """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
-    two bool tensors raise as torch's."""
+    """a ** b of integers (integer tensors or ints; bools as 0 and 1), exact in int64 wrapping on overflow, then in
+    their promoted dtype (int32 ** int32 is int32, wrapped there), as torch's; two bool tensors raise as torch's."""
     if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
         raise not_implemented("pow", torch.bool)
+    dtype = torch.result_type(*(torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor)
+                                else v for v in (a, b)))
     a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
             else int(v) if isinstance(v, bool) else v for v in (a, b))
-    return Tensor(_pw.pointwise("ipow", a, b))
+    y = _pw.pointwise("ipow", a, b)
+    return Tensor(y if y.dtype == dtype else copy_(torch.empty_like(y, dtype=dtype), y))
 
 
 def rpow(input, base):
