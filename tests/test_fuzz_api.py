@@ -1058,6 +1058,9 @@ def test_convolution_dtypes_as_torch(call):
     lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1.0),
     # integer powers of two tensors in their promoted dtype (fuzz seed 57: int32 gave int64)
     lambda m, f, t: m.pow(t([3, 7]).int(), t([2, 20]).int()), lambda m, f, t: m.pow(t(3).int(), t(2).int()),
-    lambda m, f, t: m.pow(t([3, 200]).to(torch.uint8), t(2).to(torch.uint8)), lambda m, f, t: m.pow(3, t([2, 5]).int())])
+    lambda m, f, t: m.pow(t([3, 200]).to(torch.uint8), t(2).to(torch.uint8)), lambda m, f, t: m.pow(3, t([2, 5]).int()),
+    # the bias's dtype too, as torch's addmm (fuzz seed 57)
+    lambda m, f, t: f.linear(m.ones(2, 3, dtype=torch.bfloat16), m.ones(4, 3, dtype=torch.bfloat16), m.ones(4)),
+    lambda m, f, t: f.linear(m.ones(3), m.ones(4, 3), m.ones(4, dtype=torch.float16))])
 def test_round_17_argument_checks_as_torch(call):
     _same_outcome(call)
