@@ -1061,6 +1061,9 @@ def test_convolution_dtypes_as_torch(call):
     lambda m, f, t: m.pow(t([3, 200]).to(torch.uint8), t(2).to(torch.uint8)), lambda m, f, t: m.pow(3, t([2, 5]).int()),
     # the bias's dtype too, as torch's addmm (fuzz seed 57)
     lambda m, f, t: f.linear(m.ones(2, 3, dtype=torch.bfloat16), m.ones(4, 3, dtype=torch.bfloat16), m.ones(4)),
-    lambda m, f, t: f.linear(m.ones(3), m.ones(4, 3), m.ones(4, dtype=torch.float16))])
+    lambda m, f, t: f.linear(m.ones(3), m.ones(4, 3), m.ones(4, dtype=torch.float16)),
+    # any and all of uint8 give uint8, torch's legacy rule (fuzz seed 59)
+    lambda m, f, t: m.all(t([[1, 0], [2, 3]]).to(torch.uint8), 1, keepdim=True), lambda m, f, t: m.any(m.zeros(2, 3).byte()),
+    lambda m, f, t: t([[1, 0], [2, 3]]).to(torch.uint8).all(), lambda m, f, t: m.any(t([[1, 0], [2, 3]]).int(), 0)])
 def test_round_17_argument_checks_as_torch(call):
     _same_outcome(call)

@@ -268,14 +268,19 @@ def count_nonzero(input, dim=None):
 
 @numpy_names
 def any(input, dim=None, keepdim=False):
-    """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor."""
-    return gt(_count("any", input, dim, keepdim, "ne"), 0)
+    """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor (see _truth)."""
+    return _truth(input, gt(_count("any", input, dim, keepdim, "ne"), 0))
 
 
 @numpy_names
 def all(input, dim=None, keepdim=False):
-    """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
-    return eq(_count("all", input, dim, keepdim, "eq"), 0)
+    """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor (see _truth)."""
+    return _truth(input, eq(_count("all", input, dim, keepdim, "eq"), 0))
+
+
+def _truth(input, y):
+    """any's and all's answer y (bool) as torch gives it: uint8 for a uint8 input (its legacy rule), else bool."""
+    return y.to(torch.uint8) if input.dtype == torch.uint8 else y
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
