@@ -843,3 +843,14 @@ def test_variance_of_a_constant_huge_slice_is_0_as_torch():
         got, want = getattr(tnet, name)(tnet.tensor(x), 1), getattr(torch, name)(torch.tensor(x), 1)
         for a, b in zip(got, want):
             _same(a.numpy(), b)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_cross_entropy_gradient_of_an_ignored_row_keeps_nan_as_torch(label_smoothing):
+    """An ignored row's gradient is softmax(x) * 0, as torch's log_softmax backward: NaN beside a NaN or +inf
+    (fuzz seed 59: 0)."""
+    x = np.array([[NAN, 1.0], [0.5, 1.0], [INF, 2.0], [3.0, 4.0]], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    F.cross_entropy(a, tnet.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
+    tF.cross_entropy(b, torch.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
+    _same(a.grad.numpy(), b.grad)
