@@ -21,13 +21,12 @@ from tnet import trainer
 DEV = tnet.DEVICE
 CL = torch.channels_last
 TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
-# A 16-bit result's rounding alone (about 2^-9 and 2^-12 relative; the interpreter truncates bf16), with
+# A 16-bit result's rounding alone (about 2^-9 and 2^-12 relative), with
 # room, for outputs whose fp32 sums are exact but for their order (convolutions): TOL's 16-bit bounds
 # let through a GPU miscompile that gave 1.5e-2 (docs/results.md, 2026-12-05)
 ROUNDING = {"bf16": 6e-3, "fp16": 6e-4}
 
-# 16-bit storage: each dtype's tolerance against float64 of the same rounded inputs (the
-# interpreter truncates fp32 -> bf16 stores, the GPU rounds them).
+# 16-bit storage: each dtype's tolerance against float64 of the same rounded inputs.
 LOW = (torch.float16, torch.bfloat16)
 FLOATS = (torch.float32, *LOW)
 # The "every config" tests run each tile config in every storage dtype on the GPU; under the

@@ -383,11 +383,8 @@ class SmallNet(nn.Module):
 
 
 def to_bf16(x):
-    """x rounded to bfloat16 as tnet's kernels round it: to nearest on the GPU; the interpreter's
-    fp32 -> bf16 casts truncate (docs/triton.md), so there the low 16 bits of the fp32 value go."""
-    if not tnet.INTERPRET:
-        return x.to(torch.bfloat16).double()
-    return (x.float().view(torch.int32) & -65536).view(torch.float32).double()
+    """x rounded to bfloat16 as tnet's kernels round it: to nearest, in the interpreter too (docs/triton.md)."""
+    return x.to(torch.bfloat16).double()
 
 
 class _Bf16(torch.autograd.Function):

@@ -248,7 +248,7 @@ def test_view_and_t_errors_like_torch():
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float16, 1e-3), (torch.bfloat16, TOL["bf16"])])
 def test_to_16_bit_and_back_with_gradients(rng, dtype, tol):
-    """bf16 within its tolerance: the interpreter truncates fp32 -> bf16 (the GPU rounds)."""
+    """Casts to 16 bits and back, with their gradients, within each dtype's tolerance."""
     x, xr = pair(rng, 6, 11)
     h, hr = x.to(dtype), xr.to(dtype)
     assert h.dtype == dtype and h.requires_grad

@@ -1058,3 +1058,22 @@ def test_round_16_small_integers_and_volumes_as_torch(call):
     lambda m, f, t: f.conv1d(m.ones(0, 2, 3), m.ones(2, 2, 2, dtype=torch.float16), m.ones(2, dtype=torch.float16))])
 def test_convolution_dtypes_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 54-55
+    lambda m, f, t: f.threshold(t(3), 0, 1e30), lambda m, f, t: f.threshold(t([1, -2]), -1e30, 7),  # past int64
+    lambda m, f, t: f.threshold(t([1, -2]), 0.5, -3.7),
+    # the sizes' types before the channels, as torch's parser
+    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1, 1.5, 2),
+    lambda m, f, t: f.conv3d(m.ones(1, 3, 3, 2, 4), m.ones(2, 2, 2, 1, 1), None, 1.0),
+    # integer powers of two tensors in their promoted dtype (fuzz seed 57: int32 gave int64)
+    lambda m, f, t: m.pow(t([3, 7]).int(), t([2, 20]).int()), lambda m, f, t: m.pow(t(3).int(), t(2).int()),
+    lambda m, f, t: m.pow(t([3, 200]).to(torch.uint8), t(2).to(torch.uint8)), lambda m, f, t: m.pow(3, t([2, 5]).int()),
+    # the bias's dtype too, as torch's addmm (fuzz seed 57)
+    lambda m, f, t: f.linear(m.ones(2, 3, dtype=torch.bfloat16), m.ones(4, 3, dtype=torch.bfloat16), m.ones(4)),
+    lambda m, f, t: f.linear(m.ones(3), m.ones(4, 3), m.ones(4, dtype=torch.float16)),
+    # any and all of uint8 give uint8, torch's legacy rule (fuzz seed 59)
+    lambda m, f, t: m.all(t([[1, 0], [2, 3]]).to(torch.uint8), 1, keepdim=True), lambda m, f, t: m.any(m.zeros(2, 3).byte()),
+    lambda m, f, t: t([[1, 0], [2, 3]]).to(torch.uint8).all(), lambda m, f, t: m.any(t([[1, 0], [2, 3]]).int(), 0)])
+def test_round_17_argument_checks_as_torch(call):
+    _same_outcome(call)

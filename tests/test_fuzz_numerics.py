@@ -807,3 +807,50 @@ def test_sinc_of_the_float_product_as_torch():
     out.sum().backward()
     ref.sum().backward()
     _same(a.grad.numpy(), b.grad)  # torch's (t cos t - sin t) / (t x), t = pi x: NaN where t overflows
+
+
+def test_bf16_results_round_to_nearest_and_read_subnormals_as_torch():
+    """Kernels' bf16 results round to nearest even and bf16 subnormals read exactly, as on the GPU and in
+    torch (the interpreter truncated fp32 -> bf16 and flushed or scaled subnormals; fuzz seeds 54-56)."""
+    x = torch.tensor([0.1455, 0.832, -0.0623, 9.1835e-41, -9.1835e-41, 1e-39, 3e38, NAN, -0.0, 2.5]).bfloat16()
+    a = tnet.tensor(x)
+    pairs = [(tnet.mul(a, 1.7), x * 1.7), (tnet.log(a), torch.log(x)), (tnet.gt(a, 0), x > 0),
+             (a.float(), x.float()), (tnet.tensor(torch.tensor([1, 257, -7, 2 ** 20 + 1])).to(torch.bfloat16),
+                                      torch.tensor([1, 257, -7, 2 ** 20 + 1]).bfloat16())]
+    for got, want in pairs:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(host(got).float().numpy(), want.float().numpy())
+    g, t = tnet.tensor(x, requires_grad=True), x.clone().requires_grad_(True)
+    F.relu(g).backward(tnet.ones_like(g))
+    torch.relu(t).backward(torch.ones_like(t))
+    np.testing.assert_array_equal(host(g.grad).float().numpy(), t.grad.float().numpy())  # 1 at the positive subnormal
+
+
+def test_nll_loss_mean_gradient_divides_g_by_the_total_first_as_torch():
+    """The mean's gradient is weight * (g / total), torch's order: a subnormal total gives inf (fuzz seed 56)."""
+    x, w = np.array([[0.4886, -1.2031]], np.float32), np.array([1e-40, -0.0], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    F.nll_loss(a, tnet.tensor([0]), weight=tnet.tensor(w)).backward(tnet.tensor(-1.4))
+    tF.nll_loss(b, torch.tensor([0]), weight=torch.tensor(w)).backward(torch.tensor(-1.4))
+    _same(a.grad.numpy(), b.grad)
+
+
+def test_variance_of_a_constant_huge_slice_is_0_as_torch():
+    """var and std take the mean as sum(x / n): a constant slice of 3e38 has variance 0 and mean 3e38, as torch's
+    Welford (sum / n overflowed to inf: std inf; fuzz seed 55)."""
+    x = np.array([[3e38, 3e38], [-3e38, -3e38], [1.0, INF], [0.1, 0.1], [2.0, -1.0]], np.float32)
+    for name in ("var_mean", "std_mean"):
+        got, want = getattr(tnet, name)(tnet.tensor(x), 1), getattr(torch, name)(torch.tensor(x), 1)
+        for a, b in zip(got, want):
+            _same(a.numpy(), b)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_cross_entropy_gradient_of_an_ignored_row_keeps_nan_as_torch(label_smoothing):
+    """An ignored row's gradient is softmax(x) * 0, as torch's log_softmax backward: NaN beside a NaN or +inf
+    (fuzz seed 59: 0)."""
+    x = np.array([[NAN, 1.0], [0.5, 1.0], [INF, 2.0], [3.0, 4.0]], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    F.cross_entropy(a, tnet.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
+    tF.cross_entropy(b, torch.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
+    _same(a.grad.numpy(), b.grad)

@@ -323,12 +323,16 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     check(input.ndim == 5 and weight.ndim == 5,
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
-    check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,  # conv2d checks groups' type
+    # the sizes' types before the channels, as torch's parser (conv2d checks groups' type)
+    sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
+    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
+    if not isinstance(padding, str):
+        front, *plane_padding = triple(padding, "conv3d: padding", 0, True)
+        back = front
+    check(not isinstance(groups, int) or input.shape[1] == weight.shape[1] * groups,
           lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
     if isinstance(bias, Tensor):  # the planes' conv2d checks the weight, not the bias added after
         _check_dtypes("conv3d", input, weight, bias, amp.get_autocast_dtype())
-    sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
-    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
     kd = weight.shape[2]
     if isinstance(padding, str):  # the depth's pad here, the plane's by conv2d's rule
         front = back = 0
@@ -336,9 +340,6 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             check((sd, sh, sw) == (1, 1, 1), "conv3d: padding='same' is not supported for strided convolutions")
             front, back = dd * (kd - 1) // 2, dd * (kd - 1) - dd * (kd - 1) // 2
         plane_padding = padding
-    else:
-        front, *plane_padding = triple(padding, "conv3d: padding", 0, True)
-        back = front
     x = pad(input, (0, 0, 0, 0, front, back)) if front or back else input
     N, C, D, H, W = x.shape
     OD = (D - dd * (kd - 1) - 1) // sd + 1

@@ -212,8 +212,8 @@ def linear(input, weight, bias=None):
     kept copy) and writes a 16-bit output, the fp32 bias added in its epilogue. Each gradient comes in its input's dtype (fp32 for fp32
     masters), written so by the GEMM or the reduction: no extra cast pass."""
     x, w, b = input, weight, bias
-    check_tensors("linear", x=x, w=w)
-    same_dtype("linear", x, w)
+    check_tensors("linear", x=x, w=w, **({} if b is None else {"b": b}))
+    same_dtype("linear", x, w, *([] if b is None else [b]))  # the bias too, as torch's addmm
     if w.ndim == 1 and b is None:  # torch's one-output form: w [in], the output without its last dim
         y = linear(x, unsqueeze(w, 0))
         return unsafe_view(y, tuple(y.shape[:-1]))

@@ -24,7 +24,7 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_value_of, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -469,13 +469,16 @@ def _integer_power(X, n):
 
 
 def _ipow(a, b):
-    """a ** b of integers (int64 tensors or ints; bools as 0 and 1), exact int64 wrapping on overflow, as torch's;
-    two bool tensors raise as torch's."""
+    """a ** b of integers (integer tensors or ints; bools as 0 and 1), exact in int64 wrapping on overflow, then in
+    their promoted dtype (int32 ** int32 is int32, wrapped there), as torch's; two bool tensors raise as torch's."""
     if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
         raise not_implemented("pow", torch.bool)
+    dtype = torch.result_type(*(torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor)
+                                else v for v in (a, b)))
     a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
             else int(v) if isinstance(v, bool) else v for v in (a, b))
-    return Tensor(_pw.pointwise("ipow", a, b))
+    y = _pw.pointwise("ipow", a, b)
+    return Tensor(y if y.dtype == dtype else copy_(torch.empty_like(y, dtype=dtype), y))
 
 
 def rpow(input, base):
@@ -982,9 +985,7 @@ def threshold(input, threshold, value, inplace=False):
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)
     if not input.is_floating_point():  # torch casts both numbers to the integer dtype first (0.1 to 0, 2.5 to 2)
-        check(math.isfinite(threshold) and math.isfinite(value),
-              lambda: f"threshold: value cannot be converted to type {input.dtype} without overflow")
-        return where(le(input, int(threshold)), int(value), input)
+        return where(le(input, as_int64(threshold)), as_int64(value), input)
     X = input.memory
     y = _pw.pointwise("threshold", X, float(threshold), as_float_of(value, X.dtype))  # the value only, as torch's
     return record("threshold", y, (input,), lambda g: (_pw.pointwise("threshold_backward", g, X, float(threshold)),),

@@ -268,14 +268,19 @@ def count_nonzero(input, dim=None):
 
 @numpy_names
 def any(input, dim=None, keepdim=False):
-    """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor."""
-    return gt(_count("any", input, dim, keepdim, "ne"), 0)
+    """Whether some element over dim (None: all; an int or a tuple) is nonzero (NaN is): a bool tensor (see _truth)."""
+    return _truth(input, gt(_count("any", input, dim, keepdim, "ne"), 0))
 
 
 @numpy_names
 def all(input, dim=None, keepdim=False):
-    """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor."""
-    return eq(_count("all", input, dim, keepdim, "eq"), 0)
+    """Whether every element over dim (None: all; an int or a tuple) is nonzero: a bool tensor (see _truth)."""
+    return _truth(input, eq(_count("all", input, dim, keepdim, "eq"), 0))
+
+
+def _truth(input, y):
+    """any's and all's answer y (bool) as torch gives it: uint8 for a uint8 input (its legacy rule), else bool."""
+    return y.to(torch.uint8) if input.dtype == torch.uint8 else y
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -387,21 +392,23 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
         out = record(name, torch.full(out_shape, math.nan, device=input.device, dtype=input.dtype), (input,),
                      lambda g: (torch.zeros_like(input.memory),))
         return (out, sum_or_mean("mean", input, dims, keepdim, mean=True)) if with_mean else out
-    plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
-    # sum / n can be an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - mean
-    # added back makes it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not
-    # rounding noise over rounding noise; beside an inf (a NaN correction) the plain mean stays, as a Welford mean
-    # of one element. The backward reads the plain mean, as torch's formula (inf beside an inf)
-    drift = _reduce.reduce(_pw.pointwise("sub", X, plain), dims, divisor=n, dtype=torch.float32)
-    mean = _pw.pointwise("add_finite", plain, drift)
+    # sum(x / n), which no finite slice overflows (sum / n of [3e38, 3e38] is inf, torch's Welford mean 3e38), can be
+    # an ulp off a constant slice's value, where torch's Welford mean is exact: the mean of x - base added back makes
+    # it exact there, so that such a slice's variance is 0 and std's gradient 0 (torch's rule), not rounding noise
+    # over rounding noise; beside an inf (a NaN correction) the base stays, as a Welford mean of one element
+    base = _reduce.reduce(_pw.pointwise("div", X, float(n), dtype=torch.float32), dims)
+    drift = _reduce.reduce(_pw.pointwise("sub", X, base), dims, divisor=n, dtype=torch.float32)
+    mean = _pw.pointwise("add_finite", base, drift)
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
     k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
 
-    def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule)
+    def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule), the
+        # mean being torch's formula's sum / n (inf beside an inf, or past the range)
         g = g.reshape(y.shape)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
+        plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
         return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
     def graph(g, out):  # backward's rule on the tape

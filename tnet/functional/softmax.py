@@ -125,9 +125,9 @@ def _nll(input, target, weight, ignore_index, reduction):
     y = _cast(out, dtype)
     shape, R = input.shape, rows.shape[0]
 
-    def backward(g):  # -wt[r] g[r] (/ total for the mean) at each row's label, 0 elsewhere
+    def backward(g):  # -wt[r] g[r] (wt times g / total for the mean, torch's order) at each row's label, 0 elsewhere
         g = g.reshape(-1) if reduction == "none" else g.reshape(1)
-        s = _pw.pointwise("muldiv", wt, g, total) if reduction == "mean" else _pw.pointwise("mul", wt, g)
+        s = _pw.pointwise("mul", wt, _pw.pointwise("div", g, total) if reduction == "mean" else g)
         if reduction == "mean":  # an ignored row's 0 / 0 (every row's weight 0) is 0 in torch, not NaN
             s = _pw.pointwise("where", _pw.pointwise("eq", labels, ignore_index), 0.0, s)
         d_rows = _pw.route(_pw.pointwise("neg", s).view(R, 1), labels.view(R, 1), (R, C), 1)

@@ -7,6 +7,7 @@ Any number of dims, any strides on either side (negative ones flip); dims are or
 destination's strides and merged where both sides allow, so most copies run as 1-D or 2-D ones."""
 import math
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -20,21 +21,34 @@ from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d, cdiv
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8, torch.bool, torch.uint8,
           torch.int16)
 INDEX_DTYPES = (torch.int64, torch.int32)
-_ROUND_BF16_BY_HAND = tl.constexpr(INTERPRET)
 
 
-@triton.jit
-def cast(x, dtype: tl.constexpr):
-    """x cast to dtype, float narrowing rounded to nearest even as on the GPU: the interpreter
-    truncates fp32 -> bf16, so there the rounding is done on the bits (NaN kept quiet); its casts
-    of ints, bools and fp16 to bf16 are wrong (the bits reinterpreted), so those go through fp32."""
-    if _ROUND_BF16_BY_HAND and (dtype == tl.bfloat16) and (x.dtype != tl.float32):
-        x = x.to(tl.float32)
-    if _ROUND_BF16_BY_HAND and (dtype == tl.bfloat16) and (x.dtype == tl.float32):
-        bits = x.to(tl.uint32, bitcast=True)
-        bits = tl.where(x == x, bits + 0x7FFF + ((bits >> 16) & 1), bits | 0x400000)
-        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-    return x.to(dtype)
+def _round_bf16_casts():
+    """The interpreter's casts to and from bf16 as the GPU's: fp32 -> bf16 rounded to nearest even (the
+    interpreter truncates), bf16 subnormals widened exactly (it zeroes or scales them), ints, bools and fp16
+    to bf16 by value (it reinterprets their bits). bf16 is stored as uint16 there: the casts are on the bits."""
+    from triton.runtime import interpreter
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    if builder is None or not hasattr(builder, "cast_impl") or not hasattr(interpreter, "TensorHandle"):
+        return  # another layout: Triton's own casts
+    own = builder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        src_type, dst = src.dtype.scalar, dst_type.scalar
+        if (src_type == tl.bfloat16) == (dst == tl.bfloat16):
+            return own(self, src, dst_type)
+        if src_type == tl.bfloat16:
+            wide = (np.asarray(src.data).astype(np.uint32) << 16).view(np.float32)
+            return interpreter.TensorHandle(wide.astype(interpreter._get_np_dtype(dst)), dst)
+        x = np.asarray(src.data).astype(np.float32)
+        bits = x.view(np.uint32)
+        bits = np.where(x == x, bits + 0x7FFF + ((bits >> 16) & 1), bits | 0x400000)  # NaN kept quiet
+        return interpreter.TensorHandle((bits >> 16).astype(np.uint16), dst)
+    builder.cast_impl = cast_impl
+
+
+if INTERPRET:
+    _round_bf16_casts()
 
 
 # restore_value: the tuner runs a config many times, and an adding copy must add once.
@@ -79,7 +93,7 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
     if ADD:
         tl.atomic_add(dst_ptr + dst_off, x.to(tl.float32), mask=ok, sem="relaxed")
     else:
-        tl.store(dst_ptr + dst_off, cast(x, dst_ptr.dtype.element_ty), mask=ok)
+        tl.store(dst_ptr + dst_off, x.to(dst_ptr.dtype.element_ty), mask=ok)
 
 
 def overlaps(x):

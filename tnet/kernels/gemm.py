@@ -24,7 +24,7 @@ import triton.language as tl
 from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
-from .copy import cast, copy_
+from .copy import copy_
 from .reduce import sum_except
 
 PRECISIONS = ("ieee", "tf32", "bf16", "fp16")
@@ -163,7 +163,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
     if ACCUMULATE:
         acc += tl.load(c_ptrs, mask=c_mask, other=0.0).to(tl.float32)
     acc = epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS, RELU)
-    tl.store(c_ptrs, cast(acc, c_ptr.dtype.element_ty), mask=c_mask)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
 # With ACCUMULATE the kernel reads C, so the tuner's trial launches must put C back after
@@ -212,7 +212,7 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
         mask_m = offs_m < M
         mask_n = offs_n < N
         acc = epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS, RELU)
-        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], cast(acc, c_ptr.dtype.element_ty),
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(c_ptr.dtype.element_ty),
                  mask=mask_m[:, None] & mask_n[None, :])
 
 

@@ -22,7 +22,7 @@ import triton.language as tl
 from .autotune import jit, launch_kept
 from .._device import INTERPRET
 from .launch import FLOATS, cdiv, check, check_float, next_power_of_2
-from .copy import cast, copy_
+from .copy import copy_
 from .gemm import matmul
 from .pointwise import check_like, laid_alike
 
@@ -72,7 +72,7 @@ def _load(ptr, offs, mask):
 
 @triton.jit
 def _store(ptr, offs, mask, x):
-    tl.store(ptr + offs, cast(x, ptr.dtype.element_ty), mask=mask)
+    tl.store(ptr + offs, x.to(ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -262,11 +262,11 @@ def step_kernel(p_ptrs, g_ptrs, a_ptrs, b_ptrs, c_ptrs, low_ptrs, hyper_ptrs, st
                 p = _radam(p, g, a_ptrs[i], b_ptrs[i], offs, mask, h, step, lr)
             else:
                 p = _adadelta(p, g, a_ptrs[i], b_ptrs[i], offs, mask, h, lr)
-            p = cast(p, p_ptrs[i].dtype.element_ty)
+            p = p.to(p_ptrs[i].dtype.element_ty)
             tl.store(p_ptrs[i] + offs, p, mask=mask)
             # In the same pass: the copy that layers read under autocast is the stored p, cast.
             if low_ptrs[i] is not None:
-                tl.store(low_ptrs[i] + offs, cast(p.to(tl.float32), low_ptrs[i].dtype.element_ty), mask=mask)
+                tl.store(low_ptrs[i] + offs, p.to(tl.float32).to(low_ptrs[i].dtype.element_ty), mask=mask)
         block -= count
 
 
@@ -358,9 +358,9 @@ def lookahead_kernel(w_ptrs, ema_ptrs, low_ptrs, decay_ptr, ns, BLOCK: tl.conste
             ema = tl.load(ema_ptrs[i] + offs, mask=mask)
             ema = ema + (1 - decay) * (w - ema)
             tl.store(ema_ptrs[i] + offs, ema, mask=mask)
-            tl.store(w_ptrs[i] + offs, cast(ema, w_ptrs[i].dtype.element_ty), mask=mask)
+            tl.store(w_ptrs[i] + offs, ema.to(w_ptrs[i].dtype.element_ty), mask=mask)
             if low_ptrs[i] is not None:
-                tl.store(low_ptrs[i] + offs, cast(ema, low_ptrs[i].dtype.element_ty), mask=mask)
+                tl.store(low_ptrs[i] + offs, ema.to(low_ptrs[i].dtype.element_ty), mask=mask)
         block -= count
 
 
@@ -382,8 +382,8 @@ def muon_momentum_kernel(g_ptrs, buf_ptrs, hyper_ptrs, p_ptrs, x_ptr, part_ptr, 
             g = tl.load(g_ptrs[i] + offs, mask=mask, other=0.0).to(tl.float32)
             buf = tl.load(buf_ptrs[i] + offs, mask=mask, other=0.0).to(tl.float32)
             buf = buf + (1 - momentum) * (g - buf)
-            tl.store(buf_ptrs[i] + offs, cast(buf, buf_ptrs[i].dtype.element_ty), mask=mask)
-            u = cast(tl.where(tl.load(hyper_ptrs[i] + 3) != 0, g + momentum * (buf - g), buf), x_ptr.dtype.element_ty)
+            tl.store(buf_ptrs[i] + offs, buf.to(buf_ptrs[i].dtype.element_ty), mask=mask)
+            u = (tl.where(tl.load(hyper_ptrs[i] + 3) != 0, g + momentum * (buf - g), buf)).to(x_ptr.dtype.element_ty)
             tl.store(x_ptr + row * n + offs, u, mask=mask)
             u = u.to(tl.float32)
             tl.store(part_ptr + row * tl.num_programs(0) + block, tl.sum(u * u, axis=0))
@@ -408,7 +408,7 @@ def muon_normalize_kernel(x_ptr, part_ptr, n, parts, eps, BLOCK: tl.constexpr, P
     offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + t * n + offs, mask=mask).to(tl.float32)
-    tl.store(x_ptr + t * n + offs, cast(x * scale, x_ptr.dtype.element_ty), mask=mask)
+    tl.store(x_ptr + t * n + offs, (x * scale).to(x_ptr.dtype.element_ty), mask=mask)
 
 
 @jit
@@ -421,7 +421,7 @@ def muon_polynomial_kernel(gram_ptr, square_ptr, total, m, a, b, c, BLOCK: tl.co
     g = tl.load(gram_ptr + offs, mask=mask).to(tl.float32)
     h = tl.load(square_ptr + offs, mask=mask).to(tl.float32)
     y = b * g + c * h + tl.where(at // m == at % m, a, 0.0)
-    tl.store(gram_ptr + offs, cast(y, gram_ptr.dtype.element_ty), mask=mask)
+    tl.store(gram_ptr + offs, y.to(gram_ptr.dtype.element_ty), mask=mask)
 
 
 @jit
@@ -444,10 +444,10 @@ def muon_update_kernel(p_ptrs, low_ptrs, hyper_ptrs, adjusts, x_ptr, norm_ptr, n
             lr = tl.load(hyper_ptrs[i])
             p = tl.load(p_ptrs[i] + offs, mask=mask).to(tl.float32) * scale
             o = tl.load(x_ptr + row * n + offs, mask=mask).to(tl.float32)
-            p = cast(p * (1 - lr * tl.load(hyper_ptrs[i] + 2)) - lr * adjusts[i] * o, p_ptrs[i].dtype.element_ty)
+            p = (p * (1 - lr * tl.load(hyper_ptrs[i] + 2)) - lr * adjusts[i] * o).to(p_ptrs[i].dtype.element_ty)
             tl.store(p_ptrs[i] + offs, p, mask=mask)
             if low_ptrs[i] is not None:
-                tl.store(low_ptrs[i] + offs, cast(p.to(tl.float32), low_ptrs[i].dtype.element_ty), mask=mask)
+                tl.store(low_ptrs[i] + offs, p.to(tl.float32).to(low_ptrs[i].dtype.element_ty), mask=mask)
 
 
 def muon_work(k, rows, cols, device):

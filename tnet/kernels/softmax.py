@@ -66,9 +66,10 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
                          LABELS: tl.constexpr):
     """Per row of x [R, C], loss = logsumexp(x) - sum(target * x), target = (1 - smoothing) *
     onehot(label) + smoothing / C, and dx = softmax(x) - target; rows whose label is
-    ignore_index give 0 for both. A program takes ROWS rows. REDUCTION 0 ("none"): loss [R]
-    holds each row's; 1 ("sum") and 2 ("mean"): loss [programs] holds each program's sum (the
-    mean's share: each program counts the rows not ignored, LABELS labels a step), for a
+    ignore_index give loss 0 and dx softmax(x) * 0 (NaN where softmax is). A program takes ROWS
+    rows. REDUCTION 0 ("none"): loss [R] holds each row's; 1 ("sum") and 2 ("mean"): loss
+    [programs] holds each program's sum (the mean's share: each program counts the rows not
+    ignored, LABELS labels a step), for a
     fixed-order sum after, and dx is scaled to match. A label outside [0, C) sets bad [2] =
     (1, label) unless already set: the flag stays on the device, so a captured CUDA graph needs
     no host read per step (two programs may race to set it: either one's label is a bad one)."""
@@ -85,10 +86,12 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
     label = tl.load(label_ptr + rows, mask=rows < R, other=ignore_index)
     row_ok = (rows < R) & (label != ignore_index)
     out_of_range = row_ok & ((label < 0) | (label >= C))
-    mask = row_ok[:, None] & (cols < C)[None, :]
+    inside = (rows < R)[:, None] & (cols < C)[None, :]
+    mask = row_ok[:, None] & inside
     offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-    x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), NEG)
-    onehot = cols[None, :] == label[:, None]
+    # ignored rows are read too: their dx is softmax * 0, NaN beside a NaN or +inf, as torch's log_softmax backward
+    x = tl.where(inside, tl.load(x_ptr + offs, mask=inside, other=0.0).to(tl.float32), NEG)
+    onehot = (cols[None, :] == label[:, None]) & mask
     m = tl.max(x, axis=1)
     e = tl.exp(x - m[:, None])
     s = tl.sum(e, axis=1)
@@ -101,7 +104,8 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
         tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
     else:
         tl.store(loss_ptr + tl.program_id(0), (tl.sum(row_loss, axis=0) * scale).to(loss_ptr.dtype.element_ty))
-    dx = tl.where(mask, (e / s[:, None] - target) * scale, 0.0)
+    p = e / s[:, None]
+    dx = tl.where(mask, (p - target) * scale, p * 0.0)
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=(rows < R)[:, None] & (cols < C)[None, :])
     first_bad = tl.min(tl.where(out_of_range, rows, R), axis=0)
     if first_bad < R:
