@@ -1,8 +1,20 @@
 """pytest's fixtures for the test files; the helpers they share are in helpers.py, a plain module."""
 import numpy as np
 import pytest
+import torch
 
 import tnet
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """PyTorch's CPU ops in the tests are tiny (the references, tnet's memory copies): on a busy or
+    2-core machine its thread pool spins for far longer than they take (10x on Attention-56's
+    reference), and one thread sums a tensor of this size in the same order as two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture
