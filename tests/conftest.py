@@ -1,7 +1,15 @@
 """pytest's fixtures for the test files; the helpers they share are in helpers.py, a plain module."""
-import numpy as np
-import pytest
-import torch
+import os
+
+# numpy's OpenBLAS reads this once, as numpy loads (so before any import of it): the interpreter's
+# tl.dot is a numpy product of one block, too small for threads, and their spinning on a busy or
+# 2-core machine doubled tnet's side of Attention-56 (tests/test_ported_scripts8.py). Subprocesses
+# (train.py, torchrun) inherit it. A value already set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import tnet
 
