@@ -109,7 +109,7 @@ def test_sgd_param_groups_and_schedule():
 
 
 def test_train_saves_resumes_and_reports(tmp_path, capsys):
-    data = write_bin_pack(tmp_path / "data")
+    data = write_bin_pack(tmp_path / "data", n_train=10)  # one step an epoch: a resume starts at an epoch either way
     ck = str(tmp_path / "run" / "quick.ckpt")
     common = ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "7", "--checkpoint", ck]
     train_main(common + ["--epochs", "1"])
@@ -245,7 +245,8 @@ def test_train_help_shows_every_default(capsys):
 
 
 def _quick_run(tmp_path, *extra):
-    data = write_bin_pack(tmp_path / "data")
+    """A one-epoch run of one step (10 images, batch 10): its argv and checkpoint."""
+    data = write_bin_pack(tmp_path / "data", n_train=10)
     ck = tmp_path / "run" / "q.ckpt"
     return ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "10", "--epochs", "1",
             "--checkpoint", str(ck), *extra], ck
