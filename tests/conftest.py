@@ -1,8 +1,28 @@
 """pytest's fixtures for the test files; the helpers they share are in helpers.py, a plain module."""
-import numpy as np
-import pytest
+import os
+
+# numpy's OpenBLAS reads this once, as numpy loads (so before any import of it): the interpreter's
+# tl.dot is a numpy product of one block, too small for threads, and their spinning on a busy or
+# 2-core machine doubled tnet's side of Attention-56 (tests/test_ported_scripts8.py). Subprocesses
+# (train.py, torchrun) inherit it. A value already set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import tnet
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """PyTorch's CPU ops in the tests are tiny (the references, tnet's memory copies): on a busy or
+    2-core machine its thread pool spins for far longer than they take (10x on Attention-56's
+    reference), and one thread sums a tensor of this size in the same order as two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -415,10 +415,10 @@ def test_eval_step_tta_matches_airbench(translate, ieee):
 # --- a run (tnet.trainer, as train.py makes it) ---
 
 def test_train_airbench_end_to_end(tmp_path, capsys, airbench94):
-    pack = write_bin_pack(tmp_path / "data", n_train=20, n_test=20)
+    pack = write_bin_pack(tmp_path / "data", n_train=20, n_test=10)
     ck = tmp_path / "run" / "air.ckpt"
     train_main(["--model", "airbench94", "--data", str(pack), "--limit", "20", "--batch-size", "10",
-                "--eval-batch-size", "20", "--epochs", "1", "--checkpoint", str(ck)])
+                "--eval-batch-size", "10", "--epochs", "1", "--checkpoint", str(ck)])
     out = capsys.readouterr().out
     assert "whitening conv set from 20 training images" in out
     last = out.strip().splitlines()[-1]

@@ -26,15 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STUDIES = ["gemm", "layers", "train", "profile", "launch", "convs", "zoo", "eager", "runs"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """PyTorch's CPU steps here are tiny: on a busy machine its thread pool spins for far longer than they take."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("study", STUDIES)
 def test_parse_each_study(study):
     args = cli.build_parser().parse_args([study])
