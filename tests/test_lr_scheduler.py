@@ -279,3 +279,12 @@ def test_tensor_lr_as_torchs():
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
     with pytest.raises(ValueError, match="1-element"):
         optim.SGD(nn.Linear(2, 2).parameters(), lr=tnet.tensor([0.1, 0.2]))
+
+
+def test_one_cycle_of_one_iteration():
+    """tnet's one_cycle (train.py's fast recipe) over a run of one iteration: the rate, then 0 past the end (it
+    divided by zero there)."""
+    f = optim.one_cycle(1)
+    assert (f(0), f(1), f(2)) == (1.0, 0.0, 0.0)
+    g = optim.one_cycle(20)
+    assert g(0) == 1 / 3 and g(2) == 1.0 and g(20) == 0.0

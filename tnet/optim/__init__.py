@@ -706,9 +706,10 @@ def caffe_quick(total_iterations):
 
 def one_cycle(total_iterations, warmup_fraction=0.15):
     """Linear warm-up from 0 to the base rate over the first warmup_fraction of the
-    iterations, then a linear decay to 0 at the end."""
+    iterations, then a linear decay to 0 at the end (0 from there: a run of one iteration asks past it)."""
     warmup = max(1, round(total_iterations * warmup_fraction))
-    return lambda it: (it + 1) / warmup if it < warmup else max(0.0, (total_iterations - it) / (total_iterations - warmup))
+    return lambda it: (it + 1) / warmup if it < warmup else \
+        max(0.0, (total_iterations - it) / max(1, total_iterations - warmup))
 
 
 def linear_decay(total_iterations):
