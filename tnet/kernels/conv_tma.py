@@ -251,10 +251,11 @@ def conv_tma_wgrad_kernel(x_ptr, dy_ptr, dw_ptr, N, stride_part, H: tl.constexpr
 def suits(stride, dilation, groups, precision, x, w, transposed=False, out_hw=None):
     """Whether conv_tma_kernel runs the forward (transposed: the input gradient, x being dy and out_hw
     the input's height and width) of a convolution of x by w: stride 1 or 2 (the forward's input, the
-    input gradient's output of even height and width), dilation 1, one group, 16-bit products of one 16-bit dtype (or, TF32_ENABLED, a forward's
-    tf32 products of fp32), x and w non-empty, dense channels-last (w: [Cout, kh, kw, C] memory) with
-    their addresses and channel counts' bytes multiples of 16, the forward's input channels a multiple
-    of 16 (K steps), at least MIN_OUT_CHANNELS outputs (MIN_PHASE_CHANNELS at stride 2 transposed), on a GPU with TMA or in the interpreter."""
+    input gradient's output of even height and width), dilation 1, one group, 16-bit products of one
+    16-bit dtype (or, TF32_ENABLED, a forward's tf32 products of fp32), x and w non-empty, dense
+    channels-last (w: [Cout, kh, kw, C] memory) with their addresses and channel counts' bytes multiples
+    of 16, the forward's input channels a multiple of 16 (K steps), at least MIN_OUT_CHANNELS outputs
+    (MIN_PHASE_CHANNELS at stride 2 transposed), on a GPU with TMA or in the interpreter."""
     # cheapest first: every convolution asks
     if not ((x.dtype in _16_BITS and precision in _PRECISIONS and ENABLED
              or x.dtype is torch.float32 and precision == "tf32" and TF32_ENABLED and not transposed)
