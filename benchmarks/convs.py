@@ -11,8 +11,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time, graph_time,
-                     names_list, print_header, print_row, ratio, rel_error, write_json)
+from .common import (BENCH, QUICK_BENCH, bars, check_then_time, compile_in_processes, environment, fmt, gpu_time,
+                     graph_time, names_list, print_header, print_row, ratio, rel_error, write_json)
 from .gemm import ROTATE_BYTES
 
 DEVICE = "cuda"
@@ -242,7 +242,8 @@ def run(args):
     try:
         for layer in layers:
             for precision in precisions:
-                rows.append(measure(layer, precision, args.batch, bench, impls, graph_time if args.graphed else gpu_time))
+                timer = graph_time if args.graphed else gpu_time
+                rows.append(measure(layer, precision, args.batch, bench, impls, timer))
                 for line in table_lines(rows[-1]):
                     print_row(line, columns)
                 if DEVICE == "cuda":
