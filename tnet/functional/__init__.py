@@ -274,9 +274,10 @@ Tensor.i0, Tensor.i0_ = i0, _inplace.i0_
 
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,
-                   combinations, cross, diag_embed, diagflat, diagonal_fill_strided_, diagonal_filled, diagonal_scatter, dsplit, dstack, fliplr,
-                   flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put, ravel, row_stack,
-                   select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place, vsplit)
+                   combinations, cross, diag_embed, diagflat, diagonal_fill_strided_, diagonal_filled, diagonal_scatter,
+                   dsplit, dstack, fliplr, flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put,
+                   ravel, row_stack, select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place,
+                   vsplit)
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
 from .reduce import dist, renorm, sum_to_size
 from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,

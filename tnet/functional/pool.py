@@ -11,8 +11,8 @@ from ..factory import rand
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import (InputIndexError, at_least, sizes_type, check, dense, is_channels_last, is_flat, keeps_channels_last,
-                              ntuple, pair, single, triple)
+from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
+                              ntuple, pair, single, sizes_type, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
 from .inputs import check_args, check_tensors

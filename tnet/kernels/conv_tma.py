@@ -46,8 +46,8 @@ from .reduce import PartSums
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
 MIN_OUT_CHANNELS = 128
-# The stride-2 input gradient's gathering kernel masks about 3 of 4 tap-pixel pairs: even 64 outputs (ResNet's
-# first stride-2 layer) may run faster through the phases' boxes
+# The stride-2 input gradient's gathering kernel masks about 3 of 4 tap-pixel pairs: from 64 outputs (ResNet's
+# first stride-2 layer) the phases' boxes ran faster (docs/results.md)
 MIN_PHASE_CHANNELS = 64
 MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at least
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
