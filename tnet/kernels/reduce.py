@@ -44,12 +44,12 @@ def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: t
 def _sum(x, I, J, L, out):
     parts = max(1, cdiv(I * L, CHUNK))
     part_sums = out if parts == 1 else torch.empty((parts, J), device=x.device, dtype=torch.float32)
-    launch_kept(_BOUND, (sum_kernel, I, J, L, x.dtype, part_sums.dtype), sum_kernel,
+    launch_kept(_BOUND, (sum_kernel, I, J, L, CHUNK, x.dtype, part_sums.dtype), sum_kernel,
                 lambda meta: (cdiv(J, meta["BLOCK_J"]), parts), (x, part_sums, I, J, L, CHUNK), {})
     return out if parts == 1 else _sum(part_sums, parts, J, 1, out)
 
 
-_BOUND = {}  # sum_kernel's and reduce_kernel's Bound launches (autotune.launch_kept) by sizes and flags
+_BOUND = {}  # sum_kernel's and reduce_kernel's Bound launches (autotune.launch_kept) by sizes, CHUNK (tests change it) and flags
 
 
 def sum_except(x, dim, out=None):
@@ -242,7 +242,7 @@ def _reduce_view(x, xi, K1, R, K2, op, divisor, y, yi):
         out, out_i = y, yi
     inner = K2 == 1
     blocks = lambda meta: cdiv(K1 if inner else K2, meta["BLOCK_J"]) * (1 if inner else K1)
-    launch_kept(_BOUND, (reduce_kernel, K1, R, K2, op, xi is None, out_i is None, x.dtype, out.dtype), reduce_kernel,
+    launch_kept(_BOUND, (reduce_kernel, K1, R, K2, CHUNK, op, xi is None, out_i is None, x.dtype, out.dtype), reduce_kernel,
                 lambda meta: (parts * blocks(meta),),
                 (x, x if xi is None else xi, out, out if out_i is None else out_i, K1, R, K2, CHUNK,
                  divisor if parts == 1 else 1.0), dict(OP=op, INNER=inner, INDEXED=xi is not None, INTEGER=integer(x)))
