@@ -198,13 +198,20 @@ def compile_in_processes(tasks, jobs, desc):
         done = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", *map(str, args)], cwd=root,
                               env={**os.environ, "TNET_AUTOTUNE": mode}, capture_output=True, text=True)
         return label, done.returncode, done.stderr.strip().splitlines()[-1:] if done.returncode else []
-    failed = {}
+    failed, processes = {}, jobs
     start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for label, code, tail in tqdm(pool.map(one, tasks), total=len(tasks), desc=desc):
-            if code and label not in failed:
-                failed[label] = tail[0] if tail else f"exit status {code}"
-    print(f"compiled in {time.perf_counter() - start:.0f} s by {jobs} processes"
+    # Processes that ran out of GPU memory together (a large model's shards, one step each) run
+    # again, half as many at a time.
+    while tasks:
+        out_of_memory = []
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            for task, (label, code, tail) in zip(tasks, tqdm(pool.map(one, tasks), total=len(tasks), desc=desc)):
+                if code and jobs > 1 and tail and "OutOfMemoryError" in tail[0]:
+                    out_of_memory.append(task)
+                elif code and label not in failed:
+                    failed[label] = tail[0] if tail else f"exit status {code}"
+        tasks, jobs = out_of_memory, max(1, jobs // 2)
+    print(f"compiled in {time.perf_counter() - start:.0f} s by {processes} processes"
           + "".join(f"\n{label}: {err}" for label, err in failed.items()), flush=True)
     return failed
 

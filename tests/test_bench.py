@@ -498,6 +498,23 @@ def test_convs_warm_up_splits_the_configs_among_its_jobs(monkeypatch):
                              for i in range(2)]
 
 
+def test_compiling_processes_out_of_gpu_memory_run_again_fewer_at_a_time(monkeypatch, capsys):
+    """A process that died of CUDA's OutOfMemoryError runs again with half as many beside it (a large
+    model's shards each take a step); down to one, it fails as any other error does."""
+    calls = []
+
+    def fake_run(argv, cwd, env, capture_output, text):
+        calls.append(argv[-1])
+        oom = argv[-1] == "big" and len(calls) <= 5  # the first round's shards run out; two at a time fit
+        error = "torch.OutOfMemoryError: CUDA out of memory." if oom else "ValueError: broken"
+        return subprocess.CompletedProcess(argv, 1 if oom or argv[-1] == "bad" else 0, "", "Traceback\n" + error)
+    monkeypatch.setattr(common.subprocess, "run", fake_run)
+    tasks = [("big", "zoo", ["big"], (i, 4)) for i in range(4)] + [("bad", "zoo", ["bad"], None)]
+    assert common.compile_in_processes(tasks, 4, "compiling") == {"bad": "ValueError: broken"}
+    assert calls.count("big") == 4 + 4 and calls.count("bad") == 1
+    assert "by 4 processes" in capsys.readouterr().out
+
+
 def test_convs_warm_one_runs_each_pass_of_each_layer(monkeypatch):
     """A compiling process's work (python -m benchmarks.convs): tnet's three passes of each layer named, in
     each precision, at the layer's batch unless one is given (here 1, on the CPU)."""
