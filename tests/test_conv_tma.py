@@ -146,7 +146,7 @@ def test_conv_tma_weight(shape, cout, kernel, padding, dtype):
     check_weight(shape, cout, kernel, padding, dtype)
 
 
-PADDED_WEIGHT_SHAPES = [  # outputs of other sizes, padded to powers of 2 (TRIAL)
+PADDED_WEIGHT_SHAPES = [  # outputs of other sizes, padded to powers of 2 (PADDED)
     ((2, 64, 7, 7), 64, (3, 3), (1, 1)),  # 7x7 in 8x8 boxes: a run an image
     ((3, 64, 3, 3), 72, (3, 3), (1, 1)),  # 3x3 in 4x4: runs of four images, past the batch; Cout past M
     ((2, 64, 15, 15), 64, (3, 3), (1, 1)),  # 15x15 in 16x16: runs of 4 rows, the last past the image
@@ -157,7 +157,7 @@ PADDED_WEIGHT_SHAPES = [  # outputs of other sizes, padded to powers of 2 (TRIAL
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape,cout,kernel,padding", PADDED_WEIGHT_SHAPES)
 def test_conv_tma_weight_padded(shape, cout, kernel, padding, dtype, monkeypatch):
-    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    monkeypatch.setattr(conv_tma, "PADDED", True)
     check_weight(shape, cout, kernel, padding, dtype)
 
 
@@ -182,7 +182,7 @@ def test_conv_tma_every_config(i, monkeypatch, any_width):
         check_weight((2, 64, 16, 16), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 4, 4), 64, (3, 3), (1, 1), dtype)
     check_tf32((2, 64, 9, 10), 128, (3, 3), (1, 1))
-    monkeypatch.setattr(conv_tma, "TRIAL", True)
+    monkeypatch.setattr(conv_tma, "PADDED", True)
     for dtype in (torch.bfloat16, torch.float16) if DEV.type == "cuda" else (torch.bfloat16,):
         check_weight((3, 64, 15, 15), 128, (3, 3), (1, 1), dtype)
         check_weight((5, 128, 3, 3), 64, (3, 3), (1, 1), dtype)

@@ -14,6 +14,7 @@ import tnet
 import tnet.functional as F
 from tnet import amp
 from tnet.kernels import gemm
+from tnet.kernels.launch import tile_config
 from helpers import DEV, LOW, MEMORY_OPS, TOL, Recorder, assert_close, check_op, f64, only_config, pair, randn
 
 
@@ -90,6 +91,19 @@ def test_gemm_every_config(config, precision, monkeypatch):
     a3, b3 = randn(5, 33, 70).to(dtype), randn(5, 70, 17).to(dtype)
     assert_close(gemm.matmul(a3, b3, sum_batch=True, precision=precision), (f64(a3) @ f64(b3)).sum(0), TOLS[precision],
             "split")
+
+
+def test_16_bit_tma_tiles_of_an_fp32_c_fit_shared_memory():
+    """The 128x256 tile's fp32 C, staged by the epilogue, would overflow shared memory (GPU only):
+    the autotuner never tries it; a C of 16 bits keeps every tile."""
+    big = tile_config(128, 256, 64, 8, 3, GROUP_M=8)
+    configs = [*gemm._TMA16_CONFIGS, big]
+
+    def kept(dtype):
+        return gemm._c_tile_fits(configs, {"c_ptr": torch.empty(1, dtype=dtype)})
+    assert kept(torch.bfloat16) == kept(torch.float16) == configs
+    assert kept(torch.float32) == [c for c in configs if c.kwargs["BLOCK_N"] < 256]
+    assert gemm._c_tile_fits([big], {}, c_ptr=torch.empty(1)) == gemm._TMA16_CONFIGS[:1]
 
 
 TMA_CASES = ([(c, "tf32") for c in gemm._TMA_CONFIGS]

@@ -27,3 +27,6 @@ else:
               file=sys.stderr)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+# Kernels and tile configs written without a GPU (they pass in the interpreter and compile for sm_90) stay
+# off until their GPU tests pass and they are timed: TNET_TRIAL=1 turns them on for that.
+TRIAL = os.environ.get("TNET_TRIAL", "0") == "1"

@@ -53,9 +53,9 @@ MIN_WEIGHT_CHANNELS = 64  # the weight gradient's boxes are 64 channels wide at 
 # The forward of fp32 operands at tf32 (both K-major, as tf32's wgmma needs) passed its GPU tests but ran no
 # faster than the gathering kernel on the H100 (docs/results.md): off unless TNET_CONV_TMA_TF32=1
 TF32_ENABLED = ENABLED and os.environ.get("TNET_CONV_TMA_TF32", "0") == "1"
-# Paths that have run in the interpreter and compiled for sm_90, not yet on a GPU (the weight gradient of
-# outputs other than powers of 2): off unless TNET_CONV_TMA_TRIAL=1, until their GPU tests pass and they are timed
-TRIAL = ENABLED and os.environ.get("TNET_CONV_TMA_TRIAL", "0") == "1"
+# The weight gradient of outputs other than powers of 2, padded to them, passed its GPU tests but ran slower than
+# the gathering kernels (dy reaches wgmma through registers; docs/results.md): off unless TNET_CONV_TMA_PADDED=1
+PADDED = ENABLED and os.environ.get("TNET_CONV_TMA_PADDED", "0") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -274,13 +274,13 @@ def suits_weight(stride, dilation, groups, precision, x, dy):
     gradient dy: stride and dilation 1, one group, 16-bit products, x and dy non-empty, of one 16-bit
     dtype, dense channels-last with their addresses and channel counts' bytes multiples of 16, at
     least MIN_WEIGHT_CHANNELS channels each, an output at most 64 columns wide, of powers of 2 rows
-    and columns (other sizes, padded to them, where TRIAL), on a GPU with TMA or in the interpreter."""
+    and columns (other sizes, padded to them, where PADDED), on a GPU with TMA or in the interpreter."""
     if not (x.dtype in _16_BITS and ENABLED and precision in _PRECISIONS and groups == 1 and stride == (1, 1)
             and dilation == (1, 1)):
         return False
     c, cout, (oh, ow) = x.shape[1], dy.shape[1], dy.shape[2:]
     return (min(c, cout) >= MIN_WEIGHT_CHANNELS and c % 8 == 0 and cout % 8 == 0 and ow <= 64
-            and (TRIAL or oh & (oh - 1) == 0 and ow & (ow - 1) == 0) and _addressable(x, dy))
+            and (PADDED or oh & (oh - 1) == 0 and ow & (ow - 1) == 0) and _addressable(x, dy))
 
 
 def _addressable(a, b):

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
+from .._device import INTERPRET, TRIAL
 from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
@@ -221,13 +221,24 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
 # (1024^3: 64 tiles of 128x128 on 132 SMs).
 _TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5),
                                                            (128, 64, 32, 4, 4)]]
-# 16-bit tiles: 128x128x64, as 128x256x64 needs more shared memory than a Hopper block has; 128x64x64 as tf32's.
+# 16-bit tiles: 128x128x64; 128x64x64 as tf32's; under TRIAL, 128x256x64 in 3 stages (4 overflow shared memory).
 _TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
-                                                             (128, 64, 64, 4, 4)]]
+                                                             (128, 64, 64, 4, 4), *[(128, 256, 64, 8, 3)] * TRIAL]]
+C_TILE_BYTES = 128 * 256 * 2  # the epilogue stages C's tile in shared memory beside the operands' stages
+
+
+def _c_tile_fits(configs, named_args, **kwargs):
+    """The 16-bit configs whose C tile fits C_TILE_BYTES (a 128x256 one of an fp32 C does not; Triton
+    passes the positional arguments in named_args, the keyword ones in kwargs)."""
+    size = {**named_args, **kwargs}["c_ptr"].element_size()
+    return [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] * size <= C_TILE_BYTES] or _TMA16_CONFIGS[:1]
+
+
 _TMA_TUNING = dict(key=["M", "N", "K", "A_T", "B_T", "PRECISION"],
                    interpret={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
 gemm_tma_tuned = autotune(_TMA_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # tf32
-gemm_tma16_tuned = autotune(_TMA16_CONFIGS, **_TMA_TUNING)(gemm_tma_kernel)  # bf16 and fp16
+gemm_tma16_tuned = autotune(_TMA16_CONFIGS, prune_configs_by={"early_config_prune": _c_tile_fits},
+                            **_TMA_TUNING)(gemm_tma_kernel)  # bf16 and fp16
 _TMA_DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # what runs there
 
 
