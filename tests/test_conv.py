@@ -95,6 +95,25 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
     check_conv(shape, cout, kernel, stride, padding, precision, dilation=dilation, groups=shape[1], kernels=depthwise)
 
 
+@pytest.mark.parametrize("precision", ["ieee", "bf16"])
+@pytest.mark.parametrize("shape,padding,parts", [
+    ((2, 16, 7, 9), (1, 1), None),  # MobileNet's 3x3 'same'
+    ((2, 80, 5, 6), (1, 1), 3),  # a second, partial channel block; rows in parts (the last shorter)
+    ((3, 8, 6, 5), (0, 0), 2),  # 'valid': rows of 3 columns
+    ((1, 4, 4, 3), (2, 1), 7),  # padding past a tap: rows of dy without x, more parts than rows
+])
+def test_depthwise_weight_by_rows(precision, shape, padding, parts, monkeypatch):
+    """Under TRIAL, a 3x3 stride-1 weight gradient runs depthwise_weight3_kernel: nine sums over the
+    output rows of each part, as the tap-block kernel's; other layers keep that one."""
+    monkeypatch.setattr(depthwise, "TRIAL", True)
+    calls = []
+    by_rows = depthwise._weight_rows
+    monkeypatch.setattr(depthwise, "_weight_rows", lambda *args: calls.append(args) or by_rows(*args))
+    check_conv(shape, shape[1], (3, 3), (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
+    check_conv((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), precision, groups=8, kernels=depthwise)  # multiplier 2
+    assert len(calls) == 1
+
+
 @pytest.mark.parametrize("parts", [1, 2, 5])
 def test_depthwise_weight_parts(parts, monkeypatch):
     """The depthwise weight gradient's pixels split into parts (the last one shorter), summed after."""
@@ -161,13 +180,16 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     """Each config of the depthwise kernels (their products are fp32 at every precision: tf32
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
-    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel):
+    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)
     check_conv((2, 264, 6, 7), 264, (4, 2), (1, 1), "same", precision, parts=2, dilation=(1, 2), groups=264,
                kernels=depthwise)
+    monkeypatch.setattr(depthwise, "TRIAL", True)  # the 3x3 weight gradient by rows
+    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
+    check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
 
 
 def test_conv_prune_reads_keyword_arguments():

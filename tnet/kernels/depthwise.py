@@ -10,7 +10,9 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   its M output channels' taps.
 - `conv2d_weight`: dw, a reduction over the output pixels: a program per (block of up to 16
   taps, channel block, part of the pixels) keeps [pixels, taps, channels] fp32 sums, reduced once
-  at its end; the parts are added after in a fixed order (deterministic).
+  at its end; the parts are added after in a fixed order (deterministic). Under TRIAL, a 3x3
+  stride-1 layer's runs `depthwise_weight3_kernel` instead: a program per (channel block, part of
+  the output rows), one [columns, channels] sum for each of the nine taps, no lanes for absent ones.
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -18,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import TRIAL
 from .autotune import autotune, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
@@ -147,6 +150,81 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
     tl.store(dw, tl.sum(acc, axis=0), mask=mask_t[:, None] & mask_c[None, :])
 
 
+# [BLOCK_W, BLOCK_C] tiles of 1K to 4K elements: ten of them (the nine sums and a row of dy) live at once
+_ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLOCK_C": 64}, num_warps=8),
+                triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=4)]
+
+
+def _prune_rows(configs, named_args, **kwargs):
+    """Channel blocks not far wider than the channels C, of tiles at most 4K elements (with the row's BLOCK_W)."""
+    a = {**named_args, **kwargs}
+    return [c for c in configs if c.kwargs["BLOCK_C"] <= max(16, 2 * a["C"])
+            and c.kwargs["BLOCK_C"] * a["BLOCK_W"] <= 4096] or configs[-1:]
+
+
+@triton.jit
+def _tap(x_ptr, n, h, w, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, offs_c, mask_c):
+    """x[n, h, w + column, channel] for the columns w [BLOCK_W] and channels offs_c, fp32, 0 off the image."""
+    h = h + tl.zeros_like(w)  # a vector: the interpreter cannot mask by a vector & a loop scalar's comparison
+    ok = (w >= 0) & (w < W) & (h >= 0) & (h < H)
+    x = tl.load(x_ptr + ((n * H + h) * W + w)[:, None] * C + offs_c[None, :], mask=ok[:, None] & mask_c[None, :],
+                other=0.0)
+    return x.to(tl.float32)
+
+
+@autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
+          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64})
+@jit
+def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
+                             C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
+                             PW: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dw[part s, c, i, j] = sum over the output rows r (= n*OH + oh) of part s and the columns ow of
+    dy[r, ow, c] * x[n, oh + i - PH, ow + j - PW, c], for a 3x3 stride-1 depthwise convolution of one
+    output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), at dw_ptr +
+    s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
+    row's dy is read once, each tap's window of x as one [BLOCK_W >= OW, BLOCK_C] tile (neighbouring
+    windows share cache lines)."""
+    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    ow = tl.arange(0, BLOCK_W)
+    per = tl.cdiv(ROWS, tl.num_programs(1))
+    first = tl.program_id(1) * per
+    end = tl.minimum(first + per, ROWS)
+    a00 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    a01, a02, a10, a11, a12, a20, a21, a22 = a00, a00, a00, a00, a00, a00, a00, a00
+    for r in range(first, end):
+        n = r // OH
+        h = r - n * OH - PH  # the top tap's input row
+        w = ow - PW  # the left tap's input columns
+        g = tl.load(dy_ptr + (r * OW + ow)[:, None] * C + offs_c[None, :],
+                    mask=(ow < OW)[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
+        a00 += g * _tap(x_ptr, n, h, w, H, W, C, offs_c, mask_c)
+        a01 += g * _tap(x_ptr, n, h, w + 1, H, W, C, offs_c, mask_c)
+        a02 += g * _tap(x_ptr, n, h, w + 2, H, W, C, offs_c, mask_c)
+        a10 += g * _tap(x_ptr, n, h + 1, w, H, W, C, offs_c, mask_c)
+        a11 += g * _tap(x_ptr, n, h + 1, w + 1, H, W, C, offs_c, mask_c)
+        a12 += g * _tap(x_ptr, n, h + 1, w + 2, H, W, C, offs_c, mask_c)
+        a20 += g * _tap(x_ptr, n, h + 2, w, H, W, C, offs_c, mask_c)
+        a21 += g * _tap(x_ptr, n, h + 2, w + 1, H, W, C, offs_c, mask_c)
+        a22 += g * _tap(x_ptr, n, h + 2, w + 2, H, W, C, offs_c, mask_c)
+    dw = dw_ptr + tl.program_id(1).to(tl.int64) * stride_dp + offs_c * 9
+    tl.store(dw, tl.sum(a00, axis=0), mask=mask_c)
+    tl.store(dw + 1, tl.sum(a01, axis=0), mask=mask_c)
+    tl.store(dw + 2, tl.sum(a02, axis=0), mask=mask_c)
+    tl.store(dw + 3, tl.sum(a10, axis=0), mask=mask_c)
+    tl.store(dw + 4, tl.sum(a11, axis=0), mask=mask_c)
+    tl.store(dw + 5, tl.sum(a12, axis=0), mask=mask_c)
+    tl.store(dw + 6, tl.sum(a20, axis=0), mask=mask_c)
+    tl.store(dw + 7, tl.sum(a21, axis=0), mask=mask_c)
+    tl.store(dw + 8, tl.sum(a22, axis=0), mask=mask_c)
+
+
+def suits_rows(kernel, stride, dilation, cout, c, ow):
+    """Whether depthwise_weight3_kernel takes a weight gradient (under TRIAL): 3x3, stride 1, no
+    dilation, one output channel per input channel, rows of at most 256 columns."""
+    return TRIAL and kernel == (3, 3) and stride == (1, 1) and dilation == (1, 1) and cout == c and ow <= 256
+
+
 def weight_parts(npix, blocks):
     """How many pixel parts conv2d_weight splits into, for `blocks` programs per part: about
     PROGRAMS_PER_SM programs per SM in all, each part at least PART_PIXELS long; 1 in the
@@ -234,6 +312,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
     npix = N * OH * OW
+    if suits_rows((KH, KW), (SH, SW), (DH, DW), cout, C, OW):
+        return _weight_rows(x, dy, (cout, 1, KH, KW), (PH, PW), (OH, OW), channels_last, parts)
     taps = min(MAX_TAPS, next_power_of_2(KH * KW))
     blocks = lambda meta: cdiv(KH * KW, taps) * cdiv(cout, meta["BLOCK_C"])
     # the parts of each config (none beyond the pixels; one, of zeros, for none): the launch's
@@ -246,5 +326,24 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
     depthwise_weight_kernel[grid](x, dy, sums.buffer, npix, dw.numel(), H, W, C, cout, OH, OW, KH, KW, SH, SW, PH,
                                   PW, DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS)
+    sums.finish(dw.view(-1))
+    return dw
+
+
+def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
+    """conv2d_weight through depthwise_weight3_kernel (suits_rows): the output rows split into
+    `parts` (by default about PROGRAMS_PER_SM programs per SM, each part at least a row), summed after."""
+    N, C, H, W = x.shape
+    (OH, OW), (PH, PW) = out_hw, padding
+    check(x.numel() < 2**31 and dy.numel() < 2**31, "conv2d_weight: over 2^31 elements; split the batch")
+    rows = N * OH
+    blocks = lambda meta: cdiv(C, meta["BLOCK_C"])
+    parts_of = lambda meta: max(1, min(parts or (1 if SMS == 0 else cdiv(SMS * PROGRAMS_PER_SM, blocks(meta))), rows))
+    most = max(parts_of(config.kwargs) for config in depthwise_weight3_kernel.configs)
+    dw = torch.empty(weight_size, device=x.device, dtype=torch.float32, memory_format=memory_format(channels_last))
+    sums = PartSums(dw, most)
+    grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
+    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
+                                   BLOCK_W=next_power_of_2(OW))
     sums.finish(dw.view(-1))
     return dw
