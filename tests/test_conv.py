@@ -11,7 +11,7 @@ import tnet
 from tnet import functional as F, nn
 from tnet.kernels import conv, depthwise
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
-from helpers import CL, ROUNDING, TOL, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
+from helpers import CL, ROUNDING, TOL, Launches, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
 
 
 CONVS = [  # x shape, Cout, kernel, stride, padding
@@ -102,16 +102,19 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
     ((3, 8, 6, 5), (0, 0), 2),  # 'valid': rows of 3 columns
     ((1, 4, 4, 3), (2, 1), 7),  # padding past a tap: rows of dy without x, more parts than rows
 ])
-def test_depthwise_weight_by_rows(precision, shape, padding, parts, monkeypatch):
-    """Under TRIAL, a 3x3 stride-1 weight gradient runs depthwise_weight3_kernel: nine sums over the
-    output rows of each part, as the tap-block kernel's; other layers keep that one."""
+def test_depthwise_by_rows(precision, shape, padding, parts, monkeypatch):
+    """Under TRIAL, a 3x3 stride-1 layer runs by output rows: the forward and the input gradient
+    depthwise3_kernel, the weight gradient depthwise_weight3_kernel (nine sums over the rows of each
+    part); other layers keep the pixel-block kernels."""
     monkeypatch.setattr(depthwise, "TRIAL", True)
-    calls = []
+    log, calls = [], []
+    monkeypatch.setattr(depthwise, "depthwise3_kernel", Launches(depthwise.depthwise3_kernel, log))
     by_rows = depthwise._weight_rows
     monkeypatch.setattr(depthwise, "_weight_rows", lambda *args: calls.append(args) or by_rows(*args))
     check_conv(shape, shape[1], (3, 3), (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
-    check_conv((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), precision, groups=8, kernels=depthwise)  # multiplier 2
-    assert len(calls) == 1
+    if parts is None:  # a channel multiplier of 2
+        check_conv((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), precision, groups=8, kernels=depthwise)
+    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(calls) == 1
 
 
 @pytest.mark.parametrize("parts", [1, 2, 5])
@@ -180,14 +183,15 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     """Each config of the depthwise kernels (their products are fp32 at every precision: tf32
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
-    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_weight3_kernel):
+    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise3_kernel,
+                   depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)
     check_conv((2, 264, 6, 7), 264, (4, 2), (1, 1), "same", precision, parts=2, dilation=(1, 2), groups=264,
                kernels=depthwise)
-    monkeypatch.setattr(depthwise, "TRIAL", True)  # the 3x3 weight gradient by rows
+    monkeypatch.setattr(depthwise, "TRIAL", True)  # 3x3 layers by rows
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
 

@@ -10,9 +10,12 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   its M output channels' taps.
 - `conv2d_weight`: dw, a reduction over the output pixels: a program per (block of up to 16
   taps, channel block, part of the pixels) keeps [pixels, taps, channels] fp32 sums, reduced once
-  at its end; the parts are added after in a fixed order (deterministic). Under TRIAL, a 3x3
-  stride-1 layer's runs `depthwise_weight3_kernel` instead: a program per (channel block, part of
-  the output rows), one [columns, channels] sum for each of the nine taps, no lanes for absent ones.
+  at its end; the parts are added after in a fixed order (deterministic).
+- Under TRIAL (written without a GPU), a 3x3 stride-1 layer of one output channel per input channel
+  runs by output rows instead, each row one [columns, channels] tile with per-row addresses: the
+  forward and the input gradient `depthwise3_kernel`; the weight gradient `depthwise_weight3_kernel`,
+  a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
+  16-tap block leaves 7 lanes of 16 empty).
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -219,10 +222,61 @@ def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.const
     tl.store(dw + 8, tl.sum(a22, axis=0), mask=mask_c)
 
 
-def suits_rows(kernel, stride, dilation, cout, c, ow):
-    """Whether depthwise_weight3_kernel takes a weight gradient (under TRIAL): 3x3, stride 1, no
-    dilation, one output channel per input channel, rows of at most 256 columns."""
-    return TRIAL and kernel == (3, 3) and stride == (1, 1) and dilation == (1, 1) and cout == c and ow <= 256
+_ROW_FORWARD_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 4}, num_warps=4),
+                        triton.Config({"BLOCK_C": 64, "ROWS": 4}, num_warps=4),
+                        triton.Config({"BLOCK_C": 128, "ROWS": 2}, num_warps=8),
+                        triton.Config({"BLOCK_C": 16, "ROWS": 8}, num_warps=4)]
+
+
+@triton.jit
+def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, PH: tl.constexpr,
+                  PW: tl.constexpr, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr, offs_c, mask_c,
+                  TRANSPOSED: tl.constexpr):
+    """acc + tap (i, j)'s window of the input times its weights (taps-major [3, 3, C] at w_ptr), for the
+    output row h and columns w: the input at (h + i - PH, w + j - PW), or transposed (h - i + PH, w - j + PW)."""
+    wt = tl.load(w_ptr + (i * 3 + j) * C + offs_c, mask=mask_c, other=0.0).to(tl.float32)
+    if TRANSPOSED:
+        x = _tap(x_ptr, n, h - i + PH, w - j + PW, HI, WI, C, offs_c, mask_c)
+    else:
+        x = _tap(x_ptr, n, h + i - PH, w + j - PW, HI, WI, C, offs_c, mask_c)
+    return acc + x * wt[None, :]
+
+
+@autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "PH", "PW", "TRANSPOSED"],
+          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64, "ROWS": 64})
+@jit
+def depthwise3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
+                      HO: tl.constexpr, WO: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                      TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, BLOCK_W: tl.constexpr,
+                      BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
+    """y [N, HO, WO, C] = relu(3x3 stride-1 depthwise convolution of x [N, HI, WI, C] + bias) (NHWC memory),
+    one output channel per input channel, weights taps-major [3, 3, C] at w_ptr; TRANSPOSED: the input
+    gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows r = n*HO + h): each row is
+    one [BLOCK_W >= WO, BLOCK_C] tile, its nine taps' windows of x loaded whole."""
+    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    cols = tl.arange(0, BLOCK_W)
+    first = tl.program_id(1) * ROWS
+    for r in range(first, tl.minimum(first + ROWS, NROWS)):
+        n = r // HO
+        h = r - n * HO
+        acc = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+        for i in tl.static_range(3):
+            for j in tl.static_range(3):
+                acc = _weighted_tap(acc, x_ptr, w_ptr, n, h, cols, i, j, PH, PW, HI, WI, C, offs_c, mask_c,
+                                    TRANSPOSED)
+        if BIAS:
+            acc += tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+        if RELU:
+            acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
+        tl.store(y_ptr + (r * WO + cols)[:, None] * C + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
+                 mask=(cols < WO)[:, None] & mask_c[None, :])
+
+
+def suits_rows(kernel, stride, dilation, cout, c, width):
+    """Whether depthwise3_kernel and depthwise_weight3_kernel take a convolution's passes (under TRIAL):
+    3x3, stride 1, no dilation, one output channel per input channel, rows of at most 256 columns."""
+    return TRIAL and kernel == (3, 3) and stride == (1, 1) and dilation == (1, 1) and cout == c and width <= 256
 
 
 def weight_parts(npix, blocks):
@@ -250,6 +304,12 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     y = torch.empty((N, co, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
     npix = N * OH * OW
     check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
+    if suits_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
+        rows = N * OH
+        grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
+        depthwise3_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, PH, PW,
+                                TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, BLOCK_W=next_power_of_2(OW))
+        return y
     grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
     depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
                            H, W, CI, co, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, CI // co if transposed else co // CI,
