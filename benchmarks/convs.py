@@ -171,6 +171,7 @@ def measure(layer, precision, batch, bench, impls=IMPLS, timer=gpu_time):
     """Each pass, tnet then cuDNN (and tnet's gathering kernels, GATHERED in impls): checked
     against float64 on the first input set, then timed (timer: gpu_time, call by call, or
     graph_time) cycling through the sets. Returns the layer's row."""
+    from tnet.kernels.autotune import chosen_configs
     batch = layer_batch(layer, batch)
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     sets = {"tnet": input_sets(layer, batch, DTYPES[precision])}
@@ -185,8 +186,12 @@ def measure(layer, precision, batch, bench, impls=IMPLS, timer=gpu_time):
     for p in PASSES:
         for impl in impls:
             fn, impl_sets = passes[impl][p], sets[impl]
+            before = chosen_configs()
             results[p, impl] = check_then_time(lambda: checked(fn, impl_sets[0], ref[p], TOL[precision]),
                                                lambda: timer(fn, impl_sets, bench))
+            if impl != "cudnn":  # the tile configs the autotuner chose for this pass (none: chosen before, or untuned)
+                results[p, impl]["configs"] = [f"{name} {text}" for (name, key), text in chosen_configs().items()
+                                               if (name, key) not in before]
     return layer_row(layer, precision, batch, len(sets["tnet"]), results, impls)
 
 

@@ -515,6 +515,20 @@ def test_compiling_processes_out_of_gpu_memory_run_again_fewer_at_a_time(monkeyp
     assert "by 4 processes" in capsys.readouterr().out
 
 
+def test_chosen_configs_name_each_kernel_and_its_tile(monkeypatch):
+    """autotune.chosen_configs: what each autotuned kernel chose per tuning key, as text (convs' rows keep
+    those a pass added)."""
+    from tnet.kernels import autotune, conv
+    monkeypatch.setattr(conv.conv_kernel, "chosen", {})
+    x = tnet.randn(1, 32, 5, 5).memory.contiguous(memory_format=torch.channels_last)
+    w = tnet.randn(8, 32, 3, 3).memory
+    before = autotune.chosen_configs()
+    conv.conv2d(x, w, 1, 1)
+    added = {k: v for k, v in autotune.chosen_configs().items() if k not in before}
+    assert [name for name, _ in added] == ["conv_kernel"]
+    assert all(f"{k}=" in text for text in added.values() for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"))
+
+
 def test_convs_warm_one_runs_each_pass_of_each_layer(monkeypatch):
     """A compiling process's work (python -m benchmarks.convs): tnet's three passes of each layer named, in
     each precision, at the layer's batch unless one is given (here 1, on the CPU)."""
@@ -588,6 +602,7 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
             assert row[f"{p}_{impl}_status"] == status and row[f"{p}_{impl}_ms"] == (ms if status == "ok" else None)
             assert row[f"{p}_{impl}_err"] <= convs.TOL[row["precision"]] or status == "WRONG"
         assert (row["forward_ratio"], row["wgrad_ratio"]) == (2.0, 0.75)
+        assert row["forward_tnet_configs"] == [] and "forward_cudnn_configs" not in row  # the fakes tune nothing
         assert (row["dgrad_ratio"], row["tnet_ms"], row["cudnn_ms"]) == ((None, None, 5.5) if wrong else (2.0, 6.0, 5.5))
         assert row["ratio"] == (None if wrong else pytest.approx(6.0 / 5.5))
     saved = json.loads((tmp_path / "convs.json").read_text())

@@ -333,6 +333,7 @@ class _Remembered(triton.runtime.Autotuner):
         tuner.chosen = {}  # tuning key -> the chosen config's arguments
         tuner.launches = {}  # _Fast's key of a call -> (those arguments, _Fast's entry)
         tuner.all_configs = every  # every config the GPU tunes over, for the tests of each one
+        TUNERS.append(tuner)
         return tuner
 
     def run(self, *args, grid, warmup, **kwargs):
@@ -364,6 +365,16 @@ class _Remembered(triton.runtime.Autotuner):
         fn = self.fn
         seen = self.launches.get(fn.key(args, kwargs)) if fn.__class__ is _Fast else None
         return None if seen is None else Bound(fn, seen[1], grid, args, {**kwargs, **seen[0]})
+
+
+TUNERS = []  # every _Remembered autotuner, for chosen_configs
+
+
+def chosen_configs():
+    """{(kernel name, tuning key): the chosen config as text} of every autotuned kernel so far: what
+    the autotuner picked, for the studies to report beside their times."""
+    return {(t.fn.__name__, key): " ".join(f"{k}={v}" for k, v in config.items())
+            for t in TUNERS for key, config in t.chosen.items()}
 
 
 def warm_bench(kernel_call, quantiles):
