@@ -9,7 +9,8 @@ import torch.nn.functional as tF
 
 import tnet
 from tnet import functional as F, nn
-from tnet.kernels import conv, depthwise
+from tnet.kernels import conv, conv_tma, depthwise
+from tnet.kernels.reduce import best_parts
 from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
 from helpers import CL, ROUNDING, TOL, Launches, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
 
@@ -146,12 +147,16 @@ def test_weight_parts_fill_whole_waves(monkeypatch):
     no more parts than the balance they bring pays for in sums; 1 in the interpreter."""
     monkeypatch.setattr(conv, "SMS", 132)
     assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 7  # airbench's 256 -> 256 at 7x7, 256x128 tiles: a wave of 126
-    assert conv.weight_grad_parts(1024 * 15 * 15, 18, resident=2) == 14  # two tiles at a time per SM: a wave of 252
+    assert conv.weight_grad_parts(1024 * 15 * 15, 18, per_sm=2) == 14  # two tiles at a time per SM: a wave of 252
     assert conv.weight_grad_parts(300, 1) == 1  # too few pixels to split
     assert conv._resident(tile_config(256, 128, 64, 8, 3).kwargs, "fp16") == 1
     assert conv._resident({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8}, "fp16") == 1
     monkeypatch.setattr(conv, "SMS", 0)
     assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 1
+    # the TMA weight gradient's under TRIAL: ResNet-18's 512 -> 512 at 4x4, b256 (64 runs of 64 pixels), 128x128x64
+    # tiles, 144 programs a part and two an SM: 3 parts (the 2 of its own rule make 288 programs, a wave and a tail)
+    assert conv_tma._WGRAD_RESIDENT[128, 128, 64] == 2
+    assert best_parts(64 * 64, 144, 2 * 132, 64) == 3
 
 
 @pytest.mark.skipif(tnet.INTERPRET, reason="the interpreter runs one config, and ignores warps and stages")

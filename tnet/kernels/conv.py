@@ -35,8 +35,8 @@ from .._device import INTERPRET, TRIAL
 from . import conv_tma
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, tile_config
-from .reduce import PartSums
+from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, resident, stage_bytes, tile_config
+from .reduce import PartSums, best_parts
 
 
 def reads_vectors(channels):
@@ -62,21 +62,7 @@ _GRAD_CONFIGS = [tile_config(32, 32, 64, 4, 3), tile_config(64, 64, 64, 4, 3), t
 # found yet; docs/results.md), and the run that would have cleared the rest was cut short.
 GROUPED_CONFIGS = 6
 PART_ALIGN = 256  # conv2d_weight's pixel parts start at multiples of this (>= any BLOCK_K)
-PARTS_WAVES = 4  # conv2d_weight's parts fill at most this many waves of programs
-# GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
-# part sum's memory bandwidth against the weight gradient's tensor-core rate
-PART_SUM_FLOPS = 2000
-
-
 SHARED_MEMORY = 192 * 1024  # bytes of operand stages a tile may take (a Hopper block has 227 KB)
-SM_SHARED_MEMORY = 228 * 1024  # a Hopper SM's, shared by the programs resident on it
-
-
-def stage_bytes(config, precision):
-    """Shared memory of a tile's pipeline stages of A [BLOCK_M, BLOCK_K] and B [BLOCK_K, BLOCK_N],
-    with 2-byte operands for 16-bit precisions, 4-byte ones otherwise."""
-    kw, size = config.kwargs, 2 if precision in ("bf16", "fp16") else 4
-    return (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * size * config.num_stages
 
 
 def fits_shared_memory(config, precision):
@@ -300,26 +286,11 @@ def is_dense_nhwc(x):
     return x.is_contiguous(memory_format=torch.channels_last)
 
 
-def weight_grad_parts(npix, blocks, resident=1):
+def weight_grad_parts(npix, blocks, per_sm=1):
     """How many pixel parts conv2d_weight splits into, for a tile that makes `blocks` programs
-    per part, `resident` of them at a time on an SM: the count that fills 1 to PARTS_WAVES
-    whole waves of programs best, by a model of the time (the busiest program slot's pixels,
-    plus PART_SUM_FLOPS for each part summed after), each part at least 4 PART_ALIGNs long.
-    Whole waves leave no SM idle at the end; fewer parts cut the sums' traffic."""
-    return _best_parts(npix, blocks, SMS * resident, PART_ALIGN)
-
-
-@functools.lru_cache(maxsize=4096)  # every launch asks, for each config (a call's buffer size)
-def _best_parts(npix, blocks, slots, align):
-    if slots == 0 or npix == 0:  # the interpreter; an empty batch
-        return 1
-    aligns, most = cdiv(npix, align), max(1, cdiv(npix, 4 * align))
-
-    def cost(p):  # in flops per weight; 2 * npix when the slots share the pixels evenly
-        busiest = cdiv(blocks * p, slots) * cdiv(aligns, p) * slots / (blocks * aligns)
-        return 2 * npix * busiest + PART_SUM_FLOPS * p
-    candidates = {max(1, min(most, waves * slots // blocks)) for waves in range(1, PARTS_WAVES + 1)}
-    return min(sorted(candidates), key=cost)
+    per part, `per_sm` of them at a time on an SM: reduce.best_parts over runs of PART_ALIGN
+    pixels. Whole waves leave no SM idle at the end; fewer parts cut the sums' traffic."""
+    return best_parts(npix, blocks, SMS * per_sm, PART_ALIGN)
 
 
 def _resident(meta, precision):
@@ -332,7 +303,7 @@ def _resident(meta, precision):
 def _resident_of(bm, bn, bk, precision):
     blocks = lambda kw: (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"])
     config = next((c for c in _GRAD_CONFIGS if blocks(c.kwargs) == (bm, bn, bk)), None)
-    return 1 if config is None else max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
+    return 1 if config is None else resident(config, precision)
 
 
 def check_image4(name, x, arg):
@@ -512,8 +483,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     """dw (weight_size [Cout, C/groups, kh, kw], fp32, channels-last or with channels_last=False
     contiguous) of a convolution of input [N, C, H, W] for its output gradient grad_output
     (torch.nn.grad's argument order); input as for conv2d, grad_output channels-last (copied
-    if not). The pixels are split into `parts` sums (by default PARTS_WAVES programs per SM
-    for the tile the autotuner picks), added after in a fixed order."""
+    if not). The pixels are split into `parts` sums (by default weight_grad_parts' count for
+    the tile the autotuner picks), added after in a fixed order."""
     check_image4("conv2d_weight", input, "input")
     N, C, H, W = input.shape
     cout, c, KH, KW = weight_size

@@ -37,11 +37,11 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
+from .._device import INTERPRET, TRIAL
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
-from .launch import cdiv, kept, next_power_of_2, tile_config
-from .reduce import PartSums
+from .launch import cdiv, kept, next_power_of_2, resident, tile_config
+from .reduce import PartSums, best_parts
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
 # Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
@@ -77,6 +77,9 @@ _FWD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(128, 64, 64, 4, 4),
 # the weight gradient's: BLOCK_M over output channels, BLOCK_N over input channels, BLOCK_K over pixels
 _WGRAD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(64, 64, 128, 4, 4), tile_config(128, 64, 128, 8, 3),
                   tile_config(64, 128, 128, 4, 4), tile_config(128, 128, 128, 8, 3), tile_config(64, 64, 64, 4, 4)]
+# each tile's programs an SM holds at a time (16-bit operands), by its block sizes
+_WGRAD_RESIDENT = {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"]): resident(c, "bf16")
+                   for c in _WGRAD_CONFIGS}
 
 
 @autotune(_FWD_CONFIGS, key=["N", "H", "W", "CA", "HO", "WO", "CO", "KH", "KW", "PH", "PW", "STRIDE", "TRANSPOSED",
@@ -354,6 +357,9 @@ def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
         blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
         rows = min(box_h, meta["BLOCK_K"] // box_w)  # the kernel's runs: BH rows, or BI images
         runs = cdiv(N, meta["BLOCK_K"] // (box_w * rows)) * cdiv(OH, rows)
+        if TRIAL:  # the gathering weight gradient's model of whole waves against the parts' sums
+            slots = SMS * _WGRAD_RESIDENT[meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]]
+            return best_parts(runs * meta["BLOCK_K"], blocks, slots, meta["BLOCK_K"])
         return max(1, min(cdiv(2 * max(SMS, 1), blocks), runs // 4))
     sums = PartSums(dw, kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW),
                              lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)))

@@ -219,6 +219,21 @@ def tile_config(bm, bn, bk, warps, stages, **extra):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, **extra}, num_warps=warps, num_stages=stages)
 
 
+SM_SHARED_MEMORY = 228 * 1024  # a Hopper SM's, shared by the programs resident on it
+
+
+def stage_bytes(config, precision):
+    """Shared memory of a tile_config's pipeline stages of A [BLOCK_M, BLOCK_K] and B [BLOCK_K, BLOCK_N],
+    with 2-byte operands for 16-bit precisions, 4-byte ones otherwise."""
+    kw, size = config.kwargs, 2 if precision in ("bf16", "fp16") else 4
+    return (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * size * config.num_stages
+
+
+def resident(config, precision):
+    """How many programs of a tile_config an SM holds at a time, by their stages' shared memory."""
+    return max(1, SM_SHARED_MEMORY // stage_bytes(config, precision))
+
+
 def out_size(size, kernel, stride, pad, ceil_mode=False):
     """Output length of a sliding window; ceil mode drops a last window that starts in the
     right padding or past it (PyTorch's rule, padding or not)."""

@@ -1,6 +1,7 @@
 """Sums over the batch axes, as bias gradients need: out[j] = sum over i, l of x[i, j, l]; and
 sums, products, maxima and minima over any axes (reduce), for PyTorch's sum, mean, prod, max,
 min, argmax and argmin."""
+import functools
 import math
 
 import torch
@@ -71,6 +72,29 @@ def sum_except(x, dim, out=None):
           lambda: f"sum_except: out must be a contiguous float vector of {J} on {x.device}, got "
                   f"{tuple(out.shape)} {out.dtype}")
     return _sum(x, I, J, L, out)
+
+
+PARTS_WAVES = 4  # best_parts' parts fill at most this many waves of programs
+# GEMM flops per weight that take as long as adding one more part's fp32 sums: 4 bytes at the
+# part sum's memory bandwidth against the weight gradient's tensor-core rate
+PART_SUM_FLOPS = 2000
+
+
+@functools.lru_cache(maxsize=4096)  # every launch asks, for each config (a call's buffer size)
+def best_parts(n, blocks, slots, align):
+    """How many parts a weight gradient's sum over n pixels splits into, for a tile of `blocks`
+    programs a part and `slots` programs at a time on the GPU (0: the interpreter, 1 part): the count
+    that fills 1 to PARTS_WAVES whole waves best, by a model of the time (the busiest slot's pixels,
+    plus PART_SUM_FLOPS for each part summed after), each part at least 4 runs of `align` pixels."""
+    if slots == 0 or n == 0:  # the interpreter; an empty batch
+        return 1
+    aligns, most = cdiv(n, align), max(1, cdiv(n, 4 * align))
+
+    def cost(p):  # in flops per weight; 2 * n when the slots share the pixels evenly
+        busiest = cdiv(blocks * p, slots) * cdiv(aligns, p) * slots / (blocks * aligns)
+        return 2 * n * busiest + PART_SUM_FLOPS * p
+    candidates = {max(1, min(most, waves * slots // blocks)) for waves in range(1, PARTS_WAVES + 1)}
+    return min(sorted(candidates), key=cost)
 
 
 class PartSums:
