@@ -50,7 +50,9 @@ def _sum(x, I, J, L, out):
     return out if parts == 1 else _sum(part_sums, parts, J, 1, out)
 
 
-_BOUND = {}  # sum_kernel's and reduce_kernel's Bound launches (autotune.launch_kept) by sizes, CHUNK (tests change it) and flags
+# sum_kernel's and reduce_kernel's Bound launches (autotune.launch_kept), by sizes, flags and CHUNK (which a Bound's
+# grid holds, and the tests change)
+_BOUND = {}
 
 
 def sum_except(x, dim, out=None):
