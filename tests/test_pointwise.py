@@ -532,3 +532,30 @@ def test_small_integer_dtypes_as_torch():
                    img.max(1).indices, short.prod(), img.cumsum(1), (img > 100).sum(), img.float().mean()]
         rows.append([(r.dtype, r.tolist()) for r in results])
     assert rows[0] == rows[1], [(i, a, b) for i, (a, b) in enumerate(zip(*rows)) if a != b]
+
+
+@pytest.mark.parametrize("other", ["dims", "0-d", "number"])
+@pytest.mark.parametrize("da,db", [(torch.int32, torch.int64), (torch.uint8, torch.uint8), (torch.bool, torch.int32),
+                                   (torch.int8, torch.uint8), (torch.int64, torch.int32)])
+def test_integer_promotion_and_exact_trunc_division_as_torch(da, db, other):
+    """Integer tensors promote by torch's tiers: a 0-d tensor decides only beside 0-d ones or bools
+    (int32 - a 0-d int64 is int32; fuzz seed 63, cases 66 and 967), and div(rounding_mode='trunc')
+    keeps that dtype, exactly (it was int64, through float32)."""
+    a = np.array([[-7, 7, 5, 127]]) if da != torch.uint8 else np.array([[5, 7, 255, 0]])
+    a = a.astype(bool) if da == torch.bool else a
+    b = {"dims": np.array([[3, -2, 1, 2]]), "0-d": np.array(3), "number": 3}[other]
+    b = np.abs(b) if db == torch.uint8 and other != "number" else b
+    ta, tb = torch.tensor(a, dtype=da), torch.tensor(b, dtype=db) if other != "number" else b
+    xa, xb = tnet.tensor(a, dtype=da), tnet.tensor(b, dtype=db) if other != "number" else b
+    for fn in (lambda x, y: x - y, lambda x, y: torch.rsub(x, y) if isinstance(x, torch.Tensor) else tnet.rsub(x, y),
+               lambda x, y: x * y, lambda x, y: x.div(y, rounding_mode="trunc")):
+        try:
+            ref = fn(ta, tb)
+        except RuntimeError:  # a bool subtracted
+            with pytest.raises(RuntimeError):
+                fn(xa, xb)
+            continue
+        got = fn(xa, xb)
+        assert got.dtype == ref.dtype and got.tolist() == ref.tolist()
+    big = tnet.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc")
+    assert big.tolist() == torch.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc").tolist()

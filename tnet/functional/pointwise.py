@@ -227,13 +227,15 @@ def div(input, other, *, rounding_mode=None):
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
             return floor_divide(input, other)
-        _check_int_divisor(*_operands("div", input, other))
+        if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
+            # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
+            if _all_bool(input, other):
+                raise not_implemented("div_trunc_cpu", torch.bool)
+            x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
+            y = floor_divide(sub(x, fmod(x, other)), other)
+            return y if x is input else y.to(_pw._out_dtype("floor_divide", _operands("div", input, other), True))
         with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
             y = trunc(div(input, other))
-        exact = not input.memory.is_floating_point() and not (
-            isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
-        if exact:
-            return y.to(torch.int64)  # integers divide to int64, as torch's
         return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)

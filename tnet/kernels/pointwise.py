@@ -1043,11 +1043,15 @@ def _out_dtype(op, operands, integer):
         return torch.bool
     values = operands[1:] if op == "where" else operands[:1] if op == "route" else operands
     tensors = [x for x in values if isinstance(x, torch.Tensor)]
-    if integer:
-        dtypes = {x.dtype for x in tensors}
-        if dtypes == {torch.bool} and any(type(x) is int for x in values):  # bool tensor + 2: int64
+    if integer:  # torch's table (int8 and int16 give int16) over the tensors with dims; 0-d tensors
+        # decide only where all are 0-d or they are integers beside bools (int32 - a 0-d int64: int32)
+        dims, zero = {x.dtype for x in tensors if x.dim()}, {x.dtype for x in tensors if not x.dim()}
+        dtype = functools.reduce(torch.promote_types, dims or zero)
+        if dtype == torch.bool and zero - {torch.bool}:
+            dtype = functools.reduce(torch.promote_types, zero)
+        if dtype == torch.bool and any(type(x) is int for x in values):  # bool tensor + 2: int64
             return torch.int64
-        return functools.reduce(torch.promote_types, dtypes)  # torch's table: int8 and int16 give int16
+        return dtype
     floats = [x for x in tensors if x.dtype in FLOATS]
     return result_type(floats) if floats else torch.float32
 
