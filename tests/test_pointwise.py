@@ -559,3 +559,16 @@ def test_integer_promotion_and_exact_trunc_division_as_torch(da, db, other):
         assert got.dtype == ref.dtype and got.tolist() == ref.tolist()
     big = tnet.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc")
     assert big.tolist() == torch.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc").tolist()
+
+
+def test_pow_of_minus_zero_by_half_powers_as_torch():
+    """torch's pow of a tensor and a number computes ** -0.5 as rsqrt: (-0.0) ** -0.5 is -inf, and so
+    is the gradient of (-0.0) ** 0.5 (fuzz seed 65, case 1267); a tensor exponent keeps C's pow (+inf)."""
+    v = [-0.0, 0.0, 4.0, 3.0, float("inf"), 2e-40]
+    for e in (0.5, -0.5):
+        x, r = tnet.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+        (x ** e).backward(tnet.ones(len(v)))
+        (r ** e).backward(torch.ones(len(v)))
+        assert (x ** e).tolist() == (r ** e).detach().tolist() and x.grad.tolist() == r.grad.tolist()
+    e = [-0.5, 0.5]
+    assert tnet.pow(tnet.tensor([-0.0, -0.0]), tnet.tensor(e)).tolist() == torch.pow(torch.tensor([-0.0, -0.0]), torch.tensor(e)).tolist()

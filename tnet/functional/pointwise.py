@@ -423,7 +423,7 @@ def pow(input, exponent):
         return Tensor(_integer_power(input.memory, int(exponent)))
     # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
     e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
-    return _unary("pow", input, "pow", "pow_backward", False, e, graph=_pow_graph)
+    return _unary("pow", input, "pow_number", "pow_number_backward", False, e, graph=_pow_graph)
 
 
 def _pow_graph(g, x, y, e):
