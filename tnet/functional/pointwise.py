@@ -654,6 +654,14 @@ def _rounded_0d(a, b):
     return a, b
 
 
+def _rounded_numbers(a, b):
+    """Kernel operands a and b with a Python number beside a float16 or bfloat16 tensor rounded to its
+    dtype, as torch's element-wise ops other than + - * / take it (fmod(x, 0.1) of fp16 divides by
+    0.0999756, xlogy(x, 1e5) of fp16 is x * log(inf))."""
+    return tuple(_pw.round_to(float(v), w.dtype) if isinstance(v, numbers.Real) and isinstance(w, torch.Tensor)
+                 and w.dtype in (torch.float16, torch.bfloat16) else v for v, w in ((a, b), (b, a)))
+
+
 def _comparison(name, text):
     """The op `name`: element-wise `text`, a bool tensor without gradient."""
     def op(input, other):
@@ -1149,7 +1157,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
         raise not_implemented(name, torch.bool)
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
-    a, b = _rounded_0d(*_operands(name, input, other))
+    a, b = _rounded_numbers(*_rounded_0d(*_operands(name, input, other)))
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)

@@ -1041,7 +1041,8 @@ def round_to(v, dtype):
     if dtype == torch.float16:
         with np.errstate(over="ignore"):  # past fp16's range is its inf, as torch rounds it
             return float(np.float16(v))
-    bits = np.array(v, np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):  # past fp32's range is its inf
+        bits = np.array(v, np.float32).view(np.uint32)
     if dtype == torch.bfloat16 and v == v:
         bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return float(bits.view(np.float32))
