@@ -1078,3 +1078,14 @@ def test_convolution_dtypes_as_torch(call):
     lambda m, f, t: t([[1, 0], [2, 3]]).to(torch.uint8).all(), lambda m, f, t: m.any(t([[1, 0], [2, 3]]).int(), 0)])
 def test_round_17_argument_checks_as_torch(call):
     _same_outcome(call)
+
+
+def test_setitem_converts_a_number_before_the_index_as_torch():
+    """x[1.5] = nan of an int64 x is torch's RuntimeError for the value (it converts it first), not the
+    index's IndexError (fuzz seed 64, case 2658); a float16 x takes 1e10 as inf, as torch's."""
+    for index in (1.5, 0, [0, 1]):
+        with pytest.raises(RuntimeError, match="cannot be converted"):
+            tnet.zeros(3, dtype=torch.int64)[index] = float("nan")
+    x = tnet.zeros(3, dtype=torch.float16)
+    x[0] = 1e10
+    assert x.tolist() == [float("inf"), 0.0, 0.0]

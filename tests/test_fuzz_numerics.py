@@ -731,6 +731,21 @@ def test_cdist_gradient_of_huge_values_takes_the_product_first_as_torch():
         _same(a.grad.numpy(), b.grad)
 
 
+def test_cdist_p1_gradient_is_nan_where_a_difference_is_nan_as_torch():
+    """torch's cdist gradient at p = 1 is g sign(diff) with NaN's sign NaN (vector_norm's, abs's, is 0):
+    fuzz seed 63, case 1958; both operands' gradients, a zero difference's 0."""
+    x, y = np.array([[0.0, 1.0], [3.0, -1.0]], np.float32), np.array([[NAN, 2.0], [1.0, 1.0], [0.0, 1.0]], np.float32)
+    want = [torch.tensor(v, requires_grad=True) for v in (x, y)]
+    ref = torch.cdist(*want, p=1.0)
+    ref.backward(torch.full(ref.shape, -1.5))
+    got = [tnet.tensor(v, requires_grad=True) for v in (x, y)]
+    out = tnet.cdist(*got, p=1.0)
+    out.backward(tnet.full(out.shape, -1.5))
+    _same(out.numpy(), ref)
+    for a, b in zip(got, want):
+        _same(a.grad.numpy(), b.grad)
+
+
 @pytest.mark.parametrize("fn", [lambda m, f, x: m.linalg.vector_norm(x, dim=1), lambda m, f, x: m.norm(x, 3, dim=1),
                                 lambda m, f, x: f.normalize(x, dim=1), lambda m, f, x: m.linalg.vector_norm(x[0, 0]),
                                 lambda m, f, x: f.pairwise_distance(x, m.zeros(1))])

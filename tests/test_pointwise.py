@@ -532,3 +532,60 @@ def test_small_integer_dtypes_as_torch():
                    img.max(1).indices, short.prod(), img.cumsum(1), (img > 100).sum(), img.float().mean()]
         rows.append([(r.dtype, r.tolist()) for r in results])
     assert rows[0] == rows[1], [(i, a, b) for i, (a, b) in enumerate(zip(*rows)) if a != b]
+
+
+@pytest.mark.parametrize("other", ["dims", "0-d", "number"])
+@pytest.mark.parametrize("da,db", [(torch.int32, torch.int64), (torch.uint8, torch.uint8), (torch.bool, torch.int32),
+                                   (torch.int8, torch.uint8), (torch.int64, torch.int32)])
+def test_integer_promotion_and_exact_trunc_division_as_torch(da, db, other):
+    """Integer tensors promote by torch's tiers: a 0-d tensor decides only beside 0-d ones or bools
+    (int32 - a 0-d int64 is int32; fuzz seed 63, cases 66 and 967), and div(rounding_mode='trunc')
+    keeps that dtype, exactly (it was int64, through float32)."""
+    a = np.array([[-7, 7, 5, 127]]) if da != torch.uint8 else np.array([[5, 7, 255, 0]])
+    a = a.astype(bool) if da == torch.bool else a
+    b = {"dims": np.array([[3, -2, 1, 2]]), "0-d": np.array(3), "number": 3}[other]
+    b = np.abs(b) if db == torch.uint8 and other != "number" else b
+    ta, tb = torch.tensor(a, dtype=da), torch.tensor(b, dtype=db) if other != "number" else b
+    xa, xb = tnet.tensor(a, dtype=da), tnet.tensor(b, dtype=db) if other != "number" else b
+    for fn in (lambda x, y: x - y, lambda x, y: torch.rsub(x, y) if isinstance(x, torch.Tensor) else tnet.rsub(x, y),
+               lambda x, y: x * y, lambda x, y: x.div(y, rounding_mode="trunc")):
+        try:
+            ref = fn(ta, tb)
+        except RuntimeError:  # a bool subtracted
+            with pytest.raises(RuntimeError):
+                fn(xa, xb)
+            continue
+        got = fn(xa, xb)
+        assert got.dtype == ref.dtype and got.tolist() == ref.tolist()
+    big = tnet.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc")
+    assert big.tolist() == torch.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc").tolist()
+
+
+def test_pow_of_minus_zero_by_half_powers_as_torch():
+    """torch's pow of a tensor and a number computes ** -0.5 as rsqrt: (-0.0) ** -0.5 is -inf, and so
+    is the gradient of (-0.0) ** 0.5 (fuzz seed 65, case 1267); a tensor exponent keeps C's pow (+inf)."""
+    v = [-0.0, 0.0, 4.0, 3.0, float("inf"), 2e-40]
+    for e in (0.5, -0.5):
+        x, r = tnet.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+        (x ** e).backward(tnet.ones(len(v)))
+        (r ** e).backward(torch.ones(len(v)))
+        assert (x ** e).tolist() == (r ** e).detach().tolist() and x.grad.tolist() == r.grad.tolist()
+    e = [-0.5, 0.5]
+    assert tnet.pow(tnet.tensor([-0.0, -0.0]), tnet.tensor(e)).tolist() == torch.pow(torch.tensor([-0.0, -0.0]), torch.tensor(e)).tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_number_beside_a_16_bit_tensor_is_rounded_to_it_as_torch(dtype):
+    """torch's ops other than + - * / convert a Python number to the 16-bit tensor's dtype first:
+    fmod(x, 0.1) divides by fp16's 0.0999756, xlogy(x, 1e5) is x * log(inf) (fuzz seed 64, case 649);
+    special.xlog1py takes numbers (it raised)."""
+    a = np.array([1000.0, -0.15, 3.3], np.float32)
+    x, r = tnet.tensor(a, dtype=dtype), torch.tensor(a, dtype=dtype)
+    for name in ("fmod", "remainder", "xlogy", "copysign", "special.xlog1py"):
+        for v in (1e-8, 1e5, 0.1, 1.001, -3):
+            fn = (lambda lib: getattr(lib.special, "xlog1py")) if name.startswith("special") else (lambda lib: getattr(lib, name))
+            got, ref = fn(tnet)(x, v), fn(torch)(r, v)
+            assert got.dtype == ref.dtype
+            # bf16's xlogy rounds log(y) to bf16 first in torch: a last-place difference, not the point here
+            np.testing.assert_allclose(got.float().numpy(), ref.float().numpy(), rtol=1e-2, err_msg=f"{name}(x, {v})")
+    assert tnet.special.xlog1py(2.0, tnet.tensor([0.5])).tolist() == torch.special.xlog1py(2.0, torch.tensor([0.5])).tolist()

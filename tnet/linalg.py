@@ -217,17 +217,28 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 
 # ---- inverses, determinants, solves --------------------------------------------------------------
 
+def _nan_matrices(a):
+    """(a with each matrix that holds a NaN replaced by the identity, a mask of those matrices with
+    two trailing dims of 1): torch's inverse, solve and determinant of such a matrix are all NaN (its
+    LAPACK's pivoting spreads the NaN through the factors; numpy's can leave finite values, or call
+    the matrix singular), so tnet computes the others and sets those NaN."""
+    bad = np.isnan(a).any((-2, -1), keepdims=True)
+    return (np.where(bad, np.eye(a.shape[-1]), a) if bad.any() else a), bad
+
+
 def _solve_host(a, b, left=True):
     """A^-1 B (left) or B A^-1, batch dims broadcast; b a batch of matrices."""
+    a, bad = _nan_matrices(a)
     if left:
-        return np.linalg.solve(a, b)
-    return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+        return np.where(bad, np.nan, np.linalg.solve(a, b))
+    return np.where(bad, np.nan, np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2))
 
 
 def _inv_checked(name, a):
     """np.linalg.inv, with torch's LinAlgError (naming the zero pivot) for a singular matrix."""
+    a, bad = _nan_matrices(a)
     try:
-        return np.linalg.inv(a)
+        return np.where(bad, np.nan, np.linalg.inv(a))
     except np.linalg.LinAlgError:
         _batch_error(name, _lu_host(a)[2], _singular_message)
 
@@ -249,15 +260,15 @@ InvExResult = namedtuple("InvExResult", ["inverse", "info"])
 def inv_ex(A, *, check_errors=False):
     """torch.linalg.inv_ex: (inverse, info), info the first zero pivot (0: invertible); a singular
     matrix's inverse is NaN in tnet (torch leaves it undefined). Gradient as inv."""
-    a = _host("linalg.inv_ex", A, square=True)
+    a, bad = _nan_matrices(_host("linalg.inv_ex", A, square=True))
     try:
-        ainv, info = np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)
+        ainv, info = np.where(bad, np.nan, np.linalg.inv(a)), np.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:  # only then the slow LU, for info
         info = _lu_host(a)[2]
         if check_errors:
             _batch_error("linalg.inv_ex", info, _singular_message)
         ainv = np.full_like(a, np.nan)
-        ainv[info == 0] = np.linalg.inv(a[info == 0])
+        ainv[info == 0] = np.where(bad[info == 0], np.nan, np.linalg.inv(a[info == 0]))
     return InvExResult(_inv_recorded(A, ainv), _int32(info))
 
 
@@ -304,18 +315,24 @@ def _det_grad(A, scale):
 def det(A):
     """torch.linalg.det (torch.det, Tensor.det) of A [..., n, n], on the host (the module's note);
     gradient g * det(A) A^-T (the cofactor matrix, through an SVD: singular A too)."""
-    a = _host("linalg.det", A, square=True)
-    return _recorded("linalg.det", _dev(np.linalg.det(a), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
+    a, bad = _nan_matrices(_host("linalg.det", A, square=True))
+    return _recorded("linalg.det", _dev(np.where(bad[..., 0, 0], np.nan, np.linalg.det(a)), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
 
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 
+def _slogdet_host(a):
+    """np.linalg.slogdet, as torch's of a matrix holding a NaN: sign 0, log|det| NaN."""
+    a, bad = _nan_matrices(a)
+    sign, logabsdet = np.linalg.slogdet(a)
+    return np.where(bad[..., 0, 0], 0.0, sign), np.where(bad[..., 0, 0], np.nan, logabsdet)
+
+
 def slogdet(A):
     """torch.linalg.slogdet: (sign, log|det|) of A [..., n, n], on the host (the module's note); the
     gradient of logabsdet g A^-T (sign has none)."""
-    a = _host("linalg.slogdet", A, square=True)
-    sign, logabsdet = np.linalg.slogdet(a)
+    sign, logabsdet = _slogdet_host(_host("linalg.slogdet", A, square=True))
     return SlogdetResult(_dev(sign, A), _recorded("linalg.slogdet", _dev(logabsdet, A), (A,),
                                                   _det_grad(A, lambda a: 1.0 / np.linalg.det(a))))
 
@@ -324,7 +341,7 @@ def logdet(A):
     """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T, and 0 where
     det < 0 (torch's NaN there is a constant of its where, not a function of A)."""
     a = _host("logdet", A, square=True)
-    sign, logabsdet = np.linalg.slogdet(a)
+    sign, logabsdet = _slogdet_host(a)
     with np.errstate(invalid="ignore"):
         value = np.where(sign < 0, np.nan, logabsdet)
 

@@ -4,6 +4,9 @@ torch.special's names, erfcx, log_ndtr, ndtri and the modified Bessel functions 
 other Bessel functions, zeta, gammainc, the orthogonal polynomials, ...) are not there: using one
 raises AttributeError."""
 import math
+import numbers
+
+import torch
 
 from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
@@ -12,6 +15,7 @@ from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, 
 from .functional.pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.reduce import logsumexp
 from .kernels.launch import check
+from .tensor import Tensor, tensor
 
 expit = sigmoid
 gammaln = lgamma
@@ -55,6 +59,9 @@ def entr(input):
 
 
 def xlog1py(input, other):
-    """x * log1p(y), 0 where x is 0 (unless y is NaN), as torch.special.xlog1py."""
+    """x * log1p(y), 0 where x is 0 (unless y is NaN), as torch.special.xlog1py; a number beside a
+    tensor is a 0-d tensor of its float dtype (float32 beside integers), as torch takes it."""
+    input, other = (tensor(float(v), dtype=w.dtype if w.is_floating_point() else torch.float32, device=w.device)
+                    if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
     return where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
 

@@ -13,7 +13,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, to, transpose, unsafe_view, unsqueeze
-from .pointwise import add, clamp_min, div, eq, mul, sqrt, sub, sum_to, where
+from .pointwise import add, clamp_min, div, eq, isnan, mul, sign, sqrt, sub, sum_to, where
 from .inputs import check_args, check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
@@ -145,7 +145,22 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
         return _euclidean_cdist(x1, x2)
     diff = sub(unsqueeze(x1, -2), unsqueeze(x2, -3))
-    return _direct_euclidean(diff) if p == 2 else vector_norm(diff, p, -1)
+    return _direct_euclidean(diff) if p == 2 else _taxicab(diff) if p == 1 else vector_norm(diff, p, -1)
+
+
+def _taxicab(diff):
+    """The 1-norms over the last dim of the differences diff [*, P, R, M], with torch's cdist gradient
+    g sign(diff), NaN where diff is NaN (vector_norm's, as torch.abs's, is 0 there)."""
+    with no_grad():
+        d = vector_norm(diff, 1, -1)
+
+    def graph(g, out):
+        return (where(isnan(diff), math.nan, mul(unsqueeze(g, -1), sign(diff))),)
+
+    def backward(g):
+        with no_grad():
+            return (graph(Tensor(g), None)[0].memory,)
+    return record("cdist", d.memory, (diff,), backward, saved=(diff,), graph=graph)
 
 
 def _direct_euclidean(diff):

@@ -23,7 +23,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
-from ..kernels.launch import DTYPE_NAMES, InputError, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
+from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
 from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
@@ -436,6 +436,8 @@ def setitem(self, index, value):
     the GPU, as torch's); a bool mask among full slices with a number or a 0-d tensor is
     masked_fill_ (no host read). The overwritten part gets no gradient; value's is summed back
     to its shape."""
+    if isinstance(value, numbers.Real) and self.dtype in _pw.INTEGERS and self.dtype != torch.bool:
+        as_int64(value)  # before the index, as torch converts it: x[1.5] = nan of an int64 x is its RuntimeError
     index = scalar_indices(index)
     plan = Indexing.of(self.memory, index)
     if plan is not None:

@@ -227,13 +227,15 @@ def div(input, other, *, rounding_mode=None):
               lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
             return floor_divide(input, other)
-        _check_int_divisor(*_operands("div", input, other))
+        if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
+            # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
+            if _all_bool(input, other):
+                raise not_implemented("div_trunc_cpu", torch.bool)
+            x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
+            y = floor_divide(sub(x, fmod(x, other)), other)
+            return y if x is input else y.to(_pw._out_dtype("floor_divide", _operands("div", input, other), True))
         with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
             y = trunc(div(input, other))
-        exact = not input.memory.is_floating_point() and not (
-            isinstance(other, float) or isinstance(other, Tensor) and other.memory.is_floating_point())
-        if exact:
-            return y.to(torch.int64)  # integers divide to int64, as torch's
         return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
@@ -421,7 +423,7 @@ def pow(input, exponent):
         return Tensor(_integer_power(input.memory, int(exponent)))
     # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
     e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
-    return _unary("pow", input, "pow", "pow_backward", False, e, graph=_pow_graph)
+    return _unary("pow", input, "pow_number", "pow_number_backward", False, e, graph=_pow_graph)
 
 
 def _pow_graph(g, x, y, e):
@@ -650,6 +652,14 @@ def _rounded_0d(a, b):
         a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
                 else v for v, w in ((a, b), (b, a)))
     return a, b
+
+
+def _rounded_numbers(a, b):
+    """Kernel operands a and b with a Python number beside a float16 or bfloat16 tensor rounded to its
+    dtype, as torch's element-wise ops other than + - * / take it (fmod(x, 0.1) of fp16 divides by
+    0.0999756, xlogy(x, 1e5) of fp16 is x * log(inf))."""
+    return tuple(_pw.round_to(float(v), w.dtype) if isinstance(v, numbers.Real) and isinstance(w, torch.Tensor)
+                 and w.dtype in (torch.float16, torch.bfloat16) else v for v, w in ((a, b), (b, a)))
 
 
 def _comparison(name, text):
@@ -1147,7 +1157,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
         raise not_implemented(name, torch.bool)
     if op not in _pw.INTEGER_OPS or not (_is_integer(input) and _is_integer(other)):
         input, other = _ints_to_float(input, other)
-    a, b = _rounded_0d(*_operands(name, input, other))
+    a, b = _rounded_numbers(*_rounded_0d(*_operands(name, input, other)))
     if name in ("fmod", "remainder", "floor_divide"):
         _check_int_divisor(a, b)
     y = _pw.pointwise(op, a, b)

@@ -654,7 +654,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.vector_norm over dim (None or (): all elements): ord 2 sqrt(sum |x|^2), 1,
     inf and -inf (the largest and smallest |x|, a tie's gradient shared), 0 (the count of
-    nonzeros, gradient 0) and other p sum(|x|^p)^(1/p), with torch's gradients (0 where the norm
+    nonzeros, no gradient: x.grad stays None, as torch's) and other p sum(|x|^p)^(1/p), with torch's gradients (0 where the norm
     is 0, and at zeros for p < 1). dtype: x cast first."""
     check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
@@ -676,7 +676,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 0:
         with no_grad():
             y = sum(ne(x, 0).to(x.dtype), dim, keepdim)
-        return record("vector_norm", y.memory, (x,), lambda g: (torch.zeros_like(x.memory),))
+        return record("vector_norm", y.memory, (x,), lambda g: (None,))  # no gradient, as torch's (x.grad None)
     return _p_norm(x, float(ord), dim, keepdim)
 
 

@@ -33,10 +33,10 @@ from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, ch
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
 # always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
-         "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "tie": 2, "route": 2,
+         "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "pow_number": 2, "tie": 2, "route": 2,
          "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
          "tanh_backward": 2, "silu_backward": 2,
-         "pow_backward": 3, "div_backward": 3, "div_other_backward": 3, "muldiv": 3,
+         "pow_backward": 3, "pow_number_backward": 3, "div_backward": 3, "div_other_backward": 3, "muldiv": 3,
          # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
          "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3, "clamp_which": 4,
          "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
@@ -118,6 +118,13 @@ def _pow(x, s):
     r = tl.where(s == 2.0, x * x, tl.where(s == 0.5, tl.sqrt_rn(x), tl.where(s == 1.0, x, r)))
     one = (s == 0.0) | (x == 1.0) | ((x == -1.0) & (tl.abs(s) == float("inf")))
     return tl.where(one, 1.0, r)
+
+
+@triton.jit
+def _pow_number(x, s):
+    """x ** s for a Python number s, as torch's pow of a tensor and a scalar: _pow, but s = -0.5 is
+    1 / sqrt(x), its rsqrt ((-0.0) ** -0.5 = -inf where C's pow gives +inf)."""
+    return tl.where(s == -0.5, 1.0 / tl.sqrt_rn(x), _pow(x, s))
 
 
 @triton.jit
@@ -506,6 +513,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.sqrt_rn(a)
     elif OP == "pow":
         y = _pow(a, b)
+    elif OP == "pow_number":
+        y = _pow_number(a, b)
     elif OP == "gelu":  # x Phi(x), Phi the normal CDF: 0.5 (1 + erf(x / sqrt(2)))
         y = 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
     elif OP == "gelu_tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -532,6 +541,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a * s * (1.0 + b * (1.0 - s))
     elif OP == "pow_backward":  # b = x, c = the exponent; 0 for x ** 0 (PyTorch's rule, also at x = 0);
         y = tl.where(c == 0.0, 0.0, a * (c * _pow(b, c - 1.0)))  # torch's order: a huge c times a 0 power is 0
+    elif OP == "pow_number_backward":  # pow_backward of a number exponent c: x ** 0.5's is 0.5 rsqrt(x)
+        y = tl.where(c == 0.0, 0.0, a * (c * _pow_number(b, c - 1.0)))
     elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
         y = -a * b / c
     elif OP == "div_other_backward":  # b = the dividend, c = the divisor: torch's -g ((n / c) / c), from
@@ -1030,7 +1041,8 @@ def round_to(v, dtype):
     if dtype == torch.float16:
         with np.errstate(over="ignore"):  # past fp16's range is its inf, as torch rounds it
             return float(np.float16(v))
-    bits = np.array(v, np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):  # past fp32's range is its inf
+        bits = np.array(v, np.float32).view(np.uint32)
     if dtype == torch.bfloat16 and v == v:
         bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return float(bits.view(np.float32))
@@ -1043,11 +1055,15 @@ def _out_dtype(op, operands, integer):
         return torch.bool
     values = operands[1:] if op == "where" else operands[:1] if op == "route" else operands
     tensors = [x for x in values if isinstance(x, torch.Tensor)]
-    if integer:
-        dtypes = {x.dtype for x in tensors}
-        if dtypes == {torch.bool} and any(type(x) is int for x in values):  # bool tensor + 2: int64
+    if integer:  # torch's table (int8 and int16 give int16) over the tensors with dims; 0-d tensors
+        # decide only where all are 0-d or they are integers beside bools (int32 - a 0-d int64: int32)
+        dims, zero = {x.dtype for x in tensors if x.dim()}, {x.dtype for x in tensors if not x.dim()}
+        dtype = functools.reduce(torch.promote_types, dims or zero)
+        if dtype == torch.bool and zero - {torch.bool}:
+            dtype = functools.reduce(torch.promote_types, zero)
+        if dtype == torch.bool and any(type(x) is int for x in values):  # bool tensor + 2: int64
             return torch.int64
-        return functools.reduce(torch.promote_types, dtypes)  # torch's table: int8 and int16 give int16
+        return dtype
     floats = [x for x in tensors if x.dtype in FLOATS]
     return result_type(floats) if floats else torch.float32
 
