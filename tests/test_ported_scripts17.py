@@ -1,0 +1,653 @@
+import contextlib
+import copy
+import math
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) davidtvs/pytorch-lr-finder's torch_lr_finder/lr_finder.py: ExponentialLR and LinearLR written as subclasses of
+# _LRScheduler (get_lr from self.last_epoch and self.base_lrs), the StateCacher's deepcopy of the model's and the
+# optimizer's state_dicts, the start lr set in param_groups, TrainDataLoaderIter restarting its DataLoader,
+# gradient accumulation by loss / accumulation_steps, the smoothed loss with its divergence stop, reset() from the
+# cache, and the suggestion at the steepest gradient by np.gradient; then the real run from the restored state
+def lr_finder(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from_lr_scheduler = m.lr_scheduler
+
+    class ExponentialLR(from_lr_scheduler._LRScheduler):
+        def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+            self.end_lr = end_lr
+            if num_iter <= 1:
+                raise ValueError("`num_iter` must be larger than 1")
+            self.num_iter = num_iter
+            super(ExponentialLR, self).__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            r = self.last_epoch / (self.num_iter - 1)
+            return [base_lr * (self.end_lr / base_lr) ** r for base_lr in self.base_lrs]
+
+    class LinearLR(from_lr_scheduler._LRScheduler):
+        def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+            self.end_lr = end_lr
+            self.num_iter = num_iter
+            super(LinearLR, self).__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            r = self.last_epoch / (self.num_iter - 1)
+            return [base_lr + r * (self.end_lr - base_lr) for base_lr in self.base_lrs]
+
+    class StateCacher(object):
+        def __init__(self, in_memory=True):
+            self.in_memory = in_memory
+            self.cached = {}
+
+        def store(self, key, state_dict):
+            self.cached.update({key: copy.deepcopy(state_dict)})
+
+        def retrieve(self, key):
+            if key not in self.cached:
+                raise KeyError("Target {} was not cached.".format(key))
+            return self.cached.get(key)
+
+    class TrainDataLoaderIter(object):
+        def __init__(self, data_loader, auto_reset=True):
+            self.data_loader = data_loader
+            self._iterator = iter(data_loader)
+            self.auto_reset = auto_reset
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            try:
+                batch = next(self._iterator)
+            except StopIteration:
+                if not self.auto_reset:
+                    raise
+                self._iterator = iter(self.data_loader)
+                batch = next(self._iterator)
+            return batch[0], batch[1]
+
+    class LRFinder(object):
+        def __init__(self, model, optimizer, criterion, device=None, memory_cache=True):
+            self.optimizer = optimizer
+            self._check_for_scheduler()
+            self.model = model
+            self.criterion = criterion
+            self.history = {"lr": [], "loss": []}
+            self.best_loss = None
+            self.state_cacher = StateCacher(memory_cache)
+            self.state_cacher.store("model", self.model.state_dict())
+            self.state_cacher.store("optimizer", self.optimizer.state_dict())
+
+        def reset(self):
+            self.model.load_state_dict(self.state_cacher.retrieve("model"))
+            self.optimizer.load_state_dict(self.state_cacher.retrieve("optimizer"))
+
+        def range_test(self, train_loader, start_lr=None, end_lr=10, num_iter=100, step_mode="exp", smooth_f=0.05,
+                       diverge_th=5, accumulation_steps=1):
+            self.history = {"lr": [], "loss": []}
+            self.best_loss = None
+            if start_lr:
+                self._set_learning_rate(start_lr)
+            if step_mode.lower() == "exp":
+                lr_schedule = ExponentialLR(self.optimizer, end_lr, num_iter)
+            elif step_mode.lower() == "linear":
+                lr_schedule = LinearLR(self.optimizer, end_lr, num_iter)
+            else:
+                raise ValueError("expected one of (exp, linear), got {}".format(step_mode))
+            if smooth_f < 0 or smooth_f >= 1:
+                raise ValueError("smooth_f is outside the range [0, 1[")
+            train_iter = TrainDataLoaderIter(train_loader)
+            for iteration in range(num_iter):
+                loss = self._train_batch(train_iter, accumulation_steps)
+                self.history["lr"].append(lr_schedule.get_lr()[0])
+                lr_schedule.step()
+                if iteration == 0:
+                    self.best_loss = loss
+                else:
+                    if smooth_f > 0:
+                        loss = smooth_f * loss + (1 - smooth_f) * self.history["loss"][-1]
+                    if loss < self.best_loss:
+                        self.best_loss = loss
+                self.history["loss"].append(loss)
+                if loss > diverge_th * self.best_loss:
+                    break
+
+        def _set_learning_rate(self, new_lrs):
+            if not isinstance(new_lrs, list):
+                new_lrs = [new_lrs] * len(self.optimizer.param_groups)
+            for param_group, new_lr in zip(self.optimizer.param_groups, new_lrs):
+                param_group["lr"] = new_lr
+
+        def _check_for_scheduler(self):
+            for param_group in self.optimizer.param_groups:
+                if "initial_lr" in param_group:
+                    raise RuntimeError("Optimizer already has a scheduler attached to it")
+
+        def _train_batch(self, train_iter, accumulation_steps):
+            self.model.train()
+            total_loss = None
+            self.optimizer.zero_grad()
+            for i in range(accumulation_steps):
+                inputs, labels = next(train_iter)
+                outputs = self.model(inputs)
+                loss = self.criterion(outputs, labels)
+                loss /= accumulation_steps
+                loss.backward()
+                if total_loss is None:
+                    total_loss = loss
+                else:
+                    total_loss += loss
+            self.optimizer.step()
+            return total_loss.item()
+
+        def suggestion(self, skip_start=0, skip_end=0):
+            lrs, losses = self.history["lr"], self.history["loss"]
+            lrs = lrs[skip_start:len(lrs) - skip_end] if skip_end else lrs[skip_start:]
+            losses = losses[skip_start:len(losses) - skip_end] if skip_end else losses[skip_start:]
+            min_grad_idx = (np.gradient(np.array(losses))).argmin()
+            return lrs[min_grad_idx]
+
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    init = load(m, model, state)
+    rng = np.random.default_rng(11)
+    x, y = torch.tensor(normal(rng, 12, 6)), torch.tensor(rng.integers(0, 3, 12))
+    train_loader = m.data.DataLoader(m.data.TensorDataset(x, y), batch_size=4, shuffle=False)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-7, momentum=0.9, weight_decay=1e-2)
+    lr_finder = LRFinder(model, optimizer, criterion)
+    lr_finder.range_test(train_loader, end_lr=1, num_iter=4, accumulation_steps=2)
+    found = list(lr_finder.history["lr"]) + list(lr_finder.history["loss"])
+    lr_finder.range_test(train_loader, start_lr=1e-3, end_lr=1e-1, num_iter=3, step_mode="linear")
+    found += list(lr_finder.history["lr"]) + list(lr_finder.history["loss"])
+    best = lr_finder.suggestion()
+    lr_finder.reset()
+    assert optimizer.param_groups[0]["lr"] == 1e-7 and "initial_lr" not in optimizer.param_groups[0]
+    restored = summary(model.parameters())
+    optimizer.param_groups[0]["lr"] = best
+    loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, found + [best, loss.item()] + restored + summary(model.parameters())
+
+
+def test_lr_finder():
+    compare(lr_finder)
+
+
+# (b) karpathy/pytorch-made's made.py and run.py: MaskedLinear(nn.Linear) with a float "mask" buffer that set_mask
+# fills from a numpy bool array by copy_ of a uint8 tensor, F.linear of mask * weight; MADE's connectivity from a
+# seeded np.random.RandomState (orderings cycled over num_masks, the output mask repeated for nout = 2 nin), the
+# order-agnostic average of logits over resampled masks, binary_cross_entropy_with_logits(size_average=False) / B;
+# then check_made.py's test of the autoregressive property: each output's gradient on a single input row
+def made(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class MaskedLinear(nn.Linear):
+        def __init__(self, in_features, out_features, bias=True):
+            super().__init__(in_features, out_features, bias)
+            self.register_buffer('mask', torch.ones(out_features, in_features))
+
+        def set_mask(self, mask):
+            self.mask.data.copy_(torch.from_numpy(mask.astype(np.uint8).T))
+
+        def forward(self, input):
+            return F.linear(input, self.mask * self.weight, self.bias)
+
+    class MADE(nn.Module):
+        def __init__(self, nin, hidden_sizes, nout, num_masks=1, natural_ordering=False):
+            super().__init__()
+            self.nin = nin
+            self.nout = nout
+            self.hidden_sizes = hidden_sizes
+            assert self.nout % self.nin == 0, "nout must be integer multiple of nin"
+            self.net = []
+            hs = [nin] + hidden_sizes + [nout]
+            for h0, h1 in zip(hs, hs[1:]):
+                self.net.extend([
+                    MaskedLinear(h0, h1),
+                    nn.ReLU(),
+                ])
+            self.net.pop()  # pop the last ReLU for the output layer
+            self.net = nn.Sequential(*self.net)
+            self.natural_ordering = natural_ordering
+            self.num_masks = num_masks
+            self.seed = 0  # for cycling through num_masks orderings
+            self.m = {}
+            self.update_masks()  # builds the initial self.m connectivity
+
+        def update_masks(self):
+            if self.m and self.num_masks == 1:
+                return  # only a single seed, skip for efficiency
+            L = len(self.hidden_sizes)
+            rng = np.random.RandomState(self.seed)
+            self.seed = (self.seed + 1) % self.num_masks
+            self.m[-1] = np.arange(self.nin) if self.natural_ordering else rng.permutation(self.nin)
+            for l in range(L):
+                self.m[l] = rng.randint(self.m[l - 1].min(), self.nin - 1, size=self.hidden_sizes[l])
+            masks = [self.m[l - 1][:, None] <= self.m[l][None, :] for l in range(L)]
+            masks.append(self.m[L - 1][:, None] < self.m[-1][None, :])
+            if self.nout > self.nin:
+                k = int(self.nout / self.nin)
+                masks[-1] = np.concatenate([masks[-1]] * k, axis=1)
+            layers = [l for l in self.net.modules() if isinstance(l, MaskedLinear)]
+            for l, m in zip(layers, masks):
+                l.set_mask(m)
+
+        def forward(self, x):
+            return self.net(x)
+
+    nin = 6
+    model = MADE(nin, [10, 10], nin, num_masks=2)
+    init = load(m, model, state)
+    opt = torch.optim.Adam(model.parameters(), 1e-3, weight_decay=1e-4)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=45, gamma=0.1)
+    rng = np.random.default_rng(13)
+    xtr = (rng.uniform(0, 1, (8, nin)) > 0.5).astype(np.float32)  # binarized MNIST's rows, tiny
+    losses = []
+    for split in ("train", "train", "test"):
+        model.train() if split == "train" else model.eval()
+        x = xtr if split == "train" else xtr[:4]
+        xb = torch.from_numpy(x)
+        nsamples = 1 if split == "train" else 2
+        xbhat = torch.zeros_like(xb)
+        with torch.set_grad_enabled(split == "train"):
+            for s in range(nsamples):
+                model.update_masks()
+                xbhat += model(xb)
+            xbhat /= nsamples
+            loss = F.binary_cross_entropy_with_logits(xbhat, xb, size_average=False) / xb.size(0)
+        lossf = loss.data.item()
+        losses.append(lossf)
+        if split == "train":
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            scheduler.step()
+    # check_made.py: output k depends on no input at or after its place in the ordering
+    model.update_masks()
+    x = (rng.uniform(0, 1, (1, nin)) > 0.5).astype(np.float32)
+    res = []
+    for k in range(nin):
+        xtr = torch.from_numpy(x)
+        xtr.requires_grad = True
+        xtrhat = model(xtr)
+        loss = xtrhat[0, k]
+        loss.backward()
+        depends = (xtr.grad[0] != 0).numpy().astype(np.uint8)
+        depends_ix = list(np.where(depends)[0])
+        isok = k % nin not in depends_ix
+        res.append((len(depends_ix), isok))
+    assert all(ok for _, ok in res), res
+    assert [n for n, _ in res] != [0] * nin
+    masks = [float(l.mask.sum()) for l in model.net if isinstance(l, MaskedLinear)]
+    return init, losses + masks + [n for n, _ in res] + summary(model.parameters())
+
+
+def test_made():
+    compare(made)
+
+
+# (c) juho-lee/set_transformer's modules.py and models.py: MAB's heads by torch.cat(Q.split(dim_split, 2), 0),
+# softmax of bmm scores over dim 2, the heads back by split(Q.size(0), 0) and cat on dim 2, optional LayerNorms
+# found by getattr(self, 'ln0', None); SAB, ISAB with inducing points and PMA with seeds made as torch.Tensor(1, n, d)
+# and xavier_uniform_, repeated over the batch; the SetTransformer and the DeepSet of its max-regression demo, trained
+# by Adam on the L1 loss to each set's max
+def set_transformer(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class MAB(nn.Module):
+        def __init__(self, dim_Q, dim_K, dim_V, num_heads, ln=False):
+            super(MAB, self).__init__()
+            self.dim_V = dim_V
+            self.num_heads = num_heads
+            self.fc_q = nn.Linear(dim_Q, dim_V)
+            self.fc_k = nn.Linear(dim_K, dim_V)
+            self.fc_v = nn.Linear(dim_K, dim_V)
+            if ln:
+                self.ln0 = nn.LayerNorm(dim_V)
+                self.ln1 = nn.LayerNorm(dim_V)
+            self.fc_o = nn.Linear(dim_V, dim_V)
+
+        def forward(self, Q, K):
+            Q = self.fc_q(Q)
+            K, V = self.fc_k(K), self.fc_v(K)
+            dim_split = self.dim_V // self.num_heads
+            Q_ = torch.cat(Q.split(dim_split, 2), 0)
+            K_ = torch.cat(K.split(dim_split, 2), 0)
+            V_ = torch.cat(V.split(dim_split, 2), 0)
+            A = torch.softmax(Q_.bmm(K_.transpose(1, 2)) / math.sqrt(self.dim_V), 2)
+            O = torch.cat((Q_ + A.bmm(V_)).split(Q.size(0), 0), 2)
+            O = O if getattr(self, 'ln0', None) is None else self.ln0(O)
+            O = O + F.relu(self.fc_o(O))
+            O = O if getattr(self, 'ln1', None) is None else self.ln1(O)
+            return O
+
+    class SAB(nn.Module):
+        def __init__(self, dim_in, dim_out, num_heads, ln=False):
+            super(SAB, self).__init__()
+            self.mab = MAB(dim_in, dim_in, dim_out, num_heads, ln=ln)
+
+        def forward(self, X):
+            return self.mab(X, X)
+
+    class ISAB(nn.Module):
+        def __init__(self, dim_in, dim_out, num_heads, num_inds, ln=False):
+            super(ISAB, self).__init__()
+            self.I = nn.Parameter(torch.Tensor(1, num_inds, dim_out))
+            nn.init.xavier_uniform_(self.I)
+            self.mab0 = MAB(dim_out, dim_in, dim_out, num_heads, ln=ln)
+            self.mab1 = MAB(dim_in, dim_out, dim_out, num_heads, ln=ln)
+
+        def forward(self, X):
+            H = self.mab0(self.I.repeat(X.size(0), 1, 1), X)
+            return self.mab1(X, H)
+
+    class PMA(nn.Module):
+        def __init__(self, dim, num_heads, num_seeds, ln=False):
+            super(PMA, self).__init__()
+            self.S = nn.Parameter(torch.Tensor(1, num_seeds, dim))
+            nn.init.xavier_uniform_(self.S)
+            self.mab = MAB(dim, dim, dim, num_heads, ln=ln)
+
+        def forward(self, X):
+            return self.mab(self.S.repeat(X.size(0), 1, 1), X)
+
+    class DeepSet(nn.Module):
+        def __init__(self, dim_input, num_outputs, dim_output, dim_hidden=128):
+            super(DeepSet, self).__init__()
+            self.num_outputs = num_outputs
+            self.dim_output = dim_output
+            self.enc = nn.Sequential(nn.Linear(dim_input, dim_hidden), nn.ReLU(), nn.Linear(dim_hidden, dim_hidden))
+            self.dec = nn.Sequential(nn.Linear(dim_hidden, dim_hidden), nn.ReLU(),
+                                     nn.Linear(dim_hidden, num_outputs * dim_output))
+
+        def forward(self, X):
+            X = self.enc(X).mean(-2)
+            X = self.dec(X).reshape(-1, self.num_outputs, self.dim_output)
+            return X
+
+    class SetTransformer(nn.Module):
+        def __init__(self, dim_input, num_outputs, dim_output, num_inds=32, dim_hidden=128, num_heads=4, ln=False):
+            super(SetTransformer, self).__init__()
+            self.enc = nn.Sequential(
+                ISAB(dim_input, dim_hidden, num_heads, num_inds, ln=ln),
+                ISAB(dim_hidden, dim_hidden, num_heads, num_inds, ln=ln))
+            self.dec = nn.Sequential(
+                PMA(dim_hidden, num_heads, num_outputs, ln=ln),
+                SAB(dim_hidden, dim_hidden, num_heads, ln=ln),
+                nn.Linear(dim_hidden, dim_output))
+
+        def forward(self, X):
+            return self.dec(self.enc(X))
+
+    models = nn.ModuleList([SetTransformer(1, 1, 1, num_inds=3, dim_hidden=8, num_heads=2, ln=True),
+                            DeepSet(1, 1, 1, dim_hidden=8)])
+    init = load(m, models, state)
+    rng = np.random.default_rng(17)
+    losses = []
+    for model, steps in zip(models, (1, 2)):
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for _ in range(steps):
+            x = rng.uniform(0, 100, (3, 5, 1)).astype(np.float32)  # gen_data: sets of 5 numbers and their max
+            y = np.max(x, axis=1)
+            x, y = torch.from_numpy(x), torch.from_numpy(y)
+            loss = F.l1_loss(model(x).squeeze(-1), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return init, losses + summary(models.parameters())
+
+
+def test_set_transformer_and_deep_set():
+    compare(set_transformer)
+
+
+# (d) dfdazac/wassdistance's layers.py: SinkhornDistance in the log domain (mu and nu by torch.empty(...).fill_()
+# and squeeze, u and v updated by logsumexp of the modified cost over the last dim and over a transposed one, the
+# stop when err.item() falls under a threshold, the plan pi = exp(M), the cost summed over dims (-2, -1), reduction
+# by name), _cost_matrix by broadcast |x - y| ** p; its notebook's use as a loss, here of a learnt affine map of
+# points to a target cloud, by SGD through the unrolled iterations
+def sinkhorn(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class SinkhornDistance(nn.Module):
+        def __init__(self, eps, max_iter, reduction='none'):
+            super(SinkhornDistance, self).__init__()
+            self.eps = eps
+            self.max_iter = max_iter
+            self.reduction = reduction
+
+        def forward(self, x, y):
+            C = self._cost_matrix(x, y)  # Wasserstein cost function
+            x_points = x.shape[-2]
+            y_points = y.shape[-2]
+            if x.dim() == 2:
+                batch_size = 1
+            else:
+                batch_size = x.shape[0]
+            mu = torch.empty(batch_size, x_points, dtype=torch.float, requires_grad=False).fill_(1.0 / x_points).squeeze()
+            nu = torch.empty(batch_size, y_points, dtype=torch.float, requires_grad=False).fill_(1.0 / y_points).squeeze()
+            u = torch.zeros_like(mu)
+            v = torch.zeros_like(nu)
+            actual_nits = 0
+            thresh = 1e-1
+            for i in range(self.max_iter):
+                u1 = u  # useful to check the update
+                u = self.eps * (torch.log(mu + 1e-8) - torch.logsumexp(self.M(C, u, v), dim=-1)) + u
+                v = self.eps * (torch.log(nu + 1e-8) - torch.logsumexp(self.M(C, u, v).transpose(-2, -1), dim=-1)) + v
+                err = (u - u1).abs().sum(-1).mean()
+                actual_nits += 1
+                if err.item() < thresh:
+                    break
+            U, V = u, v
+            pi = torch.exp(self.M(C, U, V))  # transport plan pi = diag(a)*K*diag(b)
+            cost = torch.sum(pi * C, dim=(-2, -1))
+            if self.reduction == 'mean':
+                cost = cost.mean()
+            elif self.reduction == 'sum':
+                cost = cost.sum()
+            self.actual_nits = actual_nits
+            return cost, pi, C
+
+        def M(self, C, u, v):
+            "Modified cost for logarithmic updates: $M_{ij} = (-c_{ij} + u_i + v_j) / \\epsilon$"
+            return (-C + u.unsqueeze(-1) + v.unsqueeze(-2)) / self.eps
+
+        @staticmethod
+        def _cost_matrix(x, y, p=2):
+            "Returns the matrix of $|x_i-y_j|^p$."
+            x_col = x.unsqueeze(-2)
+            y_lin = y.unsqueeze(-3)
+            C = torch.sum((torch.abs(x_col - y_lin)) ** p, -1)
+            return C
+
+    rng = np.random.default_rng(19)
+    a = rng.standard_normal((5, 2)).astype(np.float32)
+    b = (rng.standard_normal((6, 2)) * 0.5 + 1.0).astype(np.float32)
+    x, y = torch.tensor(a), torch.tensor(b)
+    sinkhorn = SinkhornDistance(eps=0.1, max_iter=8, reduction=None)
+    dist, P, C = sinkhorn(x, y)
+    found = [dist.item(), float(P.sum()), sinkhorn.actual_nits]
+    batched = SinkhornDistance(eps=0.5, max_iter=4, reduction='mean')
+    dist_b, P_b, _ = batched(torch.stack([x, x + 1]), torch.stack([y[:5], y[1:]]))
+    found += [dist_b.item()] + P_b.sum((-2, -1)).tolist()
+    mapping = nn.Linear(2, 2)
+    init = load(m, mapping, state)
+    optimizer = torch.optim.SGD(mapping.parameters(), lr=0.1)
+    loss_fn = SinkhornDistance(eps=0.5, max_iter=3, reduction='mean')
+    for _ in range(2):
+        loss, _, _ = loss_fn(mapping(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        found.append(loss.item())
+    return init, found + summary(mapping.parameters())
+
+
+def test_sinkhorn_distance():
+    compare(sinkhorn)
+
+
+# (e) dougbrion/pytorch-classification-uncertainty's losses.py and train.py (evidential deep learning): relu
+# evidence, alpha = evidence + 1, the KL divergence to the uniform Dirichlet by lgamma and digamma, the annealing
+# coefficient as torch.min of two 0-d tensors, edl_mse_loss, edl_digamma_loss and edl_log_loss (func(S) - func(alpha)
+# with func torch.digamma or torch.log), one-hot targets by torch.eye(num_classes)[labels], the uncertainty
+# u = K / sum(alpha) and the mean evidence of right and wrong predictions by a match mask; the LeNet of its MNIST
+# example without its dropout
+def evidential(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def get_device():
+        return torch.device("cpu")
+
+    def one_hot_embedding(labels, num_classes=10):
+        y = torch.eye(num_classes)
+        return y[labels]
+
+    def relu_evidence(y):
+        return F.relu(y)
+
+    def kl_divergence(alpha, num_classes, device=None):
+        if not device:
+            device = get_device()
+        ones = torch.ones([1, num_classes], dtype=torch.float32, device=device)
+        sum_alpha = torch.sum(alpha, dim=1, keepdim=True)
+        first_term = (
+            torch.lgamma(sum_alpha)
+            - torch.lgamma(alpha).sum(dim=1, keepdim=True)
+            + torch.lgamma(ones).sum(dim=1, keepdim=True)
+            - torch.lgamma(ones.sum(dim=1, keepdim=True))
+        )
+        second_term = (
+            (alpha - ones)
+            .mul(torch.digamma(alpha) - torch.digamma(sum_alpha))
+            .sum(dim=1, keepdim=True)
+        )
+        kl = first_term + second_term
+        return kl
+
+    def loglikelihood_loss(y, alpha, device=None):
+        if not device:
+            device = get_device()
+        y = y.to(device)
+        alpha = alpha.to(device)
+        S = torch.sum(alpha, dim=1, keepdim=True)
+        loglikelihood_err = torch.sum((y - (alpha / S)) ** 2, dim=1, keepdim=True)
+        loglikelihood_var = torch.sum(alpha * (S - alpha) / (S * S * (S + 1)), dim=1, keepdim=True)
+        loglikelihood = loglikelihood_err + loglikelihood_var
+        return loglikelihood
+
+    def mse_loss(y, alpha, epoch_num, num_classes, annealing_step, device=None):
+        if not device:
+            device = get_device()
+        y = y.to(device)
+        alpha = alpha.to(device)
+        loglikelihood = loglikelihood_loss(y, alpha, device=device)
+        annealing_coef = torch.min(
+            torch.tensor(1.0, dtype=torch.float32),
+            torch.tensor(epoch_num / annealing_step, dtype=torch.float32),
+        )
+        kl_alpha = (alpha - 1) * (1 - y) + 1
+        kl_div = annealing_coef * kl_divergence(kl_alpha, num_classes, device=device)
+        return loglikelihood + kl_div
+
+    def edl_loss(func, y, alpha, epoch_num, num_classes, annealing_step, device=None):
+        y = y.to(device)
+        alpha = alpha.to(device)
+        S = torch.sum(alpha, dim=1, keepdim=True)
+        A = torch.sum(y * (func(S) - func(alpha)), dim=1, keepdim=True)
+        annealing_coef = torch.min(
+            torch.tensor(1.0, dtype=torch.float32),
+            torch.tensor(epoch_num / annealing_step, dtype=torch.float32),
+        )
+        kl_alpha = (alpha - 1) * (1 - y) + 1
+        kl_div = annealing_coef * kl_divergence(kl_alpha, num_classes, device=device)
+        return A + kl_div
+
+    def edl_mse_loss(output, target, epoch_num, num_classes, annealing_step, device=None):
+        if not device:
+            device = get_device()
+        evidence = relu_evidence(output)
+        alpha = evidence + 1
+        loss = torch.mean(mse_loss(target, alpha, epoch_num, num_classes, annealing_step, device=device))
+        return loss
+
+    def edl_log_loss(output, target, epoch_num, num_classes, annealing_step, device=None):
+        if not device:
+            device = get_device()
+        evidence = relu_evidence(output)
+        alpha = evidence + 1
+        loss = torch.mean(edl_loss(torch.log, target, alpha, epoch_num, num_classes, annealing_step, device))
+        return loss
+
+    def edl_digamma_loss(output, target, epoch_num, num_classes, annealing_step, device=None):
+        if not device:
+            device = get_device()
+        evidence = relu_evidence(output)
+        alpha = evidence + 1
+        loss = torch.mean(edl_loss(torch.digamma, target, alpha, epoch_num, num_classes, annealing_step, device))
+        return loss
+
+    class LeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, kernel_size=3)
+            self.conv2 = nn.Conv2d(4, 6, kernel_size=3)
+            self.fc1 = nn.Linear(6, 8)
+            self.fc2 = nn.Linear(8, 4)
+
+        def forward(self, x):
+            x = F.relu(F.max_pool2d(self.conv1(x), 2))
+            x = F.relu(F.max_pool2d(self.conv2(x), 2))
+            x = x.view(x.size()[0], -1)
+            x = F.relu(self.fc1(x))
+            x = self.fc2(x)
+            return x
+
+    num_classes, device = 4, get_device()
+    model = LeNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=0.005)
+    exp_lr_scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=7, gamma=0.1)
+    rng = np.random.default_rng(23)
+    found = []
+    for epoch, criterion in enumerate((edl_mse_loss, edl_digamma_loss, edl_log_loss)):
+        inputs = torch.tensor(normal(rng, 3, 1, 10, 10))
+        labels = torch.tensor(rng.integers(0, num_classes, 3))
+        y = one_hot_embedding(labels, num_classes)
+        y = y.to(device)
+        optimizer.zero_grad()
+        with torch.set_grad_enabled(True):
+            outputs = model(inputs)
+            _, preds = torch.max(outputs, 1)
+            loss = criterion(outputs, y.float(), epoch + 1, num_classes, 10, device)
+            match = torch.reshape(torch.eq(preds, labels).float(), (-1, 1))
+            acc = torch.mean(match)
+            evidence = relu_evidence(outputs)
+            alpha = evidence + 1
+            u = num_classes / torch.sum(alpha, dim=1, keepdim=True)
+            total_evidence = torch.sum(evidence, 1, keepdim=True)
+            mean_evidence = torch.mean(total_evidence)
+            mean_evidence_succ = torch.sum(torch.sum(evidence, 1, keepdim=True) * match) / torch.sum(match + 1e-20)
+            mean_evidence_fail = torch.sum(torch.sum(evidence, 1, keepdim=True) * (1 - match)) / (
+                torch.sum(torch.abs(1 - match)) + 1e-20)
+            loss.backward()
+            optimizer.step()
+        exp_lr_scheduler.step()
+        found += [loss.item(), acc.item(), u.mean().item(), mean_evidence.item(), mean_evidence_succ.item(),
+                  mean_evidence_fail.item()]
+    return init, found + summary(model.parameters())
+
+
+def test_evidential_deep_learning():
+    compare(evidential)
