@@ -651,3 +651,243 @@ def evidential(m, state=None):
 
 def test_evidential_deep_learning():
     compare(evidential)
+
+
+# (f) KaiyangZhou/pytorch-center-loss's center_loss.py, models.py and main.py: CenterLoss's centers as an
+# nn.Parameter of torch.randn, the squared distances by pow-sum-expand plus a transposed expand and the deprecated
+# distmat.addmm_(1, -2, x, centers.t()), the class mask by labels.unsqueeze(1).expand(...).eq(classes.expand(...)),
+# the clamp before the sum; ConvNet with PReLUs and a 2-d feature layer; two optimizers, loss_cent *= weight_cent in
+# place, and the centers' gradients rescaled by param.grad.data *= (1. / weight_cent) before their own SGD step
+def center_loss(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    lr_scheduler = m.lr_scheduler
+
+    class CenterLoss(nn.Module):
+        def __init__(self, num_classes=10, feat_dim=2, use_gpu=True):
+            super(CenterLoss, self).__init__()
+            self.num_classes = num_classes
+            self.feat_dim = feat_dim
+            self.use_gpu = use_gpu
+            self.centers = nn.Parameter(torch.randn(self.num_classes, self.feat_dim))
+
+        def forward(self, x, labels):
+            batch_size = x.size(0)
+            distmat = torch.pow(x, 2).sum(dim=1, keepdim=True).expand(batch_size, self.num_classes) + \
+                torch.pow(self.centers, 2).sum(dim=1, keepdim=True).expand(self.num_classes, batch_size).t()
+            distmat.addmm_(1, -2, x, self.centers.t())
+            classes = torch.arange(self.num_classes).long()
+            if self.use_gpu:
+                classes = classes.cuda()
+            labels = labels.unsqueeze(1).expand(batch_size, self.num_classes)
+            mask = labels.eq(classes.expand(batch_size, self.num_classes))
+            dist = distmat * mask.float()
+            loss = dist.clamp(min=1e-12, max=1e+12).sum() / batch_size
+            return loss
+
+    class ConvNet(nn.Module):
+        def __init__(self, num_classes):
+            super(ConvNet, self).__init__()
+            self.conv1_1 = nn.Conv2d(1, 4, 3, stride=1, padding=1)
+            self.prelu1_1 = nn.PReLU()
+            self.conv1_2 = nn.Conv2d(4, 4, 3, stride=1, padding=1)
+            self.prelu1_2 = nn.PReLU()
+            self.fc1 = nn.Linear(4 * 3 * 3, 2)
+            self.prelu_fc1 = nn.PReLU()
+            self.fc2 = nn.Linear(2, num_classes)
+
+        def forward(self, x):
+            x = self.prelu1_1(self.conv1_1(x))
+            x = self.prelu1_2(self.conv1_2(x))
+            x = F.max_pool2d(x, 2)
+            x = x.view(-1, 4 * 3 * 3)
+            x = self.prelu_fc1(self.fc1(x))
+            y = self.fc2(x)
+            return x, y
+
+    num_classes, weight_cent = 4, 0.5
+    model = ConvNet(num_classes=num_classes)
+    criterion_xent = nn.CrossEntropyLoss()
+    criterion_cent = CenterLoss(num_classes=num_classes, feat_dim=2, use_gpu=False)
+    both = nn.ModuleList([model, criterion_cent])
+    init = load(m, both, state)
+    optimizer_model = torch.optim.SGD(model.parameters(), lr=0.01, weight_decay=5e-04, momentum=0.9)
+    optimizer_centloss = torch.optim.SGD(criterion_cent.parameters(), lr=0.5)
+    scheduler = lr_scheduler.StepLR(optimizer_model, step_size=20, gamma=0.5)
+    rng = np.random.default_rng(29)
+    losses = []
+    for batch_idx in range(2):
+        data = torch.tensor(normal(rng, 4, 1, 6, 6))
+        labels = torch.tensor(rng.integers(0, num_classes, 4))
+        features, outputs = model(data)
+        loss_xent = criterion_xent(outputs, labels)
+        loss_cent = criterion_cent(features, labels)
+        loss_cent *= weight_cent
+        loss = loss_xent + loss_cent
+        optimizer_model.zero_grad()
+        optimizer_centloss.zero_grad()
+        loss.backward()
+        optimizer_model.step()
+        for param in criterion_cent.parameters():
+            param.grad.data *= (1. / weight_cent)
+        optimizer_centloss.step()
+        predictions = outputs.data.max(1)[1]
+        correct = (predictions == labels.data).sum()
+        losses += [loss.item(), loss_xent.item(), loss_cent.item(), int(correct)]
+    scheduler.step()
+    return init, losses + summary(both.parameters())
+
+
+def test_center_loss():
+    compare(center_loss)
+
+
+# (g) lukasruff/Deep-SVDD-PyTorch's networks/mnist_LeNet.py and optim/deepSVDD_trainer.py: a LeNet without biases and
+# with affine-free BatchNorm2d(eps=1e-04), leaky_relu; a Dataset of (image, label, index) triplets; init_center_c by
+# a no-grad sum over the loader in eval mode, c /= n_samples and the near-zero entries pushed to +-eps by boolean
+# masks of abs(c); Adam with amsgrad, MultiStepLR stepped before the batches (as the repository does), the
+# one-class and the soft-boundary objectives (torch.max of zeros_like and the scores), the radius R assigned by
+# R.data = torch.tensor(np.quantile(sqrt(dist))) after warm-up; test scores and a numpy ROC AUC
+def deep_svdd(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Dataset, DataLoader = m.data.Dataset, m.data.DataLoader
+
+    class MNIST_LeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rep_dim = 4
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv1 = nn.Conv2d(1, 2, 3, bias=False, padding=1)
+            self.bn1 = nn.BatchNorm2d(2, eps=1e-04, affine=False)
+            self.conv2 = nn.Conv2d(2, 3, 3, bias=False, padding=1)
+            self.bn2 = nn.BatchNorm2d(3, eps=1e-04, affine=False)
+            self.fc1 = nn.Linear(3 * 2 * 2, self.rep_dim, bias=False)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.pool(F.leaky_relu(self.bn1(x)))
+            x = self.conv2(x)
+            x = self.pool(F.leaky_relu(self.bn2(x)))
+            x = x.view(x.size(0), -1)
+            x = self.fc1(x)
+            return x
+
+    class MyMNIST(Dataset):
+        def __init__(self, images, targets):
+            self.data, self.targets = images, targets
+
+        def __getitem__(self, index):
+            img, target = torch.from_numpy(self.data[index]), int(self.targets[index])
+            return img, target, index
+
+        def __len__(self):
+            return len(self.data)
+
+    def get_radius(dist, nu):
+        return np.quantile(np.sqrt(dist.clone().data.cpu().numpy()), 1 - nu)
+
+    def roc_auc_score(labels, scores):  # sklearn's, by ranks (no ties here)
+        ranks = np.argsort(np.argsort(scores)) + 1
+        pos = labels == 1
+        return (ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum())
+
+    class DeepSVDDTrainer:
+        def __init__(self, objective, R, c, nu, lr=0.001, n_epochs=150, lr_milestones=(), batch_size=128,
+                     weight_decay=1e-6, device='cpu', optimizer_name='amsgrad'):
+            assert objective in ('one-class', 'soft-boundary')
+            self.objective = objective
+            self.R = torch.tensor(R, device=device)  # radius R initialized with 0 by default.
+            self.c = torch.tensor(c, device=device) if c is not None else None
+            self.nu = nu
+            self.warm_up_n_epochs = 1
+            self.lr, self.n_epochs, self.lr_milestones = lr, n_epochs, lr_milestones
+            self.batch_size, self.weight_decay, self.device = batch_size, weight_decay, device
+            self.optimizer_name = optimizer_name
+            self.losses = []
+
+        def train(self, dataset, net):
+            train_loader = DataLoader(dataset, batch_size=self.batch_size, shuffle=False)
+            optimizer = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay,
+                                         amsgrad=self.optimizer_name == 'amsgrad')
+            scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=self.lr_milestones, gamma=0.1)
+            if self.c is None:
+                self.c = self.init_center_c(train_loader, net)
+            net.train()
+            for epoch in range(self.n_epochs):
+                scheduler.step()
+                loss_epoch = 0.0
+                n_batches = 0
+                for data in train_loader:
+                    inputs, _, _ = data
+                    inputs = inputs.to(self.device)
+                    optimizer.zero_grad()
+                    outputs = net(inputs)
+                    dist = torch.sum((outputs - self.c) ** 2, dim=1)
+                    if self.objective == 'soft-boundary':
+                        scores = dist - self.R ** 2
+                        loss = self.R ** 2 + (1 / self.nu) * torch.mean(torch.max(torch.zeros_like(scores), scores))
+                    else:
+                        loss = torch.mean(dist)
+                    loss.backward()
+                    optimizer.step()
+                    if (self.objective == 'soft-boundary') and (epoch >= self.warm_up_n_epochs):
+                        self.R.data = torch.tensor(get_radius(dist, self.nu), device=self.device)
+                    loss_epoch += loss.item()
+                    n_batches += 1
+                self.losses.append(loss_epoch / n_batches)
+            return net
+
+        def test(self, dataset, net):
+            test_loader = DataLoader(dataset, batch_size=self.batch_size, shuffle=False)
+            idx_label_score = []
+            net.eval()
+            with torch.no_grad():
+                for data in test_loader:
+                    inputs, labels, idx = data
+                    outputs = net(inputs)
+                    dist = torch.sum((outputs - self.c) ** 2, dim=1)
+                    if self.objective == 'soft-boundary':
+                        scores = dist - self.R ** 2
+                    else:
+                        scores = dist
+                    idx_label_score += list(zip(idx.cpu().data.numpy().tolist(),
+                                                labels.cpu().data.numpy().tolist(),
+                                                scores.cpu().data.numpy().tolist()))
+            _, labels, scores = zip(*idx_label_score)
+            labels, scores = np.array(labels), np.array(scores)
+            return roc_auc_score(labels, scores), scores
+
+        def init_center_c(self, train_loader, net, eps=0.1):
+            n_samples = 0
+            c = torch.zeros(net.rep_dim, device=self.device)
+            net.eval()
+            with torch.no_grad():
+                for data in train_loader:
+                    inputs, _, _ = data
+                    inputs = inputs.to(self.device)
+                    outputs = net(inputs)
+                    n_samples += outputs.shape[0]
+                    c += torch.sum(outputs, dim=0)
+            c /= n_samples
+            c[(abs(c) < eps) & (c < 0)] = -eps
+            c[(abs(c) < eps) & (c > 0)] = eps
+            return c
+
+    nets = nn.ModuleList([MNIST_LeNet(), MNIST_LeNet()])
+    init = load(m, nets, state)
+    rng = np.random.default_rng(31)
+    train_set = MyMNIST(normal(rng, 6, 1, 8, 8), np.zeros(6))
+    test_set = MyMNIST(normal(rng, 4, 1, 8, 8) * np.array([1, 3, 1, 3], np.float32)[:, None, None, None],
+                       np.array([0, 1, 0, 1]))
+    found = []
+    for net, objective in zip(nets, ('one-class', 'soft-boundary')):
+        trainer = DeepSVDDTrainer(objective, 0.0, None, nu=0.1, lr=1e-2, n_epochs=2, lr_milestones=(1,),
+                                  batch_size=3)
+        trainer.train(train_set, net)
+        auc, scores = trainer.test(test_set, net)
+        found += trainer.losses + trainer.c.tolist() + [float(trainer.R), auc] + list(scores)
+        found += [float(b.sum()) for b in net.buffers()]
+    return init, found + summary(nets.parameters())
+
+
+def test_deep_svdd():
+    compare(deep_svdd)
