@@ -261,6 +261,18 @@ def test_roll_repeat_interleave_masked_fill_as_torch(rng):
           [(x, xr)], rng)
 
 
+@pytest.mark.parametrize("counts,dtype", [([2, 0, 3, 1], torch.int64), ([1, 2], torch.int32), ([], torch.int64)])
+def test_repeat_interleave_of_counts_alone_as_torch(counts, dtype):
+    """torch.repeat_interleave(counts): each index repeated counts[i] times, in counts' dtype (a graph
+    batch's node-to-graph vector, as GIN scripts build it), and torch's errors."""
+    out, ref = tnet.repeat_interleave(tnet.tensor(counts, dtype=dtype)), torch.repeat_interleave(torch.tensor(counts, dtype=dtype))
+    assert out.dtype == ref.dtype and out.tolist() == ref.tolist()
+    for bad, error in (([2.0, 1.0], NotImplementedError), ([[1, 2]], RuntimeError), ([1, -1], RuntimeError)):
+        for lib in (tnet, torch):
+            with pytest.raises(error):
+                lib.repeat_interleave(lib.tensor(bad))
+
+
 def test_in_place_ops_use_torch_for_memory_only(rng):
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)
