@@ -1322,3 +1322,146 @@ def powerful_gnns(m, state=None):
 
 def test_powerful_gnns_gin():
     compare(powerful_gnns)
+
+
+# (k) Kaixhin/Rainbow's model.py and agent.py: NoisyLinear with weight_mu/weight_sigma parameters and epsilon
+# buffers, reset_noise by the factorised noise f(x) = x.sign().mul_(x.abs().sqrt_()) and ger (numpy draws it here),
+# F.linear with mu + sigma * epsilon in training and mu alone in eval; the dueling C51 head (value + advantage -
+# advantage.mean(1, keepdim=True), softmax or log_softmax over atoms); Agent.learn: the online net's log-probabilities
+# of the taken actions, the double-DQN argmax by the online net over (pns * support).sum(2), the target net's
+# distribution there, the Bellman update of the support clamped to [Vmin, Vmax], the projection by floor and ceil with
+# l[(u > 0) * (l == u)] -= 1 and u[(l < atoms - 1) * (l == u)] += 1 on int64 tensors, an offset linspace .to(actions),
+# m.view(-1).index_add_ twice, the cross-entropy weighted by importance weights, and the new priorities
+def rainbow(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    draws = np.random.default_rng(47)
+
+    class NoisyLinear(nn.Module):
+        def __init__(self, in_features, out_features, std_init=0.5):
+            super(NoisyLinear, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.std_init = std_init
+            self.weight_mu = nn.Parameter(torch.empty(out_features, in_features))
+            self.weight_sigma = nn.Parameter(torch.empty(out_features, in_features))
+            self.register_buffer('weight_epsilon', torch.empty(out_features, in_features))
+            self.bias_mu = nn.Parameter(torch.empty(out_features))
+            self.bias_sigma = nn.Parameter(torch.empty(out_features))
+            self.register_buffer('bias_epsilon', torch.empty(out_features))
+            self.reset_parameters()
+            self.reset_noise()
+
+        def reset_parameters(self):
+            mu_range = 1 / math.sqrt(self.in_features)
+            self.weight_mu.data.uniform_(-mu_range, mu_range)
+            self.weight_sigma.data.fill_(self.std_init / math.sqrt(self.in_features))
+            self.bias_mu.data.uniform_(-mu_range, mu_range)
+            self.bias_sigma.data.fill_(self.std_init / math.sqrt(self.out_features))
+
+        def _scale_noise(self, size):
+            x = torch.from_numpy(draws.standard_normal(size).astype(np.float32))  # torch.randn(size, device=...)
+            return x.sign().mul_(x.abs().sqrt_())
+
+        def reset_noise(self):
+            epsilon_in = self._scale_noise(self.in_features)
+            epsilon_out = self._scale_noise(self.out_features)
+            self.weight_epsilon.copy_(epsilon_out.ger(epsilon_in))
+            self.bias_epsilon.copy_(epsilon_out)
+
+        def forward(self, input):
+            if self.training:
+                return F.linear(input, self.weight_mu + self.weight_sigma * self.weight_epsilon,
+                                self.bias_mu + self.bias_sigma * self.bias_epsilon)
+            else:
+                return F.linear(input, self.weight_mu, self.bias_mu)
+
+    class DQN(nn.Module):
+        def __init__(self, args, action_space):
+            super(DQN, self).__init__()
+            self.atoms = args.atoms
+            self.action_space = action_space
+            self.fc = nn.Sequential(nn.Linear(args.state_dim, args.hidden_size), nn.ReLU())
+            self.fc_h_v = NoisyLinear(args.hidden_size, args.hidden_size, std_init=args.noisy_std)
+            self.fc_h_a = NoisyLinear(args.hidden_size, args.hidden_size, std_init=args.noisy_std)
+            self.fc_z_v = NoisyLinear(args.hidden_size, self.atoms, std_init=args.noisy_std)
+            self.fc_z_a = NoisyLinear(args.hidden_size, action_space * self.atoms, std_init=args.noisy_std)
+
+        def forward(self, x, log=False):
+            x = self.fc(x)
+            v = self.fc_z_v(F.relu(self.fc_h_v(x)))  # Value stream
+            a = self.fc_z_a(F.relu(self.fc_h_a(x)))  # Advantage stream
+            v, a = v.view(-1, 1, self.atoms), a.view(-1, self.action_space, self.atoms)
+            q = v + a - a.mean(1, keepdim=True)  # Combine streams
+            if log:  # Use log softmax for numerical stability
+                q = F.log_softmax(q, dim=2)  # Log probabilities with action over second dimension
+            else:
+                q = F.softmax(q, dim=2)  # Probabilities with action over second dimension
+            return q
+
+        def reset_noise(self):
+            for name, module in self.named_children():
+                if 'fc_' in name:
+                    module.reset_noise()
+
+    class Args:
+        atoms, V_min, V_max, batch_size, multi_step, discount = 5, -2.0, 2.0, 4, 3, 0.99
+        state_dim, hidden_size, noisy_std, learning_rate, adam_eps, norm_clip = 3, 8, 0.1, 1e-3, 1.5e-4, 10
+
+    args = Args()
+    action_space = 3
+    nets = nn.ModuleList([DQN(args, action_space), DQN(args, action_space)])
+    init = load(m, nets, state)
+    online_net, target_net = nets
+    support = torch.linspace(args.V_min, args.V_max, args.atoms)
+    delta_z = (args.V_max - args.V_min) / (args.atoms - 1)
+    n, discount = args.multi_step, args.discount
+    optimiser = torch.optim.Adam(online_net.parameters(), lr=args.learning_rate, eps=args.adam_eps)
+    online_net.train()
+    target_net.train()
+    for param in target_net.parameters():
+        param.requires_grad = False
+    found = []
+    for step in range(2):
+        states = torch.from_numpy(normal(draws, args.batch_size, args.state_dim))
+        actions = torch.from_numpy(draws.integers(0, action_space, args.batch_size))
+        returns = torch.from_numpy((draws.uniform(-1, 1, args.batch_size) * 3).astype(np.float32))
+        next_states = torch.from_numpy(normal(draws, args.batch_size, args.state_dim))
+        nonterminals = torch.from_numpy(np.array([[1.0], [1.0], [0.0], [1.0]], np.float32))
+        weights = torch.from_numpy(draws.uniform(0.5, 1.0, args.batch_size).astype(np.float32))
+        log_ps = online_net(states, log=True)
+        log_ps_a = log_ps[range(args.batch_size), actions]
+        with torch.no_grad():
+            pns = online_net(next_states)
+            dns = support.expand_as(pns) * pns
+            argmax_indices_ns = dns.sum(2).argmax(1)
+            target_net.reset_noise()
+            pns = target_net(next_states)
+            pns_a = pns[range(args.batch_size), argmax_indices_ns]
+            Tz = returns.unsqueeze(1) + nonterminals * (discount ** n) * support.unsqueeze(0)
+            Tz = Tz.clamp(min=args.V_min, max=args.V_max)
+            b = (Tz - args.V_min) / delta_z
+            l, u = b.floor().to(torch.int64), b.ceil().to(torch.int64)
+            l[(u > 0) * (l == u)] -= 1
+            u[(l < (args.atoms - 1)) * (l == u)] += 1
+            m_ = states.new_zeros(args.batch_size, args.atoms)
+            offset = torch.linspace(0, ((args.batch_size - 1) * args.atoms), args.batch_size).unsqueeze(1).expand(
+                args.batch_size, args.atoms).to(actions)
+            m_.view(-1).index_add_(0, (l + offset).view(-1), (pns_a * (u.float() - b)).view(-1))
+            m_.view(-1).index_add_(0, (u + offset).view(-1), (pns_a * (b - l.float())).view(-1))
+        loss = -torch.sum(m_ * log_ps_a, 1)
+        online_net.zero_grad()
+        (weights * loss).mean().backward()
+        nn.utils.clip_grad_norm_(online_net.parameters(), args.norm_clip)
+        optimiser.step()
+        priorities = loss.detach().cpu().numpy()
+        online_net.reset_noise()
+        found += priorities.tolist() + m_.sum(1).tolist() + [float(l.sum()), float(u.sum())]
+    target_net.load_state_dict(online_net.state_dict())
+    online_net.eval()
+    with torch.no_grad():
+        act = (online_net(states) * support).sum(2).argmax(1)
+    return init, found + act.tolist() + summary(online_net.parameters())
+
+
+def test_rainbow_c51_projection():
+    compare(rainbow)
