@@ -12,12 +12,14 @@ from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
-                              ntuple, pair, single, sizes_type, triple)
-from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
-from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
+                              ntuple, out_size, pair, single, sizes_type, triple)
+from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
+from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
+from .pad import pad
 from .inputs import check_args, check_tensors
-from .pointwise import abs, div, mul, neg, pow, relu, sign
+from .pointwise import abs, add, div, floor_divide, mul, neg, pow, relu, remainder, sign
 from .reduce import argmax, sum_or_mean
+from .reduce import max as reduce_max
 
 
 def pool_args(name, kernel_size, stride, padding, expand_one=True):
@@ -80,13 +82,16 @@ def _max_pool_graph(g, shape, index):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
     row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
-    maximum in its input plane, as torch's. dilation > 1 is not supported (NotImplementedError)."""
+    maximum in its input plane, as torch's; dilation > 1 by its taps (_dilated_max_pool2d)."""
     arg_types("max_pool2d", 2, kernel_size, stride, padding, ceil_mode=ceil_mode)
-    if pair(dilation, "max_pool2d: dilation", 1, expand_one=True) != (1, 1):
-        raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
+    dilation = pair(dilation, "max_pool2d: dilation", 1, expand_one=True)
     check_tensors("max_pool2d", input=input)
     check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
     x = unsqueeze(input, 0) if input.ndim == 3 else input
+    if dilation != (1, 1):
+        y, index = _dilated_max_pool2d(x, *pool_args("max", kernel_size, stride, padding), dilation, ceil_mode)
+        y, index = (squeeze(y, 0), squeeze(index, 0)) if input.ndim == 3 else (y, index)
+        return (y, index) if return_indices else y
     y, arg = _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
     if input.ndim == 3:
         y = squeeze(y, 0)
@@ -94,6 +99,27 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return y
     index = plane_indices(arg, *pool_args("max", kernel_size, stride, padding), x.shape[-1])
     return y, Tensor(index if input.ndim == 4 else index[0])
+
+
+def _dilated_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """Max pooling with dilation > 1 by its taps (the window kernel has none): x padded with -inf, each of the
+    KH * KW taps a strided slice of it, the maximum over the taps stacked in the window's row-major order (ties go to
+    the first, a NaN wins, the gradient to the maximum, as torch's); (y, int64 index h * W + w in the input plane)."""
+    (KH, KW), (SH, SW), (PH, PW), (DH, DW) = kernel, stride, padding, dilation
+    H, W = x.shape[-2:]
+    check(2 * PH <= KH and 2 * PW <= KW, lambda: f"pad should be smaller than or equal to half of kernel size, but "
+                                                 f"got padW = {PW}, padH = {PH}, kW = {KW}, kH = {KH}")  # torch's kernel, not its span
+    OH, OW = (out_size(n, d * (k - 1) + 1, s, p, ceil_mode) for n, k, s, p, d in zip((H, W), kernel, stride, padding,
+                                                                                       dilation))
+    bottom, right = (OH - 1) * SH + DH * (KH - 1) + 1 - H - PH, (OW - 1) * SW + DW * (KW - 1) + 1 - W - PW
+    xp = pad(x, (PW, builtins.max(right, 0), PH, builtins.max(bottom, 0)), value=float("-inf"))
+    taps = [xp[:, :, i * DH:i * DH + (OH - 1) * SH + 1:SH, j * DW:j * DW + (OW - 1) * SW + 1:SW]
+            for i in range(KH) for j in range(KW)]
+    y, tap = reduce_max(stack(taps, 2), dim=2)
+    i, j = floor_divide(tap, KW), remainder(tap, KW)
+    rows = add(mul(i, DH), tensor(np.arange(OH)[:, None] * SH - PH))
+    cols = add(mul(j, DW), tensor(np.arange(OW) * SW - PW))
+    return y, add(mul(rows, W), cols)
 
 
 def plane_indices(arg, kernel, stride, padding, W):
@@ -227,11 +253,14 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, L] (or [C, L]), torch's arguments: max_pool2d over [N, C, 1, L];
-    return_indices=True also gives the int64 position of each maximum along L. dilation > 1 is
-    not supported (NotImplementedError)."""
-    if single(dilation, "max_pool1d: dilation", 1) != 1:
-        raise NotImplementedError("max_pool1d: dilation > 1 is not supported")
+    return_indices=True also gives the int64 position of each maximum along L; dilation > 1 by its
+    taps (_dilated_max_pool2d)."""
+    d = single(dilation, "max_pool1d: dilation", 1)
     k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode)
+    if d != 1:
+        y, index = _dilated_max_pool2d(_signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+        y, index = _image_as_signal(y, input), _image_as_signal(index, input)
+        return (y, index) if return_indices else y
     y, arg = _pool2d("max", _signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), ceil_mode)
     y = _image_as_signal(y, input)
     if not return_indices:
