@@ -1,3 +1,19 @@
+"""Public code the earlier files leave out, written from memory in its repositories' styles and ported by its imports
+alone, as test_ported_scripts.py: davidtvs' pytorch-lr-finder (_LRScheduler subclasses, a deepcopy'd state cache restored
+into the model and the optimizer, accumulation and the smoothed, diverging loss); karpathy's pytorch-made (masks as
+uint8 copies into a float buffer, orderings from a seeded RandomState, size_average=False, the autoregressive check by
+gradients); juho-lee's Set Transformer and DeepSet (heads by split and cat along the batch); dfdazac's log-domain
+Sinkhorn distance (logsumexp iterations stopped by err.item(), used as a loss); evidential deep learning (Dirichlet KL by
+lgamma and digamma, torch.min of 0-d tensors); KaiyangZhou's center loss (the deprecated addmm_(1, -2, x, c.t()), the
+centres' gradients rescaled before their own optimizer); Deep SVDD (affine-free BatchNorm, a centre pushed off zero by
+boolean masks, amsgrad, the soft-boundary radius assigned by .data); SIREN (sine layers, gradient and laplacian by
+autograd.grad(create_graph=True), a Poisson fit of gradients); VAT (track_running_stats flipped by model.apply, the
+power iteration's backward to d.grad); powerful-gnns' GIN (torch.sparse.FloatTensor and spmm, max neighbour pooling
+over padded LongTensors, a repeat_interleave batch vector); and Kaixhin's Rainbow (NoisyLinear, dueling C51, the
+projection by index_add_ on flat views of int64 floor/ceil bins). Each runs in tnet, then in torch from tnet's initial
+weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what
+a script draws (noise, data, torch.rand's directions); shapes are tiny and runs 1-3 steps. Where Adam would normalise a
+gradient that is rounding alone (a bias before a BatchNorm), that bias is frozen, as the script says."""
 import contextlib
 import copy
 import math
@@ -17,7 +33,7 @@ def normal(rng, *shape):
 # gradient accumulation by loss / accumulation_steps, the smoothed loss with its divergence stop, reset() from the
 # cache, and the suggestion at the steepest gradient by np.gradient; then the real run from the restored state
 def lr_finder(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     from_lr_scheduler = m.lr_scheduler
 
     class ExponentialLR(from_lr_scheduler._LRScheduler):
