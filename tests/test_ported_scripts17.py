@@ -9,8 +9,9 @@ centres' gradients rescaled before their own optimizer); Deep SVDD (affine-free 
 boolean masks, amsgrad, the soft-boundary radius assigned by .data); SIREN (sine layers, gradient and laplacian by
 autograd.grad(create_graph=True), a Poisson fit of gradients); VAT (track_running_stats flipped by model.apply, the
 power iteration's backward to d.grad); powerful-gnns' GIN (torch.sparse.FloatTensor and spmm, max neighbour pooling
-over padded LongTensors, a repeat_interleave batch vector); and Kaixhin's Rainbow (NoisyLinear, dueling C51, the
-projection by index_add_ on flat views of int64 floor/ceil bins). Each runs in tnet, then in torch from tnet's initial
+over padded LongTensors, a repeat_interleave batch vector); Kaixhin's Rainbow (NoisyLinear, dueling C51, the
+projection by index_add_ on flat views of int64 floor/ceil bins); and Transformer-XL's memory (relative attention by
+einsum of operand tuples, _rel_shift by a padded view, empty memories cat'ed, segment recurrence). Each runs in tnet, then in torch from tnet's initial
 weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what
 a script draws (noise, data, torch.rand's directions); shapes are tiny and runs 1-3 steps. Where Adam would normalise a
 gradient that is rounding alone (a bias before a BatchNorm), that bias is frozen, as the script says."""
@@ -1481,3 +1482,233 @@ def rainbow(m, state=None):
 
 def test_rainbow_c51_projection():
     compare(rainbow)
+
+
+# (l) kimiyoung/transformer-xl's pytorch/mem_transformer.py: PositionalEmbedding by torch.ger of a descending pos_seq
+# and inv_freq, expanded over the batch; RelPartialLearnableMultiHeadAttn with the r_w_bias and r_r_bias parameters,
+# the AC and BD terms by torch.einsum of a tuple of operands, _rel_shift by a zero column cat'ed and a view of the
+# padded scores, the causal mask by torch.triu(new_ones(qlen, klen), diagonal=1 + mlen) (bool here, as the Hugging
+# Face port; the repository's .byte() masks are an error in torch today) filled with -inf on float scores; the
+# post-norm PositionwiseFF; init_mems' torch.empty(0) memories, cat'ed with 3-D hidden states (torch's legacy skip of
+# 1-D empty tensors), and _update_mems under no_grad by a cat, a slice and detach (called with mlen and qlen swapped,
+# as the repository does); two segments trained one after the other, the memory of the first read by the second
+def transformer_xl(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class PositionalEmbedding(nn.Module):
+        def __init__(self, demb):
+            super(PositionalEmbedding, self).__init__()
+            self.demb = demb
+            inv_freq = 1 / (10000 ** (torch.arange(0.0, demb, 2.0) / demb))
+            self.register_buffer('inv_freq', inv_freq)
+
+        def forward(self, pos_seq, bsz=None):
+            sinusoid_inp = torch.ger(pos_seq, self.inv_freq)
+            pos_emb = torch.cat([sinusoid_inp.sin(), sinusoid_inp.cos()], dim=-1)
+            if bsz is not None:
+                return pos_emb[:, None, :].expand(-1, bsz, -1)
+            else:
+                return pos_emb[:, None, :]
+
+    class PositionwiseFF(nn.Module):
+        def __init__(self, d_model, d_inner, dropout, pre_lnorm=False):
+            super(PositionwiseFF, self).__init__()
+            self.CoreNet = nn.Sequential(nn.Linear(d_model, d_inner), nn.ReLU(inplace=True), nn.Dropout(dropout),
+                                         nn.Linear(d_inner, d_model), nn.Dropout(dropout))
+            self.layer_norm = nn.LayerNorm(d_model)
+            self.pre_lnorm = pre_lnorm
+
+        def forward(self, inp):
+            if self.pre_lnorm:
+                core_out = self.CoreNet(self.layer_norm(inp))
+                output = core_out + inp
+            else:
+                core_out = self.CoreNet(inp)
+                output = self.layer_norm(inp + core_out)
+            return output
+
+    class RelPartialLearnableMultiHeadAttn(nn.Module):
+        def __init__(self, n_head, d_model, d_head, dropout, dropatt=0, pre_lnorm=False):
+            super().__init__()
+            self.n_head, self.d_model, self.d_head = n_head, d_model, d_head
+            self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
+            self.drop = nn.Dropout(dropout)
+            self.dropatt = nn.Dropout(dropatt)
+            self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
+            self.layer_norm = nn.LayerNorm(d_model)
+            self.scale = 1 / (d_head ** 0.5)
+            self.pre_lnorm = pre_lnorm
+            self.r_net = nn.Linear(self.d_model, self.n_head * self.d_head, bias=False)
+
+        def _rel_shift(self, x, zero_triu=False):
+            zero_pad = torch.zeros((x.size(0), 1, *x.size()[2:]), device=x.device, dtype=x.dtype)
+            x_padded = torch.cat([zero_pad, x], dim=1)
+            x_padded = x_padded.view(x.size(1) + 1, x.size(0), *x.size()[2:])
+            x = x_padded[1:].view_as(x)
+            if zero_triu:
+                ones = torch.ones((x.size(0), x.size(1)))
+                x = x * torch.tril(ones, x.size(1) - x.size(0))[:, :, None, None]
+            return x
+
+        def forward(self, w, r, r_w_bias, r_r_bias, attn_mask=None, mems=None):
+            qlen, rlen, bsz = w.size(0), r.size(0), w.size(1)
+            if mems is not None:
+                cat = torch.cat([mems, w], 0)
+                w_heads = self.qkv_net(cat)
+                r_head_k = self.r_net(r)
+                w_head_q, w_head_k, w_head_v = torch.chunk(w_heads, 3, dim=-1)
+                w_head_q = w_head_q[-qlen:]
+            else:
+                w_heads = self.qkv_net(w)
+                r_head_k = self.r_net(r)
+                w_head_q, w_head_k, w_head_v = torch.chunk(w_heads, 3, dim=-1)
+            klen = w_head_k.size(0)
+            w_head_q = w_head_q.view(qlen, bsz, self.n_head, self.d_head)
+            w_head_k = w_head_k.view(klen, bsz, self.n_head, self.d_head)
+            w_head_v = w_head_v.view(klen, bsz, self.n_head, self.d_head)
+            r_head_k = r_head_k.view(rlen, self.n_head, self.d_head)
+            rw_head_q = w_head_q + r_w_bias
+            AC = torch.einsum('ibnd,jbnd->ijbn', (rw_head_q, w_head_k))
+            rr_head_q = w_head_q + r_r_bias
+            BD = torch.einsum('ibnd,jnd->ijbn', (rr_head_q, r_head_k))
+            BD = self._rel_shift(BD)
+            attn_score = AC + BD
+            attn_score.mul_(self.scale)
+            if attn_mask is not None and attn_mask.any().item():
+                if attn_mask.dim() == 2:
+                    attn_score = attn_score.float().masked_fill(
+                        attn_mask[None, :, :, None], -float('inf')).type_as(attn_score)
+                elif attn_mask.dim() == 3:
+                    attn_score = attn_score.float().masked_fill(
+                        attn_mask[:, :, :, None], -float('inf')).type_as(attn_score)
+            attn_prob = F.softmax(attn_score, dim=1)
+            attn_prob = self.dropatt(attn_prob)
+            attn_vec = torch.einsum('ijbn,jbnd->ibnd', (attn_prob, w_head_v))
+            attn_vec = attn_vec.contiguous().view(attn_vec.size(0), attn_vec.size(1), self.n_head * self.d_head)
+            attn_out = self.o_net(attn_vec)
+            attn_out = self.drop(attn_out)
+            if self.pre_lnorm:
+                output = w + attn_out
+            else:
+                output = self.layer_norm(w + attn_out)
+            return output
+
+    class RelPartialLearnableDecoderLayer(nn.Module):
+        def __init__(self, n_head, d_model, d_head, d_inner, dropout, **kwargs):
+            super(RelPartialLearnableDecoderLayer, self).__init__()
+            self.dec_attn = RelPartialLearnableMultiHeadAttn(n_head, d_model, d_head, dropout, **kwargs)
+            self.pos_ff = PositionwiseFF(d_model, d_inner, dropout, pre_lnorm=kwargs.get('pre_lnorm'))
+
+        def forward(self, dec_inp, r, r_w_bias, r_r_bias, dec_attn_mask=None, mems=None):
+            output = self.dec_attn(dec_inp, r, r_w_bias, r_r_bias, attn_mask=dec_attn_mask, mems=mems)
+            output = self.pos_ff(output)
+            return output
+
+    class MemTransformerLM(nn.Module):
+        def __init__(self, n_token, n_layer, n_head, d_model, d_head, d_inner, dropout, dropatt, tgt_len=None,
+                     mem_len=None, ext_len=None, clamp_len=-1):
+            super(MemTransformerLM, self).__init__()
+            self.n_token, self.d_model, self.n_head, self.d_head = n_token, d_model, n_head, d_head
+            self.word_emb = nn.Embedding(n_token, d_model)
+            self.emb_scale = d_model ** 0.5
+            self.drop = nn.Dropout(dropout)
+            self.n_layer, self.tgt_len, self.mem_len, self.ext_len = n_layer, tgt_len, mem_len, ext_len
+            self.max_klen = tgt_len + ext_len + mem_len
+            self.layers = nn.ModuleList()
+            for i in range(n_layer):
+                self.layers.append(RelPartialLearnableDecoderLayer(n_head, d_model, d_head, d_inner, dropout,
+                                                                   dropatt=dropatt, pre_lnorm=False))
+            self.out_layer = nn.Linear(d_model, n_token)
+            self.out_layer.weight = self.word_emb.weight
+            self.clamp_len = clamp_len
+            self.pos_emb = PositionalEmbedding(self.d_model)
+            self.r_w_bias = nn.Parameter(torch.Tensor(self.n_head, self.d_head))
+            self.r_r_bias = nn.Parameter(torch.Tensor(self.n_head, self.d_head))
+            nn.init.normal_(self.r_w_bias, 0.0, 0.02)
+            nn.init.normal_(self.r_r_bias, 0.0, 0.02)
+
+        def init_mems(self):
+            if self.mem_len > 0:
+                mems = []
+                param = next(self.parameters())
+                for i in range(self.n_layer + 1):
+                    empty = torch.empty(0, dtype=param.dtype, device=param.device)
+                    mems.append(empty)
+                return mems
+            else:
+                return None
+
+        def _update_mems(self, hids, mems, qlen, mlen):
+            if mems is None:
+                return None
+            assert len(hids) == len(mems), 'len(hids) != len(mems)'
+            with torch.no_grad():
+                new_mems = []
+                end_idx = mlen + max(0, qlen - 0 - self.ext_len)
+                beg_idx = max(0, end_idx - self.mem_len)
+                for i in range(len(hids)):
+                    cat = torch.cat([mems[i], hids[i]], dim=0)
+                    new_mems.append(cat[beg_idx:end_idx].detach())
+            return new_mems
+
+        def _forward(self, dec_inp, mems=None):
+            qlen, bsz = dec_inp.size()
+            word_emb = self.word_emb(dec_inp) * self.emb_scale
+            mlen = mems[0].size(0) if mems is not None else 0
+            klen = mlen + qlen
+            dec_attn_mask = torch.triu(word_emb.new_ones(qlen, klen), diagonal=1 + mlen).bool()[:, :, None]
+            hids = []
+            pos_seq = torch.arange(klen - 1, -1, -1.0, device=word_emb.device, dtype=word_emb.dtype)
+            if self.clamp_len > 0:
+                pos_seq.clamp_(max=self.clamp_len)
+            pos_emb = self.pos_emb(pos_seq)
+            core_out = self.drop(word_emb)
+            pos_emb = self.drop(pos_emb)
+            hids.append(core_out)
+            for i, layer in enumerate(self.layers):
+                mems_i = None if mems is None else mems[i]
+                core_out = layer(core_out, pos_emb, self.r_w_bias, self.r_r_bias, dec_attn_mask=dec_attn_mask,
+                                 mems=mems_i)
+                hids.append(core_out)
+            core_out = self.drop(core_out)
+            new_mems = self._update_mems(hids, mems, mlen, qlen)
+            return core_out, new_mems
+
+        def forward(self, data, target, *mems):
+            if not mems:
+                mems = self.init_mems()
+            tgt_len = target.size(0)
+            hidden, new_mems = self._forward(data, mems=mems)
+            pred_hid = hidden[-tgt_len:]
+            logit = self.out_layer(pred_hid.view(-1, pred_hid.size(-1)))
+            loss = F.cross_entropy(logit, target.reshape(-1), reduction='none').view(tgt_len, -1)
+            if new_mems is None:
+                return [loss]
+            else:
+                return [loss] + new_mems
+
+    model = MemTransformerLM(11, 1, 2, 8, 4, 12, dropout=0.0, dropatt=0.0, tgt_len=3, mem_len=3, ext_len=0)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=2.5e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, 100, eta_min=0.0)
+    rng = np.random.default_rng(53)
+    stream = torch.from_numpy(rng.integers(0, 11, (7, 2)))  # LMOrderedIterator's [len, bsz] batches
+    mems = tuple()
+    losses = []
+    for i in range(0, 6, 3):
+        data, target = stream[i:i + 3], stream[i + 1:i + 4]
+        model.zero_grad()
+        ret = model(data, target, *mems)
+        loss, mems = ret[0], ret[1:]
+        loss = loss.float().mean().type_as(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    losses += [float(mem.abs().sum()) for mem in mems] + [mems[0].shape[0]]
+    return init, losses + summary(model.parameters())
+
+
+def test_transformer_xl_memory():
+    compare(transformer_xl)
