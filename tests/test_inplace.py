@@ -212,6 +212,14 @@ def test_requires_grad_and_retain_grad_as_torch(rng):
     assert y.grad.numpy().tolist() == yr.grad.tolist() == [3.0] * 3
     with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
         y.requires_grad_(False)
+    for lib, z in ((tnet, x * 2), (torch, xr * 2)):  # the attribute too, either flag (requires_grad_(True) is allowed)
+        for flag in (False, True):
+            with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
+                z.requires_grad = flag
+        assert z.requires_grad_(True).requires_grad
+        w = lib.ones(2) * 2  # made without grad: a leaf, whose flag may be set
+        w.requires_grad = True
+        assert w.is_leaf and w.requires_grad
     with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
         tnet.ones(2).retain_grad()
     assert not x.requires_grad_(False).requires_grad

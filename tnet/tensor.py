@@ -326,6 +326,7 @@ class Tensor:
     # RepDistiller's VIDLoss writes) is a Tensor on the tape, not a float64 array of x's values
     __array_priority__ = 1000
     _is_inference = False  # made in an inference_mode block (is_inference)
+    _entry = None  # the tape entry that made this tensor (None: a leaf)
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
@@ -481,6 +482,20 @@ class Tensor:
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
                        doc="the node of the op that made this tensor (None for a leaf), as torch's")
 
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad):
+        """`x.requires_grad = flag` on a leaf; a recorded tensor (a non-leaf) takes neither flag, as torch's
+        (its requires_grad_(True) is allowed)."""
+        if self._entry is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables." + (
+                "" if requires_grad else " If you want to use a computed variable in a subgraph that doesn't require "
+                                         "differentiation use var_no_grad = var.detach()."))
+        self._requires_grad = requires_grad
+
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
         if self._entry is not None and not requires_grad:
@@ -491,7 +506,7 @@ class Tensor:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = bool(requires_grad)
         return self
 
     def retain_grad(self):
@@ -778,7 +793,7 @@ def rebase(t, old, out):
     recorded before read old instead (_inputs_then)."""
     t.__dict__.setdefault("_past", []).append((out._entry.seq, old))
     _rebased[0] = True
-    t._entry, t.requires_grad = out._entry, True
+    t._entry, t._requires_grad = out._entry, True
 
 
 def in_layout(g, like):
