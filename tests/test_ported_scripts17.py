@@ -10,8 +10,9 @@ boolean masks, amsgrad, the soft-boundary radius assigned by .data); SIREN (sine
 autograd.grad(create_graph=True), a Poisson fit of gradients); VAT (track_running_stats flipped by model.apply, the
 power iteration's backward to d.grad); powerful-gnns' GIN (torch.sparse.FloatTensor and spmm, max neighbour pooling
 over padded LongTensors, a repeat_interleave batch vector); Kaixhin's Rainbow (NoisyLinear, dueling C51, the
-projection by index_add_ on flat views of int64 floor/ceil bins); and Transformer-XL's memory (relative attention by
-einsum of operand tuples, _rel_shift by a padded view, empty memories cat'ed, segment recurrence). Each runs in tnet, then in torch from tnet's initial
+projection by index_add_ on flat views of int64 floor/ceil bins); Transformer-XL's memory (relative attention by
+einsum of operand tuples, _rel_shift by a padded view, empty memories cat'ed, segment recurrence); and pytorch/examples'
+VAE with a continuous Bernoulli likelihood (torch.distributions.ContinuousBernoulli, its mean as the reconstruction). Each runs in tnet, then in torch from tnet's initial
 weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what
 a script draws (noise, data, torch.rand's directions); shapes are tiny and runs 1-3 steps. Where Adam would normalise a
 gradient that is rounding alone (a bias before a BatchNorm), that bias is frozen, as the script says."""
@@ -1712,3 +1713,69 @@ def transformer_xl(m, state=None):
 
 def test_transformer_xl_memory():
     compare(transformer_xl)
+
+
+# (m) pytorch/examples' vae/main.py with the continuous Bernoulli likelihood of Loaiza-Ganem and Cunningham (the
+# change their paper proposes, written with torch.distributions.ContinuousBernoulli(logits=...)): fc1, fc21/fc22,
+# fc3/fc4, reparameterize with the noise numpy draws (torch.randn_like's), the loss as -log_prob summed plus the
+# Gaussian KLD, the Adam step, and the mean of the decoded law (not its logits' sigmoid) as the reconstruction
+def continuous_bernoulli_vae(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(59)
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super(VAE, self).__init__()
+            self.fc1 = nn.Linear(16, 8)
+            self.fc21 = nn.Linear(8, 2)
+            self.fc22 = nn.Linear(8, 2)
+            self.fc3 = nn.Linear(2, 8)
+            self.fc4 = nn.Linear(8, 16)
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            std = torch.exp(0.5 * logvar)
+            eps = torch.from_numpy(rng.standard_normal(tuple(std.shape)).astype(np.float32))
+            return mu + eps * std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return self.fc4(h3)  # logits of the continuous Bernoulli (the example's sigmoid goes)
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, 16))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+    def loss_function(recon_logits, x, mu, logvar):
+        likelihood = torch.distributions.ContinuousBernoulli(logits=recon_logits)
+        CB = -likelihood.log_prob(x.view(-1, 16)).sum()
+        KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        return CB + KLD
+
+    model = VAE()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+    found = []
+    for batch_idx in range(2):
+        data = torch.from_numpy(rng.uniform(0, 1, (3, 1, 4, 4)).astype(np.float32))  # intensities in [0, 1]
+        optimizer.zero_grad()
+        recon_batch, mu, logvar = model(data)
+        loss = loss_function(recon_batch, data, mu, logvar)
+        loss.backward()
+        optimizer.step()
+        found.append(loss.item() / len(data))
+    model.eval()
+    with torch.no_grad():
+        recon_logits, _, _ = model(data)
+        recon = torch.distributions.ContinuousBernoulli(logits=recon_logits).mean
+    found += [float(recon.sum()), float((recon - torch.sigmoid(recon_logits)).abs().sum())]
+    return init, found + summary(model.parameters())
+
+
+def test_continuous_bernoulli_vae():
+    compare(continuous_bernoulli_vae)
