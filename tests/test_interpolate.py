@@ -1,6 +1,6 @@
 """Resampling against torch in float64: F.interpolate's linear, bilinear and bicubic modes (size or
 scale_factor, align_corners, recompute_scale_factor, antialias), the Upsample modules, F.affine_grid and
-F.grid_sample (modes, padding modes, align_corners), forward and gradients, NCHW, channels-last
+F.grid_sample (its three modes, padding modes, align_corners), forward and gradients, NCHW, channels-last
 and strided inputs."""
 import numpy as np
 import pytest
@@ -70,7 +70,8 @@ def test_interpolate_errors():
 @pytest.mark.parametrize("mode,padding_mode,align_corners", [
     ("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
     ("bilinear", "reflection", True), ("nearest", "zeros", True), ("nearest", "border", False),
-    ("nearest", "reflection", False)])
+    ("nearest", "reflection", False), ("bicubic", "zeros", False), ("bicubic", "border", True),
+    ("bicubic", "reflection", False), ("bicubic", "reflection", True)])
 def test_grid_sample_as_torch(rng, mode, padding_mode, align_corners):
     # points spread past [-1, 1] so that every padding rule is met; channels-last input, strided grid
     x, xr = leaf(rng, 2, 3, 5, 7, channels_last=True)

@@ -8,9 +8,9 @@ import numpy as np
 from ..kernels import resample as _rs
 from ..kernels.launch import check, check_type
 from ..tensor import in_layout, linear_graph, record, tensor
-from .copy import index_select, reshape
+from .copy import gather, index_select, reshape
 from .inputs import check_args, check_tensors
-from .pointwise import add, mul
+from .pointwise import add, mul, where
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4}  # mode: the input's number of dims
@@ -180,12 +180,64 @@ def _linspace(n, align_corners):
 _PADDING = {"zeros": _rs.ZEROS, "border": _rs.BORDER, "reflection": _rs.REFLECTION}
 
 
+def _cubic_weights(t, A=-0.75):
+    """The cubic convolution weights of the 4 taps at -1, 0, 1, 2 from a point's fraction t, torch's
+    get_cubic_upsample_coefficients (A = -0.75)."""
+    near = lambda x: ((A + 2) * x - (A + 3)) * x * x + 1  # noqa: E731  |x| <= 1
+    far = lambda x: ((A * x - 5 * A) * x + 8 * A) * x - 4 * A  # noqa: E731  1 < |x| < 2
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _reflect(c, twice_low, twice_high):
+    """torch's reflect_coordinates: c folded into [twice_low / 2, twice_high / 2] by reflections at its ends."""
+    if twice_low == twice_high:
+        return c * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = (c - low).abs()
+    extra, flips = c.fmod(span), (c / span).floor()
+    return where(flips.fmod(2) == 0, extra + low, span - extra + low)
+
+
+def _tap(c, size, padding_mode, align):
+    """A tap's integer-valued coordinate c (no gradient) as torch's get_value_bounded reads it: reflected (then
+    clipped) or clipped by the padding mode, and a float mask of the taps that read a value (zeros: inside only)."""
+    if padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
+    inside = ((c >= 0) & (c <= size - 1)).float()
+    return c.clamp(0, size - 1), inside if padding_mode == "zeros" else None
+
+
+def _bicubic_grid_sample(input, grid, padding_mode, align):
+    """grid_sample's bicubic mode composed as torch's kernel computes it: the grid unnormalised (no padding), the
+    4 x 4 taps around each point's floor, each tap's coordinates padded (_tap), cubic convolution weights of the
+    fractions (_cubic_weights); a gather of each tap's values, so that the input's gradient scatters back to where
+    they were read and the grid's comes through the weights, as torch's backward."""
+    N, C, H, W = input.shape
+    OH, OW = grid.shape[1:3]
+    unnormalise = lambda v, size: (v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2  # noqa: E731
+    ix, iy = unnormalise(grid[..., 0], W), unnormalise(grid[..., 1], H)
+    ix0, iy0 = ix.detach().floor(), iy.detach().floor()
+    wx, wy = _cubic_weights(ix - ix0), _cubic_weights(iy - iy0)
+    planes = reshape(input, (N, C, H * W))
+    out = None
+    for j in range(4):
+        cy, in_y = _tap(iy0 + (j - 1), H, padding_mode, align)
+        for i in range(4):
+            cx, in_x = _tap(ix0 + (i - 1), W, padding_mode, align)
+            index = reshape((cy * W + cx).long(), (N, 1, OH * OW)).expand(N, C, OH * OW)
+            weight = wx[i] * wy[j] if in_x is None else wx[i] * wy[j] * in_x * in_y
+            term = reshape(gather(planes, 2, index), (N, C, OH, OW)) * weight.unsqueeze(1)
+            out = term if out is None else out + term
+    return out
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """input [N, C, H, W] sampled at grid [N, OH, OW, 2] ((x, y) in [-1, 1] over the input's
     width and height) -> [N, C, OH, OW], as torch's: mode 'bilinear' or 'nearest' (ties to even),
     padding_mode 'zeros', 'border' or 'reflection', align_corners as affine_grid's (None ->
     False). Gradients to input (atomic adds: on the GPU in no fixed order, as torch's CUDA) and,
-    for bilinear, to grid (nearest: zero, as torch's). 5-D inputs and bicubic are not implemented."""
+    for bilinear, to grid (nearest: zero, as torch's); bicubic composed (_bicubic_grid_sample). 5-D inputs are not
+    implemented."""
     check_tensors("grid_sample", input=input, grid=grid)
     check_type(align_corners is None or isinstance(align_corners, bool),
                lambda: f"grid_sampler(): argument 'align_corners' must be bool, not {type(align_corners).__name__}")
@@ -195,8 +247,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if not isinstance(padding_mode, str) or padding_mode not in _PADDING:
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic" or input.ndim == 5:
-        raise NotImplementedError("grid_sample: bicubic and 5-D (volumetric) inputs are not implemented")
+    if input.ndim == 5:
+        raise NotImplementedError("grid_sample: 5-D (volumetric) inputs are not implemented")
     check(input.ndim == 4 and grid.ndim == 4,
           lambda: f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input "
                   f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
@@ -209,6 +261,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     check(input.dtype == grid.dtype and input.memory.is_floating_point(),
           lambda: f"grid_sampler(): expected input and grid to have the same floating dtype, but input has "
                   f"{input.dtype} and grid has {grid.dtype}")
+    if mode == "bicubic":
+        return _bicubic_grid_sample(input, grid, padding_mode, bool(align_corners))
     bilinear, pad, align = mode == "bilinear", _PADDING[padding_mode], bool(align_corners)
     x, g = input.memory, grid.memory
     y = _rs.grid_sample(x, g, bilinear, pad, align)
