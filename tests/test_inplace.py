@@ -281,6 +281,22 @@ def test_repeat_interleave_of_counts_alone_as_torch(counts, dtype):
                 lib.repeat_interleave(lib.tensor(bad))
 
 
+def test_narrow_copy_and_unsafe_splits_as_torch(rng):
+    """narrow_copy (a copy: a write to it leaves the input), and unsafe_chunk/unsafe_split/unsafe_split_with_sizes,
+    torch's forms of chunk and split without autograd's checks of writes to the pieces; the gradients of the pieces."""
+    x, xr = leaf(rng, 3, 5)
+    check(lambda a: tnet.cat([tnet.narrow_copy(a, 1, 1, 3).flatten(), a.narrow_copy(0, 2, 1).flatten()]),
+          lambda a: torch.cat([torch.narrow_copy(a, 1, 1, 3).flatten(), a.narrow_copy(0, 2, 1).flatten()]), [(x, xr)], rng)
+    check(lambda a: tnet.cat([t.flatten() * (i + 1) for i, t in enumerate(
+              tnet.unsafe_split(a, 2, 1) + a.unsafe_chunk(2) + a.unsafe_split_with_sizes([1, 4], 1) + a.unsafe_split(2, dim=0))]),
+          lambda a: torch.cat([t.flatten() * (i + 1) for i, t in enumerate(
+              torch.unsafe_split(a, 2, 1) + a.unsafe_chunk(2) + a.unsafe_split_with_sizes([1, 4], 1) + a.unsafe_split(2, dim=0))]),
+          [(x, xr)], rng)
+    y = tnet.ones(2, 3)
+    tnet.narrow_copy(y, 1, 0, 2).fill_(5.0)
+    assert y.sum().item() == 6.0
+
+
 def test_in_place_ops_use_torch_for_memory_only(rng):
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)

@@ -1451,6 +1451,15 @@ def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
+def narrow_copy(input, dim, start, length):
+    """torch.narrow_copy: narrow's slice as a new tensor of its own memory."""
+    return clone(narrow(input, dim, start, length))
+
+
+# torch's unsafe_ forms skip autograd's checks of in-place writes to the views; tnet's views are the same pieces
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes
+
+
 def _int_index(name, index):
     check_tensors(name, index=index)
     if index.dtype not in _copy.INDEX_DTYPES:
