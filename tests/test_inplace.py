@@ -297,6 +297,25 @@ def test_narrow_copy_and_unsafe_splits_as_torch(rng):
     assert y.sum().item() == 6.0
 
 
+def test_view_read_before_its_base_is_written_as_torch(rng):
+    """A view read only before its base is written in place (VoxelMorph's `loc[:, i] = 2 * (loc[:, i] / n - 0.5)`
+    slice by slice) passes its gradient to the base of then, as torch's; a view read after the write (whose
+    values changed under it: torch rebases it, tnet does not) still raises."""
+    x, xr = leaf(rng, 2, 3, 4)
+
+    def normalise(lib, a):
+        y = a * 1
+        for i in range(3):
+            y[:, i, ...] = 2 * (y[:, i, ...] / (i + 2) - 0.5)
+        return y[..., [2, 1, 0, 3]]
+    check(lambda a: normalise(tnet, a), lambda a: normalise(torch, a), [(x, xr)], rng)
+    y = x * 1
+    v = y[:, 0]
+    y.mul_(3)
+    with pytest.raises(RuntimeError, match="does not rebase views"):
+        (v * 2).sum().backward()
+
+
 def test_in_place_ops_use_torch_for_memory_only(rng):
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)

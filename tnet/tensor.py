@@ -647,16 +647,23 @@ def _tape(roots):
     """The tensors made by the part of the tape the roots depend on, latest entry first (found
     without recursion)."""
     entries, stack, seen = [], list(roots), set()
+    stale, last_use = [], {}  # views whose base was written after them; each tensor's latest reader on the tape
     while stack:
         t = stack.pop()
         if t._entry is not None and id(t) not in seen:
             seen.add(id(t))
             entries.append(t)
             if _rebased[0]:
-                t._entry.inputs = _inputs_then(t, t._entry)
+                t._entry.inputs = _inputs_then(t, t._entry, stale)
             for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
                 if x.requires_grad:
                     stack.append(x)
+                    last_use[id(x)] = max(last_use.get(id(x), -1), t._entry.seq)
+    for t, written in stale:  # read after its base's write: its values changed under it (see _inputs_then)
+        if last_use.get(id(t), -1) > written:
+            raise RuntimeError(f"backward: a view ({t._entry.op}) of a tensor that was later modified by an inplace "
+                               f"operation was read after the write; tnet does not rebase views: take the view after "
+                               f"the in-place op")
     return sorted(entries, key=lambda t: t._entry.seq, reverse=True)
 
 
@@ -763,11 +770,13 @@ def memory_root(data):
 _rebased = [False]  # whether any tensor was ever rebased: until then backward skips _inputs_then
 
 
-def _inputs_then(t, entry):
+def _inputs_then(t, entry, stale):
     """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
-    op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
-    changed under it, and tnet does not rebase views; but for the view ops that made a view written
-    in place, which read its base's past (_views_through, inplace._copy_slices)."""
+    op rebased since is its identity of then (_past). t viewing such a tensor goes into stale, with
+    the write's seq: read after the write, its values changed under it, and tnet does not rebase views
+    (_tape raises), but read before it only (VoxelMorph's `x[:, i] = f(x[:, i])`) its gradient is its
+    base's of then, as torch's; the view ops that made a view written in place read their base's past
+    (_views_through, inplace._copy_slices)."""
     for x in entry.inputs:  # the common case: no input was ever rebased
         if "_past" in x.__dict__:
             break
@@ -779,9 +788,7 @@ def _inputs_then(t, entry):
             if seq > entry.seq:
                 if memory_root(old.memory) is memory_root(t.memory) and id(entry) not in old.__dict__.get(
                         "_views_through", ()):  # the written view's own view ops may read the base's past
-                    raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
-                                       f"inplace operation; tnet does not rebase views: take the view after the "
-                                       f"in-place op")
+                    stale.append((t, seq))
                 inputs[i] = old
                 break
     return tuple(inputs)
