@@ -11,8 +11,10 @@ autograd.grad(create_graph=True), a Poisson fit of gradients); VAT (track_runnin
 power iteration's backward to d.grad); powerful-gnns' GIN (torch.sparse.FloatTensor and spmm, max neighbour pooling
 over padded LongTensors, a repeat_interleave batch vector); Kaixhin's Rainbow (NoisyLinear, dueling C51, the
 projection by index_add_ on flat views of int64 floor/ceil bins); Transformer-XL's memory (relative attention by
-einsum of operand tuples, _rel_shift by a padded view, empty memories cat'ed, segment recurrence); and pytorch/examples'
-VAE with a continuous Bernoulli likelihood (torch.distributions.ContinuousBernoulli, its mean as the reconstruction). Each runs in tnet, then in torch from tnet's initial
+einsum of operand tuples, _rel_shift by a padded view, empty memories cat'ed, segment recurrence); pytorch/examples'
+VAE with a continuous Bernoulli likelihood (torch.distributions.ContinuousBernoulli, its mean as the reconstruction);
+and VoxelMorph in 3-D (a Unet of Conv3d and nearest upsampling of volumes, trilinear resizing of the flow, scaling and
+squaring, grid_sample of 5-D volumes at locations normalised slice by slice in place, the smoothness and NCC losses). Each runs in tnet, then in torch from tnet's initial
 weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what
 a script draws (noise, data, torch.rand's directions); shapes are tiny and runs 1-3 steps. Where Adam would normalise a
 gradient that is rounding alone (a bias before a BatchNorm), that bias is frozen, as the script says."""
@@ -1779,3 +1781,297 @@ def continuous_bernoulli_vae(m, state=None):
 
 def test_continuous_bernoulli_vae():
     compare(continuous_bernoulli_vae)
+
+
+# (n) voxelmorph/voxelmorph's torch/networks.py, layers.py and losses.py in 3-D: Unet with Conv%dd and MaxPool%dd
+# found by getattr, nn.Upsample(mode='nearest') of volumes and cat'ed skips, np.flip of the encoder widths; VxmDense's
+# flow convolution re-initialised from Normal(0, 1e-5).sample, ResizeTransform by trilinear interpolate
+# (align_corners=True) scaled by the factor, VecInt's scaling and squaring, SpatialTransformer (a meshgrid buffer, the
+# locations normalised in place slice by slice, permuted and reversed by a list index, grid_sample of 5-D volumes with
+# align_corners=True); train.py's default MSE image loss with Grad('l2', loss_mult=int_downsize) by its
+# permute-diff-permute back (y reassigned, as the repository), and the NCC loss by conv3d with a window of ones (the
+# repository's .to("cuda") as the input's device) on the images once
+def voxelmorph(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    nnf = F
+    Normal = m.torch.distributions.normal.Normal  # from torch.distributions.normal import Normal
+
+    class ConvBlock(nn.Module):
+        def __init__(self, ndims, in_channels, out_channels, stride=1):
+            super().__init__()
+            Conv = getattr(nn, 'Conv%dd' % ndims)
+            self.main = Conv(in_channels, out_channels, 3, stride, 1)
+            self.activation = nn.LeakyReLU(0.2)
+
+        def forward(self, x):
+            out = self.main(x)
+            out = self.activation(out)
+            return out
+
+    class Unet(nn.Module):
+        def __init__(self, inshape=None, infeats=None, nb_features=None, max_pool=2, nb_conv_per_level=1,
+                     half_res=False):
+            super().__init__()
+            ndims = len(inshape)
+            assert ndims in [1, 2, 3], 'ndims should be one of 1, 2, or 3. found: %d' % ndims
+            self.half_res = half_res
+            enc_nf, dec_nf = nb_features
+            nb_dec_convs = len(enc_nf)
+            final_convs = dec_nf[nb_dec_convs:]
+            dec_nf = dec_nf[:nb_dec_convs]
+            self.nb_levels = int(nb_dec_convs / nb_conv_per_level) + 1
+            if isinstance(max_pool, int):
+                max_pool = [max_pool] * self.nb_levels
+            MaxPooling = getattr(nn, 'MaxPool%dd' % ndims)
+            self.pooling = [MaxPooling(s) for s in max_pool]
+            self.upsampling = [nn.Upsample(scale_factor=s, mode='nearest') for s in max_pool]
+            prev_nf = infeats
+            encoder_nfs = [prev_nf]
+            self.encoder = nn.ModuleList()
+            for level in range(self.nb_levels - 1):
+                convs = nn.ModuleList()
+                for conv in range(nb_conv_per_level):
+                    nf = enc_nf[level * nb_conv_per_level + conv]
+                    convs.append(ConvBlock(ndims, prev_nf, nf))
+                    prev_nf = nf
+                self.encoder.append(convs)
+                encoder_nfs.append(prev_nf)
+            encoder_nfs = np.flip(encoder_nfs)
+            self.decoder = nn.ModuleList()
+            for level in range(self.nb_levels - 1):
+                convs = nn.ModuleList()
+                for conv in range(nb_conv_per_level):
+                    nf = dec_nf[level * nb_conv_per_level + conv]
+                    convs.append(ConvBlock(ndims, prev_nf, nf))
+                    prev_nf = nf
+                self.decoder.append(convs)
+                if not half_res or level < (self.nb_levels - 2):
+                    prev_nf += encoder_nfs[level]
+            self.remaining = nn.ModuleList()
+            for num, nf in enumerate(final_convs):
+                self.remaining.append(ConvBlock(ndims, prev_nf, nf))
+                prev_nf = nf
+            self.final_nf = prev_nf
+
+        def forward(self, x):
+            x_history = [x]
+            for level, convs in enumerate(self.encoder):
+                for conv in convs:
+                    x = conv(x)
+                x_history.append(x)
+                x = self.pooling[level](x)
+            for level, convs in enumerate(self.decoder):
+                for conv in convs:
+                    x = conv(x)
+                if not self.half_res or level < (self.nb_levels - 2):
+                    x = self.upsampling[level](x)
+                    x = torch.cat([x, x_history.pop()], dim=1)
+            for conv in self.remaining:
+                x = conv(x)
+            return x
+
+    class SpatialTransformer(nn.Module):
+        def __init__(self, size, mode='bilinear'):
+            super().__init__()
+            self.mode = mode
+            vectors = [torch.arange(0, s) for s in size]
+            grids = torch.meshgrid(vectors, indexing='ij')
+            grid = torch.stack(grids)
+            grid = torch.unsqueeze(grid, 0)
+            grid = grid.type(torch.FloatTensor)
+            self.register_buffer('grid', grid, persistent=False)
+
+        def forward(self, src, flow):
+            new_locs = self.grid + flow
+            shape = flow.shape[2:]
+            for i in range(len(shape)):
+                new_locs[:, i, ...] = 2 * (new_locs[:, i, ...] / (shape[i] - 1) - 0.5)
+            if len(shape) == 2:
+                new_locs = new_locs.permute(0, 2, 3, 1)
+                new_locs = new_locs[..., [1, 0]]
+            elif len(shape) == 3:
+                new_locs = new_locs.permute(0, 2, 3, 4, 1)
+                new_locs = new_locs[..., [2, 1, 0]]
+            return nnf.grid_sample(src, new_locs, align_corners=True, mode=self.mode)
+
+    class VecInt(nn.Module):
+        def __init__(self, inshape, nsteps):
+            super().__init__()
+            assert nsteps >= 0, 'nsteps should be >= 0, found: %d' % nsteps
+            self.nsteps = nsteps
+            self.scale = 1.0 / (2 ** self.nsteps)
+            self.transformer = SpatialTransformer(inshape)
+
+        def forward(self, vec):
+            vec = vec * self.scale
+            for _ in range(self.nsteps):
+                vec = vec + self.transformer(vec, vec)
+            return vec
+
+    class ResizeTransform(nn.Module):
+        def __init__(self, vel_resize, ndims):
+            super().__init__()
+            self.factor = 1.0 / vel_resize
+            self.mode = 'linear'
+            if ndims == 2:
+                self.mode = 'bi' + self.mode
+            elif ndims == 3:
+                self.mode = 'tri' + self.mode
+
+        def forward(self, x):
+            if self.factor < 1:
+                x = nnf.interpolate(x, align_corners=True, scale_factor=self.factor, mode=self.mode)
+                x = self.factor * x
+            elif self.factor > 1:
+                x = self.factor * x
+                x = nnf.interpolate(x, align_corners=True, scale_factor=self.factor, mode=self.mode)
+            return x
+
+    class VxmDense(nn.Module):
+        def __init__(self, inshape, nb_unet_features=None, int_steps=7, int_downsize=2, bidir=False, src_feats=1,
+                     trg_feats=1, unet_half_res=False):
+            super().__init__()
+            self.training = True
+            ndims = len(inshape)
+            assert ndims in [1, 2, 3], 'ndims should be one of 1, 2, or 3. found: %d' % ndims
+            self.unet_model = Unet(inshape, infeats=(src_feats + trg_feats), nb_features=nb_unet_features,
+                                   half_res=unet_half_res)
+            Conv = getattr(nn, 'Conv%dd' % ndims)
+            self.flow = Conv(self.unet_model.final_nf, ndims, kernel_size=3, padding=1)
+            self.flow.weight = nn.Parameter(Normal(0, 1e-5).sample(self.flow.weight.shape))
+            self.flow.bias = nn.Parameter(torch.zeros(self.flow.bias.shape))
+            if not unet_half_res and int_steps > 0 and int_downsize > 1:
+                self.resize = ResizeTransform(int_downsize, ndims)
+            else:
+                self.resize = None
+            if int_steps > 0 and int_downsize > 1:
+                self.fullsize = ResizeTransform(1 / int_downsize, ndims)
+            else:
+                self.fullsize = None
+            self.bidir = bidir
+            down_shape = [int(dim / int_downsize) for dim in inshape]
+            self.integrate = VecInt(down_shape, int_steps) if int_steps > 0 else None
+            self.transformer = SpatialTransformer(inshape)
+
+        def forward(self, source, target, registration=False):
+            x = torch.cat([source, target], dim=1)
+            x = self.unet_model(x)
+            flow_field = self.flow(x)
+            pos_flow = flow_field
+            if self.resize:
+                pos_flow = self.resize(pos_flow)
+            preint_flow = pos_flow
+            neg_flow = -pos_flow if self.bidir else None
+            if self.integrate:
+                pos_flow = self.integrate(pos_flow)
+                neg_flow = self.integrate(neg_flow) if self.bidir else None
+                if self.fullsize:
+                    pos_flow = self.fullsize(pos_flow)
+                    neg_flow = self.fullsize(neg_flow) if self.bidir else None
+            y_source = self.transformer(source, pos_flow)
+            y_target = self.transformer(target, neg_flow) if self.bidir else None
+            if not registration:
+                return (y_source, y_target, preint_flow) if self.bidir else (y_source, preint_flow)
+            else:
+                return y_source, pos_flow
+
+    class MSE:
+        def loss(self, y_true, y_pred):
+            return torch.mean((y_true - y_pred) ** 2)
+
+    class NCC:
+        def __init__(self, win=None):
+            self.win = win
+
+        def loss(self, y_true, y_pred):
+            Ii = y_true
+            Ji = y_pred
+            ndims = len(list(Ii.size())) - 2
+            assert ndims in [1, 2, 3], "volumes should be 1 to 3 dimensions. found: %d" % ndims
+            win = [9] * ndims if self.win is None else self.win
+            sum_filt = torch.ones([1, 1, *win]).to(Ii.device)
+            pad_no = math.floor(win[0] / 2)
+            if ndims == 1:
+                stride = (1)
+                padding = (pad_no)
+            elif ndims == 2:
+                stride = (1, 1)
+                padding = (pad_no, pad_no)
+            else:
+                stride = (1, 1, 1)
+                padding = (pad_no, pad_no, pad_no)
+            conv_fn = getattr(F, 'conv%dd' % ndims)
+            I2 = Ii * Ii
+            J2 = Ji * Ji
+            IJ = Ii * Ji
+            I_sum = conv_fn(Ii, sum_filt, stride=stride, padding=padding)
+            J_sum = conv_fn(Ji, sum_filt, stride=stride, padding=padding)
+            I2_sum = conv_fn(I2, sum_filt, stride=stride, padding=padding)
+            J2_sum = conv_fn(J2, sum_filt, stride=stride, padding=padding)
+            IJ_sum = conv_fn(IJ, sum_filt, stride=stride, padding=padding)
+            win_size = np.prod(win)
+            u_I = I_sum / win_size
+            u_J = J_sum / win_size
+            cross = IJ_sum - u_J * I_sum - u_I * J_sum + u_I * u_J * win_size
+            I_var = I2_sum - 2 * u_I * I_sum + u_I * u_I * win_size
+            J_var = J2_sum - 2 * u_J * J_sum + u_J * u_J * win_size
+            cc = cross * cross / (I_var * J_var + 1e-5)
+            return -torch.mean(cc)
+
+    class Grad:
+        def __init__(self, penalty='l1', loss_mult=None):
+            self.penalty = penalty
+            self.loss_mult = loss_mult
+
+        def _diffs(self, y):
+            vol_shape = [n for n in y.shape][2:]
+            ndims = len(vol_shape)
+            df = [None] * ndims
+            for i in range(ndims):
+                d = i + 2
+                r = [d, *range(0, d), *range(d + 1, ndims + 2)]
+                y = y.permute(r)
+                dfi = y[1:, ...] - y[:-1, ...]
+                r = [*range(d - 1, d + 1), *reversed(range(1, d - 1)), 0, *range(d + 1, ndims + 2)]
+                df[i] = dfi.permute(r)
+            return df
+
+        def loss(self, _, y_pred):
+            if self.penalty == 'l1':
+                dif = [torch.abs(f) for f in self._diffs(y_pred)]
+            else:
+                assert self.penalty == 'l2', 'penalty can only be l1 or l2. Got: %s' % self.penalty
+                dif = [f * f for f in self._diffs(y_pred)]
+            df = [torch.mean(torch.flatten(f, start_dim=1), dim=-1) for f in dif]
+            grad = sum(df) / len(df)
+            if self.loss_mult is not None:
+                grad *= self.loss_mult
+            return grad.mean()
+
+    inshape, int_downsize = (4, 4, 4), 2
+    model = VxmDense(inshape, nb_unet_features=[[3], [3, 3]], int_steps=1, int_downsize=int_downsize)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    rng = np.random.default_rng(61)
+    moving = torch.from_numpy(rng.uniform(0, 1, (1, 1, *inshape)).astype(np.float32))
+    fixed = torch.from_numpy(rng.uniform(0, 1, (1, 1, *inshape)).astype(np.float32))
+    losses = [MSE().loss, Grad('l2', loss_mult=int_downsize).loss]  # train.py's default --image-loss mse
+    ncc = NCC(win=[3, 3, 3]).loss(fixed, moving)  # the other image loss, once, on the images alone
+    weights = [1, 0.01]
+    inputs, y_true = [moving, fixed], [fixed, torch.zeros(1, 3, 2, 2, 2)]
+    y_pred = model(*inputs)
+    loss = 0
+    loss_list = []
+    for n, loss_function in enumerate(losses):
+        curr_loss = loss_function(y_true[n], y_pred[n]) * weights[n]
+        loss_list.append(curr_loss.item())
+        loss += curr_loss
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, loss_list + [loss.item(), ncc.item(), float(y_pred[0].sum()), float(y_pred[1].abs().sum()) * 1e4] + summary(
+        model.parameters())
+
+
+def test_voxelmorph_3d():
+    compare(voxelmorph)
