@@ -3,6 +3,7 @@ fp32 operands at each precision, strides, bias, ReLU and accumulation, batched a
 every tile config, TMA; 16-bit operands, outputs and epilogue; linear and matmul under autocast; matmul
 on vectors and batches (leading dims broadcast), linear on any leading dims; cdist."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -474,6 +475,28 @@ def test_add_products_in_place_and_empty(rng, ieee):
     assert_close(tnet.addbmm(T(m1[:, :4] * 0 + 1), tnet.zeros(0, 3, 2), tnet.zeros(0, 2, 4)), np.ones((3, 4)), 0, "addbmm empty")
     assert tnet.addr(tnet.zeros(0, 4), tnet.zeros(0), T(v2)).shape == (0, 4)
     assert_close(tnet.addmv(tnet.ones(3), tnet.zeros(3, 0), tnet.zeros(0), beta=2), np.full(3, 2.0), 0, "addmv empty")
+
+
+@pytest.mark.parametrize("call", ["addmm(2, x, m1, m2)", "addmm(2, x, -3, m1, m2)", "x.addmm(2, -3, m1, m2)",
+                                  "x.addmm(2, m1, m2)", "x.clone().addmm_(1, -2, m1, m2)",
+                                  "baddbmm(0.5, y, 2, b1, b2)", "y.clone().baddbmm_(0.5, b1, b2)",
+                                  "x.addbmm(0.5, 2, b1, b2)", "addr(0.5, x, 2, v1, v2)", "v.addmv_(2, -1, m3, v2)"])
+def test_add_products_deprecated_scales_first_as_torch(rng, ieee, call):
+    """torch's overloads from before 1.5 with beta (and alpha) first, which center-loss's
+    `distmat.addmm_(1, -2, x, centers.t())` writes: the values and a UserWarning, as torch's (whose warning
+    comes once a process: tnet's alone is checked)."""
+    shapes = {"x": (3, 4), "m1": (3, 5), "m2": (5, 4), "y": (2, 3, 4), "b1": (2, 3, 5), "b2": (2, 5, 4), "v1": (3,),
+              "v2": (4,), "v": (5,), "m3": (5, 4)}
+    values = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    outs = []
+    for lib in (tnet, torch):
+        names = {k: lib.tensor(v, dtype=lib.float32) for k, v in values.items()}
+        call_of = call if call[0] in "xyv" else "lib." + call
+        with pytest.warns(UserWarning, match="deprecated") if lib is tnet else warnings.catch_warnings():
+            outs.append(eval(call_of, {"lib": lib, **names}))
+    assert_close(outs[0], outs[1].double(), TOL["ieee"], call)
+    with pytest.raises(TypeError):
+        tnet.addmm(tnet.zeros(3, 4), 2, 3, tnet.zeros(3, 5))
 
 
 def test_chain_matmul_vdot_ger_and_errors_as_torch(rng, ieee):

@@ -212,6 +212,14 @@ def test_requires_grad_and_retain_grad_as_torch(rng):
     assert y.grad.numpy().tolist() == yr.grad.tolist() == [3.0] * 3
     with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
         y.requires_grad_(False)
+    for lib, z in ((tnet, x * 2), (torch, xr * 2)):  # the attribute too, either flag (requires_grad_(True) is allowed)
+        for flag in (False, True):
+            with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
+                z.requires_grad = flag
+        assert z.requires_grad_(True).requires_grad
+        w = lib.ones(2) * 2  # made without grad: a leaf, whose flag may be set
+        w.requires_grad = True
+        assert w.is_leaf and w.requires_grad
     with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
         tnet.ones(2).retain_grad()
     assert not x.requires_grad_(False).requires_grad
@@ -259,6 +267,53 @@ def test_roll_repeat_interleave_masked_fill_as_torch(rng):
           [(x, xr), (v, vr)], rng)
     check(lambda a: tnet.masked_fill(a, tnet.tensor(m[0]), -2.0), lambda a: a.masked_fill(torch.tensor(m[0]), -2.0),
           [(x, xr)], rng)
+
+
+@pytest.mark.parametrize("counts,dtype", [([2, 0, 3, 1], torch.int64), ([1, 2], torch.int32), ([], torch.int64)])
+def test_repeat_interleave_of_counts_alone_as_torch(counts, dtype):
+    """torch.repeat_interleave(counts): each index repeated counts[i] times, in counts' dtype (a graph
+    batch's node-to-graph vector, as GIN scripts build it), and torch's errors."""
+    out, ref = tnet.repeat_interleave(tnet.tensor(counts, dtype=dtype)), torch.repeat_interleave(torch.tensor(counts, dtype=dtype))
+    assert out.dtype == ref.dtype and out.tolist() == ref.tolist()
+    for bad, error in (([2.0, 1.0], NotImplementedError), ([[1, 2]], RuntimeError), ([1, -1], RuntimeError)):
+        for lib in (tnet, torch):
+            with pytest.raises(error):
+                lib.repeat_interleave(lib.tensor(bad))
+
+
+def test_narrow_copy_and_unsafe_splits_as_torch(rng):
+    """narrow_copy (a copy: a write to it leaves the input), and unsafe_chunk/unsafe_split/unsafe_split_with_sizes,
+    torch's forms of chunk and split without autograd's checks of writes to the pieces; the gradients of the pieces."""
+    x, xr = leaf(rng, 3, 5)
+    check(lambda a: tnet.cat([tnet.narrow_copy(a, 1, 1, 3).flatten(), a.narrow_copy(0, 2, 1).flatten()]),
+          lambda a: torch.cat([torch.narrow_copy(a, 1, 1, 3).flatten(), a.narrow_copy(0, 2, 1).flatten()]), [(x, xr)], rng)
+    check(lambda a: tnet.cat([t.flatten() * (i + 1) for i, t in enumerate(
+              tnet.unsafe_split(a, 2, 1) + a.unsafe_chunk(2) + a.unsafe_split_with_sizes([1, 4], 1) + a.unsafe_split(2, dim=0))]),
+          lambda a: torch.cat([t.flatten() * (i + 1) for i, t in enumerate(
+              torch.unsafe_split(a, 2, 1) + a.unsafe_chunk(2) + a.unsafe_split_with_sizes([1, 4], 1) + a.unsafe_split(2, dim=0))]),
+          [(x, xr)], rng)
+    y = tnet.ones(2, 3)
+    tnet.narrow_copy(y, 1, 0, 2).fill_(5.0)
+    assert y.sum().item() == 6.0
+
+
+def test_view_read_before_its_base_is_written_as_torch(rng):
+    """A view read only before its base is written in place (VoxelMorph's `loc[:, i] = 2 * (loc[:, i] / n - 0.5)`
+    slice by slice) passes its gradient to the base of then, as torch's; a view read after the write (whose
+    values changed under it: torch rebases it, tnet does not) still raises."""
+    x, xr = leaf(rng, 2, 3, 4)
+
+    def normalise(lib, a):
+        y = a * 1
+        for i in range(3):
+            y[:, i, ...] = 2 * (y[:, i, ...] / (i + 2) - 0.5)
+        return y[..., [2, 1, 0, 3]]
+    check(lambda a: normalise(tnet, a), lambda a: normalise(torch, a), [(x, xr)], rng)
+    y = x * 1
+    v = y[:, 0]
+    y.mul_(3)
+    with pytest.raises(RuntimeError, match="does not rebase views"):
+        (v * 2).sum().backward()
 
 
 def test_in_place_ops_use_torch_for_memory_only(rng):

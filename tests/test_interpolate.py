@@ -1,6 +1,6 @@
-"""Resampling against torch in float64: F.interpolate's linear, bilinear and bicubic modes (size or
+"""Resampling against torch in float64: F.interpolate's linear, bilinear, bicubic and trilinear modes (size or
 scale_factor, align_corners, recompute_scale_factor, antialias), the Upsample modules, F.affine_grid and
-F.grid_sample (modes, padding modes, align_corners), forward and gradients, NCHW, channels-last
+F.grid_sample (its three modes, padding modes, align_corners, 5-D volumes), forward and gradients, NCHW, channels-last
 and strided inputs."""
 import numpy as np
 import pytest
@@ -30,6 +30,13 @@ TF = torch.nn.functional
     ((2, 3, 9, 8), dict(size=(4, 11), mode="bicubic", antialias=True), True),
     ((2, 3, 10, 9), dict(scale_factor=(0.37, 0.5), mode="bilinear", align_corners=True, antialias=True), False),
     ((2, 3, 7, 7), dict(size=(7, 2), mode="bicubic", align_corners=True, antialias=True), False),
+    # 5-D volumes (VoxelMorph's ResizeTransform, 3-D U-Nets' upsampling)
+    ((2, 3, 4, 5, 3), dict(scale_factor=0.5, mode="trilinear", align_corners=True), False),
+    ((2, 3, 4, 5, 3), dict(size=(3, 7, 5), mode="trilinear"), False),
+    ((2, 3, 4, 5, 3), dict(scale_factor=(2, 1.5, 0.7), mode="trilinear"), False),
+    ((1, 2, 3, 4, 2), dict(scale_factor=2, mode="nearest"), False),
+    ((2, 3, 4, 5, 3), dict(size=(3, 7, 5), mode="nearest-exact"), False),
+    ((2, 3, 4, 5, 3), dict(size=(2, 3, 2), mode="area"), False),
 ])
 def test_interpolate_as_torch(rng, shape, kwargs, channels_last):
     x, xr = leaf(rng, *shape, channels_last=channels_last)
@@ -70,7 +77,8 @@ def test_interpolate_errors():
 @pytest.mark.parametrize("mode,padding_mode,align_corners", [
     ("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
     ("bilinear", "reflection", True), ("nearest", "zeros", True), ("nearest", "border", False),
-    ("nearest", "reflection", False)])
+    ("nearest", "reflection", False), ("bicubic", "zeros", False), ("bicubic", "border", True),
+    ("bicubic", "reflection", False), ("bicubic", "reflection", True)])
 def test_grid_sample_as_torch(rng, mode, padding_mode, align_corners):
     # points spread past [-1, 1] so that every padding rule is met; channels-last input, strided grid
     x, xr = leaf(rng, 2, 3, 5, 7, channels_last=True)
@@ -78,6 +86,25 @@ def test_grid_sample_as_torch(rng, mode, padding_mode, align_corners):
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     check(lambda a, b: F.grid_sample(a, b.permute(0, 2, 3, 1), **kw),
           lambda a, b: TF.grid_sample(a, b.permute(0, 2, 3, 1), **kw), [(x, xr), (g, gr)], rng)
+
+
+@pytest.mark.parametrize("mode,padding_mode,align_corners", [
+    ("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
+    ("bilinear", "reflection", True), ("nearest", "zeros", True), ("nearest", "reflection", False)])
+def test_volumetric_grid_sample_as_torch(rng, mode, padding_mode, align_corners):
+    """grid_sample of [N, C, D, H, W] at [N, OD, OH, OW, 3] (VoxelMorph's SpatialTransformer of 3-D volumes):
+    trilinear and nearest, every padding rule (points past [-1, 1]), gradients to the input and the grid; and at
+    affine_grid's grid of 3-D maps theta [N, 3, 4]."""
+    x, xr = leaf(rng, 2, 3, 4, 5, 6)
+    g, gr = leaf(rng, 2, 3, 2, 4, 3, values=rng.uniform(-1.3, 1.3, (2, 3, 2, 4, 3)))
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    check(lambda a, b: F.grid_sample(a, b, **kw), lambda a, b: TF.grid_sample(a, b, **kw), [(x, xr), (g, gr)], rng)
+    theta, theta_r = leaf(rng, 2, 3, 4, values=np.eye(3, 4) + rng.uniform(-0.2, 0.2, (2, 3, 4)))  # a 3-D affine map
+    size, align = [2, 3, 3, 4, 2], bool(align_corners)
+    check(lambda a, t: F.grid_sample(a, F.affine_grid(t, size, align_corners=align), **kw),
+          lambda a, t: TF.grid_sample(a, TF.affine_grid(t, size, align_corners=align), **kw), [(x, xr), (theta, theta_r)], rng)
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D"):
+        F.grid_sample(x, g, mode="bicubic")
 
 
 def test_affine_grid_sample_as_torch(rng):

@@ -288,3 +288,20 @@ def test_one_cycle_of_one_iteration():
     assert (f(0), f(1), f(2)) == (1.0, 0.0, 0.0)
     g = optim.one_cycle(20)
     assert g(0) == 1 / 3 and g(2) == 1.0 and g(20) == 0.0
+
+
+@pytest.mark.parametrize("opt_name,kwargs", [("SGD", {"momentum": 0.9}), ("LBFGS", {})])
+def test_optimizer_load_state_dict_drops_a_schedulers_initial_lr(opt_name, kwargs, rng):
+    """An optimizer's state saved before a scheduler was attached, loaded after it (pytorch-lr-finder's reset):
+    each group becomes the saved one, as torch's, so that "initial_lr" goes and a new scheduler may attach."""
+    if opt_name == "SGD":
+        _, _, opt, ref = make("SGD", kwargs, rng)
+    else:  # an optimizer without a device RULE keeps its state in torch's own layout
+        opt, ref = optim.LBFGS([nn.Parameter(tnet.ones(3))], lr=0.5), torch.optim.LBFGS([torch.ones(3)], lr=0.5)
+    for o, lib in ((opt, tnet), (ref, torch)):
+        saved = o.state_dict()
+        lib.optim.lr_scheduler.StepLR(o, step_size=2)
+        o.param_groups[0]["lr"] = 0.125
+        o.load_state_dict(saved)
+    assert opt.param_groups[0].keys() == ref.param_groups[0].keys()
+    assert "initial_lr" not in opt.param_groups[0] and opt.param_groups[0]["lr"] == ref.param_groups[0]["lr"]

@@ -473,8 +473,11 @@ def test_pool3d_as_torch(rng, args):
     assert np.array_equal(i.numpy(), ref_i.numpy()) and i.dtype == torch.int64
     assert repr(nn.MaxPool3d(**args)) == repr(torch.nn.MaxPool3d(**args))
     assert repr(nn.AvgPool3d(**args)) == repr(torch.nn.AvgPool3d(**args))
-    with pytest.raises(NotImplementedError):
-        F.max_pool3d(x[0], 2, dilation=2)
+    dilated = dict(args, dilation=(2, 1, 2))  # by its taps (pool.py's _dilated_max_pool): ties, indices, gradient
+    y, i = F.max_pool3d(tnet.tensor(ties[0], requires_grad=True), return_indices=True, **dilated)
+    ref, ref_i = TF.max_pool3d(torch.tensor(ties[0], requires_grad=True), return_indices=True, **dilated)
+    assert np.array_equal(i.numpy(), ref_i.numpy()) and i.dtype == torch.int64
+    check(lambda a: F.max_pool3d(a, **dilated), lambda a: TF.max_pool3d(a, **dilated), [x], rng)
     with pytest.raises(RuntimeError):
         F.avg_pool3d(x[0], 2, divisor_override=0)
     with pytest.raises(RuntimeError):

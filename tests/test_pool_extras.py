@@ -376,3 +376,24 @@ def test_fractional_max_pool_errors_as_torch():
                           ({"output_ratio": 1.5}, "between 0 and 1")):
         with pytest.raises(ValueError, match=match):
             nn.FractionalMaxPool2d(2, **kwargs)
+
+
+@pytest.mark.parametrize("name,shape,args", [
+    ("max_pool2d", (2, 3, 7, 8), dict(kernel_size=3, stride=1, padding=1, dilation=2)),
+    ("max_pool2d", (3, 9, 9), dict(kernel_size=(2, 3), stride=(2, 1), padding=(1, 1), dilation=(3, 2), ceil_mode=True)),
+    ("max_pool2d", (1, 2, 6, 6), dict(kernel_size=4, stride=3, padding=2, dilation=2, ceil_mode=True)),
+    ("max_pool1d", (2, 3, 9), dict(kernel_size=3, stride=1, padding=1, dilation=2)),
+    ("max_pool1d", (3, 10), dict(kernel_size=2, stride=3, padding=1, dilation=3, ceil_mode=True))])
+def test_dilated_max_pool_as_torch(rng, name, shape, args):
+    """max_pool2d and max_pool1d with dilation > 1 (nn.MaxPool2d(3, 1, 1, dilation=2)): values, int64 indices into
+    the input plane, the gradient, and ceil mode's last window, as torch's; padding beyond half the kernel (not its
+    span) is torch's error."""
+    x, xr = leaf(rng, *shape)
+    y, i = getattr(F, name)(x, return_indices=True, **args)
+    yr, ir = getattr(TF, name)(xr, return_indices=True, **args)
+    assert i.dtype == torch.int64 and np.array_equal(i.numpy(), ir.numpy())
+    check(lambda a: getattr(F, name)(a, **args), lambda a: getattr(TF, name)(a, **args), [(x, xr)], rng)
+    assert nn.MaxPool2d(3, 1, 1, dilation=2)(tnet.ones(1, 1, 5, 5)).shape == (1, 1, 3, 3)
+    for lib in (tnet, torch):
+        with pytest.raises(RuntimeError, match="half of kernel size"):
+            lib.nn.functional.max_pool2d(lib.ones(1, 1, 7, 7), 3, 1, 2, dilation=2)

@@ -857,3 +857,30 @@ def test_poisson_and_binomial_draws():
         tnet.poisson(tnet.tensor([-1.0]))
     with pytest.raises(RuntimeError):
         tnet.poisson(tnet.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("given", ["probs", "logits"])
+def test_continuous_bernoulli_as_torch(given):
+    """torch.distributions.ContinuousBernoulli (a VAE's likelihood of pixel intensities): log_prob and its gradient,
+    cdf, icdf, mean, variance, entropy and the KL between two, as torch's, on both sides of the Taylor region
+    around 1/2 (not on its edges, lims, where torch's own closed forms cancel to noise); rsample's shape and mean."""
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.uniform(0.01, 0.99, 6), [0.4995, 0.5, 0.5005, 0.45, 0.55]]).astype(np.float32)
+    param = p if given == "probs" else np.log(p / (1 - p))
+    value = rng.uniform(0, 1, p.shape).astype(np.float32)
+    out = []
+    for lib in (tnet, torch):
+        a = lib.tensor(param, requires_grad=True)
+        d, q = lib.distributions.ContinuousBernoulli(**{given: a}), lib.distributions.ContinuousBernoulli(
+            probs=lib.tensor(p[::-1].copy()))
+        log_p = d.log_prob(lib.tensor(value))
+        log_p.sum().backward()
+        out.append([log_p, a.grad, d.cdf(lib.tensor(value)), d.icdf(lib.tensor(value)), d.mean, d.variance,
+                    d.entropy(), lib.distributions.kl_divergence(d, q)])
+        assert d.rsample((2,)).shape == (2, len(p)) and d.sample().shape == (len(p),)
+    for mine, ref in zip(*out):
+        np.testing.assert_allclose(mine.detach().numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-5)
+    tnet.manual_seed(0)
+    draws = tnet.distributions.continuous_bernoulli.ContinuousBernoulli(probs=0.2).sample((4000,)).numpy()
+    assert draws.min() >= 0 and draws.max() <= 1
+    assert abs(draws.mean() - torch.distributions.ContinuousBernoulli(probs=0.2).mean.item()) < 0.02

@@ -275,6 +275,7 @@ from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadca
                          index_fill, inner, kron, logcumsumexp, masked_scatter, mode, moveaxis, nanmedian, nanquantile,
                          put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter, slice_scatter,
                          split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
+from .functional import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
 from .factory import empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
 
 
@@ -299,6 +300,7 @@ __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_s
             "dsplit", "dstack", "fliplr", "flipud", "histogram", "hsplit", "index_copy", "index_fill", "inner", "kron",
             "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put", "quantile", "ravel",
             "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
+            "narrow_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
             "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_strided", "scalar_tensor", "tril_indices",
             "triu_indices", "get_device", "is_inference"]
 

@@ -196,6 +196,95 @@ class Bernoulli(Distribution):
         return f"Bernoulli(probs: {self.probs})"
 
 
+class ContinuousBernoulli(ExponentialFamily):
+    """ContinuousBernoulli(probs=None, logits=None, lims=(0.499, 0.501)) on [0, 1] (Loaiza-Ganem and Cunningham's
+    law for VAEs' pixel intensities): Bernoulli's log-likelihood plus the log normaliser
+    log(2 atanh(1 - 2p) / (1 - 2p)), which is a Taylor series in (p - 1/2) where p lies within lims, as torch's
+    (mean and variance too); probs given are clamped eps away from 0 and 1, as torch's; rsample by the icdf of
+    uniforms."""
+    has_rsample = True
+
+    def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
+        probs, logits = _probs_and_logits(probs, logits)
+        if probs is not None:
+            probs = _clamp_probs(_broadcast_all(probs)[0])
+            self.probs, self.logits = probs, _probs_to_logits(probs)
+        else:
+            self.logits, = _broadcast_all(logits)
+            self.probs = _clamp_probs(self.logits.sigmoid())
+        self._lims = lims
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    def _outside_unstable_region(self):
+        return F.logical_or(F.le(self.probs, self._lims[0]), F.gt(self.probs, self._lims[1]))
+
+    def _cut_probs(self):
+        return F.where(self._outside_unstable_region(), self.probs, self._lims[0] * ones_like(self.probs))
+
+    def _cont_bern_log_norm(self):
+        cut = self._cut_probs()
+        below_half = F.where(F.le(cut, 0.5), cut, zeros_like(cut))
+        above_half = F.where(F.ge(cut, 0.5), cut, ones_like(cut))
+        log_norm = ((-cut).log1p() - cut.log()).abs().log() - F.where(
+            F.le(cut, 0.5), (-2.0 * below_half).log1p(), (2.0 * above_half - 1.0).log())
+        x = (self.probs - 0.5).pow(2)
+        taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
+        return F.where(self._outside_unstable_region(), log_norm, taylor)
+
+    @property
+    def mean(self):
+        cut = self._cut_probs()
+        mus = cut / (2.0 * cut - 1.0) + 1.0 / ((-cut).log1p() - cut.log())
+        x = self.probs - 0.5
+        taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x.pow(2)) * x
+        return F.where(self._outside_unstable_region(), mus, taylor)
+
+    @property
+    def variance(self):
+        cut = self._cut_probs()
+        variances = cut * (cut - 1.0) / (1.0 - 2.0 * cut).pow(2) + 1.0 / ((-cut).log1p() - cut.log()).pow(2)
+        x = (self.probs - 0.5).pow(2)
+        taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
+        return F.where(self._outside_unstable_region(), variances, taylor)
+
+    def rsample(self, sample_shape=Size()):
+        return self.icdf(rand(self._extended_shape(sample_shape), dtype=self.probs.dtype))
+
+    def log_prob(self, value):
+        logits, value = _broadcast_all(self.logits, value)
+        return -nnF.binary_cross_entropy_with_logits(logits, value, reduction="none") + self._cont_bern_log_norm()
+
+    def cdf(self, value):
+        cut = self._cut_probs()
+        cdfs = (cut.pow(value) * (1.0 - cut).pow(1.0 - value) + cut - 1.0) / (2.0 * cut - 1.0)
+        unbounded = F.where(self._outside_unstable_region(), cdfs, value)
+        return F.where(F.le(value, 0.0), zeros_like(value), F.where(F.ge(value, 1.0), ones_like(value), unbounded))
+
+    def icdf(self, value):
+        cut = self._cut_probs()
+        return F.where(self._outside_unstable_region(),
+                       ((-cut + value * (2.0 * cut - 1.0)).log1p() - (-cut).log1p()) / (cut.log() - (-cut).log1p()),
+                       value)
+
+    def entropy(self):
+        log_probs0, log_probs1 = (-self.probs).log1p(), self.probs.log()
+        return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        outside = F.logical_or(F.le(x, self._lims[0] - 0.5), F.gt(x, self._lims[1] - 0.5))
+        cut = F.where(outside, x, (self._lims[0] - 0.5) * ones_like(x))
+        log_norm = cut.expm1().abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return F.where(outside, log_norm, taylor)
+
+    def __repr__(self):
+        return f"ContinuousBernoulli(probs: {self.probs})"
+
+
 class Categorical(Distribution):
     """Categorical(probs=None, logits=None): one of the two, [..., K] over K classes (unnormalized);
     batch_shape is the parameter's shape without its last dimension, samples are int64 class indices."""
@@ -1911,6 +2000,12 @@ def _kl_bernoulli_bernoulli(p, q):
             (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + (-p.probs).log1p() - q._cont_bern_log_norm()
+            - (-q.probs).log1p())
+
+
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     return (p.probs * (p.logits - q.logits)).sum(-1)
@@ -2008,7 +2103,7 @@ def _kl_halfnormal_halfnormal(p, q):
 
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
            "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
            "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
@@ -2022,6 +2117,7 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
 # Normal` ports
 for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["ExponentialFamily"]),
                       ("normal", ["Normal"]), ("bernoulli", ["Bernoulli"]), ("beta", ["Beta"]),
+                      ("continuous_bernoulli", ["ContinuousBernoulli"]),
                       ("categorical", ["Categorical"]), ("independent", ["Independent"]),
                       ("kl", ["kl_divergence", "register_kl"]), ("uniform", ["Uniform"]),
                       ("one_hot_categorical", ["OneHotCategorical", "OneHotCategoricalStraightThrough"]),

@@ -326,6 +326,7 @@ class Tensor:
     # RepDistiller's VIDLoss writes) is a Tensor on the tape, not a float64 array of x's values
     __array_priority__ = 1000
     _is_inference = False  # made in an inference_mode block (is_inference)
+    _entry = None  # the tape entry that made this tensor (None: a leaf)
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
@@ -481,6 +482,20 @@ class Tensor:
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),
                        doc="the node of the op that made this tensor (None for a leaf), as torch's")
 
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad):
+        """`x.requires_grad = flag` on a leaf; a recorded tensor (a non-leaf) takes neither flag, as torch's
+        (its requires_grad_(True) is allowed)."""
+        if self._entry is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables." + (
+                "" if requires_grad else " If you want to use a computed variable in a subgraph that doesn't require "
+                                         "differentiation use var_no_grad = var.detach()."))
+        self._requires_grad = requires_grad
+
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
         if self._entry is not None and not requires_grad:
@@ -491,7 +506,7 @@ class Tensor:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = bool(requires_grad)
         return self
 
     def retain_grad(self):
@@ -632,16 +647,23 @@ def _tape(roots):
     """The tensors made by the part of the tape the roots depend on, latest entry first (found
     without recursion)."""
     entries, stack, seen = [], list(roots), set()
+    stale, last_use = [], {}  # views whose base was written after them; each tensor's latest reader on the tape
     while stack:
         t = stack.pop()
         if t._entry is not None and id(t) not in seen:
             seen.add(id(t))
             entries.append(t)
             if _rebased[0]:
-                t._entry.inputs = _inputs_then(t, t._entry)
+                t._entry.inputs = _inputs_then(t, t._entry, stale)
             for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
                 if x.requires_grad:
                     stack.append(x)
+                    last_use[id(x)] = max(last_use.get(id(x), -1), t._entry.seq)
+    for t, written in stale:  # read after its base's write: its values changed under it (see _inputs_then)
+        if last_use.get(id(t), -1) > written:
+            raise RuntimeError(f"backward: a view ({t._entry.op}) of a tensor that was later modified by an inplace "
+                               f"operation was read after the write; tnet does not rebase views: take the view after "
+                               f"the in-place op")
     return sorted(entries, key=lambda t: t._entry.seq, reverse=True)
 
 
@@ -748,11 +770,13 @@ def memory_root(data):
 _rebased = [False]  # whether any tensor was ever rebased: until then backward skips _inputs_then
 
 
-def _inputs_then(t, entry):
+def _inputs_then(t, entry, stale):
     """entry's inputs (entry is t's) as they were when it was recorded: a tensor that an in-place
-    op rebased since is its identity of then (_past). t viewing such a tensor raises: its values
-    changed under it, and tnet does not rebase views; but for the view ops that made a view written
-    in place, which read its base's past (_views_through, inplace._copy_slices)."""
+    op rebased since is its identity of then (_past). t viewing such a tensor goes into stale, with
+    the write's seq: read after the write, its values changed under it, and tnet does not rebase views
+    (_tape raises), but read before it only (VoxelMorph's `x[:, i] = f(x[:, i])`) its gradient is its
+    base's of then, as torch's; the view ops that made a view written in place read their base's past
+    (_views_through, inplace._copy_slices)."""
     for x in entry.inputs:  # the common case: no input was ever rebased
         if "_past" in x.__dict__:
             break
@@ -764,9 +788,7 @@ def _inputs_then(t, entry):
             if seq > entry.seq:
                 if memory_root(old.memory) is memory_root(t.memory) and id(entry) not in old.__dict__.get(
                         "_views_through", ()):  # the written view's own view ops may read the base's past
-                    raise RuntimeError(f"backward: a view ({entry.op}) of a tensor that was later modified by an "
-                                       f"inplace operation; tnet does not rebase views: take the view after the "
-                                       f"in-place op")
+                    stale.append((t, seq))
                 inputs[i] = old
                 break
     return tuple(inputs)
@@ -778,7 +800,7 @@ def rebase(t, old, out):
     recorded before read old instead (_inputs_then)."""
     t.__dict__.setdefault("_past", []).append((out._entry.seq, old))
     _rebased[0] = True
-    t._entry, t.requires_grad = out._entry, True
+    t._entry, t._requires_grad = out._entry, True
 
 
 def in_layout(g, like):

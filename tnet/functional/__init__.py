@@ -278,6 +278,7 @@ from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_sha
                    dsplit, dstack, fliplr, flipud, hsplit, index_copy, index_fill, kron, masked_scatter, moveaxis, put,
                    ravel, row_stack, select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place,
                    vsplit)
+from .copy import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
 from .reduce import dist, renorm, sum_to_size
 from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,
@@ -321,7 +322,9 @@ for _name, _method in {
         "masked_scatter": masked_scatter, "select_scatter": select_scatter, "slice_scatter": slice_scatter,
         "diagonal_scatter": diagonal_scatter, "diag_embed": diag_embed, "diagflat": diagflat, "kron": kron,
         "inner": inner, "cross": cross, "broadcast_to": broadcast_to, "unique_consecutive": unique_consecutive,
-        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size,
+        "split_with_sizes": split_with_sizes, "sum_to_size": sum_to_size, "narrow_copy": narrow_copy,
+        "unsafe_chunk": unsafe_chunk, "unsafe_split_with_sizes": unsafe_split_with_sizes,
+        "unsafe_split": lambda self, split_size, dim=0: unsafe_split(self, split_size, dim),  # torch's keyword
         "fill_diagonal_": _fill_diagonal_,
         "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile, "nanmedian": nanmedian, "mode": mode,
         "logcumsumexp": logcumsumexp, "dist": dist, "renorm": renorm, "histogram": histogram,

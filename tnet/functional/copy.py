@@ -524,12 +524,21 @@ def repeat(input, *repeats):
     return _copy_record("repeat", input, tile(input.memory), backward, graph=linear_graph("repeat", backward, tile))
 
 
-def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element (dim=None: of the flattened input) or each slice along dim repeated `repeats`
     times (an int, or one count per slice: a list or an integer tnet.Tensor, read on the host), as
     torch's. An int repeats is expand and reshape (a copy), else index_select; the backward sums
-    the copies."""
+    the copies. torch.repeat_interleave(counts) alone, a 1-D integer tensor: each index i repeated
+    counts[i] times, in counts' dtype (a graph batch's node-to-graph vector)."""
     check_tensors("repeat_interleave", input=input)
+    if repeats is None:
+        if input.dtype not in (torch.int32, torch.int64):
+            raise NotImplementedError(f'"repeat_interleave" not implemented for {DTYPE_NAMES.get(input.dtype, input.dtype)}')
+        check(input.ndim == 1, "repeat_interleave only accept 1D vector as repeat")
+        no_host_read(input.memory, "repeat_interleave(repeats)")
+        counts = input.memory.cpu().numpy()
+        check(counts.min(initial=0) >= 0, "repeats can not be negative")
+        return tensor(np.repeat(np.arange(len(counts)), counts), dtype=input.dtype)
     if dim is None:
         input, dim = reshape(input, -1), 0
     d = dim_index(dim, input.ndim)
@@ -1440,6 +1449,15 @@ def dsplit(input, indices_or_sections):
 
 def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
+
+
+def narrow_copy(input, dim, start, length):
+    """torch.narrow_copy: narrow's slice as a new tensor of its own memory."""
+    return clone(narrow(input, dim, start, length))
+
+
+# torch's unsafe_ forms skip autograd's checks of in-place writes to the views; tnet's views are the same pieces
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes
 
 
 def _int_index(name, index):

@@ -2,6 +2,7 @@
 and the convolutions share."""
 import math
 import numbers
+import warnings
 
 import torch
 
@@ -385,18 +386,46 @@ def _scaled_sum(name, input, product, beta, alpha):
     return out
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def scales_first(name, args, beta, alpha):
+    """torch's deprecated overloads of addmm, addbmm, baddbmm, addmv and addr (before torch 1.5) that take the
+    scales first: name(beta, input, [alpha,] m1, m2) and input.name(beta, [alpha,] m1, m2), as center-loss's
+    `distmat.addmm_(1, -2, x, centers.t())`: args as (input, m1, m2, beta, alpha), with torch's UserWarning;
+    three arguments of another kind as they are, for the checks that follow to name; TypeError for the rest."""
+    args = list(args)
+    if len(args) > 1 and isinstance(args[0], numbers.Number) and isinstance(args[1], Tensor):
+        args[0], args[1] = args[1], args[0]  # the function's form: beta before input
+    input, rest = args[0], args[1:]
+    scales = []
+    while rest and len(scales) < 2 and isinstance(rest[0], numbers.Number):
+        scales, rest = scales + [rest[0]], rest[1:]
+    if len(args) == 3 and not scales:
+        return (*args, beta, alpha)
+    if not scales or len(rest) != 2 or not all(isinstance(t, Tensor) for t in (input, *rest)):
+        raise TypeError(f"{name}() received an invalid combination of arguments: "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number beta, Number alpha, Tensor, Tensor)\n"
+                  f"Consider using one of the following signatures instead:\n\t{name}(Tensor, Tensor, *, "
+                  f"Number beta = 1, Number alpha = 1)", UserWarning, stacklevel=3)
+    beta, alpha = (scales + [alpha])[:2]
+    return (input, *rest, beta, alpha)
+
+
+def addmm(input, mat1, mat2, *deprecated, beta=1, alpha=1):
     """torch.addmm: beta * input + alpha * (mat1 @ mat2), input broadcast to [n, p]; beta=0
     ignores input (its NaN and inf too), as torch."""
+    if deprecated or not isinstance(mat1, Tensor):
+        input, mat1, mat2, beta, alpha = scales_first("addmm", (input, mat1, mat2, *deprecated), beta, alpha)
     check_args("addmm", "float", beta=beta, alpha=alpha)
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     same_dtype("addmm", input, mat1, mat2)  # before the shapes, as torch's addmm (its addmv and baddbmm: after)
     return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
     """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2), input broadcast; beta=0 ignores
     input, as torch."""
+    if deprecated or not isinstance(batch1, Tensor):
+        input, batch1, batch2, beta, alpha = scales_first("baddbmm", (input, batch1, batch2, *deprecated), beta, alpha)
     check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
     product = bmm(batch1, batch2)
@@ -478,9 +507,11 @@ def bilinear(input1, input2, weight, bias=None):
 
 # ---- the tensor surface of the eighth session (ops3): more of torch's matrix products -----------
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def addbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
     """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i]), input
     broadcast to [n, p]: one GEMM of batch1 read as [n, b * m] against batch2 as [b * m, p]."""
+    if deprecated or not isinstance(batch1, Tensor):
+        input, batch1, batch2, beta, alpha = scales_first("addbmm", (input, batch1, batch2, *deprecated), beta, alpha)
     check_args("addbmm", "float", beta=beta, alpha=alpha)
     check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
     check(batch1.ndim == 3, "batch1 must be a 3D tensor")
@@ -496,8 +527,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum("addbmm", input, product, beta, alpha)
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def addmv(input, mat, vec, *deprecated, beta=1, alpha=1):
     """torch.addmv: beta * input + alpha * (mat @ vec), input broadcast to [n]; beta=0 ignores input."""
+    if deprecated or not isinstance(mat, Tensor):
+        input, mat, vec, beta, alpha = scales_first("addmv", (input, mat, vec, *deprecated), beta, alpha)
     check_args("addmv", "float", beta=beta, alpha=alpha)
     check_tensors("addmv", input=input, mat=mat, vec=vec)
     check(mat.ndim == 2 and vec.ndim == 1 and input.ndim <= 1,
@@ -511,9 +544,11 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
+def addr(input, vec1, vec2, *deprecated, beta=1, alpha=1):
     """torch.addr: beta * input + alpha * outer(vec1, vec2), input broadcast to [n, m]; beta=0 ignores
     input."""
+    if deprecated or not isinstance(vec1, Tensor):
+        input, vec1, vec2, beta, alpha = scales_first("addr", (input, vec1, vec2, *deprecated), beta, alpha)
     check_args("addr", "float", beta=beta, alpha=alpha)
     check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     check(vec1.ndim == 1, lambda: f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")

@@ -2,6 +2,7 @@
 An NCHW input of a width kept channels-last (launch.keeps_channels_last) comes out channels-last."""
 import builtins
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -12,12 +13,14 @@ from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
-                              ntuple, pair, single, sizes_type, triple)
-from ..tensor import Tensor, as_storage, in_layout, linear_graph, record
-from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, unsqueeze
+                              ntuple, out_size, pair, single, sizes_type, triple)
+from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
+from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
+from .pad import pad
 from .inputs import check_args, check_tensors
-from .pointwise import abs, div, mul, neg, pow, relu, sign
+from .pointwise import abs, add, div, floor_divide, mul, neg, pow, relu, remainder, sign
 from .reduce import argmax, sum_or_mean
+from .reduce import max as reduce_max
 
 
 def pool_args(name, kernel_size, stride, padding, expand_one=True):
@@ -80,13 +83,16 @@ def _max_pool_graph(g, shape, index):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
     row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
-    maximum in its input plane, as torch's. dilation > 1 is not supported (NotImplementedError)."""
+    maximum in its input plane, as torch's; dilation > 1 by its taps (_dilated_max_pool)."""
     arg_types("max_pool2d", 2, kernel_size, stride, padding, ceil_mode=ceil_mode)
-    if pair(dilation, "max_pool2d: dilation", 1, expand_one=True) != (1, 1):
-        raise NotImplementedError("max_pool2d: dilation > 1 is not supported")
+    dilation = pair(dilation, "max_pool2d: dilation", 1, expand_one=True)
     check_tensors("max_pool2d", input=input)
     check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
     x = unsqueeze(input, 0) if input.ndim == 3 else input
+    if dilation != (1, 1):
+        y, index = _dilated_max_pool(x, *pool_args("max", kernel_size, stride, padding), dilation, ceil_mode)
+        y, index = (squeeze(y, 0), squeeze(index, 0)) if input.ndim == 3 else (y, index)
+        return (y, index) if return_indices else y
     y, arg = _pool2d("max", x, kernel_size, stride, padding, ceil_mode)
     if input.ndim == 3:
         y = squeeze(y, 0)
@@ -94,6 +100,32 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return y
     index = plane_indices(arg, *pool_args("max", kernel_size, stride, padding), x.shape[-1])
     return y, Tensor(index if input.ndim == 4 else index[0])
+
+
+def _dilated_max_pool(x, kernel, stride, padding, dilation, ceil_mode):
+    """Max pooling of x's last len(kernel) dims with dilation > 1, by its taps (the window kernels have none): x
+    padded with -inf, each tap of the window a strided slice of it, the maximum over the taps stacked in the window's
+    row-major order (ties go to the first, a NaN wins, the gradient to the maximum, as torch's); (y, torch's int64
+    index into each input plane or volume, h * W + w or (d * H + h) * W + w)."""
+    n, sizes = len(kernel), x.shape[-len(kernel):]
+    check(all(2 * p <= k for p, k in zip(padding, kernel)),  # torch's kernel, not its span
+          lambda: f"pad should be smaller than or equal to half of kernel size, but got padding={padding}, "
+                  f"kernel_size={kernel}")
+    outs = [out_size(size, d * (k - 1) + 1, s, p, ceil_mode)
+            for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation)]
+    ends = [(o - 1) * s + d * (k - 1) + 1 - size - p for o, s, d, k, size, p in zip(outs, stride, dilation, kernel, sizes,
+                                                                                     padding)]
+    xp = pad(x, [q for p, e in reversed(list(zip(padding, ends))) for q in (p, builtins.max(e, 0))], value=float("-inf"))
+    taps = [xp[(Ellipsis, *(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dilation, outs, stride)))]
+            for tap in itertools.product(*map(range, kernel))]
+    y, tap = reduce_max(stack(taps, x.ndim - n), dim=x.ndim - n)
+    index = None
+    for dim in range(n):  # the tap's digit along dim, its input coordinate, then Horner's sum over the dims
+        digit = remainder(floor_divide(tap, math.prod(kernel[dim + 1:])), kernel[dim])
+        start = np.arange(outs[dim]).reshape([-1] + [1] * (n - 1 - dim)) * stride[dim] - padding[dim]
+        coord = add(mul(digit, dilation[dim]), tensor(start))
+        index = coord if index is None else add(mul(index, sizes[dim]), coord)
+    return y, index
 
 
 def plane_indices(arg, kernel, stride, padding, W):
@@ -227,11 +259,14 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, L] (or [C, L]), torch's arguments: max_pool2d over [N, C, 1, L];
-    return_indices=True also gives the int64 position of each maximum along L. dilation > 1 is
-    not supported (NotImplementedError)."""
-    if single(dilation, "max_pool1d: dilation", 1) != 1:
-        raise NotImplementedError("max_pool1d: dilation > 1 is not supported")
+    return_indices=True also gives the int64 position of each maximum along L; dilation > 1 by its
+    taps (_dilated_max_pool)."""
+    d = single(dilation, "max_pool1d: dilation", 1)
     k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode)
+    if d != 1:
+        y, index = _dilated_max_pool(_signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+        y, index = _image_as_signal(y, input), _image_as_signal(index, input)
+        return (y, index) if return_indices else y
     y, arg = _pool2d("max", _signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), ceil_mode)
     y = _image_as_signal(y, input)
     if not return_indices:
@@ -406,12 +441,15 @@ def _separably(pool, x, planes, depth, indices=False):
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, D, H, W] or [C, D, H, W], torch's arguments: max_pool2d over the (H, W)
     planes, then over depth (see above); a NaN wins. return_indices=True also gives the int64 index
-    d*H*W + h*W + w of each maximum in its input volume, as torch's. dilation > 1 is not supported
-    (NotImplementedError)."""
+    d*H*W + h*W + w of each maximum in its input volume, as torch's; dilation > 1 by its taps
+    (_dilated_max_pool)."""
     arg_types("max_pool3d", 3, kernel_size, stride, padding, ceil_mode=ceil_mode)
-    if triple(dilation, "max_pool3d: dilation", 1, True) != (1, 1, 1):
-        raise NotImplementedError("max_pool3d: dilation > 1 is not supported")
+    dilation = triple(dilation, "max_pool3d: dilation", 1, True)
     x, unbatched = _volumes("max_pool3d", input)
+    if dilation != (1, 1, 1):
+        out = _dilated_max_pool(x, *_window_3d("max_pool3d", kernel_size, stride, padding), dilation, ceil_mode)
+        out = out if return_indices else out[0]
+        return (tuple(o[0] for o in out) if return_indices else out[0]) if unbatched else out
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("max_pool3d", kernel_size, stride, padding)
     out = _separably(max_pool2d, x, (k2, s2, p2, 1, ceil_mode, return_indices),
                      ((kd, 1), (sd, 1), (pd, 0), 1, ceil_mode, return_indices), return_indices)

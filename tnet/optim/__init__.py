@@ -281,13 +281,13 @@ class Optimizer:
                 if i in saved or str(i) in saved:
                     self.state[p] = dict(saved.get(i, saved.get(str(i))))
             for group, g in zip(self.param_groups, saved_groups):
-                group.update({k: v for k, v in g.items() if k != "params"})
+                replace_group(group, g)
             return
         groups = []
         for group, g in zip(self.param_groups, saved_groups):
             check(len(g["params"]) == len(group["params"]),
                   lambda: f"{name}: a group of {len(g['params'])} parameters for one of {len(group['params'])}")
-            groups.append({**group, **{k: v for k, v in g.items() if k != "params"}})
+            groups.append(replace_group(dict(group), g))
             self._validate(groups[-1])
         entries = [saved.get(i, saved.get(str(i), {})) for i in range(len(self._params))]
         for i, (p, entry) in enumerate(zip(self._params, entries)):
@@ -306,8 +306,17 @@ class Optimizer:
                 else:
                     memory_of(self.state[p][b]).fill_(self._initial(group_of[p], b))
         for group, g in zip(self.param_groups, groups):
-            group.update(g)
+            replace_group(group, g)
         self.update_lr()
+
+
+def replace_group(group, saved):
+    """group (in place) as the saved group with group's own parameters, as torch's load_state_dict: a key
+    that the saved group lacks goes (a scheduler's "initial_lr" set after the save, as lr finders restore)."""
+    params = group["params"]
+    group.clear()
+    group.update({k: v for k, v in saved.items() if k != "params"}, params=params)
+    return group
 
 
 _global_hooks = types.SimpleNamespace()  # register_optimizer_step_pre_hook's and _post_hook's, every optimizer's
