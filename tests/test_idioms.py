@@ -98,8 +98,9 @@ def test_nearest_interpolate_as_torch(rng, kwargs):
 
 def test_interpolate_errors():
     x = tnet.randn(1, 2, 4, 4)
-    with pytest.raises(NotImplementedError, match="5-D"):
-        F.interpolate(tnet.randn(1, 2, 2, 2, 2), scale_factor=2)
+    v = tnet.randn(1, 2, 2, 2, 2)  # a volume: nearest by default (5-D resampling since the ported scripts 17)
+    assert np.array_equal(F.interpolate(v, scale_factor=2).numpy(),
+                          torch.nn.functional.interpolate(torch.tensor(v.numpy()), scale_factor=2).numpy())
     with pytest.raises(ValueError, match="either size or scale_factor"):
         F.interpolate(x)
 
