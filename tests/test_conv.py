@@ -97,25 +97,27 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
 
 
 @pytest.mark.parametrize("precision", ["ieee", "bf16"])
-@pytest.mark.parametrize("shape,padding,parts", [
-    ((2, 16, 7, 9), (1, 1), None),  # MobileNet's 3x3 'same'
-    ((2, 80, 5, 6), (1, 1), 3),  # a second, partial channel block; rows in parts (the last shorter)
-    ((3, 8, 6, 5), (0, 0), 2),  # 'valid': rows of 3 columns
-    ((1, 4, 4, 3), (2, 1), 7),  # padding past a tap: rows of dy without x, more parts than rows
+@pytest.mark.parametrize("shape,kernel,padding,parts", [
+    ((2, 16, 7, 9), (3, 3), (1, 1), None),  # MobileNet's 3x3 'same'
+    ((2, 80, 5, 6), (3, 3), (1, 1), 3),  # a second, partial channel block; rows in parts (the last shorter)
+    ((3, 8, 6, 5), (3, 3), (0, 0), 2),  # 'valid': rows of 3 columns
+    ((1, 4, 4, 3), (3, 3), (2, 1), 7),  # padding past a tap: rows of dy without x, more parts than rows
+    ((2, 12, 7, 8), (5, 5), (2, 2), None),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
+    ((1, 6, 5, 6), (2, 4), "same", 2),  # an even kernel's 'same': more padding after than before
 ])
-def test_depthwise_by_rows(precision, shape, padding, parts, monkeypatch):
-    """Under TRIAL, a 3x3 stride-1 layer runs by output rows: the forward and the input gradient
-    depthwise3_kernel, the weight gradient depthwise_weight3_kernel (nine sums over the rows of each
-    part); other layers keep the pixel-block kernels."""
+def test_depthwise_by_rows(precision, shape, kernel, padding, parts, monkeypatch):
+    """Under TRIAL, a stride-1 layer runs by output rows: the forward and the input gradient
+    depthwise_rows_kernel, a 3x3 one's weight gradient depthwise_weight3_kernel (nine sums over the
+    rows of each part); other layers keep the pixel-block kernels."""
     monkeypatch.setattr(depthwise, "TRIAL", True)
     log, calls = [], []
-    monkeypatch.setattr(depthwise, "depthwise3_kernel", Launches(depthwise.depthwise3_kernel, log))
+    monkeypatch.setattr(depthwise, "depthwise_rows_kernel", Launches(depthwise.depthwise_rows_kernel, log))
     by_rows = depthwise._weight_rows
     monkeypatch.setattr(depthwise, "_weight_rows", lambda *args: calls.append(args) or by_rows(*args))
-    check_conv(shape, shape[1], (3, 3), (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
-    if parts is None:  # a channel multiplier of 2
+    check_conv(shape, shape[1], kernel, (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
+    if parts is None and kernel == (3, 3):  # a channel multiplier of 2
         check_conv((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), precision, groups=8, kernels=depthwise)
-    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(calls) == 1
+    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(calls) == (kernel == (3, 3))
 
 
 @pytest.mark.parametrize("parts", [1, 2, 5])
@@ -188,7 +190,7 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     """Each config of the depthwise kernels (their products are fp32 at every precision: tf32
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
-    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise3_kernel,
+    for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_rows_kernel,
                    depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)

@@ -11,11 +11,11 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
 - `conv2d_weight`: dw, a reduction over the output pixels: a program per (block of up to 16
   taps, channel block, part of the pixels) keeps [pixels, taps, channels] fp32 sums, reduced once
   at its end; the parts are added after in a fixed order (deterministic).
-- Under TRIAL (written without a GPU), a 3x3 stride-1 layer of one output channel per input channel
-  runs by output rows instead, each row one [columns, channels] tile with per-row addresses: the
-  forward and the input gradient `depthwise3_kernel`; the weight gradient `depthwise_weight3_kernel`,
-  a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
-  16-tap block leaves 7 lanes of 16 empty).
+- Under TRIAL (written without a GPU), a stride-1 layer of one output channel per input channel runs
+  by output rows instead, each row one [columns, channels] tile with per-row addresses: the forward
+  and the input gradient `depthwise_rows_kernel` (kernels up to 7x7); a 3x3 one's weight gradient
+  `depthwise_weight3_kernel`, a program per (channel block, part of the rows) keeping a sum for each
+  of the nine taps (the 16-tap block leaves 7 lanes of 16 empty).
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -229,12 +229,12 @@ _ROW_FORWARD_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 4}, num_warps=4),
 
 
 @triton.jit
-def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, PH: tl.constexpr,
+def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,
                   PW: tl.constexpr, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr, offs_c, mask_c,
                   TRANSPOSED: tl.constexpr):
-    """acc + tap (i, j)'s window of the input times its weights (taps-major [3, 3, C] at w_ptr), for the
+    """acc + tap (i, j)'s window of the input times its weights (taps-major [KH, KW, C] at w_ptr), for the
     output row h and columns w: the input at (h + i - PH, w + j - PW), or transposed (h - i + PH, w - j + PW)."""
-    wt = tl.load(w_ptr + (i * 3 + j) * C + offs_c, mask=mask_c, other=0.0).to(tl.float32)
+    wt = tl.load(w_ptr + (i * KW + j) * C + offs_c, mask=mask_c, other=0.0).to(tl.float32)
     if TRANSPOSED:
         x = _tap(x_ptr, n, h - i + PH, w - j + PW, HI, WI, C, offs_c, mask_c)
     else:
@@ -242,17 +242,17 @@ def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, 
     return acc + x * wt[None, :]
 
 
-@autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "PH", "PW", "TRANSPOSED"],
+@autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED"],
           prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64, "ROWS": 64})
 @jit
-def depthwise3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
-                      HO: tl.constexpr, WO: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                      TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, BLOCK_W: tl.constexpr,
-                      BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
-    """y [N, HO, WO, C] = relu(3x3 stride-1 depthwise convolution of x [N, HI, WI, C] + bias) (NHWC memory),
-    one output channel per input channel, weights taps-major [3, 3, C] at w_ptr; TRANSPOSED: the input
-    gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows r = n*HO + h): each row is
-    one [BLOCK_W >= WO, BLOCK_C] tile, its nine taps' windows of x loaded whole."""
+def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
+                          HO: tl.constexpr, WO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,
+                          PW: tl.constexpr, TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
+                          BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
+    """y [N, HO, WO, C] = relu(KH x KW stride-1 depthwise convolution of x [N, HI, WI, C] + bias) (NHWC
+    memory), one output channel per input channel, weights taps-major [KH, KW, C] at w_ptr; TRANSPOSED: the
+    input gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows r = n*HO + h): each row
+    is one [BLOCK_W >= WO, BLOCK_C] tile, each tap's window of x loaded whole."""
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
     cols = tl.arange(0, BLOCK_W)
@@ -261,9 +261,9 @@ def depthwise3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI
         n = r // HO
         h = r - n * HO
         acc = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
-        for i in tl.static_range(3):
-            for j in tl.static_range(3):
-                acc = _weighted_tap(acc, x_ptr, w_ptr, n, h, cols, i, j, PH, PW, HI, WI, C, offs_c, mask_c,
+        for i in tl.static_range(KH):
+            for j in tl.static_range(KW):
+                acc = _weighted_tap(acc, x_ptr, w_ptr, n, h, cols, i, j, KW, PH, PW, HI, WI, C, offs_c, mask_c,
                                     TRANSPOSED)
         if BIAS:
             acc += tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
@@ -273,10 +273,12 @@ def depthwise3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI
                  mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
-def suits_rows(kernel, stride, dilation, cout, c, width):
-    """Whether depthwise3_kernel and depthwise_weight3_kernel take a convolution's passes (under TRIAL):
-    3x3, stride 1, no dilation, one output channel per input channel, rows of at most 256 columns."""
-    return TRIAL and kernel == (3, 3) and stride == (1, 1) and dilation == (1, 1) and cout == c and width <= 256
+def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
+    """Whether a pass runs by output rows (under TRIAL): stride 1, no dilation, one output channel per
+    input channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel)
+    of kernels up to 7x7, the weight gradient (depthwise_weight3_kernel, weight=True) of 3x3 ones."""
+    return (TRIAL and stride == (1, 1) and dilation == (1, 1) and cout == c and width <= 256
+            and (kernel == (3, 3) if weight else max(kernel) <= 7))
 
 
 def weight_parts(npix, blocks):
@@ -304,11 +306,12 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     y = torch.empty((N, co, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
     npix = N * OH * OW
     check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
-    if suits_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
+    if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
         rows = N * OH
         grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
-        depthwise3_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, PH, PW,
-                                TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, BLOCK_W=next_power_of_2(OW))
+        depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
+                                    TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
+                                    BLOCK_W=next_power_of_2(OW))
         return y
     grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
     depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
@@ -372,7 +375,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
     npix = N * OH * OW
-    if suits_rows((KH, KW), (SH, SW), (DH, DW), cout, C, OW):
+    if by_rows((KH, KW), (SH, SW), (DH, DW), cout, C, OW, weight=True):
         return _weight_rows(x, dy, (cout, 1, KH, KW), (PH, PW), (OH, OW), channels_last, parts)
     taps = min(MAX_TAPS, next_power_of_2(KH * KW))
     blocks = lambda meta: cdiv(KH * KW, taps) * cdiv(cout, meta["BLOCK_C"])
@@ -391,7 +394,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
 
 
 def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
-    """conv2d_weight through depthwise_weight3_kernel (suits_rows): the output rows split into
+    """conv2d_weight through depthwise_weight3_kernel (by_rows): the output rows split into
     `parts` (by default about PROGRAMS_PER_SM programs per SM, each part at least a row), summed after."""
     N, C, H, W = x.shape
     (OH, OW), (PH, PW) = out_hw, padding
