@@ -96,16 +96,16 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
     check_conv(shape, cout, kernel, stride, padding, precision, dilation=dilation, groups=shape[1], kernels=depthwise)
 
 
-@pytest.mark.parametrize("precision", ["ieee", "bf16"])
-@pytest.mark.parametrize("shape,kernel,padding,parts", [
-    ((2, 16, 7, 9), (3, 3), (1, 1), None),  # MobileNet's 3x3 'same'
-    ((2, 80, 5, 6), (3, 3), (1, 1), 3),  # a second, partial channel block; rows in parts (the last shorter)
-    ((3, 8, 6, 5), (3, 3), (0, 0), 2),  # 'valid': rows of 3 columns
-    ((1, 4, 4, 3), (3, 3), (2, 1), 7),  # padding past a tap: rows of dy without x, more parts than rows
-    ((2, 12, 7, 8), (5, 5), (2, 2), None),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
-    ((1, 6, 5, 6), (2, 4), "same", 2),  # an even kernel's 'same': more padding after than before
+@pytest.mark.parametrize("shape,kernel,padding,parts,precision", [
+    ((2, 16, 7, 9), (3, 3), (1, 1), None, "ieee"),  # MobileNet's 3x3 'same'
+    ((2, 16, 7, 9), (3, 3), (1, 1), None, "bf16"),
+    ((2, 80, 5, 6), (3, 3), (1, 1), 3, "ieee"),  # a second, partial channel block; rows in parts (the last shorter)
+    ((3, 8, 6, 5), (3, 3), (0, 0), 2, "bf16"),  # 'valid': rows of 3 columns
+    ((1, 4, 4, 3), (3, 3), (2, 1), 7, "ieee"),  # padding past a tap: rows of dy without x, more parts than rows
+    ((2, 12, 7, 8), (5, 5), (2, 2), None, "fp16"),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
+    ((1, 6, 5, 6), (2, 4), "same", 2, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
-def test_depthwise_by_rows(precision, shape, kernel, padding, parts, monkeypatch):
+def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch):
     """Under TRIAL, a stride-1 layer runs by output rows: the forward and the input gradient
     depthwise_rows_kernel, a 3x3 one's weight gradient depthwise_weight3_kernel (nine sums over the
     rows of each part); other layers keep the pixel-block kernels."""
