@@ -233,7 +233,7 @@ def div(input, other, *, rounding_mode=None):
                 raise not_implemented("div_trunc_cpu", torch.bool)
             x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
             y = floor_divide(sub(x, fmod(x, other)), other)
-            return y if x is input else y.to(_pw._out_dtype("floor_divide", _operands("div", input, other), True))
+            return y if x is input else y.to(_pw.out_dtype("floor_divide", _operands("div", input, other), True))
         with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
             y = trunc(div(input, other))
         return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
@@ -475,8 +475,7 @@ def _ipow(a, b):
     their promoted dtype (int32 ** int32 is int32, wrapped there), as torch's; two bool tensors raise as torch's."""
     if all(isinstance(v, bool) or isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in (a, b)):
         raise not_implemented("pow", torch.bool)
-    dtype = torch.result_type(*(torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor)
-                                else v for v in (a, b)))
+    dtype = _pw.out_dtype("ipow", (a, b), True)
     a, b = (copy_(torch.empty_like(v, dtype=torch.int64), v) if isinstance(v, torch.Tensor) and v.dtype != torch.int64
             else int(v) if isinstance(v, bool) else v for v in (a, b))
     y = _pw.pointwise("ipow", a, b)

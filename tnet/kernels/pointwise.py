@@ -1048,7 +1048,7 @@ def round_to(v, dtype):
     return float(bits.view(np.float32))
 
 
-def _out_dtype(op, operands, integer):
+def out_dtype(op, operands, integer):
     """The output's dtype: bool for comparisons and logical ops; else, by torch's promotion, that of
     the operands that make the values (where's a and b, route's g), tensors before numbers."""
     if op in BOOL_OPS:
@@ -1127,7 +1127,7 @@ def _plan(op, operands, channels_last, route_dim, dtype):
         check(y.numel() < 2**31 and all(sum((z - 1) * s for z, s in zip(sizes, st)) < 2**31 for st in strides),
               lambda: f"{op}: offsets past 2^31 in a broadcast or strided operand; split the batch")
     plan = _Plan()
-    plan.shape, plan.dtype, plan.fmt, plan.device = shape, dtype or _out_dtype(op, operands, integer), fmt, first.device
+    plan.shape, plan.dtype, plan.fmt, plan.device = shape, dtype or out_dtype(op, operands, integer), fmt, first.device
     plan.n, plan.grid = y.numel(), grid1d(y.numel())
     # an operand laid out as the output: its empty_like allocates it (a cheaper call than empty's)
     plan.like = next((i for i, x in enumerate(operands) if isinstance(x, torch.Tensor) and x.shape == y.shape
@@ -1136,7 +1136,7 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     plan.tensor_at = tuple(isinstance(x, torch.Tensor) for x in operands) + (True,) * (3 - len(operands))
     plan.integer = integer
     # a number is compared in the tensors' dtype, as torch
-    plan.round = _out_dtype("add", tensors, False) if op in COMPARISONS and not integer else None
+    plan.round = out_dtype("add", tensors, False) if op in COMPARISONS and not integer else None
     plan.tail = (tuple(sizes), *map(tuple, strides))
     plan.kw = dict(OP=op, ARITY=ARITY[op], SCALARS=sum(1 << i for i, x in enumerate(operands) if not plan.tensor_at[i]),
                    FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
