@@ -29,7 +29,8 @@ def _round_bf16_casts():
     to bf16 by value (it reinterprets their bits). bf16 is stored as uint16 there: the casts are on the bits."""
     from triton.runtime import interpreter
     builder = getattr(interpreter, "InterpreterBuilder", None)
-    if builder is None or not hasattr(builder, "cast_impl") or not hasattr(interpreter, "TensorHandle"):
+    if builder is None or not all(hasattr(m, a) for m, a in ((builder, "cast_impl"), (interpreter, "TensorHandle"),
+                                                              (interpreter, "_get_np_dtype"))):
         return  # another layout: Triton's own casts
     own = builder.cast_impl
 
