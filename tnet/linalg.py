@@ -21,6 +21,7 @@ from .functional.copy import (cat, clone, expand, movedim, narrow, permute, resh
 from .functional.copy import cross as _cross
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
+from .kernels.gemm import precision_of
 from .functional.pointwise import add, div, mul, neg, sub, tril, triu, where
 from .functional.reduce import sum as reduce_sum
 from .functional.sort import vander as vander_1d
@@ -593,10 +594,12 @@ def _qr_old(A, some=True):
     return qr(A, "reduced" if some else "complete")
 
 
+@precision_of("ieee")
 def _householder(A, tau, ncols):
     """The first ncols columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below its
     diagonal with a 1 on it (LAPACK's orgqr): k rank-1 updates with tnet's ops, so the product has
-    their gradients with respect to A and tau."""
+    their gradients with respect to A and tau. Its fp32 products are exact ("ieee", not tnet's tf32
+    default): torch's factorizations keep fp32's digits."""
     m, k = A.shape[-2], tau.shape[-1]
     V = add(tril(A, -1), _eye_like(m, A)[:, :A.shape[-1]])  # the reflectors, unit lower triangular
     Q = expand(_eye_like(m, A)[:, :ncols], A.shape[:-2] + (m, ncols))
@@ -639,7 +642,8 @@ def ormqr(input, tau, other, left=True, transpose=False):
     check_tensors("ormqr", input=input, tau=tau, other=other)
     q = _householder(input, tau, input.shape[-2])
     q = _T(q) if transpose else q
-    return q @ other if left else other @ q
+    with precision_of("ieee"):  # as _householder's
+        return q @ other if left else other @ q
 
 
 # ---- eigenvalues, singular values ---------------------------------------------------------------------
