@@ -11,7 +11,7 @@ import tnet
 from tnet import functional as F, nn
 from tnet.kernels import conv, conv_tma, depthwise
 from tnet.kernels.reduce import best_parts
-from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
+from tnet.kernels.launch import FLOATS, is_channels_last, keeps_channels_last, tile_config
 from helpers import CL, ROUNDING, TOL, Launches, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
 
 
@@ -106,10 +106,10 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
     ((1, 6, 5, 6), (2, 4), "same", 2, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
 def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch):
-    """Under TRIAL, a stride-1 layer runs by output rows: the forward and the input gradient
-    depthwise_rows_kernel, a 3x3 one's weight gradient depthwise_weight3_kernel (nine sums over the
-    rows of each part); other layers keep the pixel-block kernels."""
-    monkeypatch.setattr(depthwise, "TRIAL", True)
+    """A stride-1 layer runs by output rows: the forward and the input gradient depthwise_rows_kernel
+    (here of every storage dtype, not fp32's alone), a 3x3 one's weight gradient depthwise_weight3_kernel
+    (nine sums over the rows of each part); other layers keep the pixel-block kernels."""
+    monkeypatch.setattr(depthwise, "ROWS_DTYPES", FLOATS)
     log, calls = [], []
     monkeypatch.setattr(depthwise, "depthwise_rows_kernel", Launches(depthwise.depthwise_rows_kernel, log))
     by_rows = depthwise._weight_rows
@@ -155,7 +155,7 @@ def test_weight_parts_fill_whole_waves(monkeypatch):
     assert conv._resident({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8}, "fp16") == 1
     monkeypatch.setattr(conv, "SMS", 0)
     assert conv.weight_grad_parts(1024 * 7 * 7, 18) == 1
-    # the TMA weight gradient's under TRIAL: ResNet-18's 512 -> 512 at 4x4, b256 (64 runs of 64 pixels), 128x128x64
+    # the TMA weight gradient's: ResNet-18's 512 -> 512 at 4x4, b256 (64 runs of 64 pixels), 128x128x64
     # tiles, 144 programs a part and two an SM: 3 parts (the 2 of its own rule make 288 programs, a wave and a tail)
     assert conv_tma._WGRAD_RESIDENT[128, 128, 64] == 2
     assert best_parts(64 * 64, 144, 2 * 132, 64) == 3
@@ -194,13 +194,14 @@ def test_depthwise_every_config(i, precision, monkeypatch):
                    depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
+    monkeypatch.setattr(depthwise, "ROWS_DTYPES", FLOATS)  # 3x3 layers by rows, in every storage dtype
+    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
+    check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
+    monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)
     check_conv((2, 264, 6, 7), 264, (4, 2), (1, 1), "same", precision, parts=2, dilation=(1, 2), groups=264,
                kernels=depthwise)
-    monkeypatch.setattr(depthwise, "TRIAL", True)  # 3x3 layers by rows
-    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
-    check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
 
 
 def test_conv_prune_reads_keyword_arguments():

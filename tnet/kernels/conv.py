@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from . import conv_tma
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
@@ -47,12 +47,13 @@ def reads_vectors(channels):
     return channels >= 32
 
 
-# Under TRIAL, taller tiles for outputs of under 48 channels (airbench94's input gradient of 24), which the
-# others leave to 64x32 tiles of 16- or 32-channel steps: compiled for sm_90 on the CPU, not yet run on a GPU.
+# The last two, taller tiles, only for outputs of under NARROW_COUT channels (airbench94's input gradient of 24),
+# which the others leave to 64x32 tiles of 16- or 32-channel steps.
 _CONV_CONFIGS = [tile_config(64, 32, 32, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(128, 128, 32, 8, 4),
                  tile_config(128, 128, 64, 8, 3), tile_config(128, 256, 64, 8, 3), tile_config(256, 128, 64, 8, 3),
                  tile_config(64, 64, 32, 4, 4), tile_config(64, 32, 16, 4, 4), tile_config(128, 64, 64, 4, 3),
-                 *[tile_config(128, 32, 64, 4, 4), tile_config(256, 32, 64, 8, 3)] * TRIAL]
+                 tile_config(128, 32, 64, 4, 4), tile_config(256, 32, 64, 8, 3)]
+_NARROW, NARROW_COUT = _CONV_CONFIGS[-2:], 48
 _GRAD_CONFIGS = [tile_config(32, 32, 64, 4, 3), tile_config(64, 64, 64, 4, 3), tile_config(128, 128, 64, 8, 3),
                  tile_config(128, 64, 64, 4, 4), tile_config(128, 64, 32, 4, 4), tile_config(256, 128, 64, 8, 3),
                  tile_config(32, 64, 64, 4, 3), tile_config(128, 128, 32, 8, 4), tile_config(64, 128, 64, 4, 4)]
@@ -87,7 +88,8 @@ def _prune_conv(configs, named_args, **kwargs):
     a = {**named_args, **kwargs}
     configs = _grouped_prune(configs, a)
     k = a["C"] if a["WIDE"] else a["C"] * a["KH"] * a["KW"]
-    fits = [c for c in configs if _fits(c, a["NPIX"], a["COUT"], k, a["PRECISION"])]
+    fits = [c for c in configs if _fits(c, a["NPIX"], a["COUT"], k, a["PRECISION"])
+            and (a["COUT"] < NARROW_COUT or all(c is not n for n in _NARROW))]
     return fits or configs[:1]
 
 

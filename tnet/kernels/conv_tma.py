@@ -37,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
 from .launch import cdiv, kept, next_power_of_2, resident, tile_config
@@ -357,10 +357,9 @@ def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
         blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
         rows = min(box_h, meta["BLOCK_K"] // box_w)  # the kernel's runs: BH rows, or BI images
         runs = cdiv(N, meta["BLOCK_K"] // (box_w * rows)) * cdiv(OH, rows)
-        if TRIAL:  # the gathering weight gradient's model of whole waves against the parts' sums
-            slots = SMS * _WGRAD_RESIDENT[meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]]
-            return best_parts(runs * meta["BLOCK_K"], blocks, slots, meta["BLOCK_K"])
-        return max(1, min(cdiv(2 * max(SMS, 1), blocks), runs // 4))
+        # the gathering weight gradient's model of whole waves against the parts' sums
+        slots = SMS * _WGRAD_RESIDENT[meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]]
+        return best_parts(runs * meta["BLOCK_K"], blocks, slots, meta["BLOCK_K"])
     sums = PartSums(dw, kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW),
                              lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)))
     grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), sums.parts(parts_of(meta)))
