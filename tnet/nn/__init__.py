@@ -1586,7 +1586,7 @@ class _Pool(Module):
 
 class _MaxPool(_Pool, _MaxPoolNd):
     """MaxPool2d's and MaxPool3d's arguments (return_indices before ceil_mode) and forward, through
-    their functional form `_pool`; dilation > 1 is not supported."""
+    their functional form `_pool`."""
     mode = "max"
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
@@ -1613,7 +1613,7 @@ class _AvgPool(_Pool, _AvgPoolNd):
 
 
 class MaxPool2d(_MaxPool):
-    """F.max_pool2d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
+    """F.max_pool2d, torch's arguments (return_indices before ceil_mode)."""
     _pool = staticmethod(F.max_pool2d)
 
 
@@ -1623,7 +1623,7 @@ class AvgPool2d(_AvgPool):
 
 
 class MaxPool3d(_MaxPool):
-    """F.max_pool3d, torch's arguments (return_indices before ceil_mode); dilation > 1 is not supported."""
+    """F.max_pool3d, torch's arguments (return_indices before ceil_mode)."""
     _pool = staticmethod(F.max_pool3d)
 
 
@@ -2831,7 +2831,7 @@ class AvgPool1d(_Call, _AvgPoolNd):
 
 class MaxPool1d(_Call, _MaxPoolNd):
     """F.max_pool1d over [N, C, L] or [C, L] (torch's argument order: return_indices before
-    ceil_mode); dilation > 1 is not supported."""
+    ceil_mode)."""
     fn, names = F.max_pool1d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
