@@ -181,3 +181,31 @@ def test_bound_reduction_loss_and_step_launches_compute_each_call():
         assert steps.tolist() == [2.0, 0.0, 2.0]
     assert {key[0] for key in reduce._BOUND} == {reduce.sum_kernel, reduce.reduce_kernel}
     assert softmax._BOUND and optim._BOUND
+
+
+def test_fastest_runs_the_candidate_that_times_fastest_once_per_key(monkeypatch):
+    """autotune.fastest (the depthwise forward's rows or pixel blocks): on the GPU each candidate runs
+    once (its kernels tuned) and is timed by warm_bench; the fastest runs, and alone at the key's later
+    calls. The interpreter runs the first and keeps no choice; a compile mode runs each and keeps the first."""
+    monkeypatch.setattr(autotune, "INTERPRET", False)
+    monkeypatch.setattr(autotune, "TUNE", True)
+    monkeypatch.setattr(autotune, "SHARD", None)
+    monkeypatch.setattr(autotune, "_FASTEST", {})
+    monkeypatch.setattr(autotune, "warm_bench", lambda f, quantiles: {"a": 2.0, "b": 1.0}[f.__name__])
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    calls = []
+
+    def a():
+        calls.append("a")
+
+    def b():
+        calls.append("b")
+    assert autotune.fastest("k", (a, b)) == 1 and calls == ["a", "b", "b"]
+    calls.clear()
+    assert autotune.fastest("k", (a, b)) == 1 and calls == ["b"]
+    monkeypatch.setattr(autotune, "SHARD", (0, 2))
+    calls.clear()
+    assert autotune.fastest("compiled", (a, b)) == 0 and calls == ["a", "b", "a"]
+    monkeypatch.setattr(autotune, "INTERPRET", True)
+    calls.clear()
+    assert autotune.fastest("interpreted", (a, b)) == 0 and calls == ["a"] and "interpreted" not in autotune._FASTEST

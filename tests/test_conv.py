@@ -11,7 +11,7 @@ import tnet
 from tnet import functional as F, nn
 from tnet.kernels import conv, conv_tma, depthwise
 from tnet.kernels.reduce import best_parts
-from tnet.kernels.launch import FLOATS, is_channels_last, keeps_channels_last, tile_config
+from tnet.kernels.launch import is_channels_last, keeps_channels_last, tile_config
 from helpers import CL, ROUNDING, TOL, Launches, assert_close, check, check_op, cl_randn, f64, leaf, only_config, pair, randn
 
 
@@ -107,9 +107,8 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
 ])
 def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch):
     """A stride-1 layer runs by output rows: the forward and the input gradient depthwise_rows_kernel
-    (here of every storage dtype, not fp32's alone), a 3x3 one's weight gradient depthwise_weight3_kernel
-    (nine sums over the rows of each part); other layers keep the pixel-block kernels."""
-    monkeypatch.setattr(depthwise, "ROWS_DTYPES", FLOATS)
+    (the first of autotune.fastest's two candidates: the interpreter's), a 3x3 one's weight gradient
+    depthwise_weight3_kernel (nine sums over the rows of each part); other layers keep the pixel-block kernels."""
     log, calls = [], []
     monkeypatch.setattr(depthwise, "depthwise_rows_kernel", Launches(depthwise.depthwise_rows_kernel, log))
     by_rows = depthwise._weight_rows
@@ -194,7 +193,7 @@ def test_depthwise_every_config(i, precision, monkeypatch):
                    depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
-    monkeypatch.setattr(depthwise, "ROWS_DTYPES", FLOATS)  # 3x3 layers by rows, in every storage dtype
+    # 3x3 layers by rows (autotune.fastest's first candidate under TNET_AUTOTUNE=0), then by pixel blocks
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
     monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels

@@ -383,3 +383,27 @@ def warm_bench(kernel_call, quantiles):
     before every launch; for the step's small GEMMs that ranks tiles for a regime the step
     never sees (small conv tiles won the cold timing and made the captured step slower)."""
     return triton.testing.do_bench_cudagraph(kernel_call, rep=5, quantiles=quantiles)
+
+
+_FASTEST = {}  # fastest()'s choice by key
+
+
+def fastest(key, candidates):
+    """Run the fastest of `candidates` (callables, each one way of launching the same op into the
+    same outputs, read-only on its inputs) and return its index: what the autotuner does for
+    configs, for kernels. On the GPU each candidate runs once (its own kernels tuned and compiled)
+    and is then timed by warm_bench, once per key; key must decide all of the call but the
+    tensors' addresses. The first candidate runs in the interpreter, under TNET_AUTOTUNE=0, and
+    while a CUDA graph is being captured (nothing can be timed then; no choice is kept); under a
+    compile mode, each runs once and the first is kept."""
+    choice = _FASTEST.get(key)
+    if choice is None:
+        if INTERPRET or not TUNE or torch.cuda.is_current_stream_capturing():
+            candidates[0]()
+            return 0
+        for candidate in candidates:
+            candidate()
+        times = [1.0] if SHARD is not None else [warm_bench(candidate, None) for candidate in candidates]
+        choice = _FASTEST[key] = min(range(len(times)), key=times.__getitem__)
+    candidates[choice]()
+    return choice

@@ -11,11 +11,12 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
 - `conv2d_weight`: dw, a reduction over the output pixels: a program per (block of up to 16
   taps, channel block, part of the pixels) keeps [pixels, taps, channels] fp32 sums, reduced once
   at its end; the parts are added after in a fixed order (deterministic).
-- A stride-1 layer of one output channel per input channel runs by output rows instead, each row
-  one [columns, channels] tile with per-row addresses: the forward and the input gradient of fp32
-  tensors `depthwise_rows_kernel` (kernels up to 7x7; 16-bit ones ran slower by rows); a 3x3 one's
-  weight gradient `depthwise_weight3_kernel`, a program per (channel block, part of the rows)
-  keeping a sum for each of the nine taps (the 16-tap block leaves 7 lanes of 16 empty).
+- A stride-1 layer of one output channel per input channel may run by output rows instead, each
+  row one [columns, channels] tile with per-row addresses: the forward and the input gradient
+  `depthwise_rows_kernel` (kernels up to 7x7), where it times faster than the pixel blocks for the
+  layer's shapes and dtypes (autotune.fastest); a 3x3 one's weight gradient `depthwise_weight3_kernel`,
+  a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
+  16-tap block leaves 7 lanes of 16 empty).
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -23,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune, jit
+from .autotune import autotune, fastest, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
 from .launch import FLOATS, cdiv, check, memory_format, next_power_of_2
@@ -272,16 +273,13 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
                  mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
-ROWS_DTYPES = (torch.float32,)  # the forward and input gradient by rows: of these storage dtypes
-
-
-def by_rows(kernel, stride, dilation, cout, c, width, dtype=None, weight=False):
-    """Whether a pass runs by output rows: stride 1, no dilation, one output channel per input
-    channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel)
-    of kernels up to 7x7 and tensors of ROWS_DTYPES, the weight gradient (depthwise_weight3_kernel,
-    weight=True) of 3x3 ones of any dtype (each ran faster so on the GPU: docs/results.md)."""
+def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
+    """Whether a pass may run by output rows: stride 1, no dilation, one output channel per input
+    channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel,
+    where it times faster than the pixel blocks: autotune.fastest) of kernels up to 7x7, the weight
+    gradient (depthwise_weight3_kernel, weight=True; it ran faster at every layer timed) of 3x3 ones."""
     return (stride == (1, 1) and dilation == (1, 1) and cout == c and width <= 256
-            and (kernel == (3, 3) if weight else max(kernel) <= 7 and dtype in ROWS_DTYPES))
+            and (kernel == (3, 3) if weight else max(kernel) <= 7))
 
 
 def weight_parts(npix, blocks):
@@ -309,17 +307,24 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     y = torch.empty((N, co, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
     npix = N * OH * OW
     check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
-    if by_rows(kernel, stride, dilation, co, CI, max(W, OW), x.dtype) and x.numel() < 2**31:
+    def pixel_blocks():
+        grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
+        depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
+                               H, W, CI, co, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, CI // co if transposed else co // CI,
+                               TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
+
+    def by_output_rows():
         rows = N * OH
         grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
         depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
                                     TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
                                     BLOCK_W=next_power_of_2(OW))
-        return y
-    grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
-    depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
-                           H, W, CI, co, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, CI // co if transposed else co // CI,
-                           TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
+    if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
+        # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md)
+        fastest(("depthwise", x.shape, x.dtype, w.dtype, co, out_hw, kernel, padding, transposed,
+                 None if bias is None else bias.dtype, relu, out_dtype), (by_output_rows, pixel_blocks))
+    else:
+        pixel_blocks()
     return y
 
 
