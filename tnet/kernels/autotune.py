@@ -381,7 +381,12 @@ def warm_bench(kernel_call, quantiles):
     """Time a config as a training step runs it: back-to-back launches replayed from a CUDA
     graph, so no host overhead, with the operands hot in L2. Triton's default flushes L2
     before every launch; for the step's small GEMMs that ranks tiles for a regime the step
-    never sees (small conv tiles won the cold timing and made the captured step slower)."""
+    never sees (small conv tiles won the cold timing and made the captured step slower).
+    Triton times on a stream of its own, which waits for nothing: the caller's kernels finish
+    first, so that a timed launch neither reads their outputs early nor writes memory that they
+    still use (the caching allocator hands a tensor freed on the caller's stream to the next
+    allocation before its readers ran)."""
+    torch.cuda.synchronize()
     return triton.testing.do_bench_cudagraph(kernel_call, rep=5, quantiles=quantiles)
 
 
