@@ -123,7 +123,9 @@ def environment():
     import triton
     return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__, "triton": triton.__version__,
             "numpy": np.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "command": shlex.join(sys.orig_argv)}
+            "command": shlex.join(sys.orig_argv),
+            # tnet's switches (TNET_AUTOTUNE, TNET_TRIAL, TNET_CONV_TMA, ...): what ran is part of the figure
+            "tnet_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("TNET_")}}
 
 
 def write_json(path, study, rows, complete=True, **settings):
