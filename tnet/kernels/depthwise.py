@@ -307,6 +307,7 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     y = torch.empty((N, co, OH, OW), device=x.device, dtype=out_dtype, memory_format=torch.channels_last)
     npix = N * OH * OW
     check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
+
     def pixel_blocks():
         grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
         depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
