@@ -203,6 +203,7 @@ def test_fastest_runs_the_candidate_that_times_fastest_once_per_key(monkeypatch)
     assert autotune.fastest("k", (a, b)) == 1 and calls == ["a", "b", "b"]
     calls.clear()
     assert autotune.fastest("k", (a, b)) == 1 and calls == ["b"]
+    assert autotune.chosen_configs()["fastest", "k"] == "b"  # what bench.py convs reports beside the tiles
     monkeypatch.setattr(autotune, "SHARD", (0, 2))
     calls.clear()
     assert autotune.fastest("compiled", (a, b)) == 0 and calls == ["a", "b", "a"]

@@ -373,8 +373,9 @@ TUNERS = []  # every _Remembered autotuner, for chosen_configs
 def chosen_configs():
     """{(kernel name, tuning key): the chosen config as text} of every autotuned kernel so far: what
     the autotuner picked, for the studies to report beside their times."""
-    return {(t.fn.__name__, key): " ".join(f"{k}={v}" for k, v in config.items())
-            for t in TUNERS for key, config in t.chosen.items()}
+    return {**{(t.fn.__name__, key): " ".join(f"{k}={v}" for k, v in config.items())
+               for t in TUNERS for key, config in t.chosen.items()},
+            **{("fastest", key): name for key, (_, name) in _FASTEST.items()}}
 
 
 def warm_bench(kernel_call, quantiles):
@@ -390,7 +391,7 @@ def warm_bench(kernel_call, quantiles):
     return triton.testing.do_bench_cudagraph(kernel_call, rep=5, quantiles=quantiles)
 
 
-_FASTEST = {}  # fastest()'s choice by key
+_FASTEST = {}  # fastest()'s choice by key: (index, the candidate's name)
 
 
 def fastest(key, candidates):
@@ -401,14 +402,15 @@ def fastest(key, candidates):
     tensors' addresses. The first candidate runs in the interpreter, under TNET_AUTOTUNE=0, and
     while a CUDA graph is being captured (nothing can be timed then; no choice is kept); under a
     compile mode, each runs once and the first is kept."""
-    choice = _FASTEST.get(key)
-    if choice is None:
+    kept_choice = _FASTEST.get(key)
+    if kept_choice is None:
         if INTERPRET or not TUNE or torch.cuda.is_current_stream_capturing():
             candidates[0]()
             return 0
         for candidate in candidates:
             candidate()
         times = [1.0] if SHARD is not None else [warm_bench(candidate, None) for candidate in candidates]
-        choice = _FASTEST[key] = min(range(len(times)), key=times.__getitem__)
-    candidates[choice]()
-    return choice
+        choice = min(range(len(times)), key=times.__getitem__)
+        kept_choice = _FASTEST[key] = choice, candidates[choice].__name__
+    candidates[kept_choice[0]]()
+    return kept_choice[0]
