@@ -1,0 +1,462 @@
+"""Public code the earlier files leave out, written from memory in its repositories' styles and ported by its imports
+alone, as test_ported_scripts.py: the PyTorch tutorial's fused convolution and batch norm by custom Functions (and a
+Conv2d Function by torch.nn.grad); pytorch/examples' time_sequence_prediction (LSTMCells fitted by LBFGS); YongfeiYan's
+Gumbel-softmax VAE (straight-through hard samples by scatter_); facebookresearch's Poincare embeddings (an arcosh
+distance Function, Riemannian SGD with renorm_); a word2vec skip-gram with negative sampling (sparse embeddings and
+SparseAdam); kevinzakka's NALU; kimhc6028's relation network; hardmaru's mixture density network; junyanz's CycleGAN
+(reflection pads, InstanceNorm, an image pool, LSGAN targets as buffers, itertools.chain, LambdaLR); CuriousAI's mean
+teacher (deprecated add_(alpha, tensor), size_average=False, ignore_index); bhanML's co-teaching (reduce=False, small
+losses picked by argsort); YU1ut's MixMatch (sharpening, interleave, WeightEMA); AdaHessian's Hutchinson diagonal by
+autograd.grad of gradients; and the PyTorch tutorial's knowledge distillation by CosineEmbeddingLoss on hidden
+representations and a regressor on feature maps. Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's random,
+seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps."""
+import itertools
+import math
+import random
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) pytorch/tutorials' intermediate/custom_function_conv_bn_tutorial.py: convolution_backward by F.conv2d of
+# transposed tensors and F.conv_transpose2d, BatchNorm's hand-written backward from ctx attributes (sum, sqrt_var, N),
+# FusedConvBN2DFunction returning trailing Nones past its inputs, kaiming_uniform_(a=sqrt(5)) in reset_parameters,
+# factory_kwargs of device and dtype; the tutorial's MNIST Net trained by SGD; and a Conv2d Function whose backward is
+# torch.nn.grad.conv2d_input and conv2d_weight (stride and padding), as custom-conv snippets write it
+def fused_conv_bn(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def convolution_backward(grad_out, X, weight):
+        grad_input = F.conv2d(X.transpose(0, 1), grad_out.transpose(0, 1)).transpose(0, 1)
+        grad_X = F.conv_transpose2d(grad_out, weight)
+        return grad_X, grad_input
+
+    def unsqueeze_all(t):
+        return t[None, :, None, None]
+
+    def batch_norm_backward(grad_out, X, sum, sqrt_var, N, eps):
+        tmp = ((X - unsqueeze_all(sum) / N) * grad_out).sum(dim=(0, 2, 3))
+        tmp *= -1
+        d_denom = tmp / (sqrt_var + eps) ** 2
+        d_var = d_denom / (2 * sqrt_var)
+        d_mean_dx = grad_out / unsqueeze_all(sqrt_var + eps)
+        d_mean_dx = unsqueeze_all(-d_mean_dx.sum(dim=(0, 2, 3)) / N)
+        grad_input = X * unsqueeze_all(d_var * N)
+        grad_input += unsqueeze_all(-d_var * sum)
+        grad_input *= 2 / ((N - 1) * N)
+        grad_input += d_mean_dx
+        grad_input *= unsqueeze_all(sqrt_var + eps)
+        grad_input += grad_out
+        grad_input /= unsqueeze_all(sqrt_var + eps)
+        return grad_input
+
+    class FusedConvBN2DFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, X, conv_weight, eps=1e-3):
+            assert X.ndim == 4
+            ctx.save_for_backward(X, conv_weight)
+            X = F.conv2d(X, conv_weight)
+            sum = X.sum(dim=(0, 2, 3))
+            var = X.var(unbiased=True, dim=(0, 2, 3))
+            N = X.numel() / X.size(1)
+            sqrt_var = torch.sqrt(var)
+            ctx.eps = eps
+            ctx.sum = sum
+            ctx.N = N
+            ctx.sqrt_var = sqrt_var
+            mean = sum / N
+            denom = sqrt_var + eps
+            out = X - unsqueeze_all(mean)
+            out /= unsqueeze_all(denom)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            X, conv_weight, = ctx.saved_tensors
+            X_conv_out = F.conv2d(X, conv_weight)
+            grad_out = batch_norm_backward(grad_out, X_conv_out, ctx.sum, ctx.sqrt_var, ctx.N, ctx.eps)
+            grad_X, grad_input = convolution_backward(grad_out, X, conv_weight)
+            return grad_X, grad_input, None, None, None, None, None
+
+    class FusedConvBN(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, exp_avg_factor=0.1, eps=1e-3, device=None,
+                     dtype=None):
+            super(FusedConvBN, self).__init__()
+            factory_kwargs = {'device': device, 'dtype': dtype}
+            weight_shape = (out_channels, in_channels, kernel_size, kernel_size)
+            self.conv_weight = nn.Parameter(torch.empty(*weight_shape, **factory_kwargs))
+            self.eps = eps
+            self.reset_parameters()
+
+        def forward(self, X):
+            return FusedConvBN2DFunction.apply(X, self.conv_weight, self.eps)
+
+        def reset_parameters(self) -> None:
+            nn.init.kaiming_uniform_(self.conv_weight, a=math.sqrt(5))
+
+    class Conv2dFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input, weight, bias=None, stride=1, padding=0):
+            ctx.save_for_backward(input, weight, bias)
+            ctx.stride, ctx.padding = stride, padding
+            return F.conv2d(input, weight, bias, stride, padding)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = torch.nn.grad.conv2d_input(input.shape, weight, grad_output, ctx.stride, ctx.padding)
+            if ctx.needs_input_grad[1]:
+                grad_weight = torch.nn.grad.conv2d_weight(input, weight.shape, grad_output, ctx.stride, ctx.padding)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum((0, 2, 3))
+            return grad_input, grad_weight, grad_bias, None, None
+
+    class MyConv(nn.Conv2d):
+        def forward(self, x):
+            return Conv2dFunction.apply(x, self.weight, self.bias, self.stride, self.padding)
+
+    class Net(nn.Module):
+        def __init__(self, fused=True):
+            super(Net, self).__init__()
+            self.fused = fused
+            if fused:
+                self.convbn1 = FusedConvBN(1, 4, 3)
+                self.convbn2 = FusedConvBN(4, 6, 3)
+            else:
+                self.conv1 = nn.Conv2d(1, 4, 3, bias=False)
+                self.bn1 = nn.BatchNorm2d(4, affine=False, track_running_stats=False)
+                self.conv2 = nn.Conv2d(4, 6, 3, bias=False)
+                self.bn2 = nn.BatchNorm2d(6, affine=False, track_running_stats=False)
+            self.conv3 = MyConv(6, 5, 3, stride=2, padding=1)
+            self.fc1 = nn.Linear(5 * 2 * 2, 10)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            if self.fused:
+                x = self.convbn1(x)
+            else:
+                x = self.bn1(self.conv1(x))
+            F.relu_(x)
+            if self.fused:
+                x = self.convbn2(x)
+            else:
+                x = self.bn2(self.conv2(x))
+            F.relu_(x)
+            x = F.max_pool2d(x, 2)
+            x = F.relu(self.conv3(x))
+            x = self.dropout(x)
+            x = torch.flatten(x, 1)
+            x = self.fc1(x)
+            output = F.log_softmax(x, dim=1)
+            return output
+
+    model = Net(fused=True)
+    init = load(m, model, state)
+    rng = np.random.default_rng(1)
+    data, target = torch.tensor(normal(rng, 4, 1, 10, 10)), torch.tensor(rng.integers(0, 10, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    # the same weights unfused give the same loss (eps aside: BatchNorm divides by sqrt(var + eps), biased var)
+    plain = Net(fused=False)
+    plain.conv1.weight.data.copy_(model.convbn1.conv_weight.data)
+    plain.conv2.weight.data.copy_(model.convbn2.conv_weight.data)
+    plain.conv3.load_state_dict(model.conv3.state_dict())
+    plain.fc1.load_state_dict(model.fc1.state_dict())
+    losses.append(F.nll_loss(plain(data), target).item())
+    return init, losses + summary(model.parameters())
+
+
+def test_fused_conv_bn():
+    compare(fused_conv_bn)
+
+
+# (b) pytorch/examples' time_sequence_prediction (generate_sine_wave.py and train.py): sine waves by np.arange plus
+# a random shift, Sequence's two LSTMCells unrolled over input.split(1, dim=1) with zero states by torch.zeros, the
+# future steps fed back, torch.cat(outputs, dim=1); LBFGS(lr=0.8) with a closure that zeroes, prints and returns the
+# loss, then the prediction under torch.no_grad() (float32 here: tnet keeps float32 parameters, README)
+def time_sequence_prediction(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+
+    class Sequence(nn.Module):
+        def __init__(self):
+            super(Sequence, self).__init__()
+            self.lstm1 = nn.LSTMCell(1, 8)
+            self.lstm2 = nn.LSTMCell(8, 8)
+            self.linear = nn.Linear(8, 1)
+
+        def forward(self, input, future=0):
+            outputs = []
+            h_t = torch.zeros(input.size(0), 8, dtype=torch.float)
+            c_t = torch.zeros(input.size(0), 8, dtype=torch.float)
+            h_t2 = torch.zeros(input.size(0), 8, dtype=torch.float)
+            c_t2 = torch.zeros(input.size(0), 8, dtype=torch.float)
+            for input_t in input.split(1, dim=1):
+                h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            for i in range(future):  # if we should predict the future
+                h_t, c_t = self.lstm1(output, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            outputs = torch.cat(outputs, dim=1)
+            return outputs
+
+    np.random.seed(2)
+    T, L, N = 20, 7, 5
+    x = np.empty((N, L), 'int64')
+    x[:] = np.array(range(L)) + np.random.randint(-4 * T, 4 * T, N).reshape(N, 1)
+    data = np.sin(x / 1.0 / T).astype('float32')
+    input = torch.from_numpy(data[3:, :-1])
+    target = torch.from_numpy(data[3:, 1:])
+    test_input = torch.from_numpy(data[:3, :-1])
+    test_target = torch.from_numpy(data[:3, 1:])
+    seq = Sequence()
+    init = load(m, seq, state)
+    criterion = nn.MSELoss()
+    optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=3)
+    losses = []
+    for i in range(2):
+        def closure():
+            optimizer.zero_grad()
+            out = seq(input)
+            loss = criterion(out, target)
+            losses.append(loss.item())
+            loss.backward()
+            return loss
+        optimizer.step(closure)
+        with torch.no_grad():
+            future = 3
+            pred = seq(test_input, future=future)
+            loss = criterion(pred[:, :-future], test_target)
+            losses.append(loss.item())
+            y = pred.detach().numpy()
+    return init, losses + [float(y.sum())] + summary(seq.parameters())
+
+
+def test_time_sequence_prediction():
+    compare(time_sequence_prediction)
+
+
+# (c) YongfeiYan/Gumbel_Softmax_VAE's gumbel_softmax_vae.py: sample_gumbel as -log(-log(U + eps) + eps) (U drawn
+# here by numpy), gumbel_softmax_sample by F.softmax(y / temperature, dim=-1), the hard sample by y.max(dim=-1),
+# y_hard = zeros_like(y).view(-1, shape[-1]).scatter_(1, ind.view(-1, 1), 1) and the straight-through
+# (y_hard - y).detach() + y; the VAE of latent_dim x categorical_dim; the loss BCE(size_average=False) plus the KL
+# to a uniform categorical, q * log(q * categorical_dim + 1e-20); the temperature annealed by np.maximum(temp *
+# np.exp(-ANNEAL_RATE * batch_idx), temp_min)
+def gumbel_softmax_vae(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    latent_dim, categorical_dim = 3, 4
+    noise = np.random.default_rng(5)
+
+    def sample_gumbel(shape, eps=1e-20):
+        U = torch.from_numpy(noise.random(tuple(shape)).astype(np.float32))
+        return -torch.log(-torch.log(U + eps) + eps)
+
+    def gumbel_softmax_sample(logits, temperature):
+        y = logits + sample_gumbel(logits.size())
+        return F.softmax(y / temperature, dim=-1)
+
+    def gumbel_softmax(logits, temperature, hard=False):
+        y = gumbel_softmax_sample(logits, temperature)
+        if not hard:
+            return y.view(-1, latent_dim * categorical_dim)
+        shape = y.size()
+        _, ind = y.max(dim=-1)
+        y_hard = torch.zeros_like(y).view(-1, shape[-1])
+        y_hard.scatter_(1, ind.view(-1, 1), 1)
+        y_hard = y_hard.view(*shape)
+        y_hard = (y_hard - y).detach() + y
+        return y_hard.view(-1, latent_dim * categorical_dim)
+
+    class VAE_gumbel(nn.Module):
+        def __init__(self, temp):
+            super(VAE_gumbel, self).__init__()
+            self.fc1 = nn.Linear(16, 12)
+            self.fc2 = nn.Linear(12, 8)
+            self.fc3 = nn.Linear(8, latent_dim * categorical_dim)
+            self.fc4 = nn.Linear(latent_dim * categorical_dim, 8)
+            self.fc5 = nn.Linear(8, 12)
+            self.fc6 = nn.Linear(12, 16)
+            self.relu = nn.ReLU()
+            self.sigmoid = nn.Sigmoid()
+
+        def encode(self, x):
+            h1 = self.relu(self.fc1(x))
+            h2 = self.relu(self.fc2(h1))
+            return self.relu(self.fc3(h2))
+
+        def decode(self, z):
+            h4 = self.relu(self.fc4(z))
+            h5 = self.relu(self.fc5(h4))
+            return self.sigmoid(self.fc6(h5))
+
+        def forward(self, x, temp, hard):
+            q = self.encode(x.view(-1, 16))
+            q_y = q.view(q.size(0), latent_dim, categorical_dim)
+            z = gumbel_softmax(q_y, temp, hard)
+            return self.decode(z), F.softmax(q_y, dim=-1).reshape(*q.size())
+
+    def loss_function(recon_x, x, qy):
+        BCE = F.binary_cross_entropy(recon_x, x.view(-1, 16), size_average=False) / x.shape[0]
+        log_ratio = torch.log(qy * categorical_dim + 1e-20)
+        KLD = torch.sum(qy * log_ratio, dim=-1).mean()
+        return BCE + KLD
+
+    temp, temp_min, ANNEAL_RATE = 1.0, 0.5, 0.00003
+    model = VAE_gumbel(temp)
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(6)
+    batches = [torch.from_numpy((rng.random((4, 1, 4, 4)) > 0.5).astype(np.float32)) for _ in range(3)]
+    model.train()
+    losses = []
+    for batch_idx, data in enumerate(batches):
+        optimizer.zero_grad()
+        recon_batch, qy = model(data, temp, hard=batch_idx > 0)
+        loss = loss_function(recon_batch, data, qy)
+        loss.backward()
+        train_loss = loss.item() * len(data)
+        optimizer.step()
+        if batch_idx % 1 == 0:
+            temp = np.maximum(temp * np.exp(-ANNEAL_RATE * batch_idx), temp_min)
+        losses.append(train_loss)
+    # generation from one-hot codes, as the script's sample image
+    M = 4 * latent_dim
+    np_y = np.zeros((M, categorical_dim), dtype=np.float32)
+    np_y[range(M), np.random.default_rng(7).choice(categorical_dim, M)] = 1
+    np_y = np.reshape(np_y, [M // latent_dim, latent_dim, categorical_dim])
+    sample = torch.from_numpy(np_y).view(M // latent_dim, latent_dim * categorical_dim)
+    with torch.no_grad():
+        sample = model.decode(sample)
+    return init, losses + [sample.sum().item()] + summary(model.parameters())
+
+
+def test_gumbel_softmax_vae():
+    compare(gumbel_softmax_vae)
+
+
+# (d) facebookresearch/poincare-embeddings' (first release) model.py and rsgd.py: PoincareDistance as an autograd
+# Function with a hand-written grad (squared norms clamped to the boundary 1 - eps, arcosh by log(z + sqrt(z^2 - 1))),
+# Embedding's weight set by .data.uniform_(-initrange, initrange), the distances of an entity to its negatives by
+# expand_as and narrow, the loss by cross_entropy on -dists towards index 0; RiemannianSGD, an Optimizer subclass
+# whose step rescales d_p by (1 - |p|^2)^2 / 4 and retracts by p.data.add_(-lr, d_p), the points kept inside the
+# ball by renorm_(2, 0, 1 - eps)
+def poincare_embeddings(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Function, Optimizer = torch.autograd.Function, torch.optim.Optimizer
+    eps = 1e-5
+    boundary = 1 - eps
+
+    def grad(x, v, sqnormx, sqnormv, sqdist):
+        alpha = (1 - sqnormx)
+        beta = (1 - sqnormv)
+        z = 1 + 2 * sqdist / (alpha * beta)
+        a = ((sqnormv - 2 * torch.sum(x * v, dim=-1) + 1) / torch.pow(alpha, 2)).unsqueeze(-1).expand_as(x)
+        a = a * x - v / alpha.unsqueeze(-1).expand_as(v)
+        z = torch.sqrt(torch.pow(z, 2) - 1)
+        z = torch.clamp(z * beta, min=eps).unsqueeze(-1)
+        return 4 * a / z.expand_as(x)
+
+    class PoincareDistance(Function):
+        @staticmethod
+        def forward(ctx, u, v):
+            squnorm = torch.clamp(torch.sum(u * u, dim=-1), 0, boundary)
+            sqvnorm = torch.clamp(torch.sum(v * v, dim=-1), 0, boundary)
+            sqdist = torch.sum(torch.pow(u - v, 2), dim=-1)
+            ctx.save_for_backward(u, v, squnorm, sqvnorm, sqdist)
+            x = sqdist / ((1 - squnorm) * (1 - sqvnorm)) * 2 + 1
+            z = torch.sqrt(torch.pow(x, 2) - 1)
+            return torch.log(x + z)
+
+        @staticmethod
+        def backward(ctx, g):
+            u, v, squnorm, sqvnorm, sqdist = ctx.saved_tensors
+            g = g.unsqueeze(-1)
+            gu = grad(u, v, squnorm, sqvnorm, sqdist)
+            gv = grad(v, u, sqvnorm, squnorm, sqdist)
+            return g.expand_as(gu) * gu, g.expand_as(gv) * gv
+
+    class PoincareModel(nn.Module):
+        def __init__(self, size, dim, initrange=1e-2):
+            super().__init__()
+            self.lt = nn.Embedding(size, dim, scale_grad_by_freq=False)
+            self.lt.weight.data.uniform_(-initrange, initrange)
+            self.nobjects = size
+
+        def forward(self, inputs):
+            e = self.lt(inputs)
+            fval = self._forward(e)
+            return fval
+
+        def _forward(self, e):
+            o = e.narrow(1, 1, e.size(1) - 1)
+            s = e.narrow(1, 0, 1).expand_as(o)
+            dists = PoincareDistance.apply(s, o).squeeze(-1)
+            return -dists
+
+        def loss(self, preds, targets, weight=None, size_average=True):
+            return F.cross_entropy(preds, targets, weight=weight, size_average=size_average)
+
+    def poincare_grad(p, d_p):
+        p_sqnorm = torch.clamp(torch.sum(p.data ** 2, dim=-1, keepdim=True), 0, 1 - 1e-5)
+        d_p = d_p * ((1 - p_sqnorm) ** 2 / 4).expand_as(d_p)
+        return d_p
+
+    def euclidean_retraction(p, d_p, lr):
+        p.data.add_(-lr, d_p)
+
+    class RiemannianSGD(Optimizer):
+        def __init__(self, params, lr=0.3, rgrad=poincare_grad, retraction=euclidean_retraction):
+            defaults = dict(lr=lr, rgrad=rgrad, retraction=retraction)
+            super(RiemannianSGD, self).__init__(params, defaults)
+
+        def step(self, lr=None):
+            loss = None
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    d_p = p.grad.data
+                    if lr is None:
+                        lr = group['lr']
+                    d_p = group['rgrad'](p, d_p)
+                    group['retraction'](p, d_p, lr)
+            return loss
+
+    model = PoincareModel(7, 2)
+    init = load(m, model, state)
+    optimizer = RiemannianSGD(model.parameters(), lr=0.3)
+    # (u, v, negatives...) rows of a tiny transitive closure, as the repository's Dataset yields them
+    inputs = torch.tensor([[0, 1, 4, 5, 6], [1, 2, 4, 6, 0], [2, 3, 5, 6, 0], [0, 3, 5, 4, 2]])
+    targets = torch.zeros(inputs.size(0)).long()
+    losses = []
+    for epoch in range(3):
+        optimizer.zero_grad()
+        preds = model(inputs)
+        loss = model.loss(preds, targets, size_average=True)
+        loss.backward()
+        optimizer.step(lr=0.3 / 10 if epoch == 0 else None)  # the burn-in epoch's lower lr
+        model.lt.weight.data.renorm_(2, 0, boundary)
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_poincare_embeddings():
+    compare(poincare_embeddings)
