@@ -460,3 +460,323 @@ def poincare_embeddings(m, state=None):
 
 def test_poincare_embeddings():
     compare(poincare_embeddings)
+
+
+# (e) a skip-gram word2vec with negative sampling (the Adoni/fanglanting style model.py): u and v embeddings with
+# sparse=True, u initialised by uniform_(-initrange, initrange) and v by uniform_(-0, 0), the positive score by
+# torch.mul and sum, F.logsigmoid of it and of the negated bmm of the negatives' embeddings by unsqueeze(2);
+# negatives drawn from the unigram table ** 0.75 (numpy, as the repository does); SparseAdam; save_embedding's
+# weight.cpu().data.numpy(); then a nearest-neighbour query by F.cosine_similarity of normalised rows
+def word2vec_sgns(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class SkipGramModel(nn.Module):
+        def __init__(self, emb_size, emb_dimension):
+            super(SkipGramModel, self).__init__()
+            self.emb_size = emb_size
+            self.emb_dimension = emb_dimension
+            self.u_embeddings = nn.Embedding(emb_size, emb_dimension, sparse=True)
+            self.v_embeddings = nn.Embedding(emb_size, emb_dimension, sparse=True)
+            initrange = 1.0 / self.emb_dimension
+            nn.init.uniform_(self.u_embeddings.weight.data, -initrange, initrange)
+            nn.init.constant_(self.v_embeddings.weight.data, 0.05)
+
+        def forward(self, pos_u, pos_v, neg_v):
+            emb_u = self.u_embeddings(pos_u)
+            emb_v = self.v_embeddings(pos_v)
+            emb_neg_v = self.v_embeddings(neg_v)
+            score = torch.sum(torch.mul(emb_u, emb_v), dim=1)
+            score = torch.clamp(score, max=10, min=-10)
+            score = -F.logsigmoid(score)
+            neg_score = torch.bmm(emb_neg_v, emb_u.unsqueeze(2)).squeeze()
+            neg_score = torch.clamp(neg_score, max=10, min=-10)
+            neg_score = -torch.sum(F.logsigmoid(-neg_score), dim=1)
+            return torch.mean(score + neg_score)
+
+    rng = np.random.default_rng(8)
+    corpus = rng.integers(0, 9, 40)
+    counts = np.bincount(corpus, minlength=9).astype(np.float64)
+    pow_frequency = counts ** 0.75
+    ratio = pow_frequency / pow_frequency.sum()
+    table = np.repeat(np.arange(9), np.round(ratio * 100).astype(int))
+    pairs = [(corpus[i], corpus[j]) for i in range(len(corpus)) for j in (i - 1, i + 1) if 0 <= j < len(corpus)]
+    model = SkipGramModel(9, 6)
+    init = load(m, model, state)
+    optimizer = optim.SparseAdam(list(model.parameters()), lr=0.01)
+    losses = []
+    for i in range(3):
+        batch = pairs[i * 8:(i + 1) * 8]
+        pos_u = torch.LongTensor([u for u, _ in batch])
+        pos_v = torch.LongTensor([v for _, v in batch])
+        neg_v = torch.LongTensor(table[rng.integers(0, len(table), (len(batch), 3))])
+        optimizer.zero_grad()
+        loss = model.forward(pos_u, pos_v, neg_v)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    embedding = model.u_embeddings.weight.cpu().data.numpy()
+    with torch.no_grad():
+        w = F.normalize(model.u_embeddings.weight, dim=1)
+        sims = F.cosine_similarity(w[corpus[0]].unsqueeze(0), w, dim=1)
+        nearest = sims.topk(3).values
+    return init, losses + [float(embedding.sum())] + nearest.tolist() + summary(model.parameters())
+
+
+def test_word2vec_sgns():
+    compare(word2vec_sgns)
+
+
+# (f) kevinzakka/NALU-pytorch's models/nac.py, nalu.py and the arithmetic task: NeuralAccumulatorCell's W_hat and M_hat
+# as Parameter(torch.Tensor(out, in)) with kaiming_uniform_(a=math.sqrt(5)), W = tanh(W_hat) * sigmoid(M_hat),
+# register_parameter('bias', None), F.linear; NeuralArithmeticLogicUnitCell's gate G, the log space
+# exp(nac(log(|x| + eps))) and the gated mix; the stacked nn.Sequential of cells; RMSprop on the MSE of a + b and a * b
+def nalu(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    from_init = nn.init
+    Parameter = nn.Parameter
+
+    class NeuralAccumulatorCell(nn.Module):
+        def __init__(self, in_dim, out_dim):
+            super().__init__()
+            self.in_dim = in_dim
+            self.out_dim = out_dim
+            self.W_hat = Parameter(torch.Tensor(out_dim, in_dim))
+            self.M_hat = Parameter(torch.Tensor(out_dim, in_dim))
+            self.W = Parameter(self.W_hat.data)  # as the repository: W overwritten in forward (a plain attribute)
+            self.register_parameter('bias', None)
+            from_init.kaiming_uniform_(self.W_hat, a=math.sqrt(5))
+            from_init.kaiming_uniform_(self.M_hat, a=math.sqrt(5))
+
+        def forward(self, input):
+            W = torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)
+            return F.linear(input, W, self.bias)
+
+        def extra_repr(self):
+            return 'in_dim={}, out_dim={}'.format(self.in_dim, self.out_dim)
+
+    class NeuralArithmeticLogicUnitCell(nn.Module):
+        def __init__(self, in_dim, out_dim):
+            super().__init__()
+            self.in_dim = in_dim
+            self.out_dim = out_dim
+            self.eps = 1e-10
+            self.G = Parameter(torch.Tensor(out_dim, in_dim))
+            self.nac = NeuralAccumulatorCell(in_dim, out_dim)
+            self.register_parameter('bias', None)
+            from_init.kaiming_uniform_(self.G, a=math.sqrt(5))
+
+        def forward(self, input):
+            a = self.nac(input)
+            g = torch.sigmoid(F.linear(input, self.G, self.bias))
+            add_sub = g * a
+            log_input = torch.log(torch.abs(input) + self.eps)
+            m = torch.exp(self.nac(log_input))
+            mul_div = (1 - g) * m
+            y = add_sub + mul_div
+            return y
+
+    class NALU(nn.Module):
+        def __init__(self, num_layers, in_dim, hidden_dim, out_dim):
+            super().__init__()
+            layers = []
+            for i in range(num_layers):
+                layers.append(NeuralArithmeticLogicUnitCell(hidden_dim if i > 0 else in_dim,
+                                                            hidden_dim if i < num_layers - 1 else out_dim))
+            self.model = nn.Sequential(*layers)
+
+        def forward(self, x):
+            return self.model(x)
+
+    net = NALU(num_layers=2, in_dim=4, hidden_dim=3, out_dim=2)
+    assert 'in_dim=4, out_dim=3' in repr(net)
+    init = load(m, net, state)
+    rng = np.random.default_rng(9)
+    X = rng.uniform(0.5, 2.0, (16, 4)).astype(np.float32)
+    a, b = X[:, :2].sum(1), X[:, 2:].sum(1)
+    y = np.stack([a + b, a * b], 1).astype(np.float32)
+    X, y = torch.from_numpy(X), torch.from_numpy(y)
+    optimizer = optim.RMSprop(net.parameters(), lr=1e-2)
+    losses = []
+    for i in range(3):
+        out = net(X)
+        loss = F.mse_loss(out, y)
+        mea = torch.mean(torch.abs(y - out))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), mea.item()]
+    return init, losses + summary(p for n, p in net.named_parameters() if not n.endswith('.W'))
+
+
+def test_nalu():
+    compare(nalu)
+
+
+# (g) kimhc6028/relational-networks' model.py: ConvInputModel's four stride-2 convs with BatchNorm, the coordinate
+# tensor built once in __init__ (cvt_coord by np arrays copied into a FloatTensor buffer, then torch.autograd
+# Variable), the objects x_flat with coordinates cat'ed, the question repeated by unsqueeze and repeat, all pairs by
+# unsqueeze(1)/unsqueeze(2) and repeat, g_theta over the pair batch viewed flat, summed over the pairs, f_phi with
+# dropout 0 here; BasicModel's train_ with F.nll_loss, accuracy by pred.eq(label.data).cpu().sum()
+def relation_network(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Variable = torch.autograd.Variable
+
+    class ConvInputModel(nn.Module):
+        def __init__(self):
+            super(ConvInputModel, self).__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, stride=2, padding=1)
+            self.batchNorm1 = nn.BatchNorm2d(6)
+            self.conv2 = nn.Conv2d(6, 6, 3, stride=2, padding=1)
+            self.batchNorm2 = nn.BatchNorm2d(6)
+
+        def forward(self, img):
+            x = self.conv1(img)
+            x = F.relu(x)
+            x = self.batchNorm1(x)
+            x = self.conv2(x)
+            x = F.relu(x)
+            x = self.batchNorm2(x)
+            return x
+
+    class RN(nn.Module):
+        def __init__(self, mb, qdim=5):
+            super(RN, self).__init__()
+            self.conv = ConvInputModel()
+            self.g_fc1 = nn.Linear((6 + 2) * 2 + qdim, 16)
+            self.g_fc2 = nn.Linear(16, 16)
+            self.f_fc1 = nn.Linear(16, 16)
+            self.fc2 = nn.Linear(16, 16)
+            self.fc3 = nn.Linear(16, 4)
+            self.coord_oi = torch.FloatTensor(mb, 2)
+            self.coord_oj = torch.FloatTensor(mb, 2)
+            self.coord_oi = Variable(self.coord_oi)
+            self.coord_oj = Variable(self.coord_oj)
+
+            def cvt_coord(i):
+                return [(i / 4 - 2) / 2., (i % 4 - 2) / 2.]
+
+            self.coord_tensor = torch.FloatTensor(mb, 16, 2)
+            self.coord_tensor = Variable(self.coord_tensor)
+            np_coord_tensor = np.zeros((mb, 16, 2))
+            for i in range(16):
+                np_coord_tensor[:, i, :] = np.array(cvt_coord(i))
+            self.coord_tensor.data.copy_(torch.from_numpy(np_coord_tensor))
+
+        def forward(self, img, qst):
+            x = self.conv(img)  # x = (64 x 24 x 5 x 5)
+            mb = x.size()[0]
+            n_channels = x.size()[1]
+            d = x.size()[2]
+            x_flat = x.view(mb, n_channels, d * d).permute(0, 2, 1)
+            x_flat = torch.cat([x_flat, self.coord_tensor], 2)
+            qst = torch.unsqueeze(qst, 1)
+            qst = qst.repeat(1, d * d, 1)
+            qst = torch.unsqueeze(qst, 2)
+            x_i = torch.unsqueeze(x_flat, 1)
+            x_i = x_i.repeat(1, d * d, 1, 1)
+            x_j = torch.unsqueeze(x_flat, 2)
+            x_j = torch.cat([x_j, qst], 3)
+            x_j = x_j.repeat(1, 1, d * d, 1)
+            x_full = torch.cat([x_i, x_j], 3)
+            x_ = x_full.view(mb * (d * d) * (d * d), -1)
+            x_ = self.g_fc1(x_)
+            x_ = F.relu(x_)
+            x_ = self.g_fc2(x_)
+            x_ = F.relu(x_)
+            x_g = x_.view(mb, (d * d) * (d * d), 16)
+            x_g = x_g.sum(1).squeeze()
+            x_f = self.f_fc1(x_g)
+            x_f = F.relu(x_f)
+            x = self.fc2(x_f)
+            x = F.relu(x)
+            x = F.dropout(x, p=0.0)
+            x = self.fc3(x)
+            return F.log_softmax(x, dim=1)
+
+    model = RN(4)
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(10)
+    losses = []
+    for i in range(2):
+        input_img = torch.from_numpy(normal(rng, 4, 3, 16, 16))
+        input_qst = torch.from_numpy((rng.random((4, 5)) > 0.5).astype(np.float32))
+        label = torch.from_numpy(rng.integers(0, 4, 4))
+        optimizer.zero_grad()
+        output = model(input_img, input_qst)
+        loss = F.nll_loss(output, label)
+        loss.backward()
+        optimizer.step()
+        pred = output.data.max(1)[1]
+        correct = pred.eq(label.data).cpu().sum()
+        accuracy = correct * 100. / len(label)
+        losses += [loss.item(), float(accuracy)]
+    return init, losses + summary(model.parameters())
+
+
+def test_relation_network():
+    compare(relation_network)
+
+
+# (h) hardmaru/pytorch_notebooks' mixture_density_networks.ipynb: the inverted sine data (numpy), MDN's z_h of
+# Linear+Tanh, pi by F.softmax(self.z_pi(z_h), -1), sigma by torch.exp, mu; gaussian_distribution with
+# oneDivSqrtTwoPI and y.expand_as(mu); mdn_loss_fn as -log(sum(pi * N)) averaged; then sampling by a hand-written
+# gumbel argmax over log pi (numpy noise) and torch.gather of mu and sigma
+def mixture_density_network(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    oneDivSqrtTwoPI = 1.0 / math.sqrt(2.0 * math.pi)
+
+    class MDN(nn.Module):
+        def __init__(self, n_hidden, n_gaussians):
+            super(MDN, self).__init__()
+            self.z_h = nn.Sequential(nn.Linear(1, n_hidden), nn.Tanh())
+            self.z_pi = nn.Linear(n_hidden, n_gaussians)
+            self.z_sigma = nn.Linear(n_hidden, n_gaussians)
+            self.z_mu = nn.Linear(n_hidden, n_gaussians)
+
+        def forward(self, x):
+            z_h = self.z_h(x)
+            pi = F.softmax(self.z_pi(z_h), -1)
+            sigma = torch.exp(self.z_sigma(z_h))
+            mu = self.z_mu(z_h)
+            return pi, sigma, mu
+
+    def gaussian_distribution(y, mu, sigma):
+        result = (y.expand_as(mu) - mu) * torch.reciprocal(sigma)
+        result = - 0.5 * (result * result)
+        return (torch.exp(result) * torch.reciprocal(sigma)) * oneDivSqrtTwoPI
+
+    def mdn_loss_fn(pi, sigma, mu, y):
+        result = gaussian_distribution(y, mu, sigma) * pi
+        result = torch.sum(result, dim=1)
+        result = -torch.log(result)
+        return torch.mean(result)
+
+    rng = np.random.default_rng(11)
+    n_samples = 32
+    epsilon = rng.normal(size=n_samples)
+    y_data = rng.uniform(-10.5, 10.5, n_samples)
+    x_data = np.sin(0.75 * y_data) * 7.0 + y_data * 0.5 + epsilon * 1.0
+    x_tensor = torch.from_numpy(np.float32(x_data).reshape(n_samples, 1)) / 10
+    y_tensor = torch.from_numpy(np.float32(y_data).reshape(n_samples, 1)) / 10
+    network = MDN(n_hidden=8, n_gaussians=3)
+    init = load(m, network, state)
+    optimizer = optim.Adam(network.parameters())
+    losses = []
+    for epoch in range(3):
+        pi_variable, sigma_variable, mu_variable = network(x_tensor)
+        loss = mdn_loss_fn(pi_variable, sigma_variable, mu_variable, y_tensor)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        pi, sigma, mu = network(x_tensor)
+        gumbel = torch.from_numpy(-np.log(-np.log(rng.random(tuple(pi.shape)))).astype(np.float32))
+        k = torch.argmax(torch.log(pi) + gumbel, dim=1, keepdim=True)
+        picked = torch.gather(mu, 1, k) + torch.gather(sigma, 1, k) * torch.from_numpy(normal(rng, n_samples, 1))
+    return init, losses + [picked.sum().item()] + summary(network.parameters())
+
+
+def test_mixture_density_network():
+    compare(mixture_density_network)
