@@ -219,7 +219,7 @@ def time_sequence_prediction(m, state=None):
             return outputs
 
     np.random.seed(2)
-    T, L, N = 20, 7, 5
+    T, L, N = 20, 5, 5
     x = np.empty((N, L), 'int64')
     x[:] = np.array(range(L)) + np.random.randint(-4 * T, 4 * T, N).reshape(N, 1)
     data = np.sin(x / 1.0 / T).astype('float32')
@@ -232,7 +232,7 @@ def time_sequence_prediction(m, state=None):
     criterion = nn.MSELoss()
     optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=3)
     losses = []
-    for i in range(2):
+    for i in range(1):
         def closure():
             optimizer.zero_grad()
             out = seq(input)
@@ -242,7 +242,7 @@ def time_sequence_prediction(m, state=None):
             return loss
         optimizer.step(closure)
         with torch.no_grad():
-            future = 3
+            future = 2
             pred = seq(test_input, future=future)
             loss = criterion(pred[:, :-future], test_target)
             losses.append(loss.item())
@@ -780,3 +780,278 @@ def mixture_density_network(m, state=None):
 
 def test_mixture_density_network():
     compare(mixture_density_network)
+
+
+# (i) junyanz/pytorch-CycleGAN-and-pix2pix's networks.py, image_pool.py and cycle_gan_model.py: ResnetGenerator
+# (ReflectionPad2d, InstanceNorm2d through functools.partial, use_bias from norm_layer.func == nn.InstanceNorm2d,
+# ConvTranspose2d with output_padding=1, the ResnetBlock's padding by name, Tanh), NLayerDiscriminator (LeakyReLU
+# 0.2, kw 4, padw 1), init_weights by apply on classname.find('Conv'), GANLoss (LSGAN: MSELoss against
+# register_buffer'd labels by expand_as), ImagePool (Python's random, seeded alike: return the new image or swap
+# with a stored one, clone()), set_requires_grad over a list of nets, G's optimiser over itertools.chain of both
+# generators, the cycle L1 losses (the identity losses' branch off: --lambda_identity 0), LambdaLR's linear decay, and get_last_lr
+def cycle_gan(m, state=None):
+    torch, nn = m.torch, m.nn
+    import functools
+    from_init = nn.init
+    lr_scheduler = m.lr_scheduler
+
+    class ResnetBlock(nn.Module):
+        def __init__(self, dim, padding_type, norm_layer, use_dropout, use_bias):
+            super(ResnetBlock, self).__init__()
+            self.conv_block = self.build_conv_block(dim, padding_type, norm_layer, use_dropout, use_bias)
+
+        def build_conv_block(self, dim, padding_type, norm_layer, use_dropout, use_bias):
+            conv_block = []
+            p = 0
+            if padding_type == 'reflect':
+                conv_block += [nn.ReflectionPad2d(1)]
+            elif padding_type == 'replicate':
+                conv_block += [nn.ReplicationPad2d(1)]
+            elif padding_type == 'zero':
+                p = 1
+            else:
+                raise NotImplementedError('padding [%s] is not implemented' % padding_type)
+            conv_block += [nn.Conv2d(dim, dim, kernel_size=3, padding=p, bias=use_bias), norm_layer(dim), nn.ReLU(True)]
+            if use_dropout:
+                conv_block += [nn.Dropout(0.5)]
+            p = 0
+            if padding_type == 'reflect':
+                conv_block += [nn.ReflectionPad2d(1)]
+            elif padding_type == 'replicate':
+                conv_block += [nn.ReplicationPad2d(1)]
+            elif padding_type == 'zero':
+                p = 1
+            conv_block += [nn.Conv2d(dim, dim, kernel_size=3, padding=p, bias=use_bias), norm_layer(dim)]
+            return nn.Sequential(*conv_block)
+
+        def forward(self, x):
+            out = x + self.conv_block(x)  # add skip connections
+            return out
+
+    class ResnetGenerator(nn.Module):
+        def __init__(self, input_nc, output_nc, ngf=4, norm_layer=nn.BatchNorm2d, use_dropout=False, n_blocks=1,
+                     padding_type='reflect'):
+            assert(n_blocks >= 0)
+            super(ResnetGenerator, self).__init__()
+            if type(norm_layer) == functools.partial:
+                use_bias = norm_layer.func == nn.InstanceNorm2d
+            else:
+                use_bias = norm_layer == nn.InstanceNorm2d
+            model = [nn.ReflectionPad2d(3),
+                     nn.Conv2d(input_nc, ngf, kernel_size=7, padding=0, bias=use_bias),
+                     norm_layer(ngf),
+                     nn.ReLU(True)]
+            n_downsampling = 2
+            for i in range(n_downsampling):  # add downsampling layers
+                mult = 2 ** i
+                model += [nn.Conv2d(ngf * mult, ngf * mult * 2, kernel_size=3, stride=2, padding=1, bias=use_bias),
+                          norm_layer(ngf * mult * 2),
+                          nn.ReLU(True)]
+            mult = 2 ** n_downsampling
+            for i in range(n_blocks):  # add ResNet blocks
+                model += [ResnetBlock(ngf * mult, padding_type=padding_type, norm_layer=norm_layer,
+                                      use_dropout=use_dropout, use_bias=use_bias)]
+            for i in range(n_downsampling):  # add upsampling layers
+                mult = 2 ** (n_downsampling - i)
+                model += [nn.ConvTranspose2d(ngf * mult, int(ngf * mult / 2),
+                                             kernel_size=3, stride=2,
+                                             padding=1, output_padding=1,
+                                             bias=use_bias),
+                          norm_layer(int(ngf * mult / 2)),
+                          nn.ReLU(True)]
+            model += [nn.ReflectionPad2d(3)]
+            model += [nn.Conv2d(ngf, output_nc, kernel_size=7, padding=0)]
+            model += [nn.Tanh()]
+            self.model = nn.Sequential(*model)
+
+        def forward(self, input):
+            return self.model(input)
+
+    class NLayerDiscriminator(nn.Module):
+        def __init__(self, input_nc, ndf=4, n_layers=2, norm_layer=nn.BatchNorm2d):
+            super(NLayerDiscriminator, self).__init__()
+            if type(norm_layer) == functools.partial:  # no need to use bias as BatchNorm2d has affine parameters
+                use_bias = norm_layer.func == nn.InstanceNorm2d
+            else:
+                use_bias = norm_layer == nn.InstanceNorm2d
+            kw = 4
+            padw = 1
+            sequence = [nn.Conv2d(input_nc, ndf, kernel_size=kw, stride=2, padding=padw), nn.LeakyReLU(0.2, True)]
+            nf_mult = 1
+            nf_mult_prev = 1
+            for n in range(1, n_layers):  # gradually increase the number of filters
+                nf_mult_prev = nf_mult
+                nf_mult = min(2 ** n, 8)
+                sequence += [
+                    nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=2, padding=padw, bias=use_bias),
+                    norm_layer(ndf * nf_mult),
+                    nn.LeakyReLU(0.2, True)
+                ]
+            nf_mult_prev = nf_mult
+            nf_mult = min(2 ** n_layers, 8)
+            sequence += [
+                nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=1, padding=padw, bias=use_bias),
+                norm_layer(ndf * nf_mult),
+                nn.LeakyReLU(0.2, True)
+            ]
+            sequence += [nn.Conv2d(ndf * nf_mult, 1, kernel_size=kw, stride=1, padding=padw)]  # 1 channel prediction map
+            self.model = nn.Sequential(*sequence)
+
+        def forward(self, input):
+            return self.model(input)
+
+    def init_weights(net, init_type='normal', init_gain=0.02):
+        rng = np.random.default_rng(3)
+
+        def init_func(m):  # numpy draws the script's normal_ (the same on both sides)
+            classname = m.__class__.__name__
+            if hasattr(m, 'weight') and (classname.find('Conv') != -1 or classname.find('Linear') != -1):
+                if init_type == 'normal':
+                    m.weight.data.copy_(torch.from_numpy(normal(rng, *m.weight.shape) * init_gain))
+                if hasattr(m, 'bias') and m.bias is not None:
+                    from_init.constant_(m.bias.data, 0.0)
+            elif classname.find('BatchNorm2d') != -1:
+                m.weight.data.copy_(torch.from_numpy(1.0 + normal(rng, *m.weight.shape) * init_gain))
+                from_init.constant_(m.bias.data, 0.0)
+        net.apply(init_func)
+
+    class GANLoss(nn.Module):
+        def __init__(self, gan_mode, target_real_label=1.0, target_fake_label=0.0):
+            super(GANLoss, self).__init__()
+            self.register_buffer('real_label', torch.tensor(target_real_label))
+            self.register_buffer('fake_label', torch.tensor(target_fake_label))
+            self.gan_mode = gan_mode
+            if gan_mode == 'lsgan':
+                self.loss = nn.MSELoss()
+            elif gan_mode == 'vanilla':
+                self.loss = nn.BCEWithLogitsLoss()
+            else:
+                raise NotImplementedError('gan mode %s not implemented' % gan_mode)
+
+        def get_target_tensor(self, prediction, target_is_real):
+            if target_is_real:
+                target_tensor = self.real_label
+            else:
+                target_tensor = self.fake_label
+            return target_tensor.expand_as(prediction)
+
+        def __call__(self, prediction, target_is_real):
+            target_tensor = self.get_target_tensor(prediction, target_is_real)
+            return self.loss(prediction, target_tensor)
+
+    class ImagePool():
+        def __init__(self, pool_size):
+            self.pool_size = pool_size
+            if self.pool_size > 0:  # create an empty pool
+                self.num_imgs = 0
+                self.images = []
+
+        def query(self, images):
+            if self.pool_size == 0:  # if the buffer size is 0, do nothing
+                return images
+            return_images = []
+            for image in images:
+                image = torch.unsqueeze(image.data, 0)
+                if self.num_imgs < self.pool_size:  # if the buffer is not full; keep inserting current images
+                    self.num_imgs = self.num_imgs + 1
+                    self.images.append(image)
+                    return_images.append(image)
+                else:
+                    p = random.uniform(0, 1)
+                    if p > 0.5:  # by 50% chance, the buffer will return a previously stored image
+                        random_id = random.randint(0, self.pool_size - 1)  # randint is inclusive
+                        tmp = self.images[random_id].clone()
+                        self.images[random_id] = image
+                        return_images.append(tmp)
+                    else:  # by another 50% chance, the buffer will return the current image
+                        return_images.append(image)
+            return_images = torch.cat(return_images, 0)  # collect all the images and return
+            return return_images
+
+    def freeze_biases_before_norms(net):  # their gradients are rounding alone, which Adam would normalise
+        for seq in net.modules():
+            if isinstance(seq, nn.Sequential):
+                for layer, after in zip(seq, list(seq)[1:]):
+                    if isinstance(after, nn.InstanceNorm2d) and layer.bias is not None:
+                        layer.bias.requires_grad = False
+
+    def set_requires_grad(nets, requires_grad=False):
+        if not isinstance(nets, list):
+            nets = [nets]
+        for net in nets:
+            if net is not None:
+                for param in net.parameters():
+                    param.requires_grad = requires_grad
+        for net in nets:  # (not the repository's: the frozen biases stay frozen)
+            freeze_biases_before_norms(net)
+
+    norm_layer = functools.partial(nn.InstanceNorm2d, affine=False, track_running_stats=False)
+    netG_A, netG_B = ResnetGenerator(3, 3, norm_layer=norm_layer), ResnetGenerator(3, 3, norm_layer=norm_layer)
+    netD_A, netD_B = NLayerDiscriminator(3, n_layers=1), NLayerDiscriminator(3, n_layers=1)
+    nets = nn.ModuleDict(dict(G_A=netG_A, G_B=netG_B, D_A=netD_A, D_B=netD_B))
+    if state is None:
+        for net in nets.values():
+            init_weights(net)
+    init = load(m, nets, state)
+    for net in nets.values():
+        freeze_biases_before_norms(net)
+    criterionGAN = GANLoss('lsgan')
+    criterionCycle, criterionIdt = nn.L1Loss(), nn.L1Loss()
+    optimizer_G = torch.optim.Adam(itertools.chain(netG_A.parameters(), netG_B.parameters()), lr=2e-4,
+                                   betas=(0.5, 0.999))
+    optimizer_D = torch.optim.Adam(itertools.chain(netD_A.parameters(), netD_B.parameters()), lr=2e-4,
+                                   betas=(0.5, 0.999))
+    epoch_count, n_epochs, n_epochs_decay = 1, 1, 2
+
+    def lambda_rule(epoch):
+        lr_l = 1.0 - max(0, epoch + epoch_count - n_epochs) / float(n_epochs_decay + 1)
+        return lr_l
+    schedulers = [lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda_rule) for optimizer in [optimizer_G, optimizer_D]]
+    fake_A_pool, fake_B_pool = ImagePool(1), ImagePool(1)  # full at the batch's second image
+    random.seed(4)
+    rng = np.random.default_rng(12)
+    lambda_idt, lambda_A, lambda_B = 0.0, 10.0, 10.0  # --lambda_identity 0
+    losses = []
+    for epoch in range(1):
+        real_A, real_B = torch.from_numpy(normal(rng, 2, 3, 8, 8)), torch.from_numpy(normal(rng, 2, 3, 8, 8))
+        fake_B = netG_A(real_A)
+        rec_A = netG_B(fake_B)
+        fake_A = netG_B(real_B)
+        rec_B = netG_A(fake_A)
+        set_requires_grad([netD_A, netD_B], False)
+        optimizer_G.zero_grad()
+        if lambda_idt > 0:
+            idt_A = netG_A(real_B)
+            loss_idt_A = criterionIdt(idt_A, real_B) * lambda_B * lambda_idt
+            idt_B = netG_B(real_A)
+            loss_idt_B = criterionIdt(idt_B, real_A) * lambda_A * lambda_idt
+        else:
+            loss_idt_A = 0
+            loss_idt_B = 0
+        loss_G_A = criterionGAN(netD_A(fake_B), True)
+        loss_G_B = criterionGAN(netD_B(fake_A), True)
+        loss_cycle_A = criterionCycle(rec_A, real_A) * lambda_A
+        loss_cycle_B = criterionCycle(rec_B, real_B) * lambda_B
+        loss_G = loss_G_A + loss_G_B + loss_cycle_A + loss_cycle_B + loss_idt_A + loss_idt_B
+        loss_G.backward()
+        optimizer_G.step()
+        set_requires_grad([netD_A, netD_B], True)
+        optimizer_D.zero_grad()
+        loss_D = []
+        for netD, real, fake in ((netD_A, real_B, fake_B_pool.query(fake_B)),
+                                 (netD_B, real_A, fake_A_pool.query(fake_A))):
+            loss_D_real = criterionGAN(netD(real), True)
+            loss_D_fake = criterionGAN(netD(fake.detach()), False)
+            loss = (loss_D_real + loss_D_fake) * 0.5
+            loss.backward()
+            loss_D.append(loss.item())
+        optimizer_D.step()
+        for scheduler in schedulers:
+            scheduler.step()
+        lr = optimizer_G.param_groups[0]['lr']
+        losses += [loss_G.item(), *loss_D, lr, schedulers[1].get_last_lr()[0]]
+    return init, losses + summary(nets.parameters())
+
+
+def test_cycle_gan():
+    compare(cycle_gan)
