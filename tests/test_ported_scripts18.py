@@ -1055,3 +1055,221 @@ def cycle_gan(m, state=None):
 
 def test_cycle_gan():
     compare(cycle_gan)
+
+
+# (j) CuriousAI/mean-teacher's pytorch/main.py, ramps.py and losses.py: create_model(ema=True) detaching every
+# parameter by param.detach_(), sigmoid_rampup by np.clip and exp, softmax_mse_loss (size_average=False) /
+# num_classes, the class loss by CrossEntropyLoss(size_average=False, ignore_index=NO_LABEL) / minibatch size, the
+# labelled count by target_var.data.ne(NO_LABEL).sum(), update_ema_variables by the deprecated
+# ema_param.data.mul_(alpha).add_(1 - alpha, param.data) with alpha = min(1 - 1 / (global_step + 1), alpha), the
+# cosine lr written into param_groups per step (adjust_learning_rate's linear rampup and cosine_rampdown), SGD with
+# nesterov, and accuracy by topk, t().eq(target.view(1, -1).expand_as(pred)) and correct[:k].reshape(-1)
+def mean_teacher(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    NO_LABEL = -1
+
+    def sigmoid_rampup(current, rampup_length):
+        if rampup_length == 0:
+            return 1.0
+        else:
+            current = np.clip(current, 0.0, rampup_length)
+            phase = 1.0 - current / rampup_length
+            return float(np.exp(-5.0 * phase * phase))
+
+    def linear_rampup(current, rampup_length):
+        assert current >= 0 and rampup_length >= 0
+        if current >= rampup_length:
+            return 1.0
+        else:
+            return current / rampup_length
+
+    def cosine_rampdown(current, rampdown_length):
+        assert 0 <= current <= rampdown_length
+        return float(.5 * (np.cos(np.pi * current / rampdown_length) + 1))
+
+    def softmax_mse_loss(input_logits, target_logits):
+        assert input_logits.size() == target_logits.size()
+        input_softmax = F.softmax(input_logits, dim=1)
+        target_softmax = F.softmax(target_logits, dim=1)
+        num_classes = input_logits.size()[1]
+        return F.mse_loss(input_softmax, target_softmax, size_average=False) / num_classes
+
+    def softmax_kl_loss(input_logits, target_logits):
+        assert input_logits.size() == target_logits.size()
+        input_log_softmax = F.log_softmax(input_logits, dim=1)
+        target_softmax = F.softmax(target_logits, dim=1)
+        return F.kl_div(input_log_softmax, target_softmax, size_average=False)
+
+    def create_model(ema=False):
+        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6), nn.LeakyReLU(0.1),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 4 * 4, 5))
+        if ema:
+            for param in model.parameters():
+                param.detach_()
+        return model
+
+    def update_ema_variables(model, ema_model, alpha, global_step):
+        alpha = min(1 - 1 / (global_step + 1), alpha)
+        for ema_param, param in zip(ema_model.parameters(), model.parameters()):
+            ema_param.data.mul_(alpha).add_(1 - alpha, param.data)
+
+    def adjust_learning_rate(optimizer, epoch, step_in_epoch, total_steps_in_epoch, lr=0.1, initial_lr=0.01,
+                             lr_rampup=1, lr_rampdown_epochs=4):
+        epoch = epoch + step_in_epoch / total_steps_in_epoch
+        lr = linear_rampup(epoch, lr_rampup) * (lr - initial_lr) + initial_lr
+        if lr_rampdown_epochs:
+            lr *= cosine_rampdown(epoch, lr_rampdown_epochs)
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+
+    def accuracy(output, target, topk=(1,)):
+        maxk = max(topk)
+        labeled_minibatch_size = max(target.ne(NO_LABEL).sum(), 1e-8)
+        _, pred = output.topk(maxk, 1, True, True)
+        pred = pred.t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+        res = []
+        for k in topk:
+            correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+            res.append(correct_k.mul_(100.0 / labeled_minibatch_size))
+        return res
+
+    model, ema_model = create_model(), create_model(ema=True)
+    both = nn.ModuleList([model, ema_model])
+    init = load(m, both, state)
+    assert not any(p.requires_grad for p in ema_model.parameters())
+    optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9, weight_decay=2e-4, nesterov=True)
+    class_criterion = nn.CrossEntropyLoss(size_average=False, ignore_index=NO_LABEL)
+    consistency_criterion = softmax_mse_loss
+    rng = np.random.default_rng(13)
+    losses = []
+    global_step = 0
+    for i in range(3):
+        adjust_learning_rate(optimizer, 0, i, 3)
+        input = torch.from_numpy(normal(rng, 6, 3, 8, 8))
+        ema_input = input + torch.from_numpy(normal(rng, 6, 3, 8, 8) * 0.1)
+        target = torch.from_numpy(np.where(rng.random(6) < 0.5, rng.integers(0, 5, 6), NO_LABEL))
+        minibatch_size = len(target)
+        labeled_minibatch_size = target.data.ne(NO_LABEL).sum()
+        assert labeled_minibatch_size > 0
+        ema_model_out = ema_model(ema_input)
+        model_out = model(input)
+        ema_logit = ema_model_out.detach()
+        class_loss = class_criterion(model_out, target) / minibatch_size
+        ema_class_loss = class_criterion(ema_logit, target) / minibatch_size
+        consistency_weight = 100.0 * sigmoid_rampup(i, 5)
+        consistency_loss = consistency_weight * consistency_criterion(model_out, ema_logit) / minibatch_size
+        kl = softmax_kl_loss(model_out, ema_logit) / minibatch_size
+        loss = class_loss + consistency_loss
+        prec1, prec2 = accuracy(model_out.data, target.data, topk=(1, 2))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        global_step += 1
+        update_ema_variables(model, ema_model, 0.9, global_step)
+        losses += [loss.item(), ema_class_loss.item(), kl.item(), prec1[0].item(), prec2[0].item(),
+                   int(labeled_minibatch_size)]
+    return init, losses + summary(both.parameters())
+
+
+def test_mean_teacher():
+    compare(mean_teacher)
+
+
+# (k) bhanML/Co-teaching's loss.py and main.py: loss_coteaching by F.cross_entropy(y, t, reduce=False), the small
+# losses' indices by np.argsort(loss.data).cuda()-style torch.from_numpy-free indexing, remember_rate and
+# num_remember, the exchange of the picked samples between the two nets, the pure ratios from a noise mask;
+# rate_schedule = np.ones(n_epoch) * forget_rate with the linspace ramp; the alpha_plan/beta1_plan written into
+# param_groups (adjust_learning_rate's lr and betas)
+def co_teaching(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def loss_coteaching(y_1, y_2, t, forget_rate, ind, noise_or_not):
+        loss_1 = F.cross_entropy(y_1, t, reduce=False)
+        ind_1_sorted = np.argsort(loss_1.data.cpu().numpy())
+        loss_1_sorted = loss_1[ind_1_sorted]
+        loss_2 = F.cross_entropy(y_2, t, reduce=False)
+        ind_2_sorted = np.argsort(loss_2.data.cpu().numpy())
+        loss_2_sorted = loss_2[ind_2_sorted]
+        remember_rate = 1 - forget_rate
+        num_remember = int(remember_rate * len(loss_1_sorted))
+        pure_ratio_1 = np.sum(noise_or_not[ind[ind_1_sorted[:num_remember]]]) / float(num_remember)
+        pure_ratio_2 = np.sum(noise_or_not[ind[ind_2_sorted[:num_remember]]]) / float(num_remember)
+        ind_1_update = ind_1_sorted[:num_remember]
+        ind_2_update = ind_2_sorted[:num_remember]
+        # exchange
+        loss_1_update = F.cross_entropy(y_1[ind_2_update], t[ind_2_update])
+        loss_2_update = F.cross_entropy(y_2[ind_1_update], t[ind_1_update])
+        return (torch.sum(loss_1_update) / num_remember, torch.sum(loss_2_update) / num_remember, pure_ratio_1,
+                pure_ratio_2, loss_1_sorted.sum())
+
+    class CNN(nn.Module):
+        def __init__(self, input_channel=3, n_outputs=4, dropout_rate=0.25, momentum=0.1):
+            self.dropout_rate = dropout_rate
+            self.momentum = momentum
+            super(CNN, self).__init__()
+            self.c1 = nn.Conv2d(input_channel, 8, kernel_size=3, stride=1, padding=1)
+            self.l_c1 = nn.Linear(8, n_outputs)
+            self.bn1 = nn.BatchNorm2d(8, momentum=self.momentum)
+
+        def forward(self, x,):
+            h = x
+            h = self.c1(h)
+            h = F.leaky_relu(self.bn1(h), negative_slope=0.01)
+            h = F.max_pool2d(h, kernel_size=2, stride=2)
+            h = F.dropout2d(h, p=self.dropout_rate, training=False)
+            h = F.avg_pool2d(h, kernel_size=h.data.shape[2])
+            h = h.view(h.size(0), h.size(1))
+            logit = self.l_c1(h)
+            return logit
+
+    n_epoch, forget_rate, num_gradual, exponent = 3, 0.5, 2, 1
+    rate_schedule = np.ones(n_epoch) * forget_rate
+    rate_schedule[:num_gradual] = np.linspace(0, forget_rate ** exponent, num_gradual)
+    mom1, mom2 = 0.9, 0.1
+    learning_rate = 0.01
+    alpha_plan = [learning_rate] * n_epoch
+    beta1_plan = [mom1] * n_epoch
+    for i in range(1, n_epoch):
+        alpha_plan[i] = float(n_epoch - i) / (n_epoch - 1) * learning_rate
+        beta1_plan[i] = mom2
+
+    def adjust_learning_rate(optimizer, epoch):
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = alpha_plan[epoch]
+            param_group['betas'] = (beta1_plan[epoch], 0.999)  # Only change beta1
+
+    cnn1, cnn2 = CNN(), CNN()
+    both = nn.ModuleList([cnn1, cnn2])
+    init = load(m, both, state)
+    for cnn in both:  # the conv's bias before BatchNorm: its gradient is rounding alone, which Adam would normalise
+        cnn.c1.bias.requires_grad_(False)
+    optimizer1 = torch.optim.Adam(cnn1.parameters(), lr=learning_rate)
+    optimizer2 = torch.optim.Adam(cnn2.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(14)
+    noise_or_not = rng.random(40) > 0.3
+    losses = []
+    for epoch in range(n_epoch):
+        adjust_learning_rate(optimizer1, epoch)
+        adjust_learning_rate(optimizer2, epoch)
+        cnn1.train()
+        cnn2.train()
+        indexes = rng.permutation(40)[:8]
+        images = torch.from_numpy(normal(rng, 8, 3, 8, 8))
+        labels = torch.from_numpy(rng.integers(0, 4, 8))
+        logits1 = cnn1(images)
+        logits2 = cnn2(images)
+        loss_1, loss_2, pure_ratio_1, pure_ratio_2, sorted_sum = loss_coteaching(
+            logits1, logits2, labels, rate_schedule[epoch], indexes, noise_or_not)
+        optimizer1.zero_grad()
+        loss_1.backward()
+        optimizer1.step()
+        optimizer2.zero_grad()
+        loss_2.backward()
+        optimizer2.step()
+        losses += [loss_1.item(), loss_2.item(), pure_ratio_1, pure_ratio_2, sorted_sum.item()]
+    return init, losses + summary(both.parameters())
+
+
+def test_co_teaching():
+    compare(co_teaching)
