@@ -1273,3 +1273,238 @@ def co_teaching(m, state=None):
 
 def test_co_teaching():
     compare(co_teaching)
+
+
+# (l) YU1ut/MixMatch-pytorch's train.py: the guessed labels by averaging softmax over two augmentations, sharpening
+# by pt ** (1 / T) normalised, mixup of the labelled and unlabelled batches with l = max(l, 1 - l) from np.random.beta
+# and torch.randperm's order (numpy's here), interleave_offsets and interleave swapping slices between the batches
+# so BatchNorm sees one mixed batch, SemiLoss (the soft cross entropy -mean(sum(F.log_softmax * targets)) and the
+# L2 of softmax probabilities, linear_rampup of the weight), one-hot targets by zeros(...).scatter_(1, view(-1, 1),
+# 1), and WeightEMA: an optimizer-like object whose step lerps the EMA model's params and decays the model's by
+# param.mul_(1 - wd)
+def mixmatch(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    num_classes, batch_size, T, alpha, lambda_u = 3, 4, 0.5, 0.75, 75.0
+
+    class WideishNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(6, momentum=0.001)
+            self.fc = nn.Linear(6, num_classes)
+
+        def forward(self, x):
+            out = F.leaky_relu(self.bn(self.conv(x)), 0.1)
+            out = F.adaptive_avg_pool2d(out, 1)
+            return self.fc(out.view(-1, 6))
+
+    def create_model(ema=False):
+        model = WideishNet()
+        if ema:
+            for param in model.parameters():
+                param.detach_()
+        return model
+
+    def linear_rampup(current, rampup_length=16):
+        if rampup_length == 0:
+            return 1.0
+        else:
+            current = np.clip(current / rampup_length, 0.0, 1.0)
+            return float(current)
+
+    class SemiLoss(object):
+        def __call__(self, outputs_x, targets_x, outputs_u, targets_u, epoch):
+            probs_u = torch.softmax(outputs_u, dim=1)
+            Lx = -torch.mean(torch.sum(F.log_softmax(outputs_x, dim=1) * targets_x, dim=1))
+            Lu = torch.mean((probs_u - targets_u) ** 2)
+            return Lx, Lu, lambda_u * linear_rampup(epoch)
+
+    class WeightEMA(object):
+        def __init__(self, model, ema_model, alpha=0.999, lr=0.002):
+            self.model = model
+            self.ema_model = ema_model
+            self.alpha = alpha
+            self.params = list(model.state_dict().values())
+            self.ema_params = list(ema_model.state_dict().values())
+            self.wd = 0.02 * lr
+            for param, ema_param in zip(self.params, self.ema_params):
+                param.data.copy_(ema_param.data)
+
+        def step(self):
+            one_minus_alpha = 1.0 - self.alpha
+            for param, ema_param in zip(self.params, self.ema_params):
+                if ema_param.dtype == torch.float32:
+                    ema_param.mul_(self.alpha)
+                    ema_param.add_(param * one_minus_alpha)
+                    # customized weight decay
+                    param.mul_(1 - self.wd)
+
+    def interleave_offsets(batch, nu):
+        groups = [batch // (nu + 1)] * (nu + 1)
+        for x in range(batch - sum(groups)):
+            groups[-x - 1] += 1
+        offsets = [0]
+        for g in groups:
+            offsets.append(offsets[-1] + g)
+        assert offsets[-1] == batch
+        return offsets
+
+    def interleave(xy, batch):
+        nu = len(xy) - 1
+        offsets = interleave_offsets(batch, nu)
+        xy = [[v[offsets[p]:offsets[p + 1]] for p in range(nu + 1)] for v in xy]
+        for i in range(1, nu + 1):
+            xy[0][i], xy[i][i] = xy[i][i], xy[0][i]
+        return [torch.cat(v, dim=0) for v in xy]
+
+    model, ema_model = create_model(), create_model(ema=True)
+    both = nn.ModuleList([model, ema_model])
+    init = load(m, both, state)
+    train_criterion = SemiLoss()
+    optimizer = optim.Adam(model.parameters(), lr=0.002)
+    ema_optimizer = WeightEMA(model, ema_model, alpha=0.999)
+    np.random.seed(15)
+    rng = np.random.default_rng(15)
+    losses = []
+    for batch_idx in range(2):
+        inputs_x = torch.from_numpy(normal(rng, batch_size, 3, 6, 6))
+        targets_x = torch.from_numpy(rng.integers(0, num_classes, batch_size))
+        inputs_u = torch.from_numpy(normal(rng, batch_size, 3, 6, 6))
+        inputs_u2 = inputs_u + torch.from_numpy(normal(rng, batch_size, 3, 6, 6) * 0.1)
+        targets_x = torch.zeros(batch_size, num_classes).scatter_(1, targets_x.view(-1, 1).long(), 1)
+        with torch.no_grad():
+            outputs_u = model(inputs_u)
+            outputs_u2 = model(inputs_u2)
+            p = (torch.softmax(outputs_u, dim=1) + torch.softmax(outputs_u2, dim=1)) / 2
+            pt = p ** (1 / T)
+            targets_u = pt / pt.sum(dim=1, keepdim=True)
+            targets_u = targets_u.detach()
+        all_inputs = torch.cat([inputs_x, inputs_u, inputs_u2], dim=0)
+        all_targets = torch.cat([targets_x, targets_u, targets_u], dim=0)
+        l = np.random.beta(alpha, alpha)
+        l = max(l, 1 - l)
+        idx = torch.from_numpy(np.random.permutation(all_inputs.size(0)))
+        input_a, input_b = all_inputs, all_inputs[idx]
+        target_a, target_b = all_targets, all_targets[idx]
+        mixed_input = l * input_a + (1 - l) * input_b
+        mixed_target = l * target_a + (1 - l) * target_b
+        mixed_input = list(torch.split(mixed_input, batch_size))
+        mixed_input = interleave(mixed_input, batch_size)
+        logits = [model(mixed_input[0])]
+        for input in mixed_input[1:]:
+            logits.append(model(input))
+        logits = interleave(logits, batch_size)
+        logits_x = logits[0]
+        logits_u = torch.cat(logits[1:], dim=0)
+        Lx, Lu, w = train_criterion(logits_x, mixed_target[:batch_size], logits_u, mixed_target[batch_size:],
+                                    batch_idx / 2)
+        loss = Lx + w * Lu
+        # the same soft cross entropy by F.cross_entropy of probabilities (torch >= 1.10)
+        soft = F.cross_entropy(logits_x, mixed_target[:batch_size])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        ema_optimizer.step()
+        losses += [loss.item(), Lx.item(), Lu.item(), soft.item()]
+    return init, losses + summary(both.parameters()) + summary(b for n, b in both.named_buffers() if 'running' in n)
+
+
+def test_mixmatch():
+    compare(mixmatch)
+
+
+# (m) amirgholami/adahessian's image_classification/optim_adahessian.py: Adahessian, an Optimizer subclass whose
+# get_trace draws Rademacher v (torch.randint_like(p, high=2) * 2 - 1 there; numpy's here), takes
+# torch.autograd.grad(grads, params, grad_outputs=v, only_inputs=True, retain_graph=False) of the gradients that
+# loss.backward(create_graph=True) left in p.grad, averages |Hv| over a conv's spatial dims (and a linear's none);
+# step's exp_hessian_diag_sq.mul_(beta2).addcmul_(hut_trace, hut_trace, value=1 - beta2), the bias corrections and
+# hessian_power, and p.data = p.data - lr * (exp_avg / bias_correction1 / denom + weight_decay * p.data)
+def adahessian(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rademacher = np.random.default_rng(16)
+
+    class Adahessian(torch.optim.Optimizer):
+        def __init__(self, params, lr=0.15, betas=(0.9, 0.999), eps=1e-4, weight_decay=0, hessian_power=1):
+            if not 0.0 <= lr:
+                raise ValueError(f"Invalid learning rate: {lr}")
+            if not 0.0 <= eps:
+                raise ValueError(f"Invalid epsilon value: {eps}")
+            if not 0.0 <= hessian_power <= 1.0:
+                raise ValueError(f"Invalid Hessian power value: {hessian_power}")
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, hessian_power=hessian_power)
+            super(Adahessian, self).__init__(params, defaults)
+
+        def get_trace(self, params, grads):
+            for i, grad in enumerate(grads):
+                if grad.grad_fn is None:
+                    raise RuntimeError('Gradient tensor {:} does not have grad_fn. When calling\n'.format(i) +
+                                       '\t\t\t  loss.backward(), make sure the option create_graph is\n' +
+                                       '\t\t\t  set to True.')
+            v = [torch.from_numpy(rademacher.integers(0, 2, tuple(p.shape)).astype(np.float32) * 2 - 1)
+                 for p in params]
+            hvs = torch.autograd.grad(grads, params, grad_outputs=v, only_inputs=True, retain_graph=False)
+            hutchinson_trace = []
+            for hv in hvs:
+                param_size = hv.size()
+                if len(param_size) <= 2:  # for 0/1/2D tensor
+                    tmp_output = torch.abs(hv)
+                    hutchinson_trace.append(tmp_output)
+                elif len(param_size) == 4:  # Conv kernel
+                    tmp_output = torch.mean(torch.abs(hv), dim=[2, 3], keepdim=True)
+                    hutchinson_trace.append(tmp_output)
+            return hutchinson_trace
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            params = []
+            groups = []
+            grads = []
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is not None:
+                        params.append(p)
+                        groups.append(group)
+                        grads.append(p.grad)
+            hut_traces = self.get_trace(params, grads)
+            for (p, group, grad, hut_trace) in zip(params, groups, grads, hut_traces):
+                state = self.state[p]
+                if len(state) == 0:
+                    state['step'] = 0
+                    state['exp_avg'] = torch.zeros_like(p.data)
+                    state['exp_hessian_diag_sq'] = torch.zeros_like(p.data)
+                exp_avg, exp_hessian_diag_sq = state['exp_avg'], state['exp_hessian_diag_sq']
+                beta1, beta2 = group['betas']
+                state['step'] += 1
+                exp_avg.mul_(beta1).add_(grad.detach_(), alpha=1 - beta1)
+                exp_hessian_diag_sq.mul_(beta2).addcmul_(hut_trace, hut_trace, value=1 - beta2)
+                bias_correction1 = 1 - beta1 ** state['step']
+                bias_correction2 = 1 - beta2 ** state['step']
+                k = group['hessian_power']
+                denom = ((exp_hessian_diag_sq.sqrt() ** k) / math.sqrt(bias_correction2) ** k).add_(group['eps'])
+                step_size = group['lr']
+                p.data = p.data - step_size * (exp_avg / bias_correction1 / denom + group['weight_decay'] * p.data)
+            return loss
+
+    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.Tanh(), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                          nn.Linear(16, 3))
+    init = load(m, model, state)
+    optimizer = Adahessian(model.parameters(), lr=0.05, weight_decay=5e-4)
+    criterion = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(17)
+    losses = []
+    for i in range(2):
+        inputs, targets = torch.from_numpy(normal(rng, 4, 2, 5, 5)), torch.from_numpy(rng.integers(0, 3, 4))
+        optimizer.zero_grad()
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        loss.backward(create_graph=True)
+        optimizer.step()
+        losses.append(loss.item())
+    trace = [optimizer.state[p]['exp_hessian_diag_sq'].sum().item() for p in model.parameters()]
+    return init, losses + trace + summary(model.parameters())
+
+
+def test_adahessian():
+    compare(adahessian)
