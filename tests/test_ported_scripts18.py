@@ -1508,3 +1508,161 @@ def adahessian(m, state=None):
 
 def test_adahessian():
     compare(adahessian)
+
+
+# (n) avijit9/Contractive_Autoencoder_in_Pytorch's CAE_pytorch.py: the sigmoid encoder's contractive penalty in
+# closed form (W = model.state_dict()['fc1.weight'], requires_grad, h * (1 - h), the mm of dh ** 2 with the rows'
+# squared sums viewed (-1, 1), mul_ by lam), BCE(size_average=False) reconstruction; beside it the same Frobenius
+# norm of the encoder's Jacobian by torch.autograd.grad(..., torch.eye(...), is_grads_batched=True) over the
+# code's units (the Jacobian-regularisation idiom), with create_graph so that it trains
+def contractive_autoencoder(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Variable = torch.autograd.Variable
+
+    class CAE(nn.Module):
+        def __init__(self):
+            super(CAE, self).__init__()
+            self.fc1 = nn.Linear(16, 6, bias=False)  # Encoder
+            self.fc2 = nn.Linear(6, 16, bias=False)  # Decoder
+            self.relu = nn.ReLU()
+            self.sigmoid = nn.Sigmoid()
+
+        def encoder(self, x):
+            h1 = self.relu(self.fc1(x.view(-1, 16)))
+            return h1
+
+        def decoder(self, z):
+            h2 = self.sigmoid(self.fc2(z))
+            return h2
+
+        def forward(self, x):
+            h1 = self.encoder(x)
+            h2 = self.decoder(h1)
+            return h1, h2
+
+    mse_loss = nn.BCELoss(size_average=False)
+
+    def loss_function(W, x, recons_x, h, lam):
+        mse = mse_loss(recons_x, x)
+        dh = h * (1 - h)  # Hadamard product produces size N_batch x N_hidden
+        w_sum = torch.sum(Variable(W) ** 2, dim=1)
+        w_sum = w_sum.unsqueeze(1)  # shape N_hidden x 1
+        contractive_loss = torch.sum(torch.mm(dh ** 2, w_sum), 0)
+        return mse + contractive_loss.mul_(lam)
+
+    def jacobian_penalty(model, x):
+        x = x.view(-1, 16).detach().requires_grad_(True)
+        h = model.encoder(x)
+        eye = torch.eye(h.size(1))
+        jac, = torch.autograd.grad(h.sum(0), x, eye, create_graph=True, is_grads_batched=True)  # [hidden, N, 16]
+        return jac.pow(2).sum() / x.size(0)
+
+    model = CAE()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=0.001)
+    rng = np.random.default_rng(18)
+    lam = 1e-4
+    losses = []
+    for idx in range(2):
+        data = torch.from_numpy(rng.random((4, 1, 4, 4)).astype(np.float32))
+        data = Variable(data)
+        optimizer.zero_grad()
+        hidden_representation, recons_x = model(data)
+        W = model.state_dict()['fc1.weight']
+        loss = loss_function(W, data.view(-1, 16), recons_x, hidden_representation, lam)
+        penalty = jacobian_penalty(model, data)
+        (loss + 0.1 * penalty).backward()
+        optimizer.step()
+        losses += [loss.item(), penalty.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_contractive_autoencoder():
+    compare(contractive_autoencoder)
+
+
+# (o) pytorch/tutorials' beginner/knowledge_distillation_tutorial.py: the DeepNN teacher and LightNN student with
+# features and classifier Sequentials; train_knowledge_distillation's soft targets by softmax(teacher / T) and
+# log_softmax(student / T), the KL written as sum(soft_targets * (log(soft_targets) - soft_prob)) / batch * T ** 2;
+# the cosine-loss variant (ModifiedDeepNN returning flattened features, avg_pool1d of the teacher's hidden
+# representation to the student's size, nn.CosineEmbeddingLoss against torch.ones(batch)); and the regressor variant
+# (a Conv2d regressor on the student's feature map, nn.MSELoss against the teacher's), the teacher under eval() and
+# torch.no_grad()
+def kd_tutorial(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class DeepNN(nn.Module):
+        def __init__(self, num_classes=4):
+            super(DeepNN, self).__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 8, kernel_size=3, padding=1), nn.ReLU(),
+                nn.Conv2d(8, 8, kernel_size=3, padding=1), nn.ReLU(),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+            )
+            self.classifier = nn.Sequential(nn.Linear(8 * 4 * 4, 16), nn.ReLU(), nn.Dropout(0.0),
+                                            nn.Linear(16, num_classes))
+
+        def forward(self, x):
+            x = self.features(x)
+            conv_feature_map = x
+            flattened_conv_output = torch.flatten(x, 1)
+            x = self.classifier(flattened_conv_output)
+            flattened_conv_output_after_pooling = F.avg_pool1d(flattened_conv_output, 2)
+            return x, flattened_conv_output_after_pooling, conv_feature_map
+
+    class LightNN(nn.Module):
+        def __init__(self, num_classes=4):
+            super(LightNN, self).__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 4, kernel_size=3, padding=1), nn.ReLU(),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+            )
+            self.classifier = nn.Sequential(nn.Linear(4 * 4 * 4, 8), nn.ReLU(), nn.Dropout(0.0),
+                                            nn.Linear(8, num_classes))
+            self.regressor = nn.Sequential(nn.Conv2d(4, 8, kernel_size=3, padding=1))
+
+        def forward(self, x):
+            x = self.features(x)
+            regressor_output = self.regressor(x)
+            flattened_conv_output = torch.flatten(x, 1)
+            x = self.classifier(flattened_conv_output)
+            return x, flattened_conv_output, regressor_output
+
+    teacher, student = DeepNN(), LightNN()
+    both = nn.ModuleList([teacher, student])
+    init = load(m, both, state)
+    rng = np.random.default_rng(19)
+    inputs = torch.from_numpy(normal(rng, 4, 3, 8, 8))
+    labels = torch.from_numpy(rng.integers(0, 4, 4))
+    ce_loss = nn.CrossEntropyLoss()
+    cosine_loss = nn.CosineEmbeddingLoss()
+    mse_loss = nn.MSELoss()
+    optimizer = optim.Adam(student.parameters(), lr=0.001)
+    T, soft_target_loss_weight, ce_loss_weight = 2, 0.25, 0.75
+    teacher.eval()
+    student.train()
+    losses = []
+    for variant in ("kl", "cosine", "regressor"):
+        optimizer.zero_grad()
+        with torch.no_grad():
+            teacher_logits, teacher_hidden, teacher_feature_map = teacher(inputs)
+        student_logits, student_hidden, regressor_feature_map = student(inputs)
+        if variant == "kl":
+            soft_targets = nn.functional.softmax(teacher_logits / T, dim=-1)
+            soft_prob = nn.functional.log_softmax(student_logits / T, dim=-1)
+            soft_targets_loss = torch.sum(soft_targets * (soft_targets.log() - soft_prob)) / soft_prob.size()[0] * (T ** 2)
+            hidden_rep_loss = soft_targets_loss
+        elif variant == "cosine":
+            hidden_rep_loss = cosine_loss(student_hidden, teacher_hidden, target=torch.ones(inputs.size(0)))
+        else:
+            hidden_rep_loss = mse_loss(regressor_feature_map, teacher_feature_map)
+        label_loss = ce_loss(student_logits, labels)
+        loss = soft_target_loss_weight * hidden_rep_loss + ce_loss_weight * label_loss
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), hidden_rep_loss.item()]
+    return init, losses + summary(student.parameters())
+
+
+def test_kd_tutorial():
+    compare(kd_tutorial)
