@@ -114,6 +114,29 @@ def test_vjp_jvp_and_jacobian_as_torch(data, ieee):
     assert not ours.jacobian(lambda x: tnet.tanh(x), A).requires_grad
 
 
+def test_jacobian_vectorize_and_forward_mode_as_torch(data, ieee):
+    """vectorize=True and strategy="forward-mode" give the same Jacobian and Hessian (they choose torch's way of
+    computing it); the combinations torch refuses raise its errors."""
+    a, b, _ = data
+    ours, theirs = tnet.autograd.functional, torch.autograd.functional
+    A, B, At, Bt = tnet.tensor(a), tnet.tensor(b), torch.tensor(a), torch.tensor(b)
+    for kwargs in ({"vectorize": True}, {"vectorize": True, "strategy": "forward-mode"}):
+        # (torch's forward mode gives a list where its reverse mode gives a tuple; tnet a tuple for both)
+        want = tuple(theirs.jacobian(_two(torch), (At, Bt), **kwargs))
+        _same(ours.jacobian(_two(tnet), (A, B), **kwargs), want, 1e-4, 1e-5)
+    _same(ours.hessian(_scalar(tnet), A, vectorize=True, outer_jacobian_strategy="forward-mode"),
+          theirs.hessian(_scalar(torch), At, vectorize=True, outer_jacobian_strategy="forward-mode"), 1e-4, 1e-5)
+    for module, x in ((ours, A), (theirs, At)):
+        with pytest.raises(NotImplementedError, match="only implemented for"):
+            module.jacobian(lambda v: v * 2, x, strategy="forward-mode")
+        with pytest.raises(NotImplementedError, match="create_graph=True"):
+            module.jacobian(lambda v: v * 2, x, create_graph=True, vectorize=True, strategy="forward-mode")
+        with pytest.raises(RuntimeError, match="strict=True"):
+            module.jacobian(lambda v: v * 2, x, strict=True, vectorize=True)
+        with pytest.raises(AssertionError, match="Expected strategy"):
+            module.jacobian(lambda v: v * 2, x, strategy="sideways")
+
+
 def test_hessian_hvp_and_vhp_as_torch(data, ieee):
     a, b, _ = data
     ours, theirs = tnet.autograd.functional, torch.autograd.functional
