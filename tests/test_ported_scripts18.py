@@ -1666,3 +1666,134 @@ def kd_tutorial(m, state=None):
 
 def test_kd_tutorial():
     compare(kd_tutorial)
+
+
+# (p) greydanus/hamiltonian-nn's hnn.py, nn_models.py and experiment-spring/train.py: MLP with orthogonal_ init and
+# a nonlinearity chosen by name (choose_nonlinearity), HNN's forward split by .split(1, 1), the permutation tensor M
+# by torch.eye and torch.cat([M[n // 2:], -M[:n // 2]]) (assume_canonical_coords), time_derivative by
+# torch.autograd.grad(F2.sum(), x, create_graph=True)[0] @ M.t(), the L2 loss of the predicted dx/dt; Adam with
+# weight_decay; then the learnt vector field's Jacobian by torch.autograd.functional.jacobian(vectorize=True), as
+# the analysis notebooks check its symplectic structure
+def hamiltonian_nn(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    def choose_nonlinearity(name):
+        nl = None
+        if name == 'tanh':
+            nl = torch.tanh
+        elif name == 'relu':
+            nl = torch.relu
+        elif name == 'sigmoid':
+            nl = torch.sigmoid
+        elif name == 'softplus':
+            nl = torch.nn.functional.softplus
+        elif name == 'selu':
+            nl = torch.nn.functional.selu
+        elif name == 'elu':
+            nl = torch.nn.functional.elu
+        elif name == 'swish':
+            nl = lambda x: x * torch.sigmoid(x)  # noqa: E731
+        else:
+            raise ValueError("nonlinearity not recognized")
+        return nl
+
+    class MLP(torch.nn.Module):
+        def __init__(self, input_dim, hidden_dim, output_dim, nonlinearity='tanh'):
+            super(MLP, self).__init__()
+            self.linear1 = torch.nn.Linear(input_dim, hidden_dim)
+            self.linear2 = torch.nn.Linear(hidden_dim, hidden_dim)
+            self.linear3 = torch.nn.Linear(hidden_dim, output_dim, bias=None)
+            for l in [self.linear1, self.linear2, self.linear3]:
+                torch.nn.init.orthogonal_(l.weight)  # use a principled initialization
+            self.nonlinearity = choose_nonlinearity(nonlinearity)
+
+        def forward(self, x, separate_fields=False):
+            h = self.nonlinearity(self.linear1(x))
+            h = self.nonlinearity(self.linear2(h))
+            return self.linear3(h)
+
+    class HNN(torch.nn.Module):
+        def __init__(self, input_dim, differentiable_model, field_type='solenoidal', baseline=False,
+                     assume_canonical_coords=True):
+            super(HNN, self).__init__()
+            self.baseline = baseline
+            self.differentiable_model = differentiable_model
+            self.assume_canonical_coords = assume_canonical_coords
+            self.M = self.permutation_tensor(input_dim)  # Levi-Civita permutation tensor
+            self.field_type = field_type
+
+        def forward(self, x):
+            if self.baseline:
+                return self.differentiable_model(x)
+            y = self.differentiable_model(x)
+            assert y.dim() == 2 and y.shape[1] == 2, "Output tensor should have shape [batch_size, 2]"
+            return y.split(1, 1)
+
+        def time_derivative(self, x, t=None, separate_fields=False):
+            if self.baseline:
+                return self.differentiable_model(x)
+            F1, F2 = self.forward(x)  # traditional forward pass
+            conservative_field = torch.zeros_like(x)  # start out with both components set to 0
+            solenoidal_field = torch.zeros_like(x)
+            if self.field_type != 'solenoidal':
+                dF1 = torch.autograd.grad(F1.sum(), x, create_graph=True)[0]  # gradients for conservative field
+                conservative_field = dF1 @ torch.eye(*self.M.shape)
+            if self.field_type != 'conservative':
+                dF2 = torch.autograd.grad(F2.sum(), x, create_graph=True)[0]  # gradients for solenoidal field
+                solenoidal_field = dF2 @ self.M.t()
+            if separate_fields:
+                return [conservative_field, solenoidal_field]
+            return conservative_field + solenoidal_field
+
+        def permutation_tensor(self, n):
+            M = None
+            if self.assume_canonical_coords:
+                M = torch.eye(n)
+                M = torch.cat([M[n // 2:], -M[:n // 2]])
+            else:
+                M = torch.ones(n, n)  # matrix of ones
+                M *= 1 - torch.eye(n)  # clear diagonals
+                M[::2] *= -1  # pattern of signs
+                M[:, ::2] *= -1
+                for i in range(n):  # make asymmetric
+                    for j in range(i + 1, n):
+                        M[i, j] *= -1
+            return M
+
+    def L2_loss(u, v):
+        return (u - v).pow(2).mean()
+
+    def get_dataset(rng, samples=12, noise_std=0.1):  # the spring's trajectories' points and their dx/dt
+        q, p = rng.standard_normal(samples), rng.standard_normal(samples)
+        x = np.stack([q, p], 1) + rng.standard_normal((samples, 2)) * noise_std
+        dx = np.stack([p, -q], 1)  # dq/dt = dH/dp, dp/dt = -dH/dq for H = (q^2 + p^2) / 2
+        return x.astype(np.float32), dx.astype(np.float32)
+
+    output_dim = 2
+    nn_model = MLP(2, 8, output_dim, 'tanh')
+    model = HNN(2, differentiable_model=nn_model, field_type='solenoidal')
+    other = HNN(2, differentiable_model=MLP(2, 4, 2, 'softplus'), field_type='both', assume_canonical_coords=False)
+    init = load(m, nn.ModuleList([model, other]), state)
+    optim = torch.optim.Adam(model.parameters(), 1e-3, weight_decay=1e-4)
+    rng = np.random.default_rng(20)
+    data_x, data_dx = get_dataset(rng)
+    x = torch.tensor(data_x, requires_grad=True, dtype=torch.float32)
+    dxdt = torch.Tensor(data_dx)
+    losses = []
+    for step in range(2):
+        dxdt_hat = model.time_derivative(x)
+        loss = L2_loss(dxdt, dxdt_hat)
+        loss.backward()
+        grad = torch.cat([p.grad.flatten() for p in model.parameters()]).clone()
+        optim.step()
+        optim.zero_grad()
+        losses += [loss.item(), grad.std().item()]
+    field = lambda v: model.time_derivative(v.view(1, 2).requires_grad_(True)).view(2)  # noqa: E731
+    jac = torch.autograd.functional.jacobian(field, x[0].detach(), vectorize=True)
+    conservative, solenoidal = other.time_derivative(x, separate_fields=True)
+    losses += jac.flatten().tolist() + [conservative.sum().item(), solenoidal.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_hamiltonian_nn():
+    compare(hamiltonian_nn)
