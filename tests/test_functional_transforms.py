@@ -137,6 +137,37 @@ def test_jacobian_vectorize_and_forward_mode_as_torch(data, ieee):
             module.jacobian(lambda v: v * 2, x, strategy="sideways")
 
 
+def test_forward_ad_as_torch(data, ieee):
+    """forward_ad's duals: the JVP of a composite through two duals (one not reaching the output: its tangent adds
+    nothing), a dual's own tangent object, None for a tensor without a dual and after the level, the primal's own
+    gradient still there; torch's errors outside a level and for a tangent of another shape; no_grad refused."""
+    a, b, v = data
+    from torch.autograd import forward_ad as tfw
+    from tnet.autograd import forward_ad as fw
+    results = []
+    for T, ad in ((tnet, fw), (torch, tfw)):
+        x, w = T.tensor(a, requires_grad=True), T.tensor(b)
+        with ad.dual_level():
+            tx = T.tensor(v[:1].repeat(3))
+            dx, dw = ad.make_dual(x, tx), ad.make_dual(w, T.ones(2, 3))
+            assert ad.unpack_dual(dx).tangent is tx and ad.unpack_dual(T.ones(2)).tangent is None
+            y = T.tanh(dw @ dx) * dx[:2].exp()
+            unused = ad.make_dual(T.ones(4), T.ones(4))  # noqa: F841  (made after y: no part of it)
+            primal, tangent = ad.unpack_dual(y)
+            results.append((tangent, primal))
+        assert ad.unpack_dual(y).tangent is None
+        primal.sum().backward()
+        results.append((x.grad,))
+        with pytest.raises(RuntimeError, match="no level exists"):
+            ad.make_dual(x, x)
+        with ad.dual_level(), pytest.raises(RuntimeError, match="different size"):
+            ad.make_dual(x, T.ones(2))
+    for got, want in zip(results[:2], results[2:]):
+        _same(got, want, 1e-5, 1e-6)
+    with fw.dual_level(), tnet.no_grad(), pytest.raises(NotImplementedError, match="no_grad"):
+        fw.make_dual(tnet.ones(2), tnet.ones(2))
+
+
 def test_hessian_hvp_and_vhp_as_torch(data, ieee):
     a, b, _ = data
     ours, theirs = tnet.autograd.functional, torch.autograd.functional

@@ -1797,3 +1797,70 @@ def hamiltonian_nn(m, state=None):
 
 def test_hamiltonian_nn():
     compare(hamiltonian_nn)
+
+
+# (q) pytorch/tutorials' intermediate/forward_ad_usage.py: fwAD.dual_level, make_dual (a dual's tangent unpacked as
+# the same object), the JVP of fn(x, y) = x ** 2 + y ** 2 with a plain second input, the tangent gone after the
+# level; with Modules, parameters swapped for duals by delattr and setattr, and by torch.func.functional_call; then
+# the directional derivative of a small classifier's loss along a random direction (forward gradient descent, Baydin
+# et al.'s "Gradients without backpropagation"), as the tutorial's readers go on to write it: the step
+# p -= lr * (jvp * v), without backward (the level entered with grad enabled, as tnet's forward AD needs)
+def forward_ad_tutorial(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    import importlib
+    fwAD = importlib.import_module(torch.__name__ + ".autograd.forward_ad")
+    functional_call = importlib.import_module(torch.__name__ + ".func").functional_call
+    rng = np.random.default_rng(21)
+    primal = torch.from_numpy(normal(rng, 4, 4))
+    tangent = torch.from_numpy(normal(rng, 4, 4))
+
+    def fn(x, y):
+        return x ** 2 + y ** 2
+
+    with fwAD.dual_level():
+        dual_input = fwAD.make_dual(primal, tangent)
+        assert fwAD.unpack_dual(dual_input).tangent is tangent
+        plain_tensor = torch.from_numpy(normal(rng, 4, 4))
+        dual_output = fn(dual_input, plain_tensor)
+        jvp = fwAD.unpack_dual(dual_output).tangent
+    assert fwAD.unpack_dual(dual_output).tangent is None
+    found = jvp.flatten().tolist()
+
+    model = nn.Linear(5, 3)
+    classifier = nn.Sequential(nn.Linear(5, 6), nn.Tanh(), nn.Linear(6, 3))
+    init = load(m, nn.ModuleList([model, classifier]), state)
+    input = torch.from_numpy(normal(rng, 6, 5))
+    params = {name: p for name, p in model.named_parameters()}
+    tangents = {name: torch.from_numpy(rng.random(tuple(p.shape)).astype(np.float32)) for name, p in params.items()}
+    dual_params = {}
+    with fwAD.dual_level():
+        for name, p in params.items():
+            dual_params[name] = fwAD.make_dual(p, tangents[name])
+        out = functional_call(model, dual_params, input)
+        jvp2 = fwAD.unpack_dual(out).tangent
+    with fwAD.dual_level():
+        for name, p in params.items():
+            delattr(model, name)
+            setattr(model, name, fwAD.make_dual(p, tangents[name]))
+        out = model(input)
+        jvp = fwAD.unpack_dual(out).tangent
+    assert torch.allclose(jvp, jvp2)
+    found += jvp.flatten().tolist()
+
+    target = torch.from_numpy(rng.integers(0, 3, 6))
+    named = dict(classifier.named_parameters())
+    for step in range(2):
+        v = {name: torch.from_numpy(normal(rng, *p.shape)) for name, p in named.items()}
+        with fwAD.dual_level():  # (not under no_grad: tnet's forward AD differentiates the tape, README)
+            duals = {name: fwAD.make_dual(p, v[name]) for name, p in named.items()}
+            loss = F.cross_entropy(functional_call(classifier, duals, (input,)), target)
+            loss_value, directional = fwAD.unpack_dual(loss)
+            found += [loss_value.item(), directional.item()]
+        with torch.no_grad():
+            for name, p in named.items():
+                p.sub_(0.1 * directional * v[name])
+    return init, found + summary(classifier.parameters())
+
+
+def test_forward_ad_tutorial():
+    compare(forward_ad_tutorial)

@@ -6,7 +6,7 @@ from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward,
 from . import function, grad_mode  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "functional",
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "forward_ad", "function", "functional",
            "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
            "set_grad_enabled"]
@@ -92,6 +92,7 @@ def _grads_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, al
 
 
 from . import functional  # noqa: E402  (it builds on grad)
+from . import forward_ad  # noqa: E402  (it builds on grad)
 
 
 _anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them
