@@ -152,7 +152,7 @@ def test_forward_ad_as_torch(data, ieee):
             dx, dw = ad.make_dual(x, tx), ad.make_dual(w, T.ones(2, 3))
             assert ad.unpack_dual(dx).tangent is tx and ad.unpack_dual(T.ones(2)).tangent is None
             y = T.tanh(dw @ dx) * dx[:2].exp()
-            unused = ad.make_dual(T.ones(4), T.ones(4))  # noqa: F841  (made after y: no part of it)
+            ad.make_dual(T.ones(4), T.ones(4))  # made after y: no part of it
             primal, tangent = ad.unpack_dual(y)
             results.append((tangent, primal))
         assert ad.unpack_dual(y).tangent is None

@@ -1201,7 +1201,7 @@ def co_teaching(m, state=None):
         loss_1_update = F.cross_entropy(y_1[ind_2_update], t[ind_2_update])
         loss_2_update = F.cross_entropy(y_2[ind_1_update], t[ind_1_update])
         return (torch.sum(loss_1_update) / num_remember, torch.sum(loss_2_update) / num_remember, pure_ratio_1,
-                pure_ratio_2, loss_1_sorted.sum())
+                pure_ratio_2, loss_1_sorted.sum() + loss_2_sorted.sum())
 
     class CNN(nn.Module):
         def __init__(self, input_channel=3, n_outputs=4, dropout_rate=0.25, momentum=0.1):
@@ -1420,7 +1420,7 @@ def test_mixmatch():
 # step's exp_hessian_diag_sq.mul_(beta2).addcmul_(hut_trace, hut_trace, value=1 - beta2), the bias corrections and
 # hessian_power, and p.data = p.data - lr * (exp_avg / bias_correction1 / denom + weight_decay * p.data)
 def adahessian(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     rademacher = np.random.default_rng(16)
 
     class Adahessian(torch.optim.Optimizer):
@@ -1516,7 +1516,7 @@ def test_adahessian():
 # norm of the encoder's Jacobian by torch.autograd.grad(..., torch.eye(...), is_grads_batched=True) over the
 # code's units (the Jacobian-regularisation idiom), with create_graph so that it trains
 def contractive_autoencoder(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     Variable = torch.autograd.Variable
 
     class CAE(nn.Module):
