@@ -7,10 +7,14 @@ SparseAdam); kevinzakka's NALU; kimhc6028's relation network; hardmaru's mixture
 (reflection pads, InstanceNorm, an image pool, LSGAN targets as buffers, itertools.chain, LambdaLR); CuriousAI's mean
 teacher (deprecated add_(alpha, tensor), size_average=False, ignore_index); bhanML's co-teaching (reduce=False, small
 losses picked by argsort); YU1ut's MixMatch (sharpening, interleave, WeightEMA); AdaHessian's Hutchinson diagonal by
-autograd.grad of gradients; and the PyTorch tutorial's knowledge distillation by CosineEmbeddingLoss on hidden
-representations and a regressor on feature maps. Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's random,
-seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps."""
+autograd.grad of gradients; a contractive autoencoder (its Jacobian by autograd.grad(is_grads_batched=True)); the
+PyTorch tutorial's knowledge distillation (CosineEmbeddingLoss on hidden representations, a regressor on feature
+maps); greydanus' Hamiltonian neural networks (a field's Jacobian by autograd.functional.jacobian(vectorize=True));
+and the forward-mode AD tutorial (forward_ad's duals through a Module and functional_call). Each runs in tnet, then
+in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy (or Python's random, seeded alike on both sides) draws what a script draws; shapes are tiny and
+runs 1-3 steps. Where Adam would normalise a gradient that is rounding alone (a bias before a norm layer), that bias
+is frozen, as test_ported_scripts17.py does."""
 import itertools
 import math
 import random
