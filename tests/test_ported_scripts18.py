@@ -10,7 +10,8 @@ losses picked by argsort); YU1ut's MixMatch (sharpening, interleave, WeightEMA);
 autograd.grad of gradients; a contractive autoencoder (its Jacobian by autograd.grad(is_grads_batched=True)); the
 PyTorch tutorial's knowledge distillation (CosineEmbeddingLoss on hidden representations, a regressor on feature
 maps); greydanus' Hamiltonian neural networks (a field's Jacobian by autograd.functional.jacobian(vectorize=True));
-and the forward-mode AD tutorial (forward_ad's duals through a Module and functional_call). Each runs in tnet, then
+the forward-mode AD tutorial (forward_ad's duals through a Module and functional_call); and the torch.func tutorials
+on Jacobians, Hessians and neural tangent kernels (jacrev, jacfwd, hessian, hvp as jvp of grad, vmap of jacrev). Each runs in tnet, then
 in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
 numbers, agree. Numpy (or Python's random, seeded alike on both sides) draws what a script draws; shapes are tiny and
 runs 1-3 steps. Where Adam would normalise a gradient that is rounding alone (a bias before a norm layer), that bias
@@ -1868,3 +1869,112 @@ def forward_ad_tutorial(m, state=None):
 
 def test_forward_ad_tutorial():
     compare(forward_ad_tutorial)
+
+
+# (r) pytorch/tutorials' intermediate/jacobians_hessians.py and neural_tangent_kernels.py (torch.func): predict by
+# F.linear(x, weight, bias).tanh(), the Jacobian by jacrev(predict, argnums=2) against the vjp-per-unit baseline
+# (vjp with unit vectors from torch.eye, torch.stack), argnums=(0, 1), jacfwd, the batch Jacobian by
+# vmap(jacrev(predict, argnums=2), in_dims=(None, None, 0)), the Hessian by hessian and by jacfwd(jacrev), and hvp by
+# jvp of grad; then the empirical NTK of a tiny CNN by functional_call over detached params, vmap(jacrev(fnet_single),
+# (None, 0)), the jacobians flattened and contracted by einsum('Naf,Mbf->NMab'), summed over the parameters, and the
+# tutorial's trace variant ('Naf,Maf->NM')
+def jacobians_hessians_ntk(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    import importlib
+    func = importlib.import_module(torch.__name__ + ".func")
+    vmap, jacrev, jacfwd, hessian = func.vmap, func.jacrev, func.jacfwd, func.hessian
+    vjp, jvp, grad, functional_call = func.vjp, func.jvp, func.grad, func.functional_call
+    rng = np.random.default_rng(22)
+
+    def predict(weight, bias, x):
+        return F.linear(x, weight, bias).tanh()
+
+    D = 3
+    weight = torch.from_numpy(normal(rng, D, D))
+    bias = torch.from_numpy(normal(rng, D))
+    x = torch.from_numpy(normal(rng, D))
+    found = []
+    _, vjp_fn = vjp(lambda x: predict(weight, bias, x), x)
+    unit_vectors = torch.eye(D)
+
+    def compute_jac(xp):
+        jacobian_rows = [torch.autograd.grad(predict(weight, bias, xp), xp, vec)[0] for vec in unit_vectors]
+        return torch.stack(jacobian_rows)
+    xp = x.clone().requires_grad_()
+    jacobian = compute_jac(xp)
+    jacobian_vjp = torch.stack([vjp_fn(vec)[0] for vec in unit_vectors])
+    ft_jacobian = jacrev(predict, argnums=2)(weight, bias, x)
+    assert torch.allclose(ft_jacobian, jacobian, atol=1e-6) and torch.allclose(jacobian_vjp, jacobian, atol=1e-6)
+    ft_jac_weight, ft_jac_bias = jacrev(predict, argnums=(0, 1))(weight, bias, x)
+    jacfwd_jacobian = jacfwd(predict, argnums=2)(weight, bias, x)
+    found += ft_jacobian.flatten().tolist() + [ft_jac_weight.sum().item(), ft_jac_bias.sum().item(),
+                                               jacfwd_jacobian.sum().item()]
+    batch_size = 3
+    xb = torch.from_numpy(normal(rng, batch_size, D))
+    compute_batch_jacobian = vmap(jacrev(predict, argnums=2), in_dims=(None, None, 0))
+    batch_jacobian0 = compute_batch_jacobian(weight, bias, xb)
+    hess_api = hessian(predict, argnums=2)(weight, bias, x)
+    hess_fwdrev = jacfwd(jacrev(predict, argnums=2), argnums=2)(weight, bias, x)
+    assert torch.allclose(hess_api, hess_fwdrev, atol=1e-6)
+
+    def hvp(f, primals, tangents):
+        return jvp(grad(f), primals, tangents)[1]
+
+    def f(x):
+        return x.sin().sum()
+    xh, th = torch.from_numpy(normal(rng, 5)), torch.from_numpy(normal(rng, 5))
+    found += [batch_jacobian0.sum().item(), hess_api.sum().item()] + hvp(f, (xh,), (th,)).tolist()
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, (3, 3))
+            self.conv2 = nn.Conv2d(4, 4, (3, 3))
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = x.relu()
+            x = self.conv2(x)
+            x = x.relu()
+            x = x.mean((2, 3))
+            x = self.fc(x)
+            return x
+
+    net = CNN()
+    init = load(m, net, state)
+    x_train = torch.from_numpy(normal(rng, 2, 3, 5, 5))
+    x_test = torch.from_numpy(normal(rng, 1, 3, 5, 5))
+    params = {k: v.detach() for k, v in net.named_parameters()}
+
+    def fnet_single(params, x):
+        return functional_call(net, params, (x.unsqueeze(0),)).squeeze(0)
+
+    def empirical_ntk_jacobian_contraction(fnet_single, params, x1, x2, compute='full'):
+        jac1 = vmap(jacrev(fnet_single), (None, 0))(params, x1)
+        jac1 = jac1.values()
+        jac1 = [j.flatten(2) for j in jac1]
+        jac2 = vmap(jacrev(fnet_single), (None, 0))(params, x2)
+        jac2 = jac2.values()
+        jac2 = [j.flatten(2) for j in jac2]
+        if compute == 'full':
+            einsum_expr = 'Naf,Mbf->NMab'
+        elif compute == 'trace':
+            einsum_expr = 'Naf,Maf->NM'
+        elif compute == 'diagonal':
+            einsum_expr = 'Naf,Maf->NMa'
+        else:
+            assert False
+        result = torch.stack([torch.einsum(einsum_expr, j1, j2) for j1, j2 in zip(jac1, jac2)])
+        result = result.sum(0)
+        return result
+
+    result = empirical_ntk_jacobian_contraction(fnet_single, params, x_train, x_test)
+    trace = empirical_ntk_jacobian_contraction(fnet_single, params, x_train, x_test, 'trace')
+    assert tuple(result.shape) == (2, 1, 3, 3)
+    found += result.flatten().tolist() + trace.flatten().tolist()
+    return init, found
+
+
+def test_jacobians_hessians_ntk():
+    compare(jacobians_hessians_ntk)
