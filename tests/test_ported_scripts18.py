@@ -1,21 +1,22 @@
 """Public code the earlier files leave out, written from memory in its repositories' styles and ported by its imports
 alone, as test_ported_scripts.py: the PyTorch tutorial's fused convolution and batch norm by custom Functions (and a
-Conv2d Function by torch.nn.grad); pytorch/examples' time_sequence_prediction (LSTMCells fitted by LBFGS); YongfeiYan's
-Gumbel-softmax VAE (straight-through hard samples by scatter_); facebookresearch's Poincare embeddings (an arcosh
-distance Function, Riemannian SGD with renorm_); a word2vec skip-gram with negative sampling (sparse embeddings and
-SparseAdam); kevinzakka's NALU; kimhc6028's relation network; hardmaru's mixture density network; junyanz's CycleGAN
-(reflection pads, InstanceNorm, an image pool, LSGAN targets as buffers, itertools.chain, LambdaLR); CuriousAI's mean
-teacher (deprecated add_(alpha, tensor), size_average=False, ignore_index); bhanML's co-teaching (reduce=False, small
-losses picked by argsort); YU1ut's MixMatch (sharpening, interleave, WeightEMA); AdaHessian's Hutchinson diagonal by
-autograd.grad of gradients; a contractive autoencoder (its Jacobian by autograd.grad(is_grads_batched=True)); the
-PyTorch tutorial's knowledge distillation (CosineEmbeddingLoss on hidden representations, a regressor on feature
-maps); greydanus' Hamiltonian neural networks (a field's Jacobian by autograd.functional.jacobian(vectorize=True));
-the forward-mode AD tutorial (forward_ad's duals through a Module and functional_call); and the torch.func tutorials
-on Jacobians, Hessians and neural tangent kernels (jacrev, jacfwd, hessian, hvp as jvp of grad, vmap of jacrev). Each runs in tnet, then
-in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
-numbers, agree. Numpy (or Python's random, seeded alike on both sides) draws what a script draws; shapes are tiny and
-runs 1-3 steps. Where Adam would normalise a gradient that is rounding alone (a bias before a norm layer), that bias
-is frozen, as test_ported_scripts17.py does."""
+Conv2d Function by torch.nn.grad); pytorch/examples' time_sequence_prediction (LSTMCells fitted by LBFGS);
+YongfeiYan's Gumbel-softmax VAE (straight-through hard samples by scatter_); facebookresearch's Poincare embeddings
+(an arcosh distance Function, Riemannian SGD with renorm_); a word2vec skip-gram with negative sampling (sparse
+embeddings and SparseAdam); kevinzakka's NALU; kimhc6028's relation network; hardmaru's mixture density network;
+junyanz's CycleGAN (reflection pads, InstanceNorm, an image pool, LSGAN targets as buffers, itertools.chain,
+LambdaLR); CuriousAI's mean teacher (deprecated add_(alpha, tensor), size_average=False, ignore_index); bhanML's
+co-teaching (reduce=False, small losses picked by argsort); YU1ut's MixMatch (sharpening, interleave, WeightEMA);
+AdaHessian's Hutchinson diagonal by autograd.grad of gradients; a contractive autoencoder (its Jacobian by
+autograd.grad(is_grads_batched=True)); the PyTorch tutorial's knowledge distillation (CosineEmbeddingLoss on hidden
+representations, a regressor on feature maps); greydanus' Hamiltonian neural networks (a field's Jacobian by
+autograd.functional.jacobian(vectorize=True)); the forward-mode AD tutorial (forward_ad's duals through a Module and
+functional_call); and the torch.func tutorials on Jacobians, Hessians and neural tangent kernels (jacrev, jacfwd,
+hessian, hvp as jvp of grad, vmap of jacrev). Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's
+random, seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps. Where Adam would
+normalise a gradient that is rounding alone (a bias before a norm layer), that bias is frozen, as
+test_ported_scripts17.py does."""
 import itertools
 import math
 import random
@@ -793,7 +794,8 @@ def test_mixture_density_network():
 # 0.2, kw 4, padw 1), init_weights by apply on classname.find('Conv'), GANLoss (LSGAN: MSELoss against
 # register_buffer'd labels by expand_as), ImagePool (Python's random, seeded alike: return the new image or swap
 # with a stored one, clone()), set_requires_grad over a list of nets, G's optimiser over itertools.chain of both
-# generators, the cycle L1 losses (the identity losses' branch off: --lambda_identity 0), LambdaLR's linear decay, and get_last_lr
+# generators, the cycle L1 losses (the identity losses' branch off: --lambda_identity 0), LambdaLR's linear decay,
+# and get_last_lr
 def cycle_gan(m, state=None):
     torch, nn = m.torch, m.nn
     import functools
@@ -899,7 +901,8 @@ def cycle_gan(m, state=None):
                 norm_layer(ndf * nf_mult),
                 nn.LeakyReLU(0.2, True)
             ]
-            sequence += [nn.Conv2d(ndf * nf_mult, 1, kernel_size=kw, stride=1, padding=padw)]  # 1 channel prediction map
+            # 1 channel prediction map
+            sequence += [nn.Conv2d(ndf * nf_mult, 1, kernel_size=kw, stride=1, padding=padw)]
             self.model = nn.Sequential(*sequence)
 
         def forward(self, input):
@@ -1655,7 +1658,8 @@ def kd_tutorial(m, state=None):
         if variant == "kl":
             soft_targets = nn.functional.softmax(teacher_logits / T, dim=-1)
             soft_prob = nn.functional.log_softmax(student_logits / T, dim=-1)
-            soft_targets_loss = torch.sum(soft_targets * (soft_targets.log() - soft_prob)) / soft_prob.size()[0] * (T ** 2)
+            soft_targets_loss = (torch.sum(soft_targets * (soft_targets.log() - soft_prob)) / soft_prob.size()[0]
+                                 * (T ** 2))
             hidden_rep_loss = soft_targets_loss
         elif variant == "cosine":
             hidden_rep_loss = cosine_loss(student_hidden, teacher_hidden, target=torch.ones(inputs.size(0)))

@@ -14,8 +14,8 @@ from .functional import stack
 from .nn.utils.stateless import functional_call
 from .tensor import Tensor, enable_grad
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state", "vjp",
-           "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
+           "vjp", "vmap"]
 
 
 def _leaves(tree):
