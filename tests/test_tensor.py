@@ -167,6 +167,19 @@ def test_grad_is_grads_batched(rng):
         tnet.autograd.grad(F.tanh(x), x, tnet.ones(3, 4), is_grads_batched=True)
 
 
+def test_autograd_graph_save_on_cpu_and_saved_tensors_hooks(rng):
+    """autograd.graph.save_on_cpu is accepted (the same gradients); saved_tensors_hooks raises, since its pack
+    hook could not change what tnet's backwards read."""
+    x, xr = pair(rng, 3, 4)
+    with tnet.autograd.graph.save_on_cpu(pin_memory=True):
+        y = F.tanh(x * x).sum()
+    y.backward()
+    torch.tanh(xr * xr).sum().backward()
+    assert_close(x.grad, xr.grad, TOL["ieee"], "gradient under save_on_cpu")
+    with pytest.raises(NotImplementedError, match="saved_tensors_hooks"):
+        tnet.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+
+
 def test_saved_state_freed_after_backward(rng):
     a, _ = pair(rng, 3, 4)
     y = F.relu(F.relu(a))

@@ -3,11 +3,11 @@ from torch.autograd import profiler  # torch's profiler (instrumentation, no mat
 
 from ..functional.copy import stack
 from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
-from . import function, grad_mode  # torch's submodules, for their import paths
+from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "forward_ad", "function", "functional",
-           "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "forward_ad", "function",
+           "functional", "graph", "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
            "set_grad_enabled"]
 
