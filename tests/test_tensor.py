@@ -180,6 +180,19 @@ def test_autograd_graph_save_on_cpu_and_saved_tensors_hooks(rng):
         tnet.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
 
 
+def test_clone_stays_usable_after_a_backward_frees_the_graph():
+    """clone saves nothing (torch's CloneBackward): after a backward frees the graph, a new forward from the
+    clone backpropagates through it again, as torch's."""
+    grads = []
+    for T in (tnet, torch):
+        leaf = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        x = leaf.clone()
+        x.exp().sum().backward()
+        (x * x).sum().backward()
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
 def test_saved_state_freed_after_backward(rng):
     a, _ = pair(rng, 3, 4)
     y = F.relu(F.relu(a))
