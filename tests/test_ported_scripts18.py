@@ -11,12 +11,12 @@ AdaHessian's Hutchinson diagonal by autograd.grad of gradients; a contractive au
 autograd.grad(is_grads_batched=True)); the PyTorch tutorial's knowledge distillation (CosineEmbeddingLoss on hidden
 representations, a regressor on feature maps); greydanus' Hamiltonian neural networks (a field's Jacobian by
 autograd.functional.jacobian(vectorize=True)); the forward-mode AD tutorial (forward_ad's duals through a Module and
-functional_call); and the torch.func tutorials on Jacobians, Hessians and neural tangent kernels (jacrev, jacfwd,
-hessian, hvp as jvp of grad, vmap of jacrev). Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's
-random, seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps. Where Adam would
-normalise a gradient that is rounding alone (a bias before a norm layer), that bias is frozen, as
-test_ported_scripts17.py does."""
+functional_call); the torch.func tutorials on Jacobians, Hessians and neural tangent kernels (jacrev, jacfwd,
+hessian, hvp as jvp of grad, vmap of jacrev); and the double-backward tutorial's custom Functions, one a critic's
+activation under WGAN-GP's penalty. Each runs in tnet, then in torch from tnet's initial weights (state_dict through
+numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's random, seeded alike on
+both sides) draws what a script draws; shapes are tiny and runs 1-3 steps. Where Adam would normalise a gradient that
+is rounding alone (a bias before a norm layer), that bias is frozen, as test_ported_scripts17.py does."""
 import itertools
 import math
 import random
@@ -1982,3 +1982,89 @@ def jacobians_hessians_ntk(m, state=None):
 
 def test_jacobians_hessians_ntk():
     compare(jacobians_hessians_ntk)
+
+
+# (s) pytorch/tutorials' intermediate/custom_function_double_backward_tutorial.py: Exp saving its output and Sinh
+# saving intermediates returned as outputs, their first derivatives by autograd.grad(create_graph=True) and the second
+# by another grad; then a critic whose activation is such a Function, trained with WGAN-GP's gradient penalty
+# (torch.autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=ones, create_graph=True,
+# retain_graph=True, only_inputs=True), the penalty's ((norm(2, dim=1) - 1) ** 2).mean()), as eriklindernoren's
+# wgan_gp.py writes it
+def custom_function_double_backward(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = torch.exp(x)
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            result, = ctx.saved_tensors
+            return grad_out * result
+
+    class Sinh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            expx = torch.exp(x)
+            expnegx = torch.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, _grad_out_exp, _grad_out_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += _grad_out_exp * expx
+            grad_input -= _grad_out_negexp * expnegx
+            return grad_input
+
+    def sinh(x):
+        return Sinh.apply(x)[0]
+
+    rng = np.random.default_rng(23)
+    x = torch.tensor(normal(rng, 3), requires_grad=True).clone()
+    found = []
+    for fn in (Exp.apply, sinh):
+        out = fn(x)
+        grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+        grad2_x, = torch.autograd.grad(grad_x.sum(), x)
+        found += grad_x.tolist() + grad2_x.tolist()
+
+    class SoftSign(nn.Module):  # the critic's activation as a custom Function: x / (1 + exp(x) + exp(-x))
+        def forward(self, x):
+            return x / (1 + Exp.apply(x) + Exp.apply(-x))
+
+    critic = nn.Sequential(nn.Linear(4, 8), SoftSign(), nn.Linear(8, 1))
+    init = load(m, critic, state)
+    optimizer_D = torch.optim.Adam(critic.parameters(), lr=1e-3, betas=(0.5, 0.999))
+    lambda_gp = 10
+
+    def compute_gradient_penalty(D, real_samples, fake_samples, alpha):
+        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+        d_interpolates = D(interpolates)
+        fake = torch.ones(real_samples.shape[0], 1).requires_grad_(False)
+        gradients = torch.autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=fake,
+                                        create_graph=True, retain_graph=True, only_inputs=True)[0]
+        gradients = gradients.view(gradients.size(0), -1)
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+    for step in range(2):
+        real_imgs = torch.from_numpy(normal(rng, 5, 4))
+        fake_imgs = torch.from_numpy(normal(rng, 5, 4) * 0.5 + 1)
+        alpha = torch.from_numpy(rng.random((5, 1)).astype(np.float32))
+        optimizer_D.zero_grad()
+        real_validity = critic(real_imgs)
+        fake_validity = critic(fake_imgs)
+        gradient_penalty = compute_gradient_penalty(critic, real_imgs.data, fake_imgs.data, alpha)
+        d_loss = -torch.mean(real_validity) + torch.mean(fake_validity) + lambda_gp * gradient_penalty
+        d_loss.backward()
+        optimizer_D.step()
+        found += [d_loss.item(), gradient_penalty.item()]
+    return init, found + summary(critic.parameters())
+
+
+def test_custom_function_double_backward():
+    compare(custom_function_double_backward)
