@@ -225,7 +225,7 @@ def time_sequence_prediction(m, state=None):
             return outputs
 
     np.random.seed(2)
-    T, L, N = 20, 5, 5
+    T, L, N = 20, 4, 5
     x = np.empty((N, L), 'int64')
     x[:] = np.array(range(L)) + np.random.randint(-4 * T, 4 * T, N).reshape(N, 1)
     data = np.sin(x / 1.0 / T).astype('float32')
@@ -1893,7 +1893,7 @@ def jacobians_hessians_ntk(m, state=None):
     def predict(weight, bias, x):
         return F.linear(x, weight, bias).tanh()
 
-    D = 3
+    D = 2
     weight = torch.from_numpy(normal(rng, D, D))
     bias = torch.from_numpy(normal(rng, D))
     x = torch.from_numpy(normal(rng, D))
