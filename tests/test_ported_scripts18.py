@@ -236,7 +236,7 @@ def time_sequence_prediction(m, state=None):
     seq = Sequence()
     init = load(m, seq, state)
     criterion = nn.MSELoss()
-    optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=3)
+    optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=2)
     losses = []
     for i in range(1):
         def closure():
