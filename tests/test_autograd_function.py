@@ -1,6 +1,7 @@
 """torch.autograd.Function in tnet: custom ops (Shake-Shake, a straight-through estimator, gradient
 reversal, a multi-output op, torch 2's setup_context form, in-place mark_dirty) give torch's
-values and gradients, and the errors torch gives for a bad backward."""
+values and gradients, and the errors torch gives for a bad backward; create_graph through them (the double-backward
+tutorial's Functions)."""
 import numpy as np
 import pytest
 import torch
@@ -181,3 +182,78 @@ def test_custom_fwd_and_bwd_keep_the_forwards_autocast_state():
     y.sum().backward()
     assert seen == [torch.bfloat16]
     np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 2.0))
+
+
+def double_backward_functions(T):
+    """pytorch/tutorials' custom_function_double_backward_tutorial: Exp saving its output, Sinh saving its input
+    and the intermediates it saves returned as outputs, and a once_differentiable Cube."""
+    class Exp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = T.exp(x)
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            result, = ctx.saved_tensors
+            return grad_out * result
+
+    class Sinh(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            expx = T.exp(x)
+            expnegx = T.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, _grad_out_exp, _grad_out_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += _grad_out_exp * expx
+            grad_input -= _grad_out_negexp * expnegx
+            return grad_input
+
+    def sinh(x):
+        return Sinh.apply(x)[0]
+
+    class Cube(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, grad_out):
+            x, = ctx.saved_tensors
+            return grad_out * 3 * x ** 2
+    return Exp.apply, sinh, Cube.apply
+
+
+def test_create_graph_through_custom_functions():
+    """create_graph through a custom Function records its backward's ops, as torch's: second derivatives of the
+    tutorial's Exp (its saved output differentiated through the Function again) and Sinh, and forward_ad's
+    tangent through one; create_graph through a once_differentiable backward raises (torch's raises later, once
+    the first-order gradients are differentiated)."""
+    x = np.array([0.3, -1.2, 0.8], dtype=np.float32)
+    results = []
+    for T in (tnet, torch):
+        exp, sinh, _ = double_backward_functions(T)
+        for fn in (exp, sinh):
+            xt = T.tensor(x, requires_grad=True)
+            (g,) = T.autograd.grad((fn(xt) * fn(xt)).sum(), xt, create_graph=True)
+            (gg,) = T.autograd.grad(g.sum(), xt)
+            results.append((g.detach().numpy(), gg.numpy()))
+    for ours, theirs in zip(results[:2], results[2:]):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=TOL["ieee"])
+    exp, _, cube = double_backward_functions(tnet)
+    with tnet.autograd.forward_ad.dual_level():
+        dual = tnet.autograd.forward_ad.make_dual(tnet.tensor(x), tnet.ones(3))
+        tangent = tnet.autograd.forward_ad.unpack_dual(exp(dual)).tangent
+    np.testing.assert_allclose(tangent.numpy(), np.exp(x), rtol=1e-6)
+    xt = tnet.tensor(x, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph through CubeBackward"):
+        tnet.autograd.grad(cube(xt).sum(), xt, create_graph=True)

@@ -522,3 +522,22 @@ def test_conv1d_padding_modes_as_torch(rng, ieee, padding_mode, padding, dilatio
     ref.load_state_dict({name: torch.from_numpy(np.asarray(v, np.float64)) for name, v in layer.state_dict().items()})
     check(layer, ref, [leaf(rng, 2, 4, 13)], rng)
     assert f"padding_mode={padding_mode}" in repr(layer) and repr(layer) == repr(ref)
+
+
+@pytest.mark.parametrize("n, stride, padding, dilation, groups", [(1, 2, 1, 1, 2), (2, 1, 0, 1, 1), (2, 2, 1, 1, 2),
+                                                                 (2, 3, 0, 2, 1), (3, 2, 1, 1, 2)])
+def test_nn_grad(rng, n, stride, padding, dilation, groups):
+    """torch.nn.grad's conv{1,2,3}d_input and _weight (also as F.grad) against torch's: odd sizes, so that a
+    stride leaves rows out that input_size alone tells."""
+    x = rng.standard_normal((2, 4) + (9,) * n).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups) + (3,) * n).astype(np.float32)
+    conv = getattr(tF, f"conv{n}d")
+    g = rng.standard_normal(conv(torch.tensor(x), torch.tensor(w), None, stride, padding, dilation, groups).shape)
+    g = g.astype(np.float32)
+    args = (stride, padding, dilation, groups)
+    ref_x = getattr(torch.nn.grad, f"conv{n}d_input")(x.shape, torch.tensor(w), torch.tensor(g), *args)
+    ref_w = getattr(torch.nn.grad, f"conv{n}d_weight")(torch.tensor(x), w.shape, torch.tensor(g), *args)
+    gx = getattr(nn.grad, f"conv{n}d_input")(x.shape, tnet.tensor(w), tnet.tensor(g), *args)
+    gw = getattr(F.grad, f"conv{n}d_weight")(tnet.tensor(x), w.shape, tnet.tensor(g), *args)
+    assert_close(gx, ref_x, TOL["ieee"], "input gradient")
+    assert_close(gw, ref_w, TOL["ieee"], "weight gradient")

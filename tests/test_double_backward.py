@@ -313,6 +313,13 @@ def test_second_order_conv_transpose2d_and_cumsum(rng, ieee, args):
                  (2, 3, 4, 5), (3, 2, 3, 3), (2,), tol=2e-4)
 
 
+@pytest.mark.parametrize("name", ["conv2d", "conv_transpose2d"])
+def test_second_order_grouped_convolutions(rng, ieee, name):
+    """groups 2: the weight's gradient on the tape is a convolution per group, joined along its channels."""
+    shapes = [(2, 4, 6, 5), (6, 2, 3, 3)] if name == "conv2d" else [(2, 4, 4, 5), (4, 3, 3, 3)]
+    second_order(rng, lambda T, F, x, w: T.tanh(getattr(F, name)(x, w, None, 2, 1, groups=2)), *shapes, tol=2e-4)
+
+
 @pytest.mark.parametrize("name, fn", [
     ("sin_cos_log1p_expm1_reciprocal_rsqrt", lambda T, F, x: T.sin(x) * T.cos(x * x) + T.log1p(x * x) + T.expm1(x) * x +
      T.reciprocal(x * x + 1) + T.rsqrt(x * x + 1)),

@@ -117,6 +117,32 @@ def test_transforms_as_torchs(rng, ieee):
     assert_close(moved, moved_ref, 1e-6)
 
 
+def test_jvp_and_jacfwd_as_torchs(rng, ieee):
+    """func.jvp (a tuple output with an unreached part, has_aux), the composing-transforms tutorial's hvp as jvp of
+    grad, and jacfwd (also with argnums and of jacrev) against torch.func's."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w, v = (rng.standard_normal(4).astype(np.float32) for _ in range(2))
+    got, ref = (lib.func.jvp(lambda a, b: ((a @ b).tanh(), b.exp(), lib.ones(2)), (lib.tensor(x), lib.tensor(w)),
+                             (lib.tensor(x[::-1].copy()), lib.tensor(v))) for lib in (tnet, torch))
+    for a, b in zip(got[0] + got[1], ref[0] + ref[1]):
+        assert_close(a, b, 1e-5)
+    assert not got[0][0].requires_grad and not got[1][0].requires_grad
+    out, product, aux = tnet.func.jvp(lambda a: (a.sin(), a.sum()), (tnet.tensor(w),), (tnet.tensor(v),), has_aux=True)
+    assert_close(product, np.cos(w) * v, 1e-5) and np.isclose(aux.item(), w.sum(), rtol=1e-5)
+
+    def hvp(lib, f, primals, tangents):
+        return lib.func.jvp(lib.func.grad(f), primals, tangents)[1]
+    got, ref = (hvp(lib, lambda a: (a.sin() * a).sum(), (lib.tensor(w),), (lib.tensor(v),)) for lib in (tnet, torch))
+    assert_close(got, ref, 1e-5)
+    for make in (lambda lib: lib.func.jacfwd(lambda a, b: (a @ b).sin(), argnums=(0, 1)),
+                 lambda lib: lib.func.jacfwd(lib.func.jacrev(lambda a, b: ((a @ b) ** 3).sum()))):
+        got, ref = (make(lib)(lib.tensor(x), lib.tensor(w)) for lib in (tnet, torch))
+        for a, b in zip(got if isinstance(got, tuple) else (got,), ref if isinstance(ref, tuple) else (ref,)):
+            assert_close(a, b, 1e-5)
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        tnet.func.jvp(lambda a: a, tnet.tensor(w), (tnet.tensor(v),))
+
+
 def test_transforms_stay_on_the_tape_of_other_tensors_as_torchs(rng, ieee):
     """A transform's result is differentiable with respect to the tensors that require grad besides its
     inputs, as torch.func's: a closed-over module's parameters (a Jacobian penalty), an argument not

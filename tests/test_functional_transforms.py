@@ -114,6 +114,60 @@ def test_vjp_jvp_and_jacobian_as_torch(data, ieee):
     assert not ours.jacobian(lambda x: tnet.tanh(x), A).requires_grad
 
 
+def test_jacobian_vectorize_and_forward_mode_as_torch(data, ieee):
+    """vectorize=True and strategy="forward-mode" give the same Jacobian and Hessian (they choose torch's way of
+    computing it); the combinations torch refuses raise its errors."""
+    a, b, _ = data
+    ours, theirs = tnet.autograd.functional, torch.autograd.functional
+    A, B, At, Bt = tnet.tensor(a), tnet.tensor(b), torch.tensor(a), torch.tensor(b)
+    for kwargs in ({"vectorize": True}, {"vectorize": True, "strategy": "forward-mode"}):
+        # (torch's forward mode gives a list where its reverse mode gives a tuple; tnet a tuple for both)
+        want = tuple(theirs.jacobian(_two(torch), (At, Bt), **kwargs))
+        _same(ours.jacobian(_two(tnet), (A, B), **kwargs), want, 1e-4, 1e-5)
+    _same(ours.hessian(_scalar(tnet), A, vectorize=True, outer_jacobian_strategy="forward-mode"),
+          theirs.hessian(_scalar(torch), At, vectorize=True, outer_jacobian_strategy="forward-mode"), 1e-4, 1e-5)
+    for module, x in ((ours, A), (theirs, At)):
+        with pytest.raises(NotImplementedError, match="only implemented for"):
+            module.jacobian(lambda v: v * 2, x, strategy="forward-mode")
+        with pytest.raises(NotImplementedError, match="create_graph=True"):
+            module.jacobian(lambda v: v * 2, x, create_graph=True, vectorize=True, strategy="forward-mode")
+        with pytest.raises(RuntimeError, match="strict=True"):
+            module.jacobian(lambda v: v * 2, x, strict=True, vectorize=True)
+        with pytest.raises(AssertionError, match="Expected strategy"):
+            module.jacobian(lambda v: v * 2, x, strategy="sideways")
+
+
+def test_forward_ad_as_torch(data, ieee):
+    """forward_ad's duals: the JVP of a composite through two duals (one not reaching the output: its tangent adds
+    nothing), a dual's own tangent object, None for a tensor without a dual and after the level, the primal's own
+    gradient still there; torch's errors outside a level and for a tangent of another shape; no_grad refused."""
+    a, b, v = data
+    from torch.autograd import forward_ad as tfw
+    from tnet.autograd import forward_ad as fw
+    results = []
+    for T, ad in ((tnet, fw), (torch, tfw)):
+        x, w = T.tensor(a, requires_grad=True), T.tensor(b)
+        with ad.dual_level():
+            tx = T.tensor(v[:1].repeat(3))
+            dx, dw = ad.make_dual(x, tx), ad.make_dual(w, T.ones(2, 3))
+            assert ad.unpack_dual(dx).tangent is tx and ad.unpack_dual(T.ones(2)).tangent is None
+            y = T.tanh(dw @ dx) * dx[:2].exp()
+            ad.make_dual(T.ones(4), T.ones(4))  # made after y: no part of it
+            primal, tangent = ad.unpack_dual(y)
+            results.append((tangent, primal))
+        assert ad.unpack_dual(y).tangent is None
+        primal.sum().backward()
+        results.append((x.grad,))
+        with pytest.raises(RuntimeError, match="no level exists"):
+            ad.make_dual(x, x)
+        with ad.dual_level(), pytest.raises(RuntimeError, match="different size"):
+            ad.make_dual(x, T.ones(2))
+    for got, want in zip(results[:2], results[2:]):
+        _same(got, want, 1e-5, 1e-6)
+    with fw.dual_level(), tnet.no_grad(), pytest.raises(NotImplementedError, match="no_grad"):
+        fw.make_dual(tnet.ones(2), tnet.ones(2))
+
+
 def test_hessian_hvp_and_vhp_as_torch(data, ieee):
     a, b, _ = data
     ours, theirs = tnet.autograd.functional, torch.autograd.functional

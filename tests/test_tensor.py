@@ -149,6 +149,50 @@ def test_autograd_grad_and_backward_as_torch(rng):
         tnet.autograd.grad(tnet.cumprod(x, 1).sum(), x, create_graph=True)
 
 
+def test_grad_is_grads_batched(rng):
+    """is_grads_batched: a batch of seeds, one gradient per seed stacked first (a Jacobian by torch.eye), as
+    torch's; an unused input None; the graph freed after the last unless retained; a seed without the batch
+    dimension raises torch's RuntimeError."""
+    x, xr = pair(rng, 3, 4)
+    w = rng.standard_normal((4, 5))
+    y, yr = F.tanh(x @ tnet.tensor(w)), torch.tanh(xr @ torch.tensor(w))
+    unused = tnet.tensor([1.0], requires_grad=True)
+    jac, none = tnet.autograd.grad(y.sum(0), [x, unused], tnet.eye(5), is_grads_batched=True, allow_unused=True)
+    (jacr,) = torch.autograd.grad(yr.sum(0), xr, torch.eye(5, dtype=torch.float64), is_grads_batched=True)
+    assert none is None and jac.shape == (5, 3, 4)
+    assert_close(jac, jacr, TOL["ieee"], "jacobian")
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()
+    with pytest.raises(RuntimeError, match="first dimension of each grad_output as the batch"):
+        tnet.autograd.grad(F.tanh(x), x, tnet.ones(3, 4), is_grads_batched=True)
+
+
+def test_autograd_graph_save_on_cpu_and_saved_tensors_hooks(rng):
+    """autograd.graph.save_on_cpu is accepted (the same gradients); saved_tensors_hooks raises, since its pack
+    hook could not change what tnet's backwards read."""
+    x, xr = pair(rng, 3, 4)
+    with tnet.autograd.graph.save_on_cpu(pin_memory=True):
+        y = F.tanh(x * x).sum()
+    y.backward()
+    torch.tanh(xr * xr).sum().backward()
+    assert_close(x.grad, xr.grad, TOL["ieee"], "gradient under save_on_cpu")
+    with pytest.raises(NotImplementedError, match="saved_tensors_hooks"):
+        tnet.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+
+
+def test_clone_stays_usable_after_a_backward_frees_the_graph():
+    """clone saves nothing (torch's CloneBackward): after a backward frees the graph, a new forward from the
+    clone backpropagates through it again, as torch's."""
+    grads = []
+    for T in (tnet, torch):
+        leaf = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        x = leaf.clone()
+        x.exp().sum().backward()
+        (x * x).sum().backward()
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
 def test_saved_state_freed_after_backward(rng):
     a, _ = pair(rng, 3, 4)
     y = F.relu(F.relu(a))

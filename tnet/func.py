@@ -1,18 +1,21 @@
 """torch.func's transforms, for the tutorials' idioms: functional_call, grad, grad_and_value, vjp,
-jacrev, hessian, vmap and stack_module_state, with torch's arguments.
+jacrev, jvp, jacfwd, hessian, vmap and stack_module_state, with torch's arguments.
 
 Differences from torch: vmap runs the function once per index of the mapped dims and stacks the
 outputs (torch batches the ops instead: the same values, slower; random ops draw anew for each
 index, as randomness="different"); the transforms compose through tnet's tape (grad of grad
 needs ops with double backward, see tnet.autograd.grad); jacrev takes one backward per output
-element; there is no forward-mode AD (jvp, jacfwd)."""
+element, and so does jacfwd (the same Jacobian); jvp runs autograd.forward_ad's duals (reverse mode twice) and
+its results are off the tape (not differentiable by an enclosing transform)."""
+from .autograd import forward_ad
 from .autograd import grad as _autograd_grad
 from .factory import zeros
 from .functional import stack
 from .nn.utils.stateless import functional_call
 from .tensor import Tensor, enable_grad
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacrev", "stack_module_state", "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
+           "vjp", "vmap"]
 
 
 def _leaves(tree):
@@ -186,8 +189,40 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     return wrapper
 
 
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """torch.func.jacfwd: the Jacobian that jacrev gives (output's shape + the input's), computed as jacrev does:
+    tnet's forward mode is reverse mode twice, so one backward per output element is the shorter way to the same
+    numbers. randomness is accepted and changes nothing (no vmap batches the draws)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """torch.func.jvp: (func(*primals), its Jacobian-vector product along tangents[, aux]); primals and tangents
+    tuples (of tensors or pytrees of them) of one structure. func runs on autograd.forward_ad's duals; the outputs
+    come back detached, an output that no primal reaches with a zero tangent, as torch's."""
+    for name, v in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(v, tuple):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
+                               f"to call f(*primals).")
+    leaves, directions = _leaves(primals), _leaves(tangents)
+    if len(leaves) != len(directions):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure.")
+    with enable_grad(), forward_ad.dual_level():
+        duals = [forward_ad.make_dual(p, t) for p, t in zip(leaves, directions)]
+        out = func(*_rebuild(primals, iter(duals)))
+        aux = None
+        if has_aux:
+            out, aux = out
+        products = [forward_ad.unpack_dual(o).tangent for o in _leaves(out)]
+    products = [zeros(o.shape, dtype=o.dtype) if t is None else t for o, t in zip(_leaves(out), products)]
+    result = (_map(lambda o: o.detach(), out), _rebuild(out, iter(products)))
+    return result + (aux,) if has_aux else result
+
+
 def hessian(func, argnums=0):
-    """torch.func.hessian: the Jacobian of the Jacobian (jacrev of jacrev: tnet has no forward mode)."""
+    """torch.func.hessian: the Jacobian of the Jacobian (jacrev of jacrev: torch's jacfwd of jacrev, the same
+    numbers)."""
     return jacrev(jacrev(func, argnums), argnums)
 
 

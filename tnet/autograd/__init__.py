@@ -1,12 +1,13 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
+from ..functional.copy import stack
 from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
-from . import function, grad_mode  # torch's submodules, for their import paths
+from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "function", "functional",
-           "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad", "forward_ad", "function",
+           "functional", "graph", "grad", "grad_mode", "inference_mode", "no_grad", "once_differentiable", "profiler", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
            "set_grad_enabled"]
 
@@ -47,11 +48,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     unless allow_unused (None in its place) or materialize_grads (zeros). only_inputs is ignored, as
     torch's (deprecated there). create_graph=True: the gradients are themselves on the tape (higher-order
     gradients, a gradient penalty) through the ops that give record() a graph function (the README's
-    porting section lists them); any other op on the path raises NotImplementedError naming it. Not
-    supported: is_grads_batched."""
-    if is_grads_batched:
-        raise NotImplementedError("autograd.grad: is_grads_batched is not supported")
+    porting section lists them); any other op on the path raises NotImplementedError naming it.
+    is_grads_batched: each grad_output's first dimension is a batch of seeds (see _grads_batched)."""
     outputs, inputs = _tensors(outputs), _tensors(inputs)
+    if is_grads_batched:
+        return _grads_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                              materialize_grads)
     for x in inputs:
         if not x.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -69,8 +71,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
+def _grads_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """grad with is_grads_batched=True: seed b of each output is its grad_output[b]; one backward per seed (torch
+    vmaps them), the graph kept for the next, each input's B gradients stacked along a new first dimension (None
+    for an unused input, where allow_unused)."""
+    seeds = _seeds(grad_outputs, len(outputs))
+    for i, (y, s) in enumerate(zip(outputs, seeds)):
+        if s is None or tuple(s.shape[1:]) != tuple(y.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                f"{None if s is None else tuple(s.shape)} and output[{i}] has a shape of {tuple(y.shape)}.")
+    n = seeds[0].shape[0]
+    if any(s.shape[0] != n for s in seeds):
+        raise ValueError(f"autograd.grad: the grad_outputs' batch sizes {[s.shape[0] for s in seeds]} differ")
+    rows = [grad(outputs, inputs, [s[b] for s in seeds], True if b < n - 1 else retain_graph, create_graph,
+                 allow_unused=allow_unused, materialize_grads=materialize_grads) for b in range(n)]
+    return tuple(None if column[0] is None else stack(column) for column in zip(*rows))
+
 
 from . import functional  # noqa: E402  (it builds on grad)
+from . import forward_ad  # noqa: E402  (it builds on grad)
 
 
 _anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them

@@ -4,6 +4,7 @@ import torch
 
 from .._device import DEVICE
 from ..functional.pointwise import sum_to
+from ..functional.reduce import sum_to_size
 from ..tensor import Tensor, is_grad_enabled, no_grad, rebase, record
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -52,8 +53,9 @@ class FunctionCtx:
 
 
 def once_differentiable(fn):
-    """torch's decorator for a backward that is not itself differentiable: tnet's backwards never
-    are (no create_graph), so fn unchanged."""
+    """torch's decorator for a backward that is not itself differentiable: fn, marked so that create_graph
+    through its Function raises (torch's raises once the first-order gradients are differentiated)."""
+    fn._once_differentiable = True
     return fn
 
 
@@ -63,8 +65,9 @@ class Function:
     Cls.apply(*args). forward runs without recording; its tensor outputs get one node on the tape
     whose backward calls Cls.backward with a gradient per output (zeros for one that got none,
     unless ctx.set_materialize_grads(False)) and takes one gradient (or None) per forward argument.
-    A gradient of a broadcastable shape is summed to its input's, as torch's. Not supported:
-    create_graph through it (as everywhere in tnet), jvp, vmap."""
+    A gradient of a broadcastable shape is summed to its input's, as torch's. With create_graph, backward
+    runs with grad mode on, so that its ops are recorded (higher-order gradients through it, where they
+    support create_graph; not with @once_differentiable). Not supported: jvp, vmap."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -127,7 +130,26 @@ def _connect(cls, ctx, args, output):
         grads[:] = [None] * len(outputs)
         return _input_grads(cls, inputs, result if isinstance(result, tuple) else (result,))
 
-    hub = record(f"{cls.__name__}Backward", torch.empty(0, device=DEVICE), tuple(tensors), hub_backward)
+    # create_graph (record's graph=): the outputs' gradients are tape Tensors, and backward, run with grad mode on,
+    # records its ops
+    graph_grads = [None] * len(outputs)
+
+    def hub_graph(_, __):
+        given = []
+        for out, g in zip(outputs, graph_grads):
+            if g is None and ctx.materialize_grads and isinstance(out, Tensor):
+                g = Tensor(torch.zeros_like(out.memory))
+            given.append(g)
+        graph_grads[:] = [None] * len(outputs)
+        result = cls.backward(ctx, *given)
+        return _input_grads(cls, inputs, result if isinstance(result, tuple) else (result,), on_tape=True)
+
+    def out_graph(g, _, i):
+        graph_grads[i] = g
+        return (Tensor(torch.empty(0, device=DEVICE)),)
+    differentiable = not getattr(cls.backward, "_once_differentiable", False)
+    hub = record(f"{cls.__name__}Backward", torch.empty(0, device=DEVICE), tuple(tensors), hub_backward,
+                 graph=hub_graph if differentiable else None)
     wrapped = []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):
@@ -140,18 +162,23 @@ def _connect(cls, ctx, args, output):
         def out_backward(g, i=i):
             grads[i] = g
             return (hub.memory,)
-        new = record(f"{cls.__name__}Backward", out.memory, (hub,), out_backward)
+        new = record(f"{cls.__name__}Backward", out.memory, (hub,), out_backward,
+                     graph=(lambda g, y, i=i: out_graph(g, y, i)) if differentiable else None)
         if id(out) in dirty:
             old = next(x for x, a in zip(inputs, args) if a is out)
             rebase(out, old, new)
             new = out
         wrapped.append(new)
+    # a saved output is the recorded one, as torch's: a backward that reads it differentiates through this node
+    recorded = {id(out): new for out, new in zip(outputs, wrapped) if isinstance(out, Tensor)}
+    ctx.to_save = tuple(recorded.get(id(t), t) for t in ctx.to_save)
     return tuple(wrapped) if isinstance(output, tuple) else wrapped[0]
 
 
-def _input_grads(cls, inputs, result):
+def _input_grads(cls, inputs, result, on_tape=False):
     """backward's result as the hub entry's gradients, one per tensor input: checked against
-    forward's arguments, as torch's (count, None for non-tensors, shapes summed where broadcast)."""
+    forward's arguments, as torch's (count, None for non-tensors, shapes summed where broadcast);
+    their memory, or (on_tape, for create_graph) the Tensors themselves."""
     if len(result) < len(inputs) or any(g is not None for g in result[len(inputs):]):
         raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients (expected "
                            f"{len(inputs)}, got {len(result)})")
@@ -176,6 +203,6 @@ def _input_grads(cls, inputs, result):
             if not ok:
                 raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid gradient at index {i} - got "
                                    f"{list(g.shape)} but expected shape compatible with {list(x.shape)}")
-            g = Tensor(sum_to(g.contiguous().memory, x))
-        out.append(g.memory)
+            g = sum_to_size(g, *x.shape) if on_tape else Tensor(sum_to(g.contiguous().memory, x))
+        out.append(g if on_tape else g.memory)
     return tuple(out)

@@ -64,9 +64,24 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     """The Jacobian of func at inputs: for one input and one output a tensor of shape output.shape +
-    input.shape, else tuples (of tuples) of them, as torch's."""
-    if vectorize or strategy != "reverse-mode":
-        raise NotImplementedError("autograd.functional.jacobian: only vectorize=False and strategy='reverse-mode'")
+    input.shape, else tuples (of tuples) of them, as torch's. vectorize and strategy choose how torch computes
+    the same Jacobian (vmap, forward mode); tnet takes each output element's gradient alike, after torch's checks
+    of the combinations it refuses."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+                             'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode" and create_graph:
+        raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-mode"` '
+                                  'are not supported together (yet). Please either set `create_graph=False` or '
+                                  '`strategy="reverse-mode"`.')
+    if strict and (vectorize or strategy == "forward-mode"):
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` (or "
+                           '`strategy="forward-mode"`) are not supported together. Please either set `strict=False` '
+                           "or `vectorize=False`.")
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                  "implemented for `vectorize=True`.")
     xs = _inputs(inputs, create_graph)
     outs, single_out = _call(func, xs)
     rows = []

@@ -12,7 +12,7 @@ from ..kernels import pool as _pool
 from ..kernels.launch import (at_least, check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain,
                               single, sizes_type, triple)
 from ..tensor import Tensor, record
-from .copy import contiguous, getitem, reshape, transpose, unsqueeze
+from .copy import cat, contiguous, getitem, reshape, transpose, unsqueeze
 from .pad import pad
 from .pointwise import add
 from .gemm import bias_grad
@@ -145,8 +145,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
     """conv2d's gradients (x, w, b) on the tape (record's graph=): the input's a transposed
     convolution of g by w; the weight's a convolution of x by g, batch and channels swapped
-    (stride and dilation swapped too), cut to the kernel's size. Symmetric padding only, and
-    groups 1 for the weight's."""
+    (stride and dilation swapped too), cut to the kernel's size. Symmetric padding only."""
     if relu:
         g = where(gt(y, 0.0), g, 0.0)
     (top, bottom), (left, right) = _conv.conv_pads(padding, stride, w.shape[2:], dilation)
@@ -160,21 +159,26 @@ def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
                       for n, o, s, p, d, k in zip(x.shape[2:], g.shape[2:], strides, pads, dilations, w.shape[2:]))
         gx = conv_transpose2d(g, w, None, strides, pads, extra, groups, dilations)
     if w.requires_grad:
-        gw = _weight_graph("conv2d", x, g, w.shape, strides, pads, dilations, groups)
+        gw = weight_graph(x, g, w.shape, strides, pads, dilations, groups)
     if b is not None and b.requires_grad:
         gb = sum_dims(g, (0, 2, 3))
     return (gx, gw) if b is None else (gx, gw, gb)
 
 
-def _weight_graph(name, x, g, shape, strides, pads, dilations, groups):
-    """The weight gradient of conv2d(x, w) for the output's gradient g, on the tape: a convolution
-    of x by g, batch and channels swapped (stride and dilation swapped too), cut to the kernel's
-    size `shape`. groups 1 only."""
-    if groups != 1:
-        raise NotImplementedError(f"create_graph through {name} with groups > 1 is not supported (its weight's "
-                                  f"gradient)")
-    full = conv2d(transpose(x, 0, 1), transpose(g, 0, 1), None, dilations, pads, strides)  # [C, Cout, >= kh, >= kw]
-    return transpose(getitem(full, (slice(None), slice(None), slice(shape[2]), slice(shape[3]))), 0, 1)
+def weight_graph(x, g, shape, strides, pads, dilations, groups):
+    """The weight gradient of conv1d, conv2d or conv3d (by x's ndim) of x by a weight of shape `shape` for the
+    output's gradient g, on the tape: each group's a convolution of its x by its g, batch and channels swapped
+    (stride and dilation swapped too), cut to the kernel's size; the groups' joined along the output channels.
+    conv2d's and conv_transpose2d's create_graph, and torch.nn.grad's conv*_weight, take it."""
+    conv = {3: conv1d, 4: conv2d, 5: conv3d}[x.ndim]
+    cin, cout = x.shape[1] // groups, g.shape[1] // groups
+    parts = []
+    for i in range(groups):
+        xi = getitem(x, (slice(None), slice(i * cin, (i + 1) * cin))) if groups > 1 else x
+        gi = getitem(g, (slice(None), slice(i * cout, (i + 1) * cout))) if groups > 1 else g
+        full = conv(transpose(xi, 0, 1), transpose(gi, 0, 1), None, dilations, pads, strides)  # [cin, cout, >= k...]
+        parts.append(transpose(getitem(full, (slice(None), slice(None), *(slice(k) for k in shape[2:]))), 0, 1))
+    return parts[0] if groups == 1 else cat(parts, 0)
 
 
 def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=None, pool_padding=0,
@@ -257,7 +261,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
     def graph(g, out):  # the input's gradient a convolution of g by w, the weight's conv2d's with x and g swapped
         gx = conv2d(g, w, None, stride, padding, dilation, groups) if x.requires_grad else None
-        gw = _weight_graph("conv_transpose2d", g, x, w.shape, stride, padding, dilation, groups) if w.requires_grad else None
+        gw = weight_graph(g, x, w.shape, stride, padding, dilation, groups) if w.requires_grad else None
         gb = sum_dims(g, (0, 2, 3)) if b is not None and b.requires_grad else None
         return (gx, gw) if b is None else (gx, gw, gb)
     return record("conv_transpose2d", y, (x, w) if b is None else (x, w, b), backward, saved=saved, graph=graph)

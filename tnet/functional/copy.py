@@ -488,11 +488,11 @@ def broadcast_to(input, size):
     return expand(input, size)
 
 
-def _copy_record(name, inputs, y, backward, saved=(), graph=None):
+def _copy_record(name, inputs, y, backward, saved=(), graph=None, saves_nothing=False):
     """record() for y, a fresh copy of the elements of `inputs` (a tensor or a sequence): no
     gradient flows through an integer y (torch's rule)."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    return record(name, y, inputs, backward, saved, graph) if y.is_floating_point() else Tensor(y)
+    return record(name, y, inputs, backward, saved, graph, saves_nothing) if y.is_floating_point() else Tensor(y)
 
 
 def repeat(input, *repeats):
@@ -791,7 +791,9 @@ def clone(input, memory_format=torch.preserve_format):
     gradient passes through."""
     check_tensors("clone", input=input)
     y = copy_(torch.empty_like(input.memory, memory_format=memory_format), input.memory)
-    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.memory),), graph=_passed)
+    # its backward reads g and input's layout only: a backward that frees the graph leaves it usable, as torch's
+    # CloneBackward, which saves nothing (a script's x = torch.tensor(...).clone() differentiated again)
+    return _copy_record("clone", input, y, lambda g: (in_layout(g, input.memory),), graph=_passed, saves_nothing=True)
 
 
 def contiguous(x, memory_format=torch.contiguous_format):

@@ -3290,3 +3290,5 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .utils import fusion, parametrizations, parametrize, prune, stateless  # noqa: E402,F401  (after Module: ParametrizationList subclasses ModuleList)
 from . import common_types, modules, parameter  # noqa: E402,F401  (torch's import paths; after every layer)
+from . import grad  # noqa: E402  (torch.nn.grad; after functional: it calls the convolutions)
+F.grad = grad  # torch.nn.functional.grad is torch.nn.grad, as torch's functional imports it
