@@ -1089,3 +1089,15 @@ def test_setitem_converts_a_number_before_the_index_as_torch():
     x = tnet.zeros(3, dtype=torch.float16)
     x[0] = 1e10
     assert x.tolist() == [float("inf"), 0.0, 0.0]
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 66
+    # torch's (margin + d_pos) - d_neg: a bfloat16 d_pos rounds the margin in (case 227)
+    lambda m, f, t: f.triplet_margin_loss(t([[99840.0, 1.0]]).bfloat16(), t([[-1.0, 0.5]]).bfloat16(),
+                                          t([[99840.1, 0.7]])),
+    # multi_margin_loss reads the weight in input's dtype: a mismatch raises, an empty batch keeps input's dtype
+    lambda m, f, t: f.multi_margin_loss(m.ones(2, 3), t([0, 1]), weight=m.ones(3, dtype=torch.bfloat16)),
+    lambda m, f, t: f.multi_margin_loss(m.ones(0, 1, dtype=torch.float16), t([0, 1])[:0],
+                                        weight=m.ones(1, dtype=torch.bfloat16), reduction="none")])
+def test_round_19_losses_as_torch(call):
+    _same_outcome(call)

@@ -892,7 +892,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduced("triplet_margin_loss", clamp_min(add(sub(d_pos, d_neg), margin), 0.0), reduction)
+    # torch's order, (margin + d_pos) - d_neg: a 16-bit d_pos rounds the margin in its dtype
+    return _reduced("triplet_margin_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
 aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
