@@ -905,3 +905,14 @@ def test_multi_margin_loss_zeroes_an_infinite_weight_of_no_term_as_torch():
         want.sum().backward()
         _same(got.numpy(), want)
         _same(a.grad.numpy(), b.grad)
+
+
+def test_nanmean_gradient_over_a_slice_of_nans_is_nan_as_torch():
+    """nansum's gradient is g * (x == x), a product as torch's: nanmean over a slice of NaNs passes g / 0 and gives
+    NaN there (fuzz seed 69, case 2488: 0), an infinite g NaN at the NaNs of its slice."""
+    x = np.array([[NAN, NAN], [1.0, NAN], [2.0, 3.0]], np.float32)
+    g = np.array([1.0, INF, 2.0], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.nanmean(a, 1).backward(tnet.tensor(g))
+    torch.nanmean(b, 1).backward(torch.tensor(g))
+    _same(a.grad.numpy(), b.grad)

@@ -921,9 +921,25 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 @numpy_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN. dtype: as sum's."""
+    """sum with NaN counted as 0, as torch.nansum; the gradient is g times 0 at NaN, as torch's (NaN there where
+    g is infinite: nanmean's over a slice of NaNs, g / 0). dtype: as sum's."""
     check_tensors("nansum", input=input)
-    return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+    return sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+
+
+def _nan_zeroed(x):
+    """x with 0 at NaN; its gradient g * (x == x), a product as torch's nansum's (where's select would drop a NaN)."""
+    with no_grad():
+        kept = eq(x, x)
+        y = where(kept, x, 0.0)
+
+    def graph(g, out):
+        return (mul(g, kept),)
+
+    def backward(g):
+        with no_grad():
+            return (graph(Tensor(g), None)[0].memory,)
+    return record("nansum", y.memory, (x,), backward, saved=(kept,), graph=graph)
 
 
 @numpy_names
