@@ -1098,6 +1098,11 @@ def test_setitem_converts_a_number_before_the_index_as_torch():
     # multi_margin_loss reads the weight in input's dtype: a mismatch raises, an empty batch keeps input's dtype
     lambda m, f, t: f.multi_margin_loss(m.ones(2, 3), t([0, 1]), weight=m.ones(3, dtype=torch.bfloat16)),
     lambda m, f, t: f.multi_margin_loss(m.ones(0, 1, dtype=torch.float16), t([0, 1])[:0],
-                                        weight=m.ones(1, dtype=torch.bfloat16), reduction="none")])
+                                        weight=m.ones(1, dtype=torch.bfloat16), reduction="none"),
+    # log_sigmoid(x).mul_(log_weight) in place: the pos_weight product rounded to x's dtype (seed 68, case 2868)
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([0.0, 1.5, 0.0]).bfloat16(), t([0.6815, 0.8084, 0.8119]),
+                                                       pos_weight=t([1e5]), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-0.6553, 0.4050]).half(), t([0.7307, 0.1824]),
+                                                       pos_weight=t([3.0]), reduction="none")])
 def test_round_19_losses_as_torch(call):
     _same_outcome(call)

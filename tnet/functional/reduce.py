@@ -572,8 +572,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     with no_grad():
         log_p = softplus(neg(x))  # -log sigmoid(x)
-        if pos_weight is not None:
+        if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
             log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+            log_p = log_p if log_p.dtype == x.dtype else log_p.to(x.dtype)
         loss = mul(1.0 - y, x) + log_p
         if weight is not None:
             loss = mul(loss, weight)
