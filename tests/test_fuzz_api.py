@@ -1106,3 +1106,15 @@ def test_setitem_converts_a_number_before_the_index_as_torch():
                                                        pos_weight=t([3.0]), reduction="none")])
 def test_round_19_losses_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 71, case 1244: minimum(uint8, 0-d int64 -4) was -4 wrapped after
+    lambda m, f, t: m.minimum(t([1, 3, 200, 255]).to(torch.uint8), t(-4)),
+    lambda m, f, t: m.lt(t([1, 3, 200, 255]).to(torch.uint8), t(-4)), lambda m, f, t: t([1, 3, 200]).byte() < -4,
+    lambda m, f, t: m.eq(t([1, 5, -7]).int(), t(2 ** 40 + 5)), lambda m, f, t: t([1, 5, -7]).int() == 2 ** 40 + 5,
+    lambda m, f, t: m.remainder(t([1, 5, -7]).int(), t(-2 ** 33 - 7)),
+    lambda m, f, t: m.pow(t([1, 3, 200, 255]).to(torch.uint8), t(-4))])
+def test_a_wider_integer_operand_wraps_into_the_result_dtype_first_as_torch(call):
+    """torch casts every operand to the result's dtype before the op: a 0-d integer tensor or a Python int beside
+    a narrower integer tensor wraps into its dtype first."""
+    _same_outcome(call)
