@@ -916,3 +916,17 @@ def test_nanmean_gradient_over_a_slice_of_nans_is_nan_as_torch():
     tnet.nanmean(a, 1).backward(tnet.tensor(g))
     torch.nanmean(b, 1).backward(torch.tensor(g))
     _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean"])
+def test_variance_gradient_with_no_degrees_of_freedom_left_as_torch(name):
+    """Over every element with correction >= n, torch's gradient is g' * (NaN where x is the mean, else inf), not
+    2 (x - mean) / dof (fuzz seed 71, case 995: a 0-d var_mean with correction 2 gave 0, torch NaN)."""
+    for x in (np.float32(0.7), np.array([0.5, 2.0], np.float32), np.array([1.0, 1.0], np.float32)):
+        for correction in (2, 3):
+            a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            got, want = getattr(tnet, name)(a, correction=correction), getattr(torch, name)(b, correction=correction)
+            got, want = (got[0], want[0]) if name == "var_mean" else (got, want)
+            got.backward(tnet.tensor(1.3))
+            want.backward(torch.tensor(1.3))
+            _same(a.grad.numpy(), b.grad)

@@ -403,18 +403,29 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
     k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
+    # over every element (no dim, or a 0-d input) with no dof left, torch's gradient is g' * (NaN where x is the mean,
+    # else inf), g' being g for var and g / (2 std) for std, where the formula's 2 / dof would flip signs or give 0
+    no_dof = (dim is None or input.ndim == 0) and n - correction <= 0
 
     def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule), the
         # mean being torch's formula's sum / n (inf beside an inf, or past the range)
         g = g.reshape(y.shape)
-        s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+        if no_dof:
+            s = _pw.pointwise("std_backward", g, y, 0.5) if root else g
+            blowup = _pw.pointwise("where", _pw.pointwise("eq", X, plain), math.nan, math.inf)
+            return (_pw.pointwise("mul", s, blowup, channels_last=cl, dtype=input.dtype),)
+        s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
     def graph(g, out):  # backward's rule on the tape
         g, out = reshape(g, y.shape), reshape(out, y.shape)
+        mean_ = sum_or_mean("mean", input, dims, True, mean=True)
+        if no_dof:
+            s = where(eq(out, 0), 0.0, div(mul(g, 0.5), out)) if root else g
+            return (mul(s, where(eq(input, mean_), math.nan, math.inf)),)
         s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
-        return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
+        return (mul(s, sub(input, mean_)),)
     out = record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
     if not with_mean:
         return out
