@@ -1089,3 +1089,32 @@ def test_setitem_converts_a_number_before_the_index_as_torch():
     x = tnet.zeros(3, dtype=torch.float16)
     x[0] = 1e10
     assert x.tolist() == [float("inf"), 0.0, 0.0]
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 66
+    # torch's (margin + d_pos) - d_neg: a bfloat16 d_pos rounds the margin in (case 227)
+    lambda m, f, t: f.triplet_margin_loss(t([[99840.0, 1.0]]).bfloat16(), t([[-1.0, 0.5]]).bfloat16(),
+                                          t([[99840.1, 0.7]])),
+    # multi_margin_loss reads the weight in input's dtype: a mismatch raises, an empty batch keeps input's dtype
+    lambda m, f, t: f.multi_margin_loss(m.ones(2, 3), t([0, 1]), weight=m.ones(3, dtype=torch.bfloat16)),
+    lambda m, f, t: f.multi_margin_loss(m.ones(0, 1, dtype=torch.float16), t([0, 1])[:0],
+                                        weight=m.ones(1, dtype=torch.bfloat16), reduction="none"),
+    # log_sigmoid(x).mul_(log_weight) in place: the pos_weight product rounded to x's dtype (seed 68, case 2868)
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([0.0, 1.5, 0.0]).bfloat16(), t([0.6815, 0.8084, 0.8119]),
+                                                       pos_weight=t([1e5]), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-0.6553, 0.4050]).half(), t([0.7307, 0.1824]),
+                                                       pos_weight=t([3.0]), reduction="none")])
+def test_round_19_losses_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 71, case 1244: minimum(uint8, 0-d int64 -4) was -4 wrapped after
+    lambda m, f, t: m.minimum(t([1, 3, 200, 255]).to(torch.uint8), t(-4)),
+    lambda m, f, t: m.lt(t([1, 3, 200, 255]).to(torch.uint8), t(-4)), lambda m, f, t: t([1, 3, 200]).byte() < -4,
+    lambda m, f, t: m.eq(t([1, 5, -7]).int(), t(2 ** 40 + 5)), lambda m, f, t: t([1, 5, -7]).int() == 2 ** 40 + 5,
+    lambda m, f, t: m.remainder(t([1, 5, -7]).int(), t(-2 ** 33 - 7)),
+    lambda m, f, t: m.pow(t([1, 3, 200, 255]).to(torch.uint8), t(-4))])
+def test_a_wider_integer_operand_wraps_into_the_result_dtype_first_as_torch(call):
+    """torch casts every operand to the result's dtype before the op: a 0-d integer tensor or a Python int beside
+    a narrower integer tensor wraps into its dtype first."""
+    _same_outcome(call)

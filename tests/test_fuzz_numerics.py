@@ -869,3 +869,64 @@ def test_cross_entropy_gradient_of_an_ignored_row_keeps_nan_as_torch(label_smoot
     F.cross_entropy(a, tnet.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
     tF.cross_entropy(b, torch.tensor([0, 1, 0, 0]), ignore_index=0, label_smoothing=label_smoothing).backward()
     _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("p", [0.0, INF])
+def test_pdist_and_cdist_p_0_and_inf_as_torch(p):
+    """pdist and cdist take torch's distance-kernel rules: p = 0 counts min(ceil(|a - b|), 1) (NaN beside a NaN) with
+    a zero gradient (fuzz seed 67, case 392: pdist's was None), p = inf gives g sign(a - b) to each element of a tie
+    and NaN where |a - b| - d is NaN (an inf beside an infinite distance)."""
+    x = np.array([[NAN, 1.0], [1.0, 1.0], [3.0, 2.0], [INF, 0.5], [2.0, 3.0]], np.float32)
+    seed = np.arange(1, 11, dtype=np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, want = F.pdist(a, p), tF.pdist(b, p)
+    y.backward(tnet.tensor(seed))
+    want.backward(torch.tensor(seed))
+    _same(y.numpy(), want)
+    _same(a.grad.numpy(), b.grad)
+    finite = x[1:3]  # cdist's forward runs torch's max and min in scalar loops, which drop a NaN or not by position
+    a, b = tnet.tensor(finite, requires_grad=True), torch.tensor(finite, requires_grad=True)
+    tnet.cdist(a, a, p).sum().backward()
+    torch.cdist(b, b, p).sum().backward()
+    _same(a.grad.numpy(), b.grad)
+
+
+def test_multi_margin_loss_zeroes_an_infinite_weight_of_no_term_as_torch():
+    """torch sums only the terms i != y where the margin is positive: an infinite class weight times none of them
+    gives a gradient of 0, not 0 * inf (fuzz seed 67 ops run: f32[3, 1] with weight inf)."""
+    x = np.array([[0.3, -1.0, 2.0], [1.5, 0.2, 0.1], [0.0, 0.0, 0.0]], np.float32)
+    y = np.array([0, 0, 2])
+    w = np.array([INF, 1.0, 2.0], np.float32)
+    for p in (1, 2):
+        a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        got = F.multi_margin_loss(a, tnet.tensor(y), p=p, margin=0.5, weight=tnet.tensor(w), reduction="none")
+        want = tF.multi_margin_loss(b, torch.tensor(y), p=p, margin=0.5, weight=torch.tensor(w), reduction="none")
+        got.sum().backward()
+        want.sum().backward()
+        _same(got.numpy(), want)
+        _same(a.grad.numpy(), b.grad)
+
+
+def test_nanmean_gradient_over_a_slice_of_nans_is_nan_as_torch():
+    """nansum's gradient is g * (x == x), a product as torch's: nanmean over a slice of NaNs passes g / 0 and gives
+    NaN there (fuzz seed 69, case 2488: 0), an infinite g NaN at the NaNs of its slice."""
+    x = np.array([[NAN, NAN], [1.0, NAN], [2.0, 3.0]], np.float32)
+    g = np.array([1.0, INF, 2.0], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.nanmean(a, 1).backward(tnet.tensor(g))
+    torch.nanmean(b, 1).backward(torch.tensor(g))
+    _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean"])
+def test_variance_gradient_with_no_degrees_of_freedom_left_as_torch(name):
+    """Over every element with correction >= n, torch's gradient is g' * (NaN where x is the mean, else inf), not
+    2 (x - mean) / dof (fuzz seed 71, case 995: a 0-d var_mean with correction 2 gave 0, torch NaN)."""
+    for x in (np.float32(0.7), np.array([0.5, 2.0], np.float32), np.array([1.0, 1.0], np.float32)):
+        for correction in (2, 3):
+            a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            got, want = getattr(tnet, name)(a, correction=correction), getattr(torch, name)(b, correction=correction)
+            got, want = (got[0], want[0]) if name == "var_mean" else (got, want)
+            got.backward(tnet.tensor(1.3))
+            want.backward(torch.tensor(1.3))
+            _same(a.grad.numpy(), b.grad)

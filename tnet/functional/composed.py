@@ -6,12 +6,13 @@ import math
 import numpy as np
 import torch
 
-from ..kernels.launch import InputError, InputIndexError, check
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
+from .gemm import distances
 from .inputs import check_args, check_tensors, legacy_reduction
-from .pointwise import add, clamp_min, div, exp, gt, le, log, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
-from .reduce import any, logsumexp, max, mean, norm, pairwise_distance, sum
+from .pointwise import add, clamp_min, div, exp, gt, le, log, logical_and, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
+from .reduce import any, logsumexp, max, mean, pairwise_distance, sum
 from .sort import cumprod
 
 
@@ -56,16 +57,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("weight must be one-dimensional")
     x, t = _as_batch("multi_margin_loss", input, target)
     z = add(sub(margin, gather(x, 1, t)), x)  # torch's order (margin - x[y]) + x[i], its rounding
-    # torch sums the terms where z > 0: a NaN one is left out, and zeroed before the square (its gradient
-    # 0 * 2z would be NaN) and the weight (0 * inf); the target's own term is no margin
-    positive = gt(z, 0.0)
-    h = where(positive, z, 0.0)
-    h = mul(h, h) if p == 2 else h
-    if weight is not None:
-        h = mul(h, index_select(weight, 0, reshape(t, (-1,))).unsqueeze(1))
+    # torch sums the terms i != y (the target's own is no margin) where z > 0: a NaN one is left out, zeroed
+    # before the square (its gradient 0 * 2z would be NaN), and the weight is zeroed there too (0 * inf)
     classes = Tensor(as_storage(np.arange(x.shape[1], dtype=np.int64)))
-    z = where(ne(classes, t), where(positive, h, 0.0), 0.0)
-    loss = div(sum(z, 1), x.shape[1])
+    active = logical_and(gt(z, 0.0), ne(classes, t))
+    h = where(active, z, 0.0)
+    h = mul(h, h) if p == 2 else h
+    if weight is not None:  # torch's kernel reads the weight in input's dtype: the loss keeps that dtype
+        check(weight.dtype == x.dtype or x.numel() == 0,
+              lambda: f"expected scalar type {DTYPE_NAMES[x.dtype]} but found {DTYPE_NAMES[weight.dtype]}")
+        h = mul(h, where(active, index_select(weight.to(x.dtype), 0, reshape(t, (-1,))).unsqueeze(1), 0.0))
+    loss = div(sum(h, 1), x.shape[1])
     return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
 
 
@@ -186,7 +188,7 @@ def pdist(input, p=2):
     i, j = (Tensor(as_storage(v.astype(np.int64))) for v in np.triu_indices(input.shape[0], 1))
     if input.shape[1] == 0:  # rows of no elements are 0 apart at any p, as torch's (the inf norm of none raises)
         p = 2
-    return norm(sub(index_select(input, 0, i), index_select(input, 0, j)), p, 1)
+    return distances(sub(index_select(input, 0, i), index_select(input, 0, j)), p)
 
 
 def _bags_of_offsets(input, offsets, include_last_offset):

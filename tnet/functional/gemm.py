@@ -14,7 +14,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record
 from .copy import diagonal, expand, permute, reshape, squeeze, to, transpose, unsafe_view, unsqueeze
-from .pointwise import add, clamp_min, div, eq, isnan, mul, sign, sqrt, sub, sum_to, where
+from .pointwise import abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, mul, sign, sqrt, sub, sum_to, where
 from .inputs import check_args, check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
@@ -130,8 +130,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     |b|^2 - 2 a.b, clamped at 0 before the square root, where P or R passes 25 (compute_mode
     'use_mm_for_euclid_dist_if_necessary'; 'use_mm_for_euclid_dist' always, 'donot_use_mm_...'
     never), its gradient (a - b) g / d through GEMMs, 0 where d is 0. Other p (and p = 2 on the
-    direct path) are vector_norm of the [*, P, R, M] differences, with its gradients: at p = inf
-    a tie for the largest |a - b| shares the gradient, where torch gives it to each."""
+    direct path) are `distances` of the [*, P, R, M] differences, with torch's gradients (at p = inf
+    each of a tie for the largest |a - b| takes it whole)."""
     check_tensors("cdist", x1=x1, x2=x2)
     check_type(isinstance(p, numbers.Real), lambda: f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     check(x1.ndim >= 2, lambda: f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
@@ -145,8 +145,50 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if p == 2 and (compute_mode == _CDIST_MODES[1] or
                    (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
         return _euclidean_cdist(x1, x2)
-    diff = sub(unsqueeze(x1, -2), unsqueeze(x2, -3))
-    return _direct_euclidean(diff) if p == 2 else _taxicab(diff) if p == 1 else vector_norm(diff, p, -1)
+    return distances(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)), p)
+
+
+def distances(diff, p):
+    """The p-norms over the last dim of the differences diff [*, M], with the gradients of torch's cdist and
+    pdist (one kernel family in torch): their own at p = 2, 1, 0 and inf, vector_norm's at other p."""
+    if p == 2:
+        return _direct_euclidean(diff)
+    if p == 1:
+        return _taxicab(diff)
+    if p == 0:
+        return _hamming(diff)
+    if p == math.inf:
+        return _chebyshev(diff)
+    return vector_norm(diff, p, -1)
+
+
+def _hamming(diff):
+    """The 0-norms over the last dim of diff [*, M] as torch's cdist and pdist count them, sum(min(ceil(|diff|), 1)):
+    NaN along a NaN difference (vector_norm's p = 0 counts it); their gradient is 0 (vector_norm's p = 0 has none:
+    x.grad stays None there, as torch's)."""
+    with no_grad():
+        d = _reduce_sum(clamp_max(ceil(abs(diff)), 1.0), -1)
+    return record("cdist", d.memory, (diff,), lambda g: (torch.zeros_like(diff.memory),),
+                  graph=lambda g, out: (Tensor(torch.zeros_like(diff.memory)),))
+
+
+def _chebyshev(diff):
+    """The inf-norms (largest |diff|) over the last dim of diff [*, M], with torch's cdist and pdist gradient
+    g sign(diff) (1 - min(1, ceil(||diff| - d|))): g sign(diff) at each element whose |diff| is the norm d (every one
+    of a tie, where vector_norm's shares g), 0 at the others, NaN where |diff| - d is NaN (an infinite norm's
+    infinite elements too)."""
+    with no_grad():
+        d = vector_norm(diff, math.inf, -1)
+
+    def graph(g, out):
+        gap = sub(abs(diff), unsqueeze(out, -1))
+        at_norm = where(eq(gap, 0.0), 1.0, where(isnan(gap), math.nan, 0.0))
+        return (mul(mul(unsqueeze(g, -1), sign(diff)), at_norm),)
+
+    def backward(g):
+        with no_grad():
+            return (graph(Tensor(g), d)[0].memory,)
+    return record("cdist", d.memory, (diff,), backward, saved=(diff, d), graph=graph)
 
 
 def _taxicab(diff):

@@ -438,7 +438,7 @@ def _pow_tensor(input, exponent):
     the exponent >= 0 (torch's rule)."""
     check_tensors("pow", input=input, exponent=exponent)
     if _is_integer(input) and _is_integer(exponent):
-        return _ipow(input.memory, exponent.memory)
+        return _ipow(*_rounded_0d(input.memory, exponent.memory))
     input, exponent = _ints_to_float(input, exponent)
     X, E = _rounded_0d(input.memory, exponent.memory)
     y = _pw.pointwise("pow", X, E)
@@ -640,25 +640,46 @@ def clamp_max(input, max):
 def _compare(name, input, other):
     """A bool tensor (no gradient): input `name` other, broadcasting; tensors of any dtype tnet
     holds, or a Python number on either side."""
-    a, b = _rounded_0d(*_operands(name, input, other))
+    a, b = _wrapped_ints(*_rounded_0d(*_operands(name, input, other)))
     return Tensor(_pw.pointwise(name, a, b))
 
 
 def _rounded_0d(a, b):
-    """Kernel operands a and b in torch's promoted dtype: a 0-d float tensor beside a 16-bit tensor
-    (which sets the result's dtype) is rounded to 16 bits first, as torch's (a 0-d fp32 1e5 is fp16's inf)."""
+    """Kernel operands a and b in torch's promoted dtype, which torch casts each operand to first: a 0-d float
+    tensor beside a 16-bit tensor (which sets the result's dtype) is rounded to 16 bits (a 0-d fp32 1e5 is fp16's
+    inf), and a 0-d integer tensor beside a narrower integer tensor wraps into its dtype (a 0-d int64 -4 beside
+    uint8 is 252: minimum and < compare with 252)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype and (a.dim() == 0) != (b.dim() == 0):
-        a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and w.dtype in (torch.float16, torch.bfloat16) and v.is_floating_point()
+        a, b = (copy_(torch.empty_like(v, dtype=w.dtype), v) if v.dim() == 0 and _same_kind_narrower(v.dtype, w.dtype)
                 else v for v, w in ((a, b), (b, a)))
     return a, b
+
+
+def _same_kind_narrower(dtype, other):
+    """Whether a 0-d tensor of dtype beside a tensor of other takes other's dtype: 16-bit floats beside a float,
+    any integer dtype beside an integer (bool is neither)."""
+    if other in (torch.float16, torch.bfloat16):
+        return dtype.is_floating_point
+    ints = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+    return dtype in ints and other in ints
 
 
 def _rounded_numbers(a, b):
     """Kernel operands a and b with a Python number beside a float16 or bfloat16 tensor rounded to its
     dtype, as torch's element-wise ops other than + - * / take it (fmod(x, 0.1) of fp16 divides by
-    0.0999756, xlogy(x, 1e5) of fp16 is x * log(inf))."""
-    return tuple(_pw.round_to(float(v), w.dtype) if isinstance(v, numbers.Real) and isinstance(w, torch.Tensor)
-                 and w.dtype in (torch.float16, torch.bfloat16) else v for v, w in ((a, b), (b, a)))
+    0.0999756, xlogy(x, 1e5) of fp16 is x * log(inf)), and a Python int beside an integer tensor wrapped."""
+    return _wrapped_ints(*(_pw.round_to(float(v), w.dtype) if isinstance(v, numbers.Real) and isinstance(w, torch.Tensor)
+                           and w.dtype in (torch.float16, torch.bfloat16) else v for v, w in ((a, b), (b, a))))
+
+
+_NP_INTS = {torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64}
+
+
+def _wrapped_ints(a, b):
+    """Kernel operands a and b with a Python int (not a bool) beside an integer tensor wrapped into its dtype, as
+    torch casts each operand to the result's dtype first (x < -4 of uint8 x compares with 252)."""
+    return tuple(int(np.array(v, np.int64).astype(_NP_INTS[w.dtype])) if type(v) is int and -2 ** 63 <= v < 2 ** 63
+                 and isinstance(w, torch.Tensor) and w.dtype in _NP_INTS else v for v, w in ((a, b), (b, a)))
 
 
 def _comparison(name, text):

@@ -403,18 +403,29 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
     k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
+    # over every element (no dim, or a 0-d input) with no dof left, torch's gradient is g' * (NaN where x is the mean,
+    # else inf), g' being g for var and g / (2 std) for std, where the formula's 2 / dof would flip signs or give 0
+    no_dof = (dim is None or input.ndim == 0) and n - correction <= 0
 
     def backward(g):  # d var = 2 (x - mean) / dof; d std = d var / (2 std), 0 where std is 0 (torch's rule), the
         # mean being torch's formula's sum / n (inf beside an inf, or past the range)
         g = g.reshape(y.shape)
-        s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         plain = _reduce.reduce(X, dims, divisor=n, dtype=torch.float32)
+        if no_dof:
+            s = _pw.pointwise("std_backward", g, y, 0.5) if root else g
+            blowup = _pw.pointwise("where", _pw.pointwise("eq", X, plain), math.nan, math.inf)
+            return (_pw.pointwise("mul", s, blowup, channels_last=cl, dtype=input.dtype),)
+        s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
     def graph(g, out):  # backward's rule on the tape
         g, out = reshape(g, y.shape), reshape(out, y.shape)
+        mean_ = sum_or_mean("mean", input, dims, True, mean=True)
+        if no_dof:
+            s = where(eq(out, 0), 0.0, div(mul(g, 0.5), out)) if root else g
+            return (mul(s, where(eq(input, mean_), math.nan, math.inf)),)
         s = where(eq(out, 0), 0.0, div(mul(g, k), out)) if root else mul(g, 2 * k)
-        return (mul(s, sub(input, sum_or_mean("mean", input, dims, True, mean=True))),)
+        return (mul(s, sub(input, mean_)),)
     out = record(name, out.reshape(out_shape), (input,), backward, saved=(X,), graph=graph)
     if not with_mean:
         return out
@@ -572,8 +583,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     with no_grad():
         log_p = softplus(neg(x))  # -log sigmoid(x)
-        if pos_weight is not None:
+        if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
             log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
+            log_p = log_p if log_p.dtype == x.dtype else log_p.to(x.dtype)
         loss = mul(1.0 - y, x) + log_p
         if weight is not None:
             loss = mul(loss, weight)
@@ -892,7 +904,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduced("triplet_margin_loss", clamp_min(add(sub(d_pos, d_neg), margin), 0.0), reduction)
+    # torch's order, (margin + d_pos) - d_neg: a 16-bit d_pos rounds the margin in its dtype
+    return _reduced("triplet_margin_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
 aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
@@ -920,9 +933,25 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 @numpy_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """sum with NaN counted as 0, as torch.nansum; the gradient is 0 at NaN. dtype: as sum's."""
+    """sum with NaN counted as 0, as torch.nansum; the gradient is g times 0 at NaN, as torch's (NaN there where
+    g is infinite: nanmean's over a slice of NaNs, g / 0). dtype: as sum's."""
     check_tensors("nansum", input=input)
-    return sum(where(ne(input, input), 0, input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+    return sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+
+
+def _nan_zeroed(x):
+    """x with 0 at NaN; its gradient g * (x == x), a product as torch's nansum's (where's select would drop a NaN)."""
+    with no_grad():
+        kept = eq(x, x)
+        y = where(kept, x, 0.0)
+
+    def graph(g, out):
+        return (mul(g, kept),)
+
+    def backward(g):
+        with no_grad():
+            return (graph(Tensor(g), None)[0].memory,)
+    return record("nansum", y.memory, (x,), backward, saved=(kept,), graph=graph)
 
 
 @numpy_names
