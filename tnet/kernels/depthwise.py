@@ -14,7 +14,8 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
 - A stride-1 layer of one output channel per input channel may run by output rows instead, each
   row one [columns, channels] tile with per-row addresses: the forward and the input gradient
   `depthwise_rows_kernel` (kernels up to 7x7), where it times faster than the pixel blocks for the
-  layer's shapes and dtypes (autotune.fastest); a 3x3 one's weight gradient `depthwise_weight3_kernel`,
+  layer's shapes and dtypes (autotune.fastest: the interpreter, whose cost is per program, runs the pixel
+  blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel`,
   a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
   16-tap block leaves 7 lanes of 16 empty).
 
@@ -323,7 +324,7 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
         # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md)
         fastest(("depthwise", x.shape, x.dtype, w.dtype, co, out_hw, kernel, padding, transposed,
-                 None if bias is None else bias.dtype, relu, out_dtype), (by_output_rows, pixel_blocks))
+                 None if bias is None else bias.dtype, relu, out_dtype), (pixel_blocks, by_output_rows))
     else:
         pixel_blocks()
     return y
