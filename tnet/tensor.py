@@ -875,6 +875,15 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     return out
 
 
+def record_composed(op, data, inputs, grads, saved):
+    """record() of an op whose input gradients grads(g) are written in tnet's ops (g a tnet Tensor; a
+    sequence of Tensors out): off the tape for the backward, on it for create_graph's."""
+    def backward(g):
+        with no_grad():
+            return [t.memory for t in grads(Tensor(g))]
+    return record(op, data, inputs, backward, saved=saved, graph=lambda g, out: grads(g))
+
+
 def _check_not_inference(inputs, saved):
     """torch's RuntimeError where a recorded op's backward would read (saved) an inference tensor:
     one of saved, or an input whose memory is saved."""

@@ -12,7 +12,7 @@ from ..kernels import pointwise as _pw
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
-from ..tensor import Tensor, no_grad, record
+from ..tensor import Tensor, no_grad, record, record_composed
 from .copy import diagonal, expand, permute, reshape, squeeze, to, transpose, unsafe_view, unsqueeze
 from .pointwise import abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, mul, sign, sqrt, sub, sum_to, where
 from .inputs import check_args, check_tensors, needs_grad
@@ -180,15 +180,11 @@ def _chebyshev(diff):
     with no_grad():
         d = vector_norm(diff, math.inf, -1)
 
-    def graph(g, out):
-        gap = sub(abs(diff), unsqueeze(out, -1))
+    def grads(g):
+        gap = sub(abs(diff), unsqueeze(d, -1))
         at_norm = where(eq(gap, 0.0), 1.0, where(isnan(gap), math.nan, 0.0))
         return (mul(mul(unsqueeze(g, -1), sign(diff)), at_norm),)
-
-    def backward(g):
-        with no_grad():
-            return (graph(Tensor(g), d)[0].memory,)
-    return record("cdist", d.memory, (diff,), backward, saved=(diff, d), graph=graph)
+    return record_composed("cdist", d.memory, (diff,), grads, saved=(diff, d))
 
 
 def _taxicab(diff):
@@ -196,14 +192,8 @@ def _taxicab(diff):
     g sign(diff), NaN where diff is NaN (vector_norm's, as torch.abs's, is 0 there)."""
     with no_grad():
         d = vector_norm(diff, 1, -1)
-
-    def graph(g, out):
-        return (where(isnan(diff), math.nan, mul(unsqueeze(g, -1), sign(diff))),)
-
-    def backward(g):
-        with no_grad():
-            return (graph(Tensor(g), None)[0].memory,)
-    return record("cdist", d.memory, (diff,), backward, saved=(diff,), graph=graph)
+    return record_composed("cdist", d.memory, (diff,),
+                           lambda g: (where(isnan(diff), math.nan, mul(unsqueeze(g, -1), sign(diff))),), saved=(diff,))
 
 
 def _direct_euclidean(diff):

@@ -428,9 +428,6 @@ def masked_fill_(self, mask, value):
     return inplace(self, "masked_fill_", lambda x: where(mask, value, x), (value,))
 
 
-_ROUNDED = (torch.float16, torch.bfloat16, torch.float32)  # setitem rounds a number to these on the host
-
-
 def setitem(self, index, value):
     """self[index] = value (a number, or a tnet.Tensor broadcast to the indexed part and cast), as
     torch's: basic indexing (ints, slices, None, ...; 0-d integer tensors among other items as
@@ -461,7 +458,7 @@ def setitem(self, index, value):
         if isinstance(value, Tensor):
             _write(part, value.memory)
         else:  # a number past a float dtype's range is its inf (torch's fill_ on the GPU would raise)
-            part.fill_(_pw.round_to(float(value), part.dtype) if part.dtype in _ROUNDED else value)
+            part.fill_(_pw.round_to(float(value), part.dtype) if part.dtype in _pw.FLOATS else value)
 
         def backward(g):
             gx = None

@@ -14,7 +14,8 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
                               check_float, check_type, is_channels_last)
-from ..tensor import Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record
+from ..tensor import (Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
+                      record_composed)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
@@ -551,16 +552,7 @@ def _smooth_l1(name, d, beta, scale):
         m = clamp(a, None, beta)
         loss = mul(m, m) * (0.5 * scale / beta) + (a - m) * scale
 
-    return _record_composed(name, loss.memory, (d,), lambda g: (mul(g, clamp(d, -beta, beta)) * (scale / beta),), (d,))
-
-
-def _record_composed(name, y, inputs, grads, saved):
-    """record() of an op whose gradients grads(g) are written in tnet's ops (g a tnet Tensor): off
-    the tape for the backward, on it for create_graph's."""
-    def backward(g):
-        with no_grad():
-            return [t.memory for t in grads(Tensor(g))]
-    return record(name, y, inputs, backward, saved=saved, graph=lambda g, out: grads(g))
+    return record_composed(name, loss.memory, (d,), lambda g: (mul(g, clamp(d, -beta, beta)) * (scale / beta),), (d,))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -600,7 +592,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             t = mul(pos_weight, y)
             gx, gy = mul(gw, mul(t + 1.0 - y, sigmoid(x)) - t), mul(gw, mul(softplus(neg(x)), pos_weight - 1.0) - x)
         return [graph_sum_to(v, u).to(u.dtype) for v, u in ((gx, x), (gy, y))]  # summed over a broadcast weight
-    loss = _record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
+    loss = record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
     return _reduced("binary_cross_entropy_with_logits", loss, reduction)
 
 
@@ -627,7 +619,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     def grads(g):  # torch's: the input's finite at x = 0 and 1, the target's from the unclamped logs
         g = g if weight is None else mul(g, weight)
         return div(mul(g, x - y), clamp_min(mul(x, 1.0 - x), 1e-12)), mul(g, log(1.0 - x) - log(x))
-    loss = _record_composed("binary_cross_entropy", loss.memory, (x, y), grads, (x, y))
+    loss = record_composed("binary_cross_entropy", loss.memory, (x, y), grads, (x, y))
     return _reduced("binary_cross_entropy", loss, reduction)
 
 
@@ -944,14 +936,7 @@ def _nan_zeroed(x):
     with no_grad():
         kept = eq(x, x)
         y = where(kept, x, 0.0)
-
-    def graph(g, out):
-        return (mul(g, kept),)
-
-    def backward(g):
-        with no_grad():
-            return (graph(Tensor(g), None)[0].memory,)
-    return record("nansum", y.memory, (x,), backward, saved=(kept,), graph=graph)
+    return record_composed("nansum", y.memory, (x,), lambda g: (mul(g, kept),), saved=(kept,))
 
 
 @numpy_names
