@@ -347,9 +347,9 @@ def kink_margin(sites, sites32):
 SGD = dict(lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)  # issue 26's two steps
 STEPS = 2
 SIDE_TOL = 1e-4  # fp32 against float64 through two steps (tests/test_resnet.py's)
-# times PyTorch fp32's own error, where that is larger: that error is itself one order's luck (MobileNet's first
-# BatchNorm weight gradient lands at 9.8x or 10.7x under two summation orders of its depthwise weight gradient,
-# the pixel blocks' and the rows')
+# times PyTorch fp32's own error, where that is larger: that error is itself one summation order's luck, and
+# tnet's kernels sum in others (MobileNet's first BatchNorm weight gradient crossed 10x under the depthwise
+# weight gradient by rows: docs/results.md, nineteenth session)
 FACTOR = 12
 # times PyTorch fp32's error on a piece that fp32 cannot resolve at all (that error 1 or more: a
 # gradient that is zero but for rounding, as EfficientNet's BatchNorm before its squeeze-excite or
