@@ -193,6 +193,7 @@ def test_schedule_and_step_count():
     assert (args.recipe, args.epochs, args.batch_size, args.precision, args.grad_scaler, args.tta) == \
         ("airbench", 9.9, 1024, "fp16", False, 2)
     assert args.checkpoint == "runs/airbench94.ckpt" and trainer.parse_args([]).recipe == "caffe"
+    assert trainer.parse_args(["--model", "airbench94", "--recipe", "muon"]).checkpoint == "runs/airbench94-muon.ckpt"
     assert recipes.run_steps(9.9, 50000 // 1024) == 476 and recipes.run_steps(9.9, 10) == 99  # airbench: ceil(9.9 * 48)
 
 

@@ -241,7 +241,7 @@ def test_train_help_shows_every_default(capsys):
         trainer.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     for default in ("default: the recipe's; caffe: 0.001, fast: 0.01", "default: ./data", "default: 1000",
-                    "caffe: tf32", "default: runs/cifar10_quick.ckpt", "default: caffe", "airbench: fp16"):
+                    "caffe: tf32", "default: runs/MODEL.ckpt", "default: caffe", "airbench: fp16"):
         assert default in text, default
 
 

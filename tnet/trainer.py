@@ -116,7 +116,7 @@ def build_parser(description=None):
     p.add_argument("--limit", type=int, default=None, help="use only the first N training and N test images (default: all)")
     p.add_argument("--checkpoint",
                    help="checkpoint path, written atomically every epoch (and on Ctrl-C); the JSON log goes beside it "
-                        "(default: runs/cifar10_quick.ckpt, runs/MODEL.ckpt for another --model)")
+                        "(default: runs/MODEL.ckpt, runs/MODEL-RECIPE.ckpt for a recipe other than the model's own)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --checkpoint, with the same settings")
     p.add_argument("--overwrite", action="store_true",
                    help="start a new run over an existing --checkpoint (without it, a new run refuses to)")
@@ -161,7 +161,9 @@ def parse_args(argv=None, description=None):
     if problem:
         p.error(problem)
     args.data = os.path.abspath(args.data)
-    args.checkpoint = args.checkpoint or f"runs/{args.model}.ckpt"
+    # each recipe its own default checkpoint, so that one model's recipes never refuse each other's runs
+    own = args.recipe == recipes.MODELS[args.model]
+    args.checkpoint = args.checkpoint or f"runs/{args.model}{'' if own else '-' + args.recipe}.ckpt"
     return args
 
 
