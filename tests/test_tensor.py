@@ -149,7 +149,7 @@ def test_autograd_grad_and_backward_as_torch(rng):
         tnet.autograd.grad(tnet.cumprod(x, 1).sum(), x, create_graph=True)
 
 
-def test_grad_is_grads_batched(rng):
+def test_grad_is_grads_batched(rng, ieee):
     """is_grads_batched: a batch of seeds, one gradient per seed stacked first (a Jacobian by torch.eye), as
     torch's; an unused input None; the graph freed after the last unless retained; a seed without the batch
     dimension raises torch's RuntimeError."""
