@@ -293,7 +293,9 @@ def test_to_device_and_dtype_arguments():
     assert x.to(DEV) is x and x.to(DEV.type) is x and x.to(torch.float32) is x and x.float() is x
     assert x.to(DEV, torch.float16).dtype == torch.float16
     assert x.to(device=DEV, dtype=tnet.bfloat16).dtype == torch.bfloat16
-    other = "cpu" if DEV.type == "cuda" else "meta"
+    assert x.to("cpu") is x and x.cpu() is x  # "cpu" names tnet's one device too, on a GPU as well
+    assert tnet.zeros(2, device="cpu").device == DEV and tnet.tensor([1.0], device=torch.device("cpu")).device == DEV
+    other = "mps" if DEV.type == "cuda" else "meta"
     with pytest.raises(ValueError, match="keeps tensors on"):
         x.to(other)
     with pytest.raises(RuntimeError, match="keeps tensors on"):  # torch raises RuntimeError for a device it lacks

@@ -341,7 +341,8 @@ def test_to_and_dtype_casts(rng):
                  lambda: net.to(memory_format=torch.channels_last), lambda: net.float(),
                  lambda: net.cuda() if tnet.DEVICE.type == "cuda" else net.cpu()):
         assert call() is net
-    other = "cpu" if tnet.DEVICE.type == "cuda" else "cuda"
+    assert net.to("cpu") is net
+    other = "mps" if tnet.DEVICE.type == "cuda" else "cuda"
     with pytest.raises(ValueError, match=f"tnet keeps tensors on {tnet.DEVICE}"):
         net.to(other)
     with pytest.raises(TypeError, match="float32, float16 or bfloat16"):

@@ -8,7 +8,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
                       zeros)
 from .serialize import LoadError, load, save
 from . import serialize as serialization  # torch's module name (add_safe_globals)
-from .tensor import check_device as _check_device  # asarray's; not one of torch's names
+from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
 from .amp import autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
@@ -193,7 +193,7 @@ def get_default_device():
 
 def set_default_device(device):
     """Accepted for tnet's one device (or None); another raises ValueError, as tnet's factories do."""
-    if device is not None and _torch.device(device).type != DEVICE.type:
+    if not _is_tnets_device(device):
         raise ValueError(f"set_default_device: tnet keeps tensors on {DEVICE}, got device={device}")
 
 

@@ -42,7 +42,11 @@ class autocast:
         check(device_type in ("cuda", "cpu"),
               lambda: f"autocast: device_type must be 'cuda' or 'cpu', got {device_type!r}")
         dtype = dtype if dtype is not None else (torch.float16 if device_type == "cuda" else torch.bfloat16)
-        check(dtype in LOW, lambda: f"autocast: dtype must be torch.float16 or torch.bfloat16, got {dtype}")
+        if dtype not in LOW:  # torch's rule: a block of another dtype (float32, as scripts pick off a GPU) casts nothing
+            kind = device_type.upper()
+            warnings.warn(f"In {kind} autocast, but the target dtype is not supported. Disabling autocast.\n{kind} "
+                          f"Autocast only supports dtypes of torch.float16, torch.bfloat16 currently.")
+            enabled = False
         self.dtype, self.enabled = dtype, bool(enabled)
         self._previous = []
 

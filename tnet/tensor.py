@@ -912,10 +912,18 @@ def any_requires_grad(inputs):
     return False
 
 
+def is_tnets_device(device):
+    """Whether device (a torch.device, a string, an index or None) names tnet's one device (a CUDA
+    GPU, or the CPU under Triton's interpreter). "cpu" names it too, as `x.cpu()` returns x: a
+    script that makes or moves some tensors to the host (`device="cpu"`, `.to("cpu")` before
+    `.numpy()`) ports, its tensors staying on tnet's device."""
+    return device is None or torch.device(device).type in (DEVICE.type, "cpu")
+
+
 def check_device(name, device):
-    """device (a torch.device, a string or None) must be of tnet's one device's type: a process
-    has one device (a CUDA GPU, or the CPU under Triton's interpreter)."""
-    if device is not None and torch.device(device).type != DEVICE.type:
+    """device must name tnet's one device (is_tnets_device); another (a GPU without one, "meta")
+    raises InputError."""
+    if not is_tnets_device(device):
         raise InputError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
 
 
