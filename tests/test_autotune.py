@@ -86,10 +86,17 @@ def test_bound_launch_serves_a_plan_in_all_but_addresses():
             assert torch.equal(y, torch.relu(x))
             assert torch.equal(pointwise.relu_backward(y, x), torch.where(y > 0, x, 0))
     assert {key[0] for key in pointwise._FLAT} >= {pointwise.relu_kernel, pointwise.relu_backward_kernel}
+
+    def first(key):
+        """The first operand's (shape, dtype) in a plan's key: _signature's flat form (two tensors), or
+        its tuple per operand (a number's: its type)."""
+        if isinstance(key[4], torch.Size):
+            return key[4], key[6]
+        return (key[4][0], key[4][2]) if isinstance(key[4], tuple) else (None, None)
     bound = {key[0]: plan in pointwise._BOUND for key, plan in _PLANS.items()
-             if key[4][0] == (4096,) and key[4][2] == torch.float32}
+             if first(key) == ((4096,), torch.float32)}
     assert bound["add"] and bound["mul"]
-    assert not any(plan in pointwise._BOUND for key, plan in _PLANS.items() if key[4][2] == torch.int64)
+    assert not any(plan in pointwise._BOUND for key, plan in _PLANS.items() if first(key)[1] == torch.int64)
 
 
 @pytest.mark.skipif(DEV.type != "cuda", reason="the bound launch runs on the GPU (the interpreter keeps Triton's)")

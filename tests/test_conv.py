@@ -534,7 +534,7 @@ def test_conv1d_padding_modes_as_torch(rng, ieee, padding_mode, padding, dilatio
 
 @pytest.mark.parametrize("n, stride, padding, dilation, groups", [(1, 2, 1, 1, 2), (2, 1, 0, 1, 1), (2, 2, 1, 1, 2),
                                                                  (2, 3, 0, 2, 1), (3, 2, 1, 1, 2)])
-def test_nn_grad(rng, n, stride, padding, dilation, groups):
+def test_nn_grad(rng, n, stride, padding, dilation, groups, ieee):
     """torch.nn.grad's conv{1,2,3}d_input and _weight (also as F.grad) against torch's: odd sizes, so that a
     stride leaves rows out that input_size alone tells."""
     x = rng.standard_normal((2, 4) + (9,) * n).astype(np.float32)

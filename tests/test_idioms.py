@@ -814,7 +814,7 @@ def test_keyword_names_as_torch():
 
 
 
-def test_legacy_backward_hook_as_torch(rng):
+def test_legacy_backward_hook_as_torch(rng, ieee):
     """Module.register_backward_hook, torch's legacy hook on the op that made the output: a ReLU's
     grad_input is its input's gradient, which a returned tuple replaces (guided backprop's clamp); a
     convolution's is (input, weight, bias), None for an input that needs no gradient; handles remove."""

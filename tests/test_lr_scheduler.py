@@ -251,7 +251,7 @@ def test_reduce_lr_on_plateau_state_and_errors(tmp_path, rng):
         Plateau(ref)
 
 
-def test_tensor_lr_as_torchs():
+def test_tensor_lr_as_torchs(ieee):
     """A tensor lr (the compiled-optimizer tutorial's `lr=torch.tensor(0.01)`): the scheduler writes the same
     tensor in place, each step reads it (also after a write by hand), as torch's; a tensor of several
     elements raises."""

@@ -484,7 +484,7 @@ def test_clip_grad_value_is_torchs(rng):
 
 
 @pytest.mark.parametrize("kind", ["conv", "conv_no_bias", "conv_transpose", "linear"])
-def test_fuse_batch_norm_eval(rng, kind):
+def test_fuse_batch_norm_eval(rng, kind, ieee):
     """nn.utils.fuse_conv_bn_eval and fuse_linear_bn_eval against torch's from the same weights and
     running statistics: the fused layer's weight, bias (a Parameter, requires_grad as torch's) and
     output; the inputs untouched; training mode raises AssertionError."""
@@ -523,7 +523,7 @@ def test_fuse_batch_norm_eval(rng, kind):
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
-def test_conv_forward_of_a_subclass(rng, padding_mode):
+def test_conv_forward_of_a_subclass(rng, padding_mode, ieee):
     """Conv2d._conv_forward(input, weight, bias), which subclasses call with another weight (timm's
     StdConv2d weight standardisation; Conv1d's too), as torch's: the layer's stride, padding (and
     padding_mode), dilation and groups; the gradient reaches the weight through the standardisation."""

@@ -338,7 +338,7 @@ def to_float(v):
 
 
 @pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
-def test_lbfgs_matches_torch(line_search_fn, rng):
+def test_lbfgs_matches_torch(line_search_fn, rng, ieee):
     """LBFGS on a small non-quadratic problem (a least squares plus a quartic), a history shorter
     than the iterations, two parameters: the trajectory over two steps and the closure's losses."""
     a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)

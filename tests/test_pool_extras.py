@@ -263,7 +263,7 @@ def test_parametrizations_orthogonal_as_torch(shape, orthogonal_map, trivial, rn
         cayley.weight = tnet.eye(2)
 
 
-def test_householder_product_gradients_as_torch(rng):
+def test_householder_product_gradients_as_torch(rng, ieee):
     """linalg.householder_product (on the device now, with gradients) and ormqr as torch's float64."""
     h64, tau64 = torch.geqrf(torch.tensor(rng.standard_normal((2, 5, 3))))
     h, tau = leaf(rng, 2, 5, 3, values=h64.numpy()), leaf(rng, 2, 3, values=tau64.numpy())
