@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
@@ -218,15 +218,15 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
 
 # tf32 tiles: the largest whose stages fit shared memory with a bias added (docs/results.md,
 # tuning notes); and 128x64, whose twice as many tiles fill the SMs where 128x128 ones leave half idle
-# (1024^3: 64 tiles of 128x128 on 132 SMs). Under TRIAL, 64x128: as many tiles as 128x64, each one
-# warpgroup's m64 instruction, for the products that leave SMs idle (1024^3 trails cuBLAS most: docs/results.md).
+# (1024^3: 64 tiles of 128x128 on 132 SMs); and 64x128: as many tiles as 128x64, each one warpgroup's m64
+# instruction, for the products that leave SMs idle (1024^3 trails cuBLAS most: docs/results.md).
 _TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4), (128, 128, 32, 4, 5), (128, 128, 32, 8, 5),
-                                                           (128, 64, 32, 4, 4), *[(64, 128, 32, 4, 4)] * TRIAL]]
-# 16-bit tiles: 128x128x64; 128x64x64 as tf32's; 128x256x64 in 3 stages (4 overflow shared memory) for large
-# products, whose C tile of 16 bits fits beside them; under TRIAL, 64x128x64 as tf32's.
+                                                           (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)]]
+# 16-bit tiles: 128x128x64; 128x64x64 and 64x128x64 as tf32's; 128x256x64 in 3 stages (4 overflow shared memory)
+# for large products, whose C tile of 16 bits fits beside them.
 _TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
                                                              (128, 64, 64, 4, 4), (128, 256, 64, 8, 3),
-                                                             *[(64, 128, 64, 4, 4)] * TRIAL]]
+                                                             (64, 128, 64, 4, 4)]]
 C_TILE_BYTES = 128 * 256 * 2  # the epilogue stages C's tile in shared memory beside the operands' stages
 
 
