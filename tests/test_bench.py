@@ -618,6 +618,7 @@ def test_convs_study_on_the_cpu_with_fake_timings(tmp_path, monkeypatch, capsys)
         assert (tmp_path / "convs.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU stands in for the GPU's timings (on a GPU: bench.py itself)")
 def test_convs_gathered_times_tnets_gathering_kernels_beside(tmp_path, monkeypatch, capsys):
     """--gathered: a third impl, tnet's passes with conv_tma's kernels off (each call only), checked and
     timed beside; its column in the table, its fields in the JSON rows."""
@@ -704,6 +705,7 @@ def test_zoo_check_bounds_each_piece_by_pytorchs_own_error(reduced_zoo, monkeypa
     assert err > bound, worst
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU stands in for the GPU's timings (on a GPU: bench.py itself)")
 def test_zoo_study_end_to_end_on_the_cpu(reduced_zoo, monkeypatch, tmp_path, capsys):
     """bench.py zoo on two reduced models at batch 2: PyTorch's fp32 step stands in for tnet's (which
     would run in the interpreter), the timings are fake (1 ms more per variant, in order), and
@@ -797,6 +799,7 @@ def test_eager_options():
         parse(["eager", "--steps", "resnet"])
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU stands in for the GPU's timings (on a GPU: bench.py itself)")
 def test_eager_op_rows_check_each_op_then_time_it(monkeypatch):
     """Each op's tnet and PyTorch calls are checked against float64, then timed (a fake timing that
     runs the call twice and says 2 ms); the bare launches have no PyTorch row; cProfile's text is
