@@ -2503,6 +2503,32 @@ class Sequential(_Numbered):
         self._insert(index, module)
         return self
 
+    # torch's arithmetic: + and += join two Sequentials, * and *= repeat the layers (the same modules, shared)
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return self.extend(list(other))
+
+    def _repeats(self, other):
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return list(self) * other
+
+    def __mul__(self, other):
+        return Sequential(*self._repeats(other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return self.extend(self._repeats(other)[len(self):])
+
 
 class ModuleList(_Numbered):
     """torch.nn.ModuleList: submodules in a list, registered as "0", "1"... (so parameters(),
