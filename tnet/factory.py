@@ -48,6 +48,30 @@ class Generator(np.random.Generator):
     def initial_seed(self):
         return self._seed
 
+    # get_state's bytes: PCG64's 128-bit state and increment, its buffered 32-bit draw and flag, the initial seed
+    _STATE_BYTES = (16, 16, 4, 1, 8)
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (torch's ByteTensor), for set_state."""
+        st = self.bit_generator.state
+        fields = (st["state"]["state"], st["state"]["inc"], st["uinteger"], st["has_uint32"], self._seed)
+        data = b"".join(int(v).to_bytes(n, "little") for v, n in zip(fields, self._STATE_BYTES))
+        return Tensor(torch.frombuffer(bytearray(data), dtype=torch.uint8).to(DEVICE))
+
+    def set_state(self, new_state):
+        """Restore a state from get_state; returns the generator, as torch's."""
+        memory = new_state.memory if isinstance(new_state, Tensor) else torch.as_tensor(new_state)
+        data = memory.cpu().numpy().tobytes()
+        if memory.dtype != torch.uint8 or len(data) != sum(self._STATE_BYTES):
+            raise RuntimeError(f"set_state: expected get_state's uint8 tensor of {sum(self._STATE_BYTES)} elements, got "
+                               f"{memory.dtype} {tuple(memory.shape)}")
+        ends = np.cumsum((0,) + self._STATE_BYTES)
+        state, inc, uinteger, has_uint32, seed = (int.from_bytes(data[a:b], "little") for a, b in zip(ends, ends[1:]))
+        self.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
+                                    "has_uint32": has_uint32, "uinteger": uinteger}
+        self._seed = seed
+        return self
+
     def seed(self):
         """Seed from the OS's entropy, as torch's; returns the seed."""
         self.manual_seed(np.random.SeedSequence().entropy)
