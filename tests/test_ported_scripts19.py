@@ -1,0 +1,1136 @@
+"""Public code the earlier files leave out, written from memory in its repositories' styles and ported by its imports
+alone, as test_ported_scripts.py. Each runs in tnet, then in torch from tnet's initial weights (state_dict through
+numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are
+tiny and runs 1-3 steps."""
+import copy
+import io
+import math
+import random
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) ildoonet/pytorch-gradual-warmup-lr's GradualWarmupScheduler: an _LRScheduler subclass wrapping an after_scheduler
+# (CosineAnnealingLR handed its base_lrs once warm; ReduceLROnPlateau stepped with metrics and an epoch), stepped as its
+# README does, scheduler.step(epoch) with the deprecated epoch argument, and get_last_lr() logged each epoch
+def gradual_warmup(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    from_sched = m.lr_scheduler
+    _LRScheduler, ReduceLROnPlateau = from_sched._LRScheduler, from_sched.ReduceLROnPlateau
+
+    class GradualWarmupScheduler(_LRScheduler):
+        def __init__(self, optimizer, multiplier, total_epoch, after_scheduler=None):
+            self.multiplier = multiplier
+            if self.multiplier < 1.:
+                raise ValueError('multiplier should be greater thant or equal to 1.')
+            self.total_epoch = total_epoch
+            self.after_scheduler = after_scheduler
+            self.finished = False
+            super(GradualWarmupScheduler, self).__init__(optimizer)
+
+        def get_lr(self):
+            if self.last_epoch > self.total_epoch:
+                if self.after_scheduler:
+                    if not self.finished:
+                        self.after_scheduler.base_lrs = [base_lr * self.multiplier for base_lr in self.base_lrs]
+                        self.finished = True
+                    return self.after_scheduler.get_last_lr()
+                return [base_lr * self.multiplier for base_lr in self.base_lrs]
+            if self.multiplier == 1.0:
+                return [base_lr * (float(self.last_epoch) / self.total_epoch) for base_lr in self.base_lrs]
+            else:
+                return [base_lr * ((self.multiplier - 1.) * self.last_epoch / self.total_epoch + 1.)
+                        for base_lr in self.base_lrs]
+
+        def step_ReduceLROnPlateau(self, metrics, epoch=None):
+            if epoch is None:
+                epoch = self.last_epoch + 1
+            self.last_epoch = epoch if epoch != 0 else 1
+            if self.last_epoch <= self.total_epoch:
+                warmup_lr = [base_lr * ((self.multiplier - 1.) * self.last_epoch / self.total_epoch + 1.)
+                             for base_lr in self.base_lrs]
+                for param_group, lr in zip(self.optimizer.param_groups, warmup_lr):
+                    param_group['lr'] = lr
+            else:
+                if epoch is None:
+                    self.after_scheduler.step(metrics, None)
+                else:
+                    self.after_scheduler.step(metrics, epoch - self.total_epoch)
+
+        def step(self, epoch=None, metrics=None):
+            if type(self.after_scheduler) != ReduceLROnPlateau:
+                if self.finished and self.after_scheduler:
+                    if epoch is None:
+                        self.after_scheduler.step(None)
+                    else:
+                        self.after_scheduler.step(epoch - self.total_epoch)
+                    self._last_lr = self.after_scheduler.get_last_lr()
+                else:
+                    return super(GradualWarmupScheduler, self).step(epoch)
+            else:
+                self.step_ReduceLROnPlateau(metrics, epoch)
+
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    init = load(m, model, state)
+    rng = np.random.default_rng(0)
+    x, y = torch.tensor(normal(rng, 5, 6)), torch.tensor(rng.integers(0, 3, 5))
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    cosine = from_sched.CosineAnnealingLR(optimizer, T_max=6)
+    scheduler_warmup = GradualWarmupScheduler(optimizer, multiplier=8, total_epoch=2, after_scheduler=cosine)
+    optimizer.zero_grad()
+    optimizer.step()
+    for epoch in range(1, 7):
+        scheduler_warmup.step(epoch)
+        lr = optimizer.param_groups[0]['lr']
+        if epoch <= 2:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        losses += [lr, scheduler_warmup.get_last_lr()[0]]
+    # the ReduceLROnPlateau variant, stepped at each epoch's end with the validation loss
+    optimizer = optim.Adam(model.parameters(), lr=0.001)
+    plateau = ReduceLROnPlateau(optimizer, 'min', factor=0.5, patience=0)
+    scheduler = GradualWarmupScheduler(optimizer, multiplier=2, total_epoch=2, after_scheduler=plateau)
+    for epoch, val_loss in enumerate([1.0, 0.9, 0.95, 0.97, 0.5]):
+        scheduler.step(epoch, metrics=val_loss)
+        losses.append(optimizer.param_groups[0]['lr'])
+    return init, losses + summary(model.parameters())
+
+
+def test_gradual_warmup():
+    compare(gradual_warmup)
+
+
+# (b) schedulers of today's training scripts, resumed from a checkpoint: CyclicLR in triangular2 mode cycling SGD's
+# momentum, SequentialLR of LinearLR warmup then PolynomialLR, ChainedScheduler of ConstantLR and ExponentialLR,
+# CosineAnnealingWarmRestarts(T_mult=2) stepped by fractional epochs (epoch + i / iters, as its docstring shows),
+# MultiplicativeLR; each saved with the optimizer by torch.save into a buffer, loaded into fresh ones, and continued
+def scheduler_resume(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    sched = m.lr_scheduler
+    model = nn.Linear(4, 2)
+    init = load(m, model, state)
+    rng = np.random.default_rng(1)
+    x, y = torch.tensor(normal(rng, 6, 4)), torch.tensor(normal(rng, 6, 2))
+
+    def build(kind, last_epoch=-1):
+        if kind == "cyclic":
+            opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            return opt, sched.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2, mode="triangular2",
+                                       cycle_momentum=True, base_momentum=0.8, max_momentum=0.9)
+        if kind == "sequential":
+            opt = optim.SGD(model.parameters(), lr=0.1)
+            warm = sched.LinearLR(opt, start_factor=0.1, total_iters=2)
+            decay = sched.PolynomialLR(opt, total_iters=4, power=2.0)
+            return opt, sched.SequentialLR(opt, schedulers=[warm, decay], milestones=[2])
+        if kind == "chained":
+            opt = optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
+            return opt, sched.ChainedScheduler([sched.ConstantLR(opt, factor=0.5, total_iters=2),
+                                                sched.ExponentialLR(opt, gamma=0.9)])
+        if kind == "restarts":
+            opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+            return opt, sched.CosineAnnealingWarmRestarts(opt, T_0=1, T_mult=2, eta_min=1e-4)
+        opt = optim.SGD(model.parameters(), lr=0.05)
+        return opt, sched.MultiplicativeLR(opt, lr_lambda=lambda epoch: 0.95)
+
+    losses = []
+    iters = 2
+    for kind in ["cyclic", "sequential", "chained", "restarts", "multiplicative"]:
+        optimizer, scheduler = build(kind)
+        for epoch in range(4):
+            if epoch == 2:  # resume: a checkpoint of both, loaded into fresh ones
+                buffer = io.BytesIO()
+                torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                            "epoch": epoch}, buffer)
+                buffer.seek(0)
+                checkpoint = torch.load(buffer)
+                optimizer, scheduler = build(kind)
+                optimizer.load_state_dict(checkpoint["optimizer"])
+                scheduler.load_state_dict(checkpoint["scheduler"])
+            for i in range(iters):
+                optimizer.zero_grad()
+                loss = nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if kind == "restarts":
+                    scheduler.step(epoch + i / iters)
+                elif kind == "cyclic":
+                    scheduler.step()
+                losses.append(loss.item())
+            if kind not in ("restarts", "cyclic"):
+                scheduler.step()
+            group = optimizer.param_groups[0]
+            losses += [group["lr"], scheduler.get_last_lr()[0], group.get("momentum", 0.0)]
+    return init, losses + summary(model.parameters())
+
+
+def test_scheduler_resume():
+    compare(scheduler_resume)
+
+
+# (c) the optimizers of the older MNIST examples beside progressive unfreezing: Adamax, NAdam (momentum_decay),
+# ASGD (its ax averages read from the state), Rprop (etas, step_sizes), Adagrad (lr_decay, initial_accumulator_value);
+# a frozen backbone's parameters added later by add_param_group with their own lr; the optimizer's state_dict through
+# torch.save into a fresh optimizer, and optimizer.state[p]['step'] read back
+def optimizer_zoo(m, state=None):
+    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Linear(8, 6), nn.Tanh())
+            self.head = nn.Linear(6, 4)
+
+        def forward(self, x):
+            return self.head(self.backbone(x))
+
+    model = Net()
+    init = load(m, model, state)
+    rng = np.random.default_rng(2)
+    x, y = torch.tensor(normal(rng, 6, 8)), torch.tensor(rng.integers(0, 4, 6))
+    makers = [
+        lambda params: optim.Adamax(params, lr=0.02, betas=(0.9, 0.99)),
+        lambda params: optim.NAdam(params, lr=0.01, momentum_decay=4e-3, weight_decay=1e-4),
+        lambda params: optim.ASGD(params, lr=0.05, lambd=1e-4, alpha=0.75, t0=1),
+        lambda params: optim.Rprop(params, lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-6, 50)),
+        lambda params: optim.Adagrad(params, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
+    ]
+    losses = []
+    for make in makers:
+        for p in model.backbone.parameters():
+            p.requires_grad = False
+        optimizer = make(model.head.parameters())
+        for step in range(3):
+            if step == 1:  # unfreeze the backbone at a tenth of the lr
+                for p in model.backbone.parameters():
+                    p.requires_grad = True
+                optimizer.add_param_group({"params": model.backbone.parameters(), "lr": optimizer.defaults["lr"] / 10})
+            if step == 2:
+                buffer = io.BytesIO()
+                torch.save(optimizer.state_dict(), buffer)
+                buffer.seek(0)
+                fresh = make(model.head.parameters())
+                fresh.add_param_group({"params": list(model.backbone.parameters()), "lr": 0.0})
+                fresh.load_state_dict(torch.load(buffer))
+                optimizer = fresh
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        losses += [float(optimizer.state[model.head.weight]["step"]), optimizer.param_groups[1]["lr"],
+                   len(optimizer.param_groups[1]["params"])]
+        if isinstance(optimizer, optim.ASGD):
+            losses.append(optimizer.state[model.head.weight]["ax"].sum().item())
+    return init, losses + summary(model.parameters())
+
+
+def test_optimizer_zoo():
+    compare(optimizer_zoo)
+
+
+# (d) gpleiss/temperature_scaling's ModelWithTemperature (a temperature nn.Parameter(torch.ones(1) * 1.5) expanded to
+# the logits, LBFGS(lr=0.01, max_iter=50) on the validation NLL, _ECELoss's bins by torch.linspace, confidences by
+# torch.max(softmaxes, 1), in_bin by gt/le and .float().mean()); then pokaxoel's Mahalanobis detector (class means of
+# penultimate features, a shared covariance inverted by torch.linalg.pinv, scores by diag of (x - mu) S^-1 (x - mu)^T)
+# and ODIN's input preprocessing (the sign of the input's gradient by torch.ge(...).float() - 0.5) * 2)
+def calibration_ood(m, state=None):
+    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Linear(6, 8), nn.ReLU())
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc(self.features(x))
+
+        def penultimate(self, x):
+            return self.features(x)
+
+    class ModelWithTemperature(nn.Module):
+        def __init__(self, model):
+            super(ModelWithTemperature, self).__init__()
+            self.model = model
+            self.temperature = nn.Parameter(torch.ones(1) * 1.5)
+
+        def forward(self, input):
+            logits = self.model(input)
+            return self.temperature_scale(logits)
+
+        def temperature_scale(self, logits):
+            temperature = self.temperature.unsqueeze(1).expand(logits.size(0), logits.size(1))
+            return logits / temperature
+
+        def set_temperature(self, valid_loader):
+            nll_criterion = nn.CrossEntropyLoss()
+            ece_criterion = _ECELoss()
+            logits_list = []
+            labels_list = []
+            with torch.no_grad():
+                for input, label in valid_loader:
+                    logits = self.model(input)
+                    logits_list.append(logits)
+                    labels_list.append(label)
+                logits = torch.cat(logits_list)
+                labels = torch.cat(labels_list)
+            before_temperature_nll = nll_criterion(logits, labels).item()
+            before_temperature_ece = ece_criterion(logits, labels).item()
+            optimizer = optim.LBFGS([self.temperature], lr=0.01, max_iter=4)
+
+            def eval():
+                optimizer.zero_grad()
+                loss = nll_criterion(self.temperature_scale(logits), labels)
+                loss.backward()
+                return loss
+            optimizer.step(eval)
+            after_temperature_nll = nll_criterion(self.temperature_scale(logits), labels).item()
+            after_temperature_ece = ece_criterion(self.temperature_scale(logits), labels).item()
+            return [before_temperature_nll, before_temperature_ece, after_temperature_nll, after_temperature_ece,
+                    self.temperature.item()]
+
+    class _ECELoss(nn.Module):
+        def __init__(self, n_bins=5):
+            super(_ECELoss, self).__init__()
+            bin_boundaries = torch.linspace(0, 1, n_bins + 1)
+            self.bin_lowers = bin_boundaries[:-1]
+            self.bin_uppers = bin_boundaries[1:]
+
+        def forward(self, logits, labels):
+            softmaxes = F.softmax(logits, dim=1)
+            confidences, predictions = torch.max(softmaxes, 1)
+            accuracies = predictions.eq(labels)
+            ece = torch.zeros(1, device=logits.device)
+            for bin_lower, bin_upper in zip(self.bin_lowers, self.bin_uppers):
+                in_bin = confidences.gt(bin_lower.item()) * confidences.le(bin_upper.item())
+                prop_in_bin = in_bin.float().mean()
+                if prop_in_bin.item() > 0:
+                    accuracy_in_bin = accuracies[in_bin].float().mean()
+                    avg_confidence_in_bin = confidences[in_bin].mean()
+                    ece += torch.abs(avg_confidence_in_bin - accuracy_in_bin) * prop_in_bin
+            return ece
+
+    net = Net()
+    init = load(m, net, state)
+    rng = np.random.default_rng(3)
+    x, y = torch.tensor(normal(rng, 12, 6) * 3), torch.tensor(rng.integers(0, 3, 12))
+    valid_loader = m.data.DataLoader(m.data.TensorDataset(x, y), batch_size=5)
+    scaled = ModelWithTemperature(net)
+    losses = scaled.set_temperature(valid_loader)
+
+    # Mahalanobis: tied covariance of the penultimate features
+    net.eval()
+    with torch.no_grad():
+        feats = net.penultimate(x)
+        class_means = torch.stack([feats[y == c].mean(0) if (y == c).any() else torch.zeros(8) for c in range(3)])
+        centered = feats - class_means[y]
+        cov = centered.t() @ centered / feats.size(0)
+        precision = torch.linalg.pinv(cov + 0.1 * torch.eye(8), hermitian=True)
+    test = torch.tensor(normal(rng, 4, 6), requires_grad=True)
+    out = net.penultimate(test)
+    gaussian_score = []
+    for c in range(3):
+        zero_f = out - class_means[c]
+        term_gau = -0.5 * torch.mm(torch.mm(zero_f, precision), zero_f.t()).diag()
+        gaussian_score.append(term_gau.view(-1, 1))
+    gaussian_score = torch.cat(gaussian_score, 1)
+    sample_pred = gaussian_score.max(1)[1]
+    batch_sample_mean = class_means.index_select(0, sample_pred)
+    zero_f = out - batch_sample_mean
+    pure_gau = -0.5 * torch.mm(torch.mm(zero_f, precision), zero_f.t()).diag()
+    loss = torch.mean(-pure_gau)
+    loss.backward()
+    gradient = torch.ge(test.grad.data, 0)
+    gradient = (gradient.float() - 0.5) * 2
+    tempInputs = torch.add(test.data, gradient, alpha=-0.01)
+    with torch.no_grad():
+        noise_out = net.penultimate(tempInputs)
+        noise_score = torch.stack([(-0.5 * ((noise_out - class_means[c]) @ precision * (noise_out - class_means[c]))
+                                   .sum(1)) for c in range(3)], 1)
+    losses += [loss.item(), torch.max(noise_score, dim=1)[0].sum().item()]
+
+    # ODIN: temperature 1000 and a perturbation against the max softmax's NLL
+    inputs = torch.tensor(normal(rng, 4, 6), requires_grad=True)
+    outputs = net(inputs)
+    temper = 1000
+    maxIndexTemp = np.argmax(outputs.data.cpu().numpy(), axis=1)
+    outputs = outputs / temper
+    labels = torch.LongTensor(maxIndexTemp)
+    loss = nn.CrossEntropyLoss()(outputs, labels)
+    loss.backward()
+    gradient = torch.ge(inputs.grad.data, 0)
+    gradient = (gradient.float() - 0.5) * 2
+    tempInputs = torch.add(inputs.data, -0.0014, gradient)
+    outputs = net(tempInputs) / temper
+    nnOutputs = outputs.data.cpu().numpy()
+    nnOutputs = nnOutputs - np.max(nnOutputs, axis=1, keepdims=True)
+    nnOutputs = np.exp(nnOutputs) / np.sum(np.exp(nnOutputs), axis=1, keepdims=True)
+    losses.append(float(np.max(nnOutputs, axis=1).sum()))
+    return init, losses + summary(net.parameters())
+
+
+def test_calibration_ood():
+    compare(calibration_ood)
+
+
+# (e) moskomule/ewc.pytorch's EWC on permuted MNIST: tasks by a fixed pixel permutation (x.view(-1, 784)[:, perm]),
+# the old task's parameters kept as {n: p.clone().detach()} of requires_grad ones, the diagonal Fisher from squared
+# gradients of the model's own predicted labels (F.log_softmax, .max(1)[1], nll_loss), Variable-era .data copies,
+# and the penalty importance * sum(F_i * (p - p*)^2) added to each new task's loss
+def ewc(m, state=None):
+    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+    from_autograd = m.torch.autograd
+
+    def variable(t: torch.Tensor, use_cuda=False, **kwargs):
+        if torch.cuda.is_available() and use_cuda:
+            t = t.cuda()
+        return from_autograd.Variable(t, **kwargs)
+
+    class EWC(object):
+        def __init__(self, model: nn.Module, dataset: list):
+            self.model = model
+            self.dataset = dataset
+            self.params = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
+            self._means = {}
+            self._precision_matrices = self._diag_fisher()
+            for n, p in copy.deepcopy(self.params).items():
+                self._means[n] = variable(p.data)
+
+        def _diag_fisher(self):
+            precision_matrices = {}
+            for n, p in copy.deepcopy(self.params).items():
+                p.data.zero_()
+                precision_matrices[n] = variable(p.data)
+            self.model.eval()
+            for input in self.dataset:
+                self.model.zero_grad()
+                input = variable(input)
+                output = self.model(input).view(1, -1)
+                label = output.max(1)[1].view(-1)
+                loss = F.nll_loss(F.log_softmax(output, dim=1), label)
+                loss.backward()
+                for n, p in self.model.named_parameters():
+                    precision_matrices[n].data += p.grad.data ** 2 / len(self.dataset)
+            precision_matrices = {n: p for n, p in precision_matrices.items()}
+            return precision_matrices
+
+        def penalty(self, model: nn.Module):
+            loss = 0
+            for n, p in model.named_parameters():
+                _loss = self._precision_matrices[n] * (p - self._means[n]) ** 2
+                loss += _loss.sum()
+            return loss
+
+    class MLP(nn.Module):
+        def __init__(self, hidden_size=10):
+            super(MLP, self).__init__()
+            self.fc1 = nn.Linear(16, hidden_size)
+            self.fc2 = nn.Linear(hidden_size, hidden_size)
+            self.fc3 = nn.Linear(hidden_size, 10)
+
+        def forward(self, input):
+            x = F.relu(self.fc1(input))
+            x = F.relu(self.fc2(x))
+            x = self.fc3(x)
+            return x
+
+    model = MLP()
+    init = load(m, model, state)
+    rng = np.random.default_rng(4)
+    images = torch.tensor(rng.random((6, 1, 4, 4)).astype(np.float32))
+    labels = torch.tensor(rng.integers(0, 10, 6))
+    perms = [torch.arange(16)] + [torch.from_numpy(rng.permutation(16)) for _ in range(2)]
+    tasks = [(images.view(-1, 16)[:, perm], labels) for perm in perms]
+    optimizer = optim.SGD(params=model.parameters(), lr=0.1)
+    importance = 1000
+    losses = []
+    ewc_obj = None
+    for task, (input, target) in enumerate(tasks):
+        model.train()
+        for _ in range(2):
+            optimizer.zero_grad()
+            output = model(input)
+            loss = F.cross_entropy(output, target)
+            if ewc_obj is not None:
+                loss = loss + importance * ewc_obj.penalty(model)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        old_tasks = [t[0][i] for t in tasks[:task + 1] for i in range(2)]
+        ewc_obj = EWC(model, old_tasks)
+        losses.append(sum(v.sum().item() for v in ewc_obj._precision_matrices.values()))
+    return init, losses + summary(model.parameters())
+
+
+def test_ewc():
+    compare(ewc)
+
+
+# (f) Carlini-Wagner's L2 attack as the torchattacks/cleverhans ports write it: a tanh-space variable w optimised by
+# Adam, one-hot labels by torch.eye(n)[labels], the best adversarial kept through masks, torch.max(real - other, -kappa)
+# with torch.clamp and the flattened L2 by nn.MSELoss(reduction='none'); then DeepFool's linearised steps (per class
+# autograd.grad with retain_graph, the minimum of |f_k| / ||w_k|| over classes, overshoot 0.02)
+def cw_deepfool(m, state=None):
+    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+
+    model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 4))
+    init = load(m, model, state)
+    model.eval()
+    rng = np.random.default_rng(5)
+    images = torch.tensor(rng.random((3, 1, 6, 6)).astype(np.float32))
+    with torch.no_grad():
+        labels = model(images).argmax(1)
+
+    def tanh_space(x):
+        return 1 / 2 * (torch.tanh(x) + 1)
+
+    def inverse_tanh_space(x):
+        return 0.5 * torch.log((1 + x.clamp(-1 + 1e-6, 1 - 1e-6)) / (1 - x.clamp(-1 + 1e-6, 1 - 1e-6)))
+
+    def f(outputs, labels, kappa=0):
+        one_hot_labels = torch.eye(outputs.shape[1])[labels]
+        other = torch.max((1 - one_hot_labels) * outputs, dim=1)[0]
+        real = torch.max(one_hot_labels * outputs, dim=1)[0]
+        return torch.clamp((real - other), min=-kappa)
+
+    c, steps, lr = 1.0, 3, 0.05
+    w = inverse_tanh_space(images * 2 - 1).detach()
+    w.requires_grad = True
+    best_adv_images = images.clone().detach()
+    best_L2 = 1e10 * torch.ones((len(images)))
+    prev_cost = 1e10
+    dim = len(images.shape)
+    MSELoss = nn.MSELoss(reduction='none')
+    Flatten = nn.Flatten()
+    optimizer = optim.Adam([w], lr=lr)
+    losses = []
+    for step in range(steps):
+        adv_images = tanh_space(w)
+        current_L2 = MSELoss(Flatten(adv_images), Flatten(images)).sum(dim=1)
+        L2_loss = current_L2.sum()
+        outputs = model(adv_images)
+        f_loss = f(outputs, labels).sum()
+        cost = L2_loss + c * f_loss
+        optimizer.zero_grad()
+        cost.backward()
+        optimizer.step()
+        pre = torch.argmax(outputs.detach(), 1)
+        condition = (pre != labels).float()
+        mask = condition * (best_L2 > current_L2.detach())
+        best_L2 = mask * current_L2.detach() + (1 - mask) * best_L2
+        mask = mask.view([-1] + [1] * (dim - 1))
+        best_adv_images = mask * adv_images.detach() + (1 - mask) * best_adv_images
+        if step % max(steps // 10, 1) == 0:
+            if cost.item() > prev_cost:
+                break
+            prev_cost = cost.item()
+        losses.append(cost.item())
+    losses += [best_adv_images.sum().item(), w.sum().item()]
+
+    def deepfool(image, net, num_classes=4, overshoot=0.02, max_iter=3):
+        f_image = net(image[None]).data.numpy().flatten()
+        I = f_image.argsort()[::-1]
+        I = I[0:num_classes]
+        label = I[0]
+        input_shape = image.shape
+        pert_image = copy.deepcopy(image)
+        r_tot = np.zeros(input_shape)
+        loop_i = 0
+        x = pert_image[None].clone().requires_grad_(True)
+        fs = net.forward(x)
+        k_i = label
+        while k_i == label and loop_i < max_iter:
+            pert = np.inf
+            grad_orig = torch.autograd.grad(fs[0, I[0]], x, retain_graph=True)[0].data.numpy().copy()
+            for k in range(1, num_classes):
+                cur_grad = torch.autograd.grad(fs[0, I[k]], x, retain_graph=True)[0].data.numpy().copy()
+                w_k = cur_grad - grad_orig
+                f_k = (fs[0, I[k]] - fs[0, I[0]]).data.numpy()
+                pert_k = abs(f_k) / np.linalg.norm(w_k.flatten())
+                if pert_k < pert:
+                    pert = pert_k
+                    w = w_k
+            r_i = (pert + 1e-4) * w / np.linalg.norm(w)
+            r_tot = np.float32(r_tot + r_i)
+            pert_image = image + (1 + overshoot) * torch.from_numpy(r_tot)[0]
+            x = pert_image[None].clone().detach().requires_grad_(True)
+            fs = net.forward(x)
+            k_i = np.argmax(fs.data.numpy().flatten())
+            loop_i += 1
+        return (1 + overshoot) * r_tot, loop_i, label, k_i, pert_image
+
+    for image in images[:2]:
+        r_tot, loop_i, label, k_i, pert_image = deepfool(image, model)
+        losses += [float(np.linalg.norm(r_tot)), loop_i, int(label), int(k_i), pert_image.sum().item()]
+    return init, losses
+
+
+def test_cw_deepfool():
+    compare(cw_deepfool)
+
+
+# (g) tscohen's group-equivariant CNNs on rotated MNIST as P4 convolutions written in plain torch: the filter bank
+# rotated by torch.rot90(w, k, dims=(-2, -1)), the group axis rolled by torch.roll, stacked and viewed into one conv
+# weight; invariance by a max over rotations; then RotNet's self-supervision (the four rotations of a batch by
+# torch.rot90 cat'ed, labels by torch.arange(4).repeat_interleave), and rotation TTA by flip and rot90 averaging
+def p4_rotnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Z2P4Conv(nn.Module):
+        def __init__(self, cin, cout, k=3):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(cout, cin, k, k) / math.sqrt(cin * k * k))
+            self.bias = nn.Parameter(torch.zeros(cout))
+
+        def forward(self, x):
+            w = torch.stack([torch.rot90(self.weight, r, dims=(-2, -1)) for r in range(4)], dim=1)
+            cout = w.shape[0]
+            y = F.conv2d(x, w.reshape(cout * 4, *w.shape[2:]), padding=1)
+            return y.view(x.shape[0], cout, 4, *y.shape[-2:]) + self.bias.view(1, -1, 1, 1, 1)
+
+    class P4P4Conv(nn.Module):
+        def __init__(self, cin, cout, k=3):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(cout, cin, 4, k, k) / math.sqrt(cin * 4 * k * k))
+
+        def forward(self, x):
+            ws = []
+            for r in range(4):
+                w = torch.rot90(self.weight, r, dims=(-2, -1))
+                ws.append(torch.roll(w, shifts=r, dims=2))
+            w = torch.stack(ws, dim=1)
+            cout, cin = w.shape[0], w.shape[2]
+            b, _, _, h, wd = x.shape
+            y = F.conv2d(x.reshape(b, cin * 4, h, wd), w.reshape(cout * 4, cin * 4, *w.shape[-2:]), padding=1)
+            return y.view(b, cout, 4, h, wd)
+
+    class P4CNN(nn.Module):
+        def __init__(self, n_classes=4):
+            super().__init__()
+            self.c1 = Z2P4Conv(1, 2)
+            self.c2 = P4P4Conv(2, 3)
+            self.fc = nn.Linear(3, n_classes)
+
+        def forward(self, x):
+            x = F.relu(self.c1(x))
+            x = F.relu(self.c2(x))
+            x = x.amax(dim=2)
+            x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+            return self.fc(x)
+
+    model = P4CNN()
+    init = load(m, model, state)
+    rng = np.random.default_rng(6)
+    x = torch.tensor(normal(rng, 2, 1, 5, 5))
+    model.eval()
+    with torch.no_grad():
+        invariance = (model(x) - model(torch.rot90(x, 1, [2, 3]))).abs().max().item()
+    assert invariance < 1e-4, invariance
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for step in range(2):
+        rotated = torch.cat([torch.rot90(x, k, (2, 3)) for k in range(4)], dim=0)
+        rot_labels = torch.arange(4).repeat_interleave(x.size(0))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(rotated), rot_labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        tta = (model(x) + model(torch.flip(x, dims=[3])) + model(x.rot90(2, [-2, -1]))) / 3
+    losses.append(tta.sum().item())
+    return init, losses + summary(model.parameters())
+
+
+def test_p4_rotnet():
+    compare(p4_rotnet)
+
+
+# (h) timm's NFNet pieces on CIFAR: ScaledStdConv2d (the weight standardised in forward by F.batch_norm of the
+# reshaped weight with gain * fan_in ** -0.5, eps as a float), the NF block's alpha/beta variance bookkeeping with
+# a skip-init gain nn.Parameter(torch.tensor(0.)), gamma-scaled GELU; and adaptive gradient clipping (timm's agc.py:
+# unitwise_norm by p.norm(dim=tuple(range(1, ndim)), keepdim=True), max_norm from clamp_(min=eps), torch.where of the
+# trigger, p.grad.detach().copy_) applied to all but the final layer, filtered by name
+def nfnet_agc(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class ScaledStdConv2d(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=None, dilation=1, groups=1,
+                     bias=True, gamma=1.0, eps=1e-6, gain_init=1.0):
+            if padding is None:
+                padding = ((stride - 1) + dilation * (kernel_size - 1)) // 2
+            super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                             dilation=dilation, groups=groups, bias=bias)
+            self.gain = nn.Parameter(torch.full((self.out_channels, 1, 1, 1), gain_init))
+            self.scale = gamma * self.weight[0].numel() ** -0.5
+            self.eps = eps
+
+        def forward(self, x):
+            weight = F.batch_norm(
+                self.weight.reshape(1, self.out_channels, -1), None, None,
+                weight=(self.gain * self.scale).view(-1),
+                training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+            return F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    class GammaAct(nn.Module):
+        def __init__(self, gamma=1.7015043497085571):
+            super().__init__()
+            self.gamma = gamma
+
+        def forward(self, x):
+            return F.gelu(x).mul_(self.gamma)
+
+    class NormFreeBlock(nn.Module):
+        def __init__(self, in_chs, out_chs, alpha=0.2, beta=1.0):
+            super().__init__()
+            self.alpha, self.beta = alpha, beta
+            self.act1 = GammaAct()
+            self.conv1 = ScaledStdConv2d(in_chs, out_chs, 1)
+            self.act2 = GammaAct()
+            self.conv2 = ScaledStdConv2d(out_chs, out_chs, 3)
+            self.downsample = ScaledStdConv2d(in_chs, out_chs, 1) if in_chs != out_chs else None
+            self.skipinit_gain = nn.Parameter(torch.tensor(0.))
+
+        def forward(self, x):
+            out = self.act1(x) * self.beta
+            shortcut = x if self.downsample is None else self.downsample(out)
+            out = self.conv1(out)
+            out = self.conv2(self.act2(out))
+            out.mul_(self.skipinit_gain)
+            return out * self.alpha + shortcut
+
+    class NFNet(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.stem = ScaledStdConv2d(3, 4, 3, stride=2)
+            expected_var = 1.0
+            blocks = []
+            for in_chs, out_chs in [(4, 6), (6, 6)]:
+                beta = 1. / expected_var ** 0.5
+                blocks.append(NormFreeBlock(in_chs, out_chs, beta=beta))
+                expected_var += 0.2 ** 2
+            self.stages = nn.Sequential(*blocks)
+            self.head = nn.Linear(6, num_classes)
+            nn.init.zeros_(self.head.weight)
+
+        def forward(self, x):
+            x = self.stages(self.stem(x))
+            return self.head(x.mean((2, 3)))
+
+    def unitwise_norm(x, norm_type=2.0):
+        if x.ndim <= 1:
+            return x.norm(norm_type)
+        else:
+            return x.norm(norm_type, dim=tuple(range(1, x.ndim)), keepdim=True)
+
+    def adaptive_clip_grad(parameters, clip_factor=0.01, eps=1e-3, norm_type=2.0):
+        if isinstance(parameters, torch.Tensor):
+            parameters = [parameters]
+        for p in parameters:
+            if p.grad is None:
+                continue
+            p_data = p.detach()
+            g_data = p.grad.detach()
+            max_norm = unitwise_norm(p_data, norm_type=norm_type).clamp_(min=eps).mul_(clip_factor)
+            grad_norm = unitwise_norm(g_data, norm_type=norm_type)
+            clipped_grad = g_data * (max_norm / grad_norm.clamp(min=1e-6))
+            new_grads = torch.where(grad_norm < max_norm, g_data, clipped_grad)
+            p.grad.detach().copy_(new_grads)
+
+    model = NFNet()
+    init = load(m, model, state)
+    rng = np.random.default_rng(7)
+    x, y = torch.tensor(normal(rng, 2, 3, 6, 6)), torch.tensor(rng.integers(0, 10, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        adaptive_clip_grad([p for n, p in model.named_parameters() if not n.startswith('head')], clip_factor=0.02)
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_nfnet_agc():
+    compare(nfnet_agc)
+
+
+# (i) WeiChengTseng/Pytorch-PCGrad on MultiMNIST: a shared trunk with two heads, each task's gradients retrieved
+# after its own backward (p.grad.clone() or zeros where None, has_grad masks), flattened by torch.cat, conflicting
+# ones projected (g_i -= (g_i . g_j) g_j / ||g_j||^2 in a random.shuffle'd order, seeded alike on both sides), merged
+# by the shared mask (mean) and written back by split views; optimizer.zero_grad(set_to_none=True) between tasks
+def pcgrad(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class PCGrad():
+        def __init__(self, optimizer, reduction='mean'):
+            self._optim, self._reduction = optimizer, reduction
+
+        @property
+        def optimizer(self):
+            return self._optim
+
+        def zero_grad(self):
+            return self._optim.zero_grad(set_to_none=True)
+
+        def step(self):
+            return self._optim.step()
+
+        def pc_backward(self, objectives):
+            grads, shapes, has_grads = self._pack_grad(objectives)
+            pc_grad = self._project_conflicting(grads, has_grads)
+            pc_grad = self._unflatten_grad(pc_grad, shapes[0])
+            self._set_grad(pc_grad)
+            return
+
+        def _project_conflicting(self, grads, has_grads, shapes=None):
+            shared = torch.stack(has_grads).prod(0).bool()
+            pc_grad, num_task = copy.deepcopy(grads), len(grads)
+            for g_i in pc_grad:
+                random.shuffle(grads)
+                for g_j in grads:
+                    g_i_g_j = torch.dot(g_i, g_j)
+                    if g_i_g_j < 0:
+                        g_i -= (g_i_g_j) * g_j / (g_j.norm() ** 2)
+            merged_grad = torch.zeros_like(grads[0]).to(grads[0].device)
+            if self._reduction:
+                merged_grad[shared] = torch.stack([g[shared] for g in pc_grad]).mean(dim=0)
+            merged_grad[~shared] = torch.stack([g[~shared] for g in pc_grad]).sum(dim=0)
+            return merged_grad
+
+        def _set_grad(self, grads):
+            idx = 0
+            for group in self._optim.param_groups:
+                for p in group['params']:
+                    p.grad = grads[idx]
+                    idx += 1
+            return
+
+        def _pack_grad(self, objectives):
+            grads, shapes, has_grads = [], [], []
+            for obj in objectives:
+                self._optim.zero_grad(set_to_none=True)
+                obj.backward(retain_graph=True)
+                grad, shape, has_grad = self._retrieve_grad()
+                grads.append(self._flatten_grad(grad, shape))
+                has_grads.append(self._flatten_grad(has_grad, shape))
+                shapes.append(shape)
+            return grads, shapes, has_grads
+
+        def _unflatten_grad(self, grads, shapes):
+            unflatten_grad, idx = [], 0
+            for shape in shapes:
+                length = np.prod(shape)
+                unflatten_grad.append(grads[idx:idx + length].view(shape).clone())
+                idx += length
+            return unflatten_grad
+
+        def _flatten_grad(self, grads, shapes):
+            flatten_grad = torch.cat([g.flatten() for g in grads])
+            return flatten_grad
+
+        def _retrieve_grad(self):
+            grad, shape, has_grad = [], [], []
+            for group in self._optim.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        shape.append(p.shape)
+                        grad.append(torch.zeros_like(p).to(p.device))
+                        has_grad.append(torch.zeros_like(p).to(p.device))
+                        continue
+                    shape.append(p.grad.shape)
+                    grad.append(p.grad.clone())
+                    has_grad.append(torch.ones_like(p).to(p.device))
+            return grad, shape, has_grad
+
+    class MultiLeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                       nn.Linear(3 * 3 * 3, 8), nn.ReLU())
+            self.left = nn.Linear(8, 10)
+            self.right = nn.Linear(8, 10)
+
+        def forward(self, x):
+            h = self.trunk(x)
+            return self.left(h), self.right(h)
+
+    net = MultiLeNet()
+    init = load(m, net, state)
+    rng = np.random.default_rng(8)
+    x = torch.tensor(normal(rng, 4, 1, 8, 8))
+    y_l, y_r = torch.tensor(rng.integers(0, 10, 4)), torch.tensor(rng.integers(0, 10, 4))
+    optimizer = PCGrad(torch.optim.Adam(net.parameters(), lr=1e-2))
+    random.seed(0)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        out_l, out_r = net(x)
+        loss1, loss2 = F.cross_entropy(out_l, y_l), F.cross_entropy(out_r, y_r)
+        optimizer.pc_backward([loss1, loss2])
+        optimizer.step()
+        losses += [loss1.item(), loss2.item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_pcgrad():
+    compare(pcgrad)
+
+
+# (j) Eric-mingjie/network-slimming on CIFAR (the sparsity subgradient m.weight.grad.data.add_(s * torch.sign(...)) on
+# every BatchNorm2d, the global threshold from the sorted absolute BN weights, masks by .gt(thre).float(), channels
+# kept by np.argwhere(np.asarray(mask.cpu().numpy())), and the pruned model's weights copied by index slices);
+# then rahulvigneswaran's lottery ticket (magnitude masks by np.percentile of the nonzero weights, grads masked in
+# place by np.where on the host, the original init restored by mask * initial state, a second round)
+def slimming_lottery(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class VGGish(nn.Module):
+        def __init__(self, cfg=(4, 'M', 6)):
+            super().__init__()
+            layers, in_channels = [], 3
+            for v in cfg:
+                if v == 'M':
+                    layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+                else:
+                    layers += [nn.Conv2d(in_channels, v, kernel_size=3, padding=1, bias=False), nn.BatchNorm2d(v),
+                               nn.ReLU(inplace=True)]
+                    in_channels = v
+            self.feature = nn.Sequential(*layers)
+            self.classifier = nn.Linear(cfg[-1], 10)
+            for mm in self.modules():
+                if isinstance(mm, nn.BatchNorm2d):
+                    mm.weight.data.fill_(0.5)
+                    mm.bias.data.zero_()
+
+        def forward(self, x):
+            x = self.feature(x)
+            x = nn.AvgPool2d(2)(x)
+            x = x.view(x.size(0), -1)
+            return self.classifier(x)
+
+    def updateBN(model, s=1e-2):
+        for mm in model.modules():
+            if isinstance(mm, nn.BatchNorm2d):
+                mm.weight.grad.data.add_(s * torch.sign(mm.weight.data))
+
+    model = VGGish()
+    init = load(m, model, state)
+    rng = np.random.default_rng(9)
+    x, y = torch.tensor(normal(rng, 4, 3, 4, 4)), torch.tensor(rng.integers(0, 10, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        updateBN(model)
+        optimizer.step()
+        losses.append(loss.item())
+    # prune: a global threshold on |gamma|
+    total = sum(mm.weight.data.shape[0] for mm in model.modules() if isinstance(mm, nn.BatchNorm2d))
+    bn = torch.zeros(total)
+    index = 0
+    for mm in model.modules():
+        if isinstance(mm, nn.BatchNorm2d):
+            size = mm.weight.data.shape[0]
+            bn[index:(index + size)] = mm.weight.data.abs().clone()
+            index += size
+    y_sorted, i = torch.sort(bn)
+    thre_index = int(total * 0.4)
+    thre = y_sorted[thre_index]
+    cfg, cfg_mask = [], []
+    for k, mm in enumerate(model.modules()):
+        if isinstance(mm, nn.BatchNorm2d):
+            weight_copy = mm.weight.data.abs().clone()
+            mask = weight_copy.gt(thre).float()
+            cfg.append(int(torch.sum(mask)))
+            cfg_mask.append(mask.clone())
+        elif isinstance(mm, nn.MaxPool2d):
+            cfg.append('M')
+    newmodel = VGGish(cfg=tuple(cfg))
+    layer_id_in_cfg, start_mask, end_mask = 0, torch.ones(3), cfg_mask[0]
+    for m0, m1 in zip(model.modules(), newmodel.modules()):
+        if isinstance(m0, nn.BatchNorm2d):
+            idx1 = np.squeeze(np.argwhere(np.asarray(end_mask.cpu().numpy())))
+            if idx1.size == 1:
+                idx1 = np.resize(idx1, (1,))
+            m1.weight.data = m0.weight.data[idx1.tolist()].clone()
+            m1.bias.data = m0.bias.data[idx1.tolist()].clone()
+            m1.running_mean = m0.running_mean[idx1.tolist()].clone()
+            m1.running_var = m0.running_var[idx1.tolist()].clone()
+            layer_id_in_cfg += 1
+            start_mask = end_mask.clone()
+            if layer_id_in_cfg < len(cfg_mask):
+                end_mask = cfg_mask[layer_id_in_cfg]
+        elif isinstance(m0, nn.Conv2d):
+            idx0 = np.squeeze(np.argwhere(np.asarray(start_mask.cpu().numpy())))
+            idx1 = np.squeeze(np.argwhere(np.asarray(end_mask.cpu().numpy())))
+            if idx0.size == 1:
+                idx0 = np.resize(idx0, (1,))
+            if idx1.size == 1:
+                idx1 = np.resize(idx1, (1,))
+            w1 = m0.weight.data[:, idx0.tolist(), :, :].clone()
+            w1 = w1[idx1.tolist(), :, :, :].clone()
+            m1.weight.data = w1.clone()
+        elif isinstance(m0, nn.Linear):
+            idx0 = np.squeeze(np.argwhere(np.asarray(start_mask.cpu().numpy())))
+            if idx0.size == 1:
+                idx0 = np.resize(idx0, (1,))
+            m1.weight.data = m0.weight.data[:, idx0].clone()
+            m1.bias.data = m0.bias.data.clone()
+    model.eval()
+    newmodel.eval()
+    with torch.no_grad():
+        losses += cfg[:1] + cfg[2:] + [model(x).sum().item(), newmodel(x).sum().item()]
+
+    # lottery ticket: prune 20% of each conv/linear weight by magnitude, rewind to the init, retrain
+    net = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    rng2 = np.random.default_rng(10)
+    net.load_state_dict({k: torch.tensor(normal(rng2, *v.shape) * 0.3) for k, v in net.state_dict().items()})
+    xs, ys = torch.tensor(normal(rng2, 6, 6)), torch.tensor(rng2.integers(0, 3, 6))
+    initial_state_dict = copy.deepcopy(net.state_dict())
+    mask = [np.ones_like(p.data.cpu().numpy()) for name, p in net.named_parameters() if 'weight' in name]
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    for _round in range(2):
+        for step in range(2):
+            opt.zero_grad()
+            loss = F.cross_entropy(net(xs), ys)
+            loss.backward()
+            k = 0
+            for name, p in net.named_parameters():
+                if 'weight' in name:
+                    tensor = p.data.cpu().numpy()
+                    grad_tensor = p.grad.data.cpu().numpy()
+                    grad_tensor = np.where(tensor == 0, 0, grad_tensor)
+                    p.grad.data = torch.from_numpy(grad_tensor).to(p.device)
+                    k += 1
+            opt.step()
+            losses.append(loss.item())
+        step = 0
+        for name, param in net.named_parameters():
+            if 'weight' in name:
+                tensor = param.data.cpu().numpy()
+                alive = tensor[np.nonzero(tensor)]
+                percentile_value = np.percentile(abs(alive), 20)
+                new_mask = np.where(abs(tensor) < percentile_value, 0, mask[step])
+                param.data = torch.from_numpy(tensor * new_mask).to(param.device)
+                mask[step] = new_mask
+                step += 1
+        step = 0
+        for name, param in net.named_parameters():
+            if "weight" in name:
+                param.data = torch.from_numpy(mask[step] * initial_state_dict[name].cpu().numpy()).to(param.device)
+                step = step + 1
+            if "bias" in name:
+                param.data = initial_state_dict[name]
+        losses.append(float(sum(mk.sum() for mk in mask)))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    return init, losses + summary(model.parameters()) + summary(net.parameters())
+
+
+def test_slimming_lottery():
+    compare(slimming_lottery)
+
+
+# (k) kaidic/LDAM-DRW on long-tailed CIFAR: the imbalanced class counts by an exponential profile, LDAM's margins
+# m_list = 1 / n^(1/4) rescaled to max_m, the one-hot index by torch.zeros_like(x, dtype=torch.uint8).scatter_ and
+# .type(torch.FloatTensor), batch margins by torch.matmul(m_list[None, :], index_float.transpose(0, 1)),
+# torch.where of a bool index, s=30 logits, and DRW's class-balanced weights from the effective number
+# (1 - beta^n) / (1 - beta) passed as F.cross_entropy(weight=) after a milestone; then a focal loss with a per-class
+# alpha by gather and label smoothing CE with class weights
+def ldam_drw(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def get_img_num_per_cls(cls_num, img_max, imb_factor):
+        img_num_per_cls = []
+        for cls_idx in range(cls_num):
+            num = img_max * (imb_factor ** (cls_idx / (cls_num - 1.0)))
+            img_num_per_cls.append(int(num))
+        return img_num_per_cls
+
+    class LDAMLoss(nn.Module):
+        def __init__(self, cls_num_list, max_m=0.5, weight=None, s=30):
+            super(LDAMLoss, self).__init__()
+            m_list = 1.0 / np.sqrt(np.sqrt(cls_num_list))
+            m_list = m_list * (max_m / np.max(m_list))
+            m_list = torch.FloatTensor(m_list)
+            self.m_list = m_list
+            assert s > 0
+            self.s = s
+            self.weight = weight
+
+        def forward(self, x, target):
+            index = torch.zeros_like(x, dtype=torch.uint8)
+            index.scatter_(1, target.data.view(-1, 1), 1)
+            index_float = index.type(torch.FloatTensor)
+            batch_m = torch.matmul(self.m_list[None, :], index_float.transpose(0, 1))
+            batch_m = batch_m.view((-1, 1))
+            x_m = x - batch_m
+            output = torch.where(index.bool(), x_m, x)
+            return F.cross_entropy(self.s * output, target, weight=self.weight)
+
+    class FocalLoss(nn.Module):
+        def __init__(self, alpha=None, gamma=2.0):
+            super().__init__()
+            self.alpha, self.gamma = alpha, gamma
+
+        def forward(self, input, target):
+            logpt = F.log_softmax(input, dim=1).gather(1, target.view(-1, 1)).view(-1)
+            pt = logpt.exp()
+            if self.alpha is not None:
+                logpt = logpt * self.alpha.gather(0, target.view(-1))
+            return (-1 * (1 - pt) ** self.gamma * logpt).mean()
+
+    class NormedLinear(nn.Module):
+        def __init__(self, in_features, out_features):
+            super(NormedLinear, self).__init__()
+            self.weight = nn.Parameter(torch.Tensor(in_features, out_features))
+            self.weight.data.uniform_(-1, 1).renorm_(2, 1, 1e-5).mul_(1e5)
+
+        def forward(self, x):
+            return F.normalize(x, dim=1).mm(F.normalize(self.weight, dim=0))
+
+    cls_num_list = get_img_num_per_cls(4, 50, 0.1)
+    model = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), NormedLinear(6, 4))
+    init = load(m, model, state)
+    rng = np.random.default_rng(11)
+    x, y = torch.tensor(normal(rng, 8, 5)), torch.tensor(rng.integers(0, 4, 8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=2e-4)
+    losses = []
+    for epoch in range(3):
+        idx = epoch // 2
+        betas = [0, 0.9999]
+        effective_num = 1.0 - np.power(betas[idx], cls_num_list)
+        per_cls_weights = (1.0 - betas[idx]) / np.array(effective_num)
+        per_cls_weights = per_cls_weights / np.sum(per_cls_weights) * len(cls_num_list)
+        per_cls_weights = torch.FloatTensor(per_cls_weights)
+        criterion = LDAMLoss(cls_num_list=cls_num_list, max_m=0.5, s=30, weight=per_cls_weights)
+        optimizer.zero_grad()
+        output = model(x)
+        loss = criterion(output, y)
+        focal = FocalLoss(alpha=torch.tensor([0.25, 0.5, 0.75, 1.0]))(output * 5, y)
+        smooth = F.cross_entropy(output * 5, y, weight=per_cls_weights, label_smoothing=0.1)
+        (loss + focal + smooth).backward()
+        optimizer.step()
+        losses += [loss.item(), focal.item(), smooth.item()]
+    return init, losses + cls_num_list + summary(model.parameters())
+
+
+def test_ldam_drw():
+    compare(ldam_drw)
