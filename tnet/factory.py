@@ -380,19 +380,26 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                  requires_grad)
 
 
-def _typed(name, dtype):
-    """torch's legacy typed constructor: name(*sizes) an uninitialised tensor (empty), name(data) a
-    copy of data in dtype."""
-    def make(*args, device=None):
+class _TypedTensor(type):
+    """torch's legacy typed tensor classes (tnet.FloatTensor, ByteTensor...): called, name(*sizes) makes an
+    uninitialised tensor (empty) and name(data) a copy of data in the class's dtype; isinstance(x, name)
+    asks whether x is a tnet tensor of that dtype (torchvision's `isinstance(img, torch.ByteTensor)`; tnet has
+    one device, so torch.cuda's classes are these)."""
+
+    def __call__(cls, *args, device=None):
         if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
                 (len(args) == 1 and isinstance(args[0], torch.Size)):
-            return empty(*(args or (0,)), dtype=dtype, device=device)
+            return empty(*(args or (0,)), dtype=cls.dtype, device=device)
         if len(args) > 1:
-            raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
-        return _leaf(name, as_storage(args[0], dtype), False)
-    make.__name__ = make.__qualname__ = name
-    make.dtype = dtype  # x.type(tnet.FloatTensor) reads it
-    return make
+            raise TypeError(f"{cls.__name__}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
+        return _leaf(cls.__name__, as_storage(args[0], cls.dtype), False)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+
+def _typed(name, dtype):
+    return _TypedTensor(name, (), {"dtype": dtype})  # x.type(tnet.FloatTensor) reads dtype
 
 
 FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (
