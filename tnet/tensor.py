@@ -223,8 +223,8 @@ def bump_version(*tensors):
 
 
 def as_storage(data, dtype=None):
-    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: int64 for
-    integer input, float16 and bfloat16 data as they are (torch's), float32 otherwise (unless dtype says)."""
+    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: float16, bfloat16, bool
+    and uint8 data (images) as they are (torch's), int64 for other integers, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.memory
     if data is None:
@@ -240,8 +240,8 @@ def as_storage(data, dtype=None):
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
-        dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16) else torch.float32 if data.is_floating_point()
-                 else torch.bool if data.dtype == torch.bool else torch.int64)
+        dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16, torch.bool, torch.uint8)
+                 else torch.float32 if data.is_floating_point() else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
@@ -921,7 +921,8 @@ def check_device(name, device):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tnet.Tensor from a numpy array, torch tensor, list or number, as torch.tensor: float32 by
-    default, float16 and bfloat16 data keep their dtype, integers become int64 (pin_memory is accepted: the copy goes to tnet's device)."""
+    default, float16, bfloat16 and uint8 data keep their dtype, other integers become int64 (pin_memory is accepted:
+    the copy goes to tnet's device)."""
     check_device("tensor", device)
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.memory.is_floating_point():
