@@ -1134,3 +1134,400 @@ def ldam_drw(m, state=None):
 
 def test_ldam_drw():
     compare(ldam_drw)
+
+
+# (l) torchvision's tensor transforms copied into a script that has no torchvision: to_tensor from a numpy HWC uint8
+# image (torch.from_numpy(pic.transpose((2, 0, 1))).contiguous(), then isinstance(img, torch.ByteTensor) before
+# .to(dtype=torch.get_default_dtype()).div(255)), normalize by torch.as_tensor(mean, dtype=..., device=...) with
+# mean.ndim == 1 views and tensor.sub_(mean).div_(std), RandomCrop by F.pad and slicing, hflip by tensor.flip(-1),
+# Compose; a CIFAR-style Dataset over uint8 arrays, seed_worker by torch.initial_seed() % 2**32, a DataLoader with a
+# torch.Generator whose get_state is saved and restored to replay the same order; a model assembled by Sequential + and *
+def tensor_transforms(m, state=None):
+    torch, nn, F, data = m.torch, m.nn, m.F, m.data
+
+    def to_tensor(pic):
+        if not isinstance(pic, np.ndarray):
+            raise TypeError(f"pic should be ndarray. Got {type(pic)}")
+        default_float_dtype = torch.get_default_dtype()
+        if pic.ndim == 2:
+            pic = pic[:, :, None]
+        img = torch.from_numpy(pic.transpose((2, 0, 1))).contiguous()
+        if isinstance(img, torch.ByteTensor):
+            return img.to(dtype=default_float_dtype).div(255)
+        else:
+            return img
+
+    def normalize(tensor, mean, std, inplace=False):
+        if not inplace:
+            tensor = tensor.clone()
+        dtype = tensor.dtype
+        mean = torch.as_tensor(mean, dtype=dtype, device=tensor.device)
+        std = torch.as_tensor(std, dtype=dtype, device=tensor.device)
+        if (std == 0).any():
+            raise ValueError(f"std evaluated to zero after conversion to {dtype}, leading to division by zero.")
+        if mean.ndim == 1:
+            mean = mean.view(-1, 1, 1)
+        if std.ndim == 1:
+            std = std.view(-1, 1, 1)
+        return tensor.sub_(mean).div_(std)
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, img):
+            for t in self.transforms:
+                img = t(img)
+            return img
+
+    class RandomCrop:
+        def __init__(self, size, padding, rng):
+            self.size, self.padding, self.rng = size, padding, rng
+
+        def __call__(self, img):
+            img = F.pad(img[None], (self.padding,) * 4, mode='reflect')[0]
+            _, h, w = img.shape
+            i = int(self.rng.integers(0, h - self.size + 1))
+            j = int(self.rng.integers(0, w - self.size + 1))
+            return img[..., i:i + self.size, j:j + self.size]
+
+    class RandomHorizontalFlip:
+        def __init__(self, rng, p=0.5):
+            self.rng, self.p = rng, p
+
+        def __call__(self, img):
+            if self.rng.random() < self.p:
+                return img.flip(-1)
+            return img
+
+    class CIFAR(data.Dataset):
+        def __init__(self, images, targets, transform=None):
+            self.data, self.targets, self.transform = images, list(targets), transform
+
+        def __getitem__(self, index):
+            img, target = self.data[index], self.targets[index]
+            if self.transform is not None:
+                img = self.transform(img)
+            return img, target
+
+        def __len__(self):
+            return len(self.data)
+
+    def seed_worker(worker_id):
+        worker_seed = torch.initial_seed() % 2 ** 32
+        np.random.seed(worker_seed)
+        random.seed(worker_seed)
+
+    rng = np.random.default_rng(12)
+    images = rng.integers(0, 256, (6, 6, 6, 3), dtype=np.uint8)
+    targets = rng.integers(0, 10, 6)
+    aug = np.random.default_rng(13)
+    transform = Compose([to_tensor, RandomCrop(6, 2, aug), RandomHorizontalFlip(aug),
+                         lambda t: normalize(t, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26))])
+    dataset = CIFAR(images, targets, transform)
+    first, _ = dataset[0]
+    assert first.dtype == torch.float32 and float(first.abs().max()) < 3.0
+    features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU())
+    block = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+    head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    model = features + block * 2 + head
+    assert len(model) == 2 + 6 + 3 and model[2] is model[5]
+    init = load(m, model, state)
+    g = torch.Generator()
+    g.manual_seed(0)
+    loader = data.DataLoader(CIFAR(images, targets, Compose([to_tensor, lambda t: normalize(t, 0.5, 0.25)])),
+                             batch_size=3, shuffle=True, num_workers=0, worker_init_fn=seed_worker, generator=g)
+    saved = g.get_state()
+    order = [y.tolist() for _, y in loader]
+    g.set_state(saved)
+    assert [y.tolist() for _, y in loader] == order
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    batch = torch.stack([dataset[i][0] for i in range(4)])
+    labels = torch.as_tensor(np.asarray(dataset.targets[:4]))
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(batch), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    plain = torch.stack([to_tensor(images[i]) for i in range(6)])
+    losses += [batch.sum().item(), plain.sum().item(), sum(len(o) for o in order)]
+    return init, losses + summary(model.parameters())
+
+
+def test_tensor_transforms():
+    compare(tensor_transforms)
+
+
+# (m) unfold-based layers of CIFAR repos: leaderj1001's stand-alone self-attention (SASA: keys and values by
+# F.pad then x.unfold(2, k, s).unfold(3, k, s), relative embeddings split by .split(out_channels // 2, dim=1),
+# einsum of the local windows), d-li14's involution (kernels generated per pixel, nn.Unfold then view and sum over the
+# window), MAE's patchify / unpatchify written as F.unfold and F.fold (and checked against the einsum
+# reshapes), and YOLOv5's Focus (space-to-depth by strided slices) beside nn.PixelUnshuffle
+def unfold_layers(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class AttentionConv(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, groups=1, bias=False):
+            super(AttentionConv, self).__init__()
+            self.out_channels = out_channels
+            self.kernel_size = kernel_size
+            self.stride = stride
+            self.padding = padding
+            self.groups = groups
+            assert self.out_channels % self.groups == 0
+            self.rel_h = nn.Parameter(torch.randn(out_channels // 2, 1, 1, kernel_size, 1), requires_grad=True)
+            self.rel_w = nn.Parameter(torch.randn(out_channels // 2, 1, 1, 1, kernel_size), requires_grad=True)
+            self.key_conv = nn.Conv2d(in_channels, out_channels, kernel_size=1, bias=bias)
+            self.query_conv = nn.Conv2d(in_channels, out_channels, kernel_size=1, bias=bias)
+            self.value_conv = nn.Conv2d(in_channels, out_channels, kernel_size=1, bias=bias)
+            self.reset_parameters()
+
+        def forward(self, x):
+            batch, channels, height, width = x.size()
+            padded_x = F.pad(x, [self.padding, self.padding, self.padding, self.padding])
+            q_out = self.query_conv(x)
+            k_out = self.key_conv(padded_x)
+            v_out = self.value_conv(padded_x)
+            k_out = k_out.unfold(2, self.kernel_size, self.stride).unfold(3, self.kernel_size, self.stride)
+            v_out = v_out.unfold(2, self.kernel_size, self.stride).unfold(3, self.kernel_size, self.stride)
+            k_out_h, k_out_w = k_out.split(self.out_channels // 2, dim=1)
+            k_out = torch.cat((k_out_h + self.rel_h, k_out_w + self.rel_w), dim=1)
+            k_out = k_out.contiguous().view(batch, self.groups, self.out_channels // self.groups, height, width, -1)
+            v_out = v_out.contiguous().view(batch, self.groups, self.out_channels // self.groups, height, width, -1)
+            q_out = q_out.view(batch, self.groups, self.out_channels // self.groups, height, width, 1)
+            out = q_out * k_out
+            out = F.softmax(out, dim=-1)
+            out = torch.einsum('bnchwk,bnchwk -> bnchw', out, v_out).view(batch, -1, height, width)
+            return out
+
+        def reset_parameters(self):
+            nn.init.kaiming_normal_(self.key_conv.weight, mode='fan_out', nonlinearity='relu')
+            nn.init.kaiming_normal_(self.value_conv.weight, mode='fan_out', nonlinearity='relu')
+            nn.init.kaiming_normal_(self.query_conv.weight, mode='fan_out', nonlinearity='relu')
+            nn.init.normal_(self.rel_h, 0, 1)
+            nn.init.normal_(self.rel_w, 0, 1)
+
+    class Involution(nn.Module):
+        def __init__(self, channels, kernel_size, stride, group_channels=2, reduction_ratio=2):
+            super(Involution, self).__init__()
+            self.kernel_size, self.stride, self.channels = kernel_size, stride, channels
+            self.group_channels = group_channels
+            self.groups = self.channels // self.group_channels
+            self.conv1 = nn.Sequential(nn.Conv2d(channels, channels // reduction_ratio, 1, bias=False),
+                                       nn.BatchNorm2d(channels // reduction_ratio), nn.ReLU())
+            self.conv2 = nn.Conv2d(channels // reduction_ratio, kernel_size ** 2 * self.groups, 1, 1)
+            if stride > 1:
+                self.avgpool = nn.AvgPool2d(stride, stride)
+            self.unfold = nn.Unfold(kernel_size, 1, (kernel_size - 1) // 2, stride)
+
+        def forward(self, x):
+            weight = self.conv2(self.conv1(x if self.stride == 1 else self.avgpool(x)))
+            b, c, h, w = weight.shape
+            weight = weight.view(b, self.groups, self.kernel_size ** 2, h, w).unsqueeze(2)
+            out = self.unfold(x).view(b, self.groups, self.group_channels, self.kernel_size ** 2, h, w)
+            out = (weight * out).sum(dim=3).view(b, self.channels, h, w)
+            return out
+
+    class Focus(nn.Module):
+        def __init__(self, c1, c2, k=1):
+            super().__init__()
+            self.conv = nn.Conv2d(c1 * 4, c2, k, 1, k // 2, bias=False)
+
+        def forward(self, x):
+            return self.conv(torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.focus = Focus(3, 4)
+            self.sasa = AttentionConv(4, 4, kernel_size=3, padding=1, groups=2)
+            self.inv = Involution(4, 3, 1)
+            self.unshuffle = nn.PixelUnshuffle(2)
+            self.fc = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.focus(x)
+            x = F.relu(self.sasa(x))
+            x = self.inv(x)
+            x = self.unshuffle(x)
+            return self.fc(x.mean((2, 3)))
+
+    p = 2
+
+    def patchify(imgs):
+        h = w = imgs.shape[2] // p
+        x = imgs.reshape(shape=(imgs.shape[0], 3, h, p, w, p))
+        x = torch.einsum('nchpwq->nhwpqc', x)
+        return x.reshape(shape=(imgs.shape[0], h * w, p ** 2 * 3))
+
+    def unpatchify_fold(x, size):
+        cols = x.view(x.shape[0], x.shape[1], p, p, 3).permute(0, 4, 2, 3, 1).reshape(x.shape[0], 3 * p * p, -1)
+        return F.fold(cols, output_size=size, kernel_size=p, stride=p)
+
+    model = Net()
+    init = load(m, model, state)
+    rng = np.random.default_rng(14)
+    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    focus_ref = model.focus.conv(F.pixel_unshuffle(x, 2).view(2, 3, 4, 4, 4).transpose(1, 2).reshape(2, 12, 4, 4))
+    assert focus_ref.shape == model.focus(x).shape
+    patches = patchify(x)
+    cols = F.unfold(x, kernel_size=p, stride=p)
+    assert (cols.view(2, 3, p, p, -1).permute(0, 4, 2, 3, 1).reshape(2, -1, p * p * 3) - patches).abs().max() < 1e-6
+    assert (unpatchify_fold(patches, (8, 8)) - x).abs().max() < 1e-6
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.05)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y) + 0.1 * (unpatchify_fold(patches * 0.5, (8, 8)) - x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    ones = F.fold(F.unfold(torch.ones(1, 1, 5, 5), 3, padding=1), (5, 5), 3, padding=1)
+    losses.append(ones.sum().item())
+    return init, losses + summary(model.parameters())
+
+
+def test_unfold_layers():
+    compare(unfold_layers)
+
+
+# (n) Blundell's Bayes by Backprop on MNIST as nitarshan's notebook writes it: Gaussian(mu, rho) with sigma =
+# torch.log1p(torch.exp(rho)) and the sample mu + sigma * epsilon (epsilon from a torch.distributions.Normal(0, 1)
+# here drawn by numpy and fed in), a ScaleMixtureGaussian prior (two torch.distributions.Normal log_probs mixed by
+# torch.log(pi * exp + (1 - pi) * exp)), BayesianLinear's log_prior and log_variational_posterior, the ELBO with
+# F.nll_loss(reduction='sum') averaged over samples, plus logits_to_probs from torch.distributions.utils
+def bayes_by_backprop(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    distributions = m.torch.distributions
+    from_utils = m.torch.distributions.utils
+
+    class Gaussian(object):
+        def __init__(self, mu, rho):
+            super().__init__()
+            self.mu = mu
+            self.rho = rho
+            self.normal = distributions.Normal(0, 1)
+
+        @property
+        def sigma(self):
+            return torch.log1p(torch.exp(self.rho))
+
+        def sample(self, epsilon):
+            return self.mu + self.sigma * epsilon
+
+        def log_prob(self, input):
+            return (-math.log(math.sqrt(2 * math.pi)) - torch.log(self.sigma)
+                    - ((input - self.mu) ** 2) / (2 * self.sigma ** 2)).sum()
+
+    class ScaleMixtureGaussian(object):
+        def __init__(self, pi, sigma1, sigma2):
+            super().__init__()
+            self.pi = pi
+            self.sigma1 = sigma1
+            self.sigma2 = sigma2
+            self.gaussian1 = distributions.Normal(0, sigma1)
+            self.gaussian2 = distributions.Normal(0, sigma2)
+
+        def log_prob(self, input):
+            prob1 = torch.exp(self.gaussian1.log_prob(input))
+            prob2 = torch.exp(self.gaussian2.log_prob(input))
+            return (torch.log(self.pi * prob1 + (1 - self.pi) * prob2)).sum()
+
+    PI = 0.5
+    SIGMA_1 = torch.FloatTensor([math.exp(-0)])
+    SIGMA_2 = torch.FloatTensor([math.exp(-6)])
+
+    class BayesianLinear(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.weight_mu = nn.Parameter(torch.Tensor(out_features, in_features).uniform_(-0.2, 0.2))
+            self.weight_rho = nn.Parameter(torch.Tensor(out_features, in_features).uniform_(-5, -4))
+            self.weight = Gaussian(self.weight_mu, self.weight_rho)
+            self.bias_mu = nn.Parameter(torch.Tensor(out_features).uniform_(-0.2, 0.2))
+            self.bias_rho = nn.Parameter(torch.Tensor(out_features).uniform_(-5, -4))
+            self.bias = Gaussian(self.bias_mu, self.bias_rho)
+            self.weight_prior = ScaleMixtureGaussian(PI, SIGMA_1, SIGMA_2)
+            self.bias_prior = ScaleMixtureGaussian(PI, SIGMA_1, SIGMA_2)
+            self.log_prior = 0
+            self.log_variational_posterior = 0
+
+        def forward(self, input, eps, sample=False, calculate_log_probs=False):
+            if self.training or sample:
+                weight = self.weight.sample(eps[0])
+                bias = self.bias.sample(eps[1])
+            else:
+                weight = self.weight.mu
+                bias = self.bias.mu
+            if self.training or calculate_log_probs:
+                self.log_prior = self.weight_prior.log_prob(weight) + self.bias_prior.log_prob(bias)
+                self.log_variational_posterior = self.weight.log_prob(weight) + self.bias.log_prob(bias)
+            else:
+                self.log_prior, self.log_variational_posterior = 0, 0
+            return F.linear(input, weight, bias)
+
+    class BayesianNetwork(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = BayesianLinear(16, 8)
+            self.l2 = BayesianLinear(8, 10)
+
+        def forward(self, x, eps, sample=False):
+            x = x.view(-1, 16)
+            x = F.relu(self.l1(x, eps[0], sample))
+            x = F.log_softmax(self.l2(x, eps[1], sample), dim=1)
+            return x
+
+        def log_prior(self):
+            return self.l1.log_prior + self.l2.log_prior
+
+        def log_variational_posterior(self):
+            return self.l1.log_variational_posterior + self.l2.log_variational_posterior
+
+        def sample_elbo(self, input, target, noises, num_batches=10):
+            samples = len(noises)
+            outputs = torch.zeros(samples, input.shape[0], 10)
+            log_priors = torch.zeros(samples)
+            log_variational_posteriors = torch.zeros(samples)
+            for i in range(samples):
+                outputs[i] = self(input, noises[i], sample=True)
+                log_priors[i] = self.log_prior()
+                log_variational_posteriors[i] = self.log_variational_posterior()
+            log_prior = log_priors.mean()
+            log_variational_posterior = log_variational_posteriors.mean()
+            negative_log_likelihood = F.nll_loss(outputs.mean(0), target, reduction='sum')
+            loss = (log_variational_posterior - log_prior) / num_batches + negative_log_likelihood
+            return loss, log_prior, log_variational_posterior, negative_log_likelihood
+
+    net = BayesianNetwork()
+    init = load(m, net, state)
+    rng = np.random.default_rng(15)
+    x, y = torch.tensor(rng.random((4, 1, 4, 4)).astype(np.float32)), torch.tensor(rng.integers(0, 10, 4))
+
+    def noise():
+        return [(torch.tensor(normal(rng, 8, 16)), torch.tensor(normal(rng, 8))),
+                (torch.tensor(normal(rng, 10, 8)), torch.tensor(normal(rng, 10)))]
+
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    losses = []
+    net.train()
+    for step in range(2):
+        net.zero_grad()
+        loss, log_prior, log_variational_posterior, nll = net.sample_elbo(x, y, [noise(), noise()])
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), log_prior.item(), log_variational_posterior.item(), nll.item()]
+    net.eval()
+    with torch.no_grad():
+        outputs = torch.stack([net(x, noise(), sample=True) for _ in range(2)])
+        mean_probs = from_utils.logits_to_probs(outputs.mean(0))
+        pred = net(x, noise()).argmax(1)
+    losses += [mean_probs.sum().item(), pred.eq(y).sum().item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_bayes_by_backprop():
+    compare(bayes_by_backprop)
