@@ -450,7 +450,7 @@ def ewc(m, state=None):
     rng = np.random.default_rng(4)
     images = torch.tensor(rng.random((6, 1, 4, 4)).astype(np.float32))
     labels = torch.tensor(rng.integers(0, 10, 6))
-    perms = [torch.arange(16)] + [torch.from_numpy(rng.permutation(16)) for _ in range(2)]
+    perms = [torch.arange(16)] + [torch.from_numpy(rng.permutation(16)) for _ in range(1)]
     tasks = [(images.view(-1, 16)[:, perm], labels) for perm in perms]
     optimizer = optim.SGD(params=model.parameters(), lr=0.1)
     importance = 1000
@@ -1369,18 +1369,18 @@ def unfold_layers(m, state=None):
     model = Net()
     init = load(m, model, state)
     rng = np.random.default_rng(14)
-    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
-    focus_ref = model.focus.conv(F.pixel_unshuffle(x, 2).view(2, 3, 4, 4, 4).transpose(1, 2).reshape(2, 12, 4, 4))
+    x, y = torch.tensor(normal(rng, 2, 3, 4, 4)), torch.tensor(rng.integers(0, 10, 2))
+    focus_ref = model.focus.conv(F.pixel_unshuffle(x, 2).view(2, 3, 4, 2, 2).transpose(1, 2).reshape(2, 12, 2, 2))
     assert focus_ref.shape == model.focus(x).shape
     patches = patchify(x)
     cols = F.unfold(x, kernel_size=p, stride=p)
     assert (cols.view(2, 3, p, p, -1).permute(0, 4, 2, 3, 1).reshape(2, -1, p * p * 3) - patches).abs().max() < 1e-6
-    assert (unpatchify_fold(patches, (8, 8)) - x).abs().max() < 1e-6
+    assert (unpatchify_fold(patches, (4, 4)) - x).abs().max() < 1e-6
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.05)
     losses = []
     for step in range(2):
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y) + 0.1 * (unpatchify_fold(patches * 0.5, (8, 8)) - x).pow(2).mean()
+        loss = F.cross_entropy(model(x), y) + 0.1 * (unpatchify_fold(patches * 0.5, (4, 4)) - x).pow(2).mean()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -1531,3 +1531,276 @@ def bayes_by_backprop(m, state=None):
 
 def test_bayes_by_backprop():
     compare(bayes_by_backprop)
+
+
+# (o) recurrent classifiers of sequential MNIST beside each other: Le et al.'s IRNN (nn.RNN(nonlinearity='relu') with
+# nn.init.eye_ on weight_hh_l0 and zeroed biases, gradient clipping by clip_grad_norm_ with norm_type=2); an LSTM with
+# proj_size (its h of the projected size, the last layer's output[:, -1, :]); a bidirectional GRU with an explicit h0 by
+# torch.zeros(num_layers * 2, batch, hidden), its final states joined by torch.cat((h_n[-2], h_n[-1]), dim=1); rows of
+# variable length through pack_padded_sequence(enforce_sorted=False) and pad_packed_sequence(total_length=)
+def rnn_family(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rnn_utils = m.nn.utils.rnn
+
+    class IRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, num_classes):
+            super().__init__()
+            self.rnn = nn.RNN(input_size, hidden_size, num_layers=1, nonlinearity='relu', batch_first=True)
+            nn.init.eye_(self.rnn.weight_hh_l0)
+            nn.init.normal_(self.rnn.weight_ih_l0, 0, 0.001)
+            self.rnn.bias_ih_l0.data.zero_()
+            self.rnn.bias_hh_l0.data.zero_()
+            self.fc = nn.Linear(hidden_size, num_classes)
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return self.fc(out[:, -1, :])
+
+    class ProjLSTM(nn.Module):
+        def __init__(self, input_size, hidden_size, proj_size, num_classes):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden_size, num_layers=1, batch_first=True, proj_size=proj_size)
+            self.fc = nn.Linear(proj_size, num_classes)
+
+        def forward(self, x):
+            out, (h_n, c_n) = self.lstm(x)
+            assert h_n.shape[-1] == self.lstm.proj_size and c_n.shape[-1] == self.lstm.hidden_size
+            return self.fc(out[:, -1, :])
+
+    class BiGRU(nn.Module):
+        def __init__(self, input_size, hidden_size, num_classes, num_layers=1):
+            super().__init__()
+            self.hidden_size, self.num_layers = hidden_size, num_layers
+            self.gru = nn.GRU(input_size, hidden_size, num_layers, batch_first=True, bidirectional=True)
+            self.fc = nn.Linear(hidden_size * 2, num_classes)
+
+        def forward(self, x, lengths):
+            h0 = torch.zeros(self.num_layers * 2, x.size(0), self.hidden_size).to(x.device)
+            packed = rnn_utils.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out, h_n = self.gru(packed, h0)
+            out, out_lengths = rnn_utils.pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
+            return self.fc(torch.cat((h_n[-2], h_n[-1]), dim=1)), out, out_lengths
+
+    models = nn.ModuleDict({"irnn": IRNN(4, 6, 10), "lstm": ProjLSTM(4, 6, 3, 10), "gru": BiGRU(4, 5, 10)})
+    init = load(m, models, state)
+    rng = np.random.default_rng(16)
+    images = torch.tensor(rng.random((3, 1, 4, 4)).astype(np.float32))
+    labels = torch.tensor(rng.integers(0, 10, 3))
+    x = images.view(-1, 4, 4)[:, :3]
+    lengths = torch.tensor([3, 2, 3])
+    optimizer = torch.optim.RMSprop(models.parameters(), lr=1e-3)
+    losses = []
+    for step in range(1):
+        optimizer.zero_grad()
+        logits_gru, out, out_lengths = models["gru"](x, lengths)
+        loss = (F.cross_entropy(models["irnn"](x), labels) + F.cross_entropy(models["lstm"](x), labels)
+                + F.cross_entropy(logits_gru, labels))
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(models.parameters(), max_norm=1.0, norm_type=2)
+        optimizer.step()
+        losses += [loss.item(), norm.item(), out.abs().sum().item()]
+    losses += out_lengths.tolist() + [float(out[1, 2:].abs().sum())]
+    return init, losses + summary(models.parameters())
+
+
+def test_rnn_family():
+    compare(rnn_family)
+
+
+# (p) convolutions that build their weights per sample or per position: CondConv / dynamic convolution (routing by
+# sigmoid or a temperature softmax of pooled features, the experts' weights mixed by torch.mm, the batch folded into
+# groups: F.conv2d(x.view(1, -1, h, w), weight.view(b * out, in, k, k), groups=b)), CoordConv's AddCoords (torch.arange
+# grids by repeat and transpose, scaled to [-1, 1], torch.cat of an r channel), and the octave convolution's high and
+# low frequency paths (F.avg_pool2d and F.interpolate(scale_factor=2, mode='nearest'))
+def dynamic_convs(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Attention2d(nn.Module):
+        def __init__(self, in_planes, K, temperature):
+            super().__init__()
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc1 = nn.Conv2d(in_planes, K + 1, 1)
+            self.fc2 = nn.Conv2d(K + 1, K, 1)
+            self.temperature = temperature
+
+        def updata_temperature(self):
+            if self.temperature != 1:
+                self.temperature -= 3
+
+        def forward(self, x):
+            x = self.avgpool(x)
+            x = self.fc1(x)
+            x = F.relu(x)
+            x = self.fc2(x).view(x.size(0), -1)
+            return F.softmax(x / self.temperature, 1)
+
+    class Dynamic_conv2d(nn.Module):
+        def __init__(self, in_planes, out_planes, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                     K=3, temperature=34):
+            super().__init__()
+            assert in_planes % groups == 0
+            self.in_planes, self.out_planes, self.kernel_size = in_planes, out_planes, kernel_size
+            self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+            self.K = K
+            self.attention = Attention2d(in_planes, K, temperature)
+            self.weight = nn.Parameter(torch.randn(K, out_planes, in_planes // groups, kernel_size, kernel_size),
+                                       requires_grad=True)
+            self.bias = nn.Parameter(torch.zeros(K, out_planes)) if bias else None
+            for i in range(self.K):
+                nn.init.kaiming_uniform_(self.weight[i])
+
+        def forward(self, x):
+            softmax_attention = self.attention(x)
+            batch_size, in_planes, height, width = x.size()
+            x = x.view(1, -1, height, width)
+            weight = self.weight.view(self.K, -1)
+            aggregate_weight = torch.mm(softmax_attention, weight).view(
+                batch_size * self.out_planes, self.in_planes // self.groups, self.kernel_size, self.kernel_size)
+            if self.bias is not None:
+                aggregate_bias = torch.mm(softmax_attention, self.bias).view(-1)
+                output = F.conv2d(x, weight=aggregate_weight, bias=aggregate_bias, stride=self.stride,
+                                  padding=self.padding, dilation=self.dilation, groups=self.groups * batch_size)
+            else:
+                output = F.conv2d(x, weight=aggregate_weight, bias=None, stride=self.stride, padding=self.padding,
+                                  dilation=self.dilation, groups=self.groups * batch_size)
+            return output.view(batch_size, self.out_planes, output.size(-2), output.size(-1))
+
+    class AddCoords(nn.Module):
+        def __init__(self, with_r=False):
+            super().__init__()
+            self.with_r = with_r
+
+        def forward(self, input_tensor):
+            batch_size, _, x_dim, y_dim = input_tensor.size()
+            xx_channel = torch.arange(x_dim).repeat(1, y_dim, 1)
+            yy_channel = torch.arange(y_dim).repeat(1, x_dim, 1).transpose(1, 2)
+            xx_channel = xx_channel.float() / (x_dim - 1)
+            yy_channel = yy_channel.float() / (y_dim - 1)
+            xx_channel = xx_channel * 2 - 1
+            yy_channel = yy_channel * 2 - 1
+            xx_channel = xx_channel.repeat(batch_size, 1, 1, 1).transpose(2, 3)
+            yy_channel = yy_channel.repeat(batch_size, 1, 1, 1).transpose(2, 3)
+            ret = torch.cat([input_tensor, xx_channel.type_as(input_tensor), yy_channel.type_as(input_tensor)], dim=1)
+            if self.with_r:
+                rr = torch.sqrt(torch.pow(xx_channel.type_as(input_tensor) - 0.5, 2)
+                                + torch.pow(yy_channel.type_as(input_tensor) - 0.5, 2))
+                ret = torch.cat([ret, rr], dim=1)
+            return ret
+
+    class OctaveConv(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, alpha_in=0.5, alpha_out=0.5, padding=1):
+            super().__init__()
+            self.downsample = nn.AvgPool2d(kernel_size=(2, 2), stride=2)
+            self.upsample = nn.Upsample(scale_factor=2, mode='nearest')
+            lin, lout = int(alpha_in * in_channels), int(alpha_out * out_channels)
+            hin, hout = in_channels - lin, out_channels - lout
+            self.conv_l2l = nn.Conv2d(lin, lout, kernel_size, 1, padding, bias=False)
+            self.conv_l2h = nn.Conv2d(lin, hout, kernel_size, 1, padding, bias=False)
+            self.conv_h2l = nn.Conv2d(hin, lout, kernel_size, 1, padding, bias=False)
+            self.conv_h2h = nn.Conv2d(hin, hout, kernel_size, 1, padding, bias=False)
+
+        def forward(self, x):
+            x_h, x_l = x if type(x) is tuple else (x, None)
+            x_h2h = self.conv_h2h(x_h)
+            x_h2l = self.conv_h2l(self.downsample(x_h))
+            x_l2h = self.upsample(self.conv_l2h(x_l))
+            x_l2l = self.conv_l2l(x_l)
+            return x_l2h + x_h2h, x_h2l + x_l2l
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.coords = AddCoords(with_r=True)
+            self.dyn = Dynamic_conv2d(3 + 3, 4, 3, padding=1, K=3, temperature=4)
+            self.oct = OctaveConv(4, 4, 3)
+            self.fc = nn.Linear(4, 10)
+
+        def forward(self, x):
+            x = F.relu(self.dyn(self.coords(x)))
+            x_h, x_l = x[:, :2], F.avg_pool2d(x[:, 2:], 2)
+            y_h, y_l = self.oct((x_h, x_l))
+            y = torch.cat([y_h, F.interpolate(y_l, scale_factor=2, mode='nearest')], dim=1)
+            return self.fc(y.mean((2, 3)))
+
+    model = Net()
+    init = load(m, model, state)
+    rng = np.random.default_rng(17)
+    x, y = torch.tensor(normal(rng, 2, 3, 4, 4)), torch.tensor(rng.integers(0, 10, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        model.dyn.attention.updata_temperature()
+        losses += [loss.item(), model.dyn.attention.temperature]
+    return init, losses + summary(model.parameters())
+
+
+def test_dynamic_convs():
+    compare(dynamic_convs)
+
+
+# (q) the classic MNIST losses and activations beside each other: a self-normalizing network (SELU, AlphaDropout,
+# LeCun normal init by kaiming_normal_(mode='fan_in', nonlinearity='linear')), a multi-class SVM head trained by
+# nn.MultiMarginLoss(p=2, margin=1), AlexNet's LocalResponseNorm, a heteroscedastic regression head by
+# nn.GaussianNLLLoss (softplus variance), a siamese pair under HingeEmbeddingLoss of pairwise distances and
+# TripletMarginWithDistanceLoss with a cosine distance, and CIFAR's ZCA whitening (the covariance's torch.linalg.svd,
+# U diag(1 / sqrt(S + eps)) U^T) computed once and applied by F.linear
+def classic_losses(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class SNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 4, 3), nn.LocalResponseNorm(size=3, alpha=1e-4, beta=0.75, k=2.0),
+                                          nn.SELU(), nn.Flatten())
+            self.body = nn.Sequential(nn.Linear(4 * 4 * 4, 8), nn.SELU(), nn.AlphaDropout(p=0.1), nn.Linear(8, 8), nn.SELU())
+            self.svm = nn.Linear(8, 10)
+            self.reg = nn.Linear(8, 2)
+            for mod in self.body.modules():
+                if isinstance(mod, nn.Linear):
+                    nn.init.kaiming_normal_(mod.weight, mode='fan_in', nonlinearity='linear')
+                    nn.init.zeros_(mod.bias)
+
+        def forward(self, x):
+            h = self.body(self.features(x))
+            mean, raw_var = self.reg(h).chunk(2, dim=1)
+            return self.svm(h), h, mean.squeeze(1), F.softplus(raw_var).squeeze(1) + 1e-6
+
+    model = SNN()
+    init = load(m, model, state)
+    rng = np.random.default_rng(18)
+    x = torch.tensor(rng.random((4, 1, 6, 6)).astype(np.float32))
+    y = torch.tensor(rng.integers(0, 10, 4))
+    target = torch.tensor(normal(rng, 4))
+    flat = x.view(4, -1)
+    flat = flat - flat.mean(dim=0)
+    cov = flat.t() @ flat / (flat.size(0) - 1)
+    U, S, V = torch.linalg.svd(cov)
+    zca = U @ torch.diag(1.0 / torch.sqrt(S + 0.1)) @ U.t()
+    whitened = F.linear(flat, zca).view_as(x)
+    svm_loss = nn.MultiMarginLoss(p=2, margin=1.0)
+    gnll = nn.GaussianNLLLoss(full=True)
+    hinge = nn.HingeEmbeddingLoss(margin=1.0)
+    triplet = nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: 1.0 - F.cosine_similarity(a, b),
+                                               margin=0.3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = [whitened.sum().item(), float((whitened.view(4, -1) ** 2).sum())]
+    model.eval()
+    for step in range(2):
+        optimizer.zero_grad()
+        scores, emb, mean, var = model(whitened)
+        same = (y[:2] == y[2:]).float() * 2 - 1
+        dist = F.pairwise_distance(emb[:2], emb[2:])
+        loss = (svm_loss(scores, y) + gnll(mean, target, var) + hinge(dist, same)
+                + triplet(emb[0:1], emb[1:2], emb[2:3]))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_classic_losses():
+    compare(classic_losses)
