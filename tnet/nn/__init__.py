@@ -866,8 +866,14 @@ class Module:
                                    k[len(prefix):].split(".", 1)[0] not in known)
 
     def __repr__(self):
-        inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
-        return f"{type(self).__name__}({self.extra_repr()}{inner}{chr(10) if inner else ''})"
+        """torch's: a one-line extra_repr inside the parentheses where there are no children, else every
+        extra_repr line and each child "(name): repr" on lines of their own, indented by two."""
+        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        children = [f"({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children()]
+        if len(extra) == 1 and not children:
+            return f"{type(self).__name__}({extra[0]})"
+        lines = extra + children
+        return f"{type(self).__name__}(" + ("\n  " + "\n  ".join(lines) + "\n" if lines else "") + ")"
 
     def extra_repr(self):
         return ""
@@ -1466,22 +1472,22 @@ class RMSNorm(Module):
 
 
 class GroupNorm(Module):
-    """F.group_norm with per-channel weight (ones) and bias (zeros) where affine, as torch's."""
+    """F.group_norm with per-channel weight (ones) and bias (zeros) where affine (bias=False: no bias), as torch's."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         factory_args("GroupNorm", device, dtype)
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.weight = Parameter(np.ones(num_channels)) if affine else None
-        self.bias = Parameter(np.zeros(num_channels)) if affine else None
+        self.bias = Parameter(np.zeros(num_channels)) if affine and bias else None
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
 class Embedding(Module):
@@ -1799,9 +1805,15 @@ class ReLU6(_Activation):
 class Hardswish(_Activation):
     fn = F.hardswish
 
+    def extra_repr(self):  # torch's shows no inplace
+        return ""
+
 
 class Hardsigmoid(_Activation):
     fn = F.hardsigmoid
+
+    def extra_repr(self):
+        return ""
 
 
 class LeakyReLU(_Activation):
@@ -2713,9 +2725,21 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "".join(f"\n    ({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                       if isinstance(p, Tensor) else f"\n    ({i}): Object of type: {type(p).__name__}"
-                       for i, p in enumerate(self)) + ("\n" if len(self) else "")
+        return _entries_repr(enumerate(self), lambda p: p.dtype)
+
+
+def _entries_repr(items, type_name):
+    """ParameterList's and ParameterDict's extra_repr, torch's: a line "  (key): Parameter containing: [type of size
+    AxB]" (" (cuda:0)" after on a GPU) for each entry, type_name(p) its type (the list's dtype, the dict's type())."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            where = f" ({p.device})" if p.device.type == "cuda" else ""
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            lines.append(f"  ({k}): {kind} containing: [{type_name(p)} of size {'x'.join(map(str, p.shape))}{where}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterDict(Module):
@@ -2817,9 +2841,7 @@ class ParameterDict(Module):
         return out
 
     def extra_repr(self):
-        return "".join(f"\n    ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                       if isinstance(p, Tensor) else f"\n    ({k}): Object of type: {type(p).__name__}"
-                       for k, p in self.items()) + ("\n" if len(self) else "")
+        return _entries_repr(self.items(), lambda p: p.type())
 
 
 class PixelShuffle(_Call):
