@@ -936,23 +936,26 @@ def is_grad_enabled():
 
 def gate(tensors, on_grads):
     """Tensors on the same memory as `tensors` (which require grad) whose gradients pass the tape
-    together: once all have come, on_grads(grads) gets them (torch tensors, in order; None for one
-    the backward did not reach) and returns those to pass on (None: none). A module's backward hooks
-    stand there. The first tensor's entry takes all of them as inputs; each other's stashes its
-    gradient and sends the first a zero one, so that the first's entry, recorded earlier, runs last.
-    So an unused first tensor shows a zero gradient, not None."""
+    together: once all have come, on_grads(grads, graph) gets them (in order; None for one the backward
+    did not reach) and returns those to pass on (None: none): torch tensors, or under create_graph
+    (graph True) tnet Tensors that carry their graph. A module's backward hooks stand there. The first
+    tensor's entry takes all of them as inputs; each other's stashes its gradient and sends the first a
+    zero one, so that the first's entry, recorded earlier, runs last. So an unused first tensor shows a
+    zero gradient, not None."""
     if not tensors or not _grad_enabled[0]:
         return tuple(tensors)
     stash = {}
 
-    def first_backward(g):
+    def first_backward(g, graph=False):
         stash[0] = g
-        return tuple(on_grads(tuple(stash.get(i) for i in range(len(tensors)))))
-    first = record("backward_hook", tensors[0].memory, tuple(tensors), first_backward)
+        return tuple(on_grads(tuple(stash.get(i) for i in range(len(tensors))), graph))
+    first = record("backward_hook", tensors[0].memory, tuple(tensors), first_backward,
+                   graph=lambda g, y: first_backward(g, graph=True))
 
     def other(i, t):
         def backward(g):
             stash[i] = g
             return None, torch.zeros_like(first.memory)
-        return record("backward_hook", t.memory, (t, first), backward)
+        return record("backward_hook", t.memory, (t, first), backward,
+                      graph=lambda g, y: (None, Tensor(backward(g)[1])))
     return (first, *[other(i, t) for i, t in enumerate(tensors) if i > 0])

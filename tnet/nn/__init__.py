@@ -336,20 +336,23 @@ class Module:
                                                                    f"{len(grad_input)}")
                     grad_input[:] = changed
 
-        def at_inputs(grads):
+        def passed(g, graph):  # what a gate passes on: torch memory, or under create_graph the tnet Tensor itself
+            return None if g is None else g if graph else memory_of(g)
+
+        def at_inputs(grads, graph):
             for i, g in zip(needs, grads):
-                grad_input[i] = None if g is None else Tensor(g)
+                grad_input[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
             run_hooks()
-            return [None if grad_input[i] is None else memory_of(grad_input[i]) for i in needs]
+            return [passed(grad_input[i], graph) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
         out = self._forward_and_hooks(args, kwargs, called)
         outs = out if isinstance(out, tuple) else (out,)
         made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
 
-        def at_outputs(grads):
+        def at_outputs(grads, graph):
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
-                grad_output[i] = None if g is None else Tensor(g)
+                grad_output[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
             for hook in self._hooks("_backward_pre_hooks"):
                 changed = hook(self, tuple(grad_output))
                 if changed is not None:
@@ -361,7 +364,7 @@ class Module:
                 warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
                               "outputs since no inputs require gradients.", stacklevel=2)
                 run_hooks()
-            return [None if grad_output[i] is None else memory_of(grad_output[i]) for i in made]
+            return [passed(grad_output[i], graph) for i in made]
         outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
         return outs if isinstance(out, tuple) else outs[0]
 
