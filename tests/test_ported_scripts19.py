@@ -1804,3 +1804,83 @@ def classic_losses(m, state=None):
 
 def test_classic_losses():
     compare(classic_losses)
+
+
+# (r) model surgery and debugging as fine-tuning scripts do it: swap every ReLU for SiLU by named_modules and
+# get_submodule / set_submodule on dotted names, a new head by set_submodule, the backbone frozen by
+# requires_grad_(False) and a param-group optimizer printed (print(model), print(optimizer): torch's repr), a
+# full_backward_pre_hook scaling the head's output gradient, forward_pre_hook(with_kwargs=True), training under
+# torch.autograd.detect_anomaly(), autograd.grad(allow_unused=True) for a gradient penalty on an unused input,
+# torch.autograd.backward of two losses with grad_tensors, and a ParameterDict of per-class temperatures
+def model_surgery(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(c)
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.act(self.bn(self.conv(x))) + x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU())
+            self.layer1 = nn.Sequential(Block(4), Block(4))
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 10)
+            self.temps = nn.ParameterDict({"old": nn.Parameter(torch.ones(1)), "new": nn.Parameter(torch.ones(1) * 2)})
+
+        def forward(self, x, task="new"):
+            x = self.pool(self.layer1(self.stem(x))).flatten(1)
+            return self.fc(x) / self.temps[task]
+
+    model = Net()
+    for name, module in list(model.named_modules()):
+        if isinstance(module, nn.ReLU):
+            model.set_submodule(name, nn.SiLU(inplace=module.inplace))
+    assert isinstance(model.get_submodule("layer1.1.act"), nn.SiLU)
+    model.set_submodule("fc", nn.Linear(4, 5))
+    init = load(m, model, state)
+    model.stem.requires_grad_(False)
+    head_params = [p for n, p in model.named_parameters() if n.startswith("fc") or n.startswith("temps")]
+    body_params = [p for n, p in model.named_parameters() if n.startswith("layer1")]
+    optimizer = torch.optim.SGD([{"params": body_params, "lr": 0.01}, {"params": head_params}], lr=0.1, momentum=0.9)
+    shapes = [float(len(repr(model))), float(len(repr(optimizer))), float(repr(model).count("SiLU"))]
+    model.fc.register_full_backward_pre_hook(lambda module, grad_output: (grad_output[0] * 0.5,))
+    calls = []
+
+    def pre_hook(module, args, kwargs):
+        calls.append(kwargs.get("task", "new"))
+        return args, kwargs
+
+    model.register_forward_pre_hook(pre_hook, with_kwargs=True)
+    rng = np.random.default_rng(19)
+    x, y = torch.tensor(normal(rng, 2, 3, 4, 4)), torch.tensor(rng.integers(0, 5, 2))
+    extra = torch.tensor(normal(rng, 2), requires_grad=True)
+    losses = []
+    with torch.autograd.detect_anomaly():
+        for step in range(2):
+            optimizer.zero_grad()
+            inputs = x.clone().requires_grad_(True)
+            out_new = model(inputs, task="new")
+            out_old = model(inputs, task="old")
+            grad_x, grad_extra = torch.autograd.grad(out_new.sum(), [inputs, extra], create_graph=True,
+                                                     allow_unused=True)
+            assert grad_extra is None
+            penalty = grad_x.pow(2).sum()
+            loss_new = F.cross_entropy(out_new, y)
+            loss_old = F.kl_div(F.log_softmax(out_old, 1), F.softmax(out_new.detach(), 1), reduction="batchmean")
+            torch.autograd.backward([loss_new + 0.01 * penalty, loss_old], grad_tensors=[torch.tensor(1.0),
+                                                                                         torch.tensor(0.5)])
+            optimizer.step()
+            losses += [loss_new.item(), loss_old.item(), penalty.item()]
+    assert calls == ["new", "old"] * 2 and model.stem[0].weight.grad is None
+    return init, losses + shapes + summary(model.parameters())
+
+
+def test_model_surgery():
+    compare(model_surgery)
