@@ -681,6 +681,15 @@ def _graph_cast(g, dtype):
                   graph=lambda h, y: (_graph_cast(h, from_dtype),))
 
 
+def _graph_in_layout(g, like):
+    """g (a tnet Tensor) with its memory in_layout of like, as run_backward hands each entry its gradient (the
+    kernels take dense operands; a sum's seed is an expanded one): a copy on the tape where the layout differs."""
+    memory = in_layout(g.memory, like)
+    if memory is g.memory:
+        return g
+    return record("contiguous", memory, (g,), lambda h: (h,), graph=lambda h, y: (h,))
+
+
 def _graph_seed(t, g):
     """run_backward's seed under create_graph: a tnet Tensor (a given one kept, so that gradients
     flow to it too)."""
@@ -728,7 +737,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     raise NotImplementedError(f"create_graph through {entry.op} is not supported (tnet's "
                                               f"higher-order gradients cover the ops its docs list)")
                 entry.check_versions()
-                g = _graph_hooks(t, g)
+                g = _graph_in_layout(_graph_hooks(t, g), t.memory)
                 if "_retains_grad" in t.__dict__ and accumulate:
                     t.grad = g if t.grad is None else _graph_sum(t.grad, g)
                 if wanted is not None and id(t) in wanted:
