@@ -640,7 +640,7 @@ def p4_rotnet(m, state=None):
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     losses = []
-    for step in range(2):
+    for step in range(1):
         rotated = torch.cat([torch.rot90(x, k, (2, 3)) for k in range(4)], dim=0)
         rot_labels = torch.arange(4).repeat_interleave(x.size(0))
         optimizer.zero_grad()
@@ -756,7 +756,7 @@ def nfnet_agc(m, state=None):
     x, y = torch.tensor(normal(rng, 2, 3, 6, 6)), torch.tensor(rng.integers(0, 10, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
     losses = []
-    for step in range(2):
+    for step in range(1):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -1378,7 +1378,7 @@ def unfold_layers(m, state=None):
     assert (unpatchify_fold(patches, (4, 4)) - x).abs().max() < 1e-6
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.05)
     losses = []
-    for step in range(2):
+    for step in range(1):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y) + 0.1 * (unpatchify_fold(patches * 0.5, (4, 4)) - x).pow(2).mean()
         loss.backward()
@@ -1514,7 +1514,7 @@ def bayes_by_backprop(m, state=None):
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
     losses = []
     net.train()
-    for step in range(2):
+    for step in range(1):
         net.zero_grad()
         loss, log_prior, log_variational_posterior, nll = net.sample_elbo(x, y, [noise(), noise()])
         loss.backward()
@@ -1522,7 +1522,7 @@ def bayes_by_backprop(m, state=None):
         losses += [loss.item(), log_prior.item(), log_variational_posterior.item(), nll.item()]
     net.eval()
     with torch.no_grad():
-        outputs = torch.stack([net(x, noise(), sample=True) for _ in range(2)])
+        outputs = torch.stack([net(x, noise(), sample=True) for _ in range(1)])
         mean_probs = from_utils.logits_to_probs(outputs.mean(0))
         pred = net(x, noise()).argmax(1)
     losses += [mean_probs.sum().item(), pred.eq(y).sum().item()]
@@ -1863,7 +1863,7 @@ def model_surgery(m, state=None):
     extra = torch.tensor(normal(rng, 2), requires_grad=True)
     losses = []
     with torch.autograd.detect_anomaly():
-        for step in range(2):
+        for step in range(1):
             optimizer.zero_grad()
             inputs = x.clone().requires_grad_(True)
             out_new = model(inputs, task="new")
@@ -1878,9 +1878,118 @@ def model_surgery(m, state=None):
                                                                                          torch.tensor(0.5)])
             optimizer.step()
             losses += [loss_new.item(), loss_old.item(), penalty.item()]
-    assert calls == ["new", "old"] * 2 and model.stem[0].weight.grad is None
+    assert calls == ["new", "old"] and model.stem[0].weight.grad is None
     return init, losses + shapes + summary(model.parameters())
 
 
 def test_model_surgery():
     compare(model_surgery)
+
+
+# (s) ProGAN / StyleGAN2 discriminators on CIFAR as rosinality's stylegan2-pytorch and the ProGAN ports write them:
+# EqualConv2d / EqualLinear (weights scaled by 1 / sqrt(fan_in) in forward, lr_mul), blocks downsampled by
+# F.avg_pool2d, the minibatch standard deviation layer (group view, torch.sqrt(var(0, unbiased=False) + 1e-8),
+# mean over [2, 3, 4], repeat and cat), the non-saturating loss by F.softplus, the R1 penalty on real images
+# (autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True), grad.pow(2).reshape(n, -1).sum(1)
+# .mean()) with lazy regularisation every other step (d_reg_ratio scaling Adam's lr and betas)
+def stylegan_discriminator(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class EqualConv2d(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, stride=1, padding=0, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(out_channel, in_channel, kernel_size, kernel_size))
+            self.scale = 1 / math.sqrt(in_channel * kernel_size ** 2)
+            self.stride = stride
+            self.padding = padding
+            self.bias = nn.Parameter(torch.zeros(out_channel)) if bias else None
+
+        def forward(self, input):
+            return F.conv2d(input, self.weight * self.scale, bias=self.bias, stride=self.stride, padding=self.padding)
+
+    class EqualLinear(nn.Module):
+        def __init__(self, in_dim, out_dim, bias=True, bias_init=0, lr_mul=1):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(out_dim, in_dim).div_(lr_mul))
+            self.bias = nn.Parameter(torch.zeros(out_dim).fill_(bias_init)) if bias else None
+            self.scale = (1 / math.sqrt(in_dim)) * lr_mul
+            self.lr_mul = lr_mul
+
+        def forward(self, input):
+            return F.linear(input, self.weight * self.scale, bias=self.bias * self.lr_mul)
+
+    class ResBlock(nn.Module):
+        def __init__(self, in_channel, out_channel):
+            super().__init__()
+            self.conv1 = EqualConv2d(in_channel, in_channel, 3, padding=1)
+            self.conv2 = EqualConv2d(in_channel, out_channel, 3, padding=1)
+            self.skip = EqualConv2d(in_channel, out_channel, 1, bias=False)
+
+        def forward(self, input):
+            out = F.leaky_relu(self.conv1(input), 0.2) * math.sqrt(2)
+            out = F.avg_pool2d(F.leaky_relu(self.conv2(out), 0.2) * math.sqrt(2), 2)
+            skip = self.skip(F.avg_pool2d(input, 2))
+            return (out + skip) / math.sqrt(2)
+
+    class Discriminator(nn.Module):
+        def __init__(self, channels=4):
+            super().__init__()
+            self.convs = nn.Sequential(ResBlock(3, channels))
+            self.stddev_group = 2
+            self.stddev_feat = 1
+            self.final_conv = EqualConv2d(channels + 1, channels, 3, padding=1)
+            self.final_linear = nn.Sequential(EqualLinear(channels * 2 * 2, channels), nn.LeakyReLU(0.2),
+                                              EqualLinear(channels, 1))
+
+        def forward(self, input):
+            out = self.convs(input)
+            batch, channel, height, width = out.shape
+            group = min(batch, self.stddev_group)
+            stddev = out.view(group, -1, self.stddev_feat, channel // self.stddev_feat, height, width)
+            stddev = torch.sqrt(stddev.var(0, unbiased=False) + 1e-8)
+            stddev = stddev.mean([2, 3, 4], keepdims=True).squeeze(2)
+            stddev = stddev.repeat(group, 1, height, width)
+            out = torch.cat([out, stddev], 1)
+            out = F.leaky_relu(self.final_conv(out), 0.2)
+            out = out.view(batch, -1)
+            return self.final_linear(out)
+
+    def d_logistic_loss(real_pred, fake_pred):
+        real_loss = F.softplus(-real_pred)
+        fake_loss = F.softplus(fake_pred)
+        return real_loss.mean() + fake_loss.mean()
+
+    def d_r1_loss(real_pred, real_img):
+        grad_real, = torch.autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True)
+        return grad_real.pow(2).reshape(grad_real.shape[0], -1).sum(1).mean()
+
+    discriminator = Discriminator()
+    init = load(m, discriminator, state)
+    d_reg_every = 2
+    d_reg_ratio = d_reg_every / (d_reg_every + 1)
+    d_optim = torch.optim.Adam(discriminator.parameters(), lr=2e-3 * d_reg_ratio,
+                               betas=(0 ** d_reg_ratio, 0.99 ** d_reg_ratio))
+    rng = np.random.default_rng(20)
+    real = torch.tensor(normal(rng, 4, 3, 4, 4))
+    fake = torch.tensor(normal(rng, 4, 3, 4, 4))
+    losses = []
+    for i in range(1):
+        d_loss = d_logistic_loss(discriminator(real), discriminator(fake))
+        d_optim.zero_grad()
+        d_loss.backward()
+        d_optim.step()
+        losses.append(d_loss.item())
+        if i % d_reg_every == 0:
+            real.requires_grad = True
+            real_pred = discriminator(real)
+            r1_loss = d_r1_loss(real_pred, real)
+            d_optim.zero_grad()
+            (10 / 2 * r1_loss * d_reg_every + 0 * real_pred[0]).backward()
+            d_optim.step()
+            real.requires_grad = False
+            losses.append(r1_loss.item())
+    return init, losses + summary(discriminator.parameters())
+
+
+def test_stylegan_discriminator():
+    compare(stylegan_discriminator)
