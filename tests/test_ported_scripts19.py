@@ -1,7 +1,18 @@
 """Public code the earlier files leave out, written from memory in its repositories' styles and ported by its imports
-alone, as test_ported_scripts.py. Each runs in tnet, then in torch from tnet's initial weights (state_dict through
-numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are
-tiny and runs 1-3 steps."""
+alone, as test_ported_scripts.py: ildoonet's GradualWarmupScheduler (an _LRScheduler subclass stepped with the deprecated
+epoch argument, ReduceLROnPlateau after warmup); CyclicLR, SequentialLR, ChainedScheduler, PolynomialLR,
+CosineAnnealingWarmRestarts and MultiplicativeLR resumed from torch.save'd state_dicts; Adamax, NAdam, ASGD, Rprop and
+Adagrad with add_param_group; gpleiss' temperature scaling and ECE, a Mahalanobis detector and ODIN; EWC on permuted
+MNIST; Carlini-Wagner L2 and DeepFool; P4 group convolutions by rot90 and RotNet; NFNet's ScaledStdConv2d and adaptive
+gradient clipping; PCGrad; network slimming and the lottery ticket; LDAM-DRW with focal and label-smoothed losses;
+torchvision's to_tensor (isinstance(img, torch.ByteTensor) on uint8 data) and a torch.Generator's get_state/set_state;
+SASA, involution, MAE's patchify (reshape(shape=)) and F.fold, YOLOv5's Focus; Bayes by Backprop; IRNN, an LSTM with
+proj_size and a packed bidirectional GRU; dynamic convolution, CoordConv and octave convolution; a SELU network with
+LocalResponseNorm, MultiMarginLoss, GaussianNLLLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss and ZCA
+whitening; model surgery by set_submodule with backward pre-hooks under a gradient penalty; a StyleGAN2 discriminator
+with its R1 penalty through avg_pool2d and the minibatch stddev; and restricted Boltzmann machines. Each runs in tnet,
+then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
 import copy
 import io
 import math
@@ -1993,3 +2004,121 @@ def stylegan_discriminator(m, state=None):
 
 def test_stylegan_discriminator():
     compare(stylegan_discriminator)
+
+
+# (t) restricted Boltzmann machines on binarised MNIST, two ways: odie2630463's RBM module (sample_from_p as
+# F.relu(torch.sign(p - u)) with the uniforms u drawn by numpy and fed in, v_to_h / h_to_v by F.linear with
+# W.t(), Gibbs steps, the free energy by v.mv(v_bias) and wx_b.exp().add(1).log().sum(1), trained by SGD on
+# free_energy(v) - free_energy(v1) through autograd), and GabrielBianconi's contrastive divergence written out as
+# tensor updates (positive and negative associations by torch.matmul(v.t(), h), momentum buffers updated in place,
+# weight decay on the weights, reconstruction error by torch.sum((v - v_k) ** 2))
+def rbm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class RBM(nn.Module):
+        def __init__(self, n_vis=16, n_hin=6, k=1):
+            super(RBM, self).__init__()
+            self.W = nn.Parameter(torch.randn(n_hin, n_vis) * 1e-2)
+            self.v_bias = nn.Parameter(torch.zeros(n_vis))
+            self.h_bias = nn.Parameter(torch.zeros(n_hin))
+            self.k = k
+
+        def sample_from_p(self, p, u):
+            return F.relu(torch.sign(p - u))
+
+        def v_to_h(self, v, u):
+            p_h = torch.sigmoid(F.linear(v, self.W, self.h_bias))
+            sample_h = self.sample_from_p(p_h, u)
+            return p_h, sample_h
+
+        def h_to_v(self, h, u):
+            p_v = torch.sigmoid(F.linear(h, self.W.t(), self.v_bias))
+            sample_v = self.sample_from_p(p_v, u)
+            return p_v, sample_v
+
+        def forward(self, v, noise):
+            pre_h1, h1 = self.v_to_h(v, noise[0])
+            h_ = h1
+            for i in range(self.k):
+                pre_v_, v_ = self.h_to_v(h_, noise[2 * i + 1])
+                pre_h_, h_ = self.v_to_h(v_, noise[2 * i + 2])
+            return v, v_
+
+        def free_energy(self, v):
+            vbias_term = v.mv(self.v_bias)
+            wx_b = F.linear(v, self.W, self.h_bias)
+            hidden_term = wx_b.exp().add(1).log().sum(1)
+            return (-hidden_term - vbias_term).mean()
+
+    rbm_net = RBM()
+    init = load(m, rbm_net, state)
+    rng = np.random.default_rng(21)
+    data = torch.tensor((rng.random((5, 16)) > 0.5).astype(np.float32))
+    train_op = torch.optim.SGD(rbm_net.parameters(), 0.1)
+    losses = []
+    for epoch in range(1):
+        noise = [torch.tensor(rng.random((5, n)).astype(np.float32)) for n in (6, 16, 6)]
+        v, v1 = rbm_net(data.view(-1, 16), noise)
+        loss = rbm_net.free_energy(v) - rbm_net.free_energy(v1)
+        losses.append(loss.item())
+        train_op.zero_grad()
+        loss.backward()
+        train_op.step()
+
+    class CDRBM():
+        def __init__(self, num_visible, num_hidden, k, learning_rate=1e-3, momentum_coefficient=0.5,
+                     weight_decay=1e-4, use_cuda=False):
+            self.num_visible, self.num_hidden, self.k = num_visible, num_hidden, k
+            self.learning_rate, self.momentum_coefficient, self.weight_decay = learning_rate, momentum_coefficient, weight_decay
+            self.weights = torch.tensor(normal(np.random.default_rng(22), num_visible, num_hidden)) * 0.1
+            self.visible_bias = torch.ones(num_visible) * 0.5
+            self.hidden_bias = torch.zeros(num_hidden)
+            self.weights_momentum = torch.zeros(num_visible, num_hidden)
+            self.visible_bias_momentum = torch.zeros(num_visible)
+            self.hidden_bias_momentum = torch.zeros(num_hidden)
+
+        def sample_hidden(self, visible_probabilities):
+            return self._sigmoid(torch.matmul(visible_probabilities, self.weights) + self.hidden_bias)
+
+        def sample_visible(self, hidden_probabilities):
+            return self._sigmoid(torch.matmul(hidden_probabilities, self.weights.t()) + self.visible_bias)
+
+        def contrastive_divergence(self, input_data, uniforms):
+            positive_hidden_probabilities = self.sample_hidden(input_data)
+            positive_hidden_activations = (positive_hidden_probabilities >= uniforms[0]).float()
+            positive_associations = torch.matmul(input_data.t(), positive_hidden_activations)
+            hidden_activations = positive_hidden_activations
+            for step in range(self.k):
+                visible_probabilities = self.sample_visible(hidden_activations)
+                hidden_probabilities = self.sample_hidden(visible_probabilities)
+                hidden_activations = (hidden_probabilities >= uniforms[step + 1]).float()
+            negative_visible_probabilities = visible_probabilities
+            negative_hidden_probabilities = hidden_probabilities
+            negative_associations = torch.matmul(negative_visible_probabilities.t(), negative_hidden_probabilities)
+            self.weights_momentum *= self.momentum_coefficient
+            self.weights_momentum += (positive_associations - negative_associations)
+            self.visible_bias_momentum *= self.momentum_coefficient
+            self.visible_bias_momentum += torch.sum(input_data - negative_visible_probabilities, dim=0)
+            self.hidden_bias_momentum *= self.momentum_coefficient
+            self.hidden_bias_momentum += torch.sum(positive_hidden_probabilities - negative_hidden_probabilities, dim=0)
+            batch_size = input_data.size(0)
+            self.weights += self.weights_momentum * self.learning_rate / batch_size
+            self.visible_bias += self.visible_bias_momentum * self.learning_rate / batch_size
+            self.hidden_bias += self.hidden_bias_momentum * self.learning_rate / batch_size
+            self.weights -= self.weights * self.weight_decay
+            error = torch.sum((input_data - negative_visible_probabilities) ** 2)
+            return error
+
+        def _sigmoid(self, x):
+            return 1 / (1 + torch.exp(-x))
+
+    cd = CDRBM(16, 6, k=2, learning_rate=0.1)
+    for epoch in range(2):
+        uniforms = [torch.tensor(rng.random((5, 6)).astype(np.float32)) for _ in range(3)]
+        losses.append(cd.contrastive_divergence(data, uniforms).item())
+    losses += [cd.weights.sum().item(), cd.hidden_bias.sum().item(), cd.visible_bias_momentum.abs().sum().item()]
+    return init, losses + summary(rbm_net.parameters())
+
+
+def test_rbm():
+    compare(rbm)
