@@ -469,7 +469,7 @@ def ewc(m, state=None):
     ewc_obj = None
     for task, (input, target) in enumerate(tasks):
         model.train()
-        for _ in range(2):
+        for _ in range(1):
             optimizer.zero_grad()
             output = model(input)
             loss = F.cross_entropy(output, target)
@@ -493,7 +493,7 @@ def test_ewc():
 # with torch.clamp and the flattened L2 by nn.MSELoss(reduction='none'); then DeepFool's linearised steps (per class
 # autograd.grad with retain_graph, the minimum of |f_k| / ||w_k|| over classes, overshoot 0.02)
 def cw_deepfool(m, state=None):
-    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+    torch, nn, optim = m.torch, m.nn, m.optim
 
     model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 4))
     init = load(m, model, state)
@@ -581,7 +581,7 @@ def cw_deepfool(m, state=None):
             loop_i += 1
         return (1 + overshoot) * r_tot, loop_i, label, k_i, pert_image
 
-    for image in images[:2]:
+    for image in images[:1]:
         r_tot, loop_i, label, k_i, pert_image = deepfool(image, model)
         losses += [float(np.linalg.norm(r_tot)), loop_i, int(label), int(k_i), pert_image.sum().item()]
     return init, losses
@@ -811,7 +811,7 @@ def pcgrad(m, state=None):
 
         def _project_conflicting(self, grads, has_grads, shapes=None):
             shared = torch.stack(has_grads).prod(0).bool()
-            pc_grad, num_task = copy.deepcopy(grads), len(grads)
+            pc_grad = copy.deepcopy(grads)
             for g_i in pc_grad:
                 random.shuffle(grads)
                 for g_j in grads:
@@ -1800,7 +1800,7 @@ def classic_losses(m, state=None):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     losses = [whitened.sum().item(), float((whitened.view(4, -1) ** 2).sum())]
     model.eval()
-    for step in range(2):
+    for step in range(1):
         optimizer.zero_grad()
         scores, emb, mean, var = model(whitened)
         same = (y[:2] == y[2:]).float() * 2 - 1
