@@ -561,6 +561,19 @@ def _seed(t, g):
     return g
 
 
+_anomaly = [False, True]  # autograd's anomaly mode: [enabled, check_nan] (autograd.set_anomaly_enabled sets it)
+
+
+def _check_nan(entry, grads):
+    """Anomaly mode's check (torch's, with check_nan): RuntimeError where entry's backward returned NaN in a
+    gradient (torch tensors, or tnet Tensors under create_graph)."""
+    from .functional import isnan  # lazily: functional builds on this module
+    for i, g in enumerate(grads):
+        if g is not None and g.is_floating_point() and bool(isnan(g if isinstance(g, Tensor) else Tensor(g)).any()):
+            raise RuntimeError(f"Function '{Node(entry).name().split('::')[-1]}' returned nan values in its {i}th "
+                               f"output.")
+
+
 def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=None, accumulate=True):
     """The tape's backward from roots (tensors) with their seeds (gradients, None for ones). With
     accumulate, each leaf's gradient goes into its .grad (only the leaves among inputs, where
@@ -607,6 +620,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 arrive(t, g)
             timer = _backward_timer[0]
             gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
+            if _anomaly[0] and _anomaly[1]:
+                _check_nan(entry, gxs)
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
@@ -742,7 +757,10 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     t.grad = g if t.grad is None else _graph_sum(t.grad, g)
                 if wanted is not None and id(t) in wanted:
                     arrive(t, g)
-                for x, gx in zip(entry.inputs, entry.graph(g, t)):
+                gxs = entry.graph(g, t)
+                if _anomaly[0] and _anomaly[1]:
+                    _check_nan(entry, gxs)
+                for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x.requires_grad:
                         continue
                     if "_stale_after" in x.__dict__:

@@ -2,7 +2,7 @@
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
 from ..functional.copy import stack
-from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
+from ..tensor import Tensor, _anomaly, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
 from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
@@ -60,11 +60,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     found = run_backward(outputs, _seeds(grad_outputs, len(outputs)), retain_graph, create_graph, inputs,
                          accumulate=False)
     out = []
-    for x, g in zip(inputs, found):
+    for i, (x, g) in enumerate(zip(inputs, found)):
         if g is None and materialize_grads:
             out.append(x.new_zeros(x.shape))
         elif g is None and not allow_unused:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                "Set allow_unused=True if this is the desired behavior.")
         else:
             out.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
@@ -95,12 +95,9 @@ from . import functional  # noqa: E402  (it builds on grad)
 from . import forward_ad  # noqa: E402  (it builds on grad)
 
 
-_anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them
-
-
 def is_anomaly_enabled():
-    """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); tnet's backward
-    does not act on it."""
+    """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); with check_nan, the
+    backward raises where a node returns NaN (tensor.py's _check_nan)."""
     return _anomaly[0]
 
 
@@ -109,14 +106,14 @@ def is_anomaly_check_nan_enabled():
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
-    """torch's switch: recorded (is_anomaly_enabled reports it) and otherwise ignored."""
+    """torch's switch: on with check_nan, each backward node's gradients are checked for NaN (a RuntimeError
+    naming the node, as torch's); the forward's stack traces are not kept."""
     _anomaly[:] = [bool(enabled), bool(check_nan)]
 
 
 class set_detect_anomaly:
-    """torch's anomaly detection switch, accepted (as a call, block or decorator) and recorded
-    (is_anomaly_enabled), the previous state back at the block's end: tnet's backward does not trace
-    NaNs to their forward op."""
+    """torch's anomaly detection switch (as a call, block or decorator; set_anomaly_enabled), the previous
+    state back at the block's end."""
 
     def __init__(self, mode=True, check_nan=True):
         self._previous = list(_anomaly)
@@ -135,7 +132,7 @@ class set_detect_anomaly:
 
 class detect_anomaly(set_detect_anomaly):
     """torch.autograd.detect_anomaly, a block or decorator that switches anomaly detection on while it
-    runs (recorded, otherwise ignored, as set_detect_anomaly)."""
+    runs (as set_detect_anomaly)."""
 
     def __init__(self, check_nan=True):
         self._check_nan = check_nan
