@@ -1527,7 +1527,7 @@ def bayes_by_backprop(m, state=None):
     net.train()
     for step in range(1):
         net.zero_grad()
-        loss, log_prior, log_variational_posterior, nll = net.sample_elbo(x, y, [noise(), noise()])
+        loss, log_prior, log_variational_posterior, nll = net.sample_elbo(x, y, [noise()])
         loss.backward()
         optimizer.step()
         losses += [loss.item(), log_prior.item(), log_variational_posterior.item(), nll.item()]
@@ -2113,7 +2113,7 @@ def rbm(m, state=None):
             return 1 / (1 + torch.exp(-x))
 
     cd = CDRBM(16, 6, k=2, learning_rate=0.1)
-    for epoch in range(2):
+    for epoch in range(1):
         uniforms = [torch.tensor(rng.random((5, 6)).astype(np.float32)) for _ in range(3)]
         losses.append(cd.contrastive_divergence(data, uniforms).item())
     losses += [cd.weights.sum().item(), cd.hidden_bias.sum().item(), cd.visible_bias_momentum.abs().sum().item()]
