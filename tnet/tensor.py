@@ -561,17 +561,7 @@ def _seed(t, g):
     return g
 
 
-_anomaly = [False, True]  # autograd's anomaly mode: [enabled, check_nan] (autograd.set_anomaly_enabled sets it)
-
-
-def _check_nan(entry, grads):
-    """Anomaly mode's check (torch's, with check_nan): RuntimeError where entry's backward returned NaN in a
-    gradient (torch tensors, or tnet Tensors under create_graph)."""
-    from .functional import isnan  # lazily: functional builds on this module
-    for i, g in enumerate(grads):
-        if g is not None and g.is_floating_point() and bool(isnan(g if isinstance(g, Tensor) else Tensor(g)).any()):
-            raise RuntimeError(f"Function '{Node(entry).name().split('::')[-1]}' returned nan values in its {i}th "
-                               f"output.")
+backward_checks = []  # check(node, grads) for each backward node's gradients: autograd's anomaly mode puts one here
 
 
 def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=None, accumulate=True):
@@ -620,8 +610,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 arrive(t, g)
             timer = _backward_timer[0]
             gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
-            if _anomaly[0] and _anomaly[1]:
-                _check_nan(entry, gxs)
+            for check_grads in backward_checks:
+                check_grads(Node(entry), gxs)
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
@@ -758,8 +748,8 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                 if wanted is not None and id(t) in wanted:
                     arrive(t, g)
                 gxs = entry.graph(g, t)
-                if _anomaly[0] and _anomaly[1]:
-                    _check_nan(entry, gxs)
+                for check_grads in backward_checks:
+                    check_grads(Node(entry), gxs)
                 for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x.requires_grad:
                         continue

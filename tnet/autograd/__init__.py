@@ -1,8 +1,9 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
+from ..functional import isnan
 from ..functional.copy import stack
-from ..tensor import Tensor, _anomaly, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
+from ..tensor import Tensor, backward_checks, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
 from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
@@ -95,6 +96,26 @@ from . import functional  # noqa: E402  (it builds on grad)
 from . import forward_ad  # noqa: E402  (it builds on grad)
 
 
+_anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them
+
+
+def _check_nan(node, grads):
+    """Anomaly mode's check (torch's, with check_nan): RuntimeError where a backward node returned NaN in a
+    gradient (torch tensors, or tnet Tensors under create_graph)."""
+    for i, g in enumerate(grads):
+        if g is not None and g.is_floating_point() and bool(isnan(g if isinstance(g, Tensor) else Tensor(g)).any()):
+            raise RuntimeError(f"Function '{node.name().split('::')[-1]}' returned nan values in its {i}th output.")
+
+
+def _set_anomaly(state):
+    """The anomaly mode's [enabled, check_nan], and the backward's NaN check on or off with it."""
+    _anomaly[:] = state
+    if _check_nan in backward_checks:
+        backward_checks.remove(_check_nan)
+    if all(state):
+        backward_checks.append(_check_nan)
+
+
 def is_anomaly_enabled():
     """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); with check_nan, the
     backward raises where a node returns NaN (tensor.py's _check_nan)."""
@@ -108,7 +129,7 @@ def is_anomaly_check_nan_enabled():
 def set_anomaly_enabled(enabled, check_nan=True):
     """torch's switch: on with check_nan, each backward node's gradients are checked for NaN (a RuntimeError
     naming the node, as torch's); the forward's stack traces are not kept."""
-    _anomaly[:] = [bool(enabled), bool(check_nan)]
+    _set_anomaly([bool(enabled), bool(check_nan)])
 
 
 class set_detect_anomaly:
@@ -123,7 +144,7 @@ class set_detect_anomaly:
         return self
 
     def __exit__(self, *exc):
-        _anomaly[:] = self._previous
+        _set_anomaly(self._previous)
         return False
 
     def __call__(self, fn):
