@@ -1152,7 +1152,8 @@ def test_ldam_drw():
 # .to(dtype=torch.get_default_dtype()).div(255)), normalize by torch.as_tensor(mean, dtype=..., device=...) with
 # mean.ndim == 1 views and tensor.sub_(mean).div_(std), RandomCrop by F.pad and slicing, hflip by tensor.flip(-1),
 # Compose; a CIFAR-style Dataset over uint8 arrays, seed_worker by torch.initial_seed() % 2**32, a DataLoader with a
-# torch.Generator whose get_state is saved and restored to replay the same order; a model assembled by Sequential + and *
+# torch.Generator whose get_state is saved and restored to replay the same order; uint8 labels straight into
+# F.cross_entropy; a model assembled by Sequential + and *
 def tensor_transforms(m, state=None):
     torch, nn, F, data = m.torch, m.nn, m.F, m.data
 
@@ -1231,7 +1232,7 @@ def tensor_transforms(m, state=None):
 
     rng = np.random.default_rng(12)
     images = rng.integers(0, 256, (6, 6, 6, 3), dtype=np.uint8)
-    targets = rng.integers(0, 10, 6)
+    targets = rng.integers(0, 10, 6).astype(np.uint8)  # as np.frombuffer reads MNIST's idx labels
     aug = np.random.default_rng(13)
     transform = Compose([to_tensor, RandomCrop(6, 2, aug), RandomHorizontalFlip(aug),
                          lambda t: normalize(t, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26))])
@@ -1256,6 +1257,7 @@ def tensor_transforms(m, state=None):
     losses = []
     batch = torch.stack([dataset[i][0] for i in range(4)])
     labels = torch.as_tensor(np.asarray(dataset.targets[:4]))
+    assert labels.dtype == torch.uint8
     for step in range(2):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(batch), labels)
