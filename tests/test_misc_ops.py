@@ -756,6 +756,25 @@ def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags
         assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
 
 
+def test_detect_anomaly_raises_where_a_backward_node_returns_nan():
+    """torch's anomaly mode with check_nan: a RuntimeError naming the node whose gradient is NaN, in the plain
+    backward and under create_graph; without check_nan (or outside the block) the NaN gradient arrives."""
+    for lib in (tnet, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's "Anomaly Detection has been enabled"
+            with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values in its 0th output"):
+                with lib.autograd.detect_anomaly():
+                    (lib.sqrt(x - 1.0) * 0).sum().backward()
+            with pytest.raises(RuntimeError, match="returned nan values"):
+                with lib.autograd.detect_anomaly():
+                    lib.autograd.grad((lib.sqrt(x - 1.0) * 0).sum(), x, create_graph=True)
+            with lib.autograd.detect_anomaly(check_nan=False):
+                (lib.sqrt(x - 1.0) * 0).sum().backward()
+        assert np.isnan(x.grad.tolist()[0]) and x.grad.tolist()[1:] == [0.0, 0.0]
+        assert not lib.is_anomaly_enabled()
+
+
 def test_gradient_as_torch():
     """tnet.gradient against torch.gradient: uniform spacings (one, or per dim), coordinates, dims, both edge
     orders, with the input's gradient; torch's errors."""

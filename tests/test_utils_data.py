@@ -19,7 +19,7 @@ Pair = collections.namedtuple("Pair", "a b")
 
 def assert_same(ours, ref, what="batch"):
     """ours (tnet) holds ref's (torch's) structure and values: each torch tensor as a tnet.Tensor
-    on tnet's device, of tnet's dtype for it (float64 -> float32, uint8 -> int64)."""
+    on tnet's device, of tnet's dtype for it (float64 -> float32, int16 -> int64)."""
     if isinstance(ref, torch.Tensor):
         assert isinstance(ours, tnet.Tensor) and ours.device == tnet.DEVICE, f"{what}: {type(ours).__name__}"
         assert ours.dtype == data.device_dtype(ref.dtype) and ours.shape == tuple(ref.shape), \

@@ -9,7 +9,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
 from .serialize import LoadError, load, save
 from . import serialize as serialization  # torch's module name (add_safe_globals)
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
-from .amp import autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
+from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import multiprocessing, version  # noqa: E402
@@ -60,8 +60,15 @@ def is_tensor(obj):
 
 def from_numpy(ndarray):
     """tnet.tensor(ndarray): a copy on tnet's device (torch's shares the array's memory, which a GPU
-    cannot); float64 becomes float32 and other integers int64, as tnet.tensor."""
+    cannot); float64 becomes float32 and integers but uint8 int64, as tnet.tensor."""
     return tensor(ndarray)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """torch.frombuffer: a 1-D tensor of buffer's bytes read as dtype (count elements from byte offset; -1: to
+    the end), copied to tnet's device (torch's shares the buffer's memory; an MNIST idx reader's images)."""
+    host = _torch.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
+    return tensor(host, dtype=dtype, requires_grad=requires_grad)
 
 
 def numel(input):

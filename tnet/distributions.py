@@ -41,9 +41,17 @@ class Distribution:
     """torch.distributions.Distribution: batch_shape, event_shape, and sample as a detached rsample."""
     has_rsample = False
     arg_constraints = {}
+    _validate_args = False
 
     def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
         self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
+
+    @staticmethod
+    def set_default_validate_args(value):
+        """torch's switch of the default validate_args; recorded only, as tnet checks no values (module docstring)."""
+        if value not in [True, False]:
+            raise ValueError
+        Distribution._validate_args = value
 
     @property
     def batch_shape(self):
@@ -2112,6 +2120,41 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
            "VonMises", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl"]
+
+class lazy_property:
+    """torch.distributions.utils.lazy_property: a method computed at its first read, then stored on the instance
+    under its name (a plain attribute thereafter)."""
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return self
+        value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+def _logits_to_probs(logits, is_binary=False):
+    """torch's logits_to_probs: sigmoid (binary) or softmax over the last dim."""
+    return logits.sigmoid() if is_binary else nnF.softmax(logits, dim=-1)
+
+
+def _standard_normal(shape, dtype=None, device=None):
+    return randn(shape, dtype=dtype, device=device)
+
+
+def _sum_rightmost(value, dim):
+    return value.reshape(value.shape[:value.dim() - dim] + (-1,)).sum(-1) if dim > 0 else value
+
+
+utils = types.ModuleType(f"{__name__}.utils", "torch.distributions.utils' helpers")
+utils.__dict__.update(broadcast_all=_broadcast_all, clamp_probs=_clamp_probs, logits_to_probs=_logits_to_probs,
+                      probs_to_logits=lambda probs, is_binary=False: _probs_to_logits(probs, is_binary),
+                      lazy_property=lazy_property, euler_constant=0.57721566490153286060,
+                      _standard_normal=_standard_normal, _sum_rightmost=_sum_rightmost)
+sys.modules[utils.__name__] = utils
 
 # torch.distributions' submodules, modules of their own in sys.modules: `from torch.distributions.normal import
 # Normal` ports

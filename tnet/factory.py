@@ -48,6 +48,30 @@ class Generator(np.random.Generator):
     def initial_seed(self):
         return self._seed
 
+    # get_state's bytes: PCG64's 128-bit state and increment, its buffered 32-bit draw and flag, the initial seed
+    _STATE_BYTES = (16, 16, 4, 1, 8)
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (torch's ByteTensor), for set_state."""
+        st = self.bit_generator.state
+        fields = (st["state"]["state"], st["state"]["inc"], st["uinteger"], st["has_uint32"], self._seed)
+        data = b"".join(int(v).to_bytes(n, "little") for v, n in zip(fields, self._STATE_BYTES))
+        return Tensor(torch.frombuffer(bytearray(data), dtype=torch.uint8).to(DEVICE))
+
+    def set_state(self, new_state):
+        """Restore a state from get_state; returns the generator, as torch's."""
+        memory = new_state.memory if isinstance(new_state, Tensor) else torch.as_tensor(new_state)
+        data = memory.cpu().numpy().tobytes()
+        if memory.dtype != torch.uint8 or len(data) != sum(self._STATE_BYTES):
+            raise RuntimeError(f"set_state: expected get_state's uint8 tensor of {sum(self._STATE_BYTES)} elements, got "
+                               f"{memory.dtype} {tuple(memory.shape)}")
+        ends = np.cumsum((0,) + self._STATE_BYTES)
+        state, inc, uinteger, has_uint32, seed = (int.from_bytes(data[a:b], "little") for a, b in zip(ends, ends[1:]))
+        self.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
+                                    "has_uint32": has_uint32, "uinteger": uinteger}
+        self._seed = seed
+        return self
+
     def seed(self):
         """Seed from the OS's entropy, as torch's; returns the seed."""
         self.manual_seed(np.random.SeedSequence().entropy)
@@ -356,19 +380,26 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                  requires_grad)
 
 
-def _typed(name, dtype):
-    """torch's legacy typed constructor: name(*sizes) an uninitialised tensor (empty), name(data) a
-    copy of data in dtype."""
-    def make(*args, device=None):
+class _TypedTensor(type):
+    """torch's legacy typed tensor classes (tnet.FloatTensor, ByteTensor...): called, name(*sizes) makes an
+    uninitialised tensor (empty) and name(data) a copy of data in the class's dtype; isinstance(x, name)
+    asks whether x is a tnet tensor of that dtype (torchvision's `isinstance(img, torch.ByteTensor)`; tnet has
+    one device, so torch.cuda's classes are these)."""
+
+    def __call__(cls, *args, device=None):
         if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
                 (len(args) == 1 and isinstance(args[0], torch.Size)):
-            return empty(*(args or (0,)), dtype=dtype, device=device)
+            return empty(*(args or (0,)), dtype=cls.dtype, device=device)
         if len(args) > 1:
-            raise TypeError(f"{name}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
-        return _leaf(name, as_storage(args[0], dtype), False)
-    make.__name__ = make.__qualname__ = name
-    make.dtype = dtype  # x.type(tnet.FloatTensor) reads it
-    return make
+            raise TypeError(f"{cls.__name__}: takes sizes (ints) or one sequence of data, got {len(args)} arguments")
+        return _leaf(cls.__name__, as_storage(args[0], cls.dtype), False)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+
+def _typed(name, dtype):
+    return _TypedTensor(name, (), {"dtype": dtype})  # x.type(tnet.FloatTensor) reads dtype
 
 
 FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (

@@ -223,8 +223,8 @@ def bump_version(*tensors):
 
 
 def as_storage(data, dtype=None):
-    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: int64 for
-    integer input, float16 and bfloat16 data as they are (torch's), float32 otherwise (unless dtype says)."""
+    """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: float16, bfloat16, bool
+    and uint8 data (images) as they are (torch's), int64 for other integers, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.memory
     if data is None:
@@ -240,8 +240,8 @@ def as_storage(data, dtype=None):
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
     if dtype is None:
-        dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16) else torch.float32 if data.is_floating_point()
-                 else torch.bool if data.dtype == torch.bool else torch.int64)
+        dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16, torch.bool, torch.uint8)
+                 else torch.float32 if data.is_floating_point() else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
@@ -561,6 +561,9 @@ def _seed(t, g):
     return g
 
 
+backward_checks = []  # check(node, grads) for each backward node's gradients: autograd's anomaly mode puts one here
+
+
 def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=None, accumulate=True):
     """The tape's backward from roots (tensors) with their seeds (gradients, None for ones). With
     accumulate, each leaf's gradient goes into its .grad (only the leaves among inputs, where
@@ -607,6 +610,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 arrive(t, g)
             timer = _backward_timer[0]
             gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
+            for check_grads in backward_checks:
+                check_grads(Node(entry), gxs)
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
@@ -681,6 +686,15 @@ def _graph_cast(g, dtype):
                   graph=lambda h, y: (_graph_cast(h, from_dtype),))
 
 
+def _graph_in_layout(g, like):
+    """g (a tnet Tensor) with its memory in_layout of like, as run_backward hands each entry its gradient (the
+    kernels take dense operands; a sum's seed is an expanded one): a copy on the tape where the layout differs."""
+    memory = in_layout(g.memory, like)
+    if memory is g.memory:
+        return g
+    return record("contiguous", memory, (g,), lambda h: (h,), graph=lambda h, y: (h,))
+
+
 def _graph_seed(t, g):
     """run_backward's seed under create_graph: a tnet Tensor (a given one kept, so that gradients
     flow to it too)."""
@@ -728,12 +742,15 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     raise NotImplementedError(f"create_graph through {entry.op} is not supported (tnet's "
                                               f"higher-order gradients cover the ops its docs list)")
                 entry.check_versions()
-                g = _graph_hooks(t, g)
+                g = _graph_in_layout(_graph_hooks(t, g), t.memory)
                 if "_retains_grad" in t.__dict__ and accumulate:
                     t.grad = g if t.grad is None else _graph_sum(t.grad, g)
                 if wanted is not None and id(t) in wanted:
                     arrive(t, g)
-                for x, gx in zip(entry.inputs, entry.graph(g, t)):
+                gxs = entry.graph(g, t)
+                for check_grads in backward_checks:
+                    check_grads(Node(entry), gxs)
+                for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x.requires_grad:
                         continue
                     if "_stale_after" in x.__dict__:
@@ -929,7 +946,8 @@ def check_device(name, device):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tnet.Tensor from a numpy array, torch tensor, list or number, as torch.tensor: float32 by
-    default, float16 and bfloat16 data keep their dtype, integers become int64 (pin_memory is accepted: the copy goes to tnet's device)."""
+    default, float16, bfloat16 and uint8 data keep their dtype, other integers become int64 (pin_memory is accepted:
+    the copy goes to tnet's device)."""
     check_device("tensor", device)
     t = Tensor(as_storage(data, dtype), requires_grad=requires_grad)
     if requires_grad and not t.memory.is_floating_point():
@@ -943,23 +961,26 @@ def is_grad_enabled():
 
 def gate(tensors, on_grads):
     """Tensors on the same memory as `tensors` (which require grad) whose gradients pass the tape
-    together: once all have come, on_grads(grads) gets them (torch tensors, in order; None for one
-    the backward did not reach) and returns those to pass on (None: none). A module's backward hooks
-    stand there. The first tensor's entry takes all of them as inputs; each other's stashes its
-    gradient and sends the first a zero one, so that the first's entry, recorded earlier, runs last.
-    So an unused first tensor shows a zero gradient, not None."""
+    together: once all have come, on_grads(grads, graph) gets them (in order; None for one the backward
+    did not reach) and returns those to pass on (None: none): torch tensors, or under create_graph
+    (graph True) tnet Tensors that carry their graph. A module's backward hooks stand there. The first
+    tensor's entry takes all of them as inputs; each other's stashes its gradient and sends the first a
+    zero one, so that the first's entry, recorded earlier, runs last. So an unused first tensor shows a
+    zero gradient, not None."""
     if not tensors or not _grad_enabled[0]:
         return tuple(tensors)
     stash = {}
 
-    def first_backward(g):
+    def first_backward(g, graph=False):
         stash[0] = g
-        return tuple(on_grads(tuple(stash.get(i) for i in range(len(tensors)))))
-    first = record("backward_hook", tensors[0].memory, tuple(tensors), first_backward)
+        return tuple(on_grads(tuple(stash.get(i) for i in range(len(tensors))), graph))
+    first = record("backward_hook", tensors[0].memory, tuple(tensors), first_backward,
+                   graph=lambda g, y: first_backward(g, graph=True))
 
     def other(i, t):
         def backward(g):
             stash[i] = g
             return None, torch.zeros_like(first.memory)
-        return record("backward_hook", t.memory, (t, first), backward)
+        return record("backward_hook", t.memory, (t, first), backward,
+                      graph=lambda g, y: (None, Tensor(backward(g)[1])))
     return (first, *[other(i, t) for i, t in enumerate(tensors) if i > 0])

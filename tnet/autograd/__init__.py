@@ -1,8 +1,9 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
+from ..functional import isnan
 from ..functional.copy import stack
-from ..tensor import Tensor, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
+from ..tensor import Tensor, backward_checks, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
 from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
@@ -60,11 +61,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     found = run_backward(outputs, _seeds(grad_outputs, len(outputs)), retain_graph, create_graph, inputs,
                          accumulate=False)
     out = []
-    for x, g in zip(inputs, found):
+    for i, (x, g) in enumerate(zip(inputs, found)):
         if g is None and materialize_grads:
             out.append(x.new_zeros(x.shape))
         elif g is None and not allow_unused:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                "Set allow_unused=True if this is the desired behavior.")
         else:
             out.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
@@ -98,9 +99,26 @@ from . import forward_ad  # noqa: E402  (it builds on grad)
 _anomaly = [False, True]  # [enabled, check_nan], as set: is_anomaly_enabled() reports them
 
 
+def _check_nan(node, grads):
+    """Anomaly mode's check (torch's, with check_nan): RuntimeError where a backward node returned NaN in a
+    gradient (torch tensors, or tnet Tensors under create_graph)."""
+    for i, g in enumerate(grads):
+        if g is not None and g.is_floating_point() and bool(isnan(g if isinstance(g, Tensor) else Tensor(g)).any()):
+            raise RuntimeError(f"Function '{node.name().split('::')[-1]}' returned nan values in its {i}th output.")
+
+
+def _set_anomaly(state):
+    """The anomaly mode's [enabled, check_nan], and the backward's NaN check on or off with it."""
+    _anomaly[:] = state
+    if _check_nan in backward_checks:
+        backward_checks.remove(_check_nan)
+    if all(state):
+        backward_checks.append(_check_nan)
+
+
 def is_anomaly_enabled():
-    """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); tnet's backward
-    does not act on it."""
+    """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); with check_nan, the
+    backward raises where a node returns NaN (tensor.py's _check_nan)."""
     return _anomaly[0]
 
 
@@ -109,14 +127,14 @@ def is_anomaly_check_nan_enabled():
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
-    """torch's switch: recorded (is_anomaly_enabled reports it) and otherwise ignored."""
-    _anomaly[:] = [bool(enabled), bool(check_nan)]
+    """torch's switch: on with check_nan, each backward node's gradients are checked for NaN (a RuntimeError
+    naming the node, as torch's); the forward's stack traces are not kept."""
+    _set_anomaly([bool(enabled), bool(check_nan)])
 
 
 class set_detect_anomaly:
-    """torch's anomaly detection switch, accepted (as a call, block or decorator) and recorded
-    (is_anomaly_enabled), the previous state back at the block's end: tnet's backward does not trace
-    NaNs to their forward op."""
+    """torch's anomaly detection switch (as a call, block or decorator; set_anomaly_enabled), the previous
+    state back at the block's end."""
 
     def __init__(self, mode=True, check_nan=True):
         self._previous = list(_anomaly)
@@ -126,7 +144,7 @@ class set_detect_anomaly:
         return self
 
     def __exit__(self, *exc):
-        _anomaly[:] = self._previous
+        _set_anomaly(self._previous)
         return False
 
     def __call__(self, fn):
@@ -135,7 +153,7 @@ class set_detect_anomaly:
 
 class detect_anomaly(set_detect_anomaly):
     """torch.autograd.detect_anomaly, a block or decorator that switches anomaly detection on while it
-    runs (recorded, otherwise ignored, as set_detect_anomaly)."""
+    runs (as set_detect_anomaly)."""
 
     def __init__(self, check_nan=True):
         self._check_nan = check_nan

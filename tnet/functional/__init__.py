@@ -15,7 +15,7 @@ from ..kernels.copy import overlaps
 from ..kernels.launch import InputError, check_type
 from ..tensor import Tensor, is_grad_enabled, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
-from .copy import contiguous, flatten, getitem, reshape, shape_args, t, to, view
+from .copy import contiguous, flatten, getitem, reshape, shape_args, sizes_or_keyword, t, to, view
 from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand, expand_as, flip, index_select,
                    movedim, narrow, permute, repeat, select, split, squeeze, stack, swapaxes, swapdims, transpose,
                    unbind, unflatten, unfold_windows, unsqueeze)
@@ -85,8 +85,8 @@ for _name, _method in {
         "__getitem__": getitem, "view": view, "reshape": reshape, "flatten": flatten, "t": t, "T": property(t),
         "contiguous": contiguous, "to": to, "float": _cast(torch.float32), "half": _cast(torch.float16),
         "bfloat16": _cast(torch.bfloat16),
-        "dim": lambda self: self.ndim, "permute": lambda self, *dims: permute(self, shape_args(dims)),
-        "flip": lambda self, *dims: flip(self, shape_args(dims)), "transpose": transpose, "swapaxes": swapaxes,
+        "dim": lambda self: self.ndim, "permute": lambda self, *args, dims=None: permute(self, sizes_or_keyword("permute", args, "dims", dims)),
+        "flip": lambda self, *args, dims=None: flip(self, sizes_or_keyword("flip", args, "dims", dims)), "transpose": transpose, "swapaxes": swapaxes,
         "swapdims": swapdims, "movedim": movedim, "unflatten": unflatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
         "expand": expand, "expand_as": expand_as, "repeat": repeat, "narrow": narrow, "select": select,
         "unbind": unbind, "split": lambda self, split_size, dim=0: split(self, split_size, dim),  # torch's keyword

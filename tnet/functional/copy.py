@@ -307,6 +307,16 @@ def shape_args(shape):
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)) else shape
 
 
+def sizes_or_keyword(name, args, keyword, value):
+    """A size given as x.reshape(2, 3), x.reshape((2, 3)) or by torch's keyword, x.reshape(shape=(2, 3)) (MAE's
+    patchify): value is the keyword's (None when not given)."""
+    if value is None:
+        return shape_args(args)
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument '{keyword}'")
+    return (value,) if isinstance(value, numbers.Integral) else tuple(value)
+
+
 def _nhwc_memory(x):
     """Whether x is 4-D with its channels (dim 1) innermost in memory: a channels-last activation
     or a slice of one, where torch's twin is NCHW. Expanded channels (stride 0) are none: their view
@@ -329,13 +339,14 @@ def _reshaped_back(g, y):
     return (reshape(g, y._entry.inputs[0].shape),)
 
 
-def view(x, *shape):
+def view(x, *shape, size=None, dtype=None):
     """The same memory under another shape (torch's view rule: RuntimeError where the strides do
     not allow it; use reshape). A channels-last activation is viewed as torch's NCHW tensor: where
     its NHWC memory cannot be, it is copied to NCHW first (view may copy a channels-last activation).
     x.view(dtype): the same bytes read as another dtype (the last dim scaled by the sizes' ratio),
     off the tape, as torch's."""
     check_tensors("view", x=x)
+    shape = (dtype,) if dtype is not None and not shape else shape
     if len(shape) == 1 and isinstance(shape[0], torch.dtype):
         check_dtype("view", shape[0])
         try:
@@ -344,7 +355,7 @@ def view(x, *shape):
             if not _nhwc_memory(x.memory):
                 raise
             return Tensor(_nchw_copy(x.memory.detach()).view(shape[0]))
-    shape = shape_args(shape)
+    shape = sizes_or_keyword("view", shape, "size", size)
     try:
         y = x.memory.view(shape)
     except RuntimeError:
@@ -354,11 +365,11 @@ def view(x, *shape):
     return record("view", y, (x,), _view_back(x), graph=_reshaped_back)
 
 
-def reshape(x, *shape):
+def reshape(input, *sizes, shape=None):
     """A view when the memory allows, else a copy (torch's reshape), in torch's NCHW order for a
     channels-last activation."""
-    check_tensors("reshape", x=x)
-    shape = shape_args(shape)
+    check_tensors("reshape", input=input)
+    x, shape = input, sizes_or_keyword("reshape", sizes, "shape", shape)
     try:
         y = x.memory.view(shape)
     except RuntimeError:
@@ -471,11 +482,11 @@ def unsqueeze(input, dim):
     return _rearranged("unsqueeze", input, input.memory.unsqueeze(dim), lambda g: g.reshape(input.shape))
 
 
-def expand(input, *sizes):
+def expand(input, *sizes, size=None):
     """input broadcast to `sizes` (-1 keeps a dim; new dims go first), a view with stride 0 on the
     expanded dims; the backward sums over them (kernels/reduce.py)."""
     check_tensors("expand", input=input)
-    y = input.memory.expand(shape_args(sizes))
+    y = input.memory.expand(sizes_or_keyword("expand", sizes, "size", size))
     return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.memory),),
                   graph=lambda g, out: (graph_sum_to(g, input),))
 
@@ -495,12 +506,12 @@ def _copy_record(name, inputs, y, backward, saved=(), graph=None, saves_nothing=
     return record(name, y, inputs, backward, saved, graph, saves_nothing) if y.is_floating_point() else Tensor(y)
 
 
-def repeat(input, *repeats):
+def repeat(input, *sizes, repeats=None):
     """input tiled repeats[i] times along each dim (leading repeats add dims): a copy. The
     backward sums the tiles (kernels/reduce.py)."""
     check_tensors("repeat", input=input)
-    check_type(repeats, 'repeat() missing 1 required positional arguments: "repeats"')
-    repeats = tuple(shape_args(repeats))
+    check_type(sizes or repeats, 'repeat() missing 1 required positional arguments: "repeats"')
+    repeats = tuple(sizes_or_keyword("repeat", sizes, "repeats", repeats))
     if len(repeats) < input.ndim:
         raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")

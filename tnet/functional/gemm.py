@@ -347,7 +347,10 @@ def einsum(equation, *operands):
     '...' and the implicit output: labels summed out, then one batched matmul (batch labels, each
     operand's free labels, the contracted ones), then the output's order; a label repeated within one
     operand takes that operand's diagonal first; a pair with no label summed (an outer product) is an element-wise
-    product instead. Not supported: sizes that broadcast (1 against n)."""
+    product instead. Not supported: sizes that broadcast (1 against n). torch's sublist form,
+    einsum(op1, [0, 1], op2, [1, 2], [0, 2]), is read as its equation."""
+    if not isinstance(equation, str):
+        equation, operands = _einsum_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     check_tensors("einsum", **{f"operand {i}": x for i, x in enumerate(operands)})
@@ -362,6 +365,19 @@ def einsum(equation, *operands):
         x, lx = _einsum_pair(x, lx, operands[i], labels[i], set(out) | set("".join(labels[i + 1:])), sizes)
     x, lx = _einsum_sum(x, lx, set(out))
     return permute(x, tuple(lx.index(c) for c in out)) if lx != out else x
+
+
+def _einsum_sublists(args):
+    """(equation, operands) of torch's sublist form: operands each followed by a list of its dims' labels (ints 0-51
+    as a-z then A-Z, Ellipsis as '...'), then optionally the output's list."""
+    def letters(sublist):
+        return "".join("..." if d is Ellipsis else chr(ord("a") + d) if d < 26 else chr(ord("A") + d - 26)
+                       for d in sublist)
+    operands, subscripts = args[0:len(args) - len(args) % 2:2], [letters(s) for s in args[1::2]]
+    equation = ",".join(subscripts[:len(operands)])
+    if len(args) % 2:
+        equation += "->" + letters(args[-1])
+    return equation, operands
 
 
 def _einsum_pair(a, la, b, lb, keep, sizes):

@@ -144,6 +144,12 @@ def _cast(x, dtype):
     return x if x.dtype == dtype else copy_(torch.empty_like(x, dtype=dtype), x)
 
 
+def _class_indices(target):
+    """target's class indices in int64: torch's losses take int64 and uint8 targets (labels that np.frombuffer
+    read from MNIST's idx files are uint8); uint8 ones are copied to int64, others left to the checks."""
+    return target.to(torch.int64) if target.dtype == torch.uint8 else target
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n]] * weight[target[n]] for input [N, C] (log-probabilities), [C] or
     [N, C, d1, ...] and int64 target [N] ([], [N, d1, ...]); reduction 'mean' divides by the
@@ -152,7 +158,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_args("nll_loss", "int", ignore_index=ignore_index)
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
-    return _nll(input, target, weight, ignore_index, reduction)[0]
+    return _nll(input, _class_indices(target), weight, ignore_index, reduction)[0]
 
 
 def _reduced(loss, reduction):
@@ -204,6 +210,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             target = target * (1 - label_smoothing) + label_smoothing / C
         terms = mul(log_softmax(input, cdim), target)
         return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
+    target = _class_indices(target)
     if input.ndim == 2 and weight is None:
         # strided logits or labels (a transpose, a slice) copied dense: the fused kernel reads rows
         loss, dlogits = _softmax.cross_entropy(input.memory.contiguous(), target.memory.contiguous(), label_smoothing,

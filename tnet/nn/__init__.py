@@ -336,20 +336,23 @@ class Module:
                                                                    f"{len(grad_input)}")
                     grad_input[:] = changed
 
-        def at_inputs(grads):
+        def passed(g, graph):  # what a gate passes on: torch memory, or under create_graph the tnet Tensor itself
+            return None if g is None else g if graph else memory_of(g)
+
+        def at_inputs(grads, graph):
             for i, g in zip(needs, grads):
-                grad_input[i] = None if g is None else Tensor(g)
+                grad_input[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
             run_hooks()
-            return [None if grad_input[i] is None else memory_of(grad_input[i]) for i in needs]
+            return [passed(grad_input[i], graph) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
         out = self._forward_and_hooks(args, kwargs, called)
         outs = out if isinstance(out, tuple) else (out,)
         made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
 
-        def at_outputs(grads):
+        def at_outputs(grads, graph):
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
-                grad_output[i] = None if g is None else Tensor(g)
+                grad_output[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
             for hook in self._hooks("_backward_pre_hooks"):
                 changed = hook(self, tuple(grad_output))
                 if changed is not None:
@@ -361,7 +364,7 @@ class Module:
                 warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
                               "outputs since no inputs require gradients.", stacklevel=2)
                 run_hooks()
-            return [None if grad_output[i] is None else memory_of(grad_output[i]) for i in made]
+            return [passed(grad_output[i], graph) for i in made]
         outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
         return outs if isinstance(out, tuple) else outs[0]
 
@@ -866,8 +869,14 @@ class Module:
                                    k[len(prefix):].split(".", 1)[0] not in known)
 
     def __repr__(self):
-        inner = "".join(f"\n  ({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children())
-        return f"{type(self).__name__}({self.extra_repr()}{inner}{chr(10) if inner else ''})"
+        """torch's: a one-line extra_repr inside the parentheses where there are no children, else every
+        extra_repr line and each child "(name): repr" on lines of their own, indented by two."""
+        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        children = [f"({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children()]
+        if len(extra) == 1 and not children:
+            return f"{type(self).__name__}({extra[0]})"
+        lines = extra + children
+        return f"{type(self).__name__}(" + ("\n  " + "\n  ".join(lines) + "\n" if lines else "") + ")"
 
     def extra_repr(self):
         return ""
@@ -1442,7 +1451,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
@@ -1465,22 +1475,22 @@ class RMSNorm(Module):
 
 
 class GroupNorm(Module):
-    """F.group_norm with per-channel weight (ones) and bias (zeros) where affine, as torch's."""
+    """F.group_norm with per-channel weight (ones) and bias (zeros) where affine (bias=False: no bias), as torch's."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         factory_args("GroupNorm", device, dtype)
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.weight = Parameter(np.ones(num_channels)) if affine else None
-        self.bias = Parameter(np.zeros(num_channels)) if affine else None
+        self.bias = Parameter(np.zeros(num_channels)) if affine and bias else None
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
 class Embedding(Module):
@@ -1798,9 +1808,15 @@ class ReLU6(_Activation):
 class Hardswish(_Activation):
     fn = F.hardswish
 
+    def extra_repr(self):  # torch's shows no inplace
+        return ""
+
 
 class Hardsigmoid(_Activation):
     fn = F.hardsigmoid
+
+    def extra_repr(self):
+        return ""
 
 
 class LeakyReLU(_Activation):
@@ -2503,6 +2519,32 @@ class Sequential(_Numbered):
         self._insert(index, module)
         return self
 
+    # torch's arithmetic: + and += join two Sequentials, * and *= repeat the layers (the same modules, shared)
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return self.extend(list(other))
+
+    def _repeats(self, other):
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return list(self) * other
+
+    def __mul__(self, other):
+        return Sequential(*self._repeats(other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return self.extend(self._repeats(other)[len(self):])
+
 
 class ModuleList(_Numbered):
     """torch.nn.ModuleList: submodules in a list, registered as "0", "1"... (so parameters(),
@@ -2686,9 +2728,21 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "".join(f"\n    ({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                       if isinstance(p, Tensor) else f"\n    ({i}): Object of type: {type(p).__name__}"
-                       for i, p in enumerate(self)) + ("\n" if len(self) else "")
+        return _entries_repr(enumerate(self), lambda p: p.dtype)
+
+
+def _entries_repr(items, type_name):
+    """ParameterList's and ParameterDict's extra_repr, torch's: a line "  (key): Parameter containing: [type of size
+    AxB]" (" (cuda:0)" after on a GPU) for each entry, type_name(p) its type (the list's dtype, the dict's type())."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            where = f" ({p.device})" if p.device.type == "cuda" else ""
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            lines.append(f"  ({k}): {kind} containing: [{type_name(p)} of size {'x'.join(map(str, p.shape))}{where}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterDict(Module):
@@ -2790,9 +2844,7 @@ class ParameterDict(Module):
         return out
 
     def extra_repr(self):
-        return "".join(f"\n    ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                       if isinstance(p, Tensor) else f"\n    ({k}): Object of type: {type(p).__name__}"
-                       for k, p in self.items()) + ("\n" if len(self) else "")
+        return _entries_repr(self.items(), lambda p: p.type())
 
 
 class PixelShuffle(_Call):

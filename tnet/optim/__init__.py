@@ -54,6 +54,14 @@ class Optimizer:
         if "step" in cls.__dict__:
             cls.step = hooked_step(cls.__dict__["step"])
 
+    def __repr__(self):
+        """torch's: the class name, then each param group's options but its params, sorted by name."""
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
+        return "\n".join(lines) + "\n)"
+
     def register_step_pre_hook(self, hook):
         """hook(optimizer, args, kwargs) before each step(), as torch's (args holds the optimizer
         first); it may return (new_args, new_kwargs). Returns a handle whose remove() takes it away.

@@ -13,10 +13,9 @@ Where tnet differs:
 - Random draws (shuffle, RandomSampler, SubsetRandomSampler, random_split) are numpy's, on the
   host, from the stream that tnet.manual_seed reseeds, or from `generator=`, a numpy Generator:
   tnet.manual_seed(s) repeats an order, with other numbers than torch's.
-- Batches hold tnet's dtypes: float32, float16, bfloat16, int64, int32 and bool are kept, other
-  floats (float64: Python floats, numpy's default) become float32 and other integers (uint8
-  images) int64, where torch keeps every dtype. Items of one batch must share a dtype (torch
-  promotes).
+- Batches hold tnet's dtypes: float32, float16, bfloat16, int64, int32, uint8 (images) and bool are
+  kept, other floats (float64: Python floats, numpy's default) become float32 and other integers
+  int64, where torch keeps every dtype. Items of one batch must share a dtype (torch promotes).
 
 tnet.data.Loader is tnet's own loader for image sets held on the device (augmentation there)."""
 import bisect
@@ -45,7 +44,7 @@ __all__ = ["Dataset", "IterableDataset", "ChainDataset", "StackDataset", "Tensor
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
            "DistributedSampler", "default_collate", "default_convert", "get_worker_info"]
 
-KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+KEPT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8, torch.bool)
 COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 
 
