@@ -1118,3 +1118,27 @@ def test_a_wider_integer_operand_wraps_into_the_result_dtype_first_as_torch(call
     """torch casts every operand to the result's dtype before the op: a 0-d integer tensor or a Python int beside
     a narrower integer tensor wraps into its dtype first."""
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("name, shape, size", [  # fuzz seed 73, case 1196: an unbatched 3-D input of no channels
+    ("adaptive_max_pool3d", (0, 3, 3, 5), 1), ("adaptive_max_pool3d", (1, 0, 3, 3, 5), 1),
+    ("adaptive_max_pool3d", (2, 3, 0, 5), 1), ("adaptive_max_pool3d", (0, 2, 3, 3, 5), (2, 1, 3)),
+    ("adaptive_avg_pool3d", (1, 0, 3, 3, 5), 2), ("adaptive_avg_pool3d", (1, 0, 3, 3, 5), 1),
+    ("adaptive_max_pool2d", (2, 0, 3, 5), 1), ("adaptive_max_pool2d", (0, 3, 5), 2),
+    ("adaptive_max_pool1d", (2, 0, 5), 1), ("adaptive_max_pool1d", (0, 5), 1)])
+def test_adaptive_pooling_of_empty_dims_as_torch(name, shape, size):
+    """torch's adaptive max poolings (and the 3-D average but for its global mean) refuse an empty dim past the
+    first in the forward; an unbatched input of no channels pools (and back) to an empty result."""
+    def run(m, f):
+        x = m.ones(shape, requires_grad=True)
+        y = getattr(f, name)(x, size)
+        y.sum().backward()
+        return y, x.grad
+    try:
+        want = run(torch, tF)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="non-zero size for non-batch dimensions"):
+            run(tnet, F)
+        return
+    got = run(tnet, F)
+    assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in want]
