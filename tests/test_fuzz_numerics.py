@@ -930,3 +930,21 @@ def test_variance_gradient_with_no_degrees_of_freedom_left_as_torch(name):
             got.backward(tnet.tensor(1.3))
             want.backward(torch.tensor(1.3))
             _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("name, dtype, x, t1, t2, value", [  # fuzz seeds 73 (cases 1272, 2474) and 74 (2821, 672)
+    ("addcmul", torch.float16, [1.0, 2.0], [3.0, -5.0], [[10000.0], [1.0]], -7),  # t2 * -7 overflows f16
+    ("addcmul", torch.float32, [1.0, 2.0], [3.0, -5.0], [2e38, 1.0], -2),
+    ("addcdiv", torch.bfloat16, [1.0, 2.0, 3.0, 4.0], 3e38, [0.5, -2.0, 1e-3, 0.0], 1),
+    ("addcdiv", torch.float32, [1.0, 2.0], [3.0, INF], [[2e19], [0.5]], 1.5)])  # t2 * t2 overflows: inf / inf
+def test_addcmul_addcdiv_gradients_round_as_torchs_formulas(name, dtype, x, t1, t2, value):
+    """torch's gradients g * (t2 * value), g * (t1 * value); g * (value / t2), -g * (value * t1 / (t2 * t2)):
+    each product in its operands' dtype, so an overflow of t2 * value (f16: past 65504) gives inf there."""
+    out = []
+    for m in (tnet, torch):
+        a, b, c = (m.tensor(v, dtype=dtype, requires_grad=True) for v in (x, t1, t2))
+        y = getattr(m, name)(a, b, c, value=value)
+        out.append(m.autograd.grad(y, (b, c), m.full(tuple(y.shape), 0.25, dtype=dtype)))
+    for got, want in zip(*out):
+        assert got.dtype == want.dtype
+        _same(got.float().numpy(), want.float())

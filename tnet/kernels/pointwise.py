@@ -53,7 +53,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "softplus_backward": 4, "mish_backward": 2, "selu_backward": 2, "logsigmoid_backward": 2,
          "softsign_backward": 2, "tanhshrink_backward": 2, "threshold_backward": 3, "shrink_backward": 3,
          # tensor math: lerp(start, end, weight), input + value * t1 * t2 (or / t2)
-         "lerp": 3, "addcmul": 4, "addcdiv": 4, "addcdiv_backward": 4,
+         "lerp": 3, "addcmul": 4, "addcdiv": 4,
          # bool results (logical ops read any nonzero as true); where(condition, a, b)
          "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
          "logical_not": 1, "logical_and": 2, "logical_or": 2, "logical_xor": 2, "bitwise_not": 1, "where": 3,
@@ -702,8 +702,6 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a + d * b * c
     elif OP == "addcdiv":  # d = value
         y = a + d * (b / c)
-    elif OP == "addcdiv_backward":  # a = g, b = t1, c = t2, d = value: t2's gradient
-        y = -(a * (d / c)) * b / c
     elif OP == "fmod":
         y = _fmod(a, b)
     elif OP == "remainder":
