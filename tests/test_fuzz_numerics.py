@@ -948,3 +948,17 @@ def test_addcmul_addcdiv_gradients_round_as_torchs_formulas(name, dtype, x, t1, 
     for got, want in zip(*out):
         assert got.dtype == want.dtype
         _same(got.float().numpy(), want.float())
+
+
+def test_batch_norm_eval_gradient_with_an_infinite_running_mean_as_torch():
+    """The weight's gradient sum(g (x - mean)) / sqrt(var + eps) is +-inf at an infinite running mean, not NaN from
+    the kernel's padding rows (0 * (0 - mean); fuzz seed 74, case 2002)."""
+    out = []
+    for m in (tnet, torch):
+        x = m.tensor([[1.0875, 1.0875]], requires_grad=True)
+        w, b = m.tensor([-1.1059, 0.1812], requires_grad=True), m.tensor([-INF, INF], requires_grad=True)
+        y = m.nn.functional.batch_norm(x, m.tensor([-0.0, -INF]), m.tensor([1.6431, 0.1077]), w, b, training=False)
+        y.backward(m.tensor([[0.5, -0.25]]))
+        out.append((x.grad, w.grad, b.grad))
+    for got, want in zip(*out):
+        _same(got.numpy(), want)
