@@ -1142,3 +1142,13 @@ def test_adaptive_pooling_of_empty_dims_as_torch(name, shape, size):
         return
     got = run(tnet, F)
     assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in want]
+
+
+@pytest.mark.parametrize("call", [
+    # torch's (1 - target).mul_(input): in place, in target's dtype, an f16 product past 65504 is -inf there
+    # (fuzz seed 75, case 2868: tnet's fp32 product gave +inf after adding the positive term)
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-3.0041e+38]).bfloat16(), t([0.9653]).half(),
+                                                       pos_weight=t([0.3047]).bfloat16(), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-1e5, 2.0]), t([0.5, 0.25]).half(), reduction="none")])
+def test_round_20_losses_as_torch(call):
+    _same_outcome(call)

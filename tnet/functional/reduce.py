@@ -578,7 +578,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
             log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
             log_p = log_p if log_p.dtype == x.dtype else log_p.to(x.dtype)
-        loss = mul(1.0 - y, x) + log_p
+        loss = mul(1.0 - y, x)
+        if y.dtype.is_floating_point and loss.dtype != y.dtype:  # torch's (1 - target).mul_(input): in place
+            loss = loss.to(y.dtype)  # in target's dtype (an f16 product past 65504 is inf there)
+        loss = loss + log_p
         if weight is not None:
             loss = mul(loss, weight)
         if y.dtype.is_floating_point and loss.dtype != y.dtype:
