@@ -1152,3 +1152,13 @@ def test_adaptive_pooling_of_empty_dims_as_torch(name, shape, size):
     lambda m, f, t: f.binary_cross_entropy_with_logits(t([-1e5, 2.0]), t([0.5, 0.25]).half(), reduction="none")])
 def test_round_20_losses_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 76: every argument's type (and the reduction) before any value
+    lambda m, f, t: f.conv1d(m.zeros(1, 2, 3), m.zeros(2, 2, 3), stride=1.5, padding=-1),  # case 791: TypeError
+    lambda m, f, t: f.conv1d(m.zeros(2, 3), m.zeros(2, 2, 3), dilation=[1.0], padding=-1),
+    lambda m, f, t: f.conv1d(m.zeros(1, 2, 3), m.zeros(2, 2, 3), padding=-1),
+    lambda m, f, t: f.huber_loss(t(0.0), t(0.0).half(), delta=0.0, reduction="x"),  # case 1070: ValueError
+    lambda m, f, t: f.huber_loss(t(0.0), t(0.0), delta=0.0)])
+def test_round_20_argument_checks_as_torch(call):
+    _same_outcome(call)

@@ -818,9 +818,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta), d = input - target (broadcast),
     times weight (input's shape) where given, reduced as mse_loss, as torch's."""
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
+    if delta <= 0:  # after the reduction's check, as torch's
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     loss = _smooth_l1("huber_loss", sub(input, target), delta, delta)  # delta * smooth_l1 of beta delta
     if weight is not None:
         if weight.shape != input.shape:
