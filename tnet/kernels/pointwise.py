@@ -919,7 +919,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        y = c * _hurwitz_zeta(b, tl.where(a == float("-inf"), 0.0, a))  # -inf a pole, as torch's (Cephes')
+        y = c * _hurwitz_zeta(b, a)
+        y = tl.where((a <= 0.0) & (tl.floor(a) == a), c * float("inf"), y)  # Cephes' poles: 0, -1, ..., -inf
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
