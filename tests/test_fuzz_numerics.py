@@ -968,8 +968,9 @@ def test_batch_norm_eval_gradient_with_an_infinite_running_mean_as_torch():
 def test_polygamma_poles_at_every_non_positive_integer_as_torch(n):
     """polygamma(n >= 2, x) is (-1)^(n + 1) inf at x = 0, -1, -2, ... and -inf (Cephes' zeta(n + 1, q) of an integer
     q <= 0), also past the nine terms the sum takes before its Euler-Maclaurin tail (fuzz seed 72, case 1528:
-    polygamma(2, -3e38) was -0.0); and its gradient there."""
-    x = np.array([-3e38, -1e10, -1e5, -9.0, -3.0, -0.0, 0.0, -INF, INF, 1.5, -2.5, NAN], np.float32)
+    polygamma(2, -3e38) was -0.0); and its gradient there. A non-integer x < -8 (polygamma(3, -100.3) was
+    negative) comes from zetas of positive arguments."""
+    x = np.array([-3e38, -1e10, -1e5, -9.0, -3.0, -0.0, 0.0, -INF, INF, 1.5, -2.5, NAN, -100.3, -9.7, -1e-3], np.float32)
     a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     got, want = tnet.polygamma(n, a), torch.polygamma(n, b)
     got.sum().backward()

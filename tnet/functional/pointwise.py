@@ -1619,8 +1619,9 @@ def nextafter(input, other):
 def polygamma(n, input):
     """The n-th derivative of digamma, as torch.polygamma: n = 0 digamma, n = 1 trigamma (reflected for
     x < 0), n >= 2 (-1)^(n+1) n! zeta(n + 1, x) from the Hurwitz zeta's Euler-Maclaurin sum (relative
-    error near 1e-6 for x > 0; poles at 0, -1, ..., -inf, as torch's; for a non-integer x < -8, where torch's
-    Cephes sums ceil(9 - x) terms before its tail, tnet's nine terms and tail are wrong: left).
+    error near 1e-6 for x > 0; poles at 0, -1, ..., -inf, as torch's; x < 0 through zetas of positive
+    arguments, where torch's Cephes sums ceil(9 - x) terms before its tail: near its values, the cancellation
+    of large terms aside).
     Its gradient is polygamma(n + 1, x) g."""
     check_type(isinstance(n, numbers.Integral), lambda: f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     check(n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")

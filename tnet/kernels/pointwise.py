@@ -919,8 +919,17 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        y = c * _hurwitz_zeta(b, a)
-        y = tl.where((a <= 0.0) & (tl.floor(a) == a), c * float("inf"), y)  # Cephes' poles: 0, -1, ..., -inf
+        # zeta(s, q) of q < 0 from positive arguments (the tail's Euler-Maclaurin sum needs them): with
+        # f = q - floor(q), 1 - f = ceil(q) - q (exact) and m = -floor(q), the terms k < m are
+        # (-1)^s (j - f)^-s, j = 1 .. m, so zeta(s, q) = zeta(s, f) + (-1)^s (zeta(s, 1 - f) - zeta(s, 1 - f + m)),
+        # summed in that order: at a half-integer q and an odd s the first two cancel exactly, as the terms do
+        below = a < 0.0
+        whole = tl.floor(a)
+        rest = tl.where(below, tl.ceil(a) - a, 1.0)  # 1 - f
+        sign = tl.where(tl.floor(b * 0.5) == b * 0.5, 1.0, -1.0)
+        y = _hurwitz_zeta(b, tl.where(below, a - whole, a))
+        y = tl.where(below, (y + sign * _hurwitz_zeta(b, rest)) - sign * _hurwitz_zeta(b, rest - whole), y)
+        y = tl.where((a <= 0.0) & (whole == a), c * float("inf"), c * y)  # Cephes' poles: 0, -1, ..., -inf
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
