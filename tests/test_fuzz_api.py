@@ -1159,6 +1159,17 @@ def test_round_20_losses_as_torch(call):
     lambda m, f, t: f.conv1d(m.zeros(2, 3), m.zeros(2, 2, 3), dilation=[1.0], padding=-1),
     lambda m, f, t: f.conv1d(m.zeros(1, 2, 3), m.zeros(2, 2, 3), padding=-1),
     lambda m, f, t: f.huber_loss(t(0.0), t(0.0).half(), delta=0.0, reduction="x"),  # case 1070: ValueError
-    lambda m, f, t: f.huber_loss(t(0.0), t(0.0), delta=0.0)])
+    lambda m, f, t: f.huber_loss(t(0.0), t(0.0), delta=0.0),
+    # seed 78, case 2118; seed 74, case 1063: torch's parser of the op F calls
+    lambda m, f, t: f.embedding_bag(t([[0, 1]]), m.zeros(5, 3), padding_idx=1.5),
+    lambda m, f, t: f.embedding_bag(t([[0, 1]]), m.zeros(5, 3), padding_idx=True),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="linear", align_corners="x"),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="linear", align_corners=1),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="nearest", align_corners="x"),
+    # seed 76, case 956: a bool median raises but of nothing (no dim) and an empty reduced dim's IndexError
+    lambda m, f, t: m.nanmedian(m.zeros(2, 0, 5, dtype=torch.bool), 2, keepdim=True),
+    lambda m, f, t: m.median(m.zeros(2, 0, 5, dtype=torch.bool), 1),
+    lambda m, f, t: m.median(m.zeros(0, dtype=torch.bool)),
+    lambda m, f, t: m.nanmedian(m.zeros((), dtype=torch.bool), 0)])
 def test_round_20_argument_checks_as_torch(call):
     _same_outcome(call)
