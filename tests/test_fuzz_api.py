@@ -1118,3 +1118,58 @@ def test_a_wider_integer_operand_wraps_into_the_result_dtype_first_as_torch(call
     """torch casts every operand to the result's dtype before the op: a 0-d integer tensor or a Python int beside
     a narrower integer tensor wraps into its dtype first."""
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("name, shape, size", [  # fuzz seed 73, case 1196: an unbatched 3-D input of no channels
+    ("adaptive_max_pool3d", (0, 3, 3, 5), 1), ("adaptive_max_pool3d", (1, 0, 3, 3, 5), 1),
+    ("adaptive_max_pool3d", (2, 3, 0, 5), 1), ("adaptive_max_pool3d", (0, 2, 3, 3, 5), (2, 1, 3)),
+    ("adaptive_avg_pool3d", (1, 0, 3, 3, 5), 2), ("adaptive_avg_pool3d", (1, 0, 3, 3, 5), 1),
+    ("adaptive_max_pool2d", (2, 0, 3, 5), 1), ("adaptive_max_pool2d", (0, 3, 5), 2),
+    ("adaptive_max_pool1d", (2, 0, 5), 1), ("adaptive_max_pool1d", (0, 5), 1)])
+def test_adaptive_pooling_of_empty_dims_as_torch(name, shape, size):
+    """torch's adaptive max poolings (and the 3-D average but for its global mean) refuse an empty dim past the
+    first in the forward; an unbatched input of no channels pools (and back) to an empty result."""
+    def run(m, f):
+        x = m.ones(shape, requires_grad=True)
+        y = getattr(f, name)(x, size)
+        y.sum().backward()
+        return y, x.grad
+    try:
+        want = run(torch, tF)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="non-zero size for non-batch dimensions"):
+            run(tnet, F)
+        return
+    got = run(tnet, F)
+    assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in want]
+
+
+@pytest.mark.parametrize("call", [
+    # torch's (1 - target).mul_(input): in place, in target's dtype, an f16 product past 65504 is -inf there
+    # (fuzz seed 75, case 2868: tnet's fp32 product gave +inf after adding the positive term)
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-3.0041e+38]).bfloat16(), t([0.9653]).half(),
+                                                       pos_weight=t([0.3047]).bfloat16(), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(t([-1e5, 2.0]), t([0.5, 0.25]).half(), reduction="none")])
+def test_round_20_losses_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 76: every argument's type (and the reduction) before any value
+    lambda m, f, t: f.conv1d(m.zeros(1, 2, 3), m.zeros(2, 2, 3), stride=1.5, padding=-1),  # case 791: TypeError
+    lambda m, f, t: f.conv1d(m.zeros(2, 3), m.zeros(2, 2, 3), dilation=[1.0], padding=-1),
+    lambda m, f, t: f.conv1d(m.zeros(1, 2, 3), m.zeros(2, 2, 3), padding=-1),
+    lambda m, f, t: f.huber_loss(t(0.0), t(0.0).half(), delta=0.0, reduction="x"),  # case 1070: ValueError
+    lambda m, f, t: f.huber_loss(t(0.0), t(0.0), delta=0.0),
+    # seed 78, case 2118; seed 74, case 1063: torch's parser of the op F calls
+    lambda m, f, t: f.embedding_bag(t([[0, 1]]), m.zeros(5, 3), padding_idx=1.5),
+    lambda m, f, t: f.embedding_bag(t([[0, 1]]), m.zeros(5, 3), padding_idx=True),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="linear", align_corners="x"),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="linear", align_corners=1),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 5), size=3, mode="nearest", align_corners="x"),
+    # seed 76, case 956: a bool median raises but of nothing (no dim) and an empty reduced dim's IndexError
+    lambda m, f, t: m.nanmedian(m.zeros(2, 0, 5, dtype=torch.bool), 2, keepdim=True),
+    lambda m, f, t: m.median(m.zeros(2, 0, 5, dtype=torch.bool), 1),
+    lambda m, f, t: m.median(m.zeros(0, dtype=torch.bool)),
+    lambda m, f, t: m.nanmedian(m.zeros((), dtype=torch.bool), 0)])
+def test_round_20_argument_checks_as_torch(call):
+    _same_outcome(call)

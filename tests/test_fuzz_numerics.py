@@ -930,3 +930,50 @@ def test_variance_gradient_with_no_degrees_of_freedom_left_as_torch(name):
             got.backward(tnet.tensor(1.3))
             want.backward(torch.tensor(1.3))
             _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("name, dtype, x, t1, t2, value", [  # fuzz seeds 73 (cases 1272, 2474) and 74 (2821, 672)
+    ("addcmul", torch.float16, [1.0, 2.0], [3.0, -5.0], [[10000.0], [1.0]], -7),  # t2 * -7 overflows f16
+    ("addcmul", torch.float32, [1.0, 2.0], [3.0, -5.0], [2e38, 1.0], -2),
+    ("addcdiv", torch.bfloat16, [1.0, 2.0, 3.0, 4.0], 3e38, [0.5, -2.0, 1e-3, 0.0], 1),
+    ("addcdiv", torch.float32, [1.0, 2.0], [3.0, INF], [[2e19], [0.5]], 1.5)])  # t2 * t2 overflows: inf / inf
+def test_addcmul_addcdiv_gradients_round_as_torchs_formulas(name, dtype, x, t1, t2, value):
+    """torch's gradients g * (t2 * value), g * (t1 * value); g * (value / t2), -g * (value * t1 / (t2 * t2)):
+    each product in its operands' dtype, so an overflow of t2 * value (f16: past 65504) gives inf there."""
+    out = []
+    for m in (tnet, torch):
+        a, b, c = (m.tensor(v, dtype=dtype, requires_grad=True) for v in (x, t1, t2))
+        y = getattr(m, name)(a, b, c, value=value)
+        out.append(m.autograd.grad(y, (b, c), m.full(tuple(y.shape), 0.25, dtype=dtype)))
+    for got, want in zip(*out):
+        assert got.dtype == want.dtype
+        _same(got.float().numpy(), want.float())
+
+
+def test_batch_norm_eval_gradient_with_an_infinite_running_mean_as_torch():
+    """The weight's gradient sum(g (x - mean)) / sqrt(var + eps) is +-inf at an infinite running mean, not NaN from
+    the kernel's padding rows (0 * (0 - mean); fuzz seed 74, case 2002)."""
+    out = []
+    for m in (tnet, torch):
+        x = m.tensor([[1.0875, 1.0875]], requires_grad=True)
+        w, b = m.tensor([-1.1059, 0.1812], requires_grad=True), m.tensor([-INF, INF], requires_grad=True)
+        y = m.nn.functional.batch_norm(x, m.tensor([-0.0, -INF]), m.tensor([1.6431, 0.1077]), w, b, training=False)
+        y.backward(m.tensor([[0.5, -0.25]]))
+        out.append((x.grad, w.grad, b.grad))
+    for got, want in zip(*out):
+        _same(got.numpy(), want)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_polygamma_poles_at_every_non_positive_integer_as_torch(n):
+    """polygamma(n >= 2, x) is (-1)^(n + 1) inf at x = 0, -1, -2, ... and -inf (Cephes' zeta(n + 1, q) of an integer
+    q <= 0), also past the nine terms the sum takes before its Euler-Maclaurin tail (fuzz seed 72, case 1528:
+    polygamma(2, -3e38) was -0.0); and its gradient there. A non-integer x < -8 (polygamma(3, -100.3) was
+    negative) comes from zetas of positive arguments."""
+    x = np.array([-3e38, -1e10, -1e5, -9.0, -3.0, -0.0, 0.0, -INF, INF, 1.5, -2.5, NAN, -100.3, -9.7, -1e-3], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.polygamma(n, a), torch.polygamma(n, b)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-3)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-3)

@@ -225,6 +225,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
     if padding_idx is not None:
+        check_args("embedding_bag", "int", padding_idx=padding_idx)  # torch's parser, after F's own checks
         n = weight.shape[0]
         check(-n <= padding_idx < n, lambda: f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, "
                                              f"but got {padding_idx}")

@@ -272,14 +272,17 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (padding also 'same' or 'valid'): conv2d over [N, C, 1, L]. The output [N, Cout, L'] keeps its
     channels-last memory (NLC). An unbatched input [C, L] gives [Cout, L'], as torch's."""
     check_tensors("conv1d", input=input, weight=weight)
+    # every argument's type before any shape or value, as torch's parser
+    s, d = (single(v, f"conv1d: {name}", None) for v, name in ((stride, "stride"), (dilation, "dilation")))
+    p = padding if isinstance(padding, str) else single(padding, "conv1d: padding", None)
     if input.ndim == 2:
-        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+        return conv1d(input.unsqueeze(0), weight, bias, s, p, d, groups).squeeze(0)
     check(input.ndim == 3 and weight.ndim == 3,
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
-    padding = padding if isinstance(padding, str) else (0, single(padding, "conv1d: padding"))
-    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, single(stride, "conv1d: stride")), padding,
-               (1, single(dilation, "conv1d: dilation")), groups)
+    p = p if isinstance(p, str) else (0, at_least(p, "conv1d: padding", 0))
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p,
+               (1, at_least(d, "conv1d: dilation", 1)), groups)
     return y.squeeze(2)
 
 

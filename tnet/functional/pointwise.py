@@ -1082,7 +1082,9 @@ def _rsub_one(w):
     return _pw.pointwise("sub", 1.0, w) if isinstance(w, torch.Tensor) else 1.0 - w
 
 
-def _addc(name, input, tensor1, tensor2, value, t1_grad):
+def _addc(name, input, tensor1, tensor2, value, grads):
+    """input + value * tensor1 * tensor2 (or / tensor2); grads(g, A, B, v, need_a, need_b): tensor1's and
+    tensor2's gradients (None where not needed)."""
     check_tensors(name, input=input, tensor1=tensor1, tensor2=tensor2)
     check_type(isinstance(value, numbers.Real), lambda: f"{name}: value must be a Python number, got {type(value).__name__}")
     check(name != "addcdiv" or not (_is_integer(tensor1) and _is_integer(tensor2)),
@@ -1093,12 +1095,24 @@ def _addc(name, input, tensor1, tensor2, value, t1_grad):
     X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
     return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
-                        lambda g: (g.view(g.shape) if need_x else None,
-                                   _pw.pointwise(name, 0.0, g, B, v) if need_a else None,  # value g t2 (or / t2)
-                                   t1_grad(g, A, B, v) if need_b else None),
+                        lambda g: (g.view(g.shape) if need_x else None, *grads(g, A, B, v, need_a, need_b)),
                         saved=(A if need_b else None, B if need_a or need_b else None),
-                        graph=lambda g, y: (g, g * tensor2 * v, g * tensor1 * v) if name == "addcmul" else
-                        (g, g * v / tensor2, -(g * tensor1 * v) / (tensor2 * tensor2)))
+                        graph=lambda g, y: (g, g * (tensor2 * v), g * (tensor1 * v)) if name == "addcmul" else
+                        (g, g * (v / tensor2), -g * (tensor1 * v / (tensor2 * tensor2))))
+
+
+def _addcmul_grads(g, A, B, v, need_a, need_b):
+    """torch's formulas, each product rounded to its operands' dtype (a 16-bit t2 * value overflows there):
+    g * (t2 * value), g * (t1 * value)."""
+    P = _pw.pointwise
+    return P("mul", g, P("mul", B, v)) if need_a else None, P("mul", g, P("mul", A, v)) if need_b else None
+
+
+def _addcdiv_grads(g, A, B, v, need_a, need_b):
+    """torch's formulas, rounded as _addcmul_grads: g * (value / t2), -g * (value * t1 / (t2 * t2))."""
+    P = _pw.pointwise
+    return (P("mul", g, P("div", v, B)) if need_a else None,
+            P("mul", P("neg", g), P("div", P("mul", A, v), P("mul", B, B))) if need_b else None)
 
 
 def addcmul(input, tensor1, tensor2, *deprecated, value=1):
@@ -1106,7 +1120,7 @@ def addcmul(input, tensor1, tensor2, *deprecated, value=1):
     tensor1, tensor2) (scale_first)."""
     if deprecated:
         value, (tensor1, tensor2) = scale_first("addcmul", (tensor1, tensor2, *deprecated), 2)
-    return _addc("addcmul", input, tensor1, tensor2, value, lambda g, A, B, v: _pw.pointwise("addcmul", 0.0, g, A, v))
+    return _addc("addcmul", input, tensor1, tensor2, value, _addcmul_grads)
 
 
 def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
@@ -1114,8 +1128,7 @@ def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
     deprecated addcdiv(input, value, tensor1, tensor2) (scale_first)."""
     if deprecated:
         value, (tensor1, tensor2) = scale_first("addcdiv", (tensor1, tensor2, *deprecated), 2)
-    return _addc("addcdiv", input, tensor1, tensor2, value,
-                 lambda g, A, B, v: _pw.pointwise("addcdiv_backward", g, A, B, v))
+    return _addc("addcdiv", input, tensor1, tensor2, value, _addcdiv_grads)
 
 
 def masked_fill(input, mask, value):
@@ -1606,7 +1619,9 @@ def nextafter(input, other):
 def polygamma(n, input):
     """The n-th derivative of digamma, as torch.polygamma: n = 0 digamma, n = 1 trigamma (reflected for
     x < 0), n >= 2 (-1)^(n+1) n! zeta(n + 1, x) from the Hurwitz zeta's Euler-Maclaurin sum (relative
-    error near 1e-6 for x > 0; for x < 0, where torch's sum reads its terms as Cephes', tnet's differs).
+    error near 1e-6 for x > 0; poles at 0, -1, ..., -inf, as torch's; x < 0 through zetas of positive
+    arguments, where torch's Cephes sums ceil(9 - x) terms before its tail: near its values, the cancellation
+    of large terms aside).
     Its gradient is polygamma(n + 1, x) g."""
     check_type(isinstance(n, numbers.Integral), lambda: f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     check(n >= 0, lambda: f"polygamma(n, x) does not support negative n, got {n}")

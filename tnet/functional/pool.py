@@ -275,10 +275,21 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return y, _image_as_signal(Tensor(index), input)
 
 
+def _nonempty(name, input):
+    """torch's forward check of the adaptive max poolings (and of the 3-D average's but its global mean): no
+    empty dim past the first (an unbatched input's channels may be empty, a batched input's may not)."""
+    empty = [d for d in range(1, input.ndim) if input.shape[d] == 0]
+    check(not empty, lambda: f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                             f"has sizes {list(input.shape)} with dimension {empty[0]} being empty")
+
+
 def _adaptive_1d(mode, input, output_size, return_indices=False):
     name = f"adaptive_{mode}_pool1d"
     size = single(output_size, f"{name}: output_size", 0)
-    y, arg = _adaptive(mode, _signal_as_image(name, input), (1, size), 1 if input.ndim == 3 else 2)
+    image = _signal_as_image(name, input)
+    if mode == "max":
+        _nonempty(name, input)
+    y, arg = _adaptive(mode, image, (1, size), 1 if input.ndim == 3 else 2)
     y = _image_as_signal(y, input)
     if not return_indices:
         return y
@@ -347,6 +358,8 @@ def adaptive_avg_pool2d(input, output_size):
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """The maximum over adaptive windows (see adaptive_avg_pool2d); return_indices=True also gives
     the int64 flat index h*W + w of each maximum in its plane, as torch. NaN wins, as torch."""
+    if isinstance(input, Tensor) and input.ndim in (3, 4):
+        _nonempty("adaptive_max_pool2d", input)
     y, arg = _adaptive("max", input, output_size)
     if not return_indices:
         return y
@@ -420,11 +433,12 @@ def _window_3d(name, kernel_size, stride, padding):
 
 
 def _separably(pool, x, planes, depth, indices=False):
-    """pool2d(input, *planes) over the (H, W) planes of x [N, C, D, H, W], then pool2d(input, *depth) over
+    """pool2d(input, *planes) over the (H, W) planes of x [N, C, D, H, W] as [N*C, D, H, W] (a batch of N*C:
+    empty channels are an empty batch, as torch's 3-D poolings take them), then pool2d(input, *depth) over
     [N*C, 1, D, OH*OW]; indices: the pools return (y, int64 plane indices), combined into torch's d*H*W +
     h*W + w."""
     N, C, D, H, W = x.shape
-    y = pool(reshape(x, (N, C * D, H, W)), *planes)
+    y = pool(reshape(x, (N * C, D, H, W)), *planes)
     y, first = y if indices else (y, None)
     OH, OW = y.shape[2:]
     z = pool(reshape(y, (N * C, 1, D, OH * OW)), *depth)
@@ -480,6 +494,8 @@ def _adaptive_3d(mode, input, output_size, return_indices=False):
     size = (output_size,) * 3 if output_size is None or isinstance(output_size, int) else tuple(output_size)
     check(len(size) == 3, lambda: f"{name}: output_size must be an int or a triple, got {output_size!r}")
     OD, OH, OW = (x.shape[2 + i] if s is None else s for i, s in enumerate(size))
+    if mode == "max" or (OD, OH, OW) != (1, 1, 1):  # torch's global average (a mean) takes empty dims
+        _nonempty(name, input)
     pool = adaptive_avg_pool2d if mode == "avg" else lambda t, size: adaptive_max_pool2d(t, size, return_indices)
     # the depth pass's width OH*OW kept: its windows there are single columns
     out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)

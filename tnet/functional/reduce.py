@@ -578,7 +578,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
             log_p = mul(log_p, mul(y, pos_weight - 1.0) + 1.0)
             log_p = log_p if log_p.dtype == x.dtype else log_p.to(x.dtype)
-        loss = mul(1.0 - y, x) + log_p
+        loss = mul(1.0 - y, x)
+        if y.dtype.is_floating_point and loss.dtype != y.dtype:  # torch's (1 - target).mul_(input): in place
+            loss = loss.to(y.dtype)  # in target's dtype (an f16 product past 65504 is inf there)
+        loss = loss + log_p
         if weight is not None:
             loss = mul(loss, weight)
         if y.dtype.is_floating_point and loss.dtype != y.dtype:
@@ -815,9 +818,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta), d = input - target (broadcast),
     times weight (input's shape) where given, reduced as mse_loss, as torch's."""
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _loss_inputs("huber_loss", input, target, reduction)
+    if delta <= 0:  # after the reduction's check, as torch's
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     loss = _smooth_l1("huber_loss", sub(input, target), delta, delta)  # delta * smooth_l1 of beta delta
     if weight is not None:
         if weight.shape != input.shape:

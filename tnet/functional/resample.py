@@ -81,8 +81,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                              "bicubic | trilinear")
-    else:
-        align_corners = bool(align_corners)
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
             raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
@@ -97,6 +95,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented (nearest, nearest-exact, area, "
                                   f"linear, bilinear, bicubic, trilinear)")
     sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
+    if mode not in ("nearest", "nearest-exact", "area"):  # torch's parser of its upsample op: True or False
+        if align_corners is not None:
+            check_args(f"interpolate (mode {mode!r})", "bool", align_corners=align_corners)
+        align_corners = bool(align_corners)
     if mode == "area":  # torch's: an adaptive average pooling to the output size
         pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
         return pool(input, sizes[0] if input.ndim == 3 else tuple(sizes))

@@ -174,6 +174,11 @@ def _check_dim(name, input, dim, keepdim):
     dim_index(dim, input.ndim)
 
 
+def _reduced_size(input, dim):
+    """The size of the dim a reduction runs along (a 0-d input's dim: 1)."""
+    return input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
+
+
 @numpy_names
 def _empty_median(input):
     """median's and nanmedian's answer for an empty input, no dim: NaN in input's dtype, as torch's
@@ -190,8 +195,8 @@ def median(input, dim=ABSENT, keepdim=False):
     dim: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
     _check_dim("median", input, dim, keepdim)
-    if input.dtype == torch.bool and input.numel():
-        raise not_implemented("median", torch.bool)
+    if input.dtype == torch.bool and (input.numel() or dim is not ABSENT and _reduced_size(input, dim)):
+        raise not_implemented("median", torch.bool)  # but of nothing (no dim) and an empty reduced dim's IndexError
     if dim is ABSENT:
         if input.numel():
             with no_grad():
@@ -314,8 +319,8 @@ def nanmedian(input, dim=ABSENT, keepdim=False):
     indices), as torch.nanmedian. The gradient goes to the picked element (no dim: as median's)."""
     check_tensors("nanmedian", input=input)
     _check_dim("nanmedian", input, dim, keepdim)
-    if input.dtype == torch.bool and input.numel():
-        raise not_implemented("median", torch.bool)
+    if input.dtype == torch.bool and (input.numel() or dim is not ABSENT and _reduced_size(input, dim)):
+        raise not_implemented("median", torch.bool)  # but of nothing (no dim) and an empty reduced dim's IndexError
     if dim is ABSENT:
         if not input.numel():
             return _empty_median(input)

@@ -265,6 +265,8 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
         offs, mask = _offsets(start + tl.arange(0, BLOCK_R), cols, end, C, L)
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         xc = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - mean[None, :]
+        if RUNNING:  # a running mean may be infinite: a masked row's 0 * (0 - mean) would be NaN
+            xc = tl.where(mask, xc, 0.0)
         dz = _dz(dy, xc, scale, shift, ACT)  # 0 where masked: dy is
         acc_g += dz
         acc_gx += dz * xc

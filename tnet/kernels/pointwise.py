@@ -53,7 +53,7 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "softplus_backward": 4, "mish_backward": 2, "selu_backward": 2, "logsigmoid_backward": 2,
          "softsign_backward": 2, "tanhshrink_backward": 2, "threshold_backward": 3, "shrink_backward": 3,
          # tensor math: lerp(start, end, weight), input + value * t1 * t2 (or / t2)
-         "lerp": 3, "addcmul": 4, "addcdiv": 4, "addcdiv_backward": 4,
+         "lerp": 3, "addcmul": 4, "addcdiv": 4,
          # bool results (logical ops read any nonzero as true); where(condition, a, b)
          "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
          "logical_not": 1, "logical_and": 2, "logical_or": 2, "logical_xor": 2, "bitwise_not": 1, "where": 3,
@@ -702,8 +702,6 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a + d * b * c
     elif OP == "addcdiv":  # d = value
         y = a + d * (b / c)
-    elif OP == "addcdiv_backward":  # a = g, b = t1, c = t2, d = value: t2's gradient
-        y = -(a * (d / c)) * b / c
     elif OP == "fmod":
         y = _fmod(a, b)
     elif OP == "remainder":
@@ -921,7 +919,17 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        y = c * _hurwitz_zeta(b, tl.where(a == float("-inf"), 0.0, a))  # -inf a pole, as torch's (Cephes')
+        # zeta(s, q) of q < 0 from positive arguments (the tail's Euler-Maclaurin sum needs them): with
+        # f = q - floor(q), 1 - f = ceil(q) - q (exact) and m = -floor(q), the terms k < m are
+        # (-1)^s (j - f)^-s, j = 1 .. m, so zeta(s, q) = zeta(s, f) + (-1)^s (zeta(s, 1 - f) - zeta(s, 1 - f + m)),
+        # summed in that order: at a half-integer q and an odd s the first two cancel exactly, as the terms do
+        below = a < 0.0
+        whole = tl.floor(a)
+        rest = tl.where(below, tl.ceil(a) - a, 1.0)  # 1 - f
+        sign = tl.where(tl.floor(b * 0.5) == b * 0.5, 1.0, -1.0)
+        y = _hurwitz_zeta(b, tl.where(below, a - whole, a))
+        y = tl.where(below, (y + sign * _hurwitz_zeta(b, rest)) - sign * _hurwitz_zeta(b, rest - whole), y)
+        y = tl.where((a <= 0.0) & (whole == a), c * float("inf"), c * y)  # Cephes' poles: 0, -1, ..., -inf
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
