@@ -1862,7 +1862,10 @@ def model_surgery(m, state=None):
     head_params = [p for n, p in model.named_parameters() if n.startswith("fc") or n.startswith("temps")]
     body_params = [p for n, p in model.named_parameters() if n.startswith("layer1")]
     optimizer = torch.optim.SGD([{"params": body_params, "lr": 0.01}, {"params": head_params}], lr=0.1, momentum=0.9)
-    shapes = [float(len(repr(model))), float(len(repr(optimizer))), float(repr(model).count("SiLU"))]
+    # the repr of a device's tensors names it ("torch.cuda.FloatTensor ... (cuda:0)"): compare would read tnet's GPU
+    # against torch's CPU
+    text = repr(model).replace("torch.cuda.", "torch.").replace(" (cuda:0)", "")
+    shapes = [float(len(text)), float(len(repr(optimizer))), float(text.count("SiLU"))]
     model.fc.register_full_backward_pre_hook(lambda module, grad_output: (grad_output[0] * 0.5,))
     calls = []
 
