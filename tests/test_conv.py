@@ -98,8 +98,10 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
 
 def by_output_rows(monkeypatch):
     """Make the depthwise forward and input gradient take their rows kernel where autotune.fastest would choose
-    (the interpreter and TNET_AUTOTUNE=0 run the first candidate, the pixel blocks)."""
+    (the interpreter and TNET_AUTOTUNE=0 run the first candidate, the pixel blocks), and a 3x3 weight gradient
+    its own (the GPU's choice; the interpreter's is the pixel blocks)."""
     monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[-1]())
+    monkeypatch.setattr(depthwise, "WEIGHT_BY_ROWS", True)
 
 
 @pytest.mark.parametrize("shape,kernel,padding,parts,precision", [

@@ -15,7 +15,7 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   row one [columns, channels] tile with per-row addresses: the forward and the input gradient
   `depthwise_rows_kernel` (kernels up to 7x7), where it times faster than the pixel blocks for the
   layer's shapes and dtypes (autotune.fastest: the interpreter, whose cost is per program, runs the pixel
-  blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel`,
+  blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel` on the GPU (WEIGHT_BY_ROWS),
   a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
   16-tap block leaves 7 lanes of 16 empty).
 
@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import INTERPRET
 from .autotune import autotune, fastest, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
 from .gemm import SMS, pick_precision, shape_text
@@ -283,6 +284,11 @@ def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
             and (kernel == (3, 3) if weight else max(kernel) <= 7))
 
 
+# The 3x3 weight gradient by rows on the GPU, where it ran faster at every layer timed; the interpreter, which pays
+# per loop iteration and per call of a jit helper, runs the pixel blocks (7-10x faster there: docs/results.md)
+WEIGHT_BY_ROWS = not INTERPRET
+
+
 def weight_parts(npix, blocks):
     """How many pixel parts conv2d_weight splits into, for `blocks` programs per part: about
     PROGRAMS_PER_SM programs per SM in all, each part at least PART_PIXELS long; 1 in the
@@ -385,7 +391,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
     npix = N * OH * OW
-    if by_rows((KH, KW), (SH, SW), (DH, DW), cout, C, OW, weight=True):
+    if WEIGHT_BY_ROWS and by_rows((KH, KW), (SH, SW), (DH, DW), cout, C, OW, weight=True):
         return _weight_rows(x, dy, (cout, 1, KH, KW), (PH, PW), (OH, OW), channels_last, parts)
     taps = min(MAX_TAPS, next_power_of_2(KH * KW))
     blocks = lambda meta: cdiv(KH * KW, taps) * cdiv(cout, meta["BLOCK_C"])
