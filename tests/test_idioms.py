@@ -24,6 +24,18 @@ def test_norm_as_torch(rng, p, dim, keepdim):
     check(lambda a: tnet.norm(a, p, dim, keepdim), lambda a: torch.norm(a, p, dim, keepdim), [(x, ref)], rng)
 
 
+def test_nuclear_norm_as_torch(rng):
+    """torch.norm(p='nuc'): the matrix nuclear norm over dim (None: both dims of a matrix), with its gradient;
+    a 3-D input without dim raises torch's RuntimeError."""
+    x, ref = leaf(rng, 3, 4)
+    check(lambda a: tnet.norm(a, "nuc"), lambda a: torch.norm(a, "nuc"), [(x, ref)], rng)
+    y, yref = leaf(rng, 2, 3, 4)
+    check(lambda a: tnet.norm(a, p="nuc", dim=(1, 2), keepdim=True),
+          lambda a: torch.norm(a, p="nuc", dim=(1, 2), keepdim=True), [(y, yref)], rng)
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+        tnet.norm(y, "nuc")
+
+
 def test_two_norm_of_zeros_has_torchs_zero_gradient():
     x = tnet.tensor(np.zeros((2, 3)), requires_grad=True)
     x.norm(dim=1).sum().backward()

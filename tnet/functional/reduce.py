@@ -648,13 +648,16 @@ def one_hot(tensor, num_classes=-1):
 
 @numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' raises
-    NotImplementedError (it needs singular values). dtype: the input cast first."""
+    """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' the nuclear
+    norm, linalg.matrix_norm's over dim (None: every dim, which must then be two). dtype: the input
+    cast first."""
     check_tensors("norm", input=input)
     check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
-        raise NotImplementedError("norm: p='nuc' needs singular values, which tnet does not compute")
+        from .. import linalg  # linalg is built on this module
+        return linalg.matrix_norm(input, "nuc", tuple(range(input.ndim)) if dim is None else dim, keepdim,
+                                  dtype=dtype)
     return vector_norm(input, 2 if p == "fro" else p, dim, keepdim, dtype=dtype)
 
 
