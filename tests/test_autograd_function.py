@@ -102,6 +102,20 @@ def test_function_output_unused_and_grad_fn():
         assert not ShakeShake.apply(x, x, 0.5).requires_grad
 
 
+def test_grad_fn_classes_are_named_as_torchs():
+    """type(y.grad_fn).__name__ along next_functions (torchviz's labels), and isinstance of autograd.graph.Node."""
+    names = []
+    for lib in (tnet, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        node, seen = ((x * 2).exp().sum()).grad_fn, []
+        while node is not None:
+            assert isinstance(node, lib.autograd.graph.Node)
+            seen.append(type(node).__name__)
+            node = node.next_functions[0][0] if node.next_functions else None
+        names.append(seen)
+    assert names[0] == names[1] == ["SumBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad"]
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

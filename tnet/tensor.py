@@ -167,19 +167,26 @@ class _Entry:
                     f"{t._version}; expected version {version} instead.")
 
 
+_NODE_CLASSES = {}  # a subclass of Node per name, as torch's node classes (type(y.grad_fn).__name__, torchviz reads it)
+
+
 class Node:
     """What Tensor.grad_fn returns: a tape entry seen as torch's graph node (name(),
-    next_functions); leaves that require grad show as AccumulateGrad nodes."""
+    next_functions); leaves that require grad show as AccumulateGrad nodes. Each is an instance of
+    a subclass named as torch's class (MulBackward0, AccumulateGrad)."""
     __slots__ = ("_entry", "variable")
+
+    def __new__(cls, entry, variable=None):
+        if cls is Node:
+            name = _node_name(entry).split("::")[-1]
+            cls = _NODE_CLASSES.get(name) or _NODE_CLASSES.setdefault(name, type(name, (Node,), {"__slots__": ()}))
+        return object.__new__(cls)
 
     def __init__(self, entry, variable=None):
         self._entry, self.variable = entry, variable
 
     def name(self):
-        if self._entry is None:
-            return "torch::autograd::AccumulateGrad"
-        op = self._entry.op
-        return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
+        return _node_name(self._entry)
 
     @property
     def next_functions(self):
@@ -196,6 +203,14 @@ class Node:
 
     def __repr__(self):
         return f"<{self.name().split('::')[-1]} object>"
+
+
+def _node_name(entry):
+    """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None)."""
+    if entry is None:
+        return "torch::autograd::AccumulateGrad"
+    op = entry.op
+    return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):

@@ -1,10 +1,12 @@
-"""torch.autograd.graph's context managers for what autograd saves. save_on_cpu (activation offloading) is
+"""torch.autograd.graph's Node, and its context managers for what autograd saves. save_on_cpu (activation offloading) is
 accepted and changes nothing: tnet's saved tensors stay in device memory, and the gradients are the same numbers.
 saved_tensors_hooks raises: tnet's backwards read the tensors their closures hold, so a pack hook that changed
 them (compression, quantisation) could not take effect, and ignoring it would give other numbers than torch's."""
 import contextlib
 
-__all__ = ["disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+from ..tensor import Node  # grad_fn's class (the base of each node's own), as torch's isinstance checks ask
+
+__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 
 
 class saved_tensors_hooks:
