@@ -29,6 +29,7 @@ from .functional.inputs import check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
 from .functional.reduce import vector_norm
+from .functional import reduce as _reduce
 from .kernels.launch import DTYPE_NAMES, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
 
@@ -1034,6 +1035,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         for d in sorted((rows, cols)):
             y = unsqueeze(y, d)
     return y
+
+
+# torch.norm(p='nuc') (functional.reduce's norm, which this module is built on) is this module's nuclear norm
+_reduce.nuclear_norm = lambda A, dim, keepdim, dtype: matrix_norm(A, "nuc", dim, keepdim, dtype=dtype)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
