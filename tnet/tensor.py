@@ -202,7 +202,7 @@ class Node:
         return hash((id(self._entry), id(self.variable)))
 
     def __repr__(self):
-        return f"<{self.name().split('::')[-1]} object>"
+        return f"<{type(self).__name__} object>"
 
 
 def _node_name(entry):

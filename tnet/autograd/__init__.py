@@ -118,7 +118,7 @@ def _set_anomaly(state):
 
 def is_anomaly_enabled():
     """Whether anomaly detection was switched on (set_detect_anomaly, set_anomaly_enabled); with check_nan, the
-    backward raises where a node returns NaN (tensor.py's _check_nan)."""
+    backward raises where a node returns NaN (_check_nan)."""
     return _anomaly[0]
 
 

@@ -174,9 +174,14 @@ def _check_dim(name, input, dim, keepdim):
     dim_index(dim, input.ndim)
 
 
-def _reduced_size(input, dim):
-    """The size of the dim a reduction runs along (a 0-d input's dim: 1)."""
-    return input.shape[dim_index(dim, input.ndim)] if input.ndim else 1
+def _refuse_bool(input, dim):
+    """median's and nanmedian's NotImplementedError for a bool input, as torch's: but of nothing (no dim), and
+    along an empty dim (its IndexError comes first)."""
+    if input.dtype != torch.bool:
+        return
+    reduced = dim is not ABSENT and (input.shape[dim_index(dim, input.ndim)] if input.ndim else 1)  # a 0-d's dim: 1
+    if input.numel() or reduced:
+        raise not_implemented("median", torch.bool)
 
 
 @numpy_names
@@ -195,8 +200,7 @@ def median(input, dim=ABSENT, keepdim=False):
     dim: shared by the elements equal to it, as torch's)."""
     check_tensors("median", input=input)
     _check_dim("median", input, dim, keepdim)
-    if input.dtype == torch.bool and (input.numel() or dim is not ABSENT and _reduced_size(input, dim)):
-        raise not_implemented("median", torch.bool)  # but of nothing (no dim) and an empty reduced dim's IndexError
+    _refuse_bool(input, dim)
     if dim is ABSENT:
         if input.numel():
             with no_grad():
@@ -319,8 +323,7 @@ def nanmedian(input, dim=ABSENT, keepdim=False):
     indices), as torch.nanmedian. The gradient goes to the picked element (no dim: as median's)."""
     check_tensors("nanmedian", input=input)
     _check_dim("nanmedian", input, dim, keepdim)
-    if input.dtype == torch.bool and (input.numel() or dim is not ABSENT and _reduced_size(input, dim)):
-        raise not_implemented("median", torch.bool)  # but of nothing (no dim) and an empty reduced dim's IndexError
+    _refuse_bool(input, dim)
     if dim is ABSENT:
         if not input.numel():
             return _empty_median(input)

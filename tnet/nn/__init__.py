@@ -339,9 +339,12 @@ class Module:
         def passed(g, graph):  # what a gate passes on: torch memory, or under create_graph the tnet Tensor itself
             return None if g is None else g if graph else memory_of(g)
 
+        def received(g):  # what a gate hands the hooks: a tnet Tensor (torch memory wrapped)
+            return None if g is None else g if isinstance(g, Tensor) else Tensor(g)
+
         def at_inputs(grads, graph):
             for i, g in zip(needs, grads):
-                grad_input[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
+                grad_input[i] = received(g)
             run_hooks()
             return [passed(grad_input[i], graph) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
@@ -352,7 +355,7 @@ class Module:
         def at_outputs(grads, graph):
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
-                grad_output[i] = None if g is None else g if isinstance(g, Tensor) else Tensor(g)
+                grad_output[i] = received(g)
             for hook in self._hooks("_backward_pre_hooks"):
                 changed = hook(self, tuple(grad_output))
                 if changed is not None:
@@ -871,7 +874,8 @@ class Module:
     def __repr__(self):
         """torch's: a one-line extra_repr inside the parentheses where there are no children, else every
         extra_repr line and each child "(name): repr" on lines of their own, indented by two."""
-        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
         children = [f"({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children()]
         if len(extra) == 1 and not children:
             return f"{type(self).__name__}({extra[0]})"
@@ -2521,14 +2525,15 @@ class Sequential(_Numbered):
 
     # torch's arithmetic: + and += join two Sequentials, * and *= repeat the layers (the same modules, shared)
     def __add__(self, other):
-        if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
-        return Sequential(*self, *other)
+        return Sequential(*self, *self._joined(other))
 
     def __iadd__(self, other):
+        return self.extend(self._joined(other))
+
+    def _joined(self, other):
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
-        return self.extend(list(other))
+        return list(other)
 
     def _repeats(self, other):
         if not isinstance(other, int):
