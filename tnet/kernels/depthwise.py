@@ -285,7 +285,7 @@ def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
 
 
 # The 3x3 weight gradient by rows on the GPU, where it ran faster at every layer timed; the interpreter, which pays
-# per loop iteration and per call of a jit helper, runs the pixel blocks (7-10x faster there: docs/results.md)
+# per loop iteration and per call of a jit helper, runs the pixel blocks (far faster there: docs/results.md)
 WEIGHT_BY_ROWS = not INTERPRET
 
 

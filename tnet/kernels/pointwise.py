@@ -315,7 +315,7 @@ def _ndtri(p):
 @triton.jit
 def _exp(x):
     """exp to float32's last digits on the GPU too, as torch's: libdevice's expf there, where tl.exp's
-    exp2(x log2(e)) loses the product's rounding, relative 5e-6 near x = 88 (the interpreter's exp is numpy's)."""
+    exp2(x log2(e)) loses the product's rounding at large x (the interpreter's exp is numpy's)."""
     if x.dtype == tl.float32 and not _INTERPRET:
         return libdevice.exp(x)
     else:
