@@ -173,9 +173,23 @@ def _max_or_min(name, input, dim, keepdim, result):
                          graph=_selection_graph(name, backward, d, out)), Tensor(indices.reshape(out)))
 
 
+_ABSENT = object()  # max's and min's dim and keepdim when not passed: an explicit None matches none of torch's overloads
+
+
+def _overload(name, dim, keepdim):
+    """max's and min's (dim, keepdim) as torch's overloads take them: (input), (input, other) or (input, dim,
+    keepdim = False). A dim of None, or a keepdim without a dim, matches none: torch's parser's TypeError, before
+    any check of the input (max of an empty tensor and None is that TypeError in torch, not the empty input's)."""
+    if dim is None or (dim is _ABSENT and keepdim is not _ABSENT):
+        got = ["Tensor"] + ([] if dim is _ABSENT else ["NoneType"]) + ([] if keepdim is _ABSENT else ["keepdim"])
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({', '.join(got)}), but expected "
+                        f"one of: (Tensor input), (Tensor input, Tensor other), (Tensor input, int dim, bool keepdim = False)")
+    return None if dim is _ABSENT else dim, False if keepdim is _ABSENT else keepdim
+
+
 @numpy_names
-def max(input, dim=None, keepdim=False):
-    """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
+def max(input, dim=_ABSENT, keepdim=_ABSENT):
+    """No dim: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
     the first maximum; the gradient goes to those. A tensor in dim's place: maximum(input, other).
     NaN counts as the largest, as in PyTorch. A dim of size 0 is an error, other empty axes give
@@ -183,16 +197,16 @@ def max(input, dim=None, keepdim=False):
     dtype."""
     if isinstance(dim, Tensor):
         return maximum(input, dim)
-    return _max_or_min("max", input, dim, keepdim, max_result)
+    return _max_or_min("max", input, *_overload("max", dim, keepdim), max_result)
 
 
 @numpy_names
-def min(input, dim=None, keepdim=False):
+def min(input, dim=_ABSENT, keepdim=_ABSENT):
     """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
     min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
     if isinstance(dim, Tensor):
         return minimum(input, dim)
-    return _max_or_min("min", input, dim, keepdim, min_result)
+    return _max_or_min("min", input, *_overload("min", dim, keepdim), min_result)
 
 
 def _arg(name, input, dim, keepdim):
