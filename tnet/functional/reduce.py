@@ -600,17 +600,23 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             loss = mul(loss, weight)
         if y.dtype.is_floating_point and loss.dtype != y.dtype:
             loss = loss.to(y.dtype)
+        loss = _reduced("binary_cross_entropy_with_logits", loss, reduction)
+    n = x.numel() if reduction == "mean" and x.numel() else 1
 
-    def grads(g):
-        gw = g if weight is None else mul(g, weight)
+    def grads(g):  # in torch's order: the term times g, times w, / n for the mean, in the term's dtype (the mean's
+        # own gradient g / n would round to the loss's dtype first: an fp32 input's gradient off by bf16's 1 / n)
         if pos_weight is None:
-            gx, gy = mul(gw, sigmoid(x) - y), mul(gw, neg(x))
+            gx, gy = sigmoid(x) - y, neg(x)
         else:
             t = mul(pos_weight, y)
-            gx, gy = mul(gw, mul(t + 1.0 - y, sigmoid(x)) - t), mul(gw, mul(softplus(neg(x)), pos_weight - 1.0) - x)
-        return [graph_sum_to(v, u).to(u.dtype) for v, u in ((gx, x), (gy, y))]  # summed over a broadcast weight
-    loss = record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
-    return _reduced("binary_cross_entropy_with_logits", loss, reduction)
+            gx, gy = mul(t + 1.0 - y, sigmoid(x)) - t, mul(softplus(neg(x)), pos_weight - 1.0) - x
+        out = []
+        for v, u in ((gx, x), (gy, y)):
+            v = mul(v, g) if weight is None else mul(mul(v, g), weight)
+            v = v if n == 1 else div(v, float(n))
+            out.append(graph_sum_to(v, u).to(u.dtype))  # summed over a broadcast weight
+        return out
+    return record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
 
 
 
