@@ -1184,6 +1184,9 @@ def test_round_20_argument_checks_as_torch(call):
     lambda m, f, t: m.max(m.zeros(2, 3), 1, None),
     lambda m, f, t: m.max(t([[1.0, 5.0], [3.0, 2.0]])),
     lambda m, f, t: m.min(t([[1.0, 5.0], [3.0, 2.0]]), 1, True).values,
-    lambda m, f, t: t([[1.0, 5.0], [3.0, 2.0]]).max(dim=0).indices])
-def test_round_21_max_min_overloads_as_torch(call):
+    lambda m, f, t: t([[1.0, 5.0], [3.0, 2.0]]).max(dim=0).indices,
+    # beside it: torch.norm's p=None is the 2-norm (tnet raised TypeError)
+    lambda m, f, t: m.norm(t([[3.0, 4.0], [1.0, 2.0]]), None, 1),
+    lambda m, f, t: t([[3.0, 4.0], [1.0, 2.0]]).norm(p=None)])
+def test_round_21_argument_forms_as_torch(call):
     _same_outcome(call)

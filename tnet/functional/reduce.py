@@ -668,10 +668,11 @@ def one_hot(tensor, num_classes=-1):
 
 @numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' the nuclear
-    norm, linalg.matrix_norm's over dim (None: every dim, which must then be two). dtype: the input
+    """torch.norm: vector_norm over dim (None: all elements), p 'fro' (or None, as torch's) the 2-norm; 'nuc' the
+    nuclear norm, linalg.matrix_norm's over dim (None: every dim, which must then be two). dtype: the input
     cast first."""
     check_tensors("norm", input=input)
+    p = "fro" if p is None else p
     check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
