@@ -1173,3 +1173,20 @@ def test_round_20_losses_as_torch(call):
     lambda m, f, t: m.nanmedian(m.zeros((), dtype=torch.bool), 0)])
 def test_round_20_argument_checks_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seed 79, case 944: max's and min's overloads, torch's parser's TypeError
+    lambda m, f, t: m.max(m.zeros(3, 0, 5).bfloat16(), None),  # before the empty input's RuntimeError
+    lambda m, f, t: m.max(m.zeros(2, 3), None),
+    lambda m, f, t: m.zeros(2, 3).min(dim=None),
+    lambda m, f, t: m.min(m.zeros(2, 3), None, True),
+    lambda m, f, t: m.max(m.zeros(2, 3), keepdim=True),
+    lambda m, f, t: m.max(m.zeros(2, 3), 1, None),
+    lambda m, f, t: m.max(t([[1.0, 5.0], [3.0, 2.0]])),
+    lambda m, f, t: m.min(t([[1.0, 5.0], [3.0, 2.0]]), 1, True).values,
+    lambda m, f, t: t([[1.0, 5.0], [3.0, 2.0]]).max(dim=0).indices,
+    # beside it: torch.norm's p=None is the 2-norm (tnet raised TypeError)
+    lambda m, f, t: m.norm(t([[3.0, 4.0], [1.0, 2.0]]), None, 1),
+    lambda m, f, t: t([[3.0, 4.0], [1.0, 2.0]]).norm(p=None)])
+def test_round_21_argument_forms_as_torch(call):
+    _same_outcome(call)

@@ -173,9 +173,23 @@ def _max_or_min(name, input, dim, keepdim, result):
                          graph=_selection_graph(name, backward, d, out)), Tensor(indices.reshape(out)))
 
 
+_ABSENT = object()  # max's and min's dim and keepdim when not passed: an explicit None matches none of torch's overloads
+
+
+def _overload(name, dim, keepdim):
+    """max's and min's (dim, keepdim) as torch's overloads take them: (input), (input, other) or (input, dim,
+    keepdim = False). A dim of None, or a keepdim without a dim, matches none: torch's parser's TypeError, before
+    any check of the input (max of an empty tensor and None is that TypeError in torch, not the empty input's)."""
+    if dim is None or (dim is _ABSENT and keepdim is not _ABSENT):
+        got = ["Tensor"] + ([] if dim is _ABSENT else ["NoneType"]) + ([] if keepdim is _ABSENT else ["keepdim"])
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({', '.join(got)}), but expected "
+                        f"one of: (Tensor input), (Tensor input, Tensor other), (Tensor input, int dim, bool keepdim = False)")
+    return None if dim is _ABSENT else dim, False if keepdim is _ABSENT else keepdim
+
+
 @numpy_names
-def max(input, dim=None, keepdim=False):
-    """dim None: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
+def max(input, dim=_ABSENT, keepdim=_ABSENT):
+    """No dim: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
     the first maximum; the gradient goes to those. A tensor in dim's place: maximum(input, other).
     NaN counts as the largest, as in PyTorch. A dim of size 0 is an error, other empty axes give
@@ -183,16 +197,16 @@ def max(input, dim=None, keepdim=False):
     dtype."""
     if isinstance(dim, Tensor):
         return maximum(input, dim)
-    return _max_or_min("max", input, dim, keepdim, max_result)
+    return _max_or_min("max", input, *_overload("max", dim, keepdim), max_result)
 
 
 @numpy_names
-def min(input, dim=None, keepdim=False):
+def min(input, dim=_ABSENT, keepdim=_ABSENT):
     """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
     min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
     if isinstance(dim, Tensor):
         return minimum(input, dim)
-    return _max_or_min("min", input, dim, keepdim, min_result)
+    return _max_or_min("min", input, *_overload("min", dim, keepdim), min_result)
 
 
 def _arg(name, input, dim, keepdim):
@@ -586,17 +600,23 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             loss = mul(loss, weight)
         if y.dtype.is_floating_point and loss.dtype != y.dtype:
             loss = loss.to(y.dtype)
+        loss = _reduced("binary_cross_entropy_with_logits", loss, reduction)
+    n = x.numel() if reduction == "mean" and x.numel() else 1
 
-    def grads(g):
-        gw = g if weight is None else mul(g, weight)
+    def grads(g):  # in torch's order: the term times g, times w, / n for the mean, in the term's dtype (the mean's
+        # own gradient g / n would round to the loss's dtype first: an fp32 input's gradient off by bf16's 1 / n)
         if pos_weight is None:
-            gx, gy = mul(gw, sigmoid(x) - y), mul(gw, neg(x))
+            gx, gy = sigmoid(x) - y, neg(x)
         else:
             t = mul(pos_weight, y)
-            gx, gy = mul(gw, mul(t + 1.0 - y, sigmoid(x)) - t), mul(gw, mul(softplus(neg(x)), pos_weight - 1.0) - x)
-        return [graph_sum_to(v, u).to(u.dtype) for v, u in ((gx, x), (gy, y))]  # summed over a broadcast weight
-    loss = record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
-    return _reduced("binary_cross_entropy_with_logits", loss, reduction)
+            gx, gy = mul(t + 1.0 - y, sigmoid(x)) - t, mul(softplus(neg(x)), pos_weight - 1.0) - x
+        out = []
+        for v, u in ((gx, x), (gy, y)):
+            v = mul(v, g) if weight is None else mul(mul(v, g), weight)
+            v = v if n == 1 else div(v, float(n))
+            out.append(graph_sum_to(v, u).to(u.dtype))  # summed over a broadcast weight
+        return out
+    return record_composed("binary_cross_entropy_with_logits", loss.memory, (x, y), grads, (x, y))
 
 
 
@@ -648,10 +668,11 @@ def one_hot(tensor, num_classes=-1):
 
 @numpy_names
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm: vector_norm over dim (None: all elements), p 'fro' the 2-norm; 'nuc' the nuclear
-    norm, linalg.matrix_norm's over dim (None: every dim, which must then be two). dtype: the input
+    """torch.norm: vector_norm over dim (None: all elements), p 'fro' (or None, as torch's) the 2-norm; 'nuc' the
+    nuclear norm, linalg.matrix_norm's over dim (None: every dim, which must then be two). dtype: the input
     cast first."""
     check_tensors("norm", input=input)
+    p = "fro" if p is None else p
     check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
