@@ -102,18 +102,18 @@ def _prune_grad(configs, named_args, **kwargs):
 
 
 @triton.jit
-def pixel(p, OH: tl.constexpr, OW: tl.constexpr):
-    """(image, row, column) of output pixel numbers p."""
+def pixel(p, OH, OW):
+    """(image, row, column) of output pixel numbers p (OH, OW constexprs or run-time ints)."""
     return p // (OH * OW), (p // OW) % OH, p % OW
 
 
 @triton.jit
-def source(oh, ow, i, j, H: tl.constexpr, W: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+def source(oh, ow, i, j, H, W, SH: tl.constexpr, SW: tl.constexpr,
            PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, TRANSPOSED: tl.constexpr):
     """The input pixel (h, w) that output pixel (oh, ow) reads at tap (i, j), and whether it
-    exists (inside the image; TRANSPOSED: also reached by a whole number of strides). PH, PW:
-    the padding before the image (the padding after shows only in the output's size); DH, DW:
-    the dilation, taps DH rows and DW columns apart."""
+    exists (inside the image; TRANSPOSED: also reached by a whole number of strides). H, W: the
+    image's size, constexprs or run-time ints; PH, PW: the padding before the image (the padding
+    after shows only in the output's size); DH, DW: the dilation, taps DH rows and DW columns apart."""
     if DH > 1:
         i = i * DH
     if DW > 1:
