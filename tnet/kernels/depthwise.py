@@ -90,9 +90,10 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
                      TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, VEC: tl.constexpr,
                      BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     """y [N, OH, OW, CO] (NHWC memory) from x [N, H, W, CI] (NHWC) and w [Cout, 1, KH, KW] read
-    through strides (o, i, j), CI = CIV * VEC and CO = COV * VEC (channel_vector). Forward (CO = M*CI): y[p, o] = relu(sum over taps of
-    x[source(p, i, j), o // M] * w[o, i, j] + bias[o]). TRANSPOSED (the input gradient, x = dy,
-    CI = M*CO): y[p, c] = sum over m < M and taps of x[source(p, i, j), c*M + m] * w[c*M + m, i, j]."""
+    through strides (o, i, j), CI = CIV * VEC and CO = COV * VEC (channel_vector). Forward (CO = M*CI):
+    y[p, o] = relu(sum over taps of x[source(p, i, j), o // M] * w[o, i, j] + bias[o]). TRANSPOSED (the
+    input gradient, x = dy, CI = M*CO): y[p, c] = sum over m < M and taps of x[source(p, i, j), c*M + m] *
+    w[c*M + m, i, j]."""
     CI = CIV * VEC
     CO = COV * VEC
     offs_p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)  # int32: the launcher checks sizes
@@ -134,8 +135,8 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp, H, W, CIV, C
                             VEC: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     """dw[part s, o, i, j] = sum over the output pixels p of part s of dy[p, o] * x[source(p, i, j),
     o // M] for dy [N, OH, OW, CO] and x [N, H, W, CI] (NHWC memory), CI = CIV * VEC and CO = COV * VEC,
-    at dw_ptr + s*stride_dp + o*KH*KW + i*KW + j. Grid (channel blocks x blocks of TAPS taps, parts): a program reads a dy
-    tile once for its taps, and their x tiles as one [pixels, taps, channels] load, whose
+    at dw_ptr + s*stride_dp + o*KH*KW + i*KW + j. Grid (channel blocks x blocks of TAPS taps, parts): a
+    program reads a dy tile once for its taps, and their x tiles as one [pixels, taps, channels] load, whose
     neighbouring taps share cache lines. The parts split the pixels into runs of whole
     PART_PIXELS (the last run shorter, or empty)."""
     CI = CIV * VEC
@@ -200,8 +201,8 @@ def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H, W, CV, O
                              PW: tl.constexpr, VEC: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
     """dw[part s, c, i, j] = sum over the output rows r (= n*OH + oh) of part s and the columns ow of
     dy[r, ow, c] * x[n, oh + i - PH, ow + j - PW, c], for a 3x3 stride-1 depthwise convolution of one
-    output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), C = CV * VEC, at dw_ptr +
-    s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
+    output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), C = CV * VEC,
+    at dw_ptr + s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
     row's dy is read once, each tap's window of x as one [BLOCK_W >= OW, BLOCK_C] tile (neighbouring
     windows share cache lines)."""
     C = CV * VEC
@@ -268,9 +269,9 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI, WI, CV, HO, 
                           BIAS: tl.constexpr, RELU: tl.constexpr, VEC: tl.constexpr,
                           BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
     """y [N, HO, WO, C] = relu(KH x KW stride-1 depthwise convolution of x [N, HI, WI, C] + bias) (NHWC
-    memory), C = CV * VEC, one output channel per input channel, weights taps-major [KH, KW, C] at w_ptr; TRANSPOSED: the
-    input gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows r = n*HO + h): each row
-    is one [BLOCK_W >= WO, BLOCK_C] tile, each tap's window of x loaded whole."""
+    memory), C = CV * VEC, one output channel per input channel, weights taps-major [KH, KW, C] at w_ptr;
+    TRANSPOSED: the input gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows
+    r = n*HO + h): each row is one [BLOCK_W >= WO, BLOCK_C] tile, each tap's window of x loaded whole."""
     C = CV * VEC
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
