@@ -1,0 +1,687 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
+alone, as test_ported_scripts.py: PLACEHOLDER. Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's
+random, seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps."""
+import copy
+import itertools
+import math
+import random
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) the tutorial "What is torch.nn really?" step by step: MNIST logistic regression from scratch (weights / sqrt(784),
+# requires_grad_(), log_softmax as x - x.exp().sum(-1).log().unsqueeze(-1), nll by input[range(n), target], updates
+# under torch.no_grad() by -= and grad.zero_()), then Mnist_Logistic's nn.Parameters updated by hand after
+# model.zero_grad(), nn.Linear with optim.SGD, TensorDataset and DataLoader (the training loader one shuffled batch:
+# its mean loss does not depend on the order), fit() with loss_batch and zip(*[...]) of the validation losses weighted
+# by np.multiply, and the CNN on a Lambda preprocess through WrappedDataLoader with AdaptiveAvgPool2d(1)
+def nn_really(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    TensorDataset, DataLoader = m.data.TensorDataset, m.data.DataLoader
+    rng = np.random.default_rng(0)
+    x_train, y_train, x_valid, y_valid = map(torch.tensor, (rng.random((12, 64), dtype=np.float32),
+                                                            rng.integers(0, 10, 12), rng.random((6, 64), dtype=np.float32),
+                                                            rng.integers(0, 10, 6)))
+    n, c = x_train.shape
+    losses = [float(n), float(c), x_train.min().item(), y_train.max().item()]
+
+    weights = torch.tensor(normal(rng, 64, 10)) / math.sqrt(64)
+    weights.requires_grad_()
+    bias = torch.zeros(10, requires_grad=True)
+
+    def log_softmax(x):
+        return x - x.exp().sum(-1).log().unsqueeze(-1)
+
+    def model(xb):
+        return log_softmax(xb @ weights + bias)
+
+    def nll(input, target):
+        return -input[range(target.shape[0]), target].mean()
+
+    loss_func = nll
+
+    def accuracy(out, yb):
+        preds = torch.argmax(out, dim=1)
+        return (preds == yb).float().mean()
+
+    bs, lr, epochs = 4, 0.5, 1
+    for epoch in range(epochs):
+        for i in range((n - 1) // bs + 1):
+            start_i = i * bs
+            end_i = start_i + bs
+            xb = x_train[start_i:end_i]
+            yb = y_train[start_i:end_i]
+            pred = model(xb)
+            loss = loss_func(pred, yb)
+            loss.backward()
+            with torch.no_grad():
+                weights -= weights.grad * lr
+                bias -= bias.grad * lr
+                weights.grad.zero_()
+                bias.grad.zero_()
+    losses += [loss_func(model(xb), yb).item(), accuracy(model(xb), yb).item()]
+    loss_func = F.cross_entropy
+
+    class Mnist_Logistic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights = nn.Parameter(torch.randn(64, 10) / math.sqrt(64))
+            self.bias = nn.Parameter(torch.zeros(10))
+
+        def forward(self, xb):
+            return xb @ self.weights + self.bias
+
+    class Mnist_CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, kernel_size=3, stride=2, padding=1)
+            self.conv2 = nn.Conv2d(4, 10, kernel_size=3, stride=2, padding=1)
+
+        def forward(self, xb):
+            xb = xb.view(-1, 1, 8, 8)
+            xb = F.relu(self.conv1(xb))
+            xb = F.relu(self.conv2(xb))
+            xb = F.avg_pool2d(xb, 2)
+            return xb.view(-1, xb.size(1))
+
+    class Lambda(nn.Module):
+        def __init__(self, func):
+            super().__init__()
+            self.func = func
+
+        def forward(self, x):
+            return self.func(x)
+
+    def preprocess(x, y):
+        return x.view(-1, 1, 8, 8), y
+
+    class WrappedDataLoader:
+        def __init__(self, dl, func):
+            self.dl = dl
+            self.func = func
+
+        def __len__(self):
+            return len(self.dl)
+
+        def __iter__(self):
+            for b in self.dl:
+                yield (self.func(*b))
+
+    logistic, linear, cnn = Mnist_Logistic(), nn.Linear(64, 10), Mnist_CNN()
+    seq = nn.Sequential(Lambda(lambda x: x.view(-1, 1, 8, 8)), nn.Conv2d(1, 4, 3, 2, 1), nn.ReLU(),
+                        nn.Conv2d(4, 10, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), Lambda(lambda x: x.view(x.size(0), -1)))
+    holder = nn.ModuleList([logistic, linear, cnn, seq])
+    init = load(m, holder, state)
+
+    def fit_by_hand():
+        for epoch in range(epochs):
+            for i in range((n - 1) // bs + 1):
+                start_i = i * bs
+                end_i = start_i + bs
+                xb = x_train[start_i:end_i]
+                yb = y_train[start_i:end_i]
+                loss = loss_func(logistic(xb), yb)
+                loss.backward()
+                with torch.no_grad():
+                    for p in logistic.parameters():
+                        p -= p.grad * lr
+                    logistic.zero_grad()
+        return loss.item()
+
+    losses.append(fit_by_hand())
+
+    def loss_batch(model, loss_func, xb, yb, opt=None):
+        loss = loss_func(model(xb), yb)
+        if opt is not None:
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return loss.item(), len(xb)
+
+    def fit(epochs, model, loss_func, opt, train_dl, valid_dl):
+        for epoch in range(epochs):
+            model.train()
+            for xb, yb in train_dl:
+                loss_batch(model, loss_func, xb, yb, opt)
+            model.eval()
+            with torch.no_grad():
+                batch_losses, nums = zip(*[loss_batch(model, loss_func, xb, yb) for xb, yb in valid_dl])
+            val_loss = np.sum(np.multiply(batch_losses, nums)) / np.sum(nums)
+            losses.append(float(val_loss))
+
+    def get_data(train_ds, valid_ds, bs):
+        return (DataLoader(train_ds, batch_size=bs, shuffle=True), DataLoader(valid_ds, batch_size=bs * 2))
+
+    train_ds, valid_ds = TensorDataset(x_train, y_train), TensorDataset(x_valid, y_valid)
+    train_dl, valid_dl = get_data(train_ds, valid_ds, len(train_ds))
+    for model in (linear, cnn):
+        fit(2, model, loss_func, optim.SGD(model.parameters(), lr=lr), train_dl, valid_dl)
+    train_dl, valid_dl = get_data(train_ds, valid_ds, len(train_ds))
+    train_dl, valid_dl = WrappedDataLoader(train_dl, preprocess), WrappedDataLoader(valid_dl, preprocess)
+    fit(2, seq, loss_func, optim.SGD(seq.parameters(), lr=0.1, momentum=0.9), train_dl, valid_dl)
+    losses.append(float(len(valid_dl)))
+    return init, losses + summary(holder.parameters())
+
+
+def test_nn_really():
+    compare(nn_really)
+
+
+# (b) the tutorial "Learning PyTorch with Examples": y = sin(x) fitted by a third-order polynomial with gradients
+# written by hand (grad_y_pred = 2.0 * (y_pred - y)), then by autograd with the updates under torch.no_grad() and
+# grad = None, then by the LegendrePolynomial3 autograd.Function (ctx.save_for_backward, 1.5 * (5 * input ** 2 - 1)),
+# by nn.Sequential(nn.Linear(3, 1), nn.Flatten(0, 1)) on x.unsqueeze(-1).pow(p) with MSELoss(reduction='sum') and
+# optim.RMSprop, and the DynamicNet that reuses its fifth weight a random number of times (random.randint, seeded
+# alike on both sides) with its string() of .item()s
+def learning_with_examples(m, state=None):
+    torch, nn = m.torch, m.nn
+    dtype = torch.float
+    device = torch.device("cpu")
+    x = torch.linspace(-math.pi, math.pi, 200, device=device, dtype=dtype)
+    y = torch.sin(x)
+    rng = np.random.default_rng(1)
+    a, b, c, d = (torch.tensor(normal(rng)) for _ in range(4))
+    learning_rate = 1e-6
+    losses = []
+    for t in range(3):
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        loss = (y_pred - y).pow(2).sum().item()
+        losses.append(loss)
+        grad_y_pred = 2.0 * (y_pred - y)
+        grad_a = grad_y_pred.sum()
+        grad_b = (grad_y_pred * x).sum()
+        grad_c = (grad_y_pred * x ** 2).sum()
+        grad_d = (grad_y_pred * x ** 3).sum()
+        a -= learning_rate * grad_a
+        b -= learning_rate * grad_b
+        c -= learning_rate * grad_c
+        d -= learning_rate * grad_d
+    losses.append(d.item())
+
+    a, b, c, d = (torch.tensor(normal(rng), dtype=dtype, requires_grad=True) for _ in range(4))
+    for t in range(2):
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        loss = (y_pred - y).pow(2).sum()
+        losses.append(loss.item())
+        loss.backward()
+        with torch.no_grad():
+            a -= learning_rate * a.grad
+            b -= learning_rate * b.grad
+            c -= learning_rate * c.grad
+            d -= learning_rate * d.grad
+            a.grad = None
+            b.grad = None
+            c.grad = None
+            d.grad = None
+    losses.append(f'Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3'.count("x"))
+
+    class LegendrePolynomial3(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return 0.5 * (5 * input ** 3 - 3 * input)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, = ctx.saved_tensors
+            return grad_output * 1.5 * (5 * input ** 2 - 1)
+
+    a = torch.full((), 0.0, device=device, dtype=dtype, requires_grad=True)
+    b = torch.full((), -1.0, device=device, dtype=dtype, requires_grad=True)
+    c = torch.full((), 0.0, device=device, dtype=dtype, requires_grad=True)
+    d = torch.full((), 0.3, device=device, dtype=dtype, requires_grad=True)
+    for t in range(2):
+        P3 = LegendrePolynomial3.apply
+        y_pred = a + b * P3(c + d * x)
+        loss = (y_pred - y).pow(2).sum()
+        losses.append(loss.item())
+        loss.backward()
+        with torch.no_grad():
+            a -= 5e-6 * a.grad
+            b -= 5e-6 * b.grad
+            c -= 5e-6 * c.grad
+            d -= 5e-6 * d.grad
+            a.grad = None
+            b.grad = None
+            c.grad = None
+            d.grad = None
+
+    class DynamicNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.randn(()))
+            self.b = torch.nn.Parameter(torch.randn(()))
+            self.c = torch.nn.Parameter(torch.randn(()))
+            self.d = torch.nn.Parameter(torch.randn(()))
+            self.e = torch.nn.Parameter(torch.randn(()))
+
+        def forward(self, x):
+            y = self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+            for exp in range(4, random.randint(4, 6)):
+                y = y + self.e * x ** exp
+            return y
+
+        def string(self):
+            return f'y = {self.a.item()} + {self.b.item()} x + {self.c.item()} x^2 + {self.d.item()} x^3 + {self.e.item()} x^4 ? + {self.e.item()} x^5 ?'
+
+    p = torch.tensor([1, 2, 3])
+    xx = x.unsqueeze(-1).pow(p)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Flatten(0, 1))
+    dynamic = DynamicNet()
+    init = load(m, nn.ModuleList([model, dynamic]), state)
+    loss_fn = torch.nn.MSELoss(reduction='sum')
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
+    for t in range(2):
+        y_pred = model(xx)
+        loss = loss_fn(y_pred, y)
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    linear_layer = model[0]
+    losses += [linear_layer.bias.item(), linear_layer.weight[:, 2].item()]
+    random.seed(3)
+    optimizer = torch.optim.SGD(dynamic.parameters(), lr=1e-8, momentum=0.9)
+    for t in range(3):
+        y_pred = dynamic(x)
+        loss = torch.nn.MSELoss(reduction='sum')(y_pred, y)
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    losses.append(len(dynamic.string()) > 0)
+    return init, losses + summary(list(model.parameters()) + list(dynamic.parameters()))
+
+
+def test_learning_with_examples():
+    compare(learning_with_examples)
+
+
+# (c) the tutorial "Writing Custom Datasets, DataLoaders and Transforms": FaceLandmarksDataset (a table of landmark
+# columns, images as HxWxC numpy arrays, torch.is_tensor(idx) and idx.tolist(), dict samples), its callable transforms
+# Rescale (skimage's resize, here numpy's nearest), RandomCrop (np.random.randint, seeded alike on both sides) and
+# ToTensor (transpose((2, 0, 1)), torch.from_numpy of float64 arrays: float32 in tnet, README) through a hand-written Compose; the DataLoader's
+# default collate of dicts of tensors, a batch_sampler of BatchSampler(SequentialSampler), batch_size=None (no
+# batching: numpy converted alone), a ConcatDataset by `+` with its cumulative_sizes, Subset, and a landmark regressor
+# trained on sample_batched['image'].float()
+def custom_dataset(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    Dataset, DataLoader = data.Dataset, data.DataLoader
+    rng = np.random.default_rng(2)
+    table = [(f"face_{i}.jpg", *rng.uniform(2, 10, 6).round(1)) for i in range(6)]
+    images = {name: rng.integers(0, 256, (12, 10, 3)).astype(np.uint8) for name, *_ in table}
+
+    class FaceLandmarksDataset(Dataset):
+        """Face Landmarks dataset."""
+
+        def __init__(self, csv_file, root_dir, transform=None):
+            self.landmarks_frame = csv_file
+            self.root_dir = root_dir
+            self.transform = transform
+
+        def __len__(self):
+            return len(self.landmarks_frame)
+
+        def __getitem__(self, idx):
+            if torch.is_tensor(idx):
+                idx = idx.tolist()
+            img_name = self.root_dir + self.landmarks_frame[idx][0]
+            image = images[img_name]
+            landmarks = self.landmarks_frame[idx][1:]
+            landmarks = np.array([landmarks], dtype=float).reshape(-1, 2)
+            sample = {'image': image, 'landmarks': landmarks}
+            if self.transform:
+                sample = self.transform(sample)
+            return sample
+
+    def resize(image, shape):  # skimage.transform.resize, nearest, to floats in [0, 1]
+        rows = (np.arange(shape[0]) * image.shape[0] // shape[0])
+        cols = (np.arange(shape[1]) * image.shape[1] // shape[1])
+        return image[rows][:, cols] / 255.0
+
+    class Rescale(object):
+        def __init__(self, output_size):
+            assert isinstance(output_size, (int, tuple))
+            self.output_size = output_size
+
+        def __call__(self, sample):
+            image, landmarks = sample['image'], sample['landmarks']
+            h, w = image.shape[:2]
+            if isinstance(self.output_size, int):
+                if h > w:
+                    new_h, new_w = self.output_size * h / w, self.output_size
+                else:
+                    new_h, new_w = self.output_size, self.output_size * w / h
+            else:
+                new_h, new_w = self.output_size
+            new_h, new_w = int(new_h), int(new_w)
+            img = resize(image, (new_h, new_w))
+            landmarks = landmarks * [new_w / w, new_h / h]
+            return {'image': img, 'landmarks': landmarks}
+
+    class RandomCrop(object):
+        def __init__(self, output_size):
+            assert isinstance(output_size, (int, tuple))
+            if isinstance(output_size, int):
+                self.output_size = (output_size, output_size)
+            else:
+                assert len(output_size) == 2
+                self.output_size = output_size
+
+        def __call__(self, sample):
+            image, landmarks = sample['image'], sample['landmarks']
+            h, w = image.shape[:2]
+            new_h, new_w = self.output_size
+            top = np.random.randint(0, h - new_h + 1)
+            left = np.random.randint(0, w - new_w + 1)
+            image = image[top: top + new_h, left: left + new_w]
+            landmarks = landmarks - [left, top]
+            return {'image': image, 'landmarks': landmarks}
+
+    class ToTensor(object):
+        def __call__(self, sample):
+            image, landmarks = sample['image'], sample['landmarks']
+            image = image.transpose((2, 0, 1))
+            return {'image': torch.from_numpy(image), 'landmarks': torch.from_numpy(landmarks)}
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, img):
+            for t in self.transforms:
+                img = t(img)
+            return img
+
+    np.random.seed(0)
+    face_dataset = FaceLandmarksDataset(csv_file=table, root_dir='')
+    losses = [float(face_dataset[torch.tensor(1)]['landmarks'].sum())]
+    transformed_dataset = FaceLandmarksDataset(csv_file=table, root_dir='',
+                                               transform=Compose([Rescale(10), RandomCrop(8), ToTensor()]))
+    sample = transformed_dataset[0]
+    losses += [float(sample['image'].size(1)), sample['landmarks'].sum().item()]
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(16, 6))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    dataloader = DataLoader(transformed_dataset, batch_size=4, shuffle=False, num_workers=0)
+    for i_batch, sample_batched in enumerate(dataloader):
+        images_batch, landmarks_batch = sample_batched['image'], sample_batched['landmarks']
+        out = model(images_batch.float())
+        loss = F.mse_loss(out, landmarks_batch.view(images_batch.size(0), -1).float() / 10)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), float(len(images_batch)), landmarks_batch.dtype.is_floating_point]
+    both = transformed_dataset + data.Subset(face_dataset, [0, 2])
+    losses += both.cumulative_sizes + [float(len(both))]
+    sampler = data.BatchSampler(data.SequentialSampler(range(len(transformed_dataset))), batch_size=4, drop_last=True)
+    for batch in DataLoader(transformed_dataset, batch_sampler=sampler):
+        losses.append(model(batch['image'].float()).sum().item())
+    plain = DataLoader(face_dataset, batch_size=None)
+    first = next(iter(plain))
+    losses += [float(first['landmarks'].shape[0]), float(torch.is_tensor(first['image'])), float(first['image'].ndim),
+               first['image'].float().mean().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_custom_dataset():
+    compare(custom_dataset)
+
+
+# (d) torchvision's functional transforms on tensors as they are written (v0.15's _functional_tensor.py) and a
+# TrivialAugment-like pipeline of them on a uint8 CIFAR batch (the operations and magnitudes drawn by numpy):
+# _blend, rgb_to_grayscale by unbind, adjust_brightness / contrast / saturation, adjust_hue through _rgb2hsv (torch.where,
+# fmod, boolean products) and _hsv2rgb (an int32 sector, a one-hot mask by == arange(6), einsum("...ijk, ...xijk ->
+# ...xjk")), convert_image_dtype, posterize by & of a negative int, solarize and invert, autocontrast (amin/amax,
+# isfinite().logical_not() as a mask assigned in place), equalize (bincount, the LUT by torch.div(rounding_mode="floor"),
+# F.pad of the LUT, indexing by int64 pixels), adjust_sharpness (a depthwise conv2d of a 3x3 kernel written in place,
+# torch.round before the uint8 cast), gaussian_blur (linspace kernels, torch.mm of outer products, reflect padding),
+# then normalised by hand and a TenCrop test-time average (five_crop by slicing, hflip by flip(-1),
+# result.view(bs, ncrops, -1).mean(1))
+def color_transforms(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    conv2d, torch_pad = F.conv2d, F.pad
+
+    def _max_value(dtype):
+        return 255 if dtype == torch.uint8 else 1.0
+
+    def _blend(img1, img2, ratio):
+        ratio = float(ratio)
+        bound = _max_value(img1.dtype)
+        return (ratio * img1 + (1.0 - ratio) * img2).clamp(0, bound).to(img1.dtype)
+
+    def convert_image_dtype(image, dtype=torch.float):
+        if image.dtype == dtype:
+            return image
+        if image.is_floating_point():
+            eps = 1e-3
+            max_val = float(_max_value(dtype))
+            result = image.mul(max_val + 1.0 - eps)
+            return result.to(dtype)
+        return image.to(dtype).div(_max_value(image.dtype))
+
+    def rgb_to_grayscale(img, num_output_channels=1):
+        r, g, b = img.unbind(dim=-3)
+        l_img = (0.2989 * r + 0.587 * g + 0.114 * b).to(img.dtype)
+        l_img = l_img.unsqueeze(dim=-3)
+        if num_output_channels == 3:
+            return l_img.expand(img.shape)
+        return l_img
+
+    def adjust_brightness(img, brightness_factor):
+        return _blend(img, torch.zeros_like(img), brightness_factor)
+
+    def adjust_contrast(img, contrast_factor):
+        dtype = img.dtype if torch.is_floating_point(img) else torch.float32
+        mean = torch.mean(rgb_to_grayscale(img).to(dtype), dim=(-3, -2, -1), keepdim=True)
+        return _blend(img, mean, contrast_factor)
+
+    def adjust_saturation(img, saturation_factor):
+        return _blend(img, rgb_to_grayscale(img), saturation_factor)
+
+    def _rgb2hsv(img):
+        r, g, _ = img.unbind(dim=-3)
+        maxc = torch.max(img, dim=-3).values
+        minc = torch.min(img, dim=-3).values
+        eqc = maxc == minc
+        cr = maxc - minc
+        ones = torch.ones_like(maxc)
+        s = cr / torch.where(eqc, ones, maxc)
+        cr_divisor = torch.where(eqc, ones, cr)
+        rc, gc, bc = ((maxc - c) / cr_divisor for c in img.unbind(dim=-3))
+        hr = (maxc == r) * (bc - gc)
+        hg = ((maxc == g) & (maxc != r)) * (2.0 + rc - bc)
+        hb = ((maxc != g) & (maxc != r)) * (4.0 + gc - rc)
+        h = hr + hg + hb
+        h = torch.fmod((h / 6.0 + 1.0), 1.0)
+        return torch.stack((h, s, maxc), dim=-3)
+
+    def _hsv2rgb(img):
+        h, s, v = img.unbind(dim=-3)
+        i = torch.floor(h * 6.0)
+        f = (h * 6.0) - i
+        i = i.to(dtype=torch.int32)
+        p = torch.clamp((v * (1.0 - s)), 0.0, 1.0)
+        q = torch.clamp((v * (1.0 - s * f)), 0.0, 1.0)
+        t = torch.clamp((v * (1.0 - s * (1.0 - f))), 0.0, 1.0)
+        i = i % 6
+        mask = i.unsqueeze(dim=-3) == torch.arange(6, device=i.device).view(-1, 1, 1)
+        a1 = torch.stack((v, q, p, p, t, v), dim=-3)
+        a2 = torch.stack((t, v, v, q, p, p), dim=-3)
+        a3 = torch.stack((p, p, t, v, v, q), dim=-3)
+        a4 = torch.stack((a1, a2, a3), dim=-4)
+        return torch.einsum("...ijk, ...xijk -> ...xjk", mask.to(dtype=img.dtype), a4)
+
+    def adjust_hue(img, hue_factor):
+        if not (-0.5 <= hue_factor <= 0.5):
+            raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+        orig_dtype = img.dtype
+        img = convert_image_dtype(img, torch.float32)
+        img = _rgb2hsv(img)
+        h, s, v = img.unbind(dim=-3)
+        h = (h + hue_factor) % 1.0
+        img = torch.stack((h, s, v), dim=-3)
+        img_hue_adj = _hsv2rgb(img)
+        return convert_image_dtype(img_hue_adj, orig_dtype)
+
+    def invert(img):
+        bound = torch.tensor(1 if img.is_floating_point() else 255, dtype=img.dtype, device=img.device)
+        return bound - img
+
+    def posterize(img, bits):
+        if img.dtype != torch.uint8:
+            raise TypeError(f"Only torch.uint8 image tensors are supported, but found {img.dtype}")
+        mask = -int(2 ** (8 - bits))
+        return img & mask
+
+    def solarize(img, threshold):
+        inverted_img = invert(img)
+        return torch.where(img >= threshold, inverted_img, img)
+
+    def autocontrast(img):
+        bound = _max_value(img.dtype)
+        dtype = img.dtype if torch.is_floating_point(img) else torch.float32
+        minimum = img.amin(dim=(-2, -1), keepdim=True).to(dtype)
+        maximum = img.amax(dim=(-2, -1), keepdim=True).to(dtype)
+        scale = bound / (maximum - minimum)
+        eq_idxs = torch.isfinite(scale).logical_not()
+        minimum[eq_idxs] = 0
+        scale[eq_idxs] = 1
+        return ((img - minimum) * scale).clamp(0, bound).to(img.dtype)
+
+    def _scale_channel(img_chan):
+        hist = torch.bincount(img_chan.reshape(-1), minlength=256)
+        nonzero_hist = hist[hist != 0]
+        step = torch.div(nonzero_hist[:-1].sum(), 255, rounding_mode="floor")
+        if step == 0:
+            return img_chan
+        lut = torch.div(torch.cumsum(hist, 0) + torch.div(step, 2, rounding_mode="floor"), step, rounding_mode="floor")
+        lut = torch.nn.functional.pad(lut, [1, 0])[:-1].clamp(0, 255)
+        return lut[img_chan.to(torch.int64)].to(torch.uint8)
+
+    def equalize(img):
+        return torch.stack([torch.stack([_scale_channel(x[c]) for c in range(x.size(0))]) for x in img])
+
+    def _cast_squeeze_in(img, req_dtypes):
+        need_squeeze = False
+        if img.ndim < 4:
+            img = img.unsqueeze(dim=0)
+            need_squeeze = True
+        out_dtype = img.dtype
+        need_cast = False
+        if out_dtype not in req_dtypes:
+            need_cast = True
+            img = img.to(req_dtypes[0])
+        return img, need_cast, need_squeeze, out_dtype
+
+    def _cast_squeeze_out(img, need_cast, need_squeeze, out_dtype):
+        if need_squeeze:
+            img = img.squeeze(dim=0)
+        if need_cast:
+            if out_dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+                img = torch.round(img)
+            img = img.to(out_dtype)
+        return img
+
+    def adjust_sharpness(img, sharpness_factor):
+        dtype = img.dtype if torch.is_floating_point(img) else torch.float32
+        kernel = torch.ones((3, 3), dtype=dtype, device=img.device)
+        kernel[1, 1] = 5.0
+        kernel /= kernel.sum()
+        kernel = kernel.expand(img.shape[-3], 1, kernel.shape[0], kernel.shape[1])
+        result_tmp, need_cast, need_squeeze, out_dtype = _cast_squeeze_in(img, [kernel.dtype])
+        result_tmp = conv2d(result_tmp, kernel, groups=result_tmp.shape[-3])
+        result_tmp = _cast_squeeze_out(result_tmp, need_cast, need_squeeze, out_dtype)
+        result = img.clone()
+        result[..., 1:-1, 1:-1] = result_tmp
+        return _blend(img, result, sharpness_factor)
+
+    def _get_gaussian_kernel1d(kernel_size, sigma):
+        ksize_half = (kernel_size - 1) * 0.5
+        x = torch.linspace(-ksize_half, ksize_half, steps=kernel_size)
+        pdf = torch.exp(-0.5 * (x / sigma).pow(2))
+        return pdf / pdf.sum()
+
+    def gaussian_blur(img, kernel_size, sigma):
+        dtype = img.dtype if torch.is_floating_point(img) else torch.float32
+        kernel1d_x = _get_gaussian_kernel1d(kernel_size[0], sigma[0]).to(img.device, dtype=dtype)
+        kernel1d_y = _get_gaussian_kernel1d(kernel_size[1], sigma[1]).to(img.device, dtype=dtype)
+        kernel = torch.mm(kernel1d_y[:, None], kernel1d_x[None, :])
+        kernel = kernel.expand(img.shape[-3], 1, kernel.shape[0], kernel.shape[1])
+        img, need_cast, need_squeeze, out_dtype = _cast_squeeze_in(img, [kernel.dtype])
+        padding = [kernel_size[0] // 2, kernel_size[0] // 2, kernel_size[1] // 2, kernel_size[1] // 2]
+        img = torch_pad(img, padding, mode="reflect")
+        img = conv2d(img, kernel, groups=img.shape[-3])
+        return _cast_squeeze_out(img, need_cast, need_squeeze, out_dtype)
+
+    def five_crop(img, size):
+        image_height, image_width = img.shape[-2:]
+        crop_height, crop_width = size
+        tl = img[..., :crop_height, :crop_width]
+        tr = img[..., :crop_height, image_width - crop_width:]
+        bl = img[..., image_height - crop_height:, :crop_width]
+        br = img[..., image_height - crop_height:, image_width - crop_width:]
+        crop_top = int(round((image_height - crop_height) / 2.0))
+        crop_left = int(round((image_width - crop_width) / 2.0))
+        center = img[..., crop_top:crop_top + crop_height, crop_left:crop_left + crop_width]
+        return tl, tr, bl, br, center
+
+    def ten_crop(img, size):
+        return five_crop(img, size) + five_crop(img.flip(-1), size)
+
+    rng = np.random.default_rng(3)
+    batch = torch.tensor(rng.integers(0, 256, (2, 3, 8, 8)).astype(np.uint8))
+    batch[1, :, :2, :2] = 7  # a flat patch: equal channels, hue undefined
+    ops = [lambda img, mag: adjust_brightness(img, 1 + mag), lambda img, mag: adjust_contrast(img, 1 + mag),
+           lambda img, mag: adjust_saturation(img, 1 + mag), lambda img, mag: adjust_hue(img, mag / 2),
+           lambda img, mag: posterize(img, 4), lambda img, mag: solarize(img, 128), lambda img, mag: autocontrast(img),
+           lambda img, mag: equalize(img), lambda img, mag: adjust_sharpness(img, 1 + mag),
+           lambda img, mag: gaussian_blur(img, [3, 3], [0.8, 1.2]), lambda img, mag: invert(img)]
+    stats = []
+    augmented = []
+    for op in ops:
+        out = op(batch, float(rng.uniform(-0.9, 0.9)))
+        assert out.dtype == torch.uint8 and out.shape == batch.shape
+        stats.append(out.float().sum().item())
+        augmented.append(out)
+    try:
+        posterize(batch.float(), 4)
+        stats.append(0.0)
+    except TypeError:
+        stats.append(1.0)
+    hsv = _rgb2hsv(convert_image_dtype(batch))
+    stats += [hsv.sum().item(), (_hsv2rgb(hsv) - convert_image_dtype(batch)).abs().max().item() < 1e-5]
+
+    mean = torch.tensor([0.4914, 0.4822, 0.4465]).view(3, 1, 1)
+    std = torch.tensor([0.2470, 0.2435, 0.2616]).view(3, 1, 1)
+    x = (torch.cat(augmented[::3]).float() / 255 - mean) / std
+    y = torch.tensor(rng.integers(0, 10, x.size(0)))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for step in range(2):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        input = torch.stack(ten_crop(x[:2], (6, 6)), dim=1)
+        bs, ncrops, c, h, w = input.size()
+        result = model(input.view(-1, c, h, w))
+        result_avg = result.view(bs, ncrops, -1).mean(1)
+    losses += result_avg.flatten().tolist()
+    return init, losses + stats + summary(model.parameters())
+
+
+def test_color_transforms():
+    compare(color_transforms)
