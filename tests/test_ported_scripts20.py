@@ -685,3 +685,344 @@ def color_transforms(m, state=None):
 
 def test_color_transforms():
     compare(color_transforms)
+
+
+def kuangliu_train(m, net, x, targets, steps=1):
+    """kuangliu/pytorch-cifar's main.py around a model: SGD(momentum=0.9, weight_decay=5e-4), CosineAnnealingLR(T_max=200),
+    outputs.max(1) and predicted.eq(targets).sum().item()."""
+    optimizer = m.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    scheduler = m.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
+    criterion = m.nn.CrossEntropyLoss()
+    net.train()
+    train_loss = correct = total = 0
+    record = []
+    for batch_idx in range(steps):
+        optimizer.zero_grad()
+        outputs = net(x)
+        loss = criterion(outputs, targets)
+        loss.backward()
+        optimizer.step()
+        train_loss += loss.item()
+        _, predicted = outputs.max(1)
+        total += targets.size(0)
+        correct += predicted.eq(targets).sum().item()
+        record += [train_loss / (batch_idx + 1), 100. * correct / total]
+    scheduler.step()
+    return record + [scheduler.get_last_lr()[0]]
+
+
+# (e) kuangliu/pytorch-cifar's dpn.py and shufflenet.py: DPN's Bottleneck (grouped 3x3, the dual path
+# torch.cat([x[:,:d,:,:]+out[:,:d,:,:], x[:,d:,:,:], out[:,d:,:,:]], 1), last_planes grown by dense_depth) and
+# ShuffleNet v1 (ShuffleBlock by view, permute and reshape; grouped 1x1s, g = 1 at 24 input planes; the stride-2
+# block's AvgPool2d(3, stride=2, padding=1) shortcut concatenated), at reduced widths, a step each of main.py
+def kuangliu_dpn_shufflenet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Bottleneck(nn.Module):
+        def __init__(self, last_planes, in_planes, out_planes, dense_depth, stride, first_layer):
+            super(Bottleneck, self).__init__()
+            self.out_planes = out_planes
+            self.dense_depth = dense_depth
+            self.conv1 = nn.Conv2d(last_planes, in_planes, kernel_size=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(in_planes)
+            self.conv2 = nn.Conv2d(in_planes, in_planes, kernel_size=3, stride=stride, padding=1, groups=2, bias=False)
+            self.bn2 = nn.BatchNorm2d(in_planes)
+            self.conv3 = nn.Conv2d(in_planes, out_planes+dense_depth, kernel_size=1, bias=False)
+            self.bn3 = nn.BatchNorm2d(out_planes+dense_depth)
+            self.shortcut = nn.Sequential()
+            if first_layer:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(last_planes, out_planes+dense_depth, kernel_size=1, stride=stride, bias=False),
+                    nn.BatchNorm2d(out_planes+dense_depth)
+                )
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = F.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            x = self.shortcut(x)
+            d = self.out_planes
+            out = torch.cat([x[:,:d,:,:]+out[:,:d,:,:], x[:,d:,:,:], out[:,d:,:,:]], 1)
+            out = F.relu(out)
+            return out
+
+    class DPN(nn.Module):
+        def __init__(self, cfg):
+            super(DPN, self).__init__()
+            in_planes, out_planes = cfg['in_planes'], cfg['out_planes']
+            num_blocks, dense_depth = cfg['num_blocks'], cfg['dense_depth']
+            self.conv1 = nn.Conv2d(3, 8, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.last_planes = 8
+            self.layer1 = self._make_layer(in_planes[0], out_planes[0], num_blocks[0], dense_depth[0], stride=1)
+            self.layer2 = self._make_layer(in_planes[1], out_planes[1], num_blocks[1], dense_depth[1], stride=2)
+            self.linear = nn.Linear(out_planes[1]+(num_blocks[1]+1)*dense_depth[1], 10)
+
+        def _make_layer(self, in_planes, out_planes, num_blocks, dense_depth, stride):
+            strides = [stride] + [1]*(num_blocks-1)
+            layers = []
+            for i,stride in enumerate(strides):
+                layers.append(Bottleneck(self.last_planes, in_planes, out_planes, dense_depth, stride, i==0))
+                self.last_planes = out_planes + (i+2) * dense_depth
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.layer1(out)
+            out = self.layer2(out)
+            out = F.avg_pool2d(out, 4)
+            out = out.view(out.size(0), -1)
+            out = self.linear(out)
+            return out
+
+    class ShuffleBlock(nn.Module):
+        def __init__(self, groups):
+            super(ShuffleBlock, self).__init__()
+            self.groups = groups
+
+        def forward(self, x):
+            '''Channel shuffle: [N,C,H,W] -> [N,g,C/g,H,W] -> [N,C/g,g,H,w] -> [N,C,H,W]'''
+            N,C,H,W = x.size()
+            g = self.groups
+            return x.view(N,g,C//g,H,W).permute(0,2,1,3,4).reshape(N,C,H,W)
+
+    class ShuffleBottleneck(nn.Module):
+        def __init__(self, in_planes, out_planes, stride, groups):
+            super(ShuffleBottleneck, self).__init__()
+            self.stride = stride
+            mid_planes = out_planes//4
+            g = 1 if in_planes==24 else groups
+            self.conv1 = nn.Conv2d(in_planes, mid_planes, kernel_size=1, groups=g, bias=False)
+            self.bn1 = nn.BatchNorm2d(mid_planes)
+            self.shuffle1 = ShuffleBlock(groups=g)
+            self.conv2 = nn.Conv2d(mid_planes, mid_planes, kernel_size=3, stride=stride, padding=1, groups=mid_planes, bias=False)
+            self.bn2 = nn.BatchNorm2d(mid_planes)
+            self.conv3 = nn.Conv2d(mid_planes, out_planes, kernel_size=1, groups=groups, bias=False)
+            self.bn3 = nn.BatchNorm2d(out_planes)
+            self.shortcut = nn.Sequential()
+            if stride == 2:
+                self.shortcut = nn.Sequential(nn.AvgPool2d(3, stride=2, padding=1))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.shuffle1(out)
+            out = F.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            res = self.shortcut(x)
+            out = F.relu(torch.cat([out,res], 1)) if self.stride==2 else F.relu(out+res)
+            return out
+
+    class ShuffleNet(nn.Module):
+        def __init__(self, cfg):
+            super(ShuffleNet, self).__init__()
+            out_planes = cfg['out_planes']
+            num_blocks = cfg['num_blocks']
+            groups = cfg['groups']
+            self.conv1 = nn.Conv2d(3, 24, kernel_size=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(24)
+            self.in_planes = 24
+            self.layer1 = self._make_layer(out_planes[0], num_blocks[0], groups)
+            self.linear = nn.Linear(out_planes[0], 10)
+
+        def _make_layer(self, out_planes, num_blocks, groups):
+            layers = []
+            for i in range(num_blocks):
+                stride = 2 if i == 0 else 1
+                cat_planes = self.in_planes if i == 0 else 0
+                layers.append(ShuffleBottleneck(self.in_planes, out_planes-cat_planes, stride=stride, groups=groups))
+                self.in_planes = out_planes
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.layer1(out)
+            out = F.adaptive_avg_pool2d(out, 1)
+            out = out.view(out.size(0), -1)
+            out = self.linear(out)
+            return out
+
+    dpn = DPN({'in_planes': (8, 8), 'out_planes': (8, 12), 'num_blocks': (1, 2), 'dense_depth': (2, 4)})
+    shufflenet = ShuffleNet({'out_planes': [40], 'num_blocks': [2], 'groups': 2})
+    init = load(m, nn.ModuleList([dpn, shufflenet]), state)
+    rng = np.random.default_rng(4)
+    x, targets = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    losses = kuangliu_train(m, dpn, x, targets) + kuangliu_train(m, shufflenet, x, targets)
+    return init, losses + summary(list(dpn.parameters()) + list(shufflenet.parameters()))
+
+
+def test_kuangliu_dpn_shufflenet():
+    compare(kuangliu_dpn_shufflenet)
+
+
+# (f) kuangliu/pytorch-cifar's dla.py and pnasnet.py: DLA's recursive Tree (subtrees set by
+# self.__setattr__('level_%d' % i, ...) and read back by self.__getattr__, a prev_root, a Root over torch.cat of the
+# list) over BasicBlocks, and PNASNet of CellB (depthwise SepConvs of kernels 7, 5 and 3,
+# F.max_pool2d(kernel_size=3, stride=self.stride, padding=1), 1x1 reductions), at reduced widths
+def kuangliu_dla_pnasnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_planes, planes, stride=1):
+            super(BasicBlock, self).__init__()
+            self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_planes != self.expansion*planes:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_planes, self.expansion*planes, kernel_size=1, stride=stride, bias=False),
+                    nn.BatchNorm2d(self.expansion*planes)
+                )
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += self.shortcut(x)
+            out = F.relu(out)
+            return out
+
+    class Root(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size=1):
+            super(Root, self).__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=(kernel_size - 1) // 2, bias=False)
+            self.bn = nn.BatchNorm2d(out_channels)
+
+        def forward(self, xs):
+            x = torch.cat(xs, 1)
+            out = F.relu(self.bn(self.conv(x)))
+            return out
+
+    class Tree(nn.Module):
+        def __init__(self, block, in_channels, out_channels, level=1, stride=1):
+            super(Tree, self).__init__()
+            self.level = level
+            if level == 1:
+                self.root = Root(2*out_channels, out_channels)
+                self.left_node = block(in_channels, out_channels, stride=stride)
+                self.right_node = block(out_channels, out_channels, stride=1)
+            else:
+                self.root = Root((level+2)*out_channels, out_channels)
+                for i in reversed(range(1, level)):
+                    subtree = Tree(block, in_channels, out_channels, level=i, stride=stride)
+                    self.__setattr__('level_%d' % i, subtree)
+                self.prev_root = block(in_channels, out_channels, stride=stride)
+                self.left_node = block(out_channels, out_channels, stride=1)
+                self.right_node = block(out_channels, out_channels, stride=1)
+
+        def forward(self, x):
+            xs = [self.prev_root(x)] if self.level > 1 else []
+            for i in reversed(range(1, self.level)):
+                level_i = self.__getattr__('level_%d' % i)
+                x = level_i(x)
+                xs.append(x)
+            x = self.left_node(x)
+            xs.append(x)
+            x = self.right_node(x)
+            xs.append(x)
+            out = self.root(xs)
+            return out
+
+    class DLA(nn.Module):
+        def __init__(self, block=BasicBlock, num_classes=10):
+            super(DLA, self).__init__()
+            self.base = nn.Sequential(nn.Conv2d(3, 4, kernel_size=3, stride=1, padding=1, bias=False),
+                                      nn.BatchNorm2d(4), nn.ReLU(True))
+            self.layer3 = Tree(block, 4, 6, level=2, stride=2)
+            self.linear = nn.Linear(6, num_classes)
+
+        def forward(self, x):
+            out = self.base(x)
+            out = self.layer3(out)
+            out = F.avg_pool2d(out, 4)
+            out = out.view(out.size(0), -1)
+            out = self.linear(out)
+            return out
+
+    class SepConv(nn.Module):
+        '''Separable Convolution.'''
+        def __init__(self, in_planes, out_planes, kernel_size, stride):
+            super(SepConv, self).__init__()
+            self.conv1 = nn.Conv2d(in_planes, out_planes, kernel_size, stride, padding=(kernel_size-1)//2, bias=False,
+                                   groups=in_planes)
+            self.bn1 = nn.BatchNorm2d(out_planes)
+
+        def forward(self, x):
+            return self.bn1(self.conv1(x))
+
+    class CellB(nn.Module):
+        def __init__(self, in_planes, out_planes, stride=1):
+            super(CellB, self).__init__()
+            self.stride = stride
+            self.sep_conv1 = SepConv(in_planes, out_planes, kernel_size=7, stride=stride)
+            self.sep_conv2 = SepConv(in_planes, out_planes, kernel_size=3, stride=stride)
+            self.sep_conv3 = SepConv(in_planes, out_planes, kernel_size=5, stride=stride)
+            if stride==2:
+                self.conv1 = nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=1, padding=0, bias=False)
+                self.bn1 = nn.BatchNorm2d(out_planes)
+            self.conv2 = nn.Conv2d(2*out_planes, out_planes, kernel_size=1, stride=1, padding=0, bias=False)
+            self.bn2 = nn.BatchNorm2d(out_planes)
+
+        def forward(self, x):
+            y1 = self.sep_conv1(x)
+            y2 = self.sep_conv2(x)
+            y3 = F.max_pool2d(x, kernel_size=3, stride=self.stride, padding=1)
+            if self.stride==2:
+                y3 = self.bn1(self.conv1(y3))
+            y4 = self.sep_conv3(x)
+            b1 = F.relu(y1+y2)
+            b2 = F.relu(y3+y4)
+            y = torch.cat([b1,b2], 1)
+            return F.relu(self.bn2(self.conv2(y)))
+
+    class PNASNet(nn.Module):
+        def __init__(self, cell_type, num_cells, num_planes):
+            super(PNASNet, self).__init__()
+            self.in_planes = num_planes
+            self.cell_type = cell_type
+            self.conv1 = nn.Conv2d(3, num_planes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(num_planes)
+            self.layer1 = self._make_layer(num_planes, num_cells=num_cells)
+            self.layer2 = self._downsample(num_planes*2)
+            self.linear = nn.Linear(num_planes*2, 10)
+
+        def _make_layer(self, planes, num_cells):
+            layers = []
+            for _ in range(num_cells):
+                layers.append(self.cell_type(self.in_planes, planes, stride=1))
+                self.in_planes = planes
+            return nn.Sequential(*layers)
+
+        def _downsample(self, planes):
+            layer = self.cell_type(self.in_planes, planes, stride=2)
+            self.in_planes = planes
+            return layer
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.layer1(out)
+            out = self.layer2(out)
+            out = F.avg_pool2d(out, 4)
+            out = self.linear(out.view(out.size(0), -1))
+            return out
+
+    dla = DLA()
+    nets = nn.ModuleList([dla, PNASNet(CellB, num_cells=1, num_planes=4)])
+    init = load(m, nets, state)
+    assert isinstance(dla.layer3.level_1, Tree) and 'layer3.level_1.root.conv.weight' in dla.state_dict()
+    try:
+        dla.layer3.__getattr__('level_2')
+    except AttributeError as e:
+        assert str(e) == "'Tree' object has no attribute 'level_2'"
+    rng = np.random.default_rng(5)
+    x, targets = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    losses = []
+    for net in nets:
+        losses += kuangliu_train(m, net, x, targets)
+    return init, losses + summary(nets.parameters())
+
+
+def test_kuangliu_dla_pnasnet():
+    compare(kuangliu_dla_pnasnet)

@@ -246,6 +246,15 @@ class Module:
             self._buffer_names[name] = value.persistent
         object.__setattr__(self, name, value)
 
+    def __getattr__(self, name):
+        """torch's Module.__getattr__, which scripts also call by name (kuangliu's DLA reads its subtrees by
+        `self.__getattr__('level_%d' % i)`): an attribute of the instance, else torch's AttributeError. Python
+        calls it only where the usual lookup failed, so attribute reads cost nothing more."""
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
+
     def __call__(self, *args, **kwargs):
         if torch.Tensor in map(type, args):  # a torchvision transform's output, say: a constant copy, as tnet.tensor
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
