@@ -1026,3 +1026,356 @@ def kuangliu_dla_pnasnet(m, state=None):
 
 def test_kuangliu_dla_pnasnet():
     compare(kuangliu_dla_pnasnet)
+
+
+# (g) SHI-Labs' Compact Convolutional Transformer for CIFAR (cct_2_3x2_32 at reduced widths): the Tokenizer (a
+# Sequential of Conv2d, Identity for a None activation, MaxPool2d(3, 2, 1)), Flatten(2, 3) then transpose(-2, -1),
+# sequence_length() by a forward of torch.zeros, init by self.apply of a staticmethod (kaiming_normal_, trunc_normal_,
+# constant_), the sinusoidal positional embedding built by torch.FloatTensor of a nested list, sliced [:, 0::2] and
+# written by sin/cos, as a Parameter with requires_grad=False, added in place; pre-norm attention by qkv reshape and
+# permute(2, 0, 3, 1, 4), drop path (off at rate 0: an Identity); the sequence pooling
+# torch.matmul(F.softmax(self.attention_pool(x), dim=1).transpose(-1, -2), x).squeeze(-2), and label smoothing
+def cct(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+
+    class Tokenizer(nn.Module):
+        def __init__(self, kernel_size, stride, padding, pooling_kernel_size=3, pooling_stride=2, pooling_padding=1,
+                     n_conv_layers=1, n_input_channels=3, n_output_channels=64, in_planes=64, activation=None,
+                     max_pool=True, conv_bias=False):
+            super(Tokenizer, self).__init__()
+            n_filter_list = [n_input_channels] + [in_planes for _ in range(n_conv_layers - 1)] + [n_output_channels]
+            self.conv_layers = nn.Sequential(
+                *[nn.Sequential(
+                    nn.Conv2d(n_filter_list[i], n_filter_list[i + 1], kernel_size=(kernel_size, kernel_size),
+                              stride=(stride, stride), padding=(padding, padding), bias=conv_bias),
+                    nn.Identity() if activation is None else activation(),
+                    nn.MaxPool2d(kernel_size=pooling_kernel_size, stride=pooling_stride,
+                                 padding=pooling_padding) if max_pool else nn.Identity()
+                ) for i in range(n_conv_layers)])
+            self.flattener = nn.Flatten(2, 3)
+            self.apply(self.init_weight)
+
+        def sequence_length(self, n_channels=3, height=224, width=224):
+            return self.forward(torch.zeros((1, n_channels, height, width))).shape[1]
+
+        def forward(self, x):
+            return self.flattener(self.conv_layers(x)).transpose(-2, -1)
+
+        @staticmethod
+        def init_weight(m):
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight)
+
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads=8, attention_dropout=0.1, projection_dropout=0.1):
+            super().__init__()
+            self.num_heads = num_heads
+            head_dim = dim // self.num_heads
+            self.scale = head_dim ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=False)
+            self.attn_drop = nn.Dropout(attention_dropout)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(projection_dropout)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            attn = (q @ k.transpose(-2, -1)) * self.scale
+            attn = attn.softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+            x = self.proj(x)
+            x = self.proj_drop(x)
+            return x
+
+    class TransformerEncoderLayer(nn.Module):
+        def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, attention_dropout=0.1, drop_path_rate=0.1):
+            super(TransformerEncoderLayer, self).__init__()
+            self.pre_norm = nn.LayerNorm(d_model)
+            self.self_attn = Attention(dim=d_model, num_heads=nhead, attention_dropout=attention_dropout,
+                                       projection_dropout=dropout)
+            self.linear1 = nn.Linear(d_model, dim_feedforward)
+            self.dropout1 = nn.Dropout(dropout)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.linear2 = nn.Linear(dim_feedforward, d_model)
+            self.dropout2 = nn.Dropout(dropout)
+            self.drop_path = nn.Identity() if drop_path_rate == 0 else None
+            self.activation = F.gelu
+
+        def forward(self, src, *args, **kwargs):
+            src = src + self.drop_path(self.self_attn(self.pre_norm(src)))
+            src = self.norm1(src)
+            src2 = self.linear2(self.dropout1(self.activation(self.linear1(src))))
+            src = src + self.drop_path(self.dropout2(src2))
+            return src
+
+    class TransformerClassifier(nn.Module):
+        def __init__(self, seq_pool=True, embedding_dim=768, num_layers=12, num_heads=12, mlp_ratio=4.0,
+                     num_classes=1000, dropout=0.1, attention_dropout=0.1, stochastic_depth=0.1,
+                     positional_embedding='sine', sequence_length=None, *args, **kwargs):
+            super().__init__()
+            dim_feedforward = int(embedding_dim * mlp_ratio)
+            self.embedding_dim = embedding_dim
+            self.sequence_length = sequence_length
+            self.seq_pool = seq_pool
+            if not seq_pool:
+                sequence_length += 1
+                self.class_emb = nn.Parameter(torch.zeros(1, 1, self.embedding_dim), requires_grad=True)
+            else:
+                self.attention_pool = nn.Linear(self.embedding_dim, 1)
+            if positional_embedding == 'learnable':
+                self.positional_emb = nn.Parameter(torch.zeros(1, sequence_length, embedding_dim), requires_grad=True)
+                init_.trunc_normal_(self.positional_emb, std=0.2)
+            else:
+                self.positional_emb = nn.Parameter(self.sinusoidal_embedding(sequence_length, embedding_dim),
+                                                   requires_grad=False)
+            self.dropout = nn.Dropout(p=dropout)
+            dpr = [x.item() for x in torch.linspace(0, stochastic_depth, num_layers)]
+            self.blocks = nn.ModuleList([
+                TransformerEncoderLayer(d_model=embedding_dim, nhead=num_heads, dim_feedforward=dim_feedforward,
+                                        dropout=dropout, attention_dropout=attention_dropout, drop_path_rate=dpr[i])
+                for i in range(num_layers)])
+            self.norm = nn.LayerNorm(embedding_dim)
+            self.fc = nn.Linear(embedding_dim, num_classes)
+            self.apply(self.init_weight)
+
+        def forward(self, x):
+            if not self.seq_pool:
+                cls_token = self.class_emb.expand(x.shape[0], -1, -1)
+                x = torch.cat((cls_token, x), dim=1)
+            if self.positional_emb is not None:
+                x += self.positional_emb
+            x = self.dropout(x)
+            for blk in self.blocks:
+                x = blk(x)
+            x = self.norm(x)
+            if self.seq_pool:
+                x = torch.matmul(F.softmax(self.attention_pool(x), dim=1).transpose(-1, -2), x).squeeze(-2)
+            else:
+                x = x[:, 0]
+            x = self.fc(x)
+            return x
+
+        @staticmethod
+        def init_weight(m):
+            if isinstance(m, nn.Linear):
+                init_.trunc_normal_(m.weight, std=.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    init_.constant_(m.bias, 0)
+            elif isinstance(m, nn.LayerNorm):
+                init_.constant_(m.bias, 0)
+                init_.constant_(m.weight, 1.0)
+
+        @staticmethod
+        def sinusoidal_embedding(n_channels, dim):
+            pe = torch.FloatTensor([[p / (10000 ** (2 * (i // 2) / dim)) for i in range(dim)]
+                                    for p in range(n_channels)])
+            pe[:, 0::2] = torch.sin(pe[:, 0::2])
+            pe[:, 1::2] = torch.cos(pe[:, 1::2])
+            return pe.unsqueeze(0)
+
+    class CCT(nn.Module):
+        def __init__(self, img_size=32, embedding_dim=16, n_input_channels=3, n_conv_layers=1, kernel_size=3, stride=1,
+                     padding=1, pooling_kernel_size=3, pooling_stride=2, pooling_padding=1, *args, **kwargs):
+            super(CCT, self).__init__()
+            self.tokenizer = Tokenizer(n_input_channels=n_input_channels, n_output_channels=embedding_dim,
+                                       kernel_size=kernel_size, stride=stride, padding=padding,
+                                       pooling_kernel_size=pooling_kernel_size, pooling_stride=pooling_stride,
+                                       pooling_padding=pooling_padding, max_pool=True, activation=nn.ReLU,
+                                       n_conv_layers=n_conv_layers, conv_bias=False)
+            self.classifier = TransformerClassifier(
+                sequence_length=self.tokenizer.sequence_length(n_channels=n_input_channels, height=img_size,
+                                                               width=img_size),
+                embedding_dim=embedding_dim, seq_pool=True, dropout=0., attention_dropout=0., stochastic_depth=0.,
+                *args, **kwargs)
+
+        def forward(self, x):
+            x = self.tokenizer(x)
+            return self.classifier(x)
+
+    model = CCT(img_size=8, embedding_dim=8, num_layers=2, num_heads=2, mlp_ratio=1, num_classes=10)
+    init = load(m, model, state)
+    pe = model.classifier.positional_emb
+    shapes = [float(pe.shape[1]), float(pe.requires_grad), pe[0, 3, 1].item()]
+    rng = np.random.default_rng(6)
+    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9,
+                                weight_decay=3e-2)
+    losses = []
+    for step in range(2):
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + shapes + summary(model.parameters())
+
+
+def test_cct():
+    compare(cct)
+
+
+# (h) three MetaFormers as their repositories write them: sail-sg's PoolFormer (Pooling as
+# AvgPool2d(count_include_pad=False)(x) - x, GroupNorm(1, C) subclassed, 1x1-convolution Mlps, layer scales by
+# .unsqueeze(-1).unsqueeze(-1)), facebookresearch's ResMLP (Affine alpha * x + beta for a norm, a Linear across patches
+# by transpose(1, 2) both ways, gamma layer scales), and jaketae's gMLP (a SpatialGatingUnit splitting by
+# chunk(2, dim=-1), a Conv1d over the sequence with its bias set to 1 by nn.init.constant_); each over a Conv2d patch
+# embedding of a CIFAR batch, a step of SGD
+def metaformers(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Pooling(nn.Module):
+        def __init__(self, pool_size=3):
+            super().__init__()
+            self.pool = nn.AvgPool2d(pool_size, stride=1, padding=pool_size//2, count_include_pad=False)
+
+        def forward(self, x):
+            return self.pool(x) - x
+
+    class GroupNorm(nn.GroupNorm):
+        def __init__(self, num_channels, **kwargs):
+            super().__init__(1, num_channels, **kwargs)
+
+    class ConvMlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Conv2d(in_features, hidden_features, 1)
+            self.act = act_layer()
+            self.fc2 = nn.Conv2d(hidden_features, out_features, 1)
+            self.drop = nn.Dropout(drop)
+
+        def forward(self, x):
+            return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+    class PoolFormerBlock(nn.Module):
+        def __init__(self, dim, pool_size=3, mlp_ratio=4., act_layer=nn.GELU, norm_layer=GroupNorm, drop=0.,
+                     drop_path=0., use_layer_scale=True, layer_scale_init_value=1e-5):
+            super().__init__()
+            self.norm1 = norm_layer(dim)
+            self.token_mixer = Pooling(pool_size=pool_size)
+            self.norm2 = norm_layer(dim)
+            mlp_hidden_dim = int(dim * mlp_ratio)
+            self.mlp = ConvMlp(in_features=dim, hidden_features=mlp_hidden_dim, act_layer=act_layer, drop=drop)
+            self.drop_path = nn.Identity()
+            self.use_layer_scale = use_layer_scale
+            if use_layer_scale:
+                self.layer_scale_1 = nn.Parameter(layer_scale_init_value * torch.ones((dim)), requires_grad=True)
+                self.layer_scale_2 = nn.Parameter(layer_scale_init_value * torch.ones((dim)), requires_grad=True)
+
+        def forward(self, x):
+            if self.use_layer_scale:
+                x = x + self.drop_path(self.layer_scale_1.unsqueeze(-1).unsqueeze(-1) * self.token_mixer(self.norm1(x)))
+                x = x + self.drop_path(self.layer_scale_2.unsqueeze(-1).unsqueeze(-1) * self.mlp(self.norm2(x)))
+            else:
+                x = x + self.drop_path(self.token_mixer(self.norm1(x)))
+                x = x + self.drop_path(self.mlp(self.norm2(x)))
+            return x
+
+    class Affine(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.alpha = nn.Parameter(torch.ones(dim))
+            self.beta = nn.Parameter(torch.zeros(dim))
+
+        def forward(self, x):
+            return self.alpha * x + self.beta
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Linear(hidden_features, out_features)
+            self.drop = nn.Dropout(drop)
+
+        def forward(self, x):
+            return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+    class layers_scale_mlp_blocks(nn.Module):
+        def __init__(self, dim, drop=0., drop_path=0., act_layer=nn.GELU, init_values=1e-4, num_patches=196):
+            super().__init__()
+            self.norm1 = Affine(dim)
+            self.attn = nn.Linear(num_patches, num_patches)
+            self.drop_path = nn.Identity()
+            self.norm2 = Affine(dim)
+            self.mlp = Mlp(in_features=dim, hidden_features=int(4.0 * dim), act_layer=act_layer, drop=drop)
+            self.gamma_1 = nn.Parameter(init_values * torch.ones((dim)), requires_grad=True)
+            self.gamma_2 = nn.Parameter(init_values * torch.ones((dim)), requires_grad=True)
+
+        def forward(self, x):
+            x = x + self.drop_path(self.gamma_1 * self.attn(self.norm1(x).transpose(1,2)).transpose(1,2))
+            x = x + self.drop_path(self.gamma_2 * self.mlp(self.norm2(x)))
+            return x
+
+    class SpatialGatingUnit(nn.Module):
+        def __init__(self, d_ffn, seq_len):
+            super().__init__()
+            self.norm = nn.LayerNorm(d_ffn)
+            self.spatial_proj = nn.Conv1d(seq_len, seq_len, kernel_size=1)
+            nn.init.constant_(self.spatial_proj.bias, 1.0)
+
+        def forward(self, x):
+            u, v = x.chunk(2, dim=-1)
+            v = self.norm(v)
+            v = self.spatial_proj(v)
+            out = u * v
+            return out
+
+    class gMLPBlock(nn.Module):
+        def __init__(self, d_model, d_ffn, seq_len):
+            super().__init__()
+            self.norm = nn.LayerNorm(d_model)
+            self.channel_proj1 = nn.Linear(d_model, d_ffn * 2)
+            self.channel_proj2 = nn.Linear(d_ffn, d_model)
+            self.sgu = SpatialGatingUnit(d_ffn, seq_len)
+
+        def forward(self, x):
+            residual = x
+            x = self.norm(x)
+            x = F.gelu(self.channel_proj1(x))
+            x = self.sgu(x)
+            x = self.channel_proj2(x)
+            out = x + residual
+            return out
+
+    class Net(nn.Module):
+        def __init__(self, dim=8, num_classes=10):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(3, dim, kernel_size=2, stride=2)
+            self.poolformer = PoolFormerBlock(dim, mlp_ratio=2, layer_scale_init_value=0.1)
+            self.resmlp = layers_scale_mlp_blocks(dim, init_values=0.1, num_patches=16)
+            self.gmlp = gMLPBlock(dim, 8, seq_len=16)
+            self.norm = Affine(dim)
+            self.head = nn.Linear(dim, num_classes)
+
+        def forward(self, x):
+            x = self.poolformer(self.patch_embed(x))
+            x = x.flatten(2).transpose(1, 2)
+            x = self.gmlp(self.resmlp(x))
+            x = self.norm(x)
+            return self.head(x.mean(dim=1))
+
+    model = Net()
+    init = load(m, model, state)
+    rng = np.random.default_rng(7)
+    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = [model.gmlp.sgu.spatial_proj.bias.sum().item()]
+    for step in range(2):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_metaformers():
+    compare(metaformers)
