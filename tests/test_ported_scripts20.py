@@ -1379,3 +1379,356 @@ def metaformers(m, state=None):
 
 def test_metaformers():
     compare(metaformers)
+
+
+# (i) vlukiyanov/pt-dec's Deep Embedded Clustering: an autoencoder pretrained by MSE, KMeans on the encoder's features
+# (sklearn's, here a few numpy Lloyd steps), the centres copied in place into model.state_dict()["assignment.cluster_centers"]
+# under torch.no_grad() (a state_dict's tensors share the parameters' memory), ClusterAssignment's Student's t by
+# batch.unsqueeze(1) - self.cluster_centers and a float power, target_distribution by (batch ** 2) / torch.sum(batch, 0)
+# and .t() twice, nn.KLDivLoss(size_average=False) on output.log(), optimizer.step(closure=None), delta_label by
+# (predicted != predicted_previous), and cluster_accuracy's best matching of clusters to labels (scipy's
+# linear_sum_assignment, here by permutations)
+def dec(m, state=None):
+    torch, nn = m.torch, m.nn
+    Parameter = nn.Parameter
+
+    class ClusterAssignment(nn.Module):
+        def __init__(self, cluster_number, embedding_dimension, alpha=1.0, cluster_centers=None):
+            super(ClusterAssignment, self).__init__()
+            self.embedding_dimension = embedding_dimension
+            self.cluster_number = cluster_number
+            self.alpha = alpha
+            if cluster_centers is None:
+                initial_cluster_centers = torch.zeros(self.cluster_number, self.embedding_dimension, dtype=torch.float)
+                nn.init.xavier_uniform_(initial_cluster_centers)
+            else:
+                initial_cluster_centers = cluster_centers
+            self.cluster_centers = Parameter(initial_cluster_centers)
+
+        def forward(self, batch):
+            norm_squared = torch.sum((batch.unsqueeze(1) - self.cluster_centers) ** 2, 2)
+            numerator = 1.0 / (1.0 + (norm_squared / self.alpha))
+            power = float(self.alpha + 1) / 2
+            numerator = numerator ** power
+            return numerator / torch.sum(numerator, dim=1, keepdim=True)
+
+    class DEC(nn.Module):
+        def __init__(self, cluster_number, hidden_dimension, encoder, alpha=1.0):
+            super(DEC, self).__init__()
+            self.encoder = encoder
+            self.hidden_dimension = hidden_dimension
+            self.cluster_number = cluster_number
+            self.alpha = alpha
+            self.assignment = ClusterAssignment(cluster_number, self.hidden_dimension, alpha)
+
+        def forward(self, batch):
+            return self.assignment(self.encoder(batch))
+
+    def target_distribution(batch):
+        weight = (batch ** 2) / torch.sum(batch, 0)
+        return (weight.t() / torch.sum(weight, 1)).t()
+
+    def kmeans_fit_predict(features, k, steps=5):
+        centres = features[:k].copy()
+        for _ in range(steps):
+            labels = ((features[:, None] - centres) ** 2).sum(-1).argmin(1)
+            centres = np.stack([features[labels == j].mean(0) if (labels == j).any() else centres[j] for j in range(k)])
+        return labels, centres
+
+    def cluster_accuracy(y_true, y_predicted, cluster_number=None):
+        if cluster_number is None:
+            cluster_number = max(y_predicted.max(), y_true.max()) + 1
+        count_matrix = np.zeros((cluster_number, cluster_number), dtype=np.int64)
+        for i in range(y_predicted.size):
+            count_matrix[y_predicted[i], y_true[i]] += 1
+        best = max(itertools.permutations(range(cluster_number)),
+                   key=lambda cols: count_matrix[range(cluster_number), list(cols)].sum())
+        return count_matrix[range(cluster_number), list(best)].sum() / y_predicted.size
+
+    encoder = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 3))
+    decoder = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 10))
+    model = DEC(cluster_number=3, hidden_dimension=3, encoder=encoder)
+    init = load(m, nn.ModuleList([model, decoder]), state)
+    rng = np.random.default_rng(8)
+    actual = rng.integers(0, 3, 12)
+    data = torch.tensor(normal(rng, 12, 10) * 0.3 + np.eye(3, 10, dtype=np.float32)[actual] * 2)
+    losses = []
+    ae_optimizer = torch.optim.SGD(list(encoder.parameters()) + list(decoder.parameters()), lr=0.1, momentum=0.9)
+    for epoch in range(2):
+        loss = nn.functional.mse_loss(decoder(encoder(data)), data)
+        ae_optimizer.zero_grad()
+        loss.backward()
+        ae_optimizer.step(closure=None)
+        losses.append(loss.item())
+    features = []
+    for batch in data.split(6):
+        features.append(model.encoder(batch).detach().cpu())
+    predicted, centres = kmeans_fit_predict(torch.cat(features).numpy(), 3)
+    predicted_previous = torch.tensor(np.copy(predicted), dtype=torch.long)
+    accuracy = cluster_accuracy(actual, predicted)
+    cluster_centers = torch.tensor(centres, dtype=torch.float, requires_grad=True)
+    with torch.no_grad():
+        model.state_dict()["assignment.cluster_centers"].copy_(cluster_centers)
+    losses += [accuracy, model.assignment.cluster_centers.sum().item()]
+    loss_function = nn.KLDivLoss(size_average=False)
+    optimizer = torch.optim.SGD(params=model.parameters(), lr=0.01, momentum=0.9)
+    for epoch in range(2):
+        for batch in data.split(6):
+            output = model(batch)
+            target = target_distribution(output).detach()
+            loss = loss_function(output.log(), target) / output.shape[0]
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step(closure=None)
+            losses.append(float(loss.item()))
+        predicted = model(data).max(1)[1]
+        delta_label = float((predicted != predicted_previous).float().sum().item()) / predicted_previous.shape[0]
+        predicted_previous = predicted
+        losses += [delta_label, cluster_accuracy(actual, predicted.cpu().numpy())]
+    return init, losses + summary(model.parameters())
+
+
+def test_dec():
+    compare(dec)
+
+
+def linear_sum_assignment(cost):
+    """scipy.optimize.linear_sum_assignment for a few rows and columns, by trying every assignment: (rows, cols)
+    sorted by row, as scipy's."""
+    cost = np.asarray(cost)
+    n_rows, n_cols = cost.shape
+    rows = min(itertools.permutations(range(n_rows), n_cols), key=lambda rows: cost[list(rows), range(n_cols)].sum())
+    order = np.argsort(rows)
+    return np.asarray(rows)[order], np.arange(n_cols)[order]
+
+
+# (j) facebookresearch/detr's set prediction loss: util/box_ops (box_cxcywh_to_xyxy by unbind and stack,
+# generalized_box_iou with its asserts by .all()), the HungarianMatcher under a @torch.no_grad() method (costs by
+# softmax columns out_prob[:, tgt_ids], torch.cdist(p=1) and -GIoU, C.view(bs, num_queries, -1).cpu() split by target
+# sizes, linear_sum_assignment on each piece, torch.as_tensor(i, dtype=torch.int64)), SetCriterion (an empty_weight
+# buffer with empty_weight[-1] = eos_coef, _get_src_permutation_idx by torch.full_like, target_classes[idx] = ...,
+# cross-entropy over src_logits.transpose(1, 2) with class weights, cardinality under no_grad, L1 and GIoU box losses
+# by torch.diag, auxiliary decoder outputs with renamed keys), engine's weighted sum and clip_grad_norm_, on a tiny
+# DETR head (query embeddings, an nn.MultiheadAttention over image tokens, DETR's MLP with .sigmoid())
+def detr_criterion(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def box_cxcywh_to_xyxy(x):
+        x_c, y_c, w, h = x.unbind(-1)
+        b = [(x_c - 0.5 * w), (y_c - 0.5 * h), (x_c + 0.5 * w), (y_c + 0.5 * h)]
+        return torch.stack(b, dim=-1)
+
+    def box_area(boxes):
+        return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+    def box_iou(boxes1, boxes2):
+        area1 = box_area(boxes1)
+        area2 = box_area(boxes2)
+        lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+        rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+        wh = (rb - lt).clamp(min=0)
+        inter = wh[:, :, 0] * wh[:, :, 1]
+        union = area1[:, None] + area2 - inter
+        iou = inter / union
+        return iou, union
+
+    def generalized_box_iou(boxes1, boxes2):
+        assert (boxes1[:, 2:] >= boxes1[:, :2]).all()
+        assert (boxes2[:, 2:] >= boxes2[:, :2]).all()
+        iou, union = box_iou(boxes1, boxes2)
+        lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+        rb = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+        wh = (rb - lt).clamp(min=0)
+        area = wh[:, :, 0] * wh[:, :, 1]
+        return iou - (area - union) / area
+
+    @torch.no_grad()
+    def accuracy(output, target, topk=(1,)):
+        if target.numel() == 0:
+            return [torch.zeros([], device=output.device)]
+        maxk = max(topk)
+        batch_size = target.size(0)
+        _, pred = output.topk(maxk, 1, True, True)
+        pred = pred.t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+        res = []
+        for k in topk:
+            correct_k = correct[:k].view(-1).float().sum(0)
+            res.append(correct_k.mul_(100.0 / batch_size))
+        return res
+
+    class HungarianMatcher(nn.Module):
+        def __init__(self, cost_class: float = 1, cost_bbox: float = 1, cost_giou: float = 1):
+            super().__init__()
+            self.cost_class = cost_class
+            self.cost_bbox = cost_bbox
+            self.cost_giou = cost_giou
+            assert cost_class != 0 or cost_bbox != 0 or cost_giou != 0, "all costs cant be 0"
+
+        @torch.no_grad()
+        def forward(self, outputs, targets):
+            bs, num_queries = outputs["pred_logits"].shape[:2]
+            out_prob = outputs["pred_logits"].flatten(0, 1).softmax(-1)
+            out_bbox = outputs["pred_boxes"].flatten(0, 1)
+            tgt_ids = torch.cat([v["labels"] for v in targets])
+            tgt_bbox = torch.cat([v["boxes"] for v in targets])
+            cost_class = -out_prob[:, tgt_ids]
+            cost_bbox = torch.cdist(out_bbox, tgt_bbox, p=1)
+            cost_giou = -generalized_box_iou(box_cxcywh_to_xyxy(out_bbox), box_cxcywh_to_xyxy(tgt_bbox))
+            C = self.cost_bbox * cost_bbox + self.cost_class * cost_class + self.cost_giou * cost_giou
+            C = C.view(bs, num_queries, -1).cpu()
+            sizes = [len(v["boxes"]) for v in targets]
+            indices = [linear_sum_assignment(c[i]) for i, c in enumerate(C.split(sizes, -1))]
+            matched.append([v for i, j in indices for v in i.tolist() + j.tolist()])
+            return [(torch.as_tensor(i, dtype=torch.int64), torch.as_tensor(j, dtype=torch.int64)) for i, j in indices]
+
+    class SetCriterion(nn.Module):
+        def __init__(self, num_classes, matcher, weight_dict, eos_coef, losses):
+            super().__init__()
+            self.num_classes = num_classes
+            self.matcher = matcher
+            self.weight_dict = weight_dict
+            self.eos_coef = eos_coef
+            self.losses = losses
+            empty_weight = torch.ones(self.num_classes + 1)
+            empty_weight[-1] = self.eos_coef
+            self.register_buffer('empty_weight', empty_weight)
+
+        def loss_labels(self, outputs, targets, indices, num_boxes, log=True):
+            assert 'pred_logits' in outputs
+            src_logits = outputs['pred_logits']
+            idx = self._get_src_permutation_idx(indices)
+            target_classes_o = torch.cat([t["labels"][J] for t, (_, J) in zip(targets, indices)])
+            target_classes = torch.full(src_logits.shape[:2], self.num_classes, dtype=torch.int64, device=src_logits.device)
+            target_classes[idx] = target_classes_o
+            loss_ce = F.cross_entropy(src_logits.transpose(1, 2), target_classes, self.empty_weight)
+            losses = {'loss_ce': loss_ce}
+            if log:
+                losses['class_error'] = 100 - accuracy(src_logits[idx], target_classes_o)[0]
+            return losses
+
+        @torch.no_grad()
+        def loss_cardinality(self, outputs, targets, indices, num_boxes):
+            pred_logits = outputs['pred_logits']
+            device = pred_logits.device
+            tgt_lengths = torch.as_tensor([len(v["labels"]) for v in targets], device=device)
+            card_pred = (pred_logits.argmax(-1) != pred_logits.shape[-1] - 1).sum(1)
+            card_err = F.l1_loss(card_pred.float(), tgt_lengths.float())
+            return {'cardinality_error': card_err}
+
+        def loss_boxes(self, outputs, targets, indices, num_boxes):
+            assert 'pred_boxes' in outputs
+            idx = self._get_src_permutation_idx(indices)
+            src_boxes = outputs['pred_boxes'][idx]
+            target_boxes = torch.cat([t['boxes'][i] for t, (_, i) in zip(targets, indices)], dim=0)
+            loss_bbox = F.l1_loss(src_boxes, target_boxes, reduction='none')
+            losses = {}
+            losses['loss_bbox'] = loss_bbox.sum() / num_boxes
+            loss_giou = 1 - torch.diag(generalized_box_iou(box_cxcywh_to_xyxy(src_boxes), box_cxcywh_to_xyxy(target_boxes)))
+            losses['loss_giou'] = loss_giou.sum() / num_boxes
+            return losses
+
+        def _get_src_permutation_idx(self, indices):
+            batch_idx = torch.cat([torch.full_like(src, i) for i, (src, _) in enumerate(indices)])
+            src_idx = torch.cat([src for (src, _) in indices])
+            return batch_idx, src_idx
+
+        def get_loss(self, loss, outputs, targets, indices, num_boxes, **kwargs):
+            loss_map = {'labels': self.loss_labels, 'cardinality': self.loss_cardinality, 'boxes': self.loss_boxes}
+            assert loss in loss_map, f'do you really want to compute {loss} loss?'
+            return loss_map[loss](outputs, targets, indices, num_boxes, **kwargs)
+
+        def forward(self, outputs, targets):
+            outputs_without_aux = {k: v for k, v in outputs.items() if k != 'aux_outputs'}
+            indices = self.matcher(outputs_without_aux, targets)
+            num_boxes = sum(len(t["labels"]) for t in targets)
+            num_boxes = torch.as_tensor([num_boxes], dtype=torch.float, device=next(iter(outputs.values())).device)
+            num_boxes = torch.clamp(num_boxes / 1, min=1).item()
+            losses = {}
+            for loss in self.losses:
+                losses.update(self.get_loss(loss, outputs, targets, indices, num_boxes))
+            if 'aux_outputs' in outputs:
+                for i, aux_outputs in enumerate(outputs['aux_outputs']):
+                    indices = self.matcher(aux_outputs, targets)
+                    for loss in self.losses:
+                        kwargs = {}
+                        if loss == 'labels':
+                            kwargs = {'log': False}
+                        l_dict = self.get_loss(loss, aux_outputs, targets, indices, num_boxes, **kwargs)
+                        l_dict = {k + f'_{i}': v for k, v in l_dict.items()}
+                        losses.update(l_dict)
+            return losses
+
+    class MLP(nn.Module):
+        def __init__(self, input_dim, hidden_dim, output_dim, num_layers):
+            super().__init__()
+            self.num_layers = num_layers
+            h = [hidden_dim] * (num_layers - 1)
+            self.layers = nn.ModuleList(nn.Linear(n, k) for n, k in zip([input_dim] + h, h + [output_dim]))
+
+        def forward(self, x):
+            for i, layer in enumerate(self.layers):
+                x = F.relu(layer(x)) if i < self.num_layers - 1 else layer(x)
+            return x
+
+    class TinyDETR(nn.Module):
+        def __init__(self, num_classes, num_queries, hidden_dim=8, aux_loss=True):
+            super().__init__()
+            self.num_queries = num_queries
+            self.backbone = nn.Conv2d(3, hidden_dim, 2, 2)
+            self.query_embed = nn.Embedding(num_queries, hidden_dim)
+            self.decoder = nn.ModuleList([nn.MultiheadAttention(hidden_dim, 2, batch_first=True) for _ in range(2)])
+            self.class_embed = nn.Linear(hidden_dim, num_classes + 1)
+            self.bbox_embed = MLP(hidden_dim, hidden_dim, 4, 3)
+            self.aux_loss = aux_loss
+
+        def forward(self, samples):
+            memory = self.backbone(samples).flatten(2).permute(0, 2, 1)
+            tgt = self.query_embed.weight.unsqueeze(0).repeat(samples.shape[0], 1, 1)
+            hs = []
+            for layer in self.decoder:
+                tgt = tgt + layer(tgt, memory, memory, need_weights=False)[0]
+                hs.append(tgt)
+            hs = torch.stack(hs)
+            outputs_class = self.class_embed(hs)
+            outputs_coord = self.bbox_embed(hs).sigmoid()
+            out = {'pred_logits': outputs_class[-1], 'pred_boxes': outputs_coord[-1]}
+            if self.aux_loss:
+                out['aux_outputs'] = [{'pred_logits': a, 'pred_boxes': b}
+                                      for a, b in zip(outputs_class[:-1], outputs_coord[:-1])]
+            return out
+
+    matched = []  # the matcher's assignments, compared
+    num_classes = 3
+    model = TinyDETR(num_classes, num_queries=4)
+    init = load(m, model, state)
+    matcher = HungarianMatcher(cost_class=1, cost_bbox=5, cost_giou=2)
+    weight_dict = {'loss_ce': 1, 'loss_bbox': 5, 'loss_giou': 2}
+    weight_dict.update({k + '_0': v for k, v in weight_dict.items()})
+    criterion = SetCriterion(num_classes, matcher=matcher, weight_dict=weight_dict, eos_coef=0.1,
+                             losses=['labels', 'boxes', 'cardinality'])
+    rng = np.random.default_rng(9)
+    samples = torch.tensor(normal(rng, 2, 3, 8, 8))
+    targets = []
+    for n in (2, 1):
+        centres, sizes = rng.uniform(0.3, 0.7, (n, 2)), rng.uniform(0.1, 0.4, (n, 2))
+        targets.append({"labels": torch.tensor(rng.integers(0, num_classes, n)),
+                        "boxes": torch.tensor(np.concatenate([centres, sizes], 1).astype(np.float32))})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    losses = []
+    for step in range(1):
+        outputs = model(samples)
+        loss_dict = criterion(outputs, targets)
+        weight_dict = criterion.weight_dict
+        total = sum(loss_dict[k] * weight_dict[k] for k in loss_dict.keys() if k in weight_dict)
+        loss_dict_unscaled = {f'{k}_unscaled': v.item() for k, v in loss_dict.items()}
+        optimizer.zero_grad()
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        losses += [total.item()] + [loss_dict_unscaled[k] for k in sorted(loss_dict_unscaled)]
+    return init, losses + sum(matched, []) + summary(model.parameters())
+
+
+def test_detr_criterion():
+    compare(detr_criterion)
