@@ -1732,3 +1732,136 @@ def detr_criterion(m, state=None):
 
 def test_detr_criterion():
     compare(detr_criterion)
+
+
+# (k) eriklindernoren/PyTorch-GAN's acgan.py: an argparse `opt`, `cuda = True if torch.cuda.is_available() else False`
+# and the FloatTensor / LongTensor aliases (torch.cuda's where cuda), weights_init_normal applied by classname.find
+# ("Conv") != -1 with torch.nn.init.normal_(m.weight.data, 0.0, 0.02) and constant_ on BatchNorm2d's bias.data,
+# nn.BatchNorm2d(128, 0.8) (0.8 is eps, positionally), nn.Upsample(scale_factor=2), discriminator blocks of Conv2d,
+# LeakyReLU(0.2, inplace=True), Dropout2d (opt.dropout: 0.25 in the repository, 0 here: the two runs' masks would
+# differ) and BatchNorm2d(out_filters, 0.8), an nn.Softmax() without dim (dim 1 for 2-D input, with torch's warning),
+# Variable(FloatTensor(batch_size, 1).fill_(1.0), requires_grad=False), z from np.random.normal (seeded alike), labels
+# by LongTensor(np.random.randint(...)), the auxiliary loss, and d_acc by np.argmax over np.concatenate of
+# .data.cpu().numpy()
+def acgan(m, state=None):
+    torch, nn = m.torch, m.nn
+    Variable = torch.autograd.Variable
+    import argparse
+    opt = argparse.Namespace(n_epochs=1, batch_size=4, lr=0.0002, b1=0.5, b2=0.999, latent_dim=6, n_classes=3,
+                             img_size=8, channels=1, dropout=0.0)
+    cuda = True if torch.cuda.is_available() else False
+
+    def weights_init_normal(m):
+        classname = m.__class__.__name__
+        if classname.find("Conv") != -1:
+            torch.nn.init.normal_(m.weight.data, 0.0, 0.02)
+        elif classname.find("BatchNorm2d") != -1:
+            torch.nn.init.normal_(m.weight.data, 1.0, 0.02)
+            torch.nn.init.constant_(m.bias.data, 0.0)
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super(Generator, self).__init__()
+            self.label_emb = nn.Embedding(opt.n_classes, opt.latent_dim)
+            self.init_size = opt.img_size // 4  # Initial size before upsampling
+            self.l1 = nn.Sequential(nn.Linear(opt.latent_dim, 8 * self.init_size ** 2))
+            self.conv_blocks = nn.Sequential(
+                nn.BatchNorm2d(8),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 8, 3, stride=1, padding=1),
+                nn.BatchNorm2d(8, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 4, 3, stride=1, padding=1),
+                nn.BatchNorm2d(4, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(4, opt.channels, 3, stride=1, padding=1),
+                nn.Tanh(),
+            )
+
+        def forward(self, noise, labels):
+            gen_input = torch.mul(self.label_emb(labels), noise)
+            out = self.l1(gen_input)
+            out = out.view(out.shape[0], 8, self.init_size, self.init_size)
+            img = self.conv_blocks(out)
+            return img
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super(Discriminator, self).__init__()
+
+            def discriminator_block(in_filters, out_filters, bn=True):
+                """Returns layers of each discriminator block"""
+                block = [nn.Conv2d(in_filters, out_filters, 3, 2, 1), nn.LeakyReLU(0.2, inplace=True), nn.Dropout2d(opt.dropout)]
+                if bn:
+                    block.append(nn.BatchNorm2d(out_filters, 0.8))
+                return block
+
+            self.conv_blocks = nn.Sequential(
+                *discriminator_block(opt.channels, 4, bn=False),
+                *discriminator_block(4, 8),
+            )
+            ds_size = opt.img_size // 2 ** 2
+            self.adv_layer = nn.Sequential(nn.Linear(8 * ds_size ** 2, 1), nn.Sigmoid())
+            self.aux_layer = nn.Sequential(nn.Linear(8 * ds_size ** 2, opt.n_classes), nn.Softmax())
+
+        def forward(self, img):
+            out = self.conv_blocks(img)
+            out = out.view(out.shape[0], -1)
+            validity = self.adv_layer(out)
+            label = self.aux_layer(out)
+            return validity, label
+
+    adversarial_loss = torch.nn.BCELoss()
+    auxiliary_loss = torch.nn.CrossEntropyLoss()
+    generator = Generator()
+    discriminator = Discriminator()
+    if cuda:
+        generator.cuda()
+        discriminator.cuda()
+        adversarial_loss.cuda()
+        auxiliary_loss.cuda()
+    generator.apply(weights_init_normal)
+    discriminator.apply(weights_init_normal)
+    init = load(m, nn.ModuleList([generator, discriminator]), state)
+    assert discriminator.conv_blocks[-1].eps == 0.8
+    optimizer_G = torch.optim.Adam(generator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+    optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+    FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor
+    rng = np.random.default_rng(10)
+    dataloader = [(torch.tensor(np.tanh(normal(rng, 4, 1, 8, 8))), torch.tensor(rng.integers(0, 3, 4)))]
+    np.random.seed(1)
+    losses = []
+    for epoch in range(opt.n_epochs):
+        for i, (imgs, labels) in enumerate(dataloader):
+            batch_size = imgs.shape[0]
+            valid = Variable(FloatTensor(batch_size, 1).fill_(1.0), requires_grad=False)
+            fake = Variable(FloatTensor(batch_size, 1).fill_(0.0), requires_grad=False)
+            real_imgs = Variable(imgs.type(FloatTensor))
+            labels = Variable(labels.type(LongTensor))
+            optimizer_G.zero_grad()
+            z = Variable(FloatTensor(np.random.normal(0, 1, (batch_size, opt.latent_dim))))
+            gen_labels = Variable(LongTensor(np.random.randint(0, opt.n_classes, batch_size)))
+            gen_imgs = generator(z, gen_labels)
+            validity, pred_label = discriminator(gen_imgs)
+            g_loss = 0.5 * (adversarial_loss(validity, valid) + auxiliary_loss(pred_label, gen_labels))
+            g_loss.backward()
+            optimizer_G.step()
+            optimizer_D.zero_grad()
+            real_pred, real_aux = discriminator(real_imgs)
+            d_real_loss = (adversarial_loss(real_pred, valid) + auxiliary_loss(real_aux, labels)) / 2
+            fake_pred, fake_aux = discriminator(gen_imgs.detach())
+            d_fake_loss = (adversarial_loss(fake_pred, fake) + auxiliary_loss(fake_aux, gen_labels)) / 2
+            d_loss = (d_real_loss + d_fake_loss) / 2
+            pred = np.concatenate([real_aux.data.cpu().numpy(), fake_aux.data.cpu().numpy()], axis=0)
+            gt = np.concatenate([labels.data.cpu().numpy(), gen_labels.data.cpu().numpy()], axis=0)
+            d_acc = np.mean(np.argmax(pred, axis=1) == gt)
+            d_loss.backward()
+            optimizer_D.step()
+            losses += [d_loss.item(), 100 * d_acc, g_loss.item()]
+    return init, losses + summary(list(generator.parameters()) + list(discriminator.parameters()))
+
+
+def test_acgan():
+    compare(acgan)
