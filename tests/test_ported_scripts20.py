@@ -1865,3 +1865,384 @@ def acgan(m, state=None):
 
 def test_acgan():
     compare(acgan)
+
+
+# (l) normalisation layers as their repositories write them: joe-siyuan-qiao's Weight Standardization (a Conv2d subclass
+# whose forward standardises self.weight by chained mean(dim, keepdim=True) and view(...).std(dim=1)), yukkyo's
+# FilterResponseNorm with TLU (nn.Parameter(torch.Tensor(*shape)) filled by reset_parameters, an eps parameter frozen by
+# requires_grad_(False), torch.rsqrt, torch.max of two tensors), EvoNorm S0 and B0 (group_std by torch.var over a tuple
+# of dims, a running_var buffer updated by copy_ under no_grad, torch.isnan(var).any()), and David Page's
+# GhostBatchNorm (a BatchNorm2d subclass re-registering running_mean and running_var at num_splits times the width,
+# F.batch_norm on input.view(-1, C * num_splits, H, W) with weight.repeat(num_splits), train(False) collating the
+# statistics by view and mean(dim=0).repeat, eval by slices), two steps of SGD then an eval-mode loss
+def norm_zoo(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class WSConv2d(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True):
+            super(WSConv2d, self).__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+
+        def forward(self, x):
+            weight = self.weight
+            weight_mean = weight.mean(dim=1, keepdim=True).mean(dim=2, keepdim=True).mean(dim=3, keepdim=True)
+            weight = weight - weight_mean
+            std = weight.view(weight.size(0), -1).std(dim=1).view(-1, 1, 1, 1) + 1e-5
+            weight = weight / std.expand_as(weight)
+            return F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    class FilterResponseNormNd(nn.Module):
+        def __init__(self, ndim, num_features, eps=1e-6, learnable_eps=False):
+            assert ndim in [3, 4, 5], 'FilterResponseNorm only supports 3d, 4d or 5d inputs.'
+            super(FilterResponseNormNd, self).__init__()
+            shape = (1, num_features) + (1, ) * (ndim - 2)
+            self.eps = nn.Parameter(torch.ones(*shape) * eps)
+            if not learnable_eps:
+                self.eps.requires_grad_(False)
+            self.gamma = nn.Parameter(torch.Tensor(*shape))
+            self.beta = nn.Parameter(torch.Tensor(*shape))
+            self.tau = nn.Parameter(torch.Tensor(*shape))
+            self.reset_parameters()
+
+        def forward(self, x):
+            avg_dims = tuple(range(2, x.dim()))
+            nu2 = torch.pow(x, 2).mean(dim=avg_dims, keepdim=True)
+            x = x * torch.rsqrt(nu2 + torch.abs(self.eps))
+            return torch.max(self.gamma * x + self.beta, self.tau)
+
+        def reset_parameters(self):
+            nn.init.ones_(self.gamma)
+            nn.init.zeros_(self.beta)
+            nn.init.zeros_(self.tau)
+
+    def group_std(x, groups=32, eps=1e-5):
+        N, C, H, W = x.size()
+        x = torch.reshape(x, (N, groups, C // groups, H, W))
+        var = torch.var(x, dim=(2, 3, 4), keepdim=True).expand_as(x)
+        return torch.reshape(torch.sqrt(var + eps), (N, C, H, W))
+
+    def instance_std(x, eps=1e-5):
+        var = torch.var(x, dim=(2, 3), keepdim=True).expand_as(x)
+        if torch.isnan(var).any():
+            var = torch.zeros(var.shape)
+        return torch.sqrt(var + eps)
+
+    class EvoNorm2D(nn.Module):
+        def __init__(self, input, non_linear=True, version='S0', affine=True, momentum=0.9, eps=1e-5, groups=32):
+            super(EvoNorm2D, self).__init__()
+            self.non_linear = non_linear
+            self.version = version
+            self.affine = affine
+            self.momentum = momentum
+            self.eps = eps
+            self.groups = groups
+            self.insize = input
+            if self.affine:
+                self.gamma = nn.Parameter(torch.ones(1, self.insize, 1, 1))
+                self.beta = nn.Parameter(torch.zeros(1, self.insize, 1, 1))
+                if self.non_linear:
+                    self.v = nn.Parameter(torch.ones(1, self.insize, 1, 1))
+            self.register_buffer('running_var', torch.ones(1, self.insize, 1, 1))
+
+        def forward(self, x):
+            if self.version == 'S0':
+                num = x * torch.sigmoid(self.v * x)
+                return num / group_std(x, groups=self.groups, eps=self.eps) * self.gamma + self.beta
+            if self.training:
+                var = torch.var(x, dim=(0, 2, 3), unbiased=False, keepdim=True).reshape(1, x.size(1), 1, 1)
+                with torch.no_grad():
+                    self.running_var.copy_(self.momentum * self.running_var + (1 - self.momentum) * var)
+            else:
+                var = self.running_var
+            den = torch.max((var + self.eps).sqrt(), self.v * x + instance_std(x, eps=self.eps))
+            return x / den * self.gamma + self.beta
+
+    class GhostBatchNorm(nn.BatchNorm2d):
+        def __init__(self, num_features, num_splits, **kw):
+            super().__init__(num_features, **kw)
+            self.num_splits = num_splits
+            self.register_buffer('running_mean', torch.zeros(num_features * self.num_splits))
+            self.register_buffer('running_var', torch.ones(num_features * self.num_splits))
+
+        def train(self, mode=True):
+            if (self.training is True) and (mode is False):  # lazily collate stats when we are going to use them
+                self.running_mean = torch.mean(self.running_mean.view(self.num_splits, self.num_features), dim=0).repeat(self.num_splits)
+                self.running_var = torch.mean(self.running_var.view(self.num_splits, self.num_features), dim=0).repeat(self.num_splits)
+            return super().train(mode)
+
+        def forward(self, input):
+            N, C, H, W = input.shape
+            if self.training or not self.track_running_stats:
+                return F.batch_norm(
+                    input.view(-1, C * self.num_splits, H, W), self.running_mean, self.running_var,
+                    self.weight.repeat(self.num_splits), self.bias.repeat(self.num_splits),
+                    True, self.momentum, self.eps).view(N, C, H, W)
+            else:
+                return F.batch_norm(
+                    input, self.running_mean[:self.num_features], self.running_var[:self.num_features],
+                    self.weight, self.bias, False, self.momentum, self.eps)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = WSConv2d(3, 4, 3, padding=1, bias=False)
+            self.gbn = GhostBatchNorm(4, num_splits=2)
+            self.conv2 = WSConv2d(4, 4, 3, padding=1, bias=False)
+            self.frn = FilterResponseNormNd(4, 4)
+            self.evo_s0 = EvoNorm2D(4, groups=2)
+            self.evo_b0 = EvoNorm2D(4, version='B0')
+            self.fc = nn.Linear(4, 10)
+
+        def forward(self, x):
+            x = F.relu(self.gbn(self.conv1(x)))
+            x = self.evo_b0(self.evo_s0(self.frn(self.conv2(x))))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    model = Net()
+    init = load(m, model, state)
+    assert model.gbn.running_mean.shape == (8,) and not model.frn.eps.requires_grad
+    rng = np.random.default_rng(11)
+    x, y = torch.tensor(normal(rng, 4, 3, 6, 6)), torch.tensor(rng.integers(0, 10, 4))
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9)
+    losses = []
+    for step in range(2):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        losses.append(F.cross_entropy(model(x), y).item())
+    losses += model.gbn.running_mean.tolist() + model.gbn.running_var.tolist() + model.evo_b0.running_var.flatten().tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_norm_zoo():
+    compare(norm_zoo)
+
+
+# (m) NVlabs/DeepInversion: a teacher's BatchNorm statistics inverted into images. DeepInversionFeatureHook's forward hook
+# (input[0].permute(1, 0, 2, 3).contiguous().view([nch, -1]).var(1, unbiased=False), torch.norm of the running
+# statistics' .data against the batch's, hook.remove() in close()), get_image_prior_losses (four shifted differences,
+# torch.norm and abs().mean()), lr_cosine_policy's closure setting param_group['lr'], random jitter by torch.roll(shifts=
+# (off1, off2), dims=(2, 3)) and torch.flip(dims=(3,)) drawn by Python's random (seeded alike), Adam(betas=[0.5, 0.9]) on
+# the inputs, the first BN's multiplier, clip() of each channel of inputs.data by torch.clamp into the normalised [0, 1]
+# range, inputs.data reassigned, and the best inputs kept by .data.clone()
+def deep_inversion(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+
+    class DeepInversionFeatureHook():
+        def __init__(self, module):
+            self.hook = module.register_forward_hook(self.hook_fn)
+
+        def hook_fn(self, module, input, output):
+            nch = input[0].shape[1]
+            mean = input[0].mean([0, 2, 3])
+            var = input[0].permute(1, 0, 2, 3).contiguous().view([nch, -1]).var(1, unbiased=False)
+            r_feature = torch.norm(module.running_var.data - var, 2) + torch.norm(module.running_mean.data - mean, 2)
+            self.r_feature = r_feature
+
+        def close(self):
+            self.hook.remove()
+
+    def get_image_prior_losses(inputs_jit):
+        diff1 = inputs_jit[:, :, :, :-1] - inputs_jit[:, :, :, 1:]
+        diff2 = inputs_jit[:, :, :-1, :] - inputs_jit[:, :, 1:, :]
+        diff3 = inputs_jit[:, :, 1:, :-1] - inputs_jit[:, :, :-1, 1:]
+        diff4 = inputs_jit[:, :, :-1, :-1] - inputs_jit[:, :, 1:, 1:]
+        loss_var_l2 = torch.norm(diff1) + torch.norm(diff2) + torch.norm(diff3) + torch.norm(diff4)
+        loss_var_l1 = (diff1.abs() / 255.0).mean() + (diff2.abs() / 255.0).mean() + (
+                diff3.abs() / 255.0).mean() + (diff4.abs() / 255.0).mean()
+        loss_var_l1 = loss_var_l1 * 255.0
+        return loss_var_l1, loss_var_l2
+
+    def lr_policy(lr_fn):
+        def _alr(optimizer, iteration, epoch):
+            lr = lr_fn(iteration, epoch)
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = lr
+        return _alr
+
+    def lr_cosine_policy(base_lr, warmup_length, epochs):
+        def _lr_fn(iteration, epoch):
+            if epoch < warmup_length:
+                lr = base_lr * (epoch + 1) / warmup_length
+            else:
+                e = epoch - warmup_length
+                es = epochs - warmup_length
+                lr = 0.5 * (1 + np.cos(np.pi * e / es)) * base_lr
+            return lr
+        return lr_policy(_lr_fn)
+
+    def clip(image_tensor, use_fp16=False):
+        mean = np.array([0.485, 0.456, 0.406])
+        std = np.array([0.229, 0.224, 0.225])
+        for c in range(3):
+            m, s = mean[c], std[c]
+            image_tensor[:, c] = torch.clamp(image_tensor[:, c], -m / s, (1 - m) / s)
+        return image_tensor
+
+    net_teacher = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                                nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    init = load(m, net_teacher, state)
+    rng = np.random.default_rng(12)
+    with torch.no_grad():  # running statistics of a "trained" teacher: one pass over data
+        net_teacher[1].momentum = net_teacher[4].momentum = 1.0
+        net_teacher(torch.tensor(normal(rng, 8, 3, 6, 6)) * 0.5 + 0.2)
+    net_teacher.eval()
+    loss_r_feature_layers = []
+    for module in net_teacher.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            loss_r_feature_layers.append(DeepInversionFeatureHook(module))
+    bs, lr, iterations = 2, 0.25, 3
+    inputs = torch.tensor(normal(rng, bs, 3, 6, 6), requires_grad=True)
+    targets = torch.LongTensor([1, 7])
+    optimizer = optim.Adam([inputs], lr=lr, betas=[0.5, 0.9], eps=1e-8)
+    lr_scheduler = lr_cosine_policy(lr, 1, iterations)
+    criterion = nn.CrossEntropyLoss()
+    first_bn_multiplier, bn_reg_scale, var_scale_l2, var_scale_l1, l2_scale = 10., 0.05, 1e-4, 0.0, 1e-5
+    random.seed(4)
+    best_cost = 1e4
+    losses = []
+    for iteration_loc in range(iterations):
+        lr_scheduler(optimizer, iteration_loc, iteration_loc)
+        off1 = random.randint(-1, 1)
+        off2 = random.randint(-1, 1)
+        inputs_jit = torch.roll(inputs, shifts=(off1, off2), dims=(2, 3))
+        flip = random.random() > 0.5
+        if flip:
+            inputs_jit = torch.flip(inputs_jit, dims=(3,))
+        optimizer.zero_grad()
+        net_teacher.zero_grad()
+        outputs = net_teacher(inputs_jit)
+        loss = criterion(outputs, targets)
+        loss_var_l1, loss_var_l2 = get_image_prior_losses(inputs_jit)
+        rescale = [first_bn_multiplier] + [1. for _ in range(len(loss_r_feature_layers) - 1)]
+        loss_r_feature = sum([mod.r_feature * rescale[idx] for (idx, mod) in enumerate(loss_r_feature_layers)])
+        loss_aux = var_scale_l2 * loss_var_l2 + var_scale_l1 * loss_var_l1 + bn_reg_scale * loss_r_feature + \
+            l2_scale * torch.norm(inputs_jit, 2)
+        loss = loss + loss_aux
+        loss.backward()
+        optimizer.step()
+        inputs.data = clip(inputs.data)
+        losses += [loss.item(), loss_r_feature.item(), optimizer.param_groups[0]['lr']]
+        if best_cost > loss.item() or iteration_loc == 0:
+            best_inputs = inputs.data.clone()
+            best_cost = loss.item()
+    for hook in loss_r_feature_layers:
+        hook.close()
+    net_teacher(best_inputs)
+    assert not net_teacher[1]._forward_hooks
+    return init, losses + summary([best_inputs, inputs]) + summary(net_teacher.parameters())
+
+
+def test_deep_inversion():
+    compare(deep_inversion)
+
+
+# (n) activations from their papers' repositories: Mish (x * torch.tanh(F.softplus(x))), megvii's FReLU (a depthwise
+# 3x3 and BatchNorm, torch.max of the two tensors), nmaac's AconC and MetaAconC (p1 and p2 as torch.randn parameters,
+# a switching factor from x.mean(dim=2, keepdims=True).mean(dim=3, keepdims=True) through 1x1 convolutions and
+# BatchNorms), and DY-ReLU B (lambdas and init_v buffers from torch.Tensor(list).float(), torch.mean(x, axis=-1),
+# 2 * sigmoid - 1, x.permute(2, 3, 0, 1).unsqueeze(-1) times coefficients, torch.max(output, dim=-1)[0])
+def activation_zoo(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class Mish(nn.Module):
+        def forward(self, x):
+            return x * torch.tanh(F.softplus(x))
+
+    class FReLU(nn.Module):
+        def __init__(self, in_channels):
+            super().__init__()
+            self.conv_frelu = nn.Conv2d(in_channels, in_channels, 3, 1, 1, groups=in_channels)
+            self.bn_frelu = nn.BatchNorm2d(in_channels)
+
+        def forward(self, x):
+            x1 = self.conv_frelu(x)
+            x1 = self.bn_frelu(x1)
+            x = torch.max(x, x1)
+            return x
+
+    class AconC(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.p1 = nn.Parameter(torch.randn(1, width, 1, 1))
+            self.p2 = nn.Parameter(torch.randn(1, width, 1, 1))
+            self.beta = nn.Parameter(torch.ones(1, width, 1, 1))
+
+        def forward(self, x):
+            return (self.p1 * x - self.p2 * x) * torch.sigmoid(self.beta * (self.p1 * x - self.p2 * x)) + self.p2 * x
+
+    class MetaAconC(nn.Module):
+        def __init__(self, width, r=16):
+            super().__init__()
+            self.fc1 = nn.Conv2d(width, max(r, width // r), kernel_size=1, stride=1, bias=True)
+            self.bn1 = nn.BatchNorm2d(max(r, width // r))
+            self.fc2 = nn.Conv2d(max(r, width // r), width, kernel_size=1, stride=1, bias=True)
+            self.bn2 = nn.BatchNorm2d(width)
+            self.p1 = nn.Parameter(torch.randn(1, width, 1, 1))
+            self.p2 = nn.Parameter(torch.randn(1, width, 1, 1))
+
+        def forward(self, x):
+            beta = torch.sigmoid(
+                self.bn2(self.fc2(self.bn1(self.fc1(x.mean(dim=2, keepdims=True).mean(dim=3, keepdims=True))))))
+            return (self.p1 * x - self.p2 * x) * torch.sigmoid(beta * (self.p1 * x - self.p2 * x)) + self.p2 * x
+
+    class DyReLU(nn.Module):
+        def __init__(self, channels, reduction=4, k=2, conv_type='2d'):
+            super(DyReLU, self).__init__()
+            self.channels = channels
+            self.k = k
+            self.conv_type = conv_type
+            assert self.conv_type in ['1d', '2d']
+            self.fc1 = nn.Linear(channels, channels // reduction)
+            self.relu = nn.ReLU(inplace=True)
+            self.fc2 = nn.Linear(channels // reduction, 2*k)
+            self.sigmoid = nn.Sigmoid()
+            self.register_buffer('lambdas', torch.Tensor([1.]*k + [0.5]*k).float())
+            self.register_buffer('init_v', torch.Tensor([1.] + [0.]*(2*k - 1)).float())
+
+        def get_relu_coefs(self, x):
+            theta = torch.mean(x, axis=-1)
+            if self.conv_type == '2d':
+                theta = torch.mean(theta, axis=-1)
+            theta = self.fc1(theta)
+            theta = self.relu(theta)
+            theta = self.fc2(theta)
+            theta = 2 * self.sigmoid(theta) - 1
+            return theta
+
+    class DyReLUB(DyReLU):
+        def __init__(self, channels, reduction=4, k=2, conv_type='2d'):
+            super(DyReLUB, self).__init__(channels, reduction, k, conv_type)
+            self.fc2 = nn.Linear(channels // reduction, 2*k*channels)
+
+        def forward(self, x):
+            assert x.shape[1] == self.channels
+            theta = self.get_relu_coefs(x)
+            relu_coefs = theta.view(-1, self.channels, 2*self.k) * self.lambdas + self.init_v
+            x_perm = x.permute(2, 3, 0, 1).unsqueeze(-1)
+            output = x_perm * relu_coefs[:, :, :self.k] + relu_coefs[:, :, self.k:]
+            result = torch.max(output, dim=-1)[0].permute(2, 3, 0, 1)
+            return result
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), Mish(), FReLU(4), AconC(4), MetaAconC(4, r=2),
+                          DyReLUB(4, reduction=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10))
+    init = load(m, model, state)
+    rng = np.random.default_rng(13)
+    x, y = torch.tensor(normal(rng, 2, 3, 5, 5)), torch.tensor(rng.integers(0, 10, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = [model[5].lambdas.sum().item()]
+    for step in range(2):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_activation_zoo():
+    compare(activation_zoo)
