@@ -2246,3 +2246,265 @@ def activation_zoo(m, state=None):
 
 def test_activation_zoo():
     compare(activation_zoo)
+
+
+# (o) classification metrics as torchmetrics' functional code writes them (v0.11), on a logistic regression's
+# predictions after two steps: _binary_clf_curve (torch.argsort(descending=True), the one-argument torch.where of
+# preds[1:] - preds[:-1], F.pad of int64 indices with value=, cumsum, fps = 1 + threshold_idxs - tps) under no_grad,
+# the ROC by torch.cat of zeros and ones, AUROC by torch.trapz(y, x, dim=-1), the precision-recall curve (reversed() of
+# tensors, torch.where(tps == tps[-1])[0][0].item() into a slice) and average precision; a multiclass confusion matrix
+# by bincount with precision, recall and F1 from diag() and sums (torch.nan_to_num), IoU, accuracy and Cohen's kappa
+def metrics(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def _binary_clf_curve(preds, target, sample_weights=None, pos_label=1):
+        with torch.no_grad():
+            if preds.ndim > target.ndim:
+                preds = preds[:, 0]
+            desc_score_indices = torch.argsort(preds, descending=True)
+            preds = preds[desc_score_indices]
+            target = target[desc_score_indices]
+            weight = 1.0 if sample_weights is None else sample_weights[desc_score_indices]
+            distinct_value_indices = torch.where(preds[1:] - preds[:-1])[0]
+            threshold_idxs = F.pad(distinct_value_indices, [0, 1], value=target.size(0) - 1)
+            target = (target == pos_label).to(torch.long)
+            tps = torch.cumsum(target * weight, dim=0)[threshold_idxs]
+            if sample_weights is not None:
+                fps = torch.cumsum((1 - target) * weight, dim=0)[threshold_idxs]
+            else:
+                fps = 1 + threshold_idxs - tps
+            return fps, tps, preds[threshold_idxs]
+
+    def binary_roc(preds, target):
+        fps, tps, thresholds = _binary_clf_curve(preds, target)
+        tps = torch.cat([torch.zeros(1, dtype=tps.dtype, device=tps.device), tps])
+        fps = torch.cat([torch.zeros(1, dtype=fps.dtype, device=fps.device), fps])
+        thresholds = torch.cat([torch.ones(1, dtype=thresholds.dtype, device=thresholds.device), thresholds])
+        if fps[-1] <= 0:
+            fpr = torch.zeros_like(thresholds)
+        else:
+            fpr = fps / fps[-1]
+        tpr = tps / tps[-1]
+        return fpr, tpr, thresholds
+
+    def _auc_compute_without_check(x, y, direction, axis=-1):
+        with torch.no_grad():
+            auc_ = torch.trapz(y, x, dim=axis) * direction
+        return auc_
+
+    def binary_precision_recall_curve(preds, target):
+        fps, tps, thresholds = _binary_clf_curve(preds, target)
+        precision = tps / (tps + fps)
+        recall = tps / tps[-1]
+        last_ind = torch.where(tps == tps[-1])[0][0]
+        sl = slice(0, last_ind.item() + 1)
+        precision = torch.cat([reversed(precision[sl]), torch.ones(1, dtype=precision.dtype, device=precision.device)])
+        recall = torch.cat([reversed(recall[sl]), torch.zeros(1, dtype=recall.dtype, device=recall.device)])
+        thresholds = reversed(thresholds[sl]).detach().clone()
+        return precision, recall, thresholds
+
+    def multiclass_confusion_matrix(preds, target, num_classes):
+        unique_mapping = target.to(torch.long) * num_classes + preds.to(torch.long)
+        bins = torch.bincount(unique_mapping, minlength=num_classes ** 2)
+        return bins.reshape(num_classes, num_classes)
+
+    model = nn.Linear(5, 3)
+    init = load(m, model, state)
+    rng = np.random.default_rng(14)
+    x, y = torch.tensor(normal(rng, 16, 5)), torch.tensor(rng.integers(0, 3, 16))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    losses = []
+    for step in range(2):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        probs = model(x).softmax(dim=1)
+    scores, binary = (probs[:, 0] * 4).round() / 4, (y == 0).long()  # rounded: tied scores
+    fpr, tpr, thresholds = binary_roc(scores, binary)
+    auroc = _auc_compute_without_check(fpr, tpr, 1.0)
+    precision, recall, pr_thresholds = binary_precision_recall_curve(scores, binary)
+    average_precision = -torch.sum((recall[1:] - recall[:-1]) * precision[:-1])
+    losses += fpr.tolist() + tpr.tolist() + thresholds.tolist() + [auroc.item(), average_precision.item()]
+    losses += precision.tolist() + recall.tolist() + pr_thresholds.tolist()
+    confmat = multiclass_confusion_matrix(probs.argmax(dim=1), y, 3)
+    tp = confmat.diag()
+    fp = confmat.sum(0) - tp
+    fn = confmat.sum(1) - tp
+    prec = tp / (tp + fp)
+    rec = tp / (tp + fn)
+    f1 = torch.nan_to_num(2 * prec * rec / (prec + rec), nan=0.0)
+    iou = tp / (tp + fp + fn)
+    n = confmat.sum()
+    observed = tp.sum() / n
+    expected = (confmat.sum(0) * confmat.sum(1)).sum() / n ** 2
+    kappa = (observed - expected) / (1 - expected)
+    weighted_f1 = (f1 * confmat.sum(1) / n).sum()
+    losses += confmat.flatten().tolist() + f1.tolist() + iou.tolist() + [observed.item(), kappa.item(), weighted_f1.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_metrics():
+    compare(metrics)
+
+
+# (p) tomgoldstein/loss-landscape's net_plotter and evaluation: get_weights as [p.data for ...], random directions
+# (torch.randn, here numpy's) filter-normalised by iterating over a tensor's rows and d.mul_(w.norm()/(d.norm() + 1e-10)),
+# biases and BatchNorm zeroed by d.fill_(0) where d.dim() <= 1, set_weights assigning p.data = w +
+# torch.Tensor(d).type(type(w)) (and p.data.copy_(w.type(type(p.data))) to restore), eval_loss under torch.no_grad()
+# summing loss.item()*batch_size with torch.max(outputs.data, 1), over np.meshgrid coordinates; then
+# atgambardella/pytorch-es's evolution strategies (perturbed and antithetic copies by load_state_dict, in-place
+# `v += torch.from_numpy(sigma*eps).float()` on state_dict().values() with np.random.normal(0, 1, v.size()), rank-based
+# fitness_shaping by math.log(x, 2), the update re-drawing each seed's noise) and the same step on
+# parameters_to_vector / vector_to_parameters
+def landscape_es(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = torch.autograd.Variable
+    parameters_to_vector, vector_to_parameters = nn.utils.parameters_to_vector, nn.utils.vector_to_parameters
+
+    def get_weights(net):
+        return [p.data for p in net.parameters()]
+
+    def set_weights(net, weights, directions=None, step=None):
+        if directions is None:
+            for (p, w) in zip(net.parameters(), weights):
+                p.data.copy_(w.type(type(p.data)))
+        else:
+            assert step is not None, 'If a direction is specified then step must be specified as well'
+            if len(directions) == 2:
+                dx = directions[0]
+                dy = directions[1]
+                changes = [d0*step[0] + d1*step[1] for (d0, d1) in zip(dx, dy)]
+            else:
+                changes = [d*step for d in directions[0]]
+            for (p, w, d) in zip(net.parameters(), weights, changes):
+                p.data = w + torch.Tensor(d).type(type(w))
+
+    def get_random_weights(weights, rng):
+        return [torch.tensor(normal(rng, *w.size())) for w in weights]
+
+    def normalize_direction(direction, weights, norm='filter'):
+        if norm == 'filter':
+            for d, w in zip(direction, weights):
+                d.mul_(w.norm()/(d.norm() + 1e-10))
+        elif norm == 'layer':
+            direction.mul_(weights.norm()/direction.norm())
+
+    def normalize_directions_for_weights(direction, weights, norm='filter', ignore='biasbn'):
+        assert(len(direction) == len(weights))
+        for d, w in zip(direction, weights):
+            if d.dim() <= 1:
+                if ignore == 'biasbn':
+                    d.fill_(0)
+                else:
+                    d.copy_(w)
+            else:
+                normalize_direction(d, w, norm)
+
+    def eval_loss(net, criterion, loader):
+        correct = 0
+        total_loss = 0
+        total = 0
+        net.eval()
+        with torch.no_grad():
+            for batch_idx, (inputs, targets) in enumerate(loader):
+                batch_size = inputs.size(0)
+                total += batch_size
+                inputs = Variable(inputs)
+                targets = Variable(targets)
+                outputs = net(inputs)
+                loss = criterion(outputs, targets)
+                total_loss += loss.item()*batch_size
+                _, predicted = torch.max(outputs.data, 1)
+                correct += predicted.eq(targets).sum().item()
+        return total_loss/total, 100.*correct/total
+
+    class ES(nn.Module):
+        def __init__(self):
+            super(ES, self).__init__()
+            self.fc1 = nn.Linear(4, 6)
+            self.fc2 = nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc2(torch.tanh(self.fc1(x)))
+
+        def es_params(self):
+            return [(k, v) for k, v in zip(self.state_dict().keys(), self.state_dict().values())]
+
+    net = ES()
+    init = load(m, net, state)
+    rng = np.random.default_rng(15)
+    data = [(torch.tensor(normal(rng, 4, 4)), torch.tensor(rng.integers(0, 3, 4))) for _ in range(2)]
+    criterion = nn.CrossEntropyLoss()
+    w = get_weights(net)
+    xdirection = get_random_weights(w, rng)
+    normalize_directions_for_weights(xdirection, w)
+    ydirection = get_random_weights(w, rng)
+    normalize_directions_for_weights(ydirection, w, ignore='none')
+    d = [xdirection, ydirection]
+    xcoordinates, ycoordinates = np.linspace(-1, 1, 3), np.linspace(-1, 1, 2)
+    xcoord_mesh, ycoord_mesh = np.meshgrid(xcoordinates, ycoordinates)
+    coords = np.c_[xcoord_mesh.ravel(), ycoord_mesh.ravel()]
+    losses = []
+    for coord in coords:
+        set_weights(net, w, d, coord)
+        losses += list(eval_loss(net, criterion, data))
+    set_weights(net, w)
+    losses += [eval_loss(net, criterion, data)[0], xdirection[0].norm().item(), ydirection[1].sum().item()]
+
+    sigma, lr, n = 0.05, 0.1, 4
+
+    def perturb_model(model, random_seed):
+        new_model, anti_model = ES(), ES()
+        new_model.load_state_dict(model.state_dict())
+        anti_model.load_state_dict(model.state_dict())
+        np.random.seed(random_seed)
+        for (k, v), (anti_k, anti_v) in zip(new_model.es_params(), anti_model.es_params()):
+            eps = np.random.normal(0, 1, v.size())
+            v += torch.from_numpy(sigma*eps).float()
+            anti_v += torch.from_numpy(sigma*-eps).float()
+        return [new_model, anti_model]
+
+    def fitness_shaping(returns):
+        sorted_returns_backwards = sorted(returns)[::-1]
+        lamb = len(returns)
+        shaped_returns = []
+        denom = sum([max(0, math.log(lamb/2 + 1, 2) - math.log(sorted_returns_backwards.index(r) + 1, 2))
+                     for r in returns])
+        for r in returns:
+            num = max(0, math.log(lamb/2 + 1, 2) - math.log(sorted_returns_backwards.index(r) + 1, 2))
+            shaped_returns.append(num/denom + 1/lamb)
+        return shaped_returns
+
+    random_seeds, returns, neg_list = [], [], []
+    for i in range(n // 2):
+        seed = 100 + i
+        for neg, model in zip((False, True), perturb_model(net, seed)):
+            returns.append(-eval_loss(model, criterion, data)[0])
+            random_seeds.append(seed)
+            neg_list.append(neg)
+    shaped_returns = fitness_shaping(returns)
+    for i in range(n):
+        np.random.seed(random_seeds[i])
+        multiplier = -1 if neg_list[i] else 1
+        reward = shaped_returns[i]
+        for k, v in net.es_params():
+            eps = np.random.normal(0, 1, v.size())
+            v += torch.from_numpy(lr/(40*sigma) * (reward*multiplier*eps)).float()
+    losses += returns + [eval_loss(net, criterion, data)[0]]
+    flat = parameters_to_vector(net.parameters())
+    noise = torch.tensor(normal(rng, 2, flat.numel()))
+    fitness = []
+    for eps in noise:
+        vector_to_parameters(flat + sigma * eps, net.parameters())
+        fitness.append(-eval_loss(net, criterion, data)[0])
+    step = sum(f * eps for f, eps in zip(fitness, noise)) * (lr / (len(fitness) * sigma))
+    vector_to_parameters(flat + step, net.parameters())
+    losses += fitness + [float(flat.numel())]
+    return init, losses + summary(net.parameters())
+
+
+def test_landscape_es():
+    compare(landscape_es)
