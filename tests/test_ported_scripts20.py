@@ -2508,3 +2508,339 @@ def landscape_es(m, state=None):
 
 def test_landscape_es():
     compare(landscape_es)
+
+
+# (q) harvardnlp's Annotated Transformer (2018), its training utilities around a one-layer model: subsequent_mask by
+# np.triu(...).astype('uint8') and torch.from_numpy(...) == 0, Batch (src != pad).unsqueeze(-2), make_std_mask's
+# tgt_mask & Variable(subsequent_mask(...).type_as(tgt_mask.data)), ntokens by .data.sum(), attention() with
+# masked_fill(mask == 0, -1e9), PositionalEncoding's buffer, LabelSmoothing (x.data.clone().fill_(), scatter_ of the
+# confidence, a pad column zeroed, torch.nonzero(target.data == padding_idx) with index_fill_(0, mask.squeeze(), 0.0),
+# nn.KLDivLoss(size_average=False)), NoamOpt's rate set into param_groups, SimpleLossCompute returning
+# loss.data.item() * norm, run_epoch's totals over data_gen's batches (np.random.randint, seeded alike), and
+# greedy_decode (torch.ones(1, 1).fill_(start_symbol).type_as(src.data), torch.max(prob, dim=1), next_word.data[0],
+# .fill_(next_word) of a 0-d tensor); the keys' biases frozen, as test_ported_scripts13.py's
+def annotated_transformer(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = torch.autograd.Variable
+
+    def subsequent_mask(size):
+        attn_shape = (1, size, size)
+        subsequent_mask = np.triu(np.ones(attn_shape), k=1).astype('uint8')
+        return torch.from_numpy(subsequent_mask) == 0
+
+    def attention(query, key, value, mask=None, dropout=None):
+        d_k = query.size(-1)
+        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        p_attn = F.softmax(scores, dim=-1)
+        if dropout is not None:
+            p_attn = dropout(p_attn)
+        return torch.matmul(p_attn, value), p_attn
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, d_model, dropout, max_len=5000):
+            super(PositionalEncoding, self).__init__()
+            self.dropout = nn.Dropout(p=dropout)
+            pe = torch.zeros(max_len, d_model)
+            position = torch.arange(0, max_len).unsqueeze(1)
+            div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
+            pe = pe.unsqueeze(0)
+            self.register_buffer('pe', pe)
+
+        def forward(self, x):
+            x = x + Variable(self.pe[:, :x.size(1)], requires_grad=False)
+            return self.dropout(x)
+
+    class Attn(nn.Module):
+        def __init__(self, d_model):
+            super().__init__()
+            self.linears = nn.ModuleList([copy.deepcopy(nn.Linear(d_model, d_model)) for _ in range(4)])
+
+        def forward(self, query, key, value, mask=None):
+            query, key, value = [l(x) for l, x in zip(self.linears, (query, key, value))]
+            x, self.attn = attention(query, key, value, mask=mask)
+            return self.linears[-1](x)
+
+    class Generator(nn.Module):
+        def __init__(self, d_model, vocab):
+            super(Generator, self).__init__()
+            self.proj = nn.Linear(d_model, vocab)
+
+        def forward(self, x):
+            return F.log_softmax(self.proj(x), dim=-1)
+
+    class EncoderDecoder(nn.Module):
+        def __init__(self, vocab, d_model=8):
+            super().__init__()
+            self.src_embed = nn.Sequential(nn.Embedding(vocab, d_model), PositionalEncoding(d_model, 0.0, max_len=20))
+            self.tgt_embed = nn.Sequential(nn.Embedding(vocab, d_model), PositionalEncoding(d_model, 0.0, max_len=20))
+            self.enc_attn, self.self_attn, self.src_attn = Attn(d_model), Attn(d_model), Attn(d_model)
+            self.norm = nn.LayerNorm(d_model)
+            self.generator = Generator(d_model, vocab)
+
+        def encode(self, src, src_mask):
+            x = self.src_embed(src)
+            return self.norm(x + self.enc_attn(x, x, x, src_mask))
+
+        def decode(self, memory, src_mask, tgt, tgt_mask):
+            x = self.tgt_embed(tgt)
+            x = x + self.self_attn(x, x, x, tgt_mask)
+            return self.norm(x + self.src_attn(x, memory, memory, src_mask))
+
+        def forward(self, src, tgt, src_mask, tgt_mask):
+            return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
+
+    class Batch:
+        def __init__(self, src, trg=None, pad=0):
+            self.src = src
+            self.src_mask = (src != pad).unsqueeze(-2)
+            if trg is not None:
+                self.trg = trg[:, :-1]
+                self.trg_y = trg[:, 1:]
+                self.trg_mask = self.make_std_mask(self.trg, pad)
+                self.ntokens = (self.trg_y != pad).data.sum()
+
+        @staticmethod
+        def make_std_mask(tgt, pad):
+            tgt_mask = (tgt != pad).unsqueeze(-2)
+            tgt_mask = tgt_mask & Variable(subsequent_mask(tgt.size(-1)).type_as(tgt_mask.data))
+            return tgt_mask
+
+    class NoamOpt:
+        def __init__(self, model_size, factor, warmup, optimizer):
+            self.optimizer = optimizer
+            self._step = 0
+            self.warmup = warmup
+            self.factor = factor
+            self.model_size = model_size
+            self._rate = 0
+
+        def step(self):
+            self._step += 1
+            rate = self.rate()
+            for p in self.optimizer.param_groups:
+                p['lr'] = rate
+            self._rate = rate
+            self.optimizer.step()
+
+        def rate(self, step=None):
+            if step is None:
+                step = self._step
+            return self.factor * (self.model_size ** (-0.5) * min(step ** (-0.5), step * self.warmup ** (-1.5)))
+
+    class LabelSmoothing(nn.Module):
+        def __init__(self, size, padding_idx, smoothing=0.0):
+            super(LabelSmoothing, self).__init__()
+            self.criterion = nn.KLDivLoss(size_average=False)
+            self.padding_idx = padding_idx
+            self.confidence = 1.0 - smoothing
+            self.smoothing = smoothing
+            self.size = size
+            self.true_dist = None
+
+        def forward(self, x, target):
+            assert x.size(1) == self.size
+            true_dist = x.data.clone()
+            true_dist.fill_(self.smoothing / (self.size - 2))
+            true_dist.scatter_(1, target.data.unsqueeze(1), self.confidence)
+            true_dist[:, self.padding_idx] = 0
+            mask = torch.nonzero(target.data == self.padding_idx)
+            if mask.dim() > 0:
+                true_dist.index_fill_(0, mask.squeeze(), 0.0)
+            self.true_dist = true_dist
+            return self.criterion(x, Variable(true_dist, requires_grad=False))
+
+    class SimpleLossCompute:
+        def __init__(self, generator, criterion, opt=None):
+            self.generator = generator
+            self.criterion = criterion
+            self.opt = opt
+
+        def __call__(self, x, y, norm):
+            x = self.generator(x)
+            loss = self.criterion(x.contiguous().view(-1, x.size(-1)), y.contiguous().view(-1)) / norm
+            loss.backward()
+            if self.opt is not None:
+                self.opt.step()
+                self.opt.optimizer.zero_grad()
+            return loss.data.item() * norm
+
+    def data_gen(V, batch, nbatches):
+        for i in range(nbatches):
+            data = torch.from_numpy(np.random.randint(1, V, size=(batch, 5)))
+            data[:, 0] = 1
+            data[0, -2:] = 0  # padding at the end of one sentence
+            src = Variable(data, requires_grad=False)
+            tgt = Variable(data, requires_grad=False)
+            yield Batch(src, tgt, 0)
+
+    def run_epoch(data_iter, model, loss_compute):
+        total_tokens = 0
+        total_loss = 0
+        for i, batch in enumerate(data_iter):
+            out = model.forward(batch.src, batch.trg, batch.src_mask, batch.trg_mask)
+            loss = loss_compute(out, batch.trg_y, batch.ntokens)
+            total_loss += loss
+            total_tokens += batch.ntokens
+        return total_loss / total_tokens
+
+    def greedy_decode(model, src, src_mask, max_len, start_symbol):
+        memory = model.encode(src, src_mask)
+        ys = torch.ones(1, 1).fill_(start_symbol).type_as(src.data)
+        for i in range(max_len-1):
+            out = model.decode(memory, src_mask, Variable(ys), Variable(subsequent_mask(ys.size(1)).type_as(src.data)))
+            prob = model.generator(out[:, -1])
+            _, next_word = torch.max(prob, dim=1)
+            next_word = next_word.data[0]
+            ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=1)
+        return ys
+
+    V = 6
+    model = EncoderDecoder(V)
+    init = load(m, model, state)
+    for attn in (model.enc_attn, model.self_attn, model.src_attn):  # the key's bias, which softmax ignores: its
+        attn.linears[1].bias.requires_grad_(False)                   # gradient is rounding, which Adam would scale up
+    crit = LabelSmoothing(size=V, padding_idx=0, smoothing=0.1)
+    model_opt = NoamOpt(8, 1, 4, torch.optim.Adam(model.parameters(), lr=0, betas=(0.9, 0.98), eps=1e-9))
+    np.random.seed(5)
+    losses = [model_opt.rate(1), model_opt.rate(10)]
+    model.train()
+    losses.append(float(run_epoch(data_gen(V, 3, 2), model, SimpleLossCompute(model.generator, crit, model_opt))))
+    losses += [crit.true_dist.sum().item(), model_opt._rate]
+    model.eval()
+    src = Variable(torch.LongTensor([[1, 2, 3, 4, 5]]))
+    src_mask = Variable(torch.ones(1, 1, 5))
+    losses += greedy_decode(model, src, src_mask, max_len=4, start_symbol=1).flatten().tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_annotated_transformer():
+    compare(annotated_transformer)
+
+
+# (r) learning with noisy labels as HanxunH/Active-Passive-Losses and shengliu66/ELR write the losses: symmetric label
+# noise drawn by numpy, SCELoss (torch.clamp of softmax and of one_hot(...).float(), -1*torch.sum(pred *
+# torch.log(label_one_hot), dim=1)), GeneralizedCrossEntropy (torch.pow of the true class's probability, q), NCE and
+# MAE with their scales, soft bootstrapping, Patrini's forward correction (softmax @ T, T = (1 - noise) * torch.eye(n) +
+# noise / (n - 1) * (1 - torch.eye(n)), nll_loss of its log), and ELR (a target buffer of the whole set updated by
+# self.target[index] = beta * self.target[index] + ..., y_pred.data.detach(), ((1 - (target * y_pred).sum(dim=1)).log()
+# ).mean()) indexed by the batch's dataset indices
+def noisy_labels(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class SCELoss(torch.nn.Module):
+        def __init__(self, alpha, beta, num_classes=10):
+            super(SCELoss, self).__init__()
+            self.alpha = alpha
+            self.beta = beta
+            self.num_classes = num_classes
+            self.cross_entropy = torch.nn.CrossEntropyLoss()
+
+        def forward(self, pred, labels):
+            ce = self.cross_entropy(pred, labels)
+            pred = F.softmax(pred, dim=1)
+            pred = torch.clamp(pred, min=1e-7, max=1.0)
+            label_one_hot = torch.nn.functional.one_hot(labels, self.num_classes).float()
+            label_one_hot = torch.clamp(label_one_hot, min=1e-4, max=1.0)
+            rce = (-1*torch.sum(pred * torch.log(label_one_hot), dim=1))
+            loss = self.alpha * ce + self.beta * rce.mean()
+            return loss
+
+    class GeneralizedCrossEntropy(torch.nn.Module):
+        def __init__(self, num_classes, q=0.7):
+            super(GeneralizedCrossEntropy, self).__init__()
+            self.q = q
+            self.num_classes = num_classes
+
+        def forward(self, pred, labels):
+            pred = F.softmax(pred, dim=1)
+            pred = torch.clamp(pred, min=1e-7, max=1.0)
+            label_one_hot = torch.nn.functional.one_hot(labels, self.num_classes).float()
+            gce = (1. - torch.pow(torch.sum(label_one_hot * pred, dim=1), self.q)) / self.q
+            return gce.mean()
+
+    class NormalizedCrossEntropy(torch.nn.Module):
+        def __init__(self, num_classes, scale=1.0):
+            super(NormalizedCrossEntropy, self).__init__()
+            self.num_classes = num_classes
+            self.scale = scale
+
+        def forward(self, pred, labels):
+            pred = F.log_softmax(pred, dim=1)
+            label_one_hot = torch.nn.functional.one_hot(labels, self.num_classes).float()
+            nce = -1 * torch.sum(label_one_hot * pred, dim=1) / (- pred.sum(dim=1))
+            return self.scale * nce.mean()
+
+    class MeanAbsoluteError(torch.nn.Module):
+        def __init__(self, num_classes, scale=1.0):
+            super(MeanAbsoluteError, self).__init__()
+            self.num_classes = num_classes
+            self.scale = scale
+
+        def forward(self, pred, labels):
+            pred = F.softmax(pred, dim=1)
+            label_one_hot = torch.nn.functional.one_hot(labels, self.num_classes).float()
+            mae = 1. - torch.sum(label_one_hot * pred, dim=1)
+            return self.scale * mae.mean()
+
+    def soft_bootstrapping(logits, labels, beta=0.95):
+        ce = F.cross_entropy(logits, labels, reduction='none')
+        bootstrap = -(F.softmax(logits, dim=1) * F.log_softmax(logits, dim=1)).sum(1)
+        return (beta * ce + (1.0 - beta) * bootstrap).mean()
+
+    class elr_loss(nn.Module):
+        def __init__(self, num_examp, num_classes=10, lam=3, beta=0.7):
+            super(elr_loss, self).__init__()
+            self.num_classes = num_classes
+            self.USE_CUDA = torch.cuda.is_available()
+            self.target = torch.zeros(num_examp, self.num_classes).cuda() if self.USE_CUDA else torch.zeros(num_examp, self.num_classes)
+            self.beta = beta
+            self.lam = lam
+
+        def forward(self, index, output, label):
+            y_pred = F.softmax(output, dim=1)
+            y_pred = torch.clamp(y_pred, 1e-4, 1.0-1e-4)
+            y_pred_ = y_pred.data.detach()
+            self.target[index] = self.beta * self.target[index] + (1-self.beta) * ((y_pred_)/(y_pred_).sum(dim=1,keepdim=True))
+            ce_loss = F.cross_entropy(output, label)
+            elr_reg = ((1-(self.target[index] * y_pred).sum(dim=1)).log()).mean()
+            final_loss = ce_loss + self.lam * elr_reg
+            return final_loss
+
+    num_classes, noise = 4, 0.4
+    rng = np.random.default_rng(16)
+    clean = rng.integers(0, num_classes, 12)
+    flip = rng.random(12) < noise
+    noisy = np.where(flip, (clean + rng.integers(1, num_classes, 12)) % num_classes, clean)
+    x, y = torch.tensor(normal(rng, 12, 6)), torch.tensor(noisy)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, num_classes))
+    init = load(m, model, state)
+    T = (1 - noise) * torch.eye(num_classes) + noise / (num_classes - 1) * (1 - torch.eye(num_classes))
+    criteria = [SCELoss(alpha=0.1, beta=1.0, num_classes=num_classes), GeneralizedCrossEntropy(num_classes),
+                lambda p, t: NormalizedCrossEntropy(num_classes, 1.0)(p, t) + MeanAbsoluteError(num_classes, 1.0)(p, t),
+                soft_bootstrapping, lambda p, t: F.nll_loss(torch.log(F.softmax(p, dim=1) @ T), t)]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for criterion in criteria:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    elr = elr_loss(12, num_classes=num_classes)
+    for epoch in range(2):
+        for index in (torch.tensor([0, 2, 4, 6, 8, 10]), torch.tensor([1, 3, 5, 7, 9, 11])):
+            loss = elr(index, model(x[index]), y[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    losses += [elr.target.sum().item(), elr.target[3].max().item(), float((y != torch.tensor(clean)).sum())]
+    return init, losses + summary(model.parameters())
+
+
+def test_noisy_labels():
+    compare(noisy_labels)
