@@ -1,7 +1,20 @@
 """Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
-alone, as test_ported_scripts.py: PLACEHOLDER. Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's
-random, seeded alike on both sides) draws what a script draws; shapes are tiny and runs 1-3 steps."""
+alone, as test_ported_scripts.py: the tutorials "What is torch.nn really?" (from-scratch logistic regression to
+WrappedDataLoader), "Learning PyTorch with Examples" (hand-written gradients, LegendrePolynomial3, DynamicNet) and
+"Writing Custom Datasets, DataLoaders and Transforms" (dict samples, callable transforms, batch_size=None); torchvision's
+tensor colour transforms (adjust_hue's HSV round trip, equalize, posterize, solarize, autocontrast, sharpness, blur)
+and a TenCrop average; kuangliu's DPN, ShuffleNet and DLA (whose Tree calls self.__getattr__); SHI-Labs' Compact
+Convolutional Transformer; PoolFormer, ResMLP and gMLP; DEC's clustering; DETR's Hungarian matcher and set criterion;
+PyTorch-GAN's ACGAN (nn.Softmax() without dim, BatchNorm2d(c, 0.8)); Weight Standardization, FRN, EvoNorm and
+GhostBatchNorm; DeepInversion; Mish, FReLU, ACON and DY-ReLU; torchmetrics' ROC, AUROC, precision-recall curve
+(reversed()) and multiclass metrics; loss-landscape's filter-normalised directions (torch.Tensor(d).type(type(w))) and
+evolution strategies; the Annotated Transformer's training utilities (LabelSmoothing, NoamOpt, greedy decoding);
+noisy-label losses (SCE, GCE, NCE+MAE, bootstrapping, forward correction, ELR); and the chatbot tutorial's Luong
+attention seq2seq. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
+losses, and the weights summed into a few numbers, agree. Numpy (or Python's random, seeded alike on both sides)
+draws what a script draws; shapes are tiny and runs 1-2 steps, few launches: the interpreter pays for each (PNASNet's
+7x7 depthwise cells took 3 s and are left out). Where Adam would normalise a gradient that is rounding alone (an
+attention's key bias, which softmax ignores), that bias is frozen, as the script says."""
 import copy
 import itertools
 import math
@@ -1439,9 +1452,9 @@ def linear_sum_assignment(cost):
 # sizes, linear_sum_assignment on each piece, torch.as_tensor(i, dtype=torch.int64)), SetCriterion (an empty_weight
 # buffer with empty_weight[-1] = eos_coef, _get_src_permutation_idx by torch.full_like, target_classes[idx] = ...,
 # cross-entropy over src_logits.transpose(1, 2) with class weights, cardinality under no_grad, L1 and GIoU box losses
-# by torch.diag, auxiliary decoder outputs with renamed keys), engine's weighted sum and clip_grad_norm_, on a tiny
-# DETR head (query embeddings repeated over the batch, two decoder layers reduced to Linears of the pooled image
-# tokens, DETR's MLP with .sigmoid())
+# by torch.diag; aux_loss off: the auxiliary outputs' second matching doubled the time under the interpreter), engine's
+# weighted sum and clip_grad_norm_, on a tiny DETR head (query embeddings repeated over the batch, two decoder layers
+# reduced to Linears of the pooled image tokens, DETR's MLP with .sigmoid())
 def detr_criterion(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
 
@@ -1632,7 +1645,7 @@ def detr_criterion(m, state=None):
 
     matched = []  # the matcher's assignments, compared
     num_classes = 3
-    model = TinyDETR(num_classes, num_queries=4)
+    model = TinyDETR(num_classes, num_queries=4, aux_loss=False)
     init = load(m, model, state)
     matcher = HungarianMatcher(cost_class=1, cost_bbox=5, cost_giou=2)
     weight_dict = {'loss_ce': 1, 'loss_bbox': 5, 'loss_giou': 2}
@@ -1961,7 +1974,7 @@ def test_norm_zoo():
 # the inputs, the first BN's multiplier, clip() of each channel of inputs.data by torch.clamp into the normalised [0, 1]
 # range, inputs.data reassigned, and the best inputs kept by .data.clone()
 def deep_inversion(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
 
     class DeepInversionFeatureHook():
         def __init__(self, module):
@@ -2292,7 +2305,7 @@ def test_metrics():
 # fitness_shaping by math.log(x, 2), the update re-drawing each seed's noise) and the same step on
 # parameters_to_vector / vector_to_parameters
 def landscape_es(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     Variable = torch.autograd.Variable
     parameters_to_vector, vector_to_parameters = nn.utils.parameters_to_vector, nn.utils.vector_to_parameters
 
@@ -2775,3 +2788,249 @@ def noisy_labels(m, state=None):
 
 def test_noisy_labels():
     compare(noisy_labels)
+
+
+# (s) the PyTorch chatbot tutorial (Cornell movie dialogs, here a few made-up pairs): a Voc of word2index, batch2TrainData
+# sorting pairs by length, zeroPadding by itertools.zip_longest(*l, fillvalue=PAD_token), binaryMatrix into
+# torch.BoolTensor, EncoderRNN's bidirectional GRU over pack_padded_sequence with lengths on "cpu" and its two directions
+# summed by slices, Luong's "general" Attn (torch.sum(hidden * energy, dim=2), .t(), softmax(dim=1).unsqueeze(1)),
+# LuongAttnDecoderRNN (attn_weights.bmm(encoder_outputs.transpose(0, 1)), squeeze, cat, softmax outputs), maskNLLLoss
+# (-torch.log(torch.gather(inp, 1, target.view(-1, 1)).squeeze(1)).masked_select(mask).mean()), train() with teacher
+# forcing drawn by random.random() (seeded alike: off, so torch.LongTensor([[topi[i][0] for i in range(batch_size)]])
+# of 0-d tensors), clip_grad_norm_ on each module, and GreedySearchDecoder (torch.zeros([0],
+# dtype=torch.long) grown by torch.cat, torch.max(decoder_output, dim=1), torch.unsqueeze); the attention's bias frozen
+def chatbot(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    PAD_token, SOS_token, EOS_token = 0, 1, 2
+
+    class Voc:
+        def __init__(self, name):
+            self.name = name
+            self.word2index = {}
+            self.index2word = {PAD_token: "PAD", SOS_token: "SOS", EOS_token: "EOS"}
+            self.num_words = 3
+
+        def addSentence(self, sentence):
+            for word in sentence.split(' '):
+                self.addWord(word)
+
+        def addWord(self, word):
+            if word not in self.word2index:
+                self.word2index[word] = self.num_words
+                self.index2word[self.num_words] = word
+                self.num_words += 1
+
+    pairs = [["hi there", "hello"], ["how are you", "fine"], ["who are you", "me"]]
+    voc = Voc("toy")
+    for pair in pairs:
+        voc.addSentence(pair[0])
+        voc.addSentence(pair[1])
+
+    def indexesFromSentence(voc, sentence):
+        return [voc.word2index[word] for word in sentence.split(' ')] + [EOS_token]
+
+    def zeroPadding(l, fillvalue=PAD_token):
+        return list(itertools.zip_longest(*l, fillvalue=fillvalue))
+
+    def binaryMatrix(l, value=PAD_token):
+        m = []
+        for i, seq in enumerate(l):
+            m.append([])
+            for token in seq:
+                if token == PAD_token:
+                    m[i].append(0)
+                else:
+                    m[i].append(1)
+        return m
+
+    def inputVar(l, voc):
+        indexes_batch = [indexesFromSentence(voc, sentence) for sentence in l]
+        lengths = torch.tensor([len(indexes) for indexes in indexes_batch])
+        padList = zeroPadding(indexes_batch)
+        padVar = torch.LongTensor(padList)
+        return padVar, lengths
+
+    def outputVar(l, voc):
+        indexes_batch = [indexesFromSentence(voc, sentence) for sentence in l]
+        max_target_len = max([len(indexes) for indexes in indexes_batch])
+        padList = zeroPadding(indexes_batch)
+        mask = binaryMatrix(padList)
+        mask = torch.BoolTensor(mask)
+        padVar = torch.LongTensor(padList)
+        return padVar, mask, max_target_len
+
+    def batch2TrainData(voc, pair_batch):
+        pair_batch.sort(key=lambda x: len(x[0].split(" ")), reverse=True)
+        input_batch, output_batch = [], []
+        for pair in pair_batch:
+            input_batch.append(pair[0])
+            output_batch.append(pair[1])
+        inp, lengths = inputVar(input_batch, voc)
+        output, mask, max_target_len = outputVar(output_batch, voc)
+        return inp, lengths, output, mask, max_target_len
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, hidden_size, embedding, n_layers=1, dropout=0):
+            super(EncoderRNN, self).__init__()
+            self.n_layers = n_layers
+            self.hidden_size = hidden_size
+            self.embedding = embedding
+            self.gru = nn.GRU(hidden_size, hidden_size, n_layers, dropout=(0 if n_layers == 1 else dropout),
+                              bidirectional=True)
+
+        def forward(self, input_seq, input_lengths, hidden=None):
+            embedded = self.embedding(input_seq)
+            packed = nn.utils.rnn.pack_padded_sequence(embedded, input_lengths)
+            outputs, hidden = self.gru(packed, hidden)
+            outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs)
+            outputs = outputs[:, :, :self.hidden_size] + outputs[:, :, self.hidden_size:]
+            return outputs, hidden
+
+    class Attn(nn.Module):
+        def __init__(self, method, hidden_size):
+            super(Attn, self).__init__()
+            self.method = method
+            if self.method not in ['dot', 'general', 'concat']:
+                raise ValueError(self.method, "is not an appropriate attention method.")
+            self.hidden_size = hidden_size
+            if self.method == 'general':
+                self.attn = nn.Linear(self.hidden_size, hidden_size)
+
+        def dot_score(self, hidden, encoder_output):
+            return torch.sum(hidden * encoder_output, dim=2)
+
+        def general_score(self, hidden, encoder_output):
+            energy = self.attn(encoder_output)
+            return torch.sum(hidden * energy, dim=2)
+
+        def forward(self, hidden, encoder_outputs):
+            if self.method == 'general':
+                attn_energies = self.general_score(hidden, encoder_outputs)
+            else:
+                attn_energies = self.dot_score(hidden, encoder_outputs)
+            attn_energies = attn_energies.t()
+            return F.softmax(attn_energies, dim=1).unsqueeze(1)
+
+    class LuongAttnDecoderRNN(nn.Module):
+        def __init__(self, attn_model, embedding, hidden_size, output_size, n_layers=1, dropout=0.1):
+            super(LuongAttnDecoderRNN, self).__init__()
+            self.attn_model = attn_model
+            self.hidden_size = hidden_size
+            self.output_size = output_size
+            self.n_layers = n_layers
+            self.dropout = dropout
+            self.embedding = embedding
+            self.embedding_dropout = nn.Dropout(dropout)
+            self.gru = nn.GRU(hidden_size, hidden_size, n_layers, dropout=(0 if n_layers == 1 else dropout))
+            self.concat = nn.Linear(hidden_size * 2, hidden_size)
+            self.out = nn.Linear(hidden_size, output_size)
+            self.attn = Attn(attn_model, hidden_size)
+
+        def forward(self, input_step, last_hidden, encoder_outputs):
+            embedded = self.embedding(input_step)
+            embedded = self.embedding_dropout(embedded)
+            rnn_output, hidden = self.gru(embedded, last_hidden)
+            attn_weights = self.attn(rnn_output, encoder_outputs)
+            context = attn_weights.bmm(encoder_outputs.transpose(0, 1))
+            rnn_output = rnn_output.squeeze(0)
+            context = context.squeeze(1)
+            concat_input = torch.cat((rnn_output, context), 1)
+            concat_output = torch.tanh(self.concat(concat_input))
+            output = self.out(concat_output)
+            output = F.softmax(output, dim=1)
+            return output, hidden
+
+    def maskNLLLoss(inp, target, mask):
+        nTotal = mask.sum()
+        crossEntropy = -torch.log(torch.gather(inp, 1, target.view(-1, 1)).squeeze(1))
+        loss = crossEntropy.masked_select(mask).mean()
+        loss = loss.to(device)
+        return loss, nTotal.item()
+
+    def train(input_variable, lengths, target_variable, mask, max_target_len, encoder, decoder, embedding,
+              encoder_optimizer, decoder_optimizer, batch_size, clip, teacher_forcing_ratio=0.5):
+        encoder_optimizer.zero_grad()
+        decoder_optimizer.zero_grad()
+        input_variable = input_variable.to(device)
+        target_variable = target_variable.to(device)
+        mask = mask.to(device)
+        lengths = lengths.to("cpu")
+        loss = 0
+        print_losses = []
+        n_totals = 0
+        encoder_outputs, encoder_hidden = encoder(input_variable, lengths)
+        decoder_input = torch.LongTensor([[SOS_token for _ in range(batch_size)]])
+        decoder_input = decoder_input.to(device)
+        decoder_hidden = encoder_hidden[:decoder.n_layers]
+        use_teacher_forcing = True if random.random() < teacher_forcing_ratio else False
+        for t in range(max_target_len):
+            decoder_output, decoder_hidden = decoder(decoder_input, decoder_hidden, encoder_outputs)
+            if use_teacher_forcing:
+                decoder_input = target_variable[t].view(1, -1)
+            else:
+                _, topi = decoder_output.topk(1)
+                decoder_input = torch.LongTensor([[topi[i][0] for i in range(batch_size)]])
+                decoder_input = decoder_input.to(device)
+            mask_loss, nTotal = maskNLLLoss(decoder_output, target_variable[t], mask[t])
+            loss += mask_loss
+            print_losses.append(mask_loss.item() * nTotal)
+            n_totals += nTotal
+        loss.backward()
+        _ = nn.utils.clip_grad_norm_(encoder.parameters(), clip)
+        _ = nn.utils.clip_grad_norm_(decoder.parameters(), clip)
+        encoder_optimizer.step()
+        decoder_optimizer.step()
+        return sum(print_losses) / n_totals, use_teacher_forcing
+
+    class GreedySearchDecoder(nn.Module):
+        def __init__(self, encoder, decoder):
+            super(GreedySearchDecoder, self).__init__()
+            self.encoder = encoder
+            self.decoder = decoder
+
+        def forward(self, input_seq, input_length, max_length):
+            encoder_outputs, encoder_hidden = self.encoder(input_seq, input_length)
+            decoder_hidden = encoder_hidden[:decoder.n_layers]
+            decoder_input = torch.ones(1, 1, device=device, dtype=torch.long) * SOS_token
+            all_tokens = torch.zeros([0], device=device, dtype=torch.long)
+            all_scores = torch.zeros([0], device=device)
+            for _ in range(max_length):
+                decoder_output, decoder_hidden = self.decoder(decoder_input, decoder_hidden, encoder_outputs)
+                decoder_scores, decoder_input = torch.max(decoder_output, dim=1)
+                all_tokens = torch.cat((all_tokens, decoder_input), dim=0)
+                all_scores = torch.cat((all_scores, decoder_scores), dim=0)
+                decoder_input = torch.unsqueeze(decoder_input, 0)
+            return all_tokens, all_scores
+
+    hidden_size = 4
+    embedding = nn.Embedding(voc.num_words, hidden_size)
+    encoder = EncoderRNN(hidden_size, embedding, 1, 0)
+    decoder = LuongAttnDecoderRNN('general', embedding, hidden_size, voc.num_words, 1, dropout=0.0)
+    init = load(m, nn.ModuleList([encoder, decoder]), state)
+    decoder.attn.attn.bias.requires_grad_(False)  # the same for every position, which softmax ignores: its gradient
+    encoder.train()                               # is rounding, which Adam would scale up
+    decoder.train()
+    encoder_optimizer = optim.Adam(encoder.parameters(), lr=0.01)
+    decoder_optimizer = optim.Adam(decoder.parameters(), lr=0.05)
+    random.seed(8)  # its draw (0.96) leaves teacher forcing off: decoder inputs by topk
+    losses = []
+    for iteration in range(1):
+        training_batch = batch2TrainData(voc, [random.choice(pairs) for _ in range(2)])
+        input_variable, lengths, target_variable, mask, max_target_len = training_batch
+        losses += list(train(input_variable, lengths, target_variable, mask, max_target_len, encoder, decoder,
+                             embedding, encoder_optimizer, decoder_optimizer, 2, clip=50.0))
+    encoder.eval()
+    decoder.eval()
+    searcher = GreedySearchDecoder(encoder, decoder)
+    indexes_batch = [indexesFromSentence(voc, "how are you")]
+    lengths = torch.tensor([len(indexes) for indexes in indexes_batch])
+    input_batch = torch.LongTensor(indexes_batch).transpose(0, 1).to(device)
+    tokens, scores = searcher(input_batch, lengths.to("cpu"), 2)
+    losses += [voc.index2word[token.item()] == voc.index2word[t] for token, t in zip(tokens, tokens.tolist())]
+    losses += tokens.tolist() + scores.tolist()
+    return init, losses + summary(list(encoder.parameters()) + list(decoder.parameters()))
+
+
+def test_chatbot():
+    compare(chatbot)
