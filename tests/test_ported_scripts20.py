@@ -9,11 +9,11 @@ PyTorch-GAN's ACGAN (nn.Softmax() without dim, BatchNorm2d(c, 0.8)); Weight Stan
 GhostBatchNorm; DeepInversion; Mish, FReLU, ACON and DY-ReLU; torchmetrics' ROC, AUROC, precision-recall curve
 (reversed()) and multiclass metrics; loss-landscape's filter-normalised directions (torch.Tensor(d).type(type(w))) and
 evolution strategies; the Annotated Transformer's training utilities (LabelSmoothing, NoamOpt, greedy decoding);
-noisy-label losses (SCE, GCE, NCE+MAE, bootstrapping, forward correction, ELR); and the chatbot tutorial's Luong
-attention seq2seq. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
+noisy-label losses (SCE, GCE, NCE+MAE, bootstrapping, forward correction, ELR); the chatbot tutorial's Luong
+attention seq2seq; and PyTorch Geometric's GCN, GAT and SAGE layers written out with scatter_add_ and scatter_reduce_. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
 losses, and the weights summed into a few numbers, agree. Numpy (or Python's random, seeded alike on both sides)
 draws what a script draws; shapes are tiny and runs 1-2 steps, few launches: the interpreter pays for each (PNASNet's
-7x7 depthwise cells took 3 s and are left out). Where Adam would normalise a gradient that is rounding alone (an
+7x7 depthwise cells were the slowest piece of the file and are left out). Where Adam would normalise a gradient that is rounding alone (an
 attention's key bias, which softmax ignores), that bias is frozen, as the script says."""
 import copy
 import itertools
@@ -3034,3 +3034,152 @@ def chatbot(m, state=None):
 
 def test_chatbot():
     compare(chatbot)
+
+
+# (t) message passing as PyTorch Geometric's layers do it, written out without the library (as its "Creating Message
+# Passing Networks" tutorial and many course notebooks do): scatter() as new_zeros(...).scatter_add_ for sums and
+# scatter_reduce_(reduce='mean' / 'amax', include_self=False), add_self_loops by torch.arange(N).view(1, -1).repeat(2, 1),
+# gcn_norm (deg.pow_(-0.5), masked_fill_ of inf, deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]), GATConv
+# (heads by view(-1, H, C), attention logits by (x * att).sum(-1), utils.softmax over each node's incoming edges with
+# the max of src.detach() gathered back by index_select), SAGEConv's mean aggregation with F.normalize, and
+# global_mean_pool over a batch vector (int(batch.max().item() + 1) graphs), a step of SGD on two graphs
+def message_passing(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def broadcast(src, other, dim):
+        if src.dim() == 1:
+            for _ in range(0, dim):
+                src = src.unsqueeze(0)
+        for _ in range(src.dim(), other.dim()):
+            src = src.unsqueeze(-1)
+        return src.expand(other.size())
+
+    def scatter(src, index, dim=0, dim_size=None, reduce='sum'):
+        index = broadcast(index, src, dim)
+        size = list(src.size())
+        size[dim] = dim_size if dim_size is not None else int(index.max()) + 1
+        if reduce == 'sum':
+            return src.new_zeros(size).scatter_add_(dim, index, src)
+        return src.new_zeros(size).scatter_reduce_(dim, index, src, reduce=reduce, include_self=False)
+
+    def softmax(src, index, num_nodes, dim=0):
+        src_max = scatter(src.detach(), index, dim, dim_size=num_nodes, reduce='amax')
+        out = src - src_max.index_select(dim, index)
+        out = out.exp()
+        out_sum = scatter(out, index, dim, dim_size=num_nodes, reduce='sum') + 1e-16
+        out_sum = out_sum.index_select(dim, index)
+        return out / out_sum
+
+    def add_self_loops(edge_index, num_nodes):
+        loop_index = torch.arange(0, num_nodes, dtype=torch.long, device=edge_index.device)
+        loop_index = loop_index.view(1, -1).repeat(2, 1)
+        return torch.cat([edge_index, loop_index], dim=1)
+
+    def gcn_norm(edge_index, num_nodes):
+        edge_index = add_self_loops(edge_index, num_nodes)
+        edge_weight = torch.ones((edge_index.size(1), ), device=edge_index.device)
+        row, col = edge_index[0], edge_index[1]
+        deg = scatter(edge_weight, col, dim=0, dim_size=num_nodes, reduce='sum')
+        deg_inv_sqrt = deg.pow_(-0.5)
+        deg_inv_sqrt.masked_fill_(deg_inv_sqrt == float('inf'), 0)
+        return edge_index, deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]
+
+    class GCNConv(nn.Module):
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.lin = nn.Linear(in_channels, out_channels, bias=False)
+            self.bias = nn.Parameter(torch.zeros(out_channels))
+
+        def forward(self, x, edge_index):
+            edge_index, norm = gcn_norm(edge_index, x.size(0))
+            x = self.lin(x)
+            row, col = edge_index
+            msg = norm.view(-1, 1) * x[row]
+            return scatter(msg, col, dim=0, dim_size=x.size(0), reduce='sum') + self.bias
+
+    class GATConv(nn.Module):
+        def __init__(self, in_channels, out_channels, heads=2, negative_slope=0.2, dropout=0.0):
+            super().__init__()
+            self.heads, self.out_channels = heads, out_channels
+            self.negative_slope, self.dropout = negative_slope, dropout
+            self.lin = nn.Linear(in_channels, heads * out_channels, bias=False)
+            self.att_src = nn.Parameter(torch.empty(1, heads, out_channels))
+            self.att_dst = nn.Parameter(torch.empty(1, heads, out_channels))
+            self.bias = nn.Parameter(torch.empty(heads * out_channels))
+            nn.init.xavier_uniform_(self.att_src)
+            nn.init.xavier_uniform_(self.att_dst)
+            nn.init.zeros_(self.bias)
+
+        def forward(self, x, edge_index):
+            H, C = self.heads, self.out_channels
+            N = x.size(0)
+            x = self.lin(x).view(-1, H, C)
+            alpha_src = (x * self.att_src).sum(dim=-1)
+            alpha_dst = (x * self.att_dst).sum(dim=-1)
+            edge_index = add_self_loops(edge_index, N)
+            row, col = edge_index
+            alpha = alpha_src[row] + alpha_dst[col]
+            alpha = F.leaky_relu(alpha, self.negative_slope)
+            alpha = softmax(alpha, col, num_nodes=N)
+            alpha = F.dropout(alpha, p=self.dropout, training=self.training)
+            msg = x[row] * alpha.unsqueeze(-1)
+            out = scatter(msg, col, dim=0, dim_size=N, reduce='sum')
+            return out.view(-1, H * C) + self.bias
+
+    class SAGEConv(nn.Module):
+        def __init__(self, in_channels, out_channels, normalize=True):
+            super().__init__()
+            self.normalize = normalize
+            self.lin_l = nn.Linear(in_channels, out_channels)
+            self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+
+        def forward(self, x, edge_index):
+            row, col = edge_index
+            aggr = scatter(x[row], col, dim=0, dim_size=x.size(0), reduce='mean')
+            out = self.lin_l(aggr) + self.lin_r(x)
+            if self.normalize:
+                out = F.normalize(out, p=2., dim=-1)
+            return out
+
+    def global_mean_pool(x, batch):
+        size = int(batch.max().item() + 1)
+        return scatter(x, batch, dim=0, dim_size=size, reduce='mean')
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = GCNConv(3, 4)
+            self.conv2 = GATConv(4, 2, heads=2)
+            self.conv3 = SAGEConv(4, 4)
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x, edge_index, batch):
+            x = F.relu(self.conv1(x, edge_index))
+            x = F.elu(self.conv2(x, edge_index))
+            x = self.conv3(x, edge_index)
+            return self.lin(global_mean_pool(x, batch))
+
+    model = Net()
+    init = load(m, model, state)
+    rng = np.random.default_rng(17)
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (5, 6), (6, 7), (7, 8)]  # a 5-cycle and a 4-path
+    edge_index = torch.tensor(edges, dtype=torch.long).t().contiguous()
+    edge_index = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+    x = torch.tensor(normal(rng, 9, 3))
+    batch = torch.tensor([0] * 5 + [1] * 4)
+    y = torch.tensor([0, 1])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    losses = []
+    for step in range(1):
+        model.train()
+        optimizer.zero_grad()
+        out = model(x, edge_index, batch)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()] + out.flatten().tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_message_passing():
+    compare(message_passing)
