@@ -327,6 +327,12 @@ def test_lazy_and_1d_pool_reprs_and_defaults_as_torch():
     assert lazy.affine and lazy.track_running_stats
     lazy(tnet.randn(2, 3, 5))
     assert type(lazy) is nn.InstanceNorm1d and list(lazy.state_dict()) == list(torch.nn.LazyInstanceNorm1d().state_dict())
+    for name in ("LazyBatchNorm2d", "LazyInstanceNorm2d", "SyncBatchNorm"):  # torch 2's bias= keyword
+        args = (3,) if name == "SyncBatchNorm" else ()
+        ours, theirs = getattr(nn, name)(*args, bias=False), getattr(torch.nn, name)(*args, bias=False)
+        ours(tnet.randn(2, 3, 2, 2))
+        theirs(torch.randn(2, 3, 2, 2))
+        assert ours.bias is None and repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
 
 
 def test_buffer_registers_on_assignment():

@@ -1755,8 +1755,8 @@ class SyncBatchNorm(_BatchNorm):
     several processes it raises NotImplementedError (BatchNorm per process is DDP's default)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, x):
         check(x.ndim >= 2, lambda: f"expected at least 2D input (got {x.ndim}D input)")
@@ -2284,8 +2284,9 @@ class _LazyNorm(_Lazy):
     """torch's lazy batch and instance norms: num_features from the first input's channels (dim 1,
     or dim 0 of an unbatched instance-norm input)."""
 
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self._uninitialized("weight", "bias", "running_mean", "running_var")
 
     def forward(self, input, *args):
