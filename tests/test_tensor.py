@@ -139,6 +139,11 @@ def test_autograd_grad_and_backward_as_torch(rng):
     xr.grad = None
     torch.autograd.backward([torch.tanh(xr * wr).sum(), (xr * 2).sum()])
     assert_close(x.grad, xr.grad, TOL["ieee"], "autograd.backward of two roots")
+    for lib in (tnet, torch):  # torch's positional order, grad_variables (deprecated) before inputs
+        v = lib.ones(2, requires_grad=True)
+        with pytest.warns(FutureWarning, match="grad_variables"):
+            lib.autograd.backward([v * 3], None, None, False, [lib.ones(2) * 2])
+        assert v.grad.tolist() == [6.0, 6.0]
     unused = tnet.tensor([1.0], requires_grad=True)
     y = (x * 3).sum()
     with pytest.raises(RuntimeError, match="allow_unused"):
