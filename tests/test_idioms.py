@@ -232,6 +232,7 @@ def test_torch_names_scripts_use(tmp_path):
     data = tnet.utils.data.TensorDataset(tnet.arange(10))
     splits = [tnet.utils.data.random_split(data, [7, 3], generator=tnet.Generator().manual_seed(42)) for _ in range(2)]
     assert [list(s.indices) for s in splits[0]] == [list(s.indices) for s in splits[1]]
+    assert tnet.Generator().device == torch.Generator().device == torch.device("cpu")  # passed on as device=
     tnet.random.manual_seed(5)
     assert tnet.random.initial_seed() == 5 == tnet.initial_seed()
     tnet.cuda.empty_cache()

@@ -315,6 +315,26 @@ def test_lazy_layers_take_their_sizes_from_the_first_call(rng, ieee):
     assert type(inorm) is nn.InstanceNorm2d and inorm.num_features == 5
 
 
+def test_lazy_and_1d_pool_reprs_and_defaults_as_torch():
+    """print(model) before the first call, and the lazy instance norms' own defaults (affine and running statistics
+    on, unlike InstanceNorm's), as torch's."""
+    for name, args in [("LazyLinear", (3,)), ("LazyConv2d", (4, 3)), ("LazyConvTranspose1d", (2, 3)),
+                       ("LazyInstanceNorm2d", ()), ("LazyBatchNorm1d", ()), ("AvgPool1d", (3, 1, 1)), ("AvgPool1d", (2,)),
+                       ("MaxPool1d", (2,))]:
+        ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+        assert repr(ours) == repr(theirs), name
+    lazy = nn.LazyInstanceNorm1d()
+    assert lazy.affine and lazy.track_running_stats
+    lazy(tnet.randn(2, 3, 5))
+    assert type(lazy) is nn.InstanceNorm1d and list(lazy.state_dict()) == list(torch.nn.LazyInstanceNorm1d().state_dict())
+    for name in ("LazyBatchNorm2d", "LazyInstanceNorm2d", "SyncBatchNorm"):  # torch 2's bias= keyword
+        args = (3,) if name == "SyncBatchNorm" else ()
+        ours, theirs = getattr(nn, name)(*args, bias=False), getattr(torch.nn, name)(*args, bias=False)
+        ours(tnet.randn(2, 3, 2, 2))
+        theirs(torch.randn(2, 3, 2, 2))
+        assert ours.bias is None and repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+
+
 def test_buffer_registers_on_assignment():
     ours, theirs = nn.Module(), torch.nn.Module()
     for lib, m in ((nn, ours), (torch.nn, theirs)):

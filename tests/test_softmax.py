@@ -236,6 +236,18 @@ def test_softmax_any_dim(rng, name, shape, dim, channels_last):
     check_op(lambda t: getattr(F, name)(t, dim), lambda t: getattr(torch, name)(t, ref_dim), [x], TOL["ieee"], rng)
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_implicit_dim_warns_as_torch(name):
+    """Without dim, torch's implicit choice with torch's warning, pointing at the caller (nn.Softmax() in older
+    scripts: PyTorch-GAN's ACGAN)."""
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name} has been deprecated") as caught:
+        out = getattr(F, name)(tnet.ones(2, 3))
+    assert caught[0].filename == __file__
+    assert tuple(out.shape) == (2, 3)
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        assert tnet.nn.Softmax()(tnet.ones(2, 3)).sum(1).tolist() == [1.0, 1.0]
+
+
 def test_softmax_method_and_dtype(rng):
     x = pair(rng, 4, 7)
     check_op(lambda t: t.softmax(0), lambda t: t.softmax(0), [x], TOL["ieee"], rng)

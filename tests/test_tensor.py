@@ -139,6 +139,11 @@ def test_autograd_grad_and_backward_as_torch(rng):
     xr.grad = None
     torch.autograd.backward([torch.tanh(xr * wr).sum(), (xr * 2).sum()])
     assert_close(x.grad, xr.grad, TOL["ieee"], "autograd.backward of two roots")
+    for lib in (tnet, torch):  # torch's positional order, grad_variables (deprecated) before inputs
+        v = lib.ones(2, requires_grad=True)
+        with pytest.warns(FutureWarning, match="grad_variables"):
+            lib.autograd.backward([v * 3], None, None, False, [lib.ones(2) * 2])
+        assert v.grad.tolist() == [6.0, 6.0]
     unused = tnet.tensor([1.0], requires_grad=True)
     y = (x * 3).sum()
     with pytest.raises(RuntimeError, match="allow_unused"):
@@ -416,6 +421,26 @@ def test_cuda_legacy_constructors():
     zeros = tnet.cuda.FloatTensor(2, 3, 1, 1).fill_(0)
     assert zeros.dtype == tnet.float32 and zeros.shape == (2, 3, 1, 1) and not zeros.numpy().any()
     assert tnet.ones(2).type(tnet.cuda.LongTensor).dtype == tnet.int64 and tnet.cuda.LongTensor([1]).dtype == tnet.int64
+
+
+def test_legacy_alias_untyped_type_and_reversed_as_torch():
+    """loss-landscape's `p.data = w + torch.Tensor(d).type(type(w))` and torchmetrics' reversed(precision): torch.Tensor(t)
+    aliases t (its writes show in t; its gradient flows to t), .type(the Tensor class) is float32, and reversed(t) flips
+    dim 0 (a 0-d tensor: itself)."""
+    for lib in (tnet, torch):
+        t = lib.ones(3, requires_grad=True)
+        alias = lib.Tensor(t)
+        assert alias.requires_grad and type(alias.grad_fn).__name__ == "AliasBackward0"
+        (alias * 2).sum().backward()
+        assert t.grad.tolist() == [2.0, 2.0, 2.0]
+        plain = lib.zeros(2)
+        lib.Tensor(plain)[0] = 5
+        assert plain.tolist() == [5.0, 0.0] and lib.Tensor(lib.arange(3)).dtype == lib.int64
+        assert lib.arange(3).type(type(plain)).dtype == lib.float32 and lib.arange(3).type(lib.Tensor).dtype == lib.float32
+        with pytest.raises(ValueError, match="invalid type: 'Module'"):
+            lib.ones(1).type(lib.nn.Module)
+        assert reversed(lib.arange(6).view(3, 2)).tolist() == [[4, 5], [2, 3], [0, 1]]
+        assert reversed(lib.tensor(3.0)).item() == 3.0
 
 
 def test_set_printoptions_and_detach_():

@@ -37,6 +37,7 @@ class Generator(np.random.Generator):
     tnet.manual_seed seeds. Other numbers than torch's generator gives for a seed."""
 
     def __init__(self, device="cpu"):
+        self.device = torch.device(device)  # as given, as torch's (diffusers pass generator.device on)
         self._seed = DEFAULT_SEED
         super().__init__(np.random.PCG64(DEFAULT_SEED))
 

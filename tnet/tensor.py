@@ -315,7 +315,8 @@ def _hooked_grad(t, g):
 
 def _legacy_memory(data, second, sizes):
     """torch's legacy constructor, torch.Tensor(...): sizes (ints, or a torch.Size) give an
-    uninitialised float32 tensor, nothing an empty one, a sequence or array a float32 copy."""
+    uninitialised float32 tensor, nothing an empty one, a sequence or array a float32 copy (a tnet
+    Tensor: Tensor.__init__'s alias)."""
     if data is None:
         return torch.empty(0, device=DEVICE)
     if isinstance(data, int) and not isinstance(data, bool):
@@ -327,7 +328,7 @@ def _legacy_memory(data, second, sizes):
         return torch.empty(data, device=DEVICE)
     if isinstance(data, (list, tuple, np.ndarray)):
         return as_storage(data, torch.float32)
-    raise TypeError(f"Tensor(): expected a torch tensor (tnet's memory), sizes or a sequence of data, got "
+    raise TypeError(f"Tensor(): expected a tensor, sizes or a sequence of data, got "
                     f"{type(data).__name__}")
 
 
@@ -344,7 +345,10 @@ class Tensor:
     _entry = None  # the tape entry that made this tensor (None: a leaf)
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
-        if type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
+        source = None
+        if isinstance(memory, Tensor):  # torch.Tensor(t): an alias of t, its gradient flowing to t, as torch's
+            source, memory, requires_grad = memory, memory.memory, False
+        elif type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
             memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False
         elif _ON_GPU and not memory.is_cuda:  # a host tensor handed in: tnet's kernels read a device copy
             memory = memory.to(DEVICE)
@@ -355,6 +359,9 @@ class Tensor:
         self.grad = None
         self._entry = None
         self._shape_of = None  # the storage whose shape self._shape holds
+        if source is not None and _grad_enabled[0] and source.requires_grad:
+            self.requires_grad = True
+            self._entry = _Entry("alias", (source,), lambda g: (g,), [], lambda g, y: (g,), saves_nothing=True)
 
     @property
     def shape(self):
@@ -444,6 +451,10 @@ class Tensor:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
+
+    def __reversed__(self):
+        """reversed(t): t flipped along dim 0 (a copy; a 0-d tensor itself), as torch's (torchmetrics' curves)."""
+        return self if self.ndim == 0 else self.flip(0)
 
     def __bool__(self):
         """True or False for a one-element tensor (a host sync); RuntimeError otherwise, as torch's."""

@@ -1,4 +1,6 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
+import warnings
+
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
 from ..functional import isnan
@@ -34,9 +36,16 @@ def _seeds(given, n):
     return given
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """torch.autograd.backward: the gradients of tensors (seeded by grad_tensors, ones for
-    one-element tensors where None) accumulated into the leaves' .grad (only inputs', where given)."""
+    one-element tensors where None) accumulated into the leaves' .grad (only inputs', where given).
+    grad_variables: grad_tensors' deprecated name, with torch's warning, in torch's place."""
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
     tensors = _tensors(tensors)
     run_backward(tensors, _seeds(grad_tensors, len(tensors)), retain_graph, create_graph,
                  None if inputs is None else _tensors(inputs))

@@ -159,9 +159,14 @@ def _type(self, dtype=None, non_blocking=False):
 
 def type_dtype(t):
     """The dtype that Tensor.type and nn.Module.type take t for: a dtype, a typed constructor
-    (tnet.FloatTensor, torch's torch.cuda.FloatTensor) or its name ('torch.cuda.FloatTensor')."""
+    (tnet.FloatTensor, torch's torch.cuda.FloatTensor), its name ('torch.cuda.FloatTensor'), or the
+    untyped Tensor class (torch's default dtype, float32)."""
     if callable(t) and isinstance(getattr(t, "dtype", None), torch.dtype):
         return t.dtype
+    if t is Tensor or t is torch.Tensor:  # the untyped class, type(x) (loss-landscape's w.type(type(w))): float32
+        return torch.float32
+    if isinstance(t, type):
+        raise ValueError(f"invalid type: '{t.__name__}'")
     if isinstance(t, str):
         names = {v: k for k, v in _TYPE_NAMES.items()}
         name = t.rsplit(".", 1)[-1]

@@ -2,6 +2,7 @@
 fp32. The kernels take rows: the op's dim is moved last (a view where the memory allows, as
 for dim 1 of a channels-last activation, else a copy)."""
 import math
+import warnings
 
 import torch
 
@@ -18,6 +19,14 @@ from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
 
 
+def _implicit_dim(name, ndim, stacklevel):
+    """torch's implicit dim of a softmax called without one (nn.Softmax() in older scripts), with its warning:
+    0 for 0-, 1- and 3-D input, else 1."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as "
+                  "an argument.", stacklevel=stacklevel + 1)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def _rows(name, x, dim, dtype):
     """(x cast to dtype, its storage as contiguous rows [R, C] along dim, the moved shape, dim)."""
     check_tensors(name, x=x)
@@ -25,8 +34,8 @@ def _rows(name, x, dim, dtype):
         check_type(isinstance(dtype, torch.dtype), lambda: f"{name}(): argument 'dtype' must be torch.dtype, not "
                                                            f"{type(dtype).__name__}")
         x = x.to(dtype)
-    if dim is None:  # torch's implicit dim, which it warns about
-        dim = 0 if x.ndim in (0, 1, 3) else 1
+    if dim is None:
+        dim = _implicit_dim(name, x.ndim, 5)  # the caller of softmax's numpy_names wrapper
     d = dim_index(dim, x.ndim)
     X = x.memory.reshape(1) if x.ndim == 0 else x.memory
     moved = X.movedim(d, -1)
@@ -85,6 +94,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-input) over dim, as torch's (dtype: cast before the negation)."""
     check_tensors("softmin", input=input)
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, 2)
     return softmax(neg(input if dtype is None else input.to(dtype)), dim)
 
 

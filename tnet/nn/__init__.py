@@ -246,6 +246,15 @@ class Module:
             self._buffer_names[name] = value.persistent
         object.__setattr__(self, name, value)
 
+    def __getattr__(self, name):
+        """torch's Module.__getattr__, which scripts also call by name (kuangliu's DLA reads its subtrees by
+        `self.__getattr__('level_%d' % i)`): an attribute of the instance, else torch's AttributeError. Python
+        calls it only where the usual lookup failed, so attribute reads cost nothing more."""
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
+
     def __call__(self, *args, **kwargs):
         if torch.Tensor in map(type, args):  # a torchvision transform's output, say: a constant copy, as tnet.tensor
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
@@ -1159,6 +1168,9 @@ class _Lazy:
     full shape, the parameters are drawn as the full layer's, and the module becomes that layer
     (cls_to_become), as torch's. The Parameter objects exist from construction (a placeholder
     shape) and are reshaped in place, so an optimizer built before the first call keeps them."""
+    # the input size before the first call: 0, as torch's (its repr: LazyLinear(in_features=0, ...)); the full
+    # layer's class (cls_to_become) reads it from the weight
+    in_features = in_channels = property(lambda self: 0)
 
     def _uninitialized(self, *names):
         """Mark the named parameters and buffers as torch's placeholders (isinstance checks)."""
@@ -1743,8 +1755,8 @@ class SyncBatchNorm(_BatchNorm):
     several processes it raises NotImplementedError (BatchNorm per process is DDP's default)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, x):
         check(x.ndim >= 2, lambda: f"expected at least 2D input (got {x.ndim}D input)")
@@ -2272,8 +2284,9 @@ class _LazyNorm(_Lazy):
     """torch's lazy batch and instance norms: num_features from the first input's channels (dim 1,
     or dim 0 of an unbatched instance-norm input)."""
 
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self._uninitialized("weight", "bias", "running_mean", "running_var")
 
     def forward(self, input, *args):
@@ -2299,8 +2312,8 @@ class LazyBatchNorm3d(_LazyNorm, BatchNorm3d):
 
 
 class _LazyInstanceNorm(_LazyNorm):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+    """torch's lazy instance norms: _LazyNorm's defaults, affine=True and track_running_stats=True, as torch's
+    (unlike InstanceNorm's False and False)."""
 
 
 class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
@@ -2877,12 +2890,16 @@ class ChannelShuffle(_Call):
 
 
 class AvgPool1d(_Call, _AvgPoolNd):
-    """F.avg_pool1d over [N, C, L] or [C, L]."""
+    """F.avg_pool1d over [N, C, L] or [C, L]; its sizes kept as 1-tuples and its repr showing those three, as
+    torch's."""
     fn, names = F.avg_pool1d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+    shown = names[:3]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.kernel_size = ntuple(kernel_size, 1, "AvgPool1d: kernel_size", 1)
+        self.stride = self.kernel_size if stride is None else ntuple(stride, 1, "AvgPool1d: stride", 1)
+        self.padding = ntuple(padding, 1, "AvgPool1d: padding")
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
 
@@ -2890,6 +2907,7 @@ class MaxPool1d(_Call, _MaxPoolNd):
     """F.max_pool1d over [N, C, L] or [C, L] (torch's argument order: return_indices before
     ceil_mode)."""
     fn, names = F.max_pool1d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+    shown = names[:5]  # torch's repr leaves return_indices out
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
