@@ -1,6 +1,7 @@
 """`triton.autotune` and `triton.jit` for tnet's kernels: the interpreter's single config, the
 chosen config remembered per key, timing as a captured training step runs a kernel, and a launch
 that skips Triton's per-call Python once a kernel is compiled for its arguments' specialization."""
+import concurrent.futures
 import functools
 import os
 
@@ -50,6 +51,9 @@ if INTERPRET:
 # none is), so that N processes split one model's configs.
 MODE = os.environ.get("TNET_AUTOTUNE", "1")
 TUNE = MODE != "0"
+# Threads that compile a new tuning key's configs at once on the GPU (_Remembered.compile_configs); 1: one
+# after another, as Triton's autotuner does
+COMPILE_THREADS = int(os.environ.get("TNET_COMPILE_THREADS", min(8, os.cpu_count() or 1)))
 
 
 def compile_shard(mode):
@@ -353,6 +357,8 @@ class _Remembered(triton.runtime.Autotuner):
         dtypes = [getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)]
         config = self.chosen.get((*tuning, *dtypes))
         if config is None:
+            if fast:
+                self.compile_configs(args, grid, kwargs)
             ret = super().run(*args, grid=grid, warmup=warmup, **kwargs)
             self.chosen[(*tuning, *dtypes)] = self.best_config.all_kwargs()
             return ret
@@ -363,6 +369,29 @@ class _Remembered(triton.runtime.Autotuner):
             if entry is not None:  # keyed anew: the run may have changed how fn keys tuples
                 kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))
         return kernel
+
+    def compile_configs(self, args, grid, kwargs):
+        """Compile the configs that Triton's run() is about to time for a new tuning key, all at once, in
+        COMPILE_THREADS threads (Triton's AsyncCompileMode): most of a compile runs outside Python (MLIR's
+        and LLVM's passes, ptxas), so a layer's configs compile in about the time of one instead of one
+        after another. Triton's timing then finds them compiled, or in its disk cache. Anything that
+        fails here (a config that does not compile, a Triton without AsyncCompileMode) is left to
+        Triton's own path, which compiles it again and reports it as it always has."""
+        mode = getattr(triton, "AsyncCompileMode", None)
+        if COMPILE_THREADS < 2 or mode is None or SHARD is not None:
+            return
+        self.nargs = dict(zip(self.arg_names, args))  # prune_configs reads them, as in Triton's run()
+        try:
+            configs = self.prune_configs({**kwargs, "grid": grid, "warmup": False})
+            if len(configs) > 1:
+                with concurrent.futures.ThreadPoolExecutor(min(COMPILE_THREADS, len(configs))) as pool, \
+                        mode(pool, ignore_errors=True):
+                    for config in configs:
+                        self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
+        except Exception:  # noqa: BLE001 - Triton's own path below compiles and reports whatever failed here
+            pass
+        finally:
+            self.nargs = None
 
     def bound(self, grid, args, kwargs):
         """The Bound launch of a call seen before, with its chosen config (None where none is kept)."""
