@@ -437,6 +437,26 @@ def test_maximum_and_minimum_as_torch(rng):
     assert tnet.maximum(tnet.tensor([1, 5]), tnet.tensor([3, 2])).tolist() == [3, 5]
 
 
+@pytest.mark.parametrize("fn", ["maximum", "minimum"])
+def test_maximum_and_minimum_ties_keep_the_first_bits_as_torch(fn):
+    """A tie gives the first operand's bits, as torch's: its zero's sign, a subnormal (the halves of the
+    composed form flushed it to 0), and double backward through the tie's halved gradient."""
+    a = torch.tensor([-0.0, 0.0, 1e-45, -1e-45, 2.0])
+    b = torch.tensor([0.0, -0.0, 1e-45, -1e-45, 2.0])
+    x, y = tnet.tensor(a.numpy(), requires_grad=True), tnet.tensor(b.numpy(), requires_grad=True)
+    out = getattr(tnet, fn)(x, y)
+    assert np.array_equal(out.detach().numpy().view(np.int32), getattr(torch, fn)(a, b).numpy().view(np.int32))
+    (g,) = tnet.autograd.grad((out * out).sum(), x, create_graph=True)
+    g.sum().backward()
+    ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    tout = getattr(torch, fn)(ta, tb)
+    (tg,) = torch.autograd.grad((tout * tout).sum(), ta, create_graph=True)
+    tg.sum().backward()
+    np.testing.assert_array_equal(g.detach().numpy(), tg.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_array_equal(y.grad.numpy(), tb.grad.numpy())
+
+
 def test_pow_tensor_exponent_as_torch(rng):
     """x ** e for two tensors (broadcast) and 2 ** e, values and both gradients; at x == 0 and
     negative x, torch's values (inf, NaN) and its zero exponent gradient where x == 0, e >= 0."""

@@ -791,28 +791,29 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return close
 
 
-def _extremum(input, other, wins, loses):
-    """The element winning `wins` (gt: the larger), NaN where either is, a tie's gradient shared half
-    and half (a NaN's whole to both), as torch's maximum and minimum (integers: the winner, no
-    gradient)."""
-    if not (input.memory.is_floating_point() or getattr(other, "memory", other).is_floating_point()):
-        return where(logical_not(loses(input, other)), input, other)
-    input, other = _ints_to_float(input, other)
-    tie = add(mul(input, 0.5), mul(other, 0.5))  # either value; halves never overflow
-    neither = where(eq(input, other), tie, add(input, other))  # a NaN: NaN, the whole gradient to both
-    return where(wins(input, other), input, where(loses(input, other), other, neither))
+def _extremum(name, input, other, sign):
+    """torch's maximum (sign 1) or minimum (-1), one kernel: the winner, input at a tie, NaN where
+    either is; the gradient g to the winner, half to each at a tie, the whole to both at a NaN.
+    Integers: the winner, no gradient."""
+    if not (input.memory.is_floating_point() or other.memory.is_floating_point()):
+        return where(logical_not(lt(input, other) if sign > 0 else gt(input, other)), input, other)
+    side = lambda g, x, o: _pw.pointwise("extremum_backward", g, x, o, sign)
+    return _binary(name, input, other, name, lambda g, a, b, y, need: (need[0] and side(g, a, b),
+                                                                       need[1] and side(g, b, a)),
+                   graph=lambda g, a, b, y: (g * Tensor(side(1.0, a.memory, b.memory)),
+                                             g * Tensor(side(1.0, b.memory, a.memory))))
 
 
 def maximum(input, other):
     """The larger of each pair of elements (broadcast), as torch.maximum."""
     check_tensors("maximum", input=input, other=other)
-    return _extremum(input, other, gt, lt)
+    return _extremum("maximum", input, other, 1.0)
 
 
 def minimum(input, other):
     """The smaller of each pair of elements (broadcast), as torch.minimum."""
     check_tensors("minimum", input=input, other=other)
-    return _extremum(input, other, lt, gt)
+    return _extremum("minimum", input, other, -1.0)
 
 
 def prelu(input, weight):

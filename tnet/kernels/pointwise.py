@@ -80,7 +80,9 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "erfcx": 1, "log_ndtr": 1, "ndtri": 1, "i0": 1, "i0e": 1, "i1": 1, "i1e": 1,
          "erfcx_backward": 2, "log_ndtr_backward": 2, "ndtri_backward": 2, "i0_backward": 2, "i0e_backward": 2,
          "i1_backward": 2, "i1e_backward": 2,
-         "ipow": 2}  # integers: a ** b
+         "ipow": 2,  # integers: a ** b
+         # torch.maximum and minimum, and their gradient (g, x, the other operand, 1 for maximum or -1)
+         "maximum": 2, "minimum": 2, "extremum_backward": 4}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
@@ -743,6 +745,13 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(mx == 0.0, 0.0, mx * tl.sqrt_rn(1.0 + q * q))
         y = tl.where((a != a) | (b != b), a + b, y)
         y = tl.where((ax == float("inf")) | (ay == float("inf")), float("inf"), y)
+    elif OP == "maximum":  # NaN where either is; a tie gives a (its zero's sign: torch's)
+        y = tl.where((a != a) | (b != b), a + b, tl.where(a < b, b, a))
+    elif OP == "minimum":
+        y = tl.where((a != a) | (b != b), a + b, tl.where(a > b, b, a))
+    elif OP == "extremum_backward":  # b = x, c = the other operand, d = 1 (maximum) or -1 (minimum): torch's
+        # g where x wins or either is NaN, g / 2 at a tie, 0 where x loses
+        y = tl.where(b * d < c * d, 0.0, tl.where(b == c, a * 0.5, a))
     elif OP == "logaddexp":  # torch's: equal infinities give themselves
         m = tl.where(a > b, a, b)
         y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, m + log1p_kahan(tl.exp(-tl.abs(a - b))))
