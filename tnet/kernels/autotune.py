@@ -373,8 +373,8 @@ class _Remembered(triton.runtime.Autotuner):
     def compile_configs(self, args, grid, kwargs):
         """Compile the configs that Triton's run() is about to time for a new tuning key, all at once, in
         COMPILE_THREADS threads (Triton's AsyncCompileMode): most of a compile runs outside Python (MLIR's
-        and LLVM's passes, ptxas), so a layer's configs compile in about the time of one instead of one
-        after another. Triton's timing then finds them compiled, or in its disk cache. Anything that
+        and LLVM's passes, ptxas), so the configs can compile side by side instead of one after another.
+        Triton's timing then finds them compiled, or in its disk cache. Anything that
         fails here (a config that does not compile, a Triton without AsyncCompileMode) is left to
         Triton's own path, which compiles it again and reports it as it always has."""
         mode = getattr(triton, "AsyncCompileMode", None)
@@ -388,7 +388,7 @@ class _Remembered(triton.runtime.Autotuner):
                         mode(pool, ignore_errors=True):
                     for config in configs:
                         self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
-        except Exception:  # noqa: BLE001 - Triton's own path below compiles and reports whatever failed here
+        except Exception:  # Triton's own path, next, compiles again and reports whatever failed here
             pass
         finally:
             self.nargs = None
