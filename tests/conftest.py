@@ -25,6 +25,14 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def fresh_generator():
+    """tnet's generator as a fresh process has it, before every test: a test's draws (its layers' init
+    above all) then do not depend on which tests ran before it in its process, which pytest-xdist and
+    new test files change."""
+    tnet.manual_seed(tnet.factory.DEFAULT_SEED)
+
+
 @pytest.fixture
 def ieee():
     """fp32 GEMMs in exact IEEE arithmetic, for comparisons at the fp32 tolerance."""
