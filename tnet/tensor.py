@@ -346,12 +346,13 @@ class Tensor:
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         source = None
-        if isinstance(memory, Tensor):  # torch.Tensor(t): an alias of t, its gradient flowing to t, as torch's
+        if type(memory) is torch.Tensor or isinstance(memory, torch.Tensor):  # every op's output: first
+            if _ON_GPU and not memory.is_cuda:  # a host tensor handed in: tnet's kernels read a device copy
+                memory = memory.to(DEVICE)
+        elif isinstance(memory, Tensor):  # torch.Tensor(t): an alias of t, its gradient flowing to t, as torch's
             source, memory, requires_grad = memory, memory.memory, False
-        elif type(memory) is not torch.Tensor and not isinstance(memory, torch.Tensor):
+        else:
             memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False
-        elif _ON_GPU and not memory.is_cuda:  # a host tensor handed in: tnet's kernels read a device copy
-            memory = memory.to(DEVICE)
         self.memory = memory  # the torch tensor: tnet's kernels read and write it
         self.requires_grad = requires_grad
         if _inference[0]:  # made in an inference_mode block (the class's False otherwise)
