@@ -996,3 +996,17 @@ def test_polygamma_poles_at_every_non_positive_integer_as_torch(n):
     want.sum().backward()
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-3)
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-3)
+
+
+def test_matrix_exp_of_one_by_one_matrices_is_exp_as_torch():
+    """A 1 x 1 matrix's exponential is exp of its entry, torch's special case: [[-inf]] gives 0, [[inf]] inf and
+    [[nan]] NaN, not the scaling and squaring's inf or NaN (fuzz seed 85, case 1533). The gradient is exp's: torch's
+    (the exponential of a 2 x 2 block matrix) agrees at finite entries and is NaN at +-inf, where e^a's is 0 and inf."""
+    x = np.array([[[-0.42]], [[-INF]], [[INF]], [[NAN]], [[3.0]]], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.linalg.matrix_exp(a), torch.linalg.matrix_exp(b)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy()[[0, 3, 4]], b.grad[[0, 3, 4]])
+    assert a.grad.numpy()[1:3].ravel().tolist() == [0.0, INF]
