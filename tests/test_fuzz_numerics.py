@@ -1010,3 +1010,20 @@ def test_matrix_exp_of_one_by_one_matrices_is_exp_as_torch():
     want.sum().backward()
     _same(a.grad.numpy()[[0, 3, 4]], b.grad[[0, 3, 4]])
     assert a.grad.numpy()[1:3].ravel().tolist() == [0.0, INF]
+
+
+def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torch():
+    """torch's gradient of the 2-norm is g (x / norm) with x / norm 0 where the norm is 0: a NaN or inf g (a NaN
+    loss) still gives NaN there, a finite g 0 (fuzz seed 87, case 2882: cosine_similarity of a float16 zero vector,
+    whose eps rounds to 0)."""
+    x = np.array([[0.0, 0.0, 0.0], [0.0, -0.0, 0.0], [0.0, 0.0, 0.0], [3.0, 0.0, -4.0]], np.float32)
+    g = np.array([NAN, INF, 2.0, NAN], np.float32)
+
+    def grads(m):
+        a = m.tensor(x, requires_grad=True)
+        m.linalg.vector_norm(a, 2, dim=1).backward(m.tensor(g))
+        a16, b = m.tensor([0.8, 1.5, -0.6], dtype=m.bfloat16, requires_grad=True), m.zeros(3, dtype=m.float16, requires_grad=True)
+        m.nn.functional.cosine_similarity(a16, b, dim=0).backward()
+        return a.grad, b.grad.float()
+    for got, want in zip(grads(tnet), grads(torch)):
+        _same(got.numpy(), want)
