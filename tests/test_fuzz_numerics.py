@@ -1012,6 +1012,17 @@ def test_matrix_exp_of_one_by_one_matrices_is_exp_as_torch():
     assert a.grad.numpy()[1:3].ravel().tolist() == [0.0, INF]
 
 
+
+def test_matrix_exp_of_a_matrix_holding_inf_or_nan_is_nan_as_torch():
+    """A matrix (n > 1) with an inf or NaN entry gives NaN everywhere, as torch's (fuzz seed 88, case 331: [[inf,
+    1e5], [inf, 1e5]] gave inf); the other matrices of the batch keep their values."""
+    x = np.array([[[INF, 1e5], [INF, 1e5]], [[1.0, NAN], [0.0, 1.0]], [[-INF, 0.0], [0.0, 1.0]], [[1.0, 2.0], [3.0, -4.0]]],
+                 np.float32)
+    want = torch.linalg.matrix_exp(torch.tensor(x))
+    got = tnet.linalg.matrix_exp(tnet.tensor(x)).numpy()
+    assert np.isnan(got[:3]).all()
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+
 def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torch():
     """torch's gradient of the 2-norm is g (x / norm) with x / norm 0 where the norm is 0: a NaN or inf g (a NaN
     loss) still gives NaN there, a finite g 0 (fuzz seed 87, case 2882: cosine_similarity of a float16 zero vector,

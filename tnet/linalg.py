@@ -895,7 +895,9 @@ def matrix_exp(A):
     error below 1e-14), squared s times; with gradients through those ops. Each matrix of a batch has
     its own s (from its 1-norm: one host read), so a large one does not scale the others to zero;
     the batch squares max(s) times, a matrix only in its first s. A 1 x 1 matrix is exp of its entry,
-    as torch's special case (so [[-inf]] gives 0, where the scaling would give inf or NaN)."""
+    as torch's special case (so [[-inf]] gives 0, where the scaling would give inf or NaN); a larger one
+    whose 1-norm is not finite (an inf or NaN entry; or one past float32's range, where torch's is no better)
+    is NaN everywhere, as torch's."""
     check_tensors("linalg.matrix_exp", A=A)
     check(A.is_floating_point(), lambda: f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got {A.dtype}")
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_exp: A must be batches of square "
@@ -916,7 +918,8 @@ def matrix_exp(A):
         E = add(eye, mul(X @ E, 1.0 / k)) if k < 12 else add(eye, mul(X, 1.0 / k))
     for k in range(int(s.max())):
         E = E @ E if (s > k).all() else where(_dev(s > k, torch.bool), E @ E, E)
-    return E
+    bad = ~np.isfinite(norms)
+    return where(_dev(bad.reshape(s.shape), torch.bool), math.nan, E) if bad.any() else E
 
 
 def _chain_order(dims):
