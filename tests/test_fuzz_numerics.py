@@ -1023,6 +1023,18 @@ def test_matrix_exp_of_a_matrix_holding_inf_or_nan_is_nan_as_torch():
     assert np.isnan(got[:3]).all()
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
 
+
+@pytest.mark.parametrize("base", [INF, NAN])
+def test_infinite_or_nan_number_to_a_tensor_power_has_torchs_gradient(base):
+    """base ** x for a number base inf or NaN: 1 at x = 0, and the gradient torch's g (y log(base)), so inf ** 0's is
+    inf, not NaN from exp2(0 * inf) (fuzz seed 89, case 1444); double backward too."""
+    x = np.array([-0.0, 0.0, 1.0, -1.0, 1e5, INF, -INF, NAN], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = base ** a, base ** t
+    _same(got.detach().numpy(), want)
+    (ga,), (gt,) = tnet.autograd.grad(got.sum(), (a,), create_graph=True), torch.autograd.grad(want.sum(), (t,), create_graph=True)
+    _same(ga.detach().numpy(), gt)
+
 def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torch():
     """torch's gradient of the 2-norm is g (x / norm) with x / norm 0 where the norm is 0: a NaN or inf g (a NaN
     loss) still gives NaN there, a finite g 0 (fuzz seed 87, case 2882: cosine_similarity of a float16 zero vector,
