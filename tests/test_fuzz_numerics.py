@@ -1035,6 +1035,18 @@ def test_infinite_or_nan_number_to_a_tensor_power_has_torchs_gradient(base):
     (ga,), (gt,) = tnet.autograd.grad(got.sum(), (a,), create_graph=True), torch.autograd.grad(want.sum(), (t,), create_graph=True)
     _same(ga.detach().numpy(), gt)
 
+
+def test_prod_over_a_dim_of_size_one_passes_g_as_torch():
+    """torch's gradient of a product over a dim of size 1 is g itself, at a NaN or infinite x too (prod / x would be
+    NaN; fuzz seed 90, case 1885); over a longer dim it stays g * prod / x."""
+    x = np.array([[NAN, 2.0], [INF, 0.0], [0.0, 3.0]], np.float32)
+    for dim, keepdim in ((1, True), (-2, False), (0, False)):
+        a, t = tnet.tensor(x[:, None], requires_grad=True), torch.tensor(x[:, None], requires_grad=True)
+        got, want = tnet.prod(a, dim, keepdim=keepdim), torch.prod(t, dim, keepdim=keepdim)
+        got.backward(tnet.full(tuple(got.shape), 0.5))
+        want.backward(torch.full(tuple(want.shape), 0.5))
+        _same(a.grad.numpy(), t.grad)
+
 def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torch():
     """torch's gradient of the 2-norm is g (x / norm) with x / norm 0 where the norm is 0: a NaN or inf g (a NaN
     loss) still gives NaN there, a finite g 0 (fuzz seed 87, case 2882: cosine_similarity of a float16 zero vector,

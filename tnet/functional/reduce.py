@@ -254,7 +254,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
-        if not input.ndim:  # torch's: a 0-d input's gradient is g (an infinite x too, where prod / x is NaN)
+        if not input.ndim or (dim is not None and input.shape[dims[0]] == 1):  # torch's: a 0-d input's gradient, and
+            # a product over a dim of size 1's, is g (an infinite or NaN x too, where prod / x is NaN)
             return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
         zero = _pw.pointwise("eq", X, 0)
         zeros = _reduce.reduce(zero, dims)
