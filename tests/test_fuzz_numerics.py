@@ -996,3 +996,69 @@ def test_polygamma_poles_at_every_non_positive_integer_as_torch(n):
     want.sum().backward()
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-3)
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-3)
+
+
+def test_matrix_exp_of_one_by_one_matrices_is_exp_as_torch():
+    """A 1 x 1 matrix's exponential is exp of its entry, torch's special case: [[-inf]] gives 0, [[inf]] inf and
+    [[nan]] NaN, not the scaling and squaring's inf or NaN (fuzz seed 85, case 1533). The gradient is exp's: torch's
+    (the exponential of a 2 x 2 block matrix) agrees at finite entries and is NaN at +-inf, where e^a's is 0 and inf."""
+    x = np.array([[[-0.42]], [[-INF]], [[INF]], [[NAN]], [[3.0]]], np.float32)
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = tnet.linalg.matrix_exp(a), torch.linalg.matrix_exp(b)
+    _same(got.detach().numpy(), want)
+    got.sum().backward()
+    want.sum().backward()
+    _same(a.grad.numpy()[[0, 3, 4]], b.grad[[0, 3, 4]])
+    assert a.grad.numpy()[1:3].ravel().tolist() == [0.0, INF]
+
+
+
+def test_matrix_exp_of_a_matrix_holding_inf_or_nan_is_nan_as_torch():
+    """A matrix (n > 1) with an inf or NaN entry gives NaN everywhere, as torch's (fuzz seed 88, case 331: [[inf,
+    1e5], [inf, 1e5]] gave inf); the other matrices of the batch keep their values."""
+    x = np.array([[[INF, 1e5], [INF, 1e5]], [[1.0, NAN], [0.0, 1.0]], [[-INF, 0.0], [0.0, 1.0]], [[1.0, 2.0], [3.0, -4.0]]],
+                 np.float32)
+    want = torch.linalg.matrix_exp(torch.tensor(x))
+    got = tnet.linalg.matrix_exp(tnet.tensor(x)).numpy()
+    assert np.isnan(got[:3]).all()
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("base", [INF, NAN])
+def test_infinite_or_nan_number_to_a_tensor_power_has_torchs_gradient(base):
+    """base ** x for a number base inf or NaN: 1 at x = 0, and the gradient torch's g (y log(base)), so inf ** 0's is
+    inf, not NaN from exp2(0 * inf) (fuzz seed 89, case 1444); double backward too."""
+    x = np.array([-0.0, 0.0, 1.0, -1.0, 1e5, INF, -INF, NAN], np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, want = base ** a, base ** t
+    _same(got.detach().numpy(), want)
+    (ga,), (gt,) = tnet.autograd.grad(got.sum(), (a,), create_graph=True), torch.autograd.grad(want.sum(), (t,), create_graph=True)
+    _same(ga.detach().numpy(), gt)
+
+
+def test_prod_over_a_dim_of_size_one_passes_g_as_torch():
+    """torch's gradient of a product over a dim of size 1 is g itself, at a NaN or infinite x too (prod / x would be
+    NaN; fuzz seed 90, case 1885); over a longer dim it stays g * prod / x."""
+    x = np.array([[NAN, 2.0], [INF, 0.0], [0.0, 3.0]], np.float32)
+    for dim, keepdim in ((1, True), (-2, False), (0, False)):
+        a, t = tnet.tensor(x[:, None], requires_grad=True), torch.tensor(x[:, None], requires_grad=True)
+        got, want = tnet.prod(a, dim, keepdim=keepdim), torch.prod(t, dim, keepdim=keepdim)
+        got.backward(tnet.full(tuple(got.shape), 0.5))
+        want.backward(torch.full(tuple(want.shape), 0.5))
+        _same(a.grad.numpy(), t.grad)
+
+def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torch():
+    """torch's gradient of the 2-norm is g (x / norm) with x / norm 0 where the norm is 0: a NaN or inf g (a NaN
+    loss) still gives NaN there, a finite g 0 (fuzz seed 87, case 2882: cosine_similarity of a float16 zero vector,
+    whose eps rounds to 0)."""
+    x = np.array([[0.0, 0.0, 0.0], [0.0, -0.0, 0.0], [0.0, 0.0, 0.0], [3.0, 0.0, -4.0]], np.float32)
+    g = np.array([NAN, INF, 2.0, NAN], np.float32)
+
+    def grads(m):
+        a = m.tensor(x, requires_grad=True)
+        m.linalg.vector_norm(a, 2, dim=1).backward(m.tensor(g))
+        a16, b = m.tensor([0.8, 1.5, -0.6], dtype=m.bfloat16, requires_grad=True), m.zeros(3, dtype=m.float16, requires_grad=True)
+        m.nn.functional.cosine_similarity(a16, b, dim=0).backward()
+        return a.grad, b.grad.float()
+    for got, want in zip(grads(tnet), grads(torch)):
+        _same(got.numpy(), want)

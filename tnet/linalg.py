@@ -22,7 +22,7 @@ from .functional.copy import cross as _cross
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
 from .kernels.gemm import precision_of
-from .functional.pointwise import add, div, mul, neg, sub, tril, triu, where
+from .functional.pointwise import add, div, exp, mul, neg, sub, tril, triu, where
 from .functional.reduce import sum as reduce_sum
 from .functional.sort import vander as vander_1d
 from .functional.inputs import check_tensors
@@ -894,7 +894,10 @@ def matrix_exp(A):
     device: A / 2^s with its 1-norm below 1/2, a Taylor polynomial of degree 12 (Horner, tnet's matmul;
     error below 1e-14), squared s times; with gradients through those ops. Each matrix of a batch has
     its own s (from its 1-norm: one host read), so a large one does not scale the others to zero;
-    the batch squares max(s) times, a matrix only in its first s."""
+    the batch squares max(s) times, a matrix only in its first s. A 1 x 1 matrix is exp of its entry,
+    as torch's special case (so [[-inf]] gives 0, where the scaling would give inf or NaN); a larger one
+    whose 1-norm is not finite (an inf or NaN entry; or one past float32's range, where torch's is no better)
+    is NaN everywhere, as torch's."""
     check_tensors("linalg.matrix_exp", A=A)
     check(A.is_floating_point(), lambda: f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got {A.dtype}")
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_exp: A must be batches of square "
@@ -902,6 +905,8 @@ def matrix_exp(A):
                                                               f"{A.shape[-1]} matrices")
     if A.numel() == 0:
         return clone(A)
+    if A.shape[-1] == 1:
+        return exp(A)
     with no_grad():
         norms = np.asarray(_matrix_norm(A, 1, (-2, -1)).numpy(), np.float64)
     big = np.isfinite(norms) & (norms > 0.5)  # NaN and inf stay unscaled: they propagate
@@ -913,7 +918,8 @@ def matrix_exp(A):
         E = add(eye, mul(X @ E, 1.0 / k)) if k < 12 else add(eye, mul(X, 1.0 / k))
     for k in range(int(s.max())):
         E = E @ E if (s > k).all() else where(_dev(s > k, torch.bool), E @ E, E)
-    return E
+    bad = ~np.isfinite(norms)
+    return where(_dev(bad.reshape(s.shape), torch.bool), math.nan, E) if bad.any() else E
 
 
 def _chain_order(dims):

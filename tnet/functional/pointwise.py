@@ -501,8 +501,13 @@ def rpow(input, base):
         y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
         return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
-    y = exp2(mul(input, math.log2(base)))
-    return y if math.isfinite(base) else where(eq(input, 0), 1.0, y)  # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf)
+    if math.isfinite(base):
+        return exp2(mul(input, math.log2(base)))
+    # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)): inf ** 0's is inf, not NaN
+    with no_grad():
+        y = where(eq(input, 0), 1.0, exp2(mul(input, math.log2(base))))
+    return _record_each("pow", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
+                        saved=(y.memory,), graph=lambda g, out: (mul(g, mul(out, math.log(base))),))
 
 
 def gelu(input, approximate="none"):

@@ -254,7 +254,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
     def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
-        if not input.ndim:  # torch's: a 0-d input's gradient is g (an infinite x too, where prod / x is NaN)
+        if not input.ndim or (dim is not None and input.shape[dims[0]] == 1):  # torch's: a 0-d input's gradient, and
+            # a product over a dim of size 1's, is g (an infinite or NaN x too, where prod / x is NaN)
             return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
         zero = _pw.pointwise("eq", X, 0)
         zeros = _reduce.reduce(zero, dims)
@@ -775,8 +776,9 @@ def _single(x, dim):
 
 
 def _two_norm(input, dim, keepdim):
-    """sqrt(sum(x^2)) over dim, with torch's gradient x / norm, 0 where the norm is 0 (not NaN); the
-    squares of 16-bit input in fp32 (65504^2 overflows float16), as torch's."""
+    """sqrt(sum(x^2)) over dim, with torch's gradient g (x / norm), x / norm taken as 0 where the norm is 0 (so a
+    NaN or inf g still gives NaN there, as torch's); the squares of 16-bit input in fp32 (65504^2 overflows
+    float16), as torch's."""
     with no_grad():
         X = input.memory
         if _single(input, dim):
@@ -786,13 +788,12 @@ def _two_norm(input, dim, keepdim):
             y = pow(sum(squares, dim, keepdim=True), 0.5)
             y = y if y.dtype == input.dtype else y.to(input.dtype)
 
-    def backward(g):  # g (x / y), as torch's (g x overflows where x is huge, g / y where y is tiny); 0 where y is 0
+    def backward(g):  # g (x / y), as torch's (g x overflows where x is huge, g / y where y is tiny); x / y 0 where y is 0
         Y = y.memory
-        ratio = _pw.pointwise("div", X, Y, dtype=torch.float32)
-        return _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0,
-                             _pw.pointwise("mul", g.reshape(Y.shape), ratio, dtype=X.dtype))
+        ratio = _pw.pointwise("where", _pw.pointwise("eq", Y, 0), 0.0, _pw.pointwise("div", X, Y, dtype=torch.float32))
+        return _pw.pointwise("mul", g.reshape(Y.shape), ratio, dtype=X.dtype)
     out = record("norm", y.memory, (input,), lambda g: (backward(g),), saved=(input, y),
-                 graph=lambda g, out: (where(eq(out, 0), 0.0, mul(g, div(input, out))),))
+                 graph=lambda g, out: (mul(g, where(eq(out, 0), 0.0, div(input, out))),))
     return out if keepdim else reshape(out, _shape(input.shape, _dims("norm", input, dim), False))
 
 
