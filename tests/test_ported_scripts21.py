@@ -161,7 +161,7 @@ def mnist_hogwild(m, state=None):
     device = torch.device("cuda" if use_cuda else "cpu")
     rng = np.random.default_rng(1)
     images = torch.tensor(rng.random((8, 1, 16, 16), dtype=np.float32))
-    dataset1 = torch.utils.data.TensorDataset((images - 0.1307) / 0.3081, torch.tensor(rng.integers(0, 10, 8)))
+    dataset1 = torch.utils.data.TensorDataset((images[4:] - 0.1307) / 0.3081, torch.tensor(rng.integers(0, 10, 4)))
     dataset2 = torch.utils.data.TensorDataset(images[:4], torch.tensor(rng.integers(0, 10, 4)))
     kwargs = {'batch_size': args.batch_size, 'shuffle': False}
     if use_cuda:
@@ -311,3 +311,321 @@ def test_hub_pretrained_weights_name_the_way(tmp_path):
         tnet.hub.load(str(repo_dir), 'resnet_tiny', source='local', pretrained=True)
     with pytest.raises(RuntimeError, match='Cannot find callable resnet_small in hubconf'):
         tnet.hub.load(str(repo_dir), 'resnet_small', source='local')
+
+
+# (d) Hugging Face transformers' optimization.py: get_linear_schedule_with_warmup, get_cosine_schedule_with_warmup,
+# get_cosine_with_hard_restarts_schedule_with_warmup and get_polynomial_decay_schedule_with_warmup as LambdaLR over
+# functools.partial of module-level lambdas (last_epoch=-1), AdamW over the "no_decay" groups by parameter names
+# (bias, LayerNorm.weight), the loop's clip_grad_norm_, optimizer.step(), scheduler.step(), model.zero_grad() and
+# get_last_lr(), and a scheduler's state_dict loaded into a fresh one (the lambdas are not in it)
+def _get_linear_schedule_with_warmup_lr_lambda(current_step, *, num_warmup_steps, num_training_steps):
+    if current_step < num_warmup_steps:
+        return float(current_step) / float(max(1, num_warmup_steps))
+    return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
+
+
+def _get_cosine_schedule_with_warmup_lr_lambda(current_step, *, num_warmup_steps, num_training_steps, num_cycles):
+    if current_step < num_warmup_steps:
+        return float(current_step) / float(max(1, num_warmup_steps))
+    progress = float(current_step - num_warmup_steps) / float(max(1, num_training_steps - num_warmup_steps))
+    return max(0.0, 0.5 * (1.0 + math.cos(math.pi * float(num_cycles) * 2.0 * progress)))
+
+
+def _get_cosine_with_hard_restarts_schedule_with_warmup_lr_lambda(current_step, *, num_warmup_steps,
+                                                                  num_training_steps, num_cycles):
+    if current_step < num_warmup_steps:
+        return float(current_step) / float(max(1, num_warmup_steps))
+    progress = float(current_step - num_warmup_steps) / float(max(1, num_training_steps - num_warmup_steps))
+    if progress >= 1.0:
+        return 0.0
+    return max(0.0, 0.5 * (1.0 + math.cos(math.pi * ((float(num_cycles) * progress) % 1.0))))
+
+
+def _get_polynomial_decay_schedule_with_warmup_lr_lambda(current_step, *, num_warmup_steps, num_training_steps,
+                                                         lr_end, power, lr_init):
+    if current_step < num_warmup_steps:
+        return float(current_step) / float(max(1, num_warmup_steps))
+    elif current_step > num_training_steps:
+        return lr_end / lr_init  # as LambdaLR multiplies by lr_init
+    else:
+        lr_range = lr_init - lr_end
+        decay_steps = num_training_steps - num_warmup_steps
+        pct_remaining = 1 - (current_step - num_warmup_steps) / decay_steps
+        decay = lr_range * pct_remaining ** power + lr_end
+        return decay / lr_init  # as LambdaLR multiplies by lr_init
+
+
+def hf_schedules(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    LambdaLR = m.lr_scheduler.LambdaLR
+
+    def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, last_epoch=-1):
+        lr_lambda = functools.partial(_get_linear_schedule_with_warmup_lr_lambda, num_warmup_steps=num_warmup_steps,
+                                      num_training_steps=num_training_steps)
+        return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    def get_cosine_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, num_cycles=0.5,
+                                        last_epoch=-1):
+        lr_lambda = functools.partial(_get_cosine_schedule_with_warmup_lr_lambda, num_warmup_steps=num_warmup_steps,
+                                      num_training_steps=num_training_steps, num_cycles=num_cycles)
+        return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    def get_cosine_with_hard_restarts_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps,
+                                                           num_cycles=1, last_epoch=-1):
+        lr_lambda = functools.partial(_get_cosine_with_hard_restarts_schedule_with_warmup_lr_lambda,
+                                      num_warmup_steps=num_warmup_steps, num_training_steps=num_training_steps,
+                                      num_cycles=num_cycles)
+        return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    def get_polynomial_decay_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, lr_end=1e-7,
+                                                  power=1.0, last_epoch=-1):
+        lr_init = optimizer.defaults["lr"]
+        if not (lr_init > lr_end):
+            raise ValueError(f"lr_end ({lr_end}) must be smaller than initial lr ({lr_init})")
+        lr_lambda = functools.partial(_get_polynomial_decay_schedule_with_warmup_lr_lambda,
+                                      num_warmup_steps=num_warmup_steps, num_training_steps=num_training_steps,
+                                      lr_end=lr_end, power=power, lr_init=lr_init)
+        return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = nn.Linear(8, 8)
+            self.LayerNorm = nn.LayerNorm(8, eps=1e-12)
+            self.classifier = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.classifier(self.LayerNorm(F.gelu(self.dense(x))))
+
+    rng = np.random.default_rng(3)
+    model = Classifier()
+    init = load(m, model, state)
+    no_decay = ["bias", "LayerNorm.weight"]
+    optimizer_grouped_parameters = [
+        {"params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+         "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(optimizer_grouped_parameters, lr=5e-3, eps=1e-8)
+    t_total = 6
+    scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=2, num_training_steps=t_total)
+    x, y = torch.tensor(normal(rng, 4, 8)), torch.tensor(rng.integers(0, 3, 4))
+    losses = []
+    for step in range(3):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        model.zero_grad()
+        losses += [loss.item(), *scheduler.get_last_lr()]
+    resumed = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=2, num_training_steps=t_total)
+    resumed.load_state_dict(scheduler.state_dict())
+    losses += [resumed.last_epoch, *resumed.get_last_lr()]
+    # each schedule's multipliers over its whole run, from a fresh optimizer
+    for make, kw in ((get_cosine_schedule_with_warmup, {}), (get_cosine_with_hard_restarts_schedule_with_warmup,
+                                                            {"num_cycles": 2}),
+                     (get_polynomial_decay_schedule_with_warmup, {"lr_end": 1e-4, "power": 2.0})):
+        opt = torch.optim.AdamW([nn.Parameter(torch.zeros(1))], lr=1e-2)
+        sched = make(opt, num_warmup_steps=2, num_training_steps=t_total, **kw)
+        for _ in range(t_total + 1):
+            opt.step()
+            sched.step()
+            losses.append(opt.param_groups[0]["lr"])
+    return init, losses + summary(model.parameters())
+
+
+def test_hf_schedules():
+    compare(hf_schedules)
+
+
+# (e) timm's layers as vision_transformer.py uses them: drop_path(x, drop_prob, training, scale_by_keep) by
+# x.new_empty(shape).bernoulli_(keep_prob) and div_, DropPath with its extra_repr, LayerScale (x.mul_(gamma) when
+# inplace), Mlp with nn.Identity norms, Attention's fused path (F.scaled_dot_product_attention with
+# dropout_p=self.attn_drop.p if self.training else 0.) beside its manual path (q * scale @ k.transpose), Block,
+# init by trunc_normal_ through named_apply, and param_groups_weight_decay (ndim <= 1 or a no_weight_decay name); the
+# compared run has drop_path_rate 0, and tnet alone trains once with it on and checks DropPath's identity in eval mode
+def timm_vit(m, state=None, drop_path_rate=0.0, steps=2):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def drop_path(x, drop_prob: float = 0., training: bool = False, scale_by_keep: bool = True):
+        if drop_prob == 0. or not training:
+            return x
+        keep_prob = 1 - drop_prob
+        shape = (x.shape[0],) + (1,) * (x.ndim - 1)  # work with diff dim tensors, not just 2D ConvNets
+        random_tensor = x.new_empty(shape).bernoulli_(keep_prob)
+        if keep_prob > 0.0 and scale_by_keep:
+            random_tensor.div_(keep_prob)
+        return x * random_tensor
+
+    class DropPath(nn.Module):
+        def __init__(self, drop_prob: float = 0., scale_by_keep: bool = True):
+            super(DropPath, self).__init__()
+            self.drop_prob = drop_prob
+            self.scale_by_keep = scale_by_keep
+
+        def forward(self, x):
+            return drop_path(x, self.drop_prob, self.training, self.scale_by_keep)
+
+        def extra_repr(self):
+            return f'drop_prob={round(self.drop_prob, 3):0.3f}'
+
+    class LayerScale(nn.Module):
+        def __init__(self, dim, init_values=1e-5, inplace=False):
+            super().__init__()
+            self.inplace = inplace
+            self.gamma = nn.Parameter(init_values * torch.ones(dim))
+
+        def forward(self, x):
+            return x.mul_(self.gamma) if self.inplace else x * self.gamma
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, norm_layer=None,
+                     bias=True, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Linear(in_features, hidden_features, bias=bias)
+            self.act = act_layer()
+            self.drop1 = nn.Dropout(drop)
+            self.norm = norm_layer(hidden_features) if norm_layer is not None else nn.Identity()
+            self.fc2 = nn.Linear(hidden_features, out_features, bias=bias)
+            self.drop2 = nn.Dropout(drop)
+
+        def forward(self, x):
+            x = self.drop1(self.act(self.fc1(x)))
+            return self.drop2(self.fc2(self.norm(x)))
+
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, attn_drop=0., proj_drop=0.,
+                     norm_layer=nn.LayerNorm, fused_attn=True):
+            super().__init__()
+            assert dim % num_heads == 0, 'dim should be divisible by num_heads'
+            self.num_heads = num_heads
+            self.head_dim = dim // num_heads
+            self.scale = self.head_dim ** -0.5
+            self.fused_attn = fused_attn
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+            self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            q, k = self.q_norm(q), self.k_norm(k)
+            if self.fused_attn:
+                x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.)
+            else:
+                q = q * self.scale
+                attn = q @ k.transpose(-2, -1)
+                attn = attn.softmax(dim=-1)
+                attn = self.attn_drop(attn)
+                x = attn @ v
+            x = x.transpose(1, 2).reshape(B, N, C)
+            return self.proj_drop(self.proj(x))
+
+    class Block(nn.Module):
+        def __init__(self, dim, num_heads, mlp_ratio=4., qkv_bias=False, qk_norm=False, init_values=None,
+                     drop_path=0., fused_attn=True, norm_layer=nn.LayerNorm):
+            super().__init__()
+            self.norm1 = norm_layer(dim)
+            self.attn = Attention(dim, num_heads=num_heads, qkv_bias=qkv_bias, qk_norm=qk_norm, fused_attn=fused_attn)
+            self.ls1 = LayerScale(dim, init_values=init_values) if init_values else nn.Identity()
+            self.drop_path1 = DropPath(drop_path) if drop_path > 0. else nn.Identity()
+            self.norm2 = norm_layer(dim)
+            self.mlp = Mlp(in_features=dim, hidden_features=int(dim * mlp_ratio))
+            self.ls2 = LayerScale(dim, init_values=init_values, inplace=True) if init_values else nn.Identity()
+            self.drop_path2 = DropPath(drop_path) if drop_path > 0. else nn.Identity()
+
+        def forward(self, x):
+            x = x + self.drop_path1(self.ls1(self.attn(self.norm1(x))))
+            x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+            return x
+
+    def named_apply(fn, module, name='', depth_first=True, include_root=False):
+        if not depth_first and include_root:
+            fn(module=module, name=name)
+        for child_name, child_module in module.named_children():
+            child_name = '.'.join((name, child_name)) if name else child_name
+            named_apply(fn=fn, module=child_module, name=child_name, depth_first=depth_first, include_root=True)
+        if depth_first and include_root:
+            fn(module=module, name=name)
+        return module
+
+    def init_weights_vit_timm(module, name=''):
+        if isinstance(module, nn.Linear):
+            nn.init.trunc_normal_(module.weight, std=.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    class TinyViT(nn.Module):
+        def __init__(self, img_size=8, patch_size=4, num_classes=10, embed_dim=16, depth=2, num_heads=2,
+                     drop_path_rate=0.):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(3, embed_dim, patch_size, patch_size)
+            num_patches = (img_size // patch_size) ** 2
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.pos_embed = nn.Parameter(torch.randn(1, num_patches + 1, embed_dim) * .02)
+            dpr = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]  # stochastic depth decay rule
+            self.blocks = nn.Sequential(*[
+                Block(embed_dim, num_heads, qkv_bias=True, init_values=0.1, drop_path=dpr[i], fused_attn=i % 2 == 0)
+                for i in range(depth)])
+            self.norm = nn.LayerNorm(embed_dim)
+            self.head = nn.Linear(embed_dim, num_classes)
+            nn.init.trunc_normal_(self.pos_embed, std=.02)
+            nn.init.normal_(self.cls_token, std=1e-6)
+            named_apply(init_weights_vit_timm, self)
+
+        def no_weight_decay(self):
+            return {'pos_embed', 'cls_token'}
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+            x = self.norm(self.blocks(x + self.pos_embed))
+            return self.head(x[:, 0])
+
+    def param_groups_weight_decay(model, weight_decay=1e-5, no_weight_decay_list=()):
+        no_weight_decay_list = set(no_weight_decay_list)
+        decay, no_decay = [], []
+        for name, param in model.named_parameters():
+            if not param.requires_grad:
+                continue
+            if param.ndim <= 1 or name.endswith(".bias") or name in no_weight_decay_list:
+                no_decay.append(param)
+            else:
+                decay.append(param)
+        return [{'params': no_decay, 'weight_decay': 0.}, {'params': decay, 'weight_decay': weight_decay}]
+
+    rng = np.random.default_rng(4)
+    model = TinyViT(drop_path_rate=drop_path_rate)
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(param_groups_weight_decay(model, 0.05, model.no_weight_decay()), lr=1e-3)
+    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    if drop_path_rate:
+        assert 'drop_prob=' in repr(model.blocks[1].drop_path1), repr(model.blocks[1])
+        model.eval()
+        with torch.no_grad():
+            losses.append(F.cross_entropy(model(x), y).item())
+    return init, losses + summary(model.parameters())
+
+
+def test_timm_vit():
+    compare(timm_vit)
+
+
+def test_timm_vit_trains_with_drop_path_in_tnet():
+    from helpers import imports
+    _, losses = timm_vit(imports("tnet"), drop_path_rate=0.5, steps=1)
+    assert all(math.isfinite(v) for v in losses), losses
