@@ -629,3 +629,189 @@ def test_timm_vit_trains_with_drop_path_in_tnet():
     from helpers import imports
     _, losses = timm_vit(imports("tnet"), drop_path_rate=0.5, steps=1)
     assert all(math.isfinite(v) for v in losses), losses
+
+
+# (f) torch.compile as scripts spell it: nn.Module.compile() in place (state_dict keys unchanged), torch.compile with
+# fullgraph=True, dynamic=False and mode="max-autotune" or options={...}, a train step decorated by @torch.compile,
+# torch.compiler.disable on a logging method, torch.compiler.is_compiling(), torch._dynamo.config's
+# cache_size_limit and torch._dynamo.reset(), then torch.jit.trace of the model in eval mode and torch.jit.script of a
+# helper function (torch cannot trace a module that .compile() wrapped)
+def compile_idioms(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch._dynamo.config.cache_size_limit = 64
+    torch._dynamo.reset()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.fc = nn.Linear(4, 10)
+            self.seen = 0
+
+        @torch.compiler.disable
+        def log(self, x):
+            self.seen += x.shape[0]
+
+        def forward(self, x):
+            if not torch.compiler.is_compiling():
+                self.log(x)
+            x = F.adaptive_avg_pool2d(F.relu(self.bn(self.conv(x))), 1).flatten(1)
+            return self.fc(x)
+
+    model = Net()
+    init = load(m, model, state)
+    model.compile(fullgraph=False, dynamic=False)
+    assert list(model.state_dict()) == list(init), list(model.state_dict())
+    opt_model = torch.compile(model, mode="max-autotune", fullgraph=True)
+    eval_model = torch.compile(model, options={"triton.cudagraphs": False}, dynamic=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    @torch.compile
+    def train_step(x, y):
+        loss = F.cross_entropy(opt_model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        return loss
+
+    @torch.jit.script
+    def accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (logits.argmax(dim=1) == y).float().mean()
+
+    rng = np.random.default_rng(5)
+    x, y = torch.tensor(normal(rng, 2, 3, 6, 6)), torch.tensor(rng.integers(0, 10, 2))
+    losses = []
+    for _ in range(2):
+        loss = train_step(x, y)
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    head = torch.jit.trace(model.fc, torch.zeros(1, 4))
+    with torch.no_grad():
+        out = eval_model(x)
+        feats = F.adaptive_avg_pool2d(F.relu(model.bn(model.conv(x))), 1).flatten(1)
+        losses += [accuracy(out, y).item(), (head(feats) - out).abs().max().item()]
+    assert model.seen in (0, 6), model.seen  # torch's capture skips log (is_compiling() there); tnet runs eagerly
+    return init, losses + summary(model.parameters())
+
+
+def test_compile_idioms():
+    compare(compile_idioms)
+
+
+# (g) exact Gaussian process regression written out (the GPyTorch tutorial's model without GPyTorch): an RBF kernel
+# by cdist over a softplus lengthscale, K + noise * I, torch.linalg.cholesky, alpha by torch.cholesky_solve, the
+# negative marginal log-likelihood by 0.5 * y^T alpha + sum(log diag L) + n/2 log(2 pi), Adam on the raw
+# hyperparameters, and the predictive mean and variance through torch.linalg.solve_triangular, checked against
+# torch.logdet of K
+def exact_gp(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class ExactGP(nn.Module):
+        def __init__(self, train_x, train_y):
+            super().__init__()
+            self.train_x, self.train_y = train_x, train_y
+            self.raw_lengthscale = nn.Parameter(torch.tensor(0.0))
+            self.raw_outputscale = nn.Parameter(torch.tensor(0.0))
+            self.raw_noise = nn.Parameter(torch.tensor(-2.0))
+            self.mean_constant = nn.Parameter(torch.zeros(1))
+
+        def kernel(self, a, b):
+            lengthscale = F.softplus(self.raw_lengthscale)
+            dist = torch.cdist(a / lengthscale, b / lengthscale).pow(2)
+            return F.softplus(self.raw_outputscale) * torch.exp(-0.5 * dist)
+
+        def covar(self):
+            n = self.train_x.size(0)
+            noise = F.softplus(self.raw_noise) + 1e-4
+            return self.kernel(self.train_x, self.train_x) + noise * torch.eye(n)
+
+        def neg_mll(self):
+            K = self.covar()
+            L = torch.linalg.cholesky(K)
+            resid = (self.train_y - self.mean_constant).unsqueeze(-1)
+            alpha = torch.cholesky_solve(resid, L)
+            n = resid.size(0)
+            mll = -0.5 * (resid * alpha).sum() - torch.log(torch.diagonal(L)).sum() - 0.5 * n * math.log(2 * math.pi)
+            return -mll / n, K
+
+        def predict(self, test_x):
+            K = self.covar()
+            L = torch.linalg.cholesky(K)
+            Ks = self.kernel(self.train_x, test_x)
+            v = torch.linalg.solve_triangular(L, Ks, upper=False)
+            w = torch.linalg.solve_triangular(L, (self.train_y - self.mean_constant).unsqueeze(-1), upper=False)
+            mean = self.mean_constant + (v.transpose(-1, -2) @ w).squeeze(-1)
+            var = F.softplus(self.raw_outputscale) - v.pow(2).sum(0)
+            return mean, var
+
+    rng = np.random.default_rng(6)
+    train_x = torch.tensor(np.linspace(0, 1, 12, dtype=np.float32)).unsqueeze(-1)
+    train_y = torch.sin(train_x.squeeze(-1) * (2 * math.pi)) + torch.tensor(normal(rng, 12)) * 0.1
+    model = ExactGP(train_x, train_y)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    losses = []
+    for i in range(3):
+        optimizer.zero_grad()
+        loss, K = model.neg_mll()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        _, K = model.neg_mll()
+        logdet = torch.logdet(K).item()
+        L = torch.linalg.cholesky(K)
+        assert abs(logdet - 2 * torch.log(torch.diagonal(L)).sum().item()) < 1e-3
+        mean, var = model.predict(torch.tensor([[0.25], [0.6]]))
+    return init, losses + [logdet] + mean.tolist() + var.tolist() + summary(model.parameters())
+
+
+def test_exact_gp():
+    compare(exact_gp)
+
+
+# (h) a bilinear CNN (Lin et al.'s B-CNN as its PyTorch ports write it): features reshaped to N x C x HW, their outer
+# product by torch.bmm(x, torch.transpose(x, 1, 2)) / HW, the signed square root torch.sign(x) *
+# torch.sqrt(torch.abs(x) + 1e-10), F.normalize, a linear classifier; and a two-stream fusion head by nn.Bilinear
+def bilinear_cnn(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class BCNN(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+                                          nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(inplace=True))
+            self.fc = nn.Linear(6 * 6, num_classes)
+            self.color = nn.Linear(3, 5)
+            self.fusion = nn.Bilinear(num_classes, 5, num_classes)
+
+        def forward(self, x):
+            N = x.size()[0]
+            feats = self.features(x)
+            C, H, W = feats.size()[1:]
+            feats = feats.view(N, C, H * W)
+            feats = torch.bmm(feats, torch.transpose(feats, 1, 2)) / (H * W)
+            feats = feats.view(N, C * C)
+            feats = torch.sign(feats) * torch.sqrt(torch.abs(feats) + 1e-10)
+            feats = F.normalize(feats)
+            logits = self.fc(feats)
+            return self.fusion(logits, torch.tanh(self.color(x.mean(dim=(2, 3))))) + logits
+
+    rng = np.random.default_rng(7)
+    model = BCNN()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0, momentum=0.9, weight_decay=1e-5)
+    x, y = torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 10, 2))
+    losses = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = nn.CrossEntropyLoss()(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_bilinear_cnn():
+    compare(bilinear_cnn)
