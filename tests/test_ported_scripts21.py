@@ -815,3 +815,256 @@ def bilinear_cnn(m, state=None):
 
 def test_bilinear_cnn():
     compare(bilinear_cnn)
+
+
+# (i) a reproducibility and profiling preamble as training scripts copy it: seed_everything (random, numpy,
+# torch.manual_seed, torch.cuda.manual_seed_all, PYTHONHASHSEED), cudnn.deterministic and benchmark,
+# torch.use_deterministic_algorithms(True, warn_only=True), torch.autograd.set_detect_anomaly and the detect_anomaly
+# context around a step, torch.profiler.profile with a schedule, record_function and prof.step(), key_averages().table,
+# CUDA events and peak-memory counters guarded by torch.cuda.is_available(), then the seeded run repeated gives the
+# same losses
+def reproducible_preamble(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def seed_everything(seed=42):
+        random.seed(seed)
+        os.environ["PYTHONHASHSEED"] = str(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed(seed)
+        torch.cuda.manual_seed_all(seed)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+
+    seed_everything(0)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    assert torch.are_deterministic_algorithms_enabled()
+    torch.autograd.set_detect_anomaly(True)
+    try:
+        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
+        init = load(m, model, state)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        rng = np.random.default_rng(8)
+        x, y = torch.tensor(normal(rng, 2, 3, 6, 6)), torch.tensor(rng.integers(0, 10, 2))
+        losses = []
+        use_cuda = torch.cuda.is_available()
+        if use_cuda:
+            torch.cuda.reset_peak_memory_stats()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if use_cuda else [])
+        with torch.profiler.profile(activities=activities, schedule=torch.profiler.schedule(wait=0, warmup=0, active=2),
+                                    record_shapes=True) as prof:
+            for _ in range(2):
+                with torch.profiler.record_function("train_step"), torch.autograd.detect_anomaly():
+                    loss = F.cross_entropy(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                losses.append(loss.item())
+                prof.step()
+        table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=5)
+        assert isinstance(table, str)
+        if use_cuda:
+            end.record()
+            torch.cuda.synchronize()
+            assert start.elapsed_time(end) > 0 and torch.cuda.max_memory_allocated() > 0
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+        torch.use_deterministic_algorithms(False)
+    return init, losses + summary(model.parameters())
+
+
+def test_reproducible_preamble():
+    compare(reproducible_preamble)
+
+
+# (j) AutoClip (Seetharaman et al.'s snippet): each step's total gradient norm appended to a history, the clip value
+# the history's 10th percentile (np.percentile in the paper's code, torch.quantile here), clip_grad_norm_ to it; with
+# torch 2.6's split spelling (get_total_norm of the gradients, clip_grads_with_norm_) and a histogram of the history
+# by torch.histc
+def autoclip(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    def _get_grad_norm(model):
+        total_norm = 0
+        for p in model.parameters():
+            if p.grad is not None:
+                param_norm = p.grad.data.norm(2)
+                total_norm += param_norm.item() ** 2
+        return total_norm ** (1. / 2)
+
+    class AutoClip:
+        def __init__(self, percentile=10):
+            self.grad_history = []
+            self.percentile = percentile
+
+        def __call__(self, model):
+            self.grad_history.append(_get_grad_norm(model))
+            clip_value = torch.quantile(torch.tensor(self.grad_history), self.percentile / 100.0).item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_value)
+            return clip_value
+
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    clipper = AutoClip(percentile=25)
+    rng = np.random.default_rng(9)
+    losses = []
+    for step in range(3):
+        x, y = torch.tensor(normal(rng, 4, 6)), torch.tensor(rng.integers(0, 3, 4))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if step < 2:
+            losses += [loss.item(), clipper(model)]
+        else:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            total = torch.nn.utils.get_total_norm(grads, norm_type=2.0)
+            torch.nn.utils.clip_grads_with_norm_(model.parameters(), max_norm=0.5, total_norm=total)
+            losses += [loss.item(), total.item()]
+        optimizer.step()
+    hist = torch.histc(torch.tensor(clipper.grad_history), bins=4, min=0, max=4)
+    return init, losses + hist.tolist() + summary(model.parameters())
+
+
+def test_autoclip():
+    compare(autoclip)
+
+
+# (k) torch.distributions as losses: a Poisson regression and a NegativeBinomial count model (log_prob of integer
+# counts as floats), a Beta policy for actions in (0, 1) (softplus + 1 concentrations, log_prob, entropy), a
+# Dirichlet head with kl_divergence to a uniform prior, and OneHotCategorical's log_prob and entropy
+def distribution_losses(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    D = torch.distributions
+
+    class Heads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(5, 8)
+            self.rate = nn.Linear(8, 1)
+            self.nb = nn.Linear(8, 2)
+            self.beta = nn.Linear(8, 2)
+            self.dirichlet = nn.Linear(8, 3)
+            self.cat = nn.Linear(8, 3)
+
+        def forward(self, x):
+            h = torch.tanh(self.body(x))
+            return (self.rate(h).squeeze(-1), self.nb(h), F.softplus(self.beta(h)) + 1.0,
+                    F.softplus(self.dirichlet(h)) + 0.5, self.cat(h))
+
+    model = Heads()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    rng = np.random.default_rng(10)
+    x = torch.tensor(normal(rng, 6, 5))
+    counts = torch.tensor(rng.poisson(2.0, 6).astype(np.float32))
+    actions = torch.tensor(rng.uniform(0.05, 0.95, (6, 2)).astype(np.float32))
+    onehot = F.one_hot(torch.tensor(rng.integers(0, 3, 6)), 3).float()
+    losses = []
+    for _ in range(2):
+        log_rate, nb, conc, alpha, logits = model(x)
+        poisson = -D.Poisson(log_rate.exp()).log_prob(counts).mean()
+        negbin = -D.NegativeBinomial(total_count=F.softplus(nb[:, 0]) + 0.1, logits=nb[:, 1]).log_prob(counts).mean()
+        policy = D.Beta(conc[:, 0], conc[:, 1])
+        beta = -(policy.log_prob(actions[:, 0]).mean() + 0.01 * policy.entropy().mean())
+        prior = D.Dirichlet(torch.ones(3))
+        kl = D.kl_divergence(D.Dirichlet(alpha), prior).mean()
+        cat = D.OneHotCategorical(logits=logits)
+        nll = -cat.log_prob(onehot).mean() - 0.01 * cat.entropy().mean()
+        loss = poisson + negbin + beta + kl + nll
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [poisson.item(), negbin.item(), beta.item(), kl.item(), nll.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_distribution_losses():
+    compare(distribution_losses)
+
+
+# (l) allRank's learning-to-rank losses as its repository writes them: ListNet (softmax cross-entropy over each
+# slate, padded items masked by the padding value -1 with float('-inf')), ListMLE (a random shuffle, here numpy's,
+# gather by the sorted true scores, max subtraction, the log of a flipped cumsum of exps), RankNet over the pairs of
+# torch.combinations of slate positions with BCEWithLogits on score differences, and NDCG@k by take_along_dim and
+# torch.log2 discounts of arange
+def allrank_losses(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    PADDED_Y_VALUE, DEFAULT_EPS = -1, 1e-10
+    rng = np.random.default_rng(11)
+
+    def listNet(y_pred, y_true, eps=DEFAULT_EPS, padded_value_indicator=PADDED_Y_VALUE):
+        y_pred = y_pred.clone()
+        y_true = y_true.clone()
+        mask = y_true == padded_value_indicator
+        y_pred[mask] = float('-inf')
+        y_true[mask] = float('-inf')
+        preds_smax = F.softmax(y_pred, dim=1)
+        true_smax = F.softmax(y_true, dim=1)
+        preds_smax = preds_smax + eps
+        preds_log = torch.log(preds_smax)
+        return torch.mean(-torch.sum(true_smax * preds_log, dim=1))
+
+    def listMLE(y_pred, y_true, eps=DEFAULT_EPS, padded_value_indicator=PADDED_Y_VALUE):
+        random_indices = torch.tensor(rng.permutation(y_pred.shape[-1]))
+        y_pred_shuffled = y_pred[:, random_indices]
+        y_true_shuffled = y_true[:, random_indices]
+        y_true_sorted, indices = y_true_shuffled.sort(descending=True, dim=-1)
+        mask = y_true_sorted == padded_value_indicator
+        preds_sorted_by_true = torch.gather(y_pred_shuffled, dim=1, index=indices)
+        preds_sorted_by_true[mask] = float("-inf")
+        max_pred_values, _ = preds_sorted_by_true.max(dim=1, keepdim=True)
+        preds_sorted_by_true_minus_max = preds_sorted_by_true - max_pred_values
+        cumsums = torch.cumsum(preds_sorted_by_true_minus_max.exp().flip(dims=[1]), dim=1).flip(dims=[1])
+        observation_loss = torch.log(cumsums + eps) - preds_sorted_by_true_minus_max
+        observation_loss[mask] = 0.0
+        return torch.mean(torch.sum(observation_loss, dim=1))
+
+    def rankNet(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE):
+        pairs = torch.combinations(torch.arange(y_true.shape[1]), r=2)
+        pairs_true = y_true[:, pairs]
+        selected_pred = y_pred[:, pairs]
+        true_diffs = pairs_true[:, :, 0] - pairs_true[:, :, 1]
+        pred_diffs = selected_pred[:, :, 0] - selected_pred[:, :, 1]
+        the_mask = (true_diffs > 0) & (~torch.isinf(true_diffs)) & (pairs_true[:, :, 1] != padded_value_indicator)
+        pred_diffs = pred_diffs[the_mask]
+        true_diffs = (true_diffs > 0).type(torch.float32)[the_mask]
+        return nn.BCEWithLogitsLoss()(pred_diffs, true_diffs)
+
+    def ndcg(y_pred, y_true, ats=(3,)):
+        _, order = y_pred.sort(descending=True, dim=-1)
+        gains = torch.take_along_dim(y_true.clamp(min=0), order, dim=1)
+        discounts = 1.0 / torch.log2(torch.arange(y_true.shape[1], dtype=torch.float) + 2.0)
+        ideal, _ = y_true.clamp(min=0).sort(descending=True, dim=-1)
+        out = []
+        for k in ats:
+            dcg = ((2 ** gains[:, :k] - 1) * discounts[:k]).sum(-1)
+            idcg = ((2 ** ideal[:, :k] - 1) * discounts[:k]).sum(-1)
+            out.append(torch.where(idcg > 0, dcg / idcg, torch.zeros_like(dcg)).mean().item())
+        return out
+
+    # the scorer's last bias shifts every score of a slate alike, which no loss here sees: its gradient is rounding
+    # alone, which Adam would normalise to a full step, so the layer has none
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1, bias=False))
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.tensor(normal(rng, 3, 5, 4))
+    relevance = rng.integers(0, 4, (3, 5)).astype(np.float32)
+    relevance[0, 3:] = PADDED_Y_VALUE  # a short slate, padded
+    y_true = torch.tensor(relevance)
+    losses = []
+    for _ in range(2):
+        y_pred = model(x).squeeze(-1)
+        ln, lm, rn = listNet(y_pred, y_true), listMLE(y_pred, y_true), rankNet(y_pred, y_true)
+        loss = ln + lm + rn
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [ln.item(), lm.item(), rn.item()] + ndcg(y_pred.detach(), y_true)
+    return init, losses + summary(model.parameters())
+
+
+def test_allrank_losses():
+    compare(allrank_losses)
