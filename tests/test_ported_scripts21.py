@@ -1068,3 +1068,162 @@ def allrank_losses(m, state=None):
 
 def test_allrank_losses():
     compare(allrank_losses)
+
+
+# (m) pytorch-optimizer's Shampoo (jettify's): per-dimension preconditioners made by epsilon * torch.eye(dim,
+# out=grad.new(dim, dim)), grad.transpose_(0, dim_id).contiguous() reshaped to (dim, -1), precond.add_(grad @ grad_t),
+# the inverse root by _matrix_power through torch.svd (u @ s.pow_(power).diag() @ v.t()), momentum by
+# buf.mul_(momentum).add_(grad), weight decay by grad.add_(p.data, alpha=...), the update by p.data.add_(grad, alpha=-lr)
+def shampoo(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Optimizer = m.optim.Optimizer
+
+    def _matrix_power(matrix, power):
+        # use CPU for svd for speed up
+        device = matrix.device
+        matrix = matrix.cpu()
+        u, s, v = torch.svd(matrix)
+        return (u @ s.pow_(power).diag() @ v.t()).to(device)
+
+    class Shampoo(Optimizer):
+        def __init__(self, params, lr=1e-1, momentum=0.0, weight_decay=0.0, epsilon=1e-4, update_freq=1):
+            if lr <= 0.0:
+                raise ValueError('Invalid learning rate: {}'.format(lr))
+            defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay, epsilon=epsilon,
+                            update_freq=update_freq)
+            super(Shampoo, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    order = grad.ndimension()
+                    original_size = grad.size()
+                    state = self.state[p]
+                    momentum = group['momentum']
+                    weight_decay = group['weight_decay']
+                    if len(state) == 0:
+                        state['step'] = 0
+                        if momentum > 0:
+                            state['momentum_buffer'] = grad.clone()
+                        for dim_id, dim in enumerate(grad.size()):
+                            # precondition matrices
+                            state['precond_{}'.format(dim_id)] = group['epsilon'] * torch.eye(dim, out=grad.new(dim, dim))
+                            state['inv_precond_{dim_id}'.format(dim_id=dim_id)] = grad.new(dim, dim).zero_()
+                    if momentum > 0:
+                        grad.mul_(1 - momentum).add_(state['momentum_buffer'], alpha=momentum)
+                    if weight_decay > 0:
+                        grad.add_(p.data, alpha=group['weight_decay'])
+                    # See Algorithm 2 for detail
+                    for dim_id, dim in enumerate(grad.size()):
+                        precond = state['precond_{}'.format(dim_id)]
+                        inv_precond = state['inv_precond_{}'.format(dim_id)]
+                        # mat_{dim_id}(grad)
+                        grad = grad.transpose_(0, dim_id).contiguous()
+                        transposed_size = grad.size()
+                        grad = grad.view(dim, -1)
+                        grad_t = grad.t()
+                        precond.add_(grad @ grad_t)
+                        if state['step'] % group['update_freq'] == 0:
+                            inv_precond.copy_(_matrix_power(precond, -1 / order))
+                        if dim_id == order - 1:
+                            # finally
+                            grad = grad_t @ inv_precond
+                            # grad: (-1, last_dim)
+                            grad = grad.view(original_size)
+                        else:
+                            # if not final
+                            grad = inv_precond @ grad
+                            # grad (dim, -1)
+                            grad = grad.view(transposed_size)
+                    state['step'] += 1
+                    state['momentum_buffer'] = grad
+                    p.data.add_(grad, alpha=-group['lr'])
+            return loss
+
+    model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 4))
+    init = load(m, model, state)
+    # epsilon 0.1, not the default 1e-4: a bias's preconditioner is epsilon * I plus one outer product, whose inverse
+    # multiplies the rounding of its other directions by |g|^2 / epsilon
+    optimizer = Shampoo(model.parameters(), lr=0.05, momentum=0.5, weight_decay=1e-4, epsilon=0.1)
+    rng = np.random.default_rng(12)
+    x, y = torch.tensor(normal(rng, 3, 1, 6, 6)), torch.tensor(rng.integers(0, 4, 3))
+    losses = []
+    for _ in range(2):
+        def closure():
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+        losses.append(optimizer.step(closure).item())
+    return init, losses + summary(model.parameters())
+
+
+def test_shampoo():
+    compare(shampoo)
+
+
+# (n) a differentiable Kalman filter (the constant-velocity tracker of filterpy's examples, written in torch to learn
+# its noise scales by gradient): F = torch.kron(torch.eye(2), [[1, dt], [0, 1]]), Q = torch.block_diag of the
+# per-axis white-noise blocks, the predict step by torch.linalg.multi_dot, the update by torch.linalg.inv of the
+# innovation covariance with the Joseph form, the log-likelihood by torch.linalg.slogdet and torch.linalg.solve,
+# and the trajectory's positions by torch.stack and tensor_split
+def kalman_filter(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class KalmanFilter(nn.Module):
+        def __init__(self, dt=1.0):
+            super().__init__()
+            self.log_q = nn.Parameter(torch.tensor(-1.0))
+            self.log_r = nn.Parameter(torch.tensor(0.0))
+            self.register_buffer('F', torch.kron(torch.eye(2), torch.tensor([[1.0, dt], [0.0, 1.0]])))
+            self.register_buffer('H', torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]))
+            self.register_buffer('q_block', torch.tensor([[dt ** 3 / 3, dt ** 2 / 2], [dt ** 2 / 2, dt]]))
+
+        def forward(self, zs):
+            Q = torch.block_diag(self.q_block, self.q_block) * self.log_q.exp()
+            R = torch.eye(2) * self.log_r.exp()
+            x = torch.cat([zs[0, :1], torch.zeros(1), zs[0, 1:], torch.zeros(1)]).unsqueeze(-1)
+            P = torch.eye(4) * 10.0
+            I = torch.eye(4)
+            nll, means = 0.0, []
+            for z in zs[1:]:
+                x = self.F @ x
+                P = torch.linalg.multi_dot([self.F, P, self.F.T]) + Q
+                y = z.unsqueeze(-1) - self.H @ x
+                S = torch.linalg.multi_dot([self.H, P, self.H.T]) + R
+                K = P @ self.H.T @ torch.linalg.inv(S)
+                x = x + K @ y
+                IKH = I - K @ self.H
+                P = torch.linalg.multi_dot([IKH, P, IKH.T]) + torch.linalg.multi_dot([K, R, K.T])
+                sign, logdet = torch.linalg.slogdet(S)
+                nll = nll + 0.5 * (logdet + (y * torch.linalg.solve(S, y)).sum() + 2 * math.log(2 * math.pi))
+                means.append(x.squeeze(-1))
+            return nll / (len(zs) - 1), torch.stack(means)
+
+    rng = np.random.default_rng(13)
+    t = np.arange(6, dtype=np.float32)
+    truth = np.stack([0.5 * t, 2.0 - 0.3 * t], 1)
+    zs = torch.tensor((truth + 0.3 * rng.standard_normal(truth.shape)).astype(np.float32))
+    model = KalmanFilter()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        nll, means = model(zs)
+        nll.backward()
+        optimizer.step()
+        losses.append(nll.item())
+    px, vx, py, vy = torch.tensor_split(means.detach(), 4, dim=1)
+    losses += torch.cat([px, py], 1)[-1].tolist() + [vx.mean().item(), vy.mean().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_kalman_filter():
+    compare(kalman_filter)

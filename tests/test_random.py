@@ -573,6 +573,24 @@ def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.isinf(tnet.tensor([3, 4])).tolist() == [False, False] and tnet.isnan(tnet.tensor(x)).dtype == torch.bool
 
 
+def test_factories_write_into_out_as_torch():
+    """`torch.eye(n, out=grad.new(n, n))` (pytorch-optimizer's Shampoo) and the other factories' out=: out's dtype,
+    resized to the values' shape, the same object returned; a dtype= other than out's, or an out that requires
+    grad, raises."""
+    for lib in (tnet, torch):
+        out = lib.zeros(2, 2)
+        assert lib.eye(3, out=out) is out and out.tolist() == torch.eye(3).tolist()
+        assert lib.arange(4, out=lib.zeros(4)).tolist() == [0.0, 1.0, 2.0, 3.0]
+        ints = lib.ones(2, 3, out=lib.zeros(6, dtype=lib.int64))
+        assert ints.dtype == torch.int64 and ints.tolist() == [[1] * 3] * 2
+        assert lib.full((2,), 7, out=lib.zeros(1)).tolist() == [7.0, 7.0]
+        assert lib.linspace(0, 1, 3, out=lib.zeros(3)).tolist() == [0.0, 0.5, 1.0]
+        with pytest.raises(RuntimeError, match="does not match dtype of out"):
+            lib.eye(2, out=lib.zeros(2, 2), dtype=lib.int64)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.zeros(2, out=lib.zeros(2, requires_grad=True))
+
+
 def test_beta_distribution():
     """tnet.distributions.Beta for mixup: shapes as torch's, values in [0, 1] with the right mean,
     repeated by manual_seed."""
