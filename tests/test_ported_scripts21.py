@@ -13,8 +13,10 @@ nn.Bilinear fusion head; a reproducibility and profiling preamble (seed_everythi
 detect_anomaly, torch.profiler with record_function and key_averages, CUDA events guarded by is_available); AutoClip's
 percentile clipping (torch.quantile of the gradient-norm history, get_total_norm, clip_grads_with_norm_, histc);
 distributions as losses (Poisson and NegativeBinomial counts, a Beta policy's log_prob and entropy, Dirichlet's
-kl_divergence, OneHotCategorical); and allRank's learning-to-rank losses (ListNet, ListMLE by a flipped cumsum,
-RankNet over torch.combinations pairs, NDCG by log2 discounts and take_along_dim). Each runs in tnet, then in torch
+kl_divergence, OneHotCategorical); allRank's learning-to-rank losses (ListNet, ListMLE by a flipped cumsum, RankNet
+over torch.combinations pairs, NDCG by log2 discounts and take_along_dim); pytorch-optimizer's Shampoo
+(torch.eye(n, out=grad.new(n, n)), inverse roots by torch.svd); and a differentiable Kalman filter (kron,
+block_diag, linalg.multi_dot, inv, slogdet, solve, tensor_split). Each runs in tnet, then in torch
 from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers,
 agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
 import functools
