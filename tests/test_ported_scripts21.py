@@ -25,8 +25,10 @@ import os
 import random
 
 import numpy as np
+import pytest
 
-from helpers import compare, load, summary
+import tnet
+from helpers import compare, imports, load, summary
 
 
 def normal(rng, *shape):
@@ -304,8 +306,8 @@ def test_hub_local(tmp_path):
 
 
 def test_hub_pretrained_weights_name_the_way(tmp_path):
-    import pytest
-    import tnet
+    """pretrained=True asks load_state_dict_from_url for torch's pickles, which raises naming the conversion; an
+    entrypoint hubconf.py lacks raises as torch's."""
     repo_dir = tmp_path / 'tnet'
     repo_dir.mkdir()
     (repo_dir / 'hubconf.py').write_text(HUBCONF.format(torch='tnet'))
@@ -628,7 +630,8 @@ def test_timm_vit():
 
 
 def test_timm_vit_trains_with_drop_path_in_tnet():
-    from helpers import imports
+    """drop_path_rate 0.5 in tnet alone (torch would draw other bernoulli_ masks): a step trains, DropPath's repr
+    names its rate, and an eval-mode forward follows, all finite."""
     _, losses = timm_vit(imports("tnet"), drop_path_rate=0.5, steps=1)
     assert all(math.isfinite(v) for v in losses), losses
 

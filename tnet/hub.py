@@ -7,6 +7,7 @@ way. Convert weights once where torch is installed, `tnet.save(torch.hub.load_st
 path)`, then `model.load_state_dict(tnet.load(path))`."""
 import contextlib
 import importlib.util
+import os
 import sys
 
 _HOW = ("torch's published weights are pickles, which tnet does not read; convert them once where torch is "
@@ -45,7 +46,7 @@ def _add_to_sys_path(path):
 
 def _load_local(hubconf_dir, model, *args, **kwargs):
     with _add_to_sys_path(hubconf_dir):
-        spec = importlib.util.spec_from_file_location(MODULE_HUBCONF, f"{hubconf_dir}/{MODULE_HUBCONF}")
+        spec = importlib.util.spec_from_file_location(MODULE_HUBCONF, os.path.join(hubconf_dir, MODULE_HUBCONF))
         hub_module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(hub_module)
         missing = [d for d in getattr(hub_module, VAR_DEPENDENCY, None) or [] if importlib.util.find_spec(d) is None]
