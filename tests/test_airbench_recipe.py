@@ -416,12 +416,12 @@ def test_eval_step_tta_matches_airbench(translate, ieee):
 # --- a run (tnet.trainer, as train.py makes it) ---
 
 def test_train_airbench_end_to_end(tmp_path, capsys, airbench94):
-    pack = write_bin_pack(tmp_path / "data", n_train=20, n_test=10)
+    pack = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
     ck = tmp_path / "run" / "air.ckpt"
-    train_main(["--model", "airbench94", "--data", str(pack), "--limit", "20", "--batch-size", "10",
-                "--eval-batch-size", "10", "--epochs", "1", "--checkpoint", str(ck)])
+    train_main(["--model", "airbench94", "--data", str(pack), "--limit", "4", "--batch-size", "2",
+                "--eval-batch-size", "2", "--epochs", "1", "--checkpoint", str(ck)])
     out = capsys.readouterr().out
-    assert "whitening conv set from 20 training images" in out
+    assert "whitening conv set from 4 training images" in out
     last = out.strip().splitlines()[-1]
     assert last.startswith("test accuracy: ") and "training time" in last and "evaluation" in last
     saved = tnet.load(str(ck))
@@ -432,13 +432,13 @@ def test_train_airbench_end_to_end(tmp_path, capsys, airbench94):
 
 
 def test_train_airbench_resumes_on_a_validation_split(tmp_path, capsys, standin):
-    """1.5 epochs (3 steps of 2 an epoch), then --resume to 3 epochs (6 steps, in epochs 3 and 4):
+    """1.5 epochs (3 steps of 2 an epoch, 2 images a step), then --resume to 3 epochs (6 steps, in epochs 3 and 4):
     the lookahead's count and averages come back from the checkpoint; only the last epoch of
     each run is evaluated."""
-    pack = write_bin_pack(tmp_path / "data", n_train=30, n_test=5)
+    pack = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
     ck = tmp_path / "air.ckpt"
-    common = ["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--val", "10", "--tta", "0",
-              "--eval-batch-size", "10", "--checkpoint", str(ck)]
+    common = ["--model", "airbench94", "--data", str(pack), "--limit", "6", "--batch-size", "2", "--val", "2",
+              "--tta", "0", "--eval-batch-size", "2", "--checkpoint", str(ck)]
     train_main(common + ["--epochs", "1.5"])
     out = capsys.readouterr().out
     assert "epoch 2: loss" in out and "epoch 1: loss" in out and "validation accuracy" not in out.split("epoch 2")[0]
@@ -472,7 +472,7 @@ def test_train_airbench_freezes_the_whitening_bias_after_3_epochs(tmp_path, monk
             return out
     monkeypatch.setattr(recipes, "TrainStep", Spy)
     pack = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
-    train_main(["--model", "airbench94", "--data", str(pack), "--batch-size", "10", "--epochs", "5", "--tta", "0",
-                "--eval-batch-size", "5", "--checkpoint", str(tmp_path / "air.ckpt")])
+    train_main(["--model", "airbench94", "--data", str(pack), "--limit", "2", "--batch-size", "2", "--epochs", "5",
+                "--tta", "0", "--eval-batch-size", "2", "--checkpoint", str(tmp_path / "air.ckpt")])
     assert len(built) == 2 and built[1].loss_sum is built[0].loss_sum
     assert seen == [(0, True)] * 3 + [(1, False)] * 2

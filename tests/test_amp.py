@@ -353,7 +353,7 @@ def test_train_resumes_with_another_precision(tmp_path, capsys):
     previous = tnet.get_precision()
     data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
     ck = str(tmp_path / "run" / "amp.ckpt")
-    common = ["--data", str(data), "--batch-size", "5", "--eval-batch-size", "5", "--checkpoint", ck]
+    common = ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--checkpoint", ck]
     try:
         train_main(common + ["--epochs", "1", "--precision", "bf16"])
         assert tnet.load(ck)["scaler"] == {}

@@ -134,8 +134,8 @@ def test_train_py_under_torchrun_matches_one_process(tmp_path):
     BatchNorm, no augmentation) the weights are the one-process run's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU and gloo on any machine: one GPU takes one rank
-    common = ["train.py", "--data", "sample", "--limit", "16", "--batch-size", "8", "--epochs", "0.5",
-              "--eval-batch-size", "16", "--precision", "ieee"]
+    common = ["train.py", "--data", "sample", "--limit", "8", "--batch-size", "4", "--epochs", "0.5",
+              "--eval-batch-size", "8", "--precision", "ieee"]
     one = subprocess.run([sys.executable, *common, "--checkpoint", str(tmp_path / "one.ckpt")], cwd=root,
                          env=env, capture_output=True, text=True, timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
@@ -143,7 +143,7 @@ def test_train_py_under_torchrun_matches_one_process(tmp_path):
                           "--master_port", str(free_port()), *common, "--checkpoint", str(tmp_path / "two.ckpt")],
                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert two.returncode == 0, (two.stdout + two.stderr)[-3000:]
-    assert "2 processes, a batch of 4 each (global 8)" in two.stdout and "throughput:" in two.stdout
+    assert "2 processes, a batch of 2 each (global 4)" in two.stdout and "throughput:" in two.stdout
     assert two.stdout.count("test accuracy:") == 1  # rank 0's report alone
     a, b = tnet.load(tmp_path / "one.ckpt"), tnet.load(tmp_path / "two.ckpt")
     assert a["epoch"] == b["epoch"] == 1

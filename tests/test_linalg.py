@@ -207,6 +207,16 @@ def test_solve_triangular_with_gradients_as_torch(rng, ieee, upper, left, unit):
           GRAD_TOL)
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_with_gradients_as_torch(rng, ieee, upper):
+    """The GP tutorials' alpha = cholesky_solve(y, L) under the marginal likelihood's gradient: B's and the
+    whole of L's (torch's formula does not keep L's triangle), batch dims broadcast."""
+    low = np.tril(rng.standard_normal((2, 3, 3)) * 0.3) + 2 * np.eye(3)
+    factor, b = leaf(rng, values=np.swapaxes(low, -1, -2) if upper else low), leaf(rng, 3, 4)
+    check(lambda B, L: tnet.cholesky_solve(B, L, upper), lambda B, L: torch.cholesky_solve(B, L, upper), [b, factor],
+          rng, GRAD_TOL)
+
+
 def test_multi_dot_and_vecdot_with_gradients_as_torch(rng, ieee):
     xs = [leaf(rng, 3), leaf(rng, 3, 5), leaf(rng, 5, 2), leaf(rng, 2, 4), leaf(rng, 4)]
     check(lambda *t: tnet.linalg.multi_dot(t), lambda *r: torch.linalg.multi_dot(r), xs, rng, GRAD_TOL)

@@ -365,7 +365,7 @@ def _laws_as_torch(laws, params, refs_params, rng):
 
 def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     """Laplace, Exponential, Gamma, Dirichlet, MultivariateNormal (from a covariance, a precision and a
-    scale_tril, batch dims broadcast), RelaxedBernoulli and RelaxedOneHotCategorical against
+    scale_tril, batch dims broadcast), RelaxedBernoulli, RelaxedOneHotCategorical and Beta against
     torch.distributions in float64: log_prob, entropy, cdf, icdf, mean, variance, kl_divergence, and
     the parameters' gradients through them."""
     D = tnet.distributions
@@ -385,6 +385,7 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
         mvn, mvn2 = d.MultivariateNormal(a, covariance_matrix=cov), d.MultivariateNormal(b[0], precision_matrix=cov)
         mvn3 = d.MultivariateNormal(b, scale_tril=lib.linalg.cholesky(cov * 2))
         rb_, rc = d.RelaxedBernoulli(b.exp(), logits=a), d.RelaxedOneHotCategorical(b[0, 0].exp(), logits=a)
+        be = d.Beta(a.exp(), b.exp() + 0.5)
         return [lap.log_prob(t(x)), lap.entropy(), lap.cdf(t(x)), lap.icdf(t(u)), lap.variance,
                 d.kl_divergence(lap, lap2), ex.log_prob(t(pos)), ex.entropy(), ex.cdf(t(pos)), ex.icdf(t(u)),
                 ex.variance, d.kl_divergence(ex, ex2), ga.log_prob(t(pos)), ga.entropy(), ga.mean, ga.variance,
@@ -392,7 +393,7 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
                 d.kl_divergence(di, di2), mvn.log_prob(t(x)), mvn.entropy(), mvn.variance, mvn2.log_prob(t(x)),
                 mvn2.entropy(), mvn2.scale_tril, mvn.precision_matrix, mvn3.log_prob(t(x)),
                 d.kl_divergence(mvn, mvn2), d.kl_divergence(mvn3, mvn), rb_.log_prob(t(u)),
-                rc.log_prob(t(simplex))]
+                rc.log_prob(t(simplex)), be.log_prob(t(u)), be.entropy(), be.variance]
 
     _laws_as_torch(laws, (a, b, m), (ra, rb, rm), rng)
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):
@@ -570,6 +571,24 @@ def test_eye_linspace_randint_isnan_isinf_as_torch():
     assert tnet.isnan(tnet.tensor(x)).tolist() == torch.isnan(torch.tensor(x)).tolist()
     assert tnet.isinf(tnet.tensor(x)).tolist() == torch.isinf(torch.tensor(x)).tolist()
     assert tnet.isinf(tnet.tensor([3, 4])).tolist() == [False, False] and tnet.isnan(tnet.tensor(x)).dtype == torch.bool
+
+
+def test_factories_write_into_out_as_torch():
+    """`torch.eye(n, out=grad.new(n, n))` (pytorch-optimizer's Shampoo) and the other factories' out=: out's dtype,
+    resized to the values' shape, the same object returned; a dtype= other than out's, or an out that requires
+    grad, raises."""
+    for lib in (tnet, torch):
+        out = lib.zeros(2, 2)
+        assert lib.eye(3, out=out) is out and out.tolist() == torch.eye(3).tolist()
+        assert lib.arange(4, out=lib.zeros(4)).tolist() == [0.0, 1.0, 2.0, 3.0]
+        ints = lib.ones(2, 3, out=lib.zeros(6, dtype=lib.int64))
+        assert ints.dtype == torch.int64 and ints.tolist() == [[1] * 3] * 2
+        assert lib.full((2,), 7, out=lib.zeros(1)).tolist() == [7.0, 7.0]
+        assert lib.linspace(0, 1, 3, out=lib.zeros(3)).tolist() == [0.0, 0.5, 1.0]
+        with pytest.raises(RuntimeError, match="does not match dtype of out"):
+            lib.eye(2, out=lib.zeros(2, 2), dtype=lib.int64)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.zeros(2, out=lib.zeros(2, requires_grad=True))
 
 
 def test_beta_distribution():

@@ -110,9 +110,10 @@ def test_sgd_param_groups_and_schedule():
 
 
 def test_train_saves_resumes_and_reports(tmp_path, capsys):
-    data = write_bin_pack(tmp_path / "data", n_train=10)  # one step an epoch: a resume starts at an epoch either way
+    data = write_bin_pack(tmp_path / "data", n_train=10)
     ck = str(tmp_path / "run" / "quick.ckpt")
-    common = ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "7", "--checkpoint", ck]
+    # one step an epoch (a resume starts at an epoch either way), the test images in a full and a partial batch
+    common = ["--data", str(data), "--limit", "3", "--batch-size", "3", "--eval-batch-size", "2", "--checkpoint", ck]
     train_main(common + ["--epochs", "1"])
     first = capsys.readouterr().out
     assert os.path.exists(ck) and not os.path.exists(ck + ".tmp")
@@ -148,8 +149,8 @@ def test_train_stops_on_a_nan_loss(tmp_path):
     data = write_bin_pack(tmp_path / "data")
     ck = tmp_path / "nan.ckpt"
     with pytest.raises(SystemExit) as e:
-        train_main(["--data", str(data), "--batch-size", "10", "--epochs", "1", "--lr", "1e30",
-                    "--checkpoint", str(ck)])
+        train_main(["--data", str(data), "--limit", "4", "--batch-size", "2", "--epochs", "1", "--lr", "1e30",
+                    "--checkpoint", str(ck)])  # the second step's loss
     assert "loss became" in str(e.value) and not ck.exists()
 
 
@@ -196,8 +197,9 @@ def test_eval_step_flip_averaging(rng, ieee):
 
 
 def test_train_fast_recipe_on_a_validation_split(tmp_path, capsys):
-    data = write_bin_pack(tmp_path / "data")
-    train_main(["--recipe", "fast", "--data", str(data), "--epochs", "1", "--batch-size", "5", "--val", "5",
+    data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
+    train_main(["--recipe", "fast", "--data", str(data), "--epochs", "1", "--limit", "4", "--batch-size", "2",
+                "--val", "2", "--eval-batch-size", "2",
                 "--checkpoint", str(tmp_path / "fast.ckpt")])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("validation accuracy: ")
@@ -246,10 +248,10 @@ def test_train_help_shows_every_default(capsys):
 
 
 def _quick_run(tmp_path, *extra):
-    """A one-epoch run of one step (10 images, batch 10): its argv and checkpoint."""
+    """A one-epoch run of one step (2 images, batch 2): its argv and checkpoint."""
     data = write_bin_pack(tmp_path / "data", n_train=10)
     ck = tmp_path / "run" / "q.ckpt"
-    return ["--data", str(data), "--batch-size", "10", "--eval-batch-size", "10", "--epochs", "1",
+    return ["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--epochs", "1",
             "--checkpoint", str(ck), *extra], ck
 
 
@@ -280,7 +282,7 @@ def test_train_resume_lists_changed_settings_and_reports_a_finished_run(tmp_path
     with pytest.raises(SystemExit) as e:
         train_main(argv + ["--resume", "--batch-size", "5", "--lr", "0.5", "--seed", "3"])
     message = str(e.value)
-    for changed in ("--batch-size 10 in the checkpoint, 5 now", "--lr 0.001 in the checkpoint, 0.5 now",
+    for changed in ("--batch-size 2 in the checkpoint, 5 now", "--lr 0.001 in the checkpoint, 0.5 now",
                     "--seed 0 in the checkpoint, 3 now"):
         assert changed in message
     assert "--limit" not in message
@@ -323,7 +325,7 @@ def test_train_runs_several_seeds_and_summarises(tmp_path, capsys):
     """--runs 2: seeds 4 and 5, each with its own checkpoint, then the mean and spread."""
     data = write_bin_pack(tmp_path / "data", n_train=10, n_test=5)
     ck = tmp_path / "quick.ckpt"
-    last = train_main(["--data", str(data), "--batch-size", "10", "--eval-batch-size", "5", "--epochs", "1",
+    last = train_main(["--data", str(data), "--limit", "2", "--batch-size", "2", "--eval-batch-size", "2", "--epochs", "1",
                        "--seed", "4", "--runs", "2", "--checkpoint", str(ck)])
     out = capsys.readouterr().out
     assert last["seed"] == 5 and 0 <= last["accuracy"] <= 1 and last["train_time"] > 0

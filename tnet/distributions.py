@@ -515,8 +515,8 @@ class Beta(Distribution):
     """Beta(concentration1, concentration0), for mixup's and CutMix's mixing weight
     (`torch.distributions.beta.Beta(a, a).sample()`): numbers or tensors that broadcast to
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
-    a host read of tensor parameters, no rsample; log_prob on the device, differentiable in the
-    parameters given as tensors."""
+    a host read of tensor parameters, no rsample; log_prob, entropy and variance on the device,
+    differentiable in the parameters given as tensors."""
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self._given = _broadcast_all(concentration1, concentration0)
@@ -538,6 +538,20 @@ class Beta(Distribution):
     def log_prob(self, value):
         a, b = self._given
         return (F.xlogy(a - 1, value) + F.xlogy(b - 1, 1 - value) + (a + b).lgamma() - a.lgamma() - b.lgamma())
+
+    @property
+    def variance(self):
+        a, b = self._given
+        total = a + b
+        return a * b / (total.pow(2) * (total + 1))
+
+    def entropy(self):
+        """torch's (its Beta is a Dirichlet of [a, b]): ln B(a, b) - (a - 1) psi(a) - (b - 1) psi(b)
+        + (a + b - 2) psi(a + b), differentiable in the parameters given as tensors (a policy's entropy bonus)."""
+        a, b = self._given
+        total = a + b
+        return (a.lgamma() + b.lgamma() - total.lgamma() - (a - 1) * a.digamma() - (b - 1) * b.digamma()
+                + (total - 2) * total.digamma())
 
 
 def _clamp_probs(probs):

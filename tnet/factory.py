@@ -5,6 +5,7 @@ The generator is Philox (kernels/random.py) with its state [seed, offset] in one
 tensor that the draw kernels advance themselves: a CUDA graph that captured a draw (say a
 dropout) draws fresh numbers on every replay. `manual_seed` writes the state from the host."""
 import contextlib
+import functools
 import math
 import numbers
 
@@ -194,6 +195,32 @@ def _leaf(name, data, requires_grad):
     return Tensor(data, requires_grad=requires_grad)
 
 
+def _with_out(factory):
+    """factory with torch's `out=`: the values made in out's dtype (a dtype= must be out's) and written into out,
+    resized to their shape where it differs (old scripts: `torch.eye(n, out=grad.new(n, n))`). Returns out."""
+    name = factory.__name__
+
+    @functools.wraps(factory)
+    def made(*args, out=None, **kwargs):
+        if out is None:
+            return factory(*args, **kwargs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        dtype = kwargs.pop("dtype", None)
+        if dtype is not None and dtype != out.dtype:
+            raise RuntimeError(f"{name}(): dtype {dtype} does not match dtype of out parameter ({out.dtype})")
+        if out.requires_grad:
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                               f"but one of the arguments requires grad.")
+        values = factory(*args, dtype=out.dtype, **kwargs).memory
+        if out.shape != values.shape:
+            out.resize_(values.shape)
+        out.memory.copy_(values)
+        return out
+    return made
+
+
+@_with_out
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
@@ -204,11 +231,13 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return _leaf("full", data, requires_grad)
 
 
+@_with_out
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     check_dtype("zeros", dtype or float32)
     return full(_size("zeros", sizes, size), 0.0, dtype or float32, device, requires_grad)
 
 
+@_with_out
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     check_dtype("ones", dtype or float32)
     return full(_size("ones", sizes, size), 1.0, dtype or float32, device, requires_grad)
@@ -298,6 +327,7 @@ def _is_int(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
+@_with_out
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
@@ -328,6 +358,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _leaf("arange", as_storage(values, dtype), requires_grad)
 
 
+@_with_out
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
@@ -338,6 +369,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)
 
 
+@_with_out
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_device("linspace", device)

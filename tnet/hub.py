@@ -1,13 +1,20 @@
 """torch.hub's loaders, which copied model files import at the top (`from torch.hub import
 load_state_dict_from_url`: torchvision's resnet.py and densenet.py before 0.13; torch.utils.model_zoo's
-`load_url`), so that such a file imports and builds its models. torch's published weights are
-pickles, which tnet never reads: asking for them raises, naming the way. Convert them once where
-torch is installed, `tnet.save(torch.hub.load_state_dict_from_url(url), path)`, then
-`model.load_state_dict(tnet.load(path))`."""
+`load_url`), so that such a file imports and builds its models, and `load(repo_dir, name, source="local")`,
+which runs a checkout's own hubconf.py as torch does. torch's published weights are pickles, which tnet
+never reads, and GitHub repositories' hubconf.py files import torch: asking for either raises, naming the
+way. Convert weights once where torch is installed, `tnet.save(torch.hub.load_state_dict_from_url(url),
+path)`, then `model.load_state_dict(tnet.load(path))`."""
+import contextlib
+import importlib.util
+import os
+import sys
 
 _HOW = ("torch's published weights are pickles, which tnet does not read; convert them once where torch is "
         "installed, tnet.save(torch.hub.load_state_dict_from_url(url), path), then "
         "model.load_state_dict(tnet.load(path))")
+MODULE_HUBCONF = "hubconf.py"
+VAR_DEPENDENCY = "dependencies"
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False, file_name=None,
@@ -17,4 +24,37 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
 
 def load(repo_or_dir, model, *args, source="github", trust_repo=None, force_reload=False, verbose=True,
          skip_validation=False, **kwargs):
-    raise NotImplementedError(f"tnet.hub.load({repo_or_dir!r}, {model!r}): hub models run torch's code; {_HOW}")
+    """torch.hub.load: source="local" imports repo_or_dir's hubconf.py and calls its entrypoint `model`."""
+    source = source.lower()
+    if source not in ("github", "local"):
+        raise ValueError(f'Unknown source: "{source}". Allowed values: "github" | "local".')
+    if source == "github":
+        raise NotImplementedError(f"tnet.hub.load({repo_or_dir!r}, {model!r}): hub models run torch's code; {_HOW}; "
+                                  f"or clone the repository, port its hubconf.py's imports, load it with source='local'")
+    return _load_local(repo_or_dir, model, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def _add_to_sys_path(path):
+    """hubconf.py imports its repository's own modules: torch puts the directory first on sys.path meanwhile."""
+    sys.path.insert(0, path)
+    try:
+        yield
+    finally:
+        sys.path.remove(path)
+
+
+def _load_local(hubconf_dir, model, *args, **kwargs):
+    with _add_to_sys_path(hubconf_dir):
+        spec = importlib.util.spec_from_file_location(MODULE_HUBCONF, os.path.join(hubconf_dir, MODULE_HUBCONF))
+        hub_module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hub_module)
+        missing = [d for d in getattr(hub_module, VAR_DEPENDENCY, None) or [] if importlib.util.find_spec(d) is None]
+        if missing:
+            raise RuntimeError(f"Missing dependencies: {', '.join(missing)}")
+        if not isinstance(model, str):
+            raise ValueError("Invalid input: model should be a string of function name")
+        entry = getattr(hub_module, model, None)
+        if entry is None or not callable(entry):
+            raise RuntimeError(f"Cannot find callable {model} in hubconf")
+        return entry(*args, **kwargs)

@@ -531,11 +531,19 @@ def _adjoint(input):
 
 def cholesky_solve(B, L, upper=False):
     """torch.cholesky_solve: X with A X = B, A = L L^T (upper: U^T U) from its Cholesky factor; on the
-    host (the module's note). No gradient."""
-    _no_gradient("cholesky_solve", B, L)
+    host (the module's note). Gradients as torch's: gB = A^-1 g, and with C = gB X^T + X gB^T,
+    gL = -C L (upper: -U C), over the whole of L as torch's (not its triangle alone)."""
     low = _host("cholesky_solve", L, square=True)
     low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
-    return _dev(_solve_host(low @ np.swapaxes(low, -1, -2), _host("cholesky_solve", B)), B)
+    a = low @ np.swapaxes(low, -1, -2)
+    X = _dev(_solve_host(a, _host("cholesky_solve", B)), B)
+
+    def backward(g):
+        gb = _dev(_solve_host(a, _host("cholesky_solve", g)), B)
+        common = gb @ _T(X)
+        common = add(common, _T(common))
+        return gb, neg(L @ common if upper else common @ L)
+    return _recorded("cholesky_solve", X, (B, L), backward)
 
 
 def cholesky_inverse(L, upper=False):

@@ -394,6 +394,13 @@ def _itself(self):
     return self
 
 
+def _share_memory_(self):
+    """torch's share_memory_: the memory moves to shared memory in place (a CUDA tensor's, as torch's, stays as
+    it is), so is_shared() answers as torch's does. Returns self."""
+    self.memory.share_memory_()
+    return self
+
+
 def _record_stream(self, stream):
     """torch's record_stream of the memory (a GPU's); nothing on the CPU."""
     if self.memory.is_cuda:
@@ -424,7 +431,7 @@ for _name, _method in {
             size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
         "as_strided": as_strided, "apply_": apply_, "map_": map_,
         "is_pinned": lambda self, device=None: False, "is_shared": lambda self: self.memory.is_shared(),
-        "share_memory_": _itself, "record_stream": _record_stream,
+        "share_memory_": _share_memory_, "record_stream": _record_stream,
         "storage": lambda self: self.memory.storage(), "untyped_storage": lambda self: self.memory.untyped_storage(),
         "is_sparse": property(lambda self: False), "is_quantized": property(lambda self: False),
         "is_meta": property(lambda self: False), "is_mkldnn": property(lambda self: False),

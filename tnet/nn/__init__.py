@@ -679,9 +679,8 @@ class Module:
 
     def share_memory(self):
         """torch's Module.share_memory, which scripts call on a model that worker processes share
-        (A3C, Hogwild): each parameter's and buffer's share_memory_(), which leaves a tnet tensor as
-        it is (its tensors live on its device, not shared with worker processes: tnet.multiprocessing
-        is torch's process management only). Returns self."""
+        (A3C, Hogwild): each parameter's and buffer's share_memory_() (their memory, as torch's:
+        tnet.multiprocessing is torch's process management only). Returns self."""
         for t in [*self.parameters(), *self.buffers()]:
             t.share_memory_()
         return self
