@@ -96,13 +96,6 @@ def test_depthwise(precision, shape, cout, kernel, stride, padding, dilation):
     check_conv(shape, cout, kernel, stride, padding, precision, dilation=dilation, groups=shape[1], kernels=depthwise)
 
 
-def test_channel_vector():
-    """The depthwise kernels' VEC: the largest power of 2 up to 16 dividing every channel count (DEPTHWISE's
-    layers run each value of it, 1 to 16)."""
-    assert [depthwise.channel_vector(*c) for c in [(144,), (116,), (24, 48), (12, 24), (10,), (3,), (960, 960)]] == \
-        [16, 4, 8, 4, 2, 1, 16]
-
-
 def by_output_rows(monkeypatch):
     """Make the depthwise forward and input gradient take their rows kernel where autotune.fastest would choose
     (the interpreter and TNET_AUTOTUNE=0 run the first candidate, the pixel blocks), and a 3x3 weight gradient

@@ -95,13 +95,9 @@ def autotune(configs, key, interpret=None, **kwargs):
     return lambda fn: _Remembered.adopt(tuned(jit_fast(fn)), every)
 
 
-def jit(fn=None, *, do_not_specialize=()):
-    """triton.jit, launched by _Fast on the GPU (the kernels tnet launches; not their helpers);
-    `@jit(do_not_specialize=names)`: Triton's, ints it compiles no variant for by value (whether 1,
-    whether a multiple of 16), sizes that neither unroll nor align a vector."""
-    if fn is None:
-        return lambda f: jit(f, do_not_specialize=do_not_specialize)
-    return jit_fast(triton.jit(fn, do_not_specialize=do_not_specialize))
+def jit(fn):
+    """triton.jit, launched by _Fast on the GPU (the kernels tnet launches; not their helpers)."""
+    return jit_fast(triton.jit(fn))
 
 
 def jit_fast(fn):

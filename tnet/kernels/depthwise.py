@@ -54,23 +54,10 @@ MAX_TAPS = 16  # a weight gradient program's taps (fewer for a smaller kernel): 
 
 
 def _prune(configs, named_args, **kwargs):
-    """Channel vectors not far wider than the output's channels COV * VEC (Triton passes the positional
+    """Channel vectors not far wider than the output's channels CO (Triton passes the positional
     arguments in named_args, the keyword ones in kwargs)."""
-    a = {**named_args, **kwargs}
-    channels = a["COV"] * a["VEC"]
+    channels = {**named_args, **kwargs}["CO"]
     return [c for c in configs if c.kwargs["BLOCK_C"] <= max(32, 2 * channels)] or configs[:1]
-
-
-def channel_vector(*channels):
-    """The kernels' VEC: the largest power of 2, up to 16, that divides every channel count. A kernel
-    takes its sizes at run time (one compile serves a model's many layer shapes: each new set of
-    constexprs compiles every tile config) and a channel count c as c // VEC times the constexpr VEC,
-    so that Triton still knows how far its channel vectors are aligned (an int argument it knows
-    only as a multiple of 16 or not)."""
-    vec = 16
-    while any(c % vec for c in channels):
-        vec //= 2
-    return vec
 
 
 def is_depthwise(channels, groups):
@@ -80,22 +67,20 @@ def is_depthwise(channels, groups):
 
 
 # 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
-@autotune(_CONFIGS, key=["NPIX", "H", "W", "CIV", "COV", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
-                         "M", "TRANSPOSED", "VEC"],
+@autotune(_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
+                         "M", "TRANSPOSED"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 1024, "BLOCK_C": 64})
-@jit(do_not_specialize=["H", "W", "CIV", "COV", "OH", "OW"])
-def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj, H, W, CIV, COV, OH, OW,
-                     KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+@jit
+def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj,
+                     H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
+                     OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
                      PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, M: tl.constexpr,
-                     TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr, VEC: tl.constexpr,
+                     TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
                      BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     """y [N, OH, OW, CO] (NHWC memory) from x [N, H, W, CI] (NHWC) and w [Cout, 1, KH, KW] read
-    through strides (o, i, j), CI = CIV * VEC and CO = COV * VEC (channel_vector). Forward (CO = M*CI):
-    y[p, o] = relu(sum over taps of x[source(p, i, j), o // M] * w[o, i, j] + bias[o]). TRANSPOSED (the
-    input gradient, x = dy, CI = M*CO): y[p, c] = sum over m < M and taps of x[source(p, i, j), c*M + m] *
-    w[c*M + m, i, j]."""
-    CI = CIV * VEC
-    CO = COV * VEC
+    through strides (o, i, j). Forward (CO = M*CI): y[p, o] = relu(sum over taps of
+    x[source(p, i, j), o // M] * w[o, i, j] + bias[o]). TRANSPOSED (the input gradient, x = dy,
+    CI = M*CO): y[p, c] = sum over m < M and taps of x[source(p, i, j), c*M + m] * w[c*M + m, i, j]."""
     offs_p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)  # int32: the launcher checks sizes
     offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_p = offs_p < NPIX
@@ -124,23 +109,22 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
              mask=mask_p[:, None] & mask_c[None, :])
 
 
-@autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CIV", "COV", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
-                              "DW", "M", "TAPS", "VEC"],
+@autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
+                              "DW", "M", "TAPS"],
           prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 64, "BLOCK_C": 64})
-@jit(do_not_specialize=["H", "W", "CIV", "COV", "OH", "OW"])
-def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp, H, W, CIV, COV, OH, OW,
-                            KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
+@jit
+def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
+                            H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
+                            OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
                             SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr,
                             DW: tl.constexpr, M: tl.constexpr, TAPS: tl.constexpr, PART_PIXELS: tl.constexpr,
-                            VEC: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+                            BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     """dw[part s, o, i, j] = sum over the output pixels p of part s of dy[p, o] * x[source(p, i, j),
-    o // M] for dy [N, OH, OW, CO] and x [N, H, W, CI] (NHWC memory), CI = CIV * VEC and CO = COV * VEC,
-    at dw_ptr + s*stride_dp + o*KH*KW + i*KW + j. Grid (channel blocks x blocks of TAPS taps, parts): a
-    program reads a dy tile once for its taps, and their x tiles as one [pixels, taps, channels] load, whose
+    o // M] for dy [N, OH, OW, CO] and x [N, H, W, CI] (NHWC memory), at dw_ptr + s*stride_dp +
+    o*KH*KW + i*KW + j. Grid (channel blocks x blocks of TAPS taps, parts): a program reads a dy
+    tile once for its taps, and their x tiles as one [pixels, taps, channels] load, whose
     neighbouring taps share cache lines. The parts split the pixels into runs of whole
     PART_PIXELS (the last run shorter, or empty)."""
-    CI = CIV * VEC
-    CO = COV * VEC
     KK: tl.constexpr = KH * KW
     TAP_BLOCKS: tl.constexpr = (KK + TAPS - 1) // TAPS
     taps = (tl.program_id(0) % TAP_BLOCKS) * TAPS + tl.arange(0, TAPS)
@@ -177,15 +161,14 @@ _ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLO
 
 
 def _prune_rows(configs, named_args, **kwargs):
-    """Channel blocks not far wider than the channels CV * VEC, of tiles at most 4K elements (with the row's
-    BLOCK_W)."""
+    """Channel blocks not far wider than the channels C, of tiles at most 4K elements (with the row's BLOCK_W)."""
     a = {**named_args, **kwargs}
-    return [c for c in configs if c.kwargs["BLOCK_C"] <= max(16, 2 * a["CV"] * a["VEC"])
+    return [c for c in configs if c.kwargs["BLOCK_C"] <= max(16, 2 * a["C"])
             and c.kwargs["BLOCK_C"] * a["BLOCK_W"] <= 4096] or configs[-1:]
 
 
 @triton.jit
-def _tap(x_ptr, n, h, w, H, W, C, offs_c, mask_c):
+def _tap(x_ptr, n, h, w, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, offs_c, mask_c):
     """x[n, h, w + column, channel] for the columns w [BLOCK_W] and channels offs_c, fp32, 0 off the image."""
     h = h + tl.zeros_like(w)  # a vector: the interpreter cannot mask by a vector & a loop scalar's comparison
     ok = (w >= 0) & (w < W) & (h >= 0) & (h < H)
@@ -194,18 +177,18 @@ def _tap(x_ptr, n, h, w, H, W, C, offs_c, mask_c):
     return x.to(tl.float32)
 
 
-@autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "CV", "OH", "OW", "PH", "PW", "VEC"],
+@autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
           prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64})
-@jit(do_not_specialize=["H", "W", "CV", "OH", "OW"])
-def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H, W, CV, OH, OW, PH: tl.constexpr,
-                             PW: tl.constexpr, VEC: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
+@jit
+def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
+                             C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
+                             PW: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
     """dw[part s, c, i, j] = sum over the output rows r (= n*OH + oh) of part s and the columns ow of
     dy[r, ow, c] * x[n, oh + i - PH, ow + j - PW, c], for a 3x3 stride-1 depthwise convolution of one
-    output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), C = CV * VEC,
-    at dw_ptr + s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
+    output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), at dw_ptr +
+    s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
     row's dy is read once, each tap's window of x as one [BLOCK_W >= OW, BLOCK_C] tile (neighbouring
     windows share cache lines)."""
-    C = CV * VEC
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
     ow = tl.arange(0, BLOCK_W)
@@ -249,7 +232,8 @@ _ROW_FORWARD_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 4}, num_warps=4),
 
 @triton.jit
 def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,
-                  PW: tl.constexpr, HI, WI, C, offs_c, mask_c, TRANSPOSED: tl.constexpr):
+                  PW: tl.constexpr, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr, offs_c, mask_c,
+                  TRANSPOSED: tl.constexpr):
     """acc + tap (i, j)'s window of the input times its weights (taps-major [KH, KW, C] at w_ptr), for the
     output row h and columns w: the input at (h + i - PH, w + j - PW), or transposed (h - i + PH, w - j + PW)."""
     wt = tl.load(w_ptr + (i * KW + j) * C + offs_c, mask=mask_c, other=0.0).to(tl.float32)
@@ -260,19 +244,17 @@ def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, 
     return acc + x * wt[None, :]
 
 
-@autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "CV", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED",
-                                     "VEC"],
+@autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED"],
           prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64, "ROWS": 64})
-@jit(do_not_specialize=["HI", "WI", "CV", "HO", "WO"])
-def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI, WI, CV, HO, WO, KH: tl.constexpr,
-                          KW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, TRANSPOSED: tl.constexpr,
-                          BIAS: tl.constexpr, RELU: tl.constexpr, VEC: tl.constexpr,
+@jit
+def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
+                          HO: tl.constexpr, WO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,
+                          PW: tl.constexpr, TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
                           BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
     """y [N, HO, WO, C] = relu(KH x KW stride-1 depthwise convolution of x [N, HI, WI, C] + bias) (NHWC
-    memory), C = CV * VEC, one output channel per input channel, weights taps-major [KH, KW, C] at w_ptr;
-    TRANSPOSED: the input gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows
-    r = n*HO + h): each row is one [BLOCK_W >= WO, BLOCK_C] tile, each tap's window of x loaded whole."""
-    C = CV * VEC
+    memory), one output channel per input channel, weights taps-major [KH, KW, C] at w_ptr; TRANSPOSED: the
+    input gradient (x = dy, y = dx). Grid (channel blocks, blocks of ROWS output rows r = n*HO + h): each row
+    is one [BLOCK_W >= WO, BLOCK_C] tile, each tap's window of x loaded whole."""
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
     cols = tl.arange(0, BLOCK_W)
@@ -333,20 +315,17 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
     npix = N * OH * OW
     check(npix * co < 2**31, "conv2d: the output exceeds 2^31 elements; split the batch")
 
-    vec = channel_vector(CI, co)
-
     def pixel_blocks():
         grid = lambda meta: (cdiv(npix, meta["BLOCK_P"]), cdiv(co, meta["BLOCK_C"]))
         depthwise_kernel[grid](x, w, y, bias if bias is not None else y, npix, w.stride(0), w.stride(2), w.stride(3),
-                               H, W, CI // vec, co // vec, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW,
-                               CI // co if transposed else co // CI, TRANSPOSED=transposed, BIAS=bias is not None,
-                               RELU=relu, VEC=vec)
+                               H, W, CI, co, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, CI // co if transposed else co // CI,
+                               TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
 
     def by_output_rows():
         rows = N * OH
         grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
-        depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI // vec, OH, OW, KH, KW, PH,
-                                    PW, TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, VEC=vec,
+        depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
+                                    TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
                                     BLOCK_W=next_power_of_2(OW))
     if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
         # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md)
@@ -424,9 +403,8 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
                      memory_format=memory_format(channels_last))
     sums = PartSums(dw, most)
     grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
-    vec = channel_vector(C, cout)
-    depthwise_weight_kernel[grid](x, dy, sums.buffer, npix, dw.numel(), H, W, C // vec, cout // vec, OH, OW, KH, KW, SH,
-                                  SW, PH, PW, DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS, VEC=vec)
+    depthwise_weight_kernel[grid](x, dy, sums.buffer, npix, dw.numel(), H, W, C, cout, OH, OW, KH, KW, SH, SW, PH,
+                                  PW, DH, DW, cout // C, taps, PART_PIXELS=PART_PIXELS)
     sums.finish(dw.view(-1))
     return dw
 
@@ -444,8 +422,7 @@ def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
     dw = torch.empty(weight_size, device=x.device, dtype=torch.float32, memory_format=memory_format(channels_last))
     sums = PartSums(dw, most)
     grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
-    vec = channel_vector(C)
-    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C // vec, OH, OW, PH, PW, VEC=vec,
+    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
                                    BLOCK_W=next_power_of_2(OW))
     sums.finish(dw.view(-1))
     return dw
