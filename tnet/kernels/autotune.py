@@ -10,7 +10,7 @@ import triton
 import triton.testing
 
 from .._device import INTERPRET
-from .launch import kept, plain
+from .launch import kept, next_power_of_2, plain
 
 def _patch_nested_calls_once():
     """In the interpreter, a @triton.jit helper called from a kernel re-patches triton.language on
@@ -74,13 +74,16 @@ SHARD = compile_shard(MODE)
 def autotune(configs, key, interpret=None, **kwargs):
     """Autotune over `configs` on the GPU, keyed on `key`. The interpreter cannot benchmark
     (docs/triton.md), so there only the first config runs, with the block sizes in
-    `interpret` put over it: the interpreter pays per program and per op, not per element,
-    so big blocks make CPU runs many times faster."""
+    `interpret` put over it: the interpreter pays per program and per op more than per element,
+    so big blocks make CPU runs many times faster. A value of `interpret` may be a function of
+    the kernel's arguments by name (`fit`), as triton.heuristics takes."""
     every = list(configs)
+    fitted = {}
     if INTERPRET:
-        first = configs[0]
-        configs = [triton.Config({**first.kwargs, **(interpret or {})},
-                                 num_warps=first.num_warps, num_stages=first.num_stages)]
+        first, interpret = configs[0], interpret or {}
+        fitted = {k: v for k, v in interpret.items() if callable(v)}
+        blocks = {k: getattr(v, "most", v) for k, v in interpret.items()}  # a fitted block's largest
+        configs = [triton.Config({**first.kwargs, **blocks}, num_warps=first.num_warps, num_stages=first.num_stages)]
     elif not TUNE:
         configs = configs[:1]
     elif SHARD is not None:
@@ -90,9 +93,26 @@ def autotune(configs, key, interpret=None, **kwargs):
         kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
         kwargs.setdefault("do_bench", warm_bench)
     tuned = triton.autotune(configs, key=key, **kwargs)
+    fit_blocks = triton.heuristics(fitted) if fitted else lambda fn: fn
     # Built by Triton, so that its constructor's arguments may change between versions;
     # only run() is replaced.
-    return lambda fn: _Remembered.adopt(tuned(jit_fast(fn)), every)
+    def make(fn):
+        jitted = jit_fast(fn)
+        kernel = _Remembered.adopt(tuned(fit_blocks(jitted)), every)
+        kernel.jitted = jitted  # untuned, for a launch of its own config
+        return kernel
+    return make
+
+
+def fit(size, most, least=16):
+    """An interpreter block (a value of autotune's `interpret`): the least power of 2 at least `size`,
+    within [least, most], where size names an argument of the kernel or is a function of them all
+    (by name). The interpreter pays for masked lanes as for live ones: a 64K block over a hundred
+    elements cost it milliseconds a launch. The kernel's config holds `most` (what the host reads of it)."""
+    def block(args):
+        return min(most, max(least, next_power_of_2(args[size] if isinstance(size, str) else size(args))))
+    block.most = most
+    return block
 
 
 def jit(fn):
@@ -402,7 +422,7 @@ TUNERS = []  # every _Remembered autotuner, for chosen_configs
 def chosen_configs():
     """{(kernel name, tuning key): the chosen config as text} of every autotuned kernel so far: what
     the autotuner picked, for the studies to report beside their times."""
-    return {**{(t.fn.__name__, key): " ".join(f"{k}={v}" for k, v in config.items())
+    return {**{(t.base_fn.__name__, key): " ".join(f"{k}={v}" for k, v in config.items())
                for t in TUNERS for key, config in t.chosen.items()},
             **{("fastest", key): name for key, (_, name) in _FASTEST.items()}}
 

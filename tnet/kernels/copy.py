@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune
+from .autotune import autotune, fit
 from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d, cdiv
 
 # int8: max pooling's argmax (kernels/pool.py), which max_pool1d's return_indices widens to int64;
@@ -53,7 +53,7 @@ if INTERPRET:
 
 
 # restore_value: the tuner runs a config many times, and an adding copy must add once.
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["dst_ptr"])
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)}, restore_value=["dst_ptr"])
 @triton.jit
 def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_strides, src_strides, index_stride,
                 GATHER: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, WRAP: tl.constexpr,
@@ -301,7 +301,7 @@ def search(seq, values, right, out_dtype):
 
 # ---- the tensor surface of the eighth session (ops3): scatter_reduce's products and extremes ----
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 12}, restore_value=["acc_ptr"])
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 12)}, restore_value=["acc_ptr"])
 @triton.jit
 def combine_at_kernel(acc_ptr, src_ptr, pos_ptr, n, spare, OP: tl.constexpr, BLOCK: tl.constexpr):
     """acc[pos[i]] = acc[pos[i]] OP src[i] for i < n: acc fp32 values read as their int32 bits, with a

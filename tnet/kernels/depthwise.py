@@ -26,8 +26,8 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, fastest, jit
-from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source
+from .autotune import autotune, fastest, fit, jit
+from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
 from .launch import FLOATS, cdiv, check, memory_format, next_power_of_2
 from .reduce import PartSums
@@ -66,10 +66,11 @@ def is_depthwise(channels, groups):
     return groups > 1 and groups == channels
 
 
-# 1024-pixel blocks in the interpreter: it pays per program and per op, not per element
+# blocks of up to 1024 pixels in the interpreter, which pays per program and per op more than per element
 @autotune(_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
                          "M", "TRANSPOSED"],
-          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 1024, "BLOCK_C": 64})
+          prune_configs_by={"early_config_prune": _prune},
+          interpret={"BLOCK_P": fit("NPIX", 1024), "BLOCK_C": fit("CO", 64)})
 @jit
 def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, stride_wj,
                      H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
@@ -94,12 +95,17 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
         else:
             ch = offs_c // M if M > 1 else offs_c
             row = offs_c
+        x_ch = x_ptr + ch[None, :]
+        w_row = w_ptr + row * stride_wn
         for i in tl.static_range(KH):
+            h, ok_h = source_axis(oh, i, H, SH, PH, DH, TRANSPOSED)  # once per row of taps
+            at_h = img * H + h
+            ok_h = mask_p & ok_h
             for j in tl.static_range(KW):
-                h, w, ok = source(oh, ow, i, j, H, W, SH, SW, PH, PW, DH, DW, TRANSPOSED)
-                x = tl.load(x_ptr + ((img * H + h) * W + w)[:, None] * CI + ch[None, :],
-                            mask=(mask_p & ok)[:, None] & mask_c[None, :], other=0.0)
-                wt = tl.load(w_ptr + row * stride_wn + i * stride_wi + j * stride_wj, mask=mask_c, other=0.0)
+                w, ok_w = source_axis(ow, j, W, SW, PW, DW, TRANSPOSED)
+                x = tl.load(x_ch + ((at_h * W + w) * CI)[:, None], mask=(ok_h & ok_w)[:, None] & mask_c[None, :],
+                            other=0.0)
+                wt = tl.load(w_row + (i * stride_wi + j * stride_wj), mask=mask_c, other=0.0)
                 acc += x.to(tl.float32) * wt.to(tl.float32)[None, :]
     if BIAS:
         acc += tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
@@ -111,7 +117,8 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
                               "DW", "M", "TAPS"],
-          prune_configs_by={"early_config_prune": _prune}, interpret={"BLOCK_P": 64, "BLOCK_C": 64})
+          prune_configs_by={"early_config_prune": _prune},
+          interpret={"BLOCK_P": fit("NPIX", 64), "BLOCK_C": fit("CO", 64)})
 @jit
 def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
                             H: tl.constexpr, W: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, OH: tl.constexpr,
@@ -178,7 +185,7 @@ def _tap(x_ptr, n, h, w, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, offs
 
 
 @autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
-          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64})
+          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": fit("C", 64)})
 @jit
 def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
                              C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
@@ -245,7 +252,8 @@ def _weighted_tap(acc, x_ptr, w_ptr, n, h, w, i: tl.constexpr, j: tl.constexpr, 
 
 
 @autotune(_ROW_FORWARD_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED"],
-          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": 64, "ROWS": 64})
+          prune_configs_by={"early_config_prune": _prune_rows},
+          interpret={"BLOCK_C": fit("C", 64), "ROWS": fit("NROWS", 64, 1)})
 @jit
 def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
                           HO: tl.constexpr, WO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,

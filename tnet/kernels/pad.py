@@ -9,14 +9,14 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune
+from .autotune import autotune, fit
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_type, grid1d, is_channels_last, memory_format
 
 MODES = ("constant", "reflect", "replicate", "circular")
 DTYPES = (*FLOATS, torch.int64, torch.int32, torch.uint8)  # uint8: also a bool tensor's bytes
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 14)})
 @triton.jit
 def pad_kernel(x_ptr, y_ptr, n, value, sizes, x_strides, befores, lengths, MODE: tl.constexpr, BLOCK: tl.constexpr):
     """y (n elements, dense with axes `sizes`, innermost first) = x padded: along axis d, y's index o
@@ -48,7 +48,7 @@ def pad_kernel(x_ptr, y_ptr, n, value, sizes, x_strides, befores, lengths, MODE:
     tl.store(y_ptr + offs, x.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 14)})
 @triton.jit
 def pad_fold_kernel(g_ptr, gx_ptr, n, sizes, g_strides, before, length, after,
                     AXIS: tl.constexpr, MODE: tl.constexpr, BLOCK: tl.constexpr):

@@ -26,7 +26,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, launch_kept
+from .autotune import autotune, fit, launch_kept
 from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last,
                      is_flat, kept, memory_format)
 
@@ -948,7 +948,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
 
 
 # restore_value: y may be an operand (an in-place op's out=), and the tuner runs a config many times.
-@autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": 1 << 14}, restore_value=["y_ptr"])
+@autotune(BLOCK_CONFIGS, key=["n", "FLAT"], interpret={"BLOCK": fit("n", 1 << 14)}, restore_value=["y_ptr"])
 @triton.jit
 def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, s3, sizes, a_strides, b_strides, c_strides,
                      OP: tl.constexpr, ARITY: tl.constexpr, SCALARS: tl.constexpr, FLAT: tl.constexpr,
@@ -1258,7 +1258,7 @@ def check_like(name, *xs):
               lambda: f"{name}: expected contiguous or channels-last tensors laid out alike, got strides {x.stride()}")
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)})
 @triton.jit
 def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     """y = max(x, 0) over n elements."""
@@ -1268,7 +1268,7 @@ def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)})
 @triton.jit
 def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     """dx = 0 where the ReLU's output y <= 0, else dy (torch's threshold_backward: a NaN y passes dy)."""
@@ -1279,7 +1279,7 @@ def relu_backward_kernel(y_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     tl.store(dx_ptr + offs, tl.where(y <= 0.0, 0.0, dy).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)}, restore_value=["x_ptr"])
 @triton.jit
 def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     """x += y over n elements."""
@@ -1290,7 +1290,7 @@ def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, (x + y).to(x_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16}, restore_value=["x_ptr"])
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)}, restore_value=["x_ptr"])
 @triton.jit
 def scale_kernel(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
     """x *= s[0]: the scalar is read on the device, so no host synchronisation."""

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune, jit
+from .autotune import autotune, fit, jit
 from .launch import (BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channels_last, memory_format, next_power_of_2,
                      out_size)
 
@@ -22,6 +22,8 @@ from .launch import (BLOCK_CONFIGS, cdiv, check, check_float, grid1d, is_channel
 # conversion between them in the PTX of triton 3.9 for sm_90).
 _CONFIGS = [triton.Config({"BLOCK": 2048}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=4),
             triton.Config({"BLOCK": 4096}, num_warps=16)]
+# the interpreter's blocks: a block of BLOCK // BLOCK_C pixels x BLOCK_C channels, fitted to the pixels
+_fit_pixels = fit(lambda args: args["NPIX"] * args["BLOCK_C"], 1 << 16)
 
 
 def arg_dtype(kernel):
@@ -83,7 +85,7 @@ def _window(oh, ow, H, W, SH, SW, PH, PW, KH: tl.constexpr, KW: tl.constexpr, CO
 
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
-                         "DIVISOR", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+                         "DIVISOR", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": _fit_pixels})
 @jit
 def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                 OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
@@ -126,7 +128,7 @@ def pool_kernel(x_ptr, y_ptr, arg_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W
 
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "SH", "SW", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
-                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": _fit_pixels})
 @jit
 def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                          OH: tl.constexpr, OW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr,
@@ -165,7 +167,7 @@ def pool_backward_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, 
 
 
 @autotune(_CONFIGS, key=["NPIX", "C", "H", "W", "OH", "OW", "OHX", "OWX", "PH", "PW", "KH", "KW", "MAX", "COUNT_PAD",
-                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": 1 << 16})
+                         "DIVISOR", "RELU", "CL_X", "CL_Y", "BLOCK_C"], interpret={"BLOCK": _fit_pixels})
 @jit
 def pool_backward_disjoint_kernel(dy_ptr, arg_ptr, x_ptr, dx_ptr, NPIX, C: tl.constexpr, H: tl.constexpr,
                                   W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, OHX: tl.constexpr,
@@ -316,7 +318,7 @@ def _nchw_index(offs, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CL: tl.
     return n, c, h, w
 
 
-@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": fit("n", 1 << 14)})
 @triton.jit
 def adaptive_pool_kernel(x_ptr, y_ptr, arg_ptr, n, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr,
                          OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MAX: tl.constexpr, CL: tl.constexpr,
@@ -355,7 +357,7 @@ def adaptive_pool_kernel(x_ptr, y_ptr, arg_ptr, n, C: tl.constexpr, H: tl.conste
     tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["n", "C", "H", "W", "OH", "OW", "MAX", "CL"], interpret={"BLOCK": fit("n", 1 << 14)})
 @triton.jit
 def adaptive_pool_backward_kernel(dy_ptr, arg_ptr, dx_ptr, n, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
                                   OH: tl.constexpr, OW: tl.constexpr, KOH: tl.constexpr, KOW: tl.constexpr,

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune, jit
+from .autotune import autotune, fit, jit
 from .launch import BLOCK_CONFIGS, FLOATS, check, check_float, grid1d, is_flat
 
 
@@ -26,7 +26,7 @@ def take_kernel(state_ptr, snapshot_ptr, n):
     tl.store(state_ptr + 1, offset + n)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)})
 @triton.jit
 def random_kernel(out_ptr, snapshot_ptr, n, NORMAL: tl.constexpr, BLOCK: tl.constexpr):
     """out [n] = uniform [0, 1) numbers, or standard normal ones with NORMAL, for the Philox
@@ -40,7 +40,7 @@ def random_kernel(out_ptr, snapshot_ptr, n, NORMAL: tl.constexpr, BLOCK: tl.cons
     tl.store(out_ptr + i, x.to(out_ptr.dtype.element_ty), mask=i < n)
 
 
-@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": 1 << 16})
+@autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)})
 @triton.jit
 def dropout_kernel(x_ptr, y_ptr, snapshot_ptr, n, p, scale, BLOCK: tl.constexpr):
     """y [n] = x * scale where the uniform number of counter snapshot[1] + i is >= p, else 0.

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune, jit
+from .autotune import autotune, fit, jit
 from .launch import BLOCK_CONFIGS, cdiv, check, grid1d, is_channels_last, kept, memory_format
 
 CUBIC_A = -0.75  # torch's cubic convolution constant (Keys)
@@ -137,7 +137,7 @@ def axis_tables(n, m, mode, align_corners, scale_factor, device):
 
 # ---- interpolate: the kernel -----------------------------------------------------------------
 
-@autotune(BLOCK_CONFIGS, key=["TOTAL", "AX", "K"], interpret={"BLOCK": 1 << 14})
+@autotune(BLOCK_CONFIGS, key=["TOTAL", "AX", "K"], interpret={"BLOCK": fit("TOTAL", 1 << 14)})
 @jit
 def resample_axis_kernel(x_ptr, y_ptr, idx_ptr, w_ptr, TOTAL, S1, S2, S3, XS0, XS1, XS2, XS3, YS0, YS1, YS2, YS3,
                          AX: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
@@ -316,7 +316,7 @@ def _grid_point(g_ptr, p, okp, OH, OW, GN, GH, GW, GD, H, W, PAD: tl.constexpr, 
     return n, ix, iy, gx, gy
 
 
-@autotune(_GRID_CONFIGS, key=["NP", "C", "BILINEAR", "PAD", "ALIGN", "BLOCK_C"], interpret={"BLOCK_P": 1024})
+@autotune(_GRID_CONFIGS, key=["NP", "C", "BILINEAR", "PAD", "ALIGN", "BLOCK_C"], interpret={"BLOCK_P": fit("NP", 1024)})
 @jit
 def grid_sample_kernel(x_ptr, g_ptr, y_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW, GN, GH, GW, GD, YN, YC, YH, YW,
                        BILINEAR: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr, BLOCK_C: tl.constexpr,
@@ -349,7 +349,7 @@ def grid_sample_kernel(x_ptr, g_ptr, y_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW,
 
 # One config: timing configs would run the atomic adds into dx again and again.
 @autotune(_GRID_CONFIGS[:1], key=["NP", "C", "BILINEAR", "PAD", "ALIGN", "DX", "DGRID", "BLOCK_C"],
-          interpret={"BLOCK_P": 1024})
+          interpret={"BLOCK_P": fit("NP", 1024)})
 @jit
 def grid_sample_backward_kernel(dy_ptr, x_ptr, g_ptr, dx_ptr, dg_ptr, NP, C, H, W, OH, OW, XN, XC, XH, XW, GN, GH,
                                 GW, GD, YN, YC, YH, YW, DN, DC, DH, DW, BILINEAR: tl.constexpr, PAD: tl.constexpr,

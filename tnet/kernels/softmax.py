@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit, launch_kept
+from .autotune import autotune, fit, jit, launch_kept
 from .launch import FLOATS, InputIndexError, cdiv, check, check_float, next_power_of_2
 from .reduce import sum_except
 
@@ -41,7 +41,7 @@ def _softmax(x):
     return e / tl.sum(e, axis=1)[:, None]
 
 
-@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """y [R, C] = softmax of each row of x [R, C]."""
@@ -49,7 +49,7 @@ def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     tl.store(y_ptr + offs, _softmax(x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
 @triton.jit
 def softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """dx = y * (dy - sum(dy * y)) row by row, from the softmax output y."""
@@ -123,7 +123,7 @@ def scale_rows_kernel(x_ptr, s_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr
     tl.store(x_ptr + offs, (x * s[:, None]).to(x_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
 @triton.jit
 def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """y [R, C] = x - logsumexp of each row of x."""
@@ -133,7 +133,7 @@ def log_softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexp
     tl.store(y_ptr + offs, (shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": 1024})
+@autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
 @triton.jit
 def log_softmax_backward_kernel(y_ptr, dy_ptr, dx_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
     """dx = dy - exp(y) * sum(dy) row by row, from the log-softmax output y."""
@@ -220,7 +220,7 @@ def _rows_op(kernel, name, *xs, dtype=None):
     out = torch.empty_like(xs[0], dtype=dtype)
     if COLS > WIDE_COLS:  # the tuned ROWS x COLS would pass Triton's largest block: a row a program
         check(COLS <= MAX_BLOCK, lambda: f"{name}: at most {MAX_BLOCK} classes, got {C}")
-        kernel.fn[(R,)](*xs, out, R, C, ROWS=1, COLS=COLS)
+        kernel.jitted[(R,)](*xs, out, R, C, ROWS=1, COLS=COLS)
     else:
         kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
     return out
