@@ -1,0 +1,920 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
+alone, as test_ported_scripts.py: pytorch/tutorials' NLP From Scratch (char_rnn_classification's hand-written RNN with
+letterToTensor, lineToTensor and categoryFromOutput, char_rnn_generation's category-conditioned RNN and sample()), the
+"Deep Learning for NLP" chapter (BoWClassifier, the N-gram language model of "Word Embeddings", the LSTMTagger of
+"Sequence Models and LSTM Networks"); lucidrains' perceiver-pytorch (einsum attention, GEGLU, PreNorm with a
+context, fourier_encode) with its einops calls written as torch's; denoising-diffusion-pytorch's LinearAttention and
+x-transformers' AlibiPositionalBias; sksq96's pytorch-summary with the forums' plot_grad_flow; Bjarten's
+early-stopping-pytorch; sfujim's TD3; metric learning losses (MalongTech's MultiSimilarityLoss, ProxyNCA,
+ChaofWang's N-pair loss); 1Konny's Beta-VAE (objectives H and B); KrisKorrel's sparsemax; bermanmaxim's Lovasz
+losses; fzenke's SpyTorch surrogate-gradient network; facebookresearch/DiT's model trained by cloneofsimo's minRF.
+Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
+weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
+import copy
+import functools
+import itertools
+import math
+import os
+import random
+import string
+import tempfile
+import unicodedata
+from collections import OrderedDict
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) pytorch/tutorials' intermediate/char_rnn_classification_tutorial.py (the 2017-2023 version): all_letters and
+# unicodeToAscii by unicodedata, letterToTensor and lineToTensor filling one-hot rows by chained indexing
+# (tensor[li][0][letterToIndex(letter)] = 1), the RNN of i2h and i2o over torch.cat((input, hidden), 1) with
+# nn.LogSoftmax(dim=1), categoryFromOutput by output.topk(1), randomTrainingExample by Python's random, train() with
+# the update p.data.add_(p.grad.data, alpha=-learning_rate), the confusion matrix filled by confusion[i][j] += 1 and
+# normalised row by row, and predict()'s topk(n_predictions, 1, True)
+def char_rnn_classification(m, state=None):
+    torch, nn = m.torch, m.nn
+    all_letters = string.ascii_letters + " .,;'"
+    n_letters = len(all_letters)
+
+    def unicodeToAscii(s):
+        return ''.join(
+            c for c in unicodedata.normalize('NFD', s)
+            if unicodedata.category(c) != 'Mn'
+            and c in all_letters
+        )
+
+    category_lines = {'Czech': [unicodeToAscii('Šťovík'), 'Abl'], 'Irish': ['Ryan', 'Kane']}
+    all_categories = list(category_lines)
+    n_categories = len(all_categories)
+    assert category_lines['Czech'][0] == 'Stovik'
+
+    def letterToIndex(letter):
+        return all_letters.find(letter)
+
+    def letterToTensor(letter):
+        tensor = torch.zeros(1, n_letters)
+        tensor[0][letterToIndex(letter)] = 1
+        return tensor
+
+    def lineToTensor(line):
+        tensor = torch.zeros(len(line), 1, n_letters)
+        for li, letter in enumerate(line):
+            tensor[li][0][letterToIndex(letter)] = 1
+        return tensor
+
+    assert letterToTensor('J').argmax().item() == 35 and lineToTensor('Jones').size() == (5, 1, n_letters)
+
+    class RNN(nn.Module):
+        def __init__(self, input_size, hidden_size, output_size):
+            super(RNN, self).__init__()
+
+            self.hidden_size = hidden_size
+
+            self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+            self.i2o = nn.Linear(input_size + hidden_size, output_size)
+            self.softmax = nn.LogSoftmax(dim=1)
+
+        def forward(self, input, hidden):
+            combined = torch.cat((input, hidden), 1)
+            hidden = self.i2h(combined)
+            output = self.i2o(combined)
+            output = self.softmax(output)
+            return output, hidden
+
+        def initHidden(self):
+            return torch.zeros(1, self.hidden_size)
+
+    n_hidden = 16
+    rnn = RNN(n_letters, n_hidden, n_categories)
+    init = load(m, rnn, state)
+
+    def categoryFromOutput(output):
+        top_n, top_i = output.topk(1)
+        category_i = top_i[0].item()
+        return all_categories[category_i], category_i
+
+    random.seed(3)
+
+    def randomChoice(l):
+        return l[random.randint(0, len(l) - 1)]
+
+    def randomTrainingExample():
+        category = randomChoice(all_categories)
+        line = randomChoice(category_lines[category])
+        category_tensor = torch.tensor([all_categories.index(category)], dtype=torch.long)
+        line_tensor = lineToTensor(line)
+        return category, line, category_tensor, line_tensor
+
+    criterion = nn.NLLLoss()
+    learning_rate = 0.005
+
+    def train(category_tensor, line_tensor):
+        hidden = rnn.initHidden()
+
+        rnn.zero_grad()
+
+        for i in range(line_tensor.size()[0]):
+            output, hidden = rnn(line_tensor[i], hidden)
+
+        loss = criterion(output, category_tensor)
+        loss.backward()
+
+        # Add parameters' gradients to their values, multiplied by learning rate
+        for p in rnn.parameters():
+            p.data.add_(p.grad.data, alpha=-learning_rate)
+
+        return output, loss.item()
+
+    losses = []
+    for iter in range(1, 3):
+        category, line, category_tensor, line_tensor = randomTrainingExample()
+        output, loss = train(category_tensor, line_tensor)
+        guess, guess_i = categoryFromOutput(output)
+        correct = '✓' if guess == category else '✗ (%s)' % category
+        losses.append(loss)
+
+    def evaluate(line_tensor):
+        hidden = rnn.initHidden()
+
+        for i in range(line_tensor.size()[0]):
+            output, hidden = rnn(line_tensor[i], hidden)
+
+        return output
+
+    confusion = torch.zeros(n_categories, n_categories)
+    n_confusion = 3
+    for i in range(n_confusion):
+        category, line, category_tensor, line_tensor = randomTrainingExample()
+        output = evaluate(line_tensor)
+        guess, guess_i = categoryFromOutput(output)
+        category_i = all_categories.index(category)
+        confusion[category_i][guess_i] += 1
+
+    for i in range(n_categories):
+        confusion[i] = confusion[i] / confusion[i].sum()
+
+    def predict(input_line, n_predictions=3):
+        with torch.no_grad():
+            output = evaluate(lineToTensor(input_line))
+
+            # Get top N categories
+            topv, topi = output.topk(n_predictions, 1, True)
+            predictions = []
+
+            for i in range(n_predictions):
+                value = topv[0][i].item()
+                category_index = topi[0][i].item()
+                predictions.append([value, all_categories[category_index]])
+        return predictions
+
+    predictions = predict('Dovesky', n_predictions=2)
+    assert correct and sorted(p[1] for p in predictions) == sorted(all_categories)
+    return init, losses + [p[0] for p in predictions] + confusion.view(-1).tolist() + summary(rnn.parameters())
+
+
+def test_char_rnn_classification():
+    compare(char_rnn_classification)
+
+
+# (b) pytorch/tutorials' intermediate/char_rnn_generation_tutorial.py: the RNN over torch.cat((category, input, hidden),
+# 1) with i2h, i2o, o2o and nn.Dropout(0.1) (p=0 here: the two libraries' masks differ), categoryTensor, inputTensor,
+# targetTensor by torch.LongTensor with the EOS index appended, train() with target_line_tensor.unsqueeze_(-1),
+# loss = torch.Tensor([0]) grown by loss += l, the update through p.data.add_, and sample(): topv, topi =
+# output.topk(1), topi = topi[0][0], the comparison topi == n_letters - 1 and all_letters[topi]
+def char_rnn_generation(m, state=None):
+    torch, nn = m.torch, m.nn
+    all_letters = string.ascii_letters + " .,;'-"
+    n_letters = len(all_letters) + 1  # Plus EOS marker
+    category_lines = {'Russian': ['Abakov'], 'German': ['Adler']}
+    all_categories = list(category_lines)
+    n_categories = len(all_categories)
+    max_length = 2
+
+    class RNN(nn.Module):
+        def __init__(self, input_size, hidden_size, output_size):
+            super(RNN, self).__init__()
+            self.hidden_size = hidden_size
+
+            self.i2h = nn.Linear(n_categories + input_size + hidden_size, hidden_size)
+            self.i2o = nn.Linear(n_categories + input_size + hidden_size, output_size)
+            self.o2o = nn.Linear(hidden_size + output_size, output_size)
+            self.dropout = nn.Dropout(0.0)
+            self.softmax = nn.LogSoftmax(dim=1)
+
+        def forward(self, category, input, hidden):
+            input_combined = torch.cat((category, input, hidden), 1)
+            hidden = self.i2h(input_combined)
+            output = self.i2o(input_combined)
+            output_combined = torch.cat((hidden, output), 1)
+            output = self.o2o(output_combined)
+            output = self.dropout(output)
+            output = self.softmax(output)
+            return output, hidden
+
+        def initHidden(self):
+            return torch.zeros(1, self.hidden_size)
+
+    # One-hot vector for category
+    def categoryTensor(category):
+        li = all_categories.index(category)
+        tensor = torch.zeros(1, n_categories)
+        tensor[0][li] = 1
+        return tensor
+
+    # One-hot matrix of first to last letters (not including EOS) for input
+    def inputTensor(line):
+        tensor = torch.zeros(len(line), 1, n_letters)
+        for li in range(len(line)):
+            letter = line[li]
+            tensor[li][0][all_letters.find(letter)] = 1
+        return tensor
+
+    # ``LongTensor`` of second letter to end (EOS) for target
+    def targetTensor(line):
+        letter_indexes = [all_letters.find(line[li]) for li in range(1, len(line))]
+        letter_indexes.append(n_letters - 1)  # EOS
+        return torch.LongTensor(letter_indexes)
+
+    rnn = RNN(n_letters, 12, n_letters)
+    init = load(m, rnn, state)
+    criterion = nn.NLLLoss()
+
+    learning_rate = 0.0005
+
+    def train(category_tensor, input_line_tensor, target_line_tensor):
+        target_line_tensor.unsqueeze_(-1)
+        hidden = rnn.initHidden()
+
+        rnn.zero_grad()
+
+        loss = torch.Tensor([0])  # you can also just simply use ``loss = 0``
+
+        for i in range(input_line_tensor.size(0)):
+            output, hidden = rnn(category_tensor, input_line_tensor[i], hidden)
+            l = criterion(output, target_line_tensor[i])
+            loss += l
+
+        loss.backward()
+
+        for p in rnn.parameters():
+            p.data.add_(p.grad.data, alpha=-learning_rate)
+
+        return output, loss.item() / input_line_tensor.size(0)
+
+    losses = []
+    for category in all_categories:
+        line = category_lines[category][0][:2]
+        output, loss = train(categoryTensor(category), inputTensor(line), targetTensor(line))
+        losses.append(loss)
+
+    # Sample from a category and starting letter
+    def sample(category, start_letter='A'):
+        with torch.no_grad():  # no need to track history in sampling
+            category_tensor = categoryTensor(category)
+            input = inputTensor(start_letter)
+            hidden = rnn.initHidden()
+
+            output_name = start_letter
+
+            for i in range(max_length):
+                output, hidden = rnn(category_tensor, input[0], hidden)
+                topv, topi = output.topk(1)
+                topi = topi[0][0]
+                if topi == n_letters - 1:
+                    break
+                else:
+                    letter = all_letters[topi]
+                    output_name += letter
+                input = inputTensor(letter)
+
+            return output_name
+
+    names = [sample(all_categories[0], 'R')]
+    assert all(name[0] == 'R' for name in names)
+    return init, losses + [float(len(name)) for name in names] + summary(rnn.parameters())
+
+
+def test_char_rnn_generation():
+    compare(char_rnn_generation)
+
+
+# (c) pytorch/tutorials' "Deep Learning for NLP with PyTorch": BoWClassifier on make_bow_vector (vec[word_to_ix[word]]
+# += 1, vec.view(1, -1)) and make_target (torch.LongTensor), the weights of "creo" read by
+# next(model.parameters())[:, word_to_ix["creo"]], SGD on NLLLoss; and "Word Embeddings: Encoding Lexical Semantics":
+# the trigrams of the sonnet, vocab = set(test_sentence), NGramLanguageModeler (embeddings(inputs).view((1, -1)), relu,
+# log_softmax), total_loss by loss.item() and model.embeddings.weight[word_to_ix["beauty"]]
+def nlp_bow_ngram(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    data = [("me gusta comer en la cafeteria".split(), "SPANISH"),
+            ("Give it to me".split(), "ENGLISH")]
+    test_data = [("Yo creo que si".split(), "SPANISH"),
+                 ("it is lost on me".split(), "ENGLISH")]
+    word_to_ix = {}
+    for sent, _ in data + test_data:
+        for word in sent:
+            if word not in word_to_ix:
+                word_to_ix[word] = len(word_to_ix)
+    VOCAB_SIZE = len(word_to_ix)
+    NUM_LABELS = 2
+
+    class BoWClassifier(nn.Module):  # inheriting from nn.Module!
+
+        def __init__(self, num_labels, vocab_size):
+            super(BoWClassifier, self).__init__()
+            self.linear = nn.Linear(vocab_size, num_labels)
+
+        def forward(self, bow_vec):
+            return F.log_softmax(self.linear(bow_vec), dim=1)
+
+    def make_bow_vector(sentence, word_to_ix):
+        vec = torch.zeros(len(word_to_ix))
+        for word in sentence:
+            vec[word_to_ix[word]] += 1
+        return vec.view(1, -1)
+
+    def make_target(label, label_to_ix):
+        return torch.LongTensor([label_to_ix[label]])
+
+    CONTEXT_SIZE = 2
+    EMBEDDING_DIM = 10
+    test_sentence = """When forty winters shall besiege thy brow,
+And dig deep trenches in thy beauty's field""".split()
+    ngrams = [
+        (
+            [test_sentence[i - j - 1] for j in range(CONTEXT_SIZE)],
+            test_sentence[i]
+        )
+        for i in range(CONTEXT_SIZE, len(test_sentence))
+    ][:2]
+    vocab = set(test_sentence)
+    ngram_to_ix = {word: i for i, word in enumerate(vocab)}
+
+    class NGramLanguageModeler(nn.Module):
+
+        def __init__(self, vocab_size, embedding_dim, context_size):
+            super(NGramLanguageModeler, self).__init__()
+            self.embeddings = nn.Embedding(vocab_size, embedding_dim)
+            self.linear1 = nn.Linear(context_size * embedding_dim, 16)
+            self.linear2 = nn.Linear(16, vocab_size)
+
+        def forward(self, inputs):
+            embeds = self.embeddings(inputs).view((1, -1))
+            out = F.relu(self.linear1(embeds))
+            out = self.linear2(out)
+            log_probs = F.log_softmax(out, dim=1)
+            return log_probs
+
+    model = BoWClassifier(NUM_LABELS, VOCAB_SIZE)
+    ngram_model = NGramLanguageModeler(len(vocab), EMBEDDING_DIM, CONTEXT_SIZE)
+    init = load(m, nn.ModuleList([model, ngram_model]), state)
+    label_to_ix = {"SPANISH": 0, "ENGLISH": 1}
+    before = next(model.parameters())[:, word_to_ix["creo"]].tolist()
+
+    loss_function = nn.NLLLoss()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for epoch in range(1):
+        for instance, label in data:
+            model.zero_grad()
+            bow_vec = make_bow_vector(instance, word_to_ix)
+            target = make_target(label, label_to_ix)
+            log_probs = model(bow_vec)
+            loss = loss_function(log_probs, target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+
+    with torch.no_grad():
+        for instance, label in test_data:
+            bow_vec = make_bow_vector(instance, word_to_ix)
+            log_probs = model(bow_vec)
+            losses += log_probs.view(-1).tolist()
+    assert next(model.parameters())[:, word_to_ix["creo"]].tolist() == before  # "creo" only in test_data
+
+    ngram_losses = []
+    loss_function = nn.NLLLoss()
+    optimizer = optim.SGD(ngram_model.parameters(), lr=0.001)
+    for epoch in range(1):
+        total_loss = 0
+        for context, target in ngrams:
+            context_idxs = torch.tensor([ngram_to_ix[w] for w in context], dtype=torch.long)
+            ngram_model.zero_grad()
+            log_probs = ngram_model(context_idxs)
+            loss = loss_function(log_probs, torch.tensor([ngram_to_ix[target]], dtype=torch.long))
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.item()
+        ngram_losses.append(total_loss)
+    beauty = ngram_model.embeddings.weight[ngram_to_ix["beauty's"]]
+    return init, losses + ngram_losses + beauty.tolist() + summary(ngram_model.parameters())
+
+
+def test_nlp_bow_ngram():
+    compare(nlp_bow_ngram)
+
+
+# (d) pytorch/tutorials' "Sequence Models and Long Short-Term Memory Networks": an nn.LSTM(3, 3) stepped over a list of
+# (1, 3) inputs with a (h, c) tuple, then the whole sequence by torch.cat(inputs).view(len(inputs), 1, -1); prepare_sequence,
+# LSTMTagger (embeds.view(len(sentence), 1, -1), lstm_out.view(len(sentence), -1), hidden2tag, log_softmax), NLLLoss and
+# SGD(lr=0.1), tag scores under torch.no_grad() before training (the sentences cut to three and two words, the
+# sequence to three steps)
+def lstm_tagger(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(4)
+    lstm = nn.LSTM(3, 3)  # Input dim is 3, output dim is 3
+    init_lstm = load(m, lstm, None if state is None else state[0])
+    inputs = [torch.tensor(normal(rng, 1, 3)) for _ in range(3)]  # make a sequence of length 3 (5 in the tutorial)
+
+    # initialize the hidden state.
+    hidden = (torch.tensor(normal(rng, 1, 1, 3)),
+              torch.tensor(normal(rng, 1, 1, 3)))
+    for i in inputs:
+        # Step through the sequence one element at a time.
+        # after each step, hidden contains the hidden state.
+        out, hidden = lstm(i.view(1, 1, -1), hidden)
+    stepped = out.view(-1).tolist()
+
+    inputs = torch.cat(inputs).view(len(inputs), 1, -1)
+    hidden = (torch.tensor(normal(rng, 1, 1, 3)), torch.tensor(normal(rng, 1, 1, 3)))  # clean out hidden state
+    out, hidden = lstm(inputs, hidden)
+    whole = out[-1].view(-1).tolist() + hidden[1].view(-1).tolist()
+
+    def prepare_sequence(seq, to_ix):
+        idxs = [to_ix[w] for w in seq]
+        return torch.tensor(idxs, dtype=torch.long)
+
+    training_data = [
+        # Tags are: DET - determiner; NN - noun; V - verb
+        # For example, the word "The" is a determiner
+        ("The dog ate".split(), ["DET", "NN", "V"]),
+        ("Everybody read".split(), ["NN", "V"])
+    ]
+    word_to_ix = {}
+    # For each words-list (sentence) and tags-list in each tuple of training_data
+    for sent, tags in training_data:
+        for word in sent:
+            if word not in word_to_ix:  # word has not been assigned an index yet
+                word_to_ix[word] = len(word_to_ix)  # Assign each word with a unique index
+    tag_to_ix = {"DET": 0, "NN": 1, "V": 2}  # Assign each tag with a unique index
+
+    EMBEDDING_DIM = 6
+    HIDDEN_DIM = 6
+
+    class LSTMTagger(nn.Module):
+
+        def __init__(self, embedding_dim, hidden_dim, vocab_size, tagset_size):
+            super(LSTMTagger, self).__init__()
+            self.hidden_dim = hidden_dim
+
+            self.word_embeddings = nn.Embedding(vocab_size, embedding_dim)
+
+            # The LSTM takes word embeddings as inputs, and outputs hidden states
+            # with dimensionality hidden_dim.
+            self.lstm = nn.LSTM(embedding_dim, hidden_dim)
+
+            # The linear layer that maps from hidden state space to tag space
+            self.hidden2tag = nn.Linear(hidden_dim, tagset_size)
+
+        def forward(self, sentence):
+            embeds = self.word_embeddings(sentence)
+            lstm_out, _ = self.lstm(embeds.view(len(sentence), 1, -1))
+            tag_space = self.hidden2tag(lstm_out.view(len(sentence), -1))
+            tag_scores = F.log_softmax(tag_space, dim=1)
+            return tag_scores
+
+    model = LSTMTagger(EMBEDDING_DIM, HIDDEN_DIM, len(word_to_ix), len(tag_to_ix))
+    init_model = load(m, model, None if state is None else state[1])
+    loss_function = nn.NLLLoss()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+    # See what the scores are before training
+    with torch.no_grad():
+        inputs = prepare_sequence(training_data[0][0], word_to_ix)
+        tag_scores = model(inputs)
+        before = tag_scores.view(-1).tolist()
+
+    losses = []
+    for epoch in range(1):
+        for sentence, tags in training_data:
+            # Step 1. Remember that Pytorch accumulates gradients.
+            model.zero_grad()
+
+            # Step 2. Get our inputs ready for the network
+            sentence_in = prepare_sequence(sentence, word_to_ix)
+            targets = prepare_sequence(tags, tag_to_ix)
+
+            # Step 3. Run our forward pass.
+            tag_scores = model(sentence_in)
+
+            # Step 4. Compute the loss, gradients, and update the parameters
+            loss = loss_function(tag_scores, targets)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+
+    return (init_lstm, init_model), stepped + whole + before + losses + summary(model.parameters())
+
+
+def test_lstm_tagger():
+    compare(lstm_tagger)
+
+
+# (e) lucidrains/perceiver-pytorch's perceiver_pytorch.py with its einops calls written as torch's (rearrange 'b n (h d)
+# -> (b h) n d' as reshape and permute, repeat as expand): exists and default, PreNorm normalising a context through
+# kwargs.update, GEGLU by chunk and F.gelu, Attention by einsum('b i d, b j d -> b i j') with a mask filled by
+# masked_fill_(~mask, -torch.finfo(sim.dtype).max), fourier_encode (linspace scales indexed by (None, ..., Ellipsis)),
+# the axis positions by torch.meshgrid(indexing='ij'), latents as an nn.Parameter expanded over the batch, cache_fn's
+# shared layers by functools.wraps, and the mean-pooled logits; an Adam step on cross entropy (one layer: depth=1)
+def perceiver(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from math import pi
+    from functools import wraps
+    einsum = torch.einsum
+
+    def exists(val):
+        return val is not None
+
+    def default(val, d):
+        return val if exists(val) else d
+
+    def cache_fn(f):
+        cache = dict()
+
+        @wraps(f)
+        def cached_fn(*args, _cache=True, key=None, **kwargs):
+            if not _cache:
+                return f(*args, **kwargs)
+            nonlocal cache
+            if key in cache:
+                return cache[key]
+            result = f(*args, **kwargs)
+            cache[key] = result
+            return result
+        return cached_fn
+
+    def fourier_encode(x, max_freq, num_bands=4):
+        x = x.unsqueeze(-1)
+        device, dtype, orig_x = x.device, x.dtype, x
+
+        scales = torch.linspace(1., max_freq / 2, num_bands, device=device, dtype=dtype)
+        scales = scales[(*((None,) * (len(x.shape) - 1)), Ellipsis)]
+
+        x = x * scales * pi
+        x = torch.cat([x.sin(), x.cos()], dim=-1)
+        x = torch.cat((x, orig_x), dim=-1)
+        return x
+
+    class PreNorm(nn.Module):
+        def __init__(self, dim, fn, context_dim=None):
+            super().__init__()
+            self.fn = fn
+            self.norm = nn.LayerNorm(dim)
+            self.norm_context = nn.LayerNorm(context_dim) if exists(context_dim) else None
+
+        def forward(self, x, **kwargs):
+            x = self.norm(x)
+
+            if exists(self.norm_context):
+                context = kwargs['context']
+                normed_context = self.norm_context(context)
+                kwargs.update(context=normed_context)
+
+            return self.fn(x, **kwargs)
+
+    class GEGLU(nn.Module):
+        def forward(self, x):
+            x, gates = x.chunk(2, dim=-1)
+            return x * F.gelu(gates)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim, mult=4, dropout=0.):
+            super().__init__()
+            self.net = nn.Sequential(
+                nn.Linear(dim, dim * mult * 2),
+                GEGLU(),
+                nn.Linear(dim * mult, dim),
+                nn.Dropout(dropout)
+            )
+
+        def forward(self, x):
+            return self.net(x)
+
+    class Attention(nn.Module):
+        def __init__(self, query_dim, context_dim=None, heads=8, dim_head=64, dropout=0.):
+            super().__init__()
+            inner_dim = dim_head * heads
+            context_dim = default(context_dim, query_dim)
+
+            self.scale = dim_head ** -0.5
+            self.heads = heads
+
+            self.to_q = nn.Linear(query_dim, inner_dim, bias=False)
+            self.to_kv = nn.Linear(context_dim, inner_dim * 2, bias=False)
+
+            self.dropout = nn.Dropout(dropout)
+            self.to_out = nn.Linear(inner_dim, query_dim)
+
+        def forward(self, x, context=None, mask=None):
+            h = self.heads
+
+            q = self.to_q(x)
+            context = default(context, x)
+            k, v = self.to_kv(context).chunk(2, dim=-1)
+
+            # rearrange(t, 'b n (h d) -> (b h) n d', h = h)
+            q, k, v = map(lambda t: t.reshape(t.shape[0], t.shape[1], h, -1).permute(0, 2, 1, 3)
+                          .reshape(t.shape[0] * h, t.shape[1], -1), (q, k, v))
+
+            sim = einsum('b i d, b j d -> b i j', q, k) * self.scale
+
+            if exists(mask):
+                mask = mask.reshape(mask.shape[0], -1)  # rearrange(mask, 'b ... -> b (...)')
+                max_neg_value = -torch.finfo(sim.dtype).max
+                mask = mask[:, None, :].repeat_interleave(h, dim=0)  # repeat(mask, 'b j -> (b h) () j', h = h)
+                sim.masked_fill_(~mask, max_neg_value)
+
+            # attention, what we cannot get enough of
+            attn = sim.softmax(dim=-1)
+            attn = self.dropout(attn)
+
+            out = einsum('b i j, b j d -> b i d', attn, v)
+            # rearrange(out, '(b h) n d -> b n (h d)', h = h)
+            out = out.reshape(-1, h, out.shape[1], out.shape[2]).permute(0, 2, 1, 3).reshape(-1, out.shape[1], h * out.shape[2])
+            return self.to_out(out)
+
+    class Perceiver(nn.Module):
+        def __init__(self, *, num_freq_bands, depth, max_freq, input_channels=3, input_axis=2, num_latents=512,
+                     latent_dim=512, cross_heads=1, latent_heads=8, cross_dim_head=64, latent_dim_head=64,
+                     num_classes=1000, attn_dropout=0., ff_dropout=0., weight_tie_layers=False,
+                     fourier_encode_data=True, self_per_cross_attn=1, final_classifier_head=True):
+            super().__init__()
+            self.input_axis = input_axis
+            self.max_freq = max_freq
+            self.num_freq_bands = num_freq_bands
+
+            self.fourier_encode_data = fourier_encode_data
+            fourier_channels = (input_axis * ((num_freq_bands * 2) + 1)) if fourier_encode_data else 0
+            input_dim = fourier_channels + input_channels
+
+            self.latents = nn.Parameter(torch.randn(num_latents, latent_dim))
+
+            get_cross_attn = lambda: PreNorm(latent_dim, Attention(latent_dim, input_dim, heads=cross_heads,
+                                                                   dim_head=cross_dim_head, dropout=attn_dropout),
+                                             context_dim=input_dim)
+            get_cross_ff = lambda: PreNorm(latent_dim, FeedForward(latent_dim, dropout=ff_dropout))
+            get_latent_attn = lambda: PreNorm(latent_dim, Attention(latent_dim, heads=latent_heads,
+                                                                    dim_head=latent_dim_head, dropout=attn_dropout))
+            get_latent_ff = lambda: PreNorm(latent_dim, FeedForward(latent_dim, dropout=ff_dropout))
+
+            get_cross_attn, get_cross_ff, get_latent_attn, get_latent_ff = map(
+                cache_fn, (get_cross_attn, get_cross_ff, get_latent_attn, get_latent_ff))
+
+            self.layers = nn.ModuleList([])
+            for i in range(depth):
+                should_cache = i > 0 and weight_tie_layers
+                cache_args = {'_cache': should_cache}
+
+                self_attns = nn.ModuleList([])
+
+                for block_ind in range(self_per_cross_attn):
+                    self_attns.append(nn.ModuleList([
+                        get_latent_attn(**cache_args, key=block_ind),
+                        get_latent_ff(**cache_args, key=block_ind)
+                    ]))
+
+                self.layers.append(nn.ModuleList([
+                    get_cross_attn(**cache_args),
+                    get_cross_ff(**cache_args),
+                    self_attns
+                ]))
+
+            self.to_logits = nn.Sequential(
+                nn.LayerNorm(latent_dim),
+                nn.Linear(latent_dim, num_classes)
+            ) if final_classifier_head else nn.Identity()
+
+        def forward(self, data, mask=None, return_embeddings=False):
+            b, *axis, _, device, dtype = *data.shape, data.device, data.dtype
+            assert len(axis) == self.input_axis, 'input data must have the right number of axis'
+
+            if self.fourier_encode_data:
+                # calculate fourier encoded positions in the range of [-1, 1], for all axis
+
+                axis_pos = list(map(lambda size: torch.linspace(-1., 1., steps=size, device=device, dtype=dtype), axis))
+                pos = torch.stack(torch.meshgrid(*axis_pos, indexing='ij'), dim=-1)
+                enc_pos = fourier_encode(pos, self.max_freq, self.num_freq_bands)
+                enc_pos = enc_pos.reshape(*enc_pos.shape[:-2], -1)  # rearrange(enc_pos, '... n d -> ... (n d)')
+                enc_pos = enc_pos.expand(b, *enc_pos.shape)  # repeat(enc_pos, '... -> b ...', b = b)
+
+                data = torch.cat((data, enc_pos), dim=-1)
+
+            # concat to channels of data and flatten axis
+
+            data = data.reshape(b, -1, data.shape[-1])  # rearrange(data, 'b ... d -> b (...) d')
+
+            x = self.latents.expand(b, *self.latents.shape)  # repeat(self.latents, 'n d -> b n d', b = b)
+
+            # layers
+
+            for cross_attn, cross_ff, self_attns in self.layers:
+                x = cross_attn(x, context=data, mask=mask) + x
+                x = cross_ff(x) + x
+
+                for self_attn, self_ff in self_attns:
+                    x = self_attn(x) + x
+                    x = self_ff(x) + x
+
+            # allow for fetching embeddings
+
+            if return_embeddings:
+                return x
+
+            # to logits
+
+            x = x.mean(dim=-2)  # reduce(x, 'b n d -> b d', 'mean')
+            return self.to_logits(x)
+
+    model = Perceiver(input_channels=2, input_axis=2, num_freq_bands=2, max_freq=4., depth=1, num_latents=3,
+                      latent_dim=8, cross_heads=1, latent_heads=2, cross_dim_head=4, latent_dim_head=4, num_classes=3,
+                      weight_tie_layers=True)
+    init = load(m, model, state)
+    rng = np.random.default_rng(5)
+    img = torch.tensor(normal(rng, 2, 3, 3, 2))
+    mask = torch.tensor(rng.random((2, 3, 3)) > 0.3)
+    y = torch.tensor([0, 2])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(1):
+        loss = F.cross_entropy(model(img, mask=mask), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_perceiver():
+    compare(perceiver)
+
+
+# (f) lucidrains/denoising-diffusion-pytorch's LinearAttention (to_qkv a 1x1 conv chunked in three, softmax over the
+# features of q and the positions of k, context by einsum('b h d n, b h e n -> b h d e'), its own channel LayerNorm
+# by torch.var(unbiased=False) and rsqrt with eps by the dtype) and lucidrains/x-transformers' AlibiPositionalBias
+# (ofirpress's _get_slopes for a head count that is not a power of two, slopes by rearrange 'h -> h 1 1', a 'bias'
+# buffer registered as None then as the computed bias, non-persistent, reused while big enough) added to causal
+# attention logits masked by triu(j - i + 1); two AdamW steps
+def linear_attention_alibi(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Tensor = torch.Tensor  # from torch import Tensor
+
+    def exists(val):
+        return val is not None
+
+    class LayerNorm(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.g = nn.Parameter(torch.ones(1, dim, 1, 1))
+
+        def forward(self, x):
+            eps = 1e-5 if x.dtype == torch.float32 else 1e-3
+            var = torch.var(x, dim=1, unbiased=False, keepdim=True)
+            mean = torch.mean(x, dim=1, keepdim=True)
+            return (x - mean) * (var + eps).rsqrt() * self.g
+
+    class LinearAttention(nn.Module):
+        def __init__(self, dim, heads=4, dim_head=32):
+            super().__init__()
+            self.scale = dim_head ** -0.5
+            self.heads = heads
+            hidden_dim = dim_head * heads
+            self.to_qkv = nn.Conv2d(dim, hidden_dim * 3, 1, bias=False)
+
+            self.to_out = nn.Sequential(
+                nn.Conv2d(hidden_dim, dim, 1),
+                LayerNorm(dim)
+            )
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            qkv = self.to_qkv(x).chunk(3, dim=1)
+            # rearrange(t, 'b (h c) x y -> b h c (x y)', h = self.heads)
+            q, k, v = map(lambda t: t.reshape(b, self.heads, -1, h * w), qkv)
+
+            q = q.softmax(dim=-2)
+            k = k.softmax(dim=-1)
+
+            q = q * self.scale
+
+            context = torch.einsum('b h d n, b h e n -> b h d e', k, v)
+
+            out = torch.einsum('b h d e, b h d n -> b h e n', context, q)
+            out = out.reshape(b, -1, h, w)  # rearrange(out, 'b h c (x y) -> b (h c) x y', h = self.heads, x = h, y = w)
+            return self.to_out(out)
+
+    def pad_at_dim(t, pad, dim=-1, value=0.):
+        dims_from_right = (- dim - 1) if dim < 0 else (t.ndim - dim - 1)
+        zeros = ((0, 0) * dims_from_right)
+        return F.pad(t, (*zeros, *pad), value=value)
+
+    class AlibiPositionalBias(nn.Module):
+        def __init__(self, heads, total_heads=None, **kwargs):
+            super().__init__()
+            self.heads = heads
+            self.total_heads = default(total_heads, heads)
+
+            slopes = Tensor(self._get_slopes(heads))
+            slopes = slopes.reshape(-1, 1, 1)  # rearrange(slopes, 'h -> h 1 1')
+            self.register_buffer('slopes', slopes, persistent=False)
+            self.register_buffer('bias', None, persistent=False)
+
+        def get_bias(self, i, j, device):
+            i_arange = torch.arange(j - i, j, device=device)
+            j_arange = torch.arange(j, device=device)
+            bias = -torch.abs(j_arange[None, None, :] - i_arange[None, :, None])
+            return bias
+
+        @staticmethod
+        def _get_slopes(heads):
+            def get_slopes_power_of_2(n):
+                start = (2 ** (-2 ** -(math.log2(n) - 3)))
+                ratio = start
+                return [start * ratio ** i for i in range(n)]
+
+            if math.log2(heads).is_integer():
+                return get_slopes_power_of_2(heads)
+
+            closest_power_of_2 = 2 ** math.floor(math.log2(heads))
+            return get_slopes_power_of_2(closest_power_of_2) + \
+                get_slopes_power_of_2(2 * closest_power_of_2)[0::2][:heads - closest_power_of_2]
+
+        @property
+        def device(self):
+            return next(self.buffers()).device
+
+        def forward(self, i, j):
+            h, device = self.total_heads, self.device
+
+            if exists(self.bias) and self.bias.shape[-1] >= j and self.bias.shape[-2] >= i:
+                return self.bias[..., -i:, -j:]
+
+            bias = self.get_bias(i, j, device)
+            bias = bias * self.slopes
+
+            num_heads_unalibied = h - bias.shape[0]
+            bias = pad_at_dim(bias, (0, num_heads_unalibied), dim=0)
+            self.register_buffer('bias', bias, persistent=False)
+
+            return self.bias
+
+    def default(val, d):
+        return val if exists(val) else d
+
+    class CausalAlibiAttention(nn.Module):
+        def __init__(self, dim, heads, alibi_heads):
+            super().__init__()
+            self.heads = heads
+            self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+            self.to_out = nn.Linear(dim, dim)
+            self.rel_pos = AlibiPositionalBias(heads=alibi_heads, total_heads=heads)
+
+        def forward(self, x):
+            b, n, d = x.shape
+            q, k, v = (t.reshape(b, n, self.heads, -1).transpose(1, 2) for t in self.to_qkv(x).chunk(3, dim=-1))
+            sim = torch.einsum('b h i d, b h j d -> b h i j', q, k) * q.shape[-1] ** -0.5
+            i, j = sim.shape[-2:]
+            sim = sim + self.rel_pos(i, j)
+            causal_mask = torch.ones((i, j), dtype=torch.bool, device=x.device).triu(j - i + 1)
+            sim = sim.masked_fill(causal_mask, -torch.finfo(sim.dtype).max)
+            attn = sim.softmax(dim=-1)
+            out = torch.einsum('b h i j, b h j d -> b h i d', attn, v)
+            return self.to_out(out.transpose(1, 2).reshape(b, n, d))
+
+    lin = LinearAttention(4, heads=2, dim_head=3)
+    attn = CausalAlibiAttention(6, heads=3, alibi_heads=3)
+    assert AlibiPositionalBias._get_slopes(3) == [0.0625, 0.00390625, 0.25]
+    model = nn.ModuleList([lin, attn])
+    init = load(m, model, state)
+    assert 'rel_pos.slopes' not in attn.state_dict() and attn.rel_pos.bias is None
+    rng = np.random.default_rng(6)
+    img = torch.tensor(normal(rng, 2, 4, 3, 3))
+    seq = torch.tensor(normal(rng, 2, 4, 6))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(2):
+        loss = lin(img).pow(2).mean() + attn(seq).sin().sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert tuple(attn.rel_pos.bias.shape) == (3, 4, 4) and 'rel_pos.bias' not in attn.state_dict()
+    assert attn.rel_pos(2, 3).shape == (3, 2, 3)
+    return init, losses + attn.rel_pos.bias.view(-1).tolist() + summary(model.parameters())
+
+
+def test_linear_attention_alibi():
+    compare(linear_attention_alibi)
