@@ -918,3 +918,468 @@ def linear_attention_alibi(m, state=None):
 
 def test_linear_attention_alibi():
     compare(linear_attention_alibi)
+
+
+# (g) sksq96/pytorch-summary's torchsummary.summary as written (a forward hook on every module but Sequentials,
+# ModuleLists and the model itself, class_name by str(module.__class__), input_shape from input[0].size(),
+# params += torch.prod(torch.LongTensor(list(module.weight.size()))), dtype torch.FloatTensor for
+# torch.rand(2, *in_size).type(dtype), "{0:,}".format of a 0-d tensor, total_params.numpy()) and the forums'
+# plot_grad_flow (p.grad.abs().mean() and .max() per weight, drawn by plt.bar, hlines, xticks and a legend of Line2D),
+# around one SGD step of a small CNN; the summary's shapes and counts and the bars' heights are compared
+def summary_grad_flow(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    def torch_summary(model, input_size, batch_size=-1, device="cuda"):
+
+        def register_hook(module):
+
+            def hook(module, input, output):
+                class_name = str(module.__class__).split(".")[-1].split("'")[0]
+                module_idx = len(summary)
+
+                m_key = "%s-%i" % (class_name, module_idx + 1)
+                summary[m_key] = OrderedDict()
+                summary[m_key]["input_shape"] = list(input[0].size())
+                summary[m_key]["input_shape"][0] = batch_size
+                if isinstance(output, (list, tuple)):
+                    summary[m_key]["output_shape"] = [
+                        [-1] + list(o.size())[1:] for o in output
+                    ]
+                else:
+                    summary[m_key]["output_shape"] = list(output.size())
+                    summary[m_key]["output_shape"][0] = batch_size
+
+                params = 0
+                if hasattr(module, "weight") and hasattr(module.weight, "size"):
+                    params += torch.prod(torch.LongTensor(list(module.weight.size())))
+                    summary[m_key]["trainable"] = module.weight.requires_grad
+                if hasattr(module, "bias") and hasattr(module.bias, "size"):
+                    params += torch.prod(torch.LongTensor(list(module.bias.size())))
+                summary[m_key]["nb_params"] = params
+
+            if (
+                not isinstance(module, nn.Sequential)
+                and not isinstance(module, nn.ModuleList)
+                and not (module == model)
+            ):
+                hooks.append(module.register_forward_hook(hook))
+
+        device = device.lower()
+        assert device in [
+            "cuda",
+            "cpu",
+        ], "Input device is not valid, please specify 'cuda' or 'cpu'"
+
+        if device == "cuda" and torch.cuda.is_available():
+            dtype = torch.cuda.FloatTensor
+        else:
+            dtype = torch.FloatTensor
+
+        # multiple inputs to the network
+        if isinstance(input_size, tuple):
+            input_size = [input_size]
+
+        # batch_size of 2 for batchnorm
+        x = [torch.rand(2, *in_size).type(dtype) for in_size in input_size]
+
+        # create properties
+        summary = OrderedDict()
+        hooks = []
+
+        # register hook
+        model.apply(register_hook)
+
+        # make a forward pass
+        model(*x)
+
+        # remove these hooks
+        for h in hooks:
+            h.remove()
+
+        lines = []
+        line_new = "{:>20}  {:>25} {:>15}".format("Layer (type)", "Output Shape", "Param #")
+        lines.append(line_new)
+        total_params = 0
+        total_output = 0
+        trainable_params = 0
+        for layer in summary:
+            # input_shape, output_shape, trainable, nb_params
+            line_new = "{:>20}  {:>25} {:>15}".format(
+                layer,
+                str(summary[layer]["output_shape"]),
+                "{0:,}".format(summary[layer]["nb_params"]),
+            )
+            total_params += summary[layer]["nb_params"]
+            total_output += np.prod(summary[layer]["output_shape"])
+            if "trainable" in summary[layer]:
+                if summary[layer]["trainable"] == True:
+                    trainable_params += summary[layer]["nb_params"]
+            lines.append(line_new)
+
+        # assume 4 bytes/number (float on cuda).
+        total_input_size = abs(np.prod(input_size) * batch_size * 4. / (1024 ** 2.))
+        total_output_size = abs(2. * total_output * 4. / (1024 ** 2.))  # x2 for gradients
+        total_params_size = abs(total_params.numpy() * 4. / (1024 ** 2.))
+        total_size = total_params_size + total_output_size + total_input_size
+
+        lines.append("Total params: {0:,}".format(total_params))
+        lines.append("Trainable params: {0:,}".format(trainable_params))
+        lines.append("Non-trainable params: {0:,}".format(total_params - trainable_params))
+        lines.append("Estimated Total Size (MB): %0.2f" % total_size)
+        return lines
+
+    def plot_grad_flow(named_parameters):
+        ave_grads = []
+        max_grads = []
+        layers = []
+        for n, p in named_parameters:
+            if (p.requires_grad) and ("bias" not in n):
+                layers.append(n)
+                ave_grads.append(p.grad.abs().mean().cpu())
+                max_grads.append(p.grad.abs().max().cpu())
+        plt.bar(np.arange(len(max_grads)), max_grads, alpha=0.1, lw=1, color="c")
+        plt.bar(np.arange(len(max_grads)), ave_grads, alpha=0.1, lw=1, color="b")
+        plt.hlines(0, 0, len(ave_grads) + 1, lw=2, color="k")
+        plt.xticks(range(0, len(ave_grads), 1), layers, rotation="vertical")
+        plt.xlim(left=0, right=len(ave_grads))
+        plt.ylim(bottom=-0.001, top=0.02)  # zoom in on the lower gradient regions
+        plt.xlabel("Layers")
+        plt.ylabel("average gradient")
+        plt.title("Gradient flow")
+        plt.grid(True)
+        plt.legend([Line2D([0], [0], color="c", lw=4),
+                    Line2D([0], [0], color="b", lw=4),
+                    Line2D([0], [0], color="k", lw=4)], ['max-gradient', 'mean-gradient', 'zero-gradient'])
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU())
+            self.fc = nn.Linear(3 * 2 * 2, 5)
+            self.head = nn.Linear(5, 2, bias=False)
+
+        def forward(self, x):
+            return self.head(F.relu(self.fc(torch.flatten(self.features(x), 1))))
+
+    model = Net()
+    model.head.weight.requires_grad_(False)
+    init = load(m, model, state)
+    lines = torch_summary(model, (1, 4, 4), device="cpu")
+    assert lines[1] == "{:>20}  {:>25} {:>15}".format("Conv2d-1", "[-1, 3, 2, 2]", "30"), lines
+    assert lines[-4:-1] == ["Total params: 111", "Trainable params: 101", "Non-trainable params: 10"], lines
+    rng = np.random.default_rng(7)
+    x = torch.tensor(normal(rng, 3, 1, 4, 4))
+    optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, model.parameters()), lr=0.1)
+    loss = F.cross_entropy(model(x), torch.tensor([0, 1, 1]))
+    optimizer.zero_grad()
+    loss.backward()
+    plt.figure()
+    plot_grad_flow(model.named_parameters())
+    heights = [bar.get_height() for bar in plt.gca().patches]
+    labels = [t.get_text() for t in plt.gca().get_xticklabels()]
+    plt.close()
+    assert labels == ['features.0.weight', 'features.1.weight', 'fc.weight'], labels
+    optimizer.step()
+    return init, [loss.item()] + heights + summary(model.parameters())
+
+
+def test_summary_grad_flow():
+    compare(summary_grad_flow)
+
+
+# (h) Bjarten/early-stopping-pytorch's EarlyStopping (patience, delta, best_val_loss, a NaN loss ignored, trace_func,
+# torch.save(model.state_dict(), self.path)) in its MNIST notebook's loop: train_losses and valid_losses per epoch
+# averaged by np.average, early_stopping(valid_loss, model), `if early_stopping.early_stop: break`, and the best
+# checkpoint loaded back by model.load_state_dict(torch.load(path)); the checkpoint lives in a temporary directory
+def early_stopping(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+
+    class EarlyStopping:
+        """Early stops the training if validation loss doesn't improve after a given patience."""
+        def __init__(self, patience=7, verbose=False, delta=0, path='checkpoint.pt', trace_func=print):
+            self.patience = patience
+            self.verbose = verbose
+            self.counter = 0
+            self.best_val_loss = None
+            self.early_stop = False
+            self.val_loss_min = np.inf
+            self.delta = delta
+            self.path = path
+            self.trace_func = trace_func
+
+        def __call__(self, val_loss, model):
+            # Check if validation loss is nan
+            if np.isnan(val_loss):
+                self.trace_func("Validation loss is NaN. Ignoring this epoch.")
+                return
+
+            if self.best_val_loss is None:
+                self.best_val_loss = val_loss
+                self.save_checkpoint(val_loss, model)
+            elif val_loss < self.best_val_loss - self.delta:
+                # Significant improvement detected
+                self.best_val_loss = val_loss
+                self.save_checkpoint(val_loss, model)
+                self.counter = 0  # Reset counter since improvement occurred
+            else:
+                # No significant improvement
+                self.counter += 1
+                self.trace_func(f'EarlyStopping counter: {self.counter} out of {self.patience}')
+                if self.counter >= self.patience:
+                    self.early_stop = True
+
+        def save_checkpoint(self, val_loss, model):
+            '''Saves model when validation loss decreases.'''
+            if self.verbose:
+                self.trace_func(f'Validation loss decreased ({self.val_loss_min:.6f} --> {val_loss:.6f}).  Saving model ...')
+            torch.save(model.state_dict(), self.path)
+            self.val_loss_min = val_loss
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    init = load(m, model, state)
+    rng = np.random.default_rng(8)
+    train_x, train_y = torch.tensor(normal(rng, 4, 3)), torch.tensor(normal(rng, 4, 1))
+    valid_x, valid_y = torch.tensor(normal(rng, 4, 3)), torch.tensor(normal(rng, 4, 1))
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # too large: the validation loss soon rises
+    log = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'checkpoint.pt')
+        early_stopping = EarlyStopping(patience=1, verbose=True, path=path, trace_func=log.append)
+        early_stopping(float('nan'), model)
+        avg_train_losses, avg_valid_losses = [], []
+        for epoch in range(1, 4):
+            train_losses, valid_losses = [], []
+            model.train()
+            optimizer.zero_grad()
+            loss = criterion(model(train_x), train_y)
+            loss.backward()
+            optimizer.step()
+            train_losses.append(loss.item())
+            model.eval()
+            with torch.no_grad():
+                valid_losses.append(criterion(model(valid_x), valid_y).item())
+            train_loss = np.average(train_losses)
+            valid_loss = np.average(valid_losses)
+            avg_train_losses.append(train_loss)
+            avg_valid_losses.append(valid_loss)
+            early_stopping(valid_loss, model)
+            if early_stopping.early_stop:
+                log.append("Early stopping")
+                break
+        # load the last checkpoint with the best model
+        model.load_state_dict(torch.load(path))
+    assert log[0] == "Validation loss is NaN. Ignoring this epoch." and log[-1] == "Early stopping", log
+    best = criterion(model(valid_x), valid_y).item()
+    assert best == min(avg_valid_losses)
+    return init, avg_train_losses + avg_valid_losses + [float(epoch), best] + summary(model.parameters())
+
+
+def test_early_stopping():
+    compare(early_stopping)
+
+
+# (i) sfujim/TD3's TD3.py and utils.py: Actor (max_action * torch.tanh), Critic with twin heads (forward returning q1,
+# q2, Q1 alone for the actor), targets by copy.deepcopy, ReplayBuffer of numpy arrays sampled by np.random.randint and
+# returned as torch.FloatTensor(...).to(self.device), train()'s target policy smoothing ((torch.randn_like(action) *
+# policy_noise).clamp(-noise_clip, noise_clip), here numpy's normal draws), torch.min of the target heads, the delayed
+# actor update every policy_freq iterations and the soft updates by target_param.data.copy_(tau * param.data + (1 - tau)
+# * target_param.data); select_action by .cpu().data.numpy().flatten(); hidden widths 256 cut to 8
+def td3(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    np.random.seed(9)
+    noise_rng = np.random.default_rng(9)
+
+    class ReplayBuffer(object):
+        def __init__(self, state_dim, action_dim, max_size=int(1e6)):
+            self.max_size = max_size
+            self.ptr = 0
+            self.size = 0
+
+            self.state = np.zeros((max_size, state_dim))
+            self.action = np.zeros((max_size, action_dim))
+            self.next_state = np.zeros((max_size, state_dim))
+            self.reward = np.zeros((max_size, 1))
+            self.not_done = np.zeros((max_size, 1))
+
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def add(self, state, action, next_state, reward, done):
+            self.state[self.ptr] = state
+            self.action[self.ptr] = action
+            self.next_state[self.ptr] = next_state
+            self.reward[self.ptr] = reward
+            self.not_done[self.ptr] = 1. - done
+
+            self.ptr = (self.ptr + 1) % self.max_size
+            self.size = min(self.size + 1, self.max_size)
+
+        def sample(self, batch_size):
+            ind = np.random.randint(0, self.size, size=batch_size)
+
+            return (
+                torch.FloatTensor(self.state[ind]).to(self.device),
+                torch.FloatTensor(self.action[ind]).to(self.device),
+                torch.FloatTensor(self.next_state[ind]).to(self.device),
+                torch.FloatTensor(self.reward[ind]).to(self.device),
+                torch.FloatTensor(self.not_done[ind]).to(self.device)
+            )
+
+    class Actor(nn.Module):
+        def __init__(self, state_dim, action_dim, max_action):
+            super(Actor, self).__init__()
+
+            self.l1 = nn.Linear(state_dim, 8)
+            self.l2 = nn.Linear(8, 8)
+            self.l3 = nn.Linear(8, action_dim)
+
+            self.max_action = max_action
+
+        def forward(self, state):
+            a = F.relu(self.l1(state))
+            a = F.relu(self.l2(a))
+            return self.max_action * torch.tanh(self.l3(a))
+
+    class Critic(nn.Module):
+        def __init__(self, state_dim, action_dim):
+            super(Critic, self).__init__()
+
+            # Q1 architecture
+            self.l1 = nn.Linear(state_dim + action_dim, 8)
+            self.l2 = nn.Linear(8, 8)
+            self.l3 = nn.Linear(8, 1)
+
+            # Q2 architecture
+            self.l4 = nn.Linear(state_dim + action_dim, 8)
+            self.l5 = nn.Linear(8, 8)
+            self.l6 = nn.Linear(8, 1)
+
+        def forward(self, state, action):
+            sa = torch.cat([state, action], 1)
+
+            q1 = F.relu(self.l1(sa))
+            q1 = F.relu(self.l2(q1))
+            q1 = self.l3(q1)
+
+            q2 = F.relu(self.l4(sa))
+            q2 = F.relu(self.l5(q2))
+            q2 = self.l6(q2)
+            return q1, q2
+
+        def Q1(self, state, action):
+            sa = torch.cat([state, action], 1)
+
+            q1 = F.relu(self.l1(sa))
+            q1 = F.relu(self.l2(q1))
+            q1 = self.l3(q1)
+            return q1
+
+    class TD3(object):
+        def __init__(self, state_dim, action_dim, max_action, discount=0.99, tau=0.005, policy_noise=0.2,
+                     noise_clip=0.5, policy_freq=2):
+
+            self.actor = Actor(state_dim, action_dim, max_action).to(device)
+            load_into(self.actor)
+            self.actor_target = copy.deepcopy(self.actor)
+            self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=3e-4)
+
+            self.critic = Critic(state_dim, action_dim).to(device)
+            load_into(self.critic)
+            self.critic_target = copy.deepcopy(self.critic)
+            self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=3e-4)
+
+            self.max_action = max_action
+            self.discount = discount
+            self.tau = tau
+            self.policy_noise = policy_noise
+            self.noise_clip = noise_clip
+            self.policy_freq = policy_freq
+
+            self.total_it = 0
+
+        def select_action(self, state):
+            state = torch.FloatTensor(state.reshape(1, -1)).to(device)
+            return self.actor(state).cpu().data.numpy().flatten()
+
+        def train(self, replay_buffer, batch_size=256):
+            self.total_it += 1
+
+            # Sample replay buffer
+            state, action, next_state, reward, not_done = replay_buffer.sample(batch_size)
+
+            with torch.no_grad():
+                # Select action according to policy and add clipped noise
+                noise = (
+                    torch.tensor(noise_rng.standard_normal(tuple(action.shape)), dtype=action.dtype) * self.policy_noise
+                ).clamp(-self.noise_clip, self.noise_clip)
+
+                next_action = (
+                    self.actor_target(next_state) + noise
+                ).clamp(-self.max_action, self.max_action)
+
+                # Compute the target Q value
+                target_Q1, target_Q2 = self.critic_target(next_state, next_action)
+                target_Q = torch.min(target_Q1, target_Q2)
+                target_Q = reward + not_done * self.discount * target_Q
+
+            # Get current Q estimates
+            current_Q1, current_Q2 = self.critic(state, action)
+
+            # Compute critic loss
+            critic_loss = F.mse_loss(current_Q1, target_Q) + F.mse_loss(current_Q2, target_Q)
+
+            # Optimize the critic
+            self.critic_optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic_optimizer.step()
+            losses.append(critic_loss.item())
+
+            # Delayed policy updates
+            if self.total_it % self.policy_freq == 0:
+
+                # Compute actor losse
+                actor_loss = -self.critic.Q1(state, self.actor(state)).mean()
+
+                # Optimize the actor
+                self.actor_optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor_optimizer.step()
+                losses.append(actor_loss.item())
+
+                # Update the frozen target models
+                for param, target_param in zip(self.critic.parameters(), self.critic_target.parameters()):
+                    target_param.data.copy_(self.tau * param.data + (1 - self.tau) * target_param.data)
+
+                for param, target_param in zip(self.actor.parameters(), self.actor_target.parameters()):
+                    target_param.data.copy_(self.tau * param.data + (1 - self.tau) * target_param.data)
+
+    inits = {}
+
+    def load_into(net):
+        name = type(net).__name__
+        inits[name] = load(m, net, None if state is None else state[name])
+
+    losses = []
+    state_dim, action_dim, max_action = 3, 2, 2.0
+    policy = TD3(state_dim, action_dim, max_action)
+    replay_buffer = ReplayBuffer(state_dim, action_dim, max_size=16)
+    obs_rng = np.random.default_rng(10)
+    obs = obs_rng.standard_normal(state_dim)
+    for t in range(6):
+        action = (policy.select_action(np.array(obs)) + obs_rng.normal(0, max_action * 0.1, size=action_dim)
+                  ).clip(-max_action, max_action)
+        next_obs = obs_rng.standard_normal(state_dim)
+        replay_buffer.add(obs, action, next_obs, float(-np.square(action).sum()), float(t == 5))
+        obs = next_obs
+    for it in range(2):
+        policy.train(replay_buffer, batch_size=4)
+    return inits, losses + summary(policy.actor_target.parameters()) + summary(policy.critic_target.parameters())
+
+
+def test_td3():
+    compare(td3)
