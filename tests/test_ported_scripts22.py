@@ -1383,3 +1383,402 @@ def td3(m, state=None):
 
 def test_td3():
     compare(td3)
+
+
+# (j) metric learning losses as their repositories write them, on the embeddings of one small net: MalongTech's
+# research-ms-loss MultiSimilarityLoss (sim_mat by torch.matmul(feats, torch.t(feats)), per-anchor boolean selections
+# sim_mat[i][labels == labels[i]], the pairs mined against Python's min() and max() of 1-d tensors, log(1 + sum(exp)) per
+# side, sum(loss) / batch_size), dichotomies' ProxyNCA (proxies an nn.Parameter(torch.randn(...) / 8), torch.cdist(X, P)
+# ** 2, labels binarised and smoothed, sklearn's label_binarize written in numpy) and ChaofWang's NpairLoss (targets by
+# (target == torch.transpose(target, 0, 1)).float() normalised by their row sums, a soft cross_entropy helper, the l2
+# term); one Adam step on their sum
+def metric_losses(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Parameter = nn.Parameter
+
+    class MultiSimilarityLoss(nn.Module):
+        def __init__(self, cfg):
+            super(MultiSimilarityLoss, self).__init__()
+            self.thresh = 0.5
+            self.margin = 0.1
+
+            self.scale_pos = cfg['SCALE_POS']
+            self.scale_neg = cfg['SCALE_NEG']
+
+        def forward(self, feats, labels):
+            assert feats.size(0) == labels.size(0), \
+                f"feats.size(0): {feats.size(0)} is not equal to labels.size(0): {labels.size(0)}"
+            batch_size = feats.size(0)
+            sim_mat = torch.matmul(feats, torch.t(feats))
+
+            epsilon = 1e-5
+            loss = list()
+
+            for i in range(batch_size):
+                pos_pair_ = sim_mat[i][labels == labels[i]]
+                pos_pair_ = pos_pair_[pos_pair_ < 1 - epsilon]
+                neg_pair_ = sim_mat[i][labels != labels[i]]
+
+                neg_pair = neg_pair_[neg_pair_ + self.margin > min(pos_pair_)]
+                pos_pair = pos_pair_[pos_pair_ - self.margin < max(neg_pair_)]
+
+                if len(neg_pair) < 1 or len(pos_pair) < 1:
+                    continue
+
+                # weighting step
+                pos_loss = 1.0 / self.scale_pos * torch.log(
+                    1 + torch.sum(torch.exp(-self.scale_pos * (pos_pair - self.thresh))))
+                neg_loss = 1.0 / self.scale_neg * torch.log(
+                    1 + torch.sum(torch.exp(self.scale_neg * (neg_pair - self.thresh))))
+                loss.append(pos_loss + neg_loss)
+
+            if len(loss) == 0:
+                return torch.zeros([], requires_grad=True)
+
+            loss = sum(loss) / batch_size
+            return loss
+
+    def label_binarize(y, classes):  # sklearn.preprocessing.label_binarize
+        return (np.asarray(y)[:, None] == np.asarray(classes)[None, :]).astype(int)
+
+    def binarize_and_smooth_labels(T, nb_classes, smoothing_const=0.1):
+        T = T.cpu().numpy()
+        T = label_binarize(T, classes=range(0, nb_classes))
+        T = T * (1 - smoothing_const)
+        T[T == 0] = smoothing_const / (nb_classes - 1)
+        T = torch.FloatTensor(T)  # .cuda() in the repository: the reference runs on the CPU
+        return T
+
+    class ProxyNCA(torch.nn.Module):
+        def __init__(self, nb_classes, sz_embedding, smoothing_const=0.1, scaling_x=1, scaling_p=3):
+            torch.nn.Module.__init__(self)
+            # initialize proxies s.t. norm of each proxy ~1 through div by 8
+            # i.e. proxies.norm(2, dim=1)) should be close to [1,1,...,1]
+            # TODO: use norm instead of div 8, because of embedding size
+            self.proxies = Parameter(torch.randn(nb_classes, sz_embedding) / 8)
+            self.smoothing_const = smoothing_const
+            self.scaling_x = scaling_x
+            self.scaling_p = scaling_p
+
+        def forward(self, X, T):
+            P = F.normalize(self.proxies, p=2, dim=-1) * self.scaling_p
+            X = F.normalize(X, p=2, dim=-1) * self.scaling_x
+            D = torch.cdist(X, P) ** 2
+            T = binarize_and_smooth_labels(T, len(P), self.smoothing_const)
+            # note that compared to proxy nca, positive included in denominator
+            loss = torch.sum(-T * F.log_softmax(-D, -1), -1)
+            return loss.mean()
+
+    def cross_entropy(logits, target, size_average=True):
+        if size_average:
+            return torch.mean(torch.sum(- target * F.log_softmax(logits, -1), -1))
+        else:
+            return torch.sum(torch.sum(- target * F.log_softmax(logits, -1), -1))
+
+    class NpairLoss(nn.Module):
+        """the multi-class n-pair loss"""
+        def __init__(self, l2_reg=0.02):
+            super(NpairLoss, self).__init__()
+            self.l2_reg = l2_reg
+
+        def forward(self, anchor, positive, target):
+            batch_size = anchor.size(0)
+            target = target.view(target.size(0), 1)
+
+            target = (target == torch.transpose(target, 0, 1)).float()
+            target = target / torch.sum(target, dim=1, keepdim=True).float()
+
+            logit = torch.matmul(anchor, torch.transpose(positive, 0, 1))
+            loss_ce = cross_entropy(logit, target)
+            l2_loss = torch.sum(anchor**2) / batch_size + torch.sum(positive**2) / batch_size
+
+            loss = loss_ce + self.l2_reg * l2_loss * 0.25
+            return loss
+
+    embed = nn.Linear(4, 3)
+    proxy_nca = ProxyNCA(3, 3)
+    init = load(m, nn.ModuleList([embed, proxy_nca]), state)
+    ms_loss = MultiSimilarityLoss({'SCALE_POS': 2.0, 'SCALE_NEG': 40.0})
+    npair = NpairLoss()
+    rng = np.random.default_rng(11)
+    x = torch.tensor(normal(rng, 6, 4))
+    labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    optimizer = torch.optim.Adam(list(embed.parameters()) + list(proxy_nca.parameters()), lr=0.05)
+    feats = F.normalize(embed(x))
+    parts = [ms_loss(feats, labels), proxy_nca(feats, labels), npair(feats[0::2], feats[1::2], labels[0::2])]
+    loss = sum(parts)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, [p.item() for p in parts] + summary(embed.parameters()) + summary(proxy_nca.parameters())
+
+
+def test_metric_losses():
+    compare(metric_losses)
+
+
+# (k) 1Konny/Beta-VAE's model.py and solver.py at a reduced size: reparametrize by logvar.div(2).exp() and
+# Variable(std.data.new(std.size()).normal_()) (the draw filled from numpy here), View, BetaVAE_H's encoder and decoder
+# Sequentials with nn.ReLU(True) and ConvTranspose2d, weight_init over self._modules by kaiming_init (init.kaiming_normal
+# without the underscore, bias.data.fill_(0)), reconstruction_loss by binary_cross_entropy_with_logits(size_average=False)
+# .div(batch_size), kl_divergence's total_kld = klds.sum(1).mean(0, True), dimension_wise_kld and mean_kld; objective 'H'
+# (recon_loss + beta * total_kld) and objective 'B' (C = torch.clamp(C_max / C_stop_iter * global_iter, 0,
+# C_max.data[0]), gamma * (total_kld - C).abs()) one step each, Adam with betas
+def beta_vae(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init = nn.init
+    from torch.autograd import Variable  # noqa: F401 (the torch name; replaced by the module's below)
+    Variable = m.torch.autograd.Variable
+    rng = np.random.default_rng(12)
+
+    def reparametrize(mu, logvar):
+        std = logvar.div(2).exp()
+        eps = Variable(std.data.new(std.size()).copy_(torch.tensor(normal(rng, *std.size()))))  # .normal_()
+        return mu + std * eps
+
+    class View(nn.Module):
+        def __init__(self, size):
+            super(View, self).__init__()
+            self.size = size
+
+        def forward(self, tensor):
+            return tensor.view(self.size)
+
+    class BetaVAE_H(nn.Module):
+        """Model proposed in original beta-VAE paper(Higgins et al, ICLR, 2017)."""
+
+        def __init__(self, z_dim=10, nc=3):
+            super(BetaVAE_H, self).__init__()
+            self.z_dim = z_dim
+            self.nc = nc
+            self.encoder = nn.Sequential(
+                nn.Conv2d(nc, 4, 4, 2, 1),          # B,  4,  4,  4
+                nn.ReLU(True),
+                nn.Conv2d(4, 8, 4, 1),              # B,  8,  1,  1
+                nn.ReLU(True),
+                View((-1, 8 * 1 * 1)),              # B, 8
+                nn.Linear(8, z_dim * 2),            # B, z_dim*2
+            )
+            self.decoder = nn.Sequential(
+                nn.Linear(z_dim, 8),                # B, 8
+                View((-1, 8, 1, 1)),                # B, 8,  1,  1
+                nn.ReLU(True),
+                nn.ConvTranspose2d(8, 4, 4),        # B,  4,  4,  4
+                nn.ReLU(True),
+                nn.ConvTranspose2d(4, nc, 4, 2, 1),  # B, nc, 8, 8
+            )
+
+            self.weight_init()
+
+        def weight_init(self):
+            for block in self._modules:
+                for m in self._modules[block]:
+                    kaiming_init(m)
+
+        def forward(self, x):
+            distributions = self._encode(x)
+            mu = distributions[:, :self.z_dim]
+            logvar = distributions[:, self.z_dim:]
+            z = reparametrize(mu, logvar)
+            x_recon = self._decode(z)
+
+            return x_recon, mu, logvar
+
+        def _encode(self, x):
+            return self.encoder(x)
+
+        def _decode(self, z):
+            return self.decoder(z)
+
+    def kaiming_init(m):
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            init.kaiming_normal(m.weight)
+            if m.bias is not None:
+                m.bias.data.fill_(0)
+        elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.weight.data.fill_(1)
+            if m.bias is not None:
+                m.bias.data.fill_(0)
+
+    def reconstruction_loss(x, x_recon, distribution):
+        batch_size = x.size(0)
+        assert batch_size != 0
+
+        if distribution == 'bernoulli':
+            recon_loss = F.binary_cross_entropy_with_logits(x_recon, x, size_average=False).div(batch_size)
+        elif distribution == 'gaussian':
+            x_recon = F.sigmoid(x_recon)
+            recon_loss = F.mse_loss(x_recon, x, size_average=False).div(batch_size)
+        else:
+            recon_loss = None
+
+        return recon_loss
+
+    def kl_divergence(mu, logvar):
+        batch_size = mu.size(0)
+        assert batch_size != 0
+        if mu.data.ndimension() == 4:
+            mu = mu.view(mu.size(0), mu.size(1))
+        if logvar.data.ndimension() == 4:
+            logvar = logvar.view(logvar.size(0), logvar.size(1))
+
+        klds = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp())
+        total_kld = klds.sum(1).mean(0, True)
+        dimension_wise_kld = klds.mean(0)
+        mean_kld = klds.mean(1).mean(0, True)
+
+        return total_kld, dimension_wise_kld, mean_kld
+
+    net = BetaVAE_H(z_dim=3, nc=1)
+    init_state = load(m, net, state)
+    optim = torch.optim.Adam(net.parameters(), lr=1e-3, betas=(0.9, 0.999))
+    x = torch.tensor((rng.random((2, 1, 8, 8)) > 0.5).astype(np.float32))
+    beta, gamma = 4, 1000
+    C_max = Variable(torch.FloatTensor([25]))
+    C_stop_iter = 1e5
+    out = []
+    for global_iter, (objective, decoder_dist) in enumerate([('H', 'bernoulli'), ('B', 'gaussian')], 1):
+        x_recon, mu, logvar = net(x)
+        recon_loss = reconstruction_loss(x, x_recon, decoder_dist)
+        total_kld, dim_wise_kld, mean_kld = kl_divergence(mu, logvar)
+
+        if objective == 'H':
+            beta_vae_loss = recon_loss + beta * total_kld
+        elif objective == 'B':
+            C = torch.clamp(C_max / C_stop_iter * global_iter, 0, C_max.data[0])
+            beta_vae_loss = recon_loss + gamma * (total_kld - C).abs()
+
+        optim.zero_grad()
+        beta_vae_loss.backward()
+        optim.step()
+        out += [recon_loss.item(), total_kld.item(), mean_kld.item()] + dim_wise_kld.tolist()
+    assert tuple(total_kld.shape) == (1,) and tuple(C.shape) == (1,)
+    return init_state, out + summary(net.parameters())
+
+
+def test_beta_vae():
+    compare(beta_vae)
+
+
+# (l) KrisKorrel/sparsemax-pytorch's sparsemax.py: the module-level device from torch.cuda.is_available(), forward
+# transposing dim to the front and flattening, the max subtracted through expand_as, torch.sort(input=input, dim=dim,
+# descending=True), a range by torch.arange(start=1, end=n + 1, step=1, device=device, dtype=input.dtype), is_gt =
+# torch.gt(bound, cumulative_sum_zs).type(input.type()), k by torch.max of is_gt * range, taus and
+# torch.max(torch.zeros_like(input), input - taus) kept on self.output (its hand-written backward, which autograd
+# never calls, is kept as written); gradients by autograd through sort and cumsum, and sparse attention weights in a
+# tiny classifier trained one SGD step
+def sparsemax(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    class Sparsemax(nn.Module):
+        """Sparsemax function."""
+
+        def __init__(self, dim=None):
+            """Initialize sparsemax activation
+
+            Args:
+                dim (int, optional): The dimension over which to apply the sparsemax function.
+            """
+            super(Sparsemax, self).__init__()
+
+            self.dim = -1 if dim is None else dim
+
+        def forward(self, input):
+            """Forward function.
+
+            Args:
+                input (torch.Tensor): Input tensor. First dimension should be the batch size
+
+            Returns:
+                torch.Tensor: [batch_size x number_of_logits] Output tensor
+
+            """
+            # Sparsemax currently only handles 2-dim tensors,
+            # so we reshape to a convenient shape and reshape back after sparsemax
+            input = input.transpose(0, self.dim)
+            original_size = input.size()
+            input = input.reshape(input.size(0), -1)
+            input = input.transpose(0, 1)
+            dim = 1
+
+            number_of_logits = input.size(dim)
+
+            # Translate input by max for numerical stability
+            input = input - torch.max(input, dim=dim, keepdim=True)[0].expand_as(input)
+
+            # Sort input in descending order.
+            # (NOTE: Can be replaced with linear time selection method described here:
+            # http://stanford.edu/~jduchi/projects/DuchiShSiCh08.html)
+            zs = torch.sort(input=input, dim=dim, descending=True)[0]
+            range = torch.arange(start=1, end=number_of_logits + 1, step=1, device=device, dtype=input.dtype).view(1, -1)
+            range = range.expand_as(zs)
+
+            # Determine sparsity of projection
+            bound = 1 + range * zs
+            cumulative_sum_zs = torch.cumsum(zs, dim)
+            is_gt = torch.gt(bound, cumulative_sum_zs).type(input.type())
+            k = torch.max(is_gt * range, dim, keepdim=True)[0]
+
+            # Compute threshold function
+            zs_sparse = is_gt * zs
+
+            # Compute taus
+            taus = (torch.sum(zs_sparse, dim, keepdim=True) - 1) / k
+            taus = taus.expand_as(input)
+
+            # Sparsemax
+            self.output = torch.max(torch.zeros_like(input), input - taus)
+
+            # Reshape back to original shape
+            output = self.output
+            output = output.transpose(0, 1)
+            output = output.reshape(original_size)
+            output = output.transpose(0, self.dim)
+
+            return output
+
+        def backward(self, grad_output):
+            """Backward function."""
+            dim = 1
+
+            nonzeros = torch.ne(self.output, 0)
+            sum = torch.sum(grad_output * nonzeros, dim=dim) / torch.sum(nonzeros, dim=dim)
+            self.grad_input = nonzeros * (grad_output - sum.expand_as(grad_output))
+
+            return self.grad_input
+
+    sparsemax = Sparsemax(dim=1)
+    rng = np.random.default_rng(13)
+    logits = torch.tensor(normal(rng, 3, 5) * 2, requires_grad=True)
+    probs = sparsemax(logits)
+    assert np.allclose(probs.sum(1).tolist(), 1.0) and (probs == 0).any().item()
+    g = torch.tensor(normal(rng, 3, 5))
+    probs.backward(g)
+    out = probs.view(-1).tolist() + logits.grad.view(-1).tolist()
+
+    class SparseAttentionPool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(3, 1)
+            self.head = nn.Linear(3, 2)
+            self.sparsemax = Sparsemax(dim=1)
+
+        def forward(self, x):
+            weights = self.sparsemax(self.score(x).squeeze(-1))
+            return self.head((weights.unsqueeze(-1) * x).sum(1)), weights
+
+    model = SparseAttentionPool()
+    init = load(m, model, state)
+    x = torch.tensor(normal(rng, 2, 4, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    y, weights = model(x)
+    loss = F.cross_entropy(y, torch.tensor([1, 0]))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, out + [loss.item()] + weights.view(-1).tolist() + summary(model.parameters())
+
+
+def test_sparsemax():
+    compare(sparsemax)
