@@ -1782,3 +1782,342 @@ def sparsemax(m, state=None):
 
 def test_sparsemax():
     compare(sparsemax)
+
+
+# (m) bermanmaxim/LovaszSoftmax's pytorch/lovasz_losses.py: lovasz_grad (gts - gt_sorted.float().cumsum(0), the
+# Jaccard differences by jaccard[1:p] = jaccard[1:p] - jaccard[0:-1]), lovasz_hinge per image over zip(logits, labels)
+# with flatten_binary_scores and an ignore label, lovasz_hinge_flat (signs, errors sorted descending, labels[perm],
+# torch.dot(F.relu(errors_sorted), Variable(grad))), lovasz_softmax over the 'present' classes (flatten_probas by
+# permute(0, 2, 3, 1).contiguous().view(-1, C), probas[valid.nonzero().squeeze()]) and the repository's mean()
+# (iter, next, acc += v over enumerate(l, 2), ifilterfalse for ignore_nan); one SGD step of a 1x1-conv segmenter
+def lovasz(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = torch.autograd.Variable
+    from itertools import filterfalse as ifilterfalse
+
+    def lovasz_grad(gt_sorted):
+        """
+        Computes gradient of the Lovasz extension w.r.t sorted errors
+        See Alg. 1 in paper
+        """
+        p = len(gt_sorted)
+        gts = gt_sorted.sum()
+        intersection = gts - gt_sorted.float().cumsum(0)
+        union = gts + (1 - gt_sorted).float().cumsum(0)
+        jaccard = 1. - intersection / union
+        if p > 1:  # cover 1-pixel case
+            jaccard[1:p] = jaccard[1:p] - jaccard[0:-1]
+        return jaccard
+
+    def lovasz_hinge(logits, labels, per_image=True, ignore=None):
+        """
+        Binary Lovasz hinge loss
+          logits: [B, H, W] Variable, logits at each pixel (between -\\infty and +\\infty)
+          labels: [B, H, W] Tensor, binary ground truth masks (0 or 1)
+          per_image: compute the loss per image instead of per batch
+          ignore: void class id
+        """
+        if per_image:
+            loss = mean(lovasz_hinge_flat(*flatten_binary_scores(log.unsqueeze(0), lab.unsqueeze(0), ignore))
+                        for log, lab in zip(logits, labels))
+        else:
+            loss = lovasz_hinge_flat(*flatten_binary_scores(logits, labels, ignore))
+        return loss
+
+    def lovasz_hinge_flat(logits, labels):
+        """
+        Binary Lovasz hinge loss
+          logits: [P] Variable, logits at each prediction (between -\\infty and +\\infty)
+          labels: [P] Tensor, binary ground truth labels (0 or 1)
+          ignore: label to ignore
+        """
+        if len(labels) == 0:
+            # only void pixels, the gradients should be 0
+            return logits.sum() * 0.
+        signs = 2. * labels.float() - 1.
+        errors = (1. - logits * Variable(signs))
+        errors_sorted, perm = torch.sort(errors, dim=0, descending=True)
+        perm = perm.data
+        gt_sorted = labels[perm]
+        grad = lovasz_grad(gt_sorted)
+        loss = torch.dot(F.relu(errors_sorted), Variable(grad))
+        return loss
+
+    def flatten_binary_scores(scores, labels, ignore=None):
+        """
+        Flattens predictions in the batch (binary case)
+        Remove labels equal to 'ignore'
+        """
+        scores = scores.view(-1)
+        labels = labels.view(-1)
+        if ignore is None:
+            return scores, labels
+        valid = (labels != ignore)
+        vscores = scores[valid]
+        vlabels = labels[valid]
+        return vscores, vlabels
+
+    def lovasz_softmax(probas, labels, classes='present', per_image=False, ignore=None):
+        """
+        Multi-class Lovasz-Softmax loss
+          probas: [B, C, H, W] Variable, class probabilities at each prediction (between 0 and 1).
+                  Interpreted as binary (sigmoid) output with outputs of size [B, H, W].
+          labels: [B, H, W] Tensor, ground truth labels (between 0 and C - 1)
+          classes: 'all' for all, 'present' for classes present in labels, or a list of classes to average.
+          per_image: compute the loss per image instead of per batch
+          ignore: void class labels
+        """
+        if per_image:
+            loss = mean(lovasz_softmax_flat(*flatten_probas(prob.unsqueeze(0), lab.unsqueeze(0), ignore),
+                                            classes=classes)
+                        for prob, lab in zip(probas, labels))
+        else:
+            loss = lovasz_softmax_flat(*flatten_probas(probas, labels, ignore), classes=classes)
+        return loss
+
+    def lovasz_softmax_flat(probas, labels, classes='present'):
+        """
+        Multi-class Lovasz-Softmax loss
+          probas: [P, C] Variable, class probabilities at each prediction (between 0 and 1)
+          labels: [P] Tensor, ground truth labels (between 0 and C - 1)
+          classes: 'all' for all, 'present' for classes present in labels, or a list of classes to average.
+        """
+        if probas.numel() == 0:
+            # only void pixels, the gradients should be 0
+            return probas * 0.
+        C = probas.size(1)
+        losses = []
+        class_to_sum = list(range(C)) if classes in ['all', 'present'] else classes
+        for c in class_to_sum:
+            fg = (labels == c).float()  # foreground for class c
+            if (classes == 'present' and fg.sum() == 0):
+                continue
+            if C == 1:
+                if len(classes) > 1:
+                    raise ValueError('Sigmoid output possible only with 1 class')
+                class_pred = probas[:, 0]
+            else:
+                class_pred = probas[:, c]
+            errors = (Variable(fg) - class_pred).abs()
+            errors_sorted, perm = torch.sort(errors, 0, descending=True)
+            perm = perm.data
+            fg_sorted = fg[perm]
+            losses.append(torch.dot(errors_sorted, Variable(lovasz_grad(fg_sorted))))
+        return mean(losses)
+
+    def flatten_probas(probas, labels, ignore=None):
+        """
+        Flattens predictions in the batch
+        """
+        if probas.dim() == 3:
+            # assumes output of a sigmoid layer
+            B, H, W = probas.size()
+            probas = probas.view(B, 1, H, W)
+        B, C, H, W = probas.size()
+        probas = probas.permute(0, 2, 3, 1).contiguous().view(-1, C)  # B * H * W, C = P, C
+        labels = labels.view(-1)
+        if ignore is None:
+            return probas, labels
+        valid = (labels != ignore)
+        vprobas = probas[valid.nonzero().squeeze()]
+        vlabels = labels[valid]
+        return vprobas, vlabels
+
+    def isnan(x):
+        return x != x
+
+    def mean(l, ignore_nan=False, empty=0):
+        """
+        nanmean compatible with generators.
+        """
+        l = iter(l)
+        if ignore_nan:
+            l = ifilterfalse(isnan, l)
+        try:
+            n = 1
+            acc = next(l)
+        except StopIteration:
+            if empty == 'raise':
+                raise ValueError('Empty mean')
+            return empty
+        for n, v in enumerate(l, 2):
+            acc += v
+        if n == 1:
+            return acc
+        return acc / n
+
+    model = nn.Conv2d(2, 4, 1)  # three classes and a binary logit
+    init = load(m, model, state)
+    rng = np.random.default_rng(14)
+    x = torch.tensor(normal(rng, 2, 2, 3, 3))
+    labels = torch.tensor(rng.integers(0, 2, (2, 3, 3)))  # class 2 absent: skipped as not 'present'
+    labels[0, 0, 0] = 255
+    binary = torch.tensor(rng.integers(0, 2, (2, 3, 3)))
+    binary[1, 2, 2] = 255
+    assert mean([], empty=0) == 0 and mean(iter([1.0, float('nan'), 3.0]), ignore_nan=True) == 2.0
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    out = model(x)
+    probas = F.softmax(out[:, :3], dim=1)
+    softmax_loss = lovasz_softmax(probas, labels, ignore=255)
+    hinge_loss = lovasz_hinge(out[:, 3], binary, per_image=True, ignore=255)
+    loss = softmax_loss + hinge_loss
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, [softmax_loss.item(), hinge_loss.item()] + summary(model.parameters())
+
+
+def test_lovasz():
+    compare(lovasz)
+
+
+# (n) fzenke/spytorch's Tutorial 1 (surrogate gradients): time constants as float(np.exp(-time_step / tau)),
+# weights torch.empty(..., requires_grad=True) filled by torch.nn.init.normal_(mean, std=weight_scale /
+# np.sqrt(n)), Poisson-like input spikes by x_data[mask < prob] = 1.0 (the mask numpy's), SurrGradSpike an
+# autograd.Function (out[input > 0] = 1.0 forward, grad_input / (scale * torch.abs(input) + 1.0) ** 2 backward),
+# run_snn with torch.einsum("abc,cd->abd", (inputs, w1)) on a tuple of operands, the reset by out.detach(), records
+# stacked over time, and train()'s max over time, LogSoftmax and NLLLoss under Adam(betas=(0.9, 0.999))
+def spytorch(m, state=None):
+    torch, nn = m.torch, m.nn
+    nb_inputs, nb_hidden, nb_outputs = 5, 6, 2
+    time_step = 1e-3
+    nb_steps = 6
+    batch_size = 3
+    dtype = torch.float
+    device = torch.device("cpu")
+    tau_mem = 10e-3
+    tau_syn = 5e-3
+    alpha = float(np.exp(-time_step / tau_syn))
+    beta = float(np.exp(-time_step / tau_mem))
+    weight_scale = 7 * (1.0 - beta)  # this should give us some spikes to begin with
+
+    w1 = torch.empty((nb_inputs, nb_hidden), device=device, dtype=dtype, requires_grad=True)
+    torch.nn.init.normal_(w1, mean=0.0, std=weight_scale / np.sqrt(nb_inputs))
+    w2 = torch.empty((nb_hidden, nb_outputs), device=device, dtype=dtype, requires_grad=True)
+    torch.nn.init.normal_(w2, mean=0.0, std=weight_scale / np.sqrt(nb_hidden))
+    if state is not None:  # tnet's draws
+        with torch.no_grad():
+            w1.copy_(torch.tensor(state['w1']))
+            w2.copy_(torch.tensor(state['w2']))
+    init = {'w1': w1.detach().numpy().copy(), 'w2': w2.detach().numpy().copy()}
+
+    rng = np.random.RandomState(15)
+    freq = 5 * 100  # Hz (5 in the tutorial: more spikes at six steps)
+    prob = freq * time_step
+    mask = torch.tensor(rng.rand(batch_size, nb_steps, nb_inputs).astype(np.float32))
+    x_data = torch.zeros((batch_size, nb_steps, nb_inputs), device=device, dtype=dtype, requires_grad=False)
+    x_data[mask < prob] = 1.0
+    y_data = torch.tensor(1 * (rng.rand(batch_size) < 0.5), device=device)
+
+    class SurrGradSpike(torch.autograd.Function):
+        """
+        Here we implement our spiking nonlinearity which also implements
+        the surrogate gradient. By subclassing torch.autograd.Function,
+        we will be able to use all of PyTorch's autograd functionality.
+        Here we use the normalized negative part of a fast sigmoid
+        as this was done in Zenke & Ganguli (2018).
+        """
+
+        scale = 100.0  # controls steepness of surrogate gradient
+
+        @staticmethod
+        def forward(ctx, input):
+            """
+            In the forward pass we compute a step function of the input Tensor
+            and return it. ctx is a context object that we use to stash information which
+            we need to later backpropagate our error signals. To achieve this we use the
+            ctx.save_for_backward method.
+            """
+            ctx.save_for_backward(input)
+            out = torch.zeros_like(input)
+            out[input > 0] = 1.0
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            """
+            In the backward pass we receive a Tensor we need to compute the
+            surrogate gradient of the loss with respect to the input.
+            Here we use the normalized negative part of a fast sigmoid
+            as this was done in Zenke & Ganguli (2018).
+            """
+            input, = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad = grad_input / (SurrGradSpike.scale * torch.abs(input) + 1.0) ** 2
+            return grad
+
+    # here we overwrite our naive spike function by the "SurrGradSpike" nonlinearity which implements a surrogate gradient
+    spike_fn = SurrGradSpike.apply
+
+    def run_snn(inputs):
+        h1 = torch.einsum("abc,cd->abd", (inputs, w1))
+        syn = torch.zeros((batch_size, nb_hidden), device=device, dtype=dtype)
+        mem = torch.zeros((batch_size, nb_hidden), device=device, dtype=dtype)
+
+        mem_rec = []
+        spk_rec = []
+
+        # Compute hidden layer activity
+        for t in range(nb_steps):
+            mthr = mem - 1.0
+            out = spike_fn(mthr)
+            rst = out.detach()  # We do not want to backprop through the reset
+
+            new_syn = alpha * syn + h1[:, t]
+            new_mem = (beta * mem + syn) * (1.0 - rst)
+
+            mem_rec.append(mem)
+            spk_rec.append(out)
+
+            mem = new_mem
+            syn = new_syn
+
+        mem_rec = torch.stack(mem_rec, dim=1)
+        spk_rec = torch.stack(spk_rec, dim=1)
+
+        # Readout layer
+        h2 = torch.einsum("abc,cd->abd", (spk_rec, w2))
+        flt = torch.zeros((batch_size, nb_outputs), device=device, dtype=dtype)
+        out = torch.zeros((batch_size, nb_outputs), device=device, dtype=dtype)
+        out_rec = [out]
+        for t in range(nb_steps):
+            new_flt = alpha * flt + h2[:, t]
+            new_out = beta * out + flt
+
+            flt = new_flt
+            out = new_out
+
+            out_rec.append(out)
+
+        out_rec = torch.stack(out_rec, dim=1)
+        other_recs = [mem_rec, spk_rec]
+        return out_rec, other_recs
+
+    def train(x_data, y_data, lr=1e-3, nb_epochs=10):
+        params = [w1, w2]
+        optimizer = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999))
+
+        log_softmax_fn = nn.LogSoftmax(dim=1)
+        loss_fn = nn.NLLLoss()
+
+        loss_hist = []
+        for e in range(nb_epochs):
+            output, _ = run_snn(x_data)
+            m, _ = torch.max(output, 1)
+            log_p_y = log_softmax_fn(m)
+            loss_val = loss_fn(log_p_y, y_data)
+
+            optimizer.zero_grad()
+            loss_val.backward()
+            optimizer.step()
+            loss_hist.append(loss_val.item())
+        return loss_hist
+
+    loss_hist = train(x_data, y_data, lr=2e-2, nb_epochs=2)
+    _, (mem_rec, spk_rec) = run_snn(x_data)
+    assert spk_rec.sum().item() > 0
+    return init, loss_hist + [spk_rec.sum().item(), mem_rec.sum().item()] + summary([w1, w2])
+
+
+def test_spytorch():
+    compare(spytorch)
