@@ -2121,3 +2121,353 @@ def spytorch(m, state=None):
 
 def test_spytorch():
     compare(spytorch)
+
+
+# (o) facebookresearch/DiT's models.py at a tiny size, trained by cloneofsimo/minRF's rectified flow: modulate (x * (1 +
+# scale.unsqueeze(1)) + shift.unsqueeze(1)), TimestepEmbedder.timestep_embedding (freqs by torch.exp(-math.log(max_period)
+# * torch.arange(start=0, end=half, dtype=torch.float32) / half), an odd dim padded by zeros_like), LabelEmbedder's
+# token_drop by torch.where(drop_ids, self.num_classes, labels) with force_drop_ids, DiTBlock's adaLN modulation
+# chunked in six (timm's Attention and Mlp written out, GELU(approximate="tanh")), FinalLayer, the numpy
+# get_2d_sincos_pos_embed copied into a frozen pos_embed by .data.copy_(torch.from_numpy(pos_embed).float().unsqueeze(0)),
+# initialize_weights (xavier_uniform_ through self.apply, the patch conv's weight viewed flat, adaLN zeroed),
+# unpatchify by x.reshape(shape=...) and torch.einsum('nhwpqc->nchpwq'); RF.forward's t by torch.sigmoid of normal
+# draws (numpy's here, as z1), texp by t.view([b, *([1] * len(x.shape[1:]))]), the batchwise MSE and its (t, loss)
+# pairs binned by int(t * 10), and RF.sample's Euler steps with classifier-free guidance under @torch.no_grad()
+def dit_rf(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(16)
+
+    def modulate(x, shift, scale):
+        return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+    class TimestepEmbedder(nn.Module):
+        """
+        Embeds scalar timesteps into vector representations.
+        """
+        def __init__(self, hidden_size, frequency_embedding_size=256):
+            super().__init__()
+            self.mlp = nn.Sequential(
+                nn.Linear(frequency_embedding_size, hidden_size, bias=True),
+                nn.SiLU(),
+                nn.Linear(hidden_size, hidden_size, bias=True),
+            )
+            self.frequency_embedding_size = frequency_embedding_size
+
+        @staticmethod
+        def timestep_embedding(t, dim, max_period=10000):
+            half = dim // 2
+            freqs = torch.exp(
+                -math.log(max_period) * torch.arange(start=0, end=half, dtype=torch.float32) / half
+            ).to(device=t.device)
+            args = t[:, None].float() * freqs[None]
+            embedding = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+            if dim % 2:
+                embedding = torch.cat([embedding, torch.zeros_like(embedding[:, :1])], dim=-1)
+            return embedding
+
+        def forward(self, t):
+            t_freq = self.timestep_embedding(t, self.frequency_embedding_size)
+            t_emb = self.mlp(t_freq)
+            return t_emb
+
+    class LabelEmbedder(nn.Module):
+        """
+        Embeds class labels into vector representations. Also handles label dropout for classifier-free guidance.
+        """
+        def __init__(self, num_classes, hidden_size, dropout_prob):
+            super().__init__()
+            use_cfg_embedding = dropout_prob > 0
+            self.embedding_table = nn.Embedding(num_classes + use_cfg_embedding, hidden_size)
+            self.num_classes = num_classes
+            self.dropout_prob = dropout_prob
+
+        def token_drop(self, labels, force_drop_ids=None):
+            """
+            Drops labels to enable classifier-free guidance.
+            """
+            if force_drop_ids is None:
+                drop_ids = torch.rand(labels.shape[0], device=labels.device) < self.dropout_prob
+            else:
+                drop_ids = force_drop_ids == 1
+            labels = torch.where(drop_ids, self.num_classes, labels)
+            return labels
+
+        def forward(self, labels, train, force_drop_ids=None):
+            use_dropout = self.dropout_prob > 0
+            if (train and use_dropout) or (force_drop_ids is not None):
+                labels = self.token_drop(labels, force_drop_ids)
+            embeddings = self.embedding_table(labels)
+            return embeddings
+
+    class Attention(nn.Module):  # timm's, as DiT imports it
+        def __init__(self, dim, num_heads=8, qkv_bias=False):
+            super().__init__()
+            self.num_heads = num_heads
+            self.head_dim = dim // num_heads
+            self.scale = self.head_dim ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            x = F.scaled_dot_product_attention(q, k, v)
+            x = x.transpose(1, 2).reshape(B, N, C)
+            return self.proj(x)
+
+    class Mlp(nn.Module):  # timm's, as DiT imports it
+        def __init__(self, in_features, hidden_features, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Linear(hidden_features, in_features)
+
+        def forward(self, x):
+            return self.fc2(self.act(self.fc1(x)))
+
+    class DiTBlock(nn.Module):
+        """
+        A DiT block with adaptive layer norm zero (adaLN-Zero) conditioning.
+        """
+        def __init__(self, hidden_size, num_heads, mlp_ratio=4.0, **block_kwargs):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
+            self.attn = Attention(hidden_size, num_heads=num_heads, qkv_bias=True, **block_kwargs)
+            self.norm2 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
+            mlp_hidden_dim = int(hidden_size * mlp_ratio)
+            approx_gelu = lambda: nn.GELU(approximate="tanh")
+            self.mlp = Mlp(in_features=hidden_size, hidden_features=mlp_hidden_dim, act_layer=approx_gelu, drop=0)
+            self.adaLN_modulation = nn.Sequential(
+                nn.SiLU(),
+                nn.Linear(hidden_size, 6 * hidden_size, bias=True)
+            )
+
+        def forward(self, x, c):
+            shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.adaLN_modulation(c).chunk(6, dim=1)
+            x = x + gate_msa.unsqueeze(1) * self.attn(modulate(self.norm1(x), shift_msa, scale_msa))
+            x = x + gate_mlp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), shift_mlp, scale_mlp))
+            return x
+
+    class FinalLayer(nn.Module):
+        """
+        The final layer of DiT.
+        """
+        def __init__(self, hidden_size, patch_size, out_channels):
+            super().__init__()
+            self.norm_final = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
+            self.linear = nn.Linear(hidden_size, patch_size * patch_size * out_channels, bias=True)
+            self.adaLN_modulation = nn.Sequential(
+                nn.SiLU(),
+                nn.Linear(hidden_size, 2 * hidden_size, bias=True)
+            )
+
+        def forward(self, x, c):
+            shift, scale = self.adaLN_modulation(c).chunk(2, dim=1)
+            x = modulate(self.norm_final(x), shift, scale)
+            x = self.linear(x)
+            return x
+
+    class PatchEmbed(nn.Module):  # timm's, as DiT imports it
+        def __init__(self, img_size, patch_size, in_chans, embed_dim, bias=True):
+            super().__init__()
+            self.patch_size = (patch_size, patch_size)
+            self.num_patches = (img_size // patch_size) ** 2
+            self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size, bias=bias)
+
+        def forward(self, x):
+            return self.proj(x).flatten(2).transpose(1, 2)
+
+    class DiT(nn.Module):
+        """
+        Diffusion model with a Transformer backbone.
+        """
+        def __init__(self, input_size=32, patch_size=2, in_channels=4, hidden_size=1152, depth=28, num_heads=16,
+                     mlp_ratio=4.0, class_dropout_prob=0.1, num_classes=1000, learn_sigma=True):
+            super().__init__()
+            self.learn_sigma = learn_sigma
+            self.in_channels = in_channels
+            self.out_channels = in_channels * 2 if learn_sigma else in_channels
+            self.patch_size = patch_size
+            self.num_heads = num_heads
+
+            self.x_embedder = PatchEmbed(input_size, patch_size, in_channels, hidden_size, bias=True)
+            self.t_embedder = TimestepEmbedder(hidden_size, frequency_embedding_size=7)
+            self.y_embedder = LabelEmbedder(num_classes, hidden_size, class_dropout_prob)
+            num_patches = self.x_embedder.num_patches
+            # Will use fixed sin-cos embedding:
+            self.pos_embed = nn.Parameter(torch.zeros(1, num_patches, hidden_size), requires_grad=False)
+
+            self.blocks = nn.ModuleList([
+                DiTBlock(hidden_size, num_heads, mlp_ratio=mlp_ratio) for _ in range(depth)
+            ])
+            self.final_layer = FinalLayer(hidden_size, patch_size, self.out_channels)
+            self.initialize_weights()
+
+        def initialize_weights(self):
+            # Initialize transformer layers:
+            def _basic_init(module):
+                if isinstance(module, nn.Linear):
+                    torch.nn.init.xavier_uniform_(module.weight)
+                    if module.bias is not None:
+                        nn.init.constant_(module.bias, 0)
+            self.apply(_basic_init)
+
+            # Initialize (and freeze) pos_embed by sin-cos embedding:
+            pos_embed = get_2d_sincos_pos_embed(self.pos_embed.shape[-1], int(self.x_embedder.num_patches ** 0.5))
+            self.pos_embed.data.copy_(torch.from_numpy(pos_embed).float().unsqueeze(0))
+
+            # Initialize patch_embed like nn.Linear (instead of nn.Conv2d):
+            w = self.x_embedder.proj.weight.data
+            nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+            nn.init.constant_(self.x_embedder.proj.bias, 0)
+
+            # Initialize label embedding table:
+            nn.init.normal_(self.y_embedder.embedding_table.weight, std=0.02)
+
+            # Initialize timestep embedding MLP:
+            nn.init.normal_(self.t_embedder.mlp[0].weight, std=0.02)
+            nn.init.normal_(self.t_embedder.mlp[2].weight, std=0.02)
+
+            # Zero-out adaLN modulation layers in DiT blocks:
+            for block in self.blocks:
+                nn.init.constant_(block.adaLN_modulation[-1].weight, 0)
+                nn.init.constant_(block.adaLN_modulation[-1].bias, 0)
+
+            # Zero-out output layers:
+            nn.init.constant_(self.final_layer.adaLN_modulation[-1].weight, 0)
+            nn.init.constant_(self.final_layer.adaLN_modulation[-1].bias, 0)
+            nn.init.constant_(self.final_layer.linear.weight, 0)
+            nn.init.constant_(self.final_layer.linear.bias, 0)
+
+        def unpatchify(self, x):
+            """
+            x: (N, T, patch_size**2 * C)
+            imgs: (N, H, W, C)
+            """
+            c = self.out_channels
+            p = self.x_embedder.patch_size[0]
+            h = w = int(x.shape[1] ** 0.5)
+            assert h * w == x.shape[1]
+
+            x = x.reshape(shape=(x.shape[0], h, w, p, p, c))
+            x = torch.einsum('nhwpqc->nchpwq', x)
+            imgs = x.reshape(shape=(x.shape[0], c, h * p, h * p))
+            return imgs
+
+        def forward(self, x, t, y, force_drop_ids=None):
+            """
+            Forward pass of DiT.
+            x: (N, C, H, W) tensor of spatial inputs (images or latent representations of images)
+            t: (N,) tensor of diffusion timesteps
+            y: (N,) tensor of class labels
+            """
+            x = self.x_embedder(x) + self.pos_embed  # (N, T, D), where T = H * W / patch_size ** 2
+            t = self.t_embedder(t)                   # (N, D)
+            y = self.y_embedder(y, self.training, force_drop_ids)    # (N, D)
+            c = t + y                                # (N, D)
+            for block in self.blocks:
+                x = block(x, c)                      # (N, T, D)
+            x = self.final_layer(x, c)                # (N, T, patch_size ** 2 * out_channels)
+            x = self.unpatchify(x)                   # (N, out_channels, H, W)
+            return x
+
+    def get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False, extra_tokens=0):
+        grid_h = np.arange(grid_size, dtype=np.float32)
+        grid_w = np.arange(grid_size, dtype=np.float32)
+        grid = np.meshgrid(grid_w, grid_h)  # here w goes first
+        grid = np.stack(grid, axis=0)
+
+        grid = grid.reshape([2, 1, grid_size, grid_size])
+        pos_embed = get_2d_sincos_pos_embed_from_grid(embed_dim, grid)
+        if cls_token and extra_tokens > 0:
+            pos_embed = np.concatenate([np.zeros([extra_tokens, embed_dim]), pos_embed], axis=0)
+        return pos_embed
+
+    def get_2d_sincos_pos_embed_from_grid(embed_dim, grid):
+        assert embed_dim % 2 == 0
+        emb_h = get_1d_sincos_pos_embed_from_grid(embed_dim // 2, grid[0])  # (H*W, D/2)
+        emb_w = get_1d_sincos_pos_embed_from_grid(embed_dim // 2, grid[1])  # (H*W, D/2)
+        emb = np.concatenate([emb_h, emb_w], axis=1)  # (H*W, D)
+        return emb
+
+    def get_1d_sincos_pos_embed_from_grid(embed_dim, pos):
+        assert embed_dim % 2 == 0
+        omega = np.arange(embed_dim // 2, dtype=np.float64)
+        omega /= embed_dim / 2.
+        omega = 1. / 10000**omega  # (D/2,)
+        pos = pos.reshape(-1)  # (M,)
+        out = np.einsum('m,d->md', pos, omega)  # (M, D/2), outer product
+        emb_sin = np.sin(out)  # (M, D/2)
+        emb_cos = np.cos(out)  # (M, D/2)
+        emb = np.concatenate([emb_sin, emb_cos], axis=1)  # (M, D)
+        return emb
+
+    class RF:
+        def __init__(self, model, ln=True):
+            self.model = model
+            self.ln = ln
+
+        def forward(self, x, cond):
+            b = x.size(0)
+            if self.ln:
+                nt = torch.tensor(normal(rng, b)).to(x.device)  # torch.randn((b,))
+                t = torch.sigmoid(nt)
+            else:
+                t = torch.rand((b,)).to(x.device)
+            texp = t.view([b, *([1] * len(x.shape[1:]))])
+            z1 = torch.tensor(normal(rng, *x.shape))  # torch.randn_like(x)
+            zt = (1 - texp) * x + texp * z1
+            vtheta = self.model(zt, t, cond)
+            batchwise_mse = ((z1 - x - vtheta) ** 2).mean(dim=list(range(1, len(x.shape))))
+            tlist = batchwise_mse.detach().cpu().reshape(-1).tolist()
+            ttloss = [(tv, tloss) for tv, tloss in zip(t, tlist)]
+            return batchwise_mse.mean(), ttloss
+
+        @torch.no_grad()
+        def sample(self, z, cond, null_cond=None, sample_steps=50, cfg=2.0):
+            b = z.size(0)
+            dt = 1.0 / sample_steps
+            dt = torch.tensor([dt] * b).to(z.device).view([b, *([1] * len(z.shape[1:]))])
+            images = [z]
+            for i in range(sample_steps, 0, -1):
+                t = i / sample_steps
+                t = torch.tensor([t] * b).to(z.device)
+
+                vc = self.model(z, t, cond)
+                if null_cond is not None:
+                    vu = self.model(z, t, null_cond)
+                    vc = vu + cfg * (vc - vu)
+
+                z = z - dt * vc
+                images.append(z)
+            return images
+
+    model = DiT(input_size=4, patch_size=2, in_channels=1, hidden_size=8, depth=1, num_heads=2, mlp_ratio=2.0,
+                class_dropout_prob=0.1, num_classes=3, learn_sigma=False)
+    torch.nn.init.normal_(model.final_layer.linear.weight, std=0.02)  # out of zero, for the blocks' gradients
+    init = load(m, model, state)
+    assert not model.pos_embed.requires_grad and model.y_embedder.embedding_table.num_embeddings == 4
+    rf = RF(lambda x, t, y: model(x, t, y, force_drop_ids=torch.tensor([1, 0])))
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4)
+    x = torch.tensor(normal(rng, 2, 1, 4, 4))
+    c = torch.tensor([0, 2])
+    lossbin = {i: 0 for i in range(10)}
+    losscnt = {i: 1e-6 for i in range(10)}
+    optimizer.zero_grad()
+    loss, blsct = rf.forward(x, c)
+    loss.backward()
+    optimizer.step()
+    for t, l in blsct:
+        lossbin[int(t * 10)] += l
+        losscnt[int(t * 10)] += 1
+    model.eval()
+    rf_eval = RF(model)
+    images = rf_eval.sample(torch.tensor(normal(rng, 1, 1, 4, 4)), torch.tensor([1]), torch.tensor([3]), sample_steps=1)
+    assert len(images) == 2 and not images[-1].requires_grad
+    return init, ([loss.item()] + [lossbin[i] / losscnt[i] for i in range(10)] + images[-1].view(-1).tolist()
+                  + summary(model.parameters()))
+
+
+def test_dit_rf():
+    compare(dit_rf)
