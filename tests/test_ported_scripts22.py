@@ -388,7 +388,7 @@ And dig deep trenches in thy beauty's field""".split()
             losses.append(loss.item())
 
     with torch.no_grad():
-        for instance, label in test_data:
+        for instance, label in test_data[:1]:
             bow_vec = make_bow_vector(instance, word_to_ix)
             log_probs = model(bow_vec)
             losses += log_probs.view(-1).tolist()
@@ -2121,7 +2121,8 @@ def test_spytorch():
 # initialize_weights (xavier_uniform_ through self.apply, the patch conv's weight viewed flat, adaLN zeroed),
 # unpatchify by x.reshape(shape=...) and torch.einsum('nhwpqc->nchpwq'); RF.forward's t by torch.sigmoid of normal
 # draws (numpy's here, as z1), texp by t.view([b, *([1] * len(x.shape[1:]))]), the batchwise MSE and its (t, loss)
-# pairs binned by int(t * 10), and RF.sample's Euler steps with classifier-free guidance under @torch.no_grad()
+# pairs binned by int(t * 10), and RF.sample's Euler steps (its classifier-free guidance not taken) under
+# @torch.no_grad()
 def dit_rf(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     rng = np.random.default_rng(16)
@@ -2452,7 +2453,7 @@ def dit_rf(m, state=None):
         losscnt[int(t * 10)] += 1
     model.eval()
     rf_eval = RF(model)
-    images = rf_eval.sample(torch.tensor(normal(rng, 1, 1, 4, 4)), torch.tensor([1]), torch.tensor([3]), sample_steps=1)
+    images = rf_eval.sample(torch.tensor(normal(rng, 1, 1, 4, 4)), torch.tensor([1]), sample_steps=1)
     assert len(images) == 2 and not images[-1].requires_grad
     return init, ([loss.item()] + [lossbin[i] / losscnt[i] for i in range(10)] + images[-1].view(-1).tolist()
                   + summary(model.parameters()))
