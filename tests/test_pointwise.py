@@ -536,6 +536,12 @@ def test_clamp_tensor_bounds_in_place_and_errors(rng):
     y.sum().backward()
     assert y.tolist() == [1.0, 1.0, 1.0] and t.grad.tolist() == [0.0, 0.0, 0.0]
     assert np.isnan(tnet.clamp(t, min=float("nan")).numpy()).all()
+    # a 0-d bound that needs no gradient reads as a number beside a number bound (torch's parser), else TypeError
+    c_max = tnet.tensor([25.0])
+    assert tnet.clamp(tnet.tensor([1.0, 30.0]), 0, c_max.data[0]).tolist() == [1.0, 25.0]
+    assert tnet.clamp(tnet.tensor([1, 30]), tnet.tensor(0), 2.5).tolist() == [1.0, 2.5]
+    with pytest.raises(TypeError, match="clamp"):
+        tnet.clamp(x[0], 0, tnet.tensor(25.0, requires_grad=True))
 
 
 def test_small_integer_dtypes_as_torch():

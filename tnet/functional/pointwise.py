@@ -588,6 +588,12 @@ def clamp(input, min=None, max=None):
     check_tensors("clamp", input=input)
     check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
     tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
+    if any(tensors) and not all(tensors):
+        # torch's parser reads a 0-d tensor that needs no gradient as a Number (Beta-VAE's
+        # torch.clamp(c, 0, C_max.data[0])): such a bound beside a number is that number
+        min, max = (v.item() if isinstance(v, Tensor) and v.ndim == 0 and not v.requires_grad else v
+                    for v in (min, max))
+        tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
     if any(tensors):
         if not all(tensors):
             raise TypeError(f"clamp() received an invalid combination of arguments - got min={type(min).__name__}, "
