@@ -34,7 +34,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, jit, launch_kept
+from .autotune import autotune, fit, jit, launch_kept
 from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
@@ -47,7 +47,7 @@ _TILE_CONFIGS = [triton.Config({"BLOCK_R": 64, "BLOCK_C": 64}, num_warps=4),
                  triton.Config({"BLOCK_R": 128, "BLOCK_C": 16}, num_warps=4)]
 _PART_CONFIGS = [triton.Config({**c.kwargs, "STAGES": stages}, num_warps=c.num_warps)
                  for c, stages in zip(_TILE_CONFIGS, (3, 2, 2, 2))]
-_INTERPRET_BLOCKS = {"BLOCK_R": 2048, "BLOCK_C": 16}
+_INTERPRET_BLOCKS = {"BLOCK_R": fit("R", 2048), "BLOCK_C": 16}
 _GPU = tl.constexpr(not INTERPRET)
 # Rows of one part of the sums: a multiple of ROWS_MIN (itself a multiple of every config's
 # BLOCK_R, so that no tile straddles two parts), at most MAX_PARTS parts, so that the finalize
@@ -57,8 +57,8 @@ _GPU = tl.constexpr(not INTERPRET)
 ROWS_MIN = 4096 if INTERPRET else 128
 MAX_PARTS = 512
 # batch_norm_finalize_kernel's channels per program: 32-byte rows of the [S, 2, C] parts, and
-# C / 8 programs reading them at once rather than a few looping
-FINAL_BLOCK_C = 8
+# C / 8 programs reading them at once rather than a few looping; the interpreter pays per program
+FINAL_BLOCK_C = 128 if INTERPRET else 8
 
 
 @triton.jit

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .autotune import autotune, launch_kept
+from .autotune import autotune, fit, launch_kept
 from .launch import FLOATS, INTEGERS, cdiv, check, check_float, kept
 
 
@@ -24,7 +24,8 @@ _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
 CHUNK = 1024
 
 
-@autotune(_CONFIGS, key=["I", "J", "L"], interpret={"BLOCK_R": 4096, "BLOCK_J": 16})
+@autotune(_CONFIGS, key=["I", "J", "L"],
+          interpret={"BLOCK_R": fit(lambda args: min(args["chunk"], args["I"] * args["L"]), 4096), "BLOCK_J": 16})
 @triton.jit
 def sum_kernel(x_ptr, out_ptr, I, J, L, chunk, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr):
     """x [I, J, L] contiguous -> out [S, J], part s summing reduced indices r = i*L + l in
