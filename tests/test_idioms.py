@@ -697,6 +697,22 @@ def test_copied_model_files_import_hub_and_model_zoo():
             load("https://download.pytorch.org/models/resnet18-f37072fd.pth")
 
 
+def test_hub_dir_as_torchs_and_its_listings_raise(monkeypatch, tmp_path):
+    """torch.hub.get_dir and set_dir (scripts keep checkpoints there); hub.list and hub.help, which fetch
+    GitHub repositories' torch code, raise and name the local way."""
+    import torch
+    monkeypatch.setattr(tnet.hub, "_hub_dir", None)
+    for home in (None, str(tmp_path)):
+        if home:
+            monkeypatch.setenv("TORCH_HOME", home)
+        assert tnet.hub.get_dir() == torch.hub.get_dir()
+    tnet.hub.set_dir(str(tmp_path / "hub2"))
+    assert tnet.hub.get_dir() == str(tmp_path / "hub2")
+    for call in (lambda: tnet.hub.list("pytorch/vision"), lambda: tnet.hub.help("pytorch/vision", "resnet18")):
+        with pytest.raises(NotImplementedError, match="source='local'"):
+            call()
+
+
 def test_a_training_step_under_torchs_profiler():
     """`with torch.profiler.profile(...)` around a step, record_function labels, and the older
     torch.autograd.profiler.profile: torch's profiler records tnet's work (host time, and on a GPU

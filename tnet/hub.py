@@ -17,6 +17,35 @@ MODULE_HUBCONF = "hubconf.py"
 VAR_DEPENDENCY = "dependencies"
 
 
+_hub_dir = None  # set_dir's
+
+
+def get_dir():
+    """torch.hub.get_dir: where hub downloads would go, set_dir's directory, else $TORCH_HOME/hub
+    (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, XDG_CACHE_HOME to ~/.cache), as torch's."""
+    if _hub_dir is not None:
+        return _hub_dir
+    cache = os.getenv("XDG_CACHE_HOME", os.path.join("~", ".cache"))
+    return os.path.join(os.path.expanduser(os.getenv("TORCH_HOME", os.path.join(cache, "torch"))), "hub")
+
+
+def set_dir(d):
+    """torch.hub.set_dir: get_dir's answer from now on."""
+    global _hub_dir
+    _hub_dir = os.path.expanduser(d)
+
+
+def list(github, force_reload=False, skip_validation=False, trust_repo=None, verbose=True):
+    raise NotImplementedError(f"tnet.hub.list({github!r}): hub repositories run torch's code; clone the repository, "
+                              "port its hubconf.py's imports and load it with load(dir, model, source='local')")
+
+
+def help(github, model, force_reload=False, skip_validation=False, trust_repo=None):
+    raise NotImplementedError(f"tnet.hub.help({github!r}, {model!r}): hub repositories run torch's code; clone the "
+                              "repository, port its hubconf.py's imports and load it with load(dir, model, "
+                              "source='local')")
+
+
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False, file_name=None,
                              weights_only=False):
     raise NotImplementedError(f"tnet.hub.load_state_dict_from_url({url!r}): {_HOW}")
