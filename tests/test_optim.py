@@ -355,6 +355,26 @@ def test_muon_matches_its_float64_rule_within_torchs_own_bf16_error(rng):
             assert_close(opt.state[p]["momentum_buffer"], bufs[i], TOL["ieee"], f"step {step}, buffer {i}")
 
 
+@pytest.mark.parametrize("momentum", [0.9, 0.0])
+def test_sgd_resumes_from_torchs_state_dict(momentum):
+    """torch's SGD state: a momentum_buffer (None without momentum) and no step; the buffer is carried on, not
+    taken for a first step's (which would set it to the gradient)."""
+    ref = torch.nn.Parameter(torch.zeros(3))
+    theirs = torch.optim.SGD([ref], lr=0.1, momentum=momentum)
+    ref.grad = torch.ones(3)
+    theirs.step()
+    saved = theirs.state_dict()
+    p = nn.Parameter(tnet.tensor(ref.detach().numpy()))
+    ours = optim.SGD([p], lr=0.1, momentum=momentum)
+    ours.load_state_dict({"state": {i: {k: None if v is None else v.numpy() for k, v in entry.items()}
+                                    for i, entry in saved["state"].items()},
+                          "param_groups": saved["param_groups"]})
+    theirs.step()
+    p.grad = tnet.ones(3)
+    ours.step()
+    assert_close(p.numpy(), ref.detach().numpy(), 1e-6, "parameter after the resumed step")
+
+
 def test_muon_state_dict_and_errors(rng):
     """Muon's state is torch's (momentum_buffer), resumed exactly; torch's checks, one-line, as
     ValueErrors; a GradScaler's step and Caffe's multipliers are refused."""

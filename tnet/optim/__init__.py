@@ -297,15 +297,18 @@ class Optimizer:
                   lambda: f"{name}: a group of {len(g['params'])} parameters for one of {len(group['params'])}")
             groups.append(replace_group(dict(group), g))
             self._validate(groups[-1])
-        entries = [saved.get(i, saved.get(str(i), {})) for i in range(len(self._params))]
+        # torch's SGD keeps no step and a momentum_buffer of None until its first step: a None buffer counts as
+        # absent, and an entry holding buffers but no step has taken one (its first step made them)
+        entries = [{k: v for k, v in saved.get(i, saved.get(str(i), {})).items() if v is not None}
+                   for i in range(len(self._params))]
         for i, (p, entry) in enumerate(zip(self._params, entries)):
             for b in self._buffers(p):
                 check(b in entry or not entry, lambda: f"{name}: parameter {i} has no {b}")
                 check(not entry or tuple(np.shape(entry[b])) == p.shape,
                       lambda: f"{name}: {b} {tuple(np.shape(entry.get(b)))} for parameter {i} {p.shape}")
         for s, t in [("step", self._steps), *self._scalars.items()]:
-            initial = self.SCALARS.get(s, 0.0)
-            t.copy_(torch.from_numpy(np.array([float(e.get(s, initial)) for e in entries], np.float32)))
+            initial = [self.SCALARS.get(s, 1.0 if s == "step" and e else 0.0) for e in entries]
+            t.copy_(torch.from_numpy(np.array([float(e.get(s, i)) for e, i in zip(entries, initial)], np.float32)))
         group_of = {p: group for group in groups for p in group["params"]}
         for p, entry in zip(self._params, entries):
             for b in self._buffers(p):
