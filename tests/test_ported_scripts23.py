@@ -1,0 +1,699 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
+alone, as test_ported_scripts.py: michuanhaohao's reid-strong-baseline (euclidean_dist by the old addmm_(1, -2, ...),
+batch-hard mining, TripletLoss on MarginRankingLoss, CrossEntropyLabelSmooth) over filipradenovic's GeM pooling;
+hszhao's PSPNet pyramid pooling module; torchvision's FeaturePyramidNetwork written inline; LeeJunHyun's Attention
+U-Net with a focal Tversky loss; heykeetae's SAGAN self-attention with christiancosgrove's SpectralNorm wrapper and
+the hinge loss; naoto0804's AdaIN; AlexHex7's non-local block, Andrew-Qibin's coordinate attention and SimAM;
+Alibaba's asymmetric loss, PolyLoss and MultiLabelSoftMarginLoss; Deep CORAL and the MMD loss of domain adaptation;
+Aladdin Persson's Transformer from scratch and YOLOv1 loss; a class-conditional BatchNorm with FiLM. Each runs in
+tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
+into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) michuanhaohao/reid-strong-baseline's layers/triplet_loss.py and a GeM head: normalize(x, axis) by
+# torch.norm(x, 2, axis, keepdim=True).expand_as(x), euclidean_dist by xx + yy and the deprecated dist.addmm_(1, -2, x,
+# y.t()), hard_example_mining (is_pos by labels.expand(N, N).eq(labels.expand(N, N).t()), torch.max and torch.min of
+# dist_mat[is_pos].contiguous().view(N, -1)), TripletLoss calling MarginRankingLoss with y =
+# dist_an.new().resize_as_(dist_an).fill_(1), CrossEntropyLabelSmooth by scatter_ of targets.unsqueeze(1).data.cpu();
+# filipradenovic's cnnimageretrieval gem() (x.clamp(min=eps).pow(p) average-pooled over (x.size(-2), x.size(-1)),
+# pow(1./p)) with GeM's learnable p and __repr__ by self.p.data.tolist()[0]; an Adam step on both losses
+def reid_gem(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(0)
+
+    def normalize(x, axis=-1):
+        x = 1. * x / (torch.norm(x, 2, axis, keepdim=True).expand_as(x) + 1e-12)
+        return x
+
+    def euclidean_dist(x, y):
+        m_, n = x.size(0), y.size(0)
+        xx = torch.pow(x, 2).sum(1, keepdim=True).expand(m_, n)
+        yy = torch.pow(y, 2).sum(1, keepdim=True).expand(n, m_).t()
+        dist = xx + yy
+        dist.addmm_(1, -2, x, y.t())
+        dist = dist.clamp(min=1e-12).sqrt()  # for numerical stability
+        return dist
+
+    def hard_example_mining(dist_mat, labels, return_inds=False):
+        assert len(dist_mat.size()) == 2
+        assert dist_mat.size(0) == dist_mat.size(1)
+        N = dist_mat.size(0)
+
+        # shape [N, N]
+        is_pos = labels.expand(N, N).eq(labels.expand(N, N).t())
+        is_neg = labels.expand(N, N).ne(labels.expand(N, N).t())
+
+        # `dist_ap` means distance(anchor, positive)
+        # both `dist_ap` and `relative_p_inds` with shape [N, 1]
+        dist_ap, relative_p_inds = torch.max(
+            dist_mat[is_pos].contiguous().view(N, -1), 1, keepdim=True)
+        # `dist_an` means distance(anchor, negative)
+        # both `dist_an` and `relative_n_inds` with shape [N, 1]
+        dist_an, relative_n_inds = torch.min(
+            dist_mat[is_neg].contiguous().view(N, -1), 1, keepdim=True)
+        # shape [N]
+        dist_ap = dist_ap.squeeze(1)
+        dist_an = dist_an.squeeze(1)
+        return dist_ap, dist_an
+
+    class TripletLoss(object):
+        """Modified from Tong Xiao's open-reid (https://github.com/Cysu/open-reid).
+        Related Triplet Loss theory can be found in paper 'In Defense of the Triplet
+        Loss for Person Re-Identification'."""
+
+        def __init__(self, margin=None):
+            self.margin = margin
+            if margin is not None:
+                self.ranking_loss = nn.MarginRankingLoss(margin=margin)
+            else:
+                self.ranking_loss = nn.SoftMarginLoss()
+
+        def __call__(self, global_feat, labels, normalize_feature=False):
+            if normalize_feature:
+                global_feat = normalize(global_feat, axis=-1)
+            dist_mat = euclidean_dist(global_feat, global_feat)
+            dist_ap, dist_an = hard_example_mining(
+                dist_mat, labels)
+            y = dist_an.new().resize_as_(dist_an).fill_(1)
+            if self.margin is not None:
+                loss = self.ranking_loss(dist_an, dist_ap, y)
+            else:
+                loss = self.ranking_loss(dist_an - dist_ap, y)
+            return loss, dist_ap, dist_an
+
+    class CrossEntropyLabelSmooth(nn.Module):
+        def __init__(self, num_classes, epsilon=0.1, use_gpu=True):
+            super(CrossEntropyLabelSmooth, self).__init__()
+            self.num_classes = num_classes
+            self.epsilon = epsilon
+            self.use_gpu = use_gpu
+            self.logsoftmax = nn.LogSoftmax(dim=1)
+
+        def forward(self, inputs, targets):
+            log_probs = self.logsoftmax(inputs)
+            targets = torch.zeros(log_probs.size()).scatter_(1, targets.unsqueeze(1).data.cpu(), 1)
+            if self.use_gpu: targets = targets.cuda()
+            targets = (1 - self.epsilon) * targets + self.epsilon / self.num_classes
+            loss = (- targets * log_probs).mean(0).sum()
+            return loss
+
+    def gem(x, p=3, eps=1e-6):
+        return F.avg_pool2d(x.clamp(min=eps).pow(p), (x.size(-2), x.size(-1))).pow(1./p)
+
+    class GeM(nn.Module):
+
+        def __init__(self, p=3, eps=1e-6):
+            super(GeM, self).__init__()
+            self.p = nn.Parameter(torch.ones(1)*p)
+            self.eps = eps
+
+        def forward(self, x):
+            return gem(x, p=self.p, eps=self.eps)
+
+        def __repr__(self):
+            return self.__class__.__name__ + '(' + 'p=' + '{:.4f}'.format(self.p.data.tolist()[0]) + ', ' + 'eps=' + str(self.eps) + ')'
+
+    class Baseline(nn.Module):
+        def __init__(self, num_classes):
+            super().__init__()
+            self.base = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            self.gap = GeM()
+            self.bottleneck = nn.BatchNorm1d(8)
+            self.bottleneck.bias.requires_grad_(False)  # no shift
+            self.classifier = nn.Linear(8, num_classes, bias=False)
+
+        def forward(self, x):
+            global_feat = self.gap(self.base(x))
+            global_feat = global_feat.view(global_feat.shape[0], -1)
+            feat = self.bottleneck(global_feat)
+            return self.classifier(feat), global_feat
+
+    use_gpu = torch.cuda.is_available()
+    model = Baseline(3)
+    init = load(m, model, state)
+    assert repr(model.gap) == 'GeM(p=3.0000, eps=1e-06)'
+    triplet = TripletLoss(0.3)
+    xent = CrossEntropyLabelSmooth(num_classes=3, use_gpu=use_gpu)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.01)
+    img = torch.tensor(normal(rng, 6, 3, 5, 5))
+    target = torch.tensor([0, 0, 1, 1, 2, 2])
+    losses = []
+    for _ in range(1):
+        score, feat = model(img)
+        loss = xent(score, target) + triplet(feat, target)[0]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        acc = (score.max(1)[1] == target).float().mean()
+        losses += [loss.item(), acc.item()]
+    _, dist_ap, dist_an = triplet(feat.detach(), target, normalize_feature=True)
+    losses += dist_ap.tolist() + dist_an.tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_reid_gem():
+    compare(reid_gem)
+
+
+# (b) hszhao/semseg's PSPNet pyramid pooling module (PPM: one Sequential of AdaptiveAvgPool2d(bin), a 1x1 conv,
+# BatchNorm and ReLU(inplace=True) per bin in a ModuleList, each upsampled by F.interpolate(f(x), x_size[2:],
+# mode='bilinear', align_corners=True) and torch.cat(out, 1)), the classifier with Dropout2d(p=dropout), the output
+# interpolated back to the input, the aux head and main_loss + 0.4 * aux_loss with CrossEntropyLoss(ignore_index=255)
+def psp_ppm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(1)
+
+    class PPM(nn.Module):
+        def __init__(self, in_dim, reduction_dim, bins):
+            super(PPM, self).__init__()
+            self.features = []
+            for bin in bins:
+                self.features.append(nn.Sequential(
+                    nn.AdaptiveAvgPool2d(bin),
+                    nn.Conv2d(in_dim, reduction_dim, kernel_size=1, bias=False),
+                    nn.BatchNorm2d(reduction_dim),
+                    nn.ReLU(inplace=True)
+                ))
+            self.features = nn.ModuleList(self.features)
+
+        def forward(self, x):
+            x_size = x.size()
+            out = [x]
+            for f in self.features:
+                out.append(F.interpolate(f(x), x_size[2:], mode='bilinear', align_corners=True))
+            return torch.cat(out, 1)
+
+    class PSPNet(nn.Module):
+        def __init__(self, bins=(1, 2, 3, 6), dropout=0.1, classes=2, zoom_factor=8, use_ppm=True,
+                     criterion=nn.CrossEntropyLoss(ignore_index=255)):
+            super(PSPNet, self).__init__()
+            assert 2048 % len(bins) == 0
+            assert classes > 1
+            assert zoom_factor in [1, 2, 4, 8]
+            self.zoom_factor = zoom_factor
+            self.use_ppm = use_ppm
+            self.criterion = criterion
+            self.layer0 = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True))
+            self.layer3 = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(inplace=True))
+            self.layer4 = nn.Sequential(nn.Conv2d(6, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            fea_dim = 8
+            if use_ppm:
+                self.ppm = PPM(fea_dim, int(fea_dim/len(bins)), bins)
+                fea_dim *= 2
+            self.cls = nn.Sequential(
+                nn.Conv2d(fea_dim, 8, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(8),
+                nn.ReLU(inplace=True),
+                nn.Dropout2d(p=dropout),
+                nn.Conv2d(8, classes, kernel_size=1)
+            )
+            if self.training:
+                self.aux = nn.Sequential(
+                    nn.Conv2d(6, 4, kernel_size=3, padding=1, bias=False),
+                    nn.BatchNorm2d(4),
+                    nn.ReLU(inplace=True),
+                    nn.Dropout2d(p=dropout),
+                    nn.Conv2d(4, classes, kernel_size=1)
+                )
+
+        def forward(self, x, y=None):
+            x_size = x.size()
+            h = int((x_size[2] - 1) / 8 * self.zoom_factor + 1)
+            w = int((x_size[3] - 1) / 8 * self.zoom_factor + 1)
+
+            x = self.layer0(x)
+            x_tmp = self.layer3(x)
+            x = self.layer4(x_tmp)
+            if self.use_ppm:
+                x = self.ppm(x)
+            x = self.cls(x)
+            if self.zoom_factor != 1:
+                x = F.interpolate(x, size=(h, w), mode='bilinear', align_corners=True)
+
+            if self.training:
+                aux = self.aux(x_tmp)
+                if self.zoom_factor != 1:
+                    aux = F.interpolate(aux, size=(h, w), mode='bilinear', align_corners=True)
+                main_loss = self.criterion(x, y)
+                aux_loss = self.criterion(aux, y)
+                return x.max(1)[1], main_loss, aux_loss
+            else:
+                return x
+
+    model = PSPNet(dropout=0.0, zoom_factor=8)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    x = torch.tensor(normal(rng, 2, 3, 9, 9))
+    target = rng.integers(0, 2, (2, 9, 9))
+    target[:, 0, :] = 255
+    y = torch.tensor(target)
+    losses = []
+    for _ in range(1):
+        output, main_loss, aux_loss = model(x, y)
+        main_loss, aux_loss = torch.mean(main_loss), torch.mean(aux_loss)
+        loss = main_loss + 0.4 * aux_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [main_loss.item(), aux_loss.item(), (output == y).sum().item()]
+    model.eval()
+    with torch.no_grad():
+        losses += [model(x).sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_psp_ppm():
+    compare(psp_ppm)
+
+
+# (c) torchvision.ops.feature_pyramid_network written inline: inner_blocks and layer_blocks in ModuleLists with
+# kaiming_uniform_(a=1) and zero biases over self.modules(), get_result_from_inner_blocks by a loop over enumerate
+# (idx < 0 turned positive), the top-down path by F.interpolate(size=feat_shape, mode="nearest") and results.insert(0,
+# ...), LastLevelMaxPool's F.max_pool2d(x[-1], 1, 2, 0), the OrderedDict of outputs; a tiny backbone returning
+# an OrderedDict of stages and an SGD step on a loss over every level
+def fpn(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from collections import OrderedDict
+    rng = np.random.default_rng(2)
+
+    class LastLevelMaxPool(nn.Module):
+        def forward(self, x, y, names):
+            names.append("pool")
+            x.append(F.max_pool2d(x[-1], 1, 2, 0))
+            return x, names
+
+    class FeaturePyramidNetwork(nn.Module):
+        def __init__(self, in_channels_list, out_channels, extra_blocks=None):
+            super().__init__()
+            self.inner_blocks = nn.ModuleList()
+            self.layer_blocks = nn.ModuleList()
+            for in_channels in in_channels_list:
+                if in_channels == 0:
+                    raise ValueError("in_channels=0 is currently not supported")
+                inner_block_module = nn.Conv2d(in_channels, out_channels, 1)
+                layer_block_module = nn.Conv2d(out_channels, out_channels, 3, padding=1)
+                self.inner_blocks.append(inner_block_module)
+                self.layer_blocks.append(layer_block_module)
+
+            # initialize parameters now to avoid modifying the initialization of top_blocks
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    nn.init.kaiming_uniform_(m_.weight, a=1)
+                    if m_.bias is not None:
+                        nn.init.constant_(m_.bias, 0)
+
+            self.extra_blocks = extra_blocks
+
+        def get_result_from_inner_blocks(self, x, idx):
+            num_blocks = len(self.inner_blocks)
+            if idx < 0:
+                idx += num_blocks
+            out = x
+            for i, module in enumerate(self.inner_blocks):
+                if i == idx:
+                    out = module(x)
+            return out
+
+        def get_result_from_layer_blocks(self, x, idx):
+            num_blocks = len(self.layer_blocks)
+            if idx < 0:
+                idx += num_blocks
+            out = x
+            for i, module in enumerate(self.layer_blocks):
+                if i == idx:
+                    out = module(x)
+            return out
+
+        def forward(self, x):
+            # unpack OrderedDict into two lists for easier handling
+            names = list(x.keys())
+            x = list(x.values())
+
+            last_inner = self.get_result_from_inner_blocks(x[-1], -1)
+            results = []
+            results.append(self.get_result_from_layer_blocks(last_inner, -1))
+
+            for idx in range(len(x) - 2, -1, -1):
+                inner_lateral = self.get_result_from_inner_blocks(x[idx], idx)
+                feat_shape = inner_lateral.shape[-2:]
+                inner_top_down = F.interpolate(last_inner, size=feat_shape, mode="nearest")
+                last_inner = inner_lateral + inner_top_down
+                results.insert(0, self.get_result_from_layer_blocks(last_inner, idx))
+
+            if self.extra_blocks is not None:
+                results, names = self.extra_blocks(results, x, names)
+
+            # make it back an OrderedDict
+            out = OrderedDict([(k, v) for k, v in zip(names, results)])
+
+            return out
+
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.ReLU())
+            self.layer2 = nn.Sequential(nn.Conv2d(4, 6, 3, 2, 1), nn.ReLU())
+            self.layer3 = nn.Sequential(nn.Conv2d(6, 8, 3, 2, 1), nn.ReLU())
+
+        def forward(self, x):
+            out = OrderedDict()
+            x = self.layer1(x)
+            out['feat0'] = x
+            x = self.layer2(x)
+            out['feat1'] = x
+            out['feat2'] = self.layer3(x)
+            return out
+
+    model = nn.Sequential(Backbone(), FeaturePyramidNetwork([4, 6, 8], 5, extra_blocks=LastLevelMaxPool()))
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.tensor(normal(rng, 2, 3, 11, 13))
+    losses = []
+    for _ in range(1):
+        output = model(x)
+        assert [k for k in output.keys()] == ['feat0', 'feat1', 'feat2', 'pool']
+        loss = sum((v ** 2).mean() for v in output.values())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()] + [float(v.shape[-1]) for k, v in output.items()]
+    return init, losses + summary(model.parameters())
+
+
+def test_fpn():
+    compare(fpn)
+
+
+# (d) LeeJunHyun/Image_Segmentation's AttU_Net at two levels: conv_block (two conv-BN-ReLU(inplace=True)), up_conv by
+# nn.Upsample(scale_factor=2), Attention_block (W_g, W_x, psi with Sigmoid, relu(g1 + x1), x * psi), torch.cat((x2, d3),
+# dim=1) skips, init_weights' init_type 'normal' by init.normal_(m.weight.data, 0.0, gain) over classname.find('Conv');
+# trained (by SGD: Adam would blow the conv biases' zero gradients before BatchNorm up to steps) by nabsabraham's focal Tversky loss (inputs.view(-1), TP/FP/FN by sums, (1 - Tversky)**gamma) on a sigmoid
+def attention_unet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = m.nn.init
+    rng = np.random.default_rng(3)
+
+    def init_weights(net, init_type='normal', gain=0.02):
+        def init_func(m):
+            classname = m.__class__.__name__
+            if hasattr(m, 'weight') and (classname.find('Conv') != -1 or classname.find('Linear') != -1):
+                if init_type == 'normal':
+                    init_.normal_(m.weight.data, 0.0, gain)
+                elif init_type == 'kaiming':
+                    init_.kaiming_normal_(m.weight.data, a=0, mode='fan_in')
+                else:
+                    raise NotImplementedError('initialization method [%s] is not implemented' % init_type)
+                if hasattr(m, 'bias') and m.bias is not None:
+                    init_.constant_(m.bias.data, 0.0)
+            elif classname.find('BatchNorm2d') != -1:
+                init_.normal_(m.weight.data, 1.0, gain)
+                init_.constant_(m.bias.data, 0.0)
+
+        net.apply(init_func)
+
+    class conv_block(nn.Module):
+        def __init__(self, ch_in, ch_out):
+            super(conv_block, self).__init__()
+            self.conv = nn.Sequential(
+                nn.Conv2d(ch_in, ch_out, kernel_size=3, stride=1, padding=1, bias=True),
+                nn.BatchNorm2d(ch_out),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(ch_out, ch_out, kernel_size=3, stride=1, padding=1, bias=True),
+                nn.BatchNorm2d(ch_out),
+                nn.ReLU(inplace=True)
+            )
+
+        def forward(self, x):
+            x = self.conv(x)
+            return x
+
+    class up_conv(nn.Module):
+        def __init__(self, ch_in, ch_out):
+            super(up_conv, self).__init__()
+            self.up = nn.Sequential(
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(ch_in, ch_out, kernel_size=3, stride=1, padding=1, bias=True),
+                nn.BatchNorm2d(ch_out),
+                nn.ReLU(inplace=True)
+            )
+
+        def forward(self, x):
+            x = self.up(x)
+            return x
+
+    class Attention_block(nn.Module):
+        def __init__(self, F_g, F_l, F_int):
+            super(Attention_block, self).__init__()
+            self.W_g = nn.Sequential(
+                nn.Conv2d(F_g, F_int, kernel_size=1, stride=1, padding=0, bias=True),
+                nn.BatchNorm2d(F_int)
+            )
+
+            self.W_x = nn.Sequential(
+                nn.Conv2d(F_l, F_int, kernel_size=1, stride=1, padding=0, bias=True),
+                nn.BatchNorm2d(F_int)
+            )
+
+            self.psi = nn.Sequential(
+                nn.Conv2d(F_int, 1, kernel_size=1, stride=1, padding=0, bias=True),
+                nn.BatchNorm2d(1),
+                nn.Sigmoid()
+            )
+
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, g, x):
+            g1 = self.W_g(g)
+            x1 = self.W_x(x)
+            psi = self.relu(g1+x1)
+            psi = self.psi(psi)
+
+            return x*psi
+
+    class AttU_Net(nn.Module):
+        def __init__(self, img_ch=3, output_ch=1):
+            super(AttU_Net, self).__init__()
+
+            self.Maxpool = nn.MaxPool2d(kernel_size=2, stride=2)
+
+            self.Conv1 = conv_block(ch_in=img_ch, ch_out=4)
+            self.Conv2 = conv_block(ch_in=4, ch_out=8)
+
+            self.Up2 = up_conv(ch_in=8, ch_out=4)
+            self.Att2 = Attention_block(F_g=4, F_l=4, F_int=2)
+            self.Up_conv2 = conv_block(ch_in=8, ch_out=4)
+
+            self.Conv_1x1 = nn.Conv2d(4, output_ch, kernel_size=1, stride=1, padding=0)
+
+        def forward(self, x):
+            # encoding path
+            x1 = self.Conv1(x)
+
+            x2 = self.Maxpool(x1)
+            x2 = self.Conv2(x2)
+
+            # decoding + concat path
+            d2 = self.Up2(x2)
+            x1 = self.Att2(g=d2, x=x1)
+            d2 = torch.cat((x1, d2), dim=1)
+            d2 = self.Up_conv2(d2)
+
+            d1 = self.Conv_1x1(d2)
+
+            return d1
+
+    ALPHA, BETA, GAMMA = 0.5, 0.5, 1
+
+    class FocalTverskyLoss(nn.Module):
+        def __init__(self, weight=None, size_average=True):
+            super(FocalTverskyLoss, self).__init__()
+
+        def forward(self, inputs, targets, smooth=1, alpha=ALPHA, beta=BETA, gamma=GAMMA):
+
+            # comment out if your model contains a sigmoid or equivalent activation layer
+            inputs = F.sigmoid(inputs)
+
+            # flatten label and prediction tensors
+            inputs = inputs.view(-1)
+            targets = targets.view(-1)
+
+            # True Positives, False Positives & False Negatives
+            TP = (inputs * targets).sum()
+            FP = ((1-targets) * inputs).sum()
+            FN = (targets * (1-inputs)).sum()
+
+            Tversky = (TP + smooth) / (TP + alpha*FP + beta*FN + smooth)
+            FocalTversky = (1 - Tversky)**gamma
+
+            return FocalTversky
+
+    model = AttU_Net(img_ch=3, output_ch=1)
+    if state is None:
+        init_weights(model, init_type='kaiming')
+    init = load(m, model, state)
+    criterion = FocalTverskyLoss()
+    optimizer = torch.optim.SGD(list(model.parameters()), 0.01, momentum=0.9)
+    images = torch.tensor(normal(rng, 2, 3, 6, 6))
+    GT = torch.tensor((rng.random((2, 1, 6, 6)) > 0.5).astype(np.float32))
+    losses = []
+    for _ in range(1):
+        SR = model(images)
+        SR_probs = F.sigmoid(SR)
+        SR_flat = SR_probs.view(SR_probs.size(0), -1)
+        GT_flat = GT.view(GT.size(0), -1)
+        loss = criterion(SR, GT) + nn.BCELoss()(SR_flat, GT_flat)
+        model.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_attention_unet():
+    compare(attention_unet)
+
+
+# (e) heykeetae/Self-Attention-GAN's Self_Attn (query and key 1x1 convs to in_dim // 8, proj_query permuted,
+# torch.bmm, softmax(dim=-1), gamma an nn.Parameter(torch.zeros(1)), returning out and the attention) under
+# christiancosgrove/pytorch-spectral-normalization-gan's SpectralNorm wrapper (l2normalize, _make_params deleting
+# module._parameters[self.name] and registering name + "_u", "_v", "_bar", _update_u_v's power iteration on
+# w.view(height, -1).data and setattr of w / sigma.expand_as(w)), and the hinge loss of SAGAN's trainer
+# (nn.ReLU()(1.0 - d_out_real).mean(), - d_out_fake.mean()); the draws of u and v are numpy's
+def sagan(m, state=None):
+    torch, nn = m.torch, m.nn
+    rng = np.random.default_rng(4)
+
+    def l2normalize(v, eps=1e-12):
+        return v / (v.norm() + eps)
+
+    class SpectralNorm(nn.Module):
+        def __init__(self, module, name='weight', power_iterations=1):
+            super(SpectralNorm, self).__init__()
+            self.module = module
+            self.name = name
+            self.power_iterations = power_iterations
+            if not self._made_params():
+                self._make_params()
+
+        def _update_u_v(self):
+            u = getattr(self.module, self.name + "_u")
+            v = getattr(self.module, self.name + "_v")
+            w = getattr(self.module, self.name + "_bar")
+
+            height = w.data.shape[0]
+            for _ in range(self.power_iterations):
+                v.data = l2normalize(torch.mv(torch.t(w.view(height, -1).data), u.data))
+                u.data = l2normalize(torch.mv(w.view(height, -1).data, v.data))
+
+            # sigma = torch.dot(u.data, torch.mv(w.view(height,-1).data, v.data))
+            sigma = u.dot(w.view(height, -1).mv(v))
+            setattr(self.module, self.name, w / sigma.expand_as(w))
+
+        def _made_params(self):
+            try:
+                u = getattr(self.module, self.name + "_u")
+                v = getattr(self.module, self.name + "_v")
+                w = getattr(self.module, self.name + "_bar")
+                return True
+            except AttributeError:
+                return False
+
+        def _make_params(self):
+            w = getattr(self.module, self.name)
+
+            height = w.data.shape[0]
+            width = w.view(height, -1).data.shape[1]
+
+            u = nn.Parameter(w.data.new(height).normal_(0, 1), requires_grad=False)
+            v = nn.Parameter(w.data.new(width).normal_(0, 1), requires_grad=False)
+            u.data = l2normalize(u.data)
+            v.data = l2normalize(v.data)
+            w_bar = nn.Parameter(w.data)
+
+            del self.module._parameters[self.name]
+
+            self.module.register_parameter(self.name + "_u", u)
+            self.module.register_parameter(self.name + "_v", v)
+            self.module.register_parameter(self.name + "_bar", w_bar)
+
+        def forward(self, *args):
+            self._update_u_v()
+            return self.module.forward(*args)
+
+    class Self_Attn(nn.Module):
+        """ Self attention Layer"""
+        def __init__(self, in_dim, activation):
+            super(Self_Attn, self).__init__()
+            self.chanel_in = in_dim
+            self.activation = activation
+
+            self.query_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim//8, kernel_size=1)
+            self.key_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim//8, kernel_size=1)
+            self.value_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim, kernel_size=1)
+            self.gamma = nn.Parameter(torch.zeros(1))
+
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, x):
+            """
+                inputs :
+                    x : input feature maps( B X C X W X H)
+                returns :
+                    out : self attention value + input feature
+                    attention: B X N X N (N is Width*Height)
+            """
+            m_batchsize, C, width, height = x.size()
+            proj_query = self.query_conv(x).view(m_batchsize, -1, width*height).permute(0, 2, 1)  # B X CX(N)
+            proj_key = self.key_conv(x).view(m_batchsize, -1, width*height)  # B X C x (*W*H)
+            energy = torch.bmm(proj_query, proj_key)  # transpose check
+            attention = self.softmax(energy)  # BX (N) X (N)
+            proj_value = self.value_conv(x).view(m_batchsize, -1, width*height)  # B X C X N
+
+            out = torch.bmm(proj_value, attention.permute(0, 2, 1))
+            out = out.view(m_batchsize, C, width, height)
+
+            out = self.gamma*out + x
+            return out, attention
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = nn.Sequential(SpectralNorm(nn.Conv2d(3, 16, 4, 2, 1)), nn.LeakyReLU(0.1))
+            self.attn1 = Self_Attn(16, 'relu')
+            self.last = nn.Sequential(nn.Conv2d(16, 1, 4))
+
+        def forward(self, x):
+            out = self.l1(x)
+            out, p1 = self.attn1(out)
+            out = self.last(out)
+            return out.squeeze(), p1
+
+    D = Discriminator()
+    init = load(m, D, state)
+    d_optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, D.parameters()), 0.0004, [0.0, 0.9])
+    real_images = torch.tensor(normal(rng, 3, 3, 8, 8))
+    fake_images = torch.tensor(normal(rng, 3, 3, 8, 8))
+    losses = []
+    for _ in range(1):
+        d_out_real, dr1 = D(real_images)
+        d_loss_real = torch.nn.ReLU()(1.0 - d_out_real).mean()
+        d_out_fake, df1 = D(fake_images)
+        d_loss_fake = torch.nn.ReLU()(1.0 + d_out_fake).mean()
+        d_loss = d_loss_real + d_loss_fake
+        d_optimizer.zero_grad()
+        d_loss.backward()
+        d_optimizer.step()
+        g_loss_fake = - D(fake_images)[0].mean()
+        losses += [d_loss.item(), g_loss_fake.item(), D.attn1.gamma.item(), dr1.sum(-1).mean().item()]
+    return init, losses + summary(D.parameters())
+
+
+def test_sagan():
+    compare(sagan)
