@@ -697,3 +697,559 @@ def sagan(m, state=None):
 
 def test_sagan():
     compare(sagan)
+
+
+# (f) naoto0804/pytorch-AdaIN's function.py and net.py at a reduced size: calc_mean_std (feat.view(N, C, -1).var(dim=2)
+# + eps, sqrt and mean viewed as (N, C, 1, 1)), adaptive_instance_normalization by expand(size), the decoder of
+# ReflectionPad2d((1, 1, 1, 1)), convs and nn.Upsample(scale_factor=2, mode='nearest'), Net's encoder split in slices
+# by list(enc_layers.children())[:n] with the encoder frozen (param.requires_grad = False), encode_with_intermediate,
+# calc_content_loss and calc_style_loss by MSELoss on the statistics, adjust_learning_rate by lr / (1.0 + lr_decay *
+# iteration_count) on param_groups; content_weight 1.0, style_weight 10.0
+def adain(m, state=None):
+    torch, nn = m.torch, m.nn
+    rng = np.random.default_rng(5)
+
+    def calc_mean_std(feat, eps=1e-5):
+        # eps is a small value added to the variance to avoid divide-by-zero.
+        size = feat.size()
+        assert (len(size) == 4)
+        N, C = size[:2]
+        feat_var = feat.view(N, C, -1).var(dim=2) + eps
+        feat_std = feat_var.sqrt().view(N, C, 1, 1)
+        feat_mean = feat.view(N, C, -1).mean(dim=2).view(N, C, 1, 1)
+        return feat_mean, feat_std
+
+    def adaptive_instance_normalization(content_feat, style_feat):
+        assert (content_feat.size()[:2] == style_feat.size()[:2])
+        size = content_feat.size()
+        style_mean, style_std = calc_mean_std(style_feat)
+        content_mean, content_std = calc_mean_std(content_feat)
+
+        normalized_feat = (content_feat - content_mean.expand(
+            size)) / content_std.expand(size)
+        return normalized_feat * style_std.expand(size) + style_mean.expand(size)
+
+    decoder = nn.Sequential(
+        nn.ReflectionPad2d((1, 1, 1, 1)),
+        nn.Conv2d(8, 4, (3, 3)),
+        nn.ReLU(),
+        nn.Upsample(scale_factor=2, mode='nearest'),
+        nn.ReflectionPad2d((1, 1, 1, 1)),
+        nn.Conv2d(4, 3, (3, 3)),
+    )
+
+    vgg = nn.Sequential(
+        nn.Conv2d(3, 3, (1, 1)),
+        nn.ReflectionPad2d((1, 1, 1, 1)),
+        nn.Conv2d(3, 4, (3, 3)),
+        nn.ReLU(),  # relu1-1
+        nn.MaxPool2d((2, 2), (2, 2), (0, 0), ceil_mode=True),
+        nn.ReflectionPad2d((1, 1, 1, 1)),
+        nn.Conv2d(4, 8, (3, 3)),
+        nn.ReLU(),  # relu2-1
+    )
+
+    class Net(nn.Module):
+        def __init__(self, encoder, decoder):
+            super(Net, self).__init__()
+            enc_layers = list(encoder.children())
+            self.enc_1 = nn.Sequential(*enc_layers[:4])  # input -> relu1_1
+            self.enc_2 = nn.Sequential(*enc_layers[4:8])  # relu1_1 -> relu2_1
+            self.decoder = decoder
+            self.mse_loss = nn.MSELoss()
+
+            # fix the encoder
+            for name in ['enc_1', 'enc_2']:
+                for param in getattr(self, name).parameters():
+                    param.requires_grad = False
+
+        # extract relu1_1, relu2_1 from input image
+        def encode_with_intermediate(self, input):
+            results = [input]
+            for i in range(2):
+                func = getattr(self, 'enc_{:d}'.format(i + 1))
+                results.append(func(results[-1]))
+            return results[1:]
+
+        # extract relu2_1 from input image
+        def encode(self, input):
+            for i in range(2):
+                input = getattr(self, 'enc_{:d}'.format(i + 1))(input)
+            return input
+
+        def calc_content_loss(self, input, target):
+            assert (input.size() == target.size())
+            assert (target.requires_grad is False)
+            return self.mse_loss(input, target)
+
+        def calc_style_loss(self, input, target):
+            assert (input.size() == target.size())
+            assert (target.requires_grad is False)
+            input_mean, input_std = calc_mean_std(input)
+            target_mean, target_std = calc_mean_std(target)
+            return self.mse_loss(input_mean, target_mean) + \
+                self.mse_loss(input_std, target_std)
+
+        def forward(self, content, style, alpha=1.0):
+            assert 0 <= alpha <= 1
+            style_feats = self.encode_with_intermediate(style)
+            content_feat = self.encode(content)
+            t = adaptive_instance_normalization(content_feat, style_feats[-1])
+            t = alpha * t + (1 - alpha) * content_feat
+
+            g_t = self.decoder(t)
+            g_t_feats = self.encode_with_intermediate(g_t)
+
+            loss_c = self.calc_content_loss(g_t_feats[-1], t)
+            loss_s = self.calc_style_loss(g_t_feats[0], style_feats[0])
+            for i in range(1, 2):
+                loss_s += self.calc_style_loss(g_t_feats[i], style_feats[i])
+            return loss_c, loss_s
+
+    network = Net(vgg, decoder)
+    network.train()
+    init = load(m, network, state)
+    lr, lr_decay = 1e-2, 5e-5
+
+    def adjust_learning_rate(optimizer, iteration_count):
+        """Imitating the original implementation"""
+        lr_ = lr / (1.0 + lr_decay * iteration_count)
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr_
+
+    optimizer = torch.optim.Adam(network.decoder.parameters(), lr=lr)
+    content_images = torch.tensor(rng.random((2, 3, 8, 8)).astype(np.float32))
+    style_images = torch.tensor(rng.random((2, 3, 8, 8)).astype(np.float32))
+    losses = []
+    for i in range(1):
+        adjust_learning_rate(optimizer, iteration_count=i)
+        loss_c, loss_s = network(content_images, style_images)
+        loss_c = 1.0 * loss_c
+        loss_s = 10.0 * loss_s
+        loss = loss_c + loss_s
+
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss_c.item(), loss_s.item()]
+    return init, losses + summary(network.parameters())
+
+
+def test_adain():
+    compare(adain)
+
+
+# (g) attention blocks as their repositories write them, in one small CNN: AlexHex7/Non-local_pytorch's
+# _NonLocalBlockND in its embedded Gaussian form (g, theta and phi 1x1 convs, sub_sample by MaxPool2d(kernel_size=(2,
+# 2)), W a conv and BatchNorm whose weight and bias start at nn.init.constant_(..., 0), f by torch.matmul and
+# F.softmax(f, dim=-1), y.permute(0, 2, 1).contiguous()); Andrew-Qibin's CoordAtt (h_sigmoid by ReLU6(x + 3) / 6,
+# h_swish, pooling by AdaptiveAvgPool2d((None, 1)) and ((1, None)), torch.cat then torch.split([h, w], dim=2));
+# ZjjConan's SimAM (x_minus_mu_square over h * w - 1 and a sigmoid); an SGD step with Nesterov momentum
+def attention_blocks(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(6)
+
+    class _NonLocalBlockND(nn.Module):
+        def __init__(self, in_channels, inter_channels=None, dimension=2, sub_sample=True, bn_layer=True):
+            super(_NonLocalBlockND, self).__init__()
+
+            assert dimension in [1, 2, 3]
+
+            self.dimension = dimension
+            self.sub_sample = sub_sample
+
+            self.in_channels = in_channels
+            self.inter_channels = inter_channels
+
+            if self.inter_channels is None:
+                self.inter_channels = in_channels // 2
+                if self.inter_channels == 0:
+                    self.inter_channels = 1
+
+            if dimension == 3:
+                conv_nd = nn.Conv3d
+                max_pool_layer = nn.MaxPool3d(kernel_size=(1, 2, 2))
+                bn = nn.BatchNorm3d
+            elif dimension == 2:
+                conv_nd = nn.Conv2d
+                max_pool_layer = nn.MaxPool2d(kernel_size=(2, 2))
+                bn = nn.BatchNorm2d
+            else:
+                conv_nd = nn.Conv1d
+                max_pool_layer = nn.MaxPool1d(kernel_size=(2))
+                bn = nn.BatchNorm1d
+
+            self.g = conv_nd(in_channels=self.in_channels, out_channels=self.inter_channels,
+                             kernel_size=1, stride=1, padding=0)
+
+            if bn_layer:
+                self.W = nn.Sequential(
+                    conv_nd(in_channels=self.inter_channels, out_channels=self.in_channels,
+                            kernel_size=1, stride=1, padding=0),
+                    bn(self.in_channels)
+                )
+                nn.init.constant_(self.W[1].weight, 0)
+                nn.init.constant_(self.W[1].bias, 0)
+            else:
+                self.W = conv_nd(in_channels=self.inter_channels, out_channels=self.in_channels,
+                                 kernel_size=1, stride=1, padding=0)
+                nn.init.constant_(self.W.weight, 0)
+                nn.init.constant_(self.W.bias, 0)
+
+            self.theta = conv_nd(in_channels=self.in_channels, out_channels=self.inter_channels,
+                                 kernel_size=1, stride=1, padding=0)
+            self.phi = conv_nd(in_channels=self.in_channels, out_channels=self.inter_channels,
+                               kernel_size=1, stride=1, padding=0)
+
+            if sub_sample:
+                self.g = nn.Sequential(self.g, max_pool_layer)
+                self.phi = nn.Sequential(self.phi, max_pool_layer)
+
+        def forward(self, x, return_nl_map=False):
+            """
+            :param x: (b, c, t, h, w)
+            :param return_nl_map: if True return z, f_div_C
+            :return:
+            """
+
+            batch_size = x.size(0)
+
+            g_x = self.g(x).view(batch_size, self.inter_channels, -1)
+            g_x = g_x.permute(0, 2, 1)
+
+            theta_x = self.theta(x).view(batch_size, self.inter_channels, -1)
+            theta_x = theta_x.permute(0, 2, 1)
+            phi_x = self.phi(x).view(batch_size, self.inter_channels, -1)
+            f = torch.matmul(theta_x, phi_x)
+            f_div_C = F.softmax(f, dim=-1)
+
+            y = torch.matmul(f_div_C, g_x)
+            y = y.permute(0, 2, 1).contiguous()
+            y = y.view(batch_size, self.inter_channels, *x.size()[2:])
+            W_y = self.W(y)
+            z = W_y + x
+
+            if return_nl_map:
+                return z, f_div_C
+            return z
+
+    class NONLocalBlock2D(_NonLocalBlockND):
+        def __init__(self, in_channels, inter_channels=None, sub_sample=True, bn_layer=True):
+            super(NONLocalBlock2D, self).__init__(in_channels,
+                                                  inter_channels=inter_channels,
+                                                  dimension=2, sub_sample=sub_sample,
+                                                  bn_layer=bn_layer,)
+
+    class h_sigmoid(nn.Module):
+        def __init__(self, inplace=True):
+            super(h_sigmoid, self).__init__()
+            self.relu = nn.ReLU6(inplace=inplace)
+
+        def forward(self, x):
+            return self.relu(x + 3) / 6
+
+    class h_swish(nn.Module):
+        def __init__(self, inplace=True):
+            super(h_swish, self).__init__()
+            self.sigmoid = h_sigmoid(inplace=inplace)
+
+        def forward(self, x):
+            return x * self.sigmoid(x)
+
+    class CoordAtt(nn.Module):
+        def __init__(self, inp, oup, reduction=32):
+            super(CoordAtt, self).__init__()
+            self.pool_h = nn.AdaptiveAvgPool2d((None, 1))
+            self.pool_w = nn.AdaptiveAvgPool2d((1, None))
+
+            mip = max(8, inp // reduction)
+
+            self.conv1 = nn.Conv2d(inp, mip, kernel_size=1, stride=1, padding=0)
+            self.bn1 = nn.BatchNorm2d(mip)
+            self.act = h_swish()
+
+            self.conv_h = nn.Conv2d(mip, oup, kernel_size=1, stride=1, padding=0)
+            self.conv_w = nn.Conv2d(mip, oup, kernel_size=1, stride=1, padding=0)
+
+        def forward(self, x):
+            identity = x
+
+            n, c, h, w = x.size()
+            x_h = self.pool_h(x)
+            x_w = self.pool_w(x).permute(0, 1, 3, 2)
+
+            y = torch.cat([x_h, x_w], dim=2)
+            y = self.conv1(y)
+            y = self.bn1(y)
+            y = self.act(y)
+
+            x_h, x_w = torch.split(y, [h, w], dim=2)
+            x_w = x_w.permute(0, 1, 3, 2)
+
+            a_h = self.conv_h(x_h).sigmoid()
+            a_w = self.conv_w(x_w).sigmoid()
+
+            out = identity * a_w * a_h
+
+            return out
+
+    class simam_module(torch.nn.Module):
+        def __init__(self, channels=None, e_lambda=1e-4):
+            super(simam_module, self).__init__()
+
+            self.activaton = nn.Sigmoid()
+            self.e_lambda = e_lambda
+
+        def __repr__(self):
+            s = self.__class__.__name__ + '('
+            s += ('lambda=%f)' % self.e_lambda)
+            return s
+
+        @staticmethod
+        def get_module_name():
+            return "simam"
+
+        def forward(self, x):
+
+            b, c, h, w = x.size()
+
+            n = w * h - 1
+
+            x_minus_mu_square = (x - x.mean(dim=[2, 3], keepdim=True)).pow(2)
+            y = x_minus_mu_square / (4 * (x_minus_mu_square.sum(dim=[2, 3], keepdim=True) / n + self.e_lambda)) + 0.5
+
+            return x * self.activaton(y)
+
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), NONLocalBlock2D(6), CoordAtt(6, 6), simam_module(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 3))
+    init = load(m, model, state)
+    assert repr(model[3]) == 'simam_module(lambda=0.000100)'
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    x = torch.tensor(normal(rng, 2, 3, 6, 5))
+    target = torch.tensor([0, 2])
+    losses = []
+    for _ in range(1):
+        loss = F.cross_entropy(model(x), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    z, nl_map = model[1](model[0](x), return_nl_map=True)
+    losses += [z.sum().item(), nl_map.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_attention_blocks():
+    compare(attention_blocks)
+
+
+# (h) multi-label losses as their repositories write them: Alibaba-MIIL/ASL's AsymmetricLoss (xs_neg clipped by
+# (xs_neg + clip).clamp(max=1), logs of clamp(min=eps), the focusing weight computed under
+# torch.set_grad_enabled(False) when disable_torch_grad_focal_loss, -loss.sum()), yiming-leng-style poly1 cross
+# entropy (labels one-hot by F.one_hot, pt by torch.sum(labels_onehot * F.softmax(logits, dim=-1), dim=-1), CE by
+# reduction='none'), and nn.MultiLabelSoftMarginLoss; an AdamW step on a small multi-label head
+def multilabel_losses(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(7)
+
+    class AsymmetricLoss(nn.Module):
+        def __init__(self, gamma_neg=4, gamma_pos=1, clip=0.05, eps=1e-8, disable_torch_grad_focal_loss=True):
+            super(AsymmetricLoss, self).__init__()
+
+            self.gamma_neg = gamma_neg
+            self.gamma_pos = gamma_pos
+            self.clip = clip
+            self.disable_torch_grad_focal_loss = disable_torch_grad_focal_loss
+            self.eps = eps
+
+        def forward(self, x, y):
+            """"
+            Parameters
+            ----------
+            x: input logits
+            y: targets (multi-label binarized vector)
+            """
+
+            # Calculating Probabilities
+            x_sigmoid = torch.sigmoid(x)
+            xs_pos = x_sigmoid
+            xs_neg = 1 - x_sigmoid
+
+            # Asymmetric Clipping
+            if self.clip is not None and self.clip > 0:
+                xs_neg = (xs_neg + self.clip).clamp(max=1)
+
+            # Basic CE calculation
+            los_pos = y * torch.log(xs_pos.clamp(min=self.eps))
+            los_neg = (1 - y) * torch.log(xs_neg.clamp(min=self.eps))
+            loss = los_pos + los_neg
+
+            # Asymmetric Focusing
+            if self.gamma_neg > 0 or self.gamma_pos > 0:
+                if self.disable_torch_grad_focal_loss:
+                    torch.set_grad_enabled(False)
+                pt0 = xs_pos * y
+                pt1 = xs_neg * (1 - y)  # pt = p if t > 0 else 1-p
+                pt = pt0 + pt1
+                one_sided_gamma = self.gamma_pos * y + self.gamma_neg * (1 - y)
+                one_sided_w = torch.pow(1 - pt, one_sided_gamma)
+                if self.disable_torch_grad_focal_loss:
+                    torch.set_grad_enabled(True)
+                loss *= one_sided_w
+
+            return -loss.sum()
+
+    class Poly1CrossEntropyLoss(nn.Module):
+        def __init__(self, num_classes, epsilon=1.0, reduction="none", weight=None):
+            super(Poly1CrossEntropyLoss, self).__init__()
+            self.num_classes = num_classes
+            self.epsilon = epsilon
+            self.reduction = reduction
+            self.weight = weight
+            return
+
+        def forward(self, logits, labels):
+            labels_onehot = F.one_hot(labels, num_classes=self.num_classes).to(device=logits.device,
+                                                                               dtype=logits.dtype)
+            pt = torch.sum(labels_onehot * F.softmax(logits, dim=-1), dim=-1)
+            CE = F.cross_entropy(input=logits,
+                                 target=labels,
+                                 reduction='none',
+                                 weight=self.weight)
+            poly1 = CE + self.epsilon * (1 - pt)
+            if self.reduction == "mean":
+                poly1 = poly1.mean()
+            elif self.reduction == "sum":
+                poly1 = poly1.sum()
+            return poly1
+
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 5))
+    init = load(m, model, state)
+    asl = AsymmetricLoss()
+    poly = Poly1CrossEntropyLoss(num_classes=5, reduction='mean')
+    mlsm = nn.MultiLabelSoftMarginLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=1e-4)
+    x = torch.tensor(normal(rng, 4, 6))
+    y = torch.tensor((rng.random((4, 5)) > 0.6).astype(np.float32))
+    labels = torch.tensor([1, 4, 0, 3])
+    losses = []
+    for _ in range(1):
+        output = model(x)
+        loss_asl, loss_poly, loss_mlsm = asl(output, y), poly(output, labels), mlsm(output, y)
+        loss = loss_asl + loss_poly + loss_mlsm
+        assert torch.is_grad_enabled()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss_asl.item(), loss_poly.item(), loss_mlsm.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_multilabel_losses():
+    compare(multilabel_losses)
+
+
+# (i) domain adaptation losses: SSARCandy/DeepCORAL's CORAL (d = source.data.shape[1], the covariances by xm.t() @ xm,
+# torch.mean(torch.mul((xc - xct), (xc - xct))) / (4 * d * d)) and ZongxianLee/MMD_Loss.Pytorch's MMD_loss
+# (guassian_kernel by unsqueeze(0).expand of torch.cat([source, target], dim=0), the bandwidth from
+# torch.sum(L2_distance.data), kernel_mul ** (kernel_num // 2), the sum of the kernel list, XX + YY - XY - YX);
+# a shared feature net trained by cross entropy on the source plus both losses, SGD with momentum
+def domain_adaptation(m, state=None):
+    torch, nn = m.torch, m.nn
+    rng = np.random.default_rng(8)
+
+    def CORAL(source, target):
+        d = source.data.shape[1]
+
+        # source covariance
+        xm = torch.mean(source, 0, keepdim=True) - source
+        xc = xm.t() @ xm
+
+        # target covariance
+        xmt = torch.mean(target, 0, keepdim=True) - target
+        xct = xmt.t() @ xmt
+
+        # frobenius norm between source and target
+        loss = torch.mean(torch.mul((xc - xct), (xc - xct)))
+        loss = loss/(4*d*d)
+
+        return loss
+
+    class MMD_loss(nn.Module):
+        def __init__(self, kernel_mul=2.0, kernel_num=5):
+            super(MMD_loss, self).__init__()
+            self.kernel_num = kernel_num
+            self.kernel_mul = kernel_mul
+            self.fix_sigma = None
+            return
+
+        def guassian_kernel(self, source, target, kernel_mul=2.0, kernel_num=5, fix_sigma=None):
+            n_samples = int(source.size()[0])+int(target.size()[0])
+            total = torch.cat([source, target], dim=0)
+
+            total0 = total.unsqueeze(0).expand(int(total.size(0)), int(total.size(0)), int(total.size(1)))
+            total1 = total.unsqueeze(1).expand(int(total.size(0)), int(total.size(0)), int(total.size(1)))
+            L2_distance = ((total0-total1)**2).sum(2)
+            if fix_sigma:
+                bandwidth = fix_sigma
+            else:
+                bandwidth = torch.sum(L2_distance.data) / (n_samples**2-n_samples)
+            bandwidth /= kernel_mul ** (kernel_num // 2)
+            bandwidth_list = [bandwidth * (kernel_mul**i) for i in range(kernel_num)]
+            kernel_val = [torch.exp(-L2_distance / bandwidth_temp) for bandwidth_temp in bandwidth_list]
+            return sum(kernel_val)
+
+        def forward(self, source, target):
+            batch_size = int(source.size()[0])
+            kernels = self.guassian_kernel(source, target, kernel_mul=self.kernel_mul, kernel_num=self.kernel_num,
+                                           fix_sigma=self.fix_sigma)
+            XX = kernels[:batch_size, :batch_size]
+            YY = kernels[batch_size:, batch_size:]
+            XY = kernels[:batch_size, batch_size:]
+            YX = kernels[batch_size:, :batch_size]
+            loss = torch.mean(XX + YY - XY - YX)
+            return loss
+
+    class DeepCORAL(nn.Module):
+        def __init__(self, num_classes=3):
+            super(DeepCORAL, self).__init__()
+            self.sharedNet = nn.Sequential(nn.Linear(5, 8), nn.ReLU(inplace=True), nn.Linear(8, 6))
+            self.fc = nn.Linear(6, num_classes)
+
+            # initialize according to CORAL paper experiment
+            self.fc.weight.data.normal_(0, 0.005)
+
+        def forward(self, source, target):
+            source = self.sharedNet(source)
+            source = self.fc(source)
+
+            target = self.sharedNet(target)
+            target = self.fc(target)
+            return source, target
+
+    model = DeepCORAL()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD([
+        {'params': model.sharedNet.parameters()},
+        {'params': model.fc.parameters(), 'lr': 10 * 0.01},
+    ], lr=0.01, momentum=0.9)
+    mmd = MMD_loss()
+    source_data = torch.tensor(normal(rng, 4, 5))
+    target_data = torch.tensor(normal(rng, 4, 5) + 0.5)
+    source_label = torch.tensor([0, 1, 2, 1])
+    losses = []
+    for _ in range(1):
+        out1, out2 = model(source_data, target_data)
+        classification_loss = torch.nn.functional.cross_entropy(out1, source_label)
+        coral_loss = CORAL(out1, out2)
+        mmd_loss = mmd(out1, out2)
+        sum_loss = 1.0 * coral_loss + classification_loss + 0.5 * mmd_loss
+        optimizer.zero_grad()
+        sum_loss.backward()
+        optimizer.step()
+        losses += [classification_loss.item(), coral_loss.item(), mmd_loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_domain_adaptation():
+    compare(domain_adaptation)
