@@ -247,7 +247,7 @@ def psp_ppm(m, state=None):
             else:
                 return x
 
-    model = PSPNet(dropout=0.0, zoom_factor=8)
+    model = PSPNet(bins=(1, 2), dropout=0.0, zoom_factor=8)
     init = load(m, model, state)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     x = torch.tensor(normal(rng, 2, 3, 9, 9))
@@ -1253,3 +1253,673 @@ def domain_adaptation(m, state=None):
 
 def test_domain_adaptation():
     compare(domain_adaptation)
+
+
+# (j) Aladdin Persson's "Transformer from scratch" (Machine-Learning-Collection's transformer_from_scratch.py):
+# SelfAttention's head split by reshape, energy by torch.einsum("nqhd,nkhd->nhqk"), masked_fill(mask == 0,
+# float("-1e20")), softmax of energy / (self.embed_size ** (1 / 2)) over dim=3, einsum("nhql,nlhd->nqhd");
+# TransformerBlock, Encoder with positions by torch.arange(0, seq_length).expand(N, seq_length).to(self.device),
+# DecoderBlock, Decoder, make_src_mask by (src != pad).unsqueeze(1).unsqueeze(2) and make_trg_mask by
+# torch.tril(torch.ones((trg_len, trg_len))).expand(N, 1, trg_len, trg_len); dropout 0 (the libraries' masks
+# differ), the __main__ block's shapes, then an Adam step on cross entropy with ignore_index=0
+def transformer_from_scratch(m, state=None):
+    torch, nn = m.torch, m.nn
+
+    class SelfAttention(nn.Module):
+        def __init__(self, embed_size, heads):
+            super(SelfAttention, self).__init__()
+            self.embed_size = embed_size
+            self.heads = heads
+            self.head_dim = embed_size // heads
+
+            assert (
+                self.head_dim * heads == embed_size
+            ), "Embedding size needs to be divisible by heads"
+
+            self.values = nn.Linear(embed_size, embed_size)
+            self.keys = nn.Linear(embed_size, embed_size)
+            self.queries = nn.Linear(embed_size, embed_size)
+            self.fc_out = nn.Linear(embed_size, embed_size)
+
+        def forward(self, values, keys, query, mask):
+            # Get number of training examples
+            N = query.shape[0]
+
+            value_len, key_len, query_len = values.shape[1], keys.shape[1], query.shape[1]
+
+            values = self.values(values)  # (N, value_len, embed_size)
+            keys = self.keys(keys)  # (N, key_len, embed_size)
+            queries = self.queries(query)  # (N, query_len, embed_size)
+
+            # Split the embedding into self.heads different pieces
+            values = values.reshape(N, value_len, self.heads, self.head_dim)
+            keys = keys.reshape(N, key_len, self.heads, self.head_dim)
+            queries = queries.reshape(N, query_len, self.heads, self.head_dim)
+
+            # Einsum does matrix mult. for query*keys for each training example
+            # with every other training example, don't be confused by einsum
+            # it's just how I like doing matrix multiplication & bmm
+
+            energy = torch.einsum("nqhd,nkhd->nhqk", [queries, keys])
+            # queries shape: (N, query_len, heads, heads_dim),
+            # keys shape: (N, key_len, heads, heads_dim)
+            # energy: (N, heads, query_len, key_len)
+
+            # Mask padded indices so their weights become 0
+            if mask is not None:
+                energy = energy.masked_fill(mask == 0, float("-1e20"))
+
+            # Normalize energy values similarly to seq2seq + attention
+            # so that they sum to 1. Also divide by scaling factor for
+            # better stability
+            attention = torch.softmax(energy / (self.embed_size ** (1 / 2)), dim=3)
+            # attention shape: (N, heads, query_len, key_len)
+
+            out = torch.einsum("nhql,nlhd->nqhd", [attention, values]).reshape(
+                N, query_len, self.heads * self.head_dim
+            )
+            # attention shape: (N, heads, query_len, key_len)
+            # values shape: (N, value_len, heads, heads_dim)
+            # out after matrix multiply: (N, query_len, heads, head_dim), then
+            # we reshape and flatten the last two dimensions.
+
+            out = self.fc_out(out)
+            # Linear layer doesn't modify the shape, final shape will be
+            # (N, query_len, embed_size)
+
+            return out
+
+    class TransformerBlock(nn.Module):
+        def __init__(self, embed_size, heads, dropout, forward_expansion):
+            super(TransformerBlock, self).__init__()
+            self.attention = SelfAttention(embed_size, heads)
+            self.norm1 = nn.LayerNorm(embed_size)
+            self.norm2 = nn.LayerNorm(embed_size)
+
+            self.feed_forward = nn.Sequential(
+                nn.Linear(embed_size, forward_expansion * embed_size),
+                nn.ReLU(),
+                nn.Linear(forward_expansion * embed_size, embed_size),
+            )
+
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, value, key, query, mask):
+            attention = self.attention(value, key, query, mask)
+
+            # Add skip connection, run through normalization and finally dropout
+            x = self.dropout(self.norm1(attention + query))
+            forward = self.feed_forward(x)
+            out = self.dropout(self.norm2(forward + x))
+            return out
+
+    class Encoder(nn.Module):
+        def __init__(self, src_vocab_size, embed_size, num_layers, heads, device, forward_expansion, dropout,
+                     max_length):
+            super(Encoder, self).__init__()
+            self.embed_size = embed_size
+            self.device = device
+            self.word_embedding = nn.Embedding(src_vocab_size, embed_size)
+            self.position_embedding = nn.Embedding(max_length, embed_size)
+
+            self.layers = nn.ModuleList(
+                [
+                    TransformerBlock(
+                        embed_size,
+                        heads,
+                        dropout=dropout,
+                        forward_expansion=forward_expansion,
+                    )
+                    for _ in range(num_layers)
+                ]
+            )
+
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, mask):
+            N, seq_length = x.shape
+            positions = torch.arange(0, seq_length).expand(N, seq_length).to(self.device)
+            out = self.dropout(
+                (self.word_embedding(x) + self.position_embedding(positions))
+            )
+
+            # In the Encoder the query, key, value are all the same, it's in the
+            # decoder this will change. This might look a bit odd in this case.
+            for layer in self.layers:
+                out = layer(out, out, out, mask)
+
+            return out
+
+    class DecoderBlock(nn.Module):
+        def __init__(self, embed_size, heads, forward_expansion, dropout, device):
+            super(DecoderBlock, self).__init__()
+            self.norm = nn.LayerNorm(embed_size)
+            self.attention = SelfAttention(embed_size, heads=heads)
+            self.transformer_block = TransformerBlock(
+                embed_size, heads, dropout, forward_expansion
+            )
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, value, key, src_mask, trg_mask):
+            attention = self.attention(x, x, x, trg_mask)
+            query = self.dropout(self.norm(attention + x))
+            out = self.transformer_block(value, key, query, src_mask)
+            return out
+
+    class Decoder(nn.Module):
+        def __init__(self, trg_vocab_size, embed_size, num_layers, heads, forward_expansion, dropout, device,
+                     max_length):
+            super(Decoder, self).__init__()
+            self.device = device
+            self.word_embedding = nn.Embedding(trg_vocab_size, embed_size)
+            self.position_embedding = nn.Embedding(max_length, embed_size)
+
+            self.layers = nn.ModuleList(
+                [
+                    DecoderBlock(embed_size, heads, forward_expansion, dropout, device)
+                    for _ in range(num_layers)
+                ]
+            )
+            self.fc_out = nn.Linear(embed_size, trg_vocab_size)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, enc_out, src_mask, trg_mask):
+            N, seq_length = x.shape
+            positions = torch.arange(0, seq_length).expand(N, seq_length).to(self.device)
+            x = self.dropout((self.word_embedding(x) + self.position_embedding(positions)))
+
+            for layer in self.layers:
+                x = layer(x, enc_out, enc_out, src_mask, trg_mask)
+
+            out = self.fc_out(x)
+
+            return out
+
+    class Transformer(nn.Module):
+        def __init__(self, src_vocab_size, trg_vocab_size, src_pad_idx, trg_pad_idx, embed_size=512, num_layers=6,
+                     forward_expansion=4, heads=8, dropout=0, device="cpu", max_length=100):
+
+            super(Transformer, self).__init__()
+
+            self.encoder = Encoder(
+                src_vocab_size,
+                embed_size,
+                num_layers,
+                heads,
+                device,
+                forward_expansion,
+                dropout,
+                max_length,
+            )
+
+            self.decoder = Decoder(
+                trg_vocab_size,
+                embed_size,
+                num_layers,
+                heads,
+                forward_expansion,
+                dropout,
+                device,
+                max_length,
+            )
+
+            self.src_pad_idx = src_pad_idx
+            self.trg_pad_idx = trg_pad_idx
+            self.device = device
+
+        def make_src_mask(self, src):
+            src_mask = (src != self.src_pad_idx).unsqueeze(1).unsqueeze(2)
+            # (N, 1, 1, src_len)
+            return src_mask.to(self.device)
+
+        def make_trg_mask(self, trg):
+            N, trg_len = trg.shape
+            trg_mask = torch.tril(torch.ones((trg_len, trg_len))).expand(
+                N, 1, trg_len, trg_len
+            )
+
+            return trg_mask.to(self.device)
+
+        def forward(self, src, trg):
+            src_mask = self.make_src_mask(src)
+            trg_mask = self.make_trg_mask(trg)
+            enc_src = self.encoder(src, src_mask)
+            out = self.decoder(trg, enc_src, src_mask, trg_mask)
+            return out
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    x = torch.tensor([[1, 5, 6, 4, 3, 9, 5, 2, 0], [1, 8, 7, 3, 4, 5, 6, 7, 2]]).to(
+        device
+    )
+    trg = torch.tensor([[1, 7, 4, 3, 5, 9, 2, 0], [1, 5, 6, 2, 4, 7, 6, 2]]).to(device)
+
+    src_pad_idx = 0
+    trg_pad_idx = 0
+    src_vocab_size = 10
+    trg_vocab_size = 10
+    model = Transformer(src_vocab_size, trg_vocab_size, src_pad_idx, trg_pad_idx, embed_size=8, num_layers=1,
+                        forward_expansion=2, heads=2, device=device, max_length=12).to(
+        device
+    )
+    init = load(m, model, state)
+    out = model(x, trg[:, :-1])
+    assert out.shape == (2, 7, 10)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+    criterion = nn.CrossEntropyLoss(ignore_index=trg_pad_idx)
+    loss = criterion(out.reshape(-1, out.shape[2]), trg[:, 1:].reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return init, [loss.item(), out.sum().item()] + summary(model.parameters())
+
+
+def test_transformer_from_scratch():
+    compare(transformer_from_scratch)
+
+
+# (k) Aladdin Persson's YOLOv1 (Machine-Learning-Collection's object_detection/YOLO): intersection_over_union in
+# "midpoint" format (corners by box[..., 0:1] - box[..., 2:3] / 2, (x2 - x1).clamp(0) * (y2 - y1).clamp(0), + 1e-6),
+# YoloLoss (predictions.reshape(-1, S, S, C + B * 5), ious by torch.cat([iou_b1.unsqueeze(0), iou_b2.unsqueeze(0)],
+# dim=0) and torch.max(ious, dim=0), exists_box = target[..., C].unsqueeze(3), box sizes by torch.sign(...) *
+# torch.sqrt(torch.abs(... + 1e-6)), MSELoss(reduction="sum") over torch.flatten(..., end_dim=-2) and
+# torch.flatten(..., start_dim=1), lambda_noobj and lambda_coord) on a small head with split_size S=2, B=2, C=3
+def yolov1(m, state=None):
+    torch, nn = m.torch, m.nn
+    rng = np.random.default_rng(9)
+
+    def intersection_over_union(boxes_preds, boxes_labels, box_format="midpoint"):
+        if box_format == "midpoint":
+            box1_x1 = boxes_preds[..., 0:1] - boxes_preds[..., 2:3] / 2
+            box1_y1 = boxes_preds[..., 1:2] - boxes_preds[..., 3:4] / 2
+            box1_x2 = boxes_preds[..., 0:1] + boxes_preds[..., 2:3] / 2
+            box1_y2 = boxes_preds[..., 1:2] + boxes_preds[..., 3:4] / 2
+            box2_x1 = boxes_labels[..., 0:1] - boxes_labels[..., 2:3] / 2
+            box2_y1 = boxes_labels[..., 1:2] - boxes_labels[..., 3:4] / 2
+            box2_x2 = boxes_labels[..., 0:1] + boxes_labels[..., 2:3] / 2
+            box2_y2 = boxes_labels[..., 1:2] + boxes_labels[..., 3:4] / 2
+
+        if box_format == "corners":
+            box1_x1 = boxes_preds[..., 0:1]
+            box1_y1 = boxes_preds[..., 1:2]
+            box1_x2 = boxes_preds[..., 2:3]
+            box1_y2 = boxes_preds[..., 3:4]  # (N, 1)
+            box2_x1 = boxes_labels[..., 0:1]
+            box2_y1 = boxes_labels[..., 1:2]
+            box2_x2 = boxes_labels[..., 2:3]
+            box2_y2 = boxes_labels[..., 3:4]
+
+        x1 = torch.max(box1_x1, box2_x1)
+        y1 = torch.max(box1_y1, box2_y1)
+        x2 = torch.min(box1_x2, box2_x2)
+        y2 = torch.min(box1_y2, box2_y2)
+
+        # .clamp(0) is for the case when they do not intersect
+        intersection = (x2 - x1).clamp(0) * (y2 - y1).clamp(0)
+
+        box1_area = abs((box1_x2 - box1_x1) * (box1_y2 - box1_y1))
+        box2_area = abs((box2_x2 - box2_x1) * (box2_y2 - box2_y1))
+
+        return intersection / (box1_area + box2_area - intersection + 1e-6)
+
+    class YoloLoss(nn.Module):
+        """
+        Calculate the loss for yolo (v1) model
+        """
+
+        def __init__(self, S=7, B=2, C=20):
+            super(YoloLoss, self).__init__()
+            self.mse = nn.MSELoss(reduction="sum")
+
+            """
+            S is split size of image (in paper 7),
+            B is number of boxes (in paper 2),
+            C is number of classes (in paper and VOC dataset is 20),
+            """
+            self.S = S
+            self.B = B
+            self.C = C
+
+            # These are from Yolo paper, signifying how much we should
+            # pay loss for no object (noobj) and the box coordinates (coord)
+            self.lambda_noobj = 0.5
+            self.lambda_coord = 5
+
+        def forward(self, predictions, target):
+            C = self.C
+            # predictions are shaped (BATCH_SIZE, S*S(C+B*5) when inputted
+            predictions = predictions.reshape(-1, self.S, self.S, self.C + self.B * 5)
+
+            # Calculate IoU for the two predicted bounding boxes with target bbox
+            iou_b1 = intersection_over_union(predictions[..., C + 1:C + 5], target[..., C + 1:C + 5])
+            iou_b2 = intersection_over_union(predictions[..., C + 6:C + 10], target[..., C + 1:C + 5])
+            ious = torch.cat([iou_b1.unsqueeze(0), iou_b2.unsqueeze(0)], dim=0)
+
+            # Take the box with highest IoU out of the two prediction
+            # Note that bestbox will be indices of 0, 1 for which bbox was best
+            iou_maxes, bestbox = torch.max(ious, dim=0)
+            exists_box = target[..., C].unsqueeze(3)  # in paper this is Iobj_i
+
+            # ======================== #
+            #   FOR BOX COORDINATES    #
+            # ======================== #
+
+            # Set boxes with no object in them to 0. We only take out one of the two
+            # predictions, which is the one with highest Iou calculated previously.
+            box_predictions = exists_box * (
+                (
+                    bestbox * predictions[..., C + 6:C + 10]
+                    + (1 - bestbox) * predictions[..., C + 1:C + 5]
+                )
+            )
+
+            box_targets = exists_box * target[..., C + 1:C + 5]
+
+            # Take sqrt of width, height of boxes to ensure that
+            box_predictions[..., 2:4] = torch.sign(box_predictions[..., 2:4]) * torch.sqrt(
+                torch.abs(box_predictions[..., 2:4] + 1e-6)
+            )
+            box_targets[..., 2:4] = torch.sqrt(box_targets[..., 2:4])
+
+            box_loss = self.mse(
+                torch.flatten(box_predictions, end_dim=-2),
+                torch.flatten(box_targets, end_dim=-2),
+            )
+
+            # ==================== #
+            #   FOR OBJECT LOSS    #
+            # ==================== #
+
+            # pred_box is the confidence score for the bbox with highest IoU
+            pred_box = (
+                bestbox * predictions[..., C + 5:C + 6] + (1 - bestbox) * predictions[..., C:C + 1]
+            )
+
+            object_loss = self.mse(
+                torch.flatten(exists_box * pred_box),
+                torch.flatten(exists_box * target[..., C:C + 1]),
+            )
+
+            # ======================= #
+            #   FOR NO OBJECT LOSS    #
+            # ======================= #
+
+            no_object_loss = self.mse(
+                torch.flatten((1 - exists_box) * predictions[..., C:C + 1], start_dim=1),
+                torch.flatten((1 - exists_box) * target[..., C:C + 1], start_dim=1),
+            )
+
+            no_object_loss += self.mse(
+                torch.flatten((1 - exists_box) * predictions[..., C + 5:C + 6], start_dim=1),
+                torch.flatten((1 - exists_box) * target[..., C:C + 1], start_dim=1)
+            )
+
+            # ================== #
+            #   FOR CLASS LOSS   #
+            # ================== #
+
+            class_loss = self.mse(
+                torch.flatten(exists_box * predictions[..., :C], end_dim=-2,),
+                torch.flatten(exists_box * target[..., :C], end_dim=-2,),
+            )
+
+            loss = (
+                self.lambda_coord * box_loss  # first two rows in paper
+                + object_loss  # third row in paper
+                + self.lambda_noobj * no_object_loss  # forth row in paper
+                + class_loss  # fifth row
+            )
+
+            return loss
+
+    S, B, C = 2, 2, 3
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.LeakyReLU(0.1), nn.Flatten(),
+                          nn.Linear(4 * 4 * 4, 16), nn.LeakyReLU(0.1), nn.Linear(16, S * S * (C + B * 5)))
+    init = load(m, model, state)
+    loss_fn = YoloLoss(S=S, B=B, C=C)
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-5, weight_decay=0)
+    x = torch.tensor(normal(rng, 2, 3, 8, 8))
+    target = np.zeros((2, S, S, C + 5), np.float32)
+    target[..., :C] = np.eye(C, dtype=np.float32)[rng.integers(0, C, (2, S, S))]
+    target[..., C] = rng.random((2, S, S)) > 0.5
+    target[..., C + 1:C + 5] = rng.uniform(0.2, 0.8, (2, S, S, 4))
+    y = torch.tensor(target)
+    mean_loss = []
+    for _ in range(1):
+        out = model(x)
+        loss = loss_fn(out, y)
+        mean_loss.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return init, mean_loss + summary(model.parameters())
+
+
+def test_yolov1():
+    compare(yolov1)
+
+
+# (l) a class-conditional BatchNorm as BigGAN-style and pytorch/pytorch#8985's gist write it (BatchNorm2d(affine=False),
+# nn.Embedding(num_classes, num_features * 2) with embed.weight.data[:, :num_features].normal_(1, 0.02) and the rest
+# zero_(), gamma, beta = self.embed(y).chunk(2, 1), gamma.view(-1, self.num_features, 1, 1)) and ethanjperez's FiLM
+# generator (film params by a Linear, torch.split into gammas and betas, unsqueeze(2).unsqueeze(3).expand_as(x)) in
+# a small conditional classifier; the embedding's init draws are numpy's for torch
+def conditional_bn_film(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(10)
+
+    class ConditionalBatchNorm2d(nn.Module):
+        def __init__(self, num_features, num_classes):
+            super().__init__()
+            self.num_features = num_features
+            self.bn = nn.BatchNorm2d(num_features, affine=False)
+            self.embed = nn.Embedding(num_classes, num_features * 2)
+            self.embed.weight.data[:, :num_features].normal_(1, 0.02)  # Initialise scale at N(1, 0.02)
+            self.embed.weight.data[:, num_features:].zero_()  # Initialise bias at 0
+
+        def forward(self, x, y):
+            out = self.bn(x)
+            gamma, beta = self.embed(y).chunk(2, 1)
+            out = gamma.view(-1, self.num_features, 1, 1) * out + beta.view(-1, self.num_features, 1, 1)
+            return out
+
+    class FiLM(nn.Module):
+        """
+        A Feature-wise Linear Modulation Layer from
+        'FiLM: Visual Reasoning with a General Conditioning Layer'
+        """
+        def forward(self, x, gammas, betas):
+            gammas = gammas.unsqueeze(2).unsqueeze(3).expand_as(x)
+            betas = betas.unsqueeze(2).unsqueeze(3).expand_as(x)
+            return (gammas * x) + betas
+
+    class Net(nn.Module):
+        def __init__(self, num_classes=3, cond_dim=4):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)
+            self.cbn = ConditionalBatchNorm2d(6, num_classes)
+            self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+            self.film_generator = nn.Linear(cond_dim, 2 * 6)
+            self.film = FiLM()
+            self.fc = nn.Linear(6, num_classes)
+
+        def forward(self, x, y, q):
+            x = F.relu(self.cbn(self.conv1(x), y))
+            film_params = self.film_generator(q)
+            gammas, betas = torch.split(film_params, 6, dim=-1)
+            x = F.relu(self.film(self.conv2(x), gammas, betas))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    model = Net()
+    init = load(m, model, state)
+    assert init['cbn.embed.weight'][:, 6:].sum() == 0 and abs(init['cbn.embed.weight'][:, :6].mean() - 1) < 0.05
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.tensor(normal(rng, 3, 3, 5, 5))
+    y = torch.tensor([0, 2, 1])
+    q = torch.tensor(normal(rng, 3, 4))
+    losses = []
+    for _ in range(1):
+        loss = F.cross_entropy(model(x, y, q), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        losses.append(model(x, y, q).sum().item())
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_conditional_bn_film():
+    compare(conditional_bn_film)
+
+
+# (m) karpathy/pytorch-normalizing-flows' nflib/flows.py and its notebook: MLP of LeakyReLU(0.2), AffineHalfFlow
+# (halves by x[:, ::2] and x[:, 1::2] swapped by parity, s_cond and t_cond nets, z1 = torch.exp(s) * x1 + t, log_det
+# by torch.sum(s, dim=1), its own backward method inverting the flow), NormalizingFlow accumulating log_det += ld
+# from torch.zeros(m), NormalizingFlowModel with the notebook's logistic prior TransformedDistribution(Uniform(
+# torch.zeros(2), torch.ones(2)), SigmoidTransform().inv) read by log_prob(zs[-1]).view(x.size(0), -1).sum(1), the
+# loss -torch.sum(prior_logprob + log_det) under Adam(weight_decay=1e-5), and the inverse by model.backward
+def normalizing_flows(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    Uniform = torch.distributions.Uniform
+    TransformedDistribution = torch.distributions.TransformedDistribution
+    SigmoidTransform = torch.distributions.transforms.SigmoidTransform
+    rng = np.random.default_rng(11)
+
+    class MLP(nn.Module):
+        """ a simple 4-layer MLP """
+
+        def __init__(self, nin, nout, nh):
+            super().__init__()
+            self.net = nn.Sequential(
+                nn.Linear(nin, nh),
+                nn.LeakyReLU(0.2),
+                nn.Linear(nh, nh),
+                nn.LeakyReLU(0.2),
+                nn.Linear(nh, nh),
+                nn.LeakyReLU(0.2),
+                nn.Linear(nh, nout),
+            )
+
+        def forward(self, x):
+            return self.net(x)
+
+    class AffineHalfFlow(nn.Module):
+        """
+        As seen in RealNVP, affine autoregressive flow (z = x * exp(s) + t), where half of the
+        dimensions in x are linearly scaled/transfromed as a function of the other half.
+        Which half is which is determined by the parity bit.
+        - RealNVP both scales and shifts (default)
+        - NICE only shifts
+        """
+        def __init__(self, dim, parity, net_class=MLP, nh=24, scale=True, shift=True):
+            super().__init__()
+            self.dim = dim
+            self.parity = parity
+            self.s_cond = lambda x: x.new_zeros(x.size(0), self.dim // 2)
+            self.t_cond = lambda x: x.new_zeros(x.size(0), self.dim // 2)
+            if scale:
+                self.s_cond = net_class(self.dim // 2, self.dim // 2, nh)
+            if shift:
+                self.t_cond = net_class(self.dim // 2, self.dim // 2, nh)
+
+        def forward(self, x):
+            x0, x1 = x[:, ::2], x[:, 1::2]
+            if self.parity:
+                x0, x1 = x1, x0
+            s = self.s_cond(x0)
+            t = self.t_cond(x0)
+            z0 = x0  # untouched half
+            z1 = torch.exp(s) * x1 + t  # transform this half as a function of the other
+            if self.parity:
+                z0, z1 = z1, z0
+            z = torch.cat([z0, z1], dim=1)
+            log_det = torch.sum(s, dim=1)
+            return z, log_det
+
+        def backward(self, z):
+            z0, z1 = z[:, ::2], z[:, 1::2]
+            if self.parity:
+                z0, z1 = z1, z0
+            s = self.s_cond(z0)
+            t = self.t_cond(z0)
+            x0 = z0  # this was the same
+            x1 = (z1 - t) * torch.exp(-s)  # reverse the transform on this half
+            if self.parity:
+                x0, x1 = x1, x0
+            x = torch.cat([x0, x1], dim=1)
+            log_det = torch.sum(-s, dim=1)
+            return x, log_det
+
+    class NormalizingFlow(nn.Module):
+        """ A sequence of Normalizing Flows is a Normalizing Flow """
+
+        def __init__(self, flows):
+            super().__init__()
+            self.flows = nn.ModuleList(flows)
+
+        def forward(self, x):
+            m_, _ = x.shape
+            log_det = torch.zeros(m_)
+            zs = [x]
+            for flow in self.flows:
+                x, ld = flow.forward(x)
+                log_det += ld
+                zs.append(x)
+            return zs, log_det
+
+        def backward(self, z):
+            m_, _ = z.shape
+            log_det = torch.zeros(m_)
+            xs = [z]
+            for flow in self.flows[::-1]:
+                z, ld = flow.backward(z)
+                log_det += ld
+                xs.append(z)
+            return xs, log_det
+
+    class NormalizingFlowModel(nn.Module):
+        """ A Normalizing Flow Model is a (prior, flow) pair """
+
+        def __init__(self, prior, flows):
+            super().__init__()
+            self.prior = prior
+            self.flow = NormalizingFlow(flows)
+
+        def forward(self, x):
+            zs, log_det = self.flow.forward(x)
+            prior_logprob = self.prior.log_prob(zs[-1]).view(x.size(0), -1).sum(1)
+            return zs, prior_logprob, log_det
+
+        def backward(self, z):
+            xs, log_det = self.flow.backward(z)
+            return xs, log_det
+
+    prior = TransformedDistribution(Uniform(torch.zeros(2), torch.ones(2)), SigmoidTransform().inv)  # Logistic
+    flows = [AffineHalfFlow(dim=2, parity=i % 2, nh=8) for i in range(2)]
+    model = NormalizingFlowModel(prior, flows)
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-5)
+    x = torch.tensor(normal(rng, 6, 2))
+    losses = []
+    model.train()
+    for k in range(1):
+        zs, prior_logprob, log_det = model(x)
+        logprob = prior_logprob + log_det
+        loss = -torch.sum(logprob)  # NLL
+
+        model.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        zs, prior_logprob, log_det = model(x)
+        xs, back_det = model.backward(zs[-1])
+    assert float((xs[-1] - x).abs().max()) < 1e-4 and float((log_det + back_det).abs().max()) < 1e-4
+    return init, losses + zs[-1].view(-1).tolist() + prior_logprob.tolist() + summary(model.parameters())
+
+
+def test_normalizing_flows():
+    compare(normalizing_flows)
