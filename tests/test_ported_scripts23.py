@@ -5,9 +5,10 @@ hszhao's PSPNet pyramid pooling module; torchvision's FeaturePyramidNetwork writ
 U-Net with a focal Tversky loss; heykeetae's SAGAN self-attention with christiancosgrove's SpectralNorm wrapper and
 the hinge loss; naoto0804's AdaIN; AlexHex7's non-local block, Andrew-Qibin's coordinate attention and SimAM;
 Alibaba's asymmetric loss, PolyLoss and MultiLabelSoftMarginLoss; Deep CORAL and the MMD loss of domain adaptation;
-Aladdin Persson's Transformer from scratch and YOLOv1 loss; a class-conditional BatchNorm with FiLM. Each runs in
+Aladdin Persson's Transformer from scratch and YOLOv1 loss; a class-conditional BatchNorm with FiLM; karpathy's
+pytorch-normalizing-flows (AffineHalfFlow under a logistic prior of torch.distributions). Each runs in
 tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
-into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs 1-3 steps."""
+into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one step."""
 import numpy as np
 
 from helpers import compare, load, summary
@@ -263,9 +264,6 @@ def psp_ppm(m, state=None):
         loss.backward()
         optimizer.step()
         losses += [main_loss.item(), aux_loss.item(), (output == y).sum().item()]
-    model.eval()
-    with torch.no_grad():
-        losses += [model(x).sum().item()]
     return init, losses + summary(model.parameters())
 
 
@@ -565,7 +563,8 @@ def test_attention_unet():
 # christiancosgrove/pytorch-spectral-normalization-gan's SpectralNorm wrapper (l2normalize, _make_params deleting
 # module._parameters[self.name] and registering name + "_u", "_v", "_bar", _update_u_v's power iteration on
 # w.view(height, -1).data and setattr of w / sigma.expand_as(w)), and the hinge loss of SAGAN's trainer
-# (nn.ReLU()(1.0 - d_out_real).mean(), - d_out_fake.mean()); the draws of u and v are numpy's
+# (nn.ReLU()(1.0 - d_out_real).mean() and nn.ReLU()(1.0 + d_out_fake).mean(),
+# the discriminator's step alone); u and v, drawn by normal_, reach torch as parameters in the state_dict
 def sagan(m, state=None):
     torch, nn = m.torch, m.nn
     rng = np.random.default_rng(4)
@@ -690,8 +689,7 @@ def sagan(m, state=None):
         d_optimizer.zero_grad()
         d_loss.backward()
         d_optimizer.step()
-        g_loss_fake = - D(fake_images)[0].mean()
-        losses += [d_loss.item(), g_loss_fake.item(), D.attn1.gamma.item(), dr1.sum(-1).mean().item()]
+        losses += [d_loss.item(), D.attn1.gamma.item(), dr1.sum(-1).mean().item(), df1.max().item()]
     return init, losses + summary(D.parameters())
 
 
