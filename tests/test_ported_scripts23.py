@@ -6,7 +6,8 @@ U-Net with a focal Tversky loss; heykeetae's SAGAN self-attention with christian
 the hinge loss; naoto0804's AdaIN; AlexHex7's non-local block, Andrew-Qibin's coordinate attention and SimAM;
 Alibaba's asymmetric loss, PolyLoss and MultiLabelSoftMarginLoss; Deep CORAL and the MMD loss of domain adaptation;
 Aladdin Persson's Transformer from scratch and YOLOv1 loss; a class-conditional BatchNorm with FiLM; karpathy's
-pytorch-normalizing-flows (AffineHalfFlow under a logistic prior of torch.distributions). Each runs in
+pytorch-normalizing-flows (AffineHalfFlow under a logistic prior of torch.distributions); timm's JsdCrossEntropy
+of AugMix; HRNet's OhemCrossEntropy. Each runs in
 tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
 into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one step."""
 import numpy as np
@@ -1921,3 +1922,176 @@ def normalizing_flows(m, state=None):
 
 def test_normalizing_flows():
     compare(normalizing_flows)
+
+
+# (n) timm's loss/jsd.py and loss/cross_entropy.py as AugMix's training writes them: LabelSmoothingCrossEntropy
+# (logprobs.gather(dim=-1, index=target.unsqueeze(1)), the smooth term by -logprobs.mean(dim=-1)), JsdCrossEntropy
+# (torch.split(output, split_size), cross entropy on the clean split, the mixture by torch.clamp(torch.stack(probs)
+# .mean(axis=0), 1e-7, 1).log() and alpha * sum of F.kl_div(..., reduction='batchmean') / len(probs)), on a batch
+# of torch.cat of the clean images and two augmented copies (numpy noise standing for AugMix's PIL operations)
+def jsd_augmix(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(12)
+
+    class LabelSmoothingCrossEntropy(nn.Module):
+        """ NLL loss with label smoothing.
+        """
+        def __init__(self, smoothing=0.1):
+            super(LabelSmoothingCrossEntropy, self).__init__()
+            assert smoothing < 1.0
+            self.smoothing = smoothing
+            self.confidence = 1. - smoothing
+
+        def forward(self, x, target):
+            logprobs = F.log_softmax(x, dim=-1)
+            nll_loss = -logprobs.gather(dim=-1, index=target.unsqueeze(1))
+            nll_loss = nll_loss.squeeze(1)
+            smooth_loss = -logprobs.mean(dim=-1)
+            loss = self.confidence * nll_loss + self.smoothing * smooth_loss
+            return loss.mean()
+
+    class JsdCrossEntropy(nn.Module):
+        """ Jensen-Shannon Divergence + Cross-Entropy Loss
+
+        Based on impl here: https://github.com/google-research/augmix/blob/master/imagenet.py
+        From paper: 'AugMix: A Simple Data Processing Method to Improve Robustness and Uncertainty -
+        https://arxiv.org/abs/1912.02781
+
+        Hacked together by / Copyright 2020 Ross Wightman
+        """
+        def __init__(self, num_splits=3, alpha=12, smoothing=0.1):
+            super().__init__()
+            self.num_splits = num_splits
+            self.alpha = alpha
+            if smoothing is not None and smoothing > 0:
+                self.cross_entropy_loss = LabelSmoothingCrossEntropy(smoothing)
+            else:
+                self.cross_entropy_loss = torch.nn.CrossEntropyLoss()
+
+        def __call__(self, output, target):
+            split_size = output.shape[0] // self.num_splits
+            assert split_size * self.num_splits == output.shape[0]
+            logits_split = torch.split(output, split_size)
+
+            # Cross-entropy is only computed on clean images
+            loss = self.cross_entropy_loss(logits_split[0], target[:split_size])
+            probs = [F.softmax(logits, dim=1) for logits in logits_split]
+
+            # Clamp mixture distribution to avoid exploding KL divergence
+            logp_mixture = torch.clamp(torch.stack(probs).mean(axis=0), 1e-7, 1).log()
+            loss += self.alpha * sum([F.kl_div(
+                logp_mixture, p_split, reduction='batchmean') for p_split in probs]) / len(probs)
+            return loss
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))
+    init = load(m, model, state)
+    train_loss_fn = JsdCrossEntropy(num_splits=3, smoothing=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    clean = normal(rng, 3, 3, 6, 6)
+    images = [torch.tensor(clean), torch.tensor(clean + 0.3 * normal(rng, 3, 3, 6, 6)),
+              torch.tensor(clean * 0.8)]
+    target = torch.tensor([1, 4, 2])
+    losses = []
+    for _ in range(1):
+        input = torch.cat(images, 0)
+        output = model(input)
+        loss = train_loss_fn(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_jsd_augmix():
+    compare(jsd_augmix)
+
+
+# (o) HRNet-Semantic-Segmentation's lib/core/criterion.py: OhemCrossEntropy (CrossEntropyLoss(weight=,
+# ignore_index=, reduction='none'), the score brought to the label's size by the deprecated F.upsample(input=score,
+# size=(h, w), mode='bilinear'), tmp_target[tmp_target == self.ignore_label] = 0, pred.gather(1,
+# tmp_target.unsqueeze(1)), the kept pixels by .sort(), min_value = pred[min(self.min_kept, pred.numel() - 1)] and
+# Python's max of a 0-d tensor and the threshold, pixel_losses[mask][ind][pred < threshold].mean()) with its plain
+# CrossEntropy twin, on a small segmentation head
+def ohem_hrnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(13)
+
+    class CrossEntropy(nn.Module):
+        def __init__(self, ignore_label=-1, weight=None):
+            super(CrossEntropy, self).__init__()
+            self.ignore_label = ignore_label
+            self.criterion = nn.CrossEntropyLoss(
+                weight=weight,
+                ignore_index=ignore_label
+            )
+
+        def forward(self, score, target):
+            ph, pw = score.size(2), score.size(3)
+            h, w = target.size(1), target.size(2)
+            if ph != h or pw != w:
+                score = F.upsample(
+                        input=score, size=(h, w), mode='bilinear')
+
+            loss = self.criterion(score, target)
+
+            return loss
+
+    class OhemCrossEntropy(nn.Module):
+        def __init__(self, ignore_label=-1, thres=0.7,
+                     min_kept=100000, weight=None):
+            super(OhemCrossEntropy, self).__init__()
+            self.thresh = thres
+            self.min_kept = max(1, min_kept)
+            self.ignore_label = ignore_label
+            self.criterion = nn.CrossEntropyLoss(
+                weight=weight,
+                ignore_index=ignore_label,
+                reduction='none'
+            )
+
+        def forward(self, score, target, **kwargs):
+            ph, pw = score.size(2), score.size(3)
+            h, w = target.size(1), target.size(2)
+            if ph != h or pw != w:
+                score = F.upsample(input=score, size=(h, w), mode='bilinear')
+            pred = F.softmax(score, dim=1)
+            pixel_losses = self.criterion(score, target).contiguous().view(-1)
+            mask = target.contiguous().view(-1) != self.ignore_label
+
+            tmp_target = target.clone()
+            tmp_target[tmp_target == self.ignore_label] = 0
+            pred = pred.gather(1, tmp_target.unsqueeze(1))
+            pred, ind = pred.contiguous().view(-1,)[mask].contiguous().sort()
+            min_value = pred[min(self.min_kept, pred.numel() - 1)]
+            threshold = max(min_value, self.thresh)
+
+            pixel_losses = pixel_losses[mask][ind]
+            pixel_losses = pixel_losses[pred < threshold]
+            return pixel_losses.mean()
+
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, 2, 1), nn.ReLU(inplace=True), nn.Conv2d(6, 3, 1))
+    init = load(m, model, state)
+    weight = torch.FloatTensor([0.8, 1.0, 1.2])
+    ohem = OhemCrossEntropy(ignore_label=255, thres=0.7, min_kept=20, weight=weight)
+    plain = CrossEntropy(ignore_label=255, weight=weight)
+    optimizer = torch.optim.SGD([{'params': filter(lambda p: p.requires_grad, model.parameters()), 'lr': 0.01}],
+                                lr=0.01, momentum=0.9, weight_decay=5e-4, nesterov=False)
+    image = torch.tensor(normal(rng, 2, 3, 8, 8))
+    label = rng.integers(0, 3, (2, 8, 8))
+    label[:, :, :2] = 255
+    labels = torch.tensor(label)
+    losses = []
+    for _ in range(1):
+        pred = model(image)
+        loss = ohem(pred, labels)
+        reduced_loss = plain(pred, labels)
+        model.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), reduced_loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_ohem_hrnet():
+    compare(ohem_hrnet)
