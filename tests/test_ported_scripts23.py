@@ -570,7 +570,8 @@ def test_attention_unet():
 # torch.bmm, softmax(dim=-1), gamma an nn.Parameter(torch.zeros(1)), returning out and the attention) under
 # christiancosgrove/pytorch-spectral-normalization-gan's SpectralNorm wrapper (l2normalize, _make_params deleting
 # module._parameters[self.name] and registering name + "_u", "_v", "_bar", _update_u_v's power iteration on
-# w.view(height, -1).data and setattr of w / sigma.expand_as(w)), and the hinge loss of SAGAN's trainer
+# w.view(height, -1).data and setattr of w / sigma.expand_as(w); _made_params' getattr calls without the
+# unused names u, v, w, which pyflakes flags), and the hinge loss of SAGAN's trainer
 # (nn.ReLU()(1.0 - d_out_real).mean() and nn.ReLU()(1.0 + d_out_fake).mean(),
 # the discriminator's step alone); u and v, drawn by normal_, reach torch as parameters in the state_dict
 def sagan(m, state=None):
@@ -606,9 +607,9 @@ def sagan(m, state=None):
 
         def _made_params(self):
             try:
-                u = getattr(self.module, self.name + "_u")
-                v = getattr(self.module, self.name + "_v")
-                w = getattr(self.module, self.name + "_bar")
+                getattr(self.module, self.name + "_u")
+                getattr(self.module, self.name + "_v")
+                getattr(self.module, self.name + "_bar")
                 return True
             except AttributeError:
                 return False
