@@ -579,6 +579,8 @@ def roll(input, shifts, dims=None):
     dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
     check(len(shifts) == len(dims),
           lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    if input.numel() == 0:  # torch's: a copy, before any dim is checked
+        return clone(input)
     out = input
     for shift, dim in zip(shifts, dims):
         d = dim_index(dim, input.ndim)
