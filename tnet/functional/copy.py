@@ -958,7 +958,8 @@ def flat_positions(name, input, dim, index):
     input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
     check_tensors(name, input=input, index=index)
     d = dim_index(dim, max(input.ndim, 1))  # before the index's dtype, as torch's
-    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected dtype int64 for index")
+    check(index.dtype in _copy.INDEX_DTYPES or not index.numel(),  # an empty index of any dtype, as torch's
+          lambda: f"{name}(): Expected dtype int64 for index")
     check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")
