@@ -1064,7 +1064,13 @@ def _is_int(v):
 
 def round_to(v, dtype):
     """The Python float v rounded to dtype (to nearest even): torch compares a float16 or bfloat16
-    tensor with a number in the tensor's dtype."""
+    tensor with a number in the tensor's dtype. Kept per value (a launch's number costs microseconds
+    of numpy otherwise); zeros, whose sign the cache would not tell apart, and NaN as they are."""
+    return v if v == 0 or v != v else _rounded(v, dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rounded(v, dtype):
     if dtype == torch.float16:
         with np.errstate(over="ignore"):  # past fp16's range is its inf, as torch rounds it
             return float(np.float16(v))
