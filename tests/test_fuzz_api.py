@@ -1205,6 +1205,9 @@ def test_round_21_argument_forms_as_torch(call):
     lambda m, f, t: m.roll(m.zeros(1, 0, 1), -2, dims=7), lambda m, f, t: m.roll(m.zeros(0, 2), (1, 2), (0,)),
     # scatter and gather: an empty index of any dtype (seed 93, case 1522), a non-empty one int64 or int32
     lambda m, f, t: m.scatter_reduce(m.zeros(0).bfloat16(), 0, m.zeros(0), m.zeros(0).bfloat16(), "mean"),
-    lambda m, f, t: m.zeros(3).scatter_(0, m.zeros(0).half(), 2.0), lambda m, f, t: m.gather(m.zeros(3), 0, m.zeros(1))])
+    lambda m, f, t: m.zeros(3).scatter_(0, m.zeros(0).half(), 2.0), lambda m, f, t: m.gather(m.zeros(3), 0, m.zeros(1)),
+    # repeat and tile: a negative repeat of a dim of size 0 (seed 91, case 131); a negative size raises
+    lambda m, f, t: m.tile(m.zeros(3, 0).long(), (-1,)), lambda m, f, t: m.zeros(0, 2).repeat(-2, 1),
+    lambda m, f, t: m.zeros(3, 1).repeat(1, -1), lambda m, f, t: m.zeros(3, 0).repeat(-1, 1)])
 def test_empty_input_as_torch(call):
     _same_outcome(call)

@@ -514,8 +514,12 @@ def repeat(input, *sizes, repeats=None):
     repeats = tuple(sizes_or_keyword("repeat", sizes, "repeats", repeats))
     if len(repeats) < input.ndim:
         raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-    check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")
     shape = (1,) * (len(repeats) - input.ndim) + input.shape
+    # a negative repeat of a dim of size 0 makes a size 0, as torch's (only a negative size raises)
+    out = [r * s for r, s in zip(repeats, shape)]
+    check(min(out, default=0) >= 0,
+          lambda: f"Trying to create tensor with negative dimension {min(out)}: {out}")
+    repeats = tuple(max(r, 0) for r in repeats)
     tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
     dims = [2 * i for i, r in enumerate(repeats) if r > 1]
 
