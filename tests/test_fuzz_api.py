@@ -1203,6 +1203,7 @@ def test_round_21_argument_forms_as_torch(call):
     lambda m, f, t: f.batch_norm(m.zeros(0, 3, 2).half(), None, None, m.ones(3), m.ones(3), training=True),
     # roll: no dim checked (seed 94, case 121), but shifts and dims must align
     lambda m, f, t: m.roll(m.zeros(1, 0, 1), -2, dims=7), lambda m, f, t: m.roll(m.zeros(0, 2), (1, 2), (0,)),
+    lambda m, f, t: m.roll(m.zeros(0, 4, 1), -2, dims="x"),  # the parser's TypeError first (seed 96, case 2525)
     # scatter and gather: an empty index of any dtype (seed 93, case 1522), a non-empty one int64 or int32
     lambda m, f, t: m.scatter_reduce(m.zeros(0).bfloat16(), 0, m.zeros(0), m.zeros(0).bfloat16(), "mean"),
     lambda m, f, t: m.zeros(3).scatter_(0, m.zeros(0).half(), 2.0), lambda m, f, t: m.gather(m.zeros(3), 0, m.zeros(1)),

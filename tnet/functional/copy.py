@@ -580,7 +580,10 @@ def roll(input, shifts, dims=None):
     if dims is None:
         check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
-    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
+    given = dims
+    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims) if isinstance(dims, (tuple, list)) else [None]
+    check_type(all(isinstance(v, numbers.Integral) for v in dims),
+               lambda: f"roll(): argument 'dims' must be tuple of ints, not {type(given).__name__}")
     check(len(shifts) == len(dims),
           lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     if input.numel() == 0:  # torch's: a copy, before any dim is checked
