@@ -1190,3 +1190,25 @@ def test_round_20_argument_checks_as_torch(call):
     lambda m, f, t: t([[3.0, 4.0], [1.0, 2.0]]).norm(p=None)])
 def test_round_21_argument_forms_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # torch checks no argument's size against an empty input (fuzz seeds 91-94)
+    # the transposed convolutions' output_padding past both stride and dilation (seed 92, case 2319)
+    lambda m, f, t: f.conv_transpose1d(m.zeros(0, 2, 6), m.ones(2, 3, 3), stride=1, padding=1, output_padding=1),
+    lambda m, f, t: f.conv_transpose2d(m.zeros(0, 2, 4, 5), m.ones(2, 3, 3, 2), output_padding=(1, 2)),
+    lambda m, f, t: f.conv_transpose3d(m.zeros(0, 2, 3, 4, 5), m.ones(2, 3, 3, 2, 2), output_padding=1),
+    lambda m, f, t: f.conv_transpose1d(m.zeros(1, 2, 6), m.ones(2, 3, 3), output_padding=1),  # a batch: the error
+    # batch_norm: input * weight[0] + bias[0], weight and bias of any length (seed 91, case 1401)
+    lambda m, f, t: f.batch_norm(m.zeros(0, 3), m.zeros(3), m.ones(3), t([2.0] * 9), t([0.5, 1.0]).bfloat16()),
+    lambda m, f, t: f.batch_norm(m.zeros(0, 3, 2).half(), None, None, m.ones(3), m.ones(3), training=True),
+    # roll: no dim checked (seed 94, case 121), but shifts and dims must align
+    lambda m, f, t: m.roll(m.zeros(1, 0, 1), -2, dims=7), lambda m, f, t: m.roll(m.zeros(0, 2), (1, 2), (0,)),
+    lambda m, f, t: m.roll(m.zeros(0, 4, 1), -2, dims="x"),  # the parser's TypeError first (seed 96, case 2525)
+    # scatter and gather: an empty index of any dtype (seed 93, case 1522), a non-empty one int64 or int32
+    lambda m, f, t: m.scatter_reduce(m.zeros(0).bfloat16(), 0, m.zeros(0), m.zeros(0).bfloat16(), "mean"),
+    lambda m, f, t: m.zeros(3).scatter_(0, m.zeros(0).half(), 2.0), lambda m, f, t: m.gather(m.zeros(3), 0, m.zeros(1)),
+    # repeat and tile: a negative repeat of a dim of size 0 (seed 91, case 131); a negative size raises
+    lambda m, f, t: m.tile(m.zeros(3, 0).long(), (-1,)), lambda m, f, t: m.zeros(0, 2).repeat(-2, 1),
+    lambda m, f, t: m.zeros(3, 1).repeat(1, -1), lambda m, f, t: m.zeros(3, 0).repeat(-1, 1)])
+def test_empty_input_as_torch(call):
+    _same_outcome(call)

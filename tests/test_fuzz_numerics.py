@@ -1062,3 +1062,19 @@ def test_two_norm_gradient_at_a_zero_vector_passes_a_nan_or_inf_gradient_as_torc
         return a.grad, b.grad.float()
     for got, want in zip(grads(tnet), grads(torch)):
         _same(got.numpy(), want)
+
+
+def test_a_number_or_0d_tensor_beside_a_16bit_tensor_is_cast_to_its_dtype_first():
+    """torch's promotion casts every operand to the result's dtype: a float16 -inf + 1e30 is -inf + inf, NaN (fuzz seed
+    91, case 876), a 0-d float32 3e38 times a float16 0 is inf * 0 (seed 92, case 2184); mul and div keep a Python
+    number's or a 0-d other's own value (torch's CPU kernels read it before the cast)."""
+    x = np.array([-INF, 1.0, -6e4, 0.0, NAN], np.float32)
+
+    def results(m):
+        h, b = m.tensor(x, dtype=m.float16), m.tensor([1.0, 0.5], dtype=m.bfloat16)
+        big = m.tensor(3e38)
+        return [h + 1e30, h - 1e30, 7e4 - h, h.clone().add_(7e4), h * 1e30, h / 1e-8, b + 1.00390625,
+                h * big, big * h, big + h, h.clone().mul_(big), h / m.tensor(1e-8), b * m.tensor(1.00390625, dtype=m.float16)]
+    for got, want in zip(results(tnet), results(torch)):
+        assert got.dtype == want.dtype
+        _same(got.float().numpy(), want.float())

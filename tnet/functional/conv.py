@@ -225,7 +225,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
     stride, padding = at_least(stride, "conv_transpose2d: stride", 1), at_least(padding, "conv_transpose2d: padding", 0)
     extra, dilation = at_least(extra, "conv_transpose2d: output_padding", 0), at_least(dilation, "conv_transpose2d: dilation", 1)
-    if any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):
+    if x.shape[0] and any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):  # torch checks no empty batch
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{extra}, stride: {stride}, dilation: {dilation}")
     if any(o >= s for o, s in zip(extra, stride)):
@@ -379,7 +379,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
     (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
     (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
-    if od >= max(sd, dd):
+    if input.shape[0] and od >= max(sd, dd):  # as conv_transpose2d's
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{(od, *o2)}, stride: {(sd, *s2)}, dilation: {(dd, *d2)}")
     N, C, D, H, W = input.shape

@@ -514,8 +514,12 @@ def repeat(input, *sizes, repeats=None):
     repeats = tuple(sizes_or_keyword("repeat", sizes, "repeats", repeats))
     if len(repeats) < input.ndim:
         raise InputError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-    check(all(r >= 0 for r in repeats), lambda: f"repeat: repeats must be non-negative, got {list(repeats)}")
     shape = (1,) * (len(repeats) - input.ndim) + input.shape
+    # a negative repeat of a dim of size 0 makes a size 0, as torch's (only a negative size raises)
+    out = [r * s for r, s in zip(repeats, shape)]
+    check(min(out, default=0) >= 0,
+          lambda: f"Trying to create tensor with negative dimension {min(out)}: {out}")
+    repeats = tuple(max(r, 0) for r in repeats)
     tiled = [v for r, s in zip(repeats, shape) for v in (r, s)]  # [r0, s0, r1, s1, ...]
     dims = [2 * i for i, r in enumerate(repeats) if r > 1]
 
@@ -576,9 +580,14 @@ def roll(input, shifts, dims=None):
     if dims is None:
         check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
-    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
+    given = dims
+    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims) if isinstance(dims, (tuple, list)) else [None]
+    check_type(all(isinstance(v, numbers.Integral) for v in dims),
+               lambda: f"roll(): argument 'dims' must be tuple of ints, not {type(given).__name__}")
     check(len(shifts) == len(dims),
           lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    if input.numel() == 0:  # torch's: a copy, before any dim is checked
+        return clone(input)
     out = input
     for shift, dim in zip(shifts, dims):
         d = dim_index(dim, input.ndim)
@@ -956,7 +965,8 @@ def flat_positions(name, input, dim, index):
     input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
     check_tensors(name, input=input, index=index)
     d = dim_index(dim, max(input.ndim, 1))  # before the index's dtype, as torch's
-    check(index.dtype in _copy.INDEX_DTYPES, lambda: f"{name}(): Expected dtype int64 for index")
+    check(index.dtype in _copy.INDEX_DTYPES or not index.numel(),  # an empty index of any dtype, as torch's
+          lambda: f"{name}(): Expected dtype int64 for index")
     check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")

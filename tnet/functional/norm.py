@@ -42,6 +42,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if input.numel() == 0:  # torch's empty batch: input * weight[0] + bias[0], no size checked, no statistic updated
+        if training and num_batches_tracked is not None:  # but the batch counted, as by torch's module
+            copy_(num_batches_tracked.memory, add(num_batches_tracked, 1).memory)
+        y = mul(input, 1.0)
+        y = y if weight is None else mul(y, weight[0])
+        return y if bias is None else add(y, bias[0])
     data = lambda v: None if v is None else v.memory
     X = dense(input.memory)
     # a strided view copied: kernels read dense vectors

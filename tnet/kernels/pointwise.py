@@ -1064,7 +1064,13 @@ def _is_int(v):
 
 def round_to(v, dtype):
     """The Python float v rounded to dtype (to nearest even): torch compares a float16 or bfloat16
-    tensor with a number in the tensor's dtype."""
+    tensor with a number in the tensor's dtype. Kept per value (a launch's number costs microseconds
+    of numpy otherwise); zeros, whose sign the cache would not tell apart, and NaN as they are."""
+    return v if v == 0 or v != v else _rounded(v, dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rounded(v, dtype):
     if dtype == torch.float16:
         with np.errstate(over="ignore"):  # past fp16's range is its inf, as torch rounds it
             return float(np.float16(v))
@@ -1115,7 +1121,8 @@ class _Plan:
     and numbers: the output's shape, dtype, memory format, device and size, the grid, the number
     arguments' rounding (a comparison's dtype, else None), the arguments after the numbers, and the
     operand laid out as the output, if one is (like: its index, else None)."""
-    __slots__ = ("shape", "dtype", "fmt", "device", "n", "grid", "tensor_at", "integer", "round", "tail", "kw", "like")
+    __slots__ = ("shape", "dtype", "fmt", "device", "n", "grid", "tensor_at", "integer", "round", "narrow", "tail", "kw",
+                 "like")
 
 
 def _plan(op, operands, channels_last, route_dim, dtype):
@@ -1162,8 +1169,16 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     # the slots past the operands hold y's address: never read
     plan.tensor_at = tuple(isinstance(x, torch.Tensor) for x in operands) + (True,) * (3 - len(operands))
     plan.integer = integer
-    # a number is compared in the tensors' dtype, as torch
-    plan.round = out_dtype("add", tensors, False) if op in COMPARISONS and not integer else None
+    # a number is compared in the tensors' dtype, and added in a float16 or bfloat16 result's, as torch's
+    # (its add casts the number to the result's dtype first: a float16 -inf + 1e30 is -inf + inf, NaN)
+    plan.round = None if integer else out_dtype("add", tensors, False) if op in COMPARISONS else \
+        plan.dtype if op in ("add", "sub") and plan.dtype in (torch.float16, torch.bfloat16) else None
+    # a 0-d float tensor beside a 16-bit result is cast to its dtype first, as torch's promotion casts every
+    # operand to the common dtype (a 0-d float32 3e38 times a float16 tensor is inf times it, NaN at 0); but
+    # for other of mul and div, which torch's CPU kernels read before the cast
+    plan.narrow = tuple(i for i, x in enumerate(operands) if isinstance(x, torch.Tensor) and x.dtype in FLOATS
+                        and x.dtype != plan.dtype and plan.dtype in (torch.float16, torch.bfloat16) and dtype is None
+                        and not (i == 1 and op in ("mul", "div")))
     plan.tail = (tuple(sizes), *map(tuple, strides))
     plan.kw = dict(OP=op, ARITY=ARITY[op], SCALARS=sum(1 << i for i, x in enumerate(operands) if not plan.tensor_at[i]),
                    FLAT=flat, ROUTE=route, COMPUTE=tl.int64 if integer else tl.float32)
@@ -1183,6 +1198,8 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=No
         y = out
     if plan.n == 0:
         return y
+    if plan.narrow:
+        operands = [x.to(plan.dtype) if i in plan.narrow else x for i, x in enumerate(operands)]
     slots = (*operands, y, y)[:3]
     if plan.kw["SCALARS"]:
         ptrs = [x if tensor else y for x, tensor in zip(slots, plan.tensor_at)]
