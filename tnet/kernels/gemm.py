@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from .._device import INTERPRET
-from .autotune import autotune, jit, launch_kept
+from .autotune import autotune, fit, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
 from .reduce import sum_except
@@ -113,7 +113,7 @@ def epilogue(acc, bias_ptr, offs_m, offs_n, mask_m, mask_n, BIAS: tl.constexpr, 
 
 _TUNING = dict(key=["M", "N", "K", "BATCH", "batch_per", "PRECISION"],
                prune_configs_by={"early_config_prune": _prune},
-               interpret={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128})
+               interpret={"BLOCK_M": fit("M", 128), "BLOCK_N": fit("N", 128), "BLOCK_K": fit("K", 128)})
 
 
 @autotune(_CONFIGS, **_TUNING)
@@ -168,7 +168,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr,
 
 # With ACCUMULATE the kernel reads C, so the tuner's trial launches must put C back after
 # each one; that clone and copy would otherwise be timed with every trial of every GEMM.
-gemm_accumulate_kernel = autotune(_CONFIGS, restore_value=["c_ptr"], **_TUNING)(gemm_kernel.fn)
+gemm_accumulate_kernel = autotune(_CONFIGS, restore_value=["c_ptr"], **_TUNING)(gemm_kernel.jitted)
 
 
 @jit
