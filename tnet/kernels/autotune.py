@@ -75,8 +75,8 @@ def autotune(configs, key, interpret=None, **kwargs):
     """Autotune over `configs` on the GPU, keyed on `key`. The interpreter cannot benchmark
     (docs/triton.md), so there only the first config runs, with the block sizes in
     `interpret` put over it: the interpreter pays per program and per op more than per element,
-    so big blocks make CPU runs many times faster. A value of `interpret` may be a function of
-    the kernel's arguments by name (`fit`), as triton.heuristics takes."""
+    so big blocks make CPU runs many times faster. A value of `interpret` may be fitted to each
+    launch (`fit`), where no test has chosen another config (tests/helpers.py's only_config)."""
     every = list(configs)
     fitted = {}
     if INTERPRET:
@@ -93,13 +93,14 @@ def autotune(configs, key, interpret=None, **kwargs):
         kwargs.setdefault("cache_results", True)  # timings kept in Triton's cache dir across runs
         kwargs.setdefault("do_bench", warm_bench)
     tuned = triton.autotune(configs, key=key, **kwargs)
-    fit_blocks = triton.heuristics(fitted) if fitted else lambda fn: fn
     # Built by Triton, so that its constructor's arguments may change between versions;
     # only run() is replaced.
     def make(fn):
         jitted = jit_fast(fn)
-        kernel = _Remembered.adopt(tuned(fit_blocks(jitted)), every)
+        kernel = _Remembered.adopt(tuned(jitted), every)
         kernel.jitted = jitted  # untuned, for a launch of its own config
+        kernel.fitted = fitted  # the interpreter's blocks fitted to each launch, while its own config runs
+        kernel.interpreted = kernel.configs
         return kernel
     return make
 
@@ -371,6 +372,9 @@ class _Remembered(triton.runtime.Autotuner):
                 return fn.launch(entry, args, {**kwargs, **config}, grid)
         tuning = [args[i] if i < len(args) else kwargs[name] for i, name in self.key_args]
         dtypes = [getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)]
+        if self.fitted and self.configs is self.interpreted:  # not a test's choice of a config (only_config)
+            meta = self.chosen[(*tuning, *dtypes)] = self.fit(args, kwargs)
+            return fn.run(*args, grid=grid, warmup=warmup, **kwargs, **meta)
         config = self.chosen.get((*tuning, *dtypes))
         if config is None:
             if fast:
@@ -385,6 +389,15 @@ class _Remembered(triton.runtime.Autotuner):
             if entry is not None:  # keyed anew: the run may have changed how fn keys tuples
                 kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))
         return kernel
+
+    def fit(self, args, kwargs):
+        """The interpreter's config with its fitted blocks (autotune's `fit`) worked out for this launch, in
+        their order: each sees the arguments by name and the blocks before it."""
+        meta = self.configs[0].all_kwargs()
+        named = {**dict(zip(self.arg_names, args)), **kwargs}
+        for name, block in self.fitted.items():
+            meta[name] = block({**named, **meta})
+        return meta
 
     def compile_configs(self, args, grid, kwargs):
         """Compile the configs that Triton's run() is about to time for a new tuning key, all at once, in

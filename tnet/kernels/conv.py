@@ -165,11 +165,17 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
     return img * stride_xn + h * stride_xh + w * stride_xw + c * stride_xc
 
 
+def _reduced(args):
+    """What a WIDE kernel's step takes channels of (a tap's C), else the flattened (i, j, c): the interpreter's
+    BLOCK_K of the forward and BLOCK_N of the weight gradient cover all of it where they can."""
+    return args["C"] if args["WIDE"] else args["KH"] * args["KW"] * args["C"]
+
+
 # blocks of up to 1024 pixels in the interpreter, which pays per program and per op more than per element
 @autotune(_CONV_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW",
                               "G", "TRANSPOSED", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_conv},
-          interpret={"BLOCK_M": fit("NPIX", 1024), "BLOCK_N": fit("COUT", 64)})
+          interpret={"BLOCK_M": fit("NPIX", 1024), "BLOCK_N": fit("COUT", 64), "BLOCK_K": fit(_reduced, 128)})
 @jit
 def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                 stride_wn, stride_wk, stride_wi, stride_wj, stride_wg,
@@ -243,7 +249,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_xn, stride_xc, strid
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "C", "COUT", "OH", "OW", "KH", "KW", "SH", "SW", "PH",
                               "PW", "DH", "DW", "G", "WIDE", "PRECISION"],
           prune_configs_by={"early_config_prune": _prune_grad},
-          interpret={"BLOCK_M": fit("COUT", 64), "BLOCK_N": 64, "BLOCK_K": fit("NPIX", 1024)})
+          interpret={"BLOCK_M": fit("COUT", 64), "BLOCK_N": fit(_reduced, 128), "BLOCK_K": fit("NPIX", 1024)})
 @jit
 def weight_grad_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_xn, stride_xc, stride_xh, stride_xw,
                        stride_dp, stride_do, stride_dc, stride_di, stride_dj,

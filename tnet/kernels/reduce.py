@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._device import INTERPRET
 from .autotune import autotune, fit, launch_kept
 from .launch import FLOATS, INTEGERS, cdiv, check, check_float, kept
 
@@ -20,8 +21,12 @@ _CONFIGS = [triton.Config({"BLOCK_R": 512, "BLOCK_J": 16}, num_warps=4),
             triton.Config({"BLOCK_R": 16, "BLOCK_J": 256}, num_warps=4),
             triton.Config({"BLOCK_R": 8, "BLOCK_J": 1024}, num_warps=8)]
 # Reduced elements per program: long sums are split, then the parts summed. Larger chunks leave
-# too few programs for a small batch's bias sums (docs/results.md, tuning notes).
-CHUNK = 1024
+# too few programs for a small batch's bias sums (docs/results.md, tuning notes); the interpreter pays
+# per program and per loop step, so there a part is longer.
+CHUNK = 1 << 14 if INTERPRET else 1024
+# The interpreter's [BLOCK_R, BLOCK_J] tile of reduce_kernel: its columns fitted to the kept axis, its rows
+# to the part, 8K elements at most
+_TILE = 8192
 
 
 @autotune(_CONFIGS, key=["I", "J", "L"],
@@ -143,7 +148,10 @@ def _product(x, R: tl.constexpr, J: tl.constexpr):
     return tl.reshape(x, [J])
 
 
-@autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"], interpret={"BLOCK_R": 64, "BLOCK_J": 128})
+@autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"],
+          interpret={"BLOCK_J": fit(lambda args: args["K1"] if args["INNER"] else args["K2"], 128),  # first:
+                     "BLOCK_R": fit(lambda args: min(args["chunk"], args["R"], _TILE // args["BLOCK_J"]),  # it reads
+                                    _TILE // 16)})  # BLOCK_J's
 @triton.jit
 def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
                   OP: tl.constexpr, INNER: tl.constexpr, INDEXED: tl.constexpr, INTEGER: tl.constexpr,
