@@ -520,6 +520,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
     one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
     check_args("trapezoid", "float", dx=1 if dx is None else dx)  # its type before any shape, as torch's parser
+    check_args("trapezoid", "int", dim=dim)
     if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
