@@ -1220,6 +1220,8 @@ def test_empty_input_as_torch(call):
     lambda m, f, t: m.trapezoid(t(1.0), dim="1"), lambda m, f, t: m.cumulative_trapezoid(t(1.0), dim="1"),
     # a strided or expanded bias of conv2d (seed 100, case 2593)
     lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(2, 1, 1, 1), t([0.5]).expand(2), padding="same", dilation=2),
-    lambda m, f, t: f.conv2d(m.ones(1, 8, 3, 3), m.ones(4, 8, 3, 3), m.arange(8.0)[::2], padding=1)])
+    lambda m, f, t: f.conv2d(m.ones(1, 8, 3, 3), m.ones(4, 8, 3, 3), m.arange(8.0)[::2], padding=1),
+    # the median of no integers: NaN cast to the dtype, its least (seed 102, case 2501)
+    lambda m, f, t: m.median(m.zeros(3, 0, dtype=m.int32)), lambda m, f, t: m.nanmedian(m.zeros(0, dtype=m.uint8))])
 def test_round_23_as_torch(call):
     _same_outcome(call)

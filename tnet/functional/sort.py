@@ -187,9 +187,10 @@ def _refuse_bool(input, dim):
 @numpy_names
 def _empty_median(input):
     """median's and nanmedian's answer for an empty input, no dim: NaN in input's dtype, as torch's
-    (an integer's NaN cast is int64's least, a bool's True)."""
+    (an integer's NaN cast is its dtype's least: int32's -2**31, uint8's 0; a bool's True)."""
     if not input.memory.is_floating_point():
-        return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
+        nan = True if input.dtype == torch.bool else torch.iinfo(input.dtype).min
+        return Tensor(torch.full((), nan, dtype=input.dtype, device=input.device))
     return reshape(input, (-1,)).sum() * math.nan
 
 
