@@ -1222,6 +1222,10 @@ def test_empty_input_as_torch(call):
     lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(2, 1, 1, 1), t([0.5]).expand(2), padding="same", dilation=2),
     lambda m, f, t: f.conv2d(m.ones(1, 8, 3, 3), m.ones(4, 8, 3, 3), m.arange(8.0)[::2], padding=1),
     # the median of no integers: NaN cast to the dtype, its least (seed 102, case 2501)
-    lambda m, f, t: m.median(m.zeros(3, 0, dtype=m.int32)), lambda m, f, t: m.nanmedian(m.zeros(0, dtype=m.uint8))])
+    lambda m, f, t: m.median(m.zeros(3, 0, dtype=m.int32)), lambda m, f, t: m.nanmedian(m.zeros(0, dtype=m.uint8)),
+    # cummax and cummin check no dim of an empty input, its type only (seed 100, case 1547); cumsum checks it
+    lambda m, f, t: m.cummin(m.zeros(0, 2), 7).values, lambda m, f, t: m.cummax(m.zeros(2, 0), -5).indices,
+    lambda m, f, t: m.cummin(m.zeros(0, 2), "x"), lambda m, f, t: m.cummax(m.zeros(2, 3), 7),
+    lambda m, f, t: m.cumsum(m.zeros(0, 2), 7)])
 def test_round_23_as_torch(call):
     _same_outcome(call)

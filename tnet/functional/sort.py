@@ -3,6 +3,7 @@ torch's, with their gradients. Sorts are always stable (torch's stable=True orde
 stable=False also allows), of rows of any length."""
 import collections
 import math
+import numbers
 
 import torch
 
@@ -134,6 +135,8 @@ def cumprod(input, dim, *, dtype=None):
 def _cumulative_extreme(name, input, dim, largest, result):
     """result(values, indices): the running max (largest) or min along dim and where it was taken
     (kernels/sort.py scan_extreme); the values' gradient is added back at those places."""
+    if isinstance(input, Tensor) and not input.numel() and isinstance(dim, numbers.Integral):
+        dim = 0  # torch's cummax and cummin check no dim of an empty input, its type only: any gives the empty result
     d = _scan_dim(name, input, dim)
     if input.ndim == 0:
         values, indices = _cumulative_extreme(name, reshape(input, 1), 0, largest, result)
