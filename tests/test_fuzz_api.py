@@ -1212,3 +1212,20 @@ def test_round_21_argument_forms_as_torch(call):
     lambda m, f, t: m.zeros(3, 1).repeat(1, -1), lambda m, f, t: m.zeros(3, 0).repeat(-1, 1)])
 def test_empty_input_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 97-102
+    # the parser's TypeError for a dim of a wrong type before any range check (seed 101, cases 114, 1529)
+    lambda m, f, t: m.flatten(m.zeros(3, 3, 4), start_dim=7, end_dim=1.5),
+    lambda m, f, t: m.trapezoid(t(1.0), dim="1"), lambda m, f, t: m.cumulative_trapezoid(t(1.0), dim="1"),
+    # a strided or expanded bias of conv2d (seed 100, case 2593)
+    lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(2, 1, 1, 1), t([0.5]).expand(2), padding="same", dilation=2),
+    lambda m, f, t: f.conv2d(m.ones(1, 8, 3, 3), m.ones(4, 8, 3, 3), m.arange(8.0)[::2], padding=1),
+    # the median of no integers: NaN cast to the dtype, its least (seed 102, case 2501)
+    lambda m, f, t: m.median(m.zeros(3, 0, dtype=m.int32)), lambda m, f, t: m.nanmedian(m.zeros(0, dtype=m.uint8)),
+    # cummax and cummin check no dim of an empty input, its type only (seed 100, case 1547); cumsum checks it
+    lambda m, f, t: m.cummin(m.zeros(0, 2), 7).values, lambda m, f, t: m.cummax(m.zeros(2, 0), -5).indices,
+    lambda m, f, t: m.cummin(m.zeros(0, 2), "x"), lambda m, f, t: m.cummax(m.zeros(2, 3), 7),
+    lambda m, f, t: m.cumsum(m.zeros(0, 2), 7)])
+def test_round_23_as_torch(call):
+    _same_outcome(call)

@@ -430,6 +430,19 @@ def test_prod_of_all_elements_with_two_zeros_has_zero_gradient_as_torch():
         _same(a.grad.numpy(), t.grad)
 
 
+@pytest.mark.parametrize("x, dim", [([[0.9, INF], [-0.0, 0.5]], None), ([[NAN, 2.0], [-0.0, 0.5]], None),
+                                    ([[INF, 2.0, 3.0], [0.0, 1.0, 4.0]], 1), ([[INF, 0.0], [0.0, NAN]], 0),
+                                    ([[0.0]], None)])
+def test_prod_with_a_zero_gives_the_product_of_the_others_as_torch(x, dim):
+    """Where the input holds a zero (prod(): exactly one), torch's gradient is the product of the slice's other
+    elements, finite beside an inf or NaN x; g * prod / x gave NaN there (fuzz seed 101, case 2486)."""
+    x = np.array(x, np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (a.prod() if dim is None else a.prod(dim)).sum().backward()
+    (t.prod() if dim is None else t.prod(dim)).sum().backward()
+    _same(a.grad.numpy(), t.grad)
+
+
 def test_kl_div_of_a_negative_target_is_nan_as_torch():
     """target * log(target) is torch's xlogy: 0 at 0, NaN below it (it was 0 there; fuzz seed 13)."""
     x = np.array([[-0.0, -0.94, 1e5, -0.37, 0.5]], np.float32)

@@ -96,7 +96,8 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
     # in any layout
     cl = kernels is _depthwise or _conv.reads_vectors(x.shape[1])
     X = x.memory.contiguous(memory_format=torch.channels_last) if cl else x.memory
-    Wl, B = w.memory if low is None else amp.cast_operand(w, low), None if b is None else b.memory
+    # the kernels' epilogue reads the bias dense: a strided or expanded one (torch takes any) copied, C elements
+    Wl, B = w.memory if low is None else amp.cast_operand(w, low), None if b is None else b.memory.contiguous()
     y = kernels.conv2d(X, Wl, stride, padding, dilation, groups, bias=B, relu=relu, out_dtype=low or x.dtype)
     X = X if need_w else None  # only the weight gradient reads it
     saved = (w if need_x else None, X, y if relu else None)  # what grads reads (y: the ReLU's mask)

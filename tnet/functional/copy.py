@@ -401,6 +401,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     """Dims start_dim..end_dim as one: a view where the memory allows (torch's reshape rule)."""
     x = input
     check_tensors("flatten", input=x)
+    check_args("flatten", "int", start_dim=start_dim, end_dim=end_dim)  # the parser's TypeError first, as torch's
     shape = x.shape or (1,)
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))
     if start > end:

@@ -11,6 +11,7 @@ from ..amp import is_autocast_enabled
 from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
+from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
                               check_float, check_type, is_channels_last)
@@ -241,7 +242,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product over dim (None: every element; an int), in fp32; of integers or bools exactly, in
     int64 (wrapping on overflow), as torch's. dtype: the input cast to it first. The gradient is
     torch's, zeros included: g times the product of the other elements of the slice (g * prod / x
-    where the slice holds no zero)."""
+    where the input holds no zero)."""
     check_tensors("prod", input=input)
     check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
     if dtype is not None:
@@ -253,19 +254,32 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     y = _reduce.reduce(X, dims, "prod", dtype=torch.float32)  # fp32, as the backward reads it
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
-    def backward(g):  # g * (prod / x) at nonzero x (0 in a slice with a zero); at a zero, g * the others' product
+    def backward(g):
         if not input.ndim or (dim is not None and input.shape[dims[0]] == 1):  # torch's: a 0-d input's gradient, and
             # a product over a dim of size 1's, is g (an infinite or NaN x too, where prod / x is NaN)
             return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
-        zero = _pw.pointwise("eq", X, 0)
-        zeros = _reduce.reduce(zero, dims)
-        others = _reduce.reduce(_pw.pointwise("where", zero, 1.0, X), dims, "prod", dtype=torch.float32)
-        at_zero = _pw.pointwise("where", _pw.pointwise("eq", zeros, 1), others, 0.0)
-        factor = _pw.pointwise("where", zero, at_zero, _pw.pointwise("div", y, X))
-        if dim is None and input.ndim:  # torch's prod(): two zeros or more give 0 everywhere, beside a NaN too
-            factor = _pw.pointwise("where", _pw.pointwise("gt", zeros, 1), 0.0, factor)
+        # torch's rule, by the input's count of zeros (read on the host, as torch reads it): none, g * prod / x;
+        # prod() of two or more, 0 everywhere (beside a NaN too); else the product of the slice's others
+        zeros = _reduce.reduce(_pw.pointwise("eq", X, 0), tuple(range(X.ndim))).item()
+        if not zeros:
+            factor = _pw.pointwise("div", y, X)
+        elif dim is None:
+            factor = others_product(X.reshape(-1), 0).reshape(X.shape) if zeros == 1 else torch.zeros_like(X)
+        else:
+            factor = others_product(X, dims[0])
         return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
     return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
+
+
+def others_product(X, d):
+    """The product of each element's others in its slice along d, in fp32: the running products before it
+    and after it (torch's prod_safe_zeros_backward): exact beside a zero, an inf or a NaN, where prod / x is not."""
+    n = X.shape[d]
+    before, after = torch.ones(X.shape, device=X.device), torch.ones(X.shape, device=X.device)
+    if n > 1:
+        copy_(before.narrow(d, 1, n - 1), _sort.scan(X.narrow(d, 0, n - 1), d, "prod", dtype=torch.float32))
+        copy_(after.narrow(d, 0, n - 1), _sort.scan(X.narrow(d, 1, n - 1), d, "prod", reverse=True, dtype=torch.float32))
+    return _pw.pointwise("mul", before, after)
 
 
 def _count(name, input, dim, keepdim, op):

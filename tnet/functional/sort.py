@@ -3,6 +3,7 @@ torch's, with their gradients. Sorts are always stable (torch's stable=True orde
 stable=False also allows), of rows of any length."""
 import collections
 import math
+import numbers
 
 import torch
 
@@ -134,6 +135,8 @@ def cumprod(input, dim, *, dtype=None):
 def _cumulative_extreme(name, input, dim, largest, result):
     """result(values, indices): the running max (largest) or min along dim and where it was taken
     (kernels/sort.py scan_extreme); the values' gradient is added back at those places."""
+    if isinstance(input, Tensor) and not input.numel() and isinstance(dim, numbers.Integral):
+        dim = 0  # torch's cummax and cummin check no dim of an empty input, its type only: any gives the empty result
     d = _scan_dim(name, input, dim)
     if input.ndim == 0:
         values, indices = _cumulative_extreme(name, reshape(input, 1), 0, largest, result)
@@ -187,9 +190,10 @@ def _refuse_bool(input, dim):
 @numpy_names
 def _empty_median(input):
     """median's and nanmedian's answer for an empty input, no dim: NaN in input's dtype, as torch's
-    (an integer's NaN cast is int64's least, a bool's True)."""
+    (an integer's NaN cast is its dtype's least: int32's -2**31, uint8's 0; a bool's True)."""
     if not input.memory.is_floating_point():
-        return Tensor(torch.full((), True if input.dtype == torch.bool else -2 ** 63, dtype=input.dtype, device=input.device))
+        nan = True if input.dtype == torch.bool else torch.iinfo(input.dtype).min
+        return Tensor(torch.full((), nan, dtype=input.dtype, device=input.device))
     return reshape(input, (-1,)).sum() * math.nan
 
 
@@ -520,6 +524,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
     one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
     check_args("trapezoid", "float", dx=1 if dx is None else dx)  # its type before any shape, as torch's parser
+    check_args("trapezoid", "int", dim=dim)
     if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
