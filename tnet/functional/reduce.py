@@ -258,15 +258,16 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         if not input.ndim or (dim is not None and input.shape[dims[0]] == 1):  # torch's: a 0-d input's gradient, and
             # a product over a dim of size 1's, is g (an infinite or NaN x too, where prod / x is NaN)
             return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
-        # torch's rule, by the input's count of zeros (read on the host, as torch reads it): none, g * prod / x;
-        # prod() of two or more, 0 everywhere (beside a NaN too); else the product of the slice's others
-        zeros = _reduce.reduce(_pw.pointwise("eq", X, 0), tuple(range(X.ndim))).item()
-        if not zeros:
-            factor = _pw.pointwise("div", y, X)
-        elif dim is None:
-            factor = others_product(X.reshape(-1), 0).reshape(X.shape) if zeros == 1 else torch.zeros_like(X)
+        # torch's rule, by the input's count of zeros (torch reads it on the host; here it selects on the device,
+        # so that a captured step replays it): none, g * prod / x; prod() of two or more, 0 everywhere (beside a
+        # NaN too); else the product of the slice's others
+        zeros = _reduce.reduce(_pw.pointwise("eq", X, 0), tuple(range(X.ndim)))
+        if dim is None:
+            others = others_product(X.reshape(-1), 0).reshape(X.shape)
+            others = _pw.pointwise("where", _pw.pointwise("gt", zeros, 1), 0.0, others)
         else:
-            factor = others_product(X, dims[0])
+            others = others_product(X, dims[0])
+        factor = _pw.pointwise("where", _pw.pointwise("eq", zeros, 0), _pw.pointwise("div", y, X), others)
         return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
     return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
 
