@@ -13,6 +13,7 @@ import sys
 _HOW = ("torch's published weights are pickles, which tnet does not read; convert them once where torch is "
         "installed, tnet.save(torch.hub.load_state_dict_from_url(url), path), then "
         "model.load_state_dict(tnet.load(path))")
+_LOCAL = "clone the repository, port its hubconf.py's imports and load it with load(dir, model, source='local')"
 MODULE_HUBCONF = "hubconf.py"
 VAR_DEPENDENCY = "dependencies"
 
@@ -36,14 +37,11 @@ def set_dir(d):
 
 
 def list(github, force_reload=False, skip_validation=False, trust_repo=None, verbose=True):
-    raise NotImplementedError(f"tnet.hub.list({github!r}): hub repositories run torch's code; clone the repository, "
-                              "port its hubconf.py's imports and load it with load(dir, model, source='local')")
+    raise NotImplementedError(f"tnet.hub.list({github!r}): hub repositories run torch's code; {_LOCAL}")
 
 
 def help(github, model, force_reload=False, skip_validation=False, trust_repo=None):
-    raise NotImplementedError(f"tnet.hub.help({github!r}, {model!r}): hub repositories run torch's code; clone the "
-                              "repository, port its hubconf.py's imports and load it with load(dir, model, "
-                              "source='local')")
+    raise NotImplementedError(f"tnet.hub.help({github!r}, {model!r}): hub repositories run torch's code; {_LOCAL}")
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False, file_name=None,
@@ -59,7 +57,7 @@ def load(repo_or_dir, model, *args, source="github", trust_repo=None, force_relo
         raise ValueError(f'Unknown source: "{source}". Allowed values: "github" | "local".')
     if source == "github":
         raise NotImplementedError(f"tnet.hub.load({repo_or_dir!r}, {model!r}): hub models run torch's code; {_HOW}; "
-                                  f"or clone the repository, port its hubconf.py's imports, load it with source='local'")
+                                  f"or {_LOCAL}")
     return _load_local(repo_or_dir, model, *args, **kwargs)
 
 

@@ -373,7 +373,7 @@ class _Remembered(triton.runtime.Autotuner):
         tuning = [args[i] if i < len(args) else kwargs[name] for i, name in self.key_args]
         dtypes = [getattr(args[i], "dtype", None) for i in self.tensor_args if i < len(args)]
         if self.fitted and self.configs is self.interpreted:  # not a test's choice of a config (only_config)
-            meta = self.chosen[(*tuning, *dtypes)] = self.fit(args, kwargs)
+            meta = self.chosen[(*tuning, *dtypes)] = self.launch_blocks(args, kwargs)
             return fn.run(*args, grid=grid, warmup=warmup, **kwargs, **meta)
         config = self.chosen.get((*tuning, *dtypes))
         if config is None:
@@ -390,7 +390,7 @@ class _Remembered(triton.runtime.Autotuner):
                 kept(self.launches, fn.key(args, kwargs), lambda: (config, entry))
         return kernel
 
-    def fit(self, args, kwargs):
+    def launch_blocks(self, args, kwargs):
         """The interpreter's config with its fitted blocks (autotune's `fit`) worked out for this launch, in
         their order: each sees the arguments by name and the blocks before it."""
         meta = self.configs[0].all_kwargs()

@@ -27,6 +27,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, fit, launch_kept
+from .copy import copy_
 from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last,
                      is_flat, kept, memory_format)
 
@@ -1199,7 +1200,8 @@ def _launch(op, operands, channels_last=None, route_dim=None, dtype=None, out=No
     if plan.n == 0:
         return y
     if plan.narrow:
-        operands = [x.to(plan.dtype) if i in plan.narrow else x for i, x in enumerate(operands)]
+        operands = [copy_(torch.empty_like(x, dtype=plan.dtype), x) if i in plan.narrow else x
+                    for i, x in enumerate(operands)]
     slots = (*operands, y, y)[:3]
     if plan.kw["SCALARS"]:
         ptrs = [x if tensor else y for x, tensor in zip(slots, plan.tensor_at)]

@@ -148,10 +148,10 @@ def _product(x, R: tl.constexpr, J: tl.constexpr):
     return tl.reshape(x, [J])
 
 
+# BLOCK_J before BLOCK_R: the rows' fit reads the columns'
 @autotune(_REDUCE_CONFIGS, key=["K1", "R", "K2", "INNER"],
-          interpret={"BLOCK_J": fit(lambda args: args["K1"] if args["INNER"] else args["K2"], 128),  # first:
-                     "BLOCK_R": fit(lambda args: min(args["chunk"], args["R"], _TILE // args["BLOCK_J"]),  # it reads
-                                    _TILE // 16)})  # BLOCK_J's
+          interpret={"BLOCK_J": fit(lambda args: args["K1"] if args["INNER"] else args["K2"], 128),
+                     "BLOCK_R": fit(lambda args: min(args["chunk"], args["R"], _TILE // args["BLOCK_J"]), _TILE // 16)})
 @triton.jit
 def reduce_kernel(x_ptr, xi_ptr, y_ptr, yi_ptr, K1, R, K2, chunk, divisor,
                   OP: tl.constexpr, INNER: tl.constexpr, INDEXED: tl.constexpr, INTEGER: tl.constexpr,
