@@ -108,8 +108,8 @@ def autotune(configs, key, interpret=None, **kwargs):
 def fit(size, most, least=16):
     """An interpreter block (a value of autotune's `interpret`): the least power of 2 at least `size`,
     within [least, most], where size names an argument of the kernel or is a function of them all
-    (by name). The interpreter pays for masked lanes as for live ones: a 64K block over a hundred
-    elements cost it milliseconds a launch. The kernel's config holds `most` (what the host reads of it)."""
+    (by name). The interpreter pays for masked lanes as for live ones, so a block far past the data
+    wastes most of a launch. The kernel's config holds `most` (what the host reads of it)."""
     def block(args):
         return min(most, max(least, next_power_of_2(args[size] if isinstance(size, str) else size(args))))
     block.most = most

@@ -139,7 +139,7 @@ def source(oh, ow, i, j, H, W, SH: tl.constexpr, SW: tl.constexpr,
 def source_axis(o, i, SIZE, S: tl.constexpr, P: tl.constexpr, D: tl.constexpr, TRANSPOSED: tl.constexpr):
     """source along one axis, for a kernel that works out a row of taps once (depthwise_kernel): the
     input coordinate that output coordinate o reads at tap i, and whether it exists. source keeps
-    both axes in one expression: built of two of these, the GEMM kernels' sm_90 PTX grew 5-10%."""
+    both axes in one expression: built of two of these, the GEMM kernels' PTX grew (docs/results.md)."""
     if D > 1:
         i = i * D
     if TRANSPOSED:
@@ -167,8 +167,8 @@ def _x_offset(img, h, w, c, stride_xn, stride_xc, stride_xh, stride_xw, H: tl.co
 
 def _reduced(args):
     """What a WIDE kernel's step takes channels of (a tap's C), else the flattened (i, j, c): the interpreter's
-    BLOCK_K of the forward (up to 64, the GPU configs' widest step: a ported CRNN's tf32 loss moved 1% at 128)
-    and BLOCK_N of the weight gradient cover all of it where they can."""
+    BLOCK_K of the forward (up to 64, the GPU configs' widest step: wider, a ported CRNN's tf32 loss left its
+    bound; docs/results.md) and BLOCK_N of the weight gradient cover all of it where they can."""
     return args["C"] if args["WIDE"] else args["KH"] * args["KW"] * args["C"]
 
 
