@@ -113,12 +113,14 @@ def by_output_rows(monkeypatch):
     ((2, 12, 7, 8), (5, 5), (2, 2), None, "fp16"),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
     ((1, 6, 5, 6), (2, 4), "same", 2, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
-def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch):
+@pytest.mark.parametrize("rolled", [False, True])
+def test_depthwise_by_rows(shape, kernel, padding, parts, precision, rolled, monkeypatch):
     """A stride-1 layer runs by output rows: the forward and the input gradient depthwise_rows_kernel
     (autotune.fastest's second candidate, taken here as the GPU takes it where it times faster), a 3x3 one's
-    weight gradient depthwise_weight3_kernel (nine sums over the rows of each part); other layers keep the
-    pixel-block kernels."""
+    weight gradient depthwise_weight3_kernel (nine sums over the rows of each part), or rolled over the rows
+    of x (depthwise_weight3_rolled_kernel); other layers keep the pixel-block kernels."""
     by_output_rows(monkeypatch)
+    monkeypatch.setattr(depthwise, "ROLLED", rolled)
     log, calls = [], []
     monkeypatch.setattr(depthwise, "depthwise_rows_kernel", Launches(depthwise.depthwise_rows_kernel, log))
     by_rows = depthwise._weight_rows
@@ -200,12 +202,14 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
     for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_rows_kernel,
-                   depthwise.depthwise_weight3_kernel):
+                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_weight3_rolled_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
-    by_output_rows(monkeypatch)  # 3x3 layers by rows, then by pixel blocks
-    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
-    check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
+    by_output_rows(monkeypatch)  # 3x3 layers by rows (the weight gradient's both ways), then by pixel blocks
+    for rolled in (False, True):
+        monkeypatch.setattr(depthwise, "ROLLED", rolled)
+        check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
+        check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
     monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
+from .._device import INTERPRET, TRIAL
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
@@ -231,6 +231,59 @@ def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.const
     tl.store(dw + 8, tl.sum(a22, axis=0), mask=mask_c)
 
 
+@autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
+          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": fit("C", 64)})
+@jit
+def depthwise_weight3_rolled_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
+                                    C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
+                                    PW: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
+    """depthwise_weight3_kernel's sums by input rows: the parts split the ROWS = N*H rows r = n*H + h of x,
+    each read once as its three windows (columns ow + j - PW), each meeting the three rows of dy that it
+    reaches, h + PH - i for tap row i. Those roll from one row of x to the next (one new row of dy loaded),
+    and are loaded afresh at a part's or an image's first row: four tiles loaded a row, not ten."""
+    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    ow = tl.arange(0, BLOCK_W)
+    per = tl.cdiv(ROWS, tl.num_programs(1))
+    first = tl.program_id(1) * per
+    end = tl.minimum(first + per, ROWS)
+    a00 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
+    a01, a02, a10, a11, a12, a20, a21, a22 = a00, a00, a00, a00, a00, a00, a00, a00
+    g0, g1 = a00, a00  # the rows of dy of tap rows 0 and 1 at the row before: tap rows 1 and 2 at this one
+    for r in range(first, end):
+        n = r // H
+        h = r - n * H
+        if (r == first) | (h == 0):
+            g1 = _tap(dy_ptr, n, h + PH - 1, ow, OH, OW, C, offs_c, mask_c)
+            g2 = _tap(dy_ptr, n, h + PH - 2, ow, OH, OW, C, offs_c, mask_c)
+        else:
+            g2 = g1
+            g1 = g0
+        g0 = _tap(dy_ptr, n, h + PH, ow, OH, OW, C, offs_c, mask_c)
+        x = _tap(x_ptr, n, h, ow - PW, H, W, C, offs_c, mask_c)
+        a00 += g0 * x
+        a10 += g1 * x
+        a20 += g2 * x
+        x = _tap(x_ptr, n, h, ow + 1 - PW, H, W, C, offs_c, mask_c)
+        a01 += g0 * x
+        a11 += g1 * x
+        a21 += g2 * x
+        x = _tap(x_ptr, n, h, ow + 2 - PW, H, W, C, offs_c, mask_c)
+        a02 += g0 * x
+        a12 += g1 * x
+        a22 += g2 * x
+    dw = dw_ptr + tl.program_id(1).to(tl.int64) * stride_dp + offs_c * 9
+    tl.store(dw, tl.sum(a00, axis=0), mask=mask_c)
+    tl.store(dw + 1, tl.sum(a01, axis=0), mask=mask_c)
+    tl.store(dw + 2, tl.sum(a02, axis=0), mask=mask_c)
+    tl.store(dw + 3, tl.sum(a10, axis=0), mask=mask_c)
+    tl.store(dw + 4, tl.sum(a11, axis=0), mask=mask_c)
+    tl.store(dw + 5, tl.sum(a12, axis=0), mask=mask_c)
+    tl.store(dw + 6, tl.sum(a20, axis=0), mask=mask_c)
+    tl.store(dw + 7, tl.sum(a21, axis=0), mask=mask_c)
+    tl.store(dw + 8, tl.sum(a22, axis=0), mask=mask_c)
+
+
 _ROW_FORWARD_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 4}, num_warps=4),
                         triton.Config({"BLOCK_C": 64, "ROWS": 4}, num_warps=4),
                         triton.Config({"BLOCK_C": 128, "ROWS": 2}, num_warps=8),
@@ -295,6 +348,8 @@ def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
 # The 3x3 weight gradient by rows on the GPU, where it ran faster at every layer timed; the interpreter, which pays
 # per loop iteration and per call of a jit helper, runs the pixel blocks (far faster there: docs/results.md)
 WEIGHT_BY_ROWS = not INTERPRET
+# the rolled rows (trial: off until timed on the GPU)
+ROLLED = TRIAL
 
 
 def weight_parts(npix, blocks):
@@ -423,14 +478,14 @@ def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
     N, C, H, W = x.shape
     (OH, OW), (PH, PW) = out_hw, padding
     check(x.numel() < 2**31 and dy.numel() < 2**31, "conv2d_weight: over 2^31 elements; split the batch")
-    rows = N * OH
+    rows = N * (H if ROLLED else OH)  # the rows of x the rolled kernel walks, else those of dy
     blocks = lambda meta: cdiv(C, meta["BLOCK_C"])
     parts_of = lambda meta: max(1, min(parts or (1 if SMS == 0 else cdiv(SMS * PROGRAMS_PER_SM, blocks(meta))), rows))
     most = max(parts_of(config.kwargs) for config in depthwise_weight3_kernel.configs)
     dw = torch.empty(weight_size, device=x.device, dtype=torch.float32, memory_format=memory_format(channels_last))
     sums = PartSums(dw, most)
     grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
-    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
-                                   BLOCK_W=next_power_of_2(OW))
+    kernel = depthwise_weight3_rolled_kernel if ROLLED else depthwise_weight3_kernel
+    kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW, BLOCK_W=next_power_of_2(OW))
     sums.finish(dw.view(-1))
     return dw
