@@ -336,6 +336,77 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
                  mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
+_ROLLED_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 8}, num_warps=4),
+                   triton.Config({"BLOCK_C": 64, "ROWS": 8}, num_warps=4),
+                   triton.Config({"BLOCK_C": 128, "ROWS": 4}, num_warps=8),
+                   triton.Config({"BLOCK_C": 16, "ROWS": 16}, num_warps=4),
+                   triton.Config({"BLOCK_C": 64, "ROWS": 16}, num_warps=8)]
+
+
+@triton.jit
+def _weights3(w_ptr, i: tl.constexpr, C: tl.constexpr, offs_c, mask_c, TRANSPOSED: tl.constexpr):
+    """Tap row i's three weight vectors (taps-major [3, 3, C] at w_ptr), fp32; TRANSPOSED: the kernel
+    turned half a turn (row 2 - i, columns from the right), as the input gradient reads it."""
+    if TRANSPOSED:
+        at = w_ptr + ((2 - i) * 3 + 2) * C + offs_c
+        step: tl.constexpr = -C
+    else:
+        at = w_ptr + i * 3 * C + offs_c
+        step: tl.constexpr = C
+    return (tl.load(at, mask=mask_c, other=0.0).to(tl.float32)[None, :],
+            tl.load(at + step, mask=mask_c, other=0.0).to(tl.float32)[None, :],
+            tl.load(at + 2 * step, mask=mask_c, other=0.0).to(tl.float32)[None, :])
+
+
+@autotune(_ROLLED_CONFIGS, key=["N", "HI", "WI", "C", "HO", "WO", "PH", "PW", "TRANSPOSED"],
+          prune_configs_by={"early_config_prune": _prune_rows},
+          interpret={"BLOCK_C": fit("C", 64), "ROWS": fit("HO", 64, 1)})
+@jit
+def depthwise_rows3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, N, HI: tl.constexpr, WI: tl.constexpr,
+                           C: tl.constexpr, HO: tl.constexpr, WO: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+                           TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
+                           BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
+    """depthwise_rows_kernel's 3x3 layers with the rows of x rolled: a program's ROWS output rows of one
+    image (grid: N images x cdiv(HO, ROWS) blocks of rows, channel blocks) walk the ROWS + 2 rows of x they read, each
+    loaded once as three windows. Output row oh reads rows oh + i - PH (tap row i), so a row of x ends one
+    output row's sum (tap row 2), adds to the next one's (tap row 1) and starts a third's (tap row 0): three
+    sums roll, where depthwise_rows_kernel loads nine windows an output row. TRANSPOSED: the kernel turned
+    half a turn, padding 2 - PH."""
+    PHE: tl.constexpr = 2 - PH if TRANSPOSED else PH
+    PWE: tl.constexpr = 2 - PW if TRANSPOSED else PW
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    cols = tl.arange(0, BLOCK_W)
+    BLOCKS: tl.constexpr = (HO + ROWS - 1) // ROWS
+    n = tl.program_id(0) // BLOCKS
+    top = (tl.program_id(0) - n * BLOCKS) * ROWS
+    w00, w01, w02 = _weights3(w_ptr, 0, C, offs_c, mask_c, TRANSPOSED)
+    w10, w11, w12 = _weights3(w_ptr, 1, C, offs_c, mask_c, TRANSPOSED)
+    w20, w21, w22 = _weights3(w_ptr, 2, C, offs_c, mask_c, TRANSPOSED)
+    if BIAS:
+        bias = tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+    s1 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)  # the sums of output rows oh - 1 and oh - 2, oh = top + t
+    s2 = s1
+    for t in range(ROWS + 2):
+        h = top + t - PHE
+        x0 = _tap(x_ptr, n, h, cols - PWE, HI, WI, C, offs_c, mask_c)
+        x1 = _tap(x_ptr, n, h, cols + 1 - PWE, HI, WI, C, offs_c, mask_c)
+        x2 = _tap(x_ptr, n, h, cols + 2 - PWE, HI, WI, C, offs_c, mask_c)
+        s0 = x0 * w00 + x1 * w01 + x2 * w02
+        s1 += x0 * w10 + x1 * w11 + x2 * w12
+        s2 += x0 * w20 + x1 * w21 + x2 * w22
+        oh = top + t - 2
+        if (t >= 2) & (oh < HO):  # s2 holds output row oh's whole sum
+            if BIAS:
+                s2 += bias
+            if RELU:
+                s2 = tl.maximum(s2, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
+            tl.store(y_ptr + ((n * HO + oh) * WO + cols)[:, None] * C + offs_c[None, :],
+                     s2.to(y_ptr.dtype.element_ty), mask=(cols < WO)[:, None] & mask_c[None, :])
+        s2 = s1
+        s1 = s0
+
+
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
     """Whether a pass may run by output rows: stride 1, no dilation, one output channel per input
     channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel,
@@ -348,7 +419,7 @@ def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
 # The 3x3 weight gradient by rows on the GPU, where it ran faster at every layer timed; the interpreter, which pays
 # per loop iteration and per call of a jit helper, runs the pixel blocks (far faster there: docs/results.md)
 WEIGHT_BY_ROWS = not INTERPRET
-# the rolled rows (trial: off until timed on the GPU)
+# the 3x3 kernels' rolled rows (trial: off until timed on the GPU)
 ROLLED = TRIAL
 
 
@@ -385,6 +456,11 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
                                TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
 
     def by_output_rows():
+        if ROLLED and kernel == (3, 3):
+            grid = lambda meta: (N * cdiv(OH, meta["ROWS"]), cdiv(co, meta["BLOCK_C"]))
+            return depthwise_rows3_kernel[grid](x, w, y, bias if bias is not None else y, N, H, W, CI, OH, OW,
+                                                PH, PW, TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
+                                                BLOCK_W=next_power_of_2(OW))
         rows = N * OH
         grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
         depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
