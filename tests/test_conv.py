@@ -113,26 +113,20 @@ def by_output_rows(monkeypatch):
     ((2, 12, 7, 8), (5, 5), (2, 2), None, "fp16"),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
     ((1, 6, 5, 6), (2, 4), "same", 2, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
-@pytest.mark.parametrize("rolled", [False, True])
-def test_depthwise_by_rows(shape, kernel, padding, parts, precision, rolled, monkeypatch):
+def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch):
     """A stride-1 layer runs by output rows: the forward and the input gradient depthwise_rows_kernel
     (autotune.fastest's second candidate, taken here as the GPU takes it where it times faster), a 3x3 one's
-    weight gradient depthwise_weight3_kernel (nine sums over the rows of each part); rolled, a 3x3 one's
-    passes walk the rows of x, each loaded once (depthwise_rows3_kernel, depthwise_weight3_rolled_kernel);
-    other layers keep the pixel-block kernels."""
+    weight gradient depthwise_weight3_kernel (nine sums over the rows of each part); other layers keep the
+    pixel-block kernels."""
     by_output_rows(monkeypatch)
-    monkeypatch.setattr(depthwise, "ROLLED", rolled)
     log, calls = [], []
-    for name in ("depthwise_rows_kernel", "depthwise_rows3_kernel"):
-        monkeypatch.setattr(depthwise, name, Launches(getattr(depthwise, name), log))
+    monkeypatch.setattr(depthwise, "depthwise_rows_kernel", Launches(depthwise.depthwise_rows_kernel, log))
     by_rows = depthwise._weight_rows
     monkeypatch.setattr(depthwise, "_weight_rows", lambda *args: calls.append(args) or by_rows(*args))
     check_conv(shape, shape[1], kernel, (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
     if parts is None and kernel == (3, 3):  # a channel multiplier of 2
         check_conv((2, 8, 7, 6), 16, (3, 3), (1, 1), (1, 1), precision, groups=8, kernels=depthwise)
-    rows = "depthwise_rows3_kernel" if rolled and kernel == (3, 3) else "depthwise_rows_kernel"
-    assert [(k.fn.__name__, kwargs["TRANSPOSED"]) for k, *_, kwargs in log][:2] == [(rows, False), (rows, True)]
-    assert len(calls) == (kernel == (3, 3))
+    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(calls) == (kernel == (3, 3))
 
 
 @pytest.mark.parametrize("parts", [1, 2, 5])
@@ -206,15 +200,12 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
     for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_rows_kernel,
-                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_weight3_rolled_kernel,
-                   depthwise.depthwise_rows3_kernel):
+                   depthwise.depthwise_weight3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
-    by_output_rows(monkeypatch)  # 3x3 layers by rows (the weight gradient's both ways), then by pixel blocks
-    for rolled in (False, True):
-        monkeypatch.setattr(depthwise, "ROLLED", rolled)
-        check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
-        check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
+    by_output_rows(monkeypatch)  # 3x3 layers by rows, then by pixel blocks
+    check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
+    check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
     monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)

@@ -16,8 +16,8 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   `depthwise_rows_kernel` (kernels up to 7x7), where it times faster than the pixel blocks for the
   layer's shapes and dtypes (autotune.fastest: the interpreter, whose cost is per program, runs the pixel
   blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel` on the GPU (WEIGHT_BY_ROWS),
-  a program per (channel block, part of the rows) keeping a sum for each of the nine taps (the
-  16-tap block leaves 7 lanes of 16 empty).
+  a program per (channel block, part of the rows of x) keeping a sum for each of the nine taps (the
+  16-tap block leaves 7 lanes of 16 empty), each row of x loaded once against three rows of dy.
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
@@ -162,7 +162,8 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
     tl.store(dw, tl.sum(acc, axis=0), mask=mask_t[:, None] & mask_c[None, :])
 
 
-# [BLOCK_W, BLOCK_C] tiles of 1K to 4K elements: ten of them (the nine sums and a row of dy) live at once
+# [BLOCK_W, BLOCK_C] tiles of 1K to 4K elements: thirteen of them (the nine sums, three rows of dy, a window of x)
+# live at once in the weight gradient
 _ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLOCK_C": 64}, num_warps=8),
                 triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=4)]
 
@@ -190,57 +191,14 @@ def _tap(x_ptr, n, h, w, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr, offs
 def depthwise_weight3_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
                              C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
                              PW: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
-    """dw[part s, c, i, j] = sum over the output rows r (= n*OH + oh) of part s and the columns ow of
-    dy[r, ow, c] * x[n, oh + i - PH, ow + j - PW, c], for a 3x3 stride-1 depthwise convolution of one
+    """dw[part s, c, i, j] = sum over the rows r (= n*H + h) of x in part s and the columns ow of
+    dy[n, h + PH - i, ow, c] * x[n, h, ow + j - PW, c], for a 3x3 stride-1 depthwise convolution of one
     output channel per input channel: dy [N, OH, OW, C] and x [N, H, W, C] (NHWC memory), at dw_ptr +
-    s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the rows evenly. A
-    row's dy is read once, each tap's window of x as one [BLOCK_W >= OW, BLOCK_C] tile (neighbouring
-    windows share cache lines)."""
-    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask_c = offs_c < C
-    ow = tl.arange(0, BLOCK_W)
-    per = tl.cdiv(ROWS, tl.num_programs(1))
-    first = tl.program_id(1) * per
-    end = tl.minimum(first + per, ROWS)
-    a00 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)
-    a01, a02, a10, a11, a12, a20, a21, a22 = a00, a00, a00, a00, a00, a00, a00, a00
-    for r in range(first, end):
-        n = r // OH
-        h = r - n * OH - PH  # the top tap's input row
-        w = ow - PW  # the left tap's input columns
-        g = tl.load(dy_ptr + (r * OW + ow)[:, None] * C + offs_c[None, :],
-                    mask=(ow < OW)[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
-        a00 += g * _tap(x_ptr, n, h, w, H, W, C, offs_c, mask_c)
-        a01 += g * _tap(x_ptr, n, h, w + 1, H, W, C, offs_c, mask_c)
-        a02 += g * _tap(x_ptr, n, h, w + 2, H, W, C, offs_c, mask_c)
-        a10 += g * _tap(x_ptr, n, h + 1, w, H, W, C, offs_c, mask_c)
-        a11 += g * _tap(x_ptr, n, h + 1, w + 1, H, W, C, offs_c, mask_c)
-        a12 += g * _tap(x_ptr, n, h + 1, w + 2, H, W, C, offs_c, mask_c)
-        a20 += g * _tap(x_ptr, n, h + 2, w, H, W, C, offs_c, mask_c)
-        a21 += g * _tap(x_ptr, n, h + 2, w + 1, H, W, C, offs_c, mask_c)
-        a22 += g * _tap(x_ptr, n, h + 2, w + 2, H, W, C, offs_c, mask_c)
-    dw = dw_ptr + tl.program_id(1).to(tl.int64) * stride_dp + offs_c * 9
-    tl.store(dw, tl.sum(a00, axis=0), mask=mask_c)
-    tl.store(dw + 1, tl.sum(a01, axis=0), mask=mask_c)
-    tl.store(dw + 2, tl.sum(a02, axis=0), mask=mask_c)
-    tl.store(dw + 3, tl.sum(a10, axis=0), mask=mask_c)
-    tl.store(dw + 4, tl.sum(a11, axis=0), mask=mask_c)
-    tl.store(dw + 5, tl.sum(a12, axis=0), mask=mask_c)
-    tl.store(dw + 6, tl.sum(a20, axis=0), mask=mask_c)
-    tl.store(dw + 7, tl.sum(a21, axis=0), mask=mask_c)
-    tl.store(dw + 8, tl.sum(a22, axis=0), mask=mask_c)
-
-
-@autotune(_ROW_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
-          prune_configs_by={"early_config_prune": _prune_rows}, interpret={"BLOCK_C": fit("C", 64)})
-@jit
-def depthwise_weight3_rolled_kernel(x_ptr, dy_ptr, dw_ptr, ROWS, stride_dp, H: tl.constexpr, W: tl.constexpr,
-                                    C: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr,
-                                    PW: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
-    """depthwise_weight3_kernel's sums by input rows: the parts split the ROWS = N*H rows r = n*H + h of x,
-    each read once as its three windows (columns ow + j - PW), each meeting the three rows of dy that it
-    reaches, h + PH - i for tap row i. Those roll from one row of x to the next (one new row of dy loaded),
-    and are loaded afresh at a part's or an image's first row: four tiles loaded a row, not ten."""
+    s*stride_dp + c*9 + i*3 + j. Grid (channel blocks, parts); the parts split the ROWS = N*H rows evenly.
+    Each row of x is loaded once, as three [BLOCK_W >= OW, BLOCK_C] windows (neighbouring windows share
+    cache lines), against the three rows of dy it meets (tap row i's h + PH - i). Those roll from one row
+    of x to the next, one new row of dy loaded, and are loaded whole at a part's or an image's first row:
+    four tiles loaded a row, where a walk over the rows of dy loads ten."""
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask_c = offs_c < C
     ow = tl.arange(0, BLOCK_W)
@@ -336,77 +294,6 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
                  mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
-_ROLLED_CONFIGS = [triton.Config({"BLOCK_C": 32, "ROWS": 8}, num_warps=4),
-                   triton.Config({"BLOCK_C": 64, "ROWS": 8}, num_warps=4),
-                   triton.Config({"BLOCK_C": 128, "ROWS": 4}, num_warps=8),
-                   triton.Config({"BLOCK_C": 16, "ROWS": 16}, num_warps=4),
-                   triton.Config({"BLOCK_C": 64, "ROWS": 16}, num_warps=8)]
-
-
-@triton.jit
-def _weights3(w_ptr, i: tl.constexpr, C: tl.constexpr, offs_c, mask_c, TRANSPOSED: tl.constexpr):
-    """Tap row i's three weight vectors (taps-major [3, 3, C] at w_ptr), fp32; TRANSPOSED: the kernel
-    turned half a turn (row 2 - i, columns from the right), as the input gradient reads it."""
-    if TRANSPOSED:
-        at = w_ptr + ((2 - i) * 3 + 2) * C + offs_c
-        step: tl.constexpr = -C
-    else:
-        at = w_ptr + i * 3 * C + offs_c
-        step: tl.constexpr = C
-    return (tl.load(at, mask=mask_c, other=0.0).to(tl.float32)[None, :],
-            tl.load(at + step, mask=mask_c, other=0.0).to(tl.float32)[None, :],
-            tl.load(at + 2 * step, mask=mask_c, other=0.0).to(tl.float32)[None, :])
-
-
-@autotune(_ROLLED_CONFIGS, key=["N", "HI", "WI", "C", "HO", "WO", "PH", "PW", "TRANSPOSED"],
-          prune_configs_by={"early_config_prune": _prune_rows},
-          interpret={"BLOCK_C": fit("C", 64), "ROWS": fit("HO", 64, 1)})
-@jit
-def depthwise_rows3_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, N, HI: tl.constexpr, WI: tl.constexpr,
-                           C: tl.constexpr, HO: tl.constexpr, WO: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                           TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
-                           BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr):
-    """depthwise_rows_kernel's 3x3 layers with the rows of x rolled: a program's ROWS output rows of one
-    image (grid: N images x cdiv(HO, ROWS) blocks of rows, channel blocks) walk the ROWS + 2 rows of x they read, each
-    loaded once as three windows. Output row oh reads rows oh + i - PH (tap row i), so a row of x ends one
-    output row's sum (tap row 2), adds to the next one's (tap row 1) and starts a third's (tap row 0): three
-    sums roll, where depthwise_rows_kernel loads nine windows an output row. TRANSPOSED: the kernel turned
-    half a turn, padding 2 - PH."""
-    PHE: tl.constexpr = 2 - PH if TRANSPOSED else PH
-    PWE: tl.constexpr = 2 - PW if TRANSPOSED else PW
-    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask_c = offs_c < C
-    cols = tl.arange(0, BLOCK_W)
-    BLOCKS: tl.constexpr = (HO + ROWS - 1) // ROWS
-    n = tl.program_id(0) // BLOCKS
-    top = (tl.program_id(0) - n * BLOCKS) * ROWS
-    w00, w01, w02 = _weights3(w_ptr, 0, C, offs_c, mask_c, TRANSPOSED)
-    w10, w11, w12 = _weights3(w_ptr, 1, C, offs_c, mask_c, TRANSPOSED)
-    w20, w21, w22 = _weights3(w_ptr, 2, C, offs_c, mask_c, TRANSPOSED)
-    if BIAS:
-        bias = tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
-    s1 = tl.zeros((BLOCK_W, BLOCK_C), dtype=tl.float32)  # the sums of output rows oh - 1 and oh - 2, oh = top + t
-    s2 = s1
-    for t in range(ROWS + 2):
-        h = top + t - PHE
-        x0 = _tap(x_ptr, n, h, cols - PWE, HI, WI, C, offs_c, mask_c)
-        x1 = _tap(x_ptr, n, h, cols + 1 - PWE, HI, WI, C, offs_c, mask_c)
-        x2 = _tap(x_ptr, n, h, cols + 2 - PWE, HI, WI, C, offs_c, mask_c)
-        s0 = x0 * w00 + x1 * w01 + x2 * w02
-        s1 += x0 * w10 + x1 * w11 + x2 * w12
-        s2 += x0 * w20 + x1 * w21 + x2 * w22
-        oh = top + t - 2
-        if (t >= 2) & (oh < HO):  # s2 holds output row oh's whole sum
-            if BIAS:
-                s2 += bias
-            if RELU:
-                s2 = tl.maximum(s2, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
-            tl.store(y_ptr + ((n * HO + oh) * WO + cols)[:, None] * C + offs_c[None, :],
-                     s2.to(y_ptr.dtype.element_ty), mask=(cols < WO)[:, None] & mask_c[None, :])
-        s2 = s1
-        s1 = s0
-
-
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
     """Whether a pass may run by output rows: stride 1, no dilation, one output channel per input
     channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel,
@@ -419,8 +306,6 @@ def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
 # The 3x3 weight gradient by rows on the GPU, where it ran faster at every layer timed; the interpreter, which pays
 # per loop iteration and per call of a jit helper, runs the pixel blocks (far faster there: docs/results.md)
 WEIGHT_BY_ROWS = not INTERPRET
-# the 3x3 kernels' rolled rows (trial: off until timed on the GPU)
-ROLLED = TRIAL
 
 
 def weight_parts(npix, blocks):
@@ -456,11 +341,6 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
                                TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
 
     def by_output_rows():
-        if ROLLED and kernel == (3, 3):
-            grid = lambda meta: (N * cdiv(OH, meta["ROWS"]), cdiv(co, meta["BLOCK_C"]))
-            return depthwise_rows3_kernel[grid](x, w, y, bias if bias is not None else y, N, H, W, CI, OH, OW,
-                                                PH, PW, TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
-                                                BLOCK_W=next_power_of_2(OW))
         rows = N * OH
         grid = lambda meta: (cdiv(co, meta["BLOCK_C"]), cdiv(rows, meta["ROWS"]))
         depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
@@ -549,19 +429,19 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
 
 
 def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
-    """conv2d_weight through depthwise_weight3_kernel (by_rows): the output rows split into
-    `parts` (by default about PROGRAMS_PER_SM programs per SM, each part at least a row), summed after."""
+    """conv2d_weight through depthwise_weight3_kernel (by_rows): the rows of x split into `parts`
+    (by default about PROGRAMS_PER_SM programs per SM, each part at least a row), summed after."""
     N, C, H, W = x.shape
     (OH, OW), (PH, PW) = out_hw, padding
     check(x.numel() < 2**31 and dy.numel() < 2**31, "conv2d_weight: over 2^31 elements; split the batch")
-    rows = N * (H if ROLLED else OH)  # the rows of x the rolled kernel walks, else those of dy
+    rows = N * H
     blocks = lambda meta: cdiv(C, meta["BLOCK_C"])
     parts_of = lambda meta: max(1, min(parts or (1 if SMS == 0 else cdiv(SMS * PROGRAMS_PER_SM, blocks(meta))), rows))
     most = max(parts_of(config.kwargs) for config in depthwise_weight3_kernel.configs)
     dw = torch.empty(weight_size, device=x.device, dtype=torch.float32, memory_format=memory_format(channels_last))
     sums = PartSums(dw, most)
     grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
-    kernel = depthwise_weight3_rolled_kernel if ROLLED else depthwise_weight3_kernel
-    kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW, BLOCK_W=next_power_of_2(OW))
+    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
+                                   BLOCK_W=next_power_of_2(OW))
     sums.finish(dw.view(-1))
     return dw
