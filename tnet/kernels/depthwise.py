@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
+from .._device import INTERPRET, TRIAL
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
@@ -51,6 +51,8 @@ _GRAD_CONFIGS = [triton.Config({"BLOCK_P": 8, "BLOCK_C": 64}, num_warps=4),
 PART_PIXELS = 1024  # the weight gradient's parts start at multiples of this many pixels, and are no shorter
 PROGRAMS_PER_SM = 8  # the weight gradient's parts make about this many programs per SM: many loads in flight
 MAX_TAPS = 16  # a weight gradient program's taps (fewer for a smaller kernel): a 3x3 kernel's in one block
+# the forward's output stored evict-first, so that L2 keeps the input rows its neighbours read (trial: TNET_TRIAL=1)
+_Y_EVICT = tl.constexpr("evict_first" if TRIAL else "")
 
 
 def _prune(configs, named_args, **kwargs):
@@ -112,7 +114,7 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
     if RELU:
         acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
     tl.store(y_ptr + offs_p[:, None] * CO + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=mask_p[:, None] & mask_c[None, :])
+             mask=mask_p[:, None] & mask_c[None, :], eviction_policy=_Y_EVICT)
 
 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
@@ -291,7 +293,7 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
         if RELU:
             acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
         tl.store(y_ptr + (r * WO + cols)[:, None] * C + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
-                 mask=(cols < WO)[:, None] & mask_c[None, :])
+                 mask=(cols < WO)[:, None] & mask_c[None, :], eviction_policy=_Y_EVICT)
 
 
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
