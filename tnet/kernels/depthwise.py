@@ -168,6 +168,8 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
 # live at once in the weight gradient
 _ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLOCK_C": 64}, num_warps=8),
                 triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=4)]
+if TRIAL:  # narrow tiles over more warps: fewer registers a thread, more loads in flight an SM
+    _ROW_CONFIGS += [triton.Config({"BLOCK_C": 32}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=8)]
 
 
 def _prune_rows(configs, named_args, **kwargs):
