@@ -51,8 +51,6 @@ _GRAD_CONFIGS = [triton.Config({"BLOCK_P": 8, "BLOCK_C": 64}, num_warps=4),
 PART_PIXELS = 1024  # the weight gradient's parts start at multiples of this many pixels, and are no shorter
 PROGRAMS_PER_SM = 8  # the weight gradient's parts make about this many programs per SM: many loads in flight
 MAX_TAPS = 16  # a weight gradient program's taps (fewer for a smaller kernel): a 3x3 kernel's in one block
-# the forward's output stored evict-first, so that L2 keeps the input rows its neighbours read (trial: TNET_TRIAL=1)
-_Y_EVICT = tl.constexpr("evict_first" if TRIAL else "")
 
 
 def _prune(configs, named_args, **kwargs):
@@ -114,7 +112,7 @@ def depthwise_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NPIX, stride_wn, stride_wi, 
     if RELU:
         acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
     tl.store(y_ptr + offs_p[:, None] * CO + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=mask_p[:, None] & mask_c[None, :], eviction_policy=_Y_EVICT)
+             mask=mask_p[:, None] & mask_c[None, :])
 
 
 @autotune(_GRAD_CONFIGS, key=["NPIX", "H", "W", "CI", "CO", "OH", "OW", "KH", "KW", "SH", "SW", "PH", "PW", "DH",
@@ -168,8 +166,8 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
 # live at once in the weight gradient
 _ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLOCK_C": 64}, num_warps=8),
                 triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=4)]
-if TRIAL:  # narrow tiles over more warps: fewer registers a thread, more loads in flight an SM
-    _ROW_CONFIGS += [triton.Config({"BLOCK_C": 32}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=8)]
+if TRIAL:  # fewer registers a thread, more loads in flight an SM: timed faster at one layer, its GPU tests to run
+    _ROW_CONFIGS += [triton.Config({"BLOCK_C": 32}, num_warps=8)]
 
 
 def _prune_rows(configs, named_args, **kwargs):
@@ -295,7 +293,7 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
         if RELU:
             acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
         tl.store(y_ptr + (r * WO + cols)[:, None] * C + offs_c[None, :], acc.to(y_ptr.dtype.element_ty),
-                 mask=(cols < WO)[:, None] & mask_c[None, :], eviction_policy=_Y_EVICT)
+                 mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
