@@ -1229,3 +1229,18 @@ def test_empty_input_as_torch(call):
     lambda m, f, t: m.cumsum(m.zeros(0, 2), 7)])
 def test_round_23_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 103-108
+    # interpolate checks as torch's, in its order: the sizes first, then the mode against the input's dims, a mode
+    # of another type (mode=[1]) the last NotImplementedError (seed 103, case 1063: TypeError, unhashable list)
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 1, 3), scale_factor=2.5, mode=[1], recompute_scale_factor=True),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), size=4, mode=1.5),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), mode=[1]), lambda m, f, t: f.interpolate(m.zeros(2, 3), mode="linear"),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), size=(3,), scale_factor=2.0, mode="bilinear"),
+    lambda m, f, t: f.interpolate(m.zeros(1, 2, 3, 3), size=(3,), mode="trilinear"),
+    lambda m, f, t: f.interpolate(m.zeros(1, 2, 3, 3, 3), size=2, mode="bicubic"),
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=(0, 2), mode="area"),  # an empty adaptive pooling
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=0, mode="nearest")])
+def test_round_24_as_torch(call):
+    _same_outcome(call)
