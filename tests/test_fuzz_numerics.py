@@ -1091,3 +1091,18 @@ def test_a_number_or_0d_tensor_beside_a_16bit_tensor_is_cast_to_its_dtype_first(
     for got, want in zip(results(tnet), results(torch)):
         assert got.dtype == want.dtype
         _same(got.float().numpy(), want.float())
+
+
+def test_lerp_of_huge_values_by_one_fused_multiply_add_as_torch():
+    """torch's lerp is end + (w - 1) (end - start) (or start + w (end - start) for |w| < 0.5) by one fused
+    multiply-add: a bfloat16 end of 3e38 at w = -0.73 is -2.19e38, where the product alone overflowed to -inf
+    (fuzz seed 106, case 1872); ordinary values stay torch's to the bit."""
+    s, e = np.array([-0.0942, 3e38, -3e38, 1.0, 0.25, NAN], np.float32), np.array([3e38, -0.5, 3e38, 2.0, -1.5, 1.0], np.float32)
+    w = np.array([-0.7305, 1.8, -0.25, 0.3, 0.7, 0.5], np.float32)
+    for dtype in (torch.float32, torch.bfloat16):
+        def results(m):
+            a, b, c = (m.tensor(v, dtype=dtype) for v in (s, e, w))
+            return m.lerp(a, b, c), m.lerp(a, b, -0.7305), a.clone().lerp_(b, 1.8)
+        for got, want in zip(results(tnet), results(torch)):
+            assert got.dtype == want.dtype
+            _same(got.float().numpy(), want.float())
