@@ -1106,3 +1106,20 @@ def test_lerp_of_huge_values_by_one_fused_multiply_add_as_torch():
         for got, want in zip(results(tnet), results(torch)):
             assert got.dtype == want.dtype
             _same(got.float().numpy(), want.float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_grid_sample_grid_gradient_of_a_huge_value_weighs_it_first_as_torch(dtype):
+    """torch's grid gradient sums (value * its weight's derivative) * dy: a 3e38 pixel times dy = 1.5 first
+    overflowed, and at a point that border padding clips (the multiplier 0) gave NaN where torch's is -0.0 (fuzz
+    seed 107, case 2229)."""
+    x, grid, dy = [[[[3e38, 1.0, 2.0]]]], [[[[-0.2, 0.3], [0.2, 0.9]]]], [[[[1.5, 3.0]]]]
+    for pad in ("zeros", "border", "reflection"):
+        def grad(m):
+            g = m.tensor(grid, dtype=dtype, requires_grad=True)
+            m.nn.functional.grid_sample(m.tensor(x, dtype=dtype), g, padding_mode=pad, align_corners=False).backward(
+                m.tensor(dy, dtype=dtype))
+            return g.grad.float().numpy()
+        got, want = grad(tnet), grad(torch)  # bfloat16: torch rounds its products to it, tnet sums in fp32
+        assert np.array_equal(np.isnan(got), np.isnan(want)), f"NaN positions differ:\n{got}\n{want}"
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == torch.float32 else 2e-2)
