@@ -1123,3 +1123,18 @@ def test_grid_sample_grid_gradient_of_a_huge_value_weighs_it_first_as_torch(dtyp
         got, want = grad(tnet), grad(torch)  # bfloat16: torch rounds its products to it, tnet sums in fp32
         assert np.array_equal(np.isnan(got), np.isnan(want)), f"NaN positions differ:\n{got}\n{want}"
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == torch.float32 else 2e-2)
+
+
+def test_glu_gradient_of_a_huge_half_takes_its_product_with_sigmoid_first_as_torch():
+    """torch's gradient of glu's second half b is (1 - s) s a g, s = sigmoid(b): at a = b = -3e38, g = 1.5 it is
+    -0.0, where g a first overflowed to inf and inf * 0 gave NaN (fuzz seed 104, case 1382)."""
+    x = np.array([[-3e38, 3e38, 2.0, -3e38, -3e38, 90.0, INF, 0.5], [1.0, NAN, -0.0, 3e38, 0.3, 2.0, 1.0, -3e38]], np.float32)
+    g = np.array([[1.5, -2.0, 0.5, 1e30], [2.0, 1.0, INF, -1.5]], np.float32)
+
+    def results(m):
+        a = m.tensor(x, requires_grad=True)
+        y = m.nn.functional.glu(a, 1)
+        y.backward(m.tensor(g))
+        return y, a.grad
+    for got, want in zip(results(tnet), results(torch)):
+        _same(got.detach().numpy(), want)
