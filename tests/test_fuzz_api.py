@@ -1243,6 +1243,11 @@ def test_round_23_as_torch(call):
     lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=(0, 2), mode="area"),  # an empty adaptive pooling
     lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=0, mode="nearest"),
     # glu of integers or bools: torch's NotImplementedError (found beside seed 104's case 1382; tnet gave floats)
-    lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.int64)), lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.bool), 0)])
+    lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.int64)), lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.bool), 0),
+    # cosine_similarity: a negative or NaN eps raises, after the dtype's check (seed 106, case 2882: torch-only)
+    lambda m, f, t: f.cosine_similarity(m.ones(2).half(), m.ones(2), dim=0, eps=-7),
+    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(3), dim=0, eps=float("nan")),
+    lambda m, f, t: f.cosine_similarity(m.ones(2).long(), m.ones(2).long(), dim=0, eps=-7),
+    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(2), dim=0, eps=-0.0)])
 def test_round_24_as_torch(call):
     _same_outcome(call)

@@ -827,6 +827,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     check_args("cosine_similarity", "float", eps=eps)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
+    check(x1.is_floating_point(), lambda: f"expected common dtype to be floating point, yet common dtype is "
+                                          f"{DTYPE_NAMES.get(x1.dtype, x1.dtype)}")
+    check(eps >= 0, lambda: f"eps must be non-negative, got: {eps}")  # before the shapes, as torch's (NaN too)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     return sum(mul(div(x1, _clamped_norm(x1, dim, eps)), div(x2, _clamped_norm(x2, dim, eps))), dim)
 
