@@ -1248,6 +1248,11 @@ def test_round_23_as_torch(call):
     lambda m, f, t: f.cosine_similarity(m.ones(2).half(), m.ones(2), dim=0, eps=-7),
     lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(3), dim=0, eps=float("nan")),
     lambda m, f, t: f.cosine_similarity(m.ones(2).long(), m.ones(2).long(), dim=0, eps=-7),
-    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(2), dim=0, eps=-0.0)])
+    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(2), dim=0, eps=-0.0),
+    # binary_cross_entropy_with_logits: pos_weight and weight broadcast into the input's shape, not past it (seed 106,
+    # case 2267: a [7] pos_weight of a [3, 1] input gave [3, 7])
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3, 1), m.ones(3, 1), pos_weight=m.ones(7), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3), m.ones(3), weight=m.ones(2, 3)),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(2, 3), m.ones(2, 3), weight=m.ones(3), pos_weight=m.ones(2, 1))])
 def test_round_24_as_torch(call):
     _same_outcome(call)

@@ -603,6 +603,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     if target.shape != input.shape:  # torch's check: no broadcasting
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    for v in (pos_weight, weight):  # torch multiplies them in place into the input's shape: none broadcasts past it
+        if v is not None:
+            shape = torch.broadcast_shapes(tuple(input.shape), tuple(v.shape))
+            check(shape == tuple(input.shape),
+                  lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
     with no_grad():
         log_p = softplus(neg(x))  # -log sigmoid(x)
         if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
