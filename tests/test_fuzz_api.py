@@ -1253,6 +1253,10 @@ def test_round_23_as_torch(call):
     # case 2267: a [7] pos_weight of a [3, 1] input gave [3, 7])
     lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3, 1), m.ones(3, 1), pos_weight=m.ones(7), reduction="none"),
     lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3), m.ones(3), weight=m.ones(2, 3)),
-    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(2, 3), m.ones(2, 3), weight=m.ones(3), pos_weight=m.ones(2, 1))])
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(2, 3), m.ones(2, 3), weight=m.ones(3), pos_weight=m.ones(2, 1)),
+    # unique_consecutive along a dim of an empty input: that dim its one of size 0, as unique (seed 105, case 1592)
+    lambda m, f, t: m.unique_consecutive(m.ones(0, 0), return_inverse=True, dim=0),
+    lambda m, f, t: m.unique_consecutive(m.ones(2, 0), dim=0), lambda m, f, t: m.unique_consecutive(m.ones(2, 0), dim=1),
+    lambda m, f, t: m.unique(m.ones(0, 2, 0), dim=1), lambda m, f, t: m.unique_consecutive(m.ones(0, 0))])
 def test_round_24_as_torch(call):
     _same_outcome(call)
