@@ -1260,3 +1260,19 @@ def test_round_23_as_torch(call):
     lambda m, f, t: m.unique(m.ones(0, 2, 0), dim=1), lambda m, f, t: m.unique_consecutive(m.ones(0, 0))])
 def test_round_24_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
+    # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
+    # cases 212 and 542; seed 105, case 2350: tnet padded it)
+    lambda m, f, t: m.nn.ReflectionPad1d((0, 1))(m.zeros(0, 2)), lambda m, f, t: m.nn.ReplicationPad1d((2, 0))(m.zeros(0, 2)),
+    lambda m, f, t: m.nn.ReplicationPad2d((0, 1, 1, 0))(m.zeros(0, 1, 1)),
+    lambda m, f, t: f.pad(m.zeros(2, 0, 3), (0, 0), mode="reflect"), lambda m, f, t: f.pad(m.zeros(0, 2, 3), (1, 1), mode="reflect"),
+    lambda m, f, t: f.pad(m.zeros(0, 3, 0, 2, 2), (1, 1, 1, 1, 1, 1), mode="replicate"),
+    lambda m, f, t: f.pad(m.zeros(2, 0, 3), (1, 1), mode="circular"), lambda m, f, t: f.pad(m.zeros(0, 2), (1, 0)),
+    lambda m, f, t: f.unfold(m.zeros(0, 3, 4), 2, padding=1), lambda m, f, t: f.unfold(m.zeros(1, 2, 0, 4), 1),
+    lambda m, f, t: f.unfold(m.ones(0, 2, 3, 4), 2),
+    # fold of an empty batch (tnet's reshape raised: found beside them)
+    lambda m, f, t: f.fold(m.zeros(0, 8, 20), (3, 4), 2, padding=1), lambda m, f, t: f.fold(m.zeros(4, 0), (2, 2), 1)])
+def test_empty_dims_as_torch(call):
+    _same_outcome(call)
