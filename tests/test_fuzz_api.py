@@ -1273,6 +1273,10 @@ def test_round_24_as_torch(call):
     lambda m, f, t: f.unfold(m.zeros(0, 3, 4), 2, padding=1), lambda m, f, t: f.unfold(m.zeros(1, 2, 0, 4), 1),
     lambda m, f, t: f.unfold(m.ones(0, 2, 3, 4), 2),
     # fold of an empty batch (tnet's reshape raised: found beside them)
-    lambda m, f, t: f.fold(m.zeros(0, 8, 20), (3, 4), 2, padding=1), lambda m, f, t: f.fold(m.zeros(4, 0), (2, 2), 1)])
+    lambda m, f, t: f.fold(m.zeros(0, 8, 20), (3, 4), 2, padding=1), lambda m, f, t: f.fold(m.zeros(4, 0), (2, 2), 1),
+    # avg_pool3d (not 2-D's): the unpadded input holds a window (seed 105, case 1194; seed 104, case 2997: tnet pooled)
+    lambda m, f, t: f.avg_pool3d(m.ones(2, 2, 1, 4, 3), 2, padding=1), lambda m, f, t: f.avg_pool3d(m.ones(0, 1, 2, 4, 4), 3, padding=1),
+    lambda m, f, t: f.avg_pool3d(m.ones(2, 1, 4, 5), 2, padding=1, ceil_mode=True),
+    lambda m, f, t: f.avg_pool3d(m.ones(1, 1, 2, 4, 4), (2, 3, 3), padding=1), lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 1, 4), 2, padding=1)])
 def test_empty_dims_as_torch(call):
     _same_outcome(call)

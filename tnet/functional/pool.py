@@ -481,6 +481,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, unbatched = _volumes("avg_pool3d", input)
     check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
+    D, H, W = x.shape[2:]  # torch's avg_pool3d alone needs the unpadded input to hold a window (its 2-D one does not)
+    check(D >= kd and H >= k2[0] and W >= k2[1],
+          lambda: f"input image (T: {D} H: {H} W: {W}) smaller than kernel size (kT: {kd} kH: {k2[0]} kW: {k2[1]})")
     ones = None if divisor_override is None else 1
     y = _separably(avg_pool2d, x, (k2, s2, p2, ceil_mode, count_include_pad, ones),
                    ((kd, 1), (sd, 1), (pd, 0), ceil_mode, count_include_pad, ones))
