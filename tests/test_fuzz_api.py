@@ -1277,6 +1277,10 @@ def test_round_24_as_torch(call):
     # avg_pool3d (not 2-D's): the unpadded input holds a window (seed 105, case 1194; seed 104, case 2997: tnet pooled)
     lambda m, f, t: f.avg_pool3d(m.ones(2, 2, 1, 4, 3), 2, padding=1), lambda m, f, t: f.avg_pool3d(m.ones(0, 1, 2, 4, 4), 3, padding=1),
     lambda m, f, t: f.avg_pool3d(m.ones(2, 1, 4, 5), 2, padding=1, ceil_mode=True),
-    lambda m, f, t: f.avg_pool3d(m.ones(1, 1, 2, 4, 4), (2, 3, 3), padding=1), lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 1, 4), 2, padding=1)])
+    lambda m, f, t: f.avg_pool3d(m.ones(1, 1, 2, 4, 4), (2, 3, 3), padding=1), lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 1, 4), 2, padding=1),
+    # the adaptive 3-D poolings to an empty height or width (their depth pass raised; found beside seed 103's case 1063)
+    lambda m, f, t: f.adaptive_avg_pool3d(m.ones(1, 2, 3, 3, 3), (2, 0, 2)), lambda m, f, t: f.adaptive_avg_pool3d(m.ones(2, 3, 3, 3), (None, 0, 1)),
+    lambda m, f, t: f.adaptive_max_pool3d(m.ones(1, 2, 3, 3, 3), 0, return_indices=True)[1],
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3, 3), size=(2, 2, 0), mode="area")])
 def test_empty_dims_as_torch(call):
     _same_outcome(call)

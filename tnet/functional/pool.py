@@ -500,8 +500,14 @@ def _adaptive_3d(mode, input, output_size, return_indices=False):
     if mode == "max" or (OD, OH, OW) != (1, 1, 1):  # torch's global average (a mean) takes empty dims
         _nonempty(name, input)
     pool = adaptive_avg_pool2d if mode == "avg" else lambda t, size: adaptive_max_pool2d(t, size, return_indices)
-    # the depth pass's width OH*OW kept: its windows there are single columns
-    out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)
+    if OH * OW == 0:  # empty planes: no depth pass (a 2-D pooling of width 0 refuses), OD copies of nothing
+        N, C = x.shape[:2]
+        y = pool(reshape(x, (N * C, *x.shape[2:])), (OH, OW))
+        at = tensor(np.zeros(OD, np.int64))
+        out = tuple(reshape(index_select(v, 1, at), (N, C, OD, OH, OW)) for v in (y if return_indices else (y,)))
+        out = out if return_indices else out[0]
+    else:  # the depth pass's width OH*OW kept: its windows there are single columns
+        out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)
     return tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
 
 
