@@ -1229,3 +1229,58 @@ def test_empty_input_as_torch(call):
     lambda m, f, t: m.cumsum(m.zeros(0, 2), 7)])
 def test_round_23_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 103-108
+    # interpolate checks as torch's, in its order: the sizes first, then the mode against the input's dims, a mode
+    # of another type (mode=[1]) the last NotImplementedError (seed 103, case 1063: TypeError, unhashable list)
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 1, 3), scale_factor=2.5, mode=[1], recompute_scale_factor=True),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), size=4, mode=1.5),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), mode=[1]), lambda m, f, t: f.interpolate(m.zeros(2, 3), mode="linear"),
+    lambda m, f, t: f.interpolate(m.zeros(2, 1, 3), size=(3,), scale_factor=2.0, mode="bilinear"),
+    lambda m, f, t: f.interpolate(m.zeros(1, 2, 3, 3), size=(3,), mode="trilinear"),
+    lambda m, f, t: f.interpolate(m.zeros(1, 2, 3, 3, 3), size=2, mode="bicubic"),
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=(0, 2), mode="area"),  # an empty adaptive pooling
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3), size=0, mode="nearest"),
+    # glu of integers or bools: torch's NotImplementedError (found beside seed 104's case 1382; tnet gave floats)
+    lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.int64)), lambda m, f, t: f.glu(m.ones(2, 4, dtype=torch.bool), 0),
+    # cosine_similarity: a negative or NaN eps raises, after the dtype's check (seed 106, case 2882: torch-only)
+    lambda m, f, t: f.cosine_similarity(m.ones(2).half(), m.ones(2), dim=0, eps=-7),
+    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(3), dim=0, eps=float("nan")),
+    lambda m, f, t: f.cosine_similarity(m.ones(2).long(), m.ones(2).long(), dim=0, eps=-7),
+    lambda m, f, t: f.cosine_similarity(m.ones(2), m.ones(2), dim=0, eps=-0.0),
+    # binary_cross_entropy_with_logits: pos_weight and weight broadcast into the input's shape, not past it (seed 106,
+    # case 2267: a [7] pos_weight of a [3, 1] input gave [3, 7])
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3, 1), m.ones(3, 1), pos_weight=m.ones(7), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(3), m.ones(3), weight=m.ones(2, 3)),
+    lambda m, f, t: f.binary_cross_entropy_with_logits(m.ones(2, 3), m.ones(2, 3), weight=m.ones(3), pos_weight=m.ones(2, 1)),
+    # unique_consecutive along a dim of an empty input: that dim its one of size 0, as unique (seed 105, case 1592)
+    lambda m, f, t: m.unique_consecutive(m.ones(0, 0), return_inverse=True, dim=0),
+    lambda m, f, t: m.unique_consecutive(m.ones(2, 0), dim=0), lambda m, f, t: m.unique_consecutive(m.ones(2, 0), dim=1),
+    lambda m, f, t: m.unique(m.ones(0, 2, 0), dim=1), lambda m, f, t: m.unique_consecutive(m.ones(0, 0))])
+def test_round_24_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
+    # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
+    # cases 212 and 542; seed 105, case 2350: tnet padded it)
+    lambda m, f, t: m.nn.ReflectionPad1d((0, 1))(m.zeros(0, 2)), lambda m, f, t: m.nn.ReplicationPad1d((2, 0))(m.zeros(0, 2)),
+    lambda m, f, t: m.nn.ReplicationPad2d((0, 1, 1, 0))(m.zeros(0, 1, 1)),
+    lambda m, f, t: f.pad(m.zeros(2, 0, 3), (0, 0), mode="reflect"), lambda m, f, t: f.pad(m.zeros(0, 2, 3), (1, 1), mode="reflect"),
+    lambda m, f, t: f.pad(m.zeros(0, 3, 0, 2, 2), (1, 1, 1, 1, 1, 1), mode="replicate"),
+    lambda m, f, t: f.pad(m.zeros(2, 0, 3), (1, 1), mode="circular"), lambda m, f, t: f.pad(m.zeros(0, 2), (1, 0)),
+    lambda m, f, t: f.unfold(m.zeros(0, 3, 4), 2, padding=1), lambda m, f, t: f.unfold(m.zeros(1, 2, 0, 4), 1),
+    lambda m, f, t: f.unfold(m.ones(0, 2, 3, 4), 2),
+    # fold of an empty batch (tnet's reshape raised: found beside them)
+    lambda m, f, t: f.fold(m.zeros(0, 8, 20), (3, 4), 2, padding=1), lambda m, f, t: f.fold(m.zeros(4, 0), (2, 2), 1),
+    # avg_pool3d (not 2-D's): the unpadded input holds a window (seed 105, case 1194; seed 104, case 2997: tnet pooled)
+    lambda m, f, t: f.avg_pool3d(m.ones(2, 2, 1, 4, 3), 2, padding=1), lambda m, f, t: f.avg_pool3d(m.ones(0, 1, 2, 4, 4), 3, padding=1),
+    lambda m, f, t: f.avg_pool3d(m.ones(2, 1, 4, 5), 2, padding=1, ceil_mode=True),
+    lambda m, f, t: f.avg_pool3d(m.ones(1, 1, 2, 4, 4), (2, 3, 3), padding=1), lambda m, f, t: f.avg_pool2d(m.ones(1, 1, 1, 4), 2, padding=1),
+    # the adaptive 3-D poolings to an empty height or width (their depth pass raised; found beside seed 103's case 1063)
+    lambda m, f, t: f.adaptive_avg_pool3d(m.ones(1, 2, 3, 3, 3), (2, 0, 2)), lambda m, f, t: f.adaptive_avg_pool3d(m.ones(2, 3, 3, 3), (None, 0, 1)),
+    lambda m, f, t: f.adaptive_max_pool3d(m.ones(1, 2, 3, 3, 3), 0, return_indices=True)[1],
+    lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3, 3), size=(2, 2, 0), mode="area")])
+def test_empty_dims_as_torch(call):
+    _same_outcome(call)

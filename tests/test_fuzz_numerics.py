@@ -1091,3 +1091,50 @@ def test_a_number_or_0d_tensor_beside_a_16bit_tensor_is_cast_to_its_dtype_first(
     for got, want in zip(results(tnet), results(torch)):
         assert got.dtype == want.dtype
         _same(got.float().numpy(), want.float())
+
+
+def test_lerp_of_huge_values_by_one_fused_multiply_add_as_torch():
+    """torch's lerp is end + (w - 1) (end - start) (or start + w (end - start) for |w| < 0.5) by one fused
+    multiply-add: a bfloat16 end of 3e38 at w = -0.73 is -2.19e38, where the product alone overflowed to -inf
+    (fuzz seed 106, case 1872); ordinary values stay torch's to the bit."""
+    s, e = np.array([-0.0942, 3e38, -3e38, 1.0, 0.25, NAN], np.float32), np.array([3e38, -0.5, 3e38, 2.0, -1.5, 1.0], np.float32)
+    w = np.array([-0.7305, 1.8, -0.25, 0.3, 0.7, 0.5], np.float32)
+    for dtype in (torch.float32, torch.bfloat16):
+        def results(m):
+            a, b, c = (m.tensor(v, dtype=dtype) for v in (s, e, w))
+            return m.lerp(a, b, c), m.lerp(a, b, -0.7305), a.clone().lerp_(b, 1.8)
+        for got, want in zip(results(tnet), results(torch)):
+            assert got.dtype == want.dtype
+            _same(got.float().numpy(), want.float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_grid_sample_grid_gradient_of_a_huge_value_weighs_it_first_as_torch(dtype):
+    """torch's grid gradient sums (value * its weight's derivative) * dy: a 3e38 pixel times dy = 1.5 first
+    overflowed, and at a point that border padding clips (the multiplier 0) gave NaN where torch's is -0.0 (fuzz
+    seed 107, case 2229)."""
+    x, grid, dy = [[[[3e38, 1.0, 2.0]]]], [[[[-0.2, 0.3], [0.2, 0.9]]]], [[[[1.5, 3.0]]]]
+    for pad in ("zeros", "border", "reflection"):
+        def grad(m):
+            g = m.tensor(grid, dtype=dtype, requires_grad=True)
+            m.nn.functional.grid_sample(m.tensor(x, dtype=dtype), g, padding_mode=pad, align_corners=False).backward(
+                m.tensor(dy, dtype=dtype))
+            return g.grad.float().numpy()
+        got, want = grad(tnet), grad(torch)  # bfloat16: torch rounds its products to it, tnet sums in fp32
+        assert np.array_equal(np.isnan(got), np.isnan(want)), f"NaN positions differ:\n{got}\n{want}"
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == torch.float32 else 2e-2)
+
+
+def test_glu_gradient_of_a_huge_half_takes_its_product_with_sigmoid_first_as_torch():
+    """torch's gradient of glu's second half b is (1 - s) s a g, s = sigmoid(b): at a = b = -3e38, g = 1.5 it is
+    -0.0, where g a first overflowed to inf and inf * 0 gave NaN (fuzz seed 104, case 1382)."""
+    x = np.array([[-3e38, 3e38, 2.0, -3e38, -3e38, 90.0, INF, 0.5], [1.0, NAN, -0.0, 3e38, 0.3, 2.0, 1.0, -3e38]], np.float32)
+    g = np.array([[1.5, -2.0, 0.5, 1e30], [2.0, 1.0, INF, -1.5]], np.float32)
+
+    def results(m):
+        a = m.tensor(x, requires_grad=True)
+        y = m.nn.functional.glu(a, 1)
+        y.backward(m.tensor(g))
+        return y, a.grad
+    for got, want in zip(results(tnet), results(torch)):
+        _same(got.detach().numpy(), want)

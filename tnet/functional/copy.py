@@ -1226,6 +1226,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = input if input.ndim == 4 else unsqueeze(input, 0)
     positions, (kh, kw), (ph, pw), (hp, wp), blocks = _sliding_blocks("unfold", x.shape[2:], kernel_size, dilation,
                                                                       padding, stride)
+    check(all(input.shape[1 if input.ndim == 4 else 0:]),  # torch's im2col: only a batch may be empty
+          lambda: f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+                  f"input, but got: {list(input.shape)}")
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     n, c = x.shape[:2]
@@ -1253,7 +1256,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                   f"sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
     n, c = x.shape[0], x.shape[1] // (kh * kw)
     plane = Tensor(torch.zeros((n, c, hp * wp), dtype=input.dtype, device=input.device))
-    out = reshape(index_add(plane, 2, positions, reshape(x, (n, c, -1))), (n, c, hp, wp))
+    out = reshape(index_add(plane, 2, positions, reshape(x, (n, c, kh * kw * x.shape[2]))), (n, c, hp, wp))
     if ph or pw:
         out = contiguous(out[:, :, ph:ph + size[0], pw:pw + size[1]])
     return out if input.ndim == 3 else squeeze(out, 0)

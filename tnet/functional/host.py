@@ -36,10 +36,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         inverse = inverse.reshape(input.shape)
     else:
         d = dim_index(dim, input.ndim)
-        if input.numel() == 0:  # torch's: one dim of size 0, the one given
-            check(list(input.shape).count(0) == 1, "Number of zero sized dimensions is more than one, so unique cannot "
-                                                   "be applied ")
-            check(input.shape[d] == 0, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        _check_empty_along(input, d)
         values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True, axis=d, equal_nan=False)
         inverse = inverse.reshape(-1)
     out = [_device(values, input.dtype, input.device)]
@@ -113,6 +110,14 @@ def histc(input, bins=100, min=0, max=0):
 
 # ---- shape and indexing ops of the eighth session -----------------------------------------------
 
+def _check_empty_along(input, d):
+    """torch's rule for unique and unique_consecutive along dim d of an empty input: d is its one dim of size 0."""
+    if input.numel() == 0:
+        check(input.shape[d] == 0, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        check(list(input.shape).count(0) == 1, "Number of zero sized dimensions is more than one, so unique cannot be "
+                                               "applied ")
+
+
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """input's values (flattened; with dim, its slices along dim) with each run of equal
     neighbours kept once, then, as asked, the inverse indices (input's shape, or dim's length) and
@@ -121,6 +126,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     check_args("unique_consecutive", "bool", return_inverse=return_inverse, return_counts=return_counts)
     x = _host(input)
     d = None if dim is None else dim_index(dim, input.ndim)
+    if d is not None:
+        _check_empty_along(input, d)
     rows = x.reshape(-1, 1) if d is None else np.moveaxis(x, d, 0).reshape(x.shape[d], int(np.prod(np.delete(x.shape, d))))
     new = np.ones(len(rows), bool)
     new[1:] = (rows[1:] != rows[:-1]).any(axis=1)

@@ -1048,14 +1048,27 @@ def softshrink(input, lambd=0.5):
 
 
 def glu(input, dim=-1):
-    """a * sigmoid(b), a and b the halves of input along dim."""
+    """a * sigmoid(b), a and b the halves of input along dim (floating-point, as torch's); b's gradient
+    is (a s (1 - s)) g, s = sigmoid(b), a's product with s first as torch's: g a first overflowed for a
+    huge a, and times s (1 - s) = 0 gave NaN."""
     check_tensors("glu", input=input)
     check(input.ndim > 0, "glu does not support scalars because halving size must be even")
     d = dim_index(dim, input.ndim)
     check(input.shape[d] % 2 == 0,
           lambda: f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    if input.dtype in _pw.INTEGERS:
+        raise not_implemented("glu_cpu", input.dtype)
     a, b = input.chunk(2, d)
-    return mul(a, sigmoid(b))
+    with no_grad():
+        s = sigmoid(b)
+        y = mul(a, s)
+    A, S = a.memory, s.memory
+    need_a, need_b = needs_grad(a, b)
+    return _record2("glu", y.memory, a, b,
+                    lambda g: (_pw.pointwise("mul", g, S) if need_a else None,
+                               _pw.pointwise("mul", _pw.pointwise("sigmoid_backward", A, S), g) if need_b else None),
+                    saved=(S, A if need_b else None),
+                    graph=lambda g, out: (g * sigmoid(b), a * sigmoid(b) * (1.0 - sigmoid(b)) * g))
 
 
 # ---- tensor math: lerp, addcmul, addcdiv, masked_fill, tril, triu -------------------------------

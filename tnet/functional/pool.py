@@ -481,6 +481,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, unbatched = _volumes("avg_pool3d", input)
     check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
+    D, H, W = x.shape[2:]  # torch's avg_pool3d alone needs the unpadded input to hold a window (its 2-D one does not)
+    check(D >= kd and H >= k2[0] and W >= k2[1],
+          lambda: f"input image (T: {D} H: {H} W: {W}) smaller than kernel size (kT: {kd} kH: {k2[0]} kW: {k2[1]})")
     ones = None if divisor_override is None else 1
     y = _separably(avg_pool2d, x, (k2, s2, p2, ceil_mode, count_include_pad, ones),
                    ((kd, 1), (sd, 1), (pd, 0), ceil_mode, count_include_pad, ones))
@@ -497,8 +500,14 @@ def _adaptive_3d(mode, input, output_size, return_indices=False):
     if mode == "max" or (OD, OH, OW) != (1, 1, 1):  # torch's global average (a mean) takes empty dims
         _nonempty(name, input)
     pool = adaptive_avg_pool2d if mode == "avg" else lambda t, size: adaptive_max_pool2d(t, size, return_indices)
-    # the depth pass's width OH*OW kept: its windows there are single columns
-    out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)
+    if OH * OW == 0:  # empty planes: no depth pass (a 2-D pooling of width 0 refuses), OD copies of nothing
+        N, C = x.shape[:2]
+        y = pool(reshape(x, (N * C, *x.shape[2:])), (OH, OW))
+        at = tensor(np.zeros(OD, np.int64))
+        out = tuple(reshape(index_select(v, 1, at), (N, C, OD, OH, OW)) for v in (y if return_indices else (y,)))
+        out = out if return_indices else out[0]
+    else:  # the depth pass's width OH*OW kept: its windows there are single columns
+        out = _separably(pool, x, ((OH, OW),), ((OD, None),), return_indices)
     return tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
 
 

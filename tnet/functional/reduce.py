@@ -603,6 +603,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
     if target.shape != input.shape:  # torch's check: no broadcasting
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    for v in (pos_weight, weight):  # torch multiplies them in place into the input's shape: none broadcasts past it
+        if v is not None:
+            shape = torch.broadcast_shapes(tuple(input.shape), tuple(v.shape))
+            check(shape == tuple(input.shape),
+                  lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
     with no_grad():
         log_p = softplus(neg(x))  # -log sigmoid(x)
         if pos_weight is not None:  # torch's log_sigmoid(x).mul_(log_weight): in place, rounded to x's dtype
@@ -827,6 +832,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     check_args("cosine_similarity", "float", eps=eps)
     if x1.is_floating_point() != x2.is_floating_point():  # an integer operand beside a float one: torch promotes
         x1, x2 = (x1, x2.to(x1.dtype)) if x1.is_floating_point() else (x1.to(x2.dtype), x2)
+    check(x1.is_floating_point(), lambda: f"expected common dtype to be floating point, yet common dtype is "
+                                          f"{DTYPE_NAMES.get(x1.dtype, x1.dtype)}")
+    check(eps >= 0, lambda: f"eps must be non-negative, got: {eps}")  # before the shapes, as torch's (NaN too)
     x1, x2 = broadcast_tensors(x1, x2)  # the norms are over the broadcast shape, as torch's
     return sum(mul(div(x1, _clamped_norm(x1, dim, eps)), div(x2, _clamped_norm(x2, dim, eps))), dim)
 

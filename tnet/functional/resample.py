@@ -60,8 +60,6 @@ def _output_geometry(input, size, scale_factor, recompute_scale_factor):
             scales = [None] * dim
     else:
         raise ValueError("either size or scale_factor should be defined")
-    check(all(m > 0 for m in sizes),
-          lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
     return sizes, scales
 
 
@@ -76,32 +74,34 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     of one resized axis), torch's one; fp32 sums in another order. antialias=True (bilinear and
     bicubic, 4-D): torch's antialiased taps (kernels/resample.py), a filter widened by the scale
     where an axis shrinks."""
+    # torch's order: align_corners, then the sizes, antialias, and last the mode against the input's
+    # dims, any mode of another name or type (mode=[1]) torch's NotImplementedError
     check_tensors("interpolate", input=input)
     if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                              "bicubic | trilinear")
+    sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
             raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                              "as input")
-    if input.ndim not in (3, 4, 5) or (mode == "bicubic" and input.ndim == 5):
+    needs = _LINEAR.get(mode) if isinstance(mode, str) else None
+    if input.ndim in (3, 4, 5) and needs not in (None, input.ndim) and not (mode == "bicubic" and input.ndim != 4):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs}D input")
+    if input.ndim not in (3, 4, 5) or not (mode in ("nearest", "nearest-exact", "area") or needs == input.ndim):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
                                   f"nearest-exact (got {mode})")
-    if mode in _LINEAR and input.ndim != _LINEAR[mode]:
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR[mode]}D input")
-    if mode not in ("nearest", "nearest-exact", "area", *_LINEAR):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented (nearest, nearest-exact, area, "
-                                  f"linear, bilinear, bicubic, trilinear)")
-    sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
-    if mode not in ("nearest", "nearest-exact", "area"):  # torch's parser of its upsample op: True or False
+    if mode == "area":  # torch's: an adaptive average pooling to the output size (0 gives an empty result)
+        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
+        return pool(input, sizes[0] if input.ndim == 3 else tuple(sizes))
+    if mode not in ("nearest", "nearest-exact"):  # torch's parser of its upsample op: True or False
         if align_corners is not None:
             check_args(f"interpolate (mode {mode!r})", "bool", align_corners=align_corners)
         align_corners = bool(align_corners)
-    if mode == "area":  # torch's: an adaptive average pooling to the output size
-        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
-        return pool(input, sizes[0] if input.ndim == 3 else tuple(sizes))
+    check(all(m > 0 for m in sizes),
+          lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
     out = input
     # the axis that shrinks most first: the pass between the two then moves the fewest elements
     for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):

@@ -122,6 +122,10 @@ def pads_of(name, shape, pad, mode):
         check(1 <= k <= 3 and ndim in (k + 1, k + 2),
               lambda: f"{name}: padding size {len(pad)} is not supported for {ndim}D input in mode {mode!r} (as torch: "
                       f"2 for 2D or 3D input, 4 for 3D or 4D, 6 for 4D or 5D)")
+        # torch's reflection and replication kernels: only a batch (the first of k + 2 dims) may be empty
+        check(mode == "circular" or all(shape[1 if ndim == k + 2 else 0:]),
+              lambda: f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                      f"dimensions for input, but got: {list(shape)}")
         for d, (b, a) in enumerate(pads):
             L = shape[d]
             if b == a == 0:  # an unpadded dim (a batch of 0 too) is not checked, as torch's
@@ -132,8 +136,6 @@ def pads_of(name, shape, pad, mode):
                           f"({b}, {a}) at dimension {d} of input {list(shape)}")
             check(mode != "circular" or (b <= L and a <= L),
                   lambda: f"{name}: Padding value causes wrapping around more than once.")
-            check(mode != "replicate" or L > 0 or b == a == 0,
-                  lambda: f"{name}: cannot replicate an empty dimension {d}")
     for d, (b, a) in enumerate(pads):
         check(shape[d] + b + a >= 0,
               lambda: f"{name}: the padding {pad} leaves dimension {d} of {list(shape)} negative")

@@ -699,8 +699,10 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "shrink_backward":  # b = x, c = lambd
         y = tl.where((b >= -c) & (b <= c), 0.0, a)
     # tensor math, as torch's formulas
-    elif OP == "lerp":  # a = start, b = end, c = weight: from the nearer end
-        y = tl.where(tl.abs(c) < 0.5, a + c * (b - a), b - (b - a) * (1.0 - c))
+    elif OP == "lerp":  # a = start, b = end, c = weight: from the nearer end, by one fused multiply-add as
+        # torch's kernels (end + (w - 1) (end - start): the product alone may overflow where the result does not)
+        d = b - a
+        y = tl.where(tl.abs(c) < 0.5, tl.fma(c, d, a), tl.fma(c - 1.0, d, b))
     elif OP == "addcmul":  # d = value
         y = a + d * b * c
     elif OP == "addcdiv":  # d = value

@@ -387,8 +387,9 @@ def grid_sample_backward_kernel(dy_ptr, x_ptr, g_ptr, dx_ptr, dg_ptr, NP, C, H, 
                 tl.atomic_add(dx_ptr + n[:, None] * DN + c * DC + (yc * DH + xc * DW)[:, None], w[:, None] * dy,
                               mask=m)
             if DGRID:
-                v = tl.load(x_ptr + n[:, None] * XN + c * XC + at, mask=m, other=0.0).to(tl.float32) * dy
-                # d w / d ix = +-wy, d w / d iy = +-wx: + for the far corner along the axis
+                v = tl.load(x_ptr + n[:, None] * XN + c * XC + at, mask=m, other=0.0).to(tl.float32)
+                # d w / d ix = +-wy, d w / d iy = +-wx: + for the far corner along the axis; (value * that) * dy,
+                # torch's order: a huge value times dy first overflowed, and times a clipped point's 0, NaN
                 if k % 2 == 1:
                     tx = wy
                 else:
@@ -397,8 +398,8 @@ def grid_sample_backward_kernel(dy_ptr, x_ptr, g_ptr, dx_ptr, dg_ptr, NP, C, H, 
                     ty = wx
                 else:
                     ty = -wx
-                sx += tl.sum(v * tx[:, None], axis=1)
-                sy += tl.sum(v * ty[:, None], axis=1)
+                sx += tl.sum(v * tx[:, None] * dy, axis=1)
+                sy += tl.sum(v * ty[:, None] * dy, axis=1)
     if DGRID:
         tl.store(dg_ptr + 2 * p, sx * gx, mask=okp)
         tl.store(dg_ptr + 2 * p + 1, sy * gy, mask=okp)
