@@ -263,6 +263,29 @@ def test_registries_edit_the_module():
         assert "extra" in bn.state_dict() and "extra" in dict(bn.named_buffers())
 
 
+def test_members_do_not_hide_module_methods():
+    """A submodule named as a Module method leaves the method in place, as torch's (N-BEATS'
+    `self.parameters = nn.ParameterList(...)`); a parameter or buffer may not take the name, and any other attribute
+    of it hides the method, as in torch."""
+    import torch
+    for lib in (tnet, torch):
+        net = lib.nn.Module()
+        net.parameters = [lib.nn.Parameter(lib.ones(2))]
+        assert isinstance(net.parameters, list)
+        net.parameters = lib.nn.ParameterList(net.parameters)
+        net.train = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        assert callable(net.parameters) and len(list(net.parameters())) == 3 and net.train() is net
+        assert list(net.state_dict()) == ["parameters.0", "train.0.weight", "train.0.bias"]
+        with pytest.raises(KeyError, match="attribute 'buffers' already exists"):  # a parameter or buffer may not
+            net.buffers = lib.nn.Parameter(lib.ones(3))
+        with pytest.raises(KeyError, match="attribute 'buffers' already exists"):
+            net.register_buffer("buffers", lib.ones(3))
+        net.eval = lambda: "patched"
+        assert net.eval() == "patched"
+        del net.eval
+        assert net.eval() is net
+
+
 def test_layer_reprs_are_torchs():
     """print(model) shows torch's text for the common layers (the arguments that differ from defaults)."""
     import torch.nn as tnn

@@ -894,6 +894,43 @@ class Module:
         return ""
 
 
+class _MethodFirst:
+    """A public method of Module that a member of the same name does not hide, as torch's: there a module's
+    submodules, parameters and buffers live in _modules, _parameters and _buffers, which attribute lookup reaches
+    only after the class's own attributes, while tnet keeps them in the instance's __dict__, which a plain method
+    would lose to. N-BEATS builds `self.parameters = []`, then `self.parameters = nn.ParameterList(self.parameters)`,
+    and its optimizer still calls net.parameters(). Any other value of the name (that list, a patched
+    `m.forward = f`) hides the method, as an instance attribute does in torch; a parameter or buffer may not take
+    the name (torch's KeyError)."""
+
+    def __init__(self, function):
+        self.function, self.name = function, function.__name__
+        self.__doc__ = function.__doc__
+
+    def __get__(self, module, owner=None):
+        if module is None:
+            return self.function
+        value = module.__dict__.get(self.name, self)
+        if value is self or isinstance(value, Module):
+            return self.function.__get__(module, owner)
+        return value
+
+    def __set__(self, module, value):
+        if isinstance(value, Parameter) or isinstance(value, Tensor) and vars(value).get("_is_buffer"):
+            raise KeyError(f"attribute '{self.name}' already exists")
+        module.__dict__[self.name] = value
+
+    def __delete__(self, module):
+        if self.name not in module.__dict__:
+            raise AttributeError(self.name)
+        del module.__dict__[self.name]
+
+
+for _name, _method in list(vars(Module).items()):
+    if callable(_method) and not _name.startswith("_") and not isinstance(_method, (staticmethod, classmethod, type)):
+        setattr(Module, _name, _MethodFirst(_method))
+
+
 def _add_global_hook(attribute, hook):
     """hook kept in _GLOBAL_HOOKS; while any hook of a call is there every module's call looks for hooks
     (Module._hooked)."""
