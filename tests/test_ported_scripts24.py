@@ -1,8 +1,20 @@
 """Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
-alone, as test_ported_scripts.py: DOCSTRING. Each runs in
-tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
-into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one or two steps. Each script
-seeds torch first, as its source's main does, so that its initial weights do not hang on the tests run before it."""
+alone, as test_ported_scripts.py: torchvision's references/classification (ExponentialMovingAverage over
+AveragedModel(use_buffers=True), set_weight_decay's norm classes and custom keys, RandomMixup and RandomCutmix in a
+collate_fn, SequentialLR warmup, label smoothing); caogang's WGAN-GP toy (backward(mone), autograd.grad with
+only_inputs) and yunjey's StarGAN; cure-lab's DLinear with ts-kim's RevIN in Time-Series-Library's loop;
+philipperemy's N-BEATS (whose `self.parameters = nn.ParameterList(...)` found that a tnet submodule named as a
+Module method hid the method); pytorch-forecasting's Temporal Fusion Transformer blocks (GLU, GRN, variable
+selection, quantile loss); WangYueFT's DGCNN and yanx27's PointNet++ utilities; facebookresearch's SwAV (Sinkhorn-Knopp,
+the queue, frozen prototypes); Eromera's ERFNet; xuebinqin's U-2-Net; junyanz's pix2pix (UnetSkipConnectionBlock's
+in-place skip, PatchGAN, GANLoss); sooftware's Conformer with CTC and SpecAugment; xinntao's ESRGAN (RRDB, the
+relativistic GAN loss, PSNR); lucidrains' Linformer. Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
+script draws; shapes are tiny and runs take one or two steps. Each script seeds torch first, as its source's main
+does, so that its initial weights do not hang on the tests run before it. Where Adam would normalise a gradient that
+is rounding alone (a bias before a BatchNorm, an attention key's bias), that bias is frozen, or the script takes
+its source's SGD option, as each says; ERFNet's iouEval counts in float32 where its source has .double() (tnet has
+no float64)."""
 import math
 
 import numpy as np
@@ -24,7 +36,7 @@ def normal(rng, *shape):
 # 0), mul_ and add_ in place; numpy draws their lambdas and boxes), evaluate under torch.inference_mode with
 # utils.accuracy's topk and the EMA model's eval
 def torchvision_reference(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     from collections import defaultdict
@@ -684,9 +696,7 @@ def test_stargan():
 # f_dim = -1 for 'MS', vali under no_grad with np.average, adjust_learning_rate's type1 halving)
 def dlinear_revin(m, state=None):
     torch, nn = m.torch, m.nn
-    from torch.utils.data import DataLoader, Dataset
-    if m.torch.__name__ == "tnet":
-        from tnet.utils.data import DataLoader, Dataset
+    DataLoader, Dataset = m.data.DataLoader, m.data.Dataset  # from torch.utils.data import DataLoader, Dataset
     torch.manual_seed(3)
     rng = np.random.default_rng(3)
 
@@ -905,7 +915,7 @@ def dlinear_revin(m, state=None):
         train_loss = []
         model.train()
         for i, (batch_x, batch_y) in enumerate(train_loader):
-            if i == 2:
+            if i == 1:
                 break
             model_optim.zero_grad()
             batch_x = batch_x.float()
@@ -1521,11 +1531,11 @@ def tft(m, state=None):
     init = load(m, model, state)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.03)
     static_cat = torch.tensor(normal(rng, 2, 3))
-    x = {name: torch.tensor(normal(rng, 2, 5, 1)) for name in ("price", "volume", "promo")}
-    target = torch.tensor(normal(rng, 2, 5))
+    x = {name: torch.tensor(normal(rng, 2, 3, 1)) for name in ("price", "volume", "promo")}
+    target = torch.tensor(normal(rng, 2, 3))
     criterion = QuantileLoss()
     losses = []
-    for _ in range(2):
+    for _ in range(1):
         prediction, weights = model(static_cat, x)
         loss = criterion.loss(prediction, target).mean()
         optimizer.zero_grad()
@@ -1925,9 +1935,7 @@ def test_pointnet2():
 # (torch.mm(queue[i], model.module.prototypes.weight.t())) and rolled by queue[i, bs:] = queue[i, :-bs].clone()
 def swav(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
-    import torch.distributed as dist
-    if m.torch.__name__ == "tnet":
-        import tnet.distributed as dist
+    dist = m.torch.distributed  # import torch.distributed as dist
     torch.manual_seed(8)
     rng = np.random.default_rng(8)
 
@@ -2323,3 +2331,1282 @@ def erfnet(m, state=None):
 
 def test_erfnet():
     compare(erfnet)
+
+
+# (k) xuebinqin's U-2-Net (model/u2net.py: REBNCONV with dilation=1*dirate, _upsample_like by the deprecated
+# F.upsample(src, size=tar.shape[2:], mode='bilinear') to sizes of no integer ratio, RSU4's MaxPool2d(2, stride=2,
+# ceil_mode=True) on odd sizes and RSU4F's dilations, side outputs fused by a 1x1 conv and F.sigmoid; u2net_train.py's
+# muti_bce_loss_fusion over nn.BCELoss(size_average=True), Variable(..., requires_grad=False), loss.data.item() and
+# del of the outputs; u2net_test.py's normPRED by torch.max and torch.min). The convolutions before BatchNorm keep the
+# source's biases but frozen: Adam would normalise their gradients, which are rounding alone
+def u2net(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = m.torch.autograd.Variable  # from torch.autograd import Variable
+    torch.manual_seed(10)
+    rng = np.random.default_rng(10)
+
+    class REBNCONV(nn.Module):
+        def __init__(self, in_ch=3, out_ch=3, dirate=1):
+            super(REBNCONV, self).__init__()
+
+            self.conv_s1 = nn.Conv2d(in_ch, out_ch, 3, padding=1 * dirate, dilation=1 * dirate)
+            self.bn_s1 = nn.BatchNorm2d(out_ch)
+            self.relu_s1 = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+
+            hx = x
+            xout = self.relu_s1(self.bn_s1(self.conv_s1(hx)))
+
+            return xout
+
+    ## upsample tensor 'src' to have the same spatial size with tensor 'tar'
+    def _upsample_like(src, tar):
+
+        src = F.upsample(src, size=tar.shape[2:], mode='bilinear')
+
+        return src
+
+    ### RSU-4 ###
+    class RSU4(nn.Module):  # UNet04DRES(nn.Module):
+
+        def __init__(self, in_ch=3, mid_ch=12, out_ch=3):
+            super(RSU4, self).__init__()
+
+            self.rebnconvin = REBNCONV(in_ch, out_ch, dirate=1)
+
+            self.rebnconv1 = REBNCONV(out_ch, mid_ch, dirate=1)
+            self.pool1 = nn.MaxPool2d(2, stride=2, ceil_mode=True)
+
+            self.rebnconv2 = REBNCONV(mid_ch, mid_ch, dirate=1)
+
+            self.rebnconv3 = REBNCONV(mid_ch, mid_ch, dirate=2)
+
+            self.rebnconv2d = REBNCONV(mid_ch * 2, mid_ch, dirate=1)
+            self.rebnconv1d = REBNCONV(mid_ch * 2, out_ch, dirate=1)
+
+        def forward(self, x):
+
+            hx = x
+
+            hxin = self.rebnconvin(hx)
+
+            hx1 = self.rebnconv1(hxin)
+            hx = self.pool1(hx1)
+
+            hx2 = self.rebnconv2(hx)
+
+            hx3 = self.rebnconv3(hx2)
+
+            hx2d = self.rebnconv2d(torch.cat((hx3, hx2), 1))
+            hx2dup = _upsample_like(hx2d, hx1)
+
+            hx1d = self.rebnconv1d(torch.cat((hx2dup, hx1), 1))
+
+            return hx1d + hxin
+
+    ### RSU-4F ###
+    class RSU4F(nn.Module):  # UNet04FRES(nn.Module):
+
+        def __init__(self, in_ch=3, mid_ch=12, out_ch=3):
+            super(RSU4F, self).__init__()
+
+            self.rebnconvin = REBNCONV(in_ch, out_ch, dirate=1)
+
+            self.rebnconv1 = REBNCONV(out_ch, mid_ch, dirate=1)
+            self.rebnconv2 = REBNCONV(mid_ch, mid_ch, dirate=2)
+
+            self.rebnconv1d = REBNCONV(mid_ch * 2, out_ch, dirate=1)
+
+        def forward(self, x):
+
+            hx = x
+
+            hxin = self.rebnconvin(hx)
+
+            hx1 = self.rebnconv1(hxin)
+            hx2 = self.rebnconv2(hx1)
+
+            hx1d = self.rebnconv1d(torch.cat((hx2, hx1), 1))
+
+            return hx1d + hxin
+
+    ##### U^2-Net small ####
+    class U2NETP(nn.Module):
+
+        def __init__(self, in_ch=3, out_ch=1):
+            super(U2NETP, self).__init__()
+
+            self.stage1 = RSU4(in_ch, 4, 6)
+            self.pool12 = nn.MaxPool2d(2, stride=2, ceil_mode=True)
+
+            self.stage2 = RSU4F(6, 4, 6)
+
+            # decoder
+            self.stage1d = RSU4F(12, 4, 6)
+
+            self.side1 = nn.Conv2d(6, out_ch, 3, padding=1)
+            self.side2 = nn.Conv2d(6, out_ch, 3, padding=1)
+
+            self.outconv = nn.Conv2d(2 * out_ch, out_ch, 1)
+
+        def forward(self, x):
+
+            hx = x
+
+            # stage 1
+            hx1 = self.stage1(hx)
+            hx = self.pool12(hx1)
+
+            # stage 2
+            hx2 = self.stage2(hx)
+            hx2up = _upsample_like(hx2, hx1)
+
+            # decoder
+            hx1d = self.stage1d(torch.cat((hx2up, hx1), 1))
+
+            # side output
+            d1 = self.side1(hx1d)
+
+            d2 = self.side2(hx2)
+            d2 = _upsample_like(d2, d1)
+
+            d0 = self.outconv(torch.cat((d1, d2), 1))
+
+            return F.sigmoid(d0), F.sigmoid(d1), F.sigmoid(d2)
+
+    bce_loss = nn.BCELoss(size_average=True)
+
+    def muti_bce_loss_fusion(d0, d1, d2, labels_v):
+
+        loss0 = bce_loss(d0, labels_v)
+        loss1 = bce_loss(d1, labels_v)
+        loss2 = bce_loss(d2, labels_v)
+
+        loss = loss0 + loss1 + loss2
+        print("l0: %3f, l1: %3f, l2: %3f\n" % (loss0.data.item(), loss1.data.item(), loss2.data.item()))
+
+        return loss0, loss
+
+    # normalize the predicted SOD probability map
+    def normPRED(d):
+        ma = torch.max(d)
+        mi = torch.min(d)
+
+        dn = (d - mi) / (ma - mi)
+
+        return dn
+
+    net = U2NETP(3, 1)
+    init = load(m, net, state)
+    for module in net.modules():
+        if isinstance(module, REBNCONV):
+            module.conv_s1.bias.requires_grad_(False)  # before BatchNorm: a gradient of rounding, which Adam scales up
+    optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, net.parameters()), lr=0.001, betas=(0.9, 0.999),
+                                 eps=1e-08, weight_decay=0)
+    image = normal(rng, 2, 3, 7, 7)
+    label = (rng.random((2, 1, 7, 7)) > 0.5).astype(np.float32)
+    losses = []
+    for i in range(1):
+        inputs, labels = torch.tensor(image), torch.tensor(label)
+        inputs = inputs.type(torch.FloatTensor)
+        labels = labels.type(torch.FloatTensor)
+        inputs_v, labels_v = Variable(inputs, requires_grad=False), Variable(labels, requires_grad=False)
+
+        # y zero the parameter gradients
+        optimizer.zero_grad()
+
+        # forward + backward + optimize
+        d0, d1, d2 = net(inputs_v)
+        loss2, loss = muti_bce_loss_fusion(d0, d1, d2, labels_v)
+
+        loss.backward()
+        optimizer.step()
+
+        # # print statistics
+        running_loss = loss.data.item()
+        running_tar_loss = loss2.data.item()
+
+        # del temporary outputs and loss
+        del d0, d1, d2, loss2, loss
+        losses += [running_loss, running_tar_loss]
+    net.eval()
+    with torch.no_grad():
+        d1, d2, d3 = net(torch.tensor(image))
+        pred = normPRED(d1[:, 0, :, :])
+    losses += [pred.mean().item(), pred.max().item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_u2net():
+    compare(u2net)
+
+
+# (l) junyanz's pytorch-CycleGAN-and-pix2pix, pix2pix's half: get_norm_layer by functools.partial(nn.BatchNorm2d,
+# affine=True, track_running_stats=True), UnetGenerator built inside out of UnetSkipConnectionBlocks (use_bias from
+# norm_layer.func == nn.InstanceNorm2d, the innermost block's LeakyReLU(0.2, True) writing in place into the input that
+# its parent's torch.cat([x, self.model(x)], 1) then reads), NLayerDiscriminator (PatchGAN), GANLoss('vanilla') with
+# its label buffers expand_as'd into BCEWithLogitsLoss, init_weights by net.apply(init_func) over classname.find,
+# Pix2PixModel's backward_D (fake_AB.detach(), the average of both terms) and backward_G (GAN plus lambda_L1 * L1),
+# set_requires_grad, LambdaLR's linear decay rule, get_current_losses by getattr(self, 'loss_' + name)
+def pix2pix(m, state=None):
+    torch, nn = m.torch, m.nn
+    import functools
+    torch.manual_seed(11)
+    rng = np.random.default_rng(11)
+
+    def get_norm_layer(norm_type='instance'):
+        if norm_type == 'batch':
+            norm_layer = functools.partial(nn.BatchNorm2d, affine=True, track_running_stats=True)
+        elif norm_type == 'instance':
+            norm_layer = functools.partial(nn.InstanceNorm2d, affine=False, track_running_stats=False)
+        elif norm_type == 'none':
+            def norm_layer(x):
+                return nn.Identity()
+        else:
+            raise NotImplementedError('normalization layer [%s] is not found' % norm_type)
+        return norm_layer
+
+    def init_weights(net, init_type='normal', init_gain=0.02):
+        def init_func(m_):  # define the initialization function
+            classname = m_.__class__.__name__
+            if hasattr(m_, 'weight') and (classname.find('Conv') != -1 or classname.find('Linear') != -1):
+                if init_type == 'normal':
+                    nn.init.normal_(m_.weight.data, 0.0, init_gain)
+                elif init_type == 'xavier':
+                    nn.init.xavier_normal_(m_.weight.data, gain=init_gain)
+                if hasattr(m_, 'bias') and m_.bias is not None:
+                    nn.init.constant_(m_.bias.data, 0.0)
+            elif classname.find('BatchNorm2d') != -1:  # BatchNorm Layer's weight is not a matrix; only normal distribution applies.
+                nn.init.normal_(m_.weight.data, 1.0, init_gain)
+                nn.init.constant_(m_.bias.data, 0.0)
+
+        net.apply(init_func)  # apply the initialization function <init_func>
+
+    class UnetGenerator(nn.Module):
+        """Create a Unet-based generator"""
+
+        def __init__(self, input_nc, output_nc, num_downs, ngf=64, norm_layer=nn.BatchNorm2d, use_dropout=False):
+            super(UnetGenerator, self).__init__()
+            # construct unet structure
+            unet_block = UnetSkipConnectionBlock(ngf * 4, ngf * 4, input_nc=None, submodule=None, norm_layer=norm_layer, innermost=True)  # add the innermost layer
+            for i in range(num_downs - 4):          # add intermediate layers with ngf * 8 filters
+                unet_block = UnetSkipConnectionBlock(ngf * 4, ngf * 4, input_nc=None, submodule=unet_block, norm_layer=norm_layer, use_dropout=use_dropout)
+            # gradually reduce the number of filters from ngf * 8 to ngf
+            unet_block = UnetSkipConnectionBlock(ngf * 2, ngf * 4, input_nc=None, submodule=unet_block, norm_layer=norm_layer)
+            unet_block = UnetSkipConnectionBlock(ngf, ngf * 2, input_nc=None, submodule=unet_block, norm_layer=norm_layer)
+            self.model = UnetSkipConnectionBlock(output_nc, ngf, input_nc=input_nc, submodule=unet_block, outermost=True, norm_layer=norm_layer)  # add the outermost layer
+
+        def forward(self, input):
+            """Standard forward"""
+            return self.model(input)
+
+    class UnetSkipConnectionBlock(nn.Module):
+        """Defines the Unet submodule with skip connection.
+            X -------------------identity----------------------
+            |-- downsampling -- |submodule| -- upsampling --|
+        """
+
+        def __init__(self, outer_nc, inner_nc, input_nc=None,
+                     submodule=None, outermost=False, innermost=False, norm_layer=nn.BatchNorm2d, use_dropout=False):
+            super(UnetSkipConnectionBlock, self).__init__()
+            self.outermost = outermost
+            if type(norm_layer) == functools.partial:
+                use_bias = norm_layer.func == nn.InstanceNorm2d
+            else:
+                use_bias = norm_layer == nn.InstanceNorm2d
+            if input_nc is None:
+                input_nc = outer_nc
+            downconv = nn.Conv2d(input_nc, inner_nc, kernel_size=4,
+                                 stride=2, padding=1, bias=use_bias)
+            downrelu = nn.LeakyReLU(0.2, True)
+            downnorm = norm_layer(inner_nc)
+            uprelu = nn.ReLU(True)
+            upnorm = norm_layer(outer_nc)
+
+            if outermost:
+                upconv = nn.ConvTranspose2d(inner_nc * 2, outer_nc,
+                                            kernel_size=4, stride=2,
+                                            padding=1)
+                down = [downconv]
+                up = [uprelu, upconv, nn.Tanh()]
+                model = down + [submodule] + up
+            elif innermost:
+                upconv = nn.ConvTranspose2d(inner_nc, outer_nc,
+                                            kernel_size=4, stride=2,
+                                            padding=1, bias=use_bias)
+                down = [downrelu, downconv]
+                up = [uprelu, upconv, upnorm]
+                model = down + up
+            else:
+                upconv = nn.ConvTranspose2d(inner_nc * 2, outer_nc,
+                                            kernel_size=4, stride=2,
+                                            padding=1, bias=use_bias)
+                down = [downrelu, downconv, downnorm]
+                up = [uprelu, upconv, upnorm]
+
+                if use_dropout:
+                    model = down + [submodule] + up + [nn.Dropout(0.5)]
+                else:
+                    model = down + [submodule] + up
+
+            self.model = nn.Sequential(*model)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)
+            else:   # add skip connections
+                return torch.cat([x, self.model(x)], 1)
+
+    class NLayerDiscriminator(nn.Module):
+        """Defines a PatchGAN discriminator"""
+
+        def __init__(self, input_nc, ndf=64, n_layers=3, norm_layer=nn.BatchNorm2d):
+            super(NLayerDiscriminator, self).__init__()
+            if type(norm_layer) == functools.partial:  # no need to use bias as BatchNorm2d has affine parameters
+                use_bias = norm_layer.func == nn.InstanceNorm2d
+            else:
+                use_bias = norm_layer == nn.InstanceNorm2d
+
+            kw = 4
+            padw = 1
+            sequence = [nn.Conv2d(input_nc, ndf, kernel_size=kw, stride=2, padding=padw), nn.LeakyReLU(0.2, True)]
+            nf_mult = 1
+            nf_mult_prev = 1
+            for n in range(1, n_layers):  # gradually increase the number of filters
+                nf_mult_prev = nf_mult
+                nf_mult = min(2 ** n, 8)
+                sequence += [
+                    nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=2, padding=padw, bias=use_bias),
+                    norm_layer(ndf * nf_mult),
+                    nn.LeakyReLU(0.2, True)
+                ]
+
+            nf_mult_prev = nf_mult
+            nf_mult = min(2 ** n_layers, 8)
+            sequence += [
+                nn.Conv2d(ndf * nf_mult_prev, ndf * nf_mult, kernel_size=kw, stride=1, padding=padw, bias=use_bias),
+                norm_layer(ndf * nf_mult),
+                nn.LeakyReLU(0.2, True)
+            ]
+
+            sequence += [nn.Conv2d(ndf * nf_mult, 1, kernel_size=kw, stride=1, padding=padw)]  # output 1 channel prediction map
+            self.model = nn.Sequential(*sequence)
+
+        def forward(self, input):
+            """Standard forward."""
+            return self.model(input)
+
+    class GANLoss(nn.Module):
+        def __init__(self, gan_mode, target_real_label=1.0, target_fake_label=0.0):
+            super(GANLoss, self).__init__()
+            self.register_buffer('real_label', torch.tensor(target_real_label))
+            self.register_buffer('fake_label', torch.tensor(target_fake_label))
+            self.gan_mode = gan_mode
+            if gan_mode == 'lsgan':
+                self.loss = nn.MSELoss()
+            elif gan_mode == 'vanilla':
+                self.loss = nn.BCEWithLogitsLoss()
+            elif gan_mode in ['wgangp']:
+                self.loss = None
+            else:
+                raise NotImplementedError('gan mode %s not implemented' % gan_mode)
+
+        def get_target_tensor(self, prediction, target_is_real):
+            if target_is_real:
+                target_tensor = self.real_label
+            else:
+                target_tensor = self.fake_label
+            return target_tensor.expand_as(prediction)
+
+        def __call__(self, prediction, target_is_real):
+            if self.gan_mode in ['lsgan', 'vanilla']:
+                target_tensor = self.get_target_tensor(prediction, target_is_real)
+                loss = self.loss(prediction, target_tensor)
+            elif self.gan_mode == 'wgangp':
+                if target_is_real:
+                    loss = -prediction.mean()
+                else:
+                    loss = prediction.mean()
+            return loss
+
+    class Opt:
+        n_epochs, n_epochs_decay, epoch_count, lambda_L1, lr, beta1 = 1, 2, 1, 100.0, 0.0002, 0.5
+
+    opt = Opt()
+
+    class Pix2PixModel:
+        def __init__(self, opt):
+            self.opt = opt
+            self.loss_names = ['G_GAN', 'G_L1', 'D_real', 'D_fake']
+            norm_layer = get_norm_layer('batch')
+            self.netG = UnetGenerator(3, 3, 4, ngf=2, norm_layer=norm_layer, use_dropout=False)
+            self.netD = NLayerDiscriminator(3 + 3, ndf=2, n_layers=1, norm_layer=norm_layer)
+            init_weights(self.netG)
+            init_weights(self.netD)
+            self.criterionGAN = GANLoss('vanilla')
+            self.criterionL1 = torch.nn.L1Loss()
+            self.optimizer_G = torch.optim.Adam(self.netG.parameters(), lr=opt.lr, betas=(opt.beta1, 0.999))
+            self.optimizer_D = torch.optim.Adam(self.netD.parameters(), lr=opt.lr, betas=(opt.beta1, 0.999))
+            self.optimizers = [self.optimizer_G, self.optimizer_D]
+
+            def lambda_rule(epoch):
+                lr_l = 1.0 - max(0, epoch + opt.epoch_count - opt.n_epochs) / float(opt.n_epochs_decay + 1)
+                return lr_l
+            self.schedulers = [torch.optim.lr_scheduler.LambdaLR(o, lr_lambda=lambda_rule) for o in self.optimizers]
+
+        def set_input(self, input):
+            self.real_A = input['A']
+            self.real_B = input['B']
+
+        def forward(self):
+            self.fake_B = self.netG(self.real_A)  # G(A)
+
+        def backward_D(self):
+            """Calculate GAN loss for the discriminator"""
+            # Fake; stop backprop to the generator by detaching fake_B
+            fake_AB = torch.cat((self.real_A, self.fake_B), 1)  # we use conditional GANs; we need to feed both input and output to the discriminator
+            pred_fake = self.netD(fake_AB.detach())
+            self.loss_D_fake = self.criterionGAN(pred_fake, False)
+            # Real
+            real_AB = torch.cat((self.real_A, self.real_B), 1)
+            pred_real = self.netD(real_AB)
+            self.loss_D_real = self.criterionGAN(pred_real, True)
+            # combine loss and calculate gradients
+            self.loss_D = (self.loss_D_fake + self.loss_D_real) * 0.5
+            self.loss_D.backward()
+
+        def backward_G(self):
+            """Calculate GAN and L1 loss for the generator"""
+            # First, G(A) should fake the discriminator
+            fake_AB = torch.cat((self.real_A, self.fake_B), 1)
+            pred_fake = self.netD(fake_AB)
+            self.loss_G_GAN = self.criterionGAN(pred_fake, True)
+            # Second, G(A) = B
+            self.loss_G_L1 = self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1
+            # combine loss and calculate gradients
+            self.loss_G = self.loss_G_GAN + self.loss_G_L1
+            self.loss_G.backward()
+
+        def set_requires_grad(self, nets, requires_grad=False):
+            if not isinstance(nets, list):
+                nets = [nets]
+            for net in nets:
+                if net is not None:
+                    for param in net.parameters():
+                        param.requires_grad = requires_grad
+
+        def optimize_parameters(self):
+            self.forward()                   # compute fake images: G(A)
+            # update D
+            self.set_requires_grad(self.netD, True)  # enable backprop for D
+            self.optimizer_D.zero_grad()     # set D's gradients to zero
+            self.backward_D()                # calculate gradients for D
+            self.optimizer_D.step()          # update D's weights
+            # update G
+            self.set_requires_grad(self.netD, False)  # D requires no gradients when optimizing G
+            self.optimizer_G.zero_grad()        # set G's gradients to zero
+            self.backward_G()                   # calculate graidents for G
+            self.optimizer_G.step()             # update G's weights
+
+        def update_learning_rate(self):
+            old_lr = self.optimizers[0].param_groups[0]['lr']
+            for scheduler in self.schedulers:
+                scheduler.step()
+            lr = self.optimizers[0].param_groups[0]['lr']
+            return old_lr, lr
+
+        def get_current_losses(self):
+            from collections import OrderedDict
+            errors_ret = OrderedDict()
+            for name in self.loss_names:
+                if isinstance(name, str):
+                    errors_ret[name] = float(getattr(self, 'loss_' + name))  # float(...) works for both scalar tensor and float number
+            return errors_ret
+
+    model = Pix2PixModel(opt)
+    both = nn.ModuleList([model.netG, model.netD])
+    init = load(m, both, state)
+    data = {'A': torch.tensor(np.tanh(normal(rng, 2, 3, 16, 16))), 'B': torch.tensor(np.tanh(normal(rng, 2, 3, 16, 16)))}
+    losses = []
+    for epoch in range(opt.epoch_count, 3):
+        model.set_input(data)
+        model.optimize_parameters()
+        losses += list(model.get_current_losses().values())
+        losses += list(model.update_learning_rate())
+    return init, losses + summary(both.parameters()) + summary(both.buffers())
+
+
+def test_pix2pix():
+    compare(pix2pix)
+
+
+# (m) sooftware's conformer (modules.py, convolution.py, attention.py, feed_forward.py, encoder.py): Linear with
+# xavier_uniform_ and zeros_, Swish, GLU by chunk(2, dim=) and sigmoid, Transpose(shape=(1, 2)), DepthwiseConv1d
+# (groups=in_channels) and PointwiseConv1d, ConformerConvModule's LayerNorm, GLU, BatchNorm1d and Swish,
+# FeedForwardModule as a half-step ResidualConnectionModule(module_factor=0.5), PositionalEncoding's pe buffer
+# (pe[:, 0::2] = torch.sin(position * div_term)), RelativeMultiHeadAttention with u_bias and v_bias as
+# nn.Parameter(torch.Tensor(heads, d_head)) under xavier_uniform_, _relative_shift by new_zeros, cat and view, a
+# masked_fill_ of padded keys; Conv2dSubampling's output_lengths = input_lengths >> 2 and -= 1 in place; a CTC head
+# (log_softmax, transpose(0, 1), nn.CTCLoss(blank=0, zero_infinity=True)); SpecAugment's masks from numpy. The key
+# projection's bias is frozen: softmax ignores it, so its gradient is rounding alone, which Adam would scale up
+def conformer(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+    torch.manual_seed(12)
+    rng = np.random.default_rng(12)
+
+    class Linear(nn.Module):
+        """
+        Wrapper class of torch.nn.Linear
+        Weight initialize by xavier initialization and bias initialize to zeros.
+        """
+        def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+            super(Linear, self).__init__()
+            self.linear = nn.Linear(in_features, out_features, bias=bias)
+            init_.xavier_uniform_(self.linear.weight)
+            if bias:
+                init_.zeros_(self.linear.bias)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    class Swish(nn.Module):
+        def __init__(self):
+            super(Swish, self).__init__()
+
+        def forward(self, inputs):
+            return inputs * inputs.sigmoid()
+
+    class GLU(nn.Module):
+        def __init__(self, dim: int) -> None:
+            super(GLU, self).__init__()
+            self.dim = dim
+
+        def forward(self, inputs):
+            outputs, gate = inputs.chunk(2, dim=self.dim)
+            return outputs * gate.sigmoid()
+
+    class Transpose(nn.Module):
+        """ Wrapper class of torch.transpose() for Sequential module. """
+        def __init__(self, shape: tuple):
+            super(Transpose, self).__init__()
+            self.shape = shape
+
+        def forward(self, x):
+            return x.transpose(*self.shape)
+
+    class ResidualConnectionModule(nn.Module):
+        def __init__(self, module: nn.Module, module_factor: float = 1.0, input_factor: float = 1.0):
+            super(ResidualConnectionModule, self).__init__()
+            self.module = module
+            self.module_factor = module_factor
+            self.input_factor = input_factor
+
+        def forward(self, inputs):
+            return (self.module(inputs) * self.module_factor) + (inputs * self.input_factor)
+
+    class DepthwiseConv1d(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=False):
+            super(DepthwiseConv1d, self).__init__()
+            assert out_channels % in_channels == 0, "out_channels should be constant multiple of in_channels"
+            self.conv = nn.Conv1d(
+                in_channels=in_channels,
+                out_channels=out_channels,
+                kernel_size=kernel_size,
+                groups=in_channels,
+                stride=stride,
+                padding=padding,
+                bias=bias,
+            )
+
+        def forward(self, inputs):
+            return self.conv(inputs)
+
+    class PointwiseConv1d(nn.Module):
+        def __init__(self, in_channels, out_channels, stride=1, padding=0, bias=True):
+            super(PointwiseConv1d, self).__init__()
+            self.conv = nn.Conv1d(
+                in_channels=in_channels,
+                out_channels=out_channels,
+                kernel_size=1,
+                stride=stride,
+                padding=padding,
+                bias=bias,
+            )
+
+        def forward(self, inputs):
+            return self.conv(inputs)
+
+    class ConformerConvModule(nn.Module):
+        def __init__(self, in_channels, kernel_size=31, expansion_factor=2, dropout_p=0.1):
+            super(ConformerConvModule, self).__init__()
+            assert (kernel_size - 1) % 2 == 0, "kernel_size should be a odd number for 'SAME' padding"
+            assert expansion_factor == 2, "Currently, Only Supports expansion_factor 2"
+
+            self.sequential = nn.Sequential(
+                nn.LayerNorm(in_channels),
+                Transpose(shape=(1, 2)),
+                PointwiseConv1d(in_channels, in_channels * expansion_factor, stride=1, padding=0, bias=True),
+                GLU(dim=1),
+                DepthwiseConv1d(in_channels, in_channels, kernel_size, stride=1, padding=(kernel_size - 1) // 2),
+                nn.BatchNorm1d(in_channels),
+                Swish(),
+                PointwiseConv1d(in_channels, in_channels, stride=1, padding=0, bias=True),
+                nn.Dropout(p=dropout_p),
+            )
+
+        def forward(self, inputs):
+            return self.sequential(inputs).transpose(1, 2)
+
+    class Conv2dSubampling(nn.Module):
+        def __init__(self, in_channels: int, out_channels: int) -> None:
+            super(Conv2dSubampling, self).__init__()
+            self.sequential = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=2),
+                nn.ReLU(),
+                nn.Conv2d(out_channels, out_channels, kernel_size=3, stride=2),
+                nn.ReLU(),
+            )
+
+        def forward(self, inputs, input_lengths):
+            outputs = self.sequential(inputs.unsqueeze(1))
+            batch_size, channels, subsampled_lengths, sumsampled_dim = outputs.size()
+
+            outputs = outputs.permute(0, 2, 1, 3)
+            outputs = outputs.contiguous().view(batch_size, subsampled_lengths, channels * sumsampled_dim)
+
+            output_lengths = input_lengths >> 2
+            output_lengths -= 1
+
+            return outputs, output_lengths
+
+    class FeedForwardModule(nn.Module):
+        def __init__(self, encoder_dim: int = 512, expansion_factor: int = 4, dropout_p: float = 0.1) -> None:
+            super(FeedForwardModule, self).__init__()
+            self.sequential = nn.Sequential(
+                nn.LayerNorm(encoder_dim),
+                Linear(encoder_dim, encoder_dim * expansion_factor, bias=True),
+                Swish(),
+                nn.Dropout(p=dropout_p),
+                Linear(encoder_dim * expansion_factor, encoder_dim, bias=True),
+                nn.Dropout(p=dropout_p),
+            )
+
+        def forward(self, inputs):
+            return self.sequential(inputs)
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, d_model: int = 512, max_len: int = 10000) -> None:
+            super(PositionalEncoding, self).__init__()
+            pe = torch.zeros(max_len, d_model, requires_grad=False)
+            position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+            div_term = torch.exp(torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model))
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
+            pe = pe.unsqueeze(0)
+            self.register_buffer('pe', pe)
+
+        def forward(self, length: int):
+            return self.pe[:, :length]
+
+    class RelativeMultiHeadAttention(nn.Module):
+        def __init__(self, d_model: int = 512, num_heads: int = 16, dropout_p: float = 0.1):
+            super(RelativeMultiHeadAttention, self).__init__()
+            assert d_model % num_heads == 0, "d_model % num_heads should be zero."
+            self.d_model = d_model
+            self.d_head = int(d_model / num_heads)
+            self.num_heads = num_heads
+            self.sqrt_dim = math.sqrt(d_model)
+
+            self.query_proj = Linear(d_model, d_model)
+            self.key_proj = Linear(d_model, d_model)
+            self.value_proj = Linear(d_model, d_model)
+            self.pos_proj = Linear(d_model, d_model, bias=False)
+
+            self.dropout = nn.Dropout(p=dropout_p)
+            self.u_bias = nn.Parameter(torch.Tensor(self.num_heads, self.d_head))
+            self.v_bias = nn.Parameter(torch.Tensor(self.num_heads, self.d_head))
+            torch.nn.init.xavier_uniform_(self.u_bias)
+            torch.nn.init.xavier_uniform_(self.v_bias)
+
+            self.out_proj = Linear(d_model, d_model)
+
+        def forward(self, query, key, value, pos_embedding, mask=None):
+            batch_size = value.size(0)
+
+            query = self.query_proj(query).view(batch_size, -1, self.num_heads, self.d_head)
+            key = self.key_proj(key).view(batch_size, -1, self.num_heads, self.d_head).permute(0, 2, 1, 3)
+            value = self.value_proj(value).view(batch_size, -1, self.num_heads, self.d_head).permute(0, 2, 1, 3)
+            pos_embedding = self.pos_proj(pos_embedding).view(batch_size, -1, self.num_heads, self.d_head)
+
+            content_score = torch.matmul((query + self.u_bias).transpose(1, 2), key.transpose(2, 3))
+            pos_score = torch.matmul((query + self.v_bias).transpose(1, 2), pos_embedding.permute(0, 2, 3, 1))
+            pos_score = self._relative_shift(pos_score)
+
+            score = (content_score + pos_score) / self.sqrt_dim
+
+            if mask is not None:
+                mask = mask.unsqueeze(1)
+                score.masked_fill_(mask, -1e9)
+
+            attn = F.softmax(score, -1)
+            attn = self.dropout(attn)
+
+            context = torch.matmul(attn, value).transpose(1, 2)
+            context = context.contiguous().view(batch_size, -1, self.d_model)
+
+            return self.out_proj(context)
+
+        def _relative_shift(self, pos_score):
+            batch_size, num_heads, seq_length1, seq_length2 = pos_score.size()
+            zeros = pos_score.new_zeros(batch_size, num_heads, seq_length1, 1)
+            padded_pos_score = torch.cat([zeros, pos_score], dim=-1)
+
+            padded_pos_score = padded_pos_score.view(batch_size, num_heads, seq_length2 + 1, seq_length1)
+            pos_score = padded_pos_score[:, :, 1:].view_as(pos_score)
+
+            return pos_score
+
+    class MultiHeadedSelfAttentionModule(nn.Module):
+        def __init__(self, d_model: int, num_heads: int, dropout_p: float = 0.1):
+            super(MultiHeadedSelfAttentionModule, self).__init__()
+            self.positional_encoding = PositionalEncoding(d_model)
+            self.layer_norm = nn.LayerNorm(d_model)
+            self.attention = RelativeMultiHeadAttention(d_model, num_heads, dropout_p)
+            self.dropout = nn.Dropout(p=dropout_p)
+
+        def forward(self, inputs, mask=None):
+            batch_size, seq_length, _ = inputs.size()
+            pos_embedding = self.positional_encoding(seq_length)
+            pos_embedding = pos_embedding.repeat(batch_size, 1, 1)
+
+            inputs = self.layer_norm(inputs)
+            outputs = self.attention(inputs, inputs, inputs, pos_embedding=pos_embedding, mask=mask)
+
+            return self.dropout(outputs)
+
+    class ConformerBlock(nn.Module):
+        def __init__(self, encoder_dim=512, num_attention_heads=8, feed_forward_expansion_factor=4,
+                     conv_expansion_factor=2, feed_forward_dropout_p=0.1, attention_dropout_p=0.1,
+                     conv_dropout_p=0.1, conv_kernel_size=31, half_step_residual=True):
+            super(ConformerBlock, self).__init__()
+            if half_step_residual:
+                self.feed_forward_residual_factor = 0.5
+            else:
+                self.feed_forward_residual_factor = 1
+
+            self.sequential = nn.Sequential(
+                ResidualConnectionModule(
+                    module=FeedForwardModule(encoder_dim=encoder_dim, expansion_factor=feed_forward_expansion_factor,
+                                             dropout_p=feed_forward_dropout_p),
+                    module_factor=self.feed_forward_residual_factor,
+                ),
+                ResidualConnectionModule(
+                    module=MultiHeadedSelfAttentionModule(d_model=encoder_dim, num_heads=num_attention_heads,
+                                                          dropout_p=attention_dropout_p),
+                ),
+                ResidualConnectionModule(
+                    module=ConformerConvModule(in_channels=encoder_dim, kernel_size=conv_kernel_size,
+                                               expansion_factor=conv_expansion_factor, dropout_p=conv_dropout_p),
+                ),
+                ResidualConnectionModule(
+                    module=FeedForwardModule(encoder_dim=encoder_dim, expansion_factor=feed_forward_expansion_factor,
+                                             dropout_p=feed_forward_dropout_p),
+                    module_factor=self.feed_forward_residual_factor,
+                ),
+                nn.LayerNorm(encoder_dim),
+            )
+
+        def forward(self, inputs):
+            return self.sequential(inputs)
+
+    class Conformer(nn.Module):
+        def __init__(self, num_classes, input_dim=80, encoder_dim=512):
+            super(Conformer, self).__init__()
+            self.conv_subsample = Conv2dSubampling(in_channels=1, out_channels=encoder_dim)
+            self.input_projection = nn.Sequential(
+                Linear(encoder_dim * (((input_dim - 1) // 2 - 1) // 2), encoder_dim),
+                nn.Dropout(p=0.0),
+            )
+            self.layers = nn.ModuleList([ConformerBlock(encoder_dim=encoder_dim, num_attention_heads=2,
+                                                        feed_forward_expansion_factor=2, conv_kernel_size=3,
+                                                        feed_forward_dropout_p=0.0, attention_dropout_p=0.0,
+                                                        conv_dropout_p=0.0)])
+            self.fc = Linear(encoder_dim, num_classes, bias=False)
+
+        def forward(self, inputs, input_lengths):
+            outputs, output_lengths = self.conv_subsample(inputs, input_lengths)
+            outputs = self.input_projection(outputs)
+            for layer in self.layers:
+                outputs = layer(outputs)
+            outputs = self.fc(outputs)
+            outputs = nn.functional.log_softmax(outputs, dim=-1)
+            return outputs, output_lengths
+
+    def spec_augment(feature, freq_mask_para=3, time_mask_num=1, freq_mask_num=1):
+        time_axis_length = feature.size(0)
+        freq_axis_length = feature.size(1)
+        time_mask_para = time_axis_length / 20  # Refer to "Specaugment on large scale dataset" paper
+
+        # time mask
+        for _ in range(time_mask_num):
+            t = int(rng.uniform(low=0.0, high=max(time_mask_para, 2)))
+            t0 = rng.integers(0, time_axis_length - t)
+            feature[t0: t0 + t, :] = 0
+
+        # freq mask
+        for _ in range(freq_mask_num):
+            f = int(rng.uniform(low=0.0, high=freq_mask_para))
+            f0 = rng.integers(0, freq_axis_length - f)
+            feature[:, f0: f0 + f] = 0
+
+        return feature
+
+    model = Conformer(num_classes=5, input_dim=11, encoder_dim=4)
+    init = load(m, model, state)
+    for block in model.layers:
+        block.sequential[1].module.attention.key_proj.linear.bias.requires_grad_(False)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3, betas=(0.9, 0.98),
+                                 eps=1e-9)
+    criterion = nn.CTCLoss(blank=0, zero_infinity=True)
+    feats = [spec_augment(torch.tensor(normal(rng, 21, 11))) for _ in range(2)]
+    inputs = torch.stack(feats)
+    input_lengths = torch.LongTensor([21, 17])
+    targets = torch.LongTensor([[1, 2], [3, 3]])
+    target_lengths = torch.LongTensor([2, 1])
+    losses = []
+    for _ in range(1):
+        outputs, output_lengths = model(inputs, input_lengths)
+        loss = criterion(outputs.transpose(0, 1), targets, output_lengths, target_lengths)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()] + output_lengths.tolist()
+    pad_mask = torch.arange(4)[None, None, :] >= output_lengths[:, None, None]
+    attention = model.layers[0].sequential[1].module
+    hidden = torch.tensor(normal(rng, 2, 4, 4))
+    masked = attention.attention(hidden, hidden, hidden, attention.positional_encoding(4).repeat(2, 1, 1), pad_mask)
+    losses += [masked.abs().sum().item(), input_lengths.tolist()[1]]
+    return init, losses + summary(model.parameters())
+
+
+def test_conformer():
+    compare(conformer)
+
+
+# (n) xinntao's ESRGAN and BasicSR (RRDBNet_arch.py: ResidualDenseBlock_5C's dense torch.cat((x, x1, x2, ...), 1)
+# under LeakyReLU(negative_slope=0.2, inplace=True) and x5 * 0.2 + x, RRDB of three blocks, make_layer over
+# functools.partial(RRDB, nf=nf, gc=gc), F.interpolate(scale_factor=2, mode='nearest') twice; module_util's
+# initialize_weights (kaiming_normal_(a=0, mode='fan_in') then m.weight.data *= scale and bias.data.zero_()); SRGAN_model's
+# relativistic GAN losses (cri_gan(pred_d_real - torch.mean(pred_g_fake), False), pred_d_real's .detach()), the pixel
+# L1 with l_pix_w, Adam(betas=(0.9, 0.99)) under MultiStepLR, the discriminator's step on fake_H.detach(); util's
+# calculate_psnr of np.uint8 images by tensor2img's clamp_, (max - min) scaling and transpose to HWC
+def esrgan(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    import functools
+    torch.manual_seed(13)
+    rng = np.random.default_rng(13)
+
+    def initialize_weights(net_l, scale=1):
+        if not isinstance(net_l, list):
+            net_l = [net_l]
+        for net in net_l:
+            for m_ in net.modules():
+                if isinstance(m_, nn.Conv2d):
+                    nn.init.kaiming_normal_(m_.weight, a=0, mode='fan_in')
+                    m_.weight.data *= scale  # for residual block
+                    if m_.bias is not None:
+                        m_.bias.data.zero_()
+                elif isinstance(m_, nn.Linear):
+                    nn.init.kaiming_normal_(m_.weight, a=0, mode='fan_in')
+                    m_.weight.data *= scale
+                    if m_.bias is not None:
+                        m_.bias.data.zero_()
+
+    def make_layer(block, n_layers):
+        layers = []
+        for _ in range(n_layers):
+            layers.append(block())
+        return nn.Sequential(*layers)
+
+    class ResidualDenseBlock_5C(nn.Module):
+        def __init__(self, nf=64, gc=32, bias=True):
+            super(ResidualDenseBlock_5C, self).__init__()
+            # gc: growth channel, i.e. intermediate channels
+            self.conv1 = nn.Conv2d(nf, gc, 3, 1, 1, bias=bias)
+            self.conv2 = nn.Conv2d(nf + gc, gc, 3, 1, 1, bias=bias)
+            self.conv3 = nn.Conv2d(nf + 2 * gc, gc, 3, 1, 1, bias=bias)
+            self.conv4 = nn.Conv2d(nf + 3 * gc, gc, 3, 1, 1, bias=bias)
+            self.conv5 = nn.Conv2d(nf + 4 * gc, nf, 3, 1, 1, bias=bias)
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+
+            # initialization
+            initialize_weights([self.conv1, self.conv2, self.conv3, self.conv4, self.conv5], 0.1)
+
+        def forward(self, x):
+            x1 = self.lrelu(self.conv1(x))
+            x2 = self.lrelu(self.conv2(torch.cat((x, x1), 1)))
+            x3 = self.lrelu(self.conv3(torch.cat((x, x1, x2), 1)))
+            x4 = self.lrelu(self.conv4(torch.cat((x, x1, x2, x3), 1)))
+            x5 = self.conv5(torch.cat((x, x1, x2, x3, x4), 1))
+            return x5 * 0.2 + x
+
+    class RRDB(nn.Module):
+        '''Residual in Residual Dense Block'''
+
+        def __init__(self, nf, gc=32):
+            super(RRDB, self).__init__()
+            self.RDB1 = ResidualDenseBlock_5C(nf, gc)
+            self.RDB2 = ResidualDenseBlock_5C(nf, gc)
+            self.RDB3 = ResidualDenseBlock_5C(nf, gc)
+
+        def forward(self, x):
+            out = self.RDB1(x)
+            out = self.RDB2(out)
+            out = self.RDB3(out)
+            return out * 0.2 + x
+
+    class RRDBNet(nn.Module):
+        def __init__(self, in_nc, out_nc, nf, nb, gc=32):
+            super(RRDBNet, self).__init__()
+            RRDB_block_f = functools.partial(RRDB, nf=nf, gc=gc)
+
+            self.conv_first = nn.Conv2d(in_nc, nf, 3, 1, 1, bias=True)
+            self.RRDB_trunk = make_layer(RRDB_block_f, nb)
+            self.trunk_conv = nn.Conv2d(nf, nf, 3, 1, 1, bias=True)
+            #### upsampling
+            self.upconv1 = nn.Conv2d(nf, nf, 3, 1, 1, bias=True)
+            self.upconv2 = nn.Conv2d(nf, nf, 3, 1, 1, bias=True)
+            self.HRconv = nn.Conv2d(nf, nf, 3, 1, 1, bias=True)
+            self.conv_last = nn.Conv2d(nf, out_nc, 3, 1, 1, bias=True)
+
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+
+        def forward(self, x):
+            fea = self.conv_first(x)
+            trunk = self.trunk_conv(self.RRDB_trunk(fea))
+            fea = fea + trunk
+
+            fea = self.lrelu(self.upconv1(F.interpolate(fea, scale_factor=2, mode='nearest')))
+            fea = self.lrelu(self.upconv2(F.interpolate(fea, scale_factor=2, mode='nearest')))
+            out = self.conv_last(self.lrelu(self.HRconv(fea)))
+
+            return out
+
+    class Discriminator(nn.Module):
+        def __init__(self, in_nc, nf):
+            super(Discriminator, self).__init__()
+            self.conv0_0 = nn.Conv2d(in_nc, nf, 3, 1, 1, bias=True)
+            self.conv0_1 = nn.Conv2d(nf, nf, 4, 2, 1, bias=True)
+            self.linear1 = nn.Linear(nf * 4 * 4, 1)
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+
+        def forward(self, x):
+            fea = self.lrelu(self.conv0_0(x))
+            fea = self.lrelu(self.conv0_1(fea))
+            fea = fea.view(fea.size(0), -1)
+            return self.linear1(fea)
+
+    class GANLoss(nn.Module):
+        def __init__(self, gan_type, real_label_val=1.0, fake_label_val=0.0):
+            super(GANLoss, self).__init__()
+            self.gan_type = gan_type.lower()
+            self.real_label_val = real_label_val
+            self.fake_label_val = fake_label_val
+            if self.gan_type == 'gan' or self.gan_type == 'ragan':
+                self.loss = nn.BCEWithLogitsLoss()
+            elif self.gan_type == 'lsgan':
+                self.loss = nn.MSELoss()
+
+        def get_target_label(self, input, target_is_real):
+            if target_is_real:
+                return torch.empty_like(input).fill_(self.real_label_val)
+            else:
+                return torch.empty_like(input).fill_(self.fake_label_val)
+
+        def forward(self, input, target_is_real):
+            target_label = self.get_target_label(input, target_is_real)
+            loss = self.loss(input, target_label)
+            return loss
+
+    def tensor2img(tensor, out_type=np.uint8, min_max=(0, 1)):
+        tensor = tensor.squeeze().float().cpu().clamp_(*min_max)  # clamp
+        tensor = (tensor - min_max[0]) / (min_max[1] - min_max[0])  # to range [0,1]
+        img_np = tensor.numpy()
+        img_np = np.transpose(img_np[[2, 1, 0], :, :], (1, 2, 0))  # HWC, BGR
+        if out_type == np.uint8:
+            img_np = (img_np * 255.0).round()
+        return img_np.astype(out_type)
+
+    def calculate_psnr(img1, img2):
+        # img1 and img2 have range [0, 255]
+        img1 = img1.astype(np.float64)
+        img2 = img2.astype(np.float64)
+        mse = np.mean((img1 - img2)**2)
+        if mse == 0:
+            return float('inf')
+        return 20 * math.log10(255.0 / math.sqrt(mse))
+
+    netG = RRDBNet(3, 3, nf=4, nb=1, gc=2)
+    netD = Discriminator(3, 2)
+    both = nn.ModuleList([netG, netD])
+    init = load(m, both, state)
+    cri_pix = nn.L1Loss()
+    l_pix_w, l_gan_w = 1e-2, 5e-3
+    cri_gan = GANLoss('ragan', 1.0, 0.0)
+    optimizer_G = torch.optim.Adam(netG.parameters(), lr=1e-4, weight_decay=0, betas=(0.9, 0.99))
+    optimizer_D = torch.optim.Adam(netD.parameters(), lr=1e-4, weight_decay=0, betas=(0.9, 0.99))
+    schedulers = [torch.optim.lr_scheduler.MultiStepLR(o, [1], 0.5) for o in (optimizer_G, optimizer_D)]
+    var_L = torch.tensor(rng.random((2, 3, 2, 2)).astype(np.float32))
+    var_ref = torch.tensor(rng.random((2, 3, 8, 8)).astype(np.float32))
+    losses = []
+    for step in range(1):
+        # G
+        for p in netD.parameters():
+            p.requires_grad = False
+
+        optimizer_G.zero_grad()
+        fake_H = netG(var_L)
+
+        l_g_total = 0
+        l_g_pix = l_pix_w * cri_pix(fake_H, var_ref)
+        l_g_total += l_g_pix
+        pred_g_fake = netD(fake_H)
+        pred_d_real = netD(var_ref).detach()
+        l_g_gan = l_gan_w * (cri_gan(pred_d_real - torch.mean(pred_g_fake), False) +
+                             cri_gan(pred_g_fake - torch.mean(pred_d_real), True)) / 2
+        l_g_total += l_g_gan
+
+        l_g_total.backward()
+        optimizer_G.step()
+
+        # D
+        for p in netD.parameters():
+            p.requires_grad = True
+
+        optimizer_D.zero_grad()
+        pred_d_real = netD(var_ref)
+        pred_d_fake = netD(fake_H.detach())  # detach to avoid BP to G
+        l_d_real = cri_gan(pred_d_real - torch.mean(pred_d_fake), True)
+        l_d_fake = cri_gan(pred_d_fake - torch.mean(pred_d_real), False)
+        l_d_total = (l_d_real + l_d_fake) / 2
+        l_d_total.backward()
+        optimizer_D.step()
+        for scheduler in schedulers:
+            scheduler.step()
+        losses += [l_g_pix.item(), l_g_gan.item(), l_d_real.item(), l_d_fake.item(),
+                   torch.mean(pred_d_real.detach()).item(), optimizer_G.param_groups[0]['lr']]
+    with torch.no_grad():
+        sr_img = tensor2img(netG(var_L)[0])
+    gt_img = tensor2img(var_ref[0])
+    losses += [calculate_psnr(sr_img, gt_img), float(sr_img.sum())]
+    return init, losses + summary(both.parameters())
+
+
+def test_esrgan():
+    compare(esrgan)
+
+
+# (o) lucidrains' linformer (linformer.py and reversible.py): init_ by tensor.uniform_(-std, std) on torch.zeros(seq_len,
+# k) wrapped in nn.Parameter, keys and values projected along the sequence by torch.einsum('bnd,nk->bkd', *args) over a
+# map of zip((keys, values), kv_projs), projections sliced for a shorter sequence by map(lambda t: t[:kv_len], ...),
+# one_kv_head and share_kv (keys reshaped to one head and expand(-1, h, -1, -1)), attention by einsum with
+# dots.softmax(dim=-1), FeedForward with glu=True (chunk(2, dim=-1)), GELU = nn.GELU if hasattr(nn, 'GELU') else a
+# tanh approximation, PreNorm, SequentialSequence's x = x + f(x) over (f, g) pairs of a ModuleList, LinformerLM's
+# token and position embeddings (pos_emb(torch.arange(x.shape[1], device=x.device))); a language-model step by
+# F.cross_entropy(logits.transpose(1, 2), targets) over the (N, C, L) layout
+def linformer(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(14)
+    rng = np.random.default_rng(14)
+
+    def default(val, default_val):
+        return val if val is not None else default_val
+
+    def init_(tensor):
+        dim = tensor.shape[-1]
+        std = 1 / math.sqrt(dim)
+        tensor.uniform_(-std, std)
+        return tensor
+
+    class PreNorm(nn.Module):
+        def __init__(self, dim, fn):
+            super().__init__()
+            self.fn = fn
+            self.norm = nn.LayerNorm(dim)
+
+        def forward(self, x):
+            x = self.norm(x)
+            return self.fn(x)
+
+    class GELU_(nn.Module):
+        def forward(self, x):
+            return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+
+    GELU = nn.GELU if hasattr(nn, 'GELU') else GELU_
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim, mult=4, dropout=0., activation=None, glu=False):
+            super().__init__()
+            activation = default(activation, GELU)
+
+            self.glu = glu
+            self.w1 = nn.Linear(dim, dim * mult * (2 if glu else 1))
+            self.act = activation()
+            self.dropout = nn.Dropout(dropout)
+            self.w2 = nn.Linear(dim * mult, dim)
+
+        def forward(self, x, **kwargs):
+            if not self.glu:
+                x = self.w1(x)
+                x = self.act(x)
+            else:
+                x, v = self.w1(x).chunk(2, dim=-1)
+                x = self.act(x) * v
+
+            x = self.dropout(x)
+            x = self.w2(x)
+            return x
+
+    class LinformerSelfAttention(nn.Module):
+        def __init__(self, dim, seq_len, k=256, heads=8, dim_head=None, one_kv_head=False, share_kv=False, dropout=0.):
+            super().__init__()
+            assert (dim % heads) == 0, 'dimension must be divisible by the number of heads'
+
+            self.seq_len = seq_len
+            self.k = k
+
+            self.heads = heads
+
+            dim_head = default(dim_head, dim // heads)
+            self.dim_head = dim_head
+
+            self.to_q = nn.Linear(dim, dim_head * heads, bias=False)
+
+            kv_dim = dim_head if one_kv_head else (dim_head * heads)
+            self.to_k = nn.Linear(dim, kv_dim, bias=False)
+            self.proj_k = nn.Parameter(init_(torch.zeros(seq_len, k)))
+
+            self.share_kv = share_kv
+            if not share_kv:
+                self.to_v = nn.Linear(dim, kv_dim, bias=False)
+                self.proj_v = nn.Parameter(init_(torch.zeros(seq_len, k)))
+
+            self.dropout = nn.Dropout(dropout)
+            self.to_out = nn.Linear(dim_head * heads, dim)
+
+        def forward(self, x, context=None, **kwargs):
+            b, n, _, d_h, h, k = *x.shape, self.dim_head, self.heads, self.k
+
+            kv_len = n if context is None else context.shape[1]
+            assert kv_len <= self.seq_len, f'the sequence length of the key / values must be {self.seq_len} - {kv_len} given'
+
+            queries = self.to_q(x)
+
+            proj_seq_len = lambda args: torch.einsum('bnd,nk->bkd', *args)  # noqa: E731 (the source's spelling)
+
+            kv_input = x if context is None else context
+
+            keys = self.to_k(kv_input)
+            values = self.to_v(kv_input) if not self.share_kv else keys
+
+            kv_projs = (self.proj_k, self.proj_v if not self.share_kv else self.proj_k)
+
+            # allow for variable sequence lengths (less than maximum sequence length) by slicing projections
+
+            if kv_len < self.seq_len:
+                kv_projs = map(lambda t: t[:kv_len], kv_projs)
+
+            # project keys and values along the sequence length dimension to k
+
+            keys, values = map(proj_seq_len, zip((keys, values), kv_projs))
+
+            # merge head into batch for queries and key / values
+
+            queries = queries.reshape(b, n, h, -1).transpose(1, 2)
+
+            merge_key_values = lambda t: t.reshape(b, k, -1, d_h).transpose(1, 2).expand(-1, h, -1, -1)  # noqa: E731
+            keys, values = map(merge_key_values, (keys, values))
+
+            # attention
+
+            dots = torch.einsum('bhnd,bhkd->bhnk', queries, keys) * (d_h ** -0.5)
+            attn = dots.softmax(dim=-1)
+            attn = self.dropout(attn)
+            out = torch.einsum('bhnk,bhkd->bhnd', attn, values)
+
+            # split heads
+            out = out.transpose(1, 2).reshape(b, n, -1)
+            return self.to_out(out)
+
+    class SequentialSequence(nn.Module):
+        def __init__(self, layers):
+            super().__init__()
+            self.layers = layers
+
+        def forward(self, x):
+            for (f, g) in self.layers:
+                x = x + f(x)
+                x = x + g(x)
+            return x
+
+    class Linformer(nn.Module):
+        def __init__(self, dim, seq_len, depth, k=256, heads=8, dim_head=None, one_kv_head=False, share_kv=False,
+                     reversible=False, dropout=0.):
+            super().__init__()
+            layers = nn.ModuleList([])
+            for _ in range(depth):
+                attn = LinformerSelfAttention(dim, seq_len, k=k, heads=heads, dim_head=dim_head,
+                                              one_kv_head=one_kv_head, share_kv=share_kv, dropout=dropout)
+                ff = FeedForward(dim, dropout=dropout, glu=True)
+
+                layers.append(nn.ModuleList([
+                    PreNorm(dim, attn),
+                    PreNorm(dim, ff)
+                ]))
+
+            execute_type = SequentialSequence
+            self.net = execute_type(layers)
+
+        def forward(self, x):
+            return self.net(x)
+
+    class LinformerLM(nn.Module):
+        def __init__(self, num_tokens, dim, seq_len, depth, k=256, heads=8, dim_head=None, one_kv_head=False,
+                     share_kv=False, reversible=False, dropout=0.):
+            super().__init__()
+            self.token_emb = nn.Embedding(num_tokens, dim)
+            self.pos_emb = nn.Embedding(seq_len, dim)
+            self.linformer = Linformer(dim, seq_len, depth, k=k, heads=heads, dim_head=dim_head,
+                                       one_kv_head=one_kv_head, share_kv=share_kv, reversible=reversible,
+                                       dropout=dropout)
+            self.to_logits = nn.Linear(dim, num_tokens)
+
+        def forward(self, x):
+            x = self.token_emb(x)
+            x = self.pos_emb(torch.arange(x.shape[1], device=x.device)) + x
+            x = self.linformer(x)
+            out = self.to_logits(x)
+            return out
+
+    model = LinformerLM(num_tokens=11, dim=8, seq_len=8, depth=1, k=3, heads=2, one_kv_head=True, share_kv=True)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tokens = torch.tensor(rng.integers(0, 11, (2, 7)))  # shorter than seq_len: the projections are sliced
+    losses = []
+    for _ in range(2):
+        inputs, targets = tokens[:, :-1], tokens[:, 1:]
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.transpose(1, 2), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        losses.append(model(tokens).argmax(dim=-1).float().mean().item())
+    return init, losses + summary(model.parameters())
+
+
+def test_linformer():
+    compare(linformer)
