@@ -229,6 +229,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in ("
 from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite,
                          logaddexp, logit, nan_to_num, remainder, sinh, true_divide, xlogy)
 from .functional import bernoulli, binomial, multinomial, normal, poisson
+from .functional.random import sample_dirichlet as _sample_dirichlet, standard_gamma as _standard_gamma  # torch's names
 from .factory import rand_like, randint_like, randn_like
 from .functional import argwhere, bincount, histc, nonzero, unique
 from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, masked_select,
