@@ -33,9 +33,10 @@ def normal(rng, *shape):
 # custom_keys_weight_decay, named_parameters(recurse=False) under a recursive _add_params), the warmup by SequentialLR
 # of LinearLR and CosineAnnealingLR with milestones=, CrossEntropyLoss(label_smoothing=), transforms.RandomMixup and
 # RandomCutmix applied in a DataLoader's collate_fn through default_collate (F.one_hot(...).to(dtype=), batch.roll(1,
-# 0), mul_ and add_ in place; numpy draws their lambdas and boxes), evaluate under torch.inference_mode with
+# 0), mul_ and add_ in place; lambdas by torch._sample_dirichlet, the box by torch.randint(W, (1,)) and int(torch.clamp(
+# r_x - r_w_half, min=0)), torch replaying tnet's draws), evaluate under torch.inference_mode with
 # utils.accuracy's topk and the EMA model's eval
-def torchvision_reference(m, state=None):
+def torchvision_reference(m, state=None, replay=None):
     torch, nn = m.torch, m.nn
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -131,7 +132,7 @@ def torchvision_reference(m, state=None):
     class RandomMixup(torch.nn.Module):
         """Randomly apply Mixup to the provided batch and targets."""
 
-        def __init__(self, num_classes, p=0.5, alpha=1.0, inplace=False, lam=None):
+        def __init__(self, num_classes, p=0.5, alpha=1.0, inplace=False):
             super().__init__()
             if num_classes < 1:
                 raise ValueError(f"Please provide a valid positive value for the num_classes. Got num_classes={num_classes}")
@@ -141,7 +142,6 @@ def torchvision_reference(m, state=None):
             self.p = p
             self.alpha = alpha
             self.inplace = inplace
-            self.lam = lam  # numpy's draw, where torchvision takes torch._sample_dirichlet's
 
         def forward(self, batch, target):
             if batch.ndim != 4:
@@ -167,7 +167,10 @@ def torchvision_reference(m, state=None):
             batch_rolled = batch.roll(1, 0)
             target_rolled = target.roll(1, 0)
 
-            lambda_param = float(self.lam)
+            # Implemented as on:
+            # https://github.com/rwightman/pytorch-image-models/blob/4b4d3c1/timm/data/mixup.py#L131
+            lambda_param = float(torch._sample_dirichlet(torch.tensor([self.alpha, self.alpha]))[0])
+            lambda_param = replay.setdefault("mixup", lambda_param)  # torch replays tnet's draw
             batch_rolled.mul_(1.0 - lambda_param)
             batch.mul_(lambda_param).add_(batch_rolled)
 
@@ -177,13 +180,12 @@ def torchvision_reference(m, state=None):
             return batch, target
 
     class RandomCutmix(torch.nn.Module):
-        def __init__(self, num_classes, p=0.5, alpha=1.0, inplace=False, lam=None, r_xy=None):
+        def __init__(self, num_classes, p=0.5, alpha=1.0, inplace=False):
             super().__init__()
             self.num_classes = num_classes
             self.p = p
             self.alpha = alpha
             self.inplace = inplace
-            self.lam, self.r_xy = lam, r_xy  # numpy's draws, where torchvision takes torch's
 
         def forward(self, batch, target):
             if not self.inplace:
@@ -199,10 +201,13 @@ def torchvision_reference(m, state=None):
             batch_rolled = batch.roll(1, 0)
             target_rolled = target.roll(1, 0)
 
-            lambda_param = float(self.lam)
+            lambda_param = float(torch._sample_dirichlet(torch.tensor([self.alpha, self.alpha]))[0])
             _, H, W = batch.shape[-3:]
 
-            r_x, r_y = torch.tensor(self.r_xy[0]), torch.tensor(self.r_xy[1])
+            r_x = torch.randint(W, (1,))
+            r_y = torch.randint(H, (1,))
+            lambda_param, r_x, r_y = replay.setdefault("cutmix", (lambda_param, r_x.tolist(), r_y.tolist()))  # tnet's
+            r_x, r_y = torch.tensor(r_x), torch.tensor(r_y)
 
             r = 0.5 * math.sqrt(1.0 - lambda_param)
             r_w_half = int(r * W)
@@ -255,8 +260,8 @@ def torchvision_reference(m, state=None):
     model_ema = ExponentialMovingAverage(model, device="cpu", decay=1.0 - alpha)
 
     images, labels = normal(rng, 8, 3, 6, 6), rng.integers(0, num_classes, 8)
-    mixup = RandomMixup(num_classes, p=1.0, alpha=0.2, lam=rng.beta(0.2, 0.2))
-    cutmix = RandomCutmix(num_classes, p=1.0, alpha=1.0, lam=rng.beta(1.0, 1.0), r_xy=rng.integers(0, 6, 2).tolist())
+    mixup = RandomMixup(num_classes, p=1.0, alpha=0.2)
+    cutmix = RandomCutmix(num_classes, p=1.0, alpha=1.0)
     picks = iter([0, 1])
 
     def collate_fn(batch):
@@ -302,7 +307,7 @@ def torchvision_reference(m, state=None):
 
 
 def test_torchvision_reference():
-    compare(torchvision_reference)
+    compare(torchvision_reference, replay={})
 
 
 # (b) caogang/wgan-gp's gan_toy.py: a ReLU MLP generator (FIXED_GENERATOR off) and critic, weights_init over apply
