@@ -286,6 +286,29 @@ def test_members_do_not_hide_module_methods():
         assert net.eval() is net
 
 
+def test_assignments_to_registered_names_as_torch():
+    """A parameter's name takes a Parameter or None, a submodule's a Module or None, a buffer's a tensor or None
+    (TypeError otherwise, as torch's); a Parameter or Module assigned to a buffer's name takes it out of the buffers
+    (a positional table made learnable by `m.pe = nn.Parameter(m.pe)`)."""
+    import torch
+    for lib in (tnet, torch):
+        m = lib.nn.Module()
+        m.p, m.sub = lib.nn.Parameter(lib.ones(1)), lib.nn.Linear(1, 1)
+        m.register_buffer("pe", lib.zeros(2))
+        m.register_buffer("table", lib.zeros(2))
+        for name, value, kind in [("p", lib.nn.Linear(1, 1), "parameter"), ("p", 3, "parameter"),
+                                  ("sub", lib.ones(1), "child module"), ("sub", 5, "child module"), ("pe", 5, "buffer")]:
+            with pytest.raises(TypeError, match=f"cannot assign '.*' as {kind} '{name}'"):
+                setattr(m, name, value)
+        m.pe = lib.nn.Parameter(m.pe)
+        m.table = lib.nn.Identity()
+        assert [n for n, _ in m.named_buffers()] == [] and sorted(n for n, _ in m.named_parameters()) == [
+            "p", "pe", "sub.bias", "sub.weight"]
+        assert sorted(m.state_dict()) == ["p", "pe", "sub.bias", "sub.weight"]
+        m.p, m.sub = None, None
+        assert m.p is None and m.sub is None and sorted(m.state_dict()) == ["pe"]
+
+
 def test_layer_reprs_are_torchs():
     """print(model) shows torch's text for the common layers (the arguments that differ from defaults)."""
     import torch.nn as tnn

@@ -237,9 +237,20 @@ class Module:
     def __setattr__(self, name, value):
         if vars(_GLOBAL_HOOKS) and value is not None:  # only while some global hook was ever registered
             value = self._registering(name, value)
-        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
+        current, buffers = self.__dict__.get(name), self.__dict__.get("_buffer_names", {})
+        if value is not None and not isinstance(value, Parameter) and isinstance(current, Parameter):
             # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
-            raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
+            raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' (torch.nn.Parameter or None "
+                            "expected)")
+        if value is not None and not isinstance(value, Module) and isinstance(current, Module):
+            raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' (torch.nn.Module or None "
+                            "expected)")
+        if name in buffers:  # a parameter or submodule takes a buffer's name from it, as torch's; else a tensor or None
+            if isinstance(value, (Parameter, Module)):
+                del buffers[name]
+            elif value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (torch.nn.Buffer, "
+                                "torch.Tensor or None expected)")
         if isinstance(value, Tensor) and vars(value).get("_is_buffer"):  # an nn.Buffer registers, as torch's
             if "_buffer_names" not in vars(self):
                 object.__setattr__(self, "_buffer_names", {})
@@ -892,6 +903,11 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+def _typename(value):
+    """torch.typename's name of a value in Module.__setattr__'s errors ('torch.FloatTensor', 'int')."""
+    return value.type() if isinstance(value, Tensor) else torch.typename(value)
 
 
 class _MethodFirst:
