@@ -23,6 +23,7 @@ from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import sys as _sys
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
+from torch import OutOfMemoryError  # torch's: tnet allocates through torch's allocator, which raises it
 
 # torch's top-level functions: shape ops, element-wise ops, reductions, sorting, matrix products
 from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort,
