@@ -289,7 +289,8 @@ def test_members_do_not_hide_module_methods():
 def test_assignments_to_registered_names_as_torch():
     """A parameter's name takes a Parameter or None, a submodule's a Module or None, a buffer's a tensor or None
     (TypeError otherwise, as torch's); a Parameter or Module assigned to a buffer's name takes it out of the buffers
-    (a positional table made learnable by `m.pe = nn.Parameter(m.pe)`)."""
+    (a positional table made learnable by `m.pe = nn.Parameter(m.pe)`); a parameter or submodule set to None stays
+    in _parameters or _modules (a layer's missing bias too), and del unregisters each kind, as torch's."""
     import torch
     for lib in (tnet, torch):
         m = lib.nn.Module()
@@ -305,8 +306,23 @@ def test_assignments_to_registered_names_as_torch():
         assert [n for n, _ in m.named_buffers()] == [] and sorted(n for n, _ in m.named_parameters()) == [
             "p", "pe", "sub.bias", "sub.weight"]
         assert sorted(m.state_dict()) == ["p", "pe", "sub.bias", "sub.weight"]
-        m.p, m.sub = None, None
+        m.p, m.sub = None, None  # still registered, as None, as a layer's missing bias is
         assert m.p is None and m.sub is None and sorted(m.state_dict()) == ["pe"]
+        assert list(m._parameters) == ["p", "pe"] and list(m._modules) == ["sub", "table"] and m._parameters["p"] is None
+        with pytest.raises(TypeError, match="as child module 'sub'"):
+            m.sub = lib.ones(1)
+        m.register_buffer("buf", lib.ones(1))
+        del m.p, m.sub, m.buf
+        assert list(m._parameters) == ["pe"] and list(m._modules) == ["table"]
+        m.p, m.sub, m.buf = 1, 2, lib.ones(1)  # plain attributes after del, as torch's
+        assert [n for n, _ in m.named_buffers()] == [] and sorted(m.state_dict()) == ["pe"]
+        layers = [lib.nn.Linear(2, 2, bias=False), lib.nn.Conv2d(1, 1, 1, bias=False), lib.nn.LayerNorm(2, bias=False),
+                  lib.nn.GroupNorm(1, 2, affine=False), lib.nn.LSTMCell(2, 2, bias=False),
+                  lib.nn.MultiheadAttention(4, 2, bias=False, kdim=3, vdim=3)]
+        assert [list(layer._parameters) for layer in layers] == [
+            ["weight", "bias"], ["weight", "bias"], ["weight", "bias"], ["weight", "bias"],
+            ["weight_ih", "weight_hh", "bias_ih", "bias_hh"],
+            ["q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_weight", "in_proj_bias"]]
 
 
 def test_layer_reprs_are_torchs():
