@@ -917,7 +917,8 @@ def test_private_and_submodule_names_scripts_import():
     """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
     nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
     nn.modules.transformer's _get_clones, torch.utils.data._utils.collate, torch.random.fork_rng, and the
-    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel)."""
+    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel), and
+    torch.OutOfMemoryError."""
     from collections import OrderedDict
     from tnet.nn.init import _no_grad_trunc_normal_
     from tnet.nn.modules.transformer import _get_clones
@@ -952,6 +953,9 @@ def test_private_and_submodule_names_scripts_import():
     with tnet.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False):
         assert not tnet.backends.cuda.flash_sdp_enabled() and tnet.backends.cuda.math_sdp_enabled()
     assert tnet.backends.cuda.flash_sdp_enabled()
+    # a batch-size finder's `except torch.OutOfMemoryError` (or torch.cuda's): torch's class, as torch's allocator
+    # raises it for tnet's tensors
+    assert tnet.OutOfMemoryError is tnet.cuda.OutOfMemoryError is torch.OutOfMemoryError
 
 
 def test_pooling_and_padding_layers_have_torchs_private_bases():

@@ -263,6 +263,68 @@ def test_registries_edit_the_module():
         assert "extra" in bn.state_dict() and "extra" in dict(bn.named_buffers())
 
 
+def test_members_do_not_hide_module_methods():
+    """A submodule named as a Module method leaves the method in place, as torch's (N-BEATS'
+    `self.parameters = nn.ParameterList(...)`); a parameter or buffer may not take the name, and any other attribute
+    of it hides the method, as in torch."""
+    import torch
+    for lib in (tnet, torch):
+        net = lib.nn.Module()
+        net.parameters = [lib.nn.Parameter(lib.ones(2))]
+        assert isinstance(net.parameters, list)
+        net.parameters = lib.nn.ParameterList(net.parameters)
+        net.train = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        assert callable(net.parameters) and len(list(net.parameters())) == 3 and net.train() is net
+        assert list(net.state_dict()) == ["parameters.0", "train.0.weight", "train.0.bias"]
+        with pytest.raises(KeyError, match="attribute 'buffers' already exists"):  # a parameter or buffer may not
+            net.buffers = lib.nn.Parameter(lib.ones(3))
+        with pytest.raises(KeyError, match="attribute 'buffers' already exists"):
+            net.register_buffer("buffers", lib.ones(3))
+        net.eval = lambda: "patched"
+        assert net.eval() == "patched"
+        del net.eval
+        assert net.eval() is net
+
+
+def test_assignments_to_registered_names_as_torch():
+    """A parameter's name takes a Parameter or None, a submodule's a Module or None, a buffer's a tensor or None
+    (TypeError otherwise, as torch's); a Parameter or Module assigned to a buffer's name takes it out of the buffers
+    (a positional table made learnable by `m.pe = nn.Parameter(m.pe)`); a parameter or submodule set to None stays
+    in _parameters or _modules (a layer's missing bias too), and del unregisters each kind, as torch's."""
+    import torch
+    for lib in (tnet, torch):
+        m = lib.nn.Module()
+        m.p, m.sub = lib.nn.Parameter(lib.ones(1)), lib.nn.Linear(1, 1)
+        m.register_buffer("pe", lib.zeros(2))
+        m.register_buffer("table", lib.zeros(2))
+        for name, value, kind in [("p", lib.nn.Linear(1, 1), "parameter"), ("p", 3, "parameter"),
+                                  ("sub", lib.ones(1), "child module"), ("sub", 5, "child module"), ("pe", 5, "buffer")]:
+            with pytest.raises(TypeError, match=f"cannot assign '.*' as {kind} '{name}'"):
+                setattr(m, name, value)
+        m.pe = lib.nn.Parameter(m.pe)
+        m.table = lib.nn.Identity()
+        assert [n for n, _ in m.named_buffers()] == [] and sorted(n for n, _ in m.named_parameters()) == [
+            "p", "pe", "sub.bias", "sub.weight"]
+        assert sorted(m.state_dict()) == ["p", "pe", "sub.bias", "sub.weight"]
+        m.p, m.sub = None, None  # still registered, as None, as a layer's missing bias is
+        assert m.p is None and m.sub is None and sorted(m.state_dict()) == ["pe"]
+        assert list(m._parameters) == ["p", "pe"] and list(m._modules) == ["sub", "table"] and m._parameters["p"] is None
+        with pytest.raises(TypeError, match="as child module 'sub'"):
+            m.sub = lib.ones(1)
+        m.register_buffer("buf", lib.ones(1))
+        del m.p, m.sub, m.buf
+        assert list(m._parameters) == ["pe"] and list(m._modules) == ["table"]
+        m.p, m.sub, m.buf = 1, 2, lib.ones(1)  # plain attributes after del, as torch's
+        assert [n for n, _ in m.named_buffers()] == [] and sorted(m.state_dict()) == ["pe"]
+        layers = [lib.nn.Linear(2, 2, bias=False), lib.nn.Conv2d(1, 1, 1, bias=False), lib.nn.LayerNorm(2, bias=False),
+                  lib.nn.GroupNorm(1, 2, affine=False), lib.nn.LSTMCell(2, 2, bias=False),
+                  lib.nn.MultiheadAttention(4, 2, bias=False, kdim=3, vdim=3)]
+        assert [list(layer._parameters) for layer in layers] == [
+            ["weight", "bias"], ["weight", "bias"], ["weight", "bias"], ["weight", "bias"],
+            ["weight_ih", "weight_hh", "bias_ih", "bias_hh"],
+            ["q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_weight", "in_proj_bias"]]
+
+
 def test_layer_reprs_are_torchs():
     """print(model) shows torch's text for the common layers (the arguments that differ from defaults)."""
     import torch.nn as tnn

@@ -878,6 +878,28 @@ def test_poisson_and_binomial_draws():
         tnet.poisson(tnet.tensor([1, 2]))
 
 
+def test_sample_dirichlet_and_standard_gamma_draws():
+    """torch._sample_dirichlet (torchvision's RandomMixup weight) and torch._standard_gamma: draws in the input's dtype
+    and shape, each Dirichlet row summing to 1, with the right means, repeatable under manual_seed or a numpy
+    generator; an integer input raises torch's NotImplementedError."""
+    alpha = tnet.tensor(np.array([[0.2, 0.2], [1.0, 3.0]], np.float32)).repeat(1000, 1)
+    tnet.manual_seed(0)
+    draws = tnet._sample_dirichlet(alpha)
+    assert draws.dtype == torch.float32 and draws.shape == alpha.shape and not draws.requires_grad
+    d = draws.numpy()
+    np.testing.assert_allclose(d.sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(d.reshape(-1, 2, 2).mean(0), [[0.5, 0.5], [0.25, 0.75]], atol=0.03)
+    tnet.manual_seed(0)
+    assert np.array_equal(tnet._sample_dirichlet(alpha).numpy(), d)
+    fixed = [tnet._sample_dirichlet(alpha[:4], generator=np.random.default_rng(3)).numpy() for _ in range(2)]
+    assert np.array_equal(*fixed)
+    gamma = tnet._standard_gamma(tnet.full((4000,), 3.0)).numpy()
+    assert abs(gamma.mean() - 3.0) < 0.15 and (gamma > 0).all()
+    for f in (tnet._sample_dirichlet, tnet._standard_gamma):
+        with pytest.raises(NotImplementedError):
+            f(tnet.tensor([1, 2]))
+
+
 @pytest.mark.parametrize("given", ["probs", "logits"])
 def test_continuous_bernoulli_as_torch(given):
     """torch.distributions.ContinuousBernoulli (a VAE's likelihood of pixel intensities): log_prob and its gradient,

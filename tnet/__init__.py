@@ -23,6 +23,7 @@ from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import sys as _sys
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
+from torch import OutOfMemoryError  # torch's: tnet allocates through torch's allocator, which raises it
 
 # torch's top-level functions: shape ops, element-wise ops, reductions, sorting, matrix products
 from .functional import (abs, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort,
@@ -229,6 +230,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in ("
 from .functional import (acos, asin, atan, atan2, cosh, floor_divide, fmax, fmin, fmod, frac, hypot, isfinite,
                          logaddexp, logit, nan_to_num, remainder, sinh, true_divide, xlogy)
 from .functional import bernoulli, binomial, multinomial, normal, poisson
+from .functional.random import sample_dirichlet as _sample_dirichlet, standard_gamma as _standard_gamma  # torch's names
 from .factory import rand_like, randint_like, randn_like
 from .functional import argwhere, bincount, histc, nonzero, unique
 from .functional import (aminmax, broadcast_tensors, cummax, cummin, diag, diagonal, hstack, kthvalue, masked_select,

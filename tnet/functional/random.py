@@ -1,5 +1,6 @@
-"""Dropout and torch's random draws (bernoulli, normal, multinomial, poisson, binomial) (kernels/random.py),
-drawn from tnet's Philox generator on the device (multinomial, poisson and binomial on the host)."""
+"""Dropout and torch's random draws (bernoulli, normal, multinomial, poisson, binomial, _standard_gamma,
+_sample_dirichlet) (kernels/random.py), drawn from tnet's Philox generator on the device (multinomial, poisson,
+binomial and the Gamma draws on the host)."""
 import numbers
 import warnings
 
@@ -281,6 +282,34 @@ def poisson(input, generator=None):
     rates = input.memory.detach().to("cpu", torch.float64).numpy()
     check(not (rates < 0).any(), "invalid Poisson rate, expected rate to be non-negative")
     return _host_counts("poisson", lambda rng: rng.poisson(rates), input, generator)
+
+
+def standard_gamma(input, generator=None):
+    """A Gamma(concentration, 1) draw for each concentration in input (a float tensor, concentrations > 0), in input's
+    dtype, as torch._standard_gamma. Drawn on the host (the concentrations are read back) by numpy: other numbers
+    than torch's. No gradient (torch's is reparameterized)."""
+    return _host_counts("_standard_gamma", lambda rng: rng.gamma(_concentrations("_standard_gamma", input)), input,
+                        generator)
+
+
+def sample_dirichlet(input, generator=None):
+    """A Dirichlet draw along input's last dimension (a float tensor of concentrations > 0), in input's dtype, as
+    torch._sample_dirichlet, which torchvision's classification reference draws RandomMixup's and RandomCutmix's
+    weight with (`float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0])`): normalised Gamma draws on the
+    host by numpy, other numbers than torch's. No gradient."""
+    def draw(rng):
+        g = rng.gamma(_concentrations("_sample_dirichlet", input))
+        return g / g.sum(-1, keepdims=True)
+    return _host_counts("_sample_dirichlet", draw, input, generator)
+
+
+def _concentrations(name, input):
+    check_tensors(name, input=input)
+    if not input.memory.is_floating_point():
+        raise NotImplementedError(f'"{name}" not implemented for {input.dtype}')  # torch's error
+    a = input.memory.detach().to("cpu", torch.float64).numpy()
+    check(not (a <= 0).any(), f"{name}: expected concentrations > 0")
+    return a
 
 
 def binomial(count, prob, generator=None):

@@ -161,9 +161,9 @@ def _put(values, at, replacements):
 
 
 class _Members(MutableMapping):
-    """Module._modules, _parameters and _buffers: the module's attributes that `kind` accepts (None:
-    its buffers), by name in the order of assignment; an item set goes through `put` (setattr, or
-    register_buffer), an item deleted is the attribute deleted."""
+    """Module._modules, _parameters and _buffers: the module's attributes of class `kind` (None: its
+    buffers) and those registered as that kind and set to None, by name in the order of assignment; an
+    item set goes through `put` (setattr, or register_buffer), an item deleted is the attribute deleted."""
 
     def __init__(self, module, kind, put):
         self.module, self.kind, self.put = module, kind, put
@@ -171,7 +171,9 @@ class _Members(MutableMapping):
     def _names(self):
         if self.kind is None:
             return [name for name in self.module._buffer_names if name in vars(self.module)]
-        return [name for name, v in vars(self.module).items() if self.kind(v)]
+        nones = self.module._none_members  # names registered as this kind whose value is None, as torch keeps them
+        return [name for name, v in vars(self.module).items()
+                if isinstance(v, self.kind) or v is None and nones.get(name) is self.kind]
 
     def __getitem__(self, name):
         if name not in self._names():
@@ -184,8 +186,6 @@ class _Members(MutableMapping):
     def __delitem__(self, name):
         self[name]  # a KeyError for a name that is no member
         delattr(self.module, name)
-        if self.kind is None:
-            del self.module._buffer_names[name]
 
     def __iter__(self):
         return iter(self._names())
@@ -222,6 +222,7 @@ class Module:
 
     training = True
     _buffer_names = MappingProxyType({})  # name -> persistent; each module's own from __init__ or register_buffer
+    _none_members = MappingProxyType({})  # name -> Parameter or Module: a parameter or submodule set to None
     _compute_dtype = None  # float16 or bfloat16 after .half() or .bfloat16(): the forward runs under autocast
     _hooked = False  # True once a hook was registered on this module (_add_hook): __call__ looks for them
     call_super_init = False  # torch's class flags, read by code that copies torch's Module conventions
@@ -237,14 +238,44 @@ class Module:
     def __setattr__(self, name, value):
         if vars(_GLOBAL_HOOKS) and value is not None:  # only while some global hook was ever registered
             value = self._registering(name, value)
-        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(self.__dict__.get(name), Parameter):
-            # torch's: a parameter takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data = t`)
-            raise TypeError(f"cannot assign '{value.type()}' as parameter '{name}' (torch.nn.Parameter or None expected)")
+        current, buffers = self.__dict__.get(name), self.__dict__.get("_buffer_names", {})
+        kind = (Parameter if isinstance(current, Parameter) else Module if isinstance(current, Module) else
+                self._none_members.get(name))
+        if value is not None and kind is not None and not isinstance(value, (kind, Parameter)):
+            # torch's: a parameter's name takes a Parameter or None (`m.weight = nn.Parameter(t)`, `m.weight.data =
+            # t`), a submodule's a Module, a Parameter or None
+            what = "parameter" if kind is Parameter else "child module"
+            raise TypeError(f"cannot assign '{_typename(value)}' as {what} '{name}' (torch.nn.{kind.__name__} or None "
+                            "expected)")
+        if value is None and kind is not None:  # still registered, as torch's _parameters and _modules keep None
+            self._mark_none(name, kind)
+        elif name in self._none_members:
+            del self._none_members[name]
+        if name in buffers:  # a parameter or submodule takes a buffer's name from it, as torch's; else a tensor or None
+            if isinstance(value, (Parameter, Module)):
+                del buffers[name]
+            elif value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (torch.nn.Buffer, "
+                                "torch.Tensor or None expected)")
         if isinstance(value, Tensor) and vars(value).get("_is_buffer"):  # an nn.Buffer registers, as torch's
             if "_buffer_names" not in vars(self):
                 object.__setattr__(self, "_buffer_names", {})
             self._buffer_names[name] = value.persistent
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        """The attribute deleted, and with it its registration as a buffer, or as a parameter or submodule set to
+        None: a later tensor of the name is a plain attribute, as after torch's del."""
+        object.__delattr__(self, name)
+        for registry in ("_buffer_names", "_none_members"):
+            if name in self.__dict__.get(registry, ()):
+                del self.__dict__[registry][name]
+
+    def _mark_none(self, name, kind):
+        """Register the attribute `name`, set to None, as a parameter or submodule (kind Parameter or Module)."""
+        if "_none_members" not in vars(self):
+            object.__setattr__(self, "_none_members", {})
+        self._none_members[name] = kind
 
     def __getattr__(self, name):
         """torch's Module.__getattr__, which scripts also call by name (kuangliu's DLA reads its subtrees by
@@ -513,6 +544,8 @@ class Module:
             raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to parameter {name!r} "
                             "(nn.Parameter or None required)")
         setattr(self, name, param)
+        if param is None:
+            self._mark_none(name, Parameter)
 
     def add_module(self, name, module):
         """setattr(self, name, module) with torch's checks: module a Module or None, name a
@@ -528,6 +561,8 @@ class Module:
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
         setattr(self, name, module)
+        if module is None:
+            self._mark_none(name, Module)
 
     register_module = add_module
 
@@ -543,8 +578,8 @@ class Module:
 
     # torch's registries, which scripts edit for surgery (`model._modules[name] = nn.Identity()`): live
     # views of the attributes, which hold tnet's members
-    _modules = property(lambda self: _Members(self, lambda v: isinstance(v, Module), setattr))
-    _parameters = property(lambda self: _Members(self, lambda v: isinstance(v, Parameter), setattr))
+    _modules = property(lambda self: _Members(self, Module, setattr))
+    _parameters = property(lambda self: _Members(self, Parameter, setattr))
     _buffers = property(lambda self: _Members(self, None, Module.register_buffer))
 
     def named_children(self):
@@ -894,6 +929,48 @@ class Module:
         return ""
 
 
+def _typename(value):
+    """torch.typename's name of a value in Module.__setattr__'s errors ('torch.FloatTensor', 'int')."""
+    return value.type() if isinstance(value, Tensor) else torch.typename(value)
+
+
+class _MethodFirst:
+    """A public method of Module that a member of the same name does not hide, as torch's: there a module's
+    submodules, parameters and buffers live in _modules, _parameters and _buffers, which attribute lookup reaches
+    only after the class's own attributes, while tnet keeps them in the instance's __dict__, which a plain method
+    would lose to. N-BEATS builds `self.parameters = []`, then `self.parameters = nn.ParameterList(self.parameters)`,
+    and its optimizer still calls net.parameters(). Any other value of the name (that list, a patched
+    `m.forward = f`) hides the method, as an instance attribute does in torch; a parameter or buffer may not take
+    the name (torch's KeyError)."""
+
+    def __init__(self, function):
+        self.function, self.name = function, function.__name__
+        self.__doc__ = function.__doc__
+
+    def __get__(self, module, owner=None):
+        if module is None:
+            return self.function
+        value = module.__dict__.get(self.name, self)
+        if value is self or isinstance(value, Module):
+            return self.function.__get__(module, owner)
+        return value
+
+    def __set__(self, module, value):
+        if isinstance(value, Parameter) or isinstance(value, Tensor) and vars(value).get("_is_buffer"):
+            raise KeyError(f"attribute '{self.name}' already exists")
+        module.__dict__[self.name] = value
+
+    def __delete__(self, module):
+        if self.name not in module.__dict__:
+            raise AttributeError(self.name)
+        del module.__dict__[self.name]
+
+
+for _name, _method in list(vars(Module).items()):
+    if callable(_method) and not _name.startswith("_") and not isinstance(_method, (staticmethod, classmethod, type)):
+        setattr(Module, _name, _MethodFirst(_method))
+
+
 def _add_global_hook(attribute, hook):
     """hook kept in _GLOBAL_HOOKS; while any hook of a call is there every module's call looks for hooks
     (Module._hooked)."""
@@ -1100,7 +1177,8 @@ class Conv2d(_ConvNd):
         # channels-last: the kernels read a tap's channels, or (i, j, c) for few channels, contiguously
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, kh, kw), device=DEVICE,
                                                    memory_format=torch.channels_last)))
-        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
+        self.register_parameter("bias", Parameter(Tensor(torch.empty(out_channels, device=DEVICE)),
+                                                  lr_mult=bias_lr_mult) if bias else None)
         self.reset_parameters()
 
     def forward(self, input, relu=False, pool=None):
@@ -1145,7 +1223,8 @@ class Linear(Module):
         factory_args("Linear", device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
-        self.bias = Parameter(Tensor(torch.empty(out_features, device=DEVICE)), lr_mult=bias_lr_mult) if bias else None
+        self.register_parameter("bias", Parameter(Tensor(torch.empty(out_features, device=DEVICE)),
+                                                  lr_mult=bias_lr_mult) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -1246,7 +1325,7 @@ class Conv1d(_ConvNd):
                                else self.padding * 2)
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, k), device=DEVICE)))
-        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.register_parameter("bias", Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None)
         self.reset_parameters()
 
     def forward(self, input):
@@ -1288,7 +1367,7 @@ class _ConvTransposeNd(_ConvNd):
         layout = dict(memory_format=torch.channels_last) if self.dims == 2 else {}
         self.weight = Parameter(Tensor(torch.empty((in_channels, out_channels // groups, *kernel), device=DEVICE,
                                                    **layout)))
-        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.register_parameter("bias", Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None)
         self.reset_parameters()
 
     def forward(self, input, output_size=None):
@@ -1359,7 +1438,7 @@ class Conv3d(_ConvNd):
         self.groups, self.padding_mode = groups, padding_mode
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, *kernel), device=DEVICE)))
-        self.bias = Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None
+        self.register_parameter("bias", Parameter(Tensor(torch.empty(out_channels, device=DEVICE))) if bias else None)
         self.reset_parameters()
 
     def forward(self, input):
@@ -1459,8 +1538,8 @@ class LayerNorm(Module):
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
         affine = lambda value, on: Parameter(np.full(self.normalized_shape, value)) if on else None
-        self.weight = affine(1.0, elementwise_affine)
-        self.bias = affine(0.0, elementwise_affine and bias)
+        self.register_parameter("weight", affine(1.0, elementwise_affine))
+        self.register_parameter("bias", affine(0.0, elementwise_affine and bias))
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -1480,7 +1559,7 @@ class RMSNorm(Module):
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        self.weight = Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None
+        self.register_parameter("weight", Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None)
 
     def forward(self, x):  # torch's RMSNorm names it x
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
@@ -1498,8 +1577,8 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        self.weight = Parameter(np.ones(num_channels)) if affine else None
-        self.bias = Parameter(np.zeros(num_channels)) if affine and bias else None
+        self.register_parameter("weight", Parameter(np.ones(num_channels)) if affine else None)
+        self.register_parameter("bias", Parameter(np.zeros(num_channels)) if affine and bias else None)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -3338,7 +3417,7 @@ class Bilinear(Module):
         factory_args("Bilinear", device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
         self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
-        self.bias = Parameter(np.zeros(out_features, np.float32)) if bias else None
+        self.register_parameter("bias", Parameter(np.zeros(out_features, np.float32)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -115,8 +115,8 @@ class RNNCellBase(Module):
         G = num_chunks * hidden_size
         self.weight_ih = Parameter(np.zeros((G, input_size), np.float32))
         self.weight_hh = Parameter(np.zeros((G, hidden_size), np.float32))
-        self.bias_ih = Parameter(np.zeros(G, np.float32)) if bias else None
-        self.bias_hh = Parameter(np.zeros(G, np.float32)) if bias else None
+        self.register_parameter("bias_ih", Parameter(np.zeros(G, np.float32)) if bias else None)
+        self.register_parameter("bias_hh", Parameter(np.zeros(G, np.float32)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -42,13 +42,14 @@ class MultiheadAttention(Module):
         empty = lambda *shape: Parameter(Tensor(torch.empty(shape, device=DEVICE)))
         if self._qkv_same_embed_dim:
             self.in_proj_weight = empty(3 * embed_dim, embed_dim)
-            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
         else:
             self.q_proj_weight = empty(embed_dim, embed_dim)
             self.k_proj_weight = empty(embed_dim, self.kdim)
             self.v_proj_weight = empty(embed_dim, self.vdim)
-            self.in_proj_weight = None
-        self.in_proj_bias = empty(3 * embed_dim) if bias else None
+            self.register_parameter("in_proj_weight", None)
+        self.register_parameter("in_proj_bias", empty(3 * embed_dim) if bias else None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self.bias_k, self.bias_v = (empty(1, 1, embed_dim), empty(1, 1, embed_dim)) if add_bias_kv else (None, None)
         self.add_zero_attn = add_zero_attn
