@@ -741,6 +741,9 @@ def test_shape_op_results_without_gradients():
                         torch.unravel_index(torch.tensor([[5, -1], [6, -7]]), (2, 3))):
         assert torch.equal(got.memory.cpu(), ref)
     assert tnet.empty_strided((2, 3), (1, 2)).stride() == (1, 2)
+    assert tnet.empty_permuted((2, 3, 4, 5), (0, 2, 3, 1)).stride() == (60, 1, 15, 3)  # channels-last
+    with pytest.raises(RuntimeError, match="Duplicate dim"):
+        tnet.empty_permuted((2, 3), (0, 0))
     s = tnet.scalar_tensor(3)
     assert s.shape == () and s.dtype == torch.float32 and s.item() == 3
     assert tnet.cartesian_prod(x[0, 0]) is x[0, 0] or tnet.cartesian_prod(x[0, 0]).shape == (4,)

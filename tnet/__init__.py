@@ -285,7 +285,7 @@ from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadca
                          put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter, slice_scatter,
                          split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
 from .functional import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
-from .factory import empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
+from .factory import empty_permuted, empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
 
 
 def get_device(input):
@@ -310,8 +310,8 @@ __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_s
             "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put", "quantile", "ravel",
             "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
             "narrow_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
-            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_strided", "scalar_tensor", "tril_indices",
-            "triu_indices", "get_device", "is_inference"]
+            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_permuted", "empty_strided", "scalar_tensor",
+            "tril_indices", "triu_indices", "get_device", "is_inference"]
 
 # nn functions of the eighth session: torch's top-level forms of nn.functional's ops (aten's
 # signatures where they differ from F's: tnet/functional/aten.py)

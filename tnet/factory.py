@@ -470,6 +470,15 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
                  requires_grad)
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` whose memory holds its dims in the order `physical_layout` (the
+    last the fastest), as torch.empty_permuted: (0, 2, 3, 1) of a 4-d size is channels-last."""
+    check_device("empty_permuted", device)
+    return _leaf("empty_permuted", torch.empty_permuted(tuple(size), tuple(physical_layout), dtype=dtype or float32,
+                                                        device=DEVICE), requires_grad)
+
+
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor of s, float32 unless dtype says, as torch.scalar_tensor."""
     return full((), s, dtype=dtype or float32, device=device, requires_grad=requires_grad)
