@@ -110,6 +110,8 @@ def by_output_rows(monkeypatch):
     ((2, 80, 5, 6), (3, 3), (1, 1), 3, "ieee"),  # a second, partial channel block; rows in parts (the last shorter)
     ((3, 8, 6, 5), (3, 3), (0, 0), 2, "bf16"),  # 'valid': rows of 3 columns
     ((1, 4, 4, 3), (3, 3), (2, 1), 7, "ieee"),  # padding past a tap: rows of dy without x, more parts than rows
+    ((2, 8, 1, 5), (3, 3), (1, 1), 2, "ieee"),  # one row an image: every row of x its image's first
+    ((3, 8, 2, 1), (3, 3), (1, 1), 4, "ieee"),  # one column; parts that start inside an image
     ((2, 12, 7, 8), (5, 5), (2, 2), None, "fp16"),  # EfficientNet's 5x5: its weight gradient keeps the tap blocks
     ((1, 6, 5, 6), (2, 4), "same", 2, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
