@@ -391,3 +391,22 @@ def test_inverse_solve_and_det_of_a_nan_matrix_are_nan_as_torch():
     pairs += list(zip(tnet.linalg.slogdet(x), torch.linalg.slogdet(r)))
     for got, ref in pairs:
         np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (5, 7), (2, 7, 5)])
+def test_svd_and_pca_lowrank_as_torch(shape, rng):
+    """svd_lowrank and pca_lowrank of a matrix of rank 3 at q = 4: torch's singular values and shapes whatever the
+    random draw (tnet's is its own), a reconstruction of the matrix (centered for pca), and S's gradient."""
+    m, n = shape[-2:]
+    a = (rng.standard_normal((*shape[:-2], m, 3)) @ rng.standard_normal((3, n))).astype(np.float32)
+    for name, want, kwargs in (("svd_lowrank", a, {}), ("pca_lowrank", a - a.mean(-2, keepdims=True), {})):
+        x = tnet.tensor(a, requires_grad=True)
+        U, S, V = getattr(tnet, name)(x, q=4, **kwargs)
+        Ur, Sr, Vr = getattr(torch, name)(torch.tensor(a), q=4, **kwargs)
+        assert (U.shape, S.shape, V.shape) == (Ur.shape, Sr.shape, Vr.shape)
+        np.testing.assert_allclose(S.numpy()[..., :3], Sr.numpy()[..., :3], rtol=1e-5)
+        np.testing.assert_allclose((U @ tnet.diag_embed(S) @ V.mT).numpy(), want, atol=1e-5)
+        S.sum().backward()
+        assert x.grad.shape == x.shape and np.isfinite(x.grad.numpy()).all()
+    with pytest.raises(ValueError, match="must be non-negative integer and not greater"):
+        tnet.pca_lowrank(tnet.tensor(a), q=min(m, n) + 1)

@@ -342,12 +342,13 @@ __all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d",
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
 from .linalg import (TORCH_FORMS, cholesky_inverse, cholesky_solve, chain_matmul, det, geqrf, logdet,  # noqa: E402
-                     lu_unpack, matrix_exp, matrix_power, ormqr, pinverse, slogdet, triangular_solve)
+                     lu_unpack, matrix_exp, matrix_power, ormqr, pca_lowrank, pinverse, slogdet, svd_lowrank,
+                     triangular_solve)
 svd, qr, cholesky, lu, lu_solve, inverse, orgqr, adjoint = (
     TORCH_FORMS[n] for n in ("svd", "qr", "cholesky", "lu", "lu_solve", "inverse", "orgqr", "adjoint"))
 __all__ += ["cholesky_inverse", "cholesky_solve", "chain_matmul", "det", "geqrf", "logdet", "lu_unpack", "matrix_exp",
             "matrix_power", "ormqr", "pinverse", "slogdet", "triangular_solve", "cholesky", "lu", "lu_solve", "qr",
-            "svd", "orgqr", "inverse", "adjoint"]
+            "svd", "orgqr", "inverse", "adjoint", "pca_lowrank", "svd_lowrank"]
 
 # tensor surface of the eighth session (ops3)
 from .functional import (addbmm, addmv, addmv_, addr, as_strided, bitwise_left_shift, bitwise_right_shift,  # noqa: E402

@@ -19,6 +19,7 @@ import torch
 from .functional.copy import (cat, clone, expand, movedim, narrow, permute, reshape, select, squeeze, to, transpose,
                               unsqueeze)
 from .functional.copy import cross as _cross
+from .factory import randn
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
 from .kernels.gemm import precision_of
@@ -802,6 +803,45 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 def pinverse(input, rcond=1e-15):
     """torch.pinverse: pinv with rtol=rcond."""
     return pinv(input, rtol=rcond)
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """torch.svd_lowrank: (U, S, V), A - M ~ U diag(S) V^T of rank q, by Halko et al.'s randomized range finder
+    (their algorithm 5, as torch's): a basis Q of (A - M) R for a random R [n, q] from tnet's generator, refined
+    by niter power iterations (a QR after each product), then the SVD of Q^T (A - M). A wide A is worked
+    transposed. Matrix products on the device, the QRs and the small SVD on the host (as linalg's);
+    differentiable through them. R is tnet's draw, not torch's: the same values where (A - M)'s rank is at most q."""
+    check_tensors("svd_lowrank", A=A)
+    m, n = A.shape[-2:]
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    if M is not None:
+        A = sub(A, M)
+    wide = m < n
+    if wide:
+        A = _T(A)
+    R = randn(A.shape[-1], q, dtype=A.dtype)
+    Q = qr(A @ R).Q
+    for _ in range(niter):
+        Q = qr(_T(A) @ Q).Q
+        Q = qr(A @ Q).Q
+    U, S, Vh = svd(_T(Q) @ A, full_matrices=False)
+    U, V = Q @ U, _T(Vh)
+    return (V, S, U) if wide else (U, S, V)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """torch.pca_lowrank: svd_lowrank of A with its column means taken off (center), q at most min(m, n)
+    (default min(6, m, n)): V's columns are the principal directions, S**2 / (m - 1) their variances."""
+    check_tensors("pca_lowrank", A=A)
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    return svd_lowrank(sub(A, _reduce.mean(A, -2, keepdim=True)) if center else A, q, niter)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
