@@ -362,6 +362,32 @@ def test_unique_consecutive_and_histogram_as_torchs():
         tnet.histogram(tnet.tensor([1, 2]), 2)
 
 
+@pytest.mark.parametrize("op", [
+    lambda m: m.histogramdd(m.tensor([[0.5, 1.0], [2.0, -1.0], [1.5, 0.0], [0.5, 1.0]]), [2, 3]),
+    lambda m: m.histogramdd(m.tensor([[[0.5, 1.0], [2.0, -1.0]], [[1.5, 0.0], [3.0, 2.0]]]), 2, range=[0.0, 2.0, -1.0, 1.0],
+                            weight=m.tensor([[1.0, 2.0], [0.5, 4.0]]), density=True),
+    lambda m: m.histogramdd(m.tensor([[0.5, 1.0], [2.0, -1.0]]), [m.tensor([0.0, 1.0, 3.0]), m.tensor([-2.0, 2.0])]),
+])
+def test_histogramdd_as_torch(op):
+    """The points' grid of counts (weights summed, density), edges as histogram's per dimension."""
+    got, ref = op(tnet), op(torch)
+    assert type(got).__name__ == "histogramdd" and torch.allclose(got.hist.memory.cpu(), ref.hist)
+    assert len(got.bin_edges) == len(ref.bin_edges)
+    assert all(torch.equal(g.memory.cpu(), r) for g, r in zip(got.bin_edges, ref.bin_edges))
+
+
+@pytest.mark.parametrize("kwargs", [dict(bins=[3]), dict(bins=0), dict(bins=3, range=[0.0, 1.0]),
+                                    dict(bins=3, weight=[1.0, 2.0])])
+def test_histogramdd_errors_as_torch(kwargs):
+    x = [[0.5, 1.0], [2.0, -1.0], [1.5, 0.0]]
+    for m in (torch, tnet):
+        kw = {k: m.tensor(v) if k == "weight" else v for k, v in kwargs.items()}
+        with pytest.raises(RuntimeError, match="histogram"):
+            m.histogramdd(m.tensor(x), **kw)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tnet.histogramdd(tnet.tensor([1.0, 2.0]), 2)
+
+
 def test_casts_and_tensor_facts_as_torchs():
     x, xr = tnet.tensor([[-1.5, 2.7, 300.0]]), torch.tensor([[-1.5, 2.7, 300.0]], device=tnet.DEVICE)
     for name in ("char", "short"):

@@ -280,10 +280,10 @@ __all__ += ["absolute", "acosh", "arccosh", "arcsinh", "arctanh", "asinh", "atan
 # shape and indexing ops of the eighth session
 from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, bucketize,  # noqa: E402
                          cartesian_prod, column_stack, combinations, corrcoef, cross, diag_embed, diagflat,
-                         diagonal_scatter, dist, dsplit, dstack, fliplr, flipud, histogram, hsplit, index_copy,
-                         index_fill, inner, kron, logcumsumexp, masked_scatter, mode, moveaxis, nanmedian, nanquantile,
-                         put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter, slice_scatter,
-                         split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
+                         diagonal_scatter, dist, dsplit, dstack, fliplr, flipud, histogram, histogramdd, hsplit,
+                         index_copy, index_fill, inner, kron, logcumsumexp, masked_scatter, mode, moveaxis, nanmedian,
+                         nanquantile, put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter,
+                         slice_scatter, split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
 from .functional import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
 from .factory import empty_permuted, empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
 
@@ -306,12 +306,13 @@ def _assert(condition, message):
 
 __all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "bucketize", "cartesian_prod",
             "column_stack", "combinations", "corrcoef", "cross", "diag_embed", "diagflat", "diagonal_scatter", "dist",
-            "dsplit", "dstack", "fliplr", "flipud", "histogram", "hsplit", "index_copy", "index_fill", "inner", "kron",
-            "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put", "quantile", "ravel",
-            "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter", "split_with_sizes", "take",
+            "dsplit", "dstack", "fliplr", "flipud", "histogram", "histogramdd", "hsplit", "index_copy", "index_fill",
+            "inner", "kron", "logcumsumexp", "masked_scatter", "mode", "moveaxis", "nanmedian", "nanquantile", "put",
+            "quantile", "ravel", "renorm", "row_stack", "searchsorted", "select_scatter", "slice_scatter",
+            "split_with_sizes", "take",
             "narrow_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
-            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_permuted", "empty_strided", "scalar_tensor",
-            "tril_indices", "triu_indices", "get_device", "is_inference"]
+            "unique_consecutive", "unravel_index", "vander", "vsplit", "empty_permuted", "empty_strided",
+            "scalar_tensor", "tril_indices", "triu_indices", "get_device", "is_inference"]
 
 # nn functions of the eighth session: torch's top-level forms of nn.functional's ops (aten's
 # signatures where they differ from F's: tnet/functional/aten.py)

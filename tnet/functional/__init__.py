@@ -288,7 +288,7 @@ from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
 from .reduce import dist, renorm, sum_to_size
 from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,
                    vander)
-from .host import histogram, unique_consecutive
+from .host import histogram, histogramdd, unique_consecutive
 
 
 def in_place(name, op, keeps_self=False):

@@ -183,3 +183,38 @@ def _edges(x, bins, range):
 
 
 histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
+histogramdd_result = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """histogramdd(hist, bin_edges): the points input [..., D] (each row one point) counted (or their weights
+    summed) in a D-dimensional grid of bins, as torch.histogramdd: bins an int (each dimension), D ints, or D 1-D
+    edge tensors; range a flat [min0, max0, min1, max1, ...] (None: the points' own, per dimension), each
+    dimension's edges as histogram's. Computed on the host: a sync."""
+    check_tensors("histogramdd", input=input)
+    if not input.memory.is_floating_point():
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype}'")
+    check(input.ndim >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions")
+    D = input.shape[-1]
+    x = _host(input).reshape(-1, D)
+    bins = [bins] * D if isinstance(bins, int) else list(bins)
+    check(len(bins) == D, "histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    check(range is None or len(range) == 2 * D,
+          lambda: f"torch.histogramdd: for a {D}-dimensional histogram range should have {2 * D} elements, but got "
+                  f"{len(range)}")
+    w = None if weight is None else _host(weight).reshape(-1)
+    check(weight is None or tuple(weight.shape) == tuple(input.shape[:-1]),
+          lambda: f"torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+                  f"excluding its innermost dimension, but got input with shape {list(input.shape)} and weight with "
+                  f"shape {list(weight.shape)}")
+    edges = []
+    for d, b in enumerate(bins):
+        if isinstance(b, Tensor):
+            check(b.ndim == 1 and b.numel() > 0, "torch.histogramdd(): bins tensor should have one dimension")
+            edges.append(_host(b).astype(x.dtype))
+        else:
+            check(b > 0, lambda: f"torch.histogram(): bins must be > 0, but got {b} for dimension {d}")
+            edges.append(_edges(x[:, d], b, None if range is None else range[2 * d:2 * d + 2]))
+    hist, _ = np.histogramdd(x, edges, weights=w, density=density)
+    return histogramdd_result(_device(hist, input.dtype, input.device),
+                              [_device(e, input.dtype, input.device) for e in edges])
