@@ -364,8 +364,8 @@ def test_unique_consecutive_and_histogram_as_torchs():
 
 @pytest.mark.parametrize("op", [
     lambda m: m.histogramdd(m.tensor([[0.5, 1.0], [2.0, -1.0], [1.5, 0.0], [0.5, 1.0]]), [2, 3]),
-    lambda m: m.histogramdd(m.tensor([[[0.5, 1.0], [2.0, -1.0]], [[1.5, 0.0], [3.0, 2.0]]]), 2, range=[0.0, 2.0, -1.0, 1.0],
-                            weight=m.tensor([[1.0, 2.0], [0.5, 4.0]]), density=True),
+    lambda m: m.histogramdd(m.tensor([[[0.5, 1.0], [2.0, -1.0]], [[1.5, 0.0], [3.0, 2.0]]]), 2,
+                            range=[0.0, 2.0, -1.0, 1.0], weight=m.tensor([[1.0, 2.0], [0.5, 4.0]]), density=True),
     lambda m: m.histogramdd(m.tensor([[0.5, 1.0], [2.0, -1.0]]), [m.tensor([0.0, 1.0, 3.0]), m.tensor([-2.0, 2.0])]),
 ])
 def test_histogramdd_as_torch(op):
