@@ -959,3 +959,29 @@ def test_resize_and_new_empty_strided():
         tnet.zeros(2, requires_grad=True).resize_(3)
     y = tnet.zeros(2, dtype=tnet.int32).new_empty_strided((2, 3), (1, 2))
     assert y.dtype == torch.int32 and y.shape == (2, 3) and y.stride() == (1, 2)
+
+
+def test_as_strided_set_and_resize_as_as_torch():
+    """as_strided_ and set_ re-view self's memory in place (a leaf that requires grad refuses, as torch's), the
+    first with its gradient on a non-leaf; resize_as, torch's deprecated out-of-place form, reshapes with its
+    warning and refuses another element count."""
+    for m in (tnet, torch):
+        y = m.arange(6.0)
+        assert y.as_strided_((2, 2), (1, 2), 1) is y and y.stride() == (1, 2) and y.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+        z = m.zeros(2).set_(y)
+        assert z.shape == (2, 2) and z.tolist() == y.tolist()
+        assert m.zeros(2).set_().shape == (0,)
+        assert m.arange(6.0).set_(m.zeros(3).untyped_storage(), 1, (2,), (1,)).tolist() == [0.0, 0.0]
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            assert m.ones(2, 3).resize_as(m.zeros(3, 2)).shape == (3, 2)
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="requested resize to 4"):
+            m.ones(2, 3).resize_as(m.zeros(4))
+        leaf = m.ones(4, requires_grad=True)
+        for write in (lambda: leaf.as_strided_((2,), (1,)), lambda: leaf.set_(m.zeros(3))):
+            with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+                write()
+    x, r = tnet.arange(6.0).requires_grad_(), torch.arange(6.0).requires_grad_()
+    for u in (x * 2, r * 2):
+        u.as_strided_((2, 2), (1, 2), 1)
+        u.sum().backward()
+    assert x.grad.tolist() == r.grad.tolist()

@@ -373,7 +373,8 @@ Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_
 Tensor.mH = property(_mT)
 
 # tensor surface of the eighth session (ops3)
-from .copy import as_strided, index_reduce, resize_, resize_as_, scatter_reduce
+from .copy import (as_strided, as_strided_, index_reduce, resize_, resize_as, resize_as_, scatter_reduce,
+                   set_)
 from .gemm import addbmm, addmv, addr, ger, vdot
 from .pointwise import bitwise_left_shift, bitwise_right_shift, frexp, nextafter, polygamma
 from .pointwise import fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine
@@ -427,9 +428,10 @@ for _name, _method in {
         "cauchy_": cauchy_, "geometric_": geometric_, "log_normal_": log_normal_,
         "H": property(_H), "prelu": prelu,
         "renorm_": in_place("renorm_", renorm, keeps_self=True), "resize_": resize_, "resize_as_": resize_as_,
+        "resize_as": resize_as, "set_": set_,
         "new_empty_strided": lambda self, size, stride, dtype=None, device=None, requires_grad=False: factory.empty_strided(
             size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
-        "as_strided": as_strided, "apply_": apply_, "map_": map_,
+        "as_strided": as_strided, "as_strided_": as_strided_, "apply_": apply_, "map_": map_,
         "is_pinned": lambda self, device=None: False, "is_shared": lambda self: self.memory.is_shared(),
         "share_memory_": _share_memory_, "record_stream": _record_stream,
         "storage": lambda self: self.memory.storage(), "untyped_storage": lambda self: self.memory.untyped_storage(),

@@ -12,6 +12,7 @@ import itertools
 import math
 import operator
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -1988,6 +1989,39 @@ def as_strided(input, size, stride, storage_offset=None):
         out = torch.empty(input.numel(), dtype=input.dtype, device=g.device)
         return (_copy.gather_(out, buf, torch.from_numpy(inside).to(g.device), 0, name=None).view(input.shape),)
     return record("as_strided", view, (input,), backward)
+
+
+as_strided_ = view_in_place("as_strided_", as_strided)
+
+
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Tensor.set_: self made, in place, a tensor over source's memory (a tnet Tensor: its view; a torch
+    storage: storage_offset, size and stride into it, as torch's), or over no memory (source None). A tensor
+    that requires grad refuses: a leaf as torch's, any other as tnet's tape cannot follow the swap."""
+    if self.requires_grad and is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation."
+                           if self._entry is None else "set_: tnet does not record set_ on a tensor that requires grad")
+    if source is None:
+        self.memory.set_()
+    elif isinstance(source, Tensor):
+        self.memory.set_(source.memory)
+    else:
+        self.memory.set_(source, storage_offset, size, () if stride is None else stride)
+    self._shape_of = None  # Tensor.shape's cache holds the old shape
+    bump_version(self)
+    return self
+
+
+def resize_as(self, tensor, memory_format=None):
+    """Tensor.resize_as (torch's deprecated out-of-place form): self reshaped to tensor's shape, of as many
+    elements (torch's autograd Resize), with torch's deprecation warning."""
+    warnings.warn("non-inplace resize_as is deprecated")
+    check(self.numel() == tensor.numel(),
+          lambda: f"requested resize to {'x'.join(map(str, tensor.shape))} ({tensor.numel()} elements in total), but "
+                  f"the given tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                  f"autograd's resize can only change the shape of a given tensor, while preserving the number of "
+                  f"elements. ")
+    return reshape(self, tuple(tensor.shape))
 
 
 def resize_(self, *sizes, memory_format=None):
