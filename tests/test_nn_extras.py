@@ -608,3 +608,17 @@ def test_adaptive_log_softmax_with_loss_as_torch(rng, ieee):
         nn.AdaptiveLogSoftmaxWithLoss(8, 13, [9, 4])
     from tnet.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
     assert AdaptiveLogSoftmaxWithLoss is nn.AdaptiveLogSoftmaxWithLoss
+
+
+def test_top_level_ctc_loss_as_torch():
+    """torch.ctc_loss, aten's form: the reduction an int, none by default; a name is the parser's TypeError."""
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((6, 2, 5)).astype(np.float32)
+    lp = torch.tensor(logits).log_softmax(2)
+    t, il, tl = [[1, 2, 3], [4, 4, 0]], [6, 5], [3, 2]
+    for args in ((), (0, 1), (0, 2, True)):
+        got = tnet.ctc_loss(tnet.tensor(lp.numpy()), tnet.tensor(t), tnet.tensor(il), tnet.tensor(tl), *args)
+        ref = torch.ctc_loss(lp, torch.tensor(t), torch.tensor(il), torch.tensor(tl), *args)
+        assert got.shape == ref.shape and np.allclose(got.numpy(), ref.numpy(), rtol=1e-5), (args, got, ref)
+    with pytest.raises(TypeError):
+        tnet.ctc_loss(tnet.tensor(lp.numpy()), tnet.tensor(t), il, tl, reduction="mean")

@@ -2,8 +2,9 @@
 whose arguments follow aten's schemas rather than F's: another order, a reduction as an int (0
 'none', 1 'mean', 2 'sum'), flags that only pick torch's backends (cudnn_enabled, ignored). Each
 calls tnet's functional op; the ones whose signatures match F's are F's own functions."""
-from ..kernels.launch import check
+from ..kernels.launch import check, check_type
 from . import inplace as _inplace
+from .composed import ctc_loss as _ctc_loss
 from .composed import poisson_nll_loss as _poisson_nll_loss
 from .copy import embedding as _embedding
 from .norm import batch_norm as _batch_norm
@@ -112,6 +113,13 @@ rrelu_ = _inplace._unary("rrelu_", rrelu, keeps_self=True)
 
 def kl_div(input, target, reduction=1, *, log_target=False):
     return _kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """torch.ctc_loss: F.ctc_loss with aten's int reduction, which defaults to none (each sequence's loss: what
+    torch's binding gives, though its schema names mean)."""
+    check_type(not isinstance(reduction, str), "ctc_loss(): argument 'reduction' must be int, not str")  # aten's parser
+    return _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _REDUCTIONS[reduction], zero_infinity)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
