@@ -45,6 +45,29 @@ def test_interpolate_as_torch(rng, shape, kwargs, channels_last):
     assert x.grad.memory.stride() == x.memory.stride()
 
 
+@pytest.mark.skipif(not hasattr(torch._C._nn, "_upsample_lanczos2d_aa"), reason="torch's lanczos mode is 2.13's")
+@pytest.mark.parametrize("shape,kwargs,channels_last", [
+    ((2, 3, 9, 8), dict(size=(4, 3)), False),  # both axes shrink: the filter widened
+    ((2, 3, 6, 7), dict(size=(9, 11)), True),  # both grow: 7 taps
+    ((2, 3, 10, 9), dict(scale_factor=(0.37, 1.5), align_corners=False), False),
+])
+def test_interpolate_lanczos_as_torch(rng, shape, kwargs, channels_last):
+    """torch 2.13's lanczos mode (antialiased only, sinc(x) sinc(x / 3) over 3 input pixels each side, widened
+    where an axis shrinks): torch's values and gradient; torch's errors for align_corners=True and no antialias."""
+    x, xr = leaf(rng, *shape, channels_last=channels_last)
+    kwargs = dict(mode="lanczos", antialias=True, **kwargs)
+    check(lambda a: F.interpolate(a, **kwargs), lambda a: TF.interpolate(a, **kwargs), [(x, xr)], rng)
+    bad_calls = ((dict(align_corners=True), "does not support align_corners"),
+                 (dict(antialias=False), "requires antialias"))
+    for bad, error in bad_calls:
+        for m in (F, TF):
+            with pytest.raises(ValueError, match=error):
+                m.interpolate((x if m is F else xr), **{**kwargs, **bad})
+    for m, t in ((F, tnet.randn(1, 2, 5)), (TF, torch.randn(1, 2, 5))):
+        with pytest.raises(NotImplementedError, match="lanczos"):
+            m.interpolate(t, size=3, mode="lanczos")
+
+
 def test_interpolate_strided_input_and_modules(rng):
     x, xr = leaf(rng, 2, 3, 7, 5)
     kw = dict(size=(6, 9), mode="bilinear", align_corners=True)

@@ -13,7 +13,7 @@ from .inputs import check_args, check_tensors
 from .pointwise import add, mul, where
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-_LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}  # mode: the input's number of dims
+_LINEAR = {"linear": 3, "bilinear": 4, "bicubic": 4, "lanczos": 4, "trilinear": 5}  # mode: the input's number of dims
 
 
 def _resample_axis(x, axis, n, m, mode, align_corners, scale_factor):
@@ -71,9 +71,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     border clamped) and 'trilinear' (5-D, the 4-D kernel over N * C volumes) weigh
     them, one axis after the other, with torch's source index (align_corners, the scale factor
     given or computed from the sizes: recompute_scale_factor). Two passes for 4-D (an intermediate
-    of one resized axis), torch's one; fp32 sums in another order. antialias=True (bilinear and
-    bicubic, 4-D): torch's antialiased taps (kernels/resample.py), a filter widened by the scale
-    where an axis shrinks."""
+    of one resized axis), torch's one; fp32 sums in another order. antialias=True (bilinear,
+    bicubic and torch 2.13's lanczos, 4-D; lanczos needs it): torch's antialiased taps
+    (kernels/resample.py), a filter widened by the scale where an axis shrinks. Torch's lanczos
+    runs on its CPU alone; tnet's on any device."""
     # torch's order: align_corners, then the sizes, antialias, and last the mode against the input's
     # dims, any mode of another name or type (mode=[1]) torch's NotImplementedError
     check_tensors("interpolate", input=input)
@@ -83,15 +84,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "bicubic | trilinear")
     sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor)
     if antialias:
-        if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
-            raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
-                             "as input")
+        if not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                             "4-D tensor as input")
     needs = _LINEAR.get(mode) if isinstance(mode, str) else None
-    if input.ndim in (3, 4, 5) and needs not in (None, input.ndim) and not (mode == "bicubic" and input.ndim != 4):
+    if input.ndim in (3, 4, 5) and needs not in (None, input.ndim) and mode not in ("bicubic", "lanczos"):
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs}D input")
     if input.ndim not in (3, 4, 5) or not (mode in ("nearest", "nearest-exact", "area") or needs == input.ndim):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
                                   f"nearest-exact (got {mode})")
     if mode == "area":  # torch's: an adaptive average pooling to the output size (0 gives an empty result)
         pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
@@ -100,6 +101,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if align_corners is not None:
             check_args(f"interpolate (mode {mode!r})", "bool", align_corners=align_corners)
         align_corners = bool(align_corners)
+    if mode == "lanczos":  # torch 2.13's, antialiased only
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     check(all(m > 0 for m in sizes),
           lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
     out = input
@@ -113,7 +119,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             flat = _resample_axis(reshape(out, (-1, *shape[2:])), axis + 1, n, m, "linear", align_corners, s)
             out = reshape(flat, (*shape[:2], *flat.shape[1:]))
         else:
-            taps = "cubic" if mode == "bicubic" else "linear"
+            taps = {"bicubic": "cubic", "lanczos": "lanczos"}.get(mode, "linear")
             out = _resample_axis(out, axis + 2, n, m, "antialiased " + taps if antialias else taps, align_corners, s)
     return out
 

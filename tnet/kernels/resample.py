@@ -67,13 +67,17 @@ def _axis_taps(n, m, mode, align_corners, scale_factor):
     return idx.astype(np.int32), w.astype(np.float32)
 
 
-def _antialiased_taps(n, m, cubic, align_corners, scale_factor):
+_SUPPORT = {"linear": 1.0, "cubic": 2.0, "lanczos": 3.0}  # an antialiased filter's half width, in input pixels
+
+
+def _antialiased_taps(n, m, kind, align_corners, scale_factor):
     """(idx [m, K], w [m, K]) of antialiased resampling, torch's: each output i reads the inputs within
-    `support` of its centre scale * (i + 0.5), support = 1 (linear) or 2 (cubic, A = -0.5) input
-    pixels widened by the scale where it shrinks, the filter stretched as much, the weights normalised
-    to sum 1; float32 arithmetic as torch's for a float32 input; unused taps are index -1, weight 0."""
+    `support` of its centre scale * (i + 0.5), support = 1 (kind 'linear'), 2 ('cubic', A = -0.5) or 3
+    ('lanczos': sinc(x) sinc(x / 3)) input pixels widened by the scale where it shrinks, the filter
+    stretched as much, the weights normalised to sum 1; float32 arithmetic as torch's for a float32
+    input (the lanczos filter's sines in float64, rounded); unused taps are index -1, weight 0."""
     scale = source_scale(n, m, align_corners, scale_factor)
-    half = np.float32(2.0 if cubic else 1.0)
+    half = np.float32(_SUPPORT[kind])
     support = half * scale if scale >= 1 else half
     invscale = np.float32(1) / scale if scale >= 1 else np.float32(1)
     k = int(math.ceil(support)) * 2 + 1
@@ -81,10 +85,12 @@ def _antialiased_taps(n, m, cubic, align_corners, scale_factor):
 
     def filt(x):
         x = np.abs(x)
-        if cubic:
+        if kind == "cubic":
             near = ((a + 2) * x - (a + 3)) * x * x + 1
             far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
             return np.where(x < 1, near, np.where(x < 2, far, np.float32(0))).astype(np.float32)
+        if kind == "lanczos":
+            return np.where(x < 3, np.sinc(x.astype(np.float64)) * np.sinc(x / 3.0), 0.0).astype(np.float32)
         return np.where(x < 1, np.float32(1) - x, np.float32(0)).astype(np.float32)
     idx = np.full((m, k), -1, np.int64)
     w = np.zeros((m, k), np.float32)
@@ -126,7 +132,7 @@ def axis_tables(n, m, mode, align_corners, scale_factor, device):
     geometry: scripts resize the same shapes every step)."""
     def make():
         if mode.startswith("antialiased"):
-            idx, w = _antialiased_taps(n, m, mode == "antialiased cubic", align_corners, scale_factor)
+            idx, w = _antialiased_taps(n, m, mode[len("antialiased "):], align_corners, scale_factor)
         else:
             idx, w = _axis_taps(n, m, mode, align_corners, scale_factor)
         idx_t, w_t = _transposed(idx, w, n)
