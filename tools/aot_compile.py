@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Compile tnet's kernels for the GPU machine's sm_90 on a machine without a GPU, ahead of a GPU call: a
+kernel that fails to compile there, a PTX that grew, or a config whose compile takes seconds shows here.
+It needs the GPU machine's Triton in its own environment (the CPU's Triton is newer):
+
+    python -m venv --system-site-packages /tmp/v36 && /tmp/v36/bin/pip install triton==3.6.0
+    /tmp/v36/bin/python tools/aot_compile.py [--kernels depthwise,lerp,grid_sample]
+
+Prints each compile's seconds and PTX size. Compiling is not running: a kernel that compiles may still
+fail its GPU tests (races, miscompiles), and the timings are this machine's, not the GPU machine's.
+`compile_kernel` takes any autotuned tnet kernel, its argument types and its constexprs."""
+import argparse
+import os
+import sys
+import tempfile
+import time
+import types
+
+os.environ["TRITON_INTERPRET"] = "0"  # tnet's kernels as JIT functions, not the interpreter's
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp())  # every compile timed afresh
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout's tnet
+
+import torch  # noqa: E402
+
+# tnet asks the device for these at import; an H100's/H200's answers
+torch.cuda.get_device_properties = lambda index=0: types.SimpleNamespace(multi_processor_count=132)
+torch.cuda.get_device_capability = lambda index=0: (9, 0)
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+def compile_kernel(kernel, arg_types, constexprs, config):
+    """(seconds, PTX characters) of compiling `kernel` (an autotuned tnet kernel) for sm_90 with `config`:
+    arg_types the Triton type of each non-constexpr argument ('*fp32', 'i32', ('i32',) for a tuple),
+    constexprs the others' values but the config's."""
+    fn = kernel.fn
+    consts = {**constexprs, **config.kwargs}
+    signature = {name: "constexpr" if name in consts else arg_types[name] for name in fn.arg_names}
+    start = time.time()
+    compiled = triton.compile(ASTSource(fn, signature, consts), target=TARGET,
+                              options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+    return time.time() - start, len(compiled.asm["ptx"])
+
+
+def depthwise():
+    """Every config of the depthwise kernels at 3x3, 5x5 and 7x7, 64 channels at 16x16, bf16 storage."""
+    from tnet.kernels import depthwise as d
+    for k in (3, 5, 7):
+        pixel = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "bias_ptr": "*bf16", "NPIX": "i32",
+                 "stride_wn": "i32", "stride_wi": "i32", "stride_wj": "i32"}
+        geometry = dict(H=16, W=16, CI=64, CO=64, OH=16, OW=16, KH=k, KW=k, SH=1, SW=1, PH=k // 2, PW=k // 2, DH=1,
+                        DW=1, M=1)
+        yield f"depthwise_kernel {k}x{k}", d.depthwise_kernel, pixel, dict(
+            **geometry, TRANSPOSED=False, BIAS=False, RELU=False)
+        rows = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "bias_ptr": "*bf16", "NROWS": "i32"}
+        yield f"depthwise_rows_kernel {k}x{k}", d.depthwise_rows_kernel, rows, dict(
+            HI=16, WI=16, C=64, HO=16, WO=16, KH=k, KW=k, PH=k // 2, PW=k // 2, TRANSPOSED=False, BIAS=False,
+            RELU=False, BLOCK_W=16)
+        grads = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "dw_ptr": "*fp32", "NPIX": "i32", "stride_dp": "i32"}
+        yield f"depthwise_weight_kernel {k}x{k}", d.depthwise_weight_kernel, grads, dict(
+            **geometry, TAPS=16, PART_PIXELS=d.PART_PIXELS)
+    rows3 = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "dw_ptr": "*fp32", "ROWS": "i32", "stride_dp": "i32"}
+    yield "depthwise_weight3_kernel 3x3", d.depthwise_weight3_kernel, rows3, dict(
+        H=16, W=16, C=64, OH=16, OW=16, PH=1, PW=1, BLOCK_W=16)
+
+
+def lerp():
+    """pointwise_kernel's lerp (a fused multiply-add), flat and strided, fp32 and bf16."""
+    from tnet.kernels import pointwise as p
+    for dtype in ("*fp32", "*bf16"):
+        for flat in (True, False):
+            arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
+                         "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
+                         "b_strides": ("i32",), "c_strides": ("i32",)}
+            yield f"pointwise_kernel lerp {dtype} flat={flat}", p.pointwise_kernel, arg_types, dict(
+                OP="lerp", ARITY=3, SCALARS=0, FLAT=flat, ROUTE=0, COMPUTE=tl.float32)
+
+
+def grid_sample():
+    """grid_sample_backward_kernel in each mode and padding, fp32 and bf16."""
+    from tnet.kernels import resample as r
+    ints = ("NP", "C", "H", "W", "OH", "OW", "XN", "XC", "XH", "XW", "GN", "GH", "GW", "GD", "YN", "YC", "YH",
+            "YW", "DN", "DC", "DH", "DW")
+    for dtype in ("*fp32", "*bf16"):
+        for bilinear in (True, False):
+            for pad in (0, 1, 2):
+                arg_types = {"dy_ptr": dtype, "x_ptr": dtype, "g_ptr": dtype, "dx_ptr": "*fp32", "dg_ptr": "*fp32",
+                             **{name: "i32" for name in ints}}
+                yield (f"grid_sample_backward_kernel {dtype} bilinear={bilinear} pad={pad}",
+                       r.grid_sample_backward_kernel, arg_types,
+                       dict(BILINEAR=bilinear, PAD=pad, ALIGN=False, DX=True, DGRID=bilinear, BLOCK_C=4))
+
+
+GROUPS = {"depthwise": depthwise, "lerp": lerp, "grid_sample": grid_sample}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", default=",".join(GROUPS),
+                        help=f"comma-separated groups of kernels to compile (default: all of {', '.join(GROUPS)})")
+    args = parser.parse_args()
+    print(f"triton {triton.__version__}, target sm_{TARGET.arch}", flush=True)
+    for group in args.kernels.split(","):
+        if group not in GROUPS:
+            parser.error(f"no group {group!r}: {', '.join(GROUPS)}")
+        for name, kernel, arg_types, constexprs in GROUPS[group]():
+            for config in kernel.all_configs:
+                seconds, ptx = compile_kernel(kernel, arg_types, constexprs, config)
+                print(f"{name:52s} {str(config.kwargs):32s} w{config.num_warps}  {seconds:6.2f} s  "
+                      f"PTX {ptx // 1000} K", flush=True)
+
+
+if __name__ == "__main__":
+    main()
