@@ -1,17 +1,20 @@
-"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
-alone, as test_ported_scripts.py: lucidrains' performer-pytorch (FAVOR+ features from QR-orthogonal blocks, the
-softmax and generalized kernels, causal linear attention by cumsum); a word-level LSTM language model over
-nn.AdaptiveLogSoftmaxWithLoss; an image captioner over nn.TransformerDecoder; PyTorch Geometric's QM9 NNConv
-example (edge networks, a GRU, Set2Set) written inline; the parametrizations tutorial (register_parametrization,
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
+as test_ported_scripts.py: lucidrains' performer-pytorch (FAVOR+ features from QR-orthogonal blocks, the softmax and
+generalized kernels, causal linear attention by cumsum); a word-level LSTM language model over
+nn.AdaptiveLogSoftmaxWithLoss; an image captioner over nn.TransformerDecoder; PyTorch Geometric's QM9 NNConv example
+(edge networks, a GRU, Set2Set) written inline; the parametrizations tutorial (register_parametrization,
 right_inverse, matrix_exp, a Cayley map, cached, remove_parametrizations); d2l.ai 1.0's ResNet of lazy modules;
-AMLab's attention-based deep multiple-instance learning; DeepAR's Gaussian LSTM; YOLOv5's torch_utils (smart_optimizer,
-ModelEMA, fuse_conv_and_bn, the np.interp warmup); apple/ml-cvnets' MobileViT block; a comparison of nn's
-activations; SaoYan's DnCNN; a neural system-identification model under PoissonNLLLoss; and shirgur's PointerNet.
-Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
-weights summed into a few numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`);
-shapes are tiny and runs take one or two steps. Each script seeds torch first, as its source's main does. Where Adam
-would normalise a gradient that is rounding alone (an attention key's bias, a bias before a BatchNorm), the script
-takes SGD, as each says."""
+AMLab's attention-based deep multiple-instance learning; DeepAR's Gaussian LSTM; YOLOv5's torch_utils
+(smart_optimizer, ModelEMA, fuse_conv_and_bn, the np.interp warmup); apple/ml-cvnets' MobileViT block; a comparison
+of nn's activations; SaoYan's DnCNN; a neural system-identification model under PoissonNLLLoss; shirgur's PointerNet
+(whose `x[mask.byte()]` found that tnet refused torch's deprecated uint8 masks); the self-organising textures'
+neural CA (circular padding, a pool of states); and torchvision's video ResNet (R(2+1)D's Conv2Plus1D). DeepAR's
+forget-gate init through `lstm._all_weights` found that tnet's LSTM lacked that list. Each runs in tnet, then in
+torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`); shapes are tiny and runs
+take one or two steps. Each script seeds torch first, as its source's main does. Where Adam would normalise a
+gradient that is rounding alone (an attention key's bias, a bias before a BatchNorm), the script takes SGD, as each
+says."""
 import math
 
 import numpy as np
@@ -164,7 +167,7 @@ def performer(m, state=None):
             self.no_projection = no_projection
             self.causal = causal
             if causal:
-                self.causal_linear_fn = partial(causal_linear_attention_noncuda, chunk_size=4)
+                self.causal_linear_fn = partial(causal_linear_attention_noncuda, chunk_size=2)
 
         @torch.no_grad()
         def redraw_projection_matrix(self, device):
@@ -354,7 +357,7 @@ def performer(m, state=None):
             self.to_out = nn.Linear(dim, num_tokens)
 
         def forward(self, x, return_encodings=False, **kwargs):
-            b, n, device = *x.shape, x.device
+            n = x.shape[1]
             assert n <= self.max_seq_len, f'sequence length {n} must be less than the max sequence length {self.max_seq_len}'
 
             x = self.token_emb(x)
@@ -950,8 +953,7 @@ def test_d2l_lazy_resnet():
 # wrapping, train_loss += loss.data[0], and Adam with weight_decay=10e-5
 def attention_mil(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
-    from torch.autograd import Variable  # noqa: F401 (the source's import; the port's is below)
-    Variable = m.torch.autograd.Variable  # noqa: F811
+    Variable = m.torch.autograd.Variable  # the source's `from torch.autograd import Variable`
     torch.manual_seed(1)
     rng = np.random.default_rng(1)
 
@@ -1195,6 +1197,7 @@ def deepar(m, state=None, replay=None):
         idx_t = torch.tensor(idx).unsqueeze(0).to(params.device)
 
         loss = torch.zeros(1, device=params.device)
+        mu = None  # read from t = 1 on
         hidden = model.init_hidden(batch_size)
         cell = model.init_cell(batch_size)
 
@@ -1740,7 +1743,7 @@ def test_mobilevit():
 # the model built per activation with copy.deepcopy of the module, one SGD step each on the same batch, and the test
 # loss and accuracy per activation in eval mode
 def activation_zoo(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     import copy
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -2281,7 +2284,7 @@ def test_pointer_net():
 # choice and written back, the seed replacing x[:1], the overflow loss by clamp, a target's MSE, loss.backward()
 # under torch.no_grad(), each gradient normalised in place by p.grad /= (p.grad.norm() + 1e-8), Adam and MultiStepLR
 def neural_ca(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch = m.torch
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
 
@@ -2356,3 +2359,176 @@ def neural_ca(m, state=None):
 
 def test_neural_ca():
     compare(neural_ca)
+
+
+# (p) torchvision's models/video/resnet.py at reduced widths (its 64-512 planes as a parameter): Conv3DSimple and
+# Conv2Plus1D (an nn.Sequential subclass with a get_downsample_stride staticmethod, midplanes by the parameter-matching
+# formula, (1, 3, 3) then (3, 1, 1) kernels), BasicBlock with a conv_builder, R2Plus1dStem, VideoResNet's _make_layer
+# (a Conv3d downsample of stride ds_stride), AdaptiveAvgPool3d and flatten(1), its kaiming_normal_(mode="fan_out")
+# init; trained on a clip batch of shape (N, C, T, H, W) by SGD with nesterov momentum and CrossEntropyLoss
+def video_resnet(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+
+    class Conv3DSimple(nn.Conv3d):
+        def __init__(self, in_planes, out_planes, midplanes=None, stride=1, padding=1):
+            super().__init__(
+                in_channels=in_planes,
+                out_channels=out_planes,
+                kernel_size=(3, 3, 3),
+                stride=stride,
+                padding=padding,
+                bias=False,
+            )
+
+        @staticmethod
+        def get_downsample_stride(stride):
+            return stride, stride, stride
+
+    class Conv2Plus1D(nn.Sequential):
+        def __init__(self, in_planes, out_planes, midplanes, stride=1, padding=1):
+            super().__init__(
+                nn.Conv3d(
+                    in_planes,
+                    midplanes,
+                    kernel_size=(1, 3, 3),
+                    stride=(1, stride, stride),
+                    padding=(0, padding, padding),
+                    bias=False,
+                ),
+                nn.BatchNorm3d(midplanes),
+                nn.ReLU(inplace=True),
+                nn.Conv3d(
+                    midplanes, out_planes, kernel_size=(3, 1, 1), stride=(stride, 1, 1), padding=(padding, 0, 0),
+                    bias=False
+                ),
+            )
+
+        @staticmethod
+        def get_downsample_stride(stride):
+            return stride, stride, stride
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, conv_builder, stride=1, downsample=None):
+            midplanes = (inplanes * planes * 3 * 3 * 3) // (inplanes * 3 * 3 + 3 * planes)
+
+            super().__init__()
+            self.conv1 = nn.Sequential(
+                conv_builder(inplanes, planes, midplanes, stride), nn.BatchNorm3d(planes), nn.ReLU(inplace=True)
+            )
+            self.conv2 = nn.Sequential(conv_builder(planes, planes, midplanes), nn.BatchNorm3d(planes))
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x):
+            residual = x
+
+            out = self.conv1(x)
+            out = self.conv2(out)
+            if self.downsample is not None:
+                residual = self.downsample(x)
+
+            out += residual
+            out = self.relu(out)
+
+            return out
+
+    class R2Plus1dStem(nn.Sequential):
+        """R(2+1)D stem is different than the default one as it uses separated 3D convolution"""
+
+        def __init__(self, widths):
+            super().__init__(
+                nn.Conv3d(3, widths[1], kernel_size=(1, 7, 7), stride=(1, 2, 2), padding=(0, 3, 3), bias=False),
+                nn.BatchNorm3d(widths[1]),
+                nn.ReLU(inplace=True),
+                nn.Conv3d(widths[1], widths[0], kernel_size=(3, 1, 1), stride=(1, 1, 1), padding=(1, 0, 0),
+                          bias=False),
+                nn.BatchNorm3d(widths[0]),
+                nn.ReLU(inplace=True),
+            )
+
+    class VideoResNet(nn.Module):
+        def __init__(self, block, conv_makers, layers, stem, num_classes=400, zero_init_residual=False,
+                     widths=(64, 128, 256, 512)):
+            super().__init__()
+            self.inplanes = widths[0]
+
+            self.stem = stem(widths)
+
+            self.layer1 = self._make_layer(block, conv_makers[0], widths[0], layers[0], stride=1)
+            self.layer2 = self._make_layer(block, conv_makers[1], widths[1], layers[1], stride=2)
+            self.layer3 = self._make_layer(block, conv_makers[2], widths[2], layers[2], stride=2)
+            self.avgpool = nn.AdaptiveAvgPool3d((1, 1, 1))
+            self.fc = nn.Linear(widths[2] * block.expansion, num_classes)
+
+            # init weights
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv3d):
+                    nn.init.kaiming_normal_(m_.weight, mode="fan_out", nonlinearity="relu")
+                    if m_.bias is not None:
+                        nn.init.constant_(m_.bias, 0)
+                elif isinstance(m_, nn.BatchNorm3d):
+                    nn.init.constant_(m_.weight, 1)
+                    nn.init.constant_(m_.bias, 0)
+                elif isinstance(m_, nn.Linear):
+                    nn.init.normal_(m_.weight, 0, 0.01)
+                    nn.init.constant_(m_.bias, 0)
+
+        def forward(self, x):
+            x = self.stem(x)
+
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.layer3(x)
+
+            x = self.avgpool(x)
+            # Flatten the layer to fc
+            x = x.flatten(1)
+            x = self.fc(x)
+
+            return x
+
+        def _make_layer(self, block, conv_builder, planes, blocks, stride=1):
+            downsample = None
+
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                ds_stride = conv_builder.get_downsample_stride(stride)
+                downsample = nn.Sequential(
+                    nn.Conv3d(self.inplanes, planes * block.expansion, kernel_size=1, stride=ds_stride, bias=False),
+                    nn.BatchNorm3d(planes * block.expansion),
+                )
+            layers = []
+            layers.append(block(self.inplanes, planes, conv_builder, stride, downsample))
+
+            self.inplanes = planes * block.expansion
+            for i in range(1, blocks):
+                layers.append(block(self.inplanes, planes, conv_builder))
+
+            return nn.Sequential(*layers)
+
+    # r2plus1d_18's builders, its first three stages; one stage of Conv3DSimple, as mixed convolutions (mc3) do
+    model = VideoResNet(BasicBlock, [Conv3DSimple, Conv2Plus1D, Conv2Plus1D], [1, 1, 1], R2Plus1dStem, num_classes=3,
+                        widths=(2, 3, 4))
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4, nesterov=True)
+    clips = torch.tensor(normal(rng, 2, 3, 4, 8, 8))
+    target = torch.tensor([0, 2])
+    losses = []
+    model.train()
+    for _ in range(2):
+        output = model(clips)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_video_resnet():
+    compare(video_resnet)
