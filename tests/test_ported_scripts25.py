@@ -8,11 +8,12 @@ AMLab's attention-based deep multiple-instance learning; DeepAR's Gaussian LSTM;
 (smart_optimizer, ModelEMA, fuse_conv_and_bn, the np.interp warmup); apple/ml-cvnets' MobileViT block; a comparison
 of nn's activations; SaoYan's DnCNN; a neural system-identification model under PoissonNLLLoss; shirgur's PointerNet
 (whose `x[mask.byte()]` found that tnet refused torch's deprecated uint8 masks); the self-organising textures'
-neural CA (circular padding, a pool of states); and torchvision's video ResNet (R(2+1)D's Conv2Plus1D). DeepAR's
-forget-gate init through `lstm._all_weights` found that tnet's LSTM lacked that list. Each runs in tnet, then in
-torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
-numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`); shapes are tiny and runs
-take one or two steps. Each script seeds torch first, as its source's main does. Where Adam would normalise a
+neural CA (circular padding, a pool of states); torchvision's video ResNet (R(2+1)D's Conv2Plus1D); and Hugging Face
+Trainer's training step (LabelSmoother, the CPU bf16 autocast by torch.cpu.amp.autocast, which tnet lacked).
+DeepAR's forget-gate init through `lstm._all_weights` found that tnet's LSTM lacked that list. Each runs in tnet,
+then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a
+few numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`); shapes are tiny and
+runs take one or two steps. Each script seeds torch first, as its source's main does. Where Adam would normalise a
 gradient that is rounding alone (an attention key's bias, a bias before a BatchNorm), the script takes SGD, as each
 says."""
 import math
@@ -2532,3 +2533,178 @@ def video_resnet(m, state=None):
 
 def test_video_resnet():
     compare(video_resnet)
+
+
+# (q) Hugging Face transformers' Trainer reduced to its training step (trainer.py and trainer_pt_utils.py): the CPU
+# bf16 path (use_cpu_amp: autocast_smart_context_manager's torch.cpu.amp.autocast(cache_enabled=, dtype=torch.bfloat16)
+# when torch.cuda.is_available() is False, else torch.cuda.amp.autocast), _prepare_input's recursion over Mappings,
+# tuples and lists with .to(**kwargs), compute_loss reading outputs["loss"] from a dict-like ModelOutput, LabelSmoother
+# (padding_mask by labels.eq(ignore_index), labels.clamp(min=0), log_probs.gather, sum(dim=-1, keepdim=True,
+# dtype=torch.float32), masked_fill_, num_active_elements by numel() - long().sum()), loss / gradient_accumulation_steps,
+# clip_grad_norm_, AdamW over get_parameter_names' no-decay split, get_linear_schedule_with_warmup as a LambdaLR, and
+# model.zero_grad() after each optimizer step
+def hf_trainer_step(m, state=None):
+    torch, nn = m.torch, m.nn
+    import contextlib
+    from collections.abc import Mapping
+    from dataclasses import dataclass
+    torch.manual_seed(42)
+    rng = np.random.default_rng(42)
+
+    @dataclass
+    class LabelSmoother:
+        epsilon: float = 0.1
+        ignore_index: int = -100
+
+        def __call__(self, model_output, labels, shift_labels=False):
+            logits = model_output["logits"] if isinstance(model_output, dict) else model_output[0]
+            if shift_labels:
+                logits = logits[..., :-1, :].contiguous()
+                labels = labels[..., 1:].contiguous()
+
+            log_probs = -nn.functional.log_softmax(logits, dim=-1)
+            if labels.dim() == log_probs.dim() - 1:
+                labels = labels.unsqueeze(-1)
+
+            padding_mask = labels.eq(self.ignore_index)
+            # In case the ignore_index is -100, the gather will fail, so we replace labels by 0. The padding_mask
+            # will ignore them in any case.
+            labels = torch.clamp(labels, min=0)
+            nll_loss = log_probs.gather(dim=-1, index=labels)
+            # works for fp16 input tensor too, by internally upcasting it to fp32
+            smoothed_loss = log_probs.sum(dim=-1, keepdim=True, dtype=torch.float32)
+
+            nll_loss.masked_fill_(padding_mask, 0.0)
+            smoothed_loss.masked_fill_(padding_mask, 0.0)
+
+            # Take the mean over the label dimensions, then divide by the number of active elements (i.e. not-padded):
+            num_active_elements = padding_mask.numel() - padding_mask.long().sum()
+            nll_loss = nll_loss.sum() / num_active_elements
+            smoothed_loss = smoothed_loss.sum() / (num_active_elements * log_probs.shape[-1])
+            return (1 - self.epsilon) * nll_loss + self.epsilon * smoothed_loss
+
+    def get_parameter_names(model, forbidden_layer_types):
+        result = []
+        for name, child in model.named_children():
+            result += [
+                f"{name}.{n}"
+                for n in get_parameter_names(child, forbidden_layer_types)
+                if not isinstance(child, tuple(forbidden_layer_types))
+            ]
+        # Add model specific parameters (defined with nn.Parameter) since they are not in any child.
+        result += list(model._parameters.keys())
+        return result
+
+    def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, last_epoch=-1):
+        def lr_lambda(current_step):
+            if current_step < num_warmup_steps:
+                return float(current_step) / float(max(1, num_warmup_steps))
+            return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
+
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda, last_epoch)
+
+    class TokenTagger(nn.Module):
+        def __init__(self, vocab=10, hidden=8, num_labels=4):
+            super().__init__()
+            self.embeddings = nn.Embedding(vocab, hidden)
+            self.norm = nn.LayerNorm(hidden)
+            self.dense = nn.Linear(hidden, hidden)
+            self.classifier = nn.Linear(hidden, num_labels)
+
+        def forward(self, input_ids, attention_mask=None, labels=None):
+            h = self.norm(self.embeddings(input_ids))
+            h = torch.tanh(self.dense(h)) * attention_mask.unsqueeze(-1)
+            logits = self.classifier(h)
+            return {"logits": logits}
+
+    class Trainer:
+        def __init__(self, model, args, train_batches):
+            self.model, self.args, self.train_batches = model, args, train_batches
+            self.label_smoother = LabelSmoother(epsilon=args["label_smoothing_factor"])
+            self.use_cpu_amp = args["bf16"] and not torch.cuda.is_available()
+            self.amp_dtype = torch.bfloat16
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def create_optimizer(self):
+            decay_parameters = get_parameter_names(self.model, [nn.LayerNorm])
+            decay_parameters = [name for name in decay_parameters if "bias" not in name]
+            optimizer_grouped_parameters = [
+                {"params": [p for n, p in self.model.named_parameters() if (n in decay_parameters and p.requires_grad)],
+                 "weight_decay": self.args["weight_decay"]},
+                {"params": [p for n, p in self.model.named_parameters() if (n not in decay_parameters and p.requires_grad)],
+                 "weight_decay": 0.0},
+            ]
+            self.optimizer = torch.optim.AdamW(optimizer_grouped_parameters, lr=self.args["learning_rate"],
+                                               betas=(0.9, 0.999), eps=1e-8)
+            self.lr_scheduler = get_linear_schedule_with_warmup(self.optimizer, 1, self.args["max_steps"])
+            return [len(g["params"]) for g in optimizer_grouped_parameters]
+
+        def autocast_smart_context_manager(self, cache_enabled=True):
+            if self.use_cpu_amp:
+                ctx_manager = torch.cpu.amp.autocast(cache_enabled=cache_enabled, dtype=self.amp_dtype)
+            elif self.args["bf16"]:
+                ctx_manager = torch.cuda.amp.autocast(cache_enabled=cache_enabled, dtype=self.amp_dtype)
+            else:
+                ctx_manager = contextlib.nullcontext()
+            return ctx_manager
+
+        def _prepare_input(self, data):
+            if isinstance(data, Mapping):
+                return type(data)({k: self._prepare_input(v) for k, v in data.items()})
+            elif isinstance(data, (tuple, list)):
+                return type(data)(self._prepare_input(v) for v in data)
+            elif isinstance(data, torch.Tensor):
+                kwargs = {"device": self.device}
+                return data.to(**kwargs)
+            return data
+
+        def compute_loss(self, model, inputs, return_outputs=False):
+            labels = inputs.pop("labels")
+            outputs = model(**inputs)
+            loss = self.label_smoother(outputs, labels)
+            return (loss, outputs) if return_outputs else loss
+
+        def training_step(self, model, inputs):
+            model.train()
+            inputs = self._prepare_input(inputs)
+            with self.autocast_smart_context_manager():
+                loss = self.compute_loss(model, inputs)
+            if self.args["gradient_accumulation_steps"] > 1:
+                loss = loss / self.args["gradient_accumulation_steps"]
+            loss.backward()
+            return loss.detach()
+
+        def train(self):
+            groups = self.create_optimizer()
+            tr_loss, logs = torch.tensor(0.0).to(self.device), []
+            self.model.zero_grad()
+            for step, inputs in enumerate(self.train_batches):
+                tr_loss_step = self.training_step(self.model, inputs)
+                tr_loss += tr_loss_step
+                if (step + 1) % self.args["gradient_accumulation_steps"] == 0:
+                    nn.utils.clip_grad_norm_(self.model.parameters(), self.args["max_grad_norm"])
+                    self.optimizer.step()
+                    self.lr_scheduler.step()
+                    self.model.zero_grad()
+                    logs += [tr_loss.item(), self.lr_scheduler.get_last_lr()[0]]
+            return groups, logs
+
+    model = TokenTagger()
+    init = load(m, model, state)
+    args = {"bf16": True, "label_smoothing_factor": 0.1, "weight_decay": 0.01, "learning_rate": 5e-3, "max_steps": 3,
+            "gradient_accumulation_steps": 2, "max_grad_norm": 1.0}
+    batches = []
+    for _ in range(4):
+        labels = rng.integers(0, 4, (2, 5))
+        labels[1, 3:] = -100
+        batches.append({"input_ids": torch.tensor(rng.integers(0, 10, (2, 5))),
+                        "attention_mask": torch.tensor((labels != -100).astype(np.int64)),
+                        "labels": torch.tensor(labels)})
+    trainer = Trainer(model, args, batches)
+    groups, logs = trainer.train()
+    assert groups == [3, 4], groups
+    return init, logs + summary(model.parameters())
+
+
+def test_hf_trainer_step():
+    compare(hf_trainer_step)
