@@ -8,14 +8,15 @@ AMLab's attention-based deep multiple-instance learning; DeepAR's Gaussian LSTM;
 (smart_optimizer, ModelEMA, fuse_conv_and_bn, the np.interp warmup); apple/ml-cvnets' MobileViT block; a comparison
 of nn's activations; SaoYan's DnCNN; a neural system-identification model under PoissonNLLLoss; shirgur's PointerNet
 (whose `x[mask.byte()]` found that tnet refused torch's deprecated uint8 masks); the self-organising textures'
-neural CA (circular padding, a pool of states); torchvision's video ResNet (R(2+1)D's Conv2Plus1D); and Hugging Face
-Trainer's training step (LabelSmoother, the CPU bf16 autocast by torch.cpu.amp.autocast, which tnet lacked).
-DeepAR's forget-gate init through `lstm._all_weights` found that tnet's LSTM lacked that list. Each runs in tnet,
-then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a
-few numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`); shapes are tiny and
-runs take one or two steps. Each script seeds torch first, as its source's main does. Where Adam would normalise a
-gradient that is rounding alone (an attention key's bias, a bias before a BatchNorm), the script takes SGD, as each
-says."""
+neural CA (circular padding, a pool of states); torchvision's video ResNet (R(2+1)D's Conv2Plus1D); Hugging Face
+Trainer's training step (LabelSmoother, the CPU bf16 autocast by torch.cpu.amp.autocast, which tnet lacked); and
+Captum's LayerIntegratedGradients (whose hook handle in a `with` block and torch.utils.hooks.RemovableHandle tnet
+lacked). DeepAR's forget-gate init through `lstm._all_weights` found that tnet's LSTM lacked that list. Each runs in
+tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
+into a few numbers, agree. Numpy draws what a script draws, or torch replays tnet's draws (`replay`); shapes are
+tiny and runs take one or two steps. Each script seeds torch first, as its source's main does. Where Adam would
+normalise a gradient that is rounding alone (an attention key's bias, a bias before a BatchNorm), the script takes
+SGD, as each says."""
 import math
 
 import numpy as np
@@ -2708,3 +2709,96 @@ def hf_trainer_step(m, state=None):
 
 def test_hf_trainer_step():
     compare(hf_trainer_step)
+
+
+# (r) Captum's LayerIntegratedGradients in miniature (captum/attr/_core/layer/layer_integrated_gradients.py,
+# _utils/gradient.py and approximation_methods.py): _forward_layer_eval capturing a layer's output by a forward hook
+# under torch.no_grad(), the hooks kept as `all_hooks: List[RemovableHandle]` (torch.utils.hooks' type), the
+# Gauss-Legendre alphas and weights from np.polynomial.legendre.leggauss, the scaled features torch.cat'ed over
+# the alphas with requires_grad_(), a forward hook that returns them in place of the layer's output, registered in a
+# `with` block (the handle removes it on exit), torch.autograd.grad of torch.unbind(output) to the scaled features, the
+# attributions as the weighted sum times (input - baseline), and the convergence delta; after a training step
+def layer_integrated_gradients(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    import importlib
+    from typing import List
+    RemovableHandle = importlib.import_module(m.torch.__name__ + ".utils.hooks").RemovableHandle
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+
+    def gauss_legendre_builders():
+        def step_sizes(n):
+            return list(0.5 * np.polynomial.legendre.leggauss(n)[1])
+
+        def alphas(n):
+            return list(0.5 * (1 + np.polynomial.legendre.leggauss(n)[0]))
+
+        return step_sizes, alphas
+
+    def _forward_layer_eval(forward_fn, inputs, layer):
+        saved_layer = {}
+
+        def forward_hook(module, inp, out):
+            saved_layer[module] = out.clone()
+
+        all_hooks: List[RemovableHandle] = []
+        try:
+            all_hooks.append(layer.register_forward_hook(forward_hook))
+            with torch.no_grad():
+                output = forward_fn(inputs)
+        finally:
+            for hook in all_hooks:
+                hook.remove()
+        return saved_layer[layer], output
+
+    class LayerIntegratedGradients:
+        def __init__(self, forward_func, layer):
+            self.forward_func, self.layer = forward_func, layer
+
+        def attribute(self, inputs, baselines, target, n_steps=8, return_convergence_delta=False):
+            inputs_layer, _ = _forward_layer_eval(self.forward_func, inputs, self.layer)
+            baselines_layer, _ = _forward_layer_eval(self.forward_func, baselines, self.layer)
+            step_sizes_func, alphas_func = gauss_legendre_builders()
+            step_sizes, alphas = step_sizes_func(n_steps), alphas_func(n_steps)
+            scaled_features = torch.cat(
+                [baselines_layer + alpha * (inputs_layer - baselines_layer) for alpha in alphas], dim=0
+            ).requires_grad_()
+            num_examples = inputs.shape[0]
+
+            def layer_forward_hook(module, hook_inputs, out=None):
+                return scaled_features
+
+            expanded = torch.cat([inputs] * n_steps, dim=0)
+            expanded_target = torch.cat([target] * n_steps, dim=0)
+            with self.layer.register_forward_hook(layer_forward_hook):
+                output = self.forward_func(expanded)
+                output = output.gather(1, expanded_target.unsqueeze(1)).squeeze(1)
+                grads = torch.autograd.grad(torch.unbind(output), scaled_features)[0]
+            scaled_grads = grads.contiguous().view(n_steps, -1) * torch.tensor(step_sizes).float().view(n_steps, 1)
+            total_grads = scaled_grads.reshape((n_steps, num_examples) + grads.shape[1:]).sum(dim=0)
+            attributions = total_grads * (inputs_layer - baselines_layer)
+            if not return_convergence_delta:
+                return attributions
+            with torch.no_grad():
+                start = self.forward_func(baselines).gather(1, target.unsqueeze(1)).squeeze(1)
+                end = self.forward_func(inputs).gather(1, target.unsqueeze(1)).squeeze(1)
+            row_sums = attributions.reshape(num_examples, -1).sum(dim=1)
+            return attributions, end - start - row_sums
+
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 6), nn.Softplus(), nn.Linear(6, 3))
+    init = load(m, model, state)
+    x, y = torch.tensor(normal(rng, 3, 4)), torch.tensor(rng.integers(0, 3, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = F.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    model.eval()
+    lig = LayerIntegratedGradients(model, model[2])
+    attributions, delta = lig.attribute(x, torch.zeros_like(x), target=y, return_convergence_delta=True)
+    assert len(model[2]._forward_hooks) == 0
+    return init, [loss.item()] + attributions.flatten().tolist() + delta.tolist() + summary(model.parameters())
+
+
+def test_layer_integrated_gradients():
+    compare(layer_integrated_gradients)
