@@ -216,6 +216,28 @@ def test_advanced_indexing_errors_are_torchs(fn):
     assert str(got.value) == str(ref.value)
 
 
+
+def test_byte_masks_index_as_torchs_deprecated_bool_masks(rng):
+    """A uint8 tensor or numpy array indexes as a bool mask with torch's deprecation warning (PointerNet's
+    `embedded_inputs[mask.byte()]`), read and written; a uint16 array stays integer indices, as torch's."""
+    a = rng.standard_normal((3, 2)).astype(np.float32)
+    masks = [np.array([1, 0, 1], np.uint8), np.array([[1, 0], [0, 0], [1, 1]], np.uint8)]
+    for lib in (torch, tnet):
+        x = lib.tensor(a)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = [x[lib.tensor(mk)] for mk in masks] + [x[masks[0]], x[np.array([2, 0], np.uint16)]]
+            x[lib.tensor(masks[0])] = lib.tensor([[7.0, 8.0]])
+        assert [str(w.message).split(" (Triggered")[0] for w in caught] == [
+            "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."] * 4
+        assert caught[0].filename == __file__
+        if lib is torch:
+            ref = [v.numpy() for v in got + [x]]
+        else:
+            for v, r in zip(got + [x], ref):
+                np.testing.assert_array_equal(v.numpy(), r)
+
+
 # ---- views ----------------------------------------------------------------------------------
 
 def test_t_view_flatten_with_gradients(rng):

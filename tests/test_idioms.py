@@ -355,6 +355,30 @@ def test_forward_hooks_with_kwargs_and_prepend_as_torch():
     assert results[tnet] == results[torch] == ([6.0, 6.0], [3.0, 3.0], ["first", "plain", "post"] * 3)
 
 
+
+def test_hook_handles_are_torchs_removable_handles():
+    """torch.utils.hooks.RemovableHandle: each handle a new id, a context manager that removes its hook
+    on exit (`with layer.register_forward_hook(fn): model(x)`), remove() twice harmless, and a handle
+    made by hand over a user's dict (extra_dict too), as torch's."""
+    results = {}
+    for lib in (tnet, torch):
+        from importlib import import_module
+        RemovableHandle = import_module(lib.__name__ + ".utils.hooks").RemovableHandle
+        m, seen = lib.nn.Linear(2, 2), []
+        with m.register_forward_hook(lambda mod, args, out: seen.append("hook")) as handle:
+            m(lib.ones(2))
+            assert isinstance(handle, RemovableHandle)
+        m(lib.ones(2))
+        handle.remove()
+        first, second = m.register_forward_pre_hook(lambda *a: None), m.register_forward_pre_hook(lambda *a: None)
+        hooks, extra = collections.OrderedDict(), collections.OrderedDict()  # torch's keeps weak references
+        mine = RemovableHandle(hooks, extra_dict=extra)
+        hooks[mine.id] = extra[mine.id] = "x"
+        mine.remove()
+        results[lib] = (seen, second.id - first.id, hooks, extra, len(m._forward_pre_hooks))
+    assert results[tnet] == results[torch] == (["hook"], 1, collections.OrderedDict(), collections.OrderedDict(), 2)
+
+
 def test_load_state_dict_hooks_as_torch():
     """load_state_dict's hooks as torch's: a pre-hook renames a legacy key in the state_dict it is given
     (_register_load_state_dict_pre_hook, and the public one with the module first), each child's hook

@@ -329,6 +329,19 @@ def test_cuda_amp_names():
     assert isinstance(tnet.cuda.amp.GradScaler(), tnet.amp.GradScaler)
 
 
+def test_cpu_names():
+    """torch.cpu's answers and torch.cpu.amp's autocast (bfloat16 by default) and GradScaler."""
+    from tnet.cpu.amp import GradScaler, autocast
+    assert (tnet.cpu.is_available(), tnet.cpu.device_count(), tnet.cpu.current_device()) == (
+        torch.cpu.is_available(), torch.cpu.device_count(), torch.cpu.current_device())
+    assert tnet.cpu.synchronize() is None
+    with autocast():
+        assert tnet.amp.get_autocast_dtype() == torch.bfloat16
+    with tnet.cpu.amp.autocast(enabled=False):
+        assert tnet.amp.get_autocast_dtype() is None
+    assert GradScaler(init_scale=4.0, enabled=False).get_scale() == torch.cpu.amp.GradScaler(4.0, enabled=False).get_scale()
+
+
 def test_new_ops_use_torch_for_memory_only():
     rng = np.random.default_rng(6)
     a, _ = leaf(rng, 3, 4)

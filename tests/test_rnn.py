@@ -146,6 +146,7 @@ def test_lstm_with_projections(rng, ieee):
     assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == \
         [(n, tuple(p.shape)) for n, p in theirs.named_parameters()]
     assert repr(ours) == repr(theirs).replace("torch.nn.", "") and len(ours.all_weights[0]) == 5
+    assert ours._all_weights == theirs._all_weights  # the names per layer and direction, which scripts read
     x, h0, c0 = pair(rng, 3, B, I), pair(rng, 4, B, P), pair(rng, 4, B, H)
     compare(ours, theirs, [x, (h0, c0)], rng)
     ours, theirs = twins(nn.LSTM(I, H, proj_size=P), torch.nn.LSTM(I, H, proj_size=P))

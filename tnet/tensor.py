@@ -284,23 +284,38 @@ def _run_callbacks():
         _backward_callbacks.pop(0)()
 
 
-class _RemovableHandle:
-    """What the register_*hook methods return: remove() takes the hook away."""
+class RemovableHandle:
+    """torch.utils.hooks.RemovableHandle, what the register_*hook methods return: the hook's key `id`
+    in hooks_dict (a new one per handle, from one counter, as torch's), remove() takes it away there
+    and in extra_dict (a dict or a list of dicts); a context manager that removes it on exit
+    (`with layer.register_forward_hook(fn): model(x)`)."""
 
-    def __init__(self, hooks, key):
-        self.hooks, self.key = hooks, key
+    next_id = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        self.extra_dicts = [extra_dict] if isinstance(extra_dict, dict) else list(extra_dict or ())
 
     def remove(self):
-        self.hooks.pop(self.key, None)
+        for hooks in (self.hooks_dict, *self.extra_dicts):
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def add_hook(owner, attribute, hook):
     """hook kept in owner's dict `attribute` (made on first use), in the order added; returns its
-    _RemovableHandle."""
+    RemovableHandle."""
     hooks = owner.__dict__.setdefault(attribute, {})
-    key = max(hooks, default=-1) + 1
-    hooks[key] = hook
-    return _RemovableHandle(hooks, key)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
 
 
 def _hooked_grad(t, g):

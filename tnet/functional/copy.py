@@ -7,6 +7,8 @@ A channels-last activation (a convolution's output: NCHW shape, NHWC memory) beh
 NCHW tensor: view, reshape and flatten give torch's values in torch's order, and where no view
 of the NHWC memory can, view copies to NCHW first (view may copy a channels-last activation)."""
 import builtins
+import os
+import sys
 import functools
 import itertools
 import math
@@ -86,10 +88,26 @@ def scalar_indices(index):
 _BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
+_BYTE_MASK = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn_at_caller(message):
+    """warnings.warn naming the first line outside tnet: the user's indexing, as torch's warning names it."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def _index_item(item):
     """One item of an index as Indexing takes it: a tnet.Tensor stays (a 0-d bool one is read as a
     bool); lists, ranges and numpy arrays become numpy int64 or bool arrays (a float list
-    truncated, as torch's; a 0-d array an int or a bool)."""
+    truncated, as torch's; a 0-d array an int or a bool). A uint8 tensor or array is a mask, as
+    torch's deprecated byte masks (`x[mask.byte()]`), with torch's warning."""
+    if item.dtype == torch.uint8 if isinstance(item, Tensor) else isinstance(item, np.ndarray) and item.dtype == np.uint8:
+        _warn_at_caller(_BYTE_MASK)
+        item = ne(item, 0) if isinstance(item, Tensor) else item != 0
     if isinstance(item, Tensor):
         if item.ndim == 0 and item.dtype == torch.bool:
             no_host_read(item.memory, "x[bool tensor]")

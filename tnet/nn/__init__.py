@@ -457,10 +457,10 @@ class Module:
                                 else hook)
         if prepend:  # the new key first, in the same dict (the handles hold it)
             hooks = self.__dict__[attribute]
-            rest = [(k, v) for k, v in hooks.items() if k != handle.key]
-            first = hooks[handle.key]
+            rest = [(k, v) for k, v in hooks.items() if k != handle.id]
+            first = hooks[handle.id]
             hooks.clear()
-            hooks[handle.key] = first
+            hooks[handle.id] = first
             hooks.update(rest)
         return handle
 

@@ -223,17 +223,20 @@ class RNNBase(Module):
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size, self.rng = bidirectional, proj_size, rng
         G, out = GATES[mode] * hidden_size, proj_size or hidden_size  # out: the width of h
-        self._flat_weights_names = []
+        # the parameter names, flat and per layer and direction (_all_weights: scripts read it, as DeepAR's
+        # forget-gate bias init `for names in self.lstm._all_weights`)
+        self._flat_weights_names, self._all_weights = [], []
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[:2 if bidirectional else 1]:
                 width = input_size if layer == 0 else out * (2 if bidirectional else 1)
                 shapes = [("weight_ih", (G, width)), ("weight_hh", (G, out))]
                 shapes += [("bias_ih", (G,)), ("bias_hh", (G,))] if bias else []
                 shapes += [("weight_hr", (proj_size, hidden_size))] if proj_size else []
-                for kind, shape in shapes:
-                    name = f"{kind}_l{layer}{suffix}"
+                names = [f"{kind}_l{layer}{suffix}" for kind, _ in shapes]
+                for name, (_, shape) in zip(names, shapes):
                     setattr(self, name, Parameter(np.zeros(shape, np.float32)))
-                    self._flat_weights_names.append(name)
+                self._flat_weights_names += names
+                self._all_weights.append(names)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -250,9 +253,7 @@ class RNNBase(Module):
     def all_weights(self):
         """The parameters per layer and direction, as torch's: [[weight_ih, weight_hh, bias_ih, bias_hh
         (, weight_hr)], ...]."""
-        n = (4 if self.bias else 2) + (1 if self.proj_size else 0)
-        weights = self._flat_weights
-        return [weights[i:i + n] for i in range(0, len(weights), n)]
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
 
     def _state_shapes(self, batch):
         """The initial states' shapes: h's (proj_size wide where the LSTM projects), and the LSTM's c's."""
