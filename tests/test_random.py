@@ -925,3 +925,26 @@ def test_continuous_bernoulli_as_torch(given):
     draws = tnet.distributions.continuous_bernoulli.ContinuousBernoulli(probs=0.2).sample((4000,)).numpy()
     assert draws.min() >= 0 and draws.max() <= 1
     assert abs(draws.mean() - torch.distributions.ContinuousBernoulli(probs=0.2).mean.item()) < 0.02
+
+
+def test_default_generator_stands_for_the_global_state():
+    """torch.default_generator: one object whose methods are manual_seed's, initial_seed's and the rng
+    state's, and which a draw given as generator= takes as it takes none (device draws, host draws, random_split)."""
+    from tnet.utils.data import random_split
+    g = tnet.default_generator
+    assert g.manual_seed(3) is g and g.initial_seed() == tnet.initial_seed() == 3 and g.device == torch.device("cpu")
+    first = tnet.rand(3, generator=g).tolist()
+    tnet.manual_seed(3)
+    assert tnet.rand(3).tolist() == first
+    state = g.get_state()
+    drawn = tnet.randn(2).tolist()
+    assert g.set_state(state) is g and tnet.randn(2).tolist() == drawn
+    splits = []
+    for generator in (g, None):
+        tnet.manual_seed(0)
+        splits.append([list(part.indices) for part in random_split(range(10), [5, 5], generator=generator)])
+    assert splits[0] == splits[1]
+    tnet.manual_seed(1)
+    masked = tnet.ones(64).bernoulli_(0.5, generator=g).tolist()
+    tnet.manual_seed(1)
+    assert tnet.ones(64).bernoulli_(0.5).tolist() == masked

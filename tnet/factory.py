@@ -82,9 +82,9 @@ class Generator(np.random.Generator):
 
 def host_generator(name, generator=None):
     """The numpy Generator a host-side draw takes: `generator` (what tnet's functions take as
-    generator=), or the init stream (init_generator) when None. tnet draws on the host with numpy,
-    so a torch.Generator raises TypeError."""
-    if generator is None:
+    generator=), or the init stream (init_generator) when None or default_generator. tnet draws on
+    the host with numpy, so a torch.Generator raises TypeError."""
+    if is_global(generator):
         return init_generator()
     if not isinstance(generator, np.random.Generator):
         raise TypeError(f"{name}: tnet draws on the host, so generator must be a numpy Generator "
@@ -243,6 +243,39 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     return full(_size("ones", sizes, size), 1.0, dtype or float32, device, requires_grad)
 
 
+class DefaultGenerator:
+    """torch.default_generator: one object that stands for tnet's global random state (the device
+    generator and the host init stream, both of which manual_seed seeds), so that a draw given it as
+    generator= draws as one given none; its methods are the module's manual_seed, seed, initial_seed,
+    get_rng_state and set_rng_state. tnet has no torch.Generator of the device: Generator() is a host one."""
+    device = torch.device("cpu")
+
+    def manual_seed(self, seed):
+        manual_seed(seed)
+        return self
+
+    def seed(self):
+        return seed()
+
+    def initial_seed(self):
+        return initial_seed()
+
+    def get_state(self):
+        return get_rng_state()
+
+    def set_state(self, new_state):
+        set_rng_state(new_state)
+        return self
+
+
+default_generator = DefaultGenerator()
+
+
+def is_global(generator):
+    """Whether a generator= argument means tnet's global state: None or default_generator."""
+    return generator is None or generator is default_generator
+
+
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
     """Of size (a tuple of ints, checked), drawn on the device from tnet's generator, or with generator= (a
     tnet.Generator) on the host from that generator, as randint and randperm draw."""
@@ -250,7 +283,7 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     dtype = dtype or float32
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
-    if generator is not None:
+    if not is_global(generator):
         g = host_generator(name, generator)
         draw = g.standard_normal(size) if normal else g.random(size)
         return _leaf(name, as_storage(draw, dtype), requires_grad)

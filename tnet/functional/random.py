@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .._device import DEVICE
-from ..factory import host_generator, ones, rng_state
+from ..factory import host_generator, is_global, ones, rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
@@ -207,7 +207,7 @@ def bernoulli_draw(p, shape, dtype, device):
 
 
 def _no_generator(name, generator):
-    check(generator is None, lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
+    check(is_global(generator), lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
                                      f"seeded by tnet.manual_seed)")
 
 
