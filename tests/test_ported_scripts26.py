@@ -14,7 +14,11 @@ Set-Transformer-style pooling head over nn.MultiheadAttention(kdim=, vdim=, batc
 key_padding_mask and per-head weights (average_attn_weights=False); PyTorch Geometric's GatedGraphConv written inline
 (an nn.GRUCell over messages summed by index_add_); and a comparison of nn's rarer losses (MultiLabelMarginLoss,
 GaussianNLLLoss(full=True), PoissonNLLLoss(log_input=False), KLDivLoss(log_target=True), HingeEmbeddingLoss,
-MultiMarginLoss(p=2, weight=), TripletMarginWithDistanceLoss(swap=True)). Each runs in tnet, then in torch from
+MultiMarginLoss(p=2, weight=), TripletMarginWithDistanceLoss(swap=True)); CleanRL's ppo.py (orthogonal layer_init,
+Categorical(logits=), GAE by a reversed loop, clipped surrogate and value losses, approx_kl, the lr annealed through
+param_groups; whose `advantages[t] = delta` of a [1, n] delta into [n] found that tnet's setitem refused a value's
+leading size-1 dims, which torch drops); and PyTorch3D's rotation_conversions (quaternion_to_matrix, the 6-D
+representation by torch.cross, so3_relative_angle) under a pose regressor. Each runs in tnet, then in torch from
 tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree.
 Numpy (or Python's random, seeded alike on both sides) draws what a script draws; shapes are tiny and runs take one
 or two steps. Each script seeds torch first, as its source's main does. Where Adam would normalise a gradient that is
@@ -37,7 +41,7 @@ def normal(rng, *shape):
 # offset included), TF-IDF weights per id as per_sample_weights, EmbeddingBag(mode="sum", max_norm=, padding_idx=0)
 # so that rows are renormed in place at each lookup, init_weights by uniform_ of .data, SGD with a StepLR
 def fasttext_bag(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     torch.manual_seed(1)
     rng = np.random.default_rng(1)
     VOCAB, BUCKETS, PAD = 12, 8, 0
@@ -703,3 +707,211 @@ def loss_zoo(m, state=None):
 
 def test_loss_zoo():
     compare(loss_zoo)
+
+
+# (k) CleanRL's ppo.py (one update, narrowed): layer_init by orthogonal_(std) and constant_ biases, an Agent with
+# get_value and get_action_and_value over Categorical(logits=), the rollout buffers of torch.zeros((num_steps,
+# num_envs)), GAE by a reversed loop with nextnonterminal, flattened batches, minibatches of a numpy permutation,
+# advantages normalised, the clipped surrogate by torch.max, the clipped value loss, approx_kl, clipfracs, the lr
+# annealed through param_groups, Adam(eps=1e-5), clip_grad_norm_, and the explained variance by numpy; numpy stands in
+# for the vectorised environment and torch replays tnet's sampled actions
+def cleanrl_ppo(m, state=None, replay=None):
+    torch, nn = m.torch, m.nn
+    from importlib import import_module
+    Categorical = import_module(torch.__name__ + ".distributions.categorical").Categorical
+    torch.manual_seed(11)
+    rng = np.random.default_rng(11)
+    device = torch.device("cpu")
+    num_envs, num_steps, obs_dim, n_act = 2, 4, 3, 2
+    batch_size, minibatch_size, update_epochs = num_envs * num_steps, 4, 1
+    gamma, gae_lambda, clip_coef, ent_coef, vf_coef, max_grad_norm, learning_rate = 0.99, 0.95, 0.2, 0.01, 0.5, 0.5, 2.5e-4
+
+    def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+        torch.nn.init.orthogonal_(layer.weight, std)
+        torch.nn.init.constant_(layer.bias, bias_const)
+        return layer
+
+    class Agent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.critic = nn.Sequential(
+                layer_init(nn.Linear(obs_dim, 8)), nn.Tanh(),
+                layer_init(nn.Linear(8, 8)), nn.Tanh(),
+                layer_init(nn.Linear(8, 1), std=1.0))
+            self.actor = nn.Sequential(
+                layer_init(nn.Linear(obs_dim, 8)), nn.Tanh(),
+                layer_init(nn.Linear(8, 8)), nn.Tanh(),
+                layer_init(nn.Linear(8, n_act), std=0.01))
+
+        def get_value(self, x):
+            return self.critic(x)
+
+        def get_action_and_value(self, x, action=None):
+            logits = self.actor(x)
+            probs = Categorical(logits=logits)
+            if action is None:
+                action = probs.sample()
+            return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+
+    agent = Agent().to(device)
+    init = load(m, agent, state)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=learning_rate, eps=1e-5)
+    obs = torch.zeros((num_steps, num_envs, obs_dim)).to(device)
+    actions = torch.zeros((num_steps, num_envs)).to(device)
+    logprobs = torch.zeros((num_steps, num_envs)).to(device)
+    rewards = torch.zeros((num_steps, num_envs)).to(device)
+    dones = torch.zeros((num_steps, num_envs)).to(device)
+    values = torch.zeros((num_steps, num_envs)).to(device)
+    next_obs = torch.Tensor(normal(rng, num_envs, obs_dim)).to(device)
+    next_done = torch.zeros(num_envs).to(device)
+    num_updates = 2
+    log = []
+    for update in range(1, num_updates + 1):
+        frac = 1.0 - (update - 1.0) / num_updates
+        optimizer.param_groups[0]["lr"] = frac * learning_rate
+        for step in range(0, num_steps):
+            obs[step] = next_obs
+            dones[step] = next_done
+            with torch.no_grad():
+                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                action = torch.tensor(replay.setdefault((update, step), action.tolist()))
+                _, logprob, _, value = agent.get_action_and_value(next_obs, action)
+                values[step] = value.flatten()
+            actions[step] = action
+            logprobs[step] = logprob
+            next_obs_np, reward, done = normal(rng, num_envs, obs_dim), rng.random(num_envs), rng.random(num_envs) < 0.3
+            rewards[step] = torch.tensor(reward).to(device).view(-1)
+            next_obs, next_done = torch.Tensor(next_obs_np).to(device), torch.Tensor(done.astype(np.float32)).to(device)
+        with torch.no_grad():
+            next_value = agent.get_value(next_obs).reshape(1, -1)
+            advantages = torch.zeros_like(rewards).to(device)
+            lastgaelam = 0
+            for t in reversed(range(num_steps)):
+                if t == num_steps - 1:
+                    nextnonterminal = 1.0 - next_done
+                    nextvalues = next_value
+                else:
+                    nextnonterminal = 1.0 - dones[t + 1]
+                    nextvalues = values[t + 1]
+                delta = rewards[t] + gamma * nextvalues * nextnonterminal - values[t]
+                advantages[t] = lastgaelam = delta + gamma * gae_lambda * nextnonterminal * lastgaelam
+            returns = advantages + values
+        b_obs = obs.reshape((-1, obs_dim))
+        b_logprobs = logprobs.reshape(-1)
+        b_actions = actions.reshape(-1)
+        b_advantages = advantages.reshape(-1)
+        b_returns = returns.reshape(-1)
+        b_values = values.reshape(-1)
+        b_inds = np.arange(batch_size)
+        clipfracs = []
+        for epoch in range(update_epochs):
+            rng.shuffle(b_inds)
+            for start in range(0, batch_size, minibatch_size):
+                end = start + minibatch_size
+                mb_inds = b_inds[start:end]
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions.long()[mb_inds])
+                logratio = newlogprob - b_logprobs[mb_inds]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs += [((ratio - 1.0).abs() > clip_coef).float().mean().item()]
+                mb_advantages = b_advantages[mb_inds]
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                pg_loss1 = -mb_advantages * ratio
+                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+                newvalue = newvalue.view(-1)
+                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -clip_coef, clip_coef)
+                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                v_loss_max = torch.max(v_loss_unclipped, v_loss_clipped)
+                v_loss = 0.5 * v_loss_max.mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+                optimizer.step()
+                log += [loss.item(), v_loss.item(), approx_kl.item(), old_approx_kl.item()]
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        var_y = np.var(y_true)
+        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        log += [float(explained_var), float(np.mean(clipfracs))]
+    return init, log + summary(agent.parameters())
+
+
+def test_cleanrl_ppo():
+    compare(cleanrl_ppo, replay={})
+
+
+# (l) PyTorch3D's rotation_conversions (quaternion_to_matrix by unbind and stack, rotation_6d_to_matrix by
+# F.normalize and torch.cross, matrix_to_rotation_6d, so3_relative_angle by the trace's acos, clamped) under a pose
+# regressor: a Linear predicts Zhou et al.'s 6-D representation, trained on the geodesic distance to rotations from
+# random unit quaternions, with torch.linalg.det and torch.linalg.vector_norm as checks and atan2 of the yaw logged
+def pytorch3d_rotations(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(12)
+    rng = np.random.default_rng(12)
+
+    def quaternion_to_matrix(quaternions):
+        r, i, j, k = torch.unbind(quaternions, -1)
+        two_s = 2.0 / (quaternions * quaternions).sum(-1)
+        o = torch.stack(
+            (
+                1 - two_s * (j * j + k * k),
+                two_s * (i * j - k * r),
+                two_s * (i * k + j * r),
+                two_s * (i * j + k * r),
+                1 - two_s * (i * i + k * k),
+                two_s * (j * k - i * r),
+                two_s * (i * k - j * r),
+                two_s * (j * k + i * r),
+                1 - two_s * (i * i + j * j),
+            ),
+            -1,
+        )
+        return o.reshape(quaternions.shape[:-1] + (3, 3))
+
+    def rotation_6d_to_matrix(d6):
+        a1, a2 = d6[..., :3], d6[..., 3:]
+        b1 = F.normalize(a1, dim=-1)
+        b2 = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
+        b2 = F.normalize(b2, dim=-1)
+        b3 = torch.cross(b1, b2, dim=-1)
+        return torch.stack((b1, b2, b3), dim=-2)
+
+    def matrix_to_rotation_6d(matrix):
+        batch_dim = matrix.size()[:-2]
+        return matrix[..., :2, :].clone().reshape(batch_dim + (6,))
+
+    def so3_relative_angle(R1, R2, eps=1e-4):
+        R12 = torch.bmm(R1, R2.permute(0, 2, 1))
+        rot_trace = R12[:, 0, 0] + R12[:, 1, 1] + R12[:, 2, 2]
+        phi_cos = ((rot_trace - 1.0) * 0.5).clamp(-1.0 + eps, 1.0 - eps)
+        return torch.acos(phi_cos)
+
+    q = torch.from_numpy(normal(rng, 5, 4))
+    q = q / torch.linalg.vector_norm(q, dim=-1, keepdim=True)
+    R_gt = quaternion_to_matrix(q)
+    assert torch.allclose(torch.linalg.det(R_gt), torch.ones(5), atol=1e-5)
+    assert torch.allclose(rotation_6d_to_matrix(matrix_to_rotation_6d(R_gt)), R_gt, atol=1e-5)
+    x = torch.cat([q, torch.from_numpy(normal(rng, 5, 2))], dim=1)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 6))
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for _ in range(2):
+        R_pred = rotation_6d_to_matrix(model(x))
+        angle = so3_relative_angle(R_pred, R_gt)
+        loss = angle.mean() + 0.1 * torch.linalg.matrix_norm(R_pred - R_gt).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        yaw = torch.atan2(R_pred[:, 1, 0], R_pred[:, 0, 0])
+        losses += [loss.item()] + yaw.tolist() + torch.linalg.det(R_pred).tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_pytorch3d_rotations():
+    compare(pytorch3d_rotations)
