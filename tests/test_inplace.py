@@ -414,6 +414,25 @@ def test_advanced_setitem_of_a_strided_tensor_writes_through(rng):
         n[[0, 2], [-1, 1]] = tnet.tensor([1.7, -2.2])  # torch's too (fuzz round 14)
 
 
+def test_setitem_drops_the_values_leading_ones_as_torch(rng):
+    """A value with more dims than the indexed part, the extra ones of size 1, is written as torch
+    writes it (CleanRL's GAE: `advantages[t] = delta` of a [1, n] delta into [n]), basic and advanced
+    indexing; its gradient keeps the value's shape. A leading dim of another size still raises."""
+    xn, vn, wn = rng.standard_normal((4, 2)), rng.standard_normal((1, 1, 2)), rng.standard_normal((4, 2))
+    results = []
+    for lib in (tnet, torch):
+        x, v = (lib.tensor(a, dtype=torch.float32, requires_grad=True) for a in (xn, vn))
+        y = x * 1
+        y[1] = v
+        y[[0, 3]] = v * 2
+        (y * lib.tensor(wn, dtype=torch.float32)).sum().backward()
+        results.append([np.asarray(t.tolist()) for t in (y, x.grad, v.grad)])
+    for what, got, want in zip(["values", "x's gradient", "v's gradient"], *results):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=what)
+    with pytest.raises(RuntimeError):
+        tnet.zeros(4, 2)[1] = tnet.ones(2, 1, 2)
+
+
 def test_advanced_setitem_errors():
     x = tnet.zeros(4, 5)
     with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 1 with size 5"):

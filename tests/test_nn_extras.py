@@ -260,6 +260,24 @@ def test_embedding_bag_module_as_torch(rng):
     assert not e.weight.requires_grad and e(long([[0, 2]])[0]).numpy().tolist() == [[1.0, 0.0, 1.0]]
 
 
+@pytest.mark.parametrize("flat_input", [True, False])
+def test_embedding_bag_max_norm_renorms_the_rows_looked_up_in_place_as_torch(rng, flat_input):
+    # every row input names is scaled to max_norm before the bags, padding_idx's too, as torch's embedding_renorm_
+    table = rng.standard_normal((6, 3)) * 2
+    m = nn.EmbeddingBag(6, 3, max_norm=1.5, norm_type=1.0, mode="sum", padding_idx=1)
+    ref = torch.nn.EmbeddingBag(6, 3, max_norm=1.5, norm_type=1.0, mode="sum", padding_idx=1).double()
+    assert repr(m) == repr(ref)
+    m.load_state_dict({"weight": table.astype(np.float32)})
+    ref.load_state_dict({"weight": torch.tensor(table)})
+    pairs = [long([0, 1, 4, 0]), long([0, 2])] if flat_input else [long([[0, 1], [4, 0]])]
+    out, out_r = m(*[t for t, _ in pairs]), ref(*[r for _, r in pairs])
+    assert_close(out, out_r.detach(), TOL["ieee"], "forward")
+    assert_close(m.weight.detach(), ref.weight.detach(), TOL["ieee"], "renormed table")
+    out.sum().backward()
+    out_r.sum().backward()
+    assert_close(m.weight.grad, ref.weight.grad, TOL["ieee"], "gradient")
+
+
 # ---- modules ---------------------------------------------------------------------------------
 
 def test_pads_1d_and_circular_as_torch(rng):

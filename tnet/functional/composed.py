@@ -8,7 +8,7 @@ import torch
 
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
 from ..tensor import Tensor, as_storage
-from .copy import cat, embedding, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
+from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .gemm import distances
 from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logical_and, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
@@ -214,10 +214,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """The sums, means or maxima of bags of weight's rows, as torch's: input [B, L] (a bag a row) or
     a 1-D input cut at offsets (read on the host: a sync), per_sample_weights (mode 'sum') scaling
     each row; padding_idx's rows are left out of every bag (and of a mean's count); an empty bag
-    gives zeros. max_norm, scale_grad_by_freq and sparse are not implemented."""
+    gives zeros. max_norm: every row that input names (padding_idx's too) is first renormed in place, as
+    F.embedding's (torch's embedding_renorm_). scale_grad_by_freq and sparse are not implemented."""
     check_tensors("embedding_bag", input=input, weight=weight)
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are not implemented")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not implemented")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
     if per_sample_weights is not None and mode != "sum":
@@ -230,6 +231,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         check(-n <= padding_idx < n, lambda: f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, "
                                              f"but got {padding_idx}")
         padding_idx %= weight.shape[0]
+    if max_norm is not None:  # before the bags, over all of input, as torch's F.embedding_bag
+        embedding_renorm_(weight, reshape(input, (-1,)), max_norm, norm_type)
     if input.ndim == 2:
         _require(offsets is None, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                                   "fixed length sequences.")

@@ -945,6 +945,18 @@ def to(x, *args, **kwargs):
     return _copy_record("to", x, y, lambda g: (copy_(empty_in_layout(x.memory), g),))
 
 
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """torch's embedding_renorm_: weight's rows at indices (1-D int64) whose norm_type-norm passes
+    max_norm are scaled in place to max_norm / (norm + 1e-7), under no_grad (no part of the graph;
+    weight's version changes). No index renorms no row (nor writes weight)."""
+    if not indices.numel():
+        return
+    with no_grad():
+        rows = index_select(weight, 0, indices)
+        norms = rows.norm(norm_type, 1, True)
+        weight.index_copy_(0, indices, mul(rows, where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)))
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """weight's rows at the indices of input (int64, any shape): [*input.shape, embedding_dim], as
     torch's; the rows at padding_idx get no gradient. max_norm: the rows looked up whose
@@ -961,11 +973,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     flat = reshape(input, (-1,))
-    if max_norm is not None and flat.numel():  # no lookup renorms no row (nor writes weight)
-        with no_grad():  # torch's embedding_renorm_ (renorm's rule, any max_norm): no part of the graph
-            rows = index_select(weight, 0, flat)
-            norms = rows.norm(norm_type, 1, True)
-            weight.index_copy_(0, flat, mul(rows, where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)))
+    if max_norm is not None:
+        embedding_renorm_(weight, flat, max_norm, norm_type)
     looked_up = index_select(weight, 0, flat)
     if scale_grad_by_freq and looked_up.requires_grad:
         counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))

@@ -451,7 +451,7 @@ def setitem(self, index, value):
         return  # None, as torch's __setitem__ (a tensor returned would meet `x.__setitem__(i, v) or x` as ambiguous)
     items = index if isinstance(index, tuple) else (index,)
     items = basic_index(items)
-    _check_value(value, tuple(self.memory[items].shape))
+    value = _check_value(value, tuple(self.memory[items].shape))
 
     def compute(x):
         part = self.memory[items]
@@ -474,14 +474,22 @@ def setitem(self, index, value):
 
 
 def _check_value(value, shape):
-    """value must be a number, or a tnet.Tensor that broadcasts to the indexed part's shape."""
+    """value as it is written into the indexed part of `shape`: a number, or a tnet.Tensor that broadcasts
+    to shape once its leading size-1 dims past shape's are dropped (a view, with its gradient), as torch's
+    copy into an index (slicePrefix1sSize: `advantages[t] = delta` of a [1, n] delta into [n])."""
     if not isinstance(value, Tensor):
         check_type(isinstance(value, numbers.Real),
               lambda: f"tnet.Tensor item assignment: value must be a number or a tnet.Tensor, got {type(value).__name__}")
-        return
+        return value
+    lead = 0
+    while value.ndim - lead > len(shape) and value.shape[lead] == 1:
+        lead += 1
+    if lead:
+        value = reshape(value, tuple(value.shape[lead:]))
     fits = value.ndim <= len(shape) and all(v in (1, p) for v, p in zip(value.shape[::-1], shape[::-1]))
     check(fits, lambda: f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to indexing "
                         f"result of shape {list(shape)}")
+    return value
 
 
 def _put(self, plan, value):
@@ -489,7 +497,7 @@ def _put(self, plan, value):
     the indexed block of self's memory (plan.block) by the copy kernel."""
     plan.resolve()
     shape = plan.shape
-    _check_value(value, shape)
+    value = _check_value(value, shape)
     memory = self.memory
     index, wrap, report = plan.flat(plan.memory_strides(memory), memory.device)
     check_put_dtype(self, value)  # after the indices' bounds, as torch's

@@ -3362,15 +3362,16 @@ class LPPool3d(LPPool1d):
 class EmbeddingBag(Module):
     """F.embedding_bag's table of num_embeddings rows of embedding_dim, drawn from N(0, 1) (tnet's
     init stream) with the padding_idx row zero, as torch's; forward(input, offsets=None,
-    per_sample_weights=None). max_norm, scale_grad_by_freq and sparse are not implemented."""
+    per_sample_weights=None); max_norm renorms the rows looked up in place, as torch's. scale_grad_by_freq
+    and sparse are not implemented."""
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
                  dtype=None):
         super().__init__()
         factory_args("EmbeddingBag", device, dtype)
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse are not implemented")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not implemented")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             raise AssertionError("padding_idx must be within num_embeddings")
         self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
@@ -3391,8 +3392,11 @@ class EmbeddingBag(Module):
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}" + (
-            "" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
+        extras = [f"max_norm={self.max_norm}" if self.max_norm is not None else "",
+                  f"norm_type={self.norm_type}" if self.norm_type != 2 else "",
+                  "scale_grad_by_freq=True" if self.scale_grad_by_freq else "", f"mode={self.mode!r}",
+                  f"padding_idx={self.padding_idx}" if self.padding_idx is not None else ""]
+        return ", ".join([f"{self.num_embeddings}, {self.embedding_dim}", *filter(None, extras)])
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
