@@ -561,6 +561,14 @@ def test_embedding_bag_offsets_not_starting_at_0_raise_torchs_runtime_error():
     _same_outcome(lambda m, f, t: f.embedding_bag(t([0, 1, 2, 3]), t(np.ones((5, 3), np.float32)), t([1, 2])))
 
 
+@pytest.mark.parametrize("flag", ["scale_grad_by_freq", "sparse"])
+def test_embedding_bag_max_mode_refuses_frequency_scaling_and_sparse_as_torch(flag):
+    """torch's ValueError for mode='max' with scale_grad_by_freq or sparse (ported scripts 26), before tnet's own
+    NotImplementedError for the other modes."""
+    _same_outcome(lambda m, f, t: f.embedding_bag(t([1, 2]), t(np.ones((4, 3), np.float32)), t([0]), mode="max",
+                                                  **{flag: True}))
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 11-14: torch returns these
     lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=-1), lambda m, f, t: m.norm(m.zeros(3, 0, 3), p=float("inf"), dim=1),
     lambda m, f, t: m.linalg.vector_norm(m.zeros(3, 0, 3), float("-inf"), (0, 2)),

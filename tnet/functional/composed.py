@@ -217,10 +217,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     gives zeros. max_norm: every row that input names (padding_idx's too) is first renormed in place, as
     F.embedding's (torch's embedding_renorm_). scale_grad_by_freq and sparse are not implemented."""
     check_tensors("embedding_bag", input=input, weight=weight)
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not implemented")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and (scale_grad_by_freq or sparse):  # torch's own refusals first
+        raise ValueError("max mode does not support scaling the gradient by the frequency" if scale_grad_by_freq else
+                         "max mode does not support sparse weights")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not implemented")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
