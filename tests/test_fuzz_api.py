@@ -1262,6 +1262,14 @@ def test_round_24_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [  # fuzz seeds 109-114
+    # cross_entropy of class probabilities refuses only a non-negative ignore_index (seed 111, case 824: -7 raised)
+    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.ones(3, 4) / 4, ignore_index=-7),
+    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.ones(3, 4) / 4, ignore_index=0)])
+def test_round_25_as_torch(call):
+    _same_outcome(call)
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
     # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
     # cases 212 and 542; seed 105, case 2350: tnet padded it)
