@@ -1265,7 +1265,10 @@ def test_round_24_as_torch(call):
 @pytest.mark.parametrize("call", [  # fuzz seeds 109-114
     # cross_entropy of class probabilities refuses only a non-negative ignore_index (seed 111, case 824: -7 raised)
     lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.ones(3, 4) / 4, ignore_index=-7),
-    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.ones(3, 4) / 4, ignore_index=0)])
+    lambda m, f, t: f.cross_entropy(m.zeros(3, 4), m.ones(3, 4) / 4, ignore_index=0),
+    # quantile: the dim's IndexError before a q tensor's values (seed 112, case 2115); a number q's range first
+    lambda m, f, t: m.quantile(t(1.0), t([5.0]), dim=7), lambda m, f, t: m.quantile(t(1.0), 5.0, dim=7),
+    lambda m, f, t: m.nanquantile(m.ones(2, 3), t([0.5, -1.0]), dim=1)])
 def test_round_25_as_torch(call):
     _same_outcome(call)
 
