@@ -1273,6 +1273,20 @@ def test_round_25_as_torch(call):
     _same_outcome(call)
 
 
+def test_copy_casts_the_gradient_to_the_sources_dtype_before_its_broadcast_sum():
+    """torch's copy_ hands src the gradient in src's dtype, then sums it over the broadcast dims: an fp32 src
+    copied into bf16 gets an fp32 sum of bf16 terms (fuzz seed 112, case 2692: tnet summed in bf16)."""
+    def run(m):
+        src = m.tensor([[0.3], [-0.7]], requires_grad=True)
+        dst = m.zeros(2, 2, dtype=torch.bfloat16, requires_grad=True).clone()
+        dst.copy_(src)
+        dst.backward(m.tensor([[1.0, 0.00390625]] * 2).bfloat16())  # 1 + 2^-8: bf16 rounds it to 1
+        return src.grad
+    got, want = run(tnet), run(torch)
+    assert got.dtype == want.dtype == torch.float32
+    np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
     # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
     # cases 212 and 542; seed 105, case 2350: tnet padded it)
