@@ -24,7 +24,7 @@ from . import tensor_str
 from ._device import DEVICE
 
 _ON_GPU = DEVICE.type == "cuda"
-from .kernels.launch import InputError, is_channels_last, memory_format, no_host_read
+from .kernels.launch import InputError, InputTypeError, is_channels_last, memory_format, no_host_read
 from .kernels.copy import copy_
 from .kernels.pointwise import add_, pointwise
 
@@ -877,6 +877,8 @@ def in_layout(g, like):
 def dim_index(dim, ndim):
     """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
     top = max(ndim, 1)
+    if dim is None or isinstance(dim, str):  # torch 2.13's parser raises TypeError, 2.11's dimension names RuntimeError
+        raise InputTypeError(f"dim must be an int, got {dim!r}")
     if not isinstance(dim, numbers.Integral):
         raise TypeError(f"dim must be an int, got {dim!r}")
     if not -top <= dim < top:

@@ -747,7 +747,7 @@ def _promoted(name, tensors):
     return functools.reduce(promote, dtypes)
 
 
-def _result_type(name, tensors):
+def tensors_result_type(name, tensors):
     """torch.result_type over tensors: those with dims promote (_promoted); 0-d ones decide only when of a
     higher category (bool < integer < float) or when all are 0-d (a 0-d fp32 beside fp16 blocks: fp16)."""
     category = lambda d: 0 if d == torch.bool else 2 if d.is_floating_point else 1  # noqa: E731
@@ -1740,7 +1740,7 @@ def block_diag(*tensors):
         check(x.ndim <= 2, lambda: f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
                                    f"{x.ndim} dimensions")
     blocks = [x.memory.reshape(x.shape if x.ndim == 2 else (1, -1)) for x in tensors]
-    dtype = _result_type("block_diag", tensors) if tensors else torch.float32
+    dtype = tensors_result_type("block_diag", tensors) if tensors else torch.float32
     rows = builtins.sum(b.shape[0] for b in blocks) if blocks else 1  # none: [1, 0], as torch's
     y = torch.zeros((rows, builtins.sum(b.shape[1] for b in blocks)), dtype=dtype, device=DEVICE)
     corners = np.cumsum([(0, 0)] + [b.shape for b in blocks], axis=0).tolist()

@@ -13,8 +13,9 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, no_grad, record, record_composed
-from .copy import diagonal, expand, permute, reshape, squeeze, to, transpose, unsafe_view, unsqueeze
-from .pointwise import abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, mul, sign, sqrt, sub, sum_to, where
+from .copy import diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
+from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
+                        sum_to, where)
 from .inputs import check_args, check_tensors, needs_grad
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
@@ -601,7 +602,32 @@ def addr(input, vec1, vec2, *deprecated, beta=1, alpha=1):
     check_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     check(vec1.ndim == 1, lambda: f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")
     check(vec2.ndim == 1, lambda: f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
-    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+    shape = (vec1.shape[0], vec2.shape[0])
+    check(broadcast_shape("addr", input.shape, shape) == shape,
+          lambda: f"addr: the input {input.shape} does not broadcast to the product's shape {shape}")
+    # torch's element-wise kernel: the operands in their promoted dtype, the scales cast to it (a float scale of
+    # integers refused), beta * input + (alpha * vec1) * vec2 left to right (alpha * vec1 first: a huge vec1 times
+    # alpha < 1 stays finite), each product rounded to the dtype; bools by and and or
+    dtype = tensors_result_type("addr", (input, vec1, vec2))
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        check(not isinstance(v, bool) or dtype == torch.bool, lambda: f"Boolean {name} only supported for Boolean results.")
+        check(dtype.is_floating_point or isinstance(v, numbers.Integral),
+              lambda: f"For integral input tensors, argument {name} must not be a floating point number.")
+    x, column, row = (to(t, dtype) for t in (input, reshape(vec1, (-1, 1)), vec2))
+    if dtype == torch.bool:
+        product = logical_and(column, row) if alpha else Tensor(torch.zeros(shape, dtype=dtype, device=row.device))
+        return logical_or(x, product) if beta else expand(product, shape)
+    b, a = (_pw.round_to(float(v), dtype) if dtype in _pw.FLOATS else v for v in (beta, alpha))
+    with no_grad():
+        out = _scaled_sum("addr", x, mul(column if a == 1 else mul(column, a), row), b, 1)
+    if not any(needs_grad(x, column, row)):
+        return out
+
+    def grads(g):  # torch's formulas, the scales as given: g beta, (g vec2) alpha, (g^T vec1) alpha
+        scaled = lambda t, v: t if v == 1 else mul(t, v)  # noqa: E731
+        return (scaled(g, beta).sum_to_size(x.shape), scaled(_reduce_sum(mul(g, row), 1, keepdim=True), alpha),
+                scaled(_reduce_sum(mul(g, column), 0), alpha))
+    return record_composed("addr", out.memory, (x, column, row), grads, saved=(column, row))
 
 
 ger = outer

@@ -275,10 +275,14 @@ def clamp_max_(self, max):
 
 def _overwritten(name, x, data, src=None):
     """The record of data (self's memory, already written) replacing x's values: x's gradient is
-    0, src's (if any: a tnet.Tensor that data was broadcast from) g summed back to its shape."""
+    0, src's (if any: a tnet.Tensor that data was broadcast from) g in src's dtype summed back to its shape."""
     def backward(g):
         gx = torch.zeros_like(g) if x.requires_grad else None
-        return (gx,) if src is None else (gx, sum_to(g, src))
+        if src is None:
+            return (gx,)
+        if g.dtype != src.dtype:  # torch casts g to src's dtype first, then sums the broadcast (in src's dtype)
+            g = _copy_(torch.empty_like(g, dtype=src.dtype), g)
+        return gx, sum_to(g, src)
     return record(name, data, (x,) if src is None else (x, src), backward)
 
 

@@ -183,8 +183,11 @@ def _overload(name, dim, keepdim):
     any check of the input (max of an empty tensor and None is that TypeError in torch, not the empty input's)."""
     if dim is None or (dim is _ABSENT and keepdim is not _ABSENT):
         got = ["Tensor"] + ([] if dim is _ABSENT else ["NoneType"]) + ([] if keepdim is _ABSENT else ["keepdim"])
-        raise TypeError(f"{name}() received an invalid combination of arguments - got ({', '.join(got)}), but expected "
-                        f"one of: (Tensor input), (Tensor input, Tensor other), (Tensor input, int dim, bool keepdim = False)")
+        # InputTypeError: torch 2.13's parser raises TypeError, torch 2.11 (which reads a dim of None as a dimension
+        # name) RuntimeError; it is both
+        raise InputTypeError(f"{name}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                             f"expected one of: (Tensor input), (Tensor input, Tensor other), (Tensor input, int dim, "
+                             f"bool keepdim = False)")
     return None if dim is _ABSENT else dim, False if keepdim is _ABSENT else keepdim
 
 

@@ -216,7 +216,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         check(target.shape == input.shape,
               lambda: f"cross_entropy: target must be int64 labels or class probabilities of "
                       f"input's shape {input.shape}, got {target.dtype} {target.shape}")
-        check(ignore_index == -100, "ignore_index is not supported for floating point target")
+        # torch refuses only a non-negative ignore_index here (any negative one can name no class)
+        check(ignore_index < 0, "ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
         terms = mul(log_softmax(input, cdim), target)

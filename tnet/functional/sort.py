@@ -275,14 +275,15 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         check(q.ndim <= 1, lambda: f"{name}() q must be a scalar or 1D tensor")
         check(q.dtype == input.dtype, lambda: f"{name}() q tensor must be same dtype as the input tensor")
         no_host_read(q.memory, f"{name}(q=tensor)")
-        qs = q.memory.detach().cpu().float().numpy().reshape(-1)
-        check(((qs >= 0) & (qs <= 1)).all(), lambda: f"{name}() q values must be in the range [0, 1]")
+        q_values = q.memory.detach().cpu().float().numpy()
         scalar, q = q.ndim == 0, reshape(q, (-1,))
     else:
         check(0 <= q <= 1, lambda: f"{name}() q must be in the range [0, 1] but got {q}")
-        scalar, q = True, tensor([q], dtype=input.dtype)
+        scalar, q, q_values = True, tensor([q], dtype=input.dtype), None
     x = reshape(input, (-1,)) if dim is None else input
     d = dim_index(0 if dim is None else dim, x.ndim)
+    if q_values is not None:  # a tensor q's values after the dim, as torch's (its CPU check is in the computation)
+        check(((q_values >= 0) & (q_values <= 1)).all(), lambda: f"{name}() q values must be in the range [0, 1]")
     if x.ndim == 0:
         x = reshape(x, (1,))
     values = movedim(sort(x, d).values, d, -1)  # [..., n]
