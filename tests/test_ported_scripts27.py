@@ -1,0 +1,129 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
+as test_ported_scripts.py: Hongyi Zhang's Fixup ResNet for CIFAR (scalar bias and scale nn.Parameters, normal_ init
+scaled by num_layers ** -0.5, zero-initialised conv2 and fc, an AvgPool2d(1, stride) shortcut padded by torch.cat with
+zeros_like, three SGD param groups picked by name); Srivastava's Highway network on MNIST-sized rows (a carry gate
+whose bias is filled with -2, H * T + x * (1 - T)); Goodfellow's Maxout MLP with a CReLU stem (view and max over the
+pieces); Salesforce's awd-lstm-lm tricks (embedded_dropout through F.embedding of a row-masked weight, LockedDropout
+over time, weight tying of the decoder to the encoder, repackage_hidden, clip_grad_norm_); the GloVe objective (a
+co-occurrence matrix, word and context embeddings and biases, the weighting (x / x_max) ** alpha clamped at 1, Adagrad);
+Sunnyd's IndRNN (a per-unit recurrent weight, a Python loop over time, the recurrent weight clamped through .data after
+each step); and Ioffe's Batch Renormalization written by hand (running buffers by register_buffer, r and d detached and
+clamped, torch.no_grad updates, train and eval). Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
+script draws (dropout masks included); shapes are tiny and runs take one or two steps. Each script seeds torch first,
+as its source's main does."""
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) Fixup ResNet for CIFAR (hongyi-zhang/Fixup, cifar/models/fixup_resnet_cifar.py and cifar_train.py): no
+# normalisation layers; scalar biases before each conv and activation, a scalar scale after conv2; conv1's weights
+# normal_ with He's std times num_layers ** -0.5, conv2 and the classifier zeroed by constant_; the downsampling
+# shortcut an AvgPool2d(1, stride) whose channels are doubled by zeros; biases and scales at a tenth of the lr
+def fixup_resnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(4)
+    rng = np.random.default_rng(4)
+
+    def conv3x3(in_planes, out_planes, stride=1):
+        return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
+
+    class FixupBasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None):
+            super(FixupBasicBlock, self).__init__()
+            self.bias1a = nn.Parameter(torch.zeros(1))
+            self.conv1 = conv3x3(inplanes, planes, stride)
+            self.bias1b = nn.Parameter(torch.zeros(1))
+            self.relu = nn.ReLU(inplace=True)
+            self.bias2a = nn.Parameter(torch.zeros(1))
+            self.conv2 = conv3x3(planes, planes)
+            self.scale = nn.Parameter(torch.ones(1))
+            self.bias2b = nn.Parameter(torch.zeros(1))
+            self.downsample = downsample
+
+        def forward(self, x):
+            identity = x
+            out = self.conv1(x + self.bias1a)
+            out = self.relu(out + self.bias1b)
+            out = self.conv2(out + self.bias2a)
+            out = out * self.scale + self.bias2b
+            if self.downsample is not None:
+                identity = self.downsample(x + self.bias1a)
+                identity = torch.cat((identity, torch.zeros_like(identity)), 1)
+            out += identity
+            out = self.relu(out)
+            return out
+
+    class FixupResNet(nn.Module):
+        def __init__(self, block, layers, num_classes=10):
+            super(FixupResNet, self).__init__()
+            self.num_layers = sum(layers)
+            self.inplanes = 4
+            self.conv1 = conv3x3(3, 4)
+            self.bias1 = nn.Parameter(torch.zeros(1))
+            self.relu = nn.ReLU(inplace=True)
+            self.layer1 = self._make_layer(block, 4, layers[0])
+            self.layer2 = self._make_layer(block, 8, layers[1], stride=2)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.bias2 = nn.Parameter(torch.zeros(1))
+            self.fc = nn.Linear(8, num_classes)
+            for m in self.modules():
+                if isinstance(m, FixupBasicBlock):
+                    nn.init.normal_(m.conv1.weight, mean=0, std=np.sqrt(
+                        2 / (m.conv1.weight.shape[0] * np.prod(m.conv1.weight.shape[2:]))) * self.num_layers ** (-0.5))
+                    nn.init.constant_(m.conv2.weight, 0)
+                elif isinstance(m, nn.Linear):
+                    nn.init.constant_(m.weight, 0)
+                    nn.init.constant_(m.bias, 0)
+
+        def _make_layer(self, block, planes, blocks, stride=1):
+            downsample = None
+            if stride != 1:
+                downsample = nn.AvgPool2d(1, stride=stride)
+            layers = [block(self.inplanes, planes, stride, downsample)]
+            self.inplanes = planes
+            for _ in range(1, blocks):
+                layers.append(block(planes, planes))
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.relu(x + self.bias1)
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x + self.bias2)
+            return x
+
+    model = FixupResNet(FixupBasicBlock, [1, 1], num_classes=3)
+    init = load(m, model, state)
+    base_lr = 0.1
+    parameters_bias = [p[1] for p in model.named_parameters() if 'bias' in p[0]]
+    parameters_scale = [p[1] for p in model.named_parameters() if 'scale' in p[0]]
+    parameters_others = [p[1] for p in model.named_parameters() if not ('bias' in p[0] or 'scale' in p[0])]
+    optimizer = torch.optim.SGD([{'params': parameters_bias, 'lr': base_lr / 10.},
+                                 {'params': parameters_scale, 'lr': base_lr / 10.},
+                                 {'params': parameters_others}], lr=base_lr, momentum=0.9, weight_decay=5e-4)
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    for _ in range(3):
+        inputs, targets = torch.from_numpy(normal(rng, 2, 3, 6, 6)), torch.from_numpy(rng.integers(0, 3, 2))
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_fixup_resnet():
+    compare(fixup_resnet)
