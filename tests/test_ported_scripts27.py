@@ -127,3 +127,112 @@ def fixup_resnet(m, state=None):
 
 def test_fixup_resnet():
     compare(fixup_resnet)
+
+
+# (b) a Highway network on flattened MNIST-sized rows (the many "highway-networks" PyTorch repos): each layer a
+# transform H = relu(W_H x + b_H) and a gate T = sigmoid(W_T x + b_T), the gate's bias filled with -2 so that the
+# layer first carries its input; y = H * T + x * (1 - T), then log_softmax and nll_loss under Adadelta
+def highway_mnist(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(5)
+    rng = np.random.default_rng(5)
+
+    class HighwayLayer(nn.Module):
+        def __init__(self, size, bias_init=-2.0):
+            super(HighwayLayer, self).__init__()
+            self.H = nn.Linear(size, size)
+            self.T = nn.Linear(size, size)
+            self.T.bias.data.fill_(bias_init)
+
+        def forward(self, x):
+            H = F.relu(self.H(x))
+            T = torch.sigmoid(self.T(x))
+            return H * T + x * (1 - T)
+
+    class HighwayNet(nn.Module):
+        def __init__(self, in_size, size, num_layers, num_classes):
+            super(HighwayNet, self).__init__()
+            self.proj = nn.Linear(in_size, size)
+            self.highways = nn.ModuleList([HighwayLayer(size) for _ in range(num_layers)])
+            self.fc = nn.Linear(size, num_classes)
+
+        def forward(self, x):
+            x = x.view(-1, 16)
+            x = F.relu(self.proj(x))
+            for layer in self.highways:
+                x = layer(x)
+            return F.log_softmax(self.fc(x), dim=1)
+
+    model = HighwayNet(16, 8, 3, 4)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    losses = []
+    model.train()
+    for batch_idx in range(2):
+        data, target = torch.from_numpy(normal(rng, 3, 1, 4, 4)), torch.from_numpy(rng.integers(0, 4, 3))
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        data, target = torch.from_numpy(normal(rng, 5, 1, 4, 4)), torch.from_numpy(rng.integers(0, 4, 5))
+        output = model(data)
+        test_loss = F.nll_loss(output, target, reduction='sum').item()
+        pred = output.argmax(dim=1, keepdim=True)
+        correct = pred.eq(target.view_as(pred)).sum().item()
+    return init, losses + [test_loss, correct] + summary(model.parameters())
+
+
+def test_highway_mnist():
+    compare(highway_mnist)
+
+
+# (c) Goodfellow et al.'s Maxout MLP, in the usual PyTorch rendering: one Linear producing pool_size pieces per unit,
+# viewed as [..., units, pool_size] and reduced by max(-1)[0]; a CReLU stem (torch.cat of relu(x) and relu(-x)), a
+# max-norm constraint on each unit's incoming weights after the step (renorm_ through .data), SGD with Nesterov momentum
+def maxout_mlp(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(6)
+    rng = np.random.default_rng(6)
+
+    class CReLU(nn.Module):
+        def forward(self, x):
+            return torch.cat((F.relu(x), F.relu(-x)), 1)
+
+    class Maxout(nn.Module):
+        def __init__(self, d_in, d_out, pool_size):
+            super().__init__()
+            self.d_in, self.d_out, self.pool_size = d_in, d_out, pool_size
+            self.lin = nn.Linear(d_in, d_out * pool_size)
+
+        def forward(self, inputs):
+            shape = list(inputs.size())
+            shape[-1] = self.d_out
+            shape.append(self.pool_size)
+            max_dim = len(shape) - 1
+            out = self.lin(inputs)
+            m, i = out.view(*shape).max(max_dim)
+            return m
+
+    model = nn.Sequential(nn.Linear(6, 5), CReLU(), Maxout(10, 7, 3), Maxout(7, 4, 2), nn.Linear(4, 3))
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5, nesterov=True)
+    losses = []
+    for _ in range(2):
+        x, y = torch.from_numpy(normal(rng, 4, 6)), torch.from_numpy(rng.integers(0, 3, 4))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        for layer in model:
+            if isinstance(layer, Maxout):
+                layer.lin.weight.data.renorm_(2, 0, 0.5)
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_maxout_mlp():
+    compare(maxout_mlp)
