@@ -236,3 +236,150 @@ def maxout_mlp(m, state=None):
 
 def test_maxout_mlp():
     compare(maxout_mlp)
+
+
+# (d) Salesforce's awd-lstm-lm (model.py, embed_regularize.py, locked_dropout.py, main.py): embedded_dropout drops
+# whole rows of the embedding by a [ntoken, 1] mask expanded over the weight and looks up through F.embedding with
+# padding_idx -1 when the encoder has none (torch reads -1 as the last row); LockedDropout draws one mask per
+# sequence by x.data.new(1, B, H) and expands it over time; one-layer LSTMs stacked in a ModuleList, the last one
+# sized to the embedding for weight tying; init_hidden by weight.new(...).zero_(); batchify by narrow, view, t and
+# contiguous; repackage_hidden; the lr rescaled by the sequence length through param_groups; AR and TAR penalties;
+# clip_grad_norm_. bernoulli_ draws become numpy draws copied into the same tensors
+def awd_lstm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(7)
+    rng = np.random.default_rng(7)
+
+    def embedded_dropout(embed, words, dropout=0.1, scale=None):
+        if dropout:
+            keep = (rng.random((embed.weight.size(0), 1)) > dropout).astype(np.float32)
+            mask = embed.weight.data.new().resize_((embed.weight.size(0), 1)).copy_(torch.from_numpy(keep))
+            mask = mask.expand_as(embed.weight) / (1 - dropout)
+            masked_embed_weight = mask * embed.weight
+        else:
+            masked_embed_weight = embed.weight
+        if scale:
+            masked_embed_weight = scale.expand_as(masked_embed_weight) * masked_embed_weight
+        padding_idx = embed.padding_idx
+        if padding_idx is None:
+            padding_idx = -1
+        X = torch.nn.functional.embedding(words, masked_embed_weight, padding_idx, embed.max_norm, embed.norm_type,
+                                          embed.scale_grad_by_freq, embed.sparse)
+        return X
+
+    class LockedDropout(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, x, dropout=0.5):
+            if not self.training or not dropout:
+                return x
+            keep = (rng.random((1, x.size(1), x.size(2))) > dropout).astype(np.float32)
+            m = x.data.new(1, x.size(1), x.size(2)).copy_(torch.from_numpy(keep))
+            mask = m.requires_grad_(False) / (1 - dropout)
+            mask = mask.expand_as(x)
+            return mask * x
+
+    class RNNModel(nn.Module):
+        def __init__(self, ntoken, ninp, nhid, nlayers, dropout=0.4, dropouth=0.25, dropouti=0.2, dropoute=0.1,
+                     tie_weights=False):
+            super(RNNModel, self).__init__()
+            self.lockdrop = LockedDropout()
+            self.encoder = nn.Embedding(ntoken, ninp)
+            self.rnns = [torch.nn.LSTM(ninp if l == 0 else nhid, nhid if l != nlayers - 1 else (
+                ninp if tie_weights else nhid), 1, dropout=0) for l in range(nlayers)]
+            self.rnns = torch.nn.ModuleList(self.rnns)
+            self.decoder = nn.Linear(nhid, ntoken)
+            if tie_weights:
+                self.decoder.weight = self.encoder.weight
+            self.init_weights()
+            self.ninp, self.nhid, self.nlayers, self.tie_weights = ninp, nhid, nlayers, tie_weights
+            self.dropout, self.dropouti, self.dropouth, self.dropoute = dropout, dropouti, dropouth, dropoute
+
+        def init_weights(self):
+            initrange = 0.1
+            self.encoder.weight.data.uniform_(-initrange, initrange)
+            self.decoder.bias.data.fill_(0)
+            self.decoder.weight.data.uniform_(-initrange, initrange)
+
+        def forward(self, input, hidden, return_h=False):
+            emb = embedded_dropout(self.encoder, input, dropout=self.dropoute if self.training else 0)
+            emb = self.lockdrop(emb, self.dropouti)
+            raw_output = emb
+            new_hidden, raw_outputs, outputs = [], [], []
+            for l, rnn in enumerate(self.rnns):
+                raw_output, new_h = rnn(raw_output, hidden[l])
+                new_hidden.append(new_h)
+                raw_outputs.append(raw_output)
+                if l != self.nlayers - 1:
+                    raw_output = self.lockdrop(raw_output, self.dropouth)
+                    outputs.append(raw_output)
+            hidden = new_hidden
+            output = self.lockdrop(raw_output, self.dropout)
+            outputs.append(output)
+            result = output.view(output.size(0) * output.size(1), output.size(2))
+            if return_h:
+                return result, hidden, raw_outputs, outputs
+            return result, hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters()).data
+            return [(weight.new(1, bsz, self.nhid if l != self.nlayers - 1 else (
+                self.ninp if self.tie_weights else self.nhid)).zero_(),
+                     weight.new(1, bsz, self.nhid if l != self.nlayers - 1 else (
+                         self.ninp if self.tie_weights else self.nhid)).zero_())
+                    for l in range(self.nlayers)]
+
+    def batchify(data, bsz):
+        nbatch = data.size(0) // bsz
+        data = data.narrow(0, 0, nbatch * bsz)
+        data = data.view(bsz, -1).t().contiguous()
+        return data
+
+    def get_batch(source, i, seq_len):
+        seq_len = min(seq_len, len(source) - 1 - i)
+        data = source[i:i + seq_len]
+        target = source[i + 1:i + 1 + seq_len].view(-1)
+        return data, target
+
+    def repackage_hidden(h):
+        if isinstance(h, torch.Tensor):
+            return h.detach()
+        else:
+            return tuple(repackage_hidden(v) for v in h)
+
+    ntokens, bptt, batch_size, alpha, beta, clip, lr = 9, 3, 2, 2, 1, 0.25, 5.0
+    ids = rng.integers(0, ntokens, 15)
+    ids[[2, 9]] = ntokens - 1  # the row that padding_idx=-1 names
+    train_data = batchify(torch.from_numpy(ids), batch_size)
+    model = RNNModel(ntokens, 4, 5, 2, tie_weights=True)
+    init = load(m, model, state)
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=lr, weight_decay=1.2e-6)
+    criterion = nn.CrossEntropyLoss()
+    model.train()
+    hidden = model.init_hidden(batch_size)
+    losses, i = [], 0
+    for seq_len in (3, 2):
+        lr2 = optimizer.param_groups[0]['lr']
+        optimizer.param_groups[0]['lr'] = lr2 * seq_len / bptt
+        data, targets = get_batch(train_data, i, seq_len)
+        hidden = repackage_hidden(hidden)
+        optimizer.zero_grad()
+        output, hidden, rnn_hs, dropped_rnn_hs = model(data, hidden, return_h=True)
+        raw_loss = criterion(model.decoder(output), targets)
+        loss = raw_loss
+        loss = loss + sum(alpha * dropped_rnn_h.pow(2).mean() for dropped_rnn_h in dropped_rnn_hs[-1:])
+        loss = loss + sum(beta * (rnn_h[1:] - rnn_h[:-1]).pow(2).mean() for rnn_h in rnn_hs[-1:])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        optimizer.param_groups[0]['lr'] = lr2
+        losses += [raw_loss.item(), loss.item()]
+        i += seq_len
+    assert model.decoder.weight is model.encoder.weight
+    return init, losses + summary(model.parameters())
+
+
+def test_awd_lstm():
+    compare(awd_lstm)
