@@ -383,3 +383,170 @@ def awd_lstm(m, state=None):
 
 def test_awd_lstm():
     compare(awd_lstm)
+
+
+# (e) GloVe in PyTorch (the common single-file ports of Pennington et al.): a co-occurrence matrix counted with a
+# window and 1 / distance weights, the nonzero cells as (i, j, x_ij) triples; word and context nn.Embeddings and
+# one-dimensional bias embeddings initialised by uniform_; the weighting f(x) = (x / x_max) ** alpha clamped at 1 by
+# torch.where; loss = sum f * (w_i . w~_j + b_i + b~_j - log x_ij) ** 2 under Adagrad; the vectors summed at the end
+def glove(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(8)
+    rng = np.random.default_rng(8)
+    vocab_size, embed_dim, window, x_max, alpha = 7, 4, 2, 3.0, 0.75
+    corpus = rng.integers(0, vocab_size, 30)
+    cooc = np.zeros((vocab_size, vocab_size), dtype=np.float32)
+    for pos, w in enumerate(corpus):
+        for off in range(1, window + 1):
+            if pos + off < len(corpus):
+                cooc[w, corpus[pos + off]] += 1.0 / off
+                cooc[corpus[pos + off], w] += 1.0 / off
+    i_idx, j_idx = np.nonzero(cooc)
+
+    class GloVe(nn.Module):
+        def __init__(self, vocab_size, embedding_dim):
+            super(GloVe, self).__init__()
+            self.wi = nn.Embedding(vocab_size, embedding_dim)
+            self.wj = nn.Embedding(vocab_size, embedding_dim)
+            self.bi = nn.Embedding(vocab_size, 1)
+            self.bj = nn.Embedding(vocab_size, 1)
+            self.wi.weight.data.uniform_(-1, 1)
+            self.wj.weight.data.uniform_(-1, 1)
+            self.bi.weight.data.zero_()
+            self.bj.weight.data.zero_()
+
+        def forward(self, i_indices, j_indices):
+            w_i = self.wi(i_indices)
+            w_j = self.wj(j_indices)
+            b_i = self.bi(i_indices).squeeze()
+            b_j = self.bj(j_indices).squeeze()
+            x = torch.sum(w_i * w_j, dim=1) + b_i + b_j
+            return x
+
+    def weight_func(x, x_max, alpha):
+        wx = (x / x_max) ** alpha
+        wx = torch.where(wx > 1, torch.ones_like(wx), wx)
+        return wx
+
+    def wmse_loss(weights, inputs, targets):
+        loss = weights * torch.nn.functional.mse_loss(inputs, targets, reduction='none')
+        return torch.mean(loss)
+
+    model = GloVe(vocab_size, embed_dim)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    x_ij_all = torch.from_numpy(cooc[i_idx, j_idx])
+    losses = []
+    for epoch in range(2):
+        perm = rng.permutation(len(i_idx))[:16]
+        i_s = torch.from_numpy(i_idx[perm])
+        j_s = torch.from_numpy(j_idx[perm])
+        x_ij = x_ij_all[torch.from_numpy(perm)]
+        optimizer.zero_grad()
+        outputs = model(i_s, j_s)
+        weights_x = weight_func(x_ij, x_max, alpha)
+        loss = wmse_loss(weights_x, outputs, torch.log(x_ij))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    emb = model.wi.weight.data + model.wj.weight.data
+    return init, losses + summary([emb]) + summary(model.parameters())
+
+
+def test_glove():
+    compare(glove)
+
+
+# (f) Sunnyd's IndRNN (IndRNN_pytorch, IndRNN_onlyrecurrent and its cuda-free loop): h_t = relu(W x_t + u * h_{t-1}
+# + b) with u a vector, the input weights kaiming_uniform_-ed in reset_parameters and u drawn uniform_ in (0, 1); the
+# recurrent weight clamped to |u| <= (2 ** (1/T)) after each step through .data.clamp_; BatchNorm1d between layers
+# over [T*B, H] views; the last time step classified; Adam
+def indrnn(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(9)
+    rng = np.random.default_rng(9)
+    T, B, I, H, C = 5, 3, 2, 6, 3
+    U_bound = np.power(2, 1 / T)
+
+    class IndRNNCell(nn.Module):
+        def __init__(self, input_size, hidden_size, recurrent_min_abs=0, recurrent_max_abs=None):
+            super(IndRNNCell, self).__init__()
+            self.hidden_size = hidden_size
+            self.recurrent_min_abs = recurrent_min_abs
+            self.recurrent_max_abs = recurrent_max_abs
+            self.weight_ih = nn.Parameter(torch.Tensor(hidden_size, input_size))
+            self.weight_hh = nn.Parameter(torch.Tensor(hidden_size))
+            self.bias_ih = nn.Parameter(torch.Tensor(hidden_size))
+            self.reset_parameters()
+
+        def check_bounds(self):
+            if self.recurrent_min_abs:
+                abs_kernel = torch.abs(self.weight_hh.data).clamp_(min=self.recurrent_min_abs)
+                self.weight_hh.data = self.weight_hh.data.sign() * abs_kernel
+            if self.recurrent_max_abs:
+                self.weight_hh.data = self.weight_hh.data.clamp(max=self.recurrent_max_abs,
+                                                                min=-self.recurrent_max_abs)
+
+        def reset_parameters(self):
+            for name, weight in self.named_parameters():
+                if "weight_hh" in name:
+                    nn.init.uniform_(weight, a=0, b=1)
+                elif "weight_ih" in name:
+                    nn.init.kaiming_uniform_(weight, a=8, mode='fan_in')
+                elif "bias" in name:
+                    weight.data.fill_(0.0)
+
+        def forward(self, input, hx):
+            return F.relu(F.linear(input, self.weight_ih, self.bias_ih) + self.weight_hh * hx)
+
+    class IndRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, n_layer=2, **kwargs):
+            super(IndRNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.cells = nn.ModuleList([IndRNNCell(input_size if i == 0 else hidden_size, hidden_size, **kwargs)
+                                        for i in range(n_layer)])
+            self.bns = nn.ModuleList([nn.BatchNorm1d(hidden_size) for _ in range(n_layer)])
+
+        def forward(self, x, hidden=None):
+            seq_len, batch = x.size(0), x.size(1)
+            for cell, bn in zip(self.cells, self.bns):
+                hx = x.new_zeros(batch, self.hidden_size) if hidden is None else hidden
+                outputs = []
+                for t in range(seq_len):
+                    hx = cell(x[t], hx)
+                    outputs.append(hx)
+                x = torch.stack(outputs, 0)
+                x = bn(x.view(seq_len * batch, -1)).view(seq_len, batch, -1)
+            return x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.indrnn = IndRNN(I, H, recurrent_min_abs=0.05, recurrent_max_abs=U_bound)
+            self.classifier = nn.Linear(H, C)
+
+        def forward(self, x):
+            y = self.indrnn(x)
+            return self.classifier(y[-1])
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.5)
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    model.train()
+    for _ in range(2):
+        inputs, targets = torch.from_numpy(normal(rng, T, B, I)), torch.from_numpy(rng.integers(0, C, B))
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        for cell in model.indrnn.cells:
+            cell.check_bounds()
+        losses.append(loss.item())
+    hh = [c.weight_hh.detach() for c in model.indrnn.cells]
+    return init, losses + [float(h.abs().max().item()) for h in hh] + summary(model.parameters())
+
+
+def test_indrnn():
+    compare(indrnn)
