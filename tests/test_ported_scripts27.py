@@ -550,3 +550,117 @@ def indrnn(m, state=None):
 
 def test_indrnn():
     compare(indrnn)
+
+
+# (g) Batch Renormalization written by hand (Ioffe 2017, in the style of ludvb/batchrenorm): running mean and std as
+# buffers with a long num_batches_tracked; rmax and dmax ramped from num_batches_tracked by properties and clamp_-ed;
+# r and d from detached batch statistics, clamp_-ed by tensor bounds; x.std(dims, unbiased=False) over a channels-last
+# transpose; in-place buffer updates; a ValueError for a wrong input rank; eval by the running statistics. The run
+# resumes at step 20000 (num_batches_tracked += 20000) so that r and d are not yet pinned to 1 and 0
+def batch_renorm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(10)
+    rng = np.random.default_rng(10)
+
+    class BatchRenorm(nn.Module):
+        def __init__(self, num_features, eps=1e-3, momentum=0.01, affine=True):
+            super().__init__()
+            self.register_buffer("running_mean", torch.zeros(num_features, dtype=torch.float))
+            self.register_buffer("running_std", torch.ones(num_features, dtype=torch.float))
+            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+            self.weight = torch.nn.Parameter(torch.ones(num_features, dtype=torch.float))
+            self.bias = torch.nn.Parameter(torch.zeros(num_features, dtype=torch.float))
+            self.affine = affine
+            self.eps = eps
+            self.step = 0
+            self.momentum = momentum
+
+        def _check_input_dim(self, x):
+            raise NotImplementedError()
+
+        @property
+        def rmax(self):
+            return (2 / 35000 * self.num_batches_tracked + 25 / 35).clamp_(1.0, 3.0)
+
+        @property
+        def dmax(self):
+            return (5 / 20000 * self.num_batches_tracked - 25 / 20).clamp_(0.0, 5.0)
+
+        def forward(self, x):
+            self._check_input_dim(x)
+            if x.dim() > 2:
+                x = x.transpose(1, -1)
+            if self.training:
+                dims = [i for i in range(x.dim() - 1)]
+                batch_mean = x.mean(dims)
+                batch_std = x.std(dims, unbiased=False) + self.eps
+                r = (batch_std.detach() / self.running_std.view_as(batch_std)).clamp_(1 / self.rmax, self.rmax)
+                d = ((batch_mean.detach() - self.running_mean.view_as(batch_mean))
+                     / self.running_std.view_as(batch_std)).clamp_(-self.dmax, self.dmax)
+                x = (x - batch_mean) / batch_std * r + d
+                self.running_mean += self.momentum * (batch_mean.detach() - self.running_mean)
+                self.running_std += self.momentum * (batch_std.detach() - self.running_std)
+                self.num_batches_tracked += 1
+            else:
+                x = (x - self.running_mean) / self.running_std
+            if self.affine:
+                x = self.weight * x + self.bias
+            if x.dim() > 2:
+                x = x.transpose(1, -1)
+            return x
+
+    class BatchRenorm1d(BatchRenorm):
+        def _check_input_dim(self, x):
+            if x.dim() not in [2, 3]:
+                raise ValueError("expected 2D or 3D input (got {x.dim()}D input)")
+
+    class BatchRenorm2d(BatchRenorm):
+        def _check_input_dim(self, x):
+            if x.dim() != 4:
+                raise ValueError("expected 4D input (got {x.dim()}D input)")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+            self.bn1 = BatchRenorm2d(4, momentum=0.3)
+            self.fc1 = nn.Linear(4 * 3 * 3, 6)
+            self.bn2 = BatchRenorm1d(6, momentum=0.3)
+            self.fc2 = nn.Linear(6, 3)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+            x = torch.flatten(x, 1)
+            x = F.relu(self.bn2(self.fc1(x)))
+            return self.fc2(x)
+
+    model = Net()
+    init = load(m, model, state)
+    for bn in (model.bn1, model.bn2):
+        bn.num_batches_tracked += 20000
+    try:
+        model.bn2(torch.zeros(2, 6, 1, 1))
+        raise AssertionError("a 4-D input to BatchRenorm1d passed")
+    except ValueError:
+        pass
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    model.train()
+    for _ in range(2):
+        x = torch.from_numpy(normal(rng, 4, 3, 6, 6) * 2 + 0.5)
+        y = torch.from_numpy(rng.integers(0, 3, 4))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.from_numpy(normal(rng, 3, 3, 6, 6)))
+    buffers = [model.bn1.running_mean, model.bn1.running_std, model.bn2.running_mean, model.bn2.running_std]
+    assert model.bn1.num_batches_tracked.item() == 20002
+    return init, losses + out.flatten().tolist() + summary(buffers) + summary(model.parameters())
+
+
+def test_batch_renorm():
+    compare(batch_renorm)
