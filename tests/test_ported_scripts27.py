@@ -664,3 +664,263 @@ def batch_renorm(m, state=None):
 
 def test_batch_renorm():
     compare(batch_renorm)
+
+
+# (h) loudinthecloud's pytorch-ntm on its copy task (ntm/memory.py, head.py, controller.py, ntm.py, aio.py,
+# tasks/copytask.py): a memory bias buffer cloned and repeat-ed per batch; content addressing by
+# F.cosine_similarity(memory + 1e-16, k + 1e-16, dim=-1) and softmax, interpolation, a circular shift by F.conv1d over
+# torch.cat([w[-1:], w, w[:1]]) written row by row into torch.zeros(...), sharpening by ŵ ** γ; heads that split one
+# Linear's columns at np.cumsum offsets; erase-and-add writes by matmul outer products; an LSTM controller with
+# learned initial states; read biases registered as buffers from .data of tensors that a list also holds (so that
+# load_state_dict must fill them in place); y_out[i], _ = net() into torch.zeros(Y.size()); BCELoss, clip_grad_value_
+# and RMSprop(momentum=0.9, alpha=0.95) at a larger lr than the source's 1e-4 so that two steps move the weights
+def ntm_copy(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Parameter = nn.Parameter
+    torch.manual_seed(11)
+    rng = np.random.default_rng(11)
+
+    def _convolve(w, s):
+        """Circular convolution implementation."""
+        assert s.size(0) == 3
+        t = torch.cat([w[-1:], w, w[:1]])
+        c = F.conv1d(t.view(1, 1, -1), s.view(1, 1, -1)).view(-1)
+        return c
+
+    class NTMMemory(nn.Module):
+        def __init__(self, N, M):
+            super(NTMMemory, self).__init__()
+            self.N, self.M = N, M
+            self.register_buffer('mem_bias', torch.Tensor(N, M))
+            stdev = 1 / (np.sqrt(N + M))
+            nn.init.uniform_(self.mem_bias, -stdev, stdev)
+
+        def reset(self, batch_size):
+            self.batch_size = batch_size
+            self.memory = self.mem_bias.clone().repeat(batch_size, 1, 1)
+
+        def size(self):
+            return self.N, self.M
+
+        def read(self, w):
+            return torch.matmul(w.unsqueeze(1), self.memory).squeeze(1)
+
+        def write(self, w, e, a):
+            self.prev_mem = self.memory
+            self.memory = torch.Tensor(self.batch_size, self.N, self.M)
+            erase = torch.matmul(w.unsqueeze(-1), e.unsqueeze(1))
+            add = torch.matmul(w.unsqueeze(-1), a.unsqueeze(1))
+            self.memory = self.prev_mem * (1 - erase) + add
+
+        def address(self, k, β, g, s, γ, w_prev):
+            wc = self._similarity(k, β)
+            wg = self._interpolate(w_prev, wc, g)
+            ŵ = self._shift(wg, s)
+            w = self._sharpen(ŵ, γ)
+            return w
+
+        def _similarity(self, k, β):
+            k = k.view(self.batch_size, 1, -1)
+            w = F.softmax(β * F.cosine_similarity(self.memory + 1e-16, k + 1e-16, dim=-1), dim=1)
+            return w
+
+        def _interpolate(self, w_prev, wc, g):
+            return g * wc + (1 - g) * w_prev
+
+        def _shift(self, wg, s):
+            result = torch.zeros(wg.size())
+            for b in range(self.batch_size):
+                result[b] = _convolve(wg[b], s[b])
+            return result
+
+        def _sharpen(self, ŵ, γ):
+            w = ŵ ** γ
+            w = torch.div(w, torch.sum(w, dim=1).view(-1, 1) + 1e-16)
+            return w
+
+    def _split_cols(mat, lengths):
+        assert mat.size()[1] == sum(lengths)
+        l = np.cumsum([0] + lengths)
+        results = []
+        for s, e in zip(l[:-1], l[1:]):
+            results += [mat[:, s:e]]
+        return results
+
+    class NTMHeadBase(nn.Module):
+        def __init__(self, memory, controller_size):
+            super(NTMHeadBase, self).__init__()
+            self.memory = memory
+            self.N, self.M = memory.size()
+            self.controller_size = controller_size
+
+        def create_new_state(self, batch_size):
+            return torch.zeros(batch_size, self.N)
+
+        def _address_memory(self, k, β, g, s, γ, w_prev):
+            k = k.clone()
+            β = F.softplus(β)
+            g = F.sigmoid(g)
+            s = F.softmax(s, dim=1)
+            γ = 1 + F.softplus(γ)
+            w = self.memory.address(k, β, g, s, γ, w_prev)
+            return w
+
+    class NTMReadHead(NTMHeadBase):
+        def __init__(self, memory, controller_size):
+            super(NTMReadHead, self).__init__(memory, controller_size)
+            self.read_lengths = [self.M, 1, 1, 3, 1]
+            self.fc_read = nn.Linear(controller_size, sum(self.read_lengths))
+            nn.init.xavier_uniform_(self.fc_read.weight, gain=1.4)
+            nn.init.normal_(self.fc_read.bias, std=0.01)
+
+        def is_read_head(self):
+            return True
+
+        def forward(self, embeddings, w_prev):
+            o = self.fc_read(embeddings)
+            k, β, g, s, γ = _split_cols(o, self.read_lengths)
+            w = self._address_memory(k, β, g, s, γ, w_prev)
+            r = self.memory.read(w)
+            return r, w
+
+    class NTMWriteHead(NTMHeadBase):
+        def __init__(self, memory, controller_size):
+            super(NTMWriteHead, self).__init__(memory, controller_size)
+            self.write_lengths = [self.M, 1, 1, 3, 1, self.M, self.M]
+            self.fc_write = nn.Linear(controller_size, sum(self.write_lengths))
+            nn.init.xavier_uniform_(self.fc_write.weight, gain=1.4)
+            nn.init.normal_(self.fc_write.bias, std=0.01)
+
+        def is_read_head(self):
+            return False
+
+        def forward(self, embeddings, w_prev):
+            o = self.fc_write(embeddings)
+            k, β, g, s, γ, e, a = _split_cols(o, self.write_lengths)
+            e = F.sigmoid(e)
+            w = self._address_memory(k, β, g, s, γ, w_prev)
+            self.memory.write(w, e, a)
+            return w
+
+    class LSTMController(nn.Module):
+        def __init__(self, num_inputs, num_outputs, num_layers):
+            super(LSTMController, self).__init__()
+            self.num_inputs, self.num_outputs, self.num_layers = num_inputs, num_outputs, num_layers
+            self.lstm = nn.LSTM(input_size=num_inputs, hidden_size=num_outputs, num_layers=num_layers)
+            self.lstm_h_bias = Parameter(torch.randn(self.num_layers, 1, self.num_outputs) * 0.05)
+            self.lstm_c_bias = Parameter(torch.randn(self.num_layers, 1, self.num_outputs) * 0.05)
+            for p in self.lstm.parameters():
+                if p.dim() == 1:
+                    nn.init.constant_(p, 0)
+                else:
+                    stdev = 5 / (np.sqrt(self.num_inputs + self.num_outputs))
+                    nn.init.uniform_(p, -stdev, stdev)
+
+        def create_new_state(self, batch_size):
+            lstm_h = self.lstm_h_bias.clone().repeat(1, batch_size, 1)
+            lstm_c = self.lstm_c_bias.clone().repeat(1, batch_size, 1)
+            return lstm_h, lstm_c
+
+        def forward(self, x, prev_state):
+            x = x.unsqueeze(0)
+            outp, state = self.lstm(x, prev_state)
+            return outp.squeeze(0), state
+
+    class NTM(nn.Module):
+        def __init__(self, num_inputs, num_outputs, controller, memory, heads):
+            super(NTM, self).__init__()
+            self.num_inputs, self.num_outputs = num_inputs, num_outputs
+            self.controller, self.memory, self.heads = controller, memory, heads
+            self.N, self.M = memory.size()
+            self.num_read_heads = 0
+            self.init_r = []
+            for head in heads:
+                if head.is_read_head():
+                    init_r_bias = torch.randn(1, self.M) * 0.01
+                    self.register_buffer("read{}_bias".format(self.num_read_heads), init_r_bias.data)
+                    self.init_r += [init_r_bias]
+                    self.num_read_heads += 1
+            self.fc = nn.Linear(controller.num_outputs + self.num_read_heads * self.M, num_outputs)
+            nn.init.xavier_uniform_(self.fc.weight, gain=1)
+            nn.init.normal_(self.fc.bias, std=0.01)
+
+        def create_new_state(self, batch_size):
+            init_r = [r.clone().repeat(batch_size, 1) for r in self.init_r]
+            controller_state = self.controller.create_new_state(batch_size)
+            heads_state = [head.create_new_state(batch_size) for head in self.heads]
+            return init_r, controller_state, heads_state
+
+        def forward(self, x, prev_state):
+            prev_reads, prev_controller_state, prev_heads_states = prev_state
+            inp = torch.cat([x] + prev_reads, dim=1)
+            controller_outp, controller_state = self.controller(inp, prev_controller_state)
+            reads, heads_states = [], []
+            for head, prev_head_state in zip(self.heads, prev_heads_states):
+                if head.is_read_head():
+                    r, head_state = head(controller_outp, prev_head_state)
+                    reads += [r]
+                else:
+                    head_state = head(controller_outp, prev_head_state)
+                heads_states += [head_state]
+            inp2 = torch.cat([controller_outp] + reads, dim=1)
+            o = F.sigmoid(self.fc(inp2))
+            state = (reads, controller_state, heads_states)
+            return o, state
+
+    class EncapsulatedNTM(nn.Module):
+        def __init__(self, num_inputs, num_outputs, controller_size, controller_layers, num_heads, N, M):
+            super(EncapsulatedNTM, self).__init__()
+            self.num_inputs, self.num_outputs = num_inputs, num_outputs
+            self.memory = NTMMemory(N, M)
+            controller = LSTMController(num_inputs + M * num_heads, controller_size, controller_layers)
+            heads = nn.ModuleList([])
+            for i in range(num_heads):
+                heads += [NTMReadHead(self.memory, controller_size), NTMWriteHead(self.memory, controller_size)]
+            self.ntm = NTM(num_inputs, num_outputs, controller, self.memory, heads)
+
+        def init_sequence(self, batch_size):
+            self.batch_size = batch_size
+            self.memory.reset(batch_size)
+            self.previous_state = self.ntm.create_new_state(batch_size)
+
+        def forward(self, x=None):
+            if x is None:
+                x = torch.zeros(self.batch_size, self.num_inputs)
+            o, self.previous_state = self.ntm(x, self.previous_state)
+            return o, self.previous_state
+
+    seq_width, seq_len, batch_size = 2, 1, 2
+    net = EncapsulatedNTM(seq_width + 1, seq_width, 6, 1, 1, 5, 3)
+    init = load(m, net, state)
+    criterion = nn.BCELoss()
+    optimizer = torch.optim.RMSprop(net.parameters(), momentum=0.9, alpha=0.95, lr=1e-2)
+    losses = []
+    for _ in range(2):
+        seq = torch.from_numpy(rng.binomial(1, 0.5, (seq_len, batch_size, seq_width)).astype(np.float32))
+        inp = torch.zeros(seq_len + 1, batch_size, seq_width + 1)
+        inp[:seq_len, :, :seq_width] = seq
+        inp[seq_len, :, seq_width] = 1.0
+        X, Y = inp, seq.clone()
+        optimizer.zero_grad()
+        inp_seq_len = X.size(0)
+        outp_seq_len, batch_size, _ = Y.size()
+        net.init_sequence(batch_size)
+        for i in range(inp_seq_len):
+            net(X[i])
+        y_out = torch.zeros(Y.size())
+        for i in range(outp_seq_len):
+            y_out[i], _ = net()
+        loss = criterion(y_out, Y)
+        loss.backward()
+        parameters = list(filter(lambda p: p.grad is not None, net.parameters()))
+        for p in parameters:
+            p.grad.data.clamp_(-10, 10)
+        optimizer.step()
+        y_out_binarized = (y_out.clone().data >= 0.5).float()  # the source's apply_ runs on CPU tensors only
+        cost = torch.sum(torch.abs(y_out_binarized - Y.data))
+        losses += [loss.item(), cost.item() / batch_size]
+    return init, losses + summary(net.parameters()) + summary([net.ntm.read0_bias, net.ntm.init_r[0]])
+
+
+def test_ntm_copy():
+    compare(ntm_copy)
