@@ -26,7 +26,7 @@ def normal(rng, *shape):
 # normal_ with He's std times num_layers ** -0.5, conv2 and the classifier zeroed by constant_; the downsampling
 # shortcut an AvgPool2d(1, stride) whose channels are doubled by zeros; biases and scales at a tenth of the lr
 def fixup_resnet(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     torch.manual_seed(4)
     rng = np.random.default_rng(4)
 
@@ -246,7 +246,7 @@ def test_maxout_mlp():
 # contiguous; repackage_hidden; the lr rescaled by the sequence length through param_groups; AR and TAR penalties;
 # clip_grad_norm_. bernoulli_ draws become numpy draws copied into the same tensors
 def awd_lstm(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     torch.manual_seed(7)
     rng = np.random.default_rng(7)
 
