@@ -832,3 +832,20 @@ def test_old_autograd_paths_multithreading_flag_and_module_flags():
     for name in ("modified_bessel_i0", "modified_bessel_i1"):
         np.testing.assert_allclose(getattr(tnet.special, name)(tnet.tensor(x)).numpy(),
                                    getattr(torch.special, name)(torch.tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_legacy_type_names_for_int8_int16_and_float64():
+    """x.type() of an int8 or int16 tensor names it as torch does, and those names convert back; float64's name
+    (the string, tnet.DoubleTensor, tnet.cuda.DoubleTensor) reaches the float64 TypeError (tnet has no float64
+    kernels), not a ValueError or an AttributeError (ports 27 found the KeyError and the missing name)."""
+    x = tnet.ones(2)
+    for dtype, name in ((tnet.int8, "CharTensor"), (tnet.int16, "ShortTensor")):
+        assert x.to(dtype).type() == ("torch.cuda." if tnet.DEVICE.type == "cuda" else "torch.") + name
+        assert x.type("torch." + name).dtype == dtype and x.type(getattr(tnet, name)).dtype == dtype
+    for make in (lambda: x.type("torch.DoubleTensor"), lambda: x.type(tnet.DoubleTensor), lambda: tnet.DoubleTensor(2),
+                 lambda: tnet.cuda.DoubleTensor([1.0]), lambda: x.type(torch.DoubleTensor)):
+        with pytest.raises(TypeError, match="float64"):
+            make()
+    assert not isinstance(x, tnet.DoubleTensor)
+    with pytest.raises(ValueError):
+        x.type("torch.NoSuchTensor")
