@@ -849,3 +849,23 @@ def test_legacy_type_names_for_int8_int16_and_float64():
     assert not isinstance(x, tnet.DoubleTensor)
     with pytest.raises(ValueError):
         x.type("torch.NoSuchTensor")
+
+
+def test_assigning_grad_checks_type_and_size_as_torch():
+    """x.grad = g takes None or a tensor of x's size; another type raises TypeError and another size RuntimeError,
+    as torch's (tnet took both silently: ports 27's probes found `a.grad = ones(2)` on a [3] leaf accepted)."""
+    for lib in (tnet, torch):
+        p = lib.nn.Parameter(lib.ones(3))
+        with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None"):
+            p.grad = 3
+        for wrong in (lib.ones(2), lib.ones(1, 3)):
+            with pytest.raises(RuntimeError, match="attempting to assign a gradient of size"):
+                p.grad = wrong
+        with pytest.raises(RuntimeError, match="same size"):
+            p._grad = lib.ones(4)
+        p.grad = lib.full((3,), 2.0)
+        assert p.grad.tolist() == [2.0, 2.0, 2.0]
+        p.grad = None
+        assert p.grad is None
+    with pytest.raises(TypeError):
+        tnet.nn.Parameter(tnet.ones(3)).grad = torch.ones(3)  # a torch tensor is no tnet gradient
