@@ -832,3 +832,40 @@ def test_old_autograd_paths_multithreading_flag_and_module_flags():
     for name in ("modified_bessel_i0", "modified_bessel_i1"):
         np.testing.assert_allclose(getattr(tnet.special, name)(tnet.tensor(x)).numpy(),
                                    getattr(torch.special, name)(torch.tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_legacy_type_names_for_int8_int16_and_float64():
+    """x.type() of an int8 or int16 tensor names it as torch does, and those names convert back; float64's name
+    (the string, tnet.DoubleTensor, tnet.cuda.DoubleTensor) reaches the float64 TypeError (tnet has no float64
+    kernels), not a ValueError or an AttributeError (ports 27 found the KeyError and the missing name)."""
+    x = tnet.ones(2)
+    for dtype, name in ((tnet.int8, "CharTensor"), (tnet.int16, "ShortTensor")):
+        assert x.to(dtype).type() == ("torch.cuda." if tnet.DEVICE.type == "cuda" else "torch.") + name
+        assert x.type("torch." + name).dtype == dtype and x.type(getattr(tnet, name)).dtype == dtype
+    for make in (lambda: x.type("torch.DoubleTensor"), lambda: x.type(tnet.DoubleTensor), lambda: tnet.DoubleTensor(2),
+                 lambda: tnet.cuda.DoubleTensor([1.0]), lambda: x.type(torch.DoubleTensor)):
+        with pytest.raises(TypeError, match="float64"):
+            make()
+    assert not isinstance(x, tnet.DoubleTensor)
+    with pytest.raises(ValueError):
+        x.type("torch.NoSuchTensor")
+
+
+def test_assigning_grad_checks_type_and_size_as_torch():
+    """x.grad = g takes None or a tensor of x's size; another type raises TypeError and another size RuntimeError,
+    as torch's (tnet took both silently: ports 27's probes found `a.grad = ones(2)` on a [3] leaf accepted)."""
+    for lib in (tnet, torch):
+        p = lib.nn.Parameter(lib.ones(3))
+        with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None"):
+            p.grad = 3
+        for wrong in (lib.ones(2), lib.ones(1, 3)):
+            with pytest.raises(RuntimeError, match="attempting to assign a gradient of size"):
+                p.grad = wrong
+        with pytest.raises(RuntimeError, match="same size"):
+            p._grad = lib.ones(4)
+        p.grad = lib.full((3,), 2.0)
+        assert p.grad.tolist() == [2.0, 2.0, 2.0]
+        p.grad = None
+        assert p.grad is None
+    with pytest.raises(TypeError):
+        tnet.nn.Parameter(tnet.ones(3)).grad = torch.ones(3)  # a torch tensor is no tnet gradient

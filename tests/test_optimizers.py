@@ -92,7 +92,8 @@ def test_state_dict_round_trip(rng):
         resumed.load_state_dict(state)
         assert resumed.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
         for _ in range(2):
-            set_grads(params, copies, rng)
+            for p in params:  # tnet gradients only: a torch tensor is no tnet .grad (TypeError, as torch's)
+                p.grad = tnet.tensor(rng.standard_normal(p.shape)) if p.requires_grad else None
             for p, q in zip(params, copies):
                 q.grad = None if p.grad is None else tnet.tensor(p.grad.numpy())
             opt.step()

@@ -50,8 +50,8 @@ def result_type(tensor1, tensor2):
     return _torch.result_type(*[_torch.empty((), dtype=t.dtype, device="meta") if isinstance(t, Tensor) else t
                                 for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
-from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, FloatTensor, Generator, HalfTensor,
-                      IntTensor, LongTensor, ShortTensor, arange, default_generator, empty, empty_like, eye,
+from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, Generator,
+                      HalfTensor, IntTensor, LongTensor, ShortTensor, arange, default_generator, empty, empty_like, eye,
                       full_like, linspace, ones_like, randint, randperm, zeros_like)
 
 

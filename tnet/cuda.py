@@ -14,9 +14,9 @@ from .factory import get_rng_state as _get_rng_state, manual_seed, set_rng_state
 
 # torch.cuda's legacy typed constructors (`torch.cuda.FloatTensor(n, c, h, w).fill_(0)`,
 # `x.type(torch.cuda.FloatTensor)`): tnet's, on its one device
-FloatTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, BoolTensor, ByteTensor = (
-    _factory.FloatTensor, _factory.HalfTensor, _factory.BFloat16Tensor, _factory.LongTensor, _factory.IntTensor,
-    _factory.BoolTensor, _factory.ByteTensor)
+FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor, BoolTensor, ByteTensor = (
+    _factory.FloatTensor, _factory.HalfTensor, _factory.BFloat16Tensor, _factory.DoubleTensor, _factory.LongTensor,
+    _factory.IntTensor, _factory.BoolTensor, _factory.ByteTensor)
 
 
 def is_available():

@@ -468,8 +468,9 @@ def _typed(name, dtype):
     return _TypedTensor(name, (), {"dtype": dtype})  # x.type(tnet.FloatTensor) reads dtype
 
 
-FloatTensor, HalfTensor, BFloat16Tensor = (_typed(n, d) for n, d in (
-    ("FloatTensor", float32), ("HalfTensor", float16), ("BFloat16Tensor", bfloat16)))
+# DoubleTensor: torch's name, so that calling it, or x.type(tnet.DoubleTensor), raises the float64 TypeError
+FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor = (_typed(n, d) for n, d in (
+    ("FloatTensor", float32), ("HalfTensor", float16), ("BFloat16Tensor", bfloat16), ("DoubleTensor", torch.float64)))
 LongTensor, IntTensor, BoolTensor, ByteTensor, ShortTensor, CharTensor = (_typed(n, d) for n, d in (
     ("LongTensor", int64), ("IntTensor", int32), ("BoolTensor", torch.bool), ("ByteTensor", torch.uint8),
     ("ShortTensor", torch.int16), ("CharTensor", torch.int8)))

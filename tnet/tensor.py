@@ -519,6 +519,26 @@ class Tensor:
         return tensor_str.tensor_repr(values, memory.dtype, memory.device, grad_fn, self.requires_grad)
 
     is_leaf = property(lambda self: self._entry is None, doc="made by no recorded op (a parameter, an input), as torch's")
+    _grad_value = None  # .grad's storage (the class's None until a gradient is set)
+
+    @property
+    def grad(self):
+        return self._grad_value
+
+    @grad.setter
+    def grad(self, g):
+        """`x.grad = g`: None or a tnet tensor of x's shape, as torch checks it (TypeError for another type,
+        RuntimeError for another size); the dtype is not checked (torch's grad_dtype check is not kept)."""
+        if g is not None:
+            if not isinstance(g, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(g).__name__}")
+            if g.shape != self.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the "
+                                   "same size")
+        self._grad_value = g
+
     _grad = property(lambda self: self.grad, lambda self, g: setattr(self, "grad", g),
                      doc="torch's private name of .grad, which scripts set (A3C's shared_param._grad = param.grad)")
     grad_fn = property(lambda self: None if self._entry is None else Node(self._entry),

@@ -176,8 +176,11 @@ def type_dtype(t):
     return t
 
 
+# torch's legacy type names; DoubleTensor names float64 so that x.type('torch.DoubleTensor') reaches to()'s
+# TypeError (tnet has no float64 kernels) rather than an unknown name's ValueError
 _TYPE_NAMES = {torch.float32: "FloatTensor", torch.float16: "HalfTensor", torch.bfloat16: "BFloat16Tensor",
-               torch.int64: "LongTensor", torch.int32: "IntTensor", torch.bool: "BoolTensor", torch.uint8: "ByteTensor"}
+               torch.float64: "DoubleTensor", torch.int64: "LongTensor", torch.int32: "IntTensor",
+               torch.int16: "ShortTensor", torch.int8: "CharTensor", torch.bool: "BoolTensor", torch.uint8: "ByteTensor"}
 _TYPE_PREFIX = {"cuda": "torch.cuda.", "cpu": "torch."}
 
 
