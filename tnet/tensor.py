@@ -916,8 +916,8 @@ def _accumulate_leaf(x, g):
     if "_hooks" in x.__dict__:
         g = _hooked_grad(x, g)
     g = in_layout(g, x.memory)
-    if x.grad is None:
-        x.grad = Tensor(g.clone() if g._base is not None else g)
+    if x.grad is None:  # set past .grad's checks: the tape's gradient has x's shape
+        x._grad_value = Tensor(g.clone() if g._base is not None else g)
     else:
         add_(x.grad.memory, g)
     hooks = x.__dict__.get("_grad_hooks")
