@@ -19,6 +19,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import tnet
 from tnet import trainer
 
+# the GPU machine runs torch 2.11, the CPU 2.13: reference behaviour new in 2.13 is checked only there
+TORCH_BEFORE_2_13 = tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13)
 DEV = tnet.DEVICE
 CL = torch.channels_last
 TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}

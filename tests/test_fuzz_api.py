@@ -9,7 +9,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 
-from helpers import TOL, dev, host, rel_err
+from helpers import TOL, TORCH_BEFORE_2_13, dev, host, rel_err
 
 
 def one_line_error(kind, fn):
@@ -180,7 +180,7 @@ def test_max_and_argmax_of_no_elements_as_torch(name, shape, dim, keepdim):
 def as_torch_2_13(reason):
     """The mark of a case whose reference is torch 2.13 on the CPU (this machine's): earlier torch (2.11, the
     GPU machine's) behaves otherwise there."""
-    return pytest.mark.skipif(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13), reason=reason)
+    return pytest.mark.skipif(TORCH_BEFORE_2_13, reason=reason)
 
 
 def _same_outcome(fn, rtol=1e-5):

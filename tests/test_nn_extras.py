@@ -10,7 +10,7 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
-from helpers import TOL, assert_close, check, leaf
+from helpers import TOL, TORCH_BEFORE_2_13, assert_close, check, leaf
 
 TF = torch.nn.functional
 
@@ -340,11 +340,14 @@ def test_lazy_and_1d_pool_reprs_and_defaults_as_torch():
                        ("LazyInstanceNorm2d", ()), ("LazyBatchNorm1d", ()), ("AvgPool1d", (3, 1, 1)), ("AvgPool1d", (2,)),
                        ("MaxPool1d", (2,))]:
         ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
-        assert repr(ours) == repr(theirs), name
+        # torch 2.13's norms name their bias= (2.11's, the GPU machine's, do not)
+        assert repr(ours).replace(" bias=True,", "") == repr(theirs).replace(" bias=True,", ""), name
     lazy = nn.LazyInstanceNorm1d()
     assert lazy.affine and lazy.track_running_stats
     lazy(tnet.randn(2, 3, 5))
     assert type(lazy) is nn.InstanceNorm1d and list(lazy.state_dict()) == list(torch.nn.LazyInstanceNorm1d().state_dict())
+    if TORCH_BEFORE_2_13:
+        return  # the norms' bias= keyword is torch 2.13's
     for name in ("LazyBatchNorm2d", "LazyInstanceNorm2d", "SyncBatchNorm"):  # torch 2's bias= keyword
         args = (3,) if name == "SyncBatchNorm" else ()
         ours, theirs = getattr(nn, name)(*args, bias=False), getattr(torch.nn, name)(*args, bias=False)
