@@ -1866,7 +1866,8 @@ def model_surgery(m, state=None):
     optimizer = torch.optim.SGD([{"params": body_params, "lr": 0.01}, {"params": head_params}], lr=0.1, momentum=0.9)
     # the repr of a device's tensors names it ("torch.cuda.FloatTensor ... (cuda:0)"): compare would read tnet's GPU
     # against torch's CPU
-    text = repr(model).replace("torch.cuda.", "torch.").replace(" (cuda:0)", "")
+    # torch 2.13's norms name their bias= (2.11's, the GPU machine's, do not)
+    text = repr(model).replace("torch.cuda.", "torch.").replace(" (cuda:0)", "").replace(" bias=True,", "")
     shapes = [float(len(text)), float(len(repr(optimizer))), float(text.count("SiLU"))]
     model.fc.register_full_backward_pre_hook(lambda module, grad_output: (grad_output[0] * 0.5,))
     calls = []
